@@ -1,0 +1,12 @@
+FROM python:3.11-slim
+ENV PYTHONDONTWRITEBYTECODE=1 PYTHONUNBUFFERED=1
+WORKDIR /app
+COPY requirements.txt .
+RUN pip install --no-cache-dir -r requirements.txt
+COPY . .
+# collectstatic needs a key to import settings; the real one comes from the environment at run time.
+RUN SECRET_KEY=build-only DATA_DIR=/tmp/build python manage.py collectstatic --noinput
+RUN useradd --create-home --uid 1000 fleet && mkdir -p /data && chown fleet /data
+USER fleet
+EXPOSE 8000
+CMD ["gunicorn", "config.wsgi", "--bind", "0.0.0.0:8000", "--workers", "3", "--timeout", "120"]

@@ -1,0 +1,49 @@
+# Fleet Triage. `make demo` runs the product on its embedded defaults; `make test` runs the suite.
+PYTHON ?= python3
+VENV := .venv
+PY := $(VENV)/bin/python
+DEMO_ARCHIVE := data/demo-fleet.zip
+DEMO_JOBS ?= 300
+DEMO_ENV := DEBUG=1
+
+.PHONY: install demo demo-data serve test lint bench worker clean-demo
+
+$(VENV)/.installed: requirements.txt requirements-dev.txt
+	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip
+	$(PY) -m pip install --quiet -r requirements-dev.txt
+	touch $@
+
+install: $(VENV)/.installed
+
+## demo: install, migrate, build and import the demo fleet, print logins, serve at 127.0.0.1:8000
+demo: demo-data serve
+
+demo-data: install
+	$(DEMO_ENV) $(PY) manage.py migrate --noinput
+	$(DEMO_ENV) $(PY) manage.py make_demo_fleet --out $(DEMO_ARCHIVE) --jobs $(DEMO_JOBS) --seed 42
+	$(DEMO_ENV) $(PY) manage.py ingest_archive $(DEMO_ARCHIVE)
+	$(DEMO_ENV) $(PY) manage.py setup_demo
+
+serve: install
+	@echo "Fleet Triage at http://127.0.0.1:8000/ (log in with a login printed above; Ctrl-C stops)"
+	$(DEMO_ENV) $(PY) manage.py runserver 127.0.0.1:8000
+
+## test: the whole suite; uses DATABASE_URL / REDIS_URL when set (CI sets both), SQLite otherwise
+test: install
+	SECRET_KEY=$${SECRET_KEY:-insecure-key-for-tests-only} $(PY) -m pytest $(PYTEST_ARGS)
+
+lint: install
+	$(VENV)/bin/ruff check .
+	$(VENV)/bin/ruff format --check .
+
+## bench: benchmarks under bench/, results in bench/results/*.json
+bench: install
+	$(DEMO_ENV) $(PY) bench/run.py
+
+## worker: a Celery worker for REDIS_URL (the embedded mode needs none)
+worker: install
+	$(VENV)/bin/celery -A config worker --loglevel=info --concurrency=2
+
+clean-demo:
+	rm -rf data/fleet-triage.sqlite3* data/storage $(DEMO_ARCHIVE) data/demo-fleet.truth.json

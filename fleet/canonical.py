@@ -1,0 +1,113 @@
+"""Canonical fleet records: what every source (archive, Prometheus, Slurm, Kubernetes) maps onto.
+
+Plain dataclasses with no Django imports, so parsers and connectors can be tested on bytes
+and the ingest service is the only place that knows about the ORM.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Literal
+
+# Canonical metric columns, in display order, with their units. `gpu_util` is the only required one.
+METRICS: dict[str, str] = {
+    "gpu_util": "%",
+    "gpu_mem_used_mib": "MiB",
+    "gpu_mem_total_mib": "MiB",
+    "sm_active": "ratio",
+    "tensor_active": "ratio",
+    "dram_active": "ratio",
+    "pcie_rx_bytes_per_s": "B/s",
+    "pcie_tx_bytes_per_s": "B/s",
+    "cpu_util": "%",
+    "host_mem_used_mib": "MiB",
+    "net_rx_bytes_per_s": "B/s",
+    "net_tx_bytes_per_s": "B/s",
+    "disk_read_bytes_per_s": "B/s",
+    "disk_write_bytes_per_s": "B/s",
+}
+REQUIRED_METRICS = ("gpu_util",)
+# Key columns of every series row: which job, when, and which device (gpu is empty for host rows).
+SERIES_KEYS = ("timestamp", "host", "gpu")
+
+JOB_TYPES = ("batch", "interactive")
+ArtifactKind = Literal["log", "script", "trace"]
+
+
+@dataclass(frozen=True)
+class JobRecord:
+    """One job as every source describes it. Times are aware UTC datetimes."""
+
+    external_id: str
+    user: str
+    team: str
+    gpu_count: int
+    start_time: datetime
+    end_time: datetime
+    cluster: str = ""
+    name: str = ""
+    gpu_model: str = ""
+    node_count: int = 1
+    cpu_count: int | None = None
+    state: str = ""
+    job_type: str = "batch"
+    command: str = ""
+    queue: str = ""
+    submit_time: datetime | None = None
+    labels: dict = field(default_factory=dict, hash=False)
+    raw: dict = field(default_factory=dict, hash=False, compare=False)
+
+
+@dataclass(frozen=True)
+class ArtifactRecord:
+    """A file that belongs to one job: a log, a script or a profiler trace."""
+
+    job_id: str
+    kind: ArtifactKind
+    path: str  # relative to the job's folder in the archive, e.g. "train.py" or "rank0/stdout.log"
+    content: bytes
+
+
+@dataclass(frozen=True)
+class RecordError:
+    """A problem with one piece of input, precise enough to find and fix: file, row, field."""
+
+    file: str
+    message: str
+    row: int | None = None  # 1-based data row (the header is row 0) or line number
+    field: str = ""
+    job_id: str = ""
+
+    def __str__(self) -> str:
+        where = self.file
+        if self.row is not None:
+            where += f", row {self.row}"
+        if self.field:
+            where += f", field '{self.field}'"
+        who = f" (job {self.job_id})" if self.job_id else ""
+        return f"{where}{who}: {self.message}"
+
+    def as_dict(self) -> dict:
+        return {"file": self.file, "row": self.row, "field": self.field, "job_id": self.job_id, "message": self.message}
+
+
+@dataclass(frozen=True)
+class SeriesSummary:
+    """Per-job figures computed from its series at ingest, so dashboards aggregate in SQL.
+
+    Hours are GPU-hours. Gaps longer than the gap threshold are missing data, not idle time:
+    they are excluded from the mean and from the unused/idle hours; `coverage` says how much
+    of the job's GPU time the series actually covers.
+    """
+
+    sample_count: int
+    sampling_period_s: float | None
+    mean_gpu_util: float | None
+    peak_gpu_mem_util: float | None  # percent of the device's memory, 0–100
+    covered_gpu_hours: float
+    unused_gpu_hours: float | None
+    idle_gpu_hours: float | None
+    coverage: float  # covered GPU time / allocated GPU time, 0–1
+    duplicate_samples: int = 0
+    gaps: int = 0

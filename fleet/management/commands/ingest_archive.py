@@ -1,0 +1,49 @@
+from django.core.management.base import BaseCommand, CommandError
+
+from fleet import ingest
+from fleet.canonical import RecordError
+from fleet.models import IngestRun
+
+# Shown in full; beyond this the rest is summarised (the run keeps every error).
+MAX_ERRORS_SHOWN = 50
+
+
+class Command(BaseCommand):
+    help = (
+        "Import a fleet archive (format v1: .zip, .tar.gz or a folder; see docs/archive-format.md). "
+        "Prints the ingest run id, counts and any errors. Exit code 0 when every job was stored, "
+        "1 when some were rejected, 2 when none were."
+    )
+
+    def add_arguments(self, parser):
+        parser.add_argument("path", help="the archive file or folder")
+        parser.add_argument(
+            "--async", dest="run_async", action="store_true",
+            help="queue the import on the Celery workers and print the run id instead of waiting",
+        )
+
+    def handle(self, path, run_async=False, **options):
+        run = ingest.create_run(path, source=IngestRun.Source.CLI)
+        self.stdout.write(f"Ingest run {run.pk}: {run.archive_name}")
+        if run_async:
+            ingest.enqueue_run(run)
+            self.stdout.write("queued; follow it in the ingest runs page or the admin")
+            return
+        run = ingest.execute_run(run.pk)
+        self.stdout.write(
+            f"status: {run.get_status_display()}\n"
+            f"jobs: {run.jobs_created} created, {run.jobs_updated} updated, "
+            f"{run.jobs_unchanged} unchanged, {run.jobs_rejected} rejected\n"
+            f"samples: {run.samples}"
+        )
+        for error in run.errors[:MAX_ERRORS_SHOWN]:
+            self.stderr.write(str(RecordError(**error)))
+        if len(run.errors) > MAX_ERRORS_SHOWN:
+            self.stderr.write(f"... and {len(run.errors) - MAX_ERRORS_SHOWN} more errors (see ingest run {run.pk})")
+        stored = run.jobs_created + run.jobs_updated + run.jobs_unchanged
+        if run.status == IngestRun.Status.FAILED or (stored == 0 and run.jobs_total):
+            raise CommandError(f"no jobs were stored (ingest run {run.pk})", returncode=2)
+        if run.jobs_rejected:
+            raise CommandError(
+                f"{run.jobs_rejected} of {run.jobs_total} jobs were rejected (ingest run {run.pk})", returncode=1
+            )

@@ -1,0 +1,247 @@
+"""Canonical fleet data (design.md): teams, clusters, prices, jobs and what they left behind."""
+
+from __future__ import annotations
+
+from decimal import Decimal
+
+from django.conf import settings
+from django.db import models
+from django.db.models import Q
+
+
+class Team(models.Model):
+    """A group of people who run jobs and receive one digest."""
+
+    slug = models.SlugField(max_length=100, unique=True)
+    name = models.CharField(max_length=200)
+
+    class Meta:
+        ordering = ["slug"]
+
+    def __str__(self) -> str:
+        return self.name or self.slug
+
+
+class Owner(models.Model):
+    """Membership of a platform user in a team: what a team member may see."""
+
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="team_memberships")
+    team = models.ForeignKey(Team, on_delete=models.CASCADE, related_name="owners")
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["user", "team"], name="owner_unique_user_team")]
+
+    def __str__(self) -> str:
+        return f"{self.user} in {self.team}"
+
+
+class Cluster(models.Model):
+    """One scheduler domain (a Slurm cluster, a Kubernetes cluster) whose job ids are unique within it."""
+
+    name = models.SlugField(max_length=100, unique=True)
+    description = models.CharField(max_length=300, blank=True)
+
+    class Meta:
+        ordering = ["name"]
+
+    def __str__(self) -> str:
+        return self.name
+
+
+class GpuModelPrice(models.Model):
+    """Cost of one GPU-hour on a cluster; an empty gpu_model is the cluster's default price."""
+
+    cluster = models.ForeignKey(Cluster, on_delete=models.CASCADE, related_name="prices")
+    gpu_model = models.CharField(max_length=100, blank=True)
+    price_per_gpu_hour = models.DecimalField(max_digits=10, decimal_places=4)
+    currency = models.CharField(max_length=3, default="USD")
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["cluster", "gpu_model"], name="price_unique_cluster_model")]
+        verbose_name = "GPU model price"
+
+    def __str__(self) -> str:
+        return f"{self.cluster}/{self.gpu_model or '*'}: {self.price_per_gpu_hour} {self.currency}"
+
+
+class IngestRun(models.Model):
+    """One upload, command-line import or connector pull, with its progress and per-row errors."""
+
+    class Source(models.TextChoices):
+        CLI = "cli", "Command line"
+        UPLOAD = "upload", "Upload"
+        API = "api", "API"
+        CONNECTOR = "connector", "Connector"
+
+    class Status(models.TextChoices):
+        PENDING = "pending", "Pending"
+        RUNNING = "running", "Running"
+        SUCCEEDED = "succeeded", "Succeeded"
+        PARTIAL = "partial", "Partly rejected"
+        FAILED = "failed", "Failed"
+
+    source = models.CharField(max_length=20, choices=Source.choices, default=Source.CLI)
+    status = models.CharField(max_length=20, choices=Status.choices, default=Status.PENDING, db_index=True)
+    archive_name = models.CharField(max_length=500, help_text="The file name as the user gave it (display only).")
+    archive_path = models.CharField(max_length=1000, blank=True, help_text="Where the archive is read from.")
+    created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL)
+    created_at = models.DateTimeField(auto_now_add=True)
+    started_at = models.DateTimeField(null=True, blank=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+    phase = models.CharField(max_length=100, blank=True)
+    jobs_total = models.PositiveIntegerField(default=0)
+    jobs_done = models.PositiveIntegerField(default=0)
+    jobs_created = models.PositiveIntegerField(default=0)
+    jobs_updated = models.PositiveIntegerField(default=0)
+    jobs_unchanged = models.PositiveIntegerField(default=0)
+    jobs_rejected = models.PositiveIntegerField(default=0)
+    samples = models.BigIntegerField(default=0)
+    errors = models.JSONField(default=list, blank=True, help_text="[{file, row, field, job_id, message}]")
+    attempts = models.PositiveIntegerField(default=0)
+
+    class Meta:
+        ordering = ["-created_at"]
+
+    def __str__(self) -> str:
+        return f"Ingest run {self.pk} ({self.archive_name}, {self.status})"
+
+    @property
+    def is_finished(self) -> bool:
+        return self.status in {self.Status.SUCCEEDED, self.Status.PARTIAL, self.Status.FAILED}
+
+
+class JobQuerySet(models.QuerySet):
+    def visible_to(self, user) -> JobQuerySet:
+        """Jobs a user may see: operators and researchers see the fleet, others their teams' jobs."""
+        from fleet.access import sees_whole_fleet
+
+        if not user.is_authenticated:
+            return self.none()
+        if sees_whole_fleet(user):
+            return self
+        return self.filter(team__owners__user=user)
+
+    def low_utilization(self, threshold: float) -> JobQuerySet:
+        return self.filter(mean_gpu_util__lte=threshold)
+
+
+class Job(models.Model):
+    """One scheduler job with its summary figures; the series lives in `series_file`."""
+
+    class JobType(models.TextChoices):
+        BATCH = "batch", "Batch"
+        INTERACTIVE = "interactive", "Interactive"
+
+    cluster = models.ForeignKey(Cluster, on_delete=models.PROTECT, related_name="jobs")
+    external_id = models.CharField(max_length=200, help_text="The scheduler's job id, unique within the cluster.")
+    name = models.CharField(max_length=500, blank=True)
+    user = models.CharField(max_length=200, help_text="The account that ran the job on the cluster.", db_index=True)
+    team = models.ForeignKey(Team, on_delete=models.PROTECT, related_name="jobs")
+    queue = models.CharField(max_length=200, blank=True)
+    state = models.CharField(max_length=50, blank=True)
+    job_type = models.CharField(max_length=20, choices=JobType.choices, default=JobType.BATCH)
+    submit_time = models.DateTimeField(null=True, blank=True)
+    start_time = models.DateTimeField(db_index=True)
+    end_time = models.DateTimeField()
+    gpu_count = models.PositiveIntegerField()
+    gpu_model = models.CharField(max_length=100, blank=True)
+    node_count = models.PositiveIntegerField(default=1)
+    cpu_count = models.PositiveIntegerField(null=True, blank=True)
+    command = models.TextField(blank=True)
+    labels = models.JSONField(default=dict, blank=True)
+    raw = models.JSONField(default=dict, blank=True, help_text="The source record as received.")
+
+    # Summary columns, computed at ingest (fleet.series.summarize).
+    gpu_hours = models.FloatField(default=0.0, help_text="gpu_count x wall-clock hours")
+    mean_gpu_util = models.FloatField(null=True, blank=True, db_index=True, help_text="%, time-weighted over covered time")
+    peak_gpu_mem_util = models.FloatField(null=True, blank=True, help_text="% of device memory")
+    unused_gpu_hours = models.FloatField(null=True, blank=True)
+    idle_gpu_hours = models.FloatField(null=True, blank=True)
+    coverage = models.FloatField(null=True, blank=True, help_text="Share of allocated GPU time covered by samples, 0-1")
+    sample_count = models.PositiveIntegerField(default=0)
+    sampling_period_s = models.FloatField(null=True, blank=True)
+    cost = models.DecimalField(max_digits=14, decimal_places=2, null=True, blank=True)
+    currency = models.CharField(max_length=3, blank=True)
+
+    series_file = models.FileField(upload_to="series/", blank=True, max_length=300)
+    # Hash of everything ingested for this job; an unchanged re-import is detected and skipped.
+    fingerprint = models.CharField(max_length=64, blank=True)
+    ingest_run = models.ForeignKey(IngestRun, null=True, blank=True, on_delete=models.SET_NULL, related_name="jobs")
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    objects = JobQuerySet.as_manager()
+
+    class Meta:
+        ordering = ["-start_time", "pk"]
+        constraints = [
+            models.UniqueConstraint(fields=["cluster", "external_id"], name="job_unique_cluster_external_id"),
+            models.CheckConstraint(condition=Q(end_time__gte=models.F("start_time")), name="job_end_after_start"),
+        ]
+        indexes = [models.Index(fields=["team", "start_time"]), models.Index(fields=["cluster", "start_time"])]
+
+    def __str__(self) -> str:
+        return f"{self.cluster.name}/{self.external_id}"
+
+    @property
+    def wall_hours(self) -> float:
+        return (self.end_time - self.start_time).total_seconds() / 3600
+
+    @property
+    def waste_share(self) -> float | None:
+        if not self.unused_gpu_hours or not self.gpu_hours:
+            return None
+        return self.unused_gpu_hours / self.gpu_hours
+
+
+class Artifact(models.Model):
+    """A log, script or trace of one job, stored through the storage API under a generated name."""
+
+    class Kind(models.TextChoices):
+        LOG = "log", "Log"
+        SCRIPT = "script", "Script"
+        TRACE = "trace", "Profiler trace"
+
+    job = models.ForeignKey(Job, on_delete=models.CASCADE, related_name="artifacts")
+    kind = models.CharField(max_length=20, choices=Kind.choices)
+    path = models.CharField(max_length=500, help_text="Path within the job's folder in the source (display only).")
+    file = models.FileField(upload_to="artifacts/", max_length=300)
+    size = models.BigIntegerField()
+    sha256 = models.CharField(max_length=64)
+    truncated = models.BooleanField(default=False)
+
+    class Meta:
+        ordering = ["kind", "path"]
+        constraints = [models.UniqueConstraint(fields=["job", "kind", "path"], name="artifact_unique_job_kind_path")]
+
+    def __str__(self) -> str:
+        return f"{self.job} {self.kind}:{self.path}"
+
+
+class LogEvent(models.Model):
+    """A recognised line in a job's log: an install, a download, an epoch, a checkpoint save, an error."""
+
+    job = models.ForeignKey(Job, on_delete=models.CASCADE, related_name="log_events")
+    artifact = models.ForeignKey(Artifact, on_delete=models.CASCADE, related_name="events")
+    kind = models.CharField(max_length=40, db_index=True)
+    line_no = models.PositiveIntegerField()
+    timestamp = models.DateTimeField(null=True, blank=True)
+    text = models.CharField(max_length=500)
+
+    class Meta:
+        ordering = ["artifact_id", "line_no"]
+
+    def __str__(self) -> str:
+        return f"{self.kind} at {self.artifact.path}:{self.line_no}"
+
+
+def price_for(cluster: Cluster, gpu_model: str) -> GpuModelPrice | None:
+    """The price of the exact GPU model on the cluster, else the cluster's default price."""
+    prices = {p.gpu_model: p for p in cluster.prices.all()}
+    return prices.get(gpu_model) or prices.get("")
+
+
+def cost_of(gpu_hours: float, price: GpuModelPrice | None) -> Decimal | None:
+    if price is None:
+        return None
+    return (Decimal(str(gpu_hours)) * price.price_per_gpu_hour).quantize(Decimal("0.01"))

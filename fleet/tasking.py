@@ -1,0 +1,51 @@
+"""The base class for tasks that are safe to run twice.
+
+Such tasks acknowledge their message only after they finish (`acks_late`), and a task whose
+worker process dies is handed back to the queue (`reject_on_worker_lost`) instead of being lost.
+That alone lets a task that always kills its worker (a poison message) loop forever, so each
+delivery is counted in Redis and the task gives up after CELERY_MAX_DELIVERIES.
+"""
+
+from __future__ import annotations
+
+import logging
+
+import redis
+from celery.contrib.django.task import DjangoTask
+from django.conf import settings
+
+logger = logging.getLogger(__name__)
+
+
+def count_delivery(task_id: str, retries: int) -> int:
+    """Record one more delivery of this task attempt and return how many there have been."""
+    client = redis.Redis.from_url(settings.REDIS_URL)
+    # A retry is a new attempt with the same id, so it gets its own counter.
+    key = f"fleet-triage:deliveries:{task_id}:{retries}"
+    with client.pipeline() as pipe:
+        pipe.incr(key)
+        pipe.expire(key, settings.CELERY_VISIBILITY_TIMEOUT * (settings.CELERY_MAX_DELIVERIES + 1))
+        deliveries, _ = pipe.execute()
+    return int(deliveries)
+
+
+class IdempotentTask(DjangoTask):
+    abstract = True
+    acks_late = True
+    reject_on_worker_lost = True
+
+    def __call__(self, *args, **kwargs):
+        if not self.request.is_eager and self.request.id and settings.REDIS_URL:
+            deliveries = count_delivery(self.request.id, self.request.retries or 0)
+            if deliveries > settings.CELERY_MAX_DELIVERIES:
+                reason = (
+                    f"gave up after {deliveries - 1} deliveries: the worker running this task died each time "
+                    "(out of memory or killed?)"
+                )
+                logger.error("Task %s[%s] %s", self.name, self.request.id, reason)
+                self.give_up(reason, *args, **kwargs)
+                return None
+        return super().__call__(*args, **kwargs)
+
+    def give_up(self, reason: str, *args, **kwargs) -> None:
+        """Called instead of running when the delivery bound is hit; record the failure where users see it."""

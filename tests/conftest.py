@@ -1,0 +1,109 @@
+"""Shared fixtures: personas (operator, researcher, member of team A, outsider), storage, Celery mode."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+from django.contrib.auth.models import Group
+
+from fleet.access import OPERATORS_GROUP, RESEARCHERS_GROUP
+from tests.factories import OwnerFactory, TeamFactory, UserFactory
+
+REPO = Path(__file__).resolve().parent.parent
+EXAMPLE_ARCHIVE = REPO / "docs" / "examples" / "example-archive.zip"
+
+
+def require_service(env_name: str) -> str:
+    """The URL of a real service; in CI a missing one fails the test, elsewhere it skips."""
+    value = os.environ.get(env_name, "")
+    if not value:
+        if os.environ.get("CI"):
+            pytest.fail(f"{env_name} must point at a running service in CI")
+        pytest.skip(f"{env_name} is not set; this test needs the real service")
+    return value
+
+
+@pytest.fixture(autouse=True)
+def _celery_in_process():
+    """Tasks run in-process unless a test starts a real worker (see test_services.py)."""
+    from config.celery import app
+
+    previous = app.conf.task_always_eager
+    app.conf.task_always_eager = True
+    yield
+    app.conf.task_always_eager = previous
+
+
+@pytest.fixture(autouse=True)
+def _storage_in_tmp(settings, tmp_path):
+    """Each test stores series and artifacts in a folder of its own."""
+    settings.STORAGES = {
+        **settings.STORAGES,
+        "default": {
+            "BACKEND": "django.core.files.storage.FileSystemStorage",
+            "OPTIONS": {"location": str(tmp_path / "storage")},
+        },
+    }
+    return tmp_path / "storage"
+
+
+@pytest.fixture
+def team_a(db):
+    return TeamFactory(slug="team-a", name="Team A")
+
+
+@pytest.fixture
+def team_b(db):
+    return TeamFactory(slug="team-b", name="Team B")
+
+
+@pytest.fixture
+def operator(db):
+    user = UserFactory(username="olivia-operator")
+    user.groups.add(Group.objects.get_or_create(name=OPERATORS_GROUP)[0])
+    return user
+
+
+@pytest.fixture
+def researcher(db):
+    user = UserFactory(username="rita-researcher")
+    user.groups.add(Group.objects.get_or_create(name=RESEARCHERS_GROUP)[0])
+    return user
+
+
+@pytest.fixture
+def member_a(team_a):
+    return OwnerFactory(user=UserFactory(username="alice-member"), team=team_a).user
+
+
+@pytest.fixture
+def outsider(db):
+    return UserFactory(username="oscar-outsider")
+
+
+@pytest.fixture(scope="session")
+def demo_archive(tmp_path_factory):
+    """A small seeded demo fleet (archive path, truth path), built once per session."""
+    from triage.demo.generator import generate_demo_fleet
+
+    folder = tmp_path_factory.mktemp("demo")
+    out = folder / "demo-fleet.zip"
+    generate_demo_fleet(out, jobs=40, seed=7)
+    return out
+
+
+@pytest.fixture(autouse=True)
+def _fast_passwords(settings):
+    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
+
+
+def write_zip(path: Path, members: dict[str, bytes | str]) -> Path:
+    """Write an archive from {member name: content}; the tests' way to make small archives."""
+    import zipfile
+
+    with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED) as archive:
+        for name, content in members.items():
+            archive.writestr(name, content.encode() if isinstance(content, str) else content)
+    return path

@@ -1,0 +1,242 @@
+"""The archive importer as a user meets it: `manage.py ingest_archive`, the run it records, the jobs it stores."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from django.core.management import call_command
+from django.core.management.base import CommandError
+from django.forms.models import model_to_dict
+
+from fleet import ingest
+from fleet.archive.parser import parse_archive
+from fleet.models import Artifact, Cluster, GpuModelPrice, IngestRun, Job, LogEvent, Team
+from tests.conftest import EXAMPLE_ARCHIVE, write_zip
+
+pytestmark = pytest.mark.django_db
+
+MANIFEST = json.dumps({"format": "fleet-archive", "version": 1, "cluster": "c1", "created_at": "2026-11-20T00:00:00Z"})
+JOBS = (
+    "job_id,user,team,gpu_count,start_time,end_time,name\n"
+    "j1,ann,vision,2,2026-11-02T10:00:00Z,2026-11-02T11:00:00Z,resnet\n"
+    "j2,bob,nlp,1,2026-11-02T10:00:00Z,2026-11-02T12:00:00Z,bert\n"
+    "j3,cat,nlp,1,2026-11-03T00:00:00Z,2026-11-03T01:00:00Z,gpt\n"
+)
+
+
+def metrics_rows(job_id: str, start: str, minutes: int, util: float, gpus: int = 1) -> str:
+    from datetime import datetime, timedelta
+
+    t0 = datetime.fromisoformat(start.replace("Z", "+00:00"))
+    rows = []
+    for m in range(0, minutes * 60, 30):
+        for gpu in range(gpus):
+            ts = (t0 + timedelta(seconds=m)).strftime("%Y-%m-%dT%H:%M:%SZ")
+            rows.append(f"{job_id},{ts},node1,{gpu},{util},20000,81920")
+    return "\n".join(rows) + "\n"
+
+
+HEADER = "job_id,timestamp,host,gpu,gpu_util,gpu_mem_used_mib,gpu_mem_total_mib\n"
+
+
+def good_members() -> dict[str, str]:
+    return {
+        "manifest.json": MANIFEST,
+        "jobs.csv": JOBS,
+        "metrics.csv": HEADER
+        + metrics_rows("j1", "2026-11-02T10:00:00Z", 60, 40.0, gpus=2)
+        + metrics_rows("j2", "2026-11-02T10:00:00Z", 120, 90.0)
+        + metrics_rows("j3", "2026-11-03T00:00:00Z", 60, 2.0),
+        "logs/j1/stdout.log": "2026-11-02 10:00:05,000 INFO Epoch 1/3\n2026-11-02 10:20:00,000 INFO Saving model checkpoint to /ckpt\n",
+        "scripts/j1/train.py": "import torch\n",
+    }
+
+
+def run_command(path) -> tuple[int, str, str]:
+    from io import StringIO
+
+    out, err = StringIO(), StringIO()
+    try:
+        call_command("ingest_archive", str(path), stdout=out, stderr=err)
+        code = 0
+    except CommandError as exc:
+        code = exc.returncode
+        err.write(str(exc))
+    return code, out.getvalue(), err.getvalue()
+
+
+def snapshot() -> dict:
+    """Every stored row of the canonical tables, for comparing imports."""
+    return {
+        model.__name__: sorted(
+            (json.dumps(model_to_dict(obj), sort_keys=True, default=str), str(getattr(obj, "updated_at", "")))
+            for obj in model.objects.all()
+        )
+        for model in (Team, Cluster, Job, Artifact, LogEvent)
+    }
+
+
+def test_example_archive_imports_every_job_with_summaries():
+    parsed = parse_archive(EXAMPLE_ARCHIVE)
+    code, out, err = run_command(EXAMPLE_ARCHIVE)
+    assert code == 0, err
+    run = IngestRun.objects.get()
+    assert f"Ingest run {run.pk}" in out
+    assert run.status == IngestRun.Status.SUCCEEDED
+    assert Job.objects.count() == len(parsed.jobs) > 0
+    for job in Job.objects.all():
+        assert job.gpu_hours == pytest.approx(job.gpu_count * job.wall_hours)
+        if job.external_id in parsed.series:
+            assert job.mean_gpu_util is not None
+            assert job.series_file.name.startswith("series/")
+            assert 0 < job.coverage <= 1
+
+
+def test_summary_columns_follow_the_series(tmp_path):
+    code, _, err = run_command(write_zip(tmp_path / "a.zip", good_members()))
+    assert code == 0, err
+    j1 = Job.objects.get(external_id="j1")
+    assert j1.mean_gpu_util == pytest.approx(40.0)
+    assert j1.gpu_hours == pytest.approx(2.0)
+    assert j1.unused_gpu_hours == pytest.approx(2.0 * 0.6, rel=0.02)
+    assert j1.idle_gpu_hours == pytest.approx(0.0)
+    assert j1.peak_gpu_mem_util == pytest.approx(100 * 20000 / 81920, rel=1e-3)
+    j3 = Job.objects.get(external_id="j3")
+    assert j3.idle_gpu_hours == pytest.approx(1.0, rel=0.02)
+    assert {e.kind for e in LogEvent.objects.filter(job=j1)} >= {"epoch", "checkpoint_save"}
+    assert set(j1.artifacts.values_list("kind", "path")) == {("log", "stdout.log"), ("script", "train.py")}
+    assert Team.objects.filter(slug="nlp").exists()
+
+
+def test_importing_the_same_archive_twice_changes_nothing(tmp_path):
+    archive = write_zip(tmp_path / "a.zip", good_members())
+    assert run_command(archive)[0] == 0
+    before = snapshot()
+    code, out, _ = run_command(archive)
+    assert code == 0
+    assert snapshot() == before
+    assert "0 created, 0 updated, 3 unchanged" in out
+
+
+def test_a_changed_job_is_updated_not_duplicated(tmp_path):
+    assert run_command(write_zip(tmp_path / "a.zip", good_members()))[0] == 0
+    first_pk = Job.objects.get(external_id="j2").pk
+    members = good_members()
+    members["jobs.csv"] = JOBS.replace("bert", "bert-large")
+    members["logs/j1/stdout.log"] += "2026-11-02 10:50:00,000 INFO Training finished\n"
+    code, out, _ = run_command(write_zip(tmp_path / "b.zip", members))
+    assert code == 0
+    assert "0 created, 2 updated, 1 unchanged" in out
+    assert Job.objects.count() == 3
+    job = Job.objects.get(external_id="j2")
+    assert (job.pk, job.name) == (first_pk, "bert-large")
+    assert LogEvent.objects.filter(job__external_id="j1", kind="training_finished").count() == 1
+    assert Artifact.objects.filter(job__external_id="j1").count() == 2
+
+
+def test_costs_use_the_cluster_price_and_follow_price_changes(tmp_path):
+    cluster = Cluster.objects.create(name="c1")
+    GpuModelPrice.objects.create(cluster=cluster, gpu_model="", price_per_gpu_hour="2.00", currency="EUR")
+    assert run_command(write_zip(tmp_path / "a.zip", good_members()))[0] == 0
+    j1 = Job.objects.get(external_id="j1")
+    assert (str(j1.cost), j1.currency) == ("4.00", "EUR")
+    GpuModelPrice.objects.filter(cluster=cluster).update(price_per_gpu_hour="3.00")
+    GpuModelPrice.objects.get(cluster=cluster).save()  # the save is what reprices
+    j1.refresh_from_db()
+    assert str(j1.cost) == "6.00"
+
+
+@pytest.mark.parametrize(
+    ("change", "file", "field", "row"),
+    [
+        ({"jobs.csv": JOBS.replace("2026-11-02T10:00:00Z,2026-11-02T12:00:00Z", "yesterday,2026-11-02T12:00:00Z")},
+         "jobs.csv", "start_time", 2),
+        ({"jobs.csv": JOBS.replace("j3,cat,nlp,1,", "j3,cat,nlp,one,")}, "jobs.csv", "gpu_count", 3),
+    ],
+)
+def test_a_bad_job_row_is_rejected_by_file_row_and_field_and_the_rest_land(tmp_path, change, file, field, row):
+    members = {**good_members(), **change}
+    code, _, err = run_command(write_zip(tmp_path / "bad.zip", members))
+    assert code == 1
+    run = IngestRun.objects.get()
+    assert run.status == IngestRun.Status.PARTIAL
+    assert run.jobs_rejected == 1
+    error = next(e for e in run.errors if e["field"] == field)
+    assert (error["file"], error["row"]) == (file, row)
+    assert file in err and field in err
+    assert Job.objects.count() == 2
+
+
+def test_unparseable_metric_timestamp_rejects_only_that_job(tmp_path):
+    members = good_members()
+    members["metrics.csv"] = members["metrics.csv"].replace("2026-11-03T00:10:00Z", "not-a-time", 1)
+    code, _, err = run_command(write_zip(tmp_path / "bad.zip", members))
+    assert code == 1
+    run = IngestRun.objects.get()
+    error = next(e for e in run.errors if e["field"] == "timestamp")
+    assert error["file"] == "metrics.csv" and error["job_id"] == "j3" and error["row"]
+    assert set(Job.objects.values_list("external_id", flat=True)) == {"j1", "j2"}
+
+
+def test_unknown_job_in_metrics_is_reported_and_the_jobs_land(tmp_path):
+    members = good_members()
+    members["metrics.csv"] += metrics_rows("ghost", "2026-11-02T10:00:00Z", 5, 50.0)
+    code, _, err = run_command(write_zip(tmp_path / "ghost.zip", members))
+    run = IngestRun.objects.get()
+    error = next(e for e in run.errors if e["job_id"] == "ghost")
+    assert (error["file"], error["field"]) == ("metrics.csv", "job_id")
+    assert "ghost" in err
+    assert Job.objects.count() == 3
+    assert code in (0, 1)
+
+
+def test_missing_required_column_stores_nothing_and_exits_2(tmp_path):
+    members = good_members()
+    members["jobs.csv"] = JOBS.replace("job_id,user,team,", "job_id,team,").replace(",ann,", ",").replace(
+        ",bob,", ","
+    ).replace(",cat,", ",")
+    code, _, err = run_command(write_zip(tmp_path / "nouser.zip", members))
+    assert code == 2
+    assert "jobs.csv" in err and "user" in err
+    assert Job.objects.count() == 0
+    assert IngestRun.objects.get().status == IngestRun.Status.FAILED
+
+
+def test_truncated_archive_is_reported_and_exits_2(tmp_path):
+    archive = write_zip(tmp_path / "whole.zip", good_members())
+    truncated = tmp_path / "truncated.zip"
+    truncated.write_bytes(archive.read_bytes()[: archive.stat().st_size // 2])
+    code, _, err = run_command(truncated)
+    assert code == 2
+    assert "truncated.zip" in err
+    assert Job.objects.count() == 0
+
+
+def test_truncated_metrics_file_rejects_its_jobs_only(tmp_path):
+    members = good_members()
+    members.pop("metrics.csv")
+    members["metrics/j1.csv"] = HEADER + metrics_rows("j1", "2026-11-02T10:00:00Z", 60, 40.0)
+    members["metrics/j2.csv"] = (HEADER + metrics_rows("j2", "2026-11-02T10:00:00Z", 60, 90.0))[:-40]
+    code, _, err = run_command(write_zip(tmp_path / "cut.zip", members))
+    assert code == 1
+    run = IngestRun.objects.get()
+    assert any(e["file"] == "metrics/j2.csv" for e in run.errors)
+    assert "metrics/j2.csv" in err
+    assert set(Job.objects.values_list("external_id", flat=True)) == {"j1", "j3"}
+
+
+def test_a_run_whose_row_vanished_is_tolerated():
+    run = ingest.create_run(EXAMPLE_ARCHIVE)
+    run_id = run.pk
+    run.delete()
+    assert ingest.execute_run(run_id) is None
+
+
+def test_the_task_ingests_in_process_when_no_broker_is_configured():
+    from fleet.tasks import ingest_archive_task
+
+    run = ingest.create_run(EXAMPLE_ARCHIVE)
+    result = ingest_archive_task.delay(run.pk)
+    assert result.get()["status"] == IngestRun.Status.SUCCEEDED
+    assert Job.objects.exists()
