@@ -26,7 +26,9 @@ def _secret_key() -> str:
     if key:
         return key
     if not DEBUG:
-        raise ImproperlyConfigured("SECRET_KEY must be set when DEBUG is off (generate one with `openssl rand -hex 32`).")
+        raise ImproperlyConfigured(
+            "SECRET_KEY must be set when DEBUG is off (generate one with `openssl rand -hex 32`)."
+        )
     # Demo mode: generate once and keep it in the data folder so sessions survive restarts.
     key_file = DATA_DIR / "secret_key"
     if not key_file.exists():
@@ -127,7 +129,9 @@ STORAGES = {
         else "django.contrib.staticfiles.storage.StaticFilesStorage"
     },
 }
-WHITENOISE_USE_FINDERS = DEBUG
+# Serve straight from static/ too, so the app works with or without `collectstatic`.
+WHITENOISE_USE_FINDERS = True
+STATIC_ROOT.mkdir(parents=True, exist_ok=True)
 
 # --- Security (tightened further by the security issue) ------------------------------
 SESSION_COOKIE_HTTPONLY = True

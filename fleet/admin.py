@@ -54,17 +54,37 @@ class ArtifactInline(admin.TabularInline):
 @admin.register(Job)
 class JobAdmin(admin.ModelAdmin):
     list_display = [
-        "external_id", "cluster", "team", "user", "start_time", "gpu_count", "gpu_hours", "mean_gpu_util",
-        "unused_gpu_hours", "coverage",
+        "external_id",
+        "cluster",
+        "team",
+        "user",
+        "start_time",
+        "gpu_count",
+        "gpu_hours",
+        "mean_gpu_util",
+        "unused_gpu_hours",
+        "coverage",
     ]
     list_filter = ["cluster", "team", "job_type", "state", "gpu_model"]
     search_fields = ["external_id", "name", "user"]
     date_hierarchy = "start_time"
     list_select_related = ["cluster", "team"]
     readonly_fields = [
-        "gpu_hours", "mean_gpu_util", "peak_gpu_mem_util", "unused_gpu_hours", "idle_gpu_hours", "coverage",
-        "sample_count", "sampling_period_s", "cost", "currency", "series_file", "fingerprint", "ingest_run",
-        "created_at", "updated_at",
+        "gpu_hours",
+        "mean_gpu_util",
+        "peak_gpu_mem_util",
+        "unused_gpu_hours",
+        "idle_gpu_hours",
+        "coverage",
+        "sample_count",
+        "sampling_period_s",
+        "cost",
+        "currency",
+        "series_file",
+        "fingerprint",
+        "ingest_run",
+        "created_at",
+        "updated_at",
     ]
     inlines = [ArtifactInline]
 
@@ -88,8 +108,16 @@ class LogEventAdmin(admin.ModelAdmin):
 @admin.register(IngestRun)
 class IngestRunAdmin(admin.ModelAdmin):
     list_display = [
-        "id", "archive_name", "source", "status", "created_by", "created_at", "jobs_created", "jobs_updated",
-        "jobs_unchanged", "jobs_rejected",
+        "id",
+        "archive_name",
+        "source",
+        "status",
+        "created_by",
+        "created_at",
+        "jobs_created",
+        "jobs_updated",
+        "jobs_unchanged",
+        "jobs_rejected",
     ]
     list_filter = ["status", "source"]
     readonly_fields = ["created_at", "started_at", "finished_at"]

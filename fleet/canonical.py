@@ -67,6 +67,7 @@ class ArtifactRecord:
     kind: ArtifactKind
     path: str  # relative to the job's folder in the archive, e.g. "train.py" or "rank0/stdout.log"
     content: bytes
+    truncated: bool = False  # the source file was larger than the size limit; `content` is its beginning
 
 
 @dataclass(frozen=True)

@@ -19,7 +19,8 @@ def recompute_costs(cluster: Cluster) -> int:
         subset = jobs.filter(gpu_model=gpu_model) if gpu_model else jobs.exclude(gpu_model__in=models_with_own_price)
         priced += subset.update(
             cost=ExpressionWrapper(
-                F("gpu_hours") * Value(price.price_per_gpu_hour), output_field=DecimalField(max_digits=14, decimal_places=2)
+                F("gpu_hours") * Value(price.price_per_gpu_hour),
+                output_field=DecimalField(max_digits=14, decimal_places=2),
             ),
             currency=price.currency,
         )

@@ -33,9 +33,7 @@ logger = logging.getLogger(__name__)
 PROGRESS_EVERY = 25
 
 
-def create_run(
-    archive_path: str | Path, *, name: str = "", source: str = IngestRun.Source.CLI, user=None
-) -> IngestRun:
+def create_run(archive_path: str | Path, *, name: str = "", source: str = IngestRun.Source.CLI, user=None) -> IngestRun:
     path = Path(archive_path)
     return IngestRun.objects.create(
         archive_path=str(path), archive_name=name or path.name, source=source, created_by=user
@@ -120,9 +118,7 @@ def store_parsed(run: IngestRun, parsed: ParsedArchive) -> IngestRun:
         run.samples += job.sample_count
         run.jobs_done = index
         if index % PROGRESS_EVERY == 0:
-            run.save(update_fields=[
-                "jobs_done", "jobs_created", "jobs_updated", "jobs_unchanged", "samples"
-            ])
+            run.save(update_fields=["jobs_done", "jobs_created", "jobs_updated", "jobs_unchanged", "samples"])
 
     if run.jobs_rejected and not parsed.jobs:
         status = IngestRun.Status.FAILED
@@ -248,14 +244,18 @@ def _store_artifacts(job: Job, artifacts: list[ArtifactRecord]) -> None:
             file=_store_blob("artifacts", record.content),
             size=len(record.content),
             sha256=hashlib.sha256(record.content).hexdigest(),
-            truncated=getattr(record, "truncated", False),
+            truncated=record.truncated,
         )
         if record.kind == Artifact.Kind.LOG:
             text = record.content.decode("utf-8", errors="replace")
             events.extend(
                 LogEvent(
-                    job=job, artifact=artifact, kind=event.kind, line_no=event.line_no,
-                    timestamp=event.timestamp, text=event.text[:500],
+                    job=job,
+                    artifact=artifact,
+                    kind=event.kind,
+                    line_no=event.line_no,
+                    timestamp=event.timestamp,
+                    text=event.text[:500],
                 )
                 for event in extract_log_events(text)
             )

@@ -153,7 +153,9 @@ class Job(models.Model):
 
     # Summary columns, computed at ingest (fleet.series.summarize).
     gpu_hours = models.FloatField(default=0.0, help_text="gpu_count x wall-clock hours")
-    mean_gpu_util = models.FloatField(null=True, blank=True, db_index=True, help_text="%, time-weighted over covered time")
+    mean_gpu_util = models.FloatField(
+        null=True, blank=True, db_index=True, help_text="%, time-weighted over covered time"
+    )
     peak_gpu_mem_util = models.FloatField(null=True, blank=True, help_text="% of device memory")
     unused_gpu_hours = models.FloatField(null=True, blank=True)
     idle_gpu_hours = models.FloatField(null=True, blank=True)

@@ -37,7 +37,7 @@ def _celery_in_process():
 
 
 @pytest.fixture(autouse=True)
-def _storage_in_tmp(settings, tmp_path):
+def storage_dir(settings, tmp_path):
     """Each test stores series and artifacts in a folder of its own."""
     settings.STORAGES = {
         **settings.STORAGES,

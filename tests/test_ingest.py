@@ -48,7 +48,9 @@ def good_members() -> dict[str, str]:
         + metrics_rows("j1", "2026-11-02T10:00:00Z", 60, 40.0, gpus=2)
         + metrics_rows("j2", "2026-11-02T10:00:00Z", 120, 90.0)
         + metrics_rows("j3", "2026-11-03T00:00:00Z", 60, 2.0),
-        "logs/j1/stdout.log": "2026-11-02 10:00:05,000 INFO Epoch 1/3\n2026-11-02 10:20:00,000 INFO Saving model checkpoint to /ckpt\n",
+        "logs/j1/stdout.log": (
+            "2026-11-02 10:00:05,000 INFO Epoch 1/3\n2026-11-02 10:20:00,000 INFO Saving model checkpoint to /ckpt\n"
+        ),
         "scripts/j1/train.py": "import torch\n",
     }
 
@@ -150,8 +152,12 @@ def test_costs_use_the_cluster_price_and_follow_price_changes(tmp_path):
 @pytest.mark.parametrize(
     ("change", "file", "field", "row"),
     [
-        ({"jobs.csv": JOBS.replace("2026-11-02T10:00:00Z,2026-11-02T12:00:00Z", "yesterday,2026-11-02T12:00:00Z")},
-         "jobs.csv", "start_time", 2),
+        (
+            {"jobs.csv": JOBS.replace("2026-11-02T10:00:00Z,2026-11-02T12:00:00Z", "yesterday,2026-11-02T12:00:00Z")},
+            "jobs.csv",
+            "start_time",
+            2,
+        ),
         ({"jobs.csv": JOBS.replace("j3,cat,nlp,1,", "j3,cat,nlp,one,")}, "jobs.csv", "gpu_count", 3),
     ],
 )
@@ -193,9 +199,12 @@ def test_unknown_job_in_metrics_is_reported_and_the_jobs_land(tmp_path):
 
 def test_missing_required_column_stores_nothing_and_exits_2(tmp_path):
     members = good_members()
-    members["jobs.csv"] = JOBS.replace("job_id,user,team,", "job_id,team,").replace(",ann,", ",").replace(
-        ",bob,", ","
-    ).replace(",cat,", ",")
+    members["jobs.csv"] = (
+        JOBS.replace("job_id,user,team,", "job_id,team,")
+        .replace(",ann,", ",")
+        .replace(",bob,", ",")
+        .replace(",cat,", ",")
+    )
     code, _, err = run_command(write_zip(tmp_path / "nouser.zip", members))
     assert code == 2
     assert "jobs.csv" in err and "user" in err

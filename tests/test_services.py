@@ -52,9 +52,25 @@ def celery_worker(queue: str, storage_dir, *, pool: str = "solo", include: str =
         "SECRET_KEY": os.environ.get("SECRET_KEY", "worker-test-key"),
     }
     command = [
-        sys.executable, "-m", "celery", "-A", "config", "worker", "--queues", queue, "--pool", pool,
-        "--concurrency", "1", "--loglevel", "INFO", "--without-gossip", "--without-mingle", "--without-heartbeat",
-        "--hostname", f"test-{queue}@%h",
+        sys.executable,
+        "-m",
+        "celery",
+        "-A",
+        "config",
+        "worker",
+        "--queues",
+        queue,
+        "--pool",
+        pool,
+        "--concurrency",
+        "1",
+        "--loglevel",
+        "INFO",
+        "--without-gossip",
+        "--without-mingle",
+        "--without-heartbeat",
+        "--hostname",
+        f"test-{queue}@%h",
     ]
     if include:
         command += ["--include", include]
@@ -74,15 +90,15 @@ def celery_worker(queue: str, storage_dir, *, pool: str = "solo", include: str =
 
 
 @pytest.mark.django_db(transaction=True)
-def test_ingest_task_runs_on_a_real_worker_over_redis(_storage_in_tmp):
+def test_ingest_task_runs_on_a_real_worker_over_redis(storage_dir):
     require_service("REDIS_URL")
     from config.celery import app
     from fleet.tasks import ingest_archive_task
 
     app.conf.task_always_eager = False
     queue = f"test-ingest-{uuid.uuid4().hex[:8]}"
-    _storage_in_tmp.mkdir(parents=True, exist_ok=True)
-    with celery_worker(queue, _storage_in_tmp) as worker:
+    storage_dir.mkdir(parents=True, exist_ok=True)
+    with celery_worker(queue, storage_dir) as worker:
         run = ingest.create_run(EXAMPLE_ARCHIVE)
         result = ingest_archive_task.apply_async(args=[run.pk], queue=queue)
         outcome = result.get(timeout=120)
@@ -97,7 +113,7 @@ def test_ingest_task_runs_on_a_real_worker_over_redis(_storage_in_tmp):
 
 
 @pytest.mark.django_db(transaction=True)
-def test_a_task_that_always_kills_its_worker_is_redelivered_then_given_up(_storage_in_tmp, settings):
+def test_a_task_that_always_kills_its_worker_is_redelivered_then_given_up(storage_dir, settings):
     url = require_service("REDIS_URL")
     from config.celery import app
     from tests.worker_tasks import CRASH_RUNS_KEY, GAVE_UP_KEY
@@ -106,8 +122,8 @@ def test_a_task_that_always_kills_its_worker_is_redelivered_then_given_up(_stora
     client.delete(CRASH_RUNS_KEY, GAVE_UP_KEY)
     app.conf.task_always_eager = False
     queue = f"test-crash-{uuid.uuid4().hex[:8]}"
-    _storage_in_tmp.mkdir(parents=True, exist_ok=True)
-    with celery_worker(queue, _storage_in_tmp, pool="prefork", include="tests.worker_tasks"):
+    storage_dir.mkdir(parents=True, exist_ok=True)
+    with celery_worker(queue, storage_dir, pool="prefork", include="tests.worker_tasks"):
         app.send_task("tests.crash_worker", queue=queue)
         deadline = time.monotonic() + 120
         while time.monotonic() < deadline and not client.get(GAVE_UP_KEY):

@@ -36,7 +36,11 @@ def _import_settings(**env) -> subprocess.CompletedProcess:
     clean = {k: v for k, v in os.environ.items() if k not in {"SECRET_KEY", "DEBUG"}}
     return subprocess.run(
         [sys.executable, "-c", "import config.settings"],
-        cwd=REPO, env={**clean, **env}, capture_output=True, text=True, timeout=60,
+        cwd=REPO,
+        env={**clean, **env},
+        capture_output=True,
+        text=True,
+        timeout=60,
     )
 
 

@@ -71,8 +71,8 @@ def test_job_list_filters_by_team_and_search(client, operator, jobs):
 
 def test_ingest_runs_are_for_operators_only(client, operator, member_a):
     run = IngestRun.objects.create(
-        archive_name="week-47.zip", errors=[{"file": "jobs.csv", "row": 4, "field": "gpu_count", "job_id": "9",
-                                            "message": "not an integer: 'x'"}]
+        archive_name="week-47.zip",
+        errors=[{"file": "jobs.csv", "row": 4, "field": "gpu_count", "job_id": "9", "message": "not an integer: 'x'"}],
     )
     client.force_login(member_a)
     assert client.get(reverse("fleet:ingest-run-list")).status_code == 404

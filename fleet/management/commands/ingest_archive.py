@@ -18,7 +18,9 @@ class Command(BaseCommand):
     def add_arguments(self, parser):
         parser.add_argument("path", help="the archive file or folder")
         parser.add_argument(
-            "--async", dest="run_async", action="store_true",
+            "--async",
+            dest="run_async",
+            action="store_true",
             help="queue the import on the Celery workers and print the run id instead of waiting",
         )
 

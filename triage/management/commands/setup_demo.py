@@ -42,7 +42,9 @@ class Command(BaseCommand):
             ("alice", f"Member of team '{team.name}': sees only that team's jobs"),
         ]
         if dry_run:
-            self.stdout.write(f"would price {len(clusters)} clusters and create logins: {', '.join(u for u, _ in logins)}")
+            self.stdout.write(
+                f"would price {len(clusters)} clusters and create logins: {', '.join(u for u, _ in logins)}"
+            )
             return
 
         for cluster in clusters:

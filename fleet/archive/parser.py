@@ -1,0 +1,933 @@
+"""Parsing a fleet archive (format v1) into canonical records. Pure: no Django, no disk writes.
+
+The rules, in short (docs/archive-format.md is the user-facing version):
+
+- A problem that leaves nothing to store raises `ArchiveError` (no/invalid manifest, no jobs
+  file, a missing required column in the jobs file, an unreadable container or shared metrics file).
+- A problem with one job rejects that job only: it lands in `ParsedArchive.rejected` with the
+  errors that say file, row, field and value; every other job is still accepted.
+- Problems that lose no job's data (unknown job ids in metrics or artifacts, unknown metric
+  columns, truncated artifacts) are recorded in `ParsedArchive.errors` and change nothing else.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import os
+import re
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from functools import cache
+from importlib import resources
+
+import jsonschema
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.csv as pa_csv
+import pyarrow.parquet as pq
+
+from fleet import series as series_lib
+from fleet.archive.reader import MANIFEST_NAME, ArchiveError, ArchiveReader, ReaderLimits, open_archive
+from fleet.canonical import JOB_TYPES, METRICS, ArtifactRecord, JobRecord, RecordError
+
+__all__ = ["ArchiveError", "ParsedArchive", "parse_archive", "parse_timestamp", "parse_timestamps"]
+
+JOB_FILES = ("jobs.csv", "jobs.jsonl")
+JOB_REQUIRED = ("job_id", "user", "team", "gpu_count", "start_time", "end_time")
+SHARED_METRICS_FILES = ("metrics.csv", "metrics.parquet")
+METRICS_FOLDER = "metrics"
+METRICS_SUFFIXES = (".csv", ".parquet")
+ARTIFACT_FOLDERS = {"logs": "log", "scripts": "script", "traces": "trace"}
+LONG_FORM_COLUMNS = ("metric", "value")
+METRIC_KEY_COLUMNS = ("job_id", "timestamp", "host", "gpu")
+# Cells that mean "no value" in a metric column (compared case-insensitively, after trimming).
+MISSING_TOKENS = ("", "nan", "na", "n/a", "null", "none")
+# Epoch values at or above this are almost always milliseconds (1e11 s is the year 5138).
+MAX_EPOCH_SECONDS = 1e11
+MAX_GPU_INDEX = 32767  # the series stores GPU indexes as Int16
+
+
+def _metric_bounds(name: str) -> tuple[float, float]:
+    if name == "gpu_util":
+        return 0.0, 100.0
+    if METRICS[name] == "ratio":
+        return 0.0, 1.0
+    return 0.0, np.inf  # cpu_util may exceed 100 % when a container bursts past its allocation
+
+
+METRIC_BOUNDS: dict[str, tuple[float, float]] = {name: _metric_bounds(name) for name in METRICS}
+
+
+@dataclass
+class ParsedArchive:
+    """What an archive holds, split into what can be stored and what was wrong.
+
+    - `jobs`, `series`, `artifacts` only hold accepted jobs. A series frame is normalised
+      (`fleet.series.normalize`), holds every metrics file's rows of that job, and only the metric
+      columns that have at least one value for it (`gpu_util` always).
+    - `rejected` is keyed by job id; a row whose job id cannot be read is keyed "<jobs.csv row N>".
+    - `errors` lists every problem in the order found: the rejected jobs' errors and also notes that
+      rejected nothing (unknown job ids, unknown metric columns, truncated artifacts).
+    - `duplicate_samples` counts the repeated (job, host, gpu, timestamp) rows that were dropped.
+    """
+
+    manifest: dict
+    cluster: str  # the manifest's default cluster
+    jobs: dict[str, JobRecord]  # accepted jobs by external id, cluster filled in
+    series: dict[str, pd.DataFrame] = field(default_factory=dict)  # job id -> normalised frame; absent = no metrics
+    artifacts: dict[str, list[ArtifactRecord]] = field(default_factory=dict)
+    rejected: dict[str, list[RecordError]] = field(default_factory=dict)  # job id -> why it was rejected
+    errors: list[RecordError] = field(default_factory=list)  # every problem found, in the order found
+    duplicate_samples: int = 0
+
+
+def parse_archive(
+    path: str | os.PathLike,
+    *,
+    artifact_max_bytes: int = 20 * 2**20,
+    limits: ReaderLimits | None = None,
+) -> ParsedArchive:
+    """Parse a .zip, .tar.gz/.tgz or folder in the v1 layout; ArchiveError when nothing can be stored."""
+    with open_archive(path, limits) as reader:
+        return _ArchiveParser(reader, artifact_max_bytes).parse()
+
+
+# ---------------------------------------------------------------------------------------------
+# Timestamps
+# ---------------------------------------------------------------------------------------------
+# Same shapes as the job schema's "time" definition.
+_ISO_PATTERN = r"\d{4}-\d{2}-\d{2}(?:[T ]\d{2}:\d{2}(?::\d{2}(?:\.\d+)?)?(?:Z|[+-]\d{2}:?\d{2})?)?"
+_EPOCH_PATTERN = r"\d+(?:\.\d+)?"
+_ISO = re.compile(_ISO_PATTERN)
+_EPOCH = re.compile(_EPOCH_PATTERN)
+TIMESTAMP_HINT = "expected ISO 8601 or Unix seconds"
+
+
+def timestamp_message(value) -> str:
+    text = "" if value is None or (isinstance(value, float) and np.isnan(value)) else str(value).strip()
+    if text == "":
+        return f"timestamp is empty ({TIMESTAMP_HINT})"
+    if _EPOCH.fullmatch(text) and float(text) >= MAX_EPOCH_SECONDS:
+        return f"unparseable timestamp {text!r} ({TIMESTAMP_HINT}; this looks like milliseconds)"
+    return f"unparseable timestamp {text!r} ({TIMESTAMP_HINT})"
+
+
+def parse_timestamp(value) -> datetime:
+    """An aware UTC datetime from ISO 8601 (naive = UTC) or Unix seconds; ValueError with a user message."""
+    if isinstance(value, bool) or value is None:
+        raise ValueError(timestamp_message(value))
+    if isinstance(value, int | float):
+        seconds = float(value)
+    else:
+        text = str(value).strip()
+        if _EPOCH.fullmatch(text):
+            seconds = float(text)
+        elif _ISO.fullmatch(text):
+            try:
+                moment = datetime.fromisoformat(text)
+            except ValueError:
+                raise ValueError(timestamp_message(value)) from None
+            return moment.replace(tzinfo=UTC) if moment.tzinfo is None else moment.astimezone(UTC)
+        else:
+            raise ValueError(timestamp_message(value))
+    if not (0 <= seconds < MAX_EPOCH_SECONDS):
+        raise ValueError(timestamp_message(value))
+    return datetime.fromtimestamp(seconds, tz=UTC)
+
+
+def parse_timestamps(column: pd.Series | pa.Array | pa.ChunkedArray) -> tuple[pd.Series, np.ndarray]:
+    """Vectorised `parse_timestamp`: (datetime64[ms, UTC] series with NaT where bad, bad mask)."""
+    values = _arrow(column)
+    kind = values.type
+    if pa.types.is_timestamp(kind) or pa.types.is_date(kind):
+        result = pd.to_datetime(pd.Series(values.to_pandas()), utc=True)
+    elif _is_number(kind):
+        result = _from_epoch_seconds(pc.cast(values, pa.float64()).to_numpy(zero_copy_only=False))
+    elif _is_text(kind) or pa.types.is_null(kind):
+        text = _trimmed_text(values)
+        is_epoch = _matches(text, _EPOCH_PATTERN)
+        is_iso = _matches(text, _ISO_PATTERN)
+        result = _from_epoch_seconds(_to_float(text, is_epoch))
+        if is_iso.any():
+            iso_text = pd.Series(pc.if_else(pa.array(is_iso), text, pa.scalar(None, text.type)).to_pandas())
+            from_iso = pd.to_datetime(iso_text, format="ISO8601", utc=True, errors="coerce")
+            result = result.where(~is_iso, from_iso.dt.as_unit("ms"))
+    else:  # booleans, durations, nested values: never a time
+        result = pd.Series(pd.NaT, index=range(len(values)), dtype="datetime64[ms, UTC]")
+    result = result.reset_index(drop=True).dt.floor("ms").dt.as_unit("ms")
+    return result, result.isna().to_numpy()
+
+
+def _from_epoch_seconds(seconds: np.ndarray) -> pd.Series:
+    valid = np.isfinite(seconds) & (seconds >= 0) & (seconds < MAX_EPOCH_SECONDS)
+    millis = np.where(valid, np.round(np.where(valid, seconds, 0.0) * 1000.0), np.nan)
+    return pd.Series(pd.to_datetime(millis, unit="ms", utc=True)).dt.as_unit("ms")
+
+
+# ---------------------------------------------------------------------------------------------
+# Schemas
+# ---------------------------------------------------------------------------------------------
+@cache
+def _validator(name: str) -> jsonschema.Draft202012Validator:
+    text = resources.files("fleet").joinpath("schemas", name).read_text(encoding="utf-8")
+    return jsonschema.Draft202012Validator(json.loads(text))
+
+
+def _schema_problem(error: jsonschema.ValidationError) -> tuple[str, str]:
+    """(field, message) for one schema error, in words a person filling in a CSV understands."""
+    if error.validator == "required":
+        missing = [name for name in error.validator_value if name not in error.instance]
+        return (missing[0] if missing else ""), "required field is missing"
+    field_name = ".".join(str(part) for part in error.absolute_path)
+    value = error.instance
+    if error.validator == "const":
+        return field_name, f"must be {error.validator_value!r} (got {value!r})"
+    if error.validator == "enum":
+        allowed = ", ".join(repr(v) for v in error.validator_value if v not in ("", None))
+        return field_name, f"must be one of {allowed} (got {value!r})"
+    if error.validator == "pattern":
+        return field_name, f"invalid value {value!r} (must match {error.validator_value})"
+    if error.validator == "type":
+        return field_name, f"must be of type {error.validator_value} (got {value!r})"
+    if error.validator in ("maxLength", "minLength"):
+        return field_name, f"invalid length {len(value)} ({error.validator} {error.validator_value})"
+    return field_name, f"invalid value {value!r}: {error.message}"
+
+
+# ---------------------------------------------------------------------------------------------
+# The parser
+# ---------------------------------------------------------------------------------------------
+class _Unreadable(Exception):
+    """A data file that cannot be read at all (truncated Parquet, broken CSV, duplicate header)."""
+
+
+@dataclass
+class _Table:
+    table: pa.Table
+    rows: np.ndarray  # 1-based data row number of each table row
+    header: list[str]
+    ragged: list[tuple[int | None, int, int, str]]  # (row, expected fields, actual fields, text) of skipped rows
+
+
+class _ArchiveParser:
+    def __init__(self, reader: ArchiveReader, artifact_max_bytes: int):
+        self.reader = reader
+        self.artifact_max_bytes = artifact_max_bytes
+        self.errors: list[RecordError] = []
+        self.rejected: dict[str, list[RecordError]] = {}
+        self.jobs: dict[str, JobRecord] = {}
+        self.job_ids: set[str] = set()  # every job id the jobs file names, accepted or rejected
+        self.jobs_file = ""
+        self.metric_frames: list[pd.DataFrame] = []  # valid rows of each metrics file, with job_id
+        self.duplicate_samples = 0
+
+    # -- bookkeeping ---------------------------------------------------------------------------
+    def note(self, error: RecordError) -> None:
+        self.errors.append(error)
+
+    def reject(self, key: str, error: RecordError) -> None:
+        self.rejected.setdefault(key, []).append(error)
+        self.errors.append(error)
+
+    def parse(self) -> ParsedArchive:
+        names = self.reader.names()
+        manifest = self._parse_manifest()
+        cluster = manifest["cluster"]
+        self._parse_jobs(cluster)
+
+        metric_files = [n for n in SHARED_METRICS_FILES if n in self.reader]
+        metric_files += [n for n in names if n.startswith(METRICS_FOLDER + "/")]
+        for name in metric_files:
+            self._parse_metrics_file(name)
+
+        accepted = {job_id: record for job_id, record in self.jobs.items() if job_id not in self.rejected}
+        series = self._assemble_series(accepted)
+        artifacts = self._parse_artifacts(names, accepted)
+        return ParsedArchive(
+            manifest=manifest,
+            cluster=cluster,
+            jobs=accepted,
+            series=series,
+            artifacts=artifacts,
+            rejected=self.rejected,
+            errors=self.errors,
+            duplicate_samples=self.duplicate_samples,
+        )
+
+    # -- manifest ------------------------------------------------------------------------------
+    def _parse_manifest(self) -> dict:
+        if MANIFEST_NAME not in self.reader:
+            raise ArchiveError.of(MANIFEST_NAME, "missing: every archive needs a manifest.json at its root")
+        data = self.reader.read(MANIFEST_NAME)
+        try:
+            manifest = json.loads(data.decode("utf-8-sig"))
+        except UnicodeDecodeError as exc:
+            raise ArchiveError.of(MANIFEST_NAME, f"not UTF-8 text ({exc.reason} at byte {exc.start})") from exc
+        except json.JSONDecodeError as exc:
+            raise ArchiveError.of(MANIFEST_NAME, f"not valid JSON: {exc.msg}", row=exc.lineno) from exc
+        errors = sorted(_validator("manifest.schema.json").iter_errors(manifest), key=lambda e: list(e.absolute_path))
+        if errors:
+            field_name, message = _schema_problem(errors[0])
+            raise ArchiveError.of(MANIFEST_NAME, message, field=field_name)
+        return manifest
+
+    # -- jobs ----------------------------------------------------------------------------------
+    def _parse_jobs(self, cluster: str) -> None:
+        present = [name for name in JOB_FILES if name in self.reader]
+        if not present:
+            raise ArchiveError.of("jobs.csv", "missing: the archive needs a jobs.csv or a jobs.jsonl at its root")
+        if len(present) > 1:
+            raise ArchiveError.of("jobs.jsonl", "both jobs.csv and jobs.jsonl are present; keep exactly one")
+        self.jobs_file = name = present[0]
+        entries = self._job_rows_csv(name) if name.endswith(".csv") else self._job_rows_jsonl(name)
+        if not entries and not self.rejected:
+            raise ArchiveError.of(name, "holds no jobs")
+
+        by_id: dict[str, list[tuple[int, dict]]] = {}
+        for row, record in entries:
+            job_id = _text(record.get("job_id"))
+            if job_id == "":
+                self.reject(_row_key(name, row), RecordError(name, "required value is empty", row=row, field="job_id"))
+                continue
+            by_id.setdefault(job_id, []).append((row, record))
+
+        for job_id, occurrences in by_id.items():
+            self.job_ids.add(job_id)
+            row, record = occurrences[0]
+            conflict = next((other for other in occurrences[1:] if other[1] != record), None)
+            if conflict is not None:
+                other_row, other = conflict
+                differing = next(k for k in sorted(set(record) | set(other)) if record.get(k) != other.get(k))
+                rows = _join_rows([r for r, _ in occurrences])
+                first_value, other_value = record.get(differing), other.get(differing)
+                message = (
+                    f"job_id {job_id!r} appears in rows {rows} with different values "
+                    f"({differing}: {first_value!r} in row {row} vs {other_value!r} in row {other_row})"
+                )
+                self.reject(job_id, RecordError(name, message, row=other_row, field=differing, job_id=job_id))
+                continue
+            job, problems = _job_from_row(record, cluster)
+            for field_name, message in problems:
+                self.reject(job_id, RecordError(name, message, row=row, field=field_name, job_id=job_id))
+            if job is not None and not problems:
+                self.jobs[job_id] = job
+
+    def _job_rows_csv(self, name: str) -> list[tuple[int, dict]]:
+        try:
+            table = self._read_csv(name)
+        except _Unreadable as exc:
+            raise ArchiveError.of(name, str(exc)) from exc
+        missing = [column for column in JOB_REQUIRED if column not in table.header]
+        if missing:
+            listed = ", ".join(f"'{column}'" for column in missing)
+            raise ArchiveError.of(
+                name,
+                f"required column {listed} is missing (jobs need {', '.join(JOB_REQUIRED)})"
+                if len(missing) == 1
+                else f"required columns {listed} are missing (jobs need {', '.join(JOB_REQUIRED)})",
+                field=missing[0],
+            )
+        job_index = table.header.index("job_id")
+        for row, expected, actual, text in table.ragged:
+            fields = _split_csv_line(text)
+            job_id = fields[job_index].strip() if len(fields) > job_index else ""
+            message = f"row has {actual} fields, expected {expected}; the file is truncated or the row is malformed"
+            key = job_id if job_id else _row_key(name, row)
+            if job_id:
+                self.job_ids.add(job_id)
+            self.reject(key, RecordError(name, message, row=row, job_id=job_id))
+        records = table.table.to_pylist()
+        entries = []
+        for row, record in zip(table.rows.tolist(), records, strict=True):
+            entries.append((row, {key: _text(value) for key, value in record.items()}))
+        # A job whose row was ragged stays rejected even if another, intact row names it.
+        return [(row, record) for row, record in entries if record.get("job_id", "") not in self.rejected]
+
+    def _job_rows_jsonl(self, name: str) -> list[tuple[int, dict]]:
+        text = self._decode(name)
+        entries = []
+        for line_no, line in enumerate(text.splitlines(), start=1):
+            if not line.strip():
+                continue
+            try:
+                record = json.loads(line)
+            except json.JSONDecodeError as exc:
+                message = f"not valid JSON ({exc.msg} at column {exc.colno}); the line is truncated or malformed"
+                self.reject(_row_key(name, line_no), RecordError(name, message, row=line_no))
+                continue
+            if not isinstance(record, dict):
+                message = f"each line must be a JSON object (got {type(record).__name__})"
+                self.reject(_row_key(name, line_no), RecordError(name, message, row=line_no))
+                continue
+            record = {
+                str(key).strip(): (value.strip() if isinstance(value, str) else value) for key, value in record.items()
+            }
+            if isinstance(record.get("job_id"), int) and not isinstance(record.get("job_id"), bool):
+                record["job_id"] = str(record["job_id"])  # Slurm ids are numbers; accept them as such
+            entries.append((line_no, record))
+        return entries
+
+    # -- metrics -------------------------------------------------------------------------------
+    def _parse_metrics_file(self, name: str) -> None:
+        file_job = None
+        if name not in SHARED_METRICS_FILES:
+            relative = name[len(METRICS_FOLDER) + 1 :]
+            suffix = next((s for s in METRICS_SUFFIXES if relative.endswith(s)), None)
+            if "/" in relative or suffix is None or relative == suffix:
+                self.note(RecordError(name, "ignored: per-job metrics files are metrics/<job_id>.csv or .parquet"))
+                return
+            file_job = relative[: -len(suffix)]
+            if file_job not in self.job_ids:
+                self.note(
+                    RecordError(
+                        name,
+                        f"job {file_job!r} is not in {self.jobs_file}; the file was ignored",
+                        field="job_id",
+                        job_id=file_job,
+                    )
+                )
+                return
+        try:
+            table = self._read_csv(name) if name.endswith(".csv") else self._read_parquet(name)
+        except _Unreadable as exc:
+            if file_job is None:
+                raise ArchiveError.of(name, str(exc)) from exc
+            self.reject(file_job, RecordError(name, str(exc), job_id=file_job))
+            return
+        frame = self._metrics_rows(name, table, file_job)
+        if frame is not None and len(frame):
+            self.metric_frames.append(frame)
+
+    def _metrics_rows(self, name: str, table: _Table, file_job: str | None) -> pd.DataFrame | None:
+        """The file's valid rows as job_id + key columns + metric columns; rejects jobs with bad rows."""
+        rows = table.rows
+        columns = set(table.table.column_names)
+        long_form = set(LONG_FORM_COLUMNS) <= columns
+        n = table.table.num_rows
+
+        def column(column_name: str) -> pa.ChunkedArray:
+            return table.table.column(column_name)
+
+        # Which job each row belongs to.
+        if file_job is not None:
+            job_ids = np.full(n, file_job, dtype=object)
+            if "job_id" in columns:
+                named = _string_values(column("job_id"))
+                mismatch = (named != file_job) & (named != "")
+                if mismatch.any():
+                    first = int(np.argmax(mismatch))
+                    self.reject(
+                        file_job,
+                        RecordError(
+                            name,
+                            f"job_id {named[first]!r} does not match the file name (expected {file_job!r})",
+                            row=int(rows[first]),
+                            field="job_id",
+                            job_id=file_job,
+                        ),
+                    )
+        elif "job_id" in columns:
+            job_ids = _string_values(column("job_id"))
+        else:
+            raise ArchiveError.of(
+                name,
+                "required column is missing: a shared metrics file must say which job each row is for",
+                field="job_id",
+            )
+        keep = self._known_job_rows(name, job_ids, rows)
+
+        # Rows the CSV reader had to skip (wrong number of fields).
+        file_jobs = set(pd.unique(job_ids[keep]))
+        for row, expected, actual, text in table.ragged:
+            message = f"row has {actual} fields, expected {expected}; the file is truncated or the row is malformed"
+            if file_job is not None:
+                self.reject(file_job, RecordError(name, message, row=row, job_id=file_job))
+                continue
+            fields = _split_csv_line(text)
+            index = table.header.index("job_id")
+            job_id = fields[index].strip() if len(fields) > index else ""
+            if job_id in self.job_ids:
+                self.reject(job_id, RecordError(name, message, row=row, job_id=job_id))
+            elif job_id:
+                self.note(RecordError(name, message + f"; job {job_id!r} is not in {self.jobs_file}", row=row))
+            else:
+                for other in sorted(file_jobs):
+                    self.reject(other, RecordError(name, message + "; its job cannot be told", row=row, job_id=other))
+
+        required = ["timestamp"] + ([] if long_form else ["gpu_util"])
+        missing = [column for column in required if column not in columns]
+        if missing:
+            for job_id in sorted(file_jobs) or ([file_job] if file_job else []):
+                message = f"required column '{missing[0]}' is missing, so this job's metrics in the file cannot be read"
+                self.reject(job_id, RecordError(name, message, field=missing[0], job_id=job_id))
+            return None
+
+        timestamps, bad = parse_timestamps(column("timestamp"))
+        self._reject_rows(name, "timestamp", bad & keep, job_ids, rows, column("timestamp"), timestamp_message)
+
+        host = _string_values(column("host")) if "host" in columns else np.full(n, "", dtype=object)
+        if "gpu" in columns:
+            gpu, bad = _parse_gpu(column("gpu"))
+            self._reject_rows(name, "gpu", bad & keep, job_ids, rows, column("gpu"), _gpu_message)
+        else:
+            gpu = pd.array(np.zeros(n, dtype="int16"), dtype="Int16")  # no gpu column: one job-level device, GPU 0
+
+        out = pd.DataFrame({"job_id": job_ids, "timestamp": timestamps, "host": host, "gpu": gpu})
+        if long_form:
+            out = self._long_values(name, column, out, keep, job_ids, rows, file_jobs)
+            if out is None:
+                return None
+            keep = out.pop("_keep").to_numpy(dtype=bool)
+        else:
+            unknown = [c for c in table.table.column_names if c not in METRICS and c not in METRIC_KEY_COLUMNS]
+            if unknown:
+                self.note(RecordError(name, "unknown metric columns ignored", field=", ".join(unknown)))
+            for metric in (m for m in METRICS if m in columns):
+                values, bad, describe = _metric_values(column(metric), metric)
+                self._reject_rows(name, metric, bad & keep, job_ids, rows, column(metric), describe)
+                out[metric] = values
+
+        keep = keep & ~pd.Series(job_ids).isin(list(self.rejected)).to_numpy()
+        out = out[keep]
+        if long_form:
+            out = self._pivot_long(out)
+        return out
+
+    def _long_values(self, name, column, out, keep, job_ids, rows, file_jobs) -> pd.DataFrame | None:
+        metric = _string_values(column("metric"))
+        known = pd.Series(metric).isin(list(METRICS)).to_numpy()
+        unknown = sorted(set(pd.unique(metric[keep & ~known])))
+        if unknown:
+            self.note(RecordError(name, "unknown metric names ignored", field="metric: " + ", ".join(unknown)))
+        keep = keep & known
+        values, bad = _numeric(column("value"))
+        for name_of_metric in pd.unique(metric[keep]):
+            rows_of_metric = metric == name_of_metric
+            checked, bad_of_metric, describe = _checked_metric(values, bad, name_of_metric)
+            self._reject_rows(
+                name, "value", bad_of_metric & rows_of_metric & keep, job_ids, rows, column("value"), describe
+            )
+            values = np.where(rows_of_metric, checked, values)
+        with_util = set(pd.unique(job_ids[keep & (metric == "gpu_util")]))
+        for job_id in sorted(file_jobs - with_util):
+            message = "no gpu_util rows: long-form metrics need at least one 'gpu_util' row per job"
+            self.reject(job_id, RecordError(name, message, field="metric", job_id=job_id))
+        out["metric"] = metric
+        out["value"] = values
+        out["_keep"] = keep
+        return out
+
+    def _pivot_long(self, out: pd.DataFrame) -> pd.DataFrame:
+        keys = ["job_id", "timestamp", "host", "gpu", "metric"]
+        duplicated = out.duplicated(subset=keys, keep="first").to_numpy()
+        self.duplicate_samples += int(duplicated.sum())
+        out = out[~duplicated].copy()
+        out["gpu"] = out["gpu"].fillna(-1).astype("int16")  # pivot cannot index on missing values
+        wide = out.pivot(index=keys[:-1], columns="metric", values="value").reset_index()
+        wide.columns.name = None
+        wide["gpu"] = wide["gpu"].astype("Int16").mask(wide["gpu"] == -1)
+        return wide
+
+    def _known_job_rows(self, name: str, job_ids: np.ndarray, rows: np.ndarray) -> np.ndarray:
+        """Mask of rows whose job is in the jobs file; one error per unknown or empty job id."""
+        ids = pd.Series(job_ids)
+        known = ids.isin(list(self.job_ids)).to_numpy()
+        if known.all():
+            return known
+        unknown = pd.DataFrame({"job_id": job_ids[~known], "row": rows[~known]})
+        counts = unknown["job_id"].value_counts(sort=False)
+        for job_id, row in unknown.drop_duplicates("job_id").itertuples(index=False):
+            count = int(counts[job_id])
+            plural = "row was" if count == 1 else f"{count} rows were"
+            if job_id == "":
+                message = f"empty job_id; {plural} ignored"
+            else:
+                message = f"job {job_id!r} is not in {self.jobs_file}; its {plural} ignored"
+            self.note(RecordError(name, message, row=int(row), field="job_id", job_id=job_id))
+        return known
+
+    def _reject_rows(self, name, field_name, bad, job_ids, rows, cells, describe) -> None:
+        """Reject each job with bad rows, naming its first bad row, its cell and how many more there are."""
+        if not bad.any():
+            return
+        positions = np.flatnonzero(bad)
+        found = pd.DataFrame({"job_id": job_ids[positions], "position": positions})
+        counts = found["job_id"].value_counts(sort=False)
+        firsts = found.drop_duplicates("job_id")
+        values = _arrow(cells).take(pa.array(firsts["position"].to_numpy())).to_pylist()
+        for job_id, position, value in zip(firsts["job_id"], firsts["position"], values, strict=True):
+            more = int(counts[job_id]) - 1
+            message = describe(value) + (f" (and {more} more rows of this job)" if more else "")
+            self.reject(job_id, RecordError(name, message, row=int(rows[position]), field=field_name, job_id=job_id))
+
+    def _assemble_series(self, accepted: dict[str, JobRecord]) -> dict[str, pd.DataFrame]:
+        """One normalised frame per accepted job, from all its metrics files at once (file order = priority)."""
+        if not self.metric_frames:
+            return {}
+        frame = (
+            pd.concat(self.metric_frames, ignore_index=True) if len(self.metric_frames) > 1 else self.metric_frames[0]
+        )
+        frame = frame[frame["job_id"].isin(list(accepted)).to_numpy()]
+        series, dropped = series_lib.normalize_many(frame, key="job_id")
+        self.duplicate_samples += dropped
+        return {job_id: series[job_id] for job_id in accepted if job_id in series and len(series[job_id])}
+
+    # -- artifacts -----------------------------------------------------------------------------
+    def _parse_artifacts(self, names: list[str], accepted: dict[str, JobRecord]) -> dict[str, list[ArtifactRecord]]:
+        artifacts: dict[str, list[ArtifactRecord]] = {}
+        unknown: dict[tuple[str, str], list[str]] = {}
+        for name in names:
+            folder, _, rest = name.partition("/")
+            kind = ARTIFACT_FOLDERS.get(folder)
+            if kind is None or not rest:
+                continue
+            job_id, _, path = rest.partition("/")
+            if not path:
+                self.note(RecordError(name, f"ignored: files in {folder}/ belong in {folder}/<job_id>/<file>"))
+                continue
+            if job_id not in self.job_ids:
+                unknown.setdefault((folder, job_id), []).append(name)
+                continue
+            if job_id not in accepted:
+                continue
+            content = self.reader.read(name, max_bytes=self.artifact_max_bytes + 1)
+            truncated = len(content) > self.artifact_max_bytes
+            if truncated:
+                content = content[: self.artifact_max_bytes]
+                self.note(
+                    RecordError(
+                        name,
+                        f"larger than {_format_bytes(self.artifact_max_bytes)}; only the first "
+                        f"{_format_bytes(self.artifact_max_bytes)} were kept",
+                        job_id=job_id,
+                    )
+                )
+            record = ArtifactRecord(job_id=job_id, kind=kind, path=path, content=content, truncated=truncated)
+            artifacts.setdefault(job_id, []).append(record)
+        for (folder, job_id), files in unknown.items():
+            count = "1 file was" if len(files) == 1 else f"{len(files)} files were"
+            message = f"job {job_id!r} is not in {self.jobs_file}; {count} ignored"
+            self.note(RecordError(f"{folder}/{job_id}/", message, field="job_id", job_id=job_id))
+        return artifacts
+
+    # -- reading data files --------------------------------------------------------------------
+    def _decode(self, name: str) -> str:
+        data = self.reader.read(name)
+        try:
+            return data.decode("utf-8-sig")
+        except UnicodeDecodeError as exc:
+            raise ArchiveError.of(name, f"not UTF-8 text ({exc.reason} at byte {exc.start})") from exc
+
+    def _read_csv(self, name: str) -> _Table:
+        """Every column as text, skipping (and reporting) rows with the wrong number of fields."""
+        data = self.reader.read(name)
+        header_line = data.split(b"\n", 1)[0]
+        try:
+            header = pa_csv.read_csv(io.BytesIO(header_line + b"\n")).schema.names
+        except (pa.ArrowException, ValueError) as exc:
+            raise _Unreadable(f"cannot be read as CSV: {exc}") from exc
+        _check_header(header)
+        ragged: list[tuple[int | None, int, int, str]] = []
+
+        def on_invalid_row(row) -> str:
+            ragged.append((row.number, row.expected_columns, row.actual_columns, row.text))
+            return "skip"
+
+        def read(use_threads: bool) -> pa.Table:
+            return pa_csv.read_csv(
+                io.BytesIO(data),
+                read_options=pa_csv.ReadOptions(use_threads=use_threads),
+                parse_options=pa_csv.ParseOptions(invalid_row_handler=on_invalid_row),
+                convert_options=pa_csv.ConvertOptions(column_types=dict.fromkeys(header, pa.string())),
+            )
+
+        try:
+            table = read(use_threads=True)
+            if any(number is None for number, *_ in ragged):
+                ragged.clear()  # re-read single-threaded: only then does Arrow know each row's number
+                table = read(use_threads=False)
+        except (pa.ArrowException, ValueError) as exc:
+            raise _Unreadable(f"cannot be read as CSV: {exc}") from exc
+        # Arrow numbers rows from 1 at the header; data rows count from 1 after it.
+        skipped = sorted(number - 1 for number, *_ in ragged if number is not None)
+        rows = _data_rows(table.num_rows, skipped)
+        table = table.rename_columns([c.strip() for c in header])
+        ragged_rows = [(None if number is None else number - 1, exp, act, text) for number, exp, act, text in ragged]
+        return _Table(table=table, rows=rows, header=[c.strip() for c in header], ragged=ragged_rows)
+
+    def _read_parquet(self, name: str) -> _Table:
+        data = self.reader.read(name)
+        try:
+            table = pq.read_table(io.BytesIO(data))
+        except (pa.ArrowException, ValueError, OSError) as exc:
+            raise _Unreadable(f"cannot be read as Parquet; the file is truncated or corrupt ({exc})") from exc
+        header = [str(c) for c in table.schema.names]
+        _check_header(header)
+        table = table.rename_columns([c.strip() for c in header])
+        rows = np.arange(1, table.num_rows + 1)
+        return _Table(table=table, rows=rows, header=[c.strip() for c in header], ragged=[])
+
+
+# ---------------------------------------------------------------------------------------------
+# Helpers
+# ---------------------------------------------------------------------------------------------
+def _job_from_row(record: dict, default_cluster: str) -> tuple[JobRecord | None, list[tuple[str, str]]]:
+    """The job a row describes, or the (field, message) problems that reject it."""
+    problems: list[tuple[str, str]] = []
+    for name in JOB_REQUIRED:
+        if name not in record:
+            problems.append((name, "required field is missing"))
+        elif _text(record[name]) == "":
+            problems.append((name, "required value is empty"))
+
+    def count(name: str, default):
+        value = record.get(name)
+        if value is None or _text(value) == "":
+            return default
+        number = _as_count(value)
+        if number is None:
+            problems.append((name, f"not a non-negative integer: {value!r}"))
+        return number
+
+    def moment(name: str) -> datetime | None:
+        value = record.get(name)
+        if value is None or _text(value) == "":
+            return None
+        try:
+            return parse_timestamp(value)
+        except ValueError as exc:
+            problems.append((name, str(exc)))
+            return None
+
+    gpu_count = count("gpu_count", None)
+    node_count = count("node_count", 1)
+    cpu_count = count("cpu_count", None)
+    start, end, submit = moment("start_time"), moment("end_time"), moment("submit_time")
+    if start is not None and end is not None and end < start:
+        problems.append(("end_time", f"end_time {end.isoformat()} is before start_time {start.isoformat()}"))
+    job_type = _text(record.get("job_type")).lower() or "batch"
+    if job_type not in JOB_TYPES:
+        problems.append(("job_type", f"must be one of {', '.join(JOB_TYPES)} (got {record.get('job_type')!r})"))
+    labels = record.get("labels")
+    if labels is None or labels == "":
+        labels = {}
+    elif isinstance(labels, str):
+        try:
+            labels = json.loads(labels)
+        except json.JSONDecodeError:
+            labels = None
+    if not isinstance(labels, dict):
+        problems.append(("labels", f'must be a JSON object, e.g. {{"project": "x"}} (got {record.get("labels")!r})'))
+
+    reported = {name for name, _ in problems}
+    for error in _validator("job.schema.json").iter_errors(record):
+        field_name, message = _schema_problem(error)
+        if field_name.split(".")[0] not in reported:
+            problems.append((field_name, message))
+            reported.add(field_name)
+    if problems:
+        return None, problems
+    return (
+        JobRecord(
+            external_id=_text(record["job_id"]),
+            user=_text(record["user"]),
+            team=_text(record["team"]),
+            gpu_count=gpu_count,
+            start_time=start,
+            end_time=end,
+            cluster=_text(record.get("cluster")) or default_cluster,
+            name=_text(record.get("name")),
+            gpu_model=_text(record.get("gpu_model")),
+            node_count=node_count,
+            cpu_count=cpu_count,
+            state=_text(record.get("state")),
+            job_type=job_type,
+            command=_text(record.get("command")),
+            queue=_text(record.get("queue")),
+            submit_time=submit,
+            labels=labels,
+            raw=dict(record),
+        ),
+        [],
+    )
+
+
+def _text(value) -> str:
+    if value is None:
+        return ""
+    return value.strip() if isinstance(value, str) else str(value)
+
+
+def _as_count(value) -> int | None:
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int):
+        return value if value >= 0 else None
+    if isinstance(value, float):
+        return int(value) if value.is_integer() and value >= 0 else None
+    text = str(value).strip()
+    return int(text) if text.isascii() and text.isdigit() else None
+
+
+def _join_rows(rows: list[int]) -> str:
+    return " and ".join(map(str, rows)) if len(rows) < 3 else ", ".join(map(str, rows[:-1])) + f" and {rows[-1]}"
+
+
+def _row_key(file: str, row: int | None) -> str:
+    """The `rejected` key for a row whose job id cannot be read."""
+    return f"<{file} row {row}>" if row is not None else f"<{file}>"
+
+
+def _split_csv_line(text: str) -> list[str]:
+    """The fields of one (ragged) CSV row, to find which job it belonged to."""
+    return next(csv.reader([text]), [])
+
+
+def _check_header(header: list[str]) -> None:
+    names = [c.strip() for c in header]
+    duplicates = sorted({c for c in names if names.count(c) > 1})
+    if duplicates:
+        raise _Unreadable(f"column {duplicates[0]!r} appears more than once in the header")
+
+
+def _data_rows(count: int, skipped: list[int]) -> np.ndarray:
+    """1-based data row numbers of the rows kept when the rows in `skipped` were left out."""
+    if not skipped:
+        return np.arange(1, count + 1)
+    all_rows = np.arange(1, count + len(skipped) + 1)
+    return np.setdiff1d(all_rows, np.asarray(skipped), assume_unique=True)[:count]
+
+
+def _arrow(column) -> pa.Array:
+    """One contiguous, plain (not dictionary-encoded) Arrow array for a column or pandas Series."""
+    if isinstance(column, pd.Series):
+        try:
+            column = pa.array(column, from_pandas=True)
+        except (pa.ArrowException, TypeError, ValueError):  # mixed Python types in an object column
+            column = pa.array(column.astype("string"), from_pandas=True)
+    if isinstance(column, pa.ChunkedArray):
+        column = column.combine_chunks()
+    if pa.types.is_dictionary(column.type):
+        column = column.dictionary_decode()
+    return column
+
+
+def _is_text(kind: pa.DataType) -> bool:
+    return pa.types.is_string(kind) or pa.types.is_large_string(kind)
+
+
+def _is_number(kind: pa.DataType) -> bool:
+    return pa.types.is_integer(kind) or pa.types.is_floating(kind) or pa.types.is_decimal(kind)
+
+
+def _trimmed_text(values: pa.Array) -> pa.Array:
+    """Each cell as trimmed text, "" for missing cells."""
+    if not _is_text(values.type):
+        values = pc.cast(values, pa.string())
+    return pc.fill_null(pc.utf8_trim_whitespace(values), "")
+
+
+def _matches(text: pa.Array, pattern: str) -> np.ndarray:
+    return pc.match_substring_regex(text, f"^(?:{pattern})$").to_numpy(zero_copy_only=False)
+
+
+def _to_float(text: pa.Array, valid: np.ndarray) -> np.ndarray:
+    """float64 of the cells where `valid` (they match a number pattern), NaN elsewhere."""
+    if not valid.any():
+        return np.full(len(text), np.nan)
+    chosen = pc.if_else(pa.array(valid), text, pa.scalar(None, text.type))
+    try:
+        return pc.cast(chosen, pa.float64()).to_numpy(zero_copy_only=False)
+    except pa.ArrowInvalid:  # e.g. an exponent beyond float64: let pandas make it inf
+        return pd.to_numeric(pd.Series(chosen.to_pylist(), dtype=object), errors="coerce").to_numpy(dtype="float64")
+
+
+def _string_values(column) -> np.ndarray:
+    """Trimmed text of each cell as an object array, "" for missing cells."""
+    encoded = pc.dictionary_encode(_trimmed_text(_arrow(column)))
+    dictionary = np.array(encoded.dictionary.to_pylist(), dtype=object)
+    return dictionary[encoded.indices.to_numpy(zero_copy_only=False)]
+
+
+_NUMBER_PATTERN = r"[+-]?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?"
+
+
+def _numeric(column) -> tuple[np.ndarray, np.ndarray]:
+    """(float64 values with NaN for missing cells, mask of cells that are neither finite numbers nor missing)."""
+    values = _arrow(column)
+    kind = values.type
+    if pa.types.is_null(kind):
+        return np.full(len(values), np.nan), np.zeros(len(values), dtype=bool)
+    if _is_number(kind):
+        numbers = pc.cast(values, pa.float64()).to_numpy(zero_copy_only=False)
+        bad = np.isinf(numbers)
+    elif _is_text(kind):
+        text = _trimmed_text(values)
+        missing = pc.is_in(pc.utf8_lower(text), value_set=pa.array(MISSING_TOKENS)).to_numpy(zero_copy_only=False)
+        valid = _matches(text, _NUMBER_PATTERN)
+        numbers = _to_float(text, valid)
+        bad = ~(valid | missing) | np.isinf(numbers)
+    else:  # booleans, times, nested values: not numbers
+        numbers = np.full(len(values), np.nan)
+        bad = values.is_valid().to_numpy(zero_copy_only=False)
+    return np.where(bad, np.nan, numbers), bad
+
+
+def _metric_values(column, metric: str):
+    values, bad = _numeric(column)
+    return _checked_metric(values, bad, metric)
+
+
+def _checked_metric(values: np.ndarray, bad: np.ndarray, metric: str):
+    """(values with NaN where invalid, invalid mask, message for an invalid cell) for one metric's cells."""
+    low, high = METRIC_BOUNDS[metric]
+    out_of_range = ~bad & ~np.isnan(values) & ((values < low) | (values > high))
+    unit = METRICS[metric]
+
+    def describe(value) -> str:
+        number = _maybe_float(value)
+        if number is not None and np.isfinite(number):
+            hint = "; this looks like percent" if unit == "ratio" and 1 < number <= 100 else ""
+            return f"{metric} value {value!r} is out of range ({_range_text(low, high, unit)}{hint})"
+        return f"non-numeric {metric} value {value!r}"
+
+    return np.where(out_of_range, np.nan, values), bad | out_of_range, describe
+
+
+def _parse_gpu(column) -> tuple[pd.arrays.IntegerArray, np.ndarray]:
+    values, bad = _numeric(column)
+    present = ~np.isnan(values)
+    bad = bad | present & ((values < 0) | (values > MAX_GPU_INDEX) | (np.mod(np.where(present, values, 0), 1) != 0))
+    gpu = pd.array(np.where(present & ~bad, values, np.nan), dtype="Float64").astype("Int16")
+    return gpu, bad
+
+
+def _gpu_message(value) -> str:
+    return f"GPU index must be a non-negative integer or empty for host rows (got {value!r})"
+
+
+def _maybe_float(value) -> float | None:
+    try:
+        return float(value)
+    except (TypeError, ValueError):
+        return None
+
+
+def _range_text(low: float, high: float, unit: str) -> str:
+    if np.isinf(high):
+        return f"must be ≥ {low:g}"
+    if unit == "ratio":
+        return f"must be {low:g}–{high:g}, a ratio"
+    return f"must be {low:g}–{high:g} {unit}"
+
+
+def _format_bytes(size: int) -> str:
+    if size % 2**20 == 0:
+        return f"{size // 2**20} MiB"
+    if size % 2**10 == 0:
+        return f"{size // 2**10} KiB"
+    return f"{size} bytes"

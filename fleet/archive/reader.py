@@ -1,0 +1,353 @@
+"""Reading the members of a fleet archive (.zip, .tar.gz or a folder) without extracting anything.
+
+Members are listed and opened as binary streams straight from the container; nothing is ever
+written to disk under a name the archive chose. Names that are absolute or climb out with `..`,
+and links or device files, reject the whole archive (they have no business in a data export and
+are the classic way to attack an extractor).
+
+Every byte read goes through one counting stream (`_MemberStream`), so limits on member size,
+total size and member count live in one place: `ReaderLimits`. The defaults are "no limit"; the
+hostile-archive hardening sets them.
+"""
+
+from __future__ import annotations
+
+import io
+import os
+import re
+import stat
+import tarfile
+import zipfile
+import zlib
+from abc import ABC, abstractmethod
+from dataclasses import dataclass
+from pathlib import Path
+from typing import BinaryIO
+
+from fleet.canonical import RecordError
+
+MANIFEST_NAME = "manifest.json"
+
+
+class ArchiveError(Exception):
+    """The archive as a whole is unusable; `.error` says where and why."""
+
+    def __init__(self, error: RecordError):
+        self.error = error
+        super().__init__(str(error))
+
+    @classmethod
+    def of(cls, file: str, message: str, *, row: int | None = None, field: str = "", job_id: str = "") -> ArchiveError:
+        return cls(RecordError(file=file, message=message, row=row, field=field, job_id=job_id))
+
+
+@dataclass(frozen=True)
+class ReaderLimits:
+    """Bounds enforced while reading (counted bytes, never the sizes the headers claim). None = unbounded."""
+
+    max_members: int | None = None
+    max_member_bytes: int | None = None
+    max_total_bytes: int | None = None
+
+
+@dataclass(frozen=True)
+class Member:
+    name: str  # relative POSIX path inside the archive, e.g. "metrics/j1.csv"
+    size: int | None  # size declared by the container; informative only, never trusted for limits
+
+
+# Exceptions the containers raise on truncated or corrupt data, while listing or while reading.
+_CONTAINER_ERRORS = (zipfile.BadZipFile, tarfile.TarError, EOFError, zlib.error, OSError, NotImplementedError)
+_DRIVE = re.compile(r"^[A-Za-z]:")
+
+
+def clean_member_name(raw: str, archive: str) -> str | None:
+    """The member's relative POSIX path, None for an empty name (e.g. "./"); ArchiveError if it escapes."""
+    name = raw.replace("\\", "/")
+    if "\x00" in name:
+        raise ArchiveError.of(archive, f"member name {raw!r} contains a NUL character")
+    if name.startswith("/") or _DRIVE.match(name):
+        raise ArchiveError.of(archive, f"member {raw!r} has an absolute path; archive members must be relative")
+    parts = [part for part in name.split("/") if part not in ("", ".")]
+    if ".." in parts:
+        raise ArchiveError.of(archive, f"member {raw!r} contains a '..' path component")
+    return "/".join(parts) or None
+
+
+class ArchiveReader(ABC):
+    """Lists an archive's regular files and opens them as binary streams.
+
+    `members` is in container order; reading members in that order is cheapest for compressed
+    tarballs (a backwards seek restarts decompression). A single top-level folder holding
+    `manifest.json` (the usual result of zipping a folder) is treated as the archive root.
+    """
+
+    def __init__(self, path: Path, limits: ReaderLimits | None = None):
+        self.path = path
+        self.label = path.name or str(path)  # how errors name the archive
+        self.limits = limits or ReaderLimits()
+        self._bytes_read = 0
+        self._by_name: dict[str, tuple[Member, object]] = {}
+        self._members: list[Member] = []
+
+    # -- listing -------------------------------------------------------------------------------
+    def _collect(self, entries: list[tuple[str, int | None, object]]) -> None:
+        """Register (raw name, size, handle) of regular files, after name checks and root detection."""
+        cleaned = []
+        for raw, size, handle in entries:
+            name = clean_member_name(raw, self.label)
+            if name is not None and not _is_os_clutter(name):
+                cleaned.append((name, size, handle))
+        if self.limits.max_members is not None and len(cleaned) > self.limits.max_members:
+            raise ArchiveError.of(self.label, f"too many members ({len(cleaned)} > {self.limits.max_members})")
+        prefix = _root_prefix([name for name, _, _ in cleaned])
+        for name, size, handle in cleaned:
+            name = name[len(prefix) :]
+            if name in self._by_name:
+                raise ArchiveError.of(self.label, f"member '{name}' appears more than once")
+            member = Member(name=name, size=size)
+            self._by_name[name] = (member, handle)
+            self._members.append(member)
+
+    @property
+    def members(self) -> list[Member]:
+        return list(self._members)
+
+    def names(self) -> list[str]:
+        return [member.name for member in self._members]
+
+    def __contains__(self, name: str) -> bool:
+        return name in self._by_name
+
+    def member(self, name: str) -> Member:
+        return self._by_name[name][0]
+
+    # -- reading -------------------------------------------------------------------------------
+    def open(self, name: str) -> BinaryIO:
+        """A buffered binary stream over the member; KeyError if there is no such member."""
+        member, handle = self._by_name[name]
+        try:
+            raw = self._open_raw(handle)
+        except _CONTAINER_ERRORS as exc:
+            raise self._corrupt(name, exc) from exc
+        return io.BufferedReader(_MemberStream(self, name, raw))
+
+    def read(self, name: str, max_bytes: int | None = None) -> bytes:
+        """The member's bytes, or its first `max_bytes` bytes."""
+        with self.open(name) as stream:
+            return stream.read() if max_bytes is None else stream.read(max_bytes)
+
+    def _corrupt(self, name: str, exc: BaseException) -> ArchiveError:
+        return ArchiveError.of(
+            self.label, f"member '{name}' cannot be read; the archive is truncated or corrupt ({exc})"
+        )
+
+    def _count(self, name: str, member_bytes: int, new_bytes: int) -> None:
+        """The one place where read limits are enforced."""
+        self._bytes_read += new_bytes
+        limits = self.limits
+        if limits.max_member_bytes is not None and member_bytes > limits.max_member_bytes:
+            raise ArchiveError.of(self.label, f"member '{name}' is larger than {limits.max_member_bytes} bytes")
+        if limits.max_total_bytes is not None and self._bytes_read > limits.max_total_bytes:
+            raise ArchiveError.of(self.label, f"the archive holds more than {limits.max_total_bytes} bytes of data")
+
+    @abstractmethod
+    def _open_raw(self, handle) -> BinaryIO: ...
+
+    def close(self) -> None:  # noqa: B027 - not every container has something to close
+        pass
+
+    def __enter__(self) -> ArchiveReader:
+        return self
+
+    def __exit__(self, *exc_info) -> None:
+        self.close()
+
+
+class _MemberStream(io.RawIOBase):
+    """Counts the bytes read from one member, enforces the limits and names corrupt members."""
+
+    def __init__(self, reader: ArchiveReader, name: str, raw: BinaryIO):
+        self._reader = reader
+        self._name = name
+        self._raw = raw
+        self._read = 0
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer) -> int:
+        try:
+            data = self._raw.read(len(buffer))
+        except _CONTAINER_ERRORS as exc:
+            raise self._reader._corrupt(self._name, exc) from exc
+        n = len(data)
+        buffer[:n] = data
+        self._read += n
+        self._reader._count(self._name, self._read, n)
+        return n
+
+    def close(self) -> None:
+        if not self.closed:
+            self._raw.close()
+        super().close()
+
+
+def _is_os_clutter(name: str) -> bool:
+    """Files that desktop archivers add by themselves (macOS resource forks, Finder and Explorer state)."""
+    base = name.rsplit("/", 1)[-1]
+    return (
+        name.split("/", 1)[0] == "__MACOSX"
+        or base in (".DS_Store", "Thumbs.db", "desktop.ini")
+        or base.startswith("._")
+    )
+
+
+def _root_prefix(names: list[str]) -> str:
+    """The "top/" prefix when the manifest sits in a single top-level folder that holds everything, else ""."""
+    if MANIFEST_NAME in names or not names:
+        return ""
+    tops = {name.split("/", 1)[0] for name in names}
+    if len(tops) == 1:
+        top = tops.pop()
+        if f"{top}/{MANIFEST_NAME}" in names and all(name.startswith(top + "/") for name in names):
+            return top + "/"
+    return ""
+
+
+class ZipReader(ArchiveReader):
+    def __init__(self, path: Path, limits: ReaderLimits | None = None):
+        super().__init__(path, limits)
+        try:
+            self._zip = zipfile.ZipFile(path)
+            infos = self._zip.infolist()
+        except _CONTAINER_ERRORS as exc:
+            raise ArchiveError.of(self.label, f"not a readable zip file; it is truncated or corrupt ({exc})") from exc
+        entries = []
+        for info in infos:
+            if info.is_dir():
+                clean_member_name(info.filename, self.label)
+                continue
+            mode = info.external_attr >> 16
+            kind = stat.S_IFMT(mode)
+            if info.create_system == 3 and kind and kind != stat.S_IFREG:  # 3 = Unix: mode bits are meaningful
+                raise ArchiveError.of(
+                    self.label, f"member '{info.filename}' is a {_kind_name(kind)}; only regular files are allowed"
+                )
+            if info.flag_bits & 0x1:
+                raise ArchiveError.of(
+                    self.label, f"member '{info.filename}' is encrypted; encrypted zips are not supported"
+                )
+            entries.append((info.filename, info.file_size, info))
+        self._collect(entries)
+
+    def _open_raw(self, handle) -> BinaryIO:
+        return self._zip.open(handle)
+
+    def close(self) -> None:
+        self._zip.close()
+
+
+class TarReader(ArchiveReader):
+    def __init__(self, path: Path, limits: ReaderLimits | None = None):
+        super().__init__(path, limits)
+        try:
+            self._tar = tarfile.open(path, mode="r:*")  # noqa: SIM115 - closed by close()
+            infos = self._tar.getmembers()
+        except _CONTAINER_ERRORS as exc:
+            raise ArchiveError.of(
+                self.label, f"not a readable tar archive; it is truncated or corrupt ({exc})"
+            ) from exc
+        entries = []
+        for info in infos:
+            if info.isdir():
+                clean_member_name(info.name, self.label)
+                continue
+            if not info.isreg():
+                raise ArchiveError.of(
+                    self.label, f"member '{info.name}' is a {_tar_kind(info)}; only regular files are allowed"
+                )
+            entries.append((info.name, info.size, info))
+        self._collect(entries)
+
+    def _open_raw(self, handle) -> BinaryIO:
+        stream = self._tar.extractfile(handle)
+        if stream is None:  # pragma: no cover - only for non-regular members, which were refused
+            raise ArchiveError.of(self.label, f"member '{handle.name}' is not a regular file")
+        return stream
+
+    def close(self) -> None:
+        self._tar.close()
+
+
+class DirectoryReader(ArchiveReader):
+    """A folder laid out like an archive; links and special files are refused like in a tarball."""
+
+    def __init__(self, path: Path, limits: ReaderLimits | None = None):
+        super().__init__(path, limits)
+        entries = []
+        for folder, dirnames, filenames in os.walk(path, followlinks=False):
+            dirnames.sort()
+            for entry in sorted(dirnames) + sorted(filenames):
+                full = os.path.join(folder, entry)
+                relative = os.path.relpath(full, path).replace(os.sep, "/")
+                mode = os.lstat(full).st_mode
+                if stat.S_ISDIR(mode):
+                    continue
+                if not stat.S_ISREG(mode):
+                    raise ArchiveError.of(
+                        self.label, f"'{relative}' is a {_kind_name(stat.S_IFMT(mode))}; only regular files are allowed"
+                    )
+                entries.append((relative, os.lstat(full).st_size, full))
+        self._collect(entries)
+
+    def _open_raw(self, handle) -> BinaryIO:
+        return open(handle, "rb")  # noqa: SIM115 - closed by _MemberStream
+
+
+def _kind_name(kind: int) -> str:
+    return {
+        stat.S_IFLNK: "symbolic link",
+        stat.S_IFDIR: "directory",
+        stat.S_IFCHR: "character device",
+        stat.S_IFBLK: "block device",
+        stat.S_IFIFO: "FIFO",
+        stat.S_IFSOCK: "socket",
+    }.get(kind, "special file")
+
+
+def _tar_kind(info: tarfile.TarInfo) -> str:
+    if info.issym():
+        return "symbolic link"
+    if info.islnk():
+        return "hard link"
+    if info.ischr():
+        return "character device"
+    if info.isblk():
+        return "block device"
+    if info.isfifo():
+        return "FIFO"
+    return "special file"
+
+
+def open_archive(path: str | os.PathLike, limits: ReaderLimits | None = None) -> ArchiveReader:
+    """The reader for a .zip, a tarball (.tar, .tar.gz, .tgz) or a folder, chosen by content."""
+    path = Path(path)
+    if path.is_dir():
+        return DirectoryReader(path, limits)
+    if not path.exists():
+        raise ArchiveError.of(path.name or str(path), "the archive file does not exist")
+    with open(path, "rb") as handle:
+        head = handle.read(512)
+    if not head:
+        raise ArchiveError.of(path.name, "the archive file is empty")
+    if head.startswith((b"PK\x03\x04", b"PK\x05\x06")):
+        return ZipReader(path, limits)
+    if head.startswith((b"\x1f\x8b", b"BZh", b"\xfd7zXZ")) or head[257:262] == b"ustar":
+        return TarReader(path, limits)
+    suffixes = "".join(path.suffixes).lower()
+    if suffixes.endswith(".zip"):
+        return ZipReader(path, limits)
+    if suffixes.endswith((".tar", ".tar.gz", ".tgz")):
+        return TarReader(path, limits)
+    raise ArchiveError.of(path.name, "not a fleet archive: expected a .zip, a .tar.gz or a folder")

@@ -1,0 +1,245 @@
+"""A job's metric series: the normalised frame, its per-job summary and its Parquet form.
+
+Pure pandas/numpy, vectorised over samples; no Django. The normalised frame is the one shape that
+the parsers hand over, the store keeps (as one zstd Parquet blob per job) and triage reads:
+
+    timestamp  datetime64[ms, UTC]
+    host       string                (empty when the source has no host)
+    gpu        Int16                 (GPU index; <NA> for host-level rows)
+    <metric>   float32               canonical metric columns present, in `METRICS` order (NaN = missing)
+
+sorted by host, gpu, timestamp, with at most one row per (host, gpu, timestamp).
+"""
+
+from __future__ import annotations
+
+import io
+from datetime import UTC, datetime
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from fleet.canonical import METRICS, SeriesSummary
+
+KEY_COLUMNS = ("timestamp", "host", "gpu")
+# A hole is an interval without samples longer than this many sampling periods, and never shorter
+# than MIN_GAP_S (Prometheus' 5-minute lookback): holes are missing data, not idle time.
+GAP_PERIODS = 3
+MIN_GAP_S = 300.0
+DEFAULT_IDLE_THRESHOLD = 5.0
+MAX_DEVICES_PER_HOST = 2**15  # GPU indexes are Int16
+
+
+def empty_frame(metrics: tuple[str, ...] = ("gpu_util",)) -> pd.DataFrame:
+    columns = {
+        "timestamp": pd.Series([], dtype="datetime64[ms, UTC]"),
+        "host": pd.Series([], dtype="string"),
+        "gpu": pd.Series([], dtype="Int16"),
+    }
+    columns.update({name: pd.Series([], dtype="float32") for name in METRICS if name in metrics})
+    return pd.DataFrame(columns)
+
+
+def normalize(frame: pd.DataFrame) -> tuple[pd.DataFrame, int]:
+    """The frame in normalised form, and how many duplicate (host, gpu, timestamp) rows were dropped.
+
+    Input: a `timestamp` column (datetime-like or ISO 8601 text; naive means UTC), optional `host`
+    (missing = "") and `gpu` (missing = host-level rows), and any columns; only canonical metric
+    columns are kept. Of duplicate keys the first row in input order is kept.
+    """
+    out = _typed(frame)
+    duplicated = out.duplicated(subset=list(KEY_COLUMNS), keep="first").to_numpy()
+    dropped = int(duplicated.sum())
+    if dropped:
+        out = out[~duplicated]
+    out = out.sort_values(["host", "gpu", "timestamp"], na_position="last", kind="stable").reset_index(drop=True)
+    return out, dropped
+
+
+def normalize_many(frame: pd.DataFrame, key: str = "job_id") -> tuple[dict[str, pd.DataFrame], int]:
+    """`normalize` for many series in one vectorised pass: one normalised frame per value of `key`.
+
+    Duplicates are (key, host, gpu, timestamp) repeats; the first in input order is kept. A metric
+    column with no value at all for a key is left out of that key's frame (`gpu_util` always stays).
+    Returns ({key value: frame}, duplicate rows dropped).
+    """
+    if frame.empty:
+        return {}, 0
+    out = _typed(frame, extra=(key,))
+    duplicated = out.duplicated(subset=[key, *KEY_COLUMNS], keep="first").to_numpy()
+    dropped = int(duplicated.sum())
+    if dropped:
+        out = out[~duplicated]
+    out = out.sort_values([key, "host", "gpu", "timestamp"], na_position="last", kind="stable")
+    keys = out[key].to_numpy()
+    starts = np.r_[0, np.flatnonzero(keys[1:] != keys[:-1]) + 1]
+    ends = np.r_[starts[1:], len(out)]
+    metrics = [name for name in METRICS if name in out.columns]
+    has_values = np.logical_or.reduceat(out[metrics].notna().to_numpy(), starts, axis=0)
+    positions = {name: index for index, name in enumerate(out.columns)}
+    base = [positions[name] for name in KEY_COLUMNS]
+    frames = {}
+    for index, (begin, end) in enumerate(zip(starts, ends, strict=True)):
+        kept = [
+            positions[m] for m, present in zip(metrics, has_values[index], strict=True) if present or m == "gpu_util"
+        ]
+        frames[keys[begin]] = out.iloc[begin:end, base + kept].reset_index(drop=True)
+    return frames, dropped
+
+
+def _typed(frame: pd.DataFrame, extra: tuple[str, ...] = ()) -> pd.DataFrame:
+    """Key and metric columns with their normalised types, in normalised column order, input row order."""
+    if "timestamp" not in frame.columns:
+        raise ValueError("a series frame needs a 'timestamp' column")
+    frame = frame.reset_index(drop=True)
+    out = pd.DataFrame({name: frame[name] for name in extra})
+    timestamps = frame["timestamp"]
+    if pd.api.types.is_string_dtype(timestamps.dtype) or timestamps.dtype == object:
+        timestamps = pd.to_datetime(timestamps, utc=True, format="ISO8601")
+    else:
+        timestamps = pd.to_datetime(timestamps, utc=True)
+    out["timestamp"] = timestamps.dt.floor("ms").dt.as_unit("ms")
+    host = frame["host"].astype("string").fillna("") if "host" in frame.columns else ""
+    out["host"] = pd.Series(host, index=out.index, dtype="string")
+    if "gpu" in frame.columns:
+        out["gpu"] = pd.to_numeric(frame["gpu"]).astype("Int16")
+    else:
+        out["gpu"] = pd.array([pd.NA] * len(frame), dtype="Int16")
+    for name in METRICS:
+        if name in frame.columns:
+            out[name] = pd.to_numeric(frame[name]).astype("float32")
+    return out
+
+
+def gpu_hours(start: datetime, end: datetime, gpu_count: int) -> float:
+    """Allocated GPU-hours: wall time × GPUs (0 for a job that ends before it starts)."""
+    seconds = max(0.0, (end - start).total_seconds())
+    return seconds / 3600.0 * max(0, gpu_count)
+
+
+def summarize(
+    frame: pd.DataFrame,
+    *,
+    start: datetime,
+    end: datetime,
+    gpu_count: int,
+    idle_threshold: float = DEFAULT_IDLE_THRESHOLD,
+) -> SeriesSummary:
+    """Per-job figures from a normalised frame; see `SeriesSummary` and docs/archive-format.md.
+
+    Only GPU rows with a `gpu_util` value inside [start, end] count. Each sample stands for the time
+    until the next sample of the same device, unless that is a hole (longer than
+    max(3 × sampling period, 300 s)) or there is no next sample: then it stands for one sampling
+    period (cut at `end`). Holes are missing data: they add neither to the mean nor to unused or
+    idle hours, and they lower `coverage`.
+    """
+    start_s = _epoch_seconds(start)
+    end_s = _epoch_seconds(end)
+    allocated_s = max(0.0, end_s - start_s) * max(0, gpu_count)
+    if "gpu_util" not in frame.columns or "gpu" not in frame.columns or frame.empty:
+        return _empty_summary()
+
+    t_all = _timestamps_s(frame["timestamp"])
+    in_window = frame["gpu"].notna().to_numpy() & (t_all >= start_s) & (t_all <= end_s)
+    peak = _peak_memory_util(frame, in_window)
+    util = frame["gpu_util"].to_numpy(dtype="float64", na_value=np.nan)
+    rows = in_window & ~np.isnan(util)
+    if not rows.any():
+        return _empty_summary(peak=peak)
+
+    host_column = frame["host"] if "host" in frame.columns else pd.Series("", index=frame.index)
+    hosts, _ = pd.factorize(host_column.to_numpy(dtype=object, na_value=""))
+    gpus = frame["gpu"].to_numpy(dtype="int64", na_value=-1)
+    host, gpu, t, util = hosts[rows], gpus[rows], t_all[rows], np.clip(util[rows], 0.0, 100.0)
+    order = np.lexsort((t, gpu, host))
+    t, util = t[order], util[order]
+    device = host[order] * (MAX_DEVICES_PER_HOST + 1) + gpu[order]
+    same_device_next = np.zeros(len(t), dtype=bool)
+    same_device_next[:-1] = device[1:] == device[:-1]
+    step = np.zeros(len(t))
+    step[:-1] = t[1:] - t[:-1]
+
+    positive = step[same_device_next & (step > 0)]
+    if positive.size == 0:
+        # One sample per device: no sampling period, so no time to weight by.
+        return SeriesSummary(
+            sample_count=len(t),
+            sampling_period_s=None,
+            mean_gpu_util=float(util.mean()),
+            peak_gpu_mem_util=peak,
+            covered_gpu_hours=0.0,
+            unused_gpu_hours=None,
+            idle_gpu_hours=None,
+            coverage=0.0,
+        )
+    period = float(np.median(positive))
+    gap_threshold = max(GAP_PERIODS * period, MIN_GAP_S)
+    continuous = same_device_next & (step <= gap_threshold)
+    holes = same_device_next & (step > gap_threshold)
+    dt = np.where(continuous, step, np.minimum(period, np.maximum(0.0, end_s - t)))
+
+    covered_s = float(dt.sum())
+    mean = float((util * dt).sum() / covered_s) if covered_s > 0 else float(util.mean())
+    unused_s = float(((1.0 - util / 100.0) * dt).sum())
+    idle_s = float(dt[util < idle_threshold].sum())
+    coverage = min(1.0, covered_s / allocated_s) if allocated_s > 0 else 0.0
+    return SeriesSummary(
+        sample_count=len(t),
+        sampling_period_s=period,
+        mean_gpu_util=mean,
+        peak_gpu_mem_util=peak,
+        covered_gpu_hours=covered_s / 3600.0,
+        unused_gpu_hours=unused_s / 3600.0,
+        idle_gpu_hours=idle_s / 3600.0,
+        coverage=coverage,
+        gaps=int(holes.sum()),
+    )
+
+
+def _empty_summary(peak: float | None = None) -> SeriesSummary:
+    return SeriesSummary(
+        sample_count=0,
+        sampling_period_s=None,
+        mean_gpu_util=None,
+        peak_gpu_mem_util=peak,
+        covered_gpu_hours=0.0,
+        unused_gpu_hours=None,
+        idle_gpu_hours=None,
+        coverage=0.0,
+    )
+
+
+def _peak_memory_util(frame: pd.DataFrame, rows: np.ndarray) -> float | None:
+    if "gpu_mem_used_mib" not in frame.columns or "gpu_mem_total_mib" not in frame.columns:
+        return None
+    used = frame["gpu_mem_used_mib"].to_numpy(dtype="float64", na_value=np.nan)[rows]
+    total = frame["gpu_mem_total_mib"].to_numpy(dtype="float64", na_value=np.nan)[rows]
+    valid = ~np.isnan(used) & (total > 0)
+    if not valid.any():
+        return None
+    return float(np.max(100.0 * used[valid] / total[valid]))
+
+
+def _epoch_seconds(moment: datetime) -> float:
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=UTC)
+    return moment.timestamp()
+
+
+def _timestamps_s(column: pd.Series) -> np.ndarray:
+    """Seconds since the epoch as float64, whatever the unit of the datetime column."""
+    return pd.DatetimeIndex(pd.to_datetime(column, utc=True)).as_unit("ms").asi8 / 1000.0
+
+
+def to_parquet_bytes(frame: pd.DataFrame) -> bytes:
+    """The frame as zstd-compressed Parquet; `from_parquet_bytes` gives back an equal frame."""
+    table = pa.Table.from_pandas(frame, preserve_index=False)
+    buffer = io.BytesIO()
+    pq.write_table(table, buffer, compression="zstd")
+    return buffer.getvalue()
+
+
+def from_parquet_bytes(data: bytes) -> pd.DataFrame:
+    return pq.read_table(io.BytesIO(data)).to_pandas()

@@ -1,0 +1,71 @@
+"""Pages in a real headless Chromium: what a person sees after logging in.
+
+Screenshots land in screenshots/ (ignored by git) for a human to look at.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import REPO
+from tests.factories import JobFactory
+
+CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
+CHROMEDRIVER = shutil.which("chromedriver") or "/usr/bin/chromedriver"
+SHOTS = REPO / "screenshots"
+
+
+@pytest.fixture
+def browser():
+    if not (Path(CHROMIUM).exists() and Path(CHROMEDRIVER).exists()):
+        if os.environ.get("CI"):
+            pytest.fail("chromium and chromedriver must be installed in CI (.ci/run installs them)")
+        pytest.skip("Debian's chromium and chromium-driver are not installed")
+    from selenium import webdriver
+    from selenium.webdriver.chrome.service import Service
+
+    options = webdriver.ChromeOptions()
+    options.binary_location = CHROMIUM
+    for flag in (
+        "--headless",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--disable-quic",
+        "--no-first-run",
+        "--disable-background-networking",
+        "--disable-component-update",
+        "--disable-sync",
+        "--window-size=1400,900",
+    ):
+        options.add_argument(flag)
+    driver = webdriver.Chrome(service=Service(CHROMEDRIVER), options=options)
+    driver.implicitly_wait(5)
+    yield driver
+    driver.quit()
+
+
+@pytest.mark.django_db(transaction=True)
+def test_member_logs_in_and_sees_their_teams_jobs(browser, live_server, member_a, team_a, team_b):
+    from selenium.webdriver.common.by import By
+
+    JobFactory(team=team_a, name="resnet50-imagenet", mean_gpu_util=23.0)
+    JobFactory(team=team_b, name="other-team-secret")
+    browser.get(f"{live_server.url}/jobs/")
+    assert "/login/" in browser.current_url
+    SHOTS.mkdir(exist_ok=True)
+    browser.save_screenshot(str(SHOTS / "login.png"))
+    browser.find_element(By.ID, "id_username").send_keys("alice-member")
+    browser.find_element(By.ID, "id_password").send_keys("correct horse battery staple")
+    browser.find_element(By.CSS_SELECTOR, "button[type=submit].primary").click()
+    body = browser.find_element(By.TAG_NAME, "body").text
+    browser.save_screenshot(str(SHOTS / "job-list.png"))
+    assert "resnet50-imagenet" in body
+    assert "other-team-secret" not in body
+    assert "23 %" in body
+    # The stylesheet loaded: the top bar is dark, not the browser default.
+    bar = browser.find_element(By.CSS_SELECTOR, ".topbar").value_of_css_property("background-color")
+    assert bar == "rgba(29, 35, 48, 1)"

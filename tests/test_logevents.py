@@ -1,0 +1,185 @@
+from datetime import UTC, datetime
+from pathlib import Path
+
+import pytest
+
+from fleet.logevents import LOG_EVENT_KINDS, LogEventRecord, extract_log_events
+
+EXAMPLE_LOGS = Path(__file__).resolve().parent.parent / "docs" / "examples" / "example-archive" / "logs"
+
+
+def kinds(text: str) -> list[tuple[int, str]]:
+    return [(event.line_no, event.kind) for event in extract_log_events(text)]
+
+
+def only(text: str) -> LogEventRecord:
+    events = extract_log_events(text)
+    assert len(events) == 1, events
+    return events[0]
+
+
+@pytest.mark.parametrize(
+    ("line", "kind"),
+    [
+        ("pip install -r requirements.txt", "install"),
+        ("+ python -m pip install torch==2.4.0", "install"),
+        ("conda install -y pytorch", "install"),
+        ("apt-get install -y libgl1", "install"),
+        ("Collecting transformers==4.44.2", "install"),
+        ("Installing collected packages: tokenizers, transformers", "install"),
+        ("Requirement already satisfied: numpy in /usr/lib/python3/dist-packages", "install"),
+        ("[2026-11-18T12:29:52Z] Collecting wandb==0.17.0", "install"),
+        ("2026-10-05 12:00:00,000 INFO Successfully installed a-1.0", "install"),
+        ("[rank0]:2026-10-05 12:00:00,000 INFO {'loss': 0.5, 'epoch': 1.0}", "epoch"),
+        ("Successfully installed tokenizers-0.19.1 transformers-4.44.2", "install"),
+        ("  Downloading torch-2.4.0-cp311-cp311-manylinux1_x86_64.whl (797.2 MB)", "download"),
+        ("Fetching 12 files: 100%|##########| 12/12 [00:30<00:00]", "download"),
+        ("wget https://example.org/data.tar", "download"),
+        ("download: s3://bucket/data.tar to ./data.tar", "download"),
+        ("Epoch 3/10", "epoch"),
+        ("Epoch [4/10] loss=0.12", "epoch"),
+        ("epoch: 5 | loss 0.3", "epoch"),
+        ("Epoch 6: 100%|##########| 782/782 [00:05<00:00, 152.68it/s, v_num=0]", "epoch"),
+        ("{'loss': 0.6931, 'learning_rate': 4.5e-05, 'epoch': 0.27}", "epoch"),
+        ("Saving model checkpoint to /out/checkpoint-500", "checkpoint_save"),
+        ("INFO saved checkpoint at step 1000", "checkpoint_save"),
+        ("calling torch.save(state, 'ckpt.pt')", "checkpoint_save"),
+        ("[rank0]:2026-11-18 14:22:47,583 INFO __main__: Saving final model to /scratch/out/final", "checkpoint_save"),
+        ("Uploading /out to s3://models/run1/", "upload"),
+        ("upload: ./model.pt to s3://models/model.pt", "upload"),
+        ("aws s3 cp ./model.pt s3://models/model.pt", "upload"),
+        ("Uploaded 3 files", "upload"),
+        ("Training finished in 1:02:03", "training_finished"),
+        ("Training completed. Do not forget to share your model!", "training_finished"),
+        ("`Trainer.fit` stopped: `max_epochs=20` reached.", "training_finished"),
+        (
+            "UserWarning: This DataLoader will create 16 worker processes in total. Our suggested max number of "
+            "worker in current system is 4",
+            "dataloader_warning",
+        ),
+        ("RuntimeError: DataLoader worker (pid 1234) is killed by signal: Killed.", "dataloader_warning"),
+        (
+            "The 'train_dataloader' does not have many workers which may be a bottleneck. Consider increasing the "
+            "value of the `num_workers` argument",
+            "dataloader_warning",
+        ),
+        ("torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB", "oom"),
+        ("RuntimeError: CUDA error: out of memory", "oom"),
+        (
+            "torch.distributed.DistBackendError: NCCL error in: ProcessGroupNCCL.cpp:1970, unhandled system error",
+            "nccl_error",
+        ),
+        ("node3:1234:1250 [0] NCCL WARN NET/IB : Got completion with error 12", "nccl_error"),
+        (
+            "[E ProcessGroupNCCL.cpp:475] [Rank 1] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=8, "
+            "OpType=ALLREDUCE) ran for 1800321 milliseconds before timing out.",
+            "nccl_error",
+        ),
+    ],
+)
+def test_each_kind_is_recognised(line, kind):
+    assert kind in LOG_EVENT_KINDS
+    assert kind in [event.kind for event in extract_log_events(line)]
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        "  Num Epochs = 3",
+        "Namespace(epochs=10, lr=0.1)",
+        "step 100 loss 0.42",
+        "Loading saved checkpoint from /c/last.ckpt",
+        "Restoring from saved model at /m",
+        "aws s3 cp s3://bucket/data.tar ./data.tar",
+    ],
+)
+def test_ordinary_lines_are_not_events(line):
+    assert "upload" not in [e.kind for e in extract_log_events(line)]
+    if "s3" not in line:
+        assert extract_log_events(line) == []
+
+
+def test_timestamps_line_numbers_and_text():
+    text = (
+        "2026-10-05 12:00:03,123 INFO Saving model checkpoint to /out/checkpoint-1\n"
+        "2026-10-05T12:00:04.5Z Saving model checkpoint to /out/checkpoint-2\n"
+        "[2026-10-05T12:00:05Z] Saving model checkpoint to /out/checkpoint-3\n"
+        "2026-10-05T14:00:06+02:00 Saving model checkpoint to /out/checkpoint-4\n"
+        "Saving model checkpoint to /out/checkpoint-5\n"
+        "\x1b[32m2026-10-05 12:00:07\x1b[0m Saving model checkpoint to /out/checkpoint-6\n"
+    )
+    events = extract_log_events(text)
+    assert [e.line_no for e in events] == [1, 2, 3, 4, 5, 6]
+    assert [e.timestamp for e in events] == [
+        datetime(2026, 10, 5, 12, 0, 3, 123000, tzinfo=UTC),
+        datetime(2026, 10, 5, 12, 0, 4, 500000, tzinfo=UTC),
+        datetime(2026, 10, 5, 12, 0, 5, tzinfo=UTC),
+        datetime(2026, 10, 5, 12, 0, 6, tzinfo=UTC),
+        None,
+        datetime(2026, 10, 5, 12, 0, 7, tzinfo=UTC),
+    ]
+    assert all(e.timestamp is None or e.timestamp.tzinfo is UTC for e in events)
+    assert events[0].text == "2026-10-05 12:00:03,123 INFO Saving model checkpoint to /out/checkpoint-1"
+    assert events[5].text == "2026-10-05 12:00:07 Saving model checkpoint to /out/checkpoint-6"  # no colour codes
+
+
+def test_rank_prefixes():
+    text = "[rank1]: 2026-10-05T12:00:00Z CUDA out of memory\n3: 2026-10-05 12:00:01,000 NCCL WARN timeout\n"
+    events = extract_log_events(text)
+    assert [(e.line_no, e.kind) for e in events] == [(1, "oom"), (2, "nccl_error")]
+    assert events[0].timestamp == datetime(2026, 10, 5, 12, 0, tzinfo=UTC)
+    assert events[1].timestamp == datetime(2026, 10, 5, 12, 0, 1, tzinfo=UTC)
+    assert events[0].text.startswith("[rank1]: ")
+
+
+def test_tqdm_carriage_returns_count_as_the_last_segment():
+    bar = "\r".join(f"Epoch 2: {p:3d}%|{'#' * (p // 10):10s}| {p}/100" for p in range(0, 101))
+    text = f"line one\n{bar}\nSaving model checkpoint to /c\n"
+    events = extract_log_events(text)
+    assert [(e.line_no, e.kind) for e in events] == [(2, "epoch"), (3, "checkpoint_save")]
+    assert events[0].text == "Epoch 2: 100%|##########| 100/100"
+
+
+def test_repeated_epoch_lines_collapse_to_one_event_per_epoch():
+    text = "\n".join(
+        [
+            "Epoch 0: 100%|####| 10/10",  # 1
+            "Epoch 0: 100%|####| 10/10 [val]",  # 2: same epoch
+            "[rank1]: Epoch 0 done",  # 3: same epoch, other rank
+            "{'loss': 0.9, 'epoch': 0.5}",  # 4: HF says 0.5 -> still epoch 0
+            "{'loss': 0.8, 'epoch': 1.0}",  # 5: epoch 1 starts
+            "{'loss': 0.7, 'epoch': 1.5}",  # 6
+            "{'train_runtime': 120.5, 'train_loss': 0.75, 'epoch': 2.0}",  # 7: epoch 2 and finished
+        ]
+    )
+    assert kinds(text) == [(1, "epoch"), (5, "epoch"), (7, "epoch"), (7, "training_finished")]
+
+
+def test_one_line_can_carry_two_kinds():
+    event_kinds = kinds(
+        "[rank0]: Epoch 3, global step 400: 'val_loss' reached 0.2, saving model to '/c/e3.ckpt' as top 1"
+    )
+    assert event_kinds == [(1, "epoch"), (1, "checkpoint_save")]
+
+
+def test_long_lines_are_cut_to_500_characters():
+    event = only("CUDA out of memory. " + "x" * 1000)
+    assert len(event.text) == 500
+
+
+def test_windows_line_endings_and_empty_input():
+    assert kinds("pip install x\r\nTraining finished\r\n") == [(1, "install"), (2, "training_finished")]
+    assert extract_log_events("") == []
+
+
+def test_example_log_events():
+    # Decoded like the ingest service does: bytes -> str, no newline translation, so "\r" survives.
+    text = (EXAMPLE_LOGS / "ex-1002" / "stdout.log").read_bytes().decode()
+    events = extract_log_events(text)
+    by_line = {(e.line_no, e.kind): e for e in events}
+    assert (9, "dataloader_warning") in by_line
+    assert [(e.line_no, e.kind) for e in events if e.kind == "epoch"] == [(11, "epoch"), (12, "epoch"), (16, "epoch")]
+    assert by_line[(13, "checkpoint_save")].timestamp == datetime(2026, 10, 5, 7, 38, 1, 220000, tzinfo=UTC)
+    assert by_line[(20, "training_finished")].timestamp == datetime(2026, 10, 5, 7, 59, 40, 877000, tzinfo=UTC)
+    hung = extract_log_events((EXAMPLE_LOGS / "ex-1005" / "rank0.log").read_bytes().decode())
+    assert [e.kind for e in hung][-2:] == ["nccl_error", "nccl_error"]

@@ -1,0 +1,170 @@
+from datetime import UTC, datetime, timedelta
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from fleet import series
+
+START = datetime(2026, 10, 5, 9, 0, tzinfo=UTC)
+HOUR = timedelta(hours=1)
+
+
+def make_frame(samples, **extra) -> pd.DataFrame:
+    """samples: (seconds after START, host, gpu, gpu_util) tuples; extra: more metric columns."""
+    frame = pd.DataFrame(
+        {
+            "timestamp": [START + timedelta(seconds=s) for s, *_ in samples],
+            "host": [h for _, h, _, _ in samples],
+            "gpu": [g for _, _, g, _ in samples],
+            "gpu_util": [u for *_, u in samples],
+            **extra,
+        }
+    )
+    normalized, _ = series.normalize(frame)
+    return normalized
+
+
+def constant(util: float, gpus=(0,), seconds=range(0, 3600, 60), host="n1"):
+    return [(s, host, gpu, util) for gpu in gpus for s in seconds]
+
+
+def test_constant_40_percent_on_two_gpus_for_an_hour():
+    frame = make_frame(constant(40.0, gpus=(0, 1)))
+    summary = series.summarize(frame, start=START, end=START + HOUR, gpu_count=2)
+    assert summary.sample_count == 120
+    assert summary.sampling_period_s == 60
+    assert summary.mean_gpu_util == pytest.approx(40.0)
+    assert summary.unused_gpu_hours == pytest.approx(1.2)
+    assert summary.idle_gpu_hours == 0
+    assert summary.covered_gpu_hours == pytest.approx(2.0)
+    assert summary.coverage == pytest.approx(1.0)
+    assert summary.gaps == 0
+    assert summary.peak_gpu_mem_util is None
+
+
+def test_a_20_minute_hole_is_missing_data_not_idle():
+    seconds = [s for s in range(0, 3600, 60) if not 1200 <= s < 2400]
+    summary = series.summarize(make_frame(constant(90.0, seconds=seconds)), start=START, end=START + HOUR, gpu_count=1)
+    assert summary.gaps == 1
+    assert summary.mean_gpu_util == pytest.approx(90.0)  # the hole does not drag the mean down
+    assert summary.idle_gpu_hours == 0
+    assert summary.covered_gpu_hours == pytest.approx(2 / 3)
+    assert summary.coverage == pytest.approx(2 / 3)
+    assert summary.unused_gpu_hours == pytest.approx(0.1 * 2 / 3)
+
+
+def test_short_pauses_below_the_gap_threshold_are_covered():
+    # 60 s sampling with a 4-minute pause: below max(3 x 60 s, 300 s), so not a hole.
+    seconds = [s for s in range(0, 3600, 60) if not 600 < s < 840]
+    summary = series.summarize(make_frame(constant(50.0, seconds=seconds)), start=START, end=START + HOUR, gpu_count=1)
+    assert summary.gaps == 0
+    assert summary.coverage == pytest.approx(1.0)
+
+
+def test_idle_hours_count_samples_below_the_threshold():
+    samples = [(s, "n1", 0, 2.0 if s < 1800 else 80.0) for s in range(0, 3600, 60)]
+    summary = series.summarize(make_frame(samples), start=START, end=START + HOUR, gpu_count=1)
+    assert summary.idle_gpu_hours == pytest.approx(0.5)
+    assert summary.mean_gpu_util == pytest.approx(41.0)
+    assert summary.unused_gpu_hours == pytest.approx(0.5 * 0.98 + 0.5 * 0.2)
+    stricter = series.summarize(make_frame(samples), start=START, end=START + HOUR, gpu_count=1, idle_threshold=1.0)
+    assert stricter.idle_gpu_hours == 0
+
+
+def test_peak_memory_utilization():
+    samples = constant(50.0, seconds=range(0, 600, 60))
+    used = np.linspace(1000, 60000, len(samples))
+    frame = make_frame(samples, gpu_mem_used_mib=used, gpu_mem_total_mib=[80000.0] * len(samples))
+    summary = series.summarize(frame, start=START, end=START + HOUR, gpu_count=1)
+    assert summary.peak_gpu_mem_util == pytest.approx(75.0)
+
+
+def test_host_rows_nan_util_and_samples_outside_the_job_do_not_count():
+    samples = constant(60.0) + [(s, "n1", None, 99.0) for s in range(0, 3600, 60)]  # host-level rows
+    samples += [(-600, "n1", 0, 0.0), (4000, "n1", 0, 0.0)]  # before start, after end
+    frame = make_frame(samples)
+    first_in_job = (frame["timestamp"] == START) & (frame["gpu"] == 0).fillna(False)
+    frame.loc[first_in_job, "gpu_util"] = np.nan
+    summary = series.summarize(frame, start=START, end=START + HOUR, gpu_count=1)
+    assert summary.sample_count == 59
+    assert summary.mean_gpu_util == pytest.approx(60.0)
+
+
+def test_the_last_sample_counts_one_period_cut_at_the_end():
+    # Sampling every 60 s, the last sample 30 s before the end: it stands for 30 s, not 60 s.
+    frame = make_frame(constant(100.0, seconds=range(30, 3600, 60)))
+    summary = series.summarize(frame, start=START, end=START + HOUR, gpu_count=1)
+    assert summary.covered_gpu_hours == pytest.approx((3600 - 30) / 3600)
+
+
+def test_empty_series_gives_nones_and_zero_coverage():
+    summary = series.summarize(series.empty_frame(), start=START, end=START + HOUR, gpu_count=1)
+    assert summary.sample_count == 0
+    assert summary.mean_gpu_util is None
+    assert summary.unused_gpu_hours is None
+    assert summary.idle_gpu_hours is None
+    assert summary.coverage == 0
+    host_only = make_frame([(0, "n1", None, 50.0), (60, "n1", None, 50.0)])
+    assert series.summarize(host_only, start=START, end=START + HOUR, gpu_count=1).mean_gpu_util is None
+
+
+def test_one_sample_per_device_has_no_period():
+    summary = series.summarize(make_frame([(0, "n1", 0, 30.0)]), start=START, end=START + HOUR, gpu_count=1)
+    assert summary.sample_count == 1
+    assert summary.sampling_period_s is None
+    assert summary.mean_gpu_util == 30.0
+    assert summary.coverage == 0
+
+
+def test_normalize_types_order_and_duplicates():
+    frame = pd.DataFrame(
+        {
+            "timestamp": [
+                "2026-10-05 09:01:00",
+                "2026-10-05T09:00:00Z",
+                "2026-10-05T11:00:00+02:00",
+                "2026-10-05 09:00",
+            ],
+            "host": ["n1", "n1", "n1", "n0"],
+            "gpu": [0, 0, 0, None],
+            "gpu_util": [10, 20, 30, np.nan],
+            "cpu_util": [np.nan, np.nan, np.nan, 55.0],
+            "not_a_metric": [1, 2, 3, 4],
+        }
+    )
+    out, dropped = series.normalize(frame)
+    assert dropped == 1  # 09:00Z on n1/0 twice; the first one (20 %) is kept
+    assert list(out.columns) == ["timestamp", "host", "gpu", "gpu_util", "cpu_util"]
+    assert str(out["timestamp"].dtype) == "datetime64[ms, UTC]"
+    assert out["host"].dtype == "string"
+    assert out["gpu"].dtype == "Int16"
+    assert out["gpu_util"].dtype == np.float32
+    assert list(out["host"]) == ["n0", "n1", "n1"]
+    assert out["gpu"].isna().tolist() == [True, False, False]
+    assert out["gpu_util"].tolist()[1:] == [20.0, 10.0]
+    assert out["timestamp"].iloc[1] == pd.Timestamp("2026-10-05T09:00:00Z")
+
+
+def test_normalize_keeps_host_rows_after_gpu_rows_of_the_same_host():
+    frame = pd.DataFrame({"timestamp": [START, START, START], "host": ["a", "a", "a"], "gpu": [None, 1, 0]})
+    out, _ = series.normalize(frame.assign(gpu_util=[1.0, 2.0, 3.0]))
+    assert out["gpu"].tolist() == [0, 1, pd.NA]
+
+
+def test_parquet_round_trip_is_exact():
+    frame = make_frame(
+        constant(33.3, gpus=(0, 1)) + [(s, "n1", None, np.nan) for s in range(0, 600, 60)],
+        sm_active=np.float32(0.25),
+    )
+    data = series.to_parquet_bytes(frame)
+    assert data[:4] == b"PAR1"
+    pd.testing.assert_frame_equal(series.from_parquet_bytes(data), frame)
+    empty = series.empty_frame()
+    pd.testing.assert_frame_equal(series.from_parquet_bytes(series.to_parquet_bytes(empty)), empty)
+
+
+def test_gpu_hours():
+    assert series.gpu_hours(START, START + 2 * HOUR, 4) == 8.0
+    assert series.gpu_hours(START, START + timedelta(minutes=30), 1) == 0.5
+    assert series.gpu_hours(START, START - HOUR, 4) == 0.0
