@@ -1,0 +1,1 @@
+"""Fleet's part of the JSON API (jobs, ingest runs, archive uploads)."""
