@@ -6,6 +6,7 @@ DATA_DIR and Celery tasks executed in-process, so one command shows the product.
 
 from __future__ import annotations
 
+import os
 import secrets
 from pathlib import Path
 
@@ -98,8 +99,9 @@ if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
     # WAL lets the dev server read while an in-process ingest writes; the timeout rides out short locks.
     DATABASES["default"]["OPTIONS"] = {"timeout": 30, "init_command": "PRAGMA journal_mode=WAL;"}
     DATABASES["default"]["CONN_MAX_AGE"] = 0
-    # A file, not :memory:, so a separate worker process could share the test database.
-    DATABASES["default"]["TEST"] = {"NAME": str(DATA_DIR / "test-fleet-triage.sqlite3")}
+    # A file, not :memory:, so a separate worker process can share the test database; one per
+    # test process so that two suites running at once never share it.
+    DATABASES["default"]["TEST"] = {"NAME": str(DATA_DIR / f"test-fleet-triage-{os.getpid()}.sqlite3")}
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 # --- Auth ---------------------------------------------------------------------------
