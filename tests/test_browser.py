@@ -51,6 +51,7 @@ def browser():
 @pytest.mark.django_db(transaction=True)
 def test_member_logs_in_and_sees_their_teams_jobs(browser, live_server, member_a, team_a, team_b):
     from selenium.webdriver.common.by import By
+    from selenium.webdriver.support.wait import WebDriverWait
 
     JobFactory(team=team_a, name="resnet50-imagenet", mean_gpu_util=23.0)
     JobFactory(team=team_b, name="other-team-secret")
@@ -61,6 +62,8 @@ def test_member_logs_in_and_sees_their_teams_jobs(browser, live_server, member_a
     browser.find_element(By.ID, "id_username").send_keys("alice-member")
     browser.find_element(By.ID, "id_password").send_keys("correct horse battery staple")
     browser.find_element(By.CSS_SELECTOR, "button[type=submit].primary").click()
+    WebDriverWait(browser, 10).until(lambda b: "/login/" not in b.current_url)
+    body = WebDriverWait(browser, 10).until(lambda b: b.find_element(By.CSS_SELECTOR, "table.data")).text
     body = browser.find_element(By.TAG_NAME, "body").text
     browser.save_screenshot(str(SHOTS / "job-list.png"))
     assert "resnet50-imagenet" in body
