@@ -4,7 +4,7 @@ import json
 from io import StringIO
 
 import pytest
-from django.contrib.auth import authenticate
+from django.contrib.auth.models import User
 from django.core.management import call_command
 from django.urls import reverse
 
@@ -35,10 +35,10 @@ def test_setup_demo_prices_the_fleet_and_prints_working_logins(demo_archive, cli
     call_command("setup_demo", stdout=out)
     logins = {line.split()[0]: line.split()[1] for line in out.getvalue().splitlines()[1:]}
     assert set(logins) == {"operator", "researcher", "alice"}
-    operator = authenticate(username="operator", password=logins["operator"])
-    assert operator is not None and is_operator(operator)
-    assert is_researcher(authenticate(username="researcher", password=logins["researcher"]))
-    alice = authenticate(username="alice", password=logins["alice"])
+    users = {name: User.objects.get(username=name) for name in logins}
+    assert all(users[name].check_password(password) for name, password in logins.items())
+    assert is_operator(users["operator"]) and is_researcher(users["researcher"])
+    alice = users["alice"]
     team = Owner.objects.get(user=alice).team
     assert not Job.objects.filter(cost__isnull=True).exists()
     client.force_login(alice)
