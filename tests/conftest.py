@@ -107,3 +107,11 @@ def write_zip(path: Path, members: dict[str, bytes | str]) -> Path:
         for name, content in members.items():
             archive.writestr(name, content.encode() if isinstance(content, str) else content)
     return path
+
+
+@pytest.fixture(autouse=True)
+def _login_throttling_only_where_tested(request, settings):
+    """django-axes needs a request in authenticate(), which Client.login() does not pass; the
+    throttling itself is tested through the login form in test_web_security.py."""
+    if "login_throttling" not in request.keywords:
+        settings.AUTHENTICATION_BACKENDS = ["django.contrib.auth.backends.ModelBackend"]

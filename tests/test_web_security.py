@@ -12,6 +12,7 @@ from tests.conftest import REPO
 pytestmark = pytest.mark.django_db
 
 
+@pytest.mark.login_throttling
 def test_repeated_wrong_passwords_lock_the_login_out(client, member_a, settings):
     for _ in range(settings.AXES_FAILURE_LIMIT):
         client.post(reverse("login"), {"username": "alice-member", "password": "wrong"})
@@ -21,6 +22,7 @@ def test_repeated_wrong_passwords_lock_the_login_out(client, member_a, settings)
     assert "_auth_user_id" not in client.session
 
 
+@pytest.mark.login_throttling
 def test_one_wrong_password_does_not_lock_the_user_out(client, member_a):
     client.post(reverse("login"), {"username": "alice-member", "password": "wrong"})
     response = client.post(reverse("login"), {"username": "alice-member", "password": "correct horse battery staple"})
@@ -60,3 +62,7 @@ def test_deploy_checks_are_clean_under_production_settings(tmp_path):
     )
     assert result.returncode == 0, result.stdout + result.stderr
     assert "no issues" in result.stdout
+
+
+def test_test_client_login_still_works_for_other_tests(client, member_a):
+    assert client.login(username="alice-member", password="correct horse battery staple")
