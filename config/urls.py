@@ -7,5 +7,6 @@ urlpatterns = [
     path("logout/", auth_views.LogoutView.as_view(), name="logout"),
     path("admin/", admin.site.urls),
     path("api/v1/", include("config.api")),
+    path("", include("triage.dashboard.urls")),
     path("", include("fleet.urls")),
 ]

@@ -1,0 +1,136 @@
+"""Overview and team pages: the figures an operator reads on Monday, scoped per persona."""
+
+import json
+from datetime import UTC, datetime, timedelta
+
+import pytest
+from django.urls import reverse
+
+from tests.factories import JobFactory, TeamFactory
+
+pytestmark = pytest.mark.django_db
+
+WEEK_START = datetime(2026, 11, 16, tzinfo=UTC)
+
+
+@pytest.fixture
+def fleet(team_a, team_b):
+    """Team A wastes 60 % of 10 GPU-hours this week; team B wastes 10 % of 20; last week A used 5."""
+    this_week = [
+        JobFactory(
+            team=team_a,
+            start_time=WEEK_START + timedelta(days=1),
+            gpu_hours=10,
+            coverage=1.0,
+            unused_gpu_hours=6,
+            mean_gpu_util=40,
+            cost="20.00",
+            name="a-low",
+        ),
+        JobFactory(
+            team=team_b,
+            start_time=WEEK_START + timedelta(days=2),
+            gpu_hours=20,
+            coverage=1.0,
+            unused_gpu_hours=2,
+            mean_gpu_util=90,
+            cost="40.00",
+            name="b-busy",
+        ),
+    ]
+    last_week = JobFactory(
+        team=team_a,
+        start_time=WEEK_START - timedelta(days=3),
+        gpu_hours=5,
+        coverage=1.0,
+        unused_gpu_hours=1,
+        mean_gpu_util=80,
+        cost="10.00",
+    )
+    return this_week, last_week
+
+
+def overview(client, **params):
+    response = client.get(reverse("dashboard:overview"), {"from": "2026-11-16", "to": "2026-11-22", **params})
+    assert response.status_code == 200
+    return response
+
+
+def card(response, label):
+    return next(c for c in response.context["cards"] if c["label"] == label)
+
+
+def test_operator_overview_sums_the_period_and_compares_with_the_previous(client, operator, fleet):
+    client.force_login(operator)
+    response = overview(client)
+    assert card(response, "GPU-hours")["value"] == "30"
+    assert card(response, "Unused GPU-hours")["value"] == "8"
+    assert card(response, "Waste share")["value"] == "27%"
+    assert card(response, "Cost")["value"] == "60"
+    assert card(response, "Wasted cost")["value"] == "16"  # 20 x 6/10 + 40 x 2/20
+    assert card(response, "Low-utilization jobs")["value"] == "1"
+    assert card(response, "GPU-hours")["change"] == pytest.approx((30 - 5) / 5 * 100)
+    teams = json.loads(
+        response.content.decode().split('id="teams-figure" type="application/json">')[1].split("</script>")[0]
+    )
+    assert teams["data"][0]["y"] == ["Team B", "Team A"] and teams["data"][0]["x"] == [2.0, 6.0]
+
+
+def test_member_overview_counts_only_their_team(client, member_a, fleet):
+    client.force_login(member_a)
+    response = overview(client)
+    assert card(response, "GPU-hours")["value"] == "10"
+    assert "Team B" not in response.content.decode()
+
+
+def test_outsider_sees_an_empty_overview_not_an_error(client, outsider, fleet):
+    client.force_login(outsider)
+    response = overview(client)
+    assert card(response, "GPU-hours")["value"] == "0"
+    assert b"No jobs started in this period" in response.content
+
+
+@pytest.mark.parametrize(
+    "params",
+    [{"from": "yesterday"}, {"from": "2026-12-01", "to": "2026-11-01"}, {"period": "1000y", "from": "", "to": ""}],
+)
+def test_bad_period_input_falls_back_with_a_message(client, operator, fleet, params):
+    client.force_login(operator)
+    response = client.get(reverse("dashboard:overview"), params)
+    assert response.status_code == 200
+    assert response.context["period_problem"]
+
+
+def test_presets_end_at_the_newest_data_not_today(client, operator, fleet):
+    client.force_login(operator)
+    response = client.get(reverse("dashboard:overview"), {"period": "7d"})
+    assert response.context["period"].last_day.isoformat() == "2026-11-18"
+    assert card(response, "GPU-hours")["value"] == "35"  # 2026-11-12 to 11-18 holds all three jobs
+
+
+def test_overview_query_count_does_not_grow_with_jobs(client, operator, fleet, django_assert_max_num_queries):
+    client.force_login(operator)
+    for i in range(30):
+        JobFactory(team=TeamFactory(slug=f"extra-{i}"), start_time=WEEK_START + timedelta(hours=i))
+    with django_assert_max_num_queries(15):
+        overview(client)
+
+
+def test_team_table_sorts_and_team_pages_are_scoped(client, member_a, operator, fleet, team_b):
+    client.force_login(operator)
+    rows = client.get(
+        reverse("dashboard:team-list"), {"from": "2026-11-16", "to": "2026-11-22", "sort": "gpu_hours"}
+    ).context["rows"]
+    assert [r["team__slug"] for r in rows] == ["team-b", "team-a"]
+    assert rows[1]["waste_share"] == pytest.approx(0.6)
+    client.force_login(member_a)
+    assert client.get(reverse("dashboard:team-detail", args=["team-a"])).status_code == 200
+    assert client.get(reverse("dashboard:team-detail", args=["team-b"])).status_code == 404
+    page = client.get(reverse("dashboard:team-list"), {"from": "2026-11-16", "to": "2026-11-22"})
+    assert [r["team__slug"] for r in page.context["rows"]] == ["team-a"]
+
+
+def test_team_page_lists_the_worst_jobs_first(client, operator, fleet):
+    client.force_login(operator)
+    page = client.get(reverse("dashboard:team-detail", args=["team-a"]), {"from": "2026-11-10", "to": "2026-11-22"})
+    assert [j.name for j in page.context["worst_jobs"]][0] == "a-low"

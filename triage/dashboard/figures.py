@@ -1,0 +1,83 @@
+"""Plotly figure specs as plain dicts: passed to the page with json_script, drawn by vendored plotly.js."""
+
+from __future__ import annotations
+
+BASE_LAYOUT = {
+    "margin": {"l": 50, "r": 20, "t": 10, "b": 40},
+    "font": {"family": "system-ui, sans-serif", "size": 12, "color": "#1d2330"},
+    "paper_bgcolor": "rgba(0,0,0,0)",
+    "plot_bgcolor": "rgba(0,0,0,0)",
+    "hovermode": "x unified",
+    "legend": {"orientation": "h", "x": 0, "y": 1.12},
+}
+USED = "#2f5fd0"
+UNUSED = "#e0a03c"
+
+
+def _layout(**extra) -> dict:
+    return {**BASE_LAYOUT, **extra}
+
+
+def weekly_trend(rows: list[dict]) -> dict:
+    weeks = [row["week"].date().isoformat() for row in rows]
+    used = [round(row["covered"] - row["unused"], 1) for row in rows]
+    unused = [round(row["unused"], 1) for row in rows]
+    return {
+        "data": [
+            {"type": "bar", "x": weeks, "y": used, "name": "Used GPU-hours", "marker": {"color": USED}},
+            {"type": "bar", "x": weeks, "y": unused, "name": "Unused GPU-hours", "marker": {"color": UNUSED}},
+        ],
+        "layout": _layout(
+            barmode="stack",
+            xaxis={"type": "category", "tickangle": 0, "nticks": 6},
+            yaxis={"title": {"text": "GPU-hours"}},
+            height=280,
+        ),
+    }
+
+
+def top_teams(rows: list[dict]) -> dict:
+    rows = list(reversed(rows))  # largest at the top of a horizontal bar chart
+    return {
+        "data": [
+            {
+                "type": "bar",
+                "orientation": "h",
+                "y": [row["team__name"] for row in rows],
+                "x": [round(row["unused"], 1) for row in rows],
+                "marker": {"color": UNUSED},
+                "name": "Unused GPU-hours",
+                "hovertemplate": "%{y}: %{x} unused GPU-hours<extra></extra>",
+            }
+        ],
+        "layout": _layout(
+            xaxis={"title": {"text": "Unused GPU-hours"}},
+            height=280,
+            hovermode="closest",
+            margin={"l": 110, "r": 20, "t": 10, "b": 40},
+        ),
+    }
+
+
+def utilization_histogram(counts: list[int], low_threshold: float) -> dict:
+    width = 100 // len(counts)
+    labels = [f"{i * width}–{(i + 1) * width}" for i in range(len(counts))]
+    colours = [UNUSED if (i + 1) * width <= low_threshold else USED for i in range(len(counts))]
+    return {
+        "data": [
+            {
+                "type": "bar",
+                "x": labels,
+                "y": counts,
+                "marker": {"color": colours},
+                "name": "Jobs",
+                "hovertemplate": "%{x} %: %{y} jobs<extra></extra>",
+            }
+        ],
+        "layout": _layout(
+            xaxis={"title": {"text": "Mean GPU utilization (%)"}, "type": "category", "tickangle": 0},
+            yaxis={"title": {"text": "Jobs"}},
+            height=260,
+            hovermode="closest",
+        ),
+    }

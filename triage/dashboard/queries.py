@@ -1,0 +1,147 @@
+"""Fleet aggregates for the dashboard, computed in SQL over the jobs' summary columns.
+
+Nothing here loads every job into Python: each figure is one aggregate query whose size does
+not grow with the number of jobs.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from decimal import Decimal
+
+from django.db.models import Count, F, FloatField, Q, Sum, Value
+from django.db.models.functions import Cast, Coalesce, Floor, NullIf, TruncWeek
+
+from .periods import Period
+
+ZERO = Value(0.0)
+
+
+def _float(expression):
+    return Cast(expression, FloatField())
+
+
+# Unused GPU-hours are only known for the covered part of a job, so the waste share divides
+# by covered GPU-hours; otherwise a job with a hole would look less wasteful than it is.
+COVERED_HOURS = F("gpu_hours") * Coalesce(F("coverage"), ZERO)
+WASTED_COST = _float(F("cost")) * Coalesce(F("unused_gpu_hours"), ZERO) / NullIf(COVERED_HOURS, ZERO)
+
+
+@dataclass(frozen=True)
+class Totals:
+    jobs: int
+    gpu_hours: float
+    covered_gpu_hours: float
+    unused_gpu_hours: float
+    idle_gpu_hours: float
+    cost: float
+    wasted_cost: float
+    low_util_jobs: int
+
+    @property
+    def waste_share(self) -> float | None:
+        return self.unused_gpu_hours / self.covered_gpu_hours if self.covered_gpu_hours else None
+
+
+def totals(jobs, low_util_threshold: float) -> Totals:
+    row = jobs.aggregate(
+        jobs=Count("pk"),
+        hours=Coalesce(Sum("gpu_hours"), ZERO),
+        covered=Coalesce(Sum(COVERED_HOURS), ZERO),
+        unused=Coalesce(Sum("unused_gpu_hours"), ZERO),
+        idle=Coalesce(Sum("idle_gpu_hours"), ZERO),
+        spend=Coalesce(Sum(_float(F("cost"))), ZERO),
+        wasted_cost=Coalesce(Sum(WASTED_COST), ZERO),
+        low=Count("pk", filter=Q(mean_gpu_util__lte=low_util_threshold)),
+    )
+    return Totals(
+        jobs=row["jobs"],
+        gpu_hours=row["hours"],
+        covered_gpu_hours=row["covered"],
+        unused_gpu_hours=row["unused"],
+        idle_gpu_hours=row["idle"],
+        cost=row["spend"],
+        wasted_cost=row["wasted_cost"],
+        low_util_jobs=row["low"],
+    )
+
+
+def in_period(jobs, period: Period):
+    # A job belongs to the period it started in, so each job is counted exactly once.
+    return jobs.filter(start_time__gte=period.start, start_time__lt=period.end)
+
+
+def weekly_trend(jobs, period: Period, weeks: int = 12) -> list[dict]:
+    from datetime import timedelta
+
+    since = period.end - timedelta(weeks=weeks)
+    rows = (
+        jobs.filter(start_time__gte=since, start_time__lt=period.end)
+        .annotate(week=TruncWeek("start_time"))
+        .values("week")
+        .annotate(
+            hours=Coalesce(Sum("gpu_hours"), ZERO),
+            unused=Coalesce(Sum("unused_gpu_hours"), ZERO),
+            covered=Coalesce(Sum(COVERED_HOURS), ZERO),
+        )
+        .order_by("week")
+    )
+    return list(rows)
+
+
+def by_team(jobs, low_util_threshold: float, order: str = "-unused", limit: int | None = None) -> list[dict]:
+    rows = (
+        jobs.values("team__slug", "team__name")
+        .annotate(
+            jobs=Count("pk"),
+            hours=Coalesce(Sum("gpu_hours"), ZERO),
+            covered=Coalesce(Sum(COVERED_HOURS), ZERO),
+            unused=Coalesce(Sum("unused_gpu_hours"), ZERO),
+            spend=Coalesce(Sum(_float(F("cost"))), ZERO),
+            wasted_cost=Coalesce(Sum(WASTED_COST), ZERO),
+            low_util_jobs=Count("pk", filter=Q(mean_gpu_util__lte=low_util_threshold)),
+        )
+        .order_by(order, "team__slug")
+    )
+    rows = list(rows[:limit] if limit else rows)
+    for row in rows:
+        row["waste_share"] = row["unused"] / row["covered"] if row["covered"] else None
+    return rows
+
+
+def by_user(jobs, limit: int = 20) -> list[dict]:
+    return list(
+        jobs.values("user")
+        .annotate(
+            jobs=Count("pk"),
+            hours=Coalesce(Sum("gpu_hours"), ZERO),
+            unused=Coalesce(Sum("unused_gpu_hours"), ZERO),
+        )
+        .order_by("-unused", "user")[:limit]
+    )
+
+
+def utilization_histogram(jobs, bucket: int = 10) -> list[int]:
+    """Job counts per utilization bucket (0–10 %, 10–20 %, …, 90–100 %)."""
+    counts = [0] * (100 // bucket)
+    rows = (
+        jobs.filter(mean_gpu_util__isnull=False)
+        .annotate(bucket=Floor(F("mean_gpu_util") / bucket))
+        .values("bucket")
+        .annotate(n=Count("pk"))
+    )
+    for row in rows:
+        index = min(int(row["bucket"]), len(counts) - 1)
+        counts[index] += row["n"]
+    return counts
+
+
+def change(current: float | None, previous: float | None) -> float | None:
+    """Relative change in percent, or None when there is nothing to compare with."""
+    if current is None or not previous:
+        return None
+    return (current - previous) / previous * 100
+
+
+def money(value: float) -> Decimal:
+    return Decimal(str(round(value, 2)))
