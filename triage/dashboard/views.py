@@ -2,15 +2,19 @@
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
+
 from django.conf import settings
 from django.contrib.auth.decorators import login_required
 from django.db.models import Max
+from django.http import JsonResponse
 from django.shortcuts import get_object_or_404, render
 
 from fleet.access import sees_whole_fleet
 from fleet.models import Cluster, Job, Team
+from fleet.series import from_parquet_bytes
 
-from . import figures, queries
+from . import figures, queries, timeline
 from .periods import PRESETS, parse_period
 
 TEAM_SORTS = {
@@ -111,3 +115,35 @@ def team_detail(request, slug: str):
         .order_by("-unused_gpu_hours")[:15],
     }
     return render(request, "dashboard/team_detail.html", context)
+
+
+@login_required
+def job_timeline(request, pk: int):
+    """The job's timeline figure as JSON; `?start=&end=` (ISO 8601) re-samples a zoomed window."""
+    job = get_object_or_404(Job.objects.visible_to(request.user), pk=pk)
+    start, end = job.start_time, job.end_time
+    try:
+        if request.GET.get("start"):
+            start = max(start, _aware(datetime.fromisoformat(request.GET["start"])))
+        if request.GET.get("end"):
+            end = min(end, _aware(datetime.fromisoformat(request.GET["end"])))
+    except ValueError:
+        return JsonResponse({"error": "start and end must be ISO 8601 times"}, status=400)
+    if end <= start:
+        return JsonResponse({"error": "end must be after start"}, status=400)
+    if not job.series_file:
+        return JsonResponse({"data": [], "layout": {}, "empty": "No metric samples were supplied for this job."})
+    with job.series_file.open("rb") as blob:
+        frame = from_parquet_bytes(blob.read())
+    markers = [
+        timeline.Marker(
+            at=event.timestamp, kind=event.kind, label=f"{event.artifact.path}:{event.line_no} {event.text}"
+        )
+        for event in job.log_events.filter(timestamp__range=(start, end)).select_related("artifact")[:500]
+    ]
+    figure = timeline.build_timeline(frame, start=start, end=end, markers=markers)
+    return JsonResponse(figure)
+
+
+def _aware(moment: datetime) -> datetime:
+    return moment if moment.tzinfo else moment.replace(tzinfo=UTC)

@@ -1,0 +1,39 @@
+// The job timeline: drawn from JSON, and re-fetched at full resolution for a zoomed window.
+(function () {
+  "use strict";
+  var el = document.getElementById("timeline");
+  if (!el || !window.Plotly) { return; }
+  var source = el.dataset.src;
+  var status = document.getElementById("timeline-status");
+  var busy = false;
+
+  function say(text) { if (status) { status.textContent = text; } }
+
+  function load(start, end) {
+    var url = source + (start ? "?start=" + encodeURIComponent(start) + "&end=" + encodeURIComponent(end) : "");
+    busy = true;
+    say("Loading…");
+    return fetch(url, {credentials: "same-origin", headers: {"Accept": "application/json"}})
+      .then(function (response) { return response.json(); })
+      .then(function (figure) {
+        if (figure.empty) { say(figure.empty); return; }
+        if (figure.error) { say(figure.error); return; }
+        if (start) { figure.layout.xaxis.range = [start, end]; }
+        return window.Plotly.react(el, figure.data, figure.layout, {displaylogo: false, responsive: true});
+      })
+      .then(function () { say(start ? "Showing " + start + " to " + end + " (UTC)." : ""); el.dataset.ready = "1"; })
+      .catch(function () { say("The timeline could not be loaded."); })
+      .finally(function () { busy = false; });
+  }
+
+  load().then(function () {
+    el.on && el.on("plotly_relayout", function (change) {
+      if (busy) { return; }
+      if (change["xaxis.autorange"]) { load(); return; }
+      var start = change["xaxis.range[0]"], end = change["xaxis.range[1]"];
+      if (start && end) {
+        load(new Date(start.replace(" ", "T") + "Z").toISOString(), new Date(end.replace(" ", "T") + "Z").toISOString());
+      }
+    });
+  });
+})();

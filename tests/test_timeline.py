@@ -1,0 +1,86 @@
+"""The job timeline: every spike kept, holes drawn as gaps, bounded size, scoped access."""
+
+import json
+from datetime import UTC, datetime, timedelta
+
+import numpy as np
+import pandas as pd
+import pytest
+from django.core.files.base import ContentFile
+from django.urls import reverse
+
+from fleet.series import to_parquet_bytes
+from tests.factories import JobFactory
+from triage.dashboard.timeline import Marker, build_timeline
+
+START = datetime(2026, 11, 2, tzinfo=UTC)
+
+
+def series(gpus: int, seconds: int, period: int, util=None) -> pd.DataFrame:
+    stamps = pd.date_range(START, periods=seconds // period, freq=f"{period}s", tz="UTC", unit="ms")
+    frames = []
+    for gpu in range(gpus):
+        values = np.full(len(stamps), 60.0) if util is None else util(len(stamps))
+        frames.append(
+            pd.DataFrame(
+                {
+                    "timestamp": stamps,
+                    "host": "n1",
+                    "gpu": pd.array([gpu] * len(stamps), dtype="Int16"),
+                    "gpu_util": values.astype("float32"),
+                    "gpu_mem_used_mib": np.float32(40000),
+                    "gpu_mem_total_mib": np.float32(81920),
+                }
+            )
+        )
+    return pd.concat(frames, ignore_index=True)
+
+
+def util_trace(figure, gpu=0):
+    return next(t for t in figure["data"] if t["name"] == f"n1 GPU {gpu}" and t["yaxis"] == "y")
+
+
+def test_a_30_day_8_gpu_job_sampled_every_15s_fits_in_well_under_a_megabyte():
+    days = 30 * 86400
+    frame = series(8, days, 15, util=lambda n: np.where(np.arange(n) == n // 2, 0.0, 90.0))
+    figure = build_timeline(frame, start=START, end=START + timedelta(seconds=days))
+    size = len(json.dumps(figure))
+    assert size < 1_000_000, size
+    trace = util_trace(figure, gpu=3)
+    assert 0.0 in trace["y"], "the one-sample dip to 0 % must survive downsampling"
+    assert len(trace["x"]) <= 1100
+
+
+def test_a_hole_in_the_series_is_a_gap_not_a_line():
+    frame = series(1, 3600, 30)
+    frame = frame[
+        (frame["timestamp"] < START + timedelta(minutes=20)) | (frame["timestamp"] >= START + timedelta(minutes=40))
+    ]
+    trace = util_trace(build_timeline(frame, start=START, end=START + timedelta(hours=1)))
+    assert trace["y"].count(None) == 1
+    assert trace["connectgaps"] is False
+
+
+def test_log_text_in_hover_is_escaped():
+    markers = [Marker(at=START + timedelta(minutes=5), kind="download", label="<img src=x onerror=alert(1)>")]
+    figure = build_timeline(series(1, 3600, 30), start=START, end=START + timedelta(hours=1), markers=markers)
+    text = next(t for t in figure["data"] if t["name"] == "Log events")["text"][0]
+    assert "<img" not in text and "&lt;img" in text
+
+
+@pytest.mark.django_db
+def test_timeline_endpoint_is_scoped_and_zooms(client, member_a, team_a, team_b):
+    own = JobFactory(team=team_a, start_time=START, end_time=START + timedelta(hours=1))
+    own.series_file.save("s.parquet", ContentFile(to_parquet_bytes(series(2, 3600, 15))))
+    other = JobFactory(team=team_b)
+    client.force_login(member_a)
+    assert client.get(reverse("dashboard:job-timeline", args=[other.pk])).status_code == 404
+    full = client.get(reverse("dashboard:job-timeline", args=[own.pk])).json()
+    assert len(util_trace(full)["x"]) == 240
+    window = client.get(
+        reverse("dashboard:job-timeline", args=[own.pk]),
+        {"start": (START + timedelta(minutes=10)).isoformat(), "end": (START + timedelta(minutes=20)).isoformat()},
+    ).json()
+    assert len(util_trace(window)["x"]) == 41  # every 15 s sample of the 10 minutes, at full resolution
+    bad = client.get(reverse("dashboard:job-timeline", args=[own.pk]), {"start": "noon"})
+    assert bad.status_code == 400 and "ISO 8601" in bad.json()["error"]

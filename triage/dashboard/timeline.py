@@ -1,0 +1,198 @@
+"""A job's timeline as a Plotly figure: per-device series, downsampled for display, holes drawn as gaps.
+
+Pure pandas/numpy (no Django): the view loads the series and the log events and hands them here.
+Downsampling uses MinMaxLTTB (tsdownsample), which keeps every spike and dip of a long series
+while sending a few thousand points instead of hundreds of thousands.
+"""
+
+from __future__ import annotations
+
+import html
+from dataclasses import dataclass
+from datetime import datetime
+
+import numpy as np
+import pandas as pd
+from tsdownsample import MinMaxLTTBDownsampler
+
+from fleet.series import GAP_PERIODS, MIN_GAP_S
+
+POINTS_PER_TRACE = 1000
+PALETTE = ["#2f5fd0", "#e0a03c", "#1e8449", "#c0392b", "#8e44ad", "#16a085", "#d35400", "#7f8c8d"]
+EVENT_COLOURS = {
+    "install": "#27ae60",
+    "download": "#2980b9",
+    "checkpoint_save": "#d35400",
+    "upload": "#8e44ad",
+    "training_finished": "#1d2330",
+    "oom": "#c0392b",
+    "nccl_error": "#c0392b",
+    "dataloader_warning": "#e67e22",
+}
+
+
+@dataclass(frozen=True)
+class Marker:
+    """Something to mark on the time axis: a log event."""
+
+    at: datetime
+    kind: str
+    label: str
+
+
+def _downsample(t_ms: np.ndarray, values: np.ndarray, points: int, gap_ms: float) -> tuple[list, list]:
+    """Downsample one device's series and break the line at each hole of the original series."""
+    keep = ~np.isnan(values)
+    t_ms, values = t_ms[keep], values[keep]
+    # Holes are found on the full series: after downsampling, kept points are far apart anyway.
+    hole_starts = t_ms[:-1][np.diff(t_ms) > gap_ms] if len(t_ms) > 1 else t_ms[:0]
+    if len(t_ms) > points:
+        index = MinMaxLTTBDownsampler().downsample(t_ms, values, n_out=points)
+        t_ms, values = t_ms[index], values[index]
+    xs: list = t_ms.tolist()
+    ys: list = np.round(values.astype(float), 2).tolist()
+    if len(xs) < 2 or not len(hole_starts):
+        return xs, ys
+    # A pair of neighbouring kept points that has a hole start between them gets a null in between.
+    holes_before = np.searchsorted(hole_starts, t_ms, side="left")
+    breaks = np.nonzero(np.diff(holes_before) > 0)[0]
+    for offset, position in enumerate(breaks):
+        at = position + 1 + offset
+        xs.insert(at, int(t_ms[position] + 1))
+        ys.insert(at, None)
+    return xs, ys
+
+
+def _epoch_ms(timestamps: pd.Series) -> np.ndarray:
+    """Milliseconds since the epoch, whatever the resolution of the stored timestamps."""
+    return timestamps.dt.tz_convert("UTC").dt.tz_localize(None).to_numpy(dtype="datetime64[ms]").astype(np.int64)
+
+
+def _gap_ms(frame: pd.DataFrame) -> float:
+    steps = frame.sort_values("t_ms").groupby(["host", "gpu"], dropna=False)["t_ms"].diff().to_numpy()
+    steps = steps[steps > 0]
+    period = float(np.median(steps)) if len(steps) else MIN_GAP_S * 1000
+    return max(GAP_PERIODS * period, MIN_GAP_S * 1000)
+
+
+def _device_label(host: str, gpu) -> str:
+    return f"{host} GPU {int(gpu)}" if pd.notna(gpu) else host
+
+
+def build_timeline(
+    frame: pd.DataFrame,
+    *,
+    start: datetime,
+    end: datetime,
+    markers: list[Marker] = (),
+    windows: list[dict] = (),
+    points_per_trace: int = POINTS_PER_TRACE,
+) -> dict:
+    """The figure for [start, end]: GPU utilization, GPU memory, and host CPU when present.
+
+    `windows` are shaded spans: {"start": datetime, "end": datetime, "label": str, "colour": str}.
+    """
+    frame = frame[(frame["timestamp"] >= pd.Timestamp(start)) & (frame["timestamp"] <= pd.Timestamp(end))]
+    frame = frame.assign(t_ms=_epoch_ms(frame["timestamp"]))
+    gpu_rows = frame[frame["gpu"].notna()] if "gpu" in frame else frame.iloc[0:0]
+    host_rows = frame[frame["gpu"].isna()] if "gpu" in frame else frame.iloc[0:0]
+    gap_ms = _gap_ms(gpu_rows if len(gpu_rows) else frame)
+    panels = [("gpu_util", "GPU util (%)", gpu_rows)]
+    if {"gpu_mem_used_mib", "gpu_mem_total_mib"} <= set(gpu_rows.columns):
+        gpu_rows = gpu_rows.assign(gpu_mem_pct=100 * gpu_rows["gpu_mem_used_mib"] / gpu_rows["gpu_mem_total_mib"])
+        panels.append(("gpu_mem_pct", "GPU memory (%)", gpu_rows))
+    if "cpu_util" in host_rows and host_rows["cpu_util"].notna().any():
+        panels.append(("cpu_util", "CPU (%)", host_rows))
+
+    data: list[dict] = []
+    height = 1 / len(panels)
+    layout: dict = {
+        "margin": {"l": 60, "r": 20, "t": 10, "b": 40},
+        "height": 200 + 170 * len(panels),
+        "showlegend": True,
+        "legend": {"orientation": "h", "x": 0, "y": 1.06},
+        "hovermode": "x",
+        "font": {"family": "system-ui, sans-serif", "size": 12},
+        "paper_bgcolor": "rgba(0,0,0,0)",
+        "plot_bgcolor": "rgba(0,0,0,0)",
+        "xaxis": {"type": "date", "range": [start.isoformat(), end.isoformat()], "anchor": f"y{len(panels)}"},
+        "shapes": [],
+        "annotations": [],
+    }
+    devices = sorted(
+        {(h, g) for h, g in zip(gpu_rows.get("host", []), gpu_rows.get("gpu", []), strict=False)},
+        key=lambda d: (str(d[0]), d[1]),
+    )
+    colour_of = {device: PALETTE[i % len(PALETTE)] for i, device in enumerate(devices)}
+    for index, (metric, title, rows) in enumerate(panels):
+        axis = "y" if index == 0 else f"y{index + 1}"
+        top = 1 - index * height
+        layout["yaxis" if index == 0 else f"yaxis{index + 1}"] = {
+            "title": {"text": title},
+            "domain": [max(0.0, top - height + 0.06), top],
+            "range": [0, 105] if metric != "cpu_util" else None,
+            "fixedrange": True,
+        }
+        for (host, gpu), device_rows in rows.groupby(["host", "gpu"], dropna=False, sort=True):
+            if metric not in device_rows or device_rows[metric].isna().all():
+                continue
+            xs, ys = _downsample(
+                device_rows["t_ms"].to_numpy(np.int64),
+                device_rows[metric].to_numpy(np.float64),
+                points_per_trace,
+                gap_ms,
+            )
+            label = _device_label(host, gpu)
+            data.append(
+                {
+                    "type": "scatter",
+                    "mode": "lines",
+                    "x": xs,
+                    "y": ys,
+                    "yaxis": axis,
+                    "xaxis": "x",
+                    "name": html.escape(label),
+                    "legendgroup": html.escape(label),
+                    "showlegend": index == 0,
+                    "line": {"width": 1.2, "color": colour_of.get((host, gpu), "#1d2330")},
+                    "connectgaps": False,
+                    "hovertemplate": f"{html.escape(label)}: %{{y:.0f}}<extra></extra>",
+                }
+            )
+    for window in windows:
+        layout["shapes"].append(
+            {
+                "type": "rect",
+                "xref": "x",
+                "yref": "paper",
+                "x0": window["start"].isoformat(),
+                "x1": window["end"].isoformat(),
+                "y0": 0,
+                "y1": 1,
+                "fillcolor": window.get("colour", "#c0392b"),
+                "opacity": 0.12,
+                "line": {"width": 0},
+                "layer": "below",
+            }
+        )
+    if markers:
+        data.append(
+            {
+                "type": "scatter",
+                "mode": "markers",
+                "name": "Log events",
+                "xaxis": "x",
+                "yaxis": "y",
+                "x": [m.at.isoformat() for m in markers],
+                "y": [103] * len(markers),
+                "marker": {
+                    "symbol": "triangle-down",
+                    "size": 9,
+                    "color": [EVENT_COLOURS.get(m.kind, "#7f8c8d") for m in markers],
+                },
+                # Log text is untrusted: escaped here, and Plotly renders hover text as text.
+                "text": [html.escape(f"{m.kind}: {m.label}")[:200] for m in markers],
+                "hovertemplate": "%{text}<extra></extra>",
+            }
+        )
+    return {"data": data, "layout": layout}
