@@ -40,6 +40,7 @@ lint: install
 ## bench: benchmarks under bench/, results in bench/results/*.json
 bench: install
 	$(DEMO_ENV) $(PY) bench/run.py
+	$(DEMO_ENV) $(PY) bench/dashboard.py 100000
 
 ## worker: a Celery worker for REDIS_URL (the embedded mode needs none)
 worker: install

@@ -7,10 +7,11 @@ not grow with the number of jobs.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from datetime import UTC, datetime, time, timedelta
 from decimal import Decimal
 
 from django.db.models import Count, F, FloatField, Q, Sum, Value
-from django.db.models.functions import Cast, Coalesce, Floor, NullIf, TruncWeek
+from django.db.models.functions import Cast, Coalesce, Floor, NullIf
 
 from .periods import Period
 
@@ -72,21 +73,29 @@ def in_period(jobs, period: Period):
 
 
 def weekly_trend(jobs, period: Period, weeks: int = 12) -> list[dict]:
-    from datetime import timedelta
+    """Used and unused GPU-hours for each of the `weeks` ISO weeks up to the period's end.
 
-    since = period.end - timedelta(weeks=weeks)
-    rows = (
-        jobs.filter(start_time__gte=since, start_time__lt=period.end)
-        .annotate(week=TruncWeek("start_time"))
-        .values("week")
-        .annotate(
-            hours=Coalesce(Sum("gpu_hours"), ZERO),
-            unused=Coalesce(Sum("unused_gpu_hours"), ZERO),
-            covered=Coalesce(Sum(COVERED_HOURS), ZERO),
-        )
-        .order_by("week")
-    )
-    return list(rows)
+    One query with a filtered aggregate per week: portable, index-friendly, and much faster on
+    SQLite than grouping by a truncated date (which SQLite computes in Python, row by row).
+    """
+    last_monday = (period.end - timedelta(seconds=1)).date()
+    last_monday -= timedelta(days=last_monday.weekday())
+    starts = [datetime.combine(last_monday - timedelta(weeks=i), time.min, tzinfo=UTC) for i in range(weeks)][::-1]
+    aggregates = {}
+    for i, week_start in enumerate(starts):
+        in_week = Q(start_time__gte=week_start, start_time__lt=week_start + timedelta(weeks=1))
+        aggregates[f"hours_{i}"] = Coalesce(Sum("gpu_hours", filter=in_week), ZERO)
+        aggregates[f"unused_{i}"] = Coalesce(Sum("unused_gpu_hours", filter=in_week), ZERO)
+        aggregates[f"covered_{i}"] = Coalesce(Sum(COVERED_HOURS, filter=in_week), ZERO)
+    row = jobs.filter(start_time__gte=starts[0], start_time__lt=starts[-1] + timedelta(weeks=1)).aggregate(**aggregates)
+    trend = [
+        {"week": week_start, "hours": row[f"hours_{i}"], "unused": row[f"unused_{i}"], "covered": row[f"covered_{i}"]}
+        for i, week_start in enumerate(starts)
+    ]
+    # Leading weeks before the first job are noise on a young fleet; keep the span that has data.
+    while trend and not trend[0]["hours"]:
+        trend.pop(0)
+    return trend
 
 
 def by_team(jobs, low_util_threshold: float, order: str = "-unused", limit: int | None = None) -> list[dict]:
