@@ -12,7 +12,7 @@ from rest_framework.routers import DefaultRouter
 router = DefaultRouter()
 
 # Each app's api module registers its viewsets on `router` when imported.
-API_MODULES = ["fleet.api"]
+API_MODULES = ["fleet.api", "triage.api"]
 
 for module in API_MODULES:
     import_module(module)

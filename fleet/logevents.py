@@ -24,6 +24,7 @@ TRAINING_FINISHED = "training_finished"
 DATALOADER_WARNING = "dataloader_warning"
 OOM = "oom"
 NCCL_ERROR = "nccl_error"
+REMOTE_READ = "remote_read"  # the job reads its input from remote storage (s3://, hdfs://, ...)
 LOG_EVENT_KINDS = (
     INSTALL,
     DOWNLOAD,
@@ -34,6 +35,7 @@ LOG_EVENT_KINDS = (
     DATALOADER_WARNING,
     OOM,
     NCCL_ERROR,
+    REMOTE_READ,
 )
 MAX_TEXT = 500
 
@@ -50,8 +52,9 @@ _ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
 # Prefixes that launchers put before a rank's output: "[rank1]: ", "1: " (srun -l, torchrun),
 # "(RayTrainWorker pid=123) ".
 _RANK_PREFIX = re.compile(r"^\s*(?:\[rank\d+\]:\s*|\d{1,5}:\s+|\([A-Za-z_]\w* pid=\d+(?:, ip=[\w.:]+)?\)\s*)")
+# wget prints "--2026-10-05 12:00:03--  https://..." when it starts a download.
 _TIMESTAMP = re.compile(
-    r"^\s*\[?(?P<date>\d{4}[-/]\d{2}[-/]\d{2})[T ](?P<time>\d{2}:\d{2}:\d{2})(?:[.,](?P<frac>\d{1,9}))?"
+    r"^\s*(?:\[|--)?(?P<date>\d{4}[-/]\d{2}[-/]\d{2})[T ](?P<time>\d{2}:\d{2}:\d{2})(?:[.,](?P<frac>\d{1,9}))?"
     r"(?P<tz>Z|[+-]\d{2}:?\d{2})?\]?"
 )
 # What may sit between the timestamp and the message: a separator and a log level.
@@ -61,12 +64,20 @@ _PATTERNS: dict[str, re.Pattern] = {
     INSTALL: re.compile(
         r"\b(?:pip3?|python3? -m pip|uv pip|conda|mamba|micromamba|apt-get|apt|yum|dnf)\s+install\b"
         r"|^\s*Successfully installed\b|^\s*Collecting\s+\S|^\s*Installing collected packages\b"
-        r"|^\s*Requirement already satisfied\b",
+        r"|^\s*Requirement already satisfied\b"
+        # apt-get and conda progress, wheels built from source
+        r"|^\s*Get:\d+ https?://|^\s*Fetched \d+(?:\.\d+)? [kMG]?B in\b|^\s*Setting up \S+ \("
+        r"|^\s*Setting up [\w.+-]+ \.\.\.|^\s*Building wheels? for\b|^\s*Successfully built\b"
+        r"|^\s*Solving environment\b|^\s*Collecting package metadata\b|^\s*Downloading and Extracting Packages"
+        r"|^\s*(?:Preparing|Verifying|Executing) transaction\b",
         re.IGNORECASE,
     ),
     DOWNLOAD: re.compile(
         r"^\s*Downloading\b|\bDownloading\s+\S|\bFetching \d+ files\b|\b(?:hf_hub_download|snapshot_download)\b"
-        r"|(?:^|[\s;&|])(?:wget|curl)\s+\S|^\s*download: s3://|\b(?:aws\s+)?s3\s+(?:cp|sync)\s+(?:\S+\s+)*s3://\S+\s+(?!s3://)\S",
+        r"|(?:^|[\s;&|])(?:wget|curl)\s+\S|^--\s+(?:https?|ftp)://\S|\) - ['‘\"].+['’\"] saved \[\d+"
+        r"|^\s*[\w./-]+\.(?:json|safetensors|bin|pth|pt|model|txt|msgpack|h5|gguf): +\d+%\|"
+        r"|\bfrom the Hugging Face Hub\b|\btorch\.hub\.load\b|\bload_dataset\("
+        r"|^\s*download: s3://|\b(?:aws\s+)?s3\s+(?:cp|sync)\s+(?:\S+\s+)*s3://\S+\s+(?!s3://)\S",
         re.IGNORECASE,
     ),
     CHECKPOINT_SAVE: re.compile(
@@ -79,7 +90,8 @@ _PATTERNS: dict[str, re.Pattern] = {
     ),
     UPLOAD: re.compile(
         r"\bupload(?:ing|ed)?\b|\bpush(?:ing|ed)? to (?:the )?hub\b|\bpush_to_hub\b|\bput_object\b"
-        r"|\b(?:aws\s+)?s3\s+(?:cp|sync|mv)\s+(?:--?\S+\s+)*(?!s3://)\S+\s+s3://",
+        r"|\b(?:aws\s+)?s3\s+(?:cp|sync|mv)\s+(?:--?\S+\s+)*(?!s3://)\S+\s+s3://"
+        r"|\blog_artifacts?\(|\blogged artifacts?\b|\bwandb\.save\b|\bgsutil\s+(?:-m\s+)?cp\b|\bazcopy\s+copy\b",
         re.IGNORECASE,
     ),
     TRAINING_FINISHED: re.compile(
@@ -100,17 +112,36 @@ _PATTERNS: dict[str, re.Pattern] = {
         r"|Watchdog caught collective operation timeout|ProcessGroupNCCL.*\btime(?:d)? ?out\b|NCCL timeout",
         re.IGNORECASE,
     ),
+    # Reading (not writing) a remote URL: "opening shard s3://...", "slow read: hdfs://... took 40s".
+    REMOTE_READ: re.compile(
+        r"\b(?:open(?:ing|ed)?|read(?:ing)?|load(?:ing)?|stream(?:ing)?|fetch(?:ing)?|slow read)\b[^\n]*?"
+        r"\b(?:s3a?|gs|hdfs|abfss?|wasbs?|az|oss|webhdfs)://",
+        re.IGNORECASE,
+    ),
 }
+# Words (lower case) without which a pattern cannot match: checked first, since substring tests are
+# much cheaper than the patterns and most lines match none.
+_KEYWORDS: dict[str, tuple[str, ...]] = {
+    INSTALL: (
+        "install", "collect", "requirement", "get:", "fetched", "setting up", "building", "built", "solving",
+        "package metadata", "downloading and extracting", "transaction",
+    ),
+    DOWNLOAD: ("download", "fetching", "wget", "curl", "s3", "saved [", "%|", "hub", "load_dataset", "://"),
+    CHECKPOINT_SAVE: ("sav", "checkpoint"),
+    UPLOAD: ("upload", "push", "put_object", "s3", "artifact", "wandb.save", "gsutil", "azcopy"),
+    TRAINING_FINISHED: ("train",),
+    DATALOADER_WARNING: ("dataloader",),
+    OOM: ("memory",),
+    NCCL_ERROR: ("nccl", "watchdog", "processgroup"),
+    REMOTE_READ: ("://",),
+}  # fmt: skip
 # "Epoch 3", "Epoch [3/10]", "epoch: 3", Lightning's "Epoch 3: 100%|..."; not "Num Epochs = 3" or "epochs=3".
 _EPOCH_WORD = re.compile(r"\bepoch\s*(?::\s*|\[\s*)?(\d+)\b", re.IGNORECASE)
 # HF Trainer's metrics dicts: {'loss': 0.69, 'learning_rate': 4.5e-05, 'epoch': 0.27}
 _EPOCH_DICT = re.compile(r"""^\s*\{.*['"]epoch['"]\s*:\s*([0-9]+(?:\.[0-9]+)?(?:[eE][-+]?\d+)?)""")
-# A cheap first pass: lines without any of these words cannot match any pattern.
-_ANY = re.compile(
-    r"install|collect|requirement|download|fetch|wget|curl|s3|epoch|sav|checkpoint|torch\.save|upload|push|put_object"
-    r"|train|dataloader|memory|nccl|watchdog|processgroup|weights",
-    re.IGNORECASE,
-)
+# A cheap first pass: a line without any of these words (lower case) cannot match any pattern.
+_ANY_WORDS = tuple(sorted({word for words in _KEYWORDS.values() for word in words} | {"epoch"}))
+_KEYWORD_SETS = {kind: frozenset(words) for kind, words in _KEYWORDS.items()}
 
 
 def extract_log_events(text: str) -> list[LogEventRecord]:
@@ -118,12 +149,16 @@ def extract_log_events(text: str) -> list[LogEventRecord]:
     last_epoch: int | None = None
     for line_no, physical in enumerate(text.split("\n"), start=1):
         line = _visible(physical)
-        if not line or not _ANY.search(line):
+        if not line:
+            continue
+        lowered = line.lower()
+        hits = {word for word in _ANY_WORDS if word in lowered}
+        if not hits:
             continue
         body = _RANK_PREFIX.sub("", line, count=1)
         timestamp, message = _timestamp(body)
         message = _LEVEL.sub("", message, count=1)
-        kinds = [kind for kind, pattern in _PATTERNS.items() if pattern.search(message)]
+        kinds = [kind for kind, pattern in _PATTERNS.items() if hits & _KEYWORD_SETS[kind] and pattern.search(message)]
         epoch = _epoch_number(message)
         if epoch is not None and epoch != last_epoch:
             kinds.insert(0, EPOCH)
@@ -136,6 +171,14 @@ def extract_log_events(text: str) -> list[LogEventRecord]:
 
 
 _KIND_ORDER = {kind: index for index, kind in enumerate(LOG_EVENT_KINDS)}
+
+
+def line_timestamp(physical: str) -> datetime | None:
+    """The leading timestamp (aware UTC) of one log line as `extract_log_events` reads it, if any."""
+    line = _visible(physical)
+    if not line:
+        return None
+    return _timestamp(_RANK_PREFIX.sub("", line, count=1))[0]
 
 
 def _visible(physical: str) -> str:

@@ -13,6 +13,8 @@ from django.shortcuts import get_object_or_404, render
 from fleet.access import sees_whole_fleet
 from fleet.models import Cluster, Job, Team
 from fleet.series import from_parquet_bytes
+from triage.models import Finding
+from triage.taxonomy import Category
 
 from . import figures, queries, timeline
 from .periods import PRESETS, parse_period
@@ -141,8 +143,24 @@ def job_timeline(request, pk: int):
         )
         for event in job.log_events.filter(timestamp__range=(start, end)).select_related("artifact")[:500]
     ]
-    figure = timeline.build_timeline(frame, start=start, end=end, markers=markers)
+    figure = timeline.build_timeline(frame, start=start, end=end, markers=markers, windows=_finding_windows(job))
     return JsonResponse(figure)
+
+
+def _finding_windows(job) -> list[dict]:
+    """The time windows of the job's current findings, shaded on the timeline in the category's colour."""
+    windows = []
+    for finding in Finding.objects.filter(job=job, result__is_current=True):
+        category = Category(finding.category)
+        for window in (finding.evidence or {}).get("windows", [])[:100]:
+            try:
+                start, end = datetime.fromisoformat(window["start"]), datetime.fromisoformat(window["end"])
+            except (KeyError, TypeError, ValueError):
+                continue
+            windows.append(
+                {"start": _aware(start), "end": _aware(end), "label": category.label, "colour": category.colour}
+            )
+    return windows
 
 
 def _aware(moment: datetime) -> datetime:

@@ -454,6 +454,7 @@ LEVEL_PROFILE: dict[Category, tuple[tuple[float, float], tuple[float, float]]] =
 HEALTHY_PROFILE = ((72, 96), (0.35, 0.95))
 OVERLAY_PROFILE = ((55, 78), (0.54, 0.76))  # jobs whose only causes are idle stretches
 MIDDLE_MEMORY = (0.54, 0.76)
+PLANTED_MAX_MEAN_UTIL = 44.0  # expected mean of a planted job, before noise: safely under the 50 % threshold
 
 # Phase codes: one per sample; per-phase tables turn them into metric values.
 (
@@ -855,6 +856,12 @@ def _plan_job(
     hyper["steps_per_epoch"] = max(1, total_steps // hyper["epochs"])
     util_range, mem_range = _profile(categories)
     level = _uniform(rng, *util_range)
+    if categories:
+        # A planted job is a low-utilization job (taxonomy.md: mean <= 50 %): the GPUs may run fast between
+        # its stalls, but not so fast that the stalls stop mattering.
+        blocked = sum(w.end - w.start for w in windows if w.phase in BLOCKING)
+        busy_share = max(train_end - train_start - blocked, 1.0) / duration
+        level = min(level, PLANTED_MAX_MEAN_UTIL / busy_share)
     gpu_levels = np.clip(level + rng.normal(0, 1.5, gpu_count), 3, 99)
     if node_count > 1:
         gpu_levels += np.repeat(rng.normal(0, 2.0, node_count), gpu_count // node_count)
@@ -1068,6 +1075,10 @@ def _windows(
         else:
             gap = _uniform(rng, 120, 420)
         interval = gap * _uniform(rng, 1.4, 2.8)
+        # However short the run, the cause shows as periodic gaps: at least three saves or uploads fit.
+        span = train_end - train_start - 120
+        gap = min(gap, span / 12)
+        interval = min(interval, span / 3 - 2.2 * gap)
         hyper["save_every"] = max(1, int(interval / step_time))
         hyper["upload_every"] = hyper["save_every"]
         cursor, event = train_start + interval, 1
@@ -3215,14 +3226,23 @@ def generate_demo_fleet(
     jobs: int = 300,
     seed: int = 42,
     truth_path: str | os.PathLike | None = None,
+    sample_density: int = 1,
 ) -> DemoSummary:
-    """Write a demo fleet archive (format v1) and its ground truth; the same seed gives the same bytes."""
+    """Write a demo fleet archive (format v1) and its ground truth; the same seed gives the same bytes.
+
+    `sample_density` > 1 samples every job that many times more often (the same fleet, denser
+    metrics): how benchmarks reach tens of millions of samples without more jobs.
+    """
     archive_path = Path(out_path)
     suffix = _archive_suffix(archive_path)
     truth_path = Path(truth_path) if truth_path is not None else default_truth_path(archive_path)
     if truth_path.resolve() == archive_path.resolve():
         raise ValueError("the ground truth must not overwrite the archive")
+    if sample_density < 1:
+        raise ValueError("the sample density must be at least 1")
     plans = plan_fleet(jobs, seed)
+    for plan in plans:
+        plan.period_s = max(1, plan.period_s // sample_density)
     archive_path.parent.mkdir(parents=True, exist_ok=True)
     truth_path.parent.mkdir(parents=True, exist_ok=True)
     # Members are staged on disk (so 5,000 jobs never sit in memory) and packed in a fixed order.

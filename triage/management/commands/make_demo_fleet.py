@@ -28,6 +28,13 @@ class Command(BaseCommand):
         )
         parser.add_argument("--seed", type=int, default=42, help="Random seed (default 42); same seed, same archive.")
         parser.add_argument(
+            "--sample-density",
+            type=int,
+            default=1,
+            help="Sample every job N times more often than its exporters would (default 1); "
+            "for benchmarks that need many metric samples.",
+        )
+        parser.add_argument(
             "--truth",
             default=None,
             help="Where to write the ground truth (default: the archive path with .zip/.tar.gz replaced "
@@ -41,7 +48,11 @@ class Command(BaseCommand):
             raise CommandError("--seed must be a non-negative integer")
         try:
             summary = generate_demo_fleet(
-                options["out"], jobs=options["jobs"], seed=options["seed"], truth_path=options["truth"]
+                options["out"],
+                jobs=options["jobs"],
+                seed=options["seed"],
+                truth_path=options["truth"],
+                sample_density=options["sample_density"],
             )
         except ValueError as exc:
             raise CommandError(str(exc)) from exc

@@ -1,0 +1,267 @@
+"""Hand-written edge cases the demo generator does not produce, run through the pure evidence + rules.
+
+Each job is a series built here plus the scripts and logs in tests/triage_cases/.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from triage.evidence import JobInfo, build_evidence
+from triage.evidence.scripts import extract_script_evidence
+from triage.evidence.traces import trace_facts
+from triage.rules import Status, default_thresholds, triage
+from triage.taxonomy import Category
+
+CASES = Path(__file__).resolve().parent / "triage_cases"
+START = datetime(2026, 11, 2, 8, 0, tzinfo=UTC)
+
+
+def series(minutes: float, util, *, period: int = 30, gpus: int = 1, mem=None, cpu=None, upto: float | None = None):
+    """A normalised frame: util(t_minutes, gpu) -> %, mem(t, gpu) -> share of 80 GiB, cpu(t) -> %."""
+    times = np.arange(0, (upto if upto is not None else minutes) * 60, period)
+    rows = []
+    for gpu in range(gpus):
+        for t in times:
+            row = {"timestamp": START + timedelta(seconds=float(t)), "host": "n1", "gpu": gpu}
+            row["gpu_util"] = float(util(t / 60, gpu))
+            if mem is not None:
+                row["gpu_mem_used_mib"] = 81920 * float(mem(t / 60, gpu))
+                row["gpu_mem_total_mib"] = 81920.0
+            rows.append(row)
+    if cpu is not None:
+        for t in times:
+            rows.append(
+                {"timestamp": START + timedelta(seconds=float(t)), "host": "n1", "gpu": None, "cpu_util": cpu(t / 60)}
+            )
+    frame = pd.DataFrame(rows)
+    frame["timestamp"] = pd.to_datetime(frame["timestamp"], utc=True)
+    frame["gpu"] = frame["gpu"].astype("Int16")
+    return frame
+
+
+def run(minutes, frame, *, logs=(), scripts=(), traces=(), **job):
+    info = JobInfo(start=START, end=START + timedelta(minutes=minutes), gpu_count=job.pop("gpu_count", 1), **job)
+    evidence = build_evidence(
+        info, frame, logs=list(logs), scripts=list(scripts), traces=list(traces), thresholds=default_thresholds()
+    )
+    return evidence, triage(evidence)
+
+
+def categories(result) -> set[Category]:
+    return {f.category for f in result.findings}
+
+
+def case(name: str) -> tuple[str, str]:
+    return name, (CASES / name).read_text()
+
+
+def test_only_gpu_util_still_finds_an_idle_tail_and_nothing_it_cannot_see():
+    # Busy at 35 % for 2 h, then 90 min of nothing: no memory, CPU, logs or scripts.
+    frame = series(210, lambda t, g: 35 if t < 120 else 0)
+    evidence, result = run(210, frame)
+    assert evidence.metrics == ("gpu_util",)
+    assert result.status == Status.CLASSIFIED
+    assert categories(result) == {Category.UNRELEASED_JOB}
+    tail = result.findings[0]
+    assert tail.windows[0].seconds == pytest.approx(90 * 60, abs=60)
+    assert tail.gpu_hours == pytest.approx(1.5, abs=0.05)
+
+
+def test_only_gpu_util_periodic_gaps_are_called_checkpoints_with_low_confidence():
+    # 4-minute stalls every 20 minutes; nothing else is known about the job.
+    frame = series(240, lambda t, g: 0 if (t % 20) >= 16 and t < 235 else 40)
+    _, result = run(240, frame)
+    (finding,) = result.findings
+    assert finding.category == Category.MODEL_CHECKPOINTING
+    assert finding.sub_cause == "periodic_gaps" and finding.confidence < 0.5
+    assert len(finding.windows) >= 10
+
+
+def test_only_gpu_util_steady_low_utilization_is_unclassified_not_guessed():
+    frame = series(120, lambda t, g: 30)
+    _, result = run(120, frame)
+    assert result.status == Status.UNCLASSIFIED and result.findings == []
+
+
+def test_no_logs_script_facts_still_find_pageable_copies_and_a_long_install():
+    # 15 idle minutes at the start (the install of run.sh), then training at 30 %.
+    frame = series(120, lambda t, g: 0 if t < 15 else 30, mem=lambda t, g: 0.6)
+    _, result = run(120, frame, scripts=[case("pageable_train.py"), case("install_run.sh")])
+    found = {f.category: f for f in result.findings}
+    assert set(found) == {Category.HOST_GPU_TRANSFER, Category.LENGTHY_LIBRARY_INSTALL}
+    transfer = found[Category.HOST_GPU_TRANSFER]
+    lines = {(c.path, c.line) for c in transfer.code}
+    assert ("pageable_train.py", 18) in lines  # the DataLoader call, not the comment above it
+    assert ("pageable_train.py", 20) in lines  # inputs.cuda() without non_blocking
+    install = found[Category.LENGTHY_LIBRARY_INSTALL]
+    assert install.confidence <= 0.5 and [c.line for c in install.code] == [4, 4]  # pip twice, one logical line
+
+
+def test_logs_without_timestamps_are_counted_but_never_placed_on_the_time_line():
+    log = "\n".join(
+        ["Epoch 1/3", *[f"step {i} loss 0.5" for i in range(5)], "Saving model checkpoint", "Epoch 2/3", "done"]
+    )
+    frame = series(240, lambda t, g: 0 if (t % 30) >= 25 and t < 235 else 45, mem=lambda t, g: 0.6)
+    evidence, result = run(240, frame, logs=[("stdout.log", log)], scripts=[case("checkpoint_train.py")])
+    assert not evidence.logs.has_timestamps
+    assert all(e.t is None for e in evidence.logs.events)
+    finding = next(f for f in result.findings if f.category == Category.MODEL_CHECKPOINTING)
+    assert finding.sub_cause == "periodic_gaps"
+    assert [(c.path, c.line) for c in finding.code] == [("checkpoint_train.py", 11)]
+
+
+def test_memory_bound_and_checkpoint_stalled_job_gets_both_findings_with_located_waste():
+    saves = [30 + 25 * k for k in range(8)]  # a 5-minute synchronous save every 25 minutes
+
+    def util(t, g):
+        return 0 if any(s <= t < s + 5 for s in saves) else 38
+
+    frame = series(240, util, mem=lambda t, g: 0.93)
+    log = "\n".join(
+        f"2026-11-02 {8 + (s // 60):02d}:{s % 60:02d}:05,000 INFO __main__: Saving model checkpoint to /ckpt/{s}.pt"
+        for s in saves
+    )
+    _, result = run(240, frame, logs=[("stdout.log", log)])
+    found = {f.category: f for f in result.findings}
+    assert set(found) == {Category.GPU_MEMORY_BOUND, Category.MODEL_CHECKPOINTING}
+    checkpoint = found[Category.MODEL_CHECKPOINTING]
+    assert len(checkpoint.windows) == 8 and [line.line_no for line in checkpoint.log_lines] == list(range(1, 9))
+    assert checkpoint.gpu_hours == pytest.approx(8 * 5 / 60, rel=0.15)
+    assert found[Category.GPU_MEMORY_BOUND].gpu_hours > 0
+    total = sum(f.gpu_hours for f in result.findings)
+    assert total == pytest.approx(result.unused_gpu_hours, rel=0.01)
+
+
+def test_dataparallel_on_eight_gpus_is_data_exchange_not_oversubscription_or_api_misuse():
+    # GPU 0 gathers and works more; every GPU dips together on one sample in three.
+    def util(t, g):
+        if round(t * 2) % 3 == 0:
+            return 4
+        return 62 if g == 0 else 38
+
+    frame = series(180, util, gpus=8, mem=lambda t, g: 0.74 if g == 0 else 0.55)
+    _, result = run(180, frame, gpu_count=8, scripts=[case("dataparallel_train.py")])
+    (finding,) = result.findings
+    assert finding.category == Category.DATA_EXCHANGE and finding.sub_cause == "dataparallel"
+    assert [c.line for c in finding.code] == [9]
+    assert finding.numbers["aligned_dip_share"] > 0.25
+
+
+def test_interactive_session_with_bursts_is_interactive_and_not_unreleased():
+    bursts = [(20, 35), (90, 100), (200, 230)]
+
+    def util(t, g):
+        return 70 if any(a <= t < b for a, b in bursts) else 0
+
+    frame = series(360, util, mem=lambda t, g: 0.3)
+    _, result = run(360, frame, job_type="interactive", command="srun --pty jupyter lab --no-browser")
+    assert categories(result) == {Category.INTERACTIVE_JOB}
+    (finding,) = result.findings
+    assert finding.sub_cause == "jupyter" and finding.numbers["bursts"] == 3
+    assert finding.gpu_hours == pytest.approx(result.unused_gpu_hours, rel=0.01)
+
+
+def test_very_short_job_is_insufficient_data():
+    frame = series(2, lambda t, g: 0)
+    _, result = run(2, frame)
+    assert result.status == Status.INSUFFICIENT_DATA and "samples" in result.reason
+
+
+def test_running_job_is_judged_on_its_samples_so_far_and_has_no_tail():
+    # Submitted for 24 h, 3 h in: data up to now, at 30 % with a pageable loader.
+    frame = series(24 * 60, lambda t, g: 30, mem=lambda t, g: 0.6, upto=180)
+    _, result = run(24 * 60, frame, state="RUNNING", scripts=[case("pageable_train.py")])
+    assert result.status == Status.CLASSIFIED
+    assert categories(result) == {Category.HOST_GPU_TRANSFER}
+
+
+def test_finished_job_with_samples_for_half_its_run_is_insufficient_data():
+    frame = series(24 * 60, lambda t, g: 30, upto=12 * 60)
+    _, result = run(24 * 60, frame, state="COMPLETED")
+    assert result.status == Status.INSUFFICIENT_DATA and "cover" in result.reason
+
+
+def test_a_hole_in_the_series_is_never_an_idle_gap():
+    # Busy at 40 % with a 20-minute exporter outage in the middle: no gap, no finding from the hole.
+    frame = series(240, lambda t, g: 40, mem=lambda t, g: 0.6)
+    frame = frame[~frame["timestamp"].between(START + timedelta(minutes=100), START + timedelta(minutes=120))]
+    evidence, result = run(240, frame)
+    assert evidence.phases.idle_gaps == [] and len(evidence.phases.holes) == 1
+    assert result.findings == []
+
+
+def test_healthy_job_gets_no_findings_even_with_a_suspicious_script():
+    frame = series(120, lambda t, g: 80, mem=lambda t, g: 0.2)
+    _, result = run(120, frame, scripts=[case("pageable_train.py")])
+    assert result.status == Status.HEALTHY and result.findings == []
+
+
+def test_script_facts_come_from_the_syntax_tree_with_lines():
+    facts = extract_script_evidence([case("pageable_train.py"), case("install_run.sh")])
+    (loader,) = facts.of("dataloader")
+    assert (loader.line, loader.detail["pin_memory"], loader.detail["num_workers"]) == (18, False, 6)
+    assert [(f.path, f.line) for f in facts.of("shell_install")] == [("install_run.sh", 4), ("install_run.sh", 4)]
+    assert [f.line for f in facts.of("shell_launch")] == [6]
+
+
+def test_trace_facts_split_pageable_copies_and_idle_time_like_hta():
+    events = [
+        {"ph": "X", "cat": "user_annotation", "name": "ProfilerStep#1", "ts": 0, "dur": 1000},
+        {"ph": "X", "cat": "cuda_runtime", "name": "cudaMemcpyAsync", "ts": 0, "dur": 300, "args": {"correlation": 1}},
+        {
+            "ph": "X",
+            "cat": "gpu_memcpy",
+            "name": "Memcpy HtoD (Pageable -> Device)",
+            "pid": 0,
+            "tid": 7,
+            "ts": 10,
+            "dur": 300,
+            "args": {"correlation": 1, "bytes": 4096},
+        },
+        {"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "ts": 500, "dur": 5, "args": {"correlation": 2}},
+        {
+            "ph": "X",
+            "cat": "kernel",
+            "name": "gemm",
+            "pid": 0,
+            "tid": 7,
+            "ts": 510,
+            "dur": 100,
+            "args": {"correlation": 2},
+        },
+        {"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "ts": 520, "dur": 5, "args": {"correlation": 3}},
+        {
+            "ph": "X",
+            "cat": "kernel",
+            "name": "relu",
+            "pid": 0,
+            "tid": 7,
+            "ts": 620,
+            "dur": 50,
+            "args": {"correlation": 3},
+        },
+        {
+            "ph": "X",
+            "cat": "gpu_memcpy",
+            "name": "Memcpy HtoD (Pinned -> Device)",
+            "pid": 0,
+            "tid": 7,
+            "ts": 800,
+            "dur": 20,
+            "args": {"correlation": 4, "bytes": 4096},
+        },
+    ]
+    import json
+
+    facts = trace_facts("rank0.pt.trace.json", json.dumps({"traceEvents": events}).encode())
+    assert facts.h2d_pageable_us == 300 and facts.h2d_pinned_us == 20
+    assert facts.idle_host_wait_us == 200  # kernel 2 was launched at 500, after the copy ended at 310
+    assert facts.idle_kernel_wait_us == 10  # relu started 10 us after gemm: launch overhead
+    assert facts.idle_other_us == 130  # the pinned copy waited on something else
+    assert facts.pageable_share_of_steps == pytest.approx(0.3)

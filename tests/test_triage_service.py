@@ -1,0 +1,177 @@
+"""Triage stored and shown: idempotent results, evidence that points into the stored artifacts, the
+findings API, the job page, the rule-set editor with background re-triage, and the command."""
+
+from __future__ import annotations
+
+import json
+from datetime import datetime
+from io import StringIO
+
+import pytest
+from django.core.files.storage import default_storage
+from django.core.management import call_command
+from django.urls import reverse
+
+from fleet import ingest
+from fleet.models import Artifact, Job, Owner, Team
+from tests.factories import JobFactory
+from triage import services
+from triage.models import Finding, JobTriage, RetriageRun, RuleSet
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture
+def demo(demo_archive, django_capture_on_commit_callbacks):
+    with django_capture_on_commit_callbacks(execute=True):
+        ingest.execute_run(ingest.create_run(demo_archive).pk)
+    return json.loads(demo_archive.with_suffix(".truth.json").read_text())
+
+
+def planted(truth, category: str) -> Job:
+    job_id = next(j["job_id"] for j in truth["jobs"] if category in j["categories"])
+    return Job.objects.get(external_id=job_id)
+
+
+def test_ingest_triages_every_new_job_and_retriage_replaces_not_duplicates(demo):
+    assert JobTriage.objects.count() == Job.objects.count() == len(demo["jobs"])
+    job = planted(demo, "model_checkpointing")
+    before = list(job.findings.values_list("category", "gpu_hours"))
+    services.triage_job(job)
+    services.triage_job(job)
+    assert JobTriage.objects.filter(job=job).count() == 1
+    assert list(job.findings.values_list("category", "gpu_hours")) == before
+    assert ("model_checkpointing",) in [(c,) for c, _ in before]
+
+
+def test_evidence_points_at_real_log_lines_script_lines_and_times_inside_the_job(demo):
+    for category in ("model_checkpointing", "host_gpu_transfer", "lengthy_library_install"):
+        job = planted(demo, category)
+        finding = job.findings.get(category=category)
+        texts = {
+            a.path: default_storage.open(a.file.name).read().decode().split("\n")
+            for a in job.artifacts.exclude(kind=Artifact.Kind.TRACE)
+        }
+        checked = 0
+        for line in finding.evidence["log_lines"]:
+            assert texts[line["path"]][line["line"] - 1].strip().startswith(line["text"][:60].strip()), line
+            checked += 1
+        for fact in finding.evidence["code"]:
+            assert texts[fact["path"]][fact["line"] - 1].strip() == fact["code"], fact
+            checked += 1
+        assert checked, category
+        for window in finding.evidence["windows"]:
+            start = datetime.fromisoformat(window["start"].replace("Z", "+00:00"))
+            end = datetime.fromisoformat(window["end"].replace("Z", "+00:00"))
+            assert job.start_time <= start < end <= job.end_time
+        assert finding.gpu_hours > 0 and finding.guidance["recoverable_gpu_hours"] == round(finding.gpu_hours, 2)
+
+
+def test_loader_bound_guidance_uses_the_jobs_own_cpus_and_workers(demo):
+    job = planted(demo, "data_preprocessing")
+    finding = job.findings.get(category="data_preprocessing")
+    numbers = finding.evidence["numbers"]
+    assert numbers["cpu_util_training"] >= 85 and numbers["cpu_count"] == job.cpu_count
+    guidance = finding.guidance
+    assert f"{job.cpu_count} CPUs for {job.gpu_count} GPU(s)" in guidance["change"]
+    assert f"num_workers={guidance['settings']['suggested_workers']}" in guidance["after"]
+    assert (
+        "4.92x"
+        in planted(demo, "improper_batch_size").findings.get(category="improper_batch_size").guidance["expected_effect"]
+    )
+
+
+def test_findings_api_lists_filters_and_details_jobs_scoped_to_the_team(demo, client, operator, researcher):
+    client.force_login(operator)
+    everything = client.get("/api/v1/jobs/").json()
+    assert everything["count"] == len(demo["jobs"])
+    job = planted(demo, "remote_data_reading")
+    found = client.get("/api/v1/jobs/", {"category": "remote_data_reading"}).json()
+    assert job.pk in [row["id"] for row in found["results"]]
+    assert all("remote_data_reading" in row["categories"] for row in found["results"])
+    low = client.get("/api/v1/jobs/", {"low_util": "true", "page_size": 500}).json()
+    assert all(row["mean_gpu_util"] <= 50 for row in low["results"]) and low["count"] < everything["count"]
+    by_key = client.get("/api/v1/jobs/", {"cluster": job.cluster.name, "external_id": job.external_id}).json()
+    assert [row["id"] for row in by_key["results"]] == [job.pk]
+    in_range = client.get("/api/v1/jobs/", {"started_after": job.start_time.isoformat(), "team": job.team.slug}).json()
+    assert job.pk in [row["id"] for row in in_range["results"]]
+
+    detail = client.get(f"/api/v1/jobs/{job.pk}/").json()
+    assert detail["triage"]["status"] == "classified" and detail["triage"]["rule_set_version"] == 1
+    (finding,) = [f for f in detail["findings"] if f["category"] == "remote_data_reading"]
+    assert finding["evidence"]["windows"] and finding["guidance"]["before"] and finding["dimension"] == "data"
+
+    # A member sees their team's jobs only; another team's job is a 404.
+    member = Owner.objects.create(user=researcher, team=Team.objects.exclude(pk=job.team_id).first()).user
+    member.groups.clear()
+    client.force_login(member)
+    assert client.get(f"/api/v1/jobs/{job.pk}/").status_code == 404
+    assert client.get("/api/v1/jobs/").json()["count"] == Job.objects.filter(team__owners__user=member).count()
+
+
+def test_schema_documents_the_jobs_filters(client, operator):
+    client.force_login(operator)
+    schema = client.get("/api/v1/schema/", {"format": "json"}).content.decode()
+    for name in ("low_util", "category", "started_after", "external_id"):
+        assert name in schema
+
+
+def test_job_page_shows_findings_with_evidence_and_fix(demo, client, member_a):
+    job = planted(demo, "unreleased_job")
+    job.team = Team.objects.get(slug="team-a")
+    job.save()
+    client.force_login(member_a)
+    page = client.get(reverse("triage:job", args=[job.pk])).content.decode()
+    assert "Unreleased job" in page and "GPU-hours" in page and "How to fix it" in page
+    other = Job.objects.exclude(team__slug="team-a").first()
+    assert client.get(reverse("triage:job", args=[other.pk])).status_code == 404
+
+
+def test_operator_saves_a_threshold_and_every_job_is_retriaged_with_the_new_version(
+    demo, client, operator, member_a, django_capture_on_commit_callbacks
+):
+    url = reverse("triage:rule-set")
+    client.force_login(member_a)
+    assert client.get(url).status_code == 404
+    client.force_login(operator)
+    page = client.get(url).content.decode()
+    assert "install_min_s" in page and ">600.0<" in page  # the default is shown beside the value
+    install_job = planted(demo, "lengthy_library_install")
+    minutes = install_job.findings.get(category="lengthy_library_install").evidence["numbers"]["install_minutes"]
+
+    form = dict(RuleSet.current().effective_thresholds().items())
+    form["install_min_s"] = (minutes + 5) * 60  # longer than this job's install
+    form["note"] = "installs under the new limit are fine"
+    with django_capture_on_commit_callbacks(execute=True):
+        response = client.post(url, form)
+    assert response.status_code == 302
+    v2 = RuleSet.objects.get(version=2)
+    run = RetriageRun.objects.get(rule_set=v2)
+    assert (run.status, run.jobs_done, run.jobs_total) == ("done", Job.objects.count(), Job.objects.count())
+    assert JobTriage.objects.filter(rule_set=v2).count() == Job.objects.count()
+    current = install_job.triage_results.get(is_current=True)
+    assert current.rule_set == v2
+    assert not current.findings.filter(category="lengthy_library_install").exists()
+    assert Finding.objects.filter(job=install_job, rule_set__version=1, category="lengthy_library_install").exists()
+    progress = client.get(reverse("triage:retriage-progress", args=[run.pk])).json()
+    assert progress["percent"] == 100
+    assert "v2" in client.get(url).content.decode()
+
+
+def test_triage_command_one_job_dry_run_and_a_given_version(demo):
+    job = planted(demo, "api_misuse")
+    out = StringIO()
+    call_command("triage", "--job", f"{job.cluster.name}/{job.external_id}", "--dry-run", stdout=out)
+    assert "api_misuse" in out.getvalue() and "would be" in out.getvalue()
+    JobTriage.objects.filter(job=job).delete()
+    call_command("triage", "--job", f"{job.cluster.name}/{job.external_id}", "--rule-set", "1", stdout=StringIO())
+    assert job.findings.filter(category="api_misuse", rule_set__version=1).exists()
+    out = StringIO()
+    call_command("triage", "--all", stdout=out)
+    assert f"({Job.objects.count()} jobs were triaged)" in out.getvalue()
+
+
+def test_a_vanished_job_is_skipped_and_a_job_without_series_is_insufficient_data(db):
+    job = JobFactory()
+    assert services.triage_jobs([job.pk, 10**9]) == {"insufficient_data": 1}
+    assert job.triage_results.get().reason == "no GPU utilization samples"

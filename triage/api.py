@@ -1,0 +1,178 @@
+"""Triage's part of the JSON API: jobs with their triage status, findings, evidence and guidance.
+
+`GET /api/v1/jobs/` lists the jobs a user may see (filters: cluster, team, user, category,
+low_util, status, started_after/started_before, external_id), `GET /api/v1/jobs/{id}/` gives one
+job with its summary, current triage result and findings. A job of another team is a 404.
+"""
+
+from __future__ import annotations
+
+import django_filters
+from django.conf import settings
+from django.db.models import Exists, OuterRef, Prefetch
+from rest_framework import serializers, viewsets
+
+from config.api import router
+from fleet.models import Job
+from triage.models import Finding, JobTriage, TriageStatus
+from triage.taxonomy import Category
+
+
+class FindingSerializer(serializers.ModelSerializer):
+    category_label = serializers.CharField(source="get_category_display", read_only=True)
+    dimension = serializers.SerializerMethodField()
+    rule_set_version = serializers.IntegerField(source="rule_set.version", read_only=True)
+
+    class Meta:
+        model = Finding
+        fields = [
+            "category",
+            "category_label",
+            "dimension",
+            "sub_cause",
+            "confidence",
+            "summary",
+            "gpu_hours",
+            "cost",
+            "currency",
+            "time_located",
+            "rule_set_version",
+            "evidence",
+            "guidance",
+        ]
+
+    def get_dimension(self, finding: Finding) -> str:
+        return Category(finding.category).dimension.value
+
+
+class TriageSerializer(serializers.ModelSerializer):
+    rule_set_version = serializers.IntegerField(source="rule_set.version", read_only=True)
+
+    class Meta:
+        model = JobTriage
+        fields = ["status", "reason", "rule_set_version", "mean_util", "coverage", "unused_gpu_hours", "triaged_at"]
+
+
+class TriageDetailSerializer(TriageSerializer):
+    class Meta(TriageSerializer.Meta):
+        fields = [*TriageSerializer.Meta.fields, "evidence"]
+
+
+class JobSerializer(serializers.ModelSerializer):
+    cluster = serializers.CharField(source="cluster.name", read_only=True)
+    team = serializers.CharField(source="team.slug", read_only=True)
+    triage = serializers.SerializerMethodField()
+    categories = serializers.SerializerMethodField()
+
+    class Meta:
+        model = Job
+        fields = [
+            "id",
+            "cluster",
+            "external_id",
+            "name",
+            "user",
+            "team",
+            "state",
+            "job_type",
+            "start_time",
+            "end_time",
+            "gpu_count",
+            "gpu_model",
+            "node_count",
+            "mean_gpu_util",
+            "peak_gpu_mem_util",
+            "gpu_hours",
+            "unused_gpu_hours",
+            "idle_gpu_hours",
+            "coverage",
+            "cost",
+            "currency",
+            "triage",
+            "categories",
+        ]
+
+    def _current(self, job: Job) -> JobTriage | None:
+        results = getattr(job, "current_triage", None)
+        return results[0] if results else None
+
+    def get_triage(self, job: Job) -> dict | None:
+        result = self._current(job)
+        return TriageSerializer(result).data if result else None
+
+    def get_categories(self, job: Job) -> list[str]:
+        result = self._current(job)
+        return [f.category for f in result.findings.all()] if result else []
+
+
+class JobDetailSerializer(JobSerializer):
+    findings = serializers.SerializerMethodField()
+
+    class Meta(JobSerializer.Meta):
+        fields = [*JobSerializer.Meta.fields, "command", "cpu_count", "sampling_period_s", "sample_count", "findings"]
+
+    def get_triage(self, job: Job) -> dict | None:
+        result = self._current(job)
+        return TriageDetailSerializer(result).data if result else None
+
+    def get_findings(self, job: Job) -> list[dict]:
+        result = self._current(job)
+        return FindingSerializer(result.findings.all(), many=True).data if result else []
+
+
+class JobFilter(django_filters.FilterSet):
+    cluster = django_filters.CharFilter(field_name="cluster__name")
+    team = django_filters.CharFilter(field_name="team__slug")
+    user = django_filters.CharFilter(field_name="user")
+    external_id = django_filters.CharFilter(field_name="external_id")
+    category = django_filters.ChoiceFilter(choices=Category.choices, method="filter_category")
+    status = django_filters.ChoiceFilter(choices=TriageStatus.choices, method="filter_status")
+    low_util = django_filters.BooleanFilter(method="filter_low_util", label="Mean GPU util at or below the threshold")
+    started_after = django_filters.IsoDateTimeFilter(field_name="start_time", lookup_expr="gte")
+    started_before = django_filters.IsoDateTimeFilter(field_name="start_time", lookup_expr="lt")
+
+    class Meta:
+        model = Job
+        fields = ["cluster", "team", "user", "external_id", "category", "status", "low_util"]
+
+    def filter_category(self, queryset, name, value):
+        current = Finding.objects.filter(job=OuterRef("pk"), category=value, result__is_current=True)
+        return queryset.filter(Exists(current))
+
+    def filter_status(self, queryset, name, value):
+        return queryset.filter(Exists(JobTriage.objects.filter(job=OuterRef("pk"), is_current=True, status=value)))
+
+    def filter_low_util(self, queryset, name, value):
+        threshold = settings.LOW_UTIL_THRESHOLD
+        if value:
+            return queryset.filter(mean_gpu_util__lte=threshold)
+        return queryset.filter(mean_gpu_util__gt=threshold)
+
+
+class JobViewSet(viewsets.ReadOnlyModelViewSet):
+    """Jobs the user may see, with their current triage result; another team's job is a 404."""
+
+    filterset_class = JobFilter
+
+    def get_queryset(self):
+        current = JobTriage.objects.filter(is_current=True).select_related("rule_set")
+        if self.action == "retrieve":
+            current = current.prefetch_related(
+                Prefetch("findings", queryset=Finding.objects.select_related("rule_set"))
+            )
+        else:
+            current = current.prefetch_related(
+                Prefetch("findings", queryset=Finding.objects.only("category", "result"))
+            )
+        return (
+            Job.objects.visible_to(self.request.user)
+            .select_related("cluster", "team")
+            .prefetch_related(Prefetch("triage_results", queryset=current, to_attr="current_triage"))
+            .order_by("-start_time", "pk")
+        )
+
+    def get_serializer_class(self):
+        return JobDetailSerializer if self.action == "retrieve" else JobSerializer
+
+
+router.register("jobs", JobViewSet, basename="job")

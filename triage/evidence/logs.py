@@ -1,0 +1,134 @@
+"""Log evidence: recognised events with file, line number and a time, even for lines printed without one.
+
+Uses the shared extractor `fleet.logevents` (pure). A line without its own timestamp (tqdm bars,
+Trainer dicts, tracebacks) gets the time of the nearest earlier timestamped line of the same file as
+its time, marked `estimated`; a file with no timestamp at all gives events without times, which
+rules may still count but never place on the time line.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from fleet import logevents
+from fleet.logevents import extract_log_events, line_timestamp
+
+MAX_LINE = 300
+
+
+@dataclass(frozen=True)
+class LogLine:
+    kind: str
+    path: str
+    line_no: int
+    t: float | None  # epoch seconds
+    estimated: bool  # the line had no timestamp; t is the previous timestamped line's
+    text: str
+    t_next: float | None = None  # for an estimated line: the next timestamped line's time (an upper bound)
+
+    def as_dict(self) -> dict:
+        return {
+            "kind": self.kind,
+            "path": self.path,
+            "line": self.line_no,
+            "t": self.t,
+            "time_estimated": self.estimated,
+            "text": self.text[:MAX_LINE],
+        }
+
+
+_BATCH = re.compile(r"\bbatch[ _-]?size\b\s*[=:]?\s*(\d+)", re.IGNORECASE)
+_WORKER_WARNING = re.compile(
+    r"This DataLoader will create (\d+) worker processes in total\. Our suggested max number of worker in current "
+    r"system is (\d+)",
+    re.IGNORECASE,
+)
+_SLOW_LOADER = re.compile(r"does not have many workers", re.IGNORECASE)
+_SOCKET = re.compile(r"\bUsing network Socket\b|NET/Socket", re.IGNORECASE)
+_DATAPARALLEL = re.compile(r"nn\.DataParallel|torch/nn/parallel/_functions\.py|data_parallel", re.IGNORECASE)
+_INSPECT_ALIVE = re.compile(r"\bholding the node\b|\bkeeping the process alive\b|\bsleep (?:infinity|\d+[hd]?)\b", re.I)
+
+
+@dataclass
+class LogEvidence:
+    events: list[LogLine]
+    files: int
+    lines: int
+    timestamped_lines: int
+    batch_sizes: list[tuple[int, LogLine]]
+    worker_warnings: list[tuple[int, int, LogLine]]  # (workers created, suggested max, line)
+    socket_lines: list[LogLine]
+    dataparallel_lines: list[LogLine]
+    hold_lines: list[LogLine]  # "holding the node", "keeping the process alive"
+
+    def of(self, *kinds: str) -> list[LogLine]:
+        return [event for event in self.events if event.kind in kinds]
+
+    @property
+    def has_timestamps(self) -> bool:
+        return self.timestamped_lines > 0
+
+
+def extract_log_evidence(logs: list[tuple[str, str]]) -> LogEvidence:
+    """Events of every log file; `logs` is [(path, text)]."""
+    evidence = LogEvidence([], 0, 0, 0, [], [], [], [], [])
+    for path, text in logs:
+        evidence.files += 1
+        physical = text.split("\n")
+        evidence.lines += len(physical)
+        # Times of every line: its own, else the last seen (estimated).
+        times: list[tuple[float | None, bool]] = []
+        last: float | None = None
+        for raw in physical:
+            stamp = line_timestamp(raw) if raw.strip() else None
+            if stamp is not None:
+                last = stamp.timestamp()
+                evidence.timestamped_lines += 1
+                times.append((last, False))
+            else:
+                times.append((last, True))
+        upper: list[float | None] = [None] * len(times)
+        following = None
+        for index in range(len(times) - 1, -1, -1):
+            upper[index] = following
+            if not times[index][1]:
+                following = times[index][0]
+        for record in extract_log_events(text):
+            t, estimated = times[record.line_no - 1]
+            t_next = upper[record.line_no - 1] if estimated else t
+            evidence.events.append(LogLine(record.kind, path, record.line_no, t, estimated, record.text, t_next))
+        # A few facts that are not events of their own.
+        for index, raw in enumerate(physical):
+            if not raw or len(raw) > 5000:
+                continue
+            has_batch = "atch" in raw
+            if not (
+                has_batch
+                or "DataLoader" in raw
+                or "Socket" in raw
+                or "arallel" in raw
+                or "hold" in raw
+                or "alive" in raw
+                or "sleep" in raw
+            ):
+                continue
+            t, estimated = times[index]
+            line = LogLine("fact", path, index + 1, t, estimated, raw.strip()[:MAX_LINE])
+            if has_batch and (match := _BATCH.search(raw)):
+                evidence.batch_sizes.append((int(match.group(1)), line))
+            if match := _WORKER_WARNING.search(raw):
+                evidence.worker_warnings.append((int(match.group(1)), int(match.group(2)), line))
+            elif _SLOW_LOADER.search(raw):
+                evidence.worker_warnings.append((0, 0, line))
+            if _SOCKET.search(raw):
+                evidence.socket_lines.append(line)
+            if _DATAPARALLEL.search(raw):
+                evidence.dataparallel_lines.append(line)
+            if _INSPECT_ALIVE.search(raw):
+                evidence.hold_lines.append(line)
+    evidence.events.sort(key=lambda e: (e.t if e.t is not None else float("inf"), e.path, e.line_no))
+    return evidence
+
+
+KINDS = logevents.LOG_EVENT_KINDS

@@ -1,0 +1,548 @@
+"""Script evidence: facts about a job's code, each with `file:line`.
+
+Python files are read with the `ast` module and shell scripts with `shlex`, never with regular
+expressions over source text, so a commented-out `torch.save` or a string that merely mentions
+`pin_memory=True` is not a fact. Pure Python; no Django.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+import shlex
+from dataclasses import dataclass, field
+
+DL_FRAMEWORKS = {
+    "torch",
+    "tensorflow",
+    "jax",
+    "flax",
+    "mxnet",
+    "paddle",
+    "keras",
+    "lightning",
+    "pytorch_lightning",
+    "transformers",
+    "deepspeed",
+    "accelerate",
+    "oneflow",
+    "mindspore",
+    "horovod",
+}
+REMOTE_SCHEMES = (
+    "s3://",
+    "s3a://",
+    "gs://",
+    "hdfs://",
+    "abfs://",
+    "abfss://",
+    "wasb://",
+    "wasbs://",
+    "az://",
+    "oss://",
+)
+SAVE_CALLS = {"save", "save_pretrained", "save_checkpoint", "save_model", "save_state", "async_save"}
+UPLOAD_METHODS = {"upload_file", "upload_fileobj", "put_object", "log_artifact", "log_artifacts", "push_to_hub"}
+SYNC_METHODS = {"item", "cpu", "numpy", "tolist"}
+HUB_CALLS = {"load_dataset", "hf_hub_download", "snapshot_download", "urlretrieve"}
+INTERACTIVE_PROGRAMS = {
+    "jupyter",
+    "jupyter-lab",
+    "jupyter-notebook",
+    "code-server",
+    "sshd",
+    "tmux",
+    "screen",
+    "ipython",
+}
+LAUNCHERS = {"torchrun", "deepspeed", "horovodrun", "mpirun", "accelerate"}
+_DATA_ROLE = re.compile(r"data|dataset|train|input|shard|root|corpus|source", re.IGNORECASE)
+_WRITE_ROLE = re.compile(r"checkpoint|ckpt|output|upload|save|artifact|log|export|result|dest", re.IGNORECASE)
+
+
+@dataclass(frozen=True)
+class CodeFact:
+    kind: str
+    path: str
+    line: int
+    text: str  # the source line, stripped
+    detail: dict = field(default_factory=dict, hash=False)
+
+    def as_dict(self) -> dict:
+        return {"kind": self.kind, "path": self.path, "line": self.line, "code": self.text[:200], **self.detail}
+
+
+@dataclass
+class ScriptEvidence:
+    facts: list[CodeFact] = field(default_factory=list)
+    python_files: int = 0
+    shell_files: int = 0
+    parse_errors: list[str] = field(default_factory=list)
+    frameworks: set[str] = field(default_factory=set)
+
+    def of(self, *kinds: str) -> list[CodeFact]:
+        return [fact for fact in self.facts if fact.kind in kinds]
+
+    @property
+    def has_code(self) -> bool:
+        return self.python_files > 0 or self.shell_files > 0
+
+
+def extract_script_evidence(scripts: list[tuple[str, str]]) -> ScriptEvidence:
+    evidence = ScriptEvidence()
+    for path, text in scripts:
+        lower = path.lower()
+        if lower.endswith(".py"):
+            evidence.python_files += 1
+            try:
+                tree = ast.parse(text, filename=path)
+            except (SyntaxError, ValueError) as exc:
+                evidence.parse_errors.append(f"{path}: {exc}")
+                continue
+            _PythonFacts(path, text, evidence).run(tree)
+        elif lower.endswith((".sh", ".bash", ".slurm", ".sbatch")) or text.startswith("#!/bin/"):
+            evidence.shell_files += 1
+            _shell_facts(path, text, evidence)
+    return evidence
+
+
+# --- Python ---------------------------------------------------------------------------------------
+
+
+def _dotted(node: ast.AST) -> str:
+    """`torch.cuda.synchronize` for the callee of a call, '' when it is not a plain dotted name."""
+    parts = []
+    while isinstance(node, ast.Attribute):
+        parts.append(node.attr)
+        node = node.value
+    if isinstance(node, ast.Name):
+        parts.append(node.id)
+        return ".".join(reversed(parts))
+    if isinstance(node, ast.Call):  # a(...).b -> "().b"
+        parts.append("()")
+        return ".".join(reversed(parts))
+    return ""
+
+
+def _has_modulo(test: ast.AST) -> bool:
+    return any(isinstance(n, ast.BinOp) and isinstance(n.op, ast.Mod) for n in ast.walk(test))
+
+
+def _is_step_loop(loop: ast.AST) -> bool:
+    """The innermost loop that runs backward passes: a training-step loop (not the epoch loop around it)."""
+    if not _contains_backward(loop):
+        return False
+    nested = (n for n in ast.walk(loop) if n is not loop and isinstance(n, ast.For | ast.While | ast.AsyncFor))
+    return not any(_contains_backward(n) for n in nested)
+
+
+def _contains_backward(loop: ast.AST) -> bool:
+    for node in ast.walk(loop):
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "backward":
+            return True
+        if isinstance(node, ast.Call) and _dotted(node.func).endswith(("train_on_batch", "optimizer_step")):
+            return True
+    return False
+
+
+class _PythonFacts(ast.NodeVisitor):
+    def __init__(self, path: str, text: str, evidence: ScriptEvidence):
+        self.path = path
+        self.lines = text.splitlines()
+        self.ev = evidence
+        self.defaults: dict[str, object] = {}  # argparse dest -> default
+        self.constants: dict[str, object] = {}  # module-level NAME = literal
+        self.loops: list[tuple[ast.AST, bool]] = []  # (loop node, is a training-step loop)
+        self.guards: list[bool] = []  # enclosing ifs: does the test sample (use %)
+        self.torch_imported_at: int | None = None
+        self.step_iterables: set[str] = set()  # names iterated by training-step loops (the train loader)
+        self.assigned_to: dict[int, str] = {}  # id(call node) -> name it is assigned to
+
+    def add(self, kind: str, node: ast.AST, **detail) -> None:
+        line = getattr(node, "lineno", 0)
+        text = self.lines[line - 1].strip() if 0 < line <= len(self.lines) else ""
+        self.ev.facts.append(CodeFact(kind, self.path, line, text, detail))
+
+    def run(self, tree: ast.Module) -> None:
+        # First pass: argparse defaults and module constants, so later calls can resolve `args.x`.
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "add_argument":
+                self._argument(node)
+        for node in tree.body:
+            if isinstance(node, ast.Assign) and isinstance(node.value, ast.Constant):
+                for target in node.targets:
+                    if isinstance(target, ast.Name):
+                        self.constants[target.id] = node.value.value
+                        self._remote_literal(node.value, role=target.id)
+        self.visit(tree)
+        # Which loaders feed a training-step loop (known only after the whole file was read).
+        for fact in self.ev.facts:
+            if fact.kind == "dataloader" and fact.path == self.path:
+                fact.detail["feeds_training"] = fact.detail.get("assigned_to") in self.step_iterables
+
+    def _argument(self, node: ast.Call) -> None:
+        names = [a.value for a in node.args if isinstance(a, ast.Constant) and isinstance(a.value, str)]
+        dest = next(
+            (kw.value.value for kw in node.keywords if kw.arg == "dest" and isinstance(kw.value, ast.Constant)), None
+        )
+        long = next((n for n in names if n.startswith("--")), names[0] if names else None)
+        if dest is None and long:
+            dest = long.lstrip("-").replace("-", "_")
+        default = next((kw.value for kw in node.keywords if kw.arg == "default"), None)
+        if dest and isinstance(default, ast.Constant):
+            self.defaults[dest] = default.value
+            if isinstance(default.value, str):
+                self._remote_literal(default, role=dest)
+
+    def resolve(self, node: ast.AST | None) -> object:
+        """A literal value, `args.x` through argparse defaults, NAME through module constants; else None."""
+        if node is None:
+            return None
+        if isinstance(node, ast.Constant):
+            return node.value
+        if (
+            isinstance(node, ast.Attribute)
+            and isinstance(node.value, ast.Name)
+            and node.value.id in ("args", "opt", "cfg")
+        ):
+            return self.defaults.get(node.attr)
+        if isinstance(node, ast.Name):
+            return self.constants.get(node.id)
+        return None
+
+    def _remote_literal(self, node: ast.Constant, role: str) -> None:
+        value = node.value
+        if isinstance(value, str) and value.startswith(REMOTE_SCHEMES):
+            purpose = "write" if _WRITE_ROLE.search(role) else ("read" if _DATA_ROLE.search(role) else "unknown")
+            self.add("remote_path", node, url=value, role=role, purpose=purpose)
+
+    # --- structure ---
+    def visit_Import(self, node: ast.Import) -> None:
+        for alias in node.names:
+            self._import(alias.name, node)
+
+    def visit_ImportFrom(self, node: ast.ImportFrom) -> None:
+        if node.module and node.level == 0:
+            self._import(node.module, node)
+
+    def _import(self, module: str, node: ast.AST) -> None:
+        top = module.split(".")[0]
+        if top in DL_FRAMEWORKS:
+            self.ev.frameworks.add(top)
+            self.add("framework_import", node, module=module)
+            if top == "torch" and self.torch_imported_at is None:
+                self.torch_imported_at = node.lineno
+
+    def _loop(self, node: ast.AST) -> None:
+        self.loops.append((node, _is_step_loop(node)))
+        if self.loops[-1][1] and isinstance(node, ast.For | ast.AsyncFor) and isinstance(node.iter, ast.Name):
+            self.step_iterables.add(node.iter.id)
+        self.generic_visit(node)
+        self.loops.pop()
+
+    visit_For = _loop
+    visit_While = _loop
+    visit_AsyncFor = _loop
+
+    def visit_If(self, node: ast.If) -> None:
+        self.visit(node.test)
+        self.guards.append(_has_modulo(node.test))
+        for child in node.body:
+            self.visit(child)
+        self.guards.pop()
+        self.guards.append(False)
+        for child in node.orelse:
+            self.visit(child)
+        self.guards.pop()
+
+    def visit_FunctionDef(self, node: ast.FunctionDef) -> None:
+        # A function body is its own scope: loops around a call site are not seen here.
+        loops, guards = self.loops, self.guards
+        self.loops, self.guards = [], []
+        self.generic_visit(node)
+        self.loops, self.guards = loops, guards
+
+    visit_AsyncFunctionDef = visit_FunctionDef
+
+    @property
+    def in_loop(self) -> bool:
+        return bool(self.loops)
+
+    @property
+    def in_step_loop(self) -> bool:
+        return any(is_step for _, is_step in self.loops)
+
+    @property
+    def sampled(self) -> bool:
+        return any(self.guards)
+
+    def visit_Assign(self, node: ast.Assign) -> None:
+        if isinstance(node.value, ast.Call) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
+            self.assigned_to[id(node.value)] = node.targets[0].id
+        for target in node.targets:
+            if (
+                isinstance(target, ast.Subscript)
+                and _dotted(target.value) == "os.environ"
+                and isinstance(target.slice, ast.Constant)
+                and target.slice.value == "CUDA_VISIBLE_DEVICES"
+            ):
+                self._visible_devices(node, self.resolve(node.value))
+        self.generic_visit(node)
+
+    def _visible_devices(self, node: ast.AST, value: object) -> None:
+        after_torch = self.torch_imported_at is not None and node.lineno > self.torch_imported_at
+        devices = [d for d in str(value).split(",") if d.strip()] if value is not None else []
+        self.add("cuda_visible_devices", node, value=value, devices=len(devices), after_framework_import=after_torch)
+
+    # --- calls ---
+    def visit_Call(self, node: ast.Call) -> None:
+        name = _dotted(node.func)
+        last = name.rsplit(".", 1)[-1] if name else (node.func.attr if isinstance(node.func, ast.Attribute) else "")
+        kwargs = {kw.arg: kw.value for kw in node.keywords if kw.arg}
+        loop = {"in_loop": self.in_loop, "in_step_loop": self.in_step_loop, "sampled": self.sampled}
+
+        if last == "DataLoader":
+            pin = self.resolve(kwargs.get("pin_memory"))
+            workers = self.resolve(kwargs.get("num_workers")) if "num_workers" in kwargs else 0
+            self.add(
+                "dataloader",
+                node,
+                assigned_to=self.assigned_to.get(id(node)),
+                pin_memory=pin if "pin_memory" in kwargs else False,
+                pin_memory_given="pin_memory" in kwargs,
+                num_workers=workers,
+                prefetch_factor=self.resolve(kwargs.get("prefetch_factor")),
+                persistent_workers=self.resolve(kwargs.get("persistent_workers")),
+                batch_size=self.resolve(kwargs.get("batch_size")),
+            )
+        elif last == "TrainingArguments":
+            self.add(
+                "training_arguments",
+                node,
+                pin_memory=self.resolve(kwargs.get("dataloader_pin_memory"))
+                if "dataloader_pin_memory" in kwargs
+                else True,
+                num_workers=self.resolve(kwargs.get("dataloader_num_workers")) or 0,
+                batch_size=self.resolve(kwargs.get("per_device_train_batch_size")),
+            )
+        elif last in ("to", "cuda") and isinstance(node.func, ast.Attribute) and self.in_loop:
+            non_blocking = self.resolve(kwargs.get("non_blocking")) is True
+            target = node.args[0] if node.args else None
+            device_like = last == "cuda" or (
+                target is not None and ("device" in ast.unparse(target) or "cuda" in ast.unparse(target))
+            )
+            if device_like:
+                self.add("device_copy", node, non_blocking=non_blocking, **loop)
+        elif last in SAVE_CALLS and (
+            name.startswith(("torch.", "tf.", "accelerator.", "trainer.", "dcp.")) or last != "save"
+        ):
+            if not name.startswith(("np.", "numpy.", "joblib.", "plt.", "pickle.")):
+                self.add("save_call", node, call=name or last, **loop)
+        elif last in UPLOAD_METHODS or name in ("wandb.save", "mlflow.log_artifacts", "mlflow.log_artifact"):
+            self.add("upload_call", node, call=name or last, **loop)
+        elif name in ("subprocess.run", "subprocess.call", "subprocess.check_call", "subprocess.Popen", "os.system"):
+            argv = self._argv(node)
+            if argv:
+                self._command_facts(argv, node, loop)
+        elif last in SYNC_METHODS and isinstance(node.func, ast.Attribute) and not node.args and self.in_step_loop:
+            self.add("host_sync", node, call=last, sampled=self.sampled)
+        elif name in ("torch.cuda.synchronize", "cuda.synchronize") and self.in_step_loop:
+            self.add("host_sync", node, call="torch.cuda.synchronize", sampled=self.sampled)
+        elif last == "DataParallel":
+            self.add("data_parallel", node)
+        elif last in ("DistributedDataParallel", "DDP", "FullyShardedDataParallel", "FSDP"):
+            self.add("ddp", node)
+        elif name.endswith("init_process_group"):
+            self.add("init_process_group", node, backend=self.resolve(node.args[0]) if node.args else None)
+        elif last in ("all_reduce", "all_gather", "broadcast") and self.in_loop:
+            self.add("manual_collective", node, call=name, **loop)
+        elif last == "from_pretrained":
+            source = self.resolve(node.args[0]) if node.args else None
+            local = self.resolve(kwargs.get("local_files_only")) is True
+            if not local and isinstance(source, str) and not source.startswith(("/", ".", "~")):
+                self.add("hub_download", node, call=name, source=source)
+        elif last in HUB_CALLS or name == "torch.hub.load":
+            self.add("hub_download", node, call=name, source=self.resolve(node.args[0]) if node.args else None)
+        elif name == "torch.device" or last == "set_device":
+            value = self.resolve(node.args[0]) if node.args else None
+            if isinstance(value, str) and re.fullmatch(r"cuda:\d+", value):
+                self.add("fixed_device", node, device=value)
+        elif (
+            name in ("os.environ.__setitem__", "os.putenv", "os.environ.setdefault")
+            and node.args
+            and self.resolve(node.args[0]) == "CUDA_VISIBLE_DEVICES"
+        ):
+            self._visible_devices(node, self.resolve(node.args[1]) if len(node.args) > 1 else None)
+        if last in ("open", "read_parquet", "read_csv", "load", "read_table", "ParquetFile") and node.args:
+            value = self.resolve(node.args[0])
+            if isinstance(value, str) and value.startswith(REMOTE_SCHEMES):
+                self.add("remote_path", node, url=value, role=name, purpose="read")
+        self.generic_visit(node)
+
+    def _argv(self, node: ast.Call) -> list[str]:
+        if not node.args:
+            return []
+        first = node.args[0]
+        if isinstance(first, ast.List | ast.Tuple):
+            return [str(v) if (v := self.resolve(e)) is not None else "?" for e in first.elts]
+        value = self.resolve(first)
+        if isinstance(value, str):
+            try:
+                return shlex.split(value)
+            except ValueError:
+                return value.split()
+        return []
+
+    def _command_facts(self, argv: list[str], node: ast.AST, loop: dict) -> None:
+        kind = _command_kind(argv)
+        if kind == "upload":
+            self.add("upload_call", node, call=" ".join(argv[:3]), **loop)
+        elif kind == "download":
+            self.add("hub_download", node, call=" ".join(argv[:2]), source=argv[-1])
+
+
+# --- Shell ----------------------------------------------------------------------------------------
+
+
+def _command_kind(argv: list[str]) -> str:
+    """What one shell command does, from its words: install, download, upload, sleep, launch, interactive, ''."""
+    words = [w for w in argv if not re.fullmatch(r"[A-Z_][A-Z0-9_]*=.*", w)]  # leading VAR=value
+    while words and words[0] in ("sudo", "exec", "nohup", "time", "env", "srun", "stdbuf"):
+        words = [w for w in words[1:] if not w.startswith("-")] if words[0] == "srun" else words[1:]
+    if not words:
+        return ""
+    program = words[0].rsplit("/", 1)[-1]
+    rest = words[1:]
+    if program in ("pip", "pip3", "uv", "conda", "mamba", "micromamba", "apt-get", "apt", "yum", "dnf") and (
+        "install" in rest
+    ):
+        return "install"
+    if program.startswith("python") and rest[:3] == ["-m", "pip", "install"]:
+        return "install"
+    if program in ("wget", "curl") or (program == "huggingface-cli" and "download" in rest):
+        return "download"
+    if program == "git" and rest[:1] == ["clone"]:
+        return "download"
+    if program == "aws" and rest[:1] == ["s3"] and len(rest) >= 2 and rest[1] in ("cp", "sync", "mv"):
+        paths = [w for w in rest[2:] if not w.startswith("-")]
+        if len(paths) >= 2:
+            if paths[-1].startswith(REMOTE_SCHEMES) and not paths[0].startswith(REMOTE_SCHEMES):
+                return "upload"
+            if paths[0].startswith(REMOTE_SCHEMES):
+                return "download"
+    if program in ("gsutil", "azcopy", "rclone") and any(w in rest for w in ("cp", "copy", "sync", "rsync")):
+        paths = [w for w in rest if "://" in w or ":" in w]
+        return "upload" if paths and ("://" in paths[-1] or ":" in paths[-1]) else "download"
+    if program == "sleep":
+        return "sleep"
+    if program in INTERACTIVE_PROGRAMS:
+        return "interactive"
+    if program in LAUNCHERS or (program.startswith("python") and rest[:2] == ["-m", "torch.distributed.launch"]):
+        return "launch"
+    if program.startswith("python"):
+        return "python"
+    return ""
+
+
+def _logical_lines(text: str) -> list[tuple[int, str]]:
+    """(first physical line number, logical line) with backslash continuations joined."""
+    out, buffer, first = [], "", 0
+    for number, line in enumerate(text.splitlines(), start=1):
+        if not buffer:
+            first = number
+        if line.rstrip().endswith("\\"):
+            buffer += line.rstrip()[:-1] + " "
+            continue
+        out.append((first, buffer + line))
+        buffer = ""
+    if buffer:
+        out.append((first, buffer))
+    return out
+
+
+def _commands(tokens: list[str]) -> list[list[str]]:
+    """Split a token list at ; && || | & into simple commands; $(...) contents are left as words."""
+    commands, current = [], []
+    for token in tokens:
+        if token in (";", "&&", "||", "|", "&", "|&"):
+            if current:
+                commands.append(current)
+            current = []
+        else:
+            current.append(token)
+    if current:
+        commands.append(current)
+    return commands
+
+
+def split_shell(line: str) -> list[list[str]]:
+    lexer = shlex.shlex(line, posix=True, punctuation_chars=";&|")
+    lexer.whitespace_split = True
+    lexer.commenters = "#"
+    return _commands(list(lexer))
+
+
+def _shell_facts(path: str, text: str, evidence: ScriptEvidence) -> None:
+    launched = False
+    for number, line in _logical_lines(text):
+        stripped = line.strip()
+        if not stripped or stripped.startswith("#"):
+            continue
+        try:
+            commands = split_shell(stripped)
+        except ValueError:
+            evidence.parse_errors.append(f"{path}:{number}: unbalanced quotes")
+            continue
+        for argv in commands:
+            if not argv:
+                continue
+            if argv[0] == "export" or re.fullmatch(r"[A-Z_][A-Z0-9_]*=.*", argv[0]):
+                for word in argv[1:] if argv[0] == "export" else argv:
+                    if "=" in word:
+                        key, _, value = word.partition("=")
+                        if key in ("CUDA_VISIBLE_DEVICES", "NCCL_IB_DISABLE", "NCCL_SOCKET_IFNAME", "NCCL_P2P_DISABLE"):
+                            evidence.facts.append(
+                                CodeFact("env", path, number, stripped, {"name": key, "value": value})
+                            )
+                if argv[0] == "export" or all("=" in w for w in argv):
+                    continue
+            kind = _command_kind(argv)
+            detail = {"argv": argv[:12]}
+            if kind == "install":
+                evidence.facts.append(CodeFact("shell_install", path, number, stripped, detail))
+            elif kind == "download":
+                evidence.facts.append(CodeFact("shell_download", path, number, stripped, detail))
+            elif kind == "upload":
+                evidence.facts.append(CodeFact("shell_upload", path, number, stripped, detail))
+            elif kind == "sleep":
+                evidence.facts.append(
+                    CodeFact("shell_sleep", path, number, stripped, {**detail, "after_launch": launched})
+                )
+            elif kind == "interactive":
+                evidence.facts.append(CodeFact("shell_interactive", path, number, stripped, detail))
+            elif kind in ("launch", "python"):
+                launched = True
+                evidence.facts.append(CodeFact("shell_launch", path, number, stripped, {**detail, "launcher": argv[0]}))
+            for index, word in enumerate(argv[:-1]):
+                if word.startswith("--") and argv[index + 1].startswith(REMOTE_SCHEMES):
+                    role = word.lstrip("-")
+                    purpose = (
+                        "write" if _WRITE_ROLE.search(role) else ("read" if _DATA_ROLE.search(role) else "unknown")
+                    )
+                    evidence.facts.append(
+                        CodeFact(
+                            "remote_path",
+                            path,
+                            number,
+                            stripped,
+                            {"url": argv[index + 1], "role": role, "purpose": purpose},
+                        )
+                    )
+
+
+def command_facts(command: str) -> list[str]:
+    """Kinds of the simple commands in a job's submitted command line (e.g. ['interactive'])."""
+    try:
+        return [kind for argv in split_shell(command) if (kind := _command_kind(argv))]
+    except ValueError:
+        return []

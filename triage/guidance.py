@@ -1,0 +1,361 @@
+"""Fix guidance per category and sub-cause: what happens, why the GPU idles, the change, the effect.
+
+Pure Python. `guidance_for()` fills in the job's own numbers (recoverable GPU-hours and cost, and
+for loader-bound jobs concrete DataLoader settings from its CPUs, GPUs and current workers).
+Gains quoted are the ICSE '24 study's measured ones (shared/taxonomy.md).
+"""
+
+from __future__ import annotations
+
+from decimal import Decimal
+
+from triage.taxonomy import Category
+
+PAPER_BATCH = (
+    "The study raised BERT training from 64.40 % to 90.78 % GPU utilization (up to 4.92x faster) and "
+    "Swin Transformer from 57.79 % to 85.05 % (3.41x) by raising the batch size."
+)
+PAPER_COMBINED = (
+    "With a larger batch, asynchronous checkpointing and pinned memory together, the study measured "
+    "BERT 7.52x and Swin Transformer 3.95x faster."
+)
+PAPER_SMALL_CHANGE = "84.99 % of the study's issues needed only a small code or script change."
+
+# category -> {what, why, fixes: {sub_cause or "default": (change, before, after)}, effect}
+GUIDES: dict[Category, dict] = {
+    Category.INTERACTIVE_JOB: {
+        "what": "GPUs are held by a session a person drives (notebook, IDE, shell, `sleep infinity`).",
+        "why": "Between the person's bursts of work nothing runs on the GPU, but the allocation stays.",
+        "fixes": {
+            "default": (
+                "Develop on a small or shared GPU (MIG slice, time-slicing) with an idle time-out; submit long "
+                "runs as batch jobs.",
+                "srun --gres=gpu:4 --time=2-00:00:00 --pty jupyter lab",
+                "srun --gres=gpu:1g.10gb:1 --time=04:00:00 --pty jupyter lab   # MIG slice, short limit\n"
+                "sbatch train.sh                                             # the real run, as a batch job",
+            )
+        },
+        "effect": "The idle session time is returned to the fleet.",
+    },
+    Category.GPU_OVERSUBSCRIPTION: {
+        "what": "The job requested more GPUs than its program uses.",
+        "why": "GPUs the program never touches stay at 0 % for the whole run.",
+        "fixes": {
+            "default": (
+                "Request only the GPUs the program uses, or make it use all of them with DistributedDataParallel.",
+                '#SBATCH --gres=gpu:4\npython train.py          # uses torch.device("cuda:0")',
+                "#SBATCH --gres=gpu:1\npython train.py\n# or, to use all four:\n"
+                "torchrun --nproc_per_node=4 train.py   # with DDP(model, device_ids=[local_rank])",
+            )
+        },
+        "effect": "The unused GPUs go back to the queue (or the run gets faster on all of them).",
+    },
+    Category.UNRELEASED_JOB: {
+        "what": "The allocation stays after the work is done.",
+        "why": "After training ends, a trailing `sleep` or a process kept alive holds the GPUs idle.",
+        "fixes": {
+            "trailing_sleep": (
+                "Let the job script end when the program ends.",
+                "python train.py\nsleep 12h",
+                "python train.py",
+            ),
+            "idle_process": (
+                "Exit the process when training is done (inspect with a saved checkpoint instead).",
+                "trainer.train()\nwhile True:\n    time.sleep(600)",
+                "trainer.train()\ntrainer.save_model(out_dir)   # then exit",
+            ),
+            "default": (
+                "Exit when done; set a realistic walltime; enable automatic release of idle allocations.",
+                "#SBATCH --time=2-00:00:00",
+                "#SBATCH --time=06:00:00   # close to the real run time",
+            ),
+        },
+        "effect": "The idle tail is recovered in full.",
+    },
+    Category.NON_DL_JOB: {
+        "what": "Work that needs no GPU (data analysis, ETL, classic ML) runs on a GPU allocation.",
+        "why": "No kernel ever runs on the GPU; the job works on the CPU only.",
+        "fixes": {
+            "default": (
+                "Submit to a CPU partition.",
+                "#SBATCH --partition=a100\n#SBATCH --gres=gpu:1",
+                "#SBATCH --partition=cpu\n#SBATCH --cpus-per-task=32",
+            )
+        },
+        "effect": "All of the job's GPU-hours are recovered.",
+    },
+    Category.IMPROPER_BATCH_SIZE: {
+        "what": "Too little GPU work per step: a small batch leaves the GPU waiting on per-step overhead.",
+        "why": "Kernel launches, the optimizer step and data loading cost about the same per step whatever the batch; "
+        "with a small batch they dominate and the GPU sits idle between short kernels.",
+        "fixes": {
+            "default": (
+                "Raise the per-GPU batch size until memory is about 70-80 % used; scale the learning rate "
+                "(linear rule) with a warm-up; or pack several small runs on one GPU.",
+                "parser.add_argument('--batch-size', type=int, default={batch_size})",
+                "parser.add_argument('--batch-size', type=int, default={suggested_batch})\n"
+                "# lr x {batch_factor} (linear scaling), with a short warm-up",
+            )
+        },
+        "effect": PAPER_BATCH,
+    },
+    Category.MODEL_CHECKPOINTING: {
+        "what": "Synchronous checkpoint saves (often to remote storage) stall the training loop.",
+        "why": "While `torch.save` writes the state, no step is queued, so every GPU idles for the whole save.",
+        "fixes": {
+            "default": (
+                "Save asynchronously (a background thread, or `torch.distributed.checkpoint.async_save`), save "
+                "less often, write to local disk and upload in the background.",
+                "if step % args.save_every == 0:\n    torch.save(state, path)",
+                "if step % args.save_every == 0:\n"
+                "    future = dcp.async_save(state, checkpoint_id=local_path)  # returns at once\n"
+                "# upload local_path in a background thread",
+            )
+        },
+        "effect": PAPER_COMBINED,
+    },
+    Category.GPU_MEMORY_BOUND: {
+        "what": "GPU memory, not compute, caps the batch size.",
+        "why": "With memory nearly full the batch cannot grow, so each step gives the GPU too little work.",
+        "fixes": {
+            "fp32": (
+                "Train in mixed precision (bf16/fp16): half the activation memory, tensor cores.",
+                "loss = model(inputs).loss\nloss.backward()",
+                "with torch.autocast('cuda', dtype=torch.bfloat16):\n    loss = model(inputs).loss\nloss.backward()",
+            ),
+            "default": (
+                "Use activation (gradient) checkpointing, gradient accumulation, ZeRO/FSDP sharding, or a GPU "
+                "with more memory.",
+                "model = build_model()",
+                "model = build_model()\nmodel.gradient_checkpointing_enable()   # or torch.utils.checkpoint\n"
+                "# and/or FSDP(model) / DeepSpeed ZeRO-2",
+            ),
+        },
+        "effect": "Freed memory lets the batch grow; the batch-size gains apply. " + PAPER_BATCH,
+    },
+    Category.HOST_GPU_TRANSFER: {
+        "what": "Host-to-GPU copies come from pageable memory and block the step.",
+        "why": "A copy from pageable memory is staged through a pinned buffer synchronously; the GPU waits for "
+        "every batch to arrive instead of overlapping the copy with compute.",
+        "fixes": {
+            "default": (
+                "Pin the loader's memory and copy with non_blocking=True.",
+                "loader = DataLoader(ds, batch_size=bs, num_workers=w)\nx = x.to(device)",
+                "loader = DataLoader(ds, batch_size=bs, num_workers=w, pin_memory=True)\n"
+                "x = x.to(device, non_blocking=True)",
+            )
+        },
+        "effect": "Pinned memory was part of the study's combined fix: " + PAPER_COMBINED,
+    },
+    Category.DATA_EXCHANGE: {
+        "what": "Distributed training stalls on gradient/parameter exchange.",
+        "why": "While gradients travel between GPUs or nodes without overlap, every GPU waits at once.",
+        "fixes": {
+            "dataparallel": (
+                "Use DistributedDataParallel (one process per GPU) instead of nn.DataParallel.",
+                "model = nn.DataParallel(model)\npython train.py",
+                "model = DDP(model, device_ids=[local_rank])\ntorchrun --nproc_per_node={gpus_per_node} train.py",
+            ),
+            "default": (
+                "Let DDP bucket and overlap gradient all-reduce with backward; use InfiniBand/GPUDirect RDMA "
+                "(not TCP sockets); fill a node's GPUs before adding nodes; accumulate gradients.",
+                "for p in model.parameters():\n    dist.all_reduce(p.grad)\nexport NCCL_IB_DISABLE=1",
+                "model = DDP(model, device_ids=[local_rank])   # bucketed, overlapped all-reduce\n"
+                "# drop NCCL_IB_DISABLE=1 so NCCL uses InfiniBand",
+            ),
+        },
+        "effect": "Exchange time overlaps with compute instead of adding to every step.",
+    },
+    Category.DATA_PREPROCESSING: {
+        "what": "CPU-side loading, decoding and augmentation cannot keep up with the GPUs.",
+        "why": "The loader's CPUs are saturated; each step waits for its batch.",
+        "fixes": {
+            "default": (
+                "Give the loader enough workers for the CPUs the job has, prefetch, keep workers alive; move "
+                "heavy augmentation to the GPU (NVIDIA DALI) or preprocess once offline.",
+                "DataLoader(ds, batch_size=bs, num_workers={num_workers})",
+                "DataLoader(ds, batch_size=bs, num_workers={suggested_workers}, prefetch_factor=4,\n"
+                "           persistent_workers=True, pin_memory=True)\n"
+                "#SBATCH --cpus-per-task={suggested_cpus}",
+            )
+        },
+        "effect": "The GPU stops waiting for batches; the step time falls to the compute time.",
+    },
+    Category.REMOTE_DATA_READING: {
+        "what": "Training reads its data straight from remote or distributed storage.",
+        "why": "Every shard fetched over the network stalls the loader, and the GPUs with it.",
+        "fixes": {
+            "default": (
+                "Stage the data to local SSD first (or cache it), pack small files into large shards "
+                "(WebDataset, LMDB, TFRecord), keep storage and compute in one region.",
+                "--data s3://bucket/dataset",
+                "aws s3 sync s3://bucket/dataset /local_ssd/dataset   # once, before training\n"
+                "--data /local_ssd/dataset",
+            )
+        },
+        "effect": "The read stalls disappear once the data is local.",
+    },
+    Category.EXTERNAL_DATA_USAGE: {
+        "what": "Models or data are fetched from outside at run time (model hub, web) while GPUs wait.",
+        "why": "Nothing can run on the GPU until the download finishes.",
+        "fixes": {
+            "default": (
+                "Pre-stage into a shared local cache or mirror and load from there; pin versions.",
+                'model = AutoModel.from_pretrained("org/model")',
+                'model = AutoModel.from_pretrained("/shared/models/org-model", local_files_only=True)\n'
+                "# fill the cache once: huggingface-cli download org/model --local-dir /shared/models/org-model",
+            )
+        },
+        "effect": "The download phase is recovered on every run after the first.",
+    },
+    Category.INTERMEDIATE_UPLOAD: {
+        "what": "Intermediate results are uploaded synchronously inside the training loop.",
+        "why": "The loop waits for each upload to finish before the next step.",
+        "fixes": {
+            "default": (
+                "Upload in a background thread or at the end of the run.",
+                "subprocess.run(['aws', 's3', 'cp', '--recursive', local, remote], check=True)",
+                "uploader.submit(subprocess.run, ['aws', 's3', 'cp', '--recursive', local, remote])  "
+                "# ThreadPoolExecutor(1)",
+            )
+        },
+        "effect": "The upload gaps are recovered in full.",
+    },
+    Category.API_MISUSE: {
+        "what": "A framework or platform API is used in a way that stalls the GPU.",
+        "why": "`.item()`, `.cpu()` and `torch.cuda.synchronize()` in the step loop make the CPU wait for the GPU "
+        "every step, so the next step's kernels are queued late; a misplaced CUDA_VISIBLE_DEVICES hides GPUs.",
+        "fixes": {
+            "cuda_visible_devices": (
+                "Set CUDA_VISIBLE_DEVICES before the framework starts (in the job script), or not at all.",
+                'import torch\nos.environ["CUDA_VISIBLE_DEVICES"] = "0"',
+                "export CUDA_VISIBLE_DEVICES=0   # in the job script, before python starts",
+            ),
+            "default": (
+                "Keep metrics on the GPU and read them every N steps.",
+                "running_loss += loss.item()\ntorch.cuda.synchronize()",
+                "running_loss += loss.detach()        # stays on the GPU\n"
+                "if step % 100 == 0:\n    log(running_loss.item() / 100)",
+            ),
+        },
+        "effect": "The per-step host/device synchronisation goes away.",
+    },
+    Category.LENGTHY_LIBRARY_INSTALL: {
+        "what": "Dependencies are installed inside the job while the GPUs wait.",
+        "why": "No training can start until pip/conda/apt finish; large wheels and source builds take minutes.",
+        "fixes": {
+            "default": (
+                "Build the environment once: a prebuilt container image or a shared conda env, cached wheels.",
+                "pip install -r requirements.txt\npip install flash-attn --no-build-isolation\npython train.py",
+                "# once: build an image (or env) with the requirements baked in\n"
+                "srun --container-image=registry/team/train:2024-06 python train.py",
+            )
+        },
+        "effect": "The install phase is recovered on every run.",
+    },
+}
+
+
+def guidance_for(
+    category: Category,
+    sub_cause: str,
+    numbers: dict,
+    *,
+    gpu_hours: float,
+    price_per_gpu_hour: Decimal | None,
+    currency: str,
+    job: dict,
+) -> dict:
+    """Guidance for one finding with the job's numbers filled in."""
+    guide = GUIDES[category]
+    change, before, after = guide["fixes"].get(sub_cause) or guide["fixes"]["default"]
+    values = _job_values(category, numbers, job)
+    cost = None
+    if price_per_gpu_hour is not None:
+        cost = (Decimal(str(round(gpu_hours, 4))) * price_per_gpu_hour).quantize(Decimal("0.01"))
+    settings_text = values.pop("settings", "")
+    return {
+        "title": category.label,
+        "what": guide["what"],
+        "why": guide["why"],
+        "change": change + (f" {settings_text}" if settings_text else ""),
+        "before": _fill(before, values),
+        "after": _fill(after, values),
+        "expected_effect": guide["effect"],
+        "paper": PAPER_SMALL_CHANGE,
+        "recoverable_gpu_hours": round(gpu_hours, 2),
+        "recoverable_cost": str(cost) if cost is not None else None,
+        "currency": currency if cost is not None else "",
+        "settings": values,
+    }
+
+
+def _fill(template: str, values: dict) -> str:
+    try:
+        return template.format(**values)
+    except (KeyError, IndexError, ValueError):
+        return template
+
+
+def loader_settings(numbers: dict, job: dict) -> dict:
+    """Concrete DataLoader settings from the job's own CPUs, GPUs and workers.
+
+    One process per GPU shares the node's CPUs; keep one core per process for the training loop
+    itself, give the rest to loader workers (at most 16 per process: beyond that returns shrink).
+    """
+    cpus = numbers.get("cpu_count") or job.get("cpu_count")
+    gpus = max(1, int(numbers.get("gpu_count") or job.get("gpu_count") or 1))
+    nodes = max(1, int(numbers.get("node_count") or job.get("node_count") or 1))
+    current = numbers.get("num_workers")
+    per_process_cpus = max(1, (cpus or gpus * 8) // gpus)
+    suggested = max(1, min(16, per_process_cpus - 1))
+    suggested_max = numbers.get("suggested_max_workers")
+    if suggested_max:
+        suggested = max(1, min(suggested, int(suggested_max) // max(1, gpus // nodes) - 1 or 1))
+    # If even that is few (a thin CPU request), ask for more CPUs: 8 per GPU is a common sizing.
+    suggested_cpus = (cpus or 0) // nodes
+    if per_process_cpus < 6:
+        suggested_cpus = 8 * (gpus // nodes)
+        suggested = 7
+    return {
+        "num_workers": current if current is not None else "default (0)",
+        "suggested_workers": suggested,
+        "suggested_cpus": suggested_cpus or 8 * (gpus // nodes),
+        "cpu_util": numbers.get("cpu_util_training"),
+        "settings": (
+            f"For this job: {cpus or '?'} CPUs for {gpus} GPU(s) gives {per_process_cpus} per training process; "
+            f"use num_workers={suggested}"
+            + (f" (now {current})" if current is not None else "")
+            + (
+                f" and request --cpus-per-task={8 * (gpus // nodes)} (the CPUs ran at "
+                f"{numbers.get('cpu_util_training')} %)"
+                if per_process_cpus < 6 and numbers.get("cpu_util_training") is not None
+                else ""
+            )
+            + "."
+        ),
+    }
+
+
+def _job_values(category: Category, numbers: dict, job: dict) -> dict:
+    if category == Category.DATA_PREPROCESSING:
+        return loader_settings(numbers, job)
+    if category == Category.IMPROPER_BATCH_SIZE:
+        size = numbers.get("batch_size")
+        peak = numbers.get("peak_gpu_mem_pct")
+        factor = 4 if peak is None or peak <= 0 else max(2, min(8, int(75 // max(peak, 1))))
+        return {
+            "batch_size": size if size is not None else "B",
+            "suggested_batch": size * factor if isinstance(size, int) else f"{factor}*B",
+            "batch_factor": factor,
+            "settings": (
+                f"For this job: peak GPU memory {peak} % leaves room for about {factor}x the batch"
+                + (f" ({size} -> {size * factor} per GPU)." if isinstance(size, int) else ".")
+            )
+            if peak is not None
+            else "",
+        }
+    if category == Category.DATA_EXCHANGE:
+        gpus, nodes = int(job.get("gpu_count") or 1), int(job.get("node_count") or 1)
+        return {"gpus_per_node": max(1, gpus // nodes)}
+    return {}

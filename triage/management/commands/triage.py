@@ -1,0 +1,55 @@
+"""Triage jobs now: `manage.py triage --all | --job CLUSTER/ID [--rule-set VERSION] [--dry-run]`."""
+
+from __future__ import annotations
+
+from django.core.management.base import BaseCommand, CommandError
+
+from fleet.models import Job
+from triage import services
+from triage.models import RuleSet
+
+
+class Command(BaseCommand):
+    help = "Triage jobs with the current (or a given) rule-set version and store their findings."
+
+    def add_arguments(self, parser):
+        which = parser.add_mutually_exclusive_group(required=True)
+        which.add_argument("--all", action="store_true", help="Triage every job.")
+        which.add_argument("--job", metavar="CLUSTER/ID", help="Triage one job by its natural key.")
+        parser.add_argument("--rule-set", type=int, metavar="VERSION", help="Rule-set version (default: the newest).")
+        parser.add_argument("--dry-run", action="store_true", help="Print the findings; store nothing.")
+
+    def handle(self, *args, **options):
+        if options["rule_set"] is not None:
+            rule_set = RuleSet.objects.filter(version=options["rule_set"]).first()
+            if rule_set is None:
+                raise CommandError(f"there is no rule set v{options['rule_set']}")
+        else:
+            rule_set = RuleSet.current()
+        if options["job"]:
+            cluster, _, external_id = options["job"].partition("/")
+            jobs = Job.objects.filter(cluster__name=cluster, external_id=external_id)
+            if not jobs.exists():
+                raise CommandError(f"no job {options['job']} (give CLUSTER/ID, e.g. alpha/4810123)")
+        else:
+            jobs = Job.objects.all()
+        jobs = jobs.select_related("cluster").prefetch_related("artifacts").order_by("pk")
+        counts: dict[str, int] = {}
+        for job in jobs.iterator(chunk_size=100):
+            if options["dry_run"]:
+                _, result = services.evaluate_job(job, rule_set)
+                status, findings = (
+                    result.status,
+                    [(f.category.value, f.confidence, f.gpu_hours) for f in result.findings],
+                )
+            else:
+                stored = services.triage_job(job, rule_set)
+                status = stored.status
+                findings = [(f.category, f.confidence, f.gpu_hours) for f in stored.findings.all()]
+            counts[status] = counts.get(status, 0) + 1
+            if options["job"] or options["verbosity"] > 1 or options["dry_run"]:
+                described = ", ".join(f"{c} ({conf:.2f}, {hours:.2f} GPU-h)" for c, conf, hours in findings)
+                self.stdout.write(f"{job}: {status}" + (f": {described}" if described else ""))
+        summary = ", ".join(f"{count} {status}" for status, count in sorted(counts.items())) or "no jobs"
+        verb = "would be" if options["dry_run"] else "were"
+        self.stdout.write(f"Rule set v{rule_set.version}: {summary} ({sum(counts.values())} jobs {verb} triaged).")

@@ -1,0 +1,131 @@
+"""Triage results: versioned rule sets, per-job triage status and findings, re-triage progress."""
+
+from __future__ import annotations
+
+from django.conf import settings
+from django.db import models, transaction
+
+from fleet.models import Job
+from triage.rules import default_thresholds
+from triage.rules.registry import Status
+from triage.taxonomy import Category
+
+
+class RuleSet(models.Model):
+    """One version of the rule thresholds. Versions are never edited: saving makes a new one."""
+
+    version = models.PositiveIntegerField(unique=True)
+    thresholds = models.JSONField(default=dict, help_text="Overrides of the defaults, by threshold name.")
+    note = models.CharField(max_length=300, blank=True)
+    created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["-version"]
+
+    def __str__(self) -> str:
+        return f"rule set v{self.version}"
+
+    def effective_thresholds(self) -> dict[str, float]:
+        values = default_thresholds()
+        values.update({k: v for k, v in (self.thresholds or {}).items() if k in values})
+        return values
+
+    @classmethod
+    def current(cls) -> RuleSet:
+        """The newest version; version 1 with the defaults is created on first use."""
+        latest = cls.objects.order_by("-version").first()
+        if latest is not None:
+            return latest
+        with transaction.atomic():
+            rule_set, _ = cls.objects.get_or_create(
+                version=1, defaults={"thresholds": default_thresholds(), "note": "defaults"}
+            )
+        return rule_set
+
+
+class TriageStatus(models.TextChoices):
+    HEALTHY = Status.HEALTHY, "Healthy"
+    CLASSIFIED = Status.CLASSIFIED, "Classified"
+    UNCLASSIFIED = Status.UNCLASSIFIED, "Unclassified"
+    INSUFFICIENT_DATA = Status.INSUFFICIENT_DATA, "Insufficient data"
+    ERROR = "error", "Error"
+
+
+class JobTriage(models.Model):
+    """The outcome of triaging one job with one rule-set version; `is_current` marks the newest version's."""
+
+    job = models.ForeignKey(Job, on_delete=models.CASCADE, related_name="triage_results")
+    rule_set = models.ForeignKey(RuleSet, on_delete=models.PROTECT, related_name="results")
+    status = models.CharField(max_length=20, choices=TriageStatus.choices, db_index=True)
+    reason = models.CharField(max_length=300, blank=True)
+    is_current = models.BooleanField(default=True, db_index=True)
+    mean_util = models.FloatField(null=True, blank=True)
+    coverage = models.FloatField(null=True, blank=True)
+    unused_gpu_hours = models.FloatField(null=True, blank=True)
+    evidence = models.JSONField(default=dict, blank=True, help_text="Phases, metrics and files the rules saw.")
+    triaged_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["-rule_set__version"]
+        constraints = [models.UniqueConstraint(fields=["job", "rule_set"], name="jobtriage_unique_job_rule_set")]
+
+    def __str__(self) -> str:
+        return f"{self.job} v{self.rule_set.version}: {self.status}"
+
+
+class Finding(models.Model):
+    """One cause of low utilization found in a job, with its evidence, waste and guidance."""
+
+    result = models.ForeignKey(JobTriage, on_delete=models.CASCADE, related_name="findings")
+    job = models.ForeignKey(Job, on_delete=models.CASCADE, related_name="findings")
+    rule_set = models.ForeignKey(RuleSet, on_delete=models.PROTECT, related_name="findings")
+    category = models.CharField(max_length=40, choices=Category.choices, db_index=True)
+    sub_cause = models.CharField(max_length=60, blank=True)
+    confidence = models.FloatField()
+    summary = models.TextField()
+    gpu_hours = models.FloatField(help_text="GPU-hours this cause cost the job (recoverable estimate).")
+    cost = models.DecimalField(max_digits=14, decimal_places=2, null=True, blank=True)
+    currency = models.CharField(max_length=3, blank=True)
+    time_located = models.BooleanField(default=False)
+    evidence = models.JSONField(default=dict, help_text="{windows, log_lines, code, numbers}")
+    guidance = models.JSONField(default=dict)
+
+    class Meta:
+        ordering = ["-gpu_hours", "category"]
+        indexes = [models.Index(fields=["category", "rule_set"])]
+
+    def __str__(self) -> str:
+        return f"{self.job}: {self.category}"
+
+    @property
+    def category_enum(self) -> Category:
+        return Category(self.category)
+
+
+class RetriageRun(models.Model):
+    """Background re-triage of every job after a new rule-set version, with progress for the UI."""
+
+    class Status(models.TextChoices):
+        QUEUED = "queued", "Queued"
+        RUNNING = "running", "Running"
+        DONE = "done", "Done"
+        FAILED = "failed", "Failed"
+
+    rule_set = models.ForeignKey(RuleSet, on_delete=models.CASCADE, related_name="retriage_runs")
+    status = models.CharField(max_length=20, choices=Status.choices, default=Status.QUEUED)
+    jobs_total = models.PositiveIntegerField(default=0)
+    jobs_done = models.PositiveIntegerField(default=0)
+    created_at = models.DateTimeField(auto_now_add=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+    error = models.TextField(blank=True)
+
+    class Meta:
+        ordering = ["-created_at"]
+
+    def __str__(self) -> str:
+        return f"re-triage for v{self.rule_set.version}: {self.jobs_done}/{self.jobs_total}"
+
+    @property
+    def percent(self) -> int:
+        return 100 if not self.jobs_total else min(100, round(100 * self.jobs_done / self.jobs_total))

@@ -1,0 +1,320 @@
+"""Data-dimension rules: host-GPU transfer, gradient exchange, CPU preprocessing, remote reads,
+external downloads and intermediate uploads."""
+
+from __future__ import annotations
+
+from fleet.logevents import REMOTE_READ, UPLOAD
+from triage.evidence import Evidence
+from triage.rules.common import explained_gaps, gaps_of, periodic, startup, unexplained_gaps
+from triage.rules.registry import Finding, register
+from triage.taxonomy import Category
+
+
+def _training(ev: Evidence) -> bool:
+    return ev.phases.training is not None and not ev.interactive
+
+
+def training_loaders(ev: Evidence) -> list:
+    """The DataLoaders that feed the training loop (else every assigned one, else all)."""
+    loaders = ev.scripts.of("dataloader")
+    feeding = [f for f in loaders if f.detail.get("feeds_training")]
+    if feeding:
+        return feeding
+    assigned = [f for f in loaders if f.detail.get("assigned_to")]
+    return (assigned or loaders) + ev.scripts.of("training_arguments")
+
+
+@register(Category.HOST_GPU_TRANSFER)
+def host_gpu_transfer(ev: Evidence, th: dict) -> list[Finding]:
+    if not _training(ev):
+        return []
+    loaders = training_loaders(ev)
+    pageable = [f for f in loaders if f.detail.get("pin_memory") is not True]
+    blocking = [f for f in ev.scripts.of("device_copy") if not f.detail.get("non_blocking")]
+    traces = [t for t in ev.traces if t.pageable_share_of_steps >= th["pageable_min_share"]]
+    if not (pageable or traces):
+        return []
+    confidence = 0.6 + 0.2 * bool(pageable and blocking) + 0.2 * bool(traces)
+    if not pageable and not traces:
+        return []
+    parts = []
+    if pageable:
+        explicit = any(f.detail.get("pin_memory_given") for f in pageable)
+        parts.append(
+            f"DataLoader{'s' if len(pageable) > 1 else ''} without pinned memory "
+            f"({'pin_memory=False' if explicit else 'pin_memory left at its default, False'})"
+        )
+    if blocking:
+        parts.append(f"{len(blocking)} blocking copies to the GPU (no non_blocking=True)")
+    if traces:
+        share = max(t.pageable_share_of_steps for t in traces)
+        parts.append(f"pageable host-to-device copies take {share:.0%} of profiled step time")
+    pcie = ev.phases.pcie_rx_training
+    return [
+        Finding(
+            category=Category.HOST_GPU_TRANSFER,
+            sub_cause="pageable_memory" if pageable or traces else "blocking_copy",
+            confidence=confidence,
+            summary="Host-to-GPU copies from pageable memory stall each step: " + "; ".join(parts) + ".",
+            windows=[ev.phases.training],
+            code=pageable[:3] + blocking[:4],
+            numbers={
+                "pageable_loaders": len(pageable),
+                "blocking_copies": len(blocking),
+                "pcie_rx_gb_s": None if pcie is None else round(pcie / 1e9, 2),
+                "traces": [t.as_dict() for t in traces[:2]],
+            },
+        )
+    ]
+
+
+@register(Category.DATA_EXCHANGE)
+def data_exchange(ev: Evidence, th: dict) -> list[Finding]:
+    p = ev.phases
+    if ev.job.gpu_count < 2 or not _training(ev):
+        return []
+    # A drop that a save, upload or remote read explains is not a gradient exchange.
+    explained = explained_gaps(ev)
+    dips = [t for t in p.aligned_dips if not any(g.span.start <= t < g.span.end for g in explained)]
+    dip_share = len(dips) / max(p.training_samples, 1)
+    dataparallel = ev.scripts.of("data_parallel")
+    manual = [f for f in ev.scripts.of("manual_collective") if f.detail.get("in_loop")]
+    socket_env = [
+        f
+        for f in ev.scripts.of("env")
+        if (f.detail["name"] == "NCCL_IB_DISABLE" and f.detail["value"] == "1")
+        or f.detail["name"] == "NCCL_P2P_DISABLE"
+    ]
+    socket_lines = ev.logs.socket_lines
+    metric = dip_share >= th["exchange_min_dip_share"]
+    code_signal = bool(dataparallel or manual)
+    if not (metric or code_signal):
+        return []
+    if dataparallel:
+        sub = "dataparallel"
+    elif manual or socket_env or socket_lines:
+        sub = "unbucketed_allreduce_over_sockets" if (socket_env or socket_lines) else "unbucketed_allreduce"
+    else:
+        sub = "synchronisation_dips"
+    confidence = 0.55 + 0.3 * metric + 0.15 * code_signal
+    parts = []
+    if metric:
+        parts.append(f"every GPU dips at once in {dip_share:.0%} of training samples")
+    if dataparallel:
+        parts.append("nn.DataParallel scatters inputs and gathers outputs through GPU 0 every step")
+    if manual:
+        parts.append("gradients are all-reduced one parameter at a time in the step loop")
+    if socket_env or socket_lines:
+        parts.append("NCCL runs over TCP sockets, not InfiniBand")
+    return [
+        Finding(
+            category=Category.DATA_EXCHANGE,
+            sub_cause=sub,
+            confidence=confidence,
+            summary=f"Gradient/parameter exchange between {ev.job.gpu_count} GPUs on {ev.job.node_count} node(s) "
+            "stalls training: " + "; ".join(parts) + ".",
+            windows=[p.training],
+            log_lines=(socket_lines + ev.logs.dataparallel_lines)[:3],
+            code=(dataparallel + manual + socket_env)[:5],
+            numbers={"aligned_dip_share": round(dip_share, 3), "gpus": ev.job.gpu_count, "nodes": ev.job.node_count},
+        )
+    ]
+
+
+@register(Category.DATA_PREPROCESSING)
+def data_preprocessing(ev: Evidence, th: dict) -> list[Finding]:
+    if not _training(ev):
+        return []
+    p = ev.phases
+    cpu = p.cpu_training
+    loaders = training_loaders(ev)
+    workers = [f.detail.get("num_workers") for f in loaders if isinstance(f.detail.get("num_workers"), int)]
+    num_workers = min(workers) if workers else None
+    warnings = ev.logs.worker_warnings
+    cpus = ev.job.cpu_count
+    per_process = cpus // max(ev.job.node_count, 1) if cpus else None
+    saturated = cpu is not None and cpu >= th["cpu_saturated"]
+    few = num_workers is not None and num_workers < th["loader_min_workers"]
+    too_many = bool(warnings and warnings[0][0]) or (
+        num_workers is not None and per_process is not None and num_workers > per_process
+    )
+    host_wait = [t for t in ev.traces if t.host_wait_share >= th["host_wait_min_share"]]
+    if saturated:
+        confidence = 0.8 + 0.1 * bool(few or too_many or warnings)
+    elif cpu is None and (num_workers == 0 or warnings or host_wait):
+        confidence = 0.55 + 0.1 * bool(host_wait)
+    else:
+        return []
+    if too_many:
+        sub = "too_many_workers"
+    elif num_workers == 0:
+        sub = "no_workers"
+    elif few:
+        sub = "few_workers"
+    else:
+        sub = "cpu_bound_transforms"
+    parts = []
+    if cpu is not None:
+        parts.append(f"the CPUs ran at {cpu:.0f} % of the allocation ({cpus or '?'} cores)")
+    if num_workers is not None:
+        parts.append(f"num_workers={num_workers}")
+    if warnings:
+        parts.append("PyTorch warned about the worker count")
+    if host_wait:
+        parts.append(f"the profiler shows the GPU waiting on the host {host_wait[0].host_wait_share:.0%} of idle time")
+    return [
+        Finding(
+            category=Category.DATA_PREPROCESSING,
+            sub_cause=sub,
+            confidence=confidence,
+            summary="Data loading and preprocessing on the CPU cannot keep the GPUs fed: " + "; ".join(parts) + ".",
+            windows=[p.training],
+            log_lines=[line for *_, line in warnings[:2]],
+            code=loaders[:3],
+            numbers={
+                "cpu_util_training": None if cpu is None else round(cpu, 1),
+                "cpu_count": cpus,
+                "gpu_count": ev.job.gpu_count,
+                "node_count": ev.job.node_count,
+                "num_workers": num_workers,
+                "suggested_max_workers": warnings[0][1] if warnings and warnings[0][1] else None,
+            },
+        )
+    ]
+
+
+@register(Category.REMOTE_DATA_READING)
+def remote_data_reading(ev: Evidence, th: dict) -> list[Finding]:
+    if not _training(ev):
+        return []
+    reads = [f for f in ev.scripts.of("remote_path") if f.detail.get("purpose") == "read"]
+    lines = ev.logs.of(REMOTE_READ)
+    stalls = gaps_of(ev, REMOTE_READ)
+    if not (reads or lines):
+        return []
+    if len(stalls) >= th["remote_min_stalls"]:
+        confidence = 0.85 + 0.1 * bool(reads)
+        spans = [g.span for g in stalls]
+        located = True
+    elif ev.phases.training_mean_util is not None and ev.phases.training_mean_util <= th["low_util_threshold"]:
+        confidence = 0.55 if reads else 0.45
+        spans = [ev.phases.training]
+        located = False
+    else:
+        return []
+    urls = sorted({f.detail["url"] for f in reads})[:3]
+    net = ev.phases.net_rx_training
+    minutes = sum(s.seconds for s in spans) / 60 if located else None
+    return [
+        Finding(
+            category=Category.REMOTE_DATA_READING,
+            sub_cause="object_store"
+            if any(u.startswith(("s3", "gs", "az", "abfs", "wasb", "oss")) for u in urls)
+            else ("hdfs" if any(u.startswith("hdfs") for u in urls) else "remote_storage"),
+            confidence=confidence,
+            summary=(
+                f"Training reads its data straight from remote storage ({', '.join(urls) or 'remote URLs in the log'})"
+                + (
+                    f"; the GPUs stalled {len(spans)} times ({minutes:.0f} min) while shards were fetched."
+                    if located
+                    else "."
+                )
+            ),
+            windows=spans,
+            log_lines=[g.line for g in stalls][:20] or lines[:5],
+            code=reads[:4],
+            numbers={
+                "stalls": len(stalls),
+                "stall_minutes": None if minutes is None else round(minutes, 1),
+                "net_rx_mb_s": None if net is None else round(net / 1e6, 1),
+            },
+            time_located=located,
+            gpu_hours=sum(ev.unused(s.start, s.end) for s in spans) if located else 0.0,
+        )
+    ]
+
+
+@register(Category.EXTERNAL_DATA_USAGE)
+def external_data_usage(ev: Evidence, th: dict) -> list[Finding]:
+    if ev.interactive:
+        return []
+    start = startup(ev)
+    code = ev.scripts.of("hub_download", "shell_download")
+    p = ev.phases
+    if start.download is not None and start.download.seconds >= th["download_min_s"]:
+        span = start.download
+        confidence = 0.8 + 0.15 * bool(code)
+        lines = start.download_lines
+    elif not ev.logs.has_timestamps and code and p.head is not None and p.head.seconds >= th["download_min_s"]:
+        if ev.scripts.of("shell_install") and p.head.seconds >= th["install_min_s"]:
+            return []  # the head is as likely the install; lengthy_library_install speaks for it
+        span = p.head
+        confidence = 0.5
+        lines = []
+    else:
+        return []
+    return [
+        Finding(
+            category=Category.EXTERNAL_DATA_USAGE,
+            sub_cause=_download_kind(code, lines),
+            confidence=confidence,
+            summary=(
+                f"The job fetched models or data from outside for {span.seconds / 60:.0f} min "
+                "before training while the GPUs waited."
+            ),
+            windows=[span],
+            log_lines=lines[:10],
+            code=code[:4],
+            numbers={"download_minutes": round(span.seconds / 60, 1)},
+            time_located=True,
+            gpu_hours=ev.unused(span.start, span.end),
+        )
+    ]
+
+
+def _download_kind(code, lines) -> str:
+    calls = " ".join(str(f.detail.get("call", "")) + " " + f.text for f in code) + " ".join(x.text for x in lines)
+    if "torch.hub" in calls:
+        return "torch_hub"
+    if "from_pretrained" in calls or "load_dataset" in calls or "hf_hub" in calls or "Hugging Face" in calls:
+        return "model_hub"
+    if "wget" in calls or "curl" in calls:
+        return "http_download"
+    return "download"
+
+
+@register(Category.INTERMEDIATE_UPLOAD)
+def intermediate_upload(ev: Evidence, th: dict) -> list[Finding]:
+    if not _training(ev):
+        return []
+    uploads_in_loop = [f for f in ev.scripts.of("upload_call") if f.detail.get("in_loop")]
+    gaps = gaps_of(ev, UPLOAD)
+    if len(gaps) >= th["upload_min_gaps"]:
+        spans = [g.span for g in gaps]
+        lines = [g.line for g in gaps]
+        confidence = 0.85 + 0.1 * bool(uploads_in_loop)
+    elif not ev.logs.has_timestamps and uploads_in_loop:
+        spans = unexplained_gaps(ev)
+        if not periodic(spans, th["periodic_max_cv"], th["periodic_min_gaps"]):
+            return []
+        lines = []
+        confidence = 0.6
+    else:
+        return []
+    minutes = sum(s.seconds for s in spans) / 60
+    calls = " ".join(str(f.detail.get("call", "")) for f in uploads_in_loop) + " ".join(x.text for x in lines)
+    sub = "mlflow" if "mlflow" in calls or "log_artifact" in calls else ("cli" if "aws" in calls else "sdk")
+    return [
+        Finding(
+            category=Category.INTERMEDIATE_UPLOAD,
+            sub_cause=sub,
+            confidence=confidence,
+            summary=f"{len(spans)} synchronous uploads inside training idled the GPUs for {minutes:.0f} min.",
+            windows=spans,
+            log_lines=lines[:20],
+            code=uploads_in_loop[:3],
+            numbers={"uploads": len(spans), "upload_minutes": round(minutes, 1)},
+            time_located=True,
+            gpu_hours=sum(ev.unused(s.start, s.end) for s in spans),
+        )
+    ]

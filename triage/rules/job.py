@@ -1,0 +1,183 @@
+"""Job-dimension rules: interactive sessions, oversubscribed GPUs, unreleased allocations, non-DL work."""
+
+from __future__ import annotations
+
+from fleet.logevents import TRAINING_FINISHED
+from triage.evidence import Evidence, Span
+from triage.rules.registry import Finding, register
+from triage.taxonomy import Category
+
+SESSION_WORDS = ("jupyter", "code-server", "sshd", "tmux", "sleep infinity")
+
+
+@register(Category.INTERACTIVE_JOB)
+def interactive_job(ev: Evidence, th: dict) -> list[Finding]:
+    p = ev.phases
+    idle_share = p.idle_share
+    code = ev.scripts.of("shell_interactive") + [f for f in ev.scripts.of("shell_sleep") if "infinity" in f.text]
+    declared = ev.interactive
+    bursts = [b for b in p.bursts if b.seconds >= 60]
+    if declared:
+        if idle_share < th["interactive_min_idle_share"]:
+            return []
+        confidence = 0.9
+    else:
+        # Metric-only: several short bursts separated by long idle stretches, and no sign of a training loop.
+        trained = bool(ev.logs.of("epoch")) or bool(ev.scripts.of("dataloader", "training_arguments"))
+        if trained or len(bursts) < 3 or idle_share < 0.7:
+            return []
+        confidence = 0.45
+    program = next((word for word in SESSION_WORDS if word in ev.job.command), ev.job.job_type)
+    idle_hours = ev.unused(p.series_start, p.series_end)
+    return [
+        Finding(
+            category=Category.INTERACTIVE_JOB,
+            sub_cause=program.replace(" ", "_") if program else "session",
+            confidence=confidence,
+            summary=(
+                f"A session driven by a person ({program or 'interactive'}): GPUs idle {idle_share:.0%} of the "
+                f"covered time, with {len(bursts)} bursts of work."
+            ),
+            windows=bursts[:50],
+            code=code,
+            numbers={"idle_share": round(idle_share, 3), "bursts": len(bursts), "job_type": ev.job.job_type},
+            time_located=True,
+            gpu_hours=idle_hours,
+        )
+    ]
+
+
+@register(Category.GPU_OVERSUBSCRIPTION)
+def gpu_oversubscription(ev: Evidence, th: dict) -> list[Finding]:
+    p = ev.phases
+    if ev.job.gpu_count < 2 or p.training is None or ev.interactive or len(p.device_mean_util) < 2:
+        return []
+    means = p.device_mean_util
+    unused = [i for i, m in enumerate(means) if m < th["oversub_idle_util"]]
+    used = [i for i, m in enumerate(means) if m >= th["oversub_idle_util"]]
+    if not unused or not used:
+        return []
+    devices = ev.timeline.devices
+    distributed = ev.scripts.of("ddp", "data_parallel", "init_process_group") + [
+        f for f in ev.scripts.of("shell_launch") if f.detail.get("launcher") in ("torchrun", "deepspeed", "accelerate")
+    ]
+    fixed = ev.scripts.of("fixed_device")
+    confidence = 0.85 if not distributed else 0.6
+    if fixed:
+        confidence = 0.95
+    training_hours = p.training.seconds / 3600.0
+    hours = sum((1.0 - means[i] / 100.0) * training_hours for i in unused)
+    names = ", ".join(f"{host + ':' if host else ''}GPU {gpu}" for host, gpu in (devices[i] for i in unused[:8]))
+    return [
+        Finding(
+            category=Category.GPU_OVERSUBSCRIPTION,
+            sub_cause="unused_gpus" if not distributed else "uneven_use",
+            confidence=confidence,
+            summary=(
+                f"{len(unused)} of {ev.job.gpu_count} GPUs stayed idle through training ({names}); "
+                + (
+                    "the code pins one device and has no DDP/launcher."
+                    if fixed and not distributed
+                    else "only some GPUs worked."
+                )
+            ),
+            windows=[p.training],
+            code=fixed + distributed,
+            numbers={
+                "idle_gpus": len(unused),
+                "gpu_count": ev.job.gpu_count,
+                "device_mean_util": [round(m, 1) for m in means],
+            },
+            time_located=True,
+            gpu_hours=hours,
+        )
+    ]
+
+
+@register(Category.UNRELEASED_JOB)
+def unreleased_job(ev: Evidence, th: dict) -> list[Finding]:
+    p = ev.phases
+    if p.tail is None or p.training is None or ev.interactive:
+        return []
+    tail = p.tail
+    run = max(p.series_end - p.series_start, 1.0)
+    long_enough = tail.seconds >= th["tail_min_s"] or tail.seconds >= th["tail_min_share"] * run
+    if not long_enough or tail.seconds < th["tail_floor_s"]:
+        return []
+    finished = [e for e in ev.logs.of(TRAINING_FINISHED) if e.t is not None and e.t <= tail.start + ev.timeline.period]
+    sleeps = [f for f in ev.scripts.of("shell_sleep") if f.detail.get("after_launch")]
+    loops = list(ev.logs.hold_lines)
+    confidence = 0.75 + 0.1 * bool(finished) + 0.1 * bool(sleeps or loops)
+    sub = "trailing_sleep" if sleeps else ("idle_process" if loops else "idle_tail")
+    return [
+        Finding(
+            category=Category.UNRELEASED_JOB,
+            sub_cause=sub,
+            confidence=confidence,
+            summary=(
+                f"Every GPU idled for the last {tail.seconds / 60:.0f} min of the run "
+                f"({tail.seconds / run:.0%}) after the work was done."
+            ),
+            windows=[Span(tail.start, tail.end, "idle tail")],
+            log_lines=finished[-1:] + loops[:2],
+            code=sleeps,
+            numbers={"tail_minutes": round(tail.seconds / 60, 1), "tail_share": round(tail.seconds / run, 3)},
+            time_located=True,
+            gpu_hours=ev.unused(tail.start, tail.end),
+        )
+    ]
+
+
+@register(Category.NON_DL_JOB)
+def non_dl_job(ev: Evidence, th: dict) -> list[Finding]:
+    p = ev.phases
+    if ev.interactive:
+        return []
+    mean = ev.job.mean_gpu_util
+    per_time_max = max(p.device_mean_util) if p.device_mean_util else 0.0
+    if mean is None:
+        mean = per_time_max
+    if mean > th["non_dl_max_util"]:
+        return []
+    if p.peak_mem_share is not None and p.peak_mem_share * 100 > th["non_dl_max_mem"]:
+        return []
+    imports = ev.scripts.of("framework_import")
+    if imports:
+        return []
+    confidence = 0.5
+    if ev.scripts.python_files:
+        confidence += 0.3  # code was there and imports no deep-learning framework
+    if p.peak_mem_share is not None:
+        confidence += 0.1
+    cpu = p.cpu_training
+    cpu_all = _median_cpu(ev)
+    if cpu_all is not None and cpu_all >= 30:
+        confidence += 0.1
+    return [
+        Finding(
+            category=Category.NON_DL_JOB,
+            sub_cause="no_framework" if ev.scripts.python_files else "gpu_unused",
+            confidence=confidence,
+            summary=(
+                f"GPU util {mean:.1f} % and GPU memory "
+                f"{'unused' if p.peak_mem_share is not None else 'unknown'} for the whole run"
+                + (f" while the CPUs worked (median {cpu_all:.0f} %)" if cpu_all is not None else "")
+                + ("; the code imports no deep-learning framework." if ev.scripts.python_files else ".")
+            ),
+            windows=[Span(p.series_start, p.series_end, "whole run")],
+            code=ev.scripts.of("shell_launch")[:3],
+            numbers={"mean_util": round(mean, 2), "cpu_util": cpu if cpu is None else round(cpu, 1)},
+            time_located=True,
+            gpu_hours=ev.unused(p.series_start, p.series_end),
+        )
+    ]
+
+
+def _median_cpu(ev: Evidence) -> float | None:
+    import numpy as np
+
+    values = ev.timeline.host.get("cpu_util") if ev.timeline else None
+    if values is None:
+        return None
+    finite = values[np.isfinite(values)]
+    return float(np.median(finite)) if finite.size else None

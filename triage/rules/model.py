@@ -1,0 +1,158 @@
+"""Model-dimension rules: batch size, checkpointing, GPU memory."""
+
+from __future__ import annotations
+
+from fleet.logevents import CHECKPOINT_SAVE, OOM
+from triage.evidence import Evidence
+from triage.rules.common import gaps_of, periodic, unexplained_gaps
+from triage.rules.registry import Finding, register
+from triage.taxonomy import Category
+
+
+def _training_ok(ev: Evidence) -> bool:
+    """A training/evaluation phase to judge: GPU work that is not a person's session."""
+    p = ev.phases
+    return p.training is not None and p.training_mean_util is not None and not ev.interactive
+
+
+def _batch_sizes(ev: Evidence) -> tuple[int | None, list, list]:
+    code = [f for f in ev.scripts.of("dataloader", "training_arguments") if isinstance(f.detail.get("batch_size"), int)]
+    lines = ev.logs.batch_sizes
+    size = code[0].detail["batch_size"] if code else (lines[0][0] if lines else None)
+    return size, code[:2], [line for _, line in lines[:2]]
+
+
+@register(Category.IMPROPER_BATCH_SIZE)
+def improper_batch_size(ev: Evidence, th: dict) -> list[Finding]:
+    if not _training_ok(ev):
+        return []
+    p = ev.phases
+    util = p.training_mean_util
+    if util > th["batch_util_max"]:
+        return []
+    size, code, lines = _batch_sizes(ev)
+    if p.peak_mem_share is not None:
+        peak = p.peak_mem_share * 100
+        if peak > th["batch_mem_max"] or peak < th["non_dl_max_mem"]:
+            return []
+        confidence = 0.85 if peak <= th["batch_mem_max"] * 0.85 else 0.7
+        basis = f"peak GPU memory {peak:.0f} % (<= {th['batch_mem_max']:.0f} %)"
+    else:
+        if size is None or size > th["small_batch_size"]:
+            return []
+        confidence = 0.45
+        peak = None
+        basis = f"batch size {size} per GPU (no GPU memory metric)"
+    return [
+        Finding(
+            category=Category.IMPROPER_BATCH_SIZE,
+            sub_cause="small_batch",
+            confidence=confidence,
+            summary=(
+                f"Training-phase GPU util {util:.0f} % (<= {th['batch_util_max']:.0f} %) with {basis}: "
+                "each step gives the GPU too little work."
+                + (f" Batch size {size} per GPU." if size is not None and peak is not None else "")
+            ),
+            windows=[p.training],
+            log_lines=lines,
+            code=code,
+            numbers={
+                "training_mean_util": round(util, 1),
+                "peak_gpu_mem_pct": None if peak is None else round(peak, 1),
+                "batch_size": size,
+            },
+        )
+    ]
+
+
+@register(Category.GPU_MEMORY_BOUND)
+def gpu_memory_bound(ev: Evidence, th: dict) -> list[Finding]:
+    if not _training_ok(ev):
+        return []
+    p = ev.phases
+    util = p.training_mean_util
+    if util > th["memory_util_max"]:
+        return []
+    ooms = ev.logs.of(OOM)
+    size, code, lines = _batch_sizes(ev)
+    if p.peak_mem_share is not None:
+        peak = p.peak_mem_share * 100
+        if peak <= th["memory_mem_min"]:
+            return []
+        confidence = 0.85 + 0.1 * bool(ooms)
+    elif ooms:
+        peak = None
+        confidence = 0.5
+    else:
+        return []
+    sub = "oom_retry" if ooms else "memory_full"
+    return [
+        Finding(
+            category=Category.GPU_MEMORY_BOUND,
+            sub_cause=sub,
+            confidence=confidence,
+            summary=(
+                f"Training-phase GPU util {util:.0f} % while GPU memory peaked at "
+                + (f"{peak:.0f} % (> {th['memory_mem_min']:.0f} %)" if peak is not None else "its limit")
+                + (f"; {len(ooms)} out-of-memory error(s) in the log" if ooms else "")
+                + ": memory, not compute, caps the batch size."
+            ),
+            windows=[p.training],
+            log_lines=ooms[:3] + lines,
+            code=code,
+            numbers={
+                "training_mean_util": round(util, 1),
+                "peak_gpu_mem_pct": None if peak is None else round(peak, 1),
+            },
+        )
+    ]
+
+
+@register(Category.MODEL_CHECKPOINTING)
+def model_checkpointing(ev: Evidence, th: dict) -> list[Finding]:
+    if not _training_ok(ev):
+        return []
+    saves_in_loop = [f for f in ev.scripts.of("save_call") if f.detail.get("in_loop")]
+    step_saves = [f for f in saves_in_loop if f.detail.get("in_step_loop")]
+    gaps = gaps_of(ev, CHECKPOINT_SAVE)
+    if len(gaps) >= th["checkpoint_min_gaps"]:
+        spans = [g.span for g in gaps]
+        confidence = 0.85 + 0.1 * bool(saves_in_loop)
+        lines = [g.line for g in gaps]
+        sub = "sync_save"
+    elif not ev.logs.has_timestamps:
+        # No log times to tie gaps to saves: regular idle gaps plus a save inside the training loop.
+        spans = unexplained_gaps(ev)
+        if not periodic(spans, th["periodic_max_cv"], th["periodic_min_gaps"]):
+            return []
+        if step_saves:
+            confidence = 0.7
+        elif not ev.logs.files and not ev.scripts.has_code:
+            confidence = 0.4  # only metrics: periodic stalls are most often checkpoints (paper: 16 % of issues)
+        else:
+            return []
+        lines = []
+        sub = "periodic_gaps"
+    else:
+        return []
+    remote = [f for f in ev.scripts.of("remote_path") if f.detail.get("purpose") == "write"]
+    if any("://" in line.text or "/nfs/" in line.text for line in lines) or remote:
+        sub = "sync_save_remote"
+    minutes = sum(s.seconds for s in spans) / 60
+    return [
+        Finding(
+            category=Category.MODEL_CHECKPOINTING,
+            sub_cause=sub,
+            confidence=confidence,
+            summary=(
+                f"{len(spans)} idle gaps ({minutes:.0f} min in all) while the job saved checkpoints synchronously; "
+                "the GPUs wait for every save."
+            ),
+            windows=spans,
+            log_lines=lines,
+            code=step_saves or saves_in_loop,
+            numbers={"gaps": len(spans), "gap_minutes": round(minutes, 1)},
+            time_located=True,
+            gpu_hours=sum(ev.unused(s.start, s.end) for s in spans),
+        )
+    ]

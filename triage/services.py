@@ -1,0 +1,227 @@
+"""Triage as plain functions that the tasks, the command, the API and the pages all call.
+
+Loads a job's series and artifacts from storage, builds its evidence, runs the rules and stores the
+result idempotently: triaging a job again with the same rule-set version replaces that version's
+result and findings in one transaction.
+"""
+
+from __future__ import annotations
+
+import logging
+from decimal import Decimal
+
+from django.core.files.storage import default_storage
+from django.db import transaction
+from django.db.models import F
+from django.utils import timezone
+
+from fleet import series as series_lib
+from fleet.models import Artifact, Job
+from triage.evidence import Evidence, JobInfo, build_evidence
+from triage.guidance import guidance_for
+from triage.models import Finding, JobTriage, RetriageRun, RuleSet, TriageStatus
+from triage.rules import TriageResult, triage
+
+logger = logging.getLogger(__name__)
+
+RETRIAGE_BATCH = 200  # jobs per task when a new rule set re-triages the fleet
+
+
+def job_info(job: Job) -> JobInfo:
+    return JobInfo(
+        start=job.start_time,
+        end=job.end_time,
+        gpu_count=job.gpu_count,
+        node_count=job.node_count or 1,
+        cpu_count=job.cpu_count,
+        job_type=job.job_type,
+        command=job.command,
+        state=job.state,
+        coverage=job.coverage,
+        mean_gpu_util=job.mean_gpu_util,
+        peak_gpu_mem_util=job.peak_gpu_mem_util,
+        unused_gpu_hours=job.unused_gpu_hours,
+        gpu_hours=job.gpu_hours,
+    )
+
+
+def _read(name: str) -> bytes:
+    with default_storage.open(name, "rb") as handle:
+        return handle.read()
+
+
+def load_series(job: Job):
+    if not job.series_file:
+        return None
+    return series_lib.from_parquet_bytes(_read(job.series_file.name))
+
+
+def load_evidence(job: Job, thresholds: dict) -> Evidence:
+    logs, scripts, traces = [], [], []
+    for artifact in job.artifacts.all():
+        try:
+            content = _read(artifact.file.name)
+        except OSError:
+            logger.warning("Artifact %s of job %s is missing from storage", artifact.path, job)
+            continue
+        if artifact.kind == Artifact.Kind.LOG:
+            logs.append((artifact.path, content.decode("utf-8", errors="replace")))
+        elif artifact.kind == Artifact.Kind.SCRIPT:
+            scripts.append((artifact.path, content.decode("utf-8", errors="replace")))
+        elif artifact.kind == Artifact.Kind.TRACE:
+            traces.append((artifact.path, content))
+    evidence = build_evidence(
+        job_info(job), load_series(job), logs=logs, scripts=scripts, traces=traces, thresholds=thresholds
+    )
+    if any(a.truncated for a in job.artifacts.all()):
+        evidence.notes.append("some artifacts were truncated at ingest; late log lines may be missing")
+    return evidence
+
+
+def evaluate_job(job: Job, rule_set: RuleSet) -> tuple[Evidence, TriageResult]:
+    evidence = load_evidence(job, rule_set.effective_thresholds())
+    return evidence, triage(evidence)
+
+
+def _price_per_hour(job: Job) -> Decimal | None:
+    if job.cost is None or not job.gpu_hours:
+        return None
+    return job.cost / Decimal(str(job.gpu_hours))
+
+
+def triage_job(job: Job, rule_set: RuleSet | None = None) -> JobTriage:
+    """Triage one job with a rule-set version (the current one by default) and store the result."""
+    rule_set = rule_set or RuleSet.current()
+    try:
+        evidence, result = evaluate_job(job, rule_set)
+    except Exception as exc:  # one broken job must not stop a batch; the error is shown on the job
+        logger.exception("Triage of job %s failed", job)
+        return _store(job, rule_set, None, TriageResult(TriageStatus.ERROR, str(exc)[:300], [], None, None, None))
+    return _store(job, rule_set, evidence, result)
+
+
+@transaction.atomic
+def _store(job: Job, rule_set: RuleSet, evidence: Evidence | None, result: TriageResult) -> JobTriage:
+    JobTriage.objects.filter(job=job, rule_set=rule_set).delete()  # cascades to its findings
+    stored = JobTriage.objects.create(
+        job=job,
+        rule_set=rule_set,
+        status=result.status,
+        reason=result.reason[:300],
+        mean_util=result.mean_util,
+        coverage=result.coverage,
+        unused_gpu_hours=result.unused_gpu_hours,
+        evidence=evidence.summary() if evidence is not None else {},
+    )
+    price = _price_per_hour(job)
+    facts = {"cpu_count": job.cpu_count, "gpu_count": job.gpu_count, "node_count": job.node_count}
+    rows = []
+    for finding in result.findings:
+        cost = (Decimal(str(finding.gpu_hours)) * price).quantize(Decimal("0.01")) if price is not None else None
+        rows.append(
+            Finding(
+                result=stored,
+                job=job,
+                rule_set=rule_set,
+                category=finding.category.value,
+                sub_cause=finding.sub_cause,
+                confidence=finding.confidence,
+                summary=finding.summary,
+                gpu_hours=finding.gpu_hours,
+                cost=cost,
+                currency=job.currency if cost is not None else "",
+                time_located=finding.time_located,
+                evidence=finding.evidence(),
+                guidance=guidance_for(
+                    finding.category,
+                    finding.sub_cause,
+                    finding.numbers,
+                    gpu_hours=finding.gpu_hours,
+                    price_per_gpu_hour=price,
+                    currency=job.currency,
+                    job=facts,
+                ),
+            )
+        )
+    Finding.objects.bulk_create(rows)
+    # The newest version's result is the job's current one.
+    results = JobTriage.objects.filter(job=job)
+    newest = results.order_by("-rule_set__version").values_list("pk", flat=True).first()
+    results.exclude(pk=newest).filter(is_current=True).update(is_current=False)
+    if newest != stored.pk:
+        stored.is_current = False
+    JobTriage.objects.filter(pk=newest).update(is_current=True)
+    return stored
+
+
+def triage_jobs(job_ids: list[int], rule_set: RuleSet | None = None) -> dict[str, int]:
+    """Triage the jobs that still exist among `job_ids`; returns counts by status."""
+    rule_set = rule_set or RuleSet.current()
+    counts: dict[str, int] = {}
+    jobs = Job.objects.filter(pk__in=job_ids).select_related("cluster").prefetch_related("artifacts")
+    for job in jobs.iterator(chunk_size=100):
+        stored = triage_job(job, rule_set)
+        counts[stored.status] = counts.get(stored.status, 0) + 1
+    return counts
+
+
+def enqueue_triage(job_ids: list[int], rule_set: RuleSet | None = None) -> None:
+    """Queue triage of these jobs (in batches) once the current transaction commits."""
+    from triage.tasks import triage_jobs_task
+
+    rule_set_id = rule_set.pk if rule_set else None
+    for first in range(0, len(job_ids), RETRIAGE_BATCH):
+        batch = list(job_ids[first : first + RETRIAGE_BATCH])
+        transaction.on_commit(lambda batch=batch: triage_jobs_task.delay(batch, rule_set_id))
+
+
+def save_rule_set(thresholds: dict, *, user=None, note: str = "") -> tuple[RuleSet, RetriageRun]:
+    """A new rule-set version with these thresholds, and the background re-triage of every job."""
+    from triage.tasks import retriage_all_task
+
+    with transaction.atomic():
+        latest = RuleSet.objects.select_for_update().order_by("-version").first()
+        version = (latest.version if latest else 0) + 1
+        rule_set = RuleSet.objects.create(version=version, thresholds=thresholds, note=note[:300], created_by=user)
+        run = RetriageRun.objects.create(rule_set=rule_set, jobs_total=Job.objects.count())
+        transaction.on_commit(lambda: retriage_all_task.delay(run.pk))
+    return rule_set, run
+
+
+def run_retriage(run_id: int) -> RetriageRun | None:
+    """Fan the re-triage of every job out in batches; each batch task records its progress."""
+    from triage.tasks import triage_jobs_task
+
+    run = RetriageRun.objects.filter(pk=run_id).select_related("rule_set").first()
+    if run is None:
+        return None
+    job_ids = list(Job.objects.order_by("pk").values_list("pk", flat=True))
+    run.jobs_total, run.jobs_done, run.status = len(job_ids), 0, RetriageRun.Status.RUNNING
+    run.save(update_fields=["jobs_total", "jobs_done", "status"])
+    if not job_ids:
+        finish_retriage(run.pk)
+    for first in range(0, len(job_ids), RETRIAGE_BATCH):
+        triage_jobs_task.delay(job_ids[first : first + RETRIAGE_BATCH], run.rule_set_id, run.pk)
+    run.refresh_from_db()
+    return run
+
+
+def record_progress(run_id: int, done: int) -> None:
+    RetriageRun.objects.filter(pk=run_id).update(jobs_done=F("jobs_done") + done)
+    finish_retriage(run_id)
+
+
+def finish_retriage(run_id: int) -> None:
+    RetriageRun.objects.filter(pk=run_id, jobs_done__gte=F("jobs_total")).exclude(
+        status=RetriageRun.Status.DONE
+    ).update(status=RetriageRun.Status.DONE, finished_at=timezone.now())
+
+
+def fail_retriage(run_id: int, message: str) -> None:
+    RetriageRun.objects.filter(pk=run_id).exclude(status=RetriageRun.Status.DONE).update(
+        status=RetriageRun.Status.FAILED, error=message[:1000], finished_at=timezone.now()
+    )
+
+
+def current_result(job: Job) -> JobTriage | None:
+    return job.triage_results.filter(is_current=True).select_related("rule_set").first()

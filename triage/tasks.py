@@ -1,0 +1,41 @@
+"""Celery tasks of triage: thin wrappers that take ids and call `triage.services`."""
+
+from __future__ import annotations
+
+from celery import shared_task
+
+from fleet.tasking import IdempotentTask
+from triage import services
+from triage.models import RuleSet
+
+
+class TriageTask(IdempotentTask):
+    def give_up(self, reason: str, job_ids=None, rule_set_id=None, retriage_run_id=None, *args, **kwargs) -> None:
+        if retriage_run_id is not None:
+            services.fail_retriage(retriage_run_id, f"a batch of {len(job_ids or [])} jobs {reason}")
+
+
+# Idempotent: a job's result for a rule-set version is replaced, never duplicated.
+@shared_task(name="triage.triage_jobs", base=TriageTask)
+def triage_jobs_task(job_ids: list[int], rule_set_id: int | None = None, retriage_run_id: int | None = None) -> dict:
+    rule_set = RuleSet.objects.filter(pk=rule_set_id).first() if rule_set_id else None
+    if rule_set_id and rule_set is None:  # the version was deleted before the worker reached it
+        return {}
+    counts = services.triage_jobs(job_ids, rule_set)
+    if retriage_run_id is not None:
+        services.record_progress(retriage_run_id, len(job_ids))
+    return counts
+
+
+class RetriageTask(IdempotentTask):
+    def give_up(self, reason: str, run_id: int, *args, **kwargs) -> None:
+        services.fail_retriage(run_id, reason)
+
+
+# Idempotent: fanning out again re-triages the same jobs with the same version.
+@shared_task(name="triage.retriage_all", base=RetriageTask)
+def retriage_all_task(run_id: int) -> dict | None:
+    run = services.run_retriage(run_id)
+    if run is None:
+        return None
+    return {"run_id": run.pk, "jobs": run.jobs_total}

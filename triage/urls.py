@@ -1,0 +1,11 @@
+from django.urls import path
+
+from triage import views
+
+app_name = "triage"
+
+urlpatterns = [
+    path("rules/", views.rule_set_edit, name="rule-set"),
+    path("rules/progress/<int:pk>/", views.retriage_progress, name="retriage-progress"),
+    path("jobs/<int:pk>/", views.job_triage, name="job"),
+]

@@ -1,0 +1,77 @@
+"""Triage pages: the operators' rule-set editor (with re-triage progress) and a job's findings."""
+
+from __future__ import annotations
+
+from django import forms
+from django.contrib import messages
+from django.contrib.auth.decorators import login_required
+from django.http import Http404, JsonResponse
+from django.shortcuts import get_object_or_404, redirect, render
+
+from fleet.access import is_operator
+from fleet.models import Job
+from triage import services
+from triage.models import RetriageRun, RuleSet
+from triage.rules import THRESHOLDS
+
+
+class RuleSetForm(forms.Form):
+    """One number field per threshold, prefilled with the current version's values."""
+
+    note = forms.CharField(max_length=300, required=False, label="What changed and why")
+
+    def __init__(self, *args, current: dict, **kwargs):
+        super().__init__(*args, **kwargs)
+        for name, (default, unit, help_text) in THRESHOLDS.items():
+            self.fields[name] = forms.FloatField(
+                label=name, initial=current.get(name, default), min_value=0, help_text=help_text
+            )
+            self.fields[name].unit = unit
+            self.fields[name].default = default
+
+    def threshold_fields(self):
+        return [self[name] for name in THRESHOLDS]
+
+
+@login_required
+def rule_set_edit(request):
+    if not is_operator(request.user):
+        raise Http404
+    current = RuleSet.current()
+    values = current.effective_thresholds()
+    form = RuleSetForm(request.POST or None, current=values)
+    if request.method == "POST" and form.is_valid():
+        thresholds = {name: form.cleaned_data[name] for name in THRESHOLDS}
+        if thresholds == values:
+            messages.info(request, "Nothing changed; no new version was made.")
+            return redirect("triage:rule-set")
+        rule_set, _ = services.save_rule_set(thresholds, user=request.user, note=form.cleaned_data["note"])
+        messages.success(request, f"Saved rule set v{rule_set.version}; every job is being re-triaged with it.")
+        return redirect("triage:rule-set")
+    changed = {name for name, value in values.items() if value != THRESHOLDS[name][0]}
+    return render(
+        request,
+        "triage/rule_set.html",
+        {
+            "form": form,
+            "current": current,
+            "changed": changed,
+            "versions": RuleSet.objects.select_related("created_by")[:20],
+            "run": RetriageRun.objects.select_related("rule_set").first(),
+        },
+    )
+
+
+@login_required
+def retriage_progress(request, pk: int):
+    if not is_operator(request.user):
+        raise Http404
+    run = get_object_or_404(RetriageRun, pk=pk)
+    return JsonResponse({"status": run.status, "done": run.jobs_done, "total": run.jobs_total, "percent": run.percent})
+
+
+@login_required
+def job_triage(request, pk: int):
+    # Scoped lookup: another team's job is indistinguishable from a missing one.
+    job = get_object_or_404(Job.objects.visible_to(request.user).select_related("cluster", "team"), pk=pk)
+    return render(request, "triage/job_triage.html", {"job": job})
