@@ -1,0 +1,129 @@
+"""The contract of a connector, and the errors a pull can end with.
+
+A connector is a class registered under a `kind` (see `registry`). The sync service
+(`fleet.connectors.sync`) drives it in three steps, and only ever stores what it hands back:
+
+1. `list_jobs(watermark, until)` yields `Batch`es of finished jobs that changed after `watermark`
+   (an opaque string the connector itself produced earlier: a time, or a cursor). Each batch
+   carries the watermark that is safe to save once *all jobs of this and every earlier batch*
+   are stored — so a crash part-way resumes at the last stored batch and never skips a job.
+2. `fetch_series(job)` returns the job's normalised series frame (`fleet.series.normalize`) or
+   None. Connectors that only list jobs delegate this to their metrics source (Prometheus).
+3. `fetch_artifacts(job)` returns the job's logs and scripts as `ArtifactRecord`s.
+
+Errors: `TransientError` (timeouts, connection errors, 5xx, 429 — after the HTTP client's own
+retries are used up) ends the pull without moving the watermark, so the next run tries again.
+`BadData` (a response or record that cannot be understood) is recorded and not retried.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING, ClassVar
+
+from fleet.canonical import ArtifactRecord, JobRecord, RecordError
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+    from fleet.connectors.http import HttpClient
+
+
+class ConnectorError(Exception):
+    """Base of the errors a connector raises."""
+
+
+class TransientError(ConnectorError):
+    """The platform did not answer usefully in time; trying again later may succeed."""
+
+
+class BadData(ConnectorError):
+    """The platform answered with something we cannot read; trying again will not help."""
+
+
+class ConfigError(ConnectorError):
+    """The connector's configuration is incomplete or contradictory."""
+
+
+@dataclass(frozen=True)
+class ConnectorSettings:
+    """Everything a connector needs to talk to its platform, with secrets already resolved.
+
+    Built from the `Connector` model by the sync service; tests build it directly.
+    """
+
+    name: str
+    kind: str
+    url: str
+    cluster: str = ""
+    headers: dict[str, str] = field(default_factory=dict)  # auth and custom headers, ready to send
+    basic_auth: tuple[str, str] | None = None
+    verify: bool | str = True  # True, False (skip verification) or a CA bundle path
+    options: dict = field(default_factory=dict)  # kind-specific settings (label mapping, team mapping ...)
+    timeout_s: float = 30.0
+    retries: int = 5
+    backoff_s: float = 1.0
+    backoff_max_s: float = 60.0
+    retry_after_max_s: float = 300.0
+
+
+@dataclass
+class Batch:
+    """Finished jobs from one page or window, and the watermark to save once they are stored."""
+
+    jobs: list[JobRecord]
+    watermark: str
+    errors: list[RecordError] = field(default_factory=list)  # records that were rejected (not retried)
+
+
+class BaseConnector:
+    """Base of every connector kind. Subclasses set `kind` and override the three methods."""
+
+    kind: ClassVar[str] = ""
+    label: ClassVar[str] = ""
+    # True for kinds that list jobs; a metrics-only kind (Prometheus) serves other connectors.
+    lists_jobs: ClassVar[bool] = True
+
+    def __init__(self, settings: ConnectorSettings, http: HttpClient, metrics: BaseConnector | None = None):
+        self.settings = settings
+        self.http = http
+        self.metrics = metrics  # where series come from, when this kind has none of its own
+
+    def list_jobs(self, watermark: str, until: datetime) -> Iterator[Batch]:
+        raise NotImplementedError
+
+    def fetch_series(self, job: JobRecord) -> pd.DataFrame | None:
+        """By default: ask the metrics source for the GPUs the job's labels name (see docs/connectors.md)."""
+        if self.metrics is None:
+            return None
+        from fleet.connectors.prometheus import request_from_labels
+
+        return self.metrics.fetch_job_series(request_from_labels(job))
+
+    def fetch_artifacts(self, job: JobRecord) -> list[ArtifactRecord]:
+        return []
+
+    def check(self) -> dict:
+        """A cheap request that proves the URL and credentials work; returns what it learnt."""
+        return {}
+
+    @classmethod
+    def watermark_time(cls, watermark: str) -> datetime | None:
+        """The moment a watermark stands for, for the lag shown in the UI (None when it is a cursor)."""
+        return parse_time_watermark(watermark)
+
+
+def time_watermark(moment: datetime) -> str:
+    return moment.astimezone(UTC).isoformat()
+
+
+def parse_time_watermark(watermark: str) -> datetime | None:
+    if not watermark:
+        return None
+    try:
+        moment = datetime.fromisoformat(watermark)
+    except ValueError:
+        return None
+    return moment.replace(tzinfo=UTC) if moment.tzinfo is None else moment.astimezone(UTC)

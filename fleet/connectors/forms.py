@@ -1,0 +1,105 @@
+"""The operator's connector form. Secrets are write-only: never rendered back, blank keeps the stored one."""
+
+from __future__ import annotations
+
+import re
+
+from django import forms
+
+from fleet.connectors.models import Connector
+
+SECRET_REFERENCE = re.compile(r"^(env:[A-Za-z_][A-Za-z0-9_]*|file:/.+)$")
+
+
+class ConnectorForm(forms.ModelForm):
+    url = forms.URLField(max_length=500, assume_scheme="https", help_text="Base URL, e.g. https://prometheus:9090")
+    secret = forms.CharField(
+        required=False,
+        strip=True,
+        widget=forms.PasswordInput(render_value=False, attrs={"autocomplete": "new-password"}),
+        help_text="Password or token, stored encrypted. Leave blank to keep the stored one.",
+    )
+    secret_reference = forms.CharField(
+        required=False,
+        help_text="Instead of a stored secret: env:VARIABLE or file:/path/to/token (read on every pull).",
+    )
+    clear_secret = forms.BooleanField(required=False, help_text="Forget the stored secret.")
+
+    class Meta:
+        model = Connector
+        fields = [
+            "name",
+            "kind",
+            "url",
+            "cluster",
+            "enabled",
+            "interval_minutes",
+            "metrics_from",
+            "auth",
+            "username",
+            "secret_header",
+            "headers",
+            "ca_bundle",
+            "verify_tls",
+            "options",
+        ]
+        widgets = {
+            "headers": forms.Textarea(attrs={"rows": 2}),
+            "options": forms.Textarea(attrs={"rows": 6}),
+        }
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        qs = Connector.objects.filter(kind=Connector.Kind.PROMETHEUS)
+        if self.instance.pk:
+            qs = qs.exclude(pk=self.instance.pk)
+            self.fields["secret_reference"].initial = self.instance.secret_ref  # a name, not a secret
+        self.fields["metrics_from"].queryset = qs
+
+    def clean_secret_reference(self) -> str:
+        value = self.cleaned_data["secret_reference"].strip()
+        if value and not SECRET_REFERENCE.match(value):
+            raise forms.ValidationError("Use env:VARIABLE_NAME or file:/absolute/path.")
+        return value
+
+    def clean_headers(self):
+        headers = self.cleaned_data["headers"] or {}
+        if not isinstance(headers, dict) or not all(isinstance(v, str) for v in headers.values()):
+            raise forms.ValidationError('A JSON object of header names to text values, e.g. {"X-Scope-OrgID": "gpu"}.')
+        return headers
+
+    def clean_options(self):
+        options = self.cleaned_data["options"] or {}
+        if not isinstance(options, dict):
+            raise forms.ValidationError("A JSON object (see docs/connectors.md for each kind's options).")
+        return options
+
+    def clean(self):
+        data = super().clean()
+        auth = data.get("auth")
+        has_new = bool(data.get("secret") or data.get("secret_reference"))
+        keeps_old = self.instance.pk and self.instance.has_secret and not data.get("clear_secret")
+        if auth and auth != Connector.Auth.NONE and not (has_new or keeps_old):
+            self.add_error("secret", "This auth kind needs a secret (or a reference to one).")
+        if auth == Connector.Auth.BASIC and not data.get("username"):
+            self.add_error("username", "Basic auth needs a user name.")
+        if auth == Connector.Auth.HEADER and not data.get("secret_header"):
+            self.add_error("secret_header", "Name the header that carries the secret, e.g. X-SLURM-USER-TOKEN.")
+        if data.get("kind") != Connector.Kind.PROMETHEUS and not data.get("cluster"):
+            self.add_error("cluster", "Jobs need a cluster name.")
+        return data
+
+    def save(self, commit: bool = True) -> Connector:
+        connector = super().save(commit=False)
+        data = self.cleaned_data
+        if data.get("clear_secret"):
+            connector.secret_ref = connector.secret_encrypted = ""
+        if data.get("secret"):
+            connector.set_secret(data["secret"])
+        elif data.get("secret_reference"):
+            connector.set_secret_reference(data["secret_reference"])
+        elif "secret_reference" in self.changed_data and not data.get("secret_reference"):
+            connector.secret_ref = ""
+        if commit:
+            connector.save()
+        return connector

@@ -1,0 +1,186 @@
+"""The generic platform REST API: a JSON contract of our own (docs/connectors.md), for platforms that
+can export their jobs but are none of the above.
+
+    GET {url}/jobs?cursor=<cursor>&limit=<n>   -> {"jobs": [job, ...], "next_cursor": "...", "has_more": bool}
+    GET {url}/jobs/<job_id>/series             -> {"samples": [{"timestamp", "host", "gpu", <metric>...}, ...]}
+    GET {url}/jobs/<job_id>/artifacts          -> {"artifacts": [{"kind", "path", "content" | "content_base64"}]}
+
+A job object has the fields of an archive v1 job row (docs/archive-format.md). Jobs come in the
+order they changed; `next_cursor` is the position after the page and becomes the watermark once
+the page is stored. A job that changes again later comes again and is updated in place.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+from collections.abc import Iterator
+from datetime import datetime
+from urllib.parse import quote
+
+import pandas as pd
+
+from fleet import series as series_lib
+from fleet.archive.parser import parse_timestamp
+from fleet.canonical import JOB_TYPES, METRICS, ArtifactRecord, JobRecord, RecordError
+from fleet.connectors.base import BadData, BaseConnector, Batch
+from fleet.connectors.registry import register
+
+REQUIRED = ("job_id", "user", "team", "gpu_count", "start_time", "end_time")
+ARTIFACT_KINDS = ("log", "script", "trace")
+PAGE_SIZE = 200
+MAX_PAGES = 100_000  # a server that never says has_more=false stops here
+MAX_STALLS = 3  # pages in a row that do not move the cursor before we give up
+
+
+def job_from_object(item, *, cluster: str = "", source: str = "jobs") -> JobRecord:
+    """A canonical job from one contract job object; ValueError says which field is wrong."""
+    if not isinstance(item, dict):
+        raise ValueError("a job is not a JSON object")
+    missing = [name for name in REQUIRED if item.get(name) in (None, "")]
+    if missing:
+        raise ValueError(f"required field {missing[0]!r} is missing")
+
+    def count(name: str, default=None):
+        value = item.get(name, default)
+        if value is None:
+            return default
+        if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+            raise ValueError(f"field {name!r} must be a non-negative integer (got {value!r})")
+        return value
+
+    start, end = parse_timestamp(item["start_time"]), parse_timestamp(item["end_time"])
+    if end < start:
+        raise ValueError(f"end_time {end.isoformat()} is before start_time {start.isoformat()}")
+    job_type = str(item.get("job_type") or "batch")
+    if job_type not in JOB_TYPES:
+        raise ValueError(f"job_type must be one of {', '.join(JOB_TYPES)} (got {job_type!r})")
+    labels = item.get("labels") or {}
+    if not isinstance(labels, dict):
+        raise ValueError("labels must be a JSON object")
+    return JobRecord(
+        external_id=str(item["job_id"]),
+        user=str(item["user"]),
+        team=str(item["team"]),
+        gpu_count=count("gpu_count"),
+        start_time=start,
+        end_time=end,
+        cluster=str(item.get("cluster") or cluster),
+        name=str(item.get("name") or ""),
+        gpu_model=str(item.get("gpu_model") or ""),
+        node_count=count("node_count", 1),
+        cpu_count=count("cpu_count"),
+        state=str(item.get("state") or ""),
+        job_type=job_type,
+        command=str(item.get("command") or ""),
+        queue=str(item.get("queue") or ""),
+        submit_time=parse_timestamp(item["submit_time"]) if item.get("submit_time") else None,
+        labels=labels,
+        raw=item,
+    )
+
+
+def frame_from_samples(doc, *, job: JobRecord | None = None, source: str = "series") -> pd.DataFrame | None:
+    """The normalised frame of a series response (samples outside the job's window are clipped)."""
+    samples = doc.get("samples") if isinstance(doc, dict) else None
+    if not isinstance(samples, list):
+        raise BadData(f"{source}: expected an object with a 'samples' list")
+    if not samples:
+        return None
+    frame = pd.DataFrame.from_records(samples)
+    keep = [c for c in ("timestamp", "host", "gpu", *METRICS) if c in frame.columns]
+    try:
+        frame["timestamp"] = frame["timestamp"].map(parse_timestamp)
+        frame, _ = series_lib.normalize(frame[keep])
+    except (KeyError, ValueError, TypeError) as exc:
+        raise BadData(f"{source}: {exc}") from exc
+    if job is not None:
+        inside = (frame["timestamp"] >= job.start_time) & (frame["timestamp"] <= job.end_time)
+        frame = frame[inside].reset_index(drop=True)
+    return frame if len(frame) else None
+
+
+def artifacts_from_doc(doc, job_id: str, *, max_bytes: int, source: str = "artifacts") -> list[ArtifactRecord]:
+    items = doc.get("artifacts") if isinstance(doc, dict) else None
+    if not isinstance(items, list):
+        raise BadData(f"{source}: expected an object with an 'artifacts' list")
+    out = []
+    for item in items:
+        kind, path = str(item.get("kind") or ""), str(item.get("path") or "")
+        if kind not in ARTIFACT_KINDS or not path or path.startswith("/") or ".." in path.split("/"):
+            raise BadData(f"{source}: artifact {path!r} needs a kind in {ARTIFACT_KINDS} and a relative path")
+        if "content_base64" in item:
+            try:
+                content = base64.b64decode(item["content_base64"], validate=True)
+            except (binascii.Error, ValueError) as exc:
+                raise BadData(f"{source}: {path}: content_base64 is not base64") from exc
+        else:
+            content = str(item.get("content") or "").encode()
+        out.append(
+            ArtifactRecord(
+                job_id=job_id, kind=kind, path=path, content=content[:max_bytes], truncated=len(content) > max_bytes
+            )
+        )
+    return out
+
+
+@register
+class GenericConnector(BaseConnector):
+    """Our own REST contract. Options: `page_size` (200), `artifact_max_bytes` (20 MiB), `series` (true)."""
+
+    kind = "generic"
+    label = "Generic REST API (our JSON contract)"
+
+    def check(self) -> dict:
+        doc = self.http.get_json("jobs", params={"limit": 1})
+        return {"jobs_endpoint": isinstance(doc, dict) and isinstance(doc.get("jobs"), list)}
+
+    def list_jobs(self, watermark: str, until: datetime) -> Iterator[Batch]:
+        cursor = watermark
+        limit = int(self.settings.options.get("page_size", PAGE_SIZE))
+        stalls = 0
+        for _page in range(MAX_PAGES):
+            params = {"limit": limit}
+            if cursor:
+                params["cursor"] = cursor
+            doc = self.http.get_json("jobs", params=params)
+            if not isinstance(doc, dict) or not isinstance(doc.get("jobs"), list):
+                raise BadData(f"{self.settings.name}: /jobs must answer {{'jobs': [...], 'next_cursor': ...}}")
+            jobs, errors = [], []
+            for row, item in enumerate(doc["jobs"], start=1):
+                try:
+                    jobs.append(job_from_object(item, cluster=self.settings.cluster))
+                except ValueError as exc:
+                    job_id = str(item.get("job_id", "")) if isinstance(item, dict) else ""
+                    errors.append(RecordError(f"{self.settings.name} /jobs", str(exc), row=row, job_id=job_id))
+            next_cursor = str(doc.get("next_cursor") or cursor)
+            yield Batch(jobs=jobs, watermark=next_cursor, errors=errors)
+            if not doc.get("has_more"):
+                return
+            if next_cursor == cursor:  # no progress: a page served again (a cache?); ask again, a few times
+                stalls += 1
+                if stalls > MAX_STALLS:
+                    raise BadData(f"{self.settings.name}: /jobs keeps answering cursor {cursor[:60]!r} with itself")
+                continue
+            stalls = 0
+            cursor = next_cursor
+
+    @classmethod
+    def watermark_time(cls, watermark: str):
+        return None  # an opaque cursor
+
+    def _job_path(self, job: JobRecord, what: str) -> str:
+        return f"jobs/{quote(job.external_id, safe='')}/{what}"
+
+    def fetch_series(self, job: JobRecord):
+        if self.metrics is not None:  # series from Prometheus, found by the job's labels
+            return super().fetch_series(job)
+        if not self.settings.options.get("series", True):
+            return None
+        doc = self.http.get_json(self._job_path(job, "series"))
+        return frame_from_samples(doc, job=job, source=f"{self.settings.name} series of {job.external_id}")
+
+    def fetch_artifacts(self, job: JobRecord) -> list[ArtifactRecord]:
+        doc = self.http.get_json(self._job_path(job, "artifacts"))
+        max_bytes = int(self.settings.options.get("artifact_max_bytes", 20 * 2**20))
+        return artifacts_from_doc(doc, job.external_id, max_bytes=max_bytes, source=f"{self.settings.name} artifacts")

@@ -1,0 +1,199 @@
+"""The one HTTP client every connector uses: timeouts, retries with backoff and jitter, auth, TLS.
+
+Built on `requests` + `urllib3.Retry` rather than a loop of our own:
+
+- The transport adapter retries connection errors, timeouts before the response, 5xx and 429,
+  with exponential backoff plus jitter, honouring `Retry-After` (capped, so a server cannot park
+  a worker for hours).
+- Failures *while reading the body* (a connection dropped mid-response, a read timeout, JSON cut
+  short) happen after the adapter has handed the response over, so they get a second `Retry` of
+  the same policy here.
+- 4xx other than 429 is not retried: asking again gets the same answer. Nor is a body that is
+  complete but not what the contract says (`BadData`).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from typing import Any
+
+import requests
+from requests.adapters import HTTPAdapter
+from urllib3.exceptions import MaxRetryError, ProtocolError
+from urllib3.util.retry import Retry
+
+from fleet.connectors.base import BadData, ConnectorSettings, TransientError
+
+logger = logging.getLogger(__name__)
+
+RETRY_STATUSES = frozenset({429, 500, 502, 503, 504})
+MAX_RESPONSE_BYTES = 512 * 2**20
+USER_AGENT = "fleet-triage-connector/1"
+
+
+class HttpStatusError(BadData):
+    """A 4xx answer (other than 429): the request itself is wrong, asking again will not help."""
+
+    def __init__(self, status: int, url: str, detail: str):
+        self.status = status
+        self.url = url
+        super().__init__(f"HTTP {status} from {url}: {detail}")
+
+
+class _BodyError(Exception):
+    """The body could not be read completely, or was cut short."""
+
+    def __init__(self, message: str, *, not_json: bool = False):
+        super().__init__(message)
+        self.not_json = not_json
+
+
+class HttpClient:
+    def __init__(self, settings: ConnectorSettings, *, max_response_bytes: int = MAX_RESPONSE_BYTES):
+        self.settings = settings
+        self.base_url = settings.url.rstrip("/")
+        self.max_response_bytes = max_response_bytes
+        self.session = requests.Session()
+        self.session.headers.update({"User-Agent": USER_AGENT, "Accept": "application/json"})
+        self.session.headers.update(settings.headers)
+        if settings.basic_auth:
+            self.session.auth = settings.basic_auth
+        self.session.verify = settings.verify
+        adapter = HTTPAdapter(max_retries=self._retry())
+        self.session.mount("http://", adapter)
+        self.session.mount("https://", adapter)
+
+    def _retry(self) -> Retry:
+        s = self.settings
+        return Retry(
+            total=s.retries,
+            connect=s.retries,
+            read=s.retries,
+            status=s.retries,
+            other=0,
+            redirect=3,
+            allowed_methods=None,  # every request a connector makes is a read, POST for PromQL included
+            status_forcelist=RETRY_STATUSES,
+            backoff_factor=s.backoff_s,
+            backoff_jitter=s.backoff_s,
+            backoff_max=s.backoff_max_s,
+            retry_after_max=int(s.retry_after_max_s),
+            respect_retry_after_header=True,
+            raise_on_status=False,  # the last 5xx/429 response comes back; we raise TransientError
+        )
+
+    def close(self) -> None:
+        self.session.close()
+
+    def url(self, path: str) -> str:
+        if path.startswith(("http://", "https://")):
+            return path
+        return f"{self.base_url}/{path.lstrip('/')}"
+
+    # -- requests ----------------------------------------------------------------------------
+    def get_json(self, path: str, params: dict | list | None = None) -> Any:
+        return self.request_json("GET", path, params=params)
+
+    def post_form_json(self, path: str, form: dict) -> Any:
+        return self.request_json("POST", path, data=form)
+
+    def request_json(self, method: str, path: str, **kwargs) -> Any:
+        return self._request(method, path, parse=_parse_json, **kwargs)
+
+    def get_bytes(self, path: str, params: dict | None = None, *, max_bytes: int | None = None) -> bytes:
+        return self._request("GET", path, params=params, parse=lambda body: body, max_bytes=max_bytes)
+
+    def _request(self, method: str, path: str, *, parse, max_bytes: int | None = None, **kwargs):
+        url = self.url(path)
+        body_retry = self._retry()
+        while True:
+            try:
+                response = self.session.request(method, url, timeout=self.settings.timeout_s, stream=True, **kwargs)
+            except requests.exceptions.RequestException as exc:
+                if _is_body_failure(exc):  # e.g. the server closed the connection after the headers
+                    body_retry = self._again(body_retry, method, url, exc)
+                    continue
+                raise TransientError(f"{method} {url}: {_reason(exc)}") from exc
+            try:
+                if response.status_code in RETRY_STATUSES:
+                    raise TransientError(f"{method} {url}: HTTP {response.status_code} after retries")
+                if response.status_code >= 400:
+                    raise HttpStatusError(response.status_code, url, _snippet(response))
+                try:
+                    body = _read_body(response, max_bytes or self.max_response_bytes, truncate=max_bytes is not None)
+                    return parse(body)
+                except _BodyError as exc:
+                    body_retry = self._again(body_retry, method, url, exc)
+            finally:
+                response.close()
+
+    def _again(self, retry: Retry, method: str, url: str, exc: Exception) -> Retry:
+        """Count one failed body read against the policy and sleep its backoff; give up when spent."""
+        try:
+            retry = retry.increment(method, url, error=ProtocolError(str(exc)))
+        except MaxRetryError:
+            if isinstance(exc, _BodyError) and exc.not_json:
+                raise BadData(f"{method} {url}: {exc}") from exc
+            raise TransientError(f"{method} {url}: {exc}") from exc
+        logger.info("Retrying %s %s after a failed read: %s", method, url, exc)
+        retry.sleep()
+        return retry
+
+
+def _read_body(response: requests.Response, limit: int, *, truncate: bool) -> bytes:
+    chunks: list[bytes] = []
+    size = 0
+    try:
+        for chunk in response.iter_content(chunk_size=65536):
+            chunks.append(chunk)
+            size += len(chunk)
+            if size > limit:
+                if truncate:
+                    return b"".join(chunks)[:limit]
+                raise BadData(f"{response.url}: the response is larger than {limit} bytes")
+    except requests.exceptions.RequestException as exc:
+        raise _BodyError(f"the connection broke while reading the response ({_reason(exc)})") from exc
+    body = b"".join(chunks)
+    expected = response.headers.get("Content-Length")
+    if expected and expected.isdigit() and int(expected) > len(body) and "Content-Encoding" not in response.headers:
+        raise _BodyError(f"the response was cut short ({len(body)} of {expected} bytes)")
+    return body
+
+
+def _parse_json(body: bytes) -> Any:
+    try:
+        return json.loads(body)
+    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        # A body cut short by a proxy or a dropped connection looks exactly like this; read again.
+        raise _BodyError(f"the response is not valid JSON ({exc})", not_json=True) from exc
+
+
+def _is_body_failure(exc: Exception) -> bool:
+    if isinstance(exc, requests.exceptions.ChunkedEncodingError | requests.exceptions.ContentDecodingError):
+        return True
+    if isinstance(exc, requests.exceptions.ConnectionError):
+        inner = exc.args[0] if exc.args else None
+        return isinstance(inner, ProtocolError) and not isinstance(inner, MaxRetryError)
+    return False
+
+
+def _reason(exc: Exception) -> str:
+    inner = exc.args[0] if exc.args else exc
+    if isinstance(inner, MaxRetryError) and inner.reason is not None:
+        return f"gave up after retries: {inner.reason}"
+    return str(inner)
+
+
+def _snippet(response: requests.Response) -> str:
+    try:
+        text = response.raw.read(2000, decode_content=True).decode("utf-8", errors="replace")
+    except Exception:  # noqa: BLE001 - only a hint for the error message
+        return response.reason or ""
+    try:
+        data = json.loads(text)
+        if isinstance(data, dict):
+            return str(data.get("error") or data.get("message") or data.get("errors") or text)[:500]
+    except ValueError:
+        pass
+    return text.strip()[:500] or (response.reason or "")

@@ -1,0 +1,376 @@
+"""Kubernetes: the pods API (`GET /api/v1/pods`, paginated with `continue`), and pod logs.
+
+Pure part: `parse_pod_list` reads a PodList (the API's pages and `kubectl get pods -o json` alike),
+`jobs_from_pods` groups pods into jobs:
+
+- job identity from `ownerReferences` (Job, PyTorchJob, MPIJob, RayCluster, JobSet, ...: the
+  controller's uid); a pod without an owner is a job of its own. Pods of long-running workloads
+  (ReplicaSet, StatefulSet, DaemonSet) are not jobs and are left out;
+- a job is finished when every pod of it has finished (phase Succeeded/Failed); start is the
+  earliest pod start, end the latest container finish;
+- GPU count from `resources.limits["nvidia.com/gpu"]` (a pod needs max(sum of its containers,
+  largest init container)), summed over pods that ran *at the same time* — a retried pod does not
+  double the count;
+- team from a label the operator names (else the namespace), through the operator's mapping;
+  queue from Kueue's `kueue.x-k8s.io/queue-name` label, else the namespace.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import shlex
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+
+from fleet.canonical import ArtifactRecord, JobRecord, RecordError
+from fleet.connectors.base import BadData, BaseConnector, Batch, parse_time_watermark, time_watermark
+from fleet.connectors.http import HttpStatusError
+from fleet.connectors.prometheus import PrometheusConnector, SeriesRequest
+from fleet.connectors.registry import register
+
+GPU_RESOURCE = "nvidia.com/gpu"
+NOT_JOBS = frozenset({"ReplicaSet", "StatefulSet", "DaemonSet", "ReplicationController", "Node"})
+FINISHED_PHASES = frozenset({"Succeeded", "Failed"})
+QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
+GPU_PRODUCT_LABEL = "nvidia.com/gpu.product"
+PAGE_SIZE = 500
+MAX_REPEATS = 3
+
+
+@dataclass
+class PodJobs:
+    jobs: list[JobRecord] = field(default_factory=list)
+    errors: list[RecordError] = field(default_factory=list)
+    unfinished: int = 0
+
+
+def parse_pod_list(data: bytes | str | dict, *, source: str = "pods") -> tuple[list[dict], str]:
+    """(pods, continue token) of a PodList page or a `kubectl get pods -o json` List."""
+    if isinstance(data, dict):
+        doc = data
+    else:
+        try:
+            doc = json.loads(data)
+        except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+            raise BadData(f"{source}: not valid JSON ({exc})") from exc
+    if not isinstance(doc, dict) or not isinstance(doc.get("items"), list):
+        raise BadData(f"{source}: expected a PodList with an 'items' list")
+    pods = [p for p in doc["items"] if isinstance(p, dict) and (p.get("kind") in (None, "Pod"))]
+    return pods, str((doc.get("metadata") or {}).get("continue") or "")
+
+
+def _time(text) -> datetime | None:
+    if not text:
+        return None
+    try:
+        moment = datetime.fromisoformat(str(text).replace("Z", "+00:00"))
+    except ValueError:
+        return None
+    return moment if moment.tzinfo else moment.replace(tzinfo=UTC)
+
+
+def _quantity(value) -> float:
+    """A Kubernetes quantity as a number: "2" -> 2, "500m" -> 0.5."""
+    text = str(value or "0").strip()
+    try:
+        return float(text[:-1]) / 1000 if text.endswith("m") else float(text)
+    except ValueError:
+        return 0.0
+
+
+def pod_gpus(pod: dict) -> int:
+    spec = pod.get("spec") or {}
+
+    def gpus(container: dict) -> int:
+        resources = container.get("resources") or {}
+        limit = (resources.get("limits") or {}).get(GPU_RESOURCE) or (resources.get("requests") or {}).get(GPU_RESOURCE)
+        return int(_quantity(limit))
+
+    main = sum(gpus(c) for c in spec.get("containers") or [])
+    init = max((gpus(c) for c in spec.get("initContainers") or []), default=0)
+    return max(main, init)
+
+
+def pod_cpus(pod: dict) -> float:
+    total = 0.0
+    for container in (pod.get("spec") or {}).get("containers") or []:
+        resources = container.get("resources") or {}
+        total += _quantity((resources.get("limits") or {}).get("cpu") or (resources.get("requests") or {}).get("cpu"))
+    return total
+
+
+def _pod_window(pod: dict) -> tuple[datetime | None, datetime | None]:
+    status = pod.get("status") or {}
+    starts, ends = [], []
+    for container in (status.get("containerStatuses") or []) + (status.get("initContainerStatuses") or []):
+        terminated = (container.get("state") or {}).get("terminated") or {}
+        if terminated:
+            starts.append(_time(terminated.get("startedAt")))
+            ends.append(_time(terminated.get("finishedAt")))
+    start = _time(status.get("startTime")) or min((s for s in starts if s), default=None)
+    end = max((e for e in ends if e), default=None)
+    return start, end
+
+
+def job_key(pod: dict) -> tuple[str, dict | None]:
+    """(job identity, owner reference) of a pod: its controller's uid, else its own uid."""
+    meta = pod.get("metadata") or {}
+    owners = meta.get("ownerReferences") or []
+    owner = next((o for o in owners if o.get("controller")), owners[0] if owners else None)
+    if owner is not None:
+        return str(owner.get("uid") or f"{meta.get('namespace')}/{owner.get('kind')}/{owner.get('name')}"), owner
+    return str(meta.get("uid") or f"{meta.get('namespace')}/{meta.get('name')}"), None
+
+
+def peak_concurrent(intervals: list[tuple[datetime, datetime, int]]) -> int:
+    """The most GPUs held at one moment by pods with (start, end, gpus)."""
+    events = sorted([(s, g) for s, _, g in intervals] + [(e, -g) for _, e, g in intervals], key=lambda x: (x[0], x[1]))
+    peak = current = 0
+    for _, delta in events:
+        current += delta
+        peak = max(peak, current)
+    return peak
+
+
+def jobs_from_pods(
+    pods: list[dict],
+    *,
+    cluster: str = "",
+    team_label: str = "",
+    user_label: str = "",
+    namespace_teams: dict[str, str] | None = None,
+    gpu_jobs_only: bool = True,
+    source: str = "pods",
+) -> PodJobs:
+    """Finished jobs from pods (pods seen twice, e.g. on a repeated page, count once)."""
+    groups: dict[str, tuple[dict | None, dict[str, dict]]] = {}
+    for pod in pods:
+        meta = pod.get("metadata") or {}
+        key, owner = job_key(pod)
+        if owner is not None and owner.get("kind") in NOT_JOBS:
+            continue
+        uid = str(meta.get("uid") or meta.get("name"))
+        groups.setdefault(key, (owner, {}))[1][uid] = pod
+    result = PodJobs()
+    teams = namespace_teams or {}
+    for key, (owner, members) in groups.items():
+        group = sorted(members.values(), key=lambda p: (p.get("metadata") or {}).get("name", ""))
+        if any((p.get("status") or {}).get("phase") not in FINISHED_PHASES for p in group):
+            result.unfinished += 1
+            continue
+        windows = [(_pod_window(p), p) for p in group]
+        if any(start is None or end is None for (start, end), _ in windows):
+            name = (group[0].get("metadata") or {}).get("name")
+            result.errors.append(RecordError(source, f"pod {name} finished without start/finish times", job_id=key))
+            continue
+        intervals = [(start, end, pod_gpus(p)) for (start, end), p in windows]
+        gpus = peak_concurrent(intervals)
+        if gpu_jobs_only and gpus == 0:
+            continue
+        result.jobs.append(_job(key, owner, group, intervals, gpus, cluster, team_label, user_label, teams))
+    return result
+
+
+def _job(key, owner, pods, intervals, gpus, cluster, team_label, user_label, teams) -> JobRecord:
+    first = pods[0]
+    meta = first.get("metadata") or {}
+    namespace = str(meta.get("namespace") or "")
+    labels = meta.get("labels") or {}
+    team_value = labels.get(team_label, "") if team_label else ""
+    team = teams.get(team_value or namespace) or team_value or namespace or "unassigned"
+    spec = first.get("spec") or {}
+    gpu_container = next((c for c in spec.get("containers") or [] if pod_gpus({"spec": {"containers": [c]}})), None)
+    container = gpu_container or next(iter(spec.get("containers") or []), {})
+    command = shlex.join([str(x) for x in (container.get("command") or []) + (container.get("args") or [])])
+    reasons, exit_codes, phase = [], [], "Succeeded"
+    for pod in pods:
+        status = pod.get("status") or {}
+        if status.get("phase") == "Failed":
+            phase = "Failed"
+        for item in status.get("containerStatuses") or []:
+            terminated = (item.get("state") or {}).get("terminated") or {}
+            if terminated.get("reason") and terminated.get("reason") != "Completed":
+                reasons.append(terminated["reason"])
+            if terminated.get("exitCode") is not None:
+                exit_codes.append(terminated["exitCode"])
+    # The last pod to finish decides the outcome (earlier ones may be retries).
+    last = max(zip(intervals, pods, strict=True), key=lambda pair: pair[0][1])[1]
+    state = (last.get("status") or {}).get("phase") or phase
+    node_selector = spec.get("nodeSelector") or {}
+    nodes = sorted({str((p.get("spec") or {}).get("nodeName")) for p in pods if (p.get("spec") or {}).get("nodeName")})
+    pod_names = [str((p.get("metadata") or {}).get("name")) for p in pods]
+    return JobRecord(
+        external_id=key,
+        user=str(labels.get(user_label) or "") if user_label else namespace,
+        team=team,
+        gpu_count=gpus,
+        start_time=min(start for start, _, _ in intervals),
+        end_time=max(end for _, end, _ in intervals),
+        cluster=cluster,
+        name=str(owner.get("name") if owner else meta.get("name") or ""),
+        gpu_model=str(node_selector.get(GPU_PRODUCT_LABEL) or ""),
+        node_count=max(1, len(nodes)),
+        cpu_count=math.ceil(max(pod_cpus(p) for p in pods)) or None,
+        state=state,
+        job_type="batch",
+        command=command,
+        queue=str(labels.get(QUEUE_LABEL) or namespace),
+        submit_time=min(
+            filter(None, (_time((p.get("metadata") or {}).get("creationTimestamp")) for p in pods)), default=None
+        ),
+        labels={
+            "source": "kubernetes",
+            "namespace": namespace,
+            "owner_kind": str(owner.get("kind")) if owner else "Pod",
+            "owner_name": str(owner.get("name")) if owner else str(meta.get("name")),
+            "pods": pod_names,
+            "nodes": nodes,
+            "image": str(container.get("image") or ""),
+            "reasons": sorted(set(reasons)),
+            "exit_codes": exit_codes,
+        },
+        raw={
+            "owner": owner,
+            "pods": [
+                {
+                    "name": (p.get("metadata") or {}).get("name"),
+                    "uid": (p.get("metadata") or {}).get("uid"),
+                    "containers": [c.get("name") for c in (p.get("spec") or {}).get("containers") or []],
+                    "nodeName": (p.get("spec") or {}).get("nodeName"),
+                    "phase": (p.get("status") or {}).get("phase"),
+                }
+                for p in pods
+            ],
+        },
+    )
+
+
+def series_request(job: JobRecord) -> SeriesRequest:
+    return SeriesRequest(
+        start=job.start_time,
+        end=job.end_time,
+        namespace=str(job.labels.get("namespace") or ""),
+        pods=tuple(job.labels.get("pods") or ()),
+        hosts=tuple(job.labels.get("nodes") or ()),
+    )
+
+
+@register
+class KubernetesConnector(BaseConnector):
+    """The Kubernetes API server (bearer token of a ServiceAccount with get/list on pods and pods/log).
+
+    Options: `label_selector` (e.g. "team" or "nvidia.com/gpu.present=true"), `namespace`
+    (one namespace instead of all), `team_label` (a pod label naming the team; default: the
+    namespace), `user_label`, `namespace_teams` ({namespace or label value: team}),
+    `settle_minutes` (1), `fetch_logs` (true), `log_max_bytes` (20 MiB), `gpu_jobs_only` (true).
+    """
+
+    kind = "kubernetes"
+    label = "Kubernetes (pods API)"
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        options = self.settings.options
+        self.settle_s = float(options.get("settle_minutes", 1)) * 60
+        self.log_max_bytes = int(options.get("log_max_bytes", 20 * 2**20))
+
+    @property
+    def pods_path(self) -> str:
+        namespace = self.settings.options.get("namespace")
+        return f"api/v1/namespaces/{namespace}/pods" if namespace else "api/v1/pods"
+
+    def check(self) -> dict:
+        doc = self.http.get_json(self.pods_path, params={"limit": 1})
+        pods, _ = parse_pod_list(doc, source=self.settings.name)
+        return {"pods_visible": bool(pods)}
+
+    def list_pods(self) -> list[dict]:
+        """Every pod, page by page; an expired `continue` token (410 Gone) restarts the listing."""
+        for _attempt in range(3):
+            pods: dict[str, dict] = {}
+            token, seen_tokens, repeats = "", set(), 0
+            page_size = int(self.settings.options.get("page_size", PAGE_SIZE))
+            try:
+                while True:
+                    params = {"limit": page_size}
+                    if self.settings.options.get("label_selector"):
+                        params["labelSelector"] = self.settings.options["label_selector"]
+                    if token:
+                        params["continue"] = token
+                    doc = self.http.get_json(self.pods_path, params=params)
+                    page, token = parse_pod_list(doc, source=f"{self.settings.name} {self.pods_path}")
+                    for pod in page:  # keyed by uid: a page served twice adds nothing
+                        meta = pod.get("metadata") or {}
+                        pods[str(meta.get("uid") or meta.get("namespace", "") + "/" + meta.get("name", ""))] = pod
+                    if not token:
+                        return list(pods.values())
+                    if token in seen_tokens:  # a page served twice: harmless once or twice, a loop after that
+                        repeats += 1
+                        if repeats > MAX_REPEATS:
+                            raise BadData(f"{self.settings.name}: the API server keeps repeating a page")
+                    seen_tokens.add(token)
+            except HttpStatusError as exc:
+                if exc.status != 410:
+                    raise
+        raise BadData(f"{self.settings.name}: the pod listing kept expiring (410 Gone)")
+
+    def list_jobs(self, watermark: str, until: datetime) -> Iterator[Batch]:
+        since = parse_time_watermark(watermark)
+        cutoff = until.timestamp() - self.settle_s
+        options = self.settings.options
+        parsed = jobs_from_pods(
+            self.list_pods(),
+            cluster=self.settings.cluster,
+            team_label=str(options.get("team_label") or ""),
+            user_label=str(options.get("user_label") or ""),
+            namespace_teams=options.get("namespace_teams") or {},
+            gpu_jobs_only=bool(options.get("gpu_jobs_only", True)),
+            source=self.settings.name,
+        )
+        jobs = [j for j in parsed.jobs if j.end_time.timestamp() <= cutoff and (since is None or j.end_time > since)]
+        jobs.sort(key=lambda j: (j.end_time, j.external_id))
+        # One batch per distinct end time, so the watermark (the last stored end) never splits a tie.
+        if parsed.errors:
+            yield Batch(jobs=[], watermark=watermark, errors=parsed.errors)
+        index = 0
+        while index < len(jobs):
+            end = jobs[index].end_time
+            batch = []
+            while index < len(jobs) and jobs[index].end_time == end:
+                batch.append(jobs[index])
+                index += 1
+            yield Batch(jobs=batch, watermark=time_watermark(end))
+
+    def fetch_series(self, job: JobRecord):
+        if isinstance(self.metrics, PrometheusConnector):
+            return self.metrics.fetch_job_series(series_request(job))
+        return None
+
+    def fetch_artifacts(self, job: JobRecord) -> list[ArtifactRecord]:
+        if not self.settings.options.get("fetch_logs", True):
+            return []
+        namespace = job.labels.get("namespace")
+        out = []
+        for pod in job.raw.get("pods") or []:
+            for container in pod.get("containers") or []:
+                path = f"api/v1/namespaces/{namespace}/pods/{pod['name']}/log"
+                params = {"container": container, "timestamps": "true", "limitBytes": self.log_max_bytes + 1}
+                try:
+                    content = self.http.get_bytes(path, params=params, max_bytes=self.log_max_bytes + 1)
+                except HttpStatusError as exc:
+                    if exc.status in (400, 404):  # pod garbage-collected, or a container that never ran
+                        continue
+                    raise
+                truncated = len(content) > self.log_max_bytes
+                out.append(
+                    ArtifactRecord(
+                        job_id=job.external_id,
+                        kind="log",
+                        path=f"{pod['name']}/{container}.log",
+                        content=content[: self.log_max_bytes],
+                        truncated=truncated,
+                    )
+                )
+        return out

@@ -1,0 +1,176 @@
+"""The `Connector` model: one configured source an operator set up, its schedule, watermark and health.
+
+Imported at the end of fleet/models.py so its migration lives in the fleet app.
+"""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+from django.core.validators import MinValueValidator, RegexValidator
+from django.db import models
+from django.db.models import Q
+from django.utils import timezone
+
+from fleet.connectors import secrets
+from fleet.connectors.base import ConnectorSettings
+from fleet.connectors.registry import kinds
+
+
+class Connector(models.Model):
+    class Kind(models.TextChoices):
+        PROMETHEUS = "prometheus", "Prometheus (dcgm-exporter, node_exporter)"
+        SLURM = "slurm", "Slurm (slurmrestd)"
+        KUBERNETES = "kubernetes", "Kubernetes (pods API)"
+        GENERIC = "generic", "Generic REST API"
+
+    class Auth(models.TextChoices):
+        NONE = "none", "None"
+        BASIC = "basic", "Basic (user name + password)"
+        BEARER = "bearer", "Bearer token"
+        HEADER = "header", "Secret in a header (e.g. X-SLURM-USER-TOKEN)"
+
+    name = models.SlugField(max_length=100, unique=True)
+    kind = models.CharField(max_length=20, choices=Kind.choices)
+    url = models.URLField(max_length=500, help_text="Base URL, e.g. https://prometheus.example.org:9090")
+    cluster = models.CharField(
+        max_length=100, blank=True, help_text="Cluster the jobs belong to (not needed for Prometheus)."
+    )
+    enabled = models.BooleanField(default=True)
+    interval_minutes = models.PositiveIntegerField(default=15, validators=[MinValueValidator(1)])
+    metrics_from = models.ForeignKey(
+        "self",
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="served",
+        limit_choices_to={"kind": "prometheus"},
+        help_text="The Prometheus connector that serves these jobs' GPU series.",
+    )
+
+    auth = models.CharField(max_length=20, choices=Auth.choices, default=Auth.NONE)
+    username = models.CharField(max_length=200, blank=True, help_text="Basic auth user name.")
+    secret_header = models.CharField(
+        max_length=100,
+        blank=True,
+        validators=[RegexValidator(r"^[A-Za-z0-9-]+$", "a header name")],
+        help_text="Header that carries the secret, for the header auth kind.",
+    )
+    # Either a reference (env:NAME / file:/path) or the value encrypted with Fernet; never shown back.
+    secret_ref = models.CharField(max_length=300, blank=True)
+    secret_encrypted = models.TextField(blank=True)
+    headers = models.JSONField(default=dict, blank=True, help_text='Extra headers, e.g. {"X-Scope-OrgID": "gpu"}.')
+    ca_bundle = models.CharField(max_length=500, blank=True, help_text="Path to a CA bundle for TLS.")
+    verify_tls = models.BooleanField(default=True)
+    options = models.JSONField(default=dict, blank=True, help_text="Kind-specific options (docs/connectors.md).")
+
+    # State of the pulls.
+    watermark = models.CharField(max_length=500, blank=True, help_text="Everything up to here is stored.")
+    last_run_at = models.DateTimeField(null=True, blank=True)
+    last_success_at = models.DateTimeField(null=True, blank=True)
+    last_error = models.TextField(blank=True)
+    last_error_at = models.DateTimeField(null=True, blank=True)
+    consecutive_failures = models.PositiveIntegerField(default=0)
+    last_run = models.ForeignKey("fleet.IngestRun", null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
+    # The singleton lock: taken with a conditional UPDATE, so two workers never pull one source at once.
+    locked_until = models.DateTimeField(null=True, blank=True)
+    lock_token = models.CharField(max_length=64, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["name"]
+        constraints = [
+            models.CheckConstraint(
+                condition=Q(secret_ref="") | Q(secret_encrypted=""),
+                name="connector_one_secret_source",
+            )
+        ]
+
+    def __str__(self) -> str:
+        return self.name
+
+    # -- secrets -------------------------------------------------------------------------------
+    @property
+    def has_secret(self) -> bool:
+        return bool(self.secret_ref or self.secret_encrypted)
+
+    def set_secret(self, value: str) -> None:
+        """Store a secret value encrypted (clears any reference)."""
+        self.secret_encrypted = secrets.encrypt(value)
+        self.secret_ref = ""
+
+    def set_secret_reference(self, reference: str) -> None:
+        # Resolved at pull time: the variable or file may exist on the workers only.
+        self.secret_ref = reference
+        self.secret_encrypted = ""
+
+    def secret(self) -> str:
+        if self.secret_ref:
+            return secrets.resolve_reference(self.secret_ref)
+        return secrets.decrypt(self.secret_encrypted)
+
+    # -- what the pull needs -------------------------------------------------------------------
+    def to_settings(self, **http) -> ConnectorSettings:
+        headers = {str(k): str(v) for k, v in (self.headers or {}).items()}
+        basic = None
+        if self.auth == self.Auth.BASIC:
+            basic = (self.username, self.secret())
+        elif self.auth == self.Auth.BEARER:
+            headers["Authorization"] = f"Bearer {self.secret()}"
+        elif self.auth == self.Auth.HEADER:
+            headers[self.secret_header or "X-API-Key"] = self.secret()
+        verify: bool | str = (self.ca_bundle or True) if self.verify_tls else False
+        return ConnectorSettings(
+            name=self.name,
+            kind=self.kind,
+            url=self.url,
+            cluster=self.cluster,
+            headers=headers,
+            basic_auth=basic,
+            verify=verify,
+            options=dict(self.options or {}),
+            **http,
+        )
+
+    @property
+    def connector_class(self):
+        return kinds().get(self.kind)
+
+    def is_due(self, now=None) -> bool:
+        if not self.enabled:
+            return False
+        now = now or timezone.now()
+        return self.last_run_at is None or self.last_run_at + timedelta(minutes=self.interval_minutes) <= now
+
+    @property
+    def lag(self) -> timedelta | None:
+        """How far behind now the stored data is (from the watermark when it is a time)."""
+        cls = self.connector_class
+        moment = None
+        if cls is not None and self.watermark:
+            moment = cls.watermark_time(self.watermark)
+        moment = moment or (self.last_success_at if cls is not None and not cls.lists_jobs else None)
+        return timezone.now() - moment if moment else None
+
+    @property
+    def lag_text(self) -> str:
+        lag = self.lag
+        if lag is None:
+            return ""
+        minutes = int(lag.total_seconds() // 60)
+        return (
+            f"{minutes // 1440} d {minutes // 60 % 24} h"
+            if minutes >= 1440
+            else f"{minutes // 60} h {minutes % 60} min"
+        )
+
+    @property
+    def health(self) -> str:
+        if not self.enabled:
+            return "disabled"
+        if self.last_run_at is None:
+            return "never run"
+        if self.last_error and (self.last_success_at is None or self.last_error_at >= self.last_success_at):
+            return "failing"
+        return "ok"

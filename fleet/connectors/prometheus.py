@@ -1,0 +1,373 @@
+"""Prometheus (`/api/v1/query_range`) with dcgm-exporter and node_exporter series.
+
+Pure part (no Django, tested on bytes): `parse_query_range` reads a response body,
+`frame_from_results` turns series into the canonical frame, `dcgm_selectors` builds the PromQL
+that finds one job's GPUs. The connector class adds HTTP, windows and label autodetection.
+
+What the normaliser handles (platform-apis.md §1–3):
+- dcgm-exporter names -> canonical metrics: GPU_UTIL -> gpu_util; FB_USED -> gpu_mem_used_mib and
+  FB_USED + FB_FREE (+ FB_RESERVED) -> gpu_mem_total_mib (MiB); PROF_SM_ACTIVE (else
+  PROF_GR_ENGINE_ACTIVE) -> sm_active; PIPE_TENSOR_ACTIVE, DRAM_ACTIVE (ratios 0–1);
+  PROF_PCIE_RX/TX_BYTES (B/s). node_exporter counters through rate(), joined to node names by
+  node_uname_info.
+- both `hostname` and `Hostname` labels (renamed upstream on 2026-05-12); `nodename`/`instance`
+  as a last resort for host-level series.
+- placeholder values (>= 9.2e18, DCGM's "not supported" sentinels), NaN and ±Inf are dropped.
+- points outside [job start, job end] are clipped (the 5-minute staleness lookback makes a series
+  "extend" past its last scrape).
+- a GPU that appears in several series at once (shared by several `hpc_job`s, or reported under
+  both host label spellings) is one device: the first reading is kept, readings are never summed.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass
+from datetime import datetime
+
+import numpy as np
+import pandas as pd
+
+from fleet import series as series_lib
+from fleet.canonical import METRICS
+from fleet.connectors.base import BadData, BaseConnector, Batch
+from fleet.connectors.registry import register
+
+# DCGM values at or above this are sentinels for "field not supported / blank", not data.
+PLACEHOLDER_MIN = 9.2e18
+MAX_POINTS_PER_SERIES = 11_000  # Prometheus refuses query_range with more points per series
+DEFAULT_STEP_S = 30.0
+
+DCGM_METRICS: dict[str, str] = {
+    "DCGM_FI_DEV_GPU_UTIL": "gpu_util",
+    "DCGM_FI_DEV_FB_USED": "gpu_mem_used_mib",
+    "DCGM_FI_DEV_FB_FREE": "_fb_free_mib",
+    "DCGM_FI_DEV_FB_RESERVED": "_fb_reserved_mib",
+    "DCGM_FI_PROF_SM_ACTIVE": "sm_active",
+    "DCGM_FI_PROF_GR_ENGINE_ACTIVE": "_gr_engine_active",
+    "DCGM_FI_PROF_PIPE_TENSOR_ACTIVE": "tensor_active",
+    "DCGM_FI_PROF_DRAM_ACTIVE": "dram_active",
+    "DCGM_FI_PROF_PCIE_RX_BYTES": "pcie_rx_bytes_per_s",
+    "DCGM_FI_PROF_PCIE_TX_BYTES": "pcie_tx_bytes_per_s",
+}
+HOST_LABELS = ("hostname", "Hostname", "nodename", "instance")
+GPU_METRIC = "DCGM_FI_DEV_GPU_UTIL"
+# Node-level series from node_exporter; `{rate}` is the rate window, `{nodes}` the node name regex.
+# node_exporter's `instance` is ip:port, so the node name comes from node_uname_info.
+_NODE_JOIN = ' * on(instance) group_left(nodename) node_uname_info{{nodename=~"{nodes}"}}'
+NODE_QUERIES: dict[str, str] = {
+    "cpu_util": '100 * (1 - avg by (instance) (rate(node_cpu_seconds_total{{mode="idle"}}[{rate}])))' + _NODE_JOIN,
+    "host_mem_used_mib": "(node_memory_MemTotal_bytes - node_memory_MemAvailable_bytes) / 1048576" + _NODE_JOIN,
+    "net_rx_bytes_per_s": "sum by (instance) (rate(node_network_receive_bytes_total"
+    '{{device!~"lo|veth.*|docker.*|cali.*|flannel.*|cni.*"}}[{rate}]))' + _NODE_JOIN,
+    "net_tx_bytes_per_s": "sum by (instance) (rate(node_network_transmit_bytes_total"
+    '{{device!~"lo|veth.*|docker.*|cali.*|flannel.*|cni.*"}}[{rate}]))' + _NODE_JOIN,
+    "disk_read_bytes_per_s": "sum by (instance) (rate(node_disk_read_bytes_total"
+    '{{device!~"loop.*|ram.*|dm-.*"}}[{rate}]))' + _NODE_JOIN,
+    "disk_write_bytes_per_s": "sum by (instance) (rate(node_disk_written_bytes_total"
+    '{{device!~"loop.*|ram.*|dm-.*"}}[{rate}]))' + _NODE_JOIN,
+}
+
+
+@dataclass(frozen=True)
+class Series:
+    labels: dict[str, str]
+    timestamps: np.ndarray  # float seconds
+    values: np.ndarray  # float64
+
+
+@dataclass(frozen=True)
+class SeriesRequest:
+    """Which GPUs (and hosts) were one job's, and when. Built by the connector that lists the job."""
+
+    start: datetime
+    end: datetime
+    hpc_job: str = ""  # Slurm job id as dcgm-exporter's `hpc_job` label carries it
+    hosts: tuple[str, ...] = ()  # the job's nodes
+    gpus: tuple[int, ...] = ()  # GPU indexes on those nodes, when known (empty: all of them)
+    namespace: str = ""  # Kubernetes
+    pods: tuple[str, ...] = ()
+    exclusive: bool = False  # the job had its nodes to itself: node-level series are the job's
+
+
+def request_from_labels(job) -> SeriesRequest:
+    """A request from a job's labels: `hpc_job`, `hosts` (or `nodes`), `gpus`, `namespace`, `pods`, `exclusive`."""
+    labels = job.labels or {}
+
+    def names(key: str) -> tuple[str, ...]:
+        value = labels.get(key) or ()
+        return (value,) if isinstance(value, str) else tuple(str(v) for v in value)
+
+    return SeriesRequest(
+        start=job.start_time,
+        end=job.end_time,
+        hpc_job=str(labels.get("hpc_job") or ""),
+        hosts=names("hosts") or names("nodes"),
+        gpus=tuple(int(g) for g in labels.get("gpus") or ()),
+        namespace=str(labels.get("namespace") or ""),
+        pods=names("pods"),
+        exclusive=bool(labels.get("exclusive", False)),
+    )
+
+
+# ---------------------------------------------------------------------------------------------
+# Pure normalisers
+# ---------------------------------------------------------------------------------------------
+def parse_query_range(data: bytes | str | dict, *, source: str = "query_range") -> list[Series]:
+    """The series of one `query_range` response; BadData for an error response or a wrong shape."""
+    if isinstance(data, dict):
+        doc = data
+    else:
+        try:
+            doc = json.loads(data)
+        except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+            raise BadData(f"{source}: not valid JSON ({exc})") from exc
+    if not isinstance(doc, dict):
+        raise BadData(f"{source}: expected a JSON object")
+    if doc.get("status") != "success":
+        raise BadData(f"{source}: Prometheus error {doc.get('errorType', '')}: {doc.get('error', doc.get('status'))}")
+    payload = doc.get("data") or {}
+    if payload.get("resultType") not in ("matrix", "vector"):
+        raise BadData(f"{source}: expected a matrix result, got {payload.get('resultType')!r}")
+    out = []
+    for item in payload.get("result") or []:
+        if not isinstance(item, dict):
+            raise BadData(f"{source}: a result is not an object")
+        points = item.get("values")
+        if points is None and "value" in item:  # instant vector
+            points = [item["value"]]
+        try:
+            array = np.array([(float(t), _value(v)) for t, v in points or []], dtype="float64").reshape(-1, 2)
+        except (TypeError, ValueError) as exc:
+            raise BadData(f'{source}: a sample is not [time, "value"] ({exc})') from exc
+        out.append(Series(labels=dict(item.get("metric") or {}), timestamps=array[:, 0], values=array[:, 1]))
+    return out
+
+
+def _value(text) -> float:
+    try:
+        return float(text)  # "NaN", "+Inf" included
+    except (TypeError, ValueError):
+        return math.nan
+
+
+def host_of(labels: dict[str, str]) -> str:
+    for name in HOST_LABELS:
+        if labels.get(name):
+            return labels[name]
+    return ""
+
+
+def canonical_name(labels: dict[str, str], fallback: str = "") -> str | None:
+    """The canonical (or internal `_`) column a series belongs to, None when it is not one we keep."""
+    name = labels.get("__name__") or fallback
+    if name in DCGM_METRICS:
+        return DCGM_METRICS[name]
+    if name in METRICS:
+        return name
+    return None
+
+
+def frame_from_results(
+    results: Iterable[tuple[str | None, Series]], *, start: datetime, end: datetime
+) -> pd.DataFrame | None:
+    """The normalised frame for (metric column or None = read `__name__`, series) pairs, clipped to the job.
+
+    None when no sample survives. Placeholders, NaN and ±Inf are dropped; a (host, gpu, time, metric)
+    reading seen twice keeps its first value — readings of one GPU are never summed.
+    """
+    start_s, end_s = start.timestamp(), end.timestamp()
+    parts = []
+    for metric, item in results:
+        column = metric if metric is not None else canonical_name(item.labels)
+        if column is None or item.timestamps.size == 0:
+            continue
+        keep = (
+            np.isfinite(item.values)
+            & (np.abs(item.values) < PLACEHOLDER_MIN)
+            & (item.timestamps >= start_s)
+            & (item.timestamps <= end_s)
+        )
+        if not keep.any():
+            continue
+        gpu = item.labels.get("gpu", "")
+        parts.append(
+            pd.DataFrame(
+                {
+                    "timestamp": item.timestamps[keep],
+                    "host": host_of(item.labels),
+                    "gpu": int(gpu) if gpu.isdigit() else -1,
+                    "metric": column,
+                    "value": item.values[keep],
+                }
+            )
+        )
+    if not parts:
+        return None
+    long = pd.concat(parts, ignore_index=True)
+    long["timestamp"] = (long["timestamp"] * 1000).round().astype("int64")
+    long = long.drop_duplicates(subset=["timestamp", "host", "gpu", "metric"], keep="first")
+    wide = long.pivot(index=["timestamp", "host", "gpu"], columns="metric", values="value").reset_index()
+    wide.columns.name = None
+    if "_fb_free_mib" in wide.columns and "gpu_mem_used_mib" in wide.columns:
+        reserved = wide["_fb_reserved_mib"].fillna(0.0) if "_fb_reserved_mib" in wide.columns else 0.0
+        wide["gpu_mem_total_mib"] = wide["gpu_mem_used_mib"] + wide["_fb_free_mib"] + reserved
+    if "_gr_engine_active" in wide.columns:
+        if "sm_active" in wide.columns:
+            wide["sm_active"] = wide["sm_active"].fillna(wide["_gr_engine_active"])
+        else:
+            wide["sm_active"] = wide["_gr_engine_active"]
+    if "gpu_util" not in wide.columns:
+        wide["gpu_util"] = np.nan
+    wide["timestamp"] = pd.to_datetime(wide["timestamp"], unit="ms", utc=True)
+    wide["gpu"] = wide["gpu"].where(wide["gpu"] >= 0)
+    columns = ["timestamp", "host", "gpu", *[m for m in METRICS if m in wide.columns]]
+    frame, _ = series_lib.normalize(wide[columns])
+    return frame
+
+
+def _regex(values: Iterable[str]) -> str:
+    # RE2 in PromQL; label values of pods and nodes are DNS names, so escaping dots is enough.
+    return "|".join(re.escape(v).replace("\\-", "-") for v in values)
+
+
+def _selector(matchers: dict[str, tuple[str, str]], name_regex: str) -> str:
+    parts = [f'__name__=~"{name_regex}"'] + [f'{label}{op}"{value}"' for label, (op, value) in matchers.items()]
+    return "{" + ", ".join(parts) + "}"
+
+
+def dcgm_selectors(request: SeriesRequest, labels: set[str], names: Iterable[str] = DCGM_METRICS) -> list[str]:
+    """Vector selectors (to be joined with `or`) that find the job's GPUs, in the label variant in use.
+
+    Kubernetes: `namespace`/`pod`, the `exported_*` variant Prometheus writes when the scrape does
+    not honour labels, and the old `pod_namespace`/`pod_name`. Slurm: `hpc_job` when the exporter
+    has the job mapping, else the job's nodes (and GPU indexes when known) for exclusive nodes.
+    """
+    name_regex = "|".join(names)
+    if request.pods:
+        pods = _regex(request.pods)
+        variants = [("exported_namespace", "exported_pod"), ("namespace", "pod"), ("pod_namespace", "pod_name")]
+        present = [(ns, pod) for ns, pod in variants if pod in labels] or [("namespace", "pod")]
+        out = []
+        for ns, pod in present:
+            matchers = {pod: ("=~", pods)}
+            if request.namespace:
+                matchers[ns] = ("=", request.namespace)
+            out.append(_selector(matchers, name_regex))
+        return out
+    if request.hpc_job and "hpc_job" in labels:
+        return [_selector({"hpc_job": ("=", request.hpc_job)}, name_regex)]
+    if request.hosts:
+        host_labels = [h for h in ("hostname", "Hostname") if h in labels] or ["hostname", "Hostname"]
+        out = []
+        for host_label in host_labels:
+            matchers = {host_label: ("=~", _regex(request.hosts))}
+            if request.gpus:
+                matchers["gpu"] = ("=~", "|".join(str(g) for g in request.gpus))
+            out.append(_selector(matchers, name_regex))
+        return out
+    return []
+
+
+def windows(start: datetime, end: datetime, step_s: float, max_points: int) -> list[tuple[float, float]]:
+    """[start, end] cut into query windows of at most `max_points` points per series, not overlapping."""
+    begin, stop = start.timestamp(), end.timestamp()
+    span = step_s * (max_points - 1)
+    out = []
+    while begin <= stop:
+        out.append((begin, min(stop, begin + span)))
+        begin += span + step_s
+    return out
+
+
+def parse_duration_s(value) -> float:
+    """Seconds from a number or a Prometheus duration such as "30s", "1m", "1m30s"."""
+    if isinstance(value, int | float):
+        return float(value)
+    text = str(value).strip()
+    try:
+        return float(text)
+    except ValueError:
+        pass
+    units = {"ms": 0.001, "s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604800}
+    parts = re.findall(r"(\d+(?:\.\d+)?)(ms|s|m|h|d|w)", text)
+    if not parts or "".join(n + u for n, u in parts) != text:
+        raise ValueError(f"not a duration: {value!r}")
+    return sum(float(n) * units[u] for n, u in parts)
+
+
+# ---------------------------------------------------------------------------------------------
+# The connector
+# ---------------------------------------------------------------------------------------------
+@register
+class PrometheusConnector(BaseConnector):
+    """A metrics source: serves the series of jobs that a Slurm, Kubernetes or generic connector lists.
+
+    Options: `step` (default "30s"; at least the scrape interval), `max_points` (11000),
+    `node_exporter` (true: node CPU, memory, network and disk for jobs on exclusive nodes),
+    `host_fallback` (true: a Slurm job without `hpc_job` series is looked up by its nodes).
+    """
+
+    kind = "prometheus"
+    label = "Prometheus (dcgm-exporter, node_exporter)"
+    lists_jobs = False
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        options = self.settings.options
+        self.step_s = parse_duration_s(options.get("step", DEFAULT_STEP_S))
+        self.max_points = int(options.get("max_points", MAX_POINTS_PER_SERIES))
+        self.node_exporter = bool(options.get("node_exporter", True))
+        self.host_fallback = bool(options.get("host_fallback", True))
+        self._labels: set[str] | None = None
+
+    def list_jobs(self, watermark: str, until: datetime):
+        # Metrics only: a pull checks that the server answers and which label variants it uses.
+        self.check()
+        return iter([Batch(jobs=[], watermark=watermark)])
+
+    def check(self) -> dict:
+        return {"labels": sorted(self.labels())}
+
+    def labels(self) -> set[str]:
+        """The label names dcgm-exporter's GPU series carry here (autodetects the variant in use)."""
+        if self._labels is None:
+            doc = self.http.get_json("api/v1/labels", params={"match[]": GPU_METRIC})
+            if not isinstance(doc, dict) or doc.get("status") != "success" or not isinstance(doc.get("data"), list):
+                raise BadData(f"{self.settings.name}: /api/v1/labels answered {str(doc)[:200]}")
+            self._labels = set(doc["data"])
+        return self._labels
+
+    def query_range(self, query: str, start: float, end: float) -> list[Series]:
+        form = {"query": query, "start": f"{start:.3f}", "end": f"{end:.3f}", "step": f"{self.step_s:g}"}
+        doc = self.http.post_form_json("api/v1/query_range", form)
+        return parse_query_range(doc, source=f"{self.settings.name} query_range")
+
+    def fetch_job_series(self, request: SeriesRequest) -> pd.DataFrame | None:
+        labels = self.labels()
+        selectors = dcgm_selectors(request, labels)
+        results = self._collect(selectors, request)
+        if not results and request.hpc_job and request.hosts and self.host_fallback and "hpc_job" in labels:
+            fallback = SeriesRequest(start=request.start, end=request.end, hosts=request.hosts, gpus=request.gpus)
+            results = self._collect(dcgm_selectors(fallback, labels), request)
+        if results and request.exclusive and request.hosts and self.node_exporter:
+            rate = f"{int(max(4 * self.step_s, 60))}s"
+            for metric, template in NODE_QUERIES.items():
+                query = template.format(rate=rate, nodes=_regex(request.hosts))
+                for begin, stop in windows(request.start, request.end, self.step_s, self.max_points):
+                    results.extend((metric, s) for s in self.query_range(query, begin, stop))
+        if not results:
+            return None
+        return frame_from_results(results, start=request.start, end=request.end)
+
+    def _collect(self, selectors: list[str], request: SeriesRequest) -> list[tuple[str | None, Series]]:
+        if not selectors:
+            return []
+        query = " or ".join(selectors)
+        out: list[tuple[str | None, Series]] = []
+        for begin, stop in windows(request.start, request.end, self.step_s, self.max_points):
+            out.extend((None, s) for s in self.query_range(query, begin, stop))
+        return out

@@ -1,0 +1,418 @@
+"""Slurm: `sacct --json` output and slurmrestd's accounting endpoint (`/slurmdb/v0.0.4x/jobs`).
+
+Both speak the same JSON (the `data_parser` plugin), so one pure normaliser, `parse_sacct`, reads
+an uploaded file, a file inside an archive and a slurmrestd response alike. It accepts the
+layouts of data_parser v0.0.39 to v0.0.42 (and the older openapi dbv0.0.37/38 of Slurm 21.08/22.05):
+
+- `state.current` as a string (<= v0.0.39) or an array of strings (>= v0.0.40);
+- numbers as plain values or `{"set", "infinite", "number"}` wrappers (unset/infinite = no value);
+- `exit_code.status` as a string or an array, `return_code` plain or wrapped;
+- the GPU count from `tres.allocated` entries of type `gres` named `gpu` or `gpu:<model>`, matched by
+  type and name (TRES ids are site-specific); the untyped entry wins, so `gres/gpu` and
+  `gres/gpu:a100` listed together are not counted twice;
+- Slurm 21.08's start-time bug (`time.start` filled from `eligible`): start = end - elapsed;
+- array tasks (`<array job>_<task>`) and heterogeneous components (`<het job>+<offset>`) as jobs of
+  their own; `account` -> team through the operator's mapping; `submit_line` and `script` as
+  script artifacts; unfinished jobs (pending, running, ...) and jobs that never started are left
+  for a later pull.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import shlex
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+
+from fleet.canonical import ArtifactRecord, JobRecord, RecordError
+from fleet.connectors.base import (
+    BadData,
+    BaseConnector,
+    Batch,
+    TransientError,
+    parse_time_watermark,
+    time_watermark,
+)
+from fleet.connectors.prometheus import PrometheusConnector, SeriesRequest
+from fleet.connectors.registry import register
+
+FINISHED_STATES = frozenset(
+    {
+        "COMPLETED",
+        "FAILED",
+        "CANCELLED",
+        "TIMEOUT",
+        "NODE_FAIL",
+        "OUT_OF_MEMORY",
+        "PREEMPTED",
+        "BOOT_FAIL",
+        "DEADLINE",
+    }
+)
+INTERACTIVE_COMMANDS = frozenset({"salloc", "srun"})
+DEFAULT_API_VERSION = "v0.0.40"
+MAX_WRONG_WINDOW = 3
+MAX_ARTIFACT_BYTES = 20 * 2**20
+
+
+@dataclass
+class SacctParse:
+    data_parser: str  # e.g. "v0.0.40"; "" when the document does not say
+    jobs: list[JobRecord] = field(default_factory=list)
+    artifacts: dict[str, list[ArtifactRecord]] = field(default_factory=dict)
+    errors: list[RecordError] = field(default_factory=list)
+    unfinished: int = 0  # pending/running jobs and jobs that never started: not stored yet
+    without_gpus: int = 0  # left out because the connector keeps GPU jobs only
+
+
+def number(value):
+    """A plain number, or the number inside a `{set, infinite, number}` wrapper; None when unset/infinite."""
+    if isinstance(value, dict):
+        if not value.get("set", True) or value.get("infinite", False):
+            return None
+        value = value.get("number")
+    if isinstance(value, bool) or value is None:
+        return None
+    if isinstance(value, int | float):
+        return value
+    try:
+        return float(value)
+    except (TypeError, ValueError):
+        return None
+
+
+def first_text(value) -> str:
+    """The first string of a string-or-array field (state, exit status)."""
+    if isinstance(value, list):
+        return str(value[0]) if value else ""
+    return "" if value is None else str(value)
+
+
+def data_parser_version(meta: dict) -> str:
+    plugin = (meta or {}).get("plugin") or {}
+    for key in ("data_parser", "type", "name"):
+        found = re.search(r"v0\.0\.(\d+)", str(plugin.get(key) or ""))
+        if found:
+            return f"v0.0.{found.group(1)}"
+    return ""
+
+
+def expand_hostlist(text: str) -> list[str]:
+    """Slurm host list -> host names: "gpu[01-02,05],login1" -> gpu01, gpu02, gpu05, login1."""
+    if not text or text in ("None assigned", "(null)"):
+        return []
+    items, depth, current = [], 0, ""
+    for char in text:
+        if char == "," and depth == 0:
+            items.append(current)
+            current = ""
+            continue
+        depth += char == "["
+        depth -= char == "]"
+        current += char
+    items.append(current)
+    hosts: list[str] = []
+    for item in filter(None, (i.strip() for i in items)):
+        hosts.extend(_expand_one(item))
+    return hosts
+
+
+def _expand_one(item: str) -> list[str]:
+    match = re.match(r"^([^\[]*)\[([^\]]+)\](.*)$", item)
+    if not match:
+        return [item]
+    prefix, ranges, rest = match.groups()
+    out = []
+    for part in ranges.split(","):
+        low, _, high = part.partition("-")
+        if high and low.isdigit() and high.isdigit():
+            width = len(low)
+            names = [f"{n:0{width}d}" for n in range(int(low), int(high) + 1)]
+        else:
+            names = [low]
+        for name in names:
+            out.extend(prefix + name + tail for tail in _expand_one(rest) or [""])
+    return out
+
+
+def gpu_allocation(tres_entries) -> tuple[int, str]:
+    """(GPU count, GPU model) from `tres.allocated`: type "gres", name "gpu" or "gpu:<model>"."""
+    untyped, typed, model = None, 0, ""
+    for entry in tres_entries or []:
+        if not isinstance(entry, dict) or entry.get("type") != "gres":
+            continue
+        name = str(entry.get("name") or "")
+        count = int(number(entry.get("count")) or 0)
+        if name == "gpu":
+            untyped = (untyped or 0) + count
+        elif name.startswith("gpu:"):
+            typed += count
+            model = model or name.split(":", 1)[1]
+    return (untyped if untyped is not None else typed), model
+
+
+def _tres_count(tres_entries, kind: str) -> int | None:
+    for entry in tres_entries or []:
+        if isinstance(entry, dict) and entry.get("type") == kind:
+            value = number(entry.get("count"))
+            return int(value) if value is not None else None
+    return None
+
+
+def _moment(value) -> datetime | None:
+    seconds = number(value)
+    if not seconds or seconds <= 0:
+        return None
+    return datetime.fromtimestamp(seconds, tz=UTC)
+
+
+def external_id(job: dict) -> str:
+    """`<array job>_<task>` for array tasks, `<het job>+<offset>` for het components, else the job id."""
+    array = job.get("array") or {}
+    array_job = number(array.get("job_id"))
+    task = number(array.get("task_id"))
+    if array_job and task is not None:
+        return f"{int(array_job)}_{int(task)}"
+    het = job.get("het") or {}
+    het_job = number(het.get("job_id"))
+    offset = number(het.get("job_offset"))
+    if het_job and offset is not None:
+        return f"{int(het_job)}+{int(offset)}"
+    return str(job.get("job_id"))
+
+
+def parse_sacct(
+    data: bytes | str | dict,
+    *,
+    cluster: str = "",
+    account_teams: dict[str, str] | None = None,
+    default_team: str = "",
+    gpu_jobs_only: bool = True,
+    source: str = "sacct.json",
+    artifact_max_bytes: int = MAX_ARTIFACT_BYTES,
+) -> SacctParse:
+    """Canonical jobs from a `sacct --json` document or a slurmrestd `/slurmdb/.../jobs` response."""
+    if isinstance(data, dict):
+        doc = data
+    else:
+        try:
+            doc = json.loads(data)
+        except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+            raise BadData(f"{source}: not valid JSON ({exc})") from exc
+    if not isinstance(doc, dict) or not isinstance(doc.get("jobs"), list):
+        errors = doc.get("errors") if isinstance(doc, dict) else None
+        raise BadData(f"{source}: expected an object with a 'jobs' list" + (f" (errors: {errors})" if errors else ""))
+    meta = doc.get("meta") or {}
+    version = data_parser_version(meta)
+    # Slurm 21.08 (openapi dbv0.0.37, with `meta.Slurm`) fills time.start from `eligible`.
+    start_bug = version == "v0.0.37" or ("Slurm" in meta and not version)
+    result = SacctParse(data_parser=version)
+    teams = account_teams or {}
+    seen: set[str] = set()
+    for index, job in enumerate(doc["jobs"], start=1):
+        if not isinstance(job, dict):
+            result.errors.append(RecordError(source, "a job entry is not an object", row=index))
+            continue
+        job_id = external_id(job)
+        try:
+            record = _job_record(job, job_id, cluster or str(job.get("cluster") or ""), teams, default_team, start_bug)
+        except _Skip as skip:
+            if skip.reason == "unfinished":
+                result.unfinished += 1
+            continue
+        except ValueError as exc:
+            result.errors.append(RecordError(source, str(exc), row=index, job_id=job_id))
+            continue
+        if gpu_jobs_only and record.gpu_count == 0:
+            result.without_gpus += 1
+            continue
+        if job_id in seen:  # windows overlap: the same job can be listed twice
+            continue
+        seen.add(job_id)
+        result.jobs.append(record)
+        artifacts = _artifacts(job, job_id, artifact_max_bytes)
+        if artifacts:
+            result.artifacts[job_id] = artifacts
+    return result
+
+
+class _Skip(Exception):
+    def __init__(self, reason: str):
+        self.reason = reason
+
+
+def _job_record(job: dict, job_id: str, cluster: str, teams: dict, default_team: str, start_bug: bool) -> JobRecord:
+    state_field = job.get("state")
+    state = first_text(state_field.get("current") if isinstance(state_field, dict) else state_field).upper()
+    if state.split()[0:1] and state.split()[0] not in FINISHED_STATES:
+        raise _Skip("unfinished")
+    times = job.get("time") or {}
+    end = _moment(times.get("end"))
+    start = _moment(times.get("start"))
+    elapsed = number(times.get("elapsed"))
+    if end is None or (start is None and not elapsed):
+        raise _Skip("unfinished")  # cancelled before it started: no GPU time to triage
+    if start_bug and elapsed is not None:
+        start = end - timedelta(seconds=float(elapsed))
+    if start is None:
+        start = end - timedelta(seconds=float(elapsed or 0))
+    if end < start:
+        raise ValueError(f"time.end {end.isoformat()} is before time.start {start.isoformat()}")
+    tres = job.get("tres") or {}
+    gpus, model = gpu_allocation(tres.get("allocated"))
+    nodes = expand_hostlist(str(job.get("nodes") or ""))
+    account = str(job.get("account") or "")
+    team = teams.get(account) or account or default_team or "unassigned"
+    submit_line = str(job.get("submit_line") or "")
+    first_word = shlex.split(submit_line)[0].rsplit("/", 1)[-1] if _splittable(submit_line) else ""
+    exit_code = job.get("exit_code") or {}
+    labels = {
+        "source": "slurm",
+        "slurm_job_id": str(job.get("job_id")),
+        "account": account,
+        "partition": str(job.get("partition") or ""),
+        "qos": str(job.get("qos") or ""),
+        "nodes": nodes,
+        "exit_status": first_text(exit_code.get("status")),
+        "return_code": number(exit_code.get("return_code")),
+        "reason": str((state_field or {}).get("reason") or "") if isinstance(state_field, dict) else "",
+        "working_directory": str(job.get("working_directory") or ""),
+    }
+    for key in ("stdout_expanded", "stderr_expanded"):  # v0.0.41+
+        if job.get(key):
+            labels[key.removesuffix("_expanded")] = str(job[key])
+    limit = number(times.get("limit"))
+    if limit is not None:
+        labels["time_limit_s"] = int(limit) * 60
+    return JobRecord(
+        external_id=job_id,
+        user=str(job.get("user") or job.get("user_name") or ""),
+        team=team,
+        gpu_count=gpus,
+        start_time=start,
+        end_time=end,
+        cluster=cluster,
+        name=str(job.get("name") or ""),
+        gpu_model=model,
+        node_count=max(1, _tres_count(tres.get("allocated"), "node") or len(nodes) or 1),
+        cpu_count=_tres_count(tres.get("allocated"), "cpu"),
+        state=state.split()[0] if state else "",
+        job_type="interactive" if first_word in INTERACTIVE_COMMANDS else "batch",
+        command=submit_line,
+        queue=labels["partition"],
+        submit_time=_moment(times.get("submission")),
+        labels=labels,
+        raw=job,
+    )
+
+
+def _splittable(text: str) -> bool:
+    try:
+        return bool(shlex.split(text))
+    except ValueError:
+        return False
+
+
+def _artifacts(job: dict, job_id: str, max_bytes: int) -> list[ArtifactRecord]:
+    out = []
+    for key, path in (("submit_line", "submit_line.txt"), ("script", "batch_script.sh")):
+        text = job.get(key)
+        if isinstance(text, str) and text.strip():
+            content = text.encode()
+            out.append(
+                ArtifactRecord(
+                    job_id=job_id,
+                    kind="script",
+                    path=path,
+                    content=content[:max_bytes],
+                    truncated=len(content) > max_bytes,
+                )
+            )
+    return out
+
+
+def series_request(job: JobRecord, *, exclusive: bool = False) -> SeriesRequest:
+    raw = job.raw or {}
+    return SeriesRequest(
+        start=job.start_time,
+        end=job.end_time,
+        hpc_job=str(raw.get("job_id") or job.labels.get("slurm_job_id") or ""),
+        hosts=tuple(job.labels.get("nodes") or ()),
+        exclusive=exclusive,
+    )
+
+
+@register
+class SlurmConnector(BaseConnector):
+    """slurmrestd's accounting endpoint, pulled in time windows (it has no pagination).
+
+    Options: `api_version` ("v0.0.40"), `window_hours` (24), `settle_minutes` (5: accounting
+    records land a little after the job ends), `initial_days` (1: how far back a first pull
+    reaches), `account_teams` ({account: team}), `default_team`, `gpu_jobs_only` (true),
+    `exclusive_nodes` (false: true lets node-level series count as the job's).
+    Auth: header `X-SLURM-USER-TOKEN` (and optionally `X-SLURM-USER-NAME`).
+    """
+
+    kind = "slurm"
+    label = "Slurm (slurmrestd)"
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        options = self.settings.options
+        self.api_version = str(options.get("api_version", DEFAULT_API_VERSION))
+        self.window = timedelta(hours=float(options.get("window_hours", 24)))
+        self.settle = timedelta(minutes=float(options.get("settle_minutes", 5)))
+        self.initial = timedelta(days=float(options.get("initial_days", 1)))
+        self._artifacts: dict[str, list[ArtifactRecord]] = {}
+
+    @property
+    def jobs_path(self) -> str:
+        return f"slurmdb/{self.api_version}/jobs"
+
+    def check(self) -> dict:
+        doc = self.http.get_json(f"slurmdb/{self.api_version}/diag")
+        return {"data_parser": data_parser_version((doc or {}).get("meta") or {})}
+
+    def list_jobs(self, watermark: str, until: datetime) -> Iterator[Batch]:
+        until = until - self.settle
+        begin = parse_time_watermark(watermark) or (until - self.initial)
+        while begin < until:
+            stop = min(until, begin + self.window)
+            # slurmdbd returns the jobs that ran at any time in the window; keep those that ended in it,
+            # so a job is stored by the window of its end, whatever windows it spans.
+            parsed = self._window(begin, stop)
+            jobs = [job for job in parsed.jobs if begin <= job.end_time < stop]
+            for job in jobs:
+                self._artifacts[job.external_id] = parsed.artifacts.get(job.external_id, [])
+            yield Batch(jobs=jobs, watermark=time_watermark(stop), errors=parsed.errors)
+            begin = stop
+
+    def _window(self, begin: datetime, stop: datetime) -> SacctParse:
+        """The jobs of one window. A response listing a finished job that did not run in the window
+        answers another request (a stale cache, a repeated response): ask again, then give up."""
+        options = self.settings.options
+        params = {"start_time": int(begin.timestamp()), "end_time": int(stop.timestamp())}
+        for _attempt in range(MAX_WRONG_WINDOW):
+            doc = self.http.get_json(self.jobs_path, params=params)
+            parsed = parse_sacct(
+                doc,
+                cluster=self.settings.cluster,
+                account_teams=options.get("account_teams") or {},
+                default_team=str(options.get("default_team") or ""),
+                gpu_jobs_only=bool(options.get("gpu_jobs_only", True)),
+                source=f"{self.settings.name} {self.jobs_path} {begin:%Y-%m-%dT%H:%M}",
+            )
+            if all(job.start_time <= stop and job.end_time >= begin for job in parsed.jobs):
+                return parsed
+        raise TransientError(f"{self.settings.name}: slurmrestd keeps answering window {begin} with other jobs")
+
+    def fetch_series(self, job: JobRecord):
+        if isinstance(self.metrics, PrometheusConnector):
+            exclusive = bool(self.settings.options.get("exclusive_nodes", False))
+            return self.metrics.fetch_job_series(series_request(job, exclusive=exclusive))
+        return None
+
+    def fetch_artifacts(self, job: JobRecord) -> list[ArtifactRecord]:
+        return self._artifacts.pop(job.external_id, [])

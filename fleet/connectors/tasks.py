@@ -1,0 +1,30 @@
+"""Celery tasks of the connectors: thin wrappers that take ids and call `fleet.connectors.sync`."""
+
+from __future__ import annotations
+
+from celery import shared_task
+
+from fleet.connectors import sync
+from fleet.tasking import IdempotentTask
+
+
+class SyncTask(IdempotentTask):
+    def give_up(self, reason: str, connector_id: int, *args, **kwargs) -> None:
+        sync.record_failure(connector_id, reason)
+
+
+# Idempotent: the watermark only moves after jobs are stored and the store is an upsert, so a
+# redelivered pull re-reads from the watermark and stores nothing twice.
+@shared_task(name="fleet.sync_connector", base=SyncTask)
+def sync_connector_task(connector_id: int, since: str | None = None) -> dict | None:
+    result = sync.sync_connector(connector_id, since=since)
+    return result.as_dict() if result is not None else None
+
+
+# Run by Celery beat every minute (CELERY_BEAT_SCHEDULE); fans out one task per due connector.
+@shared_task(name="fleet.schedule_connectors")
+def schedule_connectors_task() -> list[int]:
+    due = sync.due_connectors()
+    for connector_id in due:
+        sync_connector_task.delay(connector_id)
+    return due

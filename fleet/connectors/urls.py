@@ -1,0 +1,13 @@
+from django.urls import path
+
+from fleet.connectors import views
+
+app_name = "connectors"
+
+urlpatterns = [
+    path("", views.connector_list, name="list"),
+    path("new/", views.connector_create, name="create"),
+    path("<int:pk>/", views.connector_edit, name="edit"),
+    path("<int:pk>/sync/", views.connector_sync, name="sync"),
+    path("<int:pk>/check/", views.connector_check, name="check"),
+]

@@ -1,0 +1,77 @@
+"""Operator pages: the connectors with their health, and the create/edit form. Operators only."""
+
+from __future__ import annotations
+
+from functools import wraps
+
+from django.contrib import messages
+from django.contrib.auth.decorators import login_required
+from django.http import Http404
+from django.shortcuts import get_object_or_404, redirect, render
+from django.views.decorators.http import require_POST
+
+from fleet.access import is_operator
+from fleet.connectors import sync
+from fleet.connectors.forms import ConnectorForm
+from fleet.connectors.models import Connector
+from fleet.connectors.tasks import sync_connector_task
+
+
+def operator_only(view):
+    @wraps(view)
+    @login_required
+    def wrapped(request, *args, **kwargs):
+        if not is_operator(request.user):
+            raise Http404
+        return view(request, *args, **kwargs)
+
+    return wrapped
+
+
+@operator_only
+def connector_list(request):
+    connectors = Connector.objects.select_related("metrics_from", "last_run")
+    return render(request, "connectors/connector_list.html", {"connectors": connectors})
+
+
+@operator_only
+def connector_create(request):
+    form = ConnectorForm(request.POST or None)
+    if request.method == "POST" and form.is_valid():
+        connector = form.save()
+        messages.success(request, f"Connector {connector.name} saved.")
+        return redirect("connectors:list")
+    return render(request, "connectors/connector_form.html", {"form": form, "connector": None})
+
+
+@operator_only
+def connector_edit(request, pk: int):
+    connector = get_object_or_404(Connector, pk=pk)
+    form = ConnectorForm(request.POST or None, instance=connector)
+    if request.method == "POST" and form.is_valid():
+        form.save()
+        messages.success(request, f"Connector {connector.name} saved.")
+        return redirect("connectors:list")
+    return render(request, "connectors/connector_form.html", {"form": form, "connector": connector})
+
+
+@require_POST
+@operator_only
+def connector_sync(request, pk: int):
+    connector = get_object_or_404(Connector, pk=pk)
+    sync_connector_task.delay_on_commit(connector.pk)
+    messages.info(request, f"A pull of {connector.name} was queued.")
+    return redirect("connectors:list")
+
+
+@require_POST
+@operator_only
+def connector_check(request, pk: int):
+    connector = get_object_or_404(Connector, pk=pk)
+    outcome = sync.check_connection(connector)
+    if outcome.pop("ok"):
+        details = ", ".join(f"{k}: {v}" for k, v in outcome.items())
+        messages.success(request, f"{connector.name} answers. {details}"[:500])
+    else:
+        messages.error(request, f"{connector.name}: {outcome['error']}"[:500])
+    return redirect("connectors:list")

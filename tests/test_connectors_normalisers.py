@@ -1,0 +1,263 @@
+"""The connectors' pure normalisers, on bytes: Slurm per data_parser version, Prometheus responses,
+Kubernetes pod lists, the generic contract, and native files inside a v1 archive."""
+
+from __future__ import annotations
+
+import json
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from fleet.archive.parser import parse_archive
+from fleet.connectors.base import BadData
+from fleet.connectors.generic import job_from_object
+from fleet.connectors.kubernetes import jobs_from_pods, parse_pod_list, peak_concurrent
+from fleet.connectors.prometheus import (
+    SeriesRequest,
+    dcgm_selectors,
+    frame_from_results,
+    parse_duration_s,
+    parse_query_range,
+    windows,
+)
+from fleet.connectors.slurm import expand_hostlist, gpu_allocation, number, parse_sacct
+from tests.conftest import write_zip
+
+FIXTURES = Path(__file__).parent / "fixtures" / "connectors"
+T0 = datetime.fromtimestamp(1715000000, tz=UTC)
+
+
+# -- Slurm ----------------------------------------------------------------------------------------
+@pytest.mark.parametrize(
+    ("file", "version"),
+    [
+        ("sacct_dbv0.0.37.json", "v0.0.37"),
+        ("sacct_v0.0.39.json", "v0.0.39"),
+        ("sacct_v0.0.40.json", "v0.0.40"),
+        ("sacct_v0.0.41.json", "v0.0.41"),
+        ("sacct_v0.0.42.json", "v0.0.42"),
+    ],
+)
+def test_sacct_json_of_every_data_parser_version(file, version):
+    parsed = parse_sacct((FIXTURES / file).read_bytes(), account_teams={"vision": "Computer Vision"})
+    assert parsed.data_parser == version and parsed.errors == []
+    assert parsed.unfinished == 2 and parsed.without_gpus == 1  # running + never started; the CPU job
+    jobs = {job.external_id: job for job in parsed.jobs}
+    assert set(jobs) == {"4242", "4250_3"}  # the array task is job 4250 task 3
+    train = jobs["4242"]
+    # gres/gpu and gres/gpu:a100 both listed: 8 GPUs, not 16; the model from the typed entry
+    assert (train.gpu_count, train.gpu_model, train.cpu_count) == (8, "a100", 64)
+    assert train.start_time == T0 and train.end_time == T0 + timedelta(hours=1)  # 21.08's start bug fixed
+    assert train.team == "Computer Vision" and train.queue == "gpu" and train.state == "COMPLETED"
+    assert train.labels["nodes"] == ["gpu01", "gpu02"] and train.labels["time_limit_s"] == 240 * 60
+    sweep = jobs["4250_3"]
+    assert (sweep.gpu_count, sweep.gpu_model, sweep.state, sweep.team) == (4, "h100", "FAILED", "nlp")
+    assert sweep.labels["slurm_job_id"] == "4251"  # what dcgm-exporter's hpc_job label carries
+    if version >= "v0.0.39":
+        assert {a.path for a in parsed.artifacts["4242"]} == {"submit_line.txt", "batch_script.sh"}
+        assert train.command.startswith("sbatch")
+    if version >= "v0.0.41":
+        assert train.labels["stdout"].endswith("slurm-4242.out")
+
+
+def test_sacct_number_wrappers_and_host_lists():
+    assert number({"set": True, "infinite": False, "number": 5}) == 5
+    assert number({"set": False, "infinite": False, "number": 0}) is None
+    assert number({"set": True, "infinite": True, "number": 0}) is None
+    assert number(7) == 7 and number(None) is None
+    assert expand_hostlist("gpu[01-03,07],login1") == ["gpu01", "gpu02", "gpu03", "gpu07", "login1"]
+    assert expand_hostlist("r[1-2]n[1-2]") == ["r1n1", "r1n2", "r2n1", "r2n2"]
+    assert expand_hostlist("None assigned") == []
+    assert gpu_allocation(
+        [{"type": "gres", "name": "gpu:a100", "count": 2}, {"type": "gres", "name": "gpu:v100", "count": 1}]
+    ) == (3, "a100")
+    assert gpu_allocation([{"type": "gres", "name": "gpumem", "count": 9}]) == (0, "")
+
+
+def test_sacct_rejects_a_document_without_jobs():
+    with pytest.raises(BadData, match="'jobs' list"):
+        parse_sacct(b'{"meta": {}, "errors": [{"error": "denied"}]}')
+    with pytest.raises(BadData, match="not valid JSON"):
+        parse_sacct(b'{"jobs": [')
+
+
+# -- Prometheus -----------------------------------------------------------------------------------
+def matrix(*series) -> bytes:
+    return json.dumps({"status": "success", "data": {"resultType": "matrix", "result": list(series)}}).encode()
+
+
+def test_query_range_placeholders_clipping_host_labels_and_shared_gpus():
+    start, end = T0, T0 + timedelta(minutes=2)
+    t = [start.timestamp() + 30 * i for i in range(7)]  # the last two are past the end: stale points
+    body = matrix(
+        {"metric": {"__name__": "DCGM_FI_DEV_GPU_UTIL", "gpu": "0", "Hostname": "n1", "hpc_job": "1"},
+         "values": [[x, "50"] for x in t]},
+        # the same GPU, shared with job 2: kept once, never summed
+        {"metric": {"__name__": "DCGM_FI_DEV_GPU_UTIL", "gpu": "0", "Hostname": "n1", "hpc_job": "2"},
+         "values": [[x, "90"] for x in t]},
+        {"metric": {"__name__": "DCGM_FI_DEV_GPU_UTIL", "gpu": "1", "hostname": "n2"},
+         "values": [[t[0], "NaN"], [t[1], "9223372036854775794"], [t[2], "10"]]},
+        {"metric": {"__name__": "DCGM_FI_DEV_FB_USED", "gpu": "0", "Hostname": "n1"}, "values": [[t[0], "1024"]]},
+        {"metric": {"__name__": "DCGM_FI_DEV_FB_FREE", "gpu": "0", "Hostname": "n1"}, "values": [[t[0], "3072"]]},
+        {"metric": {"__name__": "DCGM_FI_PROF_GR_ENGINE_ACTIVE", "gpu": "0", "Hostname": "n1"},
+         "values": [[t[0], "0.5"]]},
+        {"metric": {"__name__": "DCGM_FI_DEV_SM_CLOCK", "gpu": "0", "Hostname": "n1"}, "values": [[t[0], "1400"]]},
+    )  # fmt: skip
+    frame = frame_from_results(((None, s) for s in parse_query_range(body)), start=start, end=end)
+    n1 = frame[frame["host"] == "n1"]
+    assert len(n1) == 5 and n1["gpu_util"].eq(50).all()  # clipped at the end; 90 never added
+    n2 = frame[frame["host"] == "n2"]
+    assert n2["gpu_util"].dropna().tolist() == [10.0]  # NaN and the sentinel dropped
+    first = n1.iloc[0]
+    assert (first["gpu_mem_used_mib"], first["gpu_mem_total_mib"], first["sm_active"]) == (1024, 4096, 0.5)
+    assert "SM_CLOCK" not in " ".join(frame.columns)
+
+
+def test_query_range_errors_are_bad_data():
+    error = b'{"status":"error","errorType":"bad_data","error":"exceeded maximum resolution of 11,000 points"}'
+    with pytest.raises(BadData, match="11,000"):
+        parse_query_range(error)
+    with pytest.raises(BadData):
+        parse_query_range(b'{"status":"success","data":{"resultType":"matrix","result":[{"metric":{},"values":[[1')
+
+
+def test_long_jobs_are_split_into_windows_of_at_most_11000_points():
+    start = T0
+    end = T0 + timedelta(days=8)  # 23,041 points at 30 s
+    parts = windows(start, end, 30, 11_000)
+    assert len(parts) == 3
+    assert all((stop - begin) / 30 + 1 <= 11_000 for begin, stop in parts)
+    assert parts[0][0] == start.timestamp() and parts[-1][1] == end.timestamp()
+    assert all(b[0] == a[1] + 30 for a, b in zip(parts, parts[1:], strict=False))  # no gap, no overlap
+    assert parse_duration_s("1m30s") == 90 and parse_duration_s(15) == 15
+
+
+def test_selectors_follow_the_label_variant_in_use():
+    slurm = SeriesRequest(start=T0, end=T0, hpc_job="42", hosts=("gpu01", "gpu02"))
+    assert dcgm_selectors(slurm, {"hpc_job", "hostname"}, ["X"]) == ['{__name__=~"X", hpc_job="42"}']
+    assert dcgm_selectors(slurm, {"Hostname", "hostname"}, ["X"]) == [
+        '{__name__=~"X", hostname=~"gpu01|gpu02"}',
+        '{__name__=~"X", Hostname=~"gpu01|gpu02"}',
+    ]
+    pod = SeriesRequest(start=T0, end=T0, namespace="ns", pods=("a-0", "a-1"))
+    assert dcgm_selectors(pod, {"exported_pod", "pod"}, ["X"]) == [
+        '{__name__=~"X", exported_pod=~"a-0|a-1", exported_namespace="ns"}',
+        '{__name__=~"X", pod=~"a-0|a-1", namespace="ns"}',
+    ]
+    assert dcgm_selectors(pod, {"pod_name"}, ["X"]) == ['{__name__=~"X", pod_name=~"a-0|a-1", pod_namespace="ns"}']
+
+
+# -- Kubernetes -----------------------------------------------------------------------------------
+def k8s_pod(name, uid, owner, phase, gpus, start, end, *, init_gpus=0, labels=None):
+    iso = lambda t: t.strftime("%Y-%m-%dT%H:%M:%SZ")  # noqa: E731
+    return {
+        "metadata": {"name": name, "namespace": "vision", "uid": uid, "labels": labels or {},
+                     "ownerReferences": [owner] if owner else []},
+        "spec": {"nodeName": "n1",
+                 "initContainers": [{"name": "init", "resources": {"limits": {"nvidia.com/gpu": init_gpus}}}],
+                 "containers": [{"name": "main", "resources": {"limits": {"nvidia.com/gpu": str(gpus)}}}]},
+        "status": {"phase": phase, "startTime": iso(start),
+                   "containerStatuses": [{"name": "main", "state": {"terminated": {
+                       "startedAt": iso(start), "finishedAt": iso(end), "exitCode": 0 if phase == "Succeeded" else 137,
+                       "reason": "Completed" if phase == "Succeeded" else "OOMKilled"}}}]},
+    }  # fmt: skip
+
+
+def test_pods_become_jobs_by_owner():
+    mpi = {"kind": "MPIJob", "name": "bert", "uid": "mpi-1", "controller": True}
+    pods = [
+        k8s_pod("bert-launcher", "a", mpi, "Succeeded", 0, T0, T0 + timedelta(hours=1), init_gpus=1),
+        k8s_pod("bert-worker-0", "b", mpi, "Succeeded", 4, T0, T0 + timedelta(hours=1)),
+        k8s_pod("bert-worker-1", "c", mpi, "Succeeded", 4, T0, T0 + timedelta(hours=1)),
+        k8s_pod("bert-worker-1", "c", mpi, "Succeeded", 4, T0, T0 + timedelta(hours=1)),  # listed twice
+        k8s_pod("lonely", "d", None, "Failed", 1, T0, T0 + timedelta(minutes=5), labels={"team": "infra"}),
+    ]
+    parsed = jobs_from_pods(pods, cluster="k1", team_label="team", namespace_teams={"vision": "Vision"})
+    jobs = {job.external_id: job for job in parsed.jobs}
+    assert jobs["mpi-1"].gpu_count == 9  # two workers of 4 and a launcher whose init container holds 1
+    assert jobs["mpi-1"].team == "Vision" and jobs["mpi-1"].name == "bert" and jobs["mpi-1"].cluster == "k1"
+    assert jobs["d"].team == "infra" and jobs["d"].state == "Failed" and jobs["d"].labels["reasons"] == ["OOMKilled"]
+    assert jobs["d"].labels["owner_kind"] == "Pod"
+
+
+def test_sequential_retries_do_not_add_up_and_kubectl_lists_parse():
+    assert (
+        peak_concurrent([(T0, T0 + timedelta(hours=1), 2), (T0 + timedelta(hours=1), T0 + timedelta(hours=2), 2)]) == 2
+    )
+    assert (
+        peak_concurrent([(T0, T0 + timedelta(hours=2), 2), (T0 + timedelta(hours=1), T0 + timedelta(hours=3), 2)]) == 4
+    )
+    pods, token = parse_pod_list(
+        b'{"apiVersion": "v1", "kind": "List", "items": [], "metadata": {"resourceVersion": ""}}'
+    )
+    assert pods == [] and token == ""
+    with pytest.raises(BadData):
+        parse_pod_list(b'{"kind": "Status", "status": "Failure"}')
+
+
+# -- generic --------------------------------------------------------------------------------------
+def test_generic_job_objects():
+    job = job_from_object(
+        {
+            "job_id": 7,
+            "user": "u",
+            "team": "t",
+            "gpu_count": 2,
+            "start_time": 1715000000,
+            "end_time": "2024-05-06T14:00:00Z",
+        }
+    )
+    assert job.external_id == "7" and job.start_time == T0
+    with pytest.raises(ValueError, match="gpu_count"):
+        job_from_object({"job_id": 7, "user": "u", "team": "t", "gpu_count": -1, "start_time": 1, "end_time": 2})
+    with pytest.raises(ValueError, match="'user' is missing"):
+        job_from_object({"job_id": 7, "team": "t", "gpu_count": 1, "start_time": 1, "end_time": 2})
+
+
+# -- native files in an archive -------------------------------------------------------------------
+def test_an_archive_of_native_files_only(tmp_path):
+    manifest = json.dumps({"format": "fleet-archive", "version": 1, "cluster": "c1"})
+    sacct = (FIXTURES / "sacct_v0.0.40.json").read_bytes()
+    times = [T0.timestamp() + 60 * i for i in range(61)]
+    prom = matrix(
+        *({"metric": {"__name__": "DCGM_FI_DEV_GPU_UTIL", "gpu": str(g), "hostname": "gpu01", "hpc_job": "4242"},
+           "values": [[t, "25"] for t in times]}
+          for g in range(8))
+    )  # fmt: skip
+    pods = {"apiVersion": "v1", "kind": "List", "items": [
+        k8s_pod("nb", "pod-uid", None, "Succeeded", 1, T0, T0 + timedelta(minutes=30))]}  # fmt: skip
+    archive = write_zip(
+        tmp_path / "native.zip",
+        {
+            "manifest.json": manifest,
+            "native/slurm/sacct.json": sacct,
+            "native/prometheus/4242/gpu.json": prom,
+            "native/prometheus/9999/gpu.json": prom,
+            "native/kubernetes/pods.json": json.dumps(pods),
+        },
+    )
+    parsed = parse_archive(archive)
+    assert sorted(parsed.jobs) == ["4242", "4245", "4250_3", "pod-uid"]  # the CPU job too: an upload keeps all
+    frame = parsed.series["4242"]
+    assert len(frame) == 8 * 61 and np.allclose(frame["gpu_util"], 25)
+    assert {a.path for a in parsed.artifacts["4242"]} == {"submit_line.txt", "batch_script.sh"}
+    assert any(e.job_id == "9999" and "no such job" in e.message for e in parsed.errors)
+
+
+def test_native_prometheus_files_add_series_to_jobs_csv_jobs(tmp_path):
+    manifest = json.dumps({"format": "fleet-archive", "version": 1, "cluster": "c1"})
+    jobs = (
+        "job_id,user,team,gpu_count,start_time,end_time\nj1,alice,vision,1,2024-05-06T12:53:20Z,2024-05-06T13:53:20Z\n"
+    )
+    prom = matrix(
+        {"metric": {"gpu": "0", "hostname": "n1"}, "values": [[T0.timestamp() + 60 * i, "80"] for i in range(61)]}
+    )
+    archive = write_zip(
+        tmp_path / "mixed.zip",
+        {"manifest.json": manifest, "jobs.csv": jobs, "native/prometheus/j1/DCGM_FI_DEV_GPU_UTIL.json": prom},
+    )
+    parsed = parse_archive(archive)
+    assert list(parsed.jobs) == ["j1"] and len(parsed.series["j1"]) == 61
+    assert parsed.series["j1"]["gpu_util"].eq(80).all()

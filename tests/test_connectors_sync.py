@@ -1,0 +1,452 @@
+"""The pull service against loopback servers playing slurmrestd, Kubernetes and the generic API,
+with faults injected: 500s, timeouts, 429 + Retry-After, truncated JSON, dropped connections and
+repeated pages. Every pull must end with each job stored exactly once and the watermark right."""
+
+from __future__ import annotations
+
+import time
+from datetime import UTC, datetime, timedelta
+
+import pytest
+from django.core.management import call_command
+
+from fleet.connectors import sync
+from fleet.connectors.base import parse_time_watermark
+from fleet.connectors.models import Connector
+from fleet.models import Artifact, IngestRun, Job
+from tests.connector_servers import FakePlatform
+from tests.fixtures.connectors.make_slurm_fixtures import job as sacct_job
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture(autouse=True)
+def _fast_http(settings):
+    settings.CONNECTOR_HTTP_TIMEOUT = 0.5
+    settings.CONNECTOR_HTTP_RETRIES = 3
+    settings.CONNECTOR_HTTP_BACKOFF = 0.01
+    settings.CONNECTOR_HTTP_BACKOFF_MAX = 0.05
+
+
+NOW = datetime.now(UTC).replace(microsecond=0)
+
+
+# -- the generic API ------------------------------------------------------------------------------
+def generic_job(n: int) -> dict:
+    start = NOW - timedelta(hours=30) + timedelta(minutes=10 * n)
+    return {
+        "job_id": f"g-{n}",
+        "user": "alice",
+        "team": "vision" if n % 2 else "nlp",
+        "gpu_count": 2,
+        "start_time": start.isoformat(),
+        "end_time": (start + timedelta(minutes=30)).isoformat(),
+        "name": f"train-{n}",
+    }
+
+
+class GenericApi:
+    """Jobs in change order; the cursor is the index of the next job."""
+
+    def __init__(self, count: int):
+        self.jobs = [generic_job(n) for n in range(count)]
+
+    def install(self, server: FakePlatform) -> None:
+        server.route("/jobs/", self.job_part)
+        server.route("/jobs", self.jobs_page)
+
+    def jobs_page(self, path, query):
+        cursor = int(query.get("cursor") or 0)
+        limit = int(query["limit"])
+        page = self.jobs[cursor : cursor + limit]
+        next_cursor = cursor + len(page)
+        return 200, {"jobs": page, "next_cursor": str(next_cursor), "has_more": next_cursor < len(self.jobs)}, {}
+
+    def job_part(self, path, query):
+        _, _, job_id, what = path.split("/")
+        job = next(j for j in self.jobs if j["job_id"] == job_id)
+        start = datetime.fromisoformat(job["start_time"])
+        if what == "series":
+            samples = [
+                {"timestamp": (start + timedelta(seconds=60 * i)).isoformat(), "host": "n1", "gpu": g, "gpu_util": 40.0}
+                for i in range(31)
+                for g in (0, 1)
+            ]
+            return 200, {"samples": samples}, {}
+        return 200, {"artifacts": [{"kind": "log", "path": "stdout.log", "content": f"hello from {job_id}\n"}]}, {}
+
+
+def make_connector(kind: str, url: str, **fields) -> Connector:
+    defaults = {"name": f"{kind}-test", "kind": kind, "url": url, "cluster": "c1"}
+    defaults.update(fields)
+    return Connector.objects.create(**defaults)
+
+
+def test_generic_pull_survives_every_fault_and_stores_each_job_once():
+    api = GenericApi(25)
+    with FakePlatform() as server:
+        api.install(server)
+        server.fault("/jobs", "500", "429")  # first page: a 500, then a 429 with Retry-After: 1
+        connector = make_connector("generic", server.url, options={"page_size": 10})
+        began = time.monotonic()
+        # later pages: truncated JSON, a dropped connection, a timeout, the previous page again
+        server.fault("/jobs", "ok", "truncated", "ok", "drop")
+        server.fault("/jobs/g-3/series", "timeout")
+        server.fault("/jobs/g-4/artifacts", "truncated")
+        server.fault("/jobs/g-5/series", "drop")
+        result = sync.sync_connector(connector.pk)
+        elapsed = time.monotonic() - began
+    assert result.status == "succeeded", result.errors
+    assert elapsed >= 1.0  # Retry-After was honoured
+    assert Job.objects.count() == 25 and result.created == 25 and result.updated == 0
+    assert sorted(Job.objects.values_list("external_id", flat=True)) == sorted(f"g-{n}" for n in range(25))
+    assert Artifact.objects.count() == 25
+    job = Job.objects.get(external_id="g-3")
+    assert job.mean_gpu_util == pytest.approx(40.0) and job.sample_count == 62
+    connector.refresh_from_db()
+    assert connector.watermark == "25" and connector.last_error == "" and connector.last_success_at
+    assert connector.locked_until is None
+    assert {"500", "429", "truncated", "drop", "timeout"} <= {fault for _, fault, _ in server.requests}
+
+
+def test_a_repeated_page_stores_nothing_twice():
+    api = GenericApi(30)
+    with FakePlatform() as server:
+        api.install(server)
+        server.fault("/jobs", "ok", "repeat", "ok", "repeat")
+        connector = make_connector("generic", server.url, options={"page_size": 10, "series": False})
+        result = sync.sync_connector(connector.pk)
+    assert result.status == "succeeded", result.errors
+    assert Job.objects.count() == 30 and result.created == 30 and result.unchanged == 0
+    connector.refresh_from_db()
+    assert connector.watermark == "30"
+
+
+def test_a_failure_part_way_keeps_the_watermark_at_the_last_stored_page_and_the_next_pull_resumes():
+    api = GenericApi(25)
+    with FakePlatform() as server:
+        api.install(server)
+        connector = make_connector("generic", server.url, options={"page_size": 10, "series": False})
+        server.fault("/jobs", "ok", *["500"] * 10)  # page 2 fails beyond every retry
+        failed = sync.sync_connector(connector.pk)
+        connector.refresh_from_db()
+        assert failed.status == "failed" and "TransientError" in failed.message
+        assert connector.watermark == "10" and Job.objects.count() == 10
+        assert connector.last_error and connector.consecutive_failures == 1 and connector.locked_until is None
+        assert IngestRun.objects.get(pk=failed.run_id).status == IngestRun.Status.FAILED
+
+        server.faults.clear()
+        resumed = sync.sync_connector(connector.pk)
+        assert resumed.status == "succeeded"
+        # The pull restarts at the watermark: page 1 is not asked for again.
+        cursors = [q.get("cursor") for p, f, q in server.requests if p == "/jobs" and not f]
+        assert cursors[-2:] == ["10", "20"]
+    connector.refresh_from_db()
+    assert Job.objects.count() == 25 and resumed.created == 15
+    assert connector.watermark == "25" and connector.last_error == "" and connector.consecutive_failures == 0
+
+    again = sync.sync_connector(connector.pk)  # nothing new: nothing stored, watermark unchanged
+    assert again.created == again.updated == 0
+    connector.refresh_from_db()
+    assert connector.watermark == "25"
+
+
+def test_bad_records_are_recorded_and_not_retried():
+    api = GenericApi(3)
+    api.jobs[1]["end_time"] = "2000-01-01T00:00:00Z"  # before its start
+    with FakePlatform() as server:
+        api.install(server)
+        connector = make_connector("generic", server.url, options={"series": False})
+        result = sync.sync_connector(connector.pk)
+        requests = server.count("/jobs")
+    assert result.status == "partial"
+    assert Job.objects.count() == 2
+    assert any(e["job_id"] == "g-1" and "before start_time" in e["message"] for e in result.errors)
+    assert requests == 1  # one page: nothing retried
+    assert Connector.objects.get(pk=connector.pk).watermark == "3"
+
+
+def test_a_held_lock_means_the_second_pull_does_nothing():
+    connector = make_connector("generic", "http://127.0.0.1:9")
+    assert sync.acquire(connector.pk, "someone-else")
+    result = sync.sync_connector(connector.pk)
+    assert result.status == "locked"
+    assert IngestRun.objects.count() == 0
+    sync.release(connector.pk, "someone-else")
+    assert Connector.objects.get(pk=connector.pk).locked_until is None
+
+
+def test_an_expired_lease_can_be_taken_over():
+    connector = make_connector("generic", "http://127.0.0.1:9")
+    past = datetime.now(UTC) - timedelta(days=1)
+    assert sync.acquire(connector.pk, "dead-worker", now=past - timedelta(days=1))
+    assert sync.acquire(connector.pk, "new-worker")
+
+
+def test_dry_run_stores_nothing_and_keeps_the_watermark():
+    api = GenericApi(5)
+    with FakePlatform() as server:
+        api.install(server)
+        connector = make_connector("generic", server.url)
+        result = sync.sync_connector(connector.pk, dry_run=True)
+    assert result.status == "dry-run" and result.jobs_seen == 5
+    assert Job.objects.count() == 0 and IngestRun.objects.count() == 0
+    assert Connector.objects.get(pk=connector.pk).watermark == ""
+
+
+def test_sync_source_command(capsys):
+    api = GenericApi(4)
+    with FakePlatform() as server:
+        api.install(server)
+        make_connector("generic", server.url, name="platform")
+        call_command("sync_source", "platform", "--dry-run")
+        assert Job.objects.count() == 0
+        call_command("sync_source", "platform")
+    out = capsys.readouterr().out
+    assert "dry run" in out and "4 created" in out
+    assert Job.objects.count() == 4
+
+
+# -- slurmrestd -----------------------------------------------------------------------------------
+GPU_TRES = [{"type": "gres", "name": "gpu", "id": 1001, "count": 4}]
+
+
+class Slurmrestd:
+    """/slurmdb/v0.0.41/jobs: jobs that ran at any time in [start_time, end_time], in v0.0.41 layout."""
+
+    def __init__(self, count: int):
+        self.jobs = []
+        for n in range(count):
+            end = NOW - timedelta(minutes=20 + 37 * n)
+            self.jobs.append(
+                sacct_job(
+                    41,
+                    job_id=9000 + n,
+                    name=f"job{n}",
+                    user="alice",
+                    account="vision" if n % 2 else "nlp",
+                    state="COMPLETED",
+                    start=int((end - timedelta(minutes=90)).timestamp()),
+                    end=int(end.timestamp()),
+                    elapsed=5400,
+                    gpus=GPU_TRES,
+                    nodes="gpu[01-02]",
+                )
+            )
+        self.jobs.append(  # still running: listed by every window, stored by none
+            sacct_job(41, job_id=8999, name="running", user="bob", account="nlp", state="RUNNING",
+                      start=int((NOW - timedelta(hours=3)).timestamp()), end=0, elapsed=0, gpus=GPU_TRES, nodes="gpu09")
+        )  # fmt: skip
+
+    def install(self, server: FakePlatform) -> None:
+        server.route("/slurmdb/v0.0.41/jobs", self.jobs_window)
+
+    def jobs_window(self, path, query):
+        token = query["_headers"].get("X-SLURM-USER-TOKEN")
+        if token != "jwt-secret":
+            return 401, {"errors": [{"error": "authentication failed"}]}, {}
+        begin, stop = int(query["start_time"]), int(query["end_time"])
+        ran = [
+            j for j in self.jobs if j["time"]["start"] <= stop and (j["time"]["end"] == 0 or j["time"]["end"] >= begin)
+        ]
+        meta = {"plugin": {"data_parser": "data_parser/v0.0.41"}, "slurm": {"release": "24.05.8"}}
+        return 200, {"meta": meta, "jobs": ran, "warnings": [], "errors": []}, {}
+
+
+def test_slurm_pull_in_windows_with_faults(monkeypatch):
+    monkeypatch.setenv("TEST_SLURM_JWT", "jwt-secret")
+    api = Slurmrestd(8)
+    with FakePlatform() as server:
+        api.install(server)
+        server.fault("/slurmdb/v0.0.41/jobs", "500", "ok", "timeout", "ok", "repeat", "429", "ok", "drop", "truncated")
+        connector = make_connector(
+            "slurm",
+            server.url,
+            auth=Connector.Auth.HEADER,
+            secret_header="X-SLURM-USER-TOKEN",
+            secret_ref="env:TEST_SLURM_JWT",
+            options={
+                "api_version": "v0.0.41",
+                "window_hours": 1,
+                "initial_days": 0.5,
+                "account_teams": {"vision": "Computer Vision"},
+            },
+        )
+        before = datetime.now(UTC)
+        result = sync.sync_connector(connector.pk)
+        after = datetime.now(UTC)
+    assert result.status == "succeeded", result.errors
+    assert Job.objects.count() == 8 == result.created
+    assert not Job.objects.filter(external_id="8999").exists()
+    job = Job.objects.get(external_id="9001")
+    assert job.team.name == "Computer Vision" and job.gpu_count == 4 and job.node_count == 2
+    assert {a.path for a in job.artifacts.all()} == {"submit_line.txt"}
+    connector.refresh_from_db()
+    watermark = parse_time_watermark(connector.watermark)
+    settle = timedelta(minutes=5)
+    assert before - settle - timedelta(seconds=1) <= watermark <= after - settle
+    assert server.count("/slurmdb/v0.0.41/jobs", "repeat") == 1
+
+    # The next pull asks only for the time since the watermark and stores nothing again.
+    with FakePlatform() as server:
+        api.install(server)
+        Connector.objects.filter(pk=connector.pk).update(url=server.url)
+        again = sync.sync_connector(connector.pk)
+        windows = [int(q["start_time"]) for p, f, q in server.requests]
+    assert again.created == again.updated == 0
+    assert min(windows) >= int(watermark.timestamp())
+
+
+def test_slurm_without_the_token_fails_and_says_so():
+    api = Slurmrestd(1)
+    with FakePlatform() as server:
+        api.install(server)
+        connector = make_connector("slurm", server.url, options={"api_version": "v0.0.41"})
+        result = sync.sync_connector(connector.pk)
+        assert server.count("/slurmdb/v0.0.41/jobs") == 1  # a 401 is not retried
+    assert result.status == "failed" and "HTTP 401" in result.message
+    connector.refresh_from_db()
+    assert connector.watermark == "" and "authentication failed" in connector.last_error
+
+
+# -- Kubernetes -----------------------------------------------------------------------------------
+def pod(name, uid, *, owner=None, phase="Succeeded", gpus=1, start, end, namespace="vision", labels=None, node="n1"):
+    iso = lambda t: t.strftime("%Y-%m-%dT%H:%M:%SZ")  # noqa: E731
+    terminated = {
+        "exitCode": 0 if phase == "Succeeded" else 1,
+        "reason": "Completed" if phase == "Succeeded" else "Error",
+    }
+    if end is not None:
+        terminated.update(startedAt=iso(start), finishedAt=iso(end))
+    return {
+        "kind": "Pod",
+        "metadata": {
+            "name": name,
+            "namespace": namespace,
+            "uid": uid,
+            "labels": labels or {},
+            "creationTimestamp": iso(start - timedelta(seconds=30)),
+            "ownerReferences": [owner] if owner else [],
+        },
+        "spec": {
+            "nodeName": node,
+            "containers": [
+                {
+                    "name": "main",
+                    "image": "pytorch:2",
+                    "command": ["python", "train.py"],
+                    "resources": {"limits": {"nvidia.com/gpu": str(gpus), "cpu": "8"}},
+                }
+            ],
+        },
+        "status": {
+            "phase": phase,
+            "startTime": iso(start),
+            "containerStatuses": [{"name": "main", "state": {"terminated": terminated} if end else {"running": {}}}],
+        },
+    }
+
+
+class KubeApi:
+    def __init__(self):
+        t = NOW - timedelta(hours=3)
+        job_owner = {"apiVersion": "batch/v1", "kind": "Job", "name": "resnet", "uid": "job-uid-1", "controller": True}
+        ptj = {
+            "apiVersion": "kubeflow.org/v1",
+            "kind": "PyTorchJob",
+            "name": "llm",
+            "uid": "ptj-uid",
+            "controller": True,
+        }
+        rs = {"apiVersion": "apps/v1", "kind": "ReplicaSet", "name": "web-123", "uid": "rs-uid", "controller": True}
+        self.pods = [
+            # a Job whose first pod failed and was retried: 2 GPUs, not 4
+            pod("resnet-a", "p1", owner=job_owner, phase="Failed", gpus=2, start=t, end=t + timedelta(minutes=10)),
+            pod("resnet-b", "p2", owner=job_owner, gpus=2, start=t + timedelta(minutes=11), end=t + timedelta(hours=1)),
+            # a PyTorchJob with two workers at once: 8 GPUs
+            pod(
+                "llm-worker-0", "p3", owner=ptj, gpus=4, start=t, end=t + timedelta(hours=2), namespace="nlp", node="n2"
+            ),
+            pod(
+                "llm-worker-1", "p4", owner=ptj, gpus=4, start=t, end=t + timedelta(hours=2), namespace="nlp", node="n3"
+            ),
+            # still running
+            pod("live", "p5", phase="Running", start=t, end=None),
+            # not a job
+            pod("web-123-x", "p6", owner=rs, start=t, end=t + timedelta(minutes=5)),
+            # finished seconds ago: left for the next pull (settle time)
+            pod("fresh", "p7", start=t, end=NOW + timedelta(seconds=30)),
+        ]
+
+    def install(self, server: FakePlatform) -> None:
+        server.route("/api/v1/namespaces/", self.log)
+        server.route("/api/v1/pods", self.pods_page)
+
+    def pods_page(self, path, query):
+        start = int(query.get("continue") or 0)
+        limit = int(query["limit"])
+        items = self.pods[start : start + limit]
+        more = start + limit < len(self.pods)
+        return (
+            200,
+            {"kind": "PodList", "metadata": {"continue": str(start + limit) if more else ""}, "items": items},
+            {},
+        )
+
+    def log(self, path, query):
+        name = path.split("/")[-2]
+        return 200, f"2024-05-06T12:00:00Z epoch 1 done on {name}\n".encode(), {}
+
+
+def test_kubernetes_pull_with_pagination_faults_and_logs():
+    api = KubeApi()
+    with FakePlatform() as server:
+        api.install(server)
+        server.fault("/api/v1/pods", "ok", "repeat", "503", "ok", "drop")
+        server.fault("/api/v1/namespaces/nlp/pods/llm-worker-1/log", "429")
+        connector = make_connector(
+            "kubernetes",
+            server.url,
+            auth=Connector.Auth.BEARER,
+            options={"page_size": 2, "namespace_teams": {"nlp": "Language"}},
+        )
+        connector.set_secret("sa-token")
+        connector.save()
+        result = sync.sync_connector(connector.pk)
+        tokens = {q["_headers"].get("Authorization") for _, _, q in server.requests}
+    assert result.status == "succeeded", result.errors
+    assert tokens == {"Bearer sa-token"}
+    assert sorted(Job.objects.values_list("external_id", flat=True)) == ["job-uid-1", "ptj-uid"]
+    resnet = Job.objects.get(external_id="job-uid-1")
+    llm = Job.objects.get(external_id="ptj-uid")
+    assert resnet.gpu_count == 2 and resnet.state == "Succeeded" and resnet.name == "resnet"
+    assert llm.gpu_count == 8 and llm.team.name == "Language" and llm.node_count == 2
+    assert sorted(a.path for a in llm.artifacts.all()) == ["llm-worker-0/main.log", "llm-worker-1/main.log"]
+    connector.refresh_from_db()
+    assert parse_time_watermark(connector.watermark) == llm.end_time
+
+    # The pod that was too fresh comes with the next pull; nothing else is stored again.
+    api.pods[-1] = pod("fresh", "p7", start=NOW - timedelta(hours=1), end=NOW - timedelta(minutes=5))
+    with FakePlatform() as server:
+        api.install(server)
+        Connector.objects.filter(pk=connector.pk).update(url=server.url)
+        again = sync.sync_connector(connector.pk)
+    assert again.created == 1 and again.updated == 0
+    assert Job.objects.count() == 3
+
+
+def test_beat_fans_out_to_due_connectors_only():
+    from fleet.connectors.tasks import schedule_connectors_task
+
+    api = GenericApi(2)
+    with FakePlatform() as server:
+        api.install(server)
+        due = make_connector("generic", server.url, name="due", options={"series": False})
+        recent = make_connector("generic", server.url, name="recent", last_run_at=datetime.now(UTC))
+        make_connector("generic", server.url, name="off", enabled=False)
+        held = make_connector("generic", server.url, name="held")
+        sync.acquire(held.pk, "other-worker")
+        assert schedule_connectors_task.delay().get() == [due.pk]
+    due.refresh_from_db()
+    assert due.last_success_at and due.watermark == "2" and Job.objects.count() == 2
+    assert Connector.objects.get(pk=recent.pk).last_success_at is None

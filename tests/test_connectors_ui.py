@@ -1,0 +1,97 @@
+"""The operator's connector pages: operators only, CSRF, secrets write-only and encrypted at rest."""
+
+from __future__ import annotations
+
+import pytest
+from django.test import Client
+from django.urls import reverse
+
+from fleet.connectors.models import Connector
+
+pytestmark = pytest.mark.django_db
+
+SECRET = "tok-3f9a-very-secret"
+
+
+def form_data(**overrides) -> dict:
+    data = {
+        "name": "slurm-c1",
+        "kind": "slurm",
+        "url": "http://127.0.0.1:9",
+        "cluster": "c1",
+        "enabled": "on",
+        "interval_minutes": "15",
+        "auth": "header",
+        "secret_header": "X-SLURM-USER-TOKEN",
+        "secret": SECRET,
+        "headers": '{"X-SLURM-USER-NAME": "svc"}',
+        "verify_tls": "on",
+        "options": '{"api_version": "v0.0.41", "account_teams": {"vision": "Computer Vision"}}',
+    }
+    data.update(overrides)
+    return data
+
+
+def test_only_operators_see_connectors(client, member_a, researcher, operator):
+    for user in (member_a, researcher):
+        client.force_login(user)
+        assert client.get(reverse("connectors:list")).status_code == 404
+        assert client.get(reverse("connectors:create")).status_code == 404
+    client.logout()
+    assert client.get(reverse("connectors:list")).status_code == 302  # to the login page
+    client.force_login(operator)
+    assert client.get(reverse("connectors:list")).status_code == 200
+
+
+def test_a_secret_is_stored_encrypted_and_never_shown_back(client, operator):
+    client.force_login(operator)
+    response = client.post(reverse("connectors:create"), form_data())
+    assert response.status_code == 302, response.content.decode()[:2000]
+    connector = Connector.objects.get(name="slurm-c1")
+    assert SECRET not in connector.secret_encrypted and connector.secret() == SECRET
+    assert connector.to_settings().headers["X-SLURM-USER-TOKEN"] == SECRET
+    for url in (reverse("connectors:list"), reverse("connectors:edit", args=[connector.pk])):
+        page = client.get(url).content.decode()
+        assert SECRET not in page and connector.secret_encrypted not in page
+    # Saving the form again without typing the secret keeps it.
+    data = form_data(secret="", interval_minutes="5")
+    assert client.post(reverse("connectors:edit", args=[connector.pk]), data).status_code == 302
+    connector.refresh_from_db()
+    assert connector.secret() == SECRET and connector.interval_minutes == 5
+
+
+def test_a_secret_reference_reads_the_environment(client, operator, monkeypatch):
+    monkeypatch.setenv("PROM_TOKEN", "from-env")
+    client.force_login(operator)
+    data = form_data(
+        name="prom", kind="prometheus", cluster="", auth="bearer", secret="", secret_reference="env:PROM_TOKEN"
+    )
+    assert client.post(reverse("connectors:create"), data).status_code == 302
+    connector = Connector.objects.get(name="prom")
+    assert connector.secret_encrypted == "" and connector.to_settings().headers["Authorization"] == "Bearer from-env"
+    bad = form_data(name="x", secret="", secret_reference="$(reboot)")
+    assert "Use env:" in client.post(reverse("connectors:create"), bad).content.decode()
+
+
+def test_posts_need_csrf(operator):
+    client = Client(enforce_csrf_checks=True)
+    client.force_login(operator)
+    assert client.post(reverse("connectors:create"), form_data()).status_code == 403
+    connector = Connector.objects.create(name="g", kind="generic", url="http://127.0.0.1:9", cluster="c1")
+    assert client.post(reverse("connectors:sync", args=[connector.pk])).status_code == 403
+
+
+def test_pull_now_records_the_failure_on_the_health_page(
+    client, operator, settings, django_capture_on_commit_callbacks
+):
+    settings.CONNECTOR_HTTP_RETRIES = 0
+    settings.CONNECTOR_HTTP_TIMEOUT = 0.5
+    connector = Connector.objects.create(name="g", kind="generic", url="http://127.0.0.1:9", cluster="c1")
+    client.force_login(operator)
+    with django_capture_on_commit_callbacks(execute=True) as callbacks:
+        assert client.post(reverse("connectors:sync", args=[connector.pk])).status_code == 302
+    assert len(callbacks) == 1  # the pull is queued once the request's transaction commits
+    connector.refresh_from_db()
+    assert connector.health == "failing" and "TransientError" in connector.last_error
+    page = client.get(reverse("connectors:list")).content.decode()
+    assert "failing" in page and "TransientError" in page
