@@ -1,1 +1,168 @@
-"""Fleet's part of the JSON API (jobs, ingest runs, archive uploads)."""
+"""Fleet's part of the JSON API (jobs, ingest runs, archive uploads).
+
+Machines push archives with a per-machine token (`Authorization: Api-Key <token>`); people use
+their session. Tokens come from djangorestframework-api-key: chosen over hand-rolled tokens
+(and over knox, which is built around user logins) because it is made for machine keys: the key
+is shown once, only a prefix and a hash are stored, and a revoked key cannot be revived.
+"""
+
+from __future__ import annotations
+
+from django.utils import timezone
+from drf_spectacular.utils import extend_schema, inline_serializer
+from rest_framework import mixins, serializers, status, viewsets
+from rest_framework.parsers import MultiPartParser
+from rest_framework.permissions import BasePermission
+from rest_framework.response import Response
+from rest_framework_api_key.permissions import BaseHasAPIKey, KeyParser
+
+from config.api import router
+from fleet import ingest
+from fleet.access import is_operator
+from fleet.models import IngestRun, MachineToken
+
+API_AUTH = [{"MachineToken": []}, {"cookieAuth": []}]
+
+
+class HasMachineToken(BaseHasAPIKey):
+    """A valid (not revoked, not expired) machine token in the Authorization header."""
+
+    model = MachineToken
+
+
+class IsOperator(BasePermission):
+    def has_permission(self, request, view) -> bool:
+        return is_operator(request.user)
+
+
+def machine_token(request) -> MachineToken | None:
+    """The valid token the request carries, if any; its last use is recorded."""
+    key = KeyParser().get(request)
+    if not key:
+        return None
+    try:
+        token = MachineToken.objects.get_from_key(key)
+    except MachineToken.DoesNotExist:
+        return None
+    if not token.is_valid(key) or token.revoked or token.has_expired:
+        return None
+    MachineToken.objects.filter(pk=token.pk).update(last_used_at=timezone.now())
+    return token
+
+
+class RecordErrorSerializer(serializers.Serializer):
+    file = serializers.CharField()
+    row = serializers.IntegerField(allow_null=True)
+    field = serializers.CharField(allow_blank=True)
+    job_id = serializers.CharField(allow_blank=True)
+    message = serializers.CharField()
+
+
+class IngestRunSerializer(serializers.ModelSerializer):
+    errors = RecordErrorSerializer(many=True, read_only=True)
+    uploaded_by = serializers.CharField(source="uploader", read_only=True)
+    duration_s = serializers.FloatField(read_only=True, allow_null=True)
+    finished = serializers.BooleanField(source="is_finished", read_only=True)
+
+    class Meta:
+        model = IngestRun
+        fields = [
+            "id",
+            "status",
+            "finished",
+            "phase",
+            "source",
+            "archive_name",
+            "uploaded_by",
+            "created_at",
+            "started_at",
+            "finished_at",
+            "duration_s",
+            "jobs_total",
+            "jobs_done",
+            "jobs_created",
+            "jobs_updated",
+            "jobs_unchanged",
+            "jobs_rejected",
+            "samples",
+            "attempts",
+            "errors",
+        ]
+        read_only_fields = fields
+
+
+class ArchiveUploadSerializer(serializers.Serializer):
+    file = serializers.FileField(help_text="The archive: a .zip or .tar.gz in fleet archive format v1.")
+
+
+class IngestRunViewSet(viewsets.ReadOnlyModelViewSet):
+    """Ingest runs with their progress and every error (file, row, field, job, message).
+
+    Operators see every run; a machine token sees the runs it pushed."""
+
+    serializer_class = IngestRunSerializer
+    permission_classes = [IsOperator | HasMachineToken]
+    filterset_fields = ["status", "source"]
+
+    def get_queryset(self):
+        runs = IngestRun.objects.select_related("created_by", "api_key").order_by("-created_at", "-pk")
+        if is_operator(self.request.user):
+            return runs
+        token = machine_token(self.request)
+        return runs.filter(api_key=token) if token is not None else runs.none()
+
+    @extend_schema(auth=API_AUTH)
+    def list(self, request, *args, **kwargs):
+        return super().list(request, *args, **kwargs)
+
+    @extend_schema(auth=API_AUTH)
+    def retrieve(self, request, *args, **kwargs):
+        return super().retrieve(request, *args, **kwargs)
+
+
+class ArchiveViewSet(mixins.CreateModelMixin, viewsets.GenericViewSet):
+    """Push an archive; it is imported in the background. Poll the returned run for progress."""
+
+    serializer_class = ArchiveUploadSerializer
+    parser_classes = [MultiPartParser]
+    permission_classes = [IsOperator | HasMachineToken]
+
+    @extend_schema(
+        auth=API_AUTH,
+        # Inline, so the file shows as binary without splitting every component into request/response.
+        request={
+            "multipart/form-data": {
+                "type": "object",
+                "properties": {
+                    "file": {
+                        "type": "string",
+                        "format": "binary",
+                        "description": "The archive: a .zip or .tar.gz in fleet archive format v1.",
+                    }
+                },
+                "required": ["file"],
+            }
+        },
+        responses={
+            202: IngestRunSerializer,
+            400: inline_serializer("UploadError", {"file": serializers.ListField(child=serializers.CharField())}),
+            403: inline_serializer("Refused", {"detail": serializers.CharField()}),
+            413: inline_serializer("TooLarge", {"detail": serializers.CharField()}),
+        },
+        summary="Push an archive",
+    )
+    def create(self, request, *args, **kwargs):
+        upload = self.get_serializer(data=request.data)
+        upload.is_valid(raise_exception=True)
+        token = None if is_operator(request.user) else machine_token(request)
+        run = ingest.start_upload(
+            upload.validated_data["file"],
+            source=IngestRun.Source.API,
+            user=request.user if token is None else None,
+            api_key=token,
+        )
+        return Response(IngestRunSerializer(run).data, status=status.HTTP_202_ACCEPTED)
+
+
+router.register("archives", ArchiveViewSet, basename="archive")
+router.register("ingest-runs", IngestRunViewSet, basename="ingest-run")

@@ -10,6 +10,7 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
+import time
 from dataclasses import asdict
 from pathlib import Path
 
@@ -21,7 +22,8 @@ from django.utils import timezone
 from django.utils.text import slugify
 
 from fleet import series as series_lib
-from fleet.archive.parser import ArchiveError, ParsedArchive, parse_archive
+from fleet.archive.parser import ArchiveError, ArchiveStream, ParsedArchive, ParsedJob
+from fleet.archive.reader import ReaderLimits
 from fleet.canonical import ArtifactRecord, JobRecord, RecordError
 from fleet.logevents import extract_log_events
 from fleet.models import Artifact, Cluster, IngestRun, Job, LogEvent, Team, cost_of, price_for
@@ -29,8 +31,20 @@ from fleet.signals import jobs_ingested
 
 logger = logging.getLogger(__name__)
 
-# How often (in jobs) the run's progress is written back for the progress page.
+# How often the run's progress is written back for the progress page: every this many jobs, or
+# this many seconds, whichever comes first.
 PROGRESS_EVERY = 25
+PROGRESS_SECONDS = 1.0
+
+
+def reader_limits() -> ReaderLimits:
+    """The configured bounds on what an archive may expand to (settings ARCHIVE_MAX_*)."""
+    return ReaderLimits(
+        max_members=settings.ARCHIVE_MAX_MEMBERS,
+        max_member_bytes=settings.ARCHIVE_MAX_MEMBER_BYTES,
+        max_total_bytes=settings.ARCHIVE_MAX_TOTAL_BYTES,
+        max_ratio=settings.ARCHIVE_MAX_RATIO,
+    )
 
 
 def create_run(archive_path: str | Path, *, name: str = "", source: str = IngestRun.Source.CLI, user=None) -> IngestRun:
@@ -38,6 +52,28 @@ def create_run(archive_path: str | Path, *, name: str = "", source: str = Ingest
     return IngestRun.objects.create(
         archive_path=str(path), archive_name=name or path.name, source=source, created_by=user
     )
+
+
+def start_upload(uploaded, *, source: str, user=None, api_key=None) -> IngestRun:
+    """Keep an uploaded archive under a generated name, record its run and queue the ingest.
+
+    What the page, the API and (through `create_run`) the command share. The name the user gave
+    is kept for display only.
+    """
+    from fleet.uploads import keep_upload
+
+    path = keep_upload(uploaded)
+    name = (Path(str(uploaded.name or "")).name or "upload")[:500]
+    with transaction.atomic():
+        run = IngestRun.objects.create(
+            archive_path=str(path),
+            archive_name=name,
+            source=source,
+            created_by=user if user is not None and user.is_authenticated else None,
+            api_key=api_key,
+        )
+        enqueue_run(run)
+    return run
 
 
 def enqueue_run(run: IngestRun) -> None:
@@ -59,12 +95,20 @@ def fail_run(run_id: int, message: str) -> None:
 _FINISHED = [IngestRun.Status.SUCCEEDED, IngestRun.Status.PARTIAL, IngestRun.Status.FAILED]
 
 
-def execute_run(run_id: int) -> IngestRun | None:
-    """Import the run's archive. Safe to call again for the same run: jobs are upserted."""
+def execute_run(run_id: int, on_progress=None) -> IngestRun | None:
+    """Import the run's archive, job by job in bounded memory.
+
+    Safe to call again for the same run (a redelivered task): jobs are upserted, so a run cut
+    short by a killed worker is simply done again, and a finished run is left as it is.
+    `on_progress(run)` is called as jobs are stored (the command's progress bar).
+    """
     run = IngestRun.objects.filter(pk=run_id).first()
     if run is None:
         logger.warning("Ingest run %s vanished before it could run", run_id)
         return None
+    if run.is_finished:
+        logger.info("Ingest run %s already finished (%s); nothing to do", run_id, run.status)
+        return run
     run.status = IngestRun.Status.RUNNING
     run.started_at = timezone.now()
     run.attempts += 1
@@ -74,8 +118,30 @@ def execute_run(run_id: int) -> IngestRun | None:
     run.errors = []
     run.save()
 
+    last_phase_save = [0.0]
+
+    def phase(text: str) -> None:
+        run.phase = text[:100]
+        now = time.monotonic()
+        if now - last_phase_save[0] >= PROGRESS_SECONDS:
+            last_phase_save[0] = now
+            run.save(update_fields=["phase"])
+        if on_progress is not None:
+            on_progress(run)
+
     try:
-        parsed = parse_archive(run.archive_path, artifact_max_bytes=settings.ARTIFACT_MAX_BYTES)
+        with ArchiveStream(
+            run.archive_path,
+            artifact_max_bytes=settings.ARTIFACT_MAX_BYTES,
+            limits=reader_limits(),
+            progress=phase,
+        ) as stream:
+            run.errors = [e.as_dict() for e in stream.errors]
+            run.jobs_rejected = len(stream.rejected)
+            run.jobs_total = len(stream.jobs) + len(stream.rejected)
+            run.phase = "storing jobs"
+            run.save(update_fields=["errors", "jobs_rejected", "jobs_total", "phase"])
+            _store_jobs(run, stream, accepted=len(stream.jobs), on_progress=on_progress, errors=stream.errors)
     except ArchiveError as exc:
         run.errors = [exc.error.as_dict()]
         _finish(run, IngestRun.Status.FAILED)
@@ -84,29 +150,37 @@ def execute_run(run_id: int) -> IngestRun | None:
         run.errors = [RecordError(file=run.archive_name, message="the archive file does not exist").as_dict()]
         _finish(run, IngestRun.Status.FAILED)
         return run
-
-    store_parsed(run, parsed)
     return run
 
 
 def store_parsed(run: IngestRun, parsed: ParsedArchive) -> IngestRun:
+    """Store an archive parsed in memory (`parse_archive`); the importer itself streams (`execute_run`)."""
     run.errors = [e.as_dict() for e in parsed.errors]
     run.jobs_rejected = len(parsed.rejected)
     run.jobs_total = len(parsed.jobs) + len(parsed.rejected)
     run.phase = "storing jobs"
     run.save(update_fields=["errors", "jobs_rejected", "jobs_total", "phase"])
+    jobs = (
+        ParsedJob(record, parsed.series.get(job_id), parsed.artifacts.get(job_id, []))
+        for job_id, record in sorted(parsed.jobs.items())
+    )
+    return _store_jobs(run, jobs, accepted=len(parsed.jobs))
 
+
+def _store_jobs(run: IngestRun, jobs, *, accepted: int, on_progress=None, errors=None) -> IngestRun:
+    """Store jobs as they come; `errors` (the stream's list) may grow with notes while iterating."""
     teams: dict[str, Team] = {}
     clusters: dict[str, Cluster] = {}
     changed: list[int] = []
-    for index, (job_id, record) in enumerate(sorted(parsed.jobs.items()), start=1):
+    last_save = time.monotonic()
+    index = 0
+    for index, parsed_job in enumerate(jobs, start=1):
+        record = parsed_job.record
         cluster = clusters.get(record.cluster) or clusters.setdefault(
             record.cluster, Cluster.objects.get_or_create(name=record.cluster)[0]
         )
         team = teams.get(record.team) or teams.setdefault(record.team, _team_for(record.team))
-        outcome, job = store_job(
-            run, cluster, team, record, parsed.series.get(job_id), parsed.artifacts.get(job_id, [])
-        )
+        outcome, job = store_job(run, cluster, team, record, parsed_job.series, parsed_job.artifacts)
         if outcome == "created":
             run.jobs_created += 1
         elif outcome == "updated":
@@ -117,10 +191,15 @@ def store_parsed(run: IngestRun, parsed: ParsedArchive) -> IngestRun:
             changed.append(job.pk)
         run.samples += job.sample_count
         run.jobs_done = index
-        if index % PROGRESS_EVERY == 0:
+        if index % PROGRESS_EVERY == 0 or time.monotonic() - last_save >= PROGRESS_SECONDS:
+            last_save = time.monotonic()
             run.save(update_fields=["jobs_done", "jobs_created", "jobs_updated", "jobs_unchanged", "samples"])
+        if on_progress is not None:
+            on_progress(run)
 
-    if run.jobs_rejected and not parsed.jobs:
+    if errors is not None:
+        run.errors = [e.as_dict() for e in errors]
+    if run.jobs_rejected and not accepted:
         status = IngestRun.Status.FAILED
     elif run.jobs_rejected:
         status = IngestRun.Status.PARTIAL
@@ -137,6 +216,17 @@ def _finish(run: IngestRun, status: str) -> None:
     run.phase = ""
     run.finished_at = timezone.now()
     run.save()
+    _discard_upload(run)
+
+
+def _discard_upload(run: IngestRun) -> None:
+    """An uploaded archive is only kept until its run has finished (a redelivered task still needs it)."""
+    if not run.archive_path:
+        return
+    path = Path(run.archive_path)
+    upload_dir = Path(settings.UPLOAD_DIR).resolve()
+    if path.resolve().parent == upload_dir:
+        path.unlink(missing_ok=True)
 
 
 def _team_for(name: str) -> Team:
@@ -187,13 +277,30 @@ def store_job(run, cluster, team, record: JobRecord, frame, artifacts: list[Arti
     job.fingerprint = fp
     job.ingest_run = run
     _apply_summary(job, frame, cluster)
+    previous_series = job.series_file.name or ""
     job.series_file.name = _store_blob("series", series_bytes, ".parquet") if series_bytes else ""
     job.save()
 
+    replaced: set[str] = set()
+    if previous_series and previous_series != job.series_file.name:
+        replaced.add(previous_series)
     if outcome == "updated":
-        job.artifacts.all().delete()  # cascades to their log events
+        old_artifacts = job.artifacts.all()
+        replaced.update(old_artifacts.values_list("file", flat=True))
+        old_artifacts.delete()  # cascades to their log events
     _store_artifacts(job, artifacts)
+    if replaced:
+        # Only once the new rows are committed: a rolled-back update must still find its old blobs.
+        transaction.on_commit(lambda: _delete_unreferenced(replaced))
     return outcome, job
+
+
+def _delete_unreferenced(names: set[str]) -> None:
+    """Delete content-addressed blobs that no job or artifact refers to any more (they may be shared)."""
+    still_used = set(Job.objects.filter(series_file__in=names).values_list("series_file", flat=True))
+    still_used |= set(Artifact.objects.filter(file__in=names).values_list("file", flat=True))
+    for name in names - still_used:
+        default_storage.delete(name)
 
 
 def _apply_summary(job: Job, frame, cluster: Cluster) -> None:

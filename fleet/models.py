@@ -7,6 +7,7 @@ from decimal import Decimal
 from django.conf import settings
 from django.db import models
 from django.db.models import Q
+from rest_framework_api_key.models import AbstractAPIKey
 
 
 class Team(models.Model):
@@ -64,6 +65,20 @@ class GpuModelPrice(models.Model):
         return f"{self.cluster}/{self.gpu_model or '*'}: {self.price_per_gpu_hour} {self.currency}"
 
 
+class MachineToken(AbstractAPIKey):
+    """A per-machine API token for pushing archives (djangorestframework-api-key: prefixed, stored
+    as a hash only, shown once at creation, revocable for good)."""
+
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    last_used_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta(AbstractAPIKey.Meta):
+        verbose_name = "machine token"
+        verbose_name_plural = "machine tokens"
+
+
 class IngestRun(models.Model):
     """One upload, command-line import or connector pull, with its progress and per-row errors."""
 
@@ -85,6 +100,14 @@ class IngestRun(models.Model):
     archive_name = models.CharField(max_length=500, help_text="The file name as the user gave it (display only).")
     archive_path = models.CharField(max_length=1000, blank=True, help_text="Where the archive is read from.")
     created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL)
+    api_key = models.ForeignKey(
+        MachineToken,
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="ingest_runs",
+        help_text="The machine token that pushed the archive through the API.",
+    )
     created_at = models.DateTimeField(auto_now_add=True)
     started_at = models.DateTimeField(null=True, blank=True)
     finished_at = models.DateTimeField(null=True, blank=True)
@@ -108,6 +131,23 @@ class IngestRun(models.Model):
     @property
     def is_finished(self) -> bool:
         return self.status in {self.Status.SUCCEEDED, self.Status.PARTIAL, self.Status.FAILED}
+
+    @property
+    def duration_s(self) -> float | None:
+        if self.started_at is None:
+            return None
+        from django.utils import timezone
+
+        return ((self.finished_at or timezone.now()) - self.started_at).total_seconds()
+
+    @property
+    def uploader(self) -> str:
+        """Who started it: a person, or a machine token by name."""
+        if self.created_by_id:
+            return self.created_by.get_username()
+        if self.api_key_id:
+            return f"token {self.api_key.name}"
+        return ""
 
 
 class JobQuerySet(models.QuerySet):
@@ -247,3 +287,6 @@ def cost_of(gpu_hours: float, price: GpuModelPrice | None) -> Decimal | None:
     if price is None:
         return None
     return (Decimal(str(gpu_hours)) * price.price_per_gpu_hour).quantize(Decimal("0.01"))
+
+
+from fleet.connectors.models import Connector  # noqa: E402,F401

@@ -20,3 +20,4 @@ def ingest_archive_task(run_id: int) -> dict | None:
     if run is None:  # the run was deleted before the worker reached it
         return None
     return {"run_id": run.pk, "status": run.status}
+from fleet.connectors.tasks import schedule_connectors_task, sync_connector_task  # noqa: E402,F401

@@ -2,16 +2,23 @@
 
 from __future__ import annotations
 
+import csv
+
+from django.conf import settings
+from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.paginator import Paginator
 from django.db import connection
 from django.db.models import Q
-from django.http import Http404, JsonResponse
+from django.http import Http404, HttpResponse, JsonResponse
 from django.shortcuts import get_object_or_404, redirect, render
-from django.views.decorators.http import require_GET
+from django.urls import reverse
+from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
+from fleet import ingest
 from fleet.access import is_operator, sees_whole_fleet
-from fleet.models import Cluster, IngestRun, Job, Team
+from fleet.models import Cluster, IngestRun, Job, MachineToken, Team
+from fleet.uploads import format_size
 
 JOBS_PER_PAGE = 50
 
@@ -69,21 +76,138 @@ def job_detail(request, pk: int):
     )
 
 
-@login_required
+def operator_required(view):
+    """Login, then operators only; to anyone else the page does not exist."""
+
+    @login_required
+    def wrapped(request, *args, **kwargs):
+        if not is_operator(request.user):
+            raise Http404
+        return view(request, *args, **kwargs)
+
+    wrapped.__name__ = view.__name__
+    wrapped.__doc__ = view.__doc__
+    return wrapped
+
+
+@operator_required
 def ingest_run_list(request):
-    if not is_operator(request.user):
-        raise Http404
-    runs = IngestRun.objects.select_related("created_by")
+    runs = IngestRun.objects.select_related("created_by", "api_key")
     page = Paginator(runs, JOBS_PER_PAGE).get_page(request.GET.get("page"))
     return render(request, "fleet/ingest_run_list.html", {"page": page})
 
 
-@login_required
+@operator_required
 def ingest_run_detail(request, pk: int):
-    if not is_operator(request.user):
-        raise Http404
-    run = get_object_or_404(IngestRun, pk=pk)
+    run = get_object_or_404(IngestRun.objects.select_related("created_by", "api_key"), pk=pk)
     return render(request, "fleet/ingest_run_detail.html", {"run": run})
+
+
+def run_status(run: IngestRun) -> dict:
+    """What the progress page polls: the same figures the API gives, without the error list."""
+    return {
+        "id": run.pk,
+        "status": run.status,
+        "status_display": run.get_status_display(),
+        "finished": run.is_finished,
+        "phase": run.phase,
+        "jobs_total": run.jobs_total,
+        "jobs_done": run.jobs_done,
+        "jobs_created": run.jobs_created,
+        "jobs_updated": run.jobs_updated,
+        "jobs_unchanged": run.jobs_unchanged,
+        "jobs_rejected": run.jobs_rejected,
+        "samples": run.samples,
+        "errors": len(run.errors),
+        "duration_s": run.duration_s,
+    }
+
+
+@operator_required
+@require_GET
+def ingest_run_status(request, pk: int):
+    run = get_object_or_404(IngestRun, pk=pk)
+    return JsonResponse(run_status(run))
+
+
+# Spreadsheets run a cell that starts with one of these as a formula (OWASP "CSV injection").
+FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
+
+
+def spreadsheet_safe(value) -> str:
+    text = "" if value is None else str(value)
+    return "'" + text if text.startswith(FORMULA_STARTS) else text
+
+
+@operator_required
+@require_GET
+def ingest_run_errors_csv(request, pk: int):
+    run = get_object_or_404(IngestRun, pk=pk)
+    response = HttpResponse(content_type="text/csv; charset=utf-8")
+    response["Content-Disposition"] = f'attachment; filename="ingest-run-{run.pk}-errors.csv"'
+    writer = csv.writer(response)
+    writer.writerow(["file", "row", "field", "job_id", "message"])
+    for error in run.errors:
+        writer.writerow([spreadsheet_safe(error.get(key)) for key in ("file", "row", "field", "job_id", "message")])
+    return response
+
+
+def _wants_json(request) -> bool:
+    return "application/json" in request.headers.get("Accept", "")
+
+
+@operator_required
+@require_http_methods(["GET", "POST"])
+def ingest_upload(request):
+    """Choose an archive and upload it; the browser script shows upload progress, then the run's."""
+    context = {"max_bytes": settings.UPLOAD_MAX_BYTES, "max_size": format_size(settings.UPLOAD_MAX_BYTES)}
+    if request.method == "GET":
+        return render(request, "fleet/ingest_upload.html", context)
+    uploaded = request.FILES.get("file")
+    if uploaded is None or not uploaded.name:
+        message = "Choose an archive file (.zip or .tar.gz) to upload."
+        if _wants_json(request):
+            return JsonResponse({"detail": message}, status=400)
+        return render(request, "fleet/ingest_upload.html", {**context, "error": message}, status=400)
+    run = ingest.start_upload(uploaded, source=IngestRun.Source.UPLOAD, user=request.user)
+    detail_url = reverse("fleet:ingest-run-detail", args=[run.pk])
+    if _wants_json(request):
+        return JsonResponse(
+            {
+                "run_id": run.pk,
+                "detail_url": detail_url,
+                "status_url": reverse("fleet:ingest-run-status", args=[run.pk]),
+            },
+            status=202,
+        )
+    return redirect(detail_url)
+
+
+@operator_required
+@require_http_methods(["GET", "POST"])
+def token_list(request):
+    """Machine tokens: create one (its key is shown this once), see when each was last used, revoke."""
+    created_key = None
+    if request.method == "POST":
+        name = request.POST.get("name", "").strip()[:50]
+        if not name:
+            messages.error(request, "Give the token a name, e.g. the machine that will use it.")
+        else:
+            token, created_key = MachineToken.objects.create_key(name=name, created_by=request.user)
+            messages.success(request, f"Token “{token.name}” created. Copy it now: it is not shown again.")
+    tokens = MachineToken.objects.select_related("created_by").order_by("revoked", "-created")
+    return render(request, "fleet/token_list.html", {"tokens": tokens, "created_key": created_key})
+
+
+@operator_required
+@require_POST
+def token_revoke(request, pk: str):
+    token = get_object_or_404(MachineToken, pk=pk)
+    if not token.revoked:
+        token.revoked = True
+        token.save(update_fields=["revoked"])
+        messages.success(request, f"Token “{token.name}” ({token.prefix}…) is revoked; pushes with it are refused.")
+    return redirect("fleet:token-list")
 
 
 @require_GET

@@ -44,12 +44,13 @@ def _worker_database_url() -> str:
 
 
 @contextmanager
-def celery_worker(queue: str, storage_dir, *, pool: str = "solo", include: str = ""):
+def celery_worker(queue: str, storage_dir, *, pool: str = "solo", include: str = "", env: dict | None = None):
     env = {
         **os.environ,
         "DATABASE_URL": _worker_database_url(),
         "STORAGE_DIR": str(storage_dir),
         "SECRET_KEY": os.environ.get("SECRET_KEY", "worker-test-key"),
+        **(env or {}),
     }
     command = [
         sys.executable,
@@ -74,7 +75,7 @@ def celery_worker(queue: str, storage_dir, *, pool: str = "solo", include: str =
     ]
     if include:
         command += ["--include", include]
-    log = open(storage_dir.parent / f"worker-{queue}.log", "w+")  # noqa: SIM115 (closed below)
+    log = open(storage_dir.parent / f"worker-{queue}-{uuid.uuid4().hex[:6]}.log", "w+")  # noqa: SIM115 (closed below)
     process = subprocess.Popen(command, cwd=REPO, env=env, stdout=log, stderr=subprocess.STDOUT)
     try:
         yield process

@@ -12,11 +12,16 @@ The rules, in short (docs/archive-format.md is the user-facing version):
 
 from __future__ import annotations
 
+import codecs
 import csv
 import io
+import itertools
 import json
 import os
 import re
+import shutil
+import tempfile
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from functools import cache
@@ -33,8 +38,17 @@ import pyarrow.parquet as pq
 from fleet import series as series_lib
 from fleet.archive.reader import MANIFEST_NAME, ArchiveError, ArchiveReader, ReaderLimits, open_archive
 from fleet.canonical import JOB_TYPES, METRICS, ArtifactRecord, JobRecord, RecordError
+from fleet.connectors.native import NativeFiles  # native sacct/kubectl/Prometheus files (issue 6)
 
-__all__ = ["ArchiveError", "ParsedArchive", "parse_archive", "parse_timestamp", "parse_timestamps"]
+__all__ = [
+    "ArchiveError",
+    "ArchiveStream",
+    "ParsedArchive",
+    "ParsedJob",
+    "parse_archive",
+    "parse_timestamp",
+    "parse_timestamps",
+]
 
 JOB_FILES = ("jobs.csv", "jobs.jsonl")
 JOB_REQUIRED = ("job_id", "user", "team", "gpu_count", "start_time", "end_time")
@@ -49,6 +63,13 @@ MISSING_TOKENS = ("", "nan", "na", "n/a", "null", "none")
 # Epoch values at or above this are almost always milliseconds (1e11 s is the year 5138).
 MAX_EPOCH_SECONDS = 1e11
 MAX_GPU_INDEX = 32767  # the series stores GPU indexes as Int16
+# Streaming: rows per batch read from a metrics file, and the rows one spill bucket aims to hold
+# (a bucket is what is in memory at once while jobs are assembled and stored).
+BATCH_ROWS = 256 * 1024
+CSV_BLOCK_BYTES = 8 << 20
+BUCKET_ROWS = 1_000_000
+# Rough sizes, used only to choose how many buckets to spill into (never for limits).
+CSV_BYTES_PER_ROW = 40
 
 
 def _metric_bounds(name: str) -> tuple[float, float]:
@@ -85,15 +106,105 @@ class ParsedArchive:
     duplicate_samples: int = 0
 
 
+@dataclass
+class ParsedJob:
+    """One accepted job with everything it brought: what `ArchiveStream` yields."""
+
+    record: JobRecord
+    series: pd.DataFrame | None  # normalised frame, None when the job has no metrics
+    artifacts: list[ArtifactRecord]
+
+
 def parse_archive(
     path: str | os.PathLike,
     *,
     artifact_max_bytes: int = 20 * 2**20,
     limits: ReaderLimits | None = None,
 ) -> ParsedArchive:
-    """Parse a .zip, .tar.gz/.tgz or folder in the v1 layout; ArchiveError when nothing can be stored."""
-    with open_archive(path, limits) as reader:
-        return _ArchiveParser(reader, artifact_max_bytes).parse()
+    """Parse a .zip, .tar.gz/.tgz or folder in the v1 layout; ArchiveError when nothing can be stored.
+
+    Holds every job's series in memory at the end; the importer uses `ArchiveStream` instead.
+    """
+    with ArchiveStream(path, artifact_max_bytes=artifact_max_bytes, limits=limits) as stream:
+        jobs = list(stream)
+        return ParsedArchive(
+            manifest=stream.manifest,
+            cluster=stream.cluster,
+            jobs={job.record.external_id: job.record for job in sorted(jobs, key=lambda j: j.record.external_id)},
+            series={job.record.external_id: job.series for job in jobs if job.series is not None},
+            artifacts={job.record.external_id: job.artifacts for job in jobs if job.artifacts},
+            rejected=stream.rejected,
+            errors=stream.errors,
+            duplicate_samples=stream.duplicate_samples,
+        )
+
+
+class ArchiveStream:
+    """An archive read in bounded memory, handed over job by job.
+
+    Entering it reads the manifest and the jobs file, then streams every metrics file in batches
+    (Parquet row groups, CSV blocks), validating each batch and spilling its valid rows to a
+    private temporary folder in buckets of jobs; artifacts are spilled there too, under generated
+    names. After that every error is known (`errors`, `rejected`, `jobs`). Iterating assembles one
+    bucket at a time and yields a `ParsedJob` per accepted job; `duplicate_samples` is final once
+    the iteration ends. Leaving it removes the temporary folder.
+
+        with ArchiveStream(path) as stream:
+            for job in stream: ...
+    """
+
+    def __init__(
+        self,
+        path: str | os.PathLike,
+        *,
+        artifact_max_bytes: int = 20 * 2**20,
+        limits: ReaderLimits | None = None,
+        progress: Callable[[str], None] | None = None,
+        bucket_rows: int = BUCKET_ROWS,
+    ):
+        self.path = path
+        self.artifact_max_bytes = artifact_max_bytes
+        self.limits = limits
+        self.progress = progress or (lambda phase: None)
+        self.bucket_rows = bucket_rows
+        self._reader: ArchiveReader | None = None
+        self._work: str | None = None
+        self._parser: _ArchiveParser | None = None
+
+    def __enter__(self) -> ArchiveStream:
+        try:
+            self._work = tempfile.mkdtemp(prefix="fleet-archive-")
+            self._reader = open_archive(self.path, self.limits)
+            self._parser = _ArchiveParser(
+                self._reader,
+                self.artifact_max_bytes,
+                work=self._work,
+                progress=self.progress,
+                bucket_rows=self.bucket_rows,
+            )
+            self._parser.prepare()
+        except BaseException:
+            self.__exit__(None, None, None)
+            raise
+        return self
+
+    def __exit__(self, *exc_info) -> None:
+        if self._reader is not None:
+            self._reader.close()
+            self._reader = None
+        if self._work is not None:
+            shutil.rmtree(self._work, ignore_errors=True)
+            self._work = None
+
+    def __iter__(self) -> Iterator[ParsedJob]:
+        return self._parser.iter_jobs()
+
+    manifest = property(lambda self: self._parser.manifest)
+    cluster = property(lambda self: self._parser.manifest["cluster"])
+    jobs = property(lambda self: self._parser.accepted)  # accepted jobs by id, known once entered
+    rejected = property(lambda self: self._parser.rejected)
+    errors = property(lambda self: self._parser.errors)
+    duplicate_samples = property(lambda self: self._parser.duplicate_samples)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -214,16 +325,31 @@ class _Table:
 
 
 class _ArchiveParser:
-    def __init__(self, reader: ArchiveReader, artifact_max_bytes: int):
+    def __init__(
+        self,
+        reader: ArchiveReader,
+        artifact_max_bytes: int,
+        *,
+        work: str,
+        progress: Callable[[str], None],
+        bucket_rows: int = BUCKET_ROWS,
+    ):
         self.reader = reader
         self.artifact_max_bytes = artifact_max_bytes
+        self.work = work
+        self.progress = progress
+        self.bucket_rows = bucket_rows
         self.errors: list[RecordError] = []
         self.rejected: dict[str, list[RecordError]] = {}
         self.jobs: dict[str, JobRecord] = {}
+        self.accepted: dict[str, JobRecord] = {}
         self.job_ids: set[str] = set()  # every job id the jobs file names, accepted or rejected
         self.jobs_file = ""
-        self.metric_frames: list[pd.DataFrame] = []  # valid rows of each metrics file, with job_id
+        self.manifest: dict = {}
         self.duplicate_samples = 0
+        self._spill: _Spill | None = None
+        self._job_ragged: list[tuple[int | None, int, int, str]] = []
+        self._artifacts: dict[str, list[tuple[str, str, str, bool]]] = {}  # job -> (kind, path, spill file, truncated)
 
     # -- bookkeeping ---------------------------------------------------------------------------
     def note(self, error: RecordError) -> None:
@@ -233,30 +359,86 @@ class _ArchiveParser:
         self.rejected.setdefault(key, []).append(error)
         self.errors.append(error)
 
-    def parse(self) -> ParsedArchive:
+    def prepare(self) -> None:
+        """Everything but assembling series: after this every error and rejection is known."""
         names = self.reader.names()
-        manifest = self._parse_manifest()
-        cluster = manifest["cluster"]
-        self._parse_jobs(cluster)
+        self.progress("reading manifest")
+        self.manifest = self._parse_manifest()
+        # Native files (issue 6): sacct --json, kubectl pods, Prometheus responses; see fleet/connectors/native.py.
+        self.native = NativeFiles.read(self.reader, names, self.manifest["cluster"], self.artifact_max_bytes)
+        self.progress("reading jobs")
+        if not self.native.replaces_jobs_file(self.reader, JOB_FILES):
+            self._parse_jobs(self.manifest["cluster"])
 
         metric_files = [n for n in SHARED_METRICS_FILES if n in self.reader]
         metric_files += [n for n in names if n.startswith(METRICS_FOLDER + "/")]
-        for name in metric_files:
-            self._parse_metrics_file(name)
+        self._spill = _Spill(self.work, sorted(self.job_ids), self._estimate_rows(metric_files), self.bucket_rows)
+        for priority, name in enumerate(metric_files):
+            self.progress(f"reading metrics ({name})")
+            self._parse_metrics_file(name, priority)
+        self.accepted = {job_id: record for job_id, record in self.jobs.items() if job_id not in self.rejected}
+        self.errors.extend(self.native.settle(self.job_ids, self.accepted))  # native files (issue 6)
+        self.accepted.update(self.native.extra)
+        self.progress("reading logs, scripts and traces")
+        self._parse_artifacts(names, self.accepted)
 
-        accepted = {job_id: record for job_id, record in self.jobs.items() if job_id not in self.rejected}
-        series = self._assemble_series(accepted)
-        artifacts = self._parse_artifacts(names, accepted)
-        return ParsedArchive(
-            manifest=manifest,
-            cluster=cluster,
-            jobs=accepted,
-            series=series,
-            artifacts=artifacts,
-            rejected=self.rejected,
-            errors=self.errors,
-            duplicate_samples=self.duplicate_samples,
+    def iter_jobs(self) -> Iterator[ParsedJob]:
+        """Accepted jobs, one spill bucket of series in memory at a time."""
+        accepted = self.accepted
+        v1_jobs = {k: v for k, v in accepted.items() if k not in self.native.extra}  # native files (issue 6)
+        for bucket_jobs, frame in self._spill.buckets(v1_jobs, self._pivot_long):
+            series: dict[str, pd.DataFrame] = {}
+            if frame is not None and len(frame):
+                series, dropped = series_lib.normalize_many(frame, key="job_id")
+                self.duplicate_samples += dropped
+            del frame
+            for job_id in bucket_jobs:
+                frame_of_job = series.pop(job_id, None)
+                if frame_of_job is not None and len(frame_of_job):
+                    self._note_outside_window(accepted[job_id], frame_of_job)
+                yield ParsedJob(
+                    record=accepted[job_id],
+                    series=self.native.series_for(  # adds native Prometheus series (issue 6)
+                        accepted[job_id], frame_of_job if frame_of_job is not None and len(frame_of_job) else None
+                    ),
+                    artifacts=self._load_artifacts(job_id),
+                )
+        for job_id, record in sorted(self.native.extra.items()):  # jobs from native files (issue 6)
+            series = self.native.series_for(record, None)
+            yield ParsedJob(record=record, series=series, artifacts=self.native.artifacts_for(job_id))
+
+    def _note_outside_window(self, job: JobRecord, frame: pd.DataFrame) -> None:
+        """Samples before start_time or after end_time are kept but not counted; say so once per job."""
+        stamps = frame["timestamp"]
+        outside = (stamps < pd.Timestamp(job.start_time)) | (stamps > pd.Timestamp(job.end_time))
+        count = int(outside.sum())
+        if not count:
+            return
+        first = stamps[outside].iloc[0].isoformat().replace("+00:00", "Z")
+        plural = "1 sample lies" if count == 1 else f"{count} samples lie"
+        message = (
+            f"{plural} outside the job's window {job.start_time.isoformat().replace('+00:00', 'Z')} – "
+            f"{job.end_time.isoformat().replace('+00:00', 'Z')} (first at {first}); kept, but not counted "
+            "in its utilization"
         )
+        self.note(RecordError("metrics", message, field="timestamp", job_id=job.external_id))
+
+    def _estimate_rows(self, metric_files: list[str]) -> int:
+        """A guess of the metric rows, only to choose the number of spill buckets."""
+        total = 0
+        for name in metric_files:
+            size = self.reader.member(name).size or 0
+            total += size // CSV_BYTES_PER_ROW if name.endswith(".csv") else size // 4
+        return total
+
+    def _load_artifacts(self, job_id: str) -> list[ArtifactRecord]:
+        records = []
+        for kind, path, spilled, truncated in self._artifacts.pop(job_id, []):
+            with open(spilled, "rb") as handle:
+                content = handle.read()
+            os.unlink(spilled)
+            records.append(ArtifactRecord(job_id=job_id, kind=kind, path=path, content=content, truncated=truncated))
+        return records
 
     # -- manifest ------------------------------------------------------------------------------
     def _parse_manifest(self) -> dict:
@@ -318,7 +500,7 @@ class _ArchiveParser:
 
     def _job_rows_csv(self, name: str) -> list[tuple[int, dict]]:
         try:
-            table = self._read_csv(name)
+            table = _concat_tables(list(self._iter_csv(name)))
         except _Unreadable as exc:
             raise ArchiveError.of(name, str(exc)) from exc
         missing = [column for column in JOB_REQUIRED if column not in table.header]
@@ -332,7 +514,7 @@ class _ArchiveParser:
                 field=missing[0],
             )
         job_index = table.header.index("job_id")
-        for row, expected, actual, text in table.ragged:
+        for row, expected, actual, text in self._job_ragged:
             fields = _split_csv_line(text)
             job_id = fields[job_index].strip() if len(fields) > job_index else ""
             message = f"row has {actual} fields, expected {expected}; the file is truncated or the row is malformed"
@@ -372,7 +554,7 @@ class _ArchiveParser:
         return entries
 
     # -- metrics -------------------------------------------------------------------------------
-    def _parse_metrics_file(self, name: str) -> None:
+    def _parse_metrics_file(self, name: str, priority: int) -> None:
         file_job = None
         if name not in SHARED_METRICS_FILES:
             relative = name[len(METRICS_FOLDER) + 1 :]
@@ -391,22 +573,74 @@ class _ArchiveParser:
                     )
                 )
                 return
+        tally = _FileTally()
         try:
-            table = self._read_csv(name) if name.endswith(".csv") else self._read_parquet(name)
+            batches = self._iter_csv(name, tally) if name.endswith(".csv") else self._iter_parquet(name)
+            for table in batches:
+                frame = self._metrics_rows(name, table, file_job, tally)
+                if tally.stop:
+                    break
+                if frame is not None and len(frame):
+                    self._spill.add(frame, priority, long_form=tally.long_form)
         except _Unreadable as exc:
             if file_job is None:
                 raise ArchiveError.of(name, str(exc)) from exc
             self.reject(file_job, RecordError(name, str(exc), job_id=file_job))
             return
-        frame = self._metrics_rows(name, table, file_job)
-        if frame is not None and len(frame):
-            self.metric_frames.append(frame)
+        self._finish_metrics_file(name, file_job, tally)
 
-    def _metrics_rows(self, name: str, table: _Table, file_job: str | None) -> pd.DataFrame | None:
-        """The file's valid rows as job_id + key columns + metric columns; rejects jobs with bad rows."""
+    def _finish_metrics_file(self, name: str, file_job: str | None, tally: _FileTally) -> None:
+        """Turn what the batches found into one error per (job, field) and one note per unknown job."""
+        if tally.header is None and file_job is not None:  # an empty per-job file: nothing to read
+            tally.header = []
+        for job_id, (row, count) in tally.unknown.items():
+            plural = "row was" if count == 1 else f"{count} rows were"
+            if job_id == "":
+                message = f"empty job_id; {plural} ignored"
+            else:
+                message = f"job {job_id!r} is not in {self.jobs_file}; its {plural} ignored"
+            self.note(RecordError(name, message, row=row, field="job_id", job_id=job_id))
+        # Rows the CSV reader had to skip (wrong number of fields).
+        for row, expected, actual, text in tally.ragged:
+            message = f"row has {actual} fields, expected {expected}; the file is truncated or the row is malformed"
+            if file_job is not None:
+                self.reject(file_job, RecordError(name, message, row=row, job_id=file_job))
+                continue
+            fields = _split_csv_line(text)
+            index = tally.header.index("job_id") if tally.header and "job_id" in tally.header else 0
+            job_id = fields[index].strip() if len(fields) > index else ""
+            if job_id in self.job_ids:
+                self.reject(job_id, RecordError(name, message, row=row, job_id=job_id))
+            elif job_id:
+                self.note(RecordError(name, message + f"; job {job_id!r} is not in {self.jobs_file}", row=row))
+            else:
+                for other in sorted(tally.file_jobs):
+                    self.reject(other, RecordError(name, message + "; its job cannot be told", row=row, job_id=other))
+        if tally.missing:
+            for job_id in sorted(tally.file_jobs) or ([file_job] if file_job else []):
+                message = (
+                    f"required column '{tally.missing}' is missing, so this job's metrics in the file cannot be read"
+                )
+                self.reject(job_id, RecordError(name, message, field=tally.missing, job_id=job_id))
+            return
+        for (job_id, field_name), (row, message, count) in tally.bad.items():
+            more = count - 1
+            message += f" (and {more} more rows of this job)" if more else ""
+            self.reject(job_id, RecordError(name, message, row=row, field=field_name, job_id=job_id))
+        if tally.long_form:
+            for job_id in sorted(tally.file_jobs - tally.util_jobs):
+                message = "no gpu_util rows: long-form metrics need at least one 'gpu_util' row per job"
+                self.reject(job_id, RecordError(name, message, field="metric", job_id=job_id))
+
+    def _metrics_rows(self, name: str, table: _Table, file_job: str | None, tally: _FileTally) -> pd.DataFrame | None:
+        """One batch's valid rows as job_id + key columns + metric columns; bad rows are tallied per job."""
         rows = table.rows
         columns = set(table.table.column_names)
         long_form = set(LONG_FORM_COLUMNS) <= columns
+        first_batch = tally.header is None
+        if first_batch:
+            tally.header = list(table.header)
+            tally.long_form = long_form
         n = table.table.num_rows
 
         def column(column_name: str) -> pa.ChunkedArray:
@@ -415,10 +649,10 @@ class _ArchiveParser:
         # Which job each row belongs to.
         if file_job is not None:
             job_ids = np.full(n, file_job, dtype=object)
-            if "job_id" in columns:
+            if "job_id" in columns and n:
                 named = _string_values(column("job_id"))
                 mismatch = (named != file_job) & (named != "")
-                if mismatch.any():
+                if mismatch.any() and file_job not in self.rejected:
                     first = int(np.argmax(mismatch))
                     self.reject(
                         file_job,
@@ -438,70 +672,50 @@ class _ArchiveParser:
                 "required column is missing: a shared metrics file must say which job each row is for",
                 field="job_id",
             )
-        keep = self._known_job_rows(name, job_ids, rows)
-
-        # Rows the CSV reader had to skip (wrong number of fields).
+        keep = self._known_job_rows(job_ids, rows, tally)
         file_jobs = set(pd.unique(job_ids[keep]))
-        for row, expected, actual, text in table.ragged:
-            message = f"row has {actual} fields, expected {expected}; the file is truncated or the row is malformed"
-            if file_job is not None:
-                self.reject(file_job, RecordError(name, message, row=row, job_id=file_job))
-                continue
-            fields = _split_csv_line(text)
-            index = table.header.index("job_id")
-            job_id = fields[index].strip() if len(fields) > index else ""
-            if job_id in self.job_ids:
-                self.reject(job_id, RecordError(name, message, row=row, job_id=job_id))
-            elif job_id:
-                self.note(RecordError(name, message + f"; job {job_id!r} is not in {self.jobs_file}", row=row))
-            else:
-                for other in sorted(file_jobs):
-                    self.reject(other, RecordError(name, message + "; its job cannot be told", row=row, job_id=other))
+        tally.file_jobs |= file_jobs
 
         required = ["timestamp"] + ([] if long_form else ["gpu_util"])
         missing = [column for column in required if column not in columns]
         if missing:
-            for job_id in sorted(file_jobs) or ([file_job] if file_job else []):
-                message = f"required column '{missing[0]}' is missing, so this job's metrics in the file cannot be read"
-                self.reject(job_id, RecordError(name, message, field=missing[0], job_id=job_id))
+            tally.missing = missing[0]
+            tally.stop = file_job is not None  # a shared file is read on, to learn every job it names
             return None
 
         timestamps, bad = parse_timestamps(column("timestamp"))
-        self._reject_rows(name, "timestamp", bad & keep, job_ids, rows, column("timestamp"), timestamp_message)
+        self._reject_rows("timestamp", bad & keep, job_ids, rows, column("timestamp"), timestamp_message, tally)
 
         host = _string_values(column("host")) if "host" in columns else np.full(n, "", dtype=object)
         if "gpu" in columns:
             gpu, bad = _parse_gpu(column("gpu"))
-            self._reject_rows(name, "gpu", bad & keep, job_ids, rows, column("gpu"), _gpu_message)
+            self._reject_rows("gpu", bad & keep, job_ids, rows, column("gpu"), _gpu_message, tally)
         else:
             gpu = pd.array(np.zeros(n, dtype="int16"), dtype="Int16")  # no gpu column: one job-level device, GPU 0
 
         out = pd.DataFrame({"job_id": job_ids, "timestamp": timestamps, "host": host, "gpu": gpu})
         if long_form:
-            out = self._long_values(name, column, out, keep, job_ids, rows, file_jobs)
-            if out is None:
-                return None
+            out = self._long_values(name, column, out, keep, job_ids, rows, tally)
             keep = out.pop("_keep").to_numpy(dtype=bool)
         else:
             unknown = [c for c in table.table.column_names if c not in METRICS and c not in METRIC_KEY_COLUMNS]
-            if unknown:
+            if unknown and first_batch:
                 self.note(RecordError(name, "unknown metric columns ignored", field=", ".join(unknown)))
             for metric in (m for m in METRICS if m in columns):
                 values, bad, describe = _metric_values(column(metric), metric)
-                self._reject_rows(name, metric, bad & keep, job_ids, rows, column(metric), describe)
+                self._reject_rows(metric, bad & keep, job_ids, rows, column(metric), describe, tally)
                 out[metric] = values
 
-        keep = keep & ~pd.Series(job_ids).isin(list(self.rejected)).to_numpy()
-        out = out[keep]
-        if long_form:
-            out = self._pivot_long(out)
-        return out
+        bad_jobs = list(self.rejected) + [job_id for job_id, _ in tally.bad]
+        keep = keep & ~pd.Series(job_ids).isin(bad_jobs).to_numpy()
+        return out[keep]
 
-    def _long_values(self, name, column, out, keep, job_ids, rows, file_jobs) -> pd.DataFrame | None:
+    def _long_values(self, name, column, out, keep, job_ids, rows, tally) -> pd.DataFrame:
         metric = _string_values(column("metric"))
         known = pd.Series(metric).isin(list(METRICS)).to_numpy()
-        unknown = sorted(set(pd.unique(metric[keep & ~known])))
+        unknown = sorted(set(pd.unique(metric[keep & ~known])) - tally.unknown_metrics)
         if unknown:
+            tally.unknown_metrics |= set(unknown)
             self.note(RecordError(name, "unknown metric names ignored", field="metric: " + ", ".join(unknown)))
         keep = keep & known
         values, bad = _numeric(column("value"))
@@ -509,19 +723,17 @@ class _ArchiveParser:
             rows_of_metric = metric == name_of_metric
             checked, bad_of_metric, describe = _checked_metric(values, bad, name_of_metric)
             self._reject_rows(
-                name, "value", bad_of_metric & rows_of_metric & keep, job_ids, rows, column("value"), describe
+                "value", bad_of_metric & rows_of_metric & keep, job_ids, rows, column("value"), describe, tally
             )
             values = np.where(rows_of_metric, checked, values)
-        with_util = set(pd.unique(job_ids[keep & (metric == "gpu_util")]))
-        for job_id in sorted(file_jobs - with_util):
-            message = "no gpu_util rows: long-form metrics need at least one 'gpu_util' row per job"
-            self.reject(job_id, RecordError(name, message, field="metric", job_id=job_id))
+        tally.util_jobs |= set(pd.unique(job_ids[keep & (metric == "gpu_util")]))
         out["metric"] = metric
         out["value"] = values
         out["_keep"] = keep
         return out
 
     def _pivot_long(self, out: pd.DataFrame) -> pd.DataFrame:
+        """Long-form rows (one file's, for one bucket of jobs) in the wide form."""
         keys = ["job_id", "timestamp", "host", "gpu", "metric"]
         duplicated = out.duplicated(subset=keys, keep="first").to_numpy()
         self.duplicate_samples += int(duplicated.sum())
@@ -532,8 +744,8 @@ class _ArchiveParser:
         wide["gpu"] = wide["gpu"].astype("Int16").mask(wide["gpu"] == -1)
         return wide
 
-    def _known_job_rows(self, name: str, job_ids: np.ndarray, rows: np.ndarray) -> np.ndarray:
-        """Mask of rows whose job is in the jobs file; one error per unknown or empty job id."""
+    def _known_job_rows(self, job_ids: np.ndarray, rows: np.ndarray, tally: _FileTally) -> np.ndarray:
+        """Mask of rows whose job is in the jobs file; unknown or empty job ids are tallied for one note each."""
         ids = pd.Series(job_ids)
         known = ids.isin(list(self.job_ids)).to_numpy()
         if known.all():
@@ -541,17 +753,12 @@ class _ArchiveParser:
         unknown = pd.DataFrame({"job_id": job_ids[~known], "row": rows[~known]})
         counts = unknown["job_id"].value_counts(sort=False)
         for job_id, row in unknown.drop_duplicates("job_id").itertuples(index=False):
-            count = int(counts[job_id])
-            plural = "row was" if count == 1 else f"{count} rows were"
-            if job_id == "":
-                message = f"empty job_id; {plural} ignored"
-            else:
-                message = f"job {job_id!r} is not in {self.jobs_file}; its {plural} ignored"
-            self.note(RecordError(name, message, row=int(row), field="job_id", job_id=job_id))
+            first, count = tally.unknown.get(job_id, (int(row), 0))
+            tally.unknown[job_id] = (first, count + int(counts[job_id]))
         return known
 
-    def _reject_rows(self, name, field_name, bad, job_ids, rows, cells, describe) -> None:
-        """Reject each job with bad rows, naming its first bad row, its cell and how many more there are."""
+    def _reject_rows(self, field_name, bad, job_ids, rows, cells, describe, tally: _FileTally) -> None:
+        """Tally each job's bad rows: its first bad row and cell, and how many more there are."""
         if not bad.any():
             return
         positions = np.flatnonzero(bad)
@@ -560,26 +767,19 @@ class _ArchiveParser:
         firsts = found.drop_duplicates("job_id")
         values = _arrow(cells).take(pa.array(firsts["position"].to_numpy())).to_pylist()
         for job_id, position, value in zip(firsts["job_id"], firsts["position"], values, strict=True):
-            more = int(counts[job_id]) - 1
-            message = describe(value) + (f" (and {more} more rows of this job)" if more else "")
-            self.reject(job_id, RecordError(name, message, row=int(rows[position]), field=field_name, job_id=job_id))
-
-    def _assemble_series(self, accepted: dict[str, JobRecord]) -> dict[str, pd.DataFrame]:
-        """One normalised frame per accepted job, from all its metrics files at once (file order = priority)."""
-        if not self.metric_frames:
-            return {}
-        frame = (
-            pd.concat(self.metric_frames, ignore_index=True) if len(self.metric_frames) > 1 else self.metric_frames[0]
-        )
-        frame = frame[frame["job_id"].isin(list(accepted)).to_numpy()]
-        series, dropped = series_lib.normalize_many(frame, key="job_id")
-        self.duplicate_samples += dropped
-        return {job_id: series[job_id] for job_id in accepted if job_id in series and len(series[job_id])}
+            key = (job_id, field_name)
+            if key in tally.bad:
+                row, message, count = tally.bad[key]
+                tally.bad[key] = (row, message, count + int(counts[job_id]))
+            else:
+                tally.bad[key] = (int(rows[position]), describe(value), int(counts[job_id]))
 
     # -- artifacts -----------------------------------------------------------------------------
-    def _parse_artifacts(self, names: list[str], accepted: dict[str, JobRecord]) -> dict[str, list[ArtifactRecord]]:
-        artifacts: dict[str, list[ArtifactRecord]] = {}
+    def _parse_artifacts(self, names: list[str], accepted: dict[str, JobRecord]) -> None:
+        """Copy accepted jobs' artifacts (up to the size limit) to generated names in the work folder."""
         unknown: dict[tuple[str, str], list[str]] = {}
+        folder_of_artifacts = os.path.join(self.work, "artifacts")
+        os.makedirs(folder_of_artifacts, exist_ok=True)
         for name in names:
             folder, _, rest = name.partition("/")
             kind = ARTIFACT_FOLDERS.get(folder)
@@ -606,13 +806,15 @@ class _ArchiveParser:
                         job_id=job_id,
                     )
                 )
-            record = ArtifactRecord(job_id=job_id, kind=kind, path=path, content=content, truncated=truncated)
-            artifacts.setdefault(job_id, []).append(record)
+            spilled = os.path.join(folder_of_artifacts, f"artifact-{_next_id()}")
+            with open(spilled, "wb") as handle:
+                handle.write(content)
+            del content
+            self._artifacts.setdefault(job_id, []).append((kind, path, spilled, truncated))
         for (folder, job_id), files in unknown.items():
             count = "1 file was" if len(files) == 1 else f"{len(files)} files were"
             message = f"job {job_id!r} is not in {self.jobs_file}; {count} ignored"
             self.note(RecordError(f"{folder}/{job_id}/", message, field="job_id", job_id=job_id))
-        return artifacts
 
     # -- reading data files --------------------------------------------------------------------
     def _decode(self, name: str) -> str:
@@ -620,56 +822,306 @@ class _ArchiveParser:
         try:
             return data.decode("utf-8-sig")
         except UnicodeDecodeError as exc:
-            raise ArchiveError.of(name, f"not UTF-8 text ({exc.reason} at byte {exc.start})") from exc
+            line = data.count(b"\n", 0, exc.start) + 1
+            raise ArchiveError.of(
+                name, f"not UTF-8 text: invalid byte 0x{data[exc.start]:02x} on line {line} (save the file as UTF-8)"
+            ) from exc
 
-    def _read_csv(self, name: str) -> _Table:
-        """Every column as text, skipping (and reporting) rows with the wrong number of fields."""
-        data = self.reader.read(name)
-        header_line = data.split(b"\n", 1)[0]
-        try:
-            header = pa_csv.read_csv(io.BytesIO(header_line + b"\n")).schema.names
-        except (pa.ArrowException, ValueError) as exc:
-            raise _Unreadable(f"cannot be read as CSV: {exc}") from exc
-        _check_header(header)
+    def _iter_csv(self, name: str, tally: _FileTally | None = None) -> Iterator[_Table]:
+        """The file in batches, every column as text; rows with the wrong number of fields are skipped and tallied.
+
+        The bytes pass a text check first (no NUL bytes, valid UTF-8, not another file type with a
+        .csv name), so a binary file is named for what it is instead of failing somewhere in Arrow.
+        """
         ragged: list[tuple[int | None, int, int, str]] = []
 
         def on_invalid_row(row) -> str:
             ragged.append((row.number, row.expected_columns, row.actual_columns, row.text))
             return "skip"
 
-        def read(use_threads: bool) -> pa.Table:
-            return pa_csv.read_csv(
-                io.BytesIO(data),
-                read_options=pa_csv.ReadOptions(use_threads=use_threads),
-                parse_options=pa_csv.ParseOptions(invalid_row_handler=on_invalid_row),
-                convert_options=pa_csv.ConvertOptions(column_types=dict.fromkeys(header, pa.string())),
-            )
-
+        stream = io.BufferedReader(_TextGuard(self.reader.open(name)), buffer_size=1 << 20)
         try:
-            table = read(use_threads=True)
-            if any(number is None for number, *_ in ragged):
-                ragged.clear()  # re-read single-threaded: only then does Arrow know each row's number
-                table = read(use_threads=False)
-        except (pa.ArrowException, ValueError) as exc:
-            raise _Unreadable(f"cannot be read as CSV: {exc}") from exc
-        # Arrow numbers rows from 1 at the header; data rows count from 1 after it.
-        skipped = sorted(number - 1 for number, *_ in ragged if number is not None)
-        rows = _data_rows(table.num_rows, skipped)
-        table = table.rename_columns([c.strip() for c in header])
-        ragged_rows = [(None if number is None else number - 1, exp, act, text) for number, exp, act, text in ragged]
-        return _Table(table=table, rows=rows, header=[c.strip() for c in header], ragged=ragged_rows)
+            start = stream.peek(1 << 20)
+            header_line = start.split(b"\n", 1)[0]
+            if not header_line.strip(b"\r\n\t \xef\xbb\xbf"):
+                raise _Unreadable("cannot be read as CSV: the file is empty or its first line (the header) is blank")
+            try:
+                header = pa_csv.read_csv(io.BytesIO(header_line + b"\n")).schema.names
+            except (pa.ArrowException, ValueError) as exc:
+                raise _Unreadable(f"cannot be read as CSV: {exc}") from exc
+            _check_header(header)
+            clean = [c.strip() for c in header]
+            try:
+                reader = pa_csv.open_csv(
+                    stream,
+                    read_options=pa_csv.ReadOptions(use_threads=False, block_size=CSV_BLOCK_BYTES),
+                    parse_options=pa_csv.ParseOptions(invalid_row_handler=on_invalid_row),
+                    convert_options=pa_csv.ConvertOptions(column_types=dict.fromkeys(header, pa.string())),
+                )
+            except (pa.ArrowException, ValueError) as exc:
+                raise _Unreadable(f"cannot be read as CSV: {exc}") from exc
+            next_row = 1  # data rows count from 1 after the header
+            skipped: list[int] = []
+            yielded = False
+            while True:
+                try:
+                    batch = reader.read_next_batch()
+                except StopIteration:
+                    break
+                except (pa.ArrowException, ValueError) as exc:
+                    raise _Unreadable(f"cannot be read as CSV: {exc}") from exc
+                # Arrow numbers rows from 1 at the header; data rows count from 1 after it.
+                for number, expected, actual, text in ragged:
+                    row = None if number is None else number - 1
+                    if row is not None:
+                        skipped.append(row)
+                    if tally is not None:
+                        tally.ragged.append((row, expected, actual, text))
+                    else:
+                        self._job_ragged.append((row, expected, actual, text))
+                ragged.clear()
+                rows, next_row, skipped = _take_rows(batch.num_rows, next_row, skipped)
+                table = pa.Table.from_batches([batch]).rename_columns(clean)
+                yielded = True
+                yield _Table(table=table, rows=rows, header=clean, ragged=[])
+            for number, expected, actual, text in ragged:  # rows skipped after the last batch
+                row = None if number is None else number - 1
+                target = tally.ragged if tally is not None else self._job_ragged
+                target.append((row, expected, actual, text))
+            if not yielded:
+                # A header and no rows: still one (empty) batch, so the columns are checked.
+                empty = pa.table({c: pa.array([], pa.string()) for c in clean})
+                yield _Table(table=empty, rows=np.arange(1, 1), header=clean, ragged=[])
+        finally:
+            stream.close()
 
-    def _read_parquet(self, name: str) -> _Table:
-        data = self.reader.read(name)
+    def _iter_parquet(self, name: str) -> Iterator[_Table]:
+        """The file in batches of rows. It is first copied (counted, like every read) to the work folder,
+        because Parquet keeps its index at the end and a compressed member cannot seek cheaply."""
+        local = os.path.join(self.work, f"parquet-{_next_id()}")
+        with self.reader.open(name) as source, open(local, "wb") as target:
+            head = source.read(4)
+            if head != b"PAR1":
+                raise _Unreadable(_not_parquet(head + source.peek(64)[:60]))
+            target.write(head)
+            shutil.copyfileobj(source, target, 1 << 20)
         try:
-            table = pq.read_table(io.BytesIO(data))
-        except (pa.ArrowException, ValueError, OSError) as exc:
-            raise _Unreadable(f"cannot be read as Parquet; the file is truncated or corrupt ({exc})") from exc
-        header = [str(c) for c in table.schema.names]
-        _check_header(header)
-        table = table.rename_columns([c.strip() for c in header])
-        rows = np.arange(1, table.num_rows + 1)
-        return _Table(table=table, rows=rows, header=[c.strip() for c in header], ragged=[])
+            try:
+                parquet = pq.ParquetFile(local)
+                header = [str(c) for c in parquet.schema_arrow.names]
+            except (pa.ArrowException, ValueError, OSError) as exc:
+                raise _Unreadable(f"cannot be read as Parquet; the file is truncated or corrupt ({exc})") from exc
+            _check_header(header)
+            clean = [c.strip() for c in header]
+            first = 1
+            batches = parquet.iter_batches(batch_size=BATCH_ROWS)
+            while True:
+                try:
+                    batch = next(batches)
+                except StopIteration:
+                    break
+                except (pa.ArrowException, ValueError, OSError) as exc:
+                    raise _Unreadable(f"cannot be read as Parquet; the file is truncated or corrupt ({exc})") from exc
+                table = pa.Table.from_batches([batch]).rename_columns(clean)
+                yield _Table(table=table, rows=np.arange(first, first + table.num_rows), header=clean, ragged=[])
+                first += table.num_rows
+            if first == 1:  # no rows: still one (empty) batch, so the columns are checked
+                empty = parquet.schema_arrow.empty_table().rename_columns(clean)
+                yield _Table(table=empty, rows=np.arange(1, 1), header=clean, ragged=[])
+        finally:
+            os.unlink(local)
+
+
+# ---------------------------------------------------------------------------------------------
+# Streaming helpers
+# ---------------------------------------------------------------------------------------------
+_ids = itertools.count(1)
+
+
+def _next_id() -> int:
+    """A fresh number for a file in the work folder: what is stored never carries an archive's name."""
+    return next(_ids)
+
+
+@dataclass
+class _FileTally:
+    """What the batches of one metrics file found, turned into errors once the file ends."""
+
+    header: list[str] | None = None
+    long_form: bool = False
+    stop: bool = False  # nothing more of this file can be used
+    missing: str = ""  # a required column the file lacks
+    unknown: dict[str, tuple[int, int]] = field(default_factory=dict)  # job id -> (first row, rows)
+    bad: dict[tuple[str, str], tuple[int, str, int]] = field(default_factory=dict)  # (job, field) -> (row, msg, n)
+    ragged: list[tuple[int | None, int, int, str]] = field(default_factory=list)
+    file_jobs: set[str] = field(default_factory=set)
+    util_jobs: set[str] = field(default_factory=set)
+    unknown_metrics: set[str] = field(default_factory=set)
+
+
+def _take_rows(count: int, next_row: int, skipped: list[int]) -> tuple[np.ndarray, int, list[int]]:
+    """Data row numbers of the next `count` kept rows, given the row numbers the CSV reader skipped."""
+    candidates = np.arange(next_row, next_row + count + len(skipped))
+    if skipped:
+        candidates = candidates[~np.isin(candidates, np.asarray(skipped))]
+    rows = candidates[:count]
+    following = int(rows[-1]) + 1 if count else next_row
+    return rows, following, [row for row in skipped if row >= following]
+
+
+def _concat_tables(tables: list[_Table]) -> _Table:
+    if len(tables) == 1:
+        return tables[0]
+    return _Table(
+        table=pa.concat_tables([t.table for t in tables]),
+        rows=np.concatenate([t.rows for t in tables]),
+        header=tables[0].header,
+        ragged=[],
+    )
+
+
+_MAGIC = (
+    (b"PK\x03\x04", "a ZIP archive"),
+    (b"PAR1", "a Parquet file"),
+    (b"\x1f\x8b", "gzip-compressed data"),
+    (b"BZh", "bzip2-compressed data"),
+    (b"\xfd7zXZ", "xz-compressed data"),
+    (b"%PDF", "a PDF document"),
+    (b"\x89PNG", "a PNG image"),
+)
+
+
+def _sniff(head: bytes) -> str | None:
+    for magic, kind in _MAGIC:
+        if head.startswith(magic):
+            return kind
+    lowered = head.lstrip().lower()
+    if lowered.startswith((b"<!doctype html", b"<html")):
+        return "an HTML page"
+    return None
+
+
+def _not_parquet(head: bytes) -> str:
+    kind = _sniff(head)
+    if kind is None:
+        try:
+            head.decode("utf-8")
+            kind = "text (CSV?)" if head.strip() else None
+        except UnicodeDecodeError:
+            kind = None
+    if kind is None:
+        return "is not a Parquet file (it does not start with 'PAR1'); it is empty, truncated or of another type"
+    return f"is {kind}, not a Parquet file (wrong extension?)"
+
+
+class _TextGuard(io.RawIOBase):
+    """Passes a text file's bytes through, refusing NUL bytes, invalid UTF-8 and other file types by name."""
+
+    def __init__(self, raw: io.BufferedIOBase):
+        self._raw = raw
+        self._decoder = codecs.getincrementaldecoder("utf-8")()
+        self._line = 1
+        self._first = True
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer) -> int:
+        data = self._raw.read(len(buffer))
+        if self._first and data:
+            self._first = False
+            kind = _sniff(data[:64])
+            if kind is not None:
+                raise _Unreadable(f"is {kind}, not CSV text (wrong extension?)")
+        nul = data.find(b"\x00")
+        if nul >= 0:
+            line = self._line + data.count(b"\n", 0, nul)
+            raise _Unreadable(f"contains a NUL byte on line {line}; a CSV file must be text, not binary data")
+        try:
+            self._decoder.decode(data, final=not data)
+        except UnicodeDecodeError as exc:
+            position = max(0, min(exc.start, len(data) - 1))
+            line = self._line + data.count(b"\n", 0, position)
+            byte = exc.object[exc.start] if exc.start < len(exc.object) else 0
+            raise _Unreadable(
+                f"not UTF-8 text: invalid byte 0x{byte:02x} on line {line} (save the file as UTF-8)"
+            ) from None
+        self._line += data.count(b"\n")
+        n = len(data)
+        buffer[:n] = data
+        return n
+
+    def close(self) -> None:
+        if not self.closed:
+            self._raw.close()
+        super().close()
+
+
+class _Spill:
+    """Metric rows on disk, in buckets of jobs, so only one bucket is ever assembled in memory.
+
+    Jobs are split into contiguous ranges of their sorted ids; each batch of valid rows is written
+    as one Arrow IPC file per bucket it touches, tagged with its file's priority (the order in
+    which duplicates are resolved) and whether it is long form (pivoted per bucket, once all its
+    rows are together).
+    """
+
+    def __init__(self, work: str, job_ids: list[str], estimated_rows: int, bucket_rows: int):
+        self.folder = os.path.join(work, "spill")
+        os.makedirs(self.folder, exist_ok=True)
+        count = max(1, min(len(job_ids), -(-estimated_rows // max(1, bucket_rows))))
+        self.bucket_of = {job_id: index * count // max(1, len(job_ids)) for index, job_id in enumerate(job_ids)}
+        self.count = count
+        self.parts: list[list[tuple[int, int, bool, str]]] = [[] for _ in range(count)]
+        self._sequence = 0
+
+    def add(self, frame: pd.DataFrame, priority: int, *, long_form: bool) -> None:
+        for column in frame.columns:
+            if column in METRICS or column == "value":
+                frame[column] = frame[column].astype("float32")
+        buckets = frame["job_id"].map(self.bucket_of).to_numpy(dtype="int64")
+        for bucket in np.unique(buckets):
+            part = frame[buckets == bucket] if len(np.unique(buckets)) > 1 else frame
+            table = pa.Table.from_pandas(part, preserve_index=False)
+            self._sequence += 1
+            path = os.path.join(self.folder, f"part-{self._sequence}.arrow")
+            with pa.OSFile(path, "wb") as sink, pa.ipc.new_file(sink, table.schema) as writer:
+                writer.write_table(table)
+            self.parts[int(bucket)].append((priority, self._sequence, long_form, path))
+
+    def buckets(
+        self, accepted: dict[str, JobRecord], pivot: Callable[[pd.DataFrame], pd.DataFrame]
+    ) -> Iterator[tuple[list[str], pd.DataFrame | None]]:
+        members: list[list[str]] = [[] for _ in range(self.count)]
+        for job_id in sorted(accepted):
+            members[self.bucket_of[job_id]].append(job_id)
+        wanted = list(accepted)
+        for bucket in range(self.count):
+            parts = sorted(self.parts[bucket])
+            self.parts[bucket] = []
+            frames = []
+            for (_priority, long_form), group in itertools.groupby(parts, key=lambda p: (p[0], p[2])):
+                paths = [p[3] for p in group]
+                tables = []
+                for path in paths:
+                    with pa.memory_map(path) as source:
+                        tables.append(pa.ipc.open_file(source).read_all())
+                    os.unlink(path)
+                table = pa.concat_tables(tables, promote_options="default") if len(tables) > 1 else tables[0]
+                del tables
+                frame = table.to_pandas()
+                del table
+                frame = frame[frame["job_id"].isin(wanted).to_numpy()]
+                if long_form and len(frame):
+                    frame = pivot(frame)
+                if len(frame):
+                    frames.append(frame)
+            if not members[bucket]:
+                continue
+            if not frames:
+                yield members[bucket], None
+            else:
+                yield members[bucket], pd.concat(frames, ignore_index=True) if len(frames) > 1 else frames[0]
 
 
 # ---------------------------------------------------------------------------------------------

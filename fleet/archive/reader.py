@@ -6,8 +6,10 @@ and links or device files, reject the whole archive (they have no business in a 
 are the classic way to attack an extractor).
 
 Every byte read goes through one counting stream (`_MemberStream`), so limits on member size,
-total size and member count live in one place: `ReaderLimits`. The defaults are "no limit"; the
-hostile-archive hardening sets them.
+total size, compression ratio and member count live in one place: `ReaderLimits`. Sizes the
+archive declares are only ever used to reject early (a claim over a limit is refused before a
+byte is inflated); acceptance always rests on the bytes actually counted while streaming. The
+defaults are "no limit"; the service passes its configured limits (settings `ARCHIVE_MAX_*`).
 """
 
 from __future__ import annotations
@@ -48,12 +50,24 @@ class ReaderLimits:
     max_members: int | None = None
     max_member_bytes: int | None = None
     max_total_bytes: int | None = None
+    # Decompressed bytes per compressed byte, per zip member and for a whole compressed tarball.
+    # Only checked past `ratio_floor_bytes`, so small, very regular files (a column of zeros) pass.
+    max_ratio: float | None = None
+    ratio_floor_bytes: int = 1 << 20
 
 
 @dataclass(frozen=True)
 class Member:
     name: str  # relative POSIX path inside the archive, e.g. "metrics/j1.csv"
     size: int | None  # size declared by the container; informative only, never trusted for limits
+    compressed_size: int | None = None  # zip: the compressed bytes the member may consume
+
+
+def _format_size(size: int) -> str:
+    for unit, factor in (("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10)):
+        if size >= factor and size % factor == 0:
+            return f"{size // factor} {unit}"
+    return f"{size} bytes"
 
 
 # Exceptions the containers raise on truncated or corrupt data, while listing or while reading.
@@ -91,21 +105,55 @@ class ArchiveReader(ABC):
         self._members: list[Member] = []
 
     # -- listing -------------------------------------------------------------------------------
-    def _collect(self, entries: list[tuple[str, int | None, object]]) -> None:
-        """Register (raw name, size, handle) of regular files, after name checks and root detection."""
+    def _check_member_count(self, count: int) -> None:
+        if self.limits.max_members is not None and count > self.limits.max_members:
+            raise ArchiveError.of(
+                self.label,
+                f"too many members ({count} > {self.limits.max_members}; the limit is ARCHIVE_MAX_MEMBERS)",
+            )
+
+    def _check_declared_size(self, raw_name: str, size: int | None) -> None:
+        """Refuse early what the container itself admits is over a limit (acceptance never relies on it)."""
+        limit = self.limits.max_member_bytes
+        if size is not None and limit is not None and size > limit:
+            raise self._too_large(raw_name, limit)
+
+    def _too_large(self, name: str, limit: int) -> ArchiveError:
+        return ArchiveError.of(
+            self.label,
+            f"member '{name}' is larger than {limit} bytes ({_format_size(limit)}) when decompressed; "
+            "the limit is ARCHIVE_MAX_MEMBER_BYTES",
+        )
+
+    def _too_much(self) -> ArchiveError:
+        limit = self.limits.max_total_bytes
+        return ArchiveError.of(
+            self.label,
+            f"the archive holds more than {limit} bytes ({_format_size(limit)}) of data when decompressed; "
+            "the limit is ARCHIVE_MAX_TOTAL_BYTES",
+        )
+
+    def _bomb(self, name: str, ratio: float) -> ArchiveError:
+        return ArchiveError.of(
+            self.label,
+            f"member '{name}' expands more than {ratio:g} times its compressed size; this looks like a "
+            "decompression bomb (the limit is ARCHIVE_MAX_RATIO)",
+        )
+
+    def _collect(self, entries: list[tuple]) -> None:
+        """Register (raw name, size, handle[, compressed size]) of regular files, after name checks and root finding."""
         cleaned = []
-        for raw, size, handle in entries:
+        for raw, size, handle, *rest in entries:
             name = clean_member_name(raw, self.label)
             if name is not None and not _is_os_clutter(name):
-                cleaned.append((name, size, handle))
-        if self.limits.max_members is not None and len(cleaned) > self.limits.max_members:
-            raise ArchiveError.of(self.label, f"too many members ({len(cleaned)} > {self.limits.max_members})")
-        prefix = _root_prefix([name for name, _, _ in cleaned])
-        for name, size, handle in cleaned:
+                cleaned.append((name, size, handle, rest[0] if rest else None))
+        self._check_member_count(len(cleaned))
+        prefix = _root_prefix([name for name, *_ in cleaned])
+        for name, size, handle, compressed in cleaned:
             name = name[len(prefix) :]
             if name in self._by_name:
                 raise ArchiveError.of(self.label, f"member '{name}' appears more than once")
-            member = Member(name=name, size=size)
+            member = Member(name=name, size=size, compressed_size=compressed)
             self._by_name[name] = (member, handle)
             self._members.append(member)
 
@@ -130,7 +178,7 @@ class ArchiveReader(ABC):
             raw = self._open_raw(handle)
         except _CONTAINER_ERRORS as exc:
             raise self._corrupt(name, exc) from exc
-        return io.BufferedReader(_MemberStream(self, name, raw))
+        return io.BufferedReader(_MemberStream(self, member, raw), buffer_size=1 << 20)
 
     def read(self, name: str, max_bytes: int | None = None) -> bytes:
         """The member's bytes, or its first `max_bytes` bytes."""
@@ -142,14 +190,21 @@ class ArchiveReader(ABC):
             self.label, f"member '{name}' cannot be read; the archive is truncated or corrupt ({exc})"
         )
 
-    def _count(self, name: str, member_bytes: int, new_bytes: int) -> None:
-        """The one place where read limits are enforced."""
+    def _count(self, member: Member, member_bytes: int, new_bytes: int) -> None:
+        """The one place where read limits are enforced, on bytes counted as they come out of the decompressor."""
         self._bytes_read += new_bytes
         limits = self.limits
         if limits.max_member_bytes is not None and member_bytes > limits.max_member_bytes:
-            raise ArchiveError.of(self.label, f"member '{name}' is larger than {limits.max_member_bytes} bytes")
+            raise self._too_large(member.name, limits.max_member_bytes)
         if limits.max_total_bytes is not None and self._bytes_read > limits.max_total_bytes:
-            raise ArchiveError.of(self.label, f"the archive holds more than {limits.max_total_bytes} bytes of data")
+            raise self._too_much()
+        if (
+            limits.max_ratio is not None
+            and member.compressed_size is not None
+            and member_bytes > limits.ratio_floor_bytes
+            and member_bytes > limits.max_ratio * max(member.compressed_size, 1)
+        ):
+            raise self._bomb(member.name, limits.max_ratio)
 
     @abstractmethod
     def _open_raw(self, handle) -> BinaryIO: ...
@@ -167,9 +222,10 @@ class ArchiveReader(ABC):
 class _MemberStream(io.RawIOBase):
     """Counts the bytes read from one member, enforces the limits and names corrupt members."""
 
-    def __init__(self, reader: ArchiveReader, name: str, raw: BinaryIO):
+    def __init__(self, reader: ArchiveReader, member: Member, raw: BinaryIO):
         self._reader = reader
-        self._name = name
+        self._member = member
+        self._name = member.name
         self._raw = raw
         self._read = 0
 
@@ -184,7 +240,7 @@ class _MemberStream(io.RawIOBase):
         n = len(data)
         buffer[:n] = data
         self._read += n
-        self._reader._count(self._name, self._read, n)
+        self._reader._count(self._member, self._read, n)
         return n
 
     def close(self) -> None:
@@ -223,11 +279,17 @@ class ZipReader(ArchiveReader):
             infos = self._zip.infolist()
         except _CONTAINER_ERRORS as exc:
             raise ArchiveError.of(self.label, f"not a readable zip file; it is truncated or corrupt ({exc})") from exc
+        self._check_member_count(len(infos))
         entries = []
+        declared_total = 0
         for info in infos:
             if info.is_dir():
                 clean_member_name(info.filename, self.label)
                 continue
+            self._check_declared_size(info.filename, info.file_size)
+            declared_total += info.file_size
+            if self.limits.max_total_bytes is not None and declared_total > self.limits.max_total_bytes:
+                raise self._too_much()
             mode = info.external_attr >> 16
             kind = stat.S_IFMT(mode)
             if info.create_system == 3 and kind and kind != stat.S_IFREG:  # 3 = Unix: mode bits are meaningful
@@ -238,7 +300,9 @@ class ZipReader(ArchiveReader):
                 raise ArchiveError.of(
                     self.label, f"member '{info.filename}' is encrypted; encrypted zips are not supported"
                 )
-            entries.append((info.filename, info.file_size, info))
+            # zipfile never feeds the decompressor more than compress_size bytes, so the ratio of
+            # counted output to it is a real bound even when the header lies.
+            entries.append((info.filename, info.file_size, info, info.compress_size))
         self._collect(entries)
 
     def _open_raw(self, handle) -> BinaryIO:
@@ -253,7 +317,7 @@ class TarReader(ArchiveReader):
         super().__init__(path, limits)
         try:
             self._tar = tarfile.open(path, mode="r:*")  # noqa: SIM115 - closed by close()
-            infos = self._tar.getmembers()
+            infos = self._list_tar()
         except _CONTAINER_ERRORS as exc:
             raise ArchiveError.of(
                 self.label, f"not a readable tar archive; it is truncated or corrupt ({exc})"
@@ -269,6 +333,43 @@ class TarReader(ArchiveReader):
                 )
             entries.append((info.name, info.size, info))
         self._collect(entries)
+
+    def _list_tar(self) -> list[tarfile.TarInfo]:
+        """The members, checking each header before its data is skipped (skipping a gzip member inflates it).
+
+        A tarball's offsets are positions in the decompressed stream, so the end of each member is
+        how much the listing itself would inflate: it is held to the total limit and, against the
+        compressed file size, to the ratio limit before anything is inflated past it.
+        """
+        limits = self.limits
+        compressed = self.path.stat().st_size
+        compressed_stream = not isinstance(self._tar.fileobj, io.BufferedReader | io.FileIO)
+        infos = []
+        while True:
+            info = self._tar.next()
+            if info is None:
+                break
+            infos.append(info)
+            self._check_member_count(len(infos))
+            if info.isreg():
+                self._check_declared_size(info.name, info.size)
+            end = info.offset_data + (info.size if info.isreg() else 0)
+            if limits.max_total_bytes is not None and end > limits.max_total_bytes:
+                raise self._too_much()
+            if (
+                compressed_stream
+                and limits.max_ratio is not None
+                and end > limits.ratio_floor_bytes
+                and end > limits.max_ratio * max(compressed, 1)
+            ):
+                raise ArchiveError.of(
+                    self.label,
+                    f"the tarball expands more than {limits.max_ratio:g} times its compressed size at member "
+                    f"'{info.name}'; this looks like a decompression bomb (the limit is ARCHIVE_MAX_RATIO)",
+                )
+        self._tar.members = infos
+        self._tar._loaded = True
+        return infos
 
     def _open_raw(self, handle) -> BinaryIO:
         stream = self._tar.extractfile(handle)

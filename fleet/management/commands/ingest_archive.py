@@ -1,3 +1,7 @@
+from __future__ import annotations
+
+import shutil
+
 from django.core.management.base import BaseCommand, CommandError
 
 from fleet import ingest
@@ -24,6 +28,14 @@ class Command(BaseCommand):
             help="queue the import on the Celery workers and print the run id instead of waiting",
         )
 
+    def _progress_bar(self) -> _ProgressBar | None:
+        """Only on a terminal: a log file or a pipe gets the plain summary lines alone."""
+        stream = getattr(self.stdout, "_out", self.stdout)
+        isatty = getattr(stream, "isatty", None)
+        if not (isatty and isatty()):
+            return None
+        return _ProgressBar(stream)
+
     def handle(self, path, run_async=False, **options):
         run = ingest.create_run(path, source=IngestRun.Source.CLI)
         self.stdout.write(f"Ingest run {run.pk}: {run.archive_name}")
@@ -31,7 +43,12 @@ class Command(BaseCommand):
             ingest.enqueue_run(run)
             self.stdout.write("queued; follow it in the ingest runs page or the admin")
             return
-        run = ingest.execute_run(run.pk)
+        bar = self._progress_bar()
+        try:
+            run = ingest.execute_run(run.pk, on_progress=bar.update if bar else None)
+        finally:
+            if bar:
+                bar.close()
         self.stdout.write(
             f"status: {run.get_status_display()}\n"
             f"jobs: {run.jobs_created} created, {run.jobs_updated} updated, "
@@ -49,3 +66,24 @@ class Command(BaseCommand):
             raise CommandError(
                 f"{run.jobs_rejected} of {run.jobs_total} jobs were rejected (ingest run {run.pk})", returncode=1
             )
+
+
+class _ProgressBar:
+    """A tqdm bar over the run's stored jobs, its description the current phase (terminals only)."""
+
+    def __init__(self, stream):
+        from tqdm import tqdm
+
+        width = shutil.get_terminal_size((100, 20)).columns or 100  # a pty may report 0 columns
+        self._bar = tqdm(total=None, unit="job", file=stream, ncols=width, leave=True)
+
+    def update(self, run) -> None:
+        if run.jobs_total and self._bar.total != run.jobs_total:
+            self._bar.total = run.jobs_total
+        self._bar.set_description_str(run.phase or "storing jobs", refresh=False)
+        self._bar.n = run.jobs_done
+        self._bar.set_postfix_str(f"{run.samples:,} samples", refresh=False)
+        self._bar.refresh()
+
+    def close(self) -> None:
+        self._bar.close()

@@ -1,0 +1,108 @@
+/* Archive upload with progress, then the ingest run's live progress. Plain JS, no build step. */
+(function () {
+  "use strict";
+
+  function csrfToken(form) {
+    var input = form.querySelector("input[name=csrfmiddlewaretoken]");
+    return input ? input.value : "";
+  }
+
+  function show(element, text) {
+    element.textContent = text;
+    element.hidden = false;
+  }
+
+  function setUpUpload(form) {
+    var fileInput = form.querySelector("input[type=file]");
+    var progress = document.getElementById("upload-progress");
+    var bar = document.getElementById("upload-bar");
+    var percent = document.getElementById("upload-percent");
+    var label = document.getElementById("upload-label");
+    var errorBox = document.getElementById("upload-error");
+    var button = document.getElementById("upload-button");
+    var maxBytes = parseInt(form.dataset.maxBytes, 10);
+
+    form.addEventListener("submit", function (event) {
+      event.preventDefault();
+      errorBox.hidden = true;
+      var file = fileInput.files[0];
+      if (!file) { show(errorBox, "Choose an archive file first."); return; }
+      if (maxBytes && file.size > maxBytes) {
+        show(errorBox, "This file is larger than the upload limit of " + form.dataset.maxSize + ".");
+        return;
+      }
+      var data = new FormData();
+      data.append("file", file);
+      var request = new XMLHttpRequest();
+      request.open("POST", form.action);
+      request.setRequestHeader("X-CSRFToken", csrfToken(form));
+      request.setRequestHeader("Accept", "application/json");
+      request.upload.addEventListener("progress", function (e) {
+        if (!e.lengthComputable) { return; }
+        var share = Math.floor((100 * e.loaded) / e.total);
+        bar.value = share;
+        percent.textContent = share + " %";
+        if (share >= 100) { label.textContent = "Uploaded; starting the import…"; }
+      });
+      request.addEventListener("load", function () {
+        var body = null;
+        try { body = JSON.parse(request.responseText); } catch (ignored) { body = null; }
+        if (request.status === 202 && body && body.detail_url) {
+          window.location.assign(body.detail_url);
+          return;
+        }
+        button.disabled = false;
+        progress.hidden = true;
+        show(errorBox, (body && body.detail) || request.responseText || ("Upload failed (HTTP " + request.status + ")."));
+      });
+      request.addEventListener("error", function () {
+        button.disabled = false;
+        progress.hidden = true;
+        show(errorBox, "The upload was interrupted (network error or refused by the server).");
+      });
+      button.disabled = true;
+      label.textContent = "Uploading " + file.name + "…";
+      progress.hidden = false;
+      request.send(data);
+    });
+  }
+
+  function setUpRunProgress(section) {
+    var url = section.dataset.statusUrl;
+    var bar = document.getElementById("run-bar");
+    var count = document.getElementById("run-count");
+    var phase = document.getElementById("run-phase");
+    var status = document.getElementById("run-status");
+    var jobs = document.getElementById("run-jobs");
+    var samples = document.getElementById("run-samples");
+
+    function poll() {
+      var request = new XMLHttpRequest();
+      request.open("GET", url);
+      request.setRequestHeader("Accept", "application/json");
+      request.addEventListener("load", function () {
+        if (request.status !== 200) { window.setTimeout(poll, 5000); return; }
+        var run = JSON.parse(request.responseText);
+        if (run.finished) { window.location.reload(); return; }
+        bar.max = Math.max(run.jobs_total, 1);
+        bar.value = run.jobs_done;
+        count.textContent = run.jobs_done + " of " + run.jobs_total + " jobs";
+        phase.textContent = run.phase || "waiting for a worker";
+        status.textContent = run.status_display;
+        status.className = "status " + run.status;
+        jobs.textContent = run.jobs_done + " of " + run.jobs_total + " processed: " + run.jobs_created + " created, " +
+          run.jobs_updated + " updated, " + run.jobs_unchanged + " unchanged, " + run.jobs_rejected + " rejected";
+        samples.textContent = run.samples;
+        window.setTimeout(poll, 1000);
+      });
+      request.addEventListener("error", function () { window.setTimeout(poll, 5000); });
+      request.send();
+    }
+    poll();
+  }
+
+  var form = document.getElementById("upload-form");
+  if (form) { setUpUpload(form); }
+  var section = document.getElementById("run-progress");
+  if (section && section.dataset.statusUrl) { setUpRunProgress(section); }
+})();

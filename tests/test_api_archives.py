@@ -1,0 +1,143 @@
+"""Pushing archives through the JSON API with per-machine tokens, and reading the run back."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from rest_framework.test import APIClient
+
+from fleet.models import IngestRun, Job, MachineToken
+from tests.conftest import EXAMPLE_ARCHIVE
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture(autouse=True)
+def upload_dirs(settings, tmp_path):
+    settings.UPLOAD_DIR = tmp_path / "uploads"
+    settings.FILE_UPLOAD_TEMP_DIR = str(tmp_path / "uploads" / "incoming")
+    (tmp_path / "uploads" / "incoming").mkdir(parents=True)
+
+
+@pytest.fixture
+def token(operator):
+    return MachineToken.objects.create_key(name="exporter-01", created_by=operator)
+
+
+def push(client: APIClient, key: str | None = None, archive=EXAMPLE_ARCHIVE):
+    headers = {"HTTP_AUTHORIZATION": f"Api-Key {key}"} if key else {}
+    with open(archive, "rb") as handle:
+        return client.post("/api/v1/archives/", {"file": handle}, format="multipart", **headers)
+
+
+def test_a_script_pushes_an_archive_with_a_token_and_reads_its_run(token, django_capture_on_commit_callbacks):
+    machine, key = token
+    client = APIClient()
+    with django_capture_on_commit_callbacks(execute=True):
+        response = push(client, key)
+    assert response.status_code == 202, response.content
+    run_id = response.json()["id"]
+    run = IngestRun.objects.get(pk=run_id)
+    assert (run.source, run.api_key, run.created_by) == ("api", machine, None)
+    status = client.get(f"/api/v1/ingest-runs/{run_id}/", HTTP_AUTHORIZATION=f"Api-Key {key}")
+    assert status.status_code == 200
+    body = status.json()
+    assert body["status"] == "succeeded" and body["finished"] and body["jobs_created"] == 5
+    assert body["uploaded_by"] == "token exporter-01" and body["errors"] == []
+    assert Job.objects.count() == 5
+    machine.refresh_from_db()
+    assert machine.last_used_at is not None
+
+
+def test_the_run_reports_errors_by_file_row_and_field(token, tmp_path, django_capture_on_commit_callbacks):
+    import zipfile
+
+    _, key = token
+    bad = tmp_path / "bad.zip"
+    with zipfile.ZipFile(EXAMPLE_ARCHIVE) as source, zipfile.ZipFile(bad, "w") as target:
+        for name in source.namelist():
+            data = source.read(name)
+            if name.endswith("jobs.csv"):
+                data = data.replace(b"ex-1004,", b"ex-1004 bad,", 1)
+            target.writestr(name, data)
+    with django_capture_on_commit_callbacks(execute=True):
+        run_id = push(APIClient(), key, bad).json()["id"]
+    body = APIClient().get(f"/api/v1/ingest-runs/{run_id}/", HTTP_AUTHORIZATION=f"Api-Key {key}").json()
+    assert body["status"] == "partial" and body["jobs_rejected"] == 1
+    error = body["errors"][0]
+    assert (error["file"], error["field"]) == ("jobs.csv", "job_id") and error["row"]
+
+
+@pytest.mark.parametrize("header", [None, "Api-Key nope.nope", "Bearer abc", "Api-Key "])
+def test_pushes_without_a_valid_token_are_refused(header):
+    client = APIClient()
+    extra = {"HTTP_AUTHORIZATION": header} if header else {}
+    with open(EXAMPLE_ARCHIVE, "rb") as handle:
+        response = client.post("/api/v1/archives/", {"file": handle}, format="multipart", **extra)
+    assert response.status_code in (401, 403)
+    assert IngestRun.objects.count() == 0
+
+
+def test_a_revoked_token_is_refused(token):
+    machine, key = token
+    machine.revoked = True
+    machine.save()
+    response = push(APIClient(), key)
+    assert response.status_code == 403
+    assert IngestRun.objects.count() == 0
+
+
+def test_people_need_to_be_operators(researcher, operator, django_capture_on_commit_callbacks):
+    client = APIClient()
+    client.force_authenticate(researcher)
+    assert push(client).status_code == 403
+    client.force_authenticate(operator)
+    with django_capture_on_commit_callbacks(execute=True):
+        response = push(client)
+    assert response.status_code == 202
+    assert IngestRun.objects.get().created_by == operator
+
+
+def test_a_token_sees_only_the_runs_it_pushed(token, operator, django_capture_on_commit_callbacks):
+    _, key = token
+    other = IngestRun.objects.create(archive_name="someone-else.zip")
+    client = APIClient()
+    assert client.get(f"/api/v1/ingest-runs/{other.pk}/", HTTP_AUTHORIZATION=f"Api-Key {key}").status_code == 404
+    assert client.get(f"/api/v1/ingest-runs/{other.pk}/").status_code in (401, 403)
+    client.force_authenticate(operator)
+    assert client.get(f"/api/v1/ingest-runs/{other.pk}/").status_code == 200
+
+
+def test_an_upload_without_a_file_is_a_400_that_names_the_field(token):
+    _, key = token
+    response = APIClient().post("/api/v1/archives/", {}, format="multipart", HTTP_AUTHORIZATION=f"Api-Key {key}")
+    assert response.status_code == 400
+    assert "file" in response.json()
+
+
+def test_an_api_upload_over_the_limit_is_413(token, settings):
+    _, key = token
+    settings.UPLOAD_MAX_BYTES = 1024
+    response = push(APIClient(), key)
+    assert response.status_code == 413
+    assert "larger than the upload limit" in response.json()["detail"]
+    assert IngestRun.objects.count() == 0
+
+
+def test_the_openapi_schema_describes_the_endpoints(operator):
+    client = APIClient()
+    client.force_authenticate(operator)
+    response = client.get("/api/v1/schema/", {"format": "json"})
+    assert response.status_code == 200
+    schema = json.loads(response.content)
+    upload = schema["paths"]["/api/v1/archives/"]["post"]
+    body = upload["requestBody"]["content"]["multipart/form-data"]["schema"]
+    assert body["properties"]["file"]["format"] == "binary" and body["required"] == ["file"]
+    assert set(upload["responses"]) >= {"202", "400", "403", "413"}
+    assert {"MachineToken": []} in upload["security"]
+    assert "MachineToken" in schema["components"]["securitySchemes"]
+    run = schema["paths"]["/api/v1/ingest-runs/{id}/"]["get"]
+    run_schema = schema["components"]["schemas"]["IngestRun"]["properties"]
+    assert {"status", "jobs_done", "jobs_total", "errors"} <= set(run_schema)
+    assert run["responses"]["200"]

@@ -1,0 +1,357 @@
+"""Hostile and broken archives, as an importer meets them: each is refused or partly kept with a precise message.
+
+A hostile entry (traversal, link, device file, bomb, duplicate path) rejects the whole archive and
+nothing of it is stored: no job, no blob. Broken data rejects only what is broken.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import stat
+import tarfile
+import zipfile
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+from fleet import ingest
+from fleet.archive import ArchiveError, ReaderLimits, parse_archive
+from fleet.models import IngestRun, Job
+from tests.conftest import write_zip
+
+pytestmark = pytest.mark.django_db
+
+MANIFEST = json.dumps({"format": "fleet-archive", "version": 1, "cluster": "c1"})
+JOBS = (
+    "job_id,user,team,gpu_count,start_time,end_time\n"
+    "j1,ann,vision,1,2026-11-02T10:00:00Z,2026-11-02T11:00:00Z\n"
+    "j2,bob,nlp,1,2026-11-02T10:00:00Z,2026-11-02T11:00:00Z\n"
+    "j3,cat,nlp,1,2026-11-02T10:00:00Z,2026-11-02T11:00:00Z\n"
+)
+HEADER = "job_id,timestamp,host,gpu,gpu_util,gpu_mem_used_mib,gpu_mem_total_mib\n"
+
+
+def rows(job_id: str, util: float = 50.0, count: int = 60) -> str:
+    return "".join(f"{job_id},2026-11-02T10:{minute:02d}:00Z,n1,0,{util},1000,80000\n" for minute in range(count))
+
+
+def good() -> dict[str, bytes | str]:
+    return {
+        "manifest.json": MANIFEST,
+        "jobs.csv": JOBS,
+        "metrics.csv": HEADER + rows("j1") + rows("j2") + rows("j3"),
+        "logs/j1/stdout.log": "Epoch 1/3\n",
+    }
+
+
+def ingest_file(path: Path) -> IngestRun:
+    run = ingest.create_run(path)
+    return ingest.execute_run(run.pk)
+
+
+def stored_blobs(storage_dir: Path) -> list[Path]:
+    return [p for p in storage_dir.rglob("*") if p.is_file()] if storage_dir.exists() else []
+
+
+def assert_nothing_kept(run: IngestRun, storage_dir: Path, expected: str) -> None:
+    assert run.status == IngestRun.Status.FAILED
+    assert len(run.errors) == 1 and expected in run.errors[0]["message"], run.errors
+    assert Job.objects.count() == 0
+    assert stored_blobs(storage_dir) == []
+
+
+def tar_with(path: Path, members: dict[str, bytes | str], extra: list[tarfile.TarInfo], mode="w:gz") -> Path:
+    with tarfile.open(path, mode) as archive:
+        for name, content in members.items():
+            data = content.encode() if isinstance(content, str) else content
+            info = tarfile.TarInfo(name)
+            info.size = len(data)
+            archive.addfile(info, io.BytesIO(data))
+        for info in extra:
+            archive.addfile(info, io.BytesIO(b"x" * info.size) if info.isreg() else None)
+    return path
+
+
+# -- hostile entries: the whole archive is refused, nothing kept ------------------------------------
+@pytest.mark.parametrize(
+    ("name", "expected"),
+    [
+        ("../evil.csv", "contains a '..' path component"),
+        ("logs/j1/../../../etc/cron.d/x", "contains a '..' path component"),
+        ("/etc/passwd", "has an absolute path"),
+        ("C:/Windows/evil.dll", "has an absolute path"),
+        ("logs\\..\\..\\evil.txt", "contains a '..' path component"),
+    ],
+)
+def test_path_traversal_rejects_the_whole_archive(tmp_path, storage_dir, name, expected):
+    path = write_zip(tmp_path / "evil.zip", {**good(), name: "pwned"})
+    run = ingest_file(path)
+    assert_nothing_kept(run, storage_dir, expected)
+    assert not (tmp_path.parent / "evil.csv").exists()
+
+
+@pytest.mark.parametrize(
+    ("kind", "expected"),
+    [
+        (tarfile.SYMTYPE, "is a symbolic link; only regular files are allowed"),
+        (tarfile.LNKTYPE, "is a hard link; only regular files are allowed"),
+        (tarfile.CHRTYPE, "is a character device; only regular files are allowed"),
+        (tarfile.BLKTYPE, "is a block device; only regular files are allowed"),
+        (tarfile.FIFOTYPE, "is a FIFO; only regular files are allowed"),
+    ],
+)
+def test_links_and_device_files_in_a_tarball_reject_it(tmp_path, storage_dir, kind, expected):
+    info = tarfile.TarInfo("logs/j1/evil")
+    info.type = kind
+    info.linkname = "/etc/passwd" if kind in (tarfile.SYMTYPE, tarfile.LNKTYPE) else ""
+    path = tar_with(tmp_path / "evil.tar.gz", good(), [info])
+    run = ingest_file(path)
+    assert_nothing_kept(run, storage_dir, expected)
+    assert "logs/j1/evil" in run.errors[0]["message"]
+
+
+def test_a_symlink_in_a_zip_rejects_it(tmp_path, storage_dir):
+    path = write_zip(tmp_path / "evil.zip", good())
+    with zipfile.ZipFile(path, "a") as archive:
+        info = zipfile.ZipInfo("scripts/j1/link.py")
+        info.create_system = 3
+        info.external_attr = (stat.S_IFLNK | 0o777) << 16
+        archive.writestr(info, "/etc/shadow")
+    run = ingest_file(path)
+    assert_nothing_kept(run, storage_dir, "'scripts/j1/link.py' is a symbolic link")
+
+
+def test_duplicate_paths_reject_the_archive(tmp_path, storage_dir):
+    path = tmp_path / "dup.zip"
+    with zipfile.ZipFile(path, "w") as archive:
+        for name, content in good().items():
+            archive.writestr(name, content)
+        with pytest.warns(UserWarning, match="Duplicate name"):
+            archive.writestr("jobs.csv", "job_id,user,team,gpu_count,start_time,end_time\n")
+    run = ingest_file(path)
+    assert_nothing_kept(run, storage_dir, "member 'jobs.csv' appears more than once")
+
+
+# -- decompression bombs: limits on ratio, sizes and member count, counted while streaming -----------
+def test_a_zip_bomb_is_refused_by_its_ratio_without_inflating_it(tmp_path, storage_dir, settings):
+    path = tmp_path / "bomb.zip"
+    with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED) as archive:
+        for name, content in good().items():
+            archive.writestr(name, content)
+        with archive.open("logs/j1/huge.log", "w") as member:
+            zeros = b"\0" * (1 << 20)
+            for _ in range(200):  # 200 MiB of zeros, about 200 KB compressed
+                member.write(zeros)
+    assert path.stat().st_size < 1_000_000
+    settings.ARCHIVE_MAX_RATIO = 100
+    run = ingest_file(path)
+    assert_nothing_kept(run, storage_dir, "member 'logs/j1/huge.log' expands more than 100 times its compressed size")
+    assert "decompression bomb" in run.errors[0]["message"]
+
+
+def test_a_lying_zip_header_does_not_get_past_the_size_limit(tmp_path):
+    """The declared size says 10 bytes; the member really holds 3 MiB: the counted bytes decide."""
+    path = write_zip(tmp_path / "liar.zip", {**good(), "logs/j1/big.log": b"y" * (3 << 20)})
+    data = bytearray(path.read_bytes())
+    # Patch the uncompressed size in the central directory entry of the last member to 10 bytes.
+    central = data.rfind(b"PK\x01\x02")
+    data[central + 24 : central + 28] = (10).to_bytes(4, "little")
+    liar = tmp_path / "liar2.zip"
+    liar.write_bytes(bytes(data))
+    with pytest.raises(ArchiveError) as caught:
+        parse_archive(liar, limits=ReaderLimits(max_member_bytes=1 << 20))
+    message = str(caught.value)
+    assert "corrupt" in message or "larger than" in message
+
+
+def test_a_tarball_bomb_is_refused_before_it_is_inflated(tmp_path, storage_dir, settings):
+    path = tmp_path / "bomb.tar.gz"
+    with tarfile.open(path, "w:gz") as archive:
+        for name, content in good().items():
+            data = content.encode()
+            info = tarfile.TarInfo(name)
+            info.size = len(data)
+            archive.addfile(info, io.BytesIO(data))
+        info = tarfile.TarInfo("logs/j1/huge.log")
+        info.size = 300 << 20
+
+        class Zeros(io.RawIOBase):
+            left = info.size
+
+            def readable(self):
+                return True
+
+            def readinto(self, buffer):
+                n = min(len(buffer), self.left)
+                buffer[:n] = b"\0" * n
+                self.left -= n
+                return n
+
+        archive.addfile(info, io.BufferedReader(Zeros()))
+    settings.ARCHIVE_MAX_TOTAL_BYTES = 100 << 20
+    run = ingest_file(path)
+    assert_nothing_kept(run, storage_dir, "holds more than 104857600 bytes (100 MiB) of data when decompressed")
+    settings.ARCHIVE_MAX_TOTAL_BYTES = 1 << 40
+    settings.ARCHIVE_MAX_RATIO = 50
+    Job.objects.all().delete()
+    run = ingest_file(path)
+    assert_nothing_kept(run, storage_dir, "expands more than 50 times its compressed size")
+
+
+def test_per_member_size_and_member_count_limits(tmp_path, storage_dir, settings):
+    settings.ARCHIVE_MAX_MEMBER_BYTES = 16384
+    path = write_zip(tmp_path / "big.zip", {**good(), "logs/j2/big.log": "z" * 20000})
+    run = ingest_file(path)
+    assert_nothing_kept(run, storage_dir, "member 'logs/j2/big.log' is larger than 16384 bytes (16 KiB)")
+    settings.ARCHIVE_MAX_MEMBER_BYTES = 1 << 30
+    settings.ARCHIVE_MAX_MEMBERS = 10
+    many = {**good(), **{f"logs/j1/{i}.log": "x" for i in range(20)}}
+    run = ingest_file(write_zip(tmp_path / "many.zip", many))
+    assert_nothing_kept(run, storage_dir, "too many members")
+
+
+# -- wrong or lying types --------------------------------------------------------------------------
+def test_an_upload_that_is_not_an_archive_is_named_as_such(tmp_path, storage_dir):
+    page = tmp_path / "fleet.zip"
+    page.write_text("<!doctype html><html><body>Login</body></html>")
+    run = ingest_file(page)
+    assert_nothing_kept(run, storage_dir, "not a readable zip file")
+
+
+def test_a_jobs_csv_that_is_really_a_zip_rejects_the_archive(tmp_path, storage_dir):
+    inner = io.BytesIO()
+    with zipfile.ZipFile(inner, "w") as archive:
+        archive.writestr("x", "y")
+    run = ingest_file(write_zip(tmp_path / "a.zip", {**good(), "jobs.csv": inner.getvalue()}))
+    assert_nothing_kept(run, storage_dir, "is a ZIP archive, not CSV text (wrong extension?)")
+    assert run.errors[0]["file"] == "jobs.csv"
+
+
+def test_a_metrics_parquet_that_is_csv_text_is_named(tmp_path, storage_dir):
+    members = good()
+    members["metrics.parquet"] = members.pop("metrics.csv")
+    run = ingest_file(write_zip(tmp_path / "a.zip", members))
+    assert_nothing_kept(run, storage_dir, "is text (CSV?), not a Parquet file (wrong extension?)")
+
+
+def test_a_per_job_csv_that_is_parquet_rejects_that_job_only(tmp_path):
+    buffer = io.BytesIO()
+    pq.write_table(pa.table({"timestamp": [1.0], "gpu_util": [1.0]}), buffer)
+    members = good()
+    members["metrics/j2.csv"] = buffer.getvalue()
+    run = ingest_file(write_zip(tmp_path / "a.zip", members))
+    assert run.status == IngestRun.Status.PARTIAL
+    error = next(e for e in run.errors if e["file"] == "metrics/j2.csv")
+    assert error["job_id"] == "j2" and "is a Parquet file, not CSV text" in error["message"]
+    assert set(Job.objects.values_list("external_id", flat=True)) == {"j1", "j3"}
+
+
+# -- broken text: the file's jobs only -------------------------------------------------------------
+def test_non_utf8_jobs_file_rejects_the_archive_naming_the_line(tmp_path, storage_dir):
+    jobs = JOBS.encode().replace(b"bob", b"b\xf6b")  # Latin-1, not UTF-8
+    run = ingest_file(write_zip(tmp_path / "a.zip", {**good(), "jobs.csv": jobs}))
+    assert_nothing_kept(run, storage_dir, "not UTF-8 text: invalid byte 0xf6 on line 3")
+
+
+def test_non_utf8_per_job_metrics_reject_only_that_job(tmp_path):
+    members = good()
+    members["metrics/j3.csv"] = (HEADER + rows("j3")).encode().replace(b",n1,", b",n\xe91,", 1)
+    run = ingest_file(write_zip(tmp_path / "a.zip", members))
+    error = next(e for e in run.errors if e["file"] == "metrics/j3.csv")
+    assert "not UTF-8 text: invalid byte 0xe9 on line 2" in error["message"] and error["job_id"] == "j3"
+    assert set(Job.objects.values_list("external_id", flat=True)) == {"j1", "j2"}
+
+
+def test_nul_bytes_in_a_per_job_csv_reject_only_that_job(tmp_path):
+    members = good()
+    members["metrics/j1.csv"] = (HEADER + rows("j1")).encode().replace(b"\n", b"\n\0", 5)[:-1] + b"\n"
+    run = ingest_file(write_zip(tmp_path / "a.zip", members))
+    error = next(e for e in run.errors if e["file"] == "metrics/j1.csv")
+    assert "contains a NUL byte on line 2; a CSV file must be text" in error["message"]
+    assert set(Job.objects.values_list("external_id", flat=True)) == {"j2", "j3"}
+
+
+def test_a_ragged_metrics_row_rejects_its_job_only(tmp_path):
+    members = good()
+    members["metrics.csv"] = HEADER + rows("j1") + "j2,2026-11-02T10:00:00Z,n1,0,50\n" + rows("j2") + rows("j3")
+    run = ingest_file(write_zip(tmp_path / "a.zip", members))
+    error = next(e for e in run.errors if e["job_id"] == "j2")
+    assert (error["file"], error["row"]) == ("metrics.csv", 61)
+    assert "row has 5 fields, expected 7" in error["message"]
+    assert set(Job.objects.values_list("external_id", flat=True)) == {"j1", "j3"}
+
+
+# -- broken values ---------------------------------------------------------------------------------
+@pytest.mark.parametrize(
+    ("value", "expected"),
+    [
+        ("inf", "non-numeric gpu_util value 'inf'"),
+        ("-Infinity", "non-numeric gpu_util value '-Infinity'"),
+        ("-3", "gpu_util value '-3' is out of range (must be 0–100 %)"),
+        ("150", "gpu_util value '150' is out of range (must be 0–100 %)"),
+        ("lots", "non-numeric gpu_util value 'lots'"),
+    ],
+)
+def test_bad_metric_values_reject_their_job_with_the_row(tmp_path, value, expected):
+    members = good()
+    members["metrics.csv"] = members["metrics.csv"].replace(
+        "j2,2026-11-02T10:07:00Z,n1,0,50.0", f"j2,2026-11-02T10:07:00Z,n1,0,{value}"
+    )
+    run = ingest_file(write_zip(tmp_path / "a.zip", members))
+    error = next(e for e in run.errors if e["job_id"] == "j2")
+    assert (error["file"], error["row"], error["field"]) == ("metrics.csv", 68, "gpu_util")
+    assert expected in error["message"]
+    assert set(Job.objects.values_list("external_id", flat=True)) == {"j1", "j3"}
+
+
+def test_nan_is_a_missing_value_not_an_error(tmp_path):
+    members = good()
+    members["metrics.csv"] = members["metrics.csv"].replace(
+        "j2,2026-11-02T10:07:00Z,n1,0,50.0", "j2,2026-11-02T10:07:00Z,n1,0,NaN"
+    )
+    run = ingest_file(write_zip(tmp_path / "a.zip", members))
+    assert run.status == IngestRun.Status.SUCCEEDED and Job.objects.count() == 3
+
+
+def test_samples_outside_the_job_window_are_noted_and_not_counted(tmp_path):
+    members = good()
+    members["metrics.csv"] += "j1,2026-11-03T10:00:00Z,n1,0,0,1000,80000\n"
+    run = ingest_file(write_zip(tmp_path / "a.zip", members))
+    assert run.status == IngestRun.Status.SUCCEEDED
+    note = next(e for e in run.errors if e["job_id"] == "j1")
+    assert note["field"] == "timestamp"
+    assert "1 sample lies outside the job's window 2026-11-02T10:00:00Z – 2026-11-02T11:00:00Z" in note["message"]
+    assert Job.objects.get(external_id="j1").mean_gpu_util == pytest.approx(50.0)
+
+
+def test_end_before_start_rejects_that_job(tmp_path):
+    jobs = JOBS.replace(
+        "j3,cat,nlp,1,2026-11-02T10:00:00Z,2026-11-02T11:00:00Z",
+        "j3,cat,nlp,1,2026-11-02T10:00:00Z,2026-11-02T09:00:00Z",
+    )
+    run = ingest_file(write_zip(tmp_path / "a.zip", {**good(), "jobs.csv": jobs}))
+    error = next(e for e in run.errors if e["job_id"] == "j3")
+    assert (error["row"], error["field"]) == (3, "end_time")
+    assert "end_time 2026-11-02T09:00:00+00:00 is before start_time 2026-11-02T10:00:00+00:00" in error["message"]
+    assert set(Job.objects.values_list("external_id", flat=True)) == {"j1", "j2"}
+
+
+def test_conflicting_duplicate_job_rows_reject_that_job_naming_both_rows(tmp_path):
+    jobs = JOBS + "j1,ann,vision,4,2026-11-02T10:00:00Z,2026-11-02T11:00:00Z\n"
+    run = ingest_file(write_zip(tmp_path / "a.zip", {**good(), "jobs.csv": jobs}))
+    error = next(e for e in run.errors if e["job_id"] == "j1")
+    assert error["field"] == "gpu_count"
+    assert (
+        "job_id 'j1' appears in rows 1 and 4 with different values (gpu_count: '1' in row 1 vs '4' in row 4)"
+        in (error["message"])
+    )
+    assert set(Job.objects.values_list("external_id", flat=True)) == {"j2", "j3"}
+
+
+def test_identical_duplicate_job_rows_are_kept_once(tmp_path):
+    jobs = JOBS + "j1,ann,vision,1,2026-11-02T10:00:00Z,2026-11-02T11:00:00Z\n"
+    run = ingest_file(write_zip(tmp_path / "a.zip", {**good(), "jobs.csv": jobs}))
+    assert run.status == IngestRun.Status.SUCCEEDED and Job.objects.count() == 3

@@ -1,0 +1,139 @@
+"""At-least-once ingestion: a real Celery worker is SIGKILLed mid-import; a new one finishes the same run.
+
+The final database must equal a clean single import: same jobs, same summary figures, same
+artifacts and log events, and no blob in storage that nothing refers to.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import time
+import uuid
+import zipfile
+from pathlib import Path
+
+import pytest
+from django.core.files.storage import default_storage
+
+from fleet import ingest
+from fleet.models import Artifact, IngestRun, Job, LogEvent, Team
+from tests.conftest import require_service
+from tests.test_services import celery_worker
+
+pytestmark = pytest.mark.services
+
+JOBS = 240
+VISIBILITY_S = 8  # the new worker takes back the killed worker's unacknowledged task after this
+
+
+def big_archive(path: Path) -> Path:
+    """Enough jobs that storing them takes seconds on a worker, each with metrics over 2 GPUs and a log."""
+    lines = ["job_id,user,team,gpu_count,start_time,end_time,name"]
+    with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED) as archive:
+        archive.writestr("manifest.json", '{"format": "fleet-archive", "version": 1, "cluster": "kill"}')
+        for index in range(JOBS):
+            lines.append(f"k{index:04d},u{index % 7},team-{index % 5},2,2026-11-02T10:00:00Z,2026-11-02T12:00:00Z,j")
+        archive.writestr("jobs.csv", "\n".join(lines) + "\n")
+        for index in range(JOBS):
+            rows = ["timestamp,host,gpu,gpu_util,gpu_mem_used_mib,gpu_mem_total_mib"]
+            for step in range(240):
+                for gpu in (0, 1):
+                    util = (index * 7 + step * 3 + gpu * 11) % 101
+                    rows.append(f"{1793613600 + step * 30},n{index % 3},{gpu},{util},{1000 + step},80000")
+            archive.writestr(f"metrics/k{index:04d}.csv", "\n".join(rows) + "\n")
+            archive.writestr(
+                f"logs/k{index:04d}/stdout.log",
+                f"2026-11-02 10:00:05,000 INFO Epoch 1/2 job {index}\n2026-11-02 10:30:00,000 INFO Saving checkpoint\n",
+            )
+    return path
+
+
+def snapshot() -> dict:
+    jobs = sorted(
+        Job.objects.values_list(
+            "external_id",
+            "team__slug",
+            "gpu_hours",
+            "mean_gpu_util",
+            "peak_gpu_mem_util",
+            "unused_gpu_hours",
+            "idle_gpu_hours",
+            "coverage",
+            "sample_count",
+            "fingerprint",
+            "series_file",
+        )
+    )
+    return {
+        "jobs": jobs,
+        "teams": sorted(Team.objects.values_list("slug", flat=True)),
+        "artifacts": sorted(Artifact.objects.values_list("job__external_id", "kind", "path", "sha256", "file")),
+        "events": sorted(LogEvent.objects.values_list("job__external_id", "kind", "line_no")),
+    }
+
+
+def blobs_on_disk(storage_dir: Path) -> set[str]:
+    return {p.relative_to(storage_dir).as_posix() for p in storage_dir.rglob("*") if p.is_file()}
+
+
+def referenced_blobs() -> set[str]:
+    series = set(Job.objects.exclude(series_file="").values_list("series_file", flat=True))
+    return series | set(Artifact.objects.values_list("file", flat=True))
+
+
+def wait_for(condition, timeout: float, what: str):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = condition()
+        if value:
+            return value
+        time.sleep(0.2)
+    pytest.fail(f"timed out waiting for {what}")
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_sigkilled_worker_leaves_the_same_database_as_a_clean_import(storage_dir, tmp_path, settings):
+    require_service("REDIS_URL")
+    from config.celery import app
+    from fleet.tasks import ingest_archive_task
+
+    archive = big_archive(tmp_path / "big.zip")
+    storage_dir.mkdir(parents=True, exist_ok=True)
+    app.conf.task_always_eager = False
+    queue = f"test-kill-{uuid.uuid4().hex[:8]}"
+    env = {"CELERY_VISIBILITY_TIMEOUT": str(VISIBILITY_S)}
+
+    run = ingest.create_run(archive)
+    with celery_worker(queue, storage_dir, env=env) as first:
+        ingest_archive_task.apply_async(args=[run.pk], queue=queue)
+
+        def halfway():
+            current = IngestRun.objects.get(pk=run.pk)
+            return current.jobs_total and 30 <= current.jobs_done < current.jobs_total - 30
+
+        wait_for(halfway, 120, "the first worker to be part-way through")
+        os.kill(first.pid, signal.SIGKILL)  # no warm shutdown: the task is neither finished nor acknowledged
+        first.wait(timeout=30)
+    killed = IngestRun.objects.get(pk=run.pk)
+    assert killed.status == IngestRun.Status.RUNNING and 0 < killed.jobs_done < JOBS
+
+    with celery_worker(queue, storage_dir, env=env):
+        wait_for(lambda: IngestRun.objects.get(pk=run.pk).is_finished, 180, "the new worker to finish the run")
+    run.refresh_from_db()
+    assert run.status == IngestRun.Status.SUCCEEDED, run.errors
+    assert run.attempts == 2  # the redelivered task ran the import again, from the start
+    assert Job.objects.count() == JOBS
+    after_kill = snapshot()
+    assert blobs_on_disk(storage_dir) == referenced_blobs()  # no orphan blobs
+
+    # The same archive imported once, cleanly, into an empty database and storage.
+    Job.objects.all().delete()
+    Team.objects.all().delete()
+    for name in blobs_on_disk(storage_dir):
+        default_storage.delete(name)
+    app.conf.task_always_eager = True
+    clean = ingest.execute_run(ingest.create_run(archive).pk)
+    assert clean.status == IngestRun.Status.SUCCEEDED and clean.attempts == 1
+    assert snapshot() == after_kill
+    assert blobs_on_disk(storage_dir) == referenced_blobs()

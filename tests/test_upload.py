@@ -1,0 +1,188 @@
+"""The operator's upload page: size cap before the body is buffered, live progress, run list, error CSV, tokens."""
+
+from __future__ import annotations
+
+import csv
+import io
+
+import pytest
+from django.core.files.uploadedfile import SimpleUploadedFile
+from django.test import Client
+from django.urls import reverse
+
+from fleet.models import IngestRun, Job, MachineToken
+from tests.conftest import EXAMPLE_ARCHIVE
+
+pytestmark = pytest.mark.django_db
+
+UPLOAD = "/ingest-runs/upload/"
+
+
+@pytest.fixture
+def upload_dirs(settings, tmp_path):
+    settings.UPLOAD_DIR = tmp_path / "uploads"
+    settings.FILE_UPLOAD_TEMP_DIR = str(tmp_path / "uploads" / "incoming")
+    (tmp_path / "uploads" / "incoming").mkdir(parents=True)
+    settings.FILE_UPLOAD_MAX_MEMORY_SIZE = 1024  # every test upload is spooled to a temporary file
+    return tmp_path / "uploads"
+
+
+@pytest.fixture
+def operator_client(operator):
+    client = Client()
+    client.force_login(operator)
+    return client
+
+
+def leftovers(folder) -> list:
+    return sorted(p.name for p in folder.rglob("*") if p.is_file())
+
+
+def test_only_operators_see_the_upload_page(client, operator_client, member_a, researcher):
+    assert client.get(UPLOAD).status_code == 302  # to the login page
+    for user in (member_a, researcher):
+        other = Client()
+        other.force_login(user)
+        assert other.get(UPLOAD).status_code == 404
+        assert other.post(UPLOAD, {"file": SimpleUploadedFile("a.zip", b"x")}).status_code == 404
+    page = operator_client.get(UPLOAD)
+    assert page.status_code == 200
+    html = page.content.decode()
+    assert 'id="upload-form"' in html and "js/ingest.js" in html and "csrfmiddlewaretoken" in html
+
+
+def test_an_operator_uploads_the_example_archive_and_it_is_imported(
+    operator_client, operator, upload_dirs, django_capture_on_commit_callbacks
+):
+    with open(EXAMPLE_ARCHIVE, "rb") as handle, django_capture_on_commit_callbacks(execute=True):
+        response = operator_client.post(UPLOAD, {"file": handle}, HTTP_ACCEPT="application/json")
+    assert response.status_code == 202, response.content
+    body = response.json()
+    run = IngestRun.objects.get(pk=body["run_id"])
+    assert body["detail_url"] == reverse("fleet:ingest-run-detail", args=[run.pk])
+    assert run.status == IngestRun.Status.SUCCEEDED  # tasks run in-process in the tests
+    assert (run.source, run.created_by, run.archive_name) == ("upload", operator, "example-archive.zip")
+    assert Job.objects.count() == run.jobs_created == 5
+    # The upload was kept under a generated name only until its run finished.
+    assert leftovers(upload_dirs) == []
+    status = operator_client.get(body["status_url"]).json()
+    assert status["finished"] and status["jobs_done"] == status["jobs_total"] == 5
+    listing = operator_client.get("/ingest-runs/").content.decode()
+    assert "example-archive.zip" in listing and "olivia-operator" in listing and " s<" in listing
+
+
+def test_a_form_post_without_javascript_redirects_to_the_run(operator_client, upload_dirs):
+    with open(EXAMPLE_ARCHIVE, "rb") as handle:
+        response = operator_client.post(UPLOAD, {"file": handle})
+    run = IngestRun.objects.get()
+    assert response.status_code == 302 and response["Location"] == reverse("fleet:ingest-run-detail", args=[run.pk])
+
+
+def test_an_upload_without_a_file_is_a_clear_400(operator_client, upload_dirs):
+    response = operator_client.post(UPLOAD, {}, HTTP_ACCEPT="application/json")
+    assert response.status_code == 400
+    assert response.json()["detail"] == "Choose an archive file (.zip or .tar.gz) to upload."
+
+
+def test_a_post_without_a_csrf_token_is_refused(operator, upload_dirs):
+    client = Client(enforce_csrf_checks=True)
+    client.force_login(operator)
+    response = client.post(UPLOAD, {"file": SimpleUploadedFile("a.zip", b"PK")})
+    assert response.status_code == 403
+    assert IngestRun.objects.count() == 0
+
+
+def test_one_byte_over_the_limit_is_413_and_leaves_no_temporary_file(
+    operator_client, settings, upload_dirs, django_capture_on_commit_callbacks
+):
+    settings.UPLOAD_MAX_BYTES = 100_000
+    exact = SimpleUploadedFile("exact.zip", b"a" * 100_000)
+    with django_capture_on_commit_callbacks(execute=True):
+        response = operator_client.post(UPLOAD, {"file": exact}, HTTP_ACCEPT="application/json")
+    assert response.status_code == 202  # accepted (and then failed as "not an archive")
+    assert IngestRun.objects.get().status == IngestRun.Status.FAILED
+
+    over = SimpleUploadedFile("over.zip", b"a" * 100_001)
+    response = operator_client.post(UPLOAD, {"file": over}, HTTP_ACCEPT="application/json")
+    assert response.status_code == 413
+    assert "larger than the upload limit of 97.7 KiB (100000 bytes)" in response.json()["detail"]
+    assert IngestRun.objects.count() == 1  # no run for the refused upload
+    assert leftovers(upload_dirs) == []  # neither the partial temporary file nor a kept copy
+
+
+def test_a_declared_length_over_the_limit_is_refused_before_reading(operator_client, settings, upload_dirs):
+    settings.UPLOAD_MAX_BYTES = 100_000
+    response = operator_client.generic(
+        "POST",
+        UPLOAD,
+        b"--x\r\n",
+        content_type="multipart/form-data; boundary=x",
+        CONTENT_LENGTH=str(50 * 1024**3),
+    )
+    assert response.status_code == 413
+    assert b"larger than the upload limit" in response.content
+    assert leftovers(upload_dirs) == []
+
+
+def test_a_chunked_upload_without_a_length_is_refused(operator_client, upload_dirs):
+    response = operator_client.generic(
+        "POST",
+        UPLOAD,
+        b"--x--\r\n",
+        content_type="multipart/form-data; boundary=x",
+        CONTENT_LENGTH="",
+        HTTP_TRANSFER_ENCODING="chunked",
+    )
+    assert response.status_code == 411
+
+
+def test_the_error_report_downloads_as_csv_without_formulas(operator_client):
+    run = IngestRun.objects.create(
+        archive_name="x.zip",
+        status=IngestRun.Status.PARTIAL,
+        errors=[
+            {"file": "jobs.csv", "row": 3, "field": "user", "job_id": "=1+2", "message": '=HYPERLINK("http://x")'},
+            {"file": "+cmd", "row": None, "field": "-x", "job_id": "@SUM(A1)", "message": "plain, with a comma"},
+        ],
+    )
+    response = operator_client.get(f"/ingest-runs/{run.pk}/errors.csv")
+    assert response.status_code == 200 and response["Content-Type"].startswith("text/csv")
+    assert f"ingest-run-{run.pk}-errors.csv" in response["Content-Disposition"]
+    rows = list(csv.reader(io.StringIO(response.content.decode())))
+    assert rows[0] == ["file", "row", "field", "job_id", "message"]
+    assert rows[1] == ["jobs.csv", "3", "user", "'=1+2", '\'=HYPERLINK("http://x")']
+    assert rows[2] == ["'+cmd", "", "'-x", "'@SUM(A1)", "plain, with a comma"]
+    page = operator_client.get(f"/ingest-runs/{run.pk}/").content.decode()
+    assert "download as CSV" in page
+
+
+def test_a_running_run_page_polls_its_status(operator_client):
+    run = IngestRun.objects.create(archive_name="x.zip", status=IngestRun.Status.RUNNING, jobs_total=10, jobs_done=4)
+    page = operator_client.get(f"/ingest-runs/{run.pk}/").content.decode()
+    assert f'data-status-url="/ingest-runs/{run.pk}/status.json"' in page and 'id="run-bar"' in page
+    status = operator_client.get(f"/ingest-runs/{run.pk}/status.json").json()
+    assert (status["status"], status["jobs_done"], status["jobs_total"], status["finished"]) == (
+        "running",
+        4,
+        10,
+        False,
+    )
+
+
+def test_operators_create_a_token_see_it_once_and_revoke_it(operator_client, operator, member_a):
+    response = operator_client.post("/tokens/", {"name": "nightly-exporter"})
+    assert response.status_code == 200
+    token = MachineToken.objects.get()
+    key = response.context["created_key"]
+    html = response.content.decode()
+    assert key in html and "not shown again" in html
+    assert token.created_by == operator and key.startswith(token.prefix + ".")
+    assert key not in token.hashed_key  # only a hash is stored
+    assert key not in operator_client.get("/tokens/").content.decode()  # shown once
+    response = operator_client.post(f"/tokens/{token.pk}/revoke/")
+    assert response.status_code == 302
+    token.refresh_from_db()
+    assert token.revoked
+    other = Client()
+    other.force_login(member_a)
+    assert other.get("/tokens/").status_code == 404
