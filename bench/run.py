@@ -3,9 +3,11 @@
 Figures are reported as ratios against a baseline measured in the same run, because this kind of
 machine is noisy: absolute seconds move from run to run, the ratio much less.
 
-ingest_5k: import a 5,000-job demo archive with `ingest_archive` (parse, validate, summarise,
-store series blobs and rows) versus the floor any importer has to pay: pyarrow reading the same
-metrics file and computing the same per-job mean GPU utilization.
+ingest_10000: import a 10,000-job demo archive with at least 20 million metric samples (parse,
+validate, summarise, store series blobs, artifacts and rows, job by job in bounded memory) versus
+the floor any importer has to pay: pyarrow reading the same metrics file and computing the same
+per-job mean GPU utilization and peak GPU memory utilization. Reports samples/s, jobs/s, peak RSS
+and the ratios; targets: throughput >= 1/3 of the baseline's, peak RSS < 1.5 GiB.
 """
 
 from __future__ import annotations
@@ -42,15 +44,29 @@ def run_child(code: str, env: dict | None = None) -> dict:
 
 
 BASELINE = r"""
-import json, resource, sys, time, zipfile, io
-import pyarrow.parquet as pq, pyarrow.compute as pc
+import io, json, resource, sys, time, zipfile
+import numpy as np
+import pyarrow as pa, pyarrow.compute as pc, pyarrow.parquet as pq
 start = time.perf_counter()
-with zipfile.ZipFile(sys.argv[1] if len(sys.argv) > 1 else {archive!r}) as z:
-    table = pq.read_table(io.BytesIO(z.read("metrics.parquet")), columns=["job_id", "gpu", "gpu_util"])
-table = table.filter(pc.is_valid(table["gpu"]))
-means = table.group_by("job_id").aggregate([("gpu_util", "mean")])
+# The same metrics the importer reads (every column of metrics.parquet), read row group by row
+# group, reduced to per-job mean GPU utilization and peak GPU memory utilization.
+sums, counts, peaks, samples = {{}}, {{}}, {{}}, 0
+with zipfile.ZipFile({archive!r}) as z, z.open("metrics.parquet") as member:
+    parquet = pq.ParquetFile(io.BytesIO(member.read()))
+    for group in range(parquet.num_row_groups):
+        table = parquet.read_row_group(group)
+        table = table.filter(pc.and_(pc.is_valid(table["gpu"]), pc.is_valid(table["gpu_util"])))
+        samples += table.num_rows
+        table = table.append_column("mem", pc.divide(table["gpu_mem_used_mib"], table["gpu_mem_total_mib"]))
+        agg = table.group_by("job_id").aggregate([("gpu_util", "sum"), ("gpu_util", "count"), ("mem", "max")])
+        columns = ("job_id", "gpu_util_sum", "gpu_util_count", "mem_max")
+        for job, total, count, peak in zip(*(agg[c].to_pylist() for c in columns)):
+            sums[job] = sums.get(job, 0.0) + total
+            counts[job] = counts.get(job, 0) + count
+            peaks[job] = max(peaks.get(job) or 0.0, peak or 0.0)
+means = {{job: sums[job] / counts[job] for job in sums}}
 elapsed = time.perf_counter() - start
-print(json.dumps({{"seconds": elapsed, "samples": table.num_rows, "jobs": means.num_rows,
+print(json.dumps({{"seconds": elapsed, "samples": samples, "jobs": len(means),
                   "peak_rss_mib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}}))
 """
 
@@ -62,6 +78,10 @@ django.setup()
 from django.core.management import call_command
 call_command("migrate", verbosity=0)
 from fleet import ingest
+from fleet.signals import jobs_ingested
+# Ingest only: with no broker the triage that answers `jobs_ingested` would run in-process here;
+# in production it is queued for the workers (and it has a benchmark of its own).
+jobs_ingested.receivers.clear()
 rss_before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 start = time.perf_counter()
 run = ingest.create_run({archive!r})
@@ -73,9 +93,10 @@ print(json.dumps({{"seconds": elapsed, "samples": run.samples, "jobs": run.jobs_
 """
 
 
-def demo_archive(jobs: int, seed: int) -> Path:
+def demo_archive(jobs: int, seed: int, sample_density: int = 1) -> Path:
     CACHE.mkdir(parents=True, exist_ok=True)
-    archive = CACHE / f"demo-{jobs}-{seed}.zip"
+    suffix = f"-x{sample_density}" if sample_density != 1 else ""
+    archive = CACHE / f"demo-{jobs}-{seed}{suffix}.zip"
     if not archive.exists():
         subprocess.run(
             [
@@ -88,6 +109,8 @@ def demo_archive(jobs: int, seed: int) -> Path:
                 str(jobs),
                 "--seed",
                 str(seed),
+                "--sample-density",
+                str(sample_density),
             ],
             cwd=REPO,
             env={**os.environ, "DEBUG": "1"},
@@ -96,35 +119,174 @@ def demo_archive(jobs: int, seed: int) -> Path:
     return archive
 
 
-def bench_ingest(jobs: int) -> dict:
-    archive = demo_archive(jobs, seed=1)
+def bench_ingest(jobs: int, sample_density: int = 1) -> dict:
+    """`ingest.execute_run` (what `ingest_archive` runs) against the pyarrow floor, each in a fresh process."""
+    archive = demo_archive(jobs, seed=1, sample_density=sample_density)
     baseline = run_child(BASELINE.format(archive=str(archive)))
     with tempfile.TemporaryDirectory() as data_dir:
         # A fresh embedded database and storage folder, unless DATABASE_URL points elsewhere.
         env = {"DEBUG": "1", "DATA_DIR": data_dir, "LOG_LEVEL": "WARNING"}
         ingest = run_child(INGEST.format(archive=str(archive)), env)
+    ingest_rate = ingest["samples"] / ingest["seconds"]
+    baseline_rate = baseline["samples"] / baseline["seconds"]
     return {
         "benchmark": f"ingest_{jobs}",
         "archive": archive.name,
         "archive_mib": round(archive.stat().st_size / 2**20, 1),
         "database": "postgresql" if os.environ.get("DATABASE_URL", "").startswith("postgres") else "sqlite",
-        "ingest": ingest | {"samples_per_s": ingest["samples"] / ingest["seconds"]},
-        "baseline_pyarrow_mean": baseline | {"samples_per_s": baseline["samples"] / baseline["seconds"]},
+        "ingest": ingest | {"samples_per_s": ingest_rate, "jobs_per_s": ingest["jobs"] / ingest["seconds"]},
+        "baseline_pyarrow_mean": baseline
+        | {"samples_per_s": baseline_rate, "jobs_per_s": baseline["jobs"] / baseline["seconds"]},
         "ratios": {
             "time_ingest_over_baseline": ingest["seconds"] / baseline["seconds"],
-            "throughput_ingest_over_baseline": (ingest["samples"] / ingest["seconds"])
-            / (baseline["samples"] / baseline["seconds"]),
+            "throughput_ingest_over_baseline": ingest_rate / baseline_rate,
             "peak_memory_ingest_over_baseline": ingest["peak_rss_mib"] / baseline["peak_rss_mib"],
         },
+        "targets": {
+            "throughput_at_least_a_third_of_baseline": ingest_rate >= baseline_rate / 3,
+            "peak_rss_under_1_5_gib": ingest["peak_rss_mib"] < 1.5 * 1024,
+            "at_least_20m_samples": ingest["samples"] >= 20_000_000,
+        },
+    }
+
+
+# --- triage ------------------------------------------------------------------------------------------
+TRIAGE = r"""
+import json, os, time
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
+import django
+django.setup()
+from bench.run import triage_jobs_for_bench
+print(json.dumps(triage_jobs_for_bench({jobs})))
+"""
+
+
+def triage_jobs_for_bench(jobs: int, gpus: int = 8, samples: int = 2000) -> dict:
+    """Triage throughput on 8-GPU jobs with 2,000 samples per GPU and metric, beside loading their series.
+
+    Both sides start from the stored zstd Parquet blob (what `Job.series_file` holds): `load` only
+    decodes it; `triage` decodes it, builds the evidence (phases, log events, script facts) and runs
+    all 15 rules. Pure code, no database, so the ratio measures the triage engine itself.
+    """
+    from datetime import UTC, datetime, timedelta
+
+    import numpy as np
+    import pandas as pd
+
+    from fleet.series import from_parquet_bytes, normalize, to_parquet_bytes
+    from triage.evidence import JobInfo, build_evidence
+    from triage.rules import default_thresholds, triage
+
+    rng = np.random.default_rng(7)
+    start = datetime(2026, 11, 2, tzinfo=UTC)
+    period = 30
+    blobs = []
+    for index in range(jobs):
+        t = pd.date_range(start, periods=samples, freq=f"{period}s", tz="UTC")
+        level = 20 + 5 * (index % 6)
+        util = np.clip(level + rng.normal(0, 4, (gpus, samples)), 0, 100)
+        util[:, (np.arange(samples) % 40) >= 36] = 0  # periodic stalls
+        frames = []
+        for gpu in range(gpus):
+            frames.append(
+                pd.DataFrame(
+                    {
+                        "timestamp": t,
+                        "host": "n1",
+                        "gpu": gpu,
+                        "gpu_util": util[gpu],
+                        "gpu_mem_used_mib": 50000 + rng.normal(0, 100, samples),
+                        "gpu_mem_total_mib": 81920.0,
+                        "sm_active": util[gpu] / 150,
+                        "tensor_active": util[gpu] / 400,
+                        "dram_active": util[gpu] / 300,
+                        "pcie_rx_bytes_per_s": rng.lognormal(20, 0.3, samples),
+                        "pcie_tx_bytes_per_s": rng.lognormal(18, 0.3, samples),
+                    }
+                )
+            )
+        host = pd.DataFrame(
+            {
+                "timestamp": t,
+                "host": "n1",
+                "cpu_util": rng.uniform(20, 40, samples),
+                "host_mem_used_mib": 30000.0,
+                "net_rx_bytes_per_s": 1e6,
+                "net_tx_bytes_per_s": 1e5,
+                "disk_read_bytes_per_s": 1e7,
+                "disk_write_bytes_per_s": 1e5,
+            }
+        )
+        frame, _ = normalize(pd.concat(frames + [host], ignore_index=True))
+        blobs.append(to_parquet_bytes(frame))
+    end = start + timedelta(seconds=samples * period)
+    stamps = [start + timedelta(seconds=s) for s in range(0, samples * period, 600)]
+    log = "\n".join(
+        f"{m:%Y-%m-%d %H:%M:%S},000 INFO __main__: Saving model checkpoint to /ckpt/{i}.pt"
+        for i, m in enumerate(stamps)
+    )
+    script = "import torch\nfrom torch.utils.data import DataLoader\nloader = DataLoader(ds, num_workers=8)\n"
+    info = JobInfo(start=start, end=end, gpu_count=gpus, cpu_count=64)
+    thresholds = default_thresholds()
+
+    began = time.perf_counter()
+    for blob in blobs:
+        from_parquet_bytes(blob)
+    load_s = time.perf_counter() - began
+    began = time.perf_counter()
+    findings = 0
+    for blob in blobs:
+        evidence = build_evidence(
+            info,
+            from_parquet_bytes(blob),
+            logs=[("stdout.log", log)],
+            scripts=[("train.py", script)],
+            thresholds=thresholds,
+        )
+        findings += len(triage(evidence).findings)
+    triage_s = time.perf_counter() - began
+    return {
+        "jobs": jobs,
+        "gpus_per_job": gpus,
+        "samples_per_gpu_and_metric": samples,
+        "findings": findings,
+        "load_seconds": load_s,
+        "triage_seconds": triage_s,
+        "load_jobs_per_s": jobs / load_s,
+        "triage_jobs_per_s": jobs / triage_s,
+    }
+
+
+def bench_triage(jobs: int) -> dict:
+    result = run_child(TRIAGE.format(jobs=jobs), {"DEBUG": "1", "LOG_LEVEL": "WARNING"})
+    return {
+        "benchmark": f"triage_{jobs}",
+        "triage": result,
+        # Target <= 2: triage (load + evidence + rules) takes at most twice as long as loading alone.
+        "ratios": {"time_triage_over_load": result["triage_seconds"] / result["load_seconds"]},
     }
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--jobs", type=int, default=5000, help="jobs in the demo archive (default 5000)")
+    parser.add_argument("--jobs", type=int, default=10000, help="jobs in the demo archive (default 10000)")
+    parser.add_argument(
+        "--sample-density",
+        type=int,
+        default=2,
+        help="demo metrics sampled N times denser (default 2: 10,000 jobs give over 20 million samples)",
+    )
+    parser.add_argument("--triage-jobs", type=int, default=200, help="8-GPU jobs in the triage benchmark")
+    parser.add_argument("--only", choices=["ingest", "triage"], help="run one benchmark (default: all)")
     args = parser.parse_args()
     RESULTS.mkdir(parents=True, exist_ok=True)
-    result = bench_ingest(args.jobs)
+    if args.only != "ingest":
+        triage_result = bench_triage(args.triage_jobs)
+        (RESULTS / f"triage_{args.triage_jobs}.json").write_text(json.dumps(triage_result, indent=2) + "\n")
+        print(json.dumps(triage_result, indent=2))
+        if args.only == "triage":
+            return
+    result = bench_ingest(args.jobs, args.sample_density)
     result["machine"] = {"python": platform.python_version(), "cpus": os.cpu_count(), "platform": platform.platform()}
     result["measured_at"] = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
     out = RESULTS / f"ingest_{args.jobs}.json"

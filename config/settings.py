@@ -55,9 +55,12 @@ INSTALLED_APPS = [
     "rest_framework",
     "django_filters",
     "drf_spectacular",
+    "rest_framework_api_key",
     "axes",
     "fleet",
     "triage",
+    "triage.labeling",
+    "triage.digests",
 ]
 
 MIDDLEWARE = [
@@ -65,6 +68,8 @@ MIDDLEWARE = [
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
+    # Before CSRF: the CSRF check reads the POST body, and the upload cap must be in place first.
+    "fleet.uploads.UploadLimitMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
@@ -127,6 +132,7 @@ AXES_COOLOFF_TIME = timedelta(minutes=env_int("LOGIN_COOLOFF_MINUTES", 15, minim
 AXES_LOCKOUT_PARAMETERS = [["username", "ip_address"]]
 AXES_RESET_ON_SUCCESS = True
 AXES_LOCKOUT_TEMPLATE = "registration/locked_out.html"
+AXES_VERBOSE = False  # no start-up banner in every management command's output
 LOGIN_URL = "login"
 LOGIN_REDIRECT_URL = "fleet:job-list"
 LOGOUT_REDIRECT_URL = "login"
@@ -191,6 +197,8 @@ if env_bool("HTTPS", False):
 # --- JSON API (/api/v1/) ---------------------------------------------------------------
 REST_FRAMEWORK = {
     # People use their session (with CSRF); machines use API tokens (added by fleet's API).
+    # Machine tokens are not an authentication class: djangorestframework-api-key checks them as a
+    # permission (fleet.api.HasMachineToken), so a token never stands in for a person.
     "DEFAULT_AUTHENTICATION_CLASSES": ["rest_framework.authentication.SessionAuthentication"],
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
     "DEFAULT_FILTER_BACKENDS": ["django_filters.rest_framework.DjangoFilterBackend"],
@@ -205,7 +213,18 @@ SPECTACULAR_SETTINGS = {
     "VERSION": "1",
     "SERVE_INCLUDE_SCHEMA": False,
     "SCHEMA_PATH_PREFIX": "/api/v1",
+    "APPEND_COMPONENTS": {
+        "securitySchemes": {
+            "MachineToken": {
+                "type": "apiKey",
+                "in": "header",
+                "name": "Authorization",
+                "description": 'A machine token created by an operator, sent as "Authorization: Api-Key <token>".',
+            }
+        }
+    },
 }
+API_KEY_CUSTOM_HEADER = None  # tokens travel in "Authorization: Api-Key <token>"
 
 # --- Celery ---------------------------------------------------------------------------
 # Docs: https://docs.celeryq.dev/en/stable/userguide/configuration.html
@@ -224,8 +243,14 @@ else:
 CELERY_TASK_EAGER_PROPAGATES = True
 # A task unacknowledged for longer than this is handed to another worker. It must exceed the
 # longest task (the hard time limit), or a slow but healthy task would run twice.
-CELERY_VISIBILITY_TIMEOUT = CELERY_TASK_TIME_LIMIT + 15 * 60
-CELERY_BROKER_TRANSPORT_OPTIONS = {"visibility_timeout": CELERY_VISIBILITY_TIMEOUT}
+CELERY_VISIBILITY_TIMEOUT = env_int("CELERY_VISIBILITY_TIMEOUT", CELERY_TASK_TIME_LIMIT + 15 * 60, minimum=5)
+# A new worker takes back a dead worker's unacknowledged tasks in a sweep; kombu's default sweep
+# runs every ~100 s (interval 10 s x throttle 10). One sweep per quarter timeout (at most a minute).
+CELERY_BROKER_TRANSPORT_OPTIONS = {
+    "visibility_timeout": CELERY_VISIBILITY_TIMEOUT,
+    "unacked_restore_interval": max(1, min(60, CELERY_VISIBILITY_TIMEOUT // 4)),
+    "unacked_restore_throttle": 1,
+}
 CELERY_RESULT_BACKEND_TRANSPORT_OPTIONS = {"visibility_timeout": CELERY_VISIBILITY_TIMEOUT}
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 # Ingest and triage tasks run for minutes; a worker must not hoard queued tasks it cannot start.
@@ -244,10 +269,97 @@ DEFAULT_CURRENCY = env_str("DEFAULT_CURRENCY", "USD")
 # Per-artifact size cap at ingest; bigger logs are kept truncated with a note.
 ARTIFACT_MAX_BYTES = env_int("ARTIFACT_MAX_BYTES", 20 * 1024 * 1024, minimum=1024)
 
+# --- Archive uploads and hostile-archive limits ------------------------------------------
+# Largest archive accepted by the upload page and the API, in bytes; refused (413) before the body
+# is read when Content-Length says so, and while streaming otherwise. Keep it at or below the
+# proxy's own limit (nginx client_max_body_size).
+UPLOAD_MAX_BYTES = env_int("UPLOAD_MAX_BYTES", 4 * 1024**3, minimum=1024)
+# Where uploaded archives wait (under generated names) for their ingest run; workers must see it.
+UPLOAD_DIR = Path(env_str("UPLOAD_DIR", str(DATA_DIR / "uploads"))).resolve()
+# Django spools uploads bigger than FILE_UPLOAD_MAX_MEMORY_SIZE here; same disk as UPLOAD_DIR, so
+# keeping the upload is a rename, not a copy.
+FILE_UPLOAD_TEMP_DIR = str(UPLOAD_DIR / "incoming")
+Path(FILE_UPLOAD_TEMP_DIR).mkdir(parents=True, exist_ok=True)
+# Limits on what an archive may expand to, counted while streaming (never from its headers):
+ARCHIVE_MAX_MEMBERS = env_int("ARCHIVE_MAX_MEMBERS", 200_000, minimum=1)
+ARCHIVE_MAX_MEMBER_BYTES = env_int("ARCHIVE_MAX_MEMBER_BYTES", 16 * 1024**3, minimum=1024)
+ARCHIVE_MAX_TOTAL_BYTES = env_int("ARCHIVE_MAX_TOTAL_BYTES", 64 * 1024**3, minimum=1024)
+# Decompressed bytes per compressed byte of a zip member or a whole tarball (above 1 MiB).
+ARCHIVE_MAX_RATIO = env_float("ARCHIVE_MAX_RATIO", 200.0, minimum=1.0)
+
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
     "handlers": {"console": {"class": "logging.StreamHandler"}},
     "root": {"handlers": ["console"], "level": env_str("LOG_LEVEL", "INFO")},
     "loggers": {"django.db.backends": {"level": "WARNING"}},
+}
+
+# --- Connectors (fleet/connectors, docs/connectors.md) ----------------------------------
+# A Fernet key for connector secrets stored in the database; without one it is derived from
+# SECRET_KEY (then rotating SECRET_KEY means entering the secrets again).
+CONNECTOR_SECRET_KEY = env_str("CONNECTOR_SECRET_KEY")
+CONNECTOR_HTTP_TIMEOUT = env_float("CONNECTOR_HTTP_TIMEOUT", 30.0, minimum=0.1)
+CONNECTOR_HTTP_RETRIES = env_int("CONNECTOR_HTTP_RETRIES", 5, minimum=0)
+CONNECTOR_HTTP_BACKOFF = env_float("CONNECTOR_HTTP_BACKOFF", 1.0, minimum=0)  # seconds, doubled per retry, + jitter
+CONNECTOR_HTTP_BACKOFF_MAX = env_float("CONNECTOR_HTTP_BACKOFF_MAX", 60.0, minimum=0)
+CONNECTOR_RETRY_AFTER_MAX = env_float("CONNECTOR_RETRY_AFTER_MAX", 300.0, minimum=0)  # cap on a server's Retry-After
+# A pull's lease on its connector; it must outlive the longest pull (the task's hard time limit).
+CONNECTOR_LOCK_SECONDS = CELERY_TASK_TIME_LIMIT + 60
+CELERY_BEAT_SCHEDULE = globals().get("CELERY_BEAT_SCHEDULE", {})
+CELERY_BEAT_SCHEDULE["fleet.schedule_connectors"] = {"task": "fleet.schedule_connectors", "schedule": 60.0}
+
+# --- Email and weekly digests (triage/digests, README "Weekly digests") ----------------------
+# With EMAIL_HOST set, mail goes out over SMTP; without it, to the console (development).
+EMAIL_HOST = env_str("EMAIL_HOST")
+EMAIL_BACKEND = env_str(
+    "EMAIL_BACKEND",
+    "django.core.mail.backends.smtp.EmailBackend" if EMAIL_HOST else "django.core.mail.backends.console.EmailBackend",
+)
+EMAIL_PORT = env_int("EMAIL_PORT", 587 if env_bool("EMAIL_USE_TLS", False) else 25, minimum=1)
+EMAIL_HOST_USER = env_str("EMAIL_HOST_USER")
+EMAIL_HOST_PASSWORD = env_str("EMAIL_HOST_PASSWORD")
+EMAIL_USE_TLS = env_bool("EMAIL_USE_TLS", False)  # STARTTLS
+EMAIL_USE_SSL = env_bool("EMAIL_USE_SSL", False)  # implicit TLS (port 465)
+if EMAIL_USE_TLS and EMAIL_USE_SSL:
+    raise ImproperlyConfigured("Set at most one of EMAIL_USE_TLS and EMAIL_USE_SSL.")
+# Without a timeout a hung mail server would hold a worker forever.
+EMAIL_TIMEOUT = env_float("EMAIL_TIMEOUT", 30.0, minimum=1)
+DEFAULT_FROM_EMAIL = env_str("DEFAULT_FROM_EMAIL", "Fleet Triage <fleet-triage@localhost>")
+SERVER_EMAIL = DEFAULT_FROM_EMAIL
+DIGEST_FROM_EMAIL = env_str("DIGEST_FROM_EMAIL", DEFAULT_FROM_EMAIL)
+# When the weekly digests go out, in DIGEST_TIMEZONE; they report the last complete ISO week (UTC).
+DIGEST_WEEKDAY = env_str("DIGEST_WEEKDAY", "mon").strip().lower()[:3]
+if DIGEST_WEEKDAY not in {"mon", "tue", "wed", "thu", "fri", "sat", "sun"}:
+    raise ImproperlyConfigured(f"DIGEST_WEEKDAY={DIGEST_WEEKDAY!r} is not a weekday (mon ... sun).")
+DIGEST_HOUR = env_int("DIGEST_HOUR", 7, minimum=0)
+if DIGEST_HOUR > 23:
+    raise ImproperlyConfigured(f"DIGEST_HOUR={DIGEST_HOUR} is not an hour of the day (0-23).")
+DIGEST_TIMEZONE = env_str("DIGEST_TIMEZONE", "UTC")
+try:
+    from zoneinfo import ZoneInfo
+
+    ZoneInfo(DIGEST_TIMEZONE)
+except (ValueError, KeyError, OSError):
+    raise ImproperlyConfigured(f"DIGEST_TIMEZONE={DIGEST_TIMEZONE!r} is not an IANA time zone.") from None
+# SMTP errors are retried this often, after DIGEST_RETRY_BACKOFF seconds, doubled each time (capped).
+DIGEST_MAX_RETRIES = env_int("DIGEST_MAX_RETRIES", 5, minimum=0)
+DIGEST_RETRY_BACKOFF = env_float("DIGEST_RETRY_BACKOFF", 60.0, minimum=0)
+DIGEST_RETRY_BACKOFF_MAX = env_float("DIGEST_RETRY_BACKOFF_MAX", 3600.0, minimum=0)
+DIGEST_TOP_JOBS = env_int("DIGEST_TOP_JOBS", 10, minimum=1)
+DIGEST_TOP_TEAMS = env_int("DIGEST_TOP_TEAMS", 10, minimum=1)
+
+
+def _digest_schedule():
+    from triage.digests.schedules import ZonedCrontab
+
+    return ZonedCrontab(minute=0, hour=DIGEST_HOUR, day_of_week=DIGEST_WEEKDAY, zone=DIGEST_TIMEZONE)
+
+
+CELERY_BEAT_SCHEDULE = globals().get("CELERY_BEAT_SCHEDULE", {})
+# A beat that was down at the hour sends late when it comes back; a run expired after 6 h is dropped.
+CELERY_BEAT_SCHEDULE["digests.send_weekly"] = {
+    "task": "digests.send_weekly",
+    "schedule": _digest_schedule(),
+    "options": {"expires": 6 * 60 * 60},
 }

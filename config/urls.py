@@ -7,6 +7,10 @@ urlpatterns = [
     path("logout/", auth_views.LogoutView.as_view(), name="logout"),
     path("admin/", admin.site.urls),
     path("api/v1/", include("config.api")),
+    path("digests/", include("triage.digests.urls")),
     path("", include("triage.dashboard.urls")),
+    path("triage/", include("triage.urls")),
+    path("studies/", include("triage.labeling.urls")),
+    path("connectors/", include("fleet.connectors.urls")),
     path("", include("fleet.urls")),
 ]

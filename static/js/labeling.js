@@ -1,0 +1,64 @@
+// Labeling page: keyboard shortcuts, "none of these" exclusive, rationale fields only for ticked options.
+(function () {
+  "use strict";
+  var form = document.getElementById("label-form");
+  if (!form) { return; }
+  var boxes = Array.prototype.slice.call(form.querySelectorAll("input[type=checkbox][name=option]"));
+  var byKey = {};
+  boxes.forEach(function (box) { byKey[box.dataset.key] = box; });
+  var otherNote = document.getElementById("other_note");
+
+  function sync() {
+    boxes.forEach(function (box) {
+      var row = box.closest(".option");
+      row.classList.toggle("checked", box.checked);
+      var rationale = row.querySelector(".rationale");
+      if (rationale) { rationale.hidden = !box.checked; }
+    });
+    var other = form.querySelector("input[value=other]");
+    if (otherNote) { otherNote.closest(".field").hidden = !(other && other.checked); }
+  }
+
+  function changed(box) {
+    // "None of these" excludes every other answer, and any other answer excludes it.
+    if (box.checked && box.value === "none") {
+      boxes.forEach(function (b) { if (b !== box) { b.checked = false; } });
+    } else if (box.checked) {
+      var none = form.querySelector("input[value=none]");
+      if (none) { none.checked = false; }
+    }
+    sync();
+  }
+
+  function saveAndNext() {
+    var button = document.getElementById("save-next");
+    if (button) { form.requestSubmit(button); }
+  }
+
+  boxes.forEach(function (box) { box.addEventListener("change", function () { changed(box); }); });
+
+  document.addEventListener("keydown", function (event) {
+    var target = event.target;
+    var typing = target && (target.tagName === "TEXTAREA" || (target.tagName === "INPUT" && target.type === "text"));
+    if ((event.ctrlKey || event.metaKey) && event.key === "Enter") { event.preventDefault(); saveAndNext(); return; }
+    if (typing) {
+      if (event.key === "Escape") { target.blur(); }
+      return;
+    }
+    if (event.ctrlKey || event.metaKey || event.altKey) { return; }
+    var key = event.key.toLowerCase();
+    if (byKey[key] && !byKey[key].disabled) {
+      event.preventDefault();
+      byKey[key].checked = !byKey[key].checked;
+      changed(byKey[key]);
+      return;
+    }
+    var link;
+    if (key === "s") { event.preventDefault(); saveAndNext(); }
+    else if (key === "[" && (link = document.getElementById("prev-job"))) { window.location = link.href; }
+    else if (key === "]" && (link = document.getElementById("next-job"))) { window.location = link.href; }
+    else if (key === "?") { var help = form.querySelector(".shortcuts"); if (help) { help.open = !help.open; } }
+  });
+
+  sync();
+})();

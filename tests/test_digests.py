@@ -1,0 +1,532 @@
+"""Weekly digests sent through a real SMTP server on loopback (aiosmtpd): what arrives, that its
+figures are the dashboard's for the same week, that its links work, that unsubscribing works, and
+that a digest goes out exactly once per recipient and week, even when the server fails at first."""
+
+from __future__ import annotations
+
+import re
+import socket
+from datetime import UTC, datetime, timedelta
+from email import message_from_bytes, policy
+from urllib.parse import urlsplit
+
+import pytest
+from aiosmtpd.controller import Controller
+from django.conf import settings as django_settings
+from django.urls import reverse
+
+from fleet.models import IngestRun, Job
+from tests.factories import JobFactory, OwnerFactory, UserFactory
+from triage.dashboard import queries
+from triage.digests import services, weeks
+from triage.digests.models import Delivery, DigestKind, Subscription
+from triage.digests.tasks import send_digest_task, send_weekly_task
+from triage.models import Finding, JobTriage, RuleSet, TriageStatus
+from triage.taxonomy import Category
+
+pytestmark = pytest.mark.django_db
+
+WEEK = "2026-W47"  # Monday 16 November 2026
+WEEK_START = datetime(2026, 11, 16, tzinfo=UTC)
+BASE_URL = "https://triage.example.org"
+
+
+# --- A real SMTP server on loopback ------------------------------------------------------------
+
+
+class Inbox:
+    """An aiosmtpd handler that keeps what it accepts; it can refuse the first `fail_first` messages."""
+
+    def __init__(self, fail_first: int = 0, reply: str = "451 4.3.0 Try again later"):
+        self.fail_first = fail_first
+        self.reply = reply
+        self.attempts = 0
+        self.envelopes = []
+
+    async def handle_DATA(self, server, session, envelope):
+        self.attempts += 1
+        if self.fail_first:
+            self.fail_first -= 1
+            return self.reply
+        self.envelopes.append(envelope)
+        return "250 2.0.0 Message accepted for delivery"
+
+    @property
+    def messages(self):
+        return [message_from_bytes(e.content, policy=policy.default) for e in self.envelopes]
+
+    def to(self, address: str):
+        return [m for m in self.messages if address in m["To"]]
+
+
+def _free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+@pytest.fixture
+def smtp(settings):
+    """Start an SMTP server for this test and point Django's SMTP backend at it."""
+    inbox = Inbox()
+    controller = Controller(inbox, hostname="127.0.0.1", port=_free_port())
+    controller.start()
+    settings.EMAIL_BACKEND = "django.core.mail.backends.smtp.EmailBackend"
+    settings.EMAIL_HOST = "127.0.0.1"
+    settings.EMAIL_PORT = controller.port
+    settings.EMAIL_HOST_USER = settings.EMAIL_HOST_PASSWORD = ""
+    settings.EMAIL_USE_TLS = settings.EMAIL_USE_SSL = False
+    settings.EMAIL_TIMEOUT = 10
+    settings.PUBLIC_BASE_URL = BASE_URL
+    settings.DIGEST_RETRY_BACKOFF = 0  # eager retries run at once anyway; keep the countdown honest
+    yield inbox
+    controller.stop()
+
+
+@pytest.fixture
+def retries_in_process():
+    """Let Celery's eager mode run a retry the way a worker would (at once, as a new attempt) instead
+    of raising `Retry` to the caller, which is what CELERY_TASK_EAGER_PROPAGATES makes it do."""
+    from config.celery import app
+
+    previous = app.conf.task_eager_propagates
+    app.conf.task_eager_propagates = False
+    yield
+    app.conf.task_eager_propagates = previous
+
+
+# --- One week of a small fleet, triaged --------------------------------------------------------
+
+
+def triaged(job, rule_set, *findings, status=TriageStatus.CLASSIFIED, current=True):
+    result = JobTriage.objects.create(job=job, rule_set=rule_set, status=status, is_current=current)
+    for category, hours, guidance in findings:
+        Finding.objects.create(
+            result=result,
+            job=job,
+            rule_set=rule_set,
+            category=category,
+            confidence=0.9,
+            summary=f"{category.label} found in {job.name}",
+            gpu_hours=hours,
+            guidance=guidance,
+        )
+    return result
+
+
+@pytest.fixture
+def fleet(team_a, team_b, member_a, operator):
+    old_rules = RuleSet.objects.create(version=1)
+    rules = RuleSet.objects.create(version=2)
+    day = timedelta(days=1)
+    resnet = JobFactory(
+        team=team_a,
+        name="train-resnet",
+        start_time=WEEK_START + day,
+        gpu_hours=10,
+        unused_gpu_hours=6,
+        mean_gpu_util=40,
+        cost="20.00",
+    )
+    bert = JobFactory(
+        team=team_a,
+        name="eval-bert",
+        start_time=WEEK_START + 2 * day,
+        gpu_hours=4,
+        unused_gpu_hours=3,
+        mean_gpu_util=25,
+        cost="8.00",
+    )
+    healthy = JobFactory(
+        team=team_a,
+        name="healthy",
+        start_time=WEEK_START + 3 * day,
+        gpu_hours=8,
+        unused_gpu_hours=1,
+        mean_gpu_util=88,
+        cost="16.00",
+    )
+    mystery = JobFactory(
+        team=team_a,
+        name="mystery",
+        start_time=WEEK_START + 4 * day,
+        gpu_hours=2,
+        unused_gpu_hours=1.5,
+        mean_gpu_util=20,
+        cost="4.00",
+    )
+    last_week = JobFactory(
+        team=team_a,
+        name="old-run",
+        start_time=WEEK_START - 3 * day,
+        gpu_hours=12,
+        unused_gpu_hours=9,
+        mean_gpu_util=25,
+        cost="24.00",
+    )
+    JobFactory(
+        team=team_b,
+        name="b-busy",
+        start_time=WEEK_START + day,
+        gpu_hours=20,
+        unused_gpu_hours=2,
+        mean_gpu_util=90,
+        cost="40.00",
+    )
+    checkpoint_fix = {"fix": "Save checkpoints asynchronously. Training then goes on while the file is written."}
+    triaged(
+        resnet,
+        rules,
+        (Category.MODEL_CHECKPOINTING, 4.0, checkpoint_fix),
+        (Category.HOST_GPU_TRANSFER, 1.5, {"change": {"text": "Use pinned memory and non_blocking copies"}}),
+    )
+    # An older rule set's verdict on the same job must not count.
+    triaged(resnet, old_rules, (Category.NON_DL_JOB, 100.0, {}), current=False)
+    triaged(bert, rules, (Category.IMPROPER_BATCH_SIZE, 2.5, {}))
+    triaged(healthy, rules, status=TriageStatus.HEALTHY)
+    triaged(mystery, rules, status=TriageStatus.UNCLASSIFIED)
+    triaged(
+        last_week,
+        rules,
+        (Category.MODEL_CHECKPOINTING, 6.0, checkpoint_fix),
+        (Category.LENGTHY_LIBRARY_INSTALL, 2.0, {}),
+    )
+    failed_run = IngestRun.objects.create(
+        archive_name="week-47.zip", status=IngestRun.Status.FAILED, errors=[{"message": "manifest.json is missing"}]
+    )
+    IngestRun.objects.filter(pk=failed_run.pk).update(created_at=WEEK_START + day)
+    return {"resnet": resnet, "bert": bert, "mystery": mystery, "failed_run": failed_run}
+
+
+def parts(message) -> tuple[str, str]:
+    text = message.get_body(preferencelist=("plain",)).get_content()
+    html = message.get_body(preferencelist=("html",)).get_content()
+    return text, html
+
+
+def links(html: str) -> list[str]:
+    return re.findall(r'href="([^"]+)"', html)
+
+
+def path_of(url: str) -> str:
+    parts_ = urlsplit(url)
+    return parts_.path + (f"?{parts_.query}" if parts_.query else "")
+
+
+# --- What arrives --------------------------------------------------------------------------------
+
+
+def test_it_sends_team_and_operator_digests_with_both_parts(smtp, fleet, member_a, operator):
+    result = send_weekly_task.delay(WEEK).get()
+    assert result == {"week": WEEK, "groups": 3}  # team A, team B, operators
+    to_alice = smtp.to(member_a.email)
+    to_olivia = smtp.to(operator.email)
+    assert len(to_alice) == 1 and len(to_olivia) == 1
+    # Team B has no members with an address, so nobody else got anything.
+    assert len(smtp.messages) == 2
+    message = to_alice[0]
+    assert message.get_content_type() == "multipart/alternative"
+    text, html = parts(message)
+    assert "Team A - week 2026-W47" in text and "<html" in html and "Team A" in html
+    assert message["Subject"].startswith("Team A, 2026-W47: ")
+    assert message["From"] == django_settings.DIGEST_FROM_EMAIL or message["From"]
+    assert "<script" not in html.lower()
+    assert message["Message-ID"].startswith("<digest.team.2026-W47.")
+    operator_text, operator_html = parts(to_olivia[0])
+    assert "The fleet - week 2026-W47" in operator_text and "Teams by unused GPU-hours" in operator_html
+
+
+def test_figures_equal_the_dashboards_for_the_same_week(smtp, fleet, team_a, member_a, client):
+    send_weekly_task.delay(WEEK).get()
+    text, html = parts(smtp.to(member_a.email)[0])
+    period = weeks.parse_week(WEEK)
+    team_jobs = Job.objects.filter(team=team_a)
+    expected = queries.totals(queries.in_period(team_jobs, period), django_settings.LOW_UTIL_THRESHOLD)
+    before = queries.totals(queries.in_period(team_jobs, period.previous), django_settings.LOW_UTIL_THRESHOLD)
+
+    # The dashboard's team page for the same week shows exactly these totals.
+    client.force_login(member_a)
+    page = client.get(reverse("dashboard:team-detail", args=["team-a"]), {"from": "2026-11-16", "to": "2026-11-22"})
+    assert page.status_code == 200
+    assert page.context["totals"] == expected
+    context = services.build_context(DigestKind.TEAM, WEEK, team_a)
+    assert context["totals"] == expected and context["previous_totals"] == before
+
+    assert expected.gpu_hours == 24 and expected.unused_gpu_hours == 11.5 and expected.cost == 48
+    for figure in (
+        services.fmt_hours(expected.gpu_hours),  # 24.0
+        services.fmt_hours(expected.unused_gpu_hours),  # 11.5
+        services.fmt_share(expected.waste_share),  # 48 %
+        services.fmt_money(expected.cost),
+        services.fmt_money(expected.wasted_cost),
+        services.fmt_hours(before.unused_gpu_hours),  # the week before: 9.0
+    ):
+        assert figure in text and figure in html
+    # Waste by category: current triage only (the old NON_DL verdict of 100 h is not there).
+    assert "Model checkpointing" in text and "4.0" in text
+    assert Category.NON_DL_JOB.label not in text and "100.0" not in text
+    # Top jobs by recoverable GPU-hours, with causes and the one-line fix, biggest first.
+    assert text.index("train-resnet") < text.index("eval-bert")
+    fix = "Save checkpoints asynchronously. Training then goes on while the file is written."
+    assert f"Fix: {fix}" in text and fix in html
+    assert "Found: Improper batch size found in eval-bert" in text  # no change named: what was found
+    assert "Fix: Use pinned memory" not in text  # the biggest finding of a job gives its fix
+    assert "Inefficient host-GPU data transfer" in html
+    # What improved: the week before had 6 h of checkpointing and 2 h of library installs.
+    assert "Lengthy library installation: gone this week" in text
+    assert "Model checkpointing: 6.0 → 4.0 recoverable GPU-hours." in text
+    assert "1 low-utilization job (1.5 unused GPU-hours) had no cause" in text
+
+
+def test_operator_digest_matches_the_overview_and_reports_ingestion(smtp, fleet, operator, client):
+    send_weekly_task.delay(WEEK).get()
+    text, html = parts(smtp.to(operator.email)[0])
+    client.force_login(operator)
+    page = client.get(reverse("dashboard:overview"), {"from": "2026-11-16", "to": "2026-11-22"})
+    fleet_totals = page.context["totals"]
+    assert services.build_context(DigestKind.OPERATOR, WEEK)["totals"] == fleet_totals
+    assert services.fmt_hours(fleet_totals.gpu_hours) in text  # 44.0 GPU-hours across both teams
+    rows = queries.by_team(queries.in_period(Job.objects.all(), weeks.parse_week(WEEK)), 50.0)
+    assert [r["team__slug"] for r in rows] == ["team-a", "team-b"]
+    assert text.index("Team A") < text.index("Team B")
+    # Unclassified share: 1.5 of 13.5 unused GPU-hours.
+    assert "1.5 unused GPU-hours, 11% of all unused GPU-hours" in text
+    assert f"Run {fleet['failed_run'].pk} (week-47.zip, failed): manifest.json is missing" in text
+    assert reverse("fleet:ingest-run-detail", args=[fleet["failed_run"].pk]) in html
+    assert "CONNECTORS" in text and "No connectors are configured." in text
+
+
+def test_every_link_in_the_email_opens(smtp, fleet, member_a, client):
+    send_weekly_task.delay(WEEK).get()
+    text, html = parts(smtp.to(member_a.email)[0])
+    urls = set(links(html))
+    assert urls and all(url.startswith(BASE_URL + "/") for url in urls)
+    job_url = BASE_URL + reverse("fleet:job-detail", args=[fleet["resnet"].pk])
+    assert job_url in urls and job_url in text and f"/jobs/{fleet['resnet'].pk}/" in job_url
+    client.force_login(member_a)
+    for url in urls:
+        response = client.get(path_of(url))
+        assert response.status_code == 200, url
+
+
+# --- Unsubscribing -------------------------------------------------------------------------------
+
+
+def test_one_click_unsubscribe_header_works_without_login_and_stops_the_next_send(smtp, fleet, member_a, client):
+    send_weekly_task.delay(WEEK).get()
+    message = smtp.to(member_a.email)[0]
+    assert message["List-Unsubscribe-Post"] == "List-Unsubscribe=One-Click"
+    url = re.fullmatch(r"<(https://[^>]+)>", message["List-Unsubscribe"].strip())[1]
+    # RFC 8058: the mail client POSTs this body, with no session and no CSRF token.
+    response = client.post(path_of(url), "List-Unsubscribe=One-Click", content_type="application/x-www-form-urlencoded")
+    assert response.status_code == 200 and b"Unsubscribed" in response.content
+    assert Subscription.objects.get(user=member_a, kind=DigestKind.TEAM).active is False
+
+    send_weekly_task.delay(weeks.shift(WEEK, 1)).get()
+    assert len(smtp.to(member_a.email)) == 1  # nothing new for alice; the operator still gets theirs
+    assert not Delivery.objects.filter(recipient=member_a.email, iso_week=weeks.shift(WEEK, 1)).exists()
+
+
+def test_unsubscribe_link_asks_then_unsubscribes_and_a_forged_one_fails(smtp, fleet, member_a, client):
+    send_weekly_task.delay(WEEK).get()
+    text, html = parts(smtp.to(member_a.email)[0])
+    url = next(u for u in links(html) if "/digests/unsubscribe/" in u)
+    assert url in text
+    page = client.get(path_of(url))  # a link scanner's GET changes nothing
+    assert page.status_code == 200 and b"<form" in page.content
+    assert not Subscription.objects.filter(user=member_a).exists()
+    assert client.post(path_of(url)).status_code == 200
+    assert Subscription.objects.get(user=member_a, kind=DigestKind.TEAM).active is False
+    forged = path_of(url).replace("/unsubscribe/", "/unsubscribe/x")
+    assert client.post(forged).status_code == 400
+
+
+# --- Exactly once --------------------------------------------------------------------------------
+
+
+def test_sending_twice_for_one_week_delivers_once(smtp, fleet, member_a, operator):
+    send_weekly_task.delay(WEEK).get()
+    second = send_digest_task.delay(DigestKind.TEAM, WEEK, member_a.team_memberships.get().team_id).get()
+    send_weekly_task.delay(WEEK).get()
+    assert second["sent"] == 0 and second["skipped"] == 1
+    assert len(smtp.to(member_a.email)) == 1 and len(smtp.to(operator.email)) == 1
+    delivery = Delivery.objects.get(recipient=member_a.email, iso_week=WEEK)
+    assert delivery.status == Delivery.Status.SENT and delivery.attempts == 1 and delivery.sent_at
+    assert delivery.message_id == smtp.to(member_a.email)[0]["Message-ID"]
+
+
+def test_a_server_that_fails_the_first_attempt_still_delivers_exactly_once(
+    smtp, fleet, member_a, operator, retries_in_process
+):
+    smtp.fail_first = 1  # 451 for the first message offered
+    send_weekly_task.delay(WEEK).get()
+    assert smtp.attempts == 3  # the refused one, its retry, and the operator digest
+    assert len(smtp.to(member_a.email)) == 1 and len(smtp.to(operator.email)) == 1
+    delivery = Delivery.objects.get(recipient=member_a.email, iso_week=WEEK)
+    assert delivery.status == Delivery.Status.SENT and delivery.attempts == 2 and delivery.last_error == ""
+
+
+def test_a_server_that_keeps_failing_leaves_a_failed_delivery_operators_see(
+    smtp, settings, fleet, member_a, operator, client, retries_in_process
+):
+    settings.DIGEST_MAX_RETRIES = 2
+    smtp.fail_first = 100
+    send_digest_task.delay(DigestKind.TEAM, WEEK, member_a.team_memberships.get().team_id).get()
+    assert smtp.envelopes == [] and smtp.attempts == 3  # first try + 2 retries
+    delivery = Delivery.objects.get(recipient=member_a.email, iso_week=WEEK)
+    assert delivery.status == Delivery.Status.FAILED and delivery.attempts == 3
+    assert "451" in delivery.last_error
+
+    client.force_login(member_a)
+    assert client.get(reverse("digests:deliveries")).status_code == 404
+    client.force_login(operator)
+    page = client.get(reverse("digests:deliveries"), {"status": "failed"})
+    assert page.status_code == 200 and member_a.email.encode() in page.content and b"451" in page.content
+
+    # Once the server is back, the operator's Retry sends it (once).
+    smtp.fail_first = 0
+    client.post(reverse("digests:delivery-retry", args=[delivery.pk]))
+    delivery.refresh_from_db()
+    assert delivery.status == Delivery.Status.SENT and len(smtp.to(member_a.email)) == 1
+
+
+def test_a_refused_address_fails_at_once_and_the_others_still_get_theirs(smtp, fleet, team_a, member_a):
+    colleague = OwnerFactory(user=UserFactory(username="carl"), team=team_a).user
+    smtp.fail_first, smtp.reply = 1, "550 5.1.1 No such mailbox"
+    result = send_digest_task.delay(DigestKind.TEAM, WEEK, team_a.pk).get()
+    assert result["sent"] == 1 and result["failed"] == 1 and result["retry"] == ""
+    assert smtp.attempts == 2  # a permanent refusal is not retried
+    assert len(smtp.to(colleague.email)) == 1
+    assert Delivery.objects.get(recipient=member_a.email).status == Delivery.Status.FAILED
+
+
+def test_no_email_goes_to_a_user_without_an_address(smtp, fleet, team_a):
+    OwnerFactory(user=UserFactory(username="no-address", email=""), team=team_a)
+    send_weekly_task.delay(WEEK).get()
+    assert all(m["To"] for m in smtp.messages)
+    assert not Delivery.objects.filter(recipient="").exists()
+    assert Delivery.objects.filter(kind=DigestKind.TEAM, team=team_a).count() == 1
+
+
+# --- Pages -----------------------------------------------------------------------------------------
+
+
+def test_preview_shows_members_their_teams_and_operators_everything(fleet, member_a, operator, outsider, client):
+    team_a_url = reverse("digests:preview-team", args=["team-a", WEEK])
+    team_b_url = reverse("digests:preview-team", args=["team-b", WEEK])
+    operator_url = reverse("digests:preview-operator", args=[WEEK])
+    assert client.get(team_a_url).status_code == 302  # login first
+    client.force_login(member_a)
+    page = client.get(team_a_url)
+    assert page.status_code == 200 and b"train-resnet" in page.content and b"Subject:" in page.content
+    text = client.get(team_a_url, {"part": "text"})
+    assert text["Content-Type"].startswith("text/plain") and b"FIXES THAT PAY MOST" in text.content
+    assert client.get(team_a_url, {"part": "html"}).content.startswith(b"<!doctype html>")
+    assert client.get(team_b_url).status_code == 404
+    assert client.get(operator_url).status_code == 404
+    assert client.get(reverse("digests:preview-team", args=["team-a", "2026-W60"])).status_code == 404
+    client.force_login(outsider)
+    assert client.get(team_a_url).status_code == 404
+    client.force_login(operator)
+    for url in (team_a_url, team_b_url, operator_url, reverse("digests:index")):
+        assert client.get(url).status_code == 200
+    # Any week, also one without jobs.
+    assert client.get(reverse("digests:preview-team", args=["team-a", "2020-W01"])).status_code == 200
+
+
+def test_settings_page_turns_digests_off_and_on(smtp, fleet, member_a, operator, team_b, client):
+    client.force_login(member_a)
+    page = client.get(reverse("digests:settings"))
+    assert [c.label for c in page.context["choices"]] == ["Team digest: Team A"]
+    client.post(reverse("digests:settings"), {})  # every box unticked
+    assert Subscription.objects.get(user=member_a).active is False
+    # An operator (no team of their own) opts into team B's digest.
+    client.force_login(operator)
+    keys = {c.label: c.key for c in client.get(reverse("digests:settings")).context["choices"]}
+    client.post(
+        reverse("digests:settings"), {"on": [keys["Operator digest: the whole fleet"], keys["Team digest: Team B"]]}
+    )
+    send_weekly_task.delay(WEEK).get()
+    assert smtp.to(member_a.email) == []
+    subjects = sorted(m["Subject"].split(",")[0] for m in smtp.to(operator.email))
+    assert subjects == ["Fleet", "Team B"]
+
+
+# --- Command and schedule ----------------------------------------------------------------------------
+
+
+def test_send_digests_command(smtp, fleet, member_a, capsys):
+    from django.core.management import call_command
+
+    call_command("send_digests", "--week", WEEK, "--team", "team-a", "--dry-run")
+    out = capsys.readouterr().out
+    assert f"team digest team-a {WEEK} → {member_a.email}" in out and "FIXES THAT PAY MOST" in out
+    assert smtp.messages == [] and not Delivery.objects.exists()
+
+    call_command("send_digests", "--week", WEEK, "--team", "team-a", "--to", "lead@example.org")
+    assert [m["To"] for m in smtp.messages] == ["lead@example.org"]
+    assert smtp.messages[0]["List-Unsubscribe"] is None  # a copy for someone who is not a subscriber
+    call_command("send_digests", "--week", WEEK)
+    call_command("send_digests", "--week", WEEK)
+    assert len(smtp.to(member_a.email)) == 1
+    out = capsys.readouterr().out
+    assert "0 sent, 1 already sent" in out
+
+
+def test_send_digests_command_help_and_bad_week():
+    from django.core.management import CommandError, call_command, load_command_class
+
+    parser = load_command_class("triage.digests", "send_digests").create_parser("manage.py", "send_digests")
+    help_text = parser.format_help()
+    assert "--week" in help_text and "--dry-run" in help_text and "--to ADDRESS" in help_text
+    with pytest.raises(CommandError, match="not an ISO week"):
+        call_command("send_digests", "--week", "2026-48")
+
+
+def test_weekly_beat_entry_fires_at_the_configured_hour_in_its_time_zone():
+    import pickle
+
+    from triage.digests.schedules import ZonedCrontab
+
+    entry = django_settings.CELERY_BEAT_SCHEDULE["digests.send_weekly"]
+    assert entry["task"] == "digests.send_weekly" == send_weekly_task.name
+    schedule = ZonedCrontab(minute=0, hour=7, day_of_week="mon", zone="Europe/Berlin")
+    assert pickle.loads(pickle.dumps(schedule)) == schedule  # noqa: S301 (beat's shelve pickles entries)
+    last_run = datetime(2026, 11, 16, 6, 0, tzinfo=UTC)
+    # Monday 23 November 2026, 07:00 in Berlin is 06:00 UTC (CET, UTC+1).
+    schedule.nowfun = lambda: datetime(2026, 11, 23, 5, 30, tzinfo=UTC)
+    due, wait = schedule.is_due(last_run)
+    assert not due and wait == pytest.approx(30 * 60)
+    schedule.nowfun = lambda: datetime(2026, 11, 23, 6, 0, 1, tzinfo=UTC)
+    assert schedule.is_due(last_run)[0]
+
+
+def test_the_fix_line_is_the_change_triage_guidance_names():
+    from decimal import Decimal
+
+    from triage.digests.findings import fix_line
+    from triage.guidance import guidance_for
+
+    guidance = guidance_for(
+        Category.DATA_PREPROCESSING,
+        "",
+        {"cpu_count": 8, "gpu_count": 2, "num_workers": 1},
+        gpu_hours=3.0,
+        price_per_gpu_hour=Decimal("2.50"),
+        currency="USD",
+        job={"cpu_count": 8, "gpu_count": 2},
+    )
+    line = fix_line(guidance)
+    assert line and "\n" not in line and line == " ".join(guidance["change"].split())[: len(line)].rstrip("…")
+    assert fix_line({}) == "" and fix_line({"change": {"text": "Pin memory"}}) == "Pin memory"
+
+
+def test_iso_weeks():
+    period = weeks.parse_week("2026-W48")
+    assert period.start == datetime(2026, 11, 23, tzinfo=UTC) and period.end == datetime(2026, 11, 30, tzinfo=UTC)
+    assert weeks.last_complete_week(datetime(2026, 11, 23, 6, tzinfo=UTC)) == "2026-W47"
+    assert weeks.shift("2026-W53", 1) == "2027-W01"
+    assert weeks.week_of(datetime(2027, 1, 1, tzinfo=UTC)) == "2026-W53"
+    for bad in ("2026-W54", "2025-W53", "2026W48", ""):
+        with pytest.raises(ValueError, match="week"):
+            weeks.parse_week(bad)

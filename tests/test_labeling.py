@@ -1,0 +1,357 @@
+"""Labeling studies as researchers meet them: create, label blind, agree, adjudicate, freeze, measure
+the rules, export and import. Permissions for every persona."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+
+import pytest
+from django.contrib.auth.models import Group
+from django.urls import reverse
+
+from fleet.access import RESEARCHERS_GROUP
+from tests.factories import ClusterFactory, JobFactory, UserFactory
+from triage.labeling import exchange, services
+from triage.labeling.models import Assignment, GoldItem, Study
+from triage.models import Finding, JobTriage, RuleSet, TriageStatus
+from triage.taxonomy import Category
+
+pytestmark = pytest.mark.django_db
+
+BATCH = Category.IMPROPER_BATCH_SIZE.value
+CKPT = Category.MODEL_CHECKPOINTING.value
+PINNED = Category.HOST_GPU_TRANSFER.value
+
+
+def make_researcher(username):
+    user = UserFactory(username=username)
+    user.groups.add(Group.objects.get_or_create(name=RESEARCHERS_GROUP)[0])
+    return user
+
+
+@pytest.fixture
+def raters(researcher):
+    return [researcher, make_researcher("ravi-rater")]
+
+
+@pytest.fixture
+def jobs(team_a, team_b):
+    cluster = ClusterFactory(name="c1")
+    low = [JobFactory(cluster=cluster, team=team_a if i % 2 else team_b, mean_gpu_util=20.0 + i) for i in range(6)]
+    JobFactory(cluster=cluster, team=team_a, mean_gpu_util=90.0, name="healthy-job")
+    return low
+
+
+@pytest.fixture
+def study(raters, jobs):
+    return services.create_study(name="Pilot", lead=raters[0], raters=raters, sample_size=4, seed=11)
+
+
+def answer(study, user, options_by_position):
+    for assignment in services.assignments_of(study, user):
+        chosen = options_by_position[assignment.item.position]
+        services.save_answer(assignment, dict.fromkeys(chosen, "seen in the timeline"))
+
+
+def test_creating_a_study_draws_a_seeded_sample_of_low_utilization_jobs(study, jobs, raters):
+    assert study.items.count() == 4
+    assert study.sampling_record["population"] == 6  # the healthy job is not a candidate
+    assert study.sampling_record["seed"] == 11
+    assert not study.show_findings
+    assert set(study.items.values_list("job_id", flat=True)) <= {j.pk for j in jobs}
+    # Two raters, two labels per job: both label every job.
+    assert Assignment.objects.filter(item__study=study).count() == 8
+    again = services.create_study(name="Again", lead=raters[0], raters=raters, sample_size=4, seed=11)
+    assert list(again.items.values_list("job_id", flat=True)) == list(study.items.values_list("job_id", flat=True))
+
+
+def test_a_study_needs_enough_raters(raters, jobs):
+    with pytest.raises(services.LabelingError, match="at least 3 raters"):
+        services.create_study(name="x", lead=raters[0], raters=raters, sample_size=2, seed=1, labels_per_job=3)
+
+
+def test_team_members_and_outsiders_see_nothing_of_studies(client, study, member_a, outsider):
+    for user in (member_a, outsider):
+        client.force_login(user)
+        for url in (
+            reverse("labeling:study-list"),
+            reverse("labeling:study-create"),
+            reverse("labeling:study", args=[study.pk]),
+            reverse("labeling:agreement", args=[study.pk]),
+            reverse("labeling:export", args=[study.pk, "labels", "csv"]),
+        ):
+            assert client.get(url).status_code == 404, url
+
+
+def test_a_researcher_outside_the_study_does_not_see_it(client, study):
+    client.force_login(make_researcher("nina-nosy"))
+    assert client.get(reverse("labeling:study", args=[study.pk])).status_code == 404
+    assert "Pilot" not in client.get(reverse("labeling:study-list")).content.decode()
+
+
+def test_anonymous_visitors_are_sent_to_login(client, study):
+    response = client.get(reverse("labeling:study", args=[study.pk]))
+    assert response.status_code == 302 and "/login/" in response["Location"]
+
+
+def test_a_researcher_creates_a_study_in_the_browser_form(client, researcher, raters, jobs):
+    client.force_login(researcher)
+    page = client.get(reverse("labeling:study-create")).content.decode()
+    assert "ravi-rater" in page
+    response = client.post(
+        reverse("labeling:study-create"),
+        {
+            "name": "By team",
+            "strategy": "stratified_team",
+            "sample_size": 4,
+            "seed": 5,
+            "low_util_only": "on",
+            "low_util_threshold": 50,
+            "raters": [u.pk for u in raters],
+            "labels_per_job": 2,
+        },
+    )
+    study = Study.objects.get(name="By team")
+    assert response.status_code == 302 and response["Location"] == reverse("labeling:study", args=[study.pk])
+    assert study.sampling_record["strata"] == {"team-a": 2, "team-b": 2}
+
+
+def test_labeling_page_shows_the_evidence_and_hides_findings_in_a_blind_study(client, study, researcher):
+    item = study.items.first()
+    rule_set = RuleSet.current()
+    result = JobTriage.objects.create(job=item.job, rule_set=rule_set, status=TriageStatus.CLASSIFIED)
+    Finding.objects.create(
+        result=result, job=item.job, rule_set=rule_set, category=CKPT, confidence=0.9,
+        summary="SECRET rule finding", gpu_hours=1.0,
+    )  # fmt: skip
+    client.force_login(researcher)
+    page = client.get(reverse("labeling:label", args=[study.pk, item.pk])).content.decode()
+    assert item.job.name in page
+    assert reverse("dashboard:job-timeline", args=[item.job.pk]) in page
+    assert "Insufficient GPU memory" in page and 'data-key="1"' in page
+    assert "SECRET rule finding" not in page
+    Study.objects.filter(pk=study.pk).update(show_findings=True)
+    assert "SECRET rule finding" in client.get(reverse("labeling:label", args=[study.pk, item.pk])).content.decode()
+
+
+def test_save_and_next_moves_on_and_counts_progress(client, study, researcher):
+    client.force_login(researcher)
+    first = services.next_assignment(study, researcher)
+    response = client.post(
+        reverse("labeling:label", args=[study.pk, first.item_id]),
+        {
+            "option": [BATCH, "other"],
+            f"rationale-{BATCH}": "util 20 %, memory 10 %",
+            "other_note": "odd sleep",
+            "then": "next",
+        },
+    )
+    assert response.status_code == 302
+    follow = client.get(response["Location"])
+    assert follow.status_code == 302 and follow["Location"].endswith(
+        f"/label/{services.next_assignment(study, researcher).item_id}/"
+    )
+    assert services.progress(study, researcher) == (1, 4)
+    first.refresh_from_db()
+    assert {label.option: label.rationale for label in first.labels.all()} == {
+        BATCH: "util 20 %, memory 10 %",
+        "other": "",
+    }
+    assert first.other_note == "odd sleep"
+
+
+def test_bad_answers_are_refused_with_a_reason(client, study, researcher):
+    client.force_login(researcher)
+    item = services.next_assignment(study, researcher).item_id
+    url = reverse("labeling:label", args=[study.pk, item])
+    assert "at least one category" in client.post(url, {}).content.decode()
+    assert "cannot be combined" in client.post(url, {"option": ["none", BATCH]}).content.decode()
+    assert "Say what" in client.post(url, {"option": ["other"]}).content.decode()
+    assert services.progress(study, researcher) == (0, 4)
+
+
+def test_a_rater_cannot_open_another_raters_assignment_or_see_labels_before_submitting(client, study, raters):
+    first, second = raters
+    answer(study, first, {p: [BATCH] for p in range(1, 5)})
+    client.force_login(second)
+    assert client.get(reverse("labeling:agreement", args=[study.pk])).status_code == 404
+    assert client.get(reverse("labeling:export", args=[study.pk, "labels", "csv"])).status_code == 404
+    # The lead is a rater too: until they submit, they see no one else's labels either.
+    answer(study, second, {p: [CKPT] for p in range(1, 5)})
+    client.force_login(first)
+    assert client.get(reverse("labeling:agreement", args=[study.pk])).status_code == 404
+    client.post(reverse("labeling:submit", args=[study.pk]))
+    assert client.get(reverse("labeling:agreement", args=[study.pk])).status_code == 200
+    # Submitted labels are final.
+    assignment = services.assignments_of(study, first).first()
+    with pytest.raises(services.LabelingError, match="submitted"):
+        services.save_answer(assignment, {CKPT: ""})
+
+
+def test_submitting_needs_every_job_labelled(client, study, researcher):
+    client.force_login(researcher)
+    response = client.post(reverse("labeling:submit", args=[study.pk]), follow=True)
+    assert "Label all your jobs first (0 of 4 done)" in response.content.decode()
+
+
+def run_study(study, raters):
+    """Both raters label: agree on jobs 1, 2, 4; disagree on job 3."""
+    first, second = raters
+    answer(study, first, {1: [BATCH], 2: [CKPT, PINNED], 3: [BATCH], 4: ["none"]})
+    answer(study, second, {1: [BATCH], 2: [PINNED, CKPT], 3: [CKPT], 4: ["none"]})
+    for rater in raters:
+        services.submit(study, rater)
+
+
+def test_agreement_page_shows_kappa_per_pair_and_category_and_the_disagreement(client, study, raters):
+    run_study(study, raters)
+    client.force_login(raters[0])
+    page = client.get(reverse("labeling:agreement", args=[study.pk])).content.decode()
+    assert "rita-researcher &amp; ravi-rater" in page or "ravi-rater &amp; rita-researcher" in page
+    assert "75.0 %" in page  # 3 of 4 identical label sets
+    assert "Improper batch size" in page and "API misuse" in page
+    report = services.agreement_report(study)
+    (pair,) = report.pairs
+    assert [study.items.get(pk=d.unit).position for d in report.disagreements] == [3]
+    by_option = {o.option: o for o in pair.per_option}
+    assert by_option[Category.API_MISUSE.value].kappa.value is None
+    assert by_option[PINNED].kappa.value == pytest.approx(1.0)
+
+
+def test_adjudication_and_a_frozen_versioned_gold_set(client, study, raters):
+    run_study(study, raters)
+    lead = raters[0]
+    client.force_login(lead)
+    gold_url = reverse("labeling:gold", args=[study.pk])
+    client.post(gold_url, {"note": "too early"})
+    assert not study.gold_sets.exists()  # a disagreement is unresolved
+    item = study.items.get(position=3)
+    url = reverse("labeling:adjudicate", args=[study.pk, item.pk])
+    page = client.get(url).content.decode()
+    assert "seen in the timeline" in page
+    assert (
+        "Say why"
+        not in client.post(url, {"option": [BATCH, CKPT], "note": "both: gaps at saves, small batch"}).content.decode()
+    )
+    client.post(gold_url, {"note": "first"})
+    gold = study.gold_sets.get()
+    assert gold.version == 1
+    items = {i.job_id: i for i in gold.items.all()}
+    assert items[item.job_id].options == sorted([BATCH, CKPT])
+    assert items[item.job_id].resolution == GoldItem.Resolution.ADJUDICATED
+    assert items[study.items.get(position=4).job_id].options == ["none"]
+    # Changing the adjudication later makes a new version; v1 stays as it was.
+    services.adjudicate(item, [CKPT], "only the saves", lead)
+    services.freeze_gold(study, lead)
+    assert list(study.gold_sets.values_list("version", flat=True)) == [2, 1]
+    assert gold.items.get(job_id=item.job_id).options == sorted([BATCH, CKPT])
+    # Only the lead adjudicates.
+    client.force_login(raters[1])
+    assert client.get(url).status_code == 404
+
+
+def triage_with(rule_set, job, categories):
+    result = JobTriage.objects.create(job=job, rule_set=rule_set, status=TriageStatus.CLASSIFIED)
+    for category in categories:
+        Finding.objects.create(
+            result=result, job=job, rule_set=rule_set, category=category, confidence=0.8, summary="", gpu_hours=0.5
+        )
+
+
+def test_rules_against_gold_per_category_with_error_jobs_and_two_versions(client, study, raters):
+    run_study(study, raters)
+    services.adjudicate(study.items.get(position=3), [CKPT], "saves", raters[0])
+    gold = services.freeze_gold(study, raters[0])
+    v1 = RuleSet.current()
+    v2 = RuleSet.objects.create(version=2, thresholds={}, note="looser")
+    jobs = {item.position: item.job for item in study.items.all()}
+    # gold: 1 batch, 2 ckpt+pinned, 3 ckpt, 4 none
+    triage_with(v1, jobs[1], [BATCH])
+    triage_with(v1, jobs[2], [CKPT])
+    triage_with(v1, jobs[3], [BATCH])
+    triage_with(v1, jobs[4], [])
+    for position in (1, 2, 3, 4):
+        triage_with(v2, jobs[position], {1: [BATCH], 2: [CKPT, PINNED], 3: [CKPT], 4: []}[position])
+    evaluation = services.evaluate_rules(gold, v1)
+    rows = {r.category: r for r in evaluation.report.categories}
+    assert (rows[BATCH].true_positives, rows[BATCH].false_positives) == (1, 1)
+    assert rows[BATCH].precision == 0.5 and rows[BATCH].recall == 1.0
+    assert rows[CKPT].recall == 0.5 and rows[CKPT].false_negative_units == [jobs[3].pk]
+    assert rows[PINNED].recall == 0.0
+    client.force_login(raters[1])
+    url = reverse("labeling:rules", args=[study.pk])
+    page = client.get(url, {"gold": 1, "rule_set": 1, "compare": 2, "category": CKPT}).content.decode()
+    assert "Model checkpointing" in page and "F1 v2" in page and "+0.333" in page
+    assert 'id="false-negatives"' in page and str(jobs[3]) in page
+    quality = client.get(reverse("labeling:export", args=[study.pk, "quality", "csv"]), {"gold": 1, "rule_set": 1})
+    table = {row["category"]: row for row in csv.DictReader(io.StringIO(quality.content.decode()))}
+    assert table[BATCH]["precision"] == "0.5" and table[BATCH]["recall"] == "1.0" and table[PINNED]["recall"] == "0.0"
+    assert list(table[BATCH]) == exchange.QUALITY_COLUMNS
+    assert len(table) == 15
+    rules = client.get(reverse("labeling:export", args=[study.pk, "rules", "json"]), {"rule_set": 1}).json()
+    assert rules["format"] == "fleet-triage-rules" and rules["rule_set_version"] == 1
+    expected = {1: BATCH, 2: CKPT, 3: BATCH, 4: ""}  # job 4: triaged, found nothing
+    assert {(r["job_id"], r["category"]) for r in rules["rows"]} == {
+        (jobs[p].external_id, c) for p, c in expected.items()
+    }
+
+
+def test_jobs_not_triaged_with_a_version_are_left_out_and_counted(study, raters):
+    run_study(study, raters)
+    services.adjudicate(study.items.get(position=3), [CKPT], "saves", raters[0])
+    gold = services.freeze_gold(study, raters[0])
+    rule_set = RuleSet.current()
+    triage_with(rule_set, study.items.get(position=1).job, [BATCH])
+    evaluation = services.evaluate_rules(gold, rule_set)
+    assert evaluation.report.units == 1 and len(evaluation.not_triaged) == 3
+
+
+def test_labels_export_and_import_round_trip_into_another_study(client, study, raters, jobs):
+    run_study(study, raters)
+    client.force_login(raters[0])
+    exported = client.get(reverse("labeling:export", args=[study.pk, "labels", "csv"])).content.decode()
+    rows = list(csv.DictReader(io.StringIO(exported)))
+    assert list(rows[0]) == exchange.LABEL_COLUMNS
+    assert len(rows) == 10  # 2 raters x 4 jobs, plus a second option on job 2 from each
+    as_json = client.get(reverse("labeling:export", args=[study.pk, "labels", "json"])).json()
+    assert as_json["format"] == "fleet-triage-labels" and as_json["version"] == 1 and len(as_json["rows"]) == 10
+
+    other = services.create_study(name="Elsewhere", lead=raters[0], raters=raters, sample_size=1, seed=99)
+    result = exchange.import_labels(other, exported.encode(), dry_run=True)
+    assert not result.errors and result.answers == 8
+    assert not Assignment.objects.filter(item__study=other, saved_at__isnull=False).exists()
+    response = client.post(
+        reverse("labeling:import", args=[other.pk]), {"file": io.BytesIO(json.dumps(as_json).encode())}, follow=True
+    )
+    assert "stored 8 answers" in response.content.decode()
+    assert services.collect_ratings(other).keys() >= set(
+        other.items.filter(job__in=[i.job for i in study.items.all()]).values_list("pk", flat=True)
+    )
+    original = {(r["job_id"], r["rater"], r["option"]) for r in rows}
+    again = {(r["job_id"], r["rater"], r["option"]) for r in exchange.label_rows(other)}
+    assert original <= again
+
+
+def test_import_refuses_unknown_raters_jobs_and_options_and_stores_nothing(study, raters):
+    content = "cluster,job_id,rater,option\nc1,nope,rita-researcher,improper_batch_size\nc1,1,mallory,wat\n"
+    result = exchange.import_labels(study, content)
+    assert result.answers == 0
+    assert any("unknown option 'wat'" in e for e in result.errors)
+    content = "cluster,job_id,rater,option\nc1,nope,mallory,improper_batch_size\n"
+    result = exchange.import_labels(study, content)
+    assert any("mallory" in e for e in result.errors) and any("c1/nope" in e for e in result.errors)
+    assert not Assignment.objects.filter(item__study=study, saved_at__isnull=False).exists()
+
+
+def test_export_and_import_commands(study, raters, tmp_path, capsys):
+    from django.core.management import call_command
+
+    run_study(study, raters)
+    out = tmp_path / "labels.json"
+    call_command("export_study", study.pk, "labels", "--format", "json", "--out", str(out))
+    assert json.loads(out.read_text())["rows"]
+    other = services.create_study(name="Copy", lead=raters[0], raters=raters, sample_size=1, seed=3)
+    call_command("import_labels", other.pk, str(out), "--dry-run")
+    assert "would store 8 answers" in capsys.readouterr().out

@@ -1,0 +1,132 @@
+"""A labeling study run end to end in headless Chromium with two rater personas: create, label with
+the keyboard (save and next), submit, see agreement, adjudicate, freeze gold, read the rules' table."""
+
+from __future__ import annotations
+
+import pytest
+from django.contrib.auth.models import Group
+
+from fleet.access import RESEARCHERS_GROUP
+from tests.factories import ClusterFactory, JobFactory, UserFactory
+from tests.test_browser import SHOTS, browser  # noqa: F401  (the shared Chromium fixture)
+from triage.models import Finding, JobTriage, RuleSet, TriageStatus
+from triage.taxonomy import Category
+
+PASSWORD = "correct horse battery staple"
+
+
+def login(driver, base, username):
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support.wait import WebDriverWait
+
+    driver.delete_all_cookies()
+    driver.get(f"{base}/login/")
+    driver.find_element(By.ID, "id_username").send_keys(username)
+    driver.find_element(By.ID, "id_password").send_keys(PASSWORD)
+    driver.find_element(By.CSS_SELECTOR, "button[type=submit].primary").click()
+    WebDriverWait(driver, 10).until(lambda b: "/login/" not in b.current_url)
+
+
+def label_all(driver, keys_per_job):
+    """On the labeling page: tick options by shortcut key, type a rationale, press s to save and go on."""
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.common.keys import Keys
+    from selenium.webdriver.support.wait import WebDriverWait
+
+    for number, keys in enumerate(keys_per_job, start=1):
+        WebDriverWait(driver, 10).until(lambda b: b.find_elements(By.ID, "label-form"))
+        page = driver.current_url
+        body = driver.find_element(By.TAG_NAME, "body")
+        for key in keys:
+            body.send_keys(key)
+        first = driver.find_element(By.CSS_SELECTOR, "input[name=option]:checked")
+        rationale = driver.find_element(By.ID, f"rationale-{first.get_attribute('value')}")
+        assert rationale.is_displayed()
+        rationale.send_keys("seen in the timeline")
+        rationale.send_keys(Keys.ESCAPE)
+        if number == 1:
+            SHOTS.mkdir(exist_ok=True)
+            driver.save_screenshot(str(SHOTS / "labeling.png"))
+        driver.find_element(By.TAG_NAME, "body").send_keys("s")
+        WebDriverWait(driver, 10).until(lambda b, page=page: b.current_url != page)
+
+
+@pytest.mark.django_db(transaction=True)
+def test_two_raters_run_a_study_end_to_end_in_the_browser(browser, live_server, team_a):  # noqa: F811
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support.wait import WebDriverWait
+
+    group = Group.objects.get_or_create(name=RESEARCHERS_GROUP)[0]
+    lead, second = UserFactory(username="rita-researcher"), UserFactory(username="ravi-rater")
+    for user in (lead, second):
+        user.groups.add(group)
+    cluster = ClusterFactory(name="c1")
+    jobs = [JobFactory(cluster=cluster, team=team_a, name=f"bert-{i}", mean_gpu_util=20.0 + i) for i in range(3)]
+    rule_set = RuleSet.current()
+    for job in jobs:
+        result = JobTriage.objects.create(job=job, rule_set=rule_set, status=TriageStatus.CLASSIFIED)
+        Finding.objects.create(
+            result=result, job=job, rule_set=rule_set, category=Category.IMPROPER_BATCH_SIZE,
+            confidence=0.9, summary="small batch", gpu_hours=1.0,
+        )  # fmt: skip
+    base = live_server.url
+
+    # The lead creates the study.
+    login(browser, base, "rita-researcher")
+    browser.get(f"{base}/studies/new/")
+    browser.find_element(By.ID, "id_name").send_keys("Browser pilot")
+    browser.find_element(By.ID, "id_sample_size").send_keys("3")
+    for box in browser.find_elements(By.CSS_SELECTOR, "input[name=raters]"):
+        box.click()
+    browser.find_element(By.CSS_SELECTOR, "form.study-form button.primary").click()
+    WebDriverWait(browser, 10).until(lambda b: b.find_elements(By.ID, "start-labeling"))
+    assert "Study created with 3 jobs" in browser.find_element(By.TAG_NAME, "body").text
+
+    # Key 5 is "improper batch size"; 6 "model checkpointing"; n "none of these".
+    browser.find_element(By.ID, "start-labeling").click()
+    assert "0 of 3 labelled" in browser.find_element(By.ID, "progress-text").text
+    assert "small batch" not in browser.find_element(By.TAG_NAME, "body").text  # blind
+    label_all(browser, [["5"], ["5"], ["n"]])
+    WebDriverWait(browser, 10).until(lambda b: b.find_elements(By.ID, "submit-labels"))
+    assert "3 of 3 jobs labelled" in browser.find_element(By.TAG_NAME, "body").text
+    browser.find_element(By.ID, "submit-labels").click()
+    WebDriverWait(browser, 10).until(lambda b: "Submitted" in b.find_element(By.TAG_NAME, "body").text)
+
+    # The second rater sees no one's labels until they submit; then labels differently on job 2.
+    login(browser, base, "ravi-rater")
+    browser.get(f"{base}/studies/")
+    browser.find_element(By.LINK_TEXT, "Browser pilot").click()
+    assert "Agreement and disagreements" not in browser.find_element(By.TAG_NAME, "body").text
+    browser.find_element(By.ID, "start-labeling").click()
+    label_all(browser, [["5"], ["6"], ["n"]])
+    WebDriverWait(browser, 10).until(lambda b: b.find_elements(By.ID, "submit-labels"))
+    browser.find_element(By.ID, "submit-labels").click()
+    WebDriverWait(browser, 10).until(
+        lambda b: "Agreement and disagreements" in b.find_element(By.TAG_NAME, "body").text
+    )
+
+    # The lead reads the agreement, adjudicates the one disagreement and freezes gold v1.
+    login(browser, base, "rita-researcher")
+    browser.get(f"{base}/studies/")
+    browser.find_element(By.LINK_TEXT, "Browser pilot").click()
+    browser.find_element(By.LINK_TEXT, "Agreement and disagreements").click()
+    assert "66.7 %" in browser.find_element(By.ID, "exact-agreement").text
+    assert len(browser.find_elements(By.CSS_SELECTOR, "#disagreements tbody tr")) == 1
+    SHOTS.mkdir(exist_ok=True)
+    browser.save_screenshot(str(SHOTS / "labeling-agreement.png"))
+    browser.find_element(By.LINK_TEXT, "adjudicate").click()
+    browser.find_element(By.ID, "opt-model_checkpointing").click()
+    browser.find_element(By.ID, "id_note").send_keys("Idle gaps line up with the checkpoint saves.")
+    browser.find_element(By.CSS_SELECTOR, "#label-form button.primary").click()
+    WebDriverWait(browser, 10).until(lambda b: "Gold labels set" in b.find_element(By.TAG_NAME, "body").text)
+    browser.find_element(By.LINK_TEXT, "Gold sets →").click()
+    browser.find_element(By.ID, "freeze").click()
+    WebDriverWait(browser, 10).until(
+        lambda b: "Gold set v1 frozen with 3 jobs" in b.find_element(By.TAG_NAME, "body").text
+    )
+
+    # The rules measured against gold: batch size found on all 3 jobs, gold has it on 1.
+    browser.find_element(By.PARTIAL_LINK_TEXT, "Rules against this gold set").click()
+    row = browser.find_element(By.CSS_SELECTOR, "#quality tr[data-category=improper_batch_size]").text
+    assert row.split()[-8:] == ["1", "3", "1", "2", "0", "0.33", "1.00", "0.50"]
+    browser.save_screenshot(str(SHOTS / "labeling-rules.png"))

@@ -1,0 +1,20 @@
+from django.contrib import admin
+
+from .models import Delivery, Subscription
+
+
+@admin.register(Subscription)
+class SubscriptionAdmin(admin.ModelAdmin):
+    list_display = ["user", "kind", "team", "active", "updated_at"]
+    list_filter = ["kind", "active", "team"]
+    search_fields = ["user__username", "user__email", "team__slug"]
+    raw_id_fields = ["user"]
+
+
+@admin.register(Delivery)
+class DeliveryAdmin(admin.ModelAdmin):
+    list_display = ["iso_week", "kind", "team", "recipient", "status", "attempts", "sent_at"]
+    list_filter = ["status", "kind", "iso_week"]
+    search_fields = ["recipient", "message_id", "last_error"]
+    raw_id_fields = ["user"]
+    readonly_fields = ["claimed_at", "sent_at", "message_id", "attempts", "created_at"]

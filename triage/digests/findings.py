@@ -1,0 +1,122 @@
+"""Everything the digests read from the triage engine's models, in one place.
+
+The triage models are still growing; only this module names them, so a change there is a change
+here. All figures are SQL aggregates over the *current* triage of each job (`result__is_current`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from django.db.models import Count, FloatField, Sum, Value
+from django.db.models.functions import Cast, Coalesce
+
+from triage.models import Finding, JobTriage, TriageStatus
+from triage.taxonomy import Category
+
+ZERO = Value(0.0)
+# Keys of a finding's guidance JSON (triage.guidance) that may hold the change to make, most specific first.
+FIX_KEYS = ("fix", "one_line", "change", "action")
+# The changes triage.guidance writes are one or two sentences, the second with this job's own settings.
+FIX_MAX_CHARS = 280
+
+
+@dataclass(frozen=True)
+class CategoryWaste:
+    category: Category
+    gpu_hours: float  # recoverable GPU-hours attributed to this cause
+    cost: float
+    jobs: int
+
+    @property
+    def label(self) -> str:
+        return self.category.label
+
+
+@dataclass
+class JobWaste:
+    job_id: int
+    recoverable_gpu_hours: float
+    categories: list[Category] = field(default_factory=list)
+    fix: str = ""  # the change to make, from the guidance of the job's biggest finding
+    summary: str = ""  # what that finding saw, shown when its guidance names no change
+
+
+def current_findings(jobs):
+    return Finding.objects.filter(result__is_current=True, job__in=jobs)
+
+
+def waste_by_category(jobs) -> list[CategoryWaste]:
+    rows = (
+        current_findings(jobs)
+        .values("category")
+        .annotate(
+            hours=Coalesce(Sum("gpu_hours"), ZERO),
+            spend=Coalesce(Sum(Cast("cost", FloatField())), ZERO),
+            jobs=Count("job", distinct=True),
+        )
+        .order_by("-hours", "category")
+    )
+    known = set(Category.values)
+    return [
+        CategoryWaste(Category(row["category"]), row["hours"], row["spend"], row["jobs"])
+        for row in rows
+        if row["category"] in known
+    ]
+
+
+def top_jobs(jobs, limit: int) -> list[JobWaste]:
+    """The jobs with the most recoverable GPU-hours, each with its causes and the fix that pays most."""
+    ranked = list(
+        current_findings(jobs)
+        .values("job_id")
+        .annotate(hours=Sum("gpu_hours"))
+        .filter(hours__gt=0)
+        .order_by("-hours", "job_id")[:limit]
+    )
+    by_job = {row["job_id"]: JobWaste(row["job_id"], row["hours"]) for row in ranked}
+    # One query for the findings of all the listed jobs; the biggest finding of a job gives its fix.
+    for finding in (
+        current_findings(jobs)
+        .filter(job_id__in=by_job)
+        .only("job_id", "category", "gpu_hours", "summary", "guidance")
+        .order_by("job_id", "-gpu_hours", "category")
+    ):
+        entry = by_job[finding.job_id]
+        category = Category(finding.category) if finding.category in Category.values else None
+        if category is not None and category not in entry.categories:
+            entry.categories.append(category)
+        if not entry.summary:
+            entry.fix = fix_line(finding.guidance)
+            entry.summary = one_line(finding.summary)
+    return list(by_job.values())
+
+
+def unclassified(jobs) -> dict:
+    """Low-utilization jobs the rules could not explain: how many, and the unused GPU-hours they hold."""
+    row = JobTriage.objects.filter(is_current=True, status=TriageStatus.UNCLASSIFIED, job__in=jobs).aggregate(
+        jobs=Count("job", distinct=True), unused=Coalesce(Sum("job__unused_gpu_hours"), ZERO)
+    )
+    return {"jobs": row["jobs"], "unused_gpu_hours": row["unused"]}
+
+
+def fix_line(guidance) -> str:
+    """The change to make, on one line, from a finding's guidance (whatever its shape); '' if none."""
+    if isinstance(guidance, str):
+        return one_line(guidance)
+    if not isinstance(guidance, dict):
+        return ""
+    for key in FIX_KEYS:
+        value = guidance.get(key)
+        if isinstance(value, dict):  # e.g. {"change": {"text": ..., "before": ..., "after": ...}}
+            value = value.get("text") or value.get("summary")
+        if isinstance(value, str) and value.strip():
+            return one_line(value)
+    return ""
+
+
+def one_line(text: str) -> str:
+    text = " ".join((text or "").split())
+    if len(text) > FIX_MAX_CHARS:
+        text = text[: FIX_MAX_CHARS - 1].rsplit(" ", 1)[0] + "…"
+    return text

@@ -1,0 +1,608 @@
+"""Weekly digests: who gets which, what they say, and sending each exactly once.
+
+Views, tasks and the `send_digests` command all call these functions. The figures come from the
+dashboard's own aggregates (`triage.dashboard.queries`) over the same ISO week, so a digest and the
+dashboard can never disagree; causes and fixes come from `findings`, the one reader of triage models.
+"""
+
+from __future__ import annotations
+
+import logging
+import smtplib
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from urllib.parse import urlsplit
+
+from django.conf import settings
+from django.contrib.auth import get_user_model
+from django.core import signing
+from django.core.mail import EmailMultiAlternatives, get_connection
+from django.db.models import Count, Q
+from django.template.loader import render_to_string
+from django.urls import reverse
+
+import fleet.models as fleet_models
+from fleet.access import OPERATORS_GROUP, RESEARCHERS_GROUP, is_operator, sees_whole_fleet
+from fleet.models import IngestRun, Job, Team
+from triage.dashboard import queries
+from triage.dashboard.periods import Period
+
+from . import findings, weeks
+from .models import Delivery, DigestKind, Subscription
+
+logger = logging.getLogger(__name__)
+
+UNSUBSCRIBE_SALT = "triage.digests.unsubscribe"
+TEMPLATE_NAMES = {DigestKind.TEAM: "team-digest", DigestKind.OPERATOR: "operator-digest"}
+
+
+# --- Links -------------------------------------------------------------------------------------
+
+
+def absolute(path: str) -> str:
+    """Links in emails point at the configured public address, never at the request's host."""
+    return f"{settings.PUBLIC_BASE_URL}{path}"
+
+
+def preview_path(kind: str, week: str, team: Team | None = None) -> str:
+    if kind == DigestKind.TEAM:
+        return reverse("digests:preview-team", args=[team.slug, week])
+    return reverse("digests:preview-operator", args=[week])
+
+
+def unsubscribe_token(user_id: int, kind: str, team_id: int | None) -> str:
+    return signing.dumps([user_id, kind, team_id], salt=UNSUBSCRIBE_SALT, compress=True)
+
+
+def read_unsubscribe_token(token: str) -> tuple[int, str, int | None]:
+    """Raises signing.BadSignature for a forged or mangled token."""
+    try:
+        user_id, kind, team_id = signing.loads(token, salt=UNSUBSCRIBE_SALT)
+    except (TypeError, ValueError):
+        raise signing.BadSignature("malformed unsubscribe token") from None
+    if kind not in DigestKind.values or not isinstance(user_id, int):
+        raise signing.BadSignature("malformed unsubscribe token")
+    return user_id, kind, team_id
+
+
+# --- Subscriptions -------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Choice:
+    """One digest a user may receive, and whether they currently do."""
+
+    kind: str
+    team: Team | None
+    active: bool
+
+    @property
+    def key(self) -> str:
+        return f"{self.kind}:{self.team.pk if self.team else ''}"
+
+    @property
+    def label(self) -> str:
+        return f"Team digest: {self.team}" if self.team else "Operator digest: the whole fleet"
+
+
+def choices_for(user) -> list[Choice]:
+    """The digests this user may subscribe to, with the default (members and operators: on) applied."""
+    member_of = set(Team.objects.filter(owners__user=user).values_list("pk", flat=True))
+    teams = Team.objects.all() if sees_whole_fleet(user) else Team.objects.filter(pk__in=member_of)
+    rows = {(s.kind, s.team_id): s.active for s in Subscription.objects.filter(user=user)}
+    choices = []
+    if is_operator(user):
+        choices.append(Choice(DigestKind.OPERATOR, None, rows.get((DigestKind.OPERATOR, None), True)))
+    for team in teams:
+        choices.append(Choice(DigestKind.TEAM, team, rows.get((DigestKind.TEAM, team.pk), team.pk in member_of)))
+    return choices
+
+
+def set_subscription(user, kind: str, team: Team | None, active: bool) -> Subscription:
+    subscription, _ = Subscription.objects.update_or_create(
+        user=user, kind=kind, team=team if kind == DigestKind.TEAM else None, defaults={"active": active}
+    )
+    return subscription
+
+
+def team_recipients(team: Team) -> list:
+    """Active users with an address who get this team's digest: its members unless they unsubscribed,
+    and others allowed to see the team (operators, researchers) who subscribed to it."""
+    User = get_user_model()
+    choices = Subscription.objects.filter(kind=DigestKind.TEAM, team=team)
+    sees_fleet = Q(is_superuser=True) | Q(groups__name__in=[OPERATORS_GROUP, RESEARCHERS_GROUP])
+    member = Q(team_memberships__team=team)
+    users = (
+        User.objects.filter(is_active=True)
+        .exclude(email="")
+        .filter(member | (sees_fleet & Q(pk__in=choices.filter(active=True).values("user_id"))))
+        .exclude(pk__in=choices.filter(active=False).values("user_id"))
+        .distinct()
+        .order_by("pk")
+    )
+    return list(users)
+
+
+def operator_recipients() -> list:
+    User = get_user_model()
+    unsubscribed = Subscription.objects.filter(kind=DigestKind.OPERATOR, active=False).values("user_id")
+    users = (
+        User.objects.filter(is_active=True)
+        .exclude(email="")
+        .filter(Q(is_superuser=True) | Q(groups__name=OPERATORS_GROUP))
+        .exclude(pk__in=unsubscribed)
+        .distinct()
+        .order_by("pk")
+    )
+    return list(users)
+
+
+def recipient_groups(week: str) -> list[tuple[str, int | None]]:
+    """One (kind, team id) per digest to send for the week: each team that ran jobs this week or the
+    week before, and the operators. A group without recipients is still listed; it sends nothing."""
+    period = weeks.parse_week(week)
+    both_weeks = Period(period.previous.start, period.end, "custom")
+    team_ids = queries.in_period(Job.objects.all(), both_weeks).values_list("team_id", flat=True).distinct().order_by()
+    groups: list[tuple[str, int | None]] = [(DigestKind.TEAM.value, pk) for pk in sorted(set(team_ids))]
+    groups.append((DigestKind.OPERATOR.value, None))
+    return groups
+
+
+# --- What a digest says --------------------------------------------------------------------------
+
+
+def fmt_hours(value: float) -> str:
+    return f"{value:,.1f}"
+
+
+def fmt_share(value: float | None) -> str:
+    return "–" if value is None else f"{value:.0%}"
+
+
+def fmt_money(value: float) -> str:
+    return f"{value:,.0f}"
+
+
+FORMATS = {"hours": fmt_hours, "share": fmt_share, "money": fmt_money, "count": lambda v: f"{v:,}"}
+
+
+@dataclass(frozen=True)
+class Kpi:
+    """One headline figure against the week before."""
+
+    label: str
+    value: float | None
+    previous: float | None
+    kind: str  # hours | share | money | count
+    worse_when_up: bool | None  # None: neither direction is good or bad (GPU-hours used, spend)
+
+    @property
+    def value_text(self) -> str:
+        return "–" if self.value is None else FORMATS[self.kind](self.value)
+
+    @property
+    def previous_text(self) -> str:
+        return "–" if self.previous is None else FORMATS[self.kind](self.previous)
+
+    @property
+    def change_text(self) -> str:
+        if self.kind == "share":  # a change of a share reads best in percentage points
+            if self.value is None or self.previous is None:
+                return ""
+            return f"{(self.value - self.previous) * 100:+.0f} pts"
+        change = queries.change(self.value, self.previous)
+        return "" if change is None else f"{change:+.0f} %"
+
+    @property
+    def trend(self) -> str:
+        """better / worse / same / neutral, or '' when there is no comparison."""
+        if self.value is None or self.previous is None or (self.kind != "share" and not self.previous):
+            return ""
+        delta = self.value - self.previous
+        if abs(delta) < 1e-9:
+            return "same"
+        if self.worse_when_up is None:
+            return "neutral"
+        return "worse" if (delta > 0) == self.worse_when_up else "better"
+
+
+def kpis(current: queries.Totals, previous: queries.Totals) -> list[Kpi]:
+    return [
+        Kpi("GPU-hours", current.gpu_hours, previous.gpu_hours, "hours", None),
+        Kpi("Unused GPU-hours", current.unused_gpu_hours, previous.unused_gpu_hours, "hours", True),
+        Kpi("Waste share", current.waste_share, previous.waste_share, "share", True),
+        Kpi("Cost", current.cost, previous.cost, "money", None),
+        Kpi("Wasted cost", current.wasted_cost, previous.wasted_cost, "money", True),
+    ]
+
+
+def _bars(rows: list, value) -> list[dict]:
+    """Rows with a `bar` width in percent of the largest, for CSS bars that need no JavaScript."""
+    top = max((value(row) for row in rows), default=0) or 1
+    return [{"row": row, "bar": max(1, round(100 * value(row) / top)) if value(row) > 0 else 0} for row in rows]
+
+
+def _improvements(
+    current: queries.Totals,
+    previous: queries.Totals,
+    now_by_category: list[findings.CategoryWaste],
+    before_by_category: list[findings.CategoryWaste],
+) -> list[str]:
+    """Plain sentences about what got better since the week before, biggest first."""
+    lines: list[tuple[float, str]] = []
+    if (
+        current.waste_share is not None
+        and previous.waste_share is not None
+        and current.waste_share < previous.waste_share
+    ):
+        lines.append(
+            (
+                float("inf"),
+                f"Waste share fell from {fmt_share(previous.waste_share)} to {fmt_share(current.waste_share)}.",
+            )
+        )
+    if current.unused_gpu_hours < previous.unused_gpu_hours:
+        saved = previous.unused_gpu_hours - current.unused_gpu_hours
+        lines.append(
+            (
+                saved * 1e6,
+                f"{fmt_hours(saved)} fewer unused GPU-hours than the week before "
+                f"({fmt_hours(previous.unused_gpu_hours)} → {fmt_hours(current.unused_gpu_hours)}).",
+            )
+        )
+    now = {row.category: row.gpu_hours for row in now_by_category}
+    for row in before_by_category:
+        after = now.get(row.category, 0.0)
+        if after >= row.gpu_hours or row.gpu_hours <= 0:
+            continue
+        if after == 0:
+            text = f"{row.label}: gone this week ({fmt_hours(row.gpu_hours)} recoverable GPU-hours the week before)."
+        else:
+            text = f"{row.label}: {fmt_hours(row.gpu_hours)} → {fmt_hours(after)} recoverable GPU-hours."
+        lines.append((row.gpu_hours - after, text))
+    lines.sort(key=lambda item: -item[0])
+    return [text for _, text in lines[:6]]
+
+
+def _base_context(kind: str, period: Period, jobs, team: Team | None) -> dict:
+    threshold = settings.LOW_UTIL_THRESHOLD
+    week = weeks.week_name(period)
+    week_jobs = queries.in_period(jobs, period)
+    previous_jobs = queries.in_period(jobs, period.previous)
+    current = queries.totals(week_jobs, threshold)
+    previous = queries.totals(previous_jobs, threshold)
+    by_category = findings.waste_by_category(week_jobs)
+    before_by_category = findings.waste_by_category(previous_jobs)
+    return {
+        "kind": kind,
+        "team": team,
+        "week": week,
+        "previous_week": weeks.shift(week, -1),
+        "period": period,
+        "week_label": _week_label(period),
+        "totals": current,
+        "previous_totals": previous,
+        "kpis": kpis(current, previous),
+        "categories": _bars(by_category, lambda row: row.gpu_hours),
+        "improvements": _improvements(current, previous, by_category, before_by_category),
+        "unclassified": findings.unclassified(week_jobs),
+        "currency": settings.DEFAULT_CURRENCY,
+        "low_threshold": threshold,
+        "public_base_url": settings.PUBLIC_BASE_URL,
+        "preview_url": absolute(preview_path(kind, week, team)),
+        "settings_url": absolute(reverse("digests:settings")),
+        "week_jobs": week_jobs,
+    }
+
+
+def _week_label(period: Period) -> str:
+    first, last = period.start.date(), period.last_day
+    if first.month == last.month:
+        return f"{first.day}–{last.day} {last:%b %Y}"
+    if first.year == last.year:
+        return f"{first.day} {first:%b} – {last.day} {last:%b %Y}"
+    return f"{first.day} {first:%b %Y} – {last.day} {last:%b %Y}"
+
+
+def team_context(team: Team, period: Period) -> dict:
+    context = _base_context(DigestKind.TEAM, period, Job.objects.filter(team=team), team)
+    ranked = findings.top_jobs(context.pop("week_jobs"), settings.DIGEST_TOP_JOBS)
+    jobs = Job.objects.select_related("cluster").in_bulk([entry.job_id for entry in ranked])
+    context["top_jobs"] = [
+        {
+            "job": jobs[entry.job_id],
+            "recoverable": entry.recoverable_gpu_hours,
+            "categories": entry.categories,
+            "fix": entry.fix,
+            "summary": entry.summary,
+            "url": absolute(reverse("fleet:job-detail", args=[entry.job_id])),
+        }
+        for entry in ranked
+        if entry.job_id in jobs
+    ]
+    context["dashboard_url"] = absolute(
+        f"{reverse('dashboard:team-detail', args=[team.slug])}?{weeks.dashboard_query(period)}"
+    )
+    return context
+
+
+def operator_context(period: Period) -> dict:
+    context = _base_context(DigestKind.OPERATOR, period, Job.objects.all(), None)
+    week_jobs = context.pop("week_jobs")
+    teams = queries.by_team(week_jobs, settings.LOW_UTIL_THRESHOLD, limit=settings.DIGEST_TOP_TEAMS)
+    for row in teams:
+        row["url"] = absolute(
+            f"{reverse('dashboard:team-detail', args=[row['team__slug']])}?{weeks.dashboard_query(period)}"
+        )
+    unclassified = context["unclassified"]
+    totals = context["totals"]
+    unclassified["share"] = (
+        unclassified["unused_gpu_hours"] / totals.unused_gpu_hours if totals.unused_gpu_hours else None
+    )
+    context |= {
+        "top_teams": _bars(teams, lambda row: row["unused"]),
+        "ingestion": _ingestion_health(period),
+        "connectors": _connector_health(),
+        "failed_deliveries": Delivery.objects.filter(status=Delivery.Status.FAILED).count(),
+        "deliveries_url": absolute(reverse("digests:deliveries") + "?status=failed"),
+        "dashboard_url": absolute(f"{reverse('dashboard:overview')}?{weeks.dashboard_query(period)}"),
+    }
+    return context
+
+
+def _ingestion_health(period: Period) -> dict:
+    runs = IngestRun.objects.filter(created_at__gte=period.start, created_at__lt=period.end)
+    counts = dict.fromkeys(IngestRun.Status.values, 0)
+    for row in runs.values("status").annotate(n=Count("pk")).order_by():
+        counts[row["status"]] = row["n"]
+    failures = list(
+        runs.filter(status__in=[IngestRun.Status.FAILED, IngestRun.Status.PARTIAL])
+        .only("pk", "archive_name", "status", "created_at", "jobs_rejected", "errors")
+        .order_by("-created_at")[:10]
+    )
+    return {
+        "runs": sum(counts.values()),
+        "counts": counts,
+        "failures": [
+            {
+                "run": run,
+                "url": absolute(reverse("fleet:ingest-run-detail", args=[run.pk])),
+                "error": _first_error(run.errors),
+            }
+            for run in failures
+        ],
+        "list_url": absolute(reverse("fleet:ingest-run-list")),
+    }
+
+
+def _first_error(errors) -> str:
+    if isinstance(errors, list) and errors and isinstance(errors[0], dict):
+        return str(errors[0].get("message", ""))[:200]
+    return ""
+
+
+def _connector_health() -> list[dict] | None:
+    """Last success and error of each configured connector; None while the model does not exist."""
+    connector_model = getattr(fleet_models, "Connector", None)
+    if connector_model is None:
+        return None
+    rows = []
+    for connector in connector_model.objects.order_by("name"):
+        rows.append(
+            {
+                "name": connector.name,
+                "kind": connector.get_kind_display() if hasattr(connector, "get_kind_display") else "",
+                "health": getattr(connector, "health", ""),
+                "last_success_at": getattr(connector, "last_success_at", None),
+                "last_error_at": getattr(connector, "last_error_at", None),
+                "last_error": (getattr(connector, "last_error", "") or "")[:200],
+            }
+        )
+    return rows
+
+
+def build_context(kind: str, week: str, team: Team | None = None) -> dict:
+    period = weeks.parse_week(week)
+    if kind == DigestKind.TEAM:
+        return team_context(team, period)
+    return operator_context(period)
+
+
+# --- Messages ------------------------------------------------------------------------------------
+
+
+def render_triplet(name: str, context: dict) -> tuple[str, str, str]:
+    """Subject, text and HTML of `templates/emails/<name>-subject.txt`, `-body.txt`, `-body.html`."""
+    subject = " ".join(render_to_string(f"emails/{name}-subject.txt", context).split())
+    text = render_to_string(f"emails/{name}-body.txt", context)
+    html = render_to_string(f"emails/{name}-body.html", context)
+    return subject, text, html
+
+
+def _mail_domain() -> str:
+    return urlsplit(settings.PUBLIC_BASE_URL).hostname or "localhost"
+
+
+def make_message(context: dict, delivery: Delivery, connection=None) -> EmailMultiAlternatives:
+    """The email for one delivery: text and HTML parts, unsubscribe headers, a stable Message-ID."""
+    context = dict(context)
+    headers = {
+        # The same id on every attempt, so a receiving system can drop a duplicate if one ever slips through.
+        "Message-ID": f"<digest.{delivery.kind}.{delivery.iso_week}.{delivery.pk}@{_mail_domain()}>",
+        "Auto-Submitted": "auto-generated",
+    }
+    if delivery.user_id:
+        token = unsubscribe_token(delivery.user_id, delivery.kind, delivery.team_id)
+        unsubscribe_url = absolute(reverse("digests:unsubscribe", args=[token]))
+        context["unsubscribe_url"] = unsubscribe_url
+        # RFC 8058 one-click: the mail client POSTs "List-Unsubscribe=One-Click" to this URL.
+        headers["List-Unsubscribe"] = f"<{unsubscribe_url}>"
+        headers["List-Unsubscribe-Post"] = "List-Unsubscribe=One-Click"
+    subject, text, html = render_triplet(TEMPLATE_NAMES[DigestKind(delivery.kind)], context)
+    message = EmailMultiAlternatives(
+        subject=subject,
+        body=text,
+        from_email=settings.DIGEST_FROM_EMAIL,
+        to=[delivery.recipient],
+        headers=headers,
+        connection=connection,
+    )
+    message.attach_alternative(html, "text/html")
+    return message
+
+
+# --- Sending -------------------------------------------------------------------------------------
+
+
+class TransientSendError(Exception):
+    """The mail server could not take the message now (4xx, connection trouble); worth retrying."""
+
+
+def is_transient(exc: BaseException) -> bool:
+    if isinstance(exc, smtplib.SMTPRecipientsRefused):
+        codes = [code for code, _ in exc.recipients.values()]
+        return bool(codes) and all(400 <= code < 500 for code in codes)
+    if isinstance(exc, smtplib.SMTPResponseException):
+        return 400 <= exc.smtp_code < 500
+    # Disconnects, refused connections, timeouts.
+    return isinstance(exc, smtplib.SMTPServerDisconnected | OSError)
+
+
+def describe(exc: BaseException) -> str:
+    if isinstance(exc, smtplib.SMTPResponseException):
+        message = exc.smtp_error.decode(errors="replace") if isinstance(exc.smtp_error, bytes) else exc.smtp_error
+        return f"{type(exc).__name__}: {exc.smtp_code} {message}"
+    return f"{type(exc).__name__}: {exc}"
+
+
+@dataclass
+class GroupResult:
+    kind: str
+    team: str
+    week: str
+    sent: list[str] = field(default_factory=list)
+    skipped: list[str] = field(default_factory=list)  # already sent (or being sent) for this week
+    failed: list[str] = field(default_factory=list)
+    retry: str = ""  # the transient error that ended this attempt early; the caller retries
+
+    def as_dict(self) -> dict:
+        return {
+            "kind": self.kind,
+            "team": self.team,
+            "week": self.week,
+            "sent": len(self.sent),
+            "skipped": len(self.skipped),
+            "failed": len(self.failed),
+            "retry": self.retry,
+        }
+
+
+def ensure_deliveries(kind: str, team: Team | None, week: str, recipients: list[tuple]) -> list[tuple]:
+    """One delivery row per address (created queued if missing), paired with the recipient user."""
+    by_address: dict[str, object] = {}
+    for user, address in recipients:
+        by_address.setdefault(address.strip().lower(), user)
+    Delivery.objects.bulk_create(
+        [
+            Delivery(recipient=address, user=user, kind=kind, team=team, iso_week=week)
+            for address, user in by_address.items()
+        ],
+        ignore_conflicts=True,  # rows from an earlier attempt or a concurrent worker stay as they are
+    )
+    rows = {
+        row.recipient: row
+        for row in Delivery.objects.filter(kind=kind, team=team, iso_week=week, recipient__in=list(by_address))
+    }
+    return [(rows[address], user) for address, user in by_address.items() if address in rows]
+
+
+def send_group(
+    kind: str, week: str, team_id: int | None = None, *, to: str | None = None, final_attempt: bool = True
+) -> GroupResult | None:
+    """Send one digest (a team's, or the operators') for an ISO week to everyone who should get it.
+
+    Each delivery is claimed before its message goes out and stamped after, so calling this again
+    for the same week sends only what has not been sent. A transient SMTP error stops the attempt:
+    the delivery goes back to the queue and `retry` is set, unless this is the final attempt, when
+    it is marked failed. With `to`, one copy goes to that address instead of the subscribers.
+    Returns None when the team no longer exists.
+    """
+    team = None
+    if kind == DigestKind.TEAM:
+        team = Team.objects.filter(pk=team_id).first()
+        if team is None:
+            return None
+    result = GroupResult(kind, team.slug if team else "", week)
+    if to:
+        recipients = [(None, to)]
+    else:
+        users = team_recipients(team) if team else operator_recipients()
+        recipients = [(user, user.email) for user in users]
+    if not recipients:
+        return result
+    context = build_context(kind, week, team)
+    deliveries = ensure_deliveries(kind, team, week, recipients)
+    connection = get_connection()
+    try:
+        for delivery, _user in deliveries:
+            if delivery.status == Delivery.Status.SENT:
+                result.skipped.append(delivery.recipient)
+                continue
+            message = make_message(context, delivery, connection=connection)
+            if not delivery.claim():  # sent or being sent by someone else meanwhile
+                result.skipped.append(delivery.recipient)
+                continue
+            try:
+                message.send()
+            except Exception as exc:
+                transient = is_transient(exc)
+                error = describe(exc)
+                delivery.mark_unsent(error, final=final_attempt or not transient)
+                logger.warning(
+                    "Digest %s to %s failed (attempt %s): %s", delivery.pk, delivery.recipient, delivery.attempts, error
+                )
+                if transient and not final_attempt:
+                    result.retry = error
+                    break  # the server is in trouble: retry the rest later, with backoff
+                result.failed.append(delivery.recipient)
+                if not transient:
+                    continue
+                # Final attempt and the server is still failing: mark the rest failed too, so
+                # operators see every digest that did not go out.
+                _fail_unsent(deliveries, error)
+                break
+            delivery.mark_sent(message.extra_headers["Message-ID"])
+            result.sent.append(delivery.recipient)
+    finally:
+        connection.close()
+    return result
+
+
+def _fail_unsent(deliveries: list[tuple], error: str) -> None:
+    pks = [delivery.pk for delivery, _ in deliveries]
+    Delivery.objects.filter(pk__in=pks, status=Delivery.Status.QUEUED).update(
+        status=Delivery.Status.FAILED, last_error=f"not sent: {error}"[:2000]
+    )
+
+
+def fail_group(kind: str, week: str, team_id: int | None, reason: str) -> None:
+    """Mark a group's unsent deliveries failed (the task gave up); never touches sent ones."""
+    Delivery.objects.filter(
+        kind=kind, team_id=team_id, iso_week=week, status__in=[Delivery.Status.QUEUED, Delivery.Status.SENDING]
+    ).update(status=Delivery.Status.FAILED, last_error=reason[:2000])
+
+
+def retry_delivery_group(delivery: Delivery) -> None:
+    """Re-send the group of a failed delivery (the operator's Retry button); sent ones stay sent."""
+    from .tasks import send_digest_task
+
+    send_digest_task.delay(delivery.kind, delivery.iso_week, delivery.team_id)
+
+
+def default_week(now: datetime | None = None) -> str:
+    return weeks.last_complete_week(now or datetime.now(tz=UTC))
+
+
+def retry_countdown(retries: int) -> float:
+    """Exponential backoff with a cap: base, 2 × base, 4 × base …"""
+    return min(settings.DIGEST_RETRY_BACKOFF * 2**retries, settings.DIGEST_RETRY_BACKOFF_MAX)

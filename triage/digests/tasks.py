@@ -1,0 +1,40 @@
+"""Celery tasks of the digests: thin wrappers that take ids and call `triage.digests.services`."""
+
+from __future__ import annotations
+
+from celery import shared_task
+from django.conf import settings
+
+from fleet.tasking import IdempotentTask
+
+from . import services
+
+
+class DigestTask(IdempotentTask):
+    def give_up(self, reason: str, kind: str, week: str, team_id: int | None = None, *args, **kwargs) -> None:
+        services.fail_group(kind, week, team_id, f"gave up: {reason}")
+
+
+# Run by Celery beat weekly (DIGEST_WEEKDAY, DIGEST_HOUR in DIGEST_TIMEZONE); fans out one task per
+# recipient group (a team's members, the operators). Safe to run twice: deliveries are claimed.
+@shared_task(name="digests.send_weekly")
+def send_weekly_task(week: str | None = None) -> dict:
+    week = week or services.default_week()
+    groups = services.recipient_groups(week)
+    for kind, team_id in groups:
+        send_digest_task.delay(kind, week, team_id)
+    return {"week": week, "groups": len(groups)}
+
+
+# Idempotent: every delivery is claimed with a conditional UPDATE before sending and stamped after,
+# so a redelivered or retried task sends only what has not gone out yet.
+@shared_task(name="digests.send_digest", base=DigestTask, bind=True)
+def send_digest_task(self, kind: str, week: str, team_id: int | None = None, to: str | None = None) -> dict | None:
+    retries = self.request.retries or 0
+    final = retries >= settings.DIGEST_MAX_RETRIES
+    result = services.send_group(kind, week, team_id, to=to, final_attempt=final)
+    if result is None:  # the team was deleted before the worker reached it
+        return None
+    if result.retry:
+        raise self.retry(countdown=services.retry_countdown(retries), max_retries=settings.DIGEST_MAX_RETRIES)
+    return result.as_dict()

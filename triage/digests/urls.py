@@ -1,0 +1,17 @@
+from django.urls import path, re_path
+
+from . import views
+
+app_name = "digests"
+
+WEEK = r"(?P<week>\d{4}-W\d{2})"
+
+urlpatterns = [
+    path("", views.index, name="index"),
+    re_path(rf"^preview/team/(?P<slug>[-\w]+)/{WEEK}/$", views.preview_team, name="preview-team"),
+    re_path(rf"^preview/operator/{WEEK}/$", views.preview_operator, name="preview-operator"),
+    path("deliveries/", views.delivery_list, name="deliveries"),
+    path("deliveries/<int:pk>/retry/", views.delivery_retry, name="delivery-retry"),
+    path("settings/", views.subscription_settings, name="settings"),
+    path("unsubscribe/<str:token>/", views.unsubscribe, name="unsubscribe"),
+]

@@ -1,0 +1,182 @@
+"""Digest pages: preview any digest for any week, the operators' delivery list, the user's
+subscription settings, and the one-click unsubscribe that works without logging in."""
+
+from __future__ import annotations
+
+from django.contrib import messages
+from django.contrib.auth import get_user_model
+from django.contrib.auth.decorators import login_required
+from django.core import signing
+from django.core.paginator import Paginator
+from django.http import Http404, HttpResponse
+from django.shortcuts import get_object_or_404, redirect, render
+from django.views.decorators.csrf import csrf_exempt
+from django.views.decorators.http import require_http_methods, require_POST
+
+from fleet.access import is_operator, sees_whole_fleet
+from fleet.models import Team
+from fleet.views import operator_required
+
+from . import services, weeks
+from .models import Delivery, DigestKind
+
+DELIVERIES_PER_PAGE = 50
+
+
+def _visible_teams(user):
+    return Team.objects.all() if sees_whole_fleet(user) else Team.objects.filter(owners__user=user)
+
+
+def _week_or_404(week: str) -> str:
+    try:
+        weeks.parse_week(week)
+    except ValueError:
+        raise Http404("no such ISO week") from None
+    return week
+
+
+@login_required
+def index(request):
+    week = request.GET.get("week", "").strip() or services.default_week()
+    try:
+        weeks.parse_week(week)
+    except ValueError:
+        messages.warning(request, f"{week!r} is not an ISO week like 2026-W48; showing last week.")
+        week = services.default_week()
+    return render(
+        request,
+        "digests/index.html",
+        {
+            "week": week,
+            "previous_week": weeks.shift(week, -1),
+            "next_week": weeks.shift(week, 1),
+            "teams": _visible_teams(request.user),
+            "operator": is_operator(request.user),
+        },
+    )
+
+
+def _preview(request, kind: str, week: str, team: Team | None):
+    context = services.build_context(kind, week, team)
+    name = services.TEMPLATE_NAMES[DigestKind(kind)]
+    part = request.GET.get("part", "")
+    if part == "text":
+        _, text, _ = services.render_triplet(name, context)
+        return HttpResponse(text, content_type="text/plain; charset=utf-8")
+    if part == "html":  # the HTML part exactly as mailed
+        _, _, html = services.render_triplet(name, context)
+        return HttpResponse(html)
+    subject, _, html = services.render_triplet(name, context | {"embedded": True})
+    return render(
+        request,
+        "digests/preview.html",
+        {
+            "kind": kind,
+            "team": team,
+            "week": week,
+            "previous_week": weeks.shift(week, -1),
+            "next_week": weeks.shift(week, 1),
+            "subject": subject,
+            "html": html,
+        },
+    )
+
+
+@login_required
+def preview_team(request, slug: str, week: str):
+    # A team the user may not see is indistinguishable from a missing one.
+    team = get_object_or_404(_visible_teams(request.user), slug=slug)
+    return _preview(request, DigestKind.TEAM, _week_or_404(week), team)
+
+
+@operator_required
+def preview_operator(request, week: str):
+    return _preview(request, DigestKind.OPERATOR, _week_or_404(week), None)
+
+
+@operator_required
+def delivery_list(request):
+    deliveries = Delivery.objects.select_related("team", "user")
+    filters = {
+        "status": request.GET.get("status", ""),
+        "week": request.GET.get("week", "").strip(),
+        "kind": request.GET.get("kind", ""),
+    }
+    if filters["status"] in Delivery.Status.values:
+        deliveries = deliveries.filter(status=filters["status"])
+    if filters["week"]:
+        deliveries = deliveries.filter(iso_week=filters["week"])
+    if filters["kind"] in DigestKind.values:
+        deliveries = deliveries.filter(kind=filters["kind"])
+    counts = {row["status"]: row["n"] for row in _status_counts()}
+    page = Paginator(deliveries, DELIVERIES_PER_PAGE).get_page(request.GET.get("page"))
+    query = request.GET.copy()
+    query.pop("page", None)
+    return render(
+        request,
+        "digests/delivery_list.html",
+        {
+            "page": page,
+            "filters": filters,
+            "statuses": Delivery.Status.choices,
+            "kinds": DigestKind.choices,
+            "counts": [(value, label, counts.get(value, 0)) for value, label in Delivery.Status.choices],
+            "query": query.urlencode(),
+        },
+    )
+
+
+def _status_counts():
+    from django.db.models import Count
+
+    return Delivery.objects.values("status").annotate(n=Count("pk")).order_by()
+
+
+@operator_required
+@require_POST
+def delivery_retry(request, pk: int):
+    delivery = get_object_or_404(Delivery, pk=pk)
+    if delivery.status != Delivery.Status.FAILED:
+        messages.warning(request, "Only a failed delivery can be retried.")
+    else:
+        services.retry_delivery_group(delivery)
+        messages.info(request, f"Sending the {delivery.get_kind_display().lower()} for {delivery.iso_week} again.")
+    return redirect("digests:deliveries")
+
+
+@login_required
+@require_http_methods(["GET", "POST"])
+def subscription_settings(request):
+    choices = services.choices_for(request.user)
+    if request.method == "POST":
+        wanted = set(request.POST.getlist("on"))
+        changed = 0
+        for choice in choices:
+            active = choice.key in wanted
+            if active != choice.active:
+                services.set_subscription(request.user, choice.kind, choice.team, active)
+                changed += 1
+        messages.info(request, "Your digest settings are saved." if changed else "Nothing changed.")
+        return redirect("digests:settings")
+    return render(request, "digests/settings.html", {"choices": choices})
+
+
+# Reached from an email without a session: the signed token is the authority. CSRF-exempt because
+# mail clients send RFC 8058 one-click POSTs ("List-Unsubscribe=One-Click") without a CSRF token.
+@csrf_exempt
+@require_http_methods(["GET", "POST"])
+def unsubscribe(request, token: str):
+    try:
+        user_id, kind, team_id = services.read_unsubscribe_token(token)
+    except signing.BadSignature:
+        return render(request, "digests/unsubscribe.html", {"invalid": True}, status=400)
+    user = get_user_model().objects.filter(pk=user_id).first()
+    team = Team.objects.filter(pk=team_id).first() if team_id else None
+    if user is None or (kind == DigestKind.TEAM and team is None):
+        return render(request, "digests/unsubscribe.html", {"gone": True}, status=404)
+    label = f"the weekly digest of {team}" if team else "the weekly operator digest"
+    if request.method == "GET":
+        # Only a POST unsubscribes: link scanners and previews fetch GET links on their own.
+        return render(request, "digests/unsubscribe.html", {"label": label, "user_email": user.email})
+    services.set_subscription(user, kind, team, active=False)
+    return render(request, "digests/unsubscribe.html", {"label": label, "done": True})

@@ -1,0 +1,7 @@
+from django.apps import AppConfig
+
+
+class LabelingConfig(AppConfig):
+    name = "triage.labeling"
+    label = "labeling"
+    verbose_name = "Labeling studies"

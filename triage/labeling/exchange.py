@@ -1,0 +1,249 @@
+"""Export of labels, gold sets and rule output (CSV and JSON), and import of labels made elsewhere.
+
+The columns are documented in docs/labeling.md; a labels export imports back unchanged.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+from collections import defaultdict
+from dataclasses import dataclass, field
+
+from django.db import transaction
+from django.db.models import Max
+from django.utils import timezone
+
+from fleet.models import Job
+from triage.labeling import services
+from triage.labeling.models import OPTIONS, OTHER, Assignment, GoldSet, Label, Study, StudyJob, StudyRater
+from triage.models import Finding, JobTriage, RuleSet
+
+FORMAT_VERSION = 1
+
+LABEL_COLUMNS = [
+    "study_id",
+    "study",
+    "cluster",
+    "job_id",
+    "rater",
+    "option",
+    "rationale",
+    "other_note",
+    "saved_at",
+    "source",
+]
+GOLD_COLUMNS = ["study_id", "study", "gold_version", "cluster", "job_id", "option", "resolution", "note"]
+RULE_COLUMNS = [
+    "study_id",
+    "rule_set_version",
+    "cluster",
+    "job_id",
+    "status",
+    "category",
+    "sub_cause",
+    "confidence",
+    "gpu_hours",
+]
+QUALITY_COLUMNS = [
+    "study_id", "gold_version", "rule_set_version", "category", "support", "predicted",
+    "true_positives", "false_positives", "false_negatives", "precision", "recall", "f1",
+]  # fmt: skip
+KINDS = {"labels": LABEL_COLUMNS, "gold": GOLD_COLUMNS, "rules": RULE_COLUMNS, "quality": QUALITY_COLUMNS}
+
+
+def label_rows(study: Study) -> list[dict]:
+    """One row per (job, rater, option) of every saved answer."""
+    labels = (
+        Label.objects.filter(assignment__item__study=study, assignment__saved_at__isnull=False)
+        .select_related("assignment__rater", "assignment__item__job__cluster")
+        .order_by("assignment__item__position", "assignment__rater__username", "option")
+    )
+    return [
+        {
+            "study_id": study.pk,
+            "study": study.name,
+            "cluster": label.assignment.item.job.cluster.name,
+            "job_id": label.assignment.item.job.external_id,
+            "rater": label.assignment.rater.get_username(),
+            "option": label.option,
+            "rationale": label.rationale,
+            "other_note": label.assignment.other_note if label.option == OTHER else "",
+            "saved_at": label.assignment.saved_at.isoformat(),
+            "source": label.assignment.source,
+        }
+        for label in labels
+    ]
+
+
+def gold_rows(gold_set: GoldSet) -> list[dict]:
+    """One row per (job, option) of a frozen gold set."""
+    rows = []
+    for item in gold_set.items.select_related("job__cluster"):
+        for option in item.options:
+            rows.append(
+                {
+                    "study_id": gold_set.study_id,
+                    "study": gold_set.study.name,
+                    "gold_version": gold_set.version,
+                    "cluster": item.job.cluster.name,
+                    "job_id": item.job.external_id,
+                    "option": option,
+                    "resolution": item.resolution,
+                    "note": item.note,
+                }
+            )
+    return rows
+
+
+def rule_rows(study: Study, rule_set: RuleSet) -> list[dict]:
+    """One row per finding of the rule set on the study's jobs; a triaged job without findings gets one
+    row with an empty category, so 'found nothing' and 'not triaged' stay apart."""
+    job_ids = list(study.items.values_list("job_id", flat=True))
+    results = JobTriage.objects.filter(job_id__in=job_ids, rule_set=rule_set).select_related("job__cluster")
+    findings = defaultdict(list)
+    for finding in Finding.objects.filter(job_id__in=job_ids, rule_set=rule_set).order_by("category"):
+        findings[finding.job_id].append(finding)
+    rows = []
+    for result in sorted(results, key=lambda r: (r.job.cluster.name, r.job.external_id)):
+        base = {
+            "study_id": study.pk,
+            "rule_set_version": rule_set.version,
+            "cluster": result.job.cluster.name,
+            "job_id": result.job.external_id,
+            "status": result.status,
+        }
+        for finding in findings[result.job_id] or [None]:
+            rows.append(
+                base
+                | {
+                    "category": finding.category if finding else "",
+                    "sub_cause": finding.sub_cause if finding else "",
+                    "confidence": round(finding.confidence, 4) if finding else "",
+                    "gpu_hours": round(finding.gpu_hours, 4) if finding else "",
+                }
+            )
+    return rows
+
+
+def quality_rows(evaluation: services.RuleEvaluation) -> list[dict]:
+    return [
+        {
+            "study_id": evaluation.gold_set.study_id,
+            "gold_version": evaluation.gold_set.version,
+            "rule_set_version": evaluation.rule_set.version,
+            "category": row.category,
+            "support": row.support,
+            "predicted": row.predicted,
+            "true_positives": row.true_positives,
+            "false_positives": row.false_positives,
+            "false_negatives": row.false_negatives,
+            "precision": "" if row.precision is None else round(row.precision, 4),
+            "recall": "" if row.recall is None else round(row.recall, 4),
+            "f1": "" if row.f1 is None else round(row.f1, 4),
+        }
+        for row in evaluation.report.categories
+    ]
+
+
+def to_csv(rows: list[dict], columns: list[str]) -> str:
+    out = io.StringIO()
+    writer = csv.DictWriter(out, fieldnames=columns, extrasaction="ignore", lineterminator="\n")
+    writer.writeheader()
+    writer.writerows(rows)
+    return out.getvalue()
+
+
+def to_json(rows: list[dict], kind: str, **meta) -> str:
+    return json.dumps({"format": f"fleet-triage-{kind}", "version": FORMAT_VERSION, **meta, "rows": rows}, indent=1)
+
+
+def read_rows(content: str | bytes) -> list[dict]:
+    """Rows from a CSV or JSON export (the format is told by the first character)."""
+    if isinstance(content, bytes):
+        content = content.decode("utf-8-sig")
+    text = content.lstrip()
+    if text.startswith(("{", "[")):
+        data = json.loads(text)
+        rows = data["rows"] if isinstance(data, dict) else data
+        if not isinstance(rows, list) or not all(isinstance(r, dict) for r in rows):
+            raise ValueError("JSON must be an export object with a list of row objects under 'rows'")
+        return rows
+    return list(csv.DictReader(io.StringIO(text)))
+
+
+@dataclass
+class ImportResult:
+    answers: int = 0  # (job, rater) answers stored
+    jobs_added: int = 0  # jobs not yet in the study's sample
+    errors: list[str] = field(default_factory=list)
+
+
+def import_labels(study: Study, content: str | bytes, *, dry_run: bool = False) -> ImportResult:
+    """Store labels made elsewhere (the labels export format). All or nothing: any bad row stops the
+    import and every problem is listed. Raters must be existing researchers or operators; a job must
+    exist in the fleet and is added to the sample when it is not in it yet."""
+    result = ImportResult()
+    try:
+        rows = read_rows(content)
+    except (ValueError, KeyError, csv.Error) as exc:
+        result.errors.append(f"unreadable file: {exc}")
+        return result
+    answers: dict[tuple[str, str, str], dict] = {}
+    for number, row in enumerate(rows, start=2):
+        missing = [c for c in ("cluster", "job_id", "rater", "option") if not str(row.get(c) or "").strip()]
+        if missing:
+            result.errors.append(f"row {number}: missing {', '.join(missing)}")
+            continue
+        if row["option"] not in OPTIONS:
+            result.errors.append(f"row {number}: unknown option {row['option']!r}")
+            continue
+        key = (str(row["cluster"]).strip(), str(row["job_id"]).strip(), str(row["rater"]).strip())
+        answer = answers.setdefault(key, {"chosen": {}, "other_note": ""})
+        answer["chosen"][row["option"]] = str(row.get("rationale") or "")
+        if row["option"] == OTHER:
+            answer["other_note"] = str(row.get("other_note") or "")
+    users = {u.username: u for u in services.eligible_raters().filter(username__in={k[2] for k in answers})}
+    jobs = {
+        (j.cluster.name, j.external_id): j
+        for j in Job.objects.filter(external_id__in={k[1] for k in answers}).select_related("cluster")
+    }
+    for cluster, job_id, rater in answers:
+        if rater not in users:
+            result.errors.append(f"rater {rater!r} is not a researcher or operator here")
+        if (cluster, job_id) not in jobs:
+            result.errors.append(f"job {cluster}/{job_id} is not in the fleet")
+    for key, answer in answers.items():
+        try:
+            services.clean_answer(answer["chosen"], answer["other_note"])
+        except services.LabelingError as exc:
+            result.errors.append(f"{key[0]}/{key[1]} by {key[2]}: {exc}")
+    if result.errors:
+        return result
+    with transaction.atomic():
+        items = {item.job_id: item for item in study.items.all()}
+        position = study.items.aggregate(p=Max("position"))["p"] or 0
+        for (cluster, job_id, rater), answer in answers.items():
+            job, user = jobs[(cluster, job_id)], users[rater]
+            item = items.get(job.pk)
+            if item is None:
+                position += 1
+                item = items[job.pk] = StudyJob.objects.create(
+                    study=study, job=job, position=position, stratum="imported"
+                )
+                result.jobs_added += 1
+            StudyRater.objects.get_or_create(study=study, user=user)
+            assignment, _ = Assignment.objects.get_or_create(item=item, rater=user)
+            services.save_answer(assignment, answer["chosen"], answer["other_note"], source=Assignment.Source.IMPORT)
+            result.answers += 1
+        # Labels made elsewhere are final: a rater with nothing left to label here is submitted.
+        for user in {users[k[2]] for k in answers}:
+            saved, total = services.progress(study, user)
+            if saved == total:
+                StudyRater.objects.filter(study=study, user=user, submitted_at__isnull=True).update(
+                    submitted_at=timezone.now()
+                )
+        if dry_run:
+            transaction.set_rollback(True)
+    return result

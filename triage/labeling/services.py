@@ -1,0 +1,377 @@
+"""Labeling studies as plain functions that the views, the commands and the tests all call."""
+
+from __future__ import annotations
+
+import hashlib
+from collections import defaultdict
+from dataclasses import dataclass, field
+from datetime import datetime
+
+from django.contrib.auth import get_user_model
+from django.core.cache import cache
+from django.db import transaction
+from django.db.models import Count, Max, Q
+from django.http import Http404
+from django.utils import timezone
+
+from fleet.access import OPERATORS_GROUP, RESEARCHERS_GROUP, is_operator, is_researcher
+from fleet.models import Job
+from triage.labeling import agreement, sampling
+from triage.labeling.models import (
+    NONE_OF_THESE,
+    OPTIONS,
+    OTHER,
+    Adjudication,
+    Assignment,
+    GoldItem,
+    GoldSet,
+    Label,
+    Study,
+    StudyJob,
+    StudyRater,
+)
+from triage.models import Finding, JobTriage, RuleSet
+from triage.taxonomy import Category
+
+CATEGORIES = [c.value for c in Category]
+
+
+class LabelingError(ValueError):
+    """A request that breaks a rule of the study (shown to the user as is)."""
+
+
+# --- Who may do what ---------------------------------------------------------------------------
+
+
+def may_use_studies(user) -> bool:
+    return is_researcher(user) or is_operator(user)
+
+
+def eligible_raters():
+    """Researchers and operators: the people who may label."""
+    return (
+        get_user_model()
+        .objects.filter(is_active=True, groups__name__in=[RESEARCHERS_GROUP, OPERATORS_GROUP])
+        .distinct()
+        .order_by("username")
+    )
+
+
+def visible_studies(user):
+    """Operators see every study; a researcher sees the studies they lead or rate; others none."""
+    if is_operator(user):
+        return Study.objects.all()
+    if is_researcher(user):
+        return Study.objects.filter(Q(created_by=user) | Q(rater_links__user=user)).distinct()
+    return Study.objects.none()
+
+
+def get_study(user, pk: int) -> Study:
+    """The study if this user may see it; to anyone else it does not exist."""
+    study = visible_studies(user).select_related("created_by").filter(pk=pk).first()
+    if study is None:
+        raise Http404("No such study")
+    return study
+
+
+def is_lead(user, study: Study) -> bool:
+    return study.created_by_id == user.pk or is_operator(user)
+
+
+def rater_link(user, study: Study) -> StudyRater | None:
+    return StudyRater.objects.filter(study=study, user=user).first()
+
+
+def sees_all_labels(user, study: Study) -> bool:
+    """Everyone's labels: the lead, and raters who have submitted theirs. A rater who has not yet
+    submitted never sees anyone else's labels, even when they lead the study."""
+    link = rater_link(user, study)
+    if link is not None and link.submitted_at is None:
+        return False
+    return is_lead(user, study) or link is not None
+
+
+# --- Creating a study -----------------------------------------------------------------------------
+
+
+def candidate_jobs(
+    *, period_start: datetime | None, period_end: datetime | None, low_util_only: bool, threshold: float
+):
+    jobs = Job.objects.all()
+    if period_start:
+        jobs = jobs.filter(start_time__gte=period_start)
+    if period_end:
+        jobs = jobs.filter(start_time__lt=period_end)
+    if low_util_only:
+        jobs = jobs.filter(mean_gpu_util__isnull=False, mean_gpu_util__lte=threshold)
+    return jobs
+
+
+@transaction.atomic
+def create_study(
+    *,
+    name: str,
+    lead,
+    raters: list,
+    strategy: str = sampling.Strategy.RANDOM,
+    sample_size: int | None = None,
+    seed: int,
+    labels_per_job: int = 2,
+    show_findings: bool = False,
+    period_start: datetime | None = None,
+    period_end: datetime | None = None,
+    low_util_only: bool = True,
+    low_util_threshold: float = 50.0,
+    description: str = "",
+) -> Study:
+    """Draw the sample, record how, and give each job `labels_per_job` raters."""
+    raters = sorted(set(raters), key=lambda u: u.username)
+    if labels_per_job < 2:
+        raise LabelingError("Every job needs at least two labels.")
+    if len(raters) < labels_per_job:
+        raise LabelingError(f"{labels_per_job} labels per job need at least {labels_per_job} raters.")
+    jobs = candidate_jobs(
+        period_start=period_start, period_end=period_end, low_util_only=low_util_only, threshold=low_util_threshold
+    )
+    candidates = [
+        sampling.Candidate(id=pk, team=team, cluster=cluster)
+        for pk, team, cluster in jobs.values_list("pk", "team__slug", "cluster__name")
+    ]
+    if not candidates:
+        raise LabelingError("No job matches the population (period and utilization filter).")
+    sample = sampling.draw_sample(candidates, strategy, sample_size, seed)
+    study = Study.objects.create(
+        name=name,
+        description=description,
+        created_by=lead,
+        strategy=sampling.Strategy(strategy).value,
+        sample_size=sample_size,
+        seed=seed,
+        period_start=period_start,
+        period_end=period_end,
+        low_util_only=low_util_only,
+        low_util_threshold=low_util_threshold,
+        labels_per_job=labels_per_job,
+        show_findings=show_findings,
+        sampling_record=sample.record
+        | {
+            "period_start": period_start.isoformat() if period_start else None,
+            "period_end": period_end.isoformat() if period_end else None,
+            "low_util_only": low_util_only,
+            "low_util_threshold": low_util_threshold,
+        },
+    )
+    StudyRater.objects.bulk_create([StudyRater(study=study, user=u) for u in raters])
+    items = StudyJob.objects.bulk_create(
+        [
+            StudyJob(study=study, job_id=job_id, position=i + 1, stratum=stratum)
+            for i, (job_id, stratum) in enumerate(sample.items)
+        ]
+    )
+    by_name = {u.username: u for u in raters}
+    plan = sampling.assign_raters(len(items), list(by_name), labels_per_job, seed)
+    Assignment.objects.bulk_create(
+        [Assignment(item=item, rater=by_name[name]) for item, names in zip(items, plan, strict=True) for name in names]
+    )
+    return study
+
+
+# --- Labeling ------------------------------------------------------------------------------------
+
+
+def assignments_of(study: Study, user):
+    return Assignment.objects.filter(item__study=study, rater=user).select_related("item", "item__job")
+
+
+def progress(study: Study, user) -> tuple[int, int]:
+    counts = assignments_of(study, user).aggregate(total=Count("pk"), saved=Count("saved_at"))
+    return counts["saved"], counts["total"]
+
+
+def next_assignment(study: Study, user, after_position: int = 0) -> Assignment | None:
+    """The rater's next unsaved job after `after_position`, wrapping round to the first unsaved."""
+    todo = assignments_of(study, user).filter(saved_at__isnull=True).order_by("item__position")
+    return todo.filter(item__position__gt=after_position).first() or todo.first()
+
+
+def neighbours(study: Study, user, position: int) -> tuple[Assignment | None, Assignment | None]:
+    mine = assignments_of(study, user).order_by("item__position")
+    previous = mine.filter(item__position__lt=position).order_by("-item__position").first()
+    following = mine.filter(item__position__gt=position).first()
+    return previous, following
+
+
+def clean_answer(chosen: dict[str, str], other_note: str) -> dict[str, str]:
+    unknown = set(chosen) - set(OPTIONS)
+    if unknown:
+        raise LabelingError(f"Unknown options: {', '.join(sorted(unknown))}.")
+    if not chosen:
+        raise LabelingError('Choose at least one category, or "none of these".')
+    if NONE_OF_THESE in chosen and len(chosen) > 1:
+        raise LabelingError('"None of these" cannot be combined with other choices.')
+    if OTHER in chosen and not other_note.strip():
+        raise LabelingError('Say what "other" is in its note.')
+    return {option: (rationale or "").strip() for option, rationale in chosen.items()}
+
+
+@transaction.atomic
+def save_answer(assignment: Assignment, chosen: dict[str, str], other_note: str = "", *, source=None) -> Assignment:
+    """Store a rater's options (option -> rationale) for one job, replacing what they had saved."""
+    link = StudyRater.objects.select_for_update().get(study_id=assignment.item.study_id, user_id=assignment.rater_id)
+    if link.submitted_at is not None and source != Assignment.Source.IMPORT:
+        raise LabelingError("Your labels for this study are submitted and can no longer change.")
+    chosen = clean_answer(chosen, other_note)
+    assignment.labels.all().delete()
+    Label.objects.bulk_create([Label(assignment=assignment, option=o, rationale=r) for o, r in sorted(chosen.items())])
+    assignment.other_note = other_note.strip() if OTHER in chosen else ""
+    assignment.saved_at = timezone.now()
+    if source:
+        assignment.source = source
+    assignment.save(update_fields=["other_note", "saved_at", "source"])
+    return assignment
+
+
+def submit(study: Study, user) -> StudyRater:
+    """Make a rater's labels final; needs every assigned job labelled."""
+    link = rater_link(user, study)
+    if link is None:
+        raise LabelingError("You are not a rater of this study.")
+    saved, total = progress(study, user)
+    if saved < total:
+        raise LabelingError(f"Label all your jobs first ({saved} of {total} done).")
+    StudyRater.objects.filter(pk=link.pk, submitted_at__isnull=True).update(submitted_at=timezone.now())
+    link.refresh_from_db()
+    return link
+
+
+# --- Agreement -----------------------------------------------------------------------------------
+
+
+def collect_ratings(study: Study) -> dict[int, dict[str, frozenset[str]]]:
+    """{study job id: {rater username: chosen options}} over saved answers."""
+    chosen: dict[int, dict[str, set[str]]] = defaultdict(lambda: defaultdict(set))
+    rows = Label.objects.filter(assignment__item__study=study, assignment__saved_at__isnull=False).values_list(
+        "assignment__item_id", "assignment__rater__username", "option"
+    )
+    for item_id, rater, option in rows:
+        chosen[item_id][rater].add(option)
+    return {item: {r: frozenset(s) for r, s in by_rater.items()} for item, by_rater in chosen.items()}
+
+
+def agreement_report(study: Study, *, resamples: int = agreement.DEFAULT_RESAMPLES) -> agreement.AgreementReport:
+    """The study's agreement figures; cached until a label changes (the bootstrap takes a moment)."""
+    stamp = Assignment.objects.filter(item__study=study).aggregate(last=Max("saved_at"), n=Count("saved_at"))
+    key = hashlib.sha256(f"labeling-agreement:{study.pk}:{stamp['last']}:{stamp['n']}:{resamples}".encode()).hexdigest()
+    report = cache.get(key)
+    if report is None:
+        report = agreement.agreement_report(collect_ratings(study), OPTIONS, resamples=resamples, seed=study.seed)
+        cache.set(key, report, 60 * 60)
+    return report
+
+
+# --- Adjudication and gold -----------------------------------------------------------------------
+
+
+def adjudicate(item: StudyJob, options: list[str], note: str, user) -> Adjudication:
+    clean_answer(dict.fromkeys(options, ""), note)
+    if not note.strip():
+        raise LabelingError("Say why, in a note.")
+    adjudication, _ = Adjudication.objects.update_or_create(
+        item=item, defaults={"options": sorted(options), "note": note.strip(), "decided_by": user}
+    )
+    return adjudication
+
+
+@dataclass
+class GoldPlan:
+    """What freezing now would give: the gold rows, and the jobs still in the way or left out."""
+
+    rows: list[GoldItem] = field(default_factory=list)
+    unresolved: list[StudyJob] = field(default_factory=list)  # disagreements without adjudication
+    incomplete: list[StudyJob] = field(default_factory=list)  # fewer than two saved labels
+
+
+def gold_plan(study: Study) -> GoldPlan:
+    ratings = collect_ratings(study)
+    plan = GoldPlan()
+    items = study.items.select_related("job", "adjudication")
+    for item in items:
+        by_rater = ratings.get(item.pk, {})
+        adjudication = getattr(item, "adjudication", None)
+        if adjudication is not None:
+            plan.rows.append(
+                GoldItem(
+                    job=item.job,
+                    options=adjudication.options,
+                    resolution=GoldItem.Resolution.ADJUDICATED,
+                    note=adjudication.note,
+                )
+            )
+        elif len(by_rater) < 2:
+            plan.incomplete.append(item)
+        elif len(set(by_rater.values())) == 1:
+            plan.rows.append(
+                GoldItem(
+                    job=item.job, options=sorted(next(iter(by_rater.values()))), resolution=GoldItem.Resolution.AGREED
+                )
+            )
+        else:
+            plan.unresolved.append(item)
+    return plan
+
+
+@transaction.atomic
+def freeze_gold(study: Study, user, note: str = "") -> GoldSet:
+    """A new gold-set version from the agreed and adjudicated jobs. Refused while a disagreement is
+    unresolved; jobs without two labels yet are left out (and counted on the page)."""
+    Study.objects.select_for_update().get(pk=study.pk)  # one freeze at a time per study
+    plan = gold_plan(study)
+    if plan.unresolved:
+        raise LabelingError(f"{len(plan.unresolved)} disagreements still need adjudication.")
+    if not plan.rows:
+        raise LabelingError("No job has gold labels yet.")
+    version = (study.gold_sets.aggregate(v=Max("version"))["v"] or 0) + 1
+    gold_set = GoldSet.objects.create(study=study, version=version, note=note[:300], frozen_by=user)
+    for row in plan.rows:
+        row.gold_set = gold_set
+    GoldItem.objects.bulk_create(plan.rows)
+    return gold_set
+
+
+# --- Rules against gold --------------------------------------------------------------------------
+
+
+def rule_predictions(job_ids: list[int], rule_set: RuleSet) -> tuple[dict[int, set[str]], list[int]]:
+    """{job id: categories the rule set found} for the jobs triaged with it, and the ids not triaged."""
+    triaged = set(JobTriage.objects.filter(job_id__in=job_ids, rule_set=rule_set).values_list("job_id", flat=True))
+    found: dict[int, set[str]] = {job_id: set() for job_id in triaged}
+    for job_id, category in Finding.objects.filter(job_id__in=triaged, rule_set=rule_set).values_list(
+        "job_id", "category"
+    ):
+        found[job_id].add(category)
+    return found, sorted(set(job_ids) - triaged)
+
+
+@dataclass
+class RuleEvaluation:
+    gold_set: GoldSet
+    rule_set: RuleSet
+    report: agreement.QualityReport
+    not_triaged: list[int]  # gold jobs without a result for this rule set (left out of the scores)
+    jobs: dict[int, Job]
+
+
+def evaluate_rules(gold_set: GoldSet, rule_set: RuleSet) -> RuleEvaluation:
+    gold = {item.job_id: item.categories for item in gold_set.items.all()}
+    predicted, missing = rule_predictions(list(gold), rule_set)
+    scored = {job_id: cats for job_id, cats in gold.items() if job_id in predicted}
+    report = agreement.rule_quality(scored, predicted, CATEGORIES)
+    jobs = Job.objects.filter(pk__in=list(gold)).select_related("cluster", "team").in_bulk()
+    return RuleEvaluation(gold_set, rule_set, report, missing, jobs)
+
+
+def triage_missing(job_ids: list[int], rule_set: RuleSet) -> None:
+    """Triage gold jobs that have no result for this rule-set version (queued, like any triage)."""
+    from triage.services import enqueue_triage
+
+    enqueue_triage(job_ids, rule_set)

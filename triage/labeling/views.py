@@ -1,0 +1,472 @@
+"""Labeling-study pages. Researchers and operators only: to anyone else a study does not exist."""
+
+from __future__ import annotations
+
+from functools import wraps
+
+from django.contrib import messages
+from django.contrib.auth.decorators import login_required
+from django.core.files.storage import default_storage
+from django.http import Http404, HttpResponse
+from django.shortcuts import get_object_or_404, redirect, render
+from django.views.decorators.http import require_POST
+
+from fleet.models import Artifact
+from triage.labeling import exchange, services
+from triage.labeling.forms import AdjudicationForm, FreezeForm, ImportForm, StudyForm
+from triage.labeling.models import (
+    EXTRA_OPTIONS,
+    OPTION_LABELS,
+    OPTIONS,
+    OTHER,
+    Assignment,
+    StudyJob,
+)
+from triage.models import Finding, RuleSet
+from triage.taxonomy import Category, Dimension
+
+ARTIFACT_VIEW_BYTES = 256 * 1024  # shown per log or script; the rest is cut with a note
+# Keyboard shortcuts for the options, in the order the page lists them (categories by dimension).
+OPTION_KEYS = [*"1234567890", *"qwert"]
+EXTRA_KEYS = {"none": "n", OTHER: "o"}
+
+
+def studies_access(view):
+    """Login, then researchers and operators only; anyone else gets a 404."""
+
+    @login_required
+    @wraps(view)
+    def wrapped(request, *args, **kwargs):
+        if not services.may_use_studies(request.user):
+            raise Http404
+        return view(request, *args, **kwargs)
+
+    return wrapped
+
+
+def _require_lead(request, study):
+    if not services.is_lead(request.user, study):
+        raise Http404
+
+
+def _require_all_labels(request, study):
+    """Pages that show other raters' labels: never to a rater who has not submitted theirs."""
+    if not services.sees_all_labels(request.user, study):
+        raise Http404
+
+
+def option_groups() -> list[dict]:
+    """Categories grouped by dimension, then 'none' and 'other', each with its shortcut key."""
+    keys = iter(OPTION_KEYS)
+    groups = []
+    for dimension in Dimension:
+        members = [c for c in Category if c.dimension == dimension]
+        groups.append(
+            {
+                "label": dimension.label,
+                "colour": members[0].colour,
+                "options": [{"value": c.value, "label": c.label, "key": next(keys)} for c in members],
+            }
+        )
+    groups.append(
+        {
+            "label": "Outside the taxonomy",
+            "colour": "#6b7385",
+            "options": [{"value": v, "label": label, "key": EXTRA_KEYS[v]} for v, label in EXTRA_OPTIONS],
+        }
+    )
+    return groups
+
+
+@studies_access
+def study_list(request):
+    studies = list(services.visible_studies(request.user).select_related("created_by"))
+    mine = {a: services.progress(a, request.user) for a in studies}
+    rows = [{"study": s, "progress": mine[s], "lead": services.is_lead(request.user, s)} for s in studies]
+    return render(request, "labeling/study_list.html", {"rows": rows})
+
+
+@studies_access
+def study_create(request):
+    form = StudyForm(request.POST or None)
+    if request.method == "POST" and form.is_valid():
+        data = form.cleaned_data
+        try:
+            study = services.create_study(
+                name=data["name"],
+                description=data["description"],
+                lead=request.user,
+                raters=list(data["raters"]),
+                strategy=data["strategy"],
+                sample_size=data["sample_size"],
+                seed=data["seed"],
+                labels_per_job=data["labels_per_job"],
+                show_findings=data["show_findings"],
+                period_start=data["period_start"],
+                period_end=data["period_end"],
+                low_util_only=data["low_util_only"],
+                low_util_threshold=data["low_util_threshold"],
+            )
+        except services.LabelingError as exc:
+            form.add_error(None, str(exc))
+        else:
+            messages.success(request, f"Study created with {study.items.count()} jobs.")
+            return redirect("labeling:study", pk=study.pk)
+    return render(request, "labeling/study_form.html", {"form": form})
+
+
+@studies_access
+def study_detail(request, pk: int):
+    study = services.get_study(request.user, pk)
+    link = services.rater_link(request.user, study)
+    saved, total = services.progress(study, request.user)
+    raters = []
+    for rater in study.rater_links.select_related("user"):
+        done, todo = services.progress(study, rater.user)
+        raters.append({"user": rater.user, "saved": done, "total": todo, "submitted_at": rater.submitted_at})
+    return render(
+        request,
+        "labeling/study_detail.html",
+        {
+            "study": study,
+            "link": link,
+            "saved": saved,
+            "total": total,
+            "raters": raters,
+            "is_lead": services.is_lead(request.user, study),
+            "sees_all": services.sees_all_labels(request.user, study),
+            "job_count": study.items.count(),
+            "gold_sets": study.gold_sets.all(),
+        },
+    )
+
+
+@studies_access
+def label_next(request, pk: int):
+    study = services.get_study(request.user, pk)
+    after = int(request.GET.get("after") or 0)
+    assignment = services.next_assignment(study, request.user, after)
+    if assignment is None:
+        if services.rater_link(request.user, study):
+            messages.info(request, "Every job you were given is labelled. Submit your labels when you are sure.")
+        return redirect("labeling:study", pk=study.pk)
+    return redirect("labeling:label", pk=study.pk, item=assignment.item_id)
+
+
+def _artifact_views(job) -> list[dict]:
+    views = []
+    for artifact in job.artifacts.exclude(kind=Artifact.Kind.TRACE):
+        try:
+            with default_storage.open(artifact.file.name, "rb") as handle:
+                content = handle.read(ARTIFACT_VIEW_BYTES + 1)
+        except OSError:
+            views.append({"artifact": artifact, "text": "", "missing": True})
+            continue
+        views.append(
+            {
+                "artifact": artifact,
+                "text": content[:ARTIFACT_VIEW_BYTES].decode("utf-8", errors="replace"),
+                "cut": len(content) > ARTIFACT_VIEW_BYTES,
+            }
+        )
+    return views
+
+
+@studies_access
+def label_job(request, pk: int, item: int):
+    study = services.get_study(request.user, pk)
+    assignment = get_object_or_404(
+        Assignment.objects.select_related("item__job__cluster", "item__job__team"),
+        item_id=item,
+        item__study=study,
+        rater=request.user,
+    )
+    link = services.rater_link(request.user, study)
+    error = None
+    if request.method == "POST":
+        chosen = {o: request.POST.get(f"rationale-{o}", "") for o in request.POST.getlist("option") if o in OPTIONS}
+        try:
+            services.save_answer(assignment, chosen, request.POST.get("other_note", ""))
+        except services.LabelingError as exc:
+            error = str(exc)
+        else:
+            if request.POST.get("then") == "stay":
+                return redirect("labeling:label", pk=study.pk, item=item)
+            return redirect(f"{_url('labeling:label-next', study.pk)}?after={assignment.item.position}")
+    job = assignment.item.job
+    mine = {label.option: label.rationale for label in assignment.labels.all()}
+    if error:  # show what they ticked, not what was saved
+        mine = {o: request.POST.get(f"rationale-{o}", "") for o in request.POST.getlist("option")}
+    groups = option_groups()
+    for group in groups:
+        for option in group["options"]:
+            option["checked"] = option["value"] in mine
+            option["rationale"] = mine.get(option["value"], "")
+    saved, total = services.progress(study, request.user)
+    previous, following = services.neighbours(study, request.user, assignment.item.position)
+    findings = []
+    if study.show_findings:
+        findings = Finding.objects.filter(job=job, result__is_current=True).order_by("-gpu_hours")
+    return render(
+        request,
+        "labeling/label.html",
+        {
+            "study": study,
+            "assignment": assignment,
+            "job": job,
+            "groups": groups,
+            "other_note": request.POST.get("other_note", "") if error else assignment.other_note,
+            "error": error,
+            "saved": saved,
+            "total": total,
+            "previous": previous,
+            "following": following,
+            "locked": link is not None and link.submitted_at is not None,
+            "artifacts": _artifact_views(job),
+            "events": job.log_events.select_related("artifact")[:500],
+            "findings": findings,
+        },
+    )
+
+
+def _url(name, *args):
+    from django.urls import reverse
+
+    return reverse(name, args=args)
+
+
+@studies_access
+@require_POST
+def submit_labels(request, pk: int):
+    study = services.get_study(request.user, pk)
+    try:
+        services.submit(study, request.user)
+    except services.LabelingError as exc:
+        messages.error(request, str(exc))
+    else:
+        messages.success(request, "Your labels are submitted. You can now see the study's agreement.")
+    return redirect("labeling:study", pk=study.pk)
+
+
+@studies_access
+def agreement_page(request, pk: int):
+    study = services.get_study(request.user, pk)
+    _require_all_labels(request, study)
+    report = services.agreement_report(study)
+    items = study.items.select_related("job__cluster", "adjudication").in_bulk()
+    disagreements = [
+        {
+            "item": items[d.unit],
+            "labels": [(rater, sorted(options, key=OPTIONS.index)) for rater, options in d.labels.items()],
+            "adjudicated": hasattr(items[d.unit], "adjudication"),
+        }
+        for d in report.disagreements
+    ]
+    return render(
+        request,
+        "labeling/agreement.html",
+        {
+            "study": study,
+            "report": report,
+            "option_labels": OPTION_LABELS,
+            "disagreements": disagreements,
+            "per_category": [
+                {"option": option, "cells": [pair.per_option[i] for pair in report.pairs]}
+                for i, option in enumerate(report.options)
+            ],
+            "is_lead": services.is_lead(request.user, study),
+        },
+    )
+
+
+@studies_access
+def adjudicate(request, pk: int, item: int):
+    study = services.get_study(request.user, pk)
+    _require_lead(request, study)
+    _require_all_labels(request, study)
+    study_job = get_object_or_404(StudyJob.objects.select_related("job__cluster"), pk=item, study=study)
+    answers = (
+        Assignment.objects.filter(item=study_job, saved_at__isnull=False)
+        .select_related("rater")
+        .prefetch_related("labels")
+    )
+    current = getattr(study_job, "adjudication", None)
+    form = AdjudicationForm(request.POST or None, initial={"note": current.note if current else ""})
+    chosen = (
+        set(request.POST.getlist("option")) if request.method == "POST" else set(current.options if current else [])
+    )
+    if request.method == "POST" and form.is_valid():
+        try:
+            services.adjudicate(study_job, sorted(chosen & set(OPTIONS)), form.cleaned_data["note"], request.user)
+        except services.LabelingError as exc:
+            form.add_error(None, str(exc))
+        else:
+            messages.success(request, f"Gold labels set for {study_job.job}.")
+            return redirect("labeling:agreement", pk=study.pk)
+    groups = option_groups()
+    for group in groups:
+        for option in group["options"]:
+            option["checked"] = option["value"] in chosen
+    return render(
+        request,
+        "labeling/adjudicate.html",
+        {"study": study, "item": study_job, "answers": answers, "groups": groups, "form": form, "current": current},
+    )
+
+
+@studies_access
+def gold_page(request, pk: int):
+    study = services.get_study(request.user, pk)
+    _require_all_labels(request, study)
+    is_lead = services.is_lead(request.user, study)
+    form = FreezeForm(request.POST or None)
+    if request.method == "POST":
+        _require_lead(request, study)
+        if form.is_valid():
+            try:
+                gold_set = services.freeze_gold(study, request.user, form.cleaned_data["note"])
+            except services.LabelingError as exc:
+                messages.error(request, str(exc))
+            else:
+                messages.success(request, f"Gold set v{gold_set.version} frozen with {gold_set.items.count()} jobs.")
+            return redirect("labeling:gold", pk=study.pk)
+    version = request.GET.get("version")
+    gold_sets = list(study.gold_sets.select_related("frozen_by"))
+    shown = next((g for g in gold_sets if str(g.version) == version), gold_sets[0] if gold_sets else None)
+    items = shown.items.select_related("job__cluster") if shown else []
+    return render(
+        request,
+        "labeling/gold.html",
+        {
+            "study": study,
+            "plan": services.gold_plan(study),
+            "gold_sets": gold_sets,
+            "shown": shown,
+            "items": items,
+            "option_labels": OPTION_LABELS,
+            "form": form,
+            "is_lead": is_lead,
+        },
+    )
+
+
+def _pick(queryset, value, field):
+    return queryset.filter(**{field: value}).first() if value else None
+
+
+@studies_access
+def rules_page(request, pk: int):
+    study = services.get_study(request.user, pk)
+    _require_all_labels(request, study)
+    gold_sets = list(study.gold_sets.all())
+    rule_sets = list(RuleSet.objects.all())
+    context = {"study": study, "gold_sets": gold_sets, "rule_sets": rule_sets}
+    if not gold_sets:
+        return render(request, "labeling/rules.html", context)
+    gold_set = _pick(study.gold_sets, request.GET.get("gold"), "version") or gold_sets[0]
+    rule_set = _pick(RuleSet.objects, request.GET.get("rule_set"), "version") or RuleSet.current()
+    compare = _pick(RuleSet.objects, request.GET.get("compare"), "version")
+    evaluation = services.evaluate_rules(gold_set, rule_set)
+    other = services.evaluate_rules(gold_set, compare) if compare and compare != rule_set else None
+    rows = []
+    for i, row in enumerate(evaluation.report.categories):
+        entry = {"row": row, "label": Category(row.category).label}
+        if other:
+            theirs = other.report.categories[i]
+            entry["other"] = theirs
+            entry["delta_f1"] = None if row.f1 is None or theirs.f1 is None else theirs.f1 - row.f1
+        rows.append(entry)
+    category = request.GET.get("category")
+    detail = None
+    if category in Category.values:
+        row = next(r for r in evaluation.report.categories if r.category == category)
+        detail = {
+            "label": Category(category).label,
+            "false_positives": [evaluation.jobs[j] for j in row.false_positive_units],
+            "false_negatives": [evaluation.jobs[j] for j in row.false_negative_units],
+        }
+    labels = evaluation.report.confusion_labels
+    context |= {
+        "gold_set": gold_set,
+        "rule_set": rule_set,
+        "compare": compare if other else None,
+        "evaluation": evaluation,
+        "other": other,
+        "rows": rows,
+        "detail": detail,
+        "category": category,
+        "confusion": [
+            {"label": "None" if g == "none" else Category(g).label, "cells": cells}
+            for g, cells in zip(labels, evaluation.report.confusion, strict=True)
+        ],
+        "confusion_columns": ["none" if c == "none" else Category(c).label for c in labels],
+        "is_lead": services.is_lead(request.user, study),
+    }
+    return render(request, "labeling/rules.html", context)
+
+
+@studies_access
+@require_POST
+def triage_missing(request, pk: int):
+    study = services.get_study(request.user, pk)
+    _require_lead(request, study)
+    gold_set = get_object_or_404(study.gold_sets, version=request.POST.get("gold"))
+    rule_set = get_object_or_404(RuleSet, version=request.POST.get("rule_set"))
+    evaluation = services.evaluate_rules(gold_set, rule_set)
+    services.triage_missing(evaluation.not_triaged, rule_set)
+    messages.success(request, f"Triage of {len(evaluation.not_triaged)} jobs with rule set v{rule_set.version} queued.")
+    return redirect(f"{_url('labeling:rules', study.pk)}?gold={gold_set.version}&rule_set={rule_set.version}")
+
+
+@studies_access
+def export(request, pk: int, kind: str, fmt: str):
+    study = services.get_study(request.user, pk)
+    if kind not in exchange.KINDS or fmt not in ("csv", "json"):
+        raise Http404
+    _require_all_labels(request, study)
+    meta = {"study": {"id": study.pk, "name": study.name, "seed": study.seed}}
+    if kind == "labels":
+        rows = exchange.label_rows(study)
+    elif kind == "gold":
+        gold_set = _pick(study.gold_sets, request.GET.get("gold"), "version") or study.gold_sets.first()
+        if gold_set is None:
+            raise Http404("No gold set yet")
+        rows, meta["gold_version"] = exchange.gold_rows(gold_set), gold_set.version
+    elif kind == "rules":
+        rule_set = _pick(RuleSet.objects, request.GET.get("rule_set"), "version") or RuleSet.current()
+        rows, meta["rule_set_version"] = exchange.rule_rows(study, rule_set), rule_set.version
+    elif kind == "quality":
+        gold_set = _pick(study.gold_sets, request.GET.get("gold"), "version") or study.gold_sets.first()
+        if gold_set is None:
+            raise Http404("No gold set yet")
+        rule_set = _pick(RuleSet.objects, request.GET.get("rule_set"), "version") or RuleSet.current()
+        evaluation = services.evaluate_rules(gold_set, rule_set)
+        rows = exchange.quality_rows(evaluation)
+        meta |= {"gold_version": gold_set.version, "rule_set_version": rule_set.version}
+        meta["jobs_scored"] = evaluation.report.units
+        meta["jobs_not_triaged"] = len(evaluation.not_triaged)
+    else:
+        raise Http404
+    name = f"study-{study.pk}-{kind}"
+    if fmt == "csv":
+        response = HttpResponse(exchange.to_csv(rows, exchange.KINDS[kind]), content_type="text/csv; charset=utf-8")
+    else:
+        response = HttpResponse(exchange.to_json(rows, kind, **meta), content_type="application/json")
+    response["Content-Disposition"] = f'attachment; filename="{name}.{fmt}"'
+    return response
+
+
+@studies_access
+def import_page(request, pk: int):
+    study = services.get_study(request.user, pk)
+    _require_lead(request, study)
+    form = ImportForm(request.POST or None, request.FILES or None)
+    result = None
+    if request.method == "POST" and form.is_valid():
+        result = exchange.import_labels(study, form.cleaned_data["file"].read(), dry_run=form.cleaned_data["dry_run"])
+        if not result.errors:
+            verb = "would store" if form.cleaned_data["dry_run"] else "stored"
+            messages.success(request, f"Import {verb} {result.answers} answers ({result.jobs_added} jobs added).")
+            if not form.cleaned_data["dry_run"]:
+                return redirect("labeling:study", pk=study.pk)
+    return render(request, "labeling/import.html", {"study": study, "form": form, "result": result})
