@@ -10,9 +10,13 @@ import shutil
 from pathlib import Path
 
 import pytest
+from selenium.common.exceptions import NoSuchElementException, StaleElementReferenceException
 
 from tests.conftest import REPO
 from tests.factories import JobFactory
+
+# Pages re-render while a wait polls them; a stale or missing element just means "look again".
+STALE = (StaleElementReferenceException, NoSuchElementException)
 
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 CHROMEDRIVER = shutil.which("chromedriver") or "/usr/bin/chromedriver"
@@ -62,8 +66,12 @@ def test_member_logs_in_and_sees_their_teams_jobs(browser, live_server, member_a
     browser.find_element(By.ID, "id_username").send_keys("alice-member")
     browser.find_element(By.ID, "id_password").send_keys("correct horse battery staple")
     browser.find_element(By.CSS_SELECTOR, "button[type=submit].primary").click()
-    WebDriverWait(browser, 10).until(lambda b: "/login/" not in b.current_url)
-    body = WebDriverWait(browser, 10).until(lambda b: b.find_element(By.CSS_SELECTOR, "table.data")).text
+    WebDriverWait(browser, 10, ignored_exceptions=STALE).until(lambda b: "/login/" not in b.current_url)
+    body = (
+        WebDriverWait(browser, 10, ignored_exceptions=STALE)
+        .until(lambda b: b.find_element(By.CSS_SELECTOR, "table.data"))
+        .text
+    )
     body = browser.find_element(By.TAG_NAME, "body").text
     browser.save_screenshot(str(SHOTS / "job-list.png"))
     assert "resnet50-imagenet" in body

@@ -134,3 +134,42 @@ def test_team_page_lists_the_worst_jobs_first(client, operator, fleet):
     client.force_login(operator)
     page = client.get(reverse("dashboard:team-detail", args=["team-a"]), {"from": "2026-11-10", "to": "2026-11-22"})
     assert [j.name for j in page.context["worst_jobs"]][0] == "a-low"
+
+
+def _finding(job, category, hours, status="classified"):
+    from triage.models import Finding, JobTriage, RuleSet
+
+    result = JobTriage.objects.create(job=job, rule_set=RuleSet.current(), status=status, is_current=True)
+    return Finding.objects.create(
+        result=result,
+        job=job,
+        rule_set=result.rule_set,
+        category=category,
+        confidence=0.9,
+        summary="s",
+        gpu_hours=hours,
+        evidence={},
+        guidance={},
+    )
+
+
+def test_overview_shows_causes_priced_at_todays_prices_and_the_unclassified_share(client, operator, fleet):
+    from fleet.models import GpuModelPrice
+    from triage.models import Finding, JobTriage, RuleSet
+    from triage.taxonomy import Category
+
+    (low, busy), _ = fleet
+    finding = _finding(low, Category.MODEL_CHECKPOINTING, 3.0)
+    JobTriage.objects.create(job=busy, rule_set=RuleSet.current(), status="unclassified", is_current=True)
+    busy.mean_gpu_util = 45
+    busy.save()
+    GpuModelPrice.objects.create(cluster=low.cluster, gpu_model="", price_per_gpu_hour="5.00", currency="EUR")
+    client.force_login(operator)
+    response = overview(client)
+    row = response.context["categories"][0]
+    assert (row["label"], row["jobs"], row["hours"]) == ("Model checkpointing", 1, 3.0)
+    assert row["spend"] == pytest.approx(15.0)  # 3 of the job's 10 GPU-hours at the new 5.00 per GPU-hour
+    finding.refresh_from_db()
+    assert (str(finding.cost), finding.currency) == ("15.00", "EUR")
+    assert (response.context["unclassified"], response.context["triaged_low"]) == (1, 2)
+    assert Finding.objects.count() == 1

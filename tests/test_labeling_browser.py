@@ -5,12 +5,16 @@ from __future__ import annotations
 
 import pytest
 from django.contrib.auth.models import Group
+from selenium.common.exceptions import NoSuchElementException, StaleElementReferenceException
 
 from fleet.access import RESEARCHERS_GROUP
 from tests.factories import ClusterFactory, JobFactory, UserFactory
 from tests.test_browser import SHOTS, browser  # noqa: F401  (the shared Chromium fixture)
 from triage.models import Finding, JobTriage, RuleSet, TriageStatus
 from triage.taxonomy import Category
+
+# Pages re-render while a wait polls them; a stale or missing element just means "look again".
+STALE = (StaleElementReferenceException, NoSuchElementException)
 
 PASSWORD = "correct horse battery staple"
 
@@ -24,7 +28,7 @@ def login(driver, base, username):
     driver.find_element(By.ID, "id_username").send_keys(username)
     driver.find_element(By.ID, "id_password").send_keys(PASSWORD)
     driver.find_element(By.CSS_SELECTOR, "button[type=submit].primary").click()
-    WebDriverWait(driver, 10).until(lambda b: "/login/" not in b.current_url)
+    WebDriverWait(driver, 10, ignored_exceptions=STALE).until(lambda b: "/login/" not in b.current_url)
 
 
 def label_all(driver, keys_per_job):
@@ -34,7 +38,7 @@ def label_all(driver, keys_per_job):
     from selenium.webdriver.support.wait import WebDriverWait
 
     for number, keys in enumerate(keys_per_job, start=1):
-        WebDriverWait(driver, 10).until(lambda b: b.find_elements(By.ID, "label-form"))
+        WebDriverWait(driver, 10, ignored_exceptions=STALE).until(lambda b: b.find_elements(By.ID, "label-form"))
         page = driver.current_url
         body = driver.find_element(By.TAG_NAME, "body")
         for key in keys:
@@ -48,7 +52,7 @@ def label_all(driver, keys_per_job):
             SHOTS.mkdir(exist_ok=True)
             driver.save_screenshot(str(SHOTS / "labeling.png"))
         driver.find_element(By.TAG_NAME, "body").send_keys("s")
-        WebDriverWait(driver, 10).until(lambda b, page=page: b.current_url != page)
+        WebDriverWait(driver, 10, ignored_exceptions=STALE).until(lambda b, page=page: b.current_url != page)
 
 
 @pytest.mark.django_db(transaction=True)
@@ -79,7 +83,7 @@ def test_two_raters_run_a_study_end_to_end_in_the_browser(browser, live_server, 
     for box in browser.find_elements(By.CSS_SELECTOR, "input[name=raters]"):
         box.click()
     browser.find_element(By.CSS_SELECTOR, "form.study-form button.primary").click()
-    WebDriverWait(browser, 10).until(lambda b: b.find_elements(By.ID, "start-labeling"))
+    WebDriverWait(browser, 10, ignored_exceptions=STALE).until(lambda b: b.find_elements(By.ID, "start-labeling"))
     assert "Study created with 3 jobs" in browser.find_element(By.TAG_NAME, "body").text
 
     # Key 5 is "improper batch size"; 6 "model checkpointing"; n "none of these".
@@ -87,10 +91,12 @@ def test_two_raters_run_a_study_end_to_end_in_the_browser(browser, live_server, 
     assert "0 of 3 labelled" in browser.find_element(By.ID, "progress-text").text
     assert "small batch" not in browser.find_element(By.TAG_NAME, "body").text  # blind
     label_all(browser, [["5"], ["5"], ["n"]])
-    WebDriverWait(browser, 10).until(lambda b: b.find_elements(By.ID, "submit-labels"))
+    WebDriverWait(browser, 10, ignored_exceptions=STALE).until(lambda b: b.find_elements(By.ID, "submit-labels"))
     assert "3 of 3 jobs labelled" in browser.find_element(By.TAG_NAME, "body").text
     browser.find_element(By.ID, "submit-labels").click()
-    WebDriverWait(browser, 10).until(lambda b: "Submitted" in b.find_element(By.TAG_NAME, "body").text)
+    WebDriverWait(browser, 10, ignored_exceptions=STALE).until(
+        lambda b: "Submitted" in b.find_element(By.TAG_NAME, "body").text
+    )
 
     # The second rater sees no one's labels until they submit; then labels differently on job 2.
     login(browser, base, "ravi-rater")
@@ -99,9 +105,9 @@ def test_two_raters_run_a_study_end_to_end_in_the_browser(browser, live_server, 
     assert "Agreement and disagreements" not in browser.find_element(By.TAG_NAME, "body").text
     browser.find_element(By.ID, "start-labeling").click()
     label_all(browser, [["5"], ["6"], ["n"]])
-    WebDriverWait(browser, 10).until(lambda b: b.find_elements(By.ID, "submit-labels"))
+    WebDriverWait(browser, 10, ignored_exceptions=STALE).until(lambda b: b.find_elements(By.ID, "submit-labels"))
     browser.find_element(By.ID, "submit-labels").click()
-    WebDriverWait(browser, 10).until(
+    WebDriverWait(browser, 10, ignored_exceptions=STALE).until(
         lambda b: "Agreement and disagreements" in b.find_element(By.TAG_NAME, "body").text
     )
 
@@ -118,10 +124,12 @@ def test_two_raters_run_a_study_end_to_end_in_the_browser(browser, live_server, 
     browser.find_element(By.ID, "opt-model_checkpointing").click()
     browser.find_element(By.ID, "id_note").send_keys("Idle gaps line up with the checkpoint saves.")
     browser.find_element(By.CSS_SELECTOR, "#label-form button.primary").click()
-    WebDriverWait(browser, 10).until(lambda b: "Gold labels set" in b.find_element(By.TAG_NAME, "body").text)
+    WebDriverWait(browser, 10, ignored_exceptions=STALE).until(
+        lambda b: "Gold labels set" in b.find_element(By.TAG_NAME, "body").text
+    )
     browser.find_element(By.LINK_TEXT, "Gold sets →").click()
     browser.find_element(By.ID, "freeze").click()
-    WebDriverWait(browser, 10).until(
+    WebDriverWait(browser, 10, ignored_exceptions=STALE).until(
         lambda b: "Gold set v1 frozen with 3 jobs" in b.find_element(By.TAG_NAME, "body").text
     )
 

@@ -19,7 +19,7 @@ def _layout(**extra) -> dict:
 
 
 def weekly_trend(rows: list[dict]) -> dict:
-    weeks = [row["week"].date().isoformat() for row in rows]
+    weeks = [row["week"].strftime("%b %d") for row in rows]
     used = [round(row["covered"] - row["unused"], 1) for row in rows]
     unused = [round(row["unused"], 1) for row in rows]
     return {
@@ -75,9 +75,48 @@ def utilization_histogram(counts: list[int], low_threshold: float) -> dict:
             }
         ],
         "layout": _layout(
-            xaxis={"title": {"text": "Mean GPU utilization (%)"}, "type": "category", "tickangle": 0},
+            xaxis={"title": {"text": "Mean GPU utilization (%)"}, "type": "category", "tickangle": -35},
             yaxis={"title": {"text": "Jobs"}},
             height=260,
             hovermode="closest",
+        ),
+    }
+
+
+def categories_vs_paper(rows: list[dict]) -> dict:
+    """Share of attributed GPU-hours per category here, beside the paper's share of issues."""
+    from triage.taxonomy import Category
+
+    total = sum(row["hours"] for row in rows) or 1.0
+    hours = {row["category"]: row["hours"] for row in rows}
+    categories = sorted(Category, key=lambda c: hours.get(c.value, 0.0))
+    labels = [c.label for c in categories]
+    return {
+        "data": [
+            {
+                "type": "bar",
+                "orientation": "h",
+                "y": labels,
+                "name": "This fleet (share of attributed GPU-hours)",
+                "x": [round(100 * hours.get(c.value, 0.0) / total, 1) for c in categories],
+                "marker": {"color": [c.colour for c in categories]},
+                "hovertemplate": "%{y}: %{x} % of attributed GPU-hours<extra></extra>",
+            },
+            {
+                "type": "bar",
+                "orientation": "h",
+                "y": labels,
+                "name": "ICSE '24 study (share of issues)",
+                "x": [c.paper_share for c in categories],
+                "marker": {"color": "rgba(29,35,48,0.25)"},
+                "hovertemplate": "%{y}: %{x} % of the paper's issues<extra></extra>",
+            },
+        ],
+        "layout": _layout(
+            barmode="group",
+            height=520,
+            hovermode="closest",
+            xaxis={"title": {"text": "%"}},
+            margin={"l": 230, "r": 20, "t": 30, "b": 40},
         ),
     }

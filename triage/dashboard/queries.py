@@ -154,3 +154,29 @@ def change(current: float | None, previous: float | None) -> float | None:
 
 def money(value: float) -> Decimal:
     return Decimal(str(round(value, 2)))
+
+
+def by_category(jobs) -> list[dict]:
+    """Current findings of these jobs per category: jobs, attributed GPU-hours and cost."""
+    from triage.models import Finding
+
+    rows = (
+        Finding.objects.filter(result__is_current=True, job__in=jobs)
+        .values("category")
+        .annotate(
+            jobs=Count("job", distinct=True),
+            hours=Coalesce(Sum("gpu_hours"), ZERO),
+            spend=Coalesce(Sum(_float(F("cost"))), ZERO),
+        )
+        .order_by("-hours")
+    )
+    return list(rows)
+
+
+def unclassified_share(jobs, low_util_threshold: float) -> tuple[int, int]:
+    """(low-utilization jobs no rule explains, low-utilization jobs triaged) in these jobs."""
+    from triage.models import JobTriage
+
+    results = JobTriage.objects.filter(is_current=True, job__in=jobs.low_utilization(low_util_threshold))
+    row = results.aggregate(total=Count("pk"), unclassified=Count("pk", filter=Q(status="unclassified")))
+    return row["unclassified"], row["total"]

@@ -124,6 +124,9 @@ def build_timeline(
         key=lambda d: (str(d[0]), d[1]),
     )
     colour_of = {device: PALETTE[i % len(PALETTE)] for i, device in enumerate(devices)}
+    if len(devices) > 6:  # many GPUs: a legend column on the right instead of rows over the chart
+        layout["legend"] = {"orientation": "v", "x": 1.01, "y": 1, "font": {"size": 10}}
+        layout["margin"]["r"] = 150
     for index, (metric, title, rows) in enumerate(panels):
         axis = "y" if index == 0 else f"y{index + 1}"
         top = 1 - index * height

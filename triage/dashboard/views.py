@@ -77,12 +77,18 @@ def overview(request):
         for label, value, before, fmt, worse_when_up in kpis
     ]
     teams = queries.by_team(period_jobs, threshold, limit=10)
+    categories = [row | {"label": Category(row["category"]).label} for row in queries.by_category(period_jobs)]
+    unclassified, triaged_low = queries.unclassified_share(period_jobs, threshold)
     context = _context(request, jobs, period, problem, cluster) | {
         "cards": cards,
         "totals": current,
         "trend_figure": figures.weekly_trend(queries.weekly_trend(jobs, period)),
         "teams_figure": figures.top_teams(teams),
         "histogram_figure": figures.utilization_histogram(queries.utilization_histogram(period_jobs), threshold),
+        "categories": categories,
+        "categories_figure": figures.categories_vs_paper(categories),
+        "unclassified": unclassified,
+        "triaged_low": triaged_low,
         "currency": settings.DEFAULT_CURRENCY,
     }
     return render(request, "dashboard/overview.html", context)
