@@ -76,6 +76,7 @@ def utilization_histogram(counts: list[int], low_threshold: float) -> dict:
         ],
         "layout": _layout(
             xaxis={"title": {"text": "Mean GPU utilization (%)"}, "type": "category", "tickangle": -35},
+            margin={"l": 50, "r": 20, "t": 10, "b": 75},
             yaxis={"title": {"text": "Jobs"}},
             height=260,
             hovermode="closest",
