@@ -21,6 +21,37 @@ sys.path.insert(0, str(REPO))
 RESULTS = REPO / "bench" / "results"
 
 
+def _long_job():
+    """An 8-GPU job of 30 days sampled every 15 s (1.5 M rows), the job page's worst case."""
+    from datetime import UTC, datetime, timedelta
+
+    import numpy as np
+    import pandas as pd
+    from django.core.files.base import ContentFile
+
+    from fleet.models import Cluster, Job, Team
+    from fleet.series import to_parquet_bytes
+
+    start = datetime(2026, 10, 20, tzinfo=UTC)
+    job, created = Job.objects.get_or_create(
+        cluster=Cluster.objects.get_or_create(name="load-a")[0], external_id="load-long-8gpu-30d",
+        defaults={"team": Team.objects.first(), "user": "bench", "start_time": start,
+                  "end_time": start + timedelta(days=30), "gpu_count": 8, "gpu_hours": 8 * 720},
+    )  # fmt: skip
+    if created or not job.series_file:
+        n = 30 * 86400 // 15
+        stamps = pd.date_range(start, periods=n, freq="15s", tz="UTC", unit="ms")
+        rng = np.random.default_rng(1)
+        frames = [
+            pd.DataFrame({"timestamp": stamps, "host": "n1", "gpu": pd.array([g] * n, dtype="Int16"),
+                          "gpu_util": rng.uniform(0, 100, n).astype("float32"),
+                          "gpu_mem_used_mib": np.float32(40000), "gpu_mem_total_mib": np.float32(81920)})
+            for g in range(8)
+        ]  # fmt: skip
+        job.series_file.save("long.parquet", ContentFile(to_parquet_bytes(pd.concat(frames, ignore_index=True))))
+    return job
+
+
 def main(jobs: int = 100_000, repeats: int = 15) -> dict:
     os.environ.setdefault("DEBUG", "1")
     os.environ.setdefault("DATA_DIR", tempfile.mkdtemp(prefix="fleet-bench-"))
@@ -48,15 +79,20 @@ def main(jobs: int = 100_000, repeats: int = 15) -> dict:
     client.force_login(user)
 
     job = Job.objects.order_by("-unused_gpu_hours").first()
+    long_job = _long_job()
     pages = {
         "healthz (baseline)": "/healthz",
-        "overview": "/overview/?period=30d",
+        "overview (default 7 days)": "/overview/",
+        "overview 30 days": "/overview/?period=30d",
         "overview 90 days": "/overview/?period=90d",
         "teams": "/teams/?period=30d",
         "team": "/teams/load-team-03/?period=30d",
         "jobs": "/jobs/",
         "jobs filtered": "/jobs/?team=load-team-03&q=load-job-1",
+        "jobs by cause": "/jobs/?category=model_checkpointing&util_max=50",
+        "causes": "/categories/?period=30d",
         "job detail": f"/jobs/{job.pk}/",
+        "timeline 8 GPUs x 30 days @15 s": f"/jobs/{long_job.pk}/timeline.json",
     }
     timings = {}
     for name, url in pages.items():
@@ -67,7 +103,11 @@ def main(jobs: int = 100_000, repeats: int = 15) -> dict:
             response = client.get(url)
             samples.append((time.perf_counter() - started) * 1000)
             assert response.status_code == 200, (url, response.status_code)
-        timings[name] = {"median_ms": statistics.median(samples), "max_ms": max(samples)}
+        timings[name] = {
+            "median_ms": statistics.median(samples),
+            "max_ms": max(samples),
+            "bytes": len(response.content) if not response.streaming else None,
+        }
     baseline = timings["healthz (baseline)"]["median_ms"]
     result = {
         "benchmark": f"dashboard_{jobs}",

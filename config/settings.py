@@ -134,7 +134,7 @@ AXES_RESET_ON_SUCCESS = True
 AXES_LOCKOUT_TEMPLATE = "registration/locked_out.html"
 AXES_VERBOSE = False  # no start-up banner in every management command's output
 LOGIN_URL = "login"
-LOGIN_REDIRECT_URL = "fleet:job-list"
+LOGIN_REDIRECT_URL = "dashboard:overview"
 LOGOUT_REDIRECT_URL = "login"
 
 # --- Time and language: UTC everywhere ------------------------------------------------

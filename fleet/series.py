@@ -21,7 +21,7 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from fleet.canonical import METRICS, SeriesSummary
+from fleet.canonical import METRICS, SERIES_KEYS, SeriesSummary
 
 KEY_COLUMNS = ("timestamp", "host", "gpu")
 # A hole is an interval without samples longer than this many sampling periods, and never shorter
@@ -241,5 +241,9 @@ def to_parquet_bytes(frame: pd.DataFrame) -> bytes:
     return buffer.getvalue()
 
 
-def from_parquet_bytes(data: bytes) -> pd.DataFrame:
-    return pq.read_table(io.BytesIO(data)).to_pandas()
+def from_parquet_bytes(data: bytes, columns: list[str] | None = None) -> pd.DataFrame:
+    """The stored frame; `columns` reads only those that exist (keys are always read)."""
+    if columns is not None:
+        present = set(pq.read_schema(io.BytesIO(data)).names)
+        columns = [c for c in dict.fromkeys([*SERIES_KEYS, *columns]) if c in present]
+    return pq.read_table(io.BytesIO(data), columns=columns).to_pandas()

@@ -5,9 +5,6 @@ from fleet import views
 app_name = "fleet"
 
 urlpatterns = [
-    path("", views.home, name="home"),
-    path("jobs/", views.job_list, name="job-list"),
-    path("jobs/<int:pk>/", views.job_detail, name="job-detail"),
     path("ingest-runs/", views.ingest_run_list, name="ingest-run-list"),
     path("ingest-runs/upload/", views.ingest_upload, name="ingest-upload"),
     path("ingest-runs/<int:pk>/", views.ingest_run_detail, name="ingest-run-detail"),
@@ -15,5 +12,6 @@ urlpatterns = [
     path("ingest-runs/<int:pk>/errors.csv", views.ingest_run_errors_csv, name="ingest-run-errors-csv"),
     path("tokens/", views.token_list, name="token-list"),
     path("tokens/<str:pk>/revoke/", views.token_revoke, name="token-revoke"),
+    path("audit/", views.audit_log, name="audit-log"),
     path("healthz", views.healthz, name="healthz"),
 ]

@@ -9,71 +9,18 @@ from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.paginator import Paginator
 from django.db import connection
-from django.db.models import Q
 from django.http import Http404, HttpResponse, JsonResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
-from fleet import ingest
-from fleet.access import is_operator, sees_whole_fleet
-from fleet.models import Cluster, IngestRun, Job, MachineToken, Team
+from fleet import audit, ingest
+from fleet.access import is_operator
+from fleet.exports import spreadsheet_safe
+from fleet.models import AuditEvent, IngestRun, MachineToken
 from fleet.uploads import format_size
 
 JOBS_PER_PAGE = 50
-
-
-@login_required
-def home(request):
-    return redirect("fleet:job-list")
-
-
-@login_required
-def job_list(request):
-    jobs = Job.objects.visible_to(request.user).select_related("cluster", "team")
-    teams = Team.objects.all() if sees_whole_fleet(request.user) else Team.objects.filter(owners__user=request.user)
-    filters = {
-        "q": request.GET.get("q", "").strip(),
-        "team": request.GET.get("team", ""),
-        "cluster": request.GET.get("cluster", ""),
-    }
-    if filters["q"]:
-        jobs = jobs.filter(
-            Q(external_id__icontains=filters["q"]) | Q(name__icontains=filters["q"]) | Q(user__icontains=filters["q"])
-        )
-    if filters["team"]:
-        jobs = jobs.filter(team__slug=filters["team"])
-    if filters["cluster"]:
-        jobs = jobs.filter(cluster__name=filters["cluster"])
-    page = Paginator(jobs, JOBS_PER_PAGE).get_page(request.GET.get("page"))
-    query = request.GET.copy()
-    query.pop("page", None)
-    return render(
-        request,
-        "fleet/job_list.html",
-        {
-            "page": page,
-            "filters": filters,
-            "teams": teams,
-            "clusters": Cluster.objects.all(),
-            "query": query.urlencode(),
-        },
-    )
-
-
-@login_required
-def job_detail(request, pk: int):
-    # Scoped lookup: another team's job is indistinguishable from a missing one.
-    job = get_object_or_404(Job.objects.visible_to(request.user).select_related("cluster", "team", "ingest_run"), pk=pk)
-    return render(
-        request,
-        "fleet/job_detail.html",
-        {
-            "job": job,
-            "artifacts": job.artifacts.all(),
-            "events": job.log_events.select_related("artifact")[:500],
-        },
-    )
 
 
 def operator_required(view):
@@ -128,15 +75,6 @@ def run_status(run: IngestRun) -> dict:
 def ingest_run_status(request, pk: int):
     run = get_object_or_404(IngestRun, pk=pk)
     return JsonResponse(run_status(run))
-
-
-# Spreadsheets run a cell that starts with one of these as a formula (OWASP "CSV injection").
-FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
-
-
-def spreadsheet_safe(value) -> str:
-    text = "" if value is None else str(value)
-    return "'" + text if text.startswith(FORMULA_STARTS) else text
 
 
 @operator_required
@@ -194,6 +132,7 @@ def token_list(request):
             messages.error(request, "Give the token a name, e.g. the machine that will use it.")
         else:
             token, created_key = MachineToken.objects.create_key(name=name, created_by=request.user)
+            audit.record(request.user, "token.create", token, {"prefix": token.prefix})
             messages.success(request, f"Token “{token.name}” created. Copy it now: it is not shown again.")
     tokens = MachineToken.objects.select_related("created_by").order_by("revoked", "-created")
     return render(request, "fleet/token_list.html", {"tokens": tokens, "created_key": created_key})
@@ -206,8 +145,25 @@ def token_revoke(request, pk: str):
     if not token.revoked:
         token.revoked = True
         token.save(update_fields=["revoked"])
+        audit.record(request.user, "token.revoke", token, {"prefix": token.prefix})
         messages.success(request, f"Token “{token.name}” ({token.prefix}…) is revoked; pushes with it are refused.")
     return redirect("fleet:token-list")
+
+
+AUDIT_PER_PAGE = 100
+
+
+@operator_required
+@require_GET
+def audit_log(request):
+    """Operator actions, newest first; `?action=` narrows to one kind (e.g. token.revoke)."""
+    events = AuditEvent.objects.select_related("actor")
+    action = request.GET.get("action", "")
+    if action:
+        events = events.filter(action=action)
+    page = Paginator(events, AUDIT_PER_PAGE).get_page(request.GET.get("page"))
+    actions = AuditEvent.objects.order_by("action").values_list("action", flat=True).distinct()
+    return render(request, "fleet/audit_log.html", {"page": page, "action": action, "actions": actions})
 
 
 @require_GET

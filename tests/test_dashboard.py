@@ -173,3 +173,53 @@ def test_overview_shows_causes_priced_at_todays_prices_and_the_unclassified_shar
     assert (str(finding.cost), finding.currency) == ("15.00", "EUR")
     assert (response.context["unclassified"], response.context["triaged_low"]) == (1, 2)
     assert Finding.objects.count() == 1
+
+
+def test_causes_pages_list_all_15_with_guidance_and_the_jobs_behind_one(client, member_a, fleet):
+    from triage.taxonomy import Category
+
+    (low, _), _ = fleet
+    _finding(low, Category.MODEL_CHECKPOINTING, 3.0)
+    client.force_login(member_a)
+    page = client.get(reverse("dashboard:category-list"), {"from": "2026-11-16", "to": "2026-11-22"})
+    rows = page.context["categories"]
+    assert len(rows) == 15 and all(row["guide"].get("what") for row in rows)
+    assert next(r for r in rows if r["category"] == Category.MODEL_CHECKPOINTING)["hours"] == 3.0
+    detail = client.get(
+        reverse("dashboard:category-detail", args=["model_checkpointing"]), {"from": "2026-11-16", "to": "2026-11-22"}
+    )
+    assert [f.job.name for f in detail.context["findings"]] == ["a-low"]
+    assert b"Before" in detail.content and b"After" in detail.content
+    assert client.get(reverse("dashboard:category-detail", args=["not_a_cause"])).status_code == 404
+
+
+def test_causes_of_another_team_stay_hidden(client, member_a, fleet, team_b):
+    from triage.taxonomy import Category
+
+    (_, busy), _ = fleet
+    _finding(busy, Category.API_MISUSE, 2.0)
+    client.force_login(member_a)
+    detail = client.get(
+        reverse("dashboard:category-detail", args=["api_misuse"]), {"from": "2026-11-16", "to": "2026-11-22"}
+    )
+    assert list(detail.context["findings"]) == []
+
+
+def test_operator_sets_prices_and_jobs_are_repriced(client, operator, member_a, fleet):
+    (low, _), _ = fleet
+    url = reverse("dashboard:settings")
+    client.force_login(member_a)
+    assert client.get(url).status_code == 404
+    client.force_login(operator)
+    form = {
+        "form-TOTAL_FORMS": "1", "form-INITIAL_FORMS": "0", "form-MIN_NUM_FORMS": "0", "form-MAX_NUM_FORMS": "1000",
+        "form-0-cluster": str(low.cluster.pk), "form-0-gpu_model": "", "form-0-price_per_gpu_hour": "3.50",
+        "form-0-currency": "EUR",
+    }  # fmt: skip
+    response = client.post(url, form, follow=True)
+    assert b"Prices saved" in response.content
+    low.refresh_from_db()
+    assert (str(low.cost), low.currency) == ("35.00", "EUR")
+    form["form-0-price_per_gpu_hour"] = "cheap"
+    bad = client.post(url, form)
+    assert bad.status_code == 200 and b"Enter a number" in bad.content

@@ -42,5 +42,5 @@ def test_setup_demo_prices_the_fleet_and_prints_working_logins(demo_archive, cli
     team = Owner.objects.get(user=alice).team
     assert not Job.objects.filter(cost__isnull=True).exists()
     client.force_login(alice)
-    page = client.get(reverse("fleet:job-list")).content.decode()
+    page = client.get(reverse("dashboard:job-list")).content.decode()
     assert f'Jobs <span class="muted">{team.jobs.count()}</span>' in page

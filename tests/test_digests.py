@@ -301,7 +301,7 @@ def test_every_link_in_the_email_opens(smtp, fleet, member_a, client):
     text, html = parts(smtp.to(member_a.email)[0])
     urls = set(links(html))
     assert urls and all(url.startswith(BASE_URL + "/") for url in urls)
-    job_url = BASE_URL + reverse("fleet:job-detail", args=[fleet["resnet"].pk])
+    job_url = BASE_URL + reverse("dashboard:job-detail", args=[fleet["resnet"].pk])
     assert job_url in urls and job_url in text and f"/jobs/{fleet['resnet'].pk}/" in job_url
     client.force_login(member_a)
     for url in urls:

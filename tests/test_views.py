@@ -17,7 +17,7 @@ def jobs(team_a, team_b):
     }
 
 
-@pytest.mark.parametrize("name", ["fleet:job-list", "fleet:ingest-run-list", "fleet:home"])
+@pytest.mark.parametrize("name", ["dashboard:job-list", "fleet:ingest-run-list", "dashboard:home"])
 def test_pages_send_anonymous_visitors_to_login(client, name):
     response = client.get(reverse(name))
     assert response.status_code == 302
@@ -25,7 +25,7 @@ def test_pages_send_anonymous_visitors_to_login(client, name):
 
 
 def test_job_detail_sends_anonymous_visitors_to_login(client, jobs):
-    response = client.get(reverse("fleet:job-detail", args=[jobs["a"].pk]))
+    response = client.get(reverse("dashboard:job-detail", args=[jobs["a"].pk]))
     assert response.status_code == 302 and response.url.startswith(reverse("login"))
 
 
@@ -35,37 +35,37 @@ def test_login_page_logs_in_and_lands_on_jobs(client, member_a):
     response = client.post(
         reverse("login"), {"username": "alice-member", "password": "correct horse battery staple"}, follow=True
     )
-    assert response.redirect_chain[-1][0] == reverse("fleet:job-list")
+    assert response.redirect_chain[-1][0] == reverse("dashboard:overview")
 
 
 def test_team_member_sees_only_their_teams_jobs(client, member_a, jobs):
     client.force_login(member_a)
-    page = client.get(reverse("fleet:job-list")).content.decode()
+    page = client.get(reverse("dashboard:job-list")).content.decode()
     assert "team-a-resnet" in page
     assert "team-b-llama" not in page
-    assert client.get(reverse("fleet:job-detail", args=[jobs["a"].pk])).status_code == 200
-    assert client.get(reverse("fleet:job-detail", args=[jobs["b"].pk])).status_code == 404
+    assert client.get(reverse("dashboard:job-detail", args=[jobs["a"].pk])).status_code == 200
+    assert client.get(reverse("dashboard:job-detail", args=[jobs["b"].pk])).status_code == 404
 
 
 @pytest.mark.parametrize("persona", ["operator", "researcher"])
 def test_operators_and_researchers_see_the_whole_fleet(client, request, persona, jobs):
     client.force_login(request.getfixturevalue(persona))
-    page = client.get(reverse("fleet:job-list")).content.decode()
+    page = client.get(reverse("dashboard:job-list")).content.decode()
     assert "team-a-resnet" in page and "team-b-llama" in page
 
 
 def test_outsider_sees_no_jobs(client, outsider, jobs):
     client.force_login(outsider)
-    page = client.get(reverse("fleet:job-list")).content.decode()
-    assert "team-a-resnet" not in page and "No jobs to show" in page
-    assert client.get(reverse("fleet:job-detail", args=[jobs["a"].pk])).status_code == 404
+    page = client.get(reverse("dashboard:job-list")).content.decode()
+    assert "team-a-resnet" not in page and "No jobs match" in page
+    assert client.get(reverse("dashboard:job-detail", args=[jobs["a"].pk])).status_code == 404
 
 
 def test_job_list_filters_by_team_and_search(client, operator, jobs):
     client.force_login(operator)
-    page = client.get(reverse("fleet:job-list"), {"team": "team-b"}).content.decode()
+    page = client.get(reverse("dashboard:job-list"), {"team": "team-b"}).content.decode()
     assert "team-b-llama" in page and "team-a-resnet" not in page
-    page = client.get(reverse("fleet:job-list"), {"q": "resnet"}).content.decode()
+    page = client.get(reverse("dashboard:job-list"), {"q": "resnet"}).content.decode()
     assert "team-a-resnet" in page and "team-b-llama" not in page
 
 
@@ -85,7 +85,7 @@ def test_ingest_runs_are_for_operators_only(client, operator, member_a):
 def test_untrusted_job_fields_are_escaped(client, operator, team_a):
     JobFactory(team=team_a, name="<script>alert(1)</script>", command="<img src=x onerror=alert(2)>")
     client.force_login(operator)
-    page = client.get(reverse("fleet:job-list")).content.decode()
+    page = client.get(reverse("dashboard:job-list")).content.decode()
     assert "<script>alert(1)</script>" not in page and "&lt;script&gt;" in page
 
 

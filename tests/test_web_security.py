@@ -31,7 +31,7 @@ def test_one_wrong_password_does_not_lock_the_user_out(client, member_a):
 
 def test_pages_carry_a_content_security_policy(client, operator):
     client.force_login(operator)
-    policy = client.get(reverse("fleet:job-list"))["Content-Security-Policy"]
+    policy = client.get(reverse("dashboard:job-list"))["Content-Security-Policy"]
     assert "script-src 'self'" in policy and "frame-ancestors 'none'" in policy
     assert "unsafe-eval" not in policy
 

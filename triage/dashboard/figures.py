@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import html
+
 BASE_LAYOUT = {
     "margin": {"l": 50, "r": 20, "t": 10, "b": 40},
     "font": {"family": "system-ui, sans-serif", "size": 12, "color": "#1d2330"},
@@ -43,7 +45,8 @@ def top_teams(rows: list[dict]) -> dict:
             {
                 "type": "bar",
                 "orientation": "h",
-                "y": [row["team__name"] for row in rows],
+                # Team names come from imports; Plotly renders tick and hover text as HTML.
+                "y": [html.escape(row["team__name"]) for row in rows],
                 "x": [round(row["unused"], 1) for row in rows],
                 "marker": {"color": UNUSED},
                 "name": "Unused GPU-hours",
@@ -119,5 +122,37 @@ def categories_vs_paper(rows: list[dict]) -> dict:
             hovermode="closest",
             xaxis={"title": {"text": "%"}},
             margin={"l": 230, "r": 20, "t": 30, "b": 40},
+        ),
+    }
+
+
+def category_trend(rows: list[dict], colour: str) -> dict:
+    weeks = [row["week"].strftime("%b %d") for row in rows]
+    return {
+        "data": [
+            {
+                "type": "bar",
+                "x": weeks,
+                "y": [round(r["hours"], 1) for r in rows],
+                "name": "Attributed GPU-hours",
+                "marker": {"color": colour},
+                "hovertemplate": "%{x}: %{y} GPU-hours<extra></extra>",
+            },
+            {
+                "type": "scatter",
+                "mode": "lines+markers",
+                "x": weeks,
+                "y": [r["jobs"] for r in rows],
+                "name": "Jobs detected",
+                "yaxis": "y2",
+                "line": {"color": "#1d2330"},
+            },
+        ],
+        "layout": _layout(
+            height=280,
+            xaxis={"type": "category", "tickangle": 0, "nticks": 6},
+            yaxis={"title": {"text": "GPU-hours"}},
+            yaxis2={"title": {"text": "Jobs"}, "overlaying": "y", "side": "right", "rangemode": "tozero"},
+            margin={"l": 50, "r": 50, "t": 10, "b": 40},
         ),
     }

@@ -180,3 +180,19 @@ def unclassified_share(jobs, low_util_threshold: float) -> tuple[int, int]:
     results = JobTriage.objects.filter(is_current=True, job__in=jobs.low_utilization(low_util_threshold))
     row = results.aggregate(total=Count("pk"), unclassified=Count("pk", filter=Q(status="unclassified")))
     return row["unclassified"], row["total"]
+
+
+def category_trend(jobs, category: str, period: Period, weeks: int = 12) -> list[dict]:
+    """Jobs detected with one category, and their GPU-hours, per week up to the period's end."""
+    from triage.models import Finding
+
+    last_monday = (period.end - timedelta(seconds=1)).date()
+    last_monday -= timedelta(days=last_monday.weekday())
+    starts = [datetime.combine(last_monday - timedelta(weeks=i), time.min, tzinfo=UTC) for i in range(weeks)][::-1]
+    aggregates = {}
+    for i, week_start in enumerate(starts):
+        in_week = Q(job__start_time__gte=week_start, job__start_time__lt=week_start + timedelta(weeks=1))
+        aggregates[f"jobs_{i}"] = Count("job", filter=in_week, distinct=True)
+        aggregates[f"hours_{i}"] = Coalesce(Sum("gpu_hours", filter=in_week), ZERO)
+    row = Finding.objects.filter(result__is_current=True, category=category, job__in=jobs).aggregate(**aggregates)
+    return [{"week": s, "jobs": row[f"jobs_{i}"], "hours": row[f"hours_{i}"]} for i, s in enumerate(starts)]

@@ -18,6 +18,8 @@ from tsdownsample import MinMaxLTTBDownsampler
 from fleet.series import GAP_PERIODS, MIN_GAP_S
 
 POINTS_PER_TRACE = 1000
+# The metric columns the timeline draws; the view reads only these from the stored series.
+COLUMNS = ("gpu_util", "gpu_mem_used_mib", "gpu_mem_total_mib", "cpu_util")
 PALETTE = ["#2f5fd0", "#e0a03c", "#1e8449", "#c0392b", "#8e44ad", "#16a085", "#d35400", "#7f8c8d"]
 EVENT_COLOURS = {
     "install": "#27ae60",
@@ -68,8 +70,9 @@ def _epoch_ms(timestamps: pd.Series) -> np.ndarray:
     return timestamps.dt.tz_convert("UTC").dt.tz_localize(None).to_numpy(dtype="datetime64[ms]").astype(np.int64)
 
 
-def _gap_ms(frame: pd.DataFrame) -> float:
-    steps = frame.sort_values("t_ms").groupby(["host", "gpu"], dropna=False)["t_ms"].diff().to_numpy()
+def _gap_ms(device_times: list[np.ndarray]) -> float:
+    """The hole threshold of fleet.series: max(3 x sampling period, 5 min), from the devices' own steps."""
+    steps = np.concatenate([np.diff(t) for t in device_times]) if device_times else np.array([])
     steps = steps[steps > 0]
     period = float(np.median(steps)) if len(steps) else MIN_GAP_S * 1000
     return max(GAP_PERIODS * period, MIN_GAP_S * 1000)
@@ -96,10 +99,11 @@ def build_timeline(
     frame = frame.assign(t_ms=_epoch_ms(frame["timestamp"]))
     gpu_rows = frame[frame["gpu"].notna()] if "gpu" in frame else frame.iloc[0:0]
     host_rows = frame[frame["gpu"].isna()] if "gpu" in frame else frame.iloc[0:0]
-    gap_ms = _gap_ms(gpu_rows if len(gpu_rows) else frame)
-    panels = [("gpu_util", "GPU util (%)", gpu_rows)]
-    if {"gpu_mem_used_mib", "gpu_mem_total_mib"} <= set(gpu_rows.columns):
+    has_memory = {"gpu_mem_used_mib", "gpu_mem_total_mib"} <= set(gpu_rows.columns)
+    if has_memory:
         gpu_rows = gpu_rows.assign(gpu_mem_pct=100 * gpu_rows["gpu_mem_used_mib"] / gpu_rows["gpu_mem_total_mib"])
+    panels = [("gpu_util", "GPU util (%)", gpu_rows)]
+    if has_memory:
         panels.append(("gpu_mem_pct", "GPU memory (%)", gpu_rows))
     if "cpu_util" in host_rows and host_rows["cpu_util"].notna().any():
         panels.append(("cpu_util", "CPU (%)", host_rows))
@@ -120,10 +124,17 @@ def build_timeline(
         "annotations": [],
     }
     devices = sorted(
-        {(h, g) for h, g in zip(gpu_rows.get("host", []), gpu_rows.get("gpu", []), strict=False)},
+        map(tuple, gpu_rows[["host", "gpu"]].drop_duplicates().itertuples(index=False)) if len(gpu_rows) else [],
         key=lambda d: (str(d[0]), d[1]),
     )
     colour_of = {device: PALETTE[i % len(PALETTE)] for i, device in enumerate(devices)}
+    # Row positions of each device, found once and shared by every panel of the same rows.
+    device_index, times_all = {}, {}
+    for rows in {id(r): r for _, _, r in panels}.values():
+        groups = rows.groupby(["host", "gpu"], dropna=False, sort=True).indices if len(rows) else {}
+        device_index[id(rows)] = sorted(groups.items(), key=lambda item: (str(item[0][0]), str(item[0][1])))
+        times_all[id(rows)] = rows["t_ms"].to_numpy(np.int64)
+    gap_ms = _gap_ms([times_all[id(gpu_rows)][p] for _, p in device_index[id(gpu_rows)]][:4])
     if len(devices) > 6:  # many GPUs: a legend column on the right instead of rows over the chart
         layout["legend"] = {"orientation": "v", "x": 1.01, "y": 1, "font": {"size": 10}}
         layout["margin"]["r"] = 150
@@ -136,15 +147,12 @@ def build_timeline(
             "range": [0, 105] if metric != "cpu_util" else None,
             "fixedrange": True,
         }
-        for (host, gpu), device_rows in rows.groupby(["host", "gpu"], dropna=False, sort=True):
-            if metric not in device_rows or device_rows[metric].isna().all():
+        values_all = rows[metric].to_numpy(np.float64, na_value=np.nan)
+        for (host, gpu), positions in device_index[id(rows)]:
+            values = values_all[positions]
+            if np.isnan(values).all():
                 continue
-            xs, ys = _downsample(
-                device_rows["t_ms"].to_numpy(np.int64),
-                device_rows[metric].to_numpy(np.float64),
-                points_per_trace,
-                gap_ms,
-            )
+            xs, ys = _downsample(times_all[id(rows)][positions], values, points_per_trace, gap_ms)
             label = _device_label(host, gpu)
             data.append(
                 {

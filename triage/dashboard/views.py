@@ -5,18 +5,25 @@ from __future__ import annotations
 from datetime import UTC, datetime
 
 from django.conf import settings
+from django.contrib import messages
 from django.contrib.auth.decorators import login_required
+from django.core.paginator import Paginator
+from django.db import transaction
 from django.db.models import Max
-from django.http import JsonResponse
-from django.shortcuts import get_object_or_404, render
+from django.forms import modelformset_factory
+from django.http import Http404, JsonResponse, StreamingHttpResponse
+from django.shortcuts import get_object_or_404, redirect, render
 
-from fleet.access import sees_whole_fleet
-from fleet.models import Cluster, Job, Team
+from fleet.access import is_operator, sees_whole_fleet
+from fleet.exports import stream_csv_rows
+from fleet.models import Cluster, GpuModelPrice, Job, Team
 from fleet.series import from_parquet_bytes
-from triage.models import Finding
+from triage.guidance import GUIDES
+from triage.models import Finding, JobTriage, RuleSet
 from triage.taxonomy import Category
 
 from . import figures, queries, timeline
+from .filters import JobFilter
 from .periods import PRESETS, parse_period
 
 TEAM_SORTS = {
@@ -142,7 +149,7 @@ def job_timeline(request, pk: int):
     if not job.series_file:
         return JsonResponse({"data": [], "layout": {}, "empty": "No metric samples were supplied for this job."})
     with job.series_file.open("rb") as blob:
-        frame = from_parquet_bytes(blob.read())
+        frame = from_parquet_bytes(blob.read(), columns=list(timeline.COLUMNS))
     markers = [
         timeline.Marker(
             at=event.timestamp, kind=event.kind, label=f"{event.artifact.path}:{event.line_no} {event.text}"
@@ -171,3 +178,172 @@ def _finding_windows(job) -> list[dict]:
 
 def _aware(moment: datetime) -> datetime:
     return moment if moment.tzinfo else moment.replace(tzinfo=UTC)
+
+
+JOBS_PER_PAGE = 50
+CSV_COLUMNS = [
+    "cluster", "job_id", "name", "team", "user", "state", "job_type", "start_time", "end_time", "gpu_count",
+    "gpu_model", "gpu_hours", "mean_gpu_util", "peak_gpu_mem_util", "unused_gpu_hours", "idle_gpu_hours",
+    "coverage", "cost", "currency", "status", "categories",
+]  # fmt: skip
+
+
+def _visible_teams(user):
+    return Team.objects.all() if sees_whole_fleet(user) else Team.objects.filter(owners__user=user)
+
+
+def _filtered_jobs(request):
+    jobs = Job.objects.visible_to(request.user).select_related("cluster", "team")
+    job_filter = JobFilter(request.GET or None, queryset=jobs, teams=_visible_teams(request.user))
+    return job_filter, (job_filter.qs if job_filter.is_bound and job_filter.is_valid() else jobs)
+
+
+def _with_triage(jobs: list[Job]) -> list[Job]:
+    """Attach each job's current status and categories in two queries, not two per job."""
+    ids = [job.pk for job in jobs]
+    status = dict(JobTriage.objects.filter(job_id__in=ids, is_current=True).values_list("job_id", "status"))
+    categories: dict[int, list[Category]] = {}
+    for job_id, category in (
+        Finding.objects.filter(job_id__in=ids, result__is_current=True)
+        .order_by("-gpu_hours")
+        .values_list("job_id", "category")
+    ):
+        categories.setdefault(job_id, []).append(Category(category))
+    for job in jobs:
+        job.triage_status = status.get(job.pk, "")
+        job.categories = categories.get(job.pk, [])
+    return jobs
+
+
+@login_required
+def job_list(request):
+    job_filter, jobs = _filtered_jobs(request)
+    if request.GET.get("format") == "csv":
+        return _jobs_csv(jobs)
+    page = Paginator(jobs, JOBS_PER_PAGE).get_page(request.GET.get("page"))
+    page.object_list = _with_triage(list(page.object_list))
+    query = request.GET.copy()
+    query.pop("page", None)
+    csv_query = query.copy()
+    csv_query["format"] = "csv"
+    return render(
+        request,
+        "dashboard/job_list.html",
+        {
+            "page": page,
+            "filter": job_filter,
+            "query": query.urlencode(),
+            "csv_query": csv_query.urlencode(),
+            "low_threshold": settings.LOW_UTIL_THRESHOLD,
+        },
+    )
+
+
+def _jobs_csv(jobs) -> StreamingHttpResponse:
+    def rows():
+        # Batches keep memory flat on a large fleet; each batch costs two extra queries, not two per job.
+        batch_size = 2000
+        for offset in range(0, jobs.count(), batch_size):
+            for job in _with_triage(list(jobs[offset : offset + batch_size])):
+                yield [
+                    job.cluster.name, job.external_id, job.name, job.team.slug, job.user, job.state, job.job_type,
+                    job.start_time.isoformat(), job.end_time.isoformat(), job.gpu_count, job.gpu_model,
+                    round(job.gpu_hours, 3), _round(job.mean_gpu_util), _round(job.peak_gpu_mem_util),
+                    _round(job.unused_gpu_hours, 3), _round(job.idle_gpu_hours, 3), _round(job.coverage, 3),
+                    job.cost, job.currency, job.triage_status, " ".join(c.value for c in job.categories),
+                ]  # fmt: skip
+
+    response = StreamingHttpResponse(stream_csv_rows(CSV_COLUMNS, rows()), content_type="text/csv; charset=utf-8")
+    response["Content-Disposition"] = 'attachment; filename="jobs.csv"'
+    return response
+
+
+def _round(value, digits: int = 1):
+    return None if value is None else round(value, digits)
+
+
+@login_required
+def job_detail(request, pk: int):
+    # Scoped lookup: another team's job is indistinguishable from a missing one.
+    job = get_object_or_404(Job.objects.visible_to(request.user).select_related("cluster", "team", "ingest_run"), pk=pk)
+    return render(
+        request,
+        "dashboard/job_detail.html",
+        {
+            "job": job,
+            "artifacts": job.artifacts.all(),
+            "events": job.log_events.select_related("artifact")[:500],
+        },
+    )
+
+
+@login_required
+def home(request):
+    return redirect("dashboard:overview")
+
+
+@login_required
+def category_list(request):
+    jobs, period, problem, cluster = _scope(request)
+    rows = {row["category"]: row for row in queries.by_category(queries.in_period(jobs, period))}
+    categories = [
+        {
+            "category": category,
+            "jobs": rows.get(category.value, {}).get("jobs", 0),
+            "hours": rows.get(category.value, {}).get("hours", 0.0),
+            "spend": rows.get(category.value, {}).get("spend", 0.0),
+            "guide": GUIDES.get(category, {}),
+        }
+        for category in Category
+    ]
+    context = _context(request, jobs, period, problem, cluster) | {"categories": categories}
+    return render(request, "dashboard/category_list.html", context)
+
+
+@login_required
+def category_detail(request, category: str):
+    try:
+        chosen = Category(category)
+    except ValueError:
+        raise Http404 from None
+    jobs, period, problem, cluster = _scope(request)
+    findings = (
+        Finding.objects.filter(result__is_current=True, category=chosen, job__in=queries.in_period(jobs, period))
+        .select_related("job__cluster", "job__team")
+        .order_by("-gpu_hours")[:100]
+    )
+    context = _context(request, jobs, period, problem, cluster) | {
+        "category": chosen,
+        "guide": GUIDES.get(chosen, {}),
+        "findings": findings,
+        "trend_figure": figures.category_trend(queries.category_trend(jobs, chosen.value, period), chosen.colour),
+    }
+    return render(request, "dashboard/category_detail.html", context)
+
+
+PriceFormSet = modelformset_factory(
+    GpuModelPrice, fields=["cluster", "gpu_model", "price_per_gpu_hour", "currency"], extra=2, can_delete=True
+)
+
+
+@login_required
+def fleet_settings(request):
+    """Operators set GPU-hour prices; thresholds are shown with where to change them."""
+    if not is_operator(request.user):
+        raise Http404
+    formset = PriceFormSet(request.POST or None, queryset=GpuModelPrice.objects.select_related("cluster"))
+    if request.method == "POST" and formset.is_valid():
+        with transaction.atomic():
+            formset.save()  # each saved or deleted price re-prices its cluster's jobs (fleet.receivers)
+        messages.success(request, "Prices saved; the affected jobs were re-priced.")
+        return redirect("dashboard:settings")
+    return render(
+        request,
+        "dashboard/settings.html",
+        {
+            "formset": formset,
+            "low_threshold": settings.LOW_UTIL_THRESHOLD,
+            "idle_threshold": settings.IDLE_UTIL_THRESHOLD,
+            "rule_set": RuleSet.current(),
+        },
+    )

@@ -315,7 +315,7 @@ def team_context(team: Team, period: Period) -> dict:
             "categories": entry.categories,
             "fix": entry.fix,
             "summary": entry.summary,
-            "url": absolute(reverse("fleet:job-detail", args=[entry.job_id])),
+            "url": absolute(reverse("dashboard:job-detail", args=[entry.job_id])),
         }
         for entry in ranked
         if entry.job_id in jobs

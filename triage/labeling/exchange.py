@@ -15,6 +15,7 @@ from django.db import transaction
 from django.db.models import Max
 from django.utils import timezone
 
+from fleet.exports import spreadsheet_safe, spreadsheet_unsafe
 from fleet.models import Job
 from triage.labeling import services
 from triage.labeling.models import OPTIONS, OTHER, Assignment, GoldSet, Label, Study, StudyJob, StudyRater
@@ -151,7 +152,8 @@ def to_csv(rows: list[dict], columns: list[str]) -> str:
     out = io.StringIO()
     writer = csv.DictWriter(out, fieldnames=columns, extrasaction="ignore", lineterminator="\n")
     writer.writeheader()
-    writer.writerows(rows)
+    # Free text (rationales, notes) goes to spreadsheets: formulas are neutralised, and read_rows undoes it.
+    writer.writerows({key: spreadsheet_safe(value) for key, value in row.items()} for row in rows)
     return out.getvalue()
 
 
@@ -170,7 +172,10 @@ def read_rows(content: str | bytes) -> list[dict]:
         if not isinstance(rows, list) or not all(isinstance(r, dict) for r in rows):
             raise ValueError("JSON must be an export object with a list of row objects under 'rows'")
         return rows
-    return list(csv.DictReader(io.StringIO(text)))
+    return [
+        {key: spreadsheet_unsafe(value) if isinstance(value, str) else value for key, value in row.items()}
+        for row in csv.DictReader(io.StringIO(text))
+    ]
 
 
 @dataclass

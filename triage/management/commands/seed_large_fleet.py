@@ -28,7 +28,7 @@ class Command(BaseCommand):
 
     def handle(self, jobs, teams, days, seed, end, delete, **options):
         if delete:
-            count, _ = Job.objects.filter(cluster__name__in=["load-a", "load-b"]).delete()
+            count, _ = Job.objects.filter(cluster__name__in=["load-a", "load-b"]).delete()  # cascades to triage
             self.stdout.write(f"deleted {count} rows")
             return
         if jobs < 1 or teams < 1 or days < 1:
@@ -52,9 +52,47 @@ class Command(BaseCommand):
                 batch.append(self._job(rng, index, clusters, team_rows, end_time, days))
             with transaction.atomic():
                 Job.objects.bulk_create(batch, ignore_conflicts=True)
+                self._triage(rng, [job.external_id for job in batch])
             created += len(batch)
             self.stdout.write(f"\r{created}/{jobs} jobs", ending="")
         self.stdout.write(f"\nseeded {jobs} jobs across {teams} teams and {days} days")
+
+    @staticmethod
+    def _triage(rng, external_ids: list[str]) -> None:
+        """A current triage result per job, and one or two findings for the low-utilization ones."""
+        from triage.models import Finding, JobTriage, RuleSet
+        from triage.taxonomy import Category
+
+        rule_set = RuleSet.current()
+        jobs = list(
+            Job.objects.filter(external_id__in=external_ids, cluster__name__in=["load-a", "load-b"]).exclude(
+                triage_results__rule_set=rule_set
+            )
+        )
+        results = JobTriage.objects.bulk_create(
+            [
+                JobTriage(
+                    job=job,
+                    rule_set=rule_set,
+                    is_current=True,
+                    mean_util=job.mean_gpu_util,
+                    status="classified" if job.mean_gpu_util <= 50 else "healthy",
+                )
+                for job in jobs
+            ],  # fmt: skip
+        )
+        categories = list(Category)
+        findings = []
+        for job, result in zip(jobs, results, strict=True):
+            if job.mean_gpu_util > 50:
+                continue
+            for category in rng.sample(categories, rng.choice([1, 1, 2])):
+                findings.append(
+                    Finding(result=result, job=job, rule_set=rule_set, category=category, confidence=0.9,
+                            summary="seeded for load tests", gpu_hours=(job.unused_gpu_hours or 0) / 2,
+                            evidence={}, guidance={})
+                )  # fmt: skip
+        Finding.objects.bulk_create(findings)
 
     @staticmethod
     def _job(rng, index, clusters, teams, end_time, days) -> Job:

@@ -1,0 +1,83 @@
+"""The jobs list: filters an operator combines, sorting, CSV export of the filtered set."""
+
+import csv
+import io
+
+import pytest
+from django.urls import reverse
+
+from tests.factories import JobFactory
+from triage.models import Finding, JobTriage, RuleSet
+from triage.taxonomy import Category
+
+pytestmark = pytest.mark.django_db
+
+
+def triaged(job, status, *categories):
+    result = JobTriage.objects.create(job=job, rule_set=RuleSet.current(), status=status, is_current=True)
+    for category in categories:
+        Finding.objects.create(result=result, job=job, rule_set=result.rule_set, category=category, confidence=0.9,
+                               summary="s", gpu_hours=1.0, evidence={}, guidance={})  # fmt: skip
+
+
+@pytest.fixture
+def jobs(team_a, team_b):
+    ckpt = JobFactory(team=team_a, name="ckpt-job", mean_gpu_util=30, state="COMPLETED", unused_gpu_hours=5)
+    triaged(ckpt, "classified", Category.MODEL_CHECKPOINTING)
+    mystery = JobFactory(team=team_a, name="mystery-job", mean_gpu_util=20, state="FAILED", unused_gpu_hours=9)
+    triaged(mystery, "unclassified")
+    busy = JobFactory(team=team_b, name="=cmd|' /C calc'!A0", mean_gpu_util=90, unused_gpu_hours=0.5)
+    triaged(busy, "healthy")
+    return {"ckpt": ckpt, "mystery": mystery, "busy": busy}
+
+
+def names(client, **params):
+    response = client.get(reverse("dashboard:job-list"), params)
+    assert response.status_code == 200
+    return [job.name for job in response.context["page"].object_list]
+
+
+def test_filters_combine(client, operator, jobs):
+    client.force_login(operator)
+    assert names(client, category="model_checkpointing") == ["ckpt-job"]
+    assert names(client, status="unclassified") == ["mystery-job"]
+    assert set(names(client, util_max="50")) == {"ckpt-job", "mystery-job"}
+    assert names(client, util_min="25", util_max="50") == ["ckpt-job"]
+    assert names(client, state="failed") == ["mystery-job"]
+    assert names(client, team="team-b") == ["=cmd|' /C calc'!A0"]
+    assert names(client, sort="unused")[:2] == ["mystery-job", "ckpt-job"]
+
+
+def test_bad_filter_values_show_a_message_not_an_error(client, operator, jobs):
+    client.force_login(operator)
+    response = client.get(reverse("dashboard:job-list"), {"util_min": "lots", "start_from": "yesterday"})
+    assert response.status_code == 200
+    assert b"Showing all jobs instead" in response.content
+
+
+def test_member_cannot_filter_their_way_into_another_team(client, member_a, jobs):
+    client.force_login(member_a)
+    assert set(names(client)) == {"ckpt-job", "mystery-job"}
+    response = client.get(reverse("dashboard:job-list"), {"q": "calc"})
+    assert list(response.context["page"].object_list) == []
+
+
+def test_csv_export_has_the_filtered_jobs_with_causes_and_no_live_formulas(client, operator, jobs):
+    client.force_login(operator)
+    response = client.get(reverse("dashboard:job-list"), {"format": "csv", "util_min": "0"})
+    rows = list(csv.DictReader(io.StringIO(b"".join(response.streaming_content).decode())))
+    assert response["Content-Type"].startswith("text/csv")
+    by_name = {row["name"]: row for row in rows}
+    assert set(by_name) == {"ckpt-job", "mystery-job", "'=cmd|' /C calc'!A0"}
+    assert by_name["ckpt-job"]["categories"] == "model_checkpointing"
+    assert by_name["mystery-job"]["status"] == "unclassified"
+    filtered = client.get(reverse("dashboard:job-list"), {"format": "csv", "category": "model_checkpointing"})
+    assert len(list(csv.DictReader(io.StringIO(b"".join(filtered.streaming_content).decode())))) == 1
+
+
+def test_job_list_query_count_does_not_grow_with_the_page(client, operator, jobs, django_assert_max_num_queries):
+    client.force_login(operator)
+    for i in range(40):
+        triaged(JobFactory(name=f"extra-{i}"), "classified", Category.API_MISUSE)
+    with django_assert_max_num_queries(12):
+        client.get(reverse("dashboard:job-list"))

@@ -1,0 +1,63 @@
+"""The jobs list's filters, parsed and validated by django-filter (bad input shows a form error)."""
+
+from __future__ import annotations
+
+import django_filters
+from django.db.models import Exists, OuterRef, Q
+
+from fleet.models import Cluster, Job, Team
+from triage.models import Finding, JobTriage, TriageStatus
+from triage.taxonomy import Category
+
+SORTS = {
+    "start": "-start_time",
+    "oldest": "start_time",
+    "unused": "-unused_gpu_hours",
+    "gpu_hours": "-gpu_hours",
+    "util": "mean_gpu_util",
+    "cost": "-cost",
+}
+
+
+class JobFilter(django_filters.FilterSet):
+    q = django_filters.CharFilter(method="search", label="Search")
+    cluster = django_filters.ModelChoiceFilter(
+        field_name="cluster", to_field_name="name", queryset=Cluster.objects.all(), empty_label="All clusters"
+    )
+    team = django_filters.ModelChoiceFilter(
+        field_name="team", to_field_name="slug", queryset=Team.objects.none(), empty_label="All teams"
+    )
+    user = django_filters.CharFilter(field_name="user", lookup_expr="iexact", label="User")
+    state = django_filters.CharFilter(field_name="state", lookup_expr="iexact", label="State")
+    category = django_filters.ChoiceFilter(choices=Category.choices, method="with_category", empty_label="Any cause")
+    status = django_filters.ChoiceFilter(choices=TriageStatus.choices, method="with_status", empty_label="Any status")
+    util_min = django_filters.NumberFilter(field_name="mean_gpu_util", lookup_expr="gte", label="Util ≥ %")
+    util_max = django_filters.NumberFilter(field_name="mean_gpu_util", lookup_expr="lte", label="Util ≤ %")
+    start_from = django_filters.DateFilter(field_name="start_time", lookup_expr="date__gte", label="Started from")
+    start_to = django_filters.DateFilter(field_name="start_time", lookup_expr="date__lte", label="Started to")
+    sort = django_filters.ChoiceFilter(
+        choices=[(key, key.replace("_", " ")) for key in SORTS], method="sorted", empty_label="Newest first"
+    )
+
+    class Meta:
+        model = Job
+        fields: list[str] = []
+
+    def __init__(self, *args, teams=None, **kwargs):
+        super().__init__(*args, **kwargs)
+        if teams is not None:
+            self.filters["team"].queryset = teams
+
+    def search(self, queryset, name, value):
+        return queryset.filter(Q(external_id__icontains=value) | Q(name__icontains=value) | Q(user__icontains=value))
+
+    def with_category(self, queryset, name, value):
+        current = Finding.objects.filter(job=OuterRef("pk"), category=value, result__is_current=True)
+        return queryset.filter(Exists(current))
+
+    def with_status(self, queryset, name, value):
+        current = JobTriage.objects.filter(job=OuterRef("pk"), status=value, is_current=True)
+        return queryset.filter(Exists(current))
+
+    def sorted(self, queryset, name, value):
+        return queryset.order_by(SORTS[value], "pk")
