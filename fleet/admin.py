@@ -1,6 +1,46 @@
 from django.contrib import admin
 
-from fleet.models import Artifact, Cluster, GpuModelPrice, IngestRun, Job, LogEvent, Owner, Team
+from fleet import audit
+from fleet.models import Artifact, AuditEvent, Cluster, GpuModelPrice, IngestRun, Job, LogEvent, Owner, Team
+
+
+def _price_details(price: GpuModelPrice) -> dict:
+    return {
+        "cluster": price.cluster.name,
+        "gpu_model": price.gpu_model,
+        "price_per_gpu_hour": str(price.price_per_gpu_hour),
+        "currency": price.currency,
+    }
+
+
+class AuditedAdmin(admin.ModelAdmin):
+    """Admin saves and deletions of this model go to the audit log (fleet.audit)."""
+
+    audit_name = ""  # e.g. "price": actions are price.create / price.change / price.delete
+
+    def audit_details(self, obj) -> dict:
+        return {}
+
+    def save_model(self, request, obj, form, change):
+        super().save_model(request, obj, form, change)
+        details = {"fields": sorted(form.changed_data), **self.audit_details(obj)}
+        audit.record(request.user, f"{self.audit_name}.{'change' if change else 'create'}", obj, details)
+
+    def delete_model(self, request, obj):
+        details, label = self.audit_details(obj), str(obj)
+        super().delete_model(request, obj)
+        audit.record(request.user, f"{self.audit_name}.delete", label, details)
+
+    def delete_queryset(self, request, queryset):
+        labels = [str(obj) for obj in queryset[:1000]]
+        count = queryset.count()
+        super().delete_queryset(request, queryset)
+        audit.record(
+            request.user,
+            f"{self.audit_name}.delete",
+            f"{count} {self.model._meta.verbose_name_plural}",
+            {"objects": labels},
+        )
 
 
 class OwnerInline(admin.TabularInline):
@@ -10,7 +50,8 @@ class OwnerInline(admin.TabularInline):
 
 
 @admin.register(Team)
-class TeamAdmin(admin.ModelAdmin):
+class TeamAdmin(AuditedAdmin):
+    audit_name = "team"
     list_display = ["slug", "name"]
     search_fields = ["slug", "name"]
     inlines = [OwnerInline]
@@ -35,9 +76,27 @@ class ClusterAdmin(admin.ModelAdmin):
     search_fields = ["name"]
     inlines = [GpuModelPriceInline]
 
+    def save_formset(self, request, form, formset, change):
+        """Prices edited inline on their cluster are audited like prices edited on their own."""
+        if formset.model is not GpuModelPrice:
+            return super().save_formset(request, form, formset, change)
+        deleted = [_price_details(f.instance) for f in formset.deleted_forms if f.instance.pk]
+        super().save_formset(request, form, formset, change)
+        for price in formset.new_objects:
+            audit.record(request.user, "price.create", price, _price_details(price))
+        for price, fields in formset.changed_objects:
+            audit.record(request.user, "price.change", price, {"fields": sorted(fields), **_price_details(price)})
+        for details in deleted:
+            audit.record(request.user, "price.delete", f"{details['cluster']}/{details['gpu_model'] or '*'}", details)
+
 
 @admin.register(GpuModelPrice)
-class GpuModelPriceAdmin(admin.ModelAdmin):
+class GpuModelPriceAdmin(AuditedAdmin):
+    audit_name = "price"
+
+    def audit_details(self, obj) -> dict:
+        return _price_details(obj)
+
     list_display = ["cluster", "gpu_model", "price_per_gpu_hour", "currency"]
     list_filter = ["cluster", "currency"]
 
@@ -52,7 +111,8 @@ class ArtifactInline(admin.TabularInline):
 
 
 @admin.register(Job)
-class JobAdmin(admin.ModelAdmin):
+class JobAdmin(AuditedAdmin):
+    audit_name = "job"
     list_display = [
         "external_id",
         "cluster",
@@ -106,7 +166,8 @@ class LogEventAdmin(admin.ModelAdmin):
 
 
 @admin.register(IngestRun)
-class IngestRunAdmin(admin.ModelAdmin):
+class IngestRunAdmin(AuditedAdmin):
+    audit_name = "ingest_run"
     list_display = [
         "id",
         "archive_name",
@@ -121,3 +182,21 @@ class IngestRunAdmin(admin.ModelAdmin):
     ]
     list_filter = ["status", "source"]
     readonly_fields = ["created_at", "started_at", "finished_at"]
+
+
+@admin.register(AuditEvent)
+class AuditEventAdmin(admin.ModelAdmin):
+    """Read-only: the log is written by fleet.audit.record and never edited."""
+
+    list_display = ["at", "actor_name", "action", "target_repr"]
+    list_filter = ["action"]
+    search_fields = ["actor_name", "action", "target_repr"]
+
+    def has_add_permission(self, request):
+        return False
+
+    def has_change_permission(self, request, obj=None):
+        return False
+
+    def has_delete_permission(self, request, obj=None):
+        return False

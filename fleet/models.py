@@ -290,3 +290,22 @@ def cost_of(gpu_hours: float, price: GpuModelPrice | None) -> Decimal | None:
 
 
 from fleet.connectors.models import Connector  # noqa: E402,F401
+
+
+class AuditEvent(models.Model):
+    """One operator action, written by fleet.audit.record; never edited."""
+
+    at = models.DateTimeField(auto_now_add=True, db_index=True)
+    actor = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL)
+    actor_name = models.CharField(max_length=150, help_text="Kept when the user is deleted.")
+    action = models.CharField(max_length=100, db_index=True, help_text="e.g. token.create, price.change")
+    target_type = models.CharField(max_length=100, blank=True)
+    target_id = models.CharField(max_length=100, blank=True)
+    target_repr = models.CharField(max_length=300, blank=True)
+    details = models.JSONField(default=dict, blank=True)
+
+    class Meta:
+        ordering = ["-at", "-pk"]
+
+    def __str__(self) -> str:
+        return f"{self.at:%Y-%m-%d %H:%M} {self.actor_name} {self.action} {self.target_repr}"

@@ -12,6 +12,7 @@ from django.db import connection
 from django.http import Http404, HttpResponse, JsonResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
+from django.utils.http import urlencode
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from fleet import audit, ingest
@@ -163,7 +164,10 @@ def audit_log(request):
         events = events.filter(action=action)
     page = Paginator(events, AUDIT_PER_PAGE).get_page(request.GET.get("page"))
     actions = AuditEvent.objects.order_by("action").values_list("action", flat=True).distinct()
-    return render(request, "fleet/audit_log.html", {"page": page, "action": action, "actions": actions})
+    query = urlencode({"action": action}) if action else ""
+    return render(
+        request, "fleet/audit_log.html", {"page": page, "action": action, "actions": actions, "query": query}
+    )
 
 
 @require_GET

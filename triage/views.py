@@ -8,6 +8,7 @@ from django.contrib.auth.decorators import login_required
 from django.http import Http404, JsonResponse
 from django.shortcuts import get_object_or_404, redirect, render
 
+from fleet import audit
 from fleet.access import is_operator
 from fleet.models import Job
 from triage import services
@@ -46,6 +47,13 @@ def rule_set_edit(request):
             messages.info(request, "Nothing changed; no new version was made.")
             return redirect("triage:rule-set")
         rule_set, _ = services.save_rule_set(thresholds, user=request.user, note=form.cleaned_data["note"])
+        changed = {name: [values[name], value] for name, value in thresholds.items() if values[name] != value}
+        audit.record(
+            request.user,
+            "rule_set.save",
+            rule_set,
+            {"version": rule_set.version, "changed": changed, "note": form.cleaned_data["note"]},
+        )
         messages.success(request, f"Saved rule set v{rule_set.version}; every job is being re-triaged with it.")
         return redirect("triage:rule-set")
     changed = {name for name, value in values.items() if value != THRESHOLDS[name][0]}

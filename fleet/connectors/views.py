@@ -10,6 +10,7 @@ from django.http import Http404
 from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_POST
 
+from fleet import audit
 from fleet.access import is_operator
 from fleet.connectors import sync
 from fleet.connectors.forms import ConnectorForm
@@ -39,6 +40,7 @@ def connector_create(request):
     form = ConnectorForm(request.POST or None)
     if request.method == "POST" and form.is_valid():
         connector = form.save()
+        audit.record(request.user, "connector.create", connector, {"fields": sorted(form.changed_data)})
         messages.success(request, f"Connector {connector.name} saved.")
         return redirect("connectors:list")
     return render(request, "connectors/connector_form.html", {"form": form, "connector": None})
@@ -50,6 +52,7 @@ def connector_edit(request, pk: int):
     form = ConnectorForm(request.POST or None, instance=connector)
     if request.method == "POST" and form.is_valid():
         form.save()
+        audit.record(request.user, "connector.edit", connector, {"fields": sorted(form.changed_data)})
         messages.success(request, f"Connector {connector.name} saved.")
         return redirect("connectors:list")
     return render(request, "connectors/connector_form.html", {"form": form, "connector": connector})
@@ -60,6 +63,7 @@ def connector_edit(request, pk: int):
 def connector_sync(request, pk: int):
     connector = get_object_or_404(Connector, pk=pk)
     sync_connector_task.delay_on_commit(connector.pk)
+    audit.record(request.user, "connector.sync", connector)
     messages.info(request, f"A pull of {connector.name} was queued.")
     return redirect("connectors:list")
 

@@ -13,6 +13,7 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.csrf import csrf_exempt
 from django.views.decorators.http import require_http_methods, require_POST
 
+from fleet import audit
 from fleet.access import is_operator, sees_whole_fleet
 from fleet.models import Team
 from fleet.views import operator_required
@@ -140,6 +141,9 @@ def delivery_retry(request, pk: int):
         messages.warning(request, "Only a failed delivery can be retried.")
     else:
         services.retry_delivery_group(delivery)
+        audit.record(
+            request.user, "digest.retry", delivery, {"kind": delivery.kind, "week": delivery.iso_week}
+        )
         messages.info(request, f"Sending the {delivery.get_kind_display().lower()} for {delivery.iso_week} again.")
     return redirect("digests:deliveries")
 

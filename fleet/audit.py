@@ -1,0 +1,41 @@
+"""The audit log of operator actions: who changed thresholds, prices, tokens, connectors, deleted
+data or retried a digest, when, and what exactly.
+
+One function writes it, `record(actor, action, target, details)`, called by the views, admin hooks
+and commands that make those changes (triage calls it too: fleet never imports triage). Entries
+are only ever added; the page under /audit/ lists them for operators.
+"""
+
+from __future__ import annotations
+
+import logging
+
+from django.db import models
+
+logger = logging.getLogger("fleet.audit")
+
+
+def record(actor, action: str, target=None, details: dict | None = None):
+    """Add one entry. `actor` is a user (or None for the system), `target` a model instance or a
+    short text naming what was acted on, `details` anything JSON-serialisable worth keeping."""
+    from fleet.models import AuditEvent
+
+    if target is None:
+        target_type, target_id, target_repr = "", "", ""
+    elif isinstance(target, models.Model):
+        target_type, target_id, target_repr = target._meta.label_lower, str(target.pk), str(target)
+    else:
+        target_type, target_id, target_repr = "", "", str(target)
+    event = AuditEvent.objects.create(
+        actor=actor if actor is not None and getattr(actor, "is_authenticated", False) else None,
+        actor_name=actor.get_username()
+        if actor is not None and getattr(actor, "is_authenticated", False)
+        else "system",
+        action=action[:100],
+        target_type=target_type[:100],
+        target_id=target_id[:100],
+        target_repr=target_repr[:300],
+        details=details or {},
+    )
+    logger.info("audit: %s %s %s %s", event.actor_name, action, target_repr, details or "")
+    return event

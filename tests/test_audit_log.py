@@ -1,0 +1,161 @@
+"""The audit log: every operator action that changes thresholds, prices, tokens, connectors or
+data, or retries a digest, leaves one entry naming who, what and the change; operators read it."""
+
+from __future__ import annotations
+
+import json
+from decimal import Decimal
+
+import pytest
+from django.contrib.auth.models import Group
+
+from fleet.access import OPERATORS_GROUP
+from fleet.models import AuditEvent, Cluster, GpuModelPrice, MachineToken
+from tests.factories import ClusterFactory, JobFactory, UserFactory
+from tests.test_connectors_ui import SECRET, form_data
+
+
+@pytest.fixture
+def staff_operator(db):
+    """An operator who may use the admin (the admin needs is_staff on top of the role)."""
+    user = UserFactory(username="sam-staff")
+    user.is_staff = user.is_superuser = True
+    user.save()
+    user.groups.add(Group.objects.get_or_create(name=OPERATORS_GROUP)[0])
+    return user
+
+
+def actions() -> list[str]:
+    return list(AuditEvent.objects.order_by("pk").values_list("action", flat=True))
+
+
+def test_record_keeps_who_what_and_details(operator):
+    from fleet import audit
+
+    cluster = ClusterFactory(name="c1")
+    event = audit.record(operator, "price.change", cluster, {"from": "1.0", "to": "2.0"})
+    assert (event.actor, event.actor_name, event.target_type, event.target_id) == (
+        operator,
+        "olivia-operator",
+        "fleet.cluster",
+        str(cluster.pk),
+    )
+    assert audit.record(None, "retention.purge", "3 series").actor_name == "system"
+
+
+def test_tokens_created_and_revoked_are_logged(client, operator):
+    client.force_login(operator)
+    client.post("/tokens/", {"name": "ci-pusher"})
+    token = MachineToken.objects.get(name="ci-pusher")
+    client.post(f"/tokens/{token.pk}/revoke/")
+    assert actions() == ["token.create", "token.revoke"]
+    event = AuditEvent.objects.get(action="token.create")
+    assert event.actor == operator and event.details == {"prefix": token.prefix}
+    assert token.prefix in event.target_repr or "ci-pusher" in event.target_repr
+
+
+def test_a_threshold_change_is_logged_with_old_and_new_values(client, operator):
+    from triage.models import RuleSet
+    from triage.rules import THRESHOLDS
+
+    client.force_login(operator)
+    values = RuleSet.current().effective_thresholds()
+    name = next(iter(THRESHOLDS))
+    data = {key: value for key, value in values.items()} | {name: values[name] + 1, "note": "looser"}
+    assert client.post("/triage/rules/", data).status_code == 302
+    event = AuditEvent.objects.get(action="rule_set.save")
+    assert event.details["changed"] == {name: [values[name], values[name] + 1]}
+    assert event.details["note"] == "looser"
+
+
+def test_connector_create_edit_and_sync_are_logged_without_secrets(client, operator):
+    from fleet.connectors.models import Connector
+
+    client.force_login(operator)
+    assert client.post("/connectors/new/", form_data()).status_code == 302
+    connector = Connector.objects.get()
+    data = form_data() | {"interval_minutes": "30", "secret": ""}
+    assert client.post(f"/connectors/{connector.pk}/", data).status_code == 302
+    client.post(f"/connectors/{connector.pk}/sync/")
+    assert actions() == ["connector.create", "connector.edit", "connector.sync"]
+    assert "interval_minutes" in AuditEvent.objects.get(action="connector.edit").details["fields"]
+    assert SECRET not in json.dumps(list(AuditEvent.objects.values()), default=str)
+
+
+def test_a_digest_retry_is_logged(client, operator, team_a, settings):
+    from unittest import mock
+
+    from triage.digests.models import Delivery, DigestKind
+
+    delivery = Delivery.objects.create(
+        recipient="a@example.org", kind=DigestKind.TEAM, team=team_a, iso_week="2026-W45", status=Delivery.Status.FAILED
+    )
+    client.force_login(operator)
+    with mock.patch("triage.digests.services.retry_delivery_group") as retry:
+        client.post(f"/digests/deliveries/{delivery.pk}/retry/")
+    retry.assert_called_once()
+    event = AuditEvent.objects.get(action="digest.retry")
+    assert event.details == {"kind": "team", "week": "2026-W45"}
+
+
+def test_admin_price_changes_and_deletions_are_logged(client, staff_operator):
+    client.force_login(staff_operator)
+    cluster = ClusterFactory(name="c1")
+    response = client.post(
+        "/admin/fleet/gpumodelprice/add/",
+        {"cluster": cluster.pk, "gpu_model": "A100", "price_per_gpu_hour": "2.5", "currency": "USD"},
+    )
+    assert response.status_code == 302, response.content.decode()[:2000]
+    price = GpuModelPrice.objects.get()
+    client.post(
+        f"/admin/fleet/gpumodelprice/{price.pk}/change/",
+        {"cluster": cluster.pk, "gpu_model": "A100", "price_per_gpu_hour": "3.0", "currency": "USD"},
+    )
+    client.post(f"/admin/fleet/gpumodelprice/{price.pk}/delete/", {"post": "yes"})
+    assert actions() == ["price.create", "price.change", "price.delete"]
+    change = AuditEvent.objects.get(action="price.change")
+    assert Decimal(change.details["price_per_gpu_hour"]) == Decimal("3")
+    assert change.details["fields"] == ["price_per_gpu_hour"]
+
+
+def test_prices_edited_inline_on_the_cluster_are_logged(client, staff_operator):
+    client.force_login(staff_operator)
+    cluster = ClusterFactory(name="c1", description="")
+    prefix = "prices"
+    data = {
+        "name": "c1",
+        "description": "",
+        f"{prefix}-TOTAL_FORMS": "1",
+        f"{prefix}-INITIAL_FORMS": "0",
+        f"{prefix}-0-gpu_model": "",
+        f"{prefix}-0-price_per_gpu_hour": "1.25",
+        f"{prefix}-0-currency": "EUR",
+    }
+    response = client.post(f"/admin/fleet/cluster/{cluster.pk}/change/", data)
+    assert response.status_code == 302, response.content.decode()[:3000]
+    assert GpuModelPrice.objects.filter(cluster=cluster).exists()
+    assert actions() == ["price.create"]
+    assert AuditEvent.objects.get().details["currency"] == "EUR"
+    assert Cluster.objects.count() == 1
+
+
+def test_admin_job_deletion_is_logged(client, staff_operator):
+    client.force_login(staff_operator)
+    job = JobFactory()
+    client.post(f"/admin/fleet/job/{job.pk}/delete/", {"post": "yes"})
+    assert actions() == ["job.delete"]
+
+
+def test_the_audit_page_is_for_operators_and_shows_entries_escaped(client, operator, member_a):
+    from fleet import audit
+
+    audit.record(operator, "token.create", "<script>alert(1)</script>", {"prefix": "abc"})
+    audit.record(operator, "connector.sync", "prom")
+    client.force_login(member_a)
+    assert client.get("/audit/").status_code == 404
+    client.force_login(operator)
+    page = client.get("/audit/").content.decode()
+    assert "token.create" in page and "connector.sync" in page and "olivia-operator" in page
+    assert "<script>alert(1)" not in page and "&lt;script&gt;" in page
+    only = client.get("/audit/?action=connector.sync").content.decode()
+    assert "prom" in only and "&lt;script&gt;" not in only

@@ -1,0 +1,69 @@
+"""The operator's Monday in a real headless Chromium: overview, a filtered jobs list, one job's evidence.
+
+Screenshots of each page are saved under screenshots/ for a person to look at.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from fleet import ingest
+from fleet.models import Job
+from tests.conftest import REPO
+from tests.test_browser import STALE, browser  # noqa: F401  (the browser fixture)
+from triage.models import Finding
+
+SHOTS = REPO / "screenshots"
+
+
+def console_errors(driver) -> list[str]:
+    return [entry["message"] for entry in driver.get_log("browser") if entry["level"] == "SEVERE"]
+
+
+@pytest.mark.django_db(transaction=True)
+def test_operator_filters_jobs_opens_one_and_sees_its_timeline_and_findings(browser, live_server, operator,  # noqa: F811
+                                                                             demo_archive):  # fmt: skip
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support.select import Select
+    from selenium.webdriver.support.wait import WebDriverWait
+
+    ingest.execute_run(ingest.create_run(demo_archive).pk)  # triage runs in-process on the signal
+    finding = Finding.objects.filter(result__is_current=True, evidence__windows__0__isnull=False).first()
+    assert finding is not None, "the demo fleet should have a time-located finding"
+    job = finding.job
+    operator.set_password("correct horse battery staple")
+    operator.save()
+    base = live_server.url
+    SHOTS.mkdir(exist_ok=True)
+
+    browser.get(f"{base}/login/")
+    browser.find_element(By.ID, "id_username").send_keys(operator.username)
+    browser.find_element(By.ID, "id_password").send_keys("correct horse battery staple")
+    browser.find_element(By.CSS_SELECTOR, "button[type=submit].primary").click()
+    wait = WebDriverWait(browser, 20, ignored_exceptions=STALE)
+    wait.until(lambda b: b.find_elements(By.CSS_SELECTOR, "[data-figure] .main-svg"))
+    browser.save_screenshot(str(SHOTS / "overview.png"))
+    assert "Fleet overview" in browser.find_element(By.TAG_NAME, "h1").text
+    assert console_errors(browser) == []
+
+    # Filter the jobs list by the finding's cause, with the keyboard-usable form.
+    browser.get(f"{base}/jobs/")
+    Select(browser.find_element(By.NAME, "category")).select_by_value(finding.category)
+    browser.find_element(By.CSS_SELECTOR, ".jobs-filter button[type=submit]").click()
+    wait.until(lambda b: f"category={finding.category}" in b.current_url)
+    listed = browser.find_elements(By.CSS_SELECTOR, "table.data tbody tr")
+    expected = Job.objects.filter(findings__category=finding.category, findings__result__is_current=True).distinct()
+    assert len(listed) == min(expected.count(), 50)
+    browser.save_screenshot(str(SHOTS / "jobs-filtered.png"))
+
+    # Open the job: findings with evidence, and the timeline with the finding's windows shaded.
+    browser.find_element(By.LINK_TEXT, f"{job.cluster.name}/{job.external_id}").click()
+    wait.until(lambda b: b.find_element(By.ID, "timeline").get_attribute("data-ready") == "1")
+    shapes = browser.execute_script("return document.getElementById('timeline').layout.shapes.length")
+    traces = browser.execute_script("return document.getElementById('timeline').data.length")
+    assert shapes >= len(finding.evidence["windows"][:100]) > 0
+    assert traces >= job.gpu_count
+    assert finding.get_category_display() in browser.find_element(By.ID, "findings").text
+    browser.set_window_size(1400, browser.execute_script("return document.body.scrollHeight"))
+    browser.save_screenshot(str(SHOTS / "job-detail.png"))
+    assert console_errors(browser) == []
