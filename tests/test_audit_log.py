@@ -61,7 +61,7 @@ def test_a_threshold_change_is_logged_with_old_and_new_values(client, operator):
     client.force_login(operator)
     values = RuleSet.current().effective_thresholds()
     name = next(iter(THRESHOLDS))
-    data = {key: value for key, value in values.items()} | {name: values[name] + 1, "note": "looser"}
+    data = dict(values) | {name: values[name] + 1, "note": "looser"}
     assert client.post("/triage/rules/", data).status_code == 302
     event = AuditEvent.objects.get(action="rule_set.save")
     assert event.details["changed"] == {name: [values[name], values[name] + 1]}
