@@ -14,6 +14,7 @@ from rest_framework import serializers, viewsets
 
 from config.api import router
 from fleet.models import Job
+from triage.labeling.services import blinded_job_ids
 from triage.models import Finding, JobTriage, TriageStatus
 from triage.taxonomy import Category
 
@@ -93,8 +94,16 @@ class JobSerializer(serializers.ModelSerializer):
         ]
 
     def _current(self, job: Job) -> JobTriage | None:
+        if job.pk in self._blinded():
+            return None  # the user rates this job in a blind study: no rule output until they submit
         results = getattr(job, "current_triage", None)
         return results[0] if results else None
+
+    def _blinded(self) -> set[int]:
+        if "blinded" not in self.context:
+            request = self.context.get("request")
+            self.context["blinded"] = blinded_job_ids(request.user) if request is not None else set()
+        return self.context["blinded"]
 
     def get_triage(self, job: Job) -> dict | None:
         result = self._current(job)

@@ -12,6 +12,7 @@ from fleet import audit
 from fleet.access import is_operator
 from fleet.models import Job
 from triage import services
+from triage.labeling.services import findings_hidden_from
 from triage.models import RetriageRun, RuleSet
 from triage.rules import THRESHOLDS
 
@@ -82,4 +83,6 @@ def retriage_progress(request, pk: int):
 def job_triage(request, pk: int):
     # Scoped lookup: another team's job is indistinguishable from a missing one.
     job = get_object_or_404(Job.objects.visible_to(request.user).select_related("cluster", "team"), pk=pk)
+    if findings_hidden_from(request.user, job):
+        return render(request, "triage/findings_hidden.html", {"job": job}, status=403)
     return render(request, "triage/job_triage.html", {"job": job})

@@ -19,6 +19,7 @@ from fleet.exports import stream_csv_rows
 from fleet.models import Cluster, GpuModelPrice, Job, Team
 from fleet.series import from_parquet_bytes
 from triage.guidance import GUIDES
+from triage.labeling.services import findings_hidden_from
 from triage.models import Finding, JobTriage, RuleSet
 from triage.taxonomy import Category
 
@@ -156,7 +157,8 @@ def job_timeline(request, pk: int):
         )
         for event in job.log_events.filter(timestamp__range=(start, end)).select_related("artifact")[:500]
     ]
-    figure = timeline.build_timeline(frame, start=start, end=end, markers=markers, windows=_finding_windows(job))
+    windows = [] if findings_hidden_from(request.user, job) else _finding_windows(job)
+    figure = timeline.build_timeline(frame, start=start, end=end, markers=markers, windows=windows)
     return JsonResponse(figure)
 
 
@@ -273,6 +275,7 @@ def job_detail(request, pk: int):
             "job": job,
             "artifacts": job.artifacts.all(),
             "events": job.log_events.select_related("artifact")[:500],
+            "hide_findings": findings_hidden_from(request.user, job),
         },
     )
 

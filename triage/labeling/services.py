@@ -375,3 +375,24 @@ def triage_missing(job_ids: list[int], rule_set: RuleSet) -> None:
     from triage.services import enqueue_triage
 
     enqueue_triage(job_ids, rule_set)
+
+
+def blinded_job_ids(user) -> set[int]:
+    """Jobs whose rule findings this user must not see yet: they rate them in a blind study and
+    have not submitted. The labeling page hides findings from such a rater; so must every other
+    page that shows the same job (job page, timeline shading, triage page, API), or blindness
+    would only be a hint."""
+    if not user.is_authenticated:
+        return set()
+    return set(
+        Assignment.objects.filter(
+            rater=user,
+            item__study__show_findings=False,
+            item__study__rater_links__user=user,
+            item__study__rater_links__submitted_at__isnull=True,
+        ).values_list("item__job_id", flat=True)
+    )
+
+
+def findings_hidden_from(user, job) -> bool:
+    return job.pk in blinded_job_ids(user)

@@ -1,0 +1,58 @@
+"""Blind means blind everywhere: a rater does not see the rules' findings for a job they still label."""
+
+import pytest
+from django.urls import reverse
+from django.utils import timezone
+
+from tests.factories import JobFactory
+from triage.labeling.models import Assignment, Study, StudyJob, StudyRater
+from triage.models import Finding, JobTriage, RuleSet
+from triage.taxonomy import Category
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture
+def blind_study(researcher, operator, team_a):
+    job = JobFactory(team=team_a, name="labelled-job")
+    result = JobTriage.objects.create(job=job, rule_set=RuleSet.current(), status="classified", is_current=True)
+    Finding.objects.create(
+        result=result, job=job, rule_set=result.rule_set, category=Category.API_MISUSE, confidence=0.9,
+        summary="SECRET-FINDING-TEXT", gpu_hours=1.0, evidence={}, guidance={},
+    )  # fmt: skip
+    study = Study.objects.create(name="pilot", created_by=operator, seed=1, show_findings=False)
+    link = StudyRater.objects.create(study=study, user=researcher)
+    item = StudyJob.objects.create(study=study, job=job, position=1)
+    Assignment.objects.create(item=item, rater=researcher)
+    return job, study, link
+
+
+def test_rater_sees_no_findings_anywhere_until_they_submit(client, researcher, blind_study):
+    job, study, link = blind_study
+    client.force_login(researcher)
+    page = client.get(reverse("dashboard:job-detail", args=[job.pk])).content.decode()
+    assert "SECRET-FINDING-TEXT" not in page and "Hidden while you label this job" in page
+    assert client.get(reverse("triage:job", args=[job.pk])).status_code == 403
+    api = client.get(f"/api/v1/jobs/{job.pk}/").json()
+    assert api["findings"] == [] and api["triage"] is None
+    listing = client.get("/api/v1/jobs/", {"category": "api_misuse"}).json()
+    assert all(not row.get("categories") for row in listing["results"])
+
+    link.submitted_at = timezone.now()
+    link.save()
+    assert "SECRET-FINDING-TEXT" in client.get(reverse("dashboard:job-detail", args=[job.pk])).content.decode()
+    assert client.get(f"/api/v1/jobs/{job.pk}/").json()["findings"]
+
+
+def test_people_outside_the_study_still_see_findings(client, operator, blind_study):
+    job, _, _ = blind_study
+    client.force_login(operator)
+    assert "SECRET-FINDING-TEXT" in client.get(reverse("dashboard:job-detail", args=[job.pk])).content.decode()
+
+
+def test_a_study_that_shows_findings_does_not_hide_them(client, researcher, blind_study):
+    job, study, _ = blind_study
+    study.show_findings = True
+    study.save()
+    client.force_login(researcher)
+    assert "SECRET-FINDING-TEXT" in client.get(reverse("dashboard:job-detail", args=[job.pk])).content.decode()
