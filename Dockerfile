@@ -1,8 +1,8 @@
 FROM python:3.11-slim
 ENV PYTHONDONTWRITEBYTECODE=1 PYTHONUNBUFFERED=1
 WORKDIR /app
-COPY requirements.txt .
-RUN pip install --no-cache-dir -r requirements.txt
+COPY requirements.txt constraints.txt ./
+RUN pip install --no-cache-dir -r requirements.txt -c constraints.txt
 COPY . .
 # collectstatic needs a key to import settings; the real one comes from the environment at run time.
 RUN SECRET_KEY=build-only DATA_DIR=/tmp/build python manage.py collectstatic --noinput

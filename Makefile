@@ -6,12 +6,12 @@ DEMO_ARCHIVE := data/demo-fleet.zip
 DEMO_JOBS ?= 300
 DEMO_ENV := DEBUG=1
 
-.PHONY: install demo demo-data serve test lint bench worker clean-demo
+.PHONY: install demo demo-data serve test lint bench worker clean-demo constraints audit
 
-$(VENV)/.installed: requirements.txt requirements-dev.txt
+$(VENV)/.installed: requirements.txt requirements-dev.txt constraints.txt
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --quiet -r requirements-dev.txt
+	$(PY) -m pip install --quiet -r requirements-dev.txt -c constraints.txt
 	touch $@
 
 install: $(VENV)/.installed
@@ -36,6 +36,15 @@ test: install
 lint: install
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
+
+## constraints: re-pin constraints.txt from the venv (after upgrading a package and running the tests)
+constraints: install
+	{ sed -n '1,2p' constraints.txt; $(PY) -m pip freeze --exclude-editable | grep -vi '^fleet-triage'; } > constraints.txt.new
+	mv constraints.txt.new constraints.txt
+
+## audit: known vulnerabilities in the pinned dependencies (warns, does not fail, when offline)
+audit: install
+	.ci/audit-deps
 
 ## bench: benchmarks under bench/, results in bench/results/*.json
 bench: install

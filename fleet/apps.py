@@ -6,4 +6,4 @@ class FleetConfig(AppConfig):
     verbose_name = "Fleet data"
 
     def ready(self):
-        from fleet import receivers  # noqa: F401  (connects signal receivers)
+        from fleet import lifecycle, receivers  # noqa: F401  (connects signal receivers)

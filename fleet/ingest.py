@@ -334,8 +334,16 @@ def _store_blob(folder: str, content: bytes, suffix: str = "") -> str:
     """Store content under a name derived from its hash, never from a name the input chose."""
     digest = hashlib.sha256(content).hexdigest()
     name = f"{folder}/{digest[:2]}/{digest}{suffix}"
+    if default_storage.exists(name) and default_storage.size(name) != len(content):
+        default_storage.delete(name)  # a half-written blob (full disk, killed writer) never passes for whole
     if not default_storage.exists(name):
-        saved = default_storage.save(name, ContentFile(content))
+        try:
+            saved = default_storage.save(name, ContentFile(content))
+        except OSError:
+            # FileSystemStorage leaves the partial file behind: remove it so a retry writes it whole.
+            if default_storage.exists(name) and default_storage.size(name) != len(content):
+                default_storage.delete(name)
+            raise
         if saved != name:  # a concurrent writer stored the same content first
             default_storage.delete(saved)
     return name

@@ -165,9 +165,7 @@ def audit_log(request):
     page = Paginator(events, AUDIT_PER_PAGE).get_page(request.GET.get("page"))
     actions = AuditEvent.objects.order_by("action").values_list("action", flat=True).distinct()
     query = urlencode({"action": action}) if action else ""
-    return render(
-        request, "fleet/audit_log.html", {"page": page, "action": action, "actions": actions, "query": query}
-    )
+    return render(request, "fleet/audit_log.html", {"page": page, "action": action, "actions": actions, "query": query})
 
 
 @require_GET

@@ -141,9 +141,7 @@ def delivery_retry(request, pk: int):
         messages.warning(request, "Only a failed delivery can be retried.")
     else:
         services.retry_delivery_group(delivery)
-        audit.record(
-            request.user, "digest.retry", delivery, {"kind": delivery.kind, "week": delivery.iso_week}
-        )
+        audit.record(request.user, "digest.retry", delivery, {"kind": delivery.kind, "week": delivery.iso_week})
         messages.info(request, f"Sending the {delivery.get_kind_display().lower()} for {delivery.iso_week} again.")
     return redirect("digests:deliveries")
 

@@ -1,0 +1,237 @@
+"""The access-control matrix of docs/access-control.md, requested row by row as every role.
+
+The table is the source of truth: each row is a URL name, a method and a path whose `{placeholders}`
+are filled from the `world` fixture below; each role column is the outcome that role must get.
+A URL name in the URLconf without a row fails `test_every_url_name_has_a_row`; a denied POST must
+leave the database and the outbox exactly as they were.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+import pytest
+from django.apps import apps
+from django.core import mail
+from django.test import Client
+from django.urls import URLPattern, URLResolver, get_resolver, resolve
+
+from tests.conftest import REPO
+from tests.factories import ClusterFactory, JobFactory, UserFactory
+
+MATRIX = REPO / "docs" / "access-control.md"
+ROLES = ["anonymous", "member", "outsider", "researcher", "operator", "token"]
+NOT_REQUESTED = "ok*"
+ALLOWED_CODES = {200, 201, 202, 204, 302}
+
+
+@dataclass(frozen=True)
+class Row:
+    name: str
+    method: str
+    path: str
+    expected: dict[str, str]
+    notes: str
+
+    @property
+    def id(self) -> str:
+        return f"{self.method} {self.path}"
+
+
+def read_matrix() -> list[Row]:
+    """The rows of the table under '## The matrix'."""
+    text = MATRIX.read_text(encoding="utf-8")
+    table = text.split("## The matrix", 1)[1]
+    rows = []
+    for line in table.splitlines():
+        if not line.startswith("|"):
+            continue
+        cells = [c.strip() for c in line.strip().strip("|").split("|")]
+        if cells[0] in ("URL name", "") or set(cells[0]) <= {"-"}:
+            continue
+        name, method, path, *outcomes, notes = cells
+        assert len(outcomes) == len(ROLES), f"row {line!r} needs one cell per role {ROLES}"
+        rows.append(Row(name, method, path, dict(zip(ROLES, outcomes, strict=True)), notes))
+    return rows
+
+
+ROWS = read_matrix()
+
+
+def url_names() -> set[str]:
+    """Every named URL of the project, namespaced (`fleet:job-list`), the admin's as one `admin`."""
+    names: set[str] = set()
+
+    def walk(resolver, namespace):
+        for pattern in resolver.url_patterns:
+            if isinstance(pattern, URLResolver):
+                inner = namespace
+                if pattern.namespace:
+                    inner = f"{namespace}:{pattern.namespace}" if namespace else pattern.namespace
+                walk(pattern, inner)
+            elif isinstance(pattern, URLPattern) and pattern.name:
+                names.add(f"{namespace}:{pattern.name}" if namespace else pattern.name)
+
+    walk(get_resolver(), "")
+    return {"admin" if name.startswith("admin:") else name for name in names}
+
+
+def test_every_url_name_has_a_row():
+    missing = url_names() - {row.name for row in ROWS}
+    assert not missing, f"URL names without a row in docs/access-control.md: {sorted(missing)}"
+
+
+def test_every_row_names_a_url_that_exists():
+    assert not ({row.name for row in ROWS} - url_names()), "rows for URL names that no longer exist"
+
+
+# --- The world the rows are requested in -----------------------------------------------------------
+
+
+@pytest.fixture
+def world(db, team_a, team_b, member_a, outsider, researcher, operator):
+    from django.contrib.auth.models import Group
+
+    from fleet.access import RESEARCHERS_GROUP
+    from fleet.connectors.models import Connector
+    from fleet.models import IngestRun, MachineToken
+    from triage.digests import services as digest_services
+    from triage.digests.models import Delivery, DigestKind
+    from triage.labeling import services as labeling
+    from triage.models import RetriageRun, RuleSet
+    from triage.taxonomy import Category
+
+    cluster = ClusterFactory(name="c1")
+    job_a = JobFactory(cluster=cluster, team=team_a, name="team-a-job")
+    job_b = JobFactory(cluster=cluster, team=team_b, name="team-b-secret")
+    for i in range(4):
+        JobFactory(cluster=cluster, team=team_a if i % 2 else team_b, mean_gpu_util=20.0 + i)
+
+    token, key = MachineToken.objects.create_key(name="pusher", created_by=operator)
+    spare, _ = MachineToken.objects.create_key(name="spare", created_by=operator)
+    run = IngestRun.objects.create(
+        source=IngestRun.Source.UPLOAD,
+        archive_name="week.zip",
+        created_by=operator,
+        status=IngestRun.Status.PARTIAL,
+        errors=[{"file": "jobs.csv", "row": 2, "field": "gpu_count", "job_id": "1", "message": "not a number"}],
+    )
+    run_token = IngestRun.objects.create(
+        source=IngestRun.Source.API, archive_name="push.zip", api_key=token, status=IngestRun.Status.SUCCEEDED
+    )
+
+    researchers = Group.objects.get(name=RESEARCHERS_GROUP)
+    ravi, nina = UserFactory(username="ravi-rater"), UserFactory(username="nina-rater")
+    ravi.groups.add(researchers)
+    nina.groups.add(researchers)
+    study = labeling.create_study(name="Pilot", lead=researcher, raters=[researcher, ravi], sample_size=2, seed=1)
+    for rater in (researcher, ravi):
+        for assignment in labeling.assignments_of(study, rater):
+            labeling.save_answer(assignment, {"none": ""})
+        labeling.submit(study, rater)
+    study_other = labeling.create_study(name="Other", lead=operator, raters=[ravi, nina], sample_size=2, seed=2)
+
+    delivery = Delivery.objects.create(
+        recipient=member_a.email,
+        user=member_a,
+        kind=DigestKind.TEAM,
+        team=team_a,
+        iso_week="2026-W45",
+        status=Delivery.Status.FAILED,
+    )
+    connector = Connector.objects.create(name="prom", kind=Connector.Kind.PROMETHEUS, url="http://127.0.0.1:9/")
+    return {
+        "key": key,
+        "params": {
+            "job_a": job_a.pk,
+            "job_b": job_b.pk,
+            "team_a": team_a.slug,
+            "team_b": team_b.slug,
+            "run": run.pk,
+            "run_token": run_token.pk,
+            "token_spare": spare.pk,
+            "retriage": RetriageRun.objects.create(rule_set=RuleSet.current()).pk,
+            "week": "2026-W45",
+            "delivery": delivery.pk,
+            "unsubscribe": digest_services.unsubscribe_token(member_a.pk, DigestKind.TEAM, team_a.pk),
+            "study": study.pk,
+            "item": study.items.first().pk,
+            "study_other": study_other.pk,
+            "item_other": study_other.items.first().pk,
+            "connector": connector.pk,
+            "category": Category.values[0],
+        },
+        "users": {"member": member_a, "outsider": outsider, "researcher": researcher, "operator": operator},
+    }
+
+
+def client_for(role: str, world) -> Client:
+    if role == "token":
+        return Client(HTTP_AUTHORIZATION=f"Api-Key {world['key']}")
+    client = Client()
+    if role != "anonymous":
+        client.force_login(world["users"][role])
+    return client
+
+
+# Fields that change on every request by design (a token's last use) or on login.
+VOLATILE = {"last_used_at", "last_login"}
+SKIPPED_APPS = {"sessions", "axes", "admin"}
+
+
+def snapshot() -> dict:
+    """Every row of every model (minus sessions and login bookkeeping): what a denied POST must not change."""
+    state = {}
+    for model in apps.get_models():
+        if model._meta.app_label in SKIPPED_APPS or model._meta.proxy:
+            continue
+        fields = [f.attname for f in model._meta.concrete_fields if f.attname not in VOLATILE]
+        state[model._meta.label] = list(model.objects.order_by("pk").values_list(*fields))
+    return state
+
+
+def outcome_matches(expected: str, response) -> bool:
+    if expected == "login":
+        return response.status_code == 302 and "/login/" in response["Location"]
+    if response.status_code == 302 and "/login/" in response.get("Location", ""):
+        return False  # a redirect to the login page is never the allowed 302
+    return response.status_code == int(expected)
+
+
+@pytest.mark.parametrize("row", ROWS, ids=[row.id for row in ROWS])
+def test_row(row: Row, world):
+    path = row.path.format(**world["params"])
+    assert not re.search(r"[{}]", path), f"unfilled placeholder in {row.path}"
+    if row.name != "admin":
+        match = resolve(path.split("?")[0])
+        assert match.view_name == row.name, f"{path} resolves to {match.view_name}, not {row.name}"
+    failures = []
+    for role in ROLES:
+        expected = row.expected[role]
+        if expected == NOT_REQUESTED:
+            continue
+        client = client_for(role, world)
+        denied = expected == "login" or int(expected) not in ALLOWED_CODES
+        watch = row.method == "POST" and denied
+        before, sent = (snapshot(), len(mail.outbox)) if watch else (None, None)
+        response = getattr(client, row.method.lower())(path)
+        if not outcome_matches(expected, response):
+            failures.append(f"{role}: expected {expected}, got {response.status_code} {response.get('Location', '')}")
+        if watch:
+            if snapshot() != before:
+                failures.append(f"{role}: a refused POST changed the database")
+            if len(mail.outbox) != sent:
+                failures.append(f"{role}: a refused POST sent email")
+    assert not failures, f"{row.name} {row.id}:\n" + "\n".join(failures)
+
+
+@pytest.mark.parametrize(
+    ("role", "leak"),
+    [("member", "team-b-secret"), ("outsider", "team-a-job"), ("outsider", "team-b-secret")],
+)
+def test_lists_and_figures_do_not_leak_other_teams(world, role, leak):
+    """Object-level scoping on the list pages too: what one may not open is not listed either."""
+    client = client_for(role, world)
+    for path in ("/jobs/", "/api/v1/jobs/", "/overview/", "/teams/"):
+        assert leak not in client.get(path).content.decode(), f"{path} shows {leak} to {role}"
