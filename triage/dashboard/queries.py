@@ -108,6 +108,7 @@ def by_team(jobs, low_util_threshold: float, order: str = "-unused", limit: int 
             unused=Coalesce(Sum("unused_gpu_hours"), ZERO),
             spend=Coalesce(Sum(_float(F("cost"))), ZERO),
             wasted_cost=Coalesce(Sum(WASTED_COST), ZERO),
+            idle=Coalesce(Sum("idle_gpu_hours"), ZERO),
             low_util_jobs=Count("pk", filter=Q(mean_gpu_util__lte=low_util_threshold)),
         )
         .order_by(order, "team__slug")
@@ -116,6 +117,20 @@ def by_team(jobs, low_util_threshold: float, order: str = "-unused", limit: int 
     for row in rows:
         row["waste_share"] = row["unused"] / row["covered"] if row["covered"] else None
     return rows
+
+
+def totals_from_teams(rows: list[dict]) -> Totals:
+    """The period's totals as the sum of every team's row: one scan of the jobs instead of two."""
+    return Totals(
+        jobs=sum(r["jobs"] for r in rows),
+        gpu_hours=sum(r["hours"] for r in rows),
+        covered_gpu_hours=sum(r["covered"] for r in rows),
+        unused_gpu_hours=sum(r["unused"] for r in rows),
+        idle_gpu_hours=sum(r["idle"] for r in rows),
+        cost=sum(r["spend"] for r in rows),
+        wasted_cost=sum(r["wasted_cost"] for r in rows),
+        low_util_jobs=sum(r["low_util_jobs"] for r in rows),
+    )
 
 
 def by_user(jobs, limit: int = 20) -> list[dict]:

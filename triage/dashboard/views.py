@@ -64,9 +64,10 @@ def _context(request, jobs, period, problem, cluster) -> dict:
 def overview(request):
     jobs, period, problem, cluster = _scope(request)
     threshold = settings.LOW_UTIL_THRESHOLD
-    current = queries.totals(queries.in_period(jobs, period), threshold)
-    previous = queries.totals(queries.in_period(jobs, period.previous), threshold)
     period_jobs = queries.in_period(jobs, period)
+    all_teams = queries.by_team(period_jobs, threshold)
+    current = queries.totals_from_teams(all_teams)
+    previous = queries.totals(queries.in_period(jobs, period.previous), threshold)
     kpis = [
         ("GPU-hours", current.gpu_hours, previous.gpu_hours, "{:,.0f}", False),
         ("Unused GPU-hours", current.unused_gpu_hours, previous.unused_gpu_hours, "{:,.0f}", True),
@@ -84,7 +85,7 @@ def overview(request):
         }
         for label, value, before, fmt, worse_when_up in kpis
     ]
-    teams = queries.by_team(period_jobs, threshold, limit=10)
+    teams = all_teams[:10]
     categories = [row | {"label": Category(row["category"]).label} for row in queries.by_category(period_jobs)]
     unclassified, triaged_low = queries.unclassified_share(period_jobs, threshold)
     context = _context(request, jobs, period, problem, cluster) | {
