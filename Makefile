@@ -46,10 +46,11 @@ constraints: install
 audit: install
 	.ci/audit-deps
 
-## bench: benchmarks under bench/, results in bench/results/*.json
+## bench: benchmarks under bench/, results in bench/results/*.json (load.py: gunicorn + 50 clients + an ingest; DATABASE_URL for PostgreSQL)
 bench: install
 	$(DEMO_ENV) $(PY) bench/run.py
 	$(DEMO_ENV) $(PY) bench/dashboard.py 100000
+	$(PY) bench/load.py --jobs 100000 --clients 50 --duration 45
 
 ## worker: a Celery worker for REDIS_URL (the embedded mode needs none)
 worker: install

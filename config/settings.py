@@ -12,6 +12,7 @@ from datetime import timedelta
 from pathlib import Path
 
 import dj_database_url
+from celery.schedules import crontab
 from django.core.exceptions import ImproperlyConfigured
 
 from config.env import env_bool, env_float, env_int, env_list, env_str
@@ -307,6 +308,14 @@ CONNECTOR_RETRY_AFTER_MAX = env_float("CONNECTOR_RETRY_AFTER_MAX", 300.0, minimu
 # A pull's lease on its connector; it must outlive the longest pull (the task's hard time limit).
 CONNECTOR_LOCK_SECONDS = CELERY_TASK_TIME_LIMIT + 60
 CELERY_BEAT_SCHEDULE = globals().get("CELERY_BEAT_SCHEDULE", {})
+# Raw series of jobs that ended more than this many days ago are deleted daily (jobs, summary
+# figures and findings stay); 0 keeps them for ever. See docs/operations.md.
+SERIES_RETENTION_DAYS = env_int("SERIES_RETENTION_DAYS", 0, minimum=0)
+CELERY_BEAT_SCHEDULE["fleet.prune_series"] = {
+    "task": "fleet.prune_series",
+    "schedule": crontab(minute=30, hour=3),
+    "options": {"expires": 6 * 60 * 60},
+}
 CELERY_BEAT_SCHEDULE["fleet.schedule_connectors"] = {"task": "fleet.schedule_connectors", "schedule": 60.0}
 
 # --- Email and weekly digests (triage/digests, README "Weekly digests") ----------------------

@@ -134,3 +134,64 @@ def check_storage(*, clean: bool = False, min_age_s: float = 3600.0) -> StorageR
     if clean:
         report.deleted = delete_unreferenced(set(report.orphans))
     return report
+
+
+@dataclass
+class PruneReport:
+    cutoff: object = None
+    jobs: int = 0  # jobs whose series was (or, dry run, would be) removed
+    blobs: list[str] = field(default_factory=list)  # blobs deleted (dry run: that would be deleted)
+    bytes: int = 0
+
+
+def prune_series(days: int, *, dry_run: bool = False, now=None, batch: int = 500) -> PruneReport:
+    """Remove the raw series of jobs that ended more than `days` days ago; keep the jobs, their
+    summary columns, artifacts and findings, and mark them `series_pruned_at`. Blobs are shared by
+    content, so a blob is deleted only when no job (pruned or not) still names it, after commit."""
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    now = now or timezone.now()
+    report = PruneReport(cutoff=now - timedelta(days=days))
+    if days <= 0:
+        return report
+    candidates = Job.objects.filter(end_time__lt=report.cutoff).exclude(series_file="")
+    if dry_run:
+        pairs = list(candidates.values_list("pk", "series_file"))
+        report.jobs = len(pairs)
+        names = {name for _, name in pairs}
+        still_used = set(
+            Job.objects.filter(series_file__in=names)
+            .exclude(pk__in=[pk for pk, _ in pairs])
+            .values_list("series_file", flat=True)
+        )
+        report.blobs = sorted(names - still_used)
+    else:
+        while True:
+            with transaction.atomic():
+                pairs = list(candidates.select_for_update().order_by("pk").values_list("pk", "series_file")[:batch])
+                if not pairs:
+                    break
+                Job.objects.filter(pk__in=[pk for pk, _ in pairs]).update(series_file="", series_pruned_at=now)
+                names = {name for _, name in pairs}
+                deleted: list[str] = []
+                sizes = {name: _size(name) for name in names}
+
+                def _delete(names=names, deleted=deleted, sizes=sizes):
+                    deleted.extend(delete_unreferenced(names))
+                    report.blobs.extend(deleted)
+                    report.bytes += sum(sizes[name] for name in deleted)
+
+                transaction.on_commit(_delete)
+            report.jobs += len(pairs)
+        return report
+    report.bytes = sum(_size(name) for name in report.blobs)
+    return report
+
+
+def _size(name: str) -> int:
+    try:
+        return default_storage.size(name)
+    except OSError:
+        return 0

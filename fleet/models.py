@@ -206,6 +206,9 @@ class Job(models.Model):
     currency = models.CharField(max_length=3, blank=True)
 
     series_file = models.FileField(upload_to="series/", blank=True, max_length=300)
+    # Set when SERIES_RETENTION_DAYS removed the raw series (fleet.lifecycle.prune_series); the
+    # summary columns and findings stay.
+    series_pruned_at = models.DateTimeField(null=True, blank=True)
     # Hash of everything ingested for this job; an unchanged re-import is detected and skipped.
     fingerprint = models.CharField(max_length=64, blank=True)
     ingest_run = models.ForeignKey(IngestRun, null=True, blank=True, on_delete=models.SET_NULL, related_name="jobs")

@@ -49,4 +49,24 @@ def ingest_archive_task(run_id: int) -> dict | None:
     return {"run_id": run.pk, "status": run.status}
 
 
+@shared_task(name="fleet.prune_series")
+def prune_series_task() -> dict:
+    """Daily (beat): apply SERIES_RETENTION_DAYS. Idempotent: a second run finds nothing to prune."""
+    from django.conf import settings
+
+    from fleet import audit
+    from fleet.lifecycle import prune_series
+
+    days = settings.SERIES_RETENTION_DAYS
+    report = prune_series(days)
+    if report.jobs:
+        audit.record(
+            None,
+            "series.prune",
+            f"{report.jobs} jobs",
+            {"days": days, "blobs": len(report.blobs), "bytes": report.bytes},
+        )
+    return {"days": days, "jobs": report.jobs, "blobs": len(report.blobs), "bytes": report.bytes}
+
+
 from fleet.connectors.tasks import schedule_connectors_task, sync_connector_task  # noqa: E402,F401

@@ -149,7 +149,14 @@ def job_timeline(request, pk: int):
     if end <= start:
         return JsonResponse({"error": "end must be after start"}, status=400)
     if not job.series_file:
-        return JsonResponse({"data": [], "layout": {}, "empty": "No metric samples were supplied for this job."})
+        if job.series_pruned_at:
+            empty = (
+                f"The raw series was pruned on {job.series_pruned_at:%Y-%m-%d} (series retention); the summary"
+                " figures and findings on this page were computed from the full series."
+            )
+        else:
+            empty = "No metric samples were supplied for this job."
+        return JsonResponse({"data": [], "layout": {}, "empty": empty})
     with job.series_file.open("rb") as blob:
         frame = from_parquet_bytes(blob.read(), columns=list(timeline.COLUMNS))
     markers = [
