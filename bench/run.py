@@ -161,12 +161,20 @@ print(json.dumps(triage_jobs_for_bench({jobs})))
 """
 
 
+ROUNDS = 3  # each side's best of this many passes over all jobs
+
+
 def triage_jobs_for_bench(jobs: int, gpus: int = 8, samples: int = 2000) -> dict:
     """Triage throughput on 8-GPU jobs with 2,000 samples per GPU and metric, beside loading their series.
 
-    Both sides start from the stored zstd Parquet blob (what `Job.series_file` holds): `load` only
-    decodes it; `triage` decodes it, builds the evidence (phases, log events, script facts) and runs
-    all 15 rules. Pure code, no database, so the ratio measures the triage engine itself.
+    Both sides start from the same stored zstd Parquet blob (what `Job.series_file` holds): `load`
+    decodes it into the series frame (`fleet.series.from_parquet_bytes`, every column), as any reader
+    of a job's series does; `triage` does what `triage.services.load_evidence` does with it: reads it
+    (`read_series`, only the columns triage uses), builds the evidence (phases, log events, script
+    facts) and runs all 15 rules. Pure code, no database, so the ratio measures the triage engine
+    itself. After one untimed warm-up of each, both pass over all jobs `ROUNDS` times, alternating
+    which goes first, and each side reports its best pass, so that neither is judged on a noisy
+    moment of the machine. `read_seconds` (informational) is `read_series` alone.
     """
     from datetime import UTC, datetime, timedelta
 
@@ -174,7 +182,7 @@ def triage_jobs_for_bench(jobs: int, gpus: int = 8, samples: int = 2000) -> dict
     import pandas as pd
 
     from fleet.series import from_parquet_bytes, normalize, to_parquet_bytes
-    from triage.evidence import JobInfo, build_evidence
+    from triage.evidence import JobInfo, build_evidence, read_series
     from triage.rules import default_thresholds, triage
 
     rng = np.random.default_rng(7)
@@ -229,22 +237,42 @@ def triage_jobs_for_bench(jobs: int, gpus: int = 8, samples: int = 2000) -> dict
     info = JobInfo(start=start, end=end, gpu_count=gpus, cpu_count=64)
     thresholds = default_thresholds()
 
-    began = time.perf_counter()
-    for blob in blobs:
+    def load(blob: bytes) -> int:
         from_parquet_bytes(blob)
-    load_s = time.perf_counter() - began
-    began = time.perf_counter()
-    findings = 0
-    for blob in blobs:
+        return 0
+
+    def read(blob: bytes) -> int:
+        read_series(blob)
+        return 0
+
+    def triage_one(blob: bytes) -> int:
         evidence = build_evidence(
             info,
-            from_parquet_bytes(blob),
+            read_series(blob),
             logs=[("stdout.log", log)],
             scripts=[("train.py", script)],
             thresholds=thresholds,
         )
-        findings += len(triage(evidence).findings)
-    triage_s = time.perf_counter() - began
+        return len(triage(evidence).findings)
+
+    def timed(step) -> tuple[float, int]:
+        found = 0
+        began = time.perf_counter()
+        for blob in blobs:
+            found += step(blob)
+        return time.perf_counter() - began, found
+
+    for step in (load, triage_one, read):  # warm-up, untimed
+        step(blobs[0])
+    best = {load: float("inf"), triage_one: float("inf"), read: float("inf")}
+    findings = 0
+    for round_ in range(ROUNDS):
+        for step in (load, triage_one, read) if round_ % 2 == 0 else (triage_one, load, read):
+            seconds, found = timed(step)
+            best[step] = min(best[step], seconds)
+            if step is triage_one:
+                findings = found
+    load_s, triage_s, read_s = best[load], best[triage_one], best[read]
     return {
         "jobs": jobs,
         "gpus_per_job": gpus,
@@ -252,6 +280,7 @@ def triage_jobs_for_bench(jobs: int, gpus: int = 8, samples: int = 2000) -> dict
         "findings": findings,
         "load_seconds": load_s,
         "triage_seconds": triage_s,
+        "read_seconds": read_s,
         "load_jobs_per_s": jobs / load_s,
         "triage_jobs_per_s": jobs / triage_s,
     }

@@ -145,18 +145,37 @@ _KEYWORD_SETS = {kind: frozenset(words) for kind, words in _KEYWORDS.items()}
 
 
 def extract_log_events(text: str) -> list[LogEventRecord]:
+    return _scan(text, None)
+
+
+def scan_log(text: str) -> tuple[list[LogEventRecord], list[datetime | None]]:
+    """`extract_log_events(text)` and the `line_timestamp` of every physical line, in one pass.
+
+    Each line's timestamp is parsed once, for the events and for the line times alike.
+    """
+    stamps: list[datetime | None] = []
+    return _scan(text, stamps), stamps
+
+
+def _scan(text: str, stamps: list[datetime | None] | None) -> list[LogEventRecord]:
+    """The events of `text`; when `stamps` is a list, every line's leading timestamp is appended to it."""
     events: list[LogEventRecord] = []
     last_epoch: int | None = None
     for line_no, physical in enumerate(text.split("\n"), start=1):
         line = _visible(physical)
         if not line:
+            if stamps is not None:
+                stamps.append(None)
             continue
+        if stamps is not None:
+            timestamp, message = _timestamp(_RANK_PREFIX.sub("", line, count=1))
+            stamps.append(timestamp)
         lowered = line.lower()
         hits = {word for word in _ANY_WORDS if word in lowered}
         if not hits:
             continue
-        body = _RANK_PREFIX.sub("", line, count=1)
-        timestamp, message = _timestamp(body)
+        if stamps is None:
+            timestamp, message = _timestamp(_RANK_PREFIX.sub("", line, count=1))
         message = _LEVEL.sub("", message, count=1)
         kinds = [kind for kind, pattern in _PATTERNS.items() if hits & _KEYWORD_SETS[kind] and pattern.search(message)]
         epoch = _epoch_number(message)
@@ -206,10 +225,10 @@ def _timestamp(body: str) -> tuple[datetime | None, str]:
     if not match:
         return None, body
     rest = body[match.end() :]
-    date = match.group("date").replace("/", "-")
-    frac = (match.group("frac") or "")[:6].ljust(6, "0") if match.group("frac") else ""
-    text = f"{date}T{match.group('time')}" + (f".{frac}" if frac else "")
-    tz = match.group("tz")
+    date, clock, frac, tz = match.group("date", "time", "frac", "tz")
+    text = f"{date.replace('/', '-')}T{clock}"
+    if frac:
+        text += "." + frac[:6].ljust(6, "0")
     if tz and tz != "Z":
         text += tz
     try:

@@ -15,9 +15,8 @@ from django.db import transaction
 from django.db.models import F
 from django.utils import timezone
 
-from fleet import series as series_lib
 from fleet.models import Artifact, Job
-from triage.evidence import Evidence, JobInfo, build_evidence
+from triage.evidence import Evidence, JobInfo, build_evidence, read_series
 from triage.guidance import guidance_for
 from triage.models import Finding, JobTriage, RetriageRun, RuleSet, TriageStatus
 from triage.rules import TriageResult, triage
@@ -51,9 +50,10 @@ def _read(name: str) -> bytes:
 
 
 def load_series(job: Job):
+    """The job's stored series as triage reads it (`read_series`: only the columns triage uses), or None."""
     if not job.series_file:
         return None
-    return series_lib.from_parquet_bytes(_read(job.series_file.name))
+    return read_series(_read(job.series_file.name))
 
 
 def load_evidence(job: Job, thresholds: dict) -> Evidence:

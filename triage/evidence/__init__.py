@@ -13,7 +13,16 @@ import pandas as pd
 
 from triage.evidence.logs import LogEvidence, LogLine, extract_log_evidence
 from triage.evidence.scripts import CodeFact, ScriptEvidence, command_facts, extract_script_evidence
-from triage.evidence.timeline import Phases, Span, Timeline, build_timeline, find_phases, unused_gpu_hours
+from triage.evidence.timeline import (
+    Phases,
+    Span,
+    StoredSeries,
+    Timeline,
+    build_timeline,
+    find_phases,
+    read_series,
+    unused_gpu_hours,
+)
 from triage.evidence.traces import TraceFacts, trace_facts
 
 __all__ = [
@@ -22,8 +31,10 @@ __all__ = [
     "JobInfo",
     "LogLine",
     "Span",
+    "StoredSeries",
     "build_evidence",
     "iso",
+    "read_series",
 ]
 
 
@@ -130,7 +141,7 @@ class Evidence:
 
 def build_evidence(
     job: JobInfo,
-    frame: pd.DataFrame | None,
+    frame: pd.DataFrame | StoredSeries | None,
     *,
     logs: list[tuple[str, str]] = (),
     scripts: list[tuple[str, str]] = (),

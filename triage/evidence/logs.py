@@ -12,7 +12,7 @@ import re
 from dataclasses import dataclass
 
 from fleet import logevents
-from fleet.logevents import extract_log_events, line_timestamp
+from fleet.logevents import scan_log
 
 MAX_LINE = 300
 
@@ -77,11 +77,11 @@ def extract_log_evidence(logs: list[tuple[str, str]]) -> LogEvidence:
         evidence.files += 1
         physical = text.split("\n")
         evidence.lines += len(physical)
+        records, stamps = scan_log(text)  # each line's timestamp parsed once, for events and times alike
         # Times of every line: its own, else the last seen (estimated).
         times: list[tuple[float | None, bool]] = []
         last: float | None = None
-        for raw in physical:
-            stamp = line_timestamp(raw) if raw.strip() else None
+        for stamp in stamps:
             if stamp is not None:
                 last = stamp.timestamp()
                 evidence.timestamped_lines += 1
@@ -94,7 +94,7 @@ def extract_log_evidence(logs: list[tuple[str, str]]) -> LogEvidence:
             upper[index] = following
             if not times[index][1]:
                 following = times[index][0]
-        for record in extract_log_events(text):
+        for record in records:
             t, estimated = times[record.line_no - 1]
             t_next = upper[record.line_no - 1] if estimated else t
             evidence.events.append(LogLine(record.kind, path, record.line_no, t, estimated, record.text, t_next))

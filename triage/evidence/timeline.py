@@ -8,16 +8,22 @@ hole; an idle stretch never spans a hole, and the time after the last sample is 
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import numpy as np
 import pandas as pd
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
 
-from fleet.series import GAP_PERIODS, MIN_GAP_S
+from fleet.series import GAP_PERIODS, KEY_COLUMNS, MIN_GAP_S, from_parquet_bytes
 
 # The host and extra GPU metrics the rules read (others are listed as present but not gridded).
 HOST_COLUMNS = ("cpu_util", "net_rx_bytes_per_s")
 GPU_EXTRA_COLUMNS = ("pcie_rx_bytes_per_s",)
+_VALUE_COLUMNS = ("gpu_util", "gpu_mem_used_mib", "gpu_mem_total_mib", *HOST_COLUMNS, *GPU_EXTRA_COLUMNS)
+TRIAGE_COLUMNS = (*KEY_COLUMNS, *_VALUE_COLUMNS)  # what `read_series` reads of a stored blob
 
 
 @dataclass(frozen=True)
@@ -62,46 +68,220 @@ class Timeline:
         return (self.t >= start) & (self.t < end)
 
 
-def build_timeline(frame: pd.DataFrame | None, *, start_s: float, end_s: float) -> Timeline | None:
+@dataclass(frozen=True)
+class StoredSeries:
+    """A stored series blob as triage reads it: only the columns it uses, straight from Arrow (no pandas)."""
+
+    table: pa.Table
+    metrics: tuple[str, ...]  # metric columns of the whole blob with at least one value, in column order
+
+
+def read_series(data: bytes) -> StoredSeries | pd.DataFrame:
+    """The stored zstd Parquet blob (`fleet.series.to_parquet_bytes`) for `build_timeline`.
+
+    Reads only the columns triage uses; which other metrics hold values comes from the Parquet column
+    statistics (a column is read after all when they cannot tell). A blob in any other shape than the
+    normalised one is read whole into a frame, as `fleet.series.from_parquet_bytes` does.
+    """
+    try:
+        source = pq.ParquetFile(pa.BufferReader(data), read_dictionary=["host"], pre_buffer=True)
+    except KeyError:  # no host column
+        source = pq.ParquetFile(pa.BufferReader(data), pre_buffer=True)
+    schema = source.schema_arrow
+    if not _plain_schema(schema):
+        return from_parquet_bytes(data)
+    metadata = source.metadata
+    row_groups = [metadata.row_group(index) for index in range(metadata.num_row_groups)]
+    metrics: dict[str, bool | None] = {}
+    for index, name in enumerate(schema.names):
+        if name not in KEY_COLUMNS:
+            metrics[name] = _has_values(row_groups, index, name)
+    unknown = [name for name, present in metrics.items() if present is None]
+    read = [name for name in schema.names if name in TRIAGE_COLUMNS or name in unknown]
+    table = source.read(columns=read, use_pandas_metadata=False)
+    if table.column("timestamp").null_count:
+        return from_parquet_bytes(data)
+    if "host" in read and table.column("host").num_chunks > 1:
+        table = table.unify_dictionaries()
+    for name in unknown:
+        metrics[name] = not np.isnan(_float64(table.column(name))).all()
+    return StoredSeries(table=table, metrics=tuple(name for name, present in metrics.items() if present))
+
+
+def _plain_schema(schema: pa.Schema) -> bool:
+    """Flat, no index columns, ms timestamps, string hosts, integer GPUs and numeric metrics."""
+    names = schema.names
+    if len(set(names)) != len(names) or "timestamp" not in names:
+        return False
+    if any(not isinstance(c, dict) for c in (schema.pandas_metadata or {}).get("index_columns", [])):
+        return False
+    for field_ in schema:
+        kind = field_.type
+        if field_.name == "timestamp":
+            ok = pa.types.is_timestamp(kind) and kind.unit == "ms"
+        elif field_.name == "host":
+            if pa.types.is_dictionary(kind):  # as `read_series` asks for it
+                kind = kind.value_type
+            ok = pa.types.is_string(kind) or pa.types.is_large_string(kind)
+        elif field_.name == "gpu":
+            ok = pa.types.is_integer(kind)
+        else:
+            ok = pa.types.is_floating(kind) or pa.types.is_integer(kind)
+        if not ok:
+            return False
+    return True
+
+
+def _has_values(row_groups: list[pq.RowGroupMetaData], index: int, name: str) -> bool | None:
+    """Whether column `index` holds a value that is neither null nor NaN, from its statistics (None: unknown)."""
+    answer: bool | None = False
+    for row_group in row_groups:
+        column = row_group.column(index)
+        stats = column.statistics
+        if column.path_in_schema != name or stats is None:
+            return None
+        if stats.has_min_max and stats.min == stats.min and stats.max == stats.max:
+            return True  # min and max are over the non-null, non-NaN values
+        if not (stats.has_null_count and stats.null_count == row_group.num_rows):
+            answer = None  # NaN values, or statistics without min/max: read the column to tell
+    return answer
+
+
+def _float64(column: pa.ChunkedArray) -> np.ndarray:
+    """As float64 with NaN for nulls (what `Series.to_numpy(dtype="float64", na_value=np.nan)` gives)."""
+    return np.asarray(column.to_numpy(), dtype=np.float64)  # nulls come out as NaN
+
+
+@dataclass
+class _Columns:
+    """The arrays `build_timeline` reads, from a frame or from Arrow."""
+
+    ts: np.ndarray  # epoch seconds, float64
+    gpu: np.ndarray  # GPU index as float64, NaN on host rows
+    values: dict[str, np.ndarray]  # metric columns triage reads, float64 with NaN for missing values
+    host: Callable[[], tuple[np.ndarray, list[str]]]  # (code of every row, sorted host names)
+    metrics: Callable[[], tuple[str, ...]]
+
+
+def _frame_columns(frame: pd.DataFrame) -> _Columns | None:
+    if frame is None or frame.empty or "gpu_util" not in frame.columns or "gpu" not in frame.columns:
+        return None
+    # Each metric column once, as float64 with NaN for missing values.
+    values = {name: frame[name].to_numpy(dtype="float64", na_value=np.nan) for name in _VALUE_COLUMNS if name in frame}
+
+    def host() -> tuple[np.ndarray, list[str]]:
+        if "host" not in frame.columns:
+            return np.zeros(len(frame), dtype=np.int64), [""]
+        codes, names = pd.factorize(frame["host"].fillna(""), sort=True)
+        return codes, [str(name) for name in names]
+
+    def metrics() -> tuple[str, ...]:
+        return tuple(
+            name
+            for name in frame.columns
+            if name not in KEY_COLUMNS
+            and not np.isnan(
+                values[name] if name in values else frame[name].to_numpy(dtype="float64", na_value=np.nan)
+            ).all()
+        )
+
+    return _Columns(
+        ts=_seconds(frame["timestamp"]),
+        gpu=frame["gpu"].to_numpy(dtype="float64", na_value=np.nan),
+        values=values,
+        host=host,
+        metrics=metrics,
+    )
+
+
+def _arrow_columns(series: StoredSeries) -> _Columns | None:
+    table = series.table
+    names = table.column_names
+    if table.num_rows == 0 or "gpu_util" not in names or "gpu" not in names:
+        return None
+
+    def host() -> tuple[np.ndarray, list[str]]:
+        if "host" not in names:
+            return np.zeros(table.num_rows, dtype=np.int64), [""]
+        column = table.column("host")
+        if pa.types.is_dictionary(column.type) and not column.null_count:
+            # Read dictionary-encoded (`read_series`): the codes are there already.
+            found = column.chunk(0).dictionary.to_pylist()
+            indices = np.concatenate([chunk.indices.to_numpy(zero_copy_only=False) for chunk in column.chunks])
+        else:
+            found = None
+        if found is None or len(set(found)) != len(found):
+            if pa.types.is_dictionary(column.type):
+                column = pc.cast(column, column.type.value_type)
+            encoded = pc.fill_null(column, "").combine_chunks().dictionary_encode()
+            found = encoded.dictionary.to_pylist()
+            indices = encoded.indices.to_numpy(zero_copy_only=False)
+        # Codes in sorted order of the names (code point order, as pandas sorts); names no row uses
+        # change no device's name or order.
+        order = sorted(range(len(found)), key=found.__getitem__)
+        rank = np.empty(len(order), dtype=np.int64)
+        rank[order] = np.arange(len(order))
+        return rank[indices], [found[i] for i in order]
+
+    stamps = pc.cast(table.column("timestamp"), pa.int64()).to_numpy()
+    return _Columns(
+        ts=np.asarray(stamps, dtype=np.float64) / 1000.0,
+        gpu=_float64(table.column("gpu")),
+        values={name: _float64(table.column(name)) for name in _VALUE_COLUMNS if name in names},
+        host=host,
+        metrics=lambda: series.metrics,
+    )
+
+
+def build_timeline(frame: pd.DataFrame | StoredSeries | None, *, start_s: float, end_s: float) -> Timeline | None:
     """The job's samples inside [start_s, end_s] on one grid, or None when there is no GPU util sample.
 
     Vectorised over rows with numpy (no per-row Python): triage must cost no more than loading the series.
+    `frame` is a normalised series frame, or a stored blob as `read_series` reads it.
     """
-    if frame is None or frame.empty or "gpu_util" not in frame.columns or "gpu" not in frame.columns:
+    columns = _arrow_columns(frame) if isinstance(frame, StoredSeries) else _frame_columns(frame)
+    if columns is None:
         return None
-    ts = _seconds(frame["timestamp"])
+    ts, gpu_all, values = columns.ts, columns.gpu, columns.values
     in_window = (ts >= start_s) & (ts <= end_s)
-    gpu_all = frame["gpu"].to_numpy(dtype="float64", na_value=np.nan)
     is_gpu = ~np.isnan(gpu_all)
-    # Each metric column once, as float64 with NaN for missing values.
-    wanted = ("gpu_util", "gpu_mem_used_mib", "gpu_mem_total_mib", *HOST_COLUMNS, *GPU_EXTRA_COLUMNS)
-    columns = {name: frame[name].to_numpy(dtype="float64", na_value=np.nan) for name in wanted if name in frame}
-    util_all = columns["gpu_util"]
+    util_all = values["gpu_util"]
     gpu_rows = in_window & is_gpu & ~np.isnan(util_all)
     if not gpu_rows.any():
         return None
-    if "host" in frame.columns:
-        host_codes, host_names = pd.factorize(frame["host"].fillna(""), sort=True)
-    else:
-        host_codes, host_names = np.zeros(len(frame), dtype=np.int64), pd.Index([""])
+    host_codes, host_names = columns.host()
     device_key = host_codes[gpu_rows].astype(np.int64) * 65536 + gpu_all[gpu_rows].astype(np.int64)
-    # Hash-based factorize (linear) rather than np.unique (a sort) per row: this runs once per job.
-    device_codes, keys = pd.factorize(device_key, sort=True)
-    time_index, times = pd.factorize(ts[gpu_rows], sort=True)
-    keys, times = np.asarray(keys), np.asarray(times, dtype=np.float64)
-    util = np.full((times.size, keys.size), np.nan)
-    util[time_index, device_codes] = np.clip(util_all[gpu_rows], 0, 100)
-    devices = [(str(host_names[k // 65536]), int(k % 65536)) for k in keys]
+    row_ts = ts[gpu_rows]
+    grid = _common_grid(device_key, row_ts)
+    if grid is not None:
+        # Every device sampled at the same times, rows by device then time (a normalised frame):
+        # the same codes the factorizations below give, without hashing, and a reshape for a scatter.
+        keys, device_codes, times, time_index = grid
+
+        def on_grid(rows: np.ndarray) -> np.ndarray:
+            return rows.reshape(keys.size, times.size).T.copy()  # (samples, devices), C order
+    else:
+        # Hash-based factorize (linear) rather than np.unique (a sort) per row: this runs once per job.
+        device_codes, keys = pd.factorize(device_key, sort=True)
+        time_index, times = pd.factorize(row_ts, sort=True)
+        keys, times = np.asarray(keys), np.asarray(times, dtype=np.float64)
+
+        def on_grid(rows: np.ndarray) -> np.ndarray:
+            out = np.full((times.size, keys.size), np.nan)
+            out[time_index, device_codes] = rows
+            return out
+
+    util = on_grid(np.clip(util_all[gpu_rows], 0, 100))
+    devices = [(host_names[k // 65536], int(k % 65536)) for k in keys.tolist()]
 
     mem_share = None
-    if "gpu_mem_used_mib" in frame.columns and "gpu_mem_total_mib" in frame.columns:
-        used = columns["gpu_mem_used_mib"][gpu_rows]
-        total = columns["gpu_mem_total_mib"][gpu_rows]
+    if "gpu_mem_used_mib" in values and "gpu_mem_total_mib" in values:
+        used = values["gpu_mem_used_mib"][gpu_rows]
+        total = values["gpu_mem_total_mib"][gpu_rows]
         with np.errstate(divide="ignore", invalid="ignore"):
             share = np.where(total > 0, used / total, np.nan)
         if np.isfinite(share).any():
-            mem_share = np.full_like(util, np.nan)
-            mem_share[time_index, device_codes] = share
+            mem_share = on_grid(share)
 
     steps = np.diff(times)
     positive = steps[steps > 0]
@@ -116,9 +296,8 @@ def build_timeline(frame: pd.DataFrame | None, *, start_s: float, end_s: float) 
 
     gpu_extra = {}
     for name in GPU_EXTRA_COLUMNS:
-        if name in frame.columns:
-            values = columns[name][gpu_rows]
-            gpu_extra_values = _mean_by(time_index, values, times.size)
+        if name in values:
+            gpu_extra_values = _mean_by(time_index, values[name][gpu_rows], times.size)
             if gpu_extra_values is not None:
                 gpu_extra[name] = gpu_extra_values
 
@@ -127,25 +306,25 @@ def build_timeline(frame: pd.DataFrame | None, *, start_s: float, end_s: float) 
     if host_rows.any():
         # Host samples may sit on their own grid: each GPU sample takes the nearest earlier host sample
         # (averaged over hosts at equal times), unless that is further away than a hole.
-        host_index, host_times = pd.factorize(ts[host_rows], sort=True)
-        host_times = np.asarray(host_times, dtype=np.float64)
+        host_ts = ts[host_rows]
+        one_per_time = host_ts.size < 2 or bool((host_ts[1:] > host_ts[:-1]).all())
+        if one_per_time:
+            host_index, host_times = np.arange(host_ts.size), host_ts  # already unique and sorted
+        else:
+            host_index, host_times = pd.factorize(host_ts, sort=True)
+            host_times = np.asarray(host_times, dtype=np.float64)
         position = np.clip(np.searchsorted(host_times, times, side="right") - 1, 0, host_times.size - 1)
         close = np.abs(host_times[position] - times) <= hole_threshold
         for name in HOST_COLUMNS:
-            if name in frame.columns:
-                values = columns[name][host_rows]
-                per_time = _mean_by(host_index, values, host_times.size)
+            if name in values:
+                if one_per_time:  # one sample per time, in order: the mean is the value
+                    per_time = values[name][host_rows] + 0.0  # (as `_mean_by` sums from 0.0)
+                    per_time = None if np.isnan(per_time).all() else per_time
+                else:
+                    per_time = _mean_by(host_index, values[name][host_rows], host_times.size)
                 if per_time is not None:
                     host[name] = np.where(close, per_time[position], np.nan)
 
-    metrics = tuple(
-        name
-        for name in frame.columns
-        if name not in ("timestamp", "host", "gpu")
-        and not np.isnan(
-            columns[name] if name in columns else frame[name].to_numpy(dtype="float64", na_value=np.nan)
-        ).all()
-    )
     return Timeline(
         t=times,
         dt=dt,
@@ -156,8 +335,31 @@ def build_timeline(frame: pd.DataFrame | None, *, start_s: float, end_s: float) 
         mem_share=mem_share,
         host=host,
         gpu_extra=gpu_extra,
-        metrics=metrics,
+        metrics=columns.metrics(),
     )
+
+
+def _common_grid(
+    device_key: np.ndarray, row_ts: np.ndarray
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray] | None:
+    """(keys, device codes, times, time index) when rows run device by device in key order, each device
+    with the same strictly increasing times; None otherwise (then the general factorization applies)."""
+    size = device_key.size
+    if size < 2 or not bool((device_key[1:] >= device_key[:-1]).all()):
+        return None
+    starts = np.flatnonzero(np.r_[True, device_key[1:] != device_key[:-1]])
+    count, per_device = starts.size, size // starts.size
+    if per_device * count != size or not bool((np.diff(starts) == per_device).all()):
+        return None
+    times = row_ts[:per_device]
+    if not bool((row_ts.reshape(count, per_device) == times).all()):
+        return None
+    if per_device > 1 and not bool((times[1:] > times[:-1]).all()):
+        return None
+    keys = device_key[starts]
+    device_codes = np.repeat(np.arange(count), per_device)
+    time_index = np.tile(np.arange(per_device), count)
+    return keys, device_codes, times.copy(), time_index
 
 
 def _seconds(column: pd.Series) -> np.ndarray:
@@ -181,12 +383,42 @@ def _mean_by(index: np.ndarray, values: np.ndarray, size: int) -> np.ndarray | N
 
 def _runs_fast(mask: np.ndarray, breaks: np.ndarray) -> list[tuple[int, int]]:
     """`runs` vectorised: a run continues while consecutive samples are True and no hole lies between."""
+    starts, ends = _run_bounds(mask, breaks)
+    return list(zip(starts.tolist(), ends.tolist(), strict=True))
+
+
+def _run_bounds(mask: np.ndarray, breaks: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """First and last index of every run of `_runs_fast`, as arrays."""
     if not mask.any():
-        return []
+        return np.zeros(0, dtype=np.intp), np.zeros(0, dtype=np.intp)
     m = mask.astype(np.int8)
     starts = np.flatnonzero(m & np.r_[1, (1 - m[:-1]) | breaks[:-1].astype(np.int8)])
     ends = np.flatnonzero(m & np.r_[(1 - m[1:]) | breaks[:-1].astype(np.int8), 1])
-    return list(zip(starts.tolist(), ends.tolist(), strict=True))
+    return starts, ends
+
+
+def _run_means(values: np.ndarray, starts: np.ndarray, ends: np.ndarray) -> np.ndarray:
+    """`np.nanmean(values[a : b + 1])` for every run (a, b), bit for bit, with a few numpy calls in all.
+
+    numpy sums fewer than 8 values left to right from 0.0, so runs that short without NaN are summed
+    that way side by side (all runs of one length at once); other runs take `np.nanmean` itself.
+    """
+    lengths = ends - starts + 1
+    means = np.empty(starts.size)
+    alone = np.flatnonzero(lengths >= 8)
+    for length in np.unique(lengths[lengths < 8]).tolist():
+        chosen = np.flatnonzero(lengths == length)
+        block = values[starts[chosen][:, None] + np.arange(length)]
+        total = 0.0 + block[:, 0]
+        for column in range(1, length):
+            total = total + block[:, column]
+        means[chosen] = total / length
+        has_nan = np.isnan(block).any(axis=1)
+        if has_nan.any():
+            alone = np.r_[alone, chosen[has_nan]]
+    for index in alone.tolist():
+        means[index] = np.nanmean(values[starts[index] : ends[index] + 1])
+    return means
 
 
 @dataclass
@@ -226,9 +458,12 @@ def find_phases(tl: Timeline, *, idle_util: float, gap_rel: float, gap_min_s: fl
     series_start, series_end = float(tl.t[0]), tl.end
     peak_mem = float(np.nanmax(tl.mem_share)) if tl.mem_share is not None and np.isfinite(tl.mem_share).any() else None
 
+    starts, ends = _run_bounds(active, tl.hole_after)
     bursts = [
-        Span(float(tl.t[a]), float(tl.t[b] + tl.dt[b]), "active", b - a + 1)
-        for a, b in _runs_fast(active, tl.hole_after)
+        Span(begin, finish, "active", count)
+        for begin, finish, count in zip(
+            tl.t[starts].tolist(), (tl.t[ends] + tl.dt[ends]).tolist(), (ends - starts + 1).tolist(), strict=True
+        )
     ]
     if not active.any():
         return Phases(
@@ -259,12 +494,21 @@ def find_phases(tl: Timeline, *, idle_util: float, gap_rel: float, gap_min_s: fl
     stall_util = min(idle_util, gap_rel * median_peak)
     stalled = inside & (busiest < max(stall_util, 0.5))
     idle_gaps, short_stalls = [], []
-    for a, b in _runs_fast(stalled, tl.hole_after):
-        span = Span(
-            float(tl.t[a]), float(tl.t[b] + tl.dt[b]), "idle gap", b - a + 1, float(np.nanmean(busiest[a : b + 1]))
+    starts, ends = _run_bounds(stalled, tl.hole_after)
+    gap_rows = []
+    for index, (begin, finish, count, mean) in enumerate(
+        zip(
+            tl.t[starts].tolist(),
+            (tl.t[ends] + tl.dt[ends]).tolist(),
+            (ends - starts + 1).tolist(),
+            _run_means(busiest, starts, ends).tolist(),
+            strict=True,
         )
-        if b > a and span.seconds >= gap_min_s:
+    ):
+        span = Span(begin, finish, "idle gap", count, mean)
+        if count > 1 and span.seconds >= gap_min_s:
             idle_gaps.append(span)
+            gap_rows.append(index)
         else:
             short_stalls.append(span)
 
@@ -275,9 +519,14 @@ def find_phases(tl: Timeline, *, idle_util: float, gap_rel: float, gap_min_s: fl
         sub = tl.util[:, busy_devices]
         inside_sub = sub[inside]
         medians = np.nanmedian(inside_sub, axis=0) if np.isnan(inside_sub).any() else np.median(inside_sub, axis=0)
-        in_gap = np.zeros(active.size, dtype=bool)
-        for gap in idle_gaps:
-            in_gap |= (tl.t >= gap.start) & (tl.t < gap.end)
+        # Samples inside an idle gap [start, end): t is sorted, so each gap is an index range.
+        gap_starts, gap_ends = starts[np.asarray(gap_rows, dtype=np.intp)], ends[np.asarray(gap_rows, dtype=np.intp)]
+        gap_begin = np.searchsorted(tl.t, tl.t[gap_starts], side="left")
+        after = np.searchsorted(tl.t, tl.t[gap_ends] + tl.dt[gap_ends], side="left")
+        nonempty = after > gap_begin
+        marks = np.bincount(gap_begin[nonempty], minlength=active.size + 1)
+        marks -= np.bincount(after[nonempty], minlength=active.size + 1)
+        in_gap = np.cumsum(marks[:-1]) > 0
         low = np.all((sub < dip_rel * medians) | np.isnan(sub), axis=1) & inside & ~in_gap
         # One-sample drops of every GPU at once; evaluation passes and stalls last longer.
         aligned = [float(tl.t[a]) for a, b in _runs_fast(low, tl.hole_after) if a == b]
