@@ -115,3 +115,30 @@ def _login_throttling_only_where_tested(request, settings):
     throttling itself is tested through the login form in test_web_security.py."""
     if "login_throttling" not in request.keywords:
         settings.AUTHENTICATION_BACKENDS = ["django.contrib.auth.backends.ModelBackend"]
+
+
+def write_busy_archive(path: Path, *, jobs: int, cluster: str, prefix: str) -> Path:
+    """An archive whose import keeps a worker busy for seconds: `jobs` jobs on 2 GPUs, per-job metric
+    files of 240 samples per GPU and a short log each (for worker-kill and broker-restart tests)."""
+    import zipfile
+
+    lines = ["job_id,user,team,gpu_count,start_time,end_time,name"]
+    with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED) as archive:
+        archive.writestr("manifest.json", f'{{"format": "fleet-archive", "version": 1, "cluster": "{cluster}"}}')
+        for index in range(jobs):
+            lines.append(
+                f"{prefix}{index:04d},u{index % 7},team-{index % 5},2,2026-11-02T10:00:00Z,2026-11-02T12:00:00Z,j"
+            )
+        archive.writestr("jobs.csv", "\n".join(lines) + "\n")
+        for index in range(jobs):
+            rows = ["timestamp,host,gpu,gpu_util,gpu_mem_used_mib,gpu_mem_total_mib"]
+            for step in range(240):
+                for gpu in (0, 1):
+                    util = (index * 7 + step * 3 + gpu * 11) % 101
+                    rows.append(f"{1793613600 + step * 30},n{index % 3},{gpu},{util},{1000 + step},80000")
+            archive.writestr(f"metrics/{prefix}{index:04d}.csv", "\n".join(rows) + "\n")
+            archive.writestr(
+                f"logs/{prefix}{index:04d}/stdout.log",
+                f"2026-11-02 10:00:05,000 INFO Epoch 1/2 job {index}\n2026-11-02 10:30:00,000 INFO Saving checkpoint\n",
+            )
+    return path

@@ -10,7 +10,6 @@ import os
 import signal
 import time
 import uuid
-import zipfile
 from pathlib import Path
 
 import pytest
@@ -18,7 +17,7 @@ from django.core.files.storage import default_storage
 
 from fleet import ingest
 from fleet.models import Artifact, IngestRun, Job, LogEvent, Team
-from tests.conftest import require_service
+from tests.conftest import require_service, write_busy_archive
 from tests.test_services import celery_worker
 
 pytestmark = pytest.mark.services
@@ -28,25 +27,7 @@ VISIBILITY_S = 8  # the new worker takes back the killed worker's unacknowledged
 
 
 def big_archive(path: Path) -> Path:
-    """Enough jobs that storing them takes seconds on a worker, each with metrics over 2 GPUs and a log."""
-    lines = ["job_id,user,team,gpu_count,start_time,end_time,name"]
-    with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED) as archive:
-        archive.writestr("manifest.json", '{"format": "fleet-archive", "version": 1, "cluster": "kill"}')
-        for index in range(JOBS):
-            lines.append(f"k{index:04d},u{index % 7},team-{index % 5},2,2026-11-02T10:00:00Z,2026-11-02T12:00:00Z,j")
-        archive.writestr("jobs.csv", "\n".join(lines) + "\n")
-        for index in range(JOBS):
-            rows = ["timestamp,host,gpu,gpu_util,gpu_mem_used_mib,gpu_mem_total_mib"]
-            for step in range(240):
-                for gpu in (0, 1):
-                    util = (index * 7 + step * 3 + gpu * 11) % 101
-                    rows.append(f"{1793613600 + step * 30},n{index % 3},{gpu},{util},{1000 + step},80000")
-            archive.writestr(f"metrics/k{index:04d}.csv", "\n".join(rows) + "\n")
-            archive.writestr(
-                f"logs/k{index:04d}/stdout.log",
-                f"2026-11-02 10:00:05,000 INFO Epoch 1/2 job {index}\n2026-11-02 10:30:00,000 INFO Saving checkpoint\n",
-            )
-    return path
+    return write_busy_archive(path, jobs=JOBS, cluster="kill", prefix="k")
 
 
 def snapshot() -> dict:

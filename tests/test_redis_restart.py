@@ -18,7 +18,6 @@ import socket
 import subprocess
 import time
 import uuid
-import zipfile
 from pathlib import Path
 
 import pytest
@@ -28,7 +27,7 @@ from django.core.files.storage import default_storage
 
 from fleet import ingest
 from fleet.models import IngestRun, Job, Team
-from tests.conftest import EXAMPLE_ARCHIVE
+from tests.conftest import EXAMPLE_ARCHIVE, write_busy_archive
 from tests.test_ingest_worker_kill import blobs_on_disk, referenced_blobs, snapshot, wait_for
 from tests.test_services import celery_worker
 
@@ -42,22 +41,7 @@ JOBS = 900  # several seconds of storing on one worker
 
 
 def big_archive(path: Path) -> Path:
-    """JOBS jobs on 2 GPUs with metrics and a log each (like test_ingest_worker_kill's, larger)."""
-    lines = ["job_id,user,team,gpu_count,start_time,end_time,name"]
-    with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED) as archive:
-        archive.writestr("manifest.json", '{"format": "fleet-archive", "version": 1, "cluster": "restart"}')
-        for index in range(JOBS):
-            lines.append(f"r{index:04d},u{index % 7},team-{index % 5},2,2026-11-02T10:00:00Z,2026-11-02T12:00:00Z,j")
-        archive.writestr("jobs.csv", "\n".join(lines) + "\n")
-        for index in range(JOBS):
-            rows = ["timestamp,host,gpu,gpu_util,gpu_mem_used_mib,gpu_mem_total_mib"]
-            for step in range(240):
-                for gpu in (0, 1):
-                    util = (index * 7 + step * 3 + gpu * 11) % 101
-                    rows.append(f"{1793613600 + step * 30},n{index % 3},{gpu},{util},{1000 + step},80000")
-            archive.writestr(f"metrics/r{index:04d}.csv", "\n".join(rows) + "\n")
-            archive.writestr(f"logs/r{index:04d}/stdout.log", f"2026-11-02 10:00:05,000 INFO Epoch 1/2 job {index}\n")
-    return path
+    return write_busy_archive(path, jobs=JOBS, cluster="restart", prefix="r")
 
 
 def redis_server_binary() -> str:
