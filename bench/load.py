@@ -80,12 +80,14 @@ def setup(jobs: int, archive: Path) -> tuple[dict, list[str], str]:
         "teams": ["/teams/?period=30d"],
         "jobs": ["/jobs/", "/jobs/?page=2", "/jobs/?team=load-team-03"],
         "job detail": [f"/jobs/{job.pk}/" for job in detail],
+        "api jobs": ["/api/v1/jobs/?low_util=true", "/api/v1/jobs/?team=load-team-03"],
+        "api job": [f"/api/v1/jobs/{job.pk}/" for job in detail],
     }
     return pages, sessions, settings.SESSION_COOKIE_NAME
 
 
-def start_gunicorn(port: int, env: dict, log: Path) -> subprocess.Popen:
-    command = [str(VENV_BIN / "gunicorn"), "config.wsgi", "--workers", "2", "--bind", f"127.0.0.1:{port}"]
+def start_gunicorn(port: int, env: dict, log: Path, workers: int = 2) -> subprocess.Popen:
+    command = [str(VENV_BIN / "gunicorn"), "config.wsgi", "--workers", str(workers), "--bind", f"127.0.0.1:{port}"]
     command += ["--timeout", "120", "--log-level", "warning"]
     process = subprocess.Popen(command, cwd=REPO, env=env, stdout=log.open("w"), stderr=subprocess.STDOUT)
     import requests
@@ -126,7 +128,10 @@ def main() -> dict:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--jobs", type=int, default=100_000)
     parser.add_argument("--clients", type=int, default=50)
-    parser.add_argument("--duration", type=float, default=45.0, help="seconds of load")
+    parser.add_argument("--duration", type=float, default=60.0, help="seconds of load")
+    parser.add_argument(
+        "--workers", type=int, default=2 * (os.cpu_count() or 1) + 1, help="gunicorn workers (default 2 x CPUs + 1)"
+    )
     parser.add_argument("--repeats", type=int, default=15, help="unloaded requests per page")
     args = parser.parse_args()
 
@@ -156,7 +161,7 @@ def main() -> dict:
 
     port = free_port()
     base = f"http://127.0.0.1:{port}"
-    server = start_gunicorn(port, env, data_dir / "gunicorn.log")
+    server = start_gunicorn(port, env, data_dir / "gunicorn.log", workers=args.workers)
     try:
         # 1. Unloaded: one client, nothing else running.
         unloaded: list = []
