@@ -108,7 +108,8 @@ def test_redis_restarted_mid_ingest_loses_and_duplicates_nothing(private_redis, 
     queue = f"test-redis-restart-{uuid.uuid4().hex[:8]}"
     # The worker's whole Celery configuration comes from REDIS_URL, as in production.
     env = {"REDIS_URL": private_redis.url, "CELERY_VISIBILITY_TIMEOUT": "20"}
-    sender = Celery("sender", broker=private_redis.url)
+    # Not the current app: shared tasks in later tests must keep using the project's app and broker.
+    sender = Celery("sender", broker=private_redis.url, set_as_current=False)
 
     running = ingest.create_run(archive)
     queued = ingest.create_run(EXAMPLE_ARCHIVE)
@@ -133,6 +134,7 @@ def test_redis_restarted_mid_ingest_loses_and_duplicates_nothing(private_redis, 
         wait_for(lambda: IngestRun.objects.get(pk=queued.pk).is_finished, 180, "the queued import to run")
         time.sleep(1)
         assert worker.poll() is None, "the worker must survive the Redis restart"
+    sender.close()
 
     running.refresh_from_db()
     queued.refresh_from_db()
