@@ -14,3 +14,20 @@ def is_researcher(user) -> bool:
 
 def sees_whole_fleet(user) -> bool:
     return is_operator(user) or is_researcher(user)
+
+
+def operator_required(view):
+    """Login, then operators only; to anyone else the page does not exist (404, not 403)."""
+    from functools import wraps
+
+    from django.contrib.auth.decorators import login_required
+    from django.http import Http404
+
+    @wraps(view)
+    @login_required
+    def wrapped(request, *args, **kwargs):
+        if not is_operator(request.user):
+            raise Http404
+        return view(request, *args, **kwargs)
+
+    return wrapped

@@ -7,7 +7,7 @@ and the ingest service is the only place that knows about the ORM.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Literal
 
 # Canonical metric columns, in display order, with their units. `gpu_util` is the only required one.
@@ -32,6 +32,13 @@ REQUIRED_METRICS = ("gpu_util",)
 SERIES_KEYS = ("timestamp", "host", "gpu")
 
 JOB_TYPES = ("batch", "interactive")
+
+
+def as_utc(moment: datetime) -> datetime:
+    """The same instant as an aware UTC datetime; a naive one is taken to be UTC already."""
+    return moment.replace(tzinfo=UTC) if moment.tzinfo is None else moment.astimezone(UTC)
+
+
 ArtifactKind = Literal["log", "script", "trace"]
 
 

@@ -26,7 +26,7 @@ from fleet.archive.parser import ArchiveError, ArchiveStream, ParsedArchive, Par
 from fleet.archive.reader import ReaderLimits
 from fleet.canonical import ArtifactRecord, JobRecord, RecordError
 from fleet.logevents import extract_log_events
-from fleet.models import Artifact, Cluster, IngestRun, Job, LogEvent, Team, cost_of, price_for
+from fleet.models import FINISHED_STATUSES, Artifact, Cluster, IngestRun, Job, LogEvent, Team, cost_of, price_for
 from fleet.signals import jobs_ingested
 
 logger = logging.getLogger(__name__)
@@ -84,15 +84,12 @@ def enqueue_run(run: IngestRun) -> None:
 
 
 def fail_run(run_id: int, message: str) -> None:
-    IngestRun.objects.filter(pk=run_id).exclude(status__in=_FINISHED).update(
+    IngestRun.objects.filter(pk=run_id).exclude(status__in=FINISHED_STATUSES).update(
         status=IngestRun.Status.FAILED,
         finished_at=timezone.now(),
         phase="",
         errors=[RecordError(file="", message=message).as_dict()],
     )
-
-
-_FINISHED = [IngestRun.Status.SUCCEEDED, IngestRun.Status.PARTIAL, IngestRun.Status.FAILED]
 
 
 def execute_run(run_id: int, on_progress=None) -> IngestRun | None:

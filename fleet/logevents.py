@@ -13,7 +13,9 @@ from __future__ import annotations
 import math
 import re
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import datetime
+
+from fleet.canonical import as_utc
 
 INSTALL = "install"
 DOWNLOAD = "download"
@@ -235,4 +237,4 @@ def _timestamp(body: str) -> tuple[datetime | None, str]:
         moment = datetime.fromisoformat(text)
     except ValueError:
         return None, rest
-    return (moment.replace(tzinfo=UTC) if moment.tzinfo is None else moment.astimezone(UTC)), rest
+    return as_utc(moment), rest

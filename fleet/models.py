@@ -10,11 +10,25 @@ from django.db.models import Q
 from rest_framework_api_key.models import AbstractAPIKey
 
 
+class TeamQuerySet(models.QuerySet):
+    def visible_to(self, user) -> TeamQuerySet:
+        """Teams a user may see: all for operators and researchers, else the teams they belong to."""
+        from fleet.access import sees_whole_fleet
+
+        if not user.is_authenticated:
+            return self.none()
+        if sees_whole_fleet(user):
+            return self
+        return self.filter(owners__user=user)
+
+
 class Team(models.Model):
     """A group of people who run jobs and receive one digest."""
 
     slug = models.SlugField(max_length=100, unique=True)
     name = models.CharField(max_length=200)
+
+    objects = TeamQuerySet.as_manager()
 
     class Meta:
         ordering = ["slug"]
@@ -130,7 +144,7 @@ class IngestRun(models.Model):
 
     @property
     def is_finished(self) -> bool:
-        return self.status in {self.Status.SUCCEEDED, self.Status.PARTIAL, self.Status.FAILED}
+        return self.status in FINISHED_STATUSES
 
     @property
     def duration_s(self) -> float | None:
@@ -148,6 +162,10 @@ class IngestRun(models.Model):
         if self.api_key_id:
             return f"token {self.api_key.name}"
         return ""
+
+
+# An ingest run in one of these states is over; it is never run again.
+FINISHED_STATUSES = (IngestRun.Status.SUCCEEDED, IngestRun.Status.PARTIAL, IngestRun.Status.FAILED)
 
 
 class JobQuerySet(models.QuerySet):

@@ -28,6 +28,13 @@ KEY_COLUMNS = ("timestamp", "host", "gpu")
 # than MIN_GAP_S (Prometheus' 5-minute lookback): holes are missing data, not idle time.
 GAP_PERIODS = 3
 MIN_GAP_S = 300.0
+
+
+def gap_threshold_s(period_s: float) -> float:
+    """Seconds without a sample after which a series has a hole (missing data, not idle time)."""
+    return max(GAP_PERIODS * period_s, MIN_GAP_S)
+
+
 DEFAULT_IDLE_THRESHOLD = 5.0
 MAX_DEVICES_PER_HOST = 2**15  # GPU indexes are Int16
 
@@ -175,7 +182,7 @@ def summarize(
             coverage=0.0,
         )
     period = float(np.median(positive))
-    gap_threshold = max(GAP_PERIODS * period, MIN_GAP_S)
+    gap_threshold = gap_threshold_s(period)
     continuous = same_device_next & (step <= gap_threshold)
     holes = same_device_next & (step > gap_threshold)
     dt = np.where(continuous, step, np.minimum(period, np.maximum(0.0, end_s - t)))

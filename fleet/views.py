@@ -6,36 +6,21 @@ import csv
 
 from django.conf import settings
 from django.contrib import messages
-from django.contrib.auth.decorators import login_required
 from django.core.paginator import Paginator
 from django.db import connection
-from django.http import Http404, HttpResponse, JsonResponse
+from django.http import HttpResponse, JsonResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 from django.utils.http import urlencode
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from fleet import audit, ingest
-from fleet.access import is_operator
+from fleet.access import operator_required
 from fleet.exports import spreadsheet_safe
 from fleet.models import AuditEvent, IngestRun, MachineToken
 from fleet.uploads import format_size
 
 JOBS_PER_PAGE = 50
-
-
-def operator_required(view):
-    """Login, then operators only; to anyone else the page does not exist."""
-
-    @login_required
-    def wrapped(request, *args, **kwargs):
-        if not is_operator(request.user):
-            raise Http404
-        return view(request, *args, **kwargs)
-
-    wrapped.__name__ = view.__name__
-    wrapped.__doc__ = view.__doc__
-    return wrapped
 
 
 @operator_required

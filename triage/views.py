@@ -5,11 +5,11 @@ from __future__ import annotations
 from django import forms
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
-from django.http import Http404, JsonResponse
+from django.http import JsonResponse
 from django.shortcuts import get_object_or_404, redirect, render
 
 from fleet import audit
-from fleet.access import is_operator
+from fleet.access import operator_required
 from fleet.models import Job
 from triage import services
 from triage.labeling.services import findings_hidden_from
@@ -35,10 +35,8 @@ class RuleSetForm(forms.Form):
         return [self[name] for name in THRESHOLDS]
 
 
-@login_required
+@operator_required
 def rule_set_edit(request):
-    if not is_operator(request.user):
-        raise Http404
     current = RuleSet.current()
     values = current.effective_thresholds()
     form = RuleSetForm(request.POST or None, current=values)
@@ -71,10 +69,8 @@ def rule_set_edit(request):
     )
 
 
-@login_required
+@operator_required
 def retriage_progress(request, pk: int):
-    if not is_operator(request.user):
-        raise Http404
     run = get_object_or_404(RetriageRun, pk=pk)
     return JsonResponse({"status": run.status, "done": run.jobs_done, "total": run.jobs_total, "percent": run.percent})
 

@@ -37,7 +37,7 @@ import pyarrow.parquet as pq
 
 from fleet import series as series_lib
 from fleet.archive.reader import MANIFEST_NAME, ArchiveError, ArchiveReader, ReaderLimits, open_archive
-from fleet.canonical import JOB_TYPES, METRICS, ArtifactRecord, JobRecord, RecordError
+from fleet.canonical import JOB_TYPES, METRICS, ArtifactRecord, JobRecord, RecordError, as_utc
 from fleet.connectors.native import NativeFiles  # native sacct/kubectl/Prometheus files (issue 6)
 
 __all__ = [
@@ -242,7 +242,7 @@ def parse_timestamp(value) -> datetime:
                 moment = datetime.fromisoformat(text)
             except ValueError:
                 raise ValueError(timestamp_message(value)) from None
-            return moment.replace(tzinfo=UTC) if moment.tzinfo is None else moment.astimezone(UTC)
+            return as_utc(moment)
         else:
             raise ValueError(timestamp_message(value))
     if not (0 <= seconds < MAX_EPOCH_SECONDS):

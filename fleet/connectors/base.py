@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, ClassVar
 
-from fleet.canonical import ArtifactRecord, JobRecord, RecordError
+from fleet.canonical import ArtifactRecord, JobRecord, RecordError, as_utc
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -126,4 +126,4 @@ def parse_time_watermark(watermark: str) -> datetime | None:
         moment = datetime.fromisoformat(watermark)
     except ValueError:
         return None
-    return moment.replace(tzinfo=UTC) if moment.tzinfo is None else moment.astimezone(UTC)
+    return as_utc(moment)

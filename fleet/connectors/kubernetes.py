@@ -22,9 +22,9 @@ import math
 import shlex
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from datetime import datetime
 
-from fleet.canonical import ArtifactRecord, JobRecord, RecordError
+from fleet.canonical import ArtifactRecord, JobRecord, RecordError, as_utc
 from fleet.connectors.base import BadData, BaseConnector, Batch, parse_time_watermark, time_watermark
 from fleet.connectors.http import HttpStatusError
 from fleet.connectors.prometheus import PrometheusConnector, SeriesRequest
@@ -68,7 +68,7 @@ def _time(text) -> datetime | None:
         moment = datetime.fromisoformat(str(text).replace("Z", "+00:00"))
     except ValueError:
         return None
-    return moment if moment.tzinfo else moment.replace(tzinfo=UTC)
+    return as_utc(moment)
 
 
 def _quantity(value) -> float:

@@ -2,40 +2,25 @@
 
 from __future__ import annotations
 
-from functools import wraps
-
 from django.contrib import messages
-from django.contrib.auth.decorators import login_required
-from django.http import Http404
 from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_POST
 
 from fleet import audit
-from fleet.access import is_operator
+from fleet.access import operator_required
 from fleet.connectors import sync
 from fleet.connectors.forms import ConnectorForm
 from fleet.connectors.models import Connector
 from fleet.connectors.tasks import sync_connector_task
 
 
-def operator_only(view):
-    @wraps(view)
-    @login_required
-    def wrapped(request, *args, **kwargs):
-        if not is_operator(request.user):
-            raise Http404
-        return view(request, *args, **kwargs)
-
-    return wrapped
-
-
-@operator_only
+@operator_required
 def connector_list(request):
     connectors = Connector.objects.select_related("metrics_from", "last_run")
     return render(request, "connectors/connector_list.html", {"connectors": connectors})
 
 
-@operator_only
+@operator_required
 def connector_create(request):
     form = ConnectorForm(request.POST or None)
     if request.method == "POST" and form.is_valid():
@@ -46,7 +31,7 @@ def connector_create(request):
     return render(request, "connectors/connector_form.html", {"form": form, "connector": None})
 
 
-@operator_only
+@operator_required
 def connector_edit(request, pk: int):
     connector = get_object_or_404(Connector, pk=pk)
     form = ConnectorForm(request.POST or None, instance=connector)
@@ -59,7 +44,7 @@ def connector_edit(request, pk: int):
 
 
 @require_POST
-@operator_only
+@operator_required
 def connector_sync(request, pk: int):
     connector = get_object_or_404(Connector, pk=pk)
     sync_connector_task.delay_on_commit(connector.pk)
@@ -69,7 +54,7 @@ def connector_sync(request, pk: int):
 
 
 @require_POST
-@operator_only
+@operator_required
 def connector_check(request, pk: int):
     connector = get_object_or_404(Connector, pk=pk)
     outcome = sync.check_connection(connector)

@@ -72,15 +72,20 @@ def in_period(jobs, period: Period):
     return jobs.filter(start_time__gte=period.start, start_time__lt=period.end)
 
 
+def week_starts(period: Period, weeks: int) -> list[datetime]:
+    """Mondays 00:00 UTC of the `weeks` ISO weeks that end with the one holding the period's last day."""
+    last_monday = (period.end - timedelta(seconds=1)).date()
+    last_monday -= timedelta(days=last_monday.weekday())
+    return [datetime.combine(last_monday - timedelta(weeks=i), time.min, tzinfo=UTC) for i in range(weeks)][::-1]
+
+
 def weekly_trend(jobs, period: Period, weeks: int = 12) -> list[dict]:
     """Used and unused GPU-hours for each of the `weeks` ISO weeks up to the period's end.
 
     One query with a filtered aggregate per week: portable, index-friendly, and much faster on
     SQLite than grouping by a truncated date (which SQLite computes in Python, row by row).
     """
-    last_monday = (period.end - timedelta(seconds=1)).date()
-    last_monday -= timedelta(days=last_monday.weekday())
-    starts = [datetime.combine(last_monday - timedelta(weeks=i), time.min, tzinfo=UTC) for i in range(weeks)][::-1]
+    starts = week_starts(period, weeks)
     aggregates = {}
     for i, week_start in enumerate(starts):
         in_week = Q(start_time__gte=week_start, start_time__lt=week_start + timedelta(weeks=1))
@@ -201,9 +206,7 @@ def category_trend(jobs, category: str, period: Period, weeks: int = 12) -> list
     """Jobs detected with one category, and their GPU-hours, per week up to the period's end."""
     from triage.models import Finding
 
-    last_monday = (period.end - timedelta(seconds=1)).date()
-    last_monday -= timedelta(days=last_monday.weekday())
-    starts = [datetime.combine(last_monday - timedelta(weeks=i), time.min, tzinfo=UTC) for i in range(weeks)][::-1]
+    starts = week_starts(period, weeks)
     aggregates = {}
     for i, week_start in enumerate(starts):
         in_week = Q(job__start_time__gte=week_start, job__start_time__lt=week_start + timedelta(weeks=1))

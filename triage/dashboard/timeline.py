@@ -15,7 +15,7 @@ import numpy as np
 import pandas as pd
 from tsdownsample import MinMaxLTTBDownsampler
 
-from fleet.series import GAP_PERIODS, MIN_GAP_S
+from fleet.series import MIN_GAP_S, gap_threshold_s
 
 POINTS_PER_TRACE = 1000
 # The metric columns the timeline draws; the view reads only these from the stored series.
@@ -74,8 +74,8 @@ def _gap_ms(device_times: list[np.ndarray]) -> float:
     """The hole threshold of fleet.series: max(3 x sampling period, 5 min), from the devices' own steps."""
     steps = np.concatenate([np.diff(t) for t in device_times]) if device_times else np.array([])
     steps = steps[steps > 0]
-    period = float(np.median(steps)) if len(steps) else MIN_GAP_S * 1000
-    return max(GAP_PERIODS * period, MIN_GAP_S * 1000)
+    period_ms = float(np.median(steps)) if len(steps) else MIN_GAP_S * 1000
+    return gap_threshold_s(period_ms / 1000) * 1000
 
 
 def _device_label(host: str, gpu) -> str:

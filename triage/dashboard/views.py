@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
+from datetime import datetime
 
 from django.conf import settings
 from django.contrib import messages
@@ -14,7 +14,8 @@ from django.forms import modelformset_factory
 from django.http import Http404, JsonResponse, StreamingHttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 
-from fleet.access import is_operator, sees_whole_fleet
+from fleet.access import operator_required
+from fleet.canonical import as_utc
 from fleet.exports import stream_csv_rows
 from fleet.models import Cluster, GpuModelPrice, Job, Team
 from fleet.series import from_parquet_bytes
@@ -116,8 +117,7 @@ def team_list(request):
 
 @login_required
 def team_detail(request, slug: str):
-    visible = Team.objects.all() if sees_whole_fleet(request.user) else Team.objects.filter(owners__user=request.user)
-    team = get_object_or_404(visible, slug=slug)
+    team = get_object_or_404(Team.objects.visible_to(request.user), slug=slug)
     jobs, period, problem, cluster = _scope(request)
     jobs = jobs.filter(team=team)
     period_jobs = queries.in_period(jobs, period)
@@ -141,9 +141,9 @@ def job_timeline(request, pk: int):
     start, end = job.start_time, job.end_time
     try:
         if request.GET.get("start"):
-            start = max(start, _aware(datetime.fromisoformat(request.GET["start"])))
+            start = max(start, as_utc(datetime.fromisoformat(request.GET["start"])))
         if request.GET.get("end"):
-            end = min(end, _aware(datetime.fromisoformat(request.GET["end"])))
+            end = min(end, as_utc(datetime.fromisoformat(request.GET["end"])))
     except ValueError:
         return JsonResponse({"error": "start and end must be ISO 8601 times"}, status=400)
     if end <= start:
@@ -181,13 +181,9 @@ def _finding_windows(job) -> list[dict]:
             except (KeyError, TypeError, ValueError):
                 continue
             windows.append(
-                {"start": _aware(start), "end": _aware(end), "label": category.label, "colour": category.colour}
+                {"start": as_utc(start), "end": as_utc(end), "label": category.label, "colour": category.colour}
             )
     return windows
-
-
-def _aware(moment: datetime) -> datetime:
-    return moment if moment.tzinfo else moment.replace(tzinfo=UTC)
 
 
 JOBS_PER_PAGE = 50
@@ -198,13 +194,9 @@ CSV_COLUMNS = [
 ]  # fmt: skip
 
 
-def _visible_teams(user):
-    return Team.objects.all() if sees_whole_fleet(user) else Team.objects.filter(owners__user=user)
-
-
 def _filtered_jobs(request):
     jobs = Job.objects.visible_to(request.user).select_related("cluster", "team")
-    job_filter = JobFilter(request.GET or None, queryset=jobs, teams=_visible_teams(request.user))
+    job_filter = JobFilter(request.GET or None, queryset=jobs, teams=Team.objects.visible_to(request.user))
     return job_filter, (job_filter.qs if job_filter.is_bound and job_filter.is_valid() else jobs)
 
 
@@ -337,11 +329,9 @@ PriceFormSet = modelformset_factory(
 )
 
 
-@login_required
+@operator_required
 def fleet_settings(request):
     """Operators set GPU-hour prices; thresholds are shown with where to change them."""
-    if not is_operator(request.user):
-        raise Http404
     formset = PriceFormSet(request.POST or None, queryset=GpuModelPrice.objects.select_related("cluster"))
     if request.method == "POST" and formset.is_valid():
         with transaction.atomic():

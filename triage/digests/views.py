@@ -14,18 +14,13 @@ from django.views.decorators.csrf import csrf_exempt
 from django.views.decorators.http import require_http_methods, require_POST
 
 from fleet import audit
-from fleet.access import is_operator, sees_whole_fleet
+from fleet.access import is_operator, operator_required
 from fleet.models import Team
-from fleet.views import operator_required
 
 from . import services, weeks
 from .models import Delivery, DigestKind
 
 DELIVERIES_PER_PAGE = 50
-
-
-def _visible_teams(user):
-    return Team.objects.all() if sees_whole_fleet(user) else Team.objects.filter(owners__user=user)
 
 
 def _week_or_404(week: str) -> str:
@@ -51,7 +46,7 @@ def index(request):
             "week": week,
             "previous_week": weeks.shift(week, -1),
             "next_week": weeks.shift(week, 1),
-            "teams": _visible_teams(request.user),
+            "teams": Team.objects.visible_to(request.user),
             "operator": is_operator(request.user),
         },
     )
@@ -86,7 +81,7 @@ def _preview(request, kind: str, week: str, team: Team | None):
 @login_required
 def preview_team(request, slug: str, week: str):
     # A team the user may not see is indistinguishable from a missing one.
-    team = get_object_or_404(_visible_teams(request.user), slug=slug)
+    team = get_object_or_404(Team.objects.visible_to(request.user), slug=slug)
     return _preview(request, DigestKind.TEAM, _week_or_404(week), team)
 
 

@@ -11,6 +11,7 @@ from datetime import UTC, datetime
 
 import pandas as pd
 
+from fleet.canonical import as_utc
 from triage.evidence.logs import LogEvidence, LogLine, extract_log_evidence
 from triage.evidence.scripts import CodeFact, ScriptEvidence, command_facts, extract_script_evidence
 from triage.evidence.timeline import (
@@ -189,4 +190,4 @@ def _round(value: float | None, digits: int = 1) -> float | None:
 
 
 def _epoch(moment: datetime) -> float:
-    return (moment if moment.tzinfo else moment.replace(tzinfo=UTC)).timestamp()
+    return as_utc(moment).timestamp()

@@ -17,7 +17,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from fleet.series import GAP_PERIODS, KEY_COLUMNS, MIN_GAP_S, from_parquet_bytes
+from fleet.series import KEY_COLUMNS, from_parquet_bytes, gap_threshold_s
 
 # The host and extra GPU metrics the rules read (others are listed as present but not gridded).
 HOST_COLUMNS = ("cpu_util", "net_rx_bytes_per_s")
@@ -286,7 +286,7 @@ def build_timeline(frame: pd.DataFrame | StoredSeries | None, *, start_s: float,
     steps = np.diff(times)
     positive = steps[steps > 0]
     period = float(np.median(positive)) if positive.size else 60.0
-    hole_threshold = max(GAP_PERIODS * period, MIN_GAP_S)
+    hole_threshold = gap_threshold_s(period)
     hole_after = np.zeros(times.size, dtype=bool)
     hole_after[:-1] = steps > hole_threshold
     dt = np.empty(times.size)
