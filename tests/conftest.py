@@ -9,7 +9,7 @@ import pytest
 from django.contrib.auth.models import Group
 
 from fleet.access import OPERATORS_GROUP, RESEARCHERS_GROUP
-from tests.factories import OwnerFactory, TeamFactory, UserFactory
+from tests.factories import ClusterFactory, JobFactory, OwnerFactory, TeamFactory, UserFactory
 
 REPO = Path(__file__).resolve().parent.parent
 EXAMPLE_ARCHIVE = REPO / "docs" / "examples" / "example-archive.zip"
@@ -81,6 +81,85 @@ def member_a(team_a):
 @pytest.fixture
 def outsider(db):
     return UserFactory(username="oscar-outsider")
+
+
+@pytest.fixture
+def world(db, team_a, team_b, member_a, outsider, researcher, operator):
+    """One of everything, for the tests that request every URL: the access matrix's rows fill their
+    `{placeholders}` from `params`; `key` is the machine token `pusher`'s key."""
+    from django.contrib.auth.models import Group
+
+    from fleet.access import RESEARCHERS_GROUP
+    from fleet.connectors.models import Connector
+    from fleet.models import IngestRun, MachineToken
+    from triage.digests import services as digest_services
+    from triage.digests.models import Delivery, DigestKind
+    from triage.labeling import services as labeling
+    from triage.models import RetriageRun, RuleSet
+    from triage.taxonomy import Category
+
+    cluster = ClusterFactory(name="c1")
+    job_a = JobFactory(cluster=cluster, team=team_a, name="team-a-job")
+    job_b = JobFactory(cluster=cluster, team=team_b, name="team-b-secret")
+    for i in range(4):
+        JobFactory(cluster=cluster, team=team_a if i % 2 else team_b, mean_gpu_util=20.0 + i)
+
+    token, key = MachineToken.objects.create_key(name="pusher", created_by=operator)
+    spare, _ = MachineToken.objects.create_key(name="spare", created_by=operator)
+    run = IngestRun.objects.create(
+        source=IngestRun.Source.UPLOAD,
+        archive_name="week.zip",
+        created_by=operator,
+        status=IngestRun.Status.PARTIAL,
+        errors=[{"file": "jobs.csv", "row": 2, "field": "gpu_count", "job_id": "1", "message": "not a number"}],
+    )
+    run_token = IngestRun.objects.create(
+        source=IngestRun.Source.API, archive_name="push.zip", api_key=token, status=IngestRun.Status.SUCCEEDED
+    )
+
+    researchers = Group.objects.get(name=RESEARCHERS_GROUP)
+    ravi, nina = UserFactory(username="ravi-rater"), UserFactory(username="nina-rater")
+    ravi.groups.add(researchers)
+    nina.groups.add(researchers)
+    study = labeling.create_study(name="Pilot", lead=researcher, raters=[researcher, ravi], sample_size=2, seed=1)
+    for rater in (researcher, ravi):
+        for assignment in labeling.assignments_of(study, rater):
+            labeling.save_answer(assignment, {"none": ""})
+        labeling.submit(study, rater)
+    study_other = labeling.create_study(name="Other", lead=operator, raters=[ravi, nina], sample_size=2, seed=2)
+
+    delivery = Delivery.objects.create(
+        recipient=member_a.email,
+        user=member_a,
+        kind=DigestKind.TEAM,
+        team=team_a,
+        iso_week="2026-W45",
+        status=Delivery.Status.FAILED,
+    )
+    connector = Connector.objects.create(name="prom", kind=Connector.Kind.PROMETHEUS, url="http://127.0.0.1:9/")
+    return {
+        "key": key,
+        "params": {
+            "job_a": job_a.pk,
+            "job_b": job_b.pk,
+            "team_a": team_a.slug,
+            "team_b": team_b.slug,
+            "run": run.pk,
+            "run_token": run_token.pk,
+            "token_spare": spare.pk,
+            "retriage": RetriageRun.objects.create(rule_set=RuleSet.current()).pk,
+            "week": "2026-W45",
+            "delivery": delivery.pk,
+            "unsubscribe": digest_services.unsubscribe_token(member_a.pk, DigestKind.TEAM, team_a.pk),
+            "study": study.pk,
+            "item": study.items.first().pk,
+            "study_other": study_other.pk,
+            "item_other": study_other.items.first().pk,
+            "connector": connector.pk,
+            "category": Category.values[0],
+        },
+        "users": {"member": member_a, "outsider": outsider, "researcher": researcher, "operator": operator},
+    }
 
 
 @pytest.fixture(scope="session")

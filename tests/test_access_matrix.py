@@ -1,7 +1,7 @@
 """The access-control matrix of docs/access-control.md, requested row by row as every role.
 
 The table is the source of truth: each row is a URL name, a method and a path whose `{placeholders}`
-are filled from the `world` fixture below; each role column is the outcome that role must get.
+are filled from the `world` fixture (tests/conftest.py); each role column is the outcome that role must get.
 A URL name in the URLconf without a row fails `test_every_url_name_has_a_row`; a denied POST must
 leave the database and the outbox exactly as they were.
 """
@@ -15,10 +15,10 @@ import pytest
 from django.apps import apps
 from django.core import mail
 from django.test import Client
-from django.urls import URLPattern, URLResolver, get_resolver, resolve
+from django.urls import resolve
 
 from tests.conftest import REPO
-from tests.factories import ClusterFactory, JobFactory, UserFactory
+from tests.routes import routes
 
 MATRIX = REPO / "docs" / "access-control.md"
 ROLES = ["anonymous", "member", "outsider", "researcher", "operator", "token"]
@@ -61,20 +61,7 @@ ROWS = read_matrix()
 
 def url_names() -> set[str]:
     """Every named URL of the project, namespaced (`fleet:job-list`), the admin's as one `admin`."""
-    names: set[str] = set()
-
-    def walk(resolver, namespace):
-        for pattern in resolver.url_patterns:
-            if isinstance(pattern, URLResolver):
-                inner = namespace
-                if pattern.namespace:
-                    inner = f"{namespace}:{pattern.namespace}" if namespace else pattern.namespace
-                walk(pattern, inner)
-            elif isinstance(pattern, URLPattern) and pattern.name:
-                names.add(f"{namespace}:{pattern.name}" if namespace else pattern.name)
-
-    walk(get_resolver(), "")
-    return {"admin" if name.startswith("admin:") else name for name in names}
+    return {"admin" if route.name.startswith("admin:") else route.name for route in routes() if route.name}
 
 
 def test_every_url_name_has_a_row():
@@ -84,86 +71,6 @@ def test_every_url_name_has_a_row():
 
 def test_every_row_names_a_url_that_exists():
     assert not ({row.name for row in ROWS} - url_names()), "rows for URL names that no longer exist"
-
-
-# --- The world the rows are requested in -----------------------------------------------------------
-
-
-@pytest.fixture
-def world(db, team_a, team_b, member_a, outsider, researcher, operator):
-    from django.contrib.auth.models import Group
-
-    from fleet.access import RESEARCHERS_GROUP
-    from fleet.connectors.models import Connector
-    from fleet.models import IngestRun, MachineToken
-    from triage.digests import services as digest_services
-    from triage.digests.models import Delivery, DigestKind
-    from triage.labeling import services as labeling
-    from triage.models import RetriageRun, RuleSet
-    from triage.taxonomy import Category
-
-    cluster = ClusterFactory(name="c1")
-    job_a = JobFactory(cluster=cluster, team=team_a, name="team-a-job")
-    job_b = JobFactory(cluster=cluster, team=team_b, name="team-b-secret")
-    for i in range(4):
-        JobFactory(cluster=cluster, team=team_a if i % 2 else team_b, mean_gpu_util=20.0 + i)
-
-    token, key = MachineToken.objects.create_key(name="pusher", created_by=operator)
-    spare, _ = MachineToken.objects.create_key(name="spare", created_by=operator)
-    run = IngestRun.objects.create(
-        source=IngestRun.Source.UPLOAD,
-        archive_name="week.zip",
-        created_by=operator,
-        status=IngestRun.Status.PARTIAL,
-        errors=[{"file": "jobs.csv", "row": 2, "field": "gpu_count", "job_id": "1", "message": "not a number"}],
-    )
-    run_token = IngestRun.objects.create(
-        source=IngestRun.Source.API, archive_name="push.zip", api_key=token, status=IngestRun.Status.SUCCEEDED
-    )
-
-    researchers = Group.objects.get(name=RESEARCHERS_GROUP)
-    ravi, nina = UserFactory(username="ravi-rater"), UserFactory(username="nina-rater")
-    ravi.groups.add(researchers)
-    nina.groups.add(researchers)
-    study = labeling.create_study(name="Pilot", lead=researcher, raters=[researcher, ravi], sample_size=2, seed=1)
-    for rater in (researcher, ravi):
-        for assignment in labeling.assignments_of(study, rater):
-            labeling.save_answer(assignment, {"none": ""})
-        labeling.submit(study, rater)
-    study_other = labeling.create_study(name="Other", lead=operator, raters=[ravi, nina], sample_size=2, seed=2)
-
-    delivery = Delivery.objects.create(
-        recipient=member_a.email,
-        user=member_a,
-        kind=DigestKind.TEAM,
-        team=team_a,
-        iso_week="2026-W45",
-        status=Delivery.Status.FAILED,
-    )
-    connector = Connector.objects.create(name="prom", kind=Connector.Kind.PROMETHEUS, url="http://127.0.0.1:9/")
-    return {
-        "key": key,
-        "params": {
-            "job_a": job_a.pk,
-            "job_b": job_b.pk,
-            "team_a": team_a.slug,
-            "team_b": team_b.slug,
-            "run": run.pk,
-            "run_token": run_token.pk,
-            "token_spare": spare.pk,
-            "retriage": RetriageRun.objects.create(rule_set=RuleSet.current()).pk,
-            "week": "2026-W45",
-            "delivery": delivery.pk,
-            "unsubscribe": digest_services.unsubscribe_token(member_a.pk, DigestKind.TEAM, team_a.pk),
-            "study": study.pk,
-            "item": study.items.first().pk,
-            "study_other": study_other.pk,
-            "item_other": study_other.items.first().pk,
-            "connector": connector.pk,
-            "category": Category.values[0],
-        },
-        "users": {"member": member_a, "outsider": outsider, "researcher": researcher, "operator": operator},
-    }
 
 
 def client_for(role: str, world) -> Client:

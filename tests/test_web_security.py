@@ -1,13 +1,21 @@
 """Web hygiene a user relies on without seeing it: throttled logins, CSP, CSRF, deploy checks."""
 
 import os
+import re
 import subprocess
 import sys
 
 import pytest
-from django.urls import reverse
+from django.core import mail
+from django.http import HttpResponseForbidden
+from django.template import engines
+from django.test import Client
+from django.urls import resolve, reverse
+from rest_framework.views import APIView
 
-from tests.conftest import REPO
+from tests.conftest import EXAMPLE_ARCHIVE, REPO
+from tests.routes import routes
+from tests.test_access_matrix import ROWS, snapshot
 
 pytestmark = pytest.mark.django_db
 
@@ -37,11 +45,233 @@ def test_pages_carry_a_content_security_policy(client, operator):
 
 
 def test_login_form_refuses_a_post_without_csrf_token(member_a):
-    from django.test import Client
-
     strict = Client(enforce_csrf_checks=True)
     response = strict.post(reverse("login"), {"username": "alice-member", "password": "correct horse battery staple"})
     assert response.status_code == 403
+
+
+# --- CSRF on every form ---------------------------------------------------------------------------
+#
+# CsrfViewMiddleware refuses a POST, PUT, PATCH or DELETE without a valid token in process_view, before
+# the view runs, for every view not marked csrf_exempt. So the tests below walk every URL pattern
+# (tests/routes.py): the exempt views are exactly the allow-list, every other one refuses a logged-in
+# operator's token-less request, the exempt API views still refuse a session without the token, and
+# every form in the templates carries the token.
+
+UNSAFE_METHODS = ("post", "put", "patch", "delete")
+
+# Every csrf_exempt view, by URL name (an unnamed pattern by its route), and why it may be.
+# docs/access-control.md ("CSRF") says the same; keep the two together.
+DRF = (
+    "DRF API view: APIView.as_view() marks it exempt and DRF's SessionAuthentication enforces CSRF "
+    "itself for a session-authenticated request; a machine token rides in the Authorization header, "
+    "which a cross-site form cannot send"
+)
+CSRF_EXEMPT = {
+    "api-root": f"{DRF}; GET only",
+    "api-schema": f"{DRF}; GET only, the public OpenAPI schema",
+    "job-list": f"{DRF}; GET only",
+    "job-detail": f"{DRF}; GET only",
+    "ingest-run-list": f"{DRF}; GET only",
+    "ingest-run-detail": f"{DRF}; GET only",
+    "archive-list": f"{DRF}; POST: an operator's session with the CSRF token, or a machine token",
+    "digests:unsubscribe": (
+        "RFC 8058 one-click unsubscribe: mail clients POST it with no cookie and no CSRF token; the "
+        "signed token in the URL is its authority, and all it can do is turn that one digest off"
+    ),
+}
+
+# Values for URL parameters no access-matrix row fills (the admin's, the API's format suffix). Any
+# value that resolves will do: the middleware refuses before the view looks anything up.
+SAMPLE_PARAMS = {
+    "object_id": "1",
+    "id": "1",
+    "content_type_id": "1",
+    "app_label": "fleet",
+    "format": "json",
+    "url": "no-such-page/",
+}
+
+
+def csrf_refusal(request, reason=""):
+    """CSRF_FAILURE_VIEW while testing: a 403 that says it came from CsrfViewMiddleware, not from a view."""
+    response = HttpResponseForbidden(reason)
+    response["X-CSRF-Refused"] = reason
+    return response
+
+
+def matrix_params(world) -> dict[str, dict]:
+    """URL name -> the parameters of its first row in the access matrix: real objects of the `world`."""
+    found: dict[str, dict] = {}
+    for row in ROWS:
+        if row.name != "admin" and row.name not in found:
+            found[row.name] = resolve(row.path.format(**world["params"]).split("?")[0]).kwargs
+    return found
+
+
+def sample_path(route, known: dict) -> str:
+    """A path that resolves to `route`'s view, with the matrix's real objects where it has them."""
+    missing = [p for p in route.params if p not in known and p not in SAMPLE_PARAMS]
+    assert not missing, f"{route.label}: add a value for URL parameter(s) {missing} to SAMPLE_PARAMS"
+    values = {p: known.get(p, SAMPLE_PARAMS.get(p)) for p in route.params}
+    if route.name:
+        path = reverse(route.name, kwargs=values)
+    else:  # the admin's unnamed redirects and catch-all: fill in the pattern's own text
+        filled = re.sub(r"<(?:\w+:)?(\w+)>|\(\?P<(\w+)>[^)]*\)", lambda m: str(values[m[1] or m[2]]), route.route)
+        path = "/" + filled.replace("^", "").replace("$", "")
+    assert resolve(path).func is route.callback, f"{path} does not reach the view of {route.label}"
+    return path
+
+
+def api_routes():
+    """The URL patterns served by Django REST framework views."""
+    return [
+        r
+        for r in routes()
+        if isinstance(getattr(r.callback, "cls", None), type) and issubclass(r.callback.cls, APIView)
+    ]
+
+
+def accepted_unsafe_methods(route) -> set[str]:
+    actions = getattr(route.callback, "actions", None)  # a viewset route's {method: action}
+    methods = (
+        actions
+        if actions is not None
+        else [m for m in route.callback.cls.http_method_names if hasattr(route.callback.cls, m)]
+    )
+    return {m for m in methods if m in UNSAFE_METHODS}
+
+
+def operator_browser(operator, client_class=Client):
+    """The operator's browser as a cross-site form finds it: logged in, CSRF cookie set, no token sent."""
+    browser = client_class(enforce_csrf_checks=True)
+    browser.force_login(operator)
+    browser.get(reverse("login"))
+    assert "csrftoken" in browser.cookies
+    return browser
+
+
+def test_the_csrf_exempt_views_are_exactly_the_allow_list():
+    exempt = {route.label for route in routes() if getattr(route.callback, "csrf_exempt", False)}
+    new = sorted(exempt - CSRF_EXEMPT.keys())
+    assert not new, (
+        f"csrf_exempt views not on the allow-list: {new}. Drop the exemption (a form posts with "
+        "{% csrf_token %}, a script sends the X-CSRFToken header), or, if the view truly must accept "
+        "cross-site requests, add it to CSRF_EXEMPT in tests/test_web_security.py with the reason, and "
+        "to the CSRF section of docs/access-control.md."
+    )
+    stale = sorted(CSRF_EXEMPT.keys() - exempt)
+    assert not stale, f"on CSRF_EXEMPT but no longer exempt (or gone): {stale}; take them off the list and the doc"
+
+
+def test_every_other_view_refuses_an_unsafe_request_without_the_csrf_token(world, settings):
+    settings.CSRF_FAILURE_VIEW = "tests.test_web_security.csrf_refusal"
+    browser = operator_browser(world["users"]["operator"])
+    known = matrix_params(world)
+    before, sent = snapshot(), len(mail.outbox)
+    checked, failures = 0, []
+    for route in routes():
+        if route.label in CSRF_EXEMPT:
+            continue
+        path = sample_path(route, known.get(route.name, {}))
+        for method in UNSAFE_METHODS:
+            response = getattr(browser, method)(path)
+            if response.status_code != 403 or "X-CSRF-Refused" not in response:
+                failures.append(f"{method.upper()} {path} ({route.label}): {response.status_code}")
+        checked += 1
+    assert not failures, "answered without the CSRF token:\n" + "\n".join(failures)
+    assert checked > 100  # the admin's patterns included: the walk found the whole URLconf
+    assert snapshot() == before and len(mail.outbox) == sent
+
+
+def test_the_api_refuses_a_session_without_the_csrf_token_whatever_the_method(world):
+    from rest_framework.test import APIClient
+
+    browser = operator_browser(world["users"]["operator"], APIClient)
+    known = matrix_params(world)
+    failures = []
+    for route in api_routes():
+        path = sample_path(route, known.get(route.name, {}))
+        for method in UNSAFE_METHODS:
+            response = getattr(browser, method)(path)
+            if response.status_code != 403 or b"CSRF Failed" not in response.content:  # the schema is YAML
+                failures.append(f"{method.upper()} {path} ({route.label}): {response.status_code} {response.content!r}")
+    assert not failures, "the API answered a session without the CSRF token:\n" + "\n".join(failures)
+
+
+def test_the_api_endpoints_that_change_state_are_the_known_ones():
+    writes = {(route.name, method) for route in api_routes() for method in accepted_unsafe_methods(route)}
+    assert writes == {("archive-list", "post")}, (
+        f"the API's state-changing endpoints are now {sorted(writes)}: give each new one a check like "
+        "test_a_machine_token_needs_no_csrf_token_and_a_session_needs_it"
+    )
+
+
+def test_a_machine_token_needs_no_csrf_token_and_a_session_needs_it(world, settings, tmp_path):
+    from rest_framework.test import APIClient
+
+    from fleet.models import IngestRun
+
+    settings.UPLOAD_DIR = tmp_path / "uploads"
+    url = reverse("archive-list")
+
+    def push(client, **headers):
+        with open(EXAMPLE_ARCHIVE, "rb") as archive:
+            return client.post(url, {"file": archive}, format="multipart", **headers)
+
+    machine = APIClient(enforce_csrf_checks=True, HTTP_AUTHORIZATION=f"Api-Key {world['key']}")
+    pushed = push(machine)
+    assert pushed.status_code == 202, pushed.content
+    assert IngestRun.objects.get(pk=pushed.json()["id"]).api_key.name == "pusher"
+
+    browser = operator_browser(world["users"]["operator"], APIClient)
+    before = IngestRun.objects.count()
+    refused = push(browser)
+    assert refused.status_code == 403 and "CSRF Failed" in refused.json()["detail"]
+    assert IngestRun.objects.count() == before
+    uploaded = push(browser, HTTP_X_CSRFTOKEN=browser.cookies["csrftoken"].value)
+    assert uploaded.status_code == 202, uploaded.content
+    assert IngestRun.objects.get(pk=uploaded.json()["id"]).created_by == world["users"]["operator"]
+
+
+def test_one_click_unsubscribe_works_without_cookie_or_csrf_token_and_a_forged_one_does_not(member_a, team_a):
+    from triage.digests.models import DigestKind, Subscription
+    from triage.digests.services import unsubscribe_token
+
+    mail_client = Client(enforce_csrf_checks=True)
+    one_click = {"data": "List-Unsubscribe=One-Click", "content_type": "application/x-www-form-urlencoded"}
+    forged = mail_client.post(reverse("digests:unsubscribe", args=["not-a-token"]), **one_click)
+    assert forged.status_code == 400 and not Subscription.objects.exists()
+    token = unsubscribe_token(member_a.pk, DigestKind.TEAM, team_a.pk)
+    response = mail_client.post(reverse("digests:unsubscribe", args=[token]), **one_click)
+    assert response.status_code == 200
+    assert Subscription.objects.get(user=member_a, kind=DigestKind.TEAM).active is False
+
+
+# Templates whose POST forms carry no {% csrf_token %}, and why they may.
+TOKENLESS_FORMS = {"digests/unsubscribe.html": "posts to the csrf-exempt one-click unsubscribe (CSRF_EXEMPT)"}
+POST_FORM = re.compile(r"<form\b[^>]*\bmethod=[\"']?post\b.*?</form>", re.IGNORECASE | re.DOTALL)
+CSRF_TAG = re.compile(r"\{%\s*csrf_token\s*%\}")
+
+
+def test_every_post_form_in_the_templates_carries_the_csrf_token():
+    from pathlib import Path
+
+    tokenless, forms = set(), 0
+    for directory in engines["django"].template_dirs:
+        folder = Path(directory)
+        if not folder.is_relative_to(REPO) or ".venv" in folder.relative_to(REPO).parts:
+            continue  # Django's and other packages' templates
+        for template in folder.rglob("*.html"):
+            for form in POST_FORM.findall(template.read_text(encoding="utf-8")):
+                forms += 1
+                if not CSRF_TAG.search(form):
+                    tokenless.add(template.relative_to(folder).as_posix())
+    assert forms > 10
+    assert tokenless == TOKENLESS_FORMS.keys(), (
+        f"POST forms without {{% csrf_token %}}: {sorted(tokenless - TOKENLESS_FORMS.keys())}; "
+        f"no longer token-less (take off TOKENLESS_FORMS): {sorted(TOKENLESS_FORMS.keys() - tokenless)}"
+    )
 
 
 def test_deploy_checks_are_clean_under_production_settings(tmp_path):
