@@ -2,6 +2,7 @@ from datetime import UTC, datetime, timedelta
 
 import numpy as np
 import pandas as pd
+import pyarrow as pa
 import pytest
 
 from fleet import series
@@ -162,6 +163,22 @@ def test_parquet_round_trip_is_exact():
     pd.testing.assert_frame_equal(series.from_parquet_bytes(data), frame)
     empty = series.empty_frame()
     pd.testing.assert_frame_equal(series.from_parquet_bytes(series.to_parquet_bytes(empty)), empty)
+
+
+def test_arrow_conversion_equals_from_pandas_with_missing_values():
+    """The importer's fast conversion must write the very bytes `from_pandas` would (fingerprints
+    of stored jobs depend on them), holes, host-level rows and missing metrics included."""
+    frame = make_frame(
+        constant(33.3, gpus=(0, 1)) + [(s, "n1", None, np.nan) for s in range(0, 600, 60)],
+        sm_active=np.float32(0.25),
+    )
+    frame.loc[3, "sm_active"] = np.nan
+    for case in (frame, frame.iloc[:0], frame[["timestamp", "host", "gpu", "gpu_util"]]):
+        fast = series.to_arrow(case)
+        assert fast.equals(pa.Table.from_pandas(case, preserve_index=False), check_metadata=True)
+        assert fast.column("gpu").null_count == int(case["gpu"].isna().sum())
+    odd = pd.DataFrame({"timestamp": [START], "note": ["not a normalised column"]})
+    assert series.to_arrow(odd).equals(pa.Table.from_pandas(odd, preserve_index=False))
 
 
 def test_gpu_hours():

@@ -161,8 +161,10 @@ class ArchiveStream:
         limits: ReaderLimits | None = None,
         progress: Callable[[str], None] | None = None,
         bucket_rows: int = BUCKET_ROWS,
+        work_dir: str | os.PathLike | None = None,
     ):
         self.path = path
+        self.work_dir = work_dir  # where the temporary folder goes (default: the system's temp folder)
         self.artifact_max_bytes = artifact_max_bytes
         self.limits = limits
         self.progress = progress or (lambda phase: None)
@@ -173,7 +175,9 @@ class ArchiveStream:
 
     def __enter__(self) -> ArchiveStream:
         try:
-            self._work = tempfile.mkdtemp(prefix="fleet-archive-")
+            if self.work_dir is not None:
+                os.makedirs(self.work_dir, exist_ok=True)
+            self._work = tempfile.mkdtemp(prefix="fleet-archive-", dir=self.work_dir)
             self._reader = open_archive(self.path, self.limits)
             self._parser = _ArchiveParser(
                 self._reader,
@@ -189,6 +193,8 @@ class ArchiveStream:
         return self
 
     def __exit__(self, *exc_info) -> None:
+        if self._parser is not None:
+            self._parser.close()
         if self._reader is not None:
             self._reader.close()
             self._reader = None
@@ -349,7 +355,10 @@ class _ArchiveParser:
         self.duplicate_samples = 0
         self._spill: _Spill | None = None
         self._job_ragged: list[tuple[int | None, int, int, str]] = []
-        self._artifacts: dict[str, list[tuple[str, str, str, bool]]] = {}  # job -> (kind, path, spill file, truncated)
+        # job -> (kind, path, offset, length, truncated) of its artifacts in one append-only spill file:
+        # one file for all of them, because creating a file per artifact costs more than copying it.
+        self._artifacts: dict[str, list[tuple[str, str, int, int, bool]]] = {}
+        self._artifact_spill = None
 
     # -- bookkeeping ---------------------------------------------------------------------------
     def note(self, error: RecordError) -> None:
@@ -433,12 +442,16 @@ class _ArchiveParser:
 
     def _load_artifacts(self, job_id: str) -> list[ArtifactRecord]:
         records = []
-        for kind, path, spilled, truncated in self._artifacts.pop(job_id, []):
-            with open(spilled, "rb") as handle:
-                content = handle.read()
-            os.unlink(spilled)
+        for kind, path, offset, length, truncated in self._artifacts.pop(job_id, []):
+            self._artifact_spill.seek(offset)
+            content = self._artifact_spill.read(length)
             records.append(ArtifactRecord(job_id=job_id, kind=kind, path=path, content=content, truncated=truncated))
         return records
+
+    def close(self) -> None:
+        if self._artifact_spill is not None:
+            self._artifact_spill.close()
+            self._artifact_spill = None
 
     # -- manifest ------------------------------------------------------------------------------
     def _parse_manifest(self) -> dict:
@@ -776,10 +789,9 @@ class _ArchiveParser:
 
     # -- artifacts -----------------------------------------------------------------------------
     def _parse_artifacts(self, names: list[str], accepted: dict[str, JobRecord]) -> None:
-        """Copy accepted jobs' artifacts (up to the size limit) to generated names in the work folder."""
+        """Copy accepted jobs' artifacts (up to the size limit) into a spill file in the work folder."""
         unknown: dict[tuple[str, str], list[str]] = {}
-        folder_of_artifacts = os.path.join(self.work, "artifacts")
-        os.makedirs(folder_of_artifacts, exist_ok=True)
+        spill = self._artifact_spill = open(os.path.join(self.work, "artifacts.spill"), "w+b")  # noqa: SIM115 (closed by close())
         for name in names:
             folder, _, rest = name.partition("/")
             kind = ARTIFACT_FOLDERS.get(folder)
@@ -806,11 +818,10 @@ class _ArchiveParser:
                         job_id=job_id,
                     )
                 )
-            spilled = os.path.join(folder_of_artifacts, f"artifact-{_next_id()}")
-            with open(spilled, "wb") as handle:
-                handle.write(content)
+            offset = spill.seek(0, os.SEEK_END)
+            spill.write(content)
+            self._artifacts.setdefault(job_id, []).append((kind, path, offset, len(content), truncated))
             del content
-            self._artifacts.setdefault(job_id, []).append((kind, path, spilled, truncated))
         for (folder, job_id), files in unknown.items():
             count = "1 file was" if len(files) == 1 else f"{len(files)} files were"
             message = f"job {job_id!r} is not in {self.jobs_file}; {count} ignored"
