@@ -102,7 +102,13 @@ TEMPLATES = [
 # --- Database -----------------------------------------------------------------------
 _DEFAULT_SQLITE = f"sqlite:///{DATA_DIR / 'fleet-triage.sqlite3'}"
 try:
-    DATABASES = {"default": dj_database_url.parse(env_str("DATABASE_URL") or _DEFAULT_SQLITE, conn_max_age=60)}
+    # Connections are kept for a minute; the health check (a SELECT 1 when a request first reuses one)
+    # drops a connection that a PostgreSQL restart has killed, instead of failing that request with a 500.
+    DATABASES = {
+        "default": dj_database_url.parse(
+            env_str("DATABASE_URL") or _DEFAULT_SQLITE, conn_max_age=60, conn_health_checks=True
+        )
+    }
 except ValueError as exc:
     raise ImproperlyConfigured(f"DATABASE_URL is not a database URL: {exc}") from None
 if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
@@ -262,6 +268,14 @@ CELERY_RESULT_EXPIRES = 24 * 60 * 60
 CELERY_TIMEZONE = "UTC"
 # How often a task that kills its worker may be redelivered before it is given up.
 CELERY_MAX_DELIVERIES = env_int("CELERY_MAX_DELIVERIES", 3, minimum=1)
+# An import whose database connection fails (PostgreSQL restarted, a failover, the network) is
+# retried after INGEST_DB_RETRY_BACKOFF seconds, doubled each time up to INGEST_DB_RETRY_BACKOFF_MAX,
+# at most INGEST_DB_MAX_RETRIES times (the defaults ride out about 15 minutes of outage).
+INGEST_DB_MAX_RETRIES = env_int("INGEST_DB_MAX_RETRIES", 8, minimum=0)
+INGEST_DB_RETRY_BACKOFF = env_float("INGEST_DB_RETRY_BACKOFF", 5.0, minimum=0)
+INGEST_DB_RETRY_BACKOFF_MAX = env_float("INGEST_DB_RETRY_BACKOFF_MAX", 300.0, minimum=0)
+# A task redelivered while another worker still imports its run looks again after this many seconds.
+INGEST_BUSY_RETRY_SECONDS = env_int("INGEST_BUSY_RETRY_SECONDS", 60, minimum=1)
 
 # --- Product --------------------------------------------------------------------------
 LOW_UTIL_THRESHOLD = env_float("LOW_UTIL_THRESHOLD", 50.0, minimum=0, maximum=100)
@@ -281,6 +295,9 @@ UPLOAD_DIR = Path(env_str("UPLOAD_DIR", str(DATA_DIR / "uploads"))).resolve()
 # keeping the upload is a rename, not a copy.
 FILE_UPLOAD_TEMP_DIR = str(UPLOAD_DIR / "incoming")
 Path(FILE_UPLOAD_TEMP_DIR).mkdir(parents=True, exist_ok=True)
+# Where an import spills an archive's metrics and artifacts while it runs (removed after each run).
+# It needs room for the uncompressed archive: keep it on the data disk, not in a RAM-backed /tmp.
+ARCHIVE_WORK_DIR = Path(env_str("ARCHIVE_WORK_DIR", str(DATA_DIR / "work"))).resolve()
 # Limits on what an archive may expand to, counted while streaming (never from its headers):
 ARCHIVE_MAX_MEMBERS = env_int("ARCHIVE_MAX_MEMBERS", 200_000, minimum=1)
 ARCHIVE_MAX_MEMBER_BYTES = env_int("ARCHIVE_MAX_MEMBER_BYTES", 16 * 1024**3, minimum=1024)

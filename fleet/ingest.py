@@ -11,13 +11,15 @@ import hashlib
 import json
 import logging
 import time
-from dataclasses import asdict
+from contextlib import contextmanager
+from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from django.conf import settings
 from django.core.files.base import ContentFile
 from django.core.files.storage import default_storage
-from django.db import transaction
+from django.db import DatabaseError, connection, transaction
+from django.db.models import prefetch_related_objects
 from django.utils import timezone
 from django.utils.text import slugify
 
@@ -31,10 +33,11 @@ from fleet.signals import jobs_ingested
 
 logger = logging.getLogger(__name__)
 
-# How often the run's progress is written back for the progress page: every this many jobs, or
-# this many seconds, whichever comes first.
-PROGRESS_EVERY = 25
+# How often the phase text is written back for the progress page while the archive is read.
 PROGRESS_SECONDS = 1.0
+# Jobs stored per transaction (the counts on the progress page move once per batch): each job is
+# still whole or absent, and a batch lost to a killed worker is simply stored again.
+STORE_BATCH = 25
 
 
 def reader_limits() -> ReaderLimits:
@@ -92,6 +95,15 @@ def fail_run(run_id: int, message: str) -> None:
     )
 
 
+def add_note(run_id: int, message: str) -> None:
+    """Add a note for the operator to a run's errors, after the run has written its own (a rerun resets them)."""
+    with transaction.atomic():
+        run = IngestRun.objects.select_for_update().filter(pk=run_id).first()
+        if run is not None:
+            run.errors = [*run.errors, RecordError(file="", message=message).as_dict()]
+            run.save(update_fields=["errors"])
+
+
 def execute_run(run_id: int, on_progress=None) -> IngestRun | None:
     """Import the run's archive, job by job in bounded memory.
 
@@ -106,6 +118,51 @@ def execute_run(run_id: int, on_progress=None) -> IngestRun | None:
     if run.is_finished:
         logger.info("Ingest run %s already finished (%s); nothing to do", run_id, run.status)
         return run
+    with exclusive_run(run_id) as ours:
+        if not ours:
+            raise RunBusy(f"ingest run {run_id} is being imported by another worker")
+        run.refresh_from_db()
+        if run.is_finished:  # finished by the worker that held it a moment ago
+            return run
+        return _execute_claimed(run, on_progress)
+
+
+class RunBusy(Exception):
+    """Another worker is importing this run (a redelivered task found the first one still alive)."""
+
+
+# First key of the PostgreSQL advisory locks on ingest runs (the second is the run id): "FT" + 1.
+RUN_LOCK_NAMESPACE = 0x46540001
+
+
+@contextmanager
+def exclusive_run(run_id: int):
+    """Yield whether this process may import the run: at most one worker imports a run at a time.
+
+    With at-least-once delivery a task can be handed out again while its first worker is still
+    busy (a run longer than the visibility timeout, a broker restart). On PostgreSQL a session
+    advisory lock keyed on the run decides; the server drops it the moment the holder's connection
+    dies, so a killed worker never leaves a run locked. SQLite is the embedded mode, which runs
+    tasks in-process one at a time: nothing to exclude there.
+    """
+    if connection.vendor != "postgresql":
+        yield True
+        return
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT pg_try_advisory_lock(%s, %s)", [RUN_LOCK_NAMESPACE, run_id])
+        ours = bool(cursor.fetchone()[0])
+    try:
+        yield ours
+    finally:
+        if ours:
+            try:
+                with connection.cursor() as cursor:
+                    cursor.execute("SELECT pg_advisory_unlock(%s, %s)", [RUN_LOCK_NAMESPACE, run_id])
+            except DatabaseError:
+                logger.warning("Could not release the lock on ingest run %s; it went with the connection", run_id)
+
+
+def _execute_claimed(run: IngestRun, on_progress=None) -> IngestRun:
     run.status = IngestRun.Status.RUNNING
     run.started_at = timezone.now()
     run.attempts += 1
@@ -132,6 +189,7 @@ def execute_run(run_id: int, on_progress=None) -> IngestRun | None:
             artifact_max_bytes=settings.ARTIFACT_MAX_BYTES,
             limits=reader_limits(),
             progress=phase,
+            work_dir=settings.ARCHIVE_WORK_DIR,
         ) as stream:
             run.errors = [e.as_dict() for e in stream.errors]
             run.jobs_rejected = len(stream.rejected)
@@ -165,34 +223,41 @@ def store_parsed(run: IngestRun, parsed: ParsedArchive) -> IngestRun:
 
 
 def _store_jobs(run: IngestRun, jobs, *, accepted: int, on_progress=None, errors=None) -> IngestRun:
-    """Store jobs as they come; `errors` (the stream's list) may grow with notes while iterating."""
+    """Store jobs as they come, STORE_BATCH to a transaction; `errors` (the stream's list) may grow
+    with notes while iterating."""
     teams: dict[str, Team] = {}
     clusters: dict[str, Cluster] = {}
     changed: list[int] = []
-    last_save = time.monotonic()
-    index = 0
-    for index, parsed_job in enumerate(jobs, start=1):
+    batch: list[JobToStore] = []
+
+    def flush() -> None:
+        for outcome, job in store_jobs(run, batch):
+            if outcome == "created":
+                run.jobs_created += 1
+            elif outcome == "updated":
+                run.jobs_updated += 1
+            else:
+                run.jobs_unchanged += 1
+            if outcome != "unchanged":
+                changed.append(job.pk)
+            run.samples += job.sample_count
+        run.jobs_done += len(batch)
+        batch.clear()
+        run.save(update_fields=["jobs_done", "jobs_created", "jobs_updated", "jobs_unchanged", "samples"])
+        if on_progress is not None:
+            on_progress(run)
+
+    for parsed_job in jobs:
         record = parsed_job.record
         cluster = clusters.get(record.cluster) or clusters.setdefault(
             record.cluster, Cluster.objects.get_or_create(name=record.cluster)[0]
         )
         team = teams.get(record.team) or teams.setdefault(record.team, _team_for(record.team))
-        outcome, job = store_job(run, cluster, team, record, parsed_job.series, parsed_job.artifacts)
-        if outcome == "created":
-            run.jobs_created += 1
-        elif outcome == "updated":
-            run.jobs_updated += 1
-        else:
-            run.jobs_unchanged += 1
-        if outcome != "unchanged":
-            changed.append(job.pk)
-        run.samples += job.sample_count
-        run.jobs_done = index
-        if index % PROGRESS_EVERY == 0 or time.monotonic() - last_save >= PROGRESS_SECONDS:
-            last_save = time.monotonic()
-            run.save(update_fields=["jobs_done", "jobs_created", "jobs_updated", "jobs_unchanged", "samples"])
-        if on_progress is not None:
-            on_progress(run)
+        batch.append(JobToStore(cluster, team, record, parsed_job.series, parsed_job.artifacts))
+        if len(batch) >= STORE_BATCH:
+            flush()
+    if batch:
+        flush()
 
     if errors is not None:
         run.errors = [e.as_dict() for e in errors]
@@ -245,16 +310,92 @@ def fingerprint(record: JobRecord, series_bytes: bytes | None, artifacts: list[A
     return digest.hexdigest()
 
 
-@transaction.atomic
-def store_job(run, cluster, team, record: JobRecord, frame, artifacts: list[ArtifactRecord]) -> tuple[str, Job]:
-    series_bytes = series_lib.to_parquet_bytes(frame) if frame is not None and len(frame) else None
-    fp = fingerprint(record, series_bytes, artifacts)
-    job = Job.objects.select_for_update().filter(cluster=cluster, external_id=record.external_id).first()
-    if job is not None and job.fingerprint == fp and job.team_id == team.pk:
-        return "unchanged", job
-    outcome = "created" if job is None else "updated"
-    job = job or Job(cluster=cluster, external_id=record.external_id)
+@dataclass
+class JobToStore:
+    cluster: Cluster
+    team: Team
+    record: JobRecord
+    frame: object  # the normalised series frame, or None
+    artifacts: list[ArtifactRecord]
 
+
+def store_job(run, cluster, team, record: JobRecord, frame, artifacts: list[ArtifactRecord]) -> tuple[str, Job]:
+    """Upsert one job (what connectors call); see `store_jobs`."""
+    return store_jobs(run, [JobToStore(cluster, team, record, frame, artifacts)])[0]
+
+
+def store_jobs(run, items: list[JobToStore]) -> list[tuple[str, Job]]:
+    """Upsert jobs, each whole or not at all, in one transaction: ("created" | "updated" | "unchanged", job) each.
+
+    A job is matched on (cluster, external_id); one whose fingerprint (and team) is unchanged is
+    left alone. Rows are written in bulk, because one transaction and a few statements per batch
+    cost far less than a handful of statements and a commit per job. Blobs are written under
+    content-derived names before the rows that name them commit, so a rolled-back or repeated
+    batch writes the same files again (`check_storage` cleans any a crash leaves unnamed).
+    """
+    keys = [(item.cluster.pk, item.record.external_id) for item in items]
+    if len(set(keys)) != len(keys):  # the same job twice: store them one after the other
+        return [result for item in items for result in store_jobs(run, [item])]
+    prepared = []
+    for item in items:
+        frame = item.frame if item.frame is not None and len(item.frame) else None
+        series_bytes = series_lib.to_parquet_bytes(frame) if frame is not None else None
+        prepared.append((item, frame, series_bytes, fingerprint(item.record, series_bytes, item.artifacts)))
+
+    # One query per batch for the clusters' prices, not one per job (`price_for` reads
+    # `cluster.prices`); fetched afresh each batch, so a price changed during a long run applies.
+    clusters = list({item.cluster.pk: item.cluster for item in items}.values())
+    for cluster in clusters:
+        getattr(cluster, "_prefetched_objects_cache", {}).pop("prices", None)
+    prefetch_related_objects(clusters, "prices")
+    results: list[tuple[str, Job]] = []
+    with transaction.atomic():
+        existing: dict[tuple[int, str], Job] = {}
+        by_cluster: dict[int, list[str]] = {}
+        for cluster_id, external_id in keys:
+            by_cluster.setdefault(cluster_id, []).append(external_id)
+        for cluster_id, external_ids in by_cluster.items():
+            for job in Job.objects.select_for_update().filter(cluster_id=cluster_id, external_id__in=external_ids):
+                existing[(job.cluster_id, job.external_id)] = job
+        created: list[Job] = []
+        updated: list[Job] = []
+        stored: list[tuple[Job, list[ArtifactRecord]]] = []
+        replaced: set[str] = set()
+        for (item, frame, series_bytes, fp), key in zip(prepared, keys, strict=True):
+            job = existing.get(key)
+            if job is not None and job.fingerprint == fp and job.team_id == item.team.pk:
+                results.append(("unchanged", job))
+                continue
+            if job is None:
+                job = Job(cluster=item.cluster, external_id=item.record.external_id)
+                created.append(job)
+                results.append(("created", job))
+            else:
+                if job.series_file.name:
+                    replaced.add(job.series_file.name)
+                updated.append(job)
+                results.append(("updated", job))
+            _apply_record(job, item.record, item.team, fp, run)
+            _apply_summary(job, frame, item.cluster)
+            job.series_file.name = _store_blob("series", series_bytes, ".parquet") if series_bytes else ""
+            stored.append((job, item.artifacts))
+        if created:
+            Job.objects.bulk_create(created)
+        for job in updated:
+            job.save()
+        if updated:
+            old_artifacts = Artifact.objects.filter(job__in=updated)
+            replaced.update(old_artifacts.values_list("file", flat=True))
+            old_artifacts.delete()  # cascades to their log events
+        _store_artifacts(stored)
+        replaced -= {job.series_file.name for job, _ in stored}
+        if replaced:
+            # Only once the new rows are committed: a rolled-back update must still find its old blobs.
+            transaction.on_commit(lambda: _delete_unreferenced(replaced))
+    return results
+
+
+def _apply_record(job: Job, record: JobRecord, team: Team, fp: str, run) -> None:
     job.name = record.name
     job.user = record.user
     job.team = team
@@ -273,23 +414,6 @@ def store_job(run, cluster, team, record: JobRecord, frame, artifacts: list[Arti
     job.raw = record.raw
     job.fingerprint = fp
     job.ingest_run = run
-    _apply_summary(job, frame, cluster)
-    previous_series = job.series_file.name or ""
-    job.series_file.name = _store_blob("series", series_bytes, ".parquet") if series_bytes else ""
-    job.save()
-
-    replaced: set[str] = set()
-    if previous_series and previous_series != job.series_file.name:
-        replaced.add(previous_series)
-    if outcome == "updated":
-        old_artifacts = job.artifacts.all()
-        replaced.update(old_artifacts.values_list("file", flat=True))
-        old_artifacts.delete()  # cascades to their log events
-    _store_artifacts(job, artifacts)
-    if replaced:
-        # Only once the new rows are committed: a rolled-back update must still find its old blobs.
-        transaction.on_commit(lambda: _delete_unreferenced(replaced))
-    return outcome, job
 
 
 def _delete_unreferenced(names: set[str]) -> None:
@@ -346,29 +470,38 @@ def _store_blob(folder: str, content: bytes, suffix: str = "") -> str:
     return name
 
 
-def _store_artifacts(job: Job, artifacts: list[ArtifactRecord]) -> None:
-    events: list[LogEvent] = []
-    for record in artifacts:
-        artifact = Artifact.objects.create(
-            job=job,
-            kind=record.kind,
-            path=record.path[:500],
-            file=_store_blob("artifacts", record.content),
-            size=len(record.content),
-            sha256=hashlib.sha256(record.content).hexdigest(),
-            truncated=record.truncated,
-        )
-        if record.kind == Artifact.Kind.LOG:
-            text = record.content.decode("utf-8", errors="replace")
-            events.extend(
-                LogEvent(
-                    job=job,
-                    artifact=artifact,
-                    kind=event.kind,
-                    line_no=event.line_no,
-                    timestamp=event.timestamp,
-                    text=event.text[:500],
-                )
-                for event in extract_log_events(text)
+def _store_artifacts(stored: list[tuple[Job, list[ArtifactRecord]]]) -> None:
+    """The jobs' artifacts and the events found in their logs, in bulk (jobs already have ids)."""
+    artifacts: list[Artifact] = []
+    for job, records in stored:
+        artifacts.extend(
+            Artifact(
+                job=job,
+                kind=record.kind,
+                path=record.path[:500],
+                file=_store_blob("artifacts", record.content),
+                size=len(record.content),
+                sha256=hashlib.sha256(record.content).hexdigest(),
+                truncated=record.truncated,
             )
+            for record in records
+        )
+    Artifact.objects.bulk_create(artifacts, batch_size=500)
+    records = [record for _, job_records in stored for record in job_records]
+    events: list[LogEvent] = []
+    for artifact, record in zip(artifacts, records, strict=True):
+        if record.kind != Artifact.Kind.LOG:
+            continue
+        text = record.content.decode("utf-8", errors="replace")
+        events.extend(
+            LogEvent(
+                job=artifact.job,
+                artifact=artifact,
+                kind=event.kind,
+                line_no=event.line_no,
+                timestamp=event.timestamp,
+                text=event.text[:500],
+            )
+            for event in extract_log_events(text)
+        )
     LogEvent.objects.bulk_create(events, batch_size=1000)

@@ -2,10 +2,23 @@
 
 from __future__ import annotations
 
+import logging
+
+import psycopg
 from celery import shared_task
+from django import db
+from django.conf import settings
 
 from fleet import ingest
 from fleet.tasking import IdempotentTask
+
+logger = logging.getLogger(__name__)
+
+# The database went away under the import (PostgreSQL restarted, a failover, the network): worth
+# retrying, unlike a bad archive. The same classes cover a full database disk, a deadlock and a
+# cancelled statement, transient too; the retries are bounded. Django wraps driver errors in its own;
+# the driver's are listed for any raised outside its wrapper.
+DATABASE_GONE = (db.OperationalError, db.InterfaceError, psycopg.OperationalError, psycopg.InterfaceError)
 
 
 class IngestTask(IdempotentTask):
@@ -13,20 +26,30 @@ class IngestTask(IdempotentTask):
         ingest.fail_run(run_id, reason)
 
     def on_failure(self, exc, task_id, args, kwargs, einfo) -> None:
-        """A run whose task raised (time limit, full disk, database gone) is marked failed with
-        the reason on its page, instead of showing "running" for ever. Each job is stored in its
-        own transaction, so what was stored is whole; running the upload again finishes the rest."""
+        """A run whose task raised (time limit, full disk, database gone through every retry) is marked
+        failed with the reason on its page, instead of showing "running" for ever. Each job is stored
+        whole or not at all, so what was stored is whole; running the upload again finishes the rest."""
         run_id = args[0] if args else kwargs.get("run_id")
-        if run_id is not None:
+        if run_id is None:
+            return
+        try:
             ingest.fail_run(run_id, failure_reason(exc))
+        except DATABASE_GONE:
+            # Still down after every retry: the run shows "running" until an operator uploads it again.
+            logger.exception("Ingest run %s failed and could not be marked failed: the database is unreachable", run_id)
 
 
 def failure_reason(exc: BaseException) -> str:
     import errno
 
     from celery.exceptions import SoftTimeLimitExceeded, TimeLimitExceeded
-    from django.conf import settings
 
+    if isinstance(exc, DATABASE_GONE):
+        return (
+            f"the database was unreachable through {settings.INGEST_DB_MAX_RETRIES} automatic retries; the jobs "
+            "stored so far are complete. Upload the archive again once it is back: stored jobs are skipped. "
+            f"({type(exc).__name__}: {exc})"
+        )[:500]
     if isinstance(exc, SoftTimeLimitExceeded | TimeLimitExceeded):
         return (
             f"stopped after the task time limit (CELERY_TASK_TIME_LIMIT={settings.CELERY_TASK_TIME_LIMIT} s); "
@@ -40,12 +63,49 @@ def failure_reason(exc: BaseException) -> str:
     return f"the import failed: {type(exc).__name__}: {exc}"[:500]
 
 
-# Idempotent: the upsert on (cluster, external_id) makes a second run store nothing new.
-@shared_task(name="fleet.ingest_archive", base=IngestTask)
-def ingest_archive_task(run_id: int) -> dict | None:
-    run = ingest.execute_run(run_id)
+def outage_note(retries: int) -> str:
+    times = "once" if retries == 1 else f"{retries} times"
+    return (
+        "the database connection was lost during the import (PostgreSQL restarted or unreachable); "
+        f"the import was retried automatically ({times}) and resumed from the start: stored jobs were skipped, "
+        "none is stored twice."
+    )
+
+
+def retry_countdown(retries: int) -> float:
+    """Exponential backoff with a cap: base, 2 × base, 4 × base …"""
+    return min(settings.INGEST_DB_RETRY_BACKOFF * 2**retries, settings.INGEST_DB_RETRY_BACKOFF_MAX)
+
+
+# Idempotent: the upsert on (cluster, external_id) makes a second run store nothing new, which is
+# also what makes retrying after a lost database connection safe: the retry skips the stored jobs.
+@shared_task(name="fleet.ingest_archive", base=IngestTask, bind=True)
+def ingest_archive_task(self, run_id: int) -> dict | None:
+    retries = self.request.retries or 0
+    try:
+        run = ingest.execute_run(run_id)
+    except DATABASE_GONE as exc:
+        # The run cannot be marked now (the database is gone), and would otherwise show "running"
+        # until the visibility timeout. The dead connection is dropped so the retry opens a new one.
+        db.connections.close_all()
+        countdown = retry_countdown(retries)
+        logger.warning("Ingest run %s lost its database (%s); retrying in %.0f s", run_id, exc, countdown)
+        raise self.retry(exc=exc, countdown=countdown, max_retries=settings.INGEST_DB_MAX_RETRIES) from exc
+    except ingest.RunBusy:
+        # A redelivered task while the first worker is still importing the run. Queue a fresh look
+        # for later (not a retry: those count database outages): by then the first worker has
+        # finished, and the look finds the run done, or has died, and the look takes the run over.
+        countdown = settings.INGEST_BUSY_RETRY_SECONDS
+        logger.info("Ingest run %s is being imported by another worker; looking again in %s s", run_id, countdown)
+        if not self.request.is_eager:  # in-process, the holder is this process's own caller
+            queue = (self.request.delivery_info or {}).get("routing_key")  # the queue this came from
+            ingest_archive_task.apply_async(args=[run_id], countdown=countdown, queue=queue)
+        return {"run_id": run_id, "status": "busy"}
     if run is None:  # the run was deleted before the worker reached it
         return None
+    if retries:
+        # Written once the database is back, so the operator sees why the run took longer.
+        ingest.add_note(run.pk, outage_note(retries))
     return {"run_id": run.pk, "status": run.status}
 
 

@@ -221,3 +221,14 @@ def write_busy_archive(path: Path, *, jobs: int, cluster: str, prefix: str) -> P
                 f"2026-11-02 10:00:05,000 INFO Epoch 1/2 job {index}\n2026-11-02 10:30:00,000 INFO Saving checkpoint\n",
             )
     return path
+
+
+@pytest.fixture
+def private_redis(tmp_path):
+    """A redis-server of the test's own, which it may stop and restart (never the shared one)."""
+    from tests.test_redis_restart import PrivateRedis
+
+    server = PrivateRedis(tmp_path / "redis")
+    server.start()
+    yield server
+    server.stop()

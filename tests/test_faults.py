@@ -2,8 +2,10 @@
 
 Both must end with the run marked failed, a reason an operator can read on the run's page, and
 nothing half-stored: every stored job is whole, no blob is a truncated file, and the same upload
-run again after the fault clears completes. (Redis/PostgreSQL restarts and worker SIGKILL are
-described in docs/operations.md; the worker kill is tested in tests/test_ingest_worker_kill.py.)
+run again after the fault clears completes. A lost database connection is the exception: the task
+retries it by itself (here with the error simulated; a real PostgreSQL restart under a real worker is
+tests/test_postgres_restart.py). Redis restarts and worker SIGKILL are in test_redis_restart.py and
+test_ingest_worker_kill.py; docs/operations.md describes them all.
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ from unittest import mock
 import pytest
 from celery.exceptions import SoftTimeLimitExceeded
 from django.core.files.storage import FileSystemStorage, default_storage
+from django.db import OperationalError
 
 from fleet import ingest
 from fleet.models import Artifact, IngestRun, Job
@@ -105,3 +108,43 @@ def test_the_reason_shows_on_the_run_page(client, operator, db):
         run_task(run)
     client.force_login(operator)
     assert "storage is full" in client.get(f"/ingest-runs/{run.pk}/").content.decode()
+
+
+def flaky_database(failures: int):
+    """execute_run as it behaves when the database goes away under it `failures` times, then is back."""
+    real = ingest.execute_run
+    calls = []
+
+    def execute_run(run_id, *args, **kwargs):
+        calls.append(run_id)
+        if len(calls) <= failures:
+            raise OperationalError("terminating connection due to administrator command")
+        return real(run_id, *args, **kwargs)
+
+    return mock.patch("fleet.ingest.execute_run", side_effect=execute_run), calls
+
+
+# transaction=True: the task drops the broken connection before retrying, which a test transaction would not survive.
+@pytest.mark.django_db(transaction=True)
+def test_a_lost_database_connection_is_retried_and_the_run_says_so(settings):
+    settings.INGEST_DB_RETRY_BACKOFF = 0  # eager retries run at once anyway; keep the countdown honest
+    patch, calls = flaky_database(failures=1)
+    with patch:
+        run = run_task(ingest.create_run(EXAMPLE_ARCHIVE))
+    assert len(calls) == 2
+    assert run.status == IngestRun.Status.SUCCEEDED and Job.objects.count() == run.jobs_created > 0
+    assert "database connection was lost" in run.errors[-1]["message"]
+    assert "retried automatically (once)" in run.errors[-1]["message"]
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_database_that_stays_down_fails_the_run_after_the_last_retry(settings):
+    settings.INGEST_DB_MAX_RETRIES = 2
+    run = ingest.create_run(EXAMPLE_ARCHIVE)
+    patch, calls = flaky_database(failures=1)
+    with patch:  # the last retry allowed: its failure is final
+        ingest_archive_task.apply(args=[run.pk], retries=settings.INGEST_DB_MAX_RETRIES, throw=False)
+    run.refresh_from_db()
+    assert len(calls) == 1
+    assert run.status == IngestRun.Status.FAILED and run.finished_at is not None
+    assert "database was unreachable through 2 automatic retries" in run.errors[0]["message"]

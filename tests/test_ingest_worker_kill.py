@@ -30,9 +30,9 @@ def big_archive(path: Path) -> Path:
     return write_busy_archive(path, jobs=JOBS, cluster="kill", prefix="k")
 
 
-def snapshot() -> dict:
+def snapshot(using: str = "default") -> dict:
     jobs = sorted(
-        Job.objects.values_list(
+        Job.objects.using(using).values_list(
             "external_id",
             "team__slug",
             "gpu_hours",
@@ -48,9 +48,11 @@ def snapshot() -> dict:
     )
     return {
         "jobs": jobs,
-        "teams": sorted(Team.objects.values_list("slug", flat=True)),
-        "artifacts": sorted(Artifact.objects.values_list("job__external_id", "kind", "path", "sha256", "file")),
-        "events": sorted(LogEvent.objects.values_list("job__external_id", "kind", "line_no")),
+        "teams": sorted(Team.objects.using(using).values_list("slug", flat=True)),
+        "artifacts": sorted(
+            Artifact.objects.using(using).values_list("job__external_id", "kind", "path", "sha256", "file")
+        ),
+        "events": sorted(LogEvent.objects.using(using).values_list("job__external_id", "kind", "line_no")),
     }
 
 
@@ -58,9 +60,9 @@ def blobs_on_disk(storage_dir: Path) -> set[str]:
     return {p.relative_to(storage_dir).as_posix() for p in storage_dir.rglob("*") if p.is_file()}
 
 
-def referenced_blobs() -> set[str]:
-    series = set(Job.objects.exclude(series_file="").values_list("series_file", flat=True))
-    return series | set(Artifact.objects.values_list("file", flat=True))
+def referenced_blobs(using: str = "default") -> set[str]:
+    series = set(Job.objects.using(using).exclude(series_file="").values_list("series_file", flat=True))
+    return series | set(Artifact.objects.using(using).values_list("file", flat=True))
 
 
 def wait_for(condition, timeout: float, what: str):

@@ -24,6 +24,8 @@ import pytest
 import redis
 from celery import Celery
 from django.core.files.storage import default_storage
+from redis.backoff import NoBackoff
+from redis.retry import Retry
 
 from fleet import ingest
 from fleet.models import IngestRun, Job, Team
@@ -83,22 +85,16 @@ class PrivateRedis:
             return False
 
     def shutdown_nosave(self) -> None:
+        # No retries: redis-py would reconnect to the stopped server for seconds while the import ran on.
+        client = redis.Redis(port=self.port, retry=Retry(NoBackoff(), 0))
         with contextlib.suppress(redis.ConnectionError):  # the server closes the connection as it goes
-            redis.Redis(port=self.port).shutdown(nosave=True)
+            client.shutdown(nosave=True)
         self.process.wait(timeout=30)
 
     def stop(self) -> None:
         if self.process and self.process.poll() is None:
             self.process.terminate()
             self.process.wait(timeout=30)
-
-
-@pytest.fixture
-def private_redis(tmp_path):
-    server = PrivateRedis(tmp_path / "redis")
-    server.start()
-    yield server
-    server.stop()
 
 
 @pytest.mark.django_db(transaction=True)

@@ -1,0 +1,88 @@
+"""At most one worker imports a run: a redelivered task waits while the first worker is alive.
+
+With late acknowledgement a task can be handed out a second time while its first worker is still
+importing (a run longer than the visibility timeout, a broker restart). Two workers upserting the
+same jobs at once would race on the same rows; the second one must leave the run alone and look
+again later, and take it over only once the first one is gone.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+import uuid
+
+import psycopg
+import pytest
+from django.db import connection
+
+from fleet import ingest
+from fleet.models import IngestRun, Job
+from tests.conftest import EXAMPLE_ARCHIVE, require_service
+from tests.test_services import _worker_database_url, celery_worker
+
+pytestmark = pytest.mark.services
+
+
+def require_postgresql() -> None:
+    if connection.vendor == "postgresql":
+        return
+    if os.environ.get("CI"):
+        pytest.fail("CI must run the suite on PostgreSQL (set DATABASE_URL)")
+    pytest.skip("run locks are PostgreSQL advisory locks; the embedded SQLite mode runs tasks one at a time")
+
+
+def hold_run_lock(run_id: int) -> psycopg.Connection:
+    """Another worker's session importing the run: it holds the run's lock until its connection closes."""
+    other = psycopg.connect(_worker_database_url(), autocommit=True)
+    other.execute("SELECT pg_advisory_lock(%s, %s)", (ingest.RUN_LOCK_NAMESPACE, run_id))
+    return other
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_run_held_by_another_worker_is_left_alone_until_that_worker_is_gone(storage_dir):
+    require_postgresql()
+    run = ingest.create_run(EXAMPLE_ARCHIVE)
+    other = hold_run_lock(run.pk)
+    try:
+        with pytest.raises(ingest.RunBusy):
+            ingest.execute_run(run.pk)
+        run.refresh_from_db()
+        assert run.status == IngestRun.Status.PENDING and run.attempts == 0
+        assert not Job.objects.exists()
+    finally:
+        other.close()  # the first worker died: the server drops its lock with its connection
+    done = ingest.execute_run(run.pk)
+    assert done.status == IngestRun.Status.SUCCEEDED and done.attempts == 1
+    assert Job.objects.count() == done.jobs_created > 0
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_redelivered_task_on_a_real_worker_waits_for_the_first_worker(storage_dir):
+    require_postgresql()
+    require_service("REDIS_URL")
+    from config.celery import app
+    from fleet.tasks import ingest_archive_task
+
+    app.conf.task_always_eager = False
+    storage_dir.mkdir(parents=True, exist_ok=True)
+    queue = f"test-busy-{uuid.uuid4().hex[:8]}"
+    run = ingest.create_run(EXAMPLE_ARCHIVE)
+    other = hold_run_lock(run.pk)
+    try:
+        with celery_worker(queue, storage_dir, env={"INGEST_BUSY_RETRY_SECONDS": "1"}):
+            ingest_archive_task.apply_async(args=[run.pk], queue=queue)
+            time.sleep(4)  # several looks at the run while the "first worker" holds it
+            run.refresh_from_db()
+            assert run.status == IngestRun.Status.PENDING and run.attempts == 0
+            assert not Job.objects.exists()
+            other.close()
+            deadline = time.monotonic() + 60
+            while not IngestRun.objects.get(pk=run.pk).is_finished and time.monotonic() < deadline:
+                time.sleep(0.2)
+    finally:
+        other.close()
+    run.refresh_from_db()
+    assert run.status == IngestRun.Status.SUCCEEDED, run.errors
+    assert run.attempts == 1  # imported once, by the delivery that found the run free
+    assert Job.objects.count() == run.jobs_created > 0
