@@ -1090,7 +1090,9 @@ class _Spill:
         for column in frame.columns:
             if column in METRICS or column == "value":
                 frame[column] = frame[column].astype("float32")
-        buckets = frame["job_id"].map(self.bucket_of).to_numpy(dtype="int64")
+        # Looked up once per distinct job, not once per row.
+        codes, job_ids = pd.factorize(frame["job_id"])
+        buckets = np.array([self.bucket_of[job_id] for job_id in job_ids], dtype="int64")[codes]
         for bucket in np.unique(buckets):
             part = frame[buckets == bucket] if len(np.unique(buckets)) > 1 else frame
             table = pa.Table.from_pandas(part, preserve_index=False)
