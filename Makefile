@@ -50,7 +50,7 @@ audit: install
 bench: install
 	$(DEMO_ENV) $(PY) bench/run.py
 	$(DEMO_ENV) $(PY) bench/dashboard.py 100000
-	$(PY) bench/load.py --jobs 100000 --clients 50 --duration 45
+	$(PY) bench/load.py --jobs 100000 --clients 50 --duration 60
 
 ## worker: a Celery worker for REDIS_URL (the embedded mode needs none)
 worker: install

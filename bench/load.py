@@ -1,4 +1,4 @@
-"""Load run: the app under gunicorn (2 workers) on a ~100k-job database, driven by concurrent
+"""Load run: the app under gunicorn (2 x CPUs + 1 workers) on a ~100k-job database, driven by concurrent
 logged-in clients over the main pages while an ingest runs next to it.
 
     .venv/bin/python bench/load.py [--jobs 100000] [--clients 50] [--duration 45]
@@ -225,7 +225,7 @@ def main() -> dict:
         "benchmark": "load",
         "database": database,
         "jobs_in_database": job_count,
-        "server": "gunicorn, 2 sync workers, DEBUG=0",
+        "server": f"gunicorn, {args.workers} sync workers, DEBUG=0",
         "clients": args.clients,
         "duration_s": round(load_seconds, 1),
         "requests": len(loaded),
