@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 
 import pytest
@@ -135,6 +136,25 @@ def test_a_changed_job_is_updated_not_duplicated(tmp_path):
     assert (job.pk, job.name) == (first_pk, "bert-large")
     assert LogEvent.objects.filter(job__external_id="j1", kind="training_finished").count() == 1
     assert Artifact.objects.filter(job__external_id="j1").count() == 2
+
+
+def test_a_batch_naming_the_same_job_twice_stores_it_once_last_version_winning(tmp_path):
+    """Jobs are stored in batches with bulk inserts; a batch that names a job twice (a connector
+    page repeating a job) must update it, not fail on the unique key or store it twice."""
+    parsed = parse_archive(write_zip(tmp_path / "a.zip", good_members()))
+    cluster = Cluster.objects.create(name="c1")
+    team = Team.objects.create(slug="vision", name="vision")
+    run = ingest.create_run(tmp_path / "a.zip")
+    first = parsed.jobs["j1"]
+    renamed = dataclasses.replace(first, name="resnet-v2")
+    items = [
+        ingest.JobToStore(cluster, team, first, parsed.series["j1"], []),
+        ingest.JobToStore(cluster, team, renamed, parsed.series["j1"], []),
+        ingest.JobToStore(cluster, team, first, parsed.series["j1"], []),
+    ]
+    outcomes = [outcome for outcome, _ in ingest.store_jobs(run, items)]
+    assert outcomes == ["created", "updated", "updated"]
+    assert list(Job.objects.values_list("external_id", "name")) == [("j1", "resnet")]
 
 
 def test_costs_use_the_cluster_price_and_follow_price_changes(tmp_path):
