@@ -75,6 +75,7 @@
     var status = document.getElementById("run-status");
     var jobs = document.getElementById("run-jobs");
     var samples = document.getElementById("run-samples");
+    var duration = document.getElementById("run-duration");
 
     function poll() {
       var request = new XMLHttpRequest();
@@ -93,6 +94,7 @@
         jobs.textContent = run.jobs_done + " of " + run.jobs_total + " processed: " + run.jobs_created + " created, " +
           run.jobs_updated + " updated, " + run.jobs_unchanged + " unchanged, " + run.jobs_rejected + " rejected";
         samples.textContent = run.samples;
+        duration.textContent = run.duration_s === null ? "–" : run.duration_s.toFixed(1) + " s";
         window.setTimeout(poll, 1000);
       });
       request.addEventListener("error", function () { window.setTimeout(poll, 5000); });
