@@ -3,7 +3,7 @@ from datetime import UTC, datetime, timedelta
 from decimal import Decimal
 
 from django.core.management.base import BaseCommand, CommandError
-from django.db import transaction
+from django.db import connection, transaction
 
 from fleet.models import Cluster, GpuModelPrice, Job, Team
 
@@ -55,6 +55,10 @@ class Command(BaseCommand):
                 self._triage(rng, [job.external_id for job in batch])
             created += len(batch)
             self.stdout.write(f"\r{created}/{jobs} jobs", ending="")
+        # Fresh planner statistics, as PostgreSQL's manual advises after a bulk load: until autovacuum
+        # gets to it, the planner guesses a handful of rows and picks plans that spill to disk.
+        with connection.cursor() as cursor:
+            cursor.execute("ANALYZE")
         self.stdout.write(f"\nseeded {jobs} jobs across {teams} teams and {days} days")
 
     @staticmethod
