@@ -232,3 +232,24 @@ def private_redis(tmp_path):
     server.start()
     yield server
     server.stop()
+
+
+def hold_lock(url: str, sql: str, *params):
+    """Run a locking SELECT on a connection of its own; the lock lasts until commit or the server goes."""
+    import psycopg
+
+    conn = psycopg.connect(url)  # not autocommit: the SELECT opens a transaction
+    row = conn.execute(sql, params).fetchone()
+    return conn, row
+
+
+def blocked_query(using: str = "default") -> str:
+    """The statement a backend (a worker's) of this database is waiting on a lock to run, or ""."""
+    from django.db import connections
+
+    with connections[using].cursor() as cursor:
+        cursor.execute(
+            "SELECT query FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND datname = current_database()"
+        )
+        row = cursor.fetchone()
+    return row[0] if row else ""

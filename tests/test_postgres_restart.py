@@ -34,7 +34,7 @@ from django.db.utils import load_backend
 
 from fleet import ingest
 from fleet.models import IngestRun, Job
-from tests.conftest import REPO, write_busy_archive
+from tests.conftest import REPO, blocked_query, hold_lock, write_busy_archive
 from tests.test_ingest_worker_kill import blobs_on_disk, referenced_blobs, snapshot, wait_for
 from tests.test_redis_restart import free_port
 from tests.test_services import celery_worker
@@ -179,23 +179,6 @@ def database_alias(alias: str, url: str):
         del connections[alias]
 
 
-def hold_lock(url: str, sql: str, *params):
-    """Run a locking SELECT on a connection of its own; the lock lasts until commit or the server goes."""
-    conn = psycopg.connect(url)  # not autocommit: the SELECT opens a transaction
-    row = conn.execute(sql, params).fetchone()
-    return conn, row
-
-
-def blocked_query() -> str:
-    """The statement a backend (the worker's) is waiting on a lock to run, or ""."""
-    with connections[ALIAS].cursor() as cursor:
-        cursor.execute(
-            "SELECT query FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND datname = current_database()"
-        )
-        row = cursor.fetchone()
-    return row[0] if row else ""
-
-
 @pytest.mark.django_db
 def test_postgres_restarted_mid_ingest_is_retried_and_duplicates_nothing(
     private_postgres, private_redis, storage_dir, tmp_path
@@ -232,12 +215,12 @@ def test_postgres_restarted_mid_ingest_is_retried_and_duplicates_nothing(
                 url, "SELECT jobs_done FROM fleet_ingestrun WHERE id = %s FOR NO KEY UPDATE", run.pk
             )
             assert jobs_done <= JOBS - 50, "the import went too fast to be caught part-way"
-            wait_for(lambda: "fleet_ingestrun" in blocked_query(), 30, "the worker to wait for the run's row")
+            wait_for(lambda: "fleet_ingestrun" in blocked_query(ALIAS), 30, "the worker to wait for the run's row")
             # 2. lock the teams' rows and let the run's go: the next batch cannot commit (the foreign keys
             #    to its teams are checked at commit), so the restart cuts that transaction.
             team_lock, _ = hold_lock(url, "SELECT id FROM fleet_team FOR UPDATE")
             run_lock.commit()
-            wait_for(lambda: blocked_query() == "COMMIT", 30, "the worker to wait to commit a batch")
+            wait_for(lambda: blocked_query(ALIAS) == "COMMIT", 30, "the worker to wait to commit a batch")
             stored = Job.objects.using(ALIAS).count()
             assert 0 < stored < JOBS
 

@@ -1,17 +1,23 @@
-"""Redis restarted in the middle of an ingest, with a real worker on a PRIVATE redis-server.
+"""Redis restarted in the middle of an ingest, and of a triage, with a real worker on a PRIVATE redis-server.
 
-The shared Redis (REDIS_URL, port 6379) is never touched: this test starts its own redis-server on
+The shared Redis (REDIS_URL, port 6379) is never touched: these tests start their own redis-server on
 a free loopback port, configured as docs/operations.md tells operators to run Redis (append-only
 file, fsync every second, `noeviction`), and a real `celery worker` whose REDIS_URL points at it.
-While the worker is part-way through a big import and a second import waits in the queue, Redis
-is stopped with SHUTDOWN NOSAVE (nothing but the append-only file survives) and started again.
-The running import must finish, the queued one must survive the restart and run, and the database
-must equal a clean import of both archives: nothing lost, nothing stored twice.
+Redis is stopped with SHUTDOWN NOSAVE (nothing but the append-only file survives) and started again:
+- while the worker is part-way through a big import and a second import waits in the queue. The
+  running import must finish, the queued one must survive the restart and run, and the database must
+  equal a clean import of both archives: nothing lost, nothing stored twice;
+- while the worker is part-way through triaging the jobs an import queued (in tasks of
+  RETRIAGE_BATCH jobs), with more triage tasks waiting. Every job must end with exactly one current
+  result, and the results and findings must equal a clean in-process triage of the same jobs;
+- while an import finishes, which is when it queues the triage of its jobs: every job must still be
+  triaged once Redis is back.
 """
 
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import shutil
 import socket
@@ -29,9 +35,12 @@ from redis.retry import Retry
 
 from fleet import ingest
 from fleet.models import IngestRun, Job, Team
-from tests.conftest import EXAMPLE_ARCHIVE, write_busy_archive
+from tests.conftest import EXAMPLE_ARCHIVE, blocked_query, hold_lock, write_busy_archive
 from tests.test_ingest_worker_kill import blobs_on_disk, referenced_blobs, snapshot, wait_for
-from tests.test_services import celery_worker
+from tests.test_services import _worker_database_url, celery_worker
+from triage import services
+from triage.demo.generator import generate_demo_fleet
+from triage.models import Finding, JobTriage, RuleSet
 
 pytestmark = pytest.mark.services
 
@@ -40,6 +49,7 @@ OPERATOR_REDIS_CONFIG = ["--appendonly", "yes", "--appendfsync", "everysec", "--
 
 
 JOBS = 900  # several seconds of storing on one worker
+VISIBILITY_S = 20  # an unacknowledged task comes back after this (the default is the time limit + 15 min)
 
 
 def big_archive(path: Path) -> Path:
@@ -96,41 +106,58 @@ class PrivateRedis:
             self.process.terminate()
             self.process.wait(timeout=30)
 
+    def client(self) -> redis.Redis:
+        return redis.Redis.from_url(self.url)
+
+
+@contextlib.contextmanager
+def worker_over(private_redis: PrivateRedis, storage_dir: Path, queue: str, visibility_s: int = VISIBILITY_S):
+    """A real worker whose whole Celery configuration comes from REDIS_URL (the private server), as in
+    production, and a Celery app to send it tasks."""
+    storage_dir.mkdir(parents=True, exist_ok=True)
+    env = {"REDIS_URL": private_redis.url, "CELERY_VISIBILITY_TIMEOUT": str(visibility_s)}
+    # Not the current app: shared tasks in later tests must keep using the project's app and broker.
+    sender = Celery("sender", broker=private_redis.url, set_as_current=False)
+    try:
+        with celery_worker(queue, storage_dir, env=env) as worker:
+            yield worker, sender
+            time.sleep(1)
+            assert worker.poll() is None, "the worker must survive the Redis restart"
+    finally:
+        sender.close()
+
+
+def part_way(run: IngestRun):
+    """A condition to wait for: the worker has stored some of the run's jobs, not half of them yet."""
+
+    def condition():
+        current = IngestRun.objects.get(pk=run.pk)
+        return current.jobs_total and 20 <= current.jobs_done < current.jobs_total // 2
+
+    return condition
+
 
 @pytest.mark.django_db(transaction=True)
 def test_redis_restarted_mid_ingest_loses_and_duplicates_nothing(private_redis, storage_dir, tmp_path):
     archive = big_archive(tmp_path / "big.zip")
-    storage_dir.mkdir(parents=True, exist_ok=True)
     queue = f"test-redis-restart-{uuid.uuid4().hex[:8]}"
-    # The worker's whole Celery configuration comes from REDIS_URL, as in production.
-    env = {"REDIS_URL": private_redis.url, "CELERY_VISIBILITY_TIMEOUT": "20"}
-    # Not the current app: shared tasks in later tests must keep using the project's app and broker.
-    sender = Celery("sender", broker=private_redis.url, set_as_current=False)
 
     running = ingest.create_run(archive)
     queued = ingest.create_run(EXAMPLE_ARCHIVE)
-    with celery_worker(queue, storage_dir, env=env) as worker:
+    with worker_over(private_redis, storage_dir, queue) as (_, sender):
         sender.send_task("fleet.ingest_archive", args=[running.pk], queue=queue)
         sender.send_task("fleet.ingest_archive", args=[queued.pk], queue=queue)  # waits: one solo worker
-
-        def part_way():
-            current = IngestRun.objects.get(pk=running.pk)
-            return current.jobs_total and 20 <= current.jobs_done < current.jobs_total // 2
-
-        wait_for(part_way, 120, "the worker to be part-way through the big import")
-        assert redis.Redis.from_url(private_redis.url).llen(queue) == 1  # the second task is queued
+        wait_for(part_way(running), 120, "the worker to be part-way through the big import")
+        assert private_redis.client().llen(queue) == 1  # the second task is queued
         private_redis.shutdown_nosave()
         down = IngestRun.objects.get(pk=running.pk)
         assert down.status == IngestRun.Status.RUNNING
         time.sleep(2)  # Redis is down for a while; the import carries on (it needs only the database)
         private_redis.start()
-        assert redis.Redis.from_url(private_redis.url).llen(queue) in (0, 1)  # restored from the AOF
+        assert private_redis.client().llen(queue) in (0, 1)  # restored from the AOF
 
         wait_for(lambda: IngestRun.objects.get(pk=running.pk).is_finished, 180, "the big import to finish")
         wait_for(lambda: IngestRun.objects.get(pk=queued.pk).is_finished, 180, "the queued import to run")
-        time.sleep(1)
-        assert worker.poll() is None, "the worker must survive the Redis restart"
-    sender.close()
 
     running.refresh_from_db()
     queued.refresh_from_db()
@@ -151,3 +178,119 @@ def test_redis_restarted_mid_ingest_loses_and_duplicates_nothing(private_redis, 
         assert ingest.execute_run(ingest.create_run(path).pk).status == IngestRun.Status.SUCCEEDED
     assert snapshot() == after_restart
     assert blobs_on_disk(storage_dir) == referenced_blobs()
+
+
+TRIAGE_JOBS = 420  # three triage tasks (RETRIAGE_BATCH = 200 jobs each): one running, two queued
+TRIAGE_QUEUE = "celery"  # where the import queues triage: the default queue (of the private server)
+TRIAGE_VISIBILITY_S = 10  # a triage task takes about 2 s here
+END_JOBS = 300  # an import of a few seconds, then two triage tasks
+
+
+def triage_snapshot() -> dict:
+    """Every job's current result and its findings, by the job's natural key (no ids, no times)."""
+    results = JobTriage.objects.filter(is_current=True).values_list(
+        "job__external_id", "rule_set__version", "status", "reason", "mean_util", "coverage", "unused_gpu_hours",
+        "evidence",
+    )  # fmt: skip
+    findings = Finding.objects.filter(result__is_current=True).values_list(
+        "job__external_id", "category", "sub_cause", "confidence", "summary", "gpu_hours", "cost", "currency",
+        "time_located", "evidence", "guidance",
+    )  # fmt: skip
+    return {"results": comparable(results), "findings": comparable(findings)}
+
+
+def comparable(rows) -> list[tuple]:
+    """The rows sorted, with their JSON fields as sorted JSON text so that rows compare and sort."""
+    return sorted(
+        tuple(json.dumps(v, sort_keys=True) if isinstance(v, dict | list) else v for v in row) for row in rows
+    )
+
+
+@pytest.mark.django_db(transaction=True)
+def test_redis_restarted_mid_triage_loses_and_duplicates_nothing(private_redis, storage_dir, tmp_path):
+    archive = tmp_path / "fleet.zip"
+    generate_demo_fleet(archive, jobs=TRIAGE_JOBS, seed=11)  # every category, so there are findings to compare
+    database = _worker_database_url()
+    run = ingest.create_run(archive)
+    triaged = JobTriage.objects.filter(is_current=True)
+    broker = private_redis.client()
+
+    # Triage takes seconds here; rather than race it, hold the worker still in the middle of a triage task.
+    # Foreign keys are checked at COMMIT (Django makes them deferrable): a locked row they name holds the
+    # worker at the commit of that job's result, after the results before it are committed.
+    def held_at_commit():
+        return blocked_query() == "COMMIT"
+
+    worker = worker_over(private_redis, storage_dir, TRIAGE_QUEUE, TRIAGE_VISIBILITY_S)
+    with worker as (_, sender), contextlib.ExitStack() as locks:
+        # 1. lock the rule set's row: every result names it, so the worker stops at its first result;
+        rule_set = RuleSet.current()
+        lock_sql = "SELECT id FROM {} WHERE id = %s FOR UPDATE"
+        all_held = locks.enter_context(
+            contextlib.closing(hold_lock(database, lock_sql.format("triage_ruleset"), rule_set.pk)[0])
+        )
+        # The import runs in the worker; its end queues the triage of its jobs there, as in production.
+        sender.send_task("fleet.ingest_archive", args=[run.pk], queue=TRIAGE_QUEUE)
+        wait_for(held_at_commit, 180, "the worker to start triaging")
+        assert IngestRun.objects.get(pk=run.pk).status == IngestRun.Status.SUCCEEDED  # so the commit is triage's
+        assert not triaged.exists()
+        assert broker.llen(TRIAGE_QUEUE) == 2  # the other two triage tasks wait
+        # 2. lock a job half-way through the running task (its jobs in the order the worker takes them),
+        #    and let the rule set go: the worker stores the results before that job, and waits for it.
+        first_ids = sorted(Job.objects.values_list("pk", flat=True))[: services.RETRIAGE_BATCH]
+        first_task = list(Job.objects.filter(pk__in=first_ids))
+        held = first_task[len(first_task) // 2]
+        job_held = locks.enter_context(
+            contextlib.closing(hold_lock(database, lock_sql.format("fleet_job"), held.pk)[0])
+        )
+        all_held.close()
+        wait_for(lambda: triaged.count() == len(first_task) // 2 and held_at_commit(), 60, "the held job")
+        assert not triaged.filter(job=held).exists()
+
+        # Redis goes while the task runs; the task finishes while Redis is down (it needs only the database).
+        private_redis.shutdown_nosave()
+        job_held.close()
+        wait_for(lambda: triaged.count() == len(first_task), 60, "the running triage task to finish")
+        time.sleep(1)
+        private_redis.start()
+        broker = private_redis.client()
+        assert broker.llen(TRIAGE_QUEUE) in (1, 2)  # the waiting tasks, from the append-only file (one may be taken)
+
+        def settled():
+            return triaged.count() == TRIAGE_JOBS and not broker.llen(TRIAGE_QUEUE) and not broker.hlen("unacked")
+
+        wait_for(settled, 120, "every job to be triaged and every triage task acknowledged")
+
+    # The import and two triage tasks ran once. The task that was running ran twice: its acknowledgement
+    # could not reach Redis, so it came back (after the visibility timeout) and triaged its jobs again.
+    deliveries = [int(broker.get(key)) for key in broker.scan_iter("fleet-triage:deliveries:*")]
+    assert sorted(deliveries) == [1, 1, 1, 2]
+    # Every job has exactly one result, the current one: nothing lost, nothing stored twice.
+    jobs = Job.objects.all()
+    assert jobs.count() == TRIAGE_JOBS
+    assert JobTriage.objects.count() == triaged.count() == triaged.values("job").distinct().count() == TRIAGE_JOBS
+    assert not jobs.exclude(triage_results__is_current=True).exists()
+    after_restart = triage_snapshot()
+    assert after_restart["findings"]  # the fleet has planted causes: the comparison below is not vacuous
+
+    # The same jobs triaged once, cleanly, in this process.
+    JobTriage.objects.all().delete()
+    services.triage_jobs(list(jobs.values_list("pk", flat=True)))
+    assert triage_snapshot() == after_restart
+
+
+@pytest.mark.django_db(transaction=True)
+def test_redis_down_as_an_import_finishes_still_triages_its_jobs(private_redis, storage_dir, tmp_path):
+    archive = write_busy_archive(tmp_path / "busy.zip", jobs=END_JOBS, cluster="restart-end", prefix="e")
+    run = ingest.create_run(archive)
+    with worker_over(private_redis, storage_dir, TRIAGE_QUEUE) as (_, sender):
+        sender.send_task("fleet.ingest_archive", args=[run.pk], queue=TRIAGE_QUEUE)
+        wait_for(part_way(run), 120, "the worker to be part-way through the import")
+        private_redis.shutdown_nosave()
+        assert IngestRun.objects.get(pk=run.pk).status == IngestRun.Status.RUNNING
+        wait_for(lambda: IngestRun.objects.get(pk=run.pk).is_finished, 60, "the import to finish")
+        time.sleep(3)  # its end queues the triage of its jobs now, while Redis is down: queuing waits for Redis
+        private_redis.start()
+        triaged = JobTriage.objects.filter(is_current=True)
+        wait_for(lambda: triaged.count() == END_JOBS, 90, "every job to be triaged")
+    assert JobTriage.objects.count() == triaged.values("job").distinct().count() == Job.objects.count() == END_JOBS
