@@ -334,6 +334,15 @@ CELERY_BEAT_SCHEDULE["fleet.prune_series"] = {
     "options": {"expires": 6 * 60 * 60},
 }
 CELERY_BEAT_SCHEDULE["fleet.schedule_connectors"] = {"task": "fleet.schedule_connectors", "schedule": 60.0}
+# Jobs without a triage result this many minutes after they were stored are queued again (their
+# triage task was lost, e.g. with the broker); at most TRIAGE_SWEEP_LIMIT jobs per sweep.
+TRIAGE_SWEEP_MINUTES = env_int("TRIAGE_SWEEP_MINUTES", 15, minimum=1)
+TRIAGE_SWEEP_LIMIT = env_int("TRIAGE_SWEEP_LIMIT", 20_000, minimum=1)
+CELERY_BEAT_SCHEDULE["triage.sweep_untriaged"] = {
+    "task": "triage.sweep_untriaged",
+    "schedule": TRIAGE_SWEEP_MINUTES * 60.0,
+    "options": {"expires": TRIAGE_SWEEP_MINUTES * 60.0},
+}
 
 # --- Email and weekly digests (triage/digests, README "Weekly digests") ----------------------
 # With EMAIL_HOST set, mail goes out over SMTP; without it, to the console (development).

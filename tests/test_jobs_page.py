@@ -46,6 +46,10 @@ def test_filters_combine(client, operator, jobs):
     assert names(client, state="failed") == ["mystery-job"]
     assert names(client, team="team-b") == ["=cmd|' /C calc'!A0"]
     assert names(client, sort="unused")[:2] == ["mystery-job", "ckpt-job"]
+    JobFactory(team=jobs["ckpt"].team, name="lost-triage-job", mean_gpu_util=10)  # its triage task was lost
+    assert names(client, status="not_triaged") == ["lost-triage-job"]
+    page = client.get(reverse("dashboard:job-list"), {"status": "not_triaged"}).content.decode()
+    assert "not triaged yet" in page and 'value="not_triaged"' in page
 
 
 def test_bad_filter_values_show_a_message_not_an_error(client, operator, jobs):

@@ -175,3 +175,27 @@ def test_a_vanished_job_is_skipped_and_a_job_without_series_is_insufficient_data
     job = JobFactory()
     assert services.triage_jobs([job.pk, 10**9]) == {"insufficient_data": 1}
     assert job.triage_results.get().reason == "no GPU utilization samples"
+
+
+def test_the_sweep_triages_jobs_whose_triage_was_lost_and_only_those(
+    demo, django_capture_on_commit_callbacks, settings
+):
+    """A triage task lost with the broker leaves jobs without a result; the beat's sweep queues them."""
+    from datetime import timedelta
+
+    from triage.tasks import sweep_untriaged_task
+
+    lost = list(Job.objects.order_by("pk")[:5])
+    before = {job.pk: sorted(job.findings.values_list("category", flat=True)) for job in lost}
+    JobTriage.objects.filter(job__in=lost).delete()  # and their findings
+    # Stored a moment ago: probably still queued, so a sweep that waits 15 minutes leaves them alone.
+    assert services.sweep_untriaged(timedelta(minutes=15), limit=100) == 0
+    with django_capture_on_commit_callbacks(execute=True):
+        assert services.sweep_untriaged(timedelta(0), limit=3) == 3  # bounded per sweep
+    assert JobTriage.objects.filter(job__in=lost).count() == 3
+    settings.TRIAGE_SWEEP_MINUTES = 0
+    with django_capture_on_commit_callbacks(execute=True):
+        assert sweep_untriaged_task.apply().get() == {"queued": 2}
+    assert {job.pk: sorted(job.findings.values_list("category", flat=True)) for job in lost} == before
+    assert JobTriage.objects.count() == Job.objects.count()  # one result each, none twice
+    assert services.sweep_untriaged(timedelta(0), limit=100) == 0

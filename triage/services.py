@@ -8,11 +8,12 @@ result and findings in one transaction.
 from __future__ import annotations
 
 import logging
+from datetime import timedelta
 from decimal import Decimal
 
 from django.core.files.storage import default_storage
 from django.db import transaction
-from django.db.models import F
+from django.db.models import Exists, F, OuterRef
 from django.utils import timezone
 
 from fleet.models import Artifact, Job
@@ -24,6 +25,11 @@ from triage.rules import TriageResult, triage
 logger = logging.getLogger(__name__)
 
 RETRIAGE_BATCH = 200  # jobs per task when a new rule set re-triages the fleet
+# Queuing a triage task rides out a broker restart (Redis back within about a minute) instead of failing
+# at Celery's default ~1 s: an import that finished while Redis was down would otherwise leave its jobs
+# untriaged until the sweep (`sweep_untriaged`) finds them (a finished run is not redone, and importing
+# it again changes no job).
+QUEUE_RETRY_POLICY = {"max_retries": 15, "interval_start": 1, "interval_step": 1, "interval_max": 5}
 
 
 def job_info(job: Job) -> JobInfo:
@@ -165,14 +171,44 @@ def triage_jobs(job_ids: list[int], rule_set: RuleSet | None = None) -> dict[str
     return counts
 
 
-def enqueue_triage(job_ids: list[int], rule_set: RuleSet | None = None) -> None:
-    """Queue triage of these jobs (in batches) once the current transaction commits."""
-    from triage.tasks import triage_jobs_task
+def enqueue_triage(job_ids: list[int], rule_set: RuleSet | None = None, *, patient: bool = True) -> None:
+    """Queue triage of these jobs (in batches) once the current transaction commits.
 
+    `patient` rides out a broker restart (imports, workers); a web request passes False so that it
+    fails at once instead of hanging while the broker is down.
+    """
     rule_set_id = rule_set.pk if rule_set else None
     for first in range(0, len(job_ids), RETRIAGE_BATCH):
         batch = list(job_ids[first : first + RETRIAGE_BATCH])
-        transaction.on_commit(lambda batch=batch: triage_jobs_task.delay(batch, rule_set_id))
+        transaction.on_commit(lambda batch=batch: queue_triage(batch, rule_set_id, patient=patient))
+
+
+def queue_triage(
+    job_ids: list[int], rule_set_id: int | None, retriage_run_id: int | None = None, *, patient: bool = True
+) -> None:
+    from triage.tasks import triage_jobs_task
+
+    options = {"retry_policy": QUEUE_RETRY_POLICY} if patient else {}
+    triage_jobs_task.apply_async((job_ids, rule_set_id, retriage_run_id), **options)
+
+
+def untriaged_jobs(older_than: timedelta):
+    """Jobs without a current triage result, stored or changed more than `older_than` ago (younger
+    ones are most likely still queued)."""
+    cutoff = timezone.now() - older_than
+    current = JobTriage.objects.filter(job=OuterRef("pk"), is_current=True)
+    return Job.objects.filter(updated_at__lt=cutoff).exclude(Exists(current))
+
+
+def sweep_untriaged(older_than: timedelta, limit: int) -> int:
+    """Queue the triage of jobs that have none: the safety net for triage tasks lost with the
+    broker (an import that ended while Redis was down and stayed down past the publish retries,
+    a queue flushed by hand). Returns how many jobs were queued; at most `limit` per sweep."""
+    job_ids = list(untriaged_jobs(older_than).order_by("pk").values_list("pk", flat=True)[:limit])
+    if job_ids:
+        logger.warning("Queuing the triage of %d jobs that had none (lost triage tasks?)", len(job_ids))
+        enqueue_triage(job_ids)
+    return len(job_ids)
 
 
 def save_rule_set(thresholds: dict, *, user=None, note: str = "") -> tuple[RuleSet, RetriageRun]:
@@ -190,8 +226,6 @@ def save_rule_set(thresholds: dict, *, user=None, note: str = "") -> tuple[RuleS
 
 def run_retriage(run_id: int) -> RetriageRun | None:
     """Fan the re-triage of every job out in batches; each batch task records its progress."""
-    from triage.tasks import triage_jobs_task
-
     run = RetriageRun.objects.filter(pk=run_id).select_related("rule_set").first()
     if run is None:
         return None
@@ -201,7 +235,7 @@ def run_retriage(run_id: int) -> RetriageRun | None:
     if not job_ids:
         finish_retriage(run.pk)
     for first in range(0, len(job_ids), RETRIAGE_BATCH):
-        triage_jobs_task.delay(job_ids[first : first + RETRIAGE_BATCH], run.rule_set_id, run.pk)
+        queue_triage(job_ids[first : first + RETRIAGE_BATCH], run.rule_set_id, run.pk)
     run.refresh_from_db()
     return run
 

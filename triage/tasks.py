@@ -39,3 +39,17 @@ def retriage_all_task(run_id: int) -> dict | None:
     if run is None:
         return None
     return {"run_id": run.pk, "jobs": run.jobs_total}
+
+
+@shared_task(name="triage.sweep_untriaged")
+def sweep_untriaged_task() -> dict:
+    """Every few minutes (beat): queue the triage of jobs that have none. Idempotent: a job queued
+    twice is triaged once more with the same result."""
+    from datetime import timedelta
+
+    from django.conf import settings
+
+    queued = services.sweep_untriaged(
+        timedelta(minutes=settings.TRIAGE_SWEEP_MINUTES), limit=settings.TRIAGE_SWEEP_LIMIT
+    )
+    return {"queued": queued}

@@ -19,6 +19,9 @@ SORTS = {
 }
 
 
+NOT_TRIAGED = "not_triaged"  # a job without a current triage result
+
+
 class JobFilter(django_filters.FilterSet):
     q = django_filters.CharFilter(method="search", label="Search")
     cluster = django_filters.ModelChoiceFilter(
@@ -30,7 +33,9 @@ class JobFilter(django_filters.FilterSet):
     user = django_filters.CharFilter(field_name="user", lookup_expr="iexact", label="User")
     state = django_filters.CharFilter(field_name="state", lookup_expr="iexact", label="State")
     category = django_filters.ChoiceFilter(choices=Category.choices, method="with_category", empty_label="Any cause")
-    status = django_filters.ChoiceFilter(choices=TriageStatus.choices, method="with_status", empty_label="Any status")
+    status = django_filters.ChoiceFilter(
+        choices=[*TriageStatus.choices, (NOT_TRIAGED, "Not triaged")], method="with_status", empty_label="Any status"
+    )
     util_min = django_filters.NumberFilter(field_name="mean_gpu_util", lookup_expr="gte", label="Util ≥ %")
     util_max = django_filters.NumberFilter(field_name="mean_gpu_util", lookup_expr="lte", label="Util ≤ %")
     start_from = django_filters.DateFilter(field_name="start_time", lookup_expr="date__gte", label="Started from")
@@ -56,6 +61,8 @@ class JobFilter(django_filters.FilterSet):
         return queryset.filter(Exists(current))
 
     def with_status(self, queryset, name, value):
+        if value == NOT_TRIAGED:  # queued, or lost with a broker outage until the sweep re-queues it
+            return queryset.exclude(Exists(JobTriage.objects.filter(job=OuterRef("pk"), is_current=True)))
         current = JobTriage.objects.filter(job=OuterRef("pk"), status=value, is_current=True)
         return queryset.filter(Exists(current))
 

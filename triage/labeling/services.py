@@ -374,7 +374,7 @@ def triage_missing(job_ids: list[int], rule_set: RuleSet) -> None:
     """Triage gold jobs that have no result for this rule-set version (queued, like any triage)."""
     from triage.services import enqueue_triage
 
-    enqueue_triage(job_ids, rule_set)
+    enqueue_triage(job_ids, rule_set, patient=False)  # from a page: fail at once if the broker is down
 
 
 def blinded_job_ids(user) -> set[int]:
