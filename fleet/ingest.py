@@ -27,6 +27,7 @@ from fleet import series as series_lib
 from fleet.archive.parser import ArchiveError, ArchiveStream, ParsedArchive, ParsedJob
 from fleet.archive.reader import ReaderLimits
 from fleet.canonical import ArtifactRecord, JobRecord, RecordError
+from fleet.lifecycle import delete_unreferenced
 from fleet.logevents import extract_log_events
 from fleet.models import FINISHED_STATUSES, Artifact, Cluster, IngestRun, Job, LogEvent, Team, cost_of, price_for
 from fleet.signals import jobs_ingested
@@ -391,7 +392,7 @@ def store_jobs(run, items: list[JobToStore]) -> list[tuple[str, Job]]:
         replaced -= {job.series_file.name for job, _ in stored}
         if replaced:
             # Only once the new rows are committed: a rolled-back update must still find its old blobs.
-            transaction.on_commit(lambda: _delete_unreferenced(replaced))
+            transaction.on_commit(lambda: delete_unreferenced(replaced))
     return results
 
 
@@ -414,14 +415,6 @@ def _apply_record(job: Job, record: JobRecord, team: Team, fp: str, run) -> None
     job.raw = record.raw
     job.fingerprint = fp
     job.ingest_run = run
-
-
-def _delete_unreferenced(names: set[str]) -> None:
-    """Delete content-addressed blobs that no job or artifact refers to any more (they may be shared)."""
-    still_used = set(Job.objects.filter(series_file__in=names).values_list("series_file", flat=True))
-    still_used |= set(Artifact.objects.filter(file__in=names).values_list("file", flat=True))
-    for name in names - still_used:
-        default_storage.delete(name)
 
 
 def _apply_summary(job: Job, frame, cluster: Cluster) -> None:
