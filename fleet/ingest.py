@@ -467,18 +467,19 @@ def _store_artifacts(stored: list[tuple[Job, list[ArtifactRecord]]]) -> None:
     """The jobs' artifacts and the events found in their logs, in bulk (jobs already have ids)."""
     artifacts: list[Artifact] = []
     for job, records in stored:
-        artifacts.extend(
-            Artifact(
-                job=job,
-                kind=record.kind,
-                path=record.path[:500],
-                file=_store_blob("artifacts", record.content),
-                size=len(record.content),
-                sha256=hashlib.sha256(record.content).hexdigest(),
-                truncated=record.truncated,
+        for record in records:
+            name = _store_blob("artifacts", record.content)
+            artifacts.append(
+                Artifact(
+                    job=job,
+                    kind=record.kind,
+                    path=record.path[:500],
+                    file=name,
+                    size=len(record.content),
+                    sha256=name.rsplit("/", 1)[-1],  # blobs are named by their SHA-256
+                    truncated=record.truncated,
+                )
             )
-            for record in records
-        )
     Artifact.objects.bulk_create(artifacts, batch_size=500)
     records = [record for _, job_records in stored for record in job_records]
     events: list[LogEvent] = []

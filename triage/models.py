@@ -74,6 +74,11 @@ class JobTriage(models.Model):
         return f"{self.job} v{self.rule_set.version}: {self.status}"
 
 
+def without_current_triage(jobs):
+    """These jobs less those with a current triage result: still queued, or their task was lost."""
+    return jobs.exclude(models.Exists(JobTriage.objects.filter(job=models.OuterRef("pk"), is_current=True)))
+
+
 class Finding(models.Model):
     """One cause of low utilization found in a job, with its evidence, waste and guidance."""
 

@@ -13,13 +13,13 @@ from decimal import Decimal
 
 from django.core.files.storage import default_storage
 from django.db import transaction
-from django.db.models import Exists, F, OuterRef
+from django.db.models import F
 from django.utils import timezone
 
 from fleet.models import Artifact, Job
 from triage.evidence import Evidence, JobInfo, build_evidence, read_series
 from triage.guidance import guidance_for
-from triage.models import Finding, JobTriage, RetriageRun, RuleSet, TriageStatus
+from triage.models import Finding, JobTriage, RetriageRun, RuleSet, TriageStatus, without_current_triage
 from triage.rules import TriageResult, triage
 
 logger = logging.getLogger(__name__)
@@ -195,9 +195,7 @@ def queue_triage(
 def untriaged_jobs(older_than: timedelta):
     """Jobs without a current triage result, stored or changed more than `older_than` ago (younger
     ones are most likely still queued)."""
-    cutoff = timezone.now() - older_than
-    current = JobTriage.objects.filter(job=OuterRef("pk"), is_current=True)
-    return Job.objects.filter(updated_at__lt=cutoff).exclude(Exists(current))
+    return without_current_triage(Job.objects.filter(updated_at__lt=timezone.now() - older_than))
 
 
 def sweep_untriaged(older_than: timedelta, limit: int) -> int:

@@ -1093,8 +1093,9 @@ class _Spill:
         # Looked up once per distinct job, not once per row.
         codes, job_ids = pd.factorize(frame["job_id"])
         buckets = np.array([self.bucket_of[job_id] for job_id in job_ids], dtype="int64")[codes]
-        for bucket in np.unique(buckets):
-            part = frame[buckets == bucket] if len(np.unique(buckets)) > 1 else frame
+        present = np.unique(buckets)
+        for bucket in present:
+            part = frame[buckets == bucket] if len(present) > 1 else frame
             table = pa.Table.from_pandas(part, preserve_index=False)
             self._sequence += 1
             path = os.path.join(self.folder, f"part-{self._sequence}.arrow")

@@ -18,6 +18,7 @@ retries are used up) ends the pull without moving the watermark, so the next run
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -45,6 +46,16 @@ class BadData(ConnectorError):
 
 class ConfigError(ConnectorError):
     """The connector's configuration is incomplete or contradictory."""
+
+
+def json_document(data: bytes | str | dict, source: str):
+    """A response body (or an already decoded document) as JSON; BadData naming `source` if it is not."""
+    if isinstance(data, dict):
+        return data
+    try:
+        return json.loads(data)
+    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise BadData(f"{source}: not valid JSON ({exc})") from exc
 
 
 @dataclass(frozen=True)

@@ -17,7 +17,6 @@ Pure part: `parse_pod_list` reads a PodList (the API's pages and `kubectl get po
 
 from __future__ import annotations
 
-import json
 import math
 import shlex
 from collections.abc import Iterator
@@ -25,7 +24,14 @@ from dataclasses import dataclass, field
 from datetime import datetime
 
 from fleet.canonical import ArtifactRecord, JobRecord, RecordError, as_utc
-from fleet.connectors.base import BadData, BaseConnector, Batch, parse_time_watermark, time_watermark
+from fleet.connectors.base import (
+    BadData,
+    BaseConnector,
+    Batch,
+    json_document,
+    parse_time_watermark,
+    time_watermark,
+)
 from fleet.connectors.http import HttpStatusError
 from fleet.connectors.prometheus import PrometheusConnector, SeriesRequest
 from fleet.connectors.registry import register
@@ -48,13 +54,7 @@ class PodJobs:
 
 def parse_pod_list(data: bytes | str | dict, *, source: str = "pods") -> tuple[list[dict], str]:
     """(pods, continue token) of a PodList page or a `kubectl get pods -o json` List."""
-    if isinstance(data, dict):
-        doc = data
-    else:
-        try:
-            doc = json.loads(data)
-        except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-            raise BadData(f"{source}: not valid JSON ({exc})") from exc
+    doc = json_document(data, source)
     if not isinstance(doc, dict) or not isinstance(doc.get("items"), list):
         raise BadData(f"{source}: expected a PodList with an 'items' list")
     pods = [p for p in doc["items"] if isinstance(p, dict) and (p.get("kind") in (None, "Pod"))]

@@ -21,7 +21,6 @@ What the normaliser handles (platform-apis.md §1–3):
 
 from __future__ import annotations
 
-import json
 import math
 import re
 from collections.abc import Iterable
@@ -33,7 +32,7 @@ import pandas as pd
 
 from fleet import series as series_lib
 from fleet.canonical import METRICS
-from fleet.connectors.base import BadData, BaseConnector, Batch
+from fleet.connectors.base import BadData, BaseConnector, Batch, json_document
 from fleet.connectors.registry import register
 
 # DCGM values at or above this are sentinels for "field not supported / blank", not data.
@@ -118,13 +117,7 @@ def request_from_labels(job) -> SeriesRequest:
 # ---------------------------------------------------------------------------------------------
 def parse_query_range(data: bytes | str | dict, *, source: str = "query_range") -> list[Series]:
     """The series of one `query_range` response; BadData for an error response or a wrong shape."""
-    if isinstance(data, dict):
-        doc = data
-    else:
-        try:
-            doc = json.loads(data)
-        except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-            raise BadData(f"{source}: not valid JSON ({exc})") from exc
+    doc = json_document(data, source)
     if not isinstance(doc, dict):
         raise BadData(f"{source}: expected a JSON object")
     if doc.get("status") != "success":

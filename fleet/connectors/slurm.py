@@ -19,7 +19,6 @@ layouts of data_parser v0.0.39 to v0.0.42 (and the older openapi dbv0.0.37/38 of
 
 from __future__ import annotations
 
-import json
 import re
 import shlex
 from collections.abc import Iterator
@@ -32,6 +31,7 @@ from fleet.connectors.base import (
     BaseConnector,
     Batch,
     TransientError,
+    json_document,
     parse_time_watermark,
     time_watermark,
 )
@@ -194,13 +194,7 @@ def parse_sacct(
     artifact_max_bytes: int = MAX_ARTIFACT_BYTES,
 ) -> SacctParse:
     """Canonical jobs from a `sacct --json` document or a slurmrestd `/slurmdb/.../jobs` response."""
-    if isinstance(data, dict):
-        doc = data
-    else:
-        try:
-            doc = json.loads(data)
-        except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-            raise BadData(f"{source}: not valid JSON ({exc})") from exc
+    doc = json_document(data, source)
     if not isinstance(doc, dict) or not isinstance(doc.get("jobs"), list):
         errors = doc.get("errors") if isinstance(doc, dict) else None
         raise BadData(f"{source}: expected an object with a 'jobs' list" + (f" (errors: {errors})" if errors else ""))

@@ -6,7 +6,7 @@ import django_filters
 from django.db.models import Exists, OuterRef, Q
 
 from fleet.models import Cluster, Job, Team
-from triage.models import Finding, JobTriage, TriageStatus
+from triage.models import Finding, JobTriage, TriageStatus, without_current_triage
 from triage.taxonomy import Category
 
 SORTS = {
@@ -62,7 +62,7 @@ class JobFilter(django_filters.FilterSet):
 
     def with_status(self, queryset, name, value):
         if value == NOT_TRIAGED:  # queued, or lost with a broker outage until the sweep re-queues it
-            return queryset.exclude(Exists(JobTriage.objects.filter(job=OuterRef("pk"), is_current=True)))
+            return without_current_triage(queryset)
         current = JobTriage.objects.filter(job=OuterRef("pk"), status=value, is_current=True)
         return queryset.filter(Exists(current))
 

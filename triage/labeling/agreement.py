@@ -203,6 +203,20 @@ def bootstrap_interval(
     return float(low), float(high)
 
 
+def _estimate(
+    value: float | None,
+    units: int,
+    contributions: Callable[[], np.ndarray],
+    statistic: Callable[[np.ndarray], np.ndarray],
+    **bootstrap,
+) -> Estimate:
+    """A point estimate with its bootstrap interval; no interval when the point itself is undefined."""
+    if value is None:
+        return Estimate(None, None, None, units)
+    low, high = bootstrap_interval(contributions(), statistic, **bootstrap)
+    return Estimate(value, low, high, units)
+
+
 # --- Study-level reports ----------------------------------------------------------------------
 
 Ratings = dict[Hashable, dict[str, frozenset[str]]]  # unit -> rater -> chosen options
@@ -259,17 +273,16 @@ class AgreementReport:
 def _pair_option(a_sets, b_sets, option, resamples, seed, confidence) -> tuple[Estimate, float | None]:
     a = [int(option in s) for s in a_sets]
     b = [int(option in s) for s in b_sets]
-    value = cohen_kappa(a, b)
-    low = high = None
-    if value is not None:
-        low, high = bootstrap_interval(
-            pair_contributions(a, b, 2),
-            lambda t: kappa_from_tables(t, 2),
-            resamples=resamples,
-            seed=seed,
-            confidence=confidence,
-        )
-    return Estimate(value, low, high, len(a)), percent_agreement(a, b)
+    kappa = _estimate(
+        cohen_kappa(a, b),
+        len(a),
+        lambda: pair_contributions(a, b, 2),
+        lambda t: kappa_from_tables(t, 2),
+        resamples=resamples,
+        seed=seed,
+        confidence=confidence,
+    )
+    return kappa, percent_agreement(a, b)
 
 
 def pair_agreement(
@@ -294,22 +307,21 @@ def pair_agreement(
     a_flat = [int(o in s) for s in a_sets for o in options]
     b_flat = [int(o in s) for s in b_sets for o in options]
     groups = np.repeat(np.arange(len(units)), len(options))
-    value = cohen_kappa(a_flat, b_flat)
-    low = high = None
-    if value is not None:
-        low, high = bootstrap_interval(
-            pair_contributions(a_flat, b_flat, 2),
-            lambda t: kappa_from_tables(t, 2),
-            resamples=resamples,
-            seed=seed,
-            confidence=confidence,
-            groups=groups,
-        )
+    pooled_kappa = _estimate(
+        cohen_kappa(a_flat, b_flat),
+        len(units),
+        lambda: pair_contributions(a_flat, b_flat, 2),
+        lambda t: kappa_from_tables(t, 2),
+        resamples=resamples,
+        seed=seed,
+        confidence=confidence,
+        groups=groups,
+    )
     return PairAgreement(
         raters=(first, second),
         units=len(units),
         exact_set_percent=percent_agreement(a_sets, b_sets),
-        pooled_kappa=Estimate(value, low, high, len(units)),
+        pooled_kappa=pooled_kappa,
         pooled_percent=percent_agreement(a_flat, b_flat),
         per_option=per_option,
     )
@@ -332,31 +344,23 @@ def _group_option(units, raters, ratings, options, resamples, seed, confidence, 
     counts = np.vstack([_binary_counts(units, ratings, o) for o in options])
     # Rows are ordered option-major; map each back to its unit for the bootstrap.
     groups = np.tile(np.arange(len(units)), len(options))
-    low = high = None
-    if alpha is not None:
-        low, high = bootstrap_interval(
-            coincidence_contributions(counts),
-            lambda o: alpha_from_coincidences(o, 2),
-            resamples=resamples,
-            seed=seed,
-            confidence=confidence,
-            groups=groups,
-        )
-    alpha_estimate = Estimate(alpha, low, high, len(units))
+    bootstrap = {"resamples": resamples, "seed": seed, "confidence": confidence, "groups": groups}
+    alpha_estimate = _estimate(
+        alpha,
+        len(units),
+        lambda: coincidence_contributions(counts),
+        lambda o: alpha_from_coincidences(o, 2),
+        **bootstrap,
+    )
     fleiss_estimate = None
     if equal_m:
-        value = fleiss_kappa(counts)
-        low = high = None
-        if value is not None:
-            low, high = bootstrap_interval(
-                fleiss_contributions(counts),
-                lambda s: fleiss_from_sums(s, 2),
-                resamples=resamples,
-                seed=seed,
-                confidence=confidence,
-                groups=groups,
-            )
-        fleiss_estimate = Estimate(value, low, high, len(units))
+        fleiss_estimate = _estimate(
+            fleiss_kappa(counts),
+            len(units),
+            lambda: fleiss_contributions(counts),
+            lambda s: fleiss_from_sums(s, 2),
+            **bootstrap,
+        )
     return alpha_estimate, fleiss_estimate
 
 
