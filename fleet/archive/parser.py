@@ -418,12 +418,13 @@ class _ArchiveParser:
 
     def _note_outside_window(self, job: JobRecord, frame: pd.DataFrame) -> None:
         """Samples before start_time or after end_time are kept but not counted; say so once per job."""
-        stamps = frame["timestamp"]
-        outside = (stamps < pd.Timestamp(job.start_time)) | (stamps > pd.Timestamp(job.end_time))
-        count = int(outside.sum())
+        # On the raw nanoseconds: comparing the datetime column itself costs more than the rest of the check.
+        stamps = frame["timestamp"].array.as_unit("ns").asi8
+        outside = (stamps < pd.Timestamp(job.start_time).value) | (stamps > pd.Timestamp(job.end_time).value)
+        count = int(np.count_nonzero(outside))
         if not count:
             return
-        first = stamps[outside].iloc[0].isoformat().replace("+00:00", "Z")
+        first = pd.Timestamp(int(stamps[np.argmax(outside)]), tz="UTC").isoformat().replace("+00:00", "Z")
         plural = "1 sample lies" if count == 1 else f"{count} samples lie"
         message = (
             f"{plural} outside the job's window {job.start_time.isoformat().replace('+00:00', 'Z')} – "
