@@ -25,6 +25,18 @@ def require_service(env_name: str) -> str:
     return value
 
 
+def require_postgresql(why: str) -> None:
+    """For a test that needs what only PostgreSQL has (row and advisory locks held from another
+    connection): in CI it fails on any other database, elsewhere it skips saying `why`."""
+    from django.db import connection
+
+    if connection.vendor == "postgresql":
+        return
+    if os.environ.get("CI"):
+        pytest.fail("CI must run the suite on PostgreSQL (set DATABASE_URL)")
+    pytest.skip(why)
+
+
 @pytest.fixture(autouse=True)
 def _celery_in_process():
     """Tasks run in-process unless a test starts a real worker (see test_services.py)."""

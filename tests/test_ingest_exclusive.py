@@ -8,28 +8,20 @@ again later, and take it over only once the first one is gone.
 
 from __future__ import annotations
 
-import os
 import time
 import uuid
 
 import psycopg
 import pytest
-from django.db import connection
 
 from fleet import ingest
 from fleet.models import IngestRun, Job
-from tests.conftest import EXAMPLE_ARCHIVE, require_service
+from tests.conftest import EXAMPLE_ARCHIVE, require_postgresql, require_service
 from tests.test_services import _worker_database_url, celery_worker
 
 pytestmark = pytest.mark.services
 
-
-def require_postgresql() -> None:
-    if connection.vendor == "postgresql":
-        return
-    if os.environ.get("CI"):
-        pytest.fail("CI must run the suite on PostgreSQL (set DATABASE_URL)")
-    pytest.skip("run locks are PostgreSQL advisory locks; the embedded SQLite mode runs tasks one at a time")
+RUN_LOCKS_NEED_POSTGRESQL = "run locks are PostgreSQL advisory locks; the embedded SQLite mode runs tasks one at a time"
 
 
 def hold_run_lock(run_id: int) -> psycopg.Connection:
@@ -41,7 +33,7 @@ def hold_run_lock(run_id: int) -> psycopg.Connection:
 
 @pytest.mark.django_db(transaction=True)
 def test_a_run_held_by_another_worker_is_left_alone_until_that_worker_is_gone(storage_dir):
-    require_postgresql()
+    require_postgresql(RUN_LOCKS_NEED_POSTGRESQL)
     run = ingest.create_run(EXAMPLE_ARCHIVE)
     other = hold_run_lock(run.pk)
     try:
@@ -59,7 +51,7 @@ def test_a_run_held_by_another_worker_is_left_alone_until_that_worker_is_gone(st
 
 @pytest.mark.django_db(transaction=True)
 def test_a_redelivered_task_on_a_real_worker_waits_for_the_first_worker(storage_dir):
-    require_postgresql()
+    require_postgresql(RUN_LOCKS_NEED_POSTGRESQL)
     require_service("REDIS_URL")
     from config.celery import app
     from fleet.tasks import ingest_archive_task

@@ -35,7 +35,7 @@ from redis.retry import Retry
 
 from fleet import ingest
 from fleet.models import IngestRun, Job, Team
-from tests.conftest import EXAMPLE_ARCHIVE, blocked_query, hold_lock, write_busy_archive
+from tests.conftest import EXAMPLE_ARCHIVE, blocked_query, hold_lock, require_postgresql, write_busy_archive
 from tests.test_ingest_worker_kill import blobs_on_disk, referenced_blobs, snapshot, wait_for
 from tests.test_services import _worker_database_url, celery_worker
 from triage import services
@@ -208,6 +208,7 @@ def comparable(rows) -> list[tuple]:
 
 @pytest.mark.django_db(transaction=True)
 def test_redis_restarted_mid_triage_loses_and_duplicates_nothing(private_redis, storage_dir, tmp_path):
+    require_postgresql("holds the worker still with row locks taken from another connection, which SQLite has not")
     archive = tmp_path / "fleet.zip"
     generate_demo_fleet(archive, jobs=TRIAGE_JOBS, seed=11)  # every category, so there are findings to compare
     database = _worker_database_url()
