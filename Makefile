@@ -46,9 +46,10 @@ constraints: install
 audit: install
 	.ci/audit-deps
 
-## bench: benchmarks under bench/, results in bench/results/*.json (load.py: gunicorn + 50 clients + an ingest; DATABASE_URL for PostgreSQL)
+## bench: benchmarks under bench/, results in bench/results/*.json (ingest_steps.py: an import's cost per step; load.py: gunicorn + 50 clients + an ingest; DATABASE_URL for PostgreSQL)
 bench: install
 	$(DEMO_ENV) $(PY) bench/run.py
+	$(DEMO_ENV) $(PY) bench/ingest_steps.py
 	$(DEMO_ENV) $(PY) bench/dashboard.py 100000
 	$(PY) bench/load.py --jobs 100000 --clients 50 --duration 60
 
