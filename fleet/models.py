@@ -154,6 +154,40 @@ class IngestRun(models.Model):
 
         return ((self.finished_at or timezone.now()) - self.started_at).total_seconds()
 
+    # What the run pages show (and their progress polling receives ready-made, so the page and
+    # its script cannot disagree): counts with thousands separators, durations past a minute in
+    # minutes, the average rate since the run started.
+    @property
+    def duration_display(self) -> str:
+        seconds = self.duration_s
+        if seconds is None:
+            return "–"
+        if round(seconds, 1) < 60:
+            return f"{seconds:.1f} s"
+        minutes, seconds = divmod(round(seconds), 60)
+        if minutes < 60:
+            return f"{minutes} min {seconds:02d} s"
+        hours, minutes = divmod(minutes, 60)
+        return f"{hours} h {minutes:02d} min"
+
+    @property
+    def rate_display(self) -> str:
+        seconds = self.duration_s
+        if not seconds or not self.jobs_done:
+            return "–"
+        return f"{self.jobs_done / seconds:,.1f} jobs/s · {self.samples / seconds:,.0f} samples/s"
+
+    @property
+    def count_display(self) -> str:
+        return f"{self.jobs_done:,} of {self.jobs_total:,} jobs"
+
+    @property
+    def jobs_display(self) -> str:
+        return (
+            f"{self.jobs_done:,} of {self.jobs_total:,} processed: {self.jobs_created:,} created, "
+            f"{self.jobs_updated:,} updated, {self.jobs_unchanged:,} unchanged, {self.jobs_rejected:,} rejected"
+        )
+
     @property
     def uploader(self) -> str:
         """Who started it: a person, or a machine token by name."""

@@ -169,6 +169,67 @@ def test_a_running_run_page_polls_its_status(operator_client):
     )
 
 
+def test_a_big_runs_figures_read_as_a_person_reads_them(operator_client):
+    """Thousands grouped, minutes past a minute, and the rate so far, on the list, the run's page and
+    in what the page polls."""
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    started = timezone.now() - timedelta(minutes=2, seconds=5)
+    run = IngestRun.objects.create(
+        archive_name="week-47.zip",
+        status=IngestRun.Status.SUCCEEDED,
+        started_at=started,
+        finished_at=started + timedelta(minutes=2, seconds=5),
+        jobs_total=10_000,
+        jobs_done=10_000,
+        jobs_created=9_990,
+        jobs_rejected=10,
+        samples=29_741_818,
+    )
+    page = operator_client.get(f"/ingest-runs/{run.pk}/").content.decode()
+    assert '<dd id="run-duration">2 min 05 s</dd>' in page
+    assert '<dd id="run-samples">29,741,818</dd>' in page
+    assert "10,000 of 10,000 processed: 9,990 created, 0 updated, 0 unchanged, 10 rejected" in page
+    assert "80.0 jobs/s · 237,935 samples/s" in page  # 10,000 jobs and 29.7 M samples in 125 s
+    listing = operator_client.get("/ingest-runs/").content.decode()
+    assert "2 min 05 s" in listing and "29,741,818" in listing and "9,990" in listing
+    shown = operator_client.get(f"/ingest-runs/{run.pk}/status.json").json()["display"]
+    assert shown == {
+        "count": "10,000 of 10,000 jobs",
+        "jobs": "10,000 of 10,000 processed: 9,990 created, 0 updated, 0 unchanged, 10 rejected",
+        "samples": "29,741,818",
+        "duration": "2 min 05 s",
+        "rate": "80.0 jobs/s · 237,935 samples/s",
+    }
+
+
+@pytest.mark.parametrize(
+    ("seconds", "shown"),
+    [
+        (None, "–"),
+        (0.04, "0.0 s"),
+        (59.94, "59.9 s"),
+        (59.96, "1 min 00 s"),
+        (3599.4, "59 min 59 s"),
+        (3599.6, "1 h 00 min"),
+        (7385, "2 h 03 min"),
+    ],
+)
+def test_run_durations_are_worded_by_their_size(seconds, shown):
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    now = timezone.now()
+    run = IngestRun(started_at=None if seconds is None else now, finished_at=None)
+    if seconds is not None:
+        run.finished_at = now + timedelta(seconds=seconds)
+    assert run.duration_display == shown
+    assert run.rate_display == "–"  # no job done yet
+
+
 def test_operators_create_a_token_see_it_once_and_revoke_it(operator_client, operator, member_a):
     response = operator_client.post("/tokens/", {"name": "nightly-exporter"})
     assert response.status_code == 200

@@ -76,6 +76,7 @@
     var jobs = document.getElementById("run-jobs");
     var samples = document.getElementById("run-samples");
     var duration = document.getElementById("run-duration");
+    var rate = document.getElementById("run-rate");
 
     function poll() {
       var request = new XMLHttpRequest();
@@ -87,14 +88,14 @@
         if (run.finished) { window.location.reload(); return; }
         bar.max = Math.max(run.jobs_total, 1);
         bar.value = run.jobs_done;
-        count.textContent = run.jobs_done + " of " + run.jobs_total + " jobs";
+        count.textContent = run.display.count;
         phase.textContent = run.phase || "waiting for a worker";
         status.textContent = run.status_display;
         status.className = "status " + run.status;
-        jobs.textContent = run.jobs_done + " of " + run.jobs_total + " processed: " + run.jobs_created + " created, " +
-          run.jobs_updated + " updated, " + run.jobs_unchanged + " unchanged, " + run.jobs_rejected + " rejected";
-        samples.textContent = run.samples;
-        duration.textContent = run.duration_s === null ? "–" : run.duration_s.toFixed(1) + " s";
+        jobs.textContent = run.display.jobs;
+        samples.textContent = run.display.samples;
+        duration.textContent = run.display.duration;
+        rate.textContent = run.display.rate;
         window.setTimeout(poll, 1000);
       });
       request.addEventListener("error", function () { window.setTimeout(poll, 5000); });
