@@ -209,6 +209,85 @@ def _execute_claimed(run: IngestRun, on_progress=None) -> IngestRun:
     return run
 
 
+@dataclass
+class DryRunReport:
+    """What importing an archive would do, worked out without writing anything."""
+
+    jobs_total: int = 0
+    jobs_created: int = 0
+    jobs_updated: int = 0
+    jobs_unchanged: int = 0
+    jobs_rejected: int = 0
+    samples: int = 0
+    errors: list[RecordError] | None = None
+    failed: str = ""  # why the whole archive would be refused (a hostile or unreadable archive)
+
+
+def dry_run(archive_path: str | Path, on_progress=None) -> DryRunReport:
+    """Read and validate an archive as an import would, and say what it would store; write nothing.
+
+    No ingest run, job, blob or log event is created: the archive is parsed and each job's
+    fingerprint compared with the stored job's, exactly as `store_jobs` decides (`outcome`).
+    `on_progress(text)` is told the phase as the archive is read.
+    """
+    report = DryRunReport(errors=[])
+    path = Path(archive_path)
+    try:
+        with ArchiveStream(
+            path,
+            artifact_max_bytes=settings.ARTIFACT_MAX_BYTES,
+            limits=reader_limits(),
+            progress=on_progress or (lambda _text: None),
+            work_dir=settings.ARCHIVE_WORK_DIR,
+        ) as stream:
+            report.jobs_rejected = len(stream.rejected)
+            report.jobs_total = len(stream.jobs) + len(stream.rejected)
+            batch: list[ParsedJob] = []
+            for parsed_job in stream:
+                batch.append(parsed_job)
+                if len(batch) >= STORE_BATCH:
+                    _dry_run_batch(batch, report)
+            _dry_run_batch(batch, report)
+            report.errors = list(stream.errors)
+    except ArchiveError as exc:
+        report.errors = [exc.error]
+        report.failed = exc.error.message
+    except FileNotFoundError:
+        report.errors = [RecordError(file=path.name, message="the archive file does not exist")]
+        report.failed = "the archive file does not exist"
+    return report
+
+
+def _dry_run_batch(batch: list[ParsedJob], report: DryRunReport) -> None:
+    """Decide each job of the batch as `store_jobs` would, with one query for the stored jobs."""
+    if not batch:
+        return
+    wanted = {(job.record.cluster, job.record.external_id) for job in batch}
+    stored = {
+        (cluster, external_id): Job(fingerprint=fp, team_id=team_id)
+        for cluster, external_id, fp, team_id in Job.objects.filter(
+            cluster__name__in={cluster for cluster, _ in wanted},
+            external_id__in={external_id for _, external_id in wanted},
+        ).values_list("cluster__name", "external_id", "fingerprint", "team_id")
+    }
+    teams = dict(Team.objects.filter(slug__in={_team_slug(job.record.team) for job in batch}).values_list("slug", "pk"))
+    for parsed_job in batch:
+        record = parsed_job.record
+        frame, _series_bytes, fp = prepared_series(record, parsed_job.series, parsed_job.artifacts)
+        decided = outcome(stored.get((record.cluster, record.external_id)), fp, teams.get(_team_slug(record.team)))
+        setattr(report, f"jobs_{decided}", getattr(report, f"jobs_{decided}") + 1)
+        if frame is not None:
+            summary = series_lib.summarize(
+                frame,
+                start=record.start_time,
+                end=record.end_time,
+                gpu_count=record.gpu_count,
+                idle_threshold=settings.IDLE_UTIL_THRESHOLD,
+            )
+            report.samples += summary.sample_count
+    batch.clear()
+
+
 def store_parsed(run: IngestRun, parsed: ParsedArchive) -> IngestRun:
     """Store an archive parsed in memory (`parse_archive`); the importer itself streams (`execute_run`)."""
     run.errors = [e.as_dict() for e in parsed.errors]
@@ -292,9 +371,12 @@ def _discard_upload(run: IngestRun) -> None:
         path.unlink(missing_ok=True)
 
 
+def _team_slug(name: str) -> str:
+    return slugify(name)[:100] or "unnamed"
+
+
 def _team_for(name: str) -> Team:
-    slug = slugify(name)[:100] or "unnamed"
-    team, _ = Team.objects.get_or_create(slug=slug, defaults={"name": name[:200]})
+    team, _ = Team.objects.get_or_create(slug=_team_slug(name), defaults={"name": name[:200]})
     return team
 
 
@@ -309,6 +391,22 @@ def fingerprint(record: JobRecord, series_bytes: bytes | None, artifacts: list[A
         digest.update(f"{artifact.kind}\0{artifact.path}\0".encode())
         digest.update(hashlib.sha256(artifact.content).digest())
     return digest.hexdigest()
+
+
+def prepared_series(record: JobRecord, frame, artifacts: list[ArtifactRecord]) -> tuple[object, bytes | None, str]:
+    """(the frame or None when empty, its Parquet bytes, the job's fingerprint): what storing compares."""
+    frame = frame if frame is not None and len(frame) else None
+    series_bytes = series_lib.to_parquet_bytes(frame) if frame is not None else None
+    return frame, series_bytes, fingerprint(record, series_bytes, artifacts)
+
+
+def outcome(existing: Job | None, fp: str, team_id: int | None) -> str:
+    """What storing a job does: "created", "updated", or "unchanged" (same fingerprint and team)."""
+    if existing is None:
+        return "created"
+    if existing.fingerprint == fp and existing.team_id == team_id:
+        return "unchanged"
+    return "updated"
 
 
 @dataclass
@@ -337,11 +435,7 @@ def store_jobs(run, items: list[JobToStore]) -> list[tuple[str, Job]]:
     keys = [(item.cluster.pk, item.record.external_id) for item in items]
     if len(set(keys)) != len(keys):  # the same job twice: store them one after the other
         return [result for item in items for result in store_jobs(run, [item])]
-    prepared = []
-    for item in items:
-        frame = item.frame if item.frame is not None and len(item.frame) else None
-        series_bytes = series_lib.to_parquet_bytes(frame) if frame is not None else None
-        prepared.append((item, frame, series_bytes, fingerprint(item.record, series_bytes, item.artifacts)))
+    prepared = [(item, *prepared_series(item.record, item.frame, item.artifacts)) for item in items]
 
     # One query per batch for the clusters' prices, not one per job (`price_for` reads
     # `cluster.prices`); fetched afresh each batch, so a price changed during a long run applies.
@@ -364,10 +458,11 @@ def store_jobs(run, items: list[JobToStore]) -> list[tuple[str, Job]]:
         replaced: set[str] = set()
         for (item, frame, series_bytes, fp), key in zip(prepared, keys, strict=True):
             job = existing.get(key)
-            if job is not None and job.fingerprint == fp and job.team_id == item.team.pk:
+            decided = outcome(job, fp, item.team.pk)
+            if decided == "unchanged":
                 results.append(("unchanged", job))
                 continue
-            if job is None:
+            if decided == "created":
                 job = Job(cluster=item.cluster, external_id=item.record.external_id)
                 created.append(job)
                 results.append(("created", job))

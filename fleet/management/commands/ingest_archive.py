@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import shutil
+from pathlib import Path
 
 from django.core.management.base import BaseCommand, CommandError
 
@@ -27,6 +28,12 @@ class Command(BaseCommand):
             action="store_true",
             help="queue the import on the Celery workers and print the run id instead of waiting",
         )
+        parser.add_argument(
+            "--dry-run",
+            action="store_true",
+            help="check the archive and say what an import would create, update, leave unchanged and reject "
+            "(with every error), storing nothing; the exit code is the import's",
+        )
 
     def _progress_bar(self) -> _ProgressBar | None:
         """Only on a terminal: a log file or a pipe gets the plain summary lines alone."""
@@ -36,7 +43,11 @@ class Command(BaseCommand):
             return None
         return _ProgressBar(stream)
 
-    def handle(self, path, run_async=False, **options):
+    def handle(self, path, run_async=False, dry_run=False, **options):
+        if dry_run and run_async:
+            raise CommandError("--dry-run and --async do not go together: a dry run reports at once")
+        if dry_run:
+            return self._dry_run(path)
         run = ingest.create_run(path, source=IngestRun.Source.CLI)
         self.stdout.write(f"Ingest run {run.pk}: {run.archive_name}")
         if run_async:
@@ -55,10 +66,11 @@ class Command(BaseCommand):
             f"{run.jobs_unchanged} unchanged, {run.jobs_rejected} rejected\n"
             f"samples: {run.samples}"
         )
-        for error in run.errors[:MAX_ERRORS_SHOWN]:
+        errors = run.errors
+        for error in errors[:MAX_ERRORS_SHOWN]:
             self.stderr.write(str(RecordError(**error)))
-        if len(run.errors) > MAX_ERRORS_SHOWN:
-            self.stderr.write(f"... and {len(run.errors) - MAX_ERRORS_SHOWN} more errors (see ingest run {run.pk})")
+        if len(errors) > MAX_ERRORS_SHOWN:
+            self.stderr.write(f"... and {len(errors) - MAX_ERRORS_SHOWN} more errors (see ingest run {run.pk})")
         stored = run.jobs_created + run.jobs_updated + run.jobs_unchanged
         if run.status == IngestRun.Status.FAILED or (stored == 0 and run.jobs_total):
             raise CommandError(f"no jobs were stored (ingest run {run.pk})", returncode=2)
@@ -66,6 +78,21 @@ class Command(BaseCommand):
             raise CommandError(
                 f"{run.jobs_rejected} of {run.jobs_total} jobs were rejected (ingest run {run.pk})", returncode=1
             )
+
+    def _dry_run(self, path) -> None:
+        report = ingest.dry_run(path)
+        self.stdout.write(f"Dry run of {Path(path).name}: nothing was stored")
+        self.stdout.write(
+            f"jobs: {report.jobs_created} to create, {report.jobs_updated} to update, "
+            f"{report.jobs_unchanged} unchanged, {report.jobs_rejected} rejected\n"
+            f"samples: {report.samples}"
+        )
+        for error in report.errors:  # all of them: there is no run to look the rest up in
+            self.stderr.write(str(error))
+        if report.failed or (report.jobs_total and report.jobs_rejected == report.jobs_total):
+            raise CommandError("no job would be stored", returncode=2)
+        if report.jobs_rejected:
+            raise CommandError(f"{report.jobs_rejected} of {report.jobs_total} jobs would be rejected", returncode=1)
 
 
 class _ProgressBar:
