@@ -277,14 +277,7 @@ def _dry_run_batch(batch: list[ParsedJob], report: DryRunReport) -> None:
         decided = outcome(stored.get((record.cluster, record.external_id)), fp, teams.get(_team_slug(record.team)))
         setattr(report, f"jobs_{decided}", getattr(report, f"jobs_{decided}") + 1)
         if frame is not None:
-            summary = series_lib.summarize(
-                frame,
-                start=record.start_time,
-                end=record.end_time,
-                gpu_count=record.gpu_count,
-                idle_threshold=settings.IDLE_UTIL_THRESHOLD,
-            )
-            report.samples += summary.sample_count
+            report.samples += summary_of(frame, record.start_time, record.end_time, record.gpu_count).sample_count
     batch.clear()
 
 
@@ -512,16 +505,17 @@ def _apply_record(job: Job, record: JobRecord, team: Team, fp: str, run) -> None
     job.ingest_run = run
 
 
+def summary_of(frame, start, end, gpu_count: int):
+    """The job's summary figures from its series, with the configured idle threshold."""
+    return series_lib.summarize(
+        frame, start=start, end=end, gpu_count=gpu_count, idle_threshold=settings.IDLE_UTIL_THRESHOLD
+    )
+
+
 def _apply_summary(job: Job, frame, cluster: Cluster) -> None:
     job.gpu_hours = series_lib.gpu_hours(job.start_time, job.end_time, job.gpu_count)
     if frame is not None and len(frame):
-        summary = series_lib.summarize(
-            frame,
-            start=job.start_time,
-            end=job.end_time,
-            gpu_count=job.gpu_count,
-            idle_threshold=settings.IDLE_UTIL_THRESHOLD,
-        )
+        summary = summary_of(frame, job.start_time, job.end_time, job.gpu_count)
         job.mean_gpu_util = summary.mean_gpu_util
         job.peak_gpu_mem_util = summary.peak_gpu_mem_util
         job.unused_gpu_hours = summary.unused_gpu_hours
