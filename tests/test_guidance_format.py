@@ -1,0 +1,27 @@
+"""Guidance text in HTML: `names` in backticks show as code, and nothing in it is ever taken as markup."""
+
+from __future__ import annotations
+
+import pytest
+from django.test import Client
+
+from triage.templatetags.guidance_format import code_spans
+
+
+def test_backticked_names_become_code_and_everything_is_escaped():
+    assert code_spans("a trailing `sleep` holds the GPUs") == "a trailing <code>sleep</code> holds the GPUs"
+    assert code_spans("`<script>alert(1)</script>` & <b>") == (
+        "<code>&lt;script&gt;alert(1)&lt;/script&gt;</code> &amp; &lt;b&gt;"
+    )
+    assert code_spans("an unpaired ` stays") == "an unpaired ` stays"
+    assert code_spans(None) == ""
+
+
+@pytest.mark.django_db
+def test_the_causes_pages_show_the_guides_code_as_code(operator):
+    client = Client()
+    client.force_login(operator)
+    listing = client.get("/categories/").content.decode()
+    assert "<code>sleep infinity</code>" in listing and "`sleep infinity`" not in listing
+    detail = client.get("/categories/unreleased_job/").content.decode()
+    assert "a trailing <code>sleep</code>" in detail and "`sleep`" not in detail

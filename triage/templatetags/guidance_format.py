@@ -1,0 +1,20 @@
+"""How guidance text (triage.guidance) is shown in HTML: its `backticked` names as code."""
+
+import re
+
+from django import template
+from django.utils.html import escape
+from django.utils.safestring import mark_safe
+
+register = template.Library()
+
+# A code span as the guidance writes it: one pair of backticks around text without a backtick.
+_CODE_SPAN = re.compile(r"`([^`\n]+)`")
+
+
+@register.filter
+def code_spans(text) -> str:
+    """The text escaped, with each `name` shown as <code>name</code> (an unpaired backtick stays as it is)."""
+    if text is None:
+        return ""
+    return mark_safe(_CODE_SPAN.sub(r"<code>\1</code>", escape(str(text))))  # noqa: S308 - escaped first
