@@ -223,3 +223,14 @@ def test_operator_sets_prices_and_jobs_are_repriced(client, operator, member_a, 
     form["form-0-price_per_gpu_hour"] = "cheap"
     bad = client.post(url, form)
     assert bad.status_code == 200 and b"Enter a number" in bad.content
+
+
+@pytest.mark.parametrize(("jobs", "step"), [([0, 0], 1), ([0, 3, 4], 1), ([2, 9], 2), ([0, 40], 8)])
+def test_the_cause_trend_counts_jobs_in_whole_numbers(jobs, step):
+    from datetime import date, timedelta
+
+    from triage.dashboard.figures import category_trend
+
+    rows = [{"week": date(2026, 11, 2) + timedelta(weeks=i), "hours": 1.0, "jobs": n} for i, n in enumerate(jobs)]
+    axis = category_trend(rows, "#123456")["layout"]["yaxis2"]
+    assert (axis["tickmode"], axis["tick0"], axis["dtick"]) == ("linear", 0, step)  # ticks 0, step, 2 × step…

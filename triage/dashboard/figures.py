@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import html
+import math
 
 BASE_LAYOUT = {
     "margin": {"l": 50, "r": 20, "t": 10, "b": 40},
@@ -128,6 +129,9 @@ def categories_vs_paper(rows: list[dict]) -> dict:
 
 def category_trend(rows: list[dict], colour: str) -> dict:
     weeks = [row["week"].strftime("%b %d") for row in rows]
+    # Jobs are counted in whole numbers: ticks at 0, step, 2 × step… (left to itself, Plotly lines
+    # this axis up with the GPU-hours gridlines and labels it 0.91, 1.82, …).
+    job_step = max(1, math.ceil(max((r["jobs"] for r in rows), default=0) / 5))
     return {
         "data": [
             {
@@ -152,7 +156,16 @@ def category_trend(rows: list[dict], colour: str) -> dict:
             height=280,
             xaxis={"type": "category", "tickangle": 0, "nticks": 6},
             yaxis={"title": {"text": "GPU-hours"}},
-            yaxis2={"title": {"text": "Jobs"}, "overlaying": "y", "side": "right", "rangemode": "tozero"},
+            yaxis2={
+                "title": {"text": "Jobs"},
+                "overlaying": "y",
+                "side": "right",
+                "rangemode": "tozero",
+                "tickmode": "linear",
+                "tick0": 0,
+                "dtick": job_step,
+                "showgrid": False,
+            },
             margin={"l": 50, "r": 50, "t": 10, "b": 40},
         ),
     }
