@@ -95,6 +95,7 @@ TEMPLATES = [
                 "django.contrib.auth.context_processors.auth",
                 "django.contrib.messages.context_processors.messages",
                 "fleet.context_processors.roles",
+                "config.navigation.nav_section",
             ],
         },
     },
