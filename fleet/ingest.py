@@ -221,6 +221,8 @@ class DryRunReport:
     samples: int = 0
     errors: list[RecordError] | None = None
     failed: str = ""  # why the whole archive would be refused (a hostile or unreadable archive)
+    jobs_done: int = 0  # progress, as on a run: jobs checked so far, and what is being read
+    phase: str = ""
 
 
 def dry_run(archive_path: str | Path, on_progress=None) -> DryRunReport:
@@ -228,26 +230,36 @@ def dry_run(archive_path: str | Path, on_progress=None) -> DryRunReport:
 
     No ingest run, job, blob or log event is created: the archive is parsed and each job's
     fingerprint compared with the stored job's, exactly as `store_jobs` decides (`outcome`).
-    `on_progress(text)` is told the phase as the archive is read.
+    `on_progress(report)` is called as it goes (the command's progress bar, as for an import).
     """
     report = DryRunReport(errors=[])
     path = Path(archive_path)
+
+    def progress(phase: str | None = None) -> None:
+        if phase is not None:
+            report.phase = phase
+        if on_progress is not None:
+            on_progress(report)
+
     try:
         with ArchiveStream(
             path,
             artifact_max_bytes=settings.ARTIFACT_MAX_BYTES,
             limits=reader_limits(),
-            progress=on_progress or (lambda _text: None),
+            progress=progress,
             work_dir=settings.ARCHIVE_WORK_DIR,
         ) as stream:
             report.jobs_rejected = len(stream.rejected)
             report.jobs_total = len(stream.jobs) + len(stream.rejected)
+            progress("checking jobs")
             batch: list[ParsedJob] = []
             for parsed_job in stream:
                 batch.append(parsed_job)
                 if len(batch) >= STORE_BATCH:
                     _dry_run_batch(batch, report)
+                    progress()
             _dry_run_batch(batch, report)
+            progress()
             report.errors = list(stream.errors)
     except ArchiveError as exc:
         report.errors = [exc.error]
@@ -276,6 +288,7 @@ def _dry_run_batch(batch: list[ParsedJob], report: DryRunReport) -> None:
         frame, _series_bytes, fp = prepared_series(record, parsed_job.series, parsed_job.artifacts)
         decided = outcome(stored.get((record.cluster, record.external_id)), fp, teams.get(_team_slug(record.team)))
         setattr(report, f"jobs_{decided}", getattr(report, f"jobs_{decided}") + 1)
+        report.jobs_done += 1
         if frame is not None:
             report.samples += summary_of(frame, record.start_time, record.end_time, record.gpu_count).sample_count
     batch.clear()

@@ -80,7 +80,12 @@ class Command(BaseCommand):
             )
 
     def _dry_run(self, path) -> None:
-        report = ingest.dry_run(path)
+        bar = self._progress_bar()
+        try:
+            report = ingest.dry_run(path, on_progress=bar.update if bar else None)
+        finally:
+            if bar:
+                bar.close()
         self.stdout.write(f"Dry run of {Path(path).name}: nothing was stored")
         self.stdout.write(
             f"jobs: {report.jobs_created} to create, {report.jobs_updated} to update, "
@@ -96,7 +101,8 @@ class Command(BaseCommand):
 
 
 class _ProgressBar:
-    """A tqdm bar over the run's stored jobs, its description the current phase (terminals only)."""
+    """A tqdm bar over the run's stored jobs (or a dry run's checked ones), its description the current
+    phase (terminals only)."""
 
     def __init__(self, stream):
         from tqdm import tqdm
