@@ -27,6 +27,7 @@ def run_command(args: list[str], storage_dir, *, terminal: bool) -> tuple[int, s
         "DATABASE_URL": _worker_database_url(),
         "STORAGE_DIR": str(storage_dir),
         "SECRET_KEY": os.environ.get("SECRET_KEY", "terminal-test-key"),
+        "REDIS_URL": "",  # the triage an import starts runs in that process, not queued on a shared broker
     }
     command = [sys.executable, "manage.py", "ingest_archive", *args]
     if not terminal:
