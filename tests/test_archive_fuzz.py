@@ -165,3 +165,33 @@ def test_arbitrary_metric_cells_give_records_or_clean_errors(tmp_path, cells):
     except UnicodeEncodeError:
         return
     parses_cleanly(path)
+
+
+JOB_FIELDS = ["job_id", "user", "team", "gpu_count", "start_time", "end_time", "submit_time", "node_count", "cluster"]
+CELLS = st.one_of(
+    st.none(),
+    st.integers(min_value=-3, max_value=10**6),
+    st.floats(allow_nan=False),
+    st.sampled_from(["", "0", "12", "-1", "x y", "2026-11-02T10:00:00Z", "2026-11-02 10:00", "1730541600.5", "c-1"]),
+    st.text(max_size=12),
+)
+
+
+@FUZZ
+@given(row=st.dictionaries(st.sampled_from(JOB_FIELDS), CELLS))
+def test_the_job_schema_with_its_references_inlined_judges_every_row_as_the_schema_does(row):
+    """The importer validates job rows against the schema with its $defs inlined (for speed): it
+    must find exactly the errors the schema as written finds, on any row."""
+    import json
+    from importlib import resources
+
+    import jsonschema
+
+    from fleet.archive.parser import _validator
+
+    written = json.loads(resources.files("fleet").joinpath("schemas", "job.schema.json").read_text())
+
+    def errors(validator) -> list[tuple]:
+        return sorted((e.validator, tuple(e.absolute_path), e.message) for e in validator.iter_errors(row))
+
+    assert errors(_validator("job.schema.json")) == errors(jsonschema.Draft202012Validator(written))
