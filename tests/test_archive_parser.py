@@ -807,3 +807,45 @@ def test_parse_timestamps_accepts_pandas_and_arrow_columns():
     numbers, bad = parse_timestamps(pa.chunked_array([pa.array([1791190800.25, None])]))
     assert numbers[0] == pd.Timestamp("2026-10-05T09:00:00.250Z")
     assert bad.tolist() == [False, True]
+
+
+READ_PARQUET = r"""
+import json, sys
+import numpy as np, pyarrow as pa, pyarrow.parquet as pq
+from fleet.archive.parser import _parquet_batches
+groups, rows = int(sys.argv[2]), 100_000
+with pq.ParquetWriter(sys.argv[1], pa.schema([(f"m{i}", pa.float64()) for i in range(5)])) as writer:
+    for _ in range(groups):
+        writer.write_table(pa.table({f"m{i}": np.random.default_rng(i).random(rows) for i in range(5)}))
+pool = pa.default_memory_pool()
+before = pool.max_memory()  # writing took one row group at a time as well
+read = sum(batch.num_rows for batch in _parquet_batches(pq.ParquetFile(sys.argv[1])))
+print(json.dumps({"rows": read, "peak_mib": max(before, pool.max_memory()) / 2**20}))
+"""
+
+
+def test_a_large_parquet_file_is_read_in_memory_of_one_row_group_whatever_its_size(tmp_path):
+    """Arrow's peak allocation reading metrics.parquet is what one row group needs (4 MB here), not a
+    share of the file: 10 or 40 row groups, the same peak. (A single reader over all row groups
+    buffered ahead: 400 MiB on the 10,000-job benchmark archive, 160 MiB on a quarter of it.)"""
+    import json
+    import subprocess
+    import sys
+
+    from tests.conftest import REPO
+
+    def peak(groups: int) -> float:
+        done = subprocess.run(
+            [sys.executable, "-c", READ_PARQUET, str(tmp_path / f"m{groups}.parquet"), str(groups)],
+            cwd=REPO,
+            capture_output=True,
+            text=True,
+            check=True,
+        )
+        result = json.loads(done.stdout)
+        assert result["rows"] == groups * 100_000
+        return result["peak_mib"]
+
+    small, large = peak(10), peak(40)  # 40 MB and 160 MB of values
+    assert large < 1.25 * small + 4, (small, large)
+    assert large < 40, (small, large)

@@ -940,14 +940,7 @@ class _ArchiveParser:
             _check_header(header)
             clean = [c.strip() for c in header]
             first = 1
-            batches = parquet.iter_batches(batch_size=BATCH_ROWS)
-            while True:
-                try:
-                    batch = next(batches)
-                except StopIteration:
-                    break
-                except (pa.ArrowException, ValueError, OSError) as exc:
-                    raise _Unreadable(f"cannot be read as Parquet; the file is truncated or corrupt ({exc})") from exc
+            for batch in _parquet_batches(parquet):
                 table = pa.Table.from_batches([batch]).rename_columns(clean)
                 yield _Table(table=table, rows=np.arange(first, first + table.num_rows), header=clean, ragged=[])
                 first += table.num_rows
@@ -961,6 +954,25 @@ class _ArchiveParser:
 # ---------------------------------------------------------------------------------------------
 # Streaming helpers
 # ---------------------------------------------------------------------------------------------
+def _parquet_batches(parquet: pq.ParquetFile) -> Iterator[pa.RecordBatch]:
+    """The file's rows in batches of at most BATCH_ROWS, one row group at a time.
+
+    One reader over all row groups buffers ahead as the file grows (400 MiB for the 10,000-job
+    benchmark archive, 160 MiB for a quarter of it); a reader per row group holds one row group at a
+    time, so memory stays what the largest row group needs, however large the file.
+    """
+    for group in range(parquet.num_row_groups):
+        batches = parquet.iter_batches(batch_size=BATCH_ROWS, row_groups=[group])
+        while True:
+            try:
+                batch = next(batches)
+            except StopIteration:
+                break
+            except (pa.ArrowException, ValueError, OSError) as exc:
+                raise _Unreadable(f"cannot be read as Parquet; the file is truncated or corrupt ({exc})") from exc
+            yield batch
+
+
 _ids = itertools.count(1)
 
 
