@@ -7,7 +7,8 @@ ingest_10000: import a 10,000-job demo archive with at least 20 million metric s
 validate, summarise, store series blobs, artifacts and rows, job by job in bounded memory) versus
 the floor any importer has to pay: pyarrow reading the same metrics file and computing the same
 per-job mean GPU utilization and peak GPU memory utilization. Reports samples/s, jobs/s, peak RSS
-and the ratios; targets: throughput >= 1/3 of the baseline's, peak RSS < 1.5 GiB.
+and the ratios; targets: throughput >= 1/3 of the baseline's, peak RSS < 1.5 GiB. The same import of
+an archive a quarter the size shows how peak memory grows with the archive (memory_against_size).
 """
 
 from __future__ import annotations
@@ -316,11 +317,20 @@ def main() -> None:
         if args.only == "triage":
             return
     result = bench_ingest(args.jobs, args.sample_density)
+    # Peak memory must not grow with the archive: the same import of an archive a quarter the size.
+    quarter = bench_ingest(max(1, args.jobs // 4), args.sample_density)
+    result["memory_against_size"] = {
+        "jobs": [quarter["ingest"]["jobs"], result["ingest"]["jobs"]],
+        "archive_mib": [quarter["archive_mib"], result["archive_mib"]],
+        "peak_rss_mib": [quarter["ingest"]["peak_rss_mib"], result["ingest"]["peak_rss_mib"]],
+        "archive_growth": result["archive_mib"] / quarter["archive_mib"],
+        "peak_rss_growth": result["ingest"]["peak_rss_mib"] / quarter["ingest"]["peak_rss_mib"],
+    }
     result["machine"] = {"python": platform.python_version(), "cpus": os.cpu_count(), "platform": platform.platform()}
     result["measured_at"] = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
     out = RESULTS / f"ingest_{args.jobs}.json"
     out.write_text(json.dumps(result, indent=2) + "\n")
-    print(json.dumps(result["ratios"], indent=2))
+    print(json.dumps(result["ratios"] | {"memory_against_size": result["memory_against_size"]}, indent=2))
     print(f"wrote {out.relative_to(REPO)}")
 
 
