@@ -21,6 +21,8 @@ from fleet.models import AuditEvent, IngestRun, MachineToken
 from fleet.uploads import format_size
 
 JOBS_PER_PAGE = 50
+# A run's errors on its page; all of them are in the CSV (an archive of broken exports can have thousands).
+ERRORS_PER_PAGE = 200
 
 
 @operator_required
@@ -33,7 +35,8 @@ def ingest_run_list(request):
 @operator_required
 def ingest_run_detail(request, pk: int):
     run = get_object_or_404(IngestRun.objects.select_related("created_by", "api_key"), pk=pk)
-    return render(request, "fleet/ingest_run_detail.html", {"run": run})
+    page = Paginator(run.errors, ERRORS_PER_PAGE).get_page(request.GET.get("page"))
+    return render(request, "fleet/ingest_run_detail.html", {"run": run, "page": page})
 
 
 def run_status(run: IngestRun) -> dict:

@@ -169,6 +169,22 @@ def test_a_running_run_page_polls_its_status(operator_client):
     )
 
 
+def test_thousands_of_errors_are_paged_on_the_runs_page_and_all_in_its_csv(operator_client):
+    errors = [
+        {"file": "jobs.csv", "row": row, "field": "gpu_count", "job_id": f"j{row}", "message": "not a count"}
+        for row in range(2, 452)
+    ]
+    run = IngestRun.objects.create(archive_name="broken.zip", status=IngestRun.Status.PARTIAL, errors=errors)
+    first = operator_client.get(f"/ingest-runs/{run.pk}/").content.decode()
+    assert first.count("<td>not a count</td>") == 200 and "Page 1 of 3" in first
+    assert '<h2>Errors <span class="muted">450</span>' in first
+    last = operator_client.get(f"/ingest-runs/{run.pk}/?page=3").content.decode()
+    assert last.count("<td>not a count</td>") == 50 and ">j451<" in last and ">j2<" not in last
+    assert operator_client.get(f"/ingest-runs/{run.pk}/?page=99").status_code == 200  # the last page, not an error
+    rows = list(csv.reader(io.StringIO(operator_client.get(f"/ingest-runs/{run.pk}/errors.csv").content.decode())))
+    assert len(rows) == 1 + 450
+
+
 def test_a_big_runs_figures_read_as_a_person_reads_them(operator_client):
     """Thousands grouped, minutes past a minute, and the rate so far, on the list, the run's page and
     in what the page polls."""
