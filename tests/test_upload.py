@@ -173,16 +173,18 @@ def test_thousands_of_errors_are_paged_on_the_runs_page_and_all_in_its_csv(opera
     errors = [
         {"file": "jobs.csv", "row": row, "field": "gpu_count", "job_id": f"j{row}", "message": "not a count"}
         for row in range(2, 452)
-    ]
+    ] + [{"file": "metrics.csv", "row": 9, "field": "gpu_util", "job_id": "j2", "message": "over 100 %"}]
     run = IngestRun.objects.create(archive_name="broken.zip", status=IngestRun.Status.PARTIAL, errors=errors)
     first = operator_client.get(f"/ingest-runs/{run.pk}/").content.decode()
     assert first.count("<td>not a count</td>") == 200 and "Page 1 of 3" in first
-    assert '<h2>Errors <span class="muted">450</span>' in first
+    assert '<h2>Errors <span class="muted">451</span>' in first
+    kinds = first.split('id="error-kinds"')[1].split("</table>")[0]  # how they fall, most first
+    assert kinds.index('gpu_count</td><td class="num">450<') < kinds.index('gpu_util</td><td class="num">1<')
     last = operator_client.get(f"/ingest-runs/{run.pk}/?page=3").content.decode()
-    assert last.count("<td>not a count</td>") == 50 and ">j451<" in last and ">j2<" not in last
+    assert last.count("<td>not a count</td>") == 50 and ">j451<" in last and "over 100 %" in last
     assert operator_client.get(f"/ingest-runs/{run.pk}/?page=99").status_code == 200  # the last page, not an error
     rows = list(csv.reader(io.StringIO(operator_client.get(f"/ingest-runs/{run.pk}/errors.csv").content.decode())))
-    assert len(rows) == 1 + 450
+    assert len(rows) == 1 + 451
 
 
 def test_a_big_runs_figures_read_as_a_person_reads_them(operator_client):
