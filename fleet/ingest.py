@@ -11,6 +11,7 @@ import hashlib
 import json
 import logging
 import time
+from collections import Counter
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -94,6 +95,12 @@ def fail_run(run_id: int, message: str) -> None:
         phase="",
         errors=[RecordError(file="", message=message).as_dict()],
     )
+
+
+def error_kinds(errors: list[dict]) -> list[tuple[tuple[str, str], int]]:
+    """How many errors each (file, field) has, most first: the shape of a broken export at a glance."""
+    kinds = Counter((error.get("file") or "", error.get("field") or "") for error in errors)
+    return kinds.most_common()
 
 
 def add_note(run_id: int, message: str) -> None:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import csv
-from collections import Counter
 
 from django.conf import settings
 from django.contrib import messages
@@ -38,8 +37,7 @@ def ingest_run_detail(request, pk: int):
     run = get_object_or_404(IngestRun.objects.select_related("created_by", "api_key"), pk=pk)
     page = Paginator(run.errors, ERRORS_PER_PAGE).get_page(request.GET.get("page"))
     # With more than a page of errors, how they fall by file and field says more than any one of them.
-    kinds = Counter((error.get("file") or "", error.get("field") or "") for error in run.errors)
-    error_kinds = kinds.most_common() if page.has_other_pages() else []
+    error_kinds = ingest.error_kinds(run.errors) if page.has_other_pages() else []
     return render(request, "fleet/ingest_run_detail.html", {"run": run, "page": page, "error_kinds": error_kinds})
 
 

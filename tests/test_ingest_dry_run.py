@@ -113,3 +113,19 @@ def test_the_dry_run_decides_each_job_as_storing_does():
     assert ingest.outcome(stored, "abd", 7) == "updated"
     assert ingest.outcome(stored, "abc", 8) == "updated"
     assert ingest.outcome(stored, "abc", None) == "updated"  # its team does not exist yet
+
+
+def test_a_dry_run_with_many_errors_ends_with_how_they_fall_by_file_and_field(tmp_path):
+    from tests.test_ingest import HEADER, MANIFEST, metrics_rows
+
+    rows = "".join(f"b{i},ann,vision,x{i},2026-11-02T10:00:00Z,2026-11-02T11:00:00Z,bad\n" for i in range(12))
+    members = {
+        "manifest.json": MANIFEST,
+        "jobs.csv": JOBS + rows,
+        "metrics.csv": HEADER + metrics_rows("j1", "2026-11-02T10:00:00Z", 10, 140.0),  # over 100 %
+    }
+    code, _, err = dry_run(write_zip(tmp_path / "broken.zip", members))
+    assert code == 1
+    summary = err.split("errors by file and field:")[1].strip().splitlines()
+    assert summary[0].strip() == "jobs.csv · gpu_count: 12"  # most first
+    assert any(line.strip().startswith("metrics.csv · gpu_util: ") for line in summary[1:])

@@ -11,6 +11,8 @@ from fleet.models import IngestRun
 
 # Shown in full; beyond this the rest is summarised (the run keeps every error).
 MAX_ERRORS_SHOWN = 50
+# A dry run with more errors than this ends with how they fall by file and field.
+ERROR_KINDS_AFTER = 10
 
 
 class Command(BaseCommand):
@@ -94,6 +96,10 @@ class Command(BaseCommand):
         )
         for error in report.errors:  # all of them: there is no run to look the rest up in
             self.stderr.write(str(error))
+        if len(report.errors) > ERROR_KINDS_AFTER:
+            self.stderr.write(f"{len(report.errors)} errors by file and field:")
+            for (file, field), count in ingest.error_kinds([error.as_dict() for error in report.errors]):
+                self.stderr.write(f"  {file}{' · ' + field if field else ''}: {count}")
         if report.failed or (report.jobs_total and report.jobs_rejected == report.jobs_total):
             raise CommandError("no job would be stored", returncode=2)
         if report.jobs_rejected:
