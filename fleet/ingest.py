@@ -294,7 +294,7 @@ def _dry_run_batch(batch: list[ParsedJob], report: DryRunReport) -> None:
         record = parsed_job.record
         frame, _series_bytes, fp = prepared_series(record, parsed_job.series, parsed_job.artifacts)
         decided = outcome(stored.get((record.cluster, record.external_id)), fp, teams.get(_team_slug(record.team)))
-        setattr(report, f"jobs_{decided}", getattr(report, f"jobs_{decided}") + 1)
+        count_outcome(report, decided)
         report.jobs_done += 1
         if frame is not None:
             report.samples += summary_of(frame, record.start_time, record.end_time, record.gpu_count).sample_count
@@ -324,14 +324,9 @@ def _store_jobs(run: IngestRun, jobs, *, accepted: int, on_progress=None, errors
     batch: list[JobToStore] = []
 
     def flush() -> None:
-        for outcome, job in store_jobs(run, batch):
-            if outcome == "created":
-                run.jobs_created += 1
-            elif outcome == "updated":
-                run.jobs_updated += 1
-            else:
-                run.jobs_unchanged += 1
-            if outcome != "unchanged":
+        for decided, job in store_jobs(run, batch):
+            count_outcome(run, decided)
+            if decided != "unchanged":
                 changed.append(job.pk)
             run.samples += job.sample_count
         run.jobs_done += len(batch)
@@ -420,6 +415,12 @@ def outcome(existing: Job | None, fp: str, team_id: int | None) -> str:
     if existing.fingerprint == fp and existing.team_id == team_id:
         return "unchanged"
     return "updated"
+
+
+def count_outcome(tally: IngestRun | DryRunReport, decided: str) -> None:
+    """Add one to the tally's jobs_created, jobs_updated or jobs_unchanged."""
+    field = f"jobs_{decided}"
+    setattr(tally, field, getattr(tally, field) + 1)
 
 
 @dataclass

@@ -56,12 +56,13 @@ def good_members() -> dict[str, str]:
     }
 
 
-def run_command(path) -> tuple[int, str, str]:
+def run_command(path, *options: str) -> tuple[int, str, str]:
+    """`manage.py ingest_archive PATH [options]` in-process: (exit code, stdout, stderr)."""
     from io import StringIO
 
     out, err = StringIO(), StringIO()
     try:
-        call_command("ingest_archive", str(path), stdout=out, stderr=err)
+        call_command("ingest_archive", str(path), *options, stdout=out, stderr=err)
         code = 0
     except CommandError as exc:
         code = exc.returncode

@@ -4,8 +4,6 @@ stores nothing at all: no run, no job, no blob."""
 
 from __future__ import annotations
 
-from io import StringIO
-
 import pytest
 from django.core.management import call_command
 from django.core.management.base import CommandError
@@ -19,14 +17,7 @@ pytestmark = pytest.mark.django_db
 
 
 def dry_run(path) -> tuple[int, str, str]:
-    out, err = StringIO(), StringIO()
-    try:
-        call_command("ingest_archive", str(path), "--dry-run", stdout=out, stderr=err)
-        code = 0
-    except CommandError as exc:
-        code = exc.returncode
-        err.write(str(exc))
-    return code, out.getvalue(), err.getvalue()
+    return run_command(path, "--dry-run")
 
 
 def files_under(folder) -> list:

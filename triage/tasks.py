@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+from datetime import timedelta
+
 from celery import shared_task
+from django.conf import settings
 
 from fleet.tasking import IdempotentTask
 from triage import services
@@ -45,10 +48,6 @@ def retriage_all_task(run_id: int) -> dict | None:
 def sweep_untriaged_task() -> dict:
     """Every few minutes (beat): queue the triage of jobs that have none. Idempotent: a job queued
     twice is triaged once more with the same result."""
-    from datetime import timedelta
-
-    from django.conf import settings
-
     queued = services.sweep_untriaged(
         timedelta(minutes=settings.TRIAGE_SWEEP_MINUTES), limit=settings.TRIAGE_SWEEP_LIMIT
     )

@@ -270,18 +270,17 @@ class AgreementReport:
     exact_set_percent: float | None = None
 
 
+def _binary_kappa(a: list[int], b: list[int], units: int, **bootstrap) -> Estimate:
+    """Cohen's kappa of two raters' yes/no decisions, with its bootstrap interval."""
+    return _estimate(
+        cohen_kappa(a, b), units, lambda: pair_contributions(a, b, 2), lambda t: kappa_from_tables(t, 2), **bootstrap
+    )
+
+
 def _pair_option(a_sets, b_sets, option, resamples, seed, confidence) -> tuple[Estimate, float | None]:
     a = [int(option in s) for s in a_sets]
     b = [int(option in s) for s in b_sets]
-    kappa = _estimate(
-        cohen_kappa(a, b),
-        len(a),
-        lambda: pair_contributions(a, b, 2),
-        lambda t: kappa_from_tables(t, 2),
-        resamples=resamples,
-        seed=seed,
-        confidence=confidence,
-    )
+    kappa = _binary_kappa(a, b, len(a), resamples=resamples, seed=seed, confidence=confidence)
     return kappa, percent_agreement(a, b)
 
 
@@ -307,15 +306,8 @@ def pair_agreement(
     a_flat = [int(o in s) for s in a_sets for o in options]
     b_flat = [int(o in s) for s in b_sets for o in options]
     groups = np.repeat(np.arange(len(units)), len(options))
-    pooled_kappa = _estimate(
-        cohen_kappa(a_flat, b_flat),
-        len(units),
-        lambda: pair_contributions(a_flat, b_flat, 2),
-        lambda t: kappa_from_tables(t, 2),
-        resamples=resamples,
-        seed=seed,
-        confidence=confidence,
-        groups=groups,
+    pooled_kappa = _binary_kappa(
+        a_flat, b_flat, len(units), resamples=resamples, seed=seed, confidence=confidence, groups=groups
     )
     return PairAgreement(
         raters=(first, second),

@@ -68,11 +68,10 @@ class Command(BaseCommand):
             f"{run.jobs_unchanged} unchanged, {run.jobs_rejected} rejected\n"
             f"samples: {run.samples}"
         )
-        errors = run.errors
-        for error in errors[:MAX_ERRORS_SHOWN]:
+        for error in run.errors[:MAX_ERRORS_SHOWN]:
             self.stderr.write(str(RecordError(**error)))
-        if len(errors) > MAX_ERRORS_SHOWN:
-            self.stderr.write(f"... and {len(errors) - MAX_ERRORS_SHOWN} more errors (see ingest run {run.pk})")
+        if len(run.errors) > MAX_ERRORS_SHOWN:
+            self.stderr.write(f"... and {len(run.errors) - MAX_ERRORS_SHOWN} more errors (see ingest run {run.pk})")
         stored = run.jobs_created + run.jobs_updated + run.jobs_unchanged
         if run.status == IngestRun.Status.FAILED or (stored == 0 and run.jobs_total):
             raise CommandError(f"no jobs were stored (ingest run {run.pk})", returncode=2)
