@@ -70,11 +70,11 @@ def time_steps(archive: Path, work_dir: str) -> dict:
         seconds[name] = time.perf_counter() - begin
         return results
 
-    blobs = timed("encode: one Parquet blob per job", lambda job: series_lib.to_parquet_bytes(job.series))
+    blobs = timed("encode: one Parquet blob per job", lambda job: job.series.to_parquet_bytes())
     timed(
         "summary",
-        lambda job: series_lib.summarize(
-            job.series, start=job.record.start_time, end=job.record.end_time, gpu_count=job.record.gpu_count
+        lambda job: job.series.summarize(
+            start=job.record.start_time, end=job.record.end_time, gpu_count=job.record.gpu_count
         ),
     )
     timed(
@@ -89,7 +89,7 @@ def time_steps(archive: Path, work_dir: str) -> dict:
     begin = time.perf_counter()
     for first in range(0, len(with_series), BATCH):
         batch = with_series[first : first + BATCH]
-        frame = pd.concat([job.series for job in batch], ignore_index=True)
+        frame = pd.concat([job.series.frame() for job in batch], ignore_index=True)
         series_lib.to_parquet_bytes(frame)
     batched = time.perf_counter() - begin
     return {"jobs": len(jobs), "jobs_with_series": len(with_series), "seconds": seconds, "batched_encode": batched}

@@ -12,8 +12,10 @@ import json
 import logging
 import time
 from collections import Counter
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass
+from functools import cache
 from pathlib import Path
 
 from django.conf import settings
@@ -292,12 +294,12 @@ def _dry_run_batch(batch: list[ParsedJob], report: DryRunReport) -> None:
     teams = dict(Team.objects.filter(slug__in={_team_slug(job.record.team) for job in batch}).values_list("slug", "pk"))
     for parsed_job in batch:
         record = parsed_job.record
-        frame, _series_bytes, fp = prepared_series(record, parsed_job.series, parsed_job.artifacts)
+        series, _series_bytes, fp = prepared_series(record, parsed_job.series, parsed_job.artifacts)
         decided = outcome(stored.get((record.cluster, record.external_id)), fp, teams.get(_team_slug(record.team)))
         count_outcome(report, decided)
         report.jobs_done += 1
-        if frame is not None:
-            report.samples += summary_of(frame, record.start_time, record.end_time, record.gpu_count).sample_count
+        if series is not None:
+            report.samples += summary_of(series, record.start_time, record.end_time, record.gpu_count).sample_count
     batch.clear()
 
 
@@ -309,7 +311,7 @@ def store_parsed(run: IngestRun, parsed: ParsedArchive) -> IngestRun:
     run.phase = "storing jobs"
     run.save(update_fields=["errors", "jobs_rejected", "jobs_total", "phase"])
     jobs = (
-        ParsedJob(record, parsed.series.get(job_id), parsed.artifacts.get(job_id, []))
+        ParsedJob(record, series_lib.as_slice(parsed.series.get(job_id)), parsed.artifacts.get(job_id, []))
         for job_id, record in sorted(parsed.jobs.items())
     )
     return _store_jobs(run, jobs, accepted=len(parsed.jobs))
@@ -401,11 +403,14 @@ def fingerprint(record: JobRecord, series_bytes: bytes | None, artifacts: list[A
     return digest.hexdigest()
 
 
-def prepared_series(record: JobRecord, frame, artifacts: list[ArtifactRecord]) -> tuple[object, bytes | None, str]:
-    """(the frame or None when empty, its Parquet bytes, the job's fingerprint): what storing compares."""
-    frame = frame if frame is not None and len(frame) else None
-    series_bytes = series_lib.to_parquet_bytes(frame) if frame is not None else None
-    return frame, series_bytes, fingerprint(record, series_bytes, artifacts)
+def prepared_series(
+    record: JobRecord, series, artifacts: list[ArtifactRecord]
+) -> tuple[series_lib.SeriesSlice | None, bytes | None, str]:
+    """(the series, a frame or `SeriesSlice`, as a slice or None when empty; its Parquet bytes; the
+    job's fingerprint): what storing compares."""
+    series = series_lib.as_slice(series)
+    series_bytes = series.to_parquet_bytes() if series is not None else None
+    return series, series_bytes, fingerprint(record, series_bytes, artifacts)
 
 
 def outcome(existing: Job | None, fp: str, team_id: int | None) -> str:
@@ -428,7 +433,7 @@ class JobToStore:
     cluster: Cluster
     team: Team
     record: JobRecord
-    frame: object  # the normalised series frame, or None
+    frame: object  # the normalised series: a frame, a `SeriesSlice` or None
     artifacts: list[ArtifactRecord]
 
 
@@ -449,7 +454,9 @@ def store_jobs(run, items: list[JobToStore]) -> list[tuple[str, Job]]:
     keys = [(item.cluster.pk, item.record.external_id) for item in items]
     if len(set(keys)) != len(keys):  # the same job twice: store them one after the other
         return [result for item in items for result in store_jobs(run, [item])]
-    prepared = [(item, *prepared_series(item.record, item.frame, item.artifacts)) for item in items]
+    prepared = list(
+        _threads().map(lambda item: (item, *prepared_series(item.record, item.frame, item.artifacts)), items)
+    )
 
     # One query per batch for the clusters' prices, not one per job (`price_for` reads
     # `cluster.prices`); fetched afresh each batch, so a price changed during a long run applies.
@@ -470,7 +477,7 @@ def store_jobs(run, items: list[JobToStore]) -> list[tuple[str, Job]]:
         updated: list[Job] = []
         stored: list[tuple[Job, list[ArtifactRecord]]] = []
         replaced: set[str] = set()
-        for (item, frame, series_bytes, fp), key in zip(prepared, keys, strict=True):
+        for (item, series, series_bytes, fp), key in zip(prepared, keys, strict=True):
             job = existing.get(key)
             decided = outcome(job, fp, item.team.pk)
             if decided == "unchanged":
@@ -486,7 +493,7 @@ def store_jobs(run, items: list[JobToStore]) -> list[tuple[str, Job]]:
                 updated.append(job)
                 results.append(("updated", job))
             _apply_record(job, item.record, item.team, fp, run)
-            _apply_summary(job, frame, item.cluster)
+            _apply_summary(job, series, item.cluster)
             job.series_file.name = _store_blob("series", series_bytes, ".parquet") if series_bytes else ""
             stored.append((job, item.artifacts))
         if created:
@@ -503,6 +510,14 @@ def store_jobs(run, items: list[JobToStore]) -> list[tuple[str, Job]]:
             # Only once the new rows are committed: a rolled-back update must still find its old blobs.
             transaction.on_commit(lambda: delete_unreferenced(replaced))
     return results
+
+
+@cache
+def _threads() -> ThreadPoolExecutor:
+    """Threads for encoding series: Parquet compression and hashing release the GIL, so two jobs
+    are encoded at once. Only pure work runs here, never the database. (Writing blobs from threads
+    gained nothing measurable: Django's storage code holds the GIL.)"""
+    return ThreadPoolExecutor(max_workers=2, thread_name_prefix="ingest")
 
 
 def _apply_record(job: Job, record: JobRecord, team: Team, fp: str, run) -> None:
@@ -526,17 +541,15 @@ def _apply_record(job: Job, record: JobRecord, team: Team, fp: str, run) -> None
     job.ingest_run = run
 
 
-def summary_of(frame, start, end, gpu_count: int):
+def summary_of(series: series_lib.SeriesSlice, start, end, gpu_count: int):
     """The job's summary figures from its series, with the configured idle threshold."""
-    return series_lib.summarize(
-        frame, start=start, end=end, gpu_count=gpu_count, idle_threshold=settings.IDLE_UTIL_THRESHOLD
-    )
+    return series.summarize(start=start, end=end, gpu_count=gpu_count, idle_threshold=settings.IDLE_UTIL_THRESHOLD)
 
 
-def _apply_summary(job: Job, frame, cluster: Cluster) -> None:
+def _apply_summary(job: Job, series: series_lib.SeriesSlice | None, cluster: Cluster) -> None:
     job.gpu_hours = series_lib.gpu_hours(job.start_time, job.end_time, job.gpu_count)
-    if frame is not None and len(frame):
-        summary = summary_of(frame, job.start_time, job.end_time, job.gpu_count)
+    if series is not None:
+        summary = summary_of(series, job.start_time, job.end_time, job.gpu_count)
         job.mean_gpu_util = summary.mean_gpu_util
         job.peak_gpu_mem_util = summary.peak_gpu_mem_util
         job.unused_gpu_hours = summary.unused_gpu_hours

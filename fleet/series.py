@@ -14,6 +14,7 @@ sorted by host, gpu, timestamp, with at most one row per (host, gpu, timestamp).
 from __future__ import annotations
 
 import io
+from dataclasses import dataclass
 from datetime import UTC, datetime
 
 import numpy as np
@@ -72,6 +73,16 @@ def normalize_many(frame: pd.DataFrame, key: str = "job_id") -> tuple[dict[str, 
     column with no value at all for a key is left out of that key's frame (`gpu_util` always stays).
     Returns ({key value: frame}, duplicate rows dropped).
     """
+    slices, dropped = normalize_batch(frame, key)
+    return {value: part.frame() for value, part in slices.items()}, dropped
+
+
+def normalize_batch(frame: pd.DataFrame, key: str = "job_id") -> tuple[dict[str, SeriesSlice], int]:
+    """`normalize_many` without building each key's frame: ({key value: its `SeriesSlice`}, dropped).
+
+    The importer's form: every series stays a slice of one sorted frame, which is converted to
+    Arrow once, so a job's blob and summary come from views instead of a frame of its own.
+    """
     if frame.empty:
         return {}, 0
     out = _typed(frame, extra=(key,))
@@ -85,15 +96,87 @@ def normalize_many(frame: pd.DataFrame, key: str = "job_id") -> tuple[dict[str, 
     ends = np.r_[starts[1:], len(out)]
     metrics = [name for name in METRICS if name in out.columns]
     has_values = np.logical_or.reduceat(out[metrics].notna().to_numpy(), starts, axis=0)
-    positions = {name: index for index, name in enumerate(out.columns)}
-    base = [positions[name] for name in KEY_COLUMNS]
-    frames = {}
+    batch = _SeriesBatch(out.drop(columns=[key]).reset_index(drop=True))
+    slices = {}
     for index, (begin, end) in enumerate(zip(starts, ends, strict=True)):
-        kept = [
-            positions[m] for m, present in zip(metrics, has_values[index], strict=True) if present or m == "gpu_util"
-        ]
-        frames[keys[begin]] = out.iloc[begin:end, base + kept].reset_index(drop=True)
-    return frames, dropped
+        kept = tuple(m for m, present in zip(metrics, has_values[index], strict=True) if present or m == "gpu_util")
+        slices[keys[begin]] = SeriesSlice(batch, int(begin), int(end), (*KEY_COLUMNS, *kept))
+    return slices, dropped
+
+
+class _SeriesBatch:
+    """Normalised series sorted into one frame, with what slices of it share: its Arrow form and
+    the numpy columns a summary reads."""
+
+    def __init__(self, frame: pd.DataFrame, *, many: bool = True):
+        self.frame = frame
+        self.table = to_arrow(frame)
+        self.positions = {name: index for index, name in enumerate(frame.columns)}
+        self._schemas: dict[tuple[str, ...], pa.Schema] = {}
+        # Of many series, host codes in the order the names sort: within one normalised series
+        # (sorted by host) they order devices exactly as `summarize`'s codes of first appearance,
+        # which a single series keeps.
+        self.columns = _summary_columns(frame, host_codes=pd.factorize(_host_names(frame), sort=many)[0])
+
+    def schema(self, columns: tuple[str, ...]) -> pa.Schema:
+        schema = self._schemas.get(columns)
+        if schema is None:
+            empty = self.frame.iloc[:0, [self.positions[name] for name in columns]]
+            schema = self._schemas[columns] = pa.Schema.from_pandas(empty, preserve_index=False)
+        return schema
+
+
+class SeriesSlice:
+    """One normalised series as rows [begin, end) of a batch: what the importer stores and summarises.
+
+    `frame()` is the series as `normalize` gives it; `to_parquet_bytes()` and `summarize()` equal
+    the functions of those names applied to that frame, without building it.
+    """
+
+    def __init__(self, batch: _SeriesBatch, begin: int, end: int, columns: tuple[str, ...]):
+        self._batch, self._begin, self._end, self.columns = batch, begin, end, columns
+
+    @classmethod
+    def of(cls, frame: pd.DataFrame) -> SeriesSlice:
+        """A normalised frame (a connector's) as a slice of its own."""
+        return cls(_SeriesBatch(frame.reset_index(drop=True), many=False), 0, len(frame), tuple(frame.columns))
+
+    def __len__(self) -> int:
+        return self._end - self._begin
+
+    def frame(self) -> pd.DataFrame:
+        batch = self._batch
+        positions = [batch.positions[name] for name in self.columns]
+        return batch.frame.iloc[self._begin : self._end, positions].reset_index(drop=True)
+
+    def timestamps_ms(self) -> np.ndarray:
+        """Milliseconds since the epoch, one per row."""
+        return self._batch.columns.t_ms[self._begin : self._end]
+
+    def to_arrow(self) -> pa.Table:
+        batch, length = self._batch, len(self)
+        arrays = [batch.table.column(name).slice(self._begin, length) for name in self.columns]
+        return pa.Table.from_arrays(arrays, schema=batch.schema(self.columns))
+
+    def to_parquet_bytes(self) -> bytes:
+        buffer = io.BytesIO()
+        pq.write_table(self.to_arrow(), buffer, **PARQUET_OPTIONS)
+        return buffer.getvalue()
+
+    def summarize(
+        self, *, start: datetime, end: datetime, gpu_count: int, idle_threshold: float = DEFAULT_IDLE_THRESHOLD
+    ) -> SeriesSummary:
+        if "gpu_util" not in self.columns or not len(self):
+            return _empty_summary()
+        columns = self._batch.columns.rows(self._begin, self._end, self.columns)
+        return _summarize_columns(columns, start=start, end=end, gpu_count=gpu_count, idle_threshold=idle_threshold)
+
+
+def as_slice(series: pd.DataFrame | SeriesSlice | None) -> SeriesSlice | None:
+    """The series as a `SeriesSlice`, or None when there is none or it is empty."""
+    if series is None or not len(series):
+        return None
+    return series if isinstance(series, SeriesSlice) else SeriesSlice.of(series)
 
 
 def _typed(frame: pd.DataFrame, extra: tuple[str, ...] = ()) -> pd.DataFrame:
@@ -142,24 +225,76 @@ def summarize(
     period (cut at `end`). Holes are missing data: they add neither to the mean nor to unused or
     idle hours, and they lower `coverage`.
     """
+    if "gpu_util" not in frame.columns or "gpu" not in frame.columns or frame.empty:
+        return _empty_summary()
+    host_codes = pd.factorize(_host_names(frame))[0]
+    columns = _summary_columns(frame, host_codes=host_codes)
+    return _summarize_columns(columns, start=start, end=end, gpu_count=gpu_count, idle_threshold=idle_threshold)
+
+
+@dataclass(frozen=True)
+class _SummaryColumns:
+    """A frame's columns as `summarize` reads them (None: the frame has no such column)."""
+
+    t_ms: np.ndarray  # int64 milliseconds since the epoch
+    host: np.ndarray  # int64 codes, ordered as the devices must be
+    gpu: np.ndarray  # int64, -1 for host-level rows
+    util: np.ndarray | None  # float64, NaN = missing
+    mem_used: np.ndarray | None
+    mem_total: np.ndarray | None
+
+    def rows(self, begin: int, end: int, present: tuple[str, ...]) -> _SummaryColumns:
+        """Rows [begin, end), with only the metric columns in `present`."""
+
+        def part(values: np.ndarray | None, name: str) -> np.ndarray | None:
+            return values[begin:end] if values is not None and name in present else None
+
+        return _SummaryColumns(
+            t_ms=self.t_ms[begin:end],
+            host=self.host[begin:end],
+            gpu=self.gpu[begin:end],
+            util=part(self.util, "gpu_util"),
+            mem_used=part(self.mem_used, "gpu_mem_used_mib"),
+            mem_total=part(self.mem_total, "gpu_mem_total_mib"),
+        )
+
+
+def _host_names(frame: pd.DataFrame) -> np.ndarray:
+    if "host" not in frame.columns:
+        return np.full(len(frame), "", dtype=object)
+    return frame["host"].to_numpy(dtype=object, na_value="")
+
+
+def _summary_columns(frame: pd.DataFrame, *, host_codes: np.ndarray) -> _SummaryColumns:
+    def floats(name: str) -> np.ndarray | None:
+        return frame[name].to_numpy(dtype="float64", na_value=np.nan) if name in frame.columns else None
+
+    return _SummaryColumns(
+        t_ms=pd.DatetimeIndex(pd.to_datetime(frame["timestamp"], utc=True)).as_unit("ms").asi8,
+        host=host_codes.astype("int64", copy=False),
+        gpu=frame["gpu"].to_numpy(dtype="int64", na_value=-1) if "gpu" in frame.columns else np.full(len(frame), -1),
+        util=floats("gpu_util"),
+        mem_used=floats("gpu_mem_used_mib"),
+        mem_total=floats("gpu_mem_total_mib"),
+    )
+
+
+def _summarize_columns(
+    columns: _SummaryColumns, *, start: datetime, end: datetime, gpu_count: int, idle_threshold: float
+) -> SeriesSummary:
+    """`summarize` on the columns of a frame that has gpu and gpu_util columns and at least one row."""
     start_s = _epoch_seconds(start)
     end_s = _epoch_seconds(end)
     allocated_s = max(0.0, end_s - start_s) * max(0, gpu_count)
-    if "gpu_util" not in frame.columns or "gpu" not in frame.columns or frame.empty:
-        return _empty_summary()
-
-    t_all = _timestamps_s(frame["timestamp"])
-    in_window = frame["gpu"].notna().to_numpy() & (t_all >= start_s) & (t_all <= end_s)
-    peak = _peak_memory_util(frame, in_window)
-    util = frame["gpu_util"].to_numpy(dtype="float64", na_value=np.nan)
+    t_all = columns.t_ms / 1000.0
+    in_window = (columns.gpu != -1) & (t_all >= start_s) & (t_all <= end_s)
+    peak = _peak_memory_util(columns, in_window)
+    util = columns.util
     rows = in_window & ~np.isnan(util)
     if not rows.any():
         return _empty_summary(peak=peak)
 
-    host_column = frame["host"] if "host" in frame.columns else pd.Series("", index=frame.index)
-    hosts, _ = pd.factorize(host_column.to_numpy(dtype=object, na_value=""))
-    gpus = frame["gpu"].to_numpy(dtype="int64", na_value=-1)
-    host, gpu, t, util = hosts[rows], gpus[rows], t_all[rows], np.clip(util[rows], 0.0, 100.0)
+    host, gpu, t, util = columns.host[rows], columns.gpu[rows], t_all[rows], np.clip(util[rows], 0.0, 100.0)
     order = np.lexsort((t, gpu, host))
     t, util = t[order], util[order]
     device = host[order] * (MAX_DEVICES_PER_HOST + 1) + gpu[order]
@@ -218,11 +353,11 @@ def _empty_summary(peak: float | None = None) -> SeriesSummary:
     )
 
 
-def _peak_memory_util(frame: pd.DataFrame, rows: np.ndarray) -> float | None:
-    if "gpu_mem_used_mib" not in frame.columns or "gpu_mem_total_mib" not in frame.columns:
+def _peak_memory_util(columns: _SummaryColumns, rows: np.ndarray) -> float | None:
+    if columns.mem_used is None or columns.mem_total is None:
         return None
-    used = frame["gpu_mem_used_mib"].to_numpy(dtype="float64", na_value=np.nan)[rows]
-    total = frame["gpu_mem_total_mib"].to_numpy(dtype="float64", na_value=np.nan)[rows]
+    used = columns.mem_used[rows]
+    total = columns.mem_total[rows]
     valid = ~np.isnan(used) & (total > 0)
     if not valid.any():
         return None
@@ -233,11 +368,6 @@ def _epoch_seconds(moment: datetime) -> float:
     if moment.tzinfo is None:
         moment = moment.replace(tzinfo=UTC)
     return moment.timestamp()
-
-
-def _timestamps_s(column: pd.Series) -> np.ndarray:
-    """Seconds since the epoch as float64, whatever the unit of the datetime column."""
-    return pd.DatetimeIndex(pd.to_datetime(column, utc=True)).as_unit("ms").asi8 / 1000.0
 
 
 # The dtypes of a normalised frame, which `to_arrow` converts column by column.

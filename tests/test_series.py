@@ -4,6 +4,8 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from fleet import series
 
@@ -185,3 +187,49 @@ def test_gpu_hours():
     assert series.gpu_hours(START, START + 2 * HOUR, 4) == 8.0
     assert series.gpu_hours(START, START + timedelta(minutes=30), 1) == 0.5
     assert series.gpu_hours(START, START - HOUR, 4) == 0.0
+
+
+# --- many series at once: what the importer stores must be what one series gives --------------------
+_sample = st.tuples(
+    st.sampled_from(["j1", "j2", "j3"]),
+    st.integers(0, 400),  # × 30 s after START
+    st.sampled_from(["", "a", "b", "c"]),
+    st.sampled_from([None, 0, 1, 3]),
+    st.one_of(st.none(), st.floats(0, 100, width=32)),
+    st.one_of(st.none(), st.floats(0, 80_000, width=32)),
+)
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(_sample, min_size=1, max_size=60), st.booleans())
+def test_a_series_of_a_batch_stores_and_sums_up_as_the_series_alone(samples, with_memory):
+    """`normalize_batch` slices (the importer's path) against `normalize` of each job's rows alone:
+    the same frame, the same Parquet bytes (job fingerprints hash them) and exactly the same summary.
+    Hosts are shared unevenly between jobs, so a batch's host codes differ from each series' own."""
+    frame = pd.DataFrame(
+        {
+            "job_id": [s[0] for s in samples],
+            "timestamp": [START + timedelta(seconds=30 * s[1]) for s in samples],
+            "host": [s[2] for s in samples],
+            "gpu": pd.array([s[3] for s in samples], dtype="Int16"),
+            "gpu_util": np.array([np.nan if s[4] is None else s[4] for s in samples], dtype="float32"),
+        }
+    )
+    if with_memory:
+        frame["gpu_mem_used_mib"] = np.array([np.nan if s[5] is None else s[5] for s in samples], dtype="float32")
+        frame["gpu_mem_total_mib"] = np.float32(80_000)
+    slices, dropped = series.normalize_batch(frame)
+    alone_dropped = 0
+    assert sorted(slices) == sorted(set(frame["job_id"]))
+    for job_id, part in slices.items():
+        rows = frame[frame["job_id"] == job_id].drop(columns="job_id")
+        alone, duplicates = series.normalize(rows)
+        alone_dropped += duplicates
+        kept = [c for c in alone.columns if c in series.KEY_COLUMNS or c == "gpu_util" or alone[c].notna().any()]
+        alone = alone[kept]
+        pd.testing.assert_frame_equal(part.frame(), alone)
+        assert part.to_parquet_bytes() == series.to_parquet_bytes(alone)
+        window = {"start": START + timedelta(minutes=10), "end": START + timedelta(hours=2), "gpu_count": 2}
+        assert part.summarize(**window) == series.summarize(alone, **window)
+        assert series.as_slice(alone).summarize(**window) == series.summarize(alone, **window)
+    assert dropped == alone_dropped

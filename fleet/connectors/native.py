@@ -118,6 +118,10 @@ class NativeFiles:
             self.errors.append(RecordError(first_file, "no such job in the archive; ignored", job_id=job_id))
         return self.errors
 
+    def has_series(self, job_id: str) -> bool:
+        """Whether a native Prometheus file has series for the job (`series_for` adds them)."""
+        return bool(self.prometheus.get(job_id))
+
     def series_for(self, job: JobRecord, frame: pd.DataFrame | None) -> pd.DataFrame | None:
         """The job's frame with its native Prometheus series added (clipped to the job's window)."""
         results = self.prometheus.pop(job.external_id, None)
