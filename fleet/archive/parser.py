@@ -68,6 +68,9 @@ MAX_GPU_INDEX = 32767  # the series stores GPU indexes as Int16
 BATCH_ROWS = 256 * 1024
 CSV_BLOCK_BYTES = 8 << 20
 BUCKET_ROWS = 1_000_000
+# Spilled rows are LZ4-compressed: about a quarter of the bytes on disk (demo metrics), and less
+# CPU for compressing than the kernel spent writing and reading the bytes saved.
+SPILL_IPC = pa.ipc.IpcWriteOptions(compression="lz4")
 # Rough sizes, used only to choose how many buckets to spill into (never for limits).
 CSV_BYTES_PER_ROW = 40
 
@@ -1125,7 +1128,7 @@ class _Spill:
             table = pa.Table.from_pandas(part, preserve_index=False)
             self._sequence += 1
             path = os.path.join(self.folder, f"part-{self._sequence}.arrow")
-            with pa.OSFile(path, "wb") as sink, pa.ipc.new_file(sink, table.schema) as writer:
+            with pa.OSFile(path, "wb") as sink, pa.ipc.new_file(sink, table.schema, options=SPILL_IPC) as writer:
                 writer.write_table(table)
             self.parts[int(bucket)].append((priority, self._sequence, long_form, path))
 
