@@ -678,7 +678,7 @@ class _ArchiveParser:
 
         # Which job each row belongs to.
         if file_job is not None:
-            job_ids = np.full(n, file_job, dtype=object)
+            ids = _Text.constant(file_job, n)
             if "job_id" in columns and n:
                 named = _string_values(column("job_id"))
                 mismatch = (named != file_job) & (named != "")
@@ -695,15 +695,16 @@ class _ArchiveParser:
                         ),
                     )
         elif "job_id" in columns:
-            job_ids = _string_values(column("job_id"))
+            ids = _Text.of(column("job_id"))
         else:
             raise ArchiveError.of(
                 name,
                 "required column is missing: a shared metrics file must say which job each row is for",
                 field="job_id",
             )
-        keep = self._known_job_rows(job_ids, rows, tally)
-        file_jobs = set(pd.unique(job_ids[keep]))
+        job_ids = ids.values
+        keep = self._known_job_rows(ids, rows, tally)
+        file_jobs = ids.uniques_of(keep)
         tally.file_jobs |= file_jobs
 
         required = ["timestamp"] + ([] if long_form else ["gpu_util"])
@@ -716,14 +717,14 @@ class _ArchiveParser:
         timestamps, bad = parse_timestamps(column("timestamp"))
         self._reject_rows("timestamp", bad & keep, job_ids, rows, column("timestamp"), timestamp_message, tally)
 
-        host = _string_values(column("host")) if "host" in columns else np.full(n, "", dtype=object)
+        host = _Text.of(column("host")).series() if "host" in columns else np.full(n, "", dtype=object)
         if "gpu" in columns:
             gpu, bad = _parse_gpu(column("gpu"))
             self._reject_rows("gpu", bad & keep, job_ids, rows, column("gpu"), _gpu_message, tally)
         else:
             gpu = pd.array(np.zeros(n, dtype="int16"), dtype="Int16")  # no gpu column: one job-level device, GPU 0
 
-        out = pd.DataFrame({"job_id": job_ids, "timestamp": timestamps, "host": host, "gpu": gpu})
+        out = pd.DataFrame({"job_id": ids.series(), "timestamp": timestamps, "host": host, "gpu": gpu})
         if long_form:
             out = self._long_values(name, column, out, keep, job_ids, rows, tally)
             keep = out.pop("_keep").to_numpy(dtype=bool)
@@ -736,8 +737,9 @@ class _ArchiveParser:
                 self._reject_rows(metric, bad & keep, job_ids, rows, column(metric), describe, tally)
                 out[metric] = values
 
-        bad_jobs = list(self.rejected) + [job_id for job_id, _ in tally.bad]
-        keep = keep & ~pd.Series(job_ids).isin(bad_jobs).to_numpy()
+        bad_jobs = set(self.rejected) | {job_id for job_id, _ in tally.bad}
+        if bad_jobs:
+            keep = keep & ~ids.isin(bad_jobs)
         return out[keep]
 
     def _long_values(self, name, column, out, keep, job_ids, rows, tally) -> pd.DataFrame:
@@ -774,12 +776,12 @@ class _ArchiveParser:
         wide["gpu"] = wide["gpu"].astype("Int16").mask(wide["gpu"] == -1)
         return wide
 
-    def _known_job_rows(self, job_ids: np.ndarray, rows: np.ndarray, tally: _FileTally) -> np.ndarray:
+    def _known_job_rows(self, ids: _Text, rows: np.ndarray, tally: _FileTally) -> np.ndarray:
         """Mask of rows whose job is in the jobs file; unknown or empty job ids are tallied for one note each."""
-        ids = pd.Series(job_ids)
-        known = ids.isin(list(self.job_ids)).to_numpy()
+        known = ids.isin(self.job_ids)
         if known.all():
             return known
+        job_ids = ids.values
         unknown = pd.DataFrame({"job_id": job_ids[~known], "row": rows[~known]})
         counts = unknown["job_id"].value_counts(sort=False)
         for job_id, row in unknown.drop_duplicates("job_id").itertuples(index=False):
@@ -1343,9 +1345,38 @@ def _to_float(text: pa.Array, valid: np.ndarray) -> np.ndarray:
 
 def _string_values(column) -> np.ndarray:
     """Trimmed text of each cell as an object array, "" for missing cells."""
-    encoded = pc.dictionary_encode(_trimmed_text(_arrow(column)))
-    dictionary = np.array(encoded.dictionary.to_pylist(), dtype=object)
-    return dictionary[encoded.indices.to_numpy(zero_copy_only=False)]
+    return _Text.of(column).values
+
+
+class _Text:
+    """A text column (trimmed, "" for missing cells) in the forms a batch needs: the cells as an
+    object array, as codes into the distinct values (tests on ids run once per distinct value, not
+    once per row) and as a pandas column (a frame built from the object array converts every cell)."""
+
+    def __init__(self, codes: np.ndarray, uniques: np.ndarray, arrow: pa.Array | None):
+        self.codes, self.uniques, self._arrow = codes, uniques, arrow
+        self.values = uniques[codes]
+
+    @classmethod
+    def of(cls, column) -> _Text:
+        text = _trimmed_text(_arrow(column))
+        encoded = pc.dictionary_encode(text)
+        uniques = np.array(encoded.dictionary.to_pylist(), dtype=object)
+        return cls(encoded.indices.to_numpy(zero_copy_only=False), uniques, text)
+
+    @classmethod
+    def constant(cls, value: str, length: int) -> _Text:
+        return cls(np.zeros(length, dtype=np.int64), np.array([value], dtype=object), None)
+
+    def isin(self, wanted) -> np.ndarray:
+        """Mask of the cells whose value is in the set `wanted`."""
+        return np.fromiter((value in wanted for value in self.uniques), bool, len(self.uniques))[self.codes]
+
+    def uniques_of(self, mask: np.ndarray) -> set[str]:
+        return set(self.uniques[np.unique(self.codes[mask])])
+
+    def series(self) -> pd.Series | np.ndarray:
+        return self._arrow.to_pandas() if self._arrow is not None else self.values
 
 
 _NUMBER_PATTERN = r"[+-]?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?"
