@@ -86,21 +86,41 @@ def normalize_batch(frame: pd.DataFrame, key: str = "job_id") -> tuple[dict[str,
     if frame.empty:
         return {}, 0
     out = _typed(frame, extra=(key,))
-    duplicated = out.duplicated(subset=[key, *KEY_COLUMNS], keep="first").to_numpy()
-    dropped = int(duplicated.sum())
+    # One stable sort on integer codes, (key, host, gpu, timestamp), host-level rows (no GPU) last:
+    # duplicates end up next to each other with the first in input order first, so dropping every
+    # row equal to the one before keeps what `normalize` keeps. Sorting on the text columns
+    # themselves costs several times more.
+    key_codes = pd.factorize(out[key])[0]
+    host_codes = pd.factorize(out["host"], sort=True)[0]
+    gpu = out["gpu"].to_numpy(dtype="int32", na_value=MAX_DEVICES_PER_HOST)
+    stamps = out["timestamp"].array.asi8
+    if out["timestamp"].hasnans:  # missing times last, as `normalize` sorts them
+        stamps = np.where(out["timestamp"].isna().to_numpy(), np.iinfo(np.int64).max, stamps)
+    order = np.lexsort((stamps, gpu, host_codes, key_codes))
+    key_codes, host_codes, gpu, stamps = key_codes[order], host_codes[order], gpu[order], stamps[order]
+    repeated = np.zeros(len(order), dtype=bool)
+    repeated[1:] = (
+        (key_codes[1:] == key_codes[:-1])
+        & (host_codes[1:] == host_codes[:-1])
+        & (gpu[1:] == gpu[:-1])
+        & (stamps[1:] == stamps[:-1])
+    )
+    dropped = int(repeated.sum())
     if dropped:
-        out = out[~duplicated]
-    out = out.sort_values([key, "host", "gpu", "timestamp"], na_position="last", kind="stable")
-    keys = out[key].to_numpy()
-    starts = np.r_[0, np.flatnonzero(keys[1:] != keys[:-1]) + 1]
+        order, key_codes, host_codes = order[~repeated], key_codes[~repeated], host_codes[~repeated]
+    starts = np.r_[0, np.flatnonzero(key_codes[1:] != key_codes[:-1]) + 1]
+    keys = out[key].iloc[order[starts]].to_numpy()
+    out = out.drop(columns=[key]).take(order).reset_index(drop=True)
     ends = np.r_[starts[1:], len(out)]
     metrics = [name for name in METRICS if name in out.columns]
     has_values = np.logical_or.reduceat(out[metrics].notna().to_numpy(), starts, axis=0)
-    batch = _SeriesBatch(out.drop(columns=[key]).reset_index(drop=True))
+    # Host codes in the order the names sort: within one normalised series (sorted by host) they
+    # order devices exactly as `summarize`'s codes of first appearance.
+    batch = _SeriesBatch(out, host_codes=host_codes)
     slices = {}
     for index, (begin, end) in enumerate(zip(starts, ends, strict=True)):
         kept = tuple(m for m, present in zip(metrics, has_values[index], strict=True) if present or m == "gpu_util")
-        slices[keys[begin]] = SeriesSlice(batch, int(begin), int(end), (*KEY_COLUMNS, *kept))
+        slices[keys[index]] = SeriesSlice(batch, int(begin), int(end), (*KEY_COLUMNS, *kept))
     return slices, dropped
 
 
@@ -108,15 +128,12 @@ class _SeriesBatch:
     """Normalised series sorted into one frame, with what slices of it share: its Arrow form and
     the numpy columns a summary reads."""
 
-    def __init__(self, frame: pd.DataFrame, *, many: bool = True):
+    def __init__(self, frame: pd.DataFrame, *, host_codes: np.ndarray):
         self.frame = frame
         self.table = to_arrow(frame)
         self.positions = {name: index for index, name in enumerate(frame.columns)}
         self._schemas: dict[tuple[str, ...], pa.Schema] = {}
-        # Of many series, host codes in the order the names sort: within one normalised series
-        # (sorted by host) they order devices exactly as `summarize`'s codes of first appearance,
-        # which a single series keeps.
-        self.columns = _summary_columns(frame, host_codes=pd.factorize(_host_names(frame), sort=many)[0])
+        self.columns = _summary_columns(frame, host_codes=host_codes)
 
     def schema(self, columns: tuple[str, ...]) -> pa.Schema:
         schema = self._schemas.get(columns)
@@ -139,7 +156,9 @@ class SeriesSlice:
     @classmethod
     def of(cls, frame: pd.DataFrame) -> SeriesSlice:
         """A normalised frame (a connector's) as a slice of its own."""
-        return cls(_SeriesBatch(frame.reset_index(drop=True), many=False), 0, len(frame), tuple(frame.columns))
+        frame = frame.reset_index(drop=True)
+        batch = _SeriesBatch(frame, host_codes=pd.factorize(_host_names(frame))[0])  # as `summarize` codes them
+        return cls(batch, 0, len(frame), tuple(frame.columns))
 
     def __len__(self) -> int:
         return self._end - self._begin

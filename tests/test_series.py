@@ -233,3 +233,20 @@ def test_a_series_of_a_batch_stores_and_sums_up_as_the_series_alone(samples, wit
         assert part.summarize(**window) == series.summarize(alone, **window)
         assert series.as_slice(alone).summarize(**window) == series.summarize(alone, **window)
     assert dropped == alone_dropped
+
+
+def test_many_series_sort_missing_gpus_and_times_last_as_one_series_does():
+    frame = pd.DataFrame(
+        {
+            "job_id": ["j2", "j1", "j1", "j1", "j1", "j1"],
+            "timestamp": [START, START + HOUR, pd.NaT, START, START, START],
+            "host": ["b", "a", "a", "a", "a", "a"],
+            "gpu": pd.array([0, 0, 0, None, 0, 0], dtype="Int16"),
+            "gpu_util": np.array([1, 2, 3, 4, 5, 6], dtype="float32"),
+        }
+    )
+    frames, dropped = series.normalize_many(frame)
+    alone, alone_dropped = series.normalize(frame[frame["job_id"] == "j1"].drop(columns="job_id"))
+    pd.testing.assert_frame_equal(frames["j1"], alone)
+    assert frames["j1"]["gpu_util"].tolist() == [5.0, 2.0, 3.0, 4.0]  # the first of the repeats is kept
+    assert dropped == alone_dropped == 1
