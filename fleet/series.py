@@ -125,20 +125,21 @@ def normalize_batch(frame: pd.DataFrame, key: str = "job_id") -> tuple[dict[str,
 
 
 class _SeriesBatch:
-    """Normalised series sorted into one frame, with what slices of it share: its Arrow form and
-    the numpy columns a summary reads."""
+    """Normalised series sorted into one table, with what slices of it share: the numpy columns a
+    summary reads. The frame itself is not kept (a slice's `frame()` is rebuilt from the table, as
+    `from_parquet_bytes` does), so a bucket is held once in memory, not twice."""
 
     def __init__(self, frame: pd.DataFrame, *, host_codes: np.ndarray):
-        self.frame = frame
         self.table = to_arrow(frame)
-        self.positions = {name: index for index, name in enumerate(frame.columns)}
+        self._empty = frame.iloc[:0]
         self._schemas: dict[tuple[str, ...], pa.Schema] = {}
         self.columns = _summary_columns(frame, host_codes=host_codes)
 
     def schema(self, columns: tuple[str, ...]) -> pa.Schema:
+        """The Arrow schema, pandas metadata included, of a frame with just these columns."""
         schema = self._schemas.get(columns)
         if schema is None:
-            empty = self.frame.iloc[:0, [self.positions[name] for name in columns]]
+            empty = self._empty[list(columns)]
             schema = self._schemas[columns] = pa.Schema.from_pandas(empty, preserve_index=False)
         return schema
 
@@ -164,9 +165,7 @@ class SeriesSlice:
         return self._end - self._begin
 
     def frame(self) -> pd.DataFrame:
-        batch = self._batch
-        positions = [batch.positions[name] for name in self.columns]
-        return batch.frame.iloc[self._begin : self._end, positions].reset_index(drop=True)
+        return self.to_arrow().to_pandas()
 
     def timestamps_ms(self) -> np.ndarray:
         """Milliseconds since the epoch, one per row."""
