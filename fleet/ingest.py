@@ -14,7 +14,7 @@ import time
 from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass, fields
 from functools import cache
 from pathlib import Path
 
@@ -393,9 +393,9 @@ def _team_for(name: str) -> Team:
 def fingerprint(record: JobRecord, series_bytes: bytes | None, artifacts: list[ArtifactRecord]) -> str:
     """A hash of everything the job brought, so an unchanged re-import can be recognised."""
     digest = hashlib.sha256()
-    fields = asdict(record)
-    fields.pop("raw", None)
-    digest.update(json.dumps(fields, sort_keys=True, default=str).encode())
+    # Shallow: `asdict` would deep-copy `raw`, only to drop it (the same JSON either way).
+    values = {f.name: getattr(record, f.name) for f in fields(record) if f.name != "raw"}
+    digest.update(json.dumps(values, sort_keys=True, default=str).encode())
     digest.update(hashlib.sha256(series_bytes or b"").digest())
     for artifact in sorted(artifacts, key=lambda a: (a.kind, a.path)):
         digest.update(f"{artifact.kind}\0{artifact.path}\0".encode())
