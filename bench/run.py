@@ -21,7 +21,9 @@ import subprocess
 import sys
 import tempfile
 import time
+from contextlib import contextmanager
 from pathlib import Path
+from urllib.parse import urlsplit, urlunsplit
 
 REPO = Path(__file__).resolve().parent.parent
 RESULTS = REPO / "bench" / "results"
@@ -120,13 +122,36 @@ def demo_archive(jobs: int, seed: int, sample_density: int = 1) -> Path:
     return archive
 
 
+@contextmanager
+def fresh_database():
+    """Environment for a child to use an empty database: a new one on the PostgreSQL server that
+    DATABASE_URL names (dropped afterwards), or nothing to add for the embedded SQLite."""
+    url = os.environ.get("DATABASE_URL", "")
+    if not url.startswith("postgres"):
+        yield {}
+        return
+    import psycopg
+
+    parts = urlsplit(url)
+    name = f"bench_{os.getpid()}_{time.monotonic_ns()}"
+    server = urlunsplit(parts._replace(path="/postgres"))
+    with psycopg.connect(server, autocommit=True) as connection:
+        connection.execute(f'CREATE DATABASE "{name}"')
+    try:
+        yield {"DATABASE_URL": urlunsplit(parts._replace(path=f"/{name}"))}
+    finally:
+        with psycopg.connect(server, autocommit=True) as connection:
+            connection.execute(f'DROP DATABASE IF EXISTS "{name}"')
+
+
 def bench_ingest(jobs: int, sample_density: int = 1) -> dict:
     """`ingest.execute_run` (what `ingest_archive` runs) against the pyarrow floor, each in a fresh process."""
     archive = demo_archive(jobs, seed=1, sample_density=sample_density)
     baseline = run_child(BASELINE.format(archive=str(archive)))
-    with tempfile.TemporaryDirectory() as data_dir:
-        # A fresh embedded database and storage folder, unless DATABASE_URL points elsewhere.
-        env = {"DEBUG": "1", "DATA_DIR": data_dir, "LOG_LEVEL": "WARNING"}
+    with tempfile.TemporaryDirectory() as data_dir, fresh_database() as database:
+        # A fresh database (embedded SQLite, or a new one on the PostgreSQL server DATABASE_URL
+        # names) and storage folder for each import.
+        env = {"DEBUG": "1", "DATA_DIR": data_dir, "LOG_LEVEL": "WARNING", **database}
         ingest = run_child(INGEST.format(archive=str(archive)), env)
     ingest_rate = ingest["samples"] / ingest["seconds"]
     baseline_rate = baseline["samples"] / baseline["seconds"]
