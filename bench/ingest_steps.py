@@ -22,7 +22,6 @@ import argparse
 import json
 import os
 import sys
-import tempfile
 import time
 from pathlib import Path
 
@@ -30,7 +29,7 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 sys.path.insert(0, str(REPO / "bench"))
 
-from run import BASELINE, INGEST, RESULTS, demo_archive, run_child  # noqa: E402
+from run import BASELINE, INGEST, RESULTS, data_folder, demo_archive, run_child  # noqa: E402
 
 BATCH = 50  # jobs per table in the batched-encoding comparison
 
@@ -101,10 +100,10 @@ def main() -> None:
     args = parser.parse_args()
     archive = demo_archive(args.jobs, seed=1, sample_density=2)
     floor = run_child(BASELINE.format(archive=str(archive)))
-    with tempfile.TemporaryDirectory() as data_dir:
+    with data_folder() as data_dir:
         env = {"DEBUG": "1", "DATA_DIR": data_dir, "LOG_LEVEL": "WARNING"}
         whole = run_child(INGEST.format(archive=str(archive)), env)
-    with tempfile.TemporaryDirectory() as work_dir:
+    with data_folder() as work_dir:
         steps = time_steps(archive, work_dir)
 
     jobs = steps["jobs"]
