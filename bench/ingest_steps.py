@@ -7,8 +7,9 @@ are timed here, one after the other over every job:
 
 - parse: `ArchiveStream` preparing (validating the metrics file and spilling it by job, the jobs
   file, logs and scripts) and then handing out the jobs (reading each bucket back, normalising it);
-- encode: each job's series as its own zstd Parquet blob (`to_parquet_bytes`), and, for comparison,
-  the same series 50 jobs to one table (what a per-batch layout would pay);
+- encode: each job's series as its own zstd Parquet blob (`SeriesSlice.to_parquet_bytes`, on one
+  thread here; the import encodes on two), and, for comparison, the same series 50 jobs to one
+  table (what a per-batch layout would pay);
 - summary, log events, fingerprint: what `store_jobs` computes per job;
 - rest: the whole import minus the steps above (rows, blob files, artifacts, transactions).
 
