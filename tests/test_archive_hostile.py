@@ -124,6 +124,16 @@ def test_a_symlink_in_a_zip_rejects_it(tmp_path, storage_dir):
     assert_nothing_kept(run, storage_dir, "'scripts/j1/link.py' is a symbolic link")
 
 
+@pytest.mark.parametrize("name", ["logs/j1/run.log\x00.exe", "\x00jobs.csv"])
+def test_a_nul_in_a_zip_member_name_rejects_the_archive(tmp_path, storage_dir, name):
+    """zipfile cuts names at a NUL ("run.log" for "run.log\\0.exe", nothing at all for "\\0jobs.csv")."""
+    placeholder = name.replace("\x00", "#")
+    path = write_zip(tmp_path / "evil.zip", {**good(), placeholder: "x"})
+    path.write_bytes(path.read_bytes().replace(placeholder.encode(), name.encode()))
+    run = ingest_file(path)
+    assert_nothing_kept(run, storage_dir, "contains a NUL character")
+
+
 def test_duplicate_paths_reject_the_archive(tmp_path, storage_dir):
     path = tmp_path / "dup.zip"
     with zipfile.ZipFile(path, "w") as archive:

@@ -724,18 +724,20 @@ class _ArchiveParser:
         else:
             gpu = pd.array(np.zeros(n, dtype="int16"), dtype="Int16")  # no gpu column: one job-level device, GPU 0
 
-        out = pd.DataFrame({"job_id": ids.series(), "timestamp": timestamps, "host": host, "gpu": gpu})
+        keys = {"job_id": ids.series(), "timestamp": timestamps, "host": host, "gpu": gpu}
         if long_form:
-            out = self._long_values(name, column, out, keep, job_ids, rows, tally)
+            out = self._long_values(name, column, pd.DataFrame(keys), keep, job_ids, rows, tally)
             keep = out.pop("_keep").to_numpy(dtype=bool)
         else:
             unknown = [c for c in table.table.column_names if c not in METRICS and c not in METRIC_KEY_COLUMNS]
             if unknown and first_batch:
                 self.note(RecordError(name, "unknown metric columns ignored", field=", ".join(unknown)))
+            metrics = {}
             for metric in (m for m in METRICS if m in columns):
                 values, bad, describe = _metric_values(column(metric), metric)
                 self._reject_rows(metric, bad & keep, job_ids, rows, column(metric), describe, tally)
-                out[metric] = values
+                metrics[metric] = values.astype("float32")  # what the series stores
+            out = pd.DataFrame(keys | metrics)  # built at once: cheaper than adding columns one by one
 
         bad_jobs = set(self.rejected) | {job_id for job_id, _ in tally.bad}
         if bad_jobs:

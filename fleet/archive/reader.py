@@ -283,6 +283,11 @@ class ZipReader(ArchiveReader):
         entries = []
         declared_total = 0
         for info in infos:
+            # zipfile cuts a name at its first NUL (hiding, say, ".exe"), even down to nothing:
+            # judge the name as the archive stores it.
+            clean_member_name(info.orig_filename, self.label)
+            if not info.filename:
+                raise ArchiveError.of(self.label, "a member has an empty name; the zip is corrupt")
             if info.is_dir():
                 clean_member_name(info.filename, self.label)
                 continue
