@@ -10,13 +10,30 @@ import shutil
 from pathlib import Path
 
 import pytest
-from selenium.common.exceptions import NoSuchElementException, StaleElementReferenceException
+from selenium.common.exceptions import NoSuchElementException, StaleElementReferenceException, WebDriverException
 
 from tests.conftest import REPO
 from tests.factories import JobFactory
 
 # Pages re-render while a wait polls them; a stale or missing element just means "look again".
 STALE = (StaleElementReferenceException, NoSuchElementException)
+
+
+def body_text(driver) -> str:
+    """The page's text for a wait to test; "" while the page is being replaced. Chrome then says
+    the body "does not belong to the document", as a plain WebDriverException that `STALE`
+    cannot name, so a wait on the text of a page that is loading must read it through this."""
+    from selenium.webdriver.common.by import By
+
+    try:
+        return driver.find_element(By.TAG_NAME, "body").text
+    except STALE:
+        return ""
+    except WebDriverException as exc:
+        if "does not belong to the document" in str(exc):
+            return ""
+        raise
+
 
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 CHROMEDRIVER = shutil.which("chromedriver") or "/usr/bin/chromedriver"

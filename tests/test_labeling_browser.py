@@ -5,16 +5,12 @@ from __future__ import annotations
 
 import pytest
 from django.contrib.auth.models import Group
-from selenium.common.exceptions import NoSuchElementException, StaleElementReferenceException
 
 from fleet.access import RESEARCHERS_GROUP
 from tests.factories import ClusterFactory, JobFactory, UserFactory
-from tests.test_browser import SHOTS, browser  # noqa: F401  (the shared Chromium fixture)
+from tests.test_browser import SHOTS, STALE, body_text, browser  # noqa: F401  (the shared Chromium fixture)
 from triage.models import Finding, JobTriage, RuleSet, TriageStatus
 from triage.taxonomy import Category
-
-# Pages re-render while a wait polls them; a stale or missing element just means "look again".
-STALE = (StaleElementReferenceException, NoSuchElementException)
 
 PASSWORD = "correct horse battery staple"
 
@@ -94,9 +90,7 @@ def test_two_raters_run_a_study_end_to_end_in_the_browser(browser, live_server, 
     WebDriverWait(browser, 10, ignored_exceptions=STALE).until(lambda b: b.find_elements(By.ID, "submit-labels"))
     assert "3 of 3 jobs labelled" in browser.find_element(By.TAG_NAME, "body").text
     browser.find_element(By.ID, "submit-labels").click()
-    WebDriverWait(browser, 10, ignored_exceptions=STALE).until(
-        lambda b: "Submitted" in b.find_element(By.TAG_NAME, "body").text
-    )
+    WebDriverWait(browser, 10, ignored_exceptions=STALE).until(lambda b: "Submitted" in body_text(b))
 
     # The second rater sees no one's labels until they submit; then labels differently on job 2.
     login(browser, base, "ravi-rater")
@@ -107,9 +101,7 @@ def test_two_raters_run_a_study_end_to_end_in_the_browser(browser, live_server, 
     label_all(browser, [["5"], ["6"], ["n"]])
     WebDriverWait(browser, 10, ignored_exceptions=STALE).until(lambda b: b.find_elements(By.ID, "submit-labels"))
     browser.find_element(By.ID, "submit-labels").click()
-    WebDriverWait(browser, 10, ignored_exceptions=STALE).until(
-        lambda b: "Agreement and disagreements" in b.find_element(By.TAG_NAME, "body").text
-    )
+    WebDriverWait(browser, 10, ignored_exceptions=STALE).until(lambda b: "Agreement and disagreements" in body_text(b))
 
     # The lead reads the agreement, adjudicates the one disagreement and freezes gold v1.
     login(browser, base, "rita-researcher")
@@ -124,13 +116,11 @@ def test_two_raters_run_a_study_end_to_end_in_the_browser(browser, live_server, 
     browser.find_element(By.ID, "opt-model_checkpointing").click()
     browser.find_element(By.ID, "id_note").send_keys("Idle gaps line up with the checkpoint saves.")
     browser.find_element(By.CSS_SELECTOR, "#label-form button.primary").click()
-    WebDriverWait(browser, 10, ignored_exceptions=STALE).until(
-        lambda b: "Gold labels set" in b.find_element(By.TAG_NAME, "body").text
-    )
+    WebDriverWait(browser, 10, ignored_exceptions=STALE).until(lambda b: "Gold labels set" in body_text(b))
     browser.find_element(By.LINK_TEXT, "Gold sets →").click()
     browser.find_element(By.ID, "freeze").click()
     WebDriverWait(browser, 10, ignored_exceptions=STALE).until(
-        lambda b: "Gold set v1 frozen with 3 jobs" in b.find_element(By.TAG_NAME, "body").text
+        lambda b: "Gold set v1 frozen with 3 jobs" in body_text(b)
     )
 
     # The rules measured against gold: batch size found on all 3 jobs, gold has it on 1.
