@@ -41,6 +41,9 @@ def time_steps(archive: Path, work_dir: str) -> dict:
     import django
 
     django.setup()
+    from django.core.management import call_command
+
+    call_command("migrate", verbosity=0)
     import pandas as pd
     from django.conf import settings
 
@@ -86,13 +89,70 @@ def time_steps(archive: Path, work_dir: str) -> dict:
     by_job = dict(zip((id(job) for job in with_series), blobs, strict=True))
     timed("fingerprint", lambda job: ingest.fingerprint(job.record, by_job[id(job)], job.artifacts))
 
+    # Storing, with what was timed above already at hand: first the files, then the rows.
+    begin = time.perf_counter()
+    names = {id(blob): ingest._store_blob("series", blob, ".parquet") for blob in blobs}
+    names |= {id(a.content): ingest._store_blob("artifacts", a.content) for job in jobs for a in job.artifacts}
+    seconds["store: blob files (series and artifacts)"] = time.perf_counter() - begin
+    seconds["store: rows and transactions"], counts = _store_rows(jobs, by_job, names)
+    counts["files"] = len(set(names.values()))
+
     begin = time.perf_counter()
     for first in range(0, len(with_series), BATCH):
         batch = with_series[first : first + BATCH]
         frame = pd.concat([job.series.frame() for job in batch], ignore_index=True)
         series_lib.to_parquet_bytes(frame)
     batched = time.perf_counter() - begin
-    return {"jobs": len(jobs), "jobs_with_series": len(with_series), "seconds": seconds, "batched_encode": batched}
+    return {
+        "jobs": len(jobs),
+        "jobs_with_series": len(with_series),
+        "seconds": seconds,
+        "batched_encode": batched,
+        "stored": counts,
+    }
+
+
+def _store_rows(jobs, blobs: dict, names: dict) -> tuple[float, dict]:
+    """Seconds `ingest.store_jobs` takes over all jobs, STORE_BATCH to a transaction, when encoding,
+    summaries, fingerprints, log events and blob files are already done (the steps timed before):
+    the rows, the ORM and the transactions. Also how many rows of each kind it wrote."""
+    from unittest import mock
+
+    from fleet import ingest
+    from fleet.logevents import extract_log_events
+    from fleet.models import Artifact, Cluster, IngestRun, Job, LogEvent
+
+    prepared = {}
+    for job in jobs:
+        blob = blobs.get(id(job))
+        prepared[job.record.external_id] = (job.series, blob, ingest.fingerprint(job.record, blob, job.artifacts))
+    summaries = {
+        id(job.series): ingest.summary_of(job.series, job.record.start_time, job.record.end_time, job.record.gpu_count)
+        for job in jobs
+        if job.series is not None
+    }
+    events = {}
+    for job in jobs:
+        for artifact in job.artifacts:
+            if artifact.kind == Artifact.Kind.LOG:
+                text = artifact.content.decode("utf-8", errors="replace")
+                events[text] = extract_log_events(text)
+    run = IngestRun.objects.create(archive_path="bench", archive_name="bench")
+    cluster = Cluster.objects.get_or_create(name=jobs[0].record.cluster)[0]
+    teams = {name: ingest._team_for(name) for name in {job.record.team for job in jobs}}
+    items = [ingest.JobToStore(cluster, teams[j.record.team], j.record, j.series, j.artifacts) for j in jobs]
+    with (
+        mock.patch.object(ingest, "prepared_series", lambda record, series, artifacts: prepared[record.external_id]),
+        mock.patch.object(ingest, "summary_of", lambda series, *args: summaries[id(series)]),
+        mock.patch.object(ingest, "_store_blob", lambda folder, content, suffix="": names[id(content)]),
+        mock.patch.object(ingest, "extract_log_events", lambda text: events[text]),
+    ):
+        begin = time.perf_counter()
+        for first in range(0, len(items), ingest.STORE_BATCH):
+            ingest.store_jobs(run, items[first : first + ingest.STORE_BATCH])
+        elapsed = time.perf_counter() - begin
+    counts = {model.__name__: model.objects.count() for model in (Job, Artifact, LogEvent)}
+    return elapsed, counts
 
 
 def main() -> None:
@@ -101,11 +161,15 @@ def main() -> None:
     args = parser.parse_args()
     archive = demo_archive(args.jobs, seed=1, sample_density=2)
     floor = run_child(BASELINE.format(archive=str(archive)))
+    # One folder for both, removed only at the end: files deleted just before others are created
+    # make ext4 slow to create them (see `data_folder`), which would charge one side for the other.
     with data_folder() as data_dir:
-        env = {"DEBUG": "1", "DATA_DIR": data_dir, "LOG_LEVEL": "WARNING"}
+        whole_dir, steps_dir = os.path.join(data_dir, "whole"), os.path.join(data_dir, "steps")
+        env = {"DEBUG": "1", "DATA_DIR": whole_dir, "LOG_LEVEL": "WARNING"}
         whole = run_child(INGEST.format(archive=str(archive)), env)
-    with data_folder() as work_dir:
-        steps = time_steps(archive, work_dir)
+        # The steps' own database and storage (the rows step writes jobs), never the project's.
+        os.environ.update({"DEBUG": "1", "DATA_DIR": steps_dir, "LOG_LEVEL": "WARNING"})
+        steps = time_steps(archive, os.path.join(steps_dir, "work"))
 
     jobs = steps["jobs"]
     floor_ms = floor["seconds"] / floor["jobs"] * 1000
@@ -121,6 +185,7 @@ def main() -> None:
         "steps_ms_per_job": per_job,
         "steps_over_floor": {name: ms / floor_ms for name, ms in per_job.items()},
         f"encode_{BATCH}_jobs_per_table_ms_per_job": steps["batched_encode"] / steps["jobs_with_series"] * 1000,
+        "stored": steps["stored"],  # rows of each kind and blob files the steps wrote
         "measured_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
     }
     RESULTS.mkdir(parents=True, exist_ok=True)
