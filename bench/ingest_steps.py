@@ -11,9 +11,13 @@ are timed here, one after the other over every job:
   thread here; the import encodes on two), and, for comparison, the same series 50 jobs to one
   table (what a per-batch layout would pay);
 - summary, log events, fingerprint: what `store_jobs` computes per job;
-- rest: the whole import minus the steps above (rows, blob files, artifacts, transactions).
+- store: writing the series and artifact blob files, then `store_jobs` with everything above
+  already at hand (the rows and transactions), in a database and storage folder of its own;
+- rest: the whole import minus the steps above (progress, lookups, what the steps leave out).
 
-Results in bench/results/ingest_steps.json; docs/operations.md ("Import speed") quotes them.
+Results in bench/results/ingest_steps_1000.json (with the rows and files written);
+docs/operations.md ("Import speed") quotes them. File creation is slow for a few minutes after
+many files were deleted nearby (see `run.data_folder`): compare runs taken after a quiet spell.
 Usage: .venv/bin/python bench/ingest_steps.py [--jobs 1000]
 """
 
