@@ -292,9 +292,8 @@ def _dry_run_batch(batch: list[ParsedJob], report: DryRunReport) -> None:
         ).values_list("cluster__name", "external_id", "fingerprint", "team_id")
     }
     teams = dict(Team.objects.filter(slug__in={_team_slug(job.record.team) for job in batch}).values_list("slug", "pk"))
-    for parsed_job in batch:
+    for parsed_job, (series, _series_bytes, fp) in zip(batch, _prepare_all(batch), strict=True):
         record = parsed_job.record
-        series, _series_bytes, fp = prepared_series(record, parsed_job.series, parsed_job.artifacts)
         decided = outcome(stored.get((record.cluster, record.external_id)), fp, teams.get(_team_slug(record.team)))
         count_outcome(report, decided)
         report.jobs_done += 1
@@ -433,7 +432,7 @@ class JobToStore:
     cluster: Cluster
     team: Team
     record: JobRecord
-    frame: object  # the normalised series: a frame, a `SeriesSlice` or None
+    series: object  # the normalised series: a frame, a `SeriesSlice` or None
     artifacts: list[ArtifactRecord]
 
 
@@ -454,9 +453,7 @@ def store_jobs(run, items: list[JobToStore]) -> list[tuple[str, Job]]:
     keys = [(item.cluster.pk, item.record.external_id) for item in items]
     if len(set(keys)) != len(keys):  # the same job twice: store them one after the other
         return [result for item in items for result in store_jobs(run, [item])]
-    prepared = list(
-        _threads().map(lambda item: (item, *prepared_series(item.record, item.frame, item.artifacts)), items)
-    )
+    prepared = _prepare_all(items)
 
     # One query per batch for the clusters' prices, not one per job (`price_for` reads
     # `cluster.prices`); fetched afresh each batch, so a price changed during a long run applies.
@@ -477,7 +474,7 @@ def store_jobs(run, items: list[JobToStore]) -> list[tuple[str, Job]]:
         updated: list[Job] = []
         stored: list[tuple[Job, list[ArtifactRecord]]] = []
         replaced: set[str] = set()
-        for (item, series, series_bytes, fp), key in zip(prepared, keys, strict=True):
+        for item, (series, series_bytes, fp), key in zip(items, prepared, keys, strict=True):
             job = existing.get(key)
             decided = outcome(job, fp, item.team.pk)
             if decided == "unchanged":
@@ -510,6 +507,11 @@ def store_jobs(run, items: list[JobToStore]) -> list[tuple[str, Job]]:
             # Only once the new rows are committed: a rolled-back update must still find its old blobs.
             transaction.on_commit(lambda: delete_unreferenced(replaced))
     return results
+
+
+def _prepare_all(jobs: list) -> list[tuple]:
+    """`prepared_series` of each job (a `ParsedJob` or `JobToStore`), two at a time on `_threads`."""
+    return list(_threads().map(lambda job: prepared_series(job.record, job.series, job.artifacts), jobs))
 
 
 @cache

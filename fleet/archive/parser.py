@@ -717,7 +717,7 @@ class _ArchiveParser:
         timestamps, bad = parse_timestamps(column("timestamp"))
         self._reject_rows("timestamp", bad & keep, job_ids, rows, column("timestamp"), timestamp_message, tally)
 
-        host = _Text.of(column("host")).series() if "host" in columns else np.full(n, "", dtype=object)
+        host = _trimmed_text(_arrow(column("host"))).to_pandas() if "host" in columns else np.full(n, "", dtype=object)
         if "gpu" in columns:
             gpu, bad = _parse_gpu(column("gpu"))
             self._reject_rows("gpu", bad & keep, job_ids, rows, column("gpu"), _gpu_message, tally)
