@@ -11,6 +11,8 @@ test_ingest_worker_kill.py; docs/operations.md describes them all.
 from __future__ import annotations
 
 import errno
+import os
+import stat
 from unittest import mock
 
 import pytest
@@ -148,3 +150,48 @@ def test_a_database_that_stays_down_fails_the_run_after_the_last_retry(settings)
     assert len(calls) == 1
     assert run.status == IngestRun.Status.FAILED and run.finished_at is not None
     assert "database was unreachable through 2 automatic retries" in run.errors[0]["message"]
+
+
+def test_a_full_disk_in_the_storage_folder_leaves_no_partial_blob_and_no_temporary_file(db, storage_dir):
+    # The stock folder storage writes a blob beside its name and renames it into place; here the
+    # disk fills up at the 8th blob (the OS cannot be made to run out of space on cue).
+    real_replace = os.replace
+    calls = []
+
+    def replace(source, target):
+        calls.append(target)
+        if len(calls) >= 8:
+            raise OSError(errno.ENOSPC, "No space left on device")
+        return real_replace(source, target)
+
+    with mock.patch("fleet.ingest.os.replace", side_effect=replace):
+        run = run_task(ingest.create_run(EXAMPLE_ARCHIVE))
+    assert run.status == IngestRun.Status.FAILED
+    assert "storage is full" in run.errors[0]["message"]
+    assert not [path for path in storage_dir.rglob("*") if path.name.endswith(".tmp")]
+    assert_nothing_half_stored()
+
+    again = run_task(ingest.create_run(EXAMPLE_ARCHIVE))
+    assert again.status == IngestRun.Status.SUCCEEDED, again.errors
+    assert_nothing_half_stored()
+
+
+def test_a_truncated_file_under_a_blobs_name_is_written_again_whole(db, storage_dir):
+    content = b"epoch 1 loss 0.5\n" * 1000
+    name = ingest._store_blob("artifacts", content)
+    path = storage_dir / name
+    path.write_bytes(content[:100])  # what a writer killed part-way by an older version left
+
+    assert ingest._store_blob("artifacts", content) == name
+    assert path.read_bytes() == content
+    assert [p.name for p in path.parent.iterdir()] == [path.name]
+
+
+def test_blobs_get_the_configured_file_and_folder_permissions(db, storage_dir, settings):
+    settings.FILE_UPLOAD_PERMISSIONS = 0o640
+    settings.FILE_UPLOAD_DIRECTORY_PERMISSIONS = 0o750
+    name = ingest._store_blob("series", b"PAR1 not really", ".parquet")
+    path = storage_dir / name
+    assert stat.S_IMODE(path.stat().st_mode) == 0o640
+    assert stat.S_IMODE(path.parent.stat().st_mode) == 0o750
+    assert stat.S_IMODE(path.parent.parent.stat().st_mode) == 0o750
