@@ -34,7 +34,7 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 sys.path.insert(0, str(REPO / "bench"))
 
-from run import BASELINE, INGEST, RESULTS, data_folder, demo_archive, run_child  # noqa: E402
+from run import BASELINE, INGEST, PRODUCTION, RESULTS, data_folder, demo_archive, run_child  # noqa: E402
 
 BATCH = 50  # jobs per table in the batched-encoding comparison
 
@@ -169,10 +169,10 @@ def main() -> None:
     # make ext4 slow to create them (see `data_folder`), which would charge one side for the other.
     with data_folder() as data_dir:
         whole_dir, steps_dir = os.path.join(data_dir, "whole"), os.path.join(data_dir, "steps")
-        env = {"DEBUG": "1", "DATA_DIR": whole_dir, "LOG_LEVEL": "WARNING"}
+        env = {**PRODUCTION, "DATA_DIR": whole_dir}
         whole = run_child(INGEST.format(archive=str(archive)), env)
         # The steps' own database and storage (the rows step writes jobs), never the project's.
-        os.environ.update({"DEBUG": "1", "DATA_DIR": steps_dir, "LOG_LEVEL": "WARNING"})
+        os.environ.update({**PRODUCTION, "DATA_DIR": steps_dir})
         steps = time_steps(archive, os.path.join(steps_dir, "work"))
 
     jobs = steps["jobs"]

@@ -17,6 +17,7 @@ import argparse
 import json
 import os
 import platform
+import secrets
 import subprocess
 import sys
 import tempfile
@@ -28,6 +29,9 @@ from urllib.parse import urlsplit, urlunsplit
 REPO = Path(__file__).resolve().parent.parent
 RESULTS = REPO / "bench" / "results"
 CACHE = REPO / "bench" / ".cache"
+# What the measured children run with: production settings. DEBUG=1 would log every query (on
+# SQLite Django quotes each statement's parameters again to do so), which no deployment pays.
+PRODUCTION = {"DEBUG": "0", "SECRET_KEY": secrets.token_hex(32), "LOG_LEVEL": "WARNING"}
 
 
 def run_child(code: str, env: dict | None = None) -> dict:
@@ -164,7 +168,7 @@ def bench_ingest(jobs: int, sample_density: int = 1) -> dict:
     with data_folder() as data_dir, fresh_database() as database:
         # A fresh database (embedded SQLite, or a new one on the PostgreSQL server DATABASE_URL
         # names) and storage folder for each import.
-        env = {"DEBUG": "1", "DATA_DIR": data_dir, "LOG_LEVEL": "WARNING", **database}
+        env = {**PRODUCTION, "DATA_DIR": data_dir, **database}
         ingest = run_child(INGEST.format(archive=str(archive)), env)
     ingest_rate = ingest["samples"] / ingest["seconds"]
     baseline_rate = baseline["samples"] / baseline["seconds"]
@@ -326,7 +330,7 @@ def triage_jobs_for_bench(jobs: int, gpus: int = 8, samples: int = 2000) -> dict
 
 
 def bench_triage(jobs: int) -> dict:
-    result = run_child(TRIAGE.format(jobs=jobs), {"DEBUG": "1", "LOG_LEVEL": "WARNING"})
+    result = run_child(TRIAGE.format(jobs=jobs), PRODUCTION)
     return {
         "benchmark": f"triage_{jobs}",
         "triage": result,

@@ -77,7 +77,6 @@ _PATTERNS: dict[str, re.Pattern] = {
     DOWNLOAD: re.compile(
         r"^\s*Downloading\b|\bDownloading\s+\S|\bFetching \d+ files\b|\b(?:hf_hub_download|snapshot_download)\b"
         r"|(?:^|[\s;&|])(?:wget|curl)\s+\S|^--\s+(?:https?|ftp)://\S|\) - ['‘\"].+['’\"] saved \[\d+"
-        r"|^\s*[\w./-]+\.(?:json|safetensors|bin|pth|pt|model|txt|msgpack|h5|gguf): +\d+%\|"
         r"|\bfrom the Hugging Face Hub\b|\btorch\.hub\.load\b|\bload_dataset\("
         r"|^\s*download: s3://|\b(?:aws\s+)?s3\s+(?:cp|sync)\s+(?:\S+\s+)*s3://\S+\s+(?!s3://)\S",
         re.IGNORECASE,
@@ -128,7 +127,7 @@ _KEYWORDS: dict[str, tuple[str, ...]] = {
         "install", "collect", "requirement", "get:", "fetched", "setting up", "building", "built", "solving",
         "package metadata", "downloading and extracting", "transaction",
     ),
-    DOWNLOAD: ("download", "fetching", "wget", "curl", "s3", "saved [", "%|", "hub", "load_dataset", "://"),
+    DOWNLOAD: ("download", "fetching", "wget", "curl", "s3", "saved [", "hub", "load_dataset", "://"),
     CHECKPOINT_SAVE: ("sav", "checkpoint"),
     UPLOAD: ("upload", "push", "put_object", "s3", "artifact", "wandb.save", "gsutil", "azcopy"),
     TRAINING_FINISHED: ("train",),
@@ -142,8 +141,18 @@ _EPOCH_WORD = re.compile(r"\bepoch\s*(?::\s*|\[\s*)?(\d+)\b", re.IGNORECASE)
 # HF Trainer's metrics dicts: {'loss': 0.69, 'learning_rate': 4.5e-05, 'epoch': 0.27}
 _EPOCH_DICT = re.compile(r"""^\s*\{.*['"]epoch['"]\s*:\s*([0-9]+(?:\.[0-9]+)?(?:[eE][-+]?\d+)?)""")
 # A cheap first pass: a line without any of these words (lower case) cannot match any pattern.
-_ANY_WORDS = tuple(sorted({word for words in _KEYWORDS.values() for word in words} | {"epoch"}))
-_KEYWORD_SETS = {kind: frozenset(words) for kind, words in _KEYWORDS.items()}
+# A file's download progress bar, "model.safetensors:  45%|####5 | ...": kept apart from the other
+# download patterns because its word, "%|", is on every progress bar of a long log (epochs, steps),
+# where it alone, not all the download alternatives, needs trying.
+_FILE_PROGRESS = re.compile(
+    r"^\s*[\w./-]+\.(?:json|safetensors|bin|pth|pt|model|txt|msgpack|h5|gguf): +\d+%\|", re.IGNORECASE
+)
+# (kind, words of which a line must hold one, pattern): a kind is found when any of its probes matches.
+_PROBES: tuple[tuple[str, frozenset[str], re.Pattern], ...] = (
+    *((kind, frozenset(_KEYWORDS[kind]), pattern) for kind, pattern in _PATTERNS.items()),
+    (DOWNLOAD, frozenset({"%|"}), _FILE_PROGRESS),
+)
+_ANY_WORDS = tuple(sorted({word for _, words, _ in _PROBES for word in words} | {"epoch"}))
 
 
 def extract_log_events(text: str) -> list[LogEventRecord]:
@@ -179,7 +188,10 @@ def _scan(text: str, stamps: list[datetime | None] | None) -> list[LogEventRecor
         if stamps is None:
             timestamp, message = _timestamp(_RANK_PREFIX.sub("", line, count=1))
         message = _LEVEL.sub("", message, count=1)
-        kinds = [kind for kind, pattern in _PATTERNS.items() if hits & _KEYWORD_SETS[kind] and pattern.search(message)]
+        kinds = []
+        for kind, words, pattern in _PROBES:
+            if kind not in kinds and hits & words and pattern.search(message):
+                kinds.append(kind)
         epoch = _epoch_number(message)
         if epoch is not None and epoch != last_epoch:
             kinds.insert(0, EPOCH)

@@ -35,6 +35,8 @@ def only(text: str) -> LogEventRecord:
         ("  Downloading torch-2.4.0-cp311-cp311-manylinux1_x86_64.whl (797.2 MB)", "download"),
         ("Fetching 12 files: 100%|##########| 12/12 [00:30<00:00]", "download"),
         ("wget https://example.org/data.tar", "download"),
+        ("model.safetensors:  45%|####5     | 1.21G/2.69G [00:12<00:15, 98.2MB/s]", "download"),
+        ("  config.JSON: 100%|##########| 665/665 [00:00<00:00, 3.1MB/s]", "download"),
         ("download: s3://bucket/data.tar to ./data.tar", "download"),
         ("Epoch 3/10", "epoch"),
         ("Epoch [4/10] loss=0.12", "epoch"),
@@ -183,3 +185,15 @@ def test_example_log_events():
     assert by_line[(20, "training_finished")].timestamp == datetime(2026, 10, 5, 7, 59, 40, 877000, tzinfo=UTC)
     hung = extract_log_events((EXAMPLE_LOGS / "ex-1005" / "rank0.log").read_bytes().decode())
     assert [e.kind for e in hung][-2:] == ["nccl_error", "nccl_error"]
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        "Epoch 3:  45%|####5     | 352/782 [00:02<00:03, 150.1it/s]",
+        " 12%|#2        | 120/1000 [00:10<01:20, 11.0it/s]",
+        "Map (num_proc=8):  40%|####      | 4000/10000 [00:01<00:02]",
+    ],
+)
+def test_progress_bars_of_other_things_are_no_downloads(line):
+    assert "download" not in [event.kind for event in extract_log_events(line)]
