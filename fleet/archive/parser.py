@@ -1125,8 +1125,9 @@ class _Spill:
                 frame[column] = frame[column].astype("float32")
         # Looked up once per distinct job, not once per row.
         codes, job_ids = pd.factorize(frame["job_id"])
-        buckets = np.array([self.bucket_of[job_id] for job_id in job_ids], dtype="int64")[codes]
-        present = np.unique(buckets)
+        bucket_of_job = np.array([self.bucket_of[job_id] for job_id in job_ids], dtype="int64")
+        buckets = bucket_of_job[codes]
+        present = np.unique(bucket_of_job)  # of the distinct jobs: the same buckets, without sorting every row
         for bucket in present:
             part = frame[buckets == bucket] if len(present) > 1 else frame
             table = pa.Table.from_pandas(part, preserve_index=False)
