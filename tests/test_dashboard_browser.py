@@ -67,3 +67,32 @@ def test_operator_filters_jobs_opens_one_and_sees_its_timeline_and_findings(brow
     browser.set_window_size(1400, browser.execute_script("return document.body.scrollHeight"))
     browser.save_screenshot(str(SHOTS / "job-detail.png"))
     assert console_errors(browser) == []
+
+
+@pytest.mark.django_db(transaction=True)
+def test_the_rules_page_follows_a_running_retriage_until_it_is_done(browser, live_server, operator):  # noqa: F811
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support.wait import WebDriverWait
+
+    from tests.test_browser import body_text
+    from triage.models import RetriageRun, RuleSet
+
+    # A re-triage a worker is busy with (in the embedded mode it would be over before the page loads).
+    run = RetriageRun.objects.create(
+        rule_set=RuleSet.current(), status=RetriageRun.Status.RUNNING, jobs_total=40, jobs_done=10
+    )
+    operator.set_password("correct horse battery staple")
+    operator.save()
+    browser.get(f"{live_server.url}/login/?next=/triage/rules/")
+    browser.find_element(By.ID, "id_username").send_keys(operator.username)
+    browser.find_element(By.ID, "id_password").send_keys("correct horse battery staple")
+    browser.find_element(By.CSS_SELECTOR, "button[type=submit].primary").click()
+    wait = WebDriverWait(browser, 20, ignored_exceptions=STALE)
+    wait.until(lambda b: "10 of 40 jobs · Running" in body_text(b))
+
+    RetriageRun.objects.filter(pk=run.pk).update(jobs_done=40, status=RetriageRun.Status.DONE)
+    wait.until(lambda b: "40 of 40 jobs · Done" in body_text(b))  # without reloading the page
+    assert browser.find_element(By.ID, "retriage-bar").get_attribute("value") == "100"
+    SHOTS.mkdir(exist_ok=True)
+    browser.save_screenshot(str(SHOTS / "rules-retriage.png"))
+    assert console_errors(browser) == []

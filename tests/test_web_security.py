@@ -274,6 +274,29 @@ def test_every_post_form_in_the_templates_carries_the_csrf_token():
     )
 
 
+INLINE_SCRIPT = re.compile(r"<script\b(?![^>]*\bsrc=)[^>]*>", re.IGNORECASE)
+INLINE_HANDLER = re.compile(r"<[a-z][^>]*\son[a-z]+\s*=", re.IGNORECASE)
+
+
+def test_no_template_holds_script_the_content_security_policy_would_block():
+    """script-src 'self' blocks inline scripts and on...= handlers: a page that has one silently
+    loses that behaviour (the rules page's re-triage progress once did). Scripts go in static/js."""
+    from pathlib import Path
+
+    offending, templates = [], 0
+    for directory in engines["django"].template_dirs:
+        folder = Path(directory)
+        if not folder.is_relative_to(REPO) or ".venv" in folder.relative_to(REPO).parts:
+            continue
+        for template in folder.rglob("*.html"):
+            templates += 1
+            text = template.read_text(encoding="utf-8")
+            for pattern in (INLINE_SCRIPT, INLINE_HANDLER):
+                offending += [f"{template.relative_to(folder)}: {match}" for match in pattern.findall(text)]
+    assert templates > 20
+    assert offending == []
+
+
 def test_deploy_checks_are_clean_under_production_settings(tmp_path):
     env = {k: v for k, v in os.environ.items() if k not in {"DEBUG", "SECRET_KEY", "DATABASE_URL", "REDIS_URL"}} | {
         "DEBUG": "0",

@@ -72,7 +72,15 @@ def rule_set_edit(request):
 @operator_required
 def retriage_progress(request, pk: int):
     run = get_object_or_404(RetriageRun, pk=pk)
-    return JsonResponse({"status": run.status, "done": run.jobs_done, "total": run.jobs_total, "percent": run.percent})
+    return JsonResponse(
+        {
+            "status": run.status,
+            "status_display": run.get_status_display(),
+            "done": run.jobs_done,
+            "total": run.jobs_total,
+            "percent": run.percent,
+        }
+    )
 
 
 @login_required
