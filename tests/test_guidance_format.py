@@ -25,3 +25,25 @@ def test_the_causes_pages_show_the_guides_code_as_code(operator):
     assert "<code>sleep infinity</code>" in listing and "`sleep infinity`" not in listing
     detail = client.get("/categories/unreleased_job/").content.decode()
     assert "a trailing <code>sleep</code>" in detail and "`sleep`" not in detail
+
+
+@pytest.mark.django_db
+def test_a_causes_page_shows_its_code_filled_in_for_an_example_job_never_with_placeholders(operator):
+    import re
+
+    from triage.taxonomy import Category
+
+    client = Client()
+    client.force_login(operator)
+    for category in Category:
+        page = client.get(f"/categories/{category.value}/").content.decode()
+        code = " ".join(re.findall(r'<pre class="code">(.*?)</pre>', page, re.DOTALL))
+        assert code, category
+        assert not re.search(r"\{[a-z_]+\}", code), f"{category}: {code}"
+    page = client.get("/categories/data_preprocessing/").content.decode()
+    assert "num_workers=2)" in page and "num_workers=7, prefetch_factor=4" in page
+    assert "#SBATCH --cpus-per-task=64" in page
+    assert "filled in for an example job: 8 GPUs and 64 CPUs on one node" in page
+    page = client.get("/categories/improper_batch_size/").content.decode()
+    assert "default=32)" in page and "default=96)" in page
+    assert "example job" not in client.get("/categories/unreleased_job/").content.decode()

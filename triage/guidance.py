@@ -256,6 +256,28 @@ GUIDES: dict[Category, dict] = {
 }
 
 
+# A category's own page has no job to fill its snippets in; they are filled in for this one.
+EXAMPLE_JOB = {"gpu_count": 8, "node_count": 1, "cpu_count": 64}
+EXAMPLE_NUMBERS = {"num_workers": 2, "batch_size": 32, "peak_gpu_mem_pct": 20.0}
+EXAMPLE_TEXT = "8 GPUs and 64 CPUs on one node, 2 loader workers, a batch of 32 that fills 20 % of GPU memory"
+
+
+def category_guide(category: Category) -> dict:
+    """The category's guide with its before/after snippets filled in for `EXAMPLE_JOB`, and, under
+    "example", what that job is when a snippet depended on it (else "")."""
+    guide = GUIDES.get(category)
+    if not guide:
+        return {}
+    values = _job_values(category, EXAMPLE_NUMBERS, EXAMPLE_JOB)
+    values.pop("settings", None)
+    fixes = {
+        sub: (change, _fill(before, values), _fill(after, values))
+        for sub, (change, before, after) in guide["fixes"].items()
+    }
+    filled = fixes != guide["fixes"]
+    return {**guide, "fixes": fixes, "example": EXAMPLE_TEXT if filled else ""}
+
+
 def guidance_for(
     category: Category,
     sub_cause: str,

@@ -19,7 +19,7 @@ from fleet.canonical import as_utc
 from fleet.exports import stream_csv_rows
 from fleet.models import Cluster, GpuModelPrice, Job, Team
 from fleet.series import from_parquet_bytes
-from triage.guidance import GUIDES
+from triage.guidance import GUIDES, category_guide
 from triage.labeling.services import findings_hidden_from
 from triage.models import Finding, JobTriage, RuleSet
 from triage.taxonomy import Category
@@ -317,7 +317,7 @@ def category_detail(request, category: str):
     )
     context = _context(request, jobs, period, problem, cluster) | {
         "category": chosen,
-        "guide": GUIDES.get(chosen, {}),
+        "guide": category_guide(chosen),
         "findings": findings,
         "trend_figure": figures.category_trend(queries.category_trend(jobs, chosen.value, period), chosen.colour),
     }
