@@ -138,6 +138,7 @@ def build_timeline(
     if len(devices) > 6:  # many GPUs: a legend column on the right instead of rows over the chart
         layout["legend"] = {"orientation": "v", "x": 1.01, "y": 1, "font": {"size": 10}}
         layout["margin"]["r"] = 150
+        layout["margin"]["t"] = 36  # room above the chart for Plotly's toolbar, which would sit on the legend
     for index, (metric, title, rows) in enumerate(panels):
         axis = "y" if index == 0 else f"y{index + 1}"
         top = 1 - index * height
