@@ -34,11 +34,11 @@ CACHE = REPO / "bench" / ".cache"
 PRODUCTION = {"DEBUG": "0", "SECRET_KEY": secrets.token_hex(32), "LOG_LEVEL": "WARNING"}
 
 
-def run_child(code: str, env: dict | None = None) -> dict:
-    """Run a measurement in a fresh process so its peak memory is its own."""
+def run_child(code: str, env: dict | None = None, cwd: Path = REPO) -> dict:
+    """Run a measurement in a fresh process so its peak memory is its own (`cwd`: whose code it imports)."""
     result = subprocess.run(
         [sys.executable, "-c", code],
-        cwd=REPO,
+        cwd=cwd,
         env={**os.environ, **(env or {})},
         capture_output=True,
         text=True,
