@@ -22,6 +22,7 @@ import re
 import shutil
 import tempfile
 from collections.abc import Callable, Iterator
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from functools import cache
@@ -376,6 +377,7 @@ class _ArchiveParser:
         # one file for all of them, because creating a file per artifact costs more than copying it.
         self._artifacts: dict[str, list[tuple[str, str, int, int, bool]]] = {}
         self._artifact_spill = None
+        self._read_ahead: _ReadAhead | None = None
 
     # -- bookkeeping ---------------------------------------------------------------------------
     def note(self, error: RecordError) -> None:
@@ -409,15 +411,11 @@ class _ArchiveParser:
         self._parse_artifacts(names, self.accepted)
 
     def iter_jobs(self) -> Iterator[ParsedJob]:
-        """Accepted jobs, one spill bucket of series in memory at a time."""
+        """Accepted jobs, one spill bucket of series at a time (and the next one being read ahead)."""
         accepted = self.accepted
         v1_jobs = {k: v for k, v in accepted.items() if k not in self.native.extra}  # native files (issue 6)
-        for bucket_jobs, frame in self._spill.buckets(v1_jobs, self._pivot_long):
-            series: dict[str, series_lib.SeriesSlice] = {}
-            if frame is not None and len(frame):
-                series, dropped = series_lib.normalize_batch(frame, key="job_id")
-                self.duplicate_samples += dropped
-            del frame
+        self._read_ahead = _ReadAhead(self._normalised_buckets(v1_jobs))
+        for bucket_jobs, series in self._read_ahead:
             for job_id in bucket_jobs:
                 record = accepted[job_id]
                 job_series = series.pop(job_id, None)
@@ -430,6 +428,16 @@ class _ArchiveParser:
         for job_id, record in sorted(self.native.extra.items()):  # jobs from native files (issue 6)
             series = series_lib.as_slice(self.native.series_for(record, None))
             yield ParsedJob(record=record, series=series, artifacts=self.native.artifacts_for(job_id))
+
+    def _normalised_buckets(self, jobs: dict[str, JobRecord]) -> Iterator[tuple[list[str], dict]]:
+        """Each spill bucket's jobs and their series ({job id: `SeriesSlice`}), read back and normalised."""
+        for bucket_jobs, frame in self._spill.buckets(jobs, self._pivot_long):
+            series: dict[str, series_lib.SeriesSlice] = {}
+            if frame is not None and len(frame):
+                series, dropped = series_lib.normalize_batch(frame, key="job_id")
+                self.duplicate_samples += dropped
+            del frame
+            yield bucket_jobs, series
 
     def _note_outside_window(self, job: JobRecord, stamps_ms: np.ndarray) -> None:
         """Samples before start_time or after end_time are kept but not counted; say so once per job."""
@@ -466,6 +474,9 @@ class _ArchiveParser:
         return records
 
     def close(self) -> None:
+        if self._read_ahead is not None:  # before the spill it reads goes away
+            self._read_ahead.close()
+            self._read_ahead = None
         if self._artifact_spill is not None:
             self._artifact_spill.close()
             self._artifact_spill = None
@@ -1099,6 +1110,46 @@ class _TextGuard(io.RawIOBase):
         if not self.closed:
             self._raw.close()
         super().close()
+
+
+class _ReadAhead:
+    """A generator's items, each next one produced on a thread of its own while the caller handles
+    the one before: a spill bucket is read back and normalised while the jobs of the previous one
+    are stored (Arrow's reads, LZ4 and numpy's sorts release the GIL). One item at most is held
+    ahead, so memory grows by one bucket, not with the archive. What the generator raises is
+    raised to the caller in its place. `close()` waits for the item in flight, then closes it."""
+
+    _END = object()
+
+    def __init__(self, items: Iterator):
+        self._items = items
+        self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="read-ahead")
+        self._next: Future | None = self._executor.submit(next, items, self._END)
+
+    def __iter__(self) -> _ReadAhead:
+        return self
+
+    def __next__(self):
+        if self._next is None:
+            raise StopIteration
+        try:
+            item = self._next.result()
+        except BaseException:
+            self.close()
+            raise
+        if item is self._END:
+            self.close()
+            raise StopIteration
+        self._next = self._executor.submit(next, self._items, self._END)
+        return item
+
+    def close(self) -> None:
+        if self._next is None:
+            return
+        self._next.cancel()
+        self._next = None
+        self._executor.shutdown(wait=True)
+        self._items.close()
 
 
 class _Spill:
