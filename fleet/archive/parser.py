@@ -673,8 +673,11 @@ class _ArchiveParser:
                 message = "no gpu_util rows: long-form metrics need at least one 'gpu_util' row per job"
                 self.reject(job_id, RecordError(name, message, field="metric", job_id=job_id))
 
-    def _metrics_rows(self, name: str, table: _Table, file_job: str | None, tally: _FileTally) -> pd.DataFrame | None:
-        """One batch's valid rows as job_id + key columns + metric columns; bad rows are tallied per job."""
+    def _metrics_rows(
+        self, name: str, table: _Table, file_job: str | None, tally: _FileTally
+    ) -> pa.Table | pd.DataFrame | None:
+        """One batch's valid rows as job_id + key columns + metric columns (an Arrow table; long form:
+        a frame of metric and value columns, pivoted later); bad rows are tallied per job."""
         rows = table.rows
         columns = set(table.table.column_names)
         long_form = set(LONG_FORM_COLUMNS) <= columns
@@ -728,15 +731,15 @@ class _ArchiveParser:
         timestamps, bad = parse_timestamps(column("timestamp"))
         self._reject_rows("timestamp", bad & keep, job_ids, rows, column("timestamp"), timestamp_message, tally)
 
-        host = _trimmed_text(_arrow(column("host"))).to_pandas() if "host" in columns else np.full(n, "", dtype=object)
+        host = _trimmed_text(_arrow(column("host"))) if "host" in columns else pa.array(np.full(n, "", dtype=object))
         if "gpu" in columns:
             gpu, bad = _parse_gpu(column("gpu"))
             self._reject_rows("gpu", bad & keep, job_ids, rows, column("gpu"), _gpu_message, tally)
         else:
             gpu = pd.array(np.zeros(n, dtype="int16"), dtype="Int16")  # no gpu column: one job-level device, GPU 0
 
-        keys = {"job_id": ids.series(), "timestamp": timestamps, "host": host, "gpu": gpu}
         if long_form:
+            keys = {"job_id": ids.series(), "timestamp": timestamps, "host": host.to_pandas(), "gpu": gpu}
             out = self._long_values(name, column, pd.DataFrame(keys), keep, job_ids, rows, tally)
             keep = out.pop("_keep").to_numpy(dtype=bool)
         else:
@@ -747,12 +750,17 @@ class _ArchiveParser:
             for metric in (m for m in METRICS if m in columns):
                 values, bad, describe = _metric_values(column(metric), metric)
                 self._reject_rows(metric, bad & keep, job_ids, rows, column(metric), describe, tally)
-                metrics[metric] = values.astype("float32")  # what the series stores
-            out = pd.DataFrame(keys | metrics)  # built at once: cheaper than adding columns one by one
+                metrics[metric] = pa.array(values.astype("float32"))  # what the series stores
+            # Straight to Arrow, which is what the spill writes: a pandas frame in between would
+            # copy every column into one block and back out again.
+            keys = {"job_id": ids.arrow(), "timestamp": pa.array(timestamps), "host": host, "gpu": pa.array(gpu)}
+            out = pa.table(keys | metrics)
 
         bad_jobs = set(self.rejected) | {job_id for job_id, _ in tally.bad}
         if bad_jobs:
             keep = keep & ~ids.isin(bad_jobs)
+        if isinstance(out, pa.Table):
+            return out if keep.all() else out.filter(pa.array(keep))
         return out[keep]
 
     def _long_values(self, name, column, out, keep, job_ids, rows, tally) -> pd.DataFrame:
@@ -1170,18 +1178,19 @@ class _Spill:
         self.parts: list[list[tuple[int, int, bool, str]]] = [[] for _ in range(count)]
         self._sequence = 0
 
-    def add(self, frame: pd.DataFrame, priority: int, *, long_form: bool) -> None:
-        for column in frame.columns:
-            if column in METRICS or column == "value":
-                frame[column] = frame[column].astype("float32")
+    def add(self, rows: pa.Table | pd.DataFrame, priority: int, *, long_form: bool) -> None:
+        if isinstance(rows, pd.DataFrame):  # long form
+            for column in rows.columns:
+                if column in METRICS or column == "value":
+                    rows[column] = rows[column].astype("float32")
+            rows = pa.Table.from_pandas(rows, preserve_index=False)
         # Looked up once per distinct job, not once per row.
-        codes, job_ids = pd.factorize(frame["job_id"])
-        bucket_of_job = np.array([self.bucket_of[job_id] for job_id in job_ids], dtype="int64")
-        buckets = bucket_of_job[codes]
+        encoded = pc.dictionary_encode(rows["job_id"]).combine_chunks()
+        bucket_of_job = np.array([self.bucket_of[job_id] for job_id in encoded.dictionary.to_pylist()], dtype="int64")
+        buckets = bucket_of_job[encoded.indices.to_numpy(zero_copy_only=False)]
         present = np.unique(bucket_of_job)  # of the distinct jobs: the same buckets, without sorting every row
         for bucket in present:
-            part = frame[buckets == bucket] if len(present) > 1 else frame
-            table = pa.Table.from_pandas(part, preserve_index=False)
+            table = rows.filter(pa.array(buckets == bucket)) if len(present) > 1 else rows
             self._sequence += 1
             path = os.path.join(self.folder, f"part-{self._sequence}.arrow")
             with pa.OSFile(path, "wb") as sink, pa.ipc.new_file(sink, table.schema, options=SPILL_IPC) as writer:
@@ -1194,7 +1203,7 @@ class _Spill:
         members: list[list[str]] = [[] for _ in range(self.count)]
         for job_id in sorted(accepted):
             members[self.bucket_of[job_id]].append(job_id)
-        wanted = list(accepted)
+        wanted = pa.array(list(accepted), type=pa.string())
         for bucket in range(self.count):
             parts = sorted(self.parts[bucket])
             self.parts[bucket] = []
@@ -1208,9 +1217,9 @@ class _Spill:
                     os.unlink(path)
                 table = pa.concat_tables(tables, promote_options="default") if len(tables) > 1 else tables[0]
                 del tables
+                table = table.filter(pc.is_in(table["job_id"], value_set=wanted))
                 frame = table.to_pandas()
                 del table
-                frame = frame[frame["job_id"].isin(wanted).to_numpy()]
                 if long_form and len(frame):
                     frame = pivot(frame)
                 if len(frame):
@@ -1431,6 +1440,11 @@ class _Text:
 
     def series(self) -> pd.Series | np.ndarray:
         return self._arrow.to_pandas() if self._arrow is not None else self.values
+
+    def arrow(self) -> pa.Array:
+        if self._arrow is not None:
+            return self._arrow
+        return pa.array(self.uniques, type=pa.string()).take(pa.array(self.codes))
 
 
 _NUMBER_PATTERN = r"[+-]?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?"
