@@ -625,37 +625,62 @@ def _store_blob(folder: str, content: bytes, suffix: str = "") -> str:
 def _write_blob_file(storage: FileSystemStorage, name: str, content: bytes) -> None:
     """What `storage.save` does for a content-addressed blob, at half the cost per file.
 
-    The blob is written to a temporary file beside it and renamed into place, so a file under a
-    blob's name is always whole: a full disk or a killed writer leaves at most a temporary file,
-    which `check_storage` reports as an orphan. A blob of the right size already there is the same
-    content and is kept; anything else there (a half-written file from before) is replaced. Skipped,
-    because a fixed name makes them moot: Django's search for a free name and its file lock.
+    A blob appears under its name whole or not at all. On Linux it is written to a file without a
+    name (O_TMPFILE), which is given the blob's name once it is complete: a writer killed part-way
+    (a SIGKILLed worker, a full disk) leaves nothing, because the kernel frees a file nobody named.
+    Elsewhere it is written beside its name and renamed into place; a killed writer then leaves a
+    temporary file, which `check_storage` reports as an orphan. A blob of the right size already
+    there is the same content and is kept; anything else there (a half-written file from an older
+    version) is written again. Skipped, because a fixed name makes them moot: Django's search for
+    a free name and its file lock.
     """
     path = storage.path(name)
     try:
         if os.stat(path).st_size == len(content):
             return
+        os.unlink(path)
     except FileNotFoundError:
         pass
     directory = os.path.dirname(path)
-    temporary = f"{path}.{os.getpid()}-{secrets.token_hex(4)}.tmp"
-    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL
-    try:
-        descriptor = os.open(temporary, flags, 0o666)
-    except FileNotFoundError:
+    if not os.path.isdir(directory):
         _make_blob_folder(storage, directory)
-        descriptor = os.open(temporary, flags, 0o666)
+    temporary = None
+    try:
+        descriptor = os.open(directory, os.O_WRONLY | UNNAMED_FILES, 0o666)
+    except OSError:  # no unnamed files here (another system, a file system without them)
+        temporary = f"{path}.{os.getpid()}-{secrets.token_hex(4)}.tmp"
+        descriptor = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
     try:
         with open(descriptor, "wb") as handle:
             handle.write(content)
+            handle.flush()
             if storage.file_permissions_mode is not None:
                 os.fchmod(handle.fileno(), storage.file_permissions_mode)
             _match_location_group(handle.fileno(), storage.location)
-        os.replace(temporary, path)
+            if temporary is None:
+                _name_unnamed(handle.fileno(), path)
+        if temporary is not None:
+            os.replace(temporary, path)
     except BaseException:
-        with suppress(OSError):
-            os.unlink(temporary)
+        if temporary is not None:
+            with suppress(OSError):
+                os.unlink(temporary)
         raise
+
+
+# O_TMPFILE where the system has it and /proc can name its files; 0 makes the open fail (EISDIR).
+UNNAMED_FILES = getattr(os, "O_TMPFILE", 0) if os.path.isdir("/proc/self/fd") else 0
+
+
+def _name_unnamed(descriptor: int, path: str) -> None:
+    """Give an O_TMPFILE file a name: linkat(2) following /proc/self/fd/N (plain link(2), which
+    os.link uses without a directory descriptor, would link the /proc entry itself)."""
+    fds = os.open("/proc/self/fd", os.O_RDONLY | os.O_DIRECTORY)  # per call: "self" is fixed at open, and workers fork
+    try:
+        with suppress(FileExistsError):  # another writer stored the same blob meanwhile
+            os.link(str(descriptor), path, src_dir_fd=fds, follow_symlinks=True)
+    finally:
+        os.close(fds)
 
 
 def _make_blob_folder(storage: FileSystemStorage, directory: str) -> None:

@@ -153,18 +153,24 @@ def test_a_database_that_stays_down_fails_the_run_after_the_last_retry(settings)
 
 
 def test_a_full_disk_in_the_storage_folder_leaves_no_partial_blob_and_no_temporary_file(db, storage_dir):
-    # The stock folder storage writes a blob beside its name and renames it into place; here the
-    # disk fills up at the 8th blob (the OS cannot be made to run out of space on cue).
-    real_replace = os.replace
+    # The stock folder storage gives a complete blob its name at the end (a link on Linux, a
+    # rename elsewhere); here the disk fills up at the 8th blob (the OS cannot run out of space on cue).
+    real_link, real_replace = os.link, os.replace
     calls = []
 
-    def replace(source, target):
-        calls.append(target)
-        if len(calls) >= 8:
-            raise OSError(errno.ENOSPC, "No space left on device")
-        return real_replace(source, target)
+    def failing(real):
+        def call(source, target, *args, **kwargs):
+            calls.append(target)
+            if len(calls) >= 8:
+                raise OSError(errno.ENOSPC, "No space left on device")
+            return real(source, target, *args, **kwargs)
 
-    with mock.patch("fleet.ingest.os.replace", side_effect=replace):
+        return call
+
+    with (
+        mock.patch("fleet.ingest.os.link", side_effect=failing(real_link)),
+        mock.patch("fleet.ingest.os.replace", side_effect=failing(real_replace)),
+    ):
         run = run_task(ingest.create_run(EXAMPLE_ARCHIVE))
     assert run.status == IngestRun.Status.FAILED
     assert "storage is full" in run.errors[0]["message"]

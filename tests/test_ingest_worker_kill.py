@@ -108,7 +108,8 @@ def test_a_sigkilled_worker_leaves_the_same_database_as_a_clean_import(storage_d
     assert run.attempts == 2  # the redelivered task ran the import again, from the start
     assert Job.objects.count() == JOBS
     after_kill = snapshot()
-    assert blobs_on_disk(storage_dir) == referenced_blobs()  # no orphan blobs
+    on_disk, named = blobs_on_disk(storage_dir), referenced_blobs()
+    assert on_disk == named, (sorted(on_disk - named), sorted(named - on_disk))  # no orphan blobs
 
     # The same archive imported once, cleanly, into an empty database and storage.
     Job.objects.all().delete()
