@@ -437,6 +437,9 @@ class _ArchiveParser:
                 series, dropped = series_lib.normalize_batch(frame, key="job_id")
                 self.duplicate_samples += dropped
             del frame
+            # Arrow's allocator keeps what a bucket's reading freed for reuse; give it back, so the
+            # process holds about one bucket's worth, not the most any bucket needed.
+            pa.default_memory_pool().release_unused()
             yield bucket_jobs, series
 
     def _note_outside_window(self, job: JobRecord, stamps_ms: np.ndarray) -> None:
@@ -1217,7 +1220,9 @@ class _Spill:
                     os.unlink(path)
                 table = pa.concat_tables(tables, promote_options="default") if len(tables) > 1 else tables[0]
                 del tables
-                table = table.filter(pc.is_in(table["job_id"], value_set=wanted))
+                accepted_rows = pc.is_in(table["job_id"], value_set=wanted)
+                if not pc.all(accepted_rows).as_py():  # a copy only when some jobs were rejected
+                    table = table.filter(accepted_rows)
                 frame = table.to_pandas()
                 del table
                 if long_form and len(frame):
