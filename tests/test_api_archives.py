@@ -141,3 +141,12 @@ def test_the_openapi_schema_describes_the_endpoints(operator):
     run_schema = schema["components"]["schemas"]["IngestRun"]["properties"]
     assert {"status", "jobs_done", "jobs_total", "errors"} <= set(run_schema)
     assert run["responses"]["200"]
+
+
+def test_the_api_root_lists_its_resources_and_the_schema(operator):
+    client = APIClient()
+    client.force_authenticate(operator)
+    root = client.get("/api/v1/").json()
+    assert {"archives", "ingest-runs", "jobs", "schema"} <= set(root)
+    assert root["schema"].endswith("/api/v1/schema/")
+    assert client.get(root["schema"], {"format": "json"}).status_code == 200
