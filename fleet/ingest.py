@@ -295,9 +295,7 @@ def _dry_run_batch(batch: list[ParsedJob], report: DryRunReport) -> None:
         ).values_list("cluster__name", "external_id", "fingerprint", "team_id")
     }
     teams = dict(Team.objects.filter(slug__in={_team_slug(job.record.team) for job in batch}).values_list("slug", "pk"))
-    for parsed_job, (series, _series_bytes, fp, _name, _names) in zip(
-        batch, _prepare_all(batch, store_blobs=False), strict=True
-    ):
+    for parsed_job, (series, fp, _name, _names) in zip(batch, _prepare_all(batch, store_blobs=False), strict=True):
         record = parsed_job.record
         decided = outcome(stored.get((record.cluster, record.external_id)), fp, teams.get(_team_slug(record.team)))
         count_outcome(report, decided)
@@ -479,9 +477,7 @@ def store_jobs(run, items: list[JobToStore]) -> list[tuple[str, Job]]:
         updated: list[Job] = []
         stored: list[tuple[Job, list[ArtifactRecord], tuple[str, ...]]] = []
         replaced: set[str] = set()
-        for item, (series, _series_bytes, fp, series_name, artifact_names), key in zip(
-            items, prepared, keys, strict=True
-        ):
+        for item, (series, fp, series_name, artifact_names), key in zip(items, prepared, keys, strict=True):
             job = existing.get(key)
             decided = outcome(job, fp, item.team.pk)
             if decided == "unchanged":
@@ -520,7 +516,6 @@ class Prepared(NamedTuple):
     """What storing a job compares and names, worked out on `_threads` (`_prepare_all`)."""
 
     series: series_lib.SeriesSlice | None
-    series_bytes: bytes | None
     fingerprint: str
     series_name: str  # the series blob's name once stored; "" without a series or blobs stored
     artifact_names: tuple[str, ...]  # the blob name of each of the job's artifacts, in order, once stored
@@ -535,10 +530,10 @@ def _prepare_all(jobs: list, *, store_blobs: bool) -> list[Prepared]:
     def prepare(job) -> Prepared:
         series, series_bytes, fp = prepared_series(job.record, job.series, job.artifacts)
         if not store_blobs:
-            return Prepared(series, series_bytes, fp, "", ())
+            return Prepared(series, fp, "", ())
         series_name = _store_blob("series", series_bytes, ".parquet") if series_bytes else ""
         names = tuple(_store_blob("artifacts", artifact.content) for artifact in job.artifacts)
-        return Prepared(series, series_bytes, fp, series_name, names)
+        return Prepared(series, fp, series_name, names)
 
     return list(_threads().map(prepare, jobs))
 

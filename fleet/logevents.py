@@ -140,7 +140,6 @@ _KEYWORDS: dict[str, tuple[str, ...]] = {
 _EPOCH_WORD = re.compile(r"\bepoch\s*(?::\s*|\[\s*)?(\d+)\b", re.IGNORECASE)
 # HF Trainer's metrics dicts: {'loss': 0.69, 'learning_rate': 4.5e-05, 'epoch': 0.27}
 _EPOCH_DICT = re.compile(r"""^\s*\{.*['"]epoch['"]\s*:\s*([0-9]+(?:\.[0-9]+)?(?:[eE][-+]?\d+)?)""")
-# A cheap first pass: a line without any of these words (lower case) cannot match any pattern.
 # A file's download progress bar, "model.safetensors:  45%|####5 | ...": kept apart from the other
 # download patterns because its word, "%|", is on every progress bar of a long log (epochs, steps),
 # where it alone, not all the download alternatives, needs trying.
@@ -152,6 +151,7 @@ _PROBES: tuple[tuple[str, frozenset[str], re.Pattern], ...] = (
     *((kind, frozenset(_KEYWORDS[kind]), pattern) for kind, pattern in _PATTERNS.items()),
     (DOWNLOAD, frozenset({"%|"}), _FILE_PROGRESS),
 )
+# A cheap first pass: a line without any of these words (lower case) cannot match any pattern.
 _ANY_WORDS = tuple(sorted({word for _, words, _ in _PROBES for word in words} | {"epoch"}))
 
 

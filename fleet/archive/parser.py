@@ -1419,7 +1419,7 @@ def _string_values(column) -> np.ndarray:
 class _Text:
     """A text column (trimmed, "" for missing cells) in the forms a batch needs: the cells as an
     object array, as codes into the distinct values (tests on ids run once per distinct value, not
-    once per row) and as a pandas column (a frame built from the object array converts every cell)."""
+    once per row), as Arrow text (what the spill writes) and as a pandas column (long form)."""
 
     def __init__(self, codes: np.ndarray, uniques: np.ndarray, arrow: pa.Array | None):
         self.codes, self.uniques, self._arrow = codes, uniques, arrow
