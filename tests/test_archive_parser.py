@@ -109,7 +109,7 @@ def comparable(parsed) -> dict:
     return {
         "manifest": parsed.manifest,
         "jobs": parsed.jobs,
-        "series": {k: series_lib.to_parquet_bytes(v) for k, v in parsed.series.items()},
+        "series": {k: series_lib.to_blob_bytes(v) for k, v in parsed.series.items()},
         "artifacts": {k: sorted(v, key=lambda a: (a.kind, a.path)) for k, v in parsed.artifacts.items()},
         "rejected": parsed.rejected,
         "errors": sorted(map(str, parsed.errors)),

@@ -9,7 +9,7 @@ import pytest
 from django.core.files.base import ContentFile
 from django.urls import reverse
 
-from fleet.series import to_parquet_bytes
+from fleet.series import to_blob_bytes
 from tests.factories import JobFactory
 from triage.dashboard.timeline import Marker, build_timeline
 
@@ -71,7 +71,7 @@ def test_log_text_in_hover_is_escaped():
 @pytest.mark.django_db
 def test_timeline_endpoint_is_scoped_and_zooms(client, member_a, team_a, team_b):
     own = JobFactory(team=team_a, start_time=START, end_time=START + timedelta(hours=1))
-    own.series_file.save("s.parquet", ContentFile(to_parquet_bytes(series(2, 3600, 15))))
+    own.series_file.save("s.arrow", ContentFile(to_blob_bytes(series(2, 3600, 15))))
     other = JobFactory(team=team_b)
     client.force_login(member_a)
     assert client.get(reverse("dashboard:job-timeline", args=[other.pk])).status_code == 404

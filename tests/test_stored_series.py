@@ -1,0 +1,70 @@
+"""Triage reads a stored series blob, of either format, into the same timeline as the frame it holds."""
+
+from __future__ import annotations
+
+import io
+from datetime import UTC, datetime
+
+import numpy as np
+import pandas as pd
+import pyarrow.parquet as pq
+import pytest
+
+from fleet import series
+from triage.evidence import StoredSeries, read_series
+from triage.evidence.timeline import build_timeline
+
+START = datetime(2026, 10, 5, 9, 0, tzinfo=UTC)
+
+
+def stored_frame() -> pd.DataFrame:
+    rows = []
+    for step in range(40):
+        for host, gpu in (("n2", 0), ("n1", 1), ("n1", 0), ("n1", None)):
+            rows.append({"timestamp": START + pd.Timedelta(seconds=15 * step), "host": host, "gpu": gpu})
+    frame = pd.DataFrame(rows)
+    n = len(frame)
+    on_gpu = frame["gpu"].notna().to_numpy()
+    frame["gpu_util"] = np.where(on_gpu, np.arange(n) % 100, np.nan).astype("float32")
+    frame["gpu_mem_used_mib"] = np.where(on_gpu, 1000.0, np.nan).astype("float32")
+    frame["gpu_mem_total_mib"] = np.where(on_gpu, 8000.0, np.nan).astype("float32")
+    frame["sm_active"] = np.where(on_gpu, 0.5, np.nan).astype("float32")  # not read by triage, but present
+    frame["dram_active"] = np.full(n, np.nan, dtype="float32")  # a column without a single value
+    frame["cpu_util"] = np.where(on_gpu, np.nan, 40.0).astype("float32")
+    normalised, _ = series.normalize(frame)
+    return normalised
+
+
+def parquet_blob(frame: pd.DataFrame) -> bytes:
+    """As versions before the Arrow IPC blobs stored a series."""
+    buffer = io.BytesIO()
+    pq.write_table(
+        series.to_arrow(frame), buffer, compression="zstd", use_dictionary=["host", "gpu"], write_statistics=False
+    )
+    return buffer.getvalue()
+
+
+@pytest.mark.parametrize("encode", [series.to_blob_bytes, parquet_blob], ids=["arrow", "parquet"])
+def test_a_stored_blob_gives_the_timeline_of_its_frame(encode):
+    frame = stored_frame()
+    stored = read_series(encode(frame))
+    assert isinstance(stored, StoredSeries)
+    # Metrics with a value are listed, read by triage or not; the empty column is not.
+    assert stored.metrics == ("gpu_util", "gpu_mem_used_mib", "gpu_mem_total_mib", "sm_active", "cpu_util")
+    start, end = START.timestamp(), START.timestamp() + 600
+    expected = build_timeline(frame, start_s=start, end_s=end)
+    got = build_timeline(stored, start_s=start, end_s=end)
+    assert got.devices == expected.devices == [("n1", 0), ("n1", 1), ("n2", 0)]
+    np.testing.assert_array_equal(got.t, expected.t)
+    np.testing.assert_array_equal(got.util, expected.util)
+    np.testing.assert_array_equal(got.mem_share, expected.mem_share)
+    np.testing.assert_array_equal(got.host["cpu_util"], expected.host["cpu_util"])
+    assert got.metrics == expected.metrics
+
+
+def test_a_blob_in_another_shape_is_read_whole_into_a_frame():
+    frame = stored_frame().astype({"gpu": "float64"})  # not the normalised Int16 GPU index
+    data = series.table_to_blob_bytes(series.to_arrow(frame))
+    got = read_series(data)
+    assert isinstance(got, pd.DataFrame)
+    pd.testing.assert_frame_equal(got, frame)
