@@ -11,7 +11,7 @@ import json
 import tarfile
 import zipfile
 
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
 from fleet.archive import ArchiveError, ReaderLimits, parse_archive
@@ -195,3 +195,50 @@ def test_the_job_schema_with_its_references_inlined_judges_every_row_as_the_sche
         return sorted((e.validator, tuple(e.absolute_path), e.message) for e in validator.iter_errors(row))
 
     assert errors(_validator("job.schema.json")) == errors(jsonschema.Draft202012Validator(written))
+
+
+# Job rows as jobs.csv (text cells) and jobs.jsonl (any JSON values) bring them, near the schema's edges.
+_cell = st.one_of(
+    st.text(max_size=12),
+    st.sampled_from(["", "0", "1", "-1", "2.0", "1e3", "j1", "a b", "c1", "batch", "interactive", "x" * 201]),
+    st.sampled_from(["2026-11-02T10:00:00Z", "2026-11-02 10:00", "1793613600", "1793613600.5", "2026-13-45"]),
+)
+_json_value = st.one_of(
+    _cell, st.none(), st.booleans(), st.integers(-3, 10**12), st.floats(allow_nan=True), st.lists(st.integers(), max_size=2)
+)
+_job_fields = [
+    "job_id", "user", "team", "gpu_count", "start_time", "end_time", "submit_time", "name", "cluster",
+    "gpu_model", "node_count", "cpu_count", "state", "job_type", "queue", "command", "labels", "extra",
+]  # fmt: skip
+
+
+_VALID_ROW = {
+    "job_id": "j1", "user": "ann", "team": "vision", "gpu_count": "1",
+    "start_time": "2026-11-02T10:00:00Z", "end_time": "2026-11-02T11:00:00Z",
+}  # fmt: skip
+
+
+@settings(max_examples=500, deadline=None)
+@given(
+    st.booleans(),
+    st.one_of(st.just({}), st.dictionaries(st.sampled_from(_job_fields), _json_value, max_size=4)),
+    st.sets(st.sampled_from(_job_fields[:6]), max_size=1),
+)
+def test_the_compiled_job_schema_accepts_exactly_the_rows_the_documented_one_accepts(from_valid, changes, dropped):
+    """The import checks job rows with the schema compiled (fastjsonschema) and words errors with
+    `jsonschema`: both must give every row the same verdict (rows near a valid one, and any rows)."""
+    import fastjsonschema
+
+    from fleet.archive.parser import _compiled, _validator
+
+    row = {**(_VALID_ROW if from_valid else {}), **changes}
+    for name in dropped:
+        row.pop(name, None)
+
+    try:
+        _compiled("job.schema.json")(row)
+        compiled_valid = True
+    except fastjsonschema.JsonSchemaException:
+        compiled_valid = False
+    event("valid row" if compiled_valid else "invalid row")
+    assert compiled_valid == _validator("job.schema.json").is_valid(row), row
