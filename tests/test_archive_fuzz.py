@@ -204,7 +204,12 @@ _cell = st.one_of(
     st.sampled_from(["2026-11-02T10:00:00Z", "2026-11-02 10:00", "1793613600", "1793613600.5", "2026-13-45"]),
 )
 _json_value = st.one_of(
-    _cell, st.none(), st.booleans(), st.integers(-3, 10**12), st.floats(allow_nan=True), st.lists(st.integers(), max_size=2)
+    _cell,
+    st.none(),
+    st.booleans(),
+    st.integers(-3, 10**12),
+    st.floats(allow_nan=True),
+    st.lists(st.integers(), max_size=2),
 )
 _job_fields = [
     "job_id", "user", "team", "gpu_count", "start_time", "end_time", "submit_time", "name", "cluster",

@@ -12,6 +12,8 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from fleet import series as series_lib
 from fleet.archive import ArchiveError, ReaderLimits, parse_archive
@@ -849,3 +851,49 @@ def test_a_large_parquet_file_is_read_in_memory_of_one_row_group_whatever_its_si
     small, large = peak(10), peak(40)  # 40 MB and 160 MB of values
     assert large < 1.25 * small + 4, (small, large)
     assert large < 40, (small, large)
+
+
+_metric_cell = st.one_of(
+    st.sampled_from([0.0, 0.25, 12.5, 100.0, 99.75]),  # in range for every metric below
+    st.sampled_from([-1.0, 100.5, 1e6, float("inf"), float("-inf"), float("nan")]),
+    st.none(),
+)
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(
+    st.lists(st.tuples(_metric_cell, _metric_cell, st.one_of(st.none(), st.integers(-2, 3))), min_size=1, max_size=12),
+    st.sampled_from(["float32", "float64"]),
+)
+def test_typed_parquet_metrics_parse_as_the_same_cells_in_csv(tmp_path, cells, width):
+    """Typed Parquet columns whose values all pass skip the cell-by-cell checks; whatever the
+    values, the jobs, series and errors are those of the same cells written as CSV text."""
+    stamps = [f"2026-10-05T09:{minute:02d}:00Z" for minute in range(len(cells))]
+    frame = pd.DataFrame(
+        {
+            "job_id": ["j1"] * len(cells),
+            "timestamp": pd.to_datetime(stamps, utc=True),
+            "host": ["n1"] * len(cells),
+            "gpu": pd.array([gpu for _, _, gpu in cells], dtype="Int16"),
+            "gpu_util": pd.array([util for util, _, _ in cells], dtype=width.capitalize()),
+            "cpu_util": pd.array([cpu for _, cpu, _ in cells], dtype=width.capitalize()),
+        }
+    )
+
+    def text(value) -> str:
+        return "" if value is None or value is pd.NA else repr(value)
+
+    rows = [
+        f"j1,{stamp},n1,{text(gpu)},{text(util)},{text(cpu)}"
+        for stamp, (util, cpu, gpu) in zip(stamps, cells, strict=True)
+    ]
+    as_csv = parse_files(
+        tmp_path, base_files(**{"metrics.csv": csv_text("job_id,timestamp,host,gpu,gpu_util,cpu_util", rows)})
+    )
+    as_parquet = parse_files(tmp_path, base_files(**{"metrics.csv": None, "metrics.parquet": parquet_bytes(frame)}))
+    assert sorted(as_parquet.rejected) == sorted(as_csv.rejected)
+    fields = {job: sorted((e.field, e.row) for e in errors) for job, errors in as_csv.rejected.items()}
+    assert {job: sorted((e.field, e.row) for e in errors) for job, errors in as_parquet.rejected.items()} == fields
+    assert {k: series_lib.to_blob_bytes(v) for k, v in as_parquet.series.items()} == {
+        k: series_lib.to_blob_bytes(v) for k, v in as_csv.series.items()
+    }
