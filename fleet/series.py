@@ -433,7 +433,7 @@ def to_arrow(frame: pd.DataFrame) -> pa.Table:
 # decompression, not page decoding. Blobs stored as Parquet are still read: `from_blob_bytes` and
 # `is_parquet` tell the two apart by their first bytes.
 BLOB_SUFFIX = ".arrow"
-BLOB_IPC = pa.ipc.IpcWriteOptions(compression="zstd")
+BLOB_IPC = pa.ipc.IpcWriteOptions(compression=pa.Codec("zstd", -1))
 _PARQUET_MAGIC = b"PAR1"
 
 
