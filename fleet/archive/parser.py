@@ -431,14 +431,16 @@ class _ArchiveParser:
         self.accepted = {job_id: record for job_id, record in self.jobs.items() if job_id not in self.rejected}
         self.errors.extend(self.native.settle(self.job_ids, self.accepted))  # native files (issue 6)
         self.accepted.update(self.native.extra)
+        # The first bucket of series is read back and normalised while the logs and scripts are
+        # copied (nothing in them rejects a job), instead of after.
+        v1_jobs = {k: v for k, v in self.accepted.items() if k not in self.native.extra}  # native files (issue 6)
+        self._read_ahead = _ReadAhead(self._normalised_buckets(v1_jobs))
         self.progress("reading logs, scripts and traces")
         self._parse_artifacts(names, self.accepted)
 
     def iter_jobs(self) -> Iterator[ParsedJob]:
         """Accepted jobs, one spill bucket of series at a time (and the next one being read ahead)."""
         accepted = self.accepted
-        v1_jobs = {k: v for k, v in accepted.items() if k not in self.native.extra}  # native files (issue 6)
-        self._read_ahead = _ReadAhead(self._normalised_buckets(v1_jobs))
         for bucket_jobs, series in self._read_ahead:
             for job_id in bucket_jobs:
                 record = accepted[job_id]
