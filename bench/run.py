@@ -210,7 +210,7 @@ ROUNDS = 3  # each side's best of this many passes over all jobs
 def triage_jobs_for_bench(jobs: int, gpus: int = 8, samples: int = 2000) -> dict:
     """Triage throughput on 8-GPU jobs with 2,000 samples per GPU and metric, beside loading their series.
 
-    Both sides start from the same stored zstd Parquet blob (what `Job.series_file` holds): `load`
+    Both sides start from the same stored series blob (what `Job.series_file` holds): `load`
     decodes it into the series frame (`fleet.series.from_blob_bytes`, every column), as any reader
     of a job's series does; `triage` does what `triage.services.load_evidence` does with it: reads it
     (`read_series`, only the columns triage uses), builds the evidence (phases, log events, script

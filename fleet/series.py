@@ -429,11 +429,16 @@ def to_arrow(frame: pd.DataFrame) -> pa.Table:
 # How series blobs are encoded: the Arrow IPC file format (what Feather V2 files are) with each
 # column's buffers zstd-compressed. Against zstd Parquet, the format of earlier versions, it
 # encodes a demo job's series in under half the time (1.1 against 2.9 ms; the import spends more
-# on it than on anything else) at about the same size (55 against 52 KiB), and reading it back is
-# decompression, not page decoding. Blobs stored as Parquet are still read: `from_blob_bytes` and
-# `is_parquet` tell the two apart by their first bytes.
+# on it than on anything else) at about the same size (55 against 52 KiB; on noisy floats, such as
+# the triage benchmark's random series, a fifth more), and reading it back is decompression, not
+# page decoding. zstd's fast level -1 would save a third of the encoding for 14 % more bytes there.
+# Blobs stored as Parquet are still read: `from_blob_bytes` and `is_parquet` tell the two apart by
+# their first bytes.
 BLOB_SUFFIX = ".arrow"
-BLOB_IPC = pa.ipc.IpcWriteOptions(compression=pa.Codec("zstd", -1))
+BLOB_IPC = pa.ipc.IpcWriteOptions(compression="zstd")
+# One thread: a blob's columns are too small for decompressing them side by side to pay (an 8-GPU,
+# 2,000-sample blob reads in 2.8 ms with threads, 1.6 ms without), and the workers run in parallel.
+BLOB_READ = pa.ipc.IpcReadOptions(use_threads=False)
 _PARQUET_MAGIC = b"PAR1"
 
 
@@ -461,13 +466,12 @@ def read_blob_table(data: bytes, columns: list[str] | None = None) -> pa.Table:
             present = set(pq.read_schema(io.BytesIO(data)).names)
             columns = [c for c in columns if c in present]
         return pq.read_table(io.BytesIO(data), columns=columns)
-    source = pa.BufferReader(data)
     if columns is None:
-        return pa.ipc.open_file(source).read_all()
-    names = pa.ipc.open_file(source).schema.names
+        return pa.ipc.open_file(pa.BufferReader(data), options=BLOB_READ).read_all()
+    names = pa.ipc.open_file(pa.BufferReader(data), options=BLOB_READ).schema.names
     wanted = [names.index(c) for c in dict.fromkeys(columns) if c in names]
     # Only these columns' buffers are decompressed.
-    options = pa.ipc.IpcReadOptions(included_fields=wanted)
+    options = pa.ipc.IpcReadOptions(included_fields=wanted, use_threads=False)
     return pa.ipc.open_file(pa.BufferReader(data), options=options).read_all()
 
 

@@ -17,7 +17,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from fleet.series import KEY_COLUMNS, from_blob_bytes, gap_threshold_s, is_parquet
+from fleet.series import BLOB_READ, KEY_COLUMNS, from_blob_bytes, gap_threshold_s, is_parquet
 
 # The host and extra GPU metrics the rules read (others are listed as present but not gridded).
 HOST_COLUMNS = ("cpu_util", "net_rx_bytes_per_s")
@@ -86,7 +86,7 @@ def read_series(data: bytes) -> StoredSeries | pd.DataFrame:
     """
     if is_parquet(data):
         return _read_parquet_series(data)
-    source = pa.ipc.open_file(pa.BufferReader(data))
+    source = pa.ipc.open_file(pa.BufferReader(data), options=BLOB_READ)
     schema = source.schema
     if not _plain_schema(schema):
         return from_blob_bytes(data)
