@@ -30,7 +30,7 @@ def _long_job():
     from django.core.files.base import ContentFile
 
     from fleet.models import Cluster, Job, Team
-    from fleet.series import to_blob_bytes
+    from fleet.series import to_parquet_bytes
 
     start = datetime(2026, 10, 20, tzinfo=UTC)
     job, created = Job.objects.get_or_create(
@@ -48,7 +48,7 @@ def _long_job():
                           "gpu_mem_used_mib": np.float32(40000), "gpu_mem_total_mib": np.float32(81920)})
             for g in range(8)
         ]  # fmt: skip
-        job.series_file.save("long.arrow", ContentFile(to_blob_bytes(pd.concat(frames, ignore_index=True))))
+        job.series_file.save("long.parquet", ContentFile(to_parquet_bytes(pd.concat(frames, ignore_index=True))))
     return job
 
 

@@ -7,7 +7,7 @@ are timed here, one after the other over every job:
 
 - parse: `ArchiveStream` preparing (validating the metrics file and spilling it by job, the jobs
   file, logs and scripts) and then handing out the jobs (reading each bucket back, normalising it);
-- encode: each job's series as its own blob, Arrow IPC with zstd (`SeriesSlice.to_blob_bytes`, on one
+- encode: each job's series as its own zstd Parquet blob (`SeriesSlice.to_parquet_bytes`, on one
   thread here; the import encodes on two), and, for comparison, the same series 50 jobs to one
   table (what a per-batch layout would pay);
 - summary, log events, fingerprint: what `store_jobs` computes per job;
@@ -78,7 +78,7 @@ def time_steps(archive: Path, work_dir: str) -> dict:
         seconds[name] = time.perf_counter() - begin
         return results
 
-    blobs = timed("encode: one blob per job", lambda job: job.series.to_blob_bytes())
+    blobs = timed("encode: one Parquet blob per job", lambda job: job.series.to_parquet_bytes())
     timed(
         "summary",
         lambda job: job.series.summarize(
@@ -96,7 +96,7 @@ def time_steps(archive: Path, work_dir: str) -> dict:
 
     # Storing, with what was timed above already at hand: first the files, then the rows.
     begin = time.perf_counter()
-    names = {id(blob): ingest._store_blob("series", blob, series_lib.BLOB_SUFFIX) for blob in blobs}
+    names = {id(blob): ingest._store_blob("series", blob, ".parquet") for blob in blobs}
     names |= {id(a.content): ingest._store_blob("artifacts", a.content) for job in jobs for a in job.artifacts}
     seconds["store: blob files (series and artifacts)"] = time.perf_counter() - begin
     seconds["store: rows and transactions"], counts = _store_rows(jobs, by_job, names)
@@ -106,7 +106,7 @@ def time_steps(archive: Path, work_dir: str) -> dict:
     for first in range(0, len(with_series), BATCH):
         batch = with_series[first : first + BATCH]
         frame = pd.concat([job.series.frame() for job in batch], ignore_index=True)
-        series_lib.to_blob_bytes(frame)
+        series_lib.to_parquet_bytes(frame)
     batched = time.perf_counter() - begin
     return {
         "jobs": len(jobs),

@@ -210,8 +210,8 @@ ROUNDS = 3  # each side's best of this many passes over all jobs
 def triage_jobs_for_bench(jobs: int, gpus: int = 8, samples: int = 2000) -> dict:
     """Triage throughput on 8-GPU jobs with 2,000 samples per GPU and metric, beside loading their series.
 
-    Both sides start from the same stored series blob (what `Job.series_file` holds): `load`
-    decodes it into the series frame (`fleet.series.from_blob_bytes`, every column), as any reader
+    Both sides start from the same stored zstd Parquet blob (what `Job.series_file` holds): `load`
+    decodes it into the series frame (`fleet.series.from_parquet_bytes`, every column), as any reader
     of a job's series does; `triage` does what `triage.services.load_evidence` does with it: reads it
     (`read_series`, only the columns triage uses), builds the evidence (phases, log events, script
     facts) and runs all 15 rules. Pure code, no database, so the ratio measures the triage engine
@@ -224,7 +224,7 @@ def triage_jobs_for_bench(jobs: int, gpus: int = 8, samples: int = 2000) -> dict
     import numpy as np
     import pandas as pd
 
-    from fleet.series import from_blob_bytes, normalize, to_blob_bytes
+    from fleet.series import from_parquet_bytes, normalize, to_parquet_bytes
     from triage.evidence import JobInfo, build_evidence, read_series
     from triage.rules import default_thresholds, triage
 
@@ -269,7 +269,7 @@ def triage_jobs_for_bench(jobs: int, gpus: int = 8, samples: int = 2000) -> dict
             }
         )
         frame, _ = normalize(pd.concat(frames + [host], ignore_index=True))
-        blobs.append(to_blob_bytes(frame))
+        blobs.append(to_parquet_bytes(frame))
     end = start + timedelta(seconds=samples * period)
     stamps = [start + timedelta(seconds=s) for s in range(0, samples * period, 600)]
     log = "\n".join(
@@ -281,7 +281,7 @@ def triage_jobs_for_bench(jobs: int, gpus: int = 8, samples: int = 2000) -> dict
     thresholds = default_thresholds()
 
     def load(blob: bytes) -> int:
-        from_blob_bytes(blob)
+        from_parquet_bytes(blob)
         return 0
 
     def read(blob: bytes) -> int:

@@ -408,10 +408,10 @@ def fingerprint(record: JobRecord, series_bytes: bytes | None, artifacts: list[A
 def prepared_series(
     record: JobRecord, series, artifacts: list[ArtifactRecord]
 ) -> tuple[series_lib.SeriesSlice | None, bytes | None, str]:
-    """(the series, a frame or `SeriesSlice`, as a slice or None when empty; its blob bytes; the
+    """(the series, a frame or `SeriesSlice`, as a slice or None when empty; its Parquet bytes; the
     job's fingerprint): what storing compares."""
     series = series_lib.as_slice(series)
-    series_bytes = series.to_blob_bytes() if series is not None else None
+    series_bytes = series.to_parquet_bytes() if series is not None else None
     return series, series_bytes, fingerprint(record, series_bytes, artifacts)
 
 
@@ -531,7 +531,7 @@ def _prepare_all(jobs: list, *, store_blobs: bool) -> list[Prepared]:
         series, series_bytes, fp = prepared_series(job.record, job.series, job.artifacts)
         if not store_blobs:
             return Prepared(series, fp, "", ())
-        series_name = _store_blob("series", series_bytes, series_lib.BLOB_SUFFIX) if series_bytes else ""
+        series_name = _store_blob("series", series_bytes, ".parquet") if series_bytes else ""
         names = tuple(_store_blob("artifacts", artifact.content) for artifact in job.artifacts)
         return Prepared(series, fp, series_name, names)
 
@@ -540,7 +540,7 @@ def _prepare_all(jobs: list, *, store_blobs: bool) -> list[Prepared]:
 
 @cache
 def _threads() -> ThreadPoolExecutor:
-    """Threads for encoding series and writing blobs: zstd compression, hashing and file writes
+    """Threads for encoding series and writing blobs: Parquet compression, hashing and file writes
     release the GIL, so two jobs are prepared at once while the main thread goes on. Never the
     database. (Writing blobs here gained nothing while they went through `Storage.save`, whose
     own code holds the GIL; with `_write_blob_file` the import is 7 % faster.)"""

@@ -1,7 +1,7 @@
-"""A job's metric series: the normalised frame, its per-job summary and its stored form.
+"""A job's metric series: the normalised frame, its per-job summary and its Parquet form.
 
 Pure pandas/numpy, vectorised over samples; no Django. The normalised frame is the one shape that
-the parsers hand over, the store keeps (as one blob per job: Arrow IPC, zstd-compressed) and triage reads:
+the parsers hand over, the store keeps (as one zstd Parquet blob per job) and triage reads:
 
     timestamp  datetime64[ms, UTC]
     host       string                (empty when the source has no host)
@@ -127,7 +127,7 @@ def normalize_batch(frame: pd.DataFrame, key: str = "job_id") -> tuple[dict[str,
 class _SeriesBatch:
     """Normalised series sorted into one table, with what slices of it share: the numpy columns a
     summary reads. The frame itself is not kept (a slice's `frame()` is rebuilt from the table, as
-    `from_blob_bytes` does), so a bucket is held once in memory, not twice."""
+    `from_parquet_bytes` does), so a bucket is held once in memory, not twice."""
 
     def __init__(self, frame: pd.DataFrame, *, host_codes: np.ndarray):
         self.table = to_arrow(frame)
@@ -147,7 +147,7 @@ class _SeriesBatch:
 class SeriesSlice:
     """One normalised series as rows [begin, end) of a batch: what the importer stores and summarises.
 
-    `frame()` is the series as `normalize` gives it; `to_blob_bytes()` and `summarize()` equal
+    `frame()` is the series as `normalize` gives it; `to_parquet_bytes()` and `summarize()` equal
     the functions of those names applied to that frame, without building it.
     """
 
@@ -176,13 +176,10 @@ class SeriesSlice:
         arrays = [batch.table.column(name).slice(self._begin, length) for name in self.columns]
         return pa.Table.from_arrays(arrays, schema=batch.schema(self.columns))
 
-    def to_blob_bytes(self) -> bytes:
-        # Each column copied into buffers of its own: a slice's arrays are views of the batch's
-        # buffers, which Arrow's IPC writer can write whole, so the blob would hold other jobs'
-        # samples and its bytes (which the job's fingerprint hashes) would depend on the batch.
-        table = self.to_arrow()
-        own = [pa.concat_arrays(column.chunks) for column in table.columns]
-        return table_to_blob_bytes(pa.Table.from_arrays(own, schema=table.schema))
+    def to_parquet_bytes(self) -> bytes:
+        buffer = io.BytesIO()
+        pq.write_table(self.to_arrow(), buffer, **PARQUET_OPTIONS)
+        return buffer.getvalue()
 
     def summarize(
         self, *, start: datetime, end: datetime, gpu_count: int, idle_threshold: float = DEFAULT_IDLE_THRESHOLD
@@ -426,57 +423,23 @@ def to_arrow(frame: pd.DataFrame) -> pa.Table:
     return pa.Table.from_arrays(arrays, schema=schema)
 
 
-# How series blobs are encoded: the Arrow IPC file format (what Feather V2 files are) with each
-# column's buffers zstd-compressed. Against zstd Parquet, the format of earlier versions, it
-# encodes a demo job's series in under half the time (1.1 against 2.9 ms; the import spends more
-# on it than on anything else) at about the same size (55 against 52 KiB; on noisy floats, such as
-# the triage benchmark's random series, a fifth more), and reading it back is decompression, not
-# page decoding. zstd's fast level -1 would save a third of the encoding for 14 % more bytes there.
-# Blobs stored as Parquet are still read: `from_blob_bytes` and `is_parquet` tell the two apart by
-# their first bytes.
-BLOB_SUFFIX = ".arrow"
-BLOB_IPC = pa.ipc.IpcWriteOptions(compression="zstd")
-# One thread: a blob's columns are too small for decompressing them side by side to pay (an 8-GPU,
-# 2,000-sample blob reads in 2.8 ms with threads, 1.6 ms without), and the workers run in parallel.
-BLOB_READ = pa.ipc.IpcReadOptions(use_threads=False)
-_PARQUET_MAGIC = b"PAR1"
+# How series blobs are encoded. Dictionary encoding only pays for the key columns (a few hosts and
+# GPUs repeated); tried on every float metric it costs a third of the encoding time and saves
+# nothing. Column statistics are off: a blob is always read whole, never filtered by its footer.
+PARQUET_OPTIONS = {"compression": "zstd", "use_dictionary": ["host", "gpu"], "write_statistics": False}
 
 
-def is_parquet(data: bytes) -> bool:
-    """Whether a stored series blob is zstd Parquet (stored before the Arrow IPC blobs)."""
-    return data[:4] == _PARQUET_MAGIC
+def to_parquet_bytes(frame: pd.DataFrame) -> bytes:
+    """The frame as zstd-compressed Parquet; `from_parquet_bytes` gives back an equal frame."""
+    table = to_arrow(frame)
+    buffer = io.BytesIO()
+    pq.write_table(table, buffer, **PARQUET_OPTIONS)
+    return buffer.getvalue()
 
 
-def table_to_blob_bytes(table: pa.Table) -> bytes:
-    sink = pa.BufferOutputStream()
-    with pa.ipc.new_file(sink, table.schema, options=BLOB_IPC) as writer:
-        writer.write_table(table)
-    return sink.getvalue().to_pybytes()
-
-
-def to_blob_bytes(frame: pd.DataFrame) -> bytes:
-    """The frame as a series blob; `from_blob_bytes` gives back an equal frame."""
-    return table_to_blob_bytes(to_arrow(frame))
-
-
-def read_blob_table(data: bytes, columns: list[str] | None = None) -> pa.Table:
-    """A stored series blob (either format) as Arrow; `columns` reads only those that exist."""
-    if is_parquet(data):
-        if columns is not None:
-            present = set(pq.read_schema(io.BytesIO(data)).names)
-            columns = [c for c in columns if c in present]
-        return pq.read_table(io.BytesIO(data), columns=columns)
-    if columns is None:
-        return pa.ipc.open_file(pa.BufferReader(data), options=BLOB_READ).read_all()
-    names = pa.ipc.open_file(pa.BufferReader(data), options=BLOB_READ).schema.names
-    wanted = [names.index(c) for c in dict.fromkeys(columns) if c in names]
-    # Only these columns' buffers are decompressed.
-    options = pa.ipc.IpcReadOptions(included_fields=wanted, use_threads=False)
-    return pa.ipc.open_file(pa.BufferReader(data), options=options).read_all()
-
-
-def from_blob_bytes(data: bytes, columns: list[str] | None = None) -> pd.DataFrame:
+def from_parquet_bytes(data: bytes, columns: list[str] | None = None) -> pd.DataFrame:
     """The stored frame; `columns` reads only those that exist (keys are always read)."""
     if columns is not None:
-        columns = list(dict.fromkeys([*SERIES_KEYS, *columns]))
-    return read_blob_table(data, columns).to_pandas()
+        present = set(pq.read_schema(io.BytesIO(data)).names)
+        columns = [c for c in dict.fromkeys([*SERIES_KEYS, *columns]) if c in present]
+    return pq.read_table(io.BytesIO(data), columns=columns).to_pandas()

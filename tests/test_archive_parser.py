@@ -111,7 +111,7 @@ def comparable(parsed) -> dict:
     return {
         "manifest": parsed.manifest,
         "jobs": parsed.jobs,
-        "series": {k: series_lib.to_blob_bytes(v) for k, v in parsed.series.items()},
+        "series": {k: series_lib.to_parquet_bytes(v) for k, v in parsed.series.items()},
         "artifacts": {k: sorted(v, key=lambda a: (a.kind, a.path)) for k, v in parsed.artifacts.items()},
         "rejected": parsed.rejected,
         "errors": sorted(map(str, parsed.errors)),
@@ -894,6 +894,6 @@ def test_typed_parquet_metrics_parse_as_the_same_cells_in_csv(tmp_path, cells, w
     assert sorted(as_parquet.rejected) == sorted(as_csv.rejected)
     fields = {job: sorted((e.field, e.row) for e in errors) for job, errors in as_csv.rejected.items()}
     assert {job: sorted((e.field, e.row) for e in errors) for job, errors in as_parquet.rejected.items()} == fields
-    assert {k: series_lib.to_blob_bytes(v) for k, v in as_parquet.series.items()} == {
-        k: series_lib.to_blob_bytes(v) for k, v in as_csv.series.items()
+    assert {k: series_lib.to_parquet_bytes(v) for k, v in as_parquet.series.items()} == {
+        k: series_lib.to_parquet_bytes(v) for k, v in as_csv.series.items()
     }

@@ -13,7 +13,7 @@ from fleet.archive.parser import ArchiveStream, _ReadAhead
 def stored_form(stream: ArchiveStream) -> list[tuple[str, bytes | None, list[str]]]:
     """Each job as the importer stores it: id, series blob, artifact paths."""
     return [
-        (job.record.external_id, job.series.to_blob_bytes() if job.series is not None else None,
+        (job.record.external_id, job.series.to_parquet_bytes() if job.series is not None else None,
          [artifact.path for artifact in job.artifacts])
         for job in stream
     ]  # fmt: skip

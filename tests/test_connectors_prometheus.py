@@ -197,7 +197,7 @@ def test_a_pulled_job_summary_equals_the_generated_data(prometheus_server, setti
     assert stored.unused_gpu_hours == pytest.approx(expected.unused_gpu_hours, rel=1e-6)
     assert stored.coverage == pytest.approx(expected.coverage)
     # The series itself: every point of the generated data, none past the end, the sentinel gone.
-    frame = series_lib.from_blob_bytes(stored.series_file.read())
+    frame = series_lib.from_parquet_bytes(stored.series_file.read())
     assert frame["timestamp"].max() == pd.Timestamp(END)
     assert sorted(frame.groupby(["host", "gpu"]).size().to_dict()) == [
         ("gpu01", 0),

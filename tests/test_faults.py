@@ -22,7 +22,7 @@ from django.db import OperationalError
 
 from fleet import ingest
 from fleet.models import Artifact, IngestRun, Job
-from fleet.series import from_blob_bytes
+from fleet.series import from_parquet_bytes
 from fleet.tasks import ingest_archive_task
 from tests.conftest import EXAMPLE_ARCHIVE
 
@@ -76,7 +76,7 @@ def run_task(run: IngestRun) -> IngestRun:
 def assert_nothing_half_stored():
     for job in Job.objects.exclude(series_file=""):
         with default_storage.open(job.series_file.name, "rb") as blob:
-            assert len(from_blob_bytes(blob.read())), f"{job} has an unreadable series"
+            assert len(from_parquet_bytes(blob.read())), f"{job} has an unreadable series"
     for artifact in Artifact.objects.all():
         assert default_storage.size(artifact.file.name) == artifact.size, f"{artifact} is truncated"
 

@@ -1,10 +1,8 @@
-import io
 from datetime import UTC, datetime, timedelta
 
 import numpy as np
 import pandas as pd
 import pyarrow as pa
-import pyarrow.parquet as pq
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -157,40 +155,16 @@ def test_normalize_keeps_host_rows_after_gpu_rows_of_the_same_host():
     assert out["gpu"].tolist() == [0, 1, pd.NA]
 
 
-def test_blob_round_trip_is_exact():
+def test_parquet_round_trip_is_exact():
     frame = make_frame(
         constant(33.3, gpus=(0, 1)) + [(s, "n1", None, np.nan) for s in range(0, 600, 60)],
         sm_active=np.float32(0.25),
     )
-    data = series.to_blob_bytes(frame)
-    assert data[:6] == b"ARROW1" and not series.is_parquet(data)  # an Arrow IPC file (Feather V2)
-    assert pa.ipc.open_file(pa.BufferReader(data)).schema.field("gpu_util").type == pa.float32()
-    pd.testing.assert_frame_equal(series.from_blob_bytes(data), frame)
+    data = series.to_parquet_bytes(frame)
+    assert data[:4] == b"PAR1"
+    pd.testing.assert_frame_equal(series.from_parquet_bytes(data), frame)
     empty = series.empty_frame()
-    pd.testing.assert_frame_equal(series.from_blob_bytes(series.to_blob_bytes(empty)), empty)
-
-
-def old_parquet_blob(frame: pd.DataFrame) -> bytes:
-    """A series blob as versions before the Arrow IPC blobs stored it."""
-    buffer = io.BytesIO()
-    pq.write_table(
-        series.to_arrow(frame), buffer, compression="zstd", use_dictionary=["host", "gpu"], write_statistics=False
-    )
-    return buffer.getvalue()
-
-
-@pytest.mark.parametrize("encode", [series.to_blob_bytes, old_parquet_blob], ids=["arrow", "parquet"])
-def test_blobs_of_either_format_read_back_the_same_frame_and_columns(encode):
-    frame = make_frame(
-        constant(33.3, gpus=(0, 1)) + [(s, "n1", None, np.nan) for s in range(0, 600, 60)],
-        sm_active=np.float32(0.25),
-    )
-    data = encode(frame)
-    assert series.is_parquet(data) == (encode is old_parquet_blob)
-    pd.testing.assert_frame_equal(series.from_blob_bytes(data), frame)
-    # Asking for some columns reads the keys and those of them that exist, nothing else.
-    some = series.from_blob_bytes(data, columns=["sm_active", "cpu_util"])
-    pd.testing.assert_frame_equal(some, frame[["timestamp", "host", "gpu", "sm_active"]])
+    pd.testing.assert_frame_equal(series.from_parquet_bytes(series.to_parquet_bytes(empty)), empty)
 
 
 def test_arrow_conversion_equals_from_pandas_with_missing_values():
@@ -230,7 +204,7 @@ _sample = st.tuples(
 @given(st.lists(_sample, min_size=1, max_size=60), st.booleans())
 def test_a_series_of_a_batch_stores_and_sums_up_as_the_series_alone(samples, with_memory):
     """`normalize_batch` slices (the importer's path) against `normalize` of each job's rows alone:
-    the same frame, the same blob bytes (job fingerprints hash them) and exactly the same summary.
+    the same frame, the same Parquet bytes (job fingerprints hash them) and exactly the same summary.
     Hosts are shared unevenly between jobs, so a batch's host codes differ from each series' own."""
     frame = pd.DataFrame(
         {
@@ -254,7 +228,7 @@ def test_a_series_of_a_batch_stores_and_sums_up_as_the_series_alone(samples, wit
         kept = [c for c in alone.columns if c in series.KEY_COLUMNS or c == "gpu_util" or alone[c].notna().any()]
         alone = alone[kept]
         pd.testing.assert_frame_equal(part.frame(), alone)
-        assert part.to_blob_bytes() == series.to_blob_bytes(alone)
+        assert part.to_parquet_bytes() == series.to_parquet_bytes(alone)
         window = {"start": START + timedelta(minutes=10), "end": START + timedelta(hours=2), "gpu_count": 2}
         assert part.summarize(**window) == series.summarize(alone, **window)
         assert series.as_slice(alone).summarize(**window) == series.summarize(alone, **window)

@@ -1,14 +1,11 @@
-"""Triage reads a stored series blob, of either format, into the same timeline as the frame it holds."""
+"""Triage reads a stored series blob (`read_series`) into the same timeline as the frame it holds."""
 
 from __future__ import annotations
 
-import io
 from datetime import UTC, datetime
 
 import numpy as np
 import pandas as pd
-import pyarrow.parquet as pq
-import pytest
 
 from fleet import series
 from triage.evidence import StoredSeries, read_series
@@ -35,19 +32,9 @@ def stored_frame() -> pd.DataFrame:
     return normalised
 
 
-def parquet_blob(frame: pd.DataFrame) -> bytes:
-    """As versions before the Arrow IPC blobs stored a series."""
-    buffer = io.BytesIO()
-    pq.write_table(
-        series.to_arrow(frame), buffer, compression="zstd", use_dictionary=["host", "gpu"], write_statistics=False
-    )
-    return buffer.getvalue()
-
-
-@pytest.mark.parametrize("encode", [series.to_blob_bytes, parquet_blob], ids=["arrow", "parquet"])
-def test_a_stored_blob_gives_the_timeline_of_its_frame(encode):
+def test_a_stored_blob_gives_the_timeline_of_its_frame():
     frame = stored_frame()
-    stored = read_series(encode(frame))
+    stored = read_series(series.to_parquet_bytes(frame))
     assert isinstance(stored, StoredSeries)
     # Metrics with a value are listed, read by triage or not; the empty column is not.
     assert stored.metrics == ("gpu_util", "gpu_mem_used_mib", "gpu_mem_total_mib", "sm_active", "cpu_util")
@@ -64,7 +51,6 @@ def test_a_stored_blob_gives_the_timeline_of_its_frame(encode):
 
 def test_a_blob_in_another_shape_is_read_whole_into_a_frame():
     frame = stored_frame().astype({"gpu": "float64"})  # not the normalised Int16 GPU index
-    data = series.table_to_blob_bytes(series.to_arrow(frame))
-    got = read_series(data)
+    got = read_series(series.to_parquet_bytes(frame))
     assert isinstance(got, pd.DataFrame)
     pd.testing.assert_frame_equal(got, frame)

@@ -9,7 +9,7 @@ import pytest
 from django.core.files.base import ContentFile
 from django.urls import reverse
 
-from fleet.series import to_blob_bytes
+from fleet.series import to_parquet_bytes
 from tests.factories import JobFactory
 from triage.dashboard.timeline import Marker, build_timeline
 
@@ -71,7 +71,7 @@ def test_log_text_in_hover_is_escaped():
 @pytest.mark.django_db
 def test_timeline_endpoint_is_scoped_and_zooms(client, member_a, team_a, team_b):
     own = JobFactory(team=team_a, start_time=START, end_time=START + timedelta(hours=1))
-    own.series_file.save("s.arrow", ContentFile(to_blob_bytes(series(2, 3600, 15))))
+    own.series_file.save("s.parquet", ContentFile(to_parquet_bytes(series(2, 3600, 15))))
     other = JobFactory(team=team_b)
     client.force_login(member_a)
     assert client.get(reverse("dashboard:job-timeline", args=[other.pk])).status_code == 404
@@ -84,28 +84,3 @@ def test_timeline_endpoint_is_scoped_and_zooms(client, member_a, team_a, team_b)
     assert len(util_trace(window)["x"]) == 41  # every 15 s sample of the 10 minutes, at full resolution
     bad = client.get(reverse("dashboard:job-timeline", args=[own.pk]), {"start": "noon"})
     assert bad.status_code == 400 and "ISO 8601" in bad.json()["error"]
-
-
-@pytest.mark.django_db
-def test_a_series_stored_as_parquet_by_an_older_version_is_still_drawn_and_triaged(client, member_a, team_a):
-    """Blobs stored before the Arrow IPC blobs (zstd Parquet) need no migration."""
-    import io
-
-    import pyarrow.parquet as pq
-
-    from fleet.series import to_arrow
-    from triage.evidence import StoredSeries
-    from triage.models import TriageStatus
-    from triage.services import load_series, triage_job
-
-    frame = series(2, 3600, 15, util=lambda n: np.where(np.arange(n) < n // 2, 2.0, 80.0))
-    buffer = io.BytesIO()
-    pq.write_table(to_arrow(frame), buffer, compression="zstd", use_dictionary=["host", "gpu"], write_statistics=False)
-    job = JobFactory(team=team_a, start_time=START, end_time=START + timedelta(hours=1), gpu_count=2)
-    job.series_file.save("old.parquet", ContentFile(buffer.getvalue()))
-    client.force_login(member_a)
-    figure = client.get(reverse("dashboard:job-timeline", args=[job.pk])).json()
-    assert util_trace(figure)["y"][0] == 2.0 and util_trace(figure)["y"][-1] == 80.0
-    stored = load_series(job)
-    assert isinstance(stored, StoredSeries) and stored.table.num_rows == len(frame)
-    assert triage_job(job).status != TriageStatus.ERROR

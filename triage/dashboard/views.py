@@ -18,7 +18,7 @@ from fleet.access import operator_required
 from fleet.canonical import as_utc
 from fleet.exports import stream_csv_rows
 from fleet.models import Cluster, GpuModelPrice, Job, Team
-from fleet.series import from_blob_bytes
+from fleet.series import from_parquet_bytes
 from triage.guidance import GUIDES, category_guide
 from triage.labeling.services import findings_hidden_from
 from triage.models import Finding, JobTriage, RuleSet
@@ -158,7 +158,7 @@ def job_timeline(request, pk: int):
             empty = "No metric samples were supplied for this job."
         return JsonResponse({"data": [], "layout": {}, "empty": empty})
     with job.series_file.open("rb") as blob:
-        frame = from_blob_bytes(blob.read(), columns=list(timeline.COLUMNS))
+        frame = from_parquet_bytes(blob.read(), columns=list(timeline.COLUMNS))
     markers = [
         timeline.Marker(
             at=event.timestamp, kind=event.kind, label=f"{event.artifact.path}:{event.line_no} {event.text}"

@@ -17,7 +17,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from fleet.series import BLOB_READ, KEY_COLUMNS, from_blob_bytes, gap_threshold_s, is_parquet
+from fleet.series import KEY_COLUMNS, from_parquet_bytes, gap_threshold_s
 
 # The host and extra GPU metrics the rules read (others are listed as present but not gridded).
 HOST_COLUMNS = ("cpu_util", "net_rx_bytes_per_s")
@@ -77,38 +77,19 @@ class StoredSeries:
 
 
 def read_series(data: bytes) -> StoredSeries | pd.DataFrame:
-    """A stored series blob (`fleet.series.to_blob_bytes`) for `build_timeline`.
+    """The stored zstd Parquet blob (`fleet.series.to_parquet_bytes`) for `build_timeline`.
 
-    Reads only the columns triage uses, and which other metrics hold values (an Arrow IPC blob's
-    columns are decompressed one at a time to tell; an older Parquet blob's column statistics tell
-    when they can). A blob in any other shape than the normalised one is read whole into a frame,
-    as `fleet.series.from_blob_bytes` does.
+    Reads only the columns triage uses; which other metrics hold values comes from the Parquet column
+    statistics (a column is read after all when they cannot tell). A blob in any other shape than the
+    normalised one is read whole into a frame, as `fleet.series.from_parquet_bytes` does.
     """
-    if is_parquet(data):
-        return _read_parquet_series(data)
-    source = pa.ipc.open_file(pa.BufferReader(data), options=BLOB_READ)
-    schema = source.schema
-    if not _plain_schema(schema):
-        return from_blob_bytes(data)
-    table = source.read_all()
-    if table.column("timestamp").null_count:
-        return from_blob_bytes(data)
-    metrics = tuple(
-        name for name in schema.names if name not in KEY_COLUMNS and not np.isnan(_float64(table.column(name))).all()
-    )
-    table = table.select([name for name in schema.names if name in TRIAGE_COLUMNS])
-    return StoredSeries(table=table, metrics=metrics)
-
-
-def _read_parquet_series(data: bytes) -> StoredSeries | pd.DataFrame:
-    """`read_series` of a zstd Parquet blob, as stored before the Arrow IPC blobs."""
     try:
         source = pq.ParquetFile(pa.BufferReader(data), read_dictionary=["host"], pre_buffer=True)
     except KeyError:  # no host column
         source = pq.ParquetFile(pa.BufferReader(data), pre_buffer=True)
     schema = source.schema_arrow
     if not _plain_schema(schema):
-        return from_blob_bytes(data)
+        return from_parquet_bytes(data)
     metadata = source.metadata
     row_groups = [metadata.row_group(index) for index in range(metadata.num_row_groups)]
     metrics: dict[str, bool | None] = {}
@@ -119,7 +100,7 @@ def _read_parquet_series(data: bytes) -> StoredSeries | pd.DataFrame:
     read = [name for name in schema.names if name in TRIAGE_COLUMNS or name in unknown]
     table = source.read(columns=read, use_pandas_metadata=False)
     if table.column("timestamp").null_count:
-        return from_blob_bytes(data)
+        return from_parquet_bytes(data)
     if "host" in read and table.column("host").num_chunks > 1:
         table = table.unify_dictionaries()
     for name in unknown:
