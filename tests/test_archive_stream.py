@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import errno
 import threading
 from pathlib import Path
 
 import pytest
 
-from fleet.archive.parser import ArchiveStream, _ReadAhead
+from fleet.archive.parser import ArchiveStream, _ReadAhead, _Spill
 
 
 def stored_form(stream: ArchiveStream) -> list[tuple[str, bytes | None, list[str]]]:
@@ -20,7 +21,8 @@ def stored_form(stream: ArchiveStream) -> list[tuple[str, bytes | None, list[str
 
 
 def read_ahead_threads() -> list[threading.Thread]:
-    return [thread for thread in threading.enumerate() if thread.name.startswith("read-ahead")]
+    """The stream's helper threads: the next bucket's (or batch's) reader and the spill's writer."""
+    return [thread for thread in threading.enumerate() if thread.name.startswith(("read-ahead", "spill"))]
 
 
 def test_many_small_buckets_read_ahead_give_what_one_bucket_gives(demo_archive, tmp_path):
@@ -81,3 +83,24 @@ def test_closing_a_read_ahead_closes_its_generator_without_reading_it_to_the_end
     assert closed == [True]
     assert len(produced) <= 2  # the item handed over and the one read ahead, no more
     assert list(ahead) == []
+
+
+def test_a_spill_write_that_fails_fails_reading_the_metrics_and_leaves_nothing(demo_archive, tmp_path, monkeypatch):
+    """Batches are spilled on a thread of their own; a full disk there still stops the import
+    while the metrics are read (not later, not silently), and leaves no folder or thread behind."""
+    write = _Spill._write
+    calls = []
+
+    def full_disk(self, *args):
+        calls.append(True)
+        if len(calls) == 1:
+            raise OSError(errno.ENOSPC, "No space left on device")
+        return write(self, *args)
+
+    monkeypatch.setattr(_Spill, "_write", full_disk)
+    stream = ArchiveStream(demo_archive, work_dir=tmp_path, bucket_rows=2_000)
+    with pytest.raises(OSError, match="No space left"):
+        stream.__enter__()
+    assert calls == [True]
+    assert read_ahead_threads() == []
+    assert list(Path(tmp_path).iterdir()) == []

@@ -428,6 +428,7 @@ class _ArchiveParser:
         for priority, name in enumerate(metric_files):
             self.progress(f"reading metrics ({name})")
             self._parse_metrics_file(name, priority)
+        self._spill.flush()  # a failed write (a full disk) fails the reading of the metrics
         self.accepted = {job_id: record for job_id, record in self.jobs.items() if job_id not in self.rejected}
         self.errors.extend(self.native.settle(self.job_ids, self.accepted))  # native files (issue 6)
         self.accepted.update(self.native.extra)
@@ -506,6 +507,8 @@ class _ArchiveParser:
         if self._read_ahead is not None:  # before the spill it reads goes away
             self._read_ahead.close()
             self._read_ahead = None
+        if self._spill is not None:
+            self._spill.close()
         if self._artifact_spill is not None:
             self._artifact_spill.close()
             self._artifact_spill = None
@@ -998,10 +1001,15 @@ class _ArchiveParser:
             _check_header(header)
             clean = [c.strip() for c in header]
             first = 1
-            for batch in _parquet_batches(parquet):
-                table = pa.Table.from_batches([batch]).rename_columns(clean)
-                yield _Table(table=table, rows=np.arange(first, first + table.num_rows), header=clean, ragged=[])
-                first += table.num_rows
+            # The next batch is read (decompressed and decoded, without the GIL) while this one is checked.
+            batches = _ReadAhead(_parquet_batches(parquet))
+            try:
+                for batch in batches:
+                    table = pa.Table.from_batches([batch]).rename_columns(clean)
+                    yield _Table(table=table, rows=np.arange(first, first + table.num_rows), header=clean, ragged=[])
+                    first += table.num_rows
+            finally:
+                batches.close()  # before the file goes
             if first == 1:  # no rows: still one (empty) batch, so the columns are checked
                 empty = parquet.schema_arrow.empty_table().rename_columns(clean)
                 yield _Table(table=empty, rows=np.arange(1, 1), header=clean, ragged=[])
@@ -1210,8 +1218,26 @@ class _Spill:
         self.count = count
         self.parts: list[list[tuple[int, int, bool, str]]] = [[] for _ in range(count)]
         self._sequence = 0
+        # Batches are written on a thread of their own while the next one is checked (LZ4 and the
+        # file writes release the GIL); one at most waits, so memory holds two batches, not more.
+        self._writer = ThreadPoolExecutor(max_workers=1, thread_name_prefix="spill")
+        self._pending: Future | None = None
 
     def add(self, rows: pa.Table | pd.DataFrame, priority: int, *, long_form: bool) -> None:
+        """Spill a batch of valid rows (written on the spill's thread; a failed write raises here or in `flush`)."""
+        self.flush()
+        self._pending = self._writer.submit(self._write, rows, priority, long_form)
+
+    def flush(self) -> None:
+        """Wait for the batch being written; what writing it raised is raised here."""
+        pending, self._pending = self._pending, None
+        if pending is not None:
+            pending.result()
+
+    def close(self) -> None:
+        self._writer.shutdown(wait=True)
+
+    def _write(self, rows: pa.Table | pd.DataFrame, priority: int, long_form: bool) -> None:
         if isinstance(rows, pd.DataFrame):  # long form
             for column in rows.columns:
                 if column in METRICS or column == "value":
@@ -1233,6 +1259,7 @@ class _Spill:
     def buckets(
         self, accepted: dict[str, JobRecord], pivot: Callable[[pd.DataFrame], pd.DataFrame]
     ) -> Iterator[tuple[list[str], pd.DataFrame | None]]:
+        self.flush()
         members: list[list[str]] = [[] for _ in range(self.count)]
         for job_id in sorted(accepted):
             members[self.bucket_of[job_id]].append(job_id)
