@@ -14,6 +14,7 @@ import os
 import secrets
 import time
 from collections import Counter
+from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass, fields
@@ -34,7 +35,7 @@ from fleet.archive.parser import ArchiveError, ArchiveStream, ParsedArchive, Par
 from fleet.archive.reader import ReaderLimits
 from fleet.canonical import ArtifactRecord, JobRecord, RecordError
 from fleet.lifecycle import delete_unreferenced
-from fleet.logevents import extract_log_events
+from fleet.logevents import LogEventRecord, extract_log_events
 from fleet.models import FINISHED_STATUSES, Artifact, Cluster, IngestRun, Job, LogEvent, Team, cost_of, price_for
 from fleet.signals import jobs_ingested
 
@@ -456,7 +457,16 @@ def store_jobs(run, items: list[JobToStore]) -> list[tuple[str, Job]]:
     keys = [(item.cluster.pk, item.record.external_id) for item in items]
     if len(set(keys)) != len(keys):  # the same job twice: store them one after the other
         return [result for item in items for result in store_jobs(run, [item])]
-    prepared = _prepare_all(items, store_blobs=True)
+    preparing = _start_preparing(items, store_blobs=True)
+    # Meanwhile (the threads mostly run without the GIL) the logs of jobs not stored before are
+    # scanned for events: they will be stored. Other jobs' logs are scanned only if they changed.
+    new_keys = _new_keys(keys)
+    log_events = {
+        index: [_log_events(artifact) for artifact in item.artifacts]
+        for index, (item, key) in enumerate(zip(items, keys, strict=True))
+        if key in new_keys
+    }
+    prepared = list(preparing)
 
     # One query per batch for the clusters' prices, not one per job (`price_for` reads
     # `cluster.prices`); fetched afresh each batch, so a price changed during a long run applies.
@@ -477,7 +487,9 @@ def store_jobs(run, items: list[JobToStore]) -> list[tuple[str, Job]]:
         updated: list[Job] = []
         stored: list[tuple[Job, list[ArtifactRecord], tuple[str, ...]]] = []
         replaced: set[str] = set()
-        for item, (series, fp, series_name, artifact_names), key in zip(items, prepared, keys, strict=True):
+        for index, (item, (series, fp, series_name, artifact_names), key) in enumerate(
+            zip(items, prepared, keys, strict=True)
+        ):
             job = existing.get(key)
             decided = outcome(job, fp, item.team.pk)
             if decided == "unchanged":
@@ -495,7 +507,8 @@ def store_jobs(run, items: list[JobToStore]) -> list[tuple[str, Job]]:
             _apply_record(job, item.record, item.team, fp, run)
             _apply_summary(job, series, item.cluster)
             job.series_file.name = series_name
-            stored.append((job, item.artifacts, artifact_names))
+            events = log_events.get(index) or [_log_events(artifact) for artifact in item.artifacts]
+            stored.append((job, item.artifacts, artifact_names, events))
         if created:
             Job.objects.bulk_create(created)
         for job in updated:
@@ -505,7 +518,7 @@ def store_jobs(run, items: list[JobToStore]) -> list[tuple[str, Job]]:
             replaced.update(old_artifacts.values_list("file", flat=True))
             old_artifacts.delete()  # cascades to their log events
         _store_artifacts(stored)
-        replaced -= {job.series_file.name for job, _, _ in stored}
+        replaced -= {job.series_file.name for job, *_ in stored}
         if replaced:
             # Only once the new rows are committed: a rolled-back update must still find its old blobs.
             transaction.on_commit(lambda: delete_unreferenced(replaced))
@@ -527,6 +540,13 @@ def _prepare_all(jobs: list, *, store_blobs: bool) -> list[Prepared]:
     so the main thread goes on meanwhile. Every job's blobs are stored, unchanged ones too: their
     names already hold the same content, which `_store_blob` then leaves alone after one stat."""
 
+    return list(_start_preparing(jobs, store_blobs=store_blobs))
+
+
+def _start_preparing(jobs: list, *, store_blobs: bool) -> Iterator[Prepared]:
+    """`_prepare_all`, started: the jobs are being prepared on `_threads` when this returns, and
+    the iterator hands over each job's `Prepared` in order, waiting for it if need be."""
+
     def prepare(job) -> Prepared:
         series, series_bytes, fp = prepared_series(job.record, job.series, job.artifacts)
         if not store_blobs:
@@ -535,7 +555,22 @@ def _prepare_all(jobs: list, *, store_blobs: bool) -> list[Prepared]:
         names = tuple(_store_blob("artifacts", artifact.content) for artifact in job.artifacts)
         return Prepared(series, fp, series_name, names)
 
-    return list(_threads().map(prepare, jobs))
+    return _threads().map(prepare, jobs)
+
+
+def _new_keys(keys: list[tuple[int, str]]) -> set[tuple[int, str]]:
+    """The (cluster id, external id) keys of jobs not stored yet: one query per cluster."""
+    by_cluster: dict[int, list[str]] = {}
+    for cluster_id, external_id in keys:
+        by_cluster.setdefault(cluster_id, []).append(external_id)
+    stored = {
+        (cluster_id, external_id)
+        for cluster_id, external_ids in by_cluster.items()
+        for external_id in Job.objects.filter(cluster_id=cluster_id, external_id__in=external_ids).values_list(
+            "external_id", flat=True
+        )
+    }
+    return set(keys) - stored
 
 
 @cache
@@ -693,11 +728,18 @@ def _match_location_group(descriptor: int, location: str) -> None:
             os.fchown(descriptor, -1, group)
 
 
-def _store_artifacts(stored: list[tuple[Job, list[ArtifactRecord], tuple[str, ...]]]) -> None:
-    """The jobs' artifact rows, naming their stored blobs, and the events found in their logs, in
-    bulk (jobs already have ids)."""
+def _log_events(artifact: ArtifactRecord) -> list[LogEventRecord] | None:
+    """The events in an artifact that is a log (None for other artifacts)."""
+    if artifact.kind != Artifact.Kind.LOG:
+        return None
+    return extract_log_events(artifact.content.decode("utf-8", errors="replace"))
+
+
+def _store_artifacts(stored: list[tuple[Job, list[ArtifactRecord], tuple[str, ...], list]]) -> None:
+    """The jobs' artifact rows, naming their stored blobs, and the events found in their logs (one
+    list per artifact, None for an artifact that is not a log), in bulk (jobs already have ids)."""
     artifacts: list[Artifact] = []
-    for job, records, names in stored:
+    for job, records, names, _ in stored:
         for record, name in zip(records, names, strict=True):
             artifacts.append(
                 Artifact(
@@ -711,12 +753,11 @@ def _store_artifacts(stored: list[tuple[Job, list[ArtifactRecord], tuple[str, ..
                 )
             )
     Artifact.objects.bulk_create(artifacts, batch_size=500)
-    records = [record for _, job_records, _ in stored for record in job_records]
+    found = [events_of for *_, job_events in stored for events_of in job_events]
     events: list[LogEvent] = []
-    for artifact, record in zip(artifacts, records, strict=True):
-        if record.kind != Artifact.Kind.LOG:
+    for artifact, events_of in zip(artifacts, found, strict=True):
+        if events_of is None:
             continue
-        text = record.content.decode("utf-8", errors="replace")
         events.extend(
             LogEvent(
                 job=artifact.job,
@@ -726,6 +767,6 @@ def _store_artifacts(stored: list[tuple[Job, list[ArtifactRecord], tuple[str, ..
                 timestamp=event.timestamp,
                 text=event.text[:500],
             )
-            for event in extract_log_events(text)
+            for event in events_of
         )
     LogEvent.objects.bulk_create(events, batch_size=1000)
