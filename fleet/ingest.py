@@ -485,7 +485,7 @@ def store_jobs(run, items: list[JobToStore]) -> list[tuple[str, Job]]:
                 existing[(job.cluster_id, job.external_id)] = job
         created: list[Job] = []
         updated: list[Job] = []
-        stored: list[tuple[Job, list[ArtifactRecord], tuple[str, ...]]] = []
+        stored: list[tuple[Job, list[ArtifactRecord], tuple[str, ...], list]] = []  # with names, events
         replaced: set[str] = set()
         for index, (item, (series, fp, series_name, artifact_names), key) in enumerate(
             zip(items, prepared, keys, strict=True)
@@ -539,7 +539,6 @@ def _prepare_all(jobs: list, *, store_blobs: bool) -> list[Prepared]:
     and with `store_blobs` its series and artifact blobs written: a file's write releases the GIL,
     so the main thread goes on meanwhile. Every job's blobs are stored, unchanged ones too: their
     names already hold the same content, which `_store_blob` then leaves alone after one stat."""
-
     return list(_start_preparing(jobs, store_blobs=store_blobs))
 
 
