@@ -425,8 +425,11 @@ def to_arrow(frame: pd.DataFrame) -> pa.Table:
 
 # How series blobs are encoded. Dictionary encoding only pays for the key columns (a few hosts and
 # GPUs repeated); tried on every float metric it costs a third of the encoding time and saves
-# nothing. Column statistics are off: a blob is always read whole, never filtered by its footer.
-PARQUET_OPTIONS = {"compression": "zstd", "use_dictionary": ["host", "gpu"], "write_statistics": False}
+# nothing. Statistics only for the metric columns: triage reads their min and max to tell which
+# metrics hold values without reading the columns it does not use (`read_series`; without them it
+# read every column, and triage took 3.0 times the time of merely loading a series instead of 1.5);
+# they cost 5 % of the encoding, which runs on the import's threads.
+PARQUET_OPTIONS = {"compression": "zstd", "use_dictionary": ["host", "gpu"], "write_statistics": list(METRICS)}
 
 
 def to_parquet_bytes(frame: pd.DataFrame) -> bytes:

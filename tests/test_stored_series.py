@@ -9,7 +9,7 @@ import pandas as pd
 
 from fleet import series
 from triage.evidence import StoredSeries, read_series
-from triage.evidence.timeline import build_timeline
+from triage.evidence.timeline import TRIAGE_COLUMNS, build_timeline
 
 START = datetime(2026, 10, 5, 9, 0, tzinfo=UTC)
 
@@ -36,8 +36,11 @@ def test_a_stored_blob_gives_the_timeline_of_its_frame():
     frame = stored_frame()
     stored = read_series(series.to_parquet_bytes(frame))
     assert isinstance(stored, StoredSeries)
-    # Metrics with a value are listed, read by triage or not; the empty column is not.
+    # Metrics with a value are listed, read by triage or not; the empty column is not. Which hold
+    # values comes from the blob's column statistics: only the columns triage uses are read.
     assert stored.metrics == ("gpu_util", "gpu_mem_used_mib", "gpu_mem_total_mib", "sm_active", "cpu_util")
+    assert set(stored.table.column_names) == {"timestamp", "host", "gpu", *stored.metrics} - {"sm_active"}
+    assert set(stored.table.column_names) <= set(TRIAGE_COLUMNS)
     start, end = START.timestamp(), START.timestamp() + 600
     expected = build_timeline(frame, start_s=start, end_s=end)
     got = build_timeline(stored, start_s=start, end_s=end)
