@@ -153,6 +153,8 @@ _PROBES: tuple[tuple[str, frozenset[str], re.Pattern], ...] = (
 )
 # A cheap first pass: a line without any of these words (lower case) cannot match any pattern.
 _ANY_WORDS = tuple(sorted({word for _, words, _ in _PROBES for word in words} | {"epoch"}))
+# The probes (by position in _PROBES) each word can start: a line tries only those of its words.
+_PROBES_OF = {word: frozenset(i for i, (_, words, _) in enumerate(_PROBES) if word in words) for word in _ANY_WORDS}
 
 
 def extract_log_events(text: str) -> list[LogEventRecord]:
@@ -189,10 +191,11 @@ def _scan(text: str, stamps: list[datetime | None] | None) -> list[LogEventRecor
             timestamp, message = _timestamp(_RANK_PREFIX.sub("", line, count=1))
         message = _LEVEL.sub("", message, count=1)
         kinds = []
-        for kind, words, pattern in _PROBES:
-            if kind not in kinds and hits & words and pattern.search(message):
+        for index in sorted(frozenset().union(*(_PROBES_OF[word] for word in hits))):  # in _PROBES order
+            kind, _, pattern = _PROBES[index]
+            if kind not in kinds and pattern.search(message):
                 kinds.append(kind)
-        epoch = _epoch_number(message)
+        epoch = _epoch_number(message) if "epoch" in hits else None  # both its patterns need the word
         if epoch is not None and epoch != last_epoch:
             kinds.insert(0, EPOCH)
             last_epoch = epoch
