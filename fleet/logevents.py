@@ -181,15 +181,15 @@ def _scan(text: str, stamps: list[datetime | None] | None) -> list[LogEventRecor
                 stamps.append(None)
             continue
         if stamps is not None:
-            timestamp, message = _timestamp(_RANK_PREFIX.sub("", line, count=1))
+            timestamp, message = _timestamp(_after(_RANK_PREFIX, line))
             stamps.append(timestamp)
         lowered = line.lower()
         hits = {word for word in _ANY_WORDS if word in lowered}
         if not hits:
             continue
         if stamps is None:
-            timestamp, message = _timestamp(_RANK_PREFIX.sub("", line, count=1))
-        message = _LEVEL.sub("", message, count=1)
+            timestamp, message = _timestamp(_after(_RANK_PREFIX, line))
+        message = _after(_LEVEL, message)
         kinds = []
         for index in sorted(frozenset().union(*(_PROBES_OF[word] for word in hits))):  # in _PROBES order
             kind, _, pattern = _PROBES[index]
@@ -214,7 +214,14 @@ def line_timestamp(physical: str) -> datetime | None:
     line = _visible(physical)
     if not line:
         return None
-    return _timestamp(_RANK_PREFIX.sub("", line, count=1))[0]
+    return _timestamp(_after(_RANK_PREFIX, line))[0]
+
+
+def _after(prefix: re.Pattern, text: str) -> str:
+    """`text` without what `prefix` (anchored at its start) matches there: `prefix.sub("", text,
+    count=1)`, without building a new string when nothing matches (most lines)."""
+    match = prefix.match(text)
+    return text[match.end() :] if match and match.end() else text
 
 
 def _visible(physical: str) -> str:
