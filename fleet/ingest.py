@@ -18,7 +18,8 @@ from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass, fields
-from functools import cache
+from functools import cache, reduce
+from operator import or_
 from pathlib import Path
 from typing import NamedTuple
 
@@ -26,7 +27,7 @@ from django.conf import settings
 from django.core.files.base import ContentFile
 from django.core.files.storage import FileSystemStorage, default_storage
 from django.db import DatabaseError, connection, transaction
-from django.db.models import prefetch_related_objects
+from django.db.models import Q, prefetch_related_objects
 from django.utils import timezone
 from django.utils.text import slugify
 
@@ -296,7 +297,7 @@ def _dry_run_batch(batch: list[ParsedJob], report: DryRunReport) -> None:
         ).values_list("cluster__name", "external_id", "fingerprint", "team_id")
     }
     teams = dict(Team.objects.filter(slug__in={_team_slug(job.record.team) for job in batch}).values_list("slug", "pk"))
-    for parsed_job, (series, fp, _name, _names) in zip(batch, _prepare_all(batch, store_blobs=False), strict=True):
+    for parsed_job, (series, fp, _name, _names) in zip(batch, _preparing(batch, store_blobs=False), strict=True):
         record = parsed_job.record
         decided = outcome(stored.get((record.cluster, record.external_id)), fp, teams.get(_team_slug(record.team)))
         count_outcome(report, decided)
@@ -457,14 +458,14 @@ def store_jobs(run, items: list[JobToStore]) -> list[tuple[str, Job]]:
     keys = [(item.cluster.pk, item.record.external_id) for item in items]
     if len(set(keys)) != len(keys):  # the same job twice: store them one after the other
         return [result for item in items for result in store_jobs(run, [item])]
-    preparing = _start_preparing(items, store_blobs=True)
+    preparing = _preparing(items, store_blobs=True)
     # Meanwhile (the threads mostly run without the GIL) the logs of jobs not stored before are
     # scanned for events: they will be stored. Other jobs' logs are scanned only if they changed.
-    new_keys = _new_keys(keys)
+    stored_keys = set(Job.objects.filter(_with_keys(keys)).values_list("cluster_id", "external_id"))
     log_events = {
         index: [_log_events(artifact) for artifact in item.artifacts]
         for index, (item, key) in enumerate(zip(items, keys, strict=True))
-        if key in new_keys
+        if key not in stored_keys
     }
     prepared = list(preparing)
 
@@ -476,13 +477,9 @@ def store_jobs(run, items: list[JobToStore]) -> list[tuple[str, Job]]:
     prefetch_related_objects(clusters, "prices")
     results: list[tuple[str, Job]] = []
     with transaction.atomic():
-        existing: dict[tuple[int, str], Job] = {}
-        by_cluster: dict[int, list[str]] = {}
-        for cluster_id, external_id in keys:
-            by_cluster.setdefault(cluster_id, []).append(external_id)
-        for cluster_id, external_ids in by_cluster.items():
-            for job in Job.objects.select_for_update().filter(cluster_id=cluster_id, external_id__in=external_ids):
-                existing[(job.cluster_id, job.external_id)] = job
+        existing = {
+            (job.cluster_id, job.external_id): job for job in Job.objects.select_for_update().filter(_with_keys(keys))
+        }
         created: list[Job] = []
         updated: list[Job] = []
         stored: list[tuple[Job, list[ArtifactRecord], tuple[str, ...], list]] = []  # with names, events
@@ -507,7 +504,7 @@ def store_jobs(run, items: list[JobToStore]) -> list[tuple[str, Job]]:
             _apply_record(job, item.record, item.team, fp, run)
             _apply_summary(job, series, item.cluster)
             job.series_file.name = series_name
-            events = log_events.get(index) or [_log_events(artifact) for artifact in item.artifacts]
+            events = log_events[index] if index in log_events else [_log_events(a) for a in item.artifacts]
             stored.append((job, item.artifacts, artifact_names, events))
         if created:
             Job.objects.bulk_create(created)
@@ -526,7 +523,7 @@ def store_jobs(run, items: list[JobToStore]) -> list[tuple[str, Job]]:
 
 
 class Prepared(NamedTuple):
-    """What storing a job compares and names, worked out on `_threads` (`_prepare_all`)."""
+    """What storing a job compares and names, worked out on `_threads` (`_preparing`)."""
 
     series: series_lib.SeriesSlice | None
     fingerprint: str
@@ -534,17 +531,14 @@ class Prepared(NamedTuple):
     artifact_names: tuple[str, ...]  # the blob name of each of the job's artifacts, in order, once stored
 
 
-def _prepare_all(jobs: list, *, store_blobs: bool) -> list[Prepared]:
+def _preparing(jobs: list, *, store_blobs: bool) -> Iterator[Prepared]:
     """`prepared_series` of each job (a `ParsedJob` or `JobToStore`), two at a time on `_threads`,
     and with `store_blobs` its series and artifact blobs written: a file's write releases the GIL,
     so the main thread goes on meanwhile. Every job's blobs are stored, unchanged ones too: their
-    names already hold the same content, which `_store_blob` then leaves alone after one stat."""
-    return list(_start_preparing(jobs, store_blobs=store_blobs))
+    names already hold the same content, which `_store_blob` then leaves alone after one stat.
 
-
-def _start_preparing(jobs: list, *, store_blobs: bool) -> Iterator[Prepared]:
-    """`_prepare_all`, started: the jobs are being prepared on `_threads` when this returns, and
-    the iterator hands over each job's `Prepared` in order, waiting for it if need be."""
+    The jobs are being prepared when this returns; the iterator hands over each job's `Prepared`
+    in order, waiting for it if need be."""
 
     def prepare(job) -> Prepared:
         series, series_bytes, fp = prepared_series(job.record, job.series, job.artifacts)
@@ -557,19 +551,13 @@ def _start_preparing(jobs: list, *, store_blobs: bool) -> Iterator[Prepared]:
     return _threads().map(prepare, jobs)
 
 
-def _new_keys(keys: list[tuple[int, str]]) -> set[tuple[int, str]]:
-    """The (cluster id, external id) keys of jobs not stored yet: one query per cluster."""
+def _with_keys(keys: list[tuple[int, str]]) -> Q:
+    """A filter for the jobs with these (cluster id, external id) keys: an IN list per cluster."""
     by_cluster: dict[int, list[str]] = {}
     for cluster_id, external_id in keys:
         by_cluster.setdefault(cluster_id, []).append(external_id)
-    stored = {
-        (cluster_id, external_id)
-        for cluster_id, external_ids in by_cluster.items()
-        for external_id in Job.objects.filter(cluster_id=cluster_id, external_id__in=external_ids).values_list(
-            "external_id", flat=True
-        )
-    }
-    return set(keys) - stored
+    filters = [Q(cluster_id=cluster_id, external_id__in=ids) for cluster_id, ids in by_cluster.items()]
+    return reduce(or_, filters) if filters else Q(pk__in=[])
 
 
 @cache

@@ -17,6 +17,7 @@ import csv
 import io
 import itertools
 import json
+import math
 import os
 import re
 import shutil
@@ -771,7 +772,7 @@ class _ArchiveParser:
 
         if long_form:
             keys = {"job_id": ids.series(), "timestamp": timestamps, "host": host.to_pandas(), "gpu": gpu}
-            out = self._long_values(name, column, pd.DataFrame(keys), keep, ids.values, rows, tally)
+            out = self._long_values(name, column, pd.DataFrame(keys), keep, ids, rows, tally)
             keep = out.pop("_keep").to_numpy(dtype=bool)
         else:
             unknown = [c for c in table.table.column_names if c not in METRICS and c not in METRIC_KEY_COLUMNS]
@@ -797,7 +798,7 @@ class _ArchiveParser:
             return out if keep.all() else out.filter(pa.array(keep))
         return out[keep]
 
-    def _long_values(self, name, column, out, keep, job_ids, rows, tally) -> pd.DataFrame:
+    def _long_values(self, name, column, out, keep, ids: _Text, rows, tally) -> pd.DataFrame:
         metric = _string_values(column("metric"))
         known = pd.Series(metric).isin(list(METRICS)).to_numpy()
         unknown = sorted(set(pd.unique(metric[keep & ~known])) - tally.unknown_metrics)
@@ -810,10 +811,10 @@ class _ArchiveParser:
             rows_of_metric = metric == name_of_metric
             checked, bad_of_metric, describe = _checked_metric(values, bad, name_of_metric)
             self._reject_rows(
-                "value", bad_of_metric & rows_of_metric & keep, job_ids, rows, column("value"), describe, tally
+                "value", bad_of_metric & rows_of_metric & keep, ids, rows, column("value"), describe, tally
             )
             values = np.where(rows_of_metric, checked, values)
-        tally.util_jobs |= set(pd.unique(job_ids[keep & (metric == "gpu_util")]))
+        tally.util_jobs |= ids.uniques_of(keep & (metric == "gpu_util"))
         out["metric"] = metric
         out["value"] = values
         out["_keep"] = keep
@@ -844,12 +845,11 @@ class _ArchiveParser:
             tally.unknown[job_id] = (first, count + int(counts[job_id]))
         return known
 
-    def _reject_rows(self, field_name, bad, job_ids, rows, cells, describe, tally: _FileTally) -> None:
+    def _reject_rows(self, field_name, bad, ids: _Text, rows, cells, describe, tally: _FileTally) -> None:
         """Tally each job's bad rows: its first bad row and cell, and how many more there are."""
         if not bad.any():
             return
-        if isinstance(job_ids, _Text):
-            job_ids = job_ids.values
+        job_ids = ids.values
         positions = np.flatnonzero(bad)
         found = pd.DataFrame({"job_id": job_ids[positions], "position": positions})
         counts = found["job_id"].value_counts(sort=False)
@@ -1164,8 +1164,9 @@ class _TextGuard(io.RawIOBase):
 class _ReadAhead:
     """A generator's items, each next one produced on a thread of its own while the caller handles
     the one before: a spill bucket is read back and normalised while the jobs of the previous one
-    are stored (Arrow's reads, LZ4 and numpy's sorts release the GIL). One item at most is held
-    ahead, so memory grows by one bucket, not with the archive. What the generator raises is
+    are stored, a Parquet batch read while the one before is checked (Arrow's reads, LZ4 and numpy's
+    sorts release the GIL). One item at most is held ahead, so memory grows by one item, not with
+    the archive. What the generator raises is
     raised to the caller in its place. `close()` waits for the item in flight, then closes it."""
 
     _END = object()
@@ -1259,7 +1260,7 @@ class _Spill:
     def buckets(
         self, accepted: dict[str, JobRecord], pivot: Callable[[pd.DataFrame], pd.DataFrame]
     ) -> Iterator[tuple[list[str], pd.DataFrame | None]]:
-        self.flush()
+        """Each bucket's accepted jobs and their rows (None without any); call after `flush`."""
         members: list[list[str]] = [[] for _ in range(self.count)]
         for job_id in sorted(accepted):
             members[self.bucket_of[job_id]].append(job_id)
@@ -1536,17 +1537,21 @@ def _numeric(column) -> tuple[np.ndarray, np.ndarray]:
     return np.where(bad, np.nan, numbers), bad
 
 
-def _metric_in_range(column: pa.ChunkedArray, metric: str) -> pa.ChunkedArray | None:
-    """A column of floats none of which needs a message (each missing or a finite number within
-    the metric's bounds), as the float32 column the series stores; None when one does. One pass
-    for its smallest and largest value instead of the cell-by-cell checks of `_metric_values`,
-    which pass over the column half a dozen times and copy it as often."""
-    if not pa.types.is_floating(column.type):
-        return None
-    low, high = METRIC_BOUNDS[metric]
+def _all_within(column: pa.ChunkedArray, low: float, high: float) -> bool:
+    """Whether every value of a numeric column is missing or a finite number in [low, high], from
+    one pass for its smallest and largest: the fast paths that skip the cell-by-cell checks (which
+    pass over a column half a dozen times and copy it as often) when no cell needs a message."""
     bounds = pc.min_max(column)  # of the values that are neither missing nor NaN; NaN when all are NaN
     smallest, largest = bounds["min"].as_py(), bounds["max"].as_py()
-    if smallest is not None and not (low <= smallest <= largest <= high and np.isfinite([smallest, largest]).all()):
+    if smallest is None:  # every value missing
+        return True
+    return low <= smallest <= largest <= high and math.isfinite(smallest) and math.isfinite(largest)
+
+
+def _metric_in_range(column: pa.ChunkedArray, metric: str) -> pa.ChunkedArray | None:
+    """A column of floats none of which needs a message (`_all_within` the metric's bounds), as the
+    float32 column the series stores; None when one does."""
+    if not pa.types.is_floating(column.type) or not _all_within(column, *METRIC_BOUNDS[metric]):
         return None
     if column.type != pa.float32():
         column = pc.cast(column, pa.float32(), safe=False)  # as numpy's astype: beyond float32 is inf
@@ -1576,15 +1581,12 @@ def _checked_metric(values: np.ndarray, bad: np.ndarray, metric: str):
     return np.where(out_of_range, np.nan, values), bad | out_of_range, describe
 
 
-def _parse_gpu(column) -> tuple[pd.arrays.IntegerArray, np.ndarray]:
-    if isinstance(column, pa.ChunkedArray | pa.Array) and pa.types.is_integer(column.type):
-        bounds = pc.min_max(column)
-        smallest, largest = bounds["min"].as_py(), bounds["max"].as_py()
-        if smallest is None or 0 <= smallest <= largest <= MAX_GPU_INDEX:  # every index good: no cell to check
-            indexes = pc.cast(column, pa.int16())
-            values = np.asarray(pc.fill_null(indexes, 0).to_numpy(zero_copy_only=False), dtype="int16")
-            missing = np.asarray(pc.is_null(indexes).to_numpy(zero_copy_only=False), dtype=bool)
-            return pd.arrays.IntegerArray(values, missing), np.zeros(len(values), dtype=bool)
+def _parse_gpu(column: pa.ChunkedArray) -> tuple[pd.arrays.IntegerArray, np.ndarray]:
+    if pa.types.is_integer(column.type) and _all_within(column, 0, MAX_GPU_INDEX):  # no cell to check
+        indexes = pc.cast(column, pa.int16())
+        values = np.asarray(pc.fill_null(indexes, 0).to_numpy(zero_copy_only=False), dtype="int16")
+        missing = np.asarray(pc.is_null(indexes).to_numpy(zero_copy_only=False), dtype=bool)
+        return pd.arrays.IntegerArray(values, missing), np.zeros(len(values), dtype=bool)
     values, bad = _numeric(column)
     present = ~np.isnan(values)
     bad = bad | present & ((values < 0) | (values > MAX_GPU_INDEX) | (np.mod(np.where(present, values, 0), 1) != 0))
