@@ -5,7 +5,9 @@ Apps add their routes in their own `api.py` (imported below), so this file only 
 
 from importlib import import_module
 
+from django.http import JsonResponse
 from django.urls import include, path
+from django.views import defaults
 from drf_spectacular.views import SpectacularAPIView
 from rest_framework.reverse import reverse
 from rest_framework.routers import DefaultRouter
@@ -33,3 +35,11 @@ urlpatterns = [
     path("schema/", SpectacularAPIView.as_view(), name="api-schema"),
     path("", include(router.urls)),
 ]
+
+
+def page_not_found(request, exception):
+    """The site's 404 (`handler404`): under the API a JSON body like the API's own 404s, for a
+    client that parses every answer; elsewhere Django's page."""
+    if request.path_info.startswith("/api/"):
+        return JsonResponse({"detail": "Not found."}, status=404)
+    return defaults.page_not_found(request, exception)

@@ -14,3 +14,5 @@ urlpatterns = [
     path("connectors/", include("fleet.connectors.urls")),
     path("", include("fleet.urls")),
 ]
+
+handler404 = "config.api.page_not_found"  # JSON under /api/, the HTML page elsewhere

@@ -1,0 +1,67 @@
+"""The API's OpenAPI schema: drf-spectacular's, with the error responses every operation can give.
+
+drf-spectacular documents what a view returns when all goes well. A client generated from the
+schema (or a contract test) also needs the refusals DRF itself sends, so they are added here once
+for every operation instead of on each view:
+
+- 400 with the messages per field or query parameter, where an operation takes input (a body, or
+  the filters of a list);
+- 403 with a `detail`, where an operation needs a login or a machine token;
+- 404 with a `detail`, for an object that does not exist or is not visible to the caller, and for a
+  list's page past the last.
+
+An operation that documents one of these codes itself keeps its own. A body given inline as a
+schema with required fields (the archive upload's) is marked required, as a serializer's is.
+"""
+
+from __future__ import annotations
+
+from drf_spectacular.openapi import AutoSchema
+from drf_spectacular.plumbing import build_array_type, build_basic_type, build_object_type
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import OpenApiResponse
+from rest_framework import serializers
+from rest_framework.permissions import AllowAny
+
+
+class ErrorSerializer(serializers.Serializer):
+    """A refusal that is not about one field, with its reason."""
+
+    detail = serializers.CharField(help_text="What went wrong, in words.")
+
+
+FIELD_ERRORS = OpenApiResponse(
+    build_object_type(additionalProperties=build_array_type(build_basic_type(OpenApiTypes.STR))),
+    description="Invalid input: each field or query parameter in error, with its messages.",
+)
+REFUSED = OpenApiResponse(
+    ErrorSerializer, description="Not logged in, no valid machine token, or not allowed to do this."
+)
+NOT_FOUND = OpenApiResponse(ErrorSerializer, description="No such object visible to you, or a page past the last one.")
+
+
+class FleetAutoSchema(AutoSchema):
+    def _get_request_body(self, direction="request"):
+        body = super()._get_request_body(direction)
+        if body and any(media.get("schema", {}).get("required") for media in body.get("content", {}).values()):
+            body["required"] = True
+        return body
+
+    def _get_response_bodies(self, direction="response"):
+        responses = super()._get_response_bodies(direction)
+        if direction == "response":
+            for code, response in self._error_responses().items():
+                if code not in responses:
+                    responses[code] = self._get_response_for_code(response, code, direction=direction)
+        return responses
+
+    def _error_responses(self) -> dict[str, OpenApiResponse]:
+        listing = self.method == "GET" and self._is_list_view()
+        errors = {}
+        if self.method in ("POST", "PUT", "PATCH") or (listing and self.get_filter_backends()):
+            errors["400"] = FIELD_ERRORS
+        if not all(isinstance(permission, AllowAny) for permission in self.view.get_permissions()):
+            errors["403"] = REFUSED
+        if "{" in self.path or (listing and self._get_paginator()):
+            errors["404"] = NOT_FOUND
+        return errors
