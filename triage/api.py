@@ -13,6 +13,7 @@ from django.db.models import Exists, OuterRef, Prefetch
 from rest_framework import serializers, viewsets
 
 from config.api import router
+from fleet.forms import UtcDateTimeMixin
 from fleet.models import Job
 from triage.labeling.services import blinded_job_ids
 from triage.models import Finding, JobTriage, TriageStatus
@@ -129,6 +130,14 @@ class JobDetailSerializer(JobSerializer):
         return FindingSerializer(result.findings.all(), many=True).data if result else []
 
 
+class UtcIsoDateTimeField(UtcDateTimeMixin, django_filters.fields.IsoDateTimeField):
+    """An ISO 8601 time as the same instant in UTC (see `UtcDateTimeMixin`)."""
+
+
+class UtcIsoDateTimeFilter(django_filters.IsoDateTimeFilter):
+    field_class = UtcIsoDateTimeField
+
+
 class JobFilter(django_filters.FilterSet):
     cluster = django_filters.CharFilter(field_name="cluster__name")
     team = django_filters.CharFilter(field_name="team__slug")
@@ -137,8 +146,8 @@ class JobFilter(django_filters.FilterSet):
     category = django_filters.ChoiceFilter(choices=Category.choices, method="filter_category")
     status = django_filters.ChoiceFilter(choices=TriageStatus.choices, method="filter_status")
     low_util = django_filters.BooleanFilter(method="filter_low_util", label="Mean GPU util at or below the threshold")
-    started_after = django_filters.IsoDateTimeFilter(field_name="start_time", lookup_expr="gte")
-    started_before = django_filters.IsoDateTimeFilter(field_name="start_time", lookup_expr="lt")
+    started_after = UtcIsoDateTimeFilter(field_name="start_time", lookup_expr="gte")
+    started_before = UtcIsoDateTimeFilter(field_name="start_time", lookup_expr="lt")
 
     class Meta:
         model = Job

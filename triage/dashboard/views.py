@@ -144,7 +144,7 @@ def job_timeline(request, pk: int):
             start = max(start, as_utc(datetime.fromisoformat(request.GET["start"])))
         if request.GET.get("end"):
             end = min(end, as_utc(datetime.fromisoformat(request.GET["end"])))
-    except ValueError:
+    except (ValueError, OverflowError):  # overflow: an offset that puts the instant before year 1 in UTC
         return JsonResponse({"error": "start and end must be ISO 8601 times"}, status=400)
     if end <= start:
         return JsonResponse({"error": "end must be after start"}, status=400)

@@ -7,6 +7,7 @@ import secrets
 from django import forms
 from django.conf import settings
 
+from fleet.forms import UtcDateTimeField
 from triage.labeling import services
 from triage.labeling.models import SAMPLING_CHOICES
 from triage.labeling.sampling import Strategy
@@ -24,8 +25,8 @@ class StudyForm(forms.Form):
         min_value=1, required=False, help_text="Leave empty with 'every job' to take the whole population."
     )
     seed = forms.IntegerField(min_value=0, max_value=2**62, help_text="Recorded; the same seed draws the same sample.")
-    period_start = forms.DateTimeField(required=False, help_text="UTC, e.g. 2026-11-01 00:00")
-    period_end = forms.DateTimeField(required=False, help_text="UTC, exclusive")
+    period_start = UtcDateTimeField(required=False, help_text="UTC, e.g. 2026-11-01 00:00")
+    period_end = UtcDateTimeField(required=False, help_text="UTC, exclusive")
     low_util_only = forms.BooleanField(required=False, initial=True, label="Only low-utilization jobs")
     low_util_threshold = forms.FloatField(min_value=0, max_value=100, label="Low-utilization threshold (%)")
     raters = forms.ModelMultipleChoiceField(queryset=None, widget=forms.CheckboxSelectMultiple)

@@ -1,0 +1,29 @@
+"""Form fields shared by the apps' forms and API filters."""
+
+from __future__ import annotations
+
+from django import forms
+from django.core.exceptions import ValidationError
+
+from fleet.canonical import as_utc
+
+
+class UtcDateTimeMixin:
+    """A date-time field whose value is the same instant in UTC.
+
+    Python takes UTC offsets up to ±23:59, PostgreSQL refuses any beyond ±15:59 (a query with one
+    fails), and an instant near year 1 or 9999 may have no datetime in UTC at all: in UTC the first
+    is any other instant, the second a validation error, never a server error."""
+
+    def to_python(self, value):
+        moment = super().to_python(value)
+        if moment is None:
+            return None
+        try:
+            return as_utc(moment)
+        except OverflowError as exc:
+            raise ValidationError("Enter a date and time between the years 1 and 9999 in UTC.", code="invalid") from exc
+
+
+class UtcDateTimeField(UtcDateTimeMixin, forms.DateTimeField):
+    pass
