@@ -5,6 +5,7 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 from django.urls import reverse
+from django.utils.html import escape
 
 from tests.factories import JobFactory, TeamFactory
 
@@ -92,13 +93,23 @@ def test_outsider_sees_an_empty_overview_not_an_error(client, outsider, fleet):
 
 @pytest.mark.parametrize(
     "params",
-    [{"from": "yesterday"}, {"from": "2026-12-01", "to": "2026-11-01"}, {"period": "1000y", "from": "", "to": ""}],
+    [
+        {"from": "yesterday"},
+        {"from": "2026-12-01", "to": "2026-11-01"},
+        {"period": "1000y", "from": "", "to": ""},
+        # Dates a date picker lets through, whose period before (or weeks around) has no dates.
+        {"from": "0001-01-01", "to": "0001-01-05"},
+        {"from": "0001-01-01"},
+        {"from": "9999-12-25", "to": "9999-12-31"},
+    ],
 )
-def test_bad_period_input_falls_back_with_a_message(client, operator, fleet, params):
+@pytest.mark.parametrize("page", ["overview", "team-list", "category-list"])
+def test_bad_period_input_falls_back_with_a_message(client, operator, fleet, params, page):
     client.force_login(operator)
-    response = client.get(reverse("dashboard:overview"), params)
+    response = client.get(reverse(f"dashboard:{page}"), params)
     assert response.status_code == 200
     assert response.context["period_problem"]
+    assert escape(response.context["period_problem"]) in response.content.decode()  # shown on the page
 
 
 def test_presets_end_at_the_newest_data_not_today(client, operator, fleet):

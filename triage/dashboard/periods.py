@@ -7,6 +7,9 @@ from datetime import UTC, date, datetime, time, timedelta
 
 PRESETS = {"7d": 7, "30d": 30, "90d": 90}
 DEFAULT_PRESET = "7d"
+# Custom dates beyond these are refused: the pages compare with the period before and chart the weeks
+# around, which near year 1 or 9999 have no dates at all (a server error, not a wrong figure).
+EARLIEST, LATEST = date(1970, 1, 1), date(2999, 12, 31)
 
 
 @dataclass(frozen=True)
@@ -51,6 +54,9 @@ def parse_period(params, latest: datetime | None) -> tuple[Period, str]:
             last = date.fromisoformat(raw_to) if raw_to else anchor - timedelta(days=1)
         except ValueError:
             return _preset(DEFAULT_PRESET, anchor), "Dates must look like 2026-11-23; showing the last 7 days."
+        if not all(EARLIEST <= day <= LATEST for day in (first, last) if day is not None):
+            message = f"Dates must lie between {EARLIEST} and {LATEST}; showing the last 7 days."
+            return _preset(DEFAULT_PRESET, anchor), message
         first = first or last - timedelta(days=PRESETS[DEFAULT_PRESET] - 1)
         if first > last:
             return _preset(DEFAULT_PRESET, anchor), "The start date is after the end date; showing the last 7 days."
