@@ -70,6 +70,7 @@ MIDDLEWARE = [
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
+    "config.middleware.RefuseNulInQueryMiddleware",
     # Before CSRF: the CSRF check reads the POST body, and the upload cap must be in place first.
     "fleet.uploads.UploadLimitMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",

@@ -1,0 +1,74 @@
+"""Whatever a query string holds, no page and no API answer is a server error.
+
+Every GET row of the access matrix (docs/access-control.md) that an operator may open is opened,
+the query parameters it offers are read off it (its forms' fields and its links' parameters), and
+it is requested again with hostile values in them: a NUL character (PostgreSQL refuses it in any
+text), dates and times at the ends of the calendar or with an offset PostgreSQL refuses, numbers
+too large for any column, markup. Refusing (4xx) or ignoring a value are both fine; 5xx is not.
+Run in CI on PostgreSQL, where most of these first failed.
+"""
+
+from __future__ import annotations
+
+import re
+from urllib.parse import parse_qsl, urlsplit
+
+import pytest
+from django.test import Client
+
+from config.middleware import NUL_MESSAGE
+from tests.test_access_matrix import ROWS
+
+HOSTILE = [
+    "\x00",
+    "0001-01-01",
+    "9999-12-31",
+    "0001-01-01T00:00:00+05:00",
+    "2026-11-02T00:00:00+17:47",
+    "99999999999999999999",
+    "-1",
+    "nan",
+    "é<script>'\"",
+    "x" * 3000,
+]
+# Each alone in every parameter as well: a parameter refused first can hide the next one's failure.
+EACH_ALONE = ["\x00", "0001-01-01T00:00:00+05:00", "99999999999999999999"]
+
+PAGES = [row for row in ROWS if row.method == "GET" and row.expected["operator"] == "200"]
+
+
+def offered_parameters(html: str) -> set[str]:
+    """The query parameters a page offers: its form fields' names and its links' parameters."""
+    names = set(re.findall(r'<(?:input|select|textarea)[^>]*\bname="([^"]+)"', html))
+    for href in re.findall(r'href="([^"#]*\?[^"#]*)"', html):
+        names.update(key for key, _ in parse_qsl(urlsplit(href.replace("&amp;", "&")).query))
+    return names - {"csrfmiddlewaretoken"}
+
+
+@pytest.mark.parametrize("row", PAGES, ids=[row.id for row in PAGES])
+def test_no_query_string_makes_a_page_fail(row, world):
+    client = Client()
+    client.force_login(world["users"]["operator"])
+    path = row.path.format(**world["params"]).split("?")[0]
+    page = client.get(path)
+    assert page.status_code == 200
+    names = offered_parameters(page.content.decode()) if "html" in page["Content-Type"] else set()
+    names |= {"page", "sort", "from", "to", "cluster", "team", "start", "end"}  # common to many pages
+    failures = []
+    queries = [dict.fromkeys(names, value) for value in HOSTILE]
+    queries += [{name: value} for name in sorted(names) for value in EACH_ALONE]
+    for query in queries:
+        response = client.get(path, query)
+        if response.status_code >= 500:
+            failures.append(f"{response.status_code} for {query!r:.120}")
+    assert not failures, f"{path} (parameters {sorted(names)}):\n" + "\n".join(failures)
+
+
+def test_a_nul_in_the_query_is_a_clear_400_on_pages_and_the_api(world):
+    client = Client()
+    client.force_login(world["users"]["operator"])
+    page = client.get("/overview/", {"cluster": "c1\x00"})
+    assert page.status_code == 400 and page.content.decode() == NUL_MESSAGE
+    api = client.get("/api/v1/jobs/", {"team": "\x00"})
+    assert api.status_code == 400 and api.json() == {"detail": NUL_MESSAGE}
+    assert client.get("/overview/", {"cluster": "c1"}).status_code == 200
