@@ -4,8 +4,9 @@ drf-spectacular documents what a view returns when all goes well. A client gener
 schema (or a contract test) also needs the refusals DRF itself sends, so they are added here once
 for every operation instead of on each view:
 
-- 400 with the messages per field or query parameter, where an operation takes input (a body, or
-  the filters of a list);
+- 400 with the messages per field or query parameter: every operation takes a query string, and
+  a NUL character in it is refused before the view (`config.middleware`), besides what an operation
+  checks itself (a body, a list's filters);
 - 403 with a `detail`, where an operation needs a login or a machine token;
 - 404 with a `detail`, for an object that does not exist or is not visible to the caller, and for a
   list's page past the last.
@@ -57,9 +58,7 @@ class FleetAutoSchema(AutoSchema):
 
     def _error_responses(self) -> dict[str, OpenApiResponse]:
         listing = self.method == "GET" and self._is_list_view()
-        errors = {}
-        if self.method in ("POST", "PUT", "PATCH") or (listing and self.get_filter_backends()):
-            errors["400"] = FIELD_ERRORS
+        errors = {"400": FIELD_ERRORS}
         if not all(isinstance(permission, AllowAny) for permission in self.view.get_permissions()):
             errors["403"] = REFUSED
         if "{" in self.path or (listing and self._get_paginator()):

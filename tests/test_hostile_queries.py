@@ -67,8 +67,9 @@ def test_no_query_string_makes_a_page_fail(row, world):
 def test_a_nul_in_the_query_is_a_clear_400_on_pages_and_the_api(world):
     client = Client()
     client.force_login(world["users"]["operator"])
-    page = client.get("/overview/", {"cluster": "c1\x00"})
-    assert page.status_code == 400 and page.content.decode() == NUL_MESSAGE
-    api = client.get("/api/v1/jobs/", {"team": "\x00"})
-    assert api.status_code == 400 and api.json() == {"detail": NUL_MESSAGE}
+    page = client.get("/overview/", {"cluster": "c1\x00", "period": "7d"})
+    assert page.status_code == 400
+    assert page.content.decode() == f"The query parameter cluster {NUL_MESSAGE}"
+    api = client.get("/api/v1/jobs/", {"team": "\x00", "user": "ann"})
+    assert api.status_code == 400 and api.json() == {"team": [f"This parameter {NUL_MESSAGE}"]}
     assert client.get("/overview/", {"cluster": "c1"}).status_code == 200
