@@ -7,28 +7,39 @@ from django.http import HttpResponseBadRequest, JsonResponse
 NUL_MESSAGE = "contains a NUL character (%00), which no field of this site accepts."
 
 
-class RefuseNulInQueryMiddleware:
-    """A query string with a NUL character is a 400 before any view runs, naming the parameters.
+class RefuseNulMiddleware:
+    """A query string or form with a NUL character is a 400 before any view runs, naming the fields.
 
     No text a person types holds one, and PostgreSQL can neither store nor compare text that does:
-    a filter given one (`?cluster=%00`) failed its query, a server error. Forms already refuse NUL
-    in their own fields (Django's ProhibitNullCharactersValidator); this covers the query
-    parameters that views and filters read directly, on every page and the API alike. The API's
-    answer has the shape of its other 400s: each parameter in error with its messages.
+    a filter given one (`?cluster=%00`), or a token name, failed its query, a server error. Django's
+    forms refuse NUL in their own fields; this covers the query parameters and form fields that
+    views and filters read directly, on every page and the API alike. A page's form body is read
+    here as the CSRF check after it reads it anyway (the upload cap is already in place); the API's
+    bodies are left to its serializers, which refuse NUL themselves, so an archive pushed through
+    it is parsed once, by the API. The API's answer has the shape of its other 400s: each field in
+    error with its messages.
     """
 
     def __init__(self, get_response):
         self.get_response = get_response
 
     def __call__(self, request):
-        refused = [
-            key.replace("\x00", "%00")
-            for key, values in request.GET.lists()
-            if "\x00" in key or any("\x00" in value for value in values)
-        ]
+        api = request.path_info.startswith("/api/")
+        refused = _with_nul(request.GET)
+        if request.method == "POST" and not api:
+            refused += _with_nul(request.POST)
         if not refused:
             return self.get_response(request)
-        if request.path_info.startswith("/api/"):
-            return JsonResponse({key: [f"This parameter {NUL_MESSAGE}"] for key in refused}, status=400)
-        message = f"The query parameter {', '.join(refused)} {NUL_MESSAGE}"
+        if api:
+            return JsonResponse({key: [f"This field {NUL_MESSAGE}"] for key in refused}, status=400)
+        message = f"The field {', '.join(refused)} {NUL_MESSAGE}"
         return HttpResponseBadRequest(message, content_type="text/plain; charset=utf-8")
+
+
+def _with_nul(fields) -> list[str]:
+    """The names of the fields (a QueryDict) whose name or any value holds a NUL, NUL shown as %00."""
+    return [
+        key.replace("\x00", "%00")
+        for key, values in fields.lists()
+        if "\x00" in key or any("\x00" in value for value in values)
+    ]

@@ -70,9 +70,9 @@ MIDDLEWARE = [
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
-    "config.middleware.RefuseNulInQueryMiddleware",
     # Before CSRF: the CSRF check reads the POST body, and the upload cap must be in place first.
     "fleet.uploads.UploadLimitMiddleware",
+    "config.middleware.RefuseNulMiddleware",  # after the cap: it reads URL-encoded form bodies
     "django.middleware.csrf.CsrfViewMiddleware",
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",

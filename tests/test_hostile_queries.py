@@ -1,11 +1,12 @@
-"""Whatever a query string holds, no page and no API answer is a server error.
+"""Whatever a query string or form holds, no page and no API answer is a server error.
 
-Every GET row of the access matrix (docs/access-control.md) that an operator may open is opened,
-the query parameters it offers are read off it (its forms' fields and its links' parameters), and
-it is requested again with hostile values in them: a NUL character (PostgreSQL refuses it in any
-text), dates and times at the ends of the calendar or with an offset PostgreSQL refuses, numbers
-too large for any column, markup. Refusing (4xx) or ignoring a value are both fine; 5xx is not.
-Run in CI on PostgreSQL, where most of these first failed.
+Every GET row of the access matrix (docs/access-control.md) is opened as a role that may open it
+(with a 200; the operator where they may), the query parameters it offers are read off it (its
+forms' fields and its links' parameters), and it is requested again with hostile values in them:
+a NUL character (PostgreSQL refuses it in any text), dates and times at the ends of the calendar or
+with an offset PostgreSQL refuses, numbers too large for any column, words where a number belongs,
+markup. Refusing (4xx) or ignoring a value are both fine; 5xx is not. Run in CI on PostgreSQL,
+where most of these first failed.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ import pytest
 from django.test import Client
 
 from config.middleware import NUL_MESSAGE
-from tests.test_access_matrix import ROWS
+from tests.test_access_matrix import ROWS, client_for
 
 HOSTILE = [
     "\x00",
@@ -28,13 +29,15 @@ HOSTILE = [
     "99999999999999999999",
     "-1",
     "nan",
+    "last",
     "é<script>'\"",
     "x" * 3000,
 ]
 # Each alone in every parameter as well: a parameter refused first can hide the next one's failure.
 EACH_ALONE = ["\x00", "0001-01-01T00:00:00+05:00", "99999999999999999999"]
 
-PAGES = [row for row in ROWS if row.method == "GET" and row.expected["operator"] == "200"]
+OPENERS = ["operator", "researcher", "member", "token"]  # in this order of preference
+PAGES = [row for row in ROWS if row.method == "GET" and any(row.expected[role] == "200" for role in OPENERS)]
 
 
 def offered_parameters(html: str) -> set[str]:
@@ -47,13 +50,12 @@ def offered_parameters(html: str) -> set[str]:
 
 @pytest.mark.parametrize("row", PAGES, ids=[row.id for row in PAGES])
 def test_no_query_string_makes_a_page_fail(row, world):
-    client = Client()
-    client.force_login(world["users"]["operator"])
+    client = client_for(next(role for role in OPENERS if row.expected[role] == "200"), world)
     path = row.path.format(**world["params"]).split("?")[0]
     page = client.get(path)
     assert page.status_code == 200
     names = offered_parameters(page.content.decode()) if "html" in page["Content-Type"] else set()
-    names |= {"page", "sort", "from", "to", "cluster", "team", "start", "end"}  # common to many pages
+    names |= {"page", "sort", "from", "to", "cluster", "team", "start", "end", "after"}  # common to many pages
     failures = []
     queries = [dict.fromkeys(names, value) for value in HOSTILE]
     queries += [{name: value} for name in sorted(names) for value in EACH_ALONE]
@@ -64,12 +66,31 @@ def test_no_query_string_makes_a_page_fail(row, world):
     assert not failures, f"{path} (parameters {sorted(names)}):\n" + "\n".join(failures)
 
 
-def test_a_nul_in_the_query_is_a_clear_400_on_pages_and_the_api(world):
+def test_a_nul_in_the_query_or_a_form_is_a_clear_400_on_pages_and_the_api(world):
+    from fleet.models import MachineToken
+
     client = Client()
     client.force_login(world["users"]["operator"])
     page = client.get("/overview/", {"cluster": "c1\x00", "period": "7d"})
     assert page.status_code == 400
-    assert page.content.decode() == f"The query parameter cluster {NUL_MESSAGE}"
+    assert page.content.decode() == f"The field cluster {NUL_MESSAGE}"
     api = client.get("/api/v1/jobs/", {"team": "\x00", "user": "ann"})
-    assert api.status_code == 400 and api.json() == {"team": [f"This parameter {NUL_MESSAGE}"]}
+    assert api.status_code == 400 and api.json() == {"team": [f"This field {NUL_MESSAGE}"]}
+    tokens = MachineToken.objects.count()
+    form = client.post("/tokens/", {"name": "rack\x00-7"})
+    assert form.status_code == 400 and form.content.decode() == f"The field name {NUL_MESSAGE}"
+    assert MachineToken.objects.count() == tokens
     assert client.get("/overview/", {"cluster": "c1"}).status_code == 200
+
+
+def test_a_version_that_is_not_a_number_finds_nothing(world):
+    """Study pages read versions and positions from the address and forms: words are no version."""
+    params = world["params"]
+    lead = Client()
+    lead.force_login(world["users"]["operator"])  # the lead of study_other
+    url = f"/studies/{params['study_other']}/rules/triage/"
+    assert lead.post(url, {"gold": "first", "rule_set": "1"}).status_code == 404
+    rater = Client()
+    rater.force_login(world["users"]["researcher"])
+    response = rater.get(f"/studies/{params['study']}/label/", {"after": "last"})
+    assert response.status_code == 302  # to the first job to label, or the study when all are done

@@ -144,7 +144,7 @@ def study_detail(request, pk: int):
 @studies_access
 def label_next(request, pk: int):
     study = services.get_study(request.user, pk)
-    after = int(request.GET.get("after") or 0)
+    after = _number(request.GET.get("after")) or 0
     assignment = services.next_assignment(study, request.user, after)
     if assignment is None:
         if services.rater_link(request.user, study):
@@ -350,8 +350,17 @@ def gold_page(request, pk: int):
     )
 
 
+def _number(value: str | None) -> int | None:
+    """A whole number from the address or a form; None for anything else, which then finds nothing."""
+    try:
+        return int(value)
+    except (TypeError, ValueError):
+        return None
+
+
 def _pick(queryset, value, field):
-    return queryset.filter(**{field: value}).first() if value else None
+    number = _number(value)
+    return queryset.filter(**{field: number}).first() if number is not None else None
 
 
 @studies_access
@@ -410,8 +419,8 @@ def rules_page(request, pk: int):
 def triage_missing(request, pk: int):
     study = services.get_study(request.user, pk)
     _require_lead(request, study)
-    gold_set = get_object_or_404(study.gold_sets, version=request.POST.get("gold"))
-    rule_set = get_object_or_404(RuleSet, version=request.POST.get("rule_set"))
+    gold_set = get_object_or_404(study.gold_sets, version=_number(request.POST.get("gold")))
+    rule_set = get_object_or_404(RuleSet, version=_number(request.POST.get("rule_set")))
     evaluation = services.evaluate_rules(gold_set, rule_set)
     services.triage_missing(evaluation.not_triaged, rule_set)
     messages.success(request, f"Triage of {len(evaluation.not_triaged)} jobs with rule set v{rule_set.version} queued.")
