@@ -6,6 +6,7 @@ import secrets
 
 from django import forms
 from django.conf import settings
+from django.core.exceptions import ValidationError
 
 from fleet.forms import UtcDateTimeField
 from triage.labeling import services
@@ -17,20 +18,41 @@ def new_seed() -> int:
     return secrets.randbelow(2**31)
 
 
+class _UserChoices(forms.ModelMultipleChoiceField):
+    """Users picked by id; an id no column can hold is an invalid choice (Django would pass it to
+    the database, which on SQLite fails the request)."""
+
+    def _check_values(self, value):
+        for pk in value:
+            try:
+                too_large = abs(int(pk)) >= 2**63
+            except (TypeError, ValueError):
+                continue  # not a number: Django's own check names it
+            if too_large:
+                message = self.error_messages["invalid_choice"]
+                raise ValidationError(message, code="invalid_choice", params={"value": pk})
+        return super()._check_values(value)
+
+
 class StudyForm(forms.Form):
     name = forms.CharField(max_length=200)
     description = forms.CharField(widget=forms.Textarea(attrs={"rows": 2}), required=False)
     strategy = forms.ChoiceField(choices=SAMPLING_CHOICES, initial=Strategy.RANDOM.value, label="Sampling")
     sample_size = forms.IntegerField(
-        min_value=1, required=False, help_text="Leave empty with 'every job' to take the whole population."
+        min_value=1,
+        max_value=1_000_000,
+        required=False,
+        help_text="Leave empty with 'every job' to take the whole population.",
     )
     seed = forms.IntegerField(min_value=0, max_value=2**62, help_text="Recorded; the same seed draws the same sample.")
     period_start = UtcDateTimeField(required=False, help_text="UTC, e.g. 2026-11-01 00:00")
     period_end = UtcDateTimeField(required=False, help_text="UTC, exclusive")
     low_util_only = forms.BooleanField(required=False, initial=True, label="Only low-utilization jobs")
     low_util_threshold = forms.FloatField(min_value=0, max_value=100, label="Low-utilization threshold (%)")
-    raters = forms.ModelMultipleChoiceField(queryset=None, widget=forms.CheckboxSelectMultiple)
-    labels_per_job = forms.IntegerField(min_value=2, initial=2, help_text="Each job is labelled by this many raters.")
+    raters = _UserChoices(queryset=None, widget=forms.CheckboxSelectMultiple)
+    labels_per_job = forms.IntegerField(
+        min_value=2, max_value=100, initial=2, help_text="Each job is labelled by this many raters."
+    )
     show_findings = forms.BooleanField(
         required=False, initial=False, label="Show the rules' findings to raters (the study is blind when off)"
     )
