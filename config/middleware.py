@@ -8,16 +8,17 @@ NUL_MESSAGE = "contains a NUL character (%00), which no field of this site accep
 
 
 class RefuseNulMiddleware:
-    """A query string or form with a NUL character is a 400 before any view runs, naming the fields.
+    """An address, query string or form with a NUL character is a 400 before any view runs, naming
+    where it is.
 
     No text a person types holds one, and PostgreSQL can neither store nor compare text that does:
-    a filter given one (`?cluster=%00`), or a token name, failed its query, a server error. Django's
-    forms refuse NUL in their own fields; this covers the query parameters and form fields that
-    views and filters read directly, on every page and the API alike. A page's form body is read
-    here as the CSRF check after it reads it anyway (the upload cap is already in place); the API's
-    bodies are left to its serializers, which refuse NUL themselves, so an archive pushed through
-    it is parsed once, by the API. The API's answer has the shape of its other 400s: each field in
-    error with its messages.
+    a filter given one (`?cluster=%00`), a token's name or its id in the address failed its query,
+    a server error. Django's forms refuse NUL in their own fields; this covers the addresses, query
+    parameters and form fields that views and filters read directly, on every page and the API
+    alike. A page's form body is read here as the CSRF check after it reads it anyway (the upload
+    cap is already in place); the API's bodies are left to its serializers, which refuse NUL
+    themselves, so an archive pushed through it is parsed once, by the API. The API's answer has
+    the shape of its other 400s: each field in error ("address" for the path) with its messages.
     """
 
     def __init__(self, get_response):
@@ -25,15 +26,18 @@ class RefuseNulMiddleware:
 
     def __call__(self, request):
         api = request.path_info.startswith("/api/")
-        refused = _with_nul(request.GET)
+        in_address = "\x00" in request.path_info  # a part of it a view looks up
+        fields = _with_nul(request.GET)
         if request.method == "POST" and not api:
-            refused += _with_nul(request.POST)
-        if not refused:
+            fields += _with_nul(request.POST)
+        if not in_address and not fields:
             return self.get_response(request)
         if api:
-            return JsonResponse({key: [f"This field {NUL_MESSAGE}"] for key in refused}, status=400)
-        message = f"The field {', '.join(refused)} {NUL_MESSAGE}"
-        return HttpResponseBadRequest(message, content_type="text/plain; charset=utf-8")
+            refused = (["address"] if in_address else []) + fields
+            return JsonResponse({key: [f"This {NUL_MESSAGE}"] for key in refused}, status=400)
+        where = (["the address"] if in_address else []) + [f"the field {name}" for name in fields]
+        message = f"{' and '.join(where)} {NUL_MESSAGE}"
+        return HttpResponseBadRequest(message[0].upper() + message[1:], content_type="text/plain; charset=utf-8")
 
 
 def _with_nul(fields) -> list[str]:

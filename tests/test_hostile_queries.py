@@ -75,11 +75,16 @@ def test_a_nul_in_the_query_or_a_form_is_a_clear_400_on_pages_and_the_api(world)
     assert page.status_code == 400
     assert page.content.decode() == f"The field cluster {NUL_MESSAGE}"
     api = client.get("/api/v1/jobs/", {"team": "\x00", "user": "ann"})
-    assert api.status_code == 400 and api.json() == {"team": [f"This field {NUL_MESSAGE}"]}
+    assert api.status_code == 400 and api.json() == {"team": [f"This {NUL_MESSAGE}"]}
     tokens = MachineToken.objects.count()
     form = client.post("/tokens/", {"name": "rack\x00-7"})
     assert form.status_code == 400 and form.content.decode() == f"The field name {NUL_MESSAGE}"
     assert MachineToken.objects.count() == tokens
+    revoke = client.post(f"/tokens/{world['params']['token_spare']}%00/revoke/")
+    assert revoke.status_code == 400 and revoke.content.decode() == f"The address {NUL_MESSAGE}"
+    assert not MachineToken.objects.filter(revoked=True).exists()
+    api_path = client.get("/api/v1/ingest-runs/%00/")
+    assert api_path.status_code == 400 and api_path.json() == {"address": [f"This {NUL_MESSAGE}"]}
     assert client.get("/overview/", {"cluster": "c1"}).status_code == 200
 
 
