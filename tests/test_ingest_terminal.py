@@ -20,8 +20,9 @@ from tests.test_services import _worker_database_url
 pytestmark = pytest.mark.django_db(transaction=True)
 
 
-def run_command(args: list[str], storage_dir, *, terminal: bool) -> tuple[int, str]:
-    """Run the command with its output on a pseudo-terminal (or a pipe); (exit code, what it printed)."""
+def run_command(args: list[str], storage_dir, *, terminal: bool, size=(120, 40)) -> tuple[int, str]:
+    """Run the command with its output on a pseudo-terminal of `size` (columns, rows), or a pipe;
+    (exit code, what it printed)."""
     env = {
         **os.environ,
         "DATABASE_URL": _worker_database_url(),
@@ -34,7 +35,8 @@ def run_command(args: list[str], storage_dir, *, terminal: bool) -> tuple[int, s
         done = subprocess.run(command, cwd=REPO, env=env, capture_output=True, text=True, timeout=300, check=False)
         return done.returncode, done.stdout
     primary, secondary = os.openpty()
-    fcntl.ioctl(secondary, termios.TIOCSWINSZ, struct.pack("HHHH", 40, 120, 0, 0))  # 120 × 40, as a window
+    columns, rows = size
+    fcntl.ioctl(secondary, termios.TIOCSWINSZ, struct.pack("HHHH", rows, columns, 0, 0))
     try:
         process = subprocess.Popen(command, cwd=REPO, env=env, stdout=secondary, stderr=subprocess.DEVNULL)
         os.close(secondary)
@@ -52,8 +54,11 @@ def run_command(args: list[str], storage_dir, *, terminal: bool) -> tuple[int, s
         os.close(primary)
 
 
-def test_an_import_on_a_terminal_shows_a_bar_that_ends_at_every_job(storage_dir):
-    code, shown = run_command([str(EXAMPLE_ARCHIVE)], storage_dir, terminal=True)
+# A window of 120 × 40; and a terminal that reports no size at all (0 × 0: `script`, some CI
+# runners and serial consoles), where tqdm drew nothing until it was given a height.
+@pytest.mark.parametrize("size", [(120, 40), (0, 0)], ids=["window", "no-size"])
+def test_an_import_on_a_terminal_shows_a_bar_that_ends_at_every_job(storage_dir, size):
+    code, shown = run_command([str(EXAMPLE_ARCHIVE)], storage_dir, terminal=True, size=size)
     assert code == 0, shown
     jobs = Job.objects.count()
     assert jobs > 0

@@ -112,8 +112,10 @@ class _ProgressBar:
     def __init__(self, stream):
         from tqdm import tqdm
 
-        width = shutil.get_terminal_size((100, 20)).columns or 100  # a pty may report 0 columns
-        self._bar = tqdm(total=None, unit="job", file=stream, ncols=width, leave=True)
+        # A terminal may report no size (0 × 0), and tqdm then draws nothing unless it is told a
+        # width and a height: both are given, shutil's fallback standing in for a 0.
+        columns, rows = shutil.get_terminal_size((100, 20))
+        self._bar = tqdm(total=None, unit="job", file=stream, ncols=columns, nrows=rows, leave=True)
 
     def update(self, run) -> None:
         if run.jobs_total and self._bar.total != run.jobs_total:
