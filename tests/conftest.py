@@ -62,6 +62,17 @@ def storage_dir(settings, tmp_path):
 
 
 @pytest.fixture
+def upload_dirs(settings, tmp_path):
+    """Uploads (kept archives and Django's temporary files) in a folder of the test's own; every
+    upload is spooled to a temporary file, as a real archive is. Returns the folder."""
+    settings.UPLOAD_DIR = tmp_path / "uploads"
+    settings.FILE_UPLOAD_TEMP_DIR = str(tmp_path / "uploads" / "incoming")
+    (tmp_path / "uploads" / "incoming").mkdir(parents=True)
+    settings.FILE_UPLOAD_MAX_MEMORY_SIZE = 1024
+    return tmp_path / "uploads"
+
+
+@pytest.fixture
 def team_a(db):
     return TeamFactory(slug="team-a", name="Team A")
 

@@ -14,10 +14,8 @@ pytestmark = pytest.mark.django_db
 
 
 @pytest.fixture(autouse=True)
-def upload_dirs(settings, tmp_path):
-    settings.UPLOAD_DIR = tmp_path / "uploads"
-    settings.FILE_UPLOAD_TEMP_DIR = str(tmp_path / "uploads" / "incoming")
-    (tmp_path / "uploads" / "incoming").mkdir(parents=True)
+def _uploads_of_their_own(upload_dirs):
+    pass
 
 
 @pytest.fixture

@@ -48,12 +48,9 @@ schema = schemathesis.openapi.from_dict(
 
 
 @pytest.fixture
-def callers(settings, tmp_path, operator, team_a, team_b):
+def callers(upload_dirs, operator, team_a, team_b):
     """Credentials per kind of caller: an operator's session for reading, a machine token for pushing
     (a session's POST needs a CSRF token, which a script does not have)."""
-    settings.UPLOAD_DIR = tmp_path / "uploads"
-    settings.FILE_UPLOAD_TEMP_DIR = str(tmp_path / "uploads" / "incoming")
-    (tmp_path / "uploads" / "incoming").mkdir(parents=True)
     cluster = ClusterFactory(name="c1")
     for index in range(3):
         JobFactory(cluster=cluster, team=team_a if index % 2 else team_b, mean_gpu_util=10.0 + index)

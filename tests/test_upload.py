@@ -19,15 +19,6 @@ UPLOAD = "/ingest-runs/upload/"
 
 
 @pytest.fixture
-def upload_dirs(settings, tmp_path):
-    settings.UPLOAD_DIR = tmp_path / "uploads"
-    settings.FILE_UPLOAD_TEMP_DIR = str(tmp_path / "uploads" / "incoming")
-    (tmp_path / "uploads" / "incoming").mkdir(parents=True)
-    settings.FILE_UPLOAD_MAX_MEMORY_SIZE = 1024  # every test upload is spooled to a temporary file
-    return tmp_path / "uploads"
-
-
-@pytest.fixture
 def operator_client(operator):
     client = Client()
     client.force_login(operator)

@@ -19,7 +19,7 @@ from tests.conftest import EXAMPLE_ARCHIVE, REPO, write_zip
 from tests.test_browser import STALE, browser  # noqa: F401  (the browser fixture)
 from tests.test_dashboard_browser import console_errors
 from tests.test_ingest import JOBS, good_members
-from tests.test_upload import UPLOAD, leftovers, upload_dirs  # noqa: F401  (the upload_dirs fixture)
+from tests.test_upload import UPLOAD, leftovers
 
 SHOTS = REPO / "screenshots"
 PASSWORD = "correct horse battery staple"
@@ -107,7 +107,7 @@ def assert_upload_progress_moved(seen: list[dict], archive) -> None:
 
 
 @pytest.mark.django_db(transaction=True)
-def test_operator_uploads_the_example_archive_and_watches_it_finish(operator_browser, live_server, upload_dirs):  # noqa: F811
+def test_operator_uploads_the_example_archive_and_watches_it_finish(operator_browser, live_server, upload_dirs):
     from selenium.webdriver.common.by import By
 
     driver = operator_browser
@@ -132,7 +132,7 @@ def test_operator_uploads_the_example_archive_and_watches_it_finish(operator_bro
 
 
 @pytest.mark.django_db(transaction=True)
-def test_a_partly_rejected_upload_shows_its_errors_and_their_csv(operator_browser, live_server, upload_dirs, tmp_path):  # noqa: F811
+def test_a_partly_rejected_upload_shows_its_errors_and_their_csv(operator_browser, live_server, upload_dirs, tmp_path):
     from selenium.webdriver.common.by import By
 
     driver = operator_browser

@@ -1166,8 +1166,8 @@ class _ReadAhead:
     the one before: a spill bucket is read back and normalised while the jobs of the previous one
     are stored, a Parquet batch read while the one before is checked (Arrow's reads, LZ4 and numpy's
     sorts release the GIL). One item at most is held ahead, so memory grows by one item, not with
-    the archive. What the generator raises is
-    raised to the caller in its place. `close()` waits for the item in flight, then closes it."""
+    the archive. What the generator raises is raised to the caller in its place. `close()` waits
+    for the item in flight, then closes it."""
 
     _END = object()
 
