@@ -13,6 +13,8 @@ are timed here, one after the other over every job:
 - summary, log events, fingerprint: what `store_jobs` computes per job;
 - store: writing the series and artifact blob files, then `store_jobs` with everything above
   already at hand (the rows and transactions), in a database and storage folder of its own;
+- import again: the same archive into the database the whole import filled, after a dry run of
+  it; every job is unchanged, so it is fingerprinted and compared, and nothing is encoded or written;
 - rest: the whole import minus the steps above (progress, lookups, what the steps leave out); below
   zero where the import runs steps side by side on threads (encoding and blob files, the next bucket).
 
@@ -38,6 +40,25 @@ sys.path.insert(0, str(REPO / "bench"))
 from run import BASELINE, INGEST, PRODUCTION, RESULTS, data_folder, demo_archive, run_child  # noqa: E402
 
 BATCH = 50  # jobs per table in the batched-encoding comparison
+
+# The same archive again, into the database the whole import filled: first a dry run, then the
+# import (every job unchanged: fingerprinted, compared, nothing encoded or written).
+AGAIN = r"""
+import json, os, time
+import django
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
+django.setup()
+from fleet import ingest
+from fleet.signals import jobs_ingested
+jobs_ingested.receivers.clear()
+start = time.perf_counter()
+report = ingest.dry_run({archive!r})
+dry_run = time.perf_counter() - start
+start = time.perf_counter()
+run = ingest.execute_run(ingest.create_run({archive!r}).pk)
+print(json.dumps({{"seconds": time.perf_counter() - start, "unchanged": run.jobs_unchanged,
+                  "dry_run_seconds": dry_run, "dry_run_unchanged": report.jobs_unchanged}}))
+"""
 
 
 def time_steps(archive: Path, work_dir: str) -> dict:
@@ -91,16 +112,21 @@ def time_steps(archive: Path, work_dir: str) -> dict:
             extract_log_events(a.content.decode("utf-8", errors="replace")) for a in job.artifacts if a.kind == "log"
         ],
     )
-    by_job = dict(zip((id(job) for job in with_series), blobs, strict=True))
-    timed("fingerprint", lambda job: ingest.fingerprint(job.record, by_job[id(job)], job.artifacts))
+    timed("fingerprint (the series' content digest, the record, the artifacts)", ingest.fingerprinted)
 
     # Storing, with what was timed above already at hand: first the files, then the rows.
     begin = time.perf_counter()
-    names = {id(blob): ingest._store_blob("series", blob, ".parquet") for blob in blobs}
-    names |= {id(a.content): ingest._store_blob("artifacts", a.content) for job in jobs for a in job.artifacts}
+    by_job = dict(zip((id(job) for job in with_series), blobs, strict=True))
+    names = {
+        id(job): (
+            ingest._store_blob("series", by_job[id(job)], ".parquet") if id(job) in by_job else "",
+            tuple(ingest._store_blob("artifacts", a.content) for a in job.artifacts),
+        )
+        for job in jobs
+    }
     seconds["store: blob files (series and artifacts)"] = time.perf_counter() - begin
-    seconds["store: rows and transactions"], counts = _store_rows(jobs, by_job, names)
-    counts["files"] = len(set(names.values()))
+    seconds["store: rows and transactions"], counts = _store_rows(jobs, names)
+    counts["files"] = len({name for series, artifacts in names.values() for name in (series, *artifacts) if name})
 
     begin = time.perf_counter()
     for first in range(0, len(with_series), BATCH):
@@ -108,6 +134,7 @@ def time_steps(archive: Path, work_dir: str) -> dict:
         frame = pd.concat([job.series.frame() for job in batch], ignore_index=True)
         series_lib.to_parquet_bytes(frame)
     batched = time.perf_counter() - begin
+    del blobs
     return {
         "jobs": len(jobs),
         "jobs_with_series": len(with_series),
@@ -117,20 +144,19 @@ def time_steps(archive: Path, work_dir: str) -> dict:
     }
 
 
-def _store_rows(jobs, blobs: dict, names: dict) -> tuple[float, dict]:
+def _store_rows(jobs, names: dict) -> tuple[float, dict]:
     """Seconds `ingest.store_jobs` takes over all jobs, STORE_BATCH to a transaction, when encoding,
     summaries, fingerprints, log events and blob files are already done (the steps timed before):
-    the rows, the ORM and the transactions. Also how many rows of each kind it wrote."""
+    the rows, the ORM and the transactions. Also how many rows of each kind it wrote. `names`:
+    each job's (by `id`) series blob name and artifact blob names."""
     from unittest import mock
 
     from fleet import ingest
     from fleet.logevents import extract_log_events
     from fleet.models import Artifact, Cluster, IngestRun, Job, LogEvent
 
-    prepared = {}
-    for job in jobs:
-        blob = blobs.get(id(job))
-        prepared[job.record.external_id] = (job.series, blob, ingest.fingerprint(job.record, blob, job.artifacts))
+    prepared = {id(job.record): ingest.fingerprinted(job) for job in jobs}
+    blob_names = {id(job.record): names[id(job)] for job in jobs}
     summaries = {
         id(job.series): ingest.summary_of(job.series, job.record.start_time, job.record.end_time, job.record.gpu_count)
         for job in jobs
@@ -147,9 +173,11 @@ def _store_rows(jobs, blobs: dict, names: dict) -> tuple[float, dict]:
     teams = {name: ingest._team_for(name) for name in {job.record.team for job in jobs}}
     items = [ingest.JobToStore(cluster, teams[j.record.team], j.record, j.series, j.artifacts) for j in jobs]
     with (
-        mock.patch.object(ingest, "prepared_series", lambda record, series, artifacts: prepared[record.external_id]),
+        mock.patch.object(ingest, "fingerprinted", lambda job: prepared[id(job.record)]),
         mock.patch.object(ingest, "summary_of", lambda series, *args: summaries[id(series)]),
-        mock.patch.object(ingest, "_store_blob", lambda folder, content, suffix="": names[id(content)]),
+        mock.patch.object(
+            ingest, "_store_blobs", lambda job, pair: ingest.Prepared(*pair, *blob_names[id(job.record)])
+        ),
         mock.patch.object(ingest, "extract_log_events", lambda text: events[text]),
     ):
         begin = time.perf_counter()
@@ -172,6 +200,7 @@ def main() -> None:
         whole_dir, steps_dir = os.path.join(data_dir, "whole"), os.path.join(data_dir, "steps")
         env = {**PRODUCTION, "DATA_DIR": whole_dir}
         whole = run_child(INGEST.format(archive=str(archive)), env)
+        again = run_child(AGAIN.format(archive=str(archive)), env)
         # The steps' own database and storage (the rows step writes jobs), never the project's.
         os.environ.update({**PRODUCTION, "DATA_DIR": steps_dir})
         steps = time_steps(archive, os.path.join(steps_dir, "work"))
@@ -190,6 +219,12 @@ def main() -> None:
         # A third of the floor's throughput leaves this much per job for the whole import.
         "budget_ms_per_job_at_a_third_of_the_floor": 3 * floor_ms,
         "steps_ms_per_job": per_job,
+        # The same archive again: every job unchanged, so neither encoded nor written.
+        "import_again_ms_per_job": again["seconds"] / jobs * 1000,
+        "import_again_over_import": again["seconds"] / whole["seconds"],
+        "dry_run_ms_per_job": again["dry_run_seconds"] / jobs * 1000,
+        "dry_run_over_import": again["dry_run_seconds"] / whole["seconds"],
+        "unchanged_again": {"import": again["unchanged"], "dry_run": again["dry_run_unchanged"]},
         "steps_over_floor": {name: ms / floor_ms for name, ms in per_job.items()},
         f"encode_{BATCH}_jobs_per_table_ms_per_job": steps["batched_encode"] / steps["jobs_with_series"] * 1000,
         "stored": steps["stored"],  # rows of each kind and blob files the steps wrote

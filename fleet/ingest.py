@@ -14,7 +14,6 @@ import os
 import secrets
 import time
 from collections import Counter
-from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass, fields
@@ -297,7 +296,7 @@ def _dry_run_batch(batch: list[ParsedJob], report: DryRunReport) -> None:
         ).values_list("cluster__name", "external_id", "fingerprint", "team_id")
     }
     teams = dict(Team.objects.filter(slug__in={_team_slug(job.record.team) for job in batch}).values_list("slug", "pk"))
-    for parsed_job, (series, fp, _name, _names) in zip(batch, _preparing(batch, store_blobs=False), strict=True):
+    for parsed_job, (series, fp) in zip(batch, _threads().map(fingerprinted, batch), strict=True):
         record = parsed_job.record
         decided = outcome(stored.get((record.cluster, record.external_id)), fp, teams.get(_team_slug(record.team)))
         count_outcome(report, decided)
@@ -394,27 +393,29 @@ def _team_for(name: str) -> Team:
     return team
 
 
-def fingerprint(record: JobRecord, series_bytes: bytes | None, artifacts: list[ArtifactRecord]) -> str:
-    """A hash of everything the job brought, so an unchanged re-import can be recognised."""
+def fingerprint(record: JobRecord, series_digest: bytes | None, artifacts: list[ArtifactRecord]) -> str:
+    """A hash of everything the job brought, so an unchanged re-import can be recognised.
+
+    The series counts by its content (`series.content_digest`), not by its blob's bytes: a job is
+    judged unchanged before its blob is encoded, and an upgrade that encodes blobs differently
+    does not make it look changed.
+    """
     digest = hashlib.sha256()
     # Shallow: `asdict` would deep-copy `raw`, only to drop it (the same JSON either way).
     values = {f.name: getattr(record, f.name) for f in fields(record) if f.name != "raw"}
     digest.update(json.dumps(values, sort_keys=True, default=str).encode())
-    digest.update(hashlib.sha256(series_bytes or b"").digest())
+    digest.update(series_digest or b"")
     for artifact in sorted(artifacts, key=lambda a: (a.kind, a.path)):
         digest.update(f"{artifact.kind}\0{artifact.path}\0".encode())
         digest.update(hashlib.sha256(artifact.content).digest())
     return digest.hexdigest()
 
 
-def prepared_series(
-    record: JobRecord, series, artifacts: list[ArtifactRecord]
-) -> tuple[series_lib.SeriesSlice | None, bytes | None, str]:
-    """(the series, a frame or `SeriesSlice`, as a slice or None when empty; its Parquet bytes; the
-    job's fingerprint): what storing compares."""
-    series = series_lib.as_slice(series)
-    series_bytes = series.to_parquet_bytes() if series is not None else None
-    return series, series_bytes, fingerprint(record, series_bytes, artifacts)
+def fingerprinted(job) -> tuple[series_lib.SeriesSlice | None, str]:
+    """A job's (a `ParsedJob` or `JobToStore`) series as a slice (None when it has none) and its
+    fingerprint: what storing compares."""
+    series = series_lib.as_slice(job.series)
+    return series, fingerprint(job.record, series.content_digest() if series is not None else None, job.artifacts)
 
 
 def outcome(existing: Job | None, fp: str, team_id: int | None) -> str:
@@ -453,19 +454,34 @@ def store_jobs(run, items: list[JobToStore]) -> list[tuple[str, Job]]:
     left alone. Rows are written in bulk, because one transaction and a few statements per batch
     cost far less than a handful of statements and a commit per job. Blobs are written under
     content-derived names before the rows that name them commit, so a rolled-back or repeated
-    batch writes the same files again (`check_storage` cleans any a crash leaves unnamed).
+    batch writes the same files again (`check_storage` cleans any a crash leaves unnamed). An
+    unchanged job costs its fingerprint and nothing else: no blob is encoded or written for it.
     """
     keys = [(item.cluster.pk, item.record.external_id) for item in items]
     if len(set(keys)) != len(keys):  # the same job twice: store them one after the other
         return [result for item in items for result in store_jobs(run, [item])]
-    preparing = _preparing(items, store_blobs=True)
+    known = {
+        (cluster_id, external_id): Job(fingerprint=fp, team_id=team_id)
+        for cluster_id, external_id, fp, team_id in Job.objects.filter(_with_keys(keys)).values_list(
+            "cluster_id", "external_id", "fingerprint", "team_id"
+        )
+    }
+
+    def prepare(item: JobToStore, key) -> Prepared:
+        # Only a job that will be stored gets its blobs written: an unchanged job's are there
+        # already (or were pruned, and stay so).
+        series, fp = fingerprinted(item)
+        if outcome(known.get(key), fp, item.team.pk) == "unchanged":
+            return Prepared(series, fp, "", (), blobs_stored=False)
+        return _store_blobs(item, (series, fp))
+
+    preparing = _threads().map(prepare, items, keys)
     # Meanwhile (the threads mostly run without the GIL) the logs of jobs not stored before are
     # scanned for events: they will be stored. Other jobs' logs are scanned only if they changed.
-    stored_keys = set(Job.objects.filter(_with_keys(keys)).values_list("cluster_id", "external_id"))
     log_events = {
         index: [_log_events(artifact) for artifact in item.artifacts]
         for index, (item, key) in enumerate(zip(items, keys, strict=True))
-        if key not in stored_keys
+        if key not in known
     }
     prepared = list(preparing)
 
@@ -484,7 +500,7 @@ def store_jobs(run, items: list[JobToStore]) -> list[tuple[str, Job]]:
         updated: list[Job] = []
         stored: list[tuple[Job, list[ArtifactRecord], tuple[str, ...], list]] = []  # with names, events
         replaced: set[str] = set()
-        for index, (item, (series, fp, series_name, artifact_names), key) in enumerate(
+        for index, (item, (series, fp, series_name, artifact_names, blobs_stored), key) in enumerate(
             zip(items, prepared, keys, strict=True)
         ):
             job = existing.get(key)
@@ -492,6 +508,8 @@ def store_jobs(run, items: list[JobToStore]) -> list[tuple[str, Job]]:
             if decided == "unchanged":
                 results.append(("unchanged", job))
                 continue
+            if not blobs_stored:  # changed since it was looked up (by another import meanwhile)
+                _, fp, series_name, artifact_names, _ = _store_blobs(item, (series, fp))
             if decided == "created":
                 job = Job(cluster=item.cluster, external_id=item.record.external_id)
                 created.append(job)
@@ -523,32 +541,22 @@ def store_jobs(run, items: list[JobToStore]) -> list[tuple[str, Job]]:
 
 
 class Prepared(NamedTuple):
-    """What storing a job compares and names, worked out on `_threads` (`_preparing`)."""
+    """What storing a job compares and names (`fingerprinted`, then `_store_blobs`)."""
 
     series: series_lib.SeriesSlice | None
     fingerprint: str
     series_name: str  # the series blob's name once stored; "" without a series or blobs stored
     artifact_names: tuple[str, ...]  # the blob name of each of the job's artifacts, in order, once stored
+    blobs_stored: bool = True  # False for a job found unchanged, whose blobs are not written again
 
 
-def _preparing(jobs: list, *, store_blobs: bool) -> Iterator[Prepared]:
-    """`prepared_series` of each job (a `ParsedJob` or `JobToStore`), two at a time on `_threads`,
-    and with `store_blobs` its series and artifact blobs written: a file's write releases the GIL,
-    so the main thread goes on meanwhile. Every job's blobs are stored, unchanged ones too: their
-    names already hold the same content, which `_store_blob` then leaves alone after one stat.
-
-    The jobs are being prepared when this returns; the iterator hands over each job's `Prepared`
-    in order, waiting for it if need be."""
-
-    def prepare(job) -> Prepared:
-        series, series_bytes, fp = prepared_series(job.record, job.series, job.artifacts)
-        if not store_blobs:
-            return Prepared(series, fp, "", ())
-        series_name = _store_blob("series", series_bytes, ".parquet") if series_bytes else ""
-        names = tuple(_store_blob("artifacts", artifact.content) for artifact in job.artifacts)
-        return Prepared(series, fp, series_name, names)
-
-    return _threads().map(prepare, jobs)
+def _store_blobs(job, fingerprinted_job: tuple[series_lib.SeriesSlice | None, str]) -> Prepared:
+    """Encode a job's (a `JobToStore`) series and write its series and artifact blobs (on
+    `_threads`, where Parquet compression, hashing and file writes release the GIL)."""
+    series, fp = fingerprinted_job
+    series_name = _store_blob("series", series.to_parquet_bytes(), ".parquet") if series is not None else ""
+    names = tuple(_store_blob("artifacts", artifact.content) for artifact in job.artifacts)
+    return Prepared(series, fp, series_name, names)
 
 
 def _with_keys(keys: list[tuple[int, str]]) -> Q:
@@ -562,8 +570,8 @@ def _with_keys(keys: list[tuple[int, str]]) -> Q:
 
 @cache
 def _threads() -> ThreadPoolExecutor:
-    """Threads for encoding series and writing blobs: Parquet compression, hashing and file writes
-    release the GIL, so two jobs are prepared at once while the main thread goes on. Never the
+    """Threads for fingerprinting, encoding series and writing blobs: hashing, Parquet compression
+    and file writes release the GIL, so two jobs are prepared at once while the main thread goes on. Never the
     database. (Writing blobs here gained nothing while they went through `Storage.save`, whose
     own code holds the GIL; with `_write_blob_file` the import is 7 % faster.)"""
     return ThreadPoolExecutor(max_workers=2, thread_name_prefix="ingest")

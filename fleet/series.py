@@ -13,7 +13,9 @@ sorted by host, gpu, timestamp, with at most one row per (host, gpu, timestamp).
 
 from __future__ import annotations
 
+import hashlib
 import io
+import json
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
@@ -91,7 +93,7 @@ def normalize_batch(frame: pd.DataFrame, key: str = "job_id") -> tuple[dict[str,
     # row equal to the one before keeps what `normalize` keeps. Sorting on the text columns
     # themselves costs several times more.
     key_codes = pd.factorize(out[key])[0]
-    host_codes = pd.factorize(out["host"], sort=True)[0]
+    host_codes, host_names = pd.factorize(out["host"], sort=True)
     gpu = out["gpu"].to_numpy(dtype="int32", na_value=MAX_DEVICES_PER_HOST)
     stamps = out["timestamp"].array.asi8
     if out["timestamp"].hasnans:  # missing times last, as `normalize` sorts them
@@ -116,7 +118,7 @@ def normalize_batch(frame: pd.DataFrame, key: str = "job_id") -> tuple[dict[str,
     has_values = np.logical_or.reduceat(out[metrics].notna().to_numpy(), starts, axis=0)
     # Host codes in the order the names sort: within one normalised series (sorted by host) they
     # order devices exactly as `summarize`'s codes of first appearance.
-    batch = _SeriesBatch(out, host_codes=host_codes)
+    batch = _SeriesBatch(out, host_codes=host_codes, host_names=np.asarray(host_names, dtype=object))
     slices = {}
     for index, (begin, end) in enumerate(zip(starts, ends, strict=True)):
         kept = tuple(m for m, present in zip(metrics, has_values[index], strict=True) if present or m == "gpu_util")
@@ -129,11 +131,22 @@ class _SeriesBatch:
     summary reads. The frame itself is not kept (a slice's `frame()` is rebuilt from the table, as
     `from_parquet_bytes` does), so a bucket is held once in memory, not twice."""
 
-    def __init__(self, frame: pd.DataFrame, *, host_codes: np.ndarray):
+    def __init__(self, frame: pd.DataFrame, *, host_codes: np.ndarray, host_names: np.ndarray):
         self.table = to_arrow(frame)
         self._empty = frame.iloc[:0]
         self._schemas: dict[tuple[str, ...], pa.Schema] = {}
         self.columns = _summary_columns(frame, host_codes=host_codes)
+        self.host_names = host_names  # by host code (-1: none)
+        # What `SeriesSlice.content_digest` hashes of the other columns: the float metric columns
+        # themselves (views, which the Arrow table shares), anything else (not in a normalised
+        # frame) as pandas' hash of each value.
+        self.values = {
+            name: np.ascontiguousarray(
+                column.to_numpy() if column.dtype in (np.float32, np.float64) else _hashed(column)
+            )
+            for name, column in frame.items()
+            if name not in KEY_COLUMNS
+        }
 
     def schema(self, columns: tuple[str, ...]) -> pa.Schema:
         """The Arrow schema, pandas metadata included, of a frame with just these columns."""
@@ -158,7 +171,8 @@ class SeriesSlice:
     def of(cls, frame: pd.DataFrame) -> SeriesSlice:
         """A normalised frame (a connector's) as a slice of its own."""
         frame = frame.reset_index(drop=True)
-        batch = _SeriesBatch(frame, host_codes=pd.factorize(_host_names(frame))[0])  # as `summarize` codes them
+        codes, names = pd.factorize(_host_names(frame))  # as `summarize` codes them
+        batch = _SeriesBatch(frame, host_codes=codes, host_names=np.asarray(names, dtype=object))
         return cls(batch, 0, len(frame), tuple(frame.columns))
 
     def __len__(self) -> int:
@@ -181,6 +195,34 @@ class SeriesSlice:
         pq.write_table(self.to_arrow(), buffer, **PARQUET_OPTIONS)
         return buffer.getvalue()
 
+    def content_digest(self) -> bytes:
+        """A SHA-256 of the series' columns and values: what a job's fingerprint hashes.
+
+        Not the blob's bytes, so an upgrade that encodes blobs differently (other Parquet options,
+        another pyarrow writing other metadata) does not make every job imported again look
+        changed, and an unchanged job is recognised before its blob is encoded. Equal for equal
+        series, wherever their rows lay in a batch (`content_digest(frame())`).
+        """
+        batch, begin, end = self._batch, self._begin, self._end
+        digest = hashlib.sha256(f"{len(self)}\0".encode())
+        for name in self.columns:
+            if name == "host":  # rows are sorted by host: each run of one host, by name
+                codes = batch.columns.host[begin:end]
+                starts = np.r_[0, np.flatnonzero(codes[1:] != codes[:-1]) + 1]
+                lengths = np.diff(np.r_[starts, len(codes)])
+                names = [None if code < 0 else str(batch.host_names[code]) for code in codes[starts]]
+                values = json.dumps(list(zip(names, lengths.tolist(), strict=True))).encode()
+            elif name == "timestamp":
+                values = batch.columns.t_ms[begin:end]
+            elif name == "gpu":
+                values = batch.columns.gpu[begin:end]
+            else:
+                values = batch.values[name][begin:end]
+            kind = values.dtype.str if isinstance(values, np.ndarray) else "text"
+            digest.update(f"{name}\0{kind}\0".encode())
+            digest.update(values)
+        return digest.digest()
+
     def summarize(
         self, *, start: datetime, end: datetime, gpu_count: int, idle_threshold: float = DEFAULT_IDLE_THRESHOLD
     ) -> SeriesSummary:
@@ -188,6 +230,15 @@ class SeriesSlice:
             return _empty_summary()
         columns = self._batch.columns.rows(self._begin, self._end, self.columns)
         return _summarize_columns(columns, start=start, end=end, gpu_count=gpu_count, idle_threshold=idle_threshold)
+
+
+def content_digest(frame: pd.DataFrame) -> bytes:
+    """`SeriesSlice.content_digest` of a normalised frame."""
+    return SeriesSlice.of(frame).content_digest()
+
+
+def _hashed(column: pd.Series) -> np.ndarray:
+    return pd.util.hash_pandas_object(column, index=False).to_numpy()
 
 
 def as_slice(series: pd.DataFrame | SeriesSlice | None) -> SeriesSlice | None:

@@ -123,6 +123,45 @@ def test_importing_the_same_archive_twice_changes_nothing(tmp_path):
     assert "0 created, 0 updated, 3 unchanged" in out
 
 
+def test_a_new_blob_encoding_leaves_unchanged_jobs_unchanged(tmp_path, monkeypatch):
+    """A fingerprint hashes what a job holds, not how its blob is encoded: after an upgrade that
+    encodes series differently (another compression, a newer pyarrow), re-importing an archive
+    still finds its jobs unchanged and leaves their rows and blobs alone."""
+    from fleet import series as series_lib
+
+    archive = write_zip(tmp_path / "a.zip", good_members())
+    assert run_command(archive)[0] == 0
+    before = snapshot()
+    monkeypatch.setattr(series_lib, "PARQUET_OPTIONS", {**series_lib.PARQUET_OPTIONS, "compression": "snappy"})
+    code, out, _ = run_command(archive)
+    assert code == 0 and "0 created, 0 updated, 3 unchanged" in out
+    assert snapshot() == before
+    # A changed job is encoded the new way; the unchanged ones keep their blobs.
+    members = good_members()
+    members["metrics.csv"] = members["metrics.csv"].replace(",2.0,", ",3.0,")  # j3's utilization
+    code, out, _ = run_command(write_zip(tmp_path / "b.zip", members))
+    assert code == 0 and "0 created, 1 updated, 2 unchanged" in out
+    assert Job.objects.get(external_id="j3").mean_gpu_util == pytest.approx(3.0)
+
+
+def test_a_job_imported_again_beside_other_jobs_is_unchanged(tmp_path):
+    """The same job in another archive, among other jobs (its series read back at another place in
+    another batch), is recognised as the same."""
+    assert run_command(write_zip(tmp_path / "a.zip", good_members()))[0] == 0
+    members = good_members()
+    members["jobs.csv"] = JOBS.replace("j3,cat", "j0,cat")  # j3 gone, j0 new and sorted first
+    members["metrics.csv"] = (
+        HEADER
+        + metrics_rows("j0", "2026-11-03T00:00:00Z", 60, 7.0)
+        + "".join(
+            members["metrics.csv"].splitlines(keepends=True)[1:][::-1]  # every row in reverse order
+        ).replace("j3,", "j0,")
+    )
+    code, out, err = run_command(write_zip(tmp_path / "b.zip", members))
+    assert code == 0, err
+    assert "1 created, 0 updated, 2 unchanged" in out
+
+
 def test_a_changed_job_is_updated_not_duplicated(tmp_path):
     assert run_command(write_zip(tmp_path / "a.zip", good_members()))[0] == 0
     first_pk = Job.objects.get(external_id="j2").pk
@@ -137,6 +176,33 @@ def test_a_changed_job_is_updated_not_duplicated(tmp_path):
     assert (job.pk, job.name) == (first_pk, "bert-large")
     assert LogEvent.objects.filter(job__external_id="j1", kind="training_finished").count() == 1
     assert Artifact.objects.filter(job__external_id="j1").count() == 2
+
+
+def test_a_job_changed_by_another_import_after_it_was_looked_up_gets_its_blobs(tmp_path, monkeypatch):
+    """A job that looked unchanged when its batch began (so its blobs were not written) but is
+    found changed once its row is locked — another import stored another version meanwhile — is
+    stored whole: its series blob is written then, not left unnamed."""
+    from django.core.files.storage import default_storage
+
+    parsed = parse_archive(write_zip(tmp_path / "a.zip", good_members()))
+    cluster = Cluster.objects.create(name="c1")
+    team = Team.objects.create(slug="vision", name="vision")
+    run = ingest.create_run(tmp_path / "a.zip")
+    first = parsed.jobs["j1"]
+    ingest.store_jobs(run, [ingest.JobToStore(cluster, team, first, parsed.series["j3"], [])])
+    decisions = []
+    real_outcome = ingest.outcome
+
+    def outcome_seen_too_early(existing, fp, team_id):
+        decisions.append(real_outcome(existing, fp, team_id))
+        return "unchanged" if len(decisions) == 1 else decisions[-1]  # the look-up before the lock
+
+    monkeypatch.setattr(ingest, "outcome", outcome_seen_too_early)
+    [(decided, job)] = ingest.store_jobs(run, [ingest.JobToStore(cluster, team, first, parsed.series["j1"], [])])
+    assert decisions == ["updated", "updated"] and decided == "updated"
+    job.refresh_from_db()
+    assert job.series_file.name and default_storage.exists(job.series_file.name)
+    assert job.mean_gpu_util == pytest.approx(40.0)
 
 
 def test_a_batch_naming_the_same_job_twice_stores_it_once_last_version_winning(tmp_path):

@@ -204,7 +204,8 @@ _sample = st.tuples(
 @given(st.lists(_sample, min_size=1, max_size=60), st.booleans())
 def test_a_series_of_a_batch_stores_and_sums_up_as_the_series_alone(samples, with_memory):
     """`normalize_batch` slices (the importer's path) against `normalize` of each job's rows alone:
-    the same frame, the same Parquet bytes (job fingerprints hash them) and exactly the same summary.
+    the same frame, the same Parquet bytes, the same content digest (job fingerprints hash it) and
+    exactly the same summary.
     Hosts are shared unevenly between jobs, so a batch's host codes differ from each series' own."""
     frame = pd.DataFrame(
         {
@@ -229,10 +230,43 @@ def test_a_series_of_a_batch_stores_and_sums_up_as_the_series_alone(samples, wit
         alone = alone[kept]
         pd.testing.assert_frame_equal(part.frame(), alone)
         assert part.to_parquet_bytes() == series.to_parquet_bytes(alone)
+        assert part.content_digest() == series.content_digest(alone) == series.as_slice(alone).content_digest()
         window = {"start": START + timedelta(minutes=10), "end": START + timedelta(hours=2), "gpu_count": 2}
         assert part.summarize(**window) == series.summarize(alone, **window)
         assert series.as_slice(alone).summarize(**window) == series.summarize(alone, **window)
     assert dropped == alone_dropped
+
+
+def test_the_content_digest_tells_every_change_of_a_value_apart_and_ignores_the_encoding(monkeypatch):
+    frame, _ = series.normalize(
+        pd.DataFrame(
+            {
+                "timestamp": [START + timedelta(seconds=30 * i) for i in range(4)],
+                "host": ["n1", "n1", "n2", "n2"],
+                "gpu": pd.array([0, 0, 1, None], dtype="Int16"),
+                "gpu_util": np.array([10, 20, np.nan, 40], dtype="float32"),
+            }
+        )
+    )
+    digest = series.content_digest(frame)
+    changes = {
+        "a value": lambda f: f.assign(gpu_util=f["gpu_util"].replace(np.float32(20), np.float32(21))),
+        "a missing value filled": lambda f: f.assign(gpu_util=f["gpu_util"].fillna(0)),
+        "a value gone missing": lambda f: f.assign(gpu_util=f["gpu_util"].replace(np.float32(10), np.nan)),
+        "a host renamed": lambda f: f.assign(host=f["host"].replace("n2", "n3")),
+        "a GPU index": lambda f: f.assign(gpu=f["gpu"].fillna(2)),
+        "a timestamp": lambda f: f.assign(timestamp=f["timestamp"] + pd.Timedelta(milliseconds=1)),
+        "a metric renamed": lambda f: f.rename(columns={"gpu_util": "sm_active"}),
+        "a row less": lambda f: f.iloc[:-1],
+    }
+    for change, apply in changes.items():
+        assert series.content_digest(apply(frame.copy())) != digest, change
+    # A frame with a column outside the normalised ones (a connector's extra) still has a digest.
+    noted = frame.assign(note=["a", "b", "c", "d"])
+    assert series.content_digest(noted) not in {digest, series.content_digest(noted.assign(note=["a", "b", "c", "e"]))}
+    monkeypatch.setattr(series, "PARQUET_OPTIONS", {"compression": "snappy"})
+    stored = series.from_parquet_bytes(series.to_parquet_bytes(frame))
+    assert series.content_digest(stored) == digest
 
 
 def test_many_series_sort_missing_gpus_and_times_last_as_one_series_does():

@@ -11,6 +11,7 @@ from django.core.management import call_command
 from django.utils import timezone
 
 from fleet import ingest
+from fleet.lifecycle import check_storage
 from fleet.models import AuditEvent, Job
 from fleet.tasks import prune_series_task
 from tests.conftest import EXAMPLE_ARCHIVE
@@ -86,6 +87,19 @@ def test_prune_keeps_jobs_figures_findings_and_shared_blobs(
         out = StringIO()
         call_command("prune_series", "--days", "30", stdout=out)
     assert "pruned the series of 0 jobs" in out.getvalue()
+
+
+def test_importing_a_pruned_job_again_leaves_it_pruned_and_no_orphan_blob(fleet, django_capture_on_commit_callbacks):
+    with django_capture_on_commit_callbacks(execute=True):
+        call_command("prune_series", "--days", "30", stdout=StringIO())
+    orphans = check_storage(min_age_s=0).orphans  # the fixture's own: it gave the recent job another blob
+    run = ingest.execute_run(ingest.create_run(EXAMPLE_ARCHIVE).pk)
+    assert run.jobs_created == run.jobs_updated == 0
+    for name in ("old", "shared_old"):
+        fleet[name].refresh_from_db()
+        assert not fleet[name].series_file and fleet[name].series_pruned_at
+    report = check_storage(min_age_s=0)
+    assert report.orphans == orphans and report.missing == []
 
 
 def test_zero_keeps_everything_and_the_beat_task_follows_the_setting(
