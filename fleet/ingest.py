@@ -571,9 +571,9 @@ def _with_keys(keys: list[tuple[int, str]]) -> Q:
 @cache
 def _threads() -> ThreadPoolExecutor:
     """Threads for fingerprinting, encoding series and writing blobs: hashing, Parquet compression
-    and file writes release the GIL, so two jobs are prepared at once while the main thread goes on. Never the
-    database. (Writing blobs here gained nothing while they went through `Storage.save`, whose
-    own code holds the GIL; with `_write_blob_file` the import is 7 % faster.)"""
+    and file writes release the GIL, so two jobs are prepared at once while the main thread goes
+    on. Never the database. (Writing blobs here gained nothing while they went through
+    `Storage.save`, whose own code holds the GIL; with `_write_blob_file` the import is 7 % faster.)"""
     return ThreadPoolExecutor(max_workers=2, thread_name_prefix="ingest")
 
 
