@@ -180,16 +180,18 @@ def _scan(text: str, stamps: list[datetime | None] | None) -> list[LogEventRecor
             if stamps is not None:
                 stamps.append(None)
             continue
+        stamp = None
         if stamps is not None:
-            timestamp, message = _timestamp(_after(_RANK_PREFIX, line))
-            stamps.append(timestamp)
+            stamp = _TIMESTAMP.match(body := _after(_RANK_PREFIX, line))
+            stamps.append(_moment(stamp) if stamp else None)
         lowered = line.lower()
         hits = {word for word in _ANY_WORDS if word in lowered}
         if not hits:
             continue
         if stamps is None:
-            timestamp, message = _timestamp(_after(_RANK_PREFIX, line))
-        message = _after(_LEVEL, message)
+            stamp = _TIMESTAMP.match(body := _after(_RANK_PREFIX, line))
+        # Its time is worked out only for a line that turns out to hold an event (a quarter of them).
+        message = _after(_LEVEL, body[stamp.end() :] if stamp else body)
         kinds = []
         for index in sorted(frozenset().union(*(_PROBES_OF[word] for word in hits))):  # in _PROBES order
             kind, _, pattern = _PROBES[index]
@@ -202,6 +204,7 @@ def _scan(text: str, stamps: list[datetime | None] | None) -> list[LogEventRecor
         if not kinds:
             continue
         shown = line.strip()[:MAX_TEXT]
+        timestamp = (stamps[-1] if stamps is not None else _moment(stamp)) if stamp else None
         events.extend(LogEventRecord(kind, line_no, timestamp, shown) for kind in sorted(kinds, key=_KIND_ORDER.get))
     return events
 
@@ -248,7 +251,11 @@ def _timestamp(body: str) -> tuple[datetime | None, str]:
     match = _TIMESTAMP.match(body)
     if not match:
         return None, body
-    rest = body[match.end() :]
+    return _moment(match), body[match.end() :]
+
+
+def _moment(match: re.Match) -> datetime | None:
+    """The aware UTC time a `_TIMESTAMP` match names (None for an impossible date such as 02-30)."""
     date, clock, frac, tz = match.group("date", "time", "frac", "tz")
     text = f"{date.replace('/', '-')}T{clock}"
     if frac:
@@ -258,5 +265,5 @@ def _timestamp(body: str) -> tuple[datetime | None, str]:
     try:
         moment = datetime.fromisoformat(text)
     except ValueError:
-        return None, rest
-    return as_utc(moment), rest
+        return None
+    return as_utc(moment)
