@@ -134,7 +134,6 @@ def time_steps(archive: Path, work_dir: str) -> dict:
         frame = pd.concat([job.series.frame() for job in batch], ignore_index=True)
         series_lib.to_parquet_bytes(frame)
     batched = time.perf_counter() - begin
-    del blobs
     return {
         "jobs": len(jobs),
         "jobs_with_series": len(with_series),
@@ -176,7 +175,7 @@ def _store_rows(jobs, names: dict) -> tuple[float, dict]:
         mock.patch.object(ingest, "fingerprinted", lambda job: prepared[id(job.record)]),
         mock.patch.object(ingest, "summary_of", lambda series, *args: summaries[id(series)]),
         mock.patch.object(
-            ingest, "_store_blobs", lambda job, pair: ingest.Prepared(*pair, *blob_names[id(job.record)])
+            ingest, "_store_blobs", lambda job, *pair: ingest.Prepared(*pair, *blob_names[id(job.record)])
         ),
         mock.patch.object(ingest, "extract_log_events", lambda text: events[text]),
     ):

@@ -473,7 +473,7 @@ def store_jobs(run, items: list[JobToStore]) -> list[tuple[str, Job]]:
         series, fp = fingerprinted(item)
         if outcome(known.get(key), fp, item.team.pk) == "unchanged":
             return Prepared(series, fp, "", (), blobs_stored=False)
-        return _store_blobs(item, (series, fp))
+        return _store_blobs(item, series, fp)
 
     preparing = _threads().map(prepare, items, keys)
     # Meanwhile (the threads mostly run without the GIL) the logs of jobs not stored before are
@@ -509,7 +509,7 @@ def store_jobs(run, items: list[JobToStore]) -> list[tuple[str, Job]]:
                 results.append(("unchanged", job))
                 continue
             if not blobs_stored:  # changed since it was looked up (by another import meanwhile)
-                _, fp, series_name, artifact_names, _ = _store_blobs(item, (series, fp))
+                series_name, artifact_names = _store_blobs(item, series, fp)[2:4]
             if decided == "created":
                 job = Job(cluster=item.cluster, external_id=item.record.external_id)
                 created.append(job)
@@ -550,10 +550,9 @@ class Prepared(NamedTuple):
     blobs_stored: bool = True  # False for a job found unchanged, whose blobs are not written again
 
 
-def _store_blobs(job, fingerprinted_job: tuple[series_lib.SeriesSlice | None, str]) -> Prepared:
+def _store_blobs(job, series: series_lib.SeriesSlice | None, fp: str) -> Prepared:
     """Encode a job's (a `JobToStore`) series and write its series and artifact blobs (on
     `_threads`, where Parquet compression, hashing and file writes release the GIL)."""
-    series, fp = fingerprinted_job
     series_name = _store_blob("series", series.to_parquet_bytes(), ".parquet") if series is not None else ""
     names = tuple(_store_blob("artifacts", artifact.content) for artifact in job.artifacts)
     return Prepared(series, fp, series_name, names)

@@ -204,7 +204,7 @@ def _scan(text: str, stamps: list[datetime | None] | None) -> list[LogEventRecor
         if not kinds:
             continue
         shown = line.strip()[:MAX_TEXT]
-        timestamp = (stamps[-1] if stamps is not None else _moment(stamp)) if stamp else None
+        timestamp = stamps[-1] if stamps is not None else _moment(stamp) if stamp else None
         events.extend(LogEventRecord(kind, line_no, timestamp, shown) for kind in sorted(kinds, key=_KIND_ORDER.get))
     return events
 
@@ -217,7 +217,8 @@ def line_timestamp(physical: str) -> datetime | None:
     line = _visible(physical)
     if not line:
         return None
-    return _timestamp(_after(_RANK_PREFIX, line))[0]
+    stamp = _TIMESTAMP.match(_after(_RANK_PREFIX, line))
+    return _moment(stamp) if stamp else None
 
 
 def _after(prefix: re.Pattern, text: str) -> str:
@@ -244,14 +245,6 @@ def _epoch_number(body: str) -> int | None:
         return math.floor(value) if math.isfinite(value) else None
     match = _EPOCH_WORD.search(body)
     return int(match.group(1)) if match else None
-
-
-def _timestamp(body: str) -> tuple[datetime | None, str]:
-    """The line's leading timestamp (aware UTC) if it has one, and the rest of the line."""
-    match = _TIMESTAMP.match(body)
-    if not match:
-        return None, body
-    return _moment(match), body[match.end() :]
 
 
 def _moment(match: re.Match) -> datetime | None:

@@ -10,12 +10,7 @@ from rest_framework.test import APIClient
 from fleet.models import IngestRun, Job, MachineToken
 from tests.conftest import EXAMPLE_ARCHIVE
 
-pytestmark = pytest.mark.django_db
-
-
-@pytest.fixture(autouse=True)
-def _uploads_of_their_own(upload_dirs):
-    pass
+pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("upload_dirs")]  # uploads in a folder of their own
 
 
 @pytest.fixture
