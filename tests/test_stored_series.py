@@ -57,3 +57,47 @@ def test_a_blob_in_another_shape_is_read_whole_into_a_frame():
     got = read_series(series.to_parquet_bytes(frame))
     assert isinstance(got, pd.DataFrame)
     pd.testing.assert_frame_equal(got, frame)
+
+
+def test_the_timeline_does_not_depend_on_the_order_of_the_rows():
+    """A normalised series (rows device by device, one time grid) takes the reshaping fast path;
+    the same rows shuffled take the general one (factorize and scatter). Both give the same
+    timeline, value for value: utilization, memory, per-time means over devices (PCIe, with values
+    missing on some devices and times) and host metrics."""
+    rng = np.random.default_rng(3)
+    steps, gpus = 120, 8
+    t = [START + pd.Timedelta(seconds=30 * step) for step in range(steps)]
+    frames = []
+    for gpu in range(gpus):
+        util = rng.uniform(0, 100, steps).astype("float32")  # every sample (a missing one: no common grid)
+        pcie = rng.lognormal(20, 0.3, steps).astype("float32")
+        pcie[rng.random(steps) < 0.2] = np.nan
+        frames.append(
+            pd.DataFrame(
+                {
+                    "timestamp": t,
+                    "host": "n1",
+                    "gpu": gpu,
+                    "gpu_util": util,
+                    "gpu_mem_used_mib": rng.uniform(1000, 8000, steps).astype("float32"),
+                    "gpu_mem_total_mib": np.float32(8000),
+                    "pcie_rx_bytes_per_s": pcie,
+                }
+            )
+        )
+    frames.append(
+        pd.DataFrame({"timestamp": t, "host": "n1", "cpu_util": rng.uniform(0, 100, steps).astype("float32")})
+    )
+    normalised, _ = series.normalize(pd.concat(frames, ignore_index=True))
+    shuffled = normalised.sample(frac=1.0, random_state=5).reset_index(drop=True)
+    start, end = START.timestamp(), START.timestamp() + 30 * steps
+    on_grid = build_timeline(normalised, start_s=start, end_s=end)
+    scattered = build_timeline(shuffled, start_s=start, end_s=end)
+    assert on_grid.devices == scattered.devices == [("n1", gpu) for gpu in range(gpus)]
+    for name in ("t", "dt", "util", "mem_share"):
+        np.testing.assert_array_equal(getattr(on_grid, name), getattr(scattered, name), err_msg=name)
+    np.testing.assert_array_equal(on_grid.gpu_extra["pcie_rx_bytes_per_s"], scattered.gpu_extra["pcie_rx_bytes_per_s"])
+    np.testing.assert_array_equal(on_grid.host["cpu_util"], scattered.host["cpu_util"])
+    stored = build_timeline(read_series(series.to_parquet_bytes(normalised)), start_s=start, end_s=end)
+    np.testing.assert_array_equal(stored.gpu_extra["pcie_rx_bytes_per_s"], on_grid.gpu_extra["pcie_rx_bytes_per_s"])
+    np.testing.assert_array_equal(stored.util, on_grid.util)

@@ -231,7 +231,8 @@ def _arrow_columns(series: StoredSeries) -> _Columns | None:
         rank[order] = np.arange(len(order))
         return rank[indices], [found[i] for i in order]
 
-    stamps = pc.cast(table.column("timestamp"), pa.int64()).to_numpy()
+    # Milliseconds as they are stored (`read_series` sent a column with nulls to the frame path).
+    stamps = table.column("timestamp").to_numpy().view(np.int64)
     return _Columns(
         ts=np.asarray(stamps, dtype=np.float64) / 1000.0,
         gpu=_float64(table.column("gpu")),
@@ -264,10 +265,21 @@ def build_timeline(frame: pd.DataFrame | StoredSeries | None, *, start_s: float,
     if grid is not None:
         # Every device sampled at the same times, rows by device then time (a normalised frame):
         # the same codes the factorizations below give, without hashing, and a reshape for a scatter.
-        keys, device_codes, times, time_index = grid
+        keys, times = grid
 
         def on_grid(rows: np.ndarray) -> np.ndarray:
             return rows.reshape(keys.size, times.size).T  # (samples, devices), column by column (see Timeline)
+
+        def mean_per_time(rows: np.ndarray) -> np.ndarray | None:
+            # `_mean_by` over the devices of each time: the same sums (device after device), by rows.
+            by_device = rows.reshape(keys.size, times.size)
+            valid = ~np.isnan(by_device)
+            if not valid.any():
+                return None
+            sums = np.where(valid, by_device, 0.0).sum(axis=0)
+            counts = valid.sum(axis=0)
+            with np.errstate(invalid="ignore", divide="ignore"):
+                return np.where(counts > 0, sums / np.maximum(counts, 1), np.nan)
     else:
         # Hash-based factorize (linear) rather than np.unique (a sort) per row: this runs once per job.
         device_codes, keys = pd.factorize(device_key, sort=True)
@@ -278,6 +290,9 @@ def build_timeline(frame: pd.DataFrame | StoredSeries | None, *, start_s: float,
             out = np.full((times.size, keys.size), np.nan, order="F")
             out[time_index, device_codes] = rows
             return out
+
+        def mean_per_time(rows: np.ndarray) -> np.ndarray | None:
+            return _mean_by(time_index, rows, times.size)
 
     util = on_grid(np.clip(util_all[gpu_rows], 0, 100))
     devices = [(host_names[k // 65536], int(k % 65536)) for k in keys.tolist()]
@@ -293,7 +308,10 @@ def build_timeline(frame: pd.DataFrame | StoredSeries | None, *, start_s: float,
 
     steps = np.diff(times)
     positive = steps[steps > 0]
-    period = float(np.median(positive)) if positive.size else 60.0
+    if positive.size and positive[0] == positive.min() == positive.max():
+        period = float(positive[0])  # a regular grid (the usual case): its step, which is its median
+    else:
+        period = float(np.median(positive)) if positive.size else 60.0
     hole_threshold = gap_threshold_s(period)
     hole_after = np.zeros(times.size, dtype=bool)
     hole_after[:-1] = steps > hole_threshold
@@ -305,7 +323,7 @@ def build_timeline(frame: pd.DataFrame | StoredSeries | None, *, start_s: float,
     gpu_extra = {}
     for name in GPU_EXTRA_COLUMNS:
         if name in values:
-            gpu_extra_values = _mean_by(time_index, values[name][gpu_rows], times.size)
+            gpu_extra_values = mean_per_time(values[name][gpu_rows])
             if gpu_extra_values is not None:
                 gpu_extra[name] = gpu_extra_values
 
@@ -347,15 +365,13 @@ def build_timeline(frame: pd.DataFrame | StoredSeries | None, *, start_s: float,
     )
 
 
-def _common_grid(
-    device_key: np.ndarray, row_ts: np.ndarray
-) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray] | None:
-    """(keys, device codes, times, time index) when rows run device by device in key order, each device
-    with the same strictly increasing times; None otherwise (then the general factorization applies)."""
+def _common_grid(device_key: np.ndarray, row_ts: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:
+    """(device keys, times) when rows run device by device in key order, each device with the same
+    strictly increasing times; None otherwise (then the general factorization applies)."""
     size = device_key.size
     if size < 2 or not bool((device_key[1:] >= device_key[:-1]).all()):
         return None
-    starts = np.flatnonzero(np.r_[True, device_key[1:] != device_key[:-1]])
+    starts = np.concatenate(([0], np.flatnonzero(device_key[1:] != device_key[:-1]) + 1))
     count, per_device = starts.size, size // starts.size
     if per_device * count != size or not bool((np.diff(starts) == per_device).all()):
         return None
@@ -364,10 +380,7 @@ def _common_grid(
         return None
     if per_device > 1 and not bool((times[1:] > times[:-1]).all()):
         return None
-    keys = device_key[starts]
-    device_codes = np.repeat(np.arange(count), per_device)
-    time_index = np.tile(np.arange(per_device), count)
-    return keys, device_codes, times.copy(), time_index
+    return device_key[starts], times.copy()
 
 
 def _seconds(column: pd.Series) -> np.ndarray:
