@@ -151,8 +151,8 @@ _PROBES: tuple[tuple[str, frozenset[str], re.Pattern], ...] = (
 )
 # A cheap first pass: a line without any of these words (lower case) cannot match any pattern.
 _ANY_WORDS = tuple(sorted({word for _, words, _ in _PROBES for word in words} | {"epoch"}))
-# The probes (by position in _PROBES) each word can start: a line tries only those of its words.
-_PROBES_OF = {word: frozenset(i for i, (_, words, _) in enumerate(_PROBES) if word in words) for word in _ANY_WORDS}
+# The probes (by position in _PROBES, ascending) each word can start: a line tries only those of its words.
+_PROBES_OF = {word: tuple(i for i, (_, words, _) in enumerate(_PROBES) if word in words) for word in _ANY_WORDS}
 
 
 def extract_log_events(text: str) -> list[LogEventRecord]:
@@ -191,7 +191,11 @@ def _scan(text: str, stamps: list[datetime | None] | None) -> list[LogEventRecor
         # Its time is worked out only for a line that turns out to hold an event (a quarter of them).
         message = _after(_LEVEL, body[stamp.end() :] if stamp else body)
         kinds = []
-        for index in sorted(frozenset().union(*(_PROBES_OF[word] for word in hits))):  # in _PROBES order
+        if len(hits) == 1:  # most event lines: one word's probes, already in order
+            probes = _PROBES_OF[next(iter(hits))]
+        else:
+            probes = sorted(frozenset().union(*(_PROBES_OF[word] for word in hits)))  # in _PROBES order
+        for index in probes:
             kind, _, pattern = _PROBES[index]
             if kind not in kinds and pattern.search(message):
                 kinds.append(kind)
@@ -203,7 +207,11 @@ def _scan(text: str, stamps: list[datetime | None] | None) -> list[LogEventRecor
             continue
         shown = line.strip()[:MAX_TEXT]
         timestamp = stamps[-1] if stamps is not None else _moment(stamp) if stamp else None
-        events.extend(LogEventRecord(kind, line_no, timestamp, shown) for kind in sorted(kinds, key=_KIND_ORDER.get))
+        if len(kinds) == 1:
+            events.append(LogEventRecord(kinds[0], line_no, timestamp, shown))
+        else:
+            ordered = sorted(kinds, key=_KIND_ORDER.get)
+            events.extend(LogEventRecord(kind, line_no, timestamp, shown) for kind in ordered)
     return events
 
 
