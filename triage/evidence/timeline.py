@@ -540,7 +540,8 @@ def find_phases(tl: Timeline, *, idle_util: float, gap_rel: float, gap_min_s: fl
     if len(busy_devices) >= 2:
         sub = tl.util[:, busy_devices]
         inside_sub = sub[rows]
-        medians = np.nanmedian(inside_sub, axis=0) if np.isnan(inside_sub).any() else np.median(inside_sub, axis=0)
+        by_device = inside_sub.T  # each device's samples in a row (contiguous): the cheaper way for numpy
+        medians = np.nanmedian(by_device, axis=1) if np.isnan(by_device).any() else np.median(by_device, axis=1)
         # Samples inside an idle gap [start, end): t is sorted, so each gap is an index range.
         gap_starts, gap_ends = starts[np.asarray(gap_rows, dtype=np.intp)], ends[np.asarray(gap_rows, dtype=np.intp)]
         gap_begin = np.searchsorted(tl.t, tl.t[gap_starts], side="left")
