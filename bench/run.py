@@ -207,26 +207,19 @@ print(json.dumps(triage_jobs_for_bench({jobs})))
 ROUNDS = 3  # each side's best of this many passes over all jobs
 
 
-def triage_jobs_for_bench(jobs: int, gpus: int = 8, samples: int = 2000) -> dict:
-    """Triage throughput on 8-GPU jobs with 2,000 samples per GPU and metric, beside loading their series.
-
-    Both sides start from the same stored zstd Parquet blob (what `Job.series_file` holds): `load`
-    decodes it into the series frame (`fleet.series.from_parquet_bytes`, every column), as any reader
-    of a job's series does; `triage` does what `triage.services.load_evidence` does with it: reads it
-    (`read_series`, only the columns triage uses), builds the evidence (phases, log events, script
-    facts) and runs all 15 rules. Pure code, no database, so the ratio measures the triage engine
-    itself. After one untimed warm-up of each, both pass over all jobs `ROUNDS` times, alternating
-    which goes first, and each side reports its best pass, so that neither is judged on a noisy
-    moment of the machine. `read_seconds` (informational) is `read_series` alone.
-    """
+def triage_bench_jobs(jobs: int, gpus: int = 8, samples: int = 2000) -> tuple:
+    """The triage benchmark's jobs, the same every time (seeded): each job's stored series blob
+    (8 GPUs at their own level, periodic stalls, host metrics), and what every job shares: its
+    `JobInfo`, a log of 100 timestamped checkpoint saves, a training script and the default
+    thresholds. Pure code: no database."""
     from datetime import UTC, datetime, timedelta
 
     import numpy as np
     import pandas as pd
 
-    from fleet.series import from_parquet_bytes, normalize, to_parquet_bytes
-    from triage.evidence import JobInfo, build_evidence, read_series
-    from triage.rules import default_thresholds, triage
+    from fleet.series import normalize, to_parquet_bytes
+    from triage.evidence import JobInfo
+    from triage.rules import default_thresholds
 
     rng = np.random.default_rng(7)
     start = datetime(2026, 11, 2, tzinfo=UTC)
@@ -279,6 +272,26 @@ def triage_jobs_for_bench(jobs: int, gpus: int = 8, samples: int = 2000) -> dict
     script = "import torch\nfrom torch.utils.data import DataLoader\nloader = DataLoader(ds, num_workers=8)\n"
     info = JobInfo(start=start, end=end, gpu_count=gpus, cpu_count=64)
     thresholds = default_thresholds()
+    return blobs, info, log, script, thresholds
+
+
+def triage_jobs_for_bench(jobs: int, gpus: int = 8, samples: int = 2000) -> dict:
+    """Triage throughput on 8-GPU jobs with 2,000 samples per GPU and metric, beside loading their series.
+
+    Both sides start from the same stored zstd Parquet blob (what `Job.series_file` holds): `load`
+    decodes it into the series frame (`fleet.series.from_parquet_bytes`, every column), as any reader
+    of a job's series does; `triage` does what `triage.services.load_evidence` does with it: reads it
+    (`read_series`, only the columns triage uses), builds the evidence (phases, log events, script
+    facts) and runs all 15 rules. Pure code, no database, so the ratio measures the triage engine
+    itself. After one untimed warm-up of each, both pass over all jobs `ROUNDS` times, alternating
+    which goes first, and each side reports its best pass, so that neither is judged on a noisy
+    moment of the machine. `read_seconds` (informational) is `read_series` alone.
+    """
+    from fleet.series import from_parquet_bytes
+    from triage.evidence import build_evidence, read_series
+    from triage.rules import triage
+
+    blobs, info, log, script, thresholds = triage_bench_jobs(jobs, gpus, samples)
 
     def load(blob: bytes) -> int:
         from_parquet_bytes(blob)
