@@ -507,9 +507,9 @@ def use_jemalloc_for_arrow() -> str:
 
     pyarrow's default, mimalloc, hands freed memory back to the system at once and faults it in
     again as huge pages, each zeroed 2 MiB at a time by the kernel: 4 % of an import's CPU in
-    `perf`. jemalloc keeps freed pages for a while: the 1,000-job demo import took 6 % less time
-    and a quarter less system time (bench/ingest_steps.py, side by side). A pyarrow built
-    without jemalloc keeps its default.
+    `perf`. jemalloc keeps freed pages for a while: the 1,000-job demo import went from 8.07 to
+    7.02 s (`bench/compare_ingest.py --reps 6`, median, side by side), with a quarter less system
+    time. A pyarrow built without jemalloc keeps its default.
     """
     if not os.environ.get("ARROW_DEFAULT_MEMORY_POOL"):
         with suppress(NotImplementedError):

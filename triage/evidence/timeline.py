@@ -48,9 +48,8 @@ class Timeline:
     The grids are stored column by column (Fortran order: each device's samples side by side in
     memory, as the normalised series holds them): what triage asks of them is mostly across the few
     devices at each time (the busiest, the mean), which numpy then does as a handful of whole-column
-    operations instead of one tiny reduction per sample. With the phases reading the training
-    stretch as a view rather than a copy, a job of the triage benchmark (8 GPUs) costs a tenth fewer
-    instructions (callgrind), its phases and rules about a quarter less time.
+    operations instead of one tiny reduction per sample: the phases and rules of a job of the
+    triage benchmark (8 GPUs) took about a quarter less time (docs/triage.md, "Speed").
     """
 
     t: np.ndarray  # sample times, epoch seconds, sorted
