@@ -275,6 +275,21 @@ def triage_bench_jobs(jobs: int, gpus: int = 8, samples: int = 2000) -> tuple:
     return blobs, info, log, script, thresholds
 
 
+def triage_step(info, log: str, script: str, thresholds: dict):
+    """What the triage benchmark times for one job's blob (returning its number of findings): what
+    `triage.services.load_evidence` and `triage` do, without the database."""
+    from triage.evidence import build_evidence, read_series
+    from triage.rules import triage
+
+    def triage_one(blob: bytes) -> int:
+        evidence = build_evidence(
+            info, read_series(blob), logs=[("stdout.log", log)], scripts=[("train.py", script)], thresholds=thresholds
+        )
+        return len(triage(evidence).findings)
+
+    return triage_one
+
+
 def triage_jobs_for_bench(jobs: int, gpus: int = 8, samples: int = 2000) -> dict:
     """Triage throughput on 8-GPU jobs with 2,000 samples per GPU and metric, beside loading their series.
 
@@ -288,10 +303,10 @@ def triage_jobs_for_bench(jobs: int, gpus: int = 8, samples: int = 2000) -> dict
     moment of the machine. `read_seconds` (informational) is `read_series` alone.
     """
     from fleet.series import from_parquet_bytes
-    from triage.evidence import build_evidence, read_series
-    from triage.rules import triage
+    from triage.evidence import read_series
 
-    blobs, info, log, script, thresholds = triage_bench_jobs(jobs, gpus, samples)
+    blobs, *shared = triage_bench_jobs(jobs, gpus, samples)
+    triage_one = triage_step(*shared)
 
     def load(blob: bytes) -> int:
         from_parquet_bytes(blob)
@@ -300,16 +315,6 @@ def triage_jobs_for_bench(jobs: int, gpus: int = 8, samples: int = 2000) -> dict
     def read(blob: bytes) -> int:
         read_series(blob)
         return 0
-
-    def triage_one(blob: bytes) -> int:
-        evidence = build_evidence(
-            info,
-            read_series(blob),
-            logs=[("stdout.log", log)],
-            scripts=[("train.py", script)],
-            thresholds=thresholds,
-        )
-        return len(triage(evidence).findings)
 
     def timed(step) -> tuple[float, int]:
         found = 0

@@ -501,9 +501,9 @@ def from_parquet_bytes(data: bytes, columns: list[str] | None = None) -> pd.Data
     return pq.read_table(io.BytesIO(data), columns=columns).to_pandas()
 
 
-def use_jemalloc_for_arrow() -> str:
+def use_jemalloc_for_arrow() -> None:
     """Make Arrow allocate with jemalloc in this process, unless ARROW_DEFAULT_MEMORY_POOL names
-    an allocator; the name of the allocator in use.
+    an allocator.
 
     pyarrow's default, mimalloc, hands freed memory back to the system at once and faults it in
     again as huge pages, each zeroed 2 MiB at a time by the kernel: 4 % of an import's CPU in
@@ -514,4 +514,3 @@ def use_jemalloc_for_arrow() -> str:
     if not os.environ.get("ARROW_DEFAULT_MEMORY_POOL"):
         with suppress(NotImplementedError):
             pa.set_memory_pool(pa.jemalloc_memory_pool())
-    return pa.default_memory_pool().backend_name

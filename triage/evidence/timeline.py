@@ -275,10 +275,7 @@ def build_timeline(frame: pd.DataFrame | StoredSeries | None, *, start_s: float,
             valid = ~np.isnan(by_device)
             if not valid.any():
                 return None
-            sums = np.where(valid, by_device, 0.0).sum(axis=0)
-            counts = valid.sum(axis=0)
-            with np.errstate(invalid="ignore", divide="ignore"):
-                return np.where(counts > 0, sums / np.maximum(counts, 1), np.nan)
+            return _means(np.where(valid, by_device, 0.0).sum(axis=0), valid.sum(axis=0))
     else:
         # Hash-based factorize (linear) rather than np.unique (a sort) per row: this runs once per job.
         device_codes, keys = pd.factorize(device_key, sort=True)
@@ -396,7 +393,11 @@ def _mean_by(index: np.ndarray, values: np.ndarray, size: int) -> np.ndarray | N
     if not valid.any():
         return None
     sums = np.bincount(index[valid], weights=values[valid], minlength=size)
-    counts = np.bincount(index[valid], minlength=size)
+    return _means(sums, np.bincount(index[valid], minlength=size))
+
+
+def _means(sums: np.ndarray, counts: np.ndarray) -> np.ndarray:
+    """sums / counts, NaN where a group has no value."""
     with np.errstate(invalid="ignore", divide="ignore"):
         return np.where(counts > 0, sums / np.maximum(counts, 1), np.nan)
 
