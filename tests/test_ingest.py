@@ -113,6 +113,41 @@ def test_summary_columns_follow_the_series(tmp_path):
     assert Team.objects.filter(slug="nlp").exists()
 
 
+def test_log_events_are_stored_as_the_log_reads(tmp_path):
+    """Every event of an imported log, read back from the database: kind, line, text, and its time
+    as an aware UTC instant (a line with an offset converted; a line without a time keeps none)."""
+    from datetime import UTC, datetime
+
+    from fleet.logevents import extract_log_events
+
+    log = (
+        "2026-11-02 10:00:05,250 INFO Epoch 1/3\n"
+        "plain line\n"
+        "2026-11-02T12:20:00+02:00 Saving model checkpoint to /ckpt\n"
+        "pip install torch==2.3 'quoted' <b>text</b>\n"
+    )
+    members = good_members() | {"logs/j1/stdout.log": log}
+    code, _, err = run_command(write_zip(tmp_path / "a.zip", members))
+    assert code == 0, err
+    stored = [
+        (e.kind, e.line_no, e.timestamp, e.text, e.artifact.path)
+        for e in LogEvent.objects.filter(job__external_id="j1").select_related("artifact").order_by("line_no", "kind")
+    ]
+    expected = sorted((e.kind, e.line_no, e.timestamp, e.text, "stdout.log") for e in extract_log_events(log))
+    assert stored == sorted(expected, key=lambda e: (e[1], e[0]))
+    assert [(kind, line, moment) for kind, line, moment, *_ in stored] == [
+        ("epoch", 1, datetime(2026, 11, 2, 10, 0, 5, 250000, tzinfo=UTC)),
+        ("checkpoint_save", 3, datetime(2026, 11, 2, 10, 20, tzinfo=UTC)),
+        ("install", 4, None),
+    ]
+    assert all(event.job_id == event.artifact.job_id for event in LogEvent.objects.select_related("artifact"))
+    # Stored as the database compares times (the job page selects the events of a time window).
+    epoch_time = datetime(2026, 11, 2, 10, 0, 5, 250000, tzinfo=UTC)
+    assert list(LogEvent.objects.filter(timestamp=epoch_time).values_list("kind", flat=True)) == ["epoch"]
+    window = (epoch_time, datetime(2026, 11, 2, 10, 20, tzinfo=UTC))
+    assert LogEvent.objects.filter(timestamp__range=window).count() == 2
+
+
 def test_importing_the_same_archive_twice_changes_nothing(tmp_path):
     archive = write_zip(tmp_path / "a.zip", good_members())
     assert run_command(archive)[0] == 0
