@@ -175,7 +175,11 @@ def _store_rows(jobs, names: dict) -> tuple[float, dict]:
         mock.patch.object(ingest, "fingerprinted", lambda job: prepared[id(job.record)]),
         mock.patch.object(ingest, "summary_of", lambda series, *args: summaries[id(series)]),
         mock.patch.object(
-            ingest, "_store_blobs", lambda job, *pair: ingest.Prepared(*pair, *blob_names[id(job.record)])
+            ingest,
+            "_store_blobs",
+            lambda job, series, fp: ingest.Prepared(
+                series, fp, *blob_names[id(job.record)], summaries.get(id(series)) if series is not None else None
+            ),
         ),
         mock.patch.object(ingest, "extract_log_events", lambda text: events[text]),
     ):

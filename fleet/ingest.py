@@ -472,7 +472,7 @@ def store_jobs(run, items: list[JobToStore]) -> list[tuple[str, Job]]:
         # already (or were pruned, and stay so).
         series, fp = fingerprinted(item)
         if outcome(known.get(key), fp, item.team.pk) == "unchanged":
-            return Prepared(series, fp, "", (), blobs_stored=False)
+            return Prepared(series, fp, "", (), None, blobs_stored=False)
         return _store_blobs(item, series, fp)
 
     preparing = _threads().map(prepare, items, keys)
@@ -500,7 +500,7 @@ def store_jobs(run, items: list[JobToStore]) -> list[tuple[str, Job]]:
         updated: list[Job] = []
         stored: list[tuple[Job, list[ArtifactRecord], tuple[str, ...], list]] = []  # with names, events
         replaced: set[str] = set()
-        for index, (item, (series, fp, series_name, artifact_names, blobs_stored), key) in enumerate(
+        for index, (item, (series, fp, series_name, artifact_names, summary, blobs_stored), key) in enumerate(
             zip(items, prepared, keys, strict=True)
         ):
             job = existing.get(key)
@@ -509,7 +509,7 @@ def store_jobs(run, items: list[JobToStore]) -> list[tuple[str, Job]]:
                 results.append(("unchanged", job))
                 continue
             if not blobs_stored:  # changed since it was looked up (by another import meanwhile)
-                series_name, artifact_names = _store_blobs(item, series, fp)[2:4]
+                series_name, artifact_names, summary = _store_blobs(item, series, fp)[2:5]
             if decided == "created":
                 job = Job(cluster=item.cluster, external_id=item.record.external_id)
                 created.append(job)
@@ -520,7 +520,7 @@ def store_jobs(run, items: list[JobToStore]) -> list[tuple[str, Job]]:
                 updated.append(job)
                 results.append(("updated", job))
             _apply_record(job, item.record, item.team, fp, run)
-            _apply_summary(job, series, item.cluster)
+            _apply_summary(job, summary, item.cluster)
             job.series_file.name = series_name
             events = log_events[index] if index in log_events else [_log_events(a) for a in item.artifacts]
             stored.append((job, item.artifacts, artifact_names, events))
@@ -547,15 +547,19 @@ class Prepared(NamedTuple):
     fingerprint: str
     series_name: str  # the series blob's name once stored; "" without a series or blobs stored
     artifact_names: tuple[str, ...]  # the blob name of each of the job's artifacts, in order, once stored
+    summary: series_lib.SeriesSummary | None  # the series' summary figures, once stored; None without a series
     blobs_stored: bool = True  # False for a job found unchanged, whose blobs are not written again
 
 
 def _store_blobs(job, series: series_lib.SeriesSlice | None, fp: str) -> Prepared:
-    """Encode a job's (a `JobToStore`) series and write its series and artifact blobs (on
-    `_threads`, where Parquet compression, hashing and file writes release the GIL)."""
+    """Encode a job's (a `JobToStore`) series, write its series and artifact blobs and work out its
+    summary (on `_threads`, where Parquet compression, hashing and file writes release the GIL, and
+    the summary is off the main thread's path)."""
     series_name = _store_blob("series", series.to_parquet_bytes(), ".parquet") if series is not None else ""
     names = tuple(_store_blob("artifacts", artifact.content) for artifact in job.artifacts)
-    return Prepared(series, fp, series_name, names)
+    record = job.record
+    summary = summary_of(series, record.start_time, record.end_time, record.gpu_count) if series is not None else None
+    return Prepared(series, fp, series_name, names, summary)
 
 
 def _with_keys(keys: list[tuple[int, str]]) -> Q:
@@ -602,10 +606,9 @@ def summary_of(series: series_lib.SeriesSlice, start, end, gpu_count: int):
     return series.summarize(start=start, end=end, gpu_count=gpu_count, idle_threshold=settings.IDLE_UTIL_THRESHOLD)
 
 
-def _apply_summary(job: Job, series: series_lib.SeriesSlice | None, cluster: Cluster) -> None:
+def _apply_summary(job: Job, summary: series_lib.SeriesSummary | None, cluster: Cluster) -> None:
     job.gpu_hours = series_lib.gpu_hours(job.start_time, job.end_time, job.gpu_count)
-    if series is not None:
-        summary = summary_of(series, job.start_time, job.end_time, job.gpu_count)
+    if summary is not None:
         job.mean_gpu_util = summary.mean_gpu_util
         job.peak_gpu_mem_util = summary.peak_gpu_mem_util
         job.unused_gpu_hours = summary.unused_gpu_hours
