@@ -44,8 +44,10 @@ logger = logging.getLogger(__name__)
 # How often the phase text is written back for the progress page while the archive is read.
 PROGRESS_SECONDS = 1.0
 # Jobs stored per transaction (the counts on the progress page move once per batch): each job is
-# still whole or absent, and a batch lost to a killed worker is simply stored again.
-STORE_BATCH = 25
+# still whole or absent, and a batch lost to a killed worker is simply stored again. A batch also
+# ends once its artifacts hold STORE_BATCH_BYTES, so a run of jobs with large logs stays small.
+STORE_BATCH = 100
+STORE_BATCH_BYTES = 64 * 2**20
 
 
 def reader_limits() -> ReaderLimits:
@@ -327,6 +329,7 @@ def _store_jobs(run: IngestRun, jobs, *, accepted: int, on_progress=None, errors
     clusters: dict[str, Cluster] = {}
     changed: list[int] = []
     batch: list[JobToStore] = []
+    batch_bytes = 0  # of the batch's artifacts
 
     def flush() -> None:
         for decided, job in store_jobs(run, batch):
@@ -347,8 +350,10 @@ def _store_jobs(run: IngestRun, jobs, *, accepted: int, on_progress=None, errors
         )
         team = teams.get(record.team) or teams.setdefault(record.team, _team_for(record.team))
         batch.append(JobToStore(cluster, team, record, parsed_job.series, parsed_job.artifacts))
-        if len(batch) >= STORE_BATCH:
+        batch_bytes += sum(len(artifact.content) for artifact in parsed_job.artifacts)
+        if len(batch) >= STORE_BATCH or batch_bytes >= STORE_BATCH_BYTES:
             flush()
+            batch_bytes = 0
     if batch:
         flush()
 

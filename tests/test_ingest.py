@@ -148,6 +148,25 @@ def test_log_events_are_stored_as_the_log_reads(tmp_path):
     assert LogEvent.objects.filter(timestamp__range=window).count() == 2
 
 
+def test_a_batch_of_jobs_ends_once_its_artifacts_are_large(tmp_path, monkeypatch):
+    """Jobs are stored STORE_BATCH to a transaction, or fewer once their artifacts reach
+    STORE_BATCH_BYTES (large logs): the progress moves after each such batch."""
+    members = good_members() | {f"logs/{job}/stdout.log": f"{job} Epoch 1\n" * 50 for job in ("j2", "j3")}
+    archive = write_zip(tmp_path / "a.zip", members)
+
+    def progress_steps() -> list[int]:
+        run = ingest.create_run(archive)
+        seen: list[int] = []
+        ingest.execute_run(run.pk, on_progress=lambda current: seen.append(current.jobs_done))
+        return sorted({done for done in seen if done})
+
+    assert progress_steps() == [3]  # three small jobs: one batch
+    Job.objects.all().delete()
+    monkeypatch.setattr(ingest, "STORE_BATCH_BYTES", 100)  # each job's artifacts are over 100 bytes
+    assert progress_steps() == [1, 2, 3]
+    assert Job.objects.count() == 3 and LogEvent.objects.filter(job__external_id="j3").count() == 1
+
+
 def test_importing_the_same_archive_twice_changes_nothing(tmp_path):
     archive = write_zip(tmp_path / "a.zip", good_members())
     assert run_command(archive)[0] == 0
