@@ -37,6 +37,7 @@ from fleet.canonical import ArtifactRecord, JobRecord, RecordError
 from fleet.lifecycle import delete_unreferenced
 from fleet.logevents import LogEventRecord, extract_log_events
 from fleet.models import FINISHED_STATUSES, Artifact, Cluster, IngestRun, Job, LogEvent, Team, cost_of, price_for
+from fleet.rows import insert_new
 from fleet.signals import jobs_ingested
 
 logger = logging.getLogger(__name__)
@@ -529,8 +530,7 @@ def store_jobs(run, items: list[JobToStore]) -> list[tuple[str, Job]]:
             job.series_file.name = series_name
             events = log_events[index] if index in log_events else [_log_events(a) for a in item.artifacts]
             stored.append((job, item.artifacts, artifact_names, events))
-        if created:
-            Job.objects.bulk_create(created)
+        insert_new(created)
         for job in updated:
             job.save()
         if updated:
@@ -754,7 +754,7 @@ def _store_artifacts(stored: list[tuple[Job, list[ArtifactRecord], tuple[str, ..
                     truncated=record.truncated,
                 )
             )
-    Artifact.objects.bulk_create(artifacts, batch_size=500)
+    insert_new(artifacts)
     found = [events_of for *_, job_events in stored for events_of in job_events]
     timestamp_value = connection.ops.adapt_datetimefield_value
     rows = [
