@@ -14,6 +14,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 
 from django.db import connections, models, router
+from django.db.models.fields import AutoFieldMixin
 
 # Column types whose value goes to the database as it is (after int/float for numbers, which
 # may come as numpy scalars): what their `get_db_prep_save` would return for values of the
@@ -30,8 +31,9 @@ def insert_new(objs: Sequence[models.Model]) -> None:
     meta = model._meta
     using = router.db_for_write(model)
     connection = connections[using]
-    if meta.parents or not connection.features.can_return_rows_from_bulk_insert:
-        model.objects.using(using).bulk_create(objs)  # not on SQLite >= 3.35 or PostgreSQL
+    generated_pk = isinstance(meta.pk, AutoFieldMixin)
+    if meta.parents or not generated_pk or not connection.features.can_return_rows_from_bulk_insert:
+        model.objects.using(using).bulk_create(objs)  # none of the importer's models, on SQLite >= 3.35 or PostgreSQL
         return
     fields = [field for field in meta.concrete_fields if field is not meta.pk]
     converters = [_converter(field, connection) for field in fields]
@@ -60,11 +62,12 @@ def _converter(field: models.Field, connection) -> Callable[[models.Model], obje
     """How to get an object's value of `field` ready for the database."""
     attname = field.attname
     if isinstance(field, models.ForeignKey):
+        target = field.target_field.attname
 
         def related_id(obj):
             value = getattr(obj, attname)
             if value is None and field.is_cached(obj):  # assigned before the related object was saved
-                value = getattr(obj, field.name).pk
+                value = getattr(getattr(obj, field.name), target)
             return value
 
         return related_id
@@ -72,7 +75,7 @@ def _converter(field: models.Field, connection) -> Callable[[models.Model], obje
         return lambda obj: _checked(getattr(obj, attname), str, field)
     if isinstance(field, models.FloatField):
         return lambda obj: None if (value := getattr(obj, attname)) is None else float(value)
-    if isinstance(field, _INTEGERS) and not isinstance(field, models.AutoField):
+    if isinstance(field, _INTEGERS):
         return lambda obj: None if (value := getattr(obj, attname)) is None else int(value)
     if isinstance(field, models.DateTimeField) and not (field.auto_now or field.auto_now_add):
         adapt = connection.ops.adapt_datetimefield_value
