@@ -173,7 +173,6 @@ def _store_rows(jobs, names: dict) -> tuple[float, dict]:
     items = [ingest.JobToStore(cluster, teams[j.record.team], j.record, j.series, j.artifacts) for j in jobs]
     with (
         mock.patch.object(ingest, "fingerprinted", lambda job: prepared[id(job.record)]),
-        mock.patch.object(ingest, "summary_of", lambda series, *args: summaries[id(series)]),
         mock.patch.object(
             ingest,
             "_store_blobs",

@@ -1,5 +1,7 @@
 """Inserting many new rows at once, for the importer's hot path.
 
+`insert_rows(model, columns, rows)` writes rows of values already in the database's form with one
+prepared statement (no ids come back): the cheapest way, for rows nothing refers to.
 `insert_new(objs)` does what `Model.objects.bulk_create(objs)` does for new objects of a plain
 model (no parent models), pks set, in a few statements with RETURNING. The ORM's bulk_create
 assembles a placeholder and a parameter list for every single value through several layers of
@@ -37,25 +39,40 @@ def insert_new(objs: Sequence[models.Model]) -> None:
         return
     fields = [field for field in meta.concrete_fields if field is not meta.pk]
     converters = [_converter(field, connection) for field in fields]
-    quote = connection.ops.quote_name
-    columns = ", ".join(quote(field.column) for field in fields)
-    row = "(" + ", ".join(["%s"] * len(fields)) + ")"
     size = max(1, connection.ops.bulk_batch_size(fields, objs))
     with connection.cursor() as cursor:
         for first in range(0, len(objs), size):
             batch = objs[first : first + size]
             values = [convert(obj) for obj in batch for convert in converters]
-            # Names from the model's own metadata, quoted; the values go as parameters.
-            statement = (
-                f"INSERT INTO {quote(meta.db_table)} ({columns}) VALUES {', '.join([row] * len(batch))}"  # noqa: S608
-                f" RETURNING {quote(meta.pk.column)}"
-            )
-            cursor.execute(statement, values)
+            cursor.execute(_insert_statement(connection, meta, fields, len(batch), returning=True), values)
             # In the order of the rows, as `bulk_create` itself relies on for both backends.
             for obj, (pk,) in zip(batch, cursor.fetchall(), strict=True):
                 obj.pk = pk
                 obj._state.adding = False
                 obj._state.db = using
+
+
+def insert_rows(model: type[models.Model], columns: Sequence[str], rows: Sequence[tuple]) -> None:
+    """Insert rows of `columns` (attribute names, such as "job_id") whose values are ready for the
+    database (times adapted by `connection.ops.adapt_datetimefield_value`), with one prepared
+    statement; no ids come back."""
+    if not rows:
+        return
+    meta = model._meta
+    connection = connections[router.db_for_write(model)]
+    fields = [meta.get_field(name) for name in columns]
+    with connection.cursor() as cursor:
+        cursor.executemany(_insert_statement(connection, meta, fields, 1), rows)
+
+
+def _insert_statement(connection, meta, fields: list[models.Field], rows: int, *, returning: bool = False) -> str:
+    """INSERT of `rows` rows of these fields' columns, with a placeholder for each value."""
+    quote = connection.ops.quote_name
+    columns = ", ".join(quote(field.column) for field in fields)
+    row = "(" + ", ".join(["%s"] * len(fields)) + ")"
+    # Names from the model's own metadata, quoted; the values go as parameters.
+    statement = f"INSERT INTO {quote(meta.db_table)} ({columns}) VALUES {', '.join([row] * rows)}"  # noqa: S608
+    return f"{statement} RETURNING {quote(meta.pk.column)}" if returning else statement
 
 
 def _converter(field: models.Field, connection) -> Callable[[models.Model], object]:

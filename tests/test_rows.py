@@ -1,4 +1,4 @@
-"""`fleet.rows.insert_new` writes the rows `bulk_create` writes, on the database the suite runs on."""
+"""`fleet.rows` writes the rows `bulk_create` writes, on the database the suite runs on."""
 
 from __future__ import annotations
 
@@ -7,10 +7,11 @@ from decimal import Decimal
 
 import numpy as np
 import pytest
+from django.db import connection
 from django.utils import timezone
 
-from fleet.models import Artifact, Cluster, IngestRun, Job, Team
-from fleet.rows import insert_new
+from fleet.models import Artifact, Cluster, IngestRun, Job, LogEvent, Team
+from fleet.rows import insert_new, insert_rows
 
 pytestmark = pytest.mark.django_db
 
@@ -98,3 +99,28 @@ def test_artifacts_take_the_ids_of_jobs_inserted_after_they_were_built():
 def test_nothing_to_insert_is_no_statement(django_assert_num_queries):
     with django_assert_num_queries(0):
         insert_new([])
+
+
+def test_rows_inserted_as_values_are_the_rows_bulk_create_writes():
+    """Log events written as plain rows (what the importer does) equal the ones the ORM writes."""
+    job = jobs("j-")[0]
+    job.save()
+    log = log_of(job)
+    log.save()
+    moments = [START, None]
+    LogEvent.objects.bulk_create(
+        LogEvent(job=job, artifact=log, kind="epoch", line_no=n, timestamp=moment, text="Epoch 'ü' <b>")
+        for n, moment in enumerate(moments)
+    )
+    adapt = connection.ops.adapt_datetimefield_value
+    insert_rows(
+        LogEvent,
+        ("job_id", "artifact_id", "kind", "line_no", "timestamp", "text"),
+        [(job.pk, log.pk, "epoch", n, adapt(moment), "Epoch 'ü' <b>") for n, moment in enumerate(moments)],
+    )
+    by_orm, by_rows = (
+        [(e.job_id, e.artifact_id, e.kind, e.line_no, e.timestamp, e.text) for e in part]
+        for part in (LogEvent.objects.order_by("pk")[:2], LogEvent.objects.order_by("pk")[2:])
+    )
+    assert by_rows == by_orm and len(by_rows) == 2
+    assert LogEvent.objects.filter(timestamp=START).count() == 2  # both comparable in SQL
