@@ -374,8 +374,9 @@ class KubeApi:
             pod("live", "p5", phase="Running", start=t, end=None),
             # not a job
             pod("web-123-x", "p6", owner=rs, start=t, end=t + timedelta(minutes=5)),
-            # finished seconds ago: left for the next pull (settle time)
-            pod("fresh", "p7", start=t, end=NOW + timedelta(seconds=30)),
+            # finishing about now: left for the next pull (settle time). Timed from the test's own
+            # clock, not the module's: on a slow run the suite reaches this test minutes after import.
+            pod("fresh", "p7", start=t, end=datetime.now(UTC) + timedelta(seconds=30)),
         ]
 
     def install(self, server: FakePlatform) -> None:
