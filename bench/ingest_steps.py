@@ -144,11 +144,13 @@ def time_steps(archive: Path, work_dir: str) -> dict:
 
 
 def _store_rows(jobs, names: dict) -> tuple[float, dict]:
-    """Seconds `ingest.store_jobs` takes over all jobs, STORE_BATCH to a transaction, when encoding,
+    """Seconds `ingest.store_jobs` takes over all jobs, INGEST_STORE_BATCH to a transaction, when encoding,
     summaries, fingerprints, log events and blob files are already done (the steps timed before):
     the rows, the ORM and the transactions. Also how many rows of each kind it wrote. `names`:
     each job's (by `id`) series blob name and artifact blob names."""
     from unittest import mock
+
+    from django.conf import settings
 
     from fleet import ingest
     from fleet.logevents import extract_log_events
@@ -183,8 +185,8 @@ def _store_rows(jobs, names: dict) -> tuple[float, dict]:
         mock.patch.object(ingest, "extract_log_events", lambda text: events[text]),
     ):
         begin = time.perf_counter()
-        for first in range(0, len(items), ingest.STORE_BATCH):
-            ingest.store_jobs(run, items[first : first + ingest.STORE_BATCH])
+        for first in range(0, len(items), settings.INGEST_STORE_BATCH):
+            ingest.store_jobs(run, items[first : first + settings.INGEST_STORE_BATCH])
         elapsed = time.perf_counter() - begin
     counts = {model.__name__: model.objects.count() for model in (Job, Artifact, LogEvent)}
     return elapsed, counts

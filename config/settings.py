@@ -277,6 +277,8 @@ CELERY_MAX_DELIVERIES = env_int("CELERY_MAX_DELIVERIES", 3, minimum=1)
 INGEST_DB_MAX_RETRIES = env_int("INGEST_DB_MAX_RETRIES", 8, minimum=0)
 INGEST_DB_RETRY_BACKOFF = env_float("INGEST_DB_RETRY_BACKOFF", 5.0, minimum=0)
 INGEST_DB_RETRY_BACKOFF_MAX = env_float("INGEST_DB_RETRY_BACKOFF_MAX", 300.0, minimum=0)
+# Jobs an import stores per transaction; the run's progress moves once per batch.
+INGEST_STORE_BATCH = env_int("INGEST_STORE_BATCH", 100, minimum=1)
 # A task redelivered while another worker still imports its run looks again after this many seconds.
 INGEST_BUSY_RETRY_SECONDS = env_int("INGEST_BUSY_RETRY_SECONDS", 60, minimum=1)
 

@@ -44,10 +44,10 @@ logger = logging.getLogger(__name__)
 
 # How often the phase text is written back for the progress page while the archive is read.
 PROGRESS_SECONDS = 1.0
-# Jobs stored per transaction (the counts on the progress page move once per batch): each job is
-# still whole or absent, and a batch lost to a killed worker is simply stored again. A batch also
-# ends once its artifacts hold STORE_BATCH_BYTES, so a run of jobs with large logs stays small.
-STORE_BATCH = 100
+# Jobs are stored settings.INGEST_STORE_BATCH to a transaction (the counts on the progress page
+# move once per batch): each job is still whole or absent, and a batch lost to a killed worker is
+# simply stored again. A batch also ends once its artifacts hold STORE_BATCH_BYTES, so a run of
+# jobs with large logs stays small.
 STORE_BATCH_BYTES = 64 * 2**20
 
 
@@ -271,7 +271,7 @@ def dry_run(archive_path: str | Path, on_progress=None) -> DryRunReport:
             batch: list[ParsedJob] = []
             for parsed_job in stream:
                 batch.append(parsed_job)
-                if len(batch) >= STORE_BATCH:
+                if len(batch) >= settings.INGEST_STORE_BATCH:
                     _dry_run_batch(batch, report)
                     progress()
             _dry_run_batch(batch, report)
@@ -324,7 +324,7 @@ def store_parsed(run: IngestRun, parsed: ParsedArchive) -> IngestRun:
 
 
 def _store_jobs(run: IngestRun, jobs, *, accepted: int, on_progress=None, errors=None) -> IngestRun:
-    """Store jobs as they come, STORE_BATCH to a transaction; `errors` (the stream's list) may grow
+    """Store jobs as they come, INGEST_STORE_BATCH to a transaction; `errors` (the stream's list) may grow
     with notes while iterating."""
     teams: dict[str, Team] = {}
     clusters: dict[str, Cluster] = {}
@@ -352,7 +352,7 @@ def _store_jobs(run: IngestRun, jobs, *, accepted: int, on_progress=None, errors
         team = teams.get(record.team) or teams.setdefault(record.team, _team_for(record.team))
         batch.append(JobToStore(cluster, team, record, parsed_job.series, parsed_job.artifacts))
         batch_bytes += sum(len(artifact.content) for artifact in parsed_job.artifacts)
-        if len(batch) >= STORE_BATCH or batch_bytes >= STORE_BATCH_BYTES:
+        if len(batch) >= settings.INGEST_STORE_BATCH or batch_bytes >= STORE_BATCH_BYTES:
             flush()
             batch_bytes = 0
     if batch:

@@ -148,8 +148,8 @@ def test_log_events_are_stored_as_the_log_reads(tmp_path):
     assert LogEvent.objects.filter(timestamp__range=window).count() == 2
 
 
-def test_a_batch_of_jobs_ends_once_its_artifacts_are_large(tmp_path, monkeypatch):
-    """Jobs are stored STORE_BATCH to a transaction, or fewer once their artifacts reach
+def test_a_batch_of_jobs_ends_once_its_artifacts_are_large(tmp_path, monkeypatch, settings):
+    """Jobs are stored INGEST_STORE_BATCH to a transaction, or fewer once their artifacts reach
     STORE_BATCH_BYTES (large logs): the progress moves after each such batch."""
     members = good_members() | {f"logs/{job}/stdout.log": f"{job} Epoch 1\n" * 50 for job in ("j2", "j3")}
     archive = write_zip(tmp_path / "a.zip", members)
@@ -162,6 +162,10 @@ def test_a_batch_of_jobs_ends_once_its_artifacts_are_large(tmp_path, monkeypatch
 
     assert progress_steps() == [3]  # three small jobs: one batch
     Job.objects.all().delete()
+    settings.INGEST_STORE_BATCH = 2
+    assert progress_steps() == [2, 3]
+    Job.objects.all().delete()
+    settings.INGEST_STORE_BATCH = 100
     monkeypatch.setattr(ingest, "STORE_BATCH_BYTES", 100)  # each job's artifacts are over 100 bytes
     assert progress_steps() == [1, 2, 3]
     assert Job.objects.count() == 3 and LogEvent.objects.filter(job__external_id="j3").count() == 1

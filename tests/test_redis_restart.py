@@ -36,7 +36,7 @@ from redis.retry import Retry
 from fleet import ingest
 from fleet.models import IngestRun, Job, Team
 from tests.conftest import EXAMPLE_ARCHIVE, blocked_query, hold_lock, require_postgresql, write_busy_archive
-from tests.test_ingest_worker_kill import blobs_on_disk, referenced_blobs, snapshot, wait_for
+from tests.test_ingest_worker_kill import SMALL_BATCHES, blobs_on_disk, referenced_blobs, snapshot, wait_for
 from tests.test_services import _worker_database_url, celery_worker
 from triage import services
 from triage.demo.generator import generate_demo_fleet
@@ -115,7 +115,7 @@ def worker_over(private_redis: PrivateRedis, storage_dir: Path, queue: str, visi
     """A real worker whose whole Celery configuration comes from REDIS_URL (the private server), as in
     production, and a Celery app to send it tasks."""
     storage_dir.mkdir(parents=True, exist_ok=True)
-    env = {"REDIS_URL": private_redis.url, "CELERY_VISIBILITY_TIMEOUT": str(visibility_s)}
+    env = {"REDIS_URL": private_redis.url, "CELERY_VISIBILITY_TIMEOUT": str(visibility_s), **SMALL_BATCHES}
     # Not the current app: shared tasks in later tests must keep using the project's app and broker.
     sender = Celery("sender", broker=private_redis.url, set_as_current=False)
     try:
