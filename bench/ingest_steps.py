@@ -178,9 +178,7 @@ def _store_rows(jobs, names: dict) -> tuple[float, dict]:
         mock.patch.object(
             ingest,
             "_store_blobs",
-            lambda job, series, fp: ingest.Prepared(
-                series, fp, *blob_names[id(job.record)], summaries.get(id(series)) if series is not None else None
-            ),
+            lambda job, series, fp: ingest.Prepared(series, fp, *blob_names[id(job.record)], summaries.get(id(series))),
         ),
         mock.patch.object(ingest, "extract_log_events", lambda text: events[text]),
     ):

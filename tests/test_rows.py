@@ -80,12 +80,7 @@ def log_of(job: Job) -> Artifact:
 def test_artifacts_take_the_ids_of_jobs_inserted_after_they_were_built():
     """An artifact built for a job that had no id yet is stored with the job's id once it has one."""
     orm_jobs, new_jobs = jobs("orm-"), jobs("new-")
-    orm_artifacts = [
-        Artifact(job=job, kind=Artifact.Kind.LOG, path="a/b.log", file="artifacts/x", size=10**10) for job in orm_jobs
-    ]
-    new_artifacts = [
-        Artifact(job=job, kind=Artifact.Kind.LOG, path="a/b.log", file="artifacts/x", size=10**10) for job in new_jobs
-    ]
+    orm_artifacts, new_artifacts = [log_of(job) for job in orm_jobs], [log_of(job) for job in new_jobs]
     Job.objects.bulk_create(orm_jobs)
     Artifact.objects.bulk_create(orm_artifacts)
     insert_new(new_jobs)
