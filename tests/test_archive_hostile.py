@@ -365,3 +365,62 @@ def test_identical_duplicate_job_rows_are_kept_once(tmp_path):
     jobs = JOBS + "j1,ann,vision,1,2026-11-02T10:00:00Z,2026-11-02T11:00:00Z\n"
     run = ingest_file(write_zip(tmp_path / "a.zip", {**good(), "jobs.csv": jobs}))
     assert run.status == IngestRun.Status.SUCCEEDED and Job.objects.count() == 3
+
+
+# -- Parquet columns of types no export should have (found by tests/test_archive_fuzz.py) ----------
+def parquet_metrics(**columns) -> bytes:
+    """A metrics.parquet of j1, j2 and j3 (60 rows each), with `columns` replacing or adding columns."""
+    count = 180
+    base = {
+        "job_id": [job for job in ("j1", "j2", "j3") for _ in range(60)],
+        "timestamp": pa.array([1793613600000 + 60_000 * (i % 60) for i in range(count)], pa.timestamp("ms", "UTC")),
+        "host": ["n1"] * count,
+        "gpu": pa.array([0] * count, pa.int16()),
+        "gpu_util": pa.array([50.0] * count, pa.float32()),
+    }
+    buffer = io.BytesIO()
+    pq.write_table(pa.table({**base, **columns}), buffer)
+    return buffer.getvalue()
+
+
+def with_parquet(tmp_path: Path, metrics: bytes) -> Path:
+    members = good()
+    del members["metrics.csv"]
+    return write_zip(tmp_path / "a.zip", {**members, "metrics.parquet": metrics})
+
+
+def test_a_parquet_column_of_lists_is_named_and_refuses_the_file(tmp_path, storage_dir):
+    metrics = parquet_metrics(job_id=pa.array([[1]] * 180, pa.list_(pa.int64())))
+    run = ingest_file(with_parquet(tmp_path, metrics))
+    assert_nothing_kept(run, storage_dir, "column 'job_id' holds list<element: int64> values; expected one text")
+
+
+def test_parquet_bytes_are_read_as_utf8_text_or_refused_naming_the_row(tmp_path, storage_dir):
+    ids = [job.encode() for job in ("j1", "j2", "j3") for _ in range(60)]
+    run = ingest_file(with_parquet(tmp_path, parquet_metrics(job_id=pa.array(ids, pa.binary()))))
+    assert run.status == IngestRun.Status.SUCCEEDED and Job.objects.filter(sample_count=60).count() == 3
+
+    ids[61] = b"j\x802"
+    run = ingest_file(with_parquet(tmp_path, parquet_metrics(job_id=pa.array(ids, pa.binary()))))
+    assert run.status == IngestRun.Status.FAILED
+    assert "column 'job_id', row 62: not UTF-8 text (invalid byte 0x80" in run.errors[0]["message"]
+
+
+def test_parquet_times_beyond_the_year_5138_are_bad_rows_not_a_crash(tmp_path):
+    stamps = [1793613600000 + 60_000 * (i % 60) for i in range(180)]
+    stamps[70] = 9_290_467_845_051_648  # the year 296,360: a timestamp[ms] holds it, a datetime cannot
+    run = ingest_file(with_parquet(tmp_path, parquet_metrics(timestamp=pa.array(stamps, pa.timestamp("ms", "UTC")))))
+    assert run.status == IngestRun.Status.PARTIAL
+    error = next(e for e in run.errors if e["job_id"] == "j2")
+    assert error["field"] == "timestamp" and error["row"] == 71
+    assert "unparseable timestamp '9290467845051648 (timestamp[ms, tz=UTC])'" in error["message"]
+    assert set(Job.objects.values_list("external_id", flat=True)) == {"j1", "j3"}
+
+
+def test_parquet_integers_beyond_float_precision_are_range_errors_not_a_crash(tmp_path):
+    util = [50] * 180
+    util[130] = 2**53 + 1
+    run = ingest_file(with_parquet(tmp_path, parquet_metrics(gpu_util=pa.array(util, pa.int64()))))
+    error = next(e for e in run.errors if e["job_id"] == "j3")
+    assert error["field"] == "gpu_util" and error["row"] == 131 and "out of range" in error["message"]
+    assert set(Job.objects.values_list("external_id", flat=True)) == {"j1", "j2"}

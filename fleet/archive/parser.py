@@ -24,6 +24,7 @@ import shutil
 import tempfile
 from collections.abc import Callable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
+from contextlib import closing
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from functools import cache, cached_property
@@ -61,6 +62,7 @@ METRICS_SUFFIXES = (".csv", ".parquet")
 ARTIFACT_FOLDERS = {"logs": "log", "scripts": "script", "traces": "trace"}
 LONG_FORM_COLUMNS = ("metric", "value")
 METRIC_KEY_COLUMNS = ("job_id", "timestamp", "host", "gpu")
+READ_COLUMNS = frozenset((*METRIC_KEY_COLUMNS, *LONG_FORM_COLUMNS, *METRICS))  # what a metrics file is read for
 # Cells that mean "no value" in a metric column (compared case-insensitively, after trimming).
 MISSING_TOKENS = ("", "nan", "na", "n/a", "null", "none")
 # Epoch values at or above this are almost always milliseconds (1e11 s is the year 5138).
@@ -267,9 +269,9 @@ def parse_timestamps(column: pd.Series | pa.Array | pa.ChunkedArray) -> tuple[pd
     values = _arrow(column)
     kind = values.type
     if pa.types.is_timestamp(kind) or pa.types.is_date(kind):
-        result = pd.to_datetime(pd.Series(values.to_pandas()), utc=True)
+        result = _from_typed_times(values)
     elif _is_number(kind):
-        result = _from_epoch_seconds(pc.cast(values, pa.float64()).to_numpy(zero_copy_only=False))
+        result = _from_epoch_seconds(pc.cast(values, pa.float64(), safe=False).to_numpy(zero_copy_only=False))
     elif _is_text(kind) or pa.types.is_null(kind):
         text = _trimmed_text(values)
         is_epoch = _matches(text, _EPOCH_PATTERN)
@@ -283,6 +285,33 @@ def parse_timestamps(column: pd.Series | pa.Array | pa.ChunkedArray) -> tuple[pd
         result = pd.Series(pd.NaT, index=range(len(values)), dtype="datetime64[ms, UTC]")
     result = result.reset_index(drop=True).dt.floor("ms").dt.as_unit("ms")
     return result, result.isna().to_numpy()
+
+
+# Units of a typed time column per second (Arrow dates count days, or milliseconds for date64).
+_UNITS_PER_SECOND = {"s": 1, "ms": 1_000, "us": 1_000_000, "ns": 1_000_000_000}
+
+
+def _from_typed_times(values: pa.Array) -> pd.Series:
+    """A Parquet timestamp or date column as datetime64[ms, UTC] (naive = UTC), floored to the
+    millisecond; NaT for missing cells and, as for epoch seconds, times before 1970 or from
+    MAX_EPOCH_SECONDS on (whatever the column's type can hold, a time of year 300,000 is an error)."""
+    kind = values.type
+    if pa.types.is_timestamp(kind):
+        per_second, per_unit_ms = _UNITS_PER_SECOND[kind.unit], None
+    elif pa.types.is_date32(kind):
+        per_second, per_unit_ms = 1 / 86_400, 86_400_000
+    else:  # date64: milliseconds
+        per_second, per_unit_ms = 1_000, 1
+    raw = pc.fill_null(values.cast(pa.int32() if pa.types.is_date32(kind) else pa.int64()), 0).to_numpy()
+    valid = values.is_valid().to_numpy(zero_copy_only=False) & (raw >= 0) & (raw < MAX_EPOCH_SECONDS * per_second)
+    raw = np.where(valid, raw, 0)
+    if per_unit_ms is not None:
+        millis = raw * per_unit_ms
+    else:  # timestamps: whole milliseconds, rounded down as `dt.floor` would
+        millis = raw * (1_000 // per_second) if per_second < 1_000 else raw // (per_second // 1_000)
+    stamps = millis.astype("datetime64[ms]")
+    stamps[~valid] = np.datetime64("NaT")
+    return pd.Series(stamps).dt.tz_localize("UTC")
 
 
 def _from_epoch_seconds(seconds: np.ndarray) -> pd.Series:
@@ -650,12 +679,13 @@ class _ArchiveParser:
         tally = _FileTally()
         try:
             batches = self._iter_csv(name, tally) if name.endswith(".csv") else self._iter_parquet(name)
-            for table in batches:
-                frame = self._metrics_rows(name, table, file_job, tally)
-                if tally.stop:
-                    break
-                if frame is not None and len(frame):
-                    self._spill.add(frame, priority, long_form=tally.long_form)
+            with closing(batches):  # its temporary copy goes now, not when the generator is collected
+                for table in batches:
+                    frame = self._metrics_rows(name, table, file_job, tally)
+                    if tally.stop:
+                        break
+                    if frame is not None and len(frame):
+                        self._spill.add(frame, priority, long_form=tally.long_form)
         except _Unreadable as exc:
             if file_job is None:
                 raise ArchiveError.of(name, str(exc)) from exc
@@ -854,7 +884,7 @@ class _ArchiveParser:
         found = pd.DataFrame({"job_id": job_ids[positions], "position": positions})
         counts = found["job_id"].value_counts(sort=False)
         firsts = found.drop_duplicates("job_id")
-        values = _arrow(cells).take(pa.array(firsts["position"].to_numpy())).to_pylist()
+        values = _cell_values(_arrow(cells).take(pa.array(firsts["position"].to_numpy())))
         for job_id, position, value in zip(firsts["job_id"], firsts["position"], values, strict=True):
             key = (job_id, field_name)
             if key in tally.bad:
@@ -999,13 +1029,14 @@ class _ArchiveParser:
             except (pa.ArrowException, ValueError, OSError) as exc:
                 raise _Unreadable(f"cannot be read as Parquet; the file is truncated or corrupt ({exc})") from exc
             _check_header(header)
+            _check_parquet_types(parquet.schema_arrow)
             clean = [c.strip() for c in header]
             first = 1
             # The next batch is read (decompressed and decoded, without the GIL) while this one is checked.
             batches = _ReadAhead(_parquet_batches(parquet))
             try:
                 for batch in batches:
-                    table = pa.Table.from_batches([batch]).rename_columns(clean)
+                    table = _bytes_as_text(pa.Table.from_batches([batch]).rename_columns(clean), first)
                     yield _Table(table=table, rows=np.arange(first, first + table.num_rows), header=clean, ragged=[])
                     first += table.num_rows
             finally:
@@ -1416,6 +1447,70 @@ def _check_header(header: list[str]) -> None:
         raise _Unreadable(f"column {duplicates[0]!r} appears more than once in the header")
 
 
+def _check_parquet_types(schema: pa.Schema) -> None:
+    """A column the importer reads must hold one plain value a cell: nested values (lists, structs,
+    maps) have no reading as a job id, a time or a measurement."""
+    for column in schema:
+        kind = column.type.value_type if pa.types.is_dictionary(column.type) else column.type
+        if column.name.strip() in READ_COLUMNS and pa.types.is_nested(kind):
+            raise _Unreadable(
+                f"column {column.name.strip()!r} holds {kind} values; expected one text, number or time a cell"
+            )
+
+
+def _cell_values(cells: pa.Array) -> list:
+    """The cells as Python values for a message. A time a Parquet column can hold may lie beyond
+    Python's datetime (the year 10,000 and later): such a cell is given as its raw count of units."""
+    if not pa.types.is_temporal(cells.type):
+        return cells.to_pylist()
+    values = []
+    for index in range(len(cells)):
+        cell = cells.slice(index, 1)
+        try:
+            values.append(cell.to_pylist()[0])
+        except (OverflowError, ValueError):
+            raw = cell.cast(pa.int32() if pa.types.is_date32(cells.type) else pa.int64())[0].as_py()
+            values.append(f"{raw} ({cells.type})")
+    return values
+
+
+def _bytes_as_text(table: pa.Table, first_row: int) -> pa.Table:
+    """Columns read as bytes (Parquet byte arrays without the UTF-8 annotation, as some writers
+    store text) as text; bytes that are not UTF-8 make the file unreadable, as in a CSV file."""
+    for index, name in enumerate(table.column_names):
+        column = table.column(index)
+        kind = column.type.value_type if pa.types.is_dictionary(column.type) else column.type
+        is_bytes = pa.types.is_binary(kind) or pa.types.is_large_binary(kind) or pa.types.is_fixed_size_binary(kind)
+        if name not in READ_COLUMNS or not is_bytes:
+            continue
+        plain = _arrow(column)
+        try:
+            text = pc.cast(plain, pa.string())
+        except pa.ArrowInvalid:
+            row, cell = next(
+                (row, cell) for row, cell in enumerate(plain.to_pylist()) if cell is not None and not _is_utf8(cell)
+            )
+            error = _utf8_error(cell)
+            raise _Unreadable(
+                f"column {name!r}, row {first_row + row}: not UTF-8 text "
+                f"(invalid byte 0x{cell[error.start]:02x}; write the column as text, in UTF-8)"
+            ) from None
+        table = table.set_column(index, name, text)
+    return table
+
+
+def _utf8_error(data: bytes) -> UnicodeDecodeError | None:
+    try:
+        data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        return exc
+    return None
+
+
+def _is_utf8(data: bytes) -> bool:
+    return _utf8_error(data) is None
+
+
 def _data_rows(count: int, skipped: list[int]) -> np.ndarray:
     """1-based data row numbers of the rows kept when the rows in `skipped` were left out."""
     if not skipped:
@@ -1523,7 +1618,8 @@ def _numeric(column) -> tuple[np.ndarray, np.ndarray]:
     if pa.types.is_null(kind):
         return np.full(len(values), np.nan), np.zeros(len(values), dtype=bool)
     if _is_number(kind):
-        numbers = pc.cast(values, pa.float64()).to_numpy(zero_copy_only=False)
+        # Unchecked: an integer beyond 2**53 becomes the nearest float, as in a CSV file.
+        numbers = pc.cast(values, pa.float64(), safe=False).to_numpy(zero_copy_only=False)
         bad = np.isinf(numbers)
     elif _is_text(kind):
         text = _trimmed_text(values)
