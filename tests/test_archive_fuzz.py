@@ -1,15 +1,18 @@
 """Property-based fuzzing of the archive reader and the CSV/JSONL/Parquet parsers.
 
 Whatever the bytes, parsing ends in records or a clean ArchiveError (with a RecordError naming
-the file), never another exception. Example counts are bounded so the default suite stays fast.
+the file), never another exception. Example counts are bounded so the default suite stays fast;
+FUZZ_EXAMPLES=5000 (say) runs each of these properties that many times, for a deeper hunt.
 """
 
 from __future__ import annotations
 
 import io
 import json
+import os
 import tarfile
 import zipfile
+from pathlib import Path
 
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
@@ -18,7 +21,11 @@ from fleet.archive import ArchiveError, ReaderLimits, parse_archive
 from fleet.canonical import RecordError
 
 LIMITS = ReaderLimits(max_members=200, max_member_bytes=1 << 20, max_total_bytes=4 << 20, max_ratio=200)
-FUZZ = settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+FUZZ = settings(
+    max_examples=int(os.environ.get("FUZZ_EXAMPLES", "40")),
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+)
 
 MANIFEST = json.dumps({"format": "fleet-archive", "version": 1, "cluster": "c1"}).encode()
 JOBS_CSV = (
@@ -247,3 +254,161 @@ def test_the_compiled_job_schema_accepts_exactly_the_rows_the_documented_one_acc
         compiled_valid = False
     event("valid row" if compiled_valid else "invalid row")
     assert compiled_valid == _validator("job.schema.json").is_valid(row), row
+
+
+# -- Parquet members ----------------------------------------------------------------------------
+def parquet_bytes(table) -> bytes:
+    import pyarrow.parquet as pq
+
+    sink = io.BytesIO()
+    pq.write_table(table, sink)
+    return sink.getvalue()
+
+
+def valid_parquet_metrics() -> bytes:
+    import pyarrow as pa
+
+    return parquet_bytes(
+        pa.table(
+            {
+                "job_id": ["j1", "j1", "j2"],
+                "timestamp": pa.array([1793613600000, 1793613630000, 1793613600000], pa.timestamp("ms", "UTC")),
+                "host": ["n1", "n1", "n2"],
+                "gpu": pa.array([0, 0, 1], pa.int16()),
+                "gpu_util": pa.array([50, 60, 5], pa.float32()),
+                "gpu_mem_used_mib": pa.array([1000, 1000, 10], pa.float32()),
+            }
+        )
+    )
+
+
+def parquet_members(metrics: bytes) -> dict[str, bytes]:
+    members = valid_members()
+    del members["metrics.csv"]
+    members["metrics.parquet"] = metrics
+    return members
+
+
+@FUZZ
+@given(edits=EDITS, cut=st.one_of(st.none(), st.integers(min_value=0)), junk=st.binary(max_size=64))
+def test_mutated_parquet_metrics_give_records_or_clean_errors(tmp_path, edits, cut, junk):
+    path = tmp_path / "fuzz.zip"
+    path.write_bytes(zip_bytes(parquet_members(mutate(valid_parquet_metrics(), edits, cut) + junk)))
+    parses_cleanly(path)
+
+
+def _typed_column(length: int):
+    """A strategy for one Parquet column of `length` values, of any of the types an export might hold."""
+    import decimal
+
+    import pyarrow as pa
+
+    def of(kind, values, convert=None):
+        def build(cells):
+            array = pa.array(cells, type=kind) if convert is None else convert(cells)
+            event(f"parquet column {array.type}")
+            return array
+
+        return st.lists(st.one_of(st.none(), values), min_size=length, max_size=length).map(build)
+
+    ids = st.one_of(st.sampled_from(["j1", "j2", "ghost", "", " j1", "2026-11-02T10:00:00Z", "1793613600"]), st.text())
+    epoch = st.integers(-(2**40), 2**40)
+    return st.one_of(
+        of(pa.string(), ids),
+        of(pa.large_string(), ids),
+        of(pa.binary(), st.binary(max_size=8)),
+        of(pa.bool_(), st.booleans()),
+        of(pa.int8(), st.integers(-128, 127)),
+        of(pa.int16(), st.integers(-(2**15), 2**15 - 1)),
+        of(pa.int64(), st.integers(-(2**63), 2**63 - 1)),
+        of(pa.uint64(), st.integers(0, 2**64 - 1)),
+        of(pa.float32(), st.floats(width=32)),
+        of(pa.float64(), st.floats()),
+        of(pa.timestamp("s"), epoch),
+        of(pa.timestamp("ns", "UTC"), st.integers(-(2**63) + 1, 2**63 - 1)),
+        of(pa.timestamp("ms", "Europe/Berlin"), epoch),
+        of(pa.date32(), st.integers(-(2**20), 2**20)),
+        of(pa.decimal128(12, 2), st.decimals(min_value=-(10**9), max_value=10**9, places=2).map(decimal.Decimal)),
+        of(pa.list_(pa.int64()), st.lists(st.integers(-5, 5), max_size=2)),
+        of(None, ids, lambda cells: pa.array(cells, pa.string()).dictionary_encode()),
+        st.just(pa.nulls(length)),
+    )
+
+
+METRIC_COLUMNS = ["job_id", "timestamp", "host", "gpu", "gpu_util", "gpu_mem_used_mib", "cpu_util", "metric", "value"]
+
+
+@FUZZ
+@given(
+    data=st.data(), length=st.integers(0, 6), names=st.lists(st.sampled_from(METRIC_COLUMNS), max_size=7, unique=True)
+)
+def test_parquet_metrics_of_any_column_types_give_records_or_clean_errors(tmp_path, data, length, names):
+    import pyarrow as pa
+
+    table = pa.table({name: data.draw(_typed_column(length), label=name) for name in names})
+    path = tmp_path / "fuzz.zip"
+    path.write_bytes(zip_bytes(parquet_members(parquet_bytes(table))))
+    parses_cleanly(path)
+
+
+# -- native files (sacct --json, kubectl get pods -o json, Prometheus query_range) -----------------
+FIXTURES = Path(__file__).parent / "fixtures" / "connectors"
+_DELETE = object()  # in place of a value: drop the key or the list item
+JSON_VALUES = st.recursive(
+    st.one_of(st.none(), st.booleans(), st.integers(), st.floats(), st.text(max_size=8)),
+    lambda inner: st.one_of(st.lists(inner, max_size=3), st.dictionaries(st.text(max_size=6), inner, max_size=3)),
+    max_leaves=6,
+)
+
+
+def _changed(node, data):
+    """`node` with one value somewhere in it replaced by any JSON value, or removed."""
+    if isinstance(node, dict | list) and node and data.draw(st.integers(0, 9)) > 0:
+        if isinstance(node, dict):
+            key = data.draw(st.sampled_from(sorted(node)))
+            new = _changed(node[key], data)
+            return {k: v for k, v in node.items() if k != key} if new is _DELETE else {**node, key: new}
+        index = data.draw(st.integers(0, len(node) - 1))
+        new = _changed(node[index], data)
+        return node[:index] + ([] if new is _DELETE else [new]) + node[index + 1 :]
+    return data.draw(st.one_of(st.just(_DELETE), JSON_VALUES))
+
+
+def native_documents() -> dict[str, object]:
+    times = [1715000000 + 60 * i for i in range(4)]
+    series = {"metric": {"__name__": "DCGM_FI_DEV_GPU_UTIL", "gpu": "0", "hostname": "gpu01", "hpc_job": "4242"}}
+    pod = {
+        "metadata": {"name": "nb", "namespace": "vision", "uid": "pod-uid", "labels": {"team": "t"}},
+        "spec": {"nodeName": "n1", "containers": [{"name": "main", "resources": {"limits": {"nvidia.com/gpu": "1"}}}]},
+        "status": {
+            "phase": "Succeeded",
+            "startTime": "2024-05-06T12:53:20Z",
+            "containerStatuses": [
+                {"name": "main", "state": {"terminated": {"startedAt": "2024-05-06T12:53:20Z",
+                                                          "finishedAt": "2024-05-06T13:23:20Z", "exitCode": 0}}}
+            ],
+        },
+    }  # fmt: skip
+    return {
+        "native/slurm/sacct.json": json.loads((FIXTURES / "sacct_v0.0.40.json").read_text()),
+        "native/slurm/old.json": json.loads((FIXTURES / "sacct_dbv0.0.37.json").read_text()),
+        "native/kubernetes/pods.json": {"apiVersion": "v1", "kind": "List", "items": [pod]},
+        "native/prometheus/4242/gpu.json": {
+            "status": "success",
+            "data": {"resultType": "matrix", "result": [{**series, "values": [[t, "25"] for t in times]}]},
+        },
+    }
+
+
+@FUZZ
+@given(data=st.data(), changes=st.integers(1, 3))
+def test_mutated_native_files_give_records_or_clean_errors(tmp_path, data, changes):
+    documents = native_documents()
+    for _ in range(changes):
+        name = data.draw(st.sampled_from(sorted(documents)))
+        documents[name] = _changed(documents[name], data)
+    members = {"manifest.json": MANIFEST}
+    members.update((name, json.dumps(doc).encode()) for name, doc in documents.items() if doc is not _DELETE)
+    path = tmp_path / "fuzz.zip"
+    path.write_bytes(zip_bytes(members))
+    parses_cleanly(path)

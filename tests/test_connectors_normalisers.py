@@ -261,3 +261,37 @@ def test_native_prometheus_files_add_series_to_jobs_csv_jobs(tmp_path):
     parsed = parse_archive(archive)
     assert list(parsed.jobs) == ["j1"] and len(parsed.series["j1"]) == 61
     assert parsed.series["j1"]["gpu_util"].eq(80).all()
+
+
+# -- malformed records (found by tests/test_archive_fuzz.py): reported and skipped, the rest read ----
+def test_a_sacct_job_of_the_wrong_shape_is_reported_and_the_others_read():
+    doc = json.loads((FIXTURES / "sacct_v0.0.40.json").read_text())
+    all_jobs = parse_sacct(doc, cluster="c1", gpu_jobs_only=False).jobs
+    doc["jobs"][0]["time"] = [1, 2]  # an object in every Slurm version
+    doc["meta"] = {"plugin": True}
+    parsed = parse_sacct(doc, cluster="c1", gpu_jobs_only=False, source="sacct.json")
+    [error] = parsed.errors
+    assert error.file == "sacct.json" and error.row == 1
+    assert error.message.startswith(f"job {error.job_id}: unexpected shape, so it was skipped (AttributeError")
+    assert [job.external_id for job in parsed.jobs] == [job.external_id for job in all_jobs[1:]]
+
+
+def test_a_pod_of_the_wrong_shape_is_reported_and_the_others_read():
+    good = k8s_pod("ok", "uid-1", None, "Succeeded", 1, T0, T0 + timedelta(minutes=5))
+    broken = k8s_pod("bad", "uid-2", None, "Succeeded", 1, T0, T0 + timedelta(minutes=5))
+    broken["spec"]["containers"] = [["not", "a", "container"]]
+    parsed = jobs_from_pods([broken, "not a pod", good], cluster="k1", source="pods.json")
+    assert [job.external_id for job in parsed.jobs] == ["uid-1"]
+    messages = sorted(e.message.split(" (")[0] for e in parsed.errors)
+    assert messages == [
+        "pod 2: unexpected shape, so it was skipped",
+        "the pods of job uid-2: unexpected shape, so it was skipped",
+    ]
+
+
+def test_prometheus_labels_that_are_not_text_are_bad_data():
+    body = matrix({"metric": {"gpu": 0, "hostname": "n1"}, "values": [[T0.timestamp(), "1"]]})
+    with pytest.raises(BadData, match="a result's 'metric' is not an object of label names and text values"):
+        parse_query_range(body, source="q.json")
+    with pytest.raises(BadData, match="expected 'data' to be an object with a 'result' list"):
+        parse_query_range(json.dumps({"status": "success", "data": ["matrix"]}), source="q.json")

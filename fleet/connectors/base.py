@@ -48,6 +48,17 @@ class ConfigError(ConnectorError):
     """The connector's configuration is incomplete or contradictory."""
 
 
+# What reading a record of the wrong JSON shape raises (a list where an object belongs, a number
+# where text does). Parsers catch these around one record (a job, a pod), so one malformed record of
+# a platform's answer is reported by position and skipped, and the rest are still read.
+SHAPE_ERRORS = (AttributeError, TypeError, KeyError, IndexError, ValueError)
+
+
+def shape_problem(what: str, exc: Exception) -> str:
+    """The message for a record that `SHAPE_ERRORS` stopped: what it was, and what was wrong."""
+    return f"{what}: unexpected shape, so it was skipped ({exc.__class__.__name__}: {exc})"
+
+
 def json_document(data: bytes | str | dict, source: str):
     """A response body (or an already decoded document) as JSON; BadData naming `source` if it is not."""
     if isinstance(data, dict):

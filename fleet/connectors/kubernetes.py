@@ -25,11 +25,13 @@ from datetime import datetime
 
 from fleet.canonical import ArtifactRecord, JobRecord, RecordError, as_utc
 from fleet.connectors.base import (
+    SHAPE_ERRORS,
     BadData,
     BaseConnector,
     Batch,
     json_document,
     parse_time_watermark,
+    shape_problem,
     time_watermark,
 )
 from fleet.connectors.http import HttpStatusError
@@ -146,31 +148,43 @@ def jobs_from_pods(
 ) -> PodJobs:
     """Finished jobs from pods (pods seen twice, e.g. on a repeated page, count once)."""
     groups: dict[str, tuple[dict | None, dict[str, dict]]] = {}
-    for pod in pods:
-        meta = pod.get("metadata") or {}
-        key, owner = job_key(pod)
-        if owner is not None and owner.get("kind") in NOT_JOBS:
-            continue
-        uid = str(meta.get("uid") or meta.get("name"))
-        groups.setdefault(key, (owner, {}))[1][uid] = pod
-    result = PodJobs()
+    result_errors: list[RecordError] = []
+    for index, pod in enumerate(pods, start=1):
+        try:
+            meta = pod.get("metadata") or {}
+            key, owner = job_key(pod)
+            if owner is not None and owner.get("kind") in NOT_JOBS:
+                continue
+            uid = str(meta.get("uid") or meta.get("name"))
+            groups.setdefault(key, (owner, {}))[1][uid] = pod
+        except SHAPE_ERRORS as exc:
+            result_errors.append(RecordError(source, shape_problem(f"pod {index}", exc), row=index))
+    result = PodJobs(errors=result_errors)
     teams = namespace_teams or {}
     for key, (owner, members) in groups.items():
-        group = sorted(members.values(), key=lambda p: (p.get("metadata") or {}).get("name", ""))
-        if any((p.get("status") or {}).get("phase") not in FINISHED_PHASES for p in group):
-            result.unfinished += 1
-            continue
-        windows = [(_pod_window(p), p) for p in group]
-        if any(start is None or end is None for (start, end), _ in windows):
-            name = (group[0].get("metadata") or {}).get("name")
-            result.errors.append(RecordError(source, f"pod {name} finished without start/finish times", job_id=key))
-            continue
-        intervals = [(start, end, pod_gpus(p)) for (start, end), p in windows]
-        gpus = peak_concurrent(intervals)
-        if gpu_jobs_only and gpus == 0:
-            continue
-        result.jobs.append(_job(key, owner, group, intervals, gpus, cluster, team_label, user_label, teams))
+        try:
+            _add_pod_job(result, key, owner, members, cluster, team_label, user_label, teams, gpu_jobs_only, source)
+        except SHAPE_ERRORS as exc:
+            result.errors.append(RecordError(source, shape_problem(f"the pods of job {key}", exc), job_id=key))
     return result
+
+
+def _add_pod_job(result, key, owner, members, cluster, team_label, user_label, teams, gpu_jobs_only, source) -> None:
+    """The job of one group of pods, added to `result` (or counted as unfinished, or reported)."""
+    group = sorted(members.values(), key=lambda p: str((p.get("metadata") or {}).get("name", "")))
+    if any((p.get("status") or {}).get("phase") not in FINISHED_PHASES for p in group):
+        result.unfinished += 1
+        return
+    windows = [(_pod_window(p), p) for p in group]
+    if any(start is None or end is None for (start, end), _ in windows):
+        name = (group[0].get("metadata") or {}).get("name")
+        result.errors.append(RecordError(source, f"pod {name} finished without start/finish times", job_id=key))
+        return
+    intervals = [(start, end, pod_gpus(p)) for (start, end), p in windows]
+    gpus = peak_concurrent(intervals)
+    if gpu_jobs_only and gpus == 0:
+        return
+    result.jobs.append(_job(key, owner, group, intervals, gpus, cluster, team_label, user_label, teams))
 
 
 def _job(key, owner, pods, intervals, gpus, cluster, team_label, user_label, teams) -> JobRecord:

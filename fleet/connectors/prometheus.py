@@ -123,6 +123,8 @@ def parse_query_range(data: bytes | str | dict, *, source: str = "query_range") 
     if doc.get("status") != "success":
         raise BadData(f"{source}: Prometheus error {doc.get('errorType', '')}: {doc.get('error', doc.get('status'))}")
     payload = doc.get("data") or {}
+    if not isinstance(payload, dict) or not isinstance(payload.get("result") or [], list):
+        raise BadData(f"{source}: expected 'data' to be an object with a 'result' list")
     if payload.get("resultType") not in ("matrix", "vector"):
         raise BadData(f"{source}: expected a matrix result, got {payload.get('resultType')!r}")
     out = []
@@ -136,7 +138,10 @@ def parse_query_range(data: bytes | str | dict, *, source: str = "query_range") 
             array = np.array([(float(t), _value(v)) for t, v in points or []], dtype="float64").reshape(-1, 2)
         except (TypeError, ValueError) as exc:
             raise BadData(f'{source}: a sample is not [time, "value"] ({exc})') from exc
-        out.append(Series(labels=dict(item.get("metric") or {}), timestamps=array[:, 0], values=array[:, 1]))
+        labels = item.get("metric") or {}
+        if not isinstance(labels, dict) or not all(isinstance(v, str) for v in labels.values()):
+            raise BadData(f"{source}: a result's 'metric' is not an object of label names and text values")
+        out.append(Series(labels=dict(labels), timestamps=array[:, 0], values=array[:, 1]))
     return out
 
 

@@ -27,12 +27,14 @@ from datetime import UTC, datetime, timedelta
 
 from fleet.canonical import ArtifactRecord, JobRecord, RecordError
 from fleet.connectors.base import (
+    SHAPE_ERRORS,
     BadData,
     BaseConnector,
     Batch,
     TransientError,
     json_document,
     parse_time_watermark,
+    shape_problem,
     time_watermark,
 )
 from fleet.connectors.prometheus import PrometheusConnector, SeriesRequest
@@ -91,7 +93,9 @@ def first_text(value) -> str:
 
 
 def data_parser_version(meta: dict) -> str:
-    plugin = (meta or {}).get("plugin") or {}
+    plugin = meta.get("plugin") if isinstance(meta, dict) else None
+    if not isinstance(plugin, dict):  # absent, or not the object Slurm writes: no version to read
+        return ""
     for key in ("data_parser", "type", "name"):
         found = re.search(r"v0\.0\.(\d+)", str(plugin.get(key) or ""))
         if found:
@@ -198,7 +202,7 @@ def parse_sacct(
     if not isinstance(doc, dict) or not isinstance(doc.get("jobs"), list):
         errors = doc.get("errors") if isinstance(doc, dict) else None
         raise BadData(f"{source}: expected an object with a 'jobs' list" + (f" (errors: {errors})" if errors else ""))
-    meta = doc.get("meta") or {}
+    meta = doc.get("meta") if isinstance(doc.get("meta"), dict) else {}
     version = data_parser_version(meta)
     # Slurm 21.08 (openapi dbv0.0.37, with `meta.Slurm`) fills time.start from `eligible`.
     start_bug = version == "v0.0.37" or ("Slurm" in meta and not version)
@@ -209,15 +213,23 @@ def parse_sacct(
         if not isinstance(job, dict):
             result.errors.append(RecordError(source, "a job entry is not an object", row=index))
             continue
-        job_id = external_id(job)
+        try:
+            job_id = external_id(job)
+        except SHAPE_ERRORS as exc:
+            result.errors.append(RecordError(source, shape_problem(f"job entry {index}", exc), row=index))
+            continue
         try:
             record = _job_record(job, job_id, cluster or str(job.get("cluster") or ""), teams, default_team, start_bug)
+            artifacts = _artifacts(job, job_id, artifact_max_bytes)
         except _Skip as skip:
             if skip.reason == "unfinished":
                 result.unfinished += 1
             continue
-        except ValueError as exc:
+        except ValueError as exc:  # the parser's own messages
             result.errors.append(RecordError(source, str(exc), row=index, job_id=job_id))
+            continue
+        except SHAPE_ERRORS as exc:
+            result.errors.append(RecordError(source, shape_problem(f"job {job_id}", exc), row=index, job_id=job_id))
             continue
         if gpu_jobs_only and record.gpu_count == 0:
             result.without_gpus += 1
@@ -226,7 +238,6 @@ def parse_sacct(
             continue
         seen.add(job_id)
         result.jobs.append(record)
-        artifacts = _artifacts(job, job_id, artifact_max_bytes)
         if artifacts:
             result.artifacts[job_id] = artifacts
     return result
