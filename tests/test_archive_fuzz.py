@@ -412,3 +412,39 @@ def test_mutated_native_files_give_records_or_clean_errors(tmp_path, data, chang
     path = tmp_path / "fuzz.zip"
     path.write_bytes(zip_bytes(members))
     parses_cleanly(path)
+
+
+# -- the whole import ----------------------------------------------------------------------------
+@FUZZ
+@given(
+    member=st.sampled_from(["jobs.csv", "metrics.csv", "metrics/j2.csv", "logs/j1/stdout.log", "metrics.parquet"]),
+    edits=EDITS,
+    cut=st.one_of(st.none(), st.integers(min_value=0)),
+    junk=st.binary(max_size=64),
+)
+def test_an_import_of_a_mutated_archive_finishes_with_every_error_named(
+    tmp_path, storage_dir, db, member, edits, cut, junk
+):
+    """What an operator sees for whatever they upload: a finished run whose every error names a file,
+    and only jobs that are whole (a summary from their series, a blob for it), never a crash."""
+    from fleet import ingest
+    from fleet.models import IngestRun, Job
+
+    members = valid_members()
+    if member == "metrics.parquet":
+        del members["metrics.csv"]
+        members["metrics.parquet"] = valid_parquet_metrics()
+    members[member] = mutate(members[member], edits, cut) + junk
+    path = tmp_path / "fuzz.zip"
+    path.write_bytes(zip_bytes(members))
+    Job.objects.all().delete()
+    run = ingest.execute_run(ingest.create_run(path).pk)
+    assert run.status in {IngestRun.Status.SUCCEEDED, IngestRun.Status.PARTIAL, IngestRun.Status.FAILED}
+    assert run.jobs_done == run.jobs_created + run.jobs_updated + run.jobs_unchanged
+    for error in run.errors:
+        assert error["message"] and (error["file"] or error["message"].startswith("ignored")), error
+    for job in Job.objects.all():
+        assert job.end_time >= job.start_time
+        assert job.sample_count == 0 or job.series_file.name  # counted samples come from a stored series
+        if job.series_file.name:
+            assert job.series_file.storage.exists(job.series_file.name)

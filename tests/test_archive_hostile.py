@@ -405,6 +405,12 @@ def test_parquet_bytes_are_read_as_utf8_text_or_refused_naming_the_row(tmp_path,
     assert run.status == IngestRun.Status.FAILED
     assert "column 'job_id', row 62: not UTF-8 text (invalid byte 0x80" in run.errors[0]["message"]
 
+    # Text columns too: Parquet's UTF-8 annotation is the writer's word, which nothing checks.
+    lying = pa.array(ids, pa.binary()).view(pa.string())
+    run = ingest_file(with_parquet(tmp_path, parquet_metrics(job_id=lying)))
+    assert run.status == IngestRun.Status.FAILED
+    assert "column 'job_id', row 62: not UTF-8 text (invalid byte 0x80" in run.errors[0]["message"]
+
 
 def test_parquet_times_beyond_the_year_5138_are_bad_rows_not_a_crash(tmp_path):
     stamps = [1793613600000 + 60_000 * (i % 60) for i in range(180)]

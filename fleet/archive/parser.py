@@ -1036,7 +1036,7 @@ class _ArchiveParser:
             batches = _ReadAhead(_parquet_batches(parquet))
             try:
                 for batch in batches:
-                    table = _bytes_as_text(pa.Table.from_batches([batch]).rename_columns(clean), first)
+                    table = _utf8_text(pa.Table.from_batches([batch]).rename_columns(clean), first)
                     yield _Table(table=table, rows=np.arange(first, first + table.num_rows), header=clean, ragged=[])
                     first += table.num_rows
             finally:
@@ -1474,28 +1474,30 @@ def _cell_values(cells: pa.Array) -> list:
     return values
 
 
-def _bytes_as_text(table: pa.Table, first_row: int) -> pa.Table:
-    """Columns read as bytes (Parquet byte arrays without the UTF-8 annotation, as some writers
-    store text) as text; bytes that are not UTF-8 make the file unreadable, as in a CSV file."""
+def _utf8_text(table: pa.Table, first_row: int) -> pa.Table:
+    """The columns the importer reads, with their text checked to be UTF-8 and columns of bytes
+    (Parquet byte arrays without the UTF-8 annotation, as some writers store text) read as text.
+    Parquet does not check that its text is UTF-8: a cell that is not makes the file unreadable, as
+    in a CSV file, instead of failing whatever reads it later."""
     for index, name in enumerate(table.column_names):
         column = table.column(index)
         kind = column.type.value_type if pa.types.is_dictionary(column.type) else column.type
         is_bytes = pa.types.is_binary(kind) or pa.types.is_large_binary(kind) or pa.types.is_fixed_size_binary(kind)
-        if name not in READ_COLUMNS or not is_bytes:
+        if name not in READ_COLUMNS or not (is_bytes or _is_text(kind)):
             continue
         plain = _arrow(column)
         try:
-            text = pc.cast(plain, pa.string())
+            if is_bytes:
+                table = table.set_column(index, name, pc.cast(plain, pa.string()))
+            else:
+                plain.validate(full=True)  # UTF-8 included; a few ms a million cells
         except pa.ArrowInvalid:
-            row, cell = next(
-                (row, cell) for row, cell in enumerate(plain.to_pylist()) if cell is not None and not _is_utf8(cell)
-            )
-            error = _utf8_error(cell)
+            cells = plain.cast(pa.binary()).to_pylist() if not is_bytes else plain.to_pylist()
+            row, cell = next((row, cell) for row, cell in enumerate(cells) if cell is not None and not _is_utf8(cell))
             raise _Unreadable(
                 f"column {name!r}, row {first_row + row}: not UTF-8 text "
-                f"(invalid byte 0x{cell[error.start]:02x}; write the column as text, in UTF-8)"
+                f"(invalid byte 0x{cell[_utf8_error(cell).start]:02x}; write the column as text, in UTF-8)"
             ) from None
-        table = table.set_column(index, name, text)
     return table
 
 
