@@ -1485,13 +1485,14 @@ def _utf8_text(table: pa.Table, first_row: int) -> pa.Table:
         is_bytes = pa.types.is_binary(kind) or pa.types.is_large_binary(kind) or pa.types.is_fixed_size_binary(kind)
         if name not in READ_COLUMNS or not (is_bytes or _is_text(kind)):
             continue
-        plain = _arrow(column)
         try:
             if is_bytes:
-                table = table.set_column(index, name, pc.cast(plain, pa.string()))
+                table = table.set_column(index, name, pc.cast(_arrow(column), pa.string()))
             else:
-                plain.validate(full=True)  # UTF-8 included; a few ms a million cells
+                for chunk in column.chunks:  # UTF-8 included; a few ms a million cells
+                    (chunk.dictionary if pa.types.is_dictionary(chunk.type) else chunk).validate(full=True)
         except pa.ArrowInvalid:
+            plain = _arrow(column)
             cells = plain.cast(pa.binary()).to_pylist() if not is_bytes else plain.to_pylist()
             row, cell = next((row, cell) for row, cell in enumerate(cells) if cell is not None and not _is_utf8(cell))
             raise _Unreadable(

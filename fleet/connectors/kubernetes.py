@@ -148,7 +148,7 @@ def jobs_from_pods(
 ) -> PodJobs:
     """Finished jobs from pods (pods seen twice, e.g. on a repeated page, count once)."""
     groups: dict[str, tuple[dict | None, dict[str, dict]]] = {}
-    result_errors: list[RecordError] = []
+    result = PodJobs()
     for index, pod in enumerate(pods, start=1):
         try:
             meta = pod.get("metadata") or {}
@@ -158,8 +158,7 @@ def jobs_from_pods(
             uid = str(meta.get("uid") or meta.get("name"))
             groups.setdefault(key, (owner, {}))[1][uid] = pod
         except SHAPE_ERRORS as exc:
-            result_errors.append(RecordError(source, shape_problem(f"pod {index}", exc), row=index))
-    result = PodJobs(errors=result_errors)
+            result.errors.append(RecordError(source, shape_problem(f"pod {index}", exc), row=index))
     teams = namespace_teams or {}
     for key, (owner, members) in groups.items():
         try:
