@@ -177,6 +177,15 @@ def test_a_lying_zip_header_does_not_get_past_the_size_limit(tmp_path):
     assert "corrupt" in message or "larger than" in message
 
 
+def test_a_zip_member_name_flagged_utf8_that_is_not_is_a_corrupt_zip(tmp_path, storage_dir):
+    path = write_zip(tmp_path / "names.zip", {**good(), "logs/j1/caf\u00e9.log": "Epoch 1/3\n"})
+    # The writer flags the name as UTF-8 (it has an é); make its bytes something UTF-8 cannot be.
+    broken = tmp_path / "broken.zip"
+    broken.write_bytes(path.read_bytes().replace("caf\u00e9".encode(), b"caf\x80\x80"))
+    run = ingest_file(broken)
+    assert_nothing_kept(run, storage_dir, "not a readable zip file; it is truncated or corrupt ('utf-8' codec")
+
+
 def test_a_tarball_bomb_is_refused_before_it_is_inflated(tmp_path, storage_dir, settings):
     path = tmp_path / "bomb.tar.gz"
     with tarfile.open(path, "w:gz") as archive:

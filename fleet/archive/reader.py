@@ -71,7 +71,16 @@ def _format_size(size: int) -> str:
 
 
 # Exceptions the containers raise on truncated or corrupt data, while listing or while reading.
-_CONTAINER_ERRORS = (zipfile.BadZipFile, tarfile.TarError, EOFError, zlib.error, OSError, NotImplementedError)
+# What a corrupt container raises; a zip member name flagged as UTF-8 that is not raises UnicodeDecodeError.
+_CONTAINER_ERRORS = (
+    zipfile.BadZipFile,
+    tarfile.TarError,
+    EOFError,
+    zlib.error,
+    OSError,
+    NotImplementedError,
+    UnicodeDecodeError,
+)
 _DRIVE = re.compile(r"^[A-Za-z]:")
 
 
