@@ -12,8 +12,9 @@
 
 from __future__ import annotations
 
-import gzip
 import json
+import math
+import zlib
 from dataclasses import dataclass, field
 
 KERNEL_CATEGORIES = {"kernel", "Kernel", "gpu_memcpy", "Memcpy", "gpu_memset", "Memset"}
@@ -71,24 +72,45 @@ class TraceFacts:
         }
 
 
-def load_trace(content: bytes) -> dict:
+# A gzipped trace is inflated up to this size and no further: stored traces are capped (the
+# artifact limit) compressed, and a small file can inflate to gigabytes (a decompression bomb).
+MAX_TRACE_JSON_BYTES = 256 * 2**20
+
+
+class TraceTooLarge(ValueError):
+    """A gzipped trace inflates beyond MAX_TRACE_JSON_BYTES."""
+
+
+def load_trace(content: bytes, max_bytes: int = MAX_TRACE_JSON_BYTES):
+    """The trace's JSON; ValueError (TraceTooLarge included) or OSError when it cannot be read."""
     if content[:2] == b"\x1f\x8b":
-        content = gzip.decompress(content)
+        inflater = zlib.decompressobj(wbits=16 + zlib.MAX_WBITS)  # gzip
+        try:
+            content = inflater.decompress(content, max_bytes + 1)
+        except zlib.error as exc:
+            raise ValueError(f"not a readable gzip file ({exc})") from exc
+        if len(content) > max_bytes:
+            raise TraceTooLarge(f"inflates to more than {max_bytes} bytes")
+        if not inflater.eof:
+            raise ValueError("the gzip file is truncated")
     return json.loads(content.decode("utf-8"))
 
 
 def trace_facts(path: str, content: bytes) -> TraceFacts | None:
-    """Facts of one trace, or None when it is not a Kineto/Chrome trace."""
+    """Facts of one trace, or None when it is not a Kineto/Chrome trace (nor readable as one).
+
+    Traces are uploaded files: every value is checked for the type Kineto writes before it is
+    used, and an event that does not fit is passed over."""
     try:
         trace = load_trace(content)
-    except (ValueError, OSError, UnicodeDecodeError):
+    except (ValueError, OSError, RecursionError):
         return None
     events = trace.get("traceEvents") if isinstance(trace, dict) else trace if isinstance(trace, list) else None
     if not isinstance(events, list):
         return None
-    facts = TraceFacts(
-        path=path, rank=(trace.get("distributedInfo") or {}).get("rank") if isinstance(trace, dict) else None
-    )
+    info = trace.get("distributedInfo") if isinstance(trace, dict) else None
+    rank = info.get("rank") if isinstance(info, dict) else None
+    facts = TraceFacts(path=path, rank=rank if isinstance(rank, int) and not isinstance(rank, bool) else None)
     runtime_start: dict[object, float] = {}
     gpu_ops: list[tuple[object, float, float, object]] = []  # (stream key, ts, end, correlation)
     first, last = float("inf"), 0.0
@@ -97,22 +119,29 @@ def trace_facts(path: str, content: bytes) -> TraceFacts | None:
             continue
         try:
             ts, dur = float(event.get("ts", 0)), float(event.get("dur", 0))
-        except (TypeError, ValueError):
+        except (TypeError, ValueError, OverflowError):
+            continue
+        if not (math.isfinite(ts) and math.isfinite(dur) and dur >= 0):
             continue
         first, last = min(first, ts), max(last, ts + dur)
-        category, name, args = event.get("cat", ""), str(event.get("name", "")), event.get("args") or {}
+        category, name = event.get("cat", ""), str(event.get("name", ""))
+        args = event.get("args") if isinstance(event.get("args"), dict) else {}
+        correlation = args.get("correlation")
+        if not isinstance(correlation, int | str):  # a key of `runtime_start`: a scalar, as Kineto writes
+            correlation = None
+        if not isinstance(category, str):
+            continue
         if category in RUNTIME_CATEGORIES:
-            correlation = args.get("correlation")
             if correlation is not None:
                 runtime_start[correlation] = ts
         elif category in KERNEL_CATEGORIES:
-            stream = (event.get("pid"), event.get("tid"))
-            gpu_ops.append((stream, ts, ts + dur, args.get("correlation")))
+            stream = (str(event.get("pid")), str(event.get("tid")))
+            gpu_ops.append((stream, ts, ts + dur, correlation))
             if category in ("kernel", "Kernel"):
                 facts.kernel_us += dur
             if name.startswith("Memcpy HtoD"):
                 pageable = "Pageable" in name
-                size = int(args.get("bytes", 0) or 0)
+                size = _byte_count(args.get("bytes"))
                 if pageable:
                     facts.h2d_pageable_us += dur
                     facts.h2d_pageable_bytes += size
@@ -145,3 +174,10 @@ def trace_facts(path: str, content: bytes) -> TraceFacts | None:
         else:
             previous[key] = end
     return facts
+
+
+def _byte_count(value) -> int:
+    """A copy's size in bytes as Kineto writes it (an integer); 0 for anything else."""
+    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
+        return 0
+    return max(0, int(value))

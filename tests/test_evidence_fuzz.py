@@ -1,0 +1,103 @@
+"""Property-based fuzzing of what triage reads from a job's uploaded files: profiler traces, scripts,
+logs and the command line. Whatever a job brought, its evidence is worked out (or the file is
+skipped), never an exception that would leave the job untriaged. FUZZ_EXAMPLES as in
+tests/test_archive_fuzz.py."""
+
+from __future__ import annotations
+
+import gzip
+import json
+
+from hypothesis import given
+from hypothesis import strategies as st
+
+from tests.test_archive_fuzz import _DELETE, EDITS, FUZZ, JSON_VALUES, _changed, mutate
+from triage.evidence.logs import extract_log_evidence
+from triage.evidence.scripts import command_facts, extract_script_evidence
+from triage.evidence.traces import trace_facts
+
+TRACE = {
+    "distributedInfo": {"rank": 0},
+    "traceEvents": [
+        {"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "ts": 10, "dur": 5, "args": {"correlation": 1}},
+        {"ph": "X", "cat": "kernel", "name": "gemm", "pid": 0, "tid": 7, "ts": 20, "dur": 30,
+         "args": {"correlation": 1}},
+        {"ph": "X", "cat": "gpu_memcpy", "name": "Memcpy HtoD (Pageable -> Device)", "pid": 0, "tid": 7, "ts": 60,
+         "dur": 40, "args": {"bytes": 4096, "correlation": 2}},
+        {"ph": "X", "cat": "user_annotation", "name": "ProfilerStep#1", "ts": 0, "dur": 120},
+        {"ph": "X", "cat": "cpu_op", "name": "enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__", "ts": 0,
+         "dur": 8},
+    ],
+}  # fmt: skip
+SCRIPT = """import torch
+from torch.utils.data import DataLoader
+loader = DataLoader(ds, batch_size=32, num_workers=0)
+for step, batch in enumerate(loader):
+    loss = model(batch.cuda()).sum()
+    loss.backward()
+    print(loss.item())
+    if step % 100 == 0:
+        torch.save(model.state_dict(), "ckpt.pt")
+"""
+SHELL = "#!/bin/bash\npip install -r requirements.txt\nwget https://x/data.tar && tar xf data.tar\npython train.py\n"
+LOG = "2026-11-02 10:00:05,000 Epoch 1/3\n2026-11-02 10:00:09,000 Saving checkpoint to /ckpt\n"
+
+
+@FUZZ
+@given(data=st.data(), changes=st.integers(1, 4), gzipped=st.booleans())
+def test_mutated_traces_give_facts_or_none(data, changes, gzipped):
+    trace = TRACE
+    for _ in range(changes):
+        trace = _changed(trace, data)
+    content = b"" if trace is _DELETE else json.dumps(trace).encode()
+    trace_facts("traces/j1/rank0.json", gzip.compress(content) if gzipped else content)
+
+
+@FUZZ
+@given(content=st.one_of(st.binary(max_size=512), JSON_VALUES.map(lambda v: json.dumps(v).encode())))
+def test_arbitrary_trace_bytes_give_facts_or_none(content):
+    trace_facts("traces/j1/t.json", content)
+    trace_facts("traces/j1/t.json.gz", gzip.compress(content)[: max(1, len(content) // 2)])
+
+
+@FUZZ
+@given(edits=EDITS, cut=st.one_of(st.none(), st.integers(min_value=0)), text=st.text(max_size=200))
+def test_mutated_scripts_and_logs_give_evidence(edits, cut, text):
+    def mutated(source: str) -> str:
+        return mutate(source.encode(), edits, cut).decode("utf-8", errors="replace") + text
+
+    extract_script_evidence([("train.py", mutated(SCRIPT)), ("run.sh", mutated(SHELL)), ("x.py", text)])
+    extract_log_evidence([("stdout.log", mutated(LOG)), ("stderr.log", text)])
+    command_facts(text)
+    command_facts(mutated("torchrun --nproc_per_node=8 train.py --workers 0"))
+
+
+# -- what the fuzzing found ----------------------------------------------------------------------
+def test_a_gzipped_trace_is_inflated_only_up_to_the_bound_and_a_truncated_one_skipped():
+    import pytest
+
+    from triage.evidence.traces import TraceTooLarge, load_trace
+
+    bomb = gzip.compress(b"[" + b" " * 100_000 + b"]")  # 0.1 MB from a few hundred bytes
+    assert len(bomb) < 1_000
+    with pytest.raises(TraceTooLarge, match="inflates to more than 50000 bytes"):
+        load_trace(bomb, max_bytes=50_000)
+    assert load_trace(bomb, max_bytes=200_000) == []
+    whole = gzip.compress(json.dumps(TRACE).encode())
+    assert trace_facts("t.json.gz", whole).kernel_us == 30
+    assert trace_facts("t.json.gz", whole[: len(whole) // 2]) is None
+
+
+def test_trace_events_of_the_wrong_shape_are_passed_over():
+    events = [
+        *TRACE["traceEvents"],
+        {"ph": "X", "cat": ["kernel"], "ts": 1, "dur": 1},  # a category that is not text
+        {"ph": "X", "cat": "kernel", "ts": 1, "dur": float("inf")},  # not a finite duration
+        {"ph": "X", "cat": "kernel", "ts": 1, "dur": 5, "args": True, "pid": [0]},  # args not an object
+        {"ph": "X", "cat": "gpu_memcpy", "name": "Memcpy HtoD (Pageable -> Device)", "ts": 2, "dur": 1,
+         "args": {"bytes": "lots", "correlation": [1]}},
+    ]  # fmt: skip
+    facts = trace_facts("t.json", json.dumps({"distributedInfo": True, "traceEvents": events}).encode())
+    assert facts.rank is None
+    assert facts.kernel_us == 30 + 5  # the gemm and the kernel whose args were not an object
+    assert facts.h2d_pageable_bytes == 4096 and facts.h2d_pageable_us == 40 + 1
