@@ -290,10 +290,19 @@ def parquet_members(metrics: bytes) -> dict[str, bytes]:
 
 
 @FUZZ
-@given(edits=EDITS, cut=st.one_of(st.none(), st.integers(min_value=0)), junk=st.binary(max_size=64))
-def test_mutated_parquet_metrics_give_records_or_clean_errors(tmp_path, edits, cut, junk):
+@given(
+    edits=EDITS, cut=st.one_of(st.none(), st.integers(min_value=0)), junk=st.binary(max_size=64), per_job=st.booleans()
+)
+def test_mutated_parquet_metrics_give_records_or_clean_errors(tmp_path, edits, cut, junk, per_job):
+    metrics = mutate(valid_parquet_metrics(), edits, cut) + junk
+    if per_job:  # as metrics/j2.parquet, where it can only cost j2 its metrics
+        members = valid_members()
+        del members["metrics/j2.csv"]
+        members["metrics/j2.parquet"] = metrics
+    else:
+        members = parquet_members(metrics)
     path = tmp_path / "fuzz.zip"
-    path.write_bytes(zip_bytes(parquet_members(mutate(valid_parquet_metrics(), edits, cut) + junk)))
+    path.write_bytes(zip_bytes(members))
     parses_cleanly(path)
 
 
