@@ -363,10 +363,16 @@ def test_parquet_metrics_of_any_column_types_give_records_or_clean_errors(tmp_pa
 # -- native files (sacct --json, kubectl get pods -o json, Prometheus query_range) -----------------
 FIXTURES = Path(__file__).parent / "fixtures" / "connectors"
 _DELETE = object()  # in place of a value: drop the key or the list item
-JSON_VALUES = st.recursive(
-    st.one_of(st.none(), st.booleans(), st.integers(), st.floats(), st.text(max_size=8)),
-    lambda inner: st.one_of(st.lists(inner, max_size=3), st.dictionaries(st.text(max_size=6), inner, max_size=3)),
-    max_leaves=6,
+JSON_VALUES = st.deferred(
+    lambda: st.one_of(
+        st.none(),
+        st.booleans(),
+        st.integers(),
+        st.floats(),
+        st.text(max_size=8),
+        st.lists(JSON_VALUES, max_size=3),
+        st.dictionaries(st.text(max_size=6), JSON_VALUES, max_size=3),
+    )
 )
 
 
