@@ -439,3 +439,12 @@ def test_parquet_integers_beyond_float_precision_are_range_errors_not_a_crash(tm
     error = next(e for e in run.errors if e["job_id"] == "j3")
     assert error["field"] == "gpu_util" and error["row"] == 131 and "out of range" in error["message"]
     assert set(Job.objects.values_list("external_id", flat=True)) == {"j1", "j2"}
+
+
+def test_parquet_half_precision_metrics_are_read(tmp_path):
+    import numpy as np
+
+    util = pa.array(np.full(180, 50.0, dtype=np.float16), pa.float16())
+    run = ingest_file(with_parquet(tmp_path, parquet_metrics(gpu_util=util)))
+    assert run.status == IngestRun.Status.SUCCEEDED
+    assert sorted(Job.objects.values_list("mean_gpu_util", flat=True)) == [50.0, 50.0, 50.0]

@@ -1036,13 +1036,13 @@ class _ArchiveParser:
             batches = _ReadAhead(_parquet_batches(parquet))
             try:
                 for batch in batches:
-                    table = _utf8_text(pa.Table.from_batches([batch]).rename_columns(clean), first)
+                    table = _checked_columns(pa.Table.from_batches([batch]).rename_columns(clean), first)
                     yield _Table(table=table, rows=np.arange(first, first + table.num_rows), header=clean, ragged=[])
                     first += table.num_rows
             finally:
                 batches.close()  # before the file goes
             if first == 1:  # no rows: still one (empty) batch, so the columns are checked
-                empty = parquet.schema_arrow.empty_table().rename_columns(clean)
+                empty = _checked_columns(parquet.schema_arrow.empty_table().rename_columns(clean), 1)
                 yield _Table(table=empty, rows=np.arange(1, 1), header=clean, ragged=[])
         finally:
             os.unlink(local)
@@ -1474,14 +1474,18 @@ def _cell_values(cells: pa.Array) -> list:
     return values
 
 
-def _utf8_text(table: pa.Table, first_row: int) -> pa.Table:
-    """The columns the importer reads, with their text checked to be UTF-8 and columns of bytes
-    (Parquet byte arrays without the UTF-8 annotation, as some writers store text) read as text.
-    Parquet does not check that its text is UTF-8: a cell that is not makes the file unreadable, as
-    in a CSV file, instead of failing whatever reads it later."""
+def _checked_columns(table: pa.Table, first_row: int) -> pa.Table:
+    """The columns the importer reads, with their text checked to be UTF-8, columns of bytes
+    (Parquet byte arrays without the UTF-8 annotation, as some writers store text) read as text,
+    and half-precision floats widened to float32 (few Arrow kernels take them). Parquet does not
+    check that its text is UTF-8: a cell that is not makes the file unreadable, as in a CSV file,
+    instead of failing whatever reads it later."""
     for index, name in enumerate(table.column_names):
         column = table.column(index)
         kind = column.type.value_type if pa.types.is_dictionary(column.type) else column.type
+        if name in READ_COLUMNS and pa.types.is_float16(kind):
+            table = table.set_column(index, name, pc.cast(_arrow(column), pa.float32()))
+            continue
         is_bytes = pa.types.is_binary(kind) or pa.types.is_large_binary(kind) or pa.types.is_fixed_size_binary(kind)
         if name not in READ_COLUMNS or not (is_bytes or _is_text(kind)):
             continue
