@@ -101,3 +101,15 @@ def test_trace_events_of_the_wrong_shape_are_passed_over():
     assert facts.rank is None
     assert facts.kernel_us == 30 + 5  # the gemm and the kernel whose args were not an object
     assert facts.h2d_pageable_bytes == 4096 and facts.h2d_pageable_us == 40 + 1
+
+
+def test_a_script_nested_too_deeply_for_the_parser_is_a_parse_error_and_the_others_are_read():
+    scripts = [
+        ("chain.py", "x = " + "+".join(["a"] * 100_000)),  # RecursionError in ast.parse
+        ("minus.py", "x = " + "-" * 100_000 + "1"),  # MemoryError in ast.parse
+        ("train.py", SCRIPT),
+    ]
+    evidence = extract_script_evidence(scripts)
+    assert evidence.parse_errors == ["chain.py: nested too deeply to be read", "minus.py: nested too deeply to be read"]
+    good = extract_script_evidence(scripts[2:])
+    assert good.facts and evidence.facts == good.facts and evidence.frameworks == good.frameworks == {"torch"}

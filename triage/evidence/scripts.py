@@ -96,10 +96,13 @@ def extract_script_evidence(scripts: list[tuple[str, str]]) -> ScriptEvidence:
             evidence.python_files += 1
             try:
                 tree = ast.parse(text, filename=path)
+                _PythonFacts(path, text, evidence).run(tree)
             except (SyntaxError, ValueError) as exc:
                 evidence.parse_errors.append(f"{path}: {exc}")
-                continue
-            _PythonFacts(path, text, evidence).run(tree)
+            except (RecursionError, MemoryError):
+                # CPython's parser (and a walk of its tree) gives up on deeply nested code this
+                # way, MemoryError included (`x = ------…1`): an uploaded script, read no further.
+                evidence.parse_errors.append(f"{path}: nested too deeply to be read")
         elif lower.endswith((".sh", ".bash", ".slurm", ".sbatch")) or text.startswith("#!/bin/"):
             evidence.shell_files += 1
             _shell_facts(path, text, evidence)
