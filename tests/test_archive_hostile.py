@@ -413,6 +413,7 @@ def test_parquet_bytes_are_read_as_utf8_text_or_refused_naming_the_row(tmp_path,
     run = ingest_file(with_parquet(tmp_path, parquet_metrics(job_id=pa.array(ids, pa.binary()))))
     assert run.status == IngestRun.Status.FAILED
     assert "column 'job_id', row 62: not UTF-8 text (invalid byte 0x80" in run.errors[0]["message"]
+    assert (run.errors[0]["row"], run.errors[0]["field"]) == (62, "job_id")
 
     # Text columns too: Parquet's UTF-8 annotation is the writer's word, which nothing checks.
     lying = pa.array(ids, pa.binary()).view(pa.string())

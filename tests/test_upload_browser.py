@@ -214,3 +214,33 @@ def test_a_running_runs_page_follows_its_progress_until_it_finishes(operator_bro
     counts = finished_run_page(driver, "Succeeded")  # the page reloaded itself
     assert (counts["done"], counts["total"], counts["created"]) == (40, 40, 40)
     assert console_errors(driver) == []  # the polling is allowed by the CSP (connect-src 'self')
+
+
+def test_a_per_job_parquet_of_lists_rejects_that_job_and_names_the_column(
+    operator_browser, live_server, upload_dirs, tmp_path
+):
+    """What the fuzzing found, as the operator meets it: one job's Parquet holds lists where GPU
+    indexes belong; that job is rejected with the column named, the others land."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+    from selenium.webdriver.common.by import By
+
+    buffer = io.BytesIO()
+    pq.write_table(pa.table({"timestamp": [1793613600.0], "gpu": [[0, 1]], "gpu_util": [50.0]}), buffer)
+    archive = write_zip(tmp_path / "nested.zip", {**good_members(), "metrics/j2.parquet": buffer.getvalue()})
+    run_id, _ = upload(operator_browser, live_server.url, archive)
+    counts = finished_run_page(operator_browser, "Partly rejected")
+    assert (counts["created"], counts["rejected"]) == (2, 1)
+    errors = operator_browser.find_element(By.XPATH, "//section[h2[starts-with(., 'Errors')]]")
+    rows = [
+        [cell.text for cell in row.find_elements(By.TAG_NAME, "td")]
+        for row in errors.find_elements(By.CSS_SELECTOR, "table.data tbody tr")
+    ]
+    assert ["metrics/j2.parquet", "", "gpu", "j2", "column 'gpu' holds list<element: int64> values; expected one "
+            "text, number or time a cell"] in rows  # fmt: skip
+    assert set(Job.objects.values_list("external_id", flat=True)) == {"j1", "j3"}
+    operator_browser.set_window_size(
+        1400, max(900, operator_browser.execute_script("return document.body.scrollHeight"))
+    )
+    operator_browser.save_screenshot(str(SHOTS / "ingest-run-parquet-error.png"))
+    assert console_errors(operator_browser) == []

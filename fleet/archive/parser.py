@@ -391,7 +391,12 @@ def _schema_problem(error: jsonschema.ValidationError) -> tuple[str, str]:
 # The parser
 # ---------------------------------------------------------------------------------------------
 class _Unreadable(Exception):
-    """A data file that cannot be read at all (truncated Parquet, broken CSV, duplicate header)."""
+    """A data file that cannot be read at all (truncated Parquet, broken CSV, duplicate header);
+    `row` and `field` where one cell or column is to blame."""
+
+    def __init__(self, message: str, *, row: int | None = None, field: str = ""):
+        super().__init__(message)
+        self.row, self.field = row, field
 
 
 @dataclass
@@ -688,8 +693,8 @@ class _ArchiveParser:
                         self._spill.add(frame, priority, long_form=tally.long_form)
         except _Unreadable as exc:
             if file_job is None:
-                raise ArchiveError.of(name, str(exc)) from exc
-            self.reject(file_job, RecordError(name, str(exc), job_id=file_job))
+                raise ArchiveError.of(name, str(exc), row=exc.row, field=exc.field) from exc
+            self.reject(file_job, RecordError(name, str(exc), row=exc.row, field=exc.field, job_id=file_job))
             return
         self._finish_metrics_file(name, file_job, tally)
 
@@ -1454,7 +1459,8 @@ def _check_parquet_types(schema: pa.Schema) -> None:
         kind = column.type.value_type if pa.types.is_dictionary(column.type) else column.type
         if column.name.strip() in READ_COLUMNS and pa.types.is_nested(kind):
             raise _Unreadable(
-                f"column {column.name.strip()!r} holds {kind} values; expected one text, number or time a cell"
+                f"column {column.name.strip()!r} holds {kind} values; expected one text, number or time a cell",
+                field=column.name.strip(),
             )
 
 
@@ -1501,7 +1507,9 @@ def _checked_columns(table: pa.Table, first_row: int) -> pa.Table:
             row, cell = next((row, cell) for row, cell in enumerate(cells) if cell is not None and not _is_utf8(cell))
             raise _Unreadable(
                 f"column {name!r}, row {first_row + row}: not UTF-8 text "
-                f"(invalid byte 0x{cell[_utf8_error(cell).start]:02x}; write the column as text, in UTF-8)"
+                f"(invalid byte 0x{cell[_utf8_error(cell).start]:02x}; write the column as text, in UTF-8)",
+                row=first_row + row,
+                field=name,
             ) from None
     return table
 
