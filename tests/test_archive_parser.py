@@ -4,7 +4,7 @@ import json
 import os
 import tarfile
 import zipfile
-from datetime import UTC, datetime
+from datetime import UTC, date, datetime
 from pathlib import Path
 
 import numpy as np
@@ -809,6 +809,26 @@ def test_parse_timestamps_accepts_pandas_and_arrow_columns():
     numbers, bad = parse_timestamps(pa.chunked_array([pa.array([1791190800.25, None])]))
     assert numbers[0] == pd.Timestamp("2026-10-05T09:00:00.250Z")
     assert bad.tolist() == [False, True]
+
+
+@pytest.mark.parametrize(
+    "column",
+    [
+        pa.array([date(2026, 10, 5), None, date(1969, 12, 31)], pa.date32()),
+        pa.array([date(2026, 10, 5), None, date(1969, 12, 31)], pa.date64()),
+        pa.array([1791158400, None, -1], pa.timestamp("s")),
+        pa.array([1791158400_000, None, -1], pa.timestamp("ms", "UTC")),
+        pa.array([1791158400_000_999, None, -1], pa.timestamp("us", "Europe/Berlin")),  # the time is UTC
+        pa.array([1791158400_000_999_999, None, -1], pa.timestamp("ns")),
+    ],
+    ids=lambda column: str(column.type),
+)
+def test_typed_parquet_times_of_every_unit_are_read_to_the_millisecond(column):
+    from fleet.archive.parser import parse_timestamps
+
+    parsed, bad = parse_timestamps(column)
+    assert parsed[0] == pd.Timestamp("2026-10-05T00:00:00Z")  # rounded down to the millisecond, like dt.floor
+    assert bad.tolist() == [False, True, True]  # missing, and before 1970 as for epoch seconds
 
 
 READ_PARQUET = r"""

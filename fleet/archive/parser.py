@@ -303,6 +303,7 @@ def _from_typed_times(values: pa.Array) -> pd.Series:
     else:  # date64: milliseconds
         per_second, per_unit_ms = 1_000, 1
     raw = pc.fill_null(values.cast(pa.int32() if pa.types.is_date32(kind) else pa.int64()), 0).to_numpy()
+    raw = raw.astype("int64", copy=False)  # days as int32 would overflow once made milliseconds
     valid = values.is_valid().to_numpy(zero_copy_only=False) & (raw >= 0) & (raw < MAX_EPOCH_SECONDS * per_second)
     raw = np.where(valid, raw, 0)
     if per_unit_ms is not None:
