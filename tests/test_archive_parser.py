@@ -917,3 +917,35 @@ def test_typed_parquet_metrics_parse_as_the_same_cells_in_csv(tmp_path, cells, w
     assert {k: series_lib.to_parquet_bytes(v) for k, v in as_parquet.series.items()} == {
         k: series_lib.to_parquet_bytes(v) for k, v in as_csv.series.items()
     }
+
+
+_UNIT_NANOS = {"s": 10**9, "ms": 10**6, "us": 10**3, "ns": 1}
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.lists(st.one_of(st.none(), st.integers(-(10**17), 10**17)), min_size=1, max_size=8),
+    st.sampled_from(["date32", "date64", "s", "ms", "us", "ns"]),
+    st.sampled_from([None, "UTC", "Asia/Kolkata"]),
+)
+def test_typed_parquet_times_parse_as_the_same_times_written_as_text(nanos, kind, zone):
+    """A timestamp or date column means what the same moments written as epoch seconds mean:
+    the same millisecond (rounded down), and the same cells refused (missing, before 1970)."""
+    from fleet.archive.parser import parse_timestamps
+
+    if kind.startswith("date"):
+        days = [None if n is None else n // (86_400 * 10**9) for n in nanos]
+        column = pa.array(days, pa.int32()).cast(pa.date32())
+        if kind == "date64":
+            column = column.cast(pa.date64())
+        millis = [None if d is None else d * 86_400_000 for d in days]
+    else:
+        units = [None if n is None else n // _UNIT_NANOS[kind] for n in nanos]
+        column = pa.array(units, pa.int64()).cast(pa.timestamp(kind, zone))
+        millis = [None if u is None else u * _UNIT_NANOS[kind] // 10**6 for u in units]
+    # Epoch seconds as text, exact to the millisecond ("1791158400.123"): what a CSV file would say.
+    text = pa.array([None if m is None else f"{m // 1000}.{m % 1000:03d}" if m >= 0 else "-1" for m in millis])
+    typed, typed_bad = parse_timestamps(column)
+    written, written_bad = parse_timestamps(text)
+    assert typed_bad.tolist() == written_bad.tolist()
+    assert typed[~typed_bad].tolist() == written[~written_bad].tolist()
