@@ -50,7 +50,9 @@ def test_mutated_traces_give_facts_or_none(data, changes, gzipped):
     for _ in range(changes):
         trace = _changed(trace, data)
     content = b"" if trace is _DELETE else json.dumps(trace).encode()
-    trace_facts("traces/j1/rank0.json", gzip.compress(content) if gzipped else content)
+    facts = trace_facts("traces/j1/rank0.json", gzip.compress(content) if gzipped else content)
+    if facts is not None:  # what the finding stores: JSON that PostgreSQL's jsonb takes (no NaN, no Infinity)
+        json.dumps(facts.as_dict(), allow_nan=False)
 
 
 @FUZZ
@@ -66,7 +68,8 @@ def test_mutated_scripts_and_logs_give_evidence(edits, cut, text):
     def mutated(source: str) -> str:
         return mutate(source.encode(), edits, cut).decode("utf-8", errors="replace") + text
 
-    extract_script_evidence([("train.py", mutated(SCRIPT)), ("run.sh", mutated(SHELL)), ("x.py", text)])
+    evidence = extract_script_evidence([("train.py", mutated(SCRIPT)), ("run.sh", mutated(SHELL)), ("x.py", text)])
+    json.dumps([fact.as_dict() for fact in evidence.facts], allow_nan=False)  # stored with the findings
     extract_log_evidence([("stdout.log", mutated(LOG)), ("stderr.log", text)])
     command_facts(text)
     command_facts(mutated("torchrun --nproc_per_node=8 train.py --workers 0"))
@@ -93,6 +96,8 @@ def test_trace_events_of_the_wrong_shape_are_passed_over():
         *TRACE["traceEvents"],
         {"ph": "X", "cat": ["kernel"], "ts": 1, "dur": 1},  # a category that is not text
         {"ph": "X", "cat": "kernel", "ts": 1, "dur": float("inf")},  # not a finite duration
+        {"ph": "X", "cat": "kernel", "ts": 1.7e308, "dur": 1.7e308},  # finite, but their sum is not
+        {"ph": "X", "cat": "kernel", "ts": float("nan"), "dur": 1},
         {"ph": "X", "cat": "kernel", "ts": 1, "dur": 5, "args": True, "pid": [0]},  # args not an object
         {"ph": "X", "cat": "gpu_memcpy", "name": "Memcpy HtoD (Pageable -> Device)", "ts": 2, "dur": 1,
          "args": {"bytes": "lots", "correlation": [1]}},
@@ -101,6 +106,7 @@ def test_trace_events_of_the_wrong_shape_are_passed_over():
     assert facts.rank is None
     assert facts.kernel_us == 30 + 5  # the gemm and the kernel whose args were not an object
     assert facts.h2d_pageable_bytes == 4096 and facts.h2d_pageable_us == 40 + 1
+    json.dumps(facts.as_dict(), allow_nan=False)  # storable: no infinity crept in
 
 
 def test_a_script_nested_too_deeply_for_the_parser_is_a_parse_error_and_the_others_are_read():

@@ -77,6 +77,11 @@ class TraceFacts:
 MAX_TRACE_JSON_BYTES = 256 * 2**20
 
 
+# Event times and durations are microseconds; beyond this (31,700 years) a value is garbage, and
+# sums of such values would overflow to infinity, which no JSON column stores.
+MAX_EVENT_US = 1e18
+
+
 class TraceTooLarge(ValueError):
     """A gzipped trace inflates beyond MAX_TRACE_JSON_BYTES."""
 
@@ -121,7 +126,7 @@ def trace_facts(path: str, content: bytes) -> TraceFacts | None:
             ts, dur = float(event.get("ts", 0)), float(event.get("dur", 0))
         except (TypeError, ValueError, OverflowError):
             continue
-        if not (math.isfinite(ts) and math.isfinite(dur) and dur >= 0):
+        if not (abs(ts) < MAX_EVENT_US and 0 <= dur < MAX_EVENT_US):  # NaN fails too
             continue
         first, last = min(first, ts), max(last, ts + dur)
         category, name = event.get("cat", ""), str(event.get("name", ""))
