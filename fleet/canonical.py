@@ -6,6 +6,7 @@ and the ingest service is the only place that knows about the ORM.
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Literal
@@ -32,6 +33,50 @@ REQUIRED_METRICS = ("gpu_util",)
 SERIES_KEYS = ("timestamp", "host", "gpu")
 
 JOB_TYPES = ("batch", "interactive")
+
+
+def loads_json(text: str | bytes):
+    """JSON as RFC 8259 defines it. Python's `json` also reads NaN, Infinity and -Infinity, which no
+    JSON column stores (PostgreSQL's jsonb refuses them): here they are a ValueError, like any other
+    text that is not JSON, instead of failing the insert of a job whose raw record holds one. So is
+    nesting deeper than the interpreter's stack (`[[[[…`), which `json` answers with RecursionError."""
+    try:
+        return json.loads(text, parse_constant=_not_json)
+    except RecursionError:
+        raise ValueError("nested too deeply") from None
+
+
+def _not_json(name: str):
+    raise ValueError(f"{name} is not a JSON value (write null, or a number)")
+
+
+# PostgreSQL keeps no NUL character in text, nor \u0000 in jsonb: a value holding one cannot be stored.
+NUL_MESSAGE = "contains a NUL character (\\u0000), which cannot be stored; remove it"
+
+
+def nul_path(value, path: str = "") -> str | None:
+    """Where a NUL character hides in text or a JSON-like value, keys included: its path below
+    `path` ("labels.k", "raw.steps[2]"), or None. Iterative: a value may nest as deep as JSON allows."""
+    pending = [(path, value)]
+    while pending:
+        where, item = pending.pop()
+        if isinstance(item, str):
+            if "\x00" in item:
+                return where
+        elif isinstance(item, dict):
+            for key, inner in item.items():
+                inner_path = f"{where}.{key}" if where else str(key)
+                if "\x00" in str(key):
+                    return inner_path
+                pending.append((inner_path, inner))
+        elif isinstance(item, list | tuple):
+            pending.extend((f"{where}[{index}]", inner) for index, inner in enumerate(item))
+    return None
+
+
+def without_nul(text: str) -> str:
+    """Text with its NUL characters (which a terminal does not show, and the database cannot keep) left out."""
+    return text.replace("\x00", "") if "\x00" in text else text
 
 
 def as_utc(moment: datetime) -> datetime:
@@ -65,6 +110,15 @@ class JobRecord:
     labels: dict = field(default_factory=dict, hash=False)
     raw: dict = field(default_factory=dict, hash=False, compare=False)
 
+    def nul_field(self) -> str | None:
+        """The first field (a path into `labels` or `raw`) holding a NUL character, or None."""
+        for name in ("external_id", "user", "team", "cluster", "name", "gpu_model", "queue", "state",
+                     "job_type", "command", "labels", "raw"):  # fmt: skip
+            found = nul_path(getattr(self, name, ""), name)
+            if found is not None:
+                return found
+        return None
+
 
 @dataclass(frozen=True)
 class ArtifactRecord:
@@ -97,7 +151,14 @@ class RecordError:
         return f"{where}{who}: {self.message}"
 
     def as_dict(self) -> dict:
-        return {"file": self.file, "row": self.row, "field": self.field, "job_id": self.job_id, "message": self.message}
+        """As the run keeps it (a JSON column): text the input chose loses its NUL characters."""
+        return {
+            "file": without_nul(self.file),
+            "row": self.row,
+            "field": without_nul(self.field),
+            "job_id": without_nul(self.job_id),
+            "message": without_nul(self.message),
+        }
 
 
 @dataclass(frozen=True)

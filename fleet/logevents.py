@@ -15,6 +15,8 @@ import re
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
+from fleet.canonical import without_nul
+
 INSTALL = "install"
 DOWNLOAD = "download"
 EPOCH = "epoch"
@@ -205,7 +207,7 @@ def _scan(text: str, stamps: list[datetime | None] | None) -> list[LogEventRecor
             last_epoch = epoch
         if not kinds:
             continue
-        shown = line.strip()[:MAX_TEXT]
+        shown = without_nul(line.strip())[:MAX_TEXT]  # stored as text, which cannot hold NUL
         timestamp = stamps[-1] if stamps is not None else _moment(stamp) if stamp else None
         if len(kinds) == 1:
             events.append(LogEventRecord(kinds[0], line_no, timestamp, shown))

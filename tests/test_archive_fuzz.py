@@ -436,7 +436,9 @@ def test_mutated_native_files_give_records_or_clean_errors(tmp_path, data, chang
 # -- the whole import ----------------------------------------------------------------------------
 @FUZZ
 @given(
-    member=st.sampled_from(["jobs.csv", "metrics.csv", "metrics/j2.csv", "logs/j1/stdout.log", "metrics.parquet"]),
+    member=st.sampled_from(
+        ["jobs.csv", "jobs.jsonl", "metrics.csv", "metrics/j2.csv", "logs/j1/stdout.log", "metrics.parquet"]
+    ),
     edits=EDITS,
     cut=st.one_of(st.none(), st.integers(min_value=0)),
     junk=st.binary(max_size=64),
@@ -453,6 +455,10 @@ def test_an_import_of_a_mutated_archive_finishes_with_every_error_named(
     if member == "metrics.parquet":
         del members["metrics.csv"]
         members["metrics.parquet"] = valid_parquet_metrics()
+    if member == "jobs.jsonl":
+        del members["jobs.csv"]
+        labelled = JOBS_JSONL.replace(b'"j1"', b'"j2"').replace(b'"t"', b'"t", "labels": {"k": "v"}')
+        members["jobs.jsonl"] = JOBS_JSONL + labelled
     members[member] = mutate(members[member], edits, cut) + junk
     path = tmp_path / "fuzz.zip"
     path.write_bytes(zip_bytes(members))

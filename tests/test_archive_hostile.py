@@ -449,3 +449,48 @@ def test_parquet_half_precision_metrics_are_read(tmp_path):
     run = ingest_file(with_parquet(tmp_path, parquet_metrics(gpu_util=util)))
     assert run.status == IngestRun.Status.SUCCEEDED
     assert sorted(Job.objects.values_list("mean_gpu_util", flat=True)) == [50.0, 50.0, 50.0]
+
+
+def test_nan_and_infinity_in_json_rows_are_not_json_and_reject_only_their_row(tmp_path):
+    """Python reads NaN and Infinity as JSON; PostgreSQL's jsonb refuses them, so a job keeping one in
+    its raw record or labels failed the whole batch's insert. They are row errors, like any bad JSON."""
+    row = '{"job_id": "%s", "user": "a", "team": "t", "gpu_count": 1, "start_time": 1793613600, "end_time": 1793617200'
+    jobs = (
+        (row % "j1") + ', "extra": NaN}\n'
+        + (row % "j2") + ', "labels": "{\\"x\\": Infinity}"}\n'
+        + (row % "j3") + "}\n"
+    )  # fmt: skip
+    path = write_zip(tmp_path / "a.zip", {"manifest.json": MANIFEST, "jobs.jsonl": jobs})
+    run = ingest_file(path)
+    assert run.status == IngestRun.Status.PARTIAL
+    assert {(e["row"], e["field"], e["message"]) for e in run.errors} == {
+        (1, "", "not valid JSON: NaN is not a JSON value (write null, or a number)"),
+        (2, "labels", 'must be a JSON object, e.g. {"project": "x"} (got \'{"x": Infinity}\')'),
+    }
+    assert list(Job.objects.values_list("external_id", flat=True)) == ["j3"]
+
+
+# -- NUL characters: PostgreSQL keeps none in text or jsonb (found by fuzzing the import on PostgreSQL)
+def test_nul_characters_never_reach_the_database(tmp_path):
+    row = '{"job_id": "%s", "user": "a", "team": "t", "gpu_count": 1, "start_time": 1793613600, "end_time": 1793617200'
+    jobs = (
+        (row % "j1") + ', "name": "tr\\u0000ain"}\n'
+        + (row % "j2") + ', "labels": {"k": "v\\u0000"}}\n'
+        + (row % "j3") + "}\n"
+        + "[" * 100_000 + "\n"  # deeper than Python's json can follow
+    )  # fmt: skip
+    ids = ["j3"] * 3 + ["j\x004"]  # a metrics row for a job id with a NUL: noted, the note stored
+    metrics = io.BytesIO()
+    stamps = pa.array([1793613600000 + 60_000 * i for i in range(4)], pa.timestamp("ms", "UTC"))
+    pq.write_table(pa.table({"job_id": ids, "timestamp": stamps, "gpu": [0] * 4, "gpu_util": [50.0] * 4}), metrics)
+    log = "2026-11-02 10:00:05,000 Epoch 1/3 \x00\x00done\n"
+    members = {"manifest.json": MANIFEST, "jobs.jsonl": jobs, "metrics.parquet": metrics.getvalue()}
+    run = ingest_file(write_zip(tmp_path / "a.zip", {**members, "logs/j3/stdout.log": log}))
+    assert run.status == IngestRun.Status.PARTIAL
+    found = {(e["row"], e["field"], e["message"]) for e in run.errors}
+    nul = "contains a NUL character (\\u0000), which cannot be stored; remove it"
+    assert {(1, "name", nul), (2, "labels.k", nul), (4, "", "not valid JSON: nested too deeply")} <= found
+    assert any(e["job_id"] == "j4" and "is not in jobs.jsonl" in e["message"] for e in run.errors)
+    [job] = Job.objects.all()
+    assert job.external_id == "j3" and job.sample_count == 3
+    assert list(job.log_events.values_list("text", flat=True)) == ["2026-11-02 10:00:05,000 Epoch 1/3 done"]

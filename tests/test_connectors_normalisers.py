@@ -295,3 +295,20 @@ def test_prometheus_labels_that_are_not_text_are_bad_data():
         parse_query_range(body, source="q.json")
     with pytest.raises(BadData, match="expected 'data' to be an object with a 'result' list"):
         parse_query_range(json.dumps({"status": "success", "data": ["matrix"]}), source="q.json")
+
+
+def test_a_native_file_with_nan_is_not_json():
+    with pytest.raises(BadData, match=r"sacct.json: not valid JSON \(NaN is not a JSON value"):
+        parse_sacct(b'{"jobs": [], "meta": {"x": NaN}}', source="sacct.json")
+
+
+def test_a_native_job_with_a_nul_character_is_reported_and_the_others_kept(tmp_path):
+    doc = json.loads((FIXTURES / "sacct_v0.0.40.json").read_text())
+    doc["jobs"][0]["name"] = "tr\x00ain"
+    manifest = json.dumps({"format": "fleet-archive", "version": 1, "cluster": "c1"})
+    archive = write_zip(tmp_path / "n.zip", {"manifest.json": manifest, "native/slurm/sacct.json": json.dumps(doc)})
+    parsed = parse_archive(archive)
+    first = str(doc["jobs"][0]["job_id"])
+    [error] = [e for e in parsed.errors if "NUL" in e.message]
+    assert (error.file, error.field, error.job_id) == ("native/slurm/sacct.json", "name", first)
+    assert first not in parsed.jobs and parsed.jobs

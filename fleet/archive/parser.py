@@ -41,7 +41,17 @@ import pyarrow.parquet as pq
 
 from fleet import series as series_lib
 from fleet.archive.reader import MANIFEST_NAME, ArchiveError, ArchiveReader, ReaderLimits, open_archive
-from fleet.canonical import JOB_TYPES, METRICS, ArtifactRecord, JobRecord, RecordError, as_utc
+from fleet.canonical import (
+    JOB_TYPES,
+    METRICS,
+    NUL_MESSAGE,
+    ArtifactRecord,
+    JobRecord,
+    RecordError,
+    as_utc,
+    loads_json,
+    nul_path,
+)
 from fleet.connectors.native import NativeFiles  # native sacct/kubectl/Prometheus files (issue 6)
 
 __all__ = [
@@ -645,10 +655,13 @@ class _ArchiveParser:
             if not line.strip():
                 continue
             try:
-                record = json.loads(line)
+                record = loads_json(line)
             except json.JSONDecodeError as exc:
                 message = f"not valid JSON ({exc.msg} at column {exc.colno}); the line is truncated or malformed"
                 self.reject(_row_key(name, line_no), RecordError(name, message, row=line_no))
+                continue
+            except ValueError as exc:  # NaN or Infinity
+                self.reject(_row_key(name, line_no), RecordError(name, f"not valid JSON: {exc}", row=line_no))
                 continue
             if not isinstance(record, dict):
                 message = f"each line must be a JSON object (got {type(record).__name__})"
@@ -1337,6 +1350,9 @@ class _Spill:
 # ---------------------------------------------------------------------------------------------
 def _job_from_row(record: dict, default_cluster: str) -> tuple[JobRecord | None, list[tuple[str, str]]]:
     """The job a row describes, or the (field, message) problems that reject it."""
+    where = nul_path(record)  # a JSON line can spell one (\u0000); the whole row is kept as the raw record
+    if where is not None:
+        return None, [(where, NUL_MESSAGE)]
     problems: list[tuple[str, str]] = []
     for name in JOB_REQUIRED:
         if name not in record:
@@ -1377,8 +1393,8 @@ def _job_from_row(record: dict, default_cluster: str) -> tuple[JobRecord | None,
         labels = {}
     elif isinstance(labels, str):
         try:
-            labels = json.loads(labels)
-        except json.JSONDecodeError:
+            labels = loads_json(labels)
+        except ValueError:
             labels = None
     if not isinstance(labels, dict):
         problems.append(("labels", f'must be a JSON object, e.g. {{"project": "x"}} (got {record.get("labels")!r})'))

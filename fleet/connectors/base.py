@@ -18,13 +18,12 @@ retries are used up) ends the pull without moving the watermark, so the next run
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, ClassVar
 
-from fleet.canonical import ArtifactRecord, JobRecord, RecordError, as_utc
+from fleet.canonical import ArtifactRecord, JobRecord, RecordError, as_utc, loads_json
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -64,8 +63,8 @@ def json_document(data: bytes | str | dict, source: str):
     if isinstance(data, dict):
         return data
     try:
-        return json.loads(data)
-    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        return loads_json(data)
+    except ValueError as exc:  # JSONDecodeError, UnicodeDecodeError, NaN or Infinity
         raise BadData(f"{source}: not valid JSON ({exc})") from exc
 
 

@@ -23,6 +23,7 @@ from requests.adapters import HTTPAdapter
 from urllib3.exceptions import MaxRetryError, ProtocolError
 from urllib3.util.retry import Retry
 
+from fleet.canonical import loads_json
 from fleet.connectors.base import BadData, ConnectorSettings, TransientError
 
 logger = logging.getLogger(__name__)
@@ -163,8 +164,8 @@ def _read_body(response: requests.Response, limit: int, *, truncate: bool) -> by
 
 def _parse_json(body: bytes) -> Any:
     try:
-        return json.loads(body)
-    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        return loads_json(body)
+    except ValueError as exc:  # JSONDecodeError, UnicodeDecodeError, NaN or Infinity
         # A body cut short by a proxy or a dropped connection looks exactly like this; read again.
         raise _BodyError(f"the response is not valid JSON ({exc})", not_json=True) from exc
 
