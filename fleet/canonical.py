@@ -74,6 +74,14 @@ def nul_path(value, path: str = "") -> str | None:
     return None
 
 
+# GPUs, nodes or CPUs of one job: more than any job has, and well inside the database's integer columns.
+MAX_COUNT = 1_000_000
+
+
+def count_message(value: int) -> str:
+    return f"{value} is more than any job has (at most {MAX_COUNT:,})"
+
+
 def without_nul(text: str) -> str:
     """Text with its NUL characters (which a terminal does not show, and the database cannot keep) left out."""
     return text.replace("\x00", "") if "\x00" in text else text
@@ -110,13 +118,18 @@ class JobRecord:
     labels: dict = field(default_factory=dict, hash=False)
     raw: dict = field(default_factory=dict, hash=False, compare=False)
 
-    def nul_field(self) -> str | None:
-        """The first field (a path into `labels` or `raw`) holding a NUL character, or None."""
+    def unstorable(self) -> tuple[str, str] | None:
+        """(field, message) for the first value the database cannot keep — a NUL character anywhere
+        (the field is a path into `labels` or `raw`), a count beyond MAX_COUNT — or None."""
+        for name in ("gpu_count", "node_count", "cpu_count"):
+            value = getattr(self, name)
+            if value is not None and value > MAX_COUNT:
+                return name, count_message(value)
         for name in ("external_id", "user", "team", "cluster", "name", "gpu_model", "queue", "state",
                      "job_type", "command", "labels", "raw"):  # fmt: skip
             found = nul_path(getattr(self, name, ""), name)
             if found is not None:
-                return found
+                return found, NUL_MESSAGE
         return None
 
 

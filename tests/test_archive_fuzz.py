@@ -473,3 +473,34 @@ def test_an_import_of_a_mutated_archive_finishes_with_every_error_named(
         assert job.sample_count == 0 or job.series_file.name  # counted samples come from a stored series
         if job.series_file.name:
             assert job.series_file.storage.exists(job.series_file.name)
+
+
+@FUZZ
+@given(
+    rows=st.lists(
+        st.fixed_dictionaries(
+            {"job_id": st.one_of(st.sampled_from(["j1", "j2", "j 3"]), st.text(max_size=6))},
+            optional={name: st.one_of(st.text(max_size=12), JSON_VALUES) for name in _job_fields[1:]},
+        ).map(lambda row: {**_VALID_ROW, **row}),
+        min_size=1,
+        max_size=4,
+    )
+)
+def test_an_import_of_arbitrary_json_job_rows_stores_what_it_accepts(tmp_path, storage_dir, db, rows):
+    """Any text and any JSON in any field of a jobs.jsonl row: the row is stored or rejected with a
+    named error, on SQLite and PostgreSQL alike (NUL characters, NaN and deep nesting included)."""
+    from fleet import ingest
+    from fleet.models import IngestRun, Job
+
+    members = valid_members()
+    del members["jobs.csv"]
+    members["jobs.jsonl"] = "".join(json.dumps(row) + "\n" for row in rows).encode()
+    path = tmp_path / "fuzz.zip"
+    path.write_bytes(zip_bytes(members))
+    Job.objects.all().delete()
+    run = ingest.execute_run(ingest.create_run(path).pk)
+    assert run.status in {IngestRun.Status.SUCCEEDED, IngestRun.Status.PARTIAL, IngestRun.Status.FAILED}
+    for error in run.errors:
+        assert error["message"] and error["file"], error
+    stored = set(Job.objects.values_list("external_id", flat=True))
+    assert stored <= {str(row["job_id"]).strip() for row in rows}

@@ -494,3 +494,20 @@ def test_nul_characters_never_reach_the_database(tmp_path):
     [job] = Job.objects.all()
     assert job.external_id == "j3" and job.sample_count == 3
     assert list(job.log_events.values_list("text", flat=True)) == ["2026-11-02 10:00:05,000 Epoch 1/3 done"]
+
+
+def test_counts_beyond_any_job_are_row_errors_and_null_equals_absent_in_repeated_rows(tmp_path):
+    row = '{"job_id": "%s", "user": "a", "team": "t", "start_time": 1793613600, "end_time": 1793617200'
+    jobs = (
+        (row % "j1") + ', "gpu_count": 10000000000000}\n'  # an integer column would overflow on PostgreSQL
+        + (row % "j2") + ', "gpu_count": 1, "cpu_count": 1e300}\n'
+        + (row % "j3") + ', "gpu_count": 1, "name": null}\n'
+        + (row % "j3") + ', "gpu_count": 1}\n'  # the same job again, with its name left out: no conflict
+    )  # fmt: skip
+    run = ingest_file(write_zip(tmp_path / "a.zip", {"manifest.json": MANIFEST, "jobs.jsonl": jobs}))
+    assert run.status == IngestRun.Status.PARTIAL
+    assert {(e["job_id"], e["field"], e["message"]) for e in run.errors} == {
+        ("j1", "gpu_count", "10000000000000 is more than any job has (at most 1,000,000)"),
+        ("j2", "cpu_count", f"{int(1e300)} is more than any job has (at most 1,000,000)"),
+    }
+    assert list(Job.objects.values_list("external_id", flat=True)) == ["j3"]

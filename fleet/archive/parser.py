@@ -43,12 +43,14 @@ from fleet import series as series_lib
 from fleet.archive.reader import MANIFEST_NAME, ArchiveError, ArchiveReader, ReaderLimits, open_archive
 from fleet.canonical import (
     JOB_TYPES,
+    MAX_COUNT,
     METRICS,
     NUL_MESSAGE,
     ArtifactRecord,
     JobRecord,
     RecordError,
     as_utc,
+    count_message,
     loads_json,
     nul_path,
 )
@@ -599,10 +601,10 @@ class _ArchiveParser:
         for job_id, occurrences in by_id.items():
             self.job_ids.add(job_id)
             row, record = occurrences[0]
-            conflict = next((other for other in occurrences[1:] if other[1] != record), None)
+            conflict = next((other for other in occurrences[1:] if _differing_key(record, other[1])), None)
             if conflict is not None:
                 other_row, other = conflict
-                differing = next(k for k in sorted(set(record) | set(other)) if record.get(k) != other.get(k))
+                differing = _differing_key(record, other)
                 rows = _join_rows([r for r, _ in occurrences])
                 first_value, other_value = record.get(differing), other.get(differing)
                 message = (
@@ -1367,6 +1369,9 @@ def _job_from_row(record: dict, default_cluster: str) -> tuple[JobRecord | None,
         number = _as_count(value)
         if number is None:
             problems.append((name, f"not a non-negative integer: {value!r}"))
+        elif number > MAX_COUNT:
+            problems.append((name, count_message(number)))
+            return None
         return number
 
     def moment(name: str) -> datetime | None:
@@ -1435,6 +1440,12 @@ def _text(value) -> str:
     if value is None:
         return ""
     return value.strip() if isinstance(value, str) else str(value)
+
+
+def _differing_key(record: dict, other: dict) -> str | None:
+    """The first field whose value differs between two rows of one job; a field one row leaves out
+    and the other gives as null is the same (None when every field agrees)."""
+    return next((key for key in sorted(set(record) | set(other)) if record.get(key) != other.get(key)), None)
 
 
 def _as_count(value) -> int | None:

@@ -27,7 +27,7 @@ from django.utils import timezone
 from django.utils.text import slugify
 
 from fleet import ingest
-from fleet.canonical import NUL_MESSAGE, RecordError, without_nul
+from fleet.canonical import RecordError, without_nul
 from fleet.connectors.base import BadData, BaseConnector, ConfigError, ConnectorError, parse_time_watermark
 from fleet.connectors.http import HttpClient
 from fleet.connectors.models import Connector
@@ -178,11 +178,11 @@ class _Pull:
             artifacts = source.fetch_artifacts(record)
         except BadData as exc:
             self.errors.append(RecordError(self.connector.name, f"artifacts: {exc}", job_id=record.external_id))
-        where = record.nul_field()
-        if where is not None:  # the database cannot keep it; the rest of the pull goes on
-            self.errors.append(
-                RecordError(self.connector.name, NUL_MESSAGE, field=where, job_id=without_nul(record.external_id))
-            )
+        problem = record.unstorable()
+        if problem is not None:  # the database cannot keep it; the rest of the pull goes on
+            field, message = problem
+            job_id = without_nul(record.external_id)
+            self.errors.append(RecordError(self.connector.name, message, field=field, job_id=job_id))
             return
         if self.dry_run:
             return
