@@ -87,6 +87,18 @@ def without_nul(text: str) -> str:
     return text.replace("\x00", "") if "\x00" in text else text
 
 
+def storable(value):
+    """A JSON-like value with NUL characters left out of every string in it, keys included: for
+    what quotes input (log lines, script lines) on its way into a JSON column."""
+    if isinstance(value, str):
+        return without_nul(value)
+    if isinstance(value, dict):
+        return {storable(key) if isinstance(key, str) else key: storable(item) for key, item in value.items()}
+    if isinstance(value, list | tuple):
+        return [storable(item) for item in value]
+    return value
+
+
 def as_utc(moment: datetime) -> datetime:
     """The same instant as an aware UTC datetime; a naive one is taken to be UTC already."""
     return moment.replace(tzinfo=UTC) if moment.tzinfo is None else moment.astimezone(UTC)

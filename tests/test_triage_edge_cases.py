@@ -265,3 +265,30 @@ def test_trace_facts_split_pageable_copies_and_idle_time_like_hta():
     assert facts.idle_kernel_wait_us == 10  # relu started 10 us after gemm: launch overhead
     assert facts.idle_other_us == 130  # the pinned copy waited on something else
     assert facts.pageable_share_of_steps == pytest.approx(0.3)
+
+
+@pytest.mark.django_db
+def test_logs_and_scripts_with_nul_characters_are_triaged_and_stored(tmp_path, storage_dir):
+    """Evidence quotes log and script lines; PostgreSQL keeps no NUL in text or jsonb (this failed the
+    triage of such a job there). The lines are stored without them."""
+    import json as json_module
+
+    from fleet import ingest
+    from fleet.models import Job
+    from tests.conftest import write_zip
+    from tests.test_ingest import good_members
+    from triage.models import Finding
+    from triage.services import triage_job
+
+    members = good_members()
+    members["logs/j1/stdout.log"] += (
+        "2026-11-02 10:21:00,000 WARNING This DataLoader will create 16 worker processes in total. "
+        "Our suggested max number of worker in current system is 2\x00\x00\n"
+    )
+    members["scripts/j1/run.sh"] = "#!/bin/bash\npip install torch\x00\nsleep 600\x00\npython train.py\n"
+    run = ingest.execute_run(ingest.create_run(write_zip(tmp_path / "a.zip", members)).pk)
+    assert run.status == "succeeded"
+    job = Job.objects.get(external_id="j1")
+    assert triage_job(job).status == "classified"
+    stored = json_module.dumps([list(f) for f in Finding.objects.filter(job=job).values_list("evidence", "summary")])
+    assert "current system is 2" in stored and "\\u0000" not in stored

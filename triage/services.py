@@ -16,6 +16,7 @@ from django.db import transaction
 from django.db.models import F
 from django.utils import timezone
 
+from fleet.canonical import storable, without_nul
 from fleet.models import Artifact, Job
 from triage.evidence import Evidence, JobInfo, build_evidence, read_series
 from triage.guidance import guidance_for
@@ -113,11 +114,12 @@ def _store(job: Job, rule_set: RuleSet, evidence: Evidence | None, result: Triag
         job=job,
         rule_set=rule_set,
         status=result.status,
-        reason=result.reason[:300],
+        reason=without_nul(result.reason)[:300],
         mean_util=result.mean_util,
         coverage=result.coverage,
         unused_gpu_hours=result.unused_gpu_hours,
-        evidence=evidence.summary() if evidence is not None else {},
+        # Evidence quotes the job's logs and scripts, which may hold NUL characters no column keeps.
+        evidence=storable(evidence.summary()) if evidence is not None else {},
     )
     price = _price_per_hour(job)
     facts = {"cpu_count": job.cpu_count, "gpu_count": job.gpu_count, "node_count": job.node_count}
@@ -132,20 +134,22 @@ def _store(job: Job, rule_set: RuleSet, evidence: Evidence | None, result: Triag
                 category=finding.category.value,
                 sub_cause=finding.sub_cause,
                 confidence=finding.confidence,
-                summary=finding.summary,
+                summary=without_nul(finding.summary),
                 gpu_hours=finding.gpu_hours,
                 cost=cost,
                 currency=job.currency if cost is not None else "",
                 time_located=finding.time_located,
-                evidence=finding.evidence(),
-                guidance=guidance_for(
-                    finding.category,
-                    finding.sub_cause,
-                    finding.numbers,
-                    gpu_hours=finding.gpu_hours,
-                    price_per_gpu_hour=price,
-                    currency=job.currency,
-                    job=facts,
+                evidence=storable(finding.evidence()),
+                guidance=storable(
+                    guidance_for(
+                        finding.category,
+                        finding.sub_cause,
+                        finding.numbers,
+                        gpu_hours=finding.gpu_hours,
+                        price_per_gpu_hour=price,
+                        currency=job.currency,
+                        job=facts,
+                    )
                 ),
             )
         )
