@@ -76,6 +76,7 @@ def nul_path(value, path: str = "") -> str | None:
 
 # GPUs, nodes or CPUs of one job: more than any job has, and well inside the database's integer columns.
 MAX_COUNT = 1_000_000
+MAX_ID_LENGTH = 200  # of a job id (the job schema's maxLength, and the column's)
 
 
 def count_message(value: int) -> str:
@@ -133,6 +134,8 @@ class JobRecord:
     def unstorable(self) -> tuple[str, str] | None:
         """(field, message) for the first value the database cannot keep — a NUL character anywhere
         (the field is a path into `labels` or `raw`), a count beyond MAX_COUNT — or None."""
+        if len(self.external_id) > MAX_ID_LENGTH:  # cut short, two jobs could become one
+            return "external_id", f"a job id of {len(self.external_id)} characters; at most {MAX_ID_LENGTH} are kept"
         for name in ("gpu_count", "node_count", "cpu_count"):
             value = getattr(self, name)
             if value is not None and value > MAX_COUNT:

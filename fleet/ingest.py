@@ -586,17 +586,19 @@ def _threads() -> ThreadPoolExecutor:
 
 
 def _apply_record(job: Job, record: JobRecord, team: Team, fp: str, run) -> None:
-    job.name = record.name
-    job.user = record.user
+    # Descriptive text is cut to its column, as PostgreSQL refuses longer values (native files and
+    # connectors bring whatever the platform holds; the job schema bounds an archive's own rows).
+    job.name = _fitted("name", record.name)
+    job.user = _fitted("user", record.user)
     job.team = team
-    job.queue = record.queue
-    job.state = record.state
+    job.queue = _fitted("queue", record.queue)
+    job.state = _fitted("state", record.state)
     job.job_type = record.job_type or Job.JobType.BATCH
     job.submit_time = record.submit_time
     job.start_time = record.start_time
     job.end_time = record.end_time
     job.gpu_count = record.gpu_count
-    job.gpu_model = record.gpu_model
+    job.gpu_model = _fitted("gpu_model", record.gpu_model)
     job.node_count = record.node_count or 1
     job.cpu_count = record.cpu_count
     job.command = record.command
@@ -604,6 +606,10 @@ def _apply_record(job: Job, record: JobRecord, team: Team, fp: str, run) -> None
     job.raw = record.raw
     job.fingerprint = fp
     job.ingest_run = run
+
+
+def _fitted(field_name: str, text: str) -> str:
+    return text[: Job._meta.get_field(field_name).max_length]
 
 
 def summary_of(series: series_lib.SeriesSlice, start, end, gpu_count: int):

@@ -511,3 +511,29 @@ def test_counts_beyond_any_job_are_row_errors_and_null_equals_absent_in_repeated
         ("j2", "cpu_count", f"{int(1e300)} is more than any job has (at most 1,000,000)"),
     }
     assert list(Job.objects.values_list("external_id", flat=True)) == ["j3"]
+
+
+def test_native_text_longer_than_its_column_is_cut_and_an_overlong_job_id_refused(tmp_path):
+    """Native files bring whatever the platform holds (the job schema bounds only an archive's own
+    rows): on PostgreSQL a name longer than its column failed the whole batch."""
+    doc = json.loads((Path(__file__).parent / "fixtures" / "connectors" / "sacct_v0.0.40.json").read_text())
+    doc["jobs"][0]["name"] = "n" * 600
+    doc["jobs"][1]["partition"] = "p" * 300
+    pod = {
+        "metadata": {"name": "nb", "namespace": "vision", "uid": "u" * 300},
+        "spec": {"containers": [{"name": "main", "resources": {"limits": {"nvidia.com/gpu": "1"}}}]},
+        "status": {"phase": "Succeeded", "startTime": "2024-05-06T12:53:20Z", "containerStatuses": [
+            {"name": "main", "state": {"terminated": {"startedAt": "2024-05-06T12:53:20Z",
+                                                      "finishedAt": "2024-05-06T13:23:20Z"}}}]},
+    }  # fmt: skip
+    members = {
+        "manifest.json": MANIFEST,
+        "native/slurm/sacct.json": json.dumps(doc),
+        "native/kubernetes/pods.json": json.dumps({"kind": "List", "items": [pod]}),
+    }
+    run = ingest_file(write_zip(tmp_path / "native.zip", members))
+    assert run.status == IngestRun.Status.SUCCEEDED  # the pod's job was never accepted: a note, not a rejection
+    [error] = [e for e in run.errors if e["field"] == "external_id"]
+    assert error["message"] == "a job id of 300 characters; at most 200 are kept"
+    assert Job.objects.get(external_id="4242").name == "n" * 500
+    assert Job.objects.get(external_id="4250_3").queue == "p" * 200  # the array task of entry 2
