@@ -79,10 +79,6 @@ MAX_COUNT = 1_000_000
 MAX_ID_LENGTH = 200  # of a job id (the job schema's maxLength, and the column's)
 
 
-def count_message(value: int) -> str:
-    return f"{value} is more than any job has (at most {MAX_COUNT:,})"
-
-
 def without_nul(text: str) -> str:
     """Text with its NUL characters (which a terminal does not show, and the database cannot keep) left out."""
     return text.replace("\x00", "") if "\x00" in text else text
@@ -139,7 +135,7 @@ class JobRecord:
         for name in ("gpu_count", "node_count", "cpu_count"):
             value = getattr(self, name)
             if value is not None and value > MAX_COUNT:
-                return name, count_message(value)
+                return name, f"{value} is more than any job has (at most {MAX_COUNT:,})"
         for name in ("external_id", "user", "team", "cluster", "name", "gpu_model", "queue", "state",
                      "job_type", "command", "labels", "raw"):  # fmt: skip
             found = nul_path(getattr(self, name, ""), name)

@@ -451,10 +451,7 @@ def test_an_import_of_a_mutated_archive_finishes_with_every_error_named(
     from fleet import ingest
     from fleet.models import IngestRun, Job
 
-    members = valid_members()
-    if member == "metrics.parquet":
-        del members["metrics.csv"]
-        members["metrics.parquet"] = valid_parquet_metrics()
+    members = parquet_members(valid_parquet_metrics()) if member == "metrics.parquet" else valid_members()
     if member == "jobs.jsonl":
         del members["jobs.csv"]
         labelled = JOBS_JSONL.replace(b'"j1"', b'"j2"').replace(b'"t"', b'"t", "labels": {"k": "v"}')

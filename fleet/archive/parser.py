@@ -43,16 +43,12 @@ from fleet import series as series_lib
 from fleet.archive.reader import MANIFEST_NAME, ArchiveError, ArchiveReader, ReaderLimits, open_archive
 from fleet.canonical import (
     JOB_TYPES,
-    MAX_COUNT,
     METRICS,
-    NUL_MESSAGE,
     ArtifactRecord,
     JobRecord,
     RecordError,
     as_utc,
-    count_message,
     loads_json,
-    nul_path,
 )
 from fleet.connectors.native import NativeFiles  # native sacct/kubectl/Prometheus files (issue 6)
 
@@ -662,7 +658,7 @@ class _ArchiveParser:
                 message = f"not valid JSON ({exc.msg} at column {exc.colno}); the line is truncated or malformed"
                 self.reject(_row_key(name, line_no), RecordError(name, message, row=line_no))
                 continue
-            except ValueError as exc:  # NaN or Infinity
+            except ValueError as exc:  # NaN, Infinity, or nested too deeply
                 self.reject(_row_key(name, line_no), RecordError(name, f"not valid JSON: {exc}", row=line_no))
                 continue
             if not isinstance(record, dict):
@@ -1352,9 +1348,6 @@ class _Spill:
 # ---------------------------------------------------------------------------------------------
 def _job_from_row(record: dict, default_cluster: str) -> tuple[JobRecord | None, list[tuple[str, str]]]:
     """The job a row describes, or the (field, message) problems that reject it."""
-    where = nul_path(record)  # a JSON line can spell one (\u0000); the whole row is kept as the raw record
-    if where is not None:
-        return None, [(where, NUL_MESSAGE)]
     problems: list[tuple[str, str]] = []
     for name in JOB_REQUIRED:
         if name not in record:
@@ -1369,9 +1362,6 @@ def _job_from_row(record: dict, default_cluster: str) -> tuple[JobRecord | None,
         number = _as_count(value)
         if number is None:
             problems.append((name, f"not a non-negative integer: {value!r}"))
-        elif number > MAX_COUNT:
-            problems.append((name, count_message(number)))
-            return None
         return number
 
     def moment(name: str) -> datetime | None:
@@ -1411,29 +1401,30 @@ def _job_from_row(record: dict, default_cluster: str) -> tuple[JobRecord | None,
             reported.add(field_name)
     if problems:
         return None, problems
-    return (
-        JobRecord(
-            external_id=_text(record["job_id"]),
-            user=_text(record["user"]),
-            team=_text(record["team"]),
-            gpu_count=gpu_count,
-            start_time=start,
-            end_time=end,
-            cluster=_text(record.get("cluster")) or default_cluster,
-            name=_text(record.get("name")),
-            gpu_model=_text(record.get("gpu_model")),
-            node_count=node_count,
-            cpu_count=cpu_count,
-            state=_text(record.get("state")),
-            job_type=job_type,
-            command=_text(record.get("command")),
-            queue=_text(record.get("queue")),
-            submit_time=submit,
-            labels=labels,
-            raw=dict(record),
-        ),
-        [],
+    job = JobRecord(
+        external_id=_text(record["job_id"]),
+        user=_text(record["user"]),
+        team=_text(record["team"]),
+        gpu_count=gpu_count,
+        start_time=start,
+        end_time=end,
+        cluster=_text(record.get("cluster")) or default_cluster,
+        name=_text(record.get("name")),
+        gpu_model=_text(record.get("gpu_model")),
+        node_count=node_count,
+        cpu_count=cpu_count,
+        state=_text(record.get("state")),
+        job_type=job_type,
+        command=_text(record.get("command")),
+        queue=_text(record.get("queue")),
+        submit_time=submit,
+        labels=labels,
+        raw=dict(record),
     )
+    # What the database cannot keep (a NUL character a JSON line spelled as \u0000, a count beyond any
+    # job), by the rule every source's jobs meet.
+    problem = job.unstorable()
+    return (None, [problem]) if problem is not None else (job, [])
 
 
 def _text(value) -> str:
@@ -1532,10 +1523,12 @@ def _checked_columns(table: pa.Table, first_row: int) -> pa.Table:
         except pa.ArrowInvalid:
             plain = _arrow(column)
             cells = plain.cast(pa.binary()).to_pylist() if not is_bytes else plain.to_pylist()
-            row, cell = next((row, cell) for row, cell in enumerate(cells) if cell is not None and not _is_utf8(cell))
+            row, cell, error = next(
+                (row, data, bad) for row, data in enumerate(cells) if data is not None and (bad := _utf8_error(data))
+            )
             raise _Unreadable(
                 f"column {name!r}, row {first_row + row}: not UTF-8 text "
-                f"(invalid byte 0x{cell[_utf8_error(cell).start]:02x}; write the column as text, in UTF-8)",
+                f"(invalid byte 0x{cell[error.start]:02x}; write the column as text, in UTF-8)",
                 row=first_row + row,
                 field=name,
             ) from None
@@ -1548,10 +1541,6 @@ def _utf8_error(data: bytes) -> UnicodeDecodeError | None:
     except UnicodeDecodeError as exc:
         return exc
     return None
-
-
-def _is_utf8(data: bytes) -> bool:
-    return _utf8_error(data) is None
 
 
 def _data_rows(count: int, skipped: list[int]) -> np.ndarray:

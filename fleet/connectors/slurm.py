@@ -220,6 +220,11 @@ def parse_sacct(
             continue
         try:
             record = _job_record(job, job_id, cluster or str(job.get("cluster") or ""), teams, default_team, start_bug)
+            if gpu_jobs_only and record.gpu_count == 0:
+                result.without_gpus += 1
+                continue
+            if job_id in seen:  # windows overlap: the same job can be listed twice
+                continue
             artifacts = _artifacts(job, job_id, artifact_max_bytes)
         except _Skip as skip:
             if skip.reason == "unfinished":
@@ -230,11 +235,6 @@ def parse_sacct(
             continue
         except SHAPE_ERRORS as exc:
             result.errors.append(RecordError(source, shape_problem(f"job {job_id}", exc), row=index, job_id=job_id))
-            continue
-        if gpu_jobs_only and record.gpu_count == 0:
-            result.without_gpus += 1
-            continue
-        if job_id in seen:  # windows overlap: the same job can be listed twice
             continue
         seen.add(job_id)
         result.jobs.append(record)
