@@ -256,7 +256,8 @@ def _epoch_number(body: str) -> int | None:
 
 
 def _moment(match: re.Match) -> datetime | None:
-    """The aware UTC time a `_TIMESTAMP` match names (None for an impossible date such as 02-30)."""
+    """The aware UTC time a `_TIMESTAMP` match names (None for an impossible date such as 02-30, or
+    one that is not a time in UTC's calendar)."""
     date, clock, frac, tz = match.group("date", "time", "frac", "tz")
     text = f"{date.replace('/', '-')}T{clock}"
     if frac:
@@ -266,7 +267,6 @@ def _moment(match: re.Match) -> datetime | None:
     # `replace(tzinfo=UTC)` afterwards cost six times the parse (this runs for every log line).
     text += "+00:00" if in_utc else tz
     try:
-        moment = datetime.fromisoformat(text)
-    except ValueError:
+        return datetime.fromisoformat(text) if in_utc else datetime.fromisoformat(text).astimezone(UTC)
+    except (ValueError, OverflowError):  # overflow: year 1 or 9999 moved out of the calendar by its offset
         return None
-    return moment if in_utc else moment.astimezone(UTC)

@@ -4,7 +4,7 @@ import json
 import os
 import tarfile
 import zipfile
-from datetime import UTC, date, datetime
+from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
 
 import numpy as np
@@ -391,6 +391,16 @@ def test_jobs_jsonl(tmp_path):
             "unparseable timestamp '1791190800000' (expected ISO 8601 or Unix seconds; this looks like milliseconds)",
         ),
         (
+            "j3,carol,nlp,1,1969-12-31T23:00:00Z,2026-10-05T10:00:00Z,",
+            "start_time",
+            "timestamp '1969-12-31T23:00:00Z' is out of range (from 1970 up to the year 5138)",
+        ),
+        (  # a moment the calendar cannot hold once made UTC (was an OverflowError)
+            "j3,carol,nlp,1,2026-10-05T09:00:00Z,9999-12-31T23:00:00-02:00,",
+            "end_time",
+            "timestamp '9999-12-31T23:00:00-02:00' is out of range (from 1970 up to the year 5138)",
+        ),
+        (
             "j3,carol,nlp,two,2026-10-05T09:00:00Z,2026-10-05T10:00:00Z,",
             "gpu_count",
             "not a non-negative integer: 'two'",
@@ -613,6 +623,18 @@ def test_unparseable_metrics_timestamp_rejects_that_job(tmp_path):
     assert "j1" not in parsed.series
 
 
+def test_metrics_timestamp_before_1970_rejects_that_job_however_it_is_written(tmp_path):
+    rows = wide_rows("j1") + wide_rows("j2")
+    rows[2] = "j1,1969-12-31T23:59:00Z,n1,0,50"
+    rows[14] = "j2,-60,n1,0,50"
+    parsed = parse_files(tmp_path, base_files(**{"metrics.csv": csv_text("job_id,timestamp,host,gpu,gpu_util", rows)}))
+    assert only_error(parsed, "j1").message == (
+        "timestamp '1969-12-31T23:59:00Z' is out of range (from 1970 up to the year 5138)"
+    )
+    assert only_error(parsed, "j2").message == "unparseable timestamp '-60' (expected ISO 8601 or Unix seconds)"
+    assert sorted(parsed.jobs) == ["j3"]
+
+
 @pytest.mark.parametrize(
     ("cell", "field", "message"),
     [
@@ -801,10 +823,21 @@ def test_long_form_bad_value_names_the_metric(tmp_path):
 def test_parse_timestamps_accepts_pandas_and_arrow_columns():
     from fleet.archive.parser import parse_timestamps
 
-    mixed = pd.Series(["2026-10-05T09:00:00Z", "1791190800", "2026-10-05 11:00:00+02:00", "nope", "", None])
+    mixed = pd.Series(
+        [
+            "2026-10-05T09:00:00Z",
+            "1791190800",
+            "2026-10-05 11:00:00+02:00",
+            "nope",
+            "",
+            None,
+            "1969-12-31",
+            "6000-01-01",
+        ]
+    )
     parsed, bad = parse_timestamps(mixed)
     assert str(parsed.dtype) == "datetime64[ms, UTC]"
-    assert bad.tolist() == [False, False, False, True, True, True]
+    assert bad.tolist() == [False, False, False, True, True, True, True, True]  # ISO text keeps to 1970..5138 too
     assert parsed[:3].tolist() == [pd.Timestamp("2026-10-05T09:00:00Z")] * 3
     numbers, bad = parse_timestamps(pa.chunked_array([pa.array([1791190800.25, None])]))
     assert numbers[0] == pd.Timestamp("2026-10-05T09:00:00.250Z")
@@ -922,6 +955,9 @@ def test_typed_parquet_metrics_parse_as_the_same_cells_in_csv(tmp_path, cells, w
 _UNIT_NANOS = {"s": 10**9, "ms": 10**6, "us": 10**3, "ns": 1}
 
 
+EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+
+
 @settings(max_examples=200, deadline=None)
 @given(
     st.lists(st.one_of(st.none(), st.integers(-(10**17), 10**17)), min_size=1, max_size=8),
@@ -945,7 +981,12 @@ def test_typed_parquet_times_parse_as_the_same_times_written_as_text(nanos, kind
         millis = [None if u is None else u * _UNIT_NANOS[kind] // 10**6 for u in units]
     # Epoch seconds as text, exact to the millisecond ("1791158400.123"): what a CSV file would say.
     text = pa.array([None if m is None else f"{m // 1000}.{m % 1000:03d}" if m >= 0 else "-1" for m in millis])
+    # And as ISO 8601 text, which says moments before 1970 as easily: refused the same way.
+    iso = pa.array([None if m is None else (EPOCH + timedelta(milliseconds=m)).isoformat() for m in millis])
     typed, typed_bad = parse_timestamps(column)
     written, written_bad = parse_timestamps(text)
     assert typed_bad.tolist() == written_bad.tolist()
     assert typed[~typed_bad].tolist() == written[~written_bad].tolist()
+    as_iso, iso_bad = parse_timestamps(iso)
+    assert iso_bad.tolist() == written_bad.tolist()
+    assert as_iso[~iso_bad].tolist() == written[~written_bad].tolist()

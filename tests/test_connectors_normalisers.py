@@ -289,6 +289,17 @@ def test_a_pod_of_the_wrong_shape_is_reported_and_the_others_read():
     ]
 
 
+def test_a_pod_time_outside_the_calendar_in_utc_is_no_time():
+    """Year 1 with a positive offset is before year 1 in UTC: Python cannot say it (OverflowError,
+    which once failed the whole pull); such a time is read as absent, like any unreadable one."""
+    early = k8s_pod("early", "uid-1", None, "Succeeded", 1, T0, T0 + timedelta(minutes=5))
+    early["status"]["startTime"] = "0001-01-01T00:00:00+05:00"
+    early["status"]["containerStatuses"][0]["state"]["terminated"]["startedAt"] = "0001-01-01T00:00:00+05:00"
+    good = k8s_pod("ok", "uid-2", None, "Succeeded", 1, T0, T0 + timedelta(minutes=5))
+    parsed = jobs_from_pods([early, good], cluster="k1", source="pods.json")
+    assert "uid-2" in [job.external_id for job in parsed.jobs]
+
+
 def test_prometheus_labels_that_are_not_text_are_bad_data():
     body = matrix({"metric": {"gpu": 0, "hostname": "n1"}, "values": [[T0.timestamp(), "1"]]})
     with pytest.raises(BadData, match="a result's 'metric' is not an object of label names and text values"):

@@ -7,10 +7,12 @@ from __future__ import annotations
 
 import gzip
 import json
+from datetime import timedelta
 
 from hypothesis import given
 from hypothesis import strategies as st
 
+from fleet import logevents
 from tests.test_archive_fuzz import _DELETE, EDITS, FUZZ, JSON_VALUES, _changed, mutate
 from triage.evidence.logs import extract_log_evidence
 from triage.evidence.scripts import command_facts, extract_script_evidence
@@ -73,6 +75,30 @@ def test_mutated_scripts_and_logs_give_evidence(edits, cut, text):
     extract_log_evidence([("stdout.log", mutated(LOG)), ("stderr.log", text)])
     command_facts(text)
     command_facts(mutated("torchrun --nproc_per_node=8 train.py --workers 0"))
+
+
+# Log line timestamps of every shape the scanner recognises, at the edges of the calendar too:
+# each is an aware UTC time, or none when it names no time UTC can say.
+LOG_TIMES = st.builds(
+    lambda date, clock, frac, zone, sep: f"{date.replace('-', sep)}T{clock}{frac}{zone}",
+    st.one_of(
+        st.sampled_from(["0001-01-01", "9999-12-31", "1969-12-31", "1970-01-01", "2024-02-29", "2026-02-30"]),
+        st.from_regex(r"[0-9]{4}-[01][0-9]-[0-3][0-9]", fullmatch=True),
+    ),
+    st.from_regex(r"[0-2][0-9]:[0-6][0-9]:[0-6][0-9]", fullmatch=True),
+    st.one_of(st.just(""), st.from_regex(r"[.,][0-9]{1,9}", fullmatch=True)),
+    st.one_of(st.just(""), st.just("Z"), st.from_regex(r"[+-][0-2][0-9]:?[0-5][0-9]", fullmatch=True)),
+    st.sampled_from(["-", "/"]),
+)
+
+
+@FUZZ
+@given(times=st.lists(LOG_TIMES, min_size=1, max_size=5), bracket=st.booleans())
+def test_log_lines_with_any_timestamp_give_events_with_utc_times_or_none(times, bracket):
+    lines = [f"[{time}] Saving model checkpoint to /ckpt" if bracket else f"{time} Epoch 1/3" for time in times]
+    events = logevents.extract_log_events("\n".join(lines))
+    assert all(event.timestamp is None or event.timestamp.utcoffset() == timedelta(0) for event in events)
+    extract_log_evidence([("stdout.log", "\n".join(lines))])
 
 
 # -- what the fuzzing found ----------------------------------------------------------------------

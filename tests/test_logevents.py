@@ -125,6 +125,20 @@ def test_timestamps_line_numbers_and_text():
     assert events[5].text == "2026-10-05 12:00:07 Saving model checkpoint to /out/checkpoint-6"  # no colour codes
 
 
+def test_a_timestamp_outside_the_calendar_in_utc_leaves_the_event_without_a_time():
+    # Year 1 at +05:00 is before year 1 in UTC, year 9999 at -05:00 after 9999 (an OverflowError
+    # that once failed the import of the job's whole archive).
+    text = (
+        "0001-01-01 00:00:00+05:00 Saving model checkpoint to /out/checkpoint-1\n"
+        "[9999-12-31T23:59:59-05:00] Saving model checkpoint to /out/checkpoint-2\n"
+    )
+    events = extract_log_events(text)
+    assert [(e.kind, e.line_no, e.timestamp) for e in events] == [
+        ("checkpoint_save", 1, None),
+        ("checkpoint_save", 2, None),
+    ]
+
+
 def test_rank_prefixes():
     text = "[rank1]: 2026-10-05T12:00:00Z CUDA out of memory\n3: 2026-10-05 12:00:01,000 NCCL WARN timeout\n"
     events = extract_log_events(text)

@@ -246,7 +246,26 @@ def timestamp_message(value) -> str:
         return f"timestamp is empty ({TIMESTAMP_HINT})"
     if _EPOCH.fullmatch(text) and float(text) >= MAX_EPOCH_SECONDS:
         return f"unparseable timestamp {text!r} ({TIMESTAMP_HINT}; this looks like milliseconds)"
+    if _ISO.fullmatch(text):
+        try:
+            in_range = _in_epoch_range(as_utc(datetime.fromisoformat(text)))
+        except OverflowError:  # a time of year 1 or 9999 whose offset moves it out of the calendar
+            in_range = False
+        except ValueError:  # no such date or time
+            in_range = True
+        if not in_range:
+            return f"timestamp {text!r} is out of range ({TIME_RANGE})"
     return f"unparseable timestamp {text!r} ({TIMESTAMP_HINT})"
+
+
+# The times a timestamp may say, however it is written: Unix seconds are non-negative and below
+# MAX_EPOCH_SECONDS (larger ones are milliseconds), and ISO text and typed Parquet times keep to
+# the same moments, so one job's times never depend on how its export wrote them.
+TIME_RANGE = "from 1970 up to the year 5138"
+
+
+def _in_epoch_range(moment: datetime) -> bool:
+    return 0 <= moment.timestamp() < MAX_EPOCH_SECONDS
 
 
 def parse_timestamp(value) -> datetime:
@@ -261,10 +280,12 @@ def parse_timestamp(value) -> datetime:
             seconds = float(text)
         elif _ISO.fullmatch(text):
             try:
-                moment = datetime.fromisoformat(text)
-            except ValueError:
+                moment = as_utc(datetime.fromisoformat(text))
+            except (ValueError, OverflowError):  # no such date, or a year-1 time with an offset
                 raise ValueError(timestamp_message(value)) from None
-            return as_utc(moment)
+            if not _in_epoch_range(moment):
+                raise ValueError(timestamp_message(value))
+            return moment
         else:
             raise ValueError(timestamp_message(value))
     if not (0 <= seconds < MAX_EPOCH_SECONDS):
@@ -287,8 +308,10 @@ def parse_timestamps(column: pd.Series | pa.Array | pa.ChunkedArray) -> tuple[pd
         result = _from_epoch_seconds(_to_float(text, is_epoch))
         if is_iso.any():
             iso_text = pd.Series(pc.if_else(pa.array(is_iso), text, pa.scalar(None, text.type)).to_pandas())
-            from_iso = pd.to_datetime(iso_text, format="ISO8601", utc=True, errors="coerce")
-            result = result.where(~is_iso, from_iso.dt.as_unit("ms"))
+            from_iso = pd.to_datetime(iso_text, format="ISO8601", utc=True, errors="coerce").dt.as_unit("ms")
+            millis = from_iso.array.asi8
+            outside = from_iso.notna().to_numpy() & ((millis < 0) | (millis >= MAX_EPOCH_SECONDS * 1000))
+            result = result.where(~is_iso, from_iso.mask(outside))
     else:  # booleans, durations, nested values: never a time
         result = pd.Series(pd.NaT, index=range(len(values)), dtype="datetime64[ms, UTC]")
     result = result.reset_index(drop=True).dt.floor("ms").dt.as_unit("ms")

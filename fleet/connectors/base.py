@@ -144,7 +144,6 @@ def parse_time_watermark(watermark: str) -> datetime | None:
     if not watermark:
         return None
     try:
-        moment = datetime.fromisoformat(watermark)
-    except ValueError:
+        return as_utc(datetime.fromisoformat(watermark))
+    except (ValueError, OverflowError):
         return None
-    return as_utc(moment)

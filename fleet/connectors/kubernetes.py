@@ -67,10 +67,9 @@ def _time(text) -> datetime | None:
     if not text:
         return None
     try:
-        moment = datetime.fromisoformat(str(text).replace("Z", "+00:00"))
-    except ValueError:
+        return as_utc(datetime.fromisoformat(str(text).replace("Z", "+00:00")))
+    except (ValueError, OverflowError):  # overflow: year 1 or 9999 moved out of the calendar by its offset
         return None
-    return as_utc(moment)
 
 
 def _quantity(value) -> float:
