@@ -4,6 +4,7 @@ the rules, export and import. Permissions for every persona."""
 from __future__ import annotations
 
 import csv
+import html
 import io
 import json
 
@@ -342,6 +343,35 @@ def test_import_refuses_unknown_raters_jobs_and_options_and_stores_nothing(study
     content = "cluster,job_id,rater,option\nc1,nope,mallory,improper_batch_size\n"
     result = exchange.import_labels(study, content)
     assert any("mallory" in e for e in result.errors) and any("c1/nope" in e for e in result.errors)
+    assert not Assignment.objects.filter(item__study=study, saved_at__isnull=False).exists()
+
+
+@pytest.mark.parametrize(
+    ("content", "error"),
+    [
+        ("[" * 100_000, "unreadable file: nested too deeply"),  # was a RecursionError: a server error
+        ('{"rows": [{"job_id": NaN}]}', "unreadable file: NaN is not a JSON value (write null, or a number)"),
+        ('{"format": "fleet-triage-labels"}', "unreadable file: JSON must be an export object with a list of row"),
+        (  # PostgreSQL keeps no NUL in text: looking the job up failed the request
+            "cluster,job_id,rater,option\nc1,1\x00,ravi-rater,other\n",
+            "row 2: job_id contains a NUL character (\\u0000), which cannot be stored; remove it",
+        ),
+        (
+            '{"rows": [{"cluster": "c1", "job_id": "1", "rater": "ravi-rater", "option": "other", '
+            '"other_note": "a\\u0000b"}]}',
+            "row 2: other_note contains a NUL character (\\u0000), which cannot be stored; remove it",
+        ),
+        ('{"rows": [{"cluster": "c1", "job_id": "1", "rater": "ravi-rater", "option": ["x"]}]}', "unknown option"),
+    ],
+    ids=["deep", "nan", "no-rows", "nul-in-csv", "nul-in-json", "option-list"],
+)
+def test_a_broken_or_hostile_labels_file_is_refused_with_its_problem(client, study, raters, content, error):
+    client.force_login(raters[0])
+    response = client.post(
+        reverse("labeling:import", args=[study.pk]), {"file": io.BytesIO(content.encode())}, follow=True
+    )
+    assert response.status_code == 200
+    assert error in html.unescape(response.content.decode())
     assert not Assignment.objects.filter(item__study=study, saved_at__isnull=False).exists()
 
 

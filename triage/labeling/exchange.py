@@ -15,6 +15,7 @@ from django.db import transaction
 from django.db.models import Max
 from django.utils import timezone
 
+from fleet.canonical import NUL_MESSAGE, loads_json, nul_path
 from fleet.exports import spreadsheet_safe, spreadsheet_unsafe
 from fleet.models import Job
 from triage.labeling import services
@@ -167,8 +168,8 @@ def read_rows(content: str | bytes) -> list[dict]:
         content = content.decode("utf-8-sig")
     text = content.lstrip()
     if text.startswith(("{", "[")):
-        data = json.loads(text)
-        rows = data["rows"] if isinstance(data, dict) else data
+        data = loads_json(text)  # ValueError for NaN or nesting too deep to follow, as for any bad JSON
+        rows = data.get("rows") if isinstance(data, dict) else data
         if not isinstance(rows, list) or not all(isinstance(r, dict) for r in rows):
             raise ValueError("JSON must be an export object with a list of row objects under 'rows'")
         return rows
@@ -197,6 +198,10 @@ def import_labels(study: Study, content: str | bytes, *, dry_run: bool = False) 
         return result
     answers: dict[tuple[str, str, str], dict] = {}
     for number, row in enumerate(rows, start=2):
+        where = nul_path(row)
+        if where is not None:  # PostgreSQL keeps no NUL in text: the row could be neither looked up nor stored
+            result.errors.append(f"row {number}: {where} {NUL_MESSAGE}")
+            continue
         missing = [c for c in ("cluster", "job_id", "rater", "option") if not str(row.get(c) or "").strip()]
         if missing:
             result.errors.append(f"row {number}: missing {', '.join(missing)}")
