@@ -7,6 +7,7 @@ and the ingest service is the only place that knows about the ORM.
 from __future__ import annotations
 
 import json
+import math
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Literal
@@ -34,16 +35,30 @@ SERIES_KEYS = ("timestamp", "host", "gpu")
 
 JOB_TYPES = ("batch", "interactive")
 
+# The times a timestamp may say, however it is written: Unix seconds from 0 up to this (larger ones
+# are almost always milliseconds; 1e11 s is the year 5138). ISO text, typed Parquet times and the
+# platforms' own records keep to the same moments, so a job's times never depend on their source.
+MAX_EPOCH_SECONDS = 1e11
+TIME_RANGE = "from 1970 up to the year 5138"
+
 
 def loads_json(text: str | bytes):
     """JSON as RFC 8259 defines it. Python's `json` also reads NaN, Infinity and -Infinity, which no
     JSON column stores (PostgreSQL's jsonb refuses them): here they are a ValueError, like any other
     text that is not JSON, instead of failing the insert of a job whose raw record holds one. So is
-    nesting deeper than the interpreter's stack (`[[[[…`), which `json` answers with RecursionError."""
+    nesting deeper than the interpreter's stack (`[[[[…`), which `json` answers with RecursionError,
+    and a number too large for a float (`1e400`), which `json` reads as infinity."""
     try:
-        return json.loads(text, parse_constant=_not_json)
+        return json.loads(text, parse_constant=_not_json, parse_float=_finite_float)
     except RecursionError:
         raise ValueError("nested too deeply") from None
+
+
+def _finite_float(text: str) -> float:
+    value = float(text)
+    if math.isinf(value):
+        raise ValueError(f"the number {text[:40]} is too large to store")
+    return value
 
 
 def _not_json(name: str):

@@ -452,13 +452,15 @@ def test_parquet_half_precision_metrics_are_read(tmp_path):
 
 
 def test_nan_and_infinity_in_json_rows_are_not_json_and_reject_only_their_row(tmp_path):
-    """Python reads NaN and Infinity as JSON; PostgreSQL's jsonb refuses them, so a job keeping one in
-    its raw record or labels failed the whole batch's insert. They are row errors, like any bad JSON."""
+    """Python reads NaN and Infinity as JSON, and a number too large for a float (1e400) as infinity;
+    PostgreSQL's jsonb refuses them, so a job keeping one in its raw record or labels failed the whole
+    batch's insert. They are row errors, like any bad JSON."""
     row = '{"job_id": "%s", "user": "a", "team": "t", "gpu_count": 1, "start_time": 1793613600, "end_time": 1793617200'
     jobs = (
         (row % "j1") + ', "extra": NaN}\n'
         + (row % "j2") + ', "labels": "{\\"x\\": Infinity}"}\n'
         + (row % "j3") + "}\n"
+        + (row % "j4") + ', "extra": {"bytes": 1e400}}\n'
     )  # fmt: skip
     path = write_zip(tmp_path / "a.zip", {"manifest.json": MANIFEST, "jobs.jsonl": jobs})
     run = ingest_file(path)
@@ -466,6 +468,7 @@ def test_nan_and_infinity_in_json_rows_are_not_json_and_reject_only_their_row(tm
     assert {(e["row"], e["field"], e["message"]) for e in run.errors} == {
         (1, "", "not valid JSON: NaN is not a JSON value (write null, or a number)"),
         (2, "labels", 'must be a JSON object, e.g. {"project": "x"} (got \'{"x": Infinity}\')'),
+        (4, "", "not valid JSON: the number 1e400 is too large to store"),
     }
     assert list(Job.objects.values_list("external_id", flat=True)) == ["j3"]
 

@@ -327,6 +327,21 @@ def test_manifest_that_is_not_json(tmp_path):
     assert error.message.startswith("not valid JSON")
 
 
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("[" * 100_000, "not valid JSON: nested too deeply"),  # was a RecursionError out of the import
+        (
+            '{"format": "fleet-archive", "version": NaN}',
+            "not valid JSON: NaN is not a JSON value (write null, or a number)",
+        ),
+    ],
+)
+def test_manifest_json_that_python_alone_would_read_or_choke_on(tmp_path, text, message):
+    error = archive_error(tmp_path, base_files(**{"manifest.json": text}))
+    assert (error.file, error.message) == ("manifest.json", message)
+
+
 def test_jobs_file_is_required_and_unique(tmp_path):
     assert "needs a jobs.csv or a jobs.jsonl" in archive_error(tmp_path, base_files(**{"jobs.csv": None})).message
     error = archive_error(tmp_path, base_files(**{"jobs.jsonl": '{"job_id": "x"}\n'}))

@@ -323,3 +323,34 @@ def test_a_native_job_with_a_nul_character_is_reported_and_the_others_kept(tmp_p
     [error] = [e for e in parsed.errors if "NUL" in e.message]
     assert (error.file, error.field, error.job_id) == ("native/slurm/sacct.json", "name", first)
     assert first not in parsed.jobs and parsed.jobs
+
+
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        ({"start": 10**20}, "time 100000000000000000000 is out of range (from 1970 up to the year 5138)"),
+        ({"end": "1e400"}, "time '1e400' is out of range (from 1970 up to the year 5138)"),
+        ({"elapsed": 10**20}, "unexpected shape, so it was skipped (OverflowError"),
+    ],
+)
+def test_a_sacct_time_beyond_the_calendar_is_reported_and_the_others_read(change, message):
+    """Times and durations too large for a datetime once raised OverflowError, which no guard caught:
+    the whole sacct answer failed. Now that job is reported by position and the others are read."""
+    doc = json.loads((FIXTURES / "sacct_v0.0.40.json").read_text())
+    all_jobs = parse_sacct(doc, cluster="c1", gpu_jobs_only=False).jobs
+    doc["jobs"][0]["time"].update(change)
+    if "elapsed" in change:  # only used without a start
+        doc["jobs"][0]["time"]["start"] = 0
+    parsed = parse_sacct(doc, cluster="c1", gpu_jobs_only=False, source="sacct.json")
+    [error] = parsed.errors
+    assert (error.file, error.row) == ("sacct.json", 1)
+    assert message in error.message
+    assert [job.external_id for job in parsed.jobs] == [job.external_id for job in all_jobs[1:]]
+
+
+def test_a_native_file_with_a_number_too_large_for_a_float_is_not_json():
+    from fleet.canonical import loads_json
+
+    with pytest.raises(ValueError, match="the number 1e400 is too large to store"):
+        loads_json('{"jobs": [{"time": {"end": 1e400}}]}')
+    assert loads_json('{"x": 1.5e300, "y": 12}') == {"x": 1.5e300, "y": 12}

@@ -43,7 +43,9 @@ from fleet import series as series_lib
 from fleet.archive.reader import MANIFEST_NAME, ArchiveError, ArchiveReader, ReaderLimits, open_archive
 from fleet.canonical import (
     JOB_TYPES,
+    MAX_EPOCH_SECONDS,
     METRICS,
+    TIME_RANGE,
     ArtifactRecord,
     JobRecord,
     RecordError,
@@ -73,8 +75,6 @@ METRIC_KEY_COLUMNS = ("job_id", "timestamp", "host", "gpu")
 READ_COLUMNS = frozenset((*METRIC_KEY_COLUMNS, *LONG_FORM_COLUMNS, *METRICS))  # what a metrics file is read for
 # Cells that mean "no value" in a metric column (compared case-insensitively, after trimming).
 MISSING_TOKENS = ("", "nan", "na", "n/a", "null", "none")
-# Epoch values at or above this are almost always milliseconds (1e11 s is the year 5138).
-MAX_EPOCH_SECONDS = 1e11
 MAX_GPU_INDEX = 32767  # the series stores GPU indexes as Int16
 # Streaming: rows per batch read from a metrics file, and the rows one spill bucket aims to hold
 # (a bucket is what is in memory at once while jobs are assembled and stored).
@@ -256,12 +256,6 @@ def timestamp_message(value) -> str:
         if not in_range:
             return f"timestamp {text!r} is out of range ({TIME_RANGE})"
     return f"unparseable timestamp {text!r} ({TIMESTAMP_HINT})"
-
-
-# The times a timestamp may say, however it is written: Unix seconds are non-negative and below
-# MAX_EPOCH_SECONDS (larger ones are milliseconds), and ISO text and typed Parquet times keep to
-# the same moments, so one job's times never depend on how its export wrote them.
-TIME_RANGE = "from 1970 up to the year 5138"
 
 
 def _in_epoch_range(moment: datetime) -> bool:
@@ -586,11 +580,13 @@ class _ArchiveParser:
             raise ArchiveError.of(MANIFEST_NAME, "missing: every archive needs a manifest.json at its root")
         data = self.reader.read(MANIFEST_NAME)
         try:
-            manifest = json.loads(data.decode("utf-8-sig"))
+            manifest = loads_json(data.decode("utf-8-sig"))
         except UnicodeDecodeError as exc:
             raise ArchiveError.of(MANIFEST_NAME, f"not UTF-8 text ({exc.reason} at byte {exc.start})") from exc
         except json.JSONDecodeError as exc:
             raise ArchiveError.of(MANIFEST_NAME, f"not valid JSON: {exc.msg}", row=exc.lineno) from exc
+        except ValueError as exc:  # NaN, or nested deeper than the parser follows (was a RecursionError)
+            raise ArchiveError.of(MANIFEST_NAME, f"not valid JSON: {exc}") from exc
         errors = sorted(_validator("manifest.schema.json").iter_errors(manifest), key=lambda e: list(e.absolute_path))
         if errors:
             field_name, message = _schema_problem(errors[0])

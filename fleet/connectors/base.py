@@ -50,7 +50,8 @@ class ConfigError(ConnectorError):
 # What reading a record of the wrong JSON shape raises (a list where an object belongs, a number
 # where text does). Parsers catch these around one record (a job, a pod), so one malformed record of
 # a platform's answer is reported by position and skipped, and the rest are still read.
-SHAPE_ERRORS = (AttributeError, TypeError, KeyError, IndexError, ValueError)
+# OverflowError: a number too large for what it stands for (a time or a duration of 10^20 seconds).
+SHAPE_ERRORS = (AttributeError, TypeError, KeyError, IndexError, ValueError, OverflowError)
 
 
 def shape_problem(what: str, exc: Exception) -> str:

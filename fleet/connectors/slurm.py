@@ -25,7 +25,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 
-from fleet.canonical import ArtifactRecord, JobRecord, RecordError
+from fleet.canonical import MAX_EPOCH_SECONDS, TIME_RANGE, ArtifactRecord, JobRecord, RecordError
 from fleet.connectors.base import (
     SHAPE_ERRORS,
     BadData,
@@ -166,9 +166,12 @@ def _tres_count(tres_entries, kind: str) -> int | None:
 
 
 def _moment(value) -> datetime | None:
+    """A sacct time (Unix seconds; 0 for none); ValueError for one beyond the times a job may have."""
     seconds = number(value)
     if not seconds or seconds <= 0:
         return None
+    if not seconds < MAX_EPOCH_SECONDS:  # NaN included
+        raise ValueError(f"time {value!r} is out of range ({TIME_RANGE})")
     return datetime.fromtimestamp(seconds, tz=UTC)
 
 
