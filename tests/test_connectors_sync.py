@@ -166,6 +166,43 @@ def test_bad_records_are_recorded_and_not_retried():
     assert Connector.objects.get(pk=connector.pk).watermark == "3"
 
 
+def test_jobs_the_database_cannot_keep_are_reported_and_the_others_stored():
+    """A live pull meets the rule archive rows and native files meet (`JobRecord.unstorable`): a NUL
+    character (PostgreSQL keeps none) or a job id too long to keep whole is that job's error; its
+    series and files are not fetched, and the rest of the pull is stored."""
+    api = GenericApi(4)
+    api.jobs[1]["name"] = "tr\u0000ain"
+    api.jobs[2]["job_id"] = "g-" + "9" * 300
+    with FakePlatform() as server:
+        api.install(server)
+        connector = make_connector("generic", server.url)
+        result = sync.sync_connector(connector.pk)
+        fetched = {path for path, _, _ in server.requests if path.startswith("/jobs/")}
+    assert result.status == "partial"
+    assert sorted(Job.objects.values_list("external_id", flat=True)) == ["g-0", "g-3"]
+    assert {(e["job_id"][:10], e["field"], e["message"]) for e in result.errors} == {
+        ("g-1", "name", "contains a NUL character (\\u0000), which cannot be stored; remove it"),
+        ("g-" + "9" * 8, "external_id", "a job id of 302 characters; at most 200 are kept"),
+    }
+    assert fetched == {f"/jobs/{job}/{part}" for job in ("g-0", "g-3") for part in ("series", "artifacts")}
+
+
+def test_a_page_with_nan_is_refused_at_once_not_read_again_as_if_cut_short():
+    """A body cut short is read again; a whole body holding NaN (which Python's json would read and
+    PostgreSQL's jsonb refuses) would be the same on every read: it fails the pull at once, saying why."""
+    api = GenericApi(3)
+    api.jobs[1]["gpu_count"] = float("nan")  # the fake server writes it as the literal NaN
+    with FakePlatform() as server:
+        api.install(server)
+        connector = make_connector("generic", server.url, options={"series": False})
+        result = sync.sync_connector(connector.pk)
+        requests = server.count("/jobs")
+    assert result.status == "failed"
+    assert "the response is not valid JSON (NaN is not a JSON value" in result.message
+    assert requests == 1
+    assert Job.objects.count() == 0
+
+
 def test_a_held_lock_means_the_second_pull_does_nothing():
     connector = make_connector("generic", "http://127.0.0.1:9")
     assert sync.acquire(connector.pk, "someone-else")

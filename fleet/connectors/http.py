@@ -43,11 +43,13 @@ class HttpStatusError(BadData):
 
 
 class _BodyError(Exception):
-    """The body could not be read completely, or was cut short."""
+    """The body could not be read completely, or was cut short (`final`: it was read whole and is
+    not JSON we can keep, which reading it again would not change)."""
 
-    def __init__(self, message: str, *, not_json: bool = False):
+    def __init__(self, message: str, *, not_json: bool = False, final: bool = False):
         super().__init__(message)
         self.not_json = not_json
+        self.final = final
 
 
 class HttpClient:
@@ -125,6 +127,8 @@ class HttpClient:
                     body = _read_body(response, max_bytes or self.max_response_bytes, truncate=max_bytes is not None)
                     return parse(body)
                 except _BodyError as exc:
+                    if exc.final:
+                        raise BadData(f"{method} {url}: {exc}") from exc
                     body_retry = self._again(body_retry, method, url, exc)
             finally:
                 response.close()
@@ -165,9 +169,11 @@ def _read_body(response: requests.Response, limit: int, *, truncate: bool) -> by
 def _parse_json(body: bytes) -> Any:
     try:
         return loads_json(body)
-    except ValueError as exc:  # JSONDecodeError, UnicodeDecodeError, NaN or Infinity
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
         # A body cut short by a proxy or a dropped connection looks exactly like this; read again.
         raise _BodyError(f"the response is not valid JSON ({exc})", not_json=True) from exc
+    except ValueError as exc:  # NaN, Infinity, 1e400, nesting too deep: whole, and the same next time
+        raise _BodyError(f"the response is not valid JSON ({exc})", not_json=True, final=True) from exc
 
 
 def _is_body_failure(exc: Exception) -> bool:

@@ -169,6 +169,12 @@ class _Pull:
             return
         self.seen.add(key)
         self.result.jobs_seen += 1
+        problem = record.unstorable()
+        if problem is not None:  # the database cannot keep it: reported, its series and files not fetched
+            field, message = problem
+            job_id = without_nul(record.external_id)
+            self.errors.append(RecordError(self.connector.name, message, field=field, job_id=job_id))
+            return
         frame = artifacts = None
         try:
             frame = source.fetch_series(record)
@@ -178,12 +184,6 @@ class _Pull:
             artifacts = source.fetch_artifacts(record)
         except BadData as exc:
             self.errors.append(RecordError(self.connector.name, f"artifacts: {exc}", job_id=record.external_id))
-        problem = record.unstorable()
-        if problem is not None:  # the database cannot keep it; the rest of the pull goes on
-            field, message = problem
-            job_id = without_nul(record.external_id)
-            self.errors.append(RecordError(self.connector.name, message, field=field, job_id=job_id))
-            return
         if self.dry_run:
             return
         cluster = self.clusters.get(cluster_name) or self.clusters.setdefault(
