@@ -92,6 +92,9 @@ def nul_path(value, path: str = "") -> str | None:
 # GPUs, nodes or CPUs of one job: more than any job has, and well inside the database's integer columns.
 MAX_COUNT = 1_000_000
 MAX_ID_LENGTH = 200  # of a job id (the job schema's maxLength, and the column's)
+# Allocated GPU-hours of one job (GPUs x wall time): 114,000 GPU-years, more than any job has; at
+# the highest price a price column holds, its cost still fits the cost column (Job.cost).
+MAX_GPU_HOURS = 1e9
 
 
 def without_nul(text: str) -> str:
@@ -144,13 +147,20 @@ class JobRecord:
 
     def unstorable(self) -> tuple[str, str] | None:
         """(field, message) for the first value the database cannot keep — a NUL character anywhere
-        (the field is a path into `labels` or `raw`), a count beyond MAX_COUNT — or None."""
+        (the field is a path into `labels` or `raw`), a count beyond MAX_COUNT, GPU-hours beyond
+        MAX_GPU_HOURS — or None."""
         if len(self.external_id) > MAX_ID_LENGTH:  # cut short, two jobs could become one
             return "external_id", f"a job id of {len(self.external_id)} characters; at most {MAX_ID_LENGTH} are kept"
         for name in ("gpu_count", "node_count", "cpu_count"):
             value = getattr(self, name)
             if value is not None and value > MAX_COUNT:
                 return name, f"{value} is more than any job has (at most {MAX_COUNT:,})"
+        gpu_hours = (self.end_time - self.start_time).total_seconds() / 3600 * self.gpu_count
+        if gpu_hours > MAX_GPU_HOURS:
+            return "end_time", (
+                f"{self.gpu_count} GPUs from {self.start_time:%Y-%m-%d} to {self.end_time:%Y-%m-%d} are "
+                f"{gpu_hours:,.0f} GPU-hours, more than any job has (at most {MAX_GPU_HOURS:,.0f})"
+            )
         for name in ("external_id", "user", "team", "cluster", "name", "gpu_model", "queue", "state",
                      "job_type", "command", "labels", "raw"):  # fmt: skip
             found = nul_path(getattr(self, name, ""), name)

@@ -254,7 +254,8 @@ class Job(models.Model):
     coverage = models.FloatField(null=True, blank=True, help_text="Share of allocated GPU time covered by samples, 0-1")
     sample_count = models.PositiveIntegerField(default=0)
     sampling_period_s = models.FloatField(null=True, blank=True)
-    cost = models.DecimalField(max_digits=14, decimal_places=2, null=True, blank=True)
+    # Room for MAX_GPU_HOURS at the highest price_per_gpu_hour (10^9 x 10^6).
+    cost = models.DecimalField(max_digits=20, decimal_places=2, null=True, blank=True)
     currency = models.CharField(max_length=3, blank=True)
 
     series_file = models.FileField(upload_to="series/", blank=True, max_length=300)

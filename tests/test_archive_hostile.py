@@ -516,6 +516,37 @@ def test_counts_beyond_any_job_are_row_errors_and_null_equals_absent_in_repeated
     assert list(Job.objects.values_list("external_id", flat=True)) == ["j3"]
 
 
+def test_gpu_hours_beyond_any_job_are_a_row_error_and_a_priced_fleet_still_imports(tmp_path):
+    """A million GPUs for 56 years at 2.50 an hour: the cost overflowed its column on PostgreSQL and
+    failed the whole import ("numeric field overflow"). Now that job is a row error; the others land
+    with their costs."""
+    from decimal import Decimal
+
+    from fleet.models import Cluster, GpuModelPrice
+
+    GpuModelPrice.objects.create(cluster=Cluster.objects.create(name="c1"), price_per_gpu_hour="999999.9999")
+    row = '{"job_id": "%s", "user": "a", "team": "t", "gpu_count": %d, "start_time": %d, "end_time": %d}\n'
+    jobs = (
+        row % ("huge", 1_000_000, 86_400, 1_767_225_600)
+        + row % ("largest", 1_000_000, 1_767_225_600, 1_767_225_600 + 3_600_000)  # 10^9 GPU-hours: kept
+        + row % ("ok", 1, 1_767_225_600, 1_767_229_200)
+    )
+    run = ingest_file(write_zip(tmp_path / "a.zip", {"manifest.json": MANIFEST, "jobs.jsonl": jobs}))
+    assert run.status == IngestRun.Status.PARTIAL
+    assert [(e["job_id"], e["field"], e["message"]) for e in run.errors] == [
+        (
+            "huge",
+            "end_time",
+            "1000000 GPUs from 1970-01-02 to 2026-01-01 are 490,872,000,000 GPU-hours, more than any job has"
+            " (at most 1,000,000,000)",
+        )
+    ]
+    assert dict(Job.objects.values_list("external_id", "cost")) == {
+        "largest": Decimal("999999999900000.00"),
+        "ok": Decimal("1000000.00"),
+    }
+
+
 def test_native_text_longer_than_its_column_is_cut_and_an_overlong_job_id_refused(tmp_path):
     """Native files bring whatever the platform holds (the job schema bounds only an archive's own
     rows): on PostgreSQL a name longer than its column failed the whole batch."""
