@@ -29,12 +29,14 @@ HOSTILE = [
     "99999999999999999999",
     "-1",
     "nan",
+    "1e400",
+    "-inf",
     "last",
     "é<script>'\"",
     "x" * 3000,
 ]
 # Each alone in every parameter as well: a parameter refused first can hide the next one's failure.
-EACH_ALONE = ["\x00", "0001-01-01T00:00:00+05:00", "99999999999999999999"]
+EACH_ALONE = ["\x00", "0001-01-01T00:00:00+05:00", "99999999999999999999", "1e400"]
 
 OPENERS = ["operator", "researcher", "member", "token"]  # in this order of preference
 PAGES = [row for row in ROWS if row.method == "GET" and any(row.expected[role] == "200" for role in OPENERS)]
