@@ -740,6 +740,24 @@ def test_ragged_row_in_the_middle_keeps_row_numbers_right(tmp_path):
     assert only_error(parsed, "j2").row == 21
 
 
+def test_a_ragged_row_with_a_field_over_the_csv_modules_limit_rejects_its_job_only(tmp_path):
+    """Python's csv module refuses a field over 128 KiB (csv.Error, which once failed the whole
+    archive) where Arrow's reader reads it: finding the job of such a ragged row still works."""
+    big = "x" * 200_000
+    metrics = wide_rows("j1") + [f"j2,2026-10-05T09:00:00Z,n1,0,50,extra,{big}"] + wide_rows("j2")
+    jobs = [*JOBS_ROWS, f"j4,dan,nlp,1,1791190800,1791194400,batch,extra,{big}"]
+    files = base_files(
+        **{
+            "jobs.csv": csv_text(JOBS_HEADER, jobs),
+            "metrics.csv": csv_text("job_id,timestamp,host,gpu,gpu_util", metrics),
+        }
+    )
+    parsed = parse_files(tmp_path, files)
+    assert only_error(parsed, "j2").message.startswith("row has 7 fields, expected 5")
+    assert only_error(parsed, "j4").message.startswith("row has 9 fields, expected 7")
+    assert sorted(parsed.jobs) == ["j1", "j3"]
+
+
 def test_truncated_parquet(tmp_path):
     frame = pd.DataFrame({"job_id": ["j1"], "timestamp": [1791190800], "gpu": [0], "gpu_util": [1.0]})
     cut = parquet_bytes(frame)[:-20]

@@ -17,7 +17,16 @@ import pytest
 from tests.test_access_matrix import client_for
 from tests.test_hostile_queries import OPENERS, PAGES
 
-HOSTILE = ["last", "99999999999999999999", "1e400", "-inf", "-1", "0001-01-01T00:00:00+05:00", "x" * 3000, "é<script>'\""]
+HOSTILE = [
+    "last",
+    "99999999999999999999",
+    "1e400",
+    "-inf",
+    "-1",
+    "0001-01-01T00:00:00+05:00",
+    "x" * 3000,
+    "é<script>'\"",
+]
 # Forms that start work outside the request (a re-triage of the fleet, a connector's pull, sending
 # digests) are sent too: in tests their tasks run in-process, which is the point.
 

@@ -1480,7 +1480,10 @@ def _row_key(file: str, row: int | None) -> str:
 
 def _split_csv_line(text: str) -> list[str]:
     """The fields of one (ragged) CSV row, to find which job it belonged to."""
-    return next(csv.reader([text]), [])
+    try:
+        return next(csv.reader([text]), [])
+    except csv.Error:  # a field over the csv module's limit (128 KiB); quotes aside, commas still split
+        return text.split(",")
 
 
 def _check_header(header: list[str]) -> None:
