@@ -612,6 +612,16 @@ def _fitted(field_name: str, text: str) -> str:
     return text[: Job._meta.get_field(field_name).max_length]
 
 
+def _fitted_path(path: str) -> str:
+    """An artifact's path as its column keeps it: a longer one is cut and ends in a hash of the whole,
+    so two paths alike in their first 500 characters stay two artifacts (a job's paths are unique)."""
+    limit = Artifact._meta.get_field("path").max_length
+    if len(path) <= limit:
+        return path
+    digest = hashlib.sha256(path.encode(errors="surrogatepass")).hexdigest()
+    return f"{path[: limit - 17]}…{digest[:16]}"
+
+
 def summary_of(series: series_lib.SeriesSlice, start, end, gpu_count: int):
     """The job's summary figures from its series, with the configured idle threshold."""
     return series.summarize(start=start, end=end, gpu_count=gpu_count, idle_threshold=settings.IDLE_UTIL_THRESHOLD)
@@ -753,7 +763,7 @@ def _store_artifacts(stored: list[tuple[Job, list[ArtifactRecord], tuple[str, ..
                 Artifact(
                     job=job,
                     kind=record.kind,
-                    path=record.path[:500],
+                    path=_fitted_path(record.path),
                     file=name,
                     size=len(record.content),
                     sha256=name.rsplit("/", 1)[-1],  # blobs are named by their SHA-256

@@ -547,6 +547,25 @@ def test_gpu_hours_beyond_any_job_are_a_row_error_and_a_priced_fleet_still_impor
     }
 
 
+def test_artifact_paths_alike_in_their_first_500_characters_stay_two_artifacts(tmp_path):
+    """A path is kept to 500 characters; two cut to the same text broke the job's unique paths and
+    failed the whole import (IntegrityError). A long path now ends in a hash of the whole."""
+    from fleet.models import Artifact
+
+    long = "deep/" * 120
+    members = good() | {f"logs/j1/{long}a.log": "Epoch 1/3\n", f"logs/j1/{long}b.log": "Epoch 2/3\n"}
+    run = ingest_file(write_zip(tmp_path / "a.zip", members))
+    assert run.status == IngestRun.Status.SUCCEEDED
+    deep = Artifact.objects.filter(job__external_id="j1", path__startswith="deep/")
+    paths = sorted(deep.values_list("path", flat=True))
+    assert len(paths) == 2 and paths[0] != paths[1]
+    assert all(len(path) == 500 and path.startswith(long[:480]) for path in paths)
+    contents = {a.path: a.file.read() for a in deep}
+    assert sorted(contents.values()) == [b"Epoch 1/3\n", b"Epoch 2/3\n"]
+    ingest_file(write_zip(tmp_path / "b.zip", members))  # the same paths again: the job is unchanged
+    assert deep.count() == 2 and Job.objects.get(external_id="j1").ingest_run_id == run.pk
+
+
 def test_native_text_longer_than_its_column_is_cut_and_an_overlong_job_id_refused(tmp_path):
     """Native files bring whatever the platform holds (the job schema bounds only an archive's own
     rows): on PostgreSQL a name longer than its column failed the whole batch."""
