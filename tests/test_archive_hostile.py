@@ -346,6 +346,24 @@ def test_samples_outside_the_job_window_are_noted_and_not_counted(tmp_path):
     assert Job.objects.get(external_id="j1").mean_gpu_util == pytest.approx(50.0)
 
 
+def test_jobs_past_2262_import_with_their_series(tmp_path):
+    """Times go to the year 5138; pandas' nanosecond timestamps end in April 2262, and checking a
+    job's samples against its window through them failed the whole import (OverflowError)."""
+    members = good()
+    members["jobs.csv"] = JOBS + "j4,dan,nlp,1,5138-11-16T07:00:00Z,5138-11-16T08:00:00Z\n"
+    late = "".join(f"j4,5138-11-16T07:{minute:02d}:00Z,n1,0,25,1000,80000\n" for minute in range(60))
+    members["metrics.csv"] += late + "j4,5138-11-16T08:30:00.250Z,n1,0,0,1000,80000\n"
+    run = ingest_file(write_zip(tmp_path / "a.zip", members))
+    assert run.status == IngestRun.Status.SUCCEEDED, [e["message"] for e in run.errors]
+    [note] = [e for e in run.errors if e["job_id"] == "j4"]
+    assert note["message"].startswith(
+        "1 sample lies outside the job's window 5138-11-16T07:00:00Z – 5138-11-16T08:00:00Z"
+        " (first at 5138-11-16T08:30:00.250000Z)"
+    )
+    job = Job.objects.get(external_id="j4")
+    assert job.mean_gpu_util == pytest.approx(25.0) and job.sample_count == 60
+
+
 def test_end_before_start_rejects_that_job(tmp_path):
     jobs = JOBS.replace(
         "j3,cat,nlp,1,2026-11-02T10:00:00Z,2026-11-02T11:00:00Z",

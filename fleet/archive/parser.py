@@ -26,7 +26,7 @@ from collections.abc import Callable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import closing
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from functools import cache, cached_property
 from importlib import resources
 
@@ -256,6 +256,14 @@ def timestamp_message(value) -> str:
         if not in_range:
             return f"timestamp {text!r} is out of range ({TIME_RANGE})"
     return f"unparseable timestamp {text!r} ({TIMESTAMP_HINT})"
+
+
+_UNIX_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+
+
+def _epoch_us(moment: datetime) -> int:
+    """Whole microseconds since the epoch, exactly (a datetime's own resolution)."""
+    return (as_utc(moment) - _UNIX_EPOCH) // timedelta(microseconds=1)
 
 
 def _in_epoch_range(moment: datetime) -> bool:
@@ -534,12 +542,14 @@ class _ArchiveParser:
         """Samples before start_time or after end_time are kept but not counted; say so once per job."""
         # On the raw milliseconds: comparing datetimes costs more than the rest of the check. A
         # window edge with microseconds rounds inwards, so whole milliseconds compare exactly.
-        start_ns, end_ns = pd.Timestamp(job.start_time).value, pd.Timestamp(job.end_time).value
-        outside = (stamps_ms < -(-start_ns // 1_000_000)) | (stamps_ms > end_ns // 1_000_000)
+        # Worked out from datetimes, not pandas' nanoseconds, which end in 2262 (times go to 5138).
+        start_us, end_us = _epoch_us(job.start_time), _epoch_us(job.end_time)
+        outside = (stamps_ms < -(-start_us // 1_000)) | (stamps_ms > end_us // 1_000)
         count = int(np.count_nonzero(outside))
         if not count:
             return
-        first = pd.Timestamp(int(stamps_ms[np.argmax(outside)]), unit="ms", tz="UTC").isoformat().replace("+00:00", "Z")
+        first_ms = int(stamps_ms[np.argmax(outside)])
+        first = (_UNIX_EPOCH + timedelta(milliseconds=first_ms)).isoformat().replace("+00:00", "Z")
         plural = "1 sample lies" if count == 1 else f"{count} samples lie"
         message = (
             f"{plural} outside the job's window {job.start_time.isoformat().replace('+00:00', 'Z')} – "
