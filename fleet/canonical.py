@@ -30,6 +30,31 @@ METRICS: dict[str, str] = {
     "disk_write_bytes_per_s": "B/s",
 }
 REQUIRED_METRICS = ("gpu_util",)
+# The largest value a series keeps: metrics are stored as float32, where anything larger is infinity.
+FLOAT32_MAX = 3.4028234663852886e38
+
+
+def _metric_bounds(name: str) -> tuple[float, float]:
+    if name == "gpu_util":
+        return 0.0, 100.0
+    if METRICS[name] == "ratio":
+        return 0.0, 1.0
+    return 0.0, FLOAT32_MAX  # cpu_util may exceed 100 % when a container bursts past its allocation
+
+
+# The values each metric may take, wherever its samples come from (archives, connectors).
+METRIC_BOUNDS: dict[str, tuple[float, float]] = {name: _metric_bounds(name) for name in METRICS}
+
+
+def range_text(low: float, high: float, unit: str) -> str:
+    """What a metric's values must be, for a message: "must be 0–100 %"."""
+    if high >= FLOAT32_MAX:
+        return f"must be ≥ {low:g} and at most {FLOAT32_MAX:.4g}, the largest a series keeps"
+    if unit == "ratio":
+        return f"must be {low:g}–{high:g}, a ratio"
+    return f"must be {low:g}–{high:g} {unit}"
+
+
 # Key columns of every series row: which job, when, and which device (gpu is empty for host rows).
 SERIES_KEYS = ("timestamp", "host", "gpu")
 

@@ -326,6 +326,35 @@ def test_bad_metric_values_reject_their_job_with_the_row(tmp_path, value, expect
     assert set(Job.objects.values_list("external_id", flat=True)) == {"j1", "j3"}
 
 
+@pytest.mark.parametrize("as_parquet", [False, True], ids=["csv", "parquet"])
+def test_metric_values_too_large_for_the_series_reject_their_job(tmp_path, as_parquet):
+    """Series keep float32: 1e39 MiB was stored as infinity, and the job's triage, the job API and its
+    timeline then failed on it. It is out of range like any bad value."""
+    members = good()
+    members["metrics.csv"] = members["metrics.csv"].replace(
+        "j2,2026-11-02T10:07:00Z,n1,0,50.0,1000,", "j2,2026-11-02T10:07:00Z,n1,0,50.0,1e39,"
+    )
+    if as_parquet:
+        import pandas as pd
+
+        frame = pd.read_csv(io.StringIO(members.pop("metrics.csv")))
+        members["metrics.parquet"] = _parquet(frame)
+    run = ingest_file(write_zip(tmp_path / "a.zip", members))
+    error = next(e for e in run.errors if e["job_id"] == "j2")
+    assert (error["row"], error["field"]) == (68, "gpu_mem_used_mib")
+    assert (
+        "gpu_mem_used_mib value" in error["message"]
+        and "is out of range (must be ≥ 0 and at most 3.403e+38, the" in error["message"]
+    )
+    assert set(Job.objects.values_list("external_id", flat=True)) == {"j1", "j3"}
+
+
+def _parquet(frame) -> bytes:
+    buffer = io.BytesIO()
+    frame.to_parquet(buffer)
+    return buffer.getvalue()
+
+
 def test_nan_is_a_missing_value_not_an_error(tmp_path):
     members = good()
     members["metrics.csv"] = members["metrics.csv"].replace(

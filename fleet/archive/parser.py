@@ -44,6 +44,7 @@ from fleet.archive.reader import MANIFEST_NAME, ArchiveError, ArchiveReader, Rea
 from fleet.canonical import (
     JOB_TYPES,
     MAX_EPOCH_SECONDS,
+    METRIC_BOUNDS,
     METRICS,
     TIME_RANGE,
     ArtifactRecord,
@@ -51,6 +52,7 @@ from fleet.canonical import (
     RecordError,
     as_utc,
     loads_json,
+    range_text,
 )
 from fleet.connectors.native import NativeFiles  # native sacct/kubectl/Prometheus files (issue 6)
 
@@ -86,17 +88,6 @@ BUCKET_ROWS = 1_000_000
 SPILL_IPC = pa.ipc.IpcWriteOptions(compression="lz4")
 # Rough sizes, used only to choose how many buckets to spill into (never for limits).
 CSV_BYTES_PER_ROW = 40
-
-
-def _metric_bounds(name: str) -> tuple[float, float]:
-    if name == "gpu_util":
-        return 0.0, 100.0
-    if METRICS[name] == "ratio":
-        return 0.0, 1.0
-    return 0.0, np.inf  # cpu_util may exceed 100 % when a container bursts past its allocation
-
-
-METRIC_BOUNDS: dict[str, tuple[float, float]] = {name: _metric_bounds(name) for name in METRICS}
 
 
 @dataclass
@@ -1735,7 +1726,7 @@ def _checked_metric(values: np.ndarray, bad: np.ndarray, metric: str):
         number = _maybe_float(value)
         if number is not None and np.isfinite(number):
             hint = "; this looks like percent" if unit == "ratio" and 1 < number <= 100 else ""
-            return f"{metric} value {value!r} is out of range ({_range_text(low, high, unit)}{hint})"
+            return f"{metric} value {value!r} is out of range ({range_text(low, high, unit)}{hint})"
         return f"non-numeric {metric} value {value!r}"
 
     return np.where(out_of_range, np.nan, values), bad | out_of_range, describe
@@ -1763,14 +1754,6 @@ def _maybe_float(value) -> float | None:
         return float(value)
     except (TypeError, ValueError):
         return None
-
-
-def _range_text(low: float, high: float, unit: str) -> str:
-    if np.isinf(high):
-        return f"must be ≥ {low:g}"
-    if unit == "ratio":
-        return f"must be {low:g}–{high:g}, a ratio"
-    return f"must be {low:g}–{high:g} {unit}"
 
 
 def _format_bytes(size: int) -> str:

@@ -18,11 +18,12 @@ from collections.abc import Iterator
 from datetime import datetime
 from urllib.parse import quote
 
+import numpy as np
 import pandas as pd
 
 from fleet import series as series_lib
 from fleet.archive.parser import parse_timestamp
-from fleet.canonical import JOB_TYPES, METRICS, ArtifactRecord, JobRecord, RecordError
+from fleet.canonical import JOB_TYPES, METRIC_BOUNDS, METRICS, ArtifactRecord, JobRecord, RecordError, range_text
 from fleet.connectors.base import BadData, BaseConnector, Batch
 from fleet.connectors.registry import register
 
@@ -91,6 +92,7 @@ def frame_from_samples(doc, *, job: JobRecord | None = None, source: str = "seri
     keep = [c for c in ("timestamp", "host", "gpu", *METRICS) if c in frame.columns]
     try:
         frame["timestamp"] = frame["timestamp"].map(parse_timestamp)
+        _check_bounds(frame, source)
         frame, _ = series_lib.normalize(frame[keep])
     except (KeyError, ValueError, TypeError) as exc:
         raise BadData(f"{source}: {exc}") from exc
@@ -98,6 +100,18 @@ def frame_from_samples(doc, *, job: JobRecord | None = None, source: str = "seri
         inside = (frame["timestamp"] >= job.start_time) & (frame["timestamp"] <= job.end_time)
         frame = frame[inside].reset_index(drop=True)
     return frame if len(frame) else None
+
+
+def _check_bounds(frame: pd.DataFrame, source: str) -> None:
+    """BadData for a sample outside its metric's bounds, the ones an archive's samples keep to (a
+    value past float32's largest would be stored as infinity)."""
+    for metric in (name for name in METRICS if name in frame.columns):
+        low, high = METRIC_BOUNDS[metric]
+        values = pd.to_numeric(frame[metric]).to_numpy(dtype="float64", na_value=np.nan)
+        outside = ~np.isnan(values) & ((values < low) | (values > high))
+        if outside.any():
+            bounds = range_text(low, high, METRICS[metric])
+            raise BadData(f"{source}: {metric} value {values[np.argmax(outside)]:g} is out of range ({bounds})")
 
 
 def artifacts_from_doc(doc, job_id: str, *, max_bytes: int, source: str = "artifacts") -> list[ArtifactRecord]:
