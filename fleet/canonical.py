@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import math
+import numbers
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Literal
@@ -128,15 +129,30 @@ def without_nul(text: str) -> str:
 
 
 def storable(value):
-    """A JSON-like value with NUL characters left out of every string in it, keys included: for
-    what quotes input (log lines, script lines) on its way into a JSON column."""
+    """A JSON-like value as a JSON column keeps it, for what quotes input (log lines, script lines,
+    constants read from a script) on its way into one: NUL characters left out of every string, keys
+    included; NaN and infinities as null (jsonb refuses them); booleans, numbers (numpy's too) as
+    themselves; anything else JSON has no word for (bytes, complex numbers, `...` in a script) as
+    its text."""
     if isinstance(value, str):
         return without_nul(value)
+    if value is None or isinstance(value, bool):
+        return value
+    if isinstance(value, numbers.Integral):
+        return int(value)
+    if isinstance(value, numbers.Real):
+        return float(value) if math.isfinite(value) else None
     if isinstance(value, dict):
-        return {storable(key) if isinstance(key, str) else key: storable(item) for key, item in value.items()}
+        return {_storable_key(key): storable(item) for key, item in value.items()}
     if isinstance(value, list | tuple):
         return [storable(item) for item in value]
-    return value
+    return without_nul(str(value))
+
+
+def _storable_key(key) -> str | int | float | bool | None:
+    if isinstance(key, str):
+        return without_nul(key)
+    return key if key is None or isinstance(key, bool | int | float) else without_nul(str(key))
 
 
 def as_utc(moment: datetime) -> datetime:

@@ -137,7 +137,9 @@ _KEYWORDS: dict[str, tuple[str, ...]] = {
     REMOTE_READ: ("://",),
 }  # fmt: skip
 # "Epoch 3", "Epoch [3/10]", "epoch: 3", Lightning's "Epoch 3: 100%|..."; not "Num Epochs = 3" or "epochs=3".
-_EPOCH_WORD = re.compile(r"\bepoch\s*(?::\s*|\[\s*)?(\d+)\b", re.IGNORECASE)
+# Numbers of at most 18 digits: int() refuses text of over 4,300 digits (a ValueError that once
+# failed the import of a log saying "Epoch 999…"), and no epoch, batch or worker count is longer.
+_EPOCH_WORD = re.compile(r"\bepoch\s*(?::\s*|\[\s*)?(\d{1,18})\b", re.IGNORECASE)
 # HF Trainer's metrics dicts: {'loss': 0.69, 'learning_rate': 4.5e-05, 'epoch': 0.27}
 _EPOCH_DICT = re.compile(r"""^\s*\{.*['"]epoch['"]\s*:\s*([0-9]+(?:\.[0-9]+)?(?:[eE][-+]?\d+)?)""")
 # A file's download progress bar, "model.safetensors:  45%|####5 | ...": kept apart from the other

@@ -211,3 +211,9 @@ def test_example_log_events():
 )
 def test_progress_bars_of_other_things_are_no_downloads(line):
     assert "download" not in [event.kind for event in extract_log_events(line)]
+
+
+def test_an_epoch_number_of_thousands_of_digits_is_no_epoch_and_no_error():
+    # int() refuses text of over 4,300 digits: this line once failed the import of its whole archive.
+    events = extract_log_events("Epoch " + "9" * 4400 + "/3\nEpoch 2/3\n")
+    assert [(e.kind, e.line_no) for e in events] == [("epoch", 2)]

@@ -292,3 +292,78 @@ def test_logs_and_scripts_with_nul_characters_are_triaged_and_stored(tmp_path, s
     assert triage_job(job).status == "classified"
     stored = json_module.dumps([list(f) for f in Finding.objects.filter(job=job).values_list("evidence", "summary")])
     assert "current system is 2" in stored and "\\u0000" not in stored
+
+
+def _ingested_job(tmp_path, extra: dict, job_id: str = "j1"):
+    from fleet import ingest
+    from fleet.models import Job
+    from tests.conftest import write_zip
+    from tests.test_ingest import good_members
+
+    members = good_members()
+    for name, text in extra.items():
+        members[name] = members.get(name, "") + text
+    run = ingest.execute_run(ingest.create_run(write_zip(tmp_path / "a.zip", members)).pk)
+    assert run.status == "succeeded", run.errors
+    return Job.objects.get(external_id=job_id)
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("value", ["b'2'", "...", "1j", "1e999"])
+def test_script_constants_json_cannot_say_are_stored_as_text_or_null(tmp_path, storage_dir, value):
+    """Evidence quotes constants from a script's syntax tree: bytes, `...` and complex numbers have no
+    JSON form and 1e999 is infinite (jsonb refuses it); each failed the job's triage and the rest of
+    its batch. They are stored as their text, or null for an infinity."""
+    import json as json_module
+
+    from triage.models import Finding
+    from triage.services import triage_job
+
+    script = (
+        "import torch\nfrom torch.utils.data import DataLoader\n"
+        f"loader = DataLoader(ds, batch_size=4, prefetch_factor={value}, num_workers=0)\n"
+        "for x in loader:\n    model(x.cuda())\n"
+    )
+    job = _ingested_job(tmp_path, {"scripts/j1/train.py": script})
+    result = triage_job(job)
+    assert result.status != "error", result.reason
+    stored = json_module.dumps([f.evidence for f in Finding.objects.filter(job=job)] + [result.evidence])
+    assert "Infinity" not in stored and "NaN" not in stored
+
+
+@pytest.mark.django_db
+def test_a_log_number_of_thousands_of_digits_is_no_batch_size_and_no_error(tmp_path, storage_dir):
+    """int() refuses text of over 4,300 digits: the job's triage ended in Python's own message."""
+    from triage.services import triage_job
+
+    job = _ingested_job(tmp_path, {"logs/j1/stdout.log": "batch_size=" + "9" * 4400 + "\n"})
+    assert triage_job(job).status != "error"
+
+
+@pytest.mark.django_db
+def test_a_result_the_database_refuses_is_that_jobs_error_and_the_batch_goes_on(tmp_path, storage_dir, monkeypatch):
+    from fleet.models import Job
+    from triage import services
+    from triage.models import JobTriage
+
+    _ingested_job(tmp_path, {})
+    first, *others = Job.objects.order_by("pk")
+    storable = services.storable
+
+    def refused_for_the_first(value):  # a value no JSON column keeps, for the first job's evidence only
+        return {"x": float("inf")} if services_job[0] == first.pk and isinstance(value, dict) else storable(value)
+
+    services_job = [None]
+    triage_job = services.triage_job
+
+    def tracking(job, rule_set=None):
+        services_job[0] = job.pk
+        return triage_job(job, rule_set)
+
+    monkeypatch.setattr(services, "storable", refused_for_the_first)
+    monkeypatch.setattr(services, "triage_job", tracking)
+    counts = services.triage_jobs([job.pk for job in (first, *others)])
+    stored = dict(JobTriage.objects.values_list("job_id", "status"))
+    assert stored[first.pk] == "error" and sum(counts.values()) == 1 + len(others)
+    assert JobTriage.objects.get(job=first).reason.startswith("the result could not be stored")
+    assert all(stored[job.pk] != "error" for job in others)

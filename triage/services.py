@@ -12,7 +12,7 @@ from datetime import timedelta
 from decimal import Decimal
 
 from django.core.files.storage import default_storage
-from django.db import transaction
+from django.db import DataError, IntegrityError, transaction
 from django.db.models import F
 from django.utils import timezone
 
@@ -104,7 +104,12 @@ def triage_job(job: Job, rule_set: RuleSet | None = None) -> JobTriage:
     except Exception as exc:  # one broken job must not stop a batch; the error is shown on the job
         logger.exception("Triage of job %s failed", job)
         return _store(job, rule_set, None, TriageResult(TriageStatus.ERROR, str(exc)[:300], [], None, None, None))
-    return _store(job, rule_set, evidence, result)
+    try:
+        return _store(job, rule_set, evidence, result)
+    except (IntegrityError, DataError) as exc:  # a value the database refused: the job shows why, the batch goes on
+        logger.exception("The triage result of job %s could not be stored", job)
+        reason = f"the result could not be stored: {exc}"[:300]
+        return _store(job, rule_set, None, TriageResult(TriageStatus.ERROR, reason, [], None, None, None))
 
 
 @transaction.atomic

@@ -38,10 +38,11 @@ class LogLine:
         }
 
 
-_BATCH = re.compile(r"\bbatch[ _-]?size\b\s*[=:]?\s*(\d+)", re.IGNORECASE)
+# Numbers of at most 18 digits (int() refuses text of over 4,300), as fleet.logevents reads epochs.
+_BATCH = re.compile(r"\bbatch[ _-]?size\b\s*[=:]?\s*(\d{1,18})\b", re.IGNORECASE)
 _WORKER_WARNING = re.compile(
-    r"This DataLoader will create (\d+) worker processes in total\. Our suggested max number of worker in current "
-    r"system is (\d+)",
+    r"This DataLoader will create (\d{1,18}) worker processes in total\. Our suggested max number of worker in current "
+    r"system is (\d{1,18})\b",
     re.IGNORECASE,
 )
 _SLOW_LOADER = re.compile(r"does not have many workers", re.IGNORECASE)
