@@ -51,6 +51,20 @@ def test_a_30_day_8_gpu_job_sampled_every_15s_fits_in_well_under_a_megabyte():
     assert len(trace["x"]) <= 1100
 
 
+def test_memory_shares_a_total_of_zero_or_float32_cannot_hold_are_left_out_not_infinite():
+    """A total of 0 MiB (allowed: ≥ 0) made used/total infinite, and 100 x a float32 near its largest
+    overflowed: the figure's JSON then held Infinity, which browsers refuse, and no chart showed."""
+    frame = series(2, 600, 30)
+    frame.loc[frame["gpu"] == 0, "gpu_mem_total_mib"] = np.float32(0)
+    frame.loc[frame["gpu"] == 1, "gpu_mem_used_mib"] = np.float32(3e38)
+    frame.loc[frame["gpu"] == 1, "gpu_mem_total_mib"] = np.float32(1e38)
+    figure = build_timeline(frame, start=START, end=START + timedelta(minutes=10))
+    json.dumps(figure, allow_nan=False)  # what a browser's JSON.parse accepts
+    memory = {t["name"]: t["y"] for t in figure["data"] if t["yaxis"] == "y2"}
+    assert not any(memory.get("n1 GPU 0", []))
+    assert set(memory["n1 GPU 1"]) == {300.0}
+
+
 def test_a_hole_in_the_series_is_a_gap_not_a_line():
     frame = series(1, 3600, 30)
     frame = frame[

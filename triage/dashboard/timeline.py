@@ -44,7 +44,7 @@ class Marker:
 
 def _downsample(t_ms: np.ndarray, values: np.ndarray, points: int, gap_ms: float) -> tuple[list, list]:
     """Downsample one device's series and break the line at each hole of the original series."""
-    keep = ~np.isnan(values)
+    keep = np.isfinite(values)  # an infinity would make the figure's JSON invalid (no chart at all)
     t_ms, values = t_ms[keep], values[keep]
     # Holes are found on the full series: after downsampling, kept points are far apart anyway.
     hole_starts = t_ms[:-1][np.diff(t_ms) > gap_ms] if len(t_ms) > 1 else t_ms[:0]
@@ -101,7 +101,9 @@ def build_timeline(
     host_rows = frame[frame["gpu"].isna()] if "gpu" in frame else frame.iloc[0:0]
     has_memory = {"gpu_mem_used_mib", "gpu_mem_total_mib"} <= set(gpu_rows.columns)
     if has_memory:
-        gpu_rows = gpu_rows.assign(gpu_mem_pct=100 * gpu_rows["gpu_mem_used_mib"] / gpu_rows["gpu_mem_total_mib"])
+        # In float64 (100 x a float32 near its largest overflows), and none where the total is 0.
+        used, total = (gpu_rows[name].astype("float64") for name in ("gpu_mem_used_mib", "gpu_mem_total_mib"))
+        gpu_rows = gpu_rows.assign(gpu_mem_pct=(100 * used / total).where(total > 0))
     panels = [("gpu_util", "GPU util (%)", gpu_rows)]
     if has_memory:
         panels.append(("gpu_mem_pct", "GPU memory (%)", gpu_rows))
