@@ -61,6 +61,25 @@ def case(name: str) -> tuple[str, str]:
     return name, (CASES / name).read_text()
 
 
+@pytest.mark.parametrize("offset_s", [0.001, 1.0, 7.0])
+def test_hosts_sampled_out_of_step_are_judged_as_hosts_sampled_together(offset_s):
+    """Each host's exporter is scraped at its own moment. On the grid of every distinct time each GPU
+    filled one slot in eight, so eight out-of-step hosts looked covered an eighth of the time
+    ("insufficient data"), and that grid grew with hosts x hosts x samples."""
+    hosts = 8
+    aligned = pd.concat(
+        [series(60, lambda t, gpu: 20.0 if t > 40 else 85.0, gpus=2).assign(host=f"n{h}") for h in range(hosts)],
+        ignore_index=True,
+    )
+    staggered = aligned.copy()
+    staggered["timestamp"] += pd.to_timedelta(staggered["host"].str[1:].astype(int) * offset_s, unit="s")
+    (together, expected), (apart, got) = (run(60, frame, gpu_count=2 * hosts) for frame in (aligned, staggered))
+    assert apart.timeline.util.shape[0] <= together.timeline.util.shape[0] + 1
+    assert got.coverage == pytest.approx(expected.coverage, abs=0.01) and expected.coverage > 0.95
+    assert got.mean_util == pytest.approx(expected.mean_util, abs=0.5)
+    assert got.status == expected.status and categories(got) == categories(expected)
+
+
 def test_only_gpu_util_still_finds_an_idle_tail_and_nothing_it_cannot_see():
     # Busy at 35 % for 2 h, then 90 min of nothing: no memory, CPU, logs or scripts.
     frame = series(210, lambda t, g: 35 if t < 120 else 0)

@@ -281,6 +281,10 @@ def build_timeline(frame: pd.DataFrame | StoredSeries | None, *, start_s: float,
         device_codes, keys = pd.factorize(device_key, sort=True)
         time_index, times = pd.factorize(row_ts, sort=True)
         keys, times = np.asarray(keys), np.asarray(times, dtype=np.float64)
+        snapped = _snapped_to_one_grid(device_codes, row_ts, times.size)
+        if snapped is not None:
+            time_index, times = pd.factorize(snapped, sort=True)
+            times = np.asarray(times, dtype=np.float64)
 
         def on_grid(rows: np.ndarray) -> np.ndarray:
             out = np.full((times.size, keys.size), np.nan, order="F")
@@ -359,6 +363,28 @@ def build_timeline(frame: pd.DataFrame | StoredSeries | None, *, start_s: float,
         gpu_extra=gpu_extra,
         metrics=columns.metrics(),
     )
+
+
+def _snapped_to_one_grid(device_codes: np.ndarray, row_ts: np.ndarray, distinct_times: int) -> np.ndarray | None:
+    """The rows' times moved to one grid of the devices' own sampling period, when devices are sampled
+    out of step with each other (another host's exporter scraped a second later); None when they are not.
+
+    On the grid of every distinct time, each device would fill one slot in N for N out-of-step hosts:
+    the job would look covered 1/N of the time, and that grid grows with N x N x samples. A time moves
+    at most half a period, to the slot nearest its device's sample.
+    """
+    devices = int(device_codes.max()) + 1 if device_codes.size else 0
+    if devices < 2 or distinct_times <= 1.5 * row_ts.size / devices:  # in step, or nearly
+        return None
+    order = np.lexsort((row_ts, device_codes))
+    codes, stamps = device_codes[order], row_ts[order]
+    steps = np.diff(stamps)[codes[1:] == codes[:-1]]
+    steps = steps[steps > 0]
+    if not steps.size:
+        return None
+    period = float(np.median(steps))
+    origin = float(row_ts.min())
+    return origin + np.round((row_ts - origin) / period) * period
 
 
 def _common_grid(device_key: np.ndarray, row_ts: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:
