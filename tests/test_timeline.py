@@ -98,3 +98,12 @@ def test_timeline_endpoint_is_scoped_and_zooms(client, member_a, team_a, team_b)
     assert len(util_trace(window)["x"]) == 41  # every 15 s sample of the 10 minutes, at full resolution
     bad = client.get(reverse("dashboard:job-timeline", args=[own.pk]), {"start": "noon"})
     assert bad.status_code == 400 and "ISO 8601" in bad.json()["error"]
+    backwards = {
+        "start": (START + timedelta(minutes=20)).isoformat(),
+        "end": (START + timedelta(minutes=10)).isoformat(),
+    }
+    assert client.get(reverse("dashboard:job-timeline", args=[own.pk]), backwards).status_code == 400
+    # A job that started and ended at the same moment (allowed) has an empty figure that says so.
+    instant = JobFactory(team=team_a, start_time=START, end_time=START)
+    figure = client.get(reverse("dashboard:job-timeline", args=[instant.pk]))
+    assert figure.status_code == 200 and "same moment" in figure.json()["empty"]

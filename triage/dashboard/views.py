@@ -147,7 +147,11 @@ def job_timeline(request, pk: int):
     except (ValueError, OverflowError):  # overflow: an offset that puts the instant before year 1 in UTC
         return JsonResponse({"error": "start and end must be ISO 8601 times"}, status=400)
     if end <= start:
-        return JsonResponse({"error": "end must be after start"}, status=400)
+        if request.GET.get("start") or request.GET.get("end"):
+            return JsonResponse({"error": "end must be after start"}, status=400)
+        # A job may start and end at the same moment (the schema allows it): nothing to draw, no error.
+        empty = "The job started and ended at the same moment: there is no time line to draw."
+        return JsonResponse({"data": [], "layout": {}, "empty": empty})
     if not job.series_file:
         if job.series_pruned_at:
             empty = (
