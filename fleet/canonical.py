@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import math
 import numbers
+import re
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Literal
@@ -73,11 +74,36 @@ def loads_json(text: str | bytes):
     JSON column stores (PostgreSQL's jsonb refuses them): here they are a ValueError, like any other
     text that is not JSON, instead of failing the insert of a job whose raw record holds one. So is
     nesting deeper than the interpreter's stack (`[[[[…`), which `json` answers with RecursionError,
-    and a number too large for a float (`1e400`), which `json` reads as infinity."""
+    a number too large for a float (`1e400`), which `json` reads as infinity, and a lone surrogate
+    escape (`"\ud800"`), which `json` reads into a string no UTF-8 text, and so no database, holds."""
     try:
-        return json.loads(text, parse_constant=_not_json, parse_float=_finite_float)
+        value = json.loads(text, parse_constant=_not_json, parse_float=_finite_float)
     except RecursionError:
         raise ValueError("nested too deeply") from None
+    # Only an escape can make a surrogate (UTF-8 input cannot): look for one only when the text has one.
+    raw = text if isinstance(text, str) else text.decode("utf-8", errors="replace")
+    if _SURROGATE_ESCAPE.search(raw) and _holds_surrogate(value):
+        raise ValueError("a \\ud800–\\udfff escape not paired as UTF-16 is not text")
+    return value
+
+
+_SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def _holds_surrogate(value) -> bool:
+    pending = [value]
+    while pending:
+        item = pending.pop()
+        if isinstance(item, str):
+            if _SURROGATE.search(item):
+                return True
+        elif isinstance(item, dict):
+            pending.extend(item.keys())
+            pending.extend(item.values())
+        elif isinstance(item, list):
+            pending.extend(item)
+    return False
 
 
 def _finite_float(text: str) -> float:

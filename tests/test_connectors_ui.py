@@ -95,3 +95,80 @@ def test_pull_now_records_the_failure_on_the_health_page(
     assert connector.health == "failing" and "TransientError" in connector.last_error
     page = client.get(reverse("connectors:list")).content.decode()
     assert "failing" in page and "TransientError" in page
+
+
+@pytest.mark.parametrize(
+    ("overrides", "field", "message"),
+    [
+        ({"secret": SECRET + "\nline2"}, "secret", "The secret holds a line break or a character HTTP headers cannot"),
+        ({"secret": "tok☃"}, "secret", "The secret holds a line break"),
+        ({"headers": '{"X-A": "a\\r\\nX-Injected: 1"}'}, "headers", "The header 'X-A' holds a line break"),
+        ({"headers": '{"X-☃": "a"}'}, "headers", "is not a valid HTTP header name"),
+        ({"auth": "basic", "username": "用户"}, "username", "The user name holds a line break or a character"),
+        ({"secret_header": "X Token"}, "secret_header", "is not a valid HTTP header name"),
+    ],
+)
+def test_secrets_and_headers_http_cannot_send_are_refused_without_quoting_them(
+    client, operator, overrides, field, message
+):
+    """The HTTP library failed on them with an error quoting the header's value, which the check and
+    the pull then showed on the page: the secret itself, or a 500 for non-Latin-1 text."""
+    client.force_login(operator)
+    response = client.post(reverse("connectors:create"), form_data(**overrides))
+    assert response.status_code == 200 and not Connector.objects.exists()
+    page = response.content.decode()
+    assert message in page.replace("&#x27;", "'")
+    assert SECRET not in page
+
+
+def test_a_secret_file_of_several_lines_fails_the_check_and_the_pull_without_showing_it(
+    client, operator, tmp_path, django_capture_on_commit_callbacks
+):
+    token = tmp_path / "token"
+    token.write_text(f"{SECRET}\nsecond line\n")
+    client.force_login(operator)
+    data = form_data(secret="", secret_reference=f"file:{token}")
+    assert client.post(reverse("connectors:create"), data).status_code == 302
+    connector = Connector.objects.get()
+    checked = client.post(reverse("connectors:check", args=[connector.pk]), follow=True).content.decode()
+    assert "the secret holds a line break or a character HTTP headers cannot carry" in checked
+    with django_capture_on_commit_callbacks(execute=True):
+        client.post(reverse("connectors:sync", args=[connector.pk]))
+    connector.refresh_from_db()
+    run = connector.runs.get() if hasattr(connector, "runs") else None
+    shown = [checked, connector.last_error, client.get(reverse("connectors:list")).content.decode()]
+    assert "ConfigError" in connector.last_error
+    assert all(SECRET not in text for text in shown) and (run is None or SECRET not in str(run.errors))
+
+
+@pytest.mark.parametrize(
+    ("kind", "options", "message"),
+    [
+        ("slurm", {"window_hours": "x"}, "option 'window_hours' must be a number from 0.01 to 8784 (got 'x')"),
+        ("slurm", {"initial_days": 1e9}, "option 'initial_days' must be a number from 0 to 3660"),
+        ("slurm", {"account_teams": ["ml"]}, "option 'account_teams' must be a JSON object of names to names"),
+        ("kubernetes", {"settle_minutes": []}, "option 'settle_minutes' must be a number"),
+        ("kubernetes", {"page_size": "x"}, "option 'page_size' must be a whole number from 1 to 10000"),
+        ("prometheus", {"step": "abc"}, "option 'step' must be a duration from 1ms to 1d"),
+        ("generic", {"page_size": 2.5}, "option 'page_size' must be a whole number"),
+    ],
+)
+def test_options_a_connector_cannot_read_are_a_message_not_a_server_error(
+    client, operator, kind, options, message, django_capture_on_commit_callbacks
+):
+    import json
+
+    from fleet.models import IngestRun
+
+    cluster = "" if kind == "prometheus" else "c1"
+    connector = Connector.objects.create(
+        name="c", kind=kind, url="http://127.0.0.1:9", cluster=cluster, options=json.loads(json.dumps(options))
+    )
+    client.force_login(operator)
+    checked = client.post(reverse("connectors:check", args=[connector.pk]), follow=True)
+    assert checked.status_code == 200 and message in checked.content.decode().replace("&#x27;", "'")
+    with django_capture_on_commit_callbacks(execute=True):
+        assert client.post(reverse("connectors:sync", args=[connector.pk])).status_code == 302
+    connector.refresh_from_db()
+    assert message in connector.last_error
+    assert not IngestRun.objects.filter(status=IngestRun.Status.RUNNING).exists()  # the pull's run ended

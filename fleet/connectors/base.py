@@ -18,6 +18,7 @@ retries are used up) ends the pull without moving the watermark, so the next run
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -89,6 +90,50 @@ class ConnectorSettings:
     backoff_s: float = 1.0
     backoff_max_s: float = 60.0
     retry_after_max_s: float = 300.0
+
+
+# What HTTP lets a header carry: a name of token characters, and a value of printable Latin-1
+# (tabs allowed). Anything else — a line break in a pasted token, a multi-line secret file, a
+# non-Latin-1 character — makes the HTTP library fail with an error quoting the value, secret
+# and all; it is refused here, by name, before any request.
+_HEADER_NAME = re.compile(r"^[!#$%&'*+.^_`|~0-9A-Za-z-]+$")
+_HEADER_VALUE = re.compile(r"^[\t\x20-\x7e\xa0-\xff]*$")
+
+
+def header_problem(name: str, value: str, *, what: str) -> str | None:
+    """Why `name: value` cannot go in a request (`what` names the value without quoting it), or None."""
+    if not _HEADER_NAME.match(name):
+        return f"the header name {name[:100]!r} is not a valid HTTP header name"
+    if not _HEADER_VALUE.match(value):
+        return f"{what} holds a line break or a character HTTP headers cannot carry (only printable Latin-1)"
+    return None
+
+
+def number_option(options: dict, name: str, default, *, low: float, high: float, integer: bool = False):
+    """A numeric option (a number, or text of one) within [low, high]; ConfigError naming it otherwise.
+
+    The connector form checks only that options are a JSON object: each connector reads its own
+    options through this, so a wrong one is a message on the connector's page, not a server error.
+    """
+    value = options.get(name, default)
+    try:
+        if isinstance(value, bool) or not isinstance(value, int | float | str):
+            raise ValueError
+        number = float(value)
+    except ValueError:
+        number = None
+    if number is None or not low <= number <= high or (integer and not number.is_integer()):
+        kind = "a whole number" if integer else "a number"
+        raise ConfigError(f"option {name!r} must be {kind} from {low:g} to {high:g} (got {str(value)[:60]!r})")
+    return int(number) if integer else number
+
+
+def mapping_option(options: dict, name: str) -> dict[str, str]:
+    """An option mapping names to names (a team per account or namespace); ConfigError otherwise."""
+    value = options.get(name) or {}
+    if not isinstance(value, dict) or not all(isinstance(v, str) for v in value.values()):
+        raise ConfigError(f'option {name!r} must be a JSON object of names to names, e.g. {{"ml": "vision"}}')
+    return value
 
 
 @dataclass

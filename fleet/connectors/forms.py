@@ -6,6 +6,7 @@ import re
 
 from django import forms
 
+from fleet.connectors.base import header_problem
 from fleet.connectors.models import Connector
 
 SECRET_REFERENCE = re.compile(r"^(env:[A-Za-z_][A-Za-z0-9_]*|file:/.+)$")
@@ -66,7 +67,33 @@ class ConnectorForm(forms.ModelForm):
         headers = self.cleaned_data["headers"] or {}
         if not isinstance(headers, dict) or not all(isinstance(v, str) for v in headers.values()):
             raise forms.ValidationError('A JSON object of header names to text values, e.g. {"X-Scope-OrgID": "gpu"}.')
+        for name, value in headers.items():
+            problem = header_problem(name, value, what=f"the header {name[:100]!r}")
+            if problem:
+                raise forms.ValidationError(problem[0].upper() + problem[1:] + ".")
         return headers
+
+    def clean_username(self) -> str:
+        username = self.cleaned_data["username"]
+        problem = header_problem("Authorization", username, what="the user name")
+        if problem:
+            raise forms.ValidationError(problem[0].upper() + problem[1:] + ".")
+        return username
+
+    def clean_secret_header(self) -> str:
+        name = self.cleaned_data["secret_header"]
+        problem = header_problem(name, "", what="") if name else None
+        if problem:
+            raise forms.ValidationError(problem[0].upper() + problem[1:] + ".")
+        return name
+
+    def clean_secret(self) -> str:
+        secret = self.cleaned_data["secret"]
+        if secret and header_problem("Authorization", secret, what="the secret"):  # never quoted back
+            raise forms.ValidationError(
+                "The secret holds a line break or a character HTTP headers cannot carry (only printable Latin-1)."
+            )
+        return secret
 
     def clean_options(self):
         options = self.cleaned_data["options"] or {}

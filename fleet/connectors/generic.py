@@ -24,7 +24,7 @@ import pandas as pd
 from fleet import series as series_lib
 from fleet.archive.parser import parse_timestamp
 from fleet.canonical import JOB_TYPES, METRIC_BOUNDS, METRICS, ArtifactRecord, JobRecord, RecordError, range_text
-from fleet.connectors.base import BadData, BaseConnector, Batch
+from fleet.connectors.base import BadData, BaseConnector, Batch, number_option
 from fleet.connectors.registry import register
 
 REQUIRED = ("job_id", "user", "team", "gpu_count", "start_time", "end_time")
@@ -145,13 +145,21 @@ class GenericConnector(BaseConnector):
     kind = "generic"
     label = "Generic REST API (our JSON contract)"
 
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        options = self.settings.options
+        self.page_size = number_option(options, "page_size", PAGE_SIZE, low=1, high=10_000, integer=True)
+        self.artifact_max_bytes = number_option(
+            options, "artifact_max_bytes", 20 * 2**20, low=0, high=2**30, integer=True
+        )
+
     def check(self) -> dict:
         doc = self.http.get_json("jobs", params={"limit": 1})
         return {"jobs_endpoint": isinstance(doc, dict) and isinstance(doc.get("jobs"), list)}
 
     def list_jobs(self, watermark: str, until: datetime) -> Iterator[Batch]:
         cursor = watermark
-        limit = int(self.settings.options.get("page_size", PAGE_SIZE))
+        limit = self.page_size
         stalls = 0
         for _page in range(MAX_PAGES):
             params = {"limit": limit}
@@ -196,5 +204,5 @@ class GenericConnector(BaseConnector):
 
     def fetch_artifacts(self, job: JobRecord) -> list[ArtifactRecord]:
         doc = self.http.get_json(self._job_path(job, "artifacts"))
-        max_bytes = int(self.settings.options.get("artifact_max_bytes", 20 * 2**20))
-        return artifacts_from_doc(doc, job.external_id, max_bytes=max_bytes, source=f"{self.settings.name} artifacts")
+        source = f"{self.settings.name} artifacts"
+        return artifacts_from_doc(doc, job.external_id, max_bytes=self.artifact_max_bytes, source=source)

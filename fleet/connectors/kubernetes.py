@@ -30,6 +30,8 @@ from fleet.connectors.base import (
     BaseConnector,
     Batch,
     json_document,
+    mapping_option,
+    number_option,
     parse_time_watermark,
     shape_problem,
     time_watermark,
@@ -285,8 +287,10 @@ class KubernetesConnector(BaseConnector):
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
         options = self.settings.options
-        self.settle_s = float(options.get("settle_minutes", 1)) * 60
-        self.log_max_bytes = int(options.get("log_max_bytes", 20 * 2**20))
+        self.settle_s = number_option(options, "settle_minutes", 1, low=0, high=24 * 60) * 60
+        self.log_max_bytes = number_option(options, "log_max_bytes", 20 * 2**20, low=0, high=2**30, integer=True)
+        self.page_size = number_option(options, "page_size", PAGE_SIZE, low=1, high=10_000, integer=True)
+        self.namespace_teams = mapping_option(options, "namespace_teams")
 
     @property
     def pods_path(self) -> str:
@@ -303,7 +307,7 @@ class KubernetesConnector(BaseConnector):
         for _attempt in range(3):
             pods: dict[str, dict] = {}
             token, seen_tokens, repeats = "", set(), 0
-            page_size = int(self.settings.options.get("page_size", PAGE_SIZE))
+            page_size = self.page_size
             try:
                 while True:
                     params = {"limit": page_size}
@@ -337,7 +341,7 @@ class KubernetesConnector(BaseConnector):
             cluster=self.settings.cluster,
             team_label=str(options.get("team_label") or ""),
             user_label=str(options.get("user_label") or ""),
-            namespace_teams=options.get("namespace_teams") or {},
+            namespace_teams=self.namespace_teams,
             gpu_jobs_only=bool(options.get("gpu_jobs_only", True)),
             source=self.settings.name,
         )

@@ -13,7 +13,7 @@ from django.db.models import Q
 from django.utils import timezone
 
 from fleet.connectors import secrets
-from fleet.connectors.base import ConnectorSettings
+from fleet.connectors.base import ConfigError, ConnectorSettings, header_problem
 from fleet.connectors.registry import kinds
 
 
@@ -112,14 +112,24 @@ class Connector(models.Model):
 
     # -- what the pull needs -------------------------------------------------------------------
     def to_settings(self, **http) -> ConnectorSettings:
+        """The settings a pull uses; ConfigError (never quoting a secret) for headers HTTP cannot send."""
         headers = {str(k): str(v) for k, v in (self.headers or {}).items()}
+        problems = [header_problem(name, value, what=f"the header {name[:100]!r}") for name, value in headers.items()]
         basic = None
         if self.auth == self.Auth.BASIC:
             basic = (self.username, self.secret())
+            problems += [header_problem("Authorization", basic[0], what="the user name")]
+            problems += [header_problem("Authorization", basic[1], what="the secret")]
         elif self.auth == self.Auth.BEARER:
             headers["Authorization"] = f"Bearer {self.secret()}"
+            problems.append(header_problem("Authorization", headers["Authorization"], what="the secret"))
         elif self.auth == self.Auth.HEADER:
-            headers[self.secret_header or "X-API-Key"] = self.secret()
+            name = self.secret_header or "X-API-Key"
+            headers[name] = self.secret()
+            problems.append(header_problem(name, headers[name], what="the secret"))
+        problem = next((p for p in problems if p), None)
+        if problem:
+            raise ConfigError(f"{problem}; correct it in the connector's settings")
         verify: bool | str = (self.ca_bundle or True) if self.verify_tls else False
         return ConnectorSettings(
             name=self.name,

@@ -32,7 +32,7 @@ import pandas as pd
 
 from fleet import series as series_lib
 from fleet.canonical import METRICS
-from fleet.connectors.base import BadData, BaseConnector, Batch, json_document
+from fleet.connectors.base import BadData, BaseConnector, Batch, ConfigError, json_document, number_option
 from fleet.connectors.registry import register
 
 # DCGM values at or above this are sentinels for "field not supported / blank", not data.
@@ -316,8 +316,15 @@ class PrometheusConnector(BaseConnector):
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
         options = self.settings.options
-        self.step_s = parse_duration_s(options.get("step", DEFAULT_STEP_S))
-        self.max_points = int(options.get("max_points", MAX_POINTS_PER_SERIES))
+        try:
+            self.step_s = parse_duration_s(options.get("step", DEFAULT_STEP_S))
+        except (ValueError, TypeError):
+            self.step_s = None
+        if self.step_s is None or not 0 < self.step_s <= 86_400:
+            raise ConfigError(
+                f"option 'step' must be a duration from 1ms to 1d, e.g. \"30s\" (got {options.get('step')!r:.60})"
+            )
+        self.max_points = number_option(options, "max_points", MAX_POINTS_PER_SERIES, low=1, high=11_000, integer=True)
         self.node_exporter = bool(options.get("node_exporter", True))
         self.host_fallback = bool(options.get("host_fallback", True))
         self._labels: set[str] | None = None

@@ -52,7 +52,9 @@ def resolve_reference(reference: str) -> str:
         return value.strip()
     if kind == "file" and name:
         try:
-            return Path(name).read_text().strip()
+            return Path(name).read_text(encoding="utf-8").strip()
         except OSError as exc:
             raise ConfigError(f"cannot read the secret file {name}: {exc.strerror}") from None
+        except UnicodeDecodeError:
+            raise ConfigError(f"the secret file {name} is not UTF-8 text") from None
     raise ConfigError(f"secret reference {reference!r} must be env:NAME or file:/path")

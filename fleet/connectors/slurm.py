@@ -33,6 +33,8 @@ from fleet.connectors.base import (
     Batch,
     TransientError,
     json_document,
+    mapping_option,
+    number_option,
     parse_time_watermark,
     shape_problem,
     time_watermark,
@@ -370,9 +372,10 @@ class SlurmConnector(BaseConnector):
         super().__init__(*args, **kwargs)
         options = self.settings.options
         self.api_version = str(options.get("api_version", DEFAULT_API_VERSION))
-        self.window = timedelta(hours=float(options.get("window_hours", 24)))
-        self.settle = timedelta(minutes=float(options.get("settle_minutes", 5)))
-        self.initial = timedelta(days=float(options.get("initial_days", 1)))
+        self.window = timedelta(hours=number_option(options, "window_hours", 24, low=0.01, high=24 * 366))
+        self.settle = timedelta(minutes=number_option(options, "settle_minutes", 5, low=0, high=24 * 60))
+        self.initial = timedelta(days=number_option(options, "initial_days", 1, low=0, high=3660))
+        self.account_teams = mapping_option(options, "account_teams")
         self._artifacts: dict[str, list[ArtifactRecord]] = {}
 
     @property
@@ -407,7 +410,7 @@ class SlurmConnector(BaseConnector):
             parsed = parse_sacct(
                 doc,
                 cluster=self.settings.cluster,
-                account_teams=options.get("account_teams") or {},
+                account_teams=self.account_teams,
                 default_team=str(options.get("default_team") or ""),
                 gpu_jobs_only=bool(options.get("gpu_jobs_only", True)),
                 source=f"{self.settings.name} {self.jobs_path} {begin:%Y-%m-%dT%H:%M}",
