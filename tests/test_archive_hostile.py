@@ -508,6 +508,7 @@ def test_nan_and_infinity_in_json_rows_are_not_json_and_reject_only_their_row(tm
         + (row % "j2") + ', "labels": "{\\"x\\": Infinity}"}\n'
         + (row % "j3") + "}\n"
         + (row % "j4") + ', "extra": {"bytes": 1e400}}\n'
+        + (row % "j5") + ', "user": "a\\ud800b"}\n'  # half a UTF-16 pair: no text (the upload answered 500)
     )  # fmt: skip
     path = write_zip(tmp_path / "a.zip", {"manifest.json": MANIFEST, "jobs.jsonl": jobs})
     run = ingest_file(path)
@@ -516,6 +517,7 @@ def test_nan_and_infinity_in_json_rows_are_not_json_and_reject_only_their_row(tm
         (1, "", "not valid JSON: NaN is not a JSON value (write null, or a number)"),
         (2, "labels", 'must be a JSON object, e.g. {"project": "x"} (got \'{"x": Infinity}\')'),
         (4, "", "not valid JSON: the number 1e400 is too large to store"),
+        (5, "", "not valid JSON: a \\ud800–\\udfff escape not paired as UTF-16 is not text"),
     }
     assert list(Job.objects.values_list("external_id", flat=True)) == ["j3"]
 

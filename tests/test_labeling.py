@@ -362,8 +362,9 @@ def test_import_refuses_unknown_raters_jobs_and_options_and_stores_nothing(study
             "row 2: other_note contains a NUL character (\\u0000), which cannot be stored; remove it",
         ),
         ('{"rows": [{"cluster": "c1", "job_id": "1", "rater": "ravi-rater", "option": ["x"]}]}', "unknown option"),
+        ('{"rows": [{"rater": "\\ud800"}]}', "unreadable file: a \\ud800–\\udfff escape not paired as UTF-16"),
     ],
-    ids=["deep", "nan", "no-rows", "nul-in-csv", "nul-in-json", "option-list"],
+    ids=["deep", "nan", "no-rows", "nul-in-csv", "nul-in-json", "option-list", "lone-surrogate"],
 )
 def test_a_broken_or_hostile_labels_file_is_refused_with_its_problem(client, study, raters, content, error):
     client.force_login(raters[0])
