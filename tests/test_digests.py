@@ -527,6 +527,20 @@ def test_iso_weeks():
     assert weeks.last_complete_week(datetime(2026, 11, 23, 6, tzinfo=UTC)) == "2026-W47"
     assert weeks.shift("2026-W53", 1) == "2027-W01"
     assert weeks.week_of(datetime(2027, 1, 1, tzinfo=UTC)) == "2026-W53"
-    for bad in ("2026-W54", "2025-W53", "2026W48", ""):
+    for bad in ("2026-W54", "2025-W53", "2026W48", "", "0001-W01", "9999-W52", "1969-W52"):
         with pytest.raises(ValueError, match="week"):
             weeks.parse_week(bad)
+    assert weeks.shift("1970-W02", -1) == "1970-W01"
+
+
+@pytest.mark.parametrize("week", ["9999-W52", "0001-W01", "0001-W02"])
+def test_weeks_at_the_ends_of_the_calendar_are_refused_not_a_server_error(client, operator, team_a, week):
+    """Year 9999's last week has no week after it, year 1's first none before (OverflowError), and
+    year 1 was written '1-W01', which no week parses: every digest page answered 500."""
+    client.force_login(operator)
+    urls = [
+        reverse("digests:index") + f"?week={week}",
+        reverse("digests:preview-team", args=[team_a.slug, week]),
+        reverse("digests:preview-operator", args=[week]),
+    ]
+    assert all(client.get(url).status_code < 500 for url in urls)

@@ -8,6 +8,9 @@ from datetime import UTC, date, datetime, time, timedelta
 from triage.dashboard.periods import Period
 
 WEEK_PATTERN = re.compile(r"^(\d{4})-W(\d{2})$")
+# The years a job's times may fall in (fleet.canonical.TIME_RANGE), less the last: a week of them
+# and the weeks either side always have dates (years 1 and 9999 have none before or after).
+FIRST_YEAR, LAST_YEAR = 1970, 5137
 
 
 def parse_week(text: str) -> Period:
@@ -15,6 +18,8 @@ def parse_week(text: str) -> Period:
     match = WEEK_PATTERN.match(text.strip())
     if not match:
         raise ValueError(f"{text!r} is not an ISO week like 2026-W48")
+    if not FIRST_YEAR <= int(match[1]) <= LAST_YEAR:
+        raise ValueError(f"{text!r} is not a week from {FIRST_YEAR} to {LAST_YEAR}")
     try:
         monday = date.fromisocalendar(int(match[1]), int(match[2]), 1)
     except ValueError:
@@ -25,7 +30,7 @@ def parse_week(text: str) -> Period:
 
 def week_of(moment: datetime) -> str:
     year, week, _ = moment.astimezone(UTC).isocalendar()
-    return f"{year}-W{week:02d}"
+    return f"{year:04d}-W{week:02d}"
 
 
 def week_name(period: Period) -> str:
