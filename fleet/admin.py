@@ -4,15 +4,6 @@ from fleet import audit
 from fleet.models import Artifact, AuditEvent, Cluster, GpuModelPrice, IngestRun, Job, LogEvent, Owner, Team
 
 
-def _price_details(price: GpuModelPrice) -> dict:
-    return {
-        "cluster": price.cluster.name,
-        "gpu_model": price.gpu_model,
-        "price_per_gpu_hour": str(price.price_per_gpu_hour),
-        "currency": price.currency,
-    }
-
-
 class AuditedAdmin(admin.ModelAdmin):
     """Admin saves and deletions of this model go to the audit log (fleet.audit)."""
 
@@ -80,14 +71,7 @@ class ClusterAdmin(admin.ModelAdmin):
         """Prices edited inline on their cluster are audited like prices edited on their own."""
         if formset.model is not GpuModelPrice:
             return super().save_formset(request, form, formset, change)
-        deleted = [_price_details(f.instance) for f in formset.deleted_forms if f.instance.pk]
-        super().save_formset(request, form, formset, change)
-        for price in formset.new_objects:
-            audit.record(request.user, "price.create", price, _price_details(price))
-        for price, fields in formset.changed_objects:
-            audit.record(request.user, "price.change", price, {"fields": sorted(fields), **_price_details(price)})
-        for details in deleted:
-            audit.record(request.user, "price.delete", f"{details['cluster']}/{details['gpu_model'] or '*'}", details)
+        audit.save_prices(request.user, formset)
 
 
 @admin.register(GpuModelPrice)
@@ -95,7 +79,7 @@ class GpuModelPriceAdmin(AuditedAdmin):
     audit_name = "price"
 
     def audit_details(self, obj) -> dict:
-        return _price_details(obj)
+        return audit.price_details(obj)
 
     list_display = ["cluster", "gpu_model", "price_per_gpu_hour", "currency"]
     list_filter = ["cluster", "currency"]

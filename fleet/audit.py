@@ -39,3 +39,26 @@ def record(actor, action: str, target=None, details: dict | None = None):
     )
     logger.info("audit: %s %s %s %s", event.actor_name, action, target_repr, details or "")
     return event
+
+
+def price_details(price) -> dict:
+    """What an audit entry keeps of a GPU-hour price."""
+    return {
+        "cluster": price.cluster.name,
+        "gpu_model": price.gpu_model,
+        "price_per_gpu_hour": str(price.price_per_gpu_hour),
+        "currency": price.currency,
+    }
+
+
+def save_prices(actor, formset) -> None:
+    """Save a formset of GPU-hour prices and record each price it created, changed or deleted: the
+    admin's and the settings page's, so every way of changing a price is in the log."""
+    deleted = [price_details(form.instance) for form in formset.deleted_forms if form.instance.pk]
+    formset.save()
+    for price in formset.new_objects:
+        record(actor, "price.create", price, price_details(price))
+    for price, fields in formset.changed_objects:
+        record(actor, "price.change", price, {"fields": sorted(fields), **price_details(price)})
+    for details in deleted:
+        record(actor, "price.delete", f"{details['cluster']}/{details['gpu_model'] or '*'}", details)

@@ -5,6 +5,7 @@ from __future__ import annotations
 from decimal import Decimal
 
 from django.conf import settings
+from django.core.validators import MinValueValidator, RegexValidator
 from django.db import models
 from django.db.models import Q
 from rest_framework_api_key.models import AbstractAPIKey
@@ -68,8 +69,12 @@ class GpuModelPrice(models.Model):
 
     cluster = models.ForeignKey(Cluster, on_delete=models.CASCADE, related_name="prices")
     gpu_model = models.CharField(max_length=100, blank=True)
-    price_per_gpu_hour = models.DecimalField(max_digits=10, decimal_places=4)
-    currency = models.CharField(max_length=3, default="USD")
+    price_per_gpu_hour = models.DecimalField(max_digits=10, decimal_places=4, validators=[MinValueValidator(0)])
+    currency = models.CharField(
+        max_length=3,
+        default="USD",
+        validators=[RegexValidator(r"^[A-Z]{3}$", "A three-letter currency code (ISO 4217), such as USD or EUR.")],
+    )
 
     class Meta:
         constraints = [models.UniqueConstraint(fields=["cluster", "gpu_model"], name="price_unique_cluster_model")]

@@ -231,9 +231,18 @@ def test_operator_sets_prices_and_jobs_are_repriced(client, operator, member_a, 
     assert b"Prices saved" in response.content
     low.refresh_from_db()
     assert (str(low.cost), low.currency) == ("35.00", "EUR")
+    from fleet.models import AuditEvent
+
+    assert list(AuditEvent.objects.values_list("action", "actor_name")) == [("price.create", operator.username)]
     form["form-0-price_per_gpu_hour"] = "cheap"
     bad = client.post(url, form)
     assert bad.status_code == 200 and b"Enter a number" in bad.content
+    # A price below zero or a currency that is not a code made every job of the cluster cost less than nothing.
+    form["form-0-price_per_gpu_hour"], form["form-0-currency"] = "-4", "<b>"
+    bad = client.post(url, form).content.decode()
+    assert "greater than or equal to 0" in bad and "A three-letter currency code" in bad
+    low.refresh_from_db()
+    assert (str(low.cost), low.currency) == ("35.00", "EUR")
 
 
 @pytest.mark.parametrize(("jobs", "step"), [([0, 0], 1), ([0, 3, 4], 1), ([2, 9], 2), ([0, 40], 8)])

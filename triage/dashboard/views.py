@@ -14,6 +14,7 @@ from django.forms import modelformset_factory
 from django.http import Http404, JsonResponse, StreamingHttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 
+from fleet import audit
 from fleet.access import operator_required
 from fleet.canonical import as_utc
 from fleet.exports import stream_csv_rows
@@ -339,7 +340,8 @@ def fleet_settings(request):
     formset = PriceFormSet(request.POST or None, queryset=GpuModelPrice.objects.select_related("cluster"))
     if request.method == "POST" and formset.is_valid():
         with transaction.atomic():
-            formset.save()  # each saved or deleted price re-prices its cluster's jobs (fleet.receivers)
+            # Each saved or deleted price re-prices its cluster's jobs (fleet.receivers), and is audited.
+            audit.save_prices(request.user, formset)
         messages.success(request, "Prices saved; the affected jobs were re-priced.")
         return redirect("dashboard:settings")
     return render(
