@@ -172,3 +172,23 @@ def test_options_a_connector_cannot_read_are_a_message_not_a_server_error(
     connector.refresh_from_db()
     assert message in connector.last_error
     assert not IngestRun.objects.filter(status=IngestRun.Status.RUNNING).exists()  # the pull's run ended
+
+
+def test_an_interval_past_a_year_is_refused_and_an_old_one_keeps_the_schedule_running(client, operator):
+    """The beat adds the interval to the last run: 99,999,999,999 minutes went past the calendar's end
+    (OverflowError), which stopped the schedule of every connector."""
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    from fleet.connectors.sync import due_connectors
+
+    client.force_login(operator)
+    page = client.post(reverse("connectors:create"), form_data(interval_minutes="99999999999")).content.decode()
+    assert "Ensure this value is less than or equal to 527040" in page and not Connector.objects.exists()
+    old = Connector.objects.create(name="old", kind="generic", url="http://127.0.0.1:9", cluster="c1")
+    Connector.objects.filter(pk=old.pk).update(
+        interval_minutes=2_000_000_000, last_run_at=timezone.now() - timedelta(days=400)
+    )  # saved before the bound
+    fresh = Connector.objects.create(name="fresh", kind="generic", url="http://127.0.0.1:9", cluster="c1")
+    assert set(due_connectors()) == {old.pk, fresh.pk}

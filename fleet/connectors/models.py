@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from datetime import timedelta
 
-from django.core.validators import MinValueValidator, RegexValidator
+from django.core.validators import MaxValueValidator, MinValueValidator, RegexValidator
 from django.db import models
 from django.db.models import Q
 from django.utils import timezone
@@ -15,6 +15,8 @@ from django.utils import timezone
 from fleet.connectors import secrets
 from fleet.connectors.base import ConfigError, ConnectorSettings, header_problem
 from fleet.connectors.registry import kinds
+
+MAX_INTERVAL_MINUTES = 366 * 24 * 60  # a year
 
 
 class Connector(models.Model):
@@ -37,7 +39,11 @@ class Connector(models.Model):
         max_length=100, blank=True, help_text="Cluster the jobs belong to (not needed for Prometheus)."
     )
     enabled = models.BooleanField(default=True)
-    interval_minutes = models.PositiveIntegerField(default=15, validators=[MinValueValidator(1)])
+    # At most a year: the beat adds it to the last run's time, which a larger one carried past the
+    # calendar's end (OverflowError) and so stopped the schedule of every connector.
+    interval_minutes = models.PositiveIntegerField(
+        default=15, validators=[MinValueValidator(1), MaxValueValidator(MAX_INTERVAL_MINUTES)]
+    )
     metrics_from = models.ForeignKey(
         "self",
         null=True,
@@ -151,7 +157,8 @@ class Connector(models.Model):
         if not self.enabled:
             return False
         now = now or timezone.now()
-        return self.last_run_at is None or self.last_run_at + timedelta(minutes=self.interval_minutes) <= now
+        interval = timedelta(minutes=min(self.interval_minutes, MAX_INTERVAL_MINUTES))  # a row saved before the bound
+        return self.last_run_at is None or self.last_run_at + interval <= now
 
     @property
     def lag(self) -> timedelta | None:
