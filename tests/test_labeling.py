@@ -386,3 +386,9 @@ def test_export_and_import_commands(study, raters, tmp_path, capsys):
     other = services.create_study(name="Copy", lead=raters[0], raters=raters, sample_size=1, seed=3)
     call_command("import_labels", other.pk, str(out), "--dry-run")
     assert "would store 8 answers" in capsys.readouterr().out
+
+
+def test_an_item_number_past_any_id_is_not_found(client, study, raters):
+    # SQLite cannot compare an integer past 2**63 with a column (OverflowError: a server error).
+    client.force_login(raters[0])
+    assert client.get(reverse("labeling:label", args=[study.pk, 99999999999999999999])).status_code == 404

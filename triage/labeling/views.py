@@ -175,6 +175,8 @@ def _artifact_views(job) -> list[dict]:
 @studies_access
 def label_job(request, pk: int, item: int):
     study = services.get_study(request.user, pk)
+    if item >= 2**63:  # no row has such an id, and SQLite cannot even compare one (OverflowError)
+        raise Http404("No such job in this study")
     assignment = get_object_or_404(
         Assignment.objects.select_related("item__job__cluster", "item__job__team"),
         item_id=item,
