@@ -544,3 +544,15 @@ def test_weeks_at_the_ends_of_the_calendar_are_refused_not_a_server_error(client
         reverse("digests:preview-operator", args=[week]),
     ]
     assert all(client.get(url).status_code < 500 for url in urls)
+
+
+@pytest.mark.parametrize("team_id", ["x", [1], True, 2**70])
+def test_a_signed_token_of_the_wrong_shape_is_refused_not_a_server_error(client, member_a, team_id):
+    """Only SECRET_KEY can sign a token, but a token of another shape (one day's format, a bug) must
+    not answer 500: the team id is checked like the user id."""
+    from django.core import signing
+
+    from triage.digests.services import UNSUBSCRIBE_SALT
+
+    token = signing.dumps([member_a.pk, "team", team_id], salt=UNSUBSCRIBE_SALT)
+    assert client.post(reverse("digests:unsubscribe", args=[token])).status_code == 400

@@ -60,9 +60,13 @@ def read_unsubscribe_token(token: str) -> tuple[int, str, int | None]:
         user_id, kind, team_id = signing.loads(token, salt=UNSUBSCRIBE_SALT)
     except (TypeError, ValueError):
         raise signing.BadSignature("malformed unsubscribe token") from None
-    if kind not in DigestKind.values or not isinstance(user_id, int):
+    if kind not in DigestKind.values or not _is_id(user_id) or not (team_id is None or _is_id(team_id)):
         raise signing.BadSignature("malformed unsubscribe token")
     return user_id, kind, team_id
+
+
+def _is_id(value) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and 0 < value < 2**63
 
 
 # --- Subscriptions -------------------------------------------------------------------------------
