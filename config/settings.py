@@ -117,7 +117,14 @@ except ValueError as exc:
 if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
     DATA_DIR.mkdir(parents=True, exist_ok=True)
     # WAL lets the dev server read while an in-process ingest writes; the timeout rides out short locks.
-    DATABASES["default"]["OPTIONS"] = {"timeout": 30, "init_command": "PRAGMA journal_mode=WAL;"}
+    # IMMEDIATE: a transaction takes the write lock when it begins, so two that read and then write
+    # (two "Freeze gold" clicks) wait their turn; begun as readers, one could not become a writer and
+    # SQLite refused it at once ("database is locked", whatever the timeout): a 500.
+    DATABASES["default"]["OPTIONS"] = {
+        "timeout": 30,
+        "init_command": "PRAGMA journal_mode=WAL;",
+        "transaction_mode": "IMMEDIATE",
+    }
     DATABASES["default"]["CONN_MAX_AGE"] = 0
     # A file, not :memory:, so a separate worker process can share the test database; one per
     # test process so that two suites running at once never share it.

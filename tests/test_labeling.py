@@ -392,3 +392,33 @@ def test_an_item_number_past_any_id_is_not_found(client, study, raters):
     # SQLite cannot compare an integer past 2**63 with a column (OverflowError: a server error).
     client.force_login(raters[0])
     assert client.get(reverse("labeling:label", args=[study.pk, 99999999999999999999])).status_code == 404
+
+
+@pytest.mark.django_db(transaction=True)
+def test_freezing_gold_twice_at_once_makes_two_versions_not_an_error(study, raters):
+    """A double-clicked "Freeze": on SQLite both transactions read, then neither could write
+    ("database is locked" at once, a 500); each now waits its turn (PostgreSQL locks the study)."""
+    import threading
+
+    from django.db import connection
+
+    run_study(study, raters)
+    services.adjudicate(study.items.get(position=3), [CKPT], "saves", raters[0])
+    failures, start = [], threading.Barrier(3)
+
+    def freeze():
+        start.wait()
+        try:
+            services.freeze_gold(study, raters[0])
+        except Exception as exc:  # noqa: BLE001 - what the page would have answered 500 for
+            failures.append(exc)
+        finally:
+            connection.close()
+
+    threads = [threading.Thread(target=freeze) for _ in range(3)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert failures == []
+    assert sorted(study.gold_sets.values_list("version", flat=True)) == [1, 2, 3]
