@@ -386,6 +386,20 @@ def test_export_and_import_commands(study, raters, tmp_path, capsys):
     other = services.create_study(name="Copy", lead=raters[0], raters=raters, sample_size=1, seed=3)
     call_command("import_labels", other.pk, str(out), "--dry-run")
     assert "would store 8 answers" in capsys.readouterr().out
+    # The quality JSON says what the page's says; paths that cannot be read or written are messages.
+    from django.core.management.base import CommandError
+
+    services.adjudicate(study.items.get(position=3), [CKPT], "saves", raters[0])
+    services.freeze_gold(study, raters[0])
+    call_command("export_study", study.pk, "quality", "--format", "json", "--out", str(tmp_path / "q.json"))
+    quality = json.loads((tmp_path / "q.json").read_text())
+    assert quality["jobs_scored"] + quality["jobs_not_triaged"] == 4
+    with pytest.raises(CommandError, match="Cannot read .*missing.csv: No such file"):
+        call_command("import_labels", other.pk, str(tmp_path / "missing.csv"))
+    with pytest.raises(CommandError, match="Cannot write .*: No such file"):
+        call_command("export_study", study.pk, "labels", "--out", str(tmp_path / "no" / "dir.csv"))
+    with pytest.raises(CommandError, match="The study has no such gold set"):
+        call_command("export_study", study.pk, "gold", "--gold", "0")  # 0 is a version asked for, not "the latest"
 
 
 def test_an_item_number_past_any_id_is_not_found(client, study, raters):

@@ -129,6 +129,11 @@ def rule_rows(study: Study, rule_set: RuleSet) -> list[dict]:
     return rows
 
 
+def quality_meta(evaluation) -> dict:
+    """What a quality export's JSON says beside its rows: how many jobs were scored, how many not triaged."""
+    return {"jobs_scored": evaluation.report.units, "jobs_not_triaged": len(evaluation.not_triaged)}
+
+
 def quality_rows(evaluation: services.RuleEvaluation) -> list[dict]:
     return [
         {

@@ -454,8 +454,7 @@ def export(request, pk: int, kind: str, fmt: str):
         evaluation = services.evaluate_rules(gold_set, rule_set)
         rows = exchange.quality_rows(evaluation)
         meta |= {"gold_version": gold_set.version, "rule_set_version": rule_set.version}
-        meta["jobs_scored"] = evaluation.report.units
-        meta["jobs_not_triaged"] = len(evaluation.not_triaged)
+        meta |= exchange.quality_meta(evaluation)
     else:
         raise Http404
     name = f"study-{study.pk}-{kind}"

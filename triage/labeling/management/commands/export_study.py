@@ -27,11 +27,11 @@ class Command(BaseCommand):
         if study_obj is None:
             raise CommandError(f"No study {study}")
         meta = {"study": {"id": study_obj.pk, "name": study_obj.name, "seed": study_obj.seed}}
-        gold_set = study_obj.gold_sets.filter(version=gold).first() if gold else study_obj.gold_sets.first()
-        rules = RuleSet.objects.filter(version=rule_set).first() if rule_set else RuleSet.current()
+        gold_set = study_obj.gold_sets.filter(version=gold).first() if gold is not None else study_obj.gold_sets.first()
+        rules = RuleSet.objects.filter(version=rule_set).first() if rule_set is not None else RuleSet.current()
         if kind in ("gold", "quality") and gold_set is None:
             raise CommandError("The study has no such gold set")
-        if rules is None:
+        if kind in ("rules", "quality") and rules is None:
             raise CommandError(f"No rule set v{rule_set}")
         if kind == "labels":
             rows = exchange.label_rows(study_obj)
@@ -40,11 +40,16 @@ class Command(BaseCommand):
         elif kind == "rules":
             rows, meta["rule_set_version"] = exchange.rule_rows(study_obj, rules), rules.version
         else:
-            rows = exchange.quality_rows(services.evaluate_rules(gold_set, rules))
+            evaluation = services.evaluate_rules(gold_set, rules)
+            rows = exchange.quality_rows(evaluation)
             meta |= {"gold_version": gold_set.version, "rule_set_version": rules.version}
+            meta |= exchange.quality_meta(evaluation)  # as the page's JSON export (docs/labeling.md)
         text = exchange.to_csv(rows, exchange.KINDS[kind]) if format == "csv" else exchange.to_json(rows, kind, **meta)
         if out:
-            Path(out).write_text(text, encoding="utf-8")
+            try:
+                Path(out).write_text(text, encoding="utf-8")
+            except OSError as exc:
+                raise CommandError(f"Cannot write {out}: {exc.strerror}") from None
             self.stdout.write(f"Wrote {len(rows)} rows to {out}")
         else:
             self.stdout.write(text, ending="")

@@ -22,7 +22,11 @@ class Command(BaseCommand):
         study_obj = Study.objects.filter(pk=study).first()
         if study_obj is None:
             raise CommandError(f"No study {study}")
-        result = exchange.import_labels(study_obj, Path(path).read_bytes(), dry_run=dry_run)
+        try:
+            content = Path(path).read_bytes()
+        except OSError as exc:
+            raise CommandError(f"Cannot read {path}: {exc.strerror}") from None
+        result = exchange.import_labels(study_obj, content, dry_run=dry_run)
         if result.errors:
             raise CommandError("Nothing imported:\n" + "\n".join(result.errors))
         verb = "would store" if dry_run else "stored"
