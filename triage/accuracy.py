@@ -19,15 +19,23 @@ class CategoryScore:
     false_positives: int
     false_negatives: int
 
+    # None where nothing was found (precision) or planted (recall): a score of nothing is not 1.00,
+    # and must not pass a bar it was never measured against (the labeling pages show "–" alike).
     @property
-    def precision(self) -> float:
+    def precision(self) -> float | None:
         found = self.true_positives + self.false_positives
-        return self.true_positives / found if found else 1.0
+        return self.true_positives / found if found else None
 
     @property
-    def recall(self) -> float:
+    def recall(self) -> float | None:
         planted = self.true_positives + self.false_negatives
-        return self.true_positives / planted if planted else 1.0
+        return self.true_positives / planted if planted else None
+
+    @property
+    def lowest(self) -> float | None:
+        """The lower of precision and recall, of those measured."""
+        measured = [value for value in (self.precision, self.recall) if value is not None]
+        return min(measured) if measured else None
 
 
 def load_truth(path: str | Path) -> dict[tuple[str, str], set[str]]:
@@ -64,8 +72,12 @@ def format_table(scores: list[CategoryScore]) -> str:
                 s.true_positives,
                 s.false_positives,
                 s.false_negatives,
-                f"{s.precision:.2f}",
-                f"{s.recall:.2f}",
+                _score_text(s.precision),
+                _score_text(s.recall),
             )
         )
     return "\n".join(lines)
+
+
+def _score_text(value: float | None) -> str:
+    return "–" if value is None else f"{value:.2f}"

@@ -34,6 +34,10 @@ class Command(BaseCommand):
         parser.add_argument("--min", type=float, default=0.9, help="Exit with an error if any score is below this.")
 
     def handle(self, *args, **options):
+        if options["jobs"] < 1:
+            raise CommandError("--jobs must be at least 1")
+        if not 0 <= options["min"] <= 1:  # NaN too: no score is below it, so it would check nothing
+            raise CommandError("--min must be a score from 0 to 1")
         thresholds = default_thresholds()
         if options["rule_set"] is not None:
             rule_set = RuleSet.objects.filter(version=options["rule_set"]).first()
@@ -79,6 +83,9 @@ class Command(BaseCommand):
         self.stdout.write(f"Demo fleet: {options['jobs']} jobs, seed {options['seed']}")
         self.stdout.write(format_table(scores))
         self.stdout.write(f"jobs with mean util > threshold that got findings: {healthy_with_findings}")
-        worst = min(min(s.precision, s.recall) for s in scores)
+        measured = [s.lowest for s in scores if s.lowest is not None]
+        worst = min(measured, default=1.0)
         if worst < options["min"] or healthy_with_findings:
             raise CommandError(f"below the bar: lowest precision/recall {worst:.2f} (< {options['min']})")
+        if len(measured) < len(scores):
+            self.stdout.write(f"{len(scores) - len(measured)} categories neither planted nor found: not measured")
