@@ -30,7 +30,7 @@ from triage.labeling.models import (
     StudyJob,
     StudyRater,
 )
-from triage.models import Finding, JobTriage, RuleSet
+from triage.models import Finding, JobTriage, RuleSet, TriageStatus
 from triage.taxonomy import Category
 
 CATEGORIES = [c.value for c in Category]
@@ -342,8 +342,15 @@ def freeze_gold(study: Study, user, note: str = "") -> GoldSet:
 
 
 def rule_predictions(job_ids: list[int], rule_set: RuleSet) -> tuple[dict[int, set[str]], list[int]]:
-    """{job id: categories the rule set found} for the jobs triaged with it, and the ids not triaged."""
-    triaged = set(JobTriage.objects.filter(job_id__in=job_ids, rule_set=rule_set).values_list("job_id", flat=True))
+    """{job id: categories the rule set found} for the jobs triaged with it, and the ids not triaged.
+
+    A triage that failed (status error) is no verdict of the rules: such a job counts as not triaged,
+    left out of the scores (and triaged again by "Triage them"), instead of as a job they missed."""
+    triaged = set(
+        JobTriage.objects.filter(job_id__in=job_ids, rule_set=rule_set)
+        .exclude(status=TriageStatus.ERROR)
+        .values_list("job_id", flat=True)
+    )
     found: dict[int, set[str]] = {job_id: set() for job_id in triaged}
     for job_id, category in Finding.objects.filter(job_id__in=triaged, rule_set=rule_set).values_list(
         "job_id", "category"
