@@ -449,3 +449,19 @@ def test_freezing_gold_twice_at_once_makes_two_versions_not_an_error(study, rate
         thread.join()
     assert failures == []
     assert sorted(study.gold_sets.values_list("version", flat=True)) == [1, 2, 3]
+
+
+def test_an_imported_answer_changed_on_the_page_is_the_pages(client, study, raters):
+    """The labels export's `source` column said "import" for an answer last saved on the page."""
+    from triage.labeling.models import Assignment
+
+    rater = raters[0]
+    item = study.items.get(position=1)
+    row = f"cluster,job_id,rater,option\n{item.job.cluster.name},{item.job.external_id},{rater.username},{BATCH}\n"
+    assert not exchange.import_labels(study, row).errors
+    assignment = Assignment.objects.get(item=item, rater=rater)
+    assert assignment.source == "import"
+    client.force_login(rater)
+    client.post(reverse("labeling:label", args=[study.pk, item.pk]), {"option": [CKPT], "then": "stay"})
+    assignment.refresh_from_db()
+    assert assignment.source == "web" and list(assignment.labels.values_list("option", flat=True)) == [CKPT]

@@ -215,8 +215,11 @@ def clean_answer(chosen: dict[str, str], other_note: str) -> dict[str, str]:
 
 
 @transaction.atomic
-def save_answer(assignment: Assignment, chosen: dict[str, str], other_note: str = "", *, source=None) -> Assignment:
-    """Store a rater's options (option -> rationale) for one job, replacing what they had saved."""
+def save_answer(
+    assignment: Assignment, chosen: dict[str, str], other_note: str = "", *, source=Assignment.Source.WEB
+) -> Assignment:
+    """Store a rater's options (option -> rationale) for one job, replacing what they had saved; the
+    answer's source is where this one came from (an imported answer changed on the page is the page's)."""
     link = StudyRater.objects.select_for_update().get(study_id=assignment.item.study_id, user_id=assignment.rater_id)
     if link.submitted_at is not None and source != Assignment.Source.IMPORT:
         raise LabelingError("Your labels for this study are submitted and can no longer change.")
@@ -225,8 +228,7 @@ def save_answer(assignment: Assignment, chosen: dict[str, str], other_note: str 
     Label.objects.bulk_create([Label(assignment=assignment, option=o, rationale=r) for o, r in sorted(chosen.items())])
     assignment.other_note = other_note.strip() if OTHER in chosen else ""
     assignment.saved_at = timezone.now()
-    if source:
-        assignment.source = source
+    assignment.source = source
     assignment.save(update_fields=["other_note", "saved_at", "source"])
     return assignment
 
