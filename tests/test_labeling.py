@@ -376,8 +376,10 @@ def test_import_refuses_unknown_raters_jobs_and_options_and_stores_nothing(study
         ),
         ('{"rows": [{"cluster": "c1", "job_id": "1", "rater": "ravi-rater", "option": ["x"]}]}', "unknown option"),
         ('{"rows": [{"rater": "\\ud800"}]}', "unreadable file: a \\ud800–\\udfff escape not paired as UTF-16"),
+        ("cluster,job_id,rater,option\n", "the file holds no labels (columns: cluster, job_id, rater, option)"),
+        ("\ufeff  \n", "the file holds no labels"),
     ],
-    ids=["deep", "nan", "no-rows", "nul-in-csv", "nul-in-json", "option-list", "lone-surrogate"],
+    ids=["deep", "nan", "no-rows", "nul-in-csv", "nul-in-json", "option-list", "lone-surrogate", "header", "blank"],
 )
 def test_a_broken_or_hostile_labels_file_is_refused_with_its_problem(client, study, raters, content, error):
     client.force_login(raters[0])

@@ -201,6 +201,9 @@ def import_labels(study: Study, content: str | bytes, *, dry_run: bool = False) 
     except (ValueError, KeyError, csv.Error) as exc:
         result.errors.append(f"unreadable file: {exc}")
         return result
+    if not rows:  # an empty file, or a header alone: "stored 0 answers" would read as success
+        result.errors.append("the file holds no labels (columns: cluster, job_id, rater, option)")
+        return result
     answers: dict[tuple[str, str, str], dict] = {}
     for number, row in enumerate(rows, start=2):
         where = nul_path(row)
