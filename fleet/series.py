@@ -393,8 +393,10 @@ def _summarize_columns(
 
     covered_s = float(dt.sum())
     mean = float((util * dt).sum() / covered_s) if covered_s > 0 else float(util.mean())
-    unused_s = float(((1.0 - util / 100.0) * dt).sum())
-    idle_s = float(dt[util < idle_threshold].sum())
+    # At most the job's allocation: a node's exporter may report GPUs the job was not given (8 GPUs
+    # of samples for a 1-GPU job), which must not make its waste exceed its GPU-hours.
+    unused_s = min(float(((1.0 - util / 100.0) * dt).sum()), allocated_s)
+    idle_s = min(float(dt[util < idle_threshold].sum()), allocated_s)
     coverage = min(1.0, covered_s / allocated_s) if allocated_s > 0 else 0.0
     return SeriesSummary(
         sample_count=len(t),

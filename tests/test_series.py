@@ -46,6 +46,16 @@ def test_constant_40_percent_on_two_gpus_for_an_hour():
     assert summary.peak_gpu_mem_util is None
 
 
+@pytest.mark.parametrize(("gpu_count", "unused"), [(1, 1.0), (0, 0.0)])
+def test_unused_and_idle_hours_never_exceed_the_jobs_allocation(gpu_count, unused):
+    """A node's exporter reports all eight GPUs of a job given one (or none): the job's waste read
+    8 GPU-hours of 1 and the overview's waste share 980 %, with a negative "used" bar."""
+    frame = make_frame(constant(0.0, gpus=range(8)))
+    summary = series.summarize(frame, start=START, end=START + HOUR, gpu_count=gpu_count)
+    assert summary.unused_gpu_hours == pytest.approx(unused) and summary.idle_gpu_hours == pytest.approx(unused)
+    assert summary.unused_gpu_hours <= series.gpu_hours(START, START + HOUR, gpu_count)
+
+
 def test_a_20_minute_hole_is_missing_data_not_idle():
     seconds = [s for s in range(0, 3600, 60) if not 1200 <= s < 2400]
     summary = series.summarize(make_frame(constant(90.0, seconds=seconds)), start=START, end=START + HOUR, gpu_count=1)
