@@ -20,7 +20,7 @@ def recompute_costs(cluster: Cluster) -> int:
         priced += subset.update(
             cost=ExpressionWrapper(
                 F("gpu_hours") * Value(price.price_per_gpu_hour),
-                output_field=DecimalField(max_digits=14, decimal_places=2),
+                output_field=DecimalField(max_digits=20, decimal_places=2),  # as Job.cost
             ),
             currency=price.currency,
         )

@@ -254,3 +254,22 @@ def test_the_cause_trend_counts_jobs_in_whole_numbers(jobs, step):
     rows = [{"week": date(2026, 11, 2) + timedelta(weeks=i), "hours": 1.0, "jobs": n} for i, n in enumerate(jobs)]
     axis = category_trend(rows, "#123456")["layout"]["yaxis2"]
     assert (axis["tickmode"], axis["tick0"], axis["dtick"]) == ("linear", 0, step)  # ticks 0, step, 2 × step…
+
+
+def test_a_finding_as_costly_as_the_largest_job_is_stored_and_shown(client, operator, team_a):
+    """Finding.cost held 14 digits where Job.cost holds 20: at a high price a large finding's cost did not
+    fit (SQLite stored it and every page reading it answered 500; PostgreSQL refused the triage)."""
+    from decimal import Decimal
+
+    from fleet.models import Cluster, GpuModelPrice
+
+    cluster = Cluster.objects.create(name="big")
+    GpuModelPrice.objects.create(cluster=cluster, price_per_gpu_hour=Decimal("900000"), currency="KRW")
+    job = JobFactory(cluster=cluster, team=team_a, gpu_hours=2e6, mean_gpu_util=10.0)
+    job.refresh_from_db()
+    finding = _finding(job, "model_checkpointing", 1.2e6)
+    finding.cost = Decimal("1080000000000.00")
+    finding.save()
+    client.force_login(operator)
+    for url in (f"/jobs/{job.pk}/", "/categories/model_checkpointing/", f"/api/v1/jobs/{job.pk}/"):
+        assert client.get(url).status_code == 200, url

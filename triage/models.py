@@ -90,7 +90,7 @@ class Finding(models.Model):
     confidence = models.FloatField()
     summary = models.TextField()
     gpu_hours = models.FloatField(help_text="GPU-hours this cause cost the job (recoverable estimate).")
-    cost = models.DecimalField(max_digits=14, decimal_places=2, null=True, blank=True)
+    cost = models.DecimalField(max_digits=20, decimal_places=2, null=True, blank=True)  # as Job.cost
     currency = models.CharField(max_length=3, blank=True)
     time_located = models.BooleanField(default=False)
     evidence = models.JSONField(default=dict, help_text="{windows, log_lines, code, numbers}")
