@@ -355,6 +355,15 @@ def test_sending_twice_for_one_week_delivers_once(smtp, fleet, member_a, operato
     assert delivery.message_id == smtp.to(member_a.email)[0]["Message-ID"]
 
 
+def test_a_subject_is_plain_text_not_html(smtp, fleet, member_a, team_a):
+    """The subject template escaped as HTML does: a team 'R&D' read 'R&amp;D' in the mail client."""
+    team_a.name = "O'Brien's R&D <ML>"
+    team_a.save()
+    send_weekly_task.delay(WEEK).get()
+    [message] = smtp.to(member_a.email)
+    assert message["Subject"].startswith(f"O'Brien's R&D <ML>, {WEEK}: ")
+
+
 def test_a_server_that_fails_the_first_attempt_still_delivers_exactly_once(
     smtp, fleet, member_a, operator, retries_in_process
 ):
