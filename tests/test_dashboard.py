@@ -256,6 +256,21 @@ def test_the_cause_trend_counts_jobs_in_whole_numbers(jobs, step):
     assert (axis["tickmode"], axis["tick0"], axis["dtick"]) == ("linear", 0, step)  # ticks 0, step, 2 × step…
 
 
+def test_one_job_dated_in_the_future_does_not_take_the_presets_away_from_the_fleet(client, operator, team_a):
+    """Presets end at the newest job, but never after today: a job dated 5000-06-01 (times go to 5138)
+    made every preset show that one job's week. Its own dates, picked on the page, are accepted."""
+    now = datetime.now(tz=UTC).replace(microsecond=0)
+    JobFactory(team=team_a, start_time=now - timedelta(days=2), end_time=now - timedelta(days=2, hours=-1))
+    future = datetime(5000, 6, 1, tzinfo=UTC)
+    JobFactory(team=team_a, start_time=future, end_time=future + timedelta(hours=1))
+    client.force_login(operator)
+    page = client.get(reverse("dashboard:overview"))
+    assert page.context["period"].end.date() == now.date() + timedelta(days=1)
+    later = client.get(reverse("dashboard:overview"), {"from": "5000-05-26", "to": "5000-06-01"})
+    assert "Dates must lie between" not in later.content.decode()
+    assert later.context["period"].start.date().isoformat() == "5000-05-26"
+
+
 def test_a_finding_as_costly_as_the_largest_job_is_stored_and_shown(client, operator, team_a):
     """Finding.cost held 14 digits where Job.cost holds 20: at a high price a large finding's cost did not
     fit (SQLite stored it and every page reading it answered 500; PostgreSQL refused the triage)."""

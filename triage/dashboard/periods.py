@@ -8,8 +8,9 @@ from datetime import UTC, date, datetime, time, timedelta
 PRESETS = {"7d": 7, "30d": 30, "90d": 90}
 DEFAULT_PRESET = "7d"
 # Custom dates beyond these are refused: the pages compare with the period before and chart the weeks
-# around, which near year 1 or 9999 have no dates at all (a server error, not a wrong figure).
-EARLIEST, LATEST = date(1970, 1, 1), date(2999, 12, 31)
+# around, which near year 1 or 9999 have no dates at all (a server error, not a wrong figure). They
+# hold every job's times (1970 to 5138) with the weeks around them, so no page's own link is refused.
+EARLIEST, LATEST = date(1969, 1, 1), date(5139, 12, 31)
 
 
 @dataclass(frozen=True)
@@ -44,9 +45,11 @@ def parse_period(params, latest: datetime | None) -> tuple[Period, str]:
     """A period from `?period=7d|30d|90d` or `?from=YYYY-MM-DD&to=YYYY-MM-DD` (inclusive days).
 
     Presets end at the day of the newest data rather than today, so an archive imported a week
-    late still opens on its own last week. Returns the period and a message for bad input.
+    late still opens on its own last week — but never after today: one job dated in the future
+    would otherwise take every preset away from the fleet. Returns the period and a message for bad input.
     """
-    anchor = (latest or datetime.now(tz=UTC)).date() + timedelta(days=1)
+    now = datetime.now(tz=UTC)
+    anchor = min(latest or now, now).date() + timedelta(days=1)
     raw_from, raw_to = params.get("from", "").strip(), params.get("to", "").strip()
     if raw_from or raw_to:
         try:

@@ -8,9 +8,9 @@ from datetime import UTC, date, datetime, time, timedelta
 from triage.dashboard.periods import Period
 
 WEEK_PATTERN = re.compile(r"^(\d{4})-W(\d{2})$")
-# The years a job's times may fall in (fleet.canonical.TIME_RANGE), less the last: a week of them
-# and the weeks either side always have dates (years 1 and 9999 have none before or after).
-FIRST_YEAR, LAST_YEAR = 1970, 5137
+# The years a job's times may fall in (fleet.canonical.TIME_RANGE), with one either side for the
+# links to the week before and after: all have dates (years 1 and 9999 have none before or after).
+FIRST_YEAR, LAST_YEAR = 1969, 5139
 
 
 def parse_week(text: str) -> Period:
