@@ -70,11 +70,31 @@ def test_operator_overview_sums_the_period_and_compares_with_the_previous(client
     assert card(response, "Cost")["value"] == "60"
     assert card(response, "Wasted cost")["value"] == "16"  # 20 x 6/10 + 40 x 2/20
     assert card(response, "Low-utilization jobs")["value"] == "1"
-    assert card(response, "GPU-hours")["change"] == pytest.approx((30 - 5) / 5 * 100)
+    assert card(response, "GPU-hours")["change_text"] == "+500 %"  # (30 - 5) / 5
+    assert card(response, "GPU-hours")["direction"] == 1
     teams = json.loads(
         response.content.decode().split('id="teams-figure" type="application/json">')[1].split("</script>")[0]
     )
     assert teams["data"][0]["y"] == ["Team B", "Team A"] and teams["data"][0]["x"] == [2.0, 6.0]
+
+
+@pytest.mark.parametrize(
+    ("current", "previous", "share", "expected"),
+    [
+        (999, 1000, False, ("unchanged", 0)),  # -0.1 % read "-0 %", styled as a change
+        (400.2, 400.0, False, ("unchanged", 0)),  # and "+0 %"
+        (1, 0, False, ("up from 0", 1)),  # read "no previous data" though the period before had jobs
+        (0, 0, False, ("unchanged", 0)),
+        (5, None, False, ("", None)),
+        (0.27, 0.25, True, ("+2 pts", 1)),  # a share moves by points, as the digests say it
+        (0.251, 0.25, True, ("unchanged", 0)),
+        (30, 5, False, ("+500 %", 1)),
+    ],
+)
+def test_changes_against_the_period_before_are_worded_as_they_round(current, previous, share, expected):
+    from triage.dashboard.queries import compare
+
+    assert compare(current, previous, share=share) == expected
 
 
 def test_member_overview_counts_only_their_team(client, member_a, fleet):

@@ -172,6 +172,35 @@ def change(current: float | None, previous: float | None) -> float | None:
     return (current - previous) / previous * 100
 
 
+def compare(current: float | None, previous: float | None, *, share: bool = False) -> tuple[str, int | None]:
+    """A figure against the period before, as the dashboard and the digests word it: (text, direction).
+
+    Direction is 1 (up), -1 (down), 0 (unchanged: what rounds to no change, never "-0 %") or None
+    when there is nothing to compare with. A share changes by percentage points; from 0, any rise
+    is "up from 0" (no percentage of nothing), and 0 after 0 is unchanged.
+    """
+    if current is None or previous is None:
+        return "", None
+    if share:
+        points = round((current - previous) * 100)
+        return ("unchanged", 0) if points == 0 else (f"{points:+d} pts", 1 if points > 0 else -1)
+    if not previous:
+        return ("unchanged", 0) if not current else ("up from 0", 1 if current > 0 else -1)
+    percent = round((current - previous) / previous * 100)
+    return ("unchanged", 0) if percent == 0 else (f"{percent:+d} %", 1 if percent > 0 else -1)
+
+
+def trend(direction: int | None, worse_when_up: bool | None) -> str:
+    """better / worse / same / neutral for a `compare` direction, or '' without one."""
+    if direction is None:
+        return ""
+    if direction == 0:
+        return "same"
+    if worse_when_up is None:
+        return "neutral"
+    return "worse" if (direction > 0) == worse_when_up else "better"
+
+
 def money(value: float) -> Decimal:
     return Decimal(str(round(value, 2)))
 

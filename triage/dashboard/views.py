@@ -78,15 +78,18 @@ def overview(request):
         ("Wasted cost", current.wasted_cost, previous.wasted_cost, "{:,.0f}", True),
         ("Low-utilization jobs", current.low_util_jobs, previous.low_util_jobs, "{:,}", True),
     ]
-    cards = [
-        {
-            "label": label,
-            "value": fmt.format(value) if value is not None else "–",
-            "change": queries.change(value, before),
-            "worse_when_up": worse_when_up,
-        }
-        for label, value, before, fmt, worse_when_up in kpis
-    ]
+    cards = []
+    for label, value, before, fmt, worse_when_up in kpis:
+        text, direction = queries.compare(value, before, share=label == "Waste share")
+        cards.append(
+            {
+                "label": label,
+                "value": fmt.format(value) if value is not None else "–",
+                "change_text": text,
+                "direction": direction,
+                "trend": queries.trend(direction, worse_when_up),
+            }
+        )
     teams = all_teams[:10]
     categories = [row | {"label": Category(row["category"]).label} for row in queries.by_category(period_jobs)]
     unclassified, triaged_low = queries.unclassified_share(period_jobs, threshold)

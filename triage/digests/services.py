@@ -190,24 +190,13 @@ class Kpi:
 
     @property
     def change_text(self) -> str:
-        if self.kind == "share":  # a change of a share reads best in percentage points
-            if self.value is None or self.previous is None:
-                return ""
-            return f"{(self.value - self.previous) * 100:+.0f} pts"
-        change = queries.change(self.value, self.previous)
-        return "" if change is None else f"{change:+.0f} %"
+        return queries.compare(self.value, self.previous, share=self.kind == "share")[0]
 
     @property
     def trend(self) -> str:
         """better / worse / same / neutral, or '' when there is no comparison."""
-        if self.value is None or self.previous is None or (self.kind != "share" and not self.previous):
-            return ""
-        delta = self.value - self.previous
-        if abs(delta) < 1e-9:
-            return "same"
-        if self.worse_when_up is None:
-            return "neutral"
-        return "worse" if (delta > 0) == self.worse_when_up else "better"
+        direction = queries.compare(self.value, self.previous, share=self.kind == "share")[1]
+        return queries.trend(direction, self.worse_when_up)
 
 
 def kpis(current: queries.Totals, previous: queries.Totals) -> list[Kpi]:
