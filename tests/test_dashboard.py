@@ -308,3 +308,16 @@ def test_a_finding_as_costly_as_the_largest_job_is_stored_and_shown(client, oper
     client.force_login(operator)
     for url in (f"/jobs/{job.pk}/", "/categories/model_checkpointing/", f"/api/v1/jobs/{job.pk}/"):
         assert client.get(url).status_code == 200, url
+
+
+def test_the_overview_labels_costs_with_their_currency_and_says_when_they_mix(client, operator, fleet):
+    from fleet.models import Job
+
+    client.force_login(operator)
+    assert "cost-note" not in overview(client).content.decode()
+    Job.objects.exclude(cost=None).update(currency="EUR")
+    page = overview(client)
+    assert page.context["currency"] == "EUR" and "cost-note" not in page.content.decode()
+    Job.objects.filter(pk=Job.objects.exclude(cost=None).first().pk).update(currency="USD")
+    page = overview(client)
+    assert page.context["currency"] == "" and "priced in EUR and USD" in page.content.decode()

@@ -565,3 +565,22 @@ def test_a_signed_token_of_the_wrong_shape_is_refused_not_a_server_error(client,
 
     token = signing.dumps([member_a.pk, "team", team_id], salt=UNSUBSCRIBE_SALT)
     assert client.post(reverse("digests:unsubscribe", args=[token])).status_code == 400
+
+
+def test_costs_are_labelled_in_the_currency_they_are_priced_in_and_mixed_ones_said_so(
+    smtp, fleet, member_a, team_a, client, operator
+):
+    """Every money figure was labelled with DEFAULT_CURRENCY: a team priced in EUR read "30 USD", and
+    amounts in EUR and USD were added into one "USD" total without a word."""
+    from fleet.models import GpuModelPrice, Job
+
+    GpuModelPrice.objects.update(currency="EUR")
+    Job.objects.exclude(cost=None).update(currency="EUR")
+    send_weekly_task.delay(WEEK).get()
+    [message] = smtp.to(member_a.email)
+    assert message["Subject"].endswith("EUR)") and "USD" not in message.get_body(("plain",)).get_content()
+    some = Job.objects.exclude(cost=None).filter(team=team_a).first()
+    Job.objects.filter(pk=some.pk).update(currency="USD")
+    client.force_login(operator)
+    page = client.get(reverse("digests:preview-team", args=[team_a.slug, WEEK]), {"part": "text"})
+    assert "priced in EUR and USD: the cost figures add amounts in different currencies" in page.content.decode()

@@ -44,6 +44,21 @@ class Totals:
         return self.unused_gpu_hours / self.covered_gpu_hours if self.covered_gpu_hours else None
 
 
+def pricing(jobs, default_currency: str) -> tuple[str, str]:
+    """(the currency the jobs' costs are in, a note for the reader or ""), for the pages and digests
+    that add costs up. Costs are never converted: jobs priced in several currencies are added as
+    they are, and the note says so; with no price set at all the costs are 0, and the note says why."""
+    codes = sorted(set(jobs.exclude(cost=None).values_list("currency", flat=True)))
+    if not codes:
+        return default_currency, "No GPU-hour prices are set for these jobs' clusters, so their costs are 0 (Settings)."
+    if len(codes) > 1:
+        return "", (
+            f"Jobs here are priced in {', '.join(codes[:-1])} and {codes[-1]}: the cost figures add amounts"
+            " in different currencies. Give every cluster's prices one currency (Settings)."
+        )
+    return codes[0], ""
+
+
 def totals(jobs, low_util_threshold: float) -> Totals:
     row = jobs.aggregate(
         jobs=Count("pk"),

@@ -27,7 +27,7 @@ from triage.taxonomy import Category
 
 from . import figures, queries, timeline
 from .filters import JobFilter
-from .periods import PRESETS, parse_period
+from .periods import PRESETS, Period, parse_period
 
 TEAM_SORTS = {
     "team": "team__slug",
@@ -103,8 +103,9 @@ def overview(request):
         "categories_figure": figures.categories_vs_paper(categories),
         "unclassified": unclassified,
         "triaged_low": triaged_low,
-        "currency": settings.DEFAULT_CURRENCY,
     }
+    both_periods = queries.in_period(jobs, Period(period.previous.start, period.end, "custom"))
+    context["currency"], context["cost_note"] = queries.pricing(both_periods, settings.DEFAULT_CURRENCY)
     return render(request, "dashboard/overview.html", context)
 
 

@@ -266,6 +266,7 @@ def _base_context(kind: str, period: Period, jobs, team: Team | None) -> dict:
     previous = queries.totals(previous_jobs, threshold)
     by_category = findings.waste_by_category(week_jobs)
     before_by_category = findings.waste_by_category(previous_jobs)
+    currency, cost_note = queries.pricing(week_jobs | previous_jobs, settings.DEFAULT_CURRENCY)
     return {
         "kind": kind,
         "team": team,
@@ -279,7 +280,8 @@ def _base_context(kind: str, period: Period, jobs, team: Team | None) -> dict:
         "categories": _bars(by_category, lambda row: row.gpu_hours),
         "improvements": _improvements(current, previous, by_category, before_by_category),
         "unclassified": findings.unclassified(week_jobs),
-        "currency": settings.DEFAULT_CURRENCY,
+        "currency": currency,
+        "cost_note": cost_note,
         "low_threshold": threshold,
         "public_base_url": settings.PUBLIC_BASE_URL,
         "preview_url": absolute(preview_path(kind, week, team)),
