@@ -48,7 +48,7 @@ def pricing(jobs, default_currency: str) -> tuple[str, str]:
     """(the currency the jobs' costs are in, a note for the reader or ""), for the pages and digests
     that add costs up. Costs are never converted: jobs priced in several currencies are added as
     they are, and the note says so; with no price set at all the costs are 0, and the note says why."""
-    codes = sorted(set(jobs.exclude(cost=None).values_list("currency", flat=True)))
+    codes = sorted({code or default_currency for code in jobs.exclude(cost=None).values_list("currency", flat=True)})
     if not codes:
         return default_currency, "No GPU-hour prices are set for these jobs' clusters, so their costs are 0 (Settings)."
     if len(codes) > 1:

@@ -409,6 +409,9 @@ def build_context(kind: str, week: str, team: Team | None = None) -> dict:
 def render_triplet(name: str, context: dict) -> tuple[str, str, str]:
     """Subject, text and HTML of `templates/emails/<name>-subject.txt`, `-body.txt`, `-body.html`."""
     subject = " ".join(render_to_string(f"emails/{name}-subject.txt", context).split())
+    # A subject is plain text (not escaped: a team "R&D" must not read "R&amp;D"), yet never carries
+    # markup, for whatever shows it carelessly: angle brackets become their single-quote look-alikes.
+    subject = subject.replace("<", "‹").replace(">", "›")
     text = render_to_string(f"emails/{name}-body.txt", context)
     html = render_to_string(f"emails/{name}-body.html", context)
     return subject, text, html
