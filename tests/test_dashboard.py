@@ -321,3 +321,10 @@ def test_the_overview_labels_costs_with_their_currency_and_says_when_they_mix(cl
     Job.objects.filter(pk=Job.objects.exclude(cost=None).first().pk).update(currency="USD")
     page = overview(client)
     assert page.context["currency"] == "" and "priced in EUR and USD" in page.content.decode()
+    # The teams and causes pages add costs up too: they say the same (and label a single currency).
+    for name in ("dashboard:team-list", "dashboard:category-list"):
+        text = client.get(reverse(name), {"from": "2026-11-16", "to": "2026-11-22"}).content.decode()
+        assert "priced in EUR and USD" in text, name
+    Job.objects.exclude(cost=None).update(currency="EUR")
+    text = client.get(reverse("dashboard:team-list"), {"from": "2026-11-16", "to": "2026-11-22"}).content.decode()
+    assert "Cost (EUR)" in text and "cost-note" not in text

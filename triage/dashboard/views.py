@@ -62,6 +62,12 @@ def _context(request, jobs, period, problem, cluster) -> dict:
     }
 
 
+def _pricing(jobs) -> dict:
+    """The currency a page's costs are in, and the note when they mix currencies or have no price."""
+    currency, note = queries.pricing(jobs, settings.DEFAULT_CURRENCY)
+    return {"currency": currency, "cost_note": note}
+
+
 @login_required
 def overview(request):
     jobs, period, problem, cluster = _scope(request)
@@ -104,8 +110,7 @@ def overview(request):
         "unclassified": unclassified,
         "triaged_low": triaged_low,
     }
-    both_periods = queries.in_period(jobs, Period(period.previous.start, period.end, "custom"))
-    context["currency"], context["cost_note"] = queries.pricing(both_periods, settings.DEFAULT_CURRENCY)
+    context |= _pricing(queries.in_period(jobs, Period(period.previous.start, period.end, "custom")))
     return render(request, "dashboard/overview.html", context)
 
 
@@ -117,6 +122,7 @@ def team_list(request):
         queries.in_period(jobs, period), settings.LOW_UTIL_THRESHOLD, order=TEAM_SORTS.get(sort, "-unused")
     )
     context = _context(request, jobs, period, problem, cluster) | {"rows": rows, "sort": sort}
+    context |= _pricing(queries.in_period(jobs, period))
     return render(request, "dashboard/team_list.html", context)
 
 
@@ -309,6 +315,7 @@ def category_list(request):
         for category in Category
     ]
     context = _context(request, jobs, period, problem, cluster) | {"categories": categories}
+    context |= _pricing(queries.in_period(jobs, period))
     return render(request, "dashboard/category_list.html", context)
 
 
