@@ -81,29 +81,15 @@ def loads_json(text: str | bytes):
     except RecursionError:
         raise ValueError("nested too deeply") from None
     # Only an escape can make a surrogate (UTF-8 input cannot): look for one only when the text has one.
-    raw = text if isinstance(text, str) else text.decode("utf-8", errors="replace")
-    if _SURROGATE_ESCAPE.search(raw) and _holds_surrogate(value):
+    escape = _SURROGATE_ESCAPE if isinstance(text, str) else _SURROGATE_ESCAPE_BYTES
+    if escape.search(text) and text_path(value, lambda item: _SURROGATE.search(item) is not None) is not None:
         raise ValueError("a \\ud800–\\udfff escape not paired as UTF-16 is not text")
     return value
 
 
 _SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")
+_SURROGATE_ESCAPE_BYTES = re.compile(rb"\\u[dD][89a-fA-F]")
 _SURROGATE = re.compile("[\ud800-\udfff]")
-
-
-def _holds_surrogate(value) -> bool:
-    pending = [value]
-    while pending:
-        item = pending.pop()
-        if isinstance(item, str):
-            if _SURROGATE.search(item):
-                return True
-        elif isinstance(item, dict):
-            pending.extend(item.keys())
-            pending.extend(item.values())
-        elif isinstance(item, list):
-            pending.extend(item)
-    return False
 
 
 def _finite_float(text: str) -> float:
@@ -123,17 +109,24 @@ NUL_MESSAGE = "contains a NUL character (\\u0000), which cannot be stored; remov
 
 def nul_path(value, path: str = "") -> str | None:
     """Where a NUL character hides in text or a JSON-like value, keys included: its path below
-    `path` ("labels.k", "raw.steps[2]"), or None. Iterative: a value may nest as deep as JSON allows."""
+    `path` ("labels.k", "raw.steps[2]"), or None."""
+    return text_path(value, lambda text: "\x00" in text, path)
+
+
+def text_path(value, bad, path: str = "") -> str | None:
+    """The path below `path` of the first text in a JSON-like value, keys included, for which
+    `bad(text)` is true ("labels.k", "raw.steps[2]"), or None. Iterative: a value may nest as deep
+    as JSON allows."""
     pending = [(path, value)]
     while pending:
         where, item = pending.pop()
         if isinstance(item, str):
-            if "\x00" in item:
+            if bad(item):
                 return where
         elif isinstance(item, dict):
             for key, inner in item.items():
                 inner_path = f"{where}.{key}" if where else str(key)
-                if "\x00" in str(key):
+                if bad(str(key)):
                     return inner_path
                 pending.append((inner_path, inner))
         elif isinstance(item, list | tuple):
@@ -234,6 +227,14 @@ class JobRecord:
             if found is not None:
                 return found, NUL_MESSAGE
         return None
+
+    def storage_error(self, file: str) -> RecordError | None:
+        """`unstorable` as the error a source reports for this job (named by `file`), or None."""
+        problem = self.unstorable()
+        if problem is None:
+            return None
+        field_name, message = problem
+        return RecordError(file, message, field=field_name, job_id=without_nul(self.external_id))
 
 
 @dataclass(frozen=True)

@@ -609,13 +609,18 @@ def _apply_record(job: Job, record: JobRecord, team: Team, fp: str, run) -> None
 
 
 def _fitted(field_name: str, text: str) -> str:
-    return text[: Job._meta.get_field(field_name).max_length]
+    return text[: _max_length(Job, field_name)]
+
+
+@cache
+def _max_length(model, field_name: str) -> int:
+    return model._meta.get_field(field_name).max_length
 
 
 def _fitted_path(path: str) -> str:
     """An artifact's path as its column keeps it: a longer one is cut and ends in a hash of the whole,
     so two paths alike in their first 500 characters stay two artifacts (a job's paths are unique)."""
-    limit = Artifact._meta.get_field("path").max_length
+    limit = _max_length(Artifact, "path")
     if len(path) <= limit:
         return path
     digest = hashlib.sha256(path.encode(errors="surrogatepass")).hexdigest()

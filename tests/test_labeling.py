@@ -299,12 +299,18 @@ def test_rules_against_gold_per_category_with_error_jobs_and_two_versions(client
     }
 
 
-def test_a_job_whose_triage_failed_is_left_out_not_scored_as_a_miss(study, raters):
+def gold_with_job_1_triaged(study, raters):
+    """A frozen gold set of the study, and the current rule set with a result for job 1 only."""
     run_study(study, raters)
     services.adjudicate(study.items.get(position=3), [CKPT], "saves", raters[0])
     gold = services.freeze_gold(study, raters[0])
     rule_set = RuleSet.current()
     triage_with(rule_set, study.items.get(position=1).job, [BATCH])
+    return gold, rule_set
+
+
+def test_a_job_whose_triage_failed_is_left_out_not_scored_as_a_miss(study, raters):
+    gold, rule_set = gold_with_job_1_triaged(study, raters)
     failed = study.items.get(position=3).job
     JobTriage.objects.create(job=failed, rule_set=rule_set, status=TriageStatus.ERROR, reason="series unreadable")
     evaluation = services.evaluate_rules(gold, rule_set)
@@ -313,11 +319,7 @@ def test_a_job_whose_triage_failed_is_left_out_not_scored_as_a_miss(study, rater
 
 
 def test_jobs_not_triaged_with_a_version_are_left_out_and_counted(study, raters):
-    run_study(study, raters)
-    services.adjudicate(study.items.get(position=3), [CKPT], "saves", raters[0])
-    gold = services.freeze_gold(study, raters[0])
-    rule_set = RuleSet.current()
-    triage_with(rule_set, study.items.get(position=1).job, [BATCH])
+    gold, rule_set = gold_with_job_1_triaged(study, raters)
     evaluation = services.evaluate_rules(gold, rule_set)
     assert evaluation.report.units == 1 and len(evaluation.not_triaged) == 3
 

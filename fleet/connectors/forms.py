@@ -68,31 +68,23 @@ class ConnectorForm(forms.ModelForm):
         if not isinstance(headers, dict) or not all(isinstance(v, str) for v in headers.values()):
             raise forms.ValidationError('A JSON object of header names to text values, e.g. {"X-Scope-OrgID": "gpu"}.')
         for name, value in headers.items():
-            problem = header_problem(name, value, what=f"the header {name[:100]!r}")
-            if problem:
-                raise forms.ValidationError(problem[0].upper() + problem[1:] + ".")
+            _refuse(header_problem(name, value, what=f"the header {name[:100]!r}"))
         return headers
 
     def clean_username(self) -> str:
         username = self.cleaned_data["username"]
-        problem = header_problem("Authorization", username, what="the user name")
-        if problem:
-            raise forms.ValidationError(problem[0].upper() + problem[1:] + ".")
+        _refuse(header_problem("Authorization", username, what="the user name"))
         return username
 
     def clean_secret_header(self) -> str:
         name = self.cleaned_data["secret_header"]
-        problem = header_problem(name, "", what="") if name else None
-        if problem:
-            raise forms.ValidationError(problem[0].upper() + problem[1:] + ".")
+        if name:
+            _refuse(header_problem(name, "", what=""))
         return name
 
     def clean_secret(self) -> str:
         secret = self.cleaned_data["secret"]
-        if secret and header_problem("Authorization", secret, what="the secret"):  # never quoted back
-            raise forms.ValidationError(
-                "The secret holds a line break or a character HTTP headers cannot carry (only printable Latin-1)."
-            )
+        _refuse(header_problem("Authorization", secret, what="the secret"))  # names the secret, never quotes it
         return secret
 
     def clean_options(self):
@@ -130,3 +122,9 @@ class ConnectorForm(forms.ModelForm):
         if commit:
             connector.save()
         return connector
+
+
+def _refuse(problem: str | None) -> None:
+    """A `header_problem` as the form's error: a sentence."""
+    if problem:
+        raise forms.ValidationError(problem[0].upper() + problem[1:] + ".")

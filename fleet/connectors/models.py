@@ -124,8 +124,8 @@ class Connector(models.Model):
         basic = None
         if self.auth == self.Auth.BASIC:
             basic = (self.username, self.secret())
-            problems += [header_problem("Authorization", basic[0], what="the user name")]
-            problems += [header_problem("Authorization", basic[1], what="the secret")]
+            problems.append(header_problem("Authorization", basic[0], what="the user name"))
+            problems.append(header_problem("Authorization", basic[1], what="the secret"))
         elif self.auth == self.Auth.BEARER:
             headers["Authorization"] = f"Bearer {self.secret()}"
             problems.append(header_problem("Authorization", headers["Authorization"], what="the secret"))

@@ -22,7 +22,7 @@ from pathlib import PurePosixPath
 import pandas as pd
 
 from fleet import series as series_lib
-from fleet.canonical import ArtifactRecord, JobRecord, RecordError, without_nul
+from fleet.canonical import ArtifactRecord, JobRecord, RecordError
 from fleet.connectors.base import BadData
 from fleet.connectors.kubernetes import jobs_from_pods, parse_pod_list
 from fleet.connectors.prometheus import Series, canonical_name, frame_from_results, parse_query_range
@@ -81,10 +81,9 @@ class NativeFiles:
                 self.artifacts[job.external_id] = parsed.artifacts.get(job.external_id, [])
 
     def _add(self, job: JobRecord, name: str) -> bool:
-        problem = job.unstorable()
-        if problem is not None:
-            field, message = problem
-            self.errors.append(RecordError(name, message, field=field, job_id=without_nul(job.external_id)))
+        error = job.storage_error(name)
+        if error is not None:
+            self.errors.append(error)
             return False
         if job.external_id in self.jobs:
             self.errors.append(RecordError(name, "job listed twice; the first is kept", job_id=job.external_id))

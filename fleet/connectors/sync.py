@@ -27,7 +27,7 @@ from django.utils import timezone
 from django.utils.text import slugify
 
 from fleet import ingest
-from fleet.canonical import RecordError, without_nul
+from fleet.canonical import RecordError
 from fleet.connectors.base import BadData, BaseConnector, ConfigError, ConnectorError, parse_time_watermark
 from fleet.connectors.http import HttpClient
 from fleet.connectors.models import Connector
@@ -169,11 +169,9 @@ class _Pull:
             return
         self.seen.add(key)
         self.result.jobs_seen += 1
-        problem = record.unstorable()
-        if problem is not None:  # the database cannot keep it: reported, its series and files not fetched
-            field, message = problem
-            job_id = without_nul(record.external_id)
-            self.errors.append(RecordError(self.connector.name, message, field=field, job_id=job_id))
+        error = record.storage_error(self.connector.name)
+        if error is not None:  # the database cannot keep it: reported, its series and files not fetched
+            self.errors.append(error)
             return
         frame = artifacts = None
         try:

@@ -48,7 +48,9 @@ def pricing(jobs, default_currency: str) -> tuple[str, str]:
     """(the currency the jobs' costs are in, a note for the reader or ""), for the pages and digests
     that add costs up. Costs are never converted: jobs priced in several currencies are added as
     they are, and the note says so; with no price set at all the costs are 0, and the note says why."""
-    codes = sorted({code or default_currency for code in jobs.exclude(cost=None).values_list("currency", flat=True)})
+    # Distinct in SQL: a few rows, not one per job of the period.
+    named = jobs.exclude(cost=None).order_by().values_list("currency", flat=True).distinct()
+    codes = sorted({code or default_currency for code in named})
     if not codes:
         return default_currency, "No GPU-hour prices are set for these jobs' clusters, so their costs are 0 (Settings)."
     if len(codes) > 1:
@@ -178,13 +180,6 @@ def utilization_histogram(jobs, bucket: int = 10) -> list[int]:
         index = min(int(row["bucket"]), len(counts) - 1)
         counts[index] += row["n"]
     return counts
-
-
-def change(current: float | None, previous: float | None) -> float | None:
-    """Relative change in percent, or None when there is nothing to compare with."""
-    if current is None or not previous:
-        return None
-    return (current - previous) / previous * 100
 
 
 def compare(current: float | None, previous: float | None, *, share: bool = False) -> tuple[str, int | None]:

@@ -11,6 +11,7 @@ import logging
 import smtplib
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from functools import cached_property
 from urllib.parse import urlsplit
 
 from django.conf import settings
@@ -188,15 +189,18 @@ class Kpi:
     def previous_text(self) -> str:
         return "–" if self.previous is None else FORMATS[self.kind](self.previous)
 
+    @cached_property
+    def _compared(self) -> tuple[str, int | None]:
+        return queries.compare(self.value, self.previous, share=self.kind == "share")
+
     @property
     def change_text(self) -> str:
-        return queries.compare(self.value, self.previous, share=self.kind == "share")[0]
+        return self._compared[0]
 
     @property
     def trend(self) -> str:
         """better / worse / same / neutral, or '' when there is no comparison."""
-        direction = queries.compare(self.value, self.previous, share=self.kind == "share")[1]
-        return queries.trend(direction, self.worse_when_up)
+        return queries.trend(self._compared[1], self.worse_when_up)
 
 
 def kpis(current: queries.Totals, previous: queries.Totals) -> list[Kpi]:
