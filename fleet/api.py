@@ -25,10 +25,20 @@ from fleet.models import IngestRun, MachineToken
 API_AUTH = [{"MachineToken": []}, {"cookieAuth": []}]
 
 
+class MachineKeyParser(KeyParser):
+    """The key in `Authorization: Api-Key <key>`, or None. A key is printable ASCII (a prefix, a dot
+    and a secret); anything else is no key at all, rather than a lookup PostgreSQL refuses (a NUL)."""
+
+    def get(self, request) -> str | None:
+        key = super().get(request)
+        return key if key and key.isascii() and key.isprintable() else None
+
+
 class HasMachineToken(BaseHasAPIKey):
     """A valid (not revoked, not expired) machine token in the Authorization header."""
 
     model = MachineToken
+    key_parser = MachineKeyParser()
 
 
 class IsOperator(BasePermission):
@@ -38,7 +48,7 @@ class IsOperator(BasePermission):
 
 def machine_token(request) -> MachineToken | None:
     """The valid token the request carries, if any; its last use is recorded."""
-    key = KeyParser().get(request)
+    key = MachineKeyParser().get(request)
     if not key:
         return None
     try:

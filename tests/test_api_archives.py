@@ -62,14 +62,19 @@ def test_the_run_reports_errors_by_file_row_and_field(token, tmp_path, django_ca
     assert (error["file"], error["field"]) == ("jobs.csv", "job_id") and error["row"]
 
 
-@pytest.mark.parametrize("header", [None, "Api-Key nope.nope", "Bearer abc", "Api-Key "])
-def test_pushes_without_a_valid_token_are_refused(header):
+# A NUL byte in the key would reach the token lookup, where PostgreSQL refuses it (a 500, not a 403).
+@pytest.mark.parametrize(
+    "header", [None, "Api-Key nope.nope", "Bearer abc", "Api-Key ", "Api-Key no\x00pe.nope", "Api-Key \x00"]
+)
+def test_pushes_without_a_valid_token_are_refused(header, operator):
     client = APIClient()
     extra = {"HTTP_AUTHORIZATION": header} if header else {}
     with open(EXAMPLE_ARCHIVE, "rb") as handle:
         response = client.post("/api/v1/archives/", {"file": handle}, format="multipart", **extra)
     assert response.status_code in (401, 403)
     assert IngestRun.objects.count() == 0
+    run = IngestRun.objects.create(archive_name="theirs.zip", created_by=operator)
+    assert client.get(f"/api/v1/ingest-runs/{run.pk}/", **extra).status_code in (401, 403)
 
 
 def test_a_revoked_token_is_refused(token):
