@@ -48,6 +48,16 @@ def _metric_bounds(name: str) -> tuple[float, float]:
 METRIC_BOUNDS: dict[str, tuple[float, float]] = {name: _metric_bounds(name) for name in METRICS}
 
 
+# The longest host name a series keeps (a DNS name or a Kubernetes node name is at most 253): a longer
+# cell is a broken export, and it would be repeated in every row of the job's stored series.
+MAX_HOST_CHARS = 255
+
+
+def host_length_text(length: int) -> str:
+    """Why a host name is refused, without repeating it (it may be megabytes long)."""
+    return f"a host name of {length:,} characters; host names are at most {MAX_HOST_CHARS}"
+
+
 def range_text(low: float, high: float, unit: str) -> str:
     """What a metric's values must be, for a message: "must be 0–100 %"."""
     if high >= FLOAT32_MAX:

@@ -684,6 +684,19 @@ def test_bad_gpu_index(tmp_path):
     assert (error.row, error.field) == (1, "gpu")
 
 
+def test_a_host_name_longer_than_any_host_rejects_its_job_without_echoing_it(tmp_path):
+    rows = ["2026-10-05T09:00:00Z,n1,0,50", f"2026-10-05T09:05:00Z,{'n' * 300_000},0,50"]
+    parsed = parse_files(tmp_path, base_files(**{"metrics/j3.csv": csv_text("timestamp,host,gpu,gpu_util", rows)}))
+    error = only_error(parsed, "j3")
+    assert (error.file, error.row, error.field) == ("metrics/j3.csv", 2, "host")
+    assert "300,000 characters" in error.message and "at most 255" in error.message
+    assert len(error.message) < 200
+    assert sorted(parsed.jobs) == ["j1", "j2"]  # the good jobs still land
+    ok = ["2026-10-05T09:00:00Z," + "n" * 255 + ",0,50"]
+    parsed = parse_files(tmp_path, base_files(**{"metrics/j3.csv": csv_text("timestamp,host,gpu,gpu_util", ok)}))
+    assert parsed.rejected == {} and parsed.series["j3"]["host"].tolist() == ["n" * 255]
+
+
 def test_missing_values_are_allowed(tmp_path):
     rows = ["2026-10-05T09:00:00Z,n1,0,", "2026-10-05T09:05:00Z,n1,0,NaN", "2026-10-05T09:10:00Z,n1,0,null"]
     parsed = parse_files(tmp_path, base_files(**{"metrics/j3.csv": csv_text("timestamp,host,gpu,gpu_util", rows)}))

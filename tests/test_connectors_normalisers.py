@@ -362,6 +362,7 @@ def test_a_native_file_with_a_number_too_large_for_a_float_is_not_json():
         ({"gpu_util": 150}, "gpu_util value 150 is out of range (must be 0–100 %)"),
         ({"gpu_util": 50, "sm_active": 45}, "sm_active value 45 is out of range (must be 0–1, a ratio)"),
         ({"gpu_util": 50, "gpu_mem_used_mib": 1e39}, "gpu_mem_used_mib value 1e+39 is out of range (must be ≥ 0"),
+        ({"gpu_util": 50, "host": "n" * 3_000_000}, "a host name of 3,000,000 characters; host names are at most 255$"),
     ],
 )
 def test_generic_series_keep_to_the_bounds_archive_samples_keep_to(sample, message):
@@ -369,8 +370,8 @@ def test_generic_series_keep_to_the_bounds_archive_samples_keep_to(sample, messa
     series keep as infinity. Now such a series is bad data, as the same sample in an archive is."""
     from fleet.connectors.generic import frame_from_samples
 
-    samples = [{"timestamp": "2026-10-05T09:00:00Z", "host": "n1", "gpu": 0, "gpu_util": 40}, {**sample,
-               "timestamp": "2026-10-05T09:01:00Z", "host": "n1", "gpu": 0}]  # fmt: skip
+    samples = [{"timestamp": "2026-10-05T09:00:00Z", "host": "n1", "gpu": 0, "gpu_util": 40}, {"host": "n1", **sample,
+               "timestamp": "2026-10-05T09:01:00Z", "gpu": 0}]  # fmt: skip
     with pytest.raises(
         BadData, match="^job-1 series: " + message.replace("(", r"\(").replace(")", r"\)").replace("+", r"\+")
     ):

@@ -44,6 +44,7 @@ from fleet.archive.reader import MANIFEST_NAME, ArchiveError, ArchiveReader, Rea
 from fleet.canonical import (
     JOB_TYPES,
     MAX_EPOCH_SECONDS,
+    MAX_HOST_CHARS,
     METRIC_BOUNDS,
     METRICS,
     TIME_RANGE,
@@ -51,6 +52,7 @@ from fleet.canonical import (
     JobRecord,
     RecordError,
     as_utc,
+    host_length_text,
     loads_json,
     range_text,
 )
@@ -830,7 +832,12 @@ class _ArchiveParser:
         timestamps, bad = parse_timestamps(column("timestamp"))
         self._reject_rows("timestamp", bad & keep, ids, rows, column("timestamp"), timestamp_message, tally)
 
-        host = _trimmed_text(_arrow(column("host"))) if "host" in columns else pa.array(np.full(n, "", dtype=object))
+        if "host" in columns:
+            host = _trimmed_text(_arrow(column("host")))
+            too_long = pc.greater(pc.utf8_length(host), MAX_HOST_CHARS).fill_null(False).to_numpy(zero_copy_only=False)
+            self._reject_rows("host", too_long & keep, ids, rows, host, lambda name: host_length_text(len(name)), tally)
+        else:
+            host = pa.array(np.full(n, "", dtype=object))
         if "gpu" in columns:
             gpu, bad = _parse_gpu(column("gpu"))
             self._reject_rows("gpu", bad & keep, ids, rows, column("gpu"), _gpu_message, tally)

@@ -23,7 +23,17 @@ import pandas as pd
 
 from fleet import series as series_lib
 from fleet.archive.parser import parse_timestamp
-from fleet.canonical import JOB_TYPES, METRIC_BOUNDS, METRICS, ArtifactRecord, JobRecord, RecordError, range_text
+from fleet.canonical import (
+    JOB_TYPES,
+    MAX_HOST_CHARS,
+    METRIC_BOUNDS,
+    METRICS,
+    ArtifactRecord,
+    JobRecord,
+    RecordError,
+    host_length_text,
+    range_text,
+)
 from fleet.connectors.base import BadData, BaseConnector, Batch, number_option
 from fleet.connectors.registry import register
 
@@ -112,6 +122,10 @@ def _check_bounds(frame: pd.DataFrame, source: str) -> None:
         if outside.any():
             bounds = range_text(low, high, METRICS[metric])
             raise BadData(f"{source}: {metric} value {values[np.argmax(outside)]:g} is out of range ({bounds})")
+    if "host" in frame.columns:
+        lengths = frame["host"].astype("string").str.len().fillna(0).to_numpy()
+        if len(lengths) and lengths.max() > MAX_HOST_CHARS:
+            raise BadData(f"{source}: {host_length_text(int(lengths.max()))}")
 
 
 def artifacts_from_doc(doc, job_id: str, *, max_bytes: int, source: str = "artifacts") -> list[ArtifactRecord]:
