@@ -350,6 +350,18 @@ def test_labels_export_and_import_round_trip_into_another_study(client, study, r
     assert original <= again
 
 
+def test_labels_of_a_rater_who_has_left_survive_the_round_trip(study, raters, jobs):
+    run_study(study, raters)
+    exported = exchange.to_csv(exchange.label_rows(study), exchange.LABEL_COLUMNS)
+    other = services.create_study(name="Restored", lead=raters[0], raters=raters, sample_size=1, seed=99)
+    raters[1].is_active = False  # left the lab after labelling
+    raters[1].save()
+    result = exchange.import_labels(other, exported)
+    assert not result.errors and result.answers == 8
+    assert {row["rater"] for row in exchange.label_rows(other)} == {raters[0].username, raters[1].username}
+    assert raters[1] not in services.eligible_raters()  # still cannot be given new work
+
+
 def test_import_refuses_unknown_raters_jobs_and_options_and_stores_nothing(study, raters):
     content = "cluster,job_id,rater,option\nc1,nope,rita-researcher,improper_batch_size\nc1,1,mallory,wat\n"
     result = exchange.import_labels(study, content)

@@ -193,7 +193,8 @@ class ImportResult:
 
 def import_labels(study: Study, content: str | bytes, *, dry_run: bool = False) -> ImportResult:
     """Store labels made elsewhere (the labels export format). All or nothing: any bad row stops the
-    import and every problem is listed. Raters must be existing researchers or operators; a job must
+    import and every problem is listed. Raters must be researchers or operators here (a deactivated
+    account's labels are kept: an export of a study holds them, and a round trip must too); a job must
     exist in the fleet and is added to the sample when it is not in it yet."""
     result = ImportResult()
     try:
@@ -222,7 +223,7 @@ def import_labels(study: Study, content: str | bytes, *, dry_run: bool = False) 
         answer["chosen"][row["option"]] = str(row.get("rationale") or "")
         if row["option"] == OTHER:
             answer["other_note"] = str(row.get("other_note") or "")
-    users = {u.username: u for u in services.eligible_raters().filter(username__in={k[2] for k in answers})}
+    users = {u.username: u for u in services.label_authors().filter(username__in={k[2] for k in answers})}
     jobs = {
         (j.cluster.name, j.external_id): j
         for j in Job.objects.filter(external_id__in={k[1] for k in answers}).select_related("cluster")

@@ -49,9 +49,15 @@ def may_use_studies(user) -> bool:
 
 def eligible_raters():
     """Researchers and operators: the people who may label."""
+    return label_authors().filter(is_active=True)
+
+
+def label_authors():
+    """Researchers and operators, deactivated accounts included: whose labels a study may hold (someone
+    who has left still made the labels an export carries)."""
     return (
         get_user_model()
-        .objects.filter(is_active=True, groups__name__in=[RESEARCHERS_GROUP, OPERATORS_GROUP])
+        .objects.filter(groups__name__in=[RESEARCHERS_GROUP, OPERATORS_GROUP])
         .distinct()
         .order_by("username")
     )
