@@ -96,3 +96,39 @@ def test_the_rules_page_follows_a_running_retriage_until_it_is_done(browser, liv
     SHOTS.mkdir(exist_ok=True)
     browser.save_screenshot(str(SHOTS / "rules-retriage.png"))
     assert console_errors(browser) == []
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_job_of_many_gpus_shows_their_mean_and_range(browser, live_server, operator):  # noqa: F811
+    from datetime import timedelta
+
+    from django.core.files.base import ContentFile
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support.wait import WebDriverWait
+
+    from fleet.series import to_parquet_bytes
+    from tests.factories import JobFactory
+    from tests.test_timeline import START, series
+
+    job = JobFactory(start_time=START, end_time=START + timedelta(hours=2), gpu_count=128)
+    import numpy as np
+
+    frame = series(128, 7200, 30, util=lambda n: 60 + 30 * np.sin(np.arange(n) / 20))
+    frame.loc[(frame["gpu"] == 5) & (frame["timestamp"] >= START + timedelta(hours=1)), "gpu_util"] = 0.0
+    job.series_file.save("s.parquet", ContentFile(to_parquet_bytes(frame)))
+    operator.set_password("correct horse battery staple")
+    operator.save()
+    browser.get(f"{live_server.url}/login/?next=/jobs/{job.pk}/")
+    browser.find_element(By.ID, "id_username").send_keys(operator.username)
+    browser.find_element(By.ID, "id_password").send_keys("correct horse battery staple")
+    browser.find_element(By.CSS_SELECTOR, "button[type=submit].primary").click()
+    wait = WebDriverWait(browser, 20, ignored_exceptions=STALE)
+    wait.until(lambda b: b.find_element(By.ID, "timeline").get_attribute("data-ready") == "1")
+    names = browser.execute_script("return document.getElementById('timeline').data.map(t => t.name)")
+    assert "mean of 128 GPUs" in names and "lowest to highest of 128 GPUs" in names
+    assert len(names) <= 8  # three for each of the two panels, not 256 lines
+    assert "mean of 128 GPUs" in browser.find_element(By.ID, "timeline").text  # the legend says what is drawn
+    SHOTS.mkdir(exist_ok=True)
+    browser.set_window_size(1400, browser.execute_script("return document.body.scrollHeight"))
+    browser.save_screenshot(str(SHOTS / "job-many-gpus.png"))
+    assert console_errors(browser) == []

@@ -51,6 +51,35 @@ def test_a_30_day_8_gpu_job_sampled_every_15s_fits_in_well_under_a_megabyte():
     assert len(trace["x"]) <= 1100
 
 
+def test_a_job_of_hundreds_of_gpus_draws_their_mean_and_range_not_a_line_each():
+    """4,096 GPUs made a 12.7 MB figure of 8,192 lines: a blur that took seconds to send and draw."""
+    gpus = 300
+    frame = series(gpus, 7200, 30, util=lambda n: np.full(n, 80.0))
+    one_idle = (frame["gpu"] == 7) & (frame["timestamp"] >= START + timedelta(minutes=30))
+    frame.loc[one_idle, "gpu_util"] = np.float32(0)  # one GPU idles for the second half hour and on
+    figure = build_timeline(frame, start=START, end=START + timedelta(hours=2))
+    util = {t["name"]: t for t in figure["data"] if t["yaxis"] == "y"}
+    assert set(util) == {"lowest of 300 GPUs", "lowest to highest of 300 GPUs", "mean of 300 GPUs"}
+    assert len([t for t in figure["data"] if t["yaxis"] == "y2"]) == 3  # memory: the same three
+    assert len(json.dumps(figure)) < 200_000
+    lowest, highest, mean = (util[f"{what} of 300 GPUs"]["y"] for what in ("lowest", "lowest to highest", "mean"))
+    assert lowest[0] == 80.0 and lowest[-1] == 0.0  # the idle GPU shows, from when it went idle
+    assert set(highest) == {80.0}
+    assert mean[0] == 80.0 and mean[-1] == pytest.approx(80.0 * (gpus - 1) / gpus, abs=0.01)
+    times = util["mean of 300 GPUs"]["x"]
+    assert times == sorted(times) and len(times) <= 1000
+
+
+def test_a_hole_in_many_gpus_breaks_their_band():
+    frame = series(40, 3600, 30)
+    frame = frame[
+        (frame["timestamp"] < START + timedelta(minutes=20)) | (frame["timestamp"] >= START + timedelta(minutes=40))
+    ]
+    figure = build_timeline(frame, start=START, end=START + timedelta(hours=1))
+    mean = next(t for t in figure["data"] if t["name"] == "mean of 40 GPUs")
+    assert mean["y"].count(None) == 1 and mean["connectgaps"] is False
+
+
 def test_memory_shares_a_total_of_zero_or_float32_cannot_hold_are_left_out_not_infinite():
     """A total of 0 MiB (allowed: ≥ 0) made used/total infinite, and 100 x a float32 near its largest
     overflowed: the figure's JSON then held Infinity, which browsers refuse, and no chart showed."""

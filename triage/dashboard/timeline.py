@@ -18,6 +18,9 @@ from tsdownsample import MinMaxLTTBDownsampler
 from fleet.series import MIN_GAP_S, gap_threshold_s
 
 POINTS_PER_TRACE = 1000
+# Above this many devices a panel draws their mean and their lowest-to-highest band instead of a line
+# each (as ClusterCockpit draws large jobs): thousands of lines are a blur, and megabytes to send.
+MAX_DEVICE_LINES = 32
 # The metric columns the timeline draws; the view reads only these from the stored series.
 COLUMNS = ("gpu_util", "gpu_mem_used_mib", "gpu_mem_total_mib", "cpu_util")
 PALETTE = ["#2f5fd0", "#e0a03c", "#1e8449", "#c0392b", "#8e44ad", "#16a085", "#d35400", "#7f8c8d"]
@@ -63,6 +66,73 @@ def _downsample(t_ms: np.ndarray, values: np.ndarray, points: int, gap_ms: float
         xs.insert(at, int(t_ms[position] + 1))
         ys.insert(at, None)
     return xs, ys
+
+
+def _device_statistics(
+    t_ms: np.ndarray, values: np.ndarray, start_ms: float, end_ms: float, points: int, gap_ms: float
+) -> tuple[list, list, list, list]:
+    """All devices' samples in `points` time buckets: (x, lowest, mean, highest), with a null where the
+    series has a hole (no bucket for longer than the hole threshold)."""
+    keep = np.isfinite(values)
+    t_ms, values = t_ms[keep], values[keep]
+    if not len(t_ms):
+        return [], [], [], []
+    width = max(1.0, (end_ms - start_ms) / points)
+    bucket = np.clip((t_ms - start_ms) // width, 0, points - 1).astype(np.int64)
+    order = np.argsort(bucket, kind="stable")
+    bucket, values = bucket[order], values[order]
+    starts = np.r_[0, np.flatnonzero(np.diff(bucket)) + 1]
+    counts = np.diff(np.r_[starts, len(values)])
+    lowest = np.minimum.reduceat(values, starts)
+    highest = np.maximum.reduceat(values, starts)
+    mean = np.add.reduceat(values.astype(np.float64), starts) / counts
+    x = start_ms + (bucket[starts] + 0.5) * width
+    columns = [x.astype(np.int64).tolist(), *(np.round(c.astype(float), 2).tolist() for c in (lowest, mean, highest))]
+    breaks = np.flatnonzero(np.diff(x) > max(gap_ms, 2 * width))
+    for offset, position in enumerate(breaks):
+        at = position + 1 + offset
+        columns[0].insert(at, int(x[position] + 1))
+        for column in columns[1:]:
+            column.insert(at, None)
+    return tuple(columns)
+
+
+def _statistics_traces(metric_title: str, count: int, kind: str, axis: str, first_panel: bool, stats) -> list[dict]:
+    """The band from the lowest to the highest device and the mean line, for a panel of many devices."""
+    xs, lowest, mean, highest = stats
+    what = f"{count:,} {kind}"
+    common = {"type": "scatter", "mode": "lines", "x": xs, "xaxis": "x", "yaxis": axis, "connectgaps": False}
+    return [
+        {
+            **common,
+            "y": lowest,
+            "name": f"lowest of {what}",
+            "legendgroup": f"{kind}-range",
+            "showlegend": False,
+            "line": {"width": 0.6, "color": "#7f8c8d"},
+            "hovertemplate": "lowest: %{y:.0f}<extra></extra>",
+        },
+        {
+            **common,
+            "y": highest,
+            "name": f"lowest to highest of {what}",
+            "legendgroup": f"{kind}-range",
+            "showlegend": first_panel,
+            "fill": "tonexty",
+            "fillcolor": "rgba(47,95,208,0.18)",
+            "line": {"width": 0.6, "color": "#7f8c8d"},
+            "hovertemplate": "highest: %{y:.0f}<extra></extra>",
+        },
+        {
+            **common,
+            "y": mean,
+            "name": f"mean of {what}",
+            "legendgroup": f"{kind}-mean",
+            "showlegend": first_panel,
+            "line": {"width": 1.6, "color": PALETTE[0]},
+            "hovertemplate": f"{metric_title} mean: %{{y:.0f}}<extra></extra>",
+        },
+    ]
 
 
 def _epoch_ms(timestamps: pd.Series) -> np.ndarray:
@@ -137,7 +207,7 @@ def build_timeline(
         device_index[id(rows)] = sorted(groups.items(), key=lambda item: (str(item[0][0]), str(item[0][1])))
         times_all[id(rows)] = rows["t_ms"].to_numpy(np.int64)
     gap_ms = _gap_ms([times_all[id(gpu_rows)][p] for _, p in device_index[id(gpu_rows)]][:4])
-    if len(devices) > 6:  # many GPUs: a legend column on the right instead of rows over the chart
+    if 6 < len(devices) <= MAX_DEVICE_LINES:  # many GPUs: a legend column on the right instead of rows over the chart
         layout["legend"] = {"orientation": "v", "x": 1.01, "y": 1, "font": {"size": 10}}
         layout["margin"]["r"] = 150
         layout["margin"]["t"] = 36  # room above the chart for Plotly's toolbar, which would sit on the legend
@@ -151,6 +221,14 @@ def build_timeline(
             "fixedrange": True,
         }
         values_all = rows[metric].to_numpy(np.float64, na_value=np.nan)
+        if len(device_index[id(rows)]) > MAX_DEVICE_LINES:
+            kind = "GPUs" if rows is gpu_rows else "hosts"
+            start_ms, end_ms = start.timestamp() * 1000, end.timestamp() * 1000
+            stats = _device_statistics(times_all[id(rows)], values_all, start_ms, end_ms, points_per_trace, gap_ms)
+            count = len(device_index[id(rows)])
+            first_of_its_kind = index == 0 or rows is not gpu_rows  # the GPU panels share one legend entry
+            data.extend(_statistics_traces(title.split(" (")[0], count, kind, axis, first_of_its_kind, stats))
+            continue
         for (host, gpu), positions in device_index[id(rows)]:
             values = values_all[positions]
             if np.isnan(values).all():
