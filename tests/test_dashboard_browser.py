@@ -16,6 +16,18 @@ from triage.models import Finding
 SHOTS = REPO / "screenshots"
 
 
+def log_in(driver, base: str, user, next_path: str) -> None:
+    """Log `user` in through the login form and land on `next_path`."""
+    from selenium.webdriver.common.by import By
+
+    user.set_password("correct horse battery staple")
+    user.save()
+    driver.get(f"{base}/login/?next={next_path}")
+    driver.find_element(By.ID, "id_username").send_keys(user.username)
+    driver.find_element(By.ID, "id_password").send_keys("correct horse battery staple")
+    driver.find_element(By.CSS_SELECTOR, "button[type=submit].primary").click()
+
+
 def console_errors(driver) -> list[str]:
     return [entry["message"] for entry in driver.get_log("browser") if entry["level"] == "SEVERE"]
 
@@ -31,15 +43,10 @@ def test_operator_filters_jobs_opens_one_and_sees_its_timeline_and_findings(brow
     finding = Finding.objects.filter(result__is_current=True, evidence__windows__0__isnull=False).first()
     assert finding is not None, "the demo fleet should have a time-located finding"
     job = finding.job
-    operator.set_password("correct horse battery staple")
-    operator.save()
     base = live_server.url
     SHOTS.mkdir(exist_ok=True)
 
-    browser.get(f"{base}/login/")
-    browser.find_element(By.ID, "id_username").send_keys(operator.username)
-    browser.find_element(By.ID, "id_password").send_keys("correct horse battery staple")
-    browser.find_element(By.CSS_SELECTOR, "button[type=submit].primary").click()
+    log_in(browser, base, operator, "/")
     wait = WebDriverWait(browser, 20, ignored_exceptions=STALE)
     wait.until(lambda b: b.find_elements(By.CSS_SELECTOR, "[data-figure] .main-svg"))
     browser.save_screenshot(str(SHOTS / "overview.png"))
@@ -81,12 +88,7 @@ def test_the_rules_page_follows_a_running_retriage_until_it_is_done(browser, liv
     run = RetriageRun.objects.create(
         rule_set=RuleSet.current(), status=RetriageRun.Status.RUNNING, jobs_total=40, jobs_done=10
     )
-    operator.set_password("correct horse battery staple")
-    operator.save()
-    browser.get(f"{live_server.url}/login/?next=/triage/rules/")
-    browser.find_element(By.ID, "id_username").send_keys(operator.username)
-    browser.find_element(By.ID, "id_password").send_keys("correct horse battery staple")
-    browser.find_element(By.CSS_SELECTOR, "button[type=submit].primary").click()
+    log_in(browser, live_server.url, operator, "/triage/rules/")
     wait = WebDriverWait(browser, 20, ignored_exceptions=STALE)
     wait.until(lambda b: "10 of 40 jobs · Running" in body_text(b))
 
@@ -116,12 +118,7 @@ def test_a_job_of_many_gpus_shows_their_mean_and_range(browser, live_server, ope
     frame = series(128, 7200, 30, util=lambda n: 60 + 30 * np.sin(np.arange(n) / 20))
     frame.loc[(frame["gpu"] == 5) & (frame["timestamp"] >= START + timedelta(hours=1)), "gpu_util"] = 0.0
     job.series_file.save("s.parquet", ContentFile(to_parquet_bytes(frame)))
-    operator.set_password("correct horse battery staple")
-    operator.save()
-    browser.get(f"{live_server.url}/login/?next=/jobs/{job.pk}/")
-    browser.find_element(By.ID, "id_username").send_keys(operator.username)
-    browser.find_element(By.ID, "id_password").send_keys("correct horse battery staple")
-    browser.find_element(By.CSS_SELECTOR, "button[type=submit].primary").click()
+    log_in(browser, live_server.url, operator, f"/jobs/{job.pk}/")
     wait = WebDriverWait(browser, 20, ignored_exceptions=STALE)
     wait.until(lambda b: b.find_element(By.ID, "timeline").get_attribute("data-ready") == "1")
     names = browser.execute_script("return document.getElementById('timeline').data.map(t => t.name)")
