@@ -85,3 +85,27 @@ def test_job_list_query_count_does_not_grow_with_the_page(client, operator, jobs
         triaged(JobFactory(name=f"extra-{i}"), "classified", Category.API_MISUSE)
     with django_assert_max_num_queries(12):
         client.get(reverse("dashboard:job-list"))
+
+
+def test_a_job_page_with_thousands_of_log_events_counts_them_and_lists_one_kind_on_request(client, member_a, team_a):
+    """A log of a progress bar per line held 100,000 events; the page listed its first 500 and said
+    nothing of the rest, so the OOM on the last line could not be found there."""
+    from fleet.models import Artifact, LogEvent
+
+    job = JobFactory(team=team_a)
+    log = Artifact.objects.create(job=job, kind="log", path="stdout.log", file="artifacts/x", size=1, sha256="x")
+    rows = [LogEvent(job=job, artifact=log, kind="download", line_no=n, text=f"{n}%|###") for n in range(1, 1201)]
+    rows.append(LogEvent(job=job, artifact=log, kind="oom", line_no=1201, text="CUDA out of memory <b>"))
+    LogEvent.objects.bulk_create(rows)
+    client.force_login(member_a)
+    page = client.get(reverse("dashboard:job-detail", args=[job.pk]))
+    text = page.content.decode()
+    assert "all 1,201" in text and "download 1,200" in text and "oom 1" in text
+    assert "The first 500 of 1,201 events, in log order." in text
+    assert "CUDA out of memory" not in text  # past the first 500
+    one_kind = client.get(reverse("dashboard:job-detail", args=[job.pk]), {"events": "oom"}).content.decode()
+    assert "CUDA out of memory &lt;b&gt;" in one_kind and "The first 500" not in one_kind
+    assert "%|###" not in one_kind and '<a href="?#log-events">all 1,201</a>' in one_kind
+    for unknown in ("nope", "<script>", "oom' OR 1=1"):  # not a kind the job has: every event, as without it
+        response = client.get(reverse("dashboard:job-detail", args=[job.pk]), {"events": unknown})
+        assert response.status_code == 200 and "The first 500 of 1,201 events" in response.content.decode()

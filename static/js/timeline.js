@@ -27,6 +27,9 @@
   }
 
   load().then(function () {
+    // The browser jumped to a #fragment below the chart (#log-events) before the chart grew the page.
+    var target = location.hash && document.getElementById(location.hash.slice(1));
+    if (target && (target.compareDocumentPosition(el) & Node.DOCUMENT_POSITION_PRECEDING)) { target.scrollIntoView(); }
     el.on && el.on("plotly_relayout", function (change) {
       if (busy) { return; }
       if (change["xaxis.autorange"]) { load(); return; }

@@ -253,3 +253,38 @@ def category_trend(jobs, category: str, period: Period, weeks: int = 12) -> list
         aggregates[f"hours_{i}"] = Coalesce(Sum("gpu_hours", filter=in_week), ZERO)
     row = Finding.objects.filter(result__is_current=True, category=category, job__in=jobs).aggregate(**aggregates)
     return [{"week": s, "jobs": row[f"jobs_{i}"], "hours": row[f"hours_{i}"]} for i, s in enumerate(starts)]
+
+
+# A job page lists this many of the job's log events; a log can hold hundreds of thousands (a progress
+# bar written line by line, a checkpoint every step), so the page says how many there are of each kind
+# and lists one kind on request.
+EVENTS_SHOWN = 500
+
+
+@dataclass(frozen=True)
+class LogEventsPage:
+    events: list  # the LogEvent rows to list, in log order
+    counts: list[tuple[str, int]]  # (kind, how many) for every kind the job has, in LOG_EVENT_KINDS order
+    kind: str  # the kind listed, or "" for all
+    total: int  # how many events of that kind (or in all) the job has
+    all_total: int  # how many events the job has
+
+    @property
+    def more(self) -> bool:
+        return self.total > len(self.events)
+
+
+def log_events_page(job, kind: str = "") -> LogEventsPage:
+    """The job's log events for its page: the first EVENTS_SHOWN, of one kind when `kind` is one the job
+    has (anything else lists all), with the count of each kind."""
+    from fleet.logevents import LOG_EVENT_KINDS
+
+    found = dict(job.log_events.order_by().values_list("kind").annotate(n=Count("pk")))
+    order = {name: index for index, name in enumerate(LOG_EVENT_KINDS)}
+    counts = sorted(found.items(), key=lambda item: (order.get(item[0], len(order)), item[0]))
+    kind = kind if kind in found else ""
+    events = job.log_events.select_related("artifact")
+    if kind:
+        events = events.filter(kind=kind)
+    every = sum(found.values())
+    return LogEventsPage(list(events[:EVENTS_SHOWN]), counts, kind, found[kind] if kind else every, every)

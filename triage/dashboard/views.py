@@ -289,7 +289,7 @@ def job_detail(request, pk: int):
         {
             "job": job,
             "artifacts": job.artifacts.all(),
-            "events": job.log_events.select_related("artifact")[:500],
+            "events": queries.log_events_page(job, request.GET.get("events", "")),
             "hide_findings": findings_hidden_from(request.user, job),
         },
     )

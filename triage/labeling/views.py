@@ -12,6 +12,7 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_POST
 
 from fleet.models import Artifact
+from triage.dashboard.queries import log_events_page
 from triage.labeling import exchange, services
 from triage.labeling.forms import AdjudicationForm, FreezeForm, ImportForm, StudyForm
 from triage.labeling.models import (
@@ -225,7 +226,7 @@ def label_job(request, pk: int, item: int):
             "following": following,
             "locked": link is not None and link.submitted_at is not None,
             "artifacts": _artifact_views(job),
-            "events": job.log_events.select_related("artifact")[:500],
+            "events": log_events_page(job, request.GET.get("events", "")),
             "findings": findings,
         },
     )
