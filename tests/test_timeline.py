@@ -70,6 +70,28 @@ def test_a_job_of_hundreds_of_gpus_draws_their_mean_and_range_not_a_line_each():
     assert times == sorted(times) and len(times) <= 1000
 
 
+def test_cpu_of_many_hosts_is_a_band_too_with_its_own_legend():
+    stamps = pd.date_range(START, periods=60, freq="60s", tz="UTC", unit="ms")
+    hosts = pd.concat(
+        pd.DataFrame(
+            {
+                "timestamp": stamps,
+                "host": f"n{h}",
+                "gpu": pd.array([None] * 60, dtype="Int16"),
+                "cpu_util": np.float32(10 + h),
+            }
+        )  # fmt: skip
+        for h in range(40)
+    )
+    frame = pd.concat([series(2, 3600, 60), hosts], ignore_index=True)
+    figure = build_timeline(frame, start=START, end=START + timedelta(hours=1))
+    cpu = {t["name"]: t for t in figure["data"] if t["yaxis"] == "y3"}
+    assert set(cpu) == {"lowest of 40 hosts", "lowest to highest of 40 hosts", "mean of 40 hosts"}
+    assert cpu["mean of 40 hosts"]["showlegend"] and set(cpu["lowest of 40 hosts"]["y"]) == {10.0}
+    assert set(cpu["lowest to highest of 40 hosts"]["y"]) == {49.0} and set(cpu["mean of 40 hosts"]["y"]) == {29.5}
+    assert util_trace(figure, gpu=1)["name"] == "n1 GPU 1"  # two GPUs: a line each, as before
+
+
 def test_a_hole_in_many_gpus_breaks_their_band():
     frame = series(40, 3600, 30)
     frame = frame[
