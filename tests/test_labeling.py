@@ -137,6 +137,40 @@ def test_labeling_page_shows_the_evidence_and_hides_findings_in_a_blind_study(cl
     assert "SECRET rule finding" in client.get(reverse("labeling:label", args=[study.pk, item.pk])).content.decode()
 
 
+def test_a_job_with_a_whole_repository_of_scripts_keeps_the_labeling_page_light(client, study, researcher, settings,
+                                                                                 tmp_path, monkeypatch):  # fmt: skip
+    """Every script's first 256 KiB went into the page: a job bringing a repository of 2,000 files
+    made a page of hundreds of megabytes. Now the first 40 files and 4 MiB of text in all."""
+    from django.core.files.base import ContentFile
+    from django.core.files.storage import default_storage
+
+    from fleet.models import Artifact
+    from triage.labeling import views
+
+    settings.STORAGES = {**settings.STORAGES, "default": {"BACKEND": "django.core.files.storage.FileSystemStorage",
+                                                          "OPTIONS": {"location": str(tmp_path)}}}  # fmt: skip
+    job = study.items.first().job
+
+    def add(kind: str, path: str, text: str) -> None:
+        name = default_storage.save(f"artifacts/{kind}-{path}", ContentFile(text.encode()))
+        Artifact.objects.create(job=job, kind=kind, path=path, file=name, size=len(text), sha256="x")
+
+    add("log", "stdout.log", "LOG-TEXT " * 10)
+    for number in range(45):
+        add("script", f"src/m{number:02d}.py", f"SCRIPT-{number:02d} = 1\n")
+    client.force_login(researcher)
+    url = reverse("labeling:label", args=[study.pk, study.items.first().pk])
+    page = client.get(url).content.decode()
+    assert "LOG-TEXT" in page and "SCRIPT-38 = 1" in page and "SCRIPT-39 = 1" not in page  # the log and 39 scripts
+    assert page.count("Not shown: this page carries the text of the first 40 files") == 6
+    assert "src/m44.py" in page  # listed by name
+    monkeypatch.setattr(views, "ARTIFACT_PAGE_BYTES", 100)  # the log's 90 bytes, then 10 of the first script
+    page = client.get(url).content.decode()
+    assert "LOG-TEXT" in page and "SCRIPT-00 " in page and "SCRIPT-00 = 1" not in page and "SCRIPT-01" not in page
+    assert "Only the first 10\xa0bytes are shown." in page  # the script is cut where the budget ends
+    assert page.count("Not shown: this page carries the text of the first 40 files and 100\xa0bytes in all") == 44
+
+
 def test_save_and_next_moves_on_and_counts_progress(client, study, researcher):
     client.force_login(researcher)
     first = services.next_assignment(study, researcher)

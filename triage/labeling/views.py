@@ -27,6 +27,8 @@ from triage.models import Finding, RuleSet
 from triage.taxonomy import Category, Dimension
 
 ARTIFACT_VIEW_BYTES = 256 * 1024  # shown per log or script; the rest is cut with a note
+ARTIFACTS_SHOWN = 40  # files whose text the labeling page carries; the rest are listed by name
+ARTIFACT_PAGE_BYTES = 4 * 2**20  # and this much text in all, however many files
 # Keyboard shortcuts for the options, in the order the page lists them (categories by dimension).
 OPTION_KEYS = [*"1234567890", *"qwert"]
 EXTRA_KEYS = {"none": "n", OTHER: "o"}
@@ -155,19 +157,29 @@ def label_next(request, pk: int):
 
 
 def _artifact_views(job) -> list[dict]:
+    """The job's logs, then its scripts, each with the text the page shows: the first
+    ARTIFACT_VIEW_BYTES of each, for the first ARTIFACTS_SHOWN files and ARTIFACT_PAGE_BYTES in all.
+    A job can bring a whole repository of scripts; past that budget a file is listed by name only."""
     views = []
+    budget = ARTIFACT_PAGE_BYTES
     for artifact in job.artifacts.exclude(kind=Artifact.Kind.TRACE):
+        if len(views) >= ARTIFACTS_SHOWN or budget <= 0:
+            views.append({"artifact": artifact, "not_shown": True})
+            continue
+        allowed = min(ARTIFACT_VIEW_BYTES, budget)
         try:
             with default_storage.open(artifact.file.name, "rb") as handle:
-                content = handle.read(ARTIFACT_VIEW_BYTES + 1)
+                content = handle.read(allowed + 1)
         except OSError:
             views.append({"artifact": artifact, "text": "", "missing": True})
             continue
+        budget -= min(len(content), allowed)
         views.append(
             {
                 "artifact": artifact,
-                "text": content[:ARTIFACT_VIEW_BYTES].decode("utf-8", errors="replace"),
-                "cut": len(content) > ARTIFACT_VIEW_BYTES,
+                "text": content[:allowed].decode("utf-8", errors="replace"),
+                "cut": len(content) > allowed,
+                "shown_bytes": allowed,
             }
         )
     return views
@@ -226,6 +238,8 @@ def label_job(request, pk: int, item: int):
             "following": following,
             "locked": link is not None and link.submitted_at is not None,
             "artifacts": _artifact_views(job),
+            "shown_files": ARTIFACTS_SHOWN,
+            "page_bytes": ARTIFACT_PAGE_BYTES,
             "events": log_events_page(job, request.GET.get("events", "")),
             "findings": findings,
         },
