@@ -28,17 +28,9 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO / "bench"))
 
-from run import INGEST, PRODUCTION, RESULTS, data_folder, demo_archive, fresh_database, run_child  # noqa: E402
+from run import DJANGO_CHILD, INGEST, PRODUCTION, RESULTS, data_folder, demo_archive, fresh_database, run_child  # noqa: E402
 
-MIGRATE = r"""
-import os
-import django
-os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
-django.setup()
-from django.core.management import call_command
-call_command("migrate", verbosity=0)
-print("{}")
-"""
+MIGRATE = DJANGO_CHILD + 'print("{}")\n'
 
 
 def split_archive(archive: Path, parts: int) -> list[Path]:

@@ -29,15 +29,12 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO / "bench"))
 
-from run import BASELINE, PRODUCTION, RESULTS, data_folder, demo_archive, run_child  # noqa: E402
+from run import BASELINE, DJANGO_CHILD, PRODUCTION, RESULTS, data_folder, demo_archive, run_child  # noqa: E402
 
-VARIANT = r"""
-import gc, hashlib, json, os, resource, time
-import django
-os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
-django.setup()
-from django.core.management import call_command
-call_command("migrate", verbosity=0)
+VARIANT = (
+    DJANGO_CHILD
+    + r"""
+import gc, hashlib, json, resource, time
 from fleet import ingest
 from fleet.signals import jobs_ingested
 jobs_ingested.receivers.clear()
@@ -59,6 +56,7 @@ print(json.dumps({{"seconds": elapsed, "jobs": run.jobs_created, "status": run.s
                   "cpu_seconds": after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime,
                   "peak_rss_mib": after.ru_maxrss / 1024}}))
 """
+)
 
 VARIANTS = {"whole": (), "no files": ("files",), "no files, no log scan, no GC": ("files", "logs", "gc")}
 

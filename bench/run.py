@@ -77,13 +77,20 @@ print(json.dumps({{"seconds": elapsed, "samples": samples, "jobs": len(means),
                   "peak_rss_mib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}}))
 """
 
-INGEST = r"""
-import json, os, resource, time
+# The start of every benchmark child that uses the project: Django set up, the database migrated.
+DJANGO_CHILD = r"""
+import os
 import django
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
 django.setup()
 from django.core.management import call_command
 call_command("migrate", verbosity=0)
+"""
+
+INGEST = (
+    DJANGO_CHILD
+    + r"""
+import json, resource, time
 from fleet import ingest
 from fleet.signals import jobs_ingested
 # Ingest only: with no broker the triage that answers `jobs_ingested` would run in-process here;
@@ -98,6 +105,7 @@ print(json.dumps({{"seconds": elapsed, "samples": run.samples, "jobs": run.jobs_
                   "rejected": run.jobs_rejected, "status": run.status, "rss_before_mib": rss_before,
                   "peak_rss_mib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}}))
 """
+)
 
 
 def demo_archive(jobs: int, seed: int, sample_density: int = 1) -> Path:
