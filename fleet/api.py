@@ -48,7 +48,7 @@ class IsOperator(BasePermission):
 
 def machine_token(request) -> MachineToken | None:
     """The valid token the request carries, if any; its last use is recorded."""
-    key = MachineKeyParser().get(request)
+    key = HasMachineToken.key_parser.get(request)
     if not key:
         return None
     try:

@@ -113,8 +113,8 @@ def frame_from_samples(doc, *, job: JobRecord | None = None, source: str = "seri
 
 
 def _check_bounds(frame: pd.DataFrame, source: str) -> None:
-    """BadData for a sample outside its metric's bounds, the ones an archive's samples keep to (a
-    value past float32's largest would be stored as infinity)."""
+    """BadData for a sample outside its metric's bounds, or a host name longer than any host's: the
+    bounds an archive's samples keep to (a value past float32's largest would be stored as infinity)."""
     for metric in (name for name in METRICS if name in frame.columns):
         low, high = METRIC_BOUNDS[metric]
         values = pd.to_numeric(frame[metric]).to_numpy(dtype="float64", na_value=np.nan)

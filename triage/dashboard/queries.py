@@ -13,6 +13,8 @@ from decimal import Decimal
 from django.db.models import Count, F, FloatField, Q, Sum, Value
 from django.db.models.functions import Cast, Coalesce, Floor, NullIf
 
+from fleet.logevents import LOG_EVENT_KINDS
+
 from .periods import Period
 
 ZERO = Value(0.0)
@@ -266,8 +268,12 @@ class LogEventsPage:
     events: list  # the LogEvent rows to list, in log order
     counts: list[tuple[str, int]]  # (kind, how many) for every kind the job has, in LOG_EVENT_KINDS order
     kind: str  # the kind listed, or "" for all
-    total: int  # how many events of that kind (or in all) the job has
     all_total: int  # how many events the job has
+
+    @property
+    def total(self) -> int:
+        """How many events of the kind listed (or in all) the job has."""
+        return dict(self.counts)[self.kind] if self.kind else self.all_total
 
     @property
     def more(self) -> bool:
@@ -277,14 +283,13 @@ class LogEventsPage:
 def log_events_page(job, kind: str = "") -> LogEventsPage:
     """The job's log events for its page: the first EVENTS_SHOWN, of one kind when `kind` is one the job
     has (anything else lists all), with the count of each kind."""
-    from fleet.logevents import LOG_EVENT_KINDS
-
     found = dict(job.log_events.order_by().values_list("kind").annotate(n=Count("pk")))
-    order = {name: index for index, name in enumerate(LOG_EVENT_KINDS)}
-    counts = sorted(found.items(), key=lambda item: (order.get(item[0], len(order)), item[0]))
+    counts = sorted(found.items(), key=lambda item: (_KIND_ORDER.get(item[0], len(_KIND_ORDER)), item[0]))
     kind = kind if kind in found else ""
     events = job.log_events.select_related("artifact")
     if kind:
         events = events.filter(kind=kind)
-    every = sum(found.values())
-    return LogEventsPage(list(events[:EVENTS_SHOWN]), counts, kind, found[kind] if kind else every, every)
+    return LogEventsPage(list(events[:EVENTS_SHOWN]), counts, kind, sum(found.values()))
+
+
+_KIND_ORDER = {name: index for index, name in enumerate(LOG_EVENT_KINDS)}

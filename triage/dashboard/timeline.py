@@ -60,12 +60,17 @@ def _downsample(t_ms: np.ndarray, values: np.ndarray, points: int, gap_ms: float
         return xs, ys
     # A pair of neighbouring kept points that has a hole start between them gets a null in between.
     holes_before = np.searchsorted(hole_starts, t_ms, side="left")
-    breaks = np.nonzero(np.diff(holes_before) > 0)[0]
-    for offset, position in enumerate(breaks):
+    _break_after(np.nonzero(np.diff(holes_before) > 0)[0], t_ms, xs, ys)
+    return xs, ys
+
+
+def _break_after(positions: np.ndarray, t_ms: np.ndarray, xs: list, *columns: list) -> None:
+    """Put a point with no value just after each of these positions, so the lines break there."""
+    for offset, position in enumerate(positions):
         at = position + 1 + offset
         xs.insert(at, int(t_ms[position] + 1))
-        ys.insert(at, None)
-    return xs, ys
+        for column in columns:
+            column.insert(at, None)
 
 
 def _device_statistics(
@@ -86,18 +91,14 @@ def _device_statistics(
     lowest = np.minimum.reduceat(values, starts)
     highest = np.maximum.reduceat(values, starts)
     mean = np.add.reduceat(values.astype(np.float64), starts) / counts
-    x = start_ms + (bucket[starts] + 0.5) * width
-    columns = [x.astype(np.int64).tolist(), *(np.round(c.astype(float), 2).tolist() for c in (lowest, mean, highest))]
-    breaks = np.flatnonzero(np.diff(x) > max(gap_ms, 2 * width))
-    for offset, position in enumerate(breaks):
-        at = position + 1 + offset
-        columns[0].insert(at, int(x[position] + 1))
-        for column in columns[1:]:
-            column.insert(at, None)
-    return tuple(columns)
+    x = (start_ms + (bucket[starts] + 0.5) * width).astype(np.int64)
+    xs = x.tolist()
+    columns = [np.round(c.astype(float), 2).tolist() for c in (lowest, mean, highest)]
+    _break_after(np.flatnonzero(np.diff(x) > max(gap_ms, 2 * width)), x, xs, *columns)
+    return xs, *columns
 
 
-def _statistics_traces(metric_title: str, count: int, kind: str, axis: str, first_panel: bool, stats) -> list[dict]:
+def _statistics_traces(count: int, kind: str, axis: str, first_panel: bool, stats) -> list[dict]:
     """The band from the lowest to the highest device and the mean line, for a panel of many devices."""
     xs, lowest, mean, highest = stats
     what = f"{count:,} {kind}"
@@ -130,7 +131,7 @@ def _statistics_traces(metric_title: str, count: int, kind: str, axis: str, firs
             "legendgroup": f"{kind}-mean",
             "showlegend": first_panel,
             "line": {"width": 1.6, "color": PALETTE[0]},
-            "hovertemplate": f"{metric_title} mean: %{{y:.0f}}<extra></extra>",
+            "hovertemplate": "mean: %{y:.0f}<extra></extra>",
         },
     ]
 
@@ -227,7 +228,7 @@ def build_timeline(
             stats = _device_statistics(times_all[id(rows)], values_all, start_ms, end_ms, points_per_trace, gap_ms)
             count = len(device_index[id(rows)])
             first_of_its_kind = index == 0 or rows is not gpu_rows  # the GPU panels share one legend entry
-            data.extend(_statistics_traces(title.split(" (")[0], count, kind, axis, first_of_its_kind, stats))
+            data.extend(_statistics_traces(count, kind, axis, first_of_its_kind, stats))
             continue
         for (host, gpu), positions in device_index[id(rows)]:
             values = values_all[positions]
