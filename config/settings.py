@@ -120,9 +120,12 @@ if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
     # IMMEDIATE: a transaction takes the write lock when it begins, so two that read and then write
     # (two "Freeze gold" clicks) wait their turn; begun as readers, one could not become a writer and
     # SQLite refused it at once ("database is locked", whatever the timeout): a 500.
+    # synchronous=NORMAL: in WAL mode a commit no longer waits for the disk (only checkpoints do);
+    # a power cut may lose the last commits but never corrupts the file (SQLite's "WAL mode" page).
+    # Triage commits once a job: 300 jobs re-triaged in 5.4 s instead of 5.8-6.4 s.
     DATABASES["default"]["OPTIONS"] = {
         "timeout": 30,
-        "init_command": "PRAGMA journal_mode=WAL;",
+        "init_command": "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;",
         "transaction_mode": "IMMEDIATE",
     }
     DATABASES["default"]["CONN_MAX_AGE"] = 0

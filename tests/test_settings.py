@@ -62,3 +62,30 @@ def test_demo_mode_generates_and_keeps_a_secret_key(tmp_path):
     assert len(key) >= 50
     assert _import_settings(DEBUG="1", DATA_DIR=str(tmp_path)).returncode == 0
     assert (tmp_path / "secret_key").read_text() == key
+
+
+EMBEDDED_PRAGMAS = """
+import os
+import django
+os.environ["DJANGO_SETTINGS_MODULE"] = "config.settings"
+django.setup()
+from django.db import connection
+with connection.cursor() as cursor:
+    print(cursor.execute("PRAGMA journal_mode").fetchone()[0], cursor.execute("PRAGMA synchronous").fetchone()[0])
+"""
+
+
+def test_the_embedded_database_commits_without_waiting_for_the_disk(tmp_path):
+    # WAL with synchronous=NORMAL (1): readers never block the writer and a commit does not wait for
+    # an fsync; FULL (2), SQLite's default, made every per-job triage commit wait for the disk.
+    clean = {k: v for k, v in os.environ.items() if k not in {"SECRET_KEY", "DEBUG", "DATABASE_URL"}}
+    result = subprocess.run(
+        [sys.executable, "-c", EMBEDDED_PRAGMAS],
+        cwd=REPO,
+        env={**clean, "DEBUG": "1", "DATA_DIR": str(tmp_path)},
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.split() == ["wal", "1"]
