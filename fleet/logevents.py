@@ -177,7 +177,7 @@ def _scan(text: str, stamps: list[datetime | None] | None) -> list[LogEventRecor
     events: list[LogEventRecord] = []
     last_epoch: int | None = None
     for line_no, physical in enumerate(text.split("\n"), start=1):
-        line = _visible(physical)
+        line = terminal_line(physical)
         if not line:
             if stamps is not None:
                 stamps.append(None)
@@ -224,7 +224,7 @@ _KIND_ORDER = {kind: index for index, kind in enumerate(LOG_EVENT_KINDS)}
 
 def line_timestamp(physical: str) -> datetime | None:
     """The leading timestamp (aware UTC) of one log line as `extract_log_events` reads it, if any."""
-    line = _visible(physical)
+    line = terminal_line(physical)
     if not line:
         return None
     stamp = _TIMESTAMP.match(_after(_RANK_PREFIX, line))
@@ -238,7 +238,7 @@ def _after(prefix: re.Pattern, text: str) -> str:
     return text[match.end() :] if match and match.end() else text
 
 
-def _visible(physical: str) -> str:
+def terminal_line(physical: str) -> str:
     """The line as a terminal last showed it: the last non-empty carriage-return segment, no colours."""
     if "\r" in physical:
         segments = [segment for segment in physical.split("\r") if segment.strip()]

@@ -126,6 +126,8 @@ def world(db, team_a, team_b, member_a, outsider, researcher, operator):
     job_b = JobFactory(cluster=cluster, team=team_b, name="team-b-secret")
     for i in range(4):
         JobFactory(cluster=cluster, team=team_a if i % 2 else team_b, mean_gpu_util=20.0 + i)
+    artifact_a = store_artifact(job_a, "log", "logs/train.log", b"epoch 1 loss 0.5\nteam-a log line\n")
+    artifact_b = store_artifact(job_b, "log", "logs/train.log", b"team-b-secret log line\n")
 
     token, key = MachineToken.objects.create_key(name="pusher", created_by=operator)
     spare, _ = MachineToken.objects.create_key(name="spare", created_by=operator)
@@ -165,6 +167,8 @@ def world(db, team_a, team_b, member_a, outsider, researcher, operator):
         "params": {
             "job_a": job_a.pk,
             "job_b": job_b.pk,
+            "artifact_a": artifact_a.pk,
+            "artifact_b": artifact_b.pk,
             "team_a": team_a.slug,
             "team_b": team_b.slug,
             "run": run.pk,
@@ -183,6 +187,23 @@ def world(db, team_a, team_b, member_a, outsider, researcher, operator):
         },
         "users": {"member": member_a, "outsider": outsider, "researcher": researcher, "operator": operator},
     }
+
+
+def store_artifact(job, kind: str, path: str, content: bytes, **fields):
+    """A file of `job` in the storage, as an import stores one."""
+    import hashlib
+    import uuid
+
+    from django.core.files.base import ContentFile
+
+    from fleet.models import Artifact
+
+    artifact = Artifact(job=job, kind=kind, path=path, size=len(content), sha256=hashlib.sha256(content).hexdigest())
+    artifact.file.save(uuid.uuid4().hex, ContentFile(content), save=False)  # a name no file ever had
+    for name, value in fields.items():
+        setattr(artifact, name, value)
+    artifact.save()
+    return artifact
 
 
 @pytest.fixture(scope="session")

@@ -12,6 +12,7 @@ from fleet import audit
 from fleet.access import operator_required
 from fleet.models import Job
 from triage import services
+from triage.dashboard.queries import job_files
 from triage.labeling.services import findings_hidden_from
 from triage.models import RetriageRun, RuleSet
 from triage.rules import THRESHOLDS
@@ -89,4 +90,4 @@ def job_triage(request, pk: int):
     job = get_object_or_404(Job.objects.visible_to(request.user).select_related("cluster", "team"), pk=pk)
     if findings_hidden_from(request.user, job):
         return render(request, "triage/findings_hidden.html", {"job": job}, status=403)
-    return render(request, "triage/job_triage.html", {"job": job})
+    return render(request, "triage/job_triage.html", {"job": job, "job_files": job_files(job)})

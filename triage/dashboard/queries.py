@@ -280,6 +280,11 @@ class LogEventsPage:
         return self.total > len(self.events)
 
 
+def job_files(job) -> dict[str, int]:
+    """The job's files by "kind:path" (what evidence names them by), for `job_file_url` links."""
+    return {f"{kind}:{path}": pk for pk, kind, path in job.artifacts.order_by().values_list("pk", "kind", "path")}
+
+
 def log_events_page(job, kind: str = "") -> LogEventsPage:
     """The job's log events for its page: the first EVENTS_SHOWN, of one kind when `kind` is one the job
     has (anything else lists all), with the count of each kind."""

@@ -7,25 +7,26 @@ from datetime import datetime
 from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
+from django.core.files.storage import default_storage
 from django.core.paginator import Paginator
 from django.db import transaction
 from django.db.models import Max
 from django.forms import modelformset_factory
-from django.http import Http404, JsonResponse, StreamingHttpResponse
+from django.http import FileResponse, Http404, JsonResponse, StreamingHttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 
 from fleet import audit
 from fleet.access import operator_required
 from fleet.canonical import as_utc
 from fleet.exports import stream_csv_rows
-from fleet.models import Cluster, GpuModelPrice, Job, Team
+from fleet.models import Artifact, Cluster, GpuModelPrice, Job, Team
 from fleet.series import from_parquet_bytes
 from triage.guidance import GUIDES, category_guide
 from triage.labeling.services import findings_hidden_from
 from triage.models import Finding, JobTriage, RuleSet
 from triage.taxonomy import Category
 
-from . import figures, queries, timeline
+from . import figures, files, queries, timeline
 from .filters import JobFilter
 from .periods import PRESETS, Period, parse_period
 
@@ -279,20 +280,91 @@ def _round(value, digits: int = 1):
     return None if value is None else round(value, digits)
 
 
+ARTIFACTS_LISTED = 200  # rows of the job page's file table; a job can bring a repository of scripts
+READ_CHUNK = 2**20  # bytes read at a time by the file page
+
+
 @login_required
 def job_detail(request, pk: int):
     # Scoped lookup: another team's job is indistinguishable from a missing one.
     job = get_object_or_404(Job.objects.visible_to(request.user).select_related("cluster", "team", "ingest_run"), pk=pk)
+    artifacts = job.artifacts.only("pk", "kind", "path", "size", "truncated")
     return render(
         request,
         "dashboard/job_detail.html",
         {
             "job": job,
-            "artifacts": job.artifacts.all(),
+            "artifacts": artifacts[:ARTIFACTS_LISTED],
+            "artifact_count": artifacts.count(),
             "events": queries.log_events_page(job, request.GET.get("events", "")),
             "hide_findings": findings_hidden_from(request.user, job),
+            "job_files": queries.job_files(job),
         },
     )
+
+
+def _job_artifact(request, pk: int, artifact: int) -> Artifact:
+    """One of a job's files, through the jobs the user may see: another team's is a 404 like a missing one."""
+    job = get_object_or_404(Job.objects.visible_to(request.user).select_related("cluster"), pk=pk)
+    return get_object_or_404(Artifact.objects.select_related("job__cluster"), job=job, pk=artifact)
+
+
+def _line_number(value: str | None) -> int | None:
+    """A line number from the query string; anything else (words, 0, -1, 10^20) is no line."""
+    try:
+        number = int(value or "")
+    except ValueError:
+        return None
+    return number if 0 < number < 2**31 else None
+
+
+@login_required
+def job_file(request, pk: int, artifact: int):
+    """A page of one of the job's logs, scripts or traces, with line numbers; `?line=N` opens the
+    page that holds line N and marks it (the links from log events and findings), `?from=N` a page."""
+    shown = _job_artifact(request, pk, artifact)
+    line = _line_number(request.GET.get("line"))
+    first = files.page_start(line or _line_number(request.GET.get("from")) or 1)
+    window = _file_window(shown, first)
+    if window is not None and not window.lines and window.total_lines:  # past the end: its last page
+        first = files.page_start(window.total_lines)
+        window = _file_window(shown, first)
+    pages = None
+    if window is not None:
+        last_page = files.page_start(max(window.total_lines, 1))
+        pages = {
+            "previous": first - files.PAGE_LINES if first > 1 else None,
+            "next": first + files.PAGE_LINES if first < last_page else None,
+            "last": last_page if first < last_page else None,
+        }
+    return render(
+        request,
+        "dashboard/job_file.html",
+        {"job": shown.job, "artifact": shown, "window": window, "line": line, "pages": pages},
+    )
+
+
+def _file_window(artifact: Artifact, first: int) -> files.TextWindow | None:
+    """The page of the file from line `first`, or None when the file is missing from storage."""
+    try:
+        with default_storage.open(artifact.file.name, "rb") as handle:
+            return files.read_window(iter(lambda: handle.read(READ_CHUNK), b""), first)
+    except OSError:
+        return None
+
+
+@login_required
+def job_file_raw(request, pk: int, artifact: int):
+    """The file as it was stored, as a download (never shown inline: its bytes are the job's, not ours)."""
+    shown = _job_artifact(request, pk, artifact)
+    try:
+        handle = default_storage.open(shown.file.name, "rb")
+    except OSError:
+        raise Http404("The file is missing from storage.") from None
+    # The name the browser saves it under: the path's last part, printable characters only (a
+    # newline in a header value is refused, and the path came in an archive).
+    name = "".join(c for c in shown.path.replace("\\", "/").rsplit("/", 1)[-1] if c.isprintable()) or "artifact"
+    return FileResponse(handle, as_attachment=True, filename=name, content_type="application/octet-stream")
 
 
 @login_required

@@ -1,0 +1,169 @@
+"""A job's logs and scripts, opened from its page: line numbers, the line an event or finding names,
+pages of a long file, the raw download; escaped, scoped to the jobs one may see, never a 500."""
+
+import pytest
+from django.urls import reverse
+
+from fleet.models import LogEvent
+from tests.conftest import store_artifact
+from tests.factories import JobFactory
+from triage.dashboard import files
+from triage.models import Finding, JobTriage, RuleSet
+from triage.taxonomy import Category
+
+pytestmark = pytest.mark.django_db
+
+
+def file_page(client, artifact, **params):
+    response = client.get(reverse("dashboard:job-file", args=[artifact.job_id, artifact.pk]), params)
+    assert response.status_code == 200
+    return response.content.decode()
+
+
+@pytest.fixture
+def long_log(team_a):
+    job = JobFactory(team=team_a, name="long-run")
+    lines = [f"step {n} loss {1 / n:.4f}" for n in range(1, 2501)]
+    lines[1499] = "RuntimeError: CUDA out of memory <script>alert(1)</script>"
+    return store_artifact(job, "log", "logs/stdout.log", ("\n".join(lines) + "\n").encode())
+
+
+def test_a_log_opens_with_numbered_lines_and_pages(client, member_a, long_log):
+    client.force_login(member_a)
+    text = file_page(client, long_log)
+    assert "2,500 lines" in text and "Lines 1–1,000 of 2,500" in text
+    assert '<span id="L1">' in text and "step 1 loss 1.0000" in text and "step 1001 " not in text
+    second = file_page(client, long_log, **{"from": 1001})
+    assert "step 1001 loss" in second and "step 2000 loss" in second and "step 2001 " not in second
+    assert 'href="?from=1">first</a>' in second and 'href="?from=2001">next</a>' in second
+    last = file_page(client, long_log, **{"from": 2001})
+    assert "step 2500 loss" in last and ">next</a>" not in last
+
+
+def test_a_line_number_opens_its_page_marked_and_the_log_text_is_escaped(client, member_a, long_log):
+    client.force_login(member_a)
+    text = file_page(client, long_log, line=1500)
+    assert "Lines 1,001–2,000 of 2,500" in text
+    assert '<span id="L1500" class="hit">' in text
+    assert "CUDA out of memory &lt;script&gt;alert(1)&lt;/script&gt;" in text and "<script>alert(1)" not in text
+    beyond = file_page(client, long_log, line=9000)
+    assert "The file has no line 9,000: it has 2,500." in beyond
+
+
+def test_the_job_page_links_each_file_and_each_log_event_to_its_line(client, member_a, long_log):
+    job = long_log.job
+    LogEvent.objects.create(job=job, artifact=long_log, kind="oom", line_no=1500, text="CUDA out of memory")
+    client.force_login(member_a)
+    page = client.get(reverse("dashboard:job-detail", args=[job.pk])).content.decode()
+    file_url = reverse("dashboard:job-file", args=[job.pk, long_log.pk])
+    assert f'<a href="{file_url}">logs/stdout.log</a>' in page
+    assert f'<a href="{file_url}?line=1500#L1500">logs/stdout.log:1500</a>' in page
+    assert 'class="hit"' in client.get(f"{file_url}?line=1500").content.decode()
+
+
+def test_a_findings_log_lines_and_code_link_to_the_files(client, member_a, team_a):
+    job = JobFactory(team=team_a)
+    log = store_artifact(job, "log", "train.log", b"a\nb\nsaving checkpoint\n")
+    script = store_artifact(job, "script", "train.py", b"import torch\ntorch.save(model, 'x')\n")
+    result = JobTriage.objects.create(job=job, rule_set=RuleSet.current(), status="classified", is_current=True)
+    evidence = {
+        "log_lines": [{"path": "train.log", "line": 3, "text": "saving checkpoint"}],
+        "code": [
+            {"path": "train.py", "line": 2, "code": "torch.save(model, 'x')"},
+            {"path": "gone.py", "line": 9, "code": "x"},  # a file the job no longer has: no link
+        ],
+    }
+    Finding.objects.create(result=result, job=job, rule_set=result.rule_set, category=Category.MODEL_CHECKPOINTING,
+                           confidence=0.9, summary="s", gpu_hours=1.0, evidence=evidence, guidance={})  # fmt: skip
+    client.force_login(member_a)
+    for page in ("dashboard:job-detail", "triage:job"):
+        text = client.get(reverse(page, args=[job.pk])).content.decode()
+        assert reverse("dashboard:job-file", args=[job.pk, log.pk]) + "?line=3#L3" in text
+        assert reverse("dashboard:job-file", args=[job.pk, script.pk]) + "?line=2#L2" in text
+        assert '<span class="muted">gone.py:9</span>' in text
+
+
+def test_another_teams_file_and_another_jobs_file_are_not_found(client, member_a, team_a, team_b):
+    mine, theirs = JobFactory(team=team_a), JobFactory(team=team_b)
+    secret = store_artifact(theirs, "log", "secret.log", b"token=hunter2\n")
+    client.force_login(member_a)
+    for name in ("dashboard:job-file", "dashboard:job-file-raw"):
+        assert client.get(reverse(name, args=[theirs.pk, secret.pk])).status_code == 404
+        assert client.get(reverse(name, args=[mine.pk, secret.pk])).status_code == 404  # not under a job one sees
+    client.logout()
+    response = client.get(reverse("dashboard:job-file", args=[theirs.pk, secret.pk]))
+    assert response.status_code == 302 and response["Location"].startswith(reverse("login"))
+
+
+def test_the_raw_download_is_the_stored_bytes_as_an_attachment(client, member_a, team_a):
+    content = b"<html><script>alert(1)</script>\xff\xfe not utf-8\n"
+    log = store_artifact(JobFactory(team=team_a), "log", "runs/7/out\n<b>.log", content)
+    client.force_login(member_a)
+    response = client.get(reverse("dashboard:job-file-raw", args=[log.job_id, log.pk]))
+    assert response.status_code == 200
+    assert b"".join(response.streaming_content) == content
+    assert response["Content-Type"] == "application/octet-stream"
+    assert response["Content-Disposition"].startswith("attachment;") and "\n" not in response["Content-Disposition"]
+    assert response["X-Content-Type-Options"] == "nosniff"
+    text = file_page(client, log)  # the page shows what is not UTF-8 as replacement characters
+    assert "&lt;html&gt;&lt;script&gt;" in text and "\ufffd\ufffd not utf-8" in text
+
+
+def test_long_lines_progress_bars_and_nul_characters_show_as_a_terminal_would(client, member_a, team_a):
+    bar = "\r".join(f" {p}%|{'#' * (p // 10)}" for p in range(0, 101, 5))
+    content = ("x" * 5000 + "\n" + bar + "\n" + "a\x00b\n").encode()
+    log = store_artifact(JobFactory(team=team_a), "log", "out.log", content)
+    client.force_login(member_a)
+    text = file_page(client, log)
+    assert "x" * files.MAX_LINE_CHARS in text and "x" * (files.MAX_LINE_CHARS + 1) not in text
+    assert "2.9\xa0KB more on this line" in text
+    assert "100%|##########" in text and " 95%|" not in text  # the bar's last redraw, on line 2
+    assert '<span id="L3"><a class="ln" href="?from=1#L3" aria-label="line 3">3</a>ab</span>' in text
+
+
+def test_a_file_missing_from_storage_or_empty_says_so(client, member_a, team_a):
+    from django.core.files.storage import default_storage
+
+    job = JobFactory(team=team_a)
+    gone = store_artifact(job, "log", "gone.log", b"x\n")
+    default_storage.delete(gone.file.name)
+    empty = store_artifact(job, "script", "empty.py", b"")
+    client.force_login(member_a)
+    assert "The file is missing from storage." in file_page(client, gone)
+    assert client.get(reverse("dashboard:job-file-raw", args=[job.pk, gone.pk])).status_code == 404
+    assert "The file is empty." in file_page(client, empty)
+
+
+def test_a_job_with_thousands_of_files_lists_the_first_ones(client, member_a, team_a, monkeypatch):
+    from fleet.models import Artifact
+    from triage.dashboard import views
+
+    monkeypatch.setattr(views, "ARTIFACTS_LISTED", 3)
+    job = JobFactory(team=team_a)
+    Artifact.objects.bulk_create(
+        Artifact(job=job, kind="script", path=f"src/m{n:02}.py", file=f"artifacts/m{n}", size=1, sha256="x")
+        for n in range(5)
+    )
+    client.force_login(member_a)
+    page = client.get(reverse("dashboard:job-detail", args=[job.pk])).content.decode()
+    assert "The first 3 of 5 files, by kind and path." in page
+    assert "src/m02.py" in page and "src/m03.py" not in page
+
+
+@pytest.mark.parametrize(
+    ("content", "first", "expected_lines", "total"),
+    [
+        (b"", 1, [], 0),
+        (b"\n", 1, [(1, "")], 1),
+        (b"a\nb", 1, [(1, "a"), (2, "b")], 2),
+        (b"a\nb\n", 2, [(2, "b")], 2),
+        (b"a\r\nb\r\n", 1, [(1, "a"), (2, "b")], 2),  # Windows line ends: the \r is not a redraw
+        (b"a\nb\nc\n", 5, [], 3),
+    ],
+)
+def test_read_window_numbers_lines_as_log_events_do(content, first, expected_lines, total):
+    for size in (1, 2, 1024):  # however the bytes arrive in chunks
+        chunks = [content[i : i + size] for i in range(0, len(content), size)]
+        window = files.read_window(chunks, first, count=10)
+        assert [(line.number, line.text) for line in window.lines] == expected_lines
+        assert window.total_lines == total

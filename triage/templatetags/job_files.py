@@ -1,0 +1,17 @@
+"""Links from a `path:line` (a log event, a finding's log line or code fact) to that line of the job's file."""
+
+from django import template
+from django.urls import reverse
+
+register = template.Library()
+
+
+@register.simple_tag(takes_context=True)
+def job_file_url(context, kind: str, path: str, line: int | None = None) -> str:
+    """The file page at `line` ("" when the page has no `job_files` or the job has no such file)."""
+    job_files = context.get("job_files") or {}
+    pk = job_files.get(f"{kind}:{path}")
+    if pk is None:
+        return ""
+    url = reverse("dashboard:job-file", args=[context["job"].pk, pk])
+    return f"{url}?line={line}#L{line}" if line else url
