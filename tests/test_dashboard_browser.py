@@ -75,6 +75,20 @@ def test_operator_filters_jobs_opens_one_and_sees_its_timeline_and_findings(brow
     browser.save_screenshot(str(SHOTS / "job-detail.png"))
     assert console_errors(browser) == []
 
+    # A log event's "where" opens the log at its line, marked and scrolled into view.
+    event = job.log_events.order_by("-line_no").first()
+    browser.set_window_size(1400, 900)
+    browser.find_element(By.LINK_TEXT, f"{event.artifact.path}:{event.line_no}").click()
+    marked = wait.until(lambda b: b.find_element(By.CSS_SELECTOR, "pre.file-lines .hit"))
+    assert marked.get_attribute("id") == f"L{event.line_no}"
+    assert event.text[:40] in marked.text
+    top, bottom = browser.execute_script(
+        "const r = arguments[0].getBoundingClientRect(); return [r.top, r.bottom]", marked
+    )
+    assert top >= 0 and bottom <= browser.execute_script("return window.innerHeight")
+    browser.save_screenshot(str(SHOTS / "job-file.png"))
+    assert console_errors(browser) == []
+
 
 @pytest.mark.django_db(transaction=True)
 def test_the_rules_page_follows_a_running_retriage_until_it_is_done(browser, live_server, operator):  # noqa: F811
