@@ -351,6 +351,9 @@ CELERY_BEAT_SCHEDULE["fleet.prune_series"] = {
 CELERY_BEAT_SCHEDULE["fleet.schedule_connectors"] = {"task": "fleet.schedule_connectors", "schedule": 60.0}
 # Jobs without a triage result this many minutes after they were stored are queued again (their
 # triage task was lost, e.g. with the broker); at most TRIAGE_SWEEP_LIMIT jobs per sweep.
+# What triage reads of one job's logs, scripts and traces at most (a job can bring a repository).
+TRIAGE_READ_FILES = env_int("TRIAGE_READ_FILES", 500, minimum=1)
+TRIAGE_READ_BYTES = env_int("TRIAGE_READ_BYTES", 64 * 2**20, minimum=2**20)
 TRIAGE_SWEEP_MINUTES = env_int("TRIAGE_SWEEP_MINUTES", 15, minimum=1)
 TRIAGE_SWEEP_LIMIT = env_int("TRIAGE_SWEEP_LIMIT", 20_000, minimum=1)
 CELERY_BEAT_SCHEDULE["triage.sweep_untriaged"] = {

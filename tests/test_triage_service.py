@@ -199,3 +199,40 @@ def test_the_sweep_triages_jobs_whose_triage_was_lost_and_only_those(
     assert {job.pk: sorted(job.findings.values_list("category", flat=True)) for job in lost} == before
     assert JobTriage.objects.count() == Job.objects.count()  # one result each, none twice
     assert services.sweep_untriaged(timedelta(0), limit=100) == 0
+
+
+def test_a_job_with_a_repository_of_files_is_read_within_the_budget_and_says_what_it_left(
+    db, settings, client, operator
+):
+    """A job that brought 40 scripts, a 3 MiB log and a trace: with room for 5 files and 2 MiB, triage
+    reads the log (in part), then the script its command names, and notes the rest instead of loading
+    every file of the job into the worker's memory."""
+    from tests.conftest import store_artifact
+
+    settings.TRIAGE_READ_FILES, settings.TRIAGE_READ_BYTES = 5, 2 * 2**20
+    job = JobFactory(command="torchrun --nproc_per_node=8 src/zz_train.py --data s3://bucket/imagenet")
+    store_artifact(job, "log", "stdout.log", b"epoch 1\n" * (3 * 2**20 // 8))
+    for n in range(40):
+        store_artifact(job, "script", f"src/m{n:02}.py", f"import torch\nx = {n}\n".encode())
+    store_artifact(job, "script", "src/zz_train.py", b"import torch\nDATA = 's3://bucket/imagenet'\n")
+    store_artifact(job, "trace", "trace.json", b"{}")
+    opened = []
+    real_read = services._read
+    services._read = lambda name, limit=-1: opened.append(name) or real_read(name, limit)
+    try:
+        evidence = services.load_evidence(job, RuleSet.current().effective_thresholds())
+    finally:
+        services._read = real_read
+    assert len(opened) == 1  # the 3 MiB log used up the 2 MiB: nothing else was opened
+    assert evidence.notes[-1].startswith("triage read 1 of the job's 43 files, the last of them in part")
+
+    settings.TRIAGE_READ_BYTES = 16 * 2**20
+    evidence = services.load_evidence(job, RuleSet.current().effective_thresholds())
+    assert evidence.scripts.python_files == 4  # zz_train.py, the one the command names, then m00–m02
+    assert any(fact.path == "src/zz_train.py" for fact in evidence.scripts.facts)
+    assert "triage read 5 of the job's 43 files (at most 5 files and 16 MiB)" in evidence.notes[-1]
+
+    services.triage_job(job)
+    client.force_login(operator)
+    page = client.get(reverse("dashboard:job-detail", args=[job.pk])).content.decode()
+    assert "Note: triage read 5 of the job&#x27;s 43 files" in page

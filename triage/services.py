@@ -11,6 +11,7 @@ import logging
 from datetime import timedelta
 from decimal import Decimal
 
+from django.conf import settings
 from django.core.files.storage import default_storage
 from django.db import DataError, IntegrityError, transaction
 from django.db.models import F
@@ -51,9 +52,9 @@ def job_info(job: Job) -> JobInfo:
     )
 
 
-def _read(name: str) -> bytes:
+def _read(name: str, limit: int = -1) -> bytes:
     with default_storage.open(name, "rb") as handle:
-        return handle.read()
+        return handle.read(limit)
 
 
 def load_series(job: Job):
@@ -63,14 +64,42 @@ def load_series(job: Job):
     return read_series(_read(job.series_file.name))
 
 
+def _reading_order(job: Job) -> list[Artifact]:
+    """The job's files in the order triage reads them: logs, then the scripts its command names (the
+    entry point), the other scripts, then traces; by path within each."""
+    command = job.command or ""
+    kind_rank = {Artifact.Kind.LOG: 0, Artifact.Kind.SCRIPT: 2, Artifact.Kind.TRACE: 3}
+
+    def rank(artifact: Artifact) -> tuple[int, str]:
+        named = artifact.kind == Artifact.Kind.SCRIPT and artifact.path.rsplit("/", 1)[-1] in command
+        return (1 if named else kind_rank.get(artifact.kind, 4), artifact.path)
+
+    return sorted(job.artifacts.all(), key=rank)
+
+
 def load_evidence(job: Job, thresholds: dict) -> Evidence:
     logs, scripts, traces = [], [], []
-    for artifact in job.artifacts.all():
+    # A job can bring a whole repository: triage reads at most TRIAGE_READ_FILES of its files and
+    # TRIAGE_READ_BYTES in all (the file that crosses the budget is read up to it), so one job cannot
+    # take a worker's memory; the evidence says what was left unread.
+    budget, contents, read, unread, cut = settings.TRIAGE_READ_BYTES, {}, 0, 0, False
+    for artifact in _reading_order(job):
+        if read >= settings.TRIAGE_READ_FILES or budget <= 0:
+            unread += 1
+            continue
         try:
-            content = _read(artifact.file.name)
+            content = _read(artifact.file.name, limit=budget)
         except OSError:
             logger.warning("Artifact %s of job %s is missing from storage", artifact.path, job)
             continue
+        contents[artifact.pk] = content
+        read += 1
+        budget -= len(content)
+        cut = cut or (budget <= 0 and len(content) < artifact.size)
+    for artifact in job.artifacts.all():  # in the job's own order (kind, path), as the rules always saw them
+        if artifact.pk not in contents:
+            continue
+        content = contents.pop(artifact.pk)
         if artifact.kind == Artifact.Kind.LOG:
             logs.append((artifact.path, content.decode("utf-8", errors="replace")))
         elif artifact.kind == Artifact.Kind.SCRIPT:
@@ -82,6 +111,12 @@ def load_evidence(job: Job, thresholds: dict) -> Evidence:
     )
     if any(a.truncated for a in job.artifacts.all()):
         evidence.notes.append("some artifacts were truncated at ingest; late log lines may be missing")
+    if unread or cut:
+        evidence.notes.append(
+            f"triage read {read} of the job's {read + unread} files{', the last of them in part' if cut else ''}"
+            f" (at most {settings.TRIAGE_READ_FILES} files and {settings.TRIAGE_READ_BYTES / 2**20:g} MiB):"
+            " logs first, then the scripts its command names, the other scripts, traces"
+        )
     return evidence
 
 
