@@ -167,8 +167,12 @@ def test_a_job_with_a_whole_repository_of_scripts_keeps_the_labeling_page_light(
     monkeypatch.setattr(views, "ARTIFACT_PAGE_BYTES", 100)  # the log's 90 bytes, then 10 of the first script
     page = client.get(url).content.decode()
     assert "LOG-TEXT" in page and "SCRIPT-00 " in page and "SCRIPT-00 = 1" not in page and "SCRIPT-01" not in page
-    assert "Only the first 10\xa0bytes are shown." in page  # the script is cut where the budget ends
+    assert "Only the first 10\xa0bytes are shown: <a href=" in page  # the script is cut where the budget ends
     assert page.count("Not shown: this page carries the text of the first 40 files and 100\xa0bytes in all") == 44
+    # Each file cut or not shown opens whole on its own page.
+    last = Artifact.objects.get(job=job, path="src/m44.py")
+    assert f'<a href="{reverse("dashboard:job-file", args=[job.pk, last.pk])}" target="_blank"' in page
+    assert "SCRIPT-44 = 1" in client.get(reverse("dashboard:job-file", args=[job.pk, last.pk])).content.decode()
 
 
 def test_save_and_next_moves_on_and_counts_progress(client, study, researcher):
