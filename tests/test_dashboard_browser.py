@@ -75,6 +75,21 @@ def test_operator_filters_jobs_opens_one_and_sees_its_timeline_and_findings(brow
     browser.save_screenshot(str(SHOTS / "job-detail.png"))
     assert console_errors(browser) == []
 
+    # A click on a log event's marker in the timeline opens its line (Plotly's click event, as a
+    # click on the marker sends it: the marker's own point, with the URL the server gave it).
+    in_run = job.log_events.filter(timestamp__range=(job.start_time, job.end_time))
+    event = in_run.order_by("artifact_id", "line_no").first()  # the first marker
+    browser.execute_script(
+        "const el = document.getElementById('timeline');"
+        "const trace = el.data.findIndex(t => t.name === 'Log events');"
+        "const url = el.data[trace].customdata[0];"
+        "el.emit('plotly_click', {points: [{curveNumber: trace, pointNumber: 0, customdata: url}]});"
+    )
+    marked = wait.until(lambda b: b.find_element(By.CSS_SELECTOR, "pre.file-lines .hit"))
+    assert marked.get_attribute("id") == f"L{event.line_no}"
+    browser.back()
+    wait.until(lambda b: b.find_elements(By.ID, "log-events"))
+
     # A log event's "where" opens the log at its line, marked and scrolled into view.
     event = job.log_events.order_by("-line_no").first()
     browser.set_window_size(1400, 900)

@@ -158,3 +158,21 @@ def test_timeline_endpoint_is_scoped_and_zooms(client, member_a, team_a, team_b)
     instant = JobFactory(team=team_a, start_time=START, end_time=START)
     figure = client.get(reverse("dashboard:job-timeline", args=[instant.pk]))
     assert figure.status_code == 200 and "same moment" in figure.json()["empty"]
+
+
+@pytest.mark.django_db
+def test_a_log_event_marker_leads_to_its_line_in_the_log(client, member_a, team_a):
+    from fleet.models import LogEvent
+    from tests.conftest import store_artifact
+
+    job = JobFactory(team=team_a, start_time=START, end_time=START + timedelta(hours=1))
+    job.series_file.save("s.parquet", ContentFile(to_parquet_bytes(series(1, 3600, 30))))
+    log = store_artifact(job, "log", "logs/out.log", b"a\nb\nSaving checkpoint to /ckpt/1.pt\n")
+    LogEvent.objects.create(job=job, artifact=log, kind="checkpoint_save", line_no=3,
+                            timestamp=START + timedelta(minutes=5), text="Saving checkpoint to /ckpt/1.pt")  # fmt: skip
+    client.force_login(member_a)
+    figure = client.get(reverse("dashboard:job-timeline", args=[job.pk])).json()
+    events = next(t for t in figure["data"] if t["name"] == "Log events")
+    url = reverse("dashboard:job-file", args=[job.pk, log.pk]) + "?line=3#L3"
+    assert events["customdata"] == [url] and "click" in events["hovertemplate"]
+    assert '<span id="L3" class="hit">' in client.get(url).content.decode()

@@ -12,6 +12,7 @@ from decimal import Decimal
 
 from django.db.models import Count, F, FloatField, Q, Sum, Value
 from django.db.models.functions import Cast, Coalesce, Floor, NullIf
+from django.urls import reverse
 
 from fleet.logevents import LOG_EVENT_KINDS
 
@@ -278,6 +279,12 @@ class LogEventsPage:
     @property
     def more(self) -> bool:
         return self.total > len(self.events)
+
+
+def file_url(job_pk: int, artifact_pk: int, line: int | None = None) -> str:
+    """The page of one of a job's files, opened at `line` (marked) when one is given."""
+    url = reverse("dashboard:job-file", args=[job_pk, artifact_pk])
+    return f"{url}?line={line}#L{line}" if line else url
 
 
 def job_files(job) -> dict[str, int]:

@@ -43,6 +43,7 @@ class Marker:
     at: datetime
     kind: str
     label: str
+    url: str = ""  # where a click on it leads (the event's line in its log); "" for nowhere
 
 
 def _downsample(t_ms: np.ndarray, values: np.ndarray, points: int, gap_ms: float) -> tuple[list, list]:
@@ -285,7 +286,10 @@ def build_timeline(
                 },
                 # Log text is untrusted: escaped here, and Plotly renders hover text as text.
                 "text": [html.escape(f"{m.kind}: {m.label}")[:200] for m in markers],
-                "hovertemplate": "%{text}<extra></extra>",
+                "customdata": [m.url for m in markers],
+                "hovertemplate": "%{text}<extra>click: the line in its log</extra>"
+                if any(m.url for m in markers)
+                else "%{text}<extra></extra>",
             }
         )
     return {"data": data, "layout": layout}

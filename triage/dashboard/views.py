@@ -177,7 +177,10 @@ def job_timeline(request, pk: int):
         frame = from_parquet_bytes(blob.read(), columns=list(timeline.COLUMNS))
     markers = [
         timeline.Marker(
-            at=event.timestamp, kind=event.kind, label=f"{event.artifact.path}:{event.line_no} {event.text}"
+            at=event.timestamp,
+            kind=event.kind,
+            label=f"{event.artifact.path}:{event.line_no} {event.text}",
+            url=queries.file_url(job.pk, event.artifact_id, event.line_no),
         )
         for event in job.log_events.filter(timestamp__range=(start, end)).select_related("artifact")[:500]
     ]

@@ -1,7 +1,8 @@
 """Links from a `path:line` (a log event, a finding's log line or code fact) to that line of the job's file."""
 
 from django import template
-from django.urls import reverse
+
+from triage.dashboard.queries import file_url
 
 register = template.Library()
 
@@ -13,5 +14,4 @@ def job_file_url(context, kind: str, path: str, line: int | None = None) -> str:
     pk = job_files.get(f"{kind}:{path}")
     if pk is None:
         return ""
-    url = reverse("dashboard:job-file", args=[context["job"].pk, pk])
-    return f"{url}?line={line}#L{line}" if line else url
+    return file_url(context["job"].pk, pk, line)
