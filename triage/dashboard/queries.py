@@ -288,8 +288,19 @@ def file_url(job_pk: int, artifact_pk: int, line: int | None = None) -> str:
 
 
 def job_files(job) -> dict[str, int]:
-    """The job's files by "kind:path" (what evidence names them by), for `job_file_url` links."""
-    return {f"{kind}:{path}": pk for pk, kind, path in job.artifacts.order_by().values_list("pk", "kind", "path")}
+    """The files the job's current findings quote (log lines, code), by "kind:path", for the
+    `job_file_url` links; only those, since a job can bring a repository of files."""
+    from triage.models import Finding
+
+    quoted = set()
+    for evidence in Finding.objects.filter(job=job, result__is_current=True).values_list("evidence", flat=True):
+        evidence = evidence if isinstance(evidence, dict) else {}
+        for kind, key in (("log", "log_lines"), ("script", "code")):
+            quoted.update((kind, item.get("path")) for item in evidence.get(key) or [] if isinstance(item, dict))
+    if not quoted:
+        return {}
+    rows = job.artifacts.order_by().filter(path__in={path for _, path in quoted if isinstance(path, str)})
+    return {f"{kind}:{path}": pk for pk, kind, path in rows.values_list("pk", "kind", "path") if (kind, path) in quoted}
 
 
 def log_events_page(job, kind: str = "") -> LogEventsPage:
