@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import csv
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 
 # Spreadsheets run a cell that starts with one of these as a formula (OWASP "CSV injection").
 FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
@@ -39,3 +39,54 @@ def stream_csv_rows(header: list[str], rows: Iterable[Iterable]) -> Iterable[str
     yield writer.writerow(header)
     for row in rows:
         yield writer.writerow([spreadsheet_safe(cell) for cell in row])
+
+
+# `spreadsheet_safe` for a whole Arrow text column at once: the same cells get the same one quote.
+_FORMULA_CELL = r"^('*[=+\-@\t\r])"  # any guard quotes, then one of FORMULA_STARTS
+SERIES_CSV_BATCH_ROWS = 65_536
+
+
+def series_csv_chunks(source, job_id: str, batch_rows: int = SERIES_CSV_BATCH_ROWS) -> Iterator[bytes]:
+    """A job's stored series (its zstd Parquet blob, a file or a buffer) as CSV in the archive's
+    wide form (`job_id,timestamp,host,gpu,<metric>…`, docs/archive-format.md), so that the download
+    imports again as `metrics/<job_id>.csv`. Read and written a batch of rows at a time, so a job of
+    thousands of GPUs streams in bounded memory; metrics without a single value are left out (the
+    blob's column statistics say which), timestamps are ISO 8601 UTC to the millisecond, and text
+    cells are made spreadsheet-safe."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+    import pyarrow.csv as pa_csv
+    import pyarrow.parquet as pq
+
+    parquet = pq.ParquetFile(source)
+    names = [name for name in parquet.schema_arrow.names if not _without_values(parquet, name)]
+    job_cell = spreadsheet_safe(job_id)
+    header = True
+    for batch in parquet.iter_batches(batch_size=batch_rows, columns=names):
+        table = pa.Table.from_batches([batch])
+        if "timestamp" in names:
+            stamps = pc.strftime(table["timestamp"], format="%Y-%m-%dT%H:%M:%SZ")
+            table = table.set_column(names.index("timestamp"), "timestamp", stamps)
+        if "host" in names:
+            hosts = pc.replace_substring_regex(table["host"], pattern=_FORMULA_CELL, replacement=r"'\1")
+            table = table.set_column(names.index("host"), "host", hosts)
+        table = table.add_column(0, "job_id", pa.array([job_cell] * table.num_rows, pa.string()))
+        out = pa.BufferOutputStream()
+        pa_csv.write_csv(table, out, pa_csv.WriteOptions(include_header=header))
+        header = False
+        yield out.getvalue().to_pybytes()
+    if header:  # no rows at all: the header alone
+        yield (",".join(f'"{name}"' for name in ["job_id", *names]) + "\n").encode()
+
+
+def _without_values(parquet, name: str) -> bool:
+    """Whether the column holds no value in any row group, by its statistics (unknown: False)."""
+    metadata = parquet.metadata
+    index = parquet.schema_arrow.get_field_index(name)
+    nulls = 0
+    for group in range(metadata.num_row_groups):
+        column = metadata.row_group(group).column(index)
+        if not column.is_stats_set or column.statistics.null_count is None:
+            return False
+        nulls += column.statistics.null_count
+    return metadata.num_rows > 0 and nulls == metadata.num_rows

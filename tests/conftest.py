@@ -111,10 +111,12 @@ def world(db, team_a, team_b, member_a, outsider, researcher, operator):
     """One of everything, for the tests that request every URL: the access matrix's rows fill their
     `{placeholders}` from `params`; `key` is the machine token `pusher`'s key."""
     from django.contrib.auth.models import Group
+    from django.core.files.base import ContentFile
 
     from fleet.access import RESEARCHERS_GROUP
     from fleet.connectors.models import Connector
     from fleet.models import IngestRun, MachineToken
+    from fleet.series import to_parquet_bytes
     from triage.digests import services as digest_services
     from triage.digests.models import Delivery, DigestKind
     from triage.labeling import services as labeling
@@ -127,6 +129,7 @@ def world(db, team_a, team_b, member_a, outsider, researcher, operator):
     for i in range(4):
         JobFactory(cluster=cluster, team=team_a if i % 2 else team_b, mean_gpu_util=20.0 + i)
     artifact_a = store_artifact(job_a, "log", "logs/train.log", b"epoch 1 loss 0.5\nteam-a log line\n")
+    job_a.series_file.save("series.parquet", ContentFile(to_parquet_bytes(tiny_series())))
     artifact_b = store_artifact(job_b, "log", "logs/train.log", b"team-b-secret log line\n")
 
     token, key = MachineToken.objects.create_key(name="pusher", created_by=operator)
@@ -187,6 +190,21 @@ def world(db, team_a, team_b, member_a, outsider, researcher, operator):
         },
         "users": {"member": member_a, "outsider": outsider, "researcher": researcher, "operator": operator},
     }
+
+
+def tiny_series():
+    """Two samples of one GPU, as a stored series frame."""
+    import pandas as pd
+
+    stamps = pd.to_datetime(["2026-11-02T10:00:00Z", "2026-11-02T10:00:30Z"]).as_unit("ms")
+    return pd.DataFrame(
+        {
+            "timestamp": stamps,
+            "host": "n1",
+            "gpu": pd.array([0, 0], dtype="Int16"),
+            "gpu_util": pd.array([10.0, 90.0], dtype="float32"),
+        }
+    )
 
 
 def store_artifact(job, kind: str, path: str, content: bytes, **fields):

@@ -167,3 +167,76 @@ def test_read_window_numbers_lines_as_log_events_do(content, first, expected_lin
         window = files.read_window(chunks, first, count=10)
         assert [(line.number, line.text) for line in window.lines] == expected_lines
         assert window.total_lines == total
+
+
+def test_the_series_downloads_as_the_stored_parquet_and_as_csv_that_imports_again(
+    client, member_a, team_a, team_b, tmp_path
+):
+    import csv
+    import io
+    import json
+
+    import pandas as pd
+    from django.core.files.base import ContentFile
+
+    from fleet.archive.parser import parse_archive
+    from fleet.exports import spreadsheet_unsafe
+    from fleet.series import to_parquet_bytes
+    from tests.conftest import tiny_series, write_zip
+    from tests.test_archive_parser import MANIFEST
+
+    frame = tiny_series()
+    frame["host"] = ["=HYPERLINK(1)", "n1"]  # a host name a spreadsheet would run
+    job = JobFactory(team=team_a, external_id="-j1")  # a job id may start with "-": a formula too
+    blob = to_parquet_bytes(frame)
+    job.series_file.save("series.parquet", ContentFile(blob))
+    client.force_login(member_a)
+    page = client.get(reverse("dashboard:job-detail", args=[job.pk])).content.decode()
+    assert reverse("dashboard:job-series", args=[job.pk, "csv"]) in page
+
+    parquet = client.get(reverse("dashboard:job-series", args=[job.pk, "parquet"]))
+    assert parquet.status_code == 200 and b"".join(parquet.streaming_content) == blob
+    assert parquet["Content-Disposition"] == f'attachment; filename="{job.cluster.name}--j1-series.parquet"'
+
+    response = client.get(reverse("dashboard:job-series", args=[job.pk, "csv"]))
+    assert response.status_code == 200 and response["Content-Type"] == "text/csv; charset=utf-8"
+    text = b"".join(response.streaming_content).decode()
+    rows = list(csv.DictReader(io.StringIO(text)))
+    assert list(rows[0]) == ["job_id", "timestamp", "host", "gpu", "gpu_util"]  # no empty metric columns
+    assert [(r["job_id"], r["timestamp"], r["host"], r["gpu"], r["gpu_util"]) for r in rows] == [
+        ("'-j1", "2026-11-02T10:00:00.000Z", "'=HYPERLINK(1)", "0", "10"),
+        ("'-j1", "2026-11-02T10:00:30.000Z", "n1", "0", "90"),
+    ]
+    # The same rows import again as a job's own metrics file (the guard quotes aside).
+    plain = io.StringIO()  # the guard quotes taken off again, as our own CSV imports do
+    csv.writer(plain).writerows([[spreadsheet_unsafe(cell) for cell in row] for row in csv.reader(io.StringIO(text))])
+    jobs_csv = "job_id,user,team,gpu_count,start_time,end_time\n-j1,u,t,1,2026-11-02T09:59:00Z,2026-11-02T10:01:00Z\n"
+    files = {"manifest.json": json.dumps(MANIFEST), "jobs.csv": jobs_csv, "metrics/-j1.csv": plain.getvalue()}
+    parsed = parse_archive(write_zip(tmp_path / "again.zip", files))
+    assert parsed.errors == []
+    series = parsed.series["-j1"]
+    assert list(pd.to_datetime(series["timestamp"]).dt.strftime("%H:%M:%S")) == ["10:00:00", "10:00:30"]
+    assert list(series["gpu_util"]) == [10.0, 90.0] and set(series["host"]) == {"=HYPERLINK(1)", "n1"}
+
+    other = JobFactory(team=team_b)
+    other.series_file.save("series.parquet", ContentFile(blob))
+    assert client.get(reverse("dashboard:job-series", args=[other.pk, "csv"])).status_code == 404
+    assert client.get(reverse("dashboard:job-series", args=[job.pk, "json"])).status_code == 404
+    bare = JobFactory(team=team_a)  # no series supplied (or pruned)
+    assert client.get(reverse("dashboard:job-series", args=[bare.pk, "csv"])).status_code == 404
+    assert "Download the series" not in client.get(reverse("dashboard:job-detail", args=[bare.pk])).content.decode()
+
+
+def test_a_large_series_streams_as_csv_a_batch_at_a_time():
+    import io
+
+    import pandas as pd
+
+    from fleet import exports
+    from fleet.series import to_parquet_bytes
+    from tests.conftest import tiny_series
+
+    frame = pd.concat([tiny_series()] * 5, ignore_index=True)
+    chunks = list(exports.series_csv_chunks(io.BytesIO(to_parquet_bytes(frame)), "j", batch_rows=3))
+    assert len(chunks) == 4 and chunks[0].startswith(b'"job_id","timestamp"')  # 10 rows, 3 a batch
+    assert sum(chunk.count(b"\n") for chunk in chunks) == 11 and not chunks[1].startswith(b'"job_id"')

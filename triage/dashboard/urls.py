@@ -15,6 +15,7 @@ urlpatterns = [
     path("categories/", views.category_list, name="category-list"),
     path("categories/<str:category>/", views.category_detail, name="category-detail"),
     path("jobs/<int:pk>/timeline.json", views.job_timeline, name="job-timeline"),
+    path("jobs/<int:pk>/series.<str:fmt>", views.job_series, name="job-series"),
     path("jobs/<int:pk>/files/<int:artifact>/", views.job_file, name="job-file"),
     path("jobs/<int:pk>/files/<int:artifact>/raw", views.job_file_raw, name="job-file-raw"),
 ]
