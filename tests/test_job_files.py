@@ -240,3 +240,23 @@ def test_a_large_series_streams_as_csv_a_batch_at_a_time():
     chunks = list(exports.series_csv_chunks(io.BytesIO(to_parquet_bytes(frame)), "j", batch_rows=3))
     assert len(chunks) == 4 and chunks[0].startswith(b'"job_id","timestamp"')  # 10 rows, 3 a batch
     assert sum(chunk.count(b"\n") for chunk in chunks) == 11 and not chunks[1].startswith(b'"job_id"')
+
+
+def test_find_lists_the_lines_holding_a_text_each_linked_to_its_place(client, member_a, long_log):
+    client.force_login(member_a)
+    text = file_page(client, long_log, q="cuda OUT of memory")  # case does not matter
+    assert "1 line holds “cuda OUT of memory”." in text
+    assert '<a class="ln" href="?line=1500#L1500"' in text
+    assert "RuntimeError: <mark>CUDA out of memory</mark> &lt;script&gt;alert(1)&lt;/script&gt;" in text
+    many = file_page(client, long_log, q="loss")
+    assert "2,499 lines hold “loss”: the first 500 below." in many and many.count('class="ln"') == 500
+    assert "No line holds “&lt;b&gt;”." in file_page(client, long_log, q="<b>")
+    assert "Lines 1–1,000 of 2,500" in file_page(client, long_log, q="   ")  # blank: the file itself
+    long_query = file_page(client, long_log, q="x" * 5000)
+    assert f'value="{"x" * 200}"' in long_query and "No line holds" in long_query
+
+
+def test_marked_cuts_a_line_around_each_match_ignoring_case():
+    assert files.marked("Loss 0.5 loss", "LOSS") == [("Loss", True), (" 0.5 ", False), ("loss", True)]
+    assert files.marked("abc", "") == [("abc", False)]
+    assert files.marked("aaa", "aa") == [("aa", True), ("a", False)]

@@ -9,7 +9,7 @@ bounded whatever the file holds: past `max_chars` a line's bytes are counted, no
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
 from fleet.canonical import without_nul
@@ -47,26 +47,67 @@ def read_window(
 ) -> TextWindow:
     """Lines `first` to `first + count - 1` of the bytes in `chunks`, and how many lines there are."""
     window = TextWindow(first=first)
-    keep = max_chars * 4  # bytes enough for max_chars characters of UTF-8
-    # The line being read: its number, its length, its first and its last `keep` bytes (a line
-    # redrawn with carriage returns shows its last segment, any other line its beginning).
+
+    def take(number: int, head: bytes, tail: bytes, length: int) -> None:
+        window.lines.append(_shown(number, head, tail, length, max_chars))
+
+    window.total_lines = _each_line(chunks, lambda number: first <= number < first + count, take, max_chars * 4)
+    return window
+
+
+@dataclass
+class Matches:
+    query: str
+    lines: list[Line] = field(default_factory=list)  # the first `limit` lines that hold the query
+    total: int = 0  # every line that holds it
+
+
+MAX_MATCHES = 500  # lines a search lists; the rest are counted
+MAX_QUERY_CHARS = 200  # of a search's text
+
+
+def find_lines(
+    chunks: Iterable[bytes], query: str, limit: int = MAX_MATCHES, max_chars: int = MAX_LINE_CHARS
+) -> Matches:
+    """The lines that hold `query` (ignoring case), as the page shows them; a line is searched in its
+    first and last `4 × max_chars` bytes, which is all of it for any line a person would read."""
+    found = Matches(query)
+    needle = query.encode("utf-8").lower()
+
+    def take(number: int, head: bytes, tail: bytes, length: int) -> None:
+        if needle in head.lower() or (length > len(head) and needle in tail.lower()):
+            found.total += 1
+            if len(found.lines) < limit:
+                found.lines.append(_shown(number, head, tail, length, max_chars))
+
+    _each_line(chunks, lambda number: True, take, max_chars * 4)
+    return found
+
+
+def _shown(number: int, head: bytes, tail: bytes, length: int, max_chars: int) -> Line:
+    """A line as the page shows it: a line redrawn with carriage returns as its last segment, any
+    other line from its beginning, as a terminal showed it, cut at `max_chars`."""
+    raw = head if length <= len(head) or b"\r" not in tail else tail
+    text = terminal_line(without_nul(raw.decode("utf-8", errors="replace")))
+    shown = text[:max_chars]
+    cut = length > len(head) or len(text) > max_chars
+    more = max(0, length - len(shown.encode("utf-8", errors="replace"))) if cut else 0
+    return Line(number, shown, more)
+
+
+def _each_line(
+    chunks: Iterable[bytes], wanted: Callable[[int], bool], take: Callable[[int, bytes, bytes, int], None], keep: int
+) -> int:
+    """Split the bytes at "\n" and call `take(number, head, tail, length)` for each wanted line (its
+    first and last `keep` bytes and its length); returns the number of lines."""
     number, length, head, tail = 1, 0, b"", b""
-
-    def finish() -> None:
-        raw = head if length <= keep or b"\r" not in tail else tail
-        text = terminal_line(without_nul(raw.decode("utf-8", errors="replace")))
-        shown = text[:max_chars]
-        cut = length > keep or len(text) > max_chars
-        more = max(0, length - len(shown.encode("utf-8", errors="replace"))) if cut else 0
-        window.lines.append(Line(number, shown, more))
-
     last_byte = b"\n"  # what the bytes so far end with ("\n" for none: no line begun)
     for chunk in chunks:
         last_byte = chunk[-1:] or last_byte
         start = 0
         while True:
             end = chunk.find(b"\n", start)
-            if first <= number < first + count:
+            if wanted(number):
                 piece = chunk[start:] if end < 0 else chunk[start:end]
                 length += len(piece)
                 if len(head) < keep:
@@ -74,13 +115,25 @@ def read_window(
                 tail = (tail + piece[-keep:])[-keep:]
             if end < 0:
                 break
-            if first <= number < first + count:
-                finish()
+            if wanted(number):
+                take(number, head, tail, length)
             number, length, head, tail = number + 1, 0, b"", b""
             start = end + 1
     # A last line without its "\n" counts; a file that ends with one has no empty line after it.
-    ended = last_byte == b"\n"
-    if not ended and first <= number < first + count:
-        finish()
-    window.total_lines = number - 1 if ended else number
-    return window
+    if last_byte == b"\n":
+        return number - 1
+    if wanted(number):
+        take(number, head, tail, length)
+    return number
+
+
+def marked(text: str, query: str) -> list[tuple[str, bool]]:
+    """`text` cut into (part, holds the query) pieces, ignoring case, for the page to mark the matches."""
+    if not query:
+        return [(text, False)]
+    lowered, needle, parts, start = text.lower(), query.lower(), [], 0
+    while (found := lowered.find(needle, start)) >= 0 and needle:
+        parts += [(text[start:found], False), (text[found : found + len(needle)], True)]
+        start = found + len(needle)
+    parts.append((text[start:], False))
+    return [part for part in parts if part[0]]

@@ -327,6 +327,9 @@ def job_file(request, pk: int, artifact: int):
     """A page of one of the job's logs, scripts or traces, with line numbers; `?line=N` opens the
     page that holds line N and marks it (the links from log events and findings), `?from=N` a page."""
     shown = _job_artifact(request, pk, artifact)
+    query = request.GET.get("q", "").strip()[: files.MAX_QUERY_CHARS]
+    if query:
+        return _file_search(request, shown, query)
     line = _line_number(request.GET.get("line"))
     first = files.page_start(line or _line_number(request.GET.get("from")) or 1)
     window = _file_window(shown, first)
@@ -345,6 +348,21 @@ def job_file(request, pk: int, artifact: int):
         request,
         "dashboard/job_file.html",
         {"job": shown.job, "artifact": shown, "window": window, "line": line, "pages": pages},
+    )
+
+
+def _file_search(request, artifact: Artifact, query: str):
+    """The file page listing the lines that hold `query`, each a link to its place in the file."""
+    try:
+        with default_storage.open(artifact.file.name, "rb") as handle:
+            found = files.find_lines(iter(lambda: handle.read(READ_CHUNK), b""), query)
+    except OSError:
+        found = None
+    matches = [(line, files.marked(line.text, query)) for line in found.lines] if found else []
+    return render(
+        request,
+        "dashboard/job_file.html",
+        {"job": artifact.job, "artifact": artifact, "query": query, "found": found, "matches": matches},
     )
 
 
