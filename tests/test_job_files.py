@@ -260,3 +260,7 @@ def test_marked_cuts_a_line_around_each_match_ignoring_case():
     assert files.marked("Loss 0.5 loss", "LOSS") == [("Loss", True), (" 0.5 ", False), ("loss", True)]
     assert files.marked("abc", "") == [("abc", False)]
     assert files.marked("aaa", "aa") == [("aa", True), ("a", False)]
+
+
+def test_marked_keeps_each_match_where_lowercasing_changes_a_texts_length():
+    assert files.marked("İstanbul loss", "LOSS") == [("İstanbul ", False), ("loss", True)]

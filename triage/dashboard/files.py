@@ -9,6 +9,7 @@ bounded whatever the file holds: past `max_chars` a line's bytes are counted, no
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
@@ -131,9 +132,6 @@ def marked(text: str, query: str) -> list[tuple[str, bool]]:
     """`text` cut into (part, holds the query) pieces, ignoring case, for the page to mark the matches."""
     if not query:
         return [(text, False)]
-    lowered, needle, parts, start = text.lower(), query.lower(), [], 0
-    while (found := lowered.find(needle, start)) >= 0 and needle:
-        parts += [(text[start:found], False), (text[found : found + len(needle)], True)]
-        start = found + len(needle)
-    parts.append((text[start:], False))
-    return [part for part in parts if part[0]]
+    # re.split with one group alternates: the text between matches, a match, the text between, …
+    parts = re.split(f"({re.escape(query)})", text, flags=re.IGNORECASE)
+    return [(part, index % 2 == 1) for index, part in enumerate(parts) if part]
