@@ -88,7 +88,24 @@ def test_operator_filters_jobs_opens_one_and_sees_its_timeline_and_findings(brow
     marked = wait.until(lambda b: b.find_element(By.CSS_SELECTOR, "pre.file-lines .hit"))
     assert marked.get_attribute("id") == f"L{event.line_no}"
     browser.back()
-    wait.until(lambda b: b.find_elements(By.ID, "log-events"))
+    wait.until(lambda b: b.find_element(By.ID, "timeline").get_attribute("data-ready") == "1")
+
+    # Where the page holds unsaved work (the labeling page says data-open-in="tab"), the line opens
+    # in a new tab and the page stays.
+    page_url, tabs = browser.current_url, len(browser.window_handles)
+    browser.execute_script(
+        "const el = document.getElementById('timeline'); el.dataset.openIn = 'tab';"
+        "const trace = el.data.findIndex(t => t.name === 'Log events');"
+        "const url = el.data[trace].customdata[0];"
+        "el.emit('plotly_click', {points: [{curveNumber: trace, pointNumber: 0, customdata: url}]});"
+    )
+    wait.until(lambda b: len(b.window_handles) == tabs + 1)
+    assert browser.current_url == page_url
+    browser.switch_to.window(browser.window_handles[-1])
+    marked = wait.until(lambda b: b.find_element(By.CSS_SELECTOR, "pre.file-lines .hit"))
+    assert marked.get_attribute("id") == f"L{event.line_no}"
+    browser.close()
+    browser.switch_to.window(browser.window_handles[0])
 
     # A log event's "where" opens the log at its line, marked and scrolled into view.
     event = job.log_events.order_by("-line_no").first()

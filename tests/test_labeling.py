@@ -144,7 +144,7 @@ def test_a_job_with_a_whole_repository_of_scripts_keeps_the_labeling_page_light(
     from django.core.files.base import ContentFile
     from django.core.files.storage import default_storage
 
-    from fleet.models import Artifact
+    from fleet.models import Artifact, LogEvent
     from triage.labeling import views
 
     settings.STORAGES = {**settings.STORAGES, "default": {"BACKEND": "django.core.files.storage.FileSystemStorage",
@@ -169,10 +169,16 @@ def test_a_job_with_a_whole_repository_of_scripts_keeps_the_labeling_page_light(
     assert "LOG-TEXT" in page and "SCRIPT-00 " in page and "SCRIPT-00 = 1" not in page and "SCRIPT-01" not in page
     assert "Only the first 10\xa0bytes are shown: <a href=" in page  # the script is cut where the budget ends
     assert page.count("Not shown: this page carries the text of the first 40 files and 100\xa0bytes in all") == 44
-    # Each file cut or not shown opens whole on its own page.
+    # Each file cut or not shown opens whole on its own page, in a new tab (the answers stay).
     last = Artifact.objects.get(job=job, path="src/m44.py")
     assert f'<a href="{reverse("dashboard:job-file", args=[job.pk, last.pk])}" target="_blank"' in page
     assert "SCRIPT-44 = 1" in client.get(reverse("dashboard:job-file", args=[job.pk, last.pk])).content.decode()
+    log = Artifact.objects.get(job=job, path="stdout.log")
+    LogEvent.objects.create(job=job, artifact=log, kind="epoch", line_no=1, text="LOG-TEXT")
+    page = client.get(url).content.decode()
+    line_url = reverse("dashboard:job-file", args=[job.pk, log.pk]) + "?line=1#L1"
+    assert f'<a href="{line_url}" target="_blank" rel="noopener">stdout.log:1</a>' in page
+    assert 'data-open-in="tab"' in page  # a click on a timeline marker opens a new tab too
 
 
 def test_save_and_next_moves_on_and_counts_progress(client, study, researcher):

@@ -30,11 +30,13 @@
     // The browser jumped to a #fragment below the chart (#log-events) before the chart grew the page.
     var target = location.hash && document.getElementById(location.hash.slice(1));
     if (target && (target.compareDocumentPosition(el) & Node.DOCUMENT_POSITION_PRECEDING)) { target.scrollIntoView(); }
-    // A log event's marker opens its line in the log (a path on this site, nothing else).
+    // A log event's marker opens its line in the log (a path on this site, nothing else); in a new
+    // tab where the page holds unsaved work (data-open-in="tab": the labeling page's answers).
     el.on && el.on("plotly_click", function (event) {
       var point = event && event.points && event.points[0];
       var url = point && point.customdata;
-      if (typeof url === "string" && url.charAt(0) === "/" && url.charAt(1) !== "/") { window.location.assign(url); }
+      if (typeof url !== "string" || url.charAt(0) !== "/" || url.charAt(1) === "/") { return; }
+      if (el.dataset.openIn === "tab") { window.open(url, "_blank", "noopener"); } else { window.location.assign(url); }
     });
     el.on && el.on("plotly_relayout", function (change) {
       if (busy) { return; }
