@@ -83,7 +83,7 @@ def test_job_list_query_count_does_not_grow_with_the_page(client, operator, jobs
     client.force_login(operator)
     for i in range(40):
         triaged(JobFactory(name=f"extra-{i}"), "classified", Category.API_MISUSE)
-    with django_assert_max_num_queries(12):
+    with django_assert_max_num_queries(13):  # 12, and one for the jobs the viewer rates in a blind study
         client.get(reverse("dashboard:job-list"))
 
 

@@ -36,12 +36,27 @@ def test_rater_sees_no_findings_anywhere_until_they_submit(client, researcher, b
     api = client.get(f"/api/v1/jobs/{job.pk}/").json()
     assert api["findings"] == [] and api["triage"] is None
     listing = client.get("/api/v1/jobs/", {"category": "api_misuse"}).json()
-    assert all(not row.get("categories") for row in listing["results"])
+    assert listing["results"] == []  # being listed under a cause would say what the rules found
+    assert client.get("/api/v1/jobs/", {"status": "classified"}).json()["results"] == []
+    assert [row["categories"] for row in client.get("/api/v1/jobs/").json()["results"]] == [[]]
+    # The jobs page, its CSV export, its cause and status filters, and the cause's page.
+    jobs_page = client.get(reverse("dashboard:job-list")).content.decode()
+    assert "labelled-job" in jobs_page and "hidden while you label it" in jobs_page
+    assert "API misuse" not in jobs_page.split("<tbody>")[1]
+    for query in ({"category": "api_misuse"}, {"status": "classified"}):
+        assert "labelled-job" not in client.get(reverse("dashboard:job-list"), query).content.decode()
+    export = b"".join(client.get(reverse("dashboard:job-list"), {"format": "csv"}).streaming_content).decode()
+    assert export.splitlines()[1].endswith(",hidden,")
+    cause_page = client.get(reverse("dashboard:category-detail", args=["api_misuse"])).content.decode()
+    assert "labelled-job" not in cause_page
 
     link.submitted_at = timezone.now()
     link.save()
     assert "SECRET-FINDING-TEXT" in client.get(reverse("dashboard:job-detail", args=[job.pk])).content.decode()
     assert client.get(f"/api/v1/jobs/{job.pk}/").json()["findings"]
+    assert len(client.get("/api/v1/jobs/", {"category": "api_misuse"}).json()["results"]) == 1
+    assert "labelled-job" in client.get(reverse("dashboard:job-list"), {"category": "api_misuse"}).content.decode()
+    assert "labelled-job" in client.get(reverse("dashboard:category-detail", args=["api_misuse"])).content.decode()
 
 
 def test_people_outside_the_study_still_see_findings(client, operator, blind_study):

@@ -155,10 +155,17 @@ class JobFilter(django_filters.FilterSet):
 
     def filter_category(self, queryset, name, value):
         current = Finding.objects.filter(job=OuterRef("pk"), category=value, result__is_current=True)
-        return queryset.filter(Exists(current))
+        return self._without_blinded(queryset.filter(Exists(current)))
 
     def filter_status(self, queryset, name, value):
-        return queryset.filter(Exists(JobTriage.objects.filter(job=OuterRef("pk"), is_current=True, status=value)))
+        current = JobTriage.objects.filter(job=OuterRef("pk"), is_current=True, status=value)
+        return self._without_blinded(queryset.filter(Exists(current)))
+
+    def _without_blinded(self, queryset):
+        """A list filtered by what the rules found leaves out the jobs its user rates in a blind
+        study: being in it would say what the rules found on them."""
+        user = getattr(self.request, "user", None)
+        return queryset.exclude(pk__in=blinded_job_ids(user)) if user is not None else queryset
 
     def filter_low_util(self, queryset, name, value):
         threshold = settings.LOW_UTIL_THRESHOLD

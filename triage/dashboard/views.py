@@ -23,7 +23,7 @@ from fleet.exports import series_csv_chunks, stream_csv_rows
 from fleet.models import Artifact, Cluster, GpuModelPrice, Job, Team
 from fleet.series import from_parquet_bytes
 from triage.guidance import GUIDES, category_guide
-from triage.labeling.services import findings_hidden_from
+from triage.labeling.services import blinded_job_ids, findings_hidden_from
 from triage.models import Finding, JobTriage, RuleSet
 from triage.taxonomy import Category
 
@@ -214,15 +214,26 @@ CSV_COLUMNS = [
 ]  # fmt: skip
 
 
+HIDDEN_STATUS = "hidden"  # the status column of a job whose findings its viewer may not see yet
+
+
 def _filtered_jobs(request):
     jobs = Job.objects.visible_to(request.user).select_related("cluster", "team")
     job_filter = JobFilter(request.GET or None, queryset=jobs, teams=Team.objects.visible_to(request.user))
-    return job_filter, (job_filter.qs if job_filter.is_bound and job_filter.is_valid() else jobs)
+    if not (job_filter.is_bound and job_filter.is_valid()):
+        return job_filter, jobs
+    filtered = job_filter.qs
+    if job_filter.form.cleaned_data.get("category") or job_filter.form.cleaned_data.get("status"):
+        # Filtering by what the rules found would tell a blind rater what they found on the jobs
+        # the rater labels: those jobs are left out of such a list until the rater submits.
+        filtered = filtered.exclude(pk__in=blinded_job_ids(request.user))
+    return job_filter, filtered
 
 
-def _with_triage(jobs: list[Job]) -> list[Job]:
-    """Attach each job's current status and categories in two queries, not two per job."""
-    ids = [job.pk for job in jobs]
+def _with_triage(jobs: list[Job], hidden: set[int] = frozenset()) -> list[Job]:
+    """Attach each job's current status and categories in two queries, not two per job; a job in
+    `hidden` (its viewer rates it in a blind study) gets neither."""
+    ids = [job.pk for job in jobs if job.pk not in hidden]
     status = dict(JobTriage.objects.filter(job_id__in=ids, is_current=True).values_list("job_id", "status"))
     categories: dict[int, list[Category]] = {}
     for job_id, category in (
@@ -232,7 +243,7 @@ def _with_triage(jobs: list[Job]) -> list[Job]:
     ):
         categories.setdefault(job_id, []).append(Category(category))
     for job in jobs:
-        job.triage_status = status.get(job.pk, "")
+        job.triage_status = HIDDEN_STATUS if job.pk in hidden else status.get(job.pk, "")
         job.categories = categories.get(job.pk, [])
     return jobs
 
@@ -241,9 +252,9 @@ def _with_triage(jobs: list[Job]) -> list[Job]:
 def job_list(request):
     job_filter, jobs = _filtered_jobs(request)
     if request.GET.get("format") == "csv":
-        return _jobs_csv(jobs)
+        return _jobs_csv(jobs, blinded_job_ids(request.user))
     page = Paginator(jobs, JOBS_PER_PAGE).get_page(request.GET.get("page"))
-    page.object_list = _with_triage(list(page.object_list))
+    page.object_list = _with_triage(list(page.object_list), blinded_job_ids(request.user))
     query = request.GET.copy()
     query.pop("page", None)
     csv_query = query.copy()
@@ -261,12 +272,12 @@ def job_list(request):
     )
 
 
-def _jobs_csv(jobs) -> StreamingHttpResponse:
+def _jobs_csv(jobs, hidden: set[int]) -> StreamingHttpResponse:
     def rows():
         # Batches keep memory flat on a large fleet; each batch costs two extra queries, not two per job.
         batch_size = 2000
         for offset in range(0, jobs.count(), batch_size):
-            for job in _with_triage(list(jobs[offset : offset + batch_size])):
+            for job in _with_triage(list(jobs[offset : offset + batch_size]), hidden):
                 yield [
                     job.cluster.name, job.external_id, job.name, job.team.slug, job.user, job.state, job.job_type,
                     job.start_time.isoformat(), job.end_time.isoformat(), job.gpu_count, job.gpu_model,
@@ -453,6 +464,7 @@ def category_detail(request, category: str):
     jobs, period, problem, cluster = _scope(request)
     findings = (
         Finding.objects.filter(result__is_current=True, category=chosen, job__in=queries.in_period(jobs, period))
+        .exclude(job_id__in=blinded_job_ids(request.user))  # not the jobs its viewer rates blind
         .select_related("job__cluster", "job__team")
         .order_by("-gpu_hours")[:100]
     )
