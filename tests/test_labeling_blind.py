@@ -49,6 +49,10 @@ def test_rater_sees_no_findings_anywhere_until_they_submit(client, researcher, b
     assert export.splitlines()[1].endswith(",hidden,")
     cause_page = client.get(reverse("dashboard:category-detail", args=["api_misuse"])).content.decode()
     assert "labelled-job" not in cause_page
+    # The team's digest, previewed, names its top jobs with their causes: not this one.
+    year, week, _ = job.start_time.isocalendar()
+    digest = reverse("digests:preview-team", args=[job.team.slug, f"{year}-W{week:02d}"])
+    assert "labelled-job" not in client.get(digest, {"part": "html"}).content.decode()
 
     link.submitted_at = timezone.now()
     link.save()
@@ -57,6 +61,7 @@ def test_rater_sees_no_findings_anywhere_until_they_submit(client, researcher, b
     assert len(client.get("/api/v1/jobs/", {"category": "api_misuse"}).json()["results"]) == 1
     assert "labelled-job" in client.get(reverse("dashboard:job-list"), {"category": "api_misuse"}).content.decode()
     assert "labelled-job" in client.get(reverse("dashboard:category-detail", args=["api_misuse"])).content.decode()
+    assert "labelled-job" in client.get(digest, {"part": "html"}).content.decode()
 
 
 def test_people_outside_the_study_still_see_findings(client, operator, blind_study):
