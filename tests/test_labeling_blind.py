@@ -4,7 +4,9 @@ import pytest
 from django.urls import reverse
 from django.utils import timezone
 
-from tests.factories import JobFactory
+from tests.factories import JobFactory, OwnerFactory, UserFactory
+from triage.digests import services as digests
+from triage.digests.models import Delivery, DigestKind
 from triage.labeling.models import Assignment, Study, StudyJob, StudyRater
 from triage.models import Finding, JobTriage, RuleSet
 from triage.taxonomy import Category
@@ -53,6 +55,16 @@ def test_rater_sees_no_findings_anywhere_until_they_submit(client, researcher, b
     year, week, _ = job.start_time.isocalendar()
     digest = reverse("digests:preview-team", args=[job.team.slug, f"{year}-W{week:02d}"])
     assert "labelled-job" not in client.get(digest, {"part": "html"}).content.decode()
+    # Nor the digest mailed to the rater (a member of the job's team too), while a teammate's names it.
+    OwnerFactory(user=researcher, team=job.team)
+    mate = UserFactory(username="team-mate")
+    context = digests.build_context(DigestKind.TEAM, f"{year}-W{week:02d}", job.team)
+    mails = {}
+    for user in (researcher, mate):
+        delivery = Delivery.objects.create(recipient=f"{user.username}@example.org", user=user, kind=DigestKind.TEAM,
+                                           team=job.team, iso_week=f"{year}-W{week:02d}")  # fmt: skip
+        mails[user] = digests.make_message(context, delivery).alternatives[0][0]
+    assert "labelled-job" not in mails[researcher] and "labelled-job" in mails[mate]
 
     link.submitted_at = timezone.now()
     link.save()

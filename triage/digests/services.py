@@ -27,6 +27,7 @@ from fleet.access import OPERATORS_GROUP, RESEARCHERS_GROUP, is_operator, sees_w
 from fleet.models import IngestRun, Job, Team
 from triage.dashboard import queries
 from triage.dashboard.periods import Period
+from triage.labeling.services import blinded_job_ids
 
 from . import findings, weeks
 from .models import Delivery, DigestKind, Subscription
@@ -425,9 +426,18 @@ def _mail_domain() -> str:
     return urlsplit(settings.PUBLIC_BASE_URL).hostname or "localhost"
 
 
+def for_viewer(context: dict, user) -> dict:
+    """The digest's context as `user` may see it: a team digest names each top job's causes, so the
+    jobs they rate in a blind labeling study (and have not submitted) are left out."""
+    hidden = blinded_job_ids(user) if user is not None else set()
+    if not hidden or not context.get("top_jobs"):
+        return context
+    return context | {"top_jobs": [item for item in context["top_jobs"] if item["job"].pk not in hidden]}
+
+
 def make_message(context: dict, delivery: Delivery, connection=None) -> EmailMultiAlternatives:
     """The email for one delivery: text and HTML parts, unsubscribe headers, a stable Message-ID."""
-    context = dict(context)
+    context = for_viewer(dict(context), delivery.user if delivery.user_id else None)
     headers = {
         # The same id on every attempt, so a receiving system can drop a duplicate if one ever slips through.
         "Message-ID": f"<digest.{delivery.kind}.{delivery.iso_week}.{delivery.pk}@{_mail_domain()}>",

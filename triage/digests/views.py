@@ -16,7 +16,6 @@ from django.views.decorators.http import require_http_methods, require_POST
 from fleet import audit
 from fleet.access import is_operator, operator_required
 from fleet.models import Team
-from triage.labeling.services import blinded_job_ids
 
 from . import services, weeks
 from .models import Delivery, DigestKind
@@ -54,11 +53,7 @@ def index(request):
 
 
 def _preview(request, kind: str, week: str, team: Team | None):
-    context = services.build_context(kind, week, team)
-    hidden = blinded_job_ids(request.user)
-    if hidden and context.get("top_jobs"):
-        # The digest names each top job's causes: not the jobs its viewer rates in a blind study.
-        context["top_jobs"] = [item for item in context["top_jobs"] if item["job"].pk not in hidden]
+    context = services.for_viewer(services.build_context(kind, week, team), request.user)
     name = services.TEMPLATE_NAMES[DigestKind(kind)]
     part = request.GET.get("part", "")
     if part == "text":
