@@ -58,7 +58,11 @@ def test_the_job_page_links_each_file_and_each_log_event_to_its_line(client, mem
     file_url = reverse("dashboard:job-file", args=[job.pk, long_log.pk])
     assert f'<a href="{file_url}">logs/stdout.log</a>' in page
     assert f'<a href="{file_url}?line=1500#L1500">logs/stdout.log:1500</a>' in page
-    assert 'class="hit"' in client.get(f"{file_url}?line=1500").content.decode()
+    opened = client.get(f"{file_url}?line=1500").content.decode()
+    assert 'class="hit"' in opened
+    # The event's kind tags its line, in its timeline colour; no other line has a tag.
+    tag = '<span class="event" style="border-color: #c0392b">oom</span>RuntimeError: CUDA out of memory'
+    assert tag in opened and opened.count('<span class="event"') == 1
 
 
 def test_a_findings_log_lines_and_code_link_to_the_files(client, member_a, team_a):

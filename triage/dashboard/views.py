@@ -358,8 +358,26 @@ def job_file(request, pk: int, artifact: int):
     return render(
         request,
         "dashboard/job_file.html",
-        {"job": shown.job, "artifact": shown, "window": window, "line": line, "pages": pages},
+        {
+            "job": shown.job,
+            "artifact": shown,
+            "window": window,
+            "line": line,
+            "pages": pages,
+            "rows": _lines_with_events(shown, window),
+        },
     )
+
+
+def _lines_with_events(artifact: Artifact, window: files.TextWindow | None) -> list[tuple[files.Line, list[dict]]]:
+    """The page's lines, each with the log events found on it (kind, and its colour on the timeline)."""
+    if window is None or not window.lines:
+        return []
+    found: dict[int, list[dict]] = {}
+    events = artifact.events.filter(line_no__range=(window.first, window.last)).order_by("line_no", "pk")
+    for line_no, kind in events.values_list("line_no", "kind"):
+        found.setdefault(line_no, []).append({"kind": kind, "colour": timeline.EVENT_COLOURS.get(kind, "#7f8c8d")})
+    return [(line, found.get(line.number, [])) for line in window.lines]
 
 
 def _file_search(request, artifact: Artifact, query: str):
