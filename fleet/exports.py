@@ -4,6 +4,12 @@ from __future__ import annotations
 
 import csv
 from collections.abc import Iterable, Iterator
+from itertools import chain
+
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.csv as pa_csv
+import pyarrow.parquet as pq
 
 # Spreadsheets run a cell that starts with one of these as a formula (OWASP "CSV injection").
 FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
@@ -53,17 +59,15 @@ def series_csv_chunks(source, job_id: str, batch_rows: int = SERIES_CSV_BATCH_RO
     thousands of GPUs streams in bounded memory; metrics without a single value are left out (the
     blob's column statistics say which), timestamps are ISO 8601 UTC to the millisecond, and text
     cells are made spreadsheet-safe."""
-    import pyarrow as pa
-    import pyarrow.compute as pc
-    import pyarrow.csv as pa_csv
-    import pyarrow.parquet as pq
-
     parquet = pq.ParquetFile(source)
     names = [name for name in parquet.schema_arrow.names if not _without_values(parquet, name)]
     job_cell = spreadsheet_safe(job_id)
+    tables = (pa.Table.from_batches([batch]) for batch in parquet.iter_batches(batch_size=batch_rows, columns=names))
+    first = next(tables, None)
+    if first is None:  # no rows at all: the header alone
+        first = parquet.schema_arrow.empty_table().select(names)
     header = True
-    for batch in parquet.iter_batches(batch_size=batch_rows, columns=names):
-        table = pa.Table.from_batches([batch])
+    for table in chain([first], tables):
         if "timestamp" in names:
             stamps = pc.strftime(table["timestamp"], format="%Y-%m-%dT%H:%M:%SZ")
             table = table.set_column(names.index("timestamp"), "timestamp", stamps)
@@ -75,8 +79,6 @@ def series_csv_chunks(source, job_id: str, batch_rows: int = SERIES_CSV_BATCH_RO
         pa_csv.write_csv(table, out, pa_csv.WriteOptions(include_header=header))
         header = False
         yield out.getvalue().to_pybytes()
-    if header:  # no rows at all: the header alone
-        yield (",".join(f'"{name}"' for name in ["job_id", *names]) + "\n").encode()
 
 
 def _without_values(parquet, name: str) -> bool:

@@ -244,6 +244,8 @@ def test_a_large_series_streams_as_csv_a_batch_at_a_time():
     chunks = list(exports.series_csv_chunks(io.BytesIO(to_parquet_bytes(frame)), "j", batch_rows=3))
     assert len(chunks) == 4 and chunks[0].startswith(b'"job_id","timestamp"')  # 10 rows, 3 a batch
     assert sum(chunk.count(b"\n") for chunk in chunks) == 11 and not chunks[1].startswith(b'"job_id"')
+    empty = list(exports.series_csv_chunks(io.BytesIO(to_parquet_bytes(frame.iloc[:0])), "j"))
+    assert b"".join(empty) == chunks[0].split(b"\n")[0] + b"\n"  # no rows: the same header alone
 
 
 def test_find_lists_the_lines_holding_a_text_each_linked_to_its_place(client, member_a, long_log):

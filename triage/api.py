@@ -7,6 +7,8 @@ job with its summary, current triage result and findings. A job of another team 
 
 from __future__ import annotations
 
+from functools import cached_property
+
 import django_filters
 from django.conf import settings
 from django.db.models import Exists, OuterRef, Prefetch
@@ -164,8 +166,12 @@ class JobFilter(django_filters.FilterSet):
     def _without_blinded(self, queryset):
         """A list filtered by what the rules found leaves out the jobs its user rates in a blind
         study: being in it would say what the rules found on them."""
+        return queryset.exclude(pk__in=self._blinded)
+
+    @cached_property
+    def _blinded(self) -> set[int]:  # once for both filters
         user = getattr(self.request, "user", None)
-        return queryset.exclude(pk__in=blinded_job_ids(user)) if user is not None else queryset
+        return blinded_job_ids(user) if user is not None else set()
 
     def filter_low_util(self, queryset, name, value):
         threshold = settings.LOW_UTIL_THRESHOLD

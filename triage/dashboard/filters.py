@@ -48,23 +48,26 @@ class JobFilter(django_filters.FilterSet):
         model = Job
         fields: list[str] = []
 
-    def __init__(self, *args, teams=None, **kwargs):
+    def __init__(self, *args, teams=None, blinded: set[int] = frozenset(), **kwargs):
         super().__init__(*args, **kwargs)
         if teams is not None:
             self.filters["team"].queryset = teams
+        # Jobs the viewer rates in a blind study: a list filtered by what the rules found leaves
+        # them out, since being in it would say what the rules found on them.
+        self.blinded = blinded
 
     def search(self, queryset, name, value):
         return queryset.filter(Q(external_id__icontains=value) | Q(name__icontains=value) | Q(user__icontains=value))
 
     def with_category(self, queryset, name, value):
         current = Finding.objects.filter(job=OuterRef("pk"), category=value, result__is_current=True)
-        return queryset.filter(Exists(current))
+        return queryset.filter(Exists(current)).exclude(pk__in=self.blinded)
 
     def with_status(self, queryset, name, value):
         if value == NOT_TRIAGED:  # queued, or lost with a broker outage until the sweep re-queues it
-            return without_current_triage(queryset)
+            return without_current_triage(queryset).exclude(pk__in=self.blinded)
         current = JobTriage.objects.filter(job=OuterRef("pk"), status=value, is_current=True)
-        return queryset.filter(Exists(current))
+        return queryset.filter(Exists(current)).exclude(pk__in=self.blinded)
 
     def sorted(self, queryset, name, value):
         return queryset.order_by(SORTS[value], "pk")

@@ -36,6 +36,11 @@ EVENT_COLOURS = {
 }
 
 
+def event_colour(kind: str) -> str:
+    """A log event kind's colour, on the timeline's markers and the file page's tags alike."""
+    return EVENT_COLOURS.get(kind, "#7f8c8d")
+
+
 @dataclass(frozen=True)
 class Marker:
     """Something to mark on the time axis: a log event."""
@@ -282,7 +287,7 @@ def build_timeline(
                 "marker": {
                     "symbol": "triangle-down",
                     "size": 9,
-                    "color": [EVENT_COLOURS.get(m.kind, "#7f8c8d") for m in markers],
+                    "color": [event_colour(m.kind) for m in markers],
                 },
                 # Log text is untrusted: escaped here, and Plotly renders hover text as text.
                 "text": [html.escape(f"{m.kind}: {m.label}")[:200] for m in markers],

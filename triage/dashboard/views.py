@@ -217,17 +217,11 @@ CSV_COLUMNS = [
 HIDDEN_STATUS = "hidden"  # the status column of a job whose findings its viewer may not see yet
 
 
-def _filtered_jobs(request):
+def _filtered_jobs(request, blinded: set[int]):
     jobs = Job.objects.visible_to(request.user).select_related("cluster", "team")
-    job_filter = JobFilter(request.GET or None, queryset=jobs, teams=Team.objects.visible_to(request.user))
-    if not (job_filter.is_bound and job_filter.is_valid()):
-        return job_filter, jobs
-    filtered = job_filter.qs
-    if job_filter.form.cleaned_data.get("category") or job_filter.form.cleaned_data.get("status"):
-        # Filtering by what the rules found would tell a blind rater what they found on the jobs
-        # the rater labels: those jobs are left out of such a list until the rater submits.
-        filtered = filtered.exclude(pk__in=blinded_job_ids(request.user))
-    return job_filter, filtered
+    teams = Team.objects.visible_to(request.user)
+    job_filter = JobFilter(request.GET or None, queryset=jobs, teams=teams, blinded=blinded)
+    return job_filter, (job_filter.qs if job_filter.is_bound and job_filter.is_valid() else jobs)
 
 
 def _with_triage(jobs: list[Job], hidden: set[int] = frozenset()) -> list[Job]:
@@ -250,11 +244,12 @@ def _with_triage(jobs: list[Job], hidden: set[int] = frozenset()) -> list[Job]:
 
 @login_required
 def job_list(request):
-    job_filter, jobs = _filtered_jobs(request)
+    blinded = blinded_job_ids(request.user)  # their findings are not shown, nor filtered by
+    job_filter, jobs = _filtered_jobs(request, blinded)
     if request.GET.get("format") == "csv":
-        return _jobs_csv(jobs, blinded_job_ids(request.user))
+        return _jobs_csv(jobs, blinded)
     page = Paginator(jobs, JOBS_PER_PAGE).get_page(request.GET.get("page"))
-    page.object_list = _with_triage(list(page.object_list), blinded_job_ids(request.user))
+    page.object_list = _with_triage(list(page.object_list), blinded)
     query = request.GET.copy()
     query.pop("page", None)
     csv_query = query.copy()
@@ -320,8 +315,8 @@ def job_detail(request, pk: int):
 
 def _job_artifact(request, pk: int, artifact: int) -> Artifact:
     """One of a job's files, through the jobs the user may see: another team's is a 404 like a missing one."""
-    job = get_object_or_404(Job.objects.visible_to(request.user).select_related("cluster"), pk=pk)
-    return get_object_or_404(Artifact.objects.select_related("job__cluster"), job=job, pk=artifact)
+    visible = Job.objects.visible_to(request.user)
+    return get_object_or_404(Artifact.objects.select_related("job__cluster"), job__in=visible, job_id=pk, pk=artifact)
 
 
 def _line_number(value: str | None) -> int | None:
@@ -376,7 +371,7 @@ def _lines_with_events(artifact: Artifact, window: files.TextWindow | None) -> l
     found: dict[int, list[dict]] = {}
     events = artifact.events.filter(line_no__range=(window.first, window.last)).order_by("line_no", "pk")
     for line_no, kind in events.values_list("line_no", "kind"):
-        found.setdefault(line_no, []).append({"kind": kind, "colour": timeline.EVENT_COLOURS.get(kind, "#7f8c8d")})
+        found.setdefault(line_no, []).append({"kind": kind, "colour": timeline.event_colour(kind)})
     return [(line, found.get(line.number, [])) for line in window.lines]
 
 
