@@ -584,3 +584,38 @@ def test_costs_are_labelled_in_the_currency_they_are_priced_in_and_mixed_ones_sa
     client.force_login(operator)
     page = client.get(reverse("digests:preview-team", args=[team_a.slug, WEEK]), {"part": "text"})
     assert "priced in EUR and USD: the cost figures add amounts in different currencies" in page.content.decode()
+
+
+# --- Weeks with less work --------------------------------------------------------------------------
+
+
+def test_a_week_without_jobs_claims_no_improvement(smtp, fleet, team_a, member_a, operator):
+    """Team A ran jobs in 2026-W47 and none in W48. Its W48 digest said "11.5 fewer unused GPU-hours",
+    "Model checkpointing: gone this week" and coloured every fall green: less waste because there
+    was no work. It now says there is nothing to compare, and the operators' digest no longer says
+    every low-utilization job had a named cause when there was none."""
+    next_week = weeks.shift(WEEK, 1)
+    send_weekly_task.delay(next_week).get()
+    text, html = parts(smtp.to(member_a.email)[0])
+    for part in (text, html):
+        assert "No jobs started this week, so there is nothing to compare with the week before." in part
+        assert "gone this week" not in part and "fewer unused GPU-hours" not in part
+    context = services.build_context(DigestKind.TEAM, next_week, team_a)
+    assert context["previous_totals"].unused_gpu_hours == 11.5 and context["totals"].jobs == 0
+    trends = {kpi.label: kpi.trend for kpi in context["kpis"]}
+    assert trends["Unused GPU-hours"] == trends["Wasted cost"] == "neutral"  # a fall, not a gain
+    operator_text, _ = parts(smtp.to(operator.email)[0])
+    assert "No job this week was at or below 50 % GPU utilization." in operator_text
+    assert "Every low-utilization job this week has a named cause." not in operator_text
+
+
+def _totals(jobs: int, hours: float, unused: float) -> queries.Totals:
+    return queries.Totals(jobs, hours, hours, unused, 0.0, 0.0, 0.0, 0)
+
+
+def test_fewer_unused_gpu_hours_count_as_better_only_when_the_waste_share_did_not_rise():
+    before = _totals(10, 100.0, 30.0)  # 30 % waste
+    busy_and_better = services._improvements(_totals(10, 100.0, 20.0), before, [], [])
+    assert busy_and_better[1] == "10.0 fewer unused GPU-hours than the week before (30.0 → 20.0)."
+    # Half the work and a larger share of it wasted: fewer unused hours, but nothing got better.
+    assert services._improvements(_totals(5, 50.0, 20.0), before, [], []) == []

@@ -205,12 +205,15 @@ class Kpi:
 
 
 def kpis(current: queries.Totals, previous: queries.Totals) -> list[Kpi]:
+    # A week without jobs has no waste because it has no work: its falls are shown, not coloured
+    # as gains.
+    judged = True if current.jobs else None
     return [
         Kpi("GPU-hours", current.gpu_hours, previous.gpu_hours, "hours", None),
-        Kpi("Unused GPU-hours", current.unused_gpu_hours, previous.unused_gpu_hours, "hours", True),
-        Kpi("Waste share", current.waste_share, previous.waste_share, "share", True),
+        Kpi("Unused GPU-hours", current.unused_gpu_hours, previous.unused_gpu_hours, "hours", judged),
+        Kpi("Waste share", current.waste_share, previous.waste_share, "share", judged),
         Kpi("Cost", current.cost, previous.cost, "money", None),
-        Kpi("Wasted cost", current.wasted_cost, previous.wasted_cost, "money", True),
+        Kpi("Wasted cost", current.wasted_cost, previous.wasted_cost, "money", judged),
     ]
 
 
@@ -226,7 +229,13 @@ def _improvements(
     now_by_category: list[findings.CategoryWaste],
     before_by_category: list[findings.CategoryWaste],
 ) -> list[str]:
-    """Plain sentences about what got better since the week before, biggest first."""
+    """Plain sentences about what got better since the week before, biggest first.
+
+    Less waste only counts as better where the week had work: a week without jobs improved nothing,
+    and fewer unused GPU-hours while the waste share rose means fewer jobs, not less waste.
+    """
+    if not current.jobs:
+        return []
     lines: list[tuple[float, str]] = []
     if (
         current.waste_share is not None
@@ -239,7 +248,12 @@ def _improvements(
                 f"Waste share fell from {fmt_share(previous.waste_share)} to {fmt_share(current.waste_share)}.",
             )
         )
-    if current.unused_gpu_hours < previous.unused_gpu_hours:
+    share_rose = (
+        current.waste_share is not None
+        and previous.waste_share is not None
+        and current.waste_share > previous.waste_share
+    )
+    if current.unused_gpu_hours < previous.unused_gpu_hours and not share_rose:
         saved = previous.unused_gpu_hours - current.unused_gpu_hours
         lines.append(
             (
