@@ -619,3 +619,18 @@ def test_fewer_unused_gpu_hours_count_as_better_only_when_the_waste_share_did_no
     assert busy_and_better[1] == "10.0 fewer unused GPU-hours than the week before (30.0 → 20.0)."
     # Half the work and a larger share of it wasted: fewer unused hours, but nothing got better.
     assert services._improvements(_totals(5, 50.0, 20.0), before, [], []) == []
+
+
+def test_the_digest_page_opens_on_the_newest_week_with_jobs_the_user_may_see(fleet, member_a, outsider, client):
+    """It opened on the last complete week, which for an archive imported late (the demo fleet's)
+    held no jobs: every preview was empty. Now it opens where the user's newest job started."""
+    client.force_login(member_a)
+    page = client.get(reverse("digests:index"))
+    assert page.context["week"] == WEEK  # team A's newest job started in 2026-W47
+    assert client.get(reverse("digests:index"), {"week": "2026-W40"}).context["week"] == "2026-W40"
+    # A fleet that is up to date opens on the week the digests report: the last complete one.
+    monday_after = WEEK_START + timedelta(weeks=1, hours=7)
+    assert services.preview_week(member_a, now=monday_after) == WEEK
+    assert services.preview_week(member_a, now=monday_after - timedelta(weeks=1)) == weeks.shift(WEEK, -1)
+    client.force_login(outsider)  # no team, no jobs: the last complete week
+    assert client.get(reverse("digests:index")).context["week"] == services.default_week()

@@ -18,7 +18,7 @@ from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.core import signing
 from django.core.mail import EmailMultiAlternatives, get_connection
-from django.db.models import Count, Q
+from django.db.models import Count, Max, Q
 from django.template.loader import render_to_string
 from django.urls import reverse
 
@@ -627,6 +627,17 @@ def retry_delivery_group(delivery: Delivery) -> None:
 
 def default_week(now: datetime | None = None) -> str:
     return weeks.last_complete_week(now or datetime.now(tz=UTC))
+
+
+def preview_week(user, now: datetime | None = None) -> str:
+    """The week the digest page opens on: the last complete week, or the week of the newest job this
+    user may see when that is earlier (an archive imported late opens on its own week, as the
+    dashboard's periods do, instead of on an empty one)."""
+    last_week = default_week(now)
+    newest = Job.objects.visible_to(user).aggregate(newest=Max("start_time"))["newest"]
+    if newest is None or newest >= weeks.parse_week(last_week).start:
+        return last_week
+    return weeks.week_of(newest)
 
 
 def retry_countdown(retries: int) -> float:

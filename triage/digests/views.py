@@ -33,12 +33,12 @@ def _week_or_404(week: str) -> str:
 
 @login_required
 def index(request):
-    week = request.GET.get("week", "").strip() or services.default_week()
+    week = request.GET.get("week", "").strip() or services.preview_week(request.user)
     try:
         weeks.parse_week(week)
     except ValueError:
-        messages.warning(request, f"{week!r} is not an ISO week like 2026-W48; showing last week.")
-        week = services.default_week()
+        messages.warning(request, f"{week!r} is not an ISO week like 2026-W48; showing the newest week.")
+        week = services.preview_week(request.user)
     return render(
         request,
         "digests/index.html",
