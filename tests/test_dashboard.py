@@ -72,10 +72,27 @@ def test_operator_overview_sums_the_period_and_compares_with_the_previous(client
     assert card(response, "Low-utilization jobs")["value"] == "1"
     assert card(response, "GPU-hours")["change_text"] == "+500 %"  # (30 - 5) / 5
     assert card(response, "GPU-hours")["direction"] == 1
+    # More GPU time or spend is neither good nor bad (red for a cheaper period before); more waste is.
+    assert card(response, "GPU-hours")["trend"] == card(response, "Cost")["trend"] == "neutral"
+    assert card(response, "Unused GPU-hours")["trend"] == "worse"
     teams = json.loads(
         response.content.decode().split('id="teams-figure" type="application/json">')[1].split("</script>")[0]
     )
     assert teams["data"][0]["y"] == ["Team B", "Team A"] and teams["data"][0]["x"] == [2.0, 6.0]
+
+
+def test_a_period_without_jobs_shows_its_falls_in_waste_without_calling_them_better(client, operator, fleet):
+    """The week after the fleet's shows 0 everywhere. Its waste figures read "▼ -100 %" in green, as if
+    the fleet had stopped wasting, and its empty waste share read "no previous data" though the
+    period before had one."""
+    client.force_login(operator)
+    response = overview(client, **{"from": "2026-11-23", "to": "2026-11-29"})
+    for label in ("Unused GPU-hours", "Wasted cost", "Low-utilization jobs"):
+        assert card(response, label)["change_text"] == "-100 %" and card(response, label)["trend"] == "neutral"
+    assert card(response, "Waste share")["value"] == "–"
+    page = response.content.decode()
+    assert "no data in this period" in page and "no previous data" not in page
+    assert 'class="change better"' not in page and page.count('class="change muted"') >= 3
 
 
 @pytest.mark.parametrize(

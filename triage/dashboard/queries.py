@@ -203,6 +203,13 @@ def compare(current: float | None, previous: float | None, *, share: bool = Fals
     return ("unchanged", 0) if percent == 0 else (f"{percent:+d} %", 1 if percent > 0 else -1)
 
 
+def waste_judged(current: Totals) -> bool | None:
+    """`worse_when_up` for a waste figure (unused GPU-hours, waste share, wasted cost): True, or None
+    (a change shown but not judged) for a period without jobs, which wasted nothing because it ran
+    nothing."""
+    return True if current.jobs else None
+
+
 def trend(direction: int | None, worse_when_up: bool | None) -> str:
     """better / worse / same / neutral for a `compare` direction, or '' without one."""
     if direction is None:

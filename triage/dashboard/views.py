@@ -78,13 +78,15 @@ def overview(request):
     all_teams = queries.by_team(period_jobs, threshold)
     current = queries.totals_from_teams(all_teams)
     previous = queries.totals(queries.in_period(jobs, period.previous), threshold)
+    # As in the digests: more or less GPU time and spend is neither good nor bad; more waste is bad.
+    waste = queries.waste_judged(current)
     kpis = [
-        ("GPU-hours", current.gpu_hours, previous.gpu_hours, "{:,.0f}", False),
-        ("Unused GPU-hours", current.unused_gpu_hours, previous.unused_gpu_hours, "{:,.0f}", True),
-        ("Waste share", current.waste_share, previous.waste_share, "{:.0%}", True),
-        ("Cost", current.cost, previous.cost, "{:,.0f}", False),
-        ("Wasted cost", current.wasted_cost, previous.wasted_cost, "{:,.0f}", True),
-        ("Low-utilization jobs", current.low_util_jobs, previous.low_util_jobs, "{:,}", True),
+        ("GPU-hours", current.gpu_hours, previous.gpu_hours, "{:,.0f}", None),
+        ("Unused GPU-hours", current.unused_gpu_hours, previous.unused_gpu_hours, "{:,.0f}", waste),
+        ("Waste share", current.waste_share, previous.waste_share, "{:.0%}", waste),
+        ("Cost", current.cost, previous.cost, "{:,.0f}", None),
+        ("Wasted cost", current.wasted_cost, previous.wasted_cost, "{:,.0f}", waste),
+        ("Low-utilization jobs", current.low_util_jobs, previous.low_util_jobs, "{:,}", waste),
     ]
     cards = []
     for label, value, before, fmt, worse_when_up in kpis:
@@ -96,6 +98,8 @@ def overview(request):
                 "change_text": text,
                 "direction": direction,
                 "trend": queries.trend(direction, worse_when_up),
+                # Which side has no figure: a period without covered GPU time has no waste share.
+                "missing": "no data in this period" if value is None else "no previous data",
             }
         )
     teams = all_teams[:10]

@@ -205,9 +205,7 @@ class Kpi:
 
 
 def kpis(current: queries.Totals, previous: queries.Totals) -> list[Kpi]:
-    # A week without jobs has no waste because it has no work: its falls are shown, not coloured
-    # as gains.
-    judged = True if current.jobs else None
+    judged = queries.waste_judged(current)
     return [
         Kpi("GPU-hours", current.gpu_hours, previous.gpu_hours, "hours", None),
         Kpi("Unused GPU-hours", current.unused_gpu_hours, previous.unused_gpu_hours, "hours", judged),
