@@ -27,3 +27,15 @@ class UtcDateTimeMixin:
 
 class UtcDateTimeField(UtcDateTimeMixin, forms.DateTimeField):
     pass
+
+
+MAX_ROW_ID = 2**63 - 1  # the largest BIGINT; SQLite cannot even compare a larger number (OverflowError)
+
+
+class RowIdField(forms.IntegerField):
+    """A row's id from a query string: a whole number from 1 to the largest a database can compare."""
+
+    def __init__(self, **kwargs):
+        kwargs.setdefault("min_value", 1)
+        kwargs.setdefault("max_value", MAX_ROW_ID)
+        super().__init__(**kwargs)

@@ -58,6 +58,7 @@ def test_no_query_string_makes_a_page_fail(row, world):
     assert page.status_code == 200
     names = offered_parameters(page.content.decode()) if "html" in page["Content-Type"] else set()
     names |= {"page", "sort", "from", "to", "cluster", "team", "start", "end", "after"}  # common to many pages
+    names |= {"run", "ingest_run"}  # the jobs list's and API's ingest run, offered by the run's page
     failures = []
     queries = [dict.fromkeys(names, value) for value in HOSTILE]
     queries += [{name: value} for name in sorted(names) for value in EACH_ALONE]

@@ -109,3 +109,65 @@ def test_a_job_page_with_thousands_of_log_events_counts_them_and_lists_one_kind_
     for unknown in ("nope", "<script>", "oom' OR 1=1"):  # not a kind the job has: every event, as without it
         response = client.get(reverse("dashboard:job-detail", args=[job.pk]), {"events": unknown})
         assert response.status_code == 200 and "The first 500 of 1,201 events" in response.content.decode()
+
+
+def test_an_ingest_runs_page_links_to_the_jobs_it_created_or_updated(client, operator, member_a, storage_dir, tmp_path):
+    """A run's page said "2 created, 1 updated" with no way to see which jobs: it now links to the
+    jobs list filtered to that run, which keeps the run through other filters, the CSV and the API."""
+    from fleet import ingest
+    from tests.conftest import write_zip
+
+    def archive(name: str, rows: list[str]):
+        return write_zip(
+            tmp_path / name,
+            {
+                "manifest.json": '{"format": "fleet-archive", "version": 1, "cluster": "c1"}',
+                "jobs.csv": "job_id,user,team,gpu_count,start_time,end_time,name\n" + "\n".join(rows) + "\n",
+            },
+        )
+
+    first = ingest.execute_run(
+        ingest.create_run(
+            archive(
+                "monday.zip",
+                [
+                    "j1,ann,team-a,1,2026-11-02T10:00:00Z,2026-11-02T12:00:00Z,first-a",
+                    "j2,bob,team-b,1,2026-11-02T10:00:00Z,2026-11-02T12:00:00Z,first-b",
+                ],
+            )
+        ).pk
+    )
+    second = ingest.execute_run(
+        ingest.create_run(
+            archive(
+                "tuesday.zip",
+                [
+                    "j1,ann,team-a,1,2026-11-02T10:00:00Z,2026-11-02T12:00:00Z,first-a",  # unchanged
+                    "j2,bob,team-b,1,2026-11-02T10:00:00Z,2026-11-02T12:00:00Z,renamed-b",  # updated
+                    "j3,ann,team-a,1,2026-11-03T10:00:00Z,2026-11-03T12:00:00Z,second-a",  # created
+                ],
+            )
+        ).pk
+    )
+    assert (second.jobs_created, second.jobs_updated, second.jobs_unchanged) == (1, 1, 1)
+
+    client.force_login(operator)
+    page = client.get(reverse("fleet:ingest-run-detail", args=[second.pk])).content.decode()
+    link = f"{reverse('dashboard:job-list')}?run={second.pk}"
+    assert f'href="{link}"' in page and "the jobs it stored" in page
+    listing = client.get(link)
+    assert sorted(job.name for job in listing.context["page"].object_list) == ["renamed-b", "second-a"]
+    text = listing.content.decode()
+    assert f"The jobs that ingest run #{second.pk} created or updated." in text
+    assert f'<input type="hidden" name="run" value="{second.pk}">' in text  # kept by the filter form
+    assert names(client, run=second.pk, team="team-a") == ["second-a"]
+    assert names(client, run=first.pk) == ["first-a"]  # j2 was last stored by the second run
+    exported = client.get(reverse("dashboard:job-list"), {"run": second.pk, "format": "csv"})
+    rows = list(csv.DictReader(io.StringIO(b"".join(exported.streaming_content).decode())))
+    assert sorted(row["name"] for row in rows) == ["renamed-b", "second-a"]
+    api = client.get("/api/v1/jobs/", {"ingest_run": second.pk}).json()
+    assert sorted(job["name"] for job in api["results"]) == ["renamed-b", "second-a"]
+
+    client.force_login(member_a)  # team A's member: only team A's jobs of the run
+    assert names(client, run=second.pk) == ["second-a"]
+    assert client.get(reverse("fleet:ingest-run-detail", args=[second.pk])).status_code == 404

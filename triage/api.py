@@ -1,7 +1,7 @@
 """Triage's part of the JSON API: jobs with their triage status, findings, evidence and guidance.
 
 `GET /api/v1/jobs/` lists the jobs a user may see (filters: cluster, team, user, category,
-low_util, status, started_after/started_before, external_id), `GET /api/v1/jobs/{id}/` gives one
+low_util, status, started_after/started_before, external_id, ingest_run), `GET /api/v1/jobs/{id}/` gives one
 job with its summary, current triage result and findings. A job of another team is a 404.
 """
 
@@ -17,6 +17,7 @@ from rest_framework import serializers, viewsets
 from config.api import router
 from fleet.forms import UtcDateTimeMixin
 from fleet.models import Job
+from triage.dashboard.filters import RowIdFilter
 from triage.labeling.services import blinded_job_ids
 from triage.models import Finding, JobTriage, TriageStatus
 from triage.taxonomy import Category
@@ -150,10 +151,11 @@ class JobFilter(django_filters.FilterSet):
     low_util = django_filters.BooleanFilter(method="filter_low_util", label="Mean GPU util at or below the threshold")
     started_after = UtcIsoDateTimeFilter(field_name="start_time", lookup_expr="gte")
     started_before = UtcIsoDateTimeFilter(field_name="start_time", lookup_expr="lt")
+    ingest_run = RowIdFilter(field_name="ingest_run", label="The jobs this ingest run created or updated (its id)")
 
     class Meta:
         model = Job
-        fields = ["cluster", "team", "user", "external_id", "category", "status", "low_util"]
+        fields = ["cluster", "team", "user", "external_id", "category", "status", "low_util", "ingest_run"]
 
     def filter_category(self, queryset, name, value):
         current = Finding.objects.filter(job=OuterRef("pk"), category=value, result__is_current=True)

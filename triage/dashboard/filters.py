@@ -5,6 +5,7 @@ from __future__ import annotations
 import django_filters
 from django.db.models import Exists, OuterRef, Q
 
+from fleet.forms import RowIdField
 from fleet.models import Cluster, Job, Team
 from triage.models import Finding, JobTriage, TriageStatus, without_current_triage
 from triage.taxonomy import Category
@@ -20,6 +21,13 @@ SORTS = {
 
 
 NOT_TRIAGED = "not_triaged"  # a job without a current triage result
+
+
+class RowIdFilter(django_filters.NumberFilter):
+    """Rows whose foreign key is this id; anything but a whole number a database can compare is a
+    form error (a 400 in the API), not a server error."""
+
+    field_class = RowIdField
 
 
 class JobFilter(django_filters.FilterSet):
@@ -40,6 +48,9 @@ class JobFilter(django_filters.FilterSet):
     util_max = django_filters.NumberFilter(field_name="mean_gpu_util", lookup_expr="lte", label="Util ≤ %")
     start_from = django_filters.DateFilter(field_name="start_time", lookup_expr="date__gte", label="Started from")
     start_to = django_filters.DateFilter(field_name="start_time", lookup_expr="date__lte", label="Started to")
+    # The jobs an ingest run created or updated (a job remembers the run that last stored it); the
+    # run's page links here.
+    run = RowIdFilter(field_name="ingest_run", label="Ingest run")
     sort = django_filters.ChoiceFilter(
         choices=[(key, key.replace("_", " ")) for key in SORTS], method="sorted", empty_label="Newest first"
     )

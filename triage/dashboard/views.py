@@ -258,6 +258,8 @@ def job_list(request):
     query.pop("page", None)
     csv_query = query.copy()
     csv_query["format"] = "csv"
+    without_run = query.copy()
+    without_run.pop("run", None)
     return render(
         request,
         "dashboard/job_list.html",
@@ -266,6 +268,7 @@ def job_list(request):
             "filter": job_filter,
             "query": query.urlencode(),
             "csv_query": csv_query.urlencode(),
+            "without_run_query": without_run.urlencode(),
             "low_threshold": settings.LOW_UTIL_THRESHOLD,
         },
     )
