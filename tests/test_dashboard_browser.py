@@ -175,3 +175,22 @@ def test_a_job_of_many_gpus_shows_their_mean_and_range(browser, live_server, ope
     browser.set_window_size(1400, browser.execute_script("return document.body.scrollHeight"))
     browser.save_screenshot(str(SHOTS / "job-many-gpus.png"))
     assert console_errors(browser) == []
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_job_without_samples_says_so_where_its_timeline_would_be(browser, live_server, operator):  # noqa: F811
+    """The server said "No metric samples were supplied for this job." and the page cleared the
+    message at once: the Timeline card showed only the help on zooming a chart that was not there."""
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support.wait import WebDriverWait
+
+    from tests.factories import JobFactory
+
+    job = JobFactory()
+    assert not job.series_file
+    log_in(browser, live_server.url, operator, f"/jobs/{job.pk}/")
+    wait = WebDriverWait(browser, 20, ignored_exceptions=STALE)
+    wait.until(lambda b: b.find_element(By.ID, "timeline").get_attribute("data-ready") == "1")
+    status = browser.find_element(By.ID, "timeline-status").text
+    assert status == "No metric samples were supplied for this job."
+    assert console_errors(browser) == []

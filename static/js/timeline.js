@@ -16,12 +16,16 @@
     return fetch(url, {credentials: "same-origin", headers: {"Accept": "application/json"}})
       .then(function (response) { return response.json(); })
       .then(function (figure) {
-        if (figure.empty) { say(figure.empty); return; }
-        if (figure.error) { say(figure.error); return; }
+        // Nothing to draw: the message stays (the next step would clear it) and the page is ready.
+        if (figure.empty || figure.error) { say(figure.empty || figure.error); el.dataset.ready = "1"; return false; }
         if (start) { figure.layout.xaxis.range = [start, end]; }
         return window.Plotly.react(el, figure.data, figure.layout, {displaylogo: false, responsive: true});
       })
-      .then(function () { say(start ? "Showing " + start + " to " + end + " (UTC)." : ""); el.dataset.ready = "1"; })
+      .then(function (drawn) {
+        if (drawn === false) { return; }
+        say(start ? "Showing " + start + " to " + end + " (UTC)." : "");
+        el.dataset.ready = "1";
+      })
       .catch(function () { say("The timeline could not be loaded."); })
       .finally(function () { busy = false; });
   }
