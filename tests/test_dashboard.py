@@ -1,6 +1,7 @@
 """Overview and team pages: the figures an operator reads on Monday, scoped per persona."""
 
 import json
+import re
 from datetime import UTC, datetime, timedelta
 
 import pytest
@@ -345,3 +346,36 @@ def test_the_overview_labels_costs_with_their_currency_and_says_when_they_mix(cl
     Job.objects.exclude(cost=None).update(currency="EUR")
     text = client.get(reverse("dashboard:team-list"), {"from": "2026-11-16", "to": "2026-11-22"}).content.decode()
     assert "Cost (EUR)" in text and "cost-note" not in text
+
+
+def test_a_team_page_prices_its_waste_and_says_why_and_what_to_change(client, member_a, operator, fleet):
+    """A team's page showed GPU-hours and jobs but neither what its waste cost nor why its GPUs
+    idled: the product's promise to a team. The teams table had no wasted cost either."""
+    from triage.guidance import headline_change
+    from triage.taxonomy import Category
+
+    (low, _), _ = fleet
+    _finding(low, Category.MODEL_CHECKPOINTING, 3.0)
+    client.force_login(member_a)
+    week = {"from": "2026-11-16", "to": "2026-11-22"}
+    page = client.get(reverse("dashboard:team-detail", args=["team-a"]), week)
+    totals = page.context["totals"]
+    assert (totals.cost, totals.wasted_cost) == (20.0, 12.0)  # 20 for 10 GPU-hours, 6 of them unused
+    html = page.content.decode()
+    assert "Wasted cost" in html and '>12 <span class="unit">USD</span>' in html
+    [row] = page.context["causes"]
+    assert (row["category"], row["jobs"], row["hours"]) == (Category.MODEL_CHECKPOINTING, 1, 3.0)
+    assert row["change"] == headline_change(Category.MODEL_CHECKPOINTING) != ""
+    assert "The change to make" in html and escape(row["change"].split("`")[0][:30]) in html
+    # The cause links to the team's jobs with it in the same period.
+    link = re.search(r'<a href="(/jobs/\?[^"]*category=model_checkpointing)"', html)[1].replace("&amp;", "&")
+    listed = client.get(link).context["page"].object_list
+    assert [job.name for job in listed] == ["a-low"]
+    worst = page.context["worst_jobs"]
+    assert worst[0].name == "a-low" and worst[0].categories == [Category.MODEL_CHECKPOINTING]
+
+    client.force_login(operator)
+    teams = reverse("dashboard:team-list")
+    rows = client.get(teams, week | {"sort": "wasted_cost"}).context["rows"]
+    assert [(r["team__slug"], r["wasted_cost"]) for r in rows] == [("team-a", 12.0), ("team-b", 4.0)]
+    assert "Wasted cost (USD)" in client.get(teams, week).content.decode()

@@ -55,6 +55,11 @@ def test_rater_sees_no_findings_anywhere_until_they_submit(client, researcher, b
     day = {"from": job.start_time.date().isoformat(), "to": job.start_time.date().isoformat()}
     cause_page = client.get(cause_url, day).content.decode()
     assert "labelled-job" not in cause_page and "SECRET-FINDING-TEXT" not in cause_page
+    # The team's page: the job among its worst, its causes hidden, and not counted in the team's causes.
+    team_page = client.get(reverse("dashboard:team-detail", args=[job.team.slug]), day)
+    assert [row["category"] for row in team_page.context["causes"]] == []
+    assert "hidden while you label it" in team_page.content.decode()
+    assert "API misuse" not in team_page.content.decode()
     # The team's digest, previewed, names its top jobs with their causes: not this one.
     year, week, _ = job.start_time.isocalendar()
     digest = reverse("digests:preview-team", args=[job.team.slug, f"{year}-W{week:02d}"])

@@ -262,6 +262,13 @@ EXAMPLE_NUMBERS = {"num_workers": 2, "batch_size": 32, "peak_gpu_mem_pct": 20.0}
 EXAMPLE_TEXT = "8 GPUs and 64 CPUs on one node, 2 loader workers, a batch of 32 that fills 20 % of GPU memory"
 
 
+def headline_change(category: Category) -> str:
+    """The change a category's guide names first (its default sub-cause's): one or two sentences."""
+    fixes = GUIDES.get(category, {}).get("fixes", {})
+    change = fixes.get("default") or next(iter(fixes.values()), None)
+    return change[0] if change else ""
+
+
 def category_guide(category: Category) -> dict:
     """The category's guide with its before/after snippets filled in for `EXAMPLE_JOB`, and, under
     "example", what that job is when a snippet depended on it (else "")."""

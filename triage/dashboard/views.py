@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from datetime import datetime
+from urllib.parse import urlencode
 
 from django.conf import settings
 from django.contrib import messages
@@ -22,7 +23,7 @@ from fleet.canonical import as_utc
 from fleet.exports import series_csv_chunks, stream_csv_rows
 from fleet.models import Artifact, Cluster, GpuModelPrice, Job, Team
 from fleet.series import from_parquet_bytes
-from triage.guidance import GUIDES, category_guide
+from triage.guidance import GUIDES, category_guide, headline_change
 from triage.labeling.services import blinded_job_ids, findings_hidden_from
 from triage.models import Finding, JobTriage, RuleSet
 from triage.taxonomy import Category
@@ -36,6 +37,7 @@ TEAM_SORTS = {
     "gpu_hours": "-hours",
     "unused": "-unused",
     "cost": "-spend",
+    "wasted_cost": "-wasted_cost",
     "jobs": "-jobs",
     "low_util_jobs": "-low_util_jobs",
 }
@@ -139,15 +141,34 @@ def team_detail(request, slug: str):
     jobs = jobs.filter(team=team)
     period_jobs = queries.in_period(jobs, period)
     threshold = settings.LOW_UTIL_THRESHOLD
+    worst_jobs = list(
+        period_jobs.filter(unused_gpu_hours__isnull=False).select_related("cluster").order_by("-unused_gpu_hours")[:15]
+    )
+    # A team's causes come from few jobs, often one: the jobs its viewer rates blind are left out
+    # of them, or the table would tell the rater what the rules found on those jobs.
+    blinded = blinded_job_ids(request.user)
+    judged_jobs = period_jobs.exclude(pk__in=blinded)
+    causes = [
+        row | {"category": Category(row["category"]), "change": headline_change(Category(row["category"]))}
+        for row in queries.by_category(judged_jobs)
+    ]
+    unclassified, triaged_low = queries.unclassified_share(judged_jobs, threshold)
     context = _context(request, jobs, period, problem, cluster) | {
         "team": team,
         "totals": queries.totals(period_jobs, threshold),
         "trend_figure": figures.weekly_trend(queries.weekly_trend(jobs, period)),
         "users": queries.by_user(period_jobs),
-        "worst_jobs": period_jobs.filter(unused_gpu_hours__isnull=False)
-        .select_related("cluster")
-        .order_by("-unused_gpu_hours")[:15],
+        "worst_jobs": _with_triage(worst_jobs, blinded),
+        "causes": causes,
+        "unclassified": unclassified,
+        "triaged_low": triaged_low,
+        # The jobs list of this team, period and cluster, for the causes' links.
+        "jobs_query": urlencode(
+            {"team": team.slug, "start_from": period.start.date(), "start_to": period.last_day}
+            | ({"cluster": cluster} if cluster else {})
+        ),
     }
+    context |= _pricing(period_jobs)
     return render(request, "dashboard/team_detail.html", context)
 
 
