@@ -238,7 +238,7 @@ class Job(models.Model):
     state = models.CharField(max_length=50, blank=True)
     job_type = models.CharField(max_length=20, choices=JobType.choices, default=JobType.BATCH)
     submit_time = models.DateTimeField(null=True, blank=True)
-    start_time = models.DateTimeField(db_index=True)
+    start_time = models.DateTimeField(db_index=True)  # the jobs list's order (the wide index below is not)
     end_time = models.DateTimeField()
     gpu_count = models.PositiveIntegerField()
     gpu_model = models.CharField(max_length=100, blank=True)
@@ -281,7 +281,27 @@ class Job(models.Model):
             models.UniqueConstraint(fields=["cluster", "external_id"], name="job_unique_cluster_external_id"),
             models.CheckConstraint(condition=Q(end_time__gte=models.F("start_time")), name="job_end_after_start"),
         ]
-        indexes = [models.Index(fields=["team", "start_time"]), models.Index(fields=["cluster", "start_time"])]
+        indexes = [
+            models.Index(fields=["team", "start_time"]),
+            models.Index(fields=["cluster", "start_time"]),
+            # The dashboard's aggregates of a period (totals, teams, weekly trend, histogram) read
+            # only these columns: from this index alone, never the wide rows (commands, raw records),
+            # which made the overview of 100,000 jobs 4 times slower on SQLite. Not the cluster:
+            # with it, SQLite's plan for the jobs list filtered by cause went from 130 to 240 ms.
+            models.Index(
+                fields=[
+                    "start_time",
+                    "team",
+                    "gpu_hours",
+                    "coverage",
+                    "unused_gpu_hours",
+                    "idle_gpu_hours",
+                    "cost",
+                    "mean_gpu_util",
+                ],
+                name="job_period_summary",
+            ),
+        ]
 
     def __str__(self) -> str:
         return f"{self.cluster.name}/{self.external_id}"
