@@ -165,6 +165,19 @@ def test_overview_query_count_does_not_grow_with_jobs(client, operator, fleet, d
         overview(client)
 
 
+def test_team_page_query_count_does_not_grow_with_its_jobs(client, member_a, team_a, django_assert_max_num_queries):
+    from triage.taxonomy import Category
+
+    client.force_login(member_a)
+    week = {"from": "2026-11-16", "to": "2026-11-22"}
+    for i in range(30):
+        job = JobFactory(team=team_a, start_time=WEEK_START + timedelta(hours=i), unused_gpu_hours=i, coverage=1.0)
+        _finding(job, list(Category)[i % 15], 1.0)
+    with django_assert_max_num_queries(21):  # as many for one job: none per job or cause
+        page = client.get(reverse("dashboard:team-detail", args=["team-a"]), week)
+    assert page.status_code == 200 and len(page.context["worst_jobs"]) == 15 and len(page.context["causes"]) == 15
+
+
 def test_team_table_sorts_and_team_pages_are_scoped(client, member_a, operator, fleet, team_b):
     client.force_login(operator)
     rows = client.get(
