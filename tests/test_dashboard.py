@@ -386,6 +386,9 @@ def test_a_team_page_prices_its_waste_and_says_why_and_what_to_change(client, me
     assert [job.name for job in listed] == ["a-low"]
     worst = page.context["worst_jobs"]
     assert worst[0].name == "a-low" and worst[0].categories == [Category.MODEL_CHECKPOINTING]
+    # Each user links to their jobs in the team and period.
+    user_link = re.search(rf'<a href="(/jobs/\?[^"]*user={low.user})"', html)[1].replace("&amp;", "&")
+    assert [job.name for job in client.get(user_link).context["page"].object_list] == ["a-low"]
 
     client.force_login(operator)
     teams = reverse("dashboard:team-list")
