@@ -235,6 +235,11 @@ def test_overview_shows_causes_priced_at_todays_prices_and_the_unclassified_shar
     assert (str(finding.cost), finding.currency) == ("15.00", "EUR")
     assert (response.context["unclassified"], response.context["triaged_low"]) == (1, 2)
     assert Finding.objects.count() == 1
+    # Each of the top causes opens its page for the same period.
+    cause_url = (
+        f"{reverse('dashboard:category-detail', args=['model_checkpointing'])}?from=2026-11-16&amp;to=2026-11-22"
+    )
+    assert f'<a href="{cause_url}">Model checkpointing</a>' in response.content.decode()
 
 
 def test_causes_pages_list_all_15_with_guidance_and_the_jobs_behind_one(client, member_a, fleet):
