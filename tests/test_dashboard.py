@@ -429,3 +429,24 @@ def test_the_weekly_trend_sums_each_week_and_keeps_a_week_without_jobs(team_a, t
     everyone = queries.weekly_trend(Job.objects.all(), period)
     assert [row["hours"] for row in everyone] == [15.0, 100.0, 8.0]
     assert queries.weekly_trend(Job.objects.none(), period) == []
+
+
+def test_the_teams_table_exports_each_teams_cost_and_waste_as_csv(client, member_a, operator, fleet):
+    import csv
+    import io
+
+    client.force_login(operator)
+    week = {"from": "2026-11-16", "to": "2026-11-22"}
+    page = client.get(reverse("dashboard:team-list"), week).content.decode()
+    link = re.search(r'href="(\?[^"]*format=csv)" id="teams-csv"', page)[1].replace("&amp;", "&")
+    response = client.get(reverse("dashboard:team-list") + link)
+    assert response["Content-Disposition"] == 'attachment; filename="teams-2026-11-16-2026-11-22.csv"'
+    rows = list(csv.DictReader(io.StringIO(b"".join(response.streaming_content).decode())))
+    assert [(r["team"], r["jobs"], r["gpu_hours"], r["cost"], r["wasted_cost"], r["currency"]) for r in rows] == [
+        ("team-a", "1", "10.0", "20.0", "12.0", "USD"),  # 6 of its 10 GPU-hours unused
+        ("team-b", "1", "20.0", "40.0", "4.0", "USD"),
+    ]
+    assert rows[0]["waste_share"] == "0.6" and rows[0]["period_start"] == "2026-11-16"
+    client.force_login(member_a)  # a member exports their own teams only
+    mine = b"".join(client.get(reverse("dashboard:team-list"), week | {"format": "csv"}).streaming_content).decode()
+    assert "team-a" in mine and "team-b" not in mine

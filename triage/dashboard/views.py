@@ -129,9 +129,41 @@ def team_list(request):
     rows = queries.by_team(
         queries.in_period(jobs, period), settings.LOW_UTIL_THRESHOLD, order=TEAM_SORTS.get(sort, "-unused")
     )
-    context = _context(request, jobs, period, problem, cluster) | {"rows": rows, "sort": sort}
-    context |= _pricing(queries.in_period(jobs, period))
+    pricing = _pricing(queries.in_period(jobs, period))
+    if request.GET.get("format") == "csv":
+        return _teams_csv(rows, period, pricing["currency"])
+    context = _context(request, jobs, period, problem, cluster) | {"rows": rows, "sort": sort} | pricing
     return render(request, "dashboard/team_list.html", context)
+
+
+TEAMS_CSV_COLUMNS = [
+    "team", "period_start", "period_end", "jobs", "gpu_hours", "unused_gpu_hours", "waste_share",
+    "cost", "wasted_cost", "currency", "low_util_jobs",
+]  # fmt: skip
+
+
+def _teams_csv(rows: list[dict], period: Period, currency: str) -> StreamingHttpResponse:
+    """The teams table of a period as CSV: what each team's GPU time and its waste cost (chargeback)."""
+    first, last = period.start.date().isoformat(), period.last_day.isoformat()
+    lines = (
+        [
+            row["team__slug"],
+            first,
+            last,
+            row["jobs"],
+            round(row["hours"], 3),
+            round(row["unused"], 3),
+            _round(row["waste_share"], 4),
+            round(row["spend"], 2),
+            round(row["wasted_cost"], 2),
+            currency,
+            row["low_util_jobs"],
+        ]  # fmt: skip
+        for row in rows
+    )
+    response = StreamingHttpResponse(stream_csv_rows(TEAMS_CSV_COLUMNS, lines), content_type="text/csv; charset=utf-8")
+    response["Content-Disposition"] = f'attachment; filename="teams-{first}-{last}.csv"'
+    return response
 
 
 @login_required
