@@ -236,3 +236,14 @@ def test_a_job_with_a_repository_of_files_is_read_within_the_budget_and_says_wha
     client.force_login(operator)
     page = client.get(reverse("dashboard:job-detail", args=[job.pk])).content.decode()
     assert "Note: triage read 5 of the job&#x27;s 43 files" in page
+
+
+def test_a_healthy_jobs_page_says_why_no_causes_were_sought(demo, client, operator):
+    """A healthy job's "Why the GPUs idled" showed only "Healthy · mean GPU util 78.4 %", though its
+    GPUs still left GPU-hours unused: the page now says where the line is and that those still count."""
+    result = JobTriage.objects.filter(is_current=True, status="healthy", job__unused_gpu_hours__gt=0).first()
+    client.force_login(operator)
+    page = client.get(reverse("dashboard:job-detail", args=[result.job_id])).content.decode()
+    unused = f"{result.job.unused_gpu_hours:.2f}"
+    assert "Above the 50 % mean utilization below which the rules look for causes" in page
+    assert f"its {unused} unused GPU-hours still count in its team's waste" in page
