@@ -7,6 +7,12 @@ from triage.dashboard.queries import file_url
 register = template.Library()
 
 
+@register.simple_tag
+def file_line_url(job_pk: int, artifact_pk: int, line: int | None = None) -> str:
+    """The page of a job's file, opened at `line` (`queries.file_url`)."""
+    return file_url(job_pk, artifact_pk, line)
+
+
 @register.simple_tag(takes_context=True)
 def job_file_url(context, kind: str, path: str, line: int | None = None) -> str:
     """The file page at `line` ("" when the page has no `job_files` or the job has no such file)."""
