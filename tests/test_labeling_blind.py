@@ -60,6 +60,10 @@ def test_rater_sees_no_findings_anywhere_until_they_submit(client, researcher, b
     assert [row["category"] for row in team_page.context["causes"]] == []
     assert "hidden while you label it" in team_page.content.decode()
     assert "API misuse" not in team_page.content.decode()
+    # Nor do the fleet's cause counts for a period that holds the job (the overview's top causes and
+    # chart, the causes table, a cause's weekly detections): for a day, a team or a cluster, a count
+    # can be this one job.
+    assert counted_causes(client, day) == (0, 0, 0)
     # The team's digest, previewed, names its top jobs with their causes: not this one.
     year, week, _ = job.start_time.isocalendar()
     digest = reverse("digests:preview-team", args=[job.team.slug, f"{year}-W{week:02d}"])
@@ -83,6 +87,19 @@ def test_rater_sees_no_findings_anywhere_until_they_submit(client, researcher, b
     assert "labelled-job" in client.get(reverse("dashboard:job-list"), {"category": "api_misuse"}).content.decode()
     assert "labelled-job" in client.get(cause_url, day).content.decode()
     assert "labelled-job" in client.get(digest, {"part": "html"}).content.decode()
+    assert counted_causes(client, day) == (1, 1, 1)
+
+
+def counted_causes(client, period: dict) -> tuple[int, int, int]:
+    """API-misuse jobs counted by the overview's causes, the causes table and the cause's trend."""
+    overview = client.get(reverse("dashboard:overview"), period).context["categories"]
+    table = client.get(reverse("dashboard:category-list"), period).context["categories"]
+    trend = client.get(reverse("dashboard:category-detail", args=["api_misuse"]), period).context["trend_figure"]
+    return (
+        sum(row["jobs"] for row in overview if row["category"] == "api_misuse"),
+        next(row["jobs"] for row in table if row["category"] == Category.API_MISUSE),
+        int(max(trend["data"][1]["y"])),
+    )
 
 
 def test_people_outside_the_study_still_see_findings(client, operator, blind_study):

@@ -54,6 +54,13 @@ def _scope(request):
     return jobs, period, problem, cluster
 
 
+def _judged(jobs, request):
+    """The jobs whose rule findings this viewer may count: all but those they rate in a blind study.
+    A page's causes often come from few jobs (a team, a day, one cluster): counted, they would tell
+    the rater what the rules found on the jobs they label."""
+    return jobs.exclude(pk__in=blinded_job_ids(request.user))
+
+
 def _context(request, jobs, period, problem, cluster) -> dict:
     return {
         "period": period,
@@ -105,8 +112,9 @@ def overview(request):
             }
         )
     teams = all_teams[:10]
-    categories = [row | {"label": Category(row["category"]).label} for row in queries.by_category(period_jobs)]
-    unclassified, triaged_low = queries.unclassified_share(period_jobs, threshold)
+    judged = _judged(period_jobs, request)
+    categories = [row | {"label": Category(row["category"]).label} for row in queries.by_category(judged)]
+    unclassified, triaged_low = queries.unclassified_share(judged, threshold)
     context = _context(request, jobs, period, problem, cluster) | {
         "cards": cards,
         "totals": current,
@@ -176,10 +184,8 @@ def team_detail(request, slug: str):
     worst_jobs = list(
         period_jobs.filter(unused_gpu_hours__isnull=False).select_related("cluster").order_by("-unused_gpu_hours")[:15]
     )
-    # A team's causes come from few jobs, often one: the jobs its viewer rates blind are left out
-    # of them, or the table would tell the rater what the rules found on those jobs.
     blinded = blinded_job_ids(request.user)
-    judged_jobs = period_jobs.exclude(pk__in=blinded)
+    judged_jobs = period_jobs.exclude(pk__in=blinded)  # as `_judged`, with the set used once more below
     causes = [
         row | {"category": Category(row["category"]), "change": headline_change(Category(row["category"]))}
         for row in queries.by_category(judged_jobs)
@@ -512,7 +518,7 @@ def home(request):
 @login_required
 def category_list(request):
     jobs, period, problem, cluster = _scope(request)
-    rows = {row["category"]: row for row in queries.by_category(queries.in_period(jobs, period))}
+    rows = {row["category"]: row for row in queries.by_category(_judged(queries.in_period(jobs, period), request))}
     categories = [
         {
             "category": category,
@@ -535,9 +541,9 @@ def category_detail(request, category: str):
     except ValueError:
         raise Http404 from None
     jobs, period, problem, cluster = _scope(request)
+    judged = _judged(jobs, request)
     findings = (
-        Finding.objects.filter(result__is_current=True, category=chosen, job__in=queries.in_period(jobs, period))
-        .exclude(job_id__in=blinded_job_ids(request.user))  # not the jobs its viewer rates blind
+        Finding.objects.filter(result__is_current=True, category=chosen, job__in=queries.in_period(judged, period))
         .select_related("job__cluster", "job__team")
         .order_by("-gpu_hours")[:100]
     )
@@ -545,7 +551,7 @@ def category_detail(request, category: str):
         "category": chosen,
         "guide": category_guide(chosen),
         "findings": findings,
-        "trend_figure": figures.category_trend(queries.category_trend(jobs, chosen.value, period), chosen.colour),
+        "trend_figure": figures.category_trend(queries.category_trend(judged, chosen.value, period), chosen.colour),
     }
     return render(request, "dashboard/category_detail.html", context)
 
