@@ -166,7 +166,7 @@ def _teams_csv(rows: list[dict], period: Period, currency: str) -> StreamingHttp
             round(row["wasted_cost"], 2),
             currency,
             row["low_util_jobs"],
-        ]  # fmt: skip
+        ]
         for row in rows
     )
     response = StreamingHttpResponse(stream_csv_rows(TEAMS_CSV_COLUMNS, lines), content_type="text/csv; charset=utf-8")
