@@ -78,6 +78,9 @@ def test_rater_sees_no_findings_anywhere_until_they_submit(client, researcher, b
                                            team=job.team, iso_week=f"{year}-W{week:02d}")  # fmt: skip
         mails[user] = digests.make_message(context, delivery).alternatives[0][0]
     assert "labelled-job" not in mails[researcher] and "labelled-job" in mails[mate]
+    # Nor counted in the digest's causes for the rater (a team's week can be this one job).
+    assert "API misuse" not in mails[researcher] and "API misuse" in mails[mate]
+    assert [row["row"].category for row in digests.for_viewer(context, researcher)["categories"]] == []
 
     link.submitted_at = timezone.now()
     link.save()
@@ -88,6 +91,7 @@ def test_rater_sees_no_findings_anywhere_until_they_submit(client, researcher, b
     assert "labelled-job" in client.get(cause_url, day).content.decode()
     assert "labelled-job" in client.get(digest, {"part": "html"}).content.decode()
     assert counted_causes(client, day) == (1, 1, 1)
+    assert [row["row"].category for row in digests.for_viewer(context, researcher)["categories"]] == ["api_misuse"]
 
 
 def counted_causes(client, period: dict) -> tuple[int, int, int]:

@@ -274,15 +274,18 @@ def _improvements(
     return [text for _, text in lines[:6]]
 
 
-def _base_context(kind: str, period: Period, jobs, team: Team | None) -> dict:
+def _base_context(kind: str, period: Period, jobs, team: Team | None, hidden: frozenset[int]) -> dict:
+    """What every digest says. Its causes (the categories, what improved, the unclassified jobs and
+    the top jobs) leave out the jobs in `hidden`: those its reader rates in a blind labeling study."""
     threshold = settings.LOW_UTIL_THRESHOLD
     week = weeks.week_name(period)
     week_jobs = queries.in_period(jobs, period)
     previous_jobs = queries.in_period(jobs, period.previous)
     current = queries.totals(week_jobs, threshold)
     previous = queries.totals(previous_jobs, threshold)
-    by_category = findings.waste_by_category(week_jobs)
-    before_by_category = findings.waste_by_category(previous_jobs)
+    judged_week = week_jobs.exclude(pk__in=hidden) if hidden else week_jobs
+    by_category = findings.waste_by_category(judged_week)
+    before_by_category = findings.waste_by_category(previous_jobs.exclude(pk__in=hidden) if hidden else previous_jobs)
     currency, cost_note = queries.pricing(week_jobs | previous_jobs, settings.DEFAULT_CURRENCY)
     return {
         "kind": kind,
@@ -296,7 +299,7 @@ def _base_context(kind: str, period: Period, jobs, team: Team | None) -> dict:
         "kpis": kpis(current, previous),
         "categories": _bars(by_category, lambda row: row.gpu_hours),
         "improvements": _improvements(current, previous, by_category, before_by_category),
-        "unclassified": findings.unclassified(week_jobs),
+        "unclassified": findings.unclassified(judged_week),
         "currency": currency,
         "cost_note": cost_note,
         "low_threshold": threshold,
@@ -304,6 +307,7 @@ def _base_context(kind: str, period: Period, jobs, team: Team | None) -> dict:
         "preview_url": absolute(preview_path(kind, week, team)),
         "settings_url": absolute(reverse("digests:settings")),
         "week_jobs": week_jobs,
+        "judged_week_jobs": judged_week,
     }
 
 
@@ -316,9 +320,10 @@ def _week_label(period: Period) -> str:
     return f"{first.day} {first:%b %Y} – {last.day} {last:%b %Y}"
 
 
-def team_context(team: Team, period: Period) -> dict:
-    context = _base_context(DigestKind.TEAM, period, Job.objects.filter(team=team), team)
-    ranked = findings.top_jobs(context.pop("week_jobs"), settings.DIGEST_TOP_JOBS)
+def team_context(team: Team, period: Period, hidden: frozenset[int] = frozenset()) -> dict:
+    context = _base_context(DigestKind.TEAM, period, Job.objects.filter(team=team), team, hidden)
+    del context["week_jobs"]
+    ranked = findings.top_jobs(context.pop("judged_week_jobs"), settings.DIGEST_TOP_JOBS)
     jobs = Job.objects.select_related("cluster").in_bulk([entry.job_id for entry in ranked])
     context["top_jobs"] = [
         {
@@ -338,8 +343,9 @@ def team_context(team: Team, period: Period) -> dict:
     return context
 
 
-def operator_context(period: Period) -> dict:
-    context = _base_context(DigestKind.OPERATOR, period, Job.objects.all(), None)
+def operator_context(period: Period, hidden: frozenset[int] = frozenset()) -> dict:
+    context = _base_context(DigestKind.OPERATOR, period, Job.objects.all(), None, hidden)
+    del context["judged_week_jobs"]
     week_jobs = context.pop("week_jobs")
     teams = queries.by_team(week_jobs, settings.LOW_UTIL_THRESHOLD, limit=settings.DIGEST_TOP_TEAMS)
     for row in teams:
@@ -413,11 +419,12 @@ def _connector_health() -> list[dict] | None:
     return rows
 
 
-def build_context(kind: str, week: str, team: Team | None = None) -> dict:
+def build_context(kind: str, week: str, team: Team | None = None, hidden: frozenset[int] = frozenset()) -> dict:
+    """A digest's context; `hidden`: jobs its reader rates blind, left out of its causes (`for_viewer`)."""
     period = weeks.parse_week(week)
     if kind == DigestKind.TEAM:
-        return team_context(team, period)
-    return operator_context(period)
+        return team_context(team, period, hidden)
+    return operator_context(period, hidden)
 
 
 # --- Messages ------------------------------------------------------------------------------------
@@ -439,12 +446,19 @@ def _mail_domain() -> str:
 
 
 def for_viewer(context: dict, user) -> dict:
-    """The digest's context as `user` may see it: a team digest names each top job's causes, so the
-    jobs they rate in a blind labeling study (and have not submitted) are left out."""
+    """The digest's context as `user` may see it: the jobs they rate in a blind labeling study (and
+    have not submitted) are left out of its causes — its categories, improvements, unclassified
+    jobs and top jobs — which for a team's week are often one job's. Built again only for a reader
+    with such jobs in the digest's two weeks; everyone else gets the context as it is."""
     hidden = blinded_job_ids(user) if user is not None else set()
-    if not hidden or not context.get("top_jobs"):
+    if not hidden:
         return context
-    return context | {"top_jobs": [item for item in context["top_jobs"] if item["job"].pk not in hidden]}
+    period, team = context["period"], context["team"]
+    scope = Job.objects.filter(team=team) if team is not None else Job.objects.all()
+    two_weeks = Period(period.previous.start, period.end, "custom")
+    if not queries.in_period(scope, two_weeks).filter(pk__in=hidden).exists():
+        return context
+    return build_context(context["kind"], context["week"], team, frozenset(hidden))
 
 
 def make_message(context: dict, delivery: Delivery, connection=None) -> EmailMultiAlternatives:
