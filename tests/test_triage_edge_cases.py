@@ -386,3 +386,29 @@ def test_a_result_the_database_refuses_is_that_jobs_error_and_the_batch_goes_on(
     assert stored[first.pk] == "error" and sum(counts.values()) == 1 + len(others)
     assert JobTriage.objects.get(job=first).reason.startswith("the result could not be stored")
     assert all(stored[job.pk] != "error" for job in others)
+
+
+def test_a_script_seen_again_gives_the_same_facts_however_the_last_ones_were_used():
+    """A script's facts are worked out once per process (sweeps run one script in many jobs; a rule
+    change re-triages every job): the second job must get what the first got, under its own path,
+    whatever a caller did to the first job's facts."""
+    from triage.evidence import scripts
+
+    text = (CASES / "checkpoint_train.py").read_text()
+    shell = (CASES / "install_run.sh").read_text()
+    scripts._cached_files.clear()
+    first = extract_script_evidence([("train.py", text), ("run.sh", shell)])
+    uncached = scripts._read_file("train.py", text)  # what reading the file afresh gives
+    assert [f.as_dict() for f in first.facts if f.path == "train.py"] == [f.as_dict() for f in uncached.facts]
+    assert first.facts and first.python_files == first.shell_files == 1 and "torch" in first.frameworks
+    expected = [fact.as_dict() for fact in first.facts]
+    for fact in first.facts:
+        fact.detail["tampered"] = True
+    first.frameworks.add("tampered")
+    again = extract_script_evidence([("train.py", text), ("run.sh", shell)])
+    assert [fact.as_dict() for fact in again.facts] == expected and "tampered" not in again.frameworks
+    elsewhere = extract_script_evidence([("jobs/7/train.py", text)])
+    assert {fact.path for fact in elsewhere.facts} == {"jobs/7/train.py"}
+    assert any(fact.kind == "save_call" for fact in again.facts)
+    changed = extract_script_evidence([("train.py", text.replace("torch.save(", "print("))])  # a new text
+    assert not any(fact.kind == "save_call" for fact in changed.facts)

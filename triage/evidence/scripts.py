@@ -8,9 +8,12 @@ expressions over source text, so a commented-out `torch.save` or a string that m
 from __future__ import annotations
 
 import ast
+import hashlib
 import re
 import shlex
-from dataclasses import dataclass, field
+import threading
+from collections import OrderedDict
+from dataclasses import dataclass, field, replace
 
 DL_FRAMEWORKS = {
     "torch",
@@ -91,21 +94,58 @@ class ScriptEvidence:
 def extract_script_evidence(scripts: list[tuple[str, str]]) -> ScriptEvidence:
     evidence = ScriptEvidence()
     for path, text in scripts:
-        lower = path.lower()
-        if lower.endswith(".py"):
-            evidence.python_files += 1
-            try:
-                tree = ast.parse(text, filename=path)
-                _PythonFacts(path, text, evidence).run(tree)
-            except (SyntaxError, ValueError) as exc:
-                evidence.parse_errors.append(f"{path}: {exc}")
-            except (RecursionError, MemoryError):
-                # CPython's parser (and a walk of its tree) gives up on deeply nested code this
-                # way, MemoryError included (`x = ------…1`): an uploaded script, read no further.
-                evidence.parse_errors.append(f"{path}: nested too deeply to be read")
-        elif lower.endswith((".sh", ".bash", ".slurm", ".sbatch")) or text.startswith("#!/bin/"):
-            evidence.shell_files += 1
-            _shell_facts(path, text, evidence)
+        part = _file_evidence(path, text)
+        # Copies: a caller may change a fact's details, and the cached ones serve the next job.
+        evidence.facts.extend(replace(fact, detail=dict(fact.detail)) for fact in part.facts)
+        evidence.python_files += part.python_files
+        evidence.shell_files += part.shell_files
+        evidence.parse_errors.extend(part.parse_errors)
+        evidence.frameworks |= part.frameworks
+    return evidence
+
+
+# A file's facts depend on its path and text alone, so they are worked out once per process for the
+# files seen last: a sweep runs one script in many jobs, and re-triaging the fleet after a rule change
+# reads every script again (the `ast` walk is a third of a job's triage). Bounded by files, each a
+# few kilobytes of facts.
+FILES_CACHED = 2048
+_cached_files: OrderedDict[tuple[str, bytes], ScriptEvidence] = OrderedDict()
+_cache_lock = threading.Lock()
+
+
+def _file_evidence(path: str, text: str) -> ScriptEvidence:
+    key = (path, hashlib.sha256(text.encode("utf-8", "surrogatepass")).digest())
+    with _cache_lock:
+        found = _cached_files.get(key)
+        if found is not None:
+            _cached_files.move_to_end(key)
+            return found
+    evidence = _read_file(path, text)
+    with _cache_lock:
+        _cached_files[key] = evidence
+        while len(_cached_files) > FILES_CACHED:
+            _cached_files.popitem(last=False)
+    return evidence
+
+
+def _read_file(path: str, text: str) -> ScriptEvidence:
+    """The facts of one script: Python by its syntax tree, shell by its tokens, anything else none."""
+    evidence = ScriptEvidence()
+    lower = path.lower()
+    if lower.endswith(".py"):
+        evidence.python_files += 1
+        try:
+            tree = ast.parse(text, filename=path)
+            _PythonFacts(path, text, evidence).run(tree)
+        except (SyntaxError, ValueError) as exc:
+            evidence.parse_errors.append(f"{path}: {exc}")
+        except (RecursionError, MemoryError):
+            # CPython's parser (and a walk of its tree) gives up on deeply nested code this
+            # way, MemoryError included (`x = ------…1`): an uploaded script, read no further.
+            evidence.parse_errors.append(f"{path}: nested too deeply to be read")
+    elif lower.endswith((".sh", ".bash", ".slurm", ".sbatch")) or text.startswith("#!/bin/"):
+        evidence.shell_files += 1
+        _shell_facts(path, text, evidence)
     return evidence
 
 
