@@ -242,7 +242,7 @@ class Job(models.Model):
     state = models.CharField(max_length=50, blank=True)
     job_type = models.CharField(max_length=20, choices=JobType.choices, default=JobType.BATCH)
     submit_time = models.DateTimeField(null=True, blank=True)
-    start_time = models.DateTimeField(db_index=True)  # the jobs list's order (the wide index below is not)
+    start_time = models.DateTimeField()  # indexed first in `job_period_summary`
     end_time = models.DateTimeField()
     gpu_count = models.PositiveIntegerField()
     gpu_model = models.CharField(max_length=100, blank=True)

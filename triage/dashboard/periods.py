@@ -28,6 +28,11 @@ class Period:
         return Period(self.start - self.length, self.start, self.preset)
 
     @property
+    def with_previous(self) -> Period:
+        """This period and the one before it, as one (a comparison's figures need both)."""
+        return Period(self.previous.start, self.end, "custom")
+
+    @property
     def last_day(self) -> date:
         return (self.end - timedelta(seconds=1)).date()
 

@@ -104,8 +104,9 @@ def weekly_trend(jobs, period: Period, weeks: int = 12) -> list[dict]:
 
     One query: a UNION ALL of one aggregate per week, each a range of the `job_period_summary`
     index, which holds every column it reads. Portable, and on SQLite at 100,000 jobs ten times
-    faster (19 against 200 ms, same index) than one pass with a filtered sum per week and column (36
-    conditions a row); grouping by a truncated date is slower still (SQLite computes it in Python).
+    faster (19 against 200 ms, with an index holding these columns) than one pass with a filtered
+    sum per week and column (36 conditions a row); grouping by a truncated date is slower still
+    (SQLite computes it in Python).
     """
     starts = week_starts(period, weeks)
     per_week = [
@@ -121,15 +122,8 @@ def weekly_trend(jobs, period: Period, weeks: int = 12) -> list[dict]:
         for i, week_start in enumerate(starts)
     ]
     rows = {row["week"]: row for row in per_week[0].union(*per_week[1:], all=True)}  # a week without jobs: no row
-    trend = [
-        {
-            "week": week_start,
-            "hours": rows[i]["hours"] if i in rows else 0.0,
-            "unused": rows[i]["unused"] if i in rows else 0.0,
-            "covered": rows[i]["covered"] if i in rows else 0.0,
-        }
-        for i, week_start in enumerate(starts)
-    ]
+    empty = {"hours": 0.0, "unused": 0.0, "covered": 0.0}
+    trend = [{**empty, **rows.get(i, {}), "week": week_start} for i, week_start in enumerate(starts)]
     # Leading weeks before the first job are noise on a young fleet; keep the span that has data.
     while trend and not trend[0]["hours"]:
         trend.pop(0)

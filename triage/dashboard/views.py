@@ -126,7 +126,7 @@ def overview(request):
         "unclassified": unclassified,
         "triaged_low": triaged_low,
     }
-    context |= _pricing(queries.in_period(jobs, Period(period.previous.start, period.end, "custom")))
+    context |= _pricing(queries.in_period(jobs, period.with_previous))
     return render(request, "dashboard/overview.html", context)
 
 
@@ -169,9 +169,7 @@ def _teams_csv(rows: list[dict], period: Period, currency: str) -> StreamingHttp
         ]
         for row in rows
     )
-    response = StreamingHttpResponse(stream_csv_rows(TEAMS_CSV_COLUMNS, lines), content_type="text/csv; charset=utf-8")
-    response["Content-Disposition"] = f'attachment; filename="teams-{first}-{last}.csv"'
-    return response
+    return _csv_download(TEAMS_CSV_COLUMNS, lines, f"teams-{first}-{last}.csv")
 
 
 @login_required
@@ -347,8 +345,13 @@ def _jobs_csv(jobs, hidden: set[int]) -> StreamingHttpResponse:
                     job.cost, job.currency, job.triage_status, " ".join(c.value for c in job.categories),
                 ]  # fmt: skip
 
-    response = StreamingHttpResponse(stream_csv_rows(CSV_COLUMNS, rows()), content_type="text/csv; charset=utf-8")
-    response["Content-Disposition"] = 'attachment; filename="jobs.csv"'
+    return _csv_download(CSV_COLUMNS, rows(), "jobs.csv")
+
+
+def _csv_download(header: list[str], rows, filename: str) -> StreamingHttpResponse:
+    """Rows streamed as a CSV attachment, every cell spreadsheet-safe."""
+    response = StreamingHttpResponse(stream_csv_rows(header, rows), content_type="text/csv; charset=utf-8")
+    response["Content-Disposition"] = f'attachment; filename="{filename}"'
     return response
 
 

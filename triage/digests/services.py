@@ -24,6 +24,7 @@ from django.urls import reverse
 
 import fleet.models as fleet_models
 from fleet.access import OPERATORS_GROUP, RESEARCHERS_GROUP, is_operator, sees_whole_fleet
+from fleet.forms import MAX_ROW_ID
 from fleet.models import IngestRun, Job, Team
 from triage.dashboard import queries
 from triage.dashboard.periods import Period
@@ -68,7 +69,7 @@ def read_unsubscribe_token(token: str) -> tuple[int, str, int | None]:
 
 
 def _is_id(value) -> bool:
-    return isinstance(value, int) and not isinstance(value, bool) and 0 < value < 2**63
+    return isinstance(value, int) and not isinstance(value, bool) and 0 < value <= MAX_ROW_ID
 
 
 # --- Subscriptions -------------------------------------------------------------------------------
@@ -147,8 +148,12 @@ def recipient_groups(week: str) -> list[tuple[str, int | None]]:
     """One (kind, team id) per digest to send for the week: each team that ran jobs this week or the
     week before, and the operators. A group without recipients is still listed; it sends nothing."""
     period = weeks.parse_week(week)
-    both_weeks = Period(period.previous.start, period.end, "custom")
-    team_ids = queries.in_period(Job.objects.all(), both_weeks).values_list("team_id", flat=True).distinct().order_by()
+    team_ids = (
+        queries.in_period(Job.objects.all(), period.with_previous)
+        .values_list("team_id", flat=True)
+        .distinct()
+        .order_by()
+    )
     groups: list[tuple[str, int | None]] = [(DigestKind.TEAM.value, pk) for pk in sorted(set(team_ids))]
     groups.append((DigestKind.OPERATOR.value, None))
     return groups
@@ -306,8 +311,7 @@ def _base_context(kind: str, period: Period, jobs, team: Team | None, hidden: fr
         "public_base_url": settings.PUBLIC_BASE_URL,
         "preview_url": absolute(preview_path(kind, week, team)),
         "settings_url": absolute(reverse("digests:settings")),
-        "week_jobs": week_jobs,
-        "judged_week_jobs": judged_week,
+        "judged_week_jobs": judged_week,  # for the top jobs (a team digest's)
     }
 
 
@@ -322,7 +326,6 @@ def _week_label(period: Period) -> str:
 
 def team_context(team: Team, period: Period, hidden: frozenset[int] = frozenset()) -> dict:
     context = _base_context(DigestKind.TEAM, period, Job.objects.filter(team=team), team, hidden)
-    del context["week_jobs"]
     ranked = findings.top_jobs(context.pop("judged_week_jobs"), settings.DIGEST_TOP_JOBS)
     jobs = Job.objects.select_related("cluster").in_bulk([entry.job_id for entry in ranked])
     context["top_jobs"] = [
@@ -345,8 +348,8 @@ def team_context(team: Team, period: Period, hidden: frozenset[int] = frozenset(
 
 def operator_context(period: Period, hidden: frozenset[int] = frozenset()) -> dict:
     context = _base_context(DigestKind.OPERATOR, period, Job.objects.all(), None, hidden)
-    del context["judged_week_jobs"]
-    week_jobs = context.pop("week_jobs")
+    del context["judged_week_jobs"]  # teams are ranked by all their jobs' figures
+    week_jobs = queries.in_period(Job.objects.all(), period)
     teams = queries.by_team(week_jobs, settings.LOW_UTIL_THRESHOLD, limit=settings.DIGEST_TOP_TEAMS)
     for row in teams:
         row["url"] = absolute(
@@ -455,8 +458,7 @@ def for_viewer(context: dict, user) -> dict:
         return context
     period, team = context["period"], context["team"]
     scope = Job.objects.filter(team=team) if team is not None else Job.objects.all()
-    two_weeks = Period(period.previous.start, period.end, "custom")
-    if not queries.in_period(scope, two_weeks).filter(pk__in=hidden).exists():
+    if not queries.in_period(scope, period.with_previous).filter(pk__in=hidden).exists():
         return context
     return build_context(context["kind"], context["week"], team, frozenset(hidden))
 

@@ -8,7 +8,7 @@ from django import forms
 from django.conf import settings
 from django.core.exceptions import ValidationError
 
-from fleet.forms import UtcDateTimeField
+from fleet.forms import MAX_ROW_ID, UtcDateTimeField
 from triage.labeling import services
 from triage.labeling.models import SAMPLING_CHOICES
 from triage.labeling.sampling import Strategy
@@ -25,7 +25,7 @@ class _UserChoices(forms.ModelMultipleChoiceField):
     def _check_values(self, value):
         for pk in value:
             try:
-                too_large = abs(int(pk)) >= 2**63
+                too_large = abs(int(pk)) > MAX_ROW_ID
             except (TypeError, ValueError):
                 continue  # not a number: Django's own check names it
             if too_large:

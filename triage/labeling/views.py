@@ -11,6 +11,7 @@ from django.http import Http404, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_POST
 
+from fleet.forms import MAX_ROW_ID
 from fleet.models import Artifact
 from triage.dashboard.queries import log_events_page
 from triage.labeling import exchange, services
@@ -188,7 +189,7 @@ def _artifact_views(job) -> list[dict]:
 @studies_access
 def label_job(request, pk: int, item: int):
     study = services.get_study(request.user, pk)
-    if item >= 2**63:  # no row has such an id, and SQLite cannot even compare one (OverflowError)
+    if item > MAX_ROW_ID:  # no row has such an id, and SQLite cannot even compare one (OverflowError)
         raise Http404("No such job in this study")
     assignment = get_object_or_404(
         Assignment.objects.select_related("item__job__cluster", "item__job__team"),
