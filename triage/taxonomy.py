@@ -84,9 +84,10 @@ PAPER_SHARE: dict[Category, float] = {
     Category.LENGTHY_LIBRARY_INSTALL: 1.70,
 }
 
+# Dark enough for white badge text at WCAG AA (4.5:1 or more; tests/test_accessibility.py).
 DIMENSION_COLOUR: dict[Dimension, str] = {
     Dimension.JOB: "#8e44ad",
-    Dimension.MODEL: "#d35400",
-    Dimension.DATA: "#2980b9",
-    Dimension.LIBRARY: "#27ae60",
+    Dimension.MODEL: "#a04000",
+    Dimension.DATA: "#1f6391",
+    Dimension.LIBRARY: "#1a7340",
 }

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import django_filters
+from django import forms
 from django.db.models import Exists, OuterRef, Q
 
 from fleet.forms import RowIdField
@@ -33,16 +34,32 @@ class RowIdFilter(django_filters.NumberFilter):
 class JobFilter(django_filters.FilterSet):
     q = django_filters.CharFilter(method="search", label="Search")
     cluster = django_filters.ModelChoiceFilter(
-        field_name="cluster", to_field_name="name", queryset=Cluster.objects.all(), empty_label="All clusters"
+        field_name="cluster",
+        to_field_name="name",
+        queryset=Cluster.objects.all(),
+        empty_label="All clusters",
+        widget=forms.Select(attrs={"aria-label": "Cluster"}),
     )
     team = django_filters.ModelChoiceFilter(
-        field_name="team", to_field_name="slug", queryset=Team.objects.none(), empty_label="All teams"
+        field_name="team",
+        to_field_name="slug",
+        queryset=Team.objects.none(),
+        empty_label="All teams",
+        widget=forms.Select(attrs={"aria-label": "Team"}),
     )
     user = django_filters.CharFilter(field_name="user", lookup_expr="iexact", label="User")
     state = django_filters.CharFilter(field_name="state", lookup_expr="iexact", label="State")
-    category = django_filters.ChoiceFilter(choices=Category.choices, method="with_category", empty_label="Any cause")
+    category = django_filters.ChoiceFilter(
+        choices=Category.choices,
+        method="with_category",
+        empty_label="Any cause",
+        widget=forms.Select(attrs={"aria-label": "Cause"}),
+    )
     status = django_filters.ChoiceFilter(
-        choices=[*TriageStatus.choices, (NOT_TRIAGED, "Not triaged")], method="with_status", empty_label="Any status"
+        choices=[*TriageStatus.choices, (NOT_TRIAGED, "Not triaged")],
+        method="with_status",
+        empty_label="Any status",
+        widget=forms.Select(attrs={"aria-label": "Triage status"}),
     )
     util_min = django_filters.NumberFilter(field_name="mean_gpu_util", lookup_expr="gte", label="Util ≥ %")
     util_max = django_filters.NumberFilter(field_name="mean_gpu_util", lookup_expr="lte", label="Util ≤ %")
@@ -52,7 +69,10 @@ class JobFilter(django_filters.FilterSet):
     # run's page links here.
     run = RowIdFilter(field_name="ingest_run", label="Ingest run")
     sort = django_filters.ChoiceFilter(
-        choices=[(key, key.replace("_", " ")) for key in SORTS], method="sorted", empty_label="Newest first"
+        choices=[(key, key.replace("_", " ")) for key in SORTS],
+        method="sorted",
+        empty_label="Newest first",
+        widget=forms.Select(attrs={"aria-label": "Order"}),
     )
 
     class Meta:

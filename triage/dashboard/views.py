@@ -12,7 +12,7 @@ from django.core.files.storage import default_storage
 from django.core.paginator import Paginator
 from django.db import transaction
 from django.db.models import Max
-from django.forms import modelformset_factory
+from django.forms import BaseModelFormSet, modelformset_factory
 from django.http import FileResponse, Http404, JsonResponse, StreamingHttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.utils.http import content_disposition_header
@@ -559,8 +559,32 @@ def category_detail(request, category: str):
     return render(request, "dashboard/category_detail.html", context)
 
 
+class _PriceRows(BaseModelFormSet):
+    """The price table's rows. Each input is named for a screen reader as the column header names
+    it for the eye, with its row ("GPU model, price 2"): a cell's input has no label of its own."""
+
+    COLUMNS = {
+        "cluster": "Cluster",
+        "gpu_model": "GPU model",
+        "price_per_gpu_hour": "Price per GPU-hour",
+        "currency": "Currency",
+        "DELETE": "Delete",
+    }
+
+    def add_fields(self, form, index):
+        super().add_fields(form, index)
+        for name, column in self.COLUMNS.items():
+            if name in form.fields:
+                row = "new price" if index is None else f"price {index + 1}"
+                form.fields[name].widget.attrs["aria-label"] = f"{column}, {row}"
+
+
 PriceFormSet = modelformset_factory(
-    GpuModelPrice, fields=["cluster", "gpu_model", "price_per_gpu_hour", "currency"], extra=2, can_delete=True
+    GpuModelPrice,
+    formset=_PriceRows,
+    fields=["cluster", "gpu_model", "price_per_gpu_hour", "currency"],
+    extra=2,
+    can_delete=True,
 )
 
 

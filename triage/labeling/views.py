@@ -75,7 +75,7 @@ def option_groups() -> list[dict]:
     groups.append(
         {
             "label": "Outside the taxonomy",
-            "colour": "#6b7385",
+            "colour": "#5d6577",
             "options": [{"value": v, "label": label, "key": EXTRA_KEYS[v]} for v, label in EXTRA_OPTIONS],
         }
     )

@@ -1,0 +1,137 @@
+"""Every page against WCAG 2.1 A and AA, checked by axe-core in a real headless Chromium.
+
+The pages are the access matrix's (docs/access-control.md): each GET row that answers a page (not
+JSON, CSV, Parquet, a raw file, the API or the Django admin) is opened as the first of operator,
+researcher and member that may see it, with the `world` fixture's objects, plus what only a demo
+fleet has (triaged jobs with findings, their files, a cause with detections) and a rater's
+labeling form. A new page gets a matrix row, and with it this check. axe-core comes from
+selenium-axe-python (requirements-dev.txt); its version is pinned in constraints.txt, so a new
+axe rule arrives with a deliberate upgrade, not in the middle of a change.
+"""
+
+from __future__ import annotations
+
+import pytest
+from django.test import Client
+
+from fleet import ingest
+from tests.test_access_matrix import ROWS
+from tests.test_browser import browser  # noqa: F401  (the shared Chromium fixture)
+from triage.models import Finding
+
+# WCAG 2.0 and 2.1, levels A and AA, and axe's best practices (landmarks, headings, empty headers).
+AXE_TAGS = ["wcag2a", "wcag2aa", "wcag21a", "wcag21aa", "best-practice"]
+VIEWERS = ("operator", "researcher", "member")
+NOT_PAGES = (".json", ".csv", ".parquet", "/raw")
+
+
+def page_rows() -> list[tuple[str, str, str]]:
+    """(URL name, path template, role that may open it) for every GET row of the matrix that is a page."""
+    pages = []
+    for row in ROWS:
+        if row.method != "GET" or row.name in ("admin", "logout", "fleet:healthz") or row.path.startswith("/api/"):
+            continue
+        if row.path.split("?")[0].endswith(NOT_PAGES) or "format=csv" in row.path:
+            continue
+        if row.name == "login" or row.name == "digests:unsubscribe":
+            pages.append((row.name, row.path, "anonymous"))
+            continue
+        role = next((role for role in VIEWERS if row.expected[role] == "200"), None)
+        if role is not None:
+            pages.append((row.name, row.path, role))
+    return pages
+
+
+def test_every_page_of_the_matrix_is_checked():
+    """Pages no role gets a 200 for (a redirect, a rater-only form) are checked below by hand."""
+    checked = {name for name, _, _ in page_rows()} | {"dashboard:home", "labeling:label-next", "labeling:label"}
+    html_names = {
+        row.name
+        for row in ROWS
+        if row.method == "GET"
+        and row.name not in ("admin", "logout", "fleet:healthz")
+        and not row.path.startswith("/api/")
+        and not row.path.split("?")[0].endswith(NOT_PAGES)
+        and "format=csv" not in row.path
+        and any(outcome in ("200", "302") for outcome in row.expected.values())  # not a GET-refusing action
+    }
+    assert html_names <= checked, f"pages without an accessibility check: {sorted(html_names - checked)}"
+
+
+def violations(driver) -> list[str]:
+    """axe-core's WCAG violations on the page the driver shows, one line per rule and element."""
+    from selenium_axe_python import Axe
+
+    axe = Axe(driver)
+    axe.inject()
+    result = axe.run(options={"runOnly": {"type": "tag", "values": AXE_TAGS}})
+    return [
+        f"{rule['impact']} {rule['id']} ({rule['help']}): {node['target']} {node['html'][:160]}"
+        for rule in result["violations"]
+        for node in rule["nodes"]
+    ]
+
+
+def open_as(driver, base: str, user) -> None:
+    """Give the browser `user`'s session (as a login would), or none for None."""
+    driver.delete_all_cookies()
+    if user is None:
+        return
+    client = Client()
+    client.force_login(user)
+    driver.get(f"{base}/healthz")  # a page of the site, so the cookie is the site's
+    driver.add_cookie({"name": "sessionid", "value": client.cookies["sessionid"].value, "path": "/"})
+
+
+# Every chart drawn and the timeline loaded (or told why it is empty); asked of the page in one
+# script, as the fixture's implicit wait would hold each search for an absent element 5 s.
+DRAWN = """
+return [...document.querySelectorAll('[data-figure]')].every(chart => chart.querySelector('.main-svg'))
+    && [...document.querySelectorAll('#timeline')].every(timeline => timeline.dataset.ready === '1');
+"""
+
+
+def settled(driver) -> None:
+    """Wait until the page's charts and timeline have drawn (axe reads what is on screen)."""
+    from selenium.webdriver.support.wait import WebDriverWait
+
+    WebDriverWait(driver, 20).until(lambda page: page.execute_script(DRAWN))
+
+
+@pytest.mark.django_db(transaction=True)
+def test_every_page_meets_wcag_21_aa(browser, live_server, world, demo_archive, django_user_model):  # noqa: F811
+    run = ingest.execute_run(ingest.create_run(demo_archive).pk)  # triage runs in-process on the signal
+    finding = Finding.objects.filter(result__is_current=True).select_related("job").first()
+    assert finding is not None, "the demo fleet should have a finding"
+    job = finding.job
+    log = job.artifacts.first()
+    users = {**world["users"], "anonymous": None}
+    pages = [(name, template.format(**world["params"]), role) for name, template, role in page_rows()]
+    pages += [
+        ("dashboard:home", "/", "operator"),
+        ("demo job with findings", f"/jobs/{job.pk}/", "operator"),
+        ("demo job's file", f"/jobs/{job.pk}/files/{log.pk}/", "operator"),
+        ("demo cause", f"/categories/{finding.category}/", "operator"),
+        ("demo ingest run", f"/ingest-runs/{run.pk}/", "operator"),
+        ("overview, 90 days", "/?period=90d", "operator"),
+        ("jobs, filtered", f"/jobs/?category={finding.category}&sort=util", "operator"),
+    ]
+    # A rater's labeling form: the other study's jobs are still to label by nina.
+    users["nina"] = django_user_model.objects.get(username="nina-rater")
+    pages.append(("labeling:label", "/studies/{study_other}/label/{item_other}/".format(**world["params"]), "nina"))
+
+    base = live_server.url
+    failures = []
+    current = object()
+    for name, path, role in pages:
+        if role != current:
+            open_as(browser, base, users[role])
+            current = role
+        browser.get(base + path)
+        if browser.execute_script("return document.contentType") != "text/html":
+            continue  # a page's JSON poll (the re-triage progress), not a page
+        settled(browser)
+        found = violations(browser)
+        if found:
+            failures.append(f"{name} {path} as {role}:\n  " + "\n  ".join(found))
+    assert not failures, "accessibility violations:\n" + "\n".join(failures)
