@@ -5,11 +5,20 @@ RESEARCHERS_GROUP = "researchers"
 
 
 def is_operator(user) -> bool:
-    return user.is_authenticated and (user.is_superuser or user.groups.filter(name=OPERATORS_GROUP).exists())
+    return user.is_authenticated and (user.is_superuser or OPERATORS_GROUP in group_names(user))
 
 
 def is_researcher(user) -> bool:
-    return user.is_authenticated and user.groups.filter(name=RESEARCHERS_GROUP).exists()
+    return user.is_authenticated and RESEARCHERS_GROUP in group_names(user)
+
+
+def group_names(user) -> frozenset[str]:
+    """The user's groups, read once per user object: a page asks who its viewer is several times
+    (navigation, scoping, the view itself), and `request.user` lives for one request."""
+    names = getattr(user, "_fleet_group_names", None)
+    if names is None:
+        names = user._fleet_group_names = frozenset(user.groups.values_list("name", flat=True))
+    return names
 
 
 def sees_whole_fleet(user) -> bool:

@@ -58,3 +58,18 @@ def test_a_team_and_a_job_page_mark_their_lists(world):
 def test_pages_outside_the_menu_mark_nothing():
     assert section_of("admin", "index") == ""
     assert section_of("fleet", "healthz") == ""
+
+
+@pytest.mark.parametrize("role", ["operator", "researcher", "member"])
+@pytest.mark.parametrize("url", ["/overview/", "/jobs/", "/teams/", "/digests/"])
+def test_a_page_reads_its_viewers_groups_once(world, role, url):
+    """The menu, the scoping and the view each ask who the viewer is; the database is asked once."""
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    client = Client()
+    client.force_login(world["users"][role])
+    with CaptureQueriesContext(connection) as queries:
+        assert client.get(url).status_code == 200
+    group_reads = [q["sql"] for q in queries.captured_queries if "auth_user_groups" in q["sql"]]
+    assert len(group_reads) == 1, group_reads
