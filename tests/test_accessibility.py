@@ -131,6 +131,8 @@ def test_every_page_meets_wcag_21_aa(browser, live_server, world, demo_archive, 
         if browser.execute_script("return document.contentType") != "text/html":
             continue  # a page's JSON poll (the re-triage progress), not a page
         settled(browser)
+        # Folded content (a chart's numbers, a finding's code and fix) is checked unfolded.
+        browser.execute_script("document.querySelectorAll('details').forEach(d => { d.open = true; })")
         found = violations(browser)
         if found:
             failures.append(f"{name} {path} as {role}:\n  " + "\n  ".join(found))

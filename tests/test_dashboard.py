@@ -450,3 +450,22 @@ def test_the_teams_table_exports_each_teams_cost_and_waste_as_csv(client, member
     client.force_login(member_a)  # a member exports their own teams only
     mine = b"".join(client.get(reverse("dashboard:team-list"), week | {"format": "csv"}).streaming_content).decode()
     assert "team-a" in mine and "team-b" not in mine
+
+
+def test_each_chart_has_its_numbers_as_a_table_under_it(client, operator, fleet, team_a):
+    """What a screen reader reads for a chart (and anyone who wants the figures): the same numbers,
+    largest team first as the chart shows them, a name from an import escaped once."""
+    team_a.name = "<b>A & co</b>"
+    team_a.save()
+    client.force_login(operator)
+    page = overview(client).content.decode()
+    tables = re.findall(r'<details class="figure-data">.*?</details>', page, re.DOTALL)
+    assert len(tables) == 3  # weekly trend, teams, utilization histogram (no findings: no causes chart)
+    teams = next(t for t in tables if "Teams by unused GPU-hours" in t)
+    rows = re.findall(r'<tr><th scope="row">(.*?)</th><td class="num">(.*?)</td></tr>', teams)
+    assert rows == [("&lt;b&gt;A &amp; co&lt;/b&gt;", "6.0"), ("Team B", "2.0")]
+    week = next(t for t in tables if "Weekly used and unused GPU-hours" in t)
+    assert re.search(r'<th scope="row">Nov 16</th><td class="num">22.0</td><td class="num">8.0</td>', week)
+    histogram = next(t for t in tables if "Jobs by mean GPU utilization" in t)
+    assert re.search(r'<th scope="row">40–50</th><td class="num">1</td>', histogram)
+    assert re.search(r'<th scope="row">90–100</th><td class="num">1</td>', histogram)

@@ -5,6 +5,8 @@ Screenshots of each page are saved under screenshots/ for a person to look at.
 
 from __future__ import annotations
 
+import time
+
 import pytest
 
 from fleet import ingest
@@ -194,3 +196,29 @@ def test_a_job_without_samples_says_so_where_its_timeline_would_be(browser, live
     status = browser.find_element(By.ID, "timeline-status").text
     assert status == "No metric samples were supplied for this job."
     assert console_errors(browser) == []
+
+
+@pytest.mark.django_db(transaction=True)
+def test_charts_keep_their_height_when_the_window_is_resized(browser, live_server, operator, demo_archive):  # noqa: F811
+    """Plotly's responsive mode sizes a plot to its box on a resize; a box without the figure's
+    height shrank to the CSS minimum and the plot spilled over the numbers under it."""
+    from selenium.webdriver.support.wait import WebDriverWait
+
+    ingest.execute_run(ingest.create_run(demo_archive).pk)
+    log_in(browser, live_server.url, operator, "/")
+    heights = (
+        "return [...document.querySelectorAll('[data-figure]')].map(chart => "
+        "[chart.dataset.figure, chart.getBoundingClientRect().height, "
+        "Number(chart.querySelector('.main-svg').getAttribute('height'))])"
+    )
+    wait = WebDriverWait(browser, 20, ignored_exceptions=STALE)
+    drawn_all = "return [...document.querySelectorAll('[data-figure]')].every(c => c.querySelector('.main-svg'))"
+    wait.until(lambda b: b.execute_script(drawn_all))
+    browser.set_window_size(1100, 1600)
+    wait.until(lambda b: b.execute_script("return window.innerWidth") <= 1100)
+    browser.execute_script("window.dispatchEvent(new Event('resize'))")
+    time.sleep(1)  # Plotly resizes on a debounced handler: give it time to have shrunk the boxes
+    drawn = browser.execute_script(heights)
+    assert len(drawn) >= 3  # the weekly trend, teams and the histogram; causes when the week has findings
+    for name, box, plot in drawn:
+        assert box == plot, f"{name}: its box is {box}px high, its plot {plot}px"

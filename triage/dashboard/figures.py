@@ -169,3 +169,22 @@ def category_trend(rows: list[dict], colour: str) -> dict:
             margin={"l": 50, "r": 50, "t": 10, "b": 40},
         ),
     }
+
+
+def as_table(figure: dict) -> tuple[list[str], list[list]]:
+    """A bar figure's numbers for a table beside it: (a column name per trace, rows of [category,
+    value of each trace]), in the order a reader sees the bars (a horizontal chart draws its first
+    category at the bottom, so its rows are turned round). Category labels that were escaped for
+    Plotly, which renders them as HTML, come back as plain text for the template to escape."""
+    traces = [trace for trace in figure.get("data", []) if trace.get("x") is not None and trace.get("y") is not None]
+    if not traces:
+        return [], []
+    horizontal = traces[0].get("orientation") == "h"
+    category_axis, value_axis = ("y", "x") if horizontal else ("x", "y")
+    rows = [
+        [html.unescape(str(category)), *(trace[value_axis][index] for trace in traces)]
+        for index, category in enumerate(traces[0][category_axis])
+    ]
+    if horizontal:
+        rows.reverse()
+    return [trace.get("name", "") for trace in traces], rows
