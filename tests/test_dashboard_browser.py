@@ -222,3 +222,57 @@ def test_charts_keep_their_height_when_the_window_is_resized(browser, live_serve
     assert len(drawn) >= 3  # the weekly trend, teams and the histogram; causes when the week has findings
     for name, box, plot in drawn:
         assert box == plot, f"{name}: its box is {box}px high, its plot {plot}px"
+
+
+@pytest.mark.django_db(transaction=True)
+def test_the_timeline_zooms_to_a_findings_window_and_a_typed_window_from_the_keyboard(
+    browser,  # noqa: F811
+    live_server,
+    operator,
+    demo_archive,
+):
+    """Dragging across the chart needs a mouse (WCAG 2.1.1): each finding's time window has a button
+    that shows it on the timeline, and a window can be typed above the chart."""
+    from datetime import datetime, timedelta
+
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.common.keys import Keys
+    from selenium.webdriver.support.wait import WebDriverWait
+
+    ingest.execute_run(ingest.create_run(demo_archive).pk)
+    finding = Finding.objects.filter(result__is_current=True, evidence__windows__0__isnull=False).first()
+    assert finding is not None, "the demo fleet should have a time-located finding"
+    window = finding.evidence["windows"][0]
+    log_in(browser, live_server.url, operator, f"/jobs/{finding.job_id}/")
+    wait = WebDriverWait(browser, 20, ignored_exceptions=STALE)
+    wait.until(lambda b: b.find_element(By.ID, "timeline").get_attribute("data-ready") == "1")
+
+    def shown() -> tuple[datetime, datetime]:
+        first, last = browser.execute_script("return document.getElementById('timeline').layout.xaxis.range")
+        return datetime.fromisoformat(first), datetime.fromisoformat(last)
+
+    # The finding's first window, from the keyboard: focus its button and press Enter.
+    button = browser.find_element(By.CSS_SELECTOR, f"#finding-{finding.category} [data-zoom-start]")
+    browser.execute_script("arguments[0].closest('details').open = true; arguments[0].focus();", button)
+    button.send_keys(Keys.ENTER)
+    wait.until(lambda b: "Showing" in b.find_element(By.ID, "timeline-status").text)
+    start, end = datetime.fromisoformat(window["start"]), datetime.fromisoformat(window["end"])
+    margin = max((end - start) / 10, timedelta(seconds=30))
+    assert shown() == (start - margin, end + margin)
+    # The form above the chart follows the zoom, and takes a window typed in (Enter submits it).
+    field = browser.find_element(By.CSS_SELECTOR, "#timeline-window [name=start]")
+    assert field.get_attribute("value") == (start - margin).strftime("%Y-%m-%dT%H:%M:%S")
+    typed_start = finding.job.start_time.replace(microsecond=0) + timedelta(minutes=5)
+    browser.execute_script(
+        "const form = document.getElementById('timeline-window');"
+        "form.start.value = arguments[0]; form.end.value = arguments[1];",
+        typed_start.strftime("%Y-%m-%dT%H:%M:%S"),
+        (typed_start + timedelta(minutes=10)).strftime("%Y-%m-%dT%H:%M:%S"),
+    )
+    browser.find_element(By.CSS_SELECTOR, "#timeline-window [name=end]").send_keys(Keys.ENTER)
+    wait.until(lambda b: shown() == (typed_start, typed_start + timedelta(minutes=10)))
+    # "Whole job" goes back to the job's run.
+    browser.find_element(By.ID, "timeline-whole").send_keys(Keys.ENTER)
+    wait.until(lambda b: b.find_element(By.ID, "timeline-status").text == "")
+    assert shown() == (finding.job.start_time, finding.job.end_time)
+    assert console_errors(browser) == []

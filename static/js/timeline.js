@@ -7,7 +7,18 @@
   var status = document.getElementById("timeline-status");
   var busy = false;
 
+  var form = document.getElementById("timeline-window");
+
   function say(text) { if (status) { status.textContent = text; } }
+
+  // "2026-11-21T00:22:16.000Z" as a datetime-local input holds it (UTC, to the second).
+  function asInput(iso) { return iso ? iso.slice(0, 19) : ""; }
+
+  function showing(start, end) {
+    if (!form) { return; }
+    form.elements.start.value = asInput(start);
+    form.elements.end.value = asInput(end);
+  }
 
   function load(start, end) {
     var url = source + (start ? "?start=" + encodeURIComponent(start) + "&end=" + encodeURIComponent(end) : "");
@@ -24,13 +35,16 @@
       .then(function (drawn) {
         if (drawn === false) { return; }
         say(start ? "Showing " + start + " to " + end + " (UTC)." : "");
+        var range = el.layout && el.layout.xaxis && el.layout.xaxis.range;
+        if (start) { showing(start, end); } else if (range) { showing(toIso(range[0]), toIso(range[1])); }
         el.dataset.ready = "1";
+        return true;
       })
       .catch(function () { say("The timeline could not be loaded."); })
       .finally(function () { busy = false; });
   }
 
-  load().then(function () {
+  load().then(function (drawn) {
     // The browser jumped to a #fragment below the chart (#log-events) before the chart grew the page.
     var target = location.hash && document.getElementById(location.hash.slice(1));
     if (target && (target.compareDocumentPosition(el) & Node.DOCUMENT_POSITION_PRECEDING)) { target.scrollIntoView(); }
@@ -46,9 +60,40 @@
       if (busy) { return; }
       if (change["xaxis.autorange"]) { load(); return; }
       var start = change["xaxis.range[0]"], end = change["xaxis.range[1]"];
-      if (start && end) {
-        load(new Date(start.replace(" ", "T") + "Z").toISOString(), new Date(end.replace(" ", "T") + "Z").toISOString());
-      }
+      if (start && end) { load(toIso(start), toIso(end)); }
     });
+    if (drawn === true) { keyboardWindows(); }  // nothing to zoom in a job without samples
   });
+
+  // Plotly's axis values ("2026-11-21 00:22:16.5", UTC) as ISO 8601.
+  function toIso(value) {
+    var date = new Date(String(value).replace(" ", "T") + (/Z|[+-]\d\d:?\d\d$/.test(value) ? "" : "Z"));
+    return isNaN(date) ? "" : date.toISOString();
+  }
+
+  // Ways to a window without a mouse: the form above the chart, and each finding's time windows.
+  function keyboardWindows() {
+    if (form) {
+      form.hidden = false;
+      form.addEventListener("submit", function (event) {
+        event.preventDefault();
+        var start = toIso(form.elements.start.value), end = toIso(form.elements.end.value);
+        if (!start || !end || end <= start) { say("Choose a window whose end is after its start."); return; }
+        if (!busy) { load(start, end); }
+      });
+      document.getElementById("timeline-whole").addEventListener("click", function () { if (!busy) { load(); } });
+    }
+    document.querySelectorAll("[data-zoom-start]").forEach(function (button) {
+      button.hidden = false;
+      button.addEventListener("click", function () {
+        // The window with a tenth of its length either side, so what comes before and after shows.
+        var start = new Date(button.dataset.zoomStart), end = new Date(button.dataset.zoomEnd);
+        if (isNaN(start) || isNaN(end) || busy) { return; }
+        var margin = Math.max((end - start) / 10, 30000);
+        load(new Date(start - margin).toISOString(), new Date(end.getTime() + margin).toISOString()).then(function () {
+          el.scrollIntoView({block: "center"});
+        });
+      });
+    });
+  }
 })();
