@@ -137,3 +137,20 @@ def test_every_page_meets_wcag_21_aa(browser, live_server, world, demo_archive, 
         if found:
             failures.append(f"{name} {path} as {role}:\n  " + "\n  ".join(found))
     assert not failures, "accessibility violations:\n" + "\n".join(failures)
+
+
+@pytest.mark.django_db(transaction=True)
+def test_the_first_tab_offers_to_skip_the_menu(browser, live_server, operator):  # noqa: F811
+    """Fourteen menu links stand before every page's content; the first Tab stop skips them."""
+    from selenium.webdriver.common.action_chains import ActionChains
+    from selenium.webdriver.common.keys import Keys
+
+    open_as(browser, live_server.url, operator)
+    browser.get(f"{live_server.url}/jobs/")
+    ActionChains(browser).send_keys(Keys.TAB).perform()
+    focused = browser.switch_to.active_element
+    assert focused.text == "Skip to content" and focused.is_displayed()
+    focused.send_keys(Keys.ENTER)
+    assert browser.execute_script("return document.activeElement.id") == "content"
+    ActionChains(browser).send_keys(Keys.TAB).perform()  # on into the page, not back to the menu
+    assert browser.execute_script("return document.activeElement.closest('main') !== null")
