@@ -134,6 +134,11 @@ def test_every_page_meets_wcag_21_aa(browser, live_server, world, demo_archive, 
         # Folded content (a chart's numbers, a finding's code and fix) is checked unfolded.
         browser.execute_script("document.querySelectorAll('details').forEach(d => { d.open = true; })")
         found = violations(browser)
+        found += [
+            f"a progress bar without a name: {bar.get_attribute('outerHTML')[:120]}"
+            for bar in browser.execute_script("return [...document.querySelectorAll('progress')]")
+            if bar.is_displayed() and not bar.accessible_name.strip()  # a hidden one has no name to give
+        ]
         if found:
             failures.append(f"{name} {path} as {role}:\n  " + "\n  ".join(found))
     assert not failures, "accessibility violations:\n" + "\n".join(failures)
