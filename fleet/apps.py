@@ -7,6 +7,3 @@ class FleetConfig(AppConfig):
 
     def ready(self):
         from fleet import lifecycle, receivers  # noqa: F401  (connects signal receivers)
-        from fleet.series import use_jemalloc_for_arrow
-
-        use_jemalloc_for_arrow()

@@ -16,8 +16,6 @@ from __future__ import annotations
 import hashlib
 import io
 import json
-import os
-from contextlib import suppress
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
@@ -504,18 +502,3 @@ def from_parquet_bytes(data: bytes, columns: list[str] | None = None) -> pd.Data
         present = set(pq.read_schema(io.BytesIO(data)).names)
         columns = [c for c in dict.fromkeys([*SERIES_KEYS, *columns]) if c in present]
     return pq.read_table(io.BytesIO(data), columns=columns).to_pandas()
-
-
-def use_jemalloc_for_arrow() -> None:
-    """Make Arrow allocate with jemalloc in this process, unless ARROW_DEFAULT_MEMORY_POOL names
-    an allocator.
-
-    pyarrow's default, mimalloc, hands freed memory back to the system at once and faults it in
-    again as huge pages, each zeroed 2 MiB at a time by the kernel: 4 % of an import's CPU in
-    `perf`. jemalloc keeps freed pages for a while: the 1,000-job demo import went from 8.07 to
-    7.02 s (`bench/compare_ingest.py --reps 6`, median, side by side), with a quarter less system
-    time. A pyarrow built without jemalloc keeps its default.
-    """
-    if not os.environ.get("ARROW_DEFAULT_MEMORY_POOL"):
-        with suppress(NotImplementedError):
-            pa.set_memory_pool(pa.jemalloc_memory_pool())
