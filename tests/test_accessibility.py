@@ -4,12 +4,16 @@ The pages are the access matrix's (docs/access-control.md): each GET row that an
 JSON, CSV, Parquet, a raw file, the API or the Django admin) is opened as the first of operator,
 researcher and member that may see it, with the `world` fixture's objects, plus what only a demo
 fleet has (triaged jobs with findings, their files, a cause with detections) and a rater's
-labeling form. A new page gets a matrix row, and with it this check. axe-core comes from
+labeling form. Each is checked again 320 CSS pixels wide (WCAG 1.4.10, Reflow: a phone, or a
+page zoomed to 400 %): nothing may make the page scroll sideways, and a table that scrolls in its
+own box must be reachable from the keyboard. A new page gets a matrix row, and with it this check. axe-core comes from
 selenium-axe-python (requirements-dev.txt); its version is pinned in constraints.txt, so a new
 axe rule arrives with a deliberate upgrade, not in the middle of a change.
 """
 
 from __future__ import annotations
+
+from contextlib import suppress
 
 import pytest
 from django.test import Client
@@ -90,6 +94,57 @@ return [...document.querySelectorAll('[data-figure]')].every(chart => chart.quer
 """
 
 
+# Elements that stick out past the right edge of the window (and so make the page scroll sideways)
+# while their parent does not, other than those inside a box that scrolls them itself. A chart is
+# judged by its <svg>'s box: the shapes inside include invisible hit areas past its edge.
+STICKING_OUT = """
+const width = document.documentElement.clientWidth;
+const past = (el) => el.getBoundingClientRect().right > width + 1 && !el.ownerSVGElement;
+const scrolledInside = (el) => {
+  for (let box = el.parentElement; box; box = box.parentElement) {
+    const overflow = getComputedStyle(box).overflowX;
+    if ((overflow === 'auto' || overflow === 'scroll') && box.scrollWidth > box.clientWidth) return true;
+  }
+  return false;
+};
+const out = [...document.body.querySelectorAll('*')]
+  .filter((el) => past(el) && !past(el.parentElement) && !scrolledInside(el))
+  .map((el) => el.outerHTML.slice(0, 100) + ' ends at ' + Math.round(el.getBoundingClientRect().right) + ' px');
+return document.documentElement.scrollWidth > width + 1 ? out.concat(['the page scrolls sideways']) : out;
+"""
+
+# WCAG 1.4.10 (Reflow): content fits a window 320 CSS pixels wide (a phone, or 1280 pixels at 400 %
+# zoom) without scrolling sideways; a data table may scroll in its own box.
+REFLOW_WIDTH = 320
+
+
+def narrow_window_problems(driver) -> list[str]:
+    """Set the window 320 px wide and list what makes the page scroll sideways, and scrolling boxes the
+    keyboard cannot reach (axe's scrollable-region-focusable); the window is set back afterwards."""
+    from selenium.common.exceptions import TimeoutException
+    from selenium.webdriver.support.wait import WebDriverWait
+    from selenium_axe_python import Axe
+
+    metrics = {"width": REFLOW_WIDTH, "height": 720, "deviceScaleFactor": 1, "mobile": False}
+    driver.execute_cdp_cmd("Emulation.setDeviceMetricsOverride", metrics)
+    try:
+        # Charts redraw for the new width a moment after the resize (Plotly waits for it to settle).
+        with suppress(TimeoutException):
+            WebDriverWait(driver, 5, poll_frequency=0.2).until(lambda page: not page.execute_script(STICKING_OUT))
+        found = [f"at {REFLOW_WIDTH} px: {line}" for line in driver.execute_script(STICKING_OUT)]
+        axe = Axe(driver)
+        axe.inject()
+        result = axe.run(options={"runOnly": {"type": "rule", "values": ["scrollable-region-focusable"]}})
+        found += [
+            f"at {REFLOW_WIDTH} px: {rule['id']} ({rule['help']}): {node['target']}"
+            for rule in result["violations"]
+            for node in rule["nodes"]
+        ]
+        return found
+    finally:
+        driver.execute_cdp_cmd("Emulation.clearDeviceMetricsOverride", {})
+
+
 def settled(driver) -> None:
     """Wait until the page's charts and timeline have drawn (axe reads what is on screen)."""
     from selenium.webdriver.support.wait import WebDriverWait
@@ -138,6 +193,7 @@ def test_every_page_meets_wcag_21_aa(browser, live_server, world, demo_archive, 
             for bar in browser.execute_script("return [...document.querySelectorAll('progress')]")
             if bar.is_displayed() and not bar.accessible_name.strip()  # a hidden one has no name to give
         ]
+        found += narrow_window_problems(browser)
         if found:
             failures.append(f"{name} {path} as {role}:\n  " + "\n  ".join(found))
     assert not failures, "accessibility violations:\n" + "\n".join(failures)
