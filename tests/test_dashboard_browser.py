@@ -224,6 +224,39 @@ def test_charts_keep_their_height_when_the_window_is_resized(browser, live_serve
         assert box == plot, f"{name}: its box is {box}px high, its plot {plot}px"
 
 
+# For each chart with a legend: (its name, the legend's bottom, the plot area's top), in page pixels.
+LEGEND_AND_PLOT = """
+return [...document.querySelectorAll('[data-figure]')].filter(c => c.querySelector('.legend')).map(chart => [
+  chart.dataset.figure, chart.querySelector('.legend').getBoundingClientRect().bottom,
+  chart.querySelector('.cartesianlayer .bg, .bglayer .bg').getBoundingClientRect().top]);
+"""
+
+
+@pytest.mark.django_db(transaction=True)
+def test_on_a_phone_wide_window_chart_legends_stay_clear_of_the_plot(browser, live_server, operator,  # noqa: F811
+                                                                      demo_archive):  # fmt: skip
+    """360 px wide, the weekly charts' two legend entries wrap to two rows: pinned above the plot
+    at a fixed height, the second row covered the bars."""
+    from selenium.webdriver.support.wait import WebDriverWait
+
+    ingest.execute_run(ingest.create_run(demo_archive).pk)
+    log_in(browser, live_server.url, operator, "/")
+    browser.execute_cdp_cmd(
+        "Emulation.setDeviceMetricsOverride", {"width": 360, "height": 900, "deviceScaleFactor": 1, "mobile": False}
+    )
+    try:
+        browser.get(f"{live_server.url}/overview/")
+        wait = WebDriverWait(browser, 20, ignored_exceptions=STALE)
+        wait.until(lambda b: b.execute_script(LEGEND_AND_PLOT))
+        charts = browser.execute_script(LEGEND_AND_PLOT)
+    finally:
+        browser.execute_cdp_cmd("Emulation.clearDeviceMetricsOverride", {})
+    assert charts, "the overview should have a chart with a legend"
+    for name, legend_bottom, plot_top in charts:
+        reach = legend_bottom - plot_top
+        assert reach <= 1, f"{name}: its legend reaches {reach:.0f}px into the plot"
+
+
 @pytest.mark.django_db(transaction=True)
 def test_the_timeline_zooms_to_a_findings_window_and_a_typed_window_from_the_keyboard(
     browser,  # noqa: F811

@@ -11,7 +11,9 @@ BASE_LAYOUT = {
     "paper_bgcolor": "rgba(0,0,0,0)",
     "plot_bgcolor": "rgba(0,0,0,0)",
     "hovermode": "x unified",
-    "legend": {"orientation": "h", "x": 0, "y": 1.12},
+    # Above the plot, anchored by its foot: Plotly widens the top margin to fit it, however many
+    # rows its entries wrap to on a narrow window (pinned at y=1.12 a second row covered the bars).
+    "legend": {"orientation": "h", "x": 0, "xanchor": "left", "y": 1.02, "yanchor": "bottom"},
 }
 USED = "#2f5fd0"
 UNUSED = "#e0a03c"
@@ -32,7 +34,7 @@ def weekly_trend(rows: list[dict]) -> dict:
         ],
         "layout": _layout(
             barmode="stack",
-            xaxis={"type": "category", "tickangle": 0, "nticks": 6},
+            xaxis={"type": "category", "nticks": 6},  # labels turn only when they would overlap (a narrow window)
             yaxis={"title": {"text": "GPU-hours"}},
             height=280,
         ),
@@ -154,7 +156,7 @@ def category_trend(rows: list[dict], colour: str) -> dict:
         ],
         "layout": _layout(
             height=280,
-            xaxis={"type": "category", "tickangle": 0, "nticks": 6},
+            xaxis={"type": "category", "nticks": 6},  # labels turn only when they would overlap (a narrow window)
             yaxis={"title": {"text": "GPU-hours"}},
             yaxis2={
                 "title": {"text": "Jobs"},
