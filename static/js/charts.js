@@ -2,10 +2,41 @@
 // in a <script type="application/json" id="ID"> written by Django's json_script (no inline JS).
 (function () {
   "use strict";
+  // A name broken into lines of about `width` characters, between words.
+  function wrapped(text, width) {
+    var lines = [], line = "";
+    text.split(" ").forEach(function (word) {
+      if (line && (line + " " + word).length > width) { lines.push(line); line = word; }
+      else { line = line ? line + " " + word : word; }
+    });
+    lines.push(line);
+    return lines.join("<br>");
+  }
+  // In a narrow box (a phone) a horizontal bar chart's long names would leave its bars no room:
+  // they are wrapped (the left margin, automargin, shrinks with them), the chart grows so that
+  // wrapped names keep apart, and the legend's type gets smaller so that its entries fit.
+  var NARROW_PX = 560, NAME_CHARS = 20, LINE_PX = 15;
+  function fitNarrow(el, figure) {
+    if (el.clientWidth >= NARROW_PX) { return; }
+    var layout = figure.layout || {}, rows = 0, lines = 1;
+    (figure.data || []).forEach(function (trace) {
+      if (trace.orientation !== "h" || !Array.isArray(trace.y)) { return; }
+      trace.y = trace.y.map(function (name) {
+        if (typeof name !== "string") { return name; }
+        var text = wrapped(name, NAME_CHARS);
+        lines = Math.max(lines, text.split("<br>").length);
+        return text;
+      });
+      rows = Math.max(rows, trace.y.length);
+    });
+    if (lines > 1 && layout.height) { layout.height = Math.max(layout.height, rows * (lines + 1) * LINE_PX + 120); }
+    if (layout.legend) { layout.legend.font = Object.assign({}, layout.legend.font, {size: 10}); }
+  }
   function draw(el) {
     var spec = document.getElementById(el.dataset.figure);
     if (!spec || !window.Plotly) { return; }
     var figure = JSON.parse(spec.textContent);
+    fitNarrow(el, figure);
     // The box keeps the figure's height: on a window resize Plotly's responsive mode sizes the plot
     // to its box, which would otherwise shrink to the CSS minimum and let the plot spill over what
     // follows it (the numbers under it).

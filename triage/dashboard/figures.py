@@ -124,7 +124,9 @@ def categories_vs_paper(rows: list[dict]) -> dict:
             height=520,
             hovermode="closest",
             xaxis={"title": {"text": "%"}},
-            margin={"l": 230, "r": 20, "t": 30, "b": 40},
+            # The left margin grows to the longest name (static/js/charts.js wraps them on a narrow box).
+            yaxis={"automargin": True},
+            margin={"l": 10, "r": 20, "t": 30, "b": 40},
         ),
     }
 
