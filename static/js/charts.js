@@ -13,8 +13,8 @@
     return lines.join("<br>");
   }
   // In a narrow box (a phone) a horizontal bar chart's long names would leave its bars no room:
-  // they are wrapped (the left margin, automargin, shrinks with them), the chart grows so that
-  // wrapped names keep apart, and the legend's type gets smaller so that its entries fit.
+  // they are wrapped (the left margin, automargin, shrinks with them); then the chart grows so
+  // that wrapped names keep apart, and its legend's type gets smaller so that its entries fit.
   var NARROW_PX = 560, NAME_CHARS = 20, LINE_PX = 15;
   function fitNarrow(el, figure) {
     if (el.clientWidth >= NARROW_PX) { return; }
@@ -29,7 +29,8 @@
       });
       rows = Math.max(rows, trace.y.length);
     });
-    if (lines > 1 && layout.height) { layout.height = Math.max(layout.height, rows * (lines + 1) * LINE_PX + 120); }
+    if (lines === 1) { return; }
+    if (layout.height) { layout.height = Math.max(layout.height, rows * (lines + 1) * LINE_PX + 120); }
     if (layout.legend) { layout.legend.font = Object.assign({}, layout.legend.font, {size: 10}); }
   }
   function draw(el) {
