@@ -6,9 +6,9 @@ researcher and member that may see it, with the `world` fixture's objects, plus 
 fleet has (triaged jobs with findings, their files, a cause with detections) and a rater's
 labeling form. Each is checked again 320 CSS pixels wide (WCAG 1.4.10, Reflow: a phone, or a
 page zoomed to 400 %): nothing may make the page scroll sideways, and a table that scrolls in its
-own box must be reachable from the keyboard. A new page gets a matrix row, and with it this check. axe-core comes from
-selenium-axe-python (requirements-dev.txt); its version is pinned in constraints.txt, so a new
-axe rule arrives with a deliberate upgrade, not in the middle of a change.
+own box must be reachable from the keyboard. A new page gets a matrix row, and with it this
+check. axe-core comes from selenium-axe-python (requirements-dev.txt); its version is pinned in
+constraints.txt, so a new axe rule arrives with a deliberate upgrade, not in the middle of a change.
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ from django.test import Client
 
 from fleet import ingest
 from tests.test_access_matrix import ROWS
-from tests.test_browser import browser  # noqa: F401  (the shared Chromium fixture)
+from tests.test_browser import browser, window_width  # noqa: F401  (browser: the shared Chromium fixture)
 from triage.models import Finding
 
 # WCAG 2.0 and 2.1, levels A and AA, and axe's best practices (landmarks, headings, empty headers).
@@ -61,13 +61,15 @@ def test_every_page_of_the_matrix_is_checked():
     assert not missing, f"pages without an accessibility check: {sorted(missing)}"
 
 
-def violations(driver) -> list[str]:
-    """axe-core's WCAG violations on the page the driver shows, one line per rule and element."""
+def violations(driver, rules: list[str] | None = None) -> list[str]:
+    """axe-core's WCAG violations on the page the driver shows (of `rules` only, when given), one
+    line per rule and element."""
     from selenium_axe_python import Axe
 
     axe = Axe(driver)
     axe.inject()
-    result = axe.run(options={"runOnly": {"type": "tag", "values": AXE_TAGS}})
+    only = {"type": "rule", "values": rules} if rules else {"type": "tag", "values": AXE_TAGS}
+    result = axe.run(options={"runOnly": only})
     return [
         f"{rule['impact']} {rule['id']} ({rule['help']}): {node['target']} {node['html'][:160]}"
         for rule in result["violations"]
@@ -123,26 +125,13 @@ def narrow_window_problems(driver) -> list[str]:
     keyboard cannot reach (axe's scrollable-region-focusable); the window is set back afterwards."""
     from selenium.common.exceptions import TimeoutException
     from selenium.webdriver.support.wait import WebDriverWait
-    from selenium_axe_python import Axe
 
-    metrics = {"width": REFLOW_WIDTH, "height": 720, "deviceScaleFactor": 1, "mobile": False}
-    driver.execute_cdp_cmd("Emulation.setDeviceMetricsOverride", metrics)
-    try:
+    with window_width(driver, REFLOW_WIDTH):
         # Charts redraw for the new width a moment after the resize (Plotly waits for it to settle).
         with suppress(TimeoutException):
             WebDriverWait(driver, 5, poll_frequency=0.2).until(lambda page: not page.execute_script(STICKING_OUT))
-        found = [f"at {REFLOW_WIDTH} px: {line}" for line in driver.execute_script(STICKING_OUT)]
-        axe = Axe(driver)
-        axe.inject()
-        result = axe.run(options={"runOnly": {"type": "rule", "values": ["scrollable-region-focusable"]}})
-        found += [
-            f"at {REFLOW_WIDTH} px: {rule['id']} ({rule['help']}): {node['target']}"
-            for rule in result["violations"]
-            for node in rule["nodes"]
-        ]
-        return found
-    finally:
-        driver.execute_cdp_cmd("Emulation.clearDeviceMetricsOverride", {})
+        found = driver.execute_script(STICKING_OUT) + violations(driver, ["scrollable-region-focusable"])
+    return [f"at {REFLOW_WIDTH} px: {line}" for line in found]
 
 
 def settled(driver) -> None:

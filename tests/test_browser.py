@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import os
 import shutil
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -33,6 +34,18 @@ def body_text(driver) -> str:
         if "does not belong to the document" in str(exc):
             return ""
         raise
+
+
+@contextmanager
+def window_width(driver, width: int, *, mobile: bool = False):
+    """The page laid out `width` CSS pixels wide (a phone; `mobile` also honours the page's viewport
+    tag, as a phone's browser or mail app does) until the block ends."""
+    metrics = {"width": width, "height": 900, "deviceScaleFactor": 1, "mobile": mobile}
+    driver.execute_cdp_cmd("Emulation.setDeviceMetricsOverride", metrics)
+    try:
+        yield driver
+    finally:
+        driver.execute_cdp_cmd("Emulation.clearDeviceMetricsOverride", {})
 
 
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"

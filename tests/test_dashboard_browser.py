@@ -12,7 +12,7 @@ import pytest
 from fleet import ingest
 from fleet.models import Job
 from tests.conftest import REPO
-from tests.test_browser import STALE, browser  # noqa: F401  (the browser fixture)
+from tests.test_browser import STALE, browser, window_width  # noqa: F401  (the browser fixture)
 from triage.models import Finding
 
 SHOTS = REPO / "screenshots"
@@ -248,16 +248,11 @@ def test_on_a_phone_wide_window_charts_keep_legends_names_and_bars_apart(browser
 
     ingest.execute_run(ingest.create_run(demo_archive).pk)  # triage runs in-process on the signal
     log_in(browser, live_server.url, operator, "/")
-    browser.execute_cdp_cmd(
-        "Emulation.setDeviceMetricsOverride", {"width": 360, "height": 900, "deviceScaleFactor": 1, "mobile": False}
-    )
-    try:
+    with window_width(browser, 360):
         browser.get(f"{live_server.url}/overview/?period=90d")
         wait = WebDriverWait(browser, 20, ignored_exceptions=STALE)
         wait.until(lambda b: len(b.execute_script(LEGEND_AND_PLOT)) >= 2)
         charts = {name: rest for name, *rest in browser.execute_script(LEGEND_AND_PLOT)}
-    finally:
-        browser.execute_cdp_cmd("Emulation.clearDeviceMetricsOverride", {})
     assert "categories-figure" in charts, f"the overview should draw the causes chart: {sorted(charts)}"
     for name, (legend_bottom, plot_top, plot_share, overlapping) in charts.items():
         reach = legend_bottom - plot_top

@@ -17,7 +17,7 @@ from django.urls import reverse
 
 from fleet.models import IngestRun, Job
 from tests.factories import JobFactory, OwnerFactory, UserFactory
-from tests.test_browser import browser  # noqa: F401  (the shared Chromium fixture)
+from tests.test_browser import browser, window_width  # noqa: F401  (browser: the shared Chromium fixture)
 from triage.dashboard import queries
 from triage.digests import services, weeks
 from triage.digests.models import Delivery, DigestKind, Subscription
@@ -642,15 +642,11 @@ def test_both_digests_read_on_a_phone_without_scrolling_sideways(smtp, fleet, me
     operator's needed 374 px: each team's waste share and its total held on one line, and 24 px
     of grey margin beside a card that fills the screen anyway."""
     send_weekly_task.delay(WEEK).get()
-    phone = {"width": 320, "height": 640, "deviceScaleFactor": 1, "mobile": True}
-    browser.execute_cdp_cmd("Emulation.setDeviceMetricsOverride", phone)
-    try:
-        widths = {}
+    widths = {}
+    with window_width(browser, 320, mobile=True):
         for address in (member_a.email, operator.email):
             page = tmp_path / f"{address}.html"
             page.write_text(parts(smtp.to(address)[0])[1], encoding="utf-8")
             browser.get(page.as_uri())
             widths[address] = browser.execute_script("return document.documentElement.scrollWidth")
-    finally:
-        browser.execute_cdp_cmd("Emulation.clearDeviceMetricsOverride", {})
     assert widths == {member_a.email: 320, operator.email: 320}

@@ -4,12 +4,15 @@
 // a box changes size: a window resized or rotated, a folded table opened.
 (function () {
   "use strict";
+  // The table's caption, else its section's heading, else the page's; a heading's own text only
+  // (not the muted note after it).
   function tableName(box) {
-    const caption = box.querySelector("caption");
     const section = box.closest("section, details, .card");
-    const heading = (section && section.querySelector("h2, h3, summary")) || document.querySelector("h1");
-    const source = caption || heading;
-    const text = source ? (source.firstChild && source.firstChild.nodeType === Node.TEXT_NODE ? source.firstChild.textContent : source.textContent) : "";
+    const source = box.querySelector("caption")
+      || (section && section.querySelector("h2, h3, summary"))
+      || document.querySelector("h1");
+    const first = source && source.firstChild;
+    const text = first && first.nodeType === Node.TEXT_NODE ? first.textContent : (source ? source.textContent : "");
     return (text.trim() || "Table").slice(0, 80);
   }
   function update(box) {

@@ -15,6 +15,8 @@ BASE_LAYOUT = {
     # rows its entries wrap to on a narrow window (pinned at y=1.12 a second row covered the bars).
     "legend": {"orientation": "h", "x": 0, "xanchor": "left", "y": 1.02, "yanchor": "bottom"},
 }
+# Weeks along the bottom; their labels turn only when they would overlap (a narrow window).
+WEEKS_AXIS = {"type": "category", "nticks": 6}
 USED = "#2f5fd0"
 UNUSED = "#e0a03c"
 
@@ -34,7 +36,7 @@ def weekly_trend(rows: list[dict]) -> dict:
         ],
         "layout": _layout(
             barmode="stack",
-            xaxis={"type": "category", "nticks": 6},  # labels turn only when they would overlap (a narrow window)
+            xaxis=WEEKS_AXIS,
             yaxis={"title": {"text": "GPU-hours"}},
             height=280,
         ),
@@ -158,7 +160,7 @@ def category_trend(rows: list[dict], colour: str) -> dict:
         ],
         "layout": _layout(
             height=280,
-            xaxis={"type": "category", "nticks": 6},  # labels turn only when they would overlap (a narrow window)
+            xaxis=WEEKS_AXIS,
             yaxis={"title": {"text": "GPU-hours"}},
             yaxis2={
                 "title": {"text": "Jobs"},
