@@ -1,7 +1,18 @@
 from django.contrib import admin
 
 from fleet import audit
-from fleet.models import Artifact, AuditEvent, Cluster, GpuModelPrice, IngestRun, Job, LogEvent, Owner, Team
+from fleet.models import (
+    Artifact,
+    AuditEvent,
+    Cluster,
+    ExchangeRate,
+    GpuModelPrice,
+    IngestRun,
+    Job,
+    LogEvent,
+    Owner,
+    Team,
+)
 
 
 class AuditedAdmin(admin.ModelAdmin):
@@ -83,6 +94,16 @@ class GpuModelPriceAdmin(AuditedAdmin):
 
     list_display = ["cluster", "gpu_model", "price_per_gpu_hour", "currency"]
     list_filter = ["cluster", "currency"]
+
+
+@admin.register(ExchangeRate)
+class ExchangeRateAdmin(AuditedAdmin):
+    audit_name = "exchange_rate"
+
+    def audit_details(self, obj) -> dict:
+        return audit.rate_details(obj)
+
+    list_display = ["currency", "rate"]
 
 
 class ArtifactInline(admin.TabularInline):

@@ -1,5 +1,5 @@
-"""The audit log of operator actions: who changed thresholds, prices, tokens, connectors, deleted
-data or retried a digest, when, and what exactly.
+"""The audit log of operator actions: who changed thresholds, prices, exchange rates, tokens,
+connectors, deleted data or retried a digest, when, and what exactly.
 
 One function writes it, `record(actor, action, target, details)`, called by the views, admin hooks
 and commands that make those changes (triage calls it too: fleet never imports triage). Entries
@@ -9,6 +9,7 @@ are only ever added; the page under /audit/ lists them for operators.
 from __future__ import annotations
 
 import logging
+from decimal import Decimal
 
 from django.db import models
 
@@ -54,11 +55,25 @@ def price_details(price) -> dict:
 def save_prices(actor, formset) -> None:
     """Save a formset of GPU-hour prices and record each price it created, changed or deleted: the
     admin's and the settings page's, so every way of changing a price is in the log."""
-    deleted = [price_details(form.instance) for form in formset.deleted_forms if form.instance.pk]
+    _save_audited(actor, formset, "price", price_details, lambda d: f"{d['cluster']}/{d['gpu_model'] or '*'}")
+
+
+def rate_details(rate) -> dict:
+    """What an audit entry keeps of an exchange rate."""
+    return {"currency": rate.currency, "rate": f"{Decimal(rate.rate).normalize():f}"}  # "1.08" as typed or stored
+
+
+def save_rates(actor, formset) -> None:
+    """Save a formset of exchange rates and record each rate it created, changed or deleted."""
+    _save_audited(actor, formset, "exchange_rate", rate_details, lambda d: d["currency"])
+
+
+def _save_audited(actor, formset, name: str, details_of, label_of) -> None:
+    deleted = [details_of(form.instance) for form in formset.deleted_forms if form.instance.pk]
     formset.save()
-    for price in formset.new_objects:
-        record(actor, "price.create", price, price_details(price))
-    for price, fields in formset.changed_objects:
-        record(actor, "price.change", price, {"fields": sorted(fields), **price_details(price)})
+    for obj in formset.new_objects:
+        record(actor, f"{name}.create", obj, details_of(obj))
+    for obj, fields in formset.changed_objects:
+        record(actor, f"{name}.change", obj, {"fields": sorted(fields), **details_of(obj)})
     for details in deleted:
-        record(actor, "price.delete", f"{details['cluster']}/{details['gpu_model'] or '*'}", details)
+        record(actor, f"{name}.delete", label_of(details), details)

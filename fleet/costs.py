@@ -1,11 +1,16 @@
-"""Job cost = GPU-hours x the price of a GPU-hour for the job's cluster and GPU model."""
+"""Job cost = GPU-hours x the price of a GPU-hour for the job's cluster and GPU model, in the
+currency of that price; totals convert each currency into the reporting one (`Conversion`)."""
 
 from __future__ import annotations
 
-from django.db import transaction
-from django.db.models import DecimalField, ExpressionWrapper, F, Value
+from dataclasses import dataclass
 
-from fleet.models import Cluster, Job
+from django.conf import settings
+from django.db import transaction
+from django.db.models import Case, DecimalField, ExpressionWrapper, F, FloatField, Value, When
+from django.db.models.functions import Cast
+
+from fleet.models import Cluster, ExchangeRate, Job
 
 
 @transaction.atomic
@@ -27,3 +32,34 @@ def recompute_costs(cluster: Cluster) -> int:
     if "" not in prices:
         jobs.exclude(gpu_model__in=models_with_own_price).update(cost=None, currency="")
     return priced
+
+
+@dataclass(frozen=True)
+class Conversion:
+    """How costs kept in several currencies are added up: each converted into the reporting
+    currency (settings.DEFAULT_CURRENCY) at the rate an operator set (`ExchangeRate`); a currency
+    without a rate is left out of a total rather than added as if it were the reporting currency.
+    The pages and digests that sum costs read it once and build their SQL with `amount`."""
+
+    currency: str  # the reporting currency
+    rates: tuple[tuple[str, float], ...] = ()  # (code, value of one unit in the reporting currency)
+
+    @classmethod
+    def current(cls) -> Conversion:
+        reporting = settings.DEFAULT_CURRENCY
+        rates = ExchangeRate.objects.exclude(currency=reporting).values_list("currency", "rate")
+        return cls(reporting, tuple((code, float(rate)) for code, rate in rates))
+
+    def rate_of(self, code: str) -> float | None:
+        """What one unit of `code` is worth in the reporting currency; None without a rate."""
+        if code in ("", self.currency):  # "": a job without a price (its cost is empty, or 0)
+            return 1.0
+        return dict(self.rates).get(code)
+
+    def amount(self, cost: str = "cost", currency: str = "currency"):
+        """SQL for a row's cost in the reporting currency: NULL (left out of a Sum) in a currency
+        without a rate. `cost` and `currency` name the row's columns (a job's, a finding's)."""
+        value = Cast(F(cost), FloatField())
+        whens = [When(**{f"{currency}__in": ["", self.currency]}, then=value)]
+        whens += [When(**{currency: code}, then=value * Value(rate)) for code, rate in self.rates]
+        return Case(*whens, default=Value(None), output_field=FloatField())

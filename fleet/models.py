@@ -5,6 +5,7 @@ from __future__ import annotations
 from decimal import Decimal
 
 from django.conf import settings
+from django.core.exceptions import ValidationError
 from django.core.validators import MinValueValidator, RegexValidator
 from django.db import models
 from django.db.models import Q
@@ -64,17 +65,16 @@ class Cluster(models.Model):
         return self.name
 
 
+CURRENCY_CODE = RegexValidator(r"^[A-Z]{3}$", "A three-letter currency code (ISO 4217), such as USD or EUR.")
+
+
 class GpuModelPrice(models.Model):
     """Cost of one GPU-hour on a cluster; an empty gpu_model is the cluster's default price."""
 
     cluster = models.ForeignKey(Cluster, on_delete=models.CASCADE, related_name="prices")
     gpu_model = models.CharField(max_length=100, blank=True)
     price_per_gpu_hour = models.DecimalField(max_digits=10, decimal_places=4, validators=[MinValueValidator(0)])
-    currency = models.CharField(
-        max_length=3,
-        default="USD",
-        validators=[RegexValidator(r"^[A-Z]{3}$", "A three-letter currency code (ISO 4217), such as USD or EUR.")],
-    )
+    currency = models.CharField(max_length=3, default="USD", validators=[CURRENCY_CODE])
 
     class Meta:
         constraints = [models.UniqueConstraint(fields=["cluster", "gpu_model"], name="price_unique_cluster_model")]
@@ -82,6 +82,34 @@ class GpuModelPrice(models.Model):
 
     def __str__(self) -> str:
         return f"{self.cluster}/{self.gpu_model or '*'}: {self.price_per_gpu_hour} {self.currency}"
+
+
+class ExchangeRate(models.Model):
+    """What one unit of a currency is worth in the reporting currency (settings.DEFAULT_CURRENCY).
+
+    Costs are kept in the currency each cluster is priced in; the pages and digests that add costs
+    up convert them at these rates, set by operators. A currency without a rate is left out of
+    those totals (and the page says how much was left out), never added as if it were the
+    reporting currency.
+    """
+
+    currency = models.CharField(max_length=3, unique=True, validators=[CURRENCY_CODE])
+    rate = models.DecimalField(
+        max_digits=16,
+        decimal_places=6,
+        validators=[MinValueValidator(Decimal("0.000001"))],
+        help_text="The value of 1 unit of this currency in the reporting currency.",
+    )
+
+    class Meta:
+        ordering = ["currency"]
+
+    def __str__(self) -> str:
+        return f"1 {self.currency} = {self.rate.normalize():f} {settings.DEFAULT_CURRENCY}"
+
+    def clean(self) -> None:
+        if self.currency == settings.DEFAULT_CURRENCY:
+            raise ValidationError({"currency": f"{self.currency} is the reporting currency: its rate is 1."})
 
 
 class MachineToken(AbstractAPIKey):
@@ -223,7 +251,8 @@ class JobQuerySet(models.QuerySet):
 
 
 # The summary columns the dashboard adds up over a period (its indexes hold them; see Job.Meta).
-SUMMARY_COLUMNS = ("gpu_hours", "coverage", "unused_gpu_hours", "idle_gpu_hours", "cost", "mean_gpu_util")
+# "currency" too: the cost totals convert each job's cost at its currency's rate.
+SUMMARY_COLUMNS = ("gpu_hours", "coverage", "unused_gpu_hours", "idle_gpu_hours", "cost", "currency", "mean_gpu_util")
 
 
 class Job(models.Model):

@@ -215,7 +215,7 @@ def _finding(job, category, hours, status="classified"):
     )
 
 
-def test_overview_shows_causes_priced_at_todays_prices_and_the_unclassified_share(client, operator, fleet):
+def test_overview_shows_causes_priced_at_todays_prices_and_the_unclassified_share(client, operator, fleet, settings):
     from fleet.models import GpuModelPrice
     from triage.models import Finding, JobTriage, RuleSet
     from triage.taxonomy import Category
@@ -225,6 +225,9 @@ def test_overview_shows_causes_priced_at_todays_prices_and_the_unclassified_shar
     JobTriage.objects.create(job=busy, rule_set=RuleSet.current(), status="unclassified", is_current=True)
     busy.mean_gpu_util = 45
     busy.save()
+    # The other jobs stay in USD: the totals are in the reporting currency, EUR here, so the USD
+    # jobs (no rate) are left out of them and the EUR cause is added as it is.
+    settings.DEFAULT_CURRENCY = "EUR"
     GpuModelPrice.objects.create(cluster=low.cluster, gpu_model="", price_per_gpu_hour="5.00", currency="EUR")
     client.force_login(operator)
     response = overview(client)
@@ -301,6 +304,53 @@ def test_operator_sets_prices_and_jobs_are_repriced(client, operator, member_a, 
     assert (str(low.cost), low.currency) == ("35.00", "EUR")
 
 
+def test_operator_sets_exchange_rates_in_settings(client, operator, member_a, fleet):
+    """The rates the totals convert at are set on the settings page, by operators only, each change
+    audited; the reporting currency itself and a rate that is not a positive number are refused."""
+    from fleet.models import AuditEvent, ExchangeRate, GpuModelPrice
+
+    (low, _), _ = fleet
+    GpuModelPrice.objects.create(cluster=low.cluster, gpu_model="", price_per_gpu_hour="2", currency="EUR")
+    url = reverse("dashboard:settings")
+    client.force_login(operator)
+    page = client.get(url).content.decode()
+    assert 'id="rates-missing">Prices in EUR have no rate to USD' in page
+    assert 'aria-label="Value in the reporting currency, rate 1"' in page
+    form = {
+        "rates-TOTAL_FORMS": "1", "rates-INITIAL_FORMS": "0", "rates-MIN_NUM_FORMS": "0", "rates-MAX_NUM_FORMS": "1000",
+        "rates-0-currency": "EUR", "rates-0-rate": "1.08",
+    }  # fmt: skip
+    client.force_login(member_a)
+    assert client.post(url, form).status_code == 404 and not ExchangeRate.objects.exists()
+    client.force_login(operator)
+    response = client.post(url, form, follow=True)
+    assert b"Exchange rates saved" in response.content and "rates-missing" not in response.content.decode()
+    assert [str(rate) for rate in ExchangeRate.objects.all()] == ["1 EUR = 1.08 USD"]
+    event = AuditEvent.objects.get(action="exchange_rate.create")
+    assert (event.actor_name, event.details) == (operator.username, {"currency": "EUR", "rate": "1.08"})
+    assert GpuModelPrice.objects.get(cluster=low.cluster).price_per_gpu_hour == 2  # the prices' form was not touched
+    for currency, rate, message in [
+        ("USD", "2", "USD is the reporting currency: its rate is 1."),
+        ("GBP", "0", "Ensure this value is greater than or equal to"),
+        ("GBP", "-1", "Ensure this value is greater than or equal to"),
+        ("GBP", "a lot", "Enter a number."),
+        ("<b>", "1", "A three-letter currency code"),
+        ("EUR", "2", "Exchange rate with this Currency already exists."),
+    ]:
+        bad = client.post(url, form | {"rates-0-currency": currency, "rates-0-rate": rate})
+        assert bad.status_code == 200 and message in bad.content.decode(), (currency, rate)
+    assert ExchangeRate.objects.count() == 1 and "<b>" not in client.get(url).content.decode()
+    rate = ExchangeRate.objects.get()
+    change = form | {"rates-INITIAL_FORMS": "1", "rates-0-id": str(rate.pk), "rates-0-rate": "1.1"}
+    client.post(url, change)
+    assert str(ExchangeRate.objects.get().rate) == "1.100000"
+    client.post(url, change | {"rates-0-DELETE": "on"})
+    assert not ExchangeRate.objects.exists()
+    rate_events = AuditEvent.objects.filter(action__startswith="exchange_rate").order_by("pk")
+    actions = list(rate_events.values_list("action", flat=True))
+    assert actions == ["exchange_rate.create", "exchange_rate.change", "exchange_rate.delete"]
+
+
 @pytest.mark.parametrize(("jobs", "step"), [([0, 0], 1), ([0, 3, 4], 1), ([2, 9], 2), ([0, 40], 8)])
 def test_the_cause_trend_counts_jobs_in_whole_numbers(jobs, step):
     from datetime import date, timedelta
@@ -354,16 +404,49 @@ def test_the_overview_labels_costs_with_their_currency_and_says_when_they_mix(cl
     Job.objects.exclude(cost=None).update(currency="EUR")
     page = overview(client)
     assert page.context["currency"] == "EUR" and "cost-note" not in page.content.decode()
-    Job.objects.filter(pk=Job.objects.exclude(cost=None).first().pk).update(currency="USD")
-    page = overview(client)
-    assert page.context["currency"] == "" and "priced in EUR and USD" in page.content.decode()
-    # The teams and causes pages add costs up too: they say the same (and label a single currency).
-    for name in ("dashboard:team-list", "dashboard:category-list"):
-        text = client.get(reverse(name), {"from": "2026-11-16", "to": "2026-11-22"}).content.decode()
-        assert "priced in EUR and USD" in text, name
-    Job.objects.exclude(cost=None).update(currency="EUR")
+    assert page.context["totals"].cost == 60.0  # one currency: added as it is
     text = client.get(reverse("dashboard:team-list"), {"from": "2026-11-16", "to": "2026-11-22"}).content.decode()
     assert "Cost (EUR)" in text and "cost-note" not in text
+
+
+def test_costs_in_several_currencies_are_converted_at_the_operators_rates_or_left_out(client, operator, fleet):
+    """Jobs priced in EUR and USD were added into one figure as if both were the same money (with
+    a note asking for one currency). Now a total is in the reporting currency (DEFAULT_CURRENCY,
+    USD): other currencies are converted at the rates set in Settings, and one without a rate is
+    left out and the page says how much."""
+    from fleet.models import ExchangeRate, Job
+
+    (low, busy), _ = fleet  # this week: team A's 20.00 (6 of 10 GPU-hours unused), team B's 40.00 (2 of 20)
+    Job.objects.filter(pk=low.pk).update(currency="EUR")
+    client.force_login(operator)
+    week = {"from": "2026-11-16", "to": "2026-11-22"}
+
+    page = overview(client)
+    totals, html = page.context["totals"], page.content.decode()
+    assert page.context["currency"] == "USD"
+    assert (totals.cost, totals.wasted_cost) == (40.0, 4.0)  # team B's alone: EUR has no rate
+    note = "Costs in EUR (20 EUR) are left out of the cost figures: no exchange rate to USD is set for it (Settings)."
+    assert f'<p class="warning-text" id="cost-note">{note}</p>' in html
+    teams = {row["team__slug"]: row for row in client.get(reverse("dashboard:team-list"), week).context["rows"]}
+    assert (teams["team-a"]["spend"], teams["team-b"]["spend"]) == (0.0, 40.0)
+
+    ExchangeRate.objects.create(currency="EUR", rate="1.5")
+    page = overview(client)
+    totals, html = page.context["totals"], page.content.decode()
+    assert (totals.cost, totals.wasted_cost) == (70.0, 22.0)  # 40 + 1.5 × 20; 4 + 1.5 × 20 × 6/10
+    note = "Costs in EUR are converted to USD at 1 EUR = 1.5 USD (Settings)."
+    assert f'<p class="muted" id="cost-note">{note}</p>' in html
+    assert '70 <span class="unit">USD</span>' in html
+    for name in ("dashboard:team-list", "dashboard:category-list"):
+        response = client.get(reverse(name), week)
+        assert note in response.content.decode() and response.context["currency"] == "USD", name
+    teams = {row["team__slug"]: row for row in client.get(reverse("dashboard:team-list"), week).context["rows"]}
+    assert (teams["team-a"]["spend"], teams["team-a"]["wasted_cost"]) == (30.0, 18.0)
+    csv = b"".join(client.get(reverse("dashboard:team-list"), {**week, "format": "csv"}).streaming_content).decode()
+    assert "team-a,2026-11-16,2026-11-22,1,10.0,6.0,0.6,30.0,18.0,USD," in csv
+    # A team whose jobs are all in EUR sees them in EUR, as priced, not converted.
+    team_page = client.get(reverse("dashboard:team-detail", args=["team-a"]), week)
+    assert team_page.context["currency"] == "EUR" and team_page.context["totals"].cost == 20.0
 
 
 def test_a_team_page_prices_its_waste_and_says_why_and_what_to_change(client, member_a, operator, fleet):

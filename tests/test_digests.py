@@ -572,8 +572,9 @@ def test_costs_are_labelled_in_the_currency_they_are_priced_in_and_mixed_ones_sa
     smtp, fleet, member_a, team_a, client, operator
 ):
     """Every money figure was labelled with DEFAULT_CURRENCY: a team priced in EUR read "30 USD", and
-    amounts in EUR and USD were added into one "USD" total without a word."""
-    from fleet.models import GpuModelPrice, Job
+    amounts in EUR and USD were added into one "USD" total without a word (and then, with a note,
+    added all the same)."""
+    from fleet.models import ExchangeRate, GpuModelPrice, Job
 
     GpuModelPrice.objects.update(currency="EUR")
     Job.objects.exclude(cost=None).update(currency="EUR")
@@ -584,7 +585,18 @@ def test_costs_are_labelled_in_the_currency_they_are_priced_in_and_mixed_ones_sa
     Job.objects.filter(pk=some.pk).update(currency="USD")
     client.force_login(operator)
     page = client.get(reverse("digests:preview-team", args=[team_a.slug, WEEK]), {"part": "text"})
-    assert "priced in EUR and USD: the cost figures add amounts in different currencies" in page.content.decode()
+    assert (
+        "Costs in EUR (" in page.content.decode() and "no exchange rate to USD is set for it" in page.content.decode()
+    )
+    # With a rate, the EUR costs are converted into the reporting currency and the digest says at which.
+    ExchangeRate.objects.create(currency="EUR", rate="2")
+    week = weeks.parse_week(WEEK)
+    mixed = Job.objects.filter(team=team_a, start_time__gte=week.start, start_time__lt=week.end).exclude(cost=None)
+    expected = sum(float(job.cost) * (1 if job.currency == "USD" else 2) for job in mixed)
+    context = services.build_context(DigestKind.TEAM, WEEK, team_a)
+    assert context["currency"] == "USD" and context["totals"].cost == pytest.approx(expected)
+    page = client.get(reverse("digests:preview-team", args=[team_a.slug, WEEK]), {"part": "text"})
+    assert "Costs in EUR are converted to USD at 1 EUR = 2 USD (Settings)." in page.content.decode()
 
 
 # --- Weeks with less work --------------------------------------------------------------------------

@@ -9,11 +9,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import UTC, datetime, time, timedelta
 from decimal import Decimal
+from typing import NamedTuple
 
 from django.db.models import Count, F, FloatField, Q, Sum, Value
 from django.db.models.functions import Cast, Coalesce, Floor, NullIf
 from django.urls import reverse
 
+from fleet.costs import Conversion
 from fleet.logevents import LOG_EVENT_KINDS
 
 from .periods import Period
@@ -28,7 +30,17 @@ def _float(expression):
 # Unused GPU-hours are only known for the covered part of a job, so the waste share divides
 # by covered GPU-hours; otherwise a job with a hole would look less wasteful than it is.
 COVERED_HOURS = F("gpu_hours") * Coalesce(F("coverage"), ZERO)
-WASTED_COST = _float(F("cost")) * Coalesce(F("unused_gpu_hours"), ZERO) / NullIf(COVERED_HOURS, ZERO)
+
+
+def _spend(conversion: Conversion):
+    """SQL: the sum of the rows' costs in the reporting currency (those without a rate left out)."""
+    return Coalesce(Sum(conversion.amount()), ZERO)
+
+
+def _wasted_cost(conversion: Conversion):
+    """SQL: the sum of what the jobs' unused GPU-hours cost, in the reporting currency."""
+    wasted = conversion.amount() * Coalesce(F("unused_gpu_hours"), ZERO) / NullIf(COVERED_HOURS, ZERO)
+    return Coalesce(Sum(wasted), ZERO)
 
 
 @dataclass(frozen=True)
@@ -47,32 +59,63 @@ class Totals:
         return self.unused_gpu_hours / self.covered_gpu_hours if self.covered_gpu_hours else None
 
 
-def pricing(jobs, default_currency: str) -> tuple[str, str]:
-    """(the currency the jobs' costs are in, a note for the reader or ""), for the pages and digests
-    that add costs up. Costs are never converted: jobs priced in several currencies are added as
-    they are, and the note says so; with no price set at all the costs are 0, and the note says why."""
-    # Distinct in SQL: a few rows, not one per job of the period.
-    named = jobs.exclude(cost=None).order_by().values_list("currency", flat=True).distinct()
-    codes = sorted({code or default_currency for code in named})
-    if not codes:
-        return default_currency, "No GPU-hour prices are set for these jobs' clusters, so their costs are 0 (Settings)."
-    if len(codes) > 1:
-        return "", (
-            f"Jobs here are priced in {', '.join(codes[:-1])} and {codes[-1]}: the cost figures add amounts"
-            " in different currencies. Give every cluster's prices one currency (Settings)."
+class Pricing(NamedTuple):
+    """How a page or digest adds its jobs' costs up: the currency its figures are in, the
+    `conversion` that gets them there (pass it to `totals`, `by_team`, `by_category`), and a note
+    for the reader ("" for none); `warning` when the note says a figure is incomplete."""
+
+    currency: str
+    note: str
+    warning: bool
+    conversion: Conversion
+
+
+def pricing(jobs, conversion: Conversion | None = None) -> Pricing:
+    """How these jobs' costs add up. Jobs all priced in one currency are added in it as they are;
+    jobs in several are converted into the reporting currency at the operators' rates, and the note
+    says at which, or which currencies were left out for want of a rate (and how much)."""
+    conversion = conversion or Conversion.current()
+    reporting = conversion.currency
+    # Grouped in SQL: a row per currency, not one per job of the period.
+    by_currency: dict[str, float] = {}
+    for row in jobs.exclude(cost=None).order_by().values("currency").annotate(total=Sum(_float(F("cost")))):
+        code = row["currency"] or reporting
+        by_currency[code] = by_currency.get(code, 0.0) + (row["total"] or 0.0)
+    if not by_currency:
+        note = "No GPU-hour prices are set for these jobs' clusters, so their costs are 0 (Settings)."
+        return Pricing(reporting, note, True, conversion)
+    if len(by_currency) == 1:
+        [code] = by_currency
+        return Pricing(code, "", False, Conversion(code))
+    foreign = sorted(code for code in by_currency if code != reporting)
+    unconverted = [code for code in foreign if conversion.rate_of(code) is None]
+    if unconverted:
+        amounts = _joined([f"{by_currency[code]:,.0f} {code}" for code in unconverted])
+        note = (
+            f"Costs in {_joined(unconverted)} ({amounts}) are left out of the cost figures: no exchange rate"
+            f" to {reporting} is set for {'them' if len(unconverted) > 1 else 'it'} (Settings)."
         )
-    return codes[0], ""
+        return Pricing(reporting, note, True, conversion)
+    rates = _joined([f"1 {code} = {conversion.rate_of(code):,.6g} {reporting}" for code in foreign])
+    note = f"Costs in {_joined(foreign)} are converted to {reporting} at {rates} (Settings)."
+    return Pricing(reporting, note, False, conversion)
 
 
-def totals(jobs, low_util_threshold: float) -> Totals:
+def _joined(items: list[str]) -> str:
+    """'a', 'a and b', 'a, b and c'."""
+    return items[0] if len(items) == 1 else f"{', '.join(items[:-1])} and {items[-1]}"
+
+
+def totals(jobs, low_util_threshold: float, conversion: Conversion | None = None) -> Totals:
+    conversion = conversion or Conversion.current()
     row = jobs.aggregate(
         jobs=Count("pk"),
         hours=Coalesce(Sum("gpu_hours"), ZERO),
         covered=Coalesce(Sum(COVERED_HOURS), ZERO),
         unused=Coalesce(Sum("unused_gpu_hours"), ZERO),
         idle=Coalesce(Sum("idle_gpu_hours"), ZERO),
-        spend=Coalesce(Sum(_float(F("cost"))), ZERO),
-        wasted_cost=Coalesce(Sum(WASTED_COST), ZERO),
+        spend=_spend(conversion),
+        wasted_cost=_wasted_cost(conversion),
         low=Count("pk", filter=Q(mean_gpu_util__lte=low_util_threshold)),
     )
     return Totals(
@@ -130,7 +173,14 @@ def weekly_trend(jobs, period: Period, weeks: int = 12) -> list[dict]:
     return trend
 
 
-def by_team(jobs, low_util_threshold: float, order: str = "-unused", limit: int | None = None) -> list[dict]:
+def by_team(
+    jobs,
+    low_util_threshold: float,
+    order: str = "-unused",
+    limit: int | None = None,
+    conversion: Conversion | None = None,
+) -> list[dict]:
+    conversion = conversion or Conversion.current()
     rows = (
         jobs.values("team__slug", "team__name")
         .annotate(
@@ -138,8 +188,8 @@ def by_team(jobs, low_util_threshold: float, order: str = "-unused", limit: int 
             hours=Coalesce(Sum("gpu_hours"), ZERO),
             covered=Coalesce(Sum(COVERED_HOURS), ZERO),
             unused=Coalesce(Sum("unused_gpu_hours"), ZERO),
-            spend=Coalesce(Sum(_float(F("cost"))), ZERO),
-            wasted_cost=Coalesce(Sum(WASTED_COST), ZERO),
+            spend=_spend(conversion),
+            wasted_cost=_wasted_cost(conversion),
             idle=Coalesce(Sum("idle_gpu_hours"), ZERO),
             low_util_jobs=Count("pk", filter=Q(mean_gpu_util__lte=low_util_threshold)),
         )
@@ -232,17 +282,19 @@ def money(value: float) -> Decimal:
     return Decimal(str(round(value, 2)))
 
 
-def by_category(jobs) -> list[dict]:
-    """Current findings of these jobs per category: jobs, attributed GPU-hours and cost."""
+def by_category(jobs, conversion: Conversion | None = None) -> list[dict]:
+    """Current findings of these jobs per category: jobs, attributed GPU-hours and cost (in the
+    reporting currency)."""
     from triage.models import Finding
 
+    conversion = conversion or Conversion.current()
     rows = (
         Finding.objects.filter(result__is_current=True, job__in=jobs)
         .values("category")
         .annotate(
             jobs=Count("job", distinct=True),
             hours=Coalesce(Sum("gpu_hours"), ZERO),
-            spend=Coalesce(Sum(_float(F("cost"))), ZERO),
+            spend=_spend(conversion),
         )
         .order_by("-hours")
     )

@@ -20,8 +20,9 @@ from django.utils.http import content_disposition_header
 from fleet import audit
 from fleet.access import operator_required
 from fleet.canonical import as_utc
+from fleet.costs import Conversion
 from fleet.exports import series_csv_chunks, stream_csv_rows
-from fleet.models import Artifact, Cluster, GpuModelPrice, Job, Team
+from fleet.models import Artifact, Cluster, ExchangeRate, GpuModelPrice, Job, Team
 from fleet.series import from_parquet_bytes
 from triage.guidance import GUIDES, category_guide, headline_change
 from triage.labeling.services import blinded_job_ids, findings_hidden_from
@@ -73,10 +74,10 @@ def _context(request, jobs, period, problem, cluster) -> dict:
     }
 
 
-def _pricing(jobs) -> dict:
-    """The currency a page's costs are in, and the note when they mix currencies or have no price."""
-    currency, note = queries.pricing(jobs, settings.DEFAULT_CURRENCY)
-    return {"currency": currency, "cost_note": note}
+def _pricing_context(pricing: queries.Pricing) -> dict:
+    """The currency a page's costs are in, and the note on how they were added up (converted, left
+    out for want of a rate, or no price set)."""
+    return {"currency": pricing.currency, "cost_note": pricing.note, "cost_warning": pricing.warning}
 
 
 @login_required
@@ -84,9 +85,11 @@ def overview(request):
     jobs, period, problem, cluster = _scope(request)
     threshold = settings.LOW_UTIL_THRESHOLD
     period_jobs = queries.in_period(jobs, period)
-    all_teams = queries.by_team(period_jobs, threshold)
+    pricing = queries.pricing(queries.in_period(jobs, period.with_previous), Conversion.current())
+    conversion = pricing.conversion
+    all_teams = queries.by_team(period_jobs, threshold, conversion=conversion)
     current = queries.totals_from_teams(all_teams)
-    previous = queries.totals(queries.in_period(jobs, period.previous), threshold)
+    previous = queries.totals(queries.in_period(jobs, period.previous), threshold, conversion)
     # As in the digests: more or less GPU time and spend is neither good nor bad; more waste is bad.
     waste = queries.waste_judged(current)
     kpis = [
@@ -113,7 +116,7 @@ def overview(request):
         )
     teams = all_teams[:10]
     judged = _judged(period_jobs, request)
-    categories = [row | {"label": Category(row["category"]).label} for row in queries.by_category(judged)]
+    categories = [row | {"label": Category(row["category"]).label} for row in queries.by_category(judged, conversion)]
     unclassified, triaged_low = queries.unclassified_share(judged, threshold)
     context = _context(request, jobs, period, problem, cluster) | {
         "cards": cards,
@@ -126,7 +129,7 @@ def overview(request):
         "unclassified": unclassified,
         "triaged_low": triaged_low,
     }
-    context |= _pricing(queries.in_period(jobs, period.with_previous))
+    context |= _pricing_context(pricing)
     return render(request, "dashboard/overview.html", context)
 
 
@@ -134,13 +137,17 @@ def overview(request):
 def team_list(request):
     jobs, period, problem, cluster = _scope(request)
     sort = request.GET.get("sort", "unused")
+    pricing = queries.pricing(queries.in_period(jobs, period), Conversion.current())
     rows = queries.by_team(
-        queries.in_period(jobs, period), settings.LOW_UTIL_THRESHOLD, order=TEAM_SORTS.get(sort, "-unused")
+        queries.in_period(jobs, period),
+        settings.LOW_UTIL_THRESHOLD,
+        order=TEAM_SORTS.get(sort, "-unused"),
+        conversion=pricing.conversion,
     )
-    pricing = _pricing(queries.in_period(jobs, period))
     if request.GET.get("format") == "csv":
-        return _teams_csv(rows, period, pricing["currency"])
-    context = _context(request, jobs, period, problem, cluster) | {"rows": rows, "sort": sort} | pricing
+        return _teams_csv(rows, period, pricing.currency)
+    context = _context(request, jobs, period, problem, cluster) | {"rows": rows, "sort": sort}
+    context |= _pricing_context(pricing)
     return render(request, "dashboard/team_list.html", context)
 
 
@@ -179,6 +186,8 @@ def team_detail(request, slug: str):
     jobs = jobs.filter(team=team)
     period_jobs = queries.in_period(jobs, period)
     threshold = settings.LOW_UTIL_THRESHOLD
+    pricing = queries.pricing(period_jobs, Conversion.current())
+    conversion = pricing.conversion
     worst_jobs = list(
         period_jobs.filter(unused_gpu_hours__isnull=False).select_related("cluster").order_by("-unused_gpu_hours")[:15]
     )
@@ -186,12 +195,12 @@ def team_detail(request, slug: str):
     judged_jobs = period_jobs.exclude(pk__in=blinded)  # as `_judged`, with the set used once more below
     causes = [
         row | {"category": Category(row["category"]), "change": headline_change(Category(row["category"]))}
-        for row in queries.by_category(judged_jobs)
+        for row in queries.by_category(judged_jobs, conversion)
     ]
     unclassified, triaged_low = queries.unclassified_share(judged_jobs, threshold)
     context = _context(request, jobs, period, problem, cluster) | {
         "team": team,
-        "totals": queries.totals(period_jobs, threshold),
+        "totals": queries.totals(period_jobs, threshold, conversion),
         "trend_figure": figures.weekly_trend(queries.weekly_trend(jobs, period)),
         "users": queries.by_user(period_jobs),
         "worst_jobs": _with_triage(worst_jobs, blinded),
@@ -204,7 +213,7 @@ def team_detail(request, slug: str):
             | ({"cluster": cluster} if cluster else {})
         ),
     }
-    context |= _pricing(period_jobs)
+    context |= _pricing_context(pricing)
     return render(request, "dashboard/team_detail.html", context)
 
 
@@ -521,7 +530,9 @@ def home(request):
 @login_required
 def category_list(request):
     jobs, period, problem, cluster = _scope(request)
-    rows = {row["category"]: row for row in queries.by_category(_judged(queries.in_period(jobs, period), request))}
+    pricing = queries.pricing(queries.in_period(jobs, period), Conversion.current())
+    judged = _judged(queries.in_period(jobs, period), request)
+    rows = {row["category"]: row for row in queries.by_category(judged, pricing.conversion)}
     categories = [
         {
             "category": category,
@@ -533,7 +544,7 @@ def category_list(request):
         for category in Category
     ]
     context = _context(request, jobs, period, problem, cluster) | {"categories": categories}
-    context |= _pricing(queries.in_period(jobs, period))
+    context |= _pricing_context(pricing)
     return render(request, "dashboard/category_list.html", context)
 
 
@@ -570,12 +581,13 @@ class _PriceRows(BaseModelFormSet):
         "currency": "Currency",
         "DELETE": "Delete",
     }
+    ROW = "price"
 
     def add_fields(self, form, index):
         super().add_fields(form, index)
         for name, column in self.COLUMNS.items():
             if name in form.fields:
-                row = "new price" if index is None else f"price {index + 1}"
+                row = f"new {self.ROW}" if index is None else f"{self.ROW} {index + 1}"
                 form.fields[name].widget.attrs["aria-label"] = f"{column}, {row}"
 
 
@@ -588,21 +600,49 @@ PriceFormSet = modelformset_factory(
 )
 
 
+class _RateRows(_PriceRows):
+    """The exchange-rate table's rows, their inputs named as the price table's are ("Currency, rate 1")."""
+
+    COLUMNS = {"currency": "Currency", "rate": "Value in the reporting currency", "DELETE": "Delete"}
+    ROW = "rate"
+
+
+RateFormSet = modelformset_factory(
+    ExchangeRate, formset=_RateRows, fields=["currency", "rate"], extra=1, can_delete=True
+)
+
+
 @operator_required
 def fleet_settings(request):
-    """Operators set GPU-hour prices; thresholds are shown with where to change them."""
-    formset = PriceFormSet(request.POST or None, queryset=GpuModelPrice.objects.select_related("cluster"))
-    if request.method == "POST" and formset.is_valid():
+    """Operators set GPU-hour prices and the exchange rates the totals convert costs at; thresholds
+    are shown with where to change them. Each table is its own form: a POST saves one of them."""
+    saving_rates = request.method == "POST" and "rates-TOTAL_FORMS" in request.POST
+    saving_prices = request.method == "POST" and not saving_rates
+    formset = PriceFormSet(
+        request.POST if saving_prices else None, queryset=GpuModelPrice.objects.select_related("cluster")
+    )
+    rates = RateFormSet(request.POST if saving_rates else None, queryset=ExchangeRate.objects.all(), prefix="rates")
+    if saving_prices and formset.is_valid():
         with transaction.atomic():
             # Each saved or deleted price re-prices its cluster's jobs (fleet.receivers), and is audited.
             audit.save_prices(request.user, formset)
         messages.success(request, "Prices saved; the affected jobs were re-priced.")
         return redirect("dashboard:settings")
+    if saving_rates and rates.is_valid():
+        with transaction.atomic():
+            audit.save_rates(request.user, rates)
+        messages.success(request, "Exchange rates saved; every cost total converts at them from now on.")
+        return redirect("dashboard:settings")
+    conversion = Conversion.current()
+    priced_in = GpuModelPrice.objects.order_by().values_list("currency", flat=True).distinct()
     return render(
         request,
         "dashboard/settings.html",
         {
             "formset": formset,
+            "rates": rates,
+            "reporting_currency": conversion.currency,
+            "without_rate": sorted({code for code in priced_in if conversion.rate_of(code) is None}),
             "low_threshold": settings.LOW_UTIL_THRESHOLD,
             "idle_threshold": settings.IDLE_UTIL_THRESHOLD,
             "rule_set": RuleSet.current(),

@@ -8,9 +8,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from django.db.models import Count, FloatField, Sum, Value
-from django.db.models.functions import Cast, Coalesce
+from django.db.models import Count, Sum, Value
+from django.db.models.functions import Coalesce
 
+from fleet.costs import Conversion
 from triage.models import Finding, JobTriage, TriageStatus
 from triage.taxonomy import Category
 
@@ -46,13 +47,15 @@ def current_findings(jobs):
     return Finding.objects.filter(result__is_current=True, job__in=jobs)
 
 
-def waste_by_category(jobs) -> list[CategoryWaste]:
+def waste_by_category(jobs, conversion: Conversion | None = None) -> list[CategoryWaste]:
+    """Recoverable GPU-hours and their cost (in the reporting currency) per cause."""
+    conversion = conversion or Conversion.current()
     rows = (
         current_findings(jobs)
         .values("category")
         .annotate(
             hours=Coalesce(Sum("gpu_hours"), ZERO),
-            spend=Coalesce(Sum(Cast("cost", FloatField())), ZERO),
+            spend=Coalesce(Sum(conversion.amount()), ZERO),
             jobs=Count("job", distinct=True),
         )
         .order_by("-hours", "category")

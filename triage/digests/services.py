@@ -24,6 +24,7 @@ from django.urls import reverse
 
 import fleet.models as fleet_models
 from fleet.access import OPERATORS_GROUP, RESEARCHERS_GROUP, is_operator, sees_whole_fleet
+from fleet.costs import Conversion
 from fleet.forms import MAX_ROW_ID
 from fleet.models import IngestRun, Job, Team
 from triage.dashboard import queries
@@ -286,12 +287,15 @@ def _base_context(kind: str, period: Period, jobs, team: Team | None, hidden: fr
     week = weeks.week_name(period)
     week_jobs = queries.in_period(jobs, period)
     previous_jobs = queries.in_period(jobs, period.previous)
-    current = queries.totals(week_jobs, threshold)
-    previous = queries.totals(previous_jobs, threshold)
+    pricing = queries.pricing(week_jobs | previous_jobs, Conversion.current())
+    conversion = pricing.conversion
+    current = queries.totals(week_jobs, threshold, conversion)
+    previous = queries.totals(previous_jobs, threshold, conversion)
     judged_week = week_jobs.exclude(pk__in=hidden) if hidden else week_jobs
-    by_category = findings.waste_by_category(judged_week)
-    before_by_category = findings.waste_by_category(previous_jobs.exclude(pk__in=hidden) if hidden else previous_jobs)
-    currency, cost_note = queries.pricing(week_jobs | previous_jobs, settings.DEFAULT_CURRENCY)
+    by_category = findings.waste_by_category(judged_week, conversion)
+    before_by_category = findings.waste_by_category(
+        previous_jobs.exclude(pk__in=hidden) if hidden else previous_jobs, conversion
+    )
     return {
         "kind": kind,
         "team": team,
@@ -305,8 +309,10 @@ def _base_context(kind: str, period: Period, jobs, team: Team | None, hidden: fr
         "categories": _bars(by_category, lambda row: row.gpu_hours),
         "improvements": _improvements(current, previous, by_category, before_by_category),
         "unclassified": findings.unclassified(judged_week),
-        "currency": currency,
-        "cost_note": cost_note,
+        "currency": pricing.currency,
+        "cost_note": pricing.note,
+        "cost_warning": pricing.warning,
+        "conversion": conversion,  # for the operator digest's teams
         "low_threshold": threshold,
         "public_base_url": settings.PUBLIC_BASE_URL,
         "preview_url": absolute(preview_path(kind, week, team)),
@@ -350,7 +356,9 @@ def operator_context(period: Period, hidden: frozenset[int] = frozenset()) -> di
     context = _base_context(DigestKind.OPERATOR, period, Job.objects.all(), None, hidden)
     del context["judged_week_jobs"]  # teams are ranked by all their jobs' figures
     week_jobs = queries.in_period(Job.objects.all(), period)
-    teams = queries.by_team(week_jobs, settings.LOW_UTIL_THRESHOLD, limit=settings.DIGEST_TOP_TEAMS)
+    teams = queries.by_team(
+        week_jobs, settings.LOW_UTIL_THRESHOLD, limit=settings.DIGEST_TOP_TEAMS, conversion=context["conversion"]
+    )
     for row in teams:
         row["url"] = absolute(
             f"{reverse('dashboard:team-detail', args=[row['team__slug']])}?{weeks.dashboard_query(period)}"
