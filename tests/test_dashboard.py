@@ -314,7 +314,7 @@ def test_operator_sets_exchange_rates_in_settings(client, operator, member_a, fl
     url = reverse("dashboard:settings")
     client.force_login(operator)
     page = client.get(url).content.decode()
-    assert 'id="rates-missing">Prices in EUR have no rate to USD' in page
+    assert 'id="rates-missing">Prices in EUR have no rate to USD: totals that mix' in page
     assert 'aria-label="Value in the reporting currency, rate 1"' in page
     form = {
         "rates-TOTAL_FORMS": "1", "rates-INITIAL_FORMS": "0", "rates-MIN_NUM_FORMS": "0", "rates-MAX_NUM_FORMS": "1000",
