@@ -163,14 +163,48 @@ def test_a_job_with_thousands_of_files_lists_the_first_ones(client, member_a, te
         (b"a\nb\n", 2, [(2, "b")], 2),
         (b"a\r\nb\r\n", 1, [(1, "a"), (2, "b")], 2),  # Windows line ends: the \r is not a redraw
         (b"a\nb\nc\n", 5, [], 3),
+        # Pages deep into a file: the lines before and after the window are only counted.
+        (b"a\nb\nc\nd\ne\nf\ng\nh\ni\nj\nk\nl\nm\n", 3, [(i, chr(ord("a") + i - 1)) for i in range(3, 13)], 13),
+        (b"aa\nbb\n\ncc\ndd", 4, [(4, "cc"), (5, "dd")], 5),
+        (b"\n" * 30 + b"last", 31, [(31, "last")], 31),
     ],
 )
 def test_read_window_numbers_lines_as_log_events_do(content, first, expected_lines, total):
-    for size in (1, 2, 1024):  # however the bytes arrive in chunks
+    for size in (1, 2, 3, 1024):  # however the bytes arrive in chunks
         chunks = [content[i : i + size] for i in range(0, len(content), size)]
         window = files.read_window(chunks, first, count=10)
         assert [(line.number, line.text) for line in window.lines] == expected_lines
         assert window.total_lines == total
+
+
+@pytest.mark.parametrize(
+    ("content", "query", "expected_lines", "total"),
+    [
+        (b"", "a", [], 0),
+        (b"loss 1\nstep\nLOSS 2\n", "loss", [(1, "loss 1"), (3, "LOSS 2")], 2),  # case does not matter
+        (b"x\ny\nz", "z", [(3, "z")], 1),  # a last line without its "\n"
+        (b"ab\ncd\nab", "b\nc", [], 0),  # a match runs within a line, never across two
+        (b"\n\nneedle in a haystack\n\n", "needle", [(3, "needle in a haystack")], 1),
+    ],
+)
+def test_a_search_finds_lines_wherever_the_chunks_split_them(content, query, expected_lines, total):
+    for size in (1, 2, 3, 5, 1024):
+        chunks = [content[i : i + size] for i in range(0, len(content), size)]
+        found = files.find_lines(chunks, query)
+        assert [(line.number, line.text) for line in found.lines] == expected_lines, size
+        assert found.total == total
+
+
+def test_a_search_looks_in_the_ends_of_a_long_line_only(settings):
+    """A line is searched in its first and last 4 × max_chars bytes, across however many chunks."""
+    line = b"start " + b"x" * 1000 + b" middle " + b"y" * 1000 + b" end"
+    content = b"first\n" + line + b"\nlast\n"
+    for size in (7, 64, 4096):
+        chunks = [content[i : i + size] for i in range(0, len(content), size)]
+        assert [m.number for m in files.find_lines(chunks, "start", max_chars=50).lines] == [2]
+        assert [m.number for m in files.find_lines(chunks, "end", max_chars=50).lines] == [2]
+        assert files.find_lines(chunks, "middle", max_chars=50).total == 0
+        assert files.find_lines(chunks, "middle", max_chars=1000).total == 1
 
 
 def test_the_series_downloads_as_the_stored_parquet_and_as_csv_that_imports_again(

@@ -52,7 +52,7 @@ def read_window(
     def take(number: int, head: bytes, tail: bytes, length: int) -> None:
         window.lines.append(_shown(number, head, tail, length, max_chars))
 
-    window.total_lines = _each_line(chunks, lambda number: first <= number < first + count, take, max_chars * 4)
+    window.total_lines = _each_line(chunks, first, first + count, take, max_chars * 4)
     return window
 
 
@@ -81,7 +81,7 @@ def find_lines(
             if len(found.lines) < limit:
                 found.lines.append(_shown(number, head, tail, length, max_chars))
 
-    _each_line(chunks, lambda number: True, take, max_chars * 4)
+    _lines_holding(chunks, needle, take, max_chars * 4)
     return found
 
 
@@ -97,34 +97,82 @@ def _shown(number: int, head: bytes, tail: bytes, length: int, max_chars: int) -
 
 
 def _each_line(
-    chunks: Iterable[bytes], wanted: Callable[[int], bool], take: Callable[[int, bytes, bytes, int], None], keep: int
+    chunks: Iterable[bytes], first: int, stop: float, take: Callable[[int, bytes, bytes, int], None], keep: int
 ) -> int:
-    """Split the bytes at "\n" and call `take(number, head, tail, length)` for each wanted line (its
-    first and last `keep` bytes and its length); returns the number of lines."""
+    """Split the bytes at "\n" and call `take(number, head, tail, length)` for each line numbered
+    `first` to `stop - 1` (its first and last `keep` bytes and its length); returns the number of lines.
+    The lines outside are only counted, a chunk at a time, so a page deep into a large log costs
+    little more than its own lines."""
     number, length, head, tail = 1, 0, b"", b""
     last_byte = b"\n"  # what the bytes so far end with ("\n" for none: no line begun)
     for chunk in chunks:
         last_byte = chunk[-1:] or last_byte
         start = 0
+        if number < first:
+            ends = chunk.count(b"\n")
+            if number + ends < first:  # every line this chunk ends or begins comes before the window
+                number += ends
+                continue
+            while number < first:  # skip to the start of line `first`, in this chunk
+                start = chunk.find(b"\n", start) + 1
+                number += 1
         while True:
+            if number >= stop:  # past the window: the rest is only counted
+                number += chunk.count(b"\n", start)
+                break
             end = chunk.find(b"\n", start)
-            if wanted(number):
-                piece = chunk[start:] if end < 0 else chunk[start:end]
-                length += len(piece)
-                if len(head) < keep:
-                    head += piece[: keep - len(head)]
-                tail = (tail + piece[-keep:])[-keep:]
+            piece = chunk[start:] if end < 0 else chunk[start:end]
+            length += len(piece)
+            if len(head) < keep:
+                head += piece[: keep - len(head)]
+            tail = (tail + piece[-keep:])[-keep:]
             if end < 0:
                 break
-            if wanted(number):
-                take(number, head, tail, length)
+            take(number, head, tail, length)
             number, length, head, tail = number + 1, 0, b"", b""
             start = end + 1
     # A last line without its "\n" counts; a file that ends with one has no empty line after it.
     if last_byte == b"\n":
         return number - 1
-    if wanted(number):
+    if first <= number < stop:
         take(number, head, tail, length)
+    return number
+
+
+def _lines_holding(chunks: Iterable[bytes], needle: bytes, take: Callable[[int, bytes, bytes, int], None], keep: int):
+    """`_each_line` for a search: `take` is called for each line that holds `needle` (as lower-case
+    bytes) anywhere, and for each line that runs across chunks; the lines between are only counted,
+    so a search costs per line that matches, not per line of the file."""
+    number, length, head, tail = 1, 0, b"", b""  # the line begun in an earlier chunk, kept as `_each_line` keeps it
+    last_byte = b"\n"
+    for chunk in chunks:
+        last_byte = chunk[-1:] or last_byte
+        first_end = chunk.find(b"\n")
+        piece = chunk if first_end < 0 else chunk[:first_end]
+        length += len(piece)
+        if len(head) < keep:
+            head += piece[: keep - len(head)]
+        tail = (tail + piece[-keep:])[-keep:]
+        if first_end < 0:
+            continue
+        take(number, head, tail, length)
+        number, length, head, tail = number + 1, 0, b"", b""
+        last_end = chunk.rfind(b"\n")
+        body = chunk[first_end + 1 : last_end + 1]  # whole lines, each ending in "\n"
+        lower, position = body.lower(), 0
+        while position < len(body) and (found := lower.find(needle, position)) >= 0:
+            line_start = body.rfind(b"\n", 0, found) + 1
+            line_end = body.find(b"\n", max(found, line_start))
+            number += body.count(b"\n", position, line_start)
+            line = body[line_start:line_end]
+            take(number, line[:keep], line[-keep:], len(line))
+            number, position = number + 1, line_end + 1
+        number += body.count(b"\n", position)
+        rest = chunk[last_end + 1 :]
+        length, head, tail = len(rest), rest[:keep], rest[-keep:]
+    if last_byte == b"\n":
+        return number - 1
+    take(number, head, tail, length)
     return number
 
 
