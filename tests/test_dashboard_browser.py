@@ -313,3 +313,33 @@ def test_the_timeline_zooms_to_a_findings_window_and_a_typed_window_from_the_key
     wait.until(lambda b: b.find_element(By.ID, "timeline-status").text == "")
     assert shown() == (finding.job.start_time, finding.job.end_time)
     assert console_errors(browser) == []
+
+
+STICKY_COLUMN = r"""
+const box = document.querySelector('.table-scroll');
+const cell = row => box.querySelector(`tbody tr:first-child > :nth-child(${row})`);
+const before = [cell(1).getBoundingClientRect().left, cell(2).getBoundingClientRect().left];
+box.scrollLeft = 300;
+const after = [cell(1).getBoundingClientRect().left, cell(2).getBoundingClientRect().left];
+const front = document.elementFromPoint(after[0] + 5, cell(1).getBoundingClientRect().top + 5);
+return [box.scrollWidth > box.clientWidth, before, after, cell(1).contains(front)];
+"""
+
+
+@pytest.mark.django_db(transaction=True)
+def test_on_a_phone_the_jobs_table_keeps_its_job_column_while_it_scrolls(browser, live_server, operator):  # noqa: F811
+    """360 px wide the jobs table scrolls sideways in its box; scrolled to its costs, the rows no
+    longer said which job they were. The first column now stays put, above the columns passing under it."""
+    from tests.factories import JobFactory
+
+    for index in range(3):
+        JobFactory(name=f"a-job-with-a-long-name-{index}", external_id=f"job-{index}")
+    log_in(browser, live_server.url, operator, "/jobs/?period=90d")
+    with window_width(browser, 360):
+        browser.get(f"{live_server.url}/jobs/")
+        scrolls, before, after, first_on_top = browser.execute_script(STICKY_COLUMN)
+        browser.save_screenshot(str(SHOTS / "job-list-phone-scrolled.png"))
+    assert scrolls, "at 360 px the jobs table should be wider than its box"
+    assert after[1] < before[1] - 100, "the other columns move as the box scrolls"
+    assert abs(after[0] - before[0]) <= 1, f"the job column moved from {before[0]} to {after[0]} px"
+    assert first_on_top, "the columns passing under the job column are drawn over it"
