@@ -121,11 +121,7 @@ def _each_line(
                 number += chunk.count(b"\n", start)
                 break
             end = chunk.find(b"\n", start)
-            piece = chunk[start:] if end < 0 else chunk[start:end]
-            length += len(piece)
-            if len(head) < keep:
-                head += piece[: keep - len(head)]
-            tail = (tail + piece[-keep:])[-keep:]
+            length, head, tail = _grown(length, head, tail, chunk[start:] if end < 0 else chunk[start:end], keep)
             if end < 0:
                 break
             take(number, head, tail, length)
@@ -139,6 +135,13 @@ def _each_line(
     return number
 
 
+def _grown(length: int, head: bytes, tail: bytes, piece: bytes, keep: int) -> tuple[int, bytes, bytes]:
+    """A line's length and its first and last `keep` bytes, once `piece` is added to its end."""
+    if len(head) < keep:
+        head += piece[: keep - len(head)]
+    return length + len(piece), head, (tail + piece[-keep:])[-keep:]
+
+
 def _lines_holding(chunks: Iterable[bytes], needle: bytes, take: Callable[[int, bytes, bytes, int], None], keep: int):
     """`_each_line` for a search: `take` is called for each line that holds `needle` (as lower-case
     bytes) anywhere, and for each line that runs across chunks; the lines between are only counted,
@@ -148,11 +151,7 @@ def _lines_holding(chunks: Iterable[bytes], needle: bytes, take: Callable[[int, 
     for chunk in chunks:
         last_byte = chunk[-1:] or last_byte
         first_end = chunk.find(b"\n")
-        piece = chunk if first_end < 0 else chunk[:first_end]
-        length += len(piece)
-        if len(head) < keep:
-            head += piece[: keep - len(head)]
-        tail = (tail + piece[-keep:])[-keep:]
+        length, head, tail = _grown(length, head, tail, chunk if first_end < 0 else chunk[:first_end], keep)
         if first_end < 0:
             continue
         take(number, head, tail, length)
