@@ -409,7 +409,9 @@ def test_the_overview_labels_costs_with_their_currency_and_says_when_they_mix(cl
     assert "Cost (EUR)" in text and "cost-note" not in text
 
 
-def test_costs_in_several_currencies_are_converted_at_the_operators_rates_or_left_out(client, operator, fleet):
+def test_costs_in_several_currencies_are_converted_at_the_operators_rates_or_left_out(
+    client, operator, member_a, fleet
+):
     """Jobs priced in EUR and USD were added into one figure as if both were the same money (with
     a note asking for one currency). Now a total is in the reporting currency (DEFAULT_CURRENCY,
     USD): other currencies are converted at the rates set in Settings, and one without a rate is
@@ -425,8 +427,9 @@ def test_costs_in_several_currencies_are_converted_at_the_operators_rates_or_lef
     totals, html = page.context["totals"], page.content.decode()
     assert page.context["currency"] == "USD"
     assert (totals.cost, totals.wasted_cost) == (40.0, 4.0)  # team B's alone: EUR has no rate
-    note = "Costs in EUR (20 EUR) are left out of the cost figures: no exchange rate to USD is set for it (Settings)."
-    assert f'<p class="warning-text" id="cost-note">{note}</p>' in html
+    note = "Costs in EUR (20 EUR) are left out of the cost figures: no exchange rate to USD is set for it"
+    settings_link = f'(<a href="{reverse("dashboard:settings")}">Settings</a>).'
+    assert f'<p class="warning-text" id="cost-note">{note} {settings_link}</p>' in html
     teams = {row["team__slug"]: row for row in client.get(reverse("dashboard:team-list"), week).context["rows"]}
     assert (teams["team-a"]["spend"], teams["team-b"]["spend"]) == (0.0, 40.0)
 
@@ -434,8 +437,8 @@ def test_costs_in_several_currencies_are_converted_at_the_operators_rates_or_lef
     page = overview(client)
     totals, html = page.context["totals"], page.content.decode()
     assert (totals.cost, totals.wasted_cost) == (70.0, 22.0)  # 40 + 1.5 × 20; 4 + 1.5 × 20 × 6/10
-    note = "Costs in EUR are converted to USD at 1 EUR = 1.5 USD (Settings)."
-    assert f'<p class="muted" id="cost-note">{note}</p>' in html
+    note = "Costs in EUR are converted to USD at 1 EUR = 1.5 USD"
+    assert f'<p class="muted" id="cost-note">{note} {settings_link}</p>' in html
     assert '70 <span class="unit">USD</span>' in html
     for name in ("dashboard:team-list", "dashboard:category-list"):
         response = client.get(reverse(name), week)
@@ -447,6 +450,12 @@ def test_costs_in_several_currencies_are_converted_at_the_operators_rates_or_lef
     # A team whose jobs are all in EUR sees them in EUR, as priced, not converted.
     team_page = client.get(reverse("dashboard:team-detail", args=["team-a"]), week)
     assert team_page.context["currency"] == "EUR" and team_page.context["totals"].cost == 20.0
+    # A team member reads the note without the way to a page they may not open.
+    client.force_login(member_a)
+    text = client.get(reverse("dashboard:team-detail", args=["team-a"]), week).content.decode()
+    assert "cost-note" not in text  # this week team A's jobs are all in EUR
+    text = overview(client).content.decode()  # team A's, with its USD job of the week before
+    assert f'id="cost-note">{note}.</p>' in text and reverse("dashboard:settings") not in text
 
 
 def test_a_team_page_prices_its_waste_and_says_why_and_what_to_change(client, member_a, operator, fleet):

@@ -596,7 +596,9 @@ def test_costs_are_labelled_in_the_currency_they_are_priced_in_and_mixed_ones_sa
     context = services.build_context(DigestKind.TEAM, WEEK, team_a)
     assert context["currency"] == "USD" and context["totals"].cost == pytest.approx(expected)
     page = client.get(reverse("digests:preview-team", args=[team_a.slug, WEEK]), {"part": "text"})
-    assert "Costs in EUR are converted to USD at 1 EUR = 2 USD (Settings)." in page.content.decode()
+    assert "Costs in EUR are converted to USD at 1 EUR = 2 USD." in page.content.decode()  # no Settings for a team
+    operator_page = client.get(reverse("digests:preview-operator", args=[WEEK]), {"part": "text"}).content.decode()
+    assert "Costs in EUR are converted to USD at 1 EUR = 2 USD (Settings)." in operator_page
 
 
 # --- Weeks with less work --------------------------------------------------------------------------

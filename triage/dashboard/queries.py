@@ -62,7 +62,8 @@ class Totals:
 class Pricing(NamedTuple):
     """How a page or digest adds its jobs' costs up: the currency its figures are in, the
     `conversion` that gets them there (pass it to `totals`, `by_team`, `by_category`), and a note
-    for the reader ("" for none); `warning` when the note says a figure is incomplete."""
+    for the reader ("" for none; a sentence without its full stop, after which a page tells an
+    operator where to change prices and rates); `warning` when the note says a figure is incomplete."""
 
     currency: str
     note: str
@@ -82,7 +83,7 @@ def pricing(jobs, conversion: Conversion | None = None) -> Pricing:
         code = row["currency"] or reporting
         by_currency[code] = by_currency.get(code, 0.0) + (row["total"] or 0.0)
     if not by_currency:
-        note = "No GPU-hour prices are set for these jobs' clusters, so their costs are 0 (Settings)."
+        note = "No GPU-hour prices are set for these jobs' clusters, so their costs are 0"
         return Pricing(reporting, note, True, conversion)
     if len(by_currency) == 1:
         [code] = by_currency
@@ -93,11 +94,11 @@ def pricing(jobs, conversion: Conversion | None = None) -> Pricing:
         amounts = _joined([f"{by_currency[code]:,.0f} {code}" for code in unconverted])
         note = (
             f"Costs in {_joined(unconverted)} ({amounts}) are left out of the cost figures: no exchange rate"
-            f" to {reporting} is set for {'them' if len(unconverted) > 1 else 'it'} (Settings)."
+            f" to {reporting} is set for {'them' if len(unconverted) > 1 else 'it'}"
         )
         return Pricing(reporting, note, True, conversion)
     rates = _joined([f"1 {code} = {conversion.rate_of(code):,.6g} {reporting}" for code in foreign])
-    note = f"Costs in {_joined(foreign)} are converted to {reporting} at {rates} (Settings)."
+    note = f"Costs in {_joined(foreign)} are converted to {reporting} at {rates}"
     return Pricing(reporting, note, False, conversion)
 
 
