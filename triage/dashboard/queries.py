@@ -69,6 +69,7 @@ class Pricing(NamedTuple):
     note: str
     warning: bool
     conversion: Conversion
+    left_out: tuple[str, ...] = ()  # the currencies left out of the figures for want of a rate
 
 
 def pricing(jobs, conversion: Conversion | None = None) -> Pricing:
@@ -96,10 +97,26 @@ def pricing(jobs, conversion: Conversion | None = None) -> Pricing:
             f"Costs in {_joined(unconverted)} ({amounts}) are left out of the cost figures: no exchange rate"
             f" to {reporting} is set for {'them' if len(unconverted) > 1 else 'it'}"
         )
-        return Pricing(reporting, note, True, conversion)
+        return Pricing(reporting, note, True, conversion, tuple(unconverted))
     rates = _joined([f"1 {code} = {conversion.rate_of(code):,.6g} {reporting}" for code in foreign])
     note = f"Costs in {_joined(foreign)} are converted to {reporting} at {rates}"
     return Pricing(reporting, note, False, conversion)
+
+
+def left_out_by_team(jobs, currencies: tuple[str, ...]) -> dict[str, str]:
+    """Per team slug, what its jobs cost in the currencies a total left out ("20.00 EUR; 5.00 GBP"):
+    what the teams CSV says beside a cost that could not include them."""
+    amounts: dict[str, list[str]] = {}
+    rows = (
+        jobs.filter(currency__in=currencies)
+        .exclude(cost=None)
+        .values("team__slug", "currency")
+        .annotate(total=Sum("cost"))
+        .order_by("team__slug", "currency")
+    )
+    for row in rows:
+        amounts.setdefault(row["team__slug"], []).append(f"{row['total']:.2f} {row['currency']}")
+    return {slug: "; ".join(parts) for slug, parts in amounts.items()}
 
 
 def _joined(items: list[str]) -> str:

@@ -145,7 +145,10 @@ def team_list(request):
         conversion=pricing.conversion,
     )
     if request.GET.get("format") == "csv":
-        return _teams_csv(rows, period, pricing.currency)
+        left_out = (
+            queries.left_out_by_team(queries.in_period(jobs, period), pricing.left_out) if pricing.left_out else {}
+        )
+        return _teams_csv(rows, period, pricing.currency, left_out)
     context = _context(request, jobs, period, problem, cluster) | {"rows": rows, "sort": sort}
     context |= _pricing_context(pricing)
     return render(request, "dashboard/team_list.html", context)
@@ -153,12 +156,13 @@ def team_list(request):
 
 TEAMS_CSV_COLUMNS = [
     "team", "period_start", "period_end", "jobs", "gpu_hours", "unused_gpu_hours", "waste_share",
-    "cost", "wasted_cost", "currency", "low_util_jobs",
+    "cost", "wasted_cost", "currency", "low_util_jobs", "cost_left_out",
 ]  # fmt: skip
 
 
-def _teams_csv(rows: list[dict], period: Period, currency: str) -> StreamingHttpResponse:
-    """The teams table of a period as CSV: what each team's GPU time and its waste cost (chargeback)."""
+def _teams_csv(rows: list[dict], period: Period, currency: str, left_out: dict[str, str]) -> StreamingHttpResponse:
+    """The teams table of a period as CSV: what each team's GPU time and its waste cost (chargeback);
+    `cost_left_out` is what a team's cost leaves out, in currencies without an exchange rate."""
     first, last = period.start.date().isoformat(), period.last_day.isoformat()
     lines = (
         [
@@ -173,6 +177,7 @@ def _teams_csv(rows: list[dict], period: Period, currency: str) -> StreamingHttp
             round(row["wasted_cost"], 2),
             currency,
             row["low_util_jobs"],
+            left_out.get(row["team__slug"], ""),
         ]
         for row in rows
     )
