@@ -118,6 +118,21 @@ def test_admin_price_changes_and_deletions_are_logged(client, staff_operator):
     assert change.details["fields"] == ["price_per_gpu_hour"]
 
 
+def test_admin_exchange_rate_changes_are_logged_and_the_reporting_currency_refused(client, staff_operator):
+    from fleet.models import ExchangeRate
+
+    client.force_login(staff_operator)
+    refused = client.post("/admin/fleet/exchangerate/add/", {"currency": "USD", "rate": "1"})
+    assert refused.status_code == 200 and "USD is the reporting currency: its rate is 1." in refused.content.decode()
+    assert client.post("/admin/fleet/exchangerate/add/", {"currency": "EUR", "rate": "1.08"}).status_code == 302
+    rate = ExchangeRate.objects.get()
+    client.post(f"/admin/fleet/exchangerate/{rate.pk}/change/", {"currency": "EUR", "rate": "1.1"})
+    client.post(f"/admin/fleet/exchangerate/{rate.pk}/delete/", {"post": "yes"})
+    assert actions() == ["exchange_rate.create", "exchange_rate.change", "exchange_rate.delete"]
+    change = AuditEvent.objects.get(action="exchange_rate.change")
+    assert change.details == {"fields": ["rate"], "currency": "EUR", "rate": "1.1"}
+
+
 def test_prices_edited_inline_on_the_cluster_are_logged(client, staff_operator):
     client.force_login(staff_operator)
     cluster = ClusterFactory(name="c1", description="")
