@@ -93,6 +93,7 @@ def main(jobs: int = 100_000, repeats: int = 15) -> dict:
         "causes": "/categories/?period=30d",
         "job detail": f"/jobs/{job.pk}/",
         "timeline 8 GPUs x 30 days @15 s": f"/jobs/{long_job.pk}/timeline.json",
+        "metrics (a Prometheus scrape)": "/metrics",
     }
     timings = {}
     for name, url in pages.items():

@@ -2,10 +2,13 @@ from django.contrib import admin
 from django.contrib.auth import views as auth_views
 from django.urls import include, path
 
+from triage.views import metrics
+
 urlpatterns = [
     path("login/", auth_views.LoginView.as_view(), name="login"),
     path("logout/", auth_views.LogoutView.as_view(), name="logout"),
     path("admin/", admin.site.urls),
+    path("metrics", metrics, name="metrics"),  # where a Prometheus scrape job looks by default
     path("api/v1/", include("config.api")),
     path("digests/", include("triage.digests.urls")),
     path("", include("triage.dashboard.urls")),

@@ -120,6 +120,9 @@ class MachineToken(AbstractAPIKey):
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
     )
     last_used_at = models.DateTimeField(null=True, blank=True)
+    # A token pushes archives; one made for a Prometheus server may also read /metrics (fleet-wide
+    # figures), which a pushing script has no need to see.
+    reads_metrics = models.BooleanField(default=False, help_text="May read the Prometheus metrics at /metrics.")
 
     class Meta(AbstractAPIKey.Meta):
         verbose_name = "machine token"

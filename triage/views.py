@@ -5,15 +5,18 @@ from __future__ import annotations
 from django import forms
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
-from django.http import JsonResponse
+from django.http import HttpResponse, JsonResponse
 from django.shortcuts import get_object_or_404, redirect, render
+from django.utils import timezone
+from django.views.decorators.http import require_GET
+from prometheus_client import CONTENT_TYPE_LATEST
 
 from fleet import audit
-from fleet.access import operator_required
+from fleet.access import is_operator, operator_required
 from fleet.models import Job
-from triage import services
+from triage import monitoring, services
 from triage.dashboard.queries import job_files
-from triage.labeling.services import findings_hidden_from
+from triage.labeling.services import blinded_job_ids, findings_hidden_from
 from triage.models import RetriageRun, RuleSet
 from triage.rules import THRESHOLDS
 
@@ -91,3 +94,25 @@ def job_triage(request, pk: int):
     if findings_hidden_from(request.user, job):
         return render(request, "triage/findings_hidden.html", {"job": job}, status=403)
     return render(request, "triage/job_triage.html", {"job": job, "job_files": job_files(job)})
+
+
+@require_GET
+def metrics(request):
+    """Prometheus metrics (`triage.monitoring`): for an operator's session, or a machine token made
+    to read them (`Authorization: Api-Key ...`, what a Prometheus scrape job sends)."""
+    # Here, not at the top: fleet.api registers its routes on the API router as it is imported, and
+    # the project's URLs import this module before the router is built.
+    from fleet.api import machine_token
+
+    if is_operator(request.user):
+        hidden = frozenset(blinded_job_ids(request.user))
+    else:
+        token = machine_token(request)
+        if token is None or not token.reads_metrics:
+            return HttpResponse(
+                "An operator's session or a machine token that may read metrics is needed.\n",
+                status=403,
+                content_type="text/plain; charset=utf-8",
+            )
+        hidden = frozenset()
+    return HttpResponse(monitoring.exposition(timezone.now(), hidden), content_type=CONTENT_TYPE_LATEST)

@@ -1,0 +1,160 @@
+"""/metrics: the service's health and the fleet's recent waste in Prometheus' text format, for an
+operator or a machine token made to read it, and scraped by a real Prometheus (Debian's package)."""
+
+from __future__ import annotations
+
+import subprocess
+import time
+from datetime import UTC, datetime, timedelta
+from urllib.parse import urlsplit
+
+import pytest
+import requests
+from django.urls import reverse
+from django.utils import timezone
+from prometheus_client.parser import text_string_to_metric_families
+
+from fleet.models import AuditEvent, IngestRun, MachineToken
+from tests.factories import JobFactory
+from tests.test_connectors_prometheus import _binaries, _free_port
+from triage import monitoring
+from triage.models import Finding, JobTriage, RuleSet
+from triage.taxonomy import Category
+
+NOW = datetime(2026, 11, 23, 12, tzinfo=UTC)
+
+
+def samples(text: str) -> dict[tuple, float]:
+    """{(metric name, ((label, value), ...)): value} of an exposition."""
+    return {
+        (sample.name, tuple(sorted(sample.labels.items()))): sample.value
+        for family in text_string_to_metric_families(text)
+        for sample in family.samples
+    }
+
+
+@pytest.fixture
+def recent(team_a, team_b):
+    """In the seven days before NOW: team A wastes 6 of 10 GPU-hours in a job with a checkpointing
+    finding; team B wastes 2 of 20 in an untriaged job. Older jobs are outside the window."""
+    low = JobFactory(
+        team=team_a, start_time=NOW - timedelta(days=2), gpu_hours=10, coverage=1.0, unused_gpu_hours=6,
+        mean_gpu_util=40, cost="20.00",
+    )  # fmt: skip
+    JobFactory(
+        team=team_b, start_time=NOW - timedelta(days=1), gpu_hours=20, coverage=1.0, unused_gpu_hours=2,
+        mean_gpu_util=90, cost="40.00",
+    )  # fmt: skip
+    JobFactory(team=team_a, start_time=NOW - timedelta(days=9), gpu_hours=100, unused_gpu_hours=90, mean_gpu_util=10)
+    result = JobTriage.objects.create(job=low, rule_set=RuleSet.current(), status="classified", is_current=True)
+    Finding.objects.create(
+        result=result, job=low, rule_set=result.rule_set, category=Category.MODEL_CHECKPOINTING, confidence=0.9,
+        summary="s", gpu_hours=3.0, evidence={}, guidance={},
+    )  # fmt: skip
+    IngestRun.objects.create(status=IngestRun.Status.FAILED, finished_at=NOW - timedelta(hours=1))
+    return low
+
+
+def test_the_figures_are_the_last_seven_days_of_the_fleet_and_the_services_health(recent):
+    got = samples(monitoring.exposition(NOW).decode())
+    assert got[("fleet_triage_jobs", ())] == 3
+    assert got[("fleet_triage_jobs_without_triage", ())] == 2  # the workers have not triaged these
+    assert got[("fleet_triage_team_gpu_hours", (("team", "team-a"),))] == 10  # the 9-day-old job is outside
+    assert got[("fleet_triage_team_unused_gpu_hours", (("team", "team-b"),))] == 2
+    assert got[("fleet_triage_team_low_utilization_jobs", (("team", "team-a"),))] == 1
+    assert got[("fleet_triage_team_wasted_cost", (("currency", "USD"), ("team", "team-a")))] == 12  # 20 × 6/10
+    assert got[("fleet_triage_cause_gpu_hours", (("category", "model_checkpointing"),))] == 3
+    assert got[("fleet_triage_cause_jobs", (("category", "api_misuse"),))] == 0  # every cause, found or not
+    assert got[("fleet_triage_low_utilization_jobs_triaged", ())] == 1
+    assert got[("fleet_triage_low_utilization_jobs_unclassified", ())] == 0
+    assert got[("fleet_triage_ingest_runs", (("status", "failed"),))] == 1
+    assert got[("fleet_triage_ingest_runs", (("status", "succeeded"),))] == 0
+    finished = got[("fleet_triage_ingest_last_finished_timestamp_seconds", (("status", "failed"),))]
+    assert finished == (NOW - timedelta(hours=1)).timestamp()
+
+
+def test_metrics_are_for_operators_and_tokens_made_to_read_them(client, operator, member_a, recent):
+    url = reverse("metrics")
+    pusher, push_key = MachineToken.objects.create_key(name="cron")
+    _, metrics_key = MachineToken.objects.create_key(name="prometheus", reads_metrics=True)
+    assert client.get(url).status_code == 403  # anonymous: a refusal a scraper can read, not a login page
+    assert client.get(url, HTTP_AUTHORIZATION=f"Api-Key {push_key}").status_code == 403
+    assert client.get(url, HTTP_AUTHORIZATION="Api-Key not-a-key").status_code == 403
+    scraped = client.get(url, HTTP_AUTHORIZATION=f"Api-Key {metrics_key}")
+    assert scraped.status_code == 200 and scraped["Content-Type"].startswith("text/plain; version=")
+    assert "fleet_triage_team_gpu_hours" in scraped.content.decode()
+    MachineToken.objects.filter(name="prometheus").update(revoked=True)
+    assert client.get(url, HTTP_AUTHORIZATION=f"Api-Key {metrics_key}").status_code == 403
+    client.force_login(member_a)
+    assert client.get(url).status_code == 403
+    client.force_login(operator)
+    assert client.get(url).status_code == 200
+    assert client.post(url).status_code == 405
+
+
+def test_an_operator_makes_a_token_for_prometheus_on_the_tokens_page(client, operator):
+    client.force_login(operator)
+    page = client.post(reverse("fleet:token-list"), {"name": "prometheus", "reads_metrics": "on"}).content.decode()
+    token = MachineToken.objects.get(name="prometheus")
+    assert token.reads_metrics and 'id="scrape-config"' in page and "authorization: {type: Api-Key" in page
+    assert AuditEvent.objects.get(action="token.create").details == {"prefix": token.prefix, "reads_metrics": True}
+    page = client.post(reverse("fleet:token-list"), {"name": "cron"}).content.decode()
+    assert not MachineToken.objects.get(name="cron").reads_metrics and 'id="scrape-config"' not in page
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_real_prometheus_scrapes_the_metrics_with_a_token(live_server, tmp_path, team_a):
+    """Debian's Prometheus scrapes the live server every second as the tokens page tells it to:
+    with the metrics token the target is up and its figures are queryable; with a token that only
+    pushes archives the target is down (refused), and nothing of it is stored."""
+    prometheus, _ = _binaries()
+    JobFactory(team=team_a, start_time=timezone.now() - timedelta(hours=2), gpu_hours=8, unused_gpu_hours=5)
+    _, metrics_key = MachineToken.objects.create_key(name="prometheus", reads_metrics=True)
+    _, push_key = MachineToken.objects.create_key(name="cron")
+    target = urlsplit(live_server.url).netloc
+    jobs = "\n".join(
+        f"""  - job_name: {name}
+    scrape_interval: 1s
+    static_configs: [{{targets: ["{target}"]}}]
+    authorization: {{type: Api-Key, credentials: "{key}"}}"""
+        for name, key in (("fleet-triage", metrics_key), ("pusher", push_key))
+    )
+    (tmp_path / "prometheus.yml").write_text(f"scrape_configs:\n{jobs}\n")
+    port = _free_port()
+    log = open(tmp_path / "prometheus.log", "w+")  # noqa: SIM115 (closed below)
+    process = subprocess.Popen(
+        [
+            prometheus,
+            f"--config.file={tmp_path / 'prometheus.yml'}",
+            f"--storage.tsdb.path={tmp_path / 'tsdb'}",
+            f"--web.listen-address=127.0.0.1:{port}",
+        ],
+        stdout=log,
+        stderr=subprocess.STDOUT,
+    )
+
+    def query(expression: str) -> dict[str, float]:
+        answer = requests.get(f"http://127.0.0.1:{port}/api/v1/query", params={"query": expression}, timeout=5)
+        return {r["metric"].get("job", ""): float(r["value"][1]) for r in answer.json()["data"]["result"]}
+
+    try:
+        deadline, up = time.monotonic() + 60, {}
+        while time.monotonic() < deadline and process.poll() is None:
+            try:
+                up = query("up")
+            except requests.ConnectionError:
+                up = {}
+            if len(up) == 2:
+                break
+            time.sleep(0.5)
+        log.seek(0)
+        assert up == {"fleet-triage": 1.0, "pusher": 0.0}, log.read()[-3000:]
+        assert query('fleet_triage_team_unused_gpu_hours{team="team-a"}') == {"fleet-triage": 5.0}
+        assert query("fleet_triage_jobs") == {"fleet-triage": 1.0}
+    finally:
+        process.terminate()
+        try:
+            process.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            process.kill()
+        log.close()
