@@ -12,7 +12,9 @@ import shutil
 import socket
 import subprocess
 import time
+from contextlib import contextmanager
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -128,16 +130,25 @@ def prometheus_server(tmp_path_factory):
         capture_output=True,
         timeout=120,
     )
-    (folder / "prometheus.yml").write_text("global:\n  scrape_interval: 15s\nscrape_configs: []\n")
+    with running_prometheus(
+        prometheus, folder, "global:\n  scrape_interval: 15s\nscrape_configs: []\n", f"--storage.tsdb.path={tsdb}"
+    ) as url:
+        yield url, data
+
+
+@contextmanager
+def running_prometheus(binary: str, folder: Path, config: str, *flags: str):
+    """A Prometheus on a free loopback port with this configuration, until the block ends: its URL."""
+    (folder / "prometheus.yml").write_text(config)
     port = _free_port()
     log = open(folder / "prometheus.log", "w+")  # noqa: SIM115 (closed below)
     process = subprocess.Popen(
         [
-            prometheus,
+            binary,
             f"--config.file={folder / 'prometheus.yml'}",
-            f"--storage.tsdb.path={tsdb}",
             "--storage.tsdb.retention.time=3650d",
             f"--web.listen-address=127.0.0.1:{port}",
+            *flags,
         ],
         stdout=log,
         stderr=subprocess.STDOUT,
@@ -155,7 +166,7 @@ def prometheus_server(tmp_path_factory):
                 log.seek(0)
                 pytest.fail(f"prometheus did not start:\n{log.read()[-3000:]}")
             time.sleep(0.2)
-        yield url, data
+        yield url
     finally:
         process.terminate()
         try:

@@ -3,7 +3,6 @@ operator or a machine token made to read it, and scraped by a real Prometheus (D
 
 from __future__ import annotations
 
-import subprocess
 import time
 from datetime import UTC, datetime, timedelta
 from urllib.parse import urlsplit
@@ -16,7 +15,7 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from fleet.models import AuditEvent, IngestRun, MachineToken
 from tests.factories import JobFactory
-from tests.test_connectors_prometheus import _binaries, _free_port
+from tests.test_connectors_prometheus import _binaries, running_prometheus
 from triage import monitoring
 from triage.models import Finding, JobTriage, RuleSet
 from triage.taxonomy import Category
@@ -119,42 +118,17 @@ def test_a_real_prometheus_scrapes_the_metrics_with_a_token(live_server, tmp_pat
     authorization: {{type: Api-Key, credentials: "{key}"}}"""
         for name, key in (("fleet-triage", metrics_key), ("pusher", push_key))
     )
-    (tmp_path / "prometheus.yml").write_text(f"scrape_configs:\n{jobs}\n")
-    port = _free_port()
-    log = open(tmp_path / "prometheus.log", "w+")  # noqa: SIM115 (closed below)
-    process = subprocess.Popen(
-        [
-            prometheus,
-            f"--config.file={tmp_path / 'prometheus.yml'}",
-            f"--storage.tsdb.path={tmp_path / 'tsdb'}",
-            f"--web.listen-address=127.0.0.1:{port}",
-        ],
-        stdout=log,
-        stderr=subprocess.STDOUT,
-    )
+    config = f"scrape_configs:\n{jobs}\n"
+    with running_prometheus(prometheus, tmp_path, config, f"--storage.tsdb.path={tmp_path / 'tsdb'}") as url:
 
-    def query(expression: str) -> dict[str, float]:
-        answer = requests.get(f"http://127.0.0.1:{port}/api/v1/query", params={"query": expression}, timeout=5)
-        return {r["metric"].get("job", ""): float(r["value"][1]) for r in answer.json()["data"]["result"]}
+        def query(expression: str) -> dict[str, float]:
+            answer = requests.get(f"{url}/api/v1/query", params={"query": expression}, timeout=5)
+            return {r["metric"].get("job", ""): float(r["value"][1]) for r in answer.json()["data"]["result"]}
 
-    try:
         deadline, up = time.monotonic() + 60, {}
-        while time.monotonic() < deadline and process.poll() is None:
-            try:
-                up = query("up")
-            except requests.ConnectionError:
-                up = {}
-            if len(up) == 2:
-                break
+        while time.monotonic() < deadline and len(up) < 2:
             time.sleep(0.5)
-        log.seek(0)
-        assert up == {"fleet-triage": 1.0, "pusher": 0.0}, log.read()[-3000:]
+            up = query("up")
+        assert up == {"fleet-triage": 1.0, "pusher": 0.0}, (tmp_path / "prometheus.log").read_text()[-3000:]
         assert query('fleet_triage_team_unused_gpu_hours{team="team-a"}') == {"fleet-triage": 5.0}
         assert query("fleet_triage_jobs") == {"fleet-triage": 1.0}
-    finally:
-        process.terminate()
-        try:
-            process.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            process.kill()
-        log.close()
