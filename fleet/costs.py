@@ -56,10 +56,10 @@ class Conversion:
             return 1.0
         return dict(self.rates).get(code)
 
-    def amount(self, cost: str = "cost", currency: str = "currency"):
-        """SQL for a row's cost in the reporting currency: NULL (left out of a Sum) in a currency
-        without a rate. `cost` and `currency` name the row's columns (a job's, a finding's)."""
-        value = Cast(F(cost), FloatField())
-        whens = [When(**{f"{currency}__in": ["", self.currency]}, then=value)]
-        whens += [When(**{currency: code}, then=value * Value(rate)) for code, rate in self.rates]
+    def amount(self):
+        """SQL for a row's `cost` in the reporting currency, by its `currency` (a job's or a
+        finding's): NULL, which a Sum leaves out, in a currency without a rate."""
+        value = Cast(F("cost"), FloatField())
+        whens = [When(currency__in=["", self.currency], then=value)]
+        whens += [When(currency=code, then=value * Value(rate)) for code, rate in self.rates]
         return Case(*whens, default=Value(None), output_field=FloatField())

@@ -125,7 +125,7 @@ def ingest_upload(request):
 def token_list(request):
     """Machine tokens: create one (its key is shown this once; it pushes archives, and may also read
     /metrics), see when each was last used, revoke."""
-    created_key = None
+    created_key, created_reads_metrics = None, False
     if request.method == "POST":
         name = request.POST.get("name", "").strip()[:50]
         if not name:
@@ -135,13 +135,14 @@ def token_list(request):
             token, created_key = MachineToken.objects.create_key(
                 name=name, created_by=request.user, reads_metrics=reads_metrics
             )
+            created_reads_metrics = reads_metrics
             audit.record(request.user, "token.create", token, {"prefix": token.prefix, "reads_metrics": reads_metrics})
             messages.success(request, f"Token “{token.name}” created. Copy it now: it is not shown again.")
     tokens = MachineToken.objects.select_related("created_by").order_by("revoked", "-created")
     return render(
         request,
         "fleet/token_list.html",
-        {"tokens": tokens, "created_key": created_key, "created_reads_metrics": created_key and token.reads_metrics},
+        {"tokens": tokens, "created_key": created_key, "created_reads_metrics": created_reads_metrics},
     )
 
 

@@ -18,7 +18,6 @@ from prometheus_client import CollectorRegistry, generate_latest
 from prometheus_client.core import GaugeMetricFamily, Metric
 
 from fleet.connectors.models import Connector
-from fleet.costs import Conversion
 from fleet.models import IngestRun, Job
 from triage.dashboard import queries
 from triage.dashboard.periods import Period
@@ -102,7 +101,7 @@ def _service_health() -> Iterator[Metric]:
 def _fleet_window(period: Period, hidden: frozenset[int]) -> Iterator[Metric]:
     jobs = queries.in_period(Job.objects.all(), period)
     threshold = settings.LOW_UTIL_THRESHOLD
-    pricing = queries.pricing(jobs, Conversion.current())
+    pricing = queries.pricing(jobs)
     team = ("team",)
     figures = {
         "jobs": _gauge("team_jobs", "Jobs a team started in the last 7 days.", team),

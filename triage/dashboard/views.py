@@ -85,7 +85,7 @@ def overview(request):
     jobs, period, problem, cluster = _scope(request)
     threshold = settings.LOW_UTIL_THRESHOLD
     period_jobs = queries.in_period(jobs, period)
-    pricing = queries.pricing(queries.in_period(jobs, period.with_previous), Conversion.current())
+    pricing = queries.pricing(queries.in_period(jobs, period.with_previous))
     conversion = pricing.conversion
     all_teams = queries.by_team(period_jobs, threshold, conversion=conversion)
     current = queries.totals_from_teams(all_teams)
@@ -137,7 +137,7 @@ def overview(request):
 def team_list(request):
     jobs, period, problem, cluster = _scope(request)
     sort = request.GET.get("sort", "unused")
-    pricing = queries.pricing(queries.in_period(jobs, period), Conversion.current())
+    pricing = queries.pricing(queries.in_period(jobs, period))
     rows = queries.by_team(
         queries.in_period(jobs, period),
         settings.LOW_UTIL_THRESHOLD,
@@ -191,7 +191,7 @@ def team_detail(request, slug: str):
     jobs = jobs.filter(team=team)
     period_jobs = queries.in_period(jobs, period)
     threshold = settings.LOW_UTIL_THRESHOLD
-    pricing = queries.pricing(period_jobs, Conversion.current())
+    pricing = queries.pricing(period_jobs)
     conversion = pricing.conversion
     worst_jobs = list(
         period_jobs.filter(unused_gpu_hours__isnull=False).select_related("cluster").order_by("-unused_gpu_hours")[:15]
@@ -535,7 +535,7 @@ def home(request):
 @login_required
 def category_list(request):
     jobs, period, problem, cluster = _scope(request)
-    pricing = queries.pricing(queries.in_period(jobs, period), Conversion.current())
+    pricing = queries.pricing(queries.in_period(jobs, period))
     judged = _judged(queries.in_period(jobs, period), request)
     rows = {row["category"]: row for row in queries.by_category(judged, pricing.conversion)}
     categories = [

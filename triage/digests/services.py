@@ -24,7 +24,6 @@ from django.urls import reverse
 
 import fleet.models as fleet_models
 from fleet.access import OPERATORS_GROUP, RESEARCHERS_GROUP, is_operator, sees_whole_fleet
-from fleet.costs import Conversion
 from fleet.forms import MAX_ROW_ID
 from fleet.models import IngestRun, Job, Team
 from triage.dashboard import queries
@@ -287,7 +286,7 @@ def _base_context(kind: str, period: Period, jobs, team: Team | None, hidden: fr
     week = weeks.week_name(period)
     week_jobs = queries.in_period(jobs, period)
     previous_jobs = queries.in_period(jobs, period.previous)
-    pricing = queries.pricing(week_jobs | previous_jobs, Conversion.current())
+    pricing = queries.pricing(week_jobs | previous_jobs)
     conversion = pricing.conversion
     current = queries.totals(week_jobs, threshold, conversion)
     previous = queries.totals(previous_jobs, threshold, conversion)
@@ -312,7 +311,7 @@ def _base_context(kind: str, period: Period, jobs, team: Team | None, hidden: fr
         "currency": pricing.currency,
         "cost_note": pricing.note,
         "cost_warning": pricing.warning,
-        "conversion": conversion,  # for the operator digest's teams
+        "conversion": conversion,  # for the operator digest's teams; not for the templates
         "low_threshold": threshold,
         "public_base_url": settings.PUBLIC_BASE_URL,
         "preview_url": absolute(preview_path(kind, week, team)),
@@ -332,6 +331,7 @@ def _week_label(period: Period) -> str:
 
 def team_context(team: Team, period: Period, hidden: frozenset[int] = frozenset()) -> dict:
     context = _base_context(DigestKind.TEAM, period, Job.objects.filter(team=team), team, hidden)
+    del context["conversion"]
     ranked = findings.top_jobs(context.pop("judged_week_jobs"), settings.DIGEST_TOP_JOBS)
     jobs = Job.objects.select_related("cluster").in_bulk([entry.job_id for entry in ranked])
     context["top_jobs"] = [
@@ -357,7 +357,7 @@ def operator_context(period: Period, hidden: frozenset[int] = frozenset()) -> di
     del context["judged_week_jobs"]  # teams are ranked by all their jobs' figures
     week_jobs = queries.in_period(Job.objects.all(), period)
     teams = queries.by_team(
-        week_jobs, settings.LOW_UTIL_THRESHOLD, limit=settings.DIGEST_TOP_TEAMS, conversion=context["conversion"]
+        week_jobs, settings.LOW_UTIL_THRESHOLD, limit=settings.DIGEST_TOP_TEAMS, conversion=context.pop("conversion")
     )
     for row in teams:
         row["url"] = absolute(
