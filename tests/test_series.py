@@ -307,8 +307,10 @@ from fleet import series
 frame = pd.DataFrame({"timestamp": pd.date_range("2026-01-01", periods=50_000, freq="s", tz="UTC"),
                       "host": "h", "gpu": 0, "gpu_util": 50.0})
 series.from_parquet_bytes(series.to_parquet_bytes(frame))  # the C++ Parquet writer and reader allocate
-pools = {name: getattr(pa, name + "_memory_pool")() for name in ("jemalloc", "mimalloc", "system")}
-print(json.dumps({name: pool.max_memory() for name, pool in pools.items()}))
+# The process-wide pool is the one Arrow's C++ code takes when no pool is passed; the other
+# allocators are not touched, as starting one beside another has aborted the process on CI.
+pool = pa.default_memory_pool()
+print(json.dumps({"backend": pool.backend_name, "peak": pool.max_memory()}))
 """
 
 
@@ -328,9 +330,8 @@ def test_arrow_allocates_with_jemalloc_unless_the_environment_names_another_allo
     env = {name: value for name, value in os.environ.items() if name != "ARROW_DEFAULT_MEMORY_POOL"}
     if chosen:
         env["ARROW_DEFAULT_MEMORY_POOL"] = chosen
-    done = subprocess.run(
-        [sys.executable, "-c", ALLOCATOR_IN_USE], cwd=REPO, env=env, capture_output=True, text=True, check=True
-    )
-    peak_by_pool = json.loads(done.stdout.splitlines()[-1])
-    assert peak_by_pool[in_use] > 1_000_000
-    assert all(peak == 0 for name, peak in peak_by_pool.items() if name != in_use), peak_by_pool
+    done = subprocess.run([sys.executable, "-c", ALLOCATOR_IN_USE], cwd=REPO, env=env, capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    in_the_process = json.loads(done.stdout.splitlines()[-1])
+    assert in_the_process["backend"] == in_use
+    assert in_the_process["peak"] > 1_000_000  # the Parquet round trip allocated from it
