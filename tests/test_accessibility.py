@@ -14,14 +14,20 @@ constraints.txt, so a new axe rule arrives with a deliberate upgrade, not in the
 from __future__ import annotations
 
 from contextlib import suppress
+from datetime import timedelta
 
 import pytest
 from django.test import Client
 
 from fleet import ingest
+from fleet.models import Job
+from tests.factories import JobFactory
 from tests.test_access_matrix import ROWS
 from tests.test_browser import browser, window_width  # noqa: F401  (browser: the shared Chromium fixture)
+from tests.test_jobs_page import triaged
+from triage.dashboard import queries
 from triage.models import Finding
+from triage.taxonomy import Category
 
 # WCAG 2.0 and 2.1, levels A and AA, and axe's best practices (landmarks, headings, empty headers).
 AXE_TAGS = ["wcag2a", "wcag2aa", "wcag21a", "wcag21aa", "best-practice"]
@@ -148,6 +154,18 @@ def test_every_page_meets_wcag_21_aa(browser, live_server, world, demo_archive, 
     assert finding is not None, "the demo fleet should have a finding"
     job = finding.job
     log = job.artifacts.first()
+    # An earlier run of the same job, so its page shows the other runs and what changed since.
+    earlier = JobFactory(
+        cluster=job.cluster,
+        team=job.team,
+        user=job.user,
+        name=job.name or "demo-job",
+        start_time=job.start_time - timedelta(days=1),
+        end_time=job.start_time - timedelta(hours=20),
+    )
+    triaged(earlier, "classified", Category.API_MISUSE)
+    Job.objects.filter(pk=job.pk).update(name=earlier.name)
+    assert queries.job_runs(Job.objects.all(), Job.objects.get(pk=job.pk)).earlier_total == 1
     users = {**world["users"], "anonymous": None}
     pages = [(name, template.format(**world["params"]), role) for name, template, role in page_rows()]
     pages += [

@@ -146,6 +146,7 @@ class JobFilter(django_filters.FilterSet):
     team = django_filters.CharFilter(field_name="team__slug")
     user = django_filters.CharFilter(field_name="user")
     external_id = django_filters.CharFilter(field_name="external_id")
+    name = django_filters.CharFilter(field_name="name", label="Job name (exact); with cluster and user: a job's runs")
     category = django_filters.ChoiceFilter(choices=Category.choices, method="filter_category")
     status = django_filters.ChoiceFilter(choices=TriageStatus.choices, method="filter_status")
     low_util = django_filters.BooleanFilter(method="filter_low_util", label="Mean GPU util at or below the threshold")
@@ -155,7 +156,7 @@ class JobFilter(django_filters.FilterSet):
 
     class Meta:
         model = Job
-        fields = ["cluster", "team", "user", "external_id", "category", "status", "low_util", "ingest_run"]
+        fields = ["cluster", "team", "user", "external_id", "name", "category", "status", "low_util", "ingest_run"]
 
     def filter_category(self, queryset, name, value):
         current = Finding.objects.filter(job=OuterRef("pk"), category=value, result__is_current=True)

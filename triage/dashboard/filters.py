@@ -48,6 +48,8 @@ class JobFilter(django_filters.FilterSet):
         widget=forms.Select(attrs={"aria-label": "Team"}),
     )
     user = django_filters.CharFilter(field_name="user", lookup_expr="iexact", label="User")
+    # Exact, unlike the search: the runs of one job (a job page's "every run" link).
+    name = django_filters.CharFilter(field_name="name", lookup_expr="exact", label="Job name")
     state = django_filters.CharFilter(field_name="state", lookup_expr="iexact", label="State")
     category = django_filters.ChoiceFilter(
         choices=Category.choices,

@@ -400,3 +400,71 @@ def log_events_page(job, kind: str = "") -> LogEventsPage:
 
 
 _KIND_ORDER = {name: index for index, name in enumerate(LOG_EVENT_KINDS)}
+
+
+RUNS_EACH_SIDE = 10  # runs listed before and after the job on its page
+
+
+@dataclass
+class JobRuns:
+    """The other runs of a job: the jobs of the same name, user and cluster (a job submitted again,
+    a nightly run, a sweep), for "did the change work?" on the job's page."""
+
+    earlier: list  # up to RUNS_EACH_SIDE runs before the job, oldest first
+    later: list  # up to RUNS_EACH_SIDE runs after it, oldest first
+    earlier_total: int
+    later_total: int
+
+    @property
+    def total(self) -> int:
+        return self.earlier_total + self.later_total
+
+    @property
+    def previous(self):
+        """The run just before the job, or None."""
+        return self.earlier[-1] if self.earlier else None
+
+
+def same_job_runs(jobs, job):
+    """The jobs (of the queryset `jobs`, which scopes them to what the viewer may see) that are runs of
+    the same job as `job`, itself included; none when the job has no name to match it by."""
+    if not job.name:
+        return jobs.none()
+    return jobs.filter(cluster_id=job.cluster_id, user=job.user, name=job.name)
+
+
+def job_runs(jobs, job) -> JobRuns:
+    """The runs of `job` before and after it, by start time (then id, for runs started together)."""
+    others = same_job_runs(jobs, job).exclude(pk=job.pk).select_related("cluster")
+    before = Q(start_time__lt=job.start_time) | Q(start_time=job.start_time, pk__lt=job.pk)
+    earlier = others.filter(before)
+    later = others.exclude(before)
+    return JobRuns(
+        earlier=list(earlier.order_by("-start_time", "-pk")[:RUNS_EACH_SIDE])[::-1],
+        later=list(later.order_by("start_time", "pk")[:RUNS_EACH_SIDE]),
+        earlier_total=earlier.count(),
+        later_total=later.count(),
+    )
+
+
+@dataclass
+class RunChange:
+    """What changed from one run of a job to the next: its mean utilization and the causes found."""
+
+    util_before: float | None
+    util_after: float | None
+    gone: list  # causes found in the run before, not in this one
+    new: list  # causes found in this run, not in the run before
+    kept: list  # causes found in both
+
+
+def run_change(before, after) -> RunChange:
+    """Compare two runs whose `categories` `_with_triage` has set (in the order it lists them)."""
+    before_causes, after_causes = list(before.categories), list(after.categories)
+    return RunChange(
+        util_before=before.mean_gpu_util,
+        util_after=after.mean_gpu_util,
+        gone=[c for c in before_causes if c not in after_causes],
+        new=[c for c in after_causes if c not in before_causes],
+        kept=[c for c in after_causes if c in before_causes],
+    )

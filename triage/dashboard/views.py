@@ -26,7 +26,7 @@ from fleet.models import Artifact, Cluster, ExchangeRate, GpuModelPrice, Job, Te
 from fleet.series import from_parquet_bytes
 from triage.guidance import GUIDES, category_guide, headline_change
 from triage.labeling.services import blinded_job_ids, findings_hidden_from
-from triage.models import Finding, JobTriage, RuleSet
+from triage.models import Finding, JobTriage, RuleSet, TriageStatus
 from triage.taxonomy import Category
 
 from . import figures, files, queries, timeline
@@ -331,6 +331,8 @@ def job_list(request):
     csv_query["format"] = "csv"
     without_run = query.copy()
     without_run.pop("run", None)
+    without_name = query.copy()
+    without_name.pop("name", None)
     return render(
         request,
         "dashboard/job_list.html",
@@ -340,6 +342,7 @@ def job_list(request):
             "query": query.urlencode(),
             "csv_query": csv_query.urlencode(),
             "without_run_query": without_run.urlencode(),
+            "without_name_query": without_name.urlencode(),
             "low_threshold": settings.LOW_UTIL_THRESHOLD,
         },
     )
@@ -382,6 +385,7 @@ def job_detail(request, pk: int):
     # Scoped lookup: another team's job is indistinguishable from a missing one.
     job = get_object_or_404(Job.objects.visible_to(request.user).select_related("cluster", "team", "ingest_run"), pk=pk)
     artifacts = job.artifacts.only("pk", "kind", "path", "size", "truncated")
+    hide_findings = findings_hidden_from(request.user, job)
     return render(
         request,
         "dashboard/job_detail.html",
@@ -390,10 +394,32 @@ def job_detail(request, pk: int):
             "artifacts": artifacts[:ARTIFACTS_LISTED],
             "artifact_count": artifacts.count(),
             "events": queries.log_events_page(job, request.GET.get("events", "")),
-            "hide_findings": findings_hidden_from(request.user, job),
+            "hide_findings": hide_findings,
             "job_files": queries.job_files(job),
+            **_runs_context(request.user, job, hide_findings),
         },
     )
+
+
+# Statuses whose causes can be compared from one run to the next: the rules ran and said something.
+JUDGED_STATUSES = {TriageStatus.HEALTHY, TriageStatus.CLASSIFIED, TriageStatus.UNCLASSIFIED}
+
+
+def _runs_context(user, job: Job, hide_findings: bool) -> dict:
+    """The other runs of the job (same name, user and cluster) with their causes, and what changed
+    since the run before. While the viewer rates the job blind, no run's causes are shown: the
+    same job's earlier findings would give its own away."""
+    runs = queries.job_runs(Job.objects.visible_to(user), job)
+    if not runs.total:
+        return {"runs": None}
+    listed = [*runs.earlier, job, *runs.later]
+    hidden = blinded_job_ids(user) | ({run.pk for run in listed} if hide_findings else set())
+    _with_triage(listed, hidden)
+    previous, change = runs.previous, None
+    if previous is not None and previous.triage_status in JUDGED_STATUSES and job.triage_status in JUDGED_STATUSES:
+        change = queries.run_change(previous, job)
+    query = urlencode({"cluster": job.cluster.name, "user": job.user, "name": job.name})
+    return {"runs": runs, "run_change": change, "runs_query": query, "low_threshold": settings.LOW_UTIL_THRESHOLD}
 
 
 def _job_artifact(request, pk: int, artifact: int) -> Artifact:

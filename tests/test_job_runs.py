@@ -1,0 +1,144 @@
+"""A job's other runs (same name, user and cluster) on its page: what changed since the run before,
+scoped to what the viewer may see, and never giving away a blind rater's findings."""
+
+from datetime import UTC, datetime, timedelta
+
+import pytest
+from django.urls import reverse
+
+from tests.factories import ClusterFactory, JobFactory
+from tests.test_jobs_page import triaged
+from triage.dashboard import queries
+from triage.labeling.models import Assignment, Study, StudyJob, StudyRater
+from triage.taxonomy import Category
+
+pytestmark = pytest.mark.django_db
+
+DAY = datetime(2026, 11, 2, tzinfo=UTC)
+
+
+def run(team, day: int, cluster=None, **fields):
+    fields.setdefault("name", "resnet-nightly")
+    fields.setdefault("user", "ana")
+    start = DAY + timedelta(days=day)
+    extra = {"cluster": cluster} if cluster is not None else {}
+    return JobFactory(team=team, start_time=start, end_time=start + timedelta(hours=2), **extra, **fields)
+
+
+@pytest.fixture
+def nightly(team_a):
+    cluster = ClusterFactory(name="alpha")
+    first = run(team_a, 0, cluster, mean_gpu_util=22, state="COMPLETED")
+    triaged(first, "classified", Category.DATA_PREPROCESSING, Category.MODEL_CHECKPOINTING)
+    second = run(team_a, 1, cluster, mean_gpu_util=71, state="COMPLETED")
+    triaged(second, "classified", Category.MODEL_CHECKPOINTING)
+    third = run(team_a, 2, cluster, mean_gpu_util=88)
+    triaged(third, "healthy")
+    # Not runs of it: another name, another user, another cluster.
+    run(team_a, 1, cluster, name="resnet-nightly-v2")
+    run(team_a, 1, cluster, user="bo")
+    run(team_a, 1, ClusterFactory(name="beta"))
+    return first, second, third
+
+
+def page(client, job):
+    response = client.get(reverse("dashboard:job-detail", args=[job.pk]))
+    assert response.status_code == 200
+    return response
+
+
+def test_the_page_lists_the_runs_before_and_after_and_what_the_last_change_did(client, operator, nightly):
+    first, second, third = nightly
+    client.force_login(operator)
+    response = page(client, second)
+    runs = response.context["runs"]
+    assert [job.pk for job in runs.earlier] == [first.pk] and [job.pk for job in runs.later] == [third.pk]
+    change = response.context["run_change"]
+    assert (change.util_before, change.util_after) == (22, 71)
+    assert change.gone == [Category.DATA_PREPROCESSING] and change.kept == [Category.MODEL_CHECKPOINTING]
+    assert change.new == []
+    html = response.content.decode()
+    section = html.split('id="runs"')[1].split("</section>")[0]
+    assert "1 before this one and 1 after it" in section
+    assert "22 % &rarr; <strong>71 %</strong>" in section
+    assert "no longer found: " in section and Category.DATA_PREPROCESSING.label in section.split("still found")[0]
+    assert section.count("(this run)") == 1
+    for other in (first, third):
+        assert reverse("dashboard:job-detail", args=[other.pk]) in section
+
+
+def test_every_run_link_lists_exactly_the_runs(client, operator, nightly):
+    client.force_login(operator)
+    link = page(client, nightly[0]).context["runs_query"]
+    listed = client.get(reverse("dashboard:job-list") + "?" + link)
+    assert {job.pk for job in listed.context["page"].object_list} == {job.pk for job in nightly}
+    assert "The runs of the job named <strong>resnet-nightly</strong>" in listed.content.decode()
+    api = client.get("/api/v1/jobs/", {"cluster": "alpha", "user": "ana", "name": "resnet-nightly"}).json()
+    assert {row["id"] for row in api["results"]} == {job.pk for job in nightly}
+
+
+def test_the_first_run_has_no_change_and_a_job_without_a_name_no_runs(client, operator, nightly, team_a):
+    client.force_login(operator)
+    response = page(client, nightly[0])
+    assert response.context["run_change"] is None and 'id="run-change"' not in response.content.decode()
+    unnamed = run(team_a, 3, name="")
+    run(team_a, 4, name="")
+    response = page(client, unnamed)
+    assert response.context["runs"] is None and 'id="runs"' not in response.content.decode()
+
+
+def test_a_run_not_triaged_yet_is_not_compared(client, operator, nightly, team_a):
+    client.force_login(operator)
+    fourth = run(team_a, 3, nightly[0].cluster)  # the rules have not run on it
+    response = page(client, fourth)
+    assert [job.pk for job in response.context["runs"].earlier] == [job.pk for job in nightly]
+    assert response.context["run_change"] is None  # "no longer found" would be a guess
+
+
+def test_a_member_sees_only_the_runs_of_their_teams(client, member_a, nightly, team_b):
+    moved = run(team_b, 5, nightly[0].cluster)  # the same job, charged to another team
+    client.force_login(member_a)
+    runs = page(client, nightly[0]).context["runs"]
+    assert moved.pk not in [job.pk for job in runs.later] and runs.later_total == 2
+    assert client.get(reverse("dashboard:job-detail", args=[moved.pk])).status_code == 404
+
+
+def test_a_long_history_lists_ten_runs_each_side_with_the_totals(client, operator, team_a):
+    cluster = ClusterFactory(name="alpha")
+    jobs = [run(team_a, day, cluster) for day in range(25)]
+    client.force_login(operator)
+    response = page(client, jobs[12])
+    runs = response.context["runs"]
+    assert [job.pk for job in runs.earlier] == [job.pk for job in jobs[2:12]]
+    assert [job.pk for job in runs.later] == [job.pk for job in jobs[13:23]]
+    assert (runs.earlier_total, runs.later_total) == (12, 12)
+    section = response.content.decode().split('id="runs"')[1]
+    assert "12 earlier runs; the 10 just before this one" in section
+    assert "12 later runs; the 10 just after this one" in section
+
+
+def test_runs_started_at_the_same_moment_keep_one_order(team_a):
+    cluster = ClusterFactory(name="alpha")
+    same = [run(team_a, 0, cluster) for _ in range(3)]  # a sweep submitted at once
+    middle = queries.job_runs(type(same[0]).objects.all(), same[1])
+    assert [job.pk for job in middle.earlier] == [same[0].pk] and [job.pk for job in middle.later] == [same[2].pk]
+
+
+def test_a_blind_rater_sees_no_run_s_causes(client, researcher, operator, nightly):
+    first, second, third = nightly
+    study = Study.objects.create(name="pilot", created_by=operator, seed=1, show_findings=False)
+    StudyRater.objects.create(study=study, user=researcher)
+    Assignment.objects.create(item=StudyJob.objects.create(study=study, job=second, position=1), rater=researcher)
+    client.force_login(researcher)
+    # Rating the second run: the first run's causes would say what the rules found on it.
+    response = page(client, second)
+    section = response.content.decode().split('id="runs"')[1].split("</section>")[0]
+    assert response.context["run_change"] is None
+    assert Category.DATA_PREPROCESSING.label not in section and Category.MODEL_CHECKPOINTING.label not in section
+    assert "hidden while you label it" in section
+    # On the third run's page the second's causes stay hidden; the first's may show.
+    section = page(client, third).content.decode().split('id="runs"')[1].split("</section>")[0]
+    rows = section.split("<tr")
+    second_row = next(row for row in rows if reverse("dashboard:job-detail", args=[second.pk]) in row)
+    assert "hidden while you label it" in second_row and Category.MODEL_CHECKPOINTING.label not in second_row
+    assert page(client, third).context["run_change"] is None  # its run before is hidden
