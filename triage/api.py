@@ -12,6 +12,7 @@ from functools import cached_property
 import django_filters
 from django.conf import settings
 from django.db.models import Exists, OuterRef, Prefetch
+from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers, viewsets
 
 from config.api import router
@@ -19,7 +20,7 @@ from fleet.forms import UtcDateTimeMixin
 from fleet.models import Job
 from triage.dashboard.filters import RowIdFilter
 from triage.labeling.services import blinded_job_ids
-from triage.models import Finding, JobTriage, TriageStatus
+from triage.models import Feedback, Finding, JobTriage, TriageStatus
 from triage.taxonomy import Category
 
 
@@ -118,11 +119,33 @@ class JobSerializer(serializers.ModelSerializer):
         return [f.category for f in result.findings.all()] if result else []
 
 
+class FeedbackSerializer(serializers.ModelSerializer):
+    user = serializers.CharField(source="user.get_username", read_only=True)
+    rule_set_version = serializers.IntegerField(source="rule_set.version", read_only=True, allow_null=True)
+
+    class Meta:
+        model = Feedback
+        fields = ["category", "user", "verdict", "comment", "rule_set_version", "updated_at"]
+
+
 class JobDetailSerializer(JobSerializer):
     findings = serializers.SerializerMethodField()
+    feedback = serializers.SerializerMethodField()
 
     class Meta(JobSerializer.Meta):
-        fields = [*JobSerializer.Meta.fields, "command", "cpu_count", "sampling_period_s", "sample_count", "findings"]
+        fields = [
+            *JobSerializer.Meta.fields,
+            *("command", "cpu_count", "sampling_period_s", "sample_count", "findings", "feedback"),
+        ]
+
+    @extend_schema_field(FeedbackSerializer(many=True))
+    def get_feedback(self, job: Job) -> list[dict]:
+        """What the job's people said of its causes (the job page's answers); none while the user
+        rates the job blind, as the answers would give its findings away."""
+        if job.pk in self._blinded():
+            return []
+        given = Feedback.objects.filter(job=job).select_related("user", "rule_set").order_by("category", "updated_at")
+        return FeedbackSerializer(given, many=True).data
 
     def get_triage(self, job: Job) -> dict | None:
         result = self._current(job)

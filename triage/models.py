@@ -134,3 +134,33 @@ class RetriageRun(models.Model):
     @property
     def percent(self) -> int:
         return 100 if not self.jobs_total else min(100, round(100 * self.jobs_done / self.jobs_total))
+
+
+class Feedback(models.Model):
+    """What a person who knows the job says of one cause the rules found in it: right, wrong, or
+    intended. Kept per (job, cause, person), not per finding, so it survives re-triage with a new
+    rule-set version (which replaces the findings); `rule_set` is the version whose finding was judged."""
+
+    class Verdict(models.TextChoices):
+        RIGHT = "right", "Right: this is why"
+        WRONG = "wrong", "Wrong: not the cause"
+        EXPECTED = "expected", "Intended: it is meant to run this way"
+
+    job = models.ForeignKey(Job, on_delete=models.CASCADE, related_name="feedback")
+    category = models.CharField(max_length=40, choices=Category.choices)
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="triage_feedback")
+    verdict = models.CharField(max_length=10, choices=Verdict.choices)
+    comment = models.TextField(blank=True, max_length=1000)
+    rule_set = models.ForeignKey(RuleSet, null=True, blank=True, on_delete=models.SET_NULL, related_name="feedback")
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["-updated_at"]
+        constraints = [
+            models.UniqueConstraint(fields=["job", "category", "user"], name="feedback_one_per_person_and_cause"),
+        ]
+        indexes = [models.Index(fields=["category", "verdict"])]
+
+    def __str__(self) -> str:
+        return f"{self.job}: {self.category} {self.verdict} ({self.user})"

@@ -7,17 +7,18 @@ from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.http import HttpResponse, JsonResponse
 from django.shortcuts import get_object_or_404, redirect, render
+from django.urls import reverse
 from django.utils import timezone
-from django.views.decorators.http import require_GET
+from django.views.decorators.http import require_GET, require_POST
 from prometheus_client import CONTENT_TYPE_LATEST
 
 from fleet import audit
 from fleet.access import is_operator, operator_required
 from fleet.models import Job
-from triage import monitoring, services
+from triage import feedback, monitoring, services
 from triage.dashboard.queries import job_files
 from triage.labeling.services import blinded_job_ids, findings_hidden_from
-from triage.models import RetriageRun, RuleSet
+from triage.models import Feedback, RetriageRun, RuleSet
 from triage.rules import THRESHOLDS
 
 
@@ -116,3 +117,53 @@ def metrics(request):
             )
         hidden = frozenset()
     return HttpResponse(monitoring.exposition(timezone.now(), hidden), content_type=CONTENT_TYPE_LATEST)
+
+
+class FeedbackForm(forms.Form):
+    """A verdict on one cause found in a job (`choices`: the causes its current triage found)."""
+
+    category = forms.ChoiceField(
+        error_messages={
+            "required": "say which cause you judge",
+            "invalid_choice": "that cause is not among the job's current findings (re-triaged since?)",
+        }
+    )
+    verdict = forms.ChoiceField(
+        choices=Feedback.Verdict.choices, required=False, error_messages={"invalid_choice": "not one of the answers"}
+    )
+    comment = forms.CharField(max_length=1000, required=False, strip=True)
+    withdraw = forms.BooleanField(required=False)
+
+    def __init__(self, *args, found: dict, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.fields["category"].choices = [(category, category) for category in found]
+
+    def clean(self):
+        data = super().clean()
+        if not data.get("withdraw") and not data.get("verdict") and "category" in data:
+            self.add_error("verdict", "choose whether this is the cause")
+        return data
+
+
+@login_required
+@require_POST
+def job_feedback(request, pk: int):
+    """Save, change or withdraw the user's verdict on a cause found in the job, then back to it."""
+    job = get_object_or_404(Job.objects.visible_to(request.user), pk=pk)
+    if findings_hidden_from(request.user, job):  # a blind rater cannot judge what they may not see
+        return render(request, "triage/findings_hidden.html", {"job": job}, status=403)
+    found = feedback.found_categories(job)
+    form = FeedbackForm(request.POST, found=found)
+    back = reverse("dashboard:job-detail", args=[job.pk])
+    if not form.is_valid():
+        problems = "; ".join(f"{name}: {' '.join(errors)}" for name, errors in form.errors.items())
+        messages.warning(request, f"Your answer was not saved ({problems}).")
+        return redirect(f"{back}#findings")
+    category, label = form.cleaned_data["category"], found[form.cleaned_data["category"]].get_category_display()
+    if form.cleaned_data["withdraw"]:
+        feedback.withdraw(request.user, job, category)
+        messages.success(request, f"Your answer on {label} was withdrawn.")
+    else:
+        given = feedback.give(request.user, job, category, form.cleaned_data["verdict"], form.cleaned_data["comment"])
+        messages.success(request, f"Saved your answer on {label}: {given.get_verdict_display()}.")
+    return redirect(f"{back}#finding-{category}")

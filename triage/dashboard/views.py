@@ -24,6 +24,7 @@ from fleet.costs import Conversion
 from fleet.exports import series_csv_chunks, stream_csv_rows
 from fleet.models import Artifact, Cluster, ExchangeRate, GpuModelPrice, Job, Team
 from fleet.series import from_parquet_bytes
+from triage import feedback
 from triage.guidance import GUIDES, category_guide, headline_change
 from triage.labeling.services import blinded_job_ids, findings_hidden_from
 from triage.models import Finding, JobTriage, RuleSet, TriageStatus
@@ -564,6 +565,7 @@ def category_list(request):
     pricing = queries.pricing(queries.in_period(jobs, period))
     judged = _judged(queries.in_period(jobs, period), request)
     rows = {row["category"]: row for row in queries.by_category(judged, pricing.conversion)}
+    verdicts = feedback.tally_by_category(judged)
     categories = [
         {
             "category": category,
@@ -571,6 +573,7 @@ def category_list(request):
             "hours": rows.get(category.value, {}).get("hours", 0.0),
             "spend": rows.get(category.value, {}).get("spend", 0.0),
             "guide": GUIDES.get(category, {}),
+            "verdicts": verdicts.get(category),
         }
         for category in Category
     ]
@@ -597,6 +600,8 @@ def category_detail(request, category: str):
         "guide": category_guide(chosen),
         "findings": findings,
         "trend_figure": figures.category_trend(queries.category_trend(judged, chosen.value, period), chosen.colour),
+        "verdicts": feedback.tally_by_category(queries.in_period(judged, period)).get(chosen),
+        "recent_verdicts": feedback.recent(queries.in_period(judged, period), chosen.value),
     }
     return render(request, "dashboard/category_detail.html", context)
 

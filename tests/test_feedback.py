@@ -1,0 +1,214 @@
+"""Job owners' verdicts on the causes the rules found: given on the job's page, one per person and
+cause, scoped like the job, never from a blind rater, and added up on the causes pages."""
+
+from html import unescape
+
+import pytest
+from django.test import Client
+from django.urls import reverse
+
+from tests.factories import JobFactory, OwnerFactory, UserFactory
+from tests.test_browser import browser  # noqa: F401  (the shared Chromium fixture)
+from tests.test_jobs_page import triaged
+from triage.labeling.models import Assignment, Study, StudyJob, StudyRater
+from triage.models import Feedback, Finding, JobTriage, RuleSet
+from triage.taxonomy import Category
+
+pytestmark = pytest.mark.django_db
+
+CKPT, DATA = Category.MODEL_CHECKPOINTING, Category.DATA_PREPROCESSING
+
+
+@pytest.fixture
+def job(team_a):
+    job = JobFactory(team=team_a, name="ckpt-heavy", mean_gpu_util=25)
+    triaged(job, "classified", CKPT, DATA)
+    return job
+
+
+def answer(client, job, **data):
+    return client.post(reverse("triage:job-feedback", args=[job.pk]), data)
+
+
+def job_page(client, job) -> str:
+    response = client.get(reverse("dashboard:job-detail", args=[job.pk]))
+    assert response.status_code == 200
+    return response.content.decode()
+
+
+def finding_block(html: str, category) -> str:
+    return html.split(f'id="finding-{category}"')[1].split('class="finding"')[0]
+
+
+def test_an_owner_answers_changes_and_withdraws(client, member_a, job):
+    client.force_login(member_a)
+    response = answer(client, job, category=CKPT, verdict="wrong", comment="we save once an epoch, on purpose")
+    assert response.status_code == 302
+    assert response.url == reverse("dashboard:job-detail", args=[job.pk]) + f"#finding-{CKPT}"
+    html = job_page(client, job)
+    assert "Saved your answer on Model checkpointing: Wrong: not the cause." in html
+    block = finding_block(html, CKPT)
+    assert "You said: Wrong: not the cause" in block and 'value="wrong" checked' in block
+    assert 'value="we save once an epoch, on purpose"' in block
+    assert "You said" not in finding_block(html, DATA)  # the other cause is not answered
+
+    answer(client, job, category=CKPT, verdict="expected")
+    saved = Feedback.objects.get()
+    assert (saved.verdict, saved.comment, saved.user, saved.rule_set) == ("expected", "", member_a, RuleSet.current())
+
+    answer(client, job, category=CKPT, withdraw="on")
+    assert not Feedback.objects.exists()
+    assert "Your answer on Model checkpointing was withdrawn." in job_page(client, job)
+
+
+def test_others_see_each_answer_with_its_comment_escaped(client, member_a, operator, job):
+    client.force_login(member_a)
+    answer(client, job, category=DATA, verdict="right", comment="<script>alert(1)</script> the tokenizer")
+    client.force_login(operator)
+    block = finding_block(job_page(client, job), DATA)
+    assert "alice-member</strong>: Right: this is why" in block
+    assert "&lt;script&gt;alert(1)&lt;/script&gt; the tokenizer" in block and "<script>alert" not in block
+    assert "You said" not in block
+
+
+@pytest.mark.parametrize(
+    ("data", "problem"),
+    [
+        ({"category": CKPT}, "verdict: choose whether this is the cause"),
+        ({"category": "api_misuse", "verdict": "right"}, "that cause is not among the job's current findings"),
+        ({"category": "no-such-cause", "verdict": "right"}, "that cause is not among the job's current findings"),
+        ({"category": CKPT, "verdict": "maybe"}, "verdict: not one of the answers"),
+        ({"category": CKPT, "verdict": "wrong", "comment": "x" * 1001}, "at most 1000 characters"),
+        ({"verdict": "wrong"}, "say which cause you judge"),
+    ],
+)
+def test_a_bad_answer_is_refused_with_its_reason_and_nothing_is_stored(client, member_a, job, data, problem):
+    client.force_login(member_a)
+    response = answer(client, job, **data)
+    assert response.status_code == 302
+    html = unescape(job_page(client, job))
+    assert "Your answer was not saved (" in html and problem in html
+    assert not Feedback.objects.exists()
+
+
+def test_only_people_who_may_see_the_job_can_answer(member_a, outsider, job, team_b):
+    other = JobFactory(team=team_b)
+    triaged(other, "classified", CKPT)
+    for user, target in ((outsider, job), (member_a, other)):
+        client = Client()
+        client.force_login(user)
+        assert answer(client, target, category=CKPT, verdict="wrong").status_code == 404
+    assert answer(Client(), job, category=CKPT, verdict="wrong").status_code == 302  # to the login page
+    assert not Feedback.objects.exists()
+
+
+def test_the_form_needs_its_csrf_token(member_a, job):
+    client = Client(enforce_csrf_checks=True)
+    client.force_login(member_a)
+    assert answer(client, job, category=CKPT, verdict="wrong").status_code == 403
+    assert not Feedback.objects.exists()
+
+
+def test_get_is_not_allowed(client, member_a, job):
+    client.force_login(member_a)
+    assert client.get(reverse("triage:job-feedback", args=[job.pk])).status_code == 405
+
+
+def test_a_blind_rater_can_neither_answer_nor_see_the_answers(client, researcher, operator, member_a, job):
+    client.force_login(member_a)
+    answer(client, job, category=CKPT, verdict="wrong", comment="NOT-OURS")
+    study = Study.objects.create(name="pilot", created_by=operator, seed=1, show_findings=False)
+    StudyRater.objects.create(study=study, user=researcher)
+    Assignment.objects.create(item=StudyJob.objects.create(study=study, job=job, position=1), rater=researcher)
+    client.force_login(researcher)
+    assert answer(client, job, category=CKPT, verdict="right").status_code == 403
+    assert Feedback.objects.count() == 1
+    assert "NOT-OURS" not in job_page(client, job)
+    day = {"from": job.start_time.date().isoformat(), "to": job.start_time.date().isoformat()}
+    cause = client.get(reverse("dashboard:category-detail", args=[CKPT]), day)
+    assert cause.context["verdicts"] is None and "NOT-OURS" not in cause.content.decode()
+    causes = client.get(reverse("dashboard:category-list"), day).context["categories"]
+    assert next(row for row in causes if row["category"] == CKPT)["verdicts"] is None
+
+
+def test_the_causes_pages_add_up_the_answers_in_the_viewer_s_scope(client, member_a, operator, job, team_a, team_b):
+    other_owner = OwnerFactory(user=UserFactory(username="bob-member"), team=team_a).user
+    foreign = JobFactory(team=team_b, start_time=job.start_time, end_time=job.end_time)
+    triaged(foreign, "classified", CKPT)
+    for user, target, verdict in ((member_a, job, "wrong"), (other_owner, job, "right"), (operator, foreign, "right")):
+        client.force_login(user)
+        answer(client, target, category=CKPT, verdict=verdict, comment=f"from {user.username}")
+    client.force_login(operator)
+    answer(client, job, category=CKPT, verdict="expected")
+    day = {"from": job.start_time.date().isoformat(), "to": job.start_time.date().isoformat()}
+
+    tally = client.get(reverse("dashboard:category-detail", args=[CKPT]), day).context["verdicts"]
+    assert (tally.right, tally.wrong, tally.expected, tally.disputed_share) == (2, 1, 1, pytest.approx(1 / 3))
+    causes = client.get(reverse("dashboard:category-list"), day).content.decode()
+    assert '2 right · <span class="util low">1 wrong</span> · 1 intended' in causes and "(33 % disputed)" in causes
+
+    client.force_login(member_a)  # team A only: the answer on team B's job is not theirs to count
+    cause = client.get(reverse("dashboard:category-detail", args=[CKPT]), day)
+    tally = cause.context["verdicts"]
+    assert (tally.right, tally.wrong, tally.expected) == (1, 1, 1)
+    html = cause.content.decode()
+    assert "from bob-member" in html and "from olivia-operator" not in html
+
+
+def test_an_answer_outlives_a_re_triage_that_finds_the_cause_again(client, member_a, job):
+    client.force_login(member_a)
+    answer(client, job, category=CKPT, verdict="wrong")
+    JobTriage.objects.filter(job=job).update(is_current=False)
+    newer = RuleSet.objects.create(version=RuleSet.current().version + 1, thresholds=RuleSet.current().thresholds)
+    result = JobTriage.objects.create(job=job, rule_set=newer, status="classified", is_current=True)
+    Finding.objects.create(result=result, job=job, rule_set=newer, category=CKPT, confidence=0.8, summary="s",
+                           gpu_hours=1.0, evidence={}, guidance={})  # fmt: skip
+    assert "You said: Wrong: not the cause" in finding_block(job_page(client, job), CKPT)
+
+
+@pytest.mark.django_db(transaction=True)
+def test_an_owner_answers_from_the_job_page_in_a_browser(browser, live_server, member_a, job):  # noqa: F811
+    from selenium.webdriver.common.by import By
+
+    from tests.test_accessibility import open_as
+
+    open_as(browser, live_server.url, member_a)
+    browser.get(f"{live_server.url}/jobs/{job.pk}/")
+    form = browser.find_element(By.CSS_SELECTOR, f"#finding-{CKPT} form.feedback-form")
+    form.find_element(By.CSS_SELECTOR, "button[type=submit]").click()  # no answer chosen: the browser asks
+    assert not Feedback.objects.exists()
+    form.find_element(By.XPATH, ".//label[contains(., 'Wrong: not the cause')]").click()
+    form.find_element(By.NAME, "comment").send_keys("one save an epoch, by design")
+    form.find_element(By.CSS_SELECTOR, "button[type=submit]").click()
+    message = browser.find_element(By.CSS_SELECTOR, "p.message")
+    assert message.text == "Saved your answer on Model checkpointing: Wrong: not the cause."
+    assert browser.current_url.endswith(f"#finding-{CKPT}")
+    legend = browser.find_element(By.CSS_SELECTOR, f"#finding-{CKPT} legend").text
+    assert "You said: Wrong: not the cause" in legend
+    saved = Feedback.objects.get()
+    assert (saved.user, saved.category, saved.verdict, saved.comment) == (
+        member_a,
+        CKPT,
+        "wrong",
+        "one save an epoch, by design",
+    )
+    browser.find_element(By.CSS_SELECTOR, f"#finding-{CKPT} button[name=withdraw]").click()
+    assert "was withdrawn" in browser.find_element(By.CSS_SELECTOR, "p.message").text
+    assert not Feedback.objects.exists()
+
+
+def test_the_job_api_gives_the_answers_unless_its_user_rates_the_job_blind(client, member_a, researcher, operator, job):
+    client.force_login(member_a)
+    answer(client, job, category=CKPT, verdict="wrong", comment="by design")
+    api = client.get(f"/api/v1/jobs/{job.pk}/").json()
+    assert [(row["category"], row["user"], row["verdict"], row["comment"]) for row in api["feedback"]] == [
+        (CKPT, "alice-member", "wrong", "by design")
+    ]
+    assert api["feedback"][0]["rule_set_version"] == RuleSet.current().version
+    study = Study.objects.create(name="pilot", created_by=operator, seed=1, show_findings=False)
+    StudyRater.objects.create(study=study, user=researcher)
+    Assignment.objects.create(item=StudyJob.objects.create(study=study, job=job, position=1), rater=researcher)
+    client.force_login(researcher)
+    assert client.get(f"/api/v1/jobs/{job.pk}/").json()["feedback"] == []
+    schema = client.get("/api/v1/schema/", HTTP_ACCEPT="application/json")
+    assert "#/components/schemas/Feedback" in schema.content.decode() and "VerdictEnum" in schema.content.decode()

@@ -1,0 +1,99 @@
+"""What the people who run a job say of the causes the rules found in it.
+
+Job owners know things the series does not: a notebook left open on purpose, a benchmark of the
+data loader, a cause that is plainly not theirs. Their verdicts are kept per (job, cause, person)
+and added up per cause, so operators see which rules the fleet disputes before tuning them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from django.db.models import Count
+
+from triage.models import Feedback, Finding
+from triage.taxonomy import Category
+
+Verdict = Feedback.Verdict
+
+
+def found_categories(job) -> dict[str, Finding]:
+    """The causes the job's current triage found, by category: the ones its people may judge."""
+    findings = Finding.objects.filter(job=job, result__is_current=True).select_related("rule_set")
+    return {finding.category: finding for finding in findings}
+
+
+def give(user, job, category: str, verdict: str, comment: str = "") -> Feedback:
+    """Record (or change) the user's verdict on a cause found in the job; `category` must be one of
+    `found_categories(job)`, as a verdict on a cause the rules did not find means nothing here."""
+    finding = found_categories(job)[category]
+    feedback, _ = Feedback.objects.update_or_create(
+        job=job,
+        category=category,
+        user=user,
+        defaults={"verdict": verdict, "comment": comment.strip(), "rule_set": finding.rule_set},
+    )
+    return feedback
+
+
+def withdraw(user, job, category: str) -> bool:
+    """Take back the user's verdict on the cause; whether there was one."""
+    deleted, _ = Feedback.objects.filter(job=job, category=category, user=user).delete()
+    return bool(deleted)
+
+
+@dataclass
+class JobFeedback:
+    """The verdicts given on one cause of one job: the viewer's own, and everyone else's."""
+
+    mine: Feedback | None = None
+    others: list[Feedback] = field(default_factory=list)
+
+
+def for_job(job, user) -> dict[str, JobFeedback]:
+    """Every verdict on the job's causes, by category, the viewer's own apart (one query)."""
+    by_category: dict[str, JobFeedback] = {}
+    for feedback in Feedback.objects.filter(job=job).select_related("user").order_by("updated_at"):
+        entry = by_category.setdefault(feedback.category, JobFeedback())
+        if feedback.user_id == user.pk:
+            entry.mine = feedback
+        else:
+            entry.others.append(feedback)
+    return by_category
+
+
+@dataclass
+class Tally:
+    """How the verdicts on one cause add up."""
+
+    right: int = 0
+    wrong: int = 0
+    expected: int = 0
+
+    @property
+    def total(self) -> int:
+        return self.right + self.wrong + self.expected
+
+    @property
+    def disputed_share(self) -> float | None:
+        """The share of the verdicts on whether it is the cause that say it is not (intended runs
+        left out: they confirm what happened and say only that nobody minds)."""
+        judged = self.right + self.wrong
+        return self.wrong / judged if judged else None
+
+
+def tally_by_category(jobs) -> dict[Category, Tally]:
+    """The verdicts given on the jobs of the queryset `jobs` (the viewer's scope), by cause."""
+    tallies: dict[Category, Tally] = {}
+    rows = Feedback.objects.filter(job__in=jobs).order_by().values_list("category", "verdict").annotate(n=Count("pk"))
+    for category, verdict, count in rows:
+        if category not in Category.values or verdict not in Verdict.values:
+            continue  # a category or verdict retired since
+        setattr(tallies.setdefault(Category(category), Tally()), verdict, count)
+    return tallies
+
+
+def recent(jobs, category: str, limit: int = 20) -> list[Feedback]:
+    """The newest verdicts on one cause over the jobs of `jobs`, with their job and author."""
+    chosen = Feedback.objects.filter(job__in=jobs, category=category).select_related("job__cluster", "user")
+    return list(chosen.order_by("-updated_at")[:limit])

@@ -1,0 +1,27 @@
+"""Each finding's verdicts and the form to give one, for `triage/job_findings.html`."""
+
+from django import template
+
+from triage import feedback
+from triage.models import Feedback
+
+register = template.Library()
+
+
+@register.inclusion_tag("triage/_finding_feedback.html", takes_context=True)
+def finding_feedback(context, finding):
+    """The verdicts on `finding`'s cause in its job, and the viewer's form; the job's verdicts are
+    read once per page (kept on the job), not once per finding."""
+    job, user = context["job"], context["request"].user
+    cached = getattr(job, "_feedback_for_page", None)
+    if cached is None:
+        cached = job._feedback_for_page = feedback.for_job(job, user)
+    given = cached.get(finding.category, feedback.JobFeedback())
+    return {
+        "finding": finding,
+        "job": job,
+        "mine": given.mine,
+        "others": given.others,
+        "verdicts": Feedback.Verdict.choices,
+        "csrf_token": context.get("csrf_token"),
+    }
