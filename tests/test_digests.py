@@ -22,7 +22,7 @@ from triage.dashboard import queries
 from triage.digests import services, weeks
 from triage.digests.models import Delivery, DigestKind, Subscription
 from triage.digests.tasks import send_digest_task, send_weekly_task
-from triage.models import Finding, JobTriage, RuleSet, TriageStatus
+from triage.models import Feedback, Finding, JobTriage, RuleSet, TriageStatus
 from triage.taxonomy import Category
 
 pytestmark = pytest.mark.django_db
@@ -664,3 +664,48 @@ def test_both_digests_read_on_a_phone_without_scrolling_sideways(smtp, fleet, me
             browser.get(page.as_uri())
             widths[address] = browser.execute_script("return document.documentElement.scrollWidth")
     assert widths == {member_a.email: 320, operator.email: 320}
+
+
+def test_the_digests_carry_the_answers_job_owners_gave(smtp, fleet, team_a, team_b, member_a, operator):
+    """A team sees what it said of a listed job's causes instead of the bare finding again; the
+    operators see the week's answers per cause, the most disputed first."""
+    resnet = fleet["resnet"]
+    given = [
+        Feedback.objects.create(job=resnet, category=Category.MODEL_CHECKPOINTING, user=member_a, verdict="expected"),
+        Feedback.objects.create(job=resnet, category=Category.HOST_GPU_TRANSFER, user=operator, verdict="wrong"),
+        Feedback.objects.create(
+            job=fleet["bert"], category=Category.IMPROPER_BATCH_SIZE, user=member_a, verdict="right"
+        ),
+        # Given the week before: not this week's answers.
+        Feedback.objects.create(
+            job=fleet["bert"], category=Category.IMPROPER_BATCH_SIZE, user=operator, verdict="wrong"
+        ),
+    ]
+    for answer in given[:3]:
+        Feedback.objects.filter(pk=answer.pk).update(updated_at=WEEK_START + timedelta(days=5))
+    Feedback.objects.filter(pk=given[3].pk).update(updated_at=WEEK_START - timedelta(days=1))
+    send_weekly_task.delay(WEEK).get()
+
+    text, html = parts(smtp.to(member_a.email)[0])
+    resnet_entry = text.split("train-resnet")[1].split("eval-bert")[0]
+    assert "alice-member answered on Model checkpointing: Intended: it is meant to run this way" in resnet_entry
+    assert "olivia-operator answered on Inefficient host-GPU data transfer: Wrong: not the cause" in resnet_entry
+    assert "alice-member answered on Model checkpointing: Intended" in html
+
+    operator_text, operator_html = parts(smtp.to(operator.email)[0])
+    section = operator_text.split("WHAT JOB OWNERS ANSWERED")[1].split("INGESTION")[0]
+    lines = [line.strip() for line in section.strip().splitlines()[1:]]
+    assert [line.split(":")[0] for line in lines] == [
+        "Inefficient host-GPU data transfer",  # the disputed one first
+        "Improper batch size",
+        "Model checkpointing",
+    ]
+    assert lines[1].startswith("Improper batch size: 1 right, 0 wrong, 0 intended")  # last week's answer left out
+    assert lines[0].endswith("/categories/host_gpu_transfer/")
+    assert "What job owners answered" in operator_html
+
+
+def test_a_week_without_answers_has_no_answers_section(smtp, fleet, operator):
+    send_weekly_task.delay(WEEK).get()
+    text, html = parts(smtp.to(operator.email)[0])
+    assert "WHAT JOB OWNERS ANSWERED" not in text and "What job owners answered" not in html

@@ -84,9 +84,13 @@ class Tally:
 
 def tally_by_category(jobs) -> dict[Category, Tally]:
     """The verdicts given on the jobs of the queryset `jobs` (the viewer's scope), by cause."""
+    return tally(Feedback.objects.filter(job__in=jobs))
+
+
+def tally(given) -> dict[Category, Tally]:
+    """A queryset of answers added up by cause."""
     tallies: dict[Category, Tally] = {}
-    rows = Feedback.objects.filter(job__in=jobs).order_by().values_list("category", "verdict").annotate(n=Count("pk"))
-    for category, verdict, count in rows:
+    for category, verdict, count in given.order_by().values_list("category", "verdict").annotate(n=Count("pk")):
         if category not in Category.values or verdict not in Verdict.values:
             continue  # a category or verdict retired since
         setattr(tallies.setdefault(Category(category), Tally()), verdict, count)

@@ -12,7 +12,8 @@ from django.db.models import Count, Sum, Value
 from django.db.models.functions import Coalesce
 
 from fleet.costs import Conversion
-from triage.models import Finding, JobTriage, TriageStatus
+from triage.feedback import Tally, tally
+from triage.models import Feedback, Finding, JobTriage, TriageStatus
 from triage.taxonomy import Category
 
 ZERO = Value(0.0)
@@ -93,6 +94,37 @@ def top_jobs(jobs, limit: int) -> list[JobWaste]:
             entry.fix = fix_line(finding.guidance)
             entry.summary = one_line(finding.summary)
     return list(by_job.values())
+
+
+@dataclass(frozen=True)
+class Answer:
+    """One person's answer on a cause found in a listed job (the job page's *Is this why…?*)."""
+
+    category: Category
+    verdict: str  # its label: "Wrong: not the cause"
+    user: str
+
+
+def answers_on(job_ids) -> dict[int, list[Answer]]:
+    """The answers given on the causes of these jobs, by job, oldest first: a digest shows a team
+    what it said of a finding instead of only repeating it."""
+    by_job: dict[int, list[Answer]] = {}
+    given = Feedback.objects.filter(job_id__in=job_ids).select_related("user").order_by("job_id", "updated_at")
+    for answer in given:
+        if answer.category in Category.values:
+            by_job.setdefault(answer.job_id, []).append(
+                Answer(Category(answer.category), answer.get_verdict_display(), answer.user.get_username())
+            )
+    return by_job
+
+
+def answers_given(period, hidden: frozenset[int] = frozenset()) -> list[tuple[Category, Tally]]:
+    """The answers given (or changed) during the period, on any job but those in `hidden`, added up
+    per cause; the most disputed first."""
+    given = Feedback.objects.filter(updated_at__gte=period.start, updated_at__lt=period.end)
+    if hidden:
+        given = given.exclude(job_id__in=hidden)
+    return sorted(tally(given).items(), key=lambda item: (-item[1].wrong, -item[1].total, item[0].label))
 
 
 def unclassified(jobs) -> dict:

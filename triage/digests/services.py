@@ -334,11 +334,13 @@ def team_context(team: Team, period: Period, hidden: frozenset[int] = frozenset(
     del context["conversion"]
     ranked = findings.top_jobs(context.pop("judged_week_jobs"), settings.DIGEST_TOP_JOBS)
     jobs = Job.objects.select_related("cluster").in_bulk([entry.job_id for entry in ranked])
+    answers = findings.answers_on(list(jobs))
     context["top_jobs"] = [
         {
             "job": jobs[entry.job_id],
             "recoverable": entry.recoverable_gpu_hours,
             "categories": entry.categories,
+            "answers": answers.get(entry.job_id, []),
             "fix": entry.fix,
             "summary": entry.summary,
             "url": absolute(reverse("dashboard:job-detail", args=[entry.job_id])),
@@ -372,6 +374,14 @@ def operator_context(period: Period, hidden: frozenset[int] = frozenset()) -> di
         "top_teams": _bars(teams, lambda row: row["unused"]),
         "ingestion": _ingestion_health(period),
         "connectors": _connector_health(),
+        "answers": [
+            {
+                "category": category,
+                "tally": tally,
+                "url": absolute(reverse("dashboard:category-detail", args=[category])),
+            }
+            for category, tally in findings.answers_given(period, hidden)
+        ],
         "failed_deliveries": Delivery.objects.filter(status=Delivery.Status.FAILED).count(),
         "deliveries_url": absolute(reverse("digests:deliveries") + "?status=failed"),
         "dashboard_url": absolute(f"{reverse('dashboard:overview')}?{weeks.dashboard_query(period)}"),
