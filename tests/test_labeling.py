@@ -16,7 +16,7 @@ from fleet.access import RESEARCHERS_GROUP
 from tests.factories import ClusterFactory, JobFactory, UserFactory
 from triage.labeling import exchange, services
 from triage.labeling.models import Assignment, GoldItem, Study
-from triage.models import Finding, JobTriage, RuleSet, TriageStatus
+from triage.models import Feedback, Finding, JobTriage, RuleSet, TriageStatus
 from triage.taxonomy import Category
 
 pytestmark = pytest.mark.django_db
@@ -66,6 +66,35 @@ def test_creating_a_study_draws_a_seeded_sample_of_low_utilization_jobs(study, j
     assert Assignment.objects.filter(item__study=study).count() == 8
     again = services.create_study(name="Again", lead=raters[0], raters=raters, sample_size=4, seed=11)
     assert list(again.items.values_list("job_id", flat=True)) == list(study.items.values_list("job_id", flat=True))
+
+
+def test_a_study_of_disputed_jobs_samples_only_jobs_whose_causes_someone_called_wrong(client, raters, jobs, member_a):
+    disputed, confirmed = jobs[0], jobs[1]
+    Feedback.objects.create(job=disputed, category=CKPT, user=member_a, verdict=Feedback.Verdict.WRONG)
+    Feedback.objects.create(job=confirmed, category=CKPT, user=member_a, verdict=Feedback.Verdict.RIGHT)
+    Feedback.objects.create(job=confirmed, category=BATCH, user=member_a, verdict=Feedback.Verdict.EXPECTED)
+    client.force_login(raters[0])
+    response = client.post(
+        reverse("labeling:study-create"),
+        {
+            "name": "Disputed",
+            "strategy": "all",
+            "seed": 5,
+            "low_util_only": "on",
+            "low_util_threshold": 50,
+            "disputed_only": "on",
+            "raters": [u.pk for u in raters],
+            "labels_per_job": 2,
+        },
+    )
+    study = Study.objects.get(name="Disputed")
+    assert response.status_code == 302
+    assert list(study.items.values_list("job_id", flat=True)) == [disputed.pk]
+    assert study.disputed_only and study.sampling_record["disputed_only"] is True
+    assert "disputed only" in client.get(reverse("labeling:study", args=[study.pk])).content.decode()
+    Feedback.objects.all().delete()
+    with pytest.raises(services.LabelingError, match="disputed jobs only"):
+        services.create_study(name="None", lead=raters[0], raters=raters, strategy="all", seed=1, disputed_only=True)
 
 
 def test_a_study_needs_enough_raters(raters, jobs):

@@ -49,6 +49,11 @@ class StudyForm(forms.Form):
     period_end = UtcDateTimeField(required=False, help_text="UTC, exclusive")
     low_util_only = forms.BooleanField(required=False, initial=True, label="Only low-utilization jobs")
     low_util_threshold = forms.FloatField(min_value=0, max_value=100, label="Low-utilization threshold (%)")
+    disputed_only = forms.BooleanField(
+        required=False,
+        label="Only disputed jobs",
+        help_text="Jobs where someone answered on the job's page that a cause the rules found is wrong.",
+    )
     raters = _UserChoices(queryset=None, widget=forms.CheckboxSelectMultiple)
     labels_per_job = forms.IntegerField(
         min_value=2, max_value=100, initial=2, help_text="Each job is labelled by this many raters."

@@ -38,6 +38,9 @@ class Study(models.Model):
     period_end = models.DateTimeField(null=True, blank=True)
     low_util_only = models.BooleanField(default=True)
     low_util_threshold = models.FloatField(default=50.0, help_text="Mean GPU util (%) at or below which a job is low.")
+    disputed_only = models.BooleanField(
+        default=False, help_text="Only jobs where someone answered that a cause the rules found is wrong."
+    )
     labels_per_job = models.PositiveSmallIntegerField(default=2)
     show_findings = models.BooleanField(
         default=False, help_text="Raters see the rules' findings while labeling (blind when off)."

@@ -30,7 +30,7 @@ from triage.labeling.models import (
     StudyJob,
     StudyRater,
 )
-from triage.models import Finding, JobTriage, RuleSet, TriageStatus
+from triage.models import Feedback, Finding, JobTriage, RuleSet, TriageStatus
 from triage.taxonomy import Category
 
 CATEGORIES = [c.value for c in Category]
@@ -101,9 +101,16 @@ def sees_all_labels(user, study: Study) -> bool:
 
 
 def candidate_jobs(
-    *, period_start: datetime | None, period_end: datetime | None, low_util_only: bool, threshold: float
+    *,
+    period_start: datetime | None,
+    period_end: datetime | None,
+    low_util_only: bool,
+    threshold: float,
+    disputed_only: bool = False,
 ):
     jobs = Job.objects.all()
+    if disputed_only:  # someone said a cause the rules found is not why (the job page's answers)
+        jobs = jobs.filter(pk__in=Feedback.objects.filter(verdict=Feedback.Verdict.WRONG).values("job_id"))
     if period_start:
         jobs = jobs.filter(start_time__gte=period_start)
     if period_end:
@@ -128,6 +135,7 @@ def create_study(
     period_end: datetime | None = None,
     low_util_only: bool = True,
     low_util_threshold: float = 50.0,
+    disputed_only: bool = False,
     description: str = "",
 ) -> Study:
     """Draw the sample, record how, and give each job `labels_per_job` raters."""
@@ -137,14 +145,21 @@ def create_study(
     if len(raters) < labels_per_job:
         raise LabelingError(f"{labels_per_job} labels per job need at least {labels_per_job} raters.")
     jobs = candidate_jobs(
-        period_start=period_start, period_end=period_end, low_util_only=low_util_only, threshold=low_util_threshold
+        period_start=period_start,
+        period_end=period_end,
+        low_util_only=low_util_only,
+        threshold=low_util_threshold,
+        disputed_only=disputed_only,
     )
     candidates = [
         sampling.Candidate(id=pk, team=team, cluster=cluster)
         for pk, team, cluster in jobs.values_list("pk", "team__slug", "cluster__name")
     ]
     if not candidates:
-        raise LabelingError("No job matches the population (period and utilization filter).")
+        raise LabelingError(
+            "No job matches the population (period, utilization filter"
+            + (" and disputed jobs only)." if disputed_only else ").")
+        )
     sample = sampling.draw_sample(candidates, strategy, sample_size, seed)
     study = Study.objects.create(
         name=name,
@@ -157,6 +172,7 @@ def create_study(
         period_end=period_end,
         low_util_only=low_util_only,
         low_util_threshold=low_util_threshold,
+        disputed_only=disputed_only,
         labels_per_job=labels_per_job,
         show_findings=show_findings,
         sampling_record=sample.record
@@ -165,6 +181,7 @@ def create_study(
             "period_end": period_end.isoformat() if period_end else None,
             "low_util_only": low_util_only,
             "low_util_threshold": low_util_threshold,
+            "disputed_only": disputed_only,
         },
     )
     StudyRater.objects.bulk_create([StudyRater(study=study, user=u) for u in raters])

@@ -110,6 +110,7 @@ def study_create(request):
                 period_end=data["period_end"],
                 low_util_only=data["low_util_only"],
                 low_util_threshold=data["low_util_threshold"],
+                disputed_only=data["disputed_only"],
             )
         except services.LabelingError as exc:
             form.add_error(None, str(exc))
