@@ -17,7 +17,7 @@ from fleet.models import AuditEvent, IngestRun, MachineToken
 from tests.factories import JobFactory
 from tests.test_connectors_prometheus import _binaries, running_prometheus
 from triage import monitoring
-from triage.models import Finding, JobTriage, RuleSet
+from triage.models import Feedback, Finding, JobTriage, RuleSet
 from triage.taxonomy import Category
 
 NOW = datetime(2026, 11, 23, 12, tzinfo=UTC)
@@ -70,6 +70,21 @@ def test_the_figures_are_the_last_seven_days_of_the_fleet_and_the_services_healt
     assert got[("fleet_triage_ingest_runs", (("status", "succeeded"),))] == 0
     finished = got[("fleet_triage_ingest_last_finished_timestamp_seconds", (("status", "failed"),))]
     assert finished == (NOW - timedelta(hours=1)).timestamp()
+
+
+def test_the_answers_on_each_cause_are_counted_leaving_out_jobs_the_reader_rates_blind(recent, member_a, operator):
+    other = JobFactory(team=recent.team, start_time=NOW - timedelta(days=30))
+    for job, user, verdict in ((recent, member_a, "wrong"), (recent, operator, "right"), (other, member_a, "wrong")):
+        Feedback.objects.create(job=job, category=Category.MODEL_CHECKPOINTING, user=user, verdict=verdict)
+    got = samples(monitoring.exposition(NOW).decode())
+
+    def answers(verdict, category="model_checkpointing"):
+        return got[("fleet_triage_cause_answers", (("category", category), ("verdict", verdict)))]
+
+    assert (answers("right"), answers("wrong"), answers("expected")) == (1, 2, 0)  # all answers, old jobs too
+    assert answers("wrong", "api_misuse") == 0  # every cause and answer, given or not
+    got = samples(monitoring.exposition(NOW, hidden=frozenset({recent.pk})).decode())
+    assert (answers("right"), answers("wrong")) == (0, 1)
 
 
 def test_metrics_are_for_operators_and_tokens_made_to_read_them(client, operator, member_a, recent):

@@ -19,9 +19,11 @@ from prometheus_client.core import GaugeMetricFamily, Metric
 
 from fleet.connectors.models import Connector
 from fleet.models import IngestRun, Job
+from triage import feedback
 from triage.dashboard import queries
 from triage.dashboard.periods import Period
 from triage.digests.models import Delivery
+from triage.models import Feedback
 from triage.taxonomy import Category
 
 WINDOW = timedelta(days=7)  # the span of the team and cause figures: the jobs started in it
@@ -135,6 +137,16 @@ def _fleet_window(period: Period, hidden: frozenset[int]) -> Iterator[Metric]:
         cause_hours.add_metric([category.value], row.get("hours", 0.0))
     yield cause_jobs
     yield cause_hours
+    # All answers, not the window's: a rule's disputed share moves slowly, and is alerted on as such.
+    answers = _gauge(
+        "cause_answers", "Answers job owners gave on the causes found, by answer.", ("category", "verdict")
+    )
+    tallies = feedback.tally(Feedback.objects.exclude(job_id__in=hidden) if hidden else Feedback.objects.all())
+    for category in Category:
+        tally = tallies.get(category, feedback.Tally())
+        for verdict in Feedback.Verdict:
+            answers.add_metric([category.value, verdict.value], getattr(tally, verdict.value))
+    yield answers
     unclassified, triaged_low = queries.unclassified_share(judged, threshold)
     for name, documentation, value in (
         ("low_utilization_jobs_triaged", "Low-utilization jobs of the last 7 days that were triaged.", triaged_low),
