@@ -212,3 +212,11 @@ def test_the_job_api_gives_the_answers_unless_its_user_rates_the_job_blind(clien
     assert client.get(f"/api/v1/jobs/{job.pk}/").json()["feedback"] == []
     schema = client.get("/api/v1/schema/", HTTP_ACCEPT="application/json")
     assert "#/components/schemas/Feedback" in schema.content.decode() and "VerdictEnum" in schema.content.decode()
+
+
+def test_the_findings_page_of_the_triage_app_takes_answers_too(client, member_a, job):
+    client.force_login(member_a)
+    answer(client, job, category=DATA, verdict="right")
+    html = client.get(reverse("triage:job", args=[job.pk])).content.decode()
+    assert "You said: Right: this is why" in finding_block(html, DATA)
+    assert f'action="{reverse("triage:job-feedback", args=[job.pk])}"' in html
