@@ -709,3 +709,42 @@ def test_a_week_without_answers_has_no_answers_section(smtp, fleet, operator):
     send_weekly_task.delay(WEEK).get()
     text, html = parts(smtp.to(operator.email)[0])
     assert "WHAT JOB OWNERS ANSWERED" not in text and "What job owners answered" not in html
+
+
+def test_runs_that_got_better_are_listed_with_the_causes_no_longer_found(
+    smtp, fleet, team_a, team_b, member_a, operator
+):
+    rules = RuleSet.objects.get(version=2)
+    cluster = fleet["resnet"].cluster
+
+    def run(team, name, days, util, user="dana"):
+        start = WEEK_START + timedelta(days=days)
+        return JobFactory(team=team, cluster=cluster, name=name, user=user, start_time=start,
+                          end_time=start + timedelta(hours=3), mean_gpu_util=util)  # fmt: skip
+
+    before = run(team_a, "nightly-llm", -10, 30)
+    triaged(before, rules, (Category.DATA_PREPROCESSING, 2.0, {}), (Category.MODEL_CHECKPOINTING, 1.0, {}))
+    fixed = run(team_a, "nightly-llm", 2, 75)
+    triaged(fixed, rules, (Category.MODEL_CHECKPOINTING, 0.5, {}), status=TriageStatus.CLASSIFIED)
+    run(team_a, "nightly-llm", 4, 80)  # its run before (the fixed one) was already above the line
+    run(team_a, "still-slow", -3, 20), run(team_a, "still-slow", 3, 45)  # better, but still low
+    run(team_a, "nightly-llm", 1, 20, user="erik")  # another user's job of that name, not a run before
+    run(team_b, "b-sweep", -2, 10), run(team_b, "b-sweep", 1, 60)
+    send_weekly_task.delay(WEEK).get()
+
+    text, html = parts(smtp.to(member_a.email)[0])
+    section = text.split("RUNS THAT GOT BETTER")[1].split("\n\n")[0]
+    entries = [line.strip() for line in section.splitlines()[1:] if line.strip().startswith("+")]
+    assert entries == [
+        f"+ nightly-llm (dana, {cluster.name}): 30 % -> 75 % since its run of 2026-11-06; "
+        "no longer found: Data preprocessing on CPU"  # model checkpointing is still found
+    ]
+    assert f"/jobs/{fixed.pk}/#runs" in section
+    assert "nightly-llm</a>" in html and "b-sweep" not in html
+
+    operator_text, _ = parts(smtp.to(operator.email)[0])
+    fleet_section = operator_text.split("RUNS THAT GOT BETTER")[1].split("\n\n")[0]
+    assert [line.strip().split(" (")[0] for line in fleet_section.splitlines() if line.strip().startswith("+")] == [
+        "+ b-sweep",  # 10 -> 60: the biggest rise first
+        "+ nightly-llm",
+    ]

@@ -11,7 +11,7 @@ from datetime import UTC, datetime, time, timedelta
 from decimal import Decimal
 from typing import NamedTuple
 
-from django.db.models import Count, F, FloatField, Q, Sum, Value
+from django.db.models import Count, F, FloatField, OuterRef, Q, Subquery, Sum, Value
 from django.db.models.functions import Cast, Coalesce, Floor, NullIf
 from django.urls import reverse
 
@@ -468,3 +468,30 @@ def run_change(before, after) -> RunChange:
         new=[c for c in after_causes if c not in before_causes],
         kept=[c for c in after_causes if c in before_causes],
     )
+
+
+def improved_runs(jobs, period: Period, threshold: float, limit: int = 5) -> list:
+    """Jobs of the queryset `jobs` started in the period that are runs of a job whose run before (of
+    `jobs`, same name, user and cluster, whenever it ran) was at or below `threshold` mean
+    utilization while they are above it: a fix that worked. The biggest rise first, each with
+    `previous_util`, `previous_id` and `previous_start` set. A job of several such runs in the period
+    shows once: its later runs' run before is already above the line."""
+    before = (
+        jobs.filter(cluster_id=OuterRef("cluster_id"), user=OuterRef("user"), name=OuterRef("name"))
+        .filter(Q(start_time__lt=OuterRef("start_time")) | Q(start_time=OuterRef("start_time"), pk__lt=OuterRef("pk")))
+        .order_by("-start_time", "-pk")
+    )
+    runs = (
+        in_period(jobs, period)
+        .exclude(name="")
+        .filter(mean_gpu_util__gt=threshold)
+        .annotate(
+            previous_util=Subquery(before.values("mean_gpu_util")[:1]),
+            previous_id=Subquery(before.values("pk")[:1]),
+            previous_start=Subquery(before.values("start_time")[:1]),
+        )
+        .filter(previous_util__lte=threshold)
+        .select_related("cluster")
+        .order_by(F("previous_util") - F("mean_gpu_util"), "start_time", "pk")
+    )
+    return list(runs[:limit])

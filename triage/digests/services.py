@@ -296,6 +296,7 @@ def _base_context(kind: str, period: Period, jobs, team: Team | None, hidden: fr
         previous_jobs.exclude(pk__in=hidden) if hidden else previous_jobs, conversion
     )
     return {
+        "improved_runs": _improved_runs(jobs, period, hidden),
         "kind": kind,
         "team": team,
         "week": week,
@@ -318,6 +319,28 @@ def _base_context(kind: str, period: Period, jobs, team: Team | None, hidden: fr
         "settings_url": absolute(reverse("digests:settings")),
         "judged_week_jobs": judged_week,  # for the top jobs (a team digest's)
     }
+
+
+def _improved_runs(jobs, period: Period, hidden: frozenset[int]) -> list[dict]:
+    """Runs of the week that went above the low-utilization line their run before was under, with
+    the causes found in that run and no longer in this one. A run or run before its reader rates
+    blind is left out (its causes are findings)."""
+    runs = [
+        run
+        for run in queries.improved_runs(jobs, period, settings.LOW_UTIL_THRESHOLD, settings.DIGEST_TOP_JOBS)
+        if run.pk not in hidden and run.previous_id not in hidden
+    ]
+    causes = findings.causes_of([run.pk for run in runs] + [run.previous_id for run in runs])
+    return [
+        {
+            "job": run,
+            "previous_util": run.previous_util,
+            "previous_start": run.previous_start,
+            "gone": [c for c in causes.get(run.previous_id, []) if c not in causes.get(run.pk, [])],
+            "url": absolute(reverse("dashboard:job-detail", args=[run.pk]) + "#runs"),
+        }
+        for run in runs
+    ]
 
 
 def _week_label(period: Period) -> str:
