@@ -748,3 +748,7 @@ def test_runs_that_got_better_are_listed_with_the_causes_no_longer_found(
         "+ b-sweep",  # 10 -> 60: the biggest rise first
         "+ nightly-llm",
     ]
+    # A reader who rates the fixed run (or its run before) blind gets neither: their causes are findings.
+    for blind in (fixed.pk, before.pk):
+        context = services.operator_context(weeks.parse_week(WEEK), hidden=frozenset({blind}))
+        assert [item["job"].name for item in context["improved_runs"]] == ["b-sweep"]

@@ -24,14 +24,16 @@ def found_categories(job) -> dict[str, Finding]:
 
 
 def give(user, job, category: str, verdict: str, comment: str = "") -> Feedback:
-    """Record (or change) the user's verdict on a cause found in the job; `category` must be one of
-    `found_categories(job)`, as a verdict on a cause the rules did not find means nothing here."""
-    finding = found_categories(job)[category]
+    """Record (or change) the user's verdict on a cause found in the job; `category` is one of
+    `found_categories(job)` (the form offers only those), as a verdict on a cause the rules did not
+    find means nothing here. Should a re-triage drop the cause meanwhile, the answer is kept
+    without the version it judged."""
+    finding = found_categories(job).get(category)
     feedback, _ = Feedback.objects.update_or_create(
         job=job,
         category=category,
         user=user,
-        defaults={"verdict": verdict, "comment": comment.strip(), "rule_set": finding.rule_set},
+        defaults={"verdict": verdict, "comment": comment.strip(), "rule_set": finding.rule_set if finding else None},
     )
     return feedback
 

@@ -120,7 +120,8 @@ def metrics(request):
 
 
 class FeedbackForm(forms.Form):
-    """A verdict on one cause found in a job (`choices`: the causes its current triage found)."""
+    """A verdict on one cause found in a job (`found`: the causes its current triage found, the only
+    ones it accepts), or `withdraw` to take the user's back."""
 
     category = forms.ChoiceField(
         error_messages={

@@ -99,15 +99,11 @@ def top_jobs(jobs, limit: int) -> list[JobWaste]:
 def causes_of(job_ids) -> dict[int, list[Category]]:
     """The causes the current triage found in each of these jobs, the costliest first."""
     by_job: dict[int, list[Category]] = {}
-    found = current_findings_of(job_ids).order_by("job_id", "-gpu_hours", "category").values_list("job_id", "category")
+    found = current_findings(job_ids).order_by("job_id", "-gpu_hours", "category").values_list("job_id", "category")
     for job_id, category in found:
         if category in Category.values:
             by_job.setdefault(job_id, []).append(Category(category))
     return by_job
-
-
-def current_findings_of(job_ids):
-    return Finding.objects.filter(result__is_current=True, job_id__in=job_ids)
 
 
 @dataclass(frozen=True)

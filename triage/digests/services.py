@@ -296,7 +296,6 @@ def _base_context(kind: str, period: Period, jobs, team: Team | None, hidden: fr
         previous_jobs.exclude(pk__in=hidden) if hidden else previous_jobs, conversion
     )
     return {
-        "improved_runs": _improved_runs(jobs, period, hidden),
         "kind": kind,
         "team": team,
         "week": week,
@@ -308,6 +307,7 @@ def _base_context(kind: str, period: Period, jobs, team: Team | None, hidden: fr
         "kpis": kpis(current, previous),
         "categories": _bars(by_category, lambda row: row.gpu_hours),
         "improvements": _improvements(current, previous, by_category, before_by_category),
+        "improved_runs": _improved_runs(jobs, period, hidden),
         "unclassified": findings.unclassified(judged_week),
         "currency": pricing.currency,
         "cost_note": pricing.note,
