@@ -125,24 +125,25 @@ def ingest_upload(request):
 def token_list(request):
     """Machine tokens: create one (its key is shown this once; it pushes archives, and may also read
     /metrics), see when each was last used, revoke."""
-    created_key, created_reads_metrics = None, False
+    created, created_key = None, None
     if request.method == "POST":
         name = request.POST.get("name", "").strip()[:50]
         if not name:
             messages.error(request, "Give the token a name, e.g. the machine that will use it.")
         else:
             reads_metrics = request.POST.get("reads_metrics") == "on"
-            token, created_key = MachineToken.objects.create_key(
+            created, created_key = MachineToken.objects.create_key(
                 name=name, created_by=request.user, reads_metrics=reads_metrics
             )
-            created_reads_metrics = reads_metrics
-            audit.record(request.user, "token.create", token, {"prefix": token.prefix, "reads_metrics": reads_metrics})
-            messages.success(request, f"Token “{token.name}” created. Copy it now: it is not shown again.")
+            audit.record(
+                request.user, "token.create", created, {"prefix": created.prefix, "reads_metrics": reads_metrics}
+            )
+            messages.success(request, f"Token “{created.name}” created. Copy it now: it is not shown again.")
     tokens = MachineToken.objects.select_related("created_by").order_by("revoked", "-created")
     return render(
         request,
         "fleet/token_list.html",
-        {"tokens": tokens, "created_key": created_key, "created_reads_metrics": created_reads_metrics},
+        {"tokens": tokens, "created_key": created_key, "created": created},
     )
 
 

@@ -23,17 +23,15 @@ def found_categories(job) -> dict[str, Finding]:
     return {finding.category: finding for finding in findings}
 
 
-def give(user, job, category: str, verdict: str, comment: str = "") -> Feedback:
-    """Record (or change) the user's verdict on a cause found in the job; `category` is one of
-    `found_categories(job)` (the form offers only those), as a verdict on a cause the rules did not
-    find means nothing here. Should a re-triage drop the cause meanwhile, the answer is kept
-    without the version it judged."""
-    finding = found_categories(job).get(category)
+def give(user, finding: Finding, verdict: str, comment: str = "") -> Feedback:
+    """Record (or change) the user's verdict on the cause of one of the job's current findings (of
+    `found_categories`: a verdict on a cause the rules did not find means nothing here), with the
+    rule-set version that found it."""
     feedback, _ = Feedback.objects.update_or_create(
-        job=job,
-        category=category,
+        job_id=finding.job_id,
+        category=finding.category,
         user=user,
-        defaults={"verdict": verdict, "comment": comment.strip(), "rule_set": finding.rule_set if finding else None},
+        defaults={"verdict": verdict, "comment": comment.strip(), "rule_set": finding.rule_set},
     )
     return feedback
 
@@ -82,6 +80,11 @@ class Tally:
         left out: they confirm what happened and say only that nobody minds)."""
         judged = self.right + self.wrong
         return self.wrong / judged if judged else None
+
+
+def disputed(jobs):
+    """The jobs of `jobs` where someone answered that a cause the rules found is wrong."""
+    return jobs.filter(pk__in=Feedback.objects.filter(verdict=Verdict.WRONG).values("job_id"))
 
 
 def tally_by_category(jobs) -> dict[Category, Tally]:

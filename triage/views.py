@@ -160,11 +160,12 @@ def job_feedback(request, pk: int):
         problems = "; ".join(f"{name}: {' '.join(errors)}" for name, errors in form.errors.items())
         messages.warning(request, f"Your answer was not saved ({problems}).")
         return redirect(f"{back}#findings")
-    category, label = form.cleaned_data["category"], found[form.cleaned_data["category"]].get_category_display()
+    finding = found[form.cleaned_data["category"]]
+    category, label = finding.category, finding.get_category_display()
     if form.cleaned_data["withdraw"]:
         feedback.withdraw(request.user, job, category)
         messages.success(request, f"Your answer on {label} was withdrawn.")
     else:
-        given = feedback.give(request.user, job, category, form.cleaned_data["verdict"], form.cleaned_data["comment"])
+        given = feedback.give(request.user, finding, form.cleaned_data["verdict"], form.cleaned_data["comment"])
         messages.success(request, f"Saved your answer on {label}: {given.get_verdict_display()}.")
     return redirect(f"{back}#finding-{category}")

@@ -425,18 +425,24 @@ class JobRuns:
         return self.earlier[-1] if self.earlier else None
 
 
-def same_job_runs(jobs, job):
-    """The jobs (of the queryset `jobs`, which scopes them to what the viewer may see) that are runs of
-    the same job as `job`, itself included; none when the job has no name to match it by."""
-    if not job.name:
-        return jobs.none()
-    return jobs.filter(cluster_id=job.cluster_id, user=job.user, name=job.name)
+def _runs_of(cluster_id, user, name) -> Q:
+    """Runs of one job: the jobs of its cluster, user and name. The arguments are a job's values, or
+    `OuterRef`s in a subquery."""
+    return Q(cluster_id=cluster_id, user=user, name=name)
+
+
+def _earlier(start_time, pk) -> Q:
+    """Jobs before one: started earlier, or at the same moment with a lower id (a sweep submitted at once)."""
+    return Q(start_time__lt=start_time) | Q(start_time=start_time, pk__lt=pk)
 
 
 def job_runs(jobs, job) -> JobRuns:
-    """The runs of `job` before and after it, by start time (then id, for runs started together)."""
-    others = same_job_runs(jobs, job).exclude(pk=job.pk).select_related("cluster")
-    before = Q(start_time__lt=job.start_time) | Q(start_time=job.start_time, pk__lt=job.pk)
+    """The runs of `job` (of the queryset `jobs`, which scopes them to what the viewer may see)
+    before and after it; none when the job has no name to match its runs by."""
+    if not job.name:
+        return JobRuns([], [], 0, 0)
+    others = jobs.filter(_runs_of(job.cluster_id, job.user, job.name)).exclude(pk=job.pk).select_related("cluster")
+    before = _earlier(job.start_time, job.pk)
     earlier = others.filter(before)
     later = others.exclude(before)
     return JobRuns(
@@ -476,11 +482,10 @@ def improved_runs(jobs, period: Period, threshold: float, limit: int = 5) -> lis
     utilization while they are above it: a fix that worked. The biggest rise first, each with
     `previous_util`, `previous_id` and `previous_start` set. A job of several such runs in the period
     shows once: its later runs' run before is already above the line."""
-    before = (
-        jobs.filter(cluster_id=OuterRef("cluster_id"), user=OuterRef("user"), name=OuterRef("name"))
-        .filter(Q(start_time__lt=OuterRef("start_time")) | Q(start_time=OuterRef("start_time"), pk__lt=OuterRef("pk")))
-        .order_by("-start_time", "-pk")
-    )
+    before = jobs.filter(
+        _runs_of(OuterRef("cluster_id"), OuterRef("user"), OuterRef("name")),
+        _earlier(OuterRef("start_time"), OuterRef("pk")),
+    ).order_by("-start_time", "-pk")
     runs = (
         in_period(jobs, period)
         .exclude(name="")

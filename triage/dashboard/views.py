@@ -386,7 +386,8 @@ def job_detail(request, pk: int):
     # Scoped lookup: another team's job is indistinguishable from a missing one.
     job = get_object_or_404(Job.objects.visible_to(request.user).select_related("cluster", "team", "ingest_run"), pk=pk)
     artifacts = job.artifacts.only("pk", "kind", "path", "size", "truncated")
-    hide_findings = findings_hidden_from(request.user, job)
+    blinded = blinded_job_ids(request.user)
+    hide_findings = job.pk in blinded  # as `findings_hidden_from`, with the set used again for the runs
     return render(
         request,
         "dashboard/job_detail.html",
@@ -397,7 +398,7 @@ def job_detail(request, pk: int):
             "events": queries.log_events_page(job, request.GET.get("events", "")),
             "hide_findings": hide_findings,
             "job_files": queries.job_files(job),
-            **_runs_context(request.user, job, hide_findings),
+            **_runs_context(request.user, job, blinded),
         },
     )
 
@@ -406,15 +407,15 @@ def job_detail(request, pk: int):
 JUDGED_STATUSES = {TriageStatus.HEALTHY, TriageStatus.CLASSIFIED, TriageStatus.UNCLASSIFIED}
 
 
-def _runs_context(user, job: Job, hide_findings: bool) -> dict:
+def _runs_context(user, job: Job, blinded: set[int]) -> dict:
     """The other runs of the job (same name, user and cluster) with their causes, and what changed
-    since the run before. While the viewer rates the job blind, no run's causes are shown: the
-    same job's earlier findings would give its own away."""
+    since the run before. While the viewer rates the job blind (`blinded`: the jobs they do), no
+    run's causes are shown: the same job's earlier findings would give its own away."""
     runs = queries.job_runs(Job.objects.visible_to(user), job)
     if not runs.total:
         return {"runs": None}
     listed = [*runs.earlier, job, *runs.later]
-    hidden = blinded_job_ids(user) | ({run.pk for run in listed} if hide_findings else set())
+    hidden = blinded | ({run.pk for run in listed} if job.pk in blinded else set())
     _with_triage(listed, hidden)
     previous, change = runs.previous, None
     if previous is not None and previous.triage_status in JUDGED_STATUSES and job.triage_status in JUDGED_STATUSES:

@@ -16,6 +16,7 @@ from django.utils import timezone
 
 from fleet.access import OPERATORS_GROUP, RESEARCHERS_GROUP, is_operator, is_researcher
 from fleet.models import Job
+from triage import feedback
 from triage.labeling import agreement, sampling
 from triage.labeling.models import (
     NONE_OF_THESE,
@@ -30,7 +31,7 @@ from triage.labeling.models import (
     StudyJob,
     StudyRater,
 )
-from triage.models import Feedback, Finding, JobTriage, RuleSet, TriageStatus
+from triage.models import Finding, JobTriage, RuleSet, TriageStatus
 from triage.taxonomy import Category
 
 CATEGORIES = [c.value for c in Category]
@@ -109,8 +110,8 @@ def candidate_jobs(
     disputed_only: bool = False,
 ):
     jobs = Job.objects.all()
-    if disputed_only:  # someone said a cause the rules found is not why (the job page's answers)
-        jobs = jobs.filter(pk__in=Feedback.objects.filter(verdict=Feedback.Verdict.WRONG).values("job_id"))
+    if disputed_only:
+        jobs = feedback.disputed(jobs)
     if period_start:
         jobs = jobs.filter(start_time__gte=period_start)
     if period_end:
