@@ -120,7 +120,7 @@ def world(db, team_a, team_b, member_a, outsider, researcher, operator):
     from triage.digests import services as digest_services
     from triage.digests.models import Delivery, DigestKind
     from triage.labeling import services as labeling
-    from triage.models import RetriageRun, RuleSet
+    from triage.models import Feedback, RetriageRun, RuleSet
     from triage.taxonomy import Category
 
     cluster = ClusterFactory(name="c1")
@@ -165,6 +165,9 @@ def world(db, team_a, team_b, member_a, outsider, researcher, operator):
         status=Delivery.Status.FAILED,
     )
     connector = Connector.objects.create(name="prom", kind=Connector.Kind.PROMETHEUS, url="http://127.0.0.1:9/")
+    answer_a = Feedback.objects.create(
+        job=job_a, category=Category.values[0], user=member_a, verdict=Feedback.Verdict.WRONG, comment="not ours"
+    )
     return {
         "key": key,
         "params": {
@@ -187,6 +190,7 @@ def world(db, team_a, team_b, member_a, outsider, researcher, operator):
             "item_other": study_other.items.first().pk,
             "connector": connector.pk,
             "category": Category.values[0],
+            "answer_a": answer_a.pk,
         },
         "users": {"member": member_a, "outsider": outsider, "researcher": researcher, "operator": operator},
     }

@@ -161,6 +161,25 @@ def test_admin_job_deletion_is_logged(client, staff_operator):
     assert actions() == ["job.delete"]
 
 
+def test_admin_lists_answers_read_only_and_logs_their_deletion(client, staff_operator, member_a):
+    from triage.models import Feedback
+
+    client.force_login(staff_operator)
+    given = Feedback.objects.create(
+        job=JobFactory(), category="model_checkpointing", user=member_a, verdict="wrong", comment="spam spam"
+    )
+    listed = client.get("/admin/triage/feedback/", {"q": "spam"}).content.decode()
+    assert "alice-member" in listed and "/admin/triage/feedback/add/" not in listed  # nobody writes answers here
+    assert client.post(f"/admin/triage/feedback/{given.pk}/change/", {"verdict": "right"}).status_code == 403
+    given.refresh_from_db()
+    assert (given.verdict, given.comment) == ("wrong", "spam spam")  # an author's words are not edited
+    client.post(f"/admin/triage/feedback/{given.pk}/delete/", {"post": "yes"})
+    assert not Feedback.objects.exists()
+    event = AuditEvent.objects.get()
+    assert event.action == "feedback.delete"
+    assert (event.details["author"], event.details["comment"]) == ("alice-member", "spam spam")
+
+
 def test_the_audit_page_is_for_operators_and_shows_entries_escaped(client, operator, member_a):
     from fleet import audit
 

@@ -220,3 +220,64 @@ def test_the_findings_page_of_the_triage_app_takes_answers_too(client, member_a,
     html = client.get(reverse("triage:job", args=[job.pk])).content.decode()
     assert "You said: Right: this is why" in finding_block(html, DATA)
     assert f'action="{reverse("triage:job-feedback", args=[job.pk])}"' in html
+
+
+def remove(client, given):
+    return client.post(reverse("triage:feedback-remove", args=[given.pk]))
+
+
+def test_an_operator_removes_someone_s_answer_and_the_audit_log_keeps_what_it_said(client, member_a, operator, job):
+    from fleet.models import AuditEvent
+
+    client.force_login(member_a)
+    answer(client, job, category=CKPT, verdict="wrong", comment="rude words here")
+    answer(client, job, category=DATA, verdict="right")
+    given = Feedback.objects.get(category=CKPT)
+    assert "Remove" not in finding_block(job_page(client, job), CKPT)  # not for a member, not on their own
+
+    client.force_login(operator)
+    block = finding_block(job_page(client, job), CKPT)
+    assert f'action="{reverse("triage:feedback-remove", args=[given.pk])}"' in block
+    assert 'aria-label="Remove alice-member\'s answer"' in block
+    response = remove(client, given)
+    assert response.url == reverse("dashboard:job-detail", args=[job.pk]) + f"#finding-{CKPT}"
+    html = job_page(client, job)
+    assert "Removed alice-member&#x27;s answer on Model checkpointing." in html
+    assert "rude words here" not in html
+    assert list(Feedback.objects.values_list("category", flat=True)) == [DATA]  # the other answer stays
+    event = AuditEvent.objects.get(action="feedback.remove")
+    assert event.actor == operator
+    assert event.details == {
+        "job": job.pk,
+        "category": CKPT,
+        "author": "alice-member",
+        "verdict": "wrong",
+        "comment": "rude words here",
+    }
+    assert remove(client, given).status_code == 404  # gone: a second click finds nothing
+
+
+def test_only_an_operator_can_remove_an_answer_and_only_by_post_with_csrf(client, member_a, researcher, operator, job):
+    client.force_login(member_a)
+    answer(client, job, category=CKPT, verdict="wrong")
+    given = Feedback.objects.get()
+    for person in (member_a, researcher):  # its author withdraws it from the form instead
+        client.force_login(person)
+        assert remove(client, given).status_code == 404
+    strict = Client(enforce_csrf_checks=True)
+    strict.force_login(operator)
+    assert remove(strict, given).status_code == 403
+    client.force_login(operator)
+    assert client.get(reverse("triage:feedback-remove", args=[given.pk])).status_code == 405
+    assert Feedback.objects.filter(pk=given.pk).exists()
+
+
+def test_an_operator_rating_the_job_blind_cannot_remove_its_answers(client, member_a, operator, job):
+    client.force_login(member_a)
+    answer(client, job, category=CKPT, verdict="wrong")
+    study = Study.objects.create(name="pilot", created_by=operator, seed=1, show_findings=False)
+    StudyRater.objects.create(study=study, user=operator)
+    Assignment.objects.create(item=StudyJob.objects.create(study=study, job=job, position=1), rater=operator)
+    client.force_login(operator)
+    assert remove(client, Feedback.objects.get()).status_code == 403
+    assert Feedback.objects.exists()

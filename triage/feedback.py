@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 
 from django.db.models import Count
 
+from fleet import audit
 from triage.models import Feedback, Finding
 from triage.taxonomy import Category
 
@@ -40,6 +41,21 @@ def withdraw(user, job, category: str) -> bool:
     """Take back the user's verdict on the cause; whether there was one."""
     deleted, _ = Feedback.objects.filter(job=job, category=category, user=user).delete()
     return bool(deleted)
+
+
+def remove(operator, given: Feedback) -> None:
+    """An operator takes down someone's answer (an abusive or mistaken reason, a departed
+    account's verdict); the audit log keeps what it said and whose it was."""
+    details = {
+        "job": given.job_id,
+        "category": given.category,
+        "author": given.user.get_username(),
+        "verdict": given.verdict,
+        "comment": given.comment,
+    }
+    label = str(given)
+    given.delete()
+    audit.record(operator, "feedback.remove", label, details)
 
 
 @dataclass

@@ -9,4 +9,5 @@ urlpatterns = [
     path("rules/progress/<int:pk>/", views.retriage_progress, name="retriage-progress"),
     path("jobs/<int:pk>/", views.job_triage, name="job"),
     path("jobs/<int:pk>/feedback/", views.job_feedback, name="job-feedback"),
+    path("feedback/<int:pk>/remove/", views.feedback_remove, name="feedback-remove"),
 ]

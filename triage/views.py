@@ -169,3 +169,16 @@ def job_feedback(request, pk: int):
         given = feedback.give(request.user, finding, form.cleaned_data["verdict"], form.cleaned_data["comment"])
         messages.success(request, f"Saved your answer on {label}: {given.get_verdict_display()}.")
     return redirect(f"{back}#finding-{category}")
+
+
+@operator_required
+@require_POST
+def feedback_remove(request, pk: int):
+    """An operator removes someone's answer from a job (moderation), then back to the job."""
+    given = get_object_or_404(Feedback.objects.select_related("job", "user"), pk=pk)
+    if findings_hidden_from(request.user, given.job):  # rating it blind: its answers are not theirs to see
+        return render(request, "triage/findings_hidden.html", {"job": given.job}, status=403)
+    author, label = given.user.get_username(), given.get_category_display()
+    feedback.remove(request.user, given)
+    messages.success(request, f"Removed {author}'s answer on {label}.")
+    return redirect(reverse("dashboard:job-detail", args=[given.job_id]) + f"#finding-{given.category}")

@@ -24,4 +24,5 @@ def finding_feedback(context, finding):
         "others": given.others,
         "verdicts": Feedback.Verdict.choices,
         "csrf_token": context.get("csrf_token"),
+        "is_operator": context.get("is_operator", False),  # operators may remove others' answers
     }
