@@ -427,7 +427,9 @@ def test_costs_in_several_currencies_are_converted_at_the_operators_rates_or_lef
     totals, html = page.context["totals"], page.content.decode()
     assert page.context["currency"] == "USD"
     assert (totals.cost, totals.wasted_cost) == (40.0, 4.0)  # team B's alone: EUR has no rate
-    note = "Costs in EUR (20 EUR) are left out of the cost figures: no exchange rate to USD is set for it"
+    note = (
+        "Costs in EUR (20 EUR in this period) are left out of the cost figures: no exchange rate to USD is set for it"
+    )
     settings_link = f'(<a href="{reverse("dashboard:settings")}">Settings</a>).'
     assert f'<p class="warning-text" id="cost-note">{note} {settings_link}</p>' in html
     teams = {row["team__slug"]: row for row in client.get(reverse("dashboard:team-list"), week).context["rows"]}
@@ -459,6 +461,20 @@ def test_costs_in_several_currencies_are_converted_at_the_operators_rates_or_lef
     assert "cost-note" not in text  # this week team A's jobs are all in EUR
     text = overview(client).content.decode()  # team A's, with its USD job of the week before
     assert f'id="cost-note">{note}.</p>' in text and reverse("dashboard:settings") not in text
+
+
+def test_the_overview_names_what_its_own_period_leaves_out_not_the_period_before(client, operator, fleet):
+    """The overview picks its currency over its period and the one before (so that the change
+    compares like with like), and its note named what both periods left out: a week's note said
+    45 EUR when the week's own EUR jobs cost 20."""
+    from fleet.models import Job
+
+    (low, _), last_week = fleet
+    Job.objects.filter(pk__in=[low.pk, last_week.pk]).update(currency="EUR")  # 20 EUR now, 25 EUR before
+    Job.objects.filter(pk=last_week.pk).update(cost="25.00")
+    client.force_login(operator)
+    html = overview(client).content.decode()
+    assert "Costs in EUR (20 EUR in this period) are left out of the cost figures" in html
 
 
 def test_a_team_page_prices_its_waste_and_says_why_and_what_to_change(client, member_a, operator, fleet):

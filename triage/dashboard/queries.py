@@ -72,17 +72,26 @@ class Pricing(NamedTuple):
     left_out: tuple[str, ...] = ()  # the currencies left out of the figures for want of a rate
 
 
-def pricing(jobs, conversion: Conversion | None = None) -> Pricing:
-    """How these jobs' costs add up. Jobs all priced in one currency are added in it as they are;
-    jobs in several are converted into the reporting currency at the operators' rates, and the note
-    says at which, or which currencies were left out for want of a rate (and how much)."""
-    conversion = conversion or Conversion.current()
-    reporting = conversion.currency
+def _cost_by_currency(jobs, reporting: str) -> dict[str, float]:
     # Grouped in SQL: a row per currency, not one per job of the period.
     by_currency: dict[str, float] = {}
     for row in jobs.exclude(cost=None).order_by().values("currency").annotate(total=Sum(_float(F("cost")))):
         code = row["currency"] or reporting
         by_currency[code] = by_currency.get(code, 0.0) + (row["total"] or 0.0)
+    return by_currency
+
+
+def pricing(jobs, conversion: Conversion | None = None, *, shown=None) -> Pricing:
+    """How these jobs' costs add up. Jobs all priced in one currency are added in it as they are;
+    jobs in several are converted into the reporting currency at the operators' rates, and the note
+    says at which, or which currencies were left out for want of a rate (and how much).
+
+    `shown`: the jobs whose figures the page shows, when the currency is chosen over more (the
+    overview chooses it over its period and the one before, so that both are in the same money):
+    the note then names the amounts left out of the period shown, not of both."""
+    conversion = conversion or Conversion.current()
+    reporting = conversion.currency
+    by_currency = _cost_by_currency(jobs, reporting)
     if not by_currency:
         note = "No GPU-hour prices are set for these jobs' clusters, so their costs are 0"
         return Pricing(reporting, note, True, conversion)
@@ -92,7 +101,10 @@ def pricing(jobs, conversion: Conversion | None = None) -> Pricing:
     foreign = sorted(code for code in by_currency if code != reporting)
     unconverted = [code for code in foreign if conversion.rate_of(code) is None]
     if unconverted:
-        amounts = _joined([f"{by_currency[code]:,.0f} {code}" for code in unconverted])
+        in_shown = by_currency if shown is None else _cost_by_currency(shown, reporting)
+        amounts = _joined([f"{in_shown.get(code, 0.0):,.0f} {code}" for code in unconverted])
+        if shown is not None:
+            amounts += " in this period"  # the week, in a digest
         note = (
             f"Costs in {_joined(unconverted)} ({amounts}) are left out of the cost figures: no exchange rate"
             f" to {reporting} is set for {'them' if len(unconverted) > 1 else 'it'}"

@@ -86,7 +86,7 @@ def overview(request):
     jobs, period, problem, cluster = _scope(request)
     threshold = settings.LOW_UTIL_THRESHOLD
     period_jobs = queries.in_period(jobs, period)
-    pricing = queries.pricing(queries.in_period(jobs, period.with_previous))
+    pricing = queries.pricing(queries.in_period(jobs, period.with_previous), shown=period_jobs)
     conversion = pricing.conversion
     all_teams = queries.by_team(period_jobs, threshold, conversion=conversion)
     current = queries.totals_from_teams(all_teams)

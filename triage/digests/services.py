@@ -286,7 +286,7 @@ def _base_context(kind: str, period: Period, jobs, team: Team | None, hidden: fr
     week = weeks.week_name(period)
     week_jobs = queries.in_period(jobs, period)
     previous_jobs = queries.in_period(jobs, period.previous)
-    pricing = queries.pricing(week_jobs | previous_jobs)
+    pricing = queries.pricing(week_jobs | previous_jobs, shown=week_jobs)
     conversion = pricing.conversion
     current = queries.totals(week_jobs, threshold, conversion)
     previous = queries.totals(previous_jobs, threshold, conversion)
