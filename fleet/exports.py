@@ -49,6 +49,15 @@ def stream_csv_rows(header: list[str], rows: Iterable[Iterable]) -> Iterable[str
 
 # `spreadsheet_safe` for a whole Arrow text column at once: the same cells get the same one quote.
 _FORMULA_CELL = r"^('*[=+\-@\t\r])"  # any guard quotes, then one of FORMULA_STARTS
+_GUARDED_CELL = r"^'('*[=+\-@\t\r])"  # a cell `spreadsheet_safe` guarded: its quote, then the rest
+
+
+def unguarded_column(column: pa.Array | pa.ChunkedArray) -> pa.Array | pa.ChunkedArray:
+    """`spreadsheet_unsafe` for a whole Arrow text column: a CSV this module wrote reads back as the
+    values it was given."""
+    return pc.replace_substring_regex(column, pattern=_GUARDED_CELL, replacement=r"\1")
+
+
 SERIES_CSV_BATCH_ROWS = 65_536
 
 

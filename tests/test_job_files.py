@@ -218,7 +218,6 @@ def test_the_series_downloads_as_the_stored_parquet_and_as_csv_that_imports_agai
     from django.core.files.base import ContentFile
 
     from fleet.archive.parser import parse_archive
-    from fleet.exports import spreadsheet_unsafe
     from fleet.series import to_parquet_bytes
     from tests.conftest import tiny_series, write_zip
     from tests.test_archive_parser import MANIFEST
@@ -245,11 +244,9 @@ def test_the_series_downloads_as_the_stored_parquet_and_as_csv_that_imports_agai
         ("'-j1", "2026-11-02T10:00:00.000Z", "'=HYPERLINK(1)", "0", "10"),
         ("'-j1", "2026-11-02T10:00:30.000Z", "n1", "0", "90"),
     ]
-    # The same rows import again as a job's own metrics file (the guard quotes aside).
-    plain = io.StringIO()  # the guard quotes taken off again, as our own CSV imports do
-    csv.writer(plain).writerows([[spreadsheet_unsafe(cell) for cell in row] for row in csv.reader(io.StringIO(text))])
+    # The download, as it is, imports again as the job's own metrics file: the guard quotes come off.
     jobs_csv = "job_id,user,team,gpu_count,start_time,end_time\n-j1,u,t,1,2026-11-02T09:59:00Z,2026-11-02T10:01:00Z\n"
-    files = {"manifest.json": json.dumps(MANIFEST), "jobs.csv": jobs_csv, "metrics/-j1.csv": plain.getvalue()}
+    files = {"manifest.json": json.dumps(MANIFEST), "jobs.csv": jobs_csv, "metrics/-j1.csv": text}
     parsed = parse_archive(write_zip(tmp_path / "again.zip", files))
     assert parsed.errors == []
     series = parsed.series["-j1"]

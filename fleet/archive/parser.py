@@ -57,6 +57,7 @@ from fleet.canonical import (
     range_text,
 )
 from fleet.connectors.native import NativeFiles  # native sacct/kubectl/Prometheus files (issue 6)
+from fleet.exports import unguarded_column
 
 __all__ = [
     "ArchiveError",
@@ -73,6 +74,9 @@ JOB_REQUIRED = ("job_id", "user", "team", "gpu_count", "start_time", "end_time")
 SHARED_METRICS_FILES = ("metrics.csv", "metrics.parquet")
 METRICS_FOLDER = "metrics"
 METRICS_SUFFIXES = (".csv", ".parquet")
+# Text cells of a metrics CSV that our series download (fleet.exports.series_csv_chunks) guards
+# against spreadsheet formulas; read without the guard, so that a download imports as it was.
+GUARDED_TEXT_COLUMNS = ("job_id", "host")
 ARTIFACT_FOLDERS = {"logs": "log", "scripts": "script", "traces": "trace"}
 LONG_FORM_COLUMNS = ("metric", "value")
 METRIC_KEY_COLUMNS = ("job_id", "timestamp", "host", "gpu")
@@ -789,8 +793,13 @@ class _ArchiveParser:
             tally.long_form = long_form
         n = table.table.num_rows
 
+        from_csv = name.endswith(".csv")
+
         def column(column_name: str) -> pa.ChunkedArray:
-            return table.table.column(column_name)
+            values = table.table.column(column_name)
+            if from_csv and column_name in GUARDED_TEXT_COLUMNS:
+                values = unguarded_column(values)
+            return values
 
         # Which job each row belongs to.
         if file_job is not None:
