@@ -304,6 +304,19 @@ def test_operator_sets_prices_and_jobs_are_repriced(client, operator, member_a, 
     assert (str(low.cost), low.currency) == ("35.00", "EUR")
 
 
+@pytest.mark.parametrize("prefix", ["form", "rates"])
+def test_a_forged_row_count_is_refused_without_building_thousands_of_rows(client, operator, fleet, prefix):
+    """A POST saying it holds a billion rows built and rendered Django's cap of 2,000 (13 s a
+    request). A table takes its saved rows, its blank ones and a few more saved meanwhile."""
+    client.force_login(operator)
+    form = {f"{prefix}-TOTAL_FORMS": "1000000000", f"{prefix}-INITIAL_FORMS": "0"}
+    response = client.post(reverse("dashboard:settings"), form)
+    assert response.status_code == 200
+    formset = response.context["formset" if prefix == "form" else "rates"]
+    assert len(formset.forms) <= formset.extra + 20
+    assert f"Please submit at most {len(formset.forms)} forms." in response.content.decode()
+
+
 def test_operator_sets_exchange_rates_in_settings(client, operator, member_a, fleet):
     """The rates the totals convert at are set on the settings page, by operators only, each change
     audited; the reporting currency itself and a rate that is not a positive number are refused."""

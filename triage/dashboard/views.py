@@ -619,6 +619,15 @@ class _PriceRows(BaseModelFormSet):
         "DELETE": "Delete",
     }
     ROW = "price"
+    # Rows saved between this page's GET and its POST (by another operator) still fit.
+    SPARE_ROWS = 20
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        # A POST holds the saved rows and the page's blank ones. Django's own cap is 2,000 forms: a
+        # forged TOTAL_FORMS built (and rendered, each with its select of clusters) that many, 13 s a
+        # request; past this bound the table says "Please submit at most N forms" instead.
+        self.max_num = self.absolute_max = len(self.get_queryset()) + self.extra + self.SPARE_ROWS
 
     def add_fields(self, form, index):
         super().add_fields(form, index)
