@@ -281,3 +281,59 @@ def test_an_operator_rating_the_job_blind_cannot_remove_its_answers(client, memb
     client.force_login(operator)
     assert remove(client, Feedback.objects.get()).status_code == 403
     assert Feedback.objects.exists()
+
+
+def test_the_jobs_list_and_the_api_filter_by_what_owners_answered(client, member_a, researcher, operator, job, team_a):
+    """Tuning a disputed rule starts from its disputed jobs: the jobs list (and its CSV and the
+    API) narrows to the jobs answered wrong, right or intended, on the chosen cause if one is."""
+    other = JobFactory(team=team_a, name="data-slow", start_time=job.start_time, end_time=job.end_time)
+    triaged(other, "classified", CKPT, DATA)
+    quiet = JobFactory(team=team_a, name="no-answers", start_time=job.start_time, end_time=job.end_time)
+    triaged(quiet, "classified", CKPT)
+    client.force_login(member_a)
+    answer(client, job, category=CKPT, verdict="wrong")
+    answer(client, other, category=DATA, verdict="wrong")
+    answer(client, other, category=CKPT, verdict="right")
+
+    def listed(**params):
+        response = client.get(reverse("dashboard:job-list"), params)
+        assert response.status_code == 200
+        return sorted(row.name for row in response.context["page"].object_list)
+
+    assert listed(answer="wrong") == ["ckpt-heavy", "data-slow"]
+    assert listed(answer="wrong", category=CKPT) == ["ckpt-heavy"]  # on that cause
+    assert listed(answer="right", category=CKPT) == ["data-slow"]
+    assert listed(answer="expected") == []
+    assert (
+        '<option value="wrong" selected>Answered wrong</option>'
+        in client.get(reverse("dashboard:job-list"), {"answer": "wrong"}).content.decode()
+    )
+    refused = client.get(reverse("dashboard:job-list"), {"answer": "maybe"}).content.decode()
+    assert "answer: Select a valid choice." in refused and "Showing all jobs instead." in refused
+    export = client.get(reverse("dashboard:job-list"), {"answer": "wrong", "category": CKPT, "format": "csv"})
+    assert [line.split(",")[2] for line in b"".join(export.streaming_content).decode().splitlines()[1:]] == [
+        "ckpt-heavy"
+    ]
+    api = client.get("/api/v1/jobs/", {"answer": "wrong", "category": DATA}).json()
+    assert [row["name"] for row in api["results"]] == ["data-slow"]
+    assert client.get("/api/v1/jobs/", {"answer": "maybe"}).status_code == 400
+
+    # A blind rater of a job does not find it by its answers (they would tell what the rules found).
+    study = Study.objects.create(name="pilot", created_by=operator, seed=1, show_findings=False)
+    StudyRater.objects.create(study=study, user=researcher)
+    Assignment.objects.create(item=StudyJob.objects.create(study=study, job=job, position=1), rater=researcher)
+    client.force_login(researcher)
+    assert listed(answer="wrong") == ["data-slow"]
+    assert [row["name"] for row in client.get("/api/v1/jobs/", {"answer": "wrong"}).json()["results"]] == ["data-slow"]
+
+
+def test_a_cause_s_page_links_to_its_jobs_answered_each_way(client, member_a, job):
+    client.force_login(member_a)
+    answer(client, job, category=CKPT, verdict="wrong")
+    day = job.start_time.date().isoformat()
+    html = client.get(reverse("dashboard:category-detail", args=[CKPT]), {"from": day, "to": day}).content.decode()
+    section = html.split('id="answered-jobs"')[1].split("</p>")[0]
+    link = f"{reverse('dashboard:job-list')}?category={CKPT}&amp;start_from={day}&amp;start_to={day}&amp;answer=wrong"
+    assert f'<a href="{link}">the jobs answered wrong</a>' in section
+    assert "answer=right" not in section and "answer=expected" not in section  # nobody answered so
+    assert "ckpt-heavy" in client.get(link.replace("&amp;", "&")).content.decode()

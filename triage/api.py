@@ -18,6 +18,7 @@ from rest_framework import serializers, viewsets
 from config.api import router
 from fleet.forms import UtcDateTimeMixin
 from fleet.models import Job
+from triage import feedback
 from triage.dashboard.filters import RowIdFilter
 from triage.labeling.services import blinded_job_ids
 from triage.models import Feedback, Finding, JobTriage, TriageStatus
@@ -172,6 +173,11 @@ class JobFilter(django_filters.FilterSet):
     name = django_filters.CharFilter(field_name="name", label="Job name (exact); with cluster and user: a job's runs")
     category = django_filters.ChoiceFilter(choices=Category.choices, method="filter_category")
     status = django_filters.ChoiceFilter(choices=TriageStatus.choices, method="filter_status")
+    answer = django_filters.ChoiceFilter(
+        choices=feedback.ANSWER_CHOICES,
+        method="filter_answer",
+        label="Jobs on which a job owner answered this (on `category`'s cause when it is given)",
+    )
     low_util = django_filters.BooleanFilter(method="filter_low_util", label="Mean GPU util at or below the threshold")
     started_after = UtcIsoDateTimeFilter(field_name="start_time", lookup_expr="gte")
     started_before = UtcIsoDateTimeFilter(field_name="start_time", lookup_expr="lt")
@@ -179,7 +185,9 @@ class JobFilter(django_filters.FilterSet):
 
     class Meta:
         model = Job
-        fields = ["cluster", "team", "user", "external_id", "name", "category", "status", "low_util", "ingest_run"]
+        fields = [
+            "cluster", "team", "user", "external_id", "name", "category", "status", "answer", "low_util", "ingest_run"
+        ]  # fmt: skip
 
     def filter_category(self, queryset, name, value):
         current = Finding.objects.filter(job=OuterRef("pk"), category=value, result__is_current=True)
@@ -188,6 +196,9 @@ class JobFilter(django_filters.FilterSet):
     def filter_status(self, queryset, name, value):
         current = JobTriage.objects.filter(job=OuterRef("pk"), is_current=True, status=value)
         return self._without_blinded(queryset.filter(Exists(current)))
+
+    def filter_answer(self, queryset, name, value):
+        return self._without_blinded(feedback.answered(queryset, value, self.form.cleaned_data.get("category")))
 
     def _without_blinded(self, queryset):
         """A list filtered by what the rules found leaves out the jobs its user rates in a blind

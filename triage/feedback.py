@@ -98,9 +98,23 @@ class Tally:
         return self.wrong / judged if judged else None
 
 
+# The answers as a filter names them: "answered wrong".
+ANSWER_CHOICES = [
+    (Verdict.RIGHT, "Answered right"),
+    (Verdict.WRONG, "Answered wrong"),
+    (Verdict.EXPECTED, "Answered intended"),
+]
+
+
+def answered(jobs, verdict: str, category: str | None = None):
+    """The jobs of `jobs` on which someone gave this verdict (on this cause, when one is named)."""
+    given = Feedback.objects.filter(verdict=verdict, **({"category": category} if category else {}))
+    return jobs.filter(pk__in=given.values("job_id"))
+
+
 def disputed(jobs):
     """The jobs of `jobs` where someone answered that a cause the rules found is wrong."""
-    return jobs.filter(pk__in=Feedback.objects.filter(verdict=Verdict.WRONG).values("job_id"))
+    return answered(jobs, Verdict.WRONG)
 
 
 def tally_by_category(jobs) -> dict[Category, Tally]:

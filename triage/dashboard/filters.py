@@ -8,6 +8,7 @@ from django.db.models import Exists, OuterRef, Q
 
 from fleet.forms import RowIdField
 from fleet.models import Cluster, Job, Team
+from triage import feedback
 from triage.models import Finding, JobTriage, TriageStatus, without_current_triage
 from triage.taxonomy import Category
 
@@ -63,6 +64,13 @@ class JobFilter(django_filters.FilterSet):
         empty_label="Any status",
         widget=forms.Select(attrs={"aria-label": "Triage status"}),
     )
+    # After `category`, whose cause it then narrows to: the jobs answered wrong on that cause.
+    answer = django_filters.ChoiceFilter(
+        choices=feedback.ANSWER_CHOICES,
+        method="with_answer",
+        empty_label="Any answer",
+        widget=forms.Select(attrs={"aria-label": "Job owners' answer"}),
+    )
     util_min = django_filters.NumberFilter(field_name="mean_gpu_util", lookup_expr="gte", label="Util ≥ %")
     util_max = django_filters.NumberFilter(field_name="mean_gpu_util", lookup_expr="lte", label="Util ≤ %")
     start_from = django_filters.DateFilter(field_name="start_time", lookup_expr="date__gte", label="Started from")
@@ -101,6 +109,10 @@ class JobFilter(django_filters.FilterSet):
             return without_current_triage(queryset).exclude(pk__in=self.blinded)
         current = JobTriage.objects.filter(job=OuterRef("pk"), status=value, is_current=True)
         return queryset.filter(Exists(current)).exclude(pk__in=self.blinded)
+
+    def with_answer(self, queryset, name, value):
+        # What people answered on a job's causes says what the rules found: not for a blind rater.
+        return feedback.answered(queryset, value, self.form.cleaned_data.get("category")).exclude(pk__in=self.blinded)
 
     def sorted(self, queryset, name, value):
         return queryset.order_by(SORTS[value], "pk")

@@ -81,6 +81,12 @@ def _pricing_context(pricing: queries.Pricing) -> dict:
     return {"currency": pricing.currency, "cost_note": pricing.note, "cost_warning": pricing.warning}
 
 
+def _jobs_query(period, cluster, **filters) -> str:
+    """The jobs list's query for the jobs started in the period (on the cluster) with `filters`."""
+    dates = {"start_from": period.start.date(), "start_to": period.last_day}
+    return urlencode(filters | dates | ({"cluster": cluster} if cluster else {}))
+
+
 @login_required
 def overview(request):
     jobs, period, problem, cluster = _scope(request)
@@ -214,10 +220,7 @@ def team_detail(request, slug: str):
         "unclassified": unclassified,
         "triaged_low": triaged_low,
         # The jobs list of this team, period and cluster, for the causes' links.
-        "jobs_query": urlencode(
-            {"team": team.slug, "start_from": period.start.date(), "start_to": period.last_day}
-            | ({"cluster": cluster} if cluster else {})
-        ),
+        "jobs_query": _jobs_query(period, cluster, team=team.slug),
     }
     context |= _pricing_context(pricing)
     return render(request, "dashboard/team_detail.html", context)
@@ -603,6 +606,7 @@ def category_detail(request, category: str):
         "trend_figure": figures.category_trend(queries.category_trend(judged, chosen.value, period), chosen.colour),
         "verdicts": feedback.tally_by_category(queries.in_period(judged, period)).get(chosen),
         "recent_verdicts": feedback.recent(queries.in_period(judged, period), chosen.value),
+        "jobs_query": _jobs_query(period, cluster, category=chosen.value),
     }
     return render(request, "dashboard/category_detail.html", context)
 
