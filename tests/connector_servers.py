@@ -1,4 +1,4 @@
-"""A loopback HTTP server that plays slurmrestd, the Kubernetes API and the generic API, with faults.
+"""A loopback HTTP server that plays slurmrestd, the Kubernetes API, MLflow and the generic API, with faults.
 
     server = FakePlatform()
     server.route("/jobs", handler)              # handler(query: dict[str, str]) -> (status, object)
@@ -75,7 +75,10 @@ class FakePlatform:
         length = int(request.headers.get("Content-Length") or 0)
         form = request.rfile.read(length).decode() if length else ""
         query = {k: v[-1] for k, v in parse_qs(parts.query).items()}
-        query.update({k: v[-1] for k, v in parse_qs(form).items()})
+        if "json" in (request.headers.get("Content-Type") or ""):
+            query["_json"] = json.loads(form or "null")  # a JSON body (MLflow's runs/search)
+        else:
+            query.update({k: v[-1] for k, v in parse_qs(form).items()})
         query["_headers"] = dict(request.headers)
         path = parts.path
         with self.lock:

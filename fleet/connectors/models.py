@@ -25,6 +25,7 @@ class Connector(models.Model):
         SLURM = "slurm", "Slurm (slurmrestd)"
         KUBERNETES = "kubernetes", "Kubernetes (pods API)"
         GENERIC = "generic", "Generic REST API"
+        MLFLOW = "mlflow", "MLflow (runs and their system metrics)"
 
     class Auth(models.TextChoices):
         NONE = "none", "None"

@@ -18,6 +18,7 @@ BUILTIN_MODULES = (
     "fleet.connectors.slurm",
     "fleet.connectors.kubernetes",
     "fleet.connectors.generic",
+    "fleet.connectors.mlflow",
 )
 
 
