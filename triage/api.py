@@ -197,7 +197,7 @@ class JobFilter(django_filters.FilterSet):
         current = JobTriage.objects.filter(job=OuterRef("pk"), is_current=True, status=value)
         return self._without_blinded(queryset.filter(Exists(current)))
 
-    def filter_answer(self, queryset, name, value):
+    def filter_answer(self, queryset, name, value: str):
         return self._without_blinded(feedback.answered(queryset, value, self.form.cleaned_data.get("category")))
 
     def _without_blinded(self, queryset):

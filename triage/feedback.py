@@ -100,10 +100,10 @@ class Tally:
 
 # The answers as a filter names them: "answered wrong".
 ANSWER_CHOICES = [
-    (Verdict.RIGHT, "Answered right"),
-    (Verdict.WRONG, "Answered wrong"),
-    (Verdict.EXPECTED, "Answered intended"),
-]
+    (Verdict.RIGHT.value, "Answered right"),
+    (Verdict.WRONG.value, "Answered wrong"),
+    (Verdict.EXPECTED.value, "Answered intended"),
+]  # plain values: the OpenAPI schema reads their type off them
 
 
 def answered(jobs, verdict: str, category: str | None = None):
