@@ -240,14 +240,12 @@ class MlflowConnector(BaseConnector):
         source = f"{self.settings.name} runs/search {begin:%Y-%m-%dT%H:%M}"
         jobs: dict[str, JobRecord] = {}
         errors: list[RecordError] = []
-        token = ""
-        for _page in range(MAX_PAGES):
-            doc = self.http.request_json(
-                "POST", f"{API}/runs/search", json=body | ({"page_token": token} if token else {})
-            )
-            if not isinstance(doc, dict) or not isinstance(doc.get("runs", []), list):
-                raise BadData(f"{source}: expected an object with a 'runs' list")
-            for row, run in enumerate(doc.get("runs", []), start=1):
+
+        def search(token: str):
+            return self.http.request_json("POST", f"{API}/runs/search", json=body | _token(token))
+
+        for runs in _pages(search, "runs", source):
+            for row, run in enumerate(runs, start=1):
                 try:
                     job = job_from_run(
                         run,
@@ -265,10 +263,7 @@ class MlflowConnector(BaseConnector):
                 # A run that ended on the window's edge, or that a server repeats on two pages, once.
                 if job is not None and begin <= job.end_time < stop:
                     jobs[job.external_id] = job
-            token = str(doc.get("next_page_token") or "")
-            if not token:
-                return list(jobs.values()), errors
-        raise BadData(f"{source}: more than {MAX_PAGES} pages of runs; narrow window_hours")
+        return list(jobs.values()), errors
 
     def fetch_series(self, job: JobRecord):
         if self.metrics is not None:  # series from Prometheus instead, found by the job's labels
@@ -282,21 +277,32 @@ class MlflowConnector(BaseConnector):
         return frame_from_samples({"samples": samples}, job=job, source=source)
 
     def _history(self, run_id: str, key: str) -> list[dict]:
-        points: list[dict] = []
-        token = ""
-        for _page in range(MAX_PAGES):
-            params = {"run_id": run_id, "metric_key": key, "max_results": HISTORY_PAGE_SIZE}
-            doc = self.http.get_json(
-                f"{API}/metrics/get-history", params=params | ({"page_token": token} if token else {})
-            )
-            page = doc.get("metrics", []) if isinstance(doc, dict) else None
-            if not isinstance(page, list):
-                raise BadData(f"{self.settings.name}: get-history of {key} for run {run_id}: no 'metrics' list")
-            points.extend(page)
-            token = str(doc.get("next_page_token") or "")
-            if not token:
-                return points
-        raise BadData(f"{self.settings.name}: get-history of {key} for run {run_id} never ends")
+        params = {"run_id": run_id, "metric_key": key, "max_results": HISTORY_PAGE_SIZE}
+
+        def history(token: str):
+            return self.http.get_json(f"{API}/metrics/get-history", params=params | _token(token))
+
+        source = f"{self.settings.name} get-history of {key} for run {run_id}"
+        return [point for page in _pages(history, "metrics", source) for point in page]
+
+
+def _token(token: str) -> dict:
+    return {"page_token": token} if token else {}
+
+
+def _pages(fetch, items: str, source: str) -> Iterator[list]:
+    """The `items` list of every page `fetch(page_token)` answers, following `next_page_token`."""
+    token = ""
+    for _page in range(MAX_PAGES):
+        doc = fetch(token)
+        page = doc.get(items, []) if isinstance(doc, dict) else None  # an empty answer leaves the list out
+        if not isinstance(page, list):
+            raise BadData(f"{source}: expected an object with a {items!r} list")
+        yield page
+        token = str(doc.get("next_page_token") or "")
+        if not token:
+            return
+    raise BadData(f"{source}: more than {MAX_PAGES} pages; the server's page tokens never run out")
 
 
 def _run_id_of(run) -> str:
