@@ -1,6 +1,8 @@
 """Job owners' verdicts on the causes the rules found: given on the job's page, one per person and
 cause, scoped like the job, never from a blind rater, and added up on the causes pages."""
 
+import csv
+import io
 from html import unescape
 
 import pytest
@@ -337,3 +339,16 @@ def test_a_cause_s_page_links_to_its_jobs_answered_each_way(client, member_a, jo
     assert f'<a href="{link}">the jobs answered wrong</a>' in section
     assert "answer=right" not in section and "answer=expected" not in section  # nobody answered so
     assert "ckpt-heavy" in client.get(link.replace("&amp;", "&")).content.decode()
+
+
+def test_the_jobs_csv_says_what_was_answered_on_each_cause(client, member_a, operator, job):
+    client.force_login(member_a)
+    answer(client, job, category=CKPT, verdict="wrong")
+    answer(client, job, category=DATA, verdict="expected")
+    client.force_login(operator)
+    answer(client, job, category=CKPT, verdict="right")
+    quiet = JobFactory(team=job.team, name="quiet", start_time=job.start_time, end_time=job.end_time)
+    export = client.get(reverse("dashboard:job-list"), {"format": "csv"})
+    rows = {row["name"]: row for row in csv.DictReader(io.StringIO(b"".join(export.streaming_content).decode()))}
+    assert rows["ckpt-heavy"]["answers"] == "data_preprocessing: 1 intended; model_checkpointing: 1 right, 1 wrong"
+    assert rows[quiet.name]["answers"] == ""

@@ -47,8 +47,12 @@ def test_rater_sees_no_findings_anywhere_until_they_submit(client, researcher, b
     assert "API misuse" not in jobs_page.split("<tbody>")[1]
     for query in ({"category": "api_misuse"}, {"status": "classified"}):
         assert "labelled-job" not in client.get(reverse("dashboard:job-list"), query).content.decode()
+    from triage.models import Feedback
+
+    owner = UserFactory(username="owner-of-it")
+    Feedback.objects.create(job=job, category="api_misuse", user=owner, verdict="wrong")
     export = b"".join(client.get(reverse("dashboard:job-list"), {"format": "csv"}).streaming_content).decode()
-    assert export.splitlines()[1].endswith(",hidden,")
+    assert export.splitlines()[1].endswith(",hidden,,")  # no causes, and no answers that would name them
     # The job's own day: late in a full run the factory's start times lie past today, and a preset
     # period never ends after today.
     cause_url = reverse("dashboard:category-detail", args=["api_misuse"])
