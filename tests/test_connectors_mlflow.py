@@ -195,6 +195,7 @@ def test_a_run_maps_to_a_job_and_a_bad_run_is_refused_by_name():
     assert job_from_run(run(2, team=None), cluster="c1").team == "unassigned"
     assert job_from_run(run(2, team=None), cluster="c1", default_team="ml").team == "ml"
     assert job_from_run(run(3, gpus=0), cluster="c1") is None
+    assert job_from_run(run(3, status="RUNNING", end_time=None), cluster="c1") is None  # stored once it ends
     killed = job_from_run(run(4, status="KILLED"), cluster="c1")
     assert killed.state == "CANCELLED"
     for broken, problem in [

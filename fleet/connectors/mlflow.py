@@ -100,7 +100,8 @@ def job_from_run(
     default_team: str = "",
 ) -> JobRecord | None:
     """The canonical job of one finished run, or None for a run that logged no GPU metrics (not a
-    GPU job, or its system metrics are off). Raises ValueError/TypeError/KeyError on a bad shape."""
+    GPU job, or its system metrics are off) or has not ended. Raises ValueError/TypeError/KeyError
+    on a bad shape."""
     info, data = run["info"], run.get("data") or {}
     run_id = str(info.get("run_id") or info.get("run_uuid") or "")
     if not run_id:
@@ -108,7 +109,7 @@ def job_from_run(
     tags = _pairs(data.get("tags") or [], "tags")
     keys = system_keys(item["key"] for item in (data.get("metrics") or []))
     gpus, nodes = _devices(keys)
-    if not gpus:
+    if not gpus or info.get("end_time") in (None, 0, "0"):  # no GPU job, or not ended (a server ignoring the filter)
         return None
     start = _ms_time(info.get("start_time"), "start_time")
     end = _ms_time(info.get("end_time"), "end_time")
