@@ -170,7 +170,9 @@ def test_an_answer_outlives_a_re_triage_that_finds_the_cause_again(client, membe
 
 @pytest.mark.django_db(transaction=True)
 def test_an_owner_answers_from_the_job_page_in_a_browser(browser, live_server, member_a, job):  # noqa: F811
+    from selenium.common.exceptions import StaleElementReferenceException
     from selenium.webdriver.common.by import By
+    from selenium.webdriver.support.ui import WebDriverWait
 
     from tests.test_accessibility import open_as
 
@@ -195,7 +197,10 @@ def test_an_owner_answers_from_the_job_page_in_a_browser(browser, live_server, m
         "one save an epoch, by design",
     )
     browser.find_element(By.CSS_SELECTOR, f"#finding-{CKPT} button[name=withdraw]").click()
-    assert "was withdrawn" in browser.find_element(By.CSS_SELECTOR, "p.message").text
+    # The page being left still shows the message of the save: wait for the next page's.
+    WebDriverWait(browser, 10, ignored_exceptions=[StaleElementReferenceException]).until(
+        lambda driver: "was withdrawn" in driver.find_element(By.CSS_SELECTOR, "p.message").text
+    )
     assert not Feedback.objects.exists()
 
 
