@@ -1,6 +1,7 @@
 from django.contrib import admin
 
 from fleet.admin import AuditedAdmin
+from triage import feedback
 from triage.models import Feedback
 
 
@@ -22,4 +23,4 @@ class FeedbackAdmin(AuditedAdmin):
         return False
 
     def audit_details(self, obj) -> dict:
-        return {"author": obj.user.get_username(), "verdict": obj.verdict, "comment": obj.comment}
+        return feedback.audited(obj)

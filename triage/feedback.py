@@ -46,16 +46,20 @@ def withdraw(user, job, category: str) -> bool:
 def remove(operator, given: Feedback) -> None:
     """An operator takes down someone's answer (an abusive or mistaken reason, a departed
     account's verdict); the audit log keeps what it said and whose it was."""
-    details = {
+    details, label = audited(given), str(given)
+    given.delete()
+    audit.record(operator, "feedback.remove", label, details)
+
+
+def audited(given: Feedback) -> dict:
+    """What the audit log keeps of an answer taken down (here or in the admin)."""
+    return {
         "job": given.job_id,
         "category": given.category,
         "author": given.user.get_username(),
         "verdict": given.verdict,
         "comment": given.comment,
     }
-    label = str(given)
-    given.delete()
-    audit.record(operator, "feedback.remove", label, details)
 
 
 @dataclass
@@ -97,6 +101,12 @@ class Tally:
         judged = self.right + self.wrong
         return self.wrong / judged if judged else None
 
+    @property
+    def text(self) -> str:
+        """ "2 wrong, 1 right" as the jobs CSV says it: the verdicts given, in a fixed order."""
+        counts = (("right", self.right), ("wrong", self.wrong), ("intended", self.expected))
+        return ", ".join(f"{count} {word}" for word, count in counts if count)
+
 
 # The answers as a filter names them: "answered wrong".
 ANSWER_CHOICES = [
@@ -124,29 +134,27 @@ def tally_by_category(jobs) -> dict[Category, Tally]:
 
 def tally(given) -> dict[Category, Tally]:
     """A queryset of answers added up by cause."""
-    tallies: dict[Category, Tally] = {}
-    for category, verdict, count in given.order_by().values_list("category", "verdict").annotate(n=Count("pk")):
-        if category not in Category.values or verdict not in Verdict.values:
-            continue  # a category or verdict retired since
-        setattr(tallies.setdefault(Category(category), Tally()), verdict, count)
-    return tallies
+    return {category: counted for (category,), counted in _added_up(given).items()}
 
 
 def summaries(job_ids) -> dict[int, str]:
-    """Per job, its answers in a line ("model_checkpointing: 2 wrong, 1 right; data_exchange: 1
-    intended"), causes and verdicts in a fixed order, in one query: the jobs CSV's `answers`."""
-    counts: dict[int, dict[str, dict[str, int]]] = {}
-    given = Feedback.objects.filter(job_id__in=job_ids).order_by().values_list("job_id", "category", "verdict")
-    for job_id, category, verdict, count in given.annotate(n=Count("pk")):
-        counts.setdefault(job_id, {}).setdefault(category, {})[verdict] = count
-    words = {Verdict.RIGHT: "right", Verdict.WRONG: "wrong", Verdict.EXPECTED: "intended"}
-    return {
-        job_id: "; ".join(
-            f"{category}: " + ", ".join(f"{by_verdict[v]} {word}" for v, word in words.items() if v in by_verdict)
-            for category, by_verdict in sorted(by_category.items())
-        )
-        for job_id, by_category in counts.items()
-    }
+    """Per job, its answers in a line ("data_exchange: 1 intended; model_checkpointing: 1 right,
+    2 wrong"), causes in a fixed order, in one query: the jobs CSV's `answers`."""
+    lines: dict[int, list[str]] = {}
+    for (job_id, category), counted in sorted(_added_up(Feedback.objects.filter(job_id__in=job_ids), "job_id").items()):
+        lines.setdefault(job_id, []).append(f"{category.value}: {counted.text}")
+    return {job_id: "; ".join(parts) for job_id, parts in lines.items()}
+
+
+def _added_up(given, *by: str) -> dict[tuple, Tally]:
+    """A queryset of answers added up per the fields `by` and cause: {(*values of by, cause): Tally}."""
+    tallies: dict[tuple, Tally] = {}
+    rows = given.order_by().values_list(*by, "category", "verdict").annotate(n=Count("pk"))
+    for *key, category, verdict, count in rows:
+        if category not in Category.values or verdict not in Verdict.values:
+            continue  # a category or verdict retired since
+        setattr(tallies.setdefault((*key, Category(category)), Tally()), verdict, count)
+    return tallies
 
 
 def recent(jobs, category: str, limit: int = 20) -> list[Feedback]:

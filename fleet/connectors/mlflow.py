@@ -72,7 +72,7 @@ def _devices(keys: list[str]) -> tuple[set[tuple[str, int]], set[str]]:
     for key in keys:
         match = _GPU_KEY.match(key) or _HOST_KEY.match(key)
         nodes.add(match["node"] or "")
-        if "gpu" in match.groupdict() and match["gpu"] is not None:
+        if match.re is _GPU_KEY:
             gpus.add((match["node"] or "", int(match["gpu"])))
     return gpus, nodes
 
