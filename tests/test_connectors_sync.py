@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import time
 from datetime import UTC, datetime, timedelta
+from urllib.parse import urlencode
 
 import pytest
 from django.core.management import call_command
@@ -344,6 +345,67 @@ def test_slurm_without_the_token_fails_and_says_so():
     assert result.status == "failed" and "HTTP 401" in result.message
     connector.refresh_from_db()
     assert connector.watermark == "" and "authentication failed" in connector.last_error
+
+
+def _slurm_with_token(url: str, monkeypatch) -> Connector:
+    monkeypatch.setenv("TEST_SLURM_JWT", "jwt-secret")
+    return make_connector(
+        "slurm",
+        url,
+        auth=Connector.Auth.HEADER,
+        secret_header="X-SLURM-USER-TOKEN",
+        secret_ref="env:TEST_SLURM_JWT",
+        headers={"X-Scope-OrgID": "tenant-7"},
+        options={"api_version": "v0.0.41", "window_hours": 24, "initial_days": 0.5},
+    )
+
+
+def test_a_redirect_to_another_server_is_refused_and_the_secret_never_reaches_it(monkeypatch):
+    # requests strips only Authorization when a redirect leaves the host; our secret header and
+    # custom headers would follow the Location to whatever server it names.
+    with FakePlatform() as elsewhere, FakePlatform() as server:
+        Slurmrestd(2).install(elsewhere)
+        other = elsewhere.url.replace("127.0.0.1", "localhost")
+        server.route("/slurmdb/", lambda path, query: (302, b"", {"Location": other + path}))
+        connector = _slurm_with_token(server.url, monkeypatch)
+        result = sync.sync_connector(connector.pk)
+        assert elsewhere.requests == []
+        assert server.count("/slurmdb/v0.0.41/jobs") == 1  # refused, not retried
+    assert result.status == "failed" and Job.objects.count() == 0
+    port = other.rsplit(":", 1)[1]
+    assert f"redirects to another server (http://localhost:{port})" in result.message
+    assert "jwt-secret" not in result.message
+    connector.refresh_from_db()
+    assert "Set the connector URL" in connector.last_error and connector.watermark == ""
+
+
+def test_a_redirect_on_the_same_server_is_followed_with_the_secret(monkeypatch):
+    api = Slurmrestd(3)
+    with FakePlatform() as server:
+        api.install(server)
+
+        def moved(path, query):
+            params = urlencode({k: v for k, v in query.items() if not k.startswith("_")})
+            return 301, b"", {"Location": f"{path.removeprefix('/old')}?{params}"}
+
+        server.route("/old/", moved)
+        connector = _slurm_with_token(server.url + "/old", monkeypatch)
+        result = sync.sync_connector(connector.pk)
+        seen = [q["_headers"] for p, _, q in server.requests if p.startswith("/slurmdb/")]
+    assert result.status == "succeeded", result.message
+    assert Job.objects.count() == 3
+    assert seen
+    assert all(h.get("X-SLURM-USER-TOKEN") == "jwt-secret" and h.get("X-Scope-OrgID") == "tenant-7" for h in seen)
+
+
+def test_same_origin_rules():
+    from fleet.connectors.http import same_origin
+
+    assert same_origin("http://a:8080/x", "http://A:8080/y")
+    assert same_origin("http://a/x", "https://a/x")  # the usual upgrade
+    assert not same_origin("https://a/x", "http://a/x")  # a downgrade would send the secret in clear
+    assert not same_origin("http://a:8080/x", "http://a:8081/x")
+    assert not same_origin("http://a/x", "http://b/x")
 
 
 # -- Kubernetes -----------------------------------------------------------------------------------

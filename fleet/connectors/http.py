@@ -10,6 +10,11 @@ Built on `requests` + `urllib3.Retry` rather than a loop of our own:
   the same policy here.
 - 4xx other than 429 is not retried: asking again gets the same answer. Nor is a body that is
   complete but not what the contract says (`BadData`).
+- Redirects are followed only within the connector's own origin (scheme, host and port; an upgrade
+  from http to https on the same host counts as the same). `requests` strips only `Authorization`
+  when a redirect leaves the host, so a secret sent in a custom header (`X-SLURM-USER-TOKEN`) or a
+  tenant header would be handed to whatever host the `Location` names. A redirect elsewhere is
+  refused with a message naming where it pointed; the fix is to set the URL to the final address.
 """
 
 from __future__ import annotations
@@ -17,6 +22,7 @@ from __future__ import annotations
 import json
 import logging
 from typing import Any
+from urllib.parse import urlsplit
 
 import requests
 from requests.adapters import HTTPAdapter
@@ -42,6 +48,43 @@ class HttpStatusError(BadData):
         super().__init__(f"HTTP {status} from {url}: {detail}")
 
 
+class RedirectRefused(BadData):
+    """The platform answered with a redirect to another origin; following it would send our headers there."""
+
+
+def _origin(url: str) -> tuple[str, str, int | None]:
+    parts = urlsplit(url)
+    default = {"http": 80, "https": 443}.get(parts.scheme)
+    return parts.scheme, (parts.hostname or "").lower(), parts.port or default
+
+
+def same_origin(source: str, target: str) -> bool:
+    """Whether a redirect from `source` to `target` stays with the same server (http -> https on the
+    default ports of one host included, as browsers and `requests` treat it)."""
+    old, new = _origin(source), _origin(target)
+    if old == new:
+        return True
+    return old[1] == new[1] and (old[0], old[2]) == ("http", 80) and (new[0], new[2]) == ("https", 443)
+
+
+class _OwnOriginSession(requests.Session):
+    def rebuild_auth(self, prepared_request, response):
+        # Called by `requests` for every redirect hop, before the next request is sent.
+        if not same_origin(response.request.url, prepared_request.url):
+            target = _origin(prepared_request.url)
+            where = f"{target[0]}://{target[1]}" + (f":{target[2]}" if target[2] else "")
+            raise RedirectRefused(
+                f"{response.request.method} {_without_query(response.request.url)}: HTTP {response.status_code} "
+                f"redirects to another server ({where}); not followed, so the connector's secret and headers "
+                f"are not sent there. Set the connector URL to the address it should really use."
+            )
+        super().rebuild_auth(prepared_request, response)
+
+
+def _without_query(url: str) -> str:
+    return url.split("?", 1)[0]
+
+
 class _BodyError(Exception):
     """The body could not be read completely, or was cut short (`final`: it was read whole and is
     not JSON we can keep, which reading it again would not change)."""
@@ -57,7 +100,7 @@ class HttpClient:
         self.settings = settings
         self.base_url = settings.url.rstrip("/")
         self.max_response_bytes = max_response_bytes
-        self.session = requests.Session()
+        self.session = _OwnOriginSession()
         self.session.headers.update({"User-Agent": USER_AGENT, "Accept": "application/json"})
         self.session.headers.update(settings.headers)
         if settings.basic_auth:
@@ -75,7 +118,7 @@ class HttpClient:
             read=s.retries,
             status=s.retries,
             other=0,
-            redirect=3,
+            redirect=0,  # redirects are followed by requests (see _OwnOriginSession), not urllib3
             allowed_methods=None,  # every request a connector makes is a read, POST for PromQL included
             status_forcelist=RETRY_STATUSES,
             backoff_factor=s.backoff_s,
@@ -122,7 +165,8 @@ class HttpClient:
                 if response.status_code in RETRY_STATUSES:
                     raise TransientError(f"{method} {url}: HTTP {response.status_code} after retries")
                 if response.status_code >= 400:
-                    raise HttpStatusError(response.status_code, url, _snippet(response))
+                    # response.url: after a same-origin redirect, the address that actually answered
+                    raise HttpStatusError(response.status_code, _without_query(response.url or url), _snippet(response))
                 try:
                     body = _read_body(response, max_bytes or self.max_response_bytes, truncate=max_bytes is not None)
                     return parse(body)
