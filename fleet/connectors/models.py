@@ -26,6 +26,7 @@ class Connector(models.Model):
         KUBERNETES = "kubernetes", "Kubernetes (pods API)"
         GENERIC = "generic", "Generic REST API"
         MLFLOW = "mlflow", "MLflow (runs and their system metrics)"
+        WANDB = "wandb", "Weights & Biases (runs and their system metrics)"
 
     class Auth(models.TextChoices):
         NONE = "none", "None"

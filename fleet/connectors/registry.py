@@ -19,6 +19,7 @@ BUILTIN_MODULES = (
     "fleet.connectors.kubernetes",
     "fleet.connectors.generic",
     "fleet.connectors.mlflow",
+    "fleet.connectors.wandb",
 )
 
 

@@ -1,0 +1,310 @@
+"""The Weights & Biases connector: runs become jobs and their system metrics series, pulled from a
+loopback server playing W&B's GraphQL API (runs with MongoDB-style filters and cursors, the events
+stream, basic auth with the API key) with faults injected; and the pure mapping of a run on its own."""
+
+from __future__ import annotations
+
+import base64
+import json
+from datetime import UTC, datetime, timedelta
+
+import pytest
+
+from fleet.connectors import sync
+from fleet.connectors.base import ConfigError, ConnectorSettings, parse_time_watermark
+from fleet.connectors.http import HttpClient
+from fleet.connectors.models import Connector
+from fleet.connectors.wandb import WandbConnector, job_from_run, run_gpus, samples_from_events
+from fleet.models import IngestRun, Job
+from fleet.series import from_parquet_bytes
+from tests.connector_servers import FakePlatform
+from tests.test_connectors_sync import _fast_http, make_connector  # noqa: F401  (the fixture, used by name)
+
+NOW = datetime.now(UTC).replace(microsecond=0)
+KEY = "wandb-api-key-0123456789"
+MIB = 2**20
+
+
+def stamp(moment: datetime) -> str:
+    return moment.strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def node(n: int, *, gpus: int = 2, state: str = "finished", team: str | None = "vision", user: str = "alice", **fields):
+    """A run as W&B's runs query answers it: stopped 20 + 37n minutes ago after 30 minutes."""
+    end = NOW - timedelta(minutes=20 + 37 * n)
+    system = {f"system.gpu.{i}.gpu": 30.0 for i in range(gpus)}
+    system |= {f"system.gpu.{i}.memoryAllocatedBytes": 8e9 for i in range(gpus)}
+    system["system.cpu"] = 60.0
+    config = {"lr": {"value": 0.1, "desc": None}}
+    if team:
+        config["team"] = {"value": team, "desc": None}
+    return {
+        "name": f"r{n:04d}",
+        "displayName": f"resnet-{n}",
+        "state": state,
+        "createdAt": stamp(end - timedelta(minutes=30)),
+        "heartbeatAt": stamp(end),
+        "group": "sweep-a",
+        "jobType": "train",
+        "tags": ["baseline"],
+        "commit": "abc123",
+        "config": json.dumps(config),
+        "systemMetrics": json.dumps(system),
+        "user": {"username": user},
+    } | fields
+
+
+class Wandb:
+    """W&B's GraphQL endpoint over `runs` ({project: [node]}): two runs a page."""
+
+    def __init__(self, runs: dict[str, list[dict]]):
+        self.runs = runs
+        self.queries: list[dict] = []
+
+    def install(self, server: FakePlatform) -> None:
+        server.route("/graphql", self.graphql)
+
+    def graphql(self, path, query):
+        expected = "Basic " + base64.b64encode(f"api:{KEY}".encode()).decode()
+        if query["_headers"].get("Authorization") != expected:
+            return 401, {"errors": [{"message": "user is not logged in"}]}, {}
+        body = query["_json"]
+        variables = body["variables"]
+        self.queries.append(variables)
+        if variables["entity"] != "vision-lab" or variables["project"] not in self.runs:
+            return 200, {"data": {"project": None}}, {}
+        runs = self.runs[variables["project"]]
+        if "FleetTriageProject" in body["query"]:
+            return 200, {"data": {"project": {"name": variables["project"], "runCount": len(runs)}}}, {}
+        if "FleetTriageRunEvents" in body["query"]:
+            found = next((r for r in runs if r["name"] == variables["name"]), None)
+            return 200, {"data": {"project": {"run": found and {"events": self.events(found)}}}}, {}
+        assert variables["order"] == "+heartbeat_at"
+        states, low, high = self.window(json.loads(variables["filters"]))
+        stopped = sorted(
+            (r for r in runs if r["state"] in states and low <= r["heartbeatAt"] < high), key=lambda r: r["heartbeatAt"]
+        )
+        offset = int(variables.get("cursor") or 0)
+        page = stopped[offset : offset + 2]
+        more = offset + 2 < len(stopped)
+        connection = {
+            "edges": [{"node": r, "cursor": str(offset + i)} for i, r in enumerate(page)],
+            "pageInfo": {"endCursor": str(offset + 2), "hasNextPage": more},
+        }
+        return 200, {"data": {"project": {"runs": connection}}}, {}
+
+    @staticmethod
+    def window(filters: dict) -> tuple[list[str], str, str]:
+        clauses = filters["$and"]
+        states = next(c["state"]["$in"] for c in clauses if "state" in c)
+        low = next(c["heartbeatAt"]["$gte"] for c in clauses if "$gte" in c.get("heartbeatAt", {}))
+        high = next(c["heartbeatAt"]["$lt"] for c in clauses if "$lt" in c.get("heartbeatAt", {}))
+        return states, low, high
+
+    @staticmethod
+    def events(run: dict) -> list[str]:
+        start = datetime.fromisoformat(run["createdAt"]).timestamp()
+        gpus = run_gpus(json.loads(run["systemMetrics"]))
+        lines = []
+        for i in range(120):  # every 15 s for the run's 30 minutes
+            event = {"_timestamp": start + 15 * i + 0.5, "_runtime": 15 * i, "system.cpu": 60.0}
+            for g in gpus:
+                event |= {
+                    f"system.gpu.{g}.gpu": 30.0,
+                    f"system.gpu.{g}.memoryAllocatedBytes": 8 * 2**30,
+                    f"system.gpu.{g}.memoryAllocated": 10.0,
+                    f"system.gpu.{g}.temp": 60,
+                }
+            lines.append(json.dumps(event))
+        return lines
+
+
+def wandb_connector(url: str, name: str = "wandb-test", **options) -> Connector:
+    return make_connector(
+        "wandb",
+        url,
+        name=name,
+        auth=Connector.Auth.BASIC,
+        username="api",
+        secret_ref="env:TEST_WANDB_KEY",
+        options={"entity": "vision-lab", "projects": ["resnet", "llm"], "window_hours": 1, "initial_days": 0.5}
+        | options,
+    )
+
+
+@pytest.mark.django_db
+def test_a_wandb_pull_stores_each_stopped_gpu_run_once_with_its_system_metrics(monkeypatch):
+    monkeypatch.setenv("TEST_WANDB_KEY", KEY)
+    resnet = [node(n) for n in range(5)]
+    resnet.append(node(5, gpus=0))  # no GPU metrics: not a GPU job
+    resnet.append(node(6, state="running"))  # not stopped: not asked for
+    resnet.append(node(7, team=None, state="crashed", user="bob"))
+    resnet.append(node(8, createdAt="soon"))  # broken: recorded, the others stored
+    llm = [node(9, gpus=8, state="killed"), node(2)]  # the same run id in another project is another run
+    api = Wandb({"resnet": resnet, "llm": llm})
+    with FakePlatform() as server:
+        api.install(server)
+        server.fault("/graphql", "500", "ok", "timeout", "429", "ok", "truncated", "ok", "drop")
+        connector = wandb_connector(server.url, user_teams={"bob": "Research"})
+        before = datetime.now(UTC)
+        result = sync.sync_connector(connector.pk)
+        after = datetime.now(UTC)
+    assert result.status == "partial", result.errors  # r0008 was refused; the others stored
+    assert sorted(Job.objects.values_list("external_id", flat=True)) == [
+        "vision-lab/llm/r0002",
+        "vision-lab/llm/r0009",
+        "vision-lab/resnet/r0000",
+        "vision-lab/resnet/r0001",
+        "vision-lab/resnet/r0002",
+        "vision-lab/resnet/r0003",
+        "vision-lab/resnet/r0004",
+        "vision-lab/resnet/r0007",
+    ]
+    job = Job.objects.get(external_id="vision-lab/resnet/r0001")
+    assert (job.name, job.user, job.team.name, job.gpu_count, job.state) == (
+        "resnet-1",
+        "alice",
+        "vision",
+        2,
+        "COMPLETED",
+    )
+    assert job.end_time - job.start_time == timedelta(minutes=30)
+    assert job.labels["wandb_group"] == "sweep-a" and job.labels["git_commit"] == "abc123"
+    assert job.mean_gpu_util == pytest.approx(30.0)
+    assert job.sample_count == 120 * 2  # GPU samples: two GPUs, 120 each
+    with job.series_file.open("rb") as blob:
+        series = from_parquet_bytes(blob.read())
+    assert series["cpu_util"].dropna().tolist() == [60.0] * 120  # the process's CPU, as a host-level row
+    assert series["gpu_mem_used_mib"].dropna().iloc[0] == pytest.approx(8 * 1024)
+    assert series["gpu_mem_total_mib"].dropna().iloc[0] == pytest.approx(80 * 1024)  # used over its share
+    crashed = Job.objects.get(external_id="vision-lab/resnet/r0007")
+    assert (crashed.team.name, crashed.state, crashed.user) == ("Research", "FAILED", "bob")
+    assert Job.objects.get(external_id="vision-lab/llm/r0009").state == "CANCELLED"
+    run = IngestRun.objects.get(pk=result.run_id)
+    assert [(e["job_id"], "createdAt: unparseable timestamp 'soon'" in e["message"]) for e in run.errors] == [
+        ("vision-lab/resnet/r0008", True)
+    ]
+    connector.refresh_from_db()
+    watermark = parse_time_watermark(connector.watermark)
+    assert before - timedelta(minutes=5, seconds=1) <= watermark <= after - timedelta(minutes=5)
+
+    with FakePlatform() as server:  # the next pull asks only for what stopped since, and stores nothing again
+        api.install(server)
+        Connector.objects.filter(pk=connector.pk).update(url=server.url)
+        again = sync.sync_connector(connector.pk)
+    assert again.status == "succeeded" and again.created == again.updated == 0
+
+
+@pytest.mark.django_db
+def test_a_wandb_pull_with_a_wrong_key_fails_and_says_so(monkeypatch):
+    monkeypatch.setenv("TEST_WANDB_KEY", "not-the-key")
+    with FakePlatform() as server:
+        Wandb({"resnet": [node(0)]}).install(server)
+        result = sync.sync_connector(wandb_connector(server.url, projects=["resnet"]).pk)
+    assert result.status == "failed" and Job.objects.count() == 0
+    assert "HTTP 401" in result.message and "not logged in" in result.message
+    assert "not-the-key" not in result.message
+
+
+@pytest.mark.django_db
+def test_an_unknown_project_and_a_graphql_error_are_named(monkeypatch):
+    monkeypatch.setenv("TEST_WANDB_KEY", KEY)
+    with FakePlatform() as server:
+        Wandb({"resnet": [node(0)]}).install(server)
+        result = sync.sync_connector(wandb_connector(server.url, projects=["resnet", "typo"]).pk)
+    assert result.status == "failed"
+    assert "no project 'typo' in entity 'vision-lab' that this API key can see" in result.message
+
+    with FakePlatform() as server:
+        server.route("/graphql", lambda path, query: (200, {"errors": [{"message": "Cannot query field"}]}, {}))
+        result = sync.sync_connector(wandb_connector(server.url, "wandb-2", projects=["resnet"], initial_days=0.01).pk)
+    assert result.status == "failed" and "W&B answered with an error: Cannot query field" in result.message
+
+
+def test_a_run_maps_to_a_job_and_a_bad_run_is_refused_by_name():
+    job = job_from_run(node(0), entity="vision-lab", project="resnet", cluster="c1")
+    assert (job.external_id, job.cluster, job.gpu_count, job.node_count, job.team) == (
+        "vision-lab/resnet/r0000",
+        "c1",
+        2,
+        1,
+        "vision",
+    )
+    assert job.labels["wandb_tags"] == ["baseline"] and job.labels["wandb_job_type"] == "train"
+    untagged = node(1, team=None)
+    assert job_from_run(untagged, entity="vision-lab", project="p", cluster="c1").team == "vision-lab"
+    assert job_from_run(untagged, entity="e", project="p", cluster="c1", default_team="ml").team == "ml"
+    assert job_from_run(node(2, gpus=0), entity="e", project="p", cluster="c1") is None
+    assert job_from_run(node(3, state="running"), entity="e", project="p", cluster="c1") is None
+    older_sdk = node(4, systemMetrics=json.dumps({"gpu.0.gpu": 12.0, "gpu.3.gpu": 0.0, "cpu": 5}))
+    assert job_from_run(older_sdk, entity="e", project="p", cluster="c1").gpu_count == 2
+    for broken, problem in [
+        (node(5, heartbeatAt=stamp(NOW - timedelta(days=9))), "before createdAt"),
+        (node(5, createdAt="soon"), "createdAt: unparseable timestamp 'soon'"),
+        (node(5, name=""), "no name"),
+        (node(5, systemMetrics="{not json"), "Expecting property name"),
+        (node(5, config="[1, 2]"), "config is not a JSON object"),
+    ]:
+        with pytest.raises((ValueError, TypeError), match=problem):
+            job_from_run(broken, entity="e", project="p", cluster="c1")
+
+
+def test_system_metrics_become_canonical_series_in_mib_with_the_gpu_s_total_memory():
+    at = NOW.timestamp()
+    samples = samples_from_events(
+        [
+            json.dumps(
+                {
+                    "_timestamp": at,
+                    "system.gpu.0.gpu": 35,
+                    "system.gpu.0.memoryAllocatedBytes": 20 * 2**30,
+                    "system.gpu.0.memoryAllocated": 25.0,
+                    "system.gpu.0.powerWatts": 300,
+                    "system.cpu": 80.0,
+                    "system.network.recv": 10**9,
+                }
+            ),
+            {"_timestamp": at + 15, "gpu.0.gpu": 50},  # an older SDK's keys, or a server that decodes the line
+        ]
+    )
+    gpu, host, later = samples
+    assert gpu["gpu"] == 0 and gpu["gpu_util"] == 35 and gpu["gpu_mem_used_mib"] == pytest.approx(20 * 1024)
+    assert gpu["gpu_mem_total_mib"] == pytest.approx(80 * 1024)
+    assert host["gpu"] is None and host["cpu_util"] == 80.0 and "gpu_util" not in host
+    assert later["gpu_util"] == 50 and later["timestamp"] == at + 15
+    with pytest.raises(ValueError, match="is not a number"):
+        samples_from_events([{"_timestamp": at, "system.gpu.0.gpu": "high"}])
+    with pytest.raises(ValueError, match="no _timestamp"):
+        samples_from_events([{"system.gpu.0.gpu": 1}])
+
+
+@pytest.mark.parametrize(
+    ("options", "problem"),
+    [
+        ({}, "option 'entity' must name the W&B entity"),
+        ({"entity": "e"}, "option 'projects' must be a JSON list"),
+        ({"entity": "e", "projects": "resnet"}, "option 'projects' must be a JSON list"),
+        ({"entity": "e", "projects": ["p"], "samples": 0}, "option 'samples' must be a whole number"),
+        ({"entity": "e", "projects": ["p"], "user_teams": ["bob"]}, "option 'user_teams' must be a JSON object"),
+    ],
+)
+def test_wrong_options_are_named(options, problem):
+    settings = ConnectorSettings(name="wb", kind="wandb", url="http://127.0.0.1:9/", options=options)
+    with pytest.raises(ConfigError, match=problem):
+        WandbConnector(settings, HttpClient(settings))
+
+
+def test_the_check_names_the_projects_and_their_run_counts():
+    with FakePlatform() as server:
+        Wandb({"resnet": [node(0), node(1)], "llm": []}).install(server)
+        settings = ConnectorSettings(
+            name="wb",
+            kind="wandb",
+            url=server.url,
+            basic_auth=("api", KEY),
+            options={"entity": "vision-lab", "projects": ["resnet", "llm"]},
+        )
+        assert WandbConnector(settings, HttpClient(settings)).check() == {
+            "entity": "vision-lab",
+            "runs": {"resnet": 2, "llm": 0},
+        }
