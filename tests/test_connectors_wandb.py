@@ -11,7 +11,7 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from fleet.connectors import sync
-from fleet.connectors.base import ConfigError, ConnectorSettings, parse_time_watermark
+from fleet.connectors.base import BadData, ConfigError, ConnectorSettings, TransientError, parse_time_watermark
 from fleet.connectors.http import HttpClient
 from fleet.connectors.models import Connector
 from fleet.connectors.wandb import WandbConnector, job_from_run, run_gpus, samples_from_events
@@ -57,8 +57,9 @@ def node(n: int, *, gpus: int = 2, state: str = "finished", team: str | None = "
 class Wandb:
     """W&B's GraphQL endpoint over `runs` ({project: [node]}): two runs a page."""
 
-    def __init__(self, runs: dict[str, list[dict]]):
+    def __init__(self, runs: dict[str, list[dict]], storage: str = ""):
         self.runs = runs
+        self.storage = storage  # where the runs' files are, at pre-signed addresses
         self.queries: list[dict] = []
 
     def install(self, server: FakePlatform) -> None:
@@ -76,6 +77,17 @@ class Wandb:
         runs = self.runs[variables["project"]]
         if "FleetTriageProject" in body["query"]:
             return 200, {"data": {"project": {"name": variables["project"], "runCount": len(runs)}}}, {}
+        if "FleetTriageRunFiles" in body["query"]:
+            assert variables["names"] == ["output.log", "requirements.txt"]
+            files = [
+                {
+                    "name": name,
+                    "sizeBytes": 100,
+                    "directUrl": f"{self.storage}/bucket/{variables['name']}/{name}?sig=s3cr3t",
+                }
+                for name in variables["names"]
+            ]
+            return 200, {"data": {"project": {"run": {"files": {"edges": [{"node": f} for f in files]}}}}}, {}
         if "FleetTriageRunEvents" in body["query"]:
             found = next((r for r in runs if r["name"] == variables["name"]), None)
             return 200, {"data": {"project": {"run": found and {"events": self.events(found)}}}}, {}
@@ -119,6 +131,15 @@ class Wandb:
         return lines
 
 
+def storage_file(path, query):
+    _, _, run, name = path.split("/")
+    if run == "r0003" and name == "output.log":
+        return 404, b"<Error><Code>NoSuchKey</Code></Error>", {}
+    if name == "output.log":
+        return 200, f"epoch 1\nWARNING: DataLoader worker in {run} is slow\n".encode(), {}
+    return 200, b"torch==2.3.0\n", {}
+
+
 def wandb_connector(url: str, name: str = "wandb-test", **options) -> Connector:
     return make_connector(
         "wandb",
@@ -141,14 +162,20 @@ def test_a_wandb_pull_stores_each_stopped_gpu_run_once_with_its_system_metrics(m
     resnet.append(node(7, team=None, state="crashed", user="bob"))
     resnet.append(node(8, createdAt="soon"))  # broken: recorded, the others stored
     llm = [node(9, gpus=8, state="killed"), node(2)]  # the same run id in another project is another run
-    api = Wandb({"resnet": resnet, "llm": llm})
-    with FakePlatform() as server:
+    with FakePlatform() as server, FakePlatform() as storage:
+        storage.route("/bucket/", storage_file)
+        api = Wandb({"resnet": resnet, "llm": llm}, storage=storage.url.replace("127.0.0.1", "localhost"))
         api.install(server)
         server.fault("/graphql", "500", "ok", "timeout", "429", "ok", "truncated", "ok", "drop")
+        storage.fault("/bucket/r0001/output.log", "503")
         connector = wandb_connector(server.url, user_teams={"bob": "Research"})
+        Connector.objects.filter(pk=connector.pk).update(headers={"X-Team-Header": "t1"})
         before = datetime.now(UTC)
         result = sync.sync_connector(connector.pk)
         after = datetime.now(UTC)
+        storage_headers = [q["_headers"] for _, _, q in storage.requests]
+    # The signed addresses were fetched without the API key or the connector's headers.
+    assert storage_headers and not any("Authorization" in h or "X-Team-Header" in h for h in storage_headers)
     assert result.status == "partial", result.errors  # r0008 was refused; the others stored
     assert sorted(Job.objects.values_list("external_id", flat=True)) == [
         "vision-lab/llm/r0002",
@@ -177,6 +204,12 @@ def test_a_wandb_pull_stores_each_stopped_gpu_run_once_with_its_system_metrics(m
     assert series["cpu_util"].dropna().tolist() == [60.0] * 120  # the process's CPU, as a host-level row
     assert series["gpu_mem_used_mib"].dropna().iloc[0] == pytest.approx(8 * 1024)
     assert series["gpu_mem_total_mib"].dropna().iloc[0] == pytest.approx(80 * 1024)  # used over its share
+    assert {a.path: a.kind for a in job.artifacts.all()} == {"output.log": "log", "requirements.txt": "script"}
+    log = job.artifacts.get(path="output.log")
+    with log.file.open("rb") as stored:
+        assert b"DataLoader worker in r0001 is slow" in stored.read()  # after a 503 from storage, retried
+    expired = Job.objects.get(external_id="vision-lab/resnet/r0003")
+    assert [a.path for a in expired.artifacts.all()] == ["requirements.txt"]  # its log was gone: skipped
     crashed = Job.objects.get(external_id="vision-lab/resnet/r0007")
     assert (crashed.team.name, crashed.state, crashed.user) == ("Research", "FAILED", "bob")
     assert Job.objects.get(external_id="vision-lab/llm/r0009").state == "CANCELLED"
@@ -308,3 +341,19 @@ def test_the_check_names_the_projects_and_their_run_counts():
             "entity": "vision-lab",
             "runs": {"resnet": 2, "llm": 0},
         }
+
+
+def test_a_signed_address_s_signature_stays_out_of_the_messages():
+    settings = ConnectorSettings(name="wb", kind="wandb", url="http://127.0.0.1:9/", retries=0, timeout_s=0.5)
+    client = HttpClient(settings)
+    with FakePlatform() as storage:
+        storage.route("/bucket/", lambda path, query: (500, b"", {}))
+        for address in (
+            f"{storage.url}/bucket/r1/output.log?sig=s3cr3t",
+            "http://127.0.0.1:9/r1/output.log?sig=s3cr3t",
+        ):
+            with pytest.raises(TransientError) as failure:
+                client.get_signed_bytes(address, max_bytes=100)
+            assert "s3cr3t" not in str(failure.value) and "output.log" in str(failure.value)
+    with pytest.raises(BadData, match="is not an http"):
+        client.get_signed_bytes("file:///etc/passwd", max_bytes=100)

@@ -106,9 +106,15 @@ class HttpClient:
         if settings.basic_auth:
             self.session.auth = settings.basic_auth
         self.session.verify = settings.verify
-        adapter = HTTPAdapter(max_retries=self._retry())
-        self.session.mount("http://", adapter)
-        self.session.mount("https://", adapter)
+        # For addresses the platform hands out to fetch a file from elsewhere (a signed storage
+        # URL): the same timeouts, retries and TLS policy, and none of the connector's credentials.
+        self.bare_session = requests.Session()
+        self.bare_session.headers.update({"User-Agent": USER_AGENT})
+        self.bare_session.verify = settings.verify
+        for session in (self.session, self.bare_session):
+            adapter = HTTPAdapter(max_retries=self._retry())
+            session.mount("http://", adapter)
+            session.mount("https://", adapter)
 
     def _retry(self) -> Retry:
         s = self.settings
@@ -131,6 +137,7 @@ class HttpClient:
 
     def close(self) -> None:
         self.session.close()
+        self.bare_session.close()
 
     def url(self, path: str) -> str:
         if path.startswith(("http://", "https://")):
@@ -150,12 +157,28 @@ class HttpClient:
     def get_bytes(self, path: str, params: dict | None = None, *, max_bytes: int | None = None) -> bytes:
         return self._request("GET", path, params=params, parse=lambda body: body, max_bytes=max_bytes)
 
-    def _request(self, method: str, path: str, *, parse, max_bytes: int | None = None, **kwargs):
+    def get_signed_bytes(self, url: str, *, max_bytes: int) -> bytes:
+        """The first `max_bytes` (+ nothing more) of a file at an absolute address the platform gave
+        out, such as a pre-signed storage URL: fetched without the connector's auth or headers, so
+        they never reach the storage host."""
+        if not url.startswith(("http://", "https://")):
+            raise BadData(f"{url[:200]!r} is not an http(s) address")
+        try:
+            return self._request("GET", url, parse=lambda body: body, max_bytes=max_bytes, session=self.bare_session)
+        except (TransientError, BadData) as exc:
+            # The query of a signed URL is its signature: keep it out of messages an operator reads.
+            query = urlsplit(url).query
+            if not query or query not in str(exc) or type(exc) not in (TransientError, BadData):
+                raise
+            raise type(exc)(str(exc).replace(query, "(signature removed)")) from None
+
+    def _request(self, method: str, path: str, *, parse, max_bytes: int | None = None, session=None, **kwargs):
         url = self.url(path)
+        session = session or self.session
         body_retry = self._retry()
         while True:
             try:
-                response = self.session.request(method, url, timeout=self.settings.timeout_s, stream=True, **kwargs)
+                response = session.request(method, url, timeout=self.settings.timeout_s, stream=True, **kwargs)
             except requests.exceptions.RequestException as exc:
                 if _is_body_failure(exc):  # e.g. the server closed the connection after the headers
                     body_retry = self._again(body_retry, method, url, exc)

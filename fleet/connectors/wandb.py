@@ -11,6 +11,8 @@ W&B Server has its own host), with HTTP basic auth: user `api`, password the API
         seconds) and `system.gpu.{i}.gpu` (%), `system.gpu.{i}.memoryAllocatedBytes`,
         `system.gpu.{i}.memoryAllocated` (% of the GPU's memory), `system.cpu` (the process's CPU %)…
         (older SDKs write the keys without `system.`)
+    project(name, entityName) { run(name) { files(names) { edges { node { name directUrl } } } } }
+        a run's saved files, each with a pre-signed storage address fetched without our credentials
 
 A run's `systemMetrics` holds the latest value of each system key, which says whether it used a GPU
 and how many. W&B records no end time: a run that has finished (or failed, crashed, was killed)
@@ -26,7 +28,7 @@ from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 
 from fleet.archive.parser import parse_timestamp
-from fleet.canonical import JobRecord, RecordError
+from fleet.canonical import ArtifactRecord, JobRecord, RecordError
 from fleet.connectors.base import (
     SHAPE_ERRORS,
     BadData,
@@ -40,6 +42,7 @@ from fleet.connectors.base import (
     time_watermark,
 )
 from fleet.connectors.generic import frame_from_samples
+from fleet.connectors.http import HttpStatusError
 from fleet.connectors.registry import register
 
 MIB = 2**20
@@ -66,6 +69,16 @@ EVENTS_QUERY = """
 query FleetTriageRunEvents($entity: String!, $project: String!, $name: String!, $samples: Int) {
   project(name: $project, entityName: $entity) { run(name: $name) { events(samples: $samples) } }
 }"""
+
+FILES_QUERY = """
+query FleetTriageRunFiles($entity: String!, $project: String!, $name: String!, $names: [String]) {
+  project(name: $project, entityName: $entity) {
+    run(name: $name) { files(names: $names, first: 10) { edges { node { name sizeBytes directUrl } } } }
+  }
+}"""
+# The files of a run the rules read: the console output (log lines: data-loader warnings, pip
+# installs, checkpoints) and the pinned packages. W&B saves both when it runs.
+RUN_FILES = {"output.log": "log", "requirements.txt": "script"}
 
 PROJECT_QUERY = """
 query FleetTriageProject($entity: String!, $project: String!) {
@@ -232,7 +245,8 @@ class WandbConnector(BaseConnector):
     (required), `team_key` ("team": the run config key naming its team), `user_teams` ({user: team})
     and `default_team` for runs without it (else the entity), `window_hours` (24), `settle_minutes`
     (5), `initial_days` (1), `page_size` (100), `samples` (10,000: system-metric samples asked for
-    a run). Auth: basic, user `api`, the API key as the secret."""
+    a run), `fetch_files` (true: the run's output.log and requirements.txt), `artifact_max_bytes`
+    (20 MiB). Auth: basic, user `api`, the API key as the secret."""
 
     kind = "wandb"
     label = "Weights & Biases (runs and their system metrics)"
@@ -250,6 +264,10 @@ class WandbConnector(BaseConnector):
         self.initial = timedelta(days=number_option(options, "initial_days", 1, low=0, high=3660))
         self.page_size = number_option(options, "page_size", 100, low=1, high=1000, integer=True)
         self.samples = number_option(options, "samples", 10_000, low=10, high=1_000_000, integer=True)
+        self.fetch_files = bool(options.get("fetch_files", True))
+        self.artifact_max_bytes = number_option(
+            options, "artifact_max_bytes", 20 * 2**20, low=0, high=2**30, integer=True
+        )
 
     def query(self, query: str, source: str, **variables) -> dict:
         """The `data` of one GraphQL request; BadData naming `source` for GraphQL's own errors."""
@@ -377,3 +395,39 @@ class WandbConnector(BaseConnector):
         except SHAPE_ERRORS as exc:
             raise BadData(f"{source}: {exc}") from exc
         return frame_from_samples({"samples": samples}, job=job, source=source)
+
+    def fetch_artifacts(self, job: JobRecord) -> list[ArtifactRecord]:
+        if not self.fetch_files:
+            return []
+        raw = job.raw
+        source = f"{self.settings.name} files of run {job.external_id}"
+        data = self.query(
+            FILES_QUERY, source, entity=raw["entity"], project=raw["project"], name=raw["run"], names=sorted(RUN_FILES)
+        )
+        try:
+            run = self._project(data, raw["project"], source)["run"]
+            edges = (run or {}).get("files", {}).get("edges") or []
+            files = [edge["node"] for edge in edges]
+            found = {str(f["name"]): str(f.get("directUrl") or "") for f in files if f["name"] in RUN_FILES}
+        except SHAPE_ERRORS as exc:
+            raise BadData(shape_problem(source, exc)) from exc
+        out = []
+        for name, address in sorted(found.items()):
+            if not address:  # listed but not uploaded yet
+                continue
+            try:
+                content = self.http.get_signed_bytes(address, max_bytes=self.artifact_max_bytes + 1)
+            except HttpStatusError as exc:
+                if exc.status in (403, 404):  # gone from storage since it was listed, or expired
+                    continue
+                raise
+            out.append(
+                ArtifactRecord(
+                    job_id=job.external_id,
+                    kind=RUN_FILES[name],
+                    path=name,
+                    content=content[: self.artifact_max_bytes],
+                    truncated=len(content) > self.artifact_max_bytes,
+                )
+            )
+        return out
