@@ -192,3 +192,27 @@ def test_an_interval_past_a_year_is_refused_and_an_old_one_keeps_the_schedule_ru
     )  # saved before the bound
     fresh = Connector.objects.create(name="fresh", kind="generic", url="http://127.0.0.1:9", cluster="c1")
     assert set(due_connectors()) == {old.pk, fresh.pk}
+
+
+def test_the_form_shows_each_kind_s_options_and_auth_and_every_example_is_valid(client, operator):
+    import json
+    from html import unescape
+
+    from fleet.connectors.base import ConnectorSettings
+    from fleet.connectors.http import HttpClient
+    from fleet.connectors.registry import kinds
+
+    client.force_login(operator)
+    page = unescape(client.get(reverse("connectors:create")).content.decode())
+    for kind, cls in kinds().items():
+        assert f'id="kind-{kind}"' in page and cls.options_example in page and cls.auth_hint in page
+        # An example an operator copies must be accepted as it is.
+        settings = ConnectorSettings(
+            name="x", kind=kind, url="http://127.0.0.1:9/", options=json.loads(cls.options_example)
+        )
+        cls(settings, HttpClient(settings))
+    assert "Basic, user name api, the API key as the secret." in page
+    wandb = form_data(name="wandb", kind="wandb", auth="basic", username="api", secret_header="", headers="{}",
+                      url="https://api.wandb.ai", options=kinds()["wandb"].options_example)  # fmt: skip
+    assert client.post(reverse("connectors:create"), wandb).status_code == 302
+    assert Connector.objects.get(name="wandb").to_settings().basic_auth == ("api", SECRET)

@@ -152,6 +152,9 @@ class BaseConnector:
     label: ClassVar[str] = ""
     # True for kinds that list jobs; a metrics-only kind (Prometheus) serves other connectors.
     lists_jobs: ClassVar[bool] = True
+    # Shown beside the connector form: typical options (JSON) and the auth the platform expects.
+    options_example: ClassVar[str] = "{}"
+    auth_hint: ClassVar[str] = ""
 
     def __init__(self, settings: ConnectorSettings, http: HttpClient, metrics: BaseConnector | None = None):
         self.settings = settings

@@ -158,6 +158,8 @@ class GenericConnector(BaseConnector):
 
     kind = "generic"
     label = "Generic REST API (our JSON contract)"
+    options_example = '{"page_size": 200}'
+    auth_hint = "Usually a header (e.g. X-API-Key) or a bearer token."
 
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)

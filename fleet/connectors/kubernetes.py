@@ -283,6 +283,8 @@ class KubernetesConnector(BaseConnector):
 
     kind = "kubernetes"
     label = "Kubernetes (pods API)"
+    options_example = '{"team_label": "team", "namespace_teams": {"ml-research": "Research"}}'
+    auth_hint = "Bearer, a ServiceAccount token (get/list pods and pods/log)."
 
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)

@@ -197,6 +197,8 @@ class MlflowConnector(BaseConnector):
 
     kind = "mlflow"
     label = "MLflow (runs and their system metrics)"
+    options_example = '{"experiment_ids": ["7", "12"], "team_tag": "team"}'
+    auth_hint = "Bearer (Databricks, most servers) or basic."
 
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)

@@ -311,6 +311,8 @@ class PrometheusConnector(BaseConnector):
 
     kind = "prometheus"
     label = "Prometheus (dcgm-exporter, node_exporter)"
+    options_example = '{"step": "30s"}'
+    auth_hint = "None, basic or bearer; a tenant header (X-Scope-OrgID) in Headers."
     lists_jobs = False
 
     def __init__(self, *args, **kwargs):

@@ -367,6 +367,8 @@ class SlurmConnector(BaseConnector):
 
     kind = "slurm"
     label = "Slurm (slurmrestd)"
+    options_example = '{"api_version": "v0.0.41", "account_teams": {"vision": "Computer Vision"}}'
+    auth_hint = "Header X-SLURM-USER-TOKEN (a JWT); X-SLURM-USER-NAME in Headers."
 
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)

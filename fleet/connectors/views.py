@@ -8,7 +8,7 @@ from django.views.decorators.http import require_POST
 
 from fleet import audit
 from fleet.access import operator_required
-from fleet.connectors import sync
+from fleet.connectors import registry, sync
 from fleet.connectors.forms import ConnectorForm
 from fleet.connectors.models import Connector
 from fleet.connectors.tasks import sync_connector_task
@@ -28,7 +28,7 @@ def connector_create(request):
         audit.record(request.user, "connector.create", connector, {"fields": sorted(form.changed_data)})
         messages.success(request, f"Connector {connector.name} saved.")
         return redirect("connectors:list")
-    return render(request, "connectors/connector_form.html", {"form": form, "connector": None})
+    return _form_page(request, form, None)
 
 
 @operator_required
@@ -40,7 +40,14 @@ def connector_edit(request, pk: int):
         audit.record(request.user, "connector.edit", connector, {"fields": sorted(form.changed_data)})
         messages.success(request, f"Connector {connector.name} saved.")
         return redirect("connectors:list")
-    return render(request, "connectors/connector_form.html", {"form": form, "connector": connector})
+    return _form_page(request, form, connector)
+
+
+def _form_page(request, form, connector):
+    # Each kind's typical options and auth beside the form, so choosing one needs no trip to the docs.
+    kinds = [{"kind": kind, "label": cls.label, "example": cls.options_example, "auth": cls.auth_hint}
+             for kind, cls in registry.kinds().items()]  # fmt: skip
+    return render(request, "connectors/connector_form.html", {"form": form, "connector": connector, "kinds": kinds})
 
 
 @require_POST

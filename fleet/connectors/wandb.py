@@ -250,6 +250,8 @@ class WandbConnector(BaseConnector):
 
     kind = "wandb"
     label = "Weights & Biases (runs and their system metrics)"
+    options_example = '{"entity": "vision-lab", "projects": ["resnet", "llm"]}'
+    auth_hint = "Basic, user name api, the API key as the secret."
 
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
