@@ -69,6 +69,7 @@ class Mlflow:
         server.route("/api/2.0/mlflow/runs/search", self.search)
         server.route("/api/2.0/mlflow/metrics/get-history", self.history)
         server.route("/api/2.0/mlflow/experiments/get", self.experiment)
+        server.route("/api/2.0/mlflow/artifacts/list", lambda path, query: (200, {}, {}))  # no artifacts
 
     @staticmethod
     def authorised(query) -> bool:
@@ -255,3 +256,93 @@ def test_the_check_names_the_experiments():
         Mlflow([]).install(server)
         settings = ConnectorSettings(name="ml", kind="mlflow", url=server.url, options={"experiment_ids": ["7"]})
         assert MlflowConnector(settings, HttpClient(settings)).check() == {"experiments": {"7": "imagenet"}}
+
+
+class MlflowArtifacts(Mlflow):
+    """Mlflow plus artifacts/list (one page of a folder at a time) and the server's get-artifact."""
+
+    tree = {
+        "": [
+            {"path": "train.log", "is_dir": False, "file_size": 60},
+            {"path": "gone.log", "is_dir": False, "file_size": 10},
+            {"path": "metrics.png", "is_dir": False, "file_size": 9000},
+            {"path": "model", "is_dir": True},
+        ],
+        "model": [
+            {"path": "model/requirements.txt", "is_dir": False, "file_size": 14},
+            {"path": "model/model.pkl", "is_dir": False, "file_size": 10**9},
+        ],
+    }
+    files = {"train.log": b"epoch 1\nWARNING: DataLoader is slow\n", "model/requirements.txt": b"torch==2.3.0\n"}
+
+    def install(self, server: FakePlatform) -> None:
+        server.route("/api/2.0/mlflow/artifacts/list", self.listing)  # before the base's empty listing
+        server.route("/get-artifact", self.download)
+        super().install(server)
+
+    def listing(self, path, query):
+        if not self.authorised(query):
+            return 401, {"error_code": "UNAUTHENTICATED"}, {}
+        items = self.tree[query.get("path", "")]
+        if query.get("page_token"):
+            return 200, {"root_uri": "s3://bucket", "files": items[2:]}, {}
+        return (
+            200,
+            {"root_uri": "s3://bucket", "files": items[:2], "next_page_token": "2"}
+            if len(items) > 2
+            else {"files": items},
+            {},
+        )
+
+    def download(self, path, query):
+        if not self.authorised(query):
+            return 401, {"error_code": "UNAUTHENTICATED"}, {}
+        content = self.files.get(query["path"])
+        if content is None:
+            return 404, {"error_code": "RESOURCE_DOES_NOT_EXIST"}, {}
+        return 200, content, {}
+
+
+@pytest.mark.django_db
+def test_an_mlflow_pull_keeps_the_runs_logs_and_requirements_and_not_their_models(monkeypatch):
+    monkeypatch.setenv("TEST_MLFLOW_TOKEN", "mlflow-token")
+    with FakePlatform() as server:
+        MlflowArtifacts([run(0)]).install(server)
+        server.fault("/get-artifact", "503")
+        result = sync.sync_connector(mlflow_connector(server.url).pk)
+        downloads = sorted(q["path"] for p, f, q in server.requests if p == "/get-artifact" and not f)
+    assert result.status == "succeeded", result.errors
+    job = Job.objects.get(external_id="run000")
+    stored = {a.path: a.kind for a in job.artifacts.all()}
+    assert stored == {"train.log": "log", "model/requirements.txt": "script"}  # gone.log: 404, skipped
+    assert downloads == ["gone.log", "model/requirements.txt", "train.log"]  # never the model or the image
+    with job.artifacts.get(path="train.log").file.open("rb") as log:
+        assert b"DataLoader is slow" in log.read()
+
+
+@pytest.mark.django_db
+def test_artifacts_can_be_left_out_or_chosen(monkeypatch):
+    monkeypatch.setenv("TEST_MLFLOW_TOKEN", "mlflow-token")
+    with FakePlatform() as server:
+        MlflowArtifacts([run(0)]).install(server)
+        sync.sync_connector(mlflow_connector(server.url, fetch_artifacts=False).pk)
+        assert not any(p.startswith(("/get-artifact", "/api/2.0/mlflow/artifacts")) for p, _, _ in server.requests)
+    assert not Job.objects.get(external_id="run000").artifacts.exists()
+    Job.objects.all().delete()
+    Connector.objects.all().delete()
+    with FakePlatform() as server:
+        MlflowArtifacts([run(0)]).install(server)
+        sync.sync_connector(mlflow_connector(server.url, artifact_patterns=["*.pkl"]).pk)
+    assert not Job.objects.get(external_id="run000").artifacts.exists()  # model.pkl matched, but 404 here
+    Job.objects.all().delete()
+    Connector.objects.all().delete()
+    with FakePlatform() as server:
+        MlflowArtifacts([run(0)]).install(server)
+        sync.sync_connector(mlflow_connector(server.url, artifact_patterns=["*.log"], artifact_max_bytes=7).pk)
+    log = Job.objects.get(external_id="run000").artifacts.get(path="train.log")
+    with log.file.open("rb") as stored:
+        assert (stored.read(), log.truncated) == (b"epoch 1", True)  # the beginning of a larger file
+    settings = ConnectorSettings(name="ml", kind="mlflow", url="http://127.0.0.1:9/",
+                                 options={"experiment_ids": ["7"], "artifact_patterns": "*.log"})  # fmt: skip
+    with pytest.raises(ConfigError, match="option 'artifact_patterns' must be a JSON list"):
+        MlflowConnector(settings, HttpClient(settings))

@@ -5,6 +5,10 @@ for teams whose cluster has no DCGM exporter (shared/reference/platform-apis.md 
         -> {"runs": [{"info": {...}, "data": {"metrics": [...], "tags": [...]}}], "next_page_token"}
     GET  {url}/api/2.0/mlflow/metrics/get-history  ?run_id=&metric_key=&max_results=&page_token=
         -> {"metrics": [{"key", "value", "timestamp" (ms), "step"}], "next_page_token"}
+    GET  {url}/api/2.0/mlflow/artifacts/list  ?run_id=&path=&page_token=
+        -> {"root_uri", "files": [{"path", "is_dir", "file_size"}], "next_page_token"}
+    GET  {url}/get-artifact  ?run_uuid=&path=   -> the file (the tracking server's own download
+        route, which its UI uses; it serves the file from whatever artifact store the run has)
 
 MLflow logs system metrics (`log_system_metrics=True`) every 10 s under `system/`, or
 `system/<node_id>/` when `MLFLOW_SYSTEM_METRICS_NODE_ID` is set: `gpu_{i}_utilization_percentage`,
@@ -21,9 +25,10 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator
 from datetime import datetime, timedelta
+from fnmatch import fnmatchcase
 
 from fleet.archive.parser import parse_timestamp
-from fleet.canonical import JobRecord, RecordError
+from fleet.canonical import ArtifactRecord, JobRecord, RecordError
 from fleet.connectors.base import (
     SHAPE_ERRORS,
     BadData,
@@ -37,6 +42,7 @@ from fleet.connectors.base import (
     time_watermark,
 )
 from fleet.connectors.generic import frame_from_samples
+from fleet.connectors.http import HttpStatusError
 from fleet.connectors.registry import register
 
 API = "api/2.0/mlflow"
@@ -53,6 +59,12 @@ _HOST_KEY = re.compile(
     r"^system/(?:(?P<node>[^/]+)/)?(?P<what>cpu_utilization_percentage|system_memory_usage_megabytes)$"
 )
 GPU_SERIES = ("utilization_percentage", "memory_usage_megabytes", "memory_usage_percentage")
+# The artifacts the rules can read, as people log them (`mlflow.log_artifact("train.log")`, a
+# model's pinned packages, the training script), at the root or one folder down.
+ARTIFACT_PATTERNS = ("*.log", "*.out", "*.err", "stdout*", "stderr*", "requirements.txt", "*/requirements.txt",
+                     "*.py", "*.sh")  # fmt: skip
+SCRIPT_SUFFIXES = (".py", ".sh", ".txt")  # requirements.txt is a script, as in archives
+MAX_ARTIFACTS = 20  # a run that logged thousands of matching files keeps its first ones
 
 
 def system_keys(metric_keys) -> list[str]:
@@ -192,8 +204,9 @@ class MlflowConnector(BaseConnector):
     """An MLflow tracking server. Options: `experiment_ids` (required: the experiments to pull),
     `team_tag` ("team": the run tag that names its team), `user_teams` ({user: team}) and
     `default_team` for runs without that tag, `window_hours` (24), `settle_minutes` (2),
-    `initial_days` (1), `page_size` (500). Auth: a bearer token (Databricks, most servers) or
-    basic auth (`mlflow server --app-name basic-auth`)."""
+    `initial_days` (1), `page_size` (500), `fetch_artifacts` (true), `artifact_patterns` (the logs,
+    scripts and requirements.txt to fetch), `artifact_max_bytes` (20 MiB). Auth: a bearer token
+    (Databricks, most servers) or basic auth (`mlflow server --app-name basic-auth`)."""
 
     kind = "mlflow"
     label = "MLflow (runs and their system metrics)"
@@ -211,6 +224,14 @@ class MlflowConnector(BaseConnector):
         self.settle = timedelta(minutes=number_option(options, "settle_minutes", 2, low=0, high=24 * 60))
         self.initial = timedelta(days=number_option(options, "initial_days", 1, low=0, high=3660))
         self.page_size = number_option(options, "page_size", SEARCH_PAGE_SIZE, low=1, high=50_000, integer=True)
+        self.fetch_files = bool(options.get("fetch_artifacts", True))
+        self.artifact_max_bytes = number_option(
+            options, "artifact_max_bytes", 20 * 2**20, low=0, high=2**30, integer=True
+        )
+        patterns = options.get("artifact_patterns", list(ARTIFACT_PATTERNS))
+        if not isinstance(patterns, list) or not all(isinstance(p, str) and p for p in patterns):
+            raise ConfigError("option 'artifact_patterns' must be a JSON list of file patterns, e.g. [\"*.log\"]")
+        self.artifact_patterns = patterns
 
     def check(self) -> dict:
         names = {}
@@ -278,6 +299,57 @@ class MlflowConnector(BaseConnector):
         except SHAPE_ERRORS as exc:
             raise BadData(f"{source}: {exc}") from exc
         return frame_from_samples({"samples": samples}, job=job, source=source)
+
+    def fetch_artifacts(self, job: JobRecord) -> list[ArtifactRecord]:
+        if not self.fetch_files:
+            return []
+        out = []
+        for path in self._artifact_paths(job.external_id)[:MAX_ARTIFACTS]:
+            try:
+                content = self.http.get_bytes(
+                    "get-artifact", params={"run_uuid": job.external_id, "path": path},
+                    max_bytes=self.artifact_max_bytes + 1,
+                )  # fmt: skip
+            except HttpStatusError as exc:
+                if exc.status == 404:  # deleted from the artifact store since it was listed
+                    continue
+                raise
+            out.append(
+                ArtifactRecord(
+                    job_id=job.external_id,
+                    kind="script" if path.endswith(SCRIPT_SUFFIXES) else "log",
+                    path=path,
+                    content=content[: self.artifact_max_bytes],
+                    truncated=len(content) > self.artifact_max_bytes,
+                )
+            )
+        return out
+
+    def _artifact_paths(self, run_id: str) -> list[str]:
+        """The run's artifact files that match the patterns: the root, and the folders one level down."""
+        root = self._listing(run_id, "")
+        items = list(root)
+        for folder in (str(item["path"]) for item in root if item.get("is_dir") and item.get("path")):
+            items.extend(self._listing(run_id, folder))
+        return sorted(
+            {
+                path
+                for path in (str(item.get("path") or "") for item in items if not item.get("is_dir"))
+                if any(fnmatchcase(path, pattern) for pattern in self.artifact_patterns)
+            }
+        )
+
+    def _listing(self, run_id: str, folder: str) -> list[dict]:
+        params = {"run_id": run_id} | ({"path": folder} if folder else {})
+
+        def listing(token: str):
+            return self.http.get_json(f"{API}/artifacts/list", params=params | _token(token))
+
+        source = f"{self.settings.name} artifacts/list of run {run_id}" + (f" in {folder}" if folder else "")
+        items = [item for page in _pages(listing, "files", source) for item in page]
+        if not all(isinstance(item, dict) for item in items):
+            raise BadData(f"{source}: 'files' must be a list of objects")
+        return items
 
     def _history(self, run_id: str, key: str) -> list[dict]:
         params = {"run_id": run_id, "metric_key": key, "max_results": HISTORY_PAGE_SIZE}
