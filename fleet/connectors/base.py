@@ -21,7 +21,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, ClassVar
 
 from fleet.canonical import ArtifactRecord, JobRecord, RecordError, as_utc, loads_json
@@ -183,6 +183,20 @@ class BaseConnector:
     def watermark_time(cls, watermark: str) -> datetime | None:
         """The moment a watermark stands for, for the lag shown in the UI (None when it is a cursor)."""
         return parse_time_watermark(watermark)
+
+
+def time_windows(
+    watermark: str, until: datetime, *, settle: timedelta, initial: timedelta, window: timedelta
+) -> Iterator[tuple[datetime, datetime]]:
+    """The [begin, stop) windows a time-windowed pull asks for: from the watermark (or `initial`
+    back, on a first pull) up to `until` less `settle` (records land a little after a job ends),
+    `window` at a time."""
+    until = until - settle
+    begin = parse_time_watermark(watermark) or (until - initial)
+    while begin < until:
+        stop = min(until, begin + window)
+        yield begin, stop
+        begin = stop
 
 
 def time_watermark(moment: datetime) -> str:

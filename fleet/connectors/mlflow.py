@@ -37,9 +37,9 @@ from fleet.connectors.base import (
     ConfigError,
     mapping_option,
     number_option,
-    parse_time_watermark,
     shape_problem,
     time_watermark,
+    time_windows,
 )
 from fleet.connectors.generic import frame_from_samples
 from fleet.connectors.http import HttpStatusError
@@ -244,13 +244,9 @@ class MlflowConnector(BaseConnector):
         return {"experiments": names}
 
     def list_jobs(self, watermark: str, until: datetime) -> Iterator[Batch]:
-        until = until - self.settle
-        begin = parse_time_watermark(watermark) or (until - self.initial)
-        while begin < until:
-            stop = min(until, begin + self.window)
+        for begin, stop in time_windows(watermark, until, settle=self.settle, initial=self.initial, window=self.window):
             jobs, errors = self._window(begin, stop)
             yield Batch(jobs=jobs, watermark=time_watermark(stop), errors=errors)
-            begin = stop
 
     def _window(self, begin: datetime, stop: datetime) -> tuple[list[JobRecord], list[RecordError]]:
         """The runs that ended in [begin, stop), every page of them."""

@@ -35,9 +35,9 @@ from fleet.connectors.base import (
     json_document,
     mapping_option,
     number_option,
-    parse_time_watermark,
     shape_problem,
     time_watermark,
+    time_windows,
 )
 from fleet.connectors.prometheus import PrometheusConnector, SeriesRequest
 from fleet.connectors.registry import register
@@ -389,10 +389,7 @@ class SlurmConnector(BaseConnector):
         return {"data_parser": data_parser_version((doc or {}).get("meta") or {})}
 
     def list_jobs(self, watermark: str, until: datetime) -> Iterator[Batch]:
-        until = until - self.settle
-        begin = parse_time_watermark(watermark) or (until - self.initial)
-        while begin < until:
-            stop = min(until, begin + self.window)
+        for begin, stop in time_windows(watermark, until, settle=self.settle, initial=self.initial, window=self.window):
             # slurmdbd returns the jobs that ran at any time in the window; keep those that ended in it,
             # so a job is stored by the window of its end, whatever windows it spans.
             parsed = self._window(begin, stop)
@@ -400,7 +397,6 @@ class SlurmConnector(BaseConnector):
             for job in jobs:
                 self._artifacts[job.external_id] = parsed.artifacts.get(job.external_id, [])
             yield Batch(jobs=jobs, watermark=time_watermark(stop), errors=parsed.errors)
-            begin = stop
 
     def _window(self, begin: datetime, stop: datetime) -> SacctParse:
         """The jobs of one window. A response listing a finished job that did not run in the window

@@ -37,9 +37,9 @@ from fleet.connectors.base import (
     ConfigError,
     mapping_option,
     number_option,
-    parse_time_watermark,
     shape_problem,
     time_watermark,
+    time_windows,
 )
 from fleet.connectors.generic import frame_from_samples
 from fleet.connectors.http import HttpStatusError
@@ -303,10 +303,7 @@ class WandbConnector(BaseConnector):
         return {"entity": self.entity, "runs": counts}
 
     def list_jobs(self, watermark: str, until: datetime) -> Iterator[Batch]:
-        until = until - self.settle
-        begin = parse_time_watermark(watermark) or (until - self.initial)
-        while begin < until:
-            stop = min(until, begin + self.window)
+        for begin, stop in time_windows(watermark, until, settle=self.settle, initial=self.initial, window=self.window):
             jobs: list[JobRecord] = []
             errors: list[RecordError] = []
             for project in self.projects:
@@ -314,7 +311,6 @@ class WandbConnector(BaseConnector):
                 jobs.extend(found)
                 errors.extend(bad)
             yield Batch(jobs=jobs, watermark=time_watermark(stop), errors=errors)
-            begin = stop
 
     def _window(self, project: str, begin: datetime, stop: datetime) -> tuple[list[JobRecord], list[RecordError]]:
         """The runs of one project that stopped in [begin, stop), every page of them."""
