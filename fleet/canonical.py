@@ -257,6 +257,12 @@ class ArtifactRecord:
     content: bytes
     truncated: bool = False  # the source file was larger than the size limit; `content` is its beginning
 
+    @classmethod
+    def capped(cls, job_id: str, kind: ArtifactKind, path: str, content: bytes, max_bytes: int) -> ArtifactRecord:
+        """The file's first `max_bytes`, marked truncated when there was more (read one byte past the
+        limit to know)."""
+        return cls(job_id, kind, path, content[:max_bytes], truncated=len(content) > max_bytes)
+
 
 @dataclass(frozen=True)
 class RecordError:

@@ -144,11 +144,7 @@ def artifacts_from_doc(doc, job_id: str, *, max_bytes: int, source: str = "artif
                 raise BadData(f"{source}: {path}: content_base64 is not base64") from exc
         else:
             content = str(item.get("content") or "").encode()
-        out.append(
-            ArtifactRecord(
-                job_id=job_id, kind=kind, path=path, content=content[:max_bytes], truncated=len(content) > max_bytes
-            )
-        )
+        out.append(ArtifactRecord.capped(job_id, kind, path, content, max_bytes))
     return out
 
 

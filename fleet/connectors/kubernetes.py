@@ -381,14 +381,6 @@ class KubernetesConnector(BaseConnector):
                     if exc.status in (400, 404):  # pod garbage-collected, or a container that never ran
                         continue
                     raise
-                truncated = len(content) > self.log_max_bytes
-                out.append(
-                    ArtifactRecord(
-                        job_id=job.external_id,
-                        kind="log",
-                        path=f"{pod['name']}/{container}.log",
-                        content=content[: self.log_max_bytes],
-                        truncated=truncated,
-                    )
-                )
+                path = f"{pod['name']}/{container}.log"
+                out.append(ArtifactRecord.capped(job.external_id, "log", path, content, self.log_max_bytes))
         return out

@@ -310,15 +310,8 @@ class MlflowConnector(BaseConnector):
                 if exc.status == 404:  # deleted from the artifact store since it was listed
                     continue
                 raise
-            out.append(
-                ArtifactRecord(
-                    job_id=job.external_id,
-                    kind="script" if path.endswith(SCRIPT_SUFFIXES) else "log",
-                    path=path,
-                    content=content[: self.artifact_max_bytes],
-                    truncated=len(content) > self.artifact_max_bytes,
-                )
-            )
+            kind = "script" if path.endswith(SCRIPT_SUFFIXES) else "log"
+            out.append(ArtifactRecord.capped(job.external_id, kind, path, content, self.artifact_max_bytes))
         return out
 
     def _artifact_paths(self, run_id: str) -> list[str]:

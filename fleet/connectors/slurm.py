@@ -331,15 +331,7 @@ def _artifacts(job: dict, job_id: str, max_bytes: int) -> list[ArtifactRecord]:
         text = job.get(key)
         if isinstance(text, str) and text.strip():
             content = text.encode()
-            out.append(
-                ArtifactRecord(
-                    job_id=job_id,
-                    kind="script",
-                    path=path,
-                    content=content[:max_bytes],
-                    truncated=len(content) > max_bytes,
-                )
-            )
+            out.append(ArtifactRecord.capped(job_id, "script", path, content, max_bytes))
     return out
 
 

@@ -419,13 +419,5 @@ class WandbConnector(BaseConnector):
                 if exc.status in (403, 404):  # gone from storage since it was listed, or expired
                     continue
                 raise
-            out.append(
-                ArtifactRecord(
-                    job_id=job.external_id,
-                    kind=RUN_FILES[name],
-                    path=name,
-                    content=content[: self.artifact_max_bytes],
-                    truncated=len(content) > self.artifact_max_bytes,
-                )
-            )
+            out.append(ArtifactRecord.capped(job.external_id, RUN_FILES[name], name, content, self.artifact_max_bytes))
         return out
