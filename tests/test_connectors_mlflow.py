@@ -36,6 +36,7 @@ def run(n: int, *, gpus: int = 2, node: str = "", team: str | None = "vision", *
                 for i in range(gpus)]  # fmt: skip
     metrics += [
         {"key": f"{prefix}cpu_utilization_percentage", "value": 55.0, "timestamp": ms(end), "step": 3},
+        {"key": f"{prefix}network_receive_megabytes", "value": 1800.0, "timestamp": ms(end), "step": 3},
         {"key": "loss", "value": 0.1, "timestamp": ms(end), "step": 900},  # a training metric: not a series
     ]
     tags = [{"key": "mlflow.user", "value": "alice"}, {"key": "mlflow.source.name", "value": "train.py"}]
@@ -96,6 +97,8 @@ class Mlflow:
         start, key = found["info"]["start_time"], query["metric_key"]
         value = 55.0 if "cpu" in key else 40.0 if "utilization" in key else 1000.0
         points = [{"key": key, "value": value, "timestamp": start + 10_000 * i, "step": i} for i in range(180)]
+        if "network" in key:  # megabytes received since the run began: 25 MB a second
+            points = [point | {"value": 250.0 * i} for i, point in enumerate(points)]
         offset = int(query.get("page_token") or 0)
         more = offset + 100 < len(points)
         return (
@@ -158,6 +161,9 @@ def test_an_mlflow_pull_stores_each_finished_gpu_run_once_with_its_system_metric
         series = from_parquet_bytes(blob.read())
     assert series["cpu_util"].dropna().tolist() == [55.0] * 180  # the host's CPU, as a host-level row
     assert series["gpu_mem_used_mib"].dropna().iloc[0] == pytest.approx(1000 * MB)
+    # The network total became bytes a second, from the second sample on, on the host's rows.
+    received = series.loc[series["gpu"].isna(), "net_rx_bytes_per_s"]
+    assert received.isna().iloc[0] and received.iloc[1:].tolist() == pytest.approx([25e6] * 179)
     untagged = Job.objects.get(external_id="run007")
     assert (untagged.team.name, untagged.state, untagged.labels["nodes"]) == ("Research", "FAILED", ["node-a"])
     connector.refresh_from_db()
@@ -213,11 +219,12 @@ def test_system_metrics_become_canonical_series_in_mib_with_the_gpu_s_total_memo
     keys = system_keys(
         ["system/gpu_0_utilization_percentage", "system/gpu_0_memory_usage_megabytes",
          "system/gpu_0_memory_usage_percentage", "system/gpu_0_power_usage_watts", "system/cpu_utilization_percentage",
-         "system/network_receive_megabytes", "accuracy"]
+         "system/network_receive_megabytes", "system/disk_usage_megabytes", "accuracy"]
     )  # fmt: skip
     assert keys == [
         "system/cpu_utilization_percentage", "system/gpu_0_memory_usage_megabytes",
         "system/gpu_0_memory_usage_percentage", "system/gpu_0_utilization_percentage",
+        "system/network_receive_megabytes",
     ]  # fmt: skip
     at = ms(NOW)
     samples = samples_from_histories(
@@ -232,6 +239,19 @@ def test_system_metrics_become_canonical_series_in_mib_with_the_gpu_s_total_memo
     assert gpu["gpu"] == 0 and gpu["gpu_util"] == 35 and gpu["gpu_mem_used_mib"] == pytest.approx(20_000 * MB)
     assert gpu["gpu_mem_total_mib"] == pytest.approx(80_000 * MB)  # used over its share
     assert host["gpu"] is None and host["cpu_util"] == 80.0 and "gpu_util" not in host
+    # Megabytes (10^6 bytes) sent since the run began, per node: bytes a second between samples; a
+    # total that went down (the node's counters reset) has no rate, and the next is measured from it.
+    sent = samples_from_histories(
+        {
+            "system/node-a/network_transmit_megabytes": [
+                {"value": v, "timestamp": at + 10_000 * i} for i, v in enumerate([5.0, 105.0, 305.0, 2.0, 52.0])
+            ],
+            "system/node-b/network_transmit_megabytes": [{"value": 7.0, "timestamp": at + 10_000}],
+        }
+    )
+    assert [(row["host"], row["timestamp"] - at / 1000, row["net_tx_bytes_per_s"]) for row in sent] == [
+        ("node-a", 10, 10e6), ("node-a", 20, 20e6), ("node-a", 40, 5e6),
+    ]  # fmt: skip
     with pytest.raises(ValueError, match="is not a number"):
         samples_from_histories({"system/gpu_0_utilization_percentage": [{"value": "high", "timestamp": at}]})
 

@@ -120,6 +120,8 @@ class Wandb:
         lines = []
         for i in range(120):  # every 15 s for the run's 30 minutes
             event = {"_timestamp": start + 15 * i + 0.5, "_runtime": 15 * i, "system.cpu": 60.0}
+            # Traffic since the run began: 40 MB a second received, 2 MiB a second read from disk.
+            event |= {"system.network.recv": 40e6 * 15 * i, "system.disk.in": 2.0 * 15 * i}
             for g in gpus:
                 event |= {
                     f"system.gpu.{g}.gpu": 30.0,
@@ -204,6 +206,11 @@ def test_a_wandb_pull_stores_each_stopped_gpu_run_once_with_its_system_metrics(m
     assert series["cpu_util"].dropna().tolist() == [60.0] * 120  # the process's CPU, as a host-level row
     assert series["gpu_mem_used_mib"].dropna().iloc[0] == pytest.approx(8 * 1024)
     assert series["gpu_mem_total_mib"].dropna().iloc[0] == pytest.approx(80 * 1024)  # used over its share
+    # The traffic totals became bytes a second on the host's rows, from the second sample on.
+    host = series[series["gpu"].isna()]
+    assert host["net_rx_bytes_per_s"].iloc[1:].tolist() == pytest.approx([40e6] * 119)
+    assert host["disk_read_bytes_per_s"].iloc[1:].tolist() == pytest.approx([2 * 2**20] * 119)
+    assert host["net_rx_bytes_per_s"].isna().iloc[0] and host["disk_read_bytes_per_s"].isna().iloc[0]
     assert {a.path: a.kind for a in job.artifacts.all()} == {"output.log": "log", "requirements.txt": "script"}
     log = job.artifacts.get(path="output.log")
     with log.file.open("rb") as stored:
@@ -297,10 +304,14 @@ def test_system_metrics_become_canonical_series_in_mib_with_the_gpu_s_total_memo
                     "system.network.recv": 10**9,
                 }
             ),
-            {"_timestamp": at + 15, "gpu.0.gpu": 50},  # an older SDK's keys, or a server that decodes the line
+            # an older SDK's keys, or a server that decodes the line
+            {"_timestamp": at + 15, "gpu.0.gpu": 50, "network.recv": 10**9 + 3 * 10**8, "disk.out": 30.0},
+            {"_timestamp": at + 30, "network.recv": 10},  # the host's counters were reset: no rate
         ]
     )
-    gpu, host, later = samples
+    gpu, host, later, later_host = samples
+    assert later_host["gpu"] is None and later_host["timestamp"] == at + 15
+    assert later_host["net_rx_bytes_per_s"] == pytest.approx(2e7) and "disk_write_bytes_per_s" not in later_host
     assert gpu["gpu"] == 0 and gpu["gpu_util"] == 35 and gpu["gpu_mem_used_mib"] == pytest.approx(20 * 1024)
     assert gpu["gpu_mem_total_mib"] == pytest.approx(80 * 1024)
     assert host["gpu"] is None and host["cpu_util"] == 80.0 and "gpu_util" not in host

@@ -199,6 +199,23 @@ def time_windows(
         begin = stop
 
 
+def counter_rates(points, *, scale: float = 1.0) -> dict[float, float]:
+    """Per-second rates of a counter that only grows, at the time of each (seconds, value) point
+    after the first: its growth since the point before over the seconds between them, times `scale`
+    (a unit's bytes). MLflow and W&B record network and disk traffic as such totals since the run
+    began, where the rules need bytes a second. A point where the total went down (the host's
+    counters were reset) has no rate, and the next one is measured from it."""
+    rates: dict[float, float] = {}
+    previous = None
+    for stamp, value in sorted(points):
+        if previous is not None:
+            seconds, growth = stamp - previous[0], value - previous[1]
+            if seconds > 0 and growth >= 0:  # False for NaN too: a missing value has no rate
+                rates[stamp] = growth * scale / seconds
+        previous = (stamp, value)
+    return rates
+
+
 def time_watermark(moment: datetime) -> str:
     return moment.astimezone(UTC).isoformat()
 

@@ -13,7 +13,8 @@ for teams whose cluster has no DCGM exporter (shared/reference/platform-apis.md 
 MLflow logs system metrics (`log_system_metrics=True`) every 10 s under `system/`, or
 `system/<node_id>/` when `MLFLOW_SYSTEM_METRICS_NODE_ID` is set: `gpu_{i}_utilization_percentage`,
 `gpu_{i}_memory_usage_megabytes` (10^6 bytes), `gpu_{i}_memory_usage_percentage`,
-`cpu_utilization_percentage`, `system_memory_usage_megabytes`. A run's `data.metrics` holds the
+`cpu_utilization_percentage`, `system_memory_usage_megabytes`, `network_receive_megabytes` and
+`network_transmit_megabytes` (totals since the run began). A run's `data.metrics` holds the
 latest value of every key it logged, which says which series to ask for and how many GPUs it had.
 
 Runs are pulled in windows of their end time, like Slurm's jobs: a run still running has no end
@@ -35,6 +36,7 @@ from fleet.connectors.base import (
     BaseConnector,
     Batch,
     ConfigError,
+    counter_rates,
     mapping_option,
     number_option,
     shape_problem,
@@ -56,8 +58,12 @@ STATES = {"FINISHED": "COMPLETED", "FAILED": "FAILED", "KILLED": "CANCELLED"}
 # system/[<node>/]gpu_<i>_<what> and system/[<node>/]<host metric>
 _GPU_KEY = re.compile(r"^system/(?:(?P<node>[^/]+)/)?gpu_(?P<gpu>\d{1,5})_(?P<what>[a-z_]+)$")
 _HOST_KEY = re.compile(
-    r"^system/(?:(?P<node>[^/]+)/)?(?P<what>cpu_utilization_percentage|system_memory_usage_megabytes)$"
+    r"^system/(?:(?P<node>[^/]+)/)?(?P<what>cpu_utilization_percentage|system_memory_usage_megabytes"
+    r"|network_receive_megabytes|network_transmit_megabytes)$"
 )
+# The host's network traffic, which MLflow logs as megabytes since the run began (older versions:
+# since the machine booted): the canonical rate each total becomes.
+NETWORK_TOTALS = {"network_receive_megabytes": "net_rx_bytes_per_s", "network_transmit_megabytes": "net_tx_bytes_per_s"}
 GPU_SERIES = ("utilization_percentage", "memory_usage_megabytes", "memory_usage_percentage")
 # The artifacts the rules can read, as people log them (`mlflow.log_artifact("train.log")`, a
 # model's pinned packages, the training script), at the root or one folder down.
@@ -159,8 +165,10 @@ def samples_from_histories(histories: dict[str, list]) -> list[dict]:
     """Rows of the generic contract's samples (timestamp, host, gpu, canonical metrics) from the
     histories of a run's system keys: MLflow logs all of them in one batch, so the keys of one
     device share their timestamps. Memory in MLflow's megabytes becomes MiB; a GPU's total memory
-    is its used memory over the used share, where both are logged."""
+    is its used memory over the used share, where both are logged. The network totals become bytes
+    a second."""
     rows: dict[tuple[int, str, int | None], dict] = {}
+    totals: dict[tuple[str, str], list[tuple[float, float]]] = {}
     for key, points in histories.items():
         gpu_match, host_match = _GPU_KEY.match(key), _HOST_KEY.match(key)
         match = gpu_match or host_match
@@ -171,8 +179,11 @@ def samples_from_histories(histories: dict[str, list]) -> list[dict]:
             value = point["value"]
             if isinstance(value, bool) or not isinstance(value, int | float):
                 raise ValueError(f"{key} at {stamp}: the value {value!r:.40} is not a number")
-            row = rows.setdefault((stamp, node, gpu), {"timestamp": stamp / 1000, "host": node, "gpu": gpu})
             what = match["what"]
+            if what in NETWORK_TOTALS:
+                totals.setdefault((node, NETWORK_TOTALS[what]), []).append((stamp / 1000, float(value)))
+                continue
+            row = rows.setdefault((stamp, node, gpu), {"timestamp": stamp / 1000, "host": node, "gpu": gpu})
             if what == "utilization_percentage":
                 row["gpu_util"] = float(value)
             elif what == "memory_usage_megabytes":
@@ -183,6 +194,10 @@ def samples_from_histories(histories: dict[str, list]) -> list[dict]:
                 row["cpu_util"] = float(value)
             elif what == "system_memory_usage_megabytes":
                 row["host_mem_used_mib"] = value * MEGABYTE_MIB
+    for (node, metric), points in totals.items():
+        for seconds, rate in counter_rates(points, scale=1e6).items():
+            stamp = round(seconds * 1000)
+            rows.setdefault((stamp, node, None), {"timestamp": stamp / 1000, "host": node, "gpu": None})[metric] = rate
     samples = []
     for row in rows.values():
         share = row.pop("_mem_share", None)

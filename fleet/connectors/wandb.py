@@ -9,7 +9,8 @@ W&B Server has its own host), with HTTP basic auth: user `api`, password the API
     project(name, entityName) { run(name) { events(samples) } }
         the system-metrics stream: a list of JSON lines, one per sample, with `_timestamp` (Unix
         seconds) and `system.gpu.{i}.gpu` (%), `system.gpu.{i}.memoryAllocatedBytes`,
-        `system.gpu.{i}.memoryAllocated` (% of the GPU's memory), `system.cpu` (the process's CPU %)…
+        `system.gpu.{i}.memoryAllocated` (% of the GPU's memory), `system.cpu` (the process's CPU %),
+        `system.network.recv`/`sent` (bytes) and `system.disk.in`/`out` (MiB) since the run began…
         (older SDKs write the keys without `system.`)
     project(name, entityName) { run(name) { files(names) { edges { node { name directUrl } } } } }
         a run's saved files, each with a pre-signed storage address fetched without our credentials
@@ -35,6 +36,7 @@ from fleet.connectors.base import (
     BaseConnector,
     Batch,
     ConfigError,
+    counter_rates,
     mapping_option,
     number_option,
     shape_problem,
@@ -87,6 +89,14 @@ query FleetTriageProject($entity: String!, $project: String!) {
 
 _SYSTEM_PREFIX = re.compile(r"^system[./]")
 _GPU_KEY = re.compile(r"^gpu\.(?P<gpu>\d{1,5})\.(?P<what>gpu|memoryAllocatedBytes|memoryAllocated)$")
+# The host's traffic, as totals since the run began: key -> (canonical rate, bytes in its unit).
+# W&B's disk megabytes are 2^20 bytes (its monitor divides the byte counts by 1024 twice).
+HOST_COUNTERS = {
+    "network.recv": ("net_rx_bytes_per_s", 1),
+    "network.sent": ("net_tx_bytes_per_s", 1),
+    "disk.in": ("disk_read_bytes_per_s", MIB),
+    "disk.out": ("disk_write_bytes_per_s", MIB),
+}
 
 
 def _key(name: str) -> str:
@@ -187,24 +197,30 @@ def job_from_run(
 def samples_from_events(events: list) -> list[dict]:
     """Rows of the generic contract's samples (timestamp, host, gpu, canonical metrics) from a run's
     system-metrics stream: one row per GPU and a host row per sample. Memory in bytes becomes MiB;
-    a GPU's total memory is its allocated memory over the allocated share, where both are recorded."""
+    a GPU's total memory is its allocated memory over the allocated share, where both are recorded.
+    Network and disk traffic, which W&B records as totals since the run began, become bytes a second."""
     samples = []
+    hosts: dict[float, dict] = {}
+    counters: dict[str, list[tuple[float, float]]] = {}
     for line in events:
         event = _json_object(line, "an events line")
         stamp = event.get("_timestamp")
         if isinstance(stamp, bool) or not isinstance(stamp, int | float):
             raise ValueError(f"an events line has no _timestamp in Unix seconds (got {stamp!r:.40})")
         gpus: dict[int, dict] = {}
-        host = {"timestamp": float(stamp), "host": "", "gpu": None}
+        host = hosts.setdefault(float(stamp), {"timestamp": float(stamp), "host": "", "gpu": None})
         for name, value in event.items():
             key = _key(name)
             match = _GPU_KEY.match(key)
-            if not match and key != "cpu":
+            if not match and key != "cpu" and key not in HOST_COUNTERS:
                 continue
             if isinstance(value, bool) or not isinstance(value, int | float):
                 raise ValueError(f"{name} at {stamp}: the value {value!r:.40} is not a number")
             if key == "cpu":
                 host["cpu_util"] = float(value)
+                continue
+            if key in HOST_COUNTERS:
+                counters.setdefault(key, []).append((float(stamp), float(value)))
                 continue
             row = gpus.setdefault(int(match["gpu"]), {"timestamp": float(stamp), "host": "", "gpu": int(match["gpu"])})
             if match["what"] == "gpu":
@@ -219,8 +235,11 @@ def samples_from_events(events: list) -> list[dict]:
             if share and "gpu_mem_used_mib" in row:
                 row["gpu_mem_total_mib"] = row["gpu_mem_used_mib"] * 100 / share
             samples.append(row)
-        if "cpu_util" in host:
-            samples.append(host)
+    for key, points in counters.items():
+        metric, unit = HOST_COUNTERS[key]
+        for stamp, rate in counter_rates(points, scale=unit).items():
+            hosts[stamp][metric] = rate
+    samples.extend(row for row in hosts.values() if len(row) > 3)  # more than its keys
     return sorted(samples, key=lambda row: (row["timestamp"], row["gpu"] is None, row["gpu"] or 0))
 
 
