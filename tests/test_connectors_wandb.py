@@ -14,7 +14,7 @@ from fleet.connectors import sync
 from fleet.connectors.base import BadData, ConfigError, ConnectorSettings, TransientError, parse_time_watermark
 from fleet.connectors.http import HttpClient
 from fleet.connectors.models import Connector
-from fleet.connectors.wandb import WandbConnector, job_from_run, run_gpus, samples_from_events
+from fleet.connectors.wandb import WandbConnector, code_file, job_from_run, run_gpus, samples_from_events
 from fleet.models import IngestRun, Job
 from fleet.series import from_parquet_bytes
 from tests.connector_servers import FakePlatform
@@ -78,7 +78,6 @@ class Wandb:
         if "FleetTriageProject" in body["query"]:
             return 200, {"data": {"project": {"name": variables["project"], "runCount": len(runs)}}}, {}
         if "FleetTriageRunFiles" in body["query"]:
-            assert variables["names"] == ["output.log", "requirements.txt"]
             files = [
                 {
                     "name": name,
@@ -86,6 +85,7 @@ class Wandb:
                     "directUrl": f"{self.storage}/bucket/{variables['name']}/{name}?sig=s3cr3t",
                 }
                 for name in variables["names"]
+                if name in RUN_FILES[variables["name"][-1] in "02"]  # code saving is on for runs 0, 2, 10…
             ]
             return 200, {"data": {"project": {"run": {"files": {"edges": [{"node": f} for f in files]}}}}}, {}
         if "FleetTriageRunEvents" in body["query"]:
@@ -133,12 +133,25 @@ class Wandb:
         return lines
 
 
+# The files W&B lists for a run without code saving, and with it (the program under code/).
+RUN_FILES = {
+    False: ["output.log", "requirements.txt", "wandb-metadata.json"],
+    True: ["output.log", "requirements.txt", "wandb-metadata.json", "code/src/train.py"],
+}
+TRAIN_PY = b"import webdataset\nshards = webdataset.WebDataset('s3://vision-data/imagenet-{000..146}.tar')\n"
+
+
 def storage_file(path, query):
-    _, _, run, name = path.split("/")
+    _, _, run, name = path.split("/", 3)
     if run == "r0003" and name == "output.log":
         return 404, b"<Error><Code>NoSuchKey</Code></Error>", {}
     if name == "output.log":
         return 200, f"epoch 1\nWARNING: DataLoader worker in {run} is slow\n".encode(), {}
+    if name == "wandb-metadata.json":
+        program = "notebooks/explore.ipynb" if run == "r0004" else "src/train.py"  # a notebook is not read
+        return 200, json.dumps({"program": program, "codePath": program, "args": ["--epochs", "3"]}).encode(), {}
+    if name.startswith("code/"):
+        return 200, TRAIN_PY, {}
     return 200, b"torch==2.3.0\n", {}
 
 
@@ -212,6 +225,17 @@ def test_a_wandb_pull_stores_each_stopped_gpu_run_once_with_its_system_metrics(m
     assert host["disk_read_bytes_per_s"].iloc[1:].tolist() == pytest.approx([2 * 2**20] * 119)
     assert host["net_rx_bytes_per_s"].isna().iloc[0] and host["disk_read_bytes_per_s"].isna().iloc[0]
     assert {a.path: a.kind for a in job.artifacts.all()} == {"output.log": "log", "requirements.txt": "script"}
+    saved = Job.objects.get(external_id="vision-lab/resnet/r0002")  # code saving on: its program too
+    assert {a.path: a.kind for a in saved.artifacts.all()} == {
+        "output.log": "log",
+        "requirements.txt": "script",
+        "code/src/train.py": "script",
+    }
+    with saved.artifacts.get(path="code/src/train.py").file.open("rb") as stored:
+        assert stored.read() == TRAIN_PY
+    # r0004's metadata names a notebook: its files are listed once, no code asked for.
+    asked = [q["names"] for q in api.queries if q.get("name") == "r0004" and "names" in q]
+    assert asked == [["output.log", "requirements.txt", "wandb-metadata.json"]]
     log = job.artifacts.get(path="output.log")
     with log.file.open("rb") as stored:
         assert b"DataLoader worker in r0001 is slow" in stored.read()  # after a 503 from storage, retried
@@ -320,6 +344,26 @@ def test_system_metrics_become_canonical_series_in_mib_with_the_gpu_s_total_memo
         samples_from_events([{"_timestamp": at, "system.gpu.0.gpu": "high"}])
     with pytest.raises(ValueError, match="no _timestamp"):
         samples_from_events([{"system.gpu.0.gpu": 1}])
+
+
+@pytest.mark.parametrize(
+    ("metadata", "name"),
+    [
+        (b'{"codePath": "src/train.py", "program": "/home/alice/src/train.py"}', "code/src/train.py"),
+        (b'{"codePath": "run.sh"}', "code/run.sh"),
+        (b'{"codePath": "explore.ipynb"}', None),  # a notebook: not a script the rules read
+        (b'{"codePath": "../../etc/cron.py"}', None),
+        (b'{"codePath": "/etc/cron.py"}', None),
+        (b'{"program": "train.py"}', None),  # outside a repository W&B records no code path
+        (b'{"codePath": 7}', None),
+        (b"[1, 2]", None),
+        (b'{"codePath": "train', None),  # cut off at the size cap
+        (b"\xff\xfe", None),
+        (b"[" * 100_000, None),
+    ],
+)
+def test_the_saved_program_is_found_from_the_run_s_metadata_and_nothing_else(metadata, name):
+    assert code_file(metadata) == name
 
 
 @pytest.mark.parametrize(

@@ -81,6 +81,12 @@ query FleetTriageRunFiles($entity: String!, $project: String!, $name: String!, $
 # The files of a run the rules read: the console output (log lines: data-loader warnings, pip
 # installs, checkpoints) and the pinned packages. W&B saves both when it runs.
 RUN_FILES = {"output.log": "log", "requirements.txt": "script"}
+# The run's metadata names its program (`codePath`, from the repository's root); where code saving
+# is on (`save_code=True`, or the project's setting), W&B keeps a copy under `code/`: the training
+# script the rules read for remote paths, loader settings and checkpoint calls.
+METADATA_FILE = "wandb-metadata.json"
+CODE_SUFFIXES = (".py", ".sh")
+MAX_METADATA_BYTES = 2**20
 
 PROJECT_QUERY = """
 query FleetTriageProject($entity: String!, $project: String!) {
@@ -264,8 +270,8 @@ class WandbConnector(BaseConnector):
     (required), `team_key` ("team": the run config key naming its team), `user_teams` ({user: team})
     and `default_team` for runs without it (else the entity), `window_hours` (24), `settle_minutes`
     (5), `initial_days` (1), `page_size` (100), `samples` (10,000: system-metric samples asked for
-    a run), `fetch_files` (true: the run's output.log and requirements.txt), `artifact_max_bytes`
-    (20 MiB). Auth: basic, user `api`, the API key as the secret."""
+    a run), `fetch_files` (true: the run's output.log, requirements.txt and saved program),
+    `artifact_max_bytes` (20 MiB). Auth: basic, user `api`, the API key as the secret."""
 
     kind = "wandb"
     label = "Weights & Biases (runs and their system metrics)"
@@ -416,27 +422,58 @@ class WandbConnector(BaseConnector):
     def fetch_artifacts(self, job: JobRecord) -> list[ArtifactRecord]:
         if not self.fetch_files:
             return []
-        raw = job.raw
         source = f"{self.settings.name} files of run {job.external_id}"
+        found = self._file_addresses(job, [*RUN_FILES, METADATA_FILE], source)
+        wanted = {name: RUN_FILES[name] for name in RUN_FILES if name in found}
+        metadata = self._download(found.pop(METADATA_FILE, ""), MAX_METADATA_BYTES)
+        code = code_file(metadata) if metadata is not None else None
+        if code:
+            found |= self._file_addresses(job, [code], source)
+            wanted[code] = "script"
+        out = []
+        for name, kind in sorted(wanted.items()):
+            content = self._download(found.get(name, ""), self.artifact_max_bytes + 1)
+            if content is not None:
+                out.append(ArtifactRecord.capped(job.external_id, kind, name, content, self.artifact_max_bytes))
+        return out
+
+    def _file_addresses(self, job: JobRecord, names: list[str], source: str) -> dict[str, str]:
+        """The pre-signed addresses of those of a run's files that W&B lists, by name ("" for a
+        file listed but not uploaded yet)."""
+        raw = job.raw
         data = self.query(
-            FILES_QUERY, source, entity=raw["entity"], project=raw["project"], name=raw["run"], names=sorted(RUN_FILES)
+            FILES_QUERY, source, entity=raw["entity"], project=raw["project"], name=raw["run"], names=sorted(names)
         )
         try:
             run = self._project(data, raw["project"], source)["run"]
             edges = (run or {}).get("files", {}).get("edges") or []
             files = [edge["node"] for edge in edges]
-            found = {str(f["name"]): str(f.get("directUrl") or "") for f in files if f["name"] in RUN_FILES}
+            return {str(f["name"]): str(f.get("directUrl") or "") for f in files if f["name"] in names}
         except SHAPE_ERRORS as exc:
             raise BadData(shape_problem(source, exc)) from exc
-        out = []
-        for name, address in sorted(found.items()):
-            if not address:  # listed but not uploaded yet
-                continue
-            try:
-                content = self.http.get_signed_bytes(address, max_bytes=self.artifact_max_bytes + 1)
-            except HttpStatusError as exc:
-                if exc.status in (403, 404):  # gone from storage since it was listed, or expired
-                    continue
-                raise
-            out.append(ArtifactRecord.capped(job.external_id, RUN_FILES[name], name, content, self.artifact_max_bytes))
-        return out
+
+    def _download(self, address: str, max_bytes: int) -> bytes | None:
+        """A file from its pre-signed address; None when there is none, or storage no longer has it."""
+        if not address:
+            return None
+        try:
+            return self.http.get_signed_bytes(address, max_bytes=max_bytes)
+        except HttpStatusError as exc:
+            if exc.status in (403, 404):  # gone from storage since it was listed, or expired
+                return None
+            raise
+
+
+def code_file(metadata: bytes) -> str | None:
+    """The name W&B keeps a run's saved program under (`code/<codePath>`), from its metadata file;
+    None when the metadata names none, or names something that is not a script (a notebook, a
+    path out of the repository)."""
+    try:
+        path = json.loads(metadata).get("codePath")
+    except (ValueError, AttributeError, RecursionError):  # not JSON, or not an object: no program named
+        return None
+    if not isinstance(path, str) or len(path) > 255 or not path.endswith(CODE_SUFFIXES):
+        return None
+    if path.startswith("/") or "\\" in path or ".." in path.split("/"):
+        return None
+    return f"code/{path}"
