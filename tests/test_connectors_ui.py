@@ -216,3 +216,26 @@ def test_the_form_shows_each_kind_s_options_and_auth_and_every_example_is_valid(
                       url="https://api.wandb.ai", options=kinds()["wandb"].options_example)  # fmt: skip
     assert client.post(reverse("connectors:create"), wandb).status_code == 302
     assert Connector.objects.get(name="wandb").to_settings().basic_auth == ("api", SECRET)
+
+
+def test_the_form_shows_every_field_once_in_its_group_with_its_error_beside_it(client, operator):
+    """The form is laid out by hand in fieldsets: a field left out of them would vanish from the
+    page, and the connector could not be configured."""
+    import re
+
+    from fleet.connectors.forms import ConnectorForm
+
+    grouped = [name for _, names in ConnectorForm.FIELDSETS for name in names]
+    assert sorted(grouped) == sorted(ConnectorForm().fields) and len(grouped) == len(set(grouped))
+    client.force_login(operator)
+    page = client.get(reverse("connectors:create")).content.decode()
+    assert re.findall(r"<legend>([^<]+)</legend>", page) == [legend for legend, _ in ConnectorForm.FIELDSETS]
+    for name in grouped:
+        assert len(re.findall(rf'<label for="id_{name}">', page)) == 1, name
+        assert page.count(f'name="{name}"') == 1, name
+    assert '<label for="id_url">URL</label>' in page and '<label for="id_ca_bundle">CA bundle</label>' in page
+    # A help text is the input's description, for a screen reader too.
+    assert 'aria-describedby="id_url_helptext"' in page and 'id="id_url_helptext"' in page
+    refused = client.post(reverse("connectors:create"), form_data(auth="basic", username="")).content.decode()
+    field = re.search(r'<div class="field invalid">(.*?)</div>', refused, re.S)
+    assert field and 'for="id_username"' in field.group(1) and "Basic auth needs a user name." in field.group(1)

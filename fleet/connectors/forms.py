@@ -13,7 +13,9 @@ SECRET_REFERENCE = re.compile(r"^(env:[A-Za-z_][A-Za-z0-9_]*|file:/.+)$")
 
 
 class ConnectorForm(forms.ModelForm):
-    url = forms.URLField(max_length=500, assume_scheme="https", help_text="Base URL, e.g. https://prometheus:9090")
+    url = forms.URLField(
+        label="URL", max_length=500, assume_scheme="https", help_text="Base URL, e.g. https://prometheus:9090"
+    )
     secret = forms.CharField(
         required=False,
         strip=True,
@@ -48,6 +50,26 @@ class ConnectorForm(forms.ModelForm):
             "headers": forms.Textarea(attrs={"rows": 2}),
             "options": forms.Textarea(attrs={"rows": 6}),
         }
+        labels = {
+            "interval_minutes": "Pull every (minutes)",
+            "metrics_from": "Metrics from",
+            "auth": "Auth kind",
+            "username": "User name",
+            "ca_bundle": "CA bundle",
+            "verify_tls": "Verify TLS certificates",
+        }
+
+    # The form's fields in the groups the page shows them in, each a fieldset with its legend.
+    FIELDSETS = (
+        ("Platform", ("name", "kind", "url", "cluster", "metrics_from")),
+        ("Schedule", ("enabled", "interval_minutes")),
+        ("Authentication", ("auth", "username", "secret_header", "secret", "secret_reference", "clear_secret")),
+        ("Connection", ("headers", "ca_bundle", "verify_tls")),
+        ("Kind-specific options", ("options",)),
+    )
+
+    def fieldsets(self) -> list[tuple[str, list]]:
+        return [(legend, [self[name] for name in names]) for legend, names in self.FIELDSETS]
 
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
