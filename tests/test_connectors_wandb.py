@@ -14,7 +14,7 @@ from fleet.connectors import sync
 from fleet.connectors.base import BadData, ConfigError, ConnectorSettings, TransientError, parse_time_watermark
 from fleet.connectors.http import HttpClient
 from fleet.connectors.models import Connector
-from fleet.connectors.wandb import WandbConnector, code_file, job_from_run, run_gpus, samples_from_events
+from fleet.connectors.wandb import WandbConnector, job_from_run, run_gpus, run_program, samples_from_events
 from fleet.models import IngestRun, Job
 from fleet.series import from_parquet_bytes
 from tests.connector_servers import FakePlatform
@@ -78,6 +78,8 @@ class Wandb:
         if "FleetTriageProject" in body["query"]:
             return 200, {"data": {"project": {"name": variables["project"], "runCount": len(runs)}}}, {}
         if "FleetTriageRunFiles" in body["query"]:
+            if variables["name"] == "r0009" and variables["names"] == ["wandb-metadata.json"]:
+                return 200, {"errors": [{"message": "file listing timed out"}]}, {}
             files = [
                 {
                     "name": name,
@@ -149,7 +151,8 @@ def storage_file(path, query):
         return 200, f"epoch 1\nWARNING: DataLoader worker in {run} is slow\n".encode(), {}
     if name == "wandb-metadata.json":
         program = "notebooks/explore.ipynb" if run == "r0004" else "src/train.py"  # a notebook is not read
-        return 200, json.dumps({"program": program, "codePath": program, "args": ["--epochs", "3"]}).encode(), {}
+        doc = {"executable": "/opt/conda/bin/python3", "program": program, "codePath": program}
+        return 200, json.dumps(doc | {"args": ["--epochs", "3", "--data", "s3://vision-data/x y"]}).encode(), {}
     if name.startswith("code/"):
         return 200, TRAIN_PY, {}
     return 200, b"torch==2.3.0\n", {}
@@ -233,9 +236,14 @@ def test_a_wandb_pull_stores_each_stopped_gpu_run_once_with_its_system_metrics(m
     }
     with saved.artifacts.get(path="code/src/train.py").file.open("rb") as stored:
         assert stored.read() == TRAIN_PY
-    # r0004's metadata names a notebook: its files are listed once, no code asked for.
+    # The command line is the metadata's, quoted as a shell would need it.
+    assert saved.command == "/opt/conda/bin/python3 src/train.py --epochs 3 --data 's3://vision-data/x y'"
+    assert saved.job_type == "batch"
+    # r0004 ran from a notebook: an interactive session, and no code asked for (notebooks are not read).
+    notebook = Job.objects.get(external_id="vision-lab/resnet/r0004")
+    assert notebook.job_type == "interactive" and "notebooks/explore.ipynb" in notebook.command
     asked = [q["names"] for q in api.queries if q.get("name") == "r0004" and "names" in q]
-    assert asked == [["output.log", "requirements.txt", "wandb-metadata.json"]]
+    assert asked == [["wandb-metadata.json"], ["output.log", "requirements.txt"]]
     log = job.artifacts.get(path="output.log")
     with log.file.open("rb") as stored:
         assert b"DataLoader worker in r0001 is slow" in stored.read()  # after a 503 from storage, retried
@@ -245,9 +253,16 @@ def test_a_wandb_pull_stores_each_stopped_gpu_run_once_with_its_system_metrics(m
     assert (crashed.team.name, crashed.state, crashed.user) == ("Research", "FAILED", "bob")
     assert Job.objects.get(external_id="vision-lab/llm/r0009").state == "CANCELLED"
     run = IngestRun.objects.get(pk=result.run_id)
-    assert [(e["job_id"], "createdAt: unparseable timestamp 'soon'" in e["message"]) for e in run.errors] == [
+    assert [(e["job_id"], "createdAt: unparseable timestamp 'soon'" in e["message"]) for e in run.errors[:1]] == [
         ("vision-lab/resnet/r0008", True)
     ]
+    # r0009's metadata could not be listed: said, and the run stored as listed, with its files.
+    assert [(e["job_id"], e["message"]) for e in run.errors[1:]] == [
+        ("vision-lab/llm/r0009", "details: wandb-test metadata of run vision-lab/llm/r0009: W&B answered with an "
+                                 "error: file listing timed out"),
+    ]  # fmt: skip
+    killed = Job.objects.get(external_id="vision-lab/llm/r0009")
+    assert killed.command == "" and killed.artifacts.count() == 2
     connector.refresh_from_db()
     watermark = parse_time_watermark(connector.watermark)
     assert before - timedelta(minutes=5, seconds=1) <= watermark <= after - timedelta(minutes=5)
@@ -347,23 +362,29 @@ def test_system_metrics_become_canonical_series_in_mib_with_the_gpu_s_total_memo
 
 
 @pytest.mark.parametrize(
-    ("metadata", "name"),
+    ("metadata", "expected"),
     [
-        (b'{"codePath": "src/train.py", "program": "/home/alice/src/train.py"}', "code/src/train.py"),
-        (b'{"codePath": "run.sh"}', "code/run.sh"),
-        (b'{"codePath": "explore.ipynb"}', None),  # a notebook: not a script the rules read
-        (b'{"codePath": "../../etc/cron.py"}', None),
-        (b'{"codePath": "/etc/cron.py"}', None),
-        (b'{"program": "train.py"}', None),  # outside a repository W&B records no code path
-        (b'{"codePath": 7}', None),
+        (b'{"codePath": "src/train.py", "program": "/home/alice/src/train.py", "args": ["--lr", "0.1"]}',
+         ("/home/alice/src/train.py --lr 0.1", False, "code/src/train.py")),
+        (b'{"codePath": "run.sh", "program": "run.sh", "executable": "/usr/bin/python3"}',
+         ("/usr/bin/python3 run.sh", False, "code/run.sh")),
+        (b'{"codePath": "explore.ipynb", "program": "explore.ipynb"}', ("explore.ipynb", True, None)),
+        (b'{"program": "<python with no main file>"}', ("'<python with no main file>'", True, None)),
+        (b'{"codePath": "../../etc/cron.py", "program": "x.py"}', ("x.py", False, None)),
+        (b'{"codePath": "/etc/cron.py", "program": "x.py"}', ("x.py", False, None)),
+        (b'{"codePath": 7, "program": "x.py", "args": "not a list"}', ("x.py", False, None)),
+        (b'{"program": "train.py"}', ("train.py", False, None)),  # outside a repository: no code path
+        (b'{"codePath": "train.py"}', None),  # no program: nothing ran that it names
+        (b'{"program": ""}', None),
         (b"[1, 2]", None),
-        (b'{"codePath": "train', None),  # cut off at the size cap
+        (b'{"program": "train', None),  # cut off at the size cap
         (b"\xff\xfe", None),
         (b"[" * 100_000, None),
     ],
-)
-def test_the_saved_program_is_found_from_the_run_s_metadata_and_nothing_else(metadata, name):
-    assert code_file(metadata) == name
+)  # fmt: skip
+def test_the_command_and_saved_program_come_from_the_run_s_metadata_and_nothing_else(metadata, expected):
+    found = run_program(metadata)
+    assert (found and (found.command, found.interactive, found.code_file)) == expected
 
 
 @pytest.mark.parametrize(

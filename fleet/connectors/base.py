@@ -7,6 +7,7 @@ A connector is a class registered under a `kind` (see `registry`). The sync serv
    (an opaque string the connector itself produced earlier: a time, or a cursor). Each batch
    carries the watermark that is safe to save once *all jobs of this and every earlier batch*
    are stored — so a crash part-way resumes at the last stored batch and never skips a job.
+   Each job then goes through `describe(job)`, which may complete it from a request of its own.
 2. `fetch_series(job)` returns the job's normalised series frame (`fleet.series.normalize`) or
    None. Connectors that only list jobs delegate this to their metrics source (Prometheus).
 3. `fetch_artifacts(job)` returns the job's logs and scripts as `ArtifactRecord`s.
@@ -146,7 +147,7 @@ class Batch:
 
 
 class BaseConnector:
-    """Base of every connector kind. Subclasses set `kind` and override the three methods."""
+    """Base of every connector kind. Subclasses set `kind` and override the methods below they need."""
 
     kind: ClassVar[str] = ""
     label: ClassVar[str] = ""
@@ -171,6 +172,11 @@ class BaseConnector:
         from fleet.connectors.prometheus import request_from_labels
 
         return self.metrics.fetch_job_series(request_from_labels(job))
+
+    def describe(self, job: JobRecord) -> JobRecord:
+        """The listed job completed with what only a request of its own tells (W&B keeps a run's
+        command line in a file of the run, not in the run list); by default the job as listed."""
+        return job
 
     def fetch_artifacts(self, job: JobRecord) -> list[ArtifactRecord]:
         return []

@@ -169,6 +169,10 @@ class _Pull:
             return
         self.seen.add(key)
         self.result.jobs_seen += 1
+        try:
+            record = source.describe(record)
+        except BadData as exc:  # recorded; the job is stored as it was listed
+            self.errors.append(RecordError(self.connector.name, f"details: {exc}", job_id=record.external_id))
         error = record.storage_error(self.connector.name)
         if error is not None:  # the database cannot keep it: reported, its series and files not fetched
             self.errors.append(error)

@@ -25,7 +25,9 @@ from __future__ import annotations
 
 import json
 import re
+import shlex
 from collections.abc import Iterator
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime, timedelta
 
 from fleet.archive.parser import parse_timestamp
@@ -81,12 +83,16 @@ query FleetTriageRunFiles($entity: String!, $project: String!, $name: String!, $
 # The files of a run the rules read: the console output (log lines: data-loader warnings, pip
 # installs, checkpoints) and the pinned packages. W&B saves both when it runs.
 RUN_FILES = {"output.log": "log", "requirements.txt": "script"}
-# The run's metadata names its program (`codePath`, from the repository's root); where code saving
-# is on (`save_code=True`, or the project's setting), W&B keeps a copy under `code/`: the training
-# script the rules read for remote paths, loader settings and checkpoint calls.
+# The run's metadata holds its command line (`executable`, `program`, `args`) and its program's
+# path from the repository's root (`codePath`); where code saving is on (`save_code=True`, or the
+# project's setting), W&B keeps a copy of that program under `code/`: the training script the
+# rules read for remote paths, loader settings and checkpoint calls.
 METADATA_FILE = "wandb-metadata.json"
 CODE_SUFFIXES = (".py", ".sh")
 MAX_METADATA_BYTES = 2**20
+MAX_COMMAND_CHARS = 4096  # a command line with megabytes of arguments keeps its start
+# What W&B names as the program of a run started from a notebook or an interactive interpreter.
+INTERACTIVE_PROGRAMS = ("<python with no main file>",)
 
 PROJECT_QUERY = """
 query FleetTriageProject($entity: String!, $project: String!) {
@@ -419,17 +425,32 @@ class WandbConnector(BaseConnector):
             raise BadData(f"{source}: {exc}") from exc
         return frame_from_samples({"samples": samples}, job=job, source=source)
 
+    def describe(self, job: JobRecord) -> JobRecord:
+        """The run with its command line and saved program, from its metadata file; a run started
+        from a notebook is an interactive session, as the taxonomy judges those apart."""
+        if not self.fetch_files:
+            return job
+        source = f"{self.settings.name} metadata of run {job.external_id}"
+        found = self._file_addresses(job, [METADATA_FILE], source)
+        metadata = self._download(found.get(METADATA_FILE, ""), MAX_METADATA_BYTES)
+        program = run_program(metadata) if metadata is not None else None
+        if program is None:
+            return job
+        return replace(
+            job,
+            command=program.command,
+            job_type="interactive" if program.interactive else job.job_type,
+            raw=job.raw | {"code_file": program.code_file},
+        )
+
     def fetch_artifacts(self, job: JobRecord) -> list[ArtifactRecord]:
         if not self.fetch_files:
             return []
         source = f"{self.settings.name} files of run {job.external_id}"
-        found = self._file_addresses(job, [*RUN_FILES, METADATA_FILE], source)
-        wanted = {name: RUN_FILES[name] for name in RUN_FILES if name in found}
-        metadata = self._download(found.pop(METADATA_FILE, ""), MAX_METADATA_BYTES)
-        code = code_file(metadata) if metadata is not None else None
-        if code:
-            found |= self._file_addresses(job, [code], source)
-            wanted[code] = "script"
+        wanted = dict(RUN_FILES)
+        if job.raw.get("code_file"):  # found by `describe`
+            wanted[job.raw["code_file"]] = "script"
+        found = self._file_addresses(job, list(wanted), source)
         out = []
         for name, kind in sorted(wanted.items()):
             content = self._download(found.get(name, ""), self.artifact_max_bytes + 1)
@@ -464,14 +485,37 @@ class WandbConnector(BaseConnector):
             raise
 
 
-def code_file(metadata: bytes) -> str | None:
-    """The name W&B keeps a run's saved program under (`code/<codePath>`), from its metadata file;
-    None when the metadata names none, or names something that is not a script (a notebook, a
-    path out of the repository)."""
+@dataclass(frozen=True)
+class RunProgram:
+    """What a run's metadata says it ran."""
+
+    command: str  # the command line, e.g. "/usr/bin/python3 src/train.py --epochs 3"
+    interactive: bool  # started from a notebook or an interactive interpreter
+    code_file: str | None  # where W&B keeps a copy of the program (`code/<codePath>`), if a script
+
+
+def run_program(metadata: bytes) -> RunProgram | None:
+    """The program a run's `wandb-metadata.json` names, or None when it names none (or is not a
+    JSON object: cut off at the size cap, not UTF-8). A saved copy is looked for only for a script
+    inside the repository: not a notebook, nor a path leading out of it."""
     try:
-        path = json.loads(metadata).get("codePath")
-    except (ValueError, AttributeError, RecursionError):  # not JSON, or not an object: no program named
+        doc = json.loads(metadata)
+    except (ValueError, RecursionError):
         return None
+    program = doc.get("program") if isinstance(doc, dict) else None
+    if not isinstance(program, str) or not program.strip():
+        return None
+    words = [program]
+    if isinstance(doc.get("executable"), str) and doc["executable"].strip():
+        words.insert(0, doc["executable"])
+    args = doc.get("args")
+    if isinstance(args, list):
+        words += [str(arg) for arg in args if isinstance(arg, str | int | float)]
+    interactive = program in INTERACTIVE_PROGRAMS or program.endswith(".ipynb")
+    return RunProgram(shlex.join(words)[:MAX_COMMAND_CHARS], interactive, _code_file(doc.get("codePath")))
+
+
+def _code_file(path) -> str | None:
     if not isinstance(path, str) or len(path) > 255 or not path.endswith(CODE_SUFFIXES):
         return None
     if path.startswith("/") or "\\" in path or ".." in path.split("/"):
