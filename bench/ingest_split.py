@@ -44,7 +44,7 @@ def split_archive(archive: Path, parts: int) -> list[Path]:
         return outputs
     with zipfile.ZipFile(archive) as source:
         header, *rows = source.read("jobs.csv").decode().splitlines()
-        metrics = pq.read_table(io.BytesIO(source.read("metrics.parquet")))
+        metrics = pq.ParquetFile(io.BytesIO(source.read("metrics.parquet"))).read()
         for index, path in enumerate(outputs):
             mine = rows[index::parts]
             ids = {row.split(",", 1)[0] for row in mine}

@@ -34,7 +34,7 @@ KEYS = ("timestamp", "host", "gpu")
 def job_tables(archive: Path, jobs: int) -> list[pa.Table]:
     """The first `jobs` jobs' rows of the archive's metrics.parquet, one table each."""
     with zipfile.ZipFile(archive) as bundle, bundle.open("metrics.parquet") as member:
-        table = pq.read_table(io.BytesIO(member.read()))
+        table = pq.ParquetFile(io.BytesIO(member.read())).read()
     ids = table.column("job_id").to_numpy(zero_copy_only=False)
     starts = np.r_[0, np.flatnonzero(ids[1:] != ids[:-1]) + 1]
     ends = np.r_[starts[1:], len(ids)]

@@ -335,3 +335,27 @@ def test_arrow_allocates_with_jemalloc_unless_the_environment_names_another_allo
     in_the_process = json.loads(done.stdout.splitlines()[-1])
     assert in_the_process["backend"] == in_use
     assert in_the_process["peak"] > 1_000_000  # the Parquet round trip allocated from it
+
+
+READ_A_BLOB_AND_EXIT = r"""
+import pandas as pd
+from fleet import series
+frame = pd.DataFrame({"timestamp": pd.date_range("2026-01-01", periods=50_000, freq="s", tz="UTC"),
+                      "host": "h", "gpu": 0, "gpu_util": 50.0})
+data = series.to_parquet_bytes(frame)
+assert len(series.from_parquet_bytes(data, columns=["gpu_util"])) == 50_000
+"""
+
+
+def test_a_process_that_reads_a_series_and_exits_at_once_exits_cleanly():
+    """A command that reads a job's series (triage, an export) must exit 0 when it is done. Through
+    pq.read_table the read left Arrow's read-ahead tasks running, and a process exiting right after
+    aborted with "terminate called without an active exception" (-6) most of the time."""
+    import subprocess
+    import sys
+
+    from tests.conftest import REPO
+
+    for _ in range(8):
+        done = subprocess.run([sys.executable, "-c", READ_A_BLOB_AND_EXIT], cwd=REPO, capture_output=True, text=True)
+        assert done.returncode == 0, done.stderr
