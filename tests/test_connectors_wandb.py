@@ -78,7 +78,7 @@ class Wandb:
         if "FleetTriageProject" in body["query"]:
             return 200, {"data": {"project": {"name": variables["project"], "runCount": len(runs)}}}, {}
         if "FleetTriageRunFiles" in body["query"]:
-            if variables["name"] == "r0009" and variables["names"] == ["wandb-metadata.json"]:
+            if variables["name"] == "r0009" and "wandb-metadata.json" in variables["names"]:
                 return 200, {"errors": [{"message": "file listing timed out"}]}, {}
             files = [
                 {
@@ -243,7 +243,9 @@ def test_a_wandb_pull_stores_each_stopped_gpu_run_once_with_its_system_metrics(m
     notebook = Job.objects.get(external_id="vision-lab/resnet/r0004")
     assert notebook.job_type == "interactive" and "notebooks/explore.ipynb" in notebook.command
     asked = [q["names"] for q in api.queries if q.get("name") == "r0004" and "names" in q]
-    assert asked == [["wandb-metadata.json"], ["output.log", "requirements.txt"]]
+    assert asked == [["output.log", "requirements.txt", "wandb-metadata.json"]]  # one listing for both
+    saving = [q["names"] for q in api.queries if (q["project"], q.get("name")) == ("resnet", "r0002") and "names" in q]
+    assert saving == [["output.log", "requirements.txt", "wandb-metadata.json"], ["code/src/train.py"]]
     log = job.artifacts.get(path="output.log")
     with log.file.open("rb") as stored:
         assert b"DataLoader worker in r0001 is slow" in stored.read()  # after a 503 from storage, retried

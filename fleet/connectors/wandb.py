@@ -31,7 +31,7 @@ from dataclasses import dataclass, replace
 from datetime import UTC, datetime, timedelta
 
 from fleet.archive.parser import parse_timestamp
-from fleet.canonical import ArtifactRecord, JobRecord, RecordError
+from fleet.canonical import SERIES_KEYS, ArtifactRecord, JobRecord, RecordError
 from fleet.connectors.base import (
     SHAPE_ERRORS,
     BadData,
@@ -251,7 +251,7 @@ def samples_from_events(events: list) -> list[dict]:
         metric, unit = HOST_COUNTERS[key]
         for stamp, rate in counter_rates(points, scale=unit).items():
             hosts[stamp][metric] = rate
-    samples.extend(row for row in hosts.values() if len(row) > 3)  # more than its keys
+    samples.extend(row for row in hosts.values() if len(row) > len(SERIES_KEYS))  # a metric beside its keys
     return sorted(samples, key=lambda row: (row["timestamp"], row["gpu"] is None, row["gpu"] or 0))
 
 
@@ -287,6 +287,9 @@ class WandbConnector(BaseConnector):
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
         options = self.settings.options
+        # The files `describe` listed for the last run it described, (job id, {name: address}), so
+        # that `fetch_artifacts`, called next for the same run, need not list them again.
+        self._listed: tuple[str, dict[str, str]] | None = None
         self.entity, self.projects = _projects(options)
         self.team_key = str(options.get("team_key") or "team")
         self.user_teams = mapping_option(options, "user_teams")
@@ -431,7 +434,9 @@ class WandbConnector(BaseConnector):
         if not self.fetch_files:
             return job
         source = f"{self.settings.name} metadata of run {job.external_id}"
-        found = self._file_addresses(job, [METADATA_FILE], source)
+        self._listed = None
+        found = self._file_addresses(job, [METADATA_FILE, *RUN_FILES], source)  # the files too: one listing
+        self._listed = (job.external_id, found)
         metadata = self._download(found.get(METADATA_FILE, ""), MAX_METADATA_BYTES)
         program = run_program(metadata) if metadata is not None else None
         if program is None:
@@ -447,10 +452,15 @@ class WandbConnector(BaseConnector):
         if not self.fetch_files:
             return []
         source = f"{self.settings.name} files of run {job.external_id}"
+        listed, self._listed = self._listed, None
+        if listed and listed[0] == job.external_id:
+            found = listed[1]
+        else:  # not described (its metadata could not be listed): list the files now
+            found = self._file_addresses(job, [*RUN_FILES], source)
         wanted = dict(RUN_FILES)
-        if job.raw.get("code_file"):  # found by `describe`
+        if job.raw.get("code_file"):  # found by `describe`, from the metadata it listed
             wanted[job.raw["code_file"]] = "script"
-        found = self._file_addresses(job, list(wanted), source)
+            found = found | self._file_addresses(job, [job.raw["code_file"]], source)
         out = []
         for name, kind in sorted(wanted.items()):
             content = self._download(found.get(name, ""), self.artifact_max_bytes + 1)
