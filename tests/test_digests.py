@@ -19,7 +19,7 @@ from fleet.models import IngestRun, Job
 from tests.factories import JobFactory, OwnerFactory, UserFactory
 from tests.test_browser import browser, window_width  # noqa: F401  (browser: the shared Chromium fixture)
 from triage.dashboard import queries
-from triage.digests import services, weeks
+from triage.digests import findings, services, weeks
 from triage.digests.models import Delivery, DigestKind, Subscription
 from triage.digests.tasks import send_digest_task, send_weekly_task
 from triage.models import Feedback, Finding, JobTriage, RuleSet, TriageStatus
@@ -667,12 +667,14 @@ def test_both_digests_read_on_a_phone_without_scrolling_sideways(smtp, fleet, me
 
 
 def test_the_digests_carry_the_answers_job_owners_gave(smtp, fleet, team_a, team_b, member_a, operator):
-    """A team sees what it said of a listed job's causes instead of the bare finding again; the
-    operators see the week's answers per cause, the most disputed first."""
+    """A team sees what it said of a listed job's causes instead of the bare finding again, and its
+    fix is that of a cause nobody set aside; the operators see the week's answers per cause, the
+    most disputed first."""
     resnet = fleet["resnet"]
     given = [
         Feedback.objects.create(job=resnet, category=Category.MODEL_CHECKPOINTING, user=member_a, verdict="expected"),
         Feedback.objects.create(job=resnet, category=Category.HOST_GPU_TRANSFER, user=operator, verdict="wrong"),
+        Feedback.objects.create(job=resnet, category=Category.HOST_GPU_TRANSFER, user=member_a, verdict="right"),
         Feedback.objects.create(
             job=fleet["bert"], category=Category.IMPROPER_BATCH_SIZE, user=member_a, verdict="right"
         ),
@@ -681,15 +683,24 @@ def test_the_digests_carry_the_answers_job_owners_gave(smtp, fleet, team_a, team
             job=fleet["bert"], category=Category.IMPROPER_BATCH_SIZE, user=operator, verdict="wrong"
         ),
     ]
-    for answer in given[:3]:
+    for answer in given[:4]:
         Feedback.objects.filter(pk=answer.pk).update(updated_at=WEEK_START + timedelta(days=5))
-    Feedback.objects.filter(pk=given[3].pk).update(updated_at=WEEK_START - timedelta(days=1))
+    Feedback.objects.filter(pk=given[4].pk).update(updated_at=WEEK_START - timedelta(days=1))
     send_weekly_task.delay(WEEK).get()
 
     text, html = parts(smtp.to(member_a.email)[0])
-    resnet_entry = text.split("train-resnet")[1].split("eval-bert")[0]
+    fixes = text.split("FIXES THAT PAY MOST")[1]
+    # Checkpointing (4 of resnet's 5.5 GPU-hours) was answered intended: resnet ranks by its
+    # host-GPU transfer alone, under bert, and that is the fix it is given.
+    assert fixes.index("eval-bert") < fixes.index("train-resnet")
+    resnet_entry = fixes.split("train-resnet")[1].split("\n  2.")[0].split("http")[0]
+    assert "1.5 recoverable GPU-hours" in resnet_entry
+    assert "Causes: Model checkpointing, Inefficient host-GPU data transfer" in resnet_entry
     assert "alice-member answered on Model checkpointing: Intended: it is meant to run this way" in resnet_entry
     assert "olivia-operator answered on Inefficient host-GPU data transfer: Wrong: not the cause" in resnet_entry
+    assert "Fix: Use pinned memory and non_blocking copies" in resnet_entry
+    assert "Save checkpoints asynchronously" not in resnet_entry
+    assert "Left out" not in text
     assert "alice-member answered on Model checkpointing: Intended" in html
 
     operator_text, operator_html = parts(smtp.to(operator.email)[0])
@@ -703,6 +714,32 @@ def test_the_digests_carry_the_answers_job_owners_gave(smtp, fleet, team_a, team
     assert lines[1].startswith("Improper batch size: 1 right, 0 wrong, 0 intended")  # last week's answer left out
     assert lines[0].endswith("/categories/host_gpu_transfer/")
     assert "What job owners answered" in operator_html
+
+
+def test_a_job_whose_people_set_aside_every_cause_is_left_out_of_the_fixes(smtp, fleet, member_a, operator):
+    """A team that answered each cause of a job wrong or intended is not told again to make those
+    changes: the job leaves the fixes that pay most, a line says what was left out, and its waste
+    still counts in the week's causes."""
+    resnet = fleet["resnet"]
+    Feedback.objects.create(job=resnet, category=Category.MODEL_CHECKPOINTING, user=member_a, verdict="expected")
+    Feedback.objects.create(job=resnet, category=Category.HOST_GPU_TRANSFER, user=operator, verdict="wrong")
+    send_weekly_task.delay(WEEK).get()
+
+    text, html = parts(smtp.to(member_a.email)[0])
+    fixes = text.split("FIXES THAT PAY MOST")[1]
+    assert "train-resnet" not in fixes
+    assert fixes.strip().startswith("1. eval-bert")
+    assert "Left out: 1 job (5.5 GPU-hours) whose every cause was answered wrong or intended." in fixes
+    assert "Left out: 1 job (5.5 GPU-hours)" in html and "train-resnet" not in html.split("Fixes that pay most")[1]
+    assert "Model checkpointing" in text.split("FIXES THAT PAY MOST")[0]  # the waste by cause keeps it
+
+    # Someone answering right takes the cause back: the job and its fix return.
+    Feedback.objects.create(job=resnet, category=Category.MODEL_CHECKPOINTING, user=operator, verdict="right")
+    ranked, left_out = findings.top_jobs(Job.objects.filter(pk=resnet.pk), 10)
+    assert [(entry.job_id, entry.recoverable_gpu_hours) for entry in ranked] == [(resnet.pk, 4.0)]
+    assert ranked[0].fix.startswith("Save checkpoints asynchronously")
+    assert ranked[0].set_aside == [Category.HOST_GPU_TRANSFER]
+    assert left_out == findings.SetAside(0, 0.0)
 
 
 def test_a_week_without_answers_has_no_answers_section(smtp, fleet, operator):

@@ -50,7 +50,7 @@ def test_rater_sees_no_findings_anywhere_until_they_submit(client, researcher, b
     from triage.models import Feedback
 
     owner = UserFactory(username="owner-of-it")
-    Feedback.objects.create(job=job, category="api_misuse", user=owner, verdict="wrong")
+    Feedback.objects.create(job=job, category="api_misuse", user=owner, verdict="right")
     export = b"".join(client.get(reverse("dashboard:job-list"), {"format": "csv"}).streaming_content).decode()
     assert export.splitlines()[1].endswith(",hidden,,")  # no causes, and no answers that would name them
     # The job's own day: late in a full run the factory's start times lie past today, and a preset

@@ -12,7 +12,7 @@ from django.db.models import Count, Sum, Value
 from django.db.models.functions import Coalesce
 
 from fleet.costs import Conversion
-from triage.feedback import Tally, tally
+from triage.feedback import Tally, Verdict, tally
 from triage.models import Feedback, Finding, JobTriage, TriageStatus
 from triage.taxonomy import Category
 
@@ -38,14 +38,33 @@ class CategoryWaste:
 @dataclass
 class JobWaste:
     job_id: int
-    recoverable_gpu_hours: float
+    recoverable_gpu_hours: float  # of the causes nobody set aside
     categories: list[Category] = field(default_factory=list)
-    fix: str = ""  # the change to make, from the guidance of the job's biggest finding
+    fix: str = ""  # the change to make, from the guidance of the job's biggest finding not set aside
     summary: str = ""  # what that finding saw, shown when its guidance names no change
+    set_aside: list[Category] = field(default_factory=list)  # causes answered wrong or intended
+
+
+@dataclass(frozen=True)
+class SetAside:
+    """The jobs of the week whose people answered every cause found wrong or intended: nothing
+    left to fix, so they are not among the fixes that pay most (their waste still counts)."""
+
+    jobs: int = 0
+    gpu_hours: float = 0.0
 
 
 def current_findings(jobs):
     return Finding.objects.filter(result__is_current=True, job__in=jobs)
+
+
+def set_aside_causes(jobs) -> set[tuple[int, str]]:
+    """(job id, category) of the causes found in `jobs` that someone answered wrong or intended and
+    nobody answered right: a fix the job's people have turned down (one query)."""
+    verdicts: dict[tuple[int, str], set[str]] = {}
+    for job_id, category, verdict in Feedback.objects.filter(job__in=jobs).values_list("job_id", "category", "verdict"):
+        verdicts.setdefault((job_id, category), set()).add(verdict)
+    return {key for key, given in verdicts.items() if Verdict.RIGHT not in given}
 
 
 def waste_by_category(jobs, conversion: Conversion | None = None) -> list[CategoryWaste]:
@@ -69,16 +88,26 @@ def waste_by_category(jobs, conversion: Conversion | None = None) -> list[Catego
     ]
 
 
-def top_jobs(jobs, limit: int) -> list[JobWaste]:
-    """The jobs with the most recoverable GPU-hours, each with its causes and the fix that pays most."""
-    ranked = list(
-        current_findings(jobs)
-        .values("job_id")
-        .annotate(hours=Sum("gpu_hours"))
-        .filter(hours__gt=0)
-        .order_by("-hours", "job_id")[:limit]
-    )
-    by_job = {row["job_id"]: JobWaste(row["job_id"], row["hours"]) for row in ranked}
+def top_jobs(jobs, limit: int) -> tuple[list[JobWaste], SetAside]:
+    """The jobs with the most recoverable GPU-hours, each with its causes and the fix that pays most,
+    and what was left out of them.
+
+    A cause its people answered wrong or intended (and nobody right) is set aside: its hours do not
+    rank the job and its guidance is not the job's fix, since the team has said it will not make
+    that change. A job whose every cause is set aside is not listed; `SetAside` counts those jobs
+    and their hours. The causes list of a listed job still names every cause found.
+    """
+    set_aside = set_aside_causes(jobs)
+    hours: dict[int, float] = {}
+    turned_down: dict[int, float] = {}
+    for job_id, category, gpu_hours in (
+        current_findings(jobs).filter(gpu_hours__gt=0).values_list("job_id", "category", "gpu_hours")
+    ):
+        into = turned_down if (job_id, category) in set_aside else hours
+        into[job_id] = into.get(job_id, 0.0) + gpu_hours
+    ranked = sorted((job_id for job_id, total in hours.items() if total > 0), key=lambda j: (-hours[j], j))[:limit]
+    left_out = [job_id for job_id in turned_down if job_id not in hours]
+    by_job = {job_id: JobWaste(job_id, hours[job_id]) for job_id in ranked}
     # One query for the findings of all the listed jobs; the biggest finding of a job gives its fix.
     for finding in (
         current_findings(jobs)
@@ -90,10 +119,13 @@ def top_jobs(jobs, limit: int) -> list[JobWaste]:
         category = Category(finding.category) if finding.category in Category.values else None
         if category is not None and category not in entry.categories:
             entry.categories.append(category)
-        if not entry.summary:
+        if (finding.job_id, finding.category) in set_aside:
+            if category is not None:
+                entry.set_aside.append(category)
+        elif not entry.summary:
             entry.fix = fix_line(finding.guidance)
             entry.summary = one_line(finding.summary)
-    return list(by_job.values())
+    return list(by_job.values()), SetAside(len(left_out), sum(turned_down[job_id] for job_id in left_out))
 
 
 def causes_of(job_ids) -> dict[int, list[Category]]:

@@ -355,7 +355,7 @@ def _week_label(period: Period) -> str:
 def team_context(team: Team, period: Period, hidden: frozenset[int] = frozenset()) -> dict:
     context = _base_context(DigestKind.TEAM, period, Job.objects.filter(team=team), team, hidden)
     del context["conversion"]
-    ranked = findings.top_jobs(context.pop("judged_week_jobs"), settings.DIGEST_TOP_JOBS)
+    ranked, context["set_aside"] = findings.top_jobs(context.pop("judged_week_jobs"), settings.DIGEST_TOP_JOBS)
     jobs = Job.objects.select_related("cluster").in_bulk([entry.job_id for entry in ranked])
     answers = findings.answers_on(list(jobs))
     context["top_jobs"] = [
@@ -366,6 +366,7 @@ def team_context(team: Team, period: Period, hidden: frozenset[int] = frozenset(
             "answers": answers.get(entry.job_id, []),
             "fix": entry.fix,
             "summary": entry.summary,
+            "set_aside": entry.set_aside,
             "url": absolute(reverse("dashboard:job-detail", args=[entry.job_id])),
         }
         for entry in ranked
