@@ -102,6 +102,11 @@ class Tally:
         return self.wrong / judged if judged else None
 
     @property
+    def set_aside(self) -> bool:
+        """Answered wrong or intended, and right by nobody: a change its people turned down."""
+        return bool(self.total) and not self.right
+
+    @property
     def text(self) -> str:
         """ "2 wrong, 1 right" as the jobs CSV says it: the verdicts given, in a fixed order."""
         counts = (("right", self.right), ("wrong", self.wrong), ("intended", self.expected))
@@ -135,6 +140,12 @@ def tally_by_category(jobs) -> dict[Category, Tally]:
 def tally(given) -> dict[Category, Tally]:
     """A queryset of answers added up by cause."""
     return {category: counted for (category,), counted in _added_up(given).items()}
+
+
+def set_aside_causes(jobs) -> set[tuple[int, str]]:
+    """(job id, category) of the causes of the jobs of `jobs` their answers set aside (one query)."""
+    answers = _added_up(Feedback.objects.filter(job__in=jobs), "job_id")
+    return {(job_id, category.value) for (job_id, category), counted in answers.items() if counted.set_aside}
 
 
 def summaries(job_ids) -> dict[int, str]:

@@ -12,7 +12,7 @@ from django.db.models import Count, Sum, Value
 from django.db.models.functions import Coalesce
 
 from fleet.costs import Conversion
-from triage.feedback import Tally, Verdict, tally
+from triage.feedback import Tally, set_aside_causes, tally
 from triage.models import Feedback, Finding, JobTriage, TriageStatus
 from triage.taxonomy import Category
 
@@ -58,15 +58,6 @@ def current_findings(jobs):
     return Finding.objects.filter(result__is_current=True, job__in=jobs)
 
 
-def set_aside_causes(jobs) -> set[tuple[int, str]]:
-    """(job id, category) of the causes found in `jobs` that someone answered wrong or intended and
-    nobody answered right: a fix the job's people have turned down (one query)."""
-    verdicts: dict[tuple[int, str], set[str]] = {}
-    for job_id, category, verdict in Feedback.objects.filter(job__in=jobs).values_list("job_id", "category", "verdict"):
-        verdicts.setdefault((job_id, category), set()).add(verdict)
-    return {key for key, given in verdicts.items() if Verdict.RIGHT not in given}
-
-
 def waste_by_category(jobs, conversion: Conversion | None = None) -> list[CategoryWaste]:
     """Recoverable GPU-hours and their cost (in the reporting currency) per cause."""
     conversion = conversion or Conversion.current()
@@ -105,7 +96,7 @@ def top_jobs(jobs, limit: int) -> tuple[list[JobWaste], SetAside]:
     ):
         into = turned_down if (job_id, category) in set_aside else hours
         into[job_id] = into.get(job_id, 0.0) + gpu_hours
-    ranked = sorted((job_id for job_id, total in hours.items() if total > 0), key=lambda j: (-hours[j], j))[:limit]
+    ranked = sorted(hours, key=lambda job_id: (-hours[job_id], job_id))[:limit]
     left_out = [job_id for job_id in turned_down if job_id not in hours]
     by_job = {job_id: JobWaste(job_id, hours[job_id]) for job_id in ranked}
     # One query for the findings of all the listed jobs; the biggest finding of a job gives its fix.

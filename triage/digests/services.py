@@ -366,7 +366,6 @@ def team_context(team: Team, period: Period, hidden: frozenset[int] = frozenset(
             "answers": answers.get(entry.job_id, []),
             "fix": entry.fix,
             "summary": entry.summary,
-            "set_aside": entry.set_aside,
             "url": absolute(reverse("dashboard:job-detail", args=[entry.job_id])),
         }
         for entry in ranked
