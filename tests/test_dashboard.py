@@ -593,3 +593,48 @@ def test_each_chart_has_its_numbers_as_a_table_under_it(client, operator, fleet,
     histogram = next(t for t in tables if "Jobs by mean GPU utilization" in t)
     assert re.search(r'<th scope="row">40–50</th><td class="num">1</td>', histogram)
     assert re.search(r'<th scope="row">90–100</th><td class="num">1</td>', histogram)
+
+
+def test_a_team_page_does_not_urge_a_change_its_people_set_aside(client, member_a, operator, fleet, team_a):
+    """The digest stopped repeating a change a team turned down, but its dashboard page still gave
+    that change for every cause. A cause answered wrong or intended (and right by nobody) on every
+    job that has it now says so instead; one set aside on some of its jobs keeps the change and says
+    on how many. Its jobs and GPU-hours still count."""
+    from triage.guidance import headline_change
+    from triage.models import Feedback
+    from triage.taxonomy import Category
+
+    (low, _), _ = fleet
+    other = JobFactory(team=team_a, start_time=WEEK_START + timedelta(days=3), gpu_hours=4, name="a-other")
+    found = _finding(low, Category.MODEL_CHECKPOINTING, 3.0)
+    _finding(other, Category.MODEL_CHECKPOINTING, 1.0)
+    found.pk = None  # a second cause of the same triage
+    found.category, found.gpu_hours = Category.DATA_EXCHANGE, 2.0
+    found.save()
+    Feedback.objects.create(job=low, category=Category.DATA_EXCHANGE, user=member_a, verdict="expected")
+    Feedback.objects.create(job=low, category=Category.MODEL_CHECKPOINTING, user=operator, verdict="wrong")
+    week = {"from": "2026-11-16", "to": "2026-11-22"}
+    client.force_login(member_a)
+
+    def causes():
+        page = client.get(reverse("dashboard:team-detail", args=["team-a"]), week)
+        rows = {row["category"]: row for row in page.context["causes"]}
+        cells = {
+            row["category"]: re.search(
+                rf'category={row["category"].value}".*?<td class="muted">(.*?)</td></tr>', page.content.decode(), re.S
+            )[1]
+            for row in page.context["causes"]
+        }
+        return rows, cells
+
+    rows, cells = causes()
+    assert (rows[Category.DATA_EXCHANGE]["jobs"], rows[Category.DATA_EXCHANGE]["hours"]) == (1, 2.0)  # still counted
+    assert cells[Category.DATA_EXCHANGE] == "Set aside: answered wrong or intended on its job, right on none."
+    assert headline_change(Category.MODEL_CHECKPOINTING).split("`")[0][:30] in cells[Category.MODEL_CHECKPOINTING]
+    assert cells[Category.MODEL_CHECKPOINTING].endswith("(set aside on 1 of 2 jobs)")
+
+    # Someone answering right takes the cause back; the change is given again, with no note.
+    Feedback.objects.create(job=low, category=Category.DATA_EXCHANGE, user=operator, verdict="right")
+    _, cells = causes()
+    assert "Set aside" not in cells[Category.DATA_EXCHANGE]
+    assert headline_change(Category.DATA_EXCHANGE).split("`")[0][:30] in cells[Category.DATA_EXCHANGE]

@@ -148,6 +148,20 @@ def set_aside_causes(jobs) -> set[tuple[int, str]]:
     return {(job_id, category.value) for (job_id, category), counted in answers.items() if counted.set_aside}
 
 
+def set_aside_jobs_by_cause(jobs) -> dict[Category, int]:
+    """Per cause, how many jobs of `jobs` have it among their current findings and set aside by
+    their answers (two queries): what a team's page counts against the change it would suggest."""
+    aside = set_aside_causes(jobs)
+    if not aside:
+        return {}
+    found = Finding.objects.filter(result__is_current=True, job_id__in={job_id for job_id, _ in aside})
+    counts: dict[Category, int] = {}
+    for job_id, category in found.values_list("job_id", "category").distinct():
+        if (job_id, category) in aside:
+            counts[Category(category)] = counts.get(Category(category), 0) + 1
+    return counts
+
+
 def summaries(job_ids) -> dict[int, str]:
     """Per job, its answers in a line ("data_exchange: 1 intended; model_checkpointing: 1 right,
     2 wrong"), causes in a fixed order, in one query: the jobs CSV's `answers`."""

@@ -205,8 +205,16 @@ def team_detail(request, slug: str):
     )
     blinded = blinded_job_ids(request.user)
     judged_jobs = period_jobs.exclude(pk__in=blinded)  # as `_judged`, with the set used once more below
+    # A cause the team's people answered wrong or intended (and nobody right) is a change they
+    # turned down: counted in its waste, but not urged again where they set it aside everywhere.
+    set_aside = feedback.set_aside_jobs_by_cause(judged_jobs)
     causes = [
-        row | {"category": Category(row["category"]), "change": headline_change(Category(row["category"]))}
+        row
+        | {
+            "category": Category(row["category"]),
+            "change": headline_change(Category(row["category"])),
+            "set_aside": set_aside.get(Category(row["category"]), 0),
+        }
         for row in queries.by_category(judged_jobs, conversion)
     ]
     unclassified, triaged_low = queries.unclassified_share(judged_jobs, threshold)
