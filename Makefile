@@ -46,7 +46,7 @@ constraints: install
 audit: install
 	.ci/audit-deps
 
-## bench: benchmarks under bench/, results in bench/results/*.json (file_page.py: a page of a large log, and a search; ingest_steps.py: an import's cost per step; ingest_without.py: the import without its blob files, log scan and GC, beside the floor; ingest_split.py: an archive whole against its halves side by side, on PostgreSQL; series_encodings.py: one job's series blob in each candidate format, CPU and size; compare_ingest.py DIR...: checkouts' imports side by side; triage_instructions.py DIR...: instructions per triaged job, with valgrind; load.py: gunicorn + 50 clients + an ingest; DATABASE_URL for PostgreSQL)
+## bench: benchmarks under bench/, results in bench/results/*.json (file_page.py: a page of a large log, and a search; ingest_steps.py: an import's cost per step; ingest_without.py: the import without its blob files, log scan and GC, beside the floor; ingest_lean.py: the least any importer of this shape can take, beside the floor; blob_files.py: one blob file on the data folder against tmpfs; ingest_split.py: an archive whole against its halves side by side, on PostgreSQL; series_encodings.py: one job's series blob in each candidate format, CPU and size; compare_ingest.py DIR...: checkouts' imports side by side; triage_instructions.py DIR...: instructions per triaged job, with valgrind; load.py: gunicorn + 50 clients + an ingest; DATABASE_URL for PostgreSQL)
 bench: install
 	$(DEMO_ENV) $(PY) bench/run.py
 	$(DEMO_ENV) $(PY) bench/ingest_steps.py
