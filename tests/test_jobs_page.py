@@ -155,6 +155,9 @@ def test_an_ingest_runs_page_links_to_the_jobs_it_created_or_updated(client, ope
     page = client.get(reverse("fleet:ingest-run-detail", args=[second.pk])).content.decode()
     link = f"{reverse('dashboard:job-list')}?run={second.pk}"
     assert f'href="{link}"' in page and "the jobs it stored" in page
+    # Its times say their zone, as the job page's do.
+    started = f"<dt>Started</dt><dd>{second.started_at:%Y-%m-%d %H:%M:%S} UTC</dd>"
+    assert started in page and f"<dt>Finished</dt><dd>{second.finished_at:%Y-%m-%d %H:%M:%S} UTC</dd>" in page
     listing = client.get(link)
     assert sorted(job.name for job in listing.context["page"].object_list) == ["renamed-b", "second-a"]
     text = listing.content.decode()
@@ -171,3 +174,17 @@ def test_an_ingest_runs_page_links_to_the_jobs_it_created_or_updated(client, ope
     client.force_login(member_a)  # team A's member: only team A's jobs of the run
     assert names(client, run=second.pk) == ["second-a"]
     assert client.get(reverse("fleet:ingest-run-detail", args=[second.pk])).status_code == 404
+
+
+def test_a_job_page_gives_every_time_with_its_zone(client, member_a, team_a):
+    """Started and ended said UTC; the submit time beside them did not, nor did an ingest run's times."""
+    from datetime import UTC, datetime
+
+    submitted = JobFactory(team=team_a, submit_time=datetime(2026, 11, 2, 7, 31, 48, tzinfo=UTC))
+    unsubmitted = JobFactory(team=team_a, submit_time=None)
+    client.force_login(member_a)
+    page = client.get(reverse("dashboard:job-detail", args=[submitted.pk])).content.decode()
+    assert "<dt>Submitted</dt><dd>2026-11-02 07:31:48 UTC</dd>" in page
+    assert f"<dt>Started</dt><dd>{submitted.start_time:%Y-%m-%d %H:%M:%S} UTC</dd>" in page
+    page = client.get(reverse("dashboard:job-detail", args=[unsubmitted.pk])).content.decode()
+    assert "<dt>Submitted</dt><dd>–</dd>" in page
