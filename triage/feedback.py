@@ -154,7 +154,7 @@ def set_aside_jobs_by_cause(jobs) -> dict[Category, int]:
     aside = set_aside_causes(jobs)
     if not aside:
         return {}
-    found = Finding.objects.filter(result__is_current=True, job_id__in={job_id for job_id, _ in aside})
+    found = Finding.objects.filter(result__is_current=True, job__in=jobs, category__in={c for _, c in aside})
     counts: dict[Category, int] = {}
     for job_id, category in found.values_list("job_id", "category").distinct():
         if (job_id, category) in aside:
