@@ -343,3 +343,44 @@ def test_on_a_phone_the_jobs_table_keeps_its_job_column_while_it_scrolls(browser
     assert after[1] < before[1] - 100, "the other columns move as the box scrolls"
     assert abs(after[0] - before[0]) <= 1, f"the job column moved from {before[0]} to {after[0]} px"
     assert first_on_top, "the columns passing under the job column are drawn over it"
+
+
+BEFORE_AFTER = """
+return [...document.querySelectorAll(arguments[0])].map(pair => ({
+  columns: getComputedStyle(pair).gridTemplateColumns.split(' ').filter(track => track !== '0px').length,
+  cut: [...pair.querySelectorAll('pre')].some(code => code.scrollWidth > code.clientWidth),
+}));
+"""
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_fixs_code_before_and_after_sits_side_by_side_only_where_both_fit(browser, live_server, operator):  # noqa: F811
+    """A cause's page put its fix's code before and after side by side in a half-width card, so a
+    line like `loader = DataLoader(ds, batch_size=bs, num_workers=w, pin_memory=True)` was cut off
+    in a box of 250 px; a job's page kept them side by side on a phone, 113 px each. They sit side
+    by side only where each gets 380 px, and one above the other otherwise."""
+    from tests.factories import JobFactory
+    from triage.guidance import guidance_for
+    from triage.models import JobTriage, RuleSet
+    from triage.taxonomy import Category
+
+    job = JobFactory(name="pageable-copies", mean_gpu_util=30)
+    result = JobTriage.objects.create(job=job, rule_set=RuleSet.current(), status="classified", is_current=True)
+    guidance = guidance_for(
+        Category.HOST_GPU_TRANSFER, "default", {}, gpu_hours=2.0, price_per_gpu_hour=None, currency="", job={}
+    )
+    Finding.objects.create(result=result, job=job, rule_set=result.rule_set, category=Category.HOST_GPU_TRANSFER,
+                           confidence=0.9, summary="copies", gpu_hours=2.0, evidence={}, guidance=guidance)  # fmt: skip
+    log_in(browser, live_server.url, operator, "/categories/")
+
+    browser.get(f"{live_server.url}/categories/{Category.HOST_GPU_TRANSFER.value}/")  # a card half the page wide
+    [cause] = browser.execute_script(BEFORE_AFTER, ".cols2")
+    assert cause == {"columns": 1, "cut": False}, cause
+    browser.get(f"{live_server.url}/jobs/{job.pk}/")  # a card the page's width: room for both
+    browser.execute_script("document.querySelectorAll('#findings details').forEach(d => d.open = true)")
+    [wide] = browser.execute_script(BEFORE_AFTER, "#findings .cols")
+    assert wide == {"columns": 2, "cut": False}, wide
+    with window_width(browser, 360):
+        browser.get(f"{live_server.url}/jobs/{job.pk}/")
+        [phone] = browser.execute_script(BEFORE_AFTER, "#findings .cols")
+    assert phone["columns"] == 1, phone
