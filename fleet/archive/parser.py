@@ -22,6 +22,7 @@ import os
 import re
 import shutil
 import tempfile
+import time
 from collections.abc import Callable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import closing
@@ -92,6 +93,9 @@ BUCKET_ROWS = 1_000_000
 # Spilled rows are LZ4-compressed: about a quarter of the bytes on disk (demo metrics), and less
 # CPU for compressing than the kernel spent writing and reading the bytes saved.
 SPILL_IPC = pa.ipc.IpcWriteOptions(compression="lz4")
+# How often the copying of logs and scripts says how far it is (a call per file would cost more
+# than the copying of a small file).
+PROGRESS_EVERY_S = 0.5
 # Rough sizes, used only to choose how many buckets to spill into (never for limits).
 CSV_BYTES_PER_ROW = 40
 
@@ -721,9 +725,12 @@ class _ArchiveParser:
                 return
         tally = _FileTally()
         try:
-            batches = self._iter_csv(name, tally) if name.endswith(".csv") else self._iter_parquet(name)
+            batches = self._iter_csv(name, tally) if name.endswith(".csv") else self._iter_parquet(name, tally)
             with closing(batches):  # its temporary copy goes now, not when the generator is collected
                 for table in batches:
+                    if file_job is None and len(table.rows):  # how far into a shared file: progress page, bar
+                        of = f" of {tally.file_rows:,}" if tally.file_rows else ""
+                        self.progress(f"reading metrics ({name}): {int(table.rows[-1]):,}{of} rows")
                     frame = self._metrics_rows(name, table, file_job, tally)
                     if tally.stop:
                         break
@@ -951,7 +958,12 @@ class _ArchiveParser:
         """Copy accepted jobs' artifacts (up to the size limit) into a spill file in the work folder."""
         unknown: dict[tuple[str, str], list[str]] = {}
         spill = self._artifact_spill = open(os.path.join(self.work, "artifacts.spill"), "w+b")  # noqa: SIM115 (closed by close())
-        for name in names:
+        names = [name for name in names if name.partition("/")[0] in ARTIFACT_FOLDERS]
+        last_progress = time.monotonic()
+        for done, name in enumerate(names):
+            if time.monotonic() - last_progress >= PROGRESS_EVERY_S:  # how far, for the progress page and bar
+                last_progress = time.monotonic()
+                self.progress(f"reading logs, scripts and traces: {done:,} of {len(names):,} files")
             folder, _, rest = name.partition("/")
             kind = ARTIFACT_FOLDERS.get(folder)
             if kind is None or not rest:
@@ -1065,7 +1077,7 @@ class _ArchiveParser:
         finally:
             stream.close()
 
-    def _iter_parquet(self, name: str) -> Iterator[_Table]:
+    def _iter_parquet(self, name: str, tally: _FileTally | None = None) -> Iterator[_Table]:
         """The file in batches of rows. It is first copied (counted, like every read) to the work folder,
         because Parquet keeps its index at the end and a compressed member cannot seek cheaply."""
         local = os.path.join(self.work, f"parquet-{_next_id()}")
@@ -1083,6 +1095,8 @@ class _ArchiveParser:
                 raise _Unreadable(f"cannot be read as Parquet; the file is truncated or corrupt ({exc})") from exc
             _check_header(header)
             _check_parquet_types(parquet.schema_arrow)
+            if tally is not None:
+                tally.file_rows = parquet.metadata.num_rows
             clean = [c.strip() for c in header]
             first = 1
             # The next batch is read (decompressed and decoded, without the GIL) while this one is checked.
@@ -1145,6 +1159,7 @@ class _FileTally:
     file_jobs: set[str] = field(default_factory=set)
     util_jobs: set[str] = field(default_factory=set)
     unknown_metrics: set[str] = field(default_factory=set)
+    file_rows: int | None = None  # the rows a Parquet file says it holds (for progress only)
 
 
 def _take_rows(count: int, next_row: int, skipped: list[int]) -> tuple[np.ndarray, int, list[int]]:
