@@ -374,7 +374,7 @@ def test_a_fixs_code_before_and_after_sits_side_by_side_only_where_both_fit(brow
     log_in(browser, live_server.url, operator, "/categories/")
 
     browser.get(f"{live_server.url}/categories/{Category.HOST_GPU_TRANSFER.value}/")  # a card half the page wide
-    [cause] = browser.execute_script(BEFORE_AFTER, ".cols2")
+    [cause] = browser.execute_script(BEFORE_AFTER, "main .cols")
     assert cause == {"columns": 1, "cut": False}, cause
     browser.get(f"{live_server.url}/jobs/{job.pk}/")  # a card the page's width: room for both
     browser.execute_script("document.querySelectorAll('#findings details').forEach(d => d.open = true)")

@@ -965,8 +965,8 @@ class _ArchiveParser:
                 last_progress = time.monotonic()
                 self.progress(f"reading logs, scripts and traces: {done:,} of {len(names):,} files")
             folder, _, rest = name.partition("/")
-            kind = ARTIFACT_FOLDERS.get(folder)
-            if kind is None or not rest:
+            kind = ARTIFACT_FOLDERS[folder]
+            if not rest:
                 continue
             job_id, _, path = rest.partition("/")
             if not path:
