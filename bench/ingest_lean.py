@@ -243,14 +243,14 @@ def store_chunk(chunk_jobs, edges, body):
             t_ms, host, gpu, jid, body = t_ms[kept], host[kept], gpu[kept], jid[kept], body.filter(pa.array(kept))
             edges = np.r_[0, np.flatnonzero(jid[1:] != jid[:-1]) + 1, len(jid)]
     floats = {{name: body[name].combine_chunks().to_numpy(zero_copy_only=False) for name in body.column_names[3:]}}
-    as64 = lambda name: floats[name].astype("float64") if name in floats else None
-    summaries = summaries_of(chunk_jobs, edges, t_ms, host, gpu, as64("gpu_util"), as64("gpu_mem_used_mib"),
-                             as64("gpu_mem_total_mib"))
+    util, used, total = (floats[name].astype("float64") if name in floats else None
+                         for name in ("gpu_util", "gpu_mem_used_mib", "gpu_mem_total_mib"))
+    summaries = summaries_of(chunk_jobs, edges, t_ms, host, gpu, util, used, total)
     for k in range(0, len(chunk_jobs), 97):  # the same figures as the per-job function, on a sample
         b, e = edges[k], edges[k + 1]
+        part = lambda values: values[b:e] if values is not None else None
         expected = _summarize_columns(_SummaryColumns(
-            t_ms=t_ms[b:e], host=host[b:e], gpu=gpu[b:e], util=as64("gpu_util")[b:e],
-            mem_used=as64("gpu_mem_used_mib")[b:e], mem_total=as64("gpu_mem_total_mib")[b:e]),
+            t_ms=t_ms[b:e], host=host[b:e], gpu=gpu[b:e], util=part(util), mem_used=part(used), mem_total=part(total)),
             start=jobs[chunk_jobs[k]][0], end=jobs[chunk_jobs[k]][1], gpu_count=jobs[chunk_jobs[k]][2],
             idle_threshold=5.0)
         got = summaries[k]
@@ -289,10 +289,13 @@ def store_row(job_id, summary, digest, blob):
     samples += summary.sample_count
     done += 1
     if len(rows) >= PACK_JOBS:
-        with db:
-            db.executemany("INSERT INTO job (external_id, start, end_, gpu_count, mean, peak, unused, idle, coverage,"
-                           " samples, period, digest, pack, offset, length) VALUES (" + ",".join("?" * 15) + ")", rows)
-        rows.clear()
+        insert_jobs()
+
+def insert_jobs():
+    with db:
+        db.executemany("INSERT INTO job (external_id, start, end_, gpu_count, mean, peak, unused, idle, coverage,"
+                       " samples, period, digest, pack, offset, length) VALUES (" + ",".join("?" * 15) + ")", rows)
+    rows.clear()
 
 for group in range(parquet.num_row_groups if ONLY != "artifacts" else 0):
     table = parquet.read_row_group(group)
@@ -329,9 +332,7 @@ if carry is not None:
     pending.append(pool.submit(store_job, carry[1][0].as_py(), carry[0]))
 drain(0)
 if rows:
-    with db:
-        db.executemany("INSERT INTO job (external_id, start, end_, gpu_count, mean, peak, unused, idle, coverage,"
-                       " samples, period, digest, pack, offset, length) VALUES (" + ",".join("?" * 15) + ")", rows)
+    insert_jobs()
 series_pack.close()
 artifact_rows, events = side.result()
 with db:

@@ -961,8 +961,9 @@ class _ArchiveParser:
         names = [name for name in names if name.partition("/")[0] in ARTIFACT_FOLDERS]
         last_progress = time.monotonic()
         for done, name in enumerate(names):
-            if time.monotonic() - last_progress >= PROGRESS_EVERY_S:  # how far, for the progress page and bar
-                last_progress = time.monotonic()
+            now = time.monotonic()
+            if now - last_progress >= PROGRESS_EVERY_S:  # how far, for the progress page and bar
+                last_progress = now
                 self.progress(f"reading logs, scripts and traces: {done:,} of {len(names):,} files")
             folder, _, rest = name.partition("/")
             kind = ARTIFACT_FOLDERS[folder]

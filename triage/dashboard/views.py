@@ -208,15 +208,12 @@ def team_detail(request, slug: str):
     # A cause the team's people answered wrong or intended (and nobody right) is a change they
     # turned down: counted in its waste, but not urged again where they set it aside everywhere.
     set_aside = feedback.set_aside_jobs_by_cause(judged_jobs)
-    causes = [
-        row
-        | {
-            "category": Category(row["category"]),
-            "change": headline_change(Category(row["category"])),
-            "set_aside": set_aside.get(Category(row["category"]), 0),
-        }
-        for row in queries.by_category(judged_jobs, conversion)
-    ]
+    causes = []
+    for row in queries.by_category(judged_jobs, conversion):
+        category = Category(row["category"])
+        causes.append(
+            row | {"category": category, "change": headline_change(category), "set_aside": set_aside.get(category, 0)}
+        )
     unclassified, triaged_low = queries.unclassified_share(judged_jobs, threshold)
     context = _context(request, jobs, period, problem, cluster) | {
         "team": team,
