@@ -360,6 +360,7 @@ def test_a_fixs_code_before_and_after_sits_side_by_side_only_where_both_fit(brow
     in a box of 250 px; a job's page kept them side by side on a phone, 113 px each. They sit side
     by side only where each gets 380 px, and one above the other otherwise."""
     from tests.factories import JobFactory
+    from tests.test_accessibility import open_as
     from triage.guidance import guidance_for
     from triage.models import JobTriage, RuleSet
     from triage.taxonomy import Category
@@ -371,8 +372,7 @@ def test_a_fixs_code_before_and_after_sits_side_by_side_only_where_both_fit(brow
     )
     Finding.objects.create(result=result, job=job, rule_set=result.rule_set, category=Category.HOST_GPU_TRANSFER,
                            confidence=0.9, summary="copies", gpu_hours=2.0, evidence={}, guidance=guidance)  # fmt: skip
-    log_in(browser, live_server.url, operator, "/categories/")
-
+    open_as(browser, live_server.url, operator)  # a session, with no login page to wait out
     browser.get(f"{live_server.url}/categories/{Category.HOST_GPU_TRANSFER.value}/")  # a card half the page wide
     [cause] = browser.execute_script(BEFORE_AFTER, "main .cols")
     assert cause == {"columns": 1, "cut": False}, cause

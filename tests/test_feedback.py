@@ -10,7 +10,7 @@ from django.test import Client
 from django.urls import reverse
 
 from tests.factories import JobFactory, OwnerFactory, UserFactory
-from tests.test_browser import browser  # noqa: F401  (the shared Chromium fixture)
+from tests.test_browser import body_text, browser  # noqa: F401  (the shared Chromium fixture)
 from tests.test_jobs_page import triaged
 from triage.labeling.models import Assignment, Study, StudyJob, StudyRater
 from triage.models import Feedback, Finding, JobTriage, RuleSet
@@ -170,7 +170,6 @@ def test_an_answer_outlives_a_re_triage_that_finds_the_cause_again(client, membe
 
 @pytest.mark.django_db(transaction=True)
 def test_an_owner_answers_from_the_job_page_in_a_browser(browser, live_server, member_a, job):  # noqa: F811
-    from selenium.common.exceptions import StaleElementReferenceException
     from selenium.webdriver.common.by import By
     from selenium.webdriver.support.ui import WebDriverWait
 
@@ -197,10 +196,9 @@ def test_an_owner_answers_from_the_job_page_in_a_browser(browser, live_server, m
         "one save an epoch, by design",
     )
     browser.find_element(By.CSS_SELECTOR, f"#finding-{CKPT} button[name=withdraw]").click()
-    # The page being left still shows the message of the save: wait for the next page's.
-    WebDriverWait(browser, 10, ignored_exceptions=[StaleElementReferenceException]).until(
-        lambda driver: "was withdrawn" in driver.find_element(By.CSS_SELECTOR, "p.message").text
-    )
+    # The page being left still shows the message of the save: wait for the next page's (read through
+    # `body_text`, as Chrome answers a page being replaced with an error Selenium does not call stale).
+    WebDriverWait(browser, 10).until(lambda driver: "was withdrawn" in body_text(driver))
     assert not Feedback.objects.exists()
 
 
