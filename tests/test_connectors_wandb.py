@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import base64
 import json
+import re
 from datetime import UTC, datetime, timedelta
 
 import pytest
@@ -14,7 +15,7 @@ from fleet.connectors import sync
 from fleet.connectors.base import BadData, ConfigError, ConnectorSettings, TransientError, parse_time_watermark
 from fleet.connectors.http import HttpClient
 from fleet.connectors.models import Connector
-from fleet.connectors.wandb import WandbConnector, job_from_run, run_gpus, run_program, samples_from_events
+from fleet.connectors.wandb import WandbConnector, job_from_run, run_program, samples_from_events
 from fleet.models import IngestRun, Job
 from fleet.series import from_parquet_bytes
 from tests.connector_servers import FakePlatform
@@ -29,11 +30,23 @@ def stamp(moment: datetime) -> str:
     return moment.strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
-def node(n: int, *, gpus: int = 2, state: str = "finished", team: str | None = "vision", user: str = "alice", **fields):
-    """A run as W&B's runs query answers it: stopped 20 + 37n minutes ago after 30 minutes."""
+def node(
+    n: int,
+    *,
+    gpus: int = 2,
+    process: tuple[int, ...] = (),
+    state: str = "finished",
+    team: str | None = "vision",
+    user: str = "alice",
+    **fields,
+):
+    """A run as W&B's runs query answers it: stopped 20 + 37n minutes ago after 30 minutes, on a
+    machine showing `gpus` GPUs, of which its process used those in `process` (W&B's
+    `gpu.process.{i}.*` keys; none: W&B could not tell)."""
     end = NOW - timedelta(minutes=20 + 37 * n)
     system = {f"system.gpu.{i}.gpu": 30.0 for i in range(gpus)}
     system |= {f"system.gpu.{i}.memoryAllocatedBytes": 8e9 for i in range(gpus)}
+    system |= {f"system.gpu.process.{i}.gpu": 30.0 for i in process}
     system["system.cpu"] = 60.0
     config = {"lr": {"value": 0.1, "desc": None}}
     if team:
@@ -117,20 +130,27 @@ class Wandb:
 
     @staticmethod
     def events(run: dict) -> list[str]:
+        """Every GPU the run's machine shows, as W&B records them: a GPU its process used at 30 %
+        (repeated under `gpu.process.{i}`), another job's at 95 %; without process keys, all at 30 %."""
         start = datetime.fromisoformat(run["createdAt"]).timestamp()
-        gpus = run_gpus(json.loads(run["systemMetrics"]))
+        system = json.loads(run["systemMetrics"])
+        machine = sorted({int(k.split(".")[2]) for k in system if re.fullmatch(r"system\.gpu\.\d+\.gpu", k)})
+        used = {int(k.split(".")[3]) for k in system if k.startswith("system.gpu.process.")} or set(machine)
         lines = []
         for i in range(120):  # every 15 s for the run's 30 minutes
             event = {"_timestamp": start + 15 * i + 0.5, "_runtime": 15 * i, "system.cpu": 60.0}
             # Traffic since the run began: 40 MB a second received, 2 MiB a second read from disk.
             event |= {"system.network.recv": 40e6 * 15 * i, "system.disk.in": 2.0 * 15 * i}
-            for g in gpus:
-                event |= {
-                    f"system.gpu.{g}.gpu": 30.0,
-                    f"system.gpu.{g}.memoryAllocatedBytes": 8 * 2**30,
-                    f"system.gpu.{g}.memoryAllocated": 10.0,
-                    f"system.gpu.{g}.temp": 60,
+            for g in machine:
+                readings = {
+                    "gpu": 30.0 if g in used else 95.0,
+                    "memoryAllocatedBytes": 8 * 2**30,
+                    "memoryAllocated": 10.0,
+                    "temp": 60,
                 }
+                event |= {f"system.gpu.{g}.{what}": value for what, value in readings.items()}
+                if g in used and len(used) < len(machine):
+                    event |= {f"system.gpu.process.{g}.{what}": value for what, value in readings.items()}
             lines.append(json.dumps(event))
         return lines
 
@@ -180,6 +200,7 @@ def test_a_wandb_pull_stores_each_stopped_gpu_run_once_with_its_system_metrics(m
     resnet.append(node(7, team=None, state="crashed", user="bob"))
     resnet.append(node(8, createdAt="soon"))  # broken: recorded, the others stored
     llm = [node(9, gpus=8, state="killed"), node(2)]  # the same run id in another project is another run
+    llm.append(node(10, gpus=8, process=(3,)))  # one rank of eight on an 8-GPU machine: GPU 3 is its own
     with FakePlatform() as server, FakePlatform() as storage:
         storage.route("/bucket/", storage_file)
         api = Wandb({"resnet": resnet, "llm": llm}, storage=storage.url.replace("127.0.0.1", "localhost"))
@@ -198,6 +219,7 @@ def test_a_wandb_pull_stores_each_stopped_gpu_run_once_with_its_system_metrics(m
     assert sorted(Job.objects.values_list("external_id", flat=True)) == [
         "vision-lab/llm/r0002",
         "vision-lab/llm/r0009",
+        "vision-lab/llm/r0010",
         "vision-lab/resnet/r0000",
         "vision-lab/resnet/r0001",
         "vision-lab/resnet/r0002",
@@ -265,6 +287,13 @@ def test_a_wandb_pull_stores_each_stopped_gpu_run_once_with_its_system_metrics(m
     ]  # fmt: skip
     killed = Job.objects.get(external_id="vision-lab/llm/r0009")
     assert killed.command == "" and killed.artifacts.count() == 2
+    assert (killed.gpu_count, killed.mean_gpu_util) == (8, pytest.approx(30.0))  # W&B could not tell: all 8
+    # The rank is one GPU, its own: not the machine's eight, and not its neighbours' 95 %.
+    rank = Job.objects.get(external_id="vision-lab/llm/r0010")
+    assert (rank.gpu_count, rank.mean_gpu_util, rank.sample_count) == (1, pytest.approx(30.0), 120)
+    assert rank.gpu_hours == pytest.approx(0.5)
+    with rank.series_file.open("rb") as blob:
+        assert from_parquet_bytes(blob.read())["gpu"].dropna().unique().tolist() == [3]
     connector.refresh_from_db()
     watermark = parse_time_watermark(connector.watermark)
     assert before - timedelta(minutes=5, seconds=1) <= watermark <= after - timedelta(minutes=5)
@@ -319,6 +348,11 @@ def test_a_run_maps_to_a_job_and_a_bad_run_is_refused_by_name():
     assert job_from_run(node(3, state="running"), entity="e", project="p", cluster="c1") is None
     older_sdk = node(4, systemMetrics=json.dumps({"gpu.0.gpu": 12.0, "gpu.3.gpu": 0.0, "cpu": 5}))
     assert job_from_run(older_sdk, entity="e", project="p", cluster="c1").gpu_count == 2
+    # The GPUs its process used, where W&B tells them: two of a shared machine's eight.
+    shared = job_from_run(node(6, gpus=8, process=(2, 5)), entity="e", project="p", cluster="c1")
+    assert (shared.gpu_count, shared.raw["gpus"]) == (2, [2, 5])
+    older_rank = node(7, systemMetrics=json.dumps({"gpu.0.gpu": 9.0, "gpu.1.gpu": 0.0, "gpu.process.1.gpu": 0.0}))
+    assert job_from_run(older_rank, entity="e", project="p", cluster="c1").raw["gpus"] == [1]
     for broken, problem in [
         (node(5, heartbeatAt=stamp(NOW - timedelta(days=9))), "before createdAt"),
         (node(5, createdAt="soon"), "createdAt: unparseable timestamp 'soon'"),
@@ -357,6 +391,14 @@ def test_system_metrics_become_canonical_series_in_mib_with_the_gpu_s_total_memo
     assert gpu["gpu_mem_total_mib"] == pytest.approx(80 * 1024)
     assert host["gpu"] is None and host["cpu_util"] == 80.0 and "gpu_util" not in host
     assert later["gpu_util"] == 50 and later["timestamp"] == at + 15
+    # Given the run's GPUs, the machine's others (another job's) are left out; the host row stays.
+    own = samples_from_events(
+        [{"_timestamp": at, "gpu.0.gpu": 5, "gpu.1.gpu": 90, "gpu.process.1.gpu": 90, "cpu": 3}], [1]
+    )
+    assert [(row["gpu"], row.get("gpu_util"), row.get("cpu_util")) for row in own] == [
+        (1, 90.0, None),
+        (None, None, 3.0),
+    ]
     with pytest.raises(ValueError, match="is not a number"):
         samples_from_events([{"_timestamp": at, "system.gpu.0.gpu": "high"}])
     with pytest.raises(ValueError, match="no _timestamp"):

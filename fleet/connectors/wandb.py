@@ -11,12 +11,13 @@ W&B Server has its own host), with HTTP basic auth: user `api`, password the API
         seconds) and `system.gpu.{i}.gpu` (%), `system.gpu.{i}.memoryAllocatedBytes`,
         `system.gpu.{i}.memoryAllocated` (% of the GPU's memory), `system.cpu` (the process's CPU %),
         `system.network.recv`/`sent` (bytes) and `system.disk.in`/`out` (MiB) since the run began…
-        (older SDKs write the keys without `system.`)
+        for every GPU the machine shows, with those the run's process used repeated as
+        `system.gpu.process.{i}.*` (older SDKs write the keys without `system.`)
     project(name, entityName) { run(name) { files(names) { edges { node { name directUrl } } } } }
         a run's saved files, each with a pre-signed storage address fetched without our credentials
 
 A run's `systemMetrics` holds the latest value of each system key, which says whether it used a GPU
-and how many. W&B records no end time: a run that has finished (or failed, crashed, was killed)
+and which (`run_gpus`). W&B records no end time: a run that has finished (or failed, crashed, was killed)
 stopped at its last heartbeat, so runs are pulled in windows of `heartbeatAt`, like MLflow's end
 times; a run still running is stored once it stops.
 """
@@ -101,6 +102,9 @@ query FleetTriageProject($entity: String!, $project: String!) {
 
 _SYSTEM_PREFIX = re.compile(r"^system[./]")
 _GPU_KEY = re.compile(r"^gpu\.(?P<gpu>\d{1,5})\.(?P<what>gpu|memoryAllocatedBytes|memoryAllocated)$")
+# W&B reads every GPU its machine shows (NVML), the run's or not, and repeats the readings of those
+# its process (or a child) holds a context on as `gpu.process.{i}.*`.
+_PROCESS_GPU_KEY = re.compile(r"^gpu\.process\.(?P<gpu>\d{1,5})\.")
 # The host's traffic, as totals since the run began: key -> (canonical rate, bytes in its unit).
 # W&B's disk megabytes are 2^20 bytes (its monitor divides the byte counts by 1024 twice).
 HOST_COUNTERS = {
@@ -128,13 +132,22 @@ def _json_object(value, what: str) -> dict:
 
 
 def run_gpus(system_metrics: dict) -> list[int]:
-    """The GPU indexes a run's system metrics name (`gpu.{i}.gpu`), sorted."""
-    found = set()
+    """The GPU indexes that are the run's, sorted: those its process used (`gpu.process.{i}.*`), or
+    where W&B could not tell (no process keys: a container whose process ids NVML does not see),
+    every GPU the machine showed (`gpu.{i}.gpu`).
+
+    Counting every GPU of the machine would give a run its neighbours' GPUs on a shared machine,
+    and each rank of a distributed run (one W&B run a process) all of the machine's: eight ranks
+    on an eight-GPU machine would be 64 GPUs' hours instead of 8."""
+    machine, used = set(), set()
     for name in system_metrics:
-        match = _GPU_KEY.match(_key(str(name)))
+        key = _key(str(name))
+        match = _GPU_KEY.match(key)
         if match and match["what"] == "gpu":
-            found.add(int(match["gpu"]))
-    return sorted(found)
+            machine.add(int(match["gpu"]))
+        elif match := _PROCESS_GPU_KEY.match(key):
+            used.add(int(match["gpu"]))
+    return sorted(used or machine)
 
 
 def _time(node: dict, name: str) -> datetime:
@@ -202,15 +215,24 @@ def job_from_run(
         state=STATES[state],
         job_type="batch",
         labels=labels,
-        raw={"entity": entity, "project": project, "run": name, "state": state, "system_metric_keys": sorted(system)},
+        raw={
+            "entity": entity,
+            "project": project,
+            "run": name,
+            "state": state,
+            "gpus": gpus,
+            "system_metric_keys": sorted(system),
+        },
     )
 
 
-def samples_from_events(events: list) -> list[dict]:
+def samples_from_events(events: list, gpus: list[int] | None = None) -> list[dict]:
     """Rows of the generic contract's samples (timestamp, host, gpu, canonical metrics) from a run's
-    system-metrics stream: one row per GPU and a host row per sample. Memory in bytes becomes MiB;
-    a GPU's total memory is its allocated memory over the allocated share, where both are recorded.
-    Network and disk traffic, which W&B records as totals since the run began, become bytes a second."""
+    system-metrics stream: one row per GPU (of `gpus` only, when given: the run's, `run_gpus`) and
+    a host row per sample. Memory in bytes becomes MiB; a GPU's total memory is its allocated
+    memory over the allocated share, where both are recorded. Network and disk traffic, which W&B
+    records as totals since the run began, become bytes a second."""
+    wanted = None if gpus is None else set(gpus)
     samples = []
     hosts: dict[float, dict] = {}
     counters: dict[str, list[tuple[float, float]]] = {}
@@ -219,7 +241,7 @@ def samples_from_events(events: list) -> list[dict]:
         stamp = event.get("_timestamp")
         if isinstance(stamp, bool) or not isinstance(stamp, int | float):
             raise ValueError(f"an events line has no _timestamp in Unix seconds (got {stamp!r:.40})")
-        gpus: dict[int, dict] = {}
+        readings: dict[int, dict] = {}
         host = hosts.setdefault(float(stamp), {"timestamp": float(stamp), "host": "", "gpu": None})
         for name, value in event.items():
             key = _key(name)
@@ -234,15 +256,19 @@ def samples_from_events(events: list) -> list[dict]:
             if key in HOST_COUNTERS:
                 counters.setdefault(key, []).append((float(stamp), float(value)))
                 continue
-            row = gpus.setdefault(int(match["gpu"]), {"timestamp": float(stamp), "host": "", "gpu": int(match["gpu"])})
+            if wanted is not None and int(match["gpu"]) not in wanted:
+                continue  # another job's GPU on the same machine
+            row = readings.setdefault(
+                int(match["gpu"]), {"timestamp": float(stamp), "host": "", "gpu": int(match["gpu"])}
+            )
             if match["what"] == "gpu":
                 row["gpu_util"] = float(value)
             elif match["what"] == "memoryAllocatedBytes":
                 row["gpu_mem_used_mib"] = value / MIB
             else:
                 row["_mem_share"] = float(value)
-        for index in sorted(gpus):
-            row = gpus[index]
+        for index in sorted(readings):
+            row = readings[index]
             share = row.pop("_mem_share", None)
             if share and "gpu_mem_used_mib" in row:
                 row["gpu_mem_total_mib"] = row["gpu_mem_used_mib"] * 100 / share
@@ -423,7 +449,7 @@ class WandbConnector(BaseConnector):
             events = run["events"] or []
             if not isinstance(events, list):
                 raise TypeError("events is not a list")
-            samples = samples_from_events(events)
+            samples = samples_from_events(events, raw["gpus"])
         except SHAPE_ERRORS as exc:
             raise BadData(f"{source}: {exc}") from exc
         return frame_from_samples({"samples": samples}, job=job, source=source)
