@@ -384,3 +384,42 @@ def test_a_fixs_code_before_and_after_sits_side_by_side_only_where_both_fit(brow
         browser.get(f"{live_server.url}/jobs/{job.pk}/")
         [phone] = browser.execute_script(BEFORE_AFTER, "#findings .cols")
     assert phone["columns"] == 1, phone
+
+
+FITS = """
+const box = document.querySelector('main .table-scroll');
+const cost = box.querySelector('tbody tr td:last-child').getBoundingClientRect();
+return {sideways: box.scrollWidth - box.clientWidth, costShown: cost.right <= box.getBoundingClientRect().right};
+"""
+
+
+@pytest.mark.django_db(transaction=True)
+def test_at_1280_px_the_jobs_table_shows_every_column_costs_included(browser, live_server, operator):  # noqa: F811
+    """1280 px wide (a common laptop) the jobs table was 33 px wider than its box: a cause like
+    "Inefficient host-GPU data transfer" stayed on one line, and the cost column sat behind the
+    sideways scroll. A long cause now takes two lines in the table, and a name cut short keeps
+    its whole in its title."""
+    from tests.factories import JobFactory, TeamFactory
+    from tests.test_accessibility import open_as
+    from triage.models import JobTriage, RuleSet
+    from triage.taxonomy import Category
+
+    team = TeamFactory(name="platform-research")
+    name = "graph-transformer-products-ablation-lr3e-05-bs512-run25"
+    for index in range(3):
+        job = JobFactory(name=f"{name}-{index}", team=team, user="gabriel.costa", external_id=f"48134{index:02d}",
+                         gpu_count=16, gpu_hours=119.3, unused_gpu_hours=85.5, mean_gpu_util=28.0,
+                         cost="1298.13", currency="USD")  # fmt: skip
+        result = JobTriage.objects.create(job=job, rule_set=RuleSet.current(), status="classified", is_current=True)
+        for category in (Category.HOST_GPU_TRANSFER, Category.DATA_PREPROCESSING):
+            Finding.objects.create(result=result, job=job, rule_set=result.rule_set, category=category,
+                                   confidence=0.9, summary="s", gpu_hours=10.0, evidence={}, guidance={})  # fmt: skip
+    open_as(browser, live_server.url, operator)
+    SHOTS.mkdir(exist_ok=True)
+    with window_width(browser, 1280):
+        browser.get(f"{live_server.url}/jobs/")
+        fits = browser.execute_script(FITS)
+        browser.save_screenshot(str(SHOTS / "job-list-1280.png"))
+    assert fits == {"sideways": 0, "costShown": True}, fits
+    titles = browser.execute_script("return [...document.querySelectorAll('main td.clip')].map(td => td.title)")
+    assert sorted(titles) == [f"{name}-{index}" for index in range(3)]
