@@ -122,6 +122,32 @@ def test_member_overview_counts_only_their_team(client, member_a, fleet):
     assert "Team B" not in response.content.decode()
 
 
+def figure(response, name: str) -> dict | None:
+    page = response.content.decode()
+    marker = f'id="{name}" type="application/json">'
+    return json.loads(page.split(marker)[1].split("</script>")[0]) if marker in page else None
+
+
+def test_a_member_s_overview_says_whose_it_is_and_ranks_the_team_s_users(client, member_a, operator, fleet, team_a):
+    """A member's overview was titled "Fleet overview" and ranked teams, a chart of one bar: their
+    own. It names their team, ranks its users, and leads to the team's page."""
+    JobFactory(team=team_a, user="bob", start_time=WEEK_START + timedelta(days=3), gpu_hours=4, unused_gpu_hours=3)
+    client.force_login(member_a)
+    response = overview(client)
+    page = response.content.decode()
+    assert re.search(r"<h1>\s*Overview: Team A\s*</h1>", page)
+    users = figure(response, "users-figure")
+    assert (users["data"][0]["y"], users["data"][0]["x"]) == (["bob", "someone"], [3.0, 6.0])  # the largest on top
+    assert figure(response, "teams-figure") is None
+    assert f'href="{reverse("dashboard:team-detail", args=[team_a.slug])}?' in page
+    assert figure(response, "categories-figure")["data"][0]["name"] == "Team A (share of attributed GPU-hours)"
+
+    client.force_login(operator)
+    response = overview(client)
+    assert "<h1>Fleet overview</h1>" in response.content.decode() and figure(response, "users-figure") is None
+    assert figure(response, "teams-figure")["data"][0]["y"] == ["Team B", "Team A"]
+
+
 def test_outsider_sees_an_empty_overview_not_an_error(client, outsider, fleet):
     client.force_login(outsider)
     response = overview(client)

@@ -44,15 +44,23 @@ def weekly_trend(rows: list[dict]) -> dict:
 
 
 def top_teams(rows: list[dict]) -> dict:
-    rows = list(reversed(rows))  # largest at the top of a horizontal bar chart
+    return _unused_bars([row["team__name"] for row in rows], [row["unused"] for row in rows])
+
+
+def top_users(rows: list[dict]) -> dict:
+    return _unused_bars([row["user"] for row in rows], [row["unused"] for row in rows])
+
+
+def _unused_bars(names: list[str], unused: list[float]) -> dict:
+    """Horizontal bars of unused GPU-hours, the largest at the top."""
     return {
         "data": [
             {
                 "type": "bar",
                 "orientation": "h",
-                # Team names come from imports; Plotly renders tick and hover text as HTML.
-                "y": [html.escape(row["team__name"]) for row in rows],
-                "x": [round(row["unused"], 1) for row in rows],
+                # Team and user names come from imports; Plotly renders tick and hover text as HTML.
+                "y": [html.escape(name) for name in reversed(names)],
+                "x": [round(value, 1) for value in reversed(unused)],
                 "marker": {"color": UNUSED},
                 "name": "Unused GPU-hours",
                 "hovertemplate": "%{y}: %{x} unused GPU-hours<extra></extra>",
@@ -92,8 +100,9 @@ def utilization_histogram(counts: list[int], low_threshold: float) -> dict:
     }
 
 
-def categories_vs_paper(rows: list[dict]) -> dict:
-    """Share of attributed GPU-hours per category here, beside the paper's share of issues."""
+def categories_vs_paper(rows: list[dict], whose: str = "This fleet") -> dict:
+    """Share of attributed GPU-hours per category here (`whose`: the fleet, or a member's teams),
+    beside the paper's share of issues."""
     from triage.taxonomy import Category
 
     total = sum(row["hours"] for row in rows) or 1.0
@@ -106,7 +115,7 @@ def categories_vs_paper(rows: list[dict]) -> dict:
                 "type": "bar",
                 "orientation": "h",
                 "y": labels,
-                "name": "This fleet (share of attributed GPU-hours)",
+                "name": f"{html.escape(whose)} (share of attributed GPU-hours)",
                 "x": [round(100 * hours.get(c.value, 0.0) / total, 1) for c in categories],
                 "marker": {"color": [c.colour for c in categories]},
                 "hovertemplate": "%{y}: %{x} % of attributed GPU-hours<extra></extra>",

@@ -18,7 +18,7 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.utils.http import content_disposition_header
 
 from fleet import audit
-from fleet.access import operator_required
+from fleet.access import operator_required, sees_whole_fleet
 from fleet.canonical import as_utc
 from fleet.costs import Conversion
 from fleet.exports import series_csv_chunks, stream_csv_rows
@@ -122,6 +122,10 @@ def overview(request):
             }
         )
     teams = all_teams[:10]
+    # A member sees their teams' jobs only: the page says whose they are, and a member of one team
+    # is shown its users (a chart of one team's bar said nothing).
+    scope = [] if sees_whole_fleet(request.user) else list(Team.objects.visible_to(request.user).order_by("name"))
+    only_team = scope[0] if len(scope) == 1 else None
     judged = _judged(period_jobs, request)
     categories = [row | {"label": Category(row["category"]).label} for row in queries.by_category(judged, conversion)]
     unclassified, triaged_low = queries.unclassified_share(judged, threshold)
@@ -129,10 +133,15 @@ def overview(request):
         "cards": cards,
         "totals": current,
         "trend_figure": figures.weekly_trend(queries.weekly_trend(jobs, period)),
-        "teams_figure": figures.top_teams(teams),
+        "scope": scope,
+        "only_team": only_team,
+        "teams_figure": figures.top_teams(teams) if only_team is None else None,
+        "users_figure": figures.top_users(queries.by_user(period_jobs, limit=10)) if only_team else None,
         "histogram_figure": figures.utilization_histogram(queries.utilization_histogram(period_jobs), threshold),
         "categories": categories,
-        "categories_figure": figures.categories_vs_paper(categories),
+        "categories_figure": figures.categories_vs_paper(
+            categories, ", ".join(team.name for team in scope) if scope else "This fleet"
+        ),
         "unclassified": unclassified,
         "triaged_low": triaged_low,
     }
