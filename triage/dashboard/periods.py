@@ -46,33 +46,60 @@ def _day_start(day: date) -> datetime:
     return datetime.combine(day, time.min, tzinfo=UTC)
 
 
+class PeriodError(ValueError):
+    """A query string that names no period (bad dates, an unknown preset): what is wrong, and with
+    which parameter ("from", "to" or "period")."""
+
+    def __init__(self, message: str, param: str):
+        super().__init__(message)
+        self.param = param
+
+
 def parse_period(params, latest: datetime | None) -> tuple[Period, str]:
+    """The period `period_from` reads, or on bad input the last 7 days and a message that says so:
+    what the pages show."""
+    try:
+        return period_from(params, latest), ""
+    except PeriodError as exc:
+        return _preset(DEFAULT_PRESET, _anchor(latest)), f"{exc}; showing the last 7 days."
+
+
+def period_from(params, latest: datetime | None) -> Period:
     """A period from `?period=7d|30d|90d` or `?from=YYYY-MM-DD&to=YYYY-MM-DD` (inclusive days).
 
     Presets end at the day of the newest data rather than today, so an archive imported a week
     late still opens on its own last week — but never after today: one job dated in the future
-    would otherwise take every preset away from the fleet. Returns the period and a message for bad input.
+    would otherwise take every preset away from the fleet. Raises PeriodError on bad input.
     """
-    now = datetime.now(tz=UTC)
-    anchor = min(latest or now, now).date() + timedelta(days=1)
+    anchor = _anchor(latest)
     raw_from, raw_to = params.get("from", "").strip(), params.get("to", "").strip()
     if raw_from or raw_to:
-        try:
-            first = date.fromisoformat(raw_from) if raw_from else None
-            last = date.fromisoformat(raw_to) if raw_to else anchor - timedelta(days=1)
-        except ValueError:
-            return _preset(DEFAULT_PRESET, anchor), "Dates must look like 2026-11-23; showing the last 7 days."
-        if not all(EARLIEST <= day <= LATEST for day in (first, last) if day is not None):
-            message = f"Dates must lie between {EARLIEST} and {LATEST}; showing the last 7 days."
-            return _preset(DEFAULT_PRESET, anchor), message
+        first = _day(raw_from, "from") if raw_from else None
+        last = _day(raw_to, "to") if raw_to else anchor - timedelta(days=1)
         first = first or last - timedelta(days=PRESETS[DEFAULT_PRESET] - 1)
         if first > last:
-            return _preset(DEFAULT_PRESET, anchor), "The start date is after the end date; showing the last 7 days."
-        return Period(_day_start(first), _day_start(last + timedelta(days=1)), "custom"), ""
+            raise PeriodError("The start date is after the end date", "from")
+        return Period(_day_start(first), _day_start(last + timedelta(days=1)), "custom")
     preset = params.get("period", DEFAULT_PRESET)
     if preset not in PRESETS:
-        return _preset(DEFAULT_PRESET, anchor), f"Unknown period '{preset}'; showing the last 7 days."
-    return _preset(preset, anchor), ""
+        raise PeriodError(f"Unknown period '{preset}'", "period")
+    return _preset(preset, anchor)
+
+
+def _day(text: str, param: str) -> date:
+    try:
+        day = date.fromisoformat(text)
+    except ValueError:
+        raise PeriodError("Dates must look like 2026-11-23", param) from None
+    if not EARLIEST <= day <= LATEST:
+        raise PeriodError(f"Dates must lie between {EARLIEST} and {LATEST}", param)
+    return day
+
+
+def _anchor(latest: datetime | None) -> date:
+    """The day after the period presets end: the newest data's, or today's if that is earlier."""
+    now = datetime.now(tz=UTC)
+    return min(latest or now, now).date() + timedelta(days=1)
 
 
 def _preset(preset: str, anchor: date) -> Period:

@@ -231,6 +231,38 @@ def by_team(
     return rows
 
 
+class Chargeback(NamedTuple):
+    """What each team's GPU time and its waste cost over a period: the teams CSV and `GET
+    /api/v1/teams/`. Per team (its slug as `team`): name, jobs, gpu_hours, unused_gpu_hours,
+    waste_share (None without covered GPU time), cost, wasted_cost, low_util_jobs, and
+    cost_left_out: what its cost leaves out in currencies without an exchange rate ("20.00 EUR")."""
+
+    currency: str
+    teams: list[dict]
+
+
+def chargeback(jobs, period: Period, low_util_threshold: float, order: str = "-unused") -> Chargeback:
+    jobs = in_period(jobs, period)
+    priced = pricing(jobs)
+    left_out = left_out_by_team(jobs, priced.left_out) if priced.left_out else {}
+    teams = [
+        {
+            "team": row["team__slug"],
+            "name": row["team__name"],
+            "jobs": row["jobs"],
+            "gpu_hours": round(row["hours"], 3),
+            "unused_gpu_hours": round(row["unused"], 3),
+            "waste_share": None if row["waste_share"] is None else round(row["waste_share"], 4),
+            "cost": round(row["spend"], 2),
+            "wasted_cost": round(row["wasted_cost"], 2),
+            "low_util_jobs": row["low_util_jobs"],
+            "cost_left_out": left_out.get(row["team__slug"], ""),
+        }
+        for row in by_team(jobs, low_util_threshold, order=order, conversion=priced.conversion)
+    ]
+    return Chargeback(priced.currency, teams)
+
+
 def totals_from_teams(rows: list[dict]) -> Totals:
     """The period's totals as the sum of every team's row: one scan of the jobs instead of two."""
     return Totals(

@@ -153,18 +153,13 @@ def overview(request):
 def team_list(request):
     jobs, period, problem, cluster = _scope(request)
     sort = request.GET.get("sort", "unused")
+    order = TEAM_SORTS.get(sort, "-unused")
+    if request.GET.get("format") == "csv":
+        return _teams_csv(queries.chargeback(jobs, period, settings.LOW_UTIL_THRESHOLD, order), period)
     pricing = queries.pricing(queries.in_period(jobs, period))
     rows = queries.by_team(
-        queries.in_period(jobs, period),
-        settings.LOW_UTIL_THRESHOLD,
-        order=TEAM_SORTS.get(sort, "-unused"),
-        conversion=pricing.conversion,
+        queries.in_period(jobs, period), settings.LOW_UTIL_THRESHOLD, order=order, conversion=pricing.conversion
     )
-    if request.GET.get("format") == "csv":
-        left_out = (
-            queries.left_out_by_team(queries.in_period(jobs, period), pricing.left_out) if pricing.left_out else {}
-        )
-        return _teams_csv(rows, period, pricing.currency, left_out)
     context = _context(request, jobs, period, problem, cluster) | {"rows": rows, "sort": sort}
     context |= _pricing_context(pricing)
     return render(request, "dashboard/team_list.html", context)
@@ -176,26 +171,25 @@ TEAMS_CSV_COLUMNS = [
 ]  # fmt: skip
 
 
-def _teams_csv(rows: list[dict], period: Period, currency: str, left_out: dict[str, str]) -> StreamingHttpResponse:
-    """The teams table of a period as CSV: what each team's GPU time and its waste cost (chargeback);
-    `cost_left_out` is what a team's cost leaves out, in currencies without an exchange rate."""
+def _teams_csv(report: queries.Chargeback, period: Period) -> StreamingHttpResponse:
+    """The teams table of a period as CSV: what each team's GPU time and its waste cost (chargeback)."""
     first, last = period.start.date().isoformat(), period.last_day.isoformat()
     lines = (
         [
-            row["team__slug"],
+            row["team"],
             first,
             last,
             row["jobs"],
-            round(row["hours"], 3),
-            round(row["unused"], 3),
-            _round(row["waste_share"], 4),
-            round(row["spend"], 2),
-            round(row["wasted_cost"], 2),
-            currency,
+            row["gpu_hours"],
+            row["unused_gpu_hours"],
+            row["waste_share"],
+            row["cost"],
+            row["wasted_cost"],
+            report.currency,
             row["low_util_jobs"],
-            left_out.get(row["team__slug"], ""),
+            row["cost_left_out"],
         ]
-        for row in rows
+        for row in report.teams
     )
     return _csv_download(TEAMS_CSV_COLUMNS, lines, f"teams-{first}-{last}.csv")
 
