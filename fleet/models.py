@@ -123,6 +123,11 @@ class MachineToken(AbstractAPIKey):
     # A token pushes archives; one made for a Prometheus server may also read /metrics (fleet-wide
     # figures), which a pushing script has no need to see.
     reads_metrics = models.BooleanField(default=False, help_text="May read the Prometheus metrics at /metrics.")
+    # ...and one made for a billing or chargeback script may read every team's GPU time, waste and
+    # cost (`GET /api/v1/teams/`), which neither of the others needs.
+    reads_reports = models.BooleanField(
+        default=False, help_text="May read every team's GPU-hours, waste and cost at /api/v1/teams/."
+    )
 
     class Meta(AbstractAPIKey.Meta):
         verbose_name = "machine token"

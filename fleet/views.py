@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import csv
+from datetime import timedelta
 
 from django.conf import settings
 from django.contrib import messages
@@ -11,6 +12,7 @@ from django.db import connection
 from django.http import HttpResponse, JsonResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
+from django.utils import timezone
 from django.utils.http import urlencode
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
@@ -124,26 +126,28 @@ def ingest_upload(request):
 @require_http_methods(["GET", "POST"])
 def token_list(request):
     """Machine tokens: create one (its key is shown this once; it pushes archives, and may also read
-    /metrics), see when each was last used, revoke."""
+    /metrics and the teams' report), see when each was last used, revoke."""
     created, created_key = None, None
     if request.method == "POST":
         name = request.POST.get("name", "").strip()[:50]
         if not name:
             messages.error(request, "Give the token a name, e.g. the machine that will use it.")
         else:
-            reads_metrics = request.POST.get("reads_metrics") == "on"
-            created, created_key = MachineToken.objects.create_key(
-                name=name, created_by=request.user, reads_metrics=reads_metrics
-            )
-            audit.record(
-                request.user, "token.create", created, {"prefix": created.prefix, "reads_metrics": reads_metrics}
-            )
+            reads = {flag: request.POST.get(flag) == "on" for flag in ("reads_metrics", "reads_reports")}
+            created, created_key = MachineToken.objects.create_key(name=name, created_by=request.user, **reads)
+            audit.record(request.user, "token.create", created, {"prefix": created.prefix} | reads)
             messages.success(request, f"Token “{created.name}” created. Copy it now: it is not shown again.")
     tokens = MachineToken.objects.select_related("created_by").order_by("revoked", "-created")
+    month_end = timezone.now().date().replace(day=1) - timedelta(days=1)  # the example report's: last month
     return render(
         request,
         "fleet/token_list.html",
-        {"tokens": tokens, "created_key": created_key, "created": created},
+        {
+            "tokens": tokens,
+            "created_key": created_key,
+            "created": created,
+            "last_month": (month_end.replace(day=1), month_end),
+        },
     )
 
 

@@ -50,7 +50,11 @@ def test_tokens_created_and_revoked_are_logged(client, operator):
     client.post(f"/tokens/{token.pk}/revoke/")
     assert actions() == ["token.create", "token.revoke"]
     event = AuditEvent.objects.get(action="token.create")
-    assert event.actor == operator and event.details == {"prefix": token.prefix, "reads_metrics": False}
+    assert event.actor == operator and event.details == {
+        "prefix": token.prefix,
+        "reads_metrics": False,
+        "reads_reports": False,
+    }
     assert token.prefix in event.target_repr or "ci-pusher" in event.target_repr
 
 

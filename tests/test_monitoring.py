@@ -111,7 +111,11 @@ def test_an_operator_makes_a_token_for_prometheus_on_the_tokens_page(client, ope
     page = client.post(reverse("fleet:token-list"), {"name": "prometheus", "reads_metrics": "on"}).content.decode()
     token = MachineToken.objects.get(name="prometheus")
     assert token.reads_metrics and 'id="scrape-config"' in page and "authorization: {type: Api-Key" in page
-    assert AuditEvent.objects.get(action="token.create").details == {"prefix": token.prefix, "reads_metrics": True}
+    assert AuditEvent.objects.get(action="token.create").details == {
+        "prefix": token.prefix,
+        "reads_metrics": True,
+        "reads_reports": False,
+    }
     page = client.post(reverse("fleet:token-list"), {"name": "cron"}).content.decode()
     assert not MachineToken.objects.get(name="cron").reads_metrics and 'id="scrape-config"' not in page
 

@@ -72,6 +72,7 @@ CSRF_EXEMPT = {
     "api-schema": f"{DRF}; GET only, the public OpenAPI schema",
     "job-list": f"{DRF}; GET only",
     "job-detail": f"{DRF}; GET only",
+    "team-report-list": f"{DRF}; GET only",
     "ingest-run-list": f"{DRF}; GET only",
     "ingest-run-detail": f"{DRF}; GET only",
     "archive-list": f"{DRF}; POST: an operator's session with the CSRF token, or a machine token",

@@ -3,6 +3,7 @@
 `GET /api/v1/jobs/` lists the jobs a user may see (filters: cluster, team, user, category,
 low_util, status, started_after/started_before, external_id, ingest_run), `GET /api/v1/jobs/{id}/` gives one
 job with its summary, current triage result and findings. A job of another team is a 404.
+`GET /api/v1/teams/` is the chargeback report: each team's GPU-hours, waste and cost over a period.
 """
 
 from __future__ import annotations
@@ -11,15 +12,22 @@ from functools import cached_property
 
 import django_filters
 from django.conf import settings
-from django.db.models import Exists, OuterRef, Prefetch
-from drf_spectacular.utils import extend_schema_field
+from django.db.models import Exists, Max, OuterRef, Prefetch
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import OpenApiParameter, extend_schema, extend_schema_field, extend_schema_serializer
 from rest_framework import serializers, viewsets
+from rest_framework.exceptions import ValidationError
+from rest_framework.permissions import IsAuthenticated
+from rest_framework.response import Response
 
 from config.api import router
+from fleet.api import HasMachineToken, machine_token
 from fleet.forms import UtcDateTimeMixin
 from fleet.models import Job
 from triage import feedback
 from triage.dashboard.filters import RowIdFilter
+from triage.dashboard.periods import PRESETS, PeriodError, period_from
+from triage.dashboard.queries import chargeback
 from triage.labeling.services import blinded_job_ids
 from triage.models import Feedback, Finding, JobTriage, TriageStatus
 from triage.taxonomy import Category
@@ -244,3 +252,85 @@ class JobViewSet(viewsets.ReadOnlyModelViewSet):
 
 
 router.register("jobs", JobViewSet, basename="job")
+
+
+class ReadsReports(HasMachineToken):
+    """A valid machine token made to read the teams' report (`reads_reports`)."""
+
+    def has_permission(self, request, view) -> bool:
+        token = machine_token(request)
+        return token is not None and token.reads_reports
+
+
+class TeamReportRowSerializer(serializers.Serializer):
+    team = serializers.CharField(help_text="The team's slug.")
+    name = serializers.CharField()
+    jobs = serializers.IntegerField(help_text="Jobs the team started in the period.")
+    gpu_hours = serializers.FloatField()
+    unused_gpu_hours = serializers.FloatField()
+    waste_share = serializers.FloatField(
+        allow_null=True, help_text="Unused over covered GPU-hours; null without covered GPU time."
+    )
+    cost = serializers.FloatField(help_text="In the report's currency.")
+    wasted_cost = serializers.FloatField(help_text="In the report's currency.")
+    low_util_jobs = serializers.IntegerField(help_text="Jobs at or below the low-utilization threshold.")
+    cost_left_out = serializers.CharField(
+        help_text='What the cost leaves out, in currencies without an exchange rate ("20.00 EUR"); "" for nothing.'
+    )
+
+
+@extend_schema_serializer(many=False)  # one report, though it answers the route's list action
+class TeamReportSerializer(serializers.Serializer):
+    period_start = serializers.DateField(help_text="The first day (UTC) of the period.")
+    period_end = serializers.DateField(help_text="The last day (UTC) of the period, included.")
+    cluster = serializers.CharField(allow_null=True, help_text="The cluster it is narrowed to, or null for all.")
+    currency = serializers.CharField(help_text="The reporting currency of every cost.")
+    teams = TeamReportRowSerializer(many=True, help_text="The teams with jobs in the period, most unused first.")
+
+
+REPORT_PARAMETERS = [
+    OpenApiParameter("from", OpenApiTypes.DATE, description="The first day (UTC), e.g. 2026-11-01."),
+    OpenApiParameter("to", OpenApiTypes.DATE, description="The last day (UTC), included; default the newest data's."),
+    OpenApiParameter(
+        "period", str, enum=list(PRESETS), description="Instead of dates: the last 7, 30 or 90 days of data (7d)."
+    ),
+    OpenApiParameter("cluster", str, description="Only this cluster's jobs (by name)."),
+]
+
+
+class TeamReportViewSet(viewsets.ViewSet):
+    """What each team's GPU time and its waste cost over a period (the teams page's CSV, as JSON):
+    for a person, the teams they may see; for a machine token made to read reports, every team."""
+
+    permission_classes = [IsAuthenticated | ReadsReports]
+
+    @extend_schema(
+        auth=[{"MachineToken": []}, {"cookieAuth": []}],
+        parameters=REPORT_PARAMETERS,
+        responses={200: TeamReportSerializer},
+        summary="Each team's GPU-hours, waste and cost",
+    )
+    def list(self, request):
+        jobs = Job.objects.visible_to(request.user) if request.user.is_authenticated else Job.objects.all()
+        cluster = request.query_params.get("cluster", "")
+        if cluster:
+            jobs = jobs.filter(cluster__name=cluster)
+        try:
+            period = period_from(request.query_params, jobs.aggregate(latest=Max("start_time"))["latest"])
+        except PeriodError as exc:
+            raise ValidationError({exc.param: [str(exc)]}) from None
+        report = chargeback(jobs, period, settings.LOW_UTIL_THRESHOLD)
+        return Response(
+            TeamReportSerializer(
+                {
+                    "period_start": period.start.date(),
+                    "period_end": period.last_day,
+                    "cluster": cluster or None,
+                    "currency": report.currency,
+                    "teams": report.teams,
+                }
+            ).data
+        )
+
+
+router.register("teams", TeamReportViewSet, basename="team-report")

@@ -1,0 +1,125 @@
+"""`GET /api/v1/teams/`: the chargeback report (each team's GPU-hours, waste and cost over a period)
+as JSON, for people (the teams they may see) and for machine tokens made to read it."""
+
+from __future__ import annotations
+
+import csv
+import html
+import io
+import json
+import re
+import shlex
+import subprocess
+from datetime import UTC, datetime, timedelta
+
+import pytest
+from django.urls import reverse
+
+from fleet.models import AuditEvent, MachineToken
+from tests.factories import ClusterFactory, JobFactory
+from tests.test_dashboard import WEEK_START, fleet  # noqa: F401  (the fixture, used by name)
+
+pytestmark = pytest.mark.django_db
+
+URL = "/api/v1/teams/"
+WEEK = {"from": "2026-11-16", "to": "2026-11-22"}
+
+
+def figures(report: dict) -> list[tuple]:
+    return [
+        (t["team"], t["name"], t["jobs"], t["gpu_hours"], t["unused_gpu_hours"], t["waste_share"], t["cost"],
+         t["wasted_cost"], t["low_util_jobs"], t["cost_left_out"])
+        for t in report["teams"]
+    ]  # fmt: skip
+
+
+def test_the_report_holds_the_teams_csv_figures_for_the_period(client, operator, fleet):  # noqa: F811
+    client.force_login(operator)
+    report = client.get(URL, WEEK).json()
+    assert {k: v for k, v in report.items() if k != "teams"} == {
+        "period_start": "2026-11-16",
+        "period_end": "2026-11-22",
+        "cluster": None,
+        "currency": "USD",
+    }
+    # Team A wasted 6 of its 10 GPU-hours (12 of its 20 USD), team B 2 of 20: most unused first.
+    assert figures(report) == [
+        ("team-a", "Team A", 1, 10.0, 6.0, 0.6, 20.0, 12.0, 1, ""),
+        ("team-b", "Team B", 1, 20.0, 2.0, 0.1, 40.0, 4.0, 0, ""),
+    ]
+    download = client.get(reverse("dashboard:team-list"), WEEK | {"format": "csv"})
+    rows = list(csv.DictReader(io.StringIO(b"".join(download.streaming_content).decode())))
+    assert [(r["team"], float(r["cost"]), float(r["wasted_cost"])) for r in rows] == [
+        (t["team"], t["cost"], t["wasted_cost"]) for t in report["teams"]
+    ]
+    # The week before held only team A's other job; another cluster's jobs are not this cluster's.
+    before = client.get(URL, {"from": "2026-11-09", "to": "2026-11-15"}).json()
+    assert figures(before) == [("team-a", "Team A", 1, 5.0, 1.0, 0.2, 10.0, 2.0, 0, "")]
+    other = ClusterFactory(name="beta")
+    JobFactory(cluster=other, team=fleet[0][1].team, start_time=WEEK_START + timedelta(days=1), gpu_hours=3)
+    only_beta = client.get(URL, WEEK | {"cluster": "beta"}).json()
+    assert only_beta["cluster"] == "beta" and [t["gpu_hours"] for t in only_beta["teams"]] == [3.0]
+
+
+def test_a_member_reads_their_own_team_only(client, member_a, fleet):  # noqa: F811
+    client.force_login(member_a)
+    assert [t["team"] for t in client.get(URL, WEEK).json()["teams"]] == ["team-a"]
+
+
+@pytest.mark.parametrize(
+    ("params", "problem"),
+    [
+        ({"from": "16/11/2026"}, {"from": ["Dates must look like 2026-11-23"]}),
+        ({"from": "2026-11-16", "to": "2026-11-31"}, {"to": ["Dates must look like 2026-11-23"]}),
+        ({"from": "2026-11-22", "to": "2026-11-16"}, {"from": ["The start date is after the end date"]}),
+        ({"to": "0001-01-01"}, {"to": ["Dates must lie between 1969-01-01 and 5139-12-31"]}),
+        ({"period": "1y"}, {"period": ["Unknown period '1y'"]}),
+    ],
+)
+def test_a_period_that_is_no_period_is_a_400_that_names_the_parameter(client, operator, params, problem):
+    client.force_login(operator)
+    response = client.get(URL, params)
+    assert (response.status_code, response.json()) == (400, problem)
+
+
+def test_machines_read_it_only_with_a_token_made_for_it(client, fleet):  # noqa: F811
+    _, push_key = MachineToken.objects.create_key(name="cron")
+    _, metrics_key = MachineToken.objects.create_key(name="prometheus", reads_metrics=True)
+    billing, report_key = MachineToken.objects.create_key(name="billing", reads_reports=True)
+    assert client.get(URL, WEEK).status_code == 403  # nobody
+    for key in (push_key, metrics_key, "not-a-key"):
+        assert client.get(URL, WEEK, HTTP_AUTHORIZATION=f"Api-Key {key}").status_code == 403, key
+    read = client.get(URL, WEEK, HTTP_AUTHORIZATION=f"Api-Key {report_key}")
+    assert read.status_code == 200 and [t["team"] for t in read.json()["teams"]] == ["team-a", "team-b"]
+    billing.refresh_from_db()
+    assert billing.last_used_at is not None
+    MachineToken.objects.filter(pk=billing.pk).update(revoked=True)
+    assert client.get(URL, WEEK, HTTP_AUTHORIZATION=f"Api-Key {report_key}").status_code == 403
+    # A report token pushes archives no more than a push token reads reports: it is a token, not a person.
+    assert client.get("/api/v1/jobs/", HTTP_AUTHORIZATION=f"Api-Key {report_key}").status_code == 403
+
+
+@pytest.mark.django_db(transaction=True)
+def test_the_tokens_page_example_reads_the_report_over_http(client, live_server, operator, fleet):  # noqa: F811
+    """An operator makes a token for a billing script; the curl command the page shows, run against
+    the live server, answers the report."""
+    client.force_login(operator)
+    page = client.post(reverse("fleet:token-list"), {"name": "billing", "reads_reports": "on"}).content.decode()
+    token = MachineToken.objects.get(name="billing")
+    assert token.reads_reports and not token.reads_metrics
+    assert AuditEvent.objects.get(action="token.create").details == {
+        "prefix": token.prefix,
+        "reads_metrics": False,
+        "reads_reports": True,
+    }
+    command = html.unescape(re.search(r'<pre class="code" tabindex="0" id="report-example">(.*?)</pre>', page).group(1))
+    first, last = re.search(r"\?from=(\S+)&to=(\S+)\"", command).groups()  # last month's first and last day
+    month_end = datetime.now(UTC).date().replace(day=1) - timedelta(days=1)
+    assert (first, last) == (month_end.replace(day=1).isoformat(), month_end.isoformat())
+    command = command.replace("http://testserver", live_server.url).replace(
+        f"from={first}&to={last}", "from=2026-11-16&to=2026-11-22"
+    )
+    answer = subprocess.run([*shlex.split(command), "--silent", "--fail-with-body"], capture_output=True, check=True)
+    assert [t["team"] for t in json.loads(answer.stdout)["teams"]] == ["team-a", "team-b"]
+    push_only = client.post(reverse("fleet:token-list"), {"name": "cron"}).content.decode()
+    assert 'id="report-example"' not in push_only and not MachineToken.objects.get(name="cron").reads_reports
