@@ -124,7 +124,8 @@ def overview(request):
     teams = all_teams[:10]
     # A member sees their teams' jobs only: the page says whose they are, and a member of one team
     # is shown its users (a chart of one team's bar said nothing).
-    scope = [] if sees_whole_fleet(request.user) else list(Team.objects.visible_to(request.user).order_by("name"))
+    whole_fleet = sees_whole_fleet(request.user)
+    scope = [] if whole_fleet else list(Team.objects.visible_to(request.user).order_by("name"))
     only_team = scope[0] if len(scope) == 1 else None
     judged = _judged(period_jobs, request)
     categories = [row | {"label": Category(row["category"]).label} for row in queries.by_category(judged, conversion)]
@@ -133,6 +134,7 @@ def overview(request):
         "cards": cards,
         "totals": current,
         "trend_figure": figures.weekly_trend(queries.weekly_trend(jobs, period)),
+        "whole_fleet": whole_fleet,
         "scope": scope,
         "only_team": only_team,
         "teams_figure": figures.top_teams(teams) if only_team is None else None,
@@ -140,7 +142,7 @@ def overview(request):
         "histogram_figure": figures.utilization_histogram(queries.utilization_histogram(period_jobs), threshold),
         "categories": categories,
         "categories_figure": figures.categories_vs_paper(
-            categories, ", ".join(team.name for team in scope) if scope else "This fleet"
+            categories, "This fleet" if whole_fleet else ", ".join(team.name for team in scope) or "Your jobs"
         ),
         "unclassified": unclassified,
         "triaged_low": triaged_low,
