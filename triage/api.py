@@ -12,22 +12,22 @@ from functools import cached_property
 
 import django_filters
 from django.conf import settings
-from django.db.models import Exists, Max, OuterRef, Prefetch
+from django.db.models import Exists, OuterRef, Prefetch
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, extend_schema, extend_schema_field, extend_schema_serializer
 from rest_framework import serializers, viewsets
 from rest_framework.exceptions import ValidationError
-from rest_framework.permissions import IsAuthenticated
+from rest_framework.permissions import BasePermission, IsAuthenticated
 from rest_framework.response import Response
 
 from config.api import router
-from fleet.api import HasMachineToken, machine_token
+from fleet.api import machine_token
 from fleet.forms import UtcDateTimeMixin
 from fleet.models import Job
 from triage import feedback
 from triage.dashboard.filters import RowIdFilter
 from triage.dashboard.periods import PRESETS, PeriodError, period_from
-from triage.dashboard.queries import chargeback
+from triage.dashboard.queries import chargeback, narrowed
 from triage.labeling.services import blinded_job_ids
 from triage.models import Feedback, Finding, JobTriage, TriageStatus
 from triage.taxonomy import Category
@@ -254,7 +254,7 @@ class JobViewSet(viewsets.ReadOnlyModelViewSet):
 router.register("jobs", JobViewSet, basename="job")
 
 
-class ReadsReports(HasMachineToken):
+class ReadsReports(BasePermission):
     """A valid machine token made to read the teams' report (`reads_reports`)."""
 
     def has_permission(self, request, view) -> bool:
@@ -311,12 +311,11 @@ class TeamReportViewSet(viewsets.ViewSet):
         summary="Each team's GPU-hours, waste and cost",
     )
     def list(self, request):
-        jobs = Job.objects.visible_to(request.user) if request.user.is_authenticated else Job.objects.all()
         cluster = request.query_params.get("cluster", "")
-        if cluster:
-            jobs = jobs.filter(cluster__name=cluster)
+        visible = Job.objects.visible_to(request.user) if request.user.is_authenticated else Job.objects.all()
+        jobs, latest = narrowed(visible, cluster)
         try:
-            period = period_from(request.query_params, jobs.aggregate(latest=Max("start_time"))["latest"])
+            period = period_from(request.query_params, latest)
         except PeriodError as exc:
             raise ValidationError({exc.param: [str(exc)]}) from None
         report = chargeback(jobs, period, settings.LOW_UTIL_THRESHOLD)

@@ -11,7 +11,7 @@ from datetime import UTC, datetime, time, timedelta
 from decimal import Decimal
 from typing import NamedTuple
 
-from django.db.models import Count, F, FloatField, OuterRef, Q, Subquery, Sum, Value
+from django.db.models import Count, F, FloatField, Max, OuterRef, Q, Subquery, Sum, Value
 from django.db.models.functions import Cast, Coalesce, Floor, NullIf
 from django.urls import reverse
 
@@ -158,6 +158,14 @@ def totals(jobs, low_util_threshold: float, conversion: Conversion | None = None
         wasted_cost=row["wasted_cost"],
         low_util_jobs=row["low"],
     )
+
+
+def narrowed(jobs, cluster: str):
+    """The jobs of one cluster ("" for every cluster), and the newest start among them: where a
+    period's presets end (`periods.period_from`)."""
+    if cluster:
+        jobs = jobs.filter(cluster__name=cluster)
+    return jobs, jobs.aggregate(latest=Max("start_time"))["latest"]
 
 
 def in_period(jobs, period: Period):

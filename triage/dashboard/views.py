@@ -11,7 +11,6 @@ from django.contrib.auth.decorators import login_required
 from django.core.files.storage import default_storage
 from django.core.paginator import Paginator
 from django.db import transaction
-from django.db.models import Max
 from django.forms import BaseModelFormSet, modelformset_factory
 from django.http import FileResponse, Http404, JsonResponse, StreamingHttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
@@ -47,11 +46,8 @@ TEAM_SORTS = {
 
 def _scope(request):
     """The jobs this user may see, narrowed to the chosen cluster, and the period to show."""
-    jobs = Job.objects.visible_to(request.user)
     cluster = request.GET.get("cluster", "")
-    if cluster:
-        jobs = jobs.filter(cluster__name=cluster)
-    latest = jobs.aggregate(latest=Max("start_time"))["latest"]
+    jobs, latest = queries.narrowed(Job.objects.visible_to(request.user), cluster)
     period, problem = parse_period(request.GET, latest)
     return jobs, period, problem, cluster
 
