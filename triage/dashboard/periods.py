@@ -11,6 +11,9 @@ DEFAULT_PRESET = "7d"
 # around, which near year 1 or 9999 have no dates at all (a server error, not a wrong figure). They
 # hold every job's times (1970 to 5138) with the weeks around them, so no page's own link is refused.
 EARLIEST, LATEST = date(1969, 1, 1), date(5139, 12, 31)
+# Nor may a period be longer than this: the period before a long one (which the overview compares
+# with) would start before year 1. A century holds any fleet's history.
+MAX_DAYS = 36_525
 
 
 @dataclass(frozen=True)
@@ -79,6 +82,8 @@ def period_from(params, latest: datetime | None) -> Period:
         first = first or last - timedelta(days=PRESETS[DEFAULT_PRESET] - 1)
         if first > last:
             raise PeriodError("The start date is after the end date", "from")
+        if (last - first).days >= MAX_DAYS:
+            raise PeriodError("A period may span at most 100 years", "to")
         return Period(_day_start(first), _day_start(last + timedelta(days=1)), "custom")
     preset = params.get("period", DEFAULT_PRESET)
     if preset not in PRESETS:
