@@ -183,7 +183,13 @@ def test_interactive_session_with_bursts_is_interactive_and_not_unreleased():
     assert categories(result) == {Category.INTERACTIVE_JOB}
     (finding,) = result.findings
     assert finding.sub_cause == "jupyter" and finding.numbers["bursts"] == 3
-    assert finding.gpu_hours == pytest.approx(result.unused_gpu_hours, rel=0.01)
+    # Its windows are where the GPU sat idle (before, between and after the bursts), not the bursts,
+    # and its GPU-hours are those windows' whole hours: the bursts' own headroom (70 % used) is left out.
+    assert [(w.start, w.end) for w in finding.windows] == [
+        (START.timestamp() + a * 60, START.timestamp() + b * 60) for a, b in [(0, 20), (35, 90), (100, 200), (230, 360)]
+    ]
+    assert finding.gpu_hours == pytest.approx((20 + 55 + 100 + 130) / 60, rel=0.01)
+    assert finding.gpu_hours < result.unused_gpu_hours
 
 
 def test_very_short_job_is_insufficient_data():

@@ -493,6 +493,7 @@ class Phases:
     net_rx_training: float | None
     pcie_rx_training: float | None
     holes: list[Span]
+    idle_stretches: list[Span] = field(default_factory=list)  # every GPU below the idle threshold: between bursts
 
 
 def find_phases(tl: Timeline, *, idle_util: float, gap_rel: float, gap_min_s: float, dip_rel: float) -> Phases:
@@ -512,11 +513,18 @@ def find_phases(tl: Timeline, *, idle_util: float, gap_rel: float, gap_min_s: fl
             tl.t[starts].tolist(), (tl.t[ends] + tl.dt[ends]).tolist(), (ends - starts + 1).tolist(), strict=True
         )
     ]
+    starts, ends = _run_bounds(~active, tl.hole_after)
+    idle_stretches = [
+        Span(begin, finish, "idle", count)
+        for begin, finish, count in zip(
+            tl.t[starts].tolist(), (tl.t[ends] + tl.dt[ends]).tolist(), (ends - starts + 1).tolist(), strict=True
+        )
+    ]
     if not active.any():
         return Phases(
             None, None, series_start, series_end, None, None, None, None, None, peak_mem,
             [float(np.nanmean(tl.util[:, d])) for d in range(tl.util.shape[1])],
-            [], [], [], 0, bursts, idle_share, _median(tl.host.get("cpu_util")), None, None, holes,
+            [], [], [], 0, bursts, idle_share, _median(tl.host.get("cpu_util")), None, None, holes, idle_stretches,
         )  # fmt: skip
     first, last = int(np.argmax(active)), int(active.size - 1 - np.argmax(active[::-1]))
     first_active, last_active_end = float(tl.t[first]), float(tl.t[last] + tl.dt[last])
@@ -603,6 +611,7 @@ def find_phases(tl: Timeline, *, idle_util: float, gap_rel: float, gap_min_s: fl
         net_rx_training=_median(tl.host.get("net_rx_bytes_per_s"), training_mask & active),
         pcie_rx_training=_median(tl.gpu_extra.get("pcie_rx_bytes_per_s"), training_mask & active),
         holes=holes,
+        idle_stretches=idle_stretches,
     )
 
 

@@ -28,7 +28,11 @@ def interactive_job(ev: Evidence, th: dict) -> list[Finding]:
             return []
         confidence = 0.45
     program = next((word for word in SESSION_WORDS if word in ev.job.command), ev.job.job_type)
-    idle_hours = ev.unused(p.series_start, p.series_end)
+    # The waste is where the person left the GPUs idle, between the bursts: those stretches are the
+    # finding's windows (shaded on the timeline) and its GPU-hours. A burst's own headroom is not
+    # the session's doing.
+    idle = [span for span in p.idle_stretches if span.seconds >= 60]
+    idle_hours = sum(ev.unused(span.start, span.end) for span in idle)
     return [
         Finding(
             category=Category.INTERACTIVE_JOB,
@@ -36,9 +40,9 @@ def interactive_job(ev: Evidence, th: dict) -> list[Finding]:
             confidence=confidence,
             summary=(
                 f"A session driven by a person ({program or 'interactive'}): GPUs idle {idle_share:.0%} of the "
-                f"covered time, with {len(bursts)} bursts of work."
+                f"covered time, with {len(bursts)} bursts of work; the windows are the idle stretches between them."
             ),
-            windows=bursts[:50],
+            windows=idle[:50],
             code=code,
             numbers={"idle_share": round(idle_share, 3), "bursts": len(bursts), "job_type": ev.job.job_type},
             time_located=True,
