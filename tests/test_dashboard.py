@@ -667,3 +667,23 @@ def test_a_team_page_does_not_urge_a_change_its_people_set_aside(client, member_
     _, cells = causes()
     assert "Set aside" not in cells[Category.DATA_EXCHANGE]
     assert headline_change(Category.DATA_EXCHANGE).split("`")[0][:30] in cells[Category.DATA_EXCHANGE]
+
+
+def test_a_cluster_chosen_on_one_page_stays_chosen_on_the_pages_it_links_to(client, operator, fleet, team_a):
+    """Opening a team (or a cause, or going back) from a page narrowed to a cluster shows that
+    cluster's jobs, the ones the page counted, not the whole fleet's."""
+    beta = JobFactory(team=team_a, start_time=WEEK_START + timedelta(days=3), gpu_hours=4, name="on-beta")
+    beta.cluster.name = "beta"
+    beta.cluster.save()
+    client.force_login(operator)
+    listed = client.get(reverse("dashboard:team-list"), {"from": "2026-11-16", "to": "2026-11-22", "cluster": "beta"})
+    page = listed.content.decode()
+    link = re.search(rf'href="({reverse("dashboard:team-detail", args=[team_a.slug])}\?[^"]*)"', page).group(1)
+    assert "cluster=beta" in link
+    team_page = client.get(link.replace("&amp;", "&"))
+    assert team_page.context["cluster"] == "beta"
+    assert team_page.context["totals"].gpu_hours == 4  # not the 14 of all clusters
+    back = re.search(rf'href="({reverse("dashboard:team-list")}\?[^"]*)"', team_page.content.decode()).group(1)
+    assert "cluster=beta" in back
+    on_overview = overview(client, cluster="beta").content.decode()
+    assert f'{reverse("dashboard:team-list")}?from=2026-11-16&amp;to=2026-11-22&amp;cluster=beta' in on_overview

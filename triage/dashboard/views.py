@@ -66,7 +66,9 @@ def _context(request, jobs, period, problem, cluster) -> dict:
         "presets": list(PRESETS),
         "cluster": cluster,
         "clusters": Cluster.objects.all(),
-        "period_query": "&".join(f"{k}={v}" for k, v in period.query().items()),
+        # The period and cluster, for links to the other pages: a team or cause opened from a page
+        # shows the same jobs the page counted.
+        "period_query": urlencode(period.query() | ({"cluster": cluster} if cluster else {})),
         "low_threshold": settings.LOW_UTIL_THRESHOLD,
     }
 
