@@ -46,6 +46,10 @@ def test_filters_combine(client, operator, jobs):
     assert names(client, state="failed") == ["mystery-job"]
     assert names(client, team="team-b") == ["=cmd|' /C calc'!A0"]
     assert names(client, sort="unused")[:2] == ["mystery-job", "ckpt-job"]
+    # The order menu says what each order puts first, and offers "Newest first" once.
+    page = client.get(reverse("dashboard:job-list")).content.decode()
+    assert '<option value="util">Lowest utilization first</option>' in page
+    assert page.count(">Newest first<") == 1
     JobFactory(team=jobs["ckpt"].team, name="lost-triage-job", mean_gpu_util=10)  # its triage task was lost
     assert names(client, status="not_triaged") == ["lost-triage-job"]
     page = client.get(reverse("dashboard:job-list"), {"status": "not_triaged"}).content.decode()
@@ -188,3 +192,12 @@ def test_a_job_page_gives_every_time_with_its_zone(client, member_a, team_a):
     assert f"<dt>Started</dt><dd>{submitted.start_time:%Y-%m-%d %H:%M:%S} UTC</dd>" in page
     page = client.get(reverse("dashboard:job-detail", args=[unsubmitted.pk])).content.decode()
     assert "<dt>Submitted</dt><dd>–</dd>" in page
+
+
+def test_a_job_is_found_by_its_id_as_the_pages_write_it(client, operator, jobs):
+    client.force_login(operator)
+    job = jobs["ckpt"]
+    shown = f"{job.cluster.name}/{job.external_id}"  # the jobs table and a job's page title
+    assert names(client, q=shown) == ["ckpt-job"]
+    assert names(client, q=f"  {shown.upper()} ") == ["ckpt-job"]  # pasted with spaces, any case
+    assert names(client, q=f"no-such-cluster/{job.external_id}") == []

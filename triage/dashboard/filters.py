@@ -12,13 +12,14 @@ from triage import feedback
 from triage.models import Finding, JobTriage, TriageStatus, without_current_triage
 from triage.taxonomy import Category
 
+# The jobs list's orders: key (in the URL), what the menu calls it, and the ordering.
 SORTS = {
-    "start": "-start_time",
-    "oldest": "start_time",
-    "unused": "-unused_gpu_hours",
-    "gpu_hours": "-gpu_hours",
-    "util": "mean_gpu_util",
-    "cost": "-cost",
+    "start": ("Newest first", "-start_time"),  # the list's order without a choice too
+    "oldest": ("Oldest first", "start_time"),
+    "unused": ("Most unused GPU-hours first", "-unused_gpu_hours"),
+    "gpu_hours": ("Most GPU-hours first", "-gpu_hours"),
+    "util": ("Lowest utilization first", "mean_gpu_util"),
+    "cost": ("Highest cost first", "-cost"),
 }
 
 
@@ -48,7 +49,8 @@ class JobFilter(django_filters.FilterSet):
         empty_label="All teams",
         widget=forms.Select(attrs={"aria-label": "Team"}),
     )
-    user = django_filters.CharFilter(field_name="user", lookup_expr="iexact", label="User")
+    # Exact (any case), so a user's link lists their jobs and no one else's; the search matches parts.
+    user = django_filters.CharFilter(field_name="user", lookup_expr="iexact", label="User (whole name)")
     # Exact, unlike the search: the runs of one job (a job page's "every run" link).
     name = django_filters.CharFilter(field_name="name", lookup_expr="exact", label="Job name")
     state = django_filters.CharFilter(field_name="state", lookup_expr="iexact", label="State")
@@ -79,9 +81,9 @@ class JobFilter(django_filters.FilterSet):
     # run's page links here.
     run = RowIdFilter(field_name="ingest_run", label="Ingest run")
     sort = django_filters.ChoiceFilter(
-        choices=[(key, key.replace("_", " ")) for key in SORTS],
+        choices=[(key, label) for key, (label, _) in SORTS.items()],
         method="sorted",
-        empty_label="Newest first",
+        empty_label=None,  # no order chosen is "start", the first: one "Newest first", not two
         widget=forms.Select(attrs={"aria-label": "Order"}),
     )
 
@@ -98,7 +100,12 @@ class JobFilter(django_filters.FilterSet):
         self.blinded = blinded
 
     def search(self, queryset, name, value):
-        return queryset.filter(Q(external_id__icontains=value) | Q(name__icontains=value) | Q(user__icontains=value))
+        value = value.strip()
+        found = Q(external_id__icontains=value) | Q(name__icontains=value) | Q(user__icontains=value)
+        cluster, slash, external_id = value.partition("/")
+        if slash and cluster and external_id:  # a job's id as the pages write it: "alpha/4813845"
+            found |= Q(cluster__name__iexact=cluster, external_id__icontains=external_id)
+        return queryset.filter(found)
 
     def with_category(self, queryset, name, value):
         current = Finding.objects.filter(job=OuterRef("pk"), category=value, result__is_current=True)
@@ -115,4 +122,4 @@ class JobFilter(django_filters.FilterSet):
         return feedback.answered(queryset, value, self.form.cleaned_data.get("category")).exclude(pk__in=self.blinded)
 
     def sorted(self, queryset, name, value):
-        return queryset.order_by(SORTS[value], "pk")
+        return queryset.order_by(SORTS[value][1], "pk")
