@@ -264,6 +264,30 @@ def test_a_rater_cannot_open_another_raters_assignment_or_see_labels_before_subm
         services.save_answer(assignment, {CKPT: ""})
 
 
+def test_a_submitted_rater_sees_no_labels_another_rater_can_still_change(client, study, raters, operator):
+    first, second = raters
+    answer(study, first, {p: [BATCH] for p in range(1, 5)})
+    services.submit(study, first)
+    answer(study, second, {p: [CKPT] for p in range(1, 5)})  # saved, not submitted: they may still change
+    agreement_url = reverse("labeling:agreement", args=[study.pk])
+    for viewer in (first, operator):  # the submitted rater who leads the study, and an operator
+        client.force_login(viewer)
+        page = client.get(agreement_url).content.decode()
+        assert "ravi-rater" not in page and 'id="disagreements"' not in page and 'id="pairs"' not in page
+        assert "1 of 2 raters have submitted" in page
+        export = client.get(reverse("labeling:export", args=[study.pk, "labels", "csv"])).content.decode()
+        assert "ravi-rater" not in export and BATCH in export
+        item = study.items.get(position=1)
+        adjudication = client.get(reverse("labeling:adjudicate", args=[study.pk, item.pk])).content.decode()
+        assert "ravi-rater" not in adjudication
+        assert "without two submitted labels yet" in client.get(reverse("labeling:gold", args=[study.pk])).content.decode()
+    # Once they submit, their labels are final and join the figures.
+    services.submit(study, second)
+    client.force_login(first)
+    page = client.get(agreement_url).content.decode()
+    assert "ravi-rater" in page and 'id="disagreements"' in page and "raters have submitted" not in page
+
+
 def test_submitting_needs_every_job_labelled(client, study, researcher):
     client.force_login(researcher)
     response = client.post(reverse("labeling:submit", args=[study.pk]), follow=True)

@@ -56,9 +56,9 @@ KINDS = {"labels": LABEL_COLUMNS, "gold": GOLD_COLUMNS, "rules": RULE_COLUMNS, "
 
 
 def label_rows(study: Study) -> list[dict]:
-    """One row per (job, rater, option) of every saved answer."""
+    """One row per (job, rater, option) of every final answer (a submitted rater's)."""
     labels = (
-        Label.objects.filter(assignment__item__study=study, assignment__saved_at__isnull=False)
+        Label.objects.filter(assignment__in=services.final_answers(study))
         .select_related("assignment__rater", "assignment__item__job__cluster")
         .order_by("assignment__item__position", "assignment__rater__username", "option")
     )

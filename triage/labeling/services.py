@@ -91,11 +91,29 @@ def rater_link(user, study: Study) -> StudyRater | None:
 
 def sees_all_labels(user, study: Study) -> bool:
     """Everyone's labels: the lead, and raters who have submitted theirs. A rater who has not yet
-    submitted never sees anyone else's labels, even when they lead the study."""
+    submitted never sees anyone else's labels, even when they lead the study. "Everyone's" means
+    every *final* answer (`final_answers`): no one sees labels their rater can still change."""
     link = rater_link(user, study)
     if link is not None and link.submitted_at is None:
         return False
     return is_lead(user, study) or link is not None
+
+
+def final_answers(study: Study):
+    """Saved answers of raters who have submitted: the only answers anyone but their rater sees.
+
+    An answer saved but not submitted can still change. Shown to a rater who has submitted, it would
+    let them compare notes before the other has finished (blind labeling no longer blind); counted in
+    agreement or gold, it would freeze figures the rater may yet overturn. Imported answers count as
+    submitted when the import submits their rater (exchange.import_labels)."""
+    submitted = StudyRater.objects.filter(study=study, submitted_at__isnull=False).values("user_id")
+    return Assignment.objects.filter(item__study=study, saved_at__isnull=False, rater_id__in=submitted)
+
+
+def submission_count(study: Study) -> tuple[int, int]:
+    """(raters who have submitted, raters) of a study."""
+    counts = study.rater_links.aggregate(total=Count("pk"), submitted=Count("submitted_at"))
+    return counts["submitted"], counts["total"]
 
 
 # --- Creating a study -----------------------------------------------------------------------------
@@ -274,9 +292,9 @@ def submit(study: Study, user) -> StudyRater:
 
 
 def collect_ratings(study: Study) -> dict[int, dict[str, frozenset[str]]]:
-    """{study job id: {rater username: chosen options}} over saved answers."""
+    """{study job id: {rater username: chosen options}} over final answers (`final_answers`)."""
     chosen: dict[int, dict[str, set[str]]] = defaultdict(lambda: defaultdict(set))
-    rows = Label.objects.filter(assignment__item__study=study, assignment__saved_at__isnull=False).values_list(
+    rows = Label.objects.filter(assignment__in=final_answers(study)).values_list(
         "assignment__item_id", "assignment__rater__username", "option"
     )
     for item_id, rater, option in rows:
@@ -285,9 +303,14 @@ def collect_ratings(study: Study) -> dict[int, dict[str, frozenset[str]]]:
 
 
 def agreement_report(study: Study, *, resamples: int = agreement.DEFAULT_RESAMPLES) -> agreement.AgreementReport:
-    """The study's agreement figures; cached until a label changes (the bootstrap takes a moment)."""
+    """The study's agreement figures over final answers; cached until a label changes or a rater
+    submits (the bootstrap takes a moment)."""
     stamp = Assignment.objects.filter(item__study=study).aggregate(last=Max("saved_at"), n=Count("saved_at"))
-    key = hashlib.sha256(f"labeling-agreement:{study.pk}:{stamp['last']}:{stamp['n']}:{resamples}".encode()).hexdigest()
+    submitted = study.rater_links.aggregate(last=Max("submitted_at"), n=Count("submitted_at"))
+    key = hashlib.sha256(
+        f"labeling-agreement:{study.pk}:{stamp['last']}:{stamp['n']}:{submitted['last']}:{submitted['n']}:{resamples}"
+        .encode()
+    ).hexdigest()
     report = cache.get(key)
     if report is None:
         report = agreement.agreement_report(collect_ratings(study), OPTIONS, resamples=resamples, seed=study.seed)

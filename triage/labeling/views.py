@@ -294,6 +294,7 @@ def agreement_page(request, pk: int):
                 for i, option in enumerate(report.options)
             ],
             "is_lead": services.is_lead(request.user, study),
+            "submitted": services.submission_count(study),
         },
     )
 
@@ -305,7 +306,8 @@ def adjudicate(request, pk: int, item: int):
     _require_all_labels(request, study)
     study_job = get_object_or_404(StudyJob.objects.select_related("job__cluster"), pk=item, study=study)
     answers = (
-        Assignment.objects.filter(item=study_job, saved_at__isnull=False)
+        services.final_answers(study)
+        .filter(item=study_job)
         .select_related("rater")
         .prefetch_related("labels")
     )
@@ -365,6 +367,7 @@ def gold_page(request, pk: int):
             "option_labels": OPTION_LABELS,
             "form": form,
             "is_lead": is_lead,
+            "submitted": services.submission_count(study),
         },
     )
 
