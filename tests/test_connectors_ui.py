@@ -239,3 +239,53 @@ def test_the_form_shows_every_field_once_in_its_group_with_its_error_beside_it(c
     refused = client.post(reverse("connectors:create"), form_data(auth="basic", username="")).content.decode()
     field = re.search(r'<div class="field invalid">(.*?)</div>', refused, re.S)
     assert field and 'for="id_username"' in field.group(1) and "Basic auth needs a user name." in field.group(1)
+
+
+@pytest.mark.parametrize(
+    ("kind", "url"),
+    [
+        ("prometheus", "https://prometheus:9090"),  # the form's own example
+        ("slurm", "http://slurmrestd:6820"),
+        ("mlflow", "http://mlflow:5000"),
+        ("kubernetes", "https://kubernetes/"),
+        ("generic", "http://localhost:8080/api/fleet"),
+        ("wandb", "https://wandb-server.ml.svc.cluster.local"),
+    ],
+)
+def test_an_in_cluster_service_name_is_a_valid_url(client, operator, kind, url):
+    """Inside a cluster or a compose network a platform answers on a single-label name, which
+    Django's URL check refused ("Enter a valid URL"), the help text's own example among them."""
+    client.force_login(operator)
+    data = form_data(name=f"c-{kind}", kind=kind, url=url, cluster="" if kind == "prometheus" else "c1")
+    response = client.post(reverse("connectors:create"), data)
+    assert response.status_code == 302, response.content.decode()[:3000]
+    connector = Connector.objects.get(name=f"c-{kind}")
+    connector.full_clean()  # the model's own check agrees with the form's
+    assert connector.url == url and connector.to_settings().url == url
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        "ftp://prometheus:21",  # only http(s): the connectors speak nothing else
+        "file:///etc/passwd",
+        "javascript:alert(1)",
+        "prometheus:9090",  # no scheme: "prometheus" reads as one
+        "http://",
+        "http://:9090",
+        "http://12345",  # all digits is an address to a resolver (http://2130706433 is 127.0.0.1)
+        "http://999.1.1.1",
+        "http://-prometheus-:9090",
+        "http://prom etheus:9090",
+        "http://prometheus:99999999",
+    ],
+)
+def test_a_url_the_connectors_cannot_use_is_still_refused(client, operator, url):
+    from django.core.exceptions import ValidationError
+
+    client.force_login(operator)
+    response = client.post(reverse("connectors:create"), form_data(url=url))
+    assert response.status_code == 200 and not Connector.objects.exists()
+    assert "Enter an http(s) URL with a host" in response.content.decode()
+    with pytest.raises(ValidationError):
+        Connector(name="x", kind="generic", url=url, cluster="c1").full_clean()

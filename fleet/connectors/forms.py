@@ -7,14 +7,24 @@ import re
 from django import forms
 
 from fleet.connectors.base import header_problem
-from fleet.connectors.models import Connector
+from fleet.connectors.models import Connector, validate_service_url
 
 SECRET_REFERENCE = re.compile(r"^(env:[A-Za-z_][A-Za-z0-9_]*|file:/.+)$")
 
 
+class ServiceURLField(forms.URLField):
+    """A URL field that takes an in-cluster service name as its host (see `ServiceURLValidator`)."""
+
+    default_validators = [validate_service_url]
+    default_error_messages = {"invalid": validate_service_url.message}
+
+
 class ConnectorForm(forms.ModelForm):
-    url = forms.URLField(
-        label="URL", max_length=500, assume_scheme="https", help_text="Base URL, e.g. https://prometheus:9090"
+    url = ServiceURLField(
+        label="URL",
+        max_length=500,
+        assume_scheme="https",
+        help_text="Base URL, e.g. https://prometheus:9090 (an in-cluster service name is fine)",
     )
     secret = forms.CharField(
         required=False,

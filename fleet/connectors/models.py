@@ -5,9 +5,10 @@ Imported at the end of fleet/models.py so its migration lives in the fleet app.
 
 from __future__ import annotations
 
+import re
 from datetime import timedelta
 
-from django.core.validators import MaxValueValidator, MinValueValidator, RegexValidator
+from django.core.validators import MaxValueValidator, MinValueValidator, RegexValidator, URLValidator
 from django.db import models
 from django.db.models import Q
 from django.utils import timezone
@@ -17,6 +18,38 @@ from fleet.connectors.base import ConfigError, ConnectorSettings, header_problem
 from fleet.connectors.registry import kinds
 
 MAX_INTERVAL_MINUTES = 366 * 24 * 60  # a year
+
+
+class ServiceURLValidator(URLValidator):
+    """Django's URL check, but with single-label hosts (`prometheus`, `slurmrestd`) and http(s) only.
+
+    Inside a Kubernetes namespace or a compose network a platform answers on its bare service
+    name, and Django's validator wants a dotted name with a top-level domain (or `localhost`),
+    so it refused `https://prometheus:9090`. Everything else is Django's: the user:pass part,
+    IPv4/IPv6 literals, the port, the path, a dotted host's rules.
+    """
+
+    # All digits is not a name but an address to a resolver (http://2130706433 is 127.0.0.1), and a
+    # dotted host keeps Django's rule against a numeric top-level label ("999.1.1.1").
+    single_label_re = r"(?![0-9]+(?:[:/?#]|\Z))" + URLValidator.hostname_re
+    dotted_host_re = URLValidator.hostname_re + URLValidator.domain_re + URLValidator.tld_re  # Django's
+    host_re = "(" + dotted_host_re + "|" + single_label_re + ")"
+    # Django's pattern with the host above: its `regex` is built from its own `host_re` when the
+    # class is defined, so a subclass has to build it again.
+    regex = re.compile(
+        r"^(?:[a-z0-9.+-]*)://"  # scheme is validated separately
+        r"(?:[^\s:@/]+(?::[^\s:@/]*)?@)?"  # user:pass authentication
+        r"(?:" + URLValidator.ipv4_re + "|" + URLValidator.ipv6_re + "|" + host_re + ")"
+        r"(?::[0-9]{1,5})?"  # port
+        r"(?:[/?#][^\s]*)?"  # resource path
+        r"\Z",
+        re.IGNORECASE,
+    )
+    schemes = ["http", "https"]  # what the connectors' HTTP client speaks
+    message = "Enter an http(s) URL with a host, e.g. https://prometheus:9090 or https://slurm.example.org."
+
+
+validate_service_url = ServiceURLValidator()
 
 
 class Connector(models.Model):
@@ -36,7 +69,10 @@ class Connector(models.Model):
 
     name = models.SlugField(max_length=100, unique=True)
     kind = models.CharField(max_length=20, choices=Kind.choices)
-    url = models.URLField(max_length=500, help_text="Base URL, e.g. https://prometheus.example.org:9090")
+    # Not a URLField: its validator, which always runs, refuses a bare service name.
+    url = models.CharField(
+        max_length=500, validators=[validate_service_url], help_text="Base URL, e.g. https://prometheus:9090"
+    )
     cluster = models.CharField(
         max_length=100, blank=True, help_text="Cluster the jobs belong to (not needed for Prometheus)."
     )
