@@ -8,7 +8,9 @@ from django.contrib.auth.models import Group
 
 from fleet.access import RESEARCHERS_GROUP
 from tests.factories import ClusterFactory, JobFactory, UserFactory
+from tests.test_accessibility import open_as
 from tests.test_browser import SHOTS, STALE, body_text, browser  # noqa: F401  (the shared Chromium fixture)
+from triage.labeling import services
 from triage.models import Finding, JobTriage, RuleSet, TriageStatus
 from triage.taxonomy import Category
 
@@ -128,3 +130,49 @@ def test_two_raters_run_a_study_end_to_end_in_the_browser(browser, live_server, 
     row = browser.find_element(By.CSS_SELECTOR, "#quality tr[data-category=improper_batch_size]").text
     assert row.split()[-8:] == ["1", "3", "1", "2", "0", "0.33", "1.00", "0.50"]
     browser.save_screenshot(str(SHOTS / "labeling-rules.png"))
+
+
+@pytest.fixture
+def submitted_study(team_a):
+    """A study of three jobs whose two raters have both submitted: they agree on jobs 2 and 3 and
+    disagree on job 1 (batch size against checkpointing)."""
+    group = Group.objects.get_or_create(name=RESEARCHERS_GROUP)[0]
+    lead, second = UserFactory(username="rita-researcher"), UserFactory(username="ravi-rater")
+    for user in (lead, second):
+        user.groups.add(group)
+    cluster = ClusterFactory(name="c1")
+    for i in range(3):
+        JobFactory(cluster=cluster, team=team_a, name=f"bert-{i}", mean_gpu_util=20.0 + i)
+    study = services.create_study(name="Keys pilot", lead=lead, raters=[lead, second], sample_size=3, seed=5)
+    for rater in (lead, second):
+        for assignment in services.assignments_of(study, rater):
+            first_job = assignment.item.position == 1
+            option = Category.MODEL_CHECKPOINTING if first_job and rater == second else Category.IMPROPER_BATCH_SIZE
+            services.save_answer(assignment, {option.value: "seen in the timeline"})
+        services.submit(study, rater)
+    return study, lead, second
+
+
+def colours(driver, element_id):
+    """The element's computed text colour and background colour."""
+    return driver.execute_script(
+        "const s = getComputedStyle(document.getElementById(arguments[0])); return [s.color, s.backgroundColor];",
+        element_id,
+    )
+
+
+@pytest.mark.django_db(transaction=True)
+def test_the_freeze_button_is_readable(browser, live_server, submitted_study):  # noqa: F811
+    from selenium.webdriver.common.by import By
+
+    study, lead, _ = submitted_study
+    services.adjudicate(study.items.get(position=1), [Category.MODEL_CHECKPOINTING.value], "the saves", lead)
+    open_as(browser, live_server.url, lead)
+    browser.get(f"{live_server.url}/studies/{study.pk}/gold/")
+    button = browser.find_element(By.ID, "freeze")
+    assert button.is_enabled() and button.text == "Freeze gold v1"
+    text, background = colours(browser, "freeze")
+    SHOTS.mkdir(exist_ok=True)
+    browser.save_screenshot(str(SHOTS / "labeling-gold.png"))
+    assert text != background, f"the button's text is {text} on {background}"
+    assert background == "rgb(47, 95, 208)"  # the accent of every primary button, not the picker's white
