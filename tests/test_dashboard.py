@@ -687,3 +687,25 @@ def test_a_cluster_chosen_on_one_page_stays_chosen_on_the_pages_it_links_to(clie
     assert "cluster=beta" in back
     on_overview = overview(client, cluster="beta").content.decode()
     assert f'{reverse("dashboard:team-list")}?from=2026-11-16&amp;to=2026-11-22&amp;cluster=beta' in on_overview
+
+
+def test_an_unknown_cluster_is_named_and_every_cluster_shown(client, operator, fleet):
+    """A mistyped or deleted cluster in a bookmark showed an empty fleet, blaming missing prices."""
+    client.force_login(operator)
+    response = overview(client, cluster="zzz")
+    assert "There is no cluster named &#x27;zzz&#x27;; showing all clusters." in response.content.decode()
+    assert response.context["cluster"] == ""
+    assert card(response, "GPU-hours")["value"] == "30"  # both teams' jobs of the week
+
+
+def test_the_period_note_says_how_old_the_newest_data_is(client, operator, team_a):
+    """The presets end at the newest job: when that is weeks old (an import or a connector stopped),
+    the page says so rather than passing last month off as the last 7 days."""
+    now = datetime.now(tz=UTC)
+    JobFactory(team=team_a, start_time=now - timedelta(days=13, hours=1))
+    client.force_login(operator)
+    page = client.get(reverse("dashboard:overview")).content.decode()
+    started = (now - timedelta(days=13, hours=1)).date().isoformat()
+    assert f"The newest job started on {started}, 13 days ago: the presets end there." in page
+    JobFactory(team=team_a, start_time=now - timedelta(hours=1))
+    assert "The newest job started" not in client.get(reverse("dashboard:overview")).content.decode()

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from datetime import datetime
+from dataclasses import dataclass
+from datetime import UTC, datetime
 from urllib.parse import urlencode
 
 from django.conf import settings
@@ -11,6 +12,7 @@ from django.contrib.auth.decorators import login_required
 from django.core.files.storage import default_storage
 from django.core.paginator import Paginator
 from django.db import transaction
+from django.db.models import QuerySet
 from django.forms import BaseModelFormSet, modelformset_factory
 from django.http import FileResponse, Http404, JsonResponse, StreamingHttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
@@ -44,12 +46,26 @@ TEAM_SORTS = {
 }
 
 
-def _scope(request):
-    """The jobs this user may see, narrowed to the chosen cluster, and the period to show."""
-    cluster = request.GET.get("cluster", "")
+@dataclass(frozen=True)
+class Scope:
+    """What a dashboard page shows: the jobs this user may see on the chosen cluster, the period."""
+
+    jobs: QuerySet
+    period: Period
+    problem: str  # what was wrong with the query string (shown above the page), or ""
+    cluster: str  # "" for every cluster
+    latest: datetime | None  # the newest start among the jobs: where the presets end
+
+
+def _scope(request) -> Scope:
+    cluster = request.GET.get("cluster", "").strip()
+    unknown = ""
+    if cluster and not Cluster.objects.filter(name=cluster).exists():
+        # Not an empty fleet (whose page would blame missing prices, no jobs, ...): every cluster's.
+        unknown, cluster = f"There is no cluster named '{cluster}'; showing all clusters.", ""
     jobs, latest = queries.narrowed(Job.objects.visible_to(request.user), cluster)
     period, problem = parse_period(request.GET, latest)
-    return jobs, period, problem, cluster
+    return Scope(jobs, period, " ".join(filter(None, (unknown, problem))), cluster, latest)
 
 
 def _judged(jobs, request):
@@ -59,10 +75,16 @@ def _judged(jobs, request):
     return jobs.exclude(pk__in=blinded_job_ids(request.user))
 
 
-def _context(request, jobs, period, problem, cluster) -> dict:
+def _context(request, scope: Scope) -> dict:
+    period, cluster = scope.period, scope.cluster
+    today = datetime.now(tz=UTC).date()
     return {
         "period": period,
-        "period_problem": problem,
+        "period_problem": scope.problem,
+        # Days since the newest job started, where the presets end: an import or a connector that
+        # stopped shows here before anyone wonders why "last 7 days" is last month.
+        "data_age_days": (today - scope.latest.date()).days if scope.latest else None,
+        "latest": scope.latest,
         "presets": list(PRESETS),
         "cluster": cluster,
         "clusters": Cluster.objects.all(),
@@ -87,7 +109,8 @@ def _jobs_query(period, cluster, **filters) -> str:
 
 @login_required
 def overview(request):
-    jobs, period, problem, cluster = _scope(request)
+    scope = _scope(request)
+    jobs, period = scope.jobs, scope.period
     threshold = settings.LOW_UTIL_THRESHOLD
     period_jobs = queries.in_period(jobs, period)
     pricing = queries.pricing(queries.in_period(jobs, period.with_previous), shown=period_jobs)
@@ -123,24 +146,24 @@ def overview(request):
     # A member sees their teams' jobs only: the page says whose they are, and a member of one team
     # is shown its users (a chart of one team's bar said nothing).
     whole_fleet = sees_whole_fleet(request.user)
-    scope = [] if whole_fleet else list(Team.objects.visible_to(request.user).order_by("name"))
-    only_team = scope[0] if len(scope) == 1 else None
+    teams_seen = [] if whole_fleet else list(Team.objects.visible_to(request.user).order_by("name"))
+    only_team = teams_seen[0] if len(teams_seen) == 1 else None
     judged = _judged(period_jobs, request)
     categories = [row | {"label": Category(row["category"]).label} for row in queries.by_category(judged, conversion)]
     unclassified, triaged_low = queries.unclassified_share(judged, threshold)
-    context = _context(request, jobs, period, problem, cluster) | {
+    context = _context(request, scope) | {
         "cards": cards,
         "totals": current,
         "trend_figure": figures.weekly_trend(queries.weekly_trend(jobs, period)),
         "whole_fleet": whole_fleet,
-        "scope": scope,
+        "scope": teams_seen,
         "only_team": only_team,
         "teams_figure": figures.top_teams(teams) if only_team is None else None,
         "users_figure": figures.top_users(queries.by_user(period_jobs, limit=10)) if only_team else None,
         "histogram_figure": figures.utilization_histogram(queries.utilization_histogram(period_jobs), threshold),
         "categories": categories,
         "categories_figure": figures.categories_vs_paper(
-            categories, "This fleet" if whole_fleet else ", ".join(team.name for team in scope) or "Your jobs"
+            categories, "This fleet" if whole_fleet else ", ".join(team.name for team in teams_seen) or "Your jobs"
         ),
         "unclassified": unclassified,
         "triaged_low": triaged_low,
@@ -151,7 +174,8 @@ def overview(request):
 
 @login_required
 def team_list(request):
-    jobs, period, problem, cluster = _scope(request)
+    scope = _scope(request)
+    jobs, period = scope.jobs, scope.period
     sort = request.GET.get("sort", "unused")
     order = TEAM_SORTS.get(sort, "-unused")
     if request.GET.get("format") == "csv":
@@ -160,7 +184,7 @@ def team_list(request):
     rows = queries.by_team(
         queries.in_period(jobs, period), settings.LOW_UTIL_THRESHOLD, order=order, conversion=pricing.conversion
     )
-    context = _context(request, jobs, period, problem, cluster) | {"rows": rows, "sort": sort}
+    context = _context(request, scope) | {"rows": rows, "sort": sort}
     context |= _pricing_context(pricing)
     return render(request, "dashboard/team_list.html", context)
 
@@ -197,7 +221,8 @@ def _teams_csv(report: queries.Chargeback, period: Period) -> StreamingHttpRespo
 @login_required
 def team_detail(request, slug: str):
     team = get_object_or_404(Team.objects.visible_to(request.user), slug=slug)
-    jobs, period, problem, cluster = _scope(request)
+    scope = _scope(request)
+    jobs, period, cluster = scope.jobs, scope.period, scope.cluster
     jobs = jobs.filter(team=team)
     period_jobs = queries.in_period(jobs, period)
     threshold = settings.LOW_UTIL_THRESHOLD
@@ -218,7 +243,7 @@ def team_detail(request, slug: str):
             row | {"category": category, "change": headline_change(category), "set_aside": set_aside.get(category, 0)}
         )
     unclassified, triaged_low = queries.unclassified_share(judged_jobs, threshold)
-    context = _context(request, jobs, period, problem, cluster) | {
+    context = _context(request, scope) | {
         "team": team,
         "totals": queries.totals(period_jobs, threshold, conversion),
         "trend_figure": figures.weekly_trend(queries.weekly_trend(jobs, period)),
@@ -577,7 +602,8 @@ def home(request):
 
 @login_required
 def category_list(request):
-    jobs, period, problem, cluster = _scope(request)
+    scope = _scope(request)
+    jobs, period = scope.jobs, scope.period
     pricing = queries.pricing(queries.in_period(jobs, period))
     judged = _judged(queries.in_period(jobs, period), request)
     rows = {row["category"]: row for row in queries.by_category(judged, pricing.conversion)}
@@ -593,7 +619,7 @@ def category_list(request):
         }
         for category in Category
     ]
-    context = _context(request, jobs, period, problem, cluster) | {"categories": categories}
+    context = _context(request, scope) | {"categories": categories}
     context |= _pricing_context(pricing)
     return render(request, "dashboard/category_list.html", context)
 
@@ -604,14 +630,15 @@ def category_detail(request, category: str):
         chosen = Category(category)
     except ValueError:
         raise Http404 from None
-    jobs, period, problem, cluster = _scope(request)
+    scope = _scope(request)
+    jobs, period, cluster = scope.jobs, scope.period, scope.cluster
     judged = _judged(jobs, request)
     findings = (
         Finding.objects.filter(result__is_current=True, category=chosen, job__in=queries.in_period(judged, period))
         .select_related("job__cluster", "job__team")
         .order_by("-gpu_hours")[:100]
     )
-    context = _context(request, jobs, period, problem, cluster) | {
+    context = _context(request, scope) | {
         "category": chosen,
         "guide": category_guide(chosen),
         "findings": findings,
