@@ -226,13 +226,15 @@ def test_the_form_shows_every_field_once_in_its_group_with_its_error_beside_it(c
     from fleet.connectors.forms import ConnectorForm
 
     grouped = [name for _, names in ConnectorForm.FIELDSETS for name in names]
-    assert sorted(grouped) == sorted(ConnectorForm().fields) and len(grouped) == len(set(grouped))
+    with_secret = Connector(pk=1, name="x", kind="generic", url="http://x", secret_ref="env:X")  # every field
+    assert sorted(grouped) == sorted(ConnectorForm(instance=with_secret).fields) and len(grouped) == len(set(grouped))
     client.force_login(operator)
     page = client.get(reverse("connectors:create")).content.decode()
     assert re.findall(r"<legend>([^<]+)</legend>", page) == [legend for legend, _ in ConnectorForm.FIELDSETS]
     for name in grouped:
-        assert len(re.findall(rf'<label for="id_{name}">', page)) == 1, name
-        assert page.count(f'name="{name}"') == 1, name
+        shown = name != "clear_secret"  # a new connector has no stored secret to clear
+        assert len(re.findall(rf'<label for="id_{name}">', page)) == shown, name
+        assert page.count(f'name="{name}"') == shown, name
     assert '<label for="id_url">URL</label>' in page and '<label for="id_ca_bundle">CA bundle</label>' in page
     # A help text is the input's description, for a screen reader too.
     assert 'aria-describedby="id_url_helptext"' in page and 'id="id_url_helptext"' in page
@@ -289,3 +291,25 @@ def test_a_url_the_connectors_cannot_use_is_still_refused(client, operator, url)
     assert "Enter an http(s) URL with a host" in response.content.decode()
     with pytest.raises(ValidationError):
         Connector(name="x", kind="generic", url=url, cluster="c1").full_clean()
+
+
+def test_keeping_or_clearing_the_stored_secret_is_offered_only_when_there_is_one(client, operator):
+    """A new connector has no stored secret to keep or clear: the form offered both all the same."""
+    client.force_login(operator)
+    keep, clear = "Leave blank to keep the stored one", 'name="clear_secret"'
+    page = client.get(reverse("connectors:create")).content.decode()
+    assert 'name="secret"' in page and keep not in page and clear not in page
+    without = Connector.objects.create(name="open", kind="generic", url="http://127.0.0.1:9", cluster="c1")
+    page = client.get(reverse("connectors:edit", args=[without.pk])).content.decode()
+    assert keep not in page and clear not in page
+    assert client.post(reverse("connectors:create"), form_data()).status_code == 302
+    stored = Connector.objects.get(name="slurm-c1")
+    page = client.get(reverse("connectors:edit", args=[stored.pk])).content.decode()
+    assert keep in page and clear in page
+    # Clearing it still works, and the auth kind then asks for a secret again.
+    refused = client.post(reverse("connectors:edit", args=[stored.pk]), form_data(secret="", clear_secret="on"))
+    assert "This auth kind needs a secret" in refused.content.decode()
+    cleared = form_data(secret="", clear_secret="on", auth="none")
+    assert client.post(reverse("connectors:edit", args=[stored.pk]), cleared).status_code == 302
+    stored.refresh_from_db()
+    assert not stored.has_secret

@@ -30,7 +30,7 @@ class ConnectorForm(forms.ModelForm):
         required=False,
         strip=True,
         widget=forms.PasswordInput(render_value=False, attrs={"autocomplete": "new-password"}),
-        help_text="Password or token, stored encrypted. Leave blank to keep the stored one.",
+        help_text="Password or token, stored encrypted.",
     )
     secret_reference = forms.CharField(
         required=False,
@@ -79,7 +79,7 @@ class ConnectorForm(forms.ModelForm):
     )
 
     def fieldsets(self) -> list[tuple[str, list]]:
-        return [(legend, [self[name] for name in names]) for legend, names in self.FIELDSETS]
+        return [(legend, [self[name] for name in names if name in self.fields]) for legend, names in self.FIELDSETS]
 
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
@@ -88,6 +88,10 @@ class ConnectorForm(forms.ModelForm):
             qs = qs.exclude(pk=self.instance.pk)
             self.fields["secret_reference"].initial = self.instance.secret_ref  # a name, not a secret
         self.fields["metrics_from"].queryset = qs
+        if self.instance.pk and self.instance.has_secret:
+            self.fields["secret"].help_text += " Leave blank to keep the stored one."
+        else:
+            del self.fields["clear_secret"]  # nothing stored to keep or to forget
 
     def clean_secret_reference(self) -> str:
         value = self.cleaned_data["secret_reference"].strip()
