@@ -709,3 +709,40 @@ def test_the_period_note_says_how_old_the_newest_data_is(client, operator, team_
     assert f"The newest job started on {started}, 13 days ago: the presets end there." in page
     JobFactory(team=team_a, start_time=now - timedelta(hours=1))
     assert "The newest job started" not in client.get(reverse("dashboard:overview")).content.decode()
+
+
+def _linked(page: str, text: str) -> str:
+    """The href of the link whose text is `text` on the page, unescaped."""
+    return re.search(rf'<a href="([^"]*)">{re.escape(text)}</a>', page).group(1).replace("&amp;", "&")
+
+
+def test_the_overview_counts_open_the_jobs_they_count(client, operator, fleet):
+    from triage.models import JobTriage, RuleSet
+
+    (low, busy), _ = fleet
+    client.force_login(operator)
+    page = overview(client).content.decode()
+    low_jobs = client.get(_linked(page, "1 of 2 jobs"))  # at or below 50 % this week: team A's a-low
+    assert [job.name for job in low_jobs.context["page"].object_list] == ["a-low"]
+    assert "Every one of the" not in page and "unclassified" not in page  # nothing triaged yet: nothing to say
+
+    JobTriage.objects.create(job=low, rule_set=RuleSet.current(), status="unclassified", is_current=True)
+    page = overview(client).content.decode()
+    assert "1 of 1 triaged low-utilization jobs are unclassified (100 %)" in page
+    unexplained = client.get(_linked(page, "list them"))
+    assert [job.name for job in unexplained.context["page"].object_list] == ["a-low"]
+
+    JobTriage.objects.filter(job=low).update(status="classified")
+    page = overview(client).content.decode()
+    assert "Every one of the 1 triaged low-utilization jobs has a cause: none is unclassified." in page
+
+
+def test_a_team_page_leads_from_its_worst_jobs_to_all_of_them(client, operator, team_a):
+    for i in range(17):
+        JobFactory(team=team_a, start_time=WEEK_START + timedelta(hours=i), unused_gpu_hours=i, name=f"j{i}")
+    client.force_login(operator)
+    url = reverse("dashboard:team-detail", args=[team_a.slug])
+    page = client.get(url, {"from": "2026-11-16", "to": "2026-11-22"}).content.decode()
+    every = client.get(_linked(page, "All 17 jobs of the period &rarr;"))
+    assert every.context["page"].paginator.count == 17
+    assert every.context["page"].object_list[0].name == "j16"  # most unused first, as the table above

@@ -167,6 +167,7 @@ def overview(request):
         ),
         "unclassified": unclassified,
         "triaged_low": triaged_low,
+        "jobs_query": _jobs_query(period, scope.cluster),
     }
     context |= _pricing_context(pricing)
     return render(request, "dashboard/overview.html", context)
