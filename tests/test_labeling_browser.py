@@ -176,3 +176,23 @@ def test_the_freeze_button_is_readable(browser, live_server, submitted_study):  
     browser.save_screenshot(str(SHOTS / "labeling-gold.png"))
     assert text != background, f"the button's text is {text} on {background}"
     assert background == "rgb(47, 95, 208)"  # the accent of every primary button, not the picker's white
+
+
+@pytest.mark.django_db(transaction=True)
+def test_the_adjudication_page_ticks_options_by_their_keys(browser, live_server, submitted_study):  # noqa: F811
+    from selenium.webdriver.common.by import By
+
+    study, lead, _ = submitted_study
+    item = study.items.get(position=1)
+    open_as(browser, live_server.url, lead)
+    browser.get(f"{live_server.url}/studies/{study.pk}/adjudicate/{item.pk}/")
+    body = browser.find_element(By.TAG_NAME, "body")
+    body.send_keys("5")
+    body.send_keys("6")
+    checked = [b.get_attribute("value") for b in browser.find_elements(By.CSS_SELECTOR, "input[name=option]:checked")]
+    assert sorted(checked) == sorted([Category.IMPROPER_BATCH_SIZE.value, Category.MODEL_CHECKPOINTING.value])
+    SHOTS.mkdir(exist_ok=True)
+    browser.save_screenshot(str(SHOTS / "labeling-adjudicate.png"))
+    body.send_keys("n")  # "none of these" excludes the rest, as on the labeling page
+    checked = [b.get_attribute("value") for b in browser.find_elements(By.CSS_SELECTOR, "input[name=option]:checked")]
+    assert checked == ["none"]

@@ -1,4 +1,6 @@
-// Labeling page: keyboard shortcuts, "none of these" exclusive, rationale fields only for ticked options.
+// Labeling and adjudication pages (the form #label-form): keyboard shortcuts, "none of these"
+// exclusive, rationale fields only for ticked options. Keys that a page lacks the target of (save and
+// next, previous / next job on the adjudication page) do nothing there.
 (function () {
   "use strict";
   var form = document.getElementById("label-form");
