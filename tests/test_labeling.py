@@ -421,6 +421,26 @@ def test_jobs_not_triaged_with_a_version_are_left_out_and_counted(study, raters)
     assert evaluation.report.units == 1 and len(evaluation.not_triaged) == 3
 
 
+def test_an_export_of_a_version_that_does_not_exist_is_refused_not_replaced_by_another(client, study, raters):
+    gold_with_job_1_triaged(study, raters)  # gold v1, rule set v1
+    client.force_login(raters[0])
+
+    def export(kind, **query):
+        response = client.get(reverse("labeling:export", args=[study.pk, kind, "csv"]), query)
+        return response.status_code, response.content.decode()
+
+    assert export("gold", gold=99) == (404, f"Study {study.pk} has no gold set v99 (it has v1).\n")
+    assert export("quality", gold=1, rule_set=999) == (404, "There is no rule set v999 (there are v1).\n")
+    assert export("rules", rule_set=42) == (404, "There is no rule set v42 (there are v1).\n")
+    assert export("quality", gold="abc", rule_set=999) == (
+        400, "gold must be a version number, such as gold=1 (not 'abc').\n"
+    )  # fmt: skip
+    assert export("rules", rule_set="1.5")[0] == 400
+    assert export("gold", gold="99999999999999999999")[0] == 404  # past any row id: none has it
+    # A version that exists, or none asked for (the latest gold set, the current rule set), exports.
+    assert export("gold", gold=1)[0] == export("gold")[0] == export("quality", rule_set=1)[0] == 200
+
+
 def test_labels_export_and_import_round_trip_into_another_study(client, study, raters, jobs):
     run_study(study, raters)
     client.force_login(raters[0])

@@ -7,7 +7,7 @@ from functools import wraps
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.files.storage import default_storage
-from django.http import Http404, HttpResponse
+from django.http import Http404, HttpResponse, HttpResponseBadRequest, HttpResponseNotFound
 from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_POST
 
@@ -449,28 +449,79 @@ def triage_missing(request, pk: int):
     return redirect(f"{_url('labeling:rules', study.pk)}?gold={gold_set.version}&rule_set={rule_set.version}")
 
 
+class ExportRefused(Exception):
+    """An export that cannot be made as asked; `response` says why, in plain text."""
+
+    def __init__(self, response: HttpResponse):
+        super().__init__(response.content.decode())
+        self.response = response
+
+
+def _refusal(response_class, message: str) -> ExportRefused:
+    return ExportRefused(response_class(message + "\n", content_type="text/plain; charset=utf-8"))
+
+
+def _asked_version(request, name: str, queryset, missing: str):
+    """The version `?name=N` asks for, or None when the address asks for none (absent or empty),
+    which the caller answers with its default. An export must never hand over another version's data
+    for the one asked: a value that is not a whole number is a 400, a number no version has a 404.
+    `missing` words the 404, given the number and the versions there are."""
+    raw = request.GET.get(name, "")
+    if raw == "":
+        return None
+    number = _number(raw)
+    if number is None:
+        raise _refusal(
+            HttpResponseBadRequest, f"{name} must be a version number, such as {name}=1 (not {raw[:40]!r})."
+        )
+    found = queryset.filter(version=number).first() if abs(number) <= MAX_ROW_ID else None
+    if found is None:
+        versions = ", ".join(f"v{v}" for v in sorted(queryset.values_list("version", flat=True))) or "none"
+        raise _refusal(HttpResponseNotFound, missing.format(number=number, versions=versions))
+    return found
+
+
+def _export_gold_set(request, study):
+    gold_set = _asked_version(
+        request, "gold", study.gold_sets, f"Study {study.pk} has no gold set v{{number}} (it has {{versions}})."
+    ) or study.gold_sets.first()
+    if gold_set is None:
+        raise _refusal(HttpResponseNotFound, f"Study {study.pk} has no gold set yet: freeze one first.")
+    return gold_set
+
+
+def _export_rule_set(request):
+    return (
+        _asked_version(request, "rule_set", RuleSet.objects, "There is no rule set v{number} (there are {versions}).")
+        or RuleSet.current()
+    )
+
+
 @studies_access
 def export(request, pk: int, kind: str, fmt: str):
     study = services.get_study(request.user, pk)
     if kind not in exchange.KINDS or fmt not in ("csv", "json"):
         raise Http404
     _require_all_labels(request, study)
+    try:
+        return _export(request, study, kind, fmt)
+    except ExportRefused as refused:
+        return refused.response
+
+
+def _export(request, study, kind: str, fmt: str) -> HttpResponse:
     meta = {"study": {"id": study.pk, "name": study.name, "seed": study.seed}}
     if kind == "labels":
         rows = exchange.label_rows(study)
     elif kind == "gold":
-        gold_set = _pick(study.gold_sets, request.GET.get("gold"), "version") or study.gold_sets.first()
-        if gold_set is None:
-            raise Http404("No gold set yet")
+        gold_set = _export_gold_set(request, study)
         rows, meta["gold_version"] = exchange.gold_rows(gold_set), gold_set.version
     elif kind == "rules":
-        rule_set = _pick(RuleSet.objects, request.GET.get("rule_set"), "version") or RuleSet.current()
+        rule_set = _export_rule_set(request)
         rows, meta["rule_set_version"] = exchange.rule_rows(study, rule_set), rule_set.version
     elif kind == "quality":
-        gold_set = _pick(study.gold_sets, request.GET.get("gold"), "version") or study.gold_sets.first()
-        if gold_set is None:
-            raise Http404("No gold set yet")
-        rule_set = _pick(RuleSet.objects, request.GET.get("rule_set"), "version") or RuleSet.current()
+        gold_set = _export_gold_set(request, study)
+        rule_set = _export_rule_set(request)
         evaluation = services.evaluate_rules(gold_set, rule_set)
         rows = exchange.quality_rows(evaluation)
         meta |= {"gold_version": gold_set.version, "rule_set_version": rule_set.version}
