@@ -179,6 +179,48 @@ def test_a_job_of_many_gpus_shows_their_mean_and_range(browser, live_server, ope
     assert console_errors(browser) == []
 
 
+TOOLBAR_AND_LEGEND = """
+const box = selector => document.querySelector('#timeline ' + selector).getBoundingClientRect();
+const [bar, legend] = [box('.modebar'), box('.legend')];
+return [bar.width > 0, bar.left < legend.right && legend.left < bar.right && bar.top < legend.bottom && legend.top < bar.bottom];
+"""
+
+
+@pytest.mark.django_db(transaction=True)
+@pytest.mark.parametrize("gpus", [4, 8])
+def test_the_timeline_toolbar_does_not_cover_its_legend_in_a_window_800_px_wide(browser, live_server, operator,  # noqa: F811
+                                                                                 gpus):  # fmt: skip
+    """Plotly's toolbar, shown while the pointer is on the chart, sat on the last entries of the
+    legend across the top (four GPUs, a window 800 px wide); with many GPUs the legend is a column."""
+    from datetime import timedelta
+
+    from django.core.files.base import ContentFile
+    from selenium.webdriver.common.action_chains import ActionChains
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support.wait import WebDriverWait
+
+    from fleet.series import to_parquet_bytes
+    from tests.factories import JobFactory
+    from tests.test_timeline import START, series
+
+    job = JobFactory(start_time=START, end_time=START + timedelta(hours=2), gpu_count=gpus)
+    frame = series(gpus, 7200, 30)
+    frame["host"] = "alpha-n055"  # a real host's name: legend entries as long as the demo fleet's
+    job.series_file.save("s.parquet", ContentFile(to_parquet_bytes(frame)))
+    log_in(browser, live_server.url, operator, f"/jobs/{job.pk}/")
+    with window_width(browser, 800):
+        browser.get(f"{live_server.url}/jobs/{job.pk}/")
+        wait = WebDriverWait(browser, 20, ignored_exceptions=STALE)
+        wait.until(lambda b: b.find_element(By.ID, "timeline").get_attribute("data-ready") == "1")
+        chart = browser.find_element(By.CSS_SELECTOR, "#timeline .nsewdrag")
+        browser.execute_script("arguments[0].scrollIntoView({block: 'center'})", chart)
+        ActionChains(browser).move_to_element(chart).perform()  # the toolbar shows while the pointer is there
+        shown, overlap = browser.execute_script(TOOLBAR_AND_LEGEND)
+        browser.save_screenshot(str(SHOTS / f"job-timeline-800-{gpus}-gpus.png"))
+    assert shown, "the toolbar should show while the pointer is on the chart"
+    assert not overlap, "the toolbar covers the legend"
+
+
 @pytest.mark.django_db(transaction=True)
 def test_a_job_without_samples_says_so_where_its_timeline_would_be(browser, live_server, operator):  # noqa: F811
     """The server said "No metric samples were supplied for this job." and the page cleared the
@@ -327,19 +369,22 @@ return [box.scrollWidth > box.clientWidth, before, after, cell(1).contains(front
 
 
 @pytest.mark.django_db(transaction=True)
-def test_on_a_phone_the_jobs_table_keeps_its_job_column_while_it_scrolls(browser, live_server, operator):  # noqa: F811
-    """360 px wide the jobs table scrolls sideways in its box; scrolled to its costs, the rows no
-    longer said which job they were. The first column now stays put, above the columns passing under it."""
+@pytest.mark.parametrize("width", [360, 800])
+def test_in_a_narrow_window_the_jobs_table_keeps_its_job_column_while_it_scrolls(browser, live_server, operator,  # noqa: F811
+                                                                                 width):  # fmt: skip
+    """360 px (or 800) wide the jobs table scrolls sideways in its box; scrolled to its costs, the
+    rows no longer said which job they were. The first column now stays put, above the columns
+    passing under it."""
     from tests.factories import JobFactory
 
     for index in range(3):
         JobFactory(name=f"a-job-with-a-long-name-{index}", external_id=f"job-{index}")
     log_in(browser, live_server.url, operator, "/jobs/?period=90d")
-    with window_width(browser, 360):
+    with window_width(browser, width):
         browser.get(f"{live_server.url}/jobs/")
         scrolls, before, after, first_on_top = browser.execute_script(STICKY_COLUMN)
         browser.save_screenshot(str(SHOTS / "job-list-phone-scrolled.png"))
-    assert scrolls, "at 360 px the jobs table should be wider than its box"
+    assert scrolls, f"at {width} px the jobs table should be wider than its box"
     assert after[1] < before[1] - 100, "the other columns move as the box scrolls"
     assert abs(after[0] - before[0]) <= 1, f"the job column moved from {before[0]} to {after[0]} px"
     assert first_on_top, "the columns passing under the job column are drawn over it"

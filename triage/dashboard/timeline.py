@@ -190,10 +190,13 @@ def build_timeline(
     data: list[dict] = []
     height = 1 / len(panels)
     layout: dict = {
-        "margin": {"l": 60, "r": 20, "t": 10, "b": 40},
+        "margin": {"l": 60, "r": 40, "t": 10, "b": 40},
         "height": 200 + 170 * len(panels),
         "showlegend": True,
         "legend": {"orientation": "h", "x": 0, "y": 1.06},
+        # Plotly's toolbar (shown while the pointer is on the chart) stands down the right edge:
+        # across the top it sat on the legend's last entries in a window 800 px wide.
+        "modebar": {"orientation": "v"},
         "hovermode": "x",
         "font": {"family": "system-ui, sans-serif", "size": 12},
         "paper_bgcolor": "rgba(0,0,0,0)",
@@ -217,7 +220,9 @@ def build_timeline(
     if 6 < len(devices) <= MAX_DEVICE_LINES:  # many GPUs: a legend column on the right instead of rows over the chart
         layout["legend"] = {"orientation": "v", "x": 1.01, "y": 1, "font": {"size": 10}}
         layout["margin"]["r"] = 150
-        layout["margin"]["t"] = 36  # room above the chart for Plotly's toolbar, which would sit on the legend
+        # There the toolbar goes back across the top, in room of its own above the chart.
+        layout["modebar"] = {"orientation": "h"}
+        layout["margin"]["t"] = 36
     for index, (metric, title, rows) in enumerate(panels):
         axis = "y" if index == 0 else f"y{index + 1}"
         top = 1 - index * height
