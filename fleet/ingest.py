@@ -207,6 +207,7 @@ def _execute_claimed(run: IngestRun, on_progress=None) -> IngestRun:
             limits=reader_limits(),
             progress=phase,
             work_dir=settings.ARCHIVE_WORK_DIR,
+            name=run.archive_name,  # an upload is stored as <hex>.upload; its errors name the user's file
         ) as stream:
             run.errors = [e.as_dict() for e in stream.errors]
             run.jobs_rejected = len(stream.rejected)

@@ -148,3 +148,16 @@ def test_the_api_root_lists_its_resources_and_the_schema(operator):
     assert {"archives", "ingest-runs", "jobs", "schema"} <= set(root)
     assert root["schema"].endswith("/api/v1/schema/")
     assert client.get(root["schema"], {"format": "json"}).status_code == 200
+
+
+def test_a_pushed_file_that_is_not_an_archive_is_named_as_pushed(token, tmp_path, django_capture_on_commit_callbacks):
+    _, key = token
+    fake = tmp_path / "fake.zip"
+    fake.write_text("a text file renamed fake.zip\n")
+    with django_capture_on_commit_callbacks(execute=True):
+        run_id = push(APIClient(), key, fake).json()["id"]
+    body = APIClient().get(f"/api/v1/ingest-runs/{run_id}/", HTTP_AUTHORIZATION=f"Api-Key {key}").json()
+    assert body["status"] == "failed" and ".upload" not in json.dumps(body)
+    assert [(e["file"], e["message"]) for e in body["errors"]] == [
+        ("fake.zip", "fake.zip is not a zip archive (its content is not a zip file)")
+    ]

@@ -237,7 +237,7 @@ def test_an_upload_that_is_not_an_archive_is_named_as_such(tmp_path, storage_dir
     page = tmp_path / "fleet.zip"
     page.write_text("<!doctype html><html><body>Login</body></html>")
     run = ingest_file(page)
-    assert_nothing_kept(run, storage_dir, "not a readable zip file")
+    assert_nothing_kept(run, storage_dir, "fleet.zip is not a zip archive (its content is not a zip file)")
 
 
 def test_a_jobs_csv_that_is_really_a_zip_rejects_the_archive(tmp_path, storage_dir):

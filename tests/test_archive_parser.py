@@ -211,6 +211,33 @@ def test_desktop_archiver_clutter_is_ignored(tmp_path):
 def test_container_is_recognised_by_content_not_name(tmp_path):
     path = write_tar(tmp_path / "upload.bin", base_files())
     assert sorted(parse_archive(path).jobs) == ["j1", "j2", "j3"]
+    # A name that says otherwise does not matter either: a zip called .tar.gz, a gzip tarball called .zip.
+    for name, writer in (("mislabelled.tar.gz", write_zip), ("mislabelled.zip", write_tar)):
+        assert sorted(parse_archive(writer(tmp_path / name, base_files())).jobs) == ["j1", "j2", "j3"]
+
+
+def test_a_zip_or_tar_without_its_leading_signature_is_still_read_when_its_name_says_what_it_is(tmp_path):
+    """A self-extracting zip starts with a program, an old (v7) tar has no ustar magic: neither is
+    found by its first bytes, so the name is the hint, and the container's own check decides."""
+    zipped = write_zip(tmp_path / "plain.zip", base_files())
+    stub = tmp_path / "self-extracting.zip"
+    stub.write_bytes(b"#!/bin/sh\nexit 0\n" + zipped.read_bytes())
+    assert sorted(parse_archive(stub).jobs) == ["j1", "j2", "j3"]
+    v7 = tmp_path / "old.tar"
+    with tarfile.open(v7, "w", format=tarfile.USTAR_FORMAT) as archive:
+        for name, content in base_files().items():
+            data = as_bytes(content)
+            info = tarfile.TarInfo(name)
+            info.size = len(data)
+            archive.addfile(info, io.BytesIO(data))
+    data = bytearray(v7.read_bytes())
+    for offset in range(0, len(data) - 512, 512):  # blank each header's magic and fix its checksum
+        if data[offset + 257 : offset + 262] == b"ustar":
+            data[offset + 257 : offset + 265] = b"\0" * 8
+            data[offset + 148 : offset + 156] = b" " * 8
+            data[offset + 148 : offset + 156] = b"%06o\0 " % sum(data[offset : offset + 512])
+    v7.write_bytes(bytes(data))
+    assert sorted(parse_archive(v7).jobs) == ["j1", "j2", "j3"]
 
 
 @pytest.mark.parametrize("suffix", [".zip", ".tar.gz"])

@@ -398,3 +398,13 @@ def test_the_task_ingests_in_process_when_no_broker_is_configured():
     result = ingest_archive_task.delay(run.pk)
     assert result.get()["status"] == IngestRun.Status.SUCCEEDED
     assert Job.objects.exists()
+
+
+def test_a_file_named_zip_that_is_not_one_is_named_as_typed_and_exits_2(tmp_path):
+    fake = tmp_path / "exports" / "fake.zip"
+    fake.parent.mkdir()
+    fake.write_text("a text file renamed fake.zip\n")
+    code, out, err = run_command(fake)
+    assert code == 2 and "Ingest run" in out and "fake.zip" in out
+    assert "fake.zip is not a zip archive (its content is not a zip file)" in err
+    assert IngestRun.objects.get().errors[0]["file"] == "fake.zip"

@@ -256,3 +256,34 @@ def test_operators_create_a_token_see_it_once_and_revoke_it(operator_client, ope
     other = Client()
     other.force_login(member_a)
     assert other.get("/tokens/").status_code == 404
+
+
+NOT_AN_ARCHIVE = b"notes.txt, renamed: nothing here is a zip or a tarball\n"
+NOT_TAR_GZ = "week-47.tar.gz is not a tar.gz archive (its content is neither gzip nor tar)"
+NOT_ANY = "notes.txt is not a fleet archive: its content is neither a zip file nor a tarball"
+
+
+@pytest.mark.parametrize(
+    ("name", "content", "message"),
+    [
+        ("fake.zip", NOT_AN_ARCHIVE, "fake.zip is not a zip archive (its content is not a zip file)"),
+        ("week-47.tar.gz", NOT_AN_ARCHIVE, NOT_TAR_GZ),
+        ("notes.txt", NOT_AN_ARCHIVE, NOT_ANY),
+        ("cut.zip", EXAMPLE_ARCHIVE.read_bytes()[:3000], "not a readable zip file; it is truncated or corrupt"),
+    ],
+    ids=["text-as-zip", "text-as-tar-gz", "text", "truncated-zip"],
+)
+def test_a_failed_upload_names_the_file_the_user_uploaded(
+    operator_client, upload_dirs, django_capture_on_commit_callbacks, name, content, message
+):
+    """The upload is kept under a generated name (`<hex>.upload`), which the run's errors showed in
+    their File column; and a .zip that is not one was told 'expected a .zip, a .tar.gz or a folder'."""
+    with django_capture_on_commit_callbacks(execute=True):
+        operator_client.post(UPLOAD, {"file": SimpleUploadedFile(name, content)})
+    run = IngestRun.objects.get()
+    assert run.status == IngestRun.Status.FAILED and run.archive_name == name
+    assert len(run.errors) == 1 and run.errors[0]["file"] == name and message in run.errors[0]["message"]
+    page = operator_client.get(reverse("fleet:ingest-run-detail", args=[run.pk])).content.decode()
+    assert f"<td>{name}</td>" in page and message in page and ".upload" not in page
+    rows = list(csv.reader(io.StringIO(operator_client.get(f"/ingest-runs/{run.pk}/errors.csv").content.decode())))
+    assert rows[1][0] == name and message in rows[1][4] and ".upload" not in str(rows)

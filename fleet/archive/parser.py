@@ -179,8 +179,10 @@ class ArchiveStream:
         progress: Callable[[str], None] | None = None,
         bucket_rows: int = BUCKET_ROWS,
         work_dir: str | os.PathLike | None = None,
+        name: str = "",
     ):
         self.path = path
+        self.name = name  # how errors name the archive: the user's file name, where `path` is a stored copy
         self.work_dir = work_dir  # where the temporary folder goes (default: the system's temp folder)
         self.artifact_max_bytes = artifact_max_bytes
         self.limits = limits
@@ -195,7 +197,7 @@ class ArchiveStream:
             if self.work_dir is not None:
                 os.makedirs(self.work_dir, exist_ok=True)
             self._work = tempfile.mkdtemp(prefix="fleet-archive-", dir=self.work_dir)
-            self._reader = open_archive(self.path, self.limits)
+            self._reader = open_archive(self.path, self.limits, name=self.name)
             self._parser = _ArchiveParser(
                 self._reader,
                 self.artifact_max_bytes,

@@ -105,9 +105,9 @@ class ArchiveReader(ABC):
     `manifest.json` (the usual result of zipping a folder) is treated as the archive root.
     """
 
-    def __init__(self, path: Path, limits: ReaderLimits | None = None):
+    def __init__(self, path: Path, limits: ReaderLimits | None = None, *, name: str = ""):
         self.path = path
-        self.label = path.name or str(path)  # how errors name the archive
+        self.label = name or path.name or str(path)  # how errors name the archive
         self.limits = limits or ReaderLimits()
         self._bytes_read = 0
         self._by_name: dict[str, tuple[Member, object]] = {}
@@ -281,8 +281,8 @@ def _root_prefix(names: list[str]) -> str:
 
 
 class ZipReader(ArchiveReader):
-    def __init__(self, path: Path, limits: ReaderLimits | None = None):
-        super().__init__(path, limits)
+    def __init__(self, path: Path, limits: ReaderLimits | None = None, *, name: str = ""):
+        super().__init__(path, limits, name=name)
         try:
             self._zip = zipfile.ZipFile(path)
             infos = self._zip.infolist()
@@ -327,8 +327,8 @@ class ZipReader(ArchiveReader):
 
 
 class TarReader(ArchiveReader):
-    def __init__(self, path: Path, limits: ReaderLimits | None = None):
-        super().__init__(path, limits)
+    def __init__(self, path: Path, limits: ReaderLimits | None = None, *, name: str = ""):
+        super().__init__(path, limits, name=name)
         try:
             self._tar = tarfile.open(path, mode="r:*")  # noqa: SIM115 - closed by close()
             infos = self._list_tar()
@@ -398,8 +398,8 @@ class TarReader(ArchiveReader):
 class DirectoryReader(ArchiveReader):
     """A folder laid out like an archive; links and special files are refused like in a tarball."""
 
-    def __init__(self, path: Path, limits: ReaderLimits | None = None):
-        super().__init__(path, limits)
+    def __init__(self, path: Path, limits: ReaderLimits | None = None, *, name: str = ""):
+        super().__init__(path, limits, name=name)
         entries = []
         for folder, dirnames, filenames in os.walk(path, followlinks=False):
             dirnames.sort()
@@ -445,24 +445,51 @@ def _tar_kind(info: tarfile.TarInfo) -> str:
     return "special file"
 
 
-def open_archive(path: str | os.PathLike, limits: ReaderLimits | None = None) -> ArchiveReader:
-    """The reader for a .zip, a tarball (.tar, .tar.gz, .tgz) or a folder, chosen by content."""
+def open_archive(path: str | os.PathLike, limits: ReaderLimits | None = None, *, name: str = "") -> ArchiveReader:
+    """The reader for a .zip, a tarball (.tar, .tar.gz, .tgz) or a folder, chosen by content.
+
+    `name` is how errors name the archive: the file the user gave, where `path` is a stored copy
+    under a generated name (an upload); by default the path's own name. The name's extension never
+    picks the reader while the content says otherwise; it only words the error when the content is
+    no archive at all ("fake.zip is not a zip archive"), and lets a zip that does not start with
+    its signature (a self-extracting one) or an old tar without the ustar magic be read.
+    """
     path = Path(path)
+    label = name or path.name or str(path)
     if path.is_dir():
-        return DirectoryReader(path, limits)
+        return DirectoryReader(path, limits, name=label)
     if not path.exists():
-        raise ArchiveError.of(path.name or str(path), "the archive file does not exist")
+        raise ArchiveError.of(label, "the archive file does not exist")
     with open(path, "rb") as handle:
         head = handle.read(512)
     if not head:
-        raise ArchiveError.of(path.name, "the archive file is empty")
+        raise ArchiveError.of(label, "the archive file is empty")
     if head.startswith((b"PK\x03\x04", b"PK\x05\x06")):
-        return ZipReader(path, limits)
+        return ZipReader(path, limits, name=label)
     if head.startswith((b"\x1f\x8b", b"BZh", b"\xfd7zXZ")) or head[257:262] == b"ustar":
-        return TarReader(path, limits)
-    suffixes = "".join(path.suffixes).lower()
-    if suffixes.endswith(".zip"):
-        return ZipReader(path, limits)
-    if suffixes.endswith((".tar", ".tar.gz", ".tgz")):
-        return TarReader(path, limits)
-    raise ArchiveError.of(path.name, "not a fleet archive: expected a .zip, a .tar.gz or a folder")
+        return TarReader(path, limits, name=label)
+    said = label.lower()
+    if said.endswith(".zip"):
+        if zipfile.is_zipfile(path):
+            return ZipReader(path, limits, name=label)
+        raise ArchiveError.of(label, f"{label} is not a zip archive (its content is not a zip file)")
+    if said.endswith((".tar", ".tar.gz", ".tgz")):
+        if _is_plain_tar(path):
+            return TarReader(path, limits, name=label)
+        kind = "tar" if said.endswith(".tar") else "tar.gz"
+        content = "is not tar" if kind == "tar" else "is neither gzip nor tar"
+        raise ArchiveError.of(label, f"{label} is not a {kind} archive (its content {content})")
+    raise ArchiveError.of(
+        label,
+        f"{label} is not a fleet archive: its content is neither a zip file nor a tarball "
+        "(expected a .zip, a .tar.gz or a folder)",
+    )
+
+
+def _is_plain_tar(path: Path) -> bool:
+    """An uncompressed tar without the ustar magic (the old v7 format); only its first header is read."""
+    try:
+        with tarfile.open(path, mode="r:") as archive:
+            return archive.next() is not None
+    except _CONTAINER_ERRORS:
+        return False
