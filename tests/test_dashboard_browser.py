@@ -182,7 +182,9 @@ def test_a_job_of_many_gpus_shows_their_mean_and_range(browser, live_server, ope
 TOOLBAR_AND_LEGEND = """
 const box = selector => document.querySelector('#timeline ' + selector).getBoundingClientRect();
 const [bar, legend] = [box('.modebar'), box('.legend')];
-return [bar.width > 0, bar.left < legend.right && legend.left < bar.right && bar.top < legend.bottom && legend.top < bar.bottom];
+const apart = bar.right <= legend.left || legend.right <= bar.left
+  || bar.bottom <= legend.top || legend.bottom <= bar.top;
+return [bar.width > 0, !apart];
 """
 
 
