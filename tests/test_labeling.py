@@ -318,6 +318,49 @@ def test_agreement_page_shows_kappa_per_pair_and_category_and_the_disagreement(c
     assert by_option[PINNED].kappa.value == pytest.approx(1.0)
 
 
+def test_agreement_figures_export_as_csv_and_json_with_each_pairs_counts(client, study, raters, tmp_path):
+    from django.core.management import call_command
+
+    run_study(study, raters)
+    report = services.agreement_report(study)
+    (pair,) = report.pairs
+    client.force_login(raters[1])
+    page = client.get(reverse("labeling:agreement", args=[study.pk])).content.decode()
+    csv_url = reverse("labeling:export", args=[study.pk, "agreement", "csv"])
+    assert f'href="{csv_url}"' in page
+    assert "Krippendorff&#x27;s alpha" in page or "Krippendorff's alpha" in page  # two raters: alpha shown too
+    response = client.get(csv_url)
+    assert response["Content-Disposition"] == f'attachment; filename="study-{study.pk}-agreement.csv"'
+    rows = list(csv.DictReader(io.StringIO(response.content.decode())))
+    assert list(rows[0]) == exchange.AGREEMENT_COLUMNS
+    kappa = {r["option"]: r for r in rows if r["statistic"] == "cohen_kappa"}
+    assert len(kappa) == 18  # pooled and the 17 options
+    pooled = kappa["pooled"]
+    assert (pooled["rater_a"], pooled["rater_b"], pooled["jobs"]) == ("ravi-rater", "rita-researcher", "4")
+    assert float(pooled["value"]) == pytest.approx(pair.pooled_kappa.value, abs=1e-4)
+    assert float(pooled["low"]) < float(pooled["value"]) < float(pooled["high"])
+    assert float(pooled["percent_agreement"]) == pytest.approx(pair.pooled_percent, abs=1e-4)
+    # Batch size: both on job 1; only rita (who said batch size where ravi said checkpointing) on job 3.
+    batch = kappa[BATCH]
+    assert [batch[c] for c in ("both_yes", "only_a", "only_b", "both_no")] == ["1", "0", "1", "2"]
+    assert kappa[Category.API_MISUSE.value]["value"] == ""  # undefined, as the page's dash
+    assert kappa[Category.API_MISUSE.value]["percent_agreement"] == "1.0"
+    (identical,) = [r for r in rows if r["statistic"] == "identical_label_sets"]
+    assert identical["percent_agreement"] == "0.75"
+    alpha = {r["option"]: r for r in rows if r["statistic"] == "krippendorff_alpha"}
+    assert float(alpha["pooled"]["value"]) == pytest.approx(report.group.pooled_alpha.value, abs=1e-4)
+    data = client.get(reverse("labeling:export", args=[study.pk, "agreement", "json"])).json()
+    assert data["format"] == "fleet-triage-agreement" and data["jobs_double_rated"] == 4
+    assert data["raters"] == ["ravi-rater", "rita-researcher"] and data["raters_submitted"] == [2, 2]
+    assert data["bootstrap"] == {"resamples": 1000, "confidence": 0.95, "seed": study.seed, "method": "percentile"}
+    assert len(data["rows"]) == len(rows)
+    call_command("export_study", study.pk, "agreement", "--out", str(tmp_path / "agreement.csv"))
+    assert (tmp_path / "agreement.csv").read_text() == response.content.decode()
+    # The same access as the other exports: not to someone outside the study.
+    client.force_login(make_researcher("outside"))
+    assert client.get(csv_url).status_code == 404
+
+
 def test_adjudication_and_a_frozen_versioned_gold_set(client, study, raters):
     run_study(study, raters)
     lead = raters[0]

@@ -184,7 +184,13 @@ def test_report_for_two_raters_pools_decisions_and_lists_disagreements():
     assert by_option["api_misuse"].percent == 1.0
     assert by_option["model_checkpointing"].kappa.value == pytest.approx(1.0)
     assert [d.unit for d in report.disagreements] == [2]
-    assert report.group is None
+    # Each option's 2 x 2 table: ann is the first rater, bob the second.
+    assert by_option["host_gpu_transfer"].counts == ag.Counts(both_yes=1, only_first=0, only_second=1, both_no=2)
+    assert pair.pooled_counts == ag.Counts(both_yes=4, only_first=0, only_second=1, both_no=15)
+    # Krippendorff's alpha for two raters too, over the jobs both labelled.
+    matrix = [[int(o in ratings[u][r]) for u in (1, 2, 3, 4) for o in OPTIONS] for r in ("ann", "bob")]
+    assert report.group.raters == ["ann", "bob"] and report.group.units == 4
+    assert report.group.pooled_alpha.value == pytest.approx(hand_alpha(matrix))
 
 
 def test_report_for_three_raters_gives_alpha_and_fleiss_matching_hand_formulas():

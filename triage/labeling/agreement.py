@@ -222,12 +222,33 @@ def _estimate(
 Ratings = dict[Hashable, dict[str, frozenset[str]]]  # unit -> rater -> chosen options
 
 
+@dataclass(frozen=True)
+class Counts:
+    """A pair of raters' 2 x 2 table for yes/no decisions: both yes, only the first, only the second, neither."""
+
+    both_yes: int
+    only_first: int
+    only_second: int
+    both_no: int
+
+    @classmethod
+    def of(cls, a: Sequence[int], b: Sequence[int]) -> Counts:
+        pairs = list(zip(a, b, strict=True))
+        return cls(
+            both_yes=pairs.count((1, 1)),
+            only_first=pairs.count((1, 0)),
+            only_second=pairs.count((0, 1)),
+            both_no=pairs.count((0, 0)),
+        )
+
+
 @dataclass
 class OptionAgreement:
     option: str
     kappa: Estimate
     percent: float | None
     positives: dict[str, int]  # rater -> units where they chose the option
+    counts: Counts | None = None
 
 
 @dataclass
@@ -238,12 +259,13 @@ class PairAgreement:
     pooled_kappa: Estimate  # every (unit, option) yes/no decision, resampled by unit
     pooled_percent: float | None
     per_option: list[OptionAgreement]
+    pooled_counts: Counts | None = None  # over every (unit, option) decision
 
 
 @dataclass
 class GroupAgreement:
-    """More than two raters: Krippendorff's alpha (missing ratings allowed) and Fleiss' kappa
-    (only where every unit has the same number of ratings)."""
+    """All raters together, two or more: Krippendorff's alpha (missing ratings allowed) and Fleiss'
+    kappa (only where every unit has the same number of ratings)."""
 
     raters: list[str]
     units: int
@@ -301,7 +323,8 @@ def pair_agreement(
     for option in options:
         kappa, percent = _pair_option(a_sets, b_sets, option, resamples, seed, confidence)
         positives = {first: sum(option in s for s in a_sets), second: sum(option in s for s in b_sets)}
-        per_option.append(OptionAgreement(option, kappa, percent, positives))
+        counts = Counts.of([int(option in s) for s in a_sets], [int(option in s) for s in b_sets])
+        per_option.append(OptionAgreement(option, kappa, percent, positives, counts))
     # Pooled: one yes/no decision per (unit, option); the bootstrap resamples whole units.
     a_flat = [int(o in s) for s in a_sets for o in options]
     b_flat = [int(o in s) for s in b_sets for o in options]
@@ -316,6 +339,7 @@ def pair_agreement(
         pooled_kappa=pooled_kappa,
         pooled_percent=percent_agreement(a_flat, b_flat),
         per_option=per_option,
+        pooled_counts=Counts.of(a_flat, b_flat),
     )
 
 
@@ -380,7 +404,9 @@ def agreement_report(
     ]
     if double:
         report.exact_set_percent = 1 - len(report.disagreements) / len(double)
-    if len(raters) > 2 and double:
+    # Alpha (and Fleiss) for two raters too: alpha corrects kappa's reliance on each rater's own
+    # marginals, and readers of a two-rater study ask for it beside kappa.
+    if len(raters) >= 2 and double:
         equal_m = len({len(ratings[u]) for u in double}) == 1
         pooled_alpha, pooled_fleiss = _group_option(
             double, raters, ratings, options, resamples, seed, confidence, equal_m

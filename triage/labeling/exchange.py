@@ -52,7 +52,17 @@ QUALITY_COLUMNS = [
     "study_id", "gold_version", "rule_set_version", "category", "support", "predicted",
     "true_positives", "false_positives", "false_negatives", "precision", "recall", "f1",
 ]  # fmt: skip
-KINDS = {"labels": LABEL_COLUMNS, "gold": GOLD_COLUMNS, "rules": RULE_COLUMNS, "quality": QUALITY_COLUMNS}
+AGREEMENT_COLUMNS = [
+    "study_id", "statistic", "rater_a", "rater_b", "option", "jobs", "value", "low", "high",
+    "percent_agreement", "both_yes", "only_a", "only_b", "both_no",
+]  # fmt: skip
+KINDS = {
+    "labels": LABEL_COLUMNS,
+    "gold": GOLD_COLUMNS,
+    "rules": RULE_COLUMNS,
+    "quality": QUALITY_COLUMNS,
+    "agreement": AGREEMENT_COLUMNS,
+}
 
 
 def label_rows(study: Study) -> list[dict]:
@@ -152,6 +162,88 @@ def quality_rows(evaluation: services.RuleEvaluation) -> list[dict]:
         }
         for row in evaluation.report.categories
     ]
+
+
+def _share(value: float | None):
+    return "" if value is None else round(value, 4)
+
+
+def _estimate_cells(estimate) -> dict:
+    """A statistic and its bootstrap interval; empty where undefined (the page's dash)."""
+    if estimate is None:
+        return {"value": "", "low": "", "high": ""}
+    return {"value": _share(estimate.value), "low": _share(estimate.low), "high": _share(estimate.high)}
+
+
+def _count_cells(counts) -> dict:
+    if counts is None:
+        return {}
+    return {
+        "both_yes": counts.both_yes,
+        "only_a": counts.only_first,
+        "only_b": counts.only_second,
+        "both_no": counts.both_no,
+    }
+
+
+def agreement_rows(study: Study, report) -> list[dict]:
+    """The agreement page's figures, one row per statistic: for each pair of raters Cohen's kappa pooled
+    and per option (with the pair's yes/no counts) and their share of identical label sets; for all raters
+    together Krippendorff's alpha and Fleiss' kappa, pooled and per option (rater columns empty)."""
+    rows = []
+    for pair in report.pairs:
+        base = {"study_id": study.pk, "rater_a": pair.raters[0], "rater_b": pair.raters[1], "jobs": pair.units}
+        rows.append(
+            base
+            | {"statistic": "cohen_kappa", "option": "pooled", "percent_agreement": _share(pair.pooled_percent)}
+            | _estimate_cells(pair.pooled_kappa)
+            | _count_cells(pair.pooled_counts)
+        )
+        for cell in pair.per_option:
+            rows.append(
+                base
+                | {"statistic": "cohen_kappa", "option": cell.option, "percent_agreement": _share(cell.percent)}
+                | _estimate_cells(cell.kappa)
+                | _count_cells(cell.counts)
+            )
+        rows.append(
+            base | {"statistic": "identical_label_sets", "percent_agreement": _share(pair.exact_set_percent)}
+        )
+    group = report.group
+    if group is not None:
+        base = {"study_id": study.pk, "rater_a": "", "rater_b": "", "jobs": group.units}
+        options = [("pooled", group.pooled_alpha, group.pooled_fleiss, report.exact_set_percent), *group.per_option]
+        for statistic, position in (("krippendorff_alpha", 1), ("fleiss_kappa", 2)):
+            for entry in options:
+                if entry[position] is None:  # Fleiss' kappa: not every job has the same number of labels
+                    continue
+                rows.append(
+                    base
+                    | {"statistic": statistic, "option": entry[0], "percent_agreement": _share(entry[3])}
+                    | _estimate_cells(entry[position])
+                )
+    return rows
+
+
+def agreement_meta(study: Study, report) -> dict:
+    """What an agreement export's JSON says beside its rows: who, on how many jobs, and how the
+    intervals were drawn."""
+    from triage.labeling.agreement import DEFAULT_CONFIDENCE, DEFAULT_RESAMPLES
+
+    return {
+        "raters": report.raters,
+        "raters_submitted": list(services.submission_count(study)),
+        "jobs_rated": report.units_rated,
+        "jobs_double_rated": report.units_double_rated,
+        "identical_label_sets": report.exact_set_percent,
+        "disagreements": len(report.disagreements),
+        "bootstrap": {
+            "resamples": DEFAULT_RESAMPLES,
+            "confidence": DEFAULT_CONFIDENCE,
+            "seed": study.seed,
+            "method": "percentile",
+        },
+    }
 
 
 def to_csv(rows: list[dict], columns: list[str]) -> str:

@@ -526,6 +526,10 @@ def _export(request, study, kind: str, fmt: str) -> HttpResponse:
         rows = exchange.quality_rows(evaluation)
         meta |= {"gold_version": gold_set.version, "rule_set_version": rule_set.version}
         meta |= exchange.quality_meta(evaluation)
+    elif kind == "agreement":
+        report = services.agreement_report(study)
+        rows = exchange.agreement_rows(study, report)
+        meta |= exchange.agreement_meta(study, report)
     else:
         raise Http404
     name = f"study-{study.pk}-{kind}"

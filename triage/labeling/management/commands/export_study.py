@@ -1,4 +1,4 @@
-"""Export a study's labels, gold set, rule output or rule quality as CSV or JSON."""
+"""Export a study's labels, agreement figures, gold set, rule output or rule quality as CSV or JSON."""
 
 from __future__ import annotations
 
@@ -35,6 +35,10 @@ class Command(BaseCommand):
             raise CommandError(f"No rule set v{rule_set}")
         if kind == "labels":
             rows = exchange.label_rows(study_obj)
+        elif kind == "agreement":
+            report = services.agreement_report(study_obj)
+            rows = exchange.agreement_rows(study_obj, report)
+            meta |= exchange.agreement_meta(study_obj, report)
         elif kind == "gold":
             rows, meta["gold_version"] = exchange.gold_rows(gold_set), gold_set.version
         elif kind == "rules":
