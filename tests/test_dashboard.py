@@ -214,6 +214,17 @@ def test_team_table_sorts_and_team_pages_are_scoped(client, member_a, operator, 
     ).context["rows"]
     assert [r["team__slug"] for r in rows] == ["team-b", "team-a"]
     assert rows[1]["waste_share"] == pytest.approx(0.6)
+    # By waste share: A wastes 60 %, B 10 %; a team without covered GPU time (no share) comes last.
+    JobFactory(team=TeamFactory(slug="team-c"), start_time=WEEK_START, gpu_hours=3, coverage=0.0, unused_gpu_hours=None)
+    week = {"from": "2026-11-16", "to": "2026-11-22", "sort": "waste_share"}
+    rows = client.get(reverse("dashboard:team-list"), week).context["rows"]
+    assert [(r["team__slug"], r["waste_share"]) for r in rows] == [
+        ("team-a", pytest.approx(0.6)),
+        ("team-b", pytest.approx(0.1)),
+        ("team-c", None),
+    ]
+    csv = b"".join(client.get(reverse("dashboard:team-list"), {**week, "format": "csv"}).streaming_content).decode()
+    assert [line.split(",")[0] for line in csv.splitlines()[1:4]] == ["team-a", "team-b", "team-c"]
     client.force_login(member_a)
     assert client.get(reverse("dashboard:team-detail", args=["team-a"])).status_code == 200
     assert client.get(reverse("dashboard:team-detail", args=["team-b"])).status_code == 404
@@ -686,7 +697,7 @@ def test_a_cluster_chosen_on_one_page_stays_chosen_on_the_pages_it_links_to(clie
     back = re.search(rf'href="({reverse("dashboard:team-list")}\?[^"]*)"', team_page.content.decode()).group(1)
     assert "cluster=beta" in back
     on_overview = overview(client, cluster="beta").content.decode()
-    assert f'{reverse("dashboard:team-list")}?from=2026-11-16&amp;to=2026-11-22&amp;cluster=beta' in on_overview
+    assert f"{reverse('dashboard:team-list')}?from=2026-11-16&amp;to=2026-11-22&amp;cluster=beta" in on_overview
 
 
 def test_an_unknown_cluster_is_named_and_every_cluster_shown(client, operator, fleet):

@@ -231,12 +231,11 @@ def by_team(
             idle=Coalesce(Sum("idle_gpu_hours"), ZERO),
             low_util_jobs=Count("pk", filter=Q(mean_gpu_util__lte=low_util_threshold)),
         )
+        # In the query, so the teams can be sorted by it; None without covered GPU time.
+        .annotate(waste_share=F("unused") / NullIf(F("covered"), 0.0))
         .order_by(order, "team__slug")
     )
-    rows = list(rows[:limit] if limit else rows)
-    for row in rows:
-        row["waste_share"] = row["unused"] / row["covered"] if row["covered"] else None
-    return rows
+    return list(rows[:limit] if limit else rows)
 
 
 class Chargeback(NamedTuple):

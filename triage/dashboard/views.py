@@ -12,7 +12,7 @@ from django.contrib.auth.decorators import login_required
 from django.core.files.storage import default_storage
 from django.core.paginator import Paginator
 from django.db import transaction
-from django.db.models import QuerySet
+from django.db.models import F, QuerySet
 from django.forms import BaseModelFormSet, modelformset_factory
 from django.http import FileResponse, Http404, JsonResponse, StreamingHttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
@@ -39,6 +39,7 @@ TEAM_SORTS = {
     "team": "team__slug",
     "gpu_hours": "-hours",
     "unused": "-unused",
+    "waste_share": F("waste_share").desc(nulls_last=True),  # a team without covered time last, not first
     "cost": "-spend",
     "wasted_cost": "-wasted_cost",
     "jobs": "-jobs",
