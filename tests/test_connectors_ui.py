@@ -293,6 +293,17 @@ def test_a_url_the_connectors_cannot_use_is_still_refused(client, operator, url)
         Connector(name="x", kind="generic", url=url, cluster="c1").full_clean()
 
 
+@pytest.mark.parametrize("url", ["https://admin:hunter2@prometheus:9090", "https://admin@slurm.example.org/"])
+def test_a_password_in_the_url_is_refused_and_not_shown_back(client, operator, url):
+    """The URL is shown on the connectors' pages and in pull errors: a password in it would be echoed
+    to everyone who sees them. Refused, it is never stored (the form shows its author what they typed)."""
+    client.force_login(operator)
+    response = client.post(reverse("connectors:create"), form_data(url=url))
+    assert response.status_code == 200 and not Connector.objects.exists()
+    assert "Leave the user name and password out of the URL: choose basic auth" in response.content.decode()
+    assert "hunter2" not in client.get(reverse("connectors:list")).content.decode()
+
+
 def test_keeping_or_clearing_the_stored_secret_is_offered_only_when_there_is_one(client, operator):
     """A new connector has no stored secret to keep or clear: the form offered both all the same."""
     client.force_login(operator)

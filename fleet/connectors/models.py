@@ -7,7 +7,9 @@ from __future__ import annotations
 
 import re
 from datetime import timedelta
+from urllib.parse import urlsplit
 
+from django.core.exceptions import ValidationError
 from django.core.validators import MaxValueValidator, MinValueValidator, RegexValidator, URLValidator
 from django.db import models
 from django.db.models import Q
@@ -26,7 +28,8 @@ class ServiceURLValidator(URLValidator):
     Inside a Kubernetes namespace or a compose network a platform answers on its bare service
     name, and Django's validator wants a dotted name with a top-level domain (or `localhost`),
     so it refused `https://prometheus:9090`. Everything else is Django's: the user:pass part,
-    IPv4/IPv6 literals, the port, the path, a dotted host's rules.
+    IPv4/IPv6 literals, the port, the path, a dotted host's rules. A user name or password in
+    the URL is refused (see `__call__`).
     """
 
     # All digits is not a name but an address to a resolver (http://2130706433 is 127.0.0.1), and a
@@ -47,6 +50,17 @@ class ServiceURLValidator(URLValidator):
     )
     schemes = ["http", "https"]  # what the connectors' HTTP client speaks
     message = "Enter an http(s) URL with a host, e.g. https://prometheus:9090 or https://slurm.example.org."
+
+    def __call__(self, value):
+        super().__call__(value)
+        # The URL is shown on the connectors' pages and in their pull errors, so a password in it
+        # would be echoed to everyone who sees them; credentials go where they are kept encrypted.
+        if "@" in urlsplit(str(value)).netloc:
+            raise ValidationError(
+                "Leave the user name and password out of the URL: choose basic auth and enter them as the "
+                "user name and the secret, which is stored encrypted and never shown again.",
+                code="credentials_in_url",
+            )
 
 
 validate_service_url = ServiceURLValidator()
