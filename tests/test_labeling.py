@@ -430,13 +430,45 @@ def test_rules_against_gold_per_category_with_error_jobs_and_two_versions(client
     table = {row["category"]: row for row in csv.DictReader(io.StringIO(quality.content.decode()))}
     assert table[BATCH]["precision"] == "0.5" and table[BATCH]["recall"] == "1.0" and table[PINNED]["recall"] == "0.0"
     assert list(table[BATCH]) == exchange.QUALITY_COLUMNS
-    assert len(table) == 15
+    assert len([c for c in table if not c.startswith("summary: ")]) == 15  # and the summary rows below them
     rules = client.get(reverse("labeling:export", args=[study.pk, "rules", "json"]), {"rule_set": 1}).json()
     assert rules["format"] == "fleet-triage-rules" and rules["rule_set_version"] == 1
     expected = {1: BATCH, 2: CKPT, 3: BATCH, 4: ""}  # job 4: triaged, found nothing
     assert {(r["job_id"], r["category"]) for r in rules["rows"]} == {
         (jobs[p].external_id, c) for p, c in expected.items()
     }
+
+
+def test_the_quality_export_carries_the_pages_summary(client, study, raters):
+    gold, rule_set = gold_with_job_1_triaged(study, raters)  # gold: 1 batch, 2 ckpt+pinned, 3 ckpt, 4 none
+    jobs = {item.position: item.job for item in study.items.all()}
+    triage_with(rule_set, jobs[2], [CKPT])
+    triage_with(rule_set, jobs[3], [BATCH])  # job 4 is left without a result: not triaged
+    client.force_login(raters[1])
+    url = reverse("labeling:export", args=[study.pk, "quality", "json"])
+    data = client.get(url, {"gold": 1, "rule_set": rule_set.version}).json()
+    # Found: 1 batch, 2 ckpt, 3 batch. TP 2 (1 batch, 2 ckpt), FP 1 (3 batch), FN 2 (2 pinned, 3 ckpt).
+    assert data["summary"] == {
+        "micro_precision": pytest.approx(2 / 3), "micro_recall": 0.5, "micro_f1": pytest.approx(4 / 7),
+        "macro_precision": pytest.approx(0.75), "macro_recall": 0.5, "macro_f1": pytest.approx(4 / 9),
+        "exact_match": pytest.approx(1 / 3), "jobs_scored": 3, "jobs_not_triaged": 1,
+    }  # fmt: skip
+    assert len(data["rows"]) == 15  # the rows stay one per category
+    response = client.get(url.replace(".json", ".csv"), {"gold": 1, "rule_set": rule_set.version})
+    rows = {row["category"]: row for row in csv.DictReader(io.StringIO(response.content.decode()))}
+    assert list(rows)[:15] == [c.value for c in Category]
+    summary = {name: row for name, row in rows.items() if name.startswith("summary: ")}
+    assert list(summary) == [
+        "summary: micro average", "summary: macro average (categories in gold)", "summary: exact label-set match",
+        "summary: jobs scored", "summary: jobs not triaged (left out)",
+    ]  # fmt: skip
+    micro = summary["summary: micro average"]
+    assert [micro[c] for c in ("true_positives", "false_positives", "false_negatives")] == ["2", "1", "2"]
+    assert (micro["precision"], micro["recall"], micro["f1"]) == ("0.6667", "0.5", "0.5714")
+    assert summary["summary: macro average (categories in gold)"]["f1"] == "0.4444"
+    assert summary["summary: exact label-set match"]["value"] == "0.3333"
+    assert summary["summary: jobs scored"]["value"] == "3"
+    assert summary["summary: jobs not triaged (left out)"]["value"] == "1"
 
 
 def gold_with_job_1_triaged(study, raters):

@@ -50,8 +50,15 @@ RULE_COLUMNS = [
 ]
 QUALITY_COLUMNS = [
     "study_id", "gold_version", "rule_set_version", "category", "support", "predicted",
-    "true_positives", "false_positives", "false_negatives", "precision", "recall", "f1",
+    "true_positives", "false_positives", "false_negatives", "precision", "recall", "f1", "value",
 ]  # fmt: skip
+# The CSV's summary rows after the categories, named in the category column: a spreadsheet shows them
+# under the table as labelled lines (the JSON has them as its "summary" object instead).
+MICRO_ROW = "summary: micro average"
+MACRO_ROW = "summary: macro average (categories in gold)"
+EXACT_ROW = "summary: exact label-set match"
+SCORED_ROW = "summary: jobs scored"
+NOT_TRIAGED_ROW = "summary: jobs not triaged (left out)"
 AGREEMENT_COLUMNS = [
     "study_id", "statistic", "rater_a", "rater_b", "option", "jobs", "value", "low", "high",
     "percent_agreement", "both_yes", "only_a", "only_b", "both_no",
@@ -139,9 +146,60 @@ def rule_rows(study: Study, rule_set: RuleSet) -> list[dict]:
     return rows
 
 
+def quality_summary(evaluation) -> dict:
+    """The figures the rules page states above its table (None where undefined)."""
+    report = evaluation.report
+    return {
+        "micro_precision": report.micro[0],
+        "micro_recall": report.micro[1],
+        "micro_f1": report.micro[2],
+        "macro_precision": report.macro[0],
+        "macro_recall": report.macro[1],
+        "macro_f1": report.macro[2],
+        "exact_match": report.exact_match,
+        "jobs_scored": report.units,
+        "jobs_not_triaged": len(evaluation.not_triaged),
+    }
+
+
 def quality_meta(evaluation) -> dict:
-    """What a quality export's JSON says beside its rows: how many jobs were scored, how many not triaged."""
-    return {"jobs_scored": evaluation.report.units, "jobs_not_triaged": len(evaluation.not_triaged)}
+    """What a quality export's JSON says beside its rows: the summary, and (as before it) how many jobs
+    were scored and how many not triaged."""
+    summary = quality_summary(evaluation)
+    return {"jobs_scored": summary["jobs_scored"], "jobs_not_triaged": summary["jobs_not_triaged"], "summary": summary}
+
+
+def quality_summary_rows(evaluation) -> list[dict]:
+    """The summary as CSV rows below the categories: micro and macro averages in the precision, recall
+    and F1 columns (micro with the summed counts), single figures in the value column."""
+    summary = quality_summary(evaluation)
+    categories = evaluation.report.categories
+    base = {
+        "study_id": evaluation.gold_set.study_id,
+        "gold_version": evaluation.gold_set.version,
+        "rule_set_version": evaluation.rule_set.version,
+    }
+    counts = ("support", "predicted", "true_positives", "false_positives", "false_negatives")
+    return [
+        base
+        | {"category": MICRO_ROW}
+        | {column: sum(getattr(row, column) for row in categories) for column in counts}
+        | {
+            "precision": _share(summary["micro_precision"]),
+            "recall": _share(summary["micro_recall"]),
+            "f1": _share(summary["micro_f1"]),
+        },
+        base
+        | {
+            "category": MACRO_ROW,
+            "precision": _share(summary["macro_precision"]),
+            "recall": _share(summary["macro_recall"]),
+            "f1": _share(summary["macro_f1"]),
+        },
+        base | {"category": EXACT_ROW, "value": _share(summary["exact_match"])},
+        base | {"category": SCORED_ROW, "value": summary["jobs_scored"]},
+        base | {"category": NOT_TRIAGED_ROW, "value": summary["jobs_not_triaged"]},
+    ]
 
 
 def quality_rows(evaluation: services.RuleEvaluation) -> list[dict]:

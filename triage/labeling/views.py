@@ -524,6 +524,8 @@ def _export(request, study, kind: str, fmt: str) -> HttpResponse:
         rule_set = _export_rule_set(request)
         evaluation = services.evaluate_rules(gold_set, rule_set)
         rows = exchange.quality_rows(evaluation)
+        if fmt == "csv":  # the JSON has the summary as an object of its own (quality_meta)
+            rows += exchange.quality_summary_rows(evaluation)
         meta |= {"gold_version": gold_set.version, "rule_set_version": rule_set.version}
         meta |= exchange.quality_meta(evaluation)
     elif kind == "agreement":

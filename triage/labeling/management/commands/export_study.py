@@ -46,6 +46,8 @@ class Command(BaseCommand):
         else:
             evaluation = services.evaluate_rules(gold_set, rules)
             rows = exchange.quality_rows(evaluation)
+            if format == "csv":  # as the page's export: the summary below the categories
+                rows += exchange.quality_summary_rows(evaluation)
             meta |= {"gold_version": gold_set.version, "rule_set_version": rules.version}
             meta |= exchange.quality_meta(evaluation)  # as the page's JSON export (docs/labeling.md)
         text = exchange.to_csv(rows, exchange.KINDS[kind]) if format == "csv" else exchange.to_json(rows, kind, **meta)
