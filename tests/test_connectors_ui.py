@@ -324,3 +324,14 @@ def test_keeping_or_clearing_the_stored_secret_is_offered_only_when_there_is_one
     assert client.post(reverse("connectors:edit", args=[stored.pk]), cleared).status_code == 302
     stored.refresh_from_db()
     assert not stored.has_secret
+
+
+def test_the_cluster_field_offers_the_clusters_jobs_came_from(client, operator):
+    from fleet.models import Cluster
+
+    Cluster.objects.create(name="alpha")
+    Cluster.objects.create(name="<beta>")
+    client.force_login(operator)
+    page = client.get(reverse("connectors:create")).content.decode()
+    assert 'list="known-clusters"' in page
+    assert '<datalist id="known-clusters"><option value="&lt;beta&gt;"><option value="alpha"></datalist>' in page

@@ -8,6 +8,7 @@ from django import forms
 
 from fleet.connectors.base import header_problem
 from fleet.connectors.models import Connector, validate_service_url
+from fleet.models import Cluster
 
 SECRET_REFERENCE = re.compile(r"^(env:[A-Za-z_][A-Za-z0-9_]*|file:/.+)$")
 
@@ -88,6 +89,10 @@ class ConnectorForm(forms.ModelForm):
             qs = qs.exclude(pk=self.instance.pk)
             self.fields["secret_reference"].initial = self.instance.secret_ref  # a name, not a secret
         self.fields["metrics_from"].queryset = qs
+        # The clusters jobs already came from, offered as the field is typed in (a new one is fine):
+        # a near miss ("Alpha" for "alpha") would split one cluster's jobs in two on every page.
+        self.known_clusters = list(Cluster.objects.order_by("name").values_list("name", flat=True))
+        self.fields["cluster"].widget.attrs["list"] = "known-clusters"
         if self.instance.pk and self.instance.has_secret:
             self.fields["secret"].help_text += " Leave blank to keep the stored one."
         else:
