@@ -201,3 +201,20 @@ def test_a_job_is_found_by_its_id_as_the_pages_write_it(client, operator, jobs):
     assert names(client, q=shown) == ["ckpt-job"]
     assert names(client, q=f"  {shown.upper()} ") == ["ckpt-job"]  # pasted with spaces, any case
     assert names(client, q=f"no-such-cluster/{job.external_id}") == []
+
+
+def test_a_job_opened_from_a_filtered_list_leads_back_to_that_list(client, operator, jobs):
+    client.force_login(operator)
+    job = jobs["ckpt"]
+    url = reverse("dashboard:job-detail", args=[job.pk])
+    listed = "http://testserver" + reverse("dashboard:job-list") + "?category=model_checkpointing&sort=unused&page=2"
+    page = client.get(url, HTTP_REFERER=listed).content.decode()
+    back = reverse("dashboard:job-list") + "?category=model_checkpointing&amp;sort=unused&amp;page=2"
+    assert f'<a href="{back}">&larr; Jobs</a>' in page
+    # From anywhere else (another site, another page of ours), the back link is the plain list.
+    for elsewhere in ("https://evil.example/jobs/?q=x", "http://testserver/overview/?period=30d"):
+        page = client.get(url, HTTP_REFERER=elsewhere).content.decode()
+        assert f'<a href="{reverse("dashboard:job-list")}">&larr; Jobs</a>' in page
+    quoted = "http://testserver" + reverse("dashboard:job-list") + '?q="><script>alert(1)</script>'
+    page = client.get(url, HTTP_REFERER=quoted).content.decode()
+    assert "<script>alert(1)" not in page

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from urllib.parse import urlencode
+from urllib.parse import parse_qsl, urlencode, urlsplit
 
 from django.conf import settings
 from django.contrib import messages
@@ -16,6 +16,7 @@ from django.db.models import F, QuerySet
 from django.forms import BaseModelFormSet, modelformset_factory
 from django.http import FileResponse, Http404, JsonResponse, StreamingHttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
+from django.urls import reverse
 from django.utils.http import content_disposition_header
 
 from fleet import audit
@@ -440,9 +441,20 @@ def job_detail(request, pk: int):
             "events": queries.log_events_page(job, request.GET.get("events", "")),
             "hide_findings": hide_findings,
             "job_files": queries.job_files(job),
+            "jobs_list_query": _jobs_list_query_from(request),
             **_runs_context(request.user, job, blinded),
         },
     )
+
+
+def _jobs_list_query_from(request) -> str:
+    """The query of the jobs list this page was opened from (its filters, order and page), for the
+    back link; "" when it was opened from anywhere else. Only our own list's query string is taken
+    from the Referer, re-encoded: nothing else of that header reaches the page."""
+    referer = urlsplit(request.META.get("HTTP_REFERER", ""))
+    if referer.netloc != request.get_host() or referer.path != reverse("dashboard:job-list"):
+        return ""
+    return urlencode(parse_qsl(referer.query)[:50])
 
 
 # Statuses whose causes can be compared from one run to the next: the rules ran and said something.
