@@ -92,6 +92,7 @@ def test_two_raters_run_a_study_end_to_end_in_the_browser(browser, live_server, 
     WebDriverWait(browser, 10, ignored_exceptions=STALE).until(lambda b: b.find_elements(By.ID, "submit-labels"))
     assert "3 of 3 jobs labelled" in browser.find_element(By.TAG_NAME, "body").text
     browser.find_element(By.ID, "submit-labels").click()
+    browser.switch_to.alert.accept()  # "They are final: ..."
     WebDriverWait(browser, 10, ignored_exceptions=STALE).until(lambda b: "Submitted" in body_text(b))
 
     # The second rater sees no one's labels until they submit; then labels differently on job 2.
@@ -103,6 +104,7 @@ def test_two_raters_run_a_study_end_to_end_in_the_browser(browser, live_server, 
     label_all(browser, [["5"], ["6"], ["n"]])
     WebDriverWait(browser, 10, ignored_exceptions=STALE).until(lambda b: b.find_elements(By.ID, "submit-labels"))
     browser.find_element(By.ID, "submit-labels").click()
+    browser.switch_to.alert.accept()
     WebDriverWait(browser, 10, ignored_exceptions=STALE).until(lambda b: "Agreement and disagreements" in body_text(b))
 
     # The lead reads the agreement, adjudicates the one disagreement and freezes gold v1.
@@ -196,3 +198,31 @@ def test_the_adjudication_page_ticks_options_by_their_keys(browser, live_server,
     body.send_keys("n")  # "none of these" excludes the rest, as on the labeling page
     checked = [b.get_attribute("value") for b in browser.find_elements(By.CSS_SELECTOR, "input[name=option]:checked")]
     assert checked == ["none"]
+
+
+@pytest.mark.django_db(transaction=True)
+def test_submitting_labels_asks_first_since_it_is_final(browser, live_server, team_a):  # noqa: F811
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support import expected_conditions
+    from selenium.webdriver.support.wait import WebDriverWait
+
+    group = Group.objects.get_or_create(name=RESEARCHERS_GROUP)[0]
+    lead, second = UserFactory(username="rita-researcher"), UserFactory(username="ravi-rater")
+    for user in (lead, second):
+        user.groups.add(group)
+    JobFactory(team=team_a, name="bert-0", mean_gpu_util=20.0)
+    study = services.create_study(name="Confirm pilot", lead=lead, raters=[lead, second], sample_size=1, seed=5)
+    for assignment in services.assignments_of(study, lead):
+        services.save_answer(assignment, {"none": ""})
+    open_as(browser, live_server.url, lead)
+    browser.get(f"{live_server.url}/studies/{study.pk}/")
+    browser.find_element(By.ID, "submit-labels").click()
+    alert = WebDriverWait(browser, 5).until(expected_conditions.alert_is_present())
+    assert "cannot change them" in alert.text
+    alert.dismiss()  # changed their mind: nothing is submitted
+    assert browser.find_element(By.ID, "submit-labels").is_displayed()
+    assert services.rater_link(lead, study).submitted_at is None
+    browser.find_element(By.ID, "submit-labels").click()
+    WebDriverWait(browser, 5).until(expected_conditions.alert_is_present()).accept()
+    WebDriverWait(browser, 10, ignored_exceptions=STALE).until(lambda b: "Your labels are submitted" in body_text(b))
+    assert services.rater_link(lead, study).submitted_at is not None

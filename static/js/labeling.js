@@ -1,8 +1,17 @@
+// Labeling studies. A final action asks first (the study page's "Submit my labels").
 // Labeling and adjudication pages (the form #label-form): keyboard shortcuts, "none of these"
 // exclusive, rationale fields only for ticked options. Keys that a page lacks the target of (save and
 // next, previous / next job on the adjudication page) do nothing there.
 (function () {
   "use strict";
+  // A form whose action is final (data-confirm: "Submit my labels") asks before it is sent. Here, not
+  // in an onsubmit attribute: the Content-Security-Policy allows no inline script.
+  Array.prototype.forEach.call(document.querySelectorAll("form[data-confirm]"), function (final) {
+    final.addEventListener("submit", function (event) {
+      if (!window.confirm(final.dataset.confirm)) { event.preventDefault(); }
+    });
+  });
+
   var form = document.getElementById("label-form");
   if (!form) { return; }
   var boxes = Array.prototype.slice.call(form.querySelectorAll("input[type=checkbox][name=option]"));
