@@ -226,3 +226,27 @@ def test_submitting_labels_asks_first_since_it_is_final(browser, live_server, te
     WebDriverWait(browser, 5).until(expected_conditions.alert_is_present()).accept()
     WebDriverWait(browser, 10, ignored_exceptions=STALE).until(lambda b: "Your labels are submitted" in body_text(b))
     assert services.rater_link(lead, study).submitted_at is not None
+
+
+@pytest.mark.django_db(transaction=True)
+def test_pressing_o_ticks_other_and_puts_the_cursor_in_its_note(browser, live_server, team_a):  # noqa: F811
+    from selenium.webdriver.common.by import By
+
+    group = Group.objects.get_or_create(name=RESEARCHERS_GROUP)[0]
+    lead, second = UserFactory(username="rita-researcher"), UserFactory(username="ravi-rater")
+    for user in (lead, second):
+        user.groups.add(group)
+    JobFactory(team=team_a, name="bert-0", mean_gpu_util=20.0)
+    study = services.create_study(name="Other pilot", lead=lead, raters=[lead, second], sample_size=1, seed=5)
+    item = study.items.get()
+    open_as(browser, live_server.url, lead)
+    browser.get(f"{live_server.url}/studies/{study.pk}/label/{item.pk}/")
+    browser.find_element(By.TAG_NAME, "body").send_keys("o")
+    assert browser.find_element(By.ID, "opt-other").is_selected()
+    note = browser.find_element(By.ID, "other_note")
+    assert note.is_displayed()
+    assert browser.switch_to.active_element == note  # the note "other" requires: type it at once
+    browser.switch_to.active_element.send_keys("a firmware bug")
+    assert note.get_attribute("value") == "a firmware bug"
+    SHOTS.mkdir(exist_ok=True)
+    browser.save_screenshot(str(SHOTS / "labeling-other.png"))

@@ -62,6 +62,8 @@
       event.preventDefault();
       byKey[key].checked = !byKey[key].checked;
       changed(byKey[key]);
+      // "Other" cannot be saved without its note: put the cursor there (Esc leaves it again).
+      if (byKey[key].value === "other" && byKey[key].checked && otherNote) { otherNote.focus(); }
       return;
     }
     var link;
