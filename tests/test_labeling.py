@@ -393,6 +393,17 @@ def test_adjudication_and_a_frozen_versioned_gold_set(client, study, raters):
     assert client.get(url).status_code == 404
 
 
+def test_a_rater_who_is_not_the_lead_is_told_who_freezes_gold(client, study, raters):
+    run_study(study, raters)
+    client.force_login(raters[1])
+    page = client.get(reverse("labeling:gold", args=[study.pk])).content.decode()
+    assert 'id="freeze"' not in page
+    assert "Only the study's lead, rita-researcher, or an operator can freeze a gold set." in page
+    client.force_login(raters[0])
+    page = client.get(reverse("labeling:gold", args=[study.pk])).content.decode()
+    assert 'id="freeze"' in page and "Only the study" not in page
+
+
 def triage_with(rule_set, job, categories):
     result = JobTriage.objects.create(job=job, rule_set=rule_set, status=TriageStatus.CLASSIFIED)
     for category in categories:

@@ -167,7 +167,7 @@ def colours(driver, element_id):
 def test_the_freeze_button_is_readable(browser, live_server, submitted_study):  # noqa: F811
     from selenium.webdriver.common.by import By
 
-    study, lead, _ = submitted_study
+    study, lead, second = submitted_study
     services.adjudicate(study.items.get(position=1), [Category.MODEL_CHECKPOINTING.value], "the saves", lead)
     open_as(browser, live_server.url, lead)
     browser.get(f"{live_server.url}/studies/{study.pk}/gold/")
@@ -178,6 +178,11 @@ def test_the_freeze_button_is_readable(browser, live_server, submitted_study):  
     browser.save_screenshot(str(SHOTS / "labeling-gold.png"))
     assert text != background, f"the button's text is {text} on {background}"
     assert background == "rgb(47, 95, 208)"  # the accent of every primary button, not the picker's white
+    # A rater who is not the lead has no button, and is told why.
+    open_as(browser, live_server.url, second)
+    browser.get(f"{live_server.url}/studies/{study.pk}/gold/")
+    assert "Only the study's lead, rita-researcher" in browser.find_element(By.ID, "freeze-who").text
+    browser.save_screenshot(str(SHOTS / "labeling-gold-rater.png"))
 
 
 @pytest.mark.django_db(transaction=True)
