@@ -739,13 +739,13 @@ def test_the_overview_counts_open_the_jobs_they_count(client, operator, fleet):
 
     JobTriage.objects.create(job=low, rule_set=RuleSet.current(), status="unclassified", is_current=True)
     page = overview(client).content.decode()
-    assert "1 of 1 triaged low-utilization jobs are unclassified (100 %)" in page
-    unexplained = client.get(_linked(page, "list them"))
+    assert "1 of 1 triaged low-utilization jobs is unclassified (100 %): no rule explains it yet" in page
+    unexplained = client.get(_linked(page, "list it"))
     assert [job.name for job in unexplained.context["page"].object_list] == ["a-low"]
 
     JobTriage.objects.filter(job=low).update(status="classified")
     page = overview(client).content.decode()
-    assert "Every one of the 1 triaged low-utilization jobs has a cause: none is unclassified." in page
+    assert "The one triaged low-utilization job has a cause: none is unclassified." in page
 
 
 def test_a_team_page_leads_from_its_worst_jobs_to_all_of_them(client, operator, team_a):
