@@ -280,7 +280,8 @@ def test_a_submitted_rater_sees_no_labels_another_rater_can_still_change(client,
         item = study.items.get(position=1)
         adjudication = client.get(reverse("labeling:adjudicate", args=[study.pk, item.pk])).content.decode()
         assert "ravi-rater" not in adjudication
-        assert "without two submitted labels yet" in client.get(reverse("labeling:gold", args=[study.pk])).content.decode()
+        gold_page = client.get(reverse("labeling:gold", args=[study.pk])).content.decode()
+        assert "without two submitted labels yet" in gold_page
     # Once they submit, their labels are final and join the figures.
     services.submit(study, second)
     client.force_login(first)

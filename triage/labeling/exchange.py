@@ -264,9 +264,7 @@ def agreement_rows(study: Study, report) -> list[dict]:
                 | _estimate_cells(cell.kappa)
                 | _count_cells(cell.counts)
             )
-        rows.append(
-            base | {"statistic": "identical_label_sets", "percent_agreement": _share(pair.exact_set_percent)}
-        )
+        rows.append(base | {"statistic": "identical_label_sets", "percent_agreement": _share(pair.exact_set_percent)})
     group = report.group
     if group is not None:
         base = {"study_id": study.pk, "rater_a": "", "rater_b": "", "jobs": group.units}

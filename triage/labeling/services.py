@@ -307,10 +307,8 @@ def agreement_report(study: Study, *, resamples: int = agreement.DEFAULT_RESAMPL
     submits (the bootstrap takes a moment)."""
     stamp = Assignment.objects.filter(item__study=study).aggregate(last=Max("saved_at"), n=Count("saved_at"))
     submitted = study.rater_links.aggregate(last=Max("submitted_at"), n=Count("submitted_at"))
-    key = hashlib.sha256(
-        f"labeling-agreement:{study.pk}:{stamp['last']}:{stamp['n']}:{submitted['last']}:{submitted['n']}:{resamples}"
-        .encode()
-    ).hexdigest()
+    version = f"{stamp['last']}:{stamp['n']}:{submitted['last']}:{submitted['n']}"
+    key = hashlib.sha256(f"labeling-agreement:{study.pk}:{version}:{resamples}".encode()).hexdigest()
     report = cache.get(key)
     if report is None:
         report = agreement.agreement_report(collect_ratings(study), OPTIONS, resamples=resamples, seed=study.seed)

@@ -305,12 +305,7 @@ def adjudicate(request, pk: int, item: int):
     _require_lead(request, study)
     _require_all_labels(request, study)
     study_job = get_object_or_404(StudyJob.objects.select_related("job__cluster"), pk=item, study=study)
-    answers = (
-        services.final_answers(study)
-        .filter(item=study_job)
-        .select_related("rater")
-        .prefetch_related("labels")
-    )
+    answers = services.final_answers(study).filter(item=study_job).select_related("rater").prefetch_related("labels")
     current = getattr(study_job, "adjudication", None)
     form = AdjudicationForm(request.POST or None, initial={"note": current.note if current else ""})
     chosen = (
@@ -471,9 +466,7 @@ def _asked_version(request, name: str, queryset, missing: str):
         return None
     number = _number(raw)
     if number is None:
-        raise _refusal(
-            HttpResponseBadRequest, f"{name} must be a version number, such as {name}=1 (not {raw[:40]!r})."
-        )
+        raise _refusal(HttpResponseBadRequest, f"{name} must be a version number, such as {name}=1 (not {raw[:40]!r}).")
     found = queryset.filter(version=number).first() if abs(number) <= MAX_ROW_ID else None
     if found is None:
         versions = ", ".join(f"v{v}" for v in sorted(queryset.values_list("version", flat=True))) or "none"
@@ -482,9 +475,12 @@ def _asked_version(request, name: str, queryset, missing: str):
 
 
 def _export_gold_set(request, study):
-    gold_set = _asked_version(
-        request, "gold", study.gold_sets, f"Study {study.pk} has no gold set v{{number}} (it has {{versions}})."
-    ) or study.gold_sets.first()
+    gold_set = (
+        _asked_version(
+            request, "gold", study.gold_sets, f"Study {study.pk} has no gold set v{{number}} (it has {{versions}})."
+        )
+        or study.gold_sets.first()
+    )
     if gold_set is None:
         raise _refusal(HttpResponseNotFound, f"Study {study.pk} has no gold set yet: freeze one first.")
     return gold_set
