@@ -22,6 +22,7 @@ from triage.dashboard import queries
 from triage.digests import findings, services, weeks
 from triage.digests.models import Delivery, DigestKind, Subscription
 from triage.digests.tasks import send_digest_task, send_weekly_task
+from triage.guidance import headline_change
 from triage.models import Feedback, Finding, JobTriage, RuleSet, TriageStatus
 from triage.taxonomy import Category
 
@@ -789,3 +790,57 @@ def test_runs_that_got_better_are_listed_with_the_causes_no_longer_found(
     for blind in (fixed.pk, before.pk):
         context = services.operator_context(weeks.parse_week(WEEK), hidden=frozenset({blind}))
         assert [item["job"].name for item in context["improved_runs"]] == ["b-sweep"]
+
+
+# --- What got worse ----------------------------------------------------------------------------------
+
+
+def section(text: str, heading: str) -> str:
+    """A text part's section: from its heading to the next blank line."""
+    return text.split(heading)[1].split("\n\n")[0]
+
+
+def test_what_got_worse_comes_first_with_the_change_to_make_and_the_jobs(smtp, fleet, member_a, operator, client):
+    """Team A's week brought two causes it did not have the week before (bert's improper batch size,
+    resnet's host-GPU transfer); the digest said only what improved (less checkpointing). It now says
+    what got worse first, each cause with its hours, the change to make and a link to its jobs."""
+    send_weekly_task.delay(WEEK).get()
+    text, html = parts(smtp.to(member_a.email)[0])
+    assert text.index("WHAT GOT WORSE SINCE LAST WEEK") < text.index("WHAT IMPROVED SINCE LAST WEEK")
+    assert html.index("What got worse since last week") < html.index("What improved since last week")
+    worse = section(text, "WHAT GOT WORSE SINCE LAST WEEK")
+    lines = [line.strip() for line in worse.splitlines() if line.startswith("  - ")]
+    assert lines == [
+        "- Improper batch size: new this week, 2.5 recoverable GPU-hours in 1 job.",
+        "- Inefficient host-GPU data transfer: new this week, 1.5 recoverable GPU-hours in 1 job.",
+    ]  # not checkpointing (6.0 -> 4.0: it improved), nor the waste share (75 % -> 48 %)
+    assert f"Change: {headline_change(Category.IMPROPER_BATCH_SIZE)}" in worse
+    assert "Model checkpointing: 6.0 → 4.0" in section(text, "WHAT IMPROVED SINCE LAST WEEK")
+    url = re.search(r"Its jobs: (\S+category=improper_batch_size\S*)", worse)[1]
+    assert f'href="{url.replace("&", "&amp;")}"' in html
+    client.force_login(member_a)
+    listed = client.get(path_of(url)).content.decode()
+    assert "eval-bert" in listed and "train-resnet" not in listed
+    # The operators' digest says the same of the fleet.
+    operator_text, _ = parts(smtp.to(operator.email)[0])
+    fleet_worse = section(operator_text, "WHAT GOT WORSE SINCE LAST WEEK")
+    assert "Improper batch size: new this week" in fleet_worse and "team=" not in fleet_worse
+
+
+def test_what_got_worse_names_a_few_causes_and_counts_on_a_week_before():
+    def rows(**hours):
+        return [findings.CategoryWaste(Category(name), value, 0.0, 1) for name, value in hours.items()]
+
+    before = rows(model_checkpointing=2.0, api_misuse=1.02)
+    now = rows(model_checkpointing=9.0, api_misuse=1.04, remote_data_reading=3.0, unreleased_job=2.0, non_dl_job=1.0)
+    lines, left_out = services._regressions(
+        _totals(10, 100.0, 30.0), _totals(10, 100.0, 30.0), now, before, lambda category: "", {}
+    )
+    assert [line.text for line in lines] == [
+        "Model checkpointing: 2.0 → 9.0 recoverable GPU-hours (1 job).",
+        "Remote data reading: new this week, 3.0 recoverable GPU-hours in 1 job.",
+        "Unreleased job: new this week, 2.0 recoverable GPU-hours in 1 job.",
+    ]  # not API misuse: 1.02 -> 1.04 reads 1.0 -> 1.0, no change a reader could see
+    assert left_out == ["Non-DL job"]
+    # Nothing before it: everything would be "new", so nothing is said.
+    assert services._regressions(_totals(10, 100.0, 30.0), _totals(0, 0.0, 0.0), now, before, str, {}) == ([], [])

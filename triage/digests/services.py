@@ -9,10 +9,11 @@ from __future__ import annotations
 
 import logging
 import smtplib
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from functools import cached_property
-from urllib.parse import urlsplit
+from urllib.parse import urlencode, urlsplit
 
 from django.conf import settings
 from django.contrib.auth import get_user_model
@@ -28,7 +29,9 @@ from fleet.forms import MAX_ROW_ID
 from fleet.models import IngestRun, Job, Team
 from triage.dashboard import queries
 from triage.dashboard.periods import Period
+from triage.guidance import headline_change
 from triage.labeling.services import blinded_job_ids
+from triage.taxonomy import Category
 
 from . import findings, weeks
 from .models import Delivery, DigestKind, Subscription
@@ -226,6 +229,47 @@ def _bars(rows: list, value) -> list[dict]:
     return [{"row": row, "bar": max(1, round(100 * value(row) / top)) if value(row) > 0 else 0} for row in rows]
 
 
+# A cause's recoverable GPU-hours changed when the change shows at the digest's precision (0.1 h).
+HOURS_SHOWN = 1  # decimals
+# "What got worse" names at most this many causes (the fastest-growing); the rest are counted.
+REGRESSIONS_SHOWN = 3
+
+
+@dataclass(frozen=True)
+class CauseChange:
+    """A cause's recoverable GPU-hours this week against the week before."""
+
+    category: Category
+    before: float
+    now: float
+    jobs: int  # this week's jobs with the cause
+
+    @property
+    def label(self) -> str:
+        return self.category.label
+
+
+def cause_changes(
+    now_by_category: list[findings.CategoryWaste], before_by_category: list[findings.CategoryWaste]
+) -> tuple[list[CauseChange], list[CauseChange]]:
+    """(grown, shrunk): the causes whose recoverable GPU-hours rose and fell, the biggest change
+    first. "What got worse" and "What improved" both read them, so one rule decides both."""
+    before = {row.category: row.gpu_hours for row in before_by_category}
+    now = {row.category: row for row in now_by_category}
+    grown, shrunk = [], []
+    for category in before.keys() | now.keys():
+        row = now.get(category)
+        change = CauseChange(category, before.get(category, 0.0), row.gpu_hours if row else 0.0, row.jobs if row else 0)
+        moved = round(change.now, HOURS_SHOWN) - round(change.before, HOURS_SHOWN)
+        if moved > 0:
+            grown.append(change)
+        elif moved < 0:
+            shrunk.append(change)
+    grown.sort(key=lambda c: (-(c.now - c.before), c.label))
+    shrunk.sort(key=lambda c: (-(c.before - c.now), c.label))
+    return grown, shrunk
+
+
 def _improvements(
     current: queries.Totals,
     previous: queries.Totals,
@@ -265,18 +309,90 @@ def _improvements(
                 f"({fmt_hours(previous.unused_gpu_hours)} → {fmt_hours(current.unused_gpu_hours)}).",
             )
         )
-    now = {row.category: row.gpu_hours for row in now_by_category}
-    for row in before_by_category:
-        after = now.get(row.category, 0.0)
-        if after >= row.gpu_hours or row.gpu_hours <= 0:
-            continue
-        if after == 0:
-            text = f"{row.label}: gone this week ({fmt_hours(row.gpu_hours)} recoverable GPU-hours the week before)."
+    for change in cause_changes(now_by_category, before_by_category)[1]:
+        if change.now == 0:
+            text = f"{change.label}: gone this week ({fmt_hours(change.before)} recoverable GPU-hours the week before)."
         else:
-            text = f"{row.label}: {fmt_hours(row.gpu_hours)} → {fmt_hours(after)} recoverable GPU-hours."
-        lines.append((row.gpu_hours - after, text))
+            text = f"{change.label}: {fmt_hours(change.before)} → {fmt_hours(change.now)} recoverable GPU-hours."
+        lines.append((change.before - change.now, text))
     lines.sort(key=lambda item: -item[0])
     return [text for _, text in lines[:6]]
+
+
+@dataclass(frozen=True)
+class Regression:
+    """One line of "What got worse": what grew, and for a cause the change to make and its jobs."""
+
+    text: str
+    change: str = ""
+    url: str = ""
+    set_aside: bool = False  # its people answered it wrong or intended on every job: no change urged
+
+
+def _regressions(
+    current: queries.Totals,
+    previous: queries.Totals,
+    now_by_category: list[findings.CategoryWaste],
+    before_by_category: list[findings.CategoryWaste],
+    jobs_url: Callable[[Category], str],
+    set_aside: dict[Category, int],
+) -> tuple[list[Regression], list[str]]:
+    """What got worse since the week before, the mirror of `_improvements` (the same rules): the
+    waste share and unused GPU-hours, then the causes that are new or grew, fastest first, each with
+    the change to make and a link to its jobs. Returns the lines and the names of the growing causes
+    left out of them (`REGRESSIONS_SHOWN` are told in full, to keep the digest short).
+
+    A week with nothing before it has nothing to compare with: everything would read as new.
+    """
+    if not current.jobs or not previous.jobs:
+        return [], []
+    lines: list[Regression] = []
+    share_fell = (
+        current.waste_share is not None
+        and previous.waste_share is not None
+        and current.waste_share < previous.waste_share
+    )
+    if (
+        current.waste_share is not None
+        and previous.waste_share is not None
+        and current.waste_share > previous.waste_share
+    ):
+        lines.append(
+            Regression(f"Waste share rose from {fmt_share(previous.waste_share)} to {fmt_share(current.waste_share)}.")
+        )
+    if current.unused_gpu_hours > previous.unused_gpu_hours and not share_fell:
+        more = current.unused_gpu_hours - previous.unused_gpu_hours
+        lines.append(
+            Regression(
+                f"{fmt_hours(more)} more unused GPU-hours than the week before "
+                f"({fmt_hours(previous.unused_gpu_hours)} → {fmt_hours(current.unused_gpu_hours)})."
+            )
+        )
+    grown = cause_changes(now_by_category, before_by_category)[0]
+    for change in grown[:REGRESSIONS_SHOWN]:
+        jobs = f"{change.jobs} job{'s' if change.jobs != 1 else ''}"
+        if change.before == 0:
+            text = f"{change.label}: new this week, {fmt_hours(change.now)} recoverable GPU-hours in {jobs}."
+        else:
+            text = (
+                f"{change.label}: {fmt_hours(change.before)} → {fmt_hours(change.now)} recoverable GPU-hours ({jobs})."
+            )
+        # A change the team turned down on every job with the cause is not urged again (as the fixes).
+        turned_down = set_aside.get(change.category, 0) >= change.jobs
+        change_text = "" if turned_down else headline_change(change.category)
+        lines.append(Regression(text, change_text, jobs_url(change.category), turned_down))
+    return lines, [change.label for change in grown[REGRESSIONS_SHOWN:]]
+
+
+def _jobs_url(period: Period, team: Team | None) -> Callable[[Category], str]:
+    """The jobs list of the week (and team) with a cause, as a link for the email."""
+
+    def url(category: Category) -> str:
+        query = {"team": team.slug} if team else {}
+        query |= {"category": category.value, "start_from": period.start.date(), "start_to": period.last_day}
+        return absolute(f"{reverse('dashboard:job-list')}?{urlencode(query)}")
+
+    return url
 
 
 def _base_context(kind: str, period: Period, jobs, team: Team | None, hidden: frozenset[int]) -> dict:
@@ -295,6 +411,14 @@ def _base_context(kind: str, period: Period, jobs, team: Team | None, hidden: fr
     before_by_category = findings.waste_by_category(
         previous_jobs.exclude(pk__in=hidden) if hidden else previous_jobs, conversion
     )
+    regressions, more_regressions = _regressions(
+        current,
+        previous,
+        by_category,
+        before_by_category,
+        _jobs_url(period, team),
+        findings.set_aside_by_cause(judged_week),
+    )
     return {
         "kind": kind,
         "team": team,
@@ -306,6 +430,8 @@ def _base_context(kind: str, period: Period, jobs, team: Team | None, hidden: fr
         "previous_totals": previous,
         "kpis": kpis(current, previous),
         "categories": _bars(by_category, lambda row: row.gpu_hours),
+        "regressions": regressions,
+        "more_regressions": more_regressions,
         "improvements": _improvements(current, previous, by_category, before_by_category),
         "improved_runs": _improved_runs(jobs, period, hidden),
         "unclassified": findings.unclassified(judged_week),
