@@ -9,7 +9,7 @@ is shown once, only a prefix and a hash are stored, and a revoked key cannot be 
 from __future__ import annotations
 
 from django.utils import timezone
-from drf_spectacular.utils import OpenApiResponse, extend_schema
+from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
 from rest_framework import mixins, serializers, status, viewsets
 from rest_framework.parsers import MultiPartParser
 from rest_framework.permissions import BasePermission
@@ -70,6 +70,9 @@ class RecordErrorSerializer(serializers.Serializer):
 
 
 class IngestRunSerializer(serializers.ModelSerializer):
+    url = serializers.HyperlinkedIdentityField(
+        view_name="ingest-run-detail", help_text="Where to follow the run (its status, counts and errors)."
+    )
     errors = RecordErrorSerializer(many=True, read_only=True)
     uploaded_by = serializers.CharField(source="uploader", read_only=True)
     duration_s = serializers.FloatField(read_only=True, allow_null=True)
@@ -79,6 +82,7 @@ class IngestRunSerializer(serializers.ModelSerializer):
         model = IngestRun
         fields = [
             "id",
+            "url",
             "status",
             "finished",
             "phase",
@@ -155,6 +159,15 @@ class ArchiveViewSet(mixins.CreateModelMixin, viewsets.GenericViewSet):
             }
         },
         # 400 and 403 are documented for every operation (config.api_schema).
+        parameters=[
+            OpenApiParameter(
+                "Location",
+                str,
+                OpenApiParameter.HEADER,
+                response=[202],
+                description="The run's address (its `url`), to follow its progress.",
+            )
+        ],
         responses={
             202: IngestRunSerializer,
             413: OpenApiResponse(ErrorSerializer, description="The archive is larger than the upload limit."),
@@ -171,7 +184,9 @@ class ArchiveViewSet(mixins.CreateModelMixin, viewsets.GenericViewSet):
             user=request.user if token is None else None,
             api_key=token,
         )
-        return Response(IngestRunSerializer(run).data, status=status.HTTP_202_ACCEPTED)
+        body = IngestRunSerializer(run, context=self.get_serializer_context()).data
+        # 202 Accepted: the import goes on in the background; Location says where to follow it.
+        return Response(body, status=status.HTTP_202_ACCEPTED, headers={"Location": str(body["url"])})
 
 
 router.register("archives", ArchiveViewSet, basename="archive")

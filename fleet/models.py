@@ -128,6 +128,11 @@ class MachineToken(AbstractAPIKey):
     reads_reports = models.BooleanField(
         default=False, help_text="May read every team's GPU-hours, waste and cost at /api/v1/teams/."
     )
+    # ...and one made for a script that follows its pushes (or exports jobs) may read every team's
+    # jobs with their findings and series (`GET /api/v1/jobs/`): a fleet-wide view no push needs.
+    reads_jobs = models.BooleanField(
+        default=False, help_text="May read every team's jobs, their findings and series at /api/v1/jobs/."
+    )
 
     class Meta(AbstractAPIKey.Meta):
         verbose_name = "machine token"

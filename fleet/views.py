@@ -126,14 +126,14 @@ def ingest_upload(request):
 @require_http_methods(["GET", "POST"])
 def token_list(request):
     """Machine tokens: create one (its key is shown this once; it pushes archives, and may also read
-    /metrics and the teams' report), see when each was last used, revoke."""
+    /metrics, the teams' report and the jobs), see when each was last used, revoke."""
     created, created_key = None, None
     if request.method == "POST":
         name = request.POST.get("name", "").strip()[:50]
         if not name:
             messages.error(request, "Give the token a name, e.g. the machine that will use it.")
         else:
-            reads = {flag: request.POST.get(flag) == "on" for flag in ("reads_metrics", "reads_reports")}
+            reads = {flag: request.POST.get(flag) == "on" for flag in ("reads_metrics", "reads_reports", "reads_jobs")}
             created, created_key = MachineToken.objects.create_key(name=name, created_by=request.user, **reads)
             audit.record(request.user, "token.create", created, {"prefix": created.prefix} | reads)
             messages.success(request, f"Token “{created.name}” created. Copy it now: it is not shown again.")

@@ -111,6 +111,7 @@ def test_the_tokens_page_example_reads_the_report_over_http(client, live_server,
         "prefix": token.prefix,
         "reads_metrics": False,
         "reads_reports": True,
+        "reads_jobs": False,
     }
     command = html.unescape(re.search(r'<pre class="code" tabindex="0" id="report-example">(.*?)</pre>', page).group(1))
     first, last = re.search(r"\?from=(\S+)&to=(\S+)\"", command).groups()  # last month's first and last day

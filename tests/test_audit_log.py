@@ -54,6 +54,7 @@ def test_tokens_created_and_revoked_are_logged(client, operator):
         "prefix": token.prefix,
         "reads_metrics": False,
         "reads_reports": False,
+        "reads_jobs": False,
     }
     assert token.prefix in event.target_repr or "ci-pusher" in event.target_repr
 

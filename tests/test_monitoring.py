@@ -115,6 +115,7 @@ def test_an_operator_makes_a_token_for_prometheus_on_the_tokens_page(client, ope
         "prefix": token.prefix,
         "reads_metrics": True,
         "reads_reports": False,
+        "reads_jobs": False,
     }
     page = client.post(reverse("fleet:token-list"), {"name": "cron"}).content.decode()
     assert not MachineToken.objects.get(name="cron").reads_metrics and 'id="scrape-config"' not in page

@@ -72,6 +72,7 @@ CSRF_EXEMPT = {
     "api-schema": f"{DRF}; GET only, the public OpenAPI schema",
     "job-list": f"{DRF}; GET only",
     "job-detail": f"{DRF}; GET only",
+    "job-series": f"{DRF}; GET only, the job's series as a download",
     "team-report-list": f"{DRF}; GET only",
     "ingest-run-list": f"{DRF}; GET only",
     "ingest-run-detail": f"{DRF}; GET only",

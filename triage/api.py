@@ -16,12 +16,14 @@ from django.db.models import Exists, OuterRef, Prefetch
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, extend_schema, extend_schema_field, extend_schema_serializer
 from rest_framework import serializers, viewsets
+from rest_framework.decorators import action
 from rest_framework.exceptions import ValidationError
 from rest_framework.permissions import BasePermission, IsAuthenticated
 from rest_framework.response import Response
 
 from config.api import router
 from fleet.api import machine_token
+from fleet.downloads import SERIES_FORMATS, series_download
 from fleet.forms import UtcDateTimeMixin
 from fleet.models import Job
 from triage import feedback
@@ -225,10 +227,49 @@ class JobFilter(django_filters.FilterSet):
         return queryset.filter(mean_gpu_util__gt=threshold)
 
 
+class ReadsJobs(BasePermission):
+    """A valid machine token made to read jobs (`reads_jobs`): every team's, with their findings
+    and series, for a script that follows its pushes or exports jobs."""
+
+    def has_permission(self, request, view) -> bool:
+        token = machine_token(request)
+        return token is not None and token.reads_jobs
+
+
+JOB_AUTH = [{"MachineToken": []}, {"cookieAuth": []}]
+
+
 class JobViewSet(viewsets.ReadOnlyModelViewSet):
-    """Jobs the user may see, with their current triage result; another team's job is a 404."""
+    """Jobs the user may see, with their current triage result; another team's job is a 404.
+    A machine token made to read jobs sees every team's."""
 
     filterset_class = JobFilter
+    permission_classes = [IsAuthenticated | ReadsJobs]
+
+    @extend_schema(auth=JOB_AUTH)
+    def list(self, request, *args, **kwargs):
+        return super().list(request, *args, **kwargs)
+
+    @extend_schema(auth=JOB_AUTH)
+    def retrieve(self, request, *args, **kwargs):
+        return super().retrieve(request, *args, **kwargs)
+
+    @extend_schema(
+        auth=JOB_AUTH,
+        parameters=[OpenApiParameter("fmt", str, OpenApiParameter.PATH, enum=[*SERIES_FORMATS])],
+        responses={(200, media.split(";")[0]): OpenApiTypes.BINARY for media in SERIES_FORMATS.values()},
+        summary="The job's metric series (CSV in the archive's per-job form, or the stored Parquet)",
+    )
+    @action(detail=True, url_path=rf"series/(?P<fmt>{'|'.join(SERIES_FORMATS)})", url_name="series", filter_backends=[])
+    def series(self, request, pk=None, fmt="csv"):
+        """The same download as the job page's series.csv / series.parquet; 404 without a stored series."""
+        return series_download(self.get_object(), fmt)
+
+    def _jobs(self):
+        if self.request.user.is_authenticated:
+            return Job.objects.visible_to(self.request.user)  # scoped like the pages
+        # Let in by ReadsJobs: a token that reads jobs reads the whole fleet's, like a report token.
+        return Job.objects.all() if ReadsJobs().has_permission(self.request, self) else Job.objects.none()
 
     def get_queryset(self):
         current = JobTriage.objects.filter(is_current=True).select_related("rule_set")
@@ -241,7 +282,7 @@ class JobViewSet(viewsets.ReadOnlyModelViewSet):
                 Prefetch("findings", queryset=Finding.objects.only("category", "result"))
             )
         return (
-            Job.objects.visible_to(self.request.user)
+            self._jobs()
             .select_related("cluster", "team")
             .prefetch_related(Prefetch("triage_results", queryset=current, to_attr="current_triage"))
             .order_by("-start_time", "pk")

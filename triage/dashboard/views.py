@@ -17,13 +17,13 @@ from django.forms import BaseModelFormSet, modelformset_factory
 from django.http import FileResponse, Http404, JsonResponse, StreamingHttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
-from django.utils.http import content_disposition_header
 
 from fleet import audit
 from fleet.access import operator_required, sees_whole_fleet
 from fleet.canonical import as_utc
 from fleet.costs import Conversion
-from fleet.exports import series_csv_chunks, stream_csv_rows
+from fleet.downloads import download_name, series_download
+from fleet.exports import stream_csv_rows
 from fleet.models import Artifact, Cluster, ExchangeRate, GpuModelPrice, Job, Team
 from fleet.series import from_parquet_bytes
 from triage import feedback
@@ -564,37 +564,11 @@ def _file_window(artifact: Artifact, first: int) -> files.TextWindow | None:
         return None
 
 
-SERIES_FORMATS = {"parquet": "application/vnd.apache.parquet", "csv": "text/csv; charset=utf-8"}
-
-
 @login_required
 def job_series(request, pk: int, fmt: str):
-    """The job's metric series as a download: the stored Parquet blob as it is, or CSV in the
-    archive's per-job form (`fleet.exports.series_csv_chunks`), streamed."""
+    """The job's metric series as a download, Parquet or CSV (`fleet.downloads`, the API's too)."""
     job = get_object_or_404(Job.objects.visible_to(request.user).select_related("cluster"), pk=pk)
-    if fmt not in SERIES_FORMATS or not job.series_file:
-        raise Http404("This job has no stored series (none was supplied, or it was pruned).")
-    try:
-        handle = default_storage.open(job.series_file.name, "rb")
-    except OSError:
-        raise Http404("The series is missing from storage.") from None
-    name = _download_name(f"{job.cluster.name}-{job.external_id}-series.{fmt}".replace("/", "_"))
-    if fmt == "parquet":
-        return FileResponse(handle, as_attachment=True, filename=name, content_type=SERIES_FORMATS[fmt])
-
-    def chunks():
-        with handle:
-            yield from series_csv_chunks(handle, job.external_id)
-
-    response = StreamingHttpResponse(chunks(), content_type=SERIES_FORMATS[fmt])
-    response["Content-Disposition"] = content_disposition_header(True, name)
-    return response
-
-
-def _download_name(name: str) -> str:
-    """A file name for Content-Disposition: printable characters, no folders (a newline in a header
-    value is refused, and cluster names, job ids and paths came in an archive)."""
-    return "".join(c for c in name.replace("\\", "/").rsplit("/", 1)[-1] if c.isprintable()) or "download"
+    return series_download(job, fmt)
 
 
 @login_required
@@ -605,7 +579,7 @@ def job_file_raw(request, pk: int, artifact: int):
         handle = default_storage.open(shown.file.name, "rb")
     except OSError:
         raise Http404("The file is missing from storage.") from None
-    name = _download_name(shown.path)
+    name = download_name(shown.path)
     return FileResponse(handle, as_attachment=True, filename=name, content_type="application/octet-stream")
 
 
