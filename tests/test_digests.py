@@ -276,7 +276,7 @@ def test_figures_equal_the_dashboards_for_the_same_week(smtp, fleet, team_a, mem
     assert "Inefficient host-GPU data transfer" in html
     # What improved: the week before had 6 h of checkpointing and 2 h of library installs.
     assert "Lengthy library installation: gone this week" in text
-    assert "Model checkpointing: 6.0 → 4.0 recoverable GPU-hours." in text
+    assert "Model checkpointing: 6.0 → 4.0 recoverable GPU-hours (50% → 17% of GPU-hours)." in text
     assert "1 low-utilization job (1.5 unused GPU-hours) had no cause" in text
 
 
@@ -811,8 +811,8 @@ def test_what_got_worse_comes_first_with_the_change_to_make_and_the_jobs(smtp, f
     worse = section(text, "WHAT GOT WORSE SINCE LAST WEEK")
     lines = [line.strip() for line in worse.splitlines() if line.startswith("  - ")]
     assert lines == [
-        "- Improper batch size: new this week, 2.5 recoverable GPU-hours in 1 job.",
-        "- Inefficient host-GPU data transfer: new this week, 1.5 recoverable GPU-hours in 1 job.",
+        "- Improper batch size: new this week, 2.5 recoverable GPU-hours in 1 job (10% of GPU-hours).",
+        "- Inefficient host-GPU data transfer: new this week, 1.5 recoverable GPU-hours in 1 job (6% of GPU-hours).",
     ]  # not checkpointing (6.0 -> 4.0: it improved), nor the waste share (75 % -> 48 %)
     assert f"Change: {headline_change(Category.IMPROPER_BATCH_SIZE)}" in worse
     assert "Model checkpointing: 6.0 → 4.0" in section(text, "WHAT IMPROVED SINCE LAST WEEK")
@@ -837,10 +837,59 @@ def test_what_got_worse_names_a_few_causes_and_counts_on_a_week_before():
         _totals(10, 100.0, 30.0), _totals(10, 100.0, 30.0), now, before, lambda category: "", {}
     )
     assert [line.text for line in lines] == [
-        "Model checkpointing: 2.0 → 9.0 recoverable GPU-hours (1 job).",
-        "Remote data reading: new this week, 3.0 recoverable GPU-hours in 1 job.",
-        "Unreleased job: new this week, 2.0 recoverable GPU-hours in 1 job.",
+        "Model checkpointing: 2.0 → 9.0 recoverable GPU-hours in 1 job (2% → 9% of GPU-hours).",
+        "Remote data reading: new this week, 3.0 recoverable GPU-hours in 1 job (3% of GPU-hours).",
+        "Unreleased job: new this week, 2.0 recoverable GPU-hours in 1 job (2% of GPU-hours).",
     ]  # not API misuse: 1.02 -> 1.04 reads 1.0 -> 1.0, no change a reader could see
     assert left_out == ["Non-DL job"]
     # Nothing before it: everything would be "new", so nothing is said.
     assert services._regressions(_totals(10, 100.0, 30.0), _totals(0, 0.0, 0.0), now, before, str, {}) == ([], [])
+
+
+# --- Fewer jobs are not less waste -------------------------------------------------------------------
+
+
+def test_fewer_jobs_are_not_called_an_improvement(fleet, team_b, operator, client):
+    """Vision's W46 ran 7 jobs instead of 12: GPU-hours −62 %, waste share +36 pts, yet "Unused
+    GPU-hours ▼ −29 %" and "Wasted cost ▼ −51 %" were green and "What improved" listed a cause whose
+    hours fell only because less ran. Team B here: three busy jobs the week before, two this week."""
+    rules = RuleSet.objects.get(version=2)
+    day = timedelta(days=1)
+    week_before = [
+        JobFactory(
+            team=team_b,
+            name=f"b-sweep-{n}",
+            start_time=WEEK_START - (n + 2) * day,
+            gpu_hours=40,
+            unused_gpu_hours=10,
+            mean_gpu_util=75,
+            cost="80.00",
+        )  # fmt: skip
+        for n in range(3)
+    ]  # 120 GPU-hours, 25 % unused
+    triaged(week_before[0], rules, (Category.REMOTE_DATA_READING, 6.0, {}))
+    triaged(week_before[1], rules, (Category.MODEL_CHECKPOINTING, 3.0, {}))
+    slow = JobFactory(team=team_b, name="b-slow", start_time=WEEK_START + 2 * day,
+                      gpu_hours=10, unused_gpu_hours=8, mean_gpu_util=20, cost="20.00")  # fmt: skip
+    triaged(slow, rules, (Category.REMOTE_DATA_READING, 4.0, {}))  # with b-busy: 30 GPU-hours, 33 % unused
+
+    client.force_login(operator)
+    url = reverse("digests:preview-team", args=["team-b", WEEK])
+    text = client.get(url, {"part": "text"}).content.decode()
+    html = client.get(url, {"part": "html"}).content.decode()
+    assert "Unused GPU-hours         10.0      (week before 30.0, -67 %)" in text
+    for label in ("Unused GPU-hours", "Wasted cost"):  # fell, but neither green nor marked ▼
+        row = html.split(f">{label}</td>")[1].split("</tr>")[0]
+        assert "#176b3a" not in row and "▼" not in row and "-" in row
+    improved = section(text, "WHAT IMPROVED SINCE LAST WEEK")
+    assert "fewer unused GPU-hours" not in improved
+    # Remote data reading: 6.0 -> 4.0 hours, but 5 % -> 13 % of the GPU-hours: not an improvement.
+    assert "Remote data reading" not in improved
+    assert "Model checkpointing: gone this week" in improved
+    assert "Waste share rose from 25% to 33%." in section(text, "WHAT GOT WORSE SINCE LAST WEEK")
+    note = "Fewer unused GPU-hours while the waste share rose: fewer jobs ran, the waste did not shrink."
+    assert note in text and note in html
+    # The other way round: twice the work at a lower share is more unused GPU-hours, not more waste.
+    busier, before = _totals(20, 200.0, 40.0), _totals(10, 100.0, 30.0)
+    assert services._regressions(busier, before, [], [], str, {}) == ([], [])
+    assert {kpi.label: kpi.trend for kpi in services.kpis(busier, before)}["Unused GPU-hours"] == "neutral"

@@ -336,6 +336,17 @@ def waste_judged(current: Totals) -> bool | None:
     return True if current.jobs else None
 
 
+def waste_amount_judged(current: Totals, previous: Totals, direction: int | None) -> bool | None:
+    """`worse_when_up` for an amount of waste (unused GPU-hours, wasted cost) that moved `direction`
+    (a `compare` direction): as `waste_judged`, but not judged (None) when the waste share moved the
+    other way. Fewer unused GPU-hours while the share rose are fewer jobs, not less waste; more while
+    it fell are more work, not more waste. The share moves by the points `compare` shows."""
+    share_direction = compare(current.waste_share, previous.waste_share, share=True)[1]
+    if direction and share_direction and direction != share_direction:
+        return None
+    return waste_judged(current)
+
+
 def trend(direction: int | None, worse_when_up: bool | None) -> str:
     """better / worse / same / neutral for a `compare` direction, or '' without one."""
     if direction is None:

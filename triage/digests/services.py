@@ -213,14 +213,35 @@ class Kpi:
 
 
 def kpis(current: queries.Totals, previous: queries.Totals) -> list[Kpi]:
-    judged = queries.waste_judged(current)
+    """The headline figures, judged as the dashboard judges them (`queries.waste_judged`); an amount
+    of waste that moved against the waste share is shown but not judged: fewer jobs, not less waste."""
+
+    def amount(label: str, value: float, before: float, kind: str) -> Kpi:
+        direction = queries.compare(value, before)[1]
+        return Kpi(label, value, before, kind, queries.waste_amount_judged(current, previous, direction))
+
     return [
         Kpi("GPU-hours", current.gpu_hours, previous.gpu_hours, "hours", None),
-        Kpi("Unused GPU-hours", current.unused_gpu_hours, previous.unused_gpu_hours, "hours", judged),
-        Kpi("Waste share", current.waste_share, previous.waste_share, "share", judged),
+        amount("Unused GPU-hours", current.unused_gpu_hours, previous.unused_gpu_hours, "hours"),
+        Kpi("Waste share", current.waste_share, previous.waste_share, "share", queries.waste_judged(current)),
         Kpi("Cost", current.cost, previous.cost, "money", None),
-        Kpi("Wasted cost", current.wasted_cost, previous.wasted_cost, "money", judged),
+        amount("Wasted cost", current.wasted_cost, previous.wasted_cost, "money"),
     ]
+
+
+def unjudged_note(current: queries.Totals, previous: queries.Totals) -> str:
+    """Why unused GPU-hours that moved are not coloured (`kpis`): they moved against the waste share."""
+    unused = queries.compare(current.unused_gpu_hours, previous.unused_gpu_hours)[1]
+    if not current.jobs or queries.waste_amount_judged(current, previous, unused) is not None:
+        return ""
+    if unused < 0:
+        return "Fewer unused GPU-hours while the waste share rose: fewer jobs ran, the waste did not shrink."
+    return "More unused GPU-hours while the waste share fell: more work ran, not more waste."
+
+
+def _trends(current: queries.Totals, previous: queries.Totals) -> dict[str, str]:
+    """Each headline figure's trend by its label: what the lists of changes say agrees with the colours."""
+    return {kpi.label: kpi.trend for kpi in kpis(current, previous)}
 
 
 def _bars(rows: list, value) -> list[dict]:
@@ -237,33 +258,64 @@ REGRESSIONS_SHOWN = 3
 
 @dataclass(frozen=True)
 class CauseChange:
-    """A cause's recoverable GPU-hours this week against the week before."""
+    """A cause's recoverable GPU-hours this week against the week before, and their share of each
+    week's GPU-hours."""
 
     category: Category
     before: float
     now: float
     jobs: int  # this week's jobs with the cause
+    share_before: float
+    share_now: float
 
     @property
     def label(self) -> str:
         return self.category.label
 
+    @property
+    def shares_text(self) -> str:
+        return f"{fmt_cause_share(self.share_before)} → {fmt_cause_share(self.share_now)} of GPU-hours"
+
+
+def fmt_cause_share(value: float) -> str:
+    """A cause's share of the GPU-hours: a small one reads "<1%", not "0%" (which would be none)."""
+    return "<1%" if 0 < value < 0.005 else fmt_share(value)
+
 
 def cause_changes(
-    now_by_category: list[findings.CategoryWaste], before_by_category: list[findings.CategoryWaste]
+    now_by_category: list[findings.CategoryWaste],
+    before_by_category: list[findings.CategoryWaste],
+    gpu_hours_now: float,
+    gpu_hours_before: float,
 ) -> tuple[list[CauseChange], list[CauseChange]]:
-    """(grown, shrunk): the causes whose recoverable GPU-hours rose and fell, the biggest change
-    first. "What got worse" and "What improved" both read them, so one rule decides both."""
+    """(grown, shrunk): the causes that grew and shrank, the biggest change in hours first.
+
+    A cause grew when its recoverable GPU-hours rose (by what the digest shows, 0.1 h) *and* so did
+    its share of the week's GPU-hours; it shrank when both fell. Hours alone follow the amount of
+    work: a team that ran half its jobs "improves" every cause, one that ran twice as many
+    "worsens" them. "What got worse" and "What improved" both read this, so one rule decides both.
+    Without GPU-hours in either week there are no shares to compare, and nothing changed.
+    """
+    if not gpu_hours_now or not gpu_hours_before:
+        return [], []
     before = {row.category: row.gpu_hours for row in before_by_category}
     now = {row.category: row for row in now_by_category}
     grown, shrunk = [], []
     for category in before.keys() | now.keys():
         row = now.get(category)
-        change = CauseChange(category, before.get(category, 0.0), row.gpu_hours if row else 0.0, row.jobs if row else 0)
+        hours_before, hours_now = before.get(category, 0.0), row.gpu_hours if row else 0.0
+        change = CauseChange(
+            category,
+            hours_before,
+            hours_now,
+            row.jobs if row else 0,
+            hours_before / gpu_hours_before,
+            hours_now / gpu_hours_now,
+        )
         moved = round(change.now, HOURS_SHOWN) - round(change.before, HOURS_SHOWN)
-        if moved > 0:
+        if moved > 0 and change.share_now > change.share_before:
             grown.append(change)
-        elif moved < 0:
+        elif moved < 0 and change.share_now < change.share_before:
             shrunk.append(change)
     grown.sort(key=lambda c: (-(c.now - c.before), c.label))
     shrunk.sort(key=lambda c: (-(c.before - c.now), c.label))
@@ -279,28 +331,22 @@ def _improvements(
     """Plain sentences about what got better since the week before, biggest first.
 
     Less waste only counts as better where the week had work: a week without jobs improved nothing,
-    and fewer unused GPU-hours while the waste share rose means fewer jobs, not less waste.
+    and fewer unused GPU-hours while the waste share rose means fewer jobs, not less waste (the
+    headline figures' colours, `kpis`, say the same); a cause improved when its share of the
+    GPU-hours fell with its hours (`cause_changes`).
     """
     if not current.jobs:
         return []
+    trends = _trends(current, previous)
     lines: list[tuple[float, str]] = []
-    if (
-        current.waste_share is not None
-        and previous.waste_share is not None
-        and current.waste_share < previous.waste_share
-    ):
+    if trends["Waste share"] == "better":
         lines.append(
             (
                 float("inf"),
                 f"Waste share fell from {fmt_share(previous.waste_share)} to {fmt_share(current.waste_share)}.",
             )
         )
-    share_rose = (
-        current.waste_share is not None
-        and previous.waste_share is not None
-        and current.waste_share > previous.waste_share
-    )
-    if current.unused_gpu_hours < previous.unused_gpu_hours and not share_rose:
+    if trends["Unused GPU-hours"] == "better":
         saved = previous.unused_gpu_hours - current.unused_gpu_hours
         lines.append(
             (
@@ -309,11 +355,14 @@ def _improvements(
                 f"({fmt_hours(previous.unused_gpu_hours)} → {fmt_hours(current.unused_gpu_hours)}).",
             )
         )
-    for change in cause_changes(now_by_category, before_by_category)[1]:
+    for change in cause_changes(now_by_category, before_by_category, current.gpu_hours, previous.gpu_hours)[1]:
         if change.now == 0:
             text = f"{change.label}: gone this week ({fmt_hours(change.before)} recoverable GPU-hours the week before)."
         else:
-            text = f"{change.label}: {fmt_hours(change.before)} → {fmt_hours(change.now)} recoverable GPU-hours."
+            text = (
+                f"{change.label}: {fmt_hours(change.before)} → {fmt_hours(change.now)} recoverable GPU-hours "
+                f"({change.shares_text})."
+            )
         lines.append((change.before - change.now, text))
     lines.sort(key=lambda item: -item[0])
     return [text for _, text in lines[:6]]
@@ -346,21 +395,13 @@ def _regressions(
     """
     if not current.jobs or not previous.jobs:
         return [], []
+    trends = _trends(current, previous)
     lines: list[Regression] = []
-    share_fell = (
-        current.waste_share is not None
-        and previous.waste_share is not None
-        and current.waste_share < previous.waste_share
-    )
-    if (
-        current.waste_share is not None
-        and previous.waste_share is not None
-        and current.waste_share > previous.waste_share
-    ):
+    if trends["Waste share"] == "worse":
         lines.append(
             Regression(f"Waste share rose from {fmt_share(previous.waste_share)} to {fmt_share(current.waste_share)}.")
         )
-    if current.unused_gpu_hours > previous.unused_gpu_hours and not share_fell:
+    if trends["Unused GPU-hours"] == "worse":
         more = current.unused_gpu_hours - previous.unused_gpu_hours
         lines.append(
             Regression(
@@ -368,14 +409,18 @@ def _regressions(
                 f"({fmt_hours(previous.unused_gpu_hours)} → {fmt_hours(current.unused_gpu_hours)})."
             )
         )
-    grown = cause_changes(now_by_category, before_by_category)[0]
+    grown = cause_changes(now_by_category, before_by_category, current.gpu_hours, previous.gpu_hours)[0]
     for change in grown[:REGRESSIONS_SHOWN]:
         jobs = f"{change.jobs} job{'s' if change.jobs != 1 else ''}"
         if change.before == 0:
-            text = f"{change.label}: new this week, {fmt_hours(change.now)} recoverable GPU-hours in {jobs}."
+            text = (
+                f"{change.label}: new this week, {fmt_hours(change.now)} recoverable GPU-hours in {jobs} "
+                f"({fmt_cause_share(change.share_now)} of GPU-hours)."
+            )
         else:
             text = (
-                f"{change.label}: {fmt_hours(change.before)} → {fmt_hours(change.now)} recoverable GPU-hours ({jobs})."
+                f"{change.label}: {fmt_hours(change.before)} → {fmt_hours(change.now)} recoverable GPU-hours "
+                f"in {jobs} ({change.shares_text})."
             )
         # A change the team turned down on every job with the cause is not urged again (as the fixes).
         turned_down = set_aside.get(change.category, 0) >= change.jobs
@@ -429,6 +474,7 @@ def _base_context(kind: str, period: Period, jobs, team: Team | None, hidden: fr
         "totals": current,
         "previous_totals": previous,
         "kpis": kpis(current, previous),
+        "unjudged_note": unjudged_note(current, previous),
         "categories": _bars(by_category, lambda row: row.gpu_hours),
         "regressions": regressions,
         "more_regressions": more_regressions,
