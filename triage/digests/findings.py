@@ -17,6 +17,7 @@ from triage.models import Feedback, Finding, JobTriage, TriageStatus
 from triage.taxonomy import Category
 
 ZERO = Value(0.0)
+HEALTHY, UNCLASSIFIED = TriageStatus.HEALTHY.value, TriageStatus.UNCLASSIFIED.value
 # Keys of a finding's guidance JSON (triage.guidance) that may hold the change to make, most specific first.
 FIX_KEYS = ("fix", "one_line", "change", "action")
 # The changes triage.guidance writes are one or two sentences, the second with this job's own settings.
@@ -35,6 +36,15 @@ class CategoryWaste:
         return self.category.label
 
 
+@dataclass(frozen=True)
+class CauseFix:
+    """One cause of a job and the change to make for it (or, when its guidance names none, what was seen)."""
+
+    category: Category
+    fix: str
+    summary: str
+
+
 @dataclass
 class JobWaste:
     job_id: int
@@ -43,6 +53,8 @@ class JobWaste:
     fix: str = ""  # the change to make, from the guidance of the job's biggest finding not set aside
     summary: str = ""  # what that finding saw, shown when its guidance names no change
     set_aside: list[Category] = field(default_factory=list)  # causes answered wrong or intended
+    # Every cause not set aside with its own change, the costliest first (`fix` is the first's).
+    fixes: list[CauseFix] = field(default_factory=list)
 
 
 @dataclass(frozen=True)
@@ -80,8 +92,8 @@ def waste_by_category(jobs, conversion: Conversion | None = None) -> list[Catego
 
 
 def top_jobs(jobs, limit: int) -> tuple[list[JobWaste], SetAside]:
-    """The jobs with the most recoverable GPU-hours, each with its causes and the fix that pays most,
-    and what was left out of them.
+    """The jobs with the most recoverable GPU-hours, each with its causes and the change each needs
+    (the one that pays most first), and what was left out of them.
 
     A cause its people answered wrong or intended (and nobody right) is set aside: its hours do not
     rank the job and its guidance is not the job's fix, since the team has said it will not make
@@ -113,9 +125,12 @@ def top_jobs(jobs, limit: int) -> tuple[list[JobWaste], SetAside]:
         if (finding.job_id, finding.category) in set_aside:
             if category is not None:
                 entry.set_aside.append(category)
-        elif not entry.summary:
+            continue
+        if not entry.summary:
             entry.fix = fix_line(finding.guidance)
             entry.summary = one_line(finding.summary)
+        if category is not None and all(known.category != category for known in entry.fixes):
+            entry.fixes.append(CauseFix(category, fix_line(finding.guidance), one_line(finding.summary)))
     return list(by_job.values()), SetAside(len(left_out), sum(turned_down[job_id] for job_id in left_out))
 
 
@@ -171,6 +186,18 @@ def unclassified(jobs) -> dict:
         jobs=Count("job", distinct=True), unused=Coalesce(Sum("job__unused_gpu_hours"), ZERO)
     )
     return {"jobs": row["jobs"], "unused_gpu_hours": row["unused"]}
+
+
+def unused_by_status(jobs) -> dict[str, float]:
+    """Unused GPU-hours of these jobs by the status of their current triage (healthy, classified,
+    unclassified, ...): where the hours no cause accounts for are."""
+    rows = (
+        JobTriage.objects.filter(is_current=True, job__in=jobs)
+        .values("status")
+        .annotate(unused=Coalesce(Sum("job__unused_gpu_hours"), ZERO))
+        .order_by()
+    )
+    return {row["status"]: row["unused"] for row in rows}
 
 
 def fix_line(guidance) -> str:

@@ -429,6 +429,35 @@ def _regressions(
     return lines, [change.label for change in grown[REGRESSIONS_SHOWN:]]
 
 
+def unattributed_note(
+    unused_gpu_hours: float, by_category: list[findings.CategoryWaste], unused_by_status: dict[str, float]
+) -> str:
+    """Why the hours by cause add up to less than the unused GPU-hours: a line naming the rest, or ''
+    when the causes account for all of it (at the digest's precision).
+
+    Causes hold the recoverable GPU-hours the rules could tie to them; the rest is idle time of
+    jobs no rule explains (unclassified), the headroom of healthy jobs (above the low-utilization
+    line, never triaged for causes), and idle time of classified jobs beyond what their causes
+    recover (or of jobs without a triage yet)."""
+    attributed = sum(row.gpu_hours for row in by_category)
+    rest = unused_gpu_hours - attributed
+    if round(rest, HOURS_SHOWN) <= 0:
+        return ""
+    unclassified = min(unused_by_status.get(findings.UNCLASSIFIED, 0.0), rest)
+    healthy = min(unused_by_status.get(findings.HEALTHY, 0.0), rest - unclassified)
+    other = rest - unclassified - healthy
+    parts = [
+        (unclassified, "in unclassified jobs (no rule explains their low utilization)"),
+        (healthy, "headroom of healthy jobs"),
+        (other, "other idle time (beyond what a job's causes recover, or not triaged yet)"),
+    ]
+    named = [f"{fmt_hours(hours)} {what}" for hours, what in parts if round(hours, HOURS_SHOWN) > 0]
+    return (
+        f"Causes account for {fmt_hours(attributed)} of the {fmt_hours(unused_gpu_hours)} unused GPU-hours; "
+        f"the other {fmt_hours(rest)} are not attributed to a cause" + (f": {', '.join(named)}." if named else ".")
+    )
+
+
 def _jobs_url(period: Period, team: Team | None) -> Callable[[Category], str]:
     """The jobs list of the week (and team) with a cause, as a link for the email."""
 
@@ -476,6 +505,9 @@ def _base_context(kind: str, period: Period, jobs, team: Team | None, hidden: fr
         "kpis": kpis(current, previous),
         "unjudged_note": unjudged_note(current, previous),
         "categories": _bars(by_category, lambda row: row.gpu_hours),
+        "unattributed": unattributed_note(
+            current.unused_gpu_hours, by_category, findings.unused_by_status(judged_week)
+        ),
         "regressions": regressions,
         "more_regressions": more_regressions,
         "improvements": _improvements(current, previous, by_category, before_by_category),
@@ -538,6 +570,7 @@ def team_context(team: Team, period: Period, hidden: frozenset[int] = frozenset(
             "answers": answers.get(entry.job_id, []),
             "fix": entry.fix,
             "summary": entry.summary,
+            "fixes": entry.fixes,
             "url": absolute(reverse("dashboard:job-detail", args=[entry.job_id])),
         }
         for entry in ranked
