@@ -9,8 +9,10 @@ from django.http import JsonResponse
 from django.urls import include, path
 from django.views import defaults
 from drf_spectacular.views import SpectacularAPIView
+from rest_framework import exceptions
 from rest_framework.reverse import reverse
 from rest_framework.routers import DefaultRouter
+from rest_framework.views import exception_handler as drf_exception_handler
 
 
 class APIRoot(DefaultRouter.APIRootView):
@@ -43,3 +45,31 @@ def page_not_found(request, exception):
     if request.path_info.startswith("/api/"):
         return JsonResponse({"detail": "Not found."}, status=404)
     return defaults.page_not_found(request, exception)
+
+
+NO_CREDENTIALS = "Log in, or send a machine token as 'Authorization: Api-Key <token>'."
+OTHER_SCHEME = (
+    "This API takes a machine token as 'Authorization: Api-Key <token>' (or a login session); "
+    "the Authorization header sent uses another scheme."
+)
+ONLY_FOR_PEOPLE = (
+    "A machine token may not do this: it pushes archives and reads what its token page boxes allow; "
+    "the rest needs a person's login."
+)
+
+
+def exception_handler(exc, context):
+    """DRF's, with refusals a script's author can act on: a request with no credentials is told
+    which to send (DRF says only that none were provided), and a token refused where only people
+    are let in is told so (DRF's "You do not have permission")."""
+    request = context["request"]
+    if isinstance(exc, exceptions.NotAuthenticated):
+        header = request.META.get("HTTP_AUTHORIZATION", "")
+        exc.detail = exceptions.ErrorDetail(OTHER_SCHEME if header else NO_CREDENTIALS, exc.default_code)
+    elif (
+        isinstance(exc, exceptions.PermissionDenied)
+        and request.auth is not None
+        and str(exc.detail) == str(exceptions.PermissionDenied.default_detail)
+    ):
+        exc.detail = exceptions.ErrorDetail(ONLY_FOR_PEOPLE, exc.default_code)
+    return drf_exception_handler(exc, context)

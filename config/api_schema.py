@@ -7,7 +7,10 @@ for every operation instead of on each view:
 - 400 with the messages per field or query parameter: every operation takes a query string, and
   a NUL character in it is refused before the view (`config.middleware`), besides what an operation
   checks itself (a body, a list's filters);
-- 403 with a `detail`, where an operation needs a login or a machine token;
+- 401 with a `detail` and `WWW-Authenticate`, where an operation needs a login or a machine token
+  and the request has neither, or a token that cannot be used (malformed, unknown, a wrong secret,
+  revoked, expired); the detail says which;
+- 403 with a `detail`, for a person or a token not allowed to do this (a token is told what it may not do);
 - 404 with a `detail`, for an object that does not exist or is not visible to the caller, and for a
   list's page past the last.
 
@@ -35,9 +38,11 @@ FIELD_ERRORS = OpenApiResponse(
     build_object_type(additionalProperties=build_array_type(build_basic_type(OpenApiTypes.STR))),
     description="Invalid input: each field or query parameter in error, with its messages.",
 )
-REFUSED = OpenApiResponse(
-    ErrorSerializer, description="Not logged in, no valid machine token, or not allowed to do this."
+UNAUTHENTICATED = OpenApiResponse(
+    ErrorSerializer,
+    description="Not logged in and no machine token, or a machine token that cannot be used (what is wrong, in words).",
 )
+REFUSED = OpenApiResponse(ErrorSerializer, description="Not allowed to do this (a token: what it may not do).")
 NOT_FOUND = OpenApiResponse(ErrorSerializer, description="No such object visible to you, or a page past the last one.")
 
 
@@ -60,6 +65,7 @@ class FleetAutoSchema(AutoSchema):
         listing = self.method == "GET" and self._is_list_view()
         errors = {"400": FIELD_ERRORS}
         if not all(isinstance(permission, AllowAny) for permission in self.view.get_permissions()):
+            errors["401"] = UNAUTHENTICATED
             errors["403"] = REFUSED
         if "{" in self.path or (listing and self._get_paginator()):
             errors["404"] = NOT_FOUND

@@ -216,10 +216,15 @@ if env_bool("HTTPS", False):
 
 # --- JSON API (/api/v1/) ---------------------------------------------------------------
 REST_FRAMEWORK = {
-    # People use their session (with CSRF); machines use API tokens (added by fleet's API).
-    # Machine tokens are not an authentication class: djangorestframework-api-key checks them as a
-    # permission (fleet.api.HasMachineToken), so a token never stands in for a person.
-    "DEFAULT_AUTHENTICATION_CLASSES": ["rest_framework.authentication.SessionAuthentication"],
+    # People use their session (with CSRF); machines use API tokens. A token authenticates as the
+    # token (request.auth), never as a person (request.user stays anonymous), so the permissions
+    # say what each token may do. Tokens first: a request with neither credential is then a 401
+    # naming the token scheme in WWW-Authenticate, and a bad token a 401 saying what is wrong.
+    "DEFAULT_AUTHENTICATION_CLASSES": [
+        "fleet.tokens.MachineTokenAuthentication",
+        "rest_framework.authentication.SessionAuthentication",
+    ],
+    "EXCEPTION_HANDLER": "config.api.exception_handler",  # refusals that say what to do
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
     "DEFAULT_FILTER_BACKENDS": ["django_filters.rest_framework.DjangoFilterBackend"],
     "DEFAULT_PAGINATION_CLASS": "rest_framework.pagination.PageNumberPagination",

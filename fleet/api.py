@@ -8,13 +8,12 @@ is shown once, only a prefix and a hash are stored, and a revoked key cannot be 
 
 from __future__ import annotations
 
-from django.utils import timezone
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
 from rest_framework import mixins, serializers, status, viewsets
+from rest_framework.exceptions import PermissionDenied
 from rest_framework.parsers import MultiPartParser
 from rest_framework.permissions import BasePermission
 from rest_framework.response import Response
-from rest_framework_api_key.permissions import BaseHasAPIKey, KeyParser
 
 from config.api import router
 from config.api_schema import ErrorSerializer
@@ -25,20 +24,31 @@ from fleet.models import IngestRun, MachineToken
 API_AUTH = [{"MachineToken": []}, {"cookieAuth": []}]
 
 
-class MachineKeyParser(KeyParser):
-    """The key in `Authorization: Api-Key <key>`, or None. A key is printable ASCII (a prefix, a dot
-    and a secret); anything else is no key at all, rather than a lookup PostgreSQL refuses (a NUL)."""
+class HasMachineToken(BasePermission):
+    """A usable machine token (`fleet.tokens.MachineTokenAuthentication` put it in `request.auth`)."""
 
-    def get(self, request) -> str | None:
-        key = super().get(request)
-        return key if key and key.isascii() and key.isprintable() else None
+    def has_permission(self, request, view) -> bool:
+        return isinstance(request.auth, MachineToken)
 
 
-class HasMachineToken(BaseHasAPIKey):
-    """A valid (not revoked, not expired) machine token in the Authorization header."""
+class TokenMay(BasePermission):
+    """A machine token made to do one thing more than push (its `flag` ticked on the tokens page).
 
-    model = MachineToken
-    key_parser = MachineKeyParser()
+    A token without the flag is refused here, naming what it may not do: DRF's `|` drops its
+    operands' messages, and a request with a token is no person, so nothing else could let it in."""
+
+    flag = ""
+    may_not = ""  # "read jobs": the 403 says "This token may not read jobs; ..."
+
+    def has_permission(self, request, view) -> bool:
+        if not isinstance(request.auth, MachineToken):
+            return False
+        if not getattr(request.auth, self.flag):
+            raise PermissionDenied(
+                f"This token may not {self.may_not}; an operator can allow it on the tokens page "
+                "(a new token with that box ticked)."
+            )
+        return True
 
 
 class IsOperator(BasePermission):
@@ -46,19 +56,9 @@ class IsOperator(BasePermission):
         return is_operator(request.user)
 
 
-def machine_token(request) -> MachineToken | None:
-    """The valid token the request carries, if any; its last use is recorded."""
-    key = HasMachineToken.key_parser.get(request)
-    if not key:
-        return None
-    try:
-        token = MachineToken.objects.get_from_key(key)
-    except MachineToken.DoesNotExist:
-        return None
-    if not token.is_valid(key) or token.revoked or token.has_expired:
-        return None
-    MachineToken.objects.filter(pk=token.pk).update(last_used_at=timezone.now())
-    return token
+def token_of(request) -> MachineToken | None:
+    """The machine token the API request was authenticated with, if it was."""
+    return request.auth if isinstance(request.auth, MachineToken) else None
 
 
 class RecordErrorSerializer(serializers.Serializer):
@@ -123,7 +123,7 @@ class IngestRunViewSet(viewsets.ReadOnlyModelViewSet):
         runs = IngestRun.objects.select_related("created_by", "api_key").order_by("-created_at", "-pk")
         if is_operator(self.request.user):
             return runs
-        token = machine_token(self.request)
+        token = token_of(self.request)
         return runs.filter(api_key=token) if token is not None else runs.none()
 
     @extend_schema(auth=API_AUTH)
@@ -177,7 +177,7 @@ class ArchiveViewSet(mixins.CreateModelMixin, viewsets.GenericViewSet):
     def create(self, request, *args, **kwargs):
         upload = self.get_serializer(data=request.data)
         upload.is_valid(raise_exception=True)
-        token = None if is_operator(request.user) else machine_token(request)
+        token = token_of(request)
         run = ingest.start_upload(
             upload.validated_data["file"],
             source=IngestRun.Source.API,

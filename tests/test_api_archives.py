@@ -82,7 +82,7 @@ def test_a_revoked_token_is_refused(token):
     machine.revoked = True
     machine.save()
     response = push(APIClient(), key)
-    assert response.status_code == 403
+    assert response.status_code == 401 and "revoked" in response.json()["detail"]
     assert IngestRun.objects.count() == 0
 
 

@@ -86,17 +86,18 @@ def test_machines_read_it_only_with_a_token_made_for_it(client, fleet):  # noqa:
     _, push_key = MachineToken.objects.create_key(name="cron")
     _, metrics_key = MachineToken.objects.create_key(name="prometheus", reads_metrics=True)
     billing, report_key = MachineToken.objects.create_key(name="billing", reads_reports=True)
-    assert client.get(URL, WEEK).status_code == 403  # nobody
-    for key in (push_key, metrics_key, "not-a-key"):
+    assert client.get(URL, WEEK).status_code == 401  # nobody
+    assert client.get(URL, WEEK, HTTP_AUTHORIZATION="Api-Key not-a-key").status_code == 401
+    for key in (push_key, metrics_key):
         assert client.get(URL, WEEK, HTTP_AUTHORIZATION=f"Api-Key {key}").status_code == 403, key
     read = client.get(URL, WEEK, HTTP_AUTHORIZATION=f"Api-Key {report_key}")
     assert read.status_code == 200 and [t["team"] for t in read.json()["teams"]] == ["team-a", "team-b"]
     billing.refresh_from_db()
     assert billing.last_used_at is not None
-    MachineToken.objects.filter(pk=billing.pk).update(revoked=True)
-    assert client.get(URL, WEEK, HTTP_AUTHORIZATION=f"Api-Key {report_key}").status_code == 403
-    # A report token pushes archives no more than a push token reads reports: it is a token, not a person.
+    # A report token reads jobs no more than a push token reads reports: it is a token, not a person.
     assert client.get("/api/v1/jobs/", HTTP_AUTHORIZATION=f"Api-Key {report_key}").status_code == 403
+    MachineToken.objects.filter(pk=billing.pk).update(revoked=True)
+    assert client.get(URL, WEEK, HTTP_AUTHORIZATION=f"Api-Key {report_key}").status_code == 401
 
 
 @pytest.mark.django_db(transaction=True)

@@ -18,11 +18,11 @@ from drf_spectacular.utils import OpenApiParameter, extend_schema, extend_schema
 from rest_framework import serializers, viewsets
 from rest_framework.decorators import action
 from rest_framework.exceptions import ValidationError
-from rest_framework.permissions import BasePermission, IsAuthenticated
+from rest_framework.permissions import IsAuthenticated
 from rest_framework.response import Response
 
 from config.api import router
-from fleet.api import machine_token
+from fleet.api import TokenMay, token_of
 from fleet.downloads import SERIES_FORMATS, series_download
 from fleet.forms import UtcDateTimeMixin
 from fleet.models import Job
@@ -227,13 +227,11 @@ class JobFilter(django_filters.FilterSet):
         return queryset.filter(mean_gpu_util__gt=threshold)
 
 
-class ReadsJobs(BasePermission):
-    """A valid machine token made to read jobs (`reads_jobs`): every team's, with their findings
-    and series, for a script that follows its pushes or exports jobs."""
+class ReadsJobs(TokenMay):
+    """A machine token made to read jobs (`reads_jobs`): every team's, with their findings and
+    series, for a script that follows its pushes or exports jobs."""
 
-    def has_permission(self, request, view) -> bool:
-        token = machine_token(request)
-        return token is not None and token.reads_jobs
+    flag, may_not = "reads_jobs", "read jobs"
 
 
 JOB_AUTH = [{"MachineToken": []}, {"cookieAuth": []}]
@@ -269,7 +267,8 @@ class JobViewSet(viewsets.ReadOnlyModelViewSet):
         if self.request.user.is_authenticated:
             return Job.objects.visible_to(self.request.user)  # scoped like the pages
         # Let in by ReadsJobs: a token that reads jobs reads the whole fleet's, like a report token.
-        return Job.objects.all() if ReadsJobs().has_permission(self.request, self) else Job.objects.none()
+        token = token_of(self.request)
+        return Job.objects.all() if token is not None and token.reads_jobs else Job.objects.none()
 
     def get_queryset(self):
         current = JobTriage.objects.filter(is_current=True).select_related("rule_set")
@@ -295,12 +294,10 @@ class JobViewSet(viewsets.ReadOnlyModelViewSet):
 router.register("jobs", JobViewSet, basename="job")
 
 
-class ReadsReports(BasePermission):
-    """A valid machine token made to read the teams' report (`reads_reports`)."""
+class ReadsReports(TokenMay):
+    """A machine token made to read the teams' report (`reads_reports`)."""
 
-    def has_permission(self, request, view) -> bool:
-        token = machine_token(request)
-        return token is not None and token.reads_reports
+    flag, may_not = "reads_reports", "read the teams' report (their GPU-hours, waste and cost)"
 
 
 class TeamReportRowSerializer(serializers.Serializer):

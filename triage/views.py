@@ -15,6 +15,7 @@ from prometheus_client import CONTENT_TYPE_LATEST
 from fleet import audit
 from fleet.access import is_operator, operator_required
 from fleet.models import Job
+from fleet.tokens import machine_token
 from triage import feedback, monitoring, services
 from triage.dashboard.queries import job_files
 from triage.labeling.services import blinded_job_ids, findings_hidden_from
@@ -101,10 +102,6 @@ def job_triage(request, pk: int):
 def metrics(request):
     """Prometheus metrics (`triage.monitoring`): for an operator's session, or a machine token made
     to read them (`Authorization: Api-Key ...`, what a Prometheus scrape job sends)."""
-    # Here, not at the top: fleet.api registers its routes on the API router as it is imported, and
-    # the project's URLs import this module before the router is built.
-    from fleet.api import machine_token
-
     if is_operator(request.user):
         hidden = frozenset(blinded_job_ids(request.user))
     else:
