@@ -929,3 +929,48 @@ def test_the_hours_no_cause_holds_are_explained(smtp, fleet, member_a):
     assert text.index(line) < text.index("FIXES THAT PAY MOST")
     # Causes that hold every unused hour need no such line.
     assert services.unattributed_note(8.0, [findings.CategoryWaste(Category.API_MISUSE, 8.0, 0.0, 1)], {}) == ""
+
+
+# --- When digests go out, and whether you get one -------------------------------------------------------
+
+
+def test_the_digest_pages_say_when_digests_go_out_and_whether_you_get_one(
+    fleet, team_a, team_b, member_a, operator, client, monkeypatch
+):
+    """/digests/ and /digests/settings/ said neither when digests are sent nor whether the reader
+    gets one; a user without an address learnt it only on the settings page."""
+    from celery import current_app
+
+    from triage.digests.schedules import ZonedCrontab
+
+    pages = (reverse("digests:index"), reverse("digests:settings"))
+
+    def receipt(user) -> list[str]:
+        client.force_login(user)
+        said = []
+        for url in pages:
+            body = client.get(url).content.decode()
+            said.append(re.search(r'<p id="digest-receipt"[^>]*>(.*?)</p>', body, re.S)[1])
+            assert "Digests go out Mondays at 07:00 UTC, each about the ISO week before" in body
+        return said
+
+    assert receipt(member_a) == [f"You receive the Team A digest at {member_a.email}."] * 2
+    # The operator digest by default, and team B's once they subscribe to it, as the senders pick them.
+    services.set_subscription(operator, DigestKind.TEAM, team_b, True)
+    assert receipt(operator)[0] == f"You receive the operator digest and the Team B digest at {operator.email}."
+    assert operator in services.team_recipients(team_b) and operator in services.operator_recipients()
+    services.set_subscription(member_a, DigestKind.TEAM, team_a, False)
+    assert receipt(member_a)[0].startswith(f"You receive no digest at {member_a.email}: every digest")
+    no_address = OwnerFactory(user=UserFactory(username="nadia-no-mail", email=""), team=team_a).user
+    assert (
+        receipt(no_address)
+        == ["You will not receive digests: your account has no email address. Ask an administrator to add one."] * 2
+    )
+    assert no_address not in services.team_recipients(team_a)
+
+    # The schedule is the one beat runs, not a sentence in a template.
+    entry = current_app.conf.beat_schedule["digests.send_weekly"]
+    later = {**entry, "schedule": ZonedCrontab(minute=30, hour=18, day_of_week="fri", zone="Europe/Berlin")}
+    monkeypatch.setitem(current_app.conf.beat_schedule, "digests.send_weekly", later)
+    client.force_login(member_a)
+    assert "Digests go out Fridays at 18:30 Europe/Berlin" in client.get(pages[0]).content.decode()

@@ -39,3 +39,26 @@ class ZonedCrontab(crontab):
 
     def __repr__(self) -> str:
         return f"<zoned crontab: {self._orig_minute} {self._orig_hour} {self._orig_day_of_week} {self.zone}>"
+
+
+DAY_NAMES = ("Sunday", "Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday")  # crontab's 0-6
+
+
+def describe(schedule) -> str:
+    """A beat schedule in words, for the pages that say when digests go out: "Mondays at 07:00 UTC".
+    A crontab's days, hours and minutes as it holds them (after parsing), in its time zone; '' for a
+    schedule that is not a crontab (an interval says nothing a reader could plan around)."""
+    if not isinstance(schedule, crontab):
+        return ""
+    days = sorted(schedule.day_of_week)
+    when = "every day" if len(days) == len(DAY_NAMES) else joined([f"{DAY_NAMES[day]}s" for day in days])
+    times = joined([f"{hour:02d}:{minute:02d}" for hour in sorted(schedule.hour) for minute in sorted(schedule.minute)])
+    zone = getattr(schedule, "zone", None) or str(schedule.tz)
+    return f"{when} at {times} {zone}"
+
+
+def joined(items: list[str]) -> str:
+    """'a', 'a and b', 'a, b and c' ('' for none)."""
+    if len(items) < 2:
+        return "".join(items)
+    return f"{', '.join(items[:-1])} and {items[-1]}"

@@ -15,6 +15,7 @@ from datetime import UTC, datetime
 from functools import cached_property
 from urllib.parse import urlencode, urlsplit
 
+from celery import current_app
 from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.core import signing
@@ -33,7 +34,7 @@ from triage.guidance import headline_change
 from triage.labeling.services import blinded_job_ids
 from triage.taxonomy import Category
 
-from . import findings, weeks
+from . import findings, schedules, weeks
 from .models import Delivery, DigestKind, Subscription
 
 logger = logging.getLogger(__name__)
@@ -118,6 +119,10 @@ def set_subscription(user, kind: str, team: Team | None, active: bool) -> Subscr
 def team_recipients(team: Team) -> list:
     """Active users with an address who get this team's digest: its members unless they unsubscribed,
     and others allowed to see the team (operators, researchers) who subscribed to it."""
+    return list(_team_recipients(team))
+
+
+def _team_recipients(team: Team):
     User = get_user_model()
     choices = Subscription.objects.filter(kind=DigestKind.TEAM, team=team)
     sees_fleet = Q(is_superuser=True) | Q(groups__name__in=[OPERATORS_GROUP, RESEARCHERS_GROUP])
@@ -130,10 +135,14 @@ def team_recipients(team: Team) -> list:
         .distinct()
         .order_by("pk")
     )
-    return list(users)
+    return users
 
 
 def operator_recipients() -> list:
+    return list(_operator_recipients())
+
+
+def _operator_recipients():
     User = get_user_model()
     unsubscribed = Subscription.objects.filter(kind=DigestKind.OPERATOR, active=False).values("user_id")
     users = (
@@ -144,7 +153,41 @@ def operator_recipients() -> list:
         .distinct()
         .order_by("pk")
     )
-    return list(users)
+    return users
+
+
+def send_schedule() -> str:
+    """When the weekly digests go out, in words, read from the beat schedule Celery runs
+    ("Mondays at 07:00 UTC"); '' when no beat entry sends them."""
+    for entry in current_app.conf.beat_schedule.values():
+        if entry.get("task") == "digests.send_weekly":
+            return schedules.describe(entry.get("schedule"))
+    return ""
+
+
+def delivery_status(user) -> dict:
+    """What the digest pages tell a user of their own digests: when they go out, to which address,
+    and which of them they are sent (none without an address)."""
+    received = received_by(user) if user.email else []
+    names = [f"the {choice.team} digest" if choice.team else "the operator digest" for choice in received]
+    return {
+        "schedule": send_schedule(),
+        "email": user.email,
+        "received": received,
+        "received_text": schedules.joined(names),
+        "choices": len(choices_for(user)),
+    }
+
+
+def received_by(user) -> list[Choice]:
+    """The digests this user is sent, as the senders pick recipients (`team_recipients`,
+    `operator_recipients`: active, with an address, subscribed or a member who did not unsubscribe)."""
+    received = []
+    for choice in choices_for(user):
+        recipients = _team_recipients(choice.team) if choice.team else _operator_recipients()
+        if recipients.filter(pk=user.pk).exists():
+            received.append(choice)
+    return received
 
 
 def recipient_groups(week: str) -> list[tuple[str, int | None]]:

@@ -48,6 +48,7 @@ def index(request):
             "next_week": weeks.shift(week, 1),
             "teams": Team.objects.visible_to(request.user),
             "operator": is_operator(request.user),
+            "delivery": services.delivery_status(request.user),
         },
     )
 
@@ -155,7 +156,9 @@ def subscription_settings(request):
                 changed += 1
         messages.info(request, "Your digest settings are saved." if changed else "Nothing changed.")
         return redirect("digests:settings")
-    return render(request, "digests/settings.html", {"choices": choices})
+    return render(
+        request, "digests/settings.html", {"choices": choices, "delivery": services.delivery_status(request.user)}
+    )
 
 
 # Reached from an email without a session: the signed token is the authority. CSRF-exempt because
