@@ -757,3 +757,16 @@ def test_a_team_page_leads_from_its_worst_jobs_to_all_of_them(client, operator, 
     every = client.get(_linked(page, "All 17 jobs of the period &rarr;"))
     assert every.context["page"].paginator.count == 17
     assert every.context["page"].object_list[0].name == "j16"  # most unused first, as the table above
+
+
+def test_fewer_unused_hours_while_the_waste_share_rose_are_not_called_better(client, operator, team_a):
+    """Fewer jobs ran: unused GPU-hours fell (10 to 6) while the waste share rose (10 % to 60 %). The
+    cards called the fall better in green, as the digest did; neither is an improvement."""
+    before = WEEK_START - timedelta(days=5)
+    JobFactory(team=team_a, start_time=before, gpu_hours=100, coverage=1.0, unused_gpu_hours=10, cost="100.00")
+    JobFactory(team=team_a, start_time=WEEK_START, gpu_hours=10, coverage=1.0, unused_gpu_hours=6, cost="10.00")
+    client.force_login(operator)
+    response = overview(client)
+    assert card(response, "Unused GPU-hours")["direction"] == -1
+    assert card(response, "Unused GPU-hours")["trend"] == card(response, "Wasted cost")["trend"] == "neutral"
+    assert card(response, "Waste share")["trend"] == "worse"

@@ -120,19 +120,23 @@ def overview(request):
     all_teams = queries.by_team(period_jobs, threshold, conversion=conversion)
     current = queries.totals_from_teams(all_teams)
     previous = queries.totals(queries.in_period(jobs, period.previous), threshold, conversion)
-    # As in the digests: more or less GPU time and spend is neither good nor bad; more waste is bad.
-    waste = queries.waste_judged(current)
+    # As in the digests: more or less GPU time and spend is neither good nor bad; more waste is bad,
+    # but an amount of waste that moved against the waste share is judged by neither (fewer unused
+    # hours while the share rose are fewer jobs, not less waste).
+    waste, amount = queries.waste_judged(current), "amount"
     kpis = [
         ("GPU-hours", current.gpu_hours, previous.gpu_hours, "{:,.0f}", None),
-        ("Unused GPU-hours", current.unused_gpu_hours, previous.unused_gpu_hours, "{:,.0f}", waste),
+        ("Unused GPU-hours", current.unused_gpu_hours, previous.unused_gpu_hours, "{:,.0f}", amount),
         ("Waste share", current.waste_share, previous.waste_share, "{:.0%}", waste),
         ("Cost", current.cost, previous.cost, "{:,.0f}", None),
-        ("Wasted cost", current.wasted_cost, previous.wasted_cost, "{:,.0f}", waste),
-        ("Low-utilization jobs", current.low_util_jobs, previous.low_util_jobs, "{:,}", waste),
+        ("Wasted cost", current.wasted_cost, previous.wasted_cost, "{:,.0f}", amount),
+        ("Low-utilization jobs", current.low_util_jobs, previous.low_util_jobs, "{:,}", amount),
     ]
     cards = []
     for label, value, before, fmt, worse_when_up in kpis:
         text, direction = queries.compare(value, before, share=label == "Waste share")
+        if worse_when_up == amount:
+            worse_when_up = queries.waste_amount_judged(current, previous, direction)
         cards.append(
             {
                 "label": label,
