@@ -16,6 +16,7 @@ from rest_framework.permissions import BasePermission
 from rest_framework.response import Response
 
 from config.api import router
+from config.api_params import KnownParameters
 from config.api_schema import ErrorSerializer
 from fleet import ingest
 from fleet.access import is_operator
@@ -110,7 +111,7 @@ class ArchiveUploadSerializer(serializers.Serializer):
     file = serializers.FileField(help_text="The archive: a .zip or .tar.gz in fleet archive format v1.")
 
 
-class IngestRunViewSet(viewsets.ReadOnlyModelViewSet):
+class IngestRunViewSet(KnownParameters, viewsets.ReadOnlyModelViewSet):
     """Ingest runs with their progress and every error (file, row, field, job, message).
 
     Operators see every run; a machine token sees the runs it pushed."""

@@ -32,6 +32,23 @@ class UtcDateTimeField(UtcDateTimeMixin, forms.DateTimeField):
 MAX_ROW_ID = 2**63 - 1  # the largest BIGINT; SQLite cannot even compare a larger number (OverflowError)
 
 
+class YesNoField(forms.Field):
+    """A yes/no from a query string in the usual spellings (true/false, 1/0, yes/no, any case);
+    empty is no answer (None), anything else an error naming the spellings, never silently ignored
+    (django-filter's BooleanFilter drops what it does not know and filters nothing)."""
+
+    SPELLINGS = {"true": True, "1": True, "yes": True, "false": False, "0": False, "no": False}
+    default_error_messages = {"invalid": "Use true or false (or 1/0, yes/no)."}
+
+    def to_python(self, value):
+        if value in self.empty_values:
+            return None
+        try:
+            return self.SPELLINGS[str(value).strip().lower()]
+        except KeyError:
+            raise forms.ValidationError(self.error_messages["invalid"], code="invalid") from None
+
+
 class RowIdField(forms.IntegerField):
     """A row's id from a query string: a whole number from 1 to the largest a database can compare."""
 

@@ -22,9 +22,10 @@ from rest_framework.permissions import IsAuthenticated
 from rest_framework.response import Response
 
 from config.api import router
+from config.api_params import KnownParameters
 from fleet.api import TokenMay, token_of
 from fleet.downloads import SERIES_FORMATS, series_download
-from fleet.forms import UtcDateTimeMixin
+from fleet.forms import UtcDateTimeMixin, YesNoField
 from fleet.models import Job
 from triage import feedback
 from triage.dashboard.filters import RowIdFilter
@@ -175,6 +176,11 @@ class UtcIsoDateTimeFilter(django_filters.IsoDateTimeFilter):
     field_class = UtcIsoDateTimeField
 
 
+@extend_schema_field(OpenApiTypes.BOOL)
+class YesNoFilter(django_filters.Filter):
+    field_class = YesNoField
+
+
 class JobFilter(django_filters.FilterSet):
     cluster = django_filters.CharFilter(field_name="cluster__name")
     team = django_filters.CharFilter(field_name="team__slug")
@@ -188,7 +194,7 @@ class JobFilter(django_filters.FilterSet):
         method="filter_answer",
         label="Jobs on which a job owner answered this (on `category`'s cause when it is given)",
     )
-    low_util = django_filters.BooleanFilter(method="filter_low_util", label="Mean GPU util at or below the threshold")
+    low_util = YesNoFilter(method="filter_low_util", label="Mean GPU util at or below the threshold (true/false)")
     started_after = UtcIsoDateTimeFilter(field_name="start_time", lookup_expr="gte")
     started_before = UtcIsoDateTimeFilter(field_name="start_time", lookup_expr="lt")
     ingest_run = RowIdFilter(field_name="ingest_run", label="The jobs this ingest run created or updated (its id)")
@@ -237,7 +243,7 @@ class ReadsJobs(TokenMay):
 JOB_AUTH = [{"MachineToken": []}, {"cookieAuth": []}]
 
 
-class JobViewSet(viewsets.ReadOnlyModelViewSet):
+class JobViewSet(KnownParameters, viewsets.ReadOnlyModelViewSet):
     """Jobs the user may see, with their current triage result; another team's job is a 404.
     A machine token made to read jobs sees every team's."""
 
@@ -336,11 +342,12 @@ REPORT_PARAMETERS = [
 ]
 
 
-class TeamReportViewSet(viewsets.ViewSet):
+class TeamReportViewSet(KnownParameters, viewsets.ViewSet):
     """What each team's GPU time and its waste cost over a period (the teams page's CSV, as JSON):
     for a person, the teams they may see; for a machine token made to read reports, every team."""
 
     permission_classes = [IsAuthenticated | ReadsReports]
+    list_parameters = tuple(parameter.name for parameter in REPORT_PARAMETERS)
 
     @extend_schema(
         auth=[{"MachineToken": []}, {"cookieAuth": []}],

@@ -1,0 +1,86 @@
+"""What a script is told about its query string: a yes/no filter takes the usual spellings and
+refuses the rest, a list refuses a parameter it does not take (listing those it does), and a page
+that is no page number is a 400, not a missing page."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.factories import JobFactory
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture
+def jobs(team_a):
+    """One job at or below the low-utilization threshold, one above it."""
+    return JobFactory(team=team_a, mean_gpu_util=5.0), JobFactory(team=team_a, mean_gpu_util=90.0)
+
+
+def ids(response) -> set[int]:
+    assert response.status_code == 200, response.content
+    return {job["id"] for job in response.json()["results"]}
+
+
+@pytest.mark.parametrize(("spelling", "low"), [
+    ("true", True), ("True", True), ("1", True), ("yes", True), ("YES", True),
+    ("false", False), ("FALSE", False), ("0", False), ("no", False), ("No", False),
+])  # fmt: skip
+def test_low_util_takes_the_usual_spellings(client, operator, jobs, spelling, low):
+    client.force_login(operator)
+    idle, busy = jobs
+    assert ids(client.get("/api/v1/jobs/", {"low_util": spelling})) == ({idle.pk} if low else {busy.pk})
+
+
+@pytest.mark.parametrize("spelling", ["maybe", "2", "y", "on"])
+def test_low_util_refuses_anything_else_with_a_400_naming_it(client, operator, jobs, spelling):
+    client.force_login(operator)
+    response = client.get("/api/v1/jobs/", {"low_util": spelling})
+    assert response.status_code == 400
+    assert response.json() == {"low_util": ["Use true or false (or 1/0, yes/no)."]}
+
+
+def test_an_empty_filter_is_no_filter(client, operator, jobs):
+    client.force_login(operator)
+    assert ids(client.get("/api/v1/jobs/", {"low_util": "", "team": ""})) == {job.pk for job in jobs}
+
+
+@pytest.mark.parametrize(
+    ("path", "param", "taken"),
+    [
+        ("/api/v1/jobs/", "from", "cluster, team, user"),
+        ("/api/v1/jobs/", "ordering", "low_util"),
+        ("/api/v1/jobs/", "page_size", "ingest_run"),
+        ("/api/v1/ingest-runs/", "ordering", "status, source, page"),
+        ("/api/v1/teams/", "team", "from, to, period, cluster"),
+    ],
+)
+def test_a_parameter_a_list_does_not_take_is_a_400_listing_those_it_takes(client, operator, jobs, path, param, taken):
+    client.force_login(operator)
+    response = client.get(path, {param: "2026-11-01"})
+    assert response.status_code == 400
+    [message] = response.json()[param]
+    assert message.startswith("This list takes no such parameter; it takes ") and taken in message
+
+
+def test_the_filters_a_list_takes_still_work_together_with_a_page(client, operator, jobs):
+    client.force_login(operator)
+    idle, _ = jobs
+    assert ids(client.get("/api/v1/jobs/", {"low_util": "yes", "page": "1", "format": "json"})) == {idle.pk}
+
+
+@pytest.mark.parametrize("page", ["abc", "0", "-1", "1.5", "٣"])
+def test_a_page_that_is_no_page_number_is_a_400(client, operator, jobs, page):
+    client.force_login(operator)
+    response = client.get("/api/v1/jobs/", {"page": page})
+    assert (response.status_code, response.json()) == (400, {"page": ["A page is a whole number from 1 (or last)."]})
+
+
+def test_a_page_past_the_last_is_still_a_404_and_last_is_the_last(client, operator, jobs):
+    client.force_login(operator)
+    assert client.get("/api/v1/jobs/", {"page": "2"}).status_code == 404
+    assert ids(client.get("/api/v1/jobs/", {"page": "last"})) == {job.pk for job in jobs}
+
+
+def test_refusing_the_caller_comes_before_refusing_the_parameters(client):
+    assert client.get("/api/v1/jobs/", {"from": "x"}).status_code == 401
