@@ -6,8 +6,9 @@ Apps add their routes in their own `api.py` (imported below), so this file only 
 from importlib import import_module
 
 from django.http import JsonResponse
-from django.urls import include, path
+from django.urls import include, path, re_path
 from django.views import defaults
+from django.views.decorators.csrf import csrf_exempt
 from drf_spectacular.views import SpectacularAPIView
 from rest_framework import exceptions
 from rest_framework.reverse import reverse
@@ -24,7 +25,24 @@ class APIRoot(DefaultRouter.APIRootView):
         return response
 
 
-router = DefaultRouter()
+class Router(DefaultRouter):
+    """DRF's router, each address also answering without its trailing slash: a script that leaves
+    it off must reach the same view, as APPEND_SLASH cannot redirect a POST (and a 301 to follow is
+    no answer for a GET either). The slashless twin comes first under the same name, so `reverse`
+    (the last pattern of a name) still gives the documented address, with the slash; the schema
+    leaves the twins out (`config.api_schema.without_slashless_twins`)."""
+
+    def get_urls(self):
+        urls = super().get_urls()
+        twins = [
+            re_path(pattern.pattern.regex.pattern.removesuffix("/$") + "$", pattern.callback, name=pattern.name)
+            for pattern in urls
+            if pattern.pattern.regex.pattern.endswith("/$") and pattern.pattern.regex.pattern != "^/$"
+        ]
+        return twins + urls
+
+
+router = Router()
 router.APIRootView = APIRoot
 
 # Each app's api module registers its viewsets on `router` when imported.
@@ -33,9 +51,26 @@ API_MODULES = ["fleet.api", "triage.api"]
 for module in API_MODULES:
     import_module(module)
 
+schema_view = SpectacularAPIView.as_view()
+
+
+def not_found() -> JsonResponse:
+    """The API's 404 for an address it does not have, the same body as its own 404s."""
+    return JsonResponse({"detail": "Not found."}, status=404)
+
+
+@csrf_exempt  # it changes nothing; a POST to a wrong address gets the 404, not an HTML CSRF refusal
+def api_not_found(request, *args, **kwargs):
+    """Any other address under /api/, whatever the method: the API's JSON 404 (with DEBUG on,
+    Django would answer its HTML page, and APPEND_SLASH a redirect)."""
+    return not_found()
+
+
 urlpatterns = [
-    path("schema/", SpectacularAPIView.as_view(), name="api-schema"),
+    re_path(r"^schema$", schema_view, name="api-schema"),  # as the router's twins
+    path("schema/", schema_view, name="api-schema"),
     path("", include(router.urls)),
+    re_path(r"^", api_not_found, name="api-not-found"),  # last: any other address under /api/v1/
 ]
 
 
@@ -43,7 +78,7 @@ def page_not_found(request, exception):
     """The site's 404 (`handler404`): under the API a JSON body like the API's own 404s, for a
     client that parses every answer; elsewhere Django's page."""
     if request.path_info.startswith("/api/"):
-        return JsonResponse({"detail": "Not found."}, status=404)
+        return not_found()
     return defaults.page_not_found(request, exception)
 
 

@@ -70,3 +70,9 @@ class FleetAutoSchema(AutoSchema):
         if "{" in self.path or (listing and self._get_paginator()):
             errors["404"] = NOT_FOUND
         return errors
+
+
+def without_slashless_twins(endpoints):
+    """drf-spectacular's preprocessing hook: the schema documents each address once, with its
+    trailing slash, not also the twin `config.api.Router` adds without it."""
+    return [endpoint for endpoint in endpoints if endpoint[0].endswith("/")]

@@ -238,6 +238,7 @@ SPECTACULAR_SETTINGS = {
     "VERSION": "1",
     "SERVE_INCLUDE_SCHEMA": False,
     "SCHEMA_PATH_PREFIX": "/api/v1",
+    "PREPROCESSING_HOOKS": ["config.api_schema.without_slashless_twins"],
     "APPEND_COMPONENTS": {
         "securitySchemes": {
             "MachineToken": {

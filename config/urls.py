@@ -1,7 +1,8 @@
 from django.contrib import admin
 from django.contrib.auth import views as auth_views
-from django.urls import include, path
+from django.urls import include, path, re_path
 
+from config.api import api_not_found
 from triage.views import metrics
 
 urlpatterns = [
@@ -10,6 +11,7 @@ urlpatterns = [
     path("admin/", admin.site.urls),
     path("metrics", metrics, name="metrics"),  # where a Prometheus scrape job looks by default
     path("api/v1/", include("config.api")),
+    re_path(r"^api(?:/|$)", api_not_found, name="api-not-found"),  # /api/v1 itself, another version
     path("digests/", include("triage.digests.urls")),
     path("", include("triage.dashboard.urls")),
     path("triage/", include("triage.urls")),

@@ -77,6 +77,11 @@ CSRF_EXEMPT = {
     "ingest-run-list": f"{DRF}; GET only",
     "ingest-run-detail": f"{DRF}; GET only",
     "archive-list": f"{DRF}; POST: an operator's session with the CSRF token, or a machine token",
+    "api-not-found": (
+        "the API's JSON 404 for any address under /api/ it does not have, whatever the method: it "
+        "reads and changes nothing, and a script's POST to a wrong address should learn that, not "
+        "meet an HTML CSRF refusal"
+    ),
     "digests:unsubscribe": (
         "RFC 8058 one-click unsubscribe: mail clients POST it with no cookie and no CSRF token; the "
         "signed token in the URL is its authority, and all it can do is turn that one digest off"
