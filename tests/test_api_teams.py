@@ -15,7 +15,7 @@ from datetime import UTC, datetime, timedelta
 import pytest
 from django.urls import reverse
 
-from fleet.models import AuditEvent, MachineToken
+from fleet.models import AuditEvent, Cluster, MachineToken
 from tests.factories import ClusterFactory, JobFactory
 from tests.test_dashboard import WEEK_START, fleet  # noqa: F401  (the fixture, used by name)
 
@@ -125,3 +125,16 @@ def test_the_tokens_page_example_reads_the_report_over_http(client, live_server,
     assert [t["team"] for t in json.loads(answer.stdout)["teams"]] == ["team-a", "team-b"]
     push_only = client.post(reverse("fleet:token-list"), {"name": "cron"}).content.decode()
     assert 'id="report-example"' not in push_only and not MachineToken.objects.get(name="cron").reads_reports
+
+
+def test_a_cluster_that_does_not_exist_is_a_400_naming_it_not_an_empty_report(client, operator, fleet):  # noqa: F811
+    client.force_login(operator)
+    clusters = sorted(Cluster.objects.values_list("name", flat=True))
+    response = client.get(URL, {"cluster": "nope"})
+    assert response.status_code == 400
+    [message] = response.json()["cluster"]
+    assert message == f"There is no cluster named 'nope' (the clusters: {', '.join(clusters)})."
+    assert client.get(URL, WEEK | {"cluster": clusters[0]}).status_code == 200
+    # The pages say the same words, and show every cluster instead.
+    page = client.get(reverse("dashboard:team-list"), {"cluster": "nope"}).content.decode()
+    assert "There is no cluster named &#x27;nope&#x27;; showing all clusters." in page

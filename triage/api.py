@@ -26,11 +26,11 @@ from config.api_params import KnownParameters
 from fleet.api import TokenMay, token_of
 from fleet.downloads import SERIES_FORMATS, series_download
 from fleet.forms import UtcDateTimeMixin, YesNoField
-from fleet.models import Job
+from fleet.models import Cluster, Job
 from triage import feedback
 from triage.dashboard.filters import RowIdFilter
 from triage.dashboard.periods import PRESETS, PeriodError, period_from
-from triage.dashboard.queries import chargeback, narrowed
+from triage.dashboard.queries import chargeback, narrowed, no_such_cluster
 from triage.labeling.services import blinded_job_ids
 from triage.models import Feedback, Finding, JobTriage, TriageStatus
 from triage.taxonomy import Category
@@ -338,7 +338,7 @@ REPORT_PARAMETERS = [
     OpenApiParameter(
         "period", str, enum=list(PRESETS), description="Instead of dates: the last 7, 30 or 90 days of data (7d)."
     ),
-    OpenApiParameter("cluster", str, description="Only this cluster's jobs (by name)."),
+    OpenApiParameter("cluster", str, description="Only this cluster's jobs (by name); a name no cluster has is a 400."),
 ]
 
 
@@ -356,7 +356,11 @@ class TeamReportViewSet(KnownParameters, viewsets.ViewSet):
         summary="Each team's GPU-hours, waste and cost",
     )
     def list(self, request):
-        cluster = request.query_params.get("cluster", "")
+        cluster = request.query_params.get("cluster", "").strip()
+        if missing := no_such_cluster(cluster):
+            # Not an empty report for a typo: a script would file it as a quiet month.
+            known = ", ".join(Cluster.objects.order_by("name").values_list("name", flat=True)) or "none yet"
+            raise ValidationError({"cluster": [f"{missing} (the clusters: {known})."]})
         visible = Job.objects.visible_to(request.user) if request.user.is_authenticated else Job.objects.all()
         jobs, latest = narrowed(visible, cluster)
         try:

@@ -17,6 +17,7 @@ from django.urls import reverse
 
 from fleet.costs import Conversion
 from fleet.logevents import LOG_EVENT_KINDS
+from fleet.models import Cluster
 
 from .periods import Period
 
@@ -158,6 +159,15 @@ def totals(jobs, low_util_threshold: float, conversion: Conversion | None = None
         wasted_cost=row["wasted_cost"],
         low_util_jobs=row["low"],
     )
+
+
+def no_such_cluster(cluster: str) -> str | None:
+    """What is wrong with a cluster name from the address, or None: a name no cluster has would
+    narrow to no job at all, an empty fleet that looks like a quiet one (the pages fall back to
+    every cluster, the API refuses it)."""
+    if cluster and not Cluster.objects.filter(name=cluster).exists():
+        return f"There is no cluster named '{cluster}'"
+    return None
 
 
 def narrowed(jobs, cluster: str):

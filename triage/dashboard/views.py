@@ -62,9 +62,9 @@ class Scope:
 def _scope(request) -> Scope:
     cluster = request.GET.get("cluster", "").strip()
     unknown = ""
-    if cluster and not Cluster.objects.filter(name=cluster).exists():
+    if missing := queries.no_such_cluster(cluster):
         # Not an empty fleet (whose page would blame missing prices, no jobs, ...): every cluster's.
-        unknown, cluster = f"There is no cluster named '{cluster}'; showing all clusters.", ""
+        unknown, cluster = f"{missing}; showing all clusters.", ""
     jobs, latest = queries.narrowed(Job.objects.visible_to(request.user), cluster)
     period, problem = parse_period(request.GET, latest)
     return Scope(jobs, period, " ".join(filter(None, (unknown, problem))), cluster, latest)
