@@ -239,6 +239,8 @@ SPECTACULAR_SETTINGS = {
     "SERVE_INCLUDE_SCHEMA": False,
     "SCHEMA_PATH_PREFIX": "/api/v1",
     "PREPROCESSING_HOOKS": ["config.api_schema.without_slashless_twins"],
+    # A job's triage status and an ingest run's are both "status": name them apart.
+    "ENUM_NAME_OVERRIDES": {"TriageStatusEnum": "triage.models.TriageStatus"},
     "APPEND_COMPONENTS": {
         "securitySchemes": {
             "MachineToken": {

@@ -36,10 +36,72 @@ from triage.models import Feedback, Finding, JobTriage, TriageStatus
 from triage.taxonomy import Category
 
 
+# The shapes of a finding's evidence and guidance, for the schema only: they are stored as JSON
+# (`Finding.evidence`, `Finding.guidance`, built by triage.rules.registry.Finding.evidence and
+# triage.guidance.guidance_for) and served as stored. Nothing required, as findings stored by an
+# older version may lack a key a newer one writes.
+class EvidenceWindowSerializer(serializers.Serializer):
+    start = serializers.DateTimeField(required=False)
+    end = serializers.DateTimeField(required=False)
+    minutes = serializers.FloatField(required=False)
+    label = serializers.CharField(required=False, help_text="What the window is (a phase, a dip, idle time).")
+    mean_util = serializers.FloatField(required=False, help_text="Mean GPU util in the window, when known.")
+
+
+class EvidenceLogLineSerializer(serializers.Serializer):
+    kind = serializers.CharField(required=False, help_text="The log event, e.g. pip_install, oom, epoch.")
+    path = serializers.CharField(required=False, help_text="The file in the job's archive.")
+    line = serializers.IntegerField(required=False)
+    t = serializers.FloatField(required=False, allow_null=True, help_text="Epoch seconds, when known.")
+    time_estimated = serializers.BooleanField(required=False, help_text="The line had no time of its own.")
+    text = serializers.CharField(required=False)
+
+
+class EvidenceCodeSerializer(serializers.Serializer):
+    kind = serializers.CharField(required=False, help_text="What the line does, e.g. a DataLoader without workers.")
+    path = serializers.CharField(required=False)
+    line = serializers.IntegerField(required=False)
+    code = serializers.CharField(required=False, help_text="The source line.")
+
+
+class EvidenceSerializer(serializers.Serializer):
+    windows = EvidenceWindowSerializer(many=True, required=False, help_text="Where in the run the cause shows.")
+    log_lines = EvidenceLogLineSerializer(many=True, required=False, help_text="Log lines that show it.")
+    code = EvidenceCodeSerializer(many=True, required=False, help_text="Lines of the job's scripts that cause it.")
+    numbers = serializers.DictField(required=False, help_text="The figures the rule measured, by name.")
+
+
+class GuidanceSerializer(serializers.Serializer):
+    title = serializers.CharField(required=False)
+    what = serializers.CharField(required=False, help_text="What the cause is.")
+    why = serializers.CharField(required=False, help_text="Why it leaves GPUs idle.")
+    change = serializers.CharField(required=False, help_text="The change to make.")
+    before = serializers.CharField(required=False, help_text="The job's code or command as it is.")
+    after = serializers.CharField(required=False, help_text="... and with the change.")
+    expected_effect = serializers.CharField(required=False)
+    paper = serializers.CharField(required=False)
+    recoverable_gpu_hours = serializers.FloatField(required=False)
+    recoverable_cost = serializers.CharField(required=False, allow_null=True, help_text="A decimal, or null unpriced.")
+    currency = serializers.CharField(required=False)
+    settings = serializers.DictField(required=False, help_text="The job's own figures the change uses.")
+
+
+@extend_schema_field(EvidenceSerializer)
+class EvidenceField(serializers.JSONField):
+    """A finding's evidence as stored (a class, not an annotated field: serializers copy their fields)."""
+
+
+@extend_schema_field(GuidanceSerializer)
+class GuidanceField(serializers.JSONField):
+    """A finding's guidance as stored."""
+
+
 class FindingSerializer(serializers.ModelSerializer):
     category_label = serializers.CharField(source="get_category_display", read_only=True)
     dimension = serializers.SerializerMethodField()
     rule_set_version = serializers.IntegerField(source="rule_set.version", read_only=True)
+    evidence = EvidenceField(read_only=True)
+    guidance = GuidanceField(read_only=True)
 
     class Meta:
         model = Finding
@@ -122,10 +184,12 @@ class JobSerializer(serializers.ModelSerializer):
             self.context["blinded"] = blinded_job_ids(request.user) if request is not None else set()
         return self.context["blinded"]
 
+    @extend_schema_field(TriageSerializer(allow_null=True))
     def get_triage(self, job: Job) -> dict | None:
         result = self._current(job)
         return TriageSerializer(result).data if result else None
 
+    @extend_schema_field(serializers.ListField(child=serializers.CharField(help_text="A category of the taxonomy.")))
     def get_categories(self, job: Job) -> list[str]:
         result = self._current(job)
         return [f.category for f in result.findings.all()] if result else []
@@ -159,10 +223,12 @@ class JobDetailSerializer(JobSerializer):
         given = Feedback.objects.filter(job=job).select_related("user", "rule_set").order_by("category", "updated_at")
         return FeedbackSerializer(given, many=True).data
 
+    @extend_schema_field(TriageDetailSerializer(allow_null=True))
     def get_triage(self, job: Job) -> dict | None:
         result = self._current(job)
         return TriageDetailSerializer(result).data if result else None
 
+    @extend_schema_field(FindingSerializer(many=True))
     def get_findings(self, job: Job) -> list[dict]:
         result = self._current(job)
         return FindingSerializer(result.findings.all(), many=True).data if result else []

@@ -1,0 +1,59 @@
+"""The schema documents a job's triage and findings, their evidence and guidance, as the API
+serves them (a client generated from it used to see free-form objects)."""
+
+from __future__ import annotations
+
+import pytest
+from rest_framework.test import APIClient
+
+from fleet.models import MachineToken
+from tests.conftest import EXAMPLE_ARCHIVE
+
+pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("upload_dirs")]
+
+
+@pytest.fixture
+def schema(client):
+    return client.get("/api/v1/schema/", {"format": "json"}).json()["components"]["schemas"]
+
+
+def ref(prop: dict) -> str:
+    """The component a property points at (drf-spectacular wraps a nullable one in allOf)."""
+    target = prop.get("$ref") or prop.get("allOf", [{}])[0].get("$ref") or prop.get("items", {}).get("$ref")
+    return target.rsplit("/", 1)[-1] if target else ""
+
+
+def test_the_triage_and_the_findings_are_their_serializers_shapes(schema):
+    job, detail = schema["Job"]["properties"], schema["JobDetail"]["properties"]
+    assert ref(job["triage"]) == "Triage" and job["triage"]["nullable"]
+    assert ref(detail["triage"]) == "TriageDetail"
+    assert detail["findings"]["type"] == "array" and ref(detail["findings"]) == "Finding"
+    assert job["categories"]["type"] == "array" and job["categories"]["items"]["type"] == "string"
+    finding = schema["Finding"]["properties"]
+    assert ref(finding["evidence"]) == "Evidence" and ref(finding["guidance"]) == "Guidance"
+    evidence = schema["Evidence"]["properties"]
+    assert set(evidence) == {"windows", "log_lines", "code", "numbers"}
+    assert ref(evidence["log_lines"]) == "EvidenceLogLine"
+    assert {"change", "before", "after", "recoverable_gpu_hours"} <= set(schema["Guidance"]["properties"])
+
+
+def test_what_the_api_serves_has_the_documented_keys(schema, django_capture_on_commit_callbacks):
+    _, key = MachineToken.objects.create_key(name="reader", reads_jobs=True)
+    script = APIClient()
+    script.credentials(HTTP_AUTHORIZATION=f"Api-Key {key}")
+    with open(EXAMPLE_ARCHIVE, "rb") as handle, django_capture_on_commit_callbacks(execute=True):
+        assert script.post("/api/v1/archives/", {"file": handle}, format="multipart").status_code == 202
+    findings = [
+        finding
+        for job in script.get("/api/v1/jobs/").json()["results"]
+        for finding in script.get(f"/api/v1/jobs/{job['id']}/").json()["findings"]
+    ]
+    assert findings, "the example archive's jobs have findings"
+    for finding in findings:
+        assert set(finding) == set(schema["Finding"]["properties"])
+        assert set(finding["evidence"]) <= set(schema["Evidence"]["properties"])
+        assert set(finding["guidance"]) <= set(schema["Guidance"]["properties"])
+        for line in finding["evidence"]["log_lines"]:
+            assert set(line) <= set(schema["EvidenceLogLine"]["properties"])
+        for window in finding["evidence"]["windows"]:
+            assert set(window) <= set(schema["EvidenceWindow"]["properties"])
