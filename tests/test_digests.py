@@ -974,3 +974,23 @@ def test_the_digest_pages_say_when_digests_go_out_and_whether_you_get_one(
     monkeypatch.setitem(current_app.conf.beat_schedule, "digests.send_weekly", later)
     client.force_login(member_a)
     assert "Digests go out Fridays at 18:30 Europe/Berlin" in client.get(pages[0]).content.decode()
+
+
+def test_what_the_pages_say_a_user_receives_is_what_the_senders_send_them(fleet, team_a, team_b, member_a,
+                                                                           operator, researcher):  # fmt: skip
+    """The digest pages work out a user's digests from their choices; the senders pick recipients with
+    their own queries. Every kind of user, subscribed or not, gets the same answer from both."""
+    no_address = OwnerFactory(user=UserFactory(username="no-mail", email=""), team=team_a).user
+    gone = OwnerFactory(user=UserFactory(username="gone", is_active=False), team=team_b).user
+    quitter = OwnerFactory(user=UserFactory(username="quitter"), team=team_b).user
+    services.set_subscription(quitter, DigestKind.TEAM, team_b, False)
+    services.set_subscription(researcher, DigestKind.TEAM, team_a, True)
+    services.set_subscription(operator, DigestKind.TEAM, team_b, True)
+    services.set_subscription(operator, DigestKind.OPERATOR, None, False)
+    sent = {
+        (user.pk, DigestKind.TEAM, team.pk) for team in (team_a, team_b) for user in services.team_recipients(team)
+    } | {(user.pk, DigestKind.OPERATOR, None) for user in services.operator_recipients()}
+    for user in (member_a, operator, researcher, no_address, gone, quitter):
+        said = {(user.pk, c.kind, c.team.pk if c.team else None) for c in services.received_by(user)}
+        assert said == {row for row in sent if row[0] == user.pk}, user.username
+    assert sent  # the matrix is not empty: members, a subscribed researcher and operator are sent digests
