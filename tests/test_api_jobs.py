@@ -96,3 +96,29 @@ def test_an_operator_makes_a_token_that_reads_jobs_on_the_tokens_page(client, op
     client.post(reverse("fleet:token-list"), {"name": "cron"})
     assert not MachineToken.objects.get(name="cron").reads_jobs
     assert IngestRun.objects.count() == 0
+
+
+def test_a_sync_script_fetches_only_the_jobs_stored_or_triaged_since_its_last_run(team_a):
+    """`changed_after`: jobs an import stored or updated since then, and jobs triaged again since
+    then (a new rule set changes the findings, not the job's row)."""
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    from fleet.models import Job
+    from triage.models import JobTriage, RuleSet
+
+    old, retriaged = JobFactory(team=team_a, name="old"), JobFactory(team=team_a, name="retriaged")
+    long_ago = timezone.now() - timedelta(days=3)
+    Job.objects.filter(pk__in=[old.pk, retriaged.pk]).update(updated_at=long_ago)
+    last_run = timezone.now() - timedelta(hours=1)
+    JobTriage.objects.create(job=retriaged, rule_set=RuleSet.current(), status="healthy", is_current=True)
+    JobFactory(team=team_a, name="new")
+    _, key = MachineToken.objects.create_key(name="sync", reads_jobs=True)
+    script = as_token(key)
+    since = script.get("/api/v1/jobs/", {"changed_after": last_run.isoformat()}).json()["results"]
+    assert {job["name"] for job in since} == {"new", "retriaged"}
+    assert all(job["updated_at"].endswith("Z") for job in since)
+    assert {j["name"] for j in script.get("/api/v1/jobs/").json()["results"]} == {"old", "retriaged", "new"}
+    refused = script.get("/api/v1/jobs/", {"changed_after": "yesterday"})
+    assert refused.status_code == 400 and "changed_after" in refused.json()

@@ -12,7 +12,7 @@ from functools import cached_property
 
 import django_filters
 from django.conf import settings
-from django.db.models import Exists, OuterRef, Prefetch
+from django.db.models import Exists, OuterRef, Prefetch, Q
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, extend_schema, extend_schema_field, extend_schema_serializer
 from rest_framework import serializers, viewsets
@@ -170,6 +170,7 @@ class JobSerializer(serializers.ModelSerializer):
             "currency",
             "triage",
             "categories",
+            "updated_at",
         ]
 
     def _current(self, job: Job) -> JobTriage | None:
@@ -264,6 +265,13 @@ class JobFilter(django_filters.FilterSet):
     started_after = UtcIsoDateTimeFilter(field_name="start_time", lookup_expr="gte")
     started_before = UtcIsoDateTimeFilter(field_name="start_time", lookup_expr="lt")
     ingest_run = RowIdFilter(field_name="ingest_run", label="The jobs this ingest run created or updated (its id)")
+    changed_after = UtcIsoDateTimeFilter(
+        method="filter_changed_after",
+        label=(
+            "Jobs stored, updated or triaged again at or after this time (ISO 8601): what a script that "
+            "syncs jobs and their findings fetches since its last run"
+        ),
+    )
 
     class Meta:
         model = Job
@@ -291,6 +299,12 @@ class JobFilter(django_filters.FilterSet):
     def _blinded(self) -> set[int]:  # once for both filters
         user = getattr(self.request, "user", None)
         return blinded_job_ids(user) if user is not None else set()
+
+    def filter_changed_after(self, queryset, name, value):
+        # A job's row changes when an import stores it again; its findings change when it is
+        # triaged again (a new rule set, a retriage), which leaves the row as it was.
+        retriaged = JobTriage.objects.filter(job=OuterRef("pk"), is_current=True, triaged_at__gte=value)
+        return queryset.filter(Q(updated_at__gte=value) | Exists(retriaged))
 
     def filter_low_util(self, queryset, name, value):
         threshold = settings.LOW_UTIL_THRESHOLD
