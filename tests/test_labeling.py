@@ -438,6 +438,18 @@ def test_rules_against_gold_per_category_with_error_jobs_and_two_versions(client
     page = client.get(url, {"gold": 1, "rule_set": 1, "compare": 2, "category": CKPT}).content.decode()
     assert "Model checkpointing" in page and "F1 v2" in page and "+0.333" in page
     assert 'id="false-negatives"' in page and str(jobs[3]) in page
+    # The confusion table holds the categories in gold or found (and "None"), by their whole names;
+    # the other twelve, neither in gold nor found, would only push those out of sight.
+    confusion = client.get(url, {"gold": 1, "rule_set": 1}).context
+    assert set(confusion["confusion_columns"]) == {
+        "Improper batch size", "Model checkpointing", "Inefficient host-GPU data transfer", "None"
+    }  # fmt: skip
+    assert confusion["confusion_left_out"] == 12
+    cells = {
+        row["label"]: dict(zip(confusion["confusion_columns"], row["cells"], strict=True))
+        for row in confusion["confusion"]
+    }
+    assert cells["Model checkpointing"]["Improper batch size"] == 1  # job 3: a save, found as batch size
     quality = client.get(reverse("labeling:export", args=[study.pk, "quality", "csv"]), {"gold": 1, "rule_set": 1})
     table = {row["category"]: row for row in csv.DictReader(io.StringIO(quality.content.decode()))}
     assert table[BATCH]["precision"] == "0.5" and table[BATCH]["recall"] == "1.0" and table[PINNED]["recall"] == "0.0"

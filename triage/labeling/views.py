@@ -411,7 +411,10 @@ def rules_page(request, pk: int):
             "false_positives": [evaluation.jobs[j] for j in row.false_positive_units],
             "false_negatives": [evaluation.jobs[j] for j in row.false_negative_units],
         }
-    labels = evaluation.report.confusion_labels
+    # Only the categories in gold or found on some job: fifteen empty rows and columns hid the few
+    # that count (the table scrolled sideways past them), and they say nothing a reader misses.
+    labels, table = evaluation.report.confusion_labels, evaluation.report.confusion
+    shown = [i for i in range(len(labels)) if sum(table[i]) or sum(row[i] for row in table)]
     context |= {
         "gold_set": gold_set,
         "rule_set": rule_set,
@@ -421,11 +424,9 @@ def rules_page(request, pk: int):
         "rows": rows,
         "detail": detail,
         "category": category,
-        "confusion": [
-            {"label": "None" if g == "none" else Category(g).label, "cells": cells}
-            for g, cells in zip(labels, evaluation.report.confusion, strict=True)
-        ],
-        "confusion_columns": ["none" if c == "none" else Category(c).label for c in labels],
+        "confusion": [{"label": _confusion_label(labels[i]), "cells": [table[i][j] for j in shown]} for i in shown],
+        "confusion_columns": [_confusion_label(labels[j]) for j in shown],
+        "confusion_left_out": len(labels) - len(shown),
         "is_lead": services.is_lead(request.user, study),
     }
     return render(request, "labeling/rules.html", context)
@@ -553,3 +554,7 @@ def import_page(request, pk: int):
             if not form.cleaned_data["dry_run"]:
                 return redirect("labeling:study", pk=study.pk)
     return render(request, "labeling/import.html", {"study": study, "form": form, "result": result})
+
+
+def _confusion_label(label: str) -> str:
+    return "None" if label == "none" else Category(label).label
