@@ -44,3 +44,6 @@ def test_setup_demo_prices_the_fleet_and_prints_working_logins(demo_archive, cli
     client.force_login(alice)
     page = client.get(reverse("dashboard:job-list")).content.decode()
     assert f'Jobs <span class="muted">{team.jobs.count()}</span>' in page
+    # Each login has an address, so the digests can be tried in the demo: alice gets her team's.
+    digests = client.get(reverse("digests:index")).content.decode()
+    assert f"You receive the {team.name} digest at alice@example.org." in digests

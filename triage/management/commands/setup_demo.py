@@ -59,6 +59,9 @@ class Command(BaseCommand):
             user, _ = User.objects.get_or_create(username=username)
             passwords[username] = secrets.token_urlsafe(9)
             user.set_password(passwords[username])
+            # An address at a domain reserved for examples (RFC 2606), so the digest pages and their
+            # sending can be tried: the demo prints mail to the console (no EMAIL_HOST set).
+            user.email = user.email or f"{username}@example.org"
             user.save()
         operator = User.objects.get(username="operator")
         operator.is_staff = operator.is_superuser = True
