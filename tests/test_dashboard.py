@@ -770,3 +770,25 @@ def test_fewer_unused_hours_while_the_waste_share_rose_are_not_called_better(cli
     assert card(response, "Unused GPU-hours")["direction"] == -1
     assert card(response, "Unused GPU-hours")["trend"] == card(response, "Wasted cost")["trend"] == "neutral"
     assert card(response, "Waste share")["trend"] == "worse"
+
+
+def test_a_price_set_after_triage_reaches_the_fixs_recoverable_cost_too(client, operator, fleet):
+    """The demo triages its jobs on import and prices them after: each finding's cost followed the
+    new price, but its fix still said it would recover no money (the API's guidance null, USD nowhere)."""
+    from fleet.models import GpuModelPrice
+    from triage.guidance import guidance_for
+    from triage.taxonomy import Category
+
+    (low, _), _ = fleet
+    finding = _finding(low, Category.MODEL_CHECKPOINTING, 3.0)
+    finding.guidance = guidance_for(
+        finding.category_enum, "", {}, gpu_hours=3.0, price_per_gpu_hour=None, currency="", job={}
+    )
+    finding.save()
+    GpuModelPrice.objects.create(cluster=low.cluster, gpu_model="", price_per_gpu_hour="5.00", currency="EUR")
+    finding.refresh_from_db()
+    assert (str(finding.cost), finding.currency) == ("15.00", "EUR")
+    assert (finding.guidance["recoverable_cost"], finding.guidance["currency"]) == ("15.00", "EUR")
+    client.force_login(operator)
+    page = client.get(reverse("dashboard:job-detail", args=[low.pk])).content.decode()
+    assert "Recoverable for this job: 3.0 GPU-hours (15.00 EUR)." in page
