@@ -12,7 +12,7 @@ from django.db.models import Count, Sum, Value
 from django.db.models.functions import Coalesce
 
 from fleet.costs import Conversion
-from triage.feedback import Tally, set_aside_causes, set_aside_jobs_by_cause, tally
+from triage.feedback import Tally, set_aside_causes, tally
 from triage.models import Feedback, Finding, JobTriage, TriageStatus
 from triage.taxonomy import Category
 
@@ -132,11 +132,6 @@ def top_jobs(jobs, limit: int) -> tuple[list[JobWaste], SetAside]:
         if category is not None and all(known.category != category for known in entry.fixes):
             entry.fixes.append(CauseFix(category, fix_line(finding.guidance), one_line(finding.summary)))
     return list(by_job.values()), SetAside(len(left_out), sum(turned_down[job_id] for job_id in left_out))
-
-
-def set_aside_by_cause(jobs) -> dict[Category, int]:
-    """Per cause, how many of these jobs have it set aside by their people's answers."""
-    return set_aside_jobs_by_cause(jobs)
 
 
 def causes_of(job_ids) -> dict[int, list[Category]]:

@@ -28,6 +28,7 @@ import fleet.models as fleet_models
 from fleet.access import OPERATORS_GROUP, RESEARCHERS_GROUP, is_operator, sees_whole_fleet
 from fleet.forms import MAX_ROW_ID
 from fleet.models import IngestRun, Job, Team
+from triage import feedback
 from triage.dashboard import queries
 from triage.dashboard.periods import Period
 from triage.guidance import headline_change
@@ -527,7 +528,7 @@ def _base_context(kind: str, period: Period, jobs, team: Team | None, hidden: fr
         by_category,
         before_by_category,
         _jobs_url(period, team),
-        findings.set_aside_by_cause(judged_week),
+        feedback.set_aside_jobs_by_cause(judged_week),
     )
     return {
         "kind": kind,
