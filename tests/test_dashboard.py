@@ -188,9 +188,12 @@ def test_presets_end_at_the_newest_data_not_today(client, operator, fleet):
 
 def test_overview_query_count_does_not_grow_with_jobs(client, operator, fleet, django_assert_max_num_queries):
     client.force_login(operator)
+    from triage.models import RuleSet
+
     for i in range(30):
         JobFactory(team=TeamFactory(slug=f"extra-{i}"), start_time=WEEK_START + timedelta(hours=i))
-    with django_assert_max_num_queries(15):
+    RuleSet.current()  # a fleet that triages has its first rule set
+    with django_assert_max_num_queries(16):  # one of them the rules' low-utilization threshold
         overview(client)
 
 
@@ -792,3 +795,18 @@ def test_a_price_set_after_triage_reaches_the_fixs_recoverable_cost_too(client, 
     client.force_login(operator)
     page = client.get(reverse("dashboard:job-detail", args=[low.pk])).content.decode()
     assert "Recoverable for this job: 3.0 GPU-hours (15.00 EUR)." in page
+
+
+def test_the_pages_count_low_utilization_by_the_rules_threshold(client, operator, fleet):
+    """The rules looked at jobs at or below the rule set's threshold, the pages counted those at or
+    below a setting of their own: a threshold changed on the Rules page split the two."""
+    from triage.models import RuleSet
+
+    client.force_login(operator)
+    assert card(overview(client), "Low-utilization jobs")["value"] == "1"  # a-low, at 40 %, of 50 %
+    RuleSet.objects.create(version=RuleSet.current().version + 1, thresholds={"low_util_threshold": 30.0})
+    response = overview(client)
+    assert card(response, "Low-utilization jobs")["value"] == "0"  # 40 % is above 30 %
+    assert "0 of 2 jobs</a> at or below 30 % mean utilization" in response.content.decode()
+    settings_page = client.get(reverse("dashboard:settings")).content.decode()
+    assert "mean GPU utilization at or below 30 % (<code>low_util_threshold</code> of rule set v2" in settings_page

@@ -11,7 +11,6 @@ from __future__ import annotations
 from functools import cached_property
 
 import django_filters
-from django.conf import settings
 from django.db.models import Exists, OuterRef, Prefetch, Q
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, extend_schema, extend_schema_field, extend_schema_serializer
@@ -32,7 +31,7 @@ from triage.dashboard.filters import RowIdFilter
 from triage.dashboard.periods import PRESETS, PeriodError, period_from
 from triage.dashboard.queries import chargeback, narrowed, no_such_cluster
 from triage.labeling.services import blinded_job_ids
-from triage.models import Feedback, Finding, JobTriage, TriageStatus
+from triage.models import Feedback, Finding, JobTriage, TriageStatus, low_util_threshold
 from triage.taxonomy import Category
 
 
@@ -307,7 +306,7 @@ class JobFilter(django_filters.FilterSet):
         return queryset.filter(Q(updated_at__gte=value) | Exists(retriaged))
 
     def filter_low_util(self, queryset, name, value):
-        threshold = settings.LOW_UTIL_THRESHOLD
+        threshold = low_util_threshold()
         if value:
             return queryset.filter(mean_gpu_util__lte=threshold)
         return queryset.filter(mean_gpu_util__gt=threshold)
@@ -447,7 +446,7 @@ class TeamReportViewSet(KnownParameters, viewsets.ViewSet):
             period = period_from(request.query_params, latest)
         except PeriodError as exc:
             raise ValidationError({exc.param: [str(exc)]}) from None
-        report = chargeback(jobs, period, settings.LOW_UTIL_THRESHOLD)
+        report = chargeback(jobs, period, low_util_threshold())
         return Response(
             TeamReportSerializer(
                 {

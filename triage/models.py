@@ -33,15 +33,22 @@ class RuleSet(models.Model):
 
     @classmethod
     def current(cls) -> RuleSet:
-        """The newest version; version 1 with the defaults is created on first use."""
+        """The newest version; version 1 with the defaults is created on first use (its low-utilization
+        threshold from the LOW_UTIL_THRESHOLD setting, which seeds it and nothing after)."""
         latest = cls.objects.order_by("-version").first()
         if latest is not None:
             return latest
+        thresholds = default_thresholds() | {"low_util_threshold": settings.LOW_UTIL_THRESHOLD}
         with transaction.atomic():
-            rule_set, _ = cls.objects.get_or_create(
-                version=1, defaults={"thresholds": default_thresholds(), "note": "defaults"}
-            )
+            rule_set, _ = cls.objects.get_or_create(version=1, defaults={"thresholds": thresholds, "note": "defaults"})
         return rule_set
+
+
+def low_util_threshold() -> float:
+    """The mean GPU utilization (%) at or below which a job is low-utilization: the current rule
+    set's, so that the pages, digests, API and metrics count the jobs the rules look at. (They read
+    a setting of their own once, and a threshold changed on the Rules page split the two.)"""
+    return float(RuleSet.current().effective_thresholds()["low_util_threshold"])
 
 
 class TriageStatus(models.TextChoices):

@@ -12,7 +12,6 @@ from __future__ import annotations
 from collections.abc import Iterator
 from datetime import datetime, timedelta
 
-from django.conf import settings
 from django.db.models import Count, Max
 from prometheus_client import CollectorRegistry, generate_latest
 from prometheus_client.core import GaugeMetricFamily, Metric
@@ -23,7 +22,7 @@ from triage import feedback
 from triage.dashboard import queries
 from triage.dashboard.periods import Period
 from triage.digests.models import Delivery
-from triage.models import Feedback
+from triage.models import Feedback, low_util_threshold
 from triage.taxonomy import Category
 
 WINDOW = timedelta(days=7)  # the span of the team and cause figures: the jobs started in it
@@ -102,7 +101,7 @@ def _service_health() -> Iterator[Metric]:
 
 def _fleet_window(period: Period, hidden: frozenset[int]) -> Iterator[Metric]:
     jobs = queries.in_period(Job.objects.all(), period)
-    threshold = settings.LOW_UTIL_THRESHOLD
+    threshold = low_util_threshold()
     pricing = queries.pricing(jobs)
     team = ("team",)
     figures = {

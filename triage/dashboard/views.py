@@ -29,7 +29,7 @@ from fleet.series import from_parquet_bytes
 from triage import feedback
 from triage.guidance import GUIDES, category_guide, headline_change
 from triage.labeling.services import blinded_job_ids, findings_hidden_from
-from triage.models import Finding, JobTriage, RuleSet, TriageStatus
+from triage.models import Finding, JobTriage, RuleSet, TriageStatus, low_util_threshold
 from triage.taxonomy import Category
 
 from . import figures, files, queries, timeline
@@ -57,6 +57,7 @@ class Scope:
     problem: str  # what was wrong with the query string (shown above the page), or ""
     cluster: str  # "" for every cluster
     latest: datetime | None  # the newest start among the jobs: where the presets end
+    low_threshold: float  # mean GPU util (%) at or below which a job is low-utilization (the rules')
 
 
 def _scope(request) -> Scope:
@@ -67,7 +68,8 @@ def _scope(request) -> Scope:
         unknown, cluster = f"{missing}; showing all clusters.", ""
     jobs, latest = queries.narrowed(Job.objects.visible_to(request.user), cluster)
     period, problem = parse_period(request.GET, latest)
-    return Scope(jobs, period, " ".join(filter(None, (unknown, problem))), cluster, latest)
+    problems = " ".join(filter(None, (unknown, problem)))
+    return Scope(jobs, period, problems, cluster, latest, low_util_threshold())
 
 
 def _judged(jobs, request):
@@ -93,7 +95,7 @@ def _context(request, scope: Scope) -> dict:
         # The period and cluster, for links to the other pages: a team or cause opened from a page
         # shows the same jobs the page counted.
         "period_query": urlencode(period.query() | ({"cluster": cluster} if cluster else {})),
-        "low_threshold": settings.LOW_UTIL_THRESHOLD,
+        "low_threshold": scope.low_threshold,
     }
 
 
@@ -113,7 +115,7 @@ def _jobs_query(period, cluster, **filters) -> str:
 def overview(request):
     scope = _scope(request)
     jobs, period = scope.jobs, scope.period
-    threshold = settings.LOW_UTIL_THRESHOLD
+    threshold = scope.low_threshold
     period_jobs = queries.in_period(jobs, period)
     pricing = queries.pricing(queries.in_period(jobs, period.with_previous), shown=period_jobs)
     conversion = pricing.conversion
@@ -186,10 +188,10 @@ def team_list(request):
     sort = request.GET.get("sort", "unused")
     order = TEAM_SORTS.get(sort, "-unused")
     if request.GET.get("format") == "csv":
-        return _teams_csv(queries.chargeback(jobs, period, settings.LOW_UTIL_THRESHOLD, order), period)
+        return _teams_csv(queries.chargeback(jobs, period, scope.low_threshold, order), period)
     pricing = queries.pricing(queries.in_period(jobs, period))
     rows = queries.by_team(
-        queries.in_period(jobs, period), settings.LOW_UTIL_THRESHOLD, order=order, conversion=pricing.conversion
+        queries.in_period(jobs, period), scope.low_threshold, order=order, conversion=pricing.conversion
     )
     context = _context(request, scope) | {"rows": rows, "sort": sort}
     context |= _pricing_context(pricing)
@@ -232,7 +234,7 @@ def team_detail(request, slug: str):
     jobs, period, cluster = scope.jobs, scope.period, scope.cluster
     jobs = jobs.filter(team=team)
     period_jobs = queries.in_period(jobs, period)
-    threshold = settings.LOW_UTIL_THRESHOLD
+    threshold = scope.low_threshold
     pricing = queries.pricing(period_jobs)
     conversion = pricing.conversion
     worst_jobs = list(
@@ -387,7 +389,7 @@ def job_list(request):
             "csv_query": csv_query.urlencode(),
             "without_run_query": without_run.urlencode(),
             "without_name_query": without_name.urlencode(),
-            "low_threshold": settings.LOW_UTIL_THRESHOLD,
+            "low_threshold": low_util_threshold(),
         },
     )
 
@@ -479,7 +481,7 @@ def _runs_context(user, job: Job, blinded: set[int]) -> dict:
     if previous is not None and previous.triage_status in JUDGED_STATUSES and job.triage_status in JUDGED_STATUSES:
         change = queries.run_change(previous, job)
     query = urlencode({"cluster": job.cluster.name, "user": job.user, "name": job.name})
-    return {"runs": runs, "run_change": change, "runs_query": query, "low_threshold": settings.LOW_UTIL_THRESHOLD}
+    return {"runs": runs, "run_change": change, "runs_query": query, "low_threshold": low_util_threshold()}
 
 
 def _job_artifact(request, pk: int, artifact: int) -> Artifact:
@@ -724,7 +726,7 @@ def fleet_settings(request):
             "rates": rates,
             "reporting_currency": conversion.currency,
             "without_rate": sorted({code for code in priced_in if conversion.rate_of(code) is None}),
-            "low_threshold": settings.LOW_UTIL_THRESHOLD,
+            "low_threshold": low_util_threshold(),
             "idle_threshold": settings.IDLE_UTIL_THRESHOLD,
             "rule_set": RuleSet.current(),
         },

@@ -33,6 +33,7 @@ from triage.dashboard import queries
 from triage.dashboard.periods import Period
 from triage.guidance import headline_change
 from triage.labeling.services import blinded_job_ids
+from triage.models import low_util_threshold
 from triage.taxonomy import Category
 
 from . import findings, schedules, weeks
@@ -509,7 +510,7 @@ def _jobs_url(period: Period, team: Team | None) -> Callable[[Category], str]:
 def _base_context(kind: str, period: Period, jobs, team: Team | None, hidden: frozenset[int]) -> dict:
     """What every digest says. Its causes (the categories, what improved, the unclassified jobs and
     the top jobs) leave out the jobs in `hidden`: those its reader rates in a blind labeling study."""
-    threshold = settings.LOW_UTIL_THRESHOLD
+    threshold = low_util_threshold()
     week = weeks.week_name(period)
     week_jobs = queries.in_period(jobs, period)
     previous_jobs = queries.in_period(jobs, period.previous)
@@ -568,7 +569,7 @@ def _improved_runs(jobs, period: Period, hidden: frozenset[int]) -> list[dict]:
     blind is left out (its causes are findings)."""
     runs = [
         run
-        for run in queries.improved_runs(jobs, period, settings.LOW_UTIL_THRESHOLD, settings.DIGEST_TOP_JOBS)
+        for run in queries.improved_runs(jobs, period, low_util_threshold(), settings.DIGEST_TOP_JOBS)
         if run.pk not in hidden and run.previous_id not in hidden
     ]
     causes = findings.causes_of([run.pk for run in runs] + [run.previous_id for run in runs])
@@ -624,7 +625,7 @@ def operator_context(period: Period, hidden: frozenset[int] = frozenset()) -> di
     del context["judged_week_jobs"]  # teams are ranked by all their jobs' figures
     week_jobs = queries.in_period(Job.objects.all(), period)
     teams = queries.by_team(
-        week_jobs, settings.LOW_UTIL_THRESHOLD, limit=settings.DIGEST_TOP_TEAMS, conversion=context.pop("conversion")
+        week_jobs, low_util_threshold(), limit=settings.DIGEST_TOP_TEAMS, conversion=context.pop("conversion")
     )
     for row in teams:
         row["url"] = absolute(

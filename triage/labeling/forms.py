@@ -5,13 +5,13 @@ from __future__ import annotations
 import secrets
 
 from django import forms
-from django.conf import settings
 from django.core.exceptions import ValidationError
 
 from fleet.forms import MAX_ROW_ID, UtcDateTimeField
 from triage.labeling import services
 from triage.labeling.models import SAMPLING_CHOICES
 from triage.labeling.sampling import Strategy
+from triage.models import low_util_threshold
 
 
 def new_seed() -> int:
@@ -66,7 +66,7 @@ class StudyForm(forms.Form):
         super().__init__(*args, **kwargs)
         self.fields["raters"].queryset = services.eligible_raters()
         self.fields["seed"].initial = new_seed()
-        self.fields["low_util_threshold"].initial = settings.LOW_UTIL_THRESHOLD
+        self.fields["low_util_threshold"].initial = low_util_threshold()
 
     def clean(self):
         data = super().clean()
