@@ -247,3 +247,31 @@ def test_a_healthy_jobs_page_says_why_no_causes_were_sought(demo, client, operat
     unused = f"{result.job.unused_gpu_hours:.2f}"
     assert "Above the 50 % mean utilization below which the rules look for causes" in page
     assert f"its {unused} unused GPU-hours still count in its team's waste" in page
+
+
+@pytest.mark.parametrize(
+    ("changes", "field", "message"),
+    [
+        ({"low_util_threshold": 150}, "low_util_threshold", "less than or equal to 100"),
+        ({"min_coverage": 2}, "min_coverage", "less than or equal to 1"),
+        ({"min_samples": 2.5}, "min_samples", "Enter a whole number"),
+        ({"min_samples": 10**20}, "min_samples", "less than or equal to 1000000"),
+        ({"idle_util": 60}, "idle_util", "keep it under low_util_threshold (50 %)"),
+    ],
+)
+def test_a_threshold_its_unit_cannot_hold_is_refused_before_anything_is_retriaged(client, operator, changes, field,
+                                                                                   message):  # fmt: skip
+    """150 %, a share of 2 or 2.5 samples were saved as a new version and every job re-triaged."""
+    url = reverse("triage:rule-set")
+    client.force_login(operator)
+    form = dict(RuleSet.current().effective_thresholds()) | changes
+    response = client.post(url, form)
+    assert response.status_code == 200 and RuleSet.objects.count() == 1 and not RetriageRun.objects.exists()
+    assert message in " ".join(response.context["form"].errors[field])
+    assert message.split(" (")[0] in response.content.decode()
+
+
+def test_whole_number_thresholds_show_as_whole_numbers(client, operator):
+    client.force_login(operator)
+    page = client.get(reverse("triage:rule-set")).content.decode()
+    assert 'name="min_samples" value="5"' in page  # not "5.0"

@@ -22,23 +22,40 @@ from triage.labeling.services import blinded_job_ids, findings_hidden_from
 from triage.models import Feedback, RetriageRun, RuleSet
 from triage.rules import THRESHOLDS
 
+# What a threshold of each unit can be: a value past these (150 %, a share of 2, 2.5 samples) was
+# saved as a new version and every job re-triaged with it.
+WHOLE_UNITS = {"samples", "gaps", "workers"}  # counts: whole numbers
+UNIT_MAXIMUM = {"%": 100.0, "share": 1.0, "s": 30 * 24 * 3600.0, "x median": 10.0, "ratio": 10.0}
+COUNT_MAXIMUM = 1_000_000
+
 
 class RuleSetForm(forms.Form):
-    """One number field per threshold, prefilled with the current version's values."""
+    """One number field per threshold, prefilled with the current version's values, each bounded by
+    what its unit can be (a percentage up to 100, a share up to 1, a count a whole number)."""
 
     note = forms.CharField(max_length=300, required=False, label="What changed and why")
 
     def __init__(self, *args, current: dict, **kwargs):
         super().__init__(*args, **kwargs)
         for name, (default, unit, help_text) in THRESHOLDS.items():
-            self.fields[name] = forms.FloatField(
-                label=name, initial=current.get(name, default), min_value=0, help_text=help_text
-            )
-            self.fields[name].unit = unit
-            self.fields[name].default = default
+            initial = current.get(name, default)
+            if unit in WHOLE_UNITS:
+                field = forms.IntegerField(min_value=0, max_value=COUNT_MAXIMUM, initial=int(initial))
+            else:
+                field = forms.FloatField(min_value=0, max_value=UNIT_MAXIMUM.get(unit), initial=initial)
+            field.label, field.help_text, field.unit, field.default = name, help_text, unit, default
+            self.fields[name] = field
 
     def threshold_fields(self):
         return [self[name] for name in THRESHOLDS]
+
+    def clean(self):
+        data = super().clean()
+        idle, low = data.get("idle_util"), data.get("low_util_threshold")
+        if idle is not None and low is not None and idle >= low:
+            # Every GPU of a low-utilization job would be "idle", and no job could be both busy and low.
+            self.add_error("idle_util", f"An idle GPU is one below this; keep it under low_util_threshold ({low:g} %).")
+        return data
 
 
 @operator_required
