@@ -219,18 +219,24 @@ class IngestRun(models.Model):
     @property
     def rate_display(self) -> str:
         seconds = self.duration_s
-        if not seconds or not self.jobs_done:
+        if not seconds or not self.jobs_processed:
             return "–"
-        return f"{self.jobs_done / seconds:,.1f} jobs/s · {self.samples / seconds:,.0f} samples/s"
+        return f"{self.jobs_processed / seconds:,.1f} jobs/s · {self.samples / seconds:,.0f} samples/s"
+
+    @property
+    def jobs_processed(self) -> int:
+        """Jobs dealt with so far: stored (`jobs_done`) or rejected. A rejected job is dealt with as
+        the archive is read; counted as not done, a run of 5 rejected jobs ended "0 of 5 processed"."""
+        return self.jobs_done + self.jobs_rejected
 
     @property
     def count_display(self) -> str:
-        return f"{self.jobs_done:,} of {self.jobs_total:,} jobs"
+        return f"{self.jobs_processed:,} of {self.jobs_total:,} jobs"
 
     @property
     def jobs_display(self) -> str:
         return (
-            f"{self.jobs_done:,} of {self.jobs_total:,} processed: {self.jobs_created:,} created, "
+            f"{self.jobs_processed:,} of {self.jobs_total:,} processed: {self.jobs_created:,} created, "
             f"{self.jobs_updated:,} updated, {self.jobs_unchanged:,} unchanged, {self.jobs_rejected:,} rejected"
         )
 

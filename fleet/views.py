@@ -53,6 +53,7 @@ def run_status(run: IngestRun) -> dict:
         "phase": run.phase,
         "jobs_total": run.jobs_total,
         "jobs_done": run.jobs_done,
+        "jobs_processed": run.jobs_processed,  # stored or rejected: what the bar shows
         "jobs_created": run.jobs_created,
         "jobs_updated": run.jobs_updated,
         "jobs_unchanged": run.jobs_unchanged,

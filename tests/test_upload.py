@@ -192,7 +192,7 @@ def test_a_big_runs_figures_read_as_a_person_reads_them(operator_client):
         started_at=started,
         finished_at=started + timedelta(minutes=2, seconds=5),
         jobs_total=10_000,
-        jobs_done=10_000,
+        jobs_done=9_990,  # stored; the 10 rejected are processed too
         jobs_created=9_990,
         jobs_rejected=10,
         samples=29_741_818,
@@ -287,3 +287,18 @@ def test_a_failed_upload_names_the_file_the_user_uploaded(
     assert f"<td>{name}</td>" in page and message in page and ".upload" not in page
     rows = list(csv.reader(io.StringIO(operator_client.get(f"/ingest-runs/{run.pk}/errors.csv").content.decode())))
     assert rows[1][0] == name and message in rows[1][4] and ".upload" not in str(rows)
+
+
+def test_a_run_whose_jobs_were_all_rejected_reads_as_done(operator_client):
+    """Rejected jobs are dealt with as the archive is read; counted as not done, a finished run of
+    five rejected jobs read "0 of 5 processed" and its bar stayed empty."""
+    run = IngestRun.objects.create(
+        archive_name="broken.zip", status=IngestRun.Status.FAILED, jobs_total=5, jobs_done=0, jobs_rejected=5
+    )
+    page = operator_client.get(f"/ingest-runs/{run.pk}/").content.decode()
+    assert "5 of 5 processed: 0 created, 0 updated, 0 unchanged, 5 rejected" in page
+    going = IngestRun.objects.create(
+        archive_name="mixed.zip", status=IngestRun.Status.RUNNING, jobs_total=8, jobs_done=2, jobs_rejected=3
+    )
+    page = operator_client.get(f"/ingest-runs/{going.pk}/").content.decode()
+    assert 'max="8" value="5"' in page and "5 of 8 jobs" in page  # 2 stored and 3 rejected of 8

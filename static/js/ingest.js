@@ -87,7 +87,7 @@
         var run = JSON.parse(request.responseText);
         if (run.finished) { window.location.reload(); return; }
         bar.max = Math.max(run.jobs_total, 1);
-        bar.value = run.jobs_done;
+        bar.value = run.jobs_processed;
         count.textContent = run.display.count;
         phase.textContent = run.phase || "waiting for a worker";
         status.textContent = run.status_display;
