@@ -1096,3 +1096,17 @@ def test_reading_a_large_archive_says_how_many_rows_and_files_are_done(tmp_path,
         "reading logs, scripts and traces: 1 of 3 files",
         "reading logs, scripts and traces: 2 of 3 files",
     ]
+
+
+def test_a_gzip_that_holds_no_tar_is_refused_in_one_plain_sentence(tmp_path):
+    """tarfile's message lists every compression it tried with its exception ("- method gz:
+    ReadError('truncated header') - method bz2: ..."): internals, not a reason."""
+    import gzip
+
+    from fleet.archive.reader import ArchiveError, open_archive
+
+    path = tmp_path / "week.tar.gz"
+    path.write_bytes(gzip.compress(b"just some text, not a tarball\n"))
+    with pytest.raises(ArchiveError) as refused:
+        open_archive(path)
+    assert refused.value.error.message == "not a readable tar archive; it is truncated or corrupt"

@@ -333,8 +333,12 @@ class TarReader(ArchiveReader):
             self._tar = tarfile.open(path, mode="r:*")  # noqa: SIM115 - closed by close()
             infos = self._list_tar()
         except _CONTAINER_ERRORS as exc:
+            # tarfile's "could not be opened successfully" lists each compression it tried with its
+            # own exception: internals to a reader, so only the plain sentence is kept.
+            tried = isinstance(exc, tarfile.ReadError) and "could not be opened successfully" in str(exc)
+            detail = "" if tried else f" ({exc})"
             raise ArchiveError.of(
-                self.label, f"not a readable tar archive; it is truncated or corrupt ({exc})"
+                self.label, f"not a readable tar archive; it is truncated or corrupt{detail}"
             ) from exc
         entries = []
         for info in infos:
