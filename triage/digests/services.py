@@ -159,30 +159,32 @@ def send_schedule() -> str:
     return ""
 
 
-def delivery_status(user) -> dict:
+def delivery_status(user, choices: list[Choice] | None = None) -> dict:
     """What the digest pages tell a user of their own digests: when they go out, to which address,
-    and which of them they are sent (none without an address)."""
-    received = received_by(user) if user.email else []
+    and which of them they are sent (none without an address). `choices`: as for `received_by`."""
+    choices = choices if choices is not None else choices_for(user)
+    received = received_by(user, choices)
     names = [f"the {choice.team} digest" if choice.team else "the operator digest" for choice in received]
     return {
         "schedule": send_schedule(),
         "email": user.email,
         "received": received,
         "received_text": schedules.joined(names),
-        "choices": len(choices_for(user)),
+        "choices": len(choices),
     }
 
 
-def received_by(user) -> list[Choice]:
+def received_by(user, choices: list[Choice] | None = None) -> list[Choice]:
     """The digests this user is sent: an active user with an address gets each of their choices that
     is on. `choices_for` applies the senders' rules (`team_recipients`, `operator_recipients`): a
     member unless they unsubscribed, others who see the team only once subscribed, operators the
     operator digest unless they unsubscribed; a test holds the two to the same answer. Worked out
     from the choices (one query for the subscriptions), not a recipients query a digest, whose
-    group joins the page would make once for every team an operator may choose."""
+    group joins the page would make once for every team an operator may choose. `choices`: the
+    user's `choices_for`, when the caller has them already."""
     if not (user.is_active and user.email):
         return []
-    return [choice for choice in choices_for(user) if choice.active]
+    return [choice for choice in (choices if choices is not None else choices_for(user)) if choice.active]
 
 
 def recipient_groups(week: str) -> list[tuple[str, int | None]]:
@@ -549,7 +551,7 @@ def _base_context(kind: str, period: Period, jobs, team: Team | None, hidden: fr
         "regressions": regressions,
         "more_regressions": more_regressions,
         "improvements": _improvements(current, previous, by_category, before_by_category),
-        "improved_runs": _improved_runs(jobs, period, hidden),
+        "improved_runs": _improved_runs(jobs, period, hidden, threshold),
         "unclassified": findings.unclassified(judged_week),
         "currency": pricing.currency,
         "cost_note": pricing.note,
@@ -563,13 +565,13 @@ def _base_context(kind: str, period: Period, jobs, team: Team | None, hidden: fr
     }
 
 
-def _improved_runs(jobs, period: Period, hidden: frozenset[int]) -> list[dict]:
+def _improved_runs(jobs, period: Period, hidden: frozenset[int], threshold: float) -> list[dict]:
     """Runs of the week that went above the low-utilization line their run before was under, with
     the causes found in that run and no longer in this one. A run or run before its reader rates
     blind is left out (its causes are findings)."""
     runs = [
         run
-        for run in queries.improved_runs(jobs, period, low_util_threshold(), settings.DIGEST_TOP_JOBS)
+        for run in queries.improved_runs(jobs, period, threshold, settings.DIGEST_TOP_JOBS)
         if run.pk not in hidden and run.previous_id not in hidden
     ]
     causes = findings.causes_of([run.pk for run in runs] + [run.previous_id for run in runs])
@@ -625,7 +627,7 @@ def operator_context(period: Period, hidden: frozenset[int] = frozenset()) -> di
     del context["judged_week_jobs"]  # teams are ranked by all their jobs' figures
     week_jobs = queries.in_period(Job.objects.all(), period)
     teams = queries.by_team(
-        week_jobs, low_util_threshold(), limit=settings.DIGEST_TOP_TEAMS, conversion=context.pop("conversion")
+        week_jobs, context["low_threshold"], limit=settings.DIGEST_TOP_TEAMS, conversion=context.pop("conversion")
     )
     for row in teams:
         row["url"] = absolute(

@@ -157,7 +157,9 @@ def subscription_settings(request):
         messages.info(request, "Your digest settings are saved." if changed else "Nothing changed.")
         return redirect("digests:settings")
     return render(
-        request, "digests/settings.html", {"choices": choices, "delivery": services.delivery_status(request.user)}
+        request,
+        "digests/settings.html",
+        {"choices": choices, "delivery": services.delivery_status(request.user, choices)},
     )
 
 
