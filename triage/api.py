@@ -22,7 +22,7 @@ from rest_framework.response import Response
 
 from config.api import router
 from config.api_params import KnownParameters
-from fleet.api import TokenMay, token_of
+from fleet.api import API_AUTH, TokenMay, token_of
 from fleet.downloads import SERIES_FORMATS, series_download
 from fleet.forms import UtcDateTimeMixin, YesNoField
 from fleet.models import Cluster, Job
@@ -319,9 +319,6 @@ class ReadsJobs(TokenMay):
     flag, may_not = "reads_jobs", "read jobs"
 
 
-JOB_AUTH = [{"MachineToken": []}, {"cookieAuth": []}]
-
-
 class JobViewSet(KnownParameters, viewsets.ReadOnlyModelViewSet):
     """Jobs the user may see, with their current triage result; another team's job is a 404.
     A machine token made to read jobs sees every team's."""
@@ -329,16 +326,16 @@ class JobViewSet(KnownParameters, viewsets.ReadOnlyModelViewSet):
     filterset_class = JobFilter
     permission_classes = [IsAuthenticated | ReadsJobs]
 
-    @extend_schema(auth=JOB_AUTH)
+    @extend_schema(auth=API_AUTH)
     def list(self, request, *args, **kwargs):
         return super().list(request, *args, **kwargs)
 
-    @extend_schema(auth=JOB_AUTH)
+    @extend_schema(auth=API_AUTH)
     def retrieve(self, request, *args, **kwargs):
         return super().retrieve(request, *args, **kwargs)
 
     @extend_schema(
-        auth=JOB_AUTH,
+        auth=API_AUTH,
         parameters=[OpenApiParameter("fmt", str, OpenApiParameter.PATH, enum=[*SERIES_FORMATS])],
         responses={(200, media.split(";")[0]): OpenApiTypes.BINARY for media in SERIES_FORMATS.values()},
         summary="The job's metric series (CSV in the archive's per-job form, or the stored Parquet)",
@@ -429,7 +426,7 @@ class TeamReportViewSet(KnownParameters, viewsets.ViewSet):
     list_parameters = tuple(parameter.name for parameter in REPORT_PARAMETERS)
 
     @extend_schema(
-        auth=[{"MachineToken": []}, {"cookieAuth": []}],
+        auth=API_AUTH,
         parameters=REPORT_PARAMETERS,
         responses={200: TeamReportSerializer},
         summary="Each team's GPU-hours, waste and cost",

@@ -125,20 +125,28 @@ def overview(request):
     # As in the digests: more or less GPU time and spend is neither good nor bad; more waste is bad,
     # but an amount of waste that moved against the waste share is judged by neither (fewer unused
     # hours while the share rose are fewer jobs, not less waste).
-    waste, amount = queries.waste_judged(current), "amount"
+    # Each card's judge: from the direction its figure moved, whether up is worse (None: not judged).
+    def unjudged(direction):
+        return None
+
+    def waste(direction):
+        return queries.waste_judged(current)
+
+    def amount(direction):
+        return queries.waste_amount_judged(current, previous, direction)
+
     kpis = [
-        ("GPU-hours", current.gpu_hours, previous.gpu_hours, "{:,.0f}", None),
+        ("GPU-hours", current.gpu_hours, previous.gpu_hours, "{:,.0f}", unjudged),
         ("Unused GPU-hours", current.unused_gpu_hours, previous.unused_gpu_hours, "{:,.0f}", amount),
         ("Waste share", current.waste_share, previous.waste_share, "{:.0%}", waste),
-        ("Cost", current.cost, previous.cost, "{:,.0f}", None),
+        ("Cost", current.cost, previous.cost, "{:,.0f}", unjudged),
         ("Wasted cost", current.wasted_cost, previous.wasted_cost, "{:,.0f}", amount),
         ("Low-utilization jobs", current.low_util_jobs, previous.low_util_jobs, "{:,}", amount),
     ]
     cards = []
-    for label, value, before, fmt, worse_when_up in kpis:
+    for label, value, before, fmt, judge in kpis:
         text, direction = queries.compare(value, before, share=label == "Waste share")
-        if worse_when_up == amount:
-            worse_when_up = queries.waste_amount_judged(current, previous, direction)
+        worse_when_up = judge(direction)
         cards.append(
             {
                 "label": label,
