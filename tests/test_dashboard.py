@@ -140,7 +140,10 @@ def test_a_member_s_overview_says_whose_it_is_and_ranks_the_team_s_users(client,
     assert (users["data"][0]["y"], users["data"][0]["x"]) == (["bob", "someone"], [3.0, 6.0])  # the largest on top
     assert figure(response, "teams-figure") is None
     assert f'href="{reverse("dashboard:team-detail", args=[team_a.slug])}?' in page
-    assert figure(response, "categories-figure")["data"][0]["name"] == "Team A (share of attributed GPU-hours)"
+    categories = figure(response, "categories-figure")["data"]
+    assert categories[0]["name"] == "Team A (share of attributed GPU-hours)"
+    # The legend draws each trace's first colour: a colour per bar made a square matching no bar.
+    assert all(isinstance(trace["marker"]["color"], str) for trace in categories)
 
     client.force_login(operator)
     response = overview(client)

@@ -117,7 +117,9 @@ def categories_vs_paper(rows: list[dict], whose: str = "This fleet") -> dict:
                 "y": labels,
                 "name": f"{html.escape(whose)} (share of attributed GPU-hours)",
                 "x": [round(100 * hours.get(c.value, 0.0) / total, 1) for c in categories],
-                "marker": {"color": [c.colour for c in categories]},
+                # One colour, the unused hours': the legend shows a trace's first colour, so bars in
+                # each category's own colour gave the legend a square matching none of the others.
+                "marker": {"color": UNUSED},
                 "hovertemplate": "%{y}: %{x} % of attributed GPU-hours<extra></extra>",
             },
             {
