@@ -335,3 +335,26 @@ def test_the_cluster_field_offers_the_clusters_jobs_came_from(client, operator):
     page = client.get(reverse("connectors:create")).content.decode()
     assert 'list="known-clusters"' in page
     assert '<datalist id="known-clusters"><option value="&lt;beta&gt;"><option value="alpha"></datalist>' in page
+
+
+def test_the_browser_and_the_server_agree_on_the_interval_and_the_name(client, operator):
+    """The interval's input said min="0" (a PositiveIntegerField's default) while the server wants 1
+    to 527040 minutes, and nothing said the name must be a slug until a name with a space was refused."""
+    import re
+
+    from fleet.connectors.forms import SLUG_PATTERN
+
+    client.force_login(operator)
+    page = client.get(reverse("connectors:create")).content.decode()
+    interval = re.search(r'<input type="number" name="interval_minutes"[^>]*>', page).group(0)
+    assert 'min="1"' in interval and 'max="527040"' in interval
+    assert 'aria-describedby="id_interval_minutes_helptext"' in interval
+    name = re.search(r'<input type="text" name="name"[^>]*>', page).group(0)
+    assert f'pattern="{SLUG_PATTERN}"' in name and 'aria-describedby="id_name_helptext"' in name
+    assert "Letters (a-z, A-Z), digits, hyphens (-) and underscores (_) only" in page
+    refused = client.post(reverse("connectors:create"), form_data(interval_minutes="0")).content.decode()
+    assert "Ensure this value is greater than or equal to 1." in refused and not Connector.objects.exists()
+    # What the browser's pattern lets through is what the server takes, and the other way round.
+    for index, candidate in enumerate(["slurm-c1", "a_b", "with space", "dot.ted", "ünï", "x/y"]):
+        taken = client.post(reverse("connectors:create"), form_data(name=candidate, cluster=f"c{index}"))
+        assert (taken.status_code == 302) == bool(re.fullmatch(SLUG_PATTERN, candidate)), candidate

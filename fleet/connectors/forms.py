@@ -7,9 +7,10 @@ import re
 from django import forms
 
 from fleet.connectors.base import header_problem
-from fleet.connectors.models import Connector, validate_service_url
+from fleet.connectors.models import MAX_INTERVAL_MINUTES, Connector, validate_service_url
 from fleet.models import Cluster
 
+SLUG_PATTERN = "[-a-zA-Z0-9_]+"
 SECRET_REFERENCE = re.compile(r"^(env:[A-Za-z_][A-Za-z0-9_]*|file:/.+)$")
 
 
@@ -38,6 +39,15 @@ class ConnectorForm(forms.ModelForm):
         help_text="Instead of a stored secret: env:VARIABLE or file:/path/to/token (read on every pull).",
     )
     clear_secret = forms.BooleanField(required=False, help_text="Forget the stored secret.")
+    # Declared, not derived: a PositiveIntegerField's form field told the browser min="0" (and no
+    # max) while the model refuses anything outside 1 minute to a year.
+    interval_minutes = forms.IntegerField(
+        label="Pull every (minutes)",
+        initial=15,
+        min_value=1,
+        max_value=MAX_INTERVAL_MINUTES,
+        help_text=f"From 1 minute to {MAX_INTERVAL_MINUTES} (a year).",
+    )
 
     class Meta:
         model = Connector
@@ -61,8 +71,11 @@ class ConnectorForm(forms.ModelForm):
             "headers": forms.Textarea(attrs={"rows": 2}),
             "options": forms.Textarea(attrs={"rows": 6}),
         }
+        help_texts = {
+            "name": "Letters (a-z, A-Z), digits, hyphens (-) and underscores (_) only, no spaces or dots, "
+            "e.g. slurm-c1. Pull it by hand with manage.py sync_source and this name.",
+        }
         labels = {
-            "interval_minutes": "Pull every (minutes)",
             "metrics_from": "Metrics from",
             "auth": "Auth kind",
             "username": "User name",
@@ -89,6 +102,8 @@ class ConnectorForm(forms.ModelForm):
             qs = qs.exclude(pk=self.instance.pk)
             self.fields["secret_reference"].initial = self.instance.secret_ref  # a name, not a secret
         self.fields["metrics_from"].queryset = qs
+        # The browser refuses what the server's slug check would (SlugField: ASCII letters, digits, - and _).
+        self.fields["name"].widget.attrs.update(pattern=SLUG_PATTERN, title="Letters, digits, hyphens, underscores")
         # The clusters jobs already came from, offered as the field is typed in (a new one is fine):
         # a near miss ("Alpha" for "alpha") would split one cluster's jobs in two on every page.
         self.known_clusters = list(Cluster.objects.order_by("name").values_list("name", flat=True))
