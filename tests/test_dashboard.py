@@ -813,3 +813,14 @@ def test_the_pages_count_low_utilization_by_the_rules_threshold(client, operator
     assert "0 of 2 jobs</a> at or below 30 % mean utilization" in response.content.decode()
     settings_page = client.get(reverse("dashboard:settings")).content.decode()
     assert "mean GPU utilization at or below 30 % (<code>low_util_threshold</code> of rule set v2" in settings_page
+
+
+def test_the_teams_table_marks_the_column_it_is_sorted_by(client, operator, fleet):
+    """The order is marked on its heading; a sort the table does not know falls back to unused
+    GPU-hours, and that heading is the one marked (it marked none)."""
+    client.force_login(operator)
+    week = {"from": "2026-11-16", "to": "2026-11-22"}
+    for sort, heading in [("jobs", "Jobs"), ("team", "Team"), ("nonsense", "Unused GPU-h")]:
+        page = client.get(reverse("dashboard:team-list"), {**week, "sort": sort}).content.decode()
+        marked = re.findall(r'<th[^>]*aria-sort="\w+"[^>]*><a [^>]*>([^<]+)</a>', page)
+        assert marked == [heading], (sort, marked)

@@ -194,7 +194,9 @@ def team_list(request):
     scope = _scope(request)
     jobs, period = scope.jobs, scope.period
     sort = request.GET.get("sort", "unused")
-    order = TEAM_SORTS.get(sort, "-unused")
+    if sort not in TEAM_SORTS:
+        sort = "unused"  # the order the table is then in, so its heading is the one marked
+    order = TEAM_SORTS[sort]
     if request.GET.get("format") == "csv":
         return _teams_csv(queries.chargeback(jobs, period, scope.low_threshold, order), period)
     pricing = queries.pricing(queries.in_period(jobs, period))
