@@ -106,6 +106,23 @@ def fail_run(run_id: int, message: str) -> None:
     )
 
 
+def error_order(error: dict) -> tuple:
+    """Where an error stands in a run's report: by file, then row as a number (a file's errors
+    without a row first), then field. Notes on the whole run (no file) come before every file."""
+    row = error.get("row")
+    try:
+        number = int(row) if row is not None else None
+    except (TypeError, ValueError):
+        number = None
+    return (error.get("file") or "", number is not None, number or 0, error.get("field") or "")
+
+
+def in_row_order(errors: list[dict]) -> list[dict]:
+    """A run's errors ({file, row, field, job_id, message}) as its page, CSV and API list them; the
+    parser finds them job by job (a job's second row before another job's first), not in row order."""
+    return sorted(errors, key=error_order)
+
+
 def error_kinds(errors: list[dict]) -> list[tuple[tuple[str, str], int]]:
     """How many errors each (file, field) has, most first: the shape of a broken export at a glance."""
     kinds = Counter((error.get("file") or "", error.get("field") or "") for error in errors)
@@ -117,7 +134,7 @@ def add_note(run_id: int, message: str) -> None:
     with transaction.atomic():
         run = IngestRun.objects.select_for_update().filter(pk=run_id).first()
         if run is not None:
-            run.errors = [*run.errors, RecordError(file="", message=message).as_dict()]
+            run.errors = in_row_order([*run.errors, RecordError(file="", message=message).as_dict()])
             run.save(update_fields=["errors"])
 
 
@@ -209,7 +226,7 @@ def _execute_claimed(run: IngestRun, on_progress=None) -> IngestRun:
             work_dir=settings.ARCHIVE_WORK_DIR,
             name=run.archive_name,  # an upload is stored as <hex>.upload; its errors name the user's file
         ) as stream:
-            run.errors = [e.as_dict() for e in stream.errors]
+            run.errors = in_row_order([e.as_dict() for e in stream.errors])
             run.jobs_rejected = len(stream.rejected)
             run.jobs_total = len(stream.jobs) + len(stream.rejected)
             run.phase = "storing jobs"
@@ -277,7 +294,7 @@ def dry_run(archive_path: str | Path, on_progress=None) -> DryRunReport:
                     progress()
             _dry_run_batch(batch, report)
             progress()
-            report.errors = list(stream.errors)
+            report.errors = sorted(stream.errors, key=lambda error: error_order(error.as_dict()))
     except ArchiveError as exc:
         report.errors = [exc.error]
         report.failed = exc.error.message
@@ -312,7 +329,7 @@ def _dry_run_batch(batch: list[ParsedJob], report: DryRunReport) -> None:
 
 def store_parsed(run: IngestRun, parsed: ParsedArchive) -> IngestRun:
     """Store an archive parsed in memory (`parse_archive`); the importer itself streams (`execute_run`)."""
-    run.errors = [e.as_dict() for e in parsed.errors]
+    run.errors = in_row_order([e.as_dict() for e in parsed.errors])
     run.jobs_rejected = len(parsed.rejected)
     run.jobs_total = len(parsed.jobs) + len(parsed.rejected)
     run.phase = "storing jobs"
@@ -360,7 +377,7 @@ def _store_jobs(run: IngestRun, jobs, *, accepted: int, on_progress=None, errors
         flush()
 
     if errors is not None:
-        run.errors = [e.as_dict() for e in errors]
+        run.errors = in_row_order([e.as_dict() for e in errors])
     if run.jobs_rejected and not accepted:
         status = IngestRun.Status.FAILED
     elif run.jobs_rejected:

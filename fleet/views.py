@@ -37,9 +37,11 @@ def ingest_run_list(request):
 @operator_required
 def ingest_run_detail(request, pk: int):
     run = get_object_or_404(IngestRun.objects.select_related("created_by", "api_key"), pk=pk)
-    page = Paginator(run.errors, ERRORS_PER_PAGE).get_page(request.GET.get("page"))
+    # In row order even for a run stored before the importer sorted them, or a connector's.
+    errors = ingest.in_row_order(run.errors)
+    page = Paginator(errors, ERRORS_PER_PAGE).get_page(request.GET.get("page"))
     # With more than a page of errors, how they fall by file and field says more than any one of them.
-    error_kinds = ingest.error_kinds(run.errors) if page.has_other_pages() else []
+    error_kinds = ingest.error_kinds(errors) if page.has_other_pages() else []
     return render(request, "fleet/ingest_run_detail.html", {"run": run, "page": page, "error_kinds": error_kinds})
 
 
@@ -87,7 +89,7 @@ def ingest_run_errors_csv(request, pk: int):
     response["Content-Disposition"] = f'attachment; filename="ingest-run-{run.pk}-errors.csv"'
     writer = csv.writer(response)
     writer.writerow(["file", "row", "field", "job_id", "message"])
-    for error in run.errors:
+    for error in ingest.in_row_order(run.errors):
         writer.writerow([spreadsheet_safe(error.get(key)) for key in ("file", "row", "field", "job_id", "message")])
     return response
 

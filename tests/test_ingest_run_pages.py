@@ -1,0 +1,77 @@
+"""The ingest-run pages an operator reads after an import: the list of runs and a run's errors."""
+
+from __future__ import annotations
+
+import csv
+import io
+
+import pytest
+from django.test import Client
+
+from fleet.models import IngestRun
+from tests.conftest import write_zip
+from tests.test_ingest import MANIFEST, run_command
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture
+def operator_client(operator):
+    client = Client()
+    client.force_login(operator)
+    return client
+
+
+def csv_rows(client, run: IngestRun) -> list[list[str]]:
+    return list(csv.reader(io.StringIO(client.get(f"/ingest-runs/{run.pk}/errors.csv").content.decode())))
+
+
+def error(file: str, row, field: str = "gpu_count", job_id: str = "", message: str = "bad") -> dict:
+    return {"file": file, "row": row, "field": field, "job_id": job_id, "message": message}
+
+
+# -- the order of a run's errors --------------------------------------------------------------------
+
+
+def test_an_import_keeps_its_errors_by_file_then_row(tmp_path):
+    """The parser finds errors job by job: a job's conflicting second row (13) came before row 2,
+    and a metrics file's errors after every job's."""
+    window = "2026-11-02T10:00:00Z,2026-11-02T11:00:00Z"
+    rows = [f"j{i},ann,vision,{'x' if i in (2, 10) else 1},{window},n" for i in range(1, 13)]
+    rows.append(f"j1,ann,vision,4,{window},n")  # row 13: j1 again, other GPUs
+    members = {
+        "manifest.json": MANIFEST,
+        "jobs.csv": "job_id,user,team,gpu_count,start_time,end_time,name\n" + "\n".join(rows) + "\n",
+        "metrics.csv": "job_id,timestamp,host,gpu,gpu_util\nj3,bad,n1,0,5\nghost,2026-11-02T10:00:00Z,n1,0,5\n",
+    }
+    assert run_command(write_zip(tmp_path / "a.zip", members))[0] == 1
+    run = IngestRun.objects.get()
+    assert [(e["file"], e["row"]) for e in run.errors] == [
+        ("jobs.csv", 2),
+        ("jobs.csv", 10),
+        ("jobs.csv", 13),
+        ("metrics.csv", 1),
+        ("metrics.csv", 2),
+    ]
+
+
+def test_a_runs_page_and_csv_list_errors_by_file_row_as_a_number_then_field(operator_client):
+    """Also for a run stored before the importer sorted its errors (or a connector's pull)."""
+    run = IngestRun.objects.create(
+        archive_name="x.zip",
+        status=IngestRun.Status.PARTIAL,
+        errors=[
+            error("metrics.csv", 3, "gpu_util", message="m3"),
+            error("jobs.csv", 10, "user", message="j10-user"),
+            error("jobs.csv", 9, message="j9"),
+            error("jobs.csv", 10, "end_time", message="j10-end"),
+            error("jobs.csv", None, "", message="whole-file"),
+            error("", None, "", message="a note on the run"),
+            error("jobs.csv", 2, message="j2"),
+        ],
+    )
+    expected = ["a note on the run", "whole-file", "j2", "j9", "j10-end", "j10-user", "m3"]
+    assert [row[4] for row in csv_rows(operator_client, run)[1:]] == expected
+    page = operator_client.get(f"/ingest-runs/{run.pk}/").content.decode()
+    shown = [page.index(f"<td>{message}</td>") for message in expected]
+    assert shown == sorted(shown)
