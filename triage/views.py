@@ -58,6 +58,28 @@ class RuleSetForm(forms.Form):
         return data
 
 
+def shown(value, unit: str) -> float | int:
+    """A threshold as the form shows it: a count as a whole number ("5", not "5.0")."""
+    return int(value) if unit in WHOLE_UNITS else float(value)
+
+
+def comparison(values: dict, current: dict) -> list[dict]:
+    """One row per threshold: `values` beside the current version's, the default, the unit, what it
+    controls, and whether it differs from the current value."""
+    return [
+        {
+            "name": name,
+            "value": shown(values[name], unit),
+            "current": shown(current[name], unit),
+            "default": shown(default, unit),
+            "unit": unit,
+            "help": help_text,
+            "differs": values[name] != current[name],
+        }
+        for name, (default, unit, help_text) in THRESHOLDS.items()
+    ]
+
+
 @operator_required
 def rule_set_edit(request):
     current = RuleSet.current()
@@ -88,6 +110,24 @@ def rule_set_edit(request):
             "changed": changed,
             "versions": RuleSet.objects.select_related("created_by")[:20],
             "run": RetriageRun.objects.select_related("rule_set").first(),
+        },
+    )
+
+
+@operator_required
+def rule_set_version(request, version: int):
+    """One version's thresholds beside the current version's, the ones that differ marked."""
+    rule_set = get_object_or_404(RuleSet.objects.select_related("created_by"), version=version)
+    current = RuleSet.current()
+    rows = comparison(rule_set.effective_thresholds(), current.effective_thresholds())
+    return render(
+        request,
+        "triage/rule_set_version.html",
+        {
+            "rule_set": rule_set,
+            "current": current,
+            "rows": rows,
+            "differences": [row["name"] for row in rows if row["differs"]],
         },
     )
 
