@@ -824,3 +824,17 @@ def test_the_teams_table_marks_the_column_it_is_sorted_by(client, operator, flee
         page = client.get(reverse("dashboard:team-list"), {**week, "sort": sort}).content.decode()
         marked = re.findall(r'<th[^>]*aria-sort="\w+"[^>]*><a [^>]*>([^<]+)</a>', page)
         assert marked == [heading], (sort, marked)
+
+
+def test_the_settings_page_tells_the_two_idle_thresholds_apart(client, operator, fleet):
+    """A job's Idle GPU-hours are counted at import by IDLE_UTIL_THRESHOLD; the rules' findings by
+    the rule set's idle_util. The page named only the setting, so an operator who changed idle_util
+    on the Rules page read the old figure as the one the rules use."""
+    from triage.models import RuleSet
+
+    client.force_login(operator)
+    page = client.get(reverse("dashboard:settings")).content.decode()
+    assert "judge idle stretches by <code>idle_util</code> of rule set v1 (5 %)." in page
+    RuleSet.objects.create(version=RuleSet.current().version + 1, thresholds={"idle_util": 10.0})
+    page = client.get(reverse("dashboard:settings")).content.decode()
+    assert "<code>idle_util</code> of rule set v2 (10 %), which differs" in page

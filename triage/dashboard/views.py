@@ -728,6 +728,7 @@ def fleet_settings(request):
         return redirect("dashboard:settings")
     conversion = Conversion.current()
     priced_in = GpuModelPrice.objects.order_by().values_list("currency", flat=True).distinct()
+    rule_set = RuleSet.current()
     return render(
         request,
         "dashboard/settings.html",
@@ -738,6 +739,7 @@ def fleet_settings(request):
             "without_rate": sorted({code for code in priced_in if conversion.rate_of(code) is None}),
             "low_threshold": low_util_threshold(),
             "idle_threshold": settings.IDLE_UTIL_THRESHOLD,
-            "rule_set": RuleSet.current(),
+            "rule_set": rule_set,
+            "rule_idle": rule_set.effective_thresholds()["idle_util"],
         },
     )

@@ -24,7 +24,12 @@ THRESHOLDS: dict[str, tuple[float, str, str]] = {
         "%",
         "Jobs with mean GPU util at or below this are triaged; above it they are healthy.",
     ),
-    "idle_util": (5.0, "%", "A GPU below this utilization is idle."),
+    "idle_util": (
+        5.0,
+        "%",
+        "A GPU below this utilization is idle, in the rules' findings (a job's Idle GPU-hours figure is "
+        "computed when it is imported, by the IDLE_UTIL_THRESHOLD setting).",
+    ),
     "min_coverage": (0.8, "share", "Below this share of the run covered by samples a job is 'insufficient data'."),
     "min_samples": (5, "samples", "Fewer GPU samples than this is 'insufficient data'."),
     "gap_relative_util": (0.3, "x median", "Inside training, a stall is every GPU below this times the usual peak."),
