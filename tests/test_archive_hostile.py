@@ -411,7 +411,7 @@ def test_conflicting_duplicate_job_rows_reject_that_job_naming_both_rows(tmp_pat
     error = next(e for e in run.errors if e["job_id"] == "j1")
     assert error["field"] == "gpu_count"
     assert (
-        "job_id 'j1' appears in rows 1 and 4 with different values (gpu_count: '1' in row 1 vs '4' in row 4)"
+        "job_id 'j1' appears in rows 1 and 4 with different values (row 1 vs row 4): gpu_count '1' vs '4'"
         in (error["message"])
     )
     assert set(Job.objects.values_list("external_id", flat=True)) == {"j2", "j3"}

@@ -505,13 +505,38 @@ def test_conflicting_duplicate_job_rows_reject_the_job_naming_both_rows(tmp_path
     parsed = parse_files(tmp_path, base_files(**{"jobs.csv": csv_text(JOBS_HEADER, [*JOBS_ROWS, conflicting])}))
     error = only_error(parsed, "j1")
     assert (error.row, error.field) == (4, "gpu_count")
-    assert (
-        error.message
-        == "job_id 'j1' appears in rows 1 and 4 with different values (gpu_count: '2' in row 1 vs '4' in row 4)"
+    assert error.message == (
+        "job_id 'j1' appears in rows 1 and 4 with different values (row 1 vs row 4): gpu_count '2' vs '4'"
     )
     assert sorted(parsed.jobs) == ["j2", "j3"]
     assert "j1" not in parsed.series
     assert "j1" not in parsed.artifacts
+
+
+def test_conflicting_duplicate_job_rows_name_every_differing_field_with_both_values(tmp_path):
+    """It named only the first differing field (alphabetically): fix that one, import again, and
+    the next one was refused."""
+    conflicting = "j1,alice,vision,4,2026-10-05T09:00:00Z,2026-10-05T12:00:00Z,interactive"
+    parsed = parse_files(tmp_path, base_files(**{"jobs.csv": csv_text(JOBS_HEADER, [*JOBS_ROWS, conflicting])}))
+    error = only_error(parsed, "j1")
+    assert (error.row, error.field) == (4, "gpu_count")  # the first in the file's column order
+    assert error.message == (
+        "job_id 'j1' appears in rows 1 and 4 with different values (row 1 vs row 4): gpu_count '2' vs '4', "
+        "end_time '2026-10-05T10:00:00Z' vs '2026-10-05T12:00:00Z', job_type 'batch' vs 'interactive'"
+    )
+
+
+def test_a_conflict_in_many_long_fields_is_told_in_bounded_words(tmp_path):
+    first = {"job_id": "j1", "user": "a", "team": "t", "gpu_count": 1, "start_time": "2026-10-05T09:00:00Z"}
+    first |= {"end_time": "2026-10-05T10:00:00Z"}
+    second = dict(first) | {f"extra_{n}": "x" * 5000 for n in range(20)}
+    text = "\n".join(json.dumps(row) for row in (first, second)) + "\n"
+    parsed = parse_files(tmp_path, base_files(**{"jobs.csv": None, "jobs.jsonl": text}))
+    error = only_error(parsed, "j1")
+    assert error.field == "extra_0" and len(error.message) < 1000
+    assert "extra_0 (none) vs 'xxxxxxxx" in error.message and "…" in error.message
+    assert error.message.count(" vs ") == 7  # "row 1 vs row 2" and six fields
+    assert "and 14 more fields (extra_6, extra_7," in error.message
 
 
 def test_a_truncated_last_job_row_rejects_that_job(tmp_path):

@@ -629,17 +629,16 @@ class _ArchiveParser:
         for job_id, occurrences in by_id.items():
             self.job_ids.add(job_id)
             row, record = occurrences[0]
-            conflict = next((other for other in occurrences[1:] if _differing_key(record, other[1])), None)
+            conflict = next((other for other in occurrences[1:] if _differing_keys(record, other[1])), None)
             if conflict is not None:
                 other_row, other = conflict
-                differing = _differing_key(record, other)
+                differing = _differing_keys(record, other)
                 rows = _join_rows([r for r, _ in occurrences])
-                first_value, other_value = record.get(differing), other.get(differing)
                 message = (
                     f"job_id {job_id!r} appears in rows {rows} with different values "
-                    f"({differing}: {first_value!r} in row {row} vs {other_value!r} in row {other_row})"
+                    f"(row {row} vs row {other_row}): {_differences(record, other, differing)}"
                 )
-                self.reject(job_id, RecordError(name, message, row=other_row, field=differing, job_id=job_id))
+                self.reject(job_id, RecordError(name, message, row=other_row, field=differing[0], job_id=job_id))
                 continue
             job, problems = _job_from_row(record, cluster)
             for field_name, message in problems:
@@ -1487,10 +1486,34 @@ def _text(value) -> str:
     return value.strip() if isinstance(value, str) else str(value)
 
 
-def _differing_key(record: dict, other: dict) -> str | None:
-    """The first field whose value differs between two rows of one job; a field one row leaves out
-    and the other gives as null is the same (None when every field agrees)."""
-    return next((key for key in sorted(set(record) | set(other)) if record.get(key) != other.get(key)), None)
+def _differing_keys(record: dict, other: dict) -> list[str]:
+    """The fields whose values differ between two rows of one job, in the first row's column order;
+    a field one row leaves out and the other gives as null is the same (empty when every field agrees)."""
+    keys = [*record, *(key for key in other if key not in record)]
+    return [key for key in keys if record.get(key) != other.get(key)]
+
+
+# How much of a conflict between two rows of one job its error spells out.
+DIFFERENCES_NAMED = 6
+DIFFERENCE_VALUE_CHARS = 40
+
+
+def _differences(record: dict, other: dict, keys: list[str]) -> str:
+    """Each differing field with both rows' values, e.g. "gpu_count '2' vs '4', end_time '…' vs '…'";
+    at most DIFFERENCES_NAMED fields, each name and value cut to DIFFERENCE_VALUE_CHARS."""
+
+    def cut(text: str, limit: int = DIFFERENCE_VALUE_CHARS) -> str:
+        return text if len(text) <= limit else text[: limit - 1] + "…"
+
+    def shown(value) -> str:
+        return "(none)" if value is None else cut(repr(value))
+
+    named = [f"{cut(key)} {shown(record.get(key))} vs {shown(other.get(key))}" for key in keys[:DIFFERENCES_NAMED]]
+    rest = keys[DIFFERENCES_NAMED:]
+    if rest:
+        fields = "field" if len(rest) == 1 else "fields"
+        named.append(f"and {len(rest)} more {fields} ({cut(', '.join(rest), 4 * DIFFERENCE_VALUE_CHARS)})")
+    return ", ".join(named)
 
 
 def _as_count(value) -> int | None:
