@@ -75,3 +75,35 @@ def test_a_runs_page_and_csv_list_errors_by_file_row_as_a_number_then_field(oper
     page = operator_client.get(f"/ingest-runs/{run.pk}/").content.decode()
     shown = [page.index(f"<td>{message}</td>") for message in expected]
     assert shown == sorted(shown)
+
+
+# -- paging through a run's errors ------------------------------------------------------------------
+
+
+def test_every_error_of_a_run_can_be_paged_through_and_the_page_says_which(operator_client):
+    errors = [error("jobs.csv", row, job_id=f"j{row}", message=f"row {row} is bad") for row in range(1, 1452)]
+    run = IngestRun.objects.create(archive_name="broken.zip", status=IngestRun.Status.PARTIAL, errors=errors)
+    csv_link = f'href="/ingest-runs/{run.pk}/errors.csv"'
+    first = operator_client.get(f"/ingest-runs/{run.pk}/").content.decode()
+    assert "Showing 1–200 of 1,451 errors, by file and row; all of them are in the <a " in first
+    assert first.count(csv_link) >= 2 and "download as CSV" in first  # the heading's link, and the line's
+    assert "Page 1 of 8" in first and 'href="?page=8#errors">Last' in first and "First" not in first
+    middle = operator_client.get(f"/ingest-runs/{run.pk}/?page=2").content.decode()
+    assert "Showing 201–400 of 1,451 errors" in middle and "<td>row 201 is bad</td>" in middle
+    assert 'href="?page=1#errors">&laquo; First' in middle and 'href="?page=3#errors" rel="next"' in middle
+    last = operator_client.get(f"/ingest-runs/{run.pk}/?page=8").content.decode()
+    assert "Showing 1,401–1,451 of 1,451 errors" in last and "<td>row 1451 is bad</td>" in last
+    assert "Last" not in last
+    seen = set()
+    for number in range(1, 9):
+        page = operator_client.get(f"/ingest-runs/{run.pk}/?page={number}").content.decode()
+        seen |= {message for message in (e["message"] for e in errors) if f"<td>{message}</td>" in page}
+    assert len(seen) == 1451  # every error is on one of the pages
+
+
+def test_a_run_with_few_errors_shows_them_all_and_says_so(operator_client):
+    run = IngestRun.objects.create(
+        archive_name="x.zip", status=IngestRun.Status.PARTIAL, errors=[error("jobs.csv", 2), error("jobs.csv", 3)]
+    )
+    page = operator_client.get(f"/ingest-runs/{run.pk}/").content.decode()
+    assert "Showing 1–2 of 2 errors, by file and row." in page and 'aria-label="Pages of errors"' not in page
