@@ -8,8 +8,10 @@ import re
 import pytest
 from django.urls import reverse
 
+from fleet.models import AuditEvent
+from tests.factories import JobFactory
 from triage import services
-from triage.models import RuleSet
+from triage.models import RetriageRun, RuleSet
 
 pytestmark = pytest.mark.django_db
 
@@ -56,3 +58,51 @@ def test_an_old_versions_thresholds_are_shown_beside_the_current_ones_with_the_d
     save(install_min_s=900.0)  # v4: v2 differs from it only in min_samples
     assert marked(client.get(url).content.decode()) == {"min_samples"}
     assert client.get(reverse("triage:rule-set-version", args=[99])).status_code == 404
+
+
+def test_an_old_version_is_restored_as_a_new_version_that_retriages_every_job(client, operator, member_a):
+    """Going back to an earlier version's thresholds meant typing each of them into the form again."""
+    JobFactory.create_batch(3)
+    RuleSet.current()
+    v2 = save(install_min_s=900.0)
+    save(install_min_s=1200.0, min_samples=7)
+    url = reverse("triage:rule-set-restore", args=[2])
+    client.force_login(member_a)
+    assert client.post(url).status_code == 404 and RuleSet.objects.count() == 3
+    client.force_login(operator)
+    assert client.get(url).status_code == 405
+    page = client.get(reverse("triage:rule-set-version", args=[2])).content.decode()
+    assert f'action="{url}"' in page and "Restore v2 as v4 and re-triage 3 jobs</button>" in page
+
+    response = client.post(url, follow=True)
+    assert "Saved rule set v4; every job is being re-triaged with it." in response.content.decode()
+    v4 = RuleSet.objects.get(version=4)
+    assert v4.effective_thresholds() == v2.effective_thresholds() and v4.note == "restored from v2"
+    assert RetriageRun.objects.get(rule_set=v4).jobs_total == 3
+    event = AuditEvent.objects.get(action="rule_set.restore")
+    assert event.actor == operator and event.target_repr == "rule set v4"
+    assert event.details == {
+        "version": 4,
+        "changed": {"install_min_s": [1200.0, 900.0], "min_samples": [7, 5]},
+        "note": "restored from v2",
+        "restored_from": 2,
+    }
+    # v2 is now the same as the current version: nothing to restore, and no re-triage.
+    assert 'id="restore"' not in client.get(reverse("triage:rule-set-version", args=[2])).content.decode()
+    response = client.post(url, follow=True)
+    assert "Nothing changed; no new version was made." in response.content.decode()
+    assert RuleSet.objects.count() == 4 and RetriageRun.objects.count() == 3  # v2, v3, v4
+    assert client.post(reverse("triage:rule-set-restore", args=[99])).status_code == 404
+
+
+def test_an_old_version_holding_a_value_refused_today_is_not_restored(client, operator):
+    """Versions saved before the form bounded each unit can hold a share of 2 or 2.5 samples."""
+    RuleSet.current()
+    RuleSet.objects.create(version=2, thresholds={"min_coverage": 2, "min_samples": 2.5})
+    save()  # v3, the defaults again
+    client.force_login(operator)
+    response = client.post(reverse("triage:rule-set-restore", args=[2]), follow=True)
+    text = response.content.decode()
+    assert "v2 was not restored: it holds a value refused today" in text
+    assert "min_coverage: Ensure this value is less than or equal to 1" in text and "min_samples: Enter a whole" in text
+    assert RuleSet.objects.count() == 3 and not AuditEvent.objects.filter(action="rule_set.restore").exists()

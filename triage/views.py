@@ -80,6 +80,21 @@ def comparison(values: dict, current: dict) -> list[dict]:
     ]
 
 
+def save_version(request, thresholds: dict, values: dict, *, note: str, action: str, **details) -> RuleSet | None:
+    """Save `thresholds` as a new version, which re-triages every job, audited as `action`, and say so;
+    thresholds equal to the current `values` make no version (and no re-triage): None."""
+    if thresholds == values:
+        messages.info(request, "Nothing changed; no new version was made.")
+        return None
+    rule_set, _ = services.save_rule_set(thresholds, user=request.user, note=note)
+    changed = {name: [values[name], value] for name, value in thresholds.items() if values[name] != value}
+    audit.record(
+        request.user, action, rule_set, {"version": rule_set.version, "changed": changed, "note": note, **details}
+    )
+    messages.success(request, f"Saved rule set v{rule_set.version}; every job is being re-triaged with it.")
+    return rule_set
+
+
 @operator_required
 def rule_set_edit(request):
     current = RuleSet.current()
@@ -87,18 +102,7 @@ def rule_set_edit(request):
     form = RuleSetForm(request.POST or None, current=values)
     if request.method == "POST" and form.is_valid():
         thresholds = {name: form.cleaned_data[name] for name in THRESHOLDS}
-        if thresholds == values:
-            messages.info(request, "Nothing changed; no new version was made.")
-            return redirect("triage:rule-set")
-        rule_set, _ = services.save_rule_set(thresholds, user=request.user, note=form.cleaned_data["note"])
-        changed = {name: [values[name], value] for name, value in thresholds.items() if values[name] != value}
-        audit.record(
-            request.user,
-            "rule_set.save",
-            rule_set,
-            {"version": rule_set.version, "changed": changed, "note": form.cleaned_data["note"]},
-        )
-        messages.success(request, f"Saved rule set v{rule_set.version}; every job is being re-triaged with it.")
+        save_version(request, thresholds, values, note=form.cleaned_data["note"], action="rule_set.save")
         return redirect("triage:rule-set")
     changed = {name for name, value in values.items() if value != THRESHOLDS[name][0]}
     return render(
@@ -116,7 +120,8 @@ def rule_set_edit(request):
 
 @operator_required
 def rule_set_version(request, version: int):
-    """One version's thresholds beside the current version's, the ones that differ marked."""
+    """One version's thresholds beside the current version's, the ones that differ marked, and the
+    button that restores it (after the differences, so they are seen first)."""
     rule_set = get_object_or_404(RuleSet.objects.select_related("created_by"), version=version)
     current = RuleSet.current()
     rows = comparison(rule_set.effective_thresholds(), current.effective_thresholds())
@@ -128,8 +133,27 @@ def rule_set_version(request, version: int):
             "current": current,
             "rows": rows,
             "differences": [row["name"] for row in rows if row["differs"]],
+            "jobs": Job.objects.count(),
         },
     )
+
+
+@operator_required
+@require_POST
+def rule_set_restore(request, version: int):
+    """Save an old version's thresholds as a new version ("restored from vN"), which re-triages every
+    job; its values are checked as the form checks them (an old version may hold one refused today)."""
+    old = get_object_or_404(RuleSet, version=version)
+    values = RuleSet.current().effective_thresholds()
+    form = RuleSetForm(old.effective_thresholds(), current=values)
+    if not form.is_valid():
+        problems = "; ".join(f"{name}: {' '.join(errors)}" for name, errors in form.errors.items())
+        messages.warning(request, f"v{version} was not restored: it holds a value refused today ({problems}).")
+        return redirect("triage:rule-set-version", version)
+    thresholds = {name: form.cleaned_data[name] for name in THRESHOLDS}
+    note = f"restored from v{version}"
+    save_version(request, thresholds, values, note=note, action="rule_set.restore", restored_from=version)
+    return redirect("triage:rule-set")
 
 
 @operator_required
