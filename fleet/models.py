@@ -181,6 +181,15 @@ class IngestRun(models.Model):
     samples = models.BigIntegerField(default=0)
     errors = models.JSONField(default=list, blank=True, help_text="[{file, row, field, job_id, message}]")
     attempts = models.PositiveIntegerField(default=0)
+    # A pull's run keeps its history (and its jobs keep their run) when the connector is deleted.
+    connector = models.ForeignKey(
+        "fleet.Connector",
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="runs",
+        help_text="The connector this run is a pull of (none for archives, or once the connector is deleted).",
+    )
 
     class Meta:
         ordering = ["-created_at"]

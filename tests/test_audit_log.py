@@ -80,7 +80,7 @@ def test_connector_create_edit_and_sync_are_logged_without_secrets(client, opera
     assert client.post("/connectors/new/", form_data()).status_code == 302
     connector = Connector.objects.get()
     data = form_data() | {"interval_minutes": "30", "secret": ""}
-    assert client.post(f"/connectors/{connector.pk}/", data).status_code == 302
+    assert client.post(f"/connectors/{connector.pk}/edit/", data).status_code == 302
     client.post(f"/connectors/{connector.pk}/sync/")
     assert actions() == ["connector.create", "connector.edit", "connector.sync"]
     assert "interval_minutes" in AuditEvent.objects.get(action="connector.edit").details["fields"]

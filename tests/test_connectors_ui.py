@@ -358,3 +358,71 @@ def test_the_browser_and_the_server_agree_on_the_interval_and_the_name(client, o
     for index, candidate in enumerate(["slurm-c1", "a_b", "with space", "dot.ted", "ünï", "x/y"]):
         taken = client.post(reverse("connectors:create"), form_data(name=candidate, cluster=f"c{index}"))
         assert (taken.status_code == 302) == bool(re.fullmatch(SLUG_PATTERN, candidate)), candidate
+
+
+def test_a_connector_s_page_shows_its_health_its_pulls_and_its_actions(client, operator, settings):
+    """A connector had no page of its own: its name led to the edit form, and its pulls were only
+    findable among every ingest run by the name they were given."""
+    import re
+    from datetime import timedelta
+
+    from fleet.connectors import sync
+    from fleet.models import IngestRun
+    from tests.connector_servers import FakePlatform
+
+    settings.CONNECTOR_HTTP_RETRIES = 0
+    settings.CONNECTOR_HTTP_TIMEOUT = 0.5
+    prom = Connector.objects.create(name="prom", kind="prometheus", url="http://127.0.0.1:9")
+    with FakePlatform() as server:
+        server.route("/jobs", lambda path, query: (200, {"jobs": [], "next_cursor": "", "has_more": False}, {}))
+        api = Connector.objects.create(name="api", kind="generic", url=server.url, cluster="c1", metrics_from=prom)
+        assert sync.sync_connector(api.pk).status == "succeeded"
+    Connector.objects.filter(pk=api.pk).update(url="http://127.0.0.1:9")  # nothing answers there
+    assert sync.sync_connector(api.pk).status == "failed"
+    other = IngestRun.objects.create(archive_name="upload.tar.gz")  # not a pull of it
+    api.refresh_from_db()
+    failed, succeeded = api.runs.order_by("-pk")
+    assert (failed.status, succeeded.status) == ("failed", "succeeded") and api.last_run == failed
+
+    client.force_login(operator)
+    page = client.get(reverse("connectors:detail", args=[api.pk])).content.decode()
+    assert 'id="connector-health">failing</span>' in page and "1 failed pull in a row" in page
+    assert f"{api.last_success_at:%Y-%m-%d %H:%M} UTC" in page and "TransientError" in page
+    assert "due now" not in page and f"{api.last_run_at + timedelta(minutes=15):%Y-%m-%d %H:%M} UTC" in page
+    for run in (failed, succeeded):
+        assert f'href="{reverse("fleet:ingest-run-detail", args=[run.pk])}"' in page
+    assert f'href="{reverse("fleet:ingest-run-detail", args=[other.pk])}"' not in page
+    actions = re.search(r'<div class="connector-actions".*?</div>', page, re.S).group(0)
+    for url in (reverse("connectors:sync", args=[api.pk]), reverse("connectors:check", args=[api.pk])):
+        assert f'<form method="post" action="{url}">' in actions
+    assert f'href="{reverse("connectors:edit", args=[api.pk])}"' in actions
+    assert f'href="{reverse("connectors:detail", args=[prom.pk])}">prom</a>' in page  # its series source
+    served = client.get(reverse("connectors:detail", args=[prom.pk])).content.decode()
+    assert "never run" in served and "No pulls yet." in served and "due now" in served
+    assert f'href="{reverse("connectors:detail", args=[api.pk])}">api</a>' in served  # whom it serves
+    # The list leads to the page; saving the form and an action taken on the page come back to it.
+    assert (
+        f'href="{reverse("connectors:detail", args=[api.pk])}"'
+        in client.get(reverse("connectors:list")).content.decode()
+    )
+    detail = reverse("connectors:detail", args=[api.pk])
+    edited = form_data(name="api", kind="generic", auth="none", secret="", secret_header="", headers="{}", options="{}")
+    assert client.post(reverse("connectors:edit", args=[api.pk]), edited)["Location"] == detail
+    assert client.post(reverse("connectors:check", args=[api.pk]))["Location"] == detail
+    listed = client.post(reverse("connectors:check", args=[api.pk]), {"back": "list"})["Location"]
+    assert listed == reverse("connectors:list")
+
+
+def test_past_pulls_are_linked_to_their_connector_by_the_migration():
+    from importlib import import_module
+
+    from django.apps import apps
+
+    from fleet.models import IngestRun
+
+    migration = import_module("fleet.migrations.0016_ingestrun_connector")
+    connector = Connector.objects.create(name="old", kind="generic", url="http://127.0.0.1:9", cluster="c1")
+    pull = IngestRun.objects.create(source="connector", archive_path="connector:old", archive_name="old pull")
+    upload = IngestRun.objects.create(source="upload", archive_path="connector:old", archive_name="connector:old")
+    migration.link_past_pulls(apps, None)
+    assert list(connector.runs.all()) == [pull] and IngestRun.objects.get(pk=upload.pk).connector is None

@@ -213,6 +213,16 @@ class Connector(models.Model):
         return self.last_run_at is None or self.last_run_at + interval <= now
 
     @property
+    def next_due_at(self):
+        """When the beat (which looks every minute) queues the next pull: now for a connector never
+        pulled, a past time for an overdue one; None while it is disabled."""
+        if not self.enabled:
+            return None
+        if self.last_run_at is None:
+            return timezone.now()
+        return self.last_run_at + timedelta(minutes=min(self.interval_minutes, MAX_INTERVAL_MINUTES))
+
+    @property
     def lag(self) -> timedelta | None:
         """How far behind now the stored data is (from the watermark when it is a time)."""
         cls = self.connector_class

@@ -133,6 +133,7 @@ class _Pull:
                 name=f"{self.connector.name} pull",
                 source=IngestRun.Source.CONNECTOR,
             )
+            self.ingest_run.connector = self.connector
             self.ingest_run.status = IngestRun.Status.RUNNING
             self.ingest_run.started_at = started
             self.ingest_run.attempts = 1

@@ -7,7 +7,8 @@ app_name = "connectors"
 urlpatterns = [
     path("", views.connector_list, name="list"),
     path("new/", views.connector_create, name="create"),
-    path("<int:pk>/", views.connector_edit, name="edit"),
+    path("<int:pk>/", views.connector_detail, name="detail"),
+    path("<int:pk>/edit/", views.connector_edit, name="edit"),
     path("<int:pk>/sync/", views.connector_sync, name="sync"),
     path("<int:pk>/check/", views.connector_check, name="check"),
 ]

@@ -1,4 +1,5 @@
-"""Operator pages: the connectors with their health, and the create/edit form. Operators only."""
+"""Operator pages: the connectors with their health, one connector's page (health, recent pulls,
+actions), and the create/edit form. Operators only."""
 
 from __future__ import annotations
 
@@ -13,11 +14,25 @@ from fleet.connectors.forms import ConnectorForm
 from fleet.connectors.models import Connector
 from fleet.connectors.tasks import sync_connector_task
 
+RECENT_RUNS = 20
+
 
 @operator_required
 def connector_list(request):
     connectors = Connector.objects.select_related("metrics_from", "last_run")
     return render(request, "connectors/connector_list.html", {"connectors": connectors})
+
+
+@operator_required
+def connector_detail(request, pk: int):
+    connector = get_object_or_404(Connector.objects.select_related("metrics_from", "last_run"), pk=pk)
+    context = {
+        "connector": connector,
+        "runs": connector.runs.order_by("-created_at", "-pk")[:RECENT_RUNS],
+        "run_count": connector.runs.count(),
+        "served": connector.served.order_by("name"),
+    }
+    return render(request, "connectors/connector_detail.html", context)
 
 
 @operator_required
@@ -27,7 +42,7 @@ def connector_create(request):
         connector = form.save()
         audit.record(request.user, "connector.create", connector, {"fields": sorted(form.changed_data)})
         messages.success(request, f"Connector {connector.name} saved.")
-        return redirect("connectors:list")
+        return redirect("connectors:detail", connector.pk)
     return _form_page(request, form, None)
 
 
@@ -39,7 +54,7 @@ def connector_edit(request, pk: int):
         form.save()
         audit.record(request.user, "connector.edit", connector, {"fields": sorted(form.changed_data)})
         messages.success(request, f"Connector {connector.name} saved.")
-        return redirect("connectors:list")
+        return redirect("connectors:detail", connector.pk)
     return _form_page(request, form, connector)
 
 
@@ -57,7 +72,7 @@ def connector_sync(request, pk: int):
     sync_connector_task.delay_on_commit(connector.pk)
     audit.record(request.user, "connector.sync", connector)
     messages.info(request, f"A pull of {connector.name} was queued.")
-    return redirect("connectors:list")
+    return _back(request, connector)
 
 
 @require_POST
@@ -70,4 +85,11 @@ def connector_check(request, pk: int):
         messages.success(request, f"{connector.name} answers. {details}"[:500])
     else:
         messages.error(request, f"{connector.name}: {outcome['error']}"[:500])
-    return redirect("connectors:list")
+    return _back(request, connector)
+
+
+def _back(request, connector):
+    """After an action: the page it was taken on (the list's buttons say so), else the connector's."""
+    if request.POST.get("back") == "list":
+        return redirect("connectors:list")
+    return redirect("connectors:detail", connector.pk)
