@@ -12,6 +12,7 @@ from fleet.models import AuditEvent
 from tests.factories import JobFactory
 from triage import services
 from triage.models import RetriageRun, RuleSet
+from triage.rules import default_thresholds
 
 pytestmark = pytest.mark.django_db
 
@@ -106,3 +107,39 @@ def test_an_old_version_holding_a_value_refused_today_is_not_restored(client, op
     assert "v2 was not restored: it holds a value refused today" in text
     assert "min_coverage: Ensure this value is less than or equal to 1" in text and "min_samples: Enter a whole" in text
     assert RuleSet.objects.count() == 3 and not AuditEvent.objects.filter(action="rule_set.restore").exists()
+
+
+def test_reset_to_the_defaults_shows_what_changes_and_asks_before_it_retriages_every_job(client, operator, member_a):
+    """Going back to the defaults meant retyping every threshold changed since; and since it re-triages
+    every job, the Rules page's reset only leads to a page that says so, with the button that does it."""
+    JobFactory.create_batch(2)
+    RuleSet.current()
+    save(install_min_s=900.0, min_samples=7)
+    url = reverse("triage:rule-set-defaults")
+    client.force_login(member_a)
+    assert client.get(url).status_code == 404 and client.post(url).status_code == 404
+    client.force_login(operator)
+    rules = client.get(reverse("triage:rule-set")).content.decode()
+    assert f'<a href="{url}">Reset every threshold to its default&hellip;</a>' in rules
+    assert f'action="{url}"' not in rules  # no POST from the Rules page itself
+
+    page = client.get(url).content.decode()
+    assert marked(page) == {"min_samples", "install_min_s"}
+    assert "2 thresholds of the current version v2 differ from the default" in page
+    assert "re-triages every one of the 2 jobs" in page
+    assert "Reset to the defaults as v3 and re-triage 2 jobs</button>" in page
+    assert RuleSet.objects.count() == 2  # looking is not resetting
+
+    response = client.post(url, follow=True)
+    assert "Saved rule set v3; every job is being re-triaged with it." in response.content.decode()
+    v3 = RuleSet.objects.get(version=3)
+    assert v3.effective_thresholds() == default_thresholds() and v3.note == "reset to the defaults"
+    assert RetriageRun.objects.get(rule_set=v3).jobs_total == 2
+    event = AuditEvent.objects.get(action="rule_set.reset")
+    assert event.actor == operator
+    assert event.details["changed"] == {"min_samples": [7, 5], "install_min_s": [900.0, 600.0]}
+
+    page = client.get(url).content.decode()
+    assert "already has the default thresholds: resetting would change nothing" in page and 'id="reset"' not in page
+    assert "Nothing changed; no new version was made." in client.post(url, follow=True).content.decode()
+    assert RuleSet.objects.count() == 3

@@ -20,7 +20,7 @@ from triage import feedback, monitoring, services
 from triage.dashboard.queries import job_files
 from triage.labeling.services import blinded_job_ids, findings_hidden_from
 from triage.models import Feedback, RetriageRun, RuleSet
-from triage.rules import THRESHOLDS
+from triage.rules import THRESHOLDS, default_thresholds
 
 # What a threshold of each unit can be: a value past these (150 %, a share of 2, 2.5 samples) was
 # saved as a new version and every job re-triaged with it.
@@ -131,6 +131,7 @@ def rule_set_version(request, version: int):
         {
             "rule_set": rule_set,
             "current": current,
+            "column": f"v{rule_set.version}",
             "rows": rows,
             "differences": [row["name"] for row in rows if row["differs"]],
             "jobs": Job.objects.count(),
@@ -154,6 +155,30 @@ def rule_set_restore(request, version: int):
     note = f"restored from v{version}"
     save_version(request, thresholds, values, note=note, action="rule_set.restore", restored_from=version)
     return redirect("triage:rule-set")
+
+
+@operator_required
+def rule_set_defaults(request):
+    """Back to the defaults (`THRESHOLDS`) as a new version, which re-triages every job. The GET is
+    the confirmation: what would change, how many jobs would be re-triaged, and the button."""
+    current = RuleSet.current()
+    values = current.effective_thresholds()
+    if request.method == "POST":
+        save_version(request, default_thresholds(), values, note="reset to the defaults", action="rule_set.reset")
+        return redirect("triage:rule-set")
+    rows = comparison(default_thresholds(), values)
+    return render(
+        request,
+        "triage/rule_set_defaults.html",
+        {
+            "current": current,
+            "column": "Default",
+            "defaults": True,
+            "rows": rows,
+            "differences": [row["name"] for row in rows if row["differs"]],
+            "jobs": Job.objects.count(),
+        },
+    )
 
 
 @operator_required
