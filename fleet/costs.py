@@ -10,7 +10,7 @@ from django.db import transaction
 from django.db.models import Case, DecimalField, ExpressionWrapper, F, FloatField, Value, When
 from django.db.models.functions import Cast
 
-from fleet.models import Cluster, ExchangeRate, Job
+from fleet.models import Cluster, ExchangeRate, GpuModelPrice, Job
 
 
 @transaction.atomic
@@ -32,6 +32,16 @@ def recompute_costs(cluster: Cluster) -> int:
     if "" not in prices:
         jobs.exclude(gpu_model__in=models_with_own_price).update(cost=None, currency="")
     return priced
+
+
+def jobs_priced_by(price: GpuModelPrice) -> int:
+    """How many jobs a stored price prices (what deleting it re-prices): its cluster's jobs of its GPU
+    model, or, for the cluster's default price, those of every GPU model without a price of its own."""
+    jobs = Job.objects.filter(cluster_id=price.cluster_id)
+    if price.gpu_model:
+        return jobs.filter(gpu_model=price.gpu_model).count()
+    own = GpuModelPrice.objects.filter(cluster_id=price.cluster_id).exclude(gpu_model="").values("gpu_model")
+    return jobs.exclude(gpu_model__in=own).count()
 
 
 @dataclass(frozen=True)

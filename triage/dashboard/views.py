@@ -21,7 +21,7 @@ from django.urls import reverse
 from fleet import audit
 from fleet.access import operator_required, sees_whole_fleet
 from fleet.canonical import as_utc
-from fleet.costs import Conversion
+from fleet.costs import Conversion, jobs_priced_by
 from fleet.downloads import download_name, series_download
 from fleet.exports import stream_csv_rows
 from fleet.models import Artifact, Cluster, ExchangeRate, GpuModelPrice, Job, Team
@@ -705,6 +705,35 @@ RateFormSet = modelformset_factory(
 )
 
 
+def _price_removals(formset) -> list[dict]:
+    """The stored prices a valid price formset deletes, each with how it reads, how many jobs it
+    prices, and what those jobs are priced at once it is gone."""
+    pks = [form.instance.pk for form in formset.deleted_forms if form.instance.pk]
+    removals = []
+    prices = GpuModelPrice.objects.filter(pk__in=pks).select_related("cluster").order_by("cluster__name", "gpu_model")
+    for price in prices:
+        model = price.gpu_model or "default price"
+        fallback = (
+            price.gpu_model
+            and GpuModelPrice.objects.filter(cluster_id=price.cluster_id, gpu_model="").exclude(pk__in=pks).first()
+        )
+        removals.append(
+            {
+                "price": price,
+                "label": f"{price.cluster.name} / {model} ({price.price_per_gpu_hour.normalize():f} "
+                f"{price.currency} per GPU-hour)",
+                "jobs": jobs_priced_by(price),
+                "then": (
+                    f"priced at {price.cluster.name}'s default price ({fallback.price_per_gpu_hour.normalize():f} "
+                    f"{fallback.currency})"
+                    if fallback
+                    else "left without a cost"
+                ),
+            }
+        )
+    return removals
+
+
 @operator_required
 def fleet_settings(request):
     """Operators set GPU-hour prices and the exchange rates the totals convert costs at; thresholds
@@ -715,12 +744,23 @@ def fleet_settings(request):
         request.POST if saving_prices else None, queryset=GpuModelPrice.objects.select_related("cluster")
     )
     rates = RateFormSet(request.POST if saving_rates else None, queryset=ExchangeRate.objects.all(), prefix="rates")
+    removing = []
     if saving_prices and formset.is_valid():
-        with transaction.atomic():
-            # Each saved or deleted price re-prices its cluster's jobs (fleet.receivers), and is audited.
-            audit.save_prices(request.user, formset)
-        messages.success(request, "Prices saved; the affected jobs were re-priced.")
-        return redirect("dashboard:settings")
+        removing = _price_removals(formset)
+        confirmed = request.POST.get("confirm_delete", "")
+        # Deleting a price re-prices its jobs (at the cluster's default price, or to no cost): the
+        # table comes back as sent, saying what would go, until its button confirms those very rows.
+        if not removing or confirmed == ",".join(str(removal["price"].pk) for removal in removing):
+            with transaction.atomic():
+                # Each saved or deleted price re-prices its cluster's jobs (fleet.receivers), and is audited.
+                audit.save_prices(request.user, formset)
+            removed = "".join(
+                f" Removed {removal['label']}: its {removal['jobs']} job{'s' if removal['jobs'] != 1 else ''} "
+                f"{'were' if removal['jobs'] != 1 else 'was'} re-priced."
+                for removal in removing
+            )
+            messages.success(request, "Prices saved; the affected jobs were re-priced." + removed)
+            return redirect("dashboard:settings")
     if saving_rates and rates.is_valid():
         with transaction.atomic():
             audit.save_rates(request.user, rates)
@@ -734,6 +774,9 @@ def fleet_settings(request):
         "dashboard/settings.html",
         {
             "formset": formset,
+            "removing": removing,
+            "removing_pks": ",".join(str(removal["price"].pk) for removal in removing),
+            "removing_jobs": sum(removal["jobs"] for removal in removing),
             "rates": rates,
             "reporting_currency": conversion.currency,
             "without_rate": sorted({code for code in priced_in if conversion.rate_of(code) is None}),
