@@ -426,3 +426,83 @@ def test_past_pulls_are_linked_to_their_connector_by_the_migration():
     upload = IngestRun.objects.create(source="upload", archive_path="connector:old", archive_name="connector:old")
     migration.link_past_pulls(apps, None)
     assert list(connector.runs.all()) == [pull] and IngestRun.objects.get(pk=upload.pk).connector is None
+
+
+def test_deleting_a_connector_asks_first_keeps_its_jobs_and_runs_and_is_audited(client, operator, settings):
+    """There was no way to delete a connector. Deleting one must not take the jobs it imported (or
+    their runs) with it, nor fail on the rows that point at it: its pulls' runs, and the connectors
+    that take their series from it, which it refuses to strand."""
+    from django.db.models import ProtectedError
+
+    from fleet.connectors import sync
+    from fleet.models import AuditEvent, IngestRun, Job
+    from tests.connector_servers import FakePlatform
+    from tests.test_connectors_sync import GenericApi
+
+    settings.CONNECTOR_HTTP_RETRIES = 0
+    prom = Connector.objects.create(name="prom", kind="prometheus", url="http://127.0.0.1:9")
+    with FakePlatform() as server:
+        GenericApi(3).install(server)
+        api = Connector.objects.create(name="api", kind="generic", url=server.url, cluster="c1")
+        assert sync.sync_connector(api.pk).created == 3
+    api.set_secret(SECRET)
+    api.metrics_from = prom  # after the pull, which would have asked it (nothing answers) for series
+    api.save()
+    run = api.runs.get()
+    client.force_login(operator)
+    delete = reverse("connectors:delete", args=[api.pk])
+    assert f'href="{delete}"' in client.get(reverse("connectors:detail", args=[api.pk])).content.decode()
+
+    # The Prometheus connector serves `api`: its page says so, and neither the POST nor the ORM deletes it.
+    page = client.get(reverse("connectors:delete", args=[prom.pk])).content.decode()
+    assert "prom cannot be deleted while" in page and ">api</a>" in page and "<form" not in page.split("<main")[-1]
+    assert client.post(reverse("connectors:delete", args=[prom.pk])).status_code == 200
+    assert Connector.objects.filter(pk=prom.pk).exists() and not actions_logged("connector.delete")
+    with pytest.raises(ProtectedError):
+        prom.delete()
+
+    # The confirmation says what stays; a GET deletes nothing.
+    page = client.get(delete).content.decode()
+    assert "keeps the 3 jobs its pulls stored" in page and "keeps its 1 pull on" in page
+    assert f'<form method="post" action="{delete}"' in page and "csrfmiddlewaretoken" in page
+    assert Connector.objects.filter(pk=api.pk).exists() and SECRET not in page
+
+    # A pull holding its lease: refused, not deleted under it.
+    assert sync.acquire(api.pk, "a-running-pull")
+    assert client.post(delete)["Location"] == reverse("connectors:detail", args=[api.pk])
+    assert Connector.objects.filter(pk=api.pk).exists()
+    sync.release(api.pk, "a-running-pull")
+
+    response = client.post(delete)
+    assert response.status_code == 302 and response["Location"] == reverse("connectors:list")
+    assert not Connector.objects.filter(pk=api.pk).exists()
+    assert Job.objects.filter(ingest_run=run).count() == 3  # the jobs stay, still with their run
+    assert IngestRun.objects.get(pk=run.pk).connector is None
+    event = AuditEvent.objects.get(action="connector.delete")
+    assert event.target_repr == "api" and event.details | {"url": ""} == {
+        "kind": "generic",
+        "url": "",
+        "cluster": "c1",
+        "runs": 1,
+        "jobs": 3,
+    }
+    assert SECRET not in str(event.details)
+    # Now nothing takes series from prom: it goes too.
+    assert client.post(reverse("connectors:delete", args=[prom.pk])).status_code == 302
+    assert not Connector.objects.exists()
+
+
+def actions_logged(action: str) -> bool:
+    from fleet.models import AuditEvent
+
+    return AuditEvent.objects.filter(action=action).exists()
+
+
+def test_deleting_a_connector_takes_a_post_with_csrf(client, operator):
+    connector = Connector.objects.create(name="g", kind="generic", url="http://127.0.0.1:9", cluster="c1")
+    strict = Client(enforce_csrf_checks=True)
+    strict.force_login(operator)
+    assert strict.post(reverse("connectors:delete", args=[connector.pk])).status_code == 403
+    client.force_login(operator)
+    assert client.put(reverse("connectors:delete", args=[connector.pk])).status_code == 405
+    assert Connector.objects.filter(pk=connector.pk).exists()

@@ -96,11 +96,13 @@ class Connector(models.Model):
     interval_minutes = models.PositiveIntegerField(
         default=15, validators=[MinValueValidator(1), MaxValueValidator(MAX_INTERVAL_MINUTES)]
     )
+    # PROTECT: deleting the Prometheus connector others take their series from would leave their
+    # next pulls storing jobs without series, unnoticed; the delete page names them instead.
     metrics_from = models.ForeignKey(
         "self",
         null=True,
         blank=True,
-        on_delete=models.SET_NULL,
+        on_delete=models.PROTECT,
         related_name="served",
         limit_choices_to={"kind": "prometheus"},
         help_text="The Prometheus connector that serves these jobs' GPU series.",

@@ -9,6 +9,7 @@ urlpatterns = [
     path("new/", views.connector_create, name="create"),
     path("<int:pk>/", views.connector_detail, name="detail"),
     path("<int:pk>/edit/", views.connector_edit, name="edit"),
+    path("<int:pk>/delete/", views.connector_delete, name="delete"),
     path("<int:pk>/sync/", views.connector_sync, name="sync"),
     path("<int:pk>/check/", views.connector_check, name="check"),
 ]
