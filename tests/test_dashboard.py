@@ -511,15 +511,19 @@ def test_costs_in_several_currencies_are_converted_at_the_operators_rates_or_lef
     assert (teams["team-a"]["spend"], teams["team-a"]["wasted_cost"]) == (30.0, 18.0)
     csv = b"".join(client.get(reverse("dashboard:team-list"), {**week, "format": "csv"}).streaming_content).decode()
     assert "team-a,2026-11-16,2026-11-22,1,10.0,6.0,0.6,30.0,18.0,USD,1,\r\n" in csv  # converted: nothing left out
-    # A team whose jobs are all in EUR sees them in EUR, as priced, not converted.
+    # A team's page compares its figures with the period before, so it adds both in one money: team
+    # A's USD job of the week before makes its page USD, this week's EUR converted.
     team_page = client.get(reverse("dashboard:team-detail", args=["team-a"]), week)
-    assert team_page.context["currency"] == "EUR" and team_page.context["totals"].cost == 20.0
+    assert team_page.context["currency"] == "USD" and team_page.context["totals"].cost == 30.0
     # A team member reads the note without the way to a page they may not open.
     client.force_login(member_a)
-    text = client.get(reverse("dashboard:team-detail", args=["team-a"]), week).content.decode()
-    assert "cost-note" not in text  # this week team A's jobs are all in EUR
     text = overview(client).content.decode()  # team A's, with its USD job of the week before
     assert f'id="cost-note">{note}.</p>' in text and reverse("dashboard:settings") not in text
+    # A team whose jobs of both periods are all in EUR sees them in EUR, as priced, not converted.
+    Job.objects.filter(team__slug="team-a").update(currency="EUR")
+    team_page = client.get(reverse("dashboard:team-detail", args=["team-a"]), week)
+    assert team_page.context["currency"] == "EUR" and team_page.context["totals"].cost == 20.0
+    assert "cost-note" not in team_page.content.decode()
 
 
 def test_the_overview_names_what_its_own_period_leaves_out_not_the_period_before(client, operator, fleet):
@@ -838,3 +842,15 @@ def test_the_settings_page_tells_the_two_idle_thresholds_apart(client, operator,
     RuleSet.objects.create(version=RuleSet.current().version + 1, thresholds={"idle_util": 10.0})
     page = client.get(reverse("dashboard:settings")).content.decode()
     assert "<code>idle_util</code> of rule set v2 (10 %), which differs" in page
+
+
+def test_a_team_page_compares_its_figures_with_the_previous_period(client, member_a, fleet):
+    """The overview's cards said how each figure moved; a team's page gave bare numbers, so a team
+    could not see whether its waste grew."""
+    client.force_login(member_a)
+    page = client.get(reverse("dashboard:team-detail", args=["team-a"]), {"from": "2026-11-16", "to": "2026-11-22"})
+    assert (card(page, "GPU-hours")["value"], card(page, "GPU-hours")["change_text"]) == ("10", "+100 %")  # 5 before
+    assert (card(page, "Waste share")["value"], card(page, "Waste share")["trend"]) == ("60%", "worse")  # 20 % before
+    assert card(page, "Jobs")["direction"] == 0  # one job in each week
+    html = page.content.decode()
+    assert "▲ +100 % vs previous period" in html and "unchanged vs previous period" in html

@@ -111,17 +111,10 @@ def _jobs_query(period, cluster, **filters) -> str:
     return urlencode(filters | dates | ({"cluster": cluster} if cluster else {}))
 
 
-@login_required
-def overview(request):
-    scope = _scope(request)
-    jobs, period = scope.jobs, scope.period
-    threshold = scope.low_threshold
-    period_jobs = queries.in_period(jobs, period)
-    pricing = queries.pricing(queries.in_period(jobs, period.with_previous), shown=period_jobs)
-    conversion = pricing.conversion
-    all_teams = queries.by_team(period_jobs, threshold, conversion=conversion)
-    current = queries.totals_from_teams(all_teams)
-    previous = queries.totals(queries.in_period(jobs, period.previous), threshold, conversion)
+def _kpi_cards(current: queries.Totals, previous: queries.Totals, *, jobs: bool = False) -> list[dict]:
+    """The period's headline figures, each with its change against the previous period (the
+    overview's and a team page's cards); `jobs` adds the number of jobs."""
+
     # As in the digests: more or less GPU time and spend is neither good nor bad; more waste is bad,
     # but an amount of waste that moved against the waste share is judged by neither (fewer unused
     # hours while the share rose are fewer jobs, not less waste).
@@ -141,6 +134,7 @@ def overview(request):
         ("Waste share", current.waste_share, previous.waste_share, "{:.0%}", waste),
         ("Cost", current.cost, previous.cost, "{:,.0f}", unjudged),
         ("Wasted cost", current.wasted_cost, previous.wasted_cost, "{:,.0f}", amount),
+        *([("Jobs", current.jobs, previous.jobs, "{:,}", unjudged)] if jobs else []),
         ("Low-utilization jobs", current.low_util_jobs, previous.low_util_jobs, "{:,}", amount),
     ]
     cards = []
@@ -158,6 +152,21 @@ def overview(request):
                 "missing": "no data in this period" if value is None else "no previous data",
             }
         )
+    return cards
+
+
+@login_required
+def overview(request):
+    scope = _scope(request)
+    jobs, period = scope.jobs, scope.period
+    threshold = scope.low_threshold
+    period_jobs = queries.in_period(jobs, period)
+    pricing = queries.pricing(queries.in_period(jobs, period.with_previous), shown=period_jobs)
+    conversion = pricing.conversion
+    all_teams = queries.by_team(period_jobs, threshold, conversion=conversion)
+    current = queries.totals_from_teams(all_teams)
+    previous = queries.totals(queries.in_period(jobs, period.previous), threshold, conversion)
+    cards = _kpi_cards(current, previous)
     teams = all_teams[:10]
     # A member sees their teams' jobs only: the page says whose they are, and a member of one team
     # is shown its users (a chart of one team's bar said nothing).
@@ -245,8 +254,11 @@ def team_detail(request, slug: str):
     jobs = jobs.filter(team=team)
     period_jobs = queries.in_period(jobs, period)
     threshold = scope.low_threshold
-    pricing = queries.pricing(period_jobs)
+    # Priced with the previous period too, so both periods' costs convert at the same rates.
+    pricing = queries.pricing(queries.in_period(jobs, period.with_previous), shown=period_jobs)
     conversion = pricing.conversion
+    totals = queries.totals(period_jobs, threshold, conversion)
+    previous = queries.totals(queries.in_period(jobs, period.previous), threshold, conversion)
     worst_jobs = list(
         period_jobs.filter(unused_gpu_hours__isnull=False).select_related("cluster").order_by("-unused_gpu_hours")[:15]
     )
@@ -264,7 +276,8 @@ def team_detail(request, slug: str):
     unclassified, triaged_low = queries.unclassified_share(judged_jobs, threshold)
     context = _context(request, scope) | {
         "team": team,
-        "totals": queries.totals(period_jobs, threshold, conversion),
+        "totals": totals,
+        "cards": _kpi_cards(totals, previous, jobs=True),
         "trend_figure": figures.weekly_trend(queries.weekly_trend(jobs, period)),
         "users": queries.by_user(period_jobs),
         "worst_jobs": _with_triage(worst_jobs, blinded),
