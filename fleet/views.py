@@ -19,6 +19,7 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 from fleet import audit, ingest
 from fleet.access import operator_required
 from fleet.exports import spreadsheet_safe
+from fleet.filters import IngestRunFilter
 from fleet.models import AuditEvent, IngestRun, MachineToken
 from fleet.uploads import format_size
 
@@ -29,9 +30,23 @@ ERRORS_PER_PAGE = 200
 
 @operator_required
 def ingest_run_list(request):
+    """Every run, newest first; `?status=`, `?source=` and `?by=` (a user name or token:<prefix>)
+    narrow it. A value the list does not know is said on the page, and every run shown instead."""
     runs = IngestRun.objects.select_related("created_by", "api_key")
-    page = Paginator(runs, JOBS_PER_PAGE).get_page(request.GET.get("page"))
-    return render(request, "fleet/ingest_run_list.html", {"page": page})
+    run_filter = IngestRunFilter(request.GET or None, queryset=runs)
+    filtered = run_filter.is_bound and run_filter.is_valid() and any(run_filter.form.cleaned_data.values())
+    shown = run_filter.qs if filtered else runs
+    page = Paginator(shown, JOBS_PER_PAGE).get_page(request.GET.get("page"))
+    query = request.GET.copy()
+    query.pop("page", None)
+    context = {
+        "page": page,
+        "filter": run_filter,
+        "filtered": filtered,
+        "total": runs.count() if filtered else page.paginator.count,
+        "query": query.urlencode(),
+    }
+    return render(request, "fleet/ingest_run_list.html", context)
 
 
 @operator_required

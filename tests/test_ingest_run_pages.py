@@ -107,3 +107,89 @@ def test_a_run_with_few_errors_shows_them_all_and_says_so(operator_client):
     )
     page = operator_client.get(f"/ingest-runs/{run.pk}/").content.decode()
     assert "Showing 1–2 of 2 errors, by file and row." in page and 'aria-label="Pages of errors"' not in page
+
+
+# -- filtering the list of runs ---------------------------------------------------------------------
+
+
+@pytest.fixture
+def runs(operator, researcher):
+    from fleet.models import MachineToken
+
+    token, _ = MachineToken.objects.create_key(name="ci-pusher", created_by=operator)
+    made = {
+        "upload-ok": IngestRun(source="upload", status="succeeded", created_by=operator),
+        "upload-failed": IngestRun(source="upload", status="failed", created_by=operator),
+        "api-person": IngestRun(source="api", status="partial", created_by=researcher),
+        "api-token": IngestRun(source="api", status="failed", api_key=token),
+        "pull": IngestRun(source="connector", status="succeeded"),
+        "cli": IngestRun(source="cli", status="succeeded"),
+    }
+    for name, run in made.items():
+        run.archive_name = f"{name}.zip"
+        run.save()
+    return made, token
+
+
+def listed(page: str) -> set[str]:
+    import re
+
+    return set(re.findall(r'title="([a-z-]+)\.zip"', page))
+
+
+def test_the_runs_list_filters_by_status_source_and_who_with_counts(operator_client, runs):
+    made, token = runs
+    page = operator_client.get("/ingest-runs/").content.decode()
+    assert listed(page) == set(made) and '<span class="muted" id="run-count">6</span>' in page
+    # Each choice says how many runs it has.
+    assert '<option value="failed">Failed (2)</option>' in page
+    assert '<option value="connector">Connector (1)</option>' in page
+    assert '<option value="olivia-operator">olivia-operator (2)</option>' in page
+    assert f'<option value="token:{token.prefix}">token ci-pusher ({token.prefix}…) (1)</option>' in page
+
+    failed = operator_client.get("/ingest-runs/?status=failed").content.decode()
+    assert listed(failed) == {"upload-failed", "api-token"} and 'id="run-count">2 of 6<' in failed
+    assert '<option value="failed" selected>' in failed
+    assert listed(operator_client.get("/ingest-runs/?source=api").content.decode()) == {"api-person", "api-token"}
+    assert listed(operator_client.get("/ingest-runs/?by=olivia-operator").content.decode()) == {
+        "upload-ok",
+        "upload-failed",
+    }
+    assert listed(operator_client.get(f"/ingest-runs/?by=token:{token.prefix}").content.decode()) == {"api-token"}
+    both = operator_client.get("/ingest-runs/?source=upload&status=failed&by=olivia-operator").content.decode()
+    assert listed(both) == {"upload-failed"}
+    none = operator_client.get("/ingest-runs/?source=cli&status=failed").content.decode()
+    assert listed(none) == set() and "No run matches these filters." in none
+
+
+def test_the_filters_stay_across_the_pages_of_runs(operator_client, operator):
+    IngestRun.objects.bulk_create(
+        IngestRun(archive_name=f"r{n}.zip", source="upload", status="failed", created_by=operator) for n in range(60)
+    )
+    IngestRun.objects.create(archive_name="other.zip", source="cli", status="succeeded")
+    first = operator_client.get("/ingest-runs/?status=failed&source=upload").content.decode()
+    assert "Page 1 of 2" in first and 'href="?status=failed&amp;source=upload&amp;page=2"' in first
+    second = operator_client.get("/ingest-runs/?status=failed&source=upload&page=2").content.decode()
+    assert second.count('title="r') == 10 and "other.zip" not in second
+
+
+@pytest.mark.parametrize(
+    ("query", "problem"),
+    [
+        ("status=done", "Status: “done” is not a run status; choose one of pending, running, succeeded, partial,"),
+        ("source=ftp", "Source: “ftp” is not a source of runs; choose one of cli, upload, api, connector."),
+        ("by=nobody", "By: No run was uploaded or pushed by “nobody”"),
+        ("by=token:zzzz", "By: No run was uploaded or pushed by “token:zzzz”"),
+    ],
+)
+def test_an_unknown_filter_value_is_said_not_a_server_error_or_an_empty_list(operator_client, runs, query, problem):
+    response = operator_client.get(f"/ingest-runs/?{query}")
+    assert response.status_code == 200
+    page = response.content.decode()
+    assert problem in page and "Showing all runs instead." in page
+    assert listed(page) == set(runs[0])
+
+
+def test_an_unknown_filter_value_is_escaped(operator_client, runs):
+    page = operator_client.get("/ingest-runs/?by=<script>x</script>").content.decode()
+    assert "<script>x" not in page and "&lt;script&gt;x" in page

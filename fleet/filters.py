@@ -1,0 +1,78 @@
+"""The filters of the operator's lists (ingest runs), parsed and validated by django-filter: a value
+the list does not know is a form error the page shows, never a server error or a silently empty list."""
+
+from __future__ import annotations
+
+import django_filters
+from django import forms
+from django.db.models import Count
+
+from fleet.models import IngestRun
+
+# `by=token:<prefix>`: the runs a machine token pushed (a username cannot hold ':'). Not a secret.
+TOKEN_PREFIX = "token:"  # noqa: S105
+
+
+def _counted(choices, counts: dict) -> list[tuple[str, str]]:
+    return [(value, f"{label} ({counts.get(value, 0):,})") for value, label in choices]
+
+
+class IngestRunFilter(django_filters.FilterSet):
+    status = django_filters.ChoiceFilter(
+        choices=IngestRun.Status.choices,
+        empty_label="Any status",
+        widget=forms.Select(attrs={"aria-label": "Status"}),
+        error_messages={
+            "invalid_choice": "“%(value)s” is not a run status; choose one of "
+            + ", ".join(IngestRun.Status.values)
+            + "."
+        },
+    )
+    source = django_filters.ChoiceFilter(
+        choices=IngestRun.Source.choices,
+        empty_label="Any source",
+        widget=forms.Select(attrs={"aria-label": "Source"}),
+        error_messages={
+            "invalid_choice": "“%(value)s” is not a source of runs; choose one of "
+            + ", ".join(IngestRun.Source.values)
+            + "."
+        },
+    )
+    by = django_filters.ChoiceFilter(
+        choices=[],
+        method="started_by",
+        empty_label="Anyone",
+        widget=forms.Select(attrs={"aria-label": "Uploaded by"}),
+        error_messages={
+            "invalid_choice": "No run was uploaded or pushed by “%(value)s” (a user name, or token:<prefix> for a "
+            "machine token)."
+        },
+    )
+
+    class Meta:
+        model = IngestRun
+        fields = ["status", "source", "by"]
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        # Each choice with how many runs it has (of all runs, whatever the other filters).
+        runs = IngestRun.objects.order_by()
+        by_status = dict(runs.values_list("status").annotate(n=Count("pk")))
+        by_source = dict(runs.values_list("source").annotate(n=Count("pk")))
+        self.filters["status"].extra["choices"] = _counted(IngestRun.Status.choices, by_status)
+        self.filters["source"].extra["choices"] = _counted(IngestRun.Source.choices, by_source)
+        people = runs.filter(created_by__isnull=False).values_list("created_by__username").annotate(n=Count("pk"))
+        tokens = (
+            runs.filter(created_by__isnull=True, api_key__isnull=False)
+            .values_list("api_key__prefix", "api_key__name")
+            .annotate(n=Count("pk"))
+        )
+        self.filters["by"].extra["choices"] = [
+            *((username, f"{username} ({n:,})") for username, n in sorted(people)),
+            *((f"{TOKEN_PREFIX}{prefix}", f"token {name} ({prefix}…) ({n:,})") for prefix, name, n in sorted(tokens)),
+        ]
+
+    def started_by(self, queryset, name, value):
+        if value.startswith(TOKEN_PREFIX):
+            return queryset.filter(created_by__isnull=True, api_key__prefix=value.removeprefix(TOKEN_PREFIX))
+        return queryset.filter(created_by__username=value)
