@@ -77,3 +77,41 @@ def _save_audited(actor, formset, name: str, details_of, label_of) -> None:
         record(actor, f"{name}.change", obj, {"fields": sorted(fields), **details_of(obj)})
     for details in deleted:
         record(actor, f"{name}.delete", label_of(details), details)
+
+
+# How much of an entry's details the audit page spells out (the admin keeps the whole JSON).
+LIST_ITEMS_SHOWN = 20
+
+
+def readable(details, prefix: str = "") -> list[tuple[str, str]]:
+    """An entry's details as (label, text) lines for the page: nested dicts flattened into dotted
+    labels (`changed.idle_util`), lists joined with commas, a `changed` pair as "old → new".
+    Plain text: the template escapes it."""
+    if not isinstance(details, dict):
+        return [] if details in (None, "", []) else [(prefix or "details", _text(details))]
+    lines: list[tuple[str, str]] = []
+    for key, value in details.items():
+        label = f"{prefix}.{key}" if prefix else str(key)
+        if isinstance(value, dict) and value:
+            lines += readable(value, label)
+        elif label.startswith("changed.") and isinstance(value, list) and len(value) == 2:
+            lines.append((label, f"{_text(value[0])} → {_text(value[1])}"))
+        else:
+            lines.append((label, _text(value)))
+    return lines
+
+
+def _text(value) -> str:
+    if value is None or value == "":
+        return "–"
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    if isinstance(value, dict):
+        return "; ".join(f"{label}: {text}" for label, text in readable(value)) or "–"
+    if isinstance(value, list | tuple):
+        if not value:
+            return "none"
+        shown = ", ".join(_text(item) for item in value[:LIST_ITEMS_SHOWN])
+        more = len(value) - LIST_ITEMS_SHOWN
+        return f"{shown} and {more:,} more" if more > 0 else shown
+    return str(value)

@@ -1,5 +1,6 @@
-"""The filters of the operator's lists (ingest runs), parsed and validated by django-filter: a value
-the list does not know is a form error the page shows, never a server error or a silently empty list."""
+"""The filters of the operator's lists (ingest runs, the audit log), parsed and validated by
+django-filter: a value the list does not know is a form error the page shows, never a server error
+or a silently empty list."""
 
 from __future__ import annotations
 
@@ -7,7 +8,7 @@ import django_filters
 from django import forms
 from django.db.models import Count
 
-from fleet.models import IngestRun
+from fleet.models import AuditEvent, IngestRun
 
 # `by=token:<prefix>`: the runs a machine token pushed (a username cannot hold ':'). Not a secret.
 TOKEN_PREFIX = "token:"  # noqa: S105
@@ -76,3 +77,33 @@ class IngestRunFilter(django_filters.FilterSet):
         if value.startswith(TOKEN_PREFIX):
             return queryset.filter(created_by__isnull=True, api_key__prefix=value.removeprefix(TOKEN_PREFIX))
         return queryset.filter(created_by__username=value)
+
+
+class AuditEventFilter(django_filters.FilterSet):
+    """The audit log by kind of action and by who did it (the name kept on the entry, so a deleted
+    user's entries are still found; `system` for commands and scheduled tasks)."""
+
+    action = django_filters.ChoiceFilter(
+        choices=[],
+        empty_label="Any action",
+        widget=forms.Select(attrs={"aria-label": "Action"}),
+        error_messages={"invalid_choice": "No entry records the action “%(value)s”."},
+    )
+    user = django_filters.ChoiceFilter(
+        choices=[],
+        field_name="actor_name",
+        empty_label="Anyone",
+        widget=forms.Select(attrs={"aria-label": "Who"}),
+        error_messages={"invalid_choice": "No entry was made by “%(value)s”."},
+    )
+
+    class Meta:
+        model = AuditEvent
+        fields = ["action", "user"]
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        events = AuditEvent.objects.order_by()
+        for name, column in (("action", "action"), ("user", "actor_name")):
+            counts = events.values_list(column).annotate(n=Count("pk")).order_by(column)
+            self.filters[name].extra["choices"] = [(value, f"{value} ({n:,})") for value, n in counts]

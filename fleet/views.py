@@ -13,13 +13,12 @@ from django.http import HttpResponse, JsonResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 from django.utils import timezone
-from django.utils.http import urlencode
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from fleet import audit, ingest
 from fleet.access import operator_required
 from fleet.exports import spreadsheet_safe
-from fleet.filters import IngestRunFilter
+from fleet.filters import AuditEventFilter, IngestRunFilter
 from fleet.models import AuditEvent, IngestRun, MachineToken
 from fleet.uploads import format_size
 
@@ -187,15 +186,19 @@ AUDIT_PER_PAGE = 100
 @operator_required
 @require_GET
 def audit_log(request):
-    """Operator actions, newest first; `?action=` narrows to one kind (e.g. token.revoke)."""
+    """Operator actions, newest first; `?action=` (e.g. token.revoke) and `?user=` (who did it, or
+    `system`) narrow it. A value no entry has is said on the page, and every entry shown instead."""
     events = AuditEvent.objects.select_related("actor")
-    action = request.GET.get("action", "")
-    if action:
-        events = events.filter(action=action)
-    page = Paginator(events, AUDIT_PER_PAGE).get_page(request.GET.get("page"))
-    actions = AuditEvent.objects.order_by("action").values_list("action", flat=True).distinct()
-    query = urlencode({"action": action}) if action else ""
-    return render(request, "fleet/audit_log.html", {"page": page, "action": action, "actions": actions, "query": query})
+    event_filter = AuditEventFilter(request.GET or None, queryset=events)
+    filtered = event_filter.is_bound and event_filter.is_valid() and any(event_filter.form.cleaned_data.values())
+    page = Paginator(event_filter.qs if filtered else events, AUDIT_PER_PAGE).get_page(request.GET.get("page"))
+    page.object_list = list(page.object_list)
+    for event in page.object_list:
+        event.detail_lines = audit.readable(event.details)
+    query = request.GET.copy()
+    query.pop("page", None)
+    context = {"page": page, "filter": event_filter, "filtered": filtered, "query": query.urlencode()}
+    return render(request, "fleet/audit_log.html", context)
 
 
 @require_GET
