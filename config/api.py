@@ -9,7 +9,7 @@ from django.http import JsonResponse
 from django.urls import include, path, re_path
 from django.views import defaults
 from django.views.decorators.csrf import csrf_exempt
-from drf_spectacular.views import SpectacularAPIView
+from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerSplitView
 from rest_framework import exceptions
 from rest_framework.reverse import reverse
 from rest_framework.routers import DefaultRouter
@@ -69,6 +69,7 @@ def api_not_found(request, *args, **kwargs):
 urlpatterns = [
     re_path(r"^schema$", schema_view, name="api-schema"),  # as the router's twins
     path("schema/", schema_view, name="api-schema"),
+    path("docs/", SpectacularSwaggerSplitView.as_view(url_name="api-schema"), name="api-docs"),
     path("", include(router.urls)),
     re_path(r"^", api_not_found, name="api-not-found"),  # last: any other address under /api/v1/
 ]
