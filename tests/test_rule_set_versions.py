@@ -143,3 +143,17 @@ def test_reset_to_the_defaults_shows_what_changes_and_asks_before_it_retriages_e
     assert "already has the default thresholds: resetting would change nothing" in page and 'id="reset"' not in page
     assert "Nothing changed; no new version was made." in client.post(url, follow=True).content.decode()
     assert RuleSet.objects.count() == 3
+
+
+def test_reset_goes_back_to_version_1_s_thresholds_with_the_deployment_s_low_util_threshold(client, operator, settings):
+    """A deployment that set LOW_UTIL_THRESHOLD=40 starts at 40 %; resetting took it to the built-in 50 %
+    instead, so "reset to the defaults" and "restore v1" gave two different rule sets."""
+    settings.LOW_UTIL_THRESHOLD = 40.0
+    JobFactory()
+    assert RuleSet.current().effective_thresholds()["low_util_threshold"] == 40.0
+    save(low_util_threshold=30.0)
+    client.force_login(operator)
+    client.post(reverse("triage:rule-set-defaults"))
+    v3 = RuleSet.objects.get(version=3)
+    assert v3.effective_thresholds() == RuleSet.objects.get(version=1).effective_thresholds()
+    assert v3.effective_thresholds()["low_util_threshold"] == 40.0

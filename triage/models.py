@@ -31,6 +31,12 @@ class RuleSet(models.Model):
         values.update({k: v for k, v in (self.thresholds or {}).items() if k in values})
         return values
 
+    @staticmethod
+    def deployment_defaults() -> dict[str, float]:
+        """The thresholds version 1 starts from and the Rules page resets to: the built-in defaults,
+        with the low-utilization threshold of this deployment's LOW_UTIL_THRESHOLD setting."""
+        return default_thresholds() | {"low_util_threshold": settings.LOW_UTIL_THRESHOLD}
+
     @classmethod
     def current(cls) -> RuleSet:
         """The newest version; version 1 with the defaults is created on first use (its low-utilization
@@ -38,7 +44,7 @@ class RuleSet(models.Model):
         latest = cls.objects.order_by("-version").first()
         if latest is not None:
             return latest
-        thresholds = default_thresholds() | {"low_util_threshold": settings.LOW_UTIL_THRESHOLD}
+        thresholds = cls.deployment_defaults()
         with transaction.atomic():
             rule_set, _ = cls.objects.get_or_create(version=1, defaults={"thresholds": thresholds, "note": "defaults"})
         return rule_set

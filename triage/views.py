@@ -159,14 +159,15 @@ def rule_set_restore(request, version: int):
 
 @operator_required
 def rule_set_defaults(request):
-    """Back to the defaults (`THRESHOLDS`) as a new version, which re-triages every job. The GET is
+    """Back to the defaults (version 1's: `THRESHOLDS` with the LOW_UTIL_THRESHOLD setting) as a new version, which re-triages every job. The GET is
     the confirmation: what would change, how many jobs would be re-triaged, and the button."""
     current = RuleSet.current()
     values = current.effective_thresholds()
     if request.method == "POST":
-        save_version(request, default_thresholds(), values, note="reset to the defaults", action="rule_set.reset")
+        defaults = RuleSet.deployment_defaults()
+        save_version(request, defaults, values, note="reset to the defaults", action="rule_set.reset")
         return redirect("triage:rule-set")
-    rows = comparison(default_thresholds(), values)
+    rows = comparison(RuleSet.deployment_defaults(), values)
     return render(
         request,
         "triage/rule_set_defaults.html",
