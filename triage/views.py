@@ -20,7 +20,7 @@ from triage import feedback, monitoring, services
 from triage.dashboard.queries import job_files
 from triage.labeling.services import blinded_job_ids, findings_hidden_from
 from triage.models import Feedback, RetriageRun, RuleSet
-from triage.rules import THRESHOLDS, default_thresholds
+from triage.rules import THRESHOLDS
 
 # What a threshold of each unit can be: a value past these (150 %, a share of 2, 2.5 samples) was
 # saved as a new version and every job re-triaged with it.
@@ -159,7 +159,8 @@ def rule_set_restore(request, version: int):
 
 @operator_required
 def rule_set_defaults(request):
-    """Back to the defaults (version 1's: `THRESHOLDS` with the LOW_UTIL_THRESHOLD setting) as a new version, which re-triages every job. The GET is
+    """Back to the defaults (version 1's: `THRESHOLDS` with the LOW_UTIL_THRESHOLD setting) as a new
+    version, which re-triages every job. The GET is
     the confirmation: what would change, how many jobs would be re-triaged, and the button."""
     current = RuleSet.current()
     values = current.effective_thresholds()
