@@ -64,7 +64,13 @@ def test_a_secret_reference_reads_the_environment(client, operator, monkeypatch)
     monkeypatch.setenv("PROM_TOKEN", "from-env")
     client.force_login(operator)
     data = form_data(
-        name="prom", kind="prometheus", cluster="", auth="bearer", secret="", secret_reference="env:PROM_TOKEN"
+        name="prom",
+        kind="prometheus",
+        cluster="",
+        auth="bearer",
+        secret="",
+        secret_reference="env:PROM_TOKEN",
+        options='{"step": "30s"}',
     )
     assert client.post(reverse("connectors:create"), data).status_code == 302
     connector = Connector.objects.get(name="prom")
@@ -257,8 +263,11 @@ def test_the_form_shows_every_field_once_in_its_group_with_its_error_beside_it(c
 def test_an_in_cluster_service_name_is_a_valid_url(client, operator, kind, url):
     """Inside a cluster or a compose network a platform answers on a single-label name, which
     Django's URL check refused ("Enter a valid URL"), the help text's own example among them."""
+    from fleet.connectors.registry import kinds
+
     client.force_login(operator)
     data = form_data(name=f"c-{kind}", kind=kind, url=url, cluster="" if kind == "prometheus" else "c1")
+    data["options"] = kinds()[kind].options_example  # the form data's are Slurm's, which other kinds refuse
     response = client.post(reverse("connectors:create"), data)
     assert response.status_code == 302, response.content.decode()[:3000]
     connector = Connector.objects.get(name=f"c-{kind}")
@@ -506,3 +515,56 @@ def test_deleting_a_connector_takes_a_post_with_csrf(client, operator):
     client.force_login(operator)
     assert client.put(reverse("connectors:delete", args=[connector.pk])).status_code == 405
     assert Connector.objects.filter(pk=connector.pk).exists()
+
+
+@pytest.mark.parametrize(
+    ("kind", "options", "message"),
+    [
+        ("slurm", {"windw_hours": 12}, "Unknown option 'windw_hours' for Slurm (slurmrestd); its options are: "
+         "account_teams, api_version, default_team, exclusive_nodes, gpu_jobs_only, initial_days, settle_minutes, "
+         "window_hours."),
+        ("slurm", {"gpu_jobs_only": "no"},
+         'Option \'gpu_jobs_only\' must be true or false, without quotes (got "no").'),
+        ("slurm", {"account_teams": ["ml"]}, "Option 'account_teams' must be a JSON object of names to names"),
+        ("slurm", {"window_hours": [1]}, "Option 'window_hours' must be a number, e.g. 24 (got [1])."),
+        ("slurm", {"window_hours": "x"}, "Option 'window_hours' must be a number from 0.01 to 8784 (got 'x')."),
+        ("slurm", {"initial_days": 1e9}, "Option 'initial_days' must be a number from 0 to 3660"),
+        ("kubernetes", {"namespace": 3}, "Option 'namespace' must be text in quotes"),
+        ("prometheus", {"step": "abc"}, "Option 'step' must be a duration from 1ms to 1d"),
+        ("prometheus", {"node_exporter": 0}, "Option 'node_exporter' must be true or false"),
+        ("generic", {"page_size": 2.5}, "Option 'page_size' must be a whole number from 1 to 10000"),
+        ("mlflow", {}, "Option 'experiment_ids' must be a JSON list of experiment ids"),
+        ("wandb", {"entity": "lab", "projects": "resnet"}, "Option 'projects' must be a JSON list of text"),
+    ],
+)  # fmt: skip
+def test_options_the_kind_does_not_know_or_cannot_read_are_refused_by_name(client, operator, kind, options, message):
+    """The form took any JSON object: a misspelt option was ignored without a word, "no" for a
+    true/false option read as true, and a wrong value surfaced only at the next pull."""
+    import json
+    import re
+    from html import unescape
+
+    client.force_login(operator)
+    data = form_data(name="c", kind=kind, options=json.dumps(options), cluster="" if kind == "prometheus" else "c1")
+    response = client.post(reverse("connectors:create"), data)
+    assert response.status_code == 200 and not Connector.objects.exists()
+    field = re.search(
+        r'<div class="field invalid">(?:(?!<div).)*?for="id_options".*?</div>', response.content.decode(), re.S
+    )
+    assert field and message in unescape(field.group(0))
+
+
+def test_every_option_a_kind_reads_is_declared_and_every_declared_one_is_read():
+    """The form refuses options a kind does not declare: a kind reading one it did not declare could
+    never be set from the form, and one declared but never read would be accepted and ignored."""
+    import inspect
+    import re
+
+    from fleet.connectors.options import OPTION_TYPES
+    from fleet.connectors.registry import kinds
+
+    for kind, cls in kinds().items():
+        source = inspect.getsource(inspect.getmodule(cls))
+        read = set(re.findall(r"options(?:\.get\(|\[|, )\"(\w+)\"", source))
+        assert read == set(cls.options_schema), kind
+        assert set(cls.options_schema.values()) <= set(OPTION_TYPES), kind

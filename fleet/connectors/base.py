@@ -155,6 +155,9 @@ class BaseConnector:
     lists_jobs: ClassVar[bool] = True
     # Shown beside the connector form: typical options (JSON) and the auth the platform expects.
     options_example: ClassVar[str] = "{}"
+    # Every option the kind reads, by name, with its type (a name in `fleet.connectors.options.OPTION_TYPES`):
+    # the form refuses any other option, and a value of another type, naming the option.
+    options_schema: ClassVar[dict[str, str]] = {}
     auth_hint: ClassVar[str] = ""
 
     def __init__(self, settings: ConnectorSettings, http: HttpClient, metrics: BaseConnector | None = None):

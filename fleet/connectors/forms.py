@@ -6,8 +6,10 @@ import re
 
 from django import forms
 
-from fleet.connectors.base import header_problem
+from fleet.connectors.base import ConfigError, ConnectorSettings, header_problem
 from fleet.connectors.models import MAX_INTERVAL_MINUTES, Connector, validate_service_url
+from fleet.connectors.options import option_problems
+from fleet.connectors.registry import kinds
 from fleet.models import Cluster
 
 SLUG_PATTERN = "[-a-zA-Z0-9_]+"
@@ -162,7 +164,24 @@ class ConnectorForm(forms.ModelForm):
             self.add_error("secret_header", "Name the header that carries the secret, e.g. X-SLURM-USER-TOKEN.")
         if data.get("kind") != Connector.Kind.PROMETHEUS and not data.get("cluster"):
             self.add_error("cluster", "Jobs need a cluster name.")
+        if "options" in data and data.get("kind") in kinds():
+            for problem in self._option_problems(kinds()[data["kind"]], data["options"]):
+                self.add_error("options", problem)
         return data
+
+    @staticmethod
+    def _option_problems(cls, options: dict) -> list[str]:
+        """Options the kind does not know or of the wrong type, by its declaration; then what the kind
+        itself says when it is built with them (a value out of range, a required option missing)."""
+        problems = option_problems(cls.label or cls.kind, cls.options_schema, options)
+        if problems:
+            return problems
+        try:
+            cls(ConnectorSettings(name="form", kind=cls.kind, url="http://form.invalid", options=options), http=None)
+        except ConfigError as exc:
+            text = str(exc)
+            return [text[0].upper() + text[1:] + ("" if text.endswith(".") else ".")]
+        return []
 
     def save(self, commit: bool = True) -> Connector:
         connector = super().save(commit=False)

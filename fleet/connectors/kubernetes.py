@@ -284,6 +284,18 @@ class KubernetesConnector(BaseConnector):
     kind = "kubernetes"
     label = "Kubernetes (pods API)"
     options_example = '{"team_label": "team", "namespace_teams": {"ml-research": "Research"}}'
+    options_schema = {
+        "label_selector": "text",
+        "namespace": "text",
+        "team_label": "text",
+        "user_label": "text",
+        "namespace_teams": "names to names",
+        "settle_minutes": "number",
+        "fetch_logs": "true or false",
+        "log_max_bytes": "whole number",
+        "gpu_jobs_only": "true or false",
+        "page_size": "whole number",
+    }
     auth_hint = "Bearer, a ServiceAccount token (get/list pods and pods/log)."
 
     def __init__(self, *args, **kwargs):

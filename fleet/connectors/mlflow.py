@@ -226,6 +226,19 @@ class MlflowConnector(BaseConnector):
     kind = "mlflow"
     label = "MLflow (runs and their system metrics)"
     options_example = '{"experiment_ids": ["7", "12"], "team_tag": "team"}'
+    options_schema = {
+        "experiment_ids": "list of ids",
+        "team_tag": "text",
+        "user_teams": "names to names",
+        "default_team": "text",
+        "window_hours": "number",
+        "settle_minutes": "number",
+        "initial_days": "number",
+        "page_size": "whole number",
+        "fetch_artifacts": "true or false",
+        "artifact_patterns": "list of text",
+        "artifact_max_bytes": "whole number",
+    }
     auth_hint = "Bearer (Databricks, most servers) or basic."
 
     def __init__(self, *args, **kwargs):

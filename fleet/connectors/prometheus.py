@@ -312,6 +312,12 @@ class PrometheusConnector(BaseConnector):
     kind = "prometheus"
     label = "Prometheus (dcgm-exporter, node_exporter)"
     options_example = '{"step": "30s"}'
+    options_schema = {
+        "step": "duration",
+        "max_points": "whole number",
+        "node_exporter": "true or false",
+        "host_fallback": "true or false",
+    }
     auth_hint = "None, basic or bearer; a tenant header (X-Scope-OrgID) in Headers."
     lists_jobs = False
 

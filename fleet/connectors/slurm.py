@@ -360,6 +360,16 @@ class SlurmConnector(BaseConnector):
     kind = "slurm"
     label = "Slurm (slurmrestd)"
     options_example = '{"api_version": "v0.0.41", "account_teams": {"vision": "Computer Vision"}}'
+    options_schema = {
+        "api_version": "text",
+        "window_hours": "number",
+        "settle_minutes": "number",
+        "initial_days": "number",
+        "account_teams": "names to names",
+        "default_team": "text",
+        "gpu_jobs_only": "true or false",
+        "exclusive_nodes": "true or false",
+    }
     auth_hint = "Header X-SLURM-USER-TOKEN (a JWT); X-SLURM-USER-NAME in Headers."
 
     def __init__(self, *args, **kwargs):

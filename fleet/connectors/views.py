@@ -105,7 +105,8 @@ def _jobs_of(connector):
 
 def _form_page(request, form, connector):
     # Each kind's typical options and auth beside the form, so choosing one needs no trip to the docs.
-    kinds = [{"kind": kind, "label": cls.label, "example": cls.options_example, "auth": cls.auth_hint}
+    kinds = [{"kind": kind, "label": cls.label, "example": cls.options_example, "auth": cls.auth_hint,
+              "options": sorted(cls.options_schema.items())}
              for kind, cls in registry.kinds().items()]  # fmt: skip
     return render(request, "connectors/connector_form.html", {"form": form, "connector": connector, "kinds": kinds})
 

@@ -308,6 +308,20 @@ class WandbConnector(BaseConnector):
     kind = "wandb"
     label = "Weights & Biases (runs and their system metrics)"
     options_example = '{"entity": "vision-lab", "projects": ["resnet", "llm"]}'
+    options_schema = {
+        "entity": "text",
+        "projects": "list of text",
+        "team_key": "text",
+        "user_teams": "names to names",
+        "default_team": "text",
+        "window_hours": "number",
+        "settle_minutes": "number",
+        "initial_days": "number",
+        "page_size": "whole number",
+        "samples": "whole number",
+        "fetch_files": "true or false",
+        "artifact_max_bytes": "whole number",
+    }
     auth_hint = "Basic, user name api, the API key as the secret."
 
     def __init__(self, *args, **kwargs):
