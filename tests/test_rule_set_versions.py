@@ -157,3 +157,16 @@ def test_reset_goes_back_to_version_1_s_thresholds_with_the_deployment_s_low_uti
     v3 = RuleSet.objects.get(version=3)
     assert v3.effective_thresholds() == RuleSet.objects.get(version=1).effective_thresholds()
     assert v3.effective_thresholds()["low_util_threshold"] == 40.0
+
+
+def test_the_rules_form_marks_the_thresholds_that_differ_from_the_deployment_s_defaults(client, operator, settings):
+    """Rows off their default carried a class nothing styled, and the default shown was the built-in
+    one: a deployment with LOW_UTIL_THRESHOLD=40 read its untouched version 1 as changed."""
+    settings.LOW_UTIL_THRESHOLD = 40.0
+    RuleSet.current()
+    client.force_login(operator)
+    page = client.get(reverse("triage:rule-set")).content.decode()
+    assert "changed</span>" not in page and '<td class="num">40.0</td>' in page
+    save(min_samples=7)
+    page = client.get(reverse("triage:rule-set")).content.decode()
+    assert re.findall(r"<code>(\w+)</code></label> <span class=\"tag\">changed</span>", page) == ["min_samples"]

@@ -37,7 +37,9 @@ class RuleSetForm(forms.Form):
 
     def __init__(self, *args, current: dict, **kwargs):
         super().__init__(*args, **kwargs)
-        for name, (default, unit, help_text) in THRESHOLDS.items():
+        defaults = RuleSet.deployment_defaults()  # what a reset goes back to, shown beside each value
+        for name, (_, unit, help_text) in THRESHOLDS.items():
+            default = defaults[name]
             initial = current.get(name, default)
             if unit in WHOLE_UNITS:
                 field = forms.IntegerField(min_value=0, max_value=COUNT_MAXIMUM, initial=int(initial))
@@ -104,7 +106,8 @@ def rule_set_edit(request):
         thresholds = {name: form.cleaned_data[name] for name in THRESHOLDS}
         save_version(request, thresholds, values, note=form.cleaned_data["note"], action="rule_set.save")
         return redirect("triage:rule-set")
-    changed = {name for name, value in values.items() if value != THRESHOLDS[name][0]}
+    defaults = RuleSet.deployment_defaults()
+    changed = {name for name, value in values.items() if value != defaults[name]}
     return render(
         request,
         "triage/rule_set.html",
