@@ -9,7 +9,7 @@ from django.db import transaction
 from fleet.access import OPERATORS_GROUP, RESEARCHERS_GROUP
 from fleet.models import Cluster, GpuModelPrice, Owner, Team
 
-# Indicative on-demand prices per GPU-hour; operators set their own under Admin > GPU model prices.
+# Indicative on-demand prices per GPU-hour; operators set their own under Settings → GPU-hour prices.
 DEMO_PRICES = {
     "": Decimal("1.50"),
     "H100-80GB": Decimal("4.00"),
