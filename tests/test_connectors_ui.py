@@ -568,3 +568,155 @@ def test_every_option_a_kind_reads_is_declared_and_every_declared_one_is_read():
         read = set(re.findall(r"options(?:\.get\(|\[|, )\"(\w+)\"", source))
         assert read == set(cls.options_schema), kind
         assert set(cls.options_schema.values()) <= set(OPTION_TYPES), kind
+
+
+RAW_LIBRARY_TEXT = (
+    "HTTPConnectionPool",
+    "HTTPSConnectionPool",
+    "Max retries",
+    "NewConnectionError",
+    "Errno",
+    "Caused by",
+)
+
+
+def _closed_port() -> int:
+    import socket
+
+    with socket.socket() as probe:  # a port just free: nothing listens on it
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+def test_a_pull_or_check_that_gets_no_answer_says_so_in_a_sentence_and_logs_the_rest(
+    client, operator, settings, caplog, django_capture_on_commit_callbacks
+):
+    """A failed pull or check showed urllib3's text on the page: "HTTPConnectionPool(host='127.0.0.1',
+    port=...): Max retries exceeded with url: /jobs?limit=1 (Caused by NewConnectionError(...))"."""
+    import logging
+
+    settings.CONNECTOR_HTTP_RETRIES = 1
+    settings.CONNECTOR_HTTP_BACKOFF = 0.01
+    settings.CONNECTOR_HTTP_TIMEOUT = 0.5
+    port = _closed_port()
+    connector = Connector.objects.create(name="g", kind="generic", url=f"http://127.0.0.1:{port}", cluster="c1")
+    refused = f"127.0.0.1:{port} refused the connection: check the port in the URL and that the service is running."
+    client.force_login(operator)
+    with caplog.at_level(logging.WARNING, logger="fleet.connectors.http"):
+        checked = client.post(reverse("connectors:check", args=[connector.pk]), follow=True).content.decode()
+        with django_capture_on_commit_callbacks(execute=True):
+            client.post(reverse("connectors:sync", args=[connector.pk]))
+    assert f"g: {refused}" in checked.replace("&#x27;", "'")
+    connector.refresh_from_db()
+    assert connector.last_error == f"TransientError: {refused}"
+    pages = [
+        checked,
+        client.get(reverse("connectors:detail", args=[connector.pk])).content.decode(),
+        client.get(reverse("connectors:list")).content.decode(),
+        client.get(reverse("fleet:ingest-run-detail", args=[connector.last_run_id])).content.decode(),
+    ]
+    assert all(refused in page for page in pages[1:])
+    assert not [(n, raw) for n, page in enumerate(pages) for raw in RAW_LIBRARY_TEXT if raw in page]
+    assert "Max retries exceeded" in caplog.text and "Connection refused" in caplog.text  # kept for whoever debugs
+
+
+def _answer(status, body):
+    return lambda path, query: (status, body(query) if callable(body) else body, {})
+
+
+@pytest.mark.parametrize(
+    ("status", "body", "message"),
+    [
+        (401, lambda q: {"error": f"bad token {q['_headers'].get('Authorization')}"},
+         '{where} refused the credentials (HTTP 401, "bad token (secret removed)"): check the auth kind '
+         "and the secret, or the variable or file it is read from."),
+        (403, {"message": "forbidden"},
+         '{where} does not let these credentials read /api/jobs (HTTP 403, "forbidden"): check the permissions of '
+         "the account or token."),
+        (404, {"message": "no route"}, '{where} has nothing at /api/jobs (HTTP 404, "no route"): check the path in '
+         "the URL, and the API version."),
+        (503, {"error": "down"}, "{where} answered HTTP 503 (a server error) to every try at /api/jobs: check the "
+         "service's health and logs."),
+    ],
+)  # fmt: skip
+def test_an_http_error_is_a_sentence_naming_the_host_and_what_to_check(
+    client, operator, settings, status, body, message
+):
+    from tests.connector_servers import FakePlatform
+
+    settings.CONNECTOR_HTTP_RETRIES = 0
+    client.force_login(operator)
+    with FakePlatform() as server:
+        server.route("/api/jobs", _answer(status, body))
+        connector = Connector(name="g", kind="generic", url=server.url + "/api", cluster="c1", auth="bearer")
+        connector.set_secret(SECRET)
+        connector.save()
+        page = client.post(reverse("connectors:check", args=[connector.pk]), follow=True).content.decode()
+    expected = message.format(where=server.url.removeprefix("http://"))
+    assert f"g: {expected}" in page.replace("&#x27;", "'").replace("&quot;", '"')
+    assert SECRET not in page and not [raw for raw in RAW_LIBRARY_TEXT if raw in page]
+
+
+def test_an_unknown_host_a_silent_server_and_tls_to_plain_http_are_named(client, operator, settings, monkeypatch):
+    import socket
+    import threading
+    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+    settings.CONNECTOR_HTTP_RETRIES = 0
+    settings.CONNECTOR_HTTP_TIMEOUT = 0.3
+    real_getaddrinfo = socket.getaddrinfo
+
+    def getaddrinfo(host, *args, **kwargs):  # the resolver's answer for a name nobody has, without a network
+        if host == "no-such-host.example":
+            raise socket.gaierror(socket.EAI_NONAME, "Name or service not known")
+        return real_getaddrinfo(host, *args, **kwargs)
+
+    monkeypatch.setattr(socket, "getaddrinfo", getaddrinfo)
+    silent = socket.socket()  # takes connections (the kernel's backlog) and never answers
+    silent.bind(("127.0.0.1", 0))
+    silent.listen(5)
+    plain = ThreadingHTTPServer(("127.0.0.1", 0), BaseHTTPRequestHandler)  # http only
+    threading.Thread(target=plain.serve_forever, daemon=True).start()
+    silent_at, plain_at = f"127.0.0.1:{silent.getsockname()[1]}", f"127.0.0.1:{plain.server_address[1]}"
+    cases = {
+        "http://no-such-host.example:6820": "The host name no-such-host.example could not be found: check its "
+        "spelling in the URL, and the DNS.",
+        f"http://{silent_at}": f"{silent_at} took the connection but did not answer within 0.3 s: check that the "
+        "service is healthy, or raise CONNECTOR_HTTP_TIMEOUT.",
+        f"https://{plain_at}": f"The TLS connection to {plain_at} failed (its certificate is not trusted, has "
+        "expired or names another host, or it does not speak https): check the CA bundle and the URL's scheme and "
+        "host name.",
+    }
+    client.force_login(operator)
+    try:
+        for n, (url, message) in enumerate(cases.items()):
+            connector = Connector.objects.create(name=f"c{n}", kind="generic", url=url, cluster="c1")
+            page = client.post(reverse("connectors:check", args=[connector.pk]), follow=True).content.decode()
+            assert f"c{n}: {message}" in page.replace("&#x27;", "'"), url
+            assert not [raw for raw in RAW_LIBRARY_TEXT if raw in page], url
+    finally:
+        plain.shutdown()
+        plain.server_close()
+        silent.close()
+
+
+def test_a_connect_timeout_is_told_from_a_refused_connection():
+    """A connect timeout needs an address that drops packets, which a test cannot count on: the
+    exception requests raises for one, as it builds it, stands in."""
+    import requests
+    from urllib3.exceptions import ConnectTimeoutError, MaxRetryError, NewConnectionError
+
+    from fleet.connectors.http import connection_problem
+
+    url = "https://10.255.255.1:6443/api/v1/pods"
+    timeout = requests.exceptions.ConnectTimeout(
+        MaxRetryError(None, "/api/v1/pods", ConnectTimeoutError(None, "Connection to 10.255.255.1 timed out."))
+    )
+    assert connection_problem(timeout, url, 30) == (
+        "10.255.255.1:6443 did not take the connection within 30 s: check the host and port, and that no firewall "
+        "drops the traffic."
+    )
+    unreachable = requests.exceptions.ConnectionError(
+        MaxRetryError(None, "/", NewConnectionError(None, "[Errno 101] Network is unreachable"))
+    )
+    assert connection_problem(unreachable, url, 30).startswith("Could not connect to 10.255.255.1:6443: check the URL")

@@ -15,18 +15,32 @@ Built on `requests` + `urllib3.Retry` rather than a loop of our own:
   when a redirect leaves the host, so a secret sent in a custom header (`X-SLURM-USER-TOKEN`) or a
   tenant header would be handed to whatever host the `Location` names. A redirect elsewhere is
   refused with a message naming where it pointed; the fix is to set the URL to the final address.
+- A failure is told in one plain sentence naming the host and what to check (connection refused,
+  an unknown host name, a timeout, TLS, HTTP 401/403/404/429/5xx; see `connection_problem` and
+  `status_problem`), which is what the connector's pages show. The library's own text
+  ("HTTPConnectionPool(host=..., port=...): Max retries exceeded ...") goes to the log only.
 """
 
 from __future__ import annotations
 
 import json
 import logging
+import socket
+import ssl
 from typing import Any
 from urllib.parse import urlsplit
 
 import requests
 from requests.adapters import HTTPAdapter
-from urllib3.exceptions import MaxRetryError, ProtocolError
+from urllib3.exceptions import (
+    ConnectTimeoutError,
+    MaxRetryError,
+    NameResolutionError,
+    NewConnectionError,
+    ProtocolError,
+    ReadTimeoutError,
+)
+from urllib3.exceptions import SSLError as Urllib3SSLError
 from urllib3.util.retry import Retry
 
 from fleet.canonical import loads_json
@@ -45,7 +59,92 @@ class HttpStatusError(BadData):
     def __init__(self, status: int, url: str, detail: str):
         self.status = status
         self.url = url
-        super().__init__(f"HTTP {status} from {url}: {detail}")
+        self.detail = detail
+        super().__init__(status_problem(status, url, detail))
+
+
+def where(url: str) -> str:
+    """The host (and port, when the URL gives one) a message names."""
+    parts = urlsplit(url)
+    try:
+        host, port = parts.hostname or "", parts.port
+    except ValueError:  # a port out of range
+        host, port = parts.hostname or "", None
+    host = f"[{host}]" if ":" in host else host
+    return f"{host}:{port}" if port else (host or url[:200])
+
+
+def _causes(exc: BaseException) -> list[BaseException]:
+    """The exception and every one it wraps: requests wraps urllib3's MaxRetryError, which holds the
+    last attempt's error as its `reason`, itself raised from the socket's."""
+    seen: list[BaseException] = []
+    todo: list = [exc]
+    while todo:
+        current = todo.pop()
+        if not isinstance(current, BaseException) or any(current is known for known in seen):
+            continue
+        seen.append(current)
+        todo += [current.__cause__, current.__context__, getattr(current, "reason", None), *current.args]
+    return seen
+
+
+def connection_problem(exc: BaseException, url: str, timeout_s: float) -> str:
+    """What a request that got no answer ran into, in one sentence naming the host and what to check."""
+    causes = _causes(exc)
+
+    def any_of(*kinds) -> bool:
+        return any(isinstance(cause, kinds) for cause in causes)
+
+    at = where(url)
+    if any_of(requests.exceptions.SSLError, Urllib3SSLError, ssl.SSLError):
+        return (
+            f"The TLS connection to {at} failed (its certificate is not trusted, has expired or names another "
+            f"host, or it does not speak https): check the CA bundle and the URL's scheme and host name."
+        )
+    if any_of(NameResolutionError, socket.gaierror):
+        return f"The host name {urlsplit(url).hostname} could not be found: check its spelling in the URL, and the DNS."
+    if any_of(ConnectionRefusedError):
+        return f"{at} refused the connection: check the port in the URL and that the service is running."
+    if any_of(NewConnectionError):  # NewConnectionError is a ConnectTimeoutError to urllib3: before timeouts
+        return f"Could not connect to {at}: check the URL, and the network between this server and {at}."
+    if any_of(requests.exceptions.ConnectTimeout, ConnectTimeoutError):
+        return (
+            f"{at} did not take the connection within {timeout_s:g} s: check the host and port, and that no "
+            f"firewall drops the traffic."
+        )
+    if any_of(requests.exceptions.ReadTimeout, ReadTimeoutError, TimeoutError):
+        return (
+            f"{at} took the connection but did not answer within {timeout_s:g} s: check that the service is "
+            f"healthy, or raise CONNECTOR_HTTP_TIMEOUT."
+        )
+    if any_of(requests.exceptions.ChunkedEncodingError, ProtocolError, ConnectionError):
+        return f"{at} broke off the connection before answering in full: check the service, and any proxy before it."
+    return f"Could not get an answer from {at}: check the URL, and the network between this server and {at}."
+
+
+def status_problem(status: int, url: str, detail: str = "") -> str:
+    """An HTTP error status, in one sentence naming the host, the server's own words and what to check."""
+    at, path = where(url), _without_query(urlsplit(url).path) or "/"
+    said = f', "{detail[:200]}"' if detail else ""
+    if status == 401:
+        return (
+            f"{at} refused the credentials (HTTP 401{said}): check the auth kind and the secret, or the "
+            f"variable or file it is read from."
+        )
+    if status == 403:
+        return (
+            f"{at} does not let these credentials read {path} (HTTP 403{said}): check the permissions of the "
+            f"account or token."
+        )
+    if status == 404:
+        return f"{at} has nothing at {path} (HTTP 404{said}): check the path in the URL, and the API version."
+    if status == 429:
+        return f"{at} answered HTTP 429 (too many requests) to every try at {path}: pull less often, or ask for more."
+    if status >= 500:
+        return (
+            f"{at} answered HTTP {status} (a server error) to every try at {path}: check the service's health and logs."
+        )
+    return f"{at} refused the request for {path} (HTTP {status}{said}): check the connector's URL and options."
 
 
 class RedirectRefused(BadData):
@@ -139,6 +238,16 @@ class HttpClient:
         self.session.close()
         self.bare_session.close()
 
+    def _scrub(self, text: str) -> str:
+        """A server's error text without the connector's secrets, should it quote the request back."""
+        secrets = [value for value in self.settings.headers.values() if value]
+        secrets += [value.split(" ", 1)[1] for value in secrets if value.startswith(("Bearer ", "Basic "))]
+        if self.settings.basic_auth:
+            secrets.append(self.settings.basic_auth[1])
+        for secret in sorted((s for s in secrets if len(s) >= 4), key=len, reverse=True):
+            text = text.replace(secret, "(secret removed)")
+        return text
+
     def url(self, path: str) -> str:
         if path.startswith(("http://", "https://")):
             return path
@@ -183,13 +292,18 @@ class HttpClient:
                 if _is_body_failure(exc):  # e.g. the server closed the connection after the headers
                     body_retry = self._again(body_retry, method, url, exc)
                     continue
-                raise TransientError(f"{method} {url}: {_reason(exc)}") from exc
+                logger.warning("%s %s failed: %s", method, _without_query(url), exc)
+                raise TransientError(connection_problem(exc, url, self.settings.timeout_s)) from exc
             try:
                 if response.status_code in RETRY_STATUSES:
-                    raise TransientError(f"{method} {url}: HTTP {response.status_code} after retries")
+                    logger.warning("%s %s: HTTP %s after retries", method, _without_query(url), response.status_code)
+                    raise TransientError(status_problem(response.status_code, url))
                 if response.status_code >= 400:
                     # response.url: after a same-origin redirect, the address that actually answered
-                    raise HttpStatusError(response.status_code, _without_query(response.url or url), _snippet(response))
+                    answered = _without_query(response.url or url)
+                    detail = self._scrub(_snippet(response))
+                    logger.warning("%s %s: HTTP %s: %s", method, answered, response.status_code, detail)
+                    raise HttpStatusError(response.status_code, answered, detail)
                 try:
                     body = _read_body(response, max_bytes or self.max_response_bytes, truncate=max_bytes is not None)
                     return parse(body)
@@ -207,7 +321,10 @@ class HttpClient:
         except MaxRetryError:
             if isinstance(exc, _BodyError) and exc.not_json:
                 raise BadData(f"{method} {url}: {exc}") from exc
-            raise TransientError(f"{method} {url}: {exc}") from exc
+            logger.warning("%s %s failed while reading the answer: %s", method, _without_query(url), exc)
+            if isinstance(exc, _BodyError) and exc.__cause__ is None:  # cut short: our own words already
+                raise TransientError(f"{method} {url}: {exc}") from exc
+            raise TransientError(connection_problem(exc, url, self.settings.timeout_s)) from exc
         logger.info("Retrying %s %s after a failed read: %s", method, url, exc)
         retry.sleep()
         return retry
