@@ -86,11 +86,12 @@ LIST_ITEMS_SHOWN = 20
 def readable(details, prefix: str = "") -> list[tuple[str, str]]:
     """An entry's details as (label, text) lines for the page: nested dicts flattened into dotted
     labels (`changed.idle_util`), lists joined with commas, a `changed` pair as "old → new".
-    Plain text: the template escapes it."""
+    Plain text: the template escapes it. Keys in alphabetical order: PostgreSQL's jsonb keeps no
+    order of its own (it sorts by length), so the order they were recorded in is lost there anyway."""
     if not isinstance(details, dict):
         return [] if details in (None, "", []) else [(prefix or "details", _text(details))]
     lines: list[tuple[str, str]] = []
-    for key, value in details.items():
+    for key, value in sorted(details.items(), key=lambda item: str(item[0])):
         label = f"{prefix}.{key}" if prefix else str(key)
         if isinstance(value, dict) and value:
             lines += readable(value, label)
