@@ -720,3 +720,23 @@ def test_a_connect_timeout_is_told_from_a_refused_connection():
         MaxRetryError(None, "/", NewConnectionError(None, "[Errno 101] Network is unreachable"))
     )
     assert connection_problem(unreachable, url, 30).startswith("Could not connect to 10.255.255.1:6443: check the URL")
+
+
+def test_check_connection_tries_once_while_a_pull_retries(client, operator, settings, django_capture_on_commit_callbacks):
+    """Check connection ran under the pulls' policy: five retries with doubling backoff kept the
+    operator half a minute on a spinning page to learn the service was down. A person waiting
+    gets one try; a pull in the background still retries."""
+    from tests.connector_servers import FakePlatform
+
+    settings.CONNECTOR_HTTP_RETRIES = 2
+    settings.CONNECTOR_HTTP_BACKOFF = 0.01
+    client.force_login(operator)
+    with FakePlatform() as server:
+        server.route("/api/jobs", _answer(503, {"error": "down"}))
+        connector = Connector.objects.create(name="g", kind="generic", url=server.url + "/api", cluster="c1")
+        page = client.post(reverse("connectors:check", args=[connector.pk]), follow=True).content.decode()
+        assert "answered HTTP 503" in page
+        assert server.count("/api/jobs") == 1
+        with django_capture_on_commit_callbacks(execute=True):
+            client.post(reverse("connectors:sync", args=[connector.pk]))
+        assert server.count("/api/jobs") == 1 + 3  # the pull: a try and two retries

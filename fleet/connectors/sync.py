@@ -56,25 +56,33 @@ class SyncResult:
         return asdict(self)
 
 
-def http_options() -> dict:
-    """HTTP policy from settings (tests shorten the backoff)."""
+def http_options(*, interactive: bool = False) -> dict:
+    """HTTP policy from settings (tests shorten the backoff). `interactive`: for a person waiting on
+    the answer (Check connection), one try and no backoff: the default five retries with doubling
+    backoff kept them half a minute to learn that a port refused the connection."""
     return {
-        "timeout_s": settings.CONNECTOR_HTTP_TIMEOUT,
-        "retries": settings.CONNECTOR_HTTP_RETRIES,
+        "timeout_s": min(settings.CONNECTOR_HTTP_TIMEOUT, CHECK_TIMEOUT_S)
+        if interactive
+        else settings.CONNECTOR_HTTP_TIMEOUT,
+        "retries": 0 if interactive else settings.CONNECTOR_HTTP_RETRIES,
         "backoff_s": settings.CONNECTOR_HTTP_BACKOFF,
         "backoff_max_s": settings.CONNECTOR_HTTP_BACKOFF_MAX,
         "retry_after_max_s": settings.CONNECTOR_RETRY_AFTER_MAX,
     }
 
 
-def build(connector: Connector) -> BaseConnector:
+CHECK_TIMEOUT_S = 10.0  # the longest a connection check waits for each answer
+
+
+def build(connector: Connector, *, interactive: bool = False) -> BaseConnector:
     """The connector object for a configured row, with its metrics source when it has one."""
+    options = http_options(interactive=interactive)
     metrics = None
     if connector.metrics_from_id and connector.metrics_from_id != connector.pk:
         source = connector.metrics_from
-        metrics_settings = source.to_settings(**http_options())
+        metrics_settings = source.to_settings(**options)
         metrics = connector_class(source.kind)(metrics_settings, HttpClient(metrics_settings))
-    conn_settings = connector.to_settings(**http_options())
+    conn_settings = connector.to_settings(**options)
     return connector_class(connector.kind)(conn_settings, HttpClient(conn_settings), metrics=metrics)
 
 
@@ -297,9 +305,9 @@ def record_failure(connector_id: int, message: str) -> None:
 
 
 def check_connection(connector: Connector) -> dict:
-    """One cheap request to prove URL and credentials; {"ok": bool, ...} for the UI."""
+    """One cheap request to prove URL and credentials, tried once; {"ok": bool, ...} for the UI."""
     try:
-        source = build(connector)
+        source = build(connector, interactive=True)
         try:
             return {"ok": True, **source.check()}
         finally:
