@@ -6,6 +6,7 @@ Screenshots of each page are saved under screenshots/ for a person to look at.
 from __future__ import annotations
 
 import time
+from datetime import UTC, datetime
 
 import pytest
 
@@ -446,15 +447,20 @@ def test_at_1280_px_the_jobs_table_shows_every_column_costs_included(browser, li
     "Inefficient host-GPU data transfer" stayed on one line, and the cost column sat behind the
     sideways scroll. A long cause now takes two lines in the table, and a name cut short keeps
     its whole in its title."""
-    from tests.factories import JobFactory, TeamFactory
+    from tests.factories import ClusterFactory, JobFactory, TeamFactory
     from tests.test_accessibility import open_as
     from triage.models import JobTriage, RuleSet
     from triage.taxonomy import Category
 
     team = TeamFactory(name="platform-research")
+    # Wide digits in the start time and a long cluster name: the factory's own (a start n hours
+    # after the last, "cluster12345") vary with the tests run before, and in a full run made the
+    # table 5 px too wide. The job's id wraps after its cluster's name.
+    cluster = ClusterFactory(name="eu-west-h100-training")
     name = "graph-transformer-products-ablation-lr3e-05-bs512-run25"
     for index in range(3):
-        job = JobFactory(name=f"{name}-{index}", team=team, user="gabriel.costa", external_id=f"48134{index:02d}",
+        job = JobFactory(name=f"{name}-{index}", team=team, cluster=cluster, user="gabriel.costa",
+                         external_id=f"48134{index:02d}", start_time=datetime(2026, 8, 28, 20, 58, tzinfo=UTC),
                          gpu_count=16, gpu_hours=119.3, unused_gpu_hours=85.5, mean_gpu_util=28.0,
                          cost="1298.13", currency="USD")  # fmt: skip
         result = JobTriage.objects.create(job=job, rule_set=RuleSet.current(), status="classified", is_current=True)
@@ -464,7 +470,8 @@ def test_at_1280_px_the_jobs_table_shows_every_column_costs_included(browser, li
     open_as(browser, live_server.url, operator)
     SHOTS.mkdir(exist_ok=True)
     with window_width(browser, 1280):
-        browser.get(f"{live_server.url}/jobs/")
+        # Its team's jobs only: these rows are the point, not what an earlier test left in the database.
+        browser.get(f"{live_server.url}/jobs/?team={team.slug}")
         fits = browser.execute_script(FITS)
         browser.save_screenshot(str(SHOTS / "job-list-1280.png"))
     assert fits == {"sideways": 0, "costShown": True}, fits
