@@ -22,17 +22,17 @@ from datetime import datetime, timedelta
 
 from django.conf import settings
 from django.db import transaction
-from django.db.models import Q
+from django.db.models import ProtectedError, Q
 from django.utils import timezone
 from django.utils.text import slugify
 
-from fleet import ingest
+from fleet import audit, ingest
 from fleet.canonical import RecordError
 from fleet.connectors.base import BadData, BaseConnector, ConfigError, ConnectorError, parse_time_watermark
 from fleet.connectors.http import HttpClient
 from fleet.connectors.models import Connector
 from fleet.connectors.registry import connector_class
-from fleet.models import Cluster, IngestRun, Team
+from fleet.models import Cluster, IngestRun, Job, Team
 from fleet.signals import jobs_ingested
 
 logger = logging.getLogger(__name__)
@@ -100,6 +100,32 @@ def acquire(connector_id: int, token: str, *, now: datetime | None = None) -> bo
 
 def release(connector_id: int, token: str) -> None:
     Connector.objects.filter(pk=connector_id, lock_token=token).update(locked_until=None, lock_token="")
+
+
+def jobs_of(connector: Connector):
+    """The jobs a pull of this connector stored last (a job stored again by an archive counts there)."""
+    return Job.objects.filter(ingest_run__connector=connector)
+
+
+def delete_connector(connector: Connector, user) -> str:
+    """Delete a connector, audited; its jobs and its pulls' ingest runs stay (IngestRun.connector is
+    SET_NULL, jobs hang off their run). "" when deleted, else why not: a pull of it is running (its
+    lease is held while the row goes, so none can start), or other connectors take their series
+    from it (metrics_from is PROTECT)."""
+    token = uuid.uuid4().hex
+    if not acquire(connector.pk, token):
+        return f"A pull of {connector.name} is running; delete it once the pull has ended."
+    details = {"kind": connector.kind, "url": connector.url, "cluster": connector.cluster,
+               "runs": connector.runs.count(), "jobs": jobs_of(connector).count()}  # fmt: skip
+    try:
+        with transaction.atomic():
+            audit.record(user, "connector.delete", connector, details)
+            connector.delete()
+    except ProtectedError:  # a connector began to take its series from it since the page was shown
+        release(connector.pk, token)
+        served = ", ".join(connector.served.order_by("name").values_list("name", flat=True))
+        return f"{connector.name} serves the series of {served}; point them elsewhere first."
+    return ""
 
 
 # -- the pull -------------------------------------------------------------------------------------

@@ -3,11 +3,7 @@ actions), and the create/edit form. Operators only."""
 
 from __future__ import annotations
 
-import uuid
-
 from django.contrib import messages
-from django.db import transaction
-from django.db.models import ProtectedError
 from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_http_methods, require_POST
 
@@ -17,7 +13,6 @@ from fleet.connectors import registry, sync
 from fleet.connectors.forms import ConnectorForm
 from fleet.connectors.models import Connector
 from fleet.connectors.tasks import sync_connector_task
-from fleet.models import Job
 
 RECENT_RUNS = 20
 
@@ -73,34 +68,19 @@ def connector_delete(request, pk: int):
     served = list(connector.served.order_by("name"))
     if request.method == "POST" and not served:
         name = connector.name
-        token = uuid.uuid4().hex
-        # Holding the pull's lease, no pull can start (or be running) while the row goes.
-        if not sync.acquire(connector.pk, token):
-            messages.error(request, f"A pull of {name} is running; delete it once the pull has ended.")
+        refused = sync.delete_connector(connector, request.user)
+        if refused:
+            messages.error(request, refused)
             return redirect("connectors:detail", connector.pk)
-        details = {"kind": connector.kind, "url": connector.url, "cluster": connector.cluster,
-                   "runs": connector.runs.count(), "jobs": _jobs_of(connector).count()}  # fmt: skip
-        try:
-            with transaction.atomic():
-                audit.record(request.user, "connector.delete", connector, details)
-                connector.delete()
-        except ProtectedError:  # a connector began to take its series from it since the page was shown
-            sync.release(connector.pk, token)
-            return redirect("connectors:delete", connector.pk)
         messages.success(request, f"Connector {name} deleted. The jobs it imported and its pulls' ingest runs stay.")
         return redirect("connectors:list")
     context = {
         "connector": connector,
         "served": served,
         "run_count": connector.runs.count(),
-        "job_count": _jobs_of(connector).count(),
+        "job_count": sync.jobs_of(connector).count(),
     }
     return render(request, "connectors/connector_confirm_delete.html", context)
-
-
-def _jobs_of(connector):
-    """The jobs a pull of this connector stored last (a job stored again by an archive counts there)."""
-    return Job.objects.filter(ingest_run__connector=connector)
 
 
 def _form_page(request, form, connector):
