@@ -722,7 +722,9 @@ def test_a_connect_timeout_is_told_from_a_refused_connection():
     assert connection_problem(unreachable, url, 30).startswith("Could not connect to 10.255.255.1:6443: check the URL")
 
 
-def test_check_connection_tries_once_while_a_pull_retries(client, operator, settings, django_capture_on_commit_callbacks):
+def test_check_connection_tries_once_while_a_pull_retries(
+    client, operator, settings, django_capture_on_commit_callbacks
+):
     """Check connection ran under the pulls' policy: five retries with doubling backoff kept the
     operator half a minute on a spinning page to learn the service was down. A person waiting
     gets one try; a pull in the background still retries."""
