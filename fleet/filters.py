@@ -18,27 +18,26 @@ def _counted(choices, counts: dict) -> list[tuple[str, str]]:
     return [(value, f"{label} ({counts.get(value, 0):,})") for value, label in choices]
 
 
+def _enum_filter(choices, empty_label: str, name: str, what: str) -> django_filters.ChoiceFilter:
+    """A menu of a TextChoices' values; any other value is an error naming the ones there are."""
+    return django_filters.ChoiceFilter(
+        choices=choices.choices,
+        empty_label=empty_label,
+        widget=forms.Select(attrs={"aria-label": name}),
+        error_messages={"invalid_choice": f"“%(value)s” is not {what}; choose one of {', '.join(choices.values)}."},
+    )
+
+
+def narrowed(filterset, everything):
+    """(the rows to show, whether a filter narrowed them): a list with a value it does not know shows
+    every row, and its form says what was wrong."""
+    filtered = filterset.is_bound and filterset.is_valid() and any(filterset.form.cleaned_data.values())
+    return (filterset.qs if filtered else everything), filtered
+
+
 class IngestRunFilter(django_filters.FilterSet):
-    status = django_filters.ChoiceFilter(
-        choices=IngestRun.Status.choices,
-        empty_label="Any status",
-        widget=forms.Select(attrs={"aria-label": "Status"}),
-        error_messages={
-            "invalid_choice": "“%(value)s” is not a run status; choose one of "
-            + ", ".join(IngestRun.Status.values)
-            + "."
-        },
-    )
-    source = django_filters.ChoiceFilter(
-        choices=IngestRun.Source.choices,
-        empty_label="Any source",
-        widget=forms.Select(attrs={"aria-label": "Source"}),
-        error_messages={
-            "invalid_choice": "“%(value)s” is not a source of runs; choose one of "
-            + ", ".join(IngestRun.Source.values)
-            + "."
-        },
-    )
+    status = _enum_filter(IngestRun.Status, "Any status", "Status", "a run status")
+    source = _enum_filter(IngestRun.Source, "Any source", "Source", "a source of runs")
     by = django_filters.ChoiceFilter(
         choices=[],
         method="started_by",

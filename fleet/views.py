@@ -18,7 +18,7 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 from fleet import audit, ingest
 from fleet.access import operator_required
 from fleet.exports import spreadsheet_safe
-from fleet.filters import AuditEventFilter, IngestRunFilter
+from fleet.filters import AuditEventFilter, IngestRunFilter, narrowed
 from fleet.models import AuditEvent, IngestRun, MachineToken
 from fleet.uploads import format_size
 
@@ -33,8 +33,7 @@ def ingest_run_list(request):
     narrow it. A value the list does not know is said on the page, and every run shown instead."""
     runs = IngestRun.objects.select_related("created_by", "api_key")
     run_filter = IngestRunFilter(request.GET or None, queryset=runs)
-    filtered = run_filter.is_bound and run_filter.is_valid() and any(run_filter.form.cleaned_data.values())
-    shown = run_filter.qs if filtered else runs
+    shown, filtered = narrowed(run_filter, runs)
     page = Paginator(shown, JOBS_PER_PAGE).get_page(request.GET.get("page"))
     query = request.GET.copy()
     query.pop("page", None)
@@ -190,8 +189,8 @@ def audit_log(request):
     `system`) narrow it. A value no entry has is said on the page, and every entry shown instead."""
     events = AuditEvent.objects.select_related("actor")
     event_filter = AuditEventFilter(request.GET or None, queryset=events)
-    filtered = event_filter.is_bound and event_filter.is_valid() and any(event_filter.form.cleaned_data.values())
-    page = Paginator(event_filter.qs if filtered else events, AUDIT_PER_PAGE).get_page(request.GET.get("page"))
+    shown, filtered = narrowed(event_filter, events)
+    page = Paginator(shown, AUDIT_PER_PAGE).get_page(request.GET.get("page"))
     page.object_list = list(page.object_list)
     for event in page.object_list:
         event.detail_lines = audit.readable(event.details)
