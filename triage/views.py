@@ -67,18 +67,20 @@ def shown(value, unit: str) -> float | int:
 
 def comparison(values: dict, current: dict) -> list[dict]:
     """One row per threshold: `values` beside the current version's, the default, the unit, what it
-    controls, and whether it differs from the current value."""
+    controls, and whether it differs from the current value. The default is the deployment's, as the
+    form shows it and a reset restores it."""
+    defaults = RuleSet.deployment_defaults()
     return [
         {
             "name": name,
             "value": shown(values[name], unit),
             "current": shown(current[name], unit),
-            "default": shown(default, unit),
+            "default": shown(defaults[name], unit),
             "unit": unit,
             "help": help_text,
             "differs": values[name] != current[name],
         }
-        for name, (default, unit, help_text) in THRESHOLDS.items()
+        for name, (_, unit, help_text) in THRESHOLDS.items()
     ]
 
 
@@ -163,15 +165,14 @@ def rule_set_restore(request, version: int):
 @operator_required
 def rule_set_defaults(request):
     """Back to the defaults (version 1's: `THRESHOLDS` with the LOW_UTIL_THRESHOLD setting) as a new
-    version, which re-triages every job. The GET is
-    the confirmation: what would change, how many jobs would be re-triaged, and the button."""
+    version, which re-triages every job. The GET is the confirmation: what would change, how many
+    jobs would be re-triaged, and the button."""
     current = RuleSet.current()
-    values = current.effective_thresholds()
+    values, defaults = current.effective_thresholds(), RuleSet.deployment_defaults()
     if request.method == "POST":
-        defaults = RuleSet.deployment_defaults()
         save_version(request, defaults, values, note="reset to the defaults", action="rule_set.reset")
         return redirect("triage:rule-set")
-    rows = comparison(RuleSet.deployment_defaults(), values)
+    rows = comparison(defaults, values)
     return render(
         request,
         "triage/rule_set_defaults.html",
