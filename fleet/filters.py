@@ -8,6 +8,7 @@ import django_filters
 from django import forms
 from django.db.models import Count
 
+from fleet.connectors.models import Connector
 from fleet.models import AuditEvent, IngestRun
 
 # `by=token:<prefix>`: the runs a machine token pushed (a username cannot hold ':'). Not a secret.
@@ -49,9 +50,21 @@ class IngestRunFilter(django_filters.FilterSet):
         },
     )
 
+    # By name, as the Connectors page calls them (a name is unique). A deleted connector's pulls are
+    # under no connector any more (IngestRun.connector is SET_NULL): source=connector still finds them.
+    connector = django_filters.ChoiceFilter(
+        choices=[],
+        field_name="connector__name",
+        empty_label="Any connector",
+        widget=forms.Select(attrs={"aria-label": "Connector"}),
+        error_messages={
+            "invalid_choice": "There is no connector named “%(value)s” (choose one of its names on Connectors)."
+        },
+    )
+
     class Meta:
         model = IngestRun
-        fields = ["status", "source", "by"]
+        fields = ["status", "source", "by", "connector"]
 
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
@@ -71,6 +84,9 @@ class IngestRunFilter(django_filters.FilterSet):
             *((username, f"{username} ({n:,})") for username, n in sorted(people)),
             *((f"{TOKEN_PREFIX}{prefix}", f"token {name} ({prefix}…) ({n:,})") for prefix, name, n in sorted(tokens)),
         ]
+        # Every connector, a never-pulled one too: its page links here, and "(0)" says it has no pulls.
+        pulled = Connector.objects.annotate(n=Count("runs")).order_by("name").values_list("name", "n")
+        self.filters["connector"].extra["choices"] = [(name, f"{name} ({n:,})") for name, n in pulled]
 
     def started_by(self, queryset, name, value):
         if value.startswith(TOKEN_PREFIX):

@@ -29,9 +29,10 @@ ERRORS_PER_PAGE = 200
 
 @operator_required
 def ingest_run_list(request):
-    """Every run, newest first; `?status=`, `?source=` and `?by=` (a user name or token:<prefix>)
-    narrow it. A value the list does not know is said on the page, and every run shown instead."""
-    runs = IngestRun.objects.select_related("created_by", "api_key")
+    """Every run, newest first; `?status=`, `?source=`, `?by=` (a user name or token:<prefix>) and
+    `?connector=` (a connector's name) narrow it. A value the list does not know is said on the page,
+    and every run shown instead."""
+    runs = IngestRun.objects.select_related("created_by", "api_key", "connector")
     run_filter = IngestRunFilter(request.GET or None, queryset=runs)
     shown, filtered = narrowed(run_filter, runs)
     page = Paginator(shown, JOBS_PER_PAGE).get_page(request.GET.get("page"))
@@ -49,7 +50,7 @@ def ingest_run_list(request):
 
 @operator_required
 def ingest_run_detail(request, pk: int):
-    run = get_object_or_404(IngestRun.objects.select_related("created_by", "api_key"), pk=pk)
+    run = get_object_or_404(IngestRun.objects.select_related("created_by", "api_key", "connector"), pk=pk)
     # In row order even for a run stored before the importer sorted them, or a connector's.
     errors = ingest.in_row_order(run.errors)
     page = Paginator(errors, ERRORS_PER_PAGE).get_page(request.GET.get("page"))

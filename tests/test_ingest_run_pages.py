@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import csv
 import io
+import re
 
 import pytest
 from django.test import Client
@@ -132,8 +133,6 @@ def runs(operator, researcher):
 
 
 def listed(page: str) -> set[str]:
-    import re
-
     return set(re.findall(r'title="([a-z-]+)\.zip"', page))
 
 
@@ -180,6 +179,7 @@ def test_the_filters_stay_across_the_pages_of_runs(operator_client, operator):
         ("source=ftp", "Source: “ftp” is not a source of runs; choose one of cli, upload, api, connector."),
         ("by=nobody", "By: No run was uploaded or pushed by “nobody”"),
         ("by=token:zzzz", "By: No run was uploaded or pushed by “token:zzzz”"),
+        ("connector=nope", "Connector: There is no connector named “nope” (choose one of its names on Connectors)."),
     ],
 )
 def test_an_unknown_filter_value_is_said_not_a_server_error_or_an_empty_list(operator_client, runs, query, problem):
@@ -193,3 +193,52 @@ def test_an_unknown_filter_value_is_said_not_a_server_error_or_an_empty_list(ope
 def test_an_unknown_filter_value_is_escaped(operator_client, runs):
     page = operator_client.get("/ingest-runs/?by=<script>x</script>").content.decode()
     assert "<script>x" not in page and "&lt;script&gt;x" in page
+
+
+# -- the connector a pull came from -----------------------------------------------------------------
+
+
+@pytest.fixture
+def pulls(operator):
+    """Two connectors' pulls among an upload's run: slurm-c1 pulled 55 times, prom never."""
+    from fleet.connectors.models import Connector
+
+    slurm = Connector.objects.create(name="slurm-c1", kind="slurm", url="http://127.0.0.1:9", cluster="c1")
+    prom = Connector.objects.create(name="prom", kind="prometheus", url="http://127.0.0.1:9")
+    IngestRun.objects.bulk_create(
+        IngestRun(archive_name=f"p{n}.zip", source="connector", status="succeeded", connector=slurm) for n in range(55)
+    )
+    upload = IngestRun.objects.create(archive_name="upload.zip", source="upload", created_by=operator)
+    return slurm, prom, upload
+
+
+def test_a_pull_links_to_its_connector_on_the_runs_list_and_on_its_page(operator_client, pulls):
+    """The runs said only "Connector": which one pulled, and its health, had to be looked up by hand."""
+    slurm, _, upload = pulls
+    link = f'<a href="/connectors/{slurm.pk}/">slurm-c1</a>'
+    listed_page = operator_client.get("/ingest-runs/").content.decode()
+    assert listed_page.count(f"<td>Connector {link}</td>") == 49  # every pull on the page, after the newer upload
+    pull = slurm.runs.first()
+    assert link in operator_client.get(f"/ingest-runs/{pull.pk}/").content.decode()
+    assert not re.search(r'href="/connectors/\d+/"', operator_client.get(f"/ingest-runs/{upload.pk}/").content.decode())
+
+
+def test_the_runs_list_filters_by_connector_with_counts_kept_across_pages(operator_client, pulls):
+    slurm, _, _ = pulls
+    page = operator_client.get("/ingest-runs/").content.decode()
+    assert '<option value="prom">prom (0)</option>' in page  # never pulled, but there
+    assert '<option value="slurm-c1">slurm-c1 (55)</option>' in page
+    first = operator_client.get("/ingest-runs/?connector=slurm-c1").content.decode()
+    assert 'id="run-count">55 of 56<' in first and '<option value="slurm-c1" selected>' in first
+    assert "upload.zip" not in first and 'href="?connector=slurm-c1&amp;page=2"' in first
+    second = operator_client.get("/ingest-runs/?connector=slurm-c1&page=2").content.decode()
+    assert second.count('title="p') == 5 and "upload.zip" not in second
+    none = operator_client.get("/ingest-runs/?connector=prom").content.decode()
+    assert "No run matches these filters." in none
+    # A connector's page leads to all of its pulls, not to every run of every source.
+    detail = operator_client.get(f"/connectors/{slurm.pk}/").content.decode()
+    assert 'href="/ingest-runs/?connector=slurm-c1"' in detail
+
+
+def test_the_connector_menu_is_left_out_where_there_is_no_connector(operator_client, runs):
+    assert 'aria-label="Connector"' not in operator_client.get("/ingest-runs/").content.decode()
