@@ -10,7 +10,7 @@ from django.db import transaction
 from django.db.models import Case, DecimalField, ExpressionWrapper, F, FloatField, Value, When
 from django.db.models.functions import Cast
 
-from fleet.models import Cluster, ExchangeRate, GpuModelPrice, Job
+from fleet.models import Cluster, ExchangeRate, GpuModelPrice, Job, Team
 
 
 @transaction.atomic
@@ -42,6 +42,31 @@ def jobs_priced_by(price: GpuModelPrice) -> int:
         return jobs.filter(gpu_model=price.gpu_model).count()
     own = GpuModelPrice.objects.filter(cluster_id=price.cluster_id).exclude(gpu_model="").values("gpu_model")
     return jobs.exclude(gpu_model__in=own).count()
+
+
+@dataclass(frozen=True)
+class PricedIn:
+    """What is priced in one currency: the jobs whose costs are kept in it (and the teams they are
+    charged to), and the prices that set them. Without an exchange rate, totals that mix currencies
+    leave those costs out."""
+
+    jobs: int
+    teams: list[str]
+    prices: list[str]  # "eu1 / A100-80GB", "eu1 / default price"
+
+
+def priced_in(currency: str) -> PricedIn:
+    jobs = Job.objects.filter(currency=currency)
+    teams = Team.objects.filter(pk__in=jobs.values("team_id")).order_by("name", "slug")
+    prices = GpuModelPrice.objects.filter(currency=currency).select_related("cluster")
+    return PricedIn(
+        jobs=jobs.count(),
+        teams=[str(team) for team in teams],
+        prices=[
+            f"{price.cluster.name} / {price.gpu_model or 'default price'}"
+            for price in prices.order_by("cluster__name", "gpu_model")
+        ],
+    )
 
 
 @dataclass(frozen=True)

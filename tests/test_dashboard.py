@@ -403,7 +403,9 @@ def test_operator_sets_exchange_rates_in_settings(client, operator, member_a, fl
     change = form | {"rates-INITIAL_FORMS": "1", "rates-0-id": str(rate.pk), "rates-0-rate": "1.1"}
     client.post(url, change)
     assert str(ExchangeRate.objects.get().rate) == "1.100000"
-    client.post(url, change | {"rates-0-DELETE": "on"})
+    client.post(url, change | {"rates-0-DELETE": "on"})  # asks first (tests/test_rate_deletion.py)
+    assert ExchangeRate.objects.exists()
+    client.post(url, change | {"rates-0-DELETE": "on", "confirm_delete": str(rate.pk)})
     assert not ExchangeRate.objects.exists()
     rate_events = AuditEvent.objects.filter(action__startswith="exchange_rate").order_by("pk")
     actions = list(rate_events.values_list("action", flat=True))

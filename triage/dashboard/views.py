@@ -21,7 +21,7 @@ from django.urls import reverse
 from fleet import audit
 from fleet.access import operator_required, sees_whole_fleet
 from fleet.canonical import as_utc
-from fleet.costs import Conversion, jobs_priced_by
+from fleet.costs import Conversion, jobs_priced_by, priced_in
 from fleet.downloads import download_name, series_download
 from fleet.exports import stream_csv_rows
 from fleet.models import Artifact, Cluster, ExchangeRate, GpuModelPrice, Job, Team
@@ -732,7 +732,7 @@ def _price_removals(formset) -> list[dict]:
         )
         removals.append(
             {
-                "price": price,
+                "pk": price.pk,
                 "label": f"{price.cluster.name} / {model} ({price.price_per_gpu_hour.normalize():f} "
                 f"{price.currency} per GPU-hour)",
                 "jobs": jobs_priced_by(price),
@@ -747,6 +747,46 @@ def _price_removals(formset) -> list[dict]:
     return removals
 
 
+def _rate_removals(formset) -> list[dict]:
+    """The stored exchange rates a valid rate formset deletes, each with how it reads, how many jobs
+    are priced in its currency, and what becomes of their costs once it is gone."""
+    pks = [form.instance.pk for form in formset.deleted_forms if form.instance.pk]
+    removals = []
+    for rate in ExchangeRate.objects.filter(pk__in=pks):
+        uses = priced_in(rate.currency)
+        prices = f"; price{'s' if len(uses.prices) != 1 else ''} {', '.join(uses.prices)}" if uses.prices else ""
+        if uses.jobs:
+            effect = (
+                f"{uses.jobs} job{'s' if uses.jobs != 1 else ''} priced in {rate.currency} "
+                f"(team{'s' if len(uses.teams) != 1 else ''} {_first_names(uses.teams)}{prices}), then their costs "
+                f"can no longer be converted to {settings.DEFAULT_CURRENCY} and totals that mix currencies leave "
+                "them out"
+            )
+        else:
+            effect = f"no job is priced in {rate.currency}{f' ({prices[2:]})' if prices else ''}, so no total changes"
+        removals.append(
+            {"pk": rate.pk, "label": str(rate), "currency": rate.currency, "jobs": uses.jobs, "effect": effect}
+        )
+    return removals
+
+
+def _first_names(names: list[str], shown: int = 10) -> str:
+    """A list for a sentence, cut after `shown` names: a fleet may charge a currency to a hundred teams."""
+    more = len(names) - shown
+    return ", ".join(names[:shown]) + (f" and {more} more" if more > 0 else "")
+
+
+def _removal_pks(removing: list[dict]) -> str:
+    """What a table's confirmation button names: the stored rows ticked for deletion, "3,7"."""
+    return ",".join(str(removal["pk"]) for removal in removing)
+
+
+def _deletion_confirmed(request, removing: list[dict]) -> bool:
+    """Whether a table's POST may delete the rows ticked in it: none are, or its confirmation button
+    names those very rows (a stale page, or one ticked since, asks again)."""
+    return not removing or request.POST.get("confirm_delete", "") == _removal_pks(removing)
+
+
 @operator_required
 def fleet_settings(request):
     """Operators set GPU-hour prices and the exchange rates the totals convert costs at; thresholds
@@ -757,13 +797,12 @@ def fleet_settings(request):
         request.POST if saving_prices else None, queryset=GpuModelPrice.objects.select_related("cluster")
     )
     rates = RateFormSet(request.POST if saving_rates else None, queryset=ExchangeRate.objects.all(), prefix="rates")
-    removing = []
+    removing, removing_rates = [], []
     if saving_prices and formset.is_valid():
         removing = _price_removals(formset)
-        confirmed = request.POST.get("confirm_delete", "")
         # Deleting a price re-prices its jobs (at the cluster's default price, or to no cost): the
         # table comes back as sent, saying what would go, until its button confirms those very rows.
-        if not removing or confirmed == ",".join(str(removal["price"].pk) for removal in removing):
+        if _deletion_confirmed(request, removing):
             with transaction.atomic():
                 # Each saved or deleted price re-prices its cluster's jobs (fleet.receivers), and is audited.
                 audit.save_prices(request.user, formset)
@@ -775,12 +814,26 @@ def fleet_settings(request):
             messages.success(request, "Prices saved; the affected jobs were re-priced." + removed)
             return redirect("dashboard:settings")
     if saving_rates and rates.is_valid():
-        with transaction.atomic():
-            audit.save_rates(request.user, rates)
-        messages.success(request, "Exchange rates saved; every cost total converts at them from now on.")
-        return redirect("dashboard:settings")
+        removing_rates = _rate_removals(rates)
+        # Deleting a rate leaves its currency's costs out of every total that mixes currencies, with
+        # nothing on those pages but a note: asked as a price's deletion is, for the same rows.
+        if _deletion_confirmed(request, removing_rates):
+            with transaction.atomic():
+                audit.save_rates(request.user, rates)  # each deleted rate is audited
+            removed = "".join(
+                f" Removed {removal['label']}"
+                + (
+                    f": the costs of the {removal['jobs']} job{'s' if removal['jobs'] != 1 else ''} priced in "
+                    f"{removal['currency']} are left out of totals that mix currencies."
+                    if removal["jobs"]
+                    else "."
+                )
+                for removal in removing_rates
+            )
+            messages.success(request, "Exchange rates saved; every cost total converts at them from now on." + removed)
+            return redirect("dashboard:settings")
     conversion = Conversion.current()
-    priced_in = GpuModelPrice.objects.order_by().values_list("currency", flat=True).distinct()
+    price_currencies = GpuModelPrice.objects.order_by().values_list("currency", flat=True).distinct()
     rule_set = RuleSet.current()
     return render(
         request,
@@ -788,11 +841,13 @@ def fleet_settings(request):
         {
             "formset": formset,
             "removing": removing,
-            "removing_pks": ",".join(str(removal["price"].pk) for removal in removing),
+            "removing_pks": _removal_pks(removing),
             "removing_jobs": sum(removal["jobs"] for removal in removing),
             "rates": rates,
+            "removing_rates": removing_rates,
+            "removing_rates_pks": _removal_pks(removing_rates),
             "reporting_currency": conversion.currency,
-            "without_rate": sorted({code for code in priced_in if conversion.rate_of(code) is None}),
+            "without_rate": sorted({code for code in price_currencies if conversion.rate_of(code) is None}),
             "low_threshold": low_util_threshold(),
             "idle_threshold": settings.IDLE_UTIL_THRESHOLD,
             "rule_set": rule_set,
