@@ -56,7 +56,7 @@ def test_an_import_keeps_its_errors_by_file_then_row(tmp_path):
     ]
 
 
-def test_a_runs_page_and_csv_list_errors_by_file_row_as_a_number_then_field(operator_client):
+def test_a_runs_page_csv_and_api_list_errors_by_file_row_as_a_number_then_field(operator_client):
     """Also for a run stored before the importer sorted its errors (or a connector's pull)."""
     run = IngestRun.objects.create(
         archive_name="x.zip",
@@ -76,6 +76,9 @@ def test_a_runs_page_and_csv_list_errors_by_file_row_as_a_number_then_field(oper
     page = operator_client.get(f"/ingest-runs/{run.pk}/").content.decode()
     shown = [page.index(f"<td>{message}</td>") for message in expected]
     assert shown == sorted(shown)
+    # The API the same: it listed them as stored, so a script saw another order than the page.
+    listed_by_api = operator_client.get(f"/api/v1/ingest-runs/{run.pk}/").json()["errors"]
+    assert [e["message"] for e in listed_by_api] == expected
 
 
 # -- paging through a run's errors ------------------------------------------------------------------
