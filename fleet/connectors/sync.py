@@ -183,7 +183,10 @@ class _Pull:
                 if source.metrics is not None:
                     source.metrics.http.close()
         except ConnectorError as exc:
-            return self._finish(started, failure=f"{type(exc).__name__}: {exc}")
+            # The pages show the sentence alone (it names the host and what to check); the kind of
+            # failure (TransientError, HttpStatusError, BadData, ConfigError) is for whoever reads the log.
+            logger.warning("Pull of connector %s failed: %s: %s", self.connector.name, type(exc).__name__, exc)
+            return self._finish(started, failure=str(exc))
         return self._finish(started)
 
     def _pull(self, source: BaseConnector, now: datetime) -> None:
