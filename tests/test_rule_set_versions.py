@@ -4,6 +4,7 @@ and going back to the defaults (each a new version that re-triages every job).""
 from __future__ import annotations
 
 import re
+from unittest import mock
 
 import pytest
 from django.urls import reverse
@@ -18,8 +19,7 @@ pytestmark = pytest.mark.django_db
 
 
 def save(**changes) -> RuleSet:
-    rule_set, _ = services.save_rule_set(RuleSet.current().effective_thresholds() | changes, note="tuning")
-    return rule_set
+    return services.save_rule_set(RuleSet.current().effective_thresholds() | changes, note="tuning").rule_set
 
 
 def marked(page: str) -> set[str]:
@@ -100,7 +100,7 @@ def test_an_old_version_holding_a_value_refused_today_is_not_restored(client, op
     """Versions saved before the form bounded each unit can hold a share of 2 or 2.5 samples."""
     RuleSet.current()
     RuleSet.objects.create(version=2, thresholds={"min_coverage": 2, "min_samples": 2.5})
-    save()  # v3, the defaults again
+    services.save_rule_set(RuleSet.deployment_defaults(), note="the defaults again")  # v3
     client.force_login(operator)
     response = client.post(reverse("triage:rule-set-restore", args=[2]), follow=True)
     text = response.content.decode()
@@ -170,3 +170,85 @@ def test_the_rules_form_marks_the_thresholds_that_differ_from_the_deployment_s_d
     save(min_samples=7)
     page = client.get(reverse("triage:rule-set")).content.decode()
     assert re.findall(r"<code>(\w+)</code></label> <span class=\"tag\">changed</span>", page) == ["min_samples"]
+
+
+def test_two_operators_saving_the_same_change_at_once_make_one_version(client, operator):
+    """Both saves read the current version before either had saved, and the "nothing changed"
+    comparison ran there, before the save took its lock: the second save made a version identical to
+    the first's (and re-triaged every job again) instead of saying nothing changed."""
+    from django.contrib.auth.models import Group
+    from django.test import Client
+
+    from fleet.access import OPERATORS_GROUP
+    from tests.factories import UserFactory
+
+    JobFactory.create_batch(2)
+    RuleSet.current()
+    url = reverse("triage:rule-set")
+    form = RuleSet.current().effective_thresholds() | {"install_min_s": 900.0, "note": "tuning"}
+    client.force_login(operator)
+    other = Client()
+    other_operator = UserFactory(username="otto-operator")
+    other_operator.groups.add(Group.objects.get(name=OPERATORS_GROUP))
+    other.force_login(other_operator)
+    real_save, others = services.save_rule_set, []
+
+    def the_other_save_goes_first(*args, **kwargs):
+        # This operator's POST has read v1 and is about to save: the other operator's identical POST,
+        # which also read v1 (before this one saved), runs in full now and saves v2.
+        if not others:
+            others.append("running")
+            others[0] = other.post(url, form, follow=True)
+        return real_save(*args, **kwargs)
+
+    with mock.patch.object(services, "save_rule_set", the_other_save_goes_first):
+        response = client.post(url, form, follow=True)
+
+    assert "Saved rule set v2; every job is being re-triaged with it." in others[0].content.decode()
+    assert "Nothing changed; no new version was made." in response.content.decode()
+    assert list(RuleSet.objects.values_list("version", flat=True)) == [2, 1]
+    assert RetriageRun.objects.count() == 1
+    saved = AuditEvent.objects.get(action="rule_set.save")
+    assert saved.actor == other_operator and saved.details["changed"] == {"install_min_s": [600.0, 900.0]}
+
+
+@pytest.mark.services
+@pytest.mark.django_db(transaction=True)
+def test_on_postgresql_a_save_waiting_for_the_lock_compares_with_the_version_saved_meanwhile():
+    """PostgreSQL's locking read returns the rows as its statement began: a save that had waited on the
+    lock went on comparing with (and numbering after) the version before the one just committed."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from django.db import connections
+    from psycopg.types.json import Jsonb
+
+    from tests.conftest import blocked_query, hold_lock, require_postgresql
+    from tests.test_ingest_worker_kill import wait_for
+    from tests.test_services import _worker_database_url
+
+    require_postgresql("the save waits on a row lock held from another connection, which SQLite has not")
+    first = RuleSet.current()
+    thresholds = first.effective_thresholds() | {"install_min_s": 900.0}
+    # Another operator's save of the same change, half-way: it holds the lock and has made v2, uncommitted.
+    other, _ = hold_lock(_worker_database_url(), "SELECT id FROM triage_ruleset WHERE id = %s FOR UPDATE", first.pk)
+    try:
+        other.execute(
+            "INSERT INTO triage_ruleset (version, thresholds, note, created_at) VALUES (2, %s, '', now())",
+            (Jsonb(thresholds),),
+        )
+
+        def save_in_its_own_connection():
+            try:
+                return services.save_rule_set(thresholds, note="the same change")
+            finally:
+                connections.close_all()
+
+        with ThreadPoolExecutor(1) as pool:
+            waiting = pool.submit(save_in_its_own_connection)
+            wait_for(lambda: "FOR UPDATE" in blocked_query(), 30, "the save to wait for the lock")
+            other.commit()
+            assert waiting.result(timeout=30) is None
+    finally:
+        other.close()
+    assert list(RuleSet.objects.values_list("version", flat=True)) == [2, 1]
+    assert not RetriageRun.objects.exists()

@@ -8,6 +8,7 @@ result and findings in one transaction.
 from __future__ import annotations
 
 import logging
+from dataclasses import dataclass
 from datetime import timedelta
 from decimal import Decimal
 
@@ -253,17 +254,39 @@ def sweep_untriaged(older_than: timedelta, limit: int) -> int:
     return len(job_ids)
 
 
-def save_rule_set(thresholds: dict, *, user=None, note: str = "") -> tuple[RuleSet, RetriageRun]:
-    """A new rule-set version with these thresholds, and the background re-triage of every job."""
+@dataclass(frozen=True)
+class SavedRuleSet:
+    """What a save made: the new version, and what it changed from."""
+
+    rule_set: RuleSet
+    run: RetriageRun  # the background re-triage of every job with it
+    previous: dict[str, float]  # the thresholds of the version it follows, as compared under the lock
+
+
+def save_rule_set(thresholds: dict, *, user=None, note: str = "") -> SavedRuleSet | None:
+    """A new rule-set version with these thresholds, and the background re-triage of every job; None
+    (no version, no re-triage) when they are the current version's. The comparison is made under the
+    lock that numbers versions: of two operators saving one change at once, the second is compared
+    with the first's version, and makes none."""
     from triage.tasks import retriage_all_task
 
+    RuleSet.current()  # version 1, whose row every save locks, exists
     with transaction.atomic():
-        latest = RuleSet.objects.select_for_update().order_by("-version").first()
-        version = (latest.version if latest else 0) + 1
-        rule_set = RuleSet.objects.create(version=version, thresholds=thresholds, note=note[:300], created_by=user)
+        # Every save locks the same row, the first version's: "the newest" changes under a save, so two
+        # saves (and a third arriving after one of them) could each lock a different newest row.
+        RuleSet.objects.select_for_update().order_by("version").first()
+        # Read after the lock, in a statement of its own: PostgreSQL's locking read returns the rows as
+        # its statement began, without a version committed while it waited.
+        latest = RuleSet.objects.order_by("-version").first()
+        previous = latest.effective_thresholds()
+        if thresholds == previous:
+            return None
+        rule_set = RuleSet.objects.create(
+            version=latest.version + 1, thresholds=thresholds, note=note[:300], created_by=user
+        )
         run = RetriageRun.objects.create(rule_set=rule_set, jobs_total=Job.objects.count())
         transaction.on_commit(lambda: retriage_all_task.delay(run.pk))
-    return rule_set, run
+    return SavedRuleSet(rule_set, run, previous)
 
 
 def run_retriage(run_id: int) -> RetriageRun | None:

@@ -84,14 +84,16 @@ def comparison(values: dict, current: dict) -> list[dict]:
     ]
 
 
-def save_version(request, thresholds: dict, values: dict, *, note: str, action: str, **details) -> RuleSet | None:
+def save_version(request, thresholds: dict, *, note: str, action: str, **details) -> RuleSet | None:
     """Save `thresholds` as a new version, which re-triages every job, audited as `action`, and say so;
-    thresholds equal to the current `values` make no version (and no re-triage): None."""
-    if thresholds == values:
+    thresholds equal to the current version's make no version (and no re-triage): None. "Current" is
+    as of the save, not as of this request's form: another operator may have saved since."""
+    saved = services.save_rule_set(thresholds, user=request.user, note=note)
+    if saved is None:
         messages.info(request, "Nothing changed; no new version was made.")
         return None
-    rule_set, _ = services.save_rule_set(thresholds, user=request.user, note=note)
-    changed = {name: [values[name], value] for name, value in thresholds.items() if values[name] != value}
+    rule_set, previous = saved.rule_set, saved.previous
+    changed = {name: [previous[name], value] for name, value in thresholds.items() if previous[name] != value}
     audit.record(
         request.user, action, rule_set, {"version": rule_set.version, "changed": changed, "note": note, **details}
     )
@@ -106,7 +108,7 @@ def rule_set_edit(request):
     form = RuleSetForm(request.POST or None, current=values)
     if request.method == "POST" and form.is_valid():
         thresholds = {name: form.cleaned_data[name] for name in THRESHOLDS}
-        save_version(request, thresholds, values, note=form.cleaned_data["note"], action="rule_set.save")
+        save_version(request, thresholds, note=form.cleaned_data["note"], action="rule_set.save")
         return redirect("triage:rule-set")
     defaults = RuleSet.deployment_defaults()
     changed = {name for name, value in values.items() if value != defaults[name]}
@@ -158,7 +160,7 @@ def rule_set_restore(request, version: int):
         return redirect("triage:rule-set-version", version)
     thresholds = {name: form.cleaned_data[name] for name in THRESHOLDS}
     note = f"restored from v{version}"
-    save_version(request, thresholds, values, note=note, action="rule_set.restore", restored_from=version)
+    save_version(request, thresholds, note=note, action="rule_set.restore", restored_from=version)
     return redirect("triage:rule-set")
 
 
@@ -170,7 +172,7 @@ def rule_set_defaults(request):
     current = RuleSet.current()
     values, defaults = current.effective_thresholds(), RuleSet.deployment_defaults()
     if request.method == "POST":
-        save_version(request, defaults, values, note="reset to the defaults", action="rule_set.reset")
+        save_version(request, defaults, note="reset to the defaults", action="rule_set.reset")
         return redirect("triage:rule-set")
     rows = comparison(defaults, values)
     return render(
