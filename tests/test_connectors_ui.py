@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import base64
+
 import pytest
 from django.test import Client
 from django.urls import reverse
@@ -659,6 +661,53 @@ def test_an_http_error_is_a_sentence_naming_the_host_and_what_to_check(
     expected = message.format(where=server.url.removeprefix("http://"))
     assert f"g: {expected}" in page.replace("&#x27;", "'").replace("&quot;", '"')
     assert SECRET not in page and not [raw for raw in RAW_LIBRARY_TEXT if raw in page]
+
+
+@pytest.mark.parametrize(
+    ("auth", "fields", "sent"),
+    [
+        # What each kind of auth puts on the wire, which a server may quote back whole.
+        ("basic", {"username": "svc"}, base64.b64encode(f"svc:{SECRET}".encode()).decode()),
+        ("bearer", {}, SECRET),
+        ("header", {"secret_header": "X-Token"}, SECRET),
+    ],
+)
+def test_a_server_quoting_the_credentials_back_has_them_cut_from_every_message(
+    client, operator, settings, caplog, django_capture_on_commit_callbacks, auth, fields, sent
+):
+    """With basic auth the password was cut from a server's quoted error, but the `Authorization:
+    Basic <base64 of user:password>` it had been sent was shown whole: anyone reading the connector's
+    page could decode the password from it."""
+    import logging
+
+    from tests.connector_servers import FakePlatform
+
+    settings.CONNECTOR_HTTP_RETRIES = 0
+
+    def quote_the_request(query):
+        headers = query["_headers"]
+        return {"error": f"denied: Authorization={headers.get('Authorization')} X-Token={headers.get('X-Token')}"}
+
+    client.force_login(operator)
+    with FakePlatform() as server, caplog.at_level(logging.INFO):
+        server.route("/api/jobs", _answer(401, quote_the_request))
+        connector = Connector(name="g", kind="generic", url=server.url + "/api", cluster="c1", auth=auth, **fields)
+        connector.set_secret(SECRET)
+        connector.save()
+        checked = client.post(reverse("connectors:check", args=[connector.pk]), follow=True).content.decode()
+        with django_capture_on_commit_callbacks(execute=True):
+            client.post(reverse("connectors:sync", args=[connector.pk]))
+    connector.refresh_from_db()
+    shown = {
+        "check": checked,
+        "last error": connector.last_error,
+        "connector page": client.get(reverse("connectors:detail", args=[connector.pk])).content.decode(),
+        "run page": client.get(reverse("fleet:ingest-run-detail", args=[connector.last_run_id])).content.decode(),
+        "log": caplog.text,
+    }
+    assert "refused the credentials (HTTP 401" in connector.last_error
+    assert "(secret removed)" in connector.last_error
+    assert [where for where, text in shown.items() if sent in text or SECRET in text] == []
 
 
 def test_an_unknown_host_a_silent_server_and_tls_to_plain_http_are_named(client, operator, settings, monkeypatch):

@@ -23,6 +23,7 @@ Built on `requests` + `urllib3.Retry` rather than a loop of our own:
 
 from __future__ import annotations
 
+import base64
 import json
 import logging
 import socket
@@ -243,7 +244,12 @@ class HttpClient:
         secrets = [value for value in self.settings.headers.values() if value]
         secrets += [value.split(" ", 1)[1] for value in secrets if value.startswith(("Bearer ", "Basic "))]
         if self.settings.basic_auth:
-            secrets.append(self.settings.basic_auth[1])
+            user, password = self.settings.basic_auth
+            # What requests sends, `Authorization: Basic <base64 of user:password>` (Latin-1, as it
+            # encodes them), decodes to the password: a server quoting the request back quotes that.
+            # Unpadded too, in case the quote drops the trailing '='.
+            sent = base64.b64encode(f"{user}:{password}".encode("latin-1")).decode("ascii")
+            secrets += [password, sent, sent.rstrip("=")]
         for secret in sorted((s for s in secrets if len(s) >= 4), key=len, reverse=True):
             text = text.replace(secret, "(secret removed)")
         return text
