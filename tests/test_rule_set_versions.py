@@ -230,7 +230,10 @@ def test_on_postgresql_a_save_waiting_for_the_lock_compares_with_the_version_sav
     first = RuleSet.current()
     thresholds = first.effective_thresholds() | {"install_min_s": 900.0}
     # Another operator's save of the same change, half-way: it holds the lock and has made v2, uncommitted.
-    other, _ = hold_lock(_worker_database_url(), "SELECT id FROM triage_ruleset WHERE id = %s FOR UPDATE", first.pk)
+    other, _ = hold_lock(
+        _worker_database_url(), "SELECT id FROM triage_ruleset WHERE id = %s FOR NO KEY UPDATE", first.pk
+    )
+    pool = ThreadPoolExecutor(1)
     try:
         other.execute(
             "INSERT INTO triage_ruleset (version, thresholds, note, created_at) VALUES (2, %s, '', now())",
@@ -243,12 +246,12 @@ def test_on_postgresql_a_save_waiting_for_the_lock_compares_with_the_version_sav
             finally:
                 connections.close_all()
 
-        with ThreadPoolExecutor(1) as pool:
-            waiting = pool.submit(save_in_its_own_connection)
-            wait_for(lambda: "FOR UPDATE" in blocked_query(), 30, "the save to wait for the lock")
-            other.commit()
-            assert waiting.result(timeout=30) is None
+        waiting = pool.submit(save_in_its_own_connection)
+        wait_for(lambda: "FOR NO KEY UPDATE" in blocked_query(), 30, "the save to wait for the lock")
+        other.commit()
+        assert waiting.result(timeout=30) is None
     finally:
-        other.close()
+        other.close()  # before waiting for the thread: a failed test must not leave it waiting for ever
+        pool.shutdown()
     assert list(RuleSet.objects.values_list("version", flat=True)) == [2, 1]
     assert not RetriageRun.objects.exists()

@@ -273,8 +273,10 @@ def save_rule_set(thresholds: dict, *, user=None, note: str = "") -> SavedRuleSe
     RuleSet.current()  # version 1, whose row every save locks, exists
     with transaction.atomic():
         # Every save locks the same row, the first version's: "the newest" changes under a save, so two
-        # saves (and a third arriving after one of them) could each lock a different newest row.
-        RuleSet.objects.select_for_update().order_by("version").first()
+        # saves (and a third arriving after one of them) could each lock a different newest row. NO KEY:
+        # re-triage workers writing results that point at version 1 take key-share locks, which a plain
+        # FOR UPDATE would wait for; two saves still exclude each other.
+        RuleSet.objects.select_for_update(no_key=True).order_by("version").first()
         # Read after the lock, in a statement of its own: PostgreSQL's locking read returns the rows as
         # its statement began, without a version committed while it waited.
         latest = RuleSet.objects.order_by("-version").first()
