@@ -245,3 +245,15 @@ def test_the_runs_list_filters_by_connector_with_counts_kept_across_pages(operat
 
 def test_the_connector_menu_is_left_out_where_there_is_no_connector(operator_client, runs):
     assert 'aria-label="Connector"' not in operator_client.get("/ingest-runs/").content.decode()
+
+
+def test_a_pull_of_a_deleted_connector_says_its_connector_is_gone(operator_client, pulls):
+    """A pull whose connector was deleted said just "Connector", as if nothing were missing."""
+    slurm, _, _ = pulls
+    pull = slurm.runs.first()
+    IngestRun.objects.filter(connector=slurm).update(connector=None)  # what deleting the connector leaves
+    assert "Connector <span class=\"muted\">(deleted since)</span>" in operator_client.get(
+        f"/ingest-runs/{pull.pk}/"
+    ).content.decode()
+    listed = operator_client.get("/ingest-runs/").content.decode()
+    assert listed.count("(deleted since)") == 49 and "Showing 1–50 of 56 runs" in listed
