@@ -266,3 +266,15 @@ def test_rater_assignment_gives_distinct_raters_and_balances_the_load():
     assert len({frozenset(raters) for raters in plan}) == 3  # every pair meets
     with pytest.raises(ValueError, match="at least two"):
         assign_raters(3, ["ann", "bob"], 1, seed=0)
+
+
+@pytest.mark.parametrize(("rater_count", "per_job"), [(4, 2), (5, 2), (6, 2), (6, 3), (7, 3)])
+def test_with_more_raters_than_labels_per_job_every_pair_still_meets(rater_count, per_job):
+    # A pair that never labels the same job has no Cohen's kappa on the agreement page.
+    names = [f"rater-{i}" for i in range(rater_count)]
+    plan = assign_raters(60, names, per_job, seed=3)
+    met = {frozenset(pair) for raters in plan for pair in itertools.combinations(raters, 2)}
+    assert met == {frozenset(pair) for pair in itertools.combinations(names, 2)}
+    loads = Counter(r for raters in plan for r in raters)
+    assert set(loads) == set(names) and max(loads.values()) - min(loads.values()) <= 1
+    assert all(len(set(raters)) == per_job for raters in plan)

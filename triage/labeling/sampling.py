@@ -7,8 +7,9 @@ before any random choice, and the record returned with the sample says how it wa
 from __future__ import annotations
 
 import enum
+import itertools
 import random
-from collections import defaultdict
+from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 
 
@@ -114,13 +115,40 @@ def proportional_allocation(sizes: dict[str, int], total: int) -> dict[str, int]
 
 
 def assign_raters(job_count: int, raters: list[str], per_job: int, seed: int) -> list[list[str]]:
-    """Which raters label each job: `per_job` distinct raters each, the load balanced and every pair
-    of raters meeting on some jobs (a rotation over a seeded order of the raters)."""
+    """Which raters label each job: `per_job` distinct raters each, the load balanced (no rater has
+    more than one job more than another) and every pair of raters meeting on some jobs.
+
+    Greedy over a seeded order of the raters: each job takes raters with the fewest jobs so far,
+    preferring among them those who have met the ones already chosen least often. A pair that never
+    meets has no Cohen's kappa; the fixed rotation used before kept two of four raters' six pairs
+    (labelling two per job) apart for good."""
     if per_job < 2:
         raise ValueError("each job needs at least two raters")
     if len(raters) < per_job:
         raise ValueError(f"{per_job} labels per job need at least {per_job} raters")
     order = sorted(raters)
     random.Random(seed).shuffle(order)
-    count = len(order)
-    return [[order[(job * per_job + j + job // count) % count] for j in range(per_job)] for job in range(job_count)]
+    rank = {rater: i for i, rater in enumerate(order)}
+    load: Counter[str] = Counter()
+    met: Counter[frozenset[str]] = Counter()
+    plan = []
+    for _ in range(job_count):
+        chosen: list[str] = []
+        for _ in range(per_job):
+            free = [r for r in order if r not in chosen]
+            if chosen:
+                pick = min(free, key=lambda r: (load[r], sum(met[frozenset((r, c))] for c in chosen), rank[r]))
+            else:
+                # The first of a job: the least-loaded rater with the least-met partner among the
+                # least-loaded, so that the pairs a round leaves over are not always the same ones.
+                fewest = min(load[r] for r in free)
+                peers = [r for r in free if load[r] == fewest]
+                pick = min(
+                    peers,
+                    key=lambda r: (min((met[frozenset((r, c))] for c in peers if c != r), default=0), rank[r]),
+                )
+            chosen.append(pick)
+        load.update(chosen)
+        met.update(frozenset(pair) for pair in itertools.combinations(chosen, 2))
+        plan.append(chosen)
+    return plan
