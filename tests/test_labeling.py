@@ -289,6 +289,22 @@ def test_a_submitted_rater_sees_no_labels_another_rater_can_still_change(client,
     assert "ravi-rater" in page and 'id="disagreements"' in page and "raters have submitted" not in page
 
 
+def test_a_rater_who_has_labelled_every_job_can_review_them_before_and_after_submitting(client, study, researcher):
+    # "Review my labels" went to the next *unlabelled* job, and with none left back to the study page.
+    answer(study, researcher, {1: [BATCH], 2: [CKPT], 3: [BATCH], 4: ["none"]})
+    client.force_login(researcher)
+    first = services.assignments_of(study, researcher).order_by("item__position").first()
+    for label in ("Review my labels", "See my labels"):
+        page = client.get(reverse("labeling:study", args=[study.pk])).content.decode()
+        review = reverse("labeling:label", args=[study.pk, first.item_id])
+        assert f'<a id="review-labels" href="{review}">{label}</a>' in page
+        response = client.get(review)
+        assert response.status_code == 200 and 'id="opt-improper_batch_size" data-key="5" checked' in (
+            response.content.decode()
+        )
+        services.submit(study, researcher)
+
+
 def test_submitting_needs_every_job_labelled(client, study, researcher):
     client.force_login(researcher)
     response = client.post(reverse("labeling:submit", args=[study.pk]), follow=True)

@@ -125,6 +125,9 @@ def study_detail(request, pk: int):
     study = services.get_study(request.user, pk)
     link = services.rater_link(request.user, study)
     saved, total = services.progress(study, request.user)
+    # Where "Review my labels" opens once every job is labelled: the first of the rater's jobs (the
+    # next *unlabelled* one, where "Continue labeling" goes, no longer exists then).
+    first_mine = services.assignments_of(study, request.user).order_by("item__position").first()
     raters = []
     for rater in study.rater_links.select_related("user"):
         done, todo = services.progress(study, rater.user)
@@ -137,6 +140,7 @@ def study_detail(request, pk: int):
             "link": link,
             "saved": saved,
             "total": total,
+            "first_mine": first_mine,
             "raters": raters,
             "is_lead": services.is_lead(request.user, study),
             "sees_all": services.sees_all_labels(request.user, study),
