@@ -275,6 +275,8 @@ def test_a_submitted_rater_sees_no_labels_another_rater_can_still_change(client,
         page = client.get(agreement_url).content.decode()
         assert "ravi-rater" not in page and 'id="disagreements"' not in page and 'id="pairs"' not in page
         assert "1 of 2 raters have submitted" in page
+        # With no job double-labelled yet there is nothing to agree on, not agreement everywhere.
+        assert "agree on every job" not in page and "No job has labels from two submitted raters yet" in page
         export = client.get(reverse("labeling:export", args=[study.pk, "labels", "csv"])).content.decode()
         assert "ravi-rater" not in export and BATCH in export
         item = study.items.get(position=1)
