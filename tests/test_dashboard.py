@@ -65,8 +65,8 @@ def card(response, label):
 def test_operator_overview_sums_the_period_and_compares_with_the_previous(client, operator, fleet):
     client.force_login(operator)
     response = overview(client)
-    assert card(response, "GPU-hours")["value"] == "30"
-    assert card(response, "Unused GPU-hours")["value"] == "8"
+    assert card(response, "GPU-hours")["value"] == "30.0"
+    assert card(response, "Unused GPU-hours")["value"] == "8.0"
     assert card(response, "Waste share")["value"] == "27%"
     assert card(response, "Cost")["value"] == "60"
     assert card(response, "Wasted cost")["value"] == "16"  # 20 x 6/10 + 40 x 2/20
@@ -118,7 +118,7 @@ def test_changes_against_the_period_before_are_worded_as_they_round(current, pre
 def test_member_overview_counts_only_their_team(client, member_a, fleet):
     client.force_login(member_a)
     response = overview(client)
-    assert card(response, "GPU-hours")["value"] == "10"
+    assert card(response, "GPU-hours")["value"] == "10.0"
     assert "Team B" not in response.content.decode()
 
 
@@ -154,7 +154,7 @@ def test_a_member_s_overview_says_whose_it_is_and_ranks_the_team_s_users(client,
 def test_outsider_sees_an_empty_overview_not_an_error(client, outsider, fleet):
     client.force_login(outsider)
     response = overview(client)
-    assert card(response, "GPU-hours")["value"] == "0"
+    assert card(response, "GPU-hours")["value"] == "0.0"
     assert b"No jobs started in this period" in response.content
     assert b"<h1>Overview</h1>" in response.content  # not the fleet's: they see none of it
 
@@ -186,7 +186,7 @@ def test_presets_end_at_the_newest_data_not_today(client, operator, fleet):
     client.force_login(operator)
     response = client.get(reverse("dashboard:overview"), {"period": "7d"})
     assert response.context["period"].last_day.isoformat() == "2026-11-18"
-    assert card(response, "GPU-hours")["value"] == "35"  # 2026-11-12 to 11-18 holds all three jobs
+    assert card(response, "GPU-hours")["value"] == "35.0"  # 2026-11-12 to 11-18 holds all three jobs
 
 
 def test_overview_query_count_does_not_grow_with_jobs(client, operator, fleet, django_assert_max_num_queries):
@@ -718,7 +718,7 @@ def test_an_unknown_cluster_is_named_and_every_cluster_shown(client, operator, f
     response = overview(client, cluster="zzz")
     assert "There is no cluster named &#x27;zzz&#x27;; showing all clusters." in response.content.decode()
     assert response.context["cluster"] == ""
-    assert card(response, "GPU-hours")["value"] == "30"  # both teams' jobs of the week
+    assert card(response, "GPU-hours")["value"] == "30.0"  # both teams' jobs of the week
 
 
 def test_the_period_note_says_how_old_the_newest_data_is(client, operator, team_a):
@@ -851,7 +851,7 @@ def test_a_team_page_compares_its_figures_with_the_previous_period(client, membe
     could not see whether its waste grew."""
     client.force_login(member_a)
     page = client.get(reverse("dashboard:team-detail", args=["team-a"]), {"from": "2026-11-16", "to": "2026-11-22"})
-    assert (card(page, "GPU-hours")["value"], card(page, "GPU-hours")["change_text"]) == ("10", "+100 %")  # 5 before
+    assert (card(page, "GPU-hours")["value"], card(page, "GPU-hours")["change_text"]) == ("10.0", "+100 %")  # 5 before
     assert (card(page, "Waste share")["value"], card(page, "Waste share")["trend"]) == ("60%", "worse")  # 20 % before
     assert card(page, "Jobs")["direction"] == 0  # one job in each week
     html = page.content.decode()

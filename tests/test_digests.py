@@ -279,6 +279,27 @@ def test_figures_equal_the_dashboards_for_the_same_week(smtp, fleet, team_a, mem
     assert "1 low-utilization job (1.5 unused GPU-hours) had no cause" in text
 
 
+def test_the_pages_a_digest_links_to_write_its_figures_as_it_does(fleet, team_a, member_a, client):
+    """The digest said 11.5 unused GPU-hours and its "Open the team's week on the dashboard" landed
+    on a card reading 12 (and 269.5 GPU-hours read 270); the overview's top causes read 2 for the
+    digest's 1.5 GPU-hours, and 0 for a cause of a fifth of an hour that still cost money."""
+    context = services.build_context(DigestKind.TEAM, WEEK, team_a)
+    totals = context["totals"]
+    client.force_login(member_a)
+    week = {"from": "2026-11-16", "to": "2026-11-22"}
+    page = client.get(reverse("dashboard:team-detail", args=[team_a.slug]), week)
+    cards = {card["label"]: card["value"] for card in page.context["cards"]}
+    assert cards["GPU-hours"] == services.fmt_hours(totals.gpu_hours) == "24.0"
+    assert cards["Unused GPU-hours"] == services.fmt_hours(totals.unused_gpu_hours) == "11.5"
+    assert cards["Cost"] == services.fmt_money(totals.cost) and cards["Wasted cost"] == services.fmt_money(
+        totals.wasted_cost
+    )
+    overview = client.get(reverse("dashboard:overview"), week).content.decode()
+    top_causes = overview.split("<h2>Top causes</h2>")[1].split("</table>")[0]
+    transfer = top_causes.split(Category.HOST_GPU_TRANSFER.label)[1].split("</tr>")[0]
+    assert f'<td class="num">{services.fmt_hours(1.5)}</td>' in transfer  # as the digest's waste by cause
+
+
 def test_operator_digest_matches_the_overview_and_reports_ingestion(smtp, fleet, operator, client):
     send_weekly_task.delay(WEEK).get()
     text, html = parts(smtp.to(operator.email)[0])

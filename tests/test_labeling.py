@@ -412,6 +412,25 @@ def test_adjudication_and_a_frozen_versioned_gold_set(client, study, raters):
     assert client.get(url).status_code == 404
 
 
+def test_saving_an_adjudication_goes_on_to_the_next_open_disagreement(client, study, raters):
+    first, second = raters
+    answer(study, first, {1: [BATCH], 2: [CKPT], 3: [BATCH], 4: ["none"]})
+    answer(study, second, {1: [CKPT], 2: [CKPT], 3: [PINNED], 4: ["none"]})
+    for rater in raters:
+        services.submit(study, rater)
+    client.force_login(first)
+    one, three = study.items.get(position=1), study.items.get(position=3)
+    response = client.post(
+        reverse("labeling:adjudicate", args=[study.pk, three.pk]), {"option": [BATCH], "note": "small batch"}
+    )
+    assert response["Location"] == reverse("labeling:adjudicate", args=[study.pk, one.pk])  # wraps round
+    page = client.get(response["Location"]).content.decode()
+    assert "1 disagreement left: this is job #1." in page
+    response = client.post(reverse("labeling:adjudicate", args=[study.pk, one.pk]), {"option": [CKPT], "note": "saves"})
+    assert response["Location"] == reverse("labeling:agreement", args=[study.pk])
+    assert "Every disagreement is adjudicated" in client.get(response["Location"]).content.decode()
+
+
 def test_a_rater_who_is_not_the_lead_is_told_who_freezes_gold(client, study, raters):
     run_study(study, raters)
     client.force_login(raters[1])

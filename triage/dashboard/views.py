@@ -128,9 +128,11 @@ def _kpi_cards(current: queries.Totals, previous: queries.Totals, *, jobs: bool 
     def amount(direction):
         return queries.waste_amount_judged(current, previous, direction)
 
+    # GPU-hours to a tenth and money whole, as the digests write them (services.fmt_hours, fmt_money):
+    # a digest's "Open the team's week on the dashboard" lands on these cards, which read 270 for 269.5.
     kpis = [
-        ("GPU-hours", current.gpu_hours, previous.gpu_hours, "{:,.0f}", unjudged),
-        ("Unused GPU-hours", current.unused_gpu_hours, previous.unused_gpu_hours, "{:,.0f}", amount),
+        ("GPU-hours", current.gpu_hours, previous.gpu_hours, "{:,.1f}", unjudged),
+        ("Unused GPU-hours", current.unused_gpu_hours, previous.unused_gpu_hours, "{:,.1f}", amount),
         ("Waste share", current.waste_share, previous.waste_share, "{:.0%}", waste),
         ("Cost", current.cost, previous.cost, "{:,.0f}", unjudged),
         ("Wasted cost", current.wasted_cost, previous.wasted_cost, "{:,.0f}", amount),

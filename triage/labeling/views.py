@@ -9,6 +9,7 @@ from django.contrib.auth.decorators import login_required
 from django.core.files.storage import default_storage
 from django.http import Http404, HttpResponse, HttpResponseBadRequest, HttpResponseNotFound
 from django.shortcuts import get_object_or_404, redirect, render
+from django.template.defaultfilters import pluralize
 from django.views.decorators.http import require_POST
 
 from fleet.forms import MAX_ROW_ID
@@ -321,7 +322,20 @@ def adjudicate(request, pk: int, item: int):
         except services.LabelingError as exc:
             form.add_error(None, str(exc))
         else:
-            messages.success(request, f"Gold labels set for {study_job.job}.")
+            # On to the next disagreement still open (a study of 400 jobs has dozens), back to the
+            # agreement page only when none is left.
+            left = services.gold_plan(study).unresolved
+            following = next((i for i in left if i.position > study_job.position), left[0] if left else None)
+            if following is not None:
+                messages.success(
+                    request,
+                    f"Gold labels set for {study_job.job}. {len(left)} disagreement{pluralize(len(left))} left: "
+                    f"this is job #{following.position}.",
+                )
+                return redirect("labeling:adjudicate", pk=study.pk, item=following.pk)
+            messages.success(
+                request, f"Gold labels set for {study_job.job}. Every disagreement is adjudicated: freeze a gold set."
+            )
             return redirect("labeling:agreement", pk=study.pk)
     groups = option_groups()
     for group in groups:
