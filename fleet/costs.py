@@ -7,7 +7,7 @@ from dataclasses import dataclass
 
 from django.conf import settings
 from django.db import transaction
-from django.db.models import Case, DecimalField, ExpressionWrapper, F, FloatField, Value, When
+from django.db.models import Case, Count, DecimalField, ExpressionWrapper, F, FloatField, Sum, Value, When
 from django.db.models.functions import Cast
 
 from fleet.models import Cluster, ExchangeRate, GpuModelPrice, Job, Team
@@ -42,6 +42,18 @@ def jobs_priced_by(price: GpuModelPrice) -> int:
         return jobs.filter(gpu_model=price.gpu_model).count()
     own = GpuModelPrice.objects.filter(cluster_id=price.cluster_id).exclude(gpu_model="").values("gpu_model")
     return jobs.exclude(gpu_model__in=own).count()
+
+
+def unpriced_jobs() -> list[dict]:
+    """Per cluster and GPU model, the jobs with GPU-hours but no price to cost them by (neither their
+    model's nor the cluster's default): what every cost total leaves out until one is set."""
+    return list(
+        Job.objects.filter(cost=None, gpu_hours__gt=0)
+        .order_by()
+        .values("cluster__name", "gpu_model")
+        .annotate(jobs=Count("pk"), gpu_hours=Sum("gpu_hours"))
+        .order_by("cluster__name", "gpu_model")
+    )
 
 
 @dataclass(frozen=True)

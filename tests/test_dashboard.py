@@ -542,6 +542,36 @@ def test_the_overview_names_what_its_own_period_leaves_out_not_the_period_before
     assert "Costs in EUR (20 EUR in this period) are left out of the cost figures" in html
 
 
+def test_costs_say_which_jobs_have_no_price_and_an_empty_period_claims_none_missing(client, operator, fleet, team_a):
+    """A new cluster's jobs (an upload from a cluster nobody priced yet) have no cost: the totals
+    left them out without a word, beside priced jobs, while a period without any job said "No
+    GPU-hour prices are set for these jobs' clusters" though every cluster had one. Now the pages
+    say how many jobs of which cluster and how many GPU-hours the costs leave out, Settings lists
+    them by cluster and GPU model, and an empty period has no note."""
+    from fleet.models import Cluster
+
+    gamma = Cluster.objects.create(name="gamma")
+    JobFactory(cluster=gamma, team=team_a, start_time=WEEK_START + timedelta(days=3), gpu_hours=8.0, cost=None)
+    client.force_login(operator)
+    settings_link = f'(<a href="{reverse("dashboard:settings")}">Settings</a>).'
+
+    page = overview(client)
+    note = "1 job on cluster gamma in this period (8.0 GPU-hours) has no GPU-hour price, so the cost figures leave it out"
+    assert f'<p class="warning-text" id="cost-note">{note} {settings_link}</p>' in page.content.decode()
+    assert page.context["totals"].cost == 60.0  # the priced jobs' alone, as the note says
+    week = {"from": "2026-11-16", "to": "2026-11-22"}
+    for name in ("dashboard:team-list", "dashboard:category-list"):
+        text = client.get(reverse(name), week).content.decode()
+        assert "1 job on cluster gamma (8.0 GPU-hours) has no GPU-hour price" in text, name
+
+    settings_page = client.get(reverse("dashboard:settings")).content.decode()
+    assert 'id="prices-missing"' in settings_page
+    assert "<li>gamma / A100-80GB: 1 job, 8.0 GPU-hours</li>" in settings_page
+
+    empty = overview(client, **{"from": "2026-01-05", "to": "2026-01-11"})
+    assert empty.context["totals"].jobs == 0 and "cost-note" not in empty.content.decode()
+
+
 def test_a_team_page_prices_its_waste_and_says_why_and_what_to_change(client, member_a, operator, fleet):
     """A team's page showed GPU-hours and jobs but neither what its waste cost nor why its GPUs
     idled: the product's promise to a team. The teams table had no wasted cost either."""

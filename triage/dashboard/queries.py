@@ -93,12 +93,17 @@ def pricing(jobs, conversion: Conversion | None = None, *, shown=None) -> Pricin
     conversion = conversion or Conversion.current()
     reporting = conversion.currency
     by_currency = _cost_by_currency(jobs, reporting)
+    unpriced = _unpriced_clusters(jobs if shown is None else shown)
     if not by_currency:
-        note = "No GPU-hour prices are set for these jobs' clusters, so their costs are 0"
+        if not unpriced:  # no job with GPU-hours to price (an empty period): nothing is missing
+            return Pricing(reporting, "", False, conversion)
+        note = f"No GPU-hour prices are set for these jobs' clusters ({_joined(list(unpriced))}), so their costs are 0"
         return Pricing(reporting, note, True, conversion)
+    # Priced jobs beside unpriced ones: the totals hold only the priced, so the note says what is missing.
+    missing = _unpriced_note(unpriced, in_period=shown is not None)
     if len(by_currency) == 1:
         [code] = by_currency
-        return Pricing(code, "", False, Conversion(code))
+        return Pricing(code, missing, bool(missing), Conversion(code))
     foreign = sorted(code for code in by_currency if code != reporting)
     unconverted = [code for code in foreign if conversion.rate_of(code) is None]
     if unconverted:
@@ -110,10 +115,45 @@ def pricing(jobs, conversion: Conversion | None = None, *, shown=None) -> Pricin
             f"Costs in {_joined(unconverted)} ({amounts}) are left out of the cost figures: no exchange rate"
             f" to {reporting} is set for {'them' if len(unconverted) > 1 else 'it'}"
         )
-        return Pricing(reporting, note, True, conversion, tuple(unconverted))
+        return Pricing(reporting, _and(note, missing), True, conversion, tuple(unconverted))
     rates = _joined([f"1 {code} = {conversion.rate_of(code):,.6g} {reporting}" for code in foreign])
     note = f"Costs in {_joined(foreign)} are converted to {reporting} at {rates}"
-    return Pricing(reporting, note, False, conversion)
+    return Pricing(reporting, _and(note, missing), bool(missing), conversion)
+
+
+def _unpriced_clusters(jobs) -> dict[str, tuple[int, float]]:
+    """Per cluster name, its jobs with GPU-hours but no cost (no price for their cluster and GPU
+    model) and those GPU-hours: what every cost total leaves out."""
+    rows = (
+        jobs.filter(cost=None, gpu_hours__gt=0)
+        .order_by()
+        .values("cluster__name")
+        .annotate(jobs=Count("pk"), hours=Sum("gpu_hours"))
+        .order_by("cluster__name")
+    )
+    return {row["cluster__name"]: (row["jobs"], row["hours"]) for row in rows}
+
+
+def _unpriced_note(unpriced: dict[str, tuple[int, float]], in_period: bool) -> str:
+    """'3 jobs on cluster gamma in this period (12.5 GPU-hours) have no GPU-hour price, so the cost
+    figures leave them out', or "" when every job is priced."""
+    if not unpriced:
+        return ""
+    jobs = sum(count for count, _ in unpriced.values())
+    hours = sum(hours for _, hours in unpriced.values())
+    where = f"cluster{'s' if len(unpriced) > 1 else ''} {_joined(list(unpriced))}"
+    if in_period:
+        where += " in this period"  # the week, in a digest
+    one = jobs == 1
+    return (
+        f"{jobs} job{'' if one else 's'} on {where} ({hours:,.1f} GPU-hours) {'has' if one else 'have'} no GPU-hour"
+        f" price, so the cost figures leave {'it' if one else 'them'} out"
+    )
+
+
+def _and(note: str, more: str) -> str:
+    """Two of a note's sentences as one (a note has no full stop of its own)."""
+    return f"{note}; {more}" if more else note
 
 
 def left_out_by_team(jobs, currencies: tuple[str, ...]) -> dict[str, str]:

@@ -21,7 +21,7 @@ from django.urls import reverse
 from fleet import audit
 from fleet.access import operator_required, sees_whole_fleet
 from fleet.canonical import as_utc
-from fleet.costs import Conversion, jobs_priced_by, priced_in
+from fleet.costs import Conversion, jobs_priced_by, priced_in, unpriced_jobs
 from fleet.downloads import download_name, series_download
 from fleet.exports import stream_csv_rows
 from fleet.models import Artifact, Cluster, ExchangeRate, GpuModelPrice, Job, Team
@@ -850,6 +850,7 @@ def fleet_settings(request):
             "removing_rates_pks": _removal_pks(removing_rates),
             "reporting_currency": conversion.currency,
             "without_rate": sorted({code for code in price_currencies if conversion.rate_of(code) is None}),
+            "unpriced": unpriced_jobs(),
             "low_threshold": low_util_threshold(),
             "idle_threshold": settings.IDLE_UTIL_THRESHOLD,
             "rule_set": rule_set,
