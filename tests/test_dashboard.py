@@ -320,6 +320,35 @@ def test_causes_of_another_team_stay_hidden(client, member_a, fleet, team_b):
     )
     assert list(detail.context["findings"]) == []
 
+def test_a_cause_page_counts_all_its_jobs_and_leads_to_them_in_the_jobs_list(client, operator, fleet, monkeypatch):
+    """A cause's page listed its 100 costliest findings under "Jobs 100+", with no way to the
+    others: an operator of a large fleet could not learn how many jobs had the cause, nor list
+    them. Now the heading counts them all, the page links to them in the jobs list (the same
+    jobs: period, cluster and cause), and each job's team links to the team's page."""
+    from triage.dashboard import views
+    from triage.taxonomy import Category
+
+    monkeypatch.setattr(views, "CAUSE_JOBS_SHOWN", 2)
+    (low, busy), _ = fleet
+    third = JobFactory(team=low.team, start_time=WEEK_START + timedelta(days=4), name="a-third")
+    for job, hours in ((low, 3.0), (busy, 2.0), (third, 1.0)):
+        _finding(job, Category.MODEL_CHECKPOINTING, hours)
+    client.force_login(operator)
+    week = {"from": "2026-11-16", "to": "2026-11-22"}
+    page = client.get(reverse("dashboard:category-detail", args=["model_checkpointing"]), week)
+    html = page.content.decode()
+    assert [f.job.name for f in page.context["findings"]] == ["a-low", "b-busy"]
+    assert '<h2>Jobs <span class="muted">3</span></h2>' in html
+    jobs_list = reverse("dashboard:job-list") + (
+        "?category=model_checkpointing&amp;start_from=2026-11-16&amp;start_to=2026-11-22&amp;sort=unused"
+    )
+    assert f'The 2 that lost the most GPU-hours. <a href="{jobs_list}">All 3 jobs with this cause in the jobs list' in html
+    listed = client.get(reverse("dashboard:job-list"), {**week, "category": "model_checkpointing"})
+    assert listed.context["page"].paginator.count == 3
+    team_link = reverse("dashboard:team-detail", args=[low.team.slug]) + "?from=2026-11-16&amp;to=2026-11-22"
+    assert f'<a href="{team_link}">{low.team.name}</a>' in html
+
+
 
 def test_operator_sets_prices_and_jobs_are_repriced(client, operator, member_a, fleet):
     (low, _), _ = fleet

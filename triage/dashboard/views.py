@@ -643,6 +643,9 @@ def category_list(request):
     return render(request, "dashboard/category_list.html", context)
 
 
+CAUSE_JOBS_SHOWN = 100  # a cause's page lists this many of its jobs, those that lost the most GPU-hours
+
+
 @login_required
 def category_detail(request, category: str):
     try:
@@ -652,15 +655,13 @@ def category_detail(request, category: str):
     scope = _scope(request)
     jobs, period, cluster = scope.jobs, scope.period, scope.cluster
     judged = _judged(jobs, request)
-    findings = (
-        Finding.objects.filter(result__is_current=True, category=chosen, job__in=queries.in_period(judged, period))
-        .select_related("job__cluster", "job__team")
-        .order_by("-gpu_hours")[:100]
-    )
+    found = Finding.objects.filter(result__is_current=True, category=chosen, job__in=queries.in_period(judged, period))
     context = _context(request, scope) | {
         "category": chosen,
         "guide": category_guide(chosen),
-        "findings": findings,
+        "findings": found.select_related("job__cluster", "job__team").order_by("-gpu_hours")[:CAUSE_JOBS_SHOWN],
+        # The table shows the costliest; the jobs list (the same jobs) has them all, to sort, filter and export.
+        "jobs_total": found.values("job_id").distinct().count(),
         "trend_figure": figures.category_trend(queries.category_trend(judged, chosen.value, period), chosen.colour),
         "verdicts": feedback.tally_by_category(queries.in_period(judged, period)).get(chosen),
         "recent_verdicts": feedback.recent(queries.in_period(judged, period), chosen.value),
