@@ -9,6 +9,7 @@ from django.conf import settings
 from django.contrib import messages
 from django.core.paginator import Paginator
 from django.db import connection
+from django.db.models import Count, Q
 from django.http import HttpResponse, JsonResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
@@ -154,7 +155,9 @@ def token_list(request):
             created, created_key = MachineToken.objects.create_key(name=name, created_by=request.user, **reads)
             audit.record(request.user, "token.create", created, {"prefix": created.prefix} | reads)
             messages.success(request, f"Token “{created.name}” created. Copy it now: it is not shown again.")
-    tokens = MachineToken.objects.select_related("created_by").order_by("revoked", "-created")
+    # Each with how many runs it pushed, linked to them on the runs list (as a connector's page links to its pulls).
+    pushed = Count("ingest_runs", filter=Q(ingest_runs__created_by__isnull=True))
+    tokens = MachineToken.objects.select_related("created_by").annotate(pushed=pushed).order_by("revoked", "-created")
     month_end = timezone.now().date().replace(day=1) - timedelta(days=1)  # the example report's: last month
     return render(
         request,

@@ -107,6 +107,24 @@ def test_a_token_sees_only_the_runs_it_pushed(token, operator, django_capture_on
     assert client.get(f"/api/v1/ingest-runs/{other.pk}/").status_code == 200
 
 
+def test_the_tokens_page_counts_each_token_s_pushes_and_leads_to_them(client, token, operator):
+    """The runs list filters by the token that pushed them (?by=token:<prefix>), but the tokens page,
+    where an operator decides whether to revoke one, said neither whether a token had pushed
+    anything nor led to its runs (a connector's page leads to its pulls)."""
+    machine, _ = token
+    MachineToken.objects.create_key(name="never-pushed", created_by=operator)
+    for name in ("week-46.zip", "week-47.zip"):
+        IngestRun.objects.create(archive_name=name, source="api", api_key=machine)
+    IngestRun.objects.create(archive_name="by-hand.zip", source="upload", created_by=operator)
+    client.force_login(operator)
+    html = client.get("/tokens/").content.decode()
+    runs = f"/ingest-runs/?by=token:{machine.prefix}"
+    assert f'<td class="num"><a href="{runs}">2</a></td>' in html
+    assert '<td class="num">0</td>' in html  # the token that never pushed: no link to an empty list
+    listed = client.get(runs)
+    assert sorted(run.archive_name for run in listed.context["page"]) == ["week-46.zip", "week-47.zip"]
+
+
 def test_an_upload_without_a_file_is_a_400_that_names_the_field(token):
     _, key = token
     response = APIClient().post("/api/v1/archives/", {}, format="multipart", HTTP_AUTHORIZATION=f"Api-Key {key}")
