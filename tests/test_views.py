@@ -92,3 +92,21 @@ def test_untrusted_job_fields_are_escaped(client, operator, team_a):
 def test_healthz_answers_without_login(client):
     response = client.get(reverse("fleet:healthz"))
     assert response.status_code == 200 and response.json() == {"status": "ok"}
+
+
+def test_a_job_page_leads_to_its_team_s_week_and_its_user_s_jobs(client, member_a, team_a):
+    """Someone who came from a digest to one job saw its team and user as plain text: the way on to the
+    team's page (for the week the job ran, which holds it) or the user's other jobs was the menu."""
+    from datetime import UTC, datetime
+
+    job = JobFactory(team=team_a, user="lena.c", name="llama", start_time=datetime(2026, 11, 19, 10, tzinfo=UTC))
+    client.force_login(member_a)
+    page = client.get(reverse("dashboard:job-detail", args=[job.pk])).content.decode()
+    team_url = reverse("dashboard:team-detail", args=[team_a.slug]) + "?from=2026-11-16&amp;to=2026-11-22"
+    user_url = reverse("dashboard:job-list") + f"?team={team_a.slug}&amp;user=lena.c"
+    assert f'<a href="{team_url}">{team_a.name}</a>' in page and "(week of 2026-11-16)" in page
+    assert f'<a href="{user_url}">lena.c</a>' in page
+    team_page = client.get(team_url.replace("&amp;", "&"))
+    assert team_page.status_code == 200 and team_page.context["totals"].jobs == 1
+    jobs_page = client.get(user_url.replace("&amp;", "&"))
+    assert [row.pk for row in jobs_page.context["page"]] == [job.pk]

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from urllib.parse import parse_qsl, urlencode, urlsplit
 
 from django.conf import settings
@@ -473,9 +473,24 @@ def job_detail(request, pk: int):
             "hide_findings": hide_findings,
             "job_files": queries.job_files(job),
             "jobs_list_query": _jobs_list_query_from(request),
+            **_facts_links(job),
             **_runs_context(request.user, job, blinded),
         },
     )
+
+
+def _facts_links(job: Job) -> dict:
+    """Where the job card's team and user lead: the team's page for the week (Monday to Sunday, UTC)
+    the job started in, as a digest opens it, so its figures hold this job; and that user's jobs of the
+    team. Someone who comes from a digest to one job had no way on but the menu. Not on the labeling
+    page, whose raters must not see the rules' verdicts that the team's page shows."""
+    monday = job.start_time.astimezone(UTC).date() - timedelta(days=job.start_time.astimezone(UTC).weekday())
+    week = urlencode({"from": monday.isoformat(), "to": (monday + timedelta(days=6)).isoformat()})
+    return {
+        "team_url": f"{reverse('dashboard:team-detail', args=[job.team.slug])}?{week}",
+        "team_week": monday,
+        "user_jobs_url": f"{reverse('dashboard:job-list')}?{urlencode({'team': job.team.slug, 'user': job.user})}",
+    }
 
 
 def _jobs_list_query_from(request) -> str:
