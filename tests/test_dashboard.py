@@ -320,6 +320,7 @@ def test_causes_of_another_team_stay_hidden(client, member_a, fleet, team_b):
     )
     assert list(detail.context["findings"]) == []
 
+
 def test_a_cause_page_counts_all_its_jobs_and_leads_to_them_in_the_jobs_list(client, operator, fleet, monkeypatch):
     """A cause's page listed its 100 costliest findings under "Jobs 100+", with no way to the
     others: an operator of a large fleet could not learn how many jobs had the cause, nor list
@@ -342,12 +343,12 @@ def test_a_cause_page_counts_all_its_jobs_and_leads_to_them_in_the_jobs_list(cli
     jobs_list = reverse("dashboard:job-list") + (
         "?category=model_checkpointing&amp;start_from=2026-11-16&amp;start_to=2026-11-22&amp;sort=unused"
     )
-    assert f'The 2 that lost the most GPU-hours. <a href="{jobs_list}">All 3 jobs with this cause in the jobs list' in html
+    shown = "The 2 that lost the most GPU-hours."
+    assert f'{shown} <a href="{jobs_list}">All 3 jobs with this cause in the jobs list' in html
     listed = client.get(reverse("dashboard:job-list"), {**week, "category": "model_checkpointing"})
     assert listed.context["page"].paginator.count == 3
     team_link = reverse("dashboard:team-detail", args=[low.team.slug]) + "?from=2026-11-16&amp;to=2026-11-22"
     assert f'<a href="{team_link}">{low.team.name}</a>' in html
-
 
 
 def test_operator_sets_prices_and_jobs_are_repriced(client, operator, member_a, fleet):
@@ -585,7 +586,9 @@ def test_costs_say_which_jobs_have_no_price_and_an_empty_period_claims_none_miss
     settings_link = f'(<a href="{reverse("dashboard:settings")}">Settings</a>).'
 
     page = overview(client)
-    note = "1 job on cluster gamma in this period (8.0 GPU-hours) has no GPU-hour price, so the cost figures leave it out"
+    note = (
+        "1 job on cluster gamma in this period (8.0 GPU-hours) has no GPU-hour price, so the cost figures leave it out"
+    )
     assert f'<p class="warning-text" id="cost-note">{note} {settings_link}</p>' in page.content.decode()
     assert page.context["totals"].cost == 60.0  # the priced jobs' alone, as the note says
     week = {"from": "2026-11-16", "to": "2026-11-22"}
