@@ -261,6 +261,20 @@ def _finding(job, category, hours, status="classified"):
     )
 
 
+def test_the_overview_s_top_causes_say_when_there_are_none(client, operator, fleet):
+    """A period whose jobs had no finding showed the Top causes card as a heading over nothing, as if
+    the table had failed to load; it says so now, as a team's page does."""
+    from triage.taxonomy import Category
+
+    client.force_login(operator)
+    html = overview(client).content.decode()
+    assert "<h2>Top causes</h2>" in html
+    assert '<p class="muted" id="no-causes">No causes of idle GPUs were found in this period\'s jobs.</p>' in html
+    (low, _), _ = fleet
+    _finding(low, Category.MODEL_CHECKPOINTING, 3.0)
+    assert 'id="no-causes"' not in overview(client).content.decode()
+
+
 def test_overview_shows_causes_priced_at_todays_prices_and_the_unclassified_share(client, operator, fleet, settings):
     from fleet.models import GpuModelPrice
     from triage.models import Finding, JobTriage, RuleSet
