@@ -331,6 +331,27 @@ def test_every_link_in_the_email_opens(smtp, fleet, member_a, client):
         assert response.status_code == 200, url
 
 
+def test_each_cause_of_the_waste_links_to_the_week_s_jobs_with_it(smtp, fleet, member_a, client):
+    """Only the three causes that grew most had a link ("Its jobs"); the waste by cause named the
+    others with no way to their jobs but rebuilding the jobs list's filters by hand."""
+    send_weekly_task.delay(WEEK).get()
+    text, html = parts(smtp.to(member_a.email)[0])
+    section = html.split("Where the waste comes from")[1].split("Recoverable GPU-hours by cause")[0]
+    found = dict(re.findall(r'<a href="([^"]+)"[^>]*>([^<]+)</a>', section))
+    expected = {
+        Category.MODEL_CHECKPOINTING: [fleet["resnet"]],
+        Category.IMPROPER_BATCH_SIZE: [fleet["bert"]],
+        Category.HOST_GPU_TRANSFER: [fleet["resnet"]],
+    }
+    assert sorted(found.values()) == sorted(category.label for category in expected)
+    client.force_login(member_a)
+    for url, label in found.items():
+        assert url.startswith(BASE_URL + reverse("dashboard:job-list"))
+        page = client.get(path_of(url).replace("&amp;", "&"))
+        category = next(category for category in expected if category.label == label)
+        assert [job.pk for job in page.context["page"]] == [job.pk for job in expected[category]], label
+
+
 # --- Unsubscribing -------------------------------------------------------------------------------
 
 

@@ -525,14 +525,20 @@ def _base_context(kind: str, period: Period, jobs, team: Team | None, hidden: fr
     before_by_category = findings.waste_by_category(
         previous_jobs.exclude(pk__in=hidden) if hidden else previous_jobs, conversion
     )
+    jobs_url = _jobs_url(period, team)
     regressions, more_regressions = _regressions(
         current,
         previous,
         by_category,
         before_by_category,
-        _jobs_url(period, team),
+        jobs_url,
         feedback.set_aside_jobs_by_cause(judged_week),
     )
+    # Each cause leads to the week's jobs with it, as the team page's causes do: only the three that
+    # grew most had a link, so a reader of the rest had to rebuild the jobs list's filters by hand.
+    categories = [
+        item | {"url": jobs_url(item["row"].category)} for item in _bars(by_category, lambda row: row.gpu_hours)
+    ]
     return {
         "kind": kind,
         "team": team,
@@ -544,7 +550,7 @@ def _base_context(kind: str, period: Period, jobs, team: Team | None, hidden: fr
         "previous_totals": previous,
         "kpis": kpis(current, previous),
         "unjudged_note": unjudged_note(current, previous),
-        "categories": _bars(by_category, lambda row: row.gpu_hours),
+        "categories": categories,
         "unattributed": unattributed_note(
             current.unused_gpu_hours, by_category, findings.unused_by_status(judged_week)
         ),
