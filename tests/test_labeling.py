@@ -371,13 +371,39 @@ def test_agreement_figures_export_as_csv_and_json_with_each_pairs_counts(client,
     data = client.get(reverse("labeling:export", args=[study.pk, "agreement", "json"])).json()
     assert data["format"] == "fleet-triage-agreement" and data["jobs_double_rated"] == 4
     assert data["raters"] == ["ravi-rater", "rita-researcher"] and data["raters_submitted"] == [2, 2]
-    assert data["bootstrap"] == {"resamples": 1000, "confidence": 0.95, "seed": study.seed, "method": "percentile"}
+    assert data["bootstrap"] == {
+        "resamples": 1000, "confidence": 0.95, "seed": study.seed, "method": "percentile", "max_undefined_share": 0.01
+    }  # fmt: skip
     assert len(data["rows"]) == len(rows)
     call_command("export_study", study.pk, "agreement", "--out", str(tmp_path / "agreement.csv"))
     assert (tmp_path / "agreement.csv").read_text() == response.content.decode()
     # The same access as the other exports: not to someone outside the study.
     client.force_login(make_researcher("outside"))
     assert client.get(csv_url).status_code == 404
+
+
+def test_a_rare_category_shows_no_interval_and_says_why_on_the_page_and_in_the_exports(client, study, raters):
+    """Pinned memory is on one job of four, both raters agreeing: most resamples without that job
+    have no kappa, and the few left all say 1.000, a zero-width interval that claims certainty."""
+    run_study(study, raters)
+    (pair,) = services.agreement_report(study).pairs
+    pinned = next(cell.kappa for cell in pair.per_option if cell.option == PINNED)
+    assert pinned.value == pytest.approx(1.0) and pinned.low is None
+    client.force_login(raters[0])
+    page = client.get(reverse("labeling:agreement", args=[study.pk])).content.decode()
+    assert "[1.000, 1.000]" not in page
+    assert '1.000 <small class="no-interval">(too few positive labels for an interval)</small>' in page
+    exported = client.get(reverse("labeling:export", args=[study.pk, "agreement", "csv"])).content.decode()
+    rows = list(csv.DictReader(io.StringIO(exported)))
+    row = next(r for r in rows if r["statistic"] == "cohen_kappa" and r["option"] == PINNED)
+    assert (row["value"], row["low"], row["high"]) == ("1.0", "", "")
+    assert row["no_interval_reason"] == "too few positive labels for an interval"
+    pooled = next(r for r in rows if r["statistic"] == "cohen_kappa" and r["option"] == "pooled")
+    assert pooled["low"] != "" and pooled["no_interval_reason"] == ""
+    data = client.get(reverse("labeling:export", args=[study.pk, "agreement", "json"])).json()
+    (json_row,) = [r for r in data["rows"] if r["statistic"] == "cohen_kappa" and r["option"] == PINNED]
+    assert json_row["no_interval_reason"] == "too few positive labels for an interval"
+    assert data["bootstrap"]["max_undefined_share"] == 0.01
 
 
 def test_adjudication_and_a_frozen_versioned_gold_set(client, study, raters):

@@ -144,9 +144,48 @@ def test_bootstrap_interval_brackets_the_estimate_and_is_reproducible():
     first = ag.bootstrap_interval(rows, lambda t: ag.kappa_from_tables(t, 2), seed=3)
     again = ag.bootstrap_interval(rows, lambda t: ag.kappa_from_tables(t, 2), seed=3)
     assert first == again
-    low, high = first
+    low, high = first.low, first.high
     assert low < 0.4 < high
     assert low > 0.1 and high < 0.7
+
+
+def test_a_rare_option_gets_no_interval_and_the_reason_instead_of_a_zero_width_one():
+    """One job of eight with the option, both raters agreeing: about a third of resamples draw no job
+    with it, where kappa is 0/0. Dropping them left only kappa = 1, a [1.000, 1.000] interval."""
+    ratings = {u: {"ann": frozenset({"none"}), "bob": frozenset({"none"})} for u in range(2, 9)}
+    ratings[1] = {"ann": frozenset({"api_misuse"}), "bob": frozenset({"api_misuse"})}
+    report = ag.agreement_report(ratings, ["api_misuse", "none"], resamples=1000, seed=1)
+    by_option = {row.option: row.kappa for row in report.pairs[0].per_option}
+    rare = by_option["api_misuse"]
+    assert rare.value == pytest.approx(1.0)
+    assert (rare.low, rare.high) == (None, None)
+    assert rare.no_interval_reason == ag.TOO_FEW_POSITIVES == "too few positive labels for an interval"
+    # "none" on seven of eight jobs: too few jobs *without* it, the same problem the other way round.
+    assert by_option["none"].low is None and by_option["none"].no_interval_reason == ag.TOO_FEW_NEGATIVES
+    alpha = {option: a for option, a, _, _ in report.group.per_option}
+    assert alpha["api_misuse"].low is None and alpha["api_misuse"].no_interval_reason == ag.TOO_FEW_POSITIVES
+    # An undefined statistic has no interval either, but needs no reason: the dash says it.
+    assert ag.Estimate(None).no_interval_reason is None
+
+
+def test_an_option_with_enough_positives_keeps_its_interval():
+    rng = random.Random(2)
+    ratings = {}
+    for unit in range(40):
+        truth = unit % 2 == 0
+        ratings[unit] = {r: frozenset({"api_misuse" if truth != (rng.random() < 0.1) else "none"}) for r in ("a", "b")}
+    (pair,) = ag.agreement_report(ratings, ["api_misuse", "none"], resamples=1000, seed=1).pairs
+    kappa = pair.per_option[0].kappa
+    assert kappa.low < kappa.value < kappa.high and kappa.no_interval_reason is None
+
+
+def test_too_few_jobs_for_a_bootstrap_say_so():
+    estimate = (
+        ag.agreement_report({1: {"a": frozenset({"x"}), "b": frozenset({"y"})}}, ["x", "y"], resamples=100)
+        .pairs[0]
+        .pooled_kappa
+    )
+    assert estimate.low is None and estimate.no_interval_reason == ag.TOO_FEW_JOBS
 
 
 def test_bootstrap_resamples_agree_with_the_library_on_each_resample():

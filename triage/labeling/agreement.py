@@ -9,6 +9,15 @@ the libraries' values on the full data, and both against hand-computed published
 
 A statistic is `None` where it is undefined: kappa and alpha are 0/0 when every rating has the same
 value (for instance a category nobody used); percent agreement is still reported beside it.
+
+A defined statistic may still have no interval, and then says why (`Estimate.no_interval_reason`):
+with an option on one job in eight, a third of resamples draw no job with it and the statistic is
+undefined on them. Leaving those out conditions the interval on the resamples that happened to
+draw the job, and what is left can be a single value ([1.000, 1.000] from one agreed job). So no
+interval is drawn when more than MAX_UNDEFINED_SHARE of resamples are undefined. SciPy's
+`stats.bootstrap` is stricter (any undefined resample makes its interval NaN); the 1 % we allow is
+well inside each 2.5 % tail, so it can move the ends only a little, and it keeps the intervals of
+options with a handful of jobs (about five or more with the option, and as many without).
 """
 
 from __future__ import annotations
@@ -23,6 +32,12 @@ import numpy as np
 
 DEFAULT_RESAMPLES = 1000
 DEFAULT_CONFIDENCE = 0.95
+MAX_UNDEFINED_SHARE = 0.01  # of resamples; more, and the interval is not drawn (module docstring)
+
+# Why a defined statistic has no interval, as the pages and exports say it.
+TOO_FEW_JOBS = "too few jobs for an interval"
+TOO_FEW_POSITIVES = "too few positive labels for an interval"
+TOO_FEW_NEGATIVES = "too few negative labels for an interval"
 
 
 # --- Point estimates from the libraries ------------------------------------------------------
@@ -163,9 +178,25 @@ class Estimate:
     low: float | None = None
     high: float | None = None
     units: int = 0
+    no_interval_reason: str | None = None  # a defined value without an interval says why
 
     def as_dict(self) -> dict:
-        return {"value": self.value, "low": self.low, "high": self.high, "units": self.units}
+        return {
+            "value": self.value,
+            "low": self.low,
+            "high": self.high,
+            "units": self.units,
+            "no_interval_reason": self.no_interval_reason,
+        }
+
+
+@dataclass(frozen=True)
+class Interval:
+    """A bootstrap percentile interval, or none and why."""
+
+    low: float | None
+    high: float | None
+    no_interval_reason: str | None = None
 
 
 def bootstrap_interval(
@@ -176,11 +207,14 @@ def bootstrap_interval(
     seed: int = 0,
     confidence: float = DEFAULT_CONFIDENCE,
     groups: np.ndarray | None = None,
-) -> tuple[float | None, float | None]:
+    too_many_undefined: str = TOO_FEW_POSITIVES,
+) -> Interval:
     """Percentile interval of `statistic(summed contributions)` over resamples of the units.
 
-    `groups` maps contribution rows to resampled units (jobs) when one job has several rows;
-    resamples where the statistic is undefined are left out."""
+    `groups` maps contribution rows to resampled units (jobs) when one job has several rows.
+    Resamples where the statistic is undefined are left out while they are at most
+    MAX_UNDEFINED_SHARE of them; past that there is no interval, and `too_many_undefined` says why
+    (the caller knows which value was too rare)."""
     rows = np.asarray(contributions, dtype=float)
     if groups is not None:
         unit_ids, inverse = np.unique(groups, return_inverse=True)
@@ -188,7 +222,7 @@ def bootstrap_interval(
         rows = np.column_stack([np.bincount(inverse, weights=column, minlength=len(unit_ids)) for column in rows.T])
     n = len(rows)
     if n < 2 or resamples <= 0:
-        return None, None
+        return Interval(None, None, TOO_FEW_JOBS)
     rng = np.random.default_rng(seed)
     picks = rng.integers(0, n, size=(resamples, n))
     # How often each resample drew each unit: one bincount over (resample, unit) cells.
@@ -196,11 +230,16 @@ def bootstrap_interval(
     weights = np.bincount(cells, minlength=resamples * n).reshape(resamples, n).astype(float)
     values = statistic(weights @ rows)
     values = values[~np.isnan(values)]
-    if len(values) < resamples / 2:  # mostly undefined: an interval would mislead
-        return None, None
+    if resamples - len(values) > MAX_UNDEFINED_SHARE * resamples:
+        return Interval(None, None, too_many_undefined)
     tail = (1 - confidence) / 2 * 100
     low, high = np.percentile(values, [tail, 100 - tail])
-    return float(low), float(high)
+    return Interval(float(low), float(high))
+
+
+def rarer_value_reason(yes: int, no: int) -> str:
+    """Why a yes/no statistic has no interval: resamples fall on one value when the other is rare."""
+    return TOO_FEW_POSITIVES if yes <= no else TOO_FEW_NEGATIVES
 
 
 def _estimate(
@@ -213,8 +252,8 @@ def _estimate(
     """A point estimate with its bootstrap interval; no interval when the point itself is undefined."""
     if value is None:
         return Estimate(None, None, None, units)
-    low, high = bootstrap_interval(contributions(), statistic, **bootstrap)
-    return Estimate(value, low, high, units)
+    interval = bootstrap_interval(contributions(), statistic, **bootstrap)
+    return Estimate(value, interval.low, interval.high, units, interval.no_interval_reason)
 
 
 # --- Study-level reports ----------------------------------------------------------------------
@@ -294,8 +333,14 @@ class AgreementReport:
 
 def _binary_kappa(a: list[int], b: list[int], units: int, **bootstrap) -> Estimate:
     """Cohen's kappa of two raters' yes/no decisions, with its bootstrap interval."""
+    yes = sum(a) + sum(b)
     return _estimate(
-        cohen_kappa(a, b), units, lambda: pair_contributions(a, b, 2), lambda t: kappa_from_tables(t, 2), **bootstrap
+        cohen_kappa(a, b),
+        units,
+        lambda: pair_contributions(a, b, 2),
+        lambda t: kappa_from_tables(t, 2),
+        too_many_undefined=rarer_value_reason(yes, len(a) + len(b) - yes),
+        **bootstrap,
     )
 
 
@@ -360,7 +405,13 @@ def _group_option(units, raters, ratings, options, resamples, seed, confidence, 
     counts = np.vstack([_binary_counts(units, ratings, o) for o in options])
     # Rows are ordered option-major; map each back to its unit for the bootstrap.
     groups = np.tile(np.arange(len(units)), len(options))
-    bootstrap = {"resamples": resamples, "seed": seed, "confidence": confidence, "groups": groups}
+    bootstrap = {
+        "resamples": resamples,
+        "seed": seed,
+        "confidence": confidence,
+        "groups": groups,
+        "too_many_undefined": rarer_value_reason(int(counts[:, 1].sum()), int(counts[:, 0].sum())),
+    }
     alpha_estimate = _estimate(
         alpha,
         len(units),

@@ -61,7 +61,7 @@ SCORED_ROW = "summary: jobs scored"
 NOT_TRIAGED_ROW = "summary: jobs not triaged (left out)"
 AGREEMENT_COLUMNS = [
     "study_id", "statistic", "rater_a", "rater_b", "option", "jobs", "value", "low", "high",
-    "percent_agreement", "both_yes", "only_a", "only_b", "both_no",
+    "percent_agreement", "both_yes", "only_a", "only_b", "both_no", "no_interval_reason",
 ]  # fmt: skip
 KINDS = {
     "labels": LABEL_COLUMNS,
@@ -227,10 +227,16 @@ def _share(value: float | None):
 
 
 def _estimate_cells(estimate) -> dict:
-    """A statistic and its bootstrap interval; empty where undefined (the page's dash)."""
+    """A statistic and its bootstrap interval; empty where undefined (the page's dash), and where the
+    interval alone could not be drawn, the reason, as the page gives it."""
     if estimate is None:
-        return {"value": "", "low": "", "high": ""}
-    return {"value": _share(estimate.value), "low": _share(estimate.low), "high": _share(estimate.high)}
+        return {"value": "", "low": "", "high": "", "no_interval_reason": ""}
+    return {
+        "value": _share(estimate.value),
+        "low": _share(estimate.low),
+        "high": _share(estimate.high),
+        "no_interval_reason": estimate.no_interval_reason or "",
+    }
 
 
 def _count_cells(counts) -> dict:
@@ -284,7 +290,7 @@ def agreement_rows(study: Study, report) -> list[dict]:
 def agreement_meta(study: Study, report) -> dict:
     """What an agreement export's JSON says beside its rows: who, on how many jobs, and how the
     intervals were drawn."""
-    from triage.labeling.agreement import DEFAULT_CONFIDENCE, DEFAULT_RESAMPLES
+    from triage.labeling.agreement import DEFAULT_CONFIDENCE, DEFAULT_RESAMPLES, MAX_UNDEFINED_SHARE
 
     return {
         "raters": report.raters,
@@ -298,6 +304,7 @@ def agreement_meta(study: Study, report) -> dict:
             "confidence": DEFAULT_CONFIDENCE,
             "seed": study.seed,
             "method": "percentile",
+            "max_undefined_share": MAX_UNDEFINED_SHARE,
         },
     }
 

@@ -21,10 +21,15 @@ def percent(value):
 
 @register.filter
 def estimate(value):
-    """A statistic with its bootstrap interval: 0.812 [0.701, 0.903]."""
+    """A statistic with its bootstrap interval: 0.812 [0.701, 0.903]; or, where no interval could be
+    drawn, why not: 1.000 (too few positive labels for an interval)."""
     if value is None or value.value is None:
         return format_html('<span title="{}">–</span>', "undefined: every rating had the same value")
     if value.low is None:
+        if value.no_interval_reason:
+            return format_html(
+                '{} <small class="no-interval">({})</small>', f"{value.value:.3f}", value.no_interval_reason
+            )
         return f"{value.value:.3f}"
     return format_html("{} <small>[{}, {}]</small>", f"{value.value:.3f}", f"{value.low:.3f}", f"{value.high:.3f}")
 
