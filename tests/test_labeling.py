@@ -603,6 +603,36 @@ def test_an_export_of_a_version_that_does_not_exist_is_refused_not_replaced_by_a
     assert export("gold", gold=1)[0] == export("gold")[0] == export("quality", rule_set=1)[0] == 200
 
 
+def test_the_pages_say_a_version_does_not_exist_instead_of_showing_another_in_its_place(client, study, raters):
+    gold_with_job_1_triaged(study, raters)  # gold v1, rule set v1
+    services.freeze_gold(study, raters[0])  # and gold v2
+    client.force_login(raters[0])
+    gold_url, rules_url = reverse("labeling:gold", args=[study.pk]), reverse("labeling:rules", args=[study.pk])
+
+    def problem(url, **query):
+        response = client.get(url, query)
+        assert response.status_code == 200
+        page = html.unescape(response.content.decode())
+        return page, (
+            page.split('id="version-problem">', 1)[1].split("</div>", 1)[0] if "version-problem" in page else ""
+        )
+
+    page, said = problem(gold_url, version=99)
+    assert f"Study {study.pk} has no gold set v99 (it has v1, v2); showing v2, the latest." in said
+    page, said = problem(gold_url, version="abc")
+    assert "version must be a version number, such as version=1 (not 'abc'); showing v2, the latest." in said
+    assert problem(gold_url, version="99999999999999999999")[1]  # past any row id: said, not a 500
+    page, said = problem(gold_url, version=1)
+    assert said == "" and "Gold v1 " in page
+    page, said = problem(rules_url, gold=99, rule_set=999, compare=7)
+    assert f"Study {study.pk} has no gold set v99 (it has v1, v2); showing v2, the latest." in said
+    assert "There is no rule set v999 (there are v1); showing v1, the current one." in said
+    assert "There is no rule set v7 (there are v1); comparing with none." in said
+    page, said = problem(rules_url, gold="99999999999999999999", rule_set="x")
+    assert "rule_set must be a version number, such as rule_set=1 (not 'x'); showing v1, the current one." in said
+    assert problem(rules_url, gold=1, rule_set=1)[1] == problem(rules_url)[1] == ""
+
+
 def test_labels_export_and_import_round_trip_into_another_study(client, study, raters, jobs):
     run_study(study, raters)
     client.force_login(raters[0])

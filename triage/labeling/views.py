@@ -364,9 +364,11 @@ def gold_page(request, pk: int):
             else:
                 messages.success(request, f"Gold set v{gold_set.version} frozen with {gold_set.items.count()} jobs.")
             return redirect("labeling:gold", pk=study.pk)
-    version = request.GET.get("version")
     gold_sets = list(study.gold_sets.select_related("frozen_by"))
-    shown = next((g for g in gold_sets if str(g.version) == version), gold_sets[0] if gold_sets else None)
+    problems = []
+    shown = _version_or_latest(
+        request, "version", study.gold_sets.select_related("frozen_by"), _no_gold_set(study), problems, "the latest"
+    ) or (gold_sets[0] if gold_sets else None)
     items = shown.items.select_related("job__cluster") if shown else []
     return render(
         request,
@@ -381,6 +383,7 @@ def gold_page(request, pk: int):
             "form": form,
             "is_lead": is_lead,
             "submitted": services.submission_count(study),
+            "problems": problems,
         },
     )
 
@@ -393,9 +396,18 @@ def _number(value: str | None) -> int | None:
         return None
 
 
-def _pick(queryset, value, field):
-    number = _number(value)
-    return queryset.filter(**{field: number}).first() if number is not None else None
+def _version_or_latest(request, name, queryset, missing, problems, default_is):
+    """The version `?name=N` asks for. Where the address asks for one that is not there, the page
+    says so (in `problems`) and shows its default instead, `default_is` (the latest, the current),
+    named: as the lists do with a filter value they do not know, never another version in silence."""
+    try:
+        return _asked_version(request, name, queryset, missing)
+    except UnknownVersion as unknown:
+        default = queryset.first()
+        problems.append(
+            f"{unknown.message}; showing v{default.version}, {default_is}." if default else f"{unknown.message}."
+        )
+        return None
 
 
 @studies_access
@@ -407,9 +419,11 @@ def rules_page(request, pk: int):
     context = {"study": study, "gold_sets": gold_sets, "rule_sets": rule_sets}
     if not gold_sets:
         return render(request, "labeling/rules.html", context)
-    gold_set = _pick(study.gold_sets, request.GET.get("gold"), "version") or gold_sets[0]
-    rule_set = _pick(RuleSet.objects, request.GET.get("rule_set"), "version") or RuleSet.current()
-    compare = _pick(RuleSet.objects, request.GET.get("compare"), "version")
+    problems = []
+    gold_set = _version_or_latest(request, "gold", study.gold_sets, _no_gold_set(study), problems, "the latest")
+    gold_set = gold_set or gold_sets[0]
+    rule_set = _rule_set_asked(request, "rule_set", problems) or RuleSet.current()
+    compare = _rule_set_asked(request, "compare", problems)
     evaluation = services.evaluate_rules(gold_set, rule_set)
     other = services.evaluate_rules(gold_set, compare) if compare and compare != rule_set else None
     rows = []
@@ -446,8 +460,21 @@ def rules_page(request, pk: int):
         "confusion_columns": [_confusion_label(labels[j]) for j in shown],
         "confusion_left_out": len(labels) - len(shown),
         "is_lead": services.is_lead(request.user, study),
+        "problems": problems,
     }
     return render(request, "labeling/rules.html", context)
+
+
+def _rule_set_asked(request, name, problems):
+    """`?rule_set=` falls back to the current rule set, `?compare=` to no comparison; either says so."""
+    try:
+        return _asked_version(request, name, RuleSet.objects, NO_RULE_SET)
+    except UnknownVersion as unknown:
+        if name == "compare":
+            problems.append(f"{unknown.message}; comparing with none.")
+        else:
+            problems.append(f"{unknown.message}; showing v{RuleSet.current().version}, the current one.")
+        return None
 
 
 @studies_access
@@ -475,41 +502,58 @@ def _refusal(response_class, message: str) -> ExportRefused:
     return ExportRefused(response_class(message + "\n", content_type="text/plain; charset=utf-8"))
 
 
+class UnknownVersion(Exception):
+    """A version asked for in the address that is not a number (`not_a_number`), or that none has."""
+
+    def __init__(self, message: str, *, not_a_number: bool):
+        super().__init__(message)
+        self.message = message
+        self.not_a_number = not_a_number
+
+
+NO_RULE_SET = "There is no rule set v{number} (there are {versions})"
+
+
+def _no_gold_set(study) -> str:
+    return f"Study {study.pk} has no gold set v{{number}} (it has {{versions}})"
+
+
 def _asked_version(request, name: str, queryset, missing: str):
     """The version `?name=N` asks for, or None when the address asks for none (absent or empty),
-    which the caller answers with its default. An export must never hand over another version's data
-    for the one asked: a value that is not a whole number is a 400, a number no version has a 404.
-    `missing` words the 404, given the number and the versions there are."""
+    which the caller answers with its default. One it does not find raises UnknownVersion: a value
+    that is not a whole number, or a number no version has (`missing` words that, given the number
+    and the versions there are). Never another version in its place: an export refuses, a page says so."""
     raw = request.GET.get(name, "")
     if raw == "":
         return None
     number = _number(raw)
     if number is None:
-        raise _refusal(HttpResponseBadRequest, f"{name} must be a version number, such as {name}=1 (not {raw[:40]!r}).")
+        raise UnknownVersion(f"{name} must be a version number, such as {name}=1 (not {raw[:40]!r})", not_a_number=True)
     found = queryset.filter(version=number).first() if abs(number) <= MAX_ROW_ID else None
     if found is None:
         versions = ", ".join(f"v{v}" for v in sorted(queryset.values_list("version", flat=True))) or "none"
-        raise _refusal(HttpResponseNotFound, missing.format(number=number, versions=versions))
+        raise UnknownVersion(missing.format(number=number, versions=versions), not_a_number=False)
     return found
 
 
+def _exported_version(request, name: str, queryset, missing: str):
+    """An export's `_asked_version`: not a number is a 400, a number no version has a 404."""
+    try:
+        return _asked_version(request, name, queryset, missing)
+    except UnknownVersion as unknown:
+        response_class = HttpResponseBadRequest if unknown.not_a_number else HttpResponseNotFound
+        raise _refusal(response_class, f"{unknown.message}.") from None
+
+
 def _export_gold_set(request, study):
-    gold_set = (
-        _asked_version(
-            request, "gold", study.gold_sets, f"Study {study.pk} has no gold set v{{number}} (it has {{versions}})."
-        )
-        or study.gold_sets.first()
-    )
+    gold_set = _exported_version(request, "gold", study.gold_sets, _no_gold_set(study)) or study.gold_sets.first()
     if gold_set is None:
         raise _refusal(HttpResponseNotFound, f"Study {study.pk} has no gold set yet: freeze one first.")
     return gold_set
 
 
 def _export_rule_set(request):
-    return (
-        _asked_version(request, "rule_set", RuleSet.objects, "There is no rule set v{number} (there are {versions}).")
-        or RuleSet.current()
-    )
+    return _exported_version(request, "rule_set", RuleSet.objects, NO_RULE_SET) or RuleSet.current()
 
 
 @studies_access
