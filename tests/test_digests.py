@@ -666,6 +666,25 @@ def test_a_week_without_jobs_claims_no_improvement(smtp, fleet, team_a, member_a
     assert "Every low-utilization job this week has a named cause." not in operator_text
 
 
+def test_a_week_without_jobs_says_so_instead_of_reporting_zeros(smtp, fleet, team_a, member_a, operator):
+    """The week after a team's last jobs, its digest was titled "Team A, 2026-W48: 0.0 GPU-hours",
+    opened on "0 jobs, 0 at or below 50 % GPU utilization", and said "No causes of idle GPUs were
+    found in this week's jobs" and "No job this week had recoverable GPU-hours", of jobs there were not."""
+    next_week = weeks.shift(WEEK, 1)
+    send_weekly_task.delay(next_week).get()
+    message = smtp.to(member_a.email)[0]
+    assert message["Subject"] == "Team A, 2026-W48: no jobs started (24.0 GPU-hours the week before)"
+    text, html = parts(message)
+    assert "0.0 GPU-hours" not in message["Subject"] and "0 jobs, 0 at or below" not in text
+    for part in (text, html):
+        assert "No jobs of the team started this week." in part
+        assert "found in this week's jobs" not in part and "No job this week had recoverable" not in part
+    operator_message = smtp.to(operator.email)[0]
+    assert operator_message["Subject"] == "Fleet, 2026-W48: no jobs started (44.0 GPU-hours the week before)"
+    operator_text, operator_html = parts(operator_message)
+    assert "found in this week's jobs" not in operator_text and "found in this week's jobs" not in operator_html
+
+
 def _totals(jobs: int, hours: float, unused: float) -> queries.Totals:
     return queries.Totals(jobs, hours, hours, unused, 0.0, 0.0, 0.0, 0)
 
