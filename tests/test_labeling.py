@@ -438,6 +438,28 @@ def test_adjudication_and_a_frozen_versioned_gold_set(client, study, raters):
     assert client.get(url).status_code == 404
 
 
+def test_the_gold_set_links_each_job_to_its_page_where_blind_rules_still_hold(client, study, raters, jobs):
+    run_study(study, raters)
+    services.adjudicate(study.items.get(position=3), [CKPT], "saves", raters[0])
+    gold = services.freeze_gold(study, raters[0])
+    job = study.items.get(position=1).job
+    triage_with(RuleSet.current(), job, [BATCH])
+    JobTriage.objects.filter(job=job).update(is_current=True)
+    Finding.objects.filter(job=job).update(summary="RULES-SAID-THIS")
+    # ravi has submitted here, but still labels the same jobs, blind, in a second study.
+    later = services.create_study(name="Later", lead=raters[0], raters=raters, strategy="all", seed=3)
+    assert later.items.filter(job=job).exists() and not later.show_findings
+    client.force_login(raters[1])
+    page = client.get(reverse("labeling:gold", args=[study.pk])).content.decode()
+    table = page.split('id="gold-items"')[1].split("</table>")[0]
+    for item in gold.items.all():
+        assert f'<a href="{reverse("dashboard:job-detail", args=[item.job_id])}">{item.job}</a>' in table
+    job_page = client.get(reverse("dashboard:job-detail", args=[job.pk])).content.decode()
+    assert "RULES-SAID-THIS" not in job_page and "Hidden while you label this job" in job_page
+    client.force_login(raters[0])  # the lead has not submitted in the later study either: no gold page there
+    assert client.get(reverse("labeling:gold", args=[later.pk])).status_code == 404
+
+
 def test_saving_an_adjudication_goes_on_to_the_next_open_disagreement(client, study, raters):
     first, second = raters
     answer(study, first, {1: [BATCH], 2: [CKPT], 3: [BATCH], 4: ["none"]})
