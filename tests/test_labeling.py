@@ -7,6 +7,7 @@ import csv
 import html
 import io
 import json
+import re
 
 import pytest
 from django.contrib.auth.models import Group
@@ -458,6 +459,31 @@ def test_the_gold_set_links_each_job_to_its_page_where_blind_rules_still_hold(cl
     assert "RULES-SAID-THIS" not in job_page and "Hidden while you label this job" in job_page
     client.force_login(raters[0])  # the lead has not submitted in the later study either: no gold page there
     assert client.get(reverse("labeling:gold", args=[later.pk])).status_code == 404
+
+
+def test_adjudication_starts_with_what_every_rater_chose_ticked(client, study, raters):
+    first, second = raters
+    answer(study, first, {1: [BATCH], 2: [CKPT], 3: [BATCH, PINNED], 4: ["none"]})
+    answer(study, second, {1: [BATCH], 2: [CKPT], 3: [BATCH], 4: [CKPT]})
+    for rater in raters:
+        services.submit(study, rater)
+    client.force_login(first)
+    three, four = study.items.get(position=3), study.items.get(position=4)
+
+    def ticked(item):
+        page = client.get(reverse("labeling:adjudicate", args=[study.pk, item.pk])).content.decode()
+        boxes = re.findall(r'<input type="checkbox" name="option" value="([a-z_]+)"[^>]*?( checked)?>', page)
+        return {value for value, checked in boxes if checked}, page
+
+    options, page = ticked(three)
+    assert options == {BATCH}  # both chose it; pinned memory is the lead's to decide
+    assert "pre-ticked from the raters" in html.unescape(page)
+    options, page = ticked(four)
+    assert options == set() and "The raters agree on no option" in page
+    # Once the lead has decided, the page shows their decision, not the raters' agreement.
+    services.adjudicate(three, [PINNED], "only the copies", first)
+    options, page = ticked(three)
+    assert options == {PINNED} and "pre-ticked" not in page
 
 
 def test_saving_an_adjudication_goes_on_to_the_next_open_disagreement(client, study, raters):

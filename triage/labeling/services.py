@@ -320,6 +320,12 @@ def agreement_report(study: Study, *, resamples: int = agreement.DEFAULT_RESAMPL
 # --- Adjudication and gold -----------------------------------------------------------------------
 
 
+def options_every_rater_chose(answers: list[set[str]]) -> set[str]:
+    """The options all of a job's raters chose (given each rater's chosen options): settled before
+    adjudication begins. None with fewer than two answers, where no one agreed with anyone."""
+    return set.intersection(*answers) if len(answers) >= 2 else set()
+
+
 def adjudicate(item: StudyJob, options: list[str], note: str, user) -> Adjudication:
     clean_answer(dict.fromkeys(options, ""), note)
     if not note.strip():

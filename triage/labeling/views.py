@@ -313,9 +313,12 @@ def adjudicate(request, pk: int, item: int):
     answers = services.final_answers(study).filter(item=study_job).select_related("rater").prefetch_related("labels")
     current = getattr(study_job, "adjudication", None)
     form = AdjudicationForm(request.POST or None, initial={"note": current.note if current else ""})
-    chosen = (
-        set(request.POST.getlist("option")) if request.method == "POST" else set(current.options if current else [])
-    )
+    # Until the lead decides, what every rater chose is ticked already: they decide the rest.
+    agreed = services.options_every_rater_chose([{label.option for label in a.labels.all()} for a in answers])
+    if request.method == "POST":
+        chosen = set(request.POST.getlist("option"))
+    else:
+        chosen = set(current.options) if current else agreed
     if request.method == "POST" and form.is_valid():
         try:
             services.adjudicate(study_job, sorted(chosen & set(OPTIONS)), form.cleaned_data["note"], request.user)
@@ -344,7 +347,16 @@ def adjudicate(request, pk: int, item: int):
     return render(
         request,
         "labeling/adjudicate.html",
-        {"study": study, "item": study_job, "answers": answers, "groups": groups, "form": form, "current": current},
+        {
+            "study": study,
+            "item": study_job,
+            "answers": answers,
+            "groups": groups,
+            "form": form,
+            "current": current,
+            "agreed": sorted(agreed, key=OPTIONS.index),
+            "raters_answered": len(answers),
+        },
     )
 
 
