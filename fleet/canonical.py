@@ -72,6 +72,12 @@ SERIES_KEYS = ("timestamp", "host", "gpu")
 
 JOB_TYPES = ("batch", "interactive")
 
+# Job states are kept as the source wrote them (Slurm's words, which the MLflow and W&B connectors map
+# theirs onto; Kubernetes' pod phases; any text in an archive or the generic connector). These say a
+# run ended as it should, compared without case; a failed, cancelled or timed-out run, or one whose
+# source records no state, is not known to have run properly.
+SUCCESSFUL_STATES = ("COMPLETED", "SUCCEEDED")
+
 # The times a timestamp may say, however it is written: Unix seconds from 0 up to this (larger ones
 # are almost always milliseconds; 1e11 s is the year 5138). ISO text, typed Parquet times and the
 # platforms' own records keep to the same moments, so a job's times never depend on their source.

@@ -818,7 +818,7 @@ def test_runs_that_got_better_are_listed_with_the_causes_no_longer_found(
     def run(team, name, days, util, user="dana"):
         start = WEEK_START + timedelta(days=days)
         return JobFactory(team=team, cluster=cluster, name=name, user=user, start_time=start,
-                          end_time=start + timedelta(hours=3), mean_gpu_util=util)  # fmt: skip
+                          end_time=start + timedelta(hours=3), mean_gpu_util=util, state="COMPLETED")  # fmt: skip
 
     before = run(team_a, "nightly-llm", -10, 30)
     triaged(before, rules, (Category.DATA_PREPROCESSING, 2.0, {}), (Category.MODEL_CHECKPOINTING, 1.0, {}))
@@ -850,6 +850,42 @@ def test_runs_that_got_better_are_listed_with_the_causes_no_longer_found(
     for blind in (fixed.pk, before.pk):
         context = services.operator_context(weeks.parse_week(WEEK), hidden=frozenset({blind}))
         assert [item["job"].name for item in context["improved_runs"]] == ["b-sweep"]
+
+
+def test_only_runs_that_ended_successfully_count_as_runs_that_got_better(smtp, fleet, team_a, member_a):
+    """alpha/4813130 FAILED after an hour at 67 % and the digest listed it as a fix that worked, while
+    the COMPLETED run after it at 83 % was left out: its run before, the failed one, was above the
+    line. A failed, cancelled or timed-out run is no evidence of a fix, nor a run to compare with."""
+    rules = RuleSet.objects.get(version=2)
+    cluster = fleet["resnet"].cluster
+
+    def run(name, days, util, state, hours=3):
+        start = WEEK_START + timedelta(days=days)
+        return JobFactory(team=team_a, cluster=cluster, name=name, user="dana", start_time=start,
+                          end_time=start + timedelta(hours=hours), mean_gpu_util=util, state=state)  # fmt: skip
+
+    slow = run("alpha", -5, 30, "COMPLETED")
+    triaged(slow, rules, (Category.DATA_PREPROCESSING, 2.0, {}))
+    run("alpha", 1, 67, "FAILED", hours=1)
+    completed = run("alpha", 2, 83, "COMPLETED")
+    run("beta", -4, 20, "COMPLETED"), run("beta", 1, 70, "TIMEOUT")  # ran out of time
+    run("gamma", -4, 25, "COMPLETED"), run("gamma", 3, 90, "cancelled")  # any spelling of a state
+    run("delta", -4, 15, "Succeeded"), run("delta", 2, 60, "Failed"), run("delta", 3, 65, "Succeeded")  # Kubernetes
+    run("epsilon", -2, 10, "FAILED"), run("epsilon", 2, 80, "COMPLETED")  # no run before that ran properly
+    run("zeta", -2, 10, "COMPLETED"), run("zeta", 2, 80, "")  # a source that records no state
+    send_weekly_task.delay(WEEK).get()
+
+    text, html = parts(smtp.to(member_a.email)[0])
+    better = section(text, "RUNS THAT GOT BETTER")
+    assert better.startswith(" (ended successfully above 50 % mean GPU utilization;")
+    assert [line.strip() for line in better.splitlines() if line.strip().startswith("+")] == [
+        f"+ alpha (dana, {cluster.name}): 30 % -> 83 % since its run of 2026-11-11; "
+        "no longer found: Data preprocessing on CPU",
+        f"+ delta (dana, {cluster.name}): 15 % -> 65 % since its run of 2026-11-12",
+    ]
+    assert f"/jobs/{completed.pk}/#runs" in better
+    listed = html.split("Runs that got better")[1].split("</ul>")[0]
+    assert "alpha</a>" in listed and "67 %" not in listed and "beta" not in listed
 
 
 # --- What got worse ----------------------------------------------------------------------------------

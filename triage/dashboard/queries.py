@@ -6,15 +6,18 @@ not grow with the number of jobs.
 
 from __future__ import annotations
 
+import operator
 from dataclasses import dataclass
 from datetime import UTC, datetime, time, timedelta
 from decimal import Decimal
+from functools import reduce
 from typing import NamedTuple
 
 from django.db.models import Count, F, FloatField, Max, OuterRef, Q, Subquery, Sum, Value
 from django.db.models.functions import Cast, Coalesce, Floor, NullIf
 from django.urls import reverse
 
+from fleet.canonical import SUCCESSFUL_STATES
 from fleet.costs import Conversion
 from fleet.logevents import LOG_EVENT_KINDS
 from fleet.models import Cluster
@@ -588,20 +591,29 @@ def run_change(before, after) -> RunChange:
     )
 
 
+def _ended_successfully() -> Q:
+    """Jobs whose state says they ran to the end (`SUCCESSFUL_STATES`, in any case)."""
+    return reduce(operator.or_, (Q(state__iexact=state) for state in SUCCESSFUL_STATES))
+
+
 def improved_runs(jobs, period: Period, threshold: float, limit: int = 5) -> list:
-    """Jobs of the queryset `jobs` started in the period that are runs of a job whose run before (of
-    `jobs`, same name, user and cluster, whenever it ran) was at or below `threshold` mean
-    utilization while they are above it: a fix that worked. The biggest rise first, each with
-    `previous_util`, `previous_id` and `previous_start` set. A job of several such runs in the period
-    shows once: its later runs' run before is already above the line."""
+    """Jobs of the queryset `jobs` started in the period that ended successfully above `threshold` mean
+    utilization while their run before was at or below it: a fix that worked. The run before is the
+    last earlier run (of `jobs`, same name, user and cluster, whenever it ran) that ended successfully
+    too: a failed, cancelled or timed-out run says nothing about a fix, and its low utilization may be
+    the crash or the hang, not the cause. The biggest rise first, each with `previous_util`,
+    `previous_id` and `previous_start` set. A job of several such runs in the period shows once: its
+    later runs' run before is already above the line."""
+    ended_well = _ended_successfully()
     before = jobs.filter(
         _runs_of(OuterRef("cluster_id"), OuterRef("user"), OuterRef("name")),
         _earlier(OuterRef("start_time"), OuterRef("pk")),
+        ended_well,
     ).order_by("-start_time", "-pk")
     runs = (
         in_period(jobs, period)
         .exclude(name="")
-        .filter(mean_gpu_util__gt=threshold)
+        .filter(ended_well, mean_gpu_util__gt=threshold)
         .annotate(
             previous_util=Subquery(before.values("mean_gpu_util")[:1]),
             previous_id=Subquery(before.values("pk")[:1]),
