@@ -323,12 +323,26 @@ def test_every_link_in_the_email_opens(smtp, fleet, member_a, client):
     text, html = parts(smtp.to(member_a.email)[0])
     urls = set(links(html))
     assert urls and all(url.startswith(BASE_URL + "/") for url in urls)
-    job_url = BASE_URL + reverse("dashboard:job-detail", args=[fleet["resnet"].pk])
+    job_url = BASE_URL + reverse("dashboard:job-detail", args=[fleet["resnet"].pk]) + "#findings"
     assert job_url in urls and job_url in text and f"/jobs/{fleet['resnet'].pk}/" in job_url
     client.force_login(member_a)
     for url in urls:
         response = client.get(path_of(url))
         assert response.status_code == 200, url
+
+
+def test_a_job_s_link_in_the_digest_lands_on_its_findings(smtp, fleet, member_a, client):
+    """The fixes that pay most linked to the top of the job's page, above its facts and summary: the
+    reader who came for the cause and its fix scrolled to find them."""
+    send_weekly_task.delay(WEEK).get()
+    text, html = parts(smtp.to(member_a.email)[0])
+    job_url = BASE_URL + reverse("dashboard:job-detail", args=[fleet["resnet"].pk])
+    fixes_html = html.split("Fixes that pay most")[1].split("</table>")[0]
+    assert f'href="{job_url}#findings"' in fixes_html
+    assert f"     {job_url}#findings\r\n" in text.split("FIXES THAT PAY MOST")[1]
+    client.force_login(member_a)
+    page = client.get(reverse("dashboard:job-detail", args=[fleet["resnet"].pk])).content.decode()
+    assert page.count('id="findings"') == 1 and "Why the GPUs idled" in page.split('id="findings"')[1]
 
 
 def test_each_cause_of_the_waste_links_to_the_week_s_jobs_with_it(smtp, fleet, member_a, client):

@@ -593,6 +593,12 @@ def _improved_runs(jobs, period: Period, hidden: frozenset[int], threshold: floa
     ]
 
 
+def job_findings_url(job_id: int) -> str:
+    """A job's page for the email, opened at its findings (`#findings`, the causes and their fixes the
+    digest names), not at the top, above its facts and summary."""
+    return absolute(reverse("dashboard:job-detail", args=[job_id]) + "#findings")
+
+
 def _week_label(period: Period) -> str:
     first, last = period.start.date(), period.last_day
     if first.month == last.month:
@@ -617,7 +623,7 @@ def team_context(team: Team, period: Period, hidden: frozenset[int] = frozenset(
             "fix": entry.fix,
             "summary": entry.summary,
             "fixes": entry.fixes,
-            "url": absolute(reverse("dashboard:job-detail", args=[entry.job_id])),
+            "url": job_findings_url(entry.job_id),
         }
         for entry in ranked
         if entry.job_id in jobs
