@@ -138,3 +138,40 @@ def test_a_cluster_that_does_not_exist_is_a_400_naming_it_not_an_empty_report(cl
     # The pages say the same words, and show every cluster instead.
     page = client.get(reverse("dashboard:team-list"), {"cluster": "nope"}).content.decode()
     assert "There is no cluster named &#x27;nope&#x27;; showing all clusters." in page
+
+
+def test_the_report_counts_each_teams_unpriced_jobs_which_its_cost_leaves_out(client, operator, fleet, team_a):  # noqa: F811
+    """The pages said which jobs had no GPU-hour price (a cluster imported before anyone priced it)
+    and how many GPU-hours the costs left out, but the teams CSV and this report had only
+    `cost_left_out` (for currencies without a rate): a chargeback script billed team A 20 USD for
+    18 GPU-hours with nothing to say 8 of them were never priced. Each team now says how many of its
+    jobs and GPU-hours have no price, in both; the other figures are as they were."""
+    gamma = ClusterFactory(name="gamma")
+    JobFactory(cluster=gamma, team=team_a, start_time=WEEK_START + timedelta(days=3), gpu_hours=8.0, cost=None)
+    client.force_login(operator)
+
+    report = client.get(URL, WEEK).json()
+    unpriced = {t["team"]: (t["unpriced_jobs"], t["unpriced_gpu_hours"]) for t in report["teams"]}
+    assert unpriced == {"team-a": (1, 8.0), "team-b": (0, 0.0)}
+    team_a_row = next(t for t in report["teams"] if t["team"] == "team-a")
+    assert (team_a_row["jobs"], team_a_row["gpu_hours"], team_a_row["cost"], team_a_row["cost_left_out"]) == (
+        2, 18.0, 20.0, ""
+    )  # fmt: skip
+
+    download = client.get(reverse("dashboard:team-list"), WEEK | {"format": "csv"})
+    reader = csv.reader(io.StringIO(b"".join(download.streaming_content).decode()))
+    header, *rows = list(reader)
+    # The columns scripts read by position stay where they were; the new ones come last.
+    assert header[:12] == [
+        "team", "period_start", "period_end", "jobs", "gpu_hours", "unused_gpu_hours", "waste_share",
+        "cost", "wasted_cost", "currency", "low_util_jobs", "cost_left_out",
+    ]  # fmt: skip
+    assert header[12:] == ["unpriced_jobs", "unpriced_gpu_hours"]
+    assert {row[0]: (int(row[12]), float(row[13])) for row in rows} == unpriced
+
+    # The schema documents both, as every client's reference.
+    schema = client.get("/api/v1/schema/", HTTP_ACCEPT="application/json").json()
+    row_schema = schema["components"]["schemas"]["TeamReportRow"]
+    assert {"unpriced_jobs", "unpriced_gpu_hours"} <= set(row_schema["required"])
+    assert row_schema["properties"]["unpriced_jobs"]["type"] == "integer"
+    assert "no GPU-hour price" in row_schema["properties"]["unpriced_jobs"]["description"]

@@ -397,6 +397,12 @@ class TeamReportRowSerializer(serializers.Serializer):
     cost_left_out = serializers.CharField(
         help_text='What the cost leaves out, in currencies without an exchange rate ("20.00 EUR"); "" for nothing.'
     )
+    unpriced_jobs = serializers.IntegerField(
+        help_text="The team's jobs with no GPU-hour price for their cluster and GPU model: the cost leaves them out."
+    )
+    unpriced_gpu_hours = serializers.FloatField(
+        help_text="Those jobs' GPU-hours (in gpu_hours, not in cost); 0 when every job is priced."
+    )
 
 
 @extend_schema_serializer(many=False)  # one report, though it answers the route's list action

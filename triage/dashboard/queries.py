@@ -96,7 +96,7 @@ def pricing(jobs, conversion: Conversion | None = None, *, shown=None) -> Pricin
     conversion = conversion or Conversion.current()
     reporting = conversion.currency
     by_currency = _cost_by_currency(jobs, reporting)
-    unpriced = _unpriced_clusters(jobs if shown is None else shown)
+    unpriced = unpriced_by(jobs if shown is None else shown, "cluster__name")
     if not by_currency:
         if not unpriced:  # no job with GPU-hours to price (an empty period): nothing is missing
             return Pricing(reporting, "", False, conversion)
@@ -124,17 +124,17 @@ def pricing(jobs, conversion: Conversion | None = None, *, shown=None) -> Pricin
     return Pricing(reporting, _and(note, missing), bool(missing), conversion)
 
 
-def _unpriced_clusters(jobs) -> dict[str, tuple[int, float]]:
-    """Per cluster name, its jobs with GPU-hours but no cost (no price for their cluster and GPU
-    model) and those GPU-hours: what every cost total leaves out."""
+def unpriced_by(jobs, key: str) -> dict[str, tuple[int, float]]:
+    """Per value of `key` (a cluster's name, a team's slug), its jobs with GPU-hours but no cost (no
+    price for their cluster and GPU model) and those GPU-hours: what every cost total leaves out."""
     rows = (
         jobs.filter(cost=None, gpu_hours__gt=0)
         .order_by()
-        .values("cluster__name")
+        .values(key)
         .annotate(jobs=Count("pk"), hours=Sum("gpu_hours"))
-        .order_by("cluster__name")
+        .order_by(key)
     )
-    return {row["cluster__name"]: (row["jobs"], row["hours"]) for row in rows}
+    return {row[key]: (row["jobs"], row["hours"]) for row in rows}
 
 
 def _unpriced_note(unpriced: dict[str, tuple[int, float]], in_period: bool) -> str:
@@ -294,8 +294,9 @@ def by_team(
 class Chargeback(NamedTuple):
     """What each team's GPU time and its waste cost over a period: the teams CSV and `GET
     /api/v1/teams/`. Per team (its slug as `team`): name, jobs, gpu_hours, unused_gpu_hours,
-    waste_share (None without covered GPU time), cost, wasted_cost, low_util_jobs, and
-    cost_left_out: what its cost leaves out in currencies without an exchange rate ("20.00 EUR")."""
+    waste_share (None without covered GPU time), cost, wasted_cost, low_util_jobs, cost_left_out:
+    what its cost leaves out in currencies without an exchange rate ("20.00 EUR"), and unpriced_jobs
+    and unpriced_gpu_hours: its jobs with no GPU-hour price, which its cost leaves out too."""
 
     currency: str
     teams: list[dict]
@@ -305,21 +306,26 @@ def chargeback(jobs, period: Period, low_util_threshold: float, order: str = "-u
     jobs = in_period(jobs, period)
     priced = pricing(jobs)
     left_out = left_out_by_team(jobs, priced.left_out) if priced.left_out else {}
-    teams = [
-        {
-            "team": row["team__slug"],
-            "name": row["team__name"],
-            "jobs": row["jobs"],
-            "gpu_hours": round(row["hours"], 3),
-            "unused_gpu_hours": round(row["unused"], 3),
-            "waste_share": None if row["waste_share"] is None else round(row["waste_share"], 4),
-            "cost": round(row["spend"], 2),
-            "wasted_cost": round(row["wasted_cost"], 2),
-            "low_util_jobs": row["low_util_jobs"],
-            "cost_left_out": left_out.get(row["team__slug"], ""),
-        }
-        for row in by_team(jobs, low_util_threshold, order=order, conversion=priced.conversion)
-    ]
+    unpriced = unpriced_by(jobs, "team__slug")  # what the pages' cost note counts, per team
+    teams = []
+    for row in by_team(jobs, low_util_threshold, order=order, conversion=priced.conversion):
+        unpriced_jobs, unpriced_hours = unpriced.get(row["team__slug"], (0, 0.0))
+        teams.append(
+            {
+                "team": row["team__slug"],
+                "name": row["team__name"],
+                "jobs": row["jobs"],
+                "gpu_hours": round(row["hours"], 3),
+                "unused_gpu_hours": round(row["unused"], 3),
+                "waste_share": None if row["waste_share"] is None else round(row["waste_share"], 4),
+                "cost": round(row["spend"], 2),
+                "wasted_cost": round(row["wasted_cost"], 2),
+                "low_util_jobs": row["low_util_jobs"],
+                "cost_left_out": left_out.get(row["team__slug"], ""),
+                "unpriced_jobs": unpriced_jobs,
+                "unpriced_gpu_hours": round(unpriced_hours, 3),
+            }
+        )
     return Chargeback(priced.currency, teams)
 
 

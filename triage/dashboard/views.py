@@ -219,9 +219,10 @@ def team_list(request):
     return render(request, "dashboard/team_list.html", context)
 
 
+# New columns go last: a chargeback script may read the older ones by position.
 TEAMS_CSV_COLUMNS = [
     "team", "period_start", "period_end", "jobs", "gpu_hours", "unused_gpu_hours", "waste_share",
-    "cost", "wasted_cost", "currency", "low_util_jobs", "cost_left_out",
+    "cost", "wasted_cost", "currency", "low_util_jobs", "cost_left_out", "unpriced_jobs", "unpriced_gpu_hours",
 ]  # fmt: skip
 
 
@@ -242,6 +243,8 @@ def _teams_csv(report: queries.Chargeback, period: Period) -> StreamingHttpRespo
             report.currency,
             row["low_util_jobs"],
             row["cost_left_out"],
+            row["unpriced_jobs"],
+            row["unpriced_gpu_hours"],
         ]
         for row in report.teams
     )
