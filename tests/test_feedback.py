@@ -42,11 +42,40 @@ def finding_block(html: str, category) -> str:
     return html.split(f'id="finding-{category}"')[1].split('class="finding"')[0]
 
 
+def answer_block(html: str, category) -> str:
+    """The answers and answer form of one finding."""
+    return html.split(f'id="answer-{category}"')[1].split("</form>")[0]
+
+
+IN_VIEW = "const r = arguments[0].getBoundingClientRect(); return r.top >= 0 && r.bottom <= window.innerHeight;"
+
+
+def test_the_answer_is_confirmed_by_its_form_not_at_the_top_of_the_page(client, member_a, job):
+    """After an answer the page scrolls to the finding, so "Saved your answer" at the top of the page
+    went unseen: it is said by the finding's answer form, where the page lands, as a status."""
+    client.force_login(member_a)
+    response = answer(client, job, category=CKPT, verdict="wrong")
+    assert response.url.endswith(f"#answer-{CKPT}")
+    html = job_page(client, job)
+    said = 'role="status">Saved your answer on Model checkpointing: Wrong: not the cause.</p>'
+    assert said in answer_block(html, CKPT)
+    assert html.count("Saved your answer") == 1  # not at the top of the page as well
+    assert "Saved your answer" not in answer_block(html, DATA)
+    assert "Saved your answer" not in job_page(client, job)  # said once
+
+    answer(client, job, category=CKPT, withdraw="on")
+    assert "Your answer on Model checkpointing was withdrawn." in answer_block(job_page(client, job), CKPT)
+    response = answer(client, job, category=CKPT)  # no verdict: where the page lands, the findings
+    assert response.url.endswith("#findings")
+    findings = job_page(client, job).split('id="findings"')[1]
+    assert 'role="status">Your answer was not saved (verdict: choose whether this is the cause).' in findings
+
+
 def test_an_owner_answers_changes_and_withdraws(client, member_a, job):
     client.force_login(member_a)
     response = answer(client, job, category=CKPT, verdict="wrong", comment="we save once an epoch, on purpose")
     assert response.status_code == 302
-    assert response.url == reverse("dashboard:job-detail", args=[job.pk]) + f"#finding-{CKPT}"
+    assert response.url == reverse("dashboard:job-detail", args=[job.pk]) + f"#answer-{CKPT}"
     html = job_page(client, job)
     assert "Saved your answer on Model checkpointing: Wrong: not the cause." in html
     block = finding_block(html, CKPT)
@@ -183,9 +212,11 @@ def test_an_owner_answers_from_the_job_page_in_a_browser(browser, live_server, m
     form.find_element(By.XPATH, ".//label[contains(., 'Wrong: not the cause')]").click()
     form.find_element(By.NAME, "comment").send_keys("one save an epoch, by design")
     form.find_element(By.CSS_SELECTOR, "button[type=submit]").click()
-    message = browser.find_element(By.CSS_SELECTOR, "p.message")
+    message = browser.find_element(By.CSS_SELECTOR, f"#answer-{CKPT} p.message[role=status]")
     assert message.text == "Saved your answer on Model checkpointing: Wrong: not the cause."
-    assert browser.current_url.endswith(f"#finding-{CKPT}")
+    assert browser.current_url.endswith(f"#answer-{CKPT}")
+    # Where the reader is: the page lands on the answer form, and the confirmation is on screen with it.
+    assert browser.execute_script(IN_VIEW, message) and not browser.find_elements(By.CSS_SELECTOR, "main > p.message")
     legend = browser.find_element(By.CSS_SELECTOR, f"#finding-{CKPT} legend").text
     assert "You said: Wrong: not the cause" in legend
     saved = Feedback.objects.get()
@@ -245,9 +276,9 @@ def test_an_operator_removes_someone_s_answer_and_the_audit_log_keeps_what_it_sa
     assert f'action="{reverse("triage:feedback-remove", args=[given.pk])}"' in block
     assert 'aria-label="Remove alice-member\'s answer"' in block
     response = remove(client, given)
-    assert response.url == reverse("dashboard:job-detail", args=[job.pk]) + f"#finding-{CKPT}"
+    assert response.url == reverse("dashboard:job-detail", args=[job.pk]) + f"#answer-{CKPT}"
     html = job_page(client, job)
-    assert "Removed alice-member&#x27;s answer on Model checkpointing." in html
+    assert "Removed alice-member&#x27;s answer on Model checkpointing." in answer_block(html, CKPT)
     assert "rude words here" not in html
     assert list(Feedback.objects.values_list("category", flat=True)) == [DATA]  # the other answer stays
     event = AuditEvent.objects.get(action="feedback.remove")

@@ -21,6 +21,7 @@ from triage.dashboard.queries import job_files
 from triage.labeling.services import blinded_job_ids, findings_hidden_from
 from triage.models import Feedback, RetriageRun, RuleSet
 from triage.rules import THRESHOLDS
+from triage.templatetags.finding_feedback import place_tags
 
 # What a threshold of each unit can be: a value past these (150 %, a share of 2, 2.5 samples) was
 # saved as a new version and every job re-triaged with it.
@@ -267,19 +268,22 @@ def job_feedback(request, pk: int):
     found = feedback.found_categories(job)
     form = FeedbackForm(request.POST, found=found)
     back = reverse("dashboard:job-detail", args=[job.pk])
+    # Each message is said where the page lands (the findings, the finding's answer form): the top of
+    # the page, where messages go, is scrolled out of sight.
     if not form.is_valid():
         problems = "; ".join(f"{name}: {' '.join(errors)}" for name, errors in form.errors.items())
-        messages.warning(request, f"Your answer was not saved ({problems}).")
+        messages.warning(request, f"Your answer was not saved ({problems}).", extra_tags=place_tags("findings"))
         return redirect(f"{back}#findings")
     finding = found[form.cleaned_data["category"]]
     category, label = finding.category, finding.get_category_display()
+    at_answer = place_tags(f"finding-{category}")
     if form.cleaned_data["withdraw"]:
         feedback.withdraw(request.user, job, category)
-        messages.success(request, f"Your answer on {label} was withdrawn.")
+        messages.success(request, f"Your answer on {label} was withdrawn.", extra_tags=at_answer)
     else:
         given = feedback.give(request.user, finding, form.cleaned_data["verdict"], form.cleaned_data["comment"])
-        messages.success(request, f"Saved your answer on {label}: {given.get_verdict_display()}.")
-    return redirect(f"{back}#finding-{category}")
+        messages.success(request, f"Saved your answer on {label}: {given.get_verdict_display()}.", extra_tags=at_answer)
+    return redirect(f"{back}#answer-{category}")
 
 
 @operator_required
@@ -291,5 +295,6 @@ def feedback_remove(request, pk: int):
         return render(request, "triage/findings_hidden.html", {"job": given.job}, status=403)
     author, label = given.user.get_username(), given.get_category_display()
     feedback.remove(request.user, given)
-    messages.success(request, f"Removed {author}'s answer on {label}.")
-    return redirect(reverse("dashboard:job-detail", args=[given.job_id]) + f"#finding-{given.category}")
+    at_answer = place_tags(f"finding-{given.category}")
+    messages.success(request, f"Removed {author}'s answer on {label}.", extra_tags=at_answer)
+    return redirect(reverse("dashboard:job-detail", args=[given.job_id]) + f"#answer-{given.category}")

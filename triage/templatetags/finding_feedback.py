@@ -7,6 +7,22 @@ from triage.models import Feedback
 
 register = template.Library()
 
+# The extra tag of a message said next to what it is about (an answer on a finding, where the page it
+# redirects to scrolls), not at the top of the page, which the reader no longer sees: the page's top
+# (`base.html`) leaves these out and `placed_messages` gives them to where they belong.
+PLACED = "placed"
+
+
+def place_tags(place: str) -> str:
+    """The extra tags of a message said at `place` ("findings", "finding-<category>")."""
+    return f"{PLACED} {place}"
+
+
+@register.simple_tag(takes_context=True)
+def placed_messages(context, place: str) -> list:
+    """The request's messages to say at `place`."""
+    return [message for message in context.get("messages") or [] if place_tags(place) == message.extra_tags]
+
 
 @register.inclusion_tag("triage/_finding_feedback.html", takes_context=True)
 def finding_feedback(context, finding):
@@ -25,4 +41,5 @@ def finding_feedback(context, finding):
         "verdicts": Feedback.Verdict.choices,
         "csrf_token": context.get("csrf_token"),
         "is_operator": context.get("is_operator", False),  # operators may remove others' answers
+        "said": placed_messages(context, f"finding-{finding.category}"),
     }
