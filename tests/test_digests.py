@@ -802,10 +802,11 @@ def test_a_job_whose_people_set_aside_every_cause_is_left_out_of_the_fixes(smtp,
 
     text, html = parts(smtp.to(member_a.email)[0])
     fixes = text.split("FIXES THAT PAY MOST")[1]
-    assert "train-resnet" not in fixes
+    assert "train-resnet" not in fixes.split("Left out")[0]
     assert fixes.strip().startswith("1. eval-bert")
-    assert "Left out: 1 job (5.5 GPU-hours) whose every cause was answered wrong or intended." in fixes
-    assert "Left out: 1 job (5.5 GPU-hours)" in html and "train-resnet" not in html.split("Fixes that pay most")[1]
+    assert "Left out: 1 job (5.5 GPU-hours) whose every cause was answered wrong or intended:" in fixes
+    assert "Left out: 1 job (5.5 GPU-hours)" in html
+    assert "train-resnet</a>" not in html.split("Fixes that pay most")[1].split("Left out")[0]
     assert "Model checkpointing" in text.split("FIXES THAT PAY MOST")[0]  # the waste by cause keeps it
 
     # Someone answering right takes the cause back: the job and its fix return.
@@ -815,6 +816,36 @@ def test_a_job_whose_people_set_aside_every_cause_is_left_out_of_the_fixes(smtp,
     assert ranked[0].fix.startswith("Save checkpoints asynchronously")
     assert ranked[0].set_aside == [Category.HOST_GPU_TRANSFER]
     assert left_out == findings.SetAside(0, 0.0)
+
+
+def test_the_jobs_left_out_of_the_fixes_are_named_with_a_link(smtp, fleet, team_a, member_a):
+    """"Left out: 1 job (9.0 GPU-hours) whose every cause was answered wrong or intended" did not say
+    which job: a reader could not check it, nor take an answer back. A handful are named, each linked
+    to its findings (the most GPU-hours first); the rest are counted."""
+    resnet = fleet["resnet"]
+    Feedback.objects.create(job=resnet, category=Category.MODEL_CHECKPOINTING, user=member_a, verdict="expected")
+    Feedback.objects.create(job=resnet, category=Category.HOST_GPU_TRANSFER, user=member_a, verdict="wrong")
+    send_weekly_task.delay(WEEK).get()
+    text, html = parts(smtp.to(member_a.email)[0])
+    url = BASE_URL + reverse("dashboard:job-detail", args=[resnet.pk]) + "#findings"
+    named = f"     train-resnet ({resnet.cluster.name}/{resnet.external_id}, someone): {url}\r\n"
+    assert f"intended:\r\n{named}\r\n" in text
+    left_out = html.split("Left out:")[1].split("</p>")[0]
+    assert f'<a href="{url}"' in left_out and "train-resnet</a>" in left_out and "more" not in left_out
+
+    rules = RuleSet.objects.get(version=2)
+    for hours in range(1, 7):  # six more, of 1 to 6 GPU-hours set aside
+        job = JobFactory(team=team_a, name=f"sweep-{hours}", start_time=WEEK_START + timedelta(days=5))
+        triaged(job, rules, (Category.IMPROPER_BATCH_SIZE, float(hours), {}))
+        Feedback.objects.create(job=job, category=Category.IMPROPER_BATCH_SIZE, user=member_a, verdict="wrong")
+    context = services.team_context(team_a, weeks.parse_week(WEEK))
+    assert [item["job"].name for item in context["set_aside_jobs"]] == [
+        "sweep-6", "train-resnet", "sweep-5", "sweep-4", "sweep-3"
+    ]  # fmt: skip
+    assert context["set_aside_unnamed"] == 2
+    _, text, html = services.render_triplet("team-digest", context)
+    assert "Left out: 7 jobs (26.5 GPU-hours)" in text and "     and 2 more\n" in text
+    assert html.split("Left out:")[1].split("</p>")[0].count("<a href=") == 5 and " and 2 more." in html
 
 
 def test_a_week_without_answers_has_no_answers_section(smtp, fleet, operator):

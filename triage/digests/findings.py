@@ -64,6 +64,7 @@ class SetAside:
 
     jobs: int = 0
     gpu_hours: float = 0.0
+    job_ids: tuple[int, ...] = ()  # those jobs, the most GPU-hours set aside first, for the digest to name
 
 
 def current_findings(jobs):
@@ -109,7 +110,9 @@ def top_jobs(jobs, limit: int) -> tuple[list[JobWaste], SetAside]:
         into = turned_down if (job_id, category) in set_aside else hours
         into[job_id] = into.get(job_id, 0.0) + gpu_hours
     ranked = sorted(hours, key=lambda job_id: (-hours[job_id], job_id))[:limit]
-    left_out = [job_id for job_id in turned_down if job_id not in hours]
+    left_out = sorted(
+        (job_id for job_id in turned_down if job_id not in hours), key=lambda job_id: (-turned_down[job_id], job_id)
+    )
     by_job = {job_id: JobWaste(job_id, hours[job_id]) for job_id in ranked}
     # One query for the findings of all the listed jobs; the biggest finding of a job gives its fix.
     for finding in (
@@ -131,7 +134,9 @@ def top_jobs(jobs, limit: int) -> tuple[list[JobWaste], SetAside]:
             entry.summary = one_line(finding.summary)
         if category is not None and all(known.category != category for known in entry.fixes):
             entry.fixes.append(CauseFix(category, fix_line(finding.guidance), one_line(finding.summary)))
-    return list(by_job.values()), SetAside(len(left_out), sum(turned_down[job_id] for job_id in left_out))
+    return list(by_job.values()), SetAside(
+        len(left_out), sum(turned_down[job_id] for job_id in left_out), tuple(left_out)
+    )
 
 
 def causes_of(job_ids) -> dict[int, list[Category]]:

@@ -593,6 +593,9 @@ def _improved_runs(jobs, period: Period, hidden: frozenset[int], threshold: floa
     ]
 
 
+SET_ASIDE_NAMED = 5  # jobs left out of the fixes that the team digest names; the rest it counts
+
+
 def job_findings_url(job_id: int) -> str:
     """A job's page for the email, opened at its findings (`#findings`, the causes and their fixes the
     digest names), not at the top, above its facts and summary."""
@@ -628,6 +631,15 @@ def team_context(team: Team, period: Period, hidden: frozenset[int] = frozenset(
         for entry in ranked
         if entry.job_id in jobs
     ]
+    # Name the jobs left out, not only count them: a reader who wants to check what was set aside (or
+    # take an answer back) needs to find them, and no jobs-list filter picks exactly these.
+    named = Job.objects.select_related("cluster").in_bulk(context["set_aside"].job_ids[:SET_ASIDE_NAMED])
+    context["set_aside_jobs"] = [
+        {"job": named[job_id], "url": job_findings_url(job_id)}
+        for job_id in context["set_aside"].job_ids[:SET_ASIDE_NAMED]
+        if job_id in named
+    ]
+    context["set_aside_unnamed"] = context["set_aside"].jobs - len(context["set_aside_jobs"])
     context["dashboard_url"] = absolute(
         f"{reverse('dashboard:team-detail', args=[team.slug])}?{weeks.dashboard_query(period)}"
     )
