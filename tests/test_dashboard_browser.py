@@ -477,3 +477,65 @@ def test_at_1280_px_the_jobs_table_shows_every_column_costs_included(browser, li
     assert fits == {"sideways": 0, "costShown": True}, fits
     titles = browser.execute_script("return [...document.querySelectorAll('main td.clip')].map(td => td.title)")
     assert sorted(titles) == [f"{name}-{index}" for index in range(3)]
+
+
+# The timeline's legend, toolbar (zero-sized when hidden) and plot areas, as [left, top, right, bottom].
+TIMELINE_BOXES = """
+const rect = element => { const r = element.getBoundingClientRect(); return [r.left, r.top, r.right, r.bottom]; };
+const chart = document.getElementById('timeline');
+const bar = chart.querySelector('.modebar');
+return {chart: rect(chart), legend: rect(chart.querySelector('.legend')), bar: bar ? rect(bar) : [0, 0, 0, 0],
+        plots: [...chart.querySelectorAll('.nsewdrag')].map(rect)};
+"""
+
+
+def overlap(one: list[float], other: list[float]) -> bool:
+    """Whether two [left, top, right, bottom] boxes share more than an edge (a box of no size shares nothing)."""
+    if one[2] <= one[0] or one[3] <= one[1] or other[2] <= other[0] or other[3] <= other[1]:
+        return False
+    return min(one[2], other[2]) - max(one[0], other[0]) > 1 and min(one[3], other[3]) - max(one[1], other[1]) > 1
+
+
+@pytest.mark.django_db(transaction=True)
+@pytest.mark.parametrize("gpus", [4, 8])
+def test_on_a_phone_the_timelines_legend_and_toolbar_keep_off_its_plot(browser, live_server, operator, gpus):  # noqa: F811
+    """390 px wide (a phone) the legend's entries wrapped to a row each and, pinned at a fixed height
+    over the plot, its rows down to "Log events" covered the top of the utilization panel; the toolbar
+    stood down the right edge beside the plot's last pixels; and with 7 to 32 GPUs the legend's column
+    at the right left the plot a third of the width."""
+    from datetime import timedelta
+
+    from django.core.files.base import ContentFile
+    from selenium.webdriver.common.action_chains import ActionChains
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support.wait import WebDriverWait
+
+    from fleet.models import Artifact, LogEvent
+    from fleet.series import to_parquet_bytes
+    from tests.factories import JobFactory
+    from tests.test_timeline import START, series
+
+    job = JobFactory(start_time=START, end_time=START + timedelta(hours=2), gpu_count=gpus)
+    frame = series(gpus, 7200, 30)
+    frame["host"] = "alpha-n055"  # a real host's name: legend entries as long as the demo fleet's
+    job.series_file.save("s.parquet", ContentFile(to_parquet_bytes(frame)))
+    log = Artifact.objects.create(job=job, kind="log", path="stdout.log", file="artifacts/x", size=1, sha256="x")
+    LogEvent.objects.create(job=job, artifact=log, line_no=1, kind="epoch", text="epoch 1",
+                            timestamp=START + timedelta(minutes=30))  # fmt: skip
+    log_in(browser, live_server.url, operator, f"/jobs/{job.pk}/")
+    with window_width(browser, 390):
+        browser.get(f"{live_server.url}/jobs/{job.pk}/")
+        wait = WebDriverWait(browser, 20, ignored_exceptions=STALE)
+        wait.until(lambda b: b.find_element(By.ID, "timeline").get_attribute("data-ready") == "1")
+        chart = browser.find_element(By.CSS_SELECTOR, "#timeline .nsewdrag")
+        browser.execute_script("arguments[0].scrollIntoView({block: 'center'})", chart)
+        ActionChains(browser).move_to_element(chart).perform()  # the toolbar shows while the pointer is there
+        boxes = browser.execute_script(TIMELINE_BOXES)
+        assert "Log events" in browser.find_element(By.CSS_SELECTOR, "#timeline .legend").text
+        browser.save_screenshot(str(SHOTS / f"job-timeline-phone-{gpus}-gpus.png"))
+    for plot in boxes["plots"]:
+        assert not overlap(boxes["legend"], plot), f"the legend {boxes['legend']} covers the plot {plot}"
+        assert not overlap(boxes["bar"], plot), f"the toolbar {boxes['bar']} covers the plot {plot}"
+    assert not overlap(boxes["bar"], boxes["legend"]), "the toolbar covers the legend"
+    plot_share = (boxes["plots"][0][2] - boxes["plots"][0][0]) / (boxes["chart"][2] - boxes["chart"][0])
+    assert plot_share >= 0.6, f"the plot has {plot_share:.0%} of the chart's width"

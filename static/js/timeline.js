@@ -11,6 +11,24 @@
 
   function say(text) { if (status) { status.textContent = text; } }
 
+  // On a phone (a box narrower than charts.js's NARROW_PX) a legend's column at the right (7 to 32
+  // GPUs) left the plot a third of the width: the legend goes above the plot, in smaller type, and the
+  // chart grows by the rows it may take (at most one an entry), which Plotly's margin would otherwise
+  // take from the panels. Plotly's toolbar stays hidden there: down the right edge it stood beside the
+  // plot's last pixels and over its hover labels, in a margin the plot gets back. Zooming stays: drag
+  // across the chart, or the window form above it and Whole job, which the keyboard reaches too.
+  var NARROW_PX = 560, LEGEND_ROW_PX = 20;
+  function fitNarrow(figure) {
+    if (el.clientWidth >= NARROW_PX) { return {}; }
+    var layout = figure.layout;
+    var entries = figure.data.filter(function (trace) { return trace.showlegend !== false; }).length;
+    layout.legend = {orientation: "h", x: 0, xanchor: "left", y: 1.02, yanchor: "bottom",
+                     font: {size: 10}, tracegroupgap: 0};
+    layout.margin = Object.assign({}, layout.margin, {r: 20, t: 10});
+    layout.height = (layout.height || 450) + entries * LEGEND_ROW_PX;
+    return {displayModeBar: false};
+  }
+
   // "2026-11-21T00:22:16.000Z" as a datetime-local input holds it (UTC, to the second).
   function asInput(iso) { return iso ? iso.slice(0, 19) : ""; }
 
@@ -30,7 +48,8 @@
         // Nothing to draw: the message stays (the next step would clear it) and the page is ready.
         if (figure.empty || figure.error) { say(figure.empty || figure.error); el.dataset.ready = "1"; return false; }
         if (start) { figure.layout.xaxis.range = [start, end]; }
-        return window.Plotly.react(el, figure.data, figure.layout, {displaylogo: false, responsive: true});
+        var config = Object.assign({displaylogo: false, responsive: true}, fitNarrow(figure));
+        return window.Plotly.react(el, figure.data, figure.layout, config);
       })
       .then(function (drawn) {
         if (drawn === false) { return; }

@@ -193,7 +193,9 @@ def build_timeline(
         "margin": {"l": 60, "r": 40, "t": 10, "b": 40},
         "height": 200 + 170 * len(panels),
         "showlegend": True,
-        "legend": {"orientation": "h", "x": 0, "y": 1.06},
+        # Above the plot, anchored by its foot: Plotly widens the top margin to fit it, however many rows
+        # its entries wrap to (pinned at y=1.06 by its top, a phone's second row covered the chart).
+        "legend": {"orientation": "h", "x": 0, "xanchor": "left", "y": 1.02, "yanchor": "bottom"},
         # Plotly's toolbar (shown while the pointer is on the chart) stands down the right edge:
         # across the top it sat on the legend's last entries in a window 800 px wide.
         "modebar": {"orientation": "v"},
