@@ -618,6 +618,54 @@ def test_costs_say_which_jobs_have_no_price_and_an_empty_period_claims_none_miss
     assert empty.context["totals"].jobs == 0 and "cost-note" not in empty.content.decode()
 
 
+def test_jobs_without_a_utilization_figure_are_counted_and_listed_not_lost(client, operator, team_a, team_b):
+    """A cluster whose one job had no GPU samples showed "0 of 1 jobs at or below 50 %" over an empty
+    histogram, with no word of the job: it has no mean utilization, so the histogram, the
+    low-utilization count and the waste all leave it out. The overview and the team's page now say
+    how many of the period's jobs have no utilization figure, and link to them in the jobs list."""
+    from fleet.models import Cluster
+
+    gamma = Cluster.objects.create(name="gamma")
+    silent = {"mean_gpu_util": None, "unused_gpu_hours": None, "idle_gpu_hours": None, "coverage": 0.0}
+    blank = JobFactory(cluster=gamma, team=team_a, start_time=WEEK_START + timedelta(days=1), name="blank", **silent)
+    client.force_login(operator)
+
+    html = overview(client, cluster="gamma").content.decode()
+    query = "start_from=2026-11-16&amp;start_to=2026-11-22&amp;cluster=gamma&amp;no_util=true"
+    assert (
+        '<p class="warning-text" id="no-util">No job of this period has a utilization figure: no GPU samples were'
+        " supplied for its one job, so the histogram and the low-utilization count leave it out"
+        f' (<a href="{reverse("dashboard:job-list")}?{query}">list it</a>).</p>'
+    ) in html
+    assert "0 of 1 jobs" not in html and 'data-figure="histogram-figure"' not in html  # no chart of nothing
+
+    # Beside measured jobs, the count is of the measured ones and the note says how many are missing.
+    JobFactory(cluster=gamma, team=team_b, start_time=WEEK_START + timedelta(days=2), mean_gpu_util=30.0)
+    html = overview(client, cluster="gamma").content.decode()
+    assert "1 of 1 jobs</a> with a utilization figure at or below 50 % mean utilization." in html
+    assert "1 of the period's 2 jobs has no utilization figure: no GPU samples were supplied for it" in html
+
+    week = {"from": "2026-11-16", "to": "2026-11-22"}
+    team_page = client.get(reverse("dashboard:team-detail", args=["team-a"]), week).content.decode()
+    query = "team=team-a&amp;start_from=2026-11-16&amp;start_to=2026-11-22&amp;no_util=true"
+    assert (
+        "No job of this period has a utilization figure: no GPU samples were supplied for its one job, so the"
+        " low-utilization jobs, the unused GPU-hours and the worst jobs leave it out"
+        f' (<a href="{reverse("dashboard:job-list")}?{query}">list it</a>)'
+    ) in team_page
+
+    listed = client.get(reverse("dashboard:job-list"), {"start_from": "2026-11-16", "no_util": "true"})
+    assert [job.pk for job in listed.context["page"].object_list] == [blank.pk]
+    page = listed.content.decode()
+    assert '<input type="hidden" name="no_util" value="true">' in page  # kept when the filters change
+    assert 'id="no-util-filter">The jobs without a utilization figure' in page
+
+    # A period whose jobs all have a figure says nothing of it.
+    JobFactory(cluster=gamma, team=team_a, start_time=WEEK_START - timedelta(days=3), mean_gpu_util=80.0)
+    html = overview(client, cluster="gamma", **{"from": "2026-11-09", "to": "2026-11-15"}).content.decode()
+    assert "1 jobs</a> at or below 50 % mean utilization." in html and 'id="no-util"' not in html
+
+
 def test_a_team_page_prices_its_waste_and_says_why_and_what_to_change(client, member_a, operator, fleet):
     """A team's page showed GPU-hours and jobs but neither what its waste cost nor why its GPUs
     idled: the product's promise to a team. The teams table had no wasted cost either."""

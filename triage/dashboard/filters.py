@@ -75,6 +75,11 @@ class JobFilter(django_filters.FilterSet):
     )
     util_min = django_filters.NumberFilter(field_name="mean_gpu_util", lookup_expr="gte", label="Util ≥ %")
     util_max = django_filters.NumberFilter(field_name="mean_gpu_util", lookup_expr="lte", label="Util ≤ %")
+    # `?no_util=true`: the jobs without a mean GPU utilization (no GPU samples), which no utilization
+    # range can hold; the overview and a team's page link here to the jobs their histogram leaves out.
+    no_util = django_filters.BooleanFilter(
+        field_name="mean_gpu_util", lookup_expr="isnull", label="No utilization figure"
+    )
     start_from = django_filters.DateFilter(field_name="start_time", lookup_expr="date__gte", label="Started from")
     start_to = django_filters.DateFilter(field_name="start_time", lookup_expr="date__lte", label="Started to")
     # The jobs an ingest run created or updated (a job remembers the run that last stored it); the

@@ -57,10 +57,18 @@ class Totals:
     cost: float
     wasted_cost: float
     low_util_jobs: int
+    # Jobs without a mean GPU utilization (no GPU samples): the histogram, the low-utilization count
+    # and the waste leave them out, so the pages count them rather than let them vanish.
+    no_util_jobs: int = 0
 
     @property
     def waste_share(self) -> float | None:
         return self.unused_gpu_hours / self.covered_gpu_hours if self.covered_gpu_hours else None
+
+    @property
+    def measured_jobs(self) -> int:
+        """The jobs with a mean GPU utilization: what the histogram and the low-utilization count are of."""
+        return self.jobs - self.no_util_jobs
 
 
 class Pricing(NamedTuple):
@@ -191,6 +199,7 @@ def totals(jobs, low_util_threshold: float, conversion: Conversion | None = None
         spend=_spend(conversion),
         wasted_cost=_wasted_cost(conversion),
         low=Count("pk", filter=Q(mean_gpu_util__lte=low_util_threshold)),
+        no_util=Count("pk", filter=Q(mean_gpu_util=None)),
     )
     return Totals(
         jobs=row["jobs"],
@@ -201,6 +210,7 @@ def totals(jobs, low_util_threshold: float, conversion: Conversion | None = None
         cost=row["spend"],
         wasted_cost=row["wasted_cost"],
         low_util_jobs=row["low"],
+        no_util_jobs=row["no_util"],
     )
 
 
@@ -283,6 +293,7 @@ def by_team(
             wasted_cost=_wasted_cost(conversion),
             idle=Coalesce(Sum("idle_gpu_hours"), ZERO),
             low_util_jobs=Count("pk", filter=Q(mean_gpu_util__lte=low_util_threshold)),
+            no_util_jobs=Count("pk", filter=Q(mean_gpu_util=None)),
         )
         # In the query, so the teams can be sorted by it; None without covered GPU time.
         .annotate(waste_share=F("unused") / NullIf(F("covered"), 0.0))
@@ -340,6 +351,7 @@ def totals_from_teams(rows: list[dict]) -> Totals:
         cost=sum(r["spend"] for r in rows),
         wasted_cost=sum(r["wasted_cost"] for r in rows),
         low_util_jobs=sum(r["low_util_jobs"] for r in rows),
+        no_util_jobs=sum(r["no_util_jobs"] for r in rows),
     )
 
 

@@ -407,6 +407,8 @@ def job_list(request):
     without_run.pop("run", None)
     without_name = query.copy()
     without_name.pop("name", None)
+    without_no_util = query.copy()
+    without_no_util.pop("no_util", None)
     return render(
         request,
         "dashboard/job_list.html",
@@ -417,6 +419,7 @@ def job_list(request):
             "csv_query": csv_query.urlencode(),
             "without_run_query": without_run.urlencode(),
             "without_name_query": without_name.urlencode(),
+            "without_no_util_query": without_no_util.urlencode(),
             "low_threshold": low_util_threshold(),
         },
     )
