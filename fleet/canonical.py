@@ -74,8 +74,8 @@ JOB_TYPES = ("batch", "interactive")
 
 # Job states are kept as the source wrote them (Slurm's words, which the MLflow and W&B connectors map
 # theirs onto; Kubernetes' pod phases; any text in an archive or the generic connector). These say a
-# run ended as it should, compared without case; a failed, cancelled or timed-out run, or one whose
-# source records no state, is not known to have run properly.
+# run ended as it should, compared without case; a failed, cancelled or timed-out run is not known to
+# have run properly. (A run whose source records no state at all is judged by what else is known.)
 SUCCESSFUL_STATES = ("COMPLETED", "SUCCEEDED")
 
 # The times a timestamp may say, however it is written: Unix seconds from 0 up to this (larger ones

@@ -917,13 +917,15 @@ def test_only_runs_that_ended_successfully_count_as_runs_that_got_better(smtp, f
     run("gamma", -4, 25, "COMPLETED"), run("gamma", 3, 90, "cancelled")  # any spelling of a state
     run("delta", -4, 15, "Succeeded"), run("delta", 2, 60, "Failed"), run("delta", 3, 65, "Succeeded")  # Kubernetes
     run("epsilon", -2, 10, "FAILED"), run("epsilon", 2, 80, "COMPLETED")  # no run before that ran properly
-    run("zeta", -2, 10, "COMPLETED"), run("zeta", 2, 80, "")  # a source that records no state
+    run("zeta", -2, 10, ""), run("zeta", 2, 80, "")  # an archive that leaves the optional state out
+    run("eta", -2, 10, "COMPLETED"), run("eta", 1, 60, "RUNNING")  # not ended yet
     send_weekly_task.delay(WEEK).get()
 
     text, html = parts(smtp.to(member_a.email)[0])
     better = section(text, "RUNS THAT GOT BETTER")
     assert better.startswith(" (ended successfully above 50 % mean GPU utilization;")
-    assert [line.strip() for line in better.splitlines() if line.strip().startswith("+")] == [
+    assert [line.strip() for line in better.splitlines() if line.strip().startswith("+")] == [  # biggest rise first
+        f"+ zeta (dana, {cluster.name}): 10 % -> 80 % since its run of 2026-11-14",
         f"+ alpha (dana, {cluster.name}): 30 % -> 83 % since its run of 2026-11-11; "
         "no longer found: Data preprocessing on CPU",
         f"+ delta (dana, {cluster.name}): 15 % -> 65 % since its run of 2026-11-12",

@@ -610,8 +610,10 @@ def run_change(before, after) -> RunChange:
 
 
 def _ended_successfully() -> Q:
-    """Jobs whose state says they ran to the end (`SUCCESSFUL_STATES`, in any case)."""
-    return reduce(operator.or_, (Q(state__iexact=state) for state in SUCCESSFUL_STATES))
+    """Jobs whose state says they ran to the end (`SUCCESSFUL_STATES`, in any case), and jobs with no
+    state: an archive may leave `state` out (it is optional), and a fleet exported that way would
+    otherwise never show a run that got better."""
+    return reduce(operator.or_, (Q(state__iexact=state) for state in SUCCESSFUL_STATES), Q(state=""))
 
 
 def improved_runs(jobs, period: Period, threshold: float, limit: int = 5) -> list:
