@@ -467,6 +467,35 @@ def test_the_cause_trend_counts_jobs_in_whole_numbers(jobs, step):
     assert (axis["tickmode"], axis["tick0"], axis["dtick"]) == ("linear", 0, step)  # ticks 0, step, 2 × step…
 
 
+def test_a_cause_trend_leaves_out_the_weeks_before_the_first_job_its_viewer_can_see(client, operator, fleet, team_b):
+    """"Detections per week" showed 0.0 GPU-hours and 0 jobs for each of its twelve weeks before the
+    fleet's first job, in the chart and in its numbers, which no one could tell from a week of jobs
+    without the cause. The weeks before the first job the viewer may see are left out; a week of
+    jobs without the cause still counts zero."""
+    from tests.factories import OwnerFactory, UserFactory
+    from triage.taxonomy import Category
+
+    member_b = OwnerFactory(user=UserFactory(username="bob-member"), team=team_b).user
+    (low, busy), _ = fleet  # and a job of team A's in the week before (of Nov 9)
+    _finding(low, Category.MODEL_CHECKPOINTING, 3.0)
+    _finding(busy, Category.MODEL_CHECKPOINTING, 2.0)
+    week = {"from": "2026-11-16", "to": "2026-11-22"}
+    url = reverse("dashboard:category-detail", args=["model_checkpointing"])
+
+    def trend(user) -> tuple[list, list, list]:
+        client.force_login(user)
+        page = client.get(url, week)
+        hours, jobs = page.context["trend_figure"]["data"]
+        assert hours["x"] == jobs["x"]
+        numbers = page.content.decode().split('<details class="figure-data">')[1].split("</details>")[0]
+        assert [f"<th scope=\"row\">{name}</th>" in numbers for name in hours["x"]] == [True] * len(hours["x"])
+        assert numbers.count('<th scope="row">') == len(hours["x"])
+        return hours["x"], hours["y"], jobs["y"]
+
+    assert trend(operator) == (["Nov 09", "Nov 16"], [0.0, 5.0], [0, 2])
+    assert trend(member_b) == (["Nov 16"], [2.0], [1])  # team B's first job is of Nov 18
+
+
 def test_one_job_dated_in_the_future_does_not_take_the_presets_away_from_the_fleet(client, operator, team_a):
     """Presets end at the newest job, but never after today: a job dated 5000-06-01 (times go to 5138)
     made every preset show that one job's week. Its own dates, picked on the page, are accepted."""

@@ -13,7 +13,7 @@ from decimal import Decimal
 from functools import reduce
 from typing import NamedTuple
 
-from django.db.models import Count, F, FloatField, Max, OuterRef, Q, Subquery, Sum, Value
+from django.db.models import Count, F, FloatField, Max, Min, OuterRef, Q, Subquery, Sum, Value
 from django.db.models.functions import Cast, Coalesce, Floor, NullIf
 from django.urls import reverse
 
@@ -462,10 +462,17 @@ def unclassified_share(jobs, low_util_threshold: float) -> tuple[int, int]:
 
 
 def category_trend(jobs, category: str, period: Period, weeks: int = 12) -> list[dict]:
-    """Jobs detected with one category, and their GPU-hours, per week up to the period's end."""
+    """Jobs detected with one category, and their GPU-hours, per week up to the period's end, from
+    the week of the first of `jobs` on: before it a week has no data, and its zero would read as a
+    week of jobs without the cause (a week of jobs without it still counts zero)."""
     from triage.models import Finding
 
-    starts = week_starts(period, weeks)
+    first_start = jobs.aggregate(first=Min("start_time"))["first"]
+    if first_start is None:
+        return []
+    starts = [start for start in week_starts(period, weeks) if start + timedelta(weeks=1) > first_start]
+    if not starts:
+        return []
     aggregates = {}
     for i, week_start in enumerate(starts):
         in_week = Q(job__start_time__gte=week_start, job__start_time__lt=week_start + timedelta(weeks=1))
