@@ -218,3 +218,51 @@ def test_a_job_opened_from_a_filtered_list_leads_back_to_that_list(client, opera
     quoted = "http://testserver" + reverse("dashboard:job-list") + '?q="><script>alert(1)</script>'
     page = client.get(url, HTTP_REFERER=quoted).content.decode()
     assert "<script>alert(1)" not in page
+
+
+def test_the_way_back_to_the_filtered_list_outlasts_the_job_pages_own_links_and_an_answer(client, operator, jobs):
+    """'← Jobs' led back to the list only while the list was the Referer: after picking a kind of log
+    event on the job page, or saving an answer (which comes back to the page), it led to the whole
+    list. The list's rows now carry it (`back`), the job page's own links keep it, and a page reached
+    from a job page that carries it keeps it too."""
+    from urllib.parse import urlsplit
+
+    from fleet.models import Artifact, LogEvent
+
+    job = jobs["ckpt"]
+    log = Artifact.objects.create(job=job, kind="log", path="stdout.log", file="artifacts/x", size=1, sha256="x")
+    LogEvent.objects.create(job=job, artifact=log, kind="oom", line_no=1, text="CUDA out of memory")
+    client.force_login(operator)
+    url = reverse("dashboard:job-detail", args=[job.pk])
+    listed = "category=model_checkpointing&sort=unused&page=1"
+    back_to_list = f'<a href="{reverse("dashboard:job-list")}?{listed.replace("&", "&amp;")}">&larr; Jobs</a>'
+
+    rows = client.get(reverse("dashboard:job-list"), dict(p.split("=") for p in listed.split("&"))).content.decode()
+    row_link = f'href="{url}?back=category%3Dmodel_checkpointing%26sort%3Dunused%26page%3D1"'
+    assert row_link in rows
+
+    page = client.get(url, {"back": listed}).content.decode()  # the row's link, without a Referer
+    assert back_to_list in page
+    assert 'href="?back=category%3Dmodel_checkpointing%26sort%3Dunused%26page%3D1&amp;events=oom' in page
+
+    # A kind of log event picked on the page, and the page an answer saved redirects to (whose
+    # Referer is the job page the answer was given on): the same way back.
+    assert back_to_list in client.get(url, {"back": listed, "events": "oom"}).content.decode()
+    from_itself = f"http://testserver{url}?back=category%3Dmodel_checkpointing%26sort%3Dunused%26page%3D1"
+    assert back_to_list in client.get(url, HTTP_REFERER=from_itself).content.decode()
+
+    # Opened from nowhere in particular: the plain list, and the page's own links carry nothing.
+    plain = client.get(url).content.decode()
+    assert f'<a href="{reverse("dashboard:job-list")}">&larr; Jobs</a>' in plain and "back=" not in plain
+
+    # A `back` made up to lead elsewhere is only ever the jobs list's query, escaped.
+    for hostile in ("https://evil.example/", "//evil.example/", "javascript:alert(1)", '"><script>alert(1)</script>'):
+        for response in (
+            client.get(url, {"back": hostile}),
+            client.get(url, HTTP_REFERER=f"http://testserver{url}?back={hostile}"),
+            client.get(url, HTTP_REFERER=f"https://evil.example{url}?back=q%3Dx"),
+        ):
+            text = response.content.decode()
+            href = text.split("&larr; Jobs</a>")[0].rsplit('<a href="', 1)[1].rstrip('">')
+            assert urlsplit(href).netloc == "" and urlsplit(href).path == reverse("dashboard:job-list"), hostile
+            assert "<script>alert(1)" not in text and 'href="javascript' not in text

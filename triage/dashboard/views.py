@@ -16,7 +16,7 @@ from django.db.models import F, QuerySet
 from django.forms import BaseModelFormSet, modelformset_factory
 from django.http import FileResponse, Http404, JsonResponse, StreamingHttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
-from django.urls import reverse
+from django.urls import Resolver404, resolve, reverse
 
 from fleet import audit
 from fleet.access import operator_required, sees_whole_fleet
@@ -420,6 +420,8 @@ def job_list(request):
             "without_run_query": without_run.urlencode(),
             "without_name_query": without_name.urlencode(),
             "without_no_util_query": without_no_util.urlencode(),
+            # Each row's link carries this list (filters, order, page) to the job page, for its back link.
+            "back_query": urlencode({"back": request.GET.urlencode()}) if request.GET else "",
             "low_threshold": low_util_threshold(),
         },
     )
@@ -468,6 +470,7 @@ def job_detail(request, pk: int):
     artifacts = job.artifacts.only("pk", "kind", "path", "size", "truncated")
     blinded = blinded_job_ids(request.user)
     hide_findings = job.pk in blinded  # as `findings_hidden_from`, with the set used again for the runs
+    jobs_list_query = _jobs_list_query_from(request)
     return render(
         request,
         "dashboard/job_detail.html",
@@ -478,7 +481,9 @@ def job_detail(request, pk: int):
             "events": queries.log_events_page(job, request.GET.get("events", "")),
             "hide_findings": hide_findings,
             "job_files": queries.job_files(job),
-            "jobs_list_query": _jobs_list_query_from(request),
+            "jobs_list_query": jobs_list_query,
+            # The page's own links (a kind of log event) keep the list to go back to.
+            "back_query": urlencode({"back": jobs_list_query}) if jobs_list_query else "",
             **_facts_links(job),
             **_runs_context(request.user, job, blinded),
         },
@@ -501,12 +506,29 @@ def _facts_links(job: Job) -> dict:
 
 def _jobs_list_query_from(request) -> str:
     """The query of the jobs list this page was opened from (its filters, order and page), for the
-    back link; "" when it was opened from anywhere else. Only our own list's query string is taken
-    from the Referer, re-encoded: nothing else of that header reaches the page."""
+    back link; "" when it was opened from anywhere else. It is the `back` parameter the list's rows
+    and this page's own links carry, or else the Referer's query when that is our own list, or the
+    `back` of a job page's Referer: a page reached from the job page (an answer saved, which
+    redirects here, or another run) keeps the list too. Only a query string is ever taken, and
+    re-encoded: never a host or a path, so the link can lead nowhere but the jobs list."""
+    if "back" in request.GET:
+        return _list_query(request.GET["back"])
     referer = urlsplit(request.META.get("HTTP_REFERER", ""))
-    if referer.netloc != request.get_host() or referer.path != reverse("dashboard:job-list"):
+    if referer.netloc != request.get_host():
         return ""
-    return urlencode(parse_qsl(referer.query)[:50])
+    if referer.path == reverse("dashboard:job-list"):
+        return _list_query(referer.query)
+    try:
+        from_job_page = resolve(referer.path).url_name == "job-detail"
+    except Resolver404:
+        from_job_page = False
+    return _list_query(dict(parse_qsl(referer.query)).get("back", "")) if from_job_page else ""
+
+
+def _list_query(query: str) -> str:
+    """A jobs list's query string as the back link may use it: parsed and re-encoded, at most 50
+    parameters, without a `back` of its own."""
+    return urlencode([(name, value) for name, value in parse_qsl(query)[:50] if name != "back"])
 
 
 # Statuses whose causes can be compared from one run to the next: the rules ran and said something.
