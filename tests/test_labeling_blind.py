@@ -106,7 +106,7 @@ def counted_causes(client, period: dict) -> tuple[int, int, int]:
     return (
         sum(row["jobs"] for row in overview if row["category"] == "api_misuse"),
         next(row["jobs"] for row in table if row["category"] == Category.API_MISUSE),
-        int(max(trend["data"][1]["y"])),
+        int(max(trend["data"][1]["y"], default=0)),  # no week at all where the viewer may count no job
     )
 
 
