@@ -681,6 +681,29 @@ def test_the_pages_say_a_version_does_not_exist_instead_of_showing_another_in_it
     assert problem(rules_url, gold=1, rule_set=1)[1] == problem(rules_url)[1] == ""
 
 
+def test_the_rules_page_says_a_category_it_does_not_know_instead_of_ignoring_it(client, study, raters):
+    gold_with_job_1_triaged(study, raters)  # gold v1, rule set v1
+    client.force_login(raters[0])
+    url = reverse("labeling:rules", args=[study.pk])
+
+    def shown(**query):
+        page = html.unescape(client.get(url, query).content.decode())
+        said = page.split('id="version-problem">', 1)[1].split("</div>", 1)[0] if "version-problem" in page else ""
+        return said, 'id="jobs"' in page  # the jobs behind a category's errors
+
+    said, jobs_listed = shown(category="checkpointing")
+    assert (
+        "There is no category 'checkpointing' (the categories are the table's rows); showing no category's jobs."
+        in said
+    )
+    assert not jobs_listed
+    said, _ = shown(category="none", gold=99)  # "none of these" is an option, not a category the rules find
+    assert "There is no category 'none' (the categories are the table's rows); showing no category's jobs." in said
+    assert "has no gold set v99" in said  # each problem said, one under the other
+    assert shown(category=CKPT) == ("", True)
+    assert shown(category="") == shown() == ("", False)
+
+
 def test_labels_export_and_import_round_trip_into_another_study(client, study, raters, jobs):
     run_study(study, raters)
     client.force_login(raters[0])

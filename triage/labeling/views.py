@@ -446,9 +446,9 @@ def rules_page(request, pk: int):
             entry["other"] = theirs
             entry["delta_f1"] = None if row.f1 is None or theirs.f1 is None else theirs.f1 - row.f1
         rows.append(entry)
-    category = request.GET.get("category")
+    category = _category_asked(request, problems)
     detail = None
-    if category in Category.values:
+    if category is not None:
         row = next(r for r in evaluation.report.categories if r.category == category)
         detail = {
             "label": Category(category).label,
@@ -475,6 +475,18 @@ def rules_page(request, pk: int):
         "problems": problems,
     }
     return render(request, "labeling/rules.html", context)
+
+
+def _category_asked(request, problems):
+    """The category `?category=` asks for, whose jobs the page lists, or None when it asks for none.
+    One the rules do not have ("none" and "other" are not theirs either) is said, as a version is."""
+    raw = request.GET.get("category", "")
+    if raw == "" or raw in Category.values:
+        return raw or None
+    problems.append(
+        f"There is no category {raw[:40]!r} (the categories are the table's rows); showing no category's jobs."
+    )
+    return None
 
 
 def _rule_set_asked(request, name, problems):
