@@ -695,6 +695,50 @@ def test_jobs_without_a_utilization_figure_are_counted_and_listed_not_lost(clien
     assert "1 jobs</a> at or below 50 % mean utilization." in html and 'id="no-util"' not in html
 
 
+def test_the_weekly_trend_adds_up_to_the_gpu_hours_card_with_jobs_without_samples(client, operator, team_a):
+    """A cluster whose jobs had no GPU samples drew 0 used and 0 unused GPU-hours a week under a
+    GPU-hours card of 8.0: the trend stacked only the sampled time. It now stacks the GPU-hours
+    without samples too, in the chart and its numbers, on the overview and the team's page."""
+    from fleet.models import Cluster
+
+    gamma = Cluster.objects.create(name="gamma")
+    silent = {"mean_gpu_util": None, "unused_gpu_hours": None, "idle_gpu_hours": None, "coverage": 0.0}
+    JobFactory(cluster=gamma, team=team_a, start_time=WEEK_START + timedelta(days=1), gpu_hours=8, **silent)
+    client.force_login(operator)
+
+    def numbers(html: str) -> list[list[str]]:
+        table = html.split('data-figure="trend-figure"')[1].split("</details>")[0]
+        heads = re.findall(r'<th scope="col"[^>]*>([^<]*)</th>', table)
+        return [heads] + [re.findall(r">([^<]+)</t[hd]>", row) for row in table.split("<tbody>")[1].split("</tr>")[:-1]]
+
+    response = overview(client, cluster="gamma")
+    assert card(response, "GPU-hours")["value"] == "8.0"
+    html = response.content.decode()
+    assert numbers(html) == [
+        ["Week of", "Used GPU-hours", "Unused GPU-hours", "GPU-hours without samples"],
+        ["Nov 16", "0.0", "0.0", "8.0"],
+    ]
+    assert 'id="unsampled-note">GPU-hours without samples: GPU time that no GPU samples cover' in html
+    week = {"from": "2026-11-16", "to": "2026-11-22"}
+    team_page = client.get(reverse("dashboard:team-detail", args=["team-a"]), week)
+    assert numbers(team_page.content.decode())[1] == ["Nov 16", "0.0", "0.0", "8.0"]
+
+    # A job sampled for half its time: its other half is without samples, and the bars still add up.
+    JobFactory(cluster=gamma, team=team_a, start_time=WEEK_START + timedelta(days=2), gpu_hours=10,
+               coverage=0.5, mean_gpu_util=40, unused_gpu_hours=3)  # fmt: skip
+    response = overview(client, cluster="gamma")
+    assert card(response, "GPU-hours")["value"] == "18.0"
+    assert numbers(response.content.decode())[1] == ["Nov 16", "2.0", "3.0", "13.0"]
+
+
+def test_a_fully_sampled_trend_keeps_two_series_and_no_note(client, operator, fleet):
+    client.force_login(operator)
+    response = overview(client)
+    names = [trace["name"] for trace in response.context["trend_figure"]["data"]]
+    assert names == ["Used GPU-hours", "Unused GPU-hours"]
+    assert "unsampled-note" not in response.content.decode()
+
+
 def test_a_team_page_prices_its_waste_and_says_why_and_what_to_change(client, member_a, operator, fleet):
     """A team's page showed GPU-hours and jobs but neither what its waste cost nor why its GPUs
     idled: the product's promise to a team. The teams table had no wasted cost either."""

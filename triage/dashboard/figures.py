@@ -19,6 +19,10 @@ BASE_LAYOUT = {
 WEEKS_AXIS = {"type": "category", "nticks": 6}
 USED = "#2f5fd0"
 UNUSED = "#e0a03c"
+UNSAMPLED = "#b8bec9"
+# The weekly trend's third series: GPU time no GPU samples cover (a job with no utilization figure, a
+# hole in a series), which is neither used nor unused; the pages explain it when it is drawn.
+UNSAMPLED_NAME = "GPU-hours without samples"
 
 
 def _layout(**extra) -> dict:
@@ -26,14 +30,22 @@ def _layout(**extra) -> dict:
 
 
 def weekly_trend(rows: list[dict]) -> dict:
+    """Each week's GPU-hours stacked as used, unused and, when there are any, those without samples:
+    the bars add up to the GPU-hours the cards count (used and unused alone drew 0 for a cluster
+    whose jobs had no GPU samples while its GPU-hours card said 8.0)."""
     weeks = [row["week"].strftime("%b %d") for row in rows]
     used = [round(row["covered"] - row["unused"], 1) for row in rows]
     unused = [round(row["unused"], 1) for row in rows]
+    # max(): coverage is at most 1, but the float product may come back a hair above the hours (-0.0).
+    unsampled = [max(0.0, round(row["hours"] - row["covered"], 1)) for row in rows]
+    data = [
+        {"type": "bar", "x": weeks, "y": used, "name": "Used GPU-hours", "marker": {"color": USED}},
+        {"type": "bar", "x": weeks, "y": unused, "name": "Unused GPU-hours", "marker": {"color": UNUSED}},
+    ]
+    if any(unsampled):  # a fully sampled fleet keeps its two series, with no legend entry of zeros
+        data.append({"type": "bar", "x": weeks, "y": unsampled, "name": UNSAMPLED_NAME, "marker": {"color": UNSAMPLED}})
     return {
-        "data": [
-            {"type": "bar", "x": weeks, "y": used, "name": "Used GPU-hours", "marker": {"color": USED}},
-            {"type": "bar", "x": weeks, "y": unused, "name": "Unused GPU-hours", "marker": {"color": UNUSED}},
-        ],
+        "data": data,
         "layout": _layout(
             barmode="stack",
             xaxis=WEEKS_AXIS,
