@@ -338,6 +338,32 @@ def test_agreement_page_shows_kappa_per_pair_and_category_and_the_disagreement(c
     assert by_option[PINNED].kappa.value == pytest.approx(1.0)
 
 
+def test_each_disagreement_links_to_its_job_and_for_the_lead_to_its_adjudication(client, study, raters):
+    run_study(study, raters)  # the raters disagree on job 3
+    item = study.items.get(position=3)
+    triage_with(RuleSet.current(), item.job, [BATCH])
+    JobTriage.objects.filter(job=item.job).update(is_current=True)
+    Finding.objects.filter(job=item.job).update(summary="RULES-SAID-THIS")
+    # ravi has submitted here, but labels the same jobs, blind, in a second study.
+    later = services.create_study(name="Later", lead=raters[0], raters=raters, strategy="all", seed=3)
+    assert later.items.filter(job=item.job).exists() and not later.show_findings
+    job_link = f'<a href="{reverse("dashboard:job-detail", args=[item.job_id])}">{item.job}</a>'
+    adjudicate_link = f'href="{reverse("labeling:adjudicate", args=[study.pk, item.pk])}"'
+
+    def disagreements():
+        page = client.get(reverse("labeling:agreement", args=[study.pk])).content.decode()
+        return page.split('id="disagreements"')[1].split("</table>")[0]
+
+    client.force_login(raters[0])  # the lead
+    listed = disagreements()
+    assert job_link in listed and adjudicate_link in listed
+    client.force_login(raters[1])  # a rater: the job, not the lead's adjudication
+    listed = disagreements()
+    assert job_link in listed and adjudicate_link not in listed
+    job_page = client.get(reverse("dashboard:job-detail", args=[item.job_id])).content.decode()
+    assert "RULES-SAID-THIS" not in job_page and "Hidden while you label this job" in job_page
+
+
 def test_agreement_figures_export_as_csv_and_json_with_each_pairs_counts(client, study, raters, tmp_path):
     from django.core.management import call_command
 
