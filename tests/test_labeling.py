@@ -409,6 +409,28 @@ def test_agreement_figures_export_as_csv_and_json_with_each_pairs_counts(client,
     assert client.get(csv_url).status_code == 404
 
 
+def test_every_row_of_the_agreement_json_has_the_csvs_columns_null_where_the_csv_is_empty(client, study, raters):
+    run_study(study, raters)
+    client.force_login(raters[0])
+    url = reverse("labeling:export", args=[study.pk, "agreement", "json"])
+    rows = client.get(url).json()["rows"]
+    exported = client.get(url.replace(".json", ".csv")).content.decode()
+    cells = [[row[c] for c in exchange.AGREEMENT_COLUMNS] for row in csv.DictReader(io.StringIO(exported))]
+    # A script reads every row alike: each has every column, a figure or null, never a missing key
+    # (identical_label_sets rows had no value, low, high nor no_interval_reason) nor an empty string.
+    assert {tuple(row) for row in rows} == {tuple(exchange.AGREEMENT_COLUMNS)}
+    assert "" not in {value for row in rows for value in row.values()}
+    (identical,) = [row for row in rows if row["statistic"] == "identical_label_sets"]
+    assert [identical[c] for c in ("value", "low", "high", "no_interval_reason")] == [None] * 4
+    assert identical["percent_agreement"] == 0.75
+    (undefined,) = [r for r in rows if r["statistic"] == "cohen_kappa" and r["option"] == Category.API_MISUSE.value]
+    assert undefined["value"] is None and undefined["percent_agreement"] == 1.0  # the page's dash
+    alpha = next(row for row in rows if row["statistic"] == "krippendorff_alpha")
+    assert alpha["rater_a"] is None and alpha["both_yes"] is None  # all raters together: no pair, no 2 x 2 table
+    # The CSV is unchanged: the same cells, empty where the JSON has null.
+    assert [[exchange.spreadsheet_safe(row[c]) for c in exchange.AGREEMENT_COLUMNS] for row in rows] == cells
+
+
 def test_a_rare_category_shows_no_interval_and_says_why_on_the_page_and_in_the_exports(client, study, raters):
     """Pinned memory is on one job of four, both raters agreeing: most resamples without that job
     have no kappa, and the few left all say 1.000, a zero-width interval that claims certainty."""

@@ -284,7 +284,14 @@ def agreement_rows(study: Study, report) -> list[dict]:
                     | {"statistic": statistic, "option": entry[0], "percent_agreement": _share(entry[3])}
                     | _estimate_cells(entry[position])
                 )
-    return rows
+    return [_every_column(row) for row in rows]
+
+
+def _every_column(row: dict) -> dict:
+    """The row with every agreement column, in the CSV's order, None (JSON null) where the CSV cell is
+    empty: a script reads each row alike, whatever its statistic (identical_label_sets rows had no
+    `value` key at all, and an undefined kappa's was an empty string)."""
+    return {column: None if row.get(column, "") == "" else row[column] for column in AGREEMENT_COLUMNS}
 
 
 def agreement_meta(study: Study, report) -> dict:
