@@ -32,6 +32,24 @@ def test_low_util_takes_the_usual_spellings(client, operator, jobs, spelling, lo
     assert ids(client.get("/api/v1/jobs/", {"low_util": spelling})) == ({idle.pk} if low else {busy.pk})
 
 
+def test_no_util_lists_the_jobs_without_samples_as_the_jobs_list_does(client, operator, jobs, team_a):
+    """The overview links to `/jobs/?no_util=true`, the jobs with no utilization figure, which neither
+    `low_util=true` nor `low_util=false` returns; a script had no way to ask the API for them."""
+    from django.urls import reverse
+
+    client.force_login(operator)
+    blank = JobFactory(team=team_a, mean_gpu_util=None, unused_gpu_hours=None, idle_gpu_hours=None, coverage=0.0)
+    listed = client.get(reverse("dashboard:job-list"), {"no_util": "true"}).context["page"].object_list
+    assert ids(client.get("/api/v1/jobs/", {"no_util": "true"})) == {job.pk for job in listed} == {blank.pk}
+    assert ids(client.get("/api/v1/jobs/", {"no_util": "no"})) == {job.pk for job in jobs}
+    refused = client.get("/api/v1/jobs/", {"no_util": "maybe"})
+    assert refused.json() == {"no_util": ["Use true or false (or 1/0, yes/no)."]}
+    parameters = client.get("/api/v1/schema/", {"format": "json"}).json()["paths"]["/api/v1/jobs/"]["get"]["parameters"]
+    [documented] = [parameter for parameter in parameters if parameter["name"] == "no_util"]
+    assert documented["in"] == "query" and documented["schema"] == {"type": "boolean"}
+    assert "no GPU samples" in documented["description"]
+
+
 @pytest.mark.parametrize("spelling", ["maybe", "2", "y", "on"])
 def test_low_util_refuses_anything_else_with_a_400_naming_it(client, operator, jobs, spelling):
     client.force_login(operator)

@@ -246,6 +246,13 @@ class UtcIsoDateTimeFilter(django_filters.IsoDateTimeFilter):
 class YesNoFilter(django_filters.Filter):
     field_class = YesNoField
 
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        # The schema's type comes from the decorator above, and drf-spectacular then drops the label
+        # it would otherwise document the parameter with: put it back, for each filter its own.
+        if self.label:
+            extend_schema_field({"type": "boolean", "description": self.label})(self)
+
 
 class JobFilter(django_filters.FilterSet):
     cluster = django_filters.CharFilter(field_name="cluster__name")
@@ -261,6 +268,13 @@ class JobFilter(django_filters.FilterSet):
         label="Jobs on which a job owner answered this (on `category`'s cause when it is given)",
     )
     low_util = YesNoFilter(method="filter_low_util", label="Mean GPU util at or below the threshold (true/false)")
+    # The jobs list's `?no_util=true` (triage.dashboard.filters.JobFilter): the jobs no utilization
+    # range can hold, as neither `low_util` value does, since they have no mean to compare.
+    no_util = YesNoFilter(
+        field_name="mean_gpu_util",
+        lookup_expr="isnull",
+        label="Without a mean GPU utilization, as no GPU samples were supplied (true), or with one (false)",
+    )
     started_after = UtcIsoDateTimeFilter(field_name="start_time", lookup_expr="gte")
     started_before = UtcIsoDateTimeFilter(field_name="start_time", lookup_expr="lt")
     ingest_run = RowIdFilter(field_name="ingest_run", label="The jobs this ingest run created or updated (its id)")
@@ -275,7 +289,8 @@ class JobFilter(django_filters.FilterSet):
     class Meta:
         model = Job
         fields = [
-            "cluster", "team", "user", "external_id", "name", "category", "status", "answer", "low_util", "ingest_run"
+            "cluster", "team", "user", "external_id", "name", "category", "status", "answer", "low_util", "no_util",
+            "ingest_run",
         ]  # fmt: skip
 
     def filter_category(self, queryset, name, value):
