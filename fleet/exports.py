@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import csv
+import re
 from collections.abc import Iterable, Iterator
 from itertools import chain
 
@@ -15,10 +16,17 @@ import pyarrow.parquet as pq
 FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
 
 
+# A plain number (-0.25, +3, -1.5e-3) is read as that number, never run: a negative kappa or interval
+# bound must stay a number for a script's float() and a spreadsheet's sums.
+_PLAIN_NUMBER = re.compile(r"[+-]?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?")
+
+
 def _needs_guard(text: str) -> bool:
     # A text that already starts with guard quotes before a formula gets one more, so that
     # spreadsheet_unsafe can undo exactly one and every value survives an export/import round trip.
-    return text.startswith(FORMULA_STARTS) or (text.startswith("'") and _needs_guard(text[1:]))
+    if text.startswith(FORMULA_STARTS):
+        return not _PLAIN_NUMBER.fullmatch(text)
+    return text.startswith("'") and _needs_guard(text[1:])
 
 
 def spreadsheet_safe(value) -> str:

@@ -241,13 +241,26 @@ def test_a_labels_export_still_imports_back_unchanged(client, researcher, hostil
     assert {row["other_note"] for row in rows if row["other_note"]} == {f"{FORMULA} {PAYLOAD}"}
 
 
-@pytest.mark.parametrize("value", ["=1+1", "+1", "-1", "@SUM(A1)", "\t=1", "'=1", "''=1", "'plain", "plain", ""])
+@pytest.mark.parametrize(
+    "value", ["=1+1", "+1+1", "-1-cmd", "-2+3", "@SUM(A1)", "\t=1", "'=1", "''=1", "'-1", "'plain", "plain", ""]
+)
 def test_spreadsheet_safe_round_trips(value):
     from fleet.exports import spreadsheet_unsafe
 
     guarded = spreadsheet_safe(value)
     assert not guarded.startswith(FORMULA_STARTS)
     assert spreadsheet_unsafe(guarded) == value
+
+
+@pytest.mark.parametrize("value", ["-0.25", "-1", "+3", "-1.5e-3", "-.5", -0.25, -7])
+def test_a_plain_negative_number_stays_a_number(value):
+    """A negative kappa or interval bound was exported as '-0.25: a script's float() failed on it and a
+    spreadsheet read it as text. A number is never run as a formula, so it needs no guard."""
+    from fleet.exports import spreadsheet_unsafe
+
+    assert spreadsheet_safe(value) == str(value)
+    assert float(spreadsheet_safe(value)) == float(value)
+    assert spreadsheet_unsafe(str(value)) == str(value)
 
 
 def test_digest_emails_carry_payloads_escaped(hostile, member_a):
