@@ -142,3 +142,51 @@ def test_a_blind_rater_sees_no_run_s_causes(client, researcher, operator, nightl
     second_row = next(row for row in rows if reverse("dashboard:job-detail", args=[second.pk]) in row)
     assert "hidden while you label it" in second_row and Category.MODEL_CHECKPOINTING.label not in second_row
     assert page(client, third).context["run_change"] is None  # its run before is hidden
+
+
+def test_the_change_is_since_the_last_run_that_ended_successfully_as_in_the_digests(client, operator, nightly, team_a):
+    """The page compared a run with the run just before it even when that one had failed (its low
+    utilization the crash, not the cause), while the digest's runs that got better skip such runs.
+    It now compares with the same run the digest does, says which and what it skipped, and still
+    lists every run."""
+    first, second, third = nightly
+    crashed = run(team_a, 3, first.cluster, mean_gpu_util=4, state="FAILED")
+    triaged(crashed, "classified", Category.DATA_PREPROCESSING)
+    hung = run(team_a, 4, first.cluster, mean_gpu_util=9, state="TIMEOUT")
+    triaged(hung, "classified", Category.DATA_PREPROCESSING)
+    fixed = run(team_a, 5, first.cluster, mean_gpu_util=93, state="COMPLETED")
+    triaged(fixed, "healthy")
+    client.force_login(operator)
+
+    response = page(client, fixed)
+    assert response.context["runs"].previous.pk == third.pk
+    assert [job.pk for job in response.context["runs"].earlier] == [first.pk, second.pk, third.pk, crashed.pk, hung.pk]
+    section = response.content.decode().split('id="runs"')[1].split("</section>")[0]
+    assert (
+        f'Since its run of <a href="{reverse("dashboard:job-detail", args=[third.pk])}">2026-11-04 00:00 UTC</a>,'
+        " the last that ended successfully (the 2 runs after it are not compared: FAILED, TIMEOUT):"
+        " mean GPU utilization\n    88 % &rarr; <strong>93 %</strong>"
+    ) in section
+    assert "4 %" not in section.split("</p>")[1]  # the failed run's utilization is no "before"
+    for skipped in (crashed, hung):  # still listed
+        assert reverse("dashboard:job-detail", args=[skipped.pk]) in section.split("</p>", 2)[2]
+
+    # The same run before as the digest's runs that got better.
+    from triage.dashboard.periods import Period
+
+    period = Period(DAY + timedelta(days=5), DAY + timedelta(days=6), "custom")
+    third.mean_gpu_util = 30
+    third.save(update_fields=["mean_gpu_util"])
+    [improved] = queries.improved_runs(type(fixed).objects.all(), period, threshold=50)
+    assert improved.previous_id == page(client, fixed).context["runs"].previous.pk == third.pk
+
+    # With no earlier run that ended successfully, the page compares with none and says so.
+    lone = [run(team_a, day, first.cluster, name="lone", mean_gpu_util=90, state=state)
+            for day, state in ((0, "CANCELLED"), (1, "FAILED"), (2, "COMPLETED"))]  # fmt: skip
+    for job in lone:
+        triaged(job, "healthy")
+    response = page(client, lone[2])
+    assert response.context["run_change"] is None
+    assert "No earlier run ended successfully (CANCELLED, FAILED), so this one is compared with none." in (
+        response.content.decode()
+    )

@@ -7,7 +7,7 @@ not grow with the number of jobs.
 from __future__ import annotations
 
 import operator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime, time, timedelta
 from decimal import Decimal
 from functools import reduce
@@ -554,15 +554,19 @@ class JobRuns:
     later: list  # up to RUNS_EACH_SIDE runs after it, oldest first
     earlier_total: int
     later_total: int
+    # The run the job is compared with (`runs_to_compare_with`, as the digests' runs that got better
+    # are), however far back, or None; and the states of the earlier runs after it, which it skips.
+    previous: object = None
+    skipped_states: list = field(default_factory=list)
 
     @property
     def total(self) -> int:
         return self.earlier_total + self.later_total
 
     @property
-    def previous(self):
-        """The run just before the job, or None."""
-        return self.earlier[-1] if self.earlier else None
+    def skipped_state_names(self) -> str:
+        """The skipped runs' states, each once, as the runs table writes them: "FAILED, TIMEOUT"."""
+        return ", ".join(dict.fromkeys(self.skipped_states))
 
 
 def _runs_of(cluster_id, user, name) -> Q:
@@ -578,18 +582,33 @@ def _earlier(start_time, pk) -> Q:
 
 def job_runs(jobs, job) -> JobRuns:
     """The runs of `job` (of the queryset `jobs`, which scopes them to what the viewer may see)
-    before and after it; none when the job has no name to match its runs by."""
+    before and after it, every one whatever its state, and the run it is compared with, which skips
+    those that did not end successfully; none when the job has no name to match its runs by."""
     if not job.name:
         return JobRuns([], [], 0, 0)
     others = jobs.filter(_runs_of(job.cluster_id, job.user, job.name)).exclude(pk=job.pk).select_related("cluster")
     before = _earlier(job.start_time, job.pk)
     earlier = others.filter(before)
     later = others.exclude(before)
+    listed = list(earlier.order_by("-start_time", "-pk")[:RUNS_EACH_SIDE])[::-1]
+    previous = None
+    if listed:
+        compared = runs_to_compare_with(jobs, job.cluster_id, job.user, job.name, job.start_time, job.pk)
+        found = compared.select_related("cluster").first()
+        previous = next((run for run in listed if found is not None and run.pk == found.pk), found)
+    skipped: list = []
+    if listed and (previous is None or previous.pk != listed[-1].pk):  # runs in between: say which
+        between = earlier
+        if previous is not None:  # the runs after it
+            between = earlier.exclude(_earlier(previous.start_time, previous.pk)).exclude(pk=previous.pk)
+        skipped = list(between.order_by("start_time", "pk").values_list("state", flat=True))
     return JobRuns(
-        earlier=list(earlier.order_by("-start_time", "-pk")[:RUNS_EACH_SIDE])[::-1],
+        earlier=listed,
         later=list(later.order_by("start_time", "pk")[:RUNS_EACH_SIDE]),
         earlier_total=earlier.count(),
         later_total=later.count(),
+        previous=previous,
+        skipped_states=skipped,
     )
 
 
@@ -623,6 +642,17 @@ def _ended_successfully() -> Q:
     return reduce(operator.or_, (Q(state__iexact=state) for state in SUCCESSFUL_STATES), Q(state=""))
 
 
+def runs_to_compare_with(jobs, cluster_id, user, name, start_time, pk):
+    """The runs of a job (of `jobs`: same cluster, user and name) earlier than the one with this start
+    and id that ended successfully or have no state (`_ended_successfully`), the latest first: the
+    first is "the run before" that run, for the digests' runs that got better and the job page's
+    what changed alike. A failed, cancelled or timed-out run is skipped: its utilization may be the
+    crash or the hang, not the cause. The arguments are a job's values, or `OuterRef`s in a subquery."""
+    return jobs.filter(_runs_of(cluster_id, user, name), _earlier(start_time, pk), _ended_successfully()).order_by(
+        "-start_time", "-pk"
+    )
+
+
 def improved_runs(jobs, period: Period, threshold: float, limit: int = 5) -> list:
     """Jobs of the queryset `jobs` started in the period that ended successfully above `threshold` mean
     utilization while their run before was at or below it: a fix that worked. The run before is the
@@ -632,11 +662,9 @@ def improved_runs(jobs, period: Period, threshold: float, limit: int = 5) -> lis
     `previous_id` and `previous_start` set. A job of several such runs in the period shows once: its
     later runs' run before is already above the line."""
     ended_well = _ended_successfully()
-    before = jobs.filter(
-        _runs_of(OuterRef("cluster_id"), OuterRef("user"), OuterRef("name")),
-        _earlier(OuterRef("start_time"), OuterRef("pk")),
-        ended_well,
-    ).order_by("-start_time", "-pk")
+    before = runs_to_compare_with(
+        jobs, OuterRef("cluster_id"), OuterRef("user"), OuterRef("name"), OuterRef("start_time"), OuterRef("pk")
+    )
     runs = (
         in_period(jobs, period)
         .exclude(name="")

@@ -537,12 +537,15 @@ JUDGED_STATUSES = {TriageStatus.HEALTHY, TriageStatus.CLASSIFIED, TriageStatus.U
 
 def _runs_context(user, job: Job, blinded: set[int]) -> dict:
     """The other runs of the job (same name, user and cluster) with their causes, and what changed
-    since the run before. While the viewer rates the job blind (`blinded`: the jobs they do), no
-    run's causes are shown: the same job's earlier findings would give its own away."""
+    since the run before (the last earlier one that ended successfully, as the digests compare). While
+    the viewer rates the job blind (`blinded`: the jobs they do), no run's causes are shown: the same
+    job's earlier findings would give its own away."""
     runs = queries.job_runs(Job.objects.visible_to(user), job)
     if not runs.total:
         return {"runs": None}
     listed = [*runs.earlier, job, *runs.later]
+    if runs.previous is not None and runs.previous not in listed:  # compared with a run further back
+        listed.append(runs.previous)
     hidden = blinded | ({run.pk for run in listed} if job.pk in blinded else set())
     _with_triage(listed, hidden)
     previous, change = runs.previous, None
