@@ -590,3 +590,87 @@ def test_on_a_phone_a_teams_causes_keep_their_numbers_and_change_in_view(browser
     browser.get(f"{live_server.url}/teams/{team.slug}/?period=90d")  # wide: the change in a column of its own
     wide = browser.execute_script(TEAM_CAUSES)
     assert wide["changes"] == len(causes) and all(wide["hoursInView"]), wide
+
+
+def job_with_gpus(gpus: int, host_name: str = "alpha-n055"):
+    """A two-hour job whose series has `gpus` GPUs on a host named like the demo fleet's and the host's CPU,
+    and a log event."""
+    from datetime import timedelta
+
+    import numpy as np
+    import pandas as pd
+    from django.core.files.base import ContentFile
+
+    from fleet.models import Artifact, LogEvent
+    from fleet.series import to_parquet_bytes
+    from tests.factories import JobFactory
+    from tests.test_timeline import START, series
+
+    job = JobFactory(start_time=START, end_time=START + timedelta(hours=2), gpu_count=gpus)
+    frame = series(gpus, 7200, 30)
+    frame["host"] = host_name  # a real host's name: legend entries as long as the demo fleet's
+    host = frame[frame["gpu"] == 0].assign(gpu=pd.NA, gpu_util=np.nan, cpu_util=np.float32(35))
+    frame = pd.concat([frame, host], ignore_index=True)  # the host's CPU: a third panel, as most jobs have
+    job.series_file.save("s.parquet", ContentFile(to_parquet_bytes(frame)))
+    log = Artifact.objects.create(job=job, kind="log", path="stdout.log", file="artifacts/x", size=1, sha256="x")
+    LogEvent.objects.create(job=job, artifact=log, line_no=1, kind="epoch", text="epoch 1",
+                            timestamp=START + timedelta(minutes=30))  # fmt: skip
+    return job
+
+
+# The timeline's legend, toolbar (zero-sized when hidden) and plot areas as TIMELINE_BOXES has them, but
+# from the chart's top left corner (the page above it wraps differently at each width), and its size.
+TIMELINE_LAYOUT = """
+const chart = document.getElementById('timeline').getBoundingClientRect();
+const rect = element => { const r = element.getBoundingClientRect();
+  return [r.left - chart.left, r.top - chart.top, r.right - chart.left, r.bottom - chart.top].map(Math.round); };
+const el = document.getElementById('timeline'), bar = el.querySelector('.modebar');
+return {size: [Math.round(chart.width), Math.round(chart.height)], legend: rect(el.querySelector('.legend')),
+        bar: bar ? rect(bar) : [0, 0, 0, 0], plots: [...el.querySelectorAll('.nsewdrag')].map(rect)};
+"""
+
+
+def assert_same_layout(shown: dict, drawn: dict, what: str) -> None:
+    for part in shown:
+        for at, expected in zip(shown[part], drawn[part], strict=True):
+            assert at == pytest.approx(expected, abs=2), f"{what}: its {part} is {shown[part]}, drawn so {drawn[part]}"
+
+
+@pytest.mark.django_db(transaction=True)
+@pytest.mark.parametrize("gpus", [4, 8])
+def test_the_timeline_takes_the_layout_of_its_width_when_the_window_crosses_the_phones(browser, live_server, operator,  # noqa: F811
+                                                                                        gpus):  # fmt: skip
+    """The phone layout was chosen once, when the timeline loaded: a phone turned sideways (or a window
+    narrowed past 560 px) kept the layout it was drawn with, legend, toolbar and height, until the next
+    zoom. Resized across the breakpoint, the chart is laid out as one loaded at its new width. (With the
+    demo's beta-n022, the legend wraps so that changing it in the same relayout as the chart's height
+    left it drawn where the old height put it, 19 px into the plot on a phone.)"""
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support.wait import WebDriverWait
+
+    job = job_with_gpus(gpus, host_name="beta-n022")
+    log_in(browser, live_server.url, operator, f"/jobs/{job.pk}/")
+    wait = WebDriverWait(browser, 20, ignored_exceptions=STALE)
+
+    def drawn_at(width: int) -> dict:
+        browser.execute_cdp_cmd("Emulation.setDeviceMetricsOverride",
+                                {"width": width, "height": 900, "deviceScaleFactor": 1, "mobile": False})  # fmt: skip
+        browser.get(f"{live_server.url}/jobs/{job.pk}/")
+        wait.until(lambda b: b.find_element(By.ID, "timeline").get_attribute("data-ready") == "1")
+        return browser.execute_script(TIMELINE_LAYOUT)
+
+    def resized_to(width: int) -> dict:
+        browser.execute_cdp_cmd("Emulation.setDeviceMetricsOverride",
+                                {"width": width, "height": 900, "deviceScaleFactor": 1, "mobile": False})  # fmt: skip
+        time.sleep(1)  # the layout follows on a debounced handler, as Plotly's own resizing does
+        return browser.execute_script(TIMELINE_LAYOUT)
+
+    with window_width(browser, 390):
+        phone = drawn_at(390)
+        turned = resized_to(900)
+        browser.save_screenshot(str(SHOTS / f"job-timeline-phone-turned-{gpus}-gpus.png"))
+        desktop = drawn_at(900)
+        narrowed = resized_to(390)
+    assert phone["bar"][2] == phone["bar"][0] and desktop["bar"][2] > desktop["bar"][0]  # hidden on a phone only
+    assert_same_layout(turned, desktop, "turned from 390 px to 900 px")
+    assert_same_layout(narrowed, phone, "narrowed from 900 px to 390 px")

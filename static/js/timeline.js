@@ -14,19 +14,56 @@
   // On a phone (a box narrower than charts.js's NARROW_PX) a legend's column at the right (7 to 32
   // GPUs) left the plot a third of the width: the legend goes above the plot, in smaller type, and the
   // chart grows by the rows it may take (at most one an entry), which Plotly's margin would otherwise
-  // take from the panels. Plotly's toolbar stays hidden there: down the right edge it stood beside the
-  // plot's last pixels and over its hover labels, in a margin the plot gets back. Zooming stays: drag
-  // across the chart, or the window form above it and Whole job, which the keyboard reaches too.
+  // take from the panels. Plotly's toolbar stays hidden there (the class timeline-narrow, app.css): down
+  // the right edge it stood beside the plot's last pixels and over its hover labels, in a margin the plot
+  // gets back. Zooming stays: drag across the chart, or the window form above it and Whole job, which
+  // the keyboard reaches too.
   var NARROW_PX = 560, LEGEND_ROW_PX = 20;
-  function fitNarrow(figure) {
-    if (el.clientWidth >= NARROW_PX) { return {}; }
-    var layout = figure.layout;
-    var entries = figure.data.filter(function (trace) { return trace.showlegend !== false; }).length;
-    layout.legend = {orientation: "h", x: 0, xanchor: "left", y: 1.02, yanchor: "bottom",
-                     font: {size: 10}, tracegroupgap: 0};
-    layout.margin = Object.assign({}, layout.margin, {r: 20, t: 10});
-    layout.height = (layout.height || 450) + entries * LEGEND_ROW_PX;
-    return {displayModeBar: false};
+  var wideLayout = null;  // the server's legend, margin and height, which the phone layout replaces
+  var narrowShown = null;  // whether the chart on the page has the phone layout
+
+  function isNarrow() { return el.clientWidth < NARROW_PX; }
+
+  function layoutParts(layout) {
+    return JSON.parse(JSON.stringify({legend: layout.legend, margin: layout.margin, height: layout.height}));
+  }
+
+  function narrowLayout(data, wide) {
+    var entries = data.filter(function (trace) { return trace.showlegend !== false; }).length;
+    return {
+      legend: {orientation: "h", x: 0, xanchor: "left", y: 1.02, yanchor: "bottom",
+               font: {size: 10}, tracegroupgap: 0},
+      margin: Object.assign({}, wide.margin, {r: 20, t: 10}),
+      height: (wide.height || 450) + entries * LEGEND_ROW_PX,
+    };
+  }
+
+  // The layout for the box's width, into a figure about to be drawn.
+  function fitWidth(figure) {
+    wideLayout = layoutParts(figure.layout);
+    narrowShown = isNarrow();
+    el.classList.toggle("timeline-narrow", narrowShown);
+    if (narrowShown) { Object.assign(figure.layout, narrowLayout(figure.data, wideLayout)); }
+  }
+
+  // A phone turned sideways, or a window narrowed past the breakpoint, kept the layout the chart was
+  // drawn with until the next zoom. The breakpoint is the box's width (the page's padding around it
+  // differs by page), so the box is watched rather than a media query on the window; only the legend,
+  // margins and height change, so relayout does (no new fetch, no new plot).
+  var refitTimer = null;
+  function refit() {
+    if (!wideLayout || !el.data || isNarrow() === narrowShown) { return; }
+    narrowShown = isNarrow();
+    el.classList.toggle("timeline-narrow", narrowShown);
+    var parts = narrowShown ? narrowLayout(el.data, wideLayout) : layoutParts(wideLayout);
+    // The legend after the height and margins: changed in one relayout, Plotly placed the legend where
+    // the old height put it (19 px into the plot on a phone, when its rows wrapped anew).
+    window.Plotly.relayout(el, {margin: parts.margin, height: parts.height}).then(function () {
+      return window.Plotly.relayout(el, {legend: parts.legend});
+    });
+  }
+  if (window.ResizeObserver) {
+    new ResizeObserver(function () { clearTimeout(refitTimer); refitTimer = setTimeout(refit, 150); }).observe(el);
   }
 
   // "2026-11-21T00:22:16.000Z" as a datetime-local input holds it (UTC, to the second).
@@ -48,8 +85,8 @@
         // Nothing to draw: the message stays (the next step would clear it) and the page is ready.
         if (figure.empty || figure.error) { say(figure.empty || figure.error); el.dataset.ready = "1"; return false; }
         if (start) { figure.layout.xaxis.range = [start, end]; }
-        var config = Object.assign({displaylogo: false, responsive: true}, fitNarrow(figure));
-        return window.Plotly.react(el, figure.data, figure.layout, config);
+        fitWidth(figure);
+        return window.Plotly.react(el, figure.data, figure.layout, {displaylogo: false, responsive: true});
       })
       .then(function (drawn) {
         if (drawn === false) { return; }
