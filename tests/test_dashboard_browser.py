@@ -674,3 +674,41 @@ def test_the_timeline_takes_the_layout_of_its_width_when_the_window_crosses_the_
     assert phone["bar"][2] == phone["bar"][0] and desktop["bar"][2] > desktop["bar"][0]  # hidden on a phone only
     assert_same_layout(turned, desktop, "turned from 390 px to 900 px")
     assert_same_layout(narrowed, phone, "narrowed from 900 px to 390 px")
+
+
+# Each legend entry's box (its line sample and name, [left, top, right, bottom]) in the timeline.
+LEGEND_ENTRIES = """
+return [...document.querySelectorAll('#timeline .legend .traces')].map(entry => {
+  const r = entry.getBoundingClientRect(); return [r.left, r.top, r.right, r.bottom];
+});
+"""
+
+
+@pytest.mark.django_db(transaction=True)
+def test_on_a_phone_a_32_gpu_timelines_legend_lies_in_columns(browser, live_server, operator):  # noqa: F811
+    """390 px wide a 32-GPU job (the most drawn a line each) gave each GPU's legend entry a row of its
+    own: 33 rows, about 640 px of legend above the chart. Plotly wrapped the legend at the plot's width,
+    which two entries overran; now they lie in columns, two at 390 px, each as wide as the longest name."""
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support.wait import WebDriverWait
+
+    job = job_with_gpus(32)
+    log_in(browser, live_server.url, operator, f"/jobs/{job.pk}/")
+    with window_width(browser, 390):
+        browser.get(f"{live_server.url}/jobs/{job.pk}/")
+        wait = WebDriverWait(browser, 20, ignored_exceptions=STALE)
+        wait.until(lambda b: b.find_element(By.ID, "timeline").get_attribute("data-ready") == "1")
+        entries = browser.execute_script(LEGEND_ENTRIES)
+        boxes = browser.execute_script(TIMELINE_BOXES)
+        browser.execute_script("document.getElementById('timeline').scrollIntoView()")
+        browser.save_screenshot(str(SHOTS / "job-timeline-phone-32-gpus.png"))
+    assert len(entries) == 33  # a line each for the 32 GPUs, and the log events
+    rows = len({round(entry[1]) for entry in entries})
+    assert rows <= 17, f"the legend's 33 entries take {rows} rows"
+    for index, entry in enumerate(entries):
+        assert boxes["chart"][0] <= entry[0] and entry[2] <= boxes["chart"][2], f"entry {entry} leaves the chart"
+        for other in entries[index + 1 :]:
+            assert not overlap(entry, other), f"legend entries {entry} and {other} overlap"
+    for plot in boxes["plots"]:
+        assert not overlap(boxes["legend"], plot), f"the legend {boxes['legend']} covers the plot {plot}"
+    assert boxes["plots"][0][1] - boxes["legend"][3] <= 40, "the chart grew by more rows than its legend took"

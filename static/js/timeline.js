@@ -13,11 +13,11 @@
 
   // On a phone (a box narrower than charts.js's NARROW_PX) a legend's column at the right (7 to 32
   // GPUs) left the plot a third of the width: the legend goes above the plot, in smaller type, and the
-  // chart grows by the rows it may take (at most one an entry), which Plotly's margin would otherwise
-  // take from the panels. Plotly's toolbar stays hidden there (the class timeline-narrow, app.css): down
-  // the right edge it stood beside the plot's last pixels and over its hover labels, in a margin the plot
-  // gets back. Zooming stays: drag across the chart, or the window form above it and Whole job, which
-  // the keyboard reaches too.
+  // chart grows by the rows it takes (in as many columns as fit: narrowLayout), which Plotly's margin
+  // would otherwise take from the panels. Plotly's toolbar stays hidden there (the class timeline-narrow,
+  // app.css): down the right edge it stood beside the plot's last pixels and over its hover labels, in a
+  // margin the plot gets back. Zooming stays: drag across the chart, or the window form above it and
+  // Whole job, which the keyboard reaches too.
   var NARROW_PX = 560, LEGEND_ROW_PX = 20;
   var wideLayout = null;  // the server's legend, margin and height, which the phone layout replaces
   var narrowShown = null;  // whether the chart on the page has the phone layout
@@ -28,19 +28,43 @@
     return JSON.parse(JSON.stringify({legend: layout.legend, margin: layout.margin, height: layout.height}));
   }
 
+  // A legend entry's width besides its name: Plotly's line sample (itemwidth 30) and the gaps around
+  // it and after the entry.
+  var ENTRY_PX = 45, LEGEND_FONT_PX = 10;
+  var fontFamily = "sans-serif";
+  var measure = document.createElement("canvas").getContext("2d");
+  function nameWidth(name) {
+    measure.font = LEGEND_FONT_PX + "px " + fontFamily;
+    return measure.measureText(String(name || "")).width;
+  }
+
+  // A 32-GPU job's entries each took a row (about 640 px above the chart at 390 px): Plotly wraps a
+  // legend above the plot at the plot's width, which two entries overran. Started near the chart's left
+  // edge (x below 0, where Plotly wraps at the margin and plot's width; LEGEND_LEFT_PX in, as Plotly's
+  // auto-margin widens the left margin for anything nearer) with every entry as wide as the longest
+  // name, they fall into as many columns as fit, and the chart grows by the rows that makes.
+  var LEGEND_LEFT_PX = 12;
   function narrowLayout(data, wide) {
-    var entries = data.filter(function (trace) { return trace.showlegend !== false; }).length;
+    var names = data.filter(function (trace) { return trace.showlegend !== false; }).map(function (trace) {
+      return trace.name;
+    });
+    var left = (wide.margin && wide.margin.l) || 0, right = 20;
+    var namePx = Math.ceil(Math.max.apply(null, names.map(nameWidth).concat([0]))) + 2;
+    var columns = Math.max(1, Math.floor((el.clientWidth - right - LEGEND_LEFT_PX) / (ENTRY_PX + namePx)));
+    var plotPx = Math.max(el.clientWidth - left - right, 1);
     return {
-      legend: {orientation: "h", x: 0, xanchor: "left", y: 1.02, yanchor: "bottom",
-               font: {size: 10}, tracegroupgap: 0},
-      margin: Object.assign({}, wide.margin, {r: 20, t: 10}),
-      height: (wide.height || 450) + entries * LEGEND_ROW_PX,
+      legend: {orientation: "h", x: Math.min(0, LEGEND_LEFT_PX - left) / plotPx, xanchor: "left",
+               y: 1.02, yanchor: "bottom", font: {size: LEGEND_FONT_PX}, tracegroupgap: 0,
+               entrywidth: namePx, entrywidthmode: "pixels"},
+      margin: Object.assign({}, wide.margin, {r: right, t: 10}),
+      height: (wide.height || 450) + Math.ceil(names.length / columns) * LEGEND_ROW_PX,
     };
   }
 
   // The layout for the box's width, into a figure about to be drawn.
   function fitWidth(figure) {
     wideLayout = layoutParts(figure.layout);
+    fontFamily = (figure.layout.font && figure.layout.font.family) || fontFamily;
     narrowShown = isNarrow();
     el.classList.toggle("timeline-narrow", narrowShown);
     if (narrowShown) { Object.assign(figure.layout, narrowLayout(figure.data, wideLayout)); }
