@@ -712,3 +712,46 @@ def test_on_a_phone_a_32_gpu_timelines_legend_lies_in_columns(browser, live_serv
     for plot in boxes["plots"]:
         assert not overlap(boxes["legend"], plot), f"the legend {boxes['legend']} covers the plot {plot}"
     assert boxes["plots"][0][1] - boxes["legend"][3] <= 40, "the chart grew by more rows than its legend took"
+
+
+# The timeline's plot panels and each finding's shaded window, as [left, top, right, bottom].
+TIMELINE_SHADING = """
+const rect = element => { const r = element.getBoundingClientRect(); return [r.left, r.top, r.right, r.bottom]; };
+const chart = document.getElementById('timeline');
+return {legend: rect(chart.querySelector('.legend')), plots: [...chart.querySelectorAll('.nsewdrag')].map(rect),
+        shading: [...chart.querySelectorAll('.shapelayer path')].map(rect)};
+"""
+
+
+@pytest.mark.django_db(transaction=True)
+@pytest.mark.parametrize("gpus", [4, 8])
+def test_a_findings_shaded_window_covers_the_timelines_panels_only(browser, live_server, operator, gpus):  # noqa: F811
+    """A finding's window was shaded from the foot of the chart area to its top (paper 0 to 1): over the
+    time axis's labels under the last panel and the gaps between panels, which it does not cover."""
+    from datetime import timedelta
+
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support.wait import WebDriverWait
+
+    from tests.test_timeline import START
+    from triage.models import JobTriage, RuleSet
+    from triage.taxonomy import Category
+
+    job = job_with_gpus(gpus)
+    result = JobTriage.objects.create(job=job, rule_set=RuleSet.current(), status="classified", is_current=True)
+    window = {"start": (START + timedelta(minutes=20)).isoformat(), "end": (START + timedelta(minutes=50)).isoformat()}
+    Finding.objects.create(result=result, job=job, rule_set=result.rule_set, category=Category.HOST_GPU_TRANSFER,
+                           confidence=0.9, summary="s", gpu_hours=1, evidence={"windows": [window]},
+                           guidance={})  # fmt: skip
+    log_in(browser, live_server.url, operator, f"/jobs/{job.pk}/")
+    wait = WebDriverWait(browser, 20, ignored_exceptions=STALE)
+    wait.until(lambda b: b.find_element(By.ID, "timeline").get_attribute("data-ready") == "1")
+    drawn = browser.execute_script(TIMELINE_SHADING)
+    assert drawn["shading"], "the finding's window should be shaded"
+    for shade in drawn["shading"]:
+        assert not overlap(shade, drawn["legend"]), f"the shading {shade} reaches the legend {drawn['legend']}"
+        panel = [plot for plot in drawn["plots"] if overlap(shade, plot)]
+        assert len(panel) == 1, f"the shading {shade} spans {len(panel)} of the panels {drawn['plots']}"
+        top, bottom = panel[0][1], panel[0][3]
+        assert top - 1 <= shade[1] and shade[3] <= bottom + 1, f"the shading {shade} leaves its panel {panel[0]}"
+    assert len(drawn["shading"]) == len(drawn["plots"])  # each panel shaded

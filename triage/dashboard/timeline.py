@@ -265,22 +265,26 @@ def build_timeline(
                     "hovertemplate": f"{html.escape(label)}: %{{y:.0f}}<extra></extra>",
                 }
             )
+    # A window is shaded on each panel, from its foot to its top (the panel's y-axis domain): shaded over
+    # the whole chart area (paper 0 to 1), it covered the time axis's labels and the gaps between panels.
+    panel_axes = ["y" if index == 0 else f"y{index + 1}" for index in range(len(panels))]
     for window in windows:
-        layout["shapes"].append(
-            {
-                "type": "rect",
-                "xref": "x",
-                "yref": "paper",
-                "x0": window["start"].isoformat(),
-                "x1": window["end"].isoformat(),
-                "y0": 0,
-                "y1": 1,
-                "fillcolor": window.get("colour", "#c0392b"),
-                "opacity": 0.12,
-                "line": {"width": 0},
-                "layer": "below",
-            }
-        )
+        for axis in panel_axes:
+            layout["shapes"].append(
+                {
+                    "type": "rect",
+                    "xref": "x",
+                    "yref": f"{axis} domain",
+                    "x0": window["start"].isoformat(),
+                    "x1": window["end"].isoformat(),
+                    "y0": 0,
+                    "y1": 1,
+                    "fillcolor": window.get("colour", "#c0392b"),
+                    "opacity": 0.12,
+                    "line": {"width": 0},
+                    "layer": "below",
+                }
+            )
     if markers:
         data.append(
             {
