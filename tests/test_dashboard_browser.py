@@ -503,25 +503,11 @@ def test_on_a_phone_the_timelines_legend_and_toolbar_keep_off_its_plot(browser, 
     over the plot, its rows down to "Log events" covered the top of the utilization panel; the toolbar
     stood down the right edge beside the plot's last pixels; and with 7 to 32 GPUs the legend's column
     at the right left the plot a third of the width."""
-    from datetime import timedelta
-
-    from django.core.files.base import ContentFile
     from selenium.webdriver.common.action_chains import ActionChains
     from selenium.webdriver.common.by import By
     from selenium.webdriver.support.wait import WebDriverWait
 
-    from fleet.models import Artifact, LogEvent
-    from fleet.series import to_parquet_bytes
-    from tests.factories import JobFactory
-    from tests.test_timeline import START, series
-
-    job = JobFactory(start_time=START, end_time=START + timedelta(hours=2), gpu_count=gpus)
-    frame = series(gpus, 7200, 30)
-    frame["host"] = "alpha-n055"  # a real host's name: legend entries as long as the demo fleet's
-    job.series_file.save("s.parquet", ContentFile(to_parquet_bytes(frame)))
-    log = Artifact.objects.create(job=job, kind="log", path="stdout.log", file="artifacts/x", size=1, sha256="x")
-    LogEvent.objects.create(job=job, artifact=log, line_no=1, kind="epoch", text="epoch 1",
-                            timestamp=START + timedelta(minutes=30))  # fmt: skip
+    job = job_with_gpus(gpus)
     log_in(browser, live_server.url, operator, f"/jobs/{job.pk}/")
     with window_width(browser, 390):
         browser.get(f"{live_server.url}/jobs/{job.pk}/")
