@@ -190,3 +190,50 @@ def test_the_change_is_since_the_last_run_that_ended_successfully_as_in_the_dige
     assert "No earlier run ended successfully (CANCELLED, FAILED), so this one is compared with none." in (
         response.content.decode()
     )
+
+
+@pytest.mark.parametrize("state", ["FAILED", "TIMEOUT", "RUNNING", "Failed"])
+def test_a_run_that_did_not_end_successfully_is_compared_and_says_so(client, operator, nightly, team_a, state):
+    """The digests never count such a run as one that got better, but the page compared it as if its
+    utilization measured a fix. It still compares it, and says plainly what the run's state is."""
+    fourth = run(team_a, 3, nightly[0].cluster, mean_gpu_util=97, state=state)
+    triaged(fourth, "healthy")
+    client.force_login(operator)
+    section = page(client, fourth).content.decode().split('id="runs"')[1].split("</section>")[0]
+    assert "88 % &rarr; <strong>97 %</strong>" in section  # still compared with the run before
+    assert (
+        f"This run has not ended successfully ({state}): its utilization says little about whether a fix worked."
+    ) in section
+
+
+@pytest.mark.parametrize("state", ["COMPLETED", "Succeeded", ""])
+def test_a_run_that_ended_successfully_or_has_no_state_has_no_note(client, operator, nightly, team_a, state):
+    fourth = run(team_a, 3, nightly[0].cluster, mean_gpu_util=97, state=state)
+    triaged(fourth, "healthy")
+    client.force_login(operator)
+    html = page(client, fourth).content.decode()
+    assert "88 % &rarr; <strong>97 %</strong>" in html
+    assert "has not ended successfully" not in html and 'id="run-state-note"' not in html
+
+
+def test_a_blind_rater_of_a_failed_run_sees_no_comparison_nor_its_note(client, researcher, operator, nightly, team_a):
+    failed = run(team_a, 3, nightly[0].cluster, mean_gpu_util=97, state="FAILED")
+    triaged(failed, "healthy")
+    study = Study.objects.create(name="pilot", created_by=operator, seed=1, show_findings=False)
+    StudyRater.objects.create(study=study, user=researcher)
+    Assignment.objects.create(item=StudyJob.objects.create(study=study, job=failed, position=1), rater=researcher)
+    client.force_login(researcher)
+    response = page(client, failed)
+    assert response.context["run_change"] is None
+    assert 'id="run-change"' not in response.content.decode() and "has not ended successfully" not in (
+        response.content.decode()
+    )
+
+
+def test_one_job_ended_successfully_by_the_same_rule_as_the_query(team_a):
+    states = ["COMPLETED", "completed", "Succeeded", "", "FAILED", "RUNNING", "TIMEOUT", "CANCELLED by 42", "PENDING"]
+    jobs = [run(team_a, day, state=state) for day, state in enumerate(states)]
+    Job = type(jobs[0])
+    by_query = set(Job.objects.filter(queries._ended_successfully()).values_list("pk", flat=True))
+    assert {job.pk for job in jobs if queries.ended_successfully(job)} == by_query
+    assert len(by_query) == 4

@@ -642,6 +642,13 @@ def _ended_successfully() -> Q:
     return reduce(operator.or_, (Q(state__iexact=state) for state in SUCCESSFUL_STATES), Q(state=""))
 
 
+def ended_successfully(job) -> bool:
+    """Whether one job ended successfully by the rule `_ended_successfully` filters with: a state in
+    `SUCCESSFUL_STATES` in any case, or no state. For a job already loaded (the job page's), where a
+    query for it would be one more round trip; keep the two alike."""
+    return not job.state or job.state.upper() in SUCCESSFUL_STATES
+
+
 def runs_to_compare_with(jobs, cluster_id, user, name, start_time, pk):
     """The runs of a job (of `jobs`: same cluster, user and name) earlier than the one with this start
     and id that ended successfully or have no state (`_ended_successfully`), the latest first: the

@@ -539,7 +539,9 @@ def _runs_context(user, job: Job, blinded: set[int]) -> dict:
     """The other runs of the job (same name, user and cluster) with their causes, and what changed
     since the run before (the last earlier one that ended successfully, as the digests compare). While
     the viewer rates the job blind (`blinded`: the jobs they do), no run's causes are shown: the same
-    job's earlier findings would give its own away."""
+    job's earlier findings would give its own away. A run that itself did not end successfully is
+    still compared, with a note that its utilization (a crash, a hang, half a run) is no measure of a
+    fix: the digests never count such a run as one that got better."""
     runs = queries.job_runs(Job.objects.visible_to(user), job)
     if not runs.total:
         return {"runs": None}
@@ -552,7 +554,13 @@ def _runs_context(user, job: Job, blinded: set[int]) -> dict:
     if previous is not None and previous.triage_status in JUDGED_STATUSES and job.triage_status in JUDGED_STATUSES:
         change = queries.run_change(previous, job)
     query = urlencode({"cluster": job.cluster.name, "user": job.user, "name": job.name})
-    return {"runs": runs, "run_change": change, "runs_query": query, "low_threshold": low_util_threshold()}
+    return {
+        "runs": runs,
+        "run_change": change,
+        "this_run_ended_successfully": queries.ended_successfully(job),
+        "runs_query": query,
+        "low_threshold": low_util_threshold(),
+    }
 
 
 def _job_artifact(request, pk: int, artifact: int) -> Artifact:
