@@ -1053,3 +1053,36 @@ def test_a_team_page_compares_its_figures_with_the_previous_period(client, membe
     assert card(page, "Jobs")["direction"] == 0  # one job in each week
     html = page.content.decode()
     assert "▲ +100 % vs previous period" in html and "unchanged vs previous period" in html
+
+
+def test_the_weekly_trends_heading_and_label_name_the_gpu_hours_without_samples_when_it_draws_them(
+    client, operator, team_a
+):
+    """Since the trend stacks the GPU-hours without samples, its heading and its chart's screen-reader
+    label still said "used and unused" over three series; they name the third when it is drawn."""
+    from fleet.models import Cluster
+
+    gamma = Cluster.objects.create(name="gamma")
+    JobFactory(cluster=gamma, team=team_a, start_time=WEEK_START + timedelta(days=1), gpu_hours=8, mean_gpu_util=80,
+               unused_gpu_hours=1.6, coverage=1.0)  # fmt: skip
+    client.force_login(operator)
+    week = {"from": "2026-11-16", "to": "2026-11-22", "cluster": "gamma"}
+    team_url = reverse("dashboard:team-detail", args=["team-a"])
+
+    def named(html: str) -> tuple[str, str, str]:
+        card = html.split('data-figure="trend-figure"')[0].rsplit('<section class="card">', 1)[1]
+        chart = html.split('data-figure="trend-figure"')[1].split(">", 1)[0]
+        table = html.split('data-figure="trend-figure"')[1].split("</caption>")[0]
+        return (re.search(r"<h2>([^<]*)</h2>", card)[1], re.search(r'aria-label="([^"]*)"', chart)[1],
+                table.rsplit(">", 1)[1])  # fmt: skip
+
+    sampled = ("Weekly GPU-hours, used and unused", "Weekly used and unused GPU-hours",
+               "Weekly used and unused GPU-hours")  # fmt: skip
+    assert named(client.get(reverse("dashboard:overview"), week).content.decode()) == sampled
+    assert named(client.get(team_url, week).content.decode()) == sampled
+
+    JobFactory(cluster=gamma, team=team_a, start_time=WEEK_START + timedelta(days=2), gpu_hours=4, mean_gpu_util=None,
+               unused_gpu_hours=None, idle_gpu_hours=None, coverage=0.0)  # fmt: skip
+    three = "Weekly GPU-hours: used, unused and without samples"
+    assert named(client.get(reverse("dashboard:overview"), week).content.decode()) == (three, three, three)
+    assert named(client.get(team_url, week).content.decode()) == (three, three, three)

@@ -55,6 +55,15 @@ def weekly_trend(rows: list[dict]) -> dict:
     }
 
 
+def weekly_trend_names(figure: dict) -> dict:
+    """The trend card's heading and the label of its chart and numbers: they name the GPU-hours without
+    samples when the chart stacks them (a heading of "used and unused" sat over three series)."""
+    if any(trace["name"] == UNSAMPLED_NAME for trace in figure["data"]):
+        both = "Weekly GPU-hours: used, unused and without samples"
+        return {"heading": both, "label": both}
+    return {"heading": "Weekly GPU-hours, used and unused", "label": "Weekly used and unused GPU-hours"}
+
+
 def top_teams(rows: list[dict]) -> dict:
     return _unused_bars([row["team__name"] for row in rows], [row["unused"] for row in rows])
 

@@ -178,10 +178,12 @@ def overview(request):
     judged = _judged(period_jobs, request)
     categories = [row | {"label": Category(row["category"]).label} for row in queries.by_category(judged, conversion)]
     unclassified, triaged_low = queries.unclassified_share(judged, threshold)
+    trend = figures.weekly_trend(queries.weekly_trend(jobs, period))
     context = _context(request, scope) | {
         "cards": cards,
         "totals": current,
-        "trend_figure": figures.weekly_trend(queries.weekly_trend(jobs, period)),
+        "trend_figure": trend,
+        "trend_names": figures.weekly_trend_names(trend),
         "whole_fleet": whole_fleet,
         "scope": teams_seen,
         "only_team": only_team,
@@ -279,11 +281,13 @@ def team_detail(request, slug: str):
             row | {"category": category, "change": headline_change(category), "set_aside": set_aside.get(category, 0)}
         )
     unclassified, triaged_low = queries.unclassified_share(judged_jobs, threshold)
+    trend = figures.weekly_trend(queries.weekly_trend(jobs, period))
     context = _context(request, scope) | {
         "team": team,
         "totals": totals,
         "cards": _kpi_cards(totals, previous, jobs=True),
-        "trend_figure": figures.weekly_trend(queries.weekly_trend(jobs, period)),
+        "trend_figure": trend,
+        "trend_names": figures.weekly_trend_names(trend),
         "users": queries.by_user(period_jobs),
         "worst_jobs": _with_triage(worst_jobs, blinded),
         "causes": causes,
