@@ -616,7 +616,7 @@ def test_rules_against_gold_per_category_with_error_jobs_and_two_versions(client
     assert len([c for c in table if not c.startswith("summary: ")]) == 15  # and the summary rows below them
     rules = client.get(reverse("labeling:export", args=[study.pk, "rules", "json"]), {"rule_set": 1}).json()
     assert rules["format"] == "fleet-triage-rules" and rules["rule_set_version"] == 1
-    expected = {1: BATCH, 2: CKPT, 3: BATCH, 4: ""}  # job 4: triaged, found nothing
+    expected = {1: BATCH, 2: CKPT, 3: BATCH, 4: None}  # job 4: triaged, found nothing (the CSV's empty cell)
     assert {(r["job_id"], r["category"]) for r in rules["rows"]} == {
         (jobs[p].external_id, c) for p, c in expected.items()
     }
@@ -662,6 +662,42 @@ def gold_with_job_1_triaged(study, raters):
     rule_set = RuleSet.current()
     triage_with(rule_set, study.items.get(position=1).job, [BATCH])
     return gold, rule_set
+
+
+# Text that may be all digits and is still text: a scheduler's job id.
+TEXT_COLUMNS = {"job_id"}
+
+
+def _as_json_has_it(column: str, cell: str):
+    """A CSV cell as its JSON row has it: None where empty, a number where the CSV writes a number."""
+    if cell == "":
+        return None
+    if column not in TEXT_COLUMNS:
+        for number in (int, float):
+            try:
+                return number(cell)
+            except ValueError:
+                pass
+    return cell
+
+
+@pytest.mark.parametrize("kind", sorted(exchange.KINDS))
+def test_every_json_row_has_the_csvs_columns_and_cells_null_where_the_csv_is_empty(client, study, raters, kind):
+    gold, rule_set = gold_with_job_1_triaged(study, raters)
+    triage_with(rule_set, study.items.get(position=4).job, [])  # a job the rules found nothing on: no category
+    client.force_login(raters[0])
+    url = reverse("labeling:export", args=[study.pk, kind, "json"])
+    versions = {"gold": gold.version, "rule_set": rule_set.version}
+    rows = client.get(url, versions).json()["rows"]
+    exported = exchange.read_rows(client.get(url.replace(".json", ".csv"), versions).content)  # formulas unguarded
+    if kind == "quality":  # the CSV's summary rows are the JSON's "summary" object instead
+        exported = [row for row in exported if not row["category"].startswith("summary: ")]
+    columns = exchange.KINDS[kind]
+    assert rows and all(list(row) == columns for row in rows)
+    assert "" not in {value for row in rows for value in row.values()}
+    assert any(None in row.values() for row in rows)  # each kind has empty cells here: the rule is put to work
+    # Cell for cell what the CSV says, a number where it writes one.
+    assert rows == [{column: _as_json_has_it(column, row[column]) for column in columns} for row in exported]
 
 
 def test_a_job_whose_triage_failed_is_left_out_not_scored_as_a_miss(study, raters):

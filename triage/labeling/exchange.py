@@ -284,14 +284,7 @@ def agreement_rows(study: Study, report) -> list[dict]:
                     | {"statistic": statistic, "option": entry[0], "percent_agreement": _share(entry[3])}
                     | _estimate_cells(entry[position])
                 )
-    return [_every_column(row) for row in rows]
-
-
-def _every_column(row: dict) -> dict:
-    """The row with every agreement column, in the CSV's order, None (JSON null) where the CSV cell is
-    empty: a script reads each row alike, whatever its statistic (identical_label_sets rows had no
-    `value` key at all, and an undefined kappa's was an empty string)."""
-    return {column: None if row.get(column, "") == "" else row[column] for column in AGREEMENT_COLUMNS}
+    return rows
 
 
 def agreement_meta(study: Study, report) -> dict:
@@ -326,7 +319,16 @@ def to_csv(rows: list[dict], columns: list[str]) -> str:
 
 
 def to_json(rows: list[dict], kind: str, **meta) -> str:
+    rows = [_every_column(row, KINDS[kind]) for row in rows]
     return json.dumps({"format": f"fleet-triage-{kind}", "version": FORMAT_VERSION, **meta, "rows": rows}, indent=1)
+
+
+def _every_column(row: dict, columns: list[str]) -> dict:
+    """The row with every column of its CSV, in the CSV's order, None (JSON null) where the CSV cell is
+    empty: a script reads each row of every export alike, whatever the row is (an identical_label_sets
+    row had no `value` key at all, a quality category row no `value`, and an undefined kappa, precision
+    or a job's missing finding an empty string). The row builders keep "" for to_csv."""
+    return {column: None if row.get(column, "") == "" else row[column] for column in columns}
 
 
 def read_rows(content: str | bytes) -> list[dict]:
