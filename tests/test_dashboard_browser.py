@@ -746,3 +746,65 @@ def test_a_findings_shaded_window_covers_the_timelines_panels_only(browser, live
         top, bottom = panel[0][1], panel[0][3]
         assert top - 1 <= shade[1] and shade[3] <= bottom + 1, f"the shading {shade} leaves its panel {panel[0]}"
     assert len(drawn["shading"]) == len(drawn["plots"])  # each panel shaded
+
+
+def emulate_width(driver, width: int) -> None:
+    """Lay the page out `width` CSS pixels wide, as a phone turned sideways or a window resized does
+    (inside a `window_width` block, which clears it at the end)."""
+    driver.execute_cdp_cmd("Emulation.setDeviceMetricsOverride",
+                           {"width": width, "height": 900, "deviceScaleFactor": 1, "mobile": False})  # fmt: skip
+
+
+# Each chart's size, and its legend's and axis names' boxes ([left, top, right, bottom], flattened) from the
+# chart's top left corner (the page above it wraps differently at each width).
+CHARTS_LAYOUT = """
+return Object.fromEntries([...document.querySelectorAll('[data-figure]')].map(chart => {
+  const box = chart.getBoundingClientRect();
+  const rect = element => { const r = element.getBoundingClientRect();
+    return [r.left - box.left, r.top - box.top, r.right - box.left, r.bottom - box.top].map(Math.round); };
+  return [chart.dataset.figure, {size: [Math.round(box.width), Math.round(box.height)],
+    legend: [...chart.querySelectorAll('.legend')].flatMap(rect),
+    names: [...chart.querySelectorAll('.xtick text, .ytick text')].flatMap(rect)}];
+}));
+"""
+
+
+@pytest.mark.django_db(transaction=True)
+def test_the_overviews_charts_take_the_layout_of_their_width_when_the_window_crosses_the_phones(
+    browser,  # noqa: F811
+    live_server,
+    operator,
+    demo_archive,
+):
+    """charts.js chose the phone layout (wrapped names, a taller chart, a smaller legend) once, when the
+    page loaded: a phone turned sideways, or a window widened past 560 px, kept the names wrapped and the
+    chart tall. Resized across the breakpoint, each chart is laid out as one loaded at its new width."""
+    from selenium.webdriver.support.wait import WebDriverWait
+
+    ingest.execute_run(ingest.create_run(demo_archive).pk)  # triage runs in-process on the signal
+    log_in(browser, live_server.url, operator, "/")
+    wait = WebDriverWait(browser, 20, ignored_exceptions=STALE)
+    drawn_all = "return [...document.querySelectorAll('[data-figure]')].every(c => c.querySelector('.main-svg'))"
+
+    def drawn_at(width: int) -> dict:
+        emulate_width(browser, width)
+        browser.get(f"{live_server.url}/overview/?period=90d")
+        wait.until(lambda b: b.execute_script(drawn_all))
+        return browser.execute_script(CHARTS_LAYOUT)
+
+    def resized_to(width: int) -> dict:
+        emulate_width(browser, width)
+        time.sleep(1)  # the layout follows on a debounced handler, as Plotly's own resizing does
+        return browser.execute_script(CHARTS_LAYOUT)
+
+    with window_width(browser, 390):
+        phone = drawn_at(390)
+        turned = resized_to(1000)
+        desktop = drawn_at(1000)
+        narrowed = resized_to(390)
+    assert "categories-figure" in phone, f"the overview should draw the causes chart: {sorted(phone)}"
+    assert phone["categories-figure"]["size"][1] > desktop["categories-figure"]["size"][1]  # wrapped names
+    assert sorted(turned) == sorted(desktop) == sorted(narrowed) == sorted(phone)
+    for name in phone:
+        assert_same_layout(turned[name], desktop[name], f"{name} turned from 390 px to 1000 px")
+        assert_same_layout(narrowed[name], phone[name], f"{name} narrowed from 1000 px to 390 px")

@@ -15,9 +15,9 @@
   // In a narrow box (a phone) a horizontal bar chart's long names would leave its bars no room:
   // they are wrapped (the left margin, automargin, shrinks with them); then the chart grows so
   // that wrapped names keep apart, and its legend's type gets smaller so that its entries fit.
-  var NARROW_PX = 560, NAME_CHARS = 20, LINE_PX = 15;
-  function fitNarrow(el, figure) {
-    if (el.clientWidth >= NARROW_PX) { return; }
+  // (The breakpoint is narrow.js's; resized across it, a chart is drawn again for its new width.)
+  var NAME_CHARS = 20, LINE_PX = 15;
+  function fitNarrow(figure) {
     var layout = figure.layout || {}, rows = 0, lines = 1;
     (figure.data || []).forEach(function (trace) {
       if (trace.orientation !== "h" || !Array.isArray(trace.y)) { return; }
@@ -33,16 +33,31 @@
     if (layout.height) { layout.height = Math.max(layout.height, rows * (lines + 1) * LINE_PX + 120); }
     if (layout.legend) { layout.legend.font = Object.assign({}, layout.legend.font, {size: 10}); }
   }
+  // The figure as the server wrote it, laid out for a phone when `narrow`.
+  function figureFor(spec, narrow) {
+    var figure = JSON.parse(spec.textContent);
+    if (narrow) { fitNarrow(figure); }
+    return figure;
+  }
   function draw(el) {
     var spec = document.getElementById(el.dataset.figure);
     if (!spec || !window.Plotly) { return; }
-    var figure = JSON.parse(spec.textContent);
-    fitNarrow(el, figure);
+    var narrowShown = window.FleetNarrow.isNarrow(el);
+    var figure = figureFor(spec, narrowShown);
     // The box keeps the figure's height: on a window resize Plotly's responsive mode sizes the plot
     // to its box, which would otherwise shrink to the CSS minimum and let the plot spill over what
     // follows it (the numbers under it).
-    if (figure.layout && figure.layout.height) { el.style.height = figure.layout.height + "px"; }
-    window.Plotly.newPlot(el, figure.data, figure.layout, {displaylogo: false, responsive: true, displayModeBar: false});
+    function keepHeight() { if (figure.layout && figure.layout.height) { el.style.height = figure.layout.height + "px"; } }
+    keepHeight();
+    var config = {displaylogo: false, responsive: true, displayModeBar: false};
+    window.Plotly.newPlot(el, figure.data, figure.layout, config);
+    // Names wrapped or not, and the height and legend type that go with them: drawn again, from the spec.
+    window.FleetNarrow.onCrossing(el, function () { return narrowShown; }, function (narrow) {
+      narrowShown = narrow;
+      figure = figureFor(spec, narrow);
+      keepHeight();
+      window.Plotly.react(el, figure.data, figure.layout, config);
+    });
   }
   document.addEventListener("DOMContentLoaded", function () {
     document.querySelectorAll("[data-figure]").forEach(draw);

@@ -11,18 +11,18 @@
 
   function say(text) { if (status) { status.textContent = text; } }
 
-  // On a phone (a box narrower than charts.js's NARROW_PX) a legend's column at the right (7 to 32
+  // On a phone (a box narrower than narrow.js's NARROW_PX) a legend's column at the right (7 to 32
   // GPUs) left the plot a third of the width: the legend goes above the plot, in smaller type, and the
   // chart grows by the rows it takes (in as many columns as fit: narrowLayout), which Plotly's margin
   // would otherwise take from the panels. Plotly's toolbar stays hidden there (the class timeline-narrow,
   // app.css): down the right edge it stood beside the plot's last pixels and over its hover labels, in a
   // margin the plot gets back. Zooming stays: drag across the chart, or the window form above it and
   // Whole job, which the keyboard reaches too.
-  var NARROW_PX = 560, LEGEND_ROW_PX = 20;
+  var LEGEND_ROW_PX = 20;
   var wideLayout = null;  // the server's legend, margin and height, which the phone layout replaces
   var narrowShown = null;  // whether the chart on the page has the phone layout
 
-  function isNarrow() { return el.clientWidth < NARROW_PX; }
+  function isNarrow() { return window.FleetNarrow.isNarrow(el); }
 
   function layoutParts(layout) {
     return JSON.parse(JSON.stringify({legend: layout.legend, margin: layout.margin, height: layout.height}));
@@ -71,13 +71,10 @@
   }
 
   // A phone turned sideways, or a window narrowed past the breakpoint, kept the layout the chart was
-  // drawn with until the next zoom. The breakpoint is the box's width (the page's padding around it
-  // differs by page), so the box is watched rather than a media query on the window; only the legend,
-  // margins and height change, so relayout does (no new fetch, no new plot).
-  var refitTimer = null;
-  function refit() {
-    if (!wideLayout || !el.data || isNarrow() === narrowShown) { return; }
-    narrowShown = isNarrow();
+  // drawn with until the next zoom (narrow.js watches the box); only the legend, margins and height
+  // change, so relayout does (no new fetch, no new plot).
+  function refit(narrow) {
+    narrowShown = narrow;
     el.classList.toggle("timeline-narrow", narrowShown);
     var parts = narrowShown ? narrowLayout(el.data, wideLayout) : layoutParts(wideLayout);
     // The legend after the height and margins: changed in one relayout, Plotly placed the legend where
@@ -86,9 +83,7 @@
       return window.Plotly.relayout(el, {legend: parts.legend});
     });
   }
-  if (window.ResizeObserver) {
-    new ResizeObserver(function () { clearTimeout(refitTimer); refitTimer = setTimeout(refit, 150); }).observe(el);
-  }
+  window.FleetNarrow.onCrossing(el, function () { return wideLayout && el.data ? narrowShown : null; }, refit);
 
   // "2026-11-21T00:22:16.000Z" as a datetime-local input holds it (UTC, to the second).
   function asInput(iso) { return iso ? iso.slice(0, 19) : ""; }
