@@ -808,3 +808,52 @@ def test_the_overviews_charts_take_the_layout_of_their_width_when_the_window_cro
     for name in phone:
         assert_same_layout(turned[name], desktop[name], f"{name} turned from 390 px to 1000 px")
         assert_same_layout(narrowed[name], phone[name], f"{name} narrowed from 1000 px to 390 px")
+
+
+# The time axis's labels under the timeline: each label's text and the angle it is drawn at (0 when flat).
+TIME_LABELS = r"""
+return [...document.querySelectorAll('#timeline .xtick text')].map(label => {
+  const turned = /rotate\((-?[\d.]+)/.exec(label.getAttribute('transform') || '');
+  return [label.textContent, turned ? Number(turned[1]) : 0];
+});
+"""
+
+
+@pytest.mark.django_db(transaction=True)
+@pytest.mark.parametrize("gpus", [4, 32])
+def test_the_timelines_time_labels_are_drawn_as_a_fresh_load_draws_them_after_the_window_crosses_the_phones(
+    browser,  # noqa: F811
+    live_server,
+    operator,
+    gpus,
+):
+    """Laid out again for a phone by a resize, the timeline's time axis might have kept its labels slanted
+    ("15:30 Nov 21, 2026" turned) where a load at 390 px draws them flat. It does not: Plotly (3.8.2) picks
+    the labels' angle anew at each relayout, so the relayout sets none (a fixed angle would stop Plotly
+    turning labels that do overlap). This keeps it so, either way across the breakpoint."""
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support.wait import WebDriverWait
+
+    job = job_with_gpus(gpus)
+    log_in(browser, live_server.url, operator, f"/jobs/{job.pk}/")
+    wait = WebDriverWait(browser, 20, ignored_exceptions=STALE)
+
+    def drawn_at(width: int) -> list:
+        emulate_width(browser, width)
+        browser.get(f"{live_server.url}/jobs/{job.pk}/")
+        wait.until(lambda b: b.find_element(By.ID, "timeline").get_attribute("data-ready") == "1")
+        return browser.execute_script(TIME_LABELS)
+
+    def resized_to(width: int) -> list:
+        emulate_width(browser, width)
+        time.sleep(1)  # the layout follows on a debounced handler
+        return browser.execute_script(TIME_LABELS)
+
+    with window_width(browser, 900):
+        desktop = drawn_at(900)
+        narrowed = resized_to(390)
+        phone = drawn_at(390)
+        turned = resized_to(900)
+    assert phone, "the timeline should label its time axis"
+    assert narrowed == phone, f"narrowed from 900 px to 390 px: {narrowed}, loaded at 390 px: {phone}"
+    assert turned == desktop, f"turned from 390 px to 900 px: {turned}, loaded at 900 px: {desktop}"
