@@ -828,7 +828,7 @@ def test_the_timelines_time_labels_are_drawn_as_a_fresh_load_draws_them_after_th
     gpus,
 ):
     """Laid out again for a phone by a resize, the timeline's time axis might have kept its labels slanted
-    ("15:30 Nov 21, 2026" turned) where a load at 390 px draws them flat. It does not: Plotly (3.8.2) picks
+    ("15:30 Nov 21, 2026" turned) where a load at 390 px draws them flat. It does not: Plotly.js (4.1.1) picks
     the labels' angle anew at each relayout, so the relayout sets none (a fixed angle would stop Plotly
     turning labels that do overlap). This keeps it so, either way across the breakpoint."""
     from selenium.webdriver.common.by import By
