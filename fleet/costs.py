@@ -44,16 +44,22 @@ def jobs_priced_by(price: GpuModelPrice) -> int:
     return jobs.exclude(gpu_model__in=own).count()
 
 
-def unpriced_jobs() -> list[dict]:
-    """Per cluster and GPU model, the jobs with GPU-hours but no price to cost them by (neither their
-    model's nor the cluster's default): what every cost total leaves out until one is set."""
-    return list(
-        Job.objects.filter(cost=None, gpu_hours__gt=0)
+def unpriced(jobs, *keys: str):
+    """Per value of `keys` (rows of `keys`, `jobs` and `gpu_hours`), the jobs of the queryset `jobs`
+    with GPU-hours but no price to cost them by (neither their model's nor the cluster's default):
+    what every cost total leaves out until one is set."""
+    return (
+        jobs.filter(cost=None, gpu_hours__gt=0)
         .order_by()
-        .values("cluster__name", "gpu_model")
+        .values(*keys)
         .annotate(jobs=Count("pk"), gpu_hours=Sum("gpu_hours"))
-        .order_by("cluster__name", "gpu_model")
+        .order_by(*keys)
     )
+
+
+def unpriced_jobs() -> list[dict]:
+    """The fleet's unpriced jobs per cluster and GPU model (`unpriced`), as the Settings page lists them."""
+    return list(unpriced(Job.objects.all(), "cluster__name", "gpu_model"))
 
 
 @dataclass(frozen=True)

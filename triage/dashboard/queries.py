@@ -17,6 +17,7 @@ from django.db.models import Count, F, FloatField, Max, Min, OuterRef, Q, Subque
 from django.db.models.functions import Cast, Coalesce, Floor, NullIf
 from django.urls import reverse
 
+from fleet import costs
 from fleet.canonical import SUCCESSFUL_STATES
 from fleet.costs import Conversion
 from fleet.logevents import LOG_EVENT_KINDS
@@ -135,14 +136,7 @@ def pricing(jobs, conversion: Conversion | None = None, *, shown=None) -> Pricin
 def unpriced_by(jobs, key: str) -> dict[str, tuple[int, float]]:
     """Per value of `key` (a cluster's name, a team's slug), its jobs with GPU-hours but no cost (no
     price for their cluster and GPU model) and those GPU-hours: what every cost total leaves out."""
-    rows = (
-        jobs.filter(cost=None, gpu_hours__gt=0)
-        .order_by()
-        .values(key)
-        .annotate(jobs=Count("pk"), hours=Sum("gpu_hours"))
-        .order_by(key)
-    )
-    return {row[key]: (row["jobs"], row["hours"]) for row in rows}
+    return {row[key]: (row["jobs"], row["gpu_hours"]) for row in costs.unpriced(jobs, key)}
 
 
 def _unpriced_note(unpriced: dict[str, tuple[int, float]], in_period: bool) -> str:
