@@ -198,9 +198,6 @@ def test_the_timeline_toolbar_does_not_cover_its_legend_in_a_window_800_px_wide(
     from datetime import timedelta
 
     from django.core.files.base import ContentFile
-    from selenium.webdriver.common.action_chains import ActionChains
-    from selenium.webdriver.common.by import By
-    from selenium.webdriver.support.wait import WebDriverWait
 
     from fleet.series import to_parquet_bytes
     from tests.factories import JobFactory
@@ -212,12 +209,7 @@ def test_the_timeline_toolbar_does_not_cover_its_legend_in_a_window_800_px_wide(
     job.series_file.save("s.parquet", ContentFile(to_parquet_bytes(frame)))
     log_in(browser, live_server.url, operator, f"/jobs/{job.pk}/")
     with window_width(browser, 800):
-        browser.get(f"{live_server.url}/jobs/{job.pk}/")
-        wait = WebDriverWait(browser, 20, ignored_exceptions=STALE)
-        wait.until(lambda b: b.find_element(By.ID, "timeline").get_attribute("data-ready") == "1")
-        chart = browser.find_element(By.CSS_SELECTOR, "#timeline .nsewdrag")
-        browser.execute_script("arguments[0].scrollIntoView({block: 'center'})", chart)
-        ActionChains(browser).move_to_element(chart).perform()  # the toolbar shows while the pointer is there
+        open_timeline_pointed_at(browser, f"{live_server.url}/jobs/{job.pk}/")
         shown, overlap = browser.execute_script(TOOLBAR_AND_LEGEND)
         browser.save_screenshot(str(SHOTS / f"job-timeline-800-{gpus}-gpus.png"))
     assert shown, "the toolbar should show while the pointer is on the chart"
@@ -503,19 +495,12 @@ def test_on_a_phone_the_timelines_legend_and_toolbar_keep_off_its_plot(browser, 
     over the plot, its rows down to "Log events" covered the top of the utilization panel; the toolbar
     stood down the right edge beside the plot's last pixels; and with 7 to 32 GPUs the legend's column
     at the right left the plot a third of the width."""
-    from selenium.webdriver.common.action_chains import ActionChains
     from selenium.webdriver.common.by import By
-    from selenium.webdriver.support.wait import WebDriverWait
 
     job = job_with_gpus(gpus)
     log_in(browser, live_server.url, operator, f"/jobs/{job.pk}/")
     with window_width(browser, 390):
-        browser.get(f"{live_server.url}/jobs/{job.pk}/")
-        wait = WebDriverWait(browser, 20, ignored_exceptions=STALE)
-        wait.until(lambda b: b.find_element(By.ID, "timeline").get_attribute("data-ready") == "1")
-        chart = browser.find_element(By.CSS_SELECTOR, "#timeline .nsewdrag")
-        browser.execute_script("arguments[0].scrollIntoView({block: 'center'})", chart)
-        ActionChains(browser).move_to_element(chart).perform()  # the toolbar shows while the pointer is there
+        open_timeline_pointed_at(browser, f"{live_server.url}/jobs/{job.pk}/")
         boxes = browser.execute_script(TIMELINE_BOXES)
         assert "Log events" in browser.find_element(By.CSS_SELECTOR, "#timeline .legend").text
         browser.save_screenshot(str(SHOTS / f"job-timeline-phone-{gpus}-gpus.png"))
@@ -581,6 +566,22 @@ def test_on_a_phone_a_teams_causes_keep_their_numbers_and_change_in_view(browser
     browser.get(f"{live_server.url}/teams/{team.slug}/?{period}")  # wide: the change in a column of its own
     wide = browser.execute_script(TEAM_CAUSES)
     assert wide["changes"] == len(causes) and all(wide["hoursInView"]), wide
+
+
+def open_timeline_pointed_at(browser, url: str) -> None:  # noqa: F811
+    """Open a job page, wait for its timeline, and rest the pointer on the chart: Plotly shows its
+    toolbar only while the pointer is there."""
+    from selenium.webdriver.common.action_chains import ActionChains
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support.wait import WebDriverWait
+
+    browser.get(url)
+    WebDriverWait(browser, 20, ignored_exceptions=STALE).until(
+        lambda b: b.find_element(By.ID, "timeline").get_attribute("data-ready") == "1"
+    )
+    chart = browser.find_element(By.CSS_SELECTOR, "#timeline .nsewdrag")
+    browser.execute_script("arguments[0].scrollIntoView({block: 'center'})", chart)
+    ActionChains(browser).move_to_element(chart).perform()
 
 
 def job_with_gpus(gpus: int, host_name: str = "alpha-n055"):
