@@ -115,6 +115,32 @@ def test_query_range_placeholders_clipping_host_labels_and_shared_gpus():
     assert "SM_CLOCK" not in " ".join(frame.columns)
 
 
+def test_gpu_util_of_a_mig_instance_comes_from_the_engine_not_from_gpu_util():
+    start, end = T0, T0 + timedelta(minutes=1)
+    t = [start.timestamp() + 30 * i for i in range(3)]
+    mig = {"gpu": "0", "GPU_I_ID": "2", "GPU_I_PROFILE": "3g.40gb", "hostname": "n1", "pod": "p"}
+    body = matrix(
+        # GPU_UTIL is unsupported on MIG: dcgm-exporter reports 0 however busy the slice is.
+        {"metric": {"__name__": "DCGM_FI_DEV_GPU_UTIL", **mig}, "values": [[x, "0"] for x in t]},
+        {"metric": {"__name__": "DCGM_FI_PROF_GR_ENGINE_ACTIVE", **mig}, "values": [[x, "0.9"] for x in t]},
+        # A whole GPU whose exporter collects only the profiling fields: GR_ENGINE_ACTIVE stands in.
+        {"metric": {"__name__": "DCGM_FI_PROF_GR_ENGINE_ACTIVE", "gpu": "1", "hostname": "n1"},
+         "values": [[x, "0.25"] for x in t]},
+        # A whole GPU with both: GPU_UTIL is kept as it is.
+        {"metric": {"__name__": "DCGM_FI_DEV_GPU_UTIL", "gpu": "2", "hostname": "n1"},
+         "values": [[x, "70"] for x in t]},
+        {"metric": {"__name__": "DCGM_FI_PROF_GR_ENGINE_ACTIVE", "gpu": "2", "hostname": "n1"},
+         "values": [[x, "0.6"] for x in t]},
+    )  # fmt: skip
+    frame = frame_from_results(((None, s) for s in parse_query_range(body)), start=start, end=end)
+    util = frame.groupby("gpu")["gpu_util"].agg(["min", "max", "size"])
+    assert util.to_dict("index") == {
+        0: {"min": 90.0, "max": 90.0, "size": 3},
+        1: {"min": 25.0, "max": 25.0, "size": 3},
+        2: {"min": 70.0, "max": 70.0, "size": 3},
+    }
+
+
 def test_query_range_errors_are_bad_data():
     error = b'{"status":"error","errorType":"bad_data","error":"exceeded maximum resolution of 11,000 points"}'
     with pytest.raises(BadData, match="11,000"):

@@ -75,6 +75,15 @@ def generated_series() -> pd.DataFrame:
     )
     for t in times:
         rows.append(("DCGM_FI_DEV_GPU_UTIL", k8s, t, 12.5))
+    # A pod on a MIG slice of an A100: dcgm-exporter reports GPU_UTIL there as 0 (unsupported on MIG);
+    # the slice's real activity is in GR_ENGINE_ACTIVE.
+    mig = (
+        'gpu="0",GPU_I_ID="3",GPU_I_PROFILE="1g.10gb",hostname="node8",exported_namespace="llm",'
+        'exported_pod="embed-0",namespace="gpu-operator",pod="dcgm-exporter-y"'
+    )
+    for t in times:
+        rows.append(("DCGM_FI_DEV_GPU_UTIL", mig, t, 0.0))
+        rows.append(("DCGM_FI_PROF_GR_ENGINE_ACTIVE", mig, t, 0.875))
     return pd.DataFrame(rows, columns=["metric", "labels", "timestamp", "value"])
 
 
@@ -229,3 +238,13 @@ def test_the_exported_pod_variant_is_autodetected(prometheus_server):
     frame = connector.fetch_job_series(SeriesRequest(start=START, end=END, namespace="vision", pods=("resnet-0",)))
     assert len(frame) == 241 and set(frame["host"]) == {"node7"} and set(frame["gpu"]) == {3}
     assert frame["gpu_util"].eq(12.5).all()
+
+
+def test_a_pod_on_a_mig_slice_is_as_busy_as_its_engine_not_idle(prometheus_server):
+    url, _ = prometheus_server
+    settings = ConnectorSettings(name="prom", kind="prometheus", url=url, options={"step": "15s"}, backoff_s=0.01)
+    connector = PrometheusConnector(settings, HttpClient(settings))
+    frame = connector.fetch_job_series(SeriesRequest(start=START, end=END, namespace="llm", pods=("embed-0",)))
+    assert len(frame) == 241 and set(frame["host"]) == {"node8"} and set(frame["gpu"]) == {0}
+    # 87.5 % busy, from GR_ENGINE_ACTIVE; the 0 that GPU_UTIL reports for a MIG instance is not data.
+    assert frame["gpu_util"].eq(87.5).all()

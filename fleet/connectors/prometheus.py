@@ -5,7 +5,8 @@ Pure part (no Django, tested on bytes): `parse_query_range` reads a response bod
 that finds one job's GPUs. The connector class adds HTTP, windows and label autodetection.
 
 What the normaliser handles (platform-apis.md §1–3):
-- dcgm-exporter names -> canonical metrics: GPU_UTIL -> gpu_util; FB_USED -> gpu_mem_used_mib and
+- dcgm-exporter names -> canonical metrics: GPU_UTIL (else 100 x PROF_GR_ENGINE_ACTIVE; always so on a
+  MIG instance, whose GPU_UTIL is unsupported and reads 0) -> gpu_util; FB_USED -> gpu_mem_used_mib and
   FB_USED + FB_FREE (+ FB_RESERVED) -> gpu_mem_total_mib (MiB); PROF_SM_ACTIVE (else
   PROF_GR_ENGINE_ACTIVE) -> sm_active; PIPE_TENSOR_ACTIVE, DRAM_ACTIVE (ratios 0–1);
   PROF_PCIE_RX/TX_BYTES (B/s). node_exporter counters through rate(), joined to node names by
@@ -183,6 +184,11 @@ def frame_from_results(
         column = metric if metric is not None else canonical_name(item.labels)
         if column is None or item.timestamps.size == 0:
             continue
+        if column == "gpu_util" and item.labels.get("GPU_I_ID"):
+            # A MIG instance: DCGM does not support GPU_UTIL there, and dcgm-exporter reports it as
+            # 0 — read as data, a busy slice would look idle. Its utilization comes from
+            # GR_ENGINE_ACTIVE below, as NVIDIA advises.
+            continue
         keep = (
             np.isfinite(item.values)
             & (np.abs(item.values) < PLACEHOLDER_MIN)
@@ -214,10 +220,14 @@ def frame_from_results(
         reserved = wide["_fb_reserved_mib"].fillna(0.0) if "_fb_reserved_mib" in wide.columns else 0.0
         wide["gpu_mem_total_mib"] = wide["gpu_mem_used_mib"] + wide["_fb_free_mib"] + reserved
     if "_gr_engine_active" in wide.columns:
+        engine = wide["_gr_engine_active"]
         if "sm_active" in wide.columns:
-            wide["sm_active"] = wide["sm_active"].fillna(wide["_gr_engine_active"])
+            wide["sm_active"] = wide["sm_active"].fillna(engine)
         else:
-            wide["sm_active"] = wide["_gr_engine_active"]
+            wide["sm_active"] = engine
+        # Where GPU_UTIL has no reading (MIG instances; exporters configured without it), the share
+        # of time the graphics/compute engine was busy is the same measure, as a ratio.
+        wide["gpu_util"] = wide["gpu_util"].fillna(engine * 100.0) if "gpu_util" in wide.columns else engine * 100.0
     if "gpu_util" not in wide.columns:
         wide["gpu_util"] = np.nan
     wide["timestamp"] = pd.to_datetime(wide["timestamp"], unit="ms", utc=True)
