@@ -54,13 +54,17 @@ _ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
 # Prefixes that launchers put before a rank's output: "[rank1]: ", "1: " (srun -l, torchrun),
 # "(RayTrainWorker pid=123) ".
 _RANK_PREFIX = re.compile(r"^\s*(?:\[rank\d+\]:\s*|\d{1,5}:\s+|\([A-Za-z_]\w* pid=\d+(?:, ip=[\w.:]+)?\)\s*)")
-# wget prints "--2026-10-05 12:00:03--  https://..." when it starts a download.
+# wget prints "--2026-10-05 12:00:03--  https://..." when it starts a download. Hugging Face
+# transformers' explicit format (`logging.enable_explicit_format()`, its example scripts) puts the
+# level and source first: "[INFO|trainer.py:3478] 2026-10-05 12:00:03,123 >> Saving ..."; LLaMA-Factory
+# "[INFO|2026-10-05 12:00:03] llamafactory...: ...".
 _TIMESTAMP = re.compile(
-    r"^\s*(?:\[|--)?(?P<date>\d{4}[-/]\d{2}[-/]\d{2})[T ](?P<time>\d{2}:\d{2}:\d{2})(?:[.,](?P<frac>\d{1,9}))?"
+    r"^\s*(?:\[[A-Za-z]+\|(?:[\w./-]+:\d+\]\s*)?)?"
+    r"(?:\[|--)?(?P<date>\d{4}[-/]\d{2}[-/]\d{2})[T ](?P<time>\d{2}:\d{2}:\d{2})(?:[.,](?P<frac>\d{1,9}))?"
     r"(?P<tz>Z|[+-]\d{2}:?\d{2})?\]?"
 )
 # What may sit between the timestamp and the message: a separator and a log level.
-_LEVEL = re.compile(r"^[\s:|-]*(?:(?:INFO|WARNING|WARN|ERROR|DEBUG|CRITICAL|FATAL|NOTICE)\b[\s:|-]*)?")
+_LEVEL = re.compile(r"^[\s:|>-]*(?:(?:INFO|WARNING|WARN|ERROR|DEBUG|CRITICAL|FATAL|NOTICE)\b[\s:|>-]*)?")
 
 _PATTERNS: dict[str, re.Pattern] = {
     INSTALL: re.compile(
@@ -86,7 +90,9 @@ _PATTERNS: dict[str, re.Pattern] = {
         r"(?<!loading )(?<!load )(?<!from )\bsav(?:e|ing|ed)\s+(?:the\s+)?(?:model\s+)?checkpoints?\b"
         r"|\bcheckpoints?\s+(?:saved|written)\b"
         r"|\b(?:save|saving)\s+(?:the\s+)?(?:final\s+|best\s+|trained\s+)?model\b|\bmodel (?:weights )?saved\b"
-        r"|\btorch\.save\b|\bsave_pretrained\b",
+        r"|\btorch\.save\b|\bsave_pretrained\b"
+        # DeepSpeed "[Torch] Checkpoint global_step500 is about to be saved!", Accelerate's save_state
+        r"|\bcheckpoint\s+\S+\s+is\s+about\s+to\s+be\s+saved\b|\bsaving current state to\b",
         re.IGNORECASE,
     ),
     UPLOAD: re.compile(

@@ -46,6 +46,15 @@ def only(text: str) -> LogEventRecord:
         ("Saving model checkpoint to /out/checkpoint-500", "checkpoint_save"),
         ("INFO saved checkpoint at step 1000", "checkpoint_save"),
         ("calling torch.save(state, 'ckpt.pt')", "checkpoint_save"),
+        (
+            "[2026-10-05 12:00:03,123] [INFO] [logging.py:96:log_dist] [Rank 0] [Torch] Checkpoint global_step500 "
+            "is about to be saved!",
+            "checkpoint_save",
+        ),
+        (
+            "2026-10-05 12:00:03 - INFO - accelerate.accelerator - Saving current state to out/step_500",
+            "checkpoint_save",
+        ),
         ("[rank0]:2026-11-18 14:22:47,583 INFO __main__: Saving final model to /scratch/out/final", "checkpoint_save"),
         ("Uploading /out to s3://models/run1/", "upload"),
         ("upload: ./model.pt to s3://models/model.pt", "upload"),
@@ -123,6 +132,20 @@ def test_timestamps_line_numbers_and_text():
     assert all(e.timestamp is None or e.timestamp.tzinfo is UTC for e in events)
     assert events[0].text == "2026-10-05 12:00:03,123 INFO Saving model checkpoint to /out/checkpoint-1"
     assert events[5].text == "2026-10-05 12:00:07 Saving model checkpoint to /out/checkpoint-6"  # no colour codes
+
+
+def test_hugging_face_explicit_format_lines_carry_their_timestamp():
+    # transformers' example scripts and LLaMA-Factory print the level and source before the time; these
+    # lines had no time, so a job's checkpoint saves could not be matched with its idle gaps.
+    text = (
+        "[INFO|trainer.py:3478] 2026-10-05 12:00:03,123 >> Saving model checkpoint to out/checkpoint-500\n"
+        "[WARNING|2026-10-05 12:00:04] llamafactory.train.callbacks:150 >> Saving model checkpoint to out/c-2\n"
+    )
+    events = extract_log_events(text)
+    assert [(e.kind, e.timestamp) for e in events] == [
+        ("checkpoint_save", datetime(2026, 10, 5, 12, 0, 3, 123000, tzinfo=UTC)),
+        ("checkpoint_save", datetime(2026, 10, 5, 12, 0, 4, tzinfo=UTC)),
+    ]
 
 
 def test_a_timestamp_outside_the_calendar_in_utc_leaves_the_event_without_a_time():
