@@ -157,6 +157,46 @@ def test_memory_bound_and_checkpoint_stalled_job_gets_both_findings_with_located
     assert total == pytest.approx(result.unused_gpu_hours, rel=0.01)
 
 
+def test_fast_steps_stalled_by_long_saves_are_checkpointing_not_a_small_batch():
+    # Steps run at 85 %; a 12-minute save to NFS every 20 minutes brings the run's mean to 38 %. The
+    # batch-size rule judged that 38 % and told the team each step gave the GPU too little work.
+    saves = [10 + 20 * k for k in range(11)]
+    frame = series(240, lambda t, g: 0 if any(s <= t < s + 12 for s in saves) else 85, mem=lambda t, g: 0.45)
+    log = "\n".join(
+        f"{(START + timedelta(minutes=s, seconds=3)):%Y-%m-%d %H:%M:%S},000 Saving model checkpoint to /nfs/c/{s}.pt"
+        for s in saves
+    )
+    _, result = run(240, frame, logs=[("stdout.log", log)])
+    assert result.mean_util < 50
+    assert categories(result) == {Category.MODEL_CHECKPOINTING}
+
+
+def test_slow_steps_between_saves_are_a_small_batch_judged_without_the_saves():
+    saves = [30 + 25 * k for k in range(8)]
+    frame = series(240, lambda t, g: 0 if any(s <= t < s + 5 for s in saves) else 38, mem=lambda t, g: 0.45)
+    log = "\n".join(
+        f"{(START + timedelta(minutes=s, seconds=3)):%Y-%m-%d %H:%M:%S},000 INFO Saving model checkpoint to /c/{s}.pt"
+        for s in saves
+    )
+    _, result = run(240, frame, logs=[("stdout.log", log)])
+    found = {f.category: f for f in result.findings}
+    assert set(found) == {Category.MODEL_CHECKPOINTING, Category.IMPROPER_BATCH_SIZE}
+    batch = found[Category.IMPROPER_BATCH_SIZE]
+    assert batch.numbers["training_mean_util"] == pytest.approx(38, abs=0.5)
+    assert "GPU util 38 % outside the stalls of 8 checkpoint saves" in batch.summary
+
+
+@pytest.mark.parametrize(("busy", "expected"), [(70, set()), (30, {Category.IMPROPER_BATCH_SIZE})])
+def test_eight_gpus_of_which_one_works_judge_the_batch_on_the_gpu_that_worked(busy, expected):
+    # 7 of 8 GPUs idle: the job's mean is under 10 %, but GPU 0's steps are what the batch size decides.
+    frame = series(120, lambda t, g: busy if g == 0 else 0, gpus=8, mem=lambda t, g: 0.4 if g == 0 else 0.0)
+    _, result = run(120, frame, gpu_count=8)
+    assert categories(result) == {Category.GPU_OVERSUBSCRIPTION} | expected
+    if expected:
+        batch = next(f for f in result.findings if f.category == Category.IMPROPER_BATCH_SIZE)
+        assert batch.summary.startswith("Training-phase GPU util 30 % on the 1 GPU that worked (<= 50 %)")
+
+
 def test_dataparallel_on_eight_gpus_is_data_exchange_not_oversubscription_or_api_misuse():
     # GPU 0 gathers and works more; every GPU dips together on one sample in three.
     def util(t, g):

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
-from fleet.logevents import CHECKPOINT_SAVE, OOM
+import numpy as np
+
+from fleet.logevents import CHECKPOINT_SAVE, DOWNLOAD, OOM, REMOTE_READ, UPLOAD
 from triage.evidence import Evidence
-from triage.rules.common import gaps_of, periodic, unexplained_gaps
+from triage.rules.common import explained_gaps, gaps_of, periodic, unexplained_gaps
 from triage.rules.registry import Finding, register
 from triage.taxonomy import Category
 
@@ -13,6 +15,44 @@ def _training_ok(ev: Evidence) -> bool:
     """A training/evaluation phase to judge: GPU work that is not a person's session."""
     p = ev.phases
     return p.training is not None and p.training_mean_util is not None and not ev.interactive
+
+
+_STALL_NAMES = {CHECKPOINT_SAVE: "checkpoint save", UPLOAD: "upload", REMOTE_READ: "remote read", DOWNLOAD: "download"}
+
+
+def _step_util(ev: Evidence, th: dict) -> tuple[float, str]:
+    """The training-phase mean util the batch-size and memory rules judge, and what it leaves out.
+
+    The paper's condition is about the GPUs' work in training and evaluation: GPUs the program never
+    used (an oversubscribed job's) and the stalls a save, upload or remote read explains (other
+    findings' windows) are not steps, and would make fast steps look starved.
+    """
+    p, tl = ev.phases, ev.timeline
+    means = p.device_mean_util
+    used = [i for i, m in enumerate(means) if m >= th["oversub_idle_util"]]
+    if not used or len(used) == len(means):
+        used = list(range(len(means)))
+    explained = explained_gaps(ev)
+    stalls = [g.span for g in explained]
+    if len(used) == len(means) and not stalls:
+        return p.training_mean_util, ""
+    rows = tl.mask(p.training.start, p.training.end)
+    for span in stalls:
+        rows &= ~tl.mask(span.start, span.end)
+    weights = tl.dt[rows]
+    values = tl.util[rows][:, used]
+    present = ~np.isnan(values).all(axis=1)
+    if not present.any() or weights[present].sum() <= 0:
+        return p.training_mean_util, ""
+    util = float(np.average(np.nanmean(values[present], axis=1), weights=weights[present]))
+    parts = []
+    if len(used) < len(means):
+        parts.append(f"on the {len(used)} GPU{'s' if len(used) > 1 else ''} that worked")
+    if stalls:
+        counts = {kind: sum(g.kind == kind for g in explained) for kind in _STALL_NAMES}
+        named = [f"{n} {_STALL_NAMES[kind]}{'s' if n > 1 else ''}" for kind, n in counts.items() if n]
+        parts.append("outside the stalls of " + " and ".join(named))
+    return util, " " + ", ".join(parts)
 
 
 def _batch_sizes(ev: Evidence) -> tuple[int | None, list, list]:
@@ -27,7 +67,7 @@ def improper_batch_size(ev: Evidence, th: dict) -> list[Finding]:
     if not _training_ok(ev):
         return []
     p = ev.phases
-    util = p.training_mean_util
+    util, basis_of_util = _step_util(ev, th)
     if util > th["batch_util_max"]:
         return []
     size, code, lines = _batch_sizes(ev)
@@ -49,7 +89,7 @@ def improper_batch_size(ev: Evidence, th: dict) -> list[Finding]:
             sub_cause="small_batch",
             confidence=confidence,
             summary=(
-                f"Training-phase GPU util {util:.0f} % (<= {th['batch_util_max']:.0f} %) with {basis}: "
+                f"Training-phase GPU util {util:.0f} %{basis_of_util} (<= {th['batch_util_max']:.0f} %) with {basis}: "
                 "each step gives the GPU too little work."
                 + (f" Batch size {size} per GPU." if size is not None and peak is not None else "")
             ),
@@ -70,7 +110,7 @@ def gpu_memory_bound(ev: Evidence, th: dict) -> list[Finding]:
     if not _training_ok(ev):
         return []
     p = ev.phases
-    util = p.training_mean_util
+    util, basis_of_util = _step_util(ev, th)
     if util > th["memory_util_max"]:
         return []
     ooms = ev.logs.of(OOM)
@@ -92,7 +132,7 @@ def gpu_memory_bound(ev: Evidence, th: dict) -> list[Finding]:
             sub_cause=sub,
             confidence=confidence,
             summary=(
-                f"Training-phase GPU util {util:.0f} % while GPU memory peaked at "
+                f"Training-phase GPU util {util:.0f} %{basis_of_util} while GPU memory peaked at "
                 + (f"{peak:.0f} % (> {th['memory_mem_min']:.0f} %)" if peak is not None else "its limit")
                 + (f"; {len(ooms)} out-of-memory error(s) in the log" if ooms else "")
                 + ": memory, not compute, caps the batch size."
