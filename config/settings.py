@@ -151,6 +151,10 @@ AUTHENTICATION_BACKENDS = [
 AXES_FAILURE_LIMIT = env_int("LOGIN_FAILURE_LIMIT", 5, minimum=1)
 AXES_COOLOFF_TIME = timedelta(minutes=env_int("LOGIN_COOLOFF_MINUTES", 15, minimum=1))
 AXES_LOCKOUT_PARAMETERS = [["username", "ip_address"]]
+# Behind reverse proxies (HTTPS=1 sits behind one), how many append to X-Forwarded-For: the address
+# counted is then the client's, not the proxy's (config/client_ip.py). 0: REMOTE_ADDR, the header ignored.
+TRUSTED_PROXIES = env_int("TRUSTED_PROXIES", 0, minimum=0)
+AXES_CLIENT_IP_CALLABLE = "config.client_ip.client_ip"
 AXES_RESET_ON_SUCCESS = True
 AXES_LOCKOUT_TEMPLATE = "registration/locked_out.html"
 AXES_VERBOSE = False  # no start-up banner in every management command's output

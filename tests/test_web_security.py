@@ -37,6 +37,75 @@ def test_one_wrong_password_does_not_lock_the_user_out(client, member_a):
     assert response.status_code == 302
 
 
+# --- Login throttling behind a reverse proxy --------------------------------------------------------
+#
+# Served over HTTPS the app sits behind a proxy (SECURE_PROXY_SSL_HEADER): every request's REMOTE_ADDR
+# is the proxy's. Counted by (username, REMOTE_ADDR), five wrong passwords from anyone locked the
+# user out for everyone. TRUSTED_PROXIES says how many proxies append to X-Forwarded-For; the
+# address the outermost of them saw is the client's.
+
+PROXY = "10.0.0.5"
+
+
+def _through_proxy(client_address, spoofed=""):
+    """A login client behind one proxy that appends the address it saw to X-Forwarded-For."""
+    forwarded = f"{spoofed}, {client_address}" if spoofed else client_address
+    return Client(REMOTE_ADDR=PROXY, HTTP_X_FORWARDED_FOR=forwarded)
+
+
+@pytest.mark.login_throttling
+def test_behind_a_proxy_an_attackers_wrong_passwords_do_not_lock_the_victim_out(member_a, settings):
+    settings.TRUSTED_PROXIES = 1
+    attacker = _through_proxy("203.0.113.66")
+    for _ in range(settings.AXES_FAILURE_LIMIT + 1):
+        attacker.post(reverse("login"), {"username": "alice-member", "password": "wrong"})
+    victim = _through_proxy("198.51.100.7")
+    response = victim.post(reverse("login"), {"username": "alice-member", "password": "correct horse battery staple"})
+    assert response.status_code == 302, "the victim, at another address, was locked out by the attacker's failures"
+    assert "_auth_user_id" in victim.session
+
+
+@pytest.mark.login_throttling
+def test_behind_a_proxy_a_forged_forwarded_for_does_not_escape_the_lockout(member_a, settings):
+    settings.TRUSTED_PROXIES = 1
+    for attempt in range(settings.AXES_FAILURE_LIMIT):
+        # Each try claims another address; the proxy appends the real one after it.
+        _through_proxy("203.0.113.66", spoofed=f"192.0.2.{attempt}").post(
+            reverse("login"), {"username": "alice-member", "password": "wrong"}
+        )
+    again = _through_proxy("203.0.113.66", spoofed="192.0.2.200")
+    response = again.post(reverse("login"), {"username": "alice-member", "password": "correct horse battery staple"})
+    assert response.status_code == 429
+
+
+@pytest.mark.login_throttling
+@pytest.mark.parametrize("forwarded", ["not-an-address", "", "10.0.0.1, <script>"])
+def test_a_forwarded_for_that_is_no_address_counts_the_proxy_address(member_a, settings, forwarded):
+    settings.TRUSTED_PROXIES = 1
+    for _ in range(settings.AXES_FAILURE_LIMIT):
+        Client(REMOTE_ADDR=PROXY, HTTP_X_FORWARDED_FOR=forwarded).post(
+            reverse("login"), {"username": "alice-member", "password": "wrong"}
+        )
+    response = Client(REMOTE_ADDR=PROXY).post(
+        reverse("login"), {"username": "alice-member", "password": "correct horse battery staple"}
+    )
+    assert response.status_code == 429
+
+
+@pytest.mark.login_throttling
+def test_without_trusted_proxies_the_forwarded_for_header_is_ignored(member_a, settings):
+    """Reached directly, a client could write any X-Forwarded-For: it must not pick its own address."""
+    settings.TRUSTED_PROXIES = 0
+    for attempt in range(settings.AXES_FAILURE_LIMIT):
+        Client(REMOTE_ADDR="203.0.113.66", HTTP_X_FORWARDED_FOR=f"192.0.2.{attempt}").post(
+            reverse("login"), {"username": "alice-member", "password": "wrong"}
+        )
+    response = Client(REMOTE_ADDR="203.0.113.66", HTTP_X_FORWARDED_FOR="192.0.2.99").post(
+        reverse("login"), {"username": "alice-member", "password": "correct horse battery staple"}
+    )
+    assert response.status_code == 429
+
+
 def test_pages_carry_a_content_security_policy(client, operator):
     client.force_login(operator)
     policy = client.get(reverse("dashboard:job-list"))["Content-Security-Policy"]
