@@ -197,6 +197,21 @@ def test_eight_gpus_of_which_one_works_judge_the_batch_on_the_gpu_that_worked(bu
         assert batch.summary.startswith("Training-phase GPU util 30 % on the 1 GPU that worked (<= 50 %)")
 
 
+@pytest.mark.parametrize(("cpu", "found"), [(7.0, True), (3.0, False)])
+def test_no_loader_workers_with_one_busy_core_of_sixteen_is_data_preprocessing(cpu, found):
+    # num_workers=0: the training process loads every batch on one core, 1/16 of the allocation. With a
+    # CPU metric at 7 % the rule saw no saturation and said nothing (it spoke only without a CPU metric).
+    # At 3 % (half a core) the process is not even busy loading: then it is no loader problem.
+    frame = series(120, lambda t, g: 30, mem=lambda t, g: 0.6, cpu=lambda t: cpu)
+    _, result = run(120, frame, scripts=[case("no_workers_train.py")], cpu_count=16)
+    assert categories(result) == ({Category.DATA_PREPROCESSING} if found else set())
+    if found:
+        (finding,) = result.findings
+        assert finding.sub_cause == "no_workers" and finding.confidence == 0.7
+        assert "about 1.1 cores busy: all that 1 training process loading its own batches can use" in finding.summary
+        assert [c.line for c in finding.code] == [20]
+
+
 def test_dataparallel_on_eight_gpus_is_data_exchange_not_oversubscription_or_api_misuse():
     # GPU 0 gathers and works more; every GPU dips together on one sample in three.
     def util(t, g):

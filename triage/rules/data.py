@@ -139,8 +139,25 @@ def data_preprocessing(ev: Evidence, th: dict) -> list[Finding]:
         num_workers is not None and per_process is not None and num_workers > per_process
     )
     host_wait = [t for t in ev.traces if t.host_wait_share >= th["host_wait_min_share"]]
+    # With no or few workers the loading runs on a few cores only: those can be saturated while the
+    # allocation's CPU figure stays low (one busy core of 16 is 6 %).
+    loader_cores = busy_cores = None
+    if few and cpu is not None and cpus:
+        launched = ev.scripts.of("ddp", "init_process_group") or [
+            f
+            for f in ev.scripts.of("shell_launch")
+            if f.detail.get("launcher") in ("torchrun", "deepspeed", "accelerate")
+        ]
+        processes = max(1, ev.job.gpu_count) if launched or not ev.scripts.of("data_parallel") else 1
+        loader_cores = processes * (num_workers + 1)  # a process loads its own batches when num_workers=0
+        busy_cores = cpu / 100 * cpus
+    loaders_busy = (
+        loader_cores is not None and loader_cores < cpus and busy_cores >= th["cpu_saturated"] / 100 * loader_cores
+    )
     if saturated:
         confidence = 0.8 + 0.1 * bool(few or too_many or warnings)
+    elif loaders_busy:
+        confidence = 0.7 + 0.1 * bool(warnings or host_wait)
     elif cpu is None and (num_workers == 0 or warnings or host_wait):
         confidence = 0.55 + 0.1 * bool(host_wait)
     else:
@@ -154,7 +171,18 @@ def data_preprocessing(ev: Evidence, th: dict) -> list[Finding]:
     else:
         sub = "cpu_bound_transforms"
     parts = []
-    if cpu is not None:
+    if loaders_busy:
+        processes = loader_cores // (num_workers + 1)
+        who = f"{processes} training process{'es' if processes > 1 else ''}"
+        parts.append(
+            f"the CPUs ran at {cpu:.0f} % of the allocation ({cpus} cores), about {busy_cores:.1f} cores busy: "
+            + (
+                f"all that {who} loading {'their' if processes > 1 else 'its'} own batches can use"
+                if num_workers == 0
+                else f"all that {who} with {num_workers} loader worker{'s' if num_workers > 1 else ''} each can use"
+            )
+        )
+    elif cpu is not None:
         parts.append(f"the CPUs ran at {cpu:.0f} % of the allocation ({cpus or '?'} cores)")
     if num_workers is not None:
         parts.append(f"num_workers={num_workers}")
