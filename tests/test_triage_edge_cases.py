@@ -100,6 +100,10 @@ def test_only_gpu_util_periodic_gaps_are_called_checkpoints_with_low_confidence(
     assert finding.category == Category.MODEL_CHECKPOINTING
     assert finding.sub_cause == "periodic_gaps" and finding.confidence < 0.5
     assert len(finding.windows) >= 10
+    # Nothing showed a save: the summary says it is a guess from the pattern (it said the job "saved
+    # checkpoints synchronously", as when log lines at the gaps show it).
+    assert finding.summary.startswith("11 idle gaps (44 min in all), one about every 20 min: no log or code ties")
+    assert "saved checkpoints" not in finding.summary
 
 
 def test_only_gpu_util_steady_low_utilization_is_unclassified_not_guessed():
@@ -133,6 +137,7 @@ def test_logs_without_timestamps_are_counted_but_never_placed_on_the_time_line()
     finding = next(f for f in result.findings if f.category == Category.MODEL_CHECKPOINTING)
     assert finding.sub_cause == "periodic_gaps"
     assert [(c.path, c.line) for c in finding.code] == [("checkpoint_train.py", 11)]
+    assert finding.summary.endswith("the training loop saves a checkpoint, and no log time ties the saves to the gaps.")
 
 
 def test_memory_bound_and_checkpoint_stalled_job_gets_both_findings_with_located_waste():

@@ -179,15 +179,25 @@ def model_checkpointing(ev: Evidence, th: dict) -> list[Finding]:
     if any("://" in line.text or "/nfs/" in line.text for line in lines) or remote:
         sub = "sync_save_remote"
     minutes = sum(s.seconds for s in spans) / 60
+    if sub == "periodic_gaps":
+        every = float(np.mean(np.diff([s.start for s in spans]))) / 60
+        summary = f"{len(spans)} idle gaps ({minutes:.0f} min in all), one about every {every:.0f} min: " + (
+            "the training loop saves a checkpoint, and no log time ties the saves to the gaps."
+            if step_saves
+            else "no log or code ties them to saves, but regular stalls are most often synchronous checkpoint "
+            "saves (an evaluation pass every N steps looks the same)."
+        )
+    else:
+        summary = (
+            f"{len(spans)} idle gaps ({minutes:.0f} min in all) while the job saved checkpoints synchronously; "
+            "the GPUs wait for every save."
+        )
     return [
         Finding(
             category=Category.MODEL_CHECKPOINTING,
             sub_cause=sub,
             confidence=confidence,
-            summary=(
-                f"{len(spans)} idle gaps ({minutes:.0f} min in all) while the job saved checkpoints synchronously; "
-                "the GPUs wait for every save."
-            ),
+            summary=summary,
             windows=spans,
             log_lines=lines,
             code=step_saves or saves_in_loop,
