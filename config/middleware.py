@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from django.http import HttpResponseBadRequest, JsonResponse
+from django.utils.cache import add_never_cache_headers
 
 NUL_MESSAGE = "contains a NUL character (%00), which no field of this site accepts."
 
@@ -47,3 +48,22 @@ def _with_nul(fields) -> list[str]:
         for key, values in fields.lists()
         if "\x00" in key or any("\x00" in value for value in values)
     ]
+
+
+class PrivateResponsesMiddleware:
+    """What a logged-in person or a machine token is answered is never kept in a cache: a team's
+    pages, exports, series and files, a new token's key. Without a Cache-Control header a browser
+    could keep them, and Back after logging out on a shared computer showed them to the next person.
+    Answers that say how to cache themselves are left as they are; static files never reach here
+    (WhiteNoise serves them first), so they stay cached."""
+
+    def __init__(self, get_response):
+        self.get_response = get_response
+
+    def __call__(self, request):
+        response = self.get_response(request)
+        user = getattr(request, "user", None)
+        signed_in = user is not None and user.is_authenticated
+        if (signed_in or request.META.get("HTTP_AUTHORIZATION")) and not response.has_header("Cache-Control"):
+            add_never_cache_headers(response)
+        return response

@@ -76,6 +76,7 @@ MIDDLEWARE = [
     "config.middleware.RefuseNulMiddleware",  # after the cap: it reads URL-encoded form bodies
     "django.middleware.csrf.CsrfViewMiddleware",
     "django.contrib.auth.middleware.AuthenticationMiddleware",
+    "config.middleware.PrivateResponsesMiddleware",  # after auth: it asks who the answer is for
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "csp.middleware.CSPMiddleware",

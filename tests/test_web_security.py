@@ -106,6 +106,55 @@ def test_without_trusted_proxies_the_forwarded_for_header_is_ignored(member_a, s
     assert response.status_code == 429
 
 
+# --- Nothing a login shows is kept in a browser's or a proxy's cache --------------------------------
+
+
+def _uncached(response) -> bool:
+    return "no-store" in response.get("Cache-Control", "") and "private" in response.get("Cache-Control", "")
+
+
+def test_every_page_and_download_a_member_opens_is_not_cached(world):
+    """A team's pages, exports, series and files carried no Cache-Control: after logging out on a
+    shared computer, Back (or the browser's cache) showed the next person the team's jobs."""
+    from tests.test_access_matrix import client_for
+
+    client = client_for("member", world)
+    cached = []
+    for row in ROWS:
+        if row.method != "GET" or row.expected["member"] != "200":
+            continue
+        path = row.path.format(**world["params"])
+        response = client.get(path)
+        assert response.status_code == 200, path
+        if not _uncached(response):
+            cached.append(f"{path}: {response.get('Cache-Control', 'no Cache-Control')}")
+    assert not cached, "pages a browser may keep:\n" + "\n".join(cached)
+
+
+def test_a_new_machine_tokens_key_is_not_cached(operator):
+    client = Client()
+    client.force_login(operator)
+    response = client.post(reverse("fleet:token-list"), {"name": "ci"})
+    assert response.status_code == 200 and b"not shown again" in response.content
+    assert _uncached(response)
+
+
+def test_the_api_read_with_a_machine_token_is_not_cached(world):
+    from fleet.models import MachineToken
+
+    token, key = MachineToken.objects.create_key(name="reader", reads_jobs=True, created_by=world["users"]["operator"])
+    response = Client(HTTP_AUTHORIZATION=f"Api-Key {key}").get("/api/v1/jobs/")
+    assert response.status_code == 200
+    assert _uncached(response)
+
+
+def test_static_files_are_still_cached(client, member_a):
+    client.force_login(member_a)
+    response = client.get("/static/css/app.css")
+    assert response.status_code == 200
+    assert "no-store" not in response.get("Cache-Control", "")
+
+
 def test_pages_carry_a_content_security_policy(client, operator):
     client.force_login(operator)
     policy = client.get(reverse("dashboard:job-list"))["Content-Security-Policy"]
