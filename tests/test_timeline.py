@@ -176,3 +176,30 @@ def test_a_log_event_marker_leads_to_its_line_in_the_log(client, member_a, team_
     url = reverse("dashboard:job-file", args=[job.pk, log.pk]) + "?line=3#L3"
     assert events["customdata"] == [url] and "click" in events["hovertemplate"]
     assert '<span id="L3" class="hit">' in client.get(url).content.decode()
+
+
+def test_a_job_on_several_hosts_has_a_legend_entry_and_a_colour_a_host_not_a_gpu():
+    """32 GPUs on four nodes made 32 legend entries, a column taller than the chart; each node is now
+    one entry (its GPUs' and its CPU's lines toggle together) in one colour, and a GPU's hover still
+    names it."""
+    frame = series(8, 3600, 60)
+    frame = pd.concat([frame.assign(host=f"node{h}") for h in range(4)], ignore_index=True)
+    stamps = pd.date_range(START, periods=60, freq="60s", tz="UTC", unit="ms")
+    cpu = pd.concat(
+        pd.DataFrame({"timestamp": stamps, "host": f"node{h}", "gpu": pd.array([None] * 60, dtype="Int16"),
+                      "cpu_util": np.float32(30)})
+        for h in range(4)
+    )  # fmt: skip
+    figure = build_timeline(pd.concat([frame, cpu], ignore_index=True), start=START, end=START + timedelta(hours=1))
+    lines = [t for t in figure["data"] if t.get("mode") == "lines"]
+    assert len(lines) == 4 * 8 * 2 + 4  # still a line per GPU and panel, and per host's CPU
+    assert [t["name"] for t in lines if t["showlegend"]] == [f"node{h} (8 GPUs)" for h in range(4)]
+    node2 = [t for t in lines if t["legendgroup"] == "node2 (8 GPUs)"]
+    assert len(node2) == 8 * 2 + 1 and len({t["line"]["color"] for t in node2}) == 1
+    assert len({t["line"]["color"] for t in lines}) == 4
+    assert "node2 GPU 5: " in next(t for t in node2 if t["yaxis"] == "y" and "GPU 5" in t["hovertemplate"])[
+        "hovertemplate"
+    ]
+    # One node of eight GPUs keeps an entry a GPU.
+    one_node = build_timeline(series(8, 3600, 60), start=START, end=START + timedelta(hours=1))
+    assert [t["name"] for t in one_node["data"] if t["showlegend"]] == [f"n1 GPU {g}" for g in range(8)]

@@ -21,6 +21,10 @@ POINTS_PER_TRACE = 1000
 # Above this many devices a panel draws their mean and their lowest-to-highest band instead of a line
 # each (as ClusterCockpit draws large jobs): thousands of lines are a blur, and megabytes to send.
 MAX_DEVICE_LINES = 32
+# Above this many GPUs on more than one host, a host is one colour and one legend entry (its GPUs and
+# its CPU line toggle together): a legend entry a GPU made a column taller than the chart, and a node
+# that lags stands out as one colour.
+MAX_DEVICE_ENTRIES = 8
 # The metric columns the timeline draws; the view reads only these from the stored series.
 COLUMNS = ("gpu_util", "gpu_mem_used_mib", "gpu_mem_total_mib", "cpu_util")
 PALETTE = ["#2f5fd0", "#e0a03c", "#1e8449", "#c0392b", "#8e44ad", "#16a085", "#d35400", "#7f8c8d"]
@@ -211,7 +215,15 @@ def build_timeline(
         map(tuple, gpu_rows[["host", "gpu"]].drop_duplicates().itertuples(index=False)) if len(gpu_rows) else [],
         key=lambda d: (str(d[0]), d[1]),
     )
-    colour_of = {device: PALETTE[i % len(PALETTE)] for i, device in enumerate(devices)}
+    hosts = sorted({str(host) for host, _ in devices})
+    by_host = len(devices) > MAX_DEVICE_ENTRIES and len(hosts) > 1
+    if by_host:
+        gpus_on = {host: sum(1 for h, _ in devices if str(h) == host) for host in hosts}
+        host_colour = {host: PALETTE[i % len(PALETTE)] for i, host in enumerate(hosts)}
+        colour_of = {device: host_colour[str(device[0])] for device in devices}
+    else:
+        colour_of = {device: PALETTE[i % len(PALETTE)] for i, device in enumerate(devices)}
+    in_legend: set[str] = set()
     # Row positions of each device, found once and shared by every panel of the same rows.
     device_index, times_all = {}, {}
     for rows in {id(r): r for _, _, r in panels}.values():
@@ -219,7 +231,8 @@ def build_timeline(
         device_index[id(rows)] = sorted(groups.items(), key=lambda item: (str(item[0][0]), str(item[0][1])))
         times_all[id(rows)] = rows["t_ms"].to_numpy(np.int64)
     gap_ms = _gap_ms([times_all[id(gpu_rows)][p] for _, p in device_index[id(gpu_rows)]][:4])
-    if 6 < len(devices) <= MAX_DEVICE_LINES:  # many GPUs: a legend column on the right instead of rows over the chart
+    entries = len(hosts) if by_host else len(devices)
+    if entries > 6 and len(devices) <= MAX_DEVICE_LINES:  # a legend column on the right, not rows over the chart
         layout["legend"] = {"orientation": "v", "x": 1.01, "y": 1, "font": {"size": 10}}
         layout["margin"]["r"] = 150
         # There the toolbar goes back across the top, in room of its own above the chart.
@@ -249,6 +262,15 @@ def build_timeline(
                 continue
             xs, ys = _downsample(times_all[id(rows)][positions], values, points_per_trace, gap_ms)
             label = _device_label(host, gpu)
+            if by_host:
+                count = gpus_on.get(str(host), 0)
+                name = f"{host} ({count} GPU{'s' if count != 1 else ''})" if count else str(host)
+                group, colour = name, host_colour.get(str(host), "#1d2330")
+                shown = name not in in_legend
+                in_legend.add(name)
+            else:
+                name = group = label
+                colour, shown = colour_of.get((host, gpu), "#1d2330"), index == 0
             data.append(
                 {
                     "type": "scatter",
@@ -257,10 +279,10 @@ def build_timeline(
                     "y": ys,
                     "yaxis": axis,
                     "xaxis": "x",
-                    "name": html.escape(label),
-                    "legendgroup": html.escape(label),
-                    "showlegend": index == 0,
-                    "line": {"width": 1.2, "color": colour_of.get((host, gpu), "#1d2330")},
+                    "name": html.escape(name),
+                    "legendgroup": html.escape(group),
+                    "showlegend": shown,
+                    "line": {"width": 1.2, "color": colour},
                     "connectgaps": False,
                     "hovertemplate": f"{html.escape(label)}: %{{y:.0f}}<extra></extra>",
                 }
