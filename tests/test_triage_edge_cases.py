@@ -140,6 +140,34 @@ def test_logs_without_timestamps_are_counted_but_never_placed_on_the_time_line()
     assert finding.summary.endswith("the training loop saves a checkpoint, and no log time ties the saves to the gaps.")
 
 
+def test_keras_log_without_timestamps_with_a_save_per_gap_is_checkpointing():
+    # Keras prints no times: "Epoch 3/8", progress bars, "Epoch 3: saving model to ...". The log's eight
+    # saves and the eight regular gaps were not put together, because the job had a log (no finding).
+    saves = [30 + 25 * k for k in range(8)]
+    frame = series(240, lambda t, g: 0 if any(s <= t < s + 5 for s in saves) else 38, mem=lambda t, g: 0.45)
+    lines = []
+    for k in range(1, 9):
+        lines += [f"Epoch {k}/8", *[f"{i}/500 [====>....] - ETA: 10s - loss: 0.5" for i in range(0, 500, 100)]]
+        lines.append(f"Epoch {k}: saving model to /ckpt/cp-{k:04d}.ckpt")
+    _, result = run(240, frame, logs=[("stdout.log", "\n".join(lines))])
+    finding = next(f for f in result.findings if f.category == Category.MODEL_CHECKPOINTING)
+    assert finding.sub_cause == "periodic_gaps" and finding.confidence == 0.6
+    assert [line.line_no for line in finding.log_lines] == [7 * k for k in range(1, 9)]
+    assert finding.summary.endswith("the log, without times, has 8 checkpoint saves, about one per gap.")
+
+
+def test_an_untimed_log_with_saves_that_do_not_match_the_gaps_gives_no_checkpoint_finding():
+    # Hugging Face prints three lines per save (one save here, not three), and there are eight gaps.
+    saves = [30 + 25 * k for k in range(8)]
+    frame = series(240, lambda t, g: 0 if any(s <= t < s + 5 for s in saves) else 38, mem=lambda t, g: 0.45)
+    log = (
+        "Saving model checkpoint to out/checkpoint-500\nConfiguration saved in out/checkpoint-500/config.json\n"
+        "Model weights saved in out/checkpoint-500/model.safetensors\n"
+    )
+    _, result = run(240, frame, logs=[("stdout.log", log)])
+    assert Category.MODEL_CHECKPOINTING not in categories(result)
+
+
 def test_memory_bound_and_checkpoint_stalled_job_gets_both_findings_with_located_waste():
     saves = [30 + 25 * k for k in range(8)]  # a 5-minute synchronous save every 25 minutes
 

@@ -148,6 +148,20 @@ def gpu_memory_bound(ev: Evidence, th: dict) -> list[Finding]:
     ]
 
 
+def _untimed_saves(ev: Evidence) -> list:
+    """The log's checkpoint saves, one per save: lines a few lines apart in one file are one save
+    (Hugging Face prints the checkpoint, its config and its weights one after another)."""
+    saves: list = []
+    last = 0
+    for line in sorted(ev.logs.of(CHECKPOINT_SAVE), key=lambda e: (e.path, e.line_no)):
+        if saves and saves[-1].path == line.path and line.line_no - last <= 5:
+            last = line.line_no
+            continue
+        saves.append(line)
+        last = line.line_no
+    return saves
+
+
 @register(Category.MODEL_CHECKPOINTING)
 def model_checkpointing(ev: Evidence, th: dict) -> list[Finding]:
     if not _training_ok(ev):
@@ -165,13 +179,17 @@ def model_checkpointing(ev: Evidence, th: dict) -> list[Finding]:
         spans = unexplained_gaps(ev)
         if not periodic(spans, th["periodic_max_cv"], th["periodic_min_gaps"]):
             return []
+        saves = _untimed_saves(ev)
+        lines = []
         if step_saves:
             confidence = 0.7
+        elif abs(len(saves) - len(spans)) <= max(1, len(spans) // 5):
+            confidence = 0.6  # as many saves in the log as gaps (Keras prints "Epoch 3: saving model to ...")
+            lines = saves
         elif not ev.logs.files and not ev.scripts.has_code:
             confidence = 0.4  # only metrics: periodic stalls are most often checkpoints (paper: 16 % of issues)
         else:
             return []
-        lines = []
         sub = "periodic_gaps"
     else:
         return []
@@ -181,12 +199,16 @@ def model_checkpointing(ev: Evidence, th: dict) -> list[Finding]:
     minutes = sum(s.seconds for s in spans) / 60
     if sub == "periodic_gaps":
         every = float(np.mean(np.diff([s.start for s in spans]))) / 60
-        summary = f"{len(spans)} idle gaps ({minutes:.0f} min in all), one about every {every:.0f} min: " + (
-            "the training loop saves a checkpoint, and no log time ties the saves to the gaps."
-            if step_saves
-            else "no log or code ties them to saves, but regular stalls are most often synchronous checkpoint "
-            "saves (an evaluation pass every N steps looks the same)."
-        )
+        if step_saves:
+            why = "the training loop saves a checkpoint, and no log time ties the saves to the gaps."
+        elif lines:
+            why = f"the log, without times, has {len(lines)} checkpoint saves, about one per gap."
+        else:
+            why = (
+                "no log or code ties them to saves, but regular stalls are most often synchronous checkpoint "
+                "saves (an evaluation pass every N steps looks the same)."
+            )
+        summary = f"{len(spans)} idle gaps ({minutes:.0f} min in all), one about every {every:.0f} min: " + why
     else:
         summary = (
             f"{len(spans)} idle gaps ({minutes:.0f} min in all) while the job saved checkpoints synchronously; "
