@@ -47,3 +47,18 @@ def test_a_causes_page_shows_its_code_filled_in_for_an_example_job_never_with_pl
     page = client.get("/categories/improper_batch_size/").content.decode()
     assert "default=32)" in page and "default=96)" in page
     assert "example job" not in client.get("/categories/unreleased_job/").content.decode()
+
+
+@pytest.mark.parametrize("sub_cause", ["memory_full", "oom_retry"])
+def test_a_memory_bound_finding_names_mixed_precision_first(sub_cause):
+    """The rule's sub-causes fell back to the default fix, which named activation checkpointing, accumulation
+    and sharding but not mixed precision, the first thing to try for a job that trains in fp32."""
+    from triage.guidance import guidance_for
+    from triage.taxonomy import Category
+
+    guide = guidance_for(
+        Category.GPU_MEMORY_BOUND, sub_cause, {}, gpu_hours=1.0, price_per_gpu_hour=None, currency="", job={}
+    )
+    assert guide["change"].startswith("Train in mixed precision (`torch.autocast` with bf16")
+    assert "with torch.autocast('cuda', dtype=torch.bfloat16):" in guide["after"]
+    assert "gradient_checkpointing_enable()" in guide["after"]

@@ -124,10 +124,12 @@ GUIDES: dict[Category, dict] = {
                 "with torch.autocast('cuda', dtype=torch.bfloat16):\n    loss = model(inputs).loss\nloss.backward()",
             ),
             "default": (
-                "Use activation (gradient) checkpointing, gradient accumulation, ZeRO/FSDP sharding, or a GPU "
-                "with more memory.",
-                "model = build_model()",
+                "Train in mixed precision (`torch.autocast` with bf16, or fp16 with `torch.amp.GradScaler`) if the "
+                "job runs in fp32; use activation (gradient) checkpointing, gradient accumulation, ZeRO/FSDP "
+                "sharding, or a GPU with more memory.",
+                "model = build_model()\nloss = model(inputs).loss",
                 "model = build_model()\nmodel.gradient_checkpointing_enable()   # or torch.utils.checkpoint\n"
+                "with torch.autocast('cuda', dtype=torch.bfloat16):\n    loss = model(inputs).loss\n"
                 "# and/or FSDP(model) / DeepSpeed ZeRO-2",
             ),
         },
