@@ -8,6 +8,9 @@ from triage.views import metrics
 urlpatterns = [
     path("login/", auth_views.LoginView.as_view(), name="login"),
     path("logout/", auth_views.LogoutView.as_view(), name="logout"),
+    # A person changes the password an operator gave them (the other sessions are logged out).
+    path("password/", auth_views.PasswordChangeView.as_view(), name="password_change"),
+    path("password/done/", auth_views.PasswordChangeDoneView.as_view(), name="password_change_done"),
     path("admin/", admin.site.urls),
     path("metrics", metrics, name="metrics"),  # where a Prometheus scrape job looks by default
     path("api/v1/", include("config.api")),

@@ -37,6 +37,50 @@ def test_one_wrong_password_does_not_lock_the_user_out(client, member_a):
     assert response.status_code == 302
 
 
+# --- A person changes their own password ------------------------------------------------------------
+
+OLD_PASSWORD = "correct horse battery staple"
+NEW_PASSWORD = "a brand new passphrase 42"
+
+
+def test_a_member_changes_the_password_an_operator_gave_them(member_a):
+    """There was no way for anyone but a staff user (the Django admin) to change a password: a
+    member kept the one an operator mailed them for good."""
+    browser, elsewhere = Client(), Client()
+    browser.post(reverse("login"), {"username": "alice-member", "password": OLD_PASSWORD})
+    elsewhere.post(reverse("login"), {"username": "alice-member", "password": OLD_PASSWORD})
+    page = browser.get(reverse("dashboard:overview")).content.decode()
+    assert f'href="{reverse("password_change")}"' in page, "the top bar links to the password page"
+
+    response = browser.post(
+        reverse("password_change"),
+        {"old_password": OLD_PASSWORD, "new_password1": NEW_PASSWORD, "new_password2": NEW_PASSWORD},
+    )
+    assert response.status_code == 302 and response["Location"] == reverse("password_change_done")
+    assert browser.get(reverse("dashboard:overview")).status_code == 200, "this session stays logged in"
+    gone = elsewhere.get(reverse("dashboard:overview"))
+    assert gone.status_code == 302 and "/login/" in gone["Location"], "the other session is logged out"
+    assert Client().post(reverse("login"), {"username": "alice-member", "password": OLD_PASSWORD}).status_code == 200
+    assert Client().post(reverse("login"), {"username": "alice-member", "password": NEW_PASSWORD}).status_code == 302
+
+
+def test_a_wrong_old_password_or_a_weak_new_one_changes_nothing(member_a):
+    client = Client()
+    client.force_login(member_a)
+    wrong = client.post(
+        reverse("password_change"),
+        {"old_password": "guess", "new_password1": NEW_PASSWORD, "new_password2": NEW_PASSWORD},
+    )
+    assert wrong.status_code == 200 and b"Your old password was entered incorrectly" in wrong.content
+    weak = client.post(
+        reverse("password_change"),
+        {"old_password": OLD_PASSWORD, "new_password1": "12345678", "new_password2": "12345678"},
+    )
+    assert weak.status_code == 200 and b"too common" in weak.content
+    member_a.refresh_from_db()
+    assert member_a.check_password(OLD_PASSWORD)
+
+
 # --- Login throttling behind a reverse proxy --------------------------------------------------------
 #
 # Served over HTTPS the app sits behind a proxy (SECURE_PROXY_SSL_HEADER): every request's REMOTE_ADDR
