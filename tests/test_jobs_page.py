@@ -266,3 +266,39 @@ def test_the_way_back_to_the_filtered_list_outlasts_the_job_pages_own_links_and_
             href = text.split("&larr; Jobs</a>")[0].rsplit('<a href="', 1)[1].rstrip('">')
             assert urlsplit(href).netloc == "" and urlsplit(href).path == reverse("dashboard:job-list"), hostile
             assert "<script>alert(1)" not in text and 'href="javascript' not in text
+
+
+def test_a_job_page_shows_each_causes_change_in_sight_and_which_to_fix_first(client, member_a, team_a):
+    """The digest's "Fixes that pay most" links to a job's findings, whose change to make was folded
+    away under "How to fix it" behind the evidence: its reader saw the windows and log lines, not the
+    fix. Each finding says its change in sight, and of several the costliest says it comes first."""
+    from triage.guidance import guidance_for
+
+    job = JobFactory(team=team_a, name="two-causes", mean_gpu_util=30, gpu_count=1)
+    result = JobTriage.objects.create(job=job, rule_set=RuleSet.current(), status="classified", is_current=True)
+    for category, hours in ((Category.REMOTE_DATA_READING, 2.1), (Category.MODEL_CHECKPOINTING, 2.5)):
+        guidance = guidance_for(
+            category, "default", {}, gpu_hours=hours, price_per_gpu_hour=None, currency="", job={"gpu_count": 1}
+        )
+        Finding.objects.create(result=result, job=job, rule_set=result.rule_set, category=category, confidence=0.9,
+                               summary="s", gpu_hours=hours, evidence={}, guidance=guidance)  # fmt: skip
+    client.force_login(member_a)
+    html = client.get(reverse("dashboard:job-detail", args=[job.pk])).content.decode()
+    blocks = {
+        category: html.split(f'id="finding-{category}"')[1].split('class="finding"')[0]
+        for category in (Category.MODEL_CHECKPOINTING, Category.REMOTE_DATA_READING)
+    }
+    for category, block in blocks.items():
+        change = Finding.objects.get(job=job, category=category).guidance["change"]
+        shown = block.split("<details")[0] if "<details" in block else block
+        assert "<strong>What to change:</strong> " in shown
+        assert change.split("`")[0] in shown.split("What to change:")[1]
+        assert "What to change" not in block.split("How to fix it")[1]  # said once, not again folded away
+    first = blocks[Category.MODEL_CHECKPOINTING]
+    assert "Fix this first</strong> (it cost the most GPU-hours of the 2 causes found)" in first
+    assert "Fix this first" not in blocks[Category.REMOTE_DATA_READING]
+
+    # One cause alone is not "first" of anything.
+    Finding.objects.filter(job=job, category=Category.REMOTE_DATA_READING).delete()
+    html = client.get(reverse("dashboard:job-detail", args=[job.pk])).content.decode()
+    assert "Fix this first" not in html and "What to change:" in html
