@@ -92,6 +92,20 @@ def test_cpu_of_many_hosts_is_a_band_too_with_its_own_legend():
     assert util_trace(figure, gpu=1)["name"] == "n1 GPU 1"  # two GPUs: a line each, as before
 
 
+@pytest.mark.parametrize(("cpu", "top"), [(7.0, 105.0), (160.0, 168.0)])
+def test_the_cpu_panel_runs_from_zero_to_at_least_100_percent(cpu, top):
+    """A loader-bound job with num_workers=0 uses one core of 16, 7 % of its CPUs: on an axis Plotly fitted
+    to the data (6 to 8 %) that drew a line across the middle of the panel, which reads as busy."""
+    stamps = pd.date_range(START, periods=60, freq="60s", tz="UTC", unit="ms")
+    host = pd.DataFrame(
+        {"timestamp": stamps, "host": "n1", "gpu": pd.array([None] * 60, dtype="Int16"), "cpu_util": np.float32(cpu)}
+    )
+    frame = pd.concat([series(1, 3600, 60), host], ignore_index=True)
+    figure = build_timeline(frame, start=START, end=START + timedelta(hours=1))
+    assert figure["layout"]["yaxis3"]["title"]["text"] == "CPU (%)"
+    assert figure["layout"]["yaxis3"]["range"] == [0, top]
+
+
 def test_a_hole_in_many_gpus_breaks_their_band():
     frame = series(40, 3600, 30)
     frame = frame[

@@ -241,13 +241,16 @@ def build_timeline(
     for index, (metric, title, rows) in enumerate(panels):
         axis = "y" if index == 0 else f"y{index + 1}"
         top = 1 - index * height
+        values_all = rows[metric].to_numpy(np.float64, na_value=np.nan)
+        highest = float(np.nanmax(values_all)) if np.isfinite(values_all).any() else 0.0
         layout["yaxis" if index == 0 else f"yaxis{index + 1}"] = {
             "title": {"text": title},
             "domain": [max(0.0, top - height + 0.06), top],
-            "range": [0, 105] if metric != "cpu_util" else None,
+            # From 0 to 100 % like the GPU panels (a job's CPU at 7 % drew a line across the middle of an
+            # axis from 6 to 8), higher when a container bursts past its allocation.
+            "range": [0, 105] if metric != "cpu_util" else [0, max(105.0, round(highest * 1.05, 1))],
             "fixedrange": True,
         }
-        values_all = rows[metric].to_numpy(np.float64, na_value=np.nan)
         if len(device_index[id(rows)]) > MAX_DEVICE_LINES:
             kind = "GPUs" if rows is gpu_rows else "hosts"
             start_ms, end_ms = start.timestamp() * 1000, end.timestamp() * 1000
