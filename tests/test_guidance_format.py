@@ -62,3 +62,41 @@ def test_a_memory_bound_finding_names_mixed_precision_first(sub_cause):
     assert guide["change"].startswith("Train in mixed precision (`torch.autocast` with bf16")
     assert "with torch.autocast('cuda', dtype=torch.bfloat16):" in guide["after"]
     assert "gradient_checkpointing_enable()" in guide["after"]
+
+
+def test_an_oversubscribed_jobs_fix_requests_the_gpus_it_used_and_launches_on_all_it_has():
+    """The snippets were written for 4 GPUs of which 1 was used ('--gres=gpu:4', 'to use all four',
+    'torchrun --nproc_per_node=4'), whatever the job: an 8-GPU job that used one read of four."""
+    from triage.guidance import category_guide, guidance_for
+    from triage.taxonomy import Category
+
+    guide = guidance_for(
+        Category.GPU_OVERSUBSCRIPTION,
+        "unused_gpus",
+        {"idle_gpus": 7, "gpu_count": 8},
+        gpu_hours=14.0,
+        price_per_gpu_hour=None,
+        currency="",
+        job={"gpu_count": 8, "node_count": 1},
+    )
+    assert guide["before"].startswith("#SBATCH --gres=gpu:8\n")
+    assert guide["after"].startswith("#SBATCH --gres=gpu:1\npython train.py\n# or, to use all 8:\n")
+    assert "torchrun --nproc_per_node=8 train.py" in guide["after"]
+    assert guide["change"].endswith("For this job: 1 of its 8 GPUs worked.")
+    two_nodes = guidance_for(
+        Category.GPU_OVERSUBSCRIPTION,
+        "uneven_use",
+        {"idle_gpus": 8, "gpu_count": 16},
+        gpu_hours=1.0,
+        price_per_gpu_hour=None,
+        currency="",
+        job={"gpu_count": 16, "node_count": 2},
+    )
+    assert two_nodes["before"].startswith("#SBATCH --nodes=2 --gres=gpu:8\n")
+    assert two_nodes["after"].startswith("#SBATCH --nodes=1 --gres=gpu:8\n")
+    assert "torchrun --nnodes=2 --nproc_per_node=8 train.py" in two_nodes["after"]
+    example = category_guide(Category.GPU_OVERSUBSCRIPTION)
+    assert (
+        example["fixes"]["default"][1].startswith("#SBATCH --gres=gpu:8\n")
+        and "7 GPUs left unused" in example["example"]
+    )

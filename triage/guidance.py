@@ -43,9 +43,9 @@ GUIDES: dict[Category, dict] = {
         "fixes": {
             "default": (
                 "Request only the GPUs the program uses, or make it use all of them with DistributedDataParallel.",
-                '#SBATCH --gres=gpu:4\npython train.py          # uses torch.device("cuda:0")',
-                "#SBATCH --gres=gpu:1\npython train.py\n# or, to use all four:\n"
-                "torchrun --nproc_per_node=4 train.py   # with DDP(model, device_ids=[local_rank])",
+                '#SBATCH {request}\npython train.py          # uses torch.device("cuda:0")',
+                "#SBATCH {used_request}\npython train.py\n# or, to use all {gpu_count}:\n"
+                "torchrun {launch} train.py   # with DDP(model, device_ids=[local_rank])",
             )
         },
         "effect": "The unused GPUs go back to the queue (or the run gets faster on all of them).",
@@ -260,8 +260,10 @@ GUIDES: dict[Category, dict] = {
 
 # A category's own page has no job to fill its snippets in; they are filled in for this one.
 EXAMPLE_JOB = {"gpu_count": 8, "node_count": 1, "cpu_count": 64}
-EXAMPLE_NUMBERS = {"num_workers": 2, "batch_size": 32, "peak_gpu_mem_pct": 20.0}
-EXAMPLE_TEXT = "8 GPUs and 64 CPUs on one node, 2 loader workers, a batch of 32 that fills 20 % of GPU memory"
+EXAMPLE_NUMBERS = {"num_workers": 2, "batch_size": 32, "peak_gpu_mem_pct": 20.0, "idle_gpus": 7}
+EXAMPLE_TEXT = (
+    "8 GPUs and 64 CPUs on one node, 2 loader workers, a batch of 32 that fills 20 % of GPU memory, 7 GPUs left unused"
+)
 
 
 def headline_change(category: Category) -> str:
@@ -389,4 +391,29 @@ def _job_values(category: Category, numbers: dict, job: dict) -> dict:
     if category == Category.DATA_EXCHANGE:
         gpus, nodes = int(job.get("gpu_count") or 1), int(job.get("node_count") or 1)
         return {"gpus_per_node": max(1, gpus // nodes)}
+    if category == Category.GPU_OVERSUBSCRIPTION:
+        return _oversubscription_values(numbers, job)
     return {}
+
+
+def _oversubscription_values(numbers: dict, job: dict) -> dict:
+    """The job's own request, the request for the GPUs it used, and the launch that uses them all."""
+    gpus = int(numbers.get("gpu_count") or job.get("gpu_count") or 1)
+    nodes = max(1, int(job.get("node_count") or 1))
+    per_node = max(1, gpus // nodes)
+    used = max(1, gpus - int(numbers.get("idle_gpus") or 0))
+    request = f"--gres=gpu:{per_node}" if nodes == 1 else f"--nodes={nodes} --gres=gpu:{per_node}"
+    if nodes == 1:
+        used_request = f"--gres=gpu:{used}"
+    elif used <= per_node:
+        used_request = f"--nodes=1 --gres=gpu:{used}"
+    else:
+        used_request = f"--nodes={-(-used // per_node)} --gres=gpu:{per_node}"
+    launch = f"--nproc_per_node={per_node}" if nodes == 1 else f"--nnodes={nodes} --nproc_per_node={per_node}"
+    return {
+        "gpu_count": gpus,
+        "request": request,
+        "used_request": used_request,
+        "launch": launch,
+        "settings": f"For this job: {used} of its {gpus} GPUs worked.",
+    }
