@@ -276,7 +276,8 @@ def test_a_job_page_shows_each_causes_change_in_sight_and_which_to_fix_first(cli
 
     job = JobFactory(team=team_a, name="two-causes", mean_gpu_util=30, gpu_count=1)
     result = JobTriage.objects.create(job=job, rule_set=RuleSet.current(), status="classified", is_current=True)
-    for category, hours in ((Category.REMOTE_DATA_READING, 2.1), (Category.MODEL_CHECKPOINTING, 2.5)):
+    CKPT = Category.MODEL_CHECKPOINTING
+    for category, hours in ((Category.REMOTE_DATA_READING, 2.1), (CKPT, 2.5)):
         guidance = guidance_for(
             category, "default", {}, gpu_hours=hours, price_per_gpu_hour=None, currency="", job={"gpu_count": 1}
         )
@@ -295,8 +296,15 @@ def test_a_job_page_shows_each_causes_change_in_sight_and_which_to_fix_first(cli
         assert change.split("`")[0] in shown.split("What to change:")[1]
         assert "What to change" not in block.split("How to fix it")[1]  # said once, not again folded away
     first = blocks[Category.MODEL_CHECKPOINTING]
-    assert "Fix this first</strong> (it cost the most GPU-hours of the 2 causes found)" in first
+    assert "Fix this first</strong> (of the 2 causes found, it cost the most GPU-hours)" in first
     assert "Fix this first" not in blocks[Category.REMOTE_DATA_READING]
+
+    # A cause its people answered wrong is not the one to fix first, as the digest no longer urges it.
+    client.post(reverse("triage:job-feedback", args=[job.pk]), {"category": CKPT, "verdict": "wrong"})
+    html = client.get(reverse("dashboard:job-detail", args=[job.pk])).content.decode()
+    first = html.split(f'id="finding-{Category.REMOTE_DATA_READING}"')[1].split('class="finding"')[0]
+    assert "Fix this first</strong> (of the causes found that no one answered wrong or intended, it cost" in first
+    assert html.count("Fix this first") == 1
 
     # One cause alone is not "first" of anything.
     Finding.objects.filter(job=job, category=Category.REMOTE_DATA_READING).delete()

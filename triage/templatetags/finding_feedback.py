@@ -43,3 +43,23 @@ def finding_feedback(context, finding):
         "is_operator": context.get("is_operator", False),  # operators may remove others' answers
         "said": placed_messages(context, f"finding-{finding.category}"),
     }
+
+
+@register.simple_tag
+def fix_first(result) -> dict:
+    """Which of a triage result's findings to fix first, and why, when it has several: the costliest
+    (findings come the most GPU-hours first) among the causes its people's answers did not set aside
+    (answered wrong or intended, and right by nobody), as the digests rank a job's fixes. {} for one
+    finding, or when every cause but none is set aside."""
+    found = list(result.findings.all())
+    if len(found) < 2:
+        return {}
+    aside = {category for _, category in feedback.set_aside_causes([result.job_id])}
+    kept = [finding for finding in found if finding.category not in aside]
+    if not kept:
+        return {}
+    if aside:
+        why = "of the causes found that no one answered wrong or intended, it cost the most GPU-hours"
+    else:
+        why = f"of the {len(found)} causes found, it cost the most GPU-hours"
+    return {"category": kept[0].category, "why": why}
