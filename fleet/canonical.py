@@ -220,6 +220,10 @@ class JobRecord:
     submit_time: datetime | None = None
     labels: dict = field(default_factory=dict, hash=False)
     raw: dict = field(default_factory=dict, hash=False, compare=False)
+    # The job's mean GPU utilization (%, 0-100) from a source's own summary, not from samples: Slurm's
+    # step accounting (`gres/gpuutil`, `fleet.connectors.slurm.steps_gpu_util`). Used only when the
+    # job has no GPU samples; None when the source gives none (or none that can be read honestly).
+    summary_gpu_util: float | None = None
 
     def unstorable(self) -> tuple[str, str] | None:
         """(field, message) for the first value the database cannot keep — a NUL character anywhere

@@ -427,6 +427,8 @@ def fingerprint(record: JobRecord, series_digest: bytes | None, artifacts: list[
     digest = hashlib.sha256()
     # Shallow: `asdict` would deep-copy `raw`, only to drop it (the same JSON either way).
     values = {f.name: getattr(record, f.name) for f in fields(record) if f.name != "raw"}
+    if values["summary_gpu_util"] is None:  # as before the field existed: unchanged jobs stay unchanged
+        del values["summary_gpu_util"]
     digest.update(json.dumps(values, sort_keys=True, default=str).encode())
     digest.update(series_digest or b"")
     for artifact in sorted(artifacts, key=lambda a: (a.kind, a.path)):

@@ -11,6 +11,8 @@ layouts of data_parser v0.0.39 to v0.0.42 (and the older openapi dbv0.0.37/38 of
   type and name (TRES ids are site-specific); the untyped entry wins, so `gres/gpu` and
   `gres/gpu:a100` listed together are not counted twice;
 - Slurm 21.08's start-time bug (`time.start` filled from `eligible`): start = end - elapsed;
+- the job's mean GPU utilization from its steps' `gres/gpuutil` averages (`steps_gpu_util`), a
+  summary the importer uses only when the job has no GPU samples;
 - array tasks (`<array job>_<task>`) and heterogeneous components (`<het job>+<offset>`) as jobs of
   their own; `account` -> team through the operator's mapping; `submit_line` and `script` as
   script artifacts; unfinished jobs (pending, running, ...) and jobs that never started are left
@@ -59,6 +61,11 @@ INTERACTIVE_COMMANDS = frozenset({"salloc", "srun"})
 DEFAULT_API_VERSION = "v0.0.40"
 MAX_WRONG_WINDOW = 3
 MAX_ARTIFACT_BYTES = 20 * 2**20
+# A MIG slice as a GPU's gres type ("gpu:3g.20gb", "gpu:a100_1g.10gb"): NVML gives no utilization for it.
+MIG_TYPE = re.compile(r"\d+g\.\d+gb", re.IGNORECASE)
+# A step's per-GPU figure above 100 % by more than this is no reading (a sentinel such as INFINITE64,
+# or a count of something else); up to it, overlapping processes' sums are clipped to 100 %.
+MAX_STEP_UTIL = 150.0
 
 
 @dataclass
@@ -164,6 +171,74 @@ def _tres_count(tres_entries, kind: str) -> int | None:
         if isinstance(entry, dict) and entry.get("type") == kind:
             value = number(entry.get("count"))
             return int(value) if value is not None else None
+    return None
+
+
+def steps_gpu_util(job: dict, gpu_count: int, seconds: float) -> float | None:
+    """The job's mean GPU utilization (%) from its steps' `gres/gpuutil` averages, or None.
+
+    Slurm (23.02+, `AccountingStorageTRES=gres/gpuutil` and `AutoDetect=nvml`) puts in each step's
+    `tres.requested.average` (TRESUsageInAve) the average over its tasks of each task's NVML `smUtil`
+    summed over the GPUs the task uses: a task on 2 busy GPUs shows 200. So a step's utilization per
+    GPU is that average divided by its GPUs per task (the step's allocated GPUs / `tasks.count`).
+
+    The job's figure is the step GPU time each step kept busy, over the job's GPU time
+    (`gpu_count` x `seconds`): steps are weighted by their elapsed time and GPUs, and time no step
+    covers counts as idle. That is what it was: every process of a job runs in a step (batch,
+    extern, interactive, srun), so GPUs outside any step had nothing running on them, and samples
+    would have shown them idle too. The batch and extern steps overlap the others: their usual 0 adds
+    nothing, and overlapping steps on the same GPUs are clipped at 100 % together.
+
+    None — no figure, never a guess — when no step has a gpuutil value, or a step that held GPUs
+    has one that cannot be read per GPU: no value (unset, infinite), no task count, no GPU count,
+    a MIG slice (NVML gives no utilization for MIG; Slurm reports 0), or an impossible value. A step
+    that held no GPUs (its `tres.allocated` lists none) cannot have used any and is left out.
+    A step of an odd shape gives no figure either; the job itself is still read.
+    """
+    try:
+        return _steps_gpu_util(job, gpu_count, seconds)
+    except SHAPE_ERRORS:
+        return None
+
+
+def _steps_gpu_util(job: dict, gpu_count: int, seconds: float) -> float | None:
+    steps = job.get("steps")
+    if not isinstance(steps, list) or gpu_count <= 0 or seconds <= 0:
+        return None
+    if MIG_TYPE.search(gpu_allocation((job.get("tres") or {}).get("allocated"))[1]):
+        return None
+    busy = 0.0  # GPU-seconds, weighted by utilization
+    measured = False
+    for step in steps:
+        if not isinstance(step, dict):
+            return None
+        tres = step.get("tres") if isinstance(step.get("tres"), dict) else {}
+        times = step.get("time") if isinstance(step.get("time"), dict) else {}
+        elapsed = number(times.get("elapsed")) or 0
+        allocated = tres.get("allocated")
+        if elapsed <= 0 or (isinstance(allocated, list) and gpu_allocation(allocated)[0] == 0):
+            continue  # never ran, or held no GPUs
+        step_gpus, model = gpu_allocation(allocated if isinstance(allocated, list) else [])
+        requested = tres.get("requested") if isinstance(tres.get("requested"), dict) else {}
+        value = _gres_value(requested.get("average"), "gpuutil")
+        tasks = number((step.get("tasks") or {}).get("count")) if isinstance(step.get("tasks"), dict) else None
+        if value is None or not tasks or tasks <= 0 or step_gpus <= 0 or MIG_TYPE.search(model):
+            return None  # a step on GPUs whose use cannot be read: the job's figure would be a guess
+        per_gpu = value * tasks / step_gpus
+        if not 0 <= per_gpu <= MAX_STEP_UTIL:
+            return None
+        busy += min(per_gpu, 100.0) / 100.0 * step_gpus * elapsed
+        measured = True
+    if not measured:
+        return None
+    return min(100.0, max(0.0, 100.0 * busy / (gpu_count * seconds)))
+
+
+def _gres_value(entries, name: str) -> float | None:
+    """The count of the `gres/<name>` entry of a TRES list, or None (absent, unset, infinite)."""
+    for entry in entries if isinstance(entries, list) else []:
+        if isinstance(entry, dict) and entry.get("type") == "gres" and entry.get("name") == name:
+            return number(entry.get("count"))
     return None
 
 
@@ -315,6 +390,7 @@ def _job_record(job: dict, job_id: str, cluster: str, teams: dict, default_team:
         submit_time=_moment(times.get("submission")),
         labels=labels,
         raw=job,
+        summary_gpu_util=steps_gpu_util(job, gpus, (end - start).total_seconds()),
     )
 
 
