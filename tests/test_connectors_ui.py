@@ -795,3 +795,28 @@ def test_check_connection_tries_once_while_a_pull_retries(
         with django_capture_on_commit_callbacks(execute=True):
             client.post(reverse("connectors:sync", args=[connector.pk]))
         assert server.count("/api/jobs") == 1 + 3  # the pull: a try and two retries
+
+
+def test_a_stored_secret_is_not_kept_for_a_url_on_another_server(client, operator):
+    """Secrets are write-only, and a redirect to another server never gets them; yet editing the URL
+    to another server kept the stored secret, and the next check or pull sent it there: whoever
+    could edit a connector read its token at a server of their own."""
+    client.force_login(operator)
+    assert client.post(reverse("connectors:create"), form_data()).status_code == 302
+    connector = Connector.objects.get(name="slurm-c1")
+    moved = client.post(
+        reverse("connectors:edit", args=[connector.pk]), form_data(secret="", url="https://collector.example:8443")
+    )
+    assert moved.status_code == 200
+    assert "enter the secret again" in moved.content.decode()
+    connector.refresh_from_db()
+    assert connector.url == "http://127.0.0.1:9" and connector.secret() == SECRET
+    # The same server (http to https on it included) keeps it; so does typing the secret again.
+    for url, secret in (("http://127.0.0.1:9/slurm/", ""), ("https://collector.example:8443", "new-token")):
+        saved = client.post(reverse("connectors:edit", args=[connector.pk]), form_data(secret=secret, url=url))
+        assert saved.status_code == 302, saved.content.decode()[:2000]
+    connector.refresh_from_db()
+    assert connector.url == "https://collector.example:8443" and connector.secret() == "new-token"
+    # Moving it with the secret cleared, and no auth, is fine too.
+    cleared = form_data(secret="", clear_secret="on", auth="none", url="https://elsewhere.example")
+    assert client.post(reverse("connectors:edit", args=[connector.pk]), cleared).status_code == 302

@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import re
+from urllib.parse import urlsplit
 
 from django import forms
 
 from fleet.connectors.base import ConfigError, ConnectorSettings, header_problem
+from fleet.connectors.http import same_origin
 from fleet.connectors.models import MAX_INTERVAL_MINUTES, Connector, validate_service_url
 from fleet.connectors.options import option_problems
 from fleet.connectors.registry import kinds
@@ -100,6 +102,7 @@ class ConnectorForm(forms.ModelForm):
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
         qs = Connector.objects.filter(kind=Connector.Kind.PROMETHEUS)
+        self.stored_url = self.instance.url if self.instance.pk else ""  # where its stored secret was sent
         if self.instance.pk:
             qs = qs.exclude(pk=self.instance.pk)
             self.fields["secret_reference"].initial = self.instance.secret_ref  # a name, not a secret
@@ -158,6 +161,12 @@ class ConnectorForm(forms.ModelForm):
         keeps_old = self.instance.pk and self.instance.has_secret and not data.get("clear_secret")
         if auth and auth != Connector.Auth.NONE and not (has_new or keeps_old):
             self.add_error("secret", "This auth kind needs a secret (or a reference to one).")
+        if self._secret_would_move(data):
+            self.add_error(
+                "secret",
+                f"The URL now points at another server ({_server(self.stored_url)} before): enter the secret again,"
+                " or clear it. A stored secret is only sent to the server it was entered for.",
+            )
         if auth == Connector.Auth.BASIC and not data.get("username"):
             self.add_error("username", "Basic auth needs a user name.")
         if auth == Connector.Auth.HEADER and not data.get("secret_header"):
@@ -168,6 +177,16 @@ class ConnectorForm(forms.ModelForm):
             for problem in self._option_problems(kinds()[data["kind"]], data["options"]):
                 self.add_error("options", problem)
         return data
+
+    def _secret_would_move(self, data) -> bool:
+        """Whether the stored secret would be kept for a URL on another server. Secrets are write-only,
+        and a redirect elsewhere never gets them (fleet.connectors.http); a URL edited to another
+        server must not either, or whoever edits a connector reads its token at a server of their
+        own. Asked whatever the auth kind, which could be set back on once the URL has moved. A
+        reference (env:, file:) is a name shown on this form: it is entered again with it."""
+        url = data.get("url")
+        kept = not (data.get("secret") or data.get("secret_reference") or data.get("clear_secret"))
+        return bool(self.instance.secret_encrypted and kept and url and not same_origin(self.stored_url, url))
 
     @staticmethod
     def _option_problems(cls, options: dict) -> list[str]:
@@ -197,6 +216,12 @@ class ConnectorForm(forms.ModelForm):
         if commit:
             connector.save()
         return connector
+
+
+def _server(url: str) -> str:
+    """A URL's server as the form's message names it: its host, and its port when one is written."""
+    parts = urlsplit(url)
+    return f"{parts.hostname or ''}{f':{parts.port}' if parts.port else ''}"
 
 
 def _refuse(problem: str | None) -> None:
