@@ -290,6 +290,10 @@ class Job(models.Model):
         BATCH = "batch", "Batch"
         INTERACTIVE = "interactive", "Interactive"
 
+    class UtilSource(models.TextChoices):
+        SAMPLES = "", "GPU samples"
+        SLURM_STEPS = "slurm_steps", "Slurm step accounting"
+
     cluster = models.ForeignKey(Cluster, on_delete=models.PROTECT, related_name="jobs")
     external_id = models.CharField(max_length=200, help_text="The scheduler's job id, unique within the cluster.")
     name = models.CharField(max_length=500, blank=True)
@@ -317,9 +321,14 @@ class Job(models.Model):
     peak_gpu_mem_util = models.FloatField(null=True, blank=True, help_text="% of device memory")
     unused_gpu_hours = models.FloatField(null=True, blank=True)
     idle_gpu_hours = models.FloatField(null=True, blank=True)
-    coverage = models.FloatField(null=True, blank=True, help_text="Share of allocated GPU time covered by samples, 0-1")
+    coverage = models.FloatField(
+        null=True, blank=True, help_text="Share of allocated GPU time the utilization figure covers (samples), 0-1"
+    )
     sample_count = models.PositiveIntegerField(default=0)
     sampling_period_s = models.FloatField(null=True, blank=True)
+    # Where mean_gpu_util (and unused_gpu_hours) came from: the job's GPU samples, or, for a job without
+    # any, Slurm's step accounting (an average of the whole run, no time series; coverage 1, 0 samples).
+    util_source = models.CharField(max_length=20, choices=UtilSource.choices, default=UtilSource.SAMPLES, blank=True)
     # Room for MAX_GPU_HOURS at the highest price_per_gpu_hour (10^9 x 10^6).
     cost = models.DecimalField(max_digits=20, decimal_places=2, null=True, blank=True)
     currency = models.CharField(max_length=3, blank=True)
@@ -359,6 +368,28 @@ class Job(models.Model):
     @property
     def wall_hours(self) -> float:
         return (self.end_time - self.start_time).total_seconds() / 3600
+
+    # States that say the job had not ended when it was stored (Slurm's words, in any case; Kubernetes'
+    # and the platforms' "Running" and "Pending" too): its `end_time` is then its last sample's time,
+    # and its figures cover the run up to it. The counterpart of `fleet.canonical.SUCCESSFUL_STATES`.
+    UNFINISHED_STATES = ("RUNNING", "PENDING", "SUSPENDED", "COMPLETING", "CONFIGURING", "REQUEUED", "RESIZING")
+
+    @property
+    def unfinished(self) -> bool:
+        """Whether the job's state says it was still running (or paused) when it was stored."""
+        return self.state.strip().upper() in self.UNFINISHED_STATES
+
+    @property
+    def util_from_steps(self) -> bool:
+        """True when the mean GPU utilization is Slurm's step-accounting average, not from samples."""
+        return self.util_source == self.UtilSource.SLURM_STEPS and self.mean_gpu_util is not None
+
+    @property
+    def mean_gpu_util_source(self) -> str | None:
+        """What the API says the mean GPU utilization is from: "samples", "slurm_step_accounting" or None."""
+        if self.mean_gpu_util is None:
+            return None
+        return "slurm_step_accounting" if self.util_from_steps else "samples"
 
     @property
     def waste_share(self) -> float | None:

@@ -310,3 +310,19 @@ def test_a_job_page_shows_each_causes_change_in_sight_and_which_to_fix_first(cli
     Finding.objects.filter(job=job, category=Category.REMOTE_DATA_READING).delete()
     html = client.get(reverse("dashboard:job-detail", args=[job.pk])).content.decode()
     assert "Fix this first" not in html and "What to change:" in html
+
+
+def test_a_job_still_running_when_stored_does_not_say_it_ended(client, member_a, team_a):
+    """A job stored while it ran (an archive's `state` RUNNING) said "Ended" at its last sample, as if
+    it had stopped there: it says it had not ended, and that its figures cover the time so far."""
+    running = JobFactory(team=team_a, state="Running")
+    done = JobFactory(team=team_a, state="COMPLETED")
+    client.force_login(member_a)
+    page = client.get(reverse("dashboard:job-detail", args=[running.pk])).content.decode()
+    said = page.split('<dd id="job-unfinished">')[1].split("</dd>")[0]
+    assert said.startswith("Not yet: the job was running when it was last stored, with samples up to ")
+    assert f"{running.end_time:%Y-%m-%d %H:%M:%S} UTC ({running.wall_hours:.2f} h so far)" in said
+    assert "The figures on this page cover that time only." in said
+    page = client.get(reverse("dashboard:job-detail", args=[done.pk])).content.decode()
+    assert "job-unfinished" not in page
+    assert f"<dt>Ended</dt><dd>{done.end_time:%Y-%m-%d %H:%M:%S} UTC ({done.wall_hours:.2f} h)</dd>" in page
