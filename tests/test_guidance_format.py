@@ -70,28 +70,17 @@ def test_an_oversubscribed_jobs_fix_requests_the_gpus_it_used_and_launches_on_al
     from triage.guidance import category_guide, guidance_for
     from triage.taxonomy import Category
 
-    guide = guidance_for(
-        Category.GPU_OVERSUBSCRIPTION,
-        "unused_gpus",
-        {"idle_gpus": 7, "gpu_count": 8},
-        gpu_hours=14.0,
-        price_per_gpu_hour=None,
-        currency="",
-        job={"gpu_count": 8, "node_count": 1},
-    )
+    def oversubscribed(gpus: int, idle: int, nodes: int) -> dict:
+        numbers, job = {"idle_gpus": idle, "gpu_count": gpus}, {"gpu_count": gpus, "node_count": nodes}
+        return guidance_for(Category.GPU_OVERSUBSCRIPTION, "unused_gpus", numbers, gpu_hours=1.0,
+                            price_per_gpu_hour=None, currency="", job=job)  # fmt: skip
+
+    guide = oversubscribed(8, 7, 1)
     assert guide["before"].startswith("#SBATCH --gres=gpu:8\n")
     assert guide["after"].startswith("#SBATCH --gres=gpu:1\npython train.py\n# or, to use all 8:\n")
     assert "torchrun --nproc_per_node=8 train.py" in guide["after"]
     assert guide["change"].endswith("For this job: 1 of its 8 GPUs worked.")
-    two_nodes = guidance_for(
-        Category.GPU_OVERSUBSCRIPTION,
-        "uneven_use",
-        {"idle_gpus": 8, "gpu_count": 16},
-        gpu_hours=1.0,
-        price_per_gpu_hour=None,
-        currency="",
-        job={"gpu_count": 16, "node_count": 2},
-    )
+    two_nodes = oversubscribed(16, 8, 2)
     assert two_nodes["before"].startswith("#SBATCH --nodes=2 --gres=gpu:8\n")
     assert two_nodes["after"].startswith("#SBATCH --nodes=1 --gres=gpu:8\n")
     assert "torchrun --nnodes=2 --nproc_per_node=8 train.py" in two_nodes["after"]

@@ -57,6 +57,12 @@ def categories(result) -> set[Category]:
     return {f.category for f in result.findings}
 
 
+def save_stalls(saves: list[int], minutes: int, *, busy: float):
+    """A 4-hour, 1-GPU job busy at `busy` %, idle for `minutes` from each of `saves` (minutes), memory 45 %."""
+    frame = series(240, lambda t, g: 0 if any(s <= t < s + minutes for s in saves) else busy, mem=lambda t, g: 0.45)
+    return saves, frame
+
+
 def case(name: str) -> tuple[str, str]:
     return name, (CASES / name).read_text()
 
@@ -143,8 +149,7 @@ def test_logs_without_timestamps_are_counted_but_never_placed_on_the_time_line()
 def test_keras_log_without_timestamps_with_a_save_per_gap_is_checkpointing():
     # Keras prints no times: "Epoch 3/8", progress bars, "Epoch 3: saving model to ...". The log's eight
     # saves and the eight regular gaps were not put together, because the job had a log (no finding).
-    saves = [30 + 25 * k for k in range(8)]
-    frame = series(240, lambda t, g: 0 if any(s <= t < s + 5 for s in saves) else 38, mem=lambda t, g: 0.45)
+    saves, frame = save_stalls([30 + 25 * k for k in range(8)], 5, busy=38)
     lines = []
     for k in range(1, 9):
         lines += [f"Epoch {k}/8", *[f"{i}/500 [====>....] - ETA: 10s - loss: 0.5" for i in range(0, 500, 100)]]
@@ -158,8 +163,7 @@ def test_keras_log_without_timestamps_with_a_save_per_gap_is_checkpointing():
 
 def test_an_untimed_log_with_saves_that_do_not_match_the_gaps_gives_no_checkpoint_finding():
     # Hugging Face prints three lines per save (one save here, not three), and there are eight gaps.
-    saves = [30 + 25 * k for k in range(8)]
-    frame = series(240, lambda t, g: 0 if any(s <= t < s + 5 for s in saves) else 38, mem=lambda t, g: 0.45)
+    saves, frame = save_stalls([30 + 25 * k for k in range(8)], 5, busy=38)
     log = (
         "Saving model checkpoint to out/checkpoint-500\nConfiguration saved in out/checkpoint-500/config.json\n"
         "Model weights saved in out/checkpoint-500/model.safetensors\n"
@@ -193,8 +197,7 @@ def test_memory_bound_and_checkpoint_stalled_job_gets_both_findings_with_located
 def test_fast_steps_stalled_by_long_saves_are_checkpointing_not_a_small_batch():
     # Steps run at 85 %; a 12-minute save to NFS every 20 minutes brings the run's mean to 38 %. The
     # batch-size rule judged that 38 % and told the team each step gave the GPU too little work.
-    saves = [10 + 20 * k for k in range(11)]
-    frame = series(240, lambda t, g: 0 if any(s <= t < s + 12 for s in saves) else 85, mem=lambda t, g: 0.45)
+    saves, frame = save_stalls([10 + 20 * k for k in range(11)], 12, busy=85)
     log = "\n".join(
         f"{(START + timedelta(minutes=s, seconds=3)):%Y-%m-%d %H:%M:%S},000 Saving model checkpoint to /nfs/c/{s}.pt"
         for s in saves
@@ -205,8 +208,7 @@ def test_fast_steps_stalled_by_long_saves_are_checkpointing_not_a_small_batch():
 
 
 def test_slow_steps_between_saves_are_a_small_batch_judged_without_the_saves():
-    saves = [30 + 25 * k for k in range(8)]
-    frame = series(240, lambda t, g: 0 if any(s <= t < s + 5 for s in saves) else 38, mem=lambda t, g: 0.45)
+    saves, frame = save_stalls([30 + 25 * k for k in range(8)], 5, busy=38)
     log = "\n".join(
         f"{(START + timedelta(minutes=s, seconds=3)):%Y-%m-%d %H:%M:%S},000 INFO Saving model checkpoint to /c/{s}.pt"
         for s in saves
