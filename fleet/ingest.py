@@ -546,7 +546,7 @@ def store_jobs(run, items: list[JobToStore]) -> list[tuple[str, Job]]:
                 updated.append(job)
                 results.append(("updated", job))
             _apply_record(job, item.record, item.team, fp, run)
-            _apply_summary(job, summary, item.cluster)
+            _apply_summary(job, summary, item.cluster, item.record.summary_gpu_util)
             job.series_file.name = series_name
             events = log_events[index] if index in log_events else [_log_events(a) for a in item.artifacts]
             stored.append((job, item.artifacts, artifact_names, events))
@@ -652,9 +652,25 @@ def summary_of(series: series_lib.SeriesSlice, start, end, gpu_count: int):
     return series.summarize(start=start, end=end, gpu_count=gpu_count, idle_threshold=settings.IDLE_UTIL_THRESHOLD)
 
 
-def _apply_summary(job: Job, summary: series_lib.SeriesSummary | None, cluster: Cluster) -> None:
+def _apply_summary(
+    job: Job, summary: series_lib.SeriesSummary | None, cluster: Cluster, summary_util: float | None = None
+) -> None:
+    """The job's summary figures: from its series; for a job with no GPU utilization sample, from the
+    source's own average (`summary_util`, Slurm's step accounting) when it has one."""
     job.gpu_hours = series_lib.gpu_hours(job.start_time, job.end_time, job.gpu_count)
-    if summary is not None:
+    job.util_source = Job.UtilSource.SAMPLES
+    if summary_util is not None and (summary is None or summary.mean_gpu_util is None):
+        # An average of the whole run: the unused GPU-hours follow from it (time no step covered was
+        # idle, see `steps_gpu_util`), the idle hours (time below the idle threshold) do not, and
+        # coverage is the whole run's, from no samples.
+        job.mean_gpu_util = summary_util
+        job.unused_gpu_hours = job.gpu_hours * (1.0 - summary_util / 100.0)
+        job.idle_gpu_hours = job.sampling_period_s = None
+        job.peak_gpu_mem_util = summary.peak_gpu_mem_util if summary is not None else None
+        job.coverage = 1.0
+        job.sample_count = 0
+        job.util_source = Job.UtilSource.SLURM_STEPS
+    elif summary is not None:
         job.mean_gpu_util = summary.mean_gpu_util
         job.peak_gpu_mem_util = summary.peak_gpu_mem_util
         job.unused_gpu_hours = summary.unused_gpu_hours

@@ -108,3 +108,84 @@ def test_a_step_of_an_odd_shape_leaves_the_job_readable():
     parsed = parse_sacct(copy.deepcopy(doc))
     assert parsed.errors == [] and {job.external_id for job in parsed.jobs} == {"4242", "4250_3"}
     assert next(job for job in parsed.jobs if job.external_id == "4242").summary_gpu_util is None
+
+
+# -- stored: only for jobs without GPU samples, said where it came from ------------------------------
+T0 = 1715000000
+MANIFEST = json.dumps({"format": "fleet-archive", "version": 1, "cluster": "c1"})
+
+
+def prometheus_util(job_id: str, value: float, gpus_: int = 8) -> str:
+    times = [T0 + 60 * i for i in range(61)]
+    result = [
+        {"metric": {"__name__": "DCGM_FI_DEV_GPU_UTIL", "gpu": str(g), "hostname": "gpu01", "hpc_job": job_id},
+         "values": [[t, str(value)] for t in times]}
+        for g in range(gpus_)
+    ]  # fmt: skip
+    return json.dumps({"status": "success", "data": {"resultType": "matrix", "result": result}})
+
+
+def import_archive(tmp_path, members: dict) -> None:
+    from fleet import ingest
+    from tests.conftest import write_zip
+
+    path = write_zip(tmp_path / "sacct.zip", {"manifest.json": MANIFEST, **members})
+    run = ingest.execute_run(ingest.create_run(path).pk)
+    assert run.status == "succeeded", run.errors
+
+
+@pytest.mark.django_db
+def test_native_sacct_in_an_archive_gives_jobs_without_samples_slurms_average(tmp_path):
+    from fleet.models import Job
+
+    sacct_bytes = (FIXTURES / "sacct_v0.0.41.json").read_bytes()
+    import_archive(
+        tmp_path,
+        {"native/slurm/sacct.json": sacct_bytes, "native/prometheus/4242/gpu.json": prometheus_util("4242", 25)},
+    )
+    sampled, summarised = Job.objects.get(external_id="4242"), Job.objects.get(external_id="4250_3")
+    # samples win over Slurm's average
+    assert sampled.mean_gpu_util == pytest.approx(25) and sampled.mean_gpu_util_source == "samples"
+    assert sampled.sample_count > 0 and not sampled.util_from_steps
+    # no samples: Slurm's step average, whose unused GPU-hours follow from it; no idle hours, no samples
+    assert summarised.mean_gpu_util == pytest.approx(45.0) and summarised.util_from_steps
+    assert summarised.mean_gpu_util_source == "slurm_step_accounting"
+    assert summarised.gpu_hours == pytest.approx(4 * 1200 / 3600)
+    assert summarised.unused_gpu_hours == pytest.approx(summarised.gpu_hours * 0.55)
+    assert summarised.idle_gpu_hours is None and summarised.sample_count == 0 and summarised.coverage == 1.0
+    assert Job.objects.get(external_id="4245").mean_gpu_util is None  # the CPU job: no GPU step, no figure
+
+
+@pytest.mark.django_db
+def test_a_slurm_pull_without_a_metrics_source_stores_slurms_average(monkeypatch, settings):
+    from fleet.connectors import sync
+    from fleet.connectors.models import Connector
+    from fleet.models import Job
+    from tests.connector_servers import FakePlatform
+    from tests.fixtures.connectors.make_slurm_fixtures import step
+    from tests.test_connectors_sync import Slurmrestd, make_connector
+
+    settings.CONNECTOR_HTTP_RETRIES = 1
+    monkeypatch.setenv("TEST_SLURM_JWT", "jwt-secret")
+    api = Slurmrestd(1)
+    record = api.jobs[0]
+    start = record["time"]["start"]
+    gpu_tres = record["tres"]["allocated"][-1:]
+    # `srun` with 2 tasks of 2 GPUs each, at 60 % a GPU (120 a task), for the whole job
+    record["steps"] = [
+        step(41, 9000, "0", start=start, elapsed=5400, nodes="gpu01", tasks=2, gpus=gpu_tres, gpuutil=120)
+    ]
+    with FakePlatform() as server:
+        api.install(server)
+        connector = make_connector(
+            "slurm",
+            server.url,
+            auth=Connector.Auth.HEADER,
+            secret_header="X-SLURM-USER-TOKEN",
+            secret_ref="env:TEST_SLURM_JWT",
+            options={"api_version": "v0.0.41", "initial_days": 0.5},
+        )
+        result = sync.sync_connector(connector.pk)
+    assert result.status == "succeeded", result.errors
+    job = Job.objects.get(external_id="9000")
+    assert job.mean_gpu_util == pytest.approx(60.0) and job.util_from_steps and not job.series_file
