@@ -858,3 +858,48 @@ def test_the_timelines_time_labels_are_drawn_as_a_fresh_load_draws_them_after_th
     assert phone, "the timeline should label its time axis"
     assert narrowed == phone, f"narrowed from 900 px to 390 px: {narrowed}, loaded at 390 px: {phone}"
     assert turned == desktop, f"turned from 390 px to 900 px: {turned}, loaded at 900 px: {desktop}"
+
+
+# Each legend entry's box, [left, top, right, bottom], with its name.
+LEGEND_ENTRIES = """
+return [...document.querySelectorAll('#timeline .legend .traces')].map(entry => {
+  const r = entry.getBoundingClientRect(); return [entry.textContent, [r.left, r.top, r.right, r.bottom]];
+});
+"""
+
+
+@pytest.mark.django_db(transaction=True)
+def test_on_a_phone_each_causes_shaded_windows_have_a_legend_entry_clear_of_the_others(
+    browser, live_server, operator  # noqa: F811
+):
+    """The findings' windows were shaded with nothing saying what the bands were; each cause has a
+    legend entry now, and at 390 px the phone's legend makes room for their names too (its columns
+    were as wide as the traces' names only, and "Model checkpointing: idle windows" ran under the next)."""
+    from datetime import timedelta
+
+    from tests.test_timeline import START
+    from triage.models import JobTriage, RuleSet
+    from triage.taxonomy import Category
+
+    job = job_with_gpus(1)  # the causes' entries share a row: GPU 0 and Log events take the first
+    result = JobTriage.objects.create(job=job, rule_set=RuleSet.current(), status="classified", is_current=True)
+    for category, minutes in ((Category.MODEL_CHECKPOINTING, 10), (Category.REMOTE_DATA_READING, 50)):
+        window = {"start": (START + timedelta(minutes=minutes)).isoformat(),
+                  "end": (START + timedelta(minutes=minutes + 5)).isoformat(), "minutes": 5}  # fmt: skip
+        Finding.objects.create(result=result, job=job, rule_set=result.rule_set, category=category, confidence=0.9,
+                               summary="s", gpu_hours=1.0, evidence={"windows": [window]}, guidance={})  # fmt: skip
+    log_in(browser, live_server.url, operator, f"/jobs/{job.pk}/")
+    with window_width(browser, 390):
+        open_timeline_pointed_at(browser, f"{live_server.url}/jobs/{job.pk}/")
+        entries = dict(browser.execute_script(LEGEND_ENTRIES))
+        boxes = browser.execute_script(TIMELINE_BOXES)
+        browser.save_screenshot(str(SHOTS / "job-timeline-phone-causes.png"))
+    causes = ["Model checkpointing: idle windows", "Remote data reading: idle windows"]
+    assert all(name in entries for name in causes), entries
+    names = list(entries)
+    for i, name in enumerate(names):
+        for other in names[i + 1 :]:
+            assert not overlap(entries[name], entries[other]), f"{name!r} runs into {other!r}"
+        assert entries[name][2] <= boxes["chart"][2] + 1, f"{name!r} runs past the chart's right edge"
+    for plot in boxes["plots"]:
+        assert not overlap(boxes["legend"], plot), f"the legend {boxes['legend']} covers the plot {plot}"

@@ -217,3 +217,31 @@ def test_a_job_on_several_hosts_has_a_legend_entry_and_a_colour_a_host_not_a_gpu
     # One node of eight GPUs keeps an entry a GPU.
     one_node = build_timeline(series(8, 3600, 60), start=START, end=START + timedelta(hours=1))
     assert [t["name"] for t in one_node["data"] if t["showlegend"]] == [f"n1 GPU {g}" for g in range(8)]
+
+
+def test_each_causes_shaded_windows_have_one_legend_entry_in_its_colour():
+    """The findings' windows were shaded in their cause's colour with nothing to say what the bands
+    were or which cause a colour was; each cause now has one legend entry ("Model checkpointing: idle
+    windows"), and all its bands, on every panel, toggle with it."""
+    ckpt, data = "#a04000", "#1f618d"
+    at = [START + timedelta(minutes=m) for m in (5, 10, 20, 25, 40, 45)]
+    windows = [
+        {"start": at[0], "end": at[1], "label": "Model checkpointing", "colour": ckpt},
+        {"start": at[2], "end": at[3], "label": "Remote data reading", "colour": data},
+        {"start": at[4], "end": at[5], "label": "Model checkpointing", "colour": ckpt},
+    ]
+    figure = build_timeline(series(1, 3600, 60), start=START, end=START + timedelta(hours=1), windows=windows)
+    shapes = figure["layout"]["shapes"]
+    assert len(shapes) == 3 * 2  # each window on both panels (GPU util and memory)
+    entries = [shape for shape in shapes if shape["showlegend"]]
+    assert [(s["name"], s["fillcolor"]) for s in entries] == [
+        ("Model checkpointing: idle windows", ckpt),
+        ("Remote data reading: idle windows", data),
+    ]
+    groups = {s["legendgroup"] for s in shapes if s["fillcolor"] == ckpt}
+    assert len(groups) == 1 and len([s for s in shapes if s["legendgroup"] in groups]) == 4
+    assert len({s["legendgroup"] for s in shapes}) == 2
+    # A window without a cause's name (none today) is shaded as before, without an entry.
+    plain = build_timeline(series(1, 3600, 60), start=START, end=START + timedelta(hours=1),
+                           windows=[{"start": at[0], "end": at[1]}])  # fmt: skip
+    assert all("showlegend" not in shape for shape in plain["layout"]["shapes"])

@@ -44,10 +44,15 @@
   // auto-margin widens the left margin for anything nearer) with every entry as wide as the longest
   // name, they fall into as many columns as fit, and the chart grows by the rows that makes.
   var LEGEND_LEFT_PX = 12;
-  function narrowLayout(data, wide) {
-    var names = data.filter(function (trace) { return trace.showlegend !== false; }).map(function (trace) {
-      return trace.name;
-    });
+  // The legend's entries: the traces' and the shapes' that have one (each cause's shaded windows).
+  function legendNames(data, shapes) {
+    var traces = data.filter(function (trace) { return trace.showlegend !== false; });
+    var shaded = (shapes || []).filter(function (shape) { return shape.showlegend === true; });
+    return traces.concat(shaded).map(function (item) { return item.name; });
+  }
+
+  function narrowLayout(data, wide, shapes) {
+    var names = legendNames(data, shapes);
     var left = (wide.margin && wide.margin.l) || 0, right = 20;
     var namePx = Math.ceil(Math.max.apply(null, names.map(nameWidth).concat([0]))) + 2;
     var columns = Math.max(1, Math.floor((el.clientWidth - right - LEGEND_LEFT_PX) / (ENTRY_PX + namePx)));
@@ -67,7 +72,7 @@
     fontFamily = (figure.layout.font && figure.layout.font.family) || fontFamily;
     narrowShown = isNarrow();
     el.classList.toggle("timeline-narrow", narrowShown);
-    if (narrowShown) { Object.assign(figure.layout, narrowLayout(figure.data, wideLayout)); }
+    if (narrowShown) { Object.assign(figure.layout, narrowLayout(figure.data, wideLayout, figure.layout.shapes)); }
   }
 
   // A phone turned sideways, or a window narrowed past the breakpoint, kept the layout the chart was
@@ -76,7 +81,7 @@
   function refit(narrow) {
     narrowShown = narrow;
     el.classList.toggle("timeline-narrow", narrowShown);
-    var parts = narrowShown ? narrowLayout(el.data, wideLayout) : layoutParts(wideLayout);
+    var parts = narrowShown ? narrowLayout(el.data, wideLayout, el.layout.shapes) : layoutParts(wideLayout);
     // The legend after the height and margins: changed in one relayout, Plotly placed the legend where
     // the old height put it (19 px into the plot on a phone, when its rows wrapped anew).
     window.Plotly.relayout(el, {margin: parts.margin, height: parts.height}).then(function () {

@@ -292,11 +292,22 @@ def build_timeline(
             )
     # A window is shaded on each panel, from its foot to its top (the panel's y-axis domain): shaded over
     # the whole chart area (paper 0 to 1), it covered the time axis's labels and the gaps between panels.
+    # Each cause's shading has a legend entry ("Model checkpointing: idle windows", in its colour): without
+    # one, a reader could not tell what the bands were, nor which cause a colour was. A click on it hides
+    # or shows that cause's bands on every panel (one legend group).
     panel_axes = ["y" if index == 0 else f"y{index + 1}" for index in range(len(panels))]
+    named: set[str] = set()
     for window in windows:
+        label = window.get("label", "")
         for axis in panel_axes:
+            legend = {}
+            if label:
+                legend = {"name": html.escape(f"{label}: idle windows"), "legendgroup": html.escape(f"cause {label}")}
+                legend["showlegend"] = label not in named
+                named.add(label)
             layout["shapes"].append(
                 {
+                    **legend,
                     "type": "rect",
                     "xref": "x",
                     "yref": f"{axis} domain",
