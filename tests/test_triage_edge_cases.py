@@ -282,6 +282,31 @@ def test_interactive_session_with_bursts_is_interactive_and_not_unreleased():
     assert finding.gpu_hours < result.unused_gpu_hours
 
 
+def test_a_batch_job_guessed_to_be_a_session_is_not_called_a_batch_session():
+    # No session program, no interactive job type: bursts and idle stretches alone. The summary read
+    # "A session driven by a person (batch)", naming the job's type as if it were the session's program.
+    bursts = [(20, 35), (90, 100), (200, 230)]
+    frame = series(360, lambda t, g: 70 if any(a <= t < b for a, b in bursts) else 0, mem=lambda t, g: 0.3)
+    _, result = run(360, frame, job_type="batch", command="sbatch run.sh")
+    finding = next(f for f in result.findings if f.category == Category.INTERACTIVE_JOB)
+    assert finding.confidence < 0.5
+    assert finding.sub_cause == "session"
+    assert finding.summary.startswith(
+        "Looks like a session driven by a person (a batch job that runs no session program): GPUs idle"
+    )
+    assert "(batch)" not in finding.summary
+
+
+def test_a_batch_job_whose_script_starts_jupyter_names_jupyter():
+    bursts = [(20, 35), (90, 100), (200, 230)]
+    frame = series(360, lambda t, g: 70 if any(a <= t < b for a, b in bursts) else 0, mem=lambda t, g: 0.3)
+    script = ("run.sh", "#!/bin/bash\n#SBATCH --gres=gpu:1\njupyter lab --no-browser --port 8888\n")
+    _, result = run(360, frame, job_type="batch", command="sbatch run.sh", scripts=[script])
+    (finding,) = result.findings
+    assert finding.sub_cause == "jupyter"
+    assert finding.summary.startswith("A session driven by a person (jupyter): GPUs idle")
+
+
 def test_very_short_job_is_insufficient_data():
     frame = series(2, lambda t, g: 0)
     _, result = run(2, frame)

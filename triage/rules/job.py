@@ -27,7 +27,16 @@ def interactive_job(ev: Evidence, th: dict) -> list[Finding]:
         if trained or len(bursts) < 3 or idle_share < 0.7:
             return []
         confidence = 0.45
-    program = next((word for word in SESSION_WORDS if word in ev.job.command), ev.job.job_type)
+    program = next((word for word in SESSION_WORDS if word in ev.job.command), None)
+    if declared:
+        # The session's program: in the command, else the one the job script starts; a batch job's type is no program.
+        started = next((f.detail["argv"][0] for f in ev.scripts.of("shell_interactive") if f.detail.get("argv")), None)
+        program = program or started or ("interactive" if ev.job.job_type == "interactive" else None)
+        who = f"A session driven by a person ({program or 'interactive'})"
+    else:
+        # Guessed from the metrics alone: the job's type (batch) is no session program, so it is not named as one.
+        kind = ev.job.job_type or "batch"
+        who = f"Looks like a session driven by a person (a {kind} job that runs no session program)"
     # The waste is where the person left the GPUs idle, between the bursts: those stretches are the
     # finding's windows (shaded on the timeline) and its GPU-hours. A burst's own headroom is not
     # the session's doing.
@@ -39,8 +48,9 @@ def interactive_job(ev: Evidence, th: dict) -> list[Finding]:
             sub_cause=program.replace(" ", "_") if program else "session",
             confidence=confidence,
             summary=(
-                f"A session driven by a person ({program or 'interactive'}): GPUs idle {idle_share:.0%} of the "
-                f"covered time, with {len(bursts)} bursts of work; the windows are the idle stretches between them."
+                f"{who}: GPUs idle {idle_share:.0%} of the covered time, with {len(bursts)} bursts of work; "
+                "the windows are the idle stretches between them."
+                + ("" if declared else " No log or code shows a training loop.")
             ),
             windows=idle[:50],
             code=code,
