@@ -4,7 +4,12 @@ import os
 
 from celery import Celery
 
+from config.startup import settings_or_exit
+
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
+# Before Celery or Django reads them: a bad setting stops manage.py, gunicorn and celery alike with
+# its message alone, not a traceback (config/startup.py).
+settings_or_exit(os.environ["DJANGO_SETTINGS_MODULE"])
 
 # DjangoTask gives every task .delay_on_commit(): enqueue only once the surrounding
 # transaction has committed, so a worker never looks for a row that is not there yet.

@@ -116,6 +116,13 @@ try:
     }
 except ValueError as exc:
     raise ImproperlyConfigured(f"DATABASE_URL is not a database URL: {exc}") from None
+# dj-database-url knows MySQL, Oracle and more, whose drivers are not installed and whose SQL the
+# migrations do not speak: name the two that work instead of "Error loading MySQLdb module".
+if DATABASES["default"]["ENGINE"] not in ("django.db.backends.postgresql", "django.db.backends.sqlite3"):
+    raise ImproperlyConfigured(
+        f"DATABASE_URL must be a postgres:// (PostgreSQL) or sqlite:/// URL, not "
+        f"{env_str('DATABASE_URL').split('://', 1)[0]}://…"
+    )
 if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
     DATA_DIR.mkdir(parents=True, exist_ok=True)
     # WAL lets the dev server read while an in-process ingest writes; the timeout rides out short locks.

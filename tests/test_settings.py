@@ -89,3 +89,43 @@ def test_the_embedded_database_commits_without_waiting_for_the_disk(tmp_path):
     )
     assert result.returncode == 0, result.stderr
     assert result.stdout.split() == ["wal", "1"]
+
+
+def _run(args: list[str], **env) -> subprocess.CompletedProcess:
+    clean = {k: v for k, v in os.environ.items() if k not in {"SECRET_KEY", "DEBUG", "DATABASE_URL"}}
+    return subprocess.run(
+        [sys.executable, *args], cwd=REPO, env={**clean, **env}, capture_output=True, text=True, timeout=120
+    )
+
+
+@pytest.mark.parametrize(
+    ("variable", "value", "message"),
+    [
+        ("DIGEST_TIMEZONE", "Europe/Berln", "DIGEST_TIMEZONE='Europe/Berln' is not an IANA time zone."),
+        ("DATABASE_URL", "mysql2://fleet:pw@db/fleet", "DATABASE_URL must be a postgres:// (PostgreSQL) or sqlite:///"),
+    ],
+)
+@pytest.mark.parametrize("entry", [["manage.py", "migrate"], ["-c", "import config.wsgi"]], ids=["manage", "gunicorn"])
+def test_a_bad_setting_stops_every_process_with_one_sentence(tmp_path, entry, variable, value, message):
+    # manage.py, gunicorn's config.wsgi and `celery -A config` all import the config package first;
+    # before, each printed ~50 lines of import machinery above the message (MySQL: "Error loading
+    # MySQLdb module"). Exit code 4 makes gunicorn's master stop instead of respawning workers.
+    result = _run(entry, DEBUG="1", DATA_DIR=str(tmp_path), **{variable: value})
+    assert result.returncode == 4
+    assert "Traceback" not in result.stderr
+    assert result.stderr.startswith(f"Fleet Triage cannot start: {message}")
+    assert len(result.stderr.strip().splitlines()) == 1
+
+
+def test_an_unreachable_database_is_one_sentence_naming_where_it_is(tmp_path):
+    url = "postgres://fleet:sekrit@127.0.0.1:1/fleet_ops"  # nothing listens on port 1
+    result = _run(["manage.py", "migrate"], DEBUG="1", DATA_DIR=str(tmp_path), DATABASE_URL=url)
+    assert result.returncode == 4
+    assert "Traceback" not in result.stderr
+    assert result.stderr.startswith(
+        "Fleet Triage could not use its database, PostgreSQL at 127.0.0.1:1, database 'fleet_ops' (DATABASE_URL): "
+    )
+    assert "Connection refused" in result.stderr and "--traceback" in result.stderr
+    assert "sekrit" not in result.stderr
+    again = _run(["manage.py", "migrate", "--traceback"], DEBUG="1", DATA_DIR=str(tmp_path), DATABASE_URL=url)
+    assert "Traceback" in again.stderr  # still there for whoever debugs it
