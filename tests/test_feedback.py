@@ -19,6 +19,7 @@ from triage.taxonomy import Category
 pytestmark = pytest.mark.django_db
 
 CKPT, DATA = Category.MODEL_CHECKPOINTING, Category.DATA_PREPROCESSING
+SET_ASIDE = " The team's weekly digest no longer suggests this change for this job (unless someone answers right)."
 
 
 @pytest.fixture
@@ -57,7 +58,10 @@ def test_the_answer_is_confirmed_by_its_form_not_at_the_top_of_the_page(client, 
     response = answer(client, job, category=CKPT, verdict="wrong")
     assert response.url.endswith(f"#answer-{CKPT}")
     html = job_page(client, job)
-    said = 'role="status">Saved your answer on Model checkpointing: Wrong: not the cause.</p>'
+    said = (
+        'role="status">Saved your answer on Model checkpointing: Wrong: not the cause. The team&#x27;s weekly'
+        " digest no longer suggests this change for this job (unless someone answers right).</p>"
+    )
     assert said in answer_block(html, CKPT)
     assert html.count("Saved your answer") == 1  # not at the top of the page as well
     assert "Saved your answer" not in answer_block(html, DATA)
@@ -213,7 +217,7 @@ def test_an_owner_answers_from_the_job_page_in_a_browser(browser, live_server, m
     form.find_element(By.NAME, "comment").send_keys("one save an epoch, by design")
     form.find_element(By.CSS_SELECTOR, "button[type=submit]").click()
     message = browser.find_element(By.CSS_SELECTOR, f"#answer-{CKPT} p.message[role=status]")
-    assert message.text == "Saved your answer on Model checkpointing: Wrong: not the cause."
+    assert message.text == "Saved your answer on Model checkpointing: Wrong: not the cause." + SET_ASIDE
     assert browser.current_url.endswith(f"#answer-{CKPT}")
     # Where the reader is: the page lands on the answer form, and the confirmation is on screen with it.
     assert browser.execute_script(IN_VIEW, message) and not browser.find_elements(By.CSS_SELECTOR, "main > p.message")
@@ -386,3 +390,27 @@ def test_the_jobs_csv_says_what_was_answered_on_each_cause(client, member_a, ope
     rows = {row["name"]: row for row in csv.DictReader(io.StringIO(b"".join(export.streaming_content).decode()))}
     assert rows["ckpt-heavy"]["answers"] == "data_preprocessing: 1 intended; model_checkpointing: 1 right, 1 wrong"
     assert rows[quiet.name]["answers"] == ""
+
+
+def test_an_answer_says_what_it_changes_in_the_teams_digest(client, member_a, team_a, job):
+    """"Saved your answer" said nothing of what came of it: a cause answered wrong or intended, and
+    right by nobody, is no longer the job's fix in the team's digest, and the answer says so; while
+    someone says right it still is, and the answer says that."""
+    client.force_login(member_a)
+    answer(client, job, category=CKPT, verdict="expected")
+    said = unescape(answer_block(job_page(client, job), CKPT))
+    assert "Saved your answer on Model checkpointing: Intended: it is meant to run this way." + SET_ASIDE in said
+
+    colleague = OwnerFactory(team=team_a).user
+    other = Client()
+    other.force_login(colleague)
+    answer(other, job, category=CKPT, verdict="right")
+    said = unescape(answer_block(job_page(other, job), CKPT))
+    assert "Saved your answer on Model checkpointing: Right: this is why.</p>" in said  # nothing more to say
+
+    answer(client, job, category=CKPT, verdict="wrong")
+    said = unescape(answer_block(job_page(client, job), CKPT))
+    assert (
+        "Saved your answer on Model checkpointing: Wrong: not the cause. Someone answered right, so the team's"
+        " weekly digest still suggests this change for this job." in said
+    )

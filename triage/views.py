@@ -282,7 +282,14 @@ def job_feedback(request, pk: int):
         messages.success(request, f"Your answer on {label} was withdrawn.", extra_tags=at_answer)
     else:
         given = feedback.give(request.user, finding, form.cleaned_data["verdict"], form.cleaned_data["comment"])
-        messages.success(request, f"Saved your answer on {label}: {given.get_verdict_display()}.", extra_tags=at_answer)
+        said = f"Saved your answer on {label}: {given.get_verdict_display()}."
+        if given.verdict != Feedback.Verdict.RIGHT:  # what the answer changes, said where it is given
+            if (job.pk, category) in feedback.set_aside_causes([job.pk]):
+                said += " The team's weekly digest no longer suggests this change for this job"
+                said += " (unless someone answers right)."
+            else:
+                said += " Someone answered right, so the team's weekly digest still suggests this change for this job."
+        messages.success(request, said, extra_tags=at_answer)
     return redirect(f"{back}#answer-{category}")
 
 
