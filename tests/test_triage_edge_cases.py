@@ -262,6 +262,46 @@ def test_dataparallel_on_eight_gpus_is_data_exchange_not_oversubscription_or_api
     assert finding.numbers["aligned_dip_share"] > 0.25
 
 
+DDP_SCRIPT = (
+    "train.py",
+    "import torch\nimport torch.distributed as dist\nfrom torch.nn.parallel import DistributedDataParallel as DDP\n"
+    "dist.init_process_group('nccl')\nmodel = DDP(build(), device_ids=[rank])\n"
+    "for batch in loader:\n    loss = model(batch).sum()\n    loss.backward()\n    opt.step()\n",
+)
+
+
+def _exchange_guidance(finding):
+    from triage.guidance import guidance_for
+
+    return guidance_for(finding.category, finding.sub_cause, finding.numbers, gpu_hours=finding.gpu_hours,
+                        price_per_gpu_hour=None, currency="", job={"gpu_count": 8, "node_count": 1})  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("logs", "sub", "shown", "not_shown"),
+    [
+        ((), "synchronisation_dips", ["model.no_sync()", "bucket_cap_mb"], ["NCCL_IB_DISABLE", "dist.all_reduce"]),
+        (
+            [("out.log", "2026-11-02 08:00:05 NCCL INFO NET/Socket : Using [0]eth0:10.0.0.1<0>\n")],
+            "nccl_over_sockets",
+            ["NET/Socket", "NET/IB"],
+            ["dist.all_reduce"],
+        ),
+    ],
+)
+def test_a_ddp_jobs_exchange_guidance_shows_only_what_was_found(logs, sub, shown, not_shown):
+    # A DDP job whose only sign is dips every GPU shares was shown a per-parameter all-reduce loop and
+    # `export NCCL_IB_DISABLE=1` as its "before" code, though its script has neither.
+    frame = series(180, lambda t, g: 4 if round(t * 2) % 3 == 0 else 40, gpus=8, mem=lambda t, g: 0.55)
+    _, result = run(180, frame, gpu_count=8, scripts=[DDP_SCRIPT], logs=logs)
+    finding = next(f for f in result.findings if f.category == Category.DATA_EXCHANGE)
+    assert finding.sub_cause == sub
+    guide = _exchange_guidance(finding)
+    code = guide["before"] + guide["after"]
+    assert all(text in code for text in shown), code
+    assert not any(text in code for text in not_shown), code
+
+
 def test_interactive_session_with_bursts_is_interactive_and_not_unreleased():
     bursts = [(20, 35), (90, 100), (200, 230)]
 

@@ -158,6 +158,43 @@ GUIDES: dict[Category, dict] = {
                 "model = nn.DataParallel(model)\npython train.py",
                 "model = DDP(model, device_ids=[local_rank])\ntorchrun --nproc_per_node={gpus_per_node} train.py",
             ),
+            # Each sub-cause shows in its code what the rule found, and only that: a job whose only sign is
+            # dips every GPU shares is not shown a per-parameter all-reduce or NCCL_IB_DISABLE it does not have.
+            "unbucketed_allreduce_over_sockets": (
+                "Let DDP bucket and overlap gradient all-reduce with backward, and let NCCL use InfiniBand/GPUDirect "
+                "RDMA instead of TCP sockets.",
+                "for p in model.parameters():\n    dist.all_reduce(p.grad)\nexport NCCL_IB_DISABLE=1",
+                "model = DDP(model, device_ids=[local_rank])   # bucketed, overlapped all-reduce\n"
+                "# drop NCCL_IB_DISABLE=1 so NCCL uses InfiniBand",
+            ),
+            "unbucketed_allreduce": (
+                "Let DDP bucket gradients and overlap their all-reduce with backward, instead of all-reducing "
+                "one parameter at a time after it.",
+                "loss.backward()\nfor p in model.parameters():\n    dist.all_reduce(p.grad)",
+                "model = DDP(model, device_ids=[local_rank])   # bucketed, overlapped all-reduce\n"
+                "loss.backward()                               # gradients are exchanged during backward",
+            ),
+            "nccl_over_sockets": (
+                "Let NCCL use InfiniBand/GPUDirect RDMA instead of TCP sockets (ask the cluster's admins which "
+                "interfaces the nodes have).",
+                "NCCL INFO NET/Socket : Using [0]eth0   # in the log: NCCL sends over TCP\n"
+                "# because of export NCCL_IB_DISABLE=1 (or P2P_DISABLE), or no InfiniBand device NCCL can see",
+                "# no NCCL_IB_DISABLE / NCCL_P2P_DISABLE; NCCL_DEBUG=INFO then shows\n"
+                "# NCCL INFO NET/IB : Using [0]mlx5_0:1/IB",
+            ),
+            "synchronisation_dips": (
+                "Exchange gradients less often or with more overlap: accumulate gradients over several micro-batches "
+                "(`no_sync`), give DDP larger buckets, fill a node's GPUs before adding nodes; check with "
+                "`NCCL_DEBUG=INFO` that NCCL uses InfiniBand (NET/IB), not sockets.",
+                "for batch in loader:\n    loss = model(batch).loss\n    loss.backward()   # all-reduce every step\n"
+                "    opt.step(); opt.zero_grad()",
+                "model = DDP(model, device_ids=[local_rank], bucket_cap_mb=100)\n"
+                "for i, batch in enumerate(loader):\n"
+                "    sync = (i + 1) % accum_steps == 0\n"
+                "    with nullcontext() if sync else model.no_sync():   # all-reduce on sync steps only\n"
+                "        (model(batch).loss / accum_steps).backward()\n"
+                "    if sync:\n        opt.step(); opt.zero_grad()",
+            ),
             "default": (
                 "Let DDP bucket and overlap gradient all-reduce with backward; use InfiniBand/GPUDirect RDMA "
                 "(not TCP sockets); fill a node's GPUs before adding nodes; accumulate gradients.",

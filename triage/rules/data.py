@@ -90,10 +90,13 @@ def data_exchange(ev: Evidence, th: dict) -> list[Finding]:
     code_signal = bool(dataparallel or manual)
     if not (metric or code_signal):
         return []
+    sockets = bool(socket_env or socket_lines)
     if dataparallel:
         sub = "dataparallel"
-    elif manual or socket_env or socket_lines:
-        sub = "unbucketed_allreduce_over_sockets" if (socket_env or socket_lines) else "unbucketed_allreduce"
+    elif manual:
+        sub = "unbucketed_allreduce_over_sockets" if sockets else "unbucketed_allreduce"
+    elif sockets:  # dips and NCCL over sockets, no all-reduce of its own in the loop
+        sub = "nccl_over_sockets"
     else:
         sub = "synchronisation_dips"
     confidence = 0.55 + 0.3 * metric + 0.15 * code_signal
@@ -104,7 +107,7 @@ def data_exchange(ev: Evidence, th: dict) -> list[Finding]:
         parts.append("nn.DataParallel scatters inputs and gathers outputs through GPU 0 every step")
     if manual:
         parts.append("gradients are all-reduced one parameter at a time in the step loop")
-    if socket_env or socket_lines:
+    if sockets:
         parts.append("NCCL runs over TCP sockets, not InfiniBand")
     return [
         Finding(
