@@ -166,7 +166,7 @@ def test_a_slurm_pull_without_a_metrics_source_stores_slurms_average(monkeypatch
     from tests.test_connectors_sync import Slurmrestd, make_connector
 
     settings.CONNECTOR_HTTP_RETRIES = 1
-    monkeypatch.setenv("TEST_SLURM_JWT", "jwt-secret")
+    monkeypatch.setenv("FLEET_SECRET_TEST_SLURM_JWT", "jwt-secret")
     api = Slurmrestd(1)
     record = api.jobs[0]
     start = record["time"]["start"]
@@ -182,10 +182,75 @@ def test_a_slurm_pull_without_a_metrics_source_stores_slurms_average(monkeypatch
             server.url,
             auth=Connector.Auth.HEADER,
             secret_header="X-SLURM-USER-TOKEN",
-            secret_ref="env:TEST_SLURM_JWT",
+            secret_ref="env:FLEET_SECRET_TEST_SLURM_JWT",
             options={"api_version": "v0.0.41", "initial_days": 0.5},
         )
         result = sync.sync_connector(connector.pk)
     assert result.status == "succeeded", result.errors
     job = Job.objects.get(external_id="9000")
     assert job.mean_gpu_util == pytest.approx(60.0) and job.util_from_steps and not job.series_file
+
+
+# -- what people see: an average, said to be one ----------------------------------------------------
+@pytest.fixture
+def slurm_jobs(db, tmp_path):
+    from fleet.models import Job
+
+    sacct_bytes = (FIXTURES / "sacct_v0.0.41.json").read_bytes()
+    import_archive(
+        tmp_path,
+        {"native/slurm/sacct.json": sacct_bytes, "native/prometheus/4242/gpu.json": prometheus_util("4242", 25)},
+    )
+    return Job.objects.get(external_id="4242"), Job.objects.get(external_id="4250_3")
+
+
+def test_the_job_page_says_the_figure_is_slurms_average_and_why_there_is_no_timeline(client, operator, slurm_jobs):
+    from django.urls import reverse
+
+    sampled, summarised = slurm_jobs
+    client.force_login(operator)
+    page = client.get(reverse("dashboard:job-detail", args=[summarised.pk])).content.decode()
+    assert "45.0 %" in page and "from Slurm's step accounting (an average of the whole run; no time series)" in page
+    assert "100 % of GPU time" not in page and "none (0 samples)" in page  # not a full sample coverage
+    timeline = client.get(reverse("dashboard:job-timeline", args=[summarised.pk])).json()
+    assert timeline["data"] == [] and "Slurm's step accounting, one average for the whole run" in timeline["empty"]
+    sampled_page = client.get(reverse("dashboard:job-detail", args=[sampled.pk])).content.decode()
+    assert "step accounting" not in sampled_page and "100 % of GPU time" in sampled_page
+
+
+def test_the_jobs_list_and_the_api_mark_slurms_average(client, operator, slurm_jobs):
+    from django.urls import reverse
+
+    sampled, summarised = slurm_jobs
+    client.force_login(operator)
+    rows = client.get(reverse("dashboard:job-list")).content.decode().split("<tr>")
+    [summarised_row] = [row for row in rows if "4250_3" in row]
+    [sampled_row] = [row for row in rows if "/4242<" in row or "4242</a>" in row]
+    assert "45 %" in summarised_row and "Slurm avg" in summarised_row
+    assert "25 %" in sampled_row and "Slurm avg" not in sampled_row
+    jobs = {job["external_id"]: job for job in client.get("/api/v1/jobs/").json()["results"]}
+    assert jobs["4250_3"]["mean_gpu_util_source"] == "slurm_step_accounting"
+    assert jobs["4242"]["mean_gpu_util_source"] == "samples"
+    assert jobs["4245"]["mean_gpu_util_source"] is None and jobs["4245"]["mean_gpu_util"] is None
+    detail = client.get(f"/api/v1/jobs/{summarised.pk}/").json()
+    assert detail["mean_gpu_util_source"] == "slurm_step_accounting" and detail["sample_count"] == 0
+
+
+def test_triage_finds_no_cause_in_an_average(slurm_jobs):
+    from triage.services import triage_job
+
+    _, summarised = slurm_jobs  # 45 %: low, but an average has no idle gaps or phases to explain
+    result = triage_job(summarised)
+    assert result.status == "insufficient_data" and not result.findings.exists()
+    assert result.reason == "no GPU utilization samples"
+
+
+def test_the_totals_count_slurms_average_as_a_figure_and_its_unused_hours(slurm_jobs):
+    from fleet.models import Job
+    from triage.dashboard import queries
+
+    sampled, summarised = slurm_jobs
+    totals = queries.totals(Job.objects.all(), 40.0)
+    assert totals.no_util_jobs == 1  # only the CPU job: the average is a figure
+    assert totals.unused_gpu_hours == pytest.approx(sampled.unused_gpu_hours + summarised.unused_gpu_hours)
+    assert totals.covered_gpu_hours == pytest.approx(sampled.gpu_hours * sampled.coverage + summarised.gpu_hours)

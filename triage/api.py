@@ -142,6 +142,14 @@ class JobSerializer(serializers.ModelSerializer):
     team = serializers.CharField(source="team.slug", read_only=True)
     triage = serializers.SerializerMethodField()
     categories = serializers.SerializerMethodField()
+    mean_gpu_util_source = serializers.ChoiceField(
+        choices=["samples", "slurm_step_accounting"],
+        read_only=True,
+        allow_null=True,
+        help_text="Where mean_gpu_util (and unused_gpu_hours) come from: the job's GPU samples, or, for a job "
+        "without any, Slurm's step accounting (gres/gpuutil: an average of the whole run, no time series; "
+        "coverage is then 1 and sample_count 0). null without a figure.",
+    )
 
     class Meta:
         model = Job
@@ -160,6 +168,7 @@ class JobSerializer(serializers.ModelSerializer):
             "gpu_model",
             "node_count",
             "mean_gpu_util",
+            "mean_gpu_util_source",
             "peak_gpu_mem_util",
             "gpu_hours",
             "unused_gpu_hours",

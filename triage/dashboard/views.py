@@ -324,6 +324,11 @@ def job_timeline(request, pk: int):
                 f"The raw series was pruned on {job.series_pruned_at:%Y-%m-%d} (series retention); the summary"
                 " figures and findings on this page were computed from the full series."
             )
+        elif job.util_from_steps:
+            empty = (
+                f"No metric samples were supplied for this job: its {job.mean_gpu_util:.1f} % mean GPU utilization is"
+                " Slurm's step accounting, one average for the whole run, with no time series to draw."
+            )
         else:
             empty = "No metric samples were supplied for this job."
         return JsonResponse({"data": [], "layout": {}, "empty": empty})
