@@ -726,6 +726,18 @@ def test_the_digest_page_opens_on_the_newest_week_with_jobs_the_user_may_see(fle
     assert client.get(reverse("digests:index")).context["week"] == services.default_week()
 
 
+def test_the_digest_pages_say_which_days_a_week_is(member_a, team_a, client):
+    """"Digests for 2026-W47" left a reader who does not count ISO weeks to work out which days those
+    were; the digest pages give the week's days, as the digest's own heading does."""
+    client.force_login(member_a)
+    page = client.get(reverse("digests:index"), {"week": WEEK}).content.decode()
+    assert 'Digests for 2026-W47 <span class="muted">(16–22 Nov 2026, UTC)</span>' in page
+    page = client.get(reverse("digests:preview-team", args=[team_a.slug, "2027-W01"])).content.decode()
+    assert "2027-W01 (4–10 Jan 2027, UTC)</span></h1>" in page
+    page = client.get(reverse("digests:preview-team", args=[team_a.slug, "2026-W53"])).content.decode()
+    assert "2026-W53 (28 Dec 2026 – 3 Jan 2027, UTC)</span></h1>" in page
+
+
 def test_both_digests_read_on_a_phone_without_scrolling_sideways(smtp, fleet, member_a, operator, browser, tmp_path):  # noqa: F811
     """Opened 320 px wide (a small phone's mail app), neither email is wider than the screen. The
     operator's needed 374 px: each team's waste share and its total held on one line, and 24 px

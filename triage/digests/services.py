@@ -545,7 +545,7 @@ def _base_context(kind: str, period: Period, jobs, team: Team | None, hidden: fr
         "week": week,
         "previous_week": weeks.shift(week, -1),
         "period": period,
-        "week_label": _week_label(period),
+        "week_label": weeks.label(period),
         "totals": current,
         "previous_totals": previous,
         "kpis": kpis(current, previous),
@@ -600,15 +600,6 @@ def job_findings_url(job_id: int) -> str:
     """A job's page for the email, opened at its findings (`#findings`, the causes and their fixes the
     digest names), not at the top, above its facts and summary."""
     return absolute(reverse("dashboard:job-detail", args=[job_id]) + "#findings")
-
-
-def _week_label(period: Period) -> str:
-    first, last = period.start.date(), period.last_day
-    if first.month == last.month:
-        return f"{first.day}–{last.day} {last:%b %Y}"
-    if first.year == last.year:
-        return f"{first.day} {first:%b} – {last.day} {last:%b %Y}"
-    return f"{first.day} {first:%b %Y} – {last.day} {last:%b %Y}"
 
 
 def team_context(team: Team, period: Period, hidden: frozenset[int] = frozenset()) -> dict:

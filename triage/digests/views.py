@@ -44,6 +44,7 @@ def index(request):
         "digests/index.html",
         {
             "week": week,
+            "week_label": weeks.label(weeks.parse_week(week)),
             "previous_week": weeks.shift(week, -1),
             "next_week": weeks.shift(week, 1),
             "teams": Team.objects.visible_to(request.user),
@@ -71,6 +72,7 @@ def _preview(request, kind: str, week: str, team: Team | None):
             "kind": kind,
             "team": team,
             "week": week,
+            "week_label": weeks.label(weeks.parse_week(week)),
             "previous_week": weeks.shift(week, -1),
             "next_week": weeks.shift(week, 1),
             "subject": subject,

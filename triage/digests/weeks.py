@@ -49,3 +49,14 @@ def shift(week: str, weeks: int) -> str:
 def dashboard_query(period: Period) -> str:
     """The dashboard's query string for exactly this week (its custom period takes inclusive days)."""
     return f"from={period.start.date().isoformat()}&to={period.last_day.isoformat()}"
+
+
+def label(period: Period) -> str:
+    """A week's days in words, "16–22 Nov 2026": what "2026-W47" means to a reader who does not count
+    ISO weeks (a digest's heading, the digest pages' weeks)."""
+    first, last = period.start.date(), period.last_day
+    if first.month == last.month:
+        return f"{first.day}–{last.day} {last:%b %Y}"
+    if first.year == last.year:
+        return f"{first.day} {first:%b} – {last.day} {last:%b %Y}"
+    return f"{first.day} {first:%b %Y} – {last.day} {last:%b %Y}"
