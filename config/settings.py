@@ -7,6 +7,7 @@ DATA_DIR and Celery tasks executed in-process, so one command shows the product.
 from __future__ import annotations
 
 import os
+import re
 import secrets
 from datetime import timedelta
 from pathlib import Path
@@ -358,6 +359,19 @@ LOGGING = {
 # A Fernet key for connector secrets stored in the database; without one it is derived from
 # SECRET_KEY (then rotating SECRET_KEY means entering the secrets again).
 CONNECTOR_SECRET_KEY = env_str("CONNECTOR_SECRET_KEY")
+# What a connector's secret reference may name (fleet/connectors/secrets.py): operators are not the
+# server's administrators, and env:SECRET_KEY or file:/etc/... on a connector pointed at a server of
+# their own would send it there. Variables: names, or prefixes ending in *; files: under these folders.
+CONNECTOR_SECRET_ENV = env_list("CONNECTOR_SECRET_ENV", ["FLEET_SECRET_*"])
+CONNECTOR_SECRET_DIRS = env_list("CONNECTOR_SECRET_DIRS", [])
+for _entry in CONNECTOR_SECRET_ENV:
+    if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*\*?", _entry):
+        raise ImproperlyConfigured(
+            f"CONNECTOR_SECRET_ENV: {_entry!r} is not a variable name or a prefix ending in * (e.g. FLEET_SECRET_*)."
+        )
+for _entry in CONNECTOR_SECRET_DIRS:
+    if not _entry.startswith("/") or Path(_entry).resolve() == Path("/"):
+        raise ImproperlyConfigured(f"CONNECTOR_SECRET_DIRS: {_entry!r} is not an absolute folder other than /.")
 CONNECTOR_HTTP_TIMEOUT = env_float("CONNECTOR_HTTP_TIMEOUT", 30.0, minimum=0.1)
 CONNECTOR_HTTP_RETRIES = env_int("CONNECTOR_HTTP_RETRIES", 5, minimum=0)
 CONNECTOR_HTTP_BACKOFF = env_float("CONNECTOR_HTTP_BACKOFF", 1.0, minimum=0)  # seconds, doubled per retry, + jitter

@@ -116,14 +116,14 @@ def mlflow_connector(url: str, **options) -> Connector:
         "mlflow",
         url,
         auth=Connector.Auth.BEARER,
-        secret_ref="env:TEST_MLFLOW_TOKEN",
+        secret_ref="env:FLEET_SECRET_TEST_MLFLOW_TOKEN",
         options={"experiment_ids": ["7"], "window_hours": 1, "initial_days": 0.5} | options,
     )
 
 
 @pytest.mark.django_db
 def test_an_mlflow_pull_stores_each_finished_gpu_run_once_with_its_system_metrics(monkeypatch):
-    monkeypatch.setenv("TEST_MLFLOW_TOKEN", "mlflow-token")
+    monkeypatch.setenv("FLEET_SECRET_TEST_MLFLOW_TOKEN", "mlflow-token")
     runs = [run(n) for n in range(5)]
     runs.append(run(5, gpus=0))  # no GPU metrics: not a GPU job
     runs.append(run(6) | {"info": run(6)["info"] | {"status": "RUNNING", "end_time": None}})  # not ended yet
@@ -179,7 +179,7 @@ def test_an_mlflow_pull_stores_each_finished_gpu_run_once_with_its_system_metric
 
 @pytest.mark.django_db
 def test_an_mlflow_pull_without_its_token_fails_and_says_so(monkeypatch):
-    monkeypatch.setenv("TEST_MLFLOW_TOKEN", "wrong")
+    monkeypatch.setenv("FLEET_SECRET_TEST_MLFLOW_TOKEN", "wrong")
     with FakePlatform() as server:
         Mlflow([run(0)]).install(server)
         result = sync.sync_connector(mlflow_connector(server.url).pk)
@@ -325,7 +325,7 @@ class MlflowArtifacts(Mlflow):
 
 @pytest.mark.django_db
 def test_an_mlflow_pull_keeps_the_runs_logs_and_requirements_and_not_their_models(monkeypatch):
-    monkeypatch.setenv("TEST_MLFLOW_TOKEN", "mlflow-token")
+    monkeypatch.setenv("FLEET_SECRET_TEST_MLFLOW_TOKEN", "mlflow-token")
     with FakePlatform() as server:
         MlflowArtifacts([run(0)]).install(server)
         server.fault("/get-artifact", "503")
@@ -342,7 +342,7 @@ def test_an_mlflow_pull_keeps_the_runs_logs_and_requirements_and_not_their_model
 
 @pytest.mark.django_db
 def test_artifacts_can_be_left_out_or_chosen(monkeypatch):
-    monkeypatch.setenv("TEST_MLFLOW_TOKEN", "mlflow-token")
+    monkeypatch.setenv("FLEET_SECRET_TEST_MLFLOW_TOKEN", "mlflow-token")
     with FakePlatform() as server:
         MlflowArtifacts([run(0)]).install(server)
         sync.sync_connector(mlflow_connector(server.url, fetch_artifacts=False).pk)

@@ -293,7 +293,7 @@ class Slurmrestd:
 
 
 def test_slurm_pull_in_windows_with_faults(monkeypatch):
-    monkeypatch.setenv("TEST_SLURM_JWT", "jwt-secret")
+    monkeypatch.setenv("FLEET_SECRET_TEST_SLURM_JWT", "jwt-secret")
     api = Slurmrestd(8)
     with FakePlatform() as server:
         api.install(server)
@@ -303,7 +303,7 @@ def test_slurm_pull_in_windows_with_faults(monkeypatch):
             server.url,
             auth=Connector.Auth.HEADER,
             secret_header="X-SLURM-USER-TOKEN",
-            secret_ref="env:TEST_SLURM_JWT",
+            secret_ref="env:FLEET_SECRET_TEST_SLURM_JWT",
             options={
                 "api_version": "v0.0.41",
                 "window_hours": 1,
@@ -349,13 +349,13 @@ def test_slurm_without_the_token_fails_and_says_so():
 
 
 def _slurm_with_token(url: str, monkeypatch) -> Connector:
-    monkeypatch.setenv("TEST_SLURM_JWT", "jwt-secret")
+    monkeypatch.setenv("FLEET_SECRET_TEST_SLURM_JWT", "jwt-secret")
     return make_connector(
         "slurm",
         url,
         auth=Connector.Auth.HEADER,
         secret_header="X-SLURM-USER-TOKEN",
-        secret_ref="env:TEST_SLURM_JWT",
+        secret_ref="env:FLEET_SECRET_TEST_SLURM_JWT",
         headers={"X-Scope-OrgID": "tenant-7"},
         options={"api_version": "v0.0.41", "window_hours": 24, "initial_days": 0.5},
     )

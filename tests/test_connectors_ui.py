@@ -63,7 +63,7 @@ def test_a_secret_is_stored_encrypted_and_never_shown_back(client, operator):
 
 
 def test_a_secret_reference_reads_the_environment(client, operator, monkeypatch):
-    monkeypatch.setenv("PROM_TOKEN", "from-env")
+    monkeypatch.setenv("FLEET_SECRET_PROM_TOKEN", "from-env")
     client.force_login(operator)
     data = form_data(
         name="prom",
@@ -71,7 +71,7 @@ def test_a_secret_reference_reads_the_environment(client, operator, monkeypatch)
         cluster="",
         auth="bearer",
         secret="",
-        secret_reference="env:PROM_TOKEN",
+        secret_reference="env:FLEET_SECRET_PROM_TOKEN",
         options='{"step": "30s"}',
     )
     assert client.post(reverse("connectors:create"), data).status_code == 302
@@ -130,8 +130,9 @@ def test_secrets_and_headers_http_cannot_send_are_refused_without_quoting_them(
 
 
 def test_a_secret_file_of_several_lines_fails_the_check_and_the_pull_without_showing_it(
-    client, operator, tmp_path, django_capture_on_commit_callbacks
+    client, operator, tmp_path, settings, django_capture_on_commit_callbacks
 ):
+    settings.CONNECTOR_SECRET_DIRS = [str(tmp_path)]
     token = tmp_path / "token"
     token.write_text(f"{SECRET}\nsecond line\n")
     client.force_login(operator)
@@ -820,3 +821,68 @@ def test_a_stored_secret_is_not_kept_for_a_url_on_another_server(client, operato
     # Moving it with the secret cleared, and no auth, is fine too.
     cleared = form_data(secret="", clear_secret="on", auth="none", url="https://elsewhere.example")
     assert client.post(reverse("connectors:edit", args=[connector.pk]), cleared).status_code == 302
+
+
+# --- A reference names only what the server's administrator allows ----------------------------------
+
+
+@pytest.mark.parametrize(
+    ("reference", "refused"),
+    [
+        ("env:SECRET_KEY", "The environment variable SECRET_KEY may not be read by connectors"),
+        ("env:DATABASE_URL", "The environment variable DATABASE_URL may not be read by connectors"),
+        ("env:HOME", "The environment variable HOME may not be read by connectors"),
+        ("file:/etc/passwd", "The file /etc/passwd is not in a folder connectors may read"),
+        ("file:{secrets}/../outside", "The file {secrets}/../outside is not in a folder connectors may read"),
+        ("file:{secrets}/link", "The file {secrets}/link is not in a folder connectors may read"),
+    ],
+)
+def test_a_reference_to_a_server_setting_or_any_file_is_refused(
+    client, operator, settings, tmp_path, reference, refused
+):
+    """Operators are not the server's administrators, yet a reference could name any variable or
+    file: env:SECRET_KEY on a connector pointed at a server of the operator's own, and Check
+    connection sent the service's SECRET_KEY (or the database's password, or /etc/shadow) there."""
+    secrets_dir = tmp_path / "secrets"
+    secrets_dir.mkdir()
+    (tmp_path / "outside").write_text("not a connector's")
+    (secrets_dir / "link").symlink_to(tmp_path / "outside")
+    settings.CONNECTOR_SECRET_ENV = ["FLEET_SECRET_*", "SECRET_KEY"]  # never the service's own, even if listed
+    settings.CONNECTOR_SECRET_DIRS = [str(secrets_dir)]
+    client.force_login(operator)
+    reference = reference.format(secrets=secrets_dir)
+    response = client.post(reverse("connectors:create"), form_data(secret="", secret_reference=reference))
+    assert response.status_code == 200 and not Connector.objects.exists()
+    page = response.content.decode().replace("&#x27;", "'")
+    assert refused.format(secrets=secrets_dir) in page
+    assert (
+        f"on this server a secret reference may name env: the variables FLEET_SECRET_*, SECRET_KEY"
+        f" (CONNECTOR_SECRET_ENV) and file: files under {secrets_dir} (CONNECTOR_SECRET_DIRS)" in page
+    )
+
+
+def test_an_allowed_reference_is_read_and_one_stored_before_the_limits_fails_the_check_by_name(
+    client, operator, settings, tmp_path, monkeypatch
+):
+    settings.CONNECTOR_SECRET_DIRS = [str(tmp_path)]
+    (tmp_path / "slurm-jwt").write_text("jwt-from-file\n")
+    client.force_login(operator)
+    data = form_data(secret="", secret_reference=f"file:{tmp_path}/slurm-jwt")
+    assert client.post(reverse("connectors:create"), data).status_code == 302
+    assert Connector.objects.get().secret() == "jwt-from-file"
+    # A reference saved before the limits (or that the settings no longer allow) is refused when used.
+    monkeypatch.setenv("DATABASE_URL", "postgres://fleet:db-password@db/fleet")
+    old = Connector.objects.create(
+        name="old", kind="generic", url="http://127.0.0.1:9", cluster="c1", auth="bearer", secret_ref="env:DATABASE_URL"
+    )
+    checked = client.post(reverse("connectors:check", args=[old.pk]), follow=True).content.decode()
+    assert "the environment variable DATABASE_URL may not be read by connectors" in checked
+    assert "db-password" not in checked
+
+
+def test_without_secret_folders_no_file_may_be_named(client, operator, settings):
+    settings.CONNECTOR_SECRET_DIRS = []
+    client.force_login(operator)
+    data = form_data(secret="", secret_reference="file:/run/secrets/slurm-jwt")
+    page = client.post(reverse("connectors:create"), data).content.decode()
+    assert "and no file (CONNECTOR_SECRET_DIRS)" in page and not Connector.objects.exists()

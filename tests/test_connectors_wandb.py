@@ -185,7 +185,7 @@ def wandb_connector(url: str, name: str = "wandb-test", **options) -> Connector:
         name=name,
         auth=Connector.Auth.BASIC,
         username="api",
-        secret_ref="env:TEST_WANDB_KEY",
+        secret_ref="env:FLEET_SECRET_TEST_WANDB_KEY",
         options={"entity": "vision-lab", "projects": ["resnet", "llm"], "window_hours": 1, "initial_days": 0.5}
         | options,
     )
@@ -193,7 +193,7 @@ def wandb_connector(url: str, name: str = "wandb-test", **options) -> Connector:
 
 @pytest.mark.django_db
 def test_a_wandb_pull_stores_each_stopped_gpu_run_once_with_its_system_metrics(monkeypatch):
-    monkeypatch.setenv("TEST_WANDB_KEY", KEY)
+    monkeypatch.setenv("FLEET_SECRET_TEST_WANDB_KEY", KEY)
     resnet = [node(n) for n in range(5)]
     resnet.append(node(5, gpus=0))  # no GPU metrics: not a GPU job
     resnet.append(node(6, state="running"))  # not stopped: not asked for
@@ -307,7 +307,7 @@ def test_a_wandb_pull_stores_each_stopped_gpu_run_once_with_its_system_metrics(m
 
 @pytest.mark.django_db
 def test_a_wandb_pull_with_a_wrong_key_fails_and_says_so(monkeypatch):
-    monkeypatch.setenv("TEST_WANDB_KEY", "not-the-key")
+    monkeypatch.setenv("FLEET_SECRET_TEST_WANDB_KEY", "not-the-key")
     with FakePlatform() as server:
         Wandb({"resnet": [node(0)]}).install(server)
         result = sync.sync_connector(wandb_connector(server.url, projects=["resnet"]).pk)
@@ -318,7 +318,7 @@ def test_a_wandb_pull_with_a_wrong_key_fails_and_says_so(monkeypatch):
 
 @pytest.mark.django_db
 def test_an_unknown_project_and_a_graphql_error_are_named(monkeypatch):
-    monkeypatch.setenv("TEST_WANDB_KEY", KEY)
+    monkeypatch.setenv("FLEET_SECRET_TEST_WANDB_KEY", KEY)
     with FakePlatform() as server:
         Wandb({"resnet": [node(0)]}).install(server)
         result = sync.sync_connector(wandb_connector(server.url, projects=["resnet", "typo"]).pk)

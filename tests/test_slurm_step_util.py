@@ -166,7 +166,7 @@ def test_a_slurm_pull_without_a_metrics_source_stores_slurms_average(monkeypatch
     from tests.test_connectors_sync import Slurmrestd, make_connector
 
     settings.CONNECTOR_HTTP_RETRIES = 1
-    monkeypatch.setenv("FLEET_SECRET_TEST_SLURM_JWT", "jwt-secret")
+    monkeypatch.setenv("FLEET_SECRET_FLEET_SECRET_TEST_SLURM_JWT", "jwt-secret")
     api = Slurmrestd(1)
     record = api.jobs[0]
     start = record["time"]["start"]
@@ -182,7 +182,7 @@ def test_a_slurm_pull_without_a_metrics_source_stores_slurms_average(monkeypatch
             server.url,
             auth=Connector.Auth.HEADER,
             secret_header="X-SLURM-USER-TOKEN",
-            secret_ref="env:FLEET_SECRET_TEST_SLURM_JWT",
+            secret_ref="env:FLEET_SECRET_FLEET_SECRET_TEST_SLURM_JWT",
             options={"api_version": "v0.0.41", "initial_days": 0.5},
         )
         result = sync.sync_connector(connector.pk)

@@ -7,6 +7,7 @@ from urllib.parse import urlsplit
 
 from django import forms
 
+from fleet.connectors import secrets
 from fleet.connectors.base import ConfigError, ConnectorSettings, header_problem
 from fleet.connectors.http import same_origin
 from fleet.connectors.models import MAX_INTERVAL_MINUTES, Connector, validate_service_url
@@ -40,7 +41,8 @@ class ConnectorForm(forms.ModelForm):
     )
     secret_reference = forms.CharField(
         required=False,
-        help_text="Instead of a stored secret: env:VARIABLE or file:/path/to/token (read on every pull).",
+        help_text="Instead of a stored secret: env:VARIABLE or file:/path/to/token (read on every pull), "
+        "as far as the server allows (CONNECTOR_SECRET_ENV, CONNECTOR_SECRET_DIRS).",
     )
     clear_secret = forms.BooleanField(required=False, help_text="Forget the stored secret.")
     # Declared, not derived: a PositiveIntegerField's form field told the browser min="0" (and no
@@ -122,6 +124,12 @@ class ConnectorForm(forms.ModelForm):
         value = self.cleaned_data["secret_reference"].strip()
         if value and not SECRET_REFERENCE.match(value):
             raise forms.ValidationError("Use env:VARIABLE_NAME or file:/absolute/path.")
+        problem = value and secrets.reference_problem(value)
+        if problem:
+            raise forms.ValidationError(
+                f"{problem[0].upper()}{problem[1:]}: on this server a secret reference may name "
+                f"{secrets.allowed_references()}, which the server's administrator sets."
+            )
         return value
 
     def clean_headers(self):

@@ -41,20 +41,57 @@ def decrypt(token: str) -> str:
         ) from None
 
 
-def resolve_reference(reference: str) -> str:
-    """The secret named by `env:NAME` (an environment variable) or `file:/path` (read on every pull,
-    so a token a cron job refreshes — e.g. `scontrol token` — is picked up)."""
+# The service's own secrets: never read for a connector, whatever CONNECTOR_SECRET_ENV allows.
+SERVICE_SECRETS = frozenset({"SECRET_KEY", "CONNECTOR_SECRET_KEY", "DATABASE_URL", "REDIS_URL", "EMAIL_HOST_PASSWORD"})
+
+
+def allowed_references() -> str:
+    """What a reference may name on this server, in words (the form's error, the check's)."""
+    names = getattr(settings, "CONNECTOR_SECRET_ENV", [])
+    folders = getattr(settings, "CONNECTOR_SECRET_DIRS", [])
+    env = f"env: the variables {', '.join(names)}" if names else "no variable"
+    files = f"file: files under {', '.join(folders)}" if folders else "no file"
+    return f"{env} (CONNECTOR_SECRET_ENV) and {files} (CONNECTOR_SECRET_DIRS)"
+
+
+def reference_problem(reference: str) -> str | None:
+    """Why this server refuses a reference, or None. Operators are not the server's administrators:
+    `env:SECRET_KEY` or `file:/etc/...` on a connector pointed at a server of their own would send
+    the server's settings there with the next check. A reference may name only the variables
+    CONNECTOR_SECRET_ENV allows (a name, or a prefix ending in *) and files under the folders
+    CONNECTOR_SECRET_DIRS names (links followed first, so neither `..` nor a link leads out)."""
     kind, _, name = reference.partition(":")
     if kind == "env" and name:
+        allowed = getattr(settings, "CONNECTOR_SECRET_ENV", [])
+        matches = any(name.startswith(entry[:-1]) if entry.endswith("*") else name == entry for entry in allowed)
+        if name in SERVICE_SECRETS or not matches:
+            return f"the environment variable {name} may not be read by connectors"
+        return None
+    if kind == "file" and name.startswith("/"):
+        path = Path(name).resolve()
+        folders = [Path(folder).resolve() for folder in getattr(settings, "CONNECTOR_SECRET_DIRS", [])]
+        if not any(path.is_relative_to(folder) for folder in folders):
+            return f"the file {name} is not in a folder connectors may read"
+        return None
+    return f"secret reference {reference!r} must be env:NAME or file:/path"
+
+
+def resolve_reference(reference: str) -> str:
+    """The secret named by `env:NAME` (an environment variable) or `file:/path` (read on every pull,
+    so a token a cron job refreshes — e.g. `scontrol token` — is picked up). Checked again here, not
+    only by the form: a reference stored before the limits, or one the settings no longer allow."""
+    problem = reference_problem(reference)
+    if problem:
+        raise ConfigError(f"{problem}; allowed are {allowed_references()}")
+    kind, _, name = reference.partition(":")
+    if kind == "env":
         value = os.environ.get(name)
         if value is None:
             raise ConfigError(f"environment variable {name} is not set")
         return value.strip()
-    if kind == "file" and name:
-        try:
-            return Path(name).read_text(encoding="utf-8").strip()
-        except OSError as exc:
-            raise ConfigError(f"cannot read the secret file {name}: {exc.strerror}") from None
-        except UnicodeDecodeError:
-            raise ConfigError(f"the secret file {name} is not UTF-8 text") from None
-    raise ConfigError(f"secret reference {reference!r} must be env:NAME or file:/path")
+    try:
+        return Path(name).resolve().read_text(encoding="utf-8").strip()
+    except OSError as exc:
+        raise ConfigError(f"cannot read the secret file {name}: {exc.strerror}") from None
+    except UnicodeDecodeError:
+        raise ConfigError(f"the secret file {name} is not UTF-8 text") from None
