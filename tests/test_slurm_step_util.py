@@ -166,7 +166,7 @@ def test_a_slurm_pull_without_a_metrics_source_stores_slurms_average(monkeypatch
     from tests.test_connectors_sync import Slurmrestd, make_connector
 
     settings.CONNECTOR_HTTP_RETRIES = 1
-    monkeypatch.setenv("FLEET_SECRET_FLEET_SECRET_TEST_SLURM_JWT", "jwt-secret")
+    monkeypatch.setenv("FLEET_SECRET_TEST_SLURM_JWT", "jwt-secret")
     api = Slurmrestd(1)
     record = api.jobs[0]
     start = record["time"]["start"]
@@ -182,7 +182,7 @@ def test_a_slurm_pull_without_a_metrics_source_stores_slurms_average(monkeypatch
             server.url,
             auth=Connector.Auth.HEADER,
             secret_header="X-SLURM-USER-TOKEN",
-            secret_ref="env:FLEET_SECRET_FLEET_SECRET_TEST_SLURM_JWT",
+            secret_ref="env:FLEET_SECRET_TEST_SLURM_JWT",
             options={"api_version": "v0.0.41", "initial_days": 0.5},
         )
         result = sync.sync_connector(connector.pk)
@@ -254,3 +254,18 @@ def test_the_totals_count_slurms_average_as_a_figure_and_its_unused_hours(slurm_
     assert totals.no_util_jobs == 1  # only the CPU job: the average is a figure
     assert totals.unused_gpu_hours == pytest.approx(sampled.unused_gpu_hours + summarised.unused_gpu_hours)
     assert totals.covered_gpu_hours == pytest.approx(sampled.gpu_hours * sampled.coverage + summarised.gpu_hours)
+
+
+def test_the_jobs_csv_says_where_each_figure_came_from(client, operator, slurm_jobs):
+    import csv
+    import io
+
+    from django.urls import reverse
+
+    client.force_login(operator)
+    response = client.get(reverse("dashboard:job-list"), {"format": "csv"})
+    rows = {row["job_id"]: row for row in csv.DictReader(io.StringIO(b"".join(response.streaming_content).decode()))}
+    assert (
+        rows["4250_3"]["mean_gpu_util_source"] == "slurm_step_accounting" and rows["4250_3"]["mean_gpu_util"] == "45.0"
+    )
+    assert rows["4242"]["mean_gpu_util_source"] == "samples" and rows["4245"]["mean_gpu_util_source"] == ""
