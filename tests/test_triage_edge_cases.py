@@ -161,6 +161,31 @@ def test_keras_log_without_timestamps_with_a_save_per_gap_is_checkpointing():
     assert finding.summary.endswith("the log, without times, has 8 checkpoint saves, about one per gap.")
 
 
+@pytest.mark.parametrize("busy", [85, 38])
+def test_fast_steps_between_untimed_saves_are_checkpointing_not_a_small_batch(busy):
+    # Steps at 85 % and a 12-minute save every 20 minutes, in a Keras log without times: the mean is
+    # under 50 %. The gaps tied to the saves without log times were left in the util the batch rule
+    # judged, so the job was also told each step gave the GPU too little work. Slow steps (38 %) between
+    # the same saves still are a small batch, judged without the gaps.
+    saves = [10 + 20 * k for k in range(11)]
+    frame = series(240, lambda t, g: 0 if any(s <= t < s + 12 for s in saves) else busy, mem=lambda t, g: 0.45)
+    lines = []
+    for k in range(1, 12):
+        lines += [f"Epoch {k}/11", *[f"{i}/500 [====>....] - ETA: 10s - loss: 0.5" for i in range(0, 500, 100)]]
+        lines.append(f"Epoch {k}: saving model to /ckpt/cp-{k:04d}.ckpt")
+    _, result = run(240, frame, logs=[("stdout.log", "\n".join(lines))])
+    assert result.mean_util < 50
+    found = {f.category: f for f in result.findings}
+    assert found[Category.MODEL_CHECKPOINTING].sub_cause == "periodic_gaps"
+    if busy == 85:
+        assert set(found) == {Category.MODEL_CHECKPOINTING}
+    else:
+        assert set(found) == {Category.MODEL_CHECKPOINTING, Category.IMPROPER_BATCH_SIZE}
+        batch = found[Category.IMPROPER_BATCH_SIZE]
+        assert batch.numbers["training_mean_util"] == pytest.approx(38, abs=0.5)
+        assert "GPU util 38 % outside 11 regular idle gaps taken for checkpoint saves (<= 50 %)" in batch.summary
+
+
 def test_an_untimed_log_with_saves_that_do_not_match_the_gaps_gives_no_checkpoint_finding():
     # Hugging Face prints three lines per save (one save here, not three), and there are eight gaps.
     saves, frame = save_stalls([30 + 25 * k for k in range(8)], 5, busy=38)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 
 from fleet.logevents import CHECKPOINT_SAVE, DOWNLOAD, OOM, REMOTE_READ, UPLOAD
@@ -34,6 +36,11 @@ def _step_util(ev: Evidence, th: dict) -> tuple[float, str]:
         used = list(range(len(means)))
     explained = explained_gaps(ev)
     stalls = [g.span for g in explained]
+    # Regular gaps the checkpoint rule ties to saves without log times (a save in the loop, as many
+    # saves in the log as gaps) are stalls as well.
+    untimed = _checkpoint_gaps(ev, th)
+    untimed_gaps = untimed.spans if untimed is not None and untimed.sub == "periodic_gaps" else []
+    stalls += untimed_gaps
     if len(used) == len(means) and not stalls:
         return p.training_mean_util, ""
     rows = tl.mask(p.training.start, p.training.end)
@@ -48,10 +55,13 @@ def _step_util(ev: Evidence, th: dict) -> tuple[float, str]:
     parts = []
     if len(used) < len(means):
         parts.append(f"on the {len(used)} GPU{'s' if len(used) > 1 else ''} that worked")
-    if stalls:
+    if explained:
         counts = {kind: sum(g.kind == kind for g in explained) for kind in _STALL_NAMES}
         named = [f"{n} {_STALL_NAMES[kind]}{'s' if n > 1 else ''}" for kind, n in counts.items() if n]
         parts.append("outside the stalls of " + " and ".join(named))
+    if untimed_gaps:
+        n = len(untimed_gaps)
+        parts.append(f"outside {n} regular idle gap{'s' if n > 1 else ''} taken for checkpoint saves")
     return util, " " + ", ".join(parts)
 
 
@@ -162,37 +172,61 @@ def _untimed_saves(ev: Evidence) -> list:
     return saves
 
 
+@dataclass(frozen=True)
+class _CheckpointGaps:
+    spans: list
+    confidence: float
+    lines: list
+    sub: str
+    step_saves: list
+    saves_in_loop: list
+
+
+def _checkpoint_gaps(ev: Evidence, th: dict) -> _CheckpointGaps | None:
+    """The idle gaps the model_checkpointing rule puts down to saves (its windows), or None.
+
+    Shared with `_step_util`: gaps tied to saves without log times are stalls too, not steps.
+    Cached on the evidence.
+    """
+    if "_checkpoint_gaps" in ev.__dict__:
+        return ev.__dict__["_checkpoint_gaps"]
+    saves_in_loop = [f for f in ev.scripts.of("save_call") if f.detail.get("in_loop")]
+    step_saves = [f for f in saves_in_loop if f.detail.get("in_step_loop")]
+    gaps = gaps_of(ev, CHECKPOINT_SAVE)
+    found = None
+    if len(gaps) >= th["checkpoint_min_gaps"]:
+        confidence = 0.85 + 0.1 * bool(saves_in_loop)
+        found = _CheckpointGaps([g.span for g in gaps], confidence, [g.line for g in gaps], "sync_save",
+                                step_saves, saves_in_loop)  # fmt: skip
+    elif not ev.logs.has_timestamps:
+        # No log times to tie gaps to saves: regular idle gaps plus a save inside the training loop.
+        spans = unexplained_gaps(ev)
+        if periodic(spans, th["periodic_max_cv"], th["periodic_min_gaps"]):
+            saves = _untimed_saves(ev)
+            lines = []
+            confidence = None
+            if step_saves:
+                confidence = 0.7
+            elif abs(len(saves) - len(spans)) <= max(1, len(spans) // 5):
+                confidence = 0.6  # as many saves in the log as gaps (Keras prints "Epoch 3: saving model to ...")
+                lines = saves
+            elif not ev.logs.files and not ev.scripts.has_code:
+                confidence = 0.4  # only metrics: periodic stalls are most often checkpoints (paper: 16 % of issues)
+            if confidence is not None:
+                found = _CheckpointGaps(spans, confidence, lines, "periodic_gaps", step_saves, saves_in_loop)
+    ev.__dict__["_checkpoint_gaps"] = found
+    return found
+
+
 @register(Category.MODEL_CHECKPOINTING)
 def model_checkpointing(ev: Evidence, th: dict) -> list[Finding]:
     if not _training_ok(ev):
         return []
-    saves_in_loop = [f for f in ev.scripts.of("save_call") if f.detail.get("in_loop")]
-    step_saves = [f for f in saves_in_loop if f.detail.get("in_step_loop")]
-    gaps = gaps_of(ev, CHECKPOINT_SAVE)
-    if len(gaps) >= th["checkpoint_min_gaps"]:
-        spans = [g.span for g in gaps]
-        confidence = 0.85 + 0.1 * bool(saves_in_loop)
-        lines = [g.line for g in gaps]
-        sub = "sync_save"
-    elif not ev.logs.has_timestamps:
-        # No log times to tie gaps to saves: regular idle gaps plus a save inside the training loop.
-        spans = unexplained_gaps(ev)
-        if not periodic(spans, th["periodic_max_cv"], th["periodic_min_gaps"]):
-            return []
-        saves = _untimed_saves(ev)
-        lines = []
-        if step_saves:
-            confidence = 0.7
-        elif abs(len(saves) - len(spans)) <= max(1, len(spans) // 5):
-            confidence = 0.6  # as many saves in the log as gaps (Keras prints "Epoch 3: saving model to ...")
-            lines = saves
-        elif not ev.logs.files and not ev.scripts.has_code:
-            confidence = 0.4  # only metrics: periodic stalls are most often checkpoints (paper: 16 % of issues)
-        else:
-            return []
-        sub = "periodic_gaps"
-    else:
+    found = _checkpoint_gaps(ev, th)
+    if found is None:
         return []
+    spans, confidence, lines, sub = found.spans, found.confidence, found.lines, found.sub
+    step_saves, saves_in_loop = found.step_saves, found.saves_in_loop
     remote = [f for f in ev.scripts.of("remote_path") if f.detail.get("purpose") == "write"]
     if any("://" in line.text or "/nfs/" in line.text for line in lines) or remote:
         sub = "sync_save_remote"
