@@ -178,6 +178,11 @@ class ArchiveViewSet(mixins.CreateModelMixin, viewsets.GenericViewSet):
         responses={
             202: IngestRunSerializer,
             413: OpenApiResponse(ErrorSerializer, description="The archive is larger than the upload limit."),
+            503: OpenApiResponse(
+                IngestRunSerializer,
+                description="The task queue (Redis) could not be reached: the run is failed, saying so in its "
+                "errors and in `detail`, and nothing was imported. Send the archive again after `Retry-After` s.",
+            ),
         },
         summary="Push an archive",
     )
@@ -192,6 +197,11 @@ class ArchiveViewSet(mixins.CreateModelMixin, viewsets.GenericViewSet):
             api_key=token,
         )
         body = IngestRunSerializer(run, context=self.get_serializer_context()).data
+        if run.status == IngestRun.Status.FAILED:
+            # Failed before any worker saw it: the queue (Redis) is unreachable. 503, so that a script
+            # sends the archive again later; the run, failed, says why.
+            body["detail"] = run.errors[0]["message"]
+            return Response(body, status=status.HTTP_503_SERVICE_UNAVAILABLE, headers={"Retry-After": "60"})
         # 202 Accepted: the import goes on in the background; Location says where to follow it.
         return Response(body, status=status.HTTP_202_ACCEPTED, headers={"Location": str(body["url"])})
 

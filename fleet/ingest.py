@@ -17,6 +17,7 @@ from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass, fields
+from datetime import datetime
 from functools import cache, reduce
 from operator import or_
 from pathlib import Path
@@ -87,14 +88,41 @@ def start_upload(uploaded, *, source: str, user=None, api_key=None) -> IngestRun
             api_key=api_key,
         )
         enqueue_run(run)
+    run.refresh_from_db()  # failed, saying why, if the queue could not be reached
     return run
 
 
 def enqueue_run(run: IngestRun) -> None:
-    """Queue the run's ingest once the transaction that created it has committed."""
+    """Queue the run's ingest once the transaction that created it has committed.
+
+    A queue that cannot be reached fails the run at once, saying so on its page (and the upload
+    page, the API and the command show it), instead of a server error that left the run pending
+    for ever with its archive kept in UPLOAD_DIR.
+    """
+    transaction.on_commit(lambda: queue_run(run.pk))
+
+
+def queue_run(run_id: int) -> bool:
+    """Hand the run to the workers; False (the run failed, its upload discarded) if Redis is unreachable."""
+    from fleet.tasking import QUEUE_UNREACHABLE, queue_unreachable_message
     from fleet.tasks import ingest_archive_task
 
-    ingest_archive_task.delay_on_commit(run.pk)
+    try:
+        # Nobody waits for an import's result (its run holds it). Asking for it subscribed to the
+        # result store first, which with Redis down retried for 20 s, then raised a RuntimeError.
+        ingest_archive_task.apply_async((run_id,), ignore_result=True)
+    except QUEUE_UNREACHABLE:
+        logger.warning("Ingest run %s could not be queued", run_id, exc_info=True)
+        fail_run(
+            run_id,
+            f"{queue_unreachable_message()}, so the archive was not imported: "
+            "check that Redis is running, then send the archive again.",
+        )
+        run = IngestRun.objects.filter(pk=run_id).first()
+        if run is not None:
+            _discard_upload(run)
+        return False
+    return True
 
 
 def fail_run(run_id: int, message: str) -> None:
@@ -505,7 +533,7 @@ def store_jobs(run, items: list[JobToStore]) -> list[tuple[str, Job]]:
     # Meanwhile (the threads mostly run without the GIL) the logs of jobs not stored before are
     # scanned for events: they will be stored. Other jobs' logs are scanned only if they changed.
     log_events = {
-        index: [_log_events(artifact) for artifact in item.artifacts]
+        index: [_log_events(artifact, item.record.start_time) for artifact in item.artifacts]
         for index, (item, key) in enumerate(zip(items, keys, strict=True))
         if key not in known
     }
@@ -548,7 +576,11 @@ def store_jobs(run, items: list[JobToStore]) -> list[tuple[str, Job]]:
             _apply_record(job, item.record, item.team, fp, run)
             _apply_summary(job, summary, item.cluster, item.record.summary_gpu_util)
             job.series_file.name = series_name
-            events = log_events[index] if index in log_events else [_log_events(a) for a in item.artifacts]
+            events = (
+                log_events[index]
+                if index in log_events
+                else [_log_events(a, item.record.start_time) for a in item.artifacts]
+            )
             stored.append((job, item.artifacts, artifact_names, events))
         insert_new(created)
         for job in updated:
@@ -787,11 +819,12 @@ def _match_location_group(descriptor: int, location: str) -> None:
             os.fchown(descriptor, -1, group)
 
 
-def _log_events(artifact: ArtifactRecord) -> list[LogEventRecord] | None:
-    """The events in an artifact that is a log (None for other artifacts)."""
+def _log_events(artifact: ArtifactRecord, started: datetime | None = None) -> list[LogEventRecord] | None:
+    """The events in an artifact that is a log (None for other artifacts); `started`, the job's
+    start, dates glog lines (JAX, absl), which carry no year."""
     if artifact.kind != Artifact.Kind.LOG:
         return None
-    return extract_log_events(artifact.content.decode("utf-8", errors="replace"))
+    return extract_log_events(artifact.content.decode("utf-8", errors="replace"), started)
 
 
 def _store_artifacts(stored: list[tuple[Job, list[ArtifactRecord], tuple[str, ...], list]]) -> None:

@@ -9,12 +9,28 @@ delivery is counted in Redis and the task gives up after CELERY_MAX_DELIVERIES.
 from __future__ import annotations
 
 import logging
+from urllib.parse import urlsplit
 
+import kombu.exceptions
 import redis
 from celery.contrib.django.task import DjangoTask
 from django.conf import settings
 
 logger = logging.getLogger(__name__)
+
+# Queuing a task raises these when Redis cannot be reached (stopped, restarting, a wrong REDIS_URL):
+# kombu's wrapper of the connection errors after its publish retries, and redis-py's own.
+QUEUE_UNREACHABLE = (kombu.exceptions.OperationalError, redis.exceptions.ConnectionError, redis.exceptions.TimeoutError)
+
+
+def queue_unreachable_message() -> str:
+    """Where the queue is that could not be reached, as an operator would look for it (no password)."""
+    url = urlsplit(settings.REDIS_URL or "")
+    try:
+        where = f"{url.hostname or 'localhost'}:{url.port or 6379}"
+    except ValueError:  # a port that is no number: settings let it through, redis-py refuses it
+        where = url.netloc.rpartition("@")[2]
+    return f"The task queue (Redis at {where}, REDIS_URL) could not be reached"
 
 
 def count_delivery(task_id: str, retries: int) -> int:

@@ -53,7 +53,10 @@ class Command(BaseCommand):
         run = ingest.create_run(path, source=IngestRun.Source.CLI)
         self.stdout.write(f"Ingest run {run.pk}: {run.archive_name}")
         if run_async:
-            ingest.enqueue_run(run)
+            ingest.enqueue_run(run)  # outside a transaction: queued (or failed) at once
+            run.refresh_from_db()
+            if run.status == IngestRun.Status.FAILED:
+                raise CommandError(run.errors[0]["message"])
             self.stdout.write("queued; follow it in the ingest runs page or the admin")
             return
         bar = self._progress_bar()
