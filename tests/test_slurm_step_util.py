@@ -159,14 +159,12 @@ def test_native_sacct_in_an_archive_gives_jobs_without_samples_slurms_average(tm
 @pytest.mark.django_db
 def test_a_slurm_pull_without_a_metrics_source_stores_slurms_average(monkeypatch, settings):
     from fleet.connectors import sync
-    from fleet.connectors.models import Connector
     from fleet.models import Job
     from tests.connector_servers import FakePlatform
     from tests.fixtures.connectors.make_slurm_fixtures import step
-    from tests.test_connectors_sync import Slurmrestd, make_connector
+    from tests.test_connectors_sync import Slurmrestd, _slurm_with_token
 
     settings.CONNECTOR_HTTP_RETRIES = 1
-    monkeypatch.setenv("FLEET_SECRET_TEST_SLURM_JWT", "jwt-secret")
     api = Slurmrestd(1)
     record = api.jobs[0]
     start = record["time"]["start"]
@@ -177,14 +175,7 @@ def test_a_slurm_pull_without_a_metrics_source_stores_slurms_average(monkeypatch
     ]
     with FakePlatform() as server:
         api.install(server)
-        connector = make_connector(
-            "slurm",
-            server.url,
-            auth=Connector.Auth.HEADER,
-            secret_header="X-SLURM-USER-TOKEN",
-            secret_ref="env:FLEET_SECRET_TEST_SLURM_JWT",
-            options={"api_version": "v0.0.41", "initial_days": 0.5},
-        )
+        connector = _slurm_with_token(server.url, monkeypatch)  # no metrics_from: no samples to fetch
         result = sync.sync_connector(connector.pk)
     assert result.status == "succeeded", result.errors
     job = Job.objects.get(external_id="9000")
