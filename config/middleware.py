@@ -5,6 +5,7 @@ from __future__ import annotations
 from django.http import HttpResponseBadRequest, JsonResponse
 from django.utils.cache import add_never_cache_headers
 
+HEALTHZ_PATH = "/healthz"
 NUL_MESSAGE = "contains a NUL character (%00), which no field of this site accepts."
 
 
@@ -67,3 +68,24 @@ class PrivateResponsesMiddleware:
         if (signed_in or request.META.get("HTTP_AUTHORIZATION")) and not response.has_header("Cache-Control"):
             add_never_cache_headers(response)
         return response
+
+
+class HealthzMiddleware:
+    """`/healthz` is answered before the host check and the HTTPS redirect.
+
+    Probes ask by address over plain HTTP: compose's healthcheck inside the web container
+    (`http://127.0.0.1:8000/healthz`), a Kubernetes kubelet at the pod's IP. With ALLOWED_HOSTS set
+    to the site's name, such a probe was refused (400, DisallowedHost), and with HTTPS=1 redirected
+    to https:// on a port that speaks none: the web container showed "unhealthy" while it served
+    everyone. The answer says only whether the process and its database respond.
+    """
+
+    def __init__(self, get_response):
+        self.get_response = get_response
+
+    def __call__(self, request):
+        if request.path_info == HEALTHZ_PATH and request.method == "GET":
+            from fleet.views import healthz
+
+            return healthz(request)
+        return self.get_response(request)

@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import csv
+import logging
 from datetime import timedelta
 
 from django.conf import settings
 from django.contrib import messages
 from django.core.paginator import Paginator
-from django.db import connection
+from django.db import DatabaseError, connection
 from django.db.models import Count, Q
 from django.http import HttpResponse, JsonResponse
 from django.shortcuts import get_object_or_404, redirect, render
@@ -22,6 +23,8 @@ from fleet.exports import spreadsheet_safe
 from fleet.filters import AuditEventFilter, IngestRunFilter, narrowed
 from fleet.models import AuditEvent, IngestRun, MachineToken
 from fleet.uploads import format_size
+
+logger = logging.getLogger(__name__)
 
 JOBS_PER_PAGE = 50
 # A run's errors on its page; all of them are in the CSV (an archive of broken exports can have thousands).
@@ -206,7 +209,17 @@ def audit_log(request):
 
 @require_GET
 def healthz(request):
-    """Liveness for load balancers and compose: the process answers and the database is reachable."""
-    with connection.cursor() as cursor:
-        cursor.execute("SELECT 1")
+    """Liveness for load balancers and compose: the process answers and the database is reachable.
+
+    Reached through `config.middleware.HealthzMiddleware`, ahead of the host check and the HTTPS
+    redirect, so that a probe by address and plain HTTP (compose's, a Kubernetes kubelet's) is
+    answered as a browser is. A database that cannot be reached is a 503 in JSON, not a server
+    error page; what failed goes to the log, not to whoever asks.
+    """
+    try:
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT 1")
+    except DatabaseError:
+        logger.warning("healthz: the database cannot be reached", exc_info=True)
+        return JsonResponse({"status": "unavailable", "database": "unreachable"}, status=503)
     return JsonResponse({"status": "ok"})

@@ -94,6 +94,30 @@ def test_healthz_answers_without_login(client):
     assert response.status_code == 200 and response.json() == {"status": "ok"}
 
 
+def test_healthz_answers_a_probe_by_address_over_http_behind_the_production_settings(client, settings):
+    # compose's healthcheck asks http://127.0.0.1:8000/healthz inside the container, a kubelet the
+    # pod's IP: with the site's own name in ALLOWED_HOSTS that was a 400 (DisallowedHost), and with
+    # HTTPS=1 a redirect to https:// on a port that speaks none, so the web container was "unhealthy".
+    settings.ALLOWED_HOSTS = ["fleet.example.org"]
+    settings.SECURE_SSL_REDIRECT = True
+    response = client.get("/healthz", HTTP_HOST="127.0.0.1:8000")
+    assert response.status_code == 200 and response.json() == {"status": "ok"}
+    assert client.get("/login/", HTTP_HOST="127.0.0.1:8000").status_code == 400  # every other page: as before
+    assert client.get("/login/", HTTP_HOST="fleet.example.org").status_code == 301  # to https://
+
+
+def test_healthz_is_a_503_in_json_when_the_database_cannot_be_reached(client, monkeypatch):
+    from django.db import OperationalError, connection
+
+    def refused(*args, **kwargs):
+        raise OperationalError('connection to server at "db" (10.0.0.5), port 5432 failed: Connection refused')
+
+    monkeypatch.setattr(connection, "cursor", refused)
+    response = client.get("/healthz")
+    assert response.status_code == 503  # was a 500 "Server Error" page
+    assert response.json() == {"status": "unavailable", "database": "unreachable"}  # where it is: in the log only
+
+
 def test_a_job_page_leads_to_its_team_s_week_and_its_user_s_jobs(client, member_a, team_a):
     """Someone who came from a digest to one job saw its team and user as plain text: the way on to the
     team's page (for the week the job ran, which holds it) or the user's other jobs was the menu."""
