@@ -180,7 +180,7 @@ def _store_rows(jobs, names: dict) -> tuple[float, dict]:
             "_store_blobs",
             lambda job, series, fp: ingest.Prepared(series, fp, *blob_names[id(job.record)], summaries.get(id(series))),
         ),
-        mock.patch.object(ingest, "extract_log_events", lambda text: events[text]),
+        mock.patch.object(ingest, "extract_log_events", lambda text, started=None: events[text]),
     ):
         begin = time.perf_counter()
         for first in range(0, len(items), settings.INGEST_STORE_BATCH):

@@ -13,7 +13,7 @@ from __future__ import annotations
 import math
 import re
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 
 from fleet.canonical import without_nul
 
@@ -63,6 +63,17 @@ _TIMESTAMP = re.compile(
     r"(?:\[|--)?(?P<date>\d{4}[-/]\d{2}[-/]\d{2})[T ](?P<time>\d{2}:\d{2}:\d{2})(?:[.,](?P<frac>\d{1,9}))?"
     r"(?P<tz>Z|[+-]\d{2}:?\d{2})?\]?"
 )
+# glog (JAX, absl, TensorFlow's and PyTorch's C++ code): "I0501 12:00:00.123456  1234 file.cc:42] msg", a
+# severity letter, month and day (the year only with glog's --log_year_in_prefix), the time, the thread
+# id and the source. A line without its year gets one only from the job's start (`started`): the year
+# that puts it at or after the start, so a job that runs past New Year dates January's lines right.
+_GLOG = re.compile(
+    r"^[IWEF](?P<year>\d{4})?(?P<month>\d{2})(?P<day>\d{2}) (?P<time>\d{2}:\d{2}:\d{2})(?:\.(?P<frac>\d{1,9}))?"
+    r"\s+\d+\s+[\w./<>-]+:\d+\] ?"
+)
+# A glog line may be printed this long before the job's recorded start and keep its year (its host's
+# clock is local time, the start UTC).
+_GLOG_EARLY = timedelta(days=2)
 # What may sit between the timestamp and the message: a separator and a log level.
 _LEVEL = re.compile(r"^[\s:|>-]*(?:(?:INFO|WARNING|WARN|ERROR|DEBUG|CRITICAL|FATAL|NOTICE)\b[\s:|>-]*)?")
 
@@ -165,20 +176,21 @@ _ANY_WORDS = tuple(sorted({word for _, words, _ in _PROBES for word in words} | 
 _PROBES_OF = {word: tuple(i for i, (_, words, _) in enumerate(_PROBES) if word in words) for word in _ANY_WORDS}
 
 
-def extract_log_events(text: str) -> list[LogEventRecord]:
-    return _scan(text, None)
+def extract_log_events(text: str, started: datetime | None = None) -> list[LogEventRecord]:
+    """The events of a log; `started` (the job's start, aware) dates glog lines, which carry no year."""
+    return _scan(text, None, started)
 
 
-def scan_log(text: str) -> tuple[list[LogEventRecord], list[datetime | None]]:
-    """`extract_log_events(text)` and the `line_timestamp` of every physical line, in one pass.
+def scan_log(text: str, started: datetime | None = None) -> tuple[list[LogEventRecord], list[datetime | None]]:
+    """`extract_log_events(text, started)` and the `line_timestamp` of every physical line, in one pass.
 
     Each line's timestamp is parsed once, for the events and for the line times alike.
     """
     stamps: list[datetime | None] = []
-    return _scan(text, stamps), stamps
+    return _scan(text, stamps, started), stamps
 
 
-def _scan(text: str, stamps: list[datetime | None] | None) -> list[LogEventRecord]:
+def _scan(text: str, stamps: list[datetime | None] | None, started: datetime | None) -> list[LogEventRecord]:
     """The events of `text`; when `stamps` is a list, every line's leading timestamp is appended to it."""
     events: list[LogEventRecord] = []
     last_epoch: int | None = None
@@ -190,14 +202,14 @@ def _scan(text: str, stamps: list[datetime | None] | None) -> list[LogEventRecor
             continue
         stamp = None
         if stamps is not None:
-            stamp = _TIMESTAMP.match(body := _after(_RANK_PREFIX, line))
-            stamps.append(_moment(stamp) if stamp else None)
+            stamp = _stamp(body := _after(_RANK_PREFIX, line), started)
+            stamps.append(_moment(stamp, started) if stamp else None)
         lowered = line.lower()
         hits = {word for word in _ANY_WORDS if word in lowered}
         if not hits:
             continue
         if stamps is None:
-            stamp = _TIMESTAMP.match(body := _after(_RANK_PREFIX, line))
+            stamp = _stamp(body := _after(_RANK_PREFIX, line), started)
         # Its time is worked out only for a line that turns out to hold an event (a quarter of them).
         message = _after(_LEVEL, body[stamp.end() :] if stamp else body)
         kinds = []
@@ -216,7 +228,7 @@ def _scan(text: str, stamps: list[datetime | None] | None) -> list[LogEventRecor
         if not kinds:
             continue
         shown = without_nul(line.strip())[:MAX_TEXT]  # stored as text, which cannot hold NUL
-        timestamp = stamps[-1] if stamps is not None else _moment(stamp) if stamp else None
+        timestamp = stamps[-1] if stamps is not None else _moment(stamp, started) if stamp else None
         if len(kinds) == 1:
             events.append(LogEventRecord(kinds[0], line_no, timestamp, shown))
         else:
@@ -228,13 +240,21 @@ def _scan(text: str, stamps: list[datetime | None] | None) -> list[LogEventRecor
 _KIND_ORDER = {kind: index for index, kind in enumerate(LOG_EVENT_KINDS)}
 
 
-def line_timestamp(physical: str) -> datetime | None:
+def line_timestamp(physical: str, started: datetime | None = None) -> datetime | None:
     """The leading timestamp (aware UTC) of one log line as `extract_log_events` reads it, if any."""
     line = terminal_line(physical)
     if not line:
         return None
-    stamp = _TIMESTAMP.match(_after(_RANK_PREFIX, line))
-    return _moment(stamp) if stamp else None
+    stamp = _stamp(_after(_RANK_PREFIX, line), started)
+    return _moment(stamp, started) if stamp else None
+
+
+def _stamp(body: str, started: datetime | None) -> re.Match | None:
+    """The leading timestamp's match: a dated one, else (knowing the job's start) a glog one."""
+    stamp = _TIMESTAMP.match(body)
+    if stamp is None and started is not None and body[:1] in "IWEF":
+        stamp = _GLOG.match(body)
+    return stamp
 
 
 def _after(prefix: re.Pattern, text: str) -> str:
@@ -263,9 +283,11 @@ def _epoch_number(body: str) -> int | None:
     return int(match.group(1)) if match else None
 
 
-def _moment(match: re.Match) -> datetime | None:
-    """The aware UTC time a `_TIMESTAMP` match names (None for an impossible date such as 02-30, or
-    one that is not a time in UTC's calendar)."""
+def _moment(match: re.Match, started: datetime | None = None) -> datetime | None:
+    """The aware UTC time a `_TIMESTAMP` (or `_GLOG`) match names (None for an impossible date such as
+    02-30, or one that is not a time in UTC's calendar)."""
+    if match.re is _GLOG:
+        return _glog_moment(match, started)
     date, clock, frac, tz = match.group("date", "time", "frac", "tz")
     text = f"{date.replace('/', '-')}T{clock}"
     if frac:
@@ -278,3 +300,25 @@ def _moment(match: re.Match) -> datetime | None:
         return datetime.fromisoformat(text) if in_utc else datetime.fromisoformat(text).astimezone(UTC)
     except (ValueError, OverflowError):  # overflow: year 1 or 9999 moved out of the calendar by its offset
         return None
+
+
+def _glog_moment(match: re.Match, started: datetime | None) -> datetime | None:
+    """A glog line's time (UTC, as lines without an offset are read): its own year if it has one, else
+    the first of the start's year and the next that is not before the start (less `_GLOG_EARLY`)."""
+    year, month, day, clock, frac = match.group("year", "month", "day", "time", "frac")
+    rest = f"{month}-{day}T{clock}" + ("." + frac[:6].ljust(6, "0") if frac else "") + "+00:00"
+    if year:
+        years = [int(year)]
+    elif started is None:
+        return None
+    else:
+        started = started if started.tzinfo is not None else started.replace(tzinfo=UTC)
+        years = [started.year - 1, started.year, started.year + 1]
+    for candidate in years:
+        try:
+            moment = datetime.fromisoformat(f"{candidate:04d}-{rest}")
+        except ValueError:  # 02-29 in a year without it, 13-01
+            continue
+        if year or moment >= started - _GLOG_EARLY:
+            return moment
+    return None

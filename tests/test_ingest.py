@@ -152,6 +152,18 @@ def test_log_events_are_stored_as_the_log_reads(tmp_path):
     assert LogEvent.objects.filter(timestamp__range=window).count() == 2
 
 
+def test_glog_lines_are_stored_with_the_year_of_the_jobs_start(tmp_path):
+    """A JAX/absl log ("I1102 10:20:00.000000 140 checkpoint_manager.py:1041] ...") has no year: its events
+    had no time on the job page's Log events table; the job's start (2026-11-02) gives it."""
+    from datetime import UTC, datetime
+
+    log = "I1102 10:20:00.500000  140 checkpoint_manager.py:1041] [process=0] Saving checkpoint at step 500.\n"
+    code, _, err = run_command(write_zip(tmp_path / "a.zip", good_members() | {"logs/j1/stdout.log": log}))
+    assert code == 0, err
+    (event,) = LogEvent.objects.filter(job__external_id="j1")
+    assert (event.kind, event.timestamp) == ("checkpoint_save", datetime(2026, 11, 2, 10, 20, 0, 500000, tzinfo=UTC))
+
+
 def test_a_batch_of_jobs_ends_once_its_artifacts_are_large(tmp_path, monkeypatch, settings):
     """Jobs are stored INGEST_STORE_BATCH to a transaction, or fewer once their artifacts reach
     STORE_BATCH_BYTES (large logs): the progress moves after each such batch."""

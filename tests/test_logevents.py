@@ -148,6 +148,33 @@ def test_hugging_face_explicit_format_lines_carry_their_timestamp():
     ]
 
 
+GLOG = (
+    "I1231 23:50:00.123456  1234 checkpoint_manager.py:1041] Saving checkpoint at step 500\n"
+    "W0101 00:10:02.5 1234 train.py:88] training finished after 1000 steps\n"
+    "E20270101 00:20:00.000000 77 main.cc:12] CUDA out of memory. Tried to allocate 2.00 GiB\n"
+)
+
+
+def test_glog_lines_get_their_year_from_the_jobs_start_across_new_year():
+    # JAX (orbax), absl and TensorFlow's C++ logging print no year: "I1231 23:50:00.123456  1234 file:42] msg".
+    # Such lines had no time at all, so a JAX job's saves could never be matched with its idle gaps.
+    started = datetime(2026, 12, 31, 22, 0, tzinfo=UTC)
+    events = extract_log_events(GLOG, started)
+    assert [(e.kind, e.timestamp) for e in events] == [
+        ("checkpoint_save", datetime(2026, 12, 31, 23, 50, 0, 123456, tzinfo=UTC)),
+        ("training_finished", datetime(2027, 1, 1, 0, 10, 2, 500000, tzinfo=UTC)),  # after New Year
+        ("oom", datetime(2027, 1, 1, 0, 20, tzinfo=UTC)),  # glog's --log_year_in_prefix
+    ]
+    assert events[0].text.startswith("I1231 23:50:00.123456")
+    # A job started on New Year's Day whose host logs in local time behind UTC: December is the year before.
+    early = extract_log_events("I1231 19:30:00.000000 9 train.py:3] Saving checkpoint\n", datetime(2027, 1, 1, 0, 30))
+    assert early[0].timestamp == datetime(2026, 12, 31, 19, 30, tzinfo=UTC)
+    # Without the job's start, a line without its year has no time (none is guessed).
+    assert [e.timestamp for e in extract_log_events(GLOG)] == [None, None, None]
+    # Not glog: a word that starts with I, W, E or F and digits.
+    assert extract_log_events("E1234 Saving checkpoint\n", started)[0].timestamp is None
+
+
 def test_a_timestamp_outside_the_calendar_in_utc_leaves_the_event_without_a_time():
     # Year 1 at +05:00 is before year 1 in UTC, year 9999 at -05:00 after 9999 (an OverflowError
     # that once failed the import of the job's whole archive).

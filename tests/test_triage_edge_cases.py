@@ -186,6 +186,22 @@ def test_fast_steps_between_untimed_saves_are_checkpointing_not_a_small_batch(bu
         assert "GPU util 38 % outside 11 regular idle gaps taken for checkpoint saves (<= 50 %)" in batch.summary
 
 
+def test_a_jax_jobs_glog_save_lines_are_placed_at_their_gaps():
+    # absl/glog lines carry month and day but no year ("I1102 08:30:03.000000 140 checkpoint_manager.py:1041]");
+    # they had no time, so a log with nothing else left the saves unmatched and no finding was made.
+    saves, frame = save_stalls([10 + 20 * k for k in range(11)], 12, busy=85)
+    log = "\n".join(
+        f"I{START + timedelta(minutes=s, seconds=3):%m%d %H:%M:%S}.000000 140 checkpoint_manager.py:1041] "
+        f"[process=0] Saving checkpoint at step {s * 100}."
+        for s in saves
+    )
+    evidence, result = run(240, frame, logs=[("train.log", log)])
+    assert evidence.logs.has_timestamps
+    finding = next(f for f in result.findings if f.category == Category.MODEL_CHECKPOINTING)
+    assert finding.sub_cause == "sync_save" and len(finding.windows) == 11
+    assert finding.log_lines[0].t == (START + timedelta(minutes=10, seconds=3)).timestamp()
+
+
 def test_an_untimed_log_with_saves_that_do_not_match_the_gaps_gives_no_checkpoint_finding():
     # Hugging Face prints three lines per save (one save here, not three), and there are eight gaps.
     saves, frame = save_stalls([30 + 25 * k for k in range(8)], 5, busy=38)

@@ -164,7 +164,7 @@ def build_evidence(
         job=job,
         timeline=timeline,
         phases=phases,
-        logs=extract_log_evidence(list(logs)),
+        logs=extract_log_evidence(list(logs), as_utc(job.start)),
         scripts=extract_script_evidence(list(scripts)),
         traces=facts,
         command_kinds=command_facts(job.command) if job.command else [],

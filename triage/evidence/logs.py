@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from datetime import datetime
 
 from fleet import logevents
 from fleet.logevents import scan_log
@@ -71,14 +72,14 @@ class LogEvidence:
         return self.timestamped_lines > 0
 
 
-def extract_log_evidence(logs: list[tuple[str, str]]) -> LogEvidence:
-    """Events of every log file; `logs` is [(path, text)]."""
+def extract_log_evidence(logs: list[tuple[str, str]], started: datetime | None = None) -> LogEvidence:
+    """Events of every log file; `logs` is [(path, text)]; `started`, the job's start, dates glog lines."""
     evidence = LogEvidence([], 0, 0, 0, [], [], [], [], [])
     for path, text in logs:
         evidence.files += 1
         physical = text.split("\n")
         evidence.lines += len(physical)
-        records, stamps = scan_log(text)  # each line's timestamp parsed once, for events and times alike
+        records, stamps = scan_log(text, started)  # each line's timestamp parsed once, for events and times alike
         # Times of every line: its own, else the last seen (estimated).
         times: list[tuple[float | None, bool]] = []
         last: float | None = None
