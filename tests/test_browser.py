@@ -111,3 +111,29 @@ def test_member_logs_in_and_sees_their_teams_jobs(browser, live_server, member_a
     # The stylesheet loaded: the top bar is dark, not the browser default.
     bar = browser.find_element(By.CSS_SELECTOR, ".topbar").value_of_css_property("background-color")
     assert bar == "rgba(29, 35, 48, 1)"
+
+
+@pytest.mark.django_db(transaction=True)
+def test_logging_in_from_a_link_to_a_jobs_findings_lands_on_its_findings(browser, live_server, member_a, team_a):
+    """A digest links to /jobs/<id>/#findings; the browser never sends the fragment, so the login page's
+    `next` must carry it on, or the job page opens at its top after logging in."""
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support.wait import WebDriverWait
+
+    job = JobFactory(team=team_a, name="resnet50-imagenet", mean_gpu_util=23.0)
+    browser.get(f"{live_server.url}/jobs/{job.pk}/#findings")
+    assert "/login/" in browser.current_url
+    browser.find_element(By.ID, "id_username").send_keys("alice-member")
+    browser.find_element(By.ID, "id_password").send_keys("correct horse battery staple")
+    browser.find_element(By.CSS_SELECTOR, "button[type=submit].primary").click()
+    WebDriverWait(browser, 10, ignored_exceptions=STALE).until(lambda b: "/login/" not in b.current_url)
+    assert browser.current_url == f"{live_server.url}/jobs/{job.pk}/#findings"
+    # The fragment stays the browser's: a failed login keeps it once, not twice, in `next`.
+    browser.delete_all_cookies()
+    browser.get("about:blank")  # the same address again would only scroll, not load
+    browser.get(f"{live_server.url}/jobs/{job.pk}/#findings")
+    browser.find_element(By.ID, "id_username").send_keys("alice-member")
+    browser.find_element(By.ID, "id_password").send_keys("wrong")
+    browser.find_element(By.CSS_SELECTOR, "button[type=submit].primary").click()
+    WebDriverWait(browser, 10, ignored_exceptions=STALE).until(lambda b: "match" in body_text(b))
+    assert browser.find_element(By.NAME, "next").get_attribute("value") == f"/jobs/{job.pk}/#findings"
