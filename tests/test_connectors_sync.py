@@ -348,6 +348,27 @@ def test_slurm_without_the_token_fails_and_says_so():
     assert connector.watermark == "" and "authentication failed" in connector.last_error
 
 
+def test_a_token_file_written_by_scontrol_token_is_sent_as_the_token(tmp_path, settings):
+    # `scontrol token` prints `SLURM_JWT=eyJ...`; a cron job writing its output to the secret file (as
+    # docs/connectors.md says) had the whole line sent as X-SLURM-USER-TOKEN: HTTP 401 on every pull.
+    settings.CONNECTOR_SECRET_DIRS = [str(tmp_path)]
+    (tmp_path / "slurm-jwt").write_text("SLURM_JWT=jwt-secret\n")
+    api = Slurmrestd(3)
+    with FakePlatform() as server:
+        api.install(server)
+        connector = make_connector(
+            "slurm",
+            server.url,
+            auth=Connector.Auth.HEADER,
+            secret_header="X-SLURM-USER-TOKEN",
+            secret_ref=f"file:{tmp_path / 'slurm-jwt'}",
+            options={"api_version": "v0.0.41", "window_hours": 24, "initial_days": 0.5},
+        )
+        result = sync.sync_connector(connector.pk)
+    assert result.status == "succeeded", result.message
+    assert result.created == 3
+
+
 def _slurm_with_token(url: str, monkeypatch) -> Connector:
     monkeypatch.setenv("FLEET_SECRET_TEST_SLURM_JWT", "jwt-secret")
     return make_connector(

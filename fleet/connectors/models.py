@@ -66,6 +66,10 @@ class ServiceURLValidator(URLValidator):
 validate_service_url = ServiceURLValidator()
 
 
+# What `scontrol token` prints before the JWT itself.
+SCONTROL_TOKEN_PREFIX = "SLURM_JWT="  # noqa: S105 (a prefix to drop, not a password)
+
+
 class Connector(models.Model):
     class Kind(models.TextChoices):
         PROMETHEUS = "prometheus", "Prometheus (dcgm-exporter, node_exporter)"
@@ -186,6 +190,10 @@ class Connector(models.Model):
         elif self.auth == self.Auth.HEADER:
             name = self.secret_header or "X-API-Key"
             headers[name] = self.secret()
+            if self.kind == "slurm":
+                # `scontrol token` prints `SLURM_JWT=<token>`: a file a cron job fills with its output
+                # (docs/connectors.md) holds that line, and slurmrestd refused it whole (HTTP 401).
+                headers[name] = headers[name].removeprefix(SCONTROL_TOKEN_PREFIX)
             problems.append(header_problem(name, headers[name], what="the secret"))
         problem = next((p for p in problems if p), None)
         if problem:
