@@ -25,8 +25,17 @@ STORAGE_DIR = Path(env_str("STORAGE_DIR", str(DATA_DIR / "storage"))).resolve()
 DEBUG = env_bool("DEBUG", False)
 
 
+ENV_EXAMPLE_SECRET_KEY = "change-me"  # noqa: S105 (the placeholder refused below)
+
+
 def _secret_key() -> str:
     key = env_str("SECRET_KEY")
+    if key and not DEBUG and key.strip() == ENV_EXAMPLE_SECRET_KEY:
+        # .env.example's placeholder, left as it was: everyone who read that file could sign sessions.
+        raise ImproperlyConfigured(
+            f"SECRET_KEY is still {ENV_EXAMPLE_SECRET_KEY!r} from .env.example: "
+            "set it to a secret of your own (generate one with `openssl rand -hex 32`)."
+        )
     if key:
         return key
     if not DEBUG:

@@ -129,3 +129,16 @@ def test_an_unreachable_database_is_one_sentence_naming_where_it_is(tmp_path):
     assert "sekrit" not in result.stderr
     again = _run(["manage.py", "migrate", "--traceback"], DEBUG="1", DATA_DIR=str(tmp_path), DATABASE_URL=url)
     assert "Traceback" in again.stderr  # still there for whoever debugs it
+
+
+def test_the_placeholder_secret_key_of_env_example_is_refused():
+    # `cp .env.example .env` and forgetting to change it ran the service with SECRET_KEY=change-me.
+    example = (REPO / ".env.example").read_text()
+    assert "\nSECRET_KEY=change-me\n" in example
+    result = _run(["manage.py", "check"], DEBUG="0", SECRET_KEY="change-me")
+    assert result.returncode == 4
+    assert result.stderr.strip() == (
+        "Fleet Triage cannot start: SECRET_KEY is still 'change-me' from .env.example: set it to a secret "
+        "of your own (generate one with `openssl rand -hex 32`)."
+    )
+    assert _run(["-c", "import config.settings"], DEBUG="1", SECRET_KEY="change-me").returncode == 0  # the demo
