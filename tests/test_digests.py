@@ -432,6 +432,22 @@ def test_a_server_that_fails_the_first_attempt_still_delivers_exactly_once(
     assert delivery.status == Delivery.Status.SENT and delivery.attempts == 2 and delivery.last_error == ""
 
 
+def test_a_mail_server_that_is_not_there_is_named_with_the_settings_to_check(
+    smtp, settings, fleet, member_a, retries_in_process
+):
+    # Before, the delivery's error (deliveries page, send_digests) was only
+    # "ConnectionRefusedError: [Errno 111] Connection refused": which server, which setting?
+    settings.DIGEST_MAX_RETRIES = 0
+    settings.EMAIL_PORT = _free_port()  # nothing listens there
+    send_digest_task.delay(DigestKind.TEAM, WEEK, member_a.team_memberships.get().team_id).get()
+    delivery = Delivery.objects.get(recipient=member_a.email, iso_week=WEEK)
+    assert delivery.status == Delivery.Status.FAILED
+    assert delivery.last_error.startswith(
+        f"The mail server 127.0.0.1:{settings.EMAIL_PORT} refused the connection: check EMAIL_HOST and EMAIL_PORT "
+        "(ConnectionRefusedError: "
+    )
+
+
 def test_a_server_that_keeps_failing_leaves_a_failed_delivery_operators_see(
     smtp, settings, fleet, member_a, operator, client, retries_in_process
 ):

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import logging
 import smtplib
+import socket
+import ssl
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -810,10 +812,28 @@ def is_transient(exc: BaseException) -> bool:
 
 
 def describe(exc: BaseException) -> str:
+    """A failed send as the deliveries page and the command show it: the server's answer, or — when
+    no answer came — which mail server it was and which settings to check, then the error itself
+    (a bare `ConnectionRefusedError: [Errno 111] Connection refused` named neither)."""
     if isinstance(exc, smtplib.SMTPResponseException):
         message = exc.smtp_error.decode(errors="replace") if isinstance(exc.smtp_error, bytes) else exc.smtp_error
         return f"{type(exc).__name__}: {exc.smtp_code} {message}"
-    return f"{type(exc).__name__}: {exc}"
+    said = f"{type(exc).__name__}: {exc}"
+    if not (settings.EMAIL_HOST and isinstance(exc, smtplib.SMTPServerDisconnected | OSError)):
+        return said
+    where = f"the mail server {settings.EMAIL_HOST}:{settings.EMAIL_PORT}"
+    if isinstance(exc, socket.gaierror):
+        return f"The host name of {where} could not be found: check EMAIL_HOST ({said})"
+    if isinstance(exc, ConnectionRefusedError):
+        return f"{where[0].upper()}{where[1:]} refused the connection: check EMAIL_HOST and EMAIL_PORT ({said})"
+    if isinstance(exc, TimeoutError):
+        return (
+            f"{where[0].upper()}{where[1:]} did not answer within {settings.EMAIL_TIMEOUT:g} s: check EMAIL_HOST, "
+            f"EMAIL_PORT and that no firewall drops the traffic ({said})"
+        )
+    if isinstance(exc, ssl.SSLError):
+        return f"TLS with {where} failed: check EMAIL_USE_TLS / EMAIL_USE_SSL against EMAIL_PORT ({said})"
+    return f"The connection to {where} failed ({said})"
 
 
 @dataclass
