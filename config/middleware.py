@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+from django.conf import settings
 from django.http import HttpResponseBadRequest, JsonResponse
+from django.utils import timezone
 from django.utils.cache import add_never_cache_headers
 
 HEALTHZ_PATH = "/healthz"
@@ -68,6 +70,32 @@ class PrivateResponsesMiddleware:
         if (signed_in or request.META.get("HTTP_AUTHORIZATION")) and not response.has_header("Cache-Control"):
             add_never_cache_headers(response)
         return response
+
+
+class IdleSessionMiddleware:
+    """A login ends after SESSION_COOKIE_AGE (SESSION_IDLE_MINUTES) without a request, not two weeks
+    after it began whatever was done since (Django's default, with the session never saved again).
+
+    Each request of a logged-in person would push the expiry on (SESSION_SAVE_EVERY_REQUEST), but
+    that writes the session row on every page, series and poll: one UPDATE a request on PostgreSQL.
+    Here the session is written, and its expiry and cookie moved on, only when its last move is
+    older than a tenth of the timeout (five minutes at most): a session then ends between
+    SESSION_COOKIE_AGE less that step and SESSION_COOKIE_AGE after the last request.
+    """
+
+    KEY = "_fleet_seen"
+
+    def __init__(self, get_response):
+        self.get_response = get_response
+
+    def __call__(self, request):
+        user = getattr(request, "user", None)
+        if user is not None and user.is_authenticated:
+            now = int(timezone.now().timestamp())
+            step = min(300, settings.SESSION_COOKIE_AGE // 10)
+            if now - request.session.get(self.KEY, 0) >= step:
+                request.session[self.KEY] = now  # modified: saved, with a new expiry and cookie
+        return self.get_response(request)
 
 
 class HealthzMiddleware:

@@ -89,6 +89,7 @@ MIDDLEWARE = [
     "django.middleware.csrf.CsrfViewMiddleware",
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     "config.middleware.PrivateResponsesMiddleware",  # after auth: it asks who the answer is for
+    "config.middleware.IdleSessionMiddleware",  # after auth: moves a login's expiry on while it is used
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "csp.middleware.CSPMiddleware",
@@ -207,6 +208,10 @@ STATIC_ROOT.mkdir(parents=True, exist_ok=True)
 
 # --- Security (tightened further by the security issue) ------------------------------
 SESSION_COOKIE_HTTPONLY = True
+# A login ends after this long without a request (config.middleware.IdleSessionMiddleware moves the
+# expiry on while it is used, writing the session at most every few minutes); Django's default was two
+# weeks after logging in, however long the browser had been left.
+SESSION_COOKIE_AGE = env_int("SESSION_IDLE_MINUTES", 8 * 60, minimum=5) * 60
 CSRF_COOKIE_HTTPONLY = False
 X_FRAME_OPTIONS = "DENY"
 SECURE_CONTENT_TYPE_NOSNIFF = True

@@ -81,6 +81,73 @@ def test_a_wrong_old_password_or_a_weak_new_one_changes_nothing(member_a):
     assert member_a.check_password(OLD_PASSWORD)
 
 
+# --- A login left idle ends --------------------------------------------------------------------------
+
+
+@pytest.fixture
+def clock(monkeypatch):
+    """Django's clock (sessions' expiry, the idle middleware), moved on by hand."""
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    real_now = timezone.now
+    offset = {"by": timedelta(0)}
+    monkeypatch.setattr(timezone, "now", lambda: real_now() + offset["by"])
+
+    def advance(**delta):
+        offset["by"] += timedelta(**delta)
+
+    return advance
+
+
+def _logged_in(client) -> bool:
+    return client.get(reverse("dashboard:overview")).status_code == 200
+
+
+def test_a_login_left_idle_ends_after_the_idle_timeout(member_a, clock, settings):
+    """A session lasted two weeks from the login whatever happened: a browser left open on a shared
+    computer stayed logged in for days."""
+    assert settings.SESSION_COOKIE_AGE == 8 * 60 * 60  # SESSION_IDLE_MINUTES' default
+    client = Client()
+    client.post(reverse("login"), {"username": "alice-member", "password": OLD_PASSWORD})
+    assert _logged_in(client)
+    clock(hours=8, minutes=1)
+    response = client.get(reverse("dashboard:overview"))
+    assert response.status_code == 302 and "/login/" in response["Location"]
+
+
+def test_a_login_in_use_stays_while_each_pause_is_shorter_than_the_timeout(member_a, clock):
+    client = Client()
+    client.post(reverse("login"), {"username": "alice-member", "password": OLD_PASSWORD})
+    for _ in range(4):  # 24 hours of work, never 8 hours idle
+        assert _logged_in(client)
+        clock(hours=6)
+    assert _logged_in(client)
+
+
+def test_the_session_is_not_written_on_every_request(member_a, clock):
+    """Moving the expiry on at each request (SESSION_SAVE_EVERY_REQUEST) is an UPDATE per page, series
+    and poll; it moves at most every five minutes."""
+    from django.contrib.sessions.models import Session
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    client = Client()
+    client.post(reverse("login"), {"username": "alice-member", "password": OLD_PASSWORD})
+    assert _logged_in(client)
+    key = client.session.session_key
+    first = Session.objects.get(session_key=key).expire_date
+    clock(minutes=4)
+    with CaptureQueriesContext(connection) as queries:
+        assert _logged_in(client)
+    assert not [query for query in queries if "django_session" in query["sql"] and "UPDATE" in query["sql"]]
+    assert Session.objects.get(session_key=key).expire_date == first
+    clock(minutes=2)
+    assert _logged_in(client)
+    assert Session.objects.get(session_key=key).expire_date > first
+
+
 # --- Login throttling behind a reverse proxy --------------------------------------------------------
 #
 # Served over HTTPS the app sits behind a proxy (SECURE_PROXY_SSL_HEADER): every request's REMOTE_ADDR
