@@ -98,6 +98,59 @@ def test_only_gpu_util_still_finds_an_idle_tail_and_nothing_it_cannot_see():
     assert tail.gpu_hours == pytest.approx(1.5, abs=0.05)
 
 
+def _eval_log(printing: tuple[int, int], *, trained: int = 150) -> str:
+    """A log stamped each minute of training, 'Training finished' at its end, then pycocotools-style
+    evaluation lines each minute from `printing[0]` to `printing[1]` minutes."""
+
+    def at(minute: float) -> str:
+        return f"{START + timedelta(minutes=minute):%Y-%m-%d %H:%M:%S},000"
+
+    lines = [f"{at(m)} INFO step {m * 100} loss 0.5" for m in range(0, trained)]
+    lines.append(f"{at(trained)} INFO Training finished in 2:30:00")
+    lines += [f"{at(m)} INFO Evaluating image batch {m - trained}/60 (COCO bbox)" for m in range(*printing)]
+    return "\n".join(lines)
+
+
+def test_an_idle_tail_while_the_log_keeps_printing_is_cpu_work_not_an_unreleased_allocation():
+    # 150 min of training, then a 60-minute CPU-only COCO evaluation that logs every minute up to the end.
+    # It was called "idle for the last 60 min of the run after the work was done".
+    frame = series(210, lambda t, g: 40 if t < 150 else 0)
+    log = _eval_log((152, 210))
+    _, result = run(210, frame, logs=[("train.log", log)])
+    assert Category.UNRELEASED_JOB not in categories(result)
+    (work,) = [f for f in result.findings if f.category == Category.NON_DL_JOB]
+    assert work.sub_cause == "cpu_work_after_training"
+    assert work.summary.startswith("Every GPU idled for 60 min after the GPU work (29% of the run) while the log kept")
+    assert work.windows[0].seconds == pytest.approx(60 * 60, abs=60)
+    assert work.gpu_hours == pytest.approx(1.0, abs=0.03)
+    assert [line.text for line in work.log_lines] == [log.split("\n")[151], log.split("\n")[-1]]
+    assert [line.line_no for line in work.log_lines] == [152, 209]
+
+
+def test_an_idle_tail_whose_log_falls_silent_is_unreleased_from_the_last_line():
+    # 40 minutes of CPU evaluation that logs, then 80 minutes of nothing until the walltime.
+    frame = series(270, lambda t, g: 40 if t < 150 else 0)
+    _, result = run(270, frame, logs=[("train.log", _eval_log((152, 190)))])
+    found = {f.category: f for f in result.findings}
+    assert set(found) == {Category.UNRELEASED_JOB, Category.NON_DL_JOB}
+    held, work = found[Category.UNRELEASED_JOB], found[Category.NON_DL_JOB]
+    assert held.windows[0].start == (START + timedelta(minutes=189)).timestamp()
+    assert held.numbers["tail_minutes"] == pytest.approx(81, abs=1)
+    assert held.summary.startswith("Every GPU idled for the last 120 min of the run (44%); the log printed 38 lines")
+    assert held.summary.endswith("then nothing for 81 min (30%) while the allocation was held.")
+    assert held.log_lines[-1].line_no == 189  # the last line printed
+    assert work.numbers["cpu_minutes"] == pytest.approx(39, abs=1)
+    assert held.gpu_hours + work.gpu_hours == pytest.approx(2.0, abs=0.05)
+
+
+def test_a_tail_with_only_the_closing_lines_and_a_hold_line_is_still_unreleased():
+    frame = series(270, lambda t, g: 40 if t < 150 else 0)
+    log = _eval_log((0, 0)) + f"\n{START + timedelta(minutes=160):%Y-%m-%d %H:%M:%S},000 INFO keeping the process alive"
+    _, result = run(270, frame, logs=[("train.log", log)])
+    assert categories(result) == {Category.UNRELEASED_JOB}
+    assert result.findings[0].windows[0].seconds == pytest.approx(120 * 60, abs=60)
+
+
 def test_only_gpu_util_periodic_gaps_are_called_checkpoints_with_low_confidence():
     # 4-minute stalls every 20 minutes; nothing else is known about the job.
     frame = series(240, lambda t, g: 0 if (t % 20) >= 16 and t < 235 else 40)

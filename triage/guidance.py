@@ -76,13 +76,20 @@ GUIDES: dict[Category, dict] = {
         "what": "Work that needs no GPU (data analysis, ETL, classic ML) runs on a GPU allocation.",
         "why": "No kernel ever runs on the GPU; the job works on the CPU only.",
         "fixes": {
+            "cpu_work_after_training": (
+                "Run the CPU-only step after training (COCO or sklearn evaluation, metrics, export) as its own "
+                "job on a CPU partition that starts when training ends, or compute it on the GPU.",
+                "python train.py\npython evaluate.py   # pycocotools on the CPU; the GPUs stay allocated",
+                "jid=$(sbatch --parsable train.sh)                       # GPUs: training only\n"
+                "sbatch --dependency=afterok:$jid --partition=cpu eval.sh   # the evaluation on CPUs",
+            ),
             "default": (
                 "Submit to a CPU partition.",
                 "#SBATCH --partition=a100\n#SBATCH --gres=gpu:1",
                 "#SBATCH --partition=cpu\n#SBATCH --cpus-per-task=32",
-            )
+            ),
         },
-        "effect": "All of the job's GPU-hours are recovered.",
+        "effect": "All of the job's GPU-hours are recovered (for CPU work after training, that stretch's).",
     },
     Category.IMPROPER_BATCH_SIZE: {
         "what": "Too little GPU work per step: a small batch leaves the GPU waiting on per-step overhead.",

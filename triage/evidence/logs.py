@@ -9,11 +9,14 @@ rules may still count but never place on the time line.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from array import array
+from dataclasses import dataclass, field
 from datetime import datetime
 
+import numpy as np
+
 from fleet import logevents
-from fleet.logevents import scan_log
+from fleet.logevents import scan_log, terminal_line
 
 MAX_LINE = 300
 
@@ -63,9 +66,39 @@ class LogEvidence:
     socket_lines: list[LogLine]
     dataparallel_lines: list[LogLine]
     hold_lines: list[LogLine]  # "holding the node", "keeping the process alive"
+    # Every line printed with its own timestamp: its time, file (index into `paths`) and line number,
+    # compact (a long log has a million), to tell whether a job still printed while its GPUs idled.
+    stamped_t: array = field(default_factory=lambda: array("d"))
+    stamped_file: array = field(default_factory=lambda: array("i"))
+    stamped_line: array = field(default_factory=lambda: array("i"))
+    paths: list[str] = field(default_factory=list)
+    texts: list[str] = field(default_factory=list, repr=False)  # the logs as read, to quote a line
 
     def of(self, *kinds: str) -> list[LogLine]:
         return [event for event in self.events if event.kind in kinds]
+
+    def printed_between(self, start: float, end: float) -> list[tuple[float, int, int]]:
+        """(time, file index, line number) of the lines stamped in [start, end], in time order, less
+        those that only say the job holds on ("keeping the process alive", "sleep 12h")."""
+        times = np.frombuffer(self.stamped_t, dtype=np.float64) if len(self.stamped_t) else np.empty(0)
+        chosen = np.flatnonzero((times >= start) & (times <= end))
+        holding = {(line.path, line.line_no) for line in self.hold_lines}
+        found = [
+            (float(times[i]), self.stamped_file[i], self.stamped_line[i])
+            for i in chosen
+            if (self.paths[self.stamped_file[i]], self.stamped_line[i]) not in holding
+        ]
+        return sorted(found)
+
+    def quoted(self, file_index: int, line_no: int, t: float | None) -> LogLine:
+        """A stamped line as evidence to quote (the line as a terminal last showed it)."""
+        text = self.texts[file_index]
+        begin = 0
+        for _ in range(line_no - 1):
+            begin = text.find("\n", begin) + 1
+        finish = text.find("\n", begin)
+        raw = text[begin : finish if finish >= 0 else len(text)]
+        return LogLine("fact", self.paths[file_index], line_no, t, False, terminal_line(raw).strip()[:MAX_LINE])
 
     @property
     def has_timestamps(self) -> bool:
@@ -80,14 +113,20 @@ def extract_log_evidence(logs: list[tuple[str, str]], started: datetime | None =
         physical = text.split("\n")
         evidence.lines += len(physical)
         records, stamps = scan_log(text, started)  # each line's timestamp parsed once, for events and times alike
+        file_index = len(evidence.paths)
+        evidence.paths.append(path)
+        evidence.texts.append(text)
         # Times of every line: its own, else the last seen (estimated).
         times: list[tuple[float | None, bool]] = []
         last: float | None = None
-        for stamp in stamps:
+        for line_no, stamp in enumerate(stamps, start=1):
             if stamp is not None:
                 last = stamp.timestamp()
                 evidence.timestamped_lines += 1
                 times.append((last, False))
+                evidence.stamped_t.append(last)
+                evidence.stamped_file.append(file_index)
+                evidence.stamped_line.append(line_no)
             else:
                 times.append((last, True))
         upper: list[float | None] = [None] * len(times)

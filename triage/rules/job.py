@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+from itertools import pairwise
+
 from fleet.logevents import TRAINING_FINISHED
 from triage.evidence import Evidence, Span
 from triage.rules.registry import Finding, register
@@ -108,6 +111,52 @@ def gpu_oversubscription(ev: Evidence, th: dict) -> list[Finding]:
     ]
 
 
+def _long_enough(seconds: float, run: float, th: dict) -> bool:
+    """An idle stretch at the end the unreleased-job rule counts: tail_min_s or tail_min_share of the run, never
+    under tail_floor_s."""
+    return (seconds >= th["tail_min_s"] or seconds >= th["tail_min_share"] * run) and seconds >= th["tail_floor_s"]
+
+
+@dataclass(frozen=True)
+class _Tail:
+    silent: Span | None  # the idle tail's stretch without a log line: the allocation held after the work
+    working: list[Span]  # the rest of the tail, while the log kept printing: work on the CPU
+    printed: list[tuple[float, int, int]]  # the lines printed in the tail (time, file index, line)
+
+
+def _tail(ev: Evidence, th: dict) -> _Tail | None:
+    """The idle tail split by the log: a job that still prints while its GPUs idle (a COCO evaluation
+    or sklearn metrics on the CPU after training) is working, not holding an unreleased allocation.
+
+    Lines printed within `log_match_tolerance_s` (and a period) of the tail's start close the work
+    (the last save, "training finished"); lines that say the job holds on are not work. The tail's
+    longest stretch without a line is what the job held idle. None without an idle tail to judge.
+    """
+    if "_tail" in ev.__dict__:
+        return ev.__dict__["_tail"]
+    p = ev.phases
+    found = None
+    if p is not None and p.tail is not None and p.training is not None:
+        tail = p.tail
+        closing = tail.start + th["log_match_tolerance_s"] + ev.timeline.period
+        printed = ev.logs.printed_between(closing, tail.end)
+        if not printed:
+            found = _Tail(tail, [], [])
+        else:
+            marks = [tail.start] + [t for t, _, _ in printed] + [tail.end]
+            a, b = max(pairwise(marks), key=lambda pair: pair[1] - pair[0])
+            # Only a silence as long as an unreleased tail is one (the lines after a silence in the middle
+            # are most often the job's end); shorter ones are the work pausing between lines.
+            run = max(p.series_end - p.series_start, 1.0)
+            if _long_enough(b - a, run, th):
+                working = [Span(x, y, "CPU work") for x, y in ((tail.start, a), (b, tail.end)) if y - x >= 60]
+                found = _Tail(Span(a, b, "idle tail"), working, printed)
+            else:
+                found = _Tail(None, [Span(tail.start, tail.end, "CPU work")], printed)
+    ev.__dict__["_tail"] = found
+    return found
+
+
 @register(Category.UNRELEASED_JOB)
 def unreleased_job(ev: Evidence, th: dict) -> list[Finding]:
     p = ev.phases
@@ -115,29 +164,41 @@ def unreleased_job(ev: Evidence, th: dict) -> list[Finding]:
         return []
     tail = p.tail
     run = max(p.series_end - p.series_start, 1.0)
-    long_enough = tail.seconds >= th["tail_min_s"] or tail.seconds >= th["tail_min_share"] * run
-    if not long_enough or tail.seconds < th["tail_floor_s"]:
+    if not _long_enough(tail.seconds, run, th):
         return []
+    split = _tail(ev, th)
+    idle = split.silent if split is not None else tail
+    if idle is None or not _long_enough(idle.seconds, run, th):
+        return []  # the log kept printing: work, not an allocation held idle
     finished = [e for e in ev.logs.of(TRAINING_FINISHED) if e.t is not None and e.t <= tail.start + ev.timeline.period]
     sleeps = [f for f in ev.scripts.of("shell_sleep") if f.detail.get("after_launch")]
     loops = list(ev.logs.hold_lines)
     confidence = 0.75 + 0.1 * bool(finished) + 0.1 * bool(sleeps or loops)
     sub = "trailing_sleep" if sleeps else ("idle_process" if loops else "idle_tail")
+    if idle is tail:
+        summary = (
+            f"Every GPU idled for the last {tail.seconds / 60:.0f} min of the run "
+            f"({tail.seconds / run:.0%}) after the work was done."
+        )
+    else:
+        summary = (
+            f"Every GPU idled for the last {tail.seconds / 60:.0f} min of the run ({tail.seconds / run:.0%}); "
+            f"the log printed {len(split.printed)} line{'s' if len(split.printed) > 1 else ''} in it, then nothing "
+            f"for {idle.seconds / 60:.0f} min ({idle.seconds / run:.0%}) while the allocation was held."
+        )
+    quoted = [ev.logs.quoted(index, line, t) for t, index, line in split.printed[-1:]] if idle is not tail else []
     return [
         Finding(
             category=Category.UNRELEASED_JOB,
             sub_cause=sub,
             confidence=confidence,
-            summary=(
-                f"Every GPU idled for the last {tail.seconds / 60:.0f} min of the run "
-                f"({tail.seconds / run:.0%}) after the work was done."
-            ),
-            windows=[Span(tail.start, tail.end, "idle tail")],
-            log_lines=finished[-1:] + loops[:2],
+            summary=summary,
+            windows=[Span(idle.start, idle.end, "idle tail")],
+            log_lines=finished[-1:] + quoted + loops[:2],
             code=sleeps,
-            numbers={"tail_minutes": round(tail.seconds / 60, 1), "tail_share": round(tail.seconds / run, 3)},
+            numbers={"tail_minutes": round(idle.seconds / 60, 1), "tail_share": round(idle.seconds / run, 3)},
             time_located=True,
-            gpu_hours=ev.unused(tail.start, tail.end),
+            gpu_hours=ev.unused(idle.start, idle.end),
         )
     ]
 
@@ -152,12 +213,12 @@ def non_dl_job(ev: Evidence, th: dict) -> list[Finding]:
     if mean is None:
         mean = per_time_max
     if mean > th["non_dl_max_util"]:
-        return []
+        return _cpu_work_after_training(ev, th)
     if p.peak_mem_share is not None and p.peak_mem_share * 100 > th["non_dl_max_mem"]:
-        return []
+        return _cpu_work_after_training(ev, th)
     imports = ev.scripts.of("framework_import")
     if imports:
-        return []
+        return _cpu_work_after_training(ev, th)
     confidence = 0.5
     if ev.scripts.python_files:
         confidence += 0.3  # code was there and imports no deep-learning framework
@@ -185,6 +246,59 @@ def non_dl_job(ev: Evidence, th: dict) -> list[Finding]:
             gpu_hours=ev.unused(p.series_start, p.series_end),
         )
     ]
+
+
+def _cpu_work_after_training(ev: Evidence, th: dict) -> list[Finding]:
+    """Non-GPU work inside a GPU job: after the GPU work, every GPU idles while the log keeps printing (a
+    COCO evaluation, sklearn metrics, an export on the CPU) for as long as an unreleased tail would last."""
+    p = ev.phases
+    split = _tail(ev, th)
+    if split is None or not split.working:
+        return []
+    run = max(p.series_end - p.series_start, 1.0)
+    seconds = sum(span.seconds for span in split.working)
+    if not _long_enough(seconds, run, th):
+        return []
+    first, last = split.printed[0], split.printed[-1]
+    lines = [ev.logs.quoted(index, line, t) for t, index, line in ([first, last] if first != last else [first])]
+    cpu = _cpu_between(ev, split.working)
+    return [
+        Finding(
+            category=Category.NON_DL_JOB,
+            sub_cause="cpu_work_after_training",
+            confidence=0.6,
+            summary=(
+                f"Every GPU idled for {seconds / 60:.0f} min after the GPU work ({seconds / run:.0%} of the run) "
+                f"while the log kept printing ({len(split.printed)} lines"
+                + (f"; CPU {cpu:.0f} % of the allocation" if cpu is not None else "")
+                + "): work on the CPU, such as a final evaluation or metrics, on a GPU allocation."
+            ),
+            windows=split.working,
+            log_lines=lines,
+            numbers={
+                "cpu_minutes": round(seconds / 60, 1),
+                "cpu_share": round(seconds / run, 3),
+                "lines_printed": len(split.printed),
+                "cpu_util": None if cpu is None else round(cpu, 1),
+            },
+            time_located=True,
+            gpu_hours=sum(ev.unused(span.start, span.end) for span in split.working),
+        )
+    ]
+
+
+def _cpu_between(ev: Evidence, spans: list[Span]) -> float | None:
+    import numpy as np
+
+    values = ev.timeline.host.get("cpu_util") if ev.timeline else None
+    if values is None:
+        return None
+    rows = np.zeros(len(values), dtype=bool)
+    for span in spans:
+        rows |= ev.timeline.mask(span.start, span.end)
+    chosen = values[rows] if values.ndim == 1 else values[rows].ravel()
+    finite = chosen[np.isfinite(chosen)]
+    return float(np.mean(finite)) if finite.size else None
 
 
 def _median_cpu(ev: Evidence) -> float | None:
