@@ -326,3 +326,32 @@ def test_a_job_still_running_when_stored_does_not_say_it_ended(client, member_a,
     page = client.get(reverse("dashboard:job-detail", args=[done.pk])).content.decode()
     assert "job-unfinished" not in page
     assert f"<dt>Ended</dt><dd>{done.end_time:%Y-%m-%d %H:%M:%S} UTC ({done.wall_hours:.2f} h)</dd>" in page
+
+
+def test_a_findings_header_says_how_likely_the_cause_is_in_words_and_keeps_the_rules_terms_in_a_title(
+    client, member_a, team_a
+):
+    """A finding's header read "sync_save_remote · confidence 0.95" and the triage line "Classified
+    mean GPU util 28.2 % · rule set v1": the rules' names, not words a team member reads. They say how
+    likely each cause is and what triage found; the sub-cause, the number, the status and the rule set's
+    version stay on the page for the researchers and operators who use them."""
+    job = JobFactory(team=team_a, name="two-causes", mean_gpu_util=28.2)
+    result = JobTriage.objects.create(job=job, rule_set=RuleSet.current(), status="classified", is_current=True,
+                                      mean_util=28.2, reason="mean GPU util 28.2 %")  # fmt: skip
+    for category, sub, confidence in ((Category.MODEL_CHECKPOINTING, "sync_save_remote", 0.95),
+                                      (Category.IMPROPER_BATCH_SIZE, "small_batch", 0.45)):  # fmt: skip
+        Finding.objects.create(result=result, job=job, rule_set=result.rule_set, category=category, sub_cause=sub,
+                               confidence=confidence, summary="s", gpu_hours=confidence, evidence={},
+                               guidance={})  # fmt: skip
+    client.force_login(member_a)
+    html = client.get(reverse("dashboard:job-detail", args=[job.pk])).content.decode()
+    header = html.split(f'id="finding-{Category.MODEL_CHECKPOINTING}"')[1].split("</h3>")[0]
+    assert "very likely the cause</span>" in header
+    assert 'title="The rules\' confidence: 0.95 of 1; sub-cause sync_save_remote"' in header
+    assert "confidence 0.95" not in header.split('title="')[0] and ">sync_save_remote" not in header
+    header = html.split(f'id="finding-{Category.IMPROPER_BATCH_SIZE}"')[1].split("</h3>")[0]
+    assert "· the rules are unsure</span>" in header
+    triage_line = html.split("Why the GPUs idled</h2>")[1].split("</p>")[0]
+    assert 'title="Triage status: Classified">2 causes found</span>' in triage_line
+    assert "at a mean GPU utilization of 28.2 % · checked by the rules on " in triage_line
+    assert f"(rule set v{RuleSet.current().version})" in triage_line
