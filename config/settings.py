@@ -179,6 +179,10 @@ AXES_CLIENT_IP_CALLABLE = "config.client_ip.client_ip"
 AXES_RESET_ON_SUCCESS = True
 AXES_LOCKOUT_TEMPLATE = "registration/locked_out.html"
 AXES_VERBOSE = False  # no start-up banner in every management command's output
+# A forgotten password (fleet/accounts.py): the mailed link works once, for this long; an account is
+# mailed at most one link per PASSWORD_RESET_MAIL_MINUTES, however often its address is entered.
+PASSWORD_RESET_TIMEOUT = env_int("PASSWORD_RESET_LINK_MINUTES", 60, minimum=5) * 60
+PASSWORD_RESET_MAIL_MINUTES = env_int("PASSWORD_RESET_MAIL_MINUTES", 15, minimum=0)
 LOGIN_URL = "login"
 LOGIN_REDIRECT_URL = "dashboard:overview"
 LOGOUT_REDIRECT_URL = "login"

@@ -3,6 +3,7 @@ from django.contrib.auth import views as auth_views
 from django.urls import include, path, re_path
 
 from config.api import api_not_found
+from fleet.accounts import PasswordResetForm
 from triage.views import metrics
 
 urlpatterns = [
@@ -11,6 +12,20 @@ urlpatterns = [
     # A person changes the password an operator gave them (the other sessions are logged out).
     path("password/", auth_views.PasswordChangeView.as_view(), name="password_change"),
     path("password/done/", auth_views.PasswordChangeDoneView.as_view(), name="password_change_done"),
+    # A forgotten password: Django's reset flow, its mail queued (fleet.accounts); no page says
+    # whether an address has an account.
+    path(
+        "password/reset/",
+        auth_views.PasswordResetView.as_view(form_class=PasswordResetForm),
+        name="password_reset",
+    ),
+    path("password/reset/sent/", auth_views.PasswordResetDoneView.as_view(), name="password_reset_done"),
+    path(
+        "password/reset/<uidb64>/<token>/",
+        auth_views.PasswordResetConfirmView.as_view(),
+        name="password_reset_confirm",
+    ),
+    path("password/reset/complete/", auth_views.PasswordResetCompleteView.as_view(), name="password_reset_complete"),
     path("admin/", admin.site.urls),
     path("metrics", metrics, name="metrics"),  # where a Prometheus scrape job looks by default
     path("api/v1/", include("config.api")),

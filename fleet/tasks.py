@@ -130,3 +130,23 @@ def prune_series_task() -> dict:
 
 
 from fleet.connectors.tasks import schedule_connectors_task, sync_connector_task  # noqa: E402,F401
+
+
+# A forgotten password's mail (fleet.accounts): queued by the reset form, so the page never waits for
+# the mail server (nor says, by taking longer, that an address has an account). A temporary SMTP
+# error is retried; in-process (no worker) or after the last retry it is logged, never raised into
+# the page, which must look the same either way.
+@shared_task(name="fleet.send_password_reset", bind=True, max_retries=3)
+def send_password_reset_task(self, user_id: int) -> bool:
+    import smtplib
+
+    from fleet import accounts
+
+    try:
+        return accounts.send_reset_mail(user_id)
+    except (smtplib.SMTPException, OSError) as exc:
+        if self.request.is_eager or self.request.retries >= self.max_retries:
+            logger.warning("The password reset mail for user %s could not be sent: %s", user_id, exc)
+            accounts.forget_cooldown(user_id)
+            return False
+        raise self.retry(countdown=60 * 2**self.request.retries) from exc

@@ -1,0 +1,66 @@
+"""A forgotten password: Django's own reset flow (django.contrib.auth.views), its mail sent by a task.
+
+The form answers the same whether or not the address has an account (Django's view always goes on
+to "check your mail"), and it only queues the mail: with a worker the page does not wait for the
+mail server, so it answers as fast for an address without an account. An account is sent one mail
+per PASSWORD_RESET_MAIL_MINUTES, however often its address is entered, so the form cannot flood a
+mailbox. The link goes to PUBLIC_BASE_URL, never to the host the request named, and works once
+(Django's token changes with the password), for PASSWORD_RESET_TIMEOUT.
+"""
+
+from __future__ import annotations
+
+from django.conf import settings
+from django.contrib.auth import forms as auth_forms
+from django.contrib.auth import get_user_model
+from django.contrib.auth.tokens import default_token_generator
+from django.core.cache import cache
+from django.core.mail import EmailMessage
+from django.template.loader import render_to_string
+from django.urls import reverse
+from django.utils.encoding import force_bytes
+from django.utils.http import urlsafe_base64_encode
+
+
+def _cooldown_key(user_id: int) -> str:
+    return f"password-reset-mail:{user_id}"
+
+
+class PasswordResetForm(auth_forms.PasswordResetForm):
+    def save(self, **ignored) -> None:
+        """Queue a reset mail for each active account of this address with a password, at most one per
+        account per PASSWORD_RESET_MAIL_MINUTES. The view's mail options (domain, templates) are
+        ignored: the mail is built by `reset_mail`, with PUBLIC_BASE_URL."""
+        from fleet.tasks import send_password_reset_task
+
+        for user in self.get_users(self.cleaned_data["email"]):
+            if cache.add(_cooldown_key(user.pk), True, settings.PASSWORD_RESET_MAIL_MINUTES * 60):
+                send_password_reset_task.delay_on_commit(user.pk)
+
+
+def reset_mail(user) -> EmailMessage:
+    uid = urlsafe_base64_encode(force_bytes(user.pk))
+    token = default_token_generator.make_token(user)
+    context = {
+        "user": user,
+        "link": settings.PUBLIC_BASE_URL + reverse("password_reset_confirm", args=[uid, token]),
+        "login": settings.PUBLIC_BASE_URL + reverse("login"),
+        "valid_minutes": settings.PASSWORD_RESET_TIMEOUT // 60,
+    }
+    subject = "".join(render_to_string("registration/password_reset_subject.txt", context).splitlines())
+    body = render_to_string("registration/password_reset_email.txt", context)
+    return EmailMessage(subject, body, settings.DEFAULT_FROM_EMAIL, [user.email])
+
+
+def send_reset_mail(user_id: int) -> bool:
+    """Send the reset mail to an account that still may have one; False when it no longer may."""
+    user = get_user_model().objects.filter(pk=user_id, is_active=True).first()
+    if user is None or not user.has_usable_password() or not user.email:
+        return False
+    reset_mail(user).send()
+    return True
+
+
+def forget_cooldown(user_id: int) -> None:
+    """A mail that could not be sent: the person may ask again at once."""
+    cache.delete(_cooldown_key(user_id))
