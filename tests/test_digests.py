@@ -391,6 +391,10 @@ def test_unsubscribe_link_asks_then_unsubscribes_and_a_forged_one_fails(smtp, fl
     assert url in text
     page = client.get(path_of(url))  # a link scanner's GET changes nothing
     assert page.status_code == 200 and b"<form" in page.content
+    # Whoever holds the link (a forwarded digest) is not told the recipient's address, only a hint of it.
+    assert member_a.email == "alice-member@example.org"
+    assert "alice-member@example.org" not in page.content.decode() and "alice-member" not in page.content.decode()
+    assert "to a…@example.org?" in page.content.decode()
     assert not Subscription.objects.filter(user=member_a).exists()
     assert client.post(path_of(url)).status_code == 200
     assert Subscription.objects.get(user=member_a, kind=DigestKind.TEAM).active is False

@@ -76,6 +76,13 @@ def read_unsubscribe_token(token: str) -> tuple[int, str, int | None]:
     return user_id, kind, team_id
 
 
+def masked_address(address: str) -> str:
+    """An address as the unsubscribe page names it to whoever holds the link (a digest forwarded to a
+    list, a colleague): enough for its owner to know it, not the address itself. a…@example.org."""
+    local, at, domain = address.partition("@")
+    return f"{local[:1]}…{at}{domain}" if local else ""
+
+
 def _is_id(value) -> bool:
     return isinstance(value, int) and not isinstance(value, bool) and 0 < value <= MAX_ROW_ID
 
@@ -506,6 +513,7 @@ def _jobs_url(period: Period, team: Team | None) -> Callable[[Category], str]:
     def url(category: Category) -> str:
         query = {"team": team.slug} if team else {}
         query |= {"category": category.value, "start_from": period.start.date(), "start_to": period.last_day}
+        query["sort"] = "unused"  # the most unused GPU-hours first, as the digest ranks jobs (not the newest)
         return absolute(f"{reverse('dashboard:job-list')}?{urlencode(query)}")
 
     return url

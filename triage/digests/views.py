@@ -181,6 +181,8 @@ def unsubscribe(request, token: str):
     label = f"the weekly digest of {team}" if team else "the weekly operator digest"
     if request.method == "GET":
         # Only a POST unsubscribes: link scanners and previews fetch GET links on their own.
-        return render(request, "digests/unsubscribe.html", {"label": label, "user_email": user.email})
+        # The link is its authority and travels with the mail (a forwarded digest): the address is masked.
+        address = services.masked_address(user.email)
+        return render(request, "digests/unsubscribe.html", {"label": label, "user_email": address})
     services.set_subscription(user, kind, team, active=False)
     return render(request, "digests/unsubscribe.html", {"label": label, "done": True})
