@@ -903,3 +903,22 @@ def test_on_a_phone_each_causes_shaded_windows_have_a_legend_entry_clear_of_the_
         assert entries[name][2] <= boxes["chart"][2] + 1, f"{name!r} runs past the chart's right edge"
     for plot in boxes["plots"]:
         assert not overlap(boxes["legend"], plot), f"the legend {boxes['legend']} covers the plot {plot}"
+
+
+@pytest.mark.django_db(transaction=True)
+def test_an_admin_operators_top_bar_is_one_row_at_1280_px_and_their_name_leads_to_their_password(
+    browser, live_server, operator  # noqa: F811
+):
+    """A 'Password' link of its own beside the name wrapped an admin operator's menu to two rows at
+    1280 px ("Admin" alone on the second); the name itself now leads to the password page."""
+    from selenium.webdriver.common.by import By
+
+    operator.is_staff = True
+    operator.save()
+    with window_width(browser, 1280):
+        log_in(browser, live_server.url, operator, "/jobs/")
+        links = browser.find_elements(By.CSS_SELECTOR, ".topbar nav a")
+        assert [link.text for link in links][-1] == "Admin"
+        assert len({link.location["y"] for link in links}) == 1, "the menu wrapped to more than one row"
+        who = browser.find_element(By.CSS_SELECTOR, ".topbar .who")
+        assert who.text == "olivia-operator" and who.get_attribute("href").endswith("/password/")
