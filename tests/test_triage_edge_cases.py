@@ -288,6 +288,77 @@ def test_memory_bound_and_checkpoint_stalled_job_gets_both_findings_with_located
     assert total == pytest.approx(result.unused_gpu_hours, rel=0.01)
 
 
+@pytest.mark.parametrize(
+    ("source", "dtype"),
+    [
+        ("with torch.autocast('cuda', dtype=torch.bfloat16):\n    loss = model(x).sum()\n", "bfloat16"),
+        ("scaler = torch.amp.GradScaler('cuda')\n", None),
+        ("with torch.cuda.amp.autocast():\n    loss = model(x).sum()\n", None),
+        ("model = model.half()\n", "float16"),
+        ("args = TrainingArguments(output_dir='out', bf16=True)\n", "bf16"),
+        ("trainer = L.Trainer(precision='16-mixed', devices=1)\n", "fp16"),
+        ("trainer = L.Trainer(precision='bf16-mixed')\n", "bf16"),
+        ("accelerator = Accelerator(mixed_precision='fp16')\n", "fp16"),
+    ],
+)
+def test_mixed_precision_in_the_code_is_a_fact(source, dtype):
+    evidence = extract_script_evidence([("train.py", "import torch\n" + source)])
+    (fact,) = evidence.of("mixed_precision")
+    assert fact.line == 2 and fact.detail["dtype"] == dtype
+
+
+@pytest.mark.parametrize(
+    "source",
+    [
+        "args = TrainingArguments(output_dir='out', fp16=False)\n",
+        "trainer = L.Trainer(precision='32-true')\n",
+        "accelerator = Accelerator(mixed_precision='no')\n",
+        "# with torch.autocast('cuda'):\n",
+    ],
+)
+def test_full_precision_settings_are_no_mixed_precision_fact(source):
+    assert extract_script_evidence([("train.py", "import torch\n" + source)]).of("mixed_precision") == []
+
+
+def test_mixed_precision_flags_on_a_launch_line_are_a_fact():
+    script = (
+        "#!/bin/bash\naccelerate launch --mixed_precision bf16 train.py\ntorchrun train.py --bf16\n"
+        "python t.py --fp16 False\n"
+    )
+    facts = extract_script_evidence([("run.sh", script)]).of("mixed_precision")
+    assert [(f.line, f.detail["dtype"]) for f in facts] == [(2, "bf16"), (3, "bf16")]
+
+
+@pytest.mark.parametrize(
+    ("source", "precision", "first_change"),
+    [
+        ("loss = model(x).sum()\n", "fp32", "Train in mixed precision"),
+        ("with torch.autocast('cuda', dtype=torch.bfloat16):\n    loss = model(x).sum()\n", "mixed",
+         "The job already trains in mixed precision"),
+        (None, None, "Train in mixed precision (`torch.autocast` with bf16, or fp16 with `torch.amp.GradScaler`) if"),
+    ],
+)  # fmt: skip
+def test_memory_bound_guidance_follows_the_precision_the_code_shows(source, precision, first_change):
+    # The guidance said "if the job runs in fp32" to every job: nothing looked at whether its code used autocast.
+    from triage.guidance import guidance_for
+
+    frame = series(120, lambda t, g: 30, mem=lambda t, g: 0.93)
+    scripts = [("train.py", "import torch\n" + source)] if source else []
+    _, result = run(120, frame, scripts=scripts)
+    finding = next(f for f in result.findings if f.category == Category.GPU_MEMORY_BOUND)
+    assert finding.numbers["precision"] == precision
+    guide = guidance_for(finding.category, finding.sub_cause, finding.numbers, gpu_hours=1.0,
+                         price_per_gpu_hour=None, currency="", job={})  # fmt: skip
+    assert guide["change"].startswith(first_change)
+    if precision == "mixed":
+        assert "torch.autocast" not in guide["change"] and [c.line for c in finding.code] == [2]
+        assert "gradient_checkpointing_enable()" in guide["after"]
+    if precision == "fp32":
+        assert guide["change"].endswith(
+            "For this job: none of its code sets autocast, GradScaler, bf16 or fp16 (fp32)."
+        )
+
+
 def test_fast_steps_stalled_by_long_saves_are_checkpointing_not_a_small_batch():
     # Steps run at 85 %; a 12-minute save to NFS every 20 minutes brings the run's mean to 38 %. The
     # batch-size rule judged that 38 % and told the team each step gave the GPU too little work.

@@ -125,10 +125,23 @@ GUIDES: dict[Category, dict] = {
         "what": "GPU memory, not compute, caps the batch size.",
         "why": "With memory nearly full the batch cannot grow, so each step gives the GPU too little work.",
         "fixes": {
+            # Chosen by the finding's numbers["precision"], from the job's code (triage.rules.model._precision).
             "fp32": (
-                "Train in mixed precision (bf16/fp16): half the activation memory, tensor cores.",
+                "Train in mixed precision (`torch.autocast` with bf16, or fp16 with `torch.amp.GradScaler`; "
+                '`bf16=True` in TrainingArguments, `precision="bf16-mixed"` in Lightning): half the activation '
+                "memory, tensor cores. Then, if memory is still full: activation checkpointing, gradient "
+                "accumulation, ZeRO/FSDP sharding.",
                 "loss = model(inputs).loss\nloss.backward()",
                 "with torch.autocast('cuda', dtype=torch.bfloat16):\n    loss = model(inputs).loss\nloss.backward()",
+            ),
+            "mixed": (
+                "The job already trains in mixed precision: use activation (gradient) checkpointing, gradient "
+                "accumulation, ZeRO/FSDP sharding, or a GPU with more memory.",
+                "model = build_model()\n"
+                "with torch.autocast('cuda', dtype=torch.bfloat16):\n    loss = model(inputs).loss",
+                "model = build_model()\nmodel.gradient_checkpointing_enable()   # or torch.utils.checkpoint\n"
+                "with torch.autocast('cuda', dtype=torch.bfloat16):\n    loss = model(inputs).loss\n"
+                "# and/or FSDP(model) / DeepSpeed ZeRO-2",
             ),
             "default": (
                 "Train in mixed precision (`torch.autocast` with bf16, or fp16 with `torch.amp.GradScaler`) if the "
@@ -345,7 +358,10 @@ def guidance_for(
 ) -> dict:
     """Guidance for one finding with the job's numbers filled in."""
     guide = GUIDES[category]
-    change, before, after = guide["fixes"].get(sub_cause) or guide["fixes"]["default"]
+    fix = sub_cause
+    if category == Category.GPU_MEMORY_BOUND and numbers.get("precision") in ("fp32", "mixed"):
+        fix = numbers["precision"]  # the job's code says whether mixed precision is the first fix or done
+    change, before, after = guide["fixes"].get(fix) or guide["fixes"]["default"]
     values = _job_values(category, numbers, job)
     cost = None
     if price_per_gpu_hour is not None:
@@ -432,6 +448,13 @@ def _job_values(category: Category, numbers: dict, job: dict) -> dict:
             if peak is not None
             else "",
         }
+    if category == Category.GPU_MEMORY_BOUND:
+        precision = numbers.get("precision")
+        if precision == "fp32":
+            return {"settings": "For this job: none of its code sets autocast, GradScaler, bf16 or fp16 (fp32)."}
+        if precision == "mixed":
+            return {"settings": "For this job: its code sets mixed precision (quoted with the evidence)."}
+        return {}
     if category == Category.DATA_EXCHANGE:
         gpus, nodes = int(job.get("gpu_count") or 1), int(job.get("node_count") or 1)
         return {"gpus_per_node": max(1, gpus // nodes)}

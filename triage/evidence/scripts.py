@@ -391,6 +391,11 @@ class _PythonFacts(ast.NodeVisitor):
             self.add("host_sync", node, call=last, sampled=self.sampled)
         elif name in ("torch.cuda.synchronize", "cuda.synchronize") and self.in_step_loop:
             self.add("host_sync", node, call="torch.cuda.synchronize", sampled=self.sampled)
+        elif last in ("autocast", "GradScaler") or name in ("torch.amp.autocast", "torch.cuda.amp.autocast"):
+            dtype = next((_dotted(a) for a in [*node.args, *kwargs.values()] if "16" in _dotted(a)), "")
+            self.add("mixed_precision", node, call=name or last, dtype=dtype.rsplit(".", 1)[-1] or None)
+        elif last in ("half", "bfloat16") and isinstance(node.func, ast.Attribute) and not node.args:
+            self.add("mixed_precision", node, call=last, dtype="float16" if last == "half" else "bfloat16")
         elif last == "DataParallel":
             self.add("data_parallel", node)
         elif last in ("DistributedDataParallel", "DDP", "FullyShardedDataParallel", "FSDP"):
@@ -416,6 +421,9 @@ class _PythonFacts(ast.NodeVisitor):
             and self.resolve(node.args[0]) == "CUDA_VISIBLE_DEVICES"
         ):
             self._visible_devices(node, self.resolve(node.args[1]) if len(node.args) > 1 else None)
+        precision = _precision_setting(last, {key: self.resolve(value) for key, value in kwargs.items()})
+        if precision:
+            self.add("mixed_precision", node, call=name or last, dtype=precision)
         if last in ("open", "read_parquet", "read_csv", "load", "read_table", "ParquetFile") and node.args:
             value = self.resolve(node.args[0])
             if isinstance(value, str) and value.startswith(REMOTE_SCHEMES):
@@ -445,6 +453,39 @@ class _PythonFacts(ast.NodeVisitor):
 
 
 # --- Shell ----------------------------------------------------------------------------------------
+
+
+def _precision_setting(call: str, kwargs: dict) -> str | None:
+    """The reduced precision a trainer is set to: HF `TrainingArguments(bf16=True)` / `fp16=True`, Lightning
+    `Trainer(precision="16-mixed")` / `"bf16-mixed"` / 16, Accelerate `Accelerator(mixed_precision="bf16")`."""
+    if call in ("TrainingArguments", "Seq2SeqTrainingArguments", "SFTConfig"):
+        return next((flag for flag in ("bf16", "fp16") if kwargs.get(flag) is True), None)
+    if call == "Trainer" and "precision" in kwargs:
+        value = str(kwargs["precision"])
+        return ("bf16" if value.startswith("bf16") else "fp16") if value.split("-")[0] in ("16", "bf16") else None
+    if call == "Accelerator":
+        value = kwargs.get("mixed_precision")
+        return value if value in ("fp16", "bf16", "fp8") else None
+    return None
+
+
+_PRECISION_FLAGS = ("--fp16", "--bf16", "--half", "--amp")
+
+
+def _shell_precision(argv: list[str]) -> str | None:
+    """A launch's mixed-precision flag: `--bf16`, `--fp16 True`, `--mixed_precision bf16` (accelerate launch)."""
+    for index, word in enumerate(argv):
+        flag, _, value = word.partition("=")
+        following = argv[index + 1] if index + 1 < len(argv) else ""
+        if flag in _PRECISION_FLAGS:
+            value = value or ("" if following.startswith("-") else following)
+            if value.lower() not in ("false", "0", "no"):
+                return flag.lstrip("-")
+        elif flag in ("--mixed_precision", "--mixed-precision", "--precision"):
+            value = value or following
+            if value.split("-")[0] in ("fp16", "bf16", "16", "fp8"):
+                return value
+    return None
 
 
 def _command_kind(argv: list[str]) -> str:
@@ -566,6 +607,10 @@ def _shell_facts(path: str, text: str, evidence: ScriptEvidence) -> None:
             elif kind in ("launch", "python"):
                 launched = True
                 evidence.facts.append(CodeFact("shell_launch", path, number, stripped, {**detail, "launcher": argv[0]}))
+                if precision := _shell_precision(argv):
+                    evidence.facts.append(
+                        CodeFact("mixed_precision", path, number, stripped, {"call": argv[0], "dtype": precision})
+                    )
             for index, word in enumerate(argv[:-1]):
                 if word.startswith("--") and argv[index + 1].startswith(REMOTE_SCHEMES):
                     role = word.lstrip("-")

@@ -136,6 +136,7 @@ def gpu_memory_bound(ev: Evidence, th: dict) -> list[Finding]:
     else:
         return []
     sub = "oom_retry" if ooms else "memory_full"
+    precision, precision_code = _precision(ev)
     return [
         Finding(
             category=Category.GPU_MEMORY_BOUND,
@@ -149,13 +150,26 @@ def gpu_memory_bound(ev: Evidence, th: dict) -> list[Finding]:
             ),
             windows=[p.training],
             log_lines=ooms[:3] + lines,
-            code=code,
+            code=code + precision_code[:2],
             numbers={
                 "training_mean_util": round(util, 1),
                 "peak_gpu_mem_pct": None if peak is None else round(peak, 1),
+                "precision": precision,
             },
         )
     ]
+
+
+def _precision(ev: Evidence) -> tuple[str | None, list]:
+    """'mixed' when the job's code or launch sets reduced precision (autocast, GradScaler, bf16/fp16 in
+    TrainingArguments, Lightning or Accelerate, `.half()`, `--bf16`), with those facts; 'fp32' when its
+    Python code imports a framework and sets none; None when no code was read."""
+    found = ev.scripts.of("mixed_precision")
+    if found:
+        return "mixed", found
+    if ev.scripts.of("framework_import"):
+        return "fp32", []
+    return None, []
 
 
 def _untimed_saves(ev: Evidence) -> list:
