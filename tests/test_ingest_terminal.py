@@ -88,3 +88,17 @@ def test_output_to_a_pipe_is_plain_lines_without_a_bar(storage_dir):
         f"jobs: {Job.objects.count()} created, 0 updated, 0 unchanged, 0 rejected",
         f"samples: {IngestRun.objects.get().samples}",
     ]
+
+
+def test_async_prints_the_address_of_the_run_s_page(settings, upload_dirs):
+    """`--async` said "follow it in the ingest runs page" without saying where that page is; it
+    prints the run's page under PUBLIC_BASE_URL, ready to open."""
+    from io import StringIO
+
+    from django.core.management import call_command
+
+    settings.PUBLIC_BASE_URL = "https://fleet.example.org"
+    out = StringIO()
+    call_command("ingest_archive", str(EXAMPLE_ARCHIVE), "--async", stdout=out)
+    run = IngestRun.objects.get()
+    assert f"queued; follow it at https://fleet.example.org/ingest-runs/{run.pk}/" in out.getvalue()

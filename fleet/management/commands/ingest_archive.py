@@ -3,7 +3,9 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
+from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
+from django.urls import reverse
 
 from fleet import ingest
 from fleet.canonical import RecordError
@@ -57,7 +59,9 @@ class Command(BaseCommand):
             run.refresh_from_db()
             if run.status == IngestRun.Status.FAILED:
                 raise CommandError(run.errors[0]["message"])
-            self.stdout.write("queued; follow it in the ingest runs page or the admin")
+            # The page's address as a browser reaches the service (PUBLIC_BASE_URL), ready to open.
+            page = settings.PUBLIC_BASE_URL + reverse("fleet:ingest-run-detail", args=[run.pk])
+            self.stdout.write(f"queued; follow it at {page}")
             return
         bar = self._progress_bar()
         try:
