@@ -366,6 +366,29 @@ def test_each_cause_of_the_waste_links_to_the_week_s_jobs_with_it(smtp, fleet, m
         assert [job.pk for job in page.context["page"]] == [job.pk for job in expected[category]], label
 
 
+def test_a_causes_jobs_link_lists_them_as_the_digest_ranks_them_most_unused_first(smtp, fleet, team_a, member_a,
+                                                                                    client):  # fmt: skip
+    """"Its jobs" and a cause's link opened the jobs list newest first, so the digest's costliest job
+    (Fixes that pay most: 85.5 GPU-hours, then 12.4) came second after a cheaper job started later."""
+    later = JobFactory(team=team_a, name="later-cheaper", start_time=WEEK_START + timedelta(days=5), gpu_hours=3,
+                       unused_gpu_hours=1.2, mean_gpu_util=30)  # fmt: skip
+    triaged(later, RuleSet.objects.get(version=2), (Category.MODEL_CHECKPOINTING, 1.2, {}))
+    send_weekly_task.delay(WEEK).get()
+    text, html = parts(smtp.to(member_a.email)[0])
+    fixes = section(text, "FIXES THAT PAY MOST")
+    assert fixes.index("train-resnet") < fixes.index("later-cheaper")
+    section_html = html.split("Where the waste comes from")[1].split("Recoverable GPU-hours by cause")[0]
+    url = next(url for url, label in re.findall(r'<a href="([^"]+)"[^>]*>([^<]+)</a>', section_html)
+               if label == Category.MODEL_CHECKPOINTING.label)  # fmt: skip
+    assert url.endswith("&amp;sort=unused")
+    client.force_login(member_a)
+    listed = client.get(path_of(url).replace("&amp;", "&")).context["page"]
+    assert [job.name for job in listed] == ["train-resnet", "later-cheaper"]
+    # The team page the digest's button opens links its causes to the jobs in the same order.
+    page = client.get(reverse("dashboard:team-detail", args=[team_a.slug]), {"from": "2026-11-16", "to": "2026-11-22"})
+    assert "category=model_checkpointing&amp;sort=unused" in page.content.decode()
+
+
 # --- Unsubscribing -------------------------------------------------------------------------------
 
 
