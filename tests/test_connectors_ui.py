@@ -886,3 +886,20 @@ def test_without_secret_folders_no_file_may_be_named(client, operator, settings)
     data = form_data(secret="", secret_reference="file:/run/secrets/slurm-jwt")
     page = client.post(reverse("connectors:create"), data).content.decode()
     assert "and no file (CONNECTOR_SECRET_DIRS)" in page and not Connector.objects.exists()
+
+
+def test_a_time_watermark_reads_like_the_site_s_other_times(client, operator):
+    """A Slurm pull's watermark is an ISO time with microseconds ('2026-11-20T09:14:07.123456+00:00');
+    the list and the connector's page showed it raw. They show it as every other time, in UTC to the
+    minute, with the exact value kept in the element's datetime and title; a cursor stays as it is."""
+    slurm = Connector.objects.create(
+        name="slurm-prod", kind="slurm", url="http://127.0.0.1:9", cluster="c1",
+        watermark="2026-11-20T09:14:07.123456+00:00",
+    )  # fmt: skip
+    Connector.objects.create(name="runs", kind="generic", url="http://127.0.0.1:9", cluster="c2", watermark="cur-81f2")
+    client.force_login(operator)
+    for url in (reverse("connectors:list"), reverse("connectors:detail", args=[slurm.pk])):
+        page = client.get(url).content.decode()
+        assert ">2026-11-20 09:14 UTC</time>" in page
+        assert ">2026-11-20T09:14:07.123456+00:00<" not in page
+    assert "<code>cur-81f2</code>" in client.get(reverse("connectors:list")).content.decode()

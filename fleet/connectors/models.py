@@ -236,11 +236,14 @@ class Connector(models.Model):
     def lag(self) -> timedelta | None:
         """How far behind now the stored data is (from the watermark when it is a time)."""
         cls = self.connector_class
-        moment = None
-        if cls is not None and self.watermark:
-            moment = cls.watermark_time(self.watermark)
-        moment = moment or (self.last_success_at if cls is not None and not cls.lists_jobs else None)
+        moment = self.watermark_time or (self.last_success_at if cls is not None and not cls.lists_jobs else None)
         return timezone.now() - moment if moment else None
+
+    @property
+    def watermark_time(self):
+        """The moment a time watermark stands for (None for a cursor, or none yet)."""
+        cls = self.connector_class
+        return cls.watermark_time(self.watermark) if cls is not None and self.watermark else None
 
     @property
     def lag_text(self) -> str:
