@@ -846,13 +846,41 @@ def _store_artifacts(stored: list[tuple[Job, list[ArtifactRecord], tuple[str, ..
             )
     insert_new(artifacts)
     found = [events_of for *_, job_events in stored for events_of in job_events]
-    # Log events are most of an import's rows (ten a job in the demo fleet) and nothing refers to
-    # them: written as plain rows, they cost a tenth of what bulk_create spends per value.
+    _insert_events(zip(artifacts, found, strict=True))
+
+
+def _insert_events(found) -> int:
+    """Store [(artifact, its events or None)] as LogEvent rows; the number stored.
+
+    Log events are most of an import's rows (ten a job in the demo fleet) and nothing refers to
+    them: written as plain rows, they cost a tenth of what bulk_create spends per value.
+    """
     timestamp_value = connection.ops.adapt_datetimefield_value
     rows = [
         (artifact.job_id, artifact.pk, event.kind, event.line_no, timestamp_value(event.timestamp), event.text[:500])
-        for artifact, events_of in zip(artifacts, found, strict=True)
+        for artifact, events_of in found
         if events_of
         for event in events_of
     ]
     insert_rows(LogEvent, ("job_id", "artifact_id", "kind", "line_no", "timestamp", "text"), rows)
+    return len(rows)
+
+
+def rescan_log_events(job: Job) -> int | None:
+    """Find the events of a stored job's logs again, with the extractor as it is now, in place of the
+    ones its import stored (the job page's Log events table is computed at import, so it keeps what an
+    older extractor found until this runs). The number of events now stored; None if a log is missing
+    from storage (nothing is changed then)."""
+    logs = [artifact for artifact in job.artifacts.all() if artifact.kind == Artifact.Kind.LOG]
+    found = []
+    for artifact in logs:
+        try:
+            with default_storage.open(artifact.file.name, "rb") as handle:
+                content = handle.read()
+        except OSError:
+            logger.warning("Log %s of job %s is missing from storage; its events are kept", artifact.path, job)
+            return None
+        found.append((artifact, extract_log_events(content.decode("utf-8", errors="replace"), job.start_time)))
+    with transaction.atomic():
+        LogEvent.objects.filter(artifact__in=logs).delete()
+        return _insert_events(found)

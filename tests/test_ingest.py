@@ -164,6 +164,36 @@ def test_glog_lines_are_stored_with_the_year_of_the_jobs_start(tmp_path):
     assert (event.kind, event.timestamp) == ("checkpoint_save", datetime(2026, 11, 2, 10, 20, 0, 500000, tzinfo=UTC))
 
 
+def test_triage_rescan_logs_replaces_the_events_an_older_extractor_stored(tmp_path):
+    """The Log events table is computed at import: a job imported before the extractor learned a format
+    kept its old events (here: none had a time, one was not found) until re-imported. `triage
+    --rescan-logs` finds them again from the stored log; a log missing from storage keeps its events."""
+    from io import StringIO
+
+    from django.core.files.storage import default_storage
+
+    code, _, err = run_command(write_zip(tmp_path / "a.zip", good_members()))
+    assert code == 0, err
+    fresh = sorted(LogEvent.objects.filter(job__external_id="j1").values_list("kind", "line_no", "timestamp", "text"))
+    assert len(fresh) == 2
+    LogEvent.objects.filter(job__external_id="j1", kind="epoch").delete()  # as an older extractor left them
+    LogEvent.objects.filter(job__external_id="j1").update(timestamp=None)
+    out = StringIO()
+    call_command("triage", "--job", "c1/j1", "--rescan-logs", stdout=out)
+    assert "Log events found again for 1 jobs." in out.getvalue()
+    again = sorted(LogEvent.objects.filter(job__external_id="j1").values_list("kind", "line_no", "timestamp", "text"))
+    assert again == fresh
+    log = Artifact.objects.get(job__external_id="j1", kind="log")
+    default_storage.delete(log.file.name)
+    LogEvent.objects.filter(job__external_id="j1").update(timestamp=None)
+    out = StringIO()
+    call_command("triage", "--all", "--rescan-logs", stdout=out)
+    assert "1 kept theirs (a log missing from storage)" in out.getvalue()
+    assert LogEvent.objects.filter(job__external_id="j1").count() == 2
+    with pytest.raises(CommandError, match="cannot be a dry run"):
+        call_command("triage", "--all", "--rescan-logs", "--dry-run", stdout=StringIO())
+
+
 def test_a_batch_of_jobs_ends_once_its_artifacts_are_large(tmp_path, monkeypatch, settings):
     """Jobs are stored INGEST_STORE_BATCH to a transaction, or fewer once their artifacts reach
     STORE_BATCH_BYTES (large logs): the progress moves after each such batch."""

@@ -1,9 +1,10 @@
-"""Triage jobs now: `manage.py triage --all | --job CLUSTER/ID [--rule-set VERSION] [--dry-run]`."""
+"""Triage jobs now: `manage.py triage --all | --job CLUSTER/ID [--rule-set VERSION] [--dry-run] [--rescan-logs]`."""
 
 from __future__ import annotations
 
 from django.core.management.base import BaseCommand, CommandError
 
+from fleet.ingest import rescan_log_events
 from fleet.models import Job
 from triage import services
 from triage.models import RuleSet
@@ -18,8 +19,16 @@ class Command(BaseCommand):
         which.add_argument("--job", metavar="CLUSTER/ID", help="Triage one job by its natural key.")
         parser.add_argument("--rule-set", type=int, metavar="VERSION", help="Rule-set version (default: the newest).")
         parser.add_argument("--dry-run", action="store_true", help="Print the findings; store nothing.")
+        parser.add_argument(
+            "--rescan-logs",
+            action="store_true",
+            help="First find the events of each job's stored logs again (the job page's Log events), in place "
+            "of those its import found: after an upgrade that recognises more log lines.",
+        )
 
     def handle(self, *args, **options):
+        if options["rescan_logs"] and options["dry_run"]:
+            raise CommandError("--rescan-logs stores the events it finds; it cannot be a dry run")
         if options["rule_set"] is not None:
             rule_set = RuleSet.objects.filter(version=options["rule_set"]).first()
             if rule_set is None:
@@ -35,7 +44,13 @@ class Command(BaseCommand):
             jobs = Job.objects.all()
         jobs = jobs.select_related("cluster").prefetch_related("artifacts").order_by("pk")
         counts: dict[str, int] = {}
+        rescanned = missing = 0
         for job in jobs.iterator(chunk_size=100):
+            if options["rescan_logs"]:
+                if rescan_log_events(job) is None:
+                    missing += 1
+                else:
+                    rescanned += 1
             if options["dry_run"]:
                 _, result = services.evaluate_job(job, rule_set)
                 status, findings = (
@@ -52,4 +67,9 @@ class Command(BaseCommand):
                 self.stdout.write(f"{job}: {status}" + (f": {described}" if described else ""))
         summary = ", ".join(f"{count} {status}" for status, count in sorted(counts.items())) or "no jobs"
         verb = "would be" if options["dry_run"] else "were"
+        if options["rescan_logs"]:
+            self.stdout.write(
+                f"Log events found again for {rescanned} jobs"
+                + (f"; {missing} kept theirs (a log missing from storage)." if missing else ".")
+            )
         self.stdout.write(f"Rule set v{rule_set.version}: {summary} ({sum(counts.values())} jobs {verb} triaged).")
