@@ -978,7 +978,12 @@ def test_only_runs_that_ended_successfully_count_as_runs_that_got_better(smtp, f
 
     text, html = parts(smtp.to(member_a.email)[0])
     better = section(text, "RUNS THAT GOT BETTER")
-    assert better.startswith(" (ended successfully above 50 % mean GPU utilization;")
+    assert better.splitlines()[:2] == [
+        "",
+        "  Jobs that ran again this week and averaged above 50 % GPU utilization, where their previous run "
+        "averaged 50 % or less. Only runs that finished successfully count.",
+    ]  # the heading alone on its line: it read "(ended successfully above 50 % mean GPU utilization; the
+    # last run before that ended successfully was not)"
     assert [line.strip() for line in better.splitlines() if line.strip().startswith("+")] == [  # biggest rise first
         f"+ zeta (dana, {cluster.name}): 10 % -> 80 % since its run of 2026-11-14",
         f"+ alpha (dana, {cluster.name}): 30 % -> 83 % since its run of 2026-11-11; "
@@ -986,6 +991,7 @@ def test_only_runs_that_ended_successfully_count_as_runs_that_got_better(smtp, f
         f"+ delta (dana, {cluster.name}): 15 % -> 65 % since its run of 2026-11-12",
     ]
     assert f"/jobs/{completed.pk}/#runs" in better
+    assert "Jobs that ran again this week and averaged above 50 % GPU utilization" in html
     listed = html.split("Runs that got better")[1].split("</ul>")[0]
     assert "alpha</a>" in listed and "67 %" not in listed and "beta" not in listed
 
@@ -1119,15 +1125,42 @@ def test_the_hours_no_cause_holds_are_explained(smtp, fleet, member_a):
     headroom, the mystery job's 1.5 unclassified, and 1.0 idle time of resnet and bert beyond their causes."""
     send_weekly_task.delay(WEEK).get()
     text, html = parts(smtp.to(member_a.email)[0])
-    line = (
-        "Causes account for 8.0 of the 11.5 unused GPU-hours; the other 3.5 are not attributed to a cause: "
-        "1.5 in unclassified jobs (no rule explains their low utilization), 1.0 headroom of healthy jobs, "
-        "1.0 other idle time (beyond what a job's causes recover, or not triaged yet)."
+    line = (  # it said "1.0 headroom of healthy jobs", the rules' term
+        "Causes account for 8.0 of the 11.5 unused GPU-hours. The other 3.5 have no cause named: "
+        "1.5 in low-utilization jobs no rule could explain (unclassified); "
+        "1.0 in jobs above 50 % GPU utilization, which are not searched for causes; "
+        "1.0 other idle time (more than a job's causes account for, or in jobs not checked yet)."
     )
     assert line in text and line.replace("'", "&#x27;") in html
     assert text.index(line) < text.index("FIXES THAT PAY MOST")
     # Causes that hold every unused hour need no such line.
-    assert services.unattributed_note(8.0, [findings.CategoryWaste(Category.API_MISUSE, 8.0, 0.0, 1)], {}) == ""
+    assert services.unattributed_note(8.0, [findings.CategoryWaste(Category.API_MISUSE, 8.0, 0.0, 1)], {}, 50) == ""
+
+
+def test_a_job_still_running_among_the_fixes_says_so_in_both_parts(smtp, fleet, member_a):
+    """A job stored while it still ran stood in "Fixes that pay most" like a finished one, its hours
+    read as the whole run's: both parts say it was still running and that the hours are so far."""
+    Job.objects.filter(pk=fleet["bert"].pk).update(state="RUNNING")
+    send_weekly_task.delay(WEEK).get()
+    text, html = parts(smtp.to(member_a.email)[0])
+    fixes = section(text, "FIXES THAT PAY MOST")
+    bert = fixes.split("eval-bert")[1].splitlines()[0]
+    assert bert.endswith(": 2.5 recoverable GPU-hours (still running when last stored: its hours so far)")
+    assert "still running" not in fixes.split("eval-bert")[0]  # train-resnet had ended
+    bert_html = html.split("eval-bert</a>")[1].split("</td>")[0]
+    assert "Still running when last stored: its hours so far</span>" in bert_html
+    assert "still running" not in html.split("eval-bert</a>")[0].lower()
+
+
+def test_the_digest_says_its_totals_are_rounded_after_adding_up(smtp, fleet, member_a, operator):
+    """genai W47: Inefficient host-GPU data transfer 97.8 GPU-hours in 2 jobs, listed at 85.5 and 12.4
+    (85.48 + 12.35 = 97.83), which add up to 97.9. The total stays the exact sum rounded (as the
+    dashboard shows it) and both digests say so, in both parts."""
+    send_weekly_task.delay(WEEK).get()
+    said = "Totals are added up before they are rounded to a tenth of an hour"
+    for address in (member_a.email, operator.email):
+        text, html = parts(smtp.to(address)[0])
+        assert said in text.split("--")[-2] and said in html.split("Figures cover jobs")[1]
 
 
 # --- When digests go out, and whether you get one -------------------------------------------------------

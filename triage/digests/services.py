@@ -479,15 +479,18 @@ def _regressions(
 
 
 def unattributed_note(
-    unused_gpu_hours: float, by_category: list[findings.CategoryWaste], unused_by_status: dict[str, float]
+    unused_gpu_hours: float,
+    by_category: list[findings.CategoryWaste],
+    unused_by_status: dict[str, float],
+    threshold: float,
 ) -> str:
     """Why the hours by cause add up to less than the unused GPU-hours: a line naming the rest, or ''
     when the causes account for all of it (at the digest's precision).
 
     Causes hold the recoverable GPU-hours the rules could tie to them; the rest is idle time of
-    jobs no rule explains (unclassified), the headroom of healthy jobs (above the low-utilization
-    line, never triaged for causes), and idle time of classified jobs beyond what their causes
-    recover (or of jobs without a triage yet)."""
+    low-utilization jobs no rule explains (unclassified), the unused hours of jobs above the
+    low-utilization line `threshold` (healthy: never searched for causes), and idle time of
+    classified jobs beyond what their causes recover (or of jobs without a triage yet)."""
     attributed = sum(row.gpu_hours for row in by_category)
     rest = unused_gpu_hours - attributed
     if round(rest, HOURS_SHOWN) <= 0:
@@ -496,14 +499,14 @@ def unattributed_note(
     healthy = min(unused_by_status.get(findings.HEALTHY, 0.0), rest - unclassified)
     other = rest - unclassified - healthy
     parts = [
-        (unclassified, "in unclassified jobs (no rule explains their low utilization)"),
-        (healthy, "headroom of healthy jobs"),
-        (other, "other idle time (beyond what a job's causes recover, or not triaged yet)"),
+        (unclassified, "in low-utilization jobs no rule could explain (unclassified)"),
+        (healthy, f"in jobs above {threshold:.0f} % GPU utilization, which are not searched for causes"),
+        (other, "other idle time (more than a job's causes account for, or in jobs not checked yet)"),
     ]
     named = [f"{fmt_hours(hours)} {what}" for hours, what in parts if round(hours, HOURS_SHOWN) > 0]
     return (
-        f"Causes account for {fmt_hours(attributed)} of the {fmt_hours(unused_gpu_hours)} unused GPU-hours; "
-        f"the other {fmt_hours(rest)} are not attributed to a cause" + (f": {', '.join(named)}." if named else ".")
+        f"Causes account for {fmt_hours(attributed)} of the {fmt_hours(unused_gpu_hours)} unused GPU-hours. "
+        f"The other {fmt_hours(rest)} have no cause named" + (f": {'; '.join(named)}." if named else ".")
     )
 
 
@@ -562,7 +565,7 @@ def _base_context(kind: str, period: Period, jobs, team: Team | None, hidden: fr
         "unjudged_note": unjudged_note(current, previous),
         "categories": categories,
         "unattributed": unattributed_note(
-            current.unused_gpu_hours, by_category, findings.unused_by_status(judged_week)
+            current.unused_gpu_hours, by_category, findings.unused_by_status(judged_week), threshold
         ),
         "regressions": regressions,
         "more_regressions": more_regressions,

@@ -20,3 +20,37 @@ def share(value) -> str:
 @register.filter
 def money(value) -> str:
     return "–" if value is None else services.fmt_money(float(value))
+
+
+# A job whose state says it was still running when it was stored: its hours are those up to its last
+# sample, and it may yet use its GPUs better or worse. Both parts of a digest say it in these words.
+STILL_RUNNING = "still running when last stored: its hours so far"
+
+
+@register.filter
+def still_running(job) -> str:
+    """STILL_RUNNING for a job still running when it was last stored (`Job.unfinished`), else ""."""
+    return STILL_RUNNING if job.unfinished else ""
+
+
+# What "Runs that got better" lists, in both parts.
+@register.simple_tag
+def improved_runs_intro(low_threshold) -> str:
+    return (
+        f"Jobs that ran again this week and averaged above {float(low_threshold):.0f} % GPU utilization, where "
+        f"their previous run averaged {float(low_threshold):.0f} % or less. Only runs that finished successfully count."
+    )
+
+
+# Under every digest's figures: the hours of a cause (97.8) are its jobs' exact hours added up, then
+# rounded, as the dashboard's pages add them; the jobs' own rounded hours (85.5 + 12.4) may add to a
+# tenth more or less. Summing the rounded figures instead would part the digest from the dashboard.
+ROUNDING = (
+    "Totals are added up before they are rounded to a tenth of an hour, so one can differ by a tenth or so "
+    "from the rounded figures it sums."
+)
+
+
+@register.simple_tag
+def rounding_note() -> str:
+    return ROUNDING
