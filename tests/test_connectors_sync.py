@@ -557,6 +557,33 @@ def test_kubernetes_pull_with_pagination_faults_and_logs():
     assert Job.objects.count() == 3
 
 
+def test_a_metrics_source_on_the_schedule_is_checked_never_pulled(client, operator):
+    """A Prometheus connector (a metrics source: it lists no jobs) was pulled on the schedule like the
+    others: an empty ingest run every 15 minutes, and a Lag on /connectors/ that said nothing. Its turn
+    now checks that it answers (its health), with no ingest run, and the list says whom it serves."""
+    from fleet.connectors.tasks import schedule_connectors_task
+
+    with FakePlatform() as server:
+        server.route("/api/v1/labels", lambda path, query: (200, {"status": "success", "data": ["Hostname"]}, {}))
+        prom = make_connector("prometheus", server.url, name="prom", cluster="")
+        make_connector("generic", server.url, name="slurm-prod", metrics_from=prom, enabled=False)
+        assert schedule_connectors_task.delay().get() == [prom.pk]
+        assert server.count("/api/v1/labels") == 1
+    assert not IngestRun.objects.exists()
+    prom.refresh_from_db()
+    assert prom.health == "ok" and prom.last_success_at and prom.lag is None
+    client.force_login(operator)
+    page = client.get("/connectors/").content.decode()
+    assert "series for: slurm-prod" in page
+    assert page.count(">Pull now</button>") == 1  # the job source's; a metrics source has Check connection
+    # Down: the check fails and says so, still without an ingest run.
+    Connector.objects.filter(pk=prom.pk).update(url="http://127.0.0.1:9", last_run_at=None)
+    assert schedule_connectors_task.delay().get() == [prom.pk]
+    prom.refresh_from_db()
+    assert prom.health == "failing" and prom.consecutive_failures == 1 and "127.0.0.1:9" in prom.last_error
+    assert not IngestRun.objects.exists()
+
+
 def test_beat_fans_out_to_due_connectors_only():
     from fleet.connectors.tasks import schedule_connectors_task
 

@@ -235,9 +235,15 @@ class Connector(models.Model):
     @property
     def lag(self) -> timedelta | None:
         """How far behind now the stored data is (from the watermark when it is a time)."""
-        cls = self.connector_class
-        moment = self.watermark_time or (self.last_success_at if cls is not None and not cls.lists_jobs else None)
+        # A metrics source stores nothing of its own to be behind on (the list says whom it serves).
+        moment = None if self.metrics_only else self.watermark_time
         return timezone.now() - moment if moment else None
+
+    @property
+    def metrics_only(self) -> bool:
+        """A metrics source (Prometheus): it lists no jobs; other connectors' pulls read its series."""
+        cls = self.connector_class
+        return cls is not None and not cls.lists_jobs
 
     @property
     def watermark_time(self):

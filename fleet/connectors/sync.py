@@ -135,6 +135,8 @@ def sync_connector(connector_id: int, since: str | None = None, dry_run: bool = 
     if connector is None:
         logger.warning("Connector %s vanished before it could be pulled", connector_id)
         return None
+    if connector.metrics_only and not dry_run:
+        return probe_metrics_source(connector)
     token = uuid.uuid4().hex
     if not dry_run and not acquire(connector.pk, token):
         return SyncResult(connector=connector.name, status="locked", message="another pull of it is running")
@@ -143,6 +145,33 @@ def sync_connector(connector_id: int, since: str | None = None, dry_run: bool = 
     finally:
         if not dry_run:
             release(connector.pk, token)
+
+
+def probe_metrics_source(connector: Connector) -> SyncResult:
+    """A metrics source's turn on the schedule (or Pull now): check that it answers, for its health,
+    and store nothing. It lists no jobs, so a pull made an empty ingest run every interval; its series
+    are read by the pulls of the connectors it serves."""
+    started = timezone.now()
+    try:
+        source = build(connector)
+        try:
+            source.check()
+        finally:
+            source.http.close()
+    except ConnectorError as exc:
+        logger.warning("Metrics source %s did not answer: %s: %s", connector.name, type(exc).__name__, exc)
+        failure = str(exc)
+        Connector.objects.filter(pk=connector.pk).update(
+            last_run_at=started,
+            last_error=failure[:5000],
+            last_error_at=timezone.now(),
+            consecutive_failures=_plus_one(),
+        )
+        return SyncResult(connector=connector.name, status="failed", message=failure)
+    Connector.objects.filter(pk=connector.pk).update(
+        last_run_at=started, last_success_at=timezone.now(), consecutive_failures=0, last_error=""
+    )
+    return SyncResult(connector=connector.name, status="succeeded", message="answers; metrics source, nothing stored")
 
 
 class _Pull:

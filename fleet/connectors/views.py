@@ -5,8 +5,9 @@ from __future__ import annotations
 
 from django.contrib import messages
 from django.shortcuts import get_object_or_404, redirect, render
-from django.views.decorators.http import require_http_methods, require_POST
+from django.views.decorators.http import require_POST
 
+from config.methods import read_only, with_form
 from fleet import audit
 from fleet.access import operator_required
 from fleet.connectors import registry, sync
@@ -18,12 +19,14 @@ RECENT_RUNS = 20
 
 
 @operator_required
+@read_only
 def connector_list(request):
-    connectors = Connector.objects.select_related("metrics_from", "last_run")
+    connectors = Connector.objects.select_related("metrics_from", "last_run").prefetch_related("served")
     return render(request, "connectors/connector_list.html", {"connectors": connectors})
 
 
 @operator_required
+@read_only
 def connector_detail(request, pk: int):
     connector = get_object_or_404(Connector.objects.select_related("metrics_from", "last_run"), pk=pk)
     context = {
@@ -36,6 +39,7 @@ def connector_detail(request, pk: int):
 
 
 @operator_required
+@with_form
 def connector_create(request):
     form = ConnectorForm(request.POST or None)
     if request.method == "POST" and form.is_valid():
@@ -47,6 +51,7 @@ def connector_create(request):
 
 
 @operator_required
+@with_form
 def connector_edit(request, pk: int):
     connector = get_object_or_404(Connector, pk=pk)
     form = ConnectorForm(request.POST or None, instance=connector)
@@ -58,8 +63,8 @@ def connector_edit(request, pk: int):
     return _form_page(request, form, connector)
 
 
-@require_http_methods(["GET", "POST"])
 @operator_required
+@with_form
 def connector_delete(request, pk: int):
     """GET: what deleting it does, and a button; POST: delete it. Its jobs and ingest runs stay
     (IngestRun.connector is SET_NULL, jobs hang off their run, not the connector); it is refused
@@ -97,7 +102,10 @@ def connector_sync(request, pk: int):
     connector = get_object_or_404(Connector, pk=pk)
     sync_connector_task.delay_on_commit(connector.pk)
     audit.record(request.user, "connector.sync", connector)
-    messages.info(request, f"A pull of {connector.name} was queued.")
+    if connector.metrics_only:
+        messages.info(request, f"{connector.name} is a metrics source: a check that it answers was queued.")
+    else:
+        messages.info(request, f"A pull of {connector.name} was queued.")
     return _back(request, connector)
 
 
