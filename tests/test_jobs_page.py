@@ -355,3 +355,27 @@ def test_a_findings_header_says_how_likely_the_cause_is_in_words_and_keeps_the_r
     assert 'title="Triage status: Classified">2 causes found</span>' in triage_line
     assert "at a mean GPU utilization of 28.2 % · checked by the rules on " in triage_line
     assert f"(rule set v{RuleSet.current().version})" in triage_line
+
+
+def test_the_timeline_caption_says_what_its_shaded_bands_are_unless_the_findings_are_hidden(client, member_a,
+                                                                                             researcher, operator,
+                                                                                             team_a):  # fmt: skip
+    """The caption under the timeline spoke of zooming and gaps, not of the shaded bands each cause's
+    windows draw (with a legend entry each since e750ae3): a reader still had to guess what they were.
+    A blind rater's timeline has no bands (its findings are hidden), so neither has its caption."""
+    from triage.labeling.models import Assignment, Study, StudyJob, StudyRater
+
+    job = JobFactory(team=team_a, name="ckpt-job", mean_gpu_util=30)
+    triaged(job, "classified", Category.MODEL_CHECKPOINTING)
+    said = ("Shaded bands are the time windows in which a cause the rules found left the GPUs idle, in that "
+            "cause's colour; click its legend entry (<em>…: idle windows</em>) to hide or show them.")  # fmt: skip
+    client.force_login(member_a)
+    page = client.get(reverse("dashboard:job-detail", args=[job.pk])).content.decode()
+    caption = page.split('id="timeline"')[1].split("</p>")[0]
+    assert said in caption
+    study = Study.objects.create(name="pilot", created_by=operator, seed=1, show_findings=False)
+    StudyRater.objects.create(study=study, user=researcher)
+    Assignment.objects.create(item=StudyJob.objects.create(study=study, job=job, position=1), rater=researcher)
+    client.force_login(researcher)
+    page = client.get(reverse("dashboard:job-detail", args=[job.pk])).content.decode()
+    assert "Shaded bands" not in page
