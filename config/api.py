@@ -69,7 +69,12 @@ def api_not_found(request, *args, **kwargs):
 urlpatterns = [
     re_path(r"^schema$", schema_view, name="api-schema"),  # as the router's twins
     path("schema/", schema_view, name="api-schema"),
-    path("docs/", SpectacularSwaggerSplitView.as_view(url_name="api-schema"), name="api-docs"),
+    # GET only: its OPTIONS (DRF's metadata, rendered by a template renderer without a template) was a 500.
+    path(
+        "docs/",
+        SpectacularSwaggerSplitView.as_view(url_name="api-schema", http_method_names=["get", "head"]),
+        name="api-docs",
+    ),
     path("", include(router.urls)),
     re_path(r"^", api_not_found, name="api-not-found"),  # last: any other address under /api/v1/
 ]

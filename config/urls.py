@@ -3,26 +3,31 @@ from django.contrib.auth import views as auth_views
 from django.urls import include, path, re_path
 
 from config.api import api_not_found
+from config.methods import with_form
 from fleet.accounts import PasswordResetForm
 from triage.views import metrics
 
+# Django's form views take PUT as a POST (ProcessFormView.put): a form is posted, nothing else.
+FORM = ["get", "post", "head", "options"]
+
 urlpatterns = [
-    path("login/", auth_views.LoginView.as_view(), name="login"),
+    path("login/", auth_views.LoginView.as_view(http_method_names=FORM), name="login"),
     path("logout/", auth_views.LogoutView.as_view(), name="logout"),
     # A person changes the password an operator gave them (the other sessions are logged out).
-    path("password/", auth_views.PasswordChangeView.as_view(), name="password_change"),
+    path("password/", auth_views.PasswordChangeView.as_view(http_method_names=FORM), name="password_change"),
     path("password/done/", auth_views.PasswordChangeDoneView.as_view(), name="password_change_done"),
     # A forgotten password: Django's reset flow, its mail queued (fleet.accounts); no page says
     # whether an address has an account.
     path(
         "password/reset/",
-        auth_views.PasswordResetView.as_view(form_class=PasswordResetForm),
+        auth_views.PasswordResetView.as_view(form_class=PasswordResetForm, http_method_names=FORM),
         name="password_reset",
     ),
     path("password/reset/sent/", auth_views.PasswordResetDoneView.as_view(), name="password_reset_done"),
     path(
         "password/reset/<uidb64>/<token>/",
-        auth_views.PasswordResetConfirmView.as_view(),
+        # Wrapped: for a link that does not work it answers every method itself, before the class checks.
+        with_form(auth_views.PasswordResetConfirmView.as_view()),
         name="password_reset_confirm",
     ),
     path("password/reset/complete/", auth_views.PasswordResetCompleteView.as_view(), name="password_reset_complete"),

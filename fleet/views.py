@@ -15,8 +15,9 @@ from django.http import HttpResponse, JsonResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 from django.utils import timezone
-from django.views.decorators.http import require_GET, require_http_methods, require_POST
+from django.views.decorators.http import require_POST
 
+from config.methods import read_only, with_form
 from fleet import audit, ingest
 from fleet.access import operator_required
 from fleet.exports import spreadsheet_safe
@@ -32,6 +33,7 @@ ERRORS_PER_PAGE = 200
 
 
 @operator_required
+@read_only
 def ingest_run_list(request):
     """Every run, newest first; `?status=`, `?source=`, `?by=` (a user name or token:<prefix>) and
     `?connector=` (a connector's name) narrow it. A value the list does not know is said on the page,
@@ -53,6 +55,7 @@ def ingest_run_list(request):
 
 
 @operator_required
+@read_only
 def ingest_run_detail(request, pk: int):
     run = get_object_or_404(IngestRun.objects.select_related("created_by", "api_key", "connector"), pk=pk)
     # In row order even for a run stored before the importer sorted them, or a connector's.
@@ -93,14 +96,14 @@ def run_status(run: IngestRun) -> dict:
 
 
 @operator_required
-@require_GET
+@read_only
 def ingest_run_status(request, pk: int):
     run = get_object_or_404(IngestRun, pk=pk)
     return JsonResponse(run_status(run))
 
 
 @operator_required
-@require_GET
+@read_only
 def ingest_run_errors_csv(request, pk: int):
     run = get_object_or_404(IngestRun, pk=pk)
     response = HttpResponse(content_type="text/csv; charset=utf-8")
@@ -117,11 +120,11 @@ def _wants_json(request) -> bool:
 
 
 @operator_required
-@require_http_methods(["GET", "POST"])
+@with_form
 def ingest_upload(request):
     """Choose an archive and upload it; the browser script shows upload progress, then the run's."""
     context = {"max_bytes": settings.UPLOAD_MAX_BYTES, "max_size": format_size(settings.UPLOAD_MAX_BYTES)}
-    if request.method == "GET":
+    if request.method != "POST":  # GET, or HEAD: the page
         return render(request, "fleet/ingest_upload.html", context)
     uploaded = request.FILES.get("file")
     if uploaded is None or not uploaded.name:
@@ -144,7 +147,7 @@ def ingest_upload(request):
 
 
 @operator_required
-@require_http_methods(["GET", "POST"])
+@with_form
 def token_list(request):
     """Machine tokens: create one (its key is shown this once; it pushes archives, and may also read
     /metrics, the teams' report and the jobs), see when each was last used, revoke."""
@@ -190,7 +193,7 @@ AUDIT_PER_PAGE = 100
 
 
 @operator_required
-@require_GET
+@read_only
 def audit_log(request):
     """Operator actions, newest first; `?action=` (e.g. token.revoke) and `?user=` (who did it, or
     `system`) narrow it. A value no entry has is said on the page, and every entry shown instead."""
@@ -207,7 +210,7 @@ def audit_log(request):
     return render(request, "fleet/audit_log.html", context)
 
 
-@require_GET
+@read_only
 def healthz(request):
     """Liveness for load balancers and compose: the process answers and the database is reachable.
 

@@ -421,6 +421,62 @@ def test_every_other_view_refuses_an_unsafe_request_without_the_csrf_token(world
     assert snapshot() == before and len(mail.outbox) == sent
 
 
+# --- A page answers the methods it takes, and 405 to the rest -------------------------------------------
+
+
+def test_a_page_refuses_put_patch_and_delete_with_405_and_says_what_it_allows(world):
+    """Function views ran for any method: a PUT, PATCH or DELETE to a page, with the session's CSRF
+    token, was answered as a GET (200 and the page), as if the page took it. Now 405 with an Allow
+    header, as the class-based views and the API answer; HEAD answers as GET does, and OPTIONS names
+    the methods without running the page."""
+    from tests.test_access_matrix import client_for
+
+    client = client_for("operator", world)  # the test client sends no CSRF check: the view decides
+    client.raise_request_exception = False
+    checked, failures = set(), []
+    for row in ROWS:
+        if row.method != "GET" or row.name in ("admin", "logout") or row.expected["operator"] != "200":
+            continue
+        path = row.path.format(**world["params"])
+        for method in ("put", "patch", "delete"):
+            response = getattr(client, method)(path)
+            allowed = {m.strip() for m in response.get("Allow", "").split(",")}
+            if response.status_code != 405 or not {"GET", "HEAD"} <= allowed or method.upper() in allowed:
+                failures.append(f"{method.upper()} {path}: {response.status_code}, Allow: {response.get('Allow')}")
+        head = client.head(path)
+        body = b"".join(head.streaming_content) if head.streaming else head.content
+        if head.status_code != 200 or body:
+            failures.append(f"HEAD {path}: {head.status_code}, {len(body)} bytes")
+        options = client.options(path)
+        if row.name != "api-docs" and (options.status_code != 200 or "GET" not in options.get("Allow", "")):
+            failures.append(f"OPTIONS {path}: {options.status_code}, Allow: {options.get('Allow')}")
+        if row.name == "api-docs" and options.status_code >= 500:
+            failures.append(f"OPTIONS {path}: {options.status_code}")
+        checked.add(row.name)
+    assert not failures, "pages that take what they should refuse:\n" + "\n".join(failures)
+    assert {"dashboard:job-list", "dashboard:settings", "login", "connectors:edit", "fleet:healthz"} <= checked
+
+
+def test_a_head_request_to_an_unsubscribe_link_does_not_unsubscribe(world):
+    """A link scanner may send HEAD: like its GET, it only asks."""
+    before = snapshot()
+    unsubscribe = ROWS[[row.name for row in ROWS].index("digests:unsubscribe")].path.format(**world["params"])
+    assert Client().head(unsubscribe).status_code == 200
+    assert snapshot() == before
+
+
+def test_forms_still_post_and_a_refused_put_changes_nothing(world):
+    from tests.test_access_matrix import client_for
+
+    client = client_for("operator", world)
+    before = snapshot()
+    assert client.put(reverse("dashboard:settings"), "default_currency=EUR").status_code == 405
+    assert client.delete(reverse("connectors:edit", args=[world["params"]["connector"]])).status_code == 405
+    assert snapshot() == before
+    response = client.post(reverse("digests:settings"), {})
+    assert response.status_code == 302
+
+
 def test_the_api_refuses_a_session_without_the_csrf_token_whatever_the_method(world):
     from rest_framework.test import APIClient
 

@@ -9,9 +9,10 @@ from django.http import HttpResponse, JsonResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 from django.utils import timezone
-from django.views.decorators.http import require_GET, require_POST
+from django.views.decorators.http import require_POST
 from prometheus_client import CONTENT_TYPE_LATEST
 
+from config.methods import read_only, with_form
 from fleet import audit
 from fleet.access import is_operator, operator_required
 from fleet.models import Job
@@ -103,6 +104,7 @@ def save_version(request, thresholds: dict, *, note: str, action: str, **details
 
 
 @operator_required
+@with_form
 def rule_set_edit(request):
     current = RuleSet.current()
     values = current.effective_thresholds()
@@ -127,6 +129,7 @@ def rule_set_edit(request):
 
 
 @operator_required
+@read_only
 def rule_set_version(request, version: int):
     """One version's thresholds beside the current version's, the ones that differ marked, and the
     button that restores it (after the differences, so they are seen first)."""
@@ -166,6 +169,7 @@ def rule_set_restore(request, version: int):
 
 
 @operator_required
+@with_form
 def rule_set_defaults(request):
     """Back to the defaults (version 1's: `THRESHOLDS` with the LOW_UTIL_THRESHOLD setting) as a new
     version, which re-triages every job. The GET is the confirmation: what would change, how many
@@ -191,6 +195,7 @@ def rule_set_defaults(request):
 
 
 @operator_required
+@read_only
 def retriage_progress(request, pk: int):
     run = get_object_or_404(RetriageRun, pk=pk)
     return JsonResponse(
@@ -205,6 +210,7 @@ def retriage_progress(request, pk: int):
 
 
 @login_required
+@read_only
 def job_triage(request, pk: int):
     # Scoped lookup: another team's job is indistinguishable from a missing one.
     job = get_object_or_404(Job.objects.visible_to(request.user).select_related("cluster", "team"), pk=pk)
@@ -213,7 +219,7 @@ def job_triage(request, pk: int):
     return render(request, "triage/job_triage.html", {"job": job, "job_files": job_files(job)})
 
 
-@require_GET
+@read_only
 def metrics(request):
     """Prometheus metrics (`triage.monitoring`): for an operator's session, or a machine token made
     to read them (`Authorization: Api-Key ...`, what a Prometheus scrape job sends)."""

@@ -18,6 +18,7 @@ from django.http import FileResponse, Http404, JsonResponse, StreamingHttpRespon
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import Resolver404, resolve, reverse
 
+from config.methods import read_only, with_form
 from fleet import audit
 from fleet.access import operator_required, sees_whole_fleet
 from fleet.canonical import as_utc
@@ -158,6 +159,7 @@ def _kpi_cards(current: queries.Totals, previous: queries.Totals, *, jobs: bool 
 
 
 @login_required
+@read_only
 def overview(request):
     scope = _scope(request)
     jobs, period = scope.jobs, scope.period
@@ -203,6 +205,7 @@ def overview(request):
 
 
 @login_required
+@read_only
 def team_list(request):
     scope = _scope(request)
     jobs, period = scope.jobs, scope.period
@@ -254,6 +257,7 @@ def _teams_csv(report: queries.Chargeback, period: Period) -> StreamingHttpRespo
 
 
 @login_required
+@read_only
 def team_detail(request, slug: str):
     team = get_object_or_404(Team.objects.visible_to(request.user), slug=slug)
     scope = _scope(request)
@@ -301,6 +305,7 @@ def team_detail(request, slug: str):
 
 
 @login_required
+@read_only
 def job_timeline(request, pk: int):
     """The job's timeline figure as JSON; `?start=&end=` (ISO 8601) re-samples a zoomed window."""
     job = get_object_or_404(Job.objects.visible_to(request.user), pk=pk)
@@ -401,6 +406,7 @@ def _with_triage(jobs: list[Job], hidden: set[int] = frozenset()) -> list[Job]:
 
 
 @login_required
+@read_only
 def job_list(request):
     blinded = blinded_job_ids(request.user)  # their findings are not shown, nor filtered by
     job_filter, jobs = _filtered_jobs(request, blinded)
@@ -473,6 +479,7 @@ READ_CHUNK = 2**20  # bytes read at a time by the file page
 
 
 @login_required
+@read_only
 def job_detail(request, pk: int):
     # Scoped lookup: another team's job is indistinguishable from a missing one.
     job = get_object_or_404(Job.objects.visible_to(request.user).select_related("cluster", "team", "ingest_run"), pk=pk)
@@ -588,6 +595,7 @@ def _line_number(value: str | None) -> int | None:
 
 
 @login_required
+@read_only
 def job_file(request, pk: int, artifact: int):
     """A page of one of the job's logs, scripts or traces, with line numbers; `?line=N` opens the
     page that holds line N and marks it (the links from log events and findings), `?from=N` a page."""
@@ -659,6 +667,7 @@ def _file_window(artifact: Artifact, first: int) -> files.TextWindow | None:
 
 
 @login_required
+@read_only
 def job_series(request, pk: int, fmt: str):
     """The job's metric series as a download, Parquet or CSV (`fleet.downloads`, the API's too)."""
     job = get_object_or_404(Job.objects.visible_to(request.user).select_related("cluster"), pk=pk)
@@ -666,6 +675,7 @@ def job_series(request, pk: int, fmt: str):
 
 
 @login_required
+@read_only
 def job_file_raw(request, pk: int, artifact: int):
     """The file as it was stored, as a download (never shown inline: its bytes are the job's, not ours)."""
     shown = _job_artifact(request, pk, artifact)
@@ -678,11 +688,13 @@ def job_file_raw(request, pk: int, artifact: int):
 
 
 @login_required
+@read_only
 def home(request):
     return redirect("dashboard:overview")
 
 
 @login_required
+@read_only
 def category_list(request):
     scope = _scope(request)
     jobs, period = scope.jobs, scope.period
@@ -710,6 +722,7 @@ CAUSE_JOBS_SHOWN = 100  # a cause's page lists this many of its jobs, those that
 
 
 @login_required
+@read_only
 def category_detail(request, category: str):
     try:
         chosen = Category(category)
@@ -854,6 +867,7 @@ def _deletion_confirmed(request, removing: list[dict]) -> bool:
 
 
 @operator_required
+@with_form
 def fleet_settings(request):
     """Operators set GPU-hour prices and the exchange rates the totals convert costs at; thresholds
     are shown with where to change them. Each table is its own form: a POST saves one of them."""

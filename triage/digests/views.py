@@ -11,8 +11,9 @@ from django.core.paginator import Paginator
 from django.http import Http404, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.csrf import csrf_exempt
-from django.views.decorators.http import require_http_methods, require_POST
+from django.views.decorators.http import require_POST
 
+from config.methods import read_only, with_form
 from fleet import audit
 from fleet.access import is_operator, operator_required
 from fleet.models import Team
@@ -32,6 +33,7 @@ def _week_or_404(week: str) -> str:
 
 
 @login_required
+@read_only
 def index(request):
     week = request.GET.get("week", "").strip() or services.preview_week(request.user)
     try:
@@ -82,6 +84,7 @@ def _preview(request, kind: str, week: str, team: Team | None):
 
 
 @login_required
+@read_only
 def preview_team(request, slug: str, week: str):
     # A team the user may not see is indistinguishable from a missing one.
     team = get_object_or_404(Team.objects.visible_to(request.user), slug=slug)
@@ -89,11 +92,13 @@ def preview_team(request, slug: str, week: str):
 
 
 @operator_required
+@read_only
 def preview_operator(request, week: str):
     return _preview(request, DigestKind.OPERATOR, _week_or_404(week), None)
 
 
 @operator_required
+@read_only
 def delivery_list(request):
     deliveries = Delivery.objects.select_related("team", "user")
     filters = {
@@ -145,7 +150,7 @@ def delivery_retry(request, pk: int):
 
 
 @login_required
-@require_http_methods(["GET", "POST"])
+@with_form
 def subscription_settings(request):
     choices = services.choices_for(request.user)
     if request.method == "POST":
@@ -167,8 +172,8 @@ def subscription_settings(request):
 
 # Reached from an email without a session: the signed token is the authority. CSRF-exempt because
 # mail clients send RFC 8058 one-click POSTs ("List-Unsubscribe=One-Click") without a CSRF token.
+@with_form
 @csrf_exempt
-@require_http_methods(["GET", "POST"])
 def unsubscribe(request, token: str):
     try:
         user_id, kind, team_id = services.read_unsubscribe_token(token)
@@ -179,8 +184,8 @@ def unsubscribe(request, token: str):
     if user is None or (kind == DigestKind.TEAM and team is None):
         return render(request, "digests/unsubscribe.html", {"gone": True}, status=404)
     label = f"the weekly digest of {team}" if team else "the weekly operator digest"
-    if request.method == "GET":
-        # Only a POST unsubscribes: link scanners and previews fetch GET links on their own.
+    if request.method != "POST":  # GET or HEAD
+        # Only a POST unsubscribes: link scanners and previews fetch GET (and HEAD) links on their own.
         # The link is its authority and travels with the mail (a forwarded digest): the address is masked.
         address = services.masked_address(user.email)
         return render(request, "digests/unsubscribe.html", {"label": label, "user_email": address})

@@ -12,6 +12,7 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.template.defaultfilters import pluralize
 from django.views.decorators.http import require_POST
 
+from config.methods import read_only, with_form
 from fleet.forms import MAX_ROW_ID
 from fleet.models import Artifact
 from triage.dashboard.queries import log_events_page
@@ -84,6 +85,7 @@ def option_groups() -> list[dict]:
 
 
 @studies_access
+@read_only
 def study_list(request):
     studies = list(services.visible_studies(request.user).select_related("created_by"))
     mine = {a: services.progress(a, request.user) for a in studies}
@@ -92,6 +94,7 @@ def study_list(request):
 
 
 @studies_access
+@with_form
 def study_create(request):
     form = StudyForm(request.POST or None)
     if request.method == "POST" and form.is_valid():
@@ -122,6 +125,7 @@ def study_create(request):
 
 
 @studies_access
+@read_only
 def study_detail(request, pk: int):
     study = services.get_study(request.user, pk)
     link = services.rater_link(request.user, study)
@@ -152,6 +156,7 @@ def study_detail(request, pk: int):
 
 
 @studies_access
+@read_only
 def label_next(request, pk: int):
     study = services.get_study(request.user, pk)
     after = _number(request.GET.get("after")) or 0
@@ -193,6 +198,7 @@ def _artifact_views(job) -> list[dict]:
 
 
 @studies_access
+@with_form
 def label_job(request, pk: int, item: int):
     study = services.get_study(request.user, pk)
     if item > MAX_ROW_ID:  # no row has such an id, and SQLite cannot even compare one (OverflowError)
@@ -273,6 +279,7 @@ def submit_labels(request, pk: int):
 
 
 @studies_access
+@read_only
 def agreement_page(request, pk: int):
     study = services.get_study(request.user, pk)
     _require_all_labels(request, study)
@@ -305,6 +312,7 @@ def agreement_page(request, pk: int):
 
 
 @studies_access
+@with_form
 def adjudicate(request, pk: int, item: int):
     study = services.get_study(request.user, pk)
     _require_lead(request, study)
@@ -361,6 +369,7 @@ def adjudicate(request, pk: int, item: int):
 
 
 @studies_access
+@with_form
 def gold_page(request, pk: int):
     study = services.get_study(request.user, pk)
     _require_all_labels(request, study)
@@ -423,6 +432,7 @@ def _version_or_latest(request, name, queryset, missing, problems, default_is):
 
 
 @studies_access
+@read_only
 def rules_page(request, pk: int):
     study = services.get_study(request.user, pk)
     _require_all_labels(request, study)
@@ -581,6 +591,7 @@ def _export_rule_set(request):
 
 
 @studies_access
+@read_only
 def export(request, pk: int, kind: str, fmt: str):
     study = services.get_study(request.user, pk)
     if kind not in exchange.KINDS or fmt not in ("csv", "json"):
@@ -627,6 +638,7 @@ def _export(request, study, kind: str, fmt: str) -> HttpResponse:
 
 
 @studies_access
+@with_form
 def import_page(request, pk: int):
     study = services.get_study(request.user, pk)
     _require_lead(request, study)
