@@ -71,7 +71,21 @@ _GLOG = re.compile(
     r"^[IWEF](?P<year>\d{4})?(?P<month>\d{2})(?P<day>\d{2}) (?P<time>\d{2}:\d{2}:\d{2})(?:\.(?P<frac>\d{1,9}))?"
     r"\s+\d+\s+[\w./<>-]+:\d+\] ?"
 )
-# A glog line may be printed this long before the job's recorded start and keep its year (its host's
+# Other frameworks' year-less stamps, dated like glog lines. detectron2 (and PaddleDetection, which took its
+# logger) prints "[11/02 10:00:00 d2.engine.train_loop]: msg" to a terminal ("WARNING " or "ERROR " before a
+# warning's or error's) and "[11/02 10:00:00] d2.engine.train_loop INFO: msg" to its log.txt; mmengine (MMDetection
+# 3, MMPretrain, MMSegmentation 1) prints "11/02 10:00:00 - mmengine - INFO - msg" to a terminal (its log file
+# has the year: "2026/11/02 10:00:00 - ...", read by _TIMESTAMP). The logger's name is part of the stamp.
+_D2 = re.compile(
+    r"^(?:(?:WARNING|ERROR) )?\[(?P<month>\d{2})/(?P<day>\d{2}) (?P<time>\d{2}:\d{2}:\d{2})"
+    r"(?: [\w.-]+\]:|\] [\w.-]+(?= (?:DEBUG|INFO|WARNING|ERROR|CRITICAL):))"
+)
+_MMENGINE = re.compile(
+    r"^(?P<month>\d{2})/(?P<day>\d{2}) (?P<time>\d{2}:\d{2}:\d{2})"
+    r" - [\w.-]+(?= - (?:DEBUG|INFO|WARNING|ERROR|CRITICAL) - )"
+)
+_YEARLESS = (_GLOG, _D2, _MMENGINE)
+# A year-less line may be printed this long before the job's recorded start and keep its year (its host's
 # clock is local time, the start UTC).
 _GLOG_EARLY = timedelta(days=2)
 # What may sit between the timestamp and the message: a separator and a log level.
@@ -177,7 +191,7 @@ _PROBES_OF = {word: tuple(i for i, (_, words, _) in enumerate(_PROBES) if word i
 
 
 def extract_log_events(text: str, started: datetime | None = None) -> list[LogEventRecord]:
-    """The events of a log; `started` (the job's start, aware) dates glog lines, which carry no year."""
+    """The events of a log; `started` (the job's start, aware) dates year-less lines (glog, detectron2, mmengine)."""
     return _scan(text, None, started)
 
 
@@ -250,10 +264,17 @@ def line_timestamp(physical: str, started: datetime | None = None) -> datetime |
 
 
 def _stamp(body: str, started: datetime | None) -> re.Match | None:
-    """The leading timestamp's match: a dated one, else (knowing the job's start) a glog one."""
+    """The leading timestamp's match: a dated one, else (knowing the job's start) a year-less one: glog's,
+    detectron2's or mmengine's."""
     stamp = _TIMESTAMP.match(body)
-    if stamp is None and started is not None and body[:1] in "IWEF":
-        stamp = _GLOG.match(body)
+    if stamp is None and started is not None and body:
+        first = body[0]
+        if first in "IWEF":
+            stamp = _GLOG.match(body)
+        if stamp is None and first in "[WE":
+            stamp = _D2.match(body)
+        if stamp is None and first in "01":
+            stamp = _MMENGINE.match(body)
     return stamp
 
 
@@ -284,10 +305,10 @@ def _epoch_number(body: str) -> int | None:
 
 
 def _moment(match: re.Match, started: datetime | None = None) -> datetime | None:
-    """The aware UTC time a `_TIMESTAMP` (or `_GLOG`) match names (None for an impossible date such as
-    02-30, or one that is not a time in UTC's calendar)."""
-    if match.re is _GLOG:
-        return _glog_moment(match, started)
+    """The aware UTC time a `_TIMESTAMP` (or year-less: `_GLOG`, `_D2`, `_MMENGINE`) match names (None for an
+    impossible date such as 02-30, or one that is not a time in UTC's calendar)."""
+    if match.re in _YEARLESS:
+        return _yearless_moment(match, started)
     date, clock, frac, tz = match.group("date", "time", "frac", "tz")
     text = f"{date.replace('/', '-')}T{clock}"
     if frac:
@@ -302,10 +323,12 @@ def _moment(match: re.Match, started: datetime | None = None) -> datetime | None
         return None
 
 
-def _glog_moment(match: re.Match, started: datetime | None) -> datetime | None:
-    """A glog line's time (UTC, as lines without an offset are read): its own year if it has one, else
-    the first of the start's year and the next that is not before the start (less `_GLOG_EARLY`)."""
-    year, month, day, clock, frac = match.group("year", "month", "day", "time", "frac")
+def _yearless_moment(match: re.Match, started: datetime | None) -> datetime | None:
+    """A glog, detectron2 or mmengine line's time (UTC, as lines without an offset are read): its own year if
+    glog's has one, else the first of the start's year and the next that is not before the start (less
+    `_GLOG_EARLY`)."""
+    parts = match.groupdict()
+    year, month, day, clock, frac = (parts.get(name) for name in ("year", "month", "day", "time", "frac"))
     rest = f"{month}-{day}T{clock}" + ("." + frac[:6].ljust(6, "0") if frac else "") + "+00:00"
     if year:
         years = [int(year)]

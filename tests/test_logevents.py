@@ -175,6 +175,53 @@ def test_glog_lines_get_their_year_from_the_jobs_start_across_new_year():
     assert extract_log_events("E1234 Saving checkpoint\n", started)[0].timestamp is None
 
 
+DETECTRON2 = (
+    "[12/31 22:00:12 d2.engine.train_loop]: Starting training from iteration 0\n"
+    "[12/31 23:50:03 fvcore.common.checkpoint]: Saving checkpoint to ./output/model_0004999.pth\n"
+    "WARNING [01/01 00:05:00 d2.engine.hooks]: This DataLoader will create 16 worker processes in total. "
+    "Our suggested max number of worker in current system is 8\n"
+    "[01/01 00:41:05] fvcore.common.checkpoint INFO: Saving checkpoint to ./output/model_final.pth\n"
+)
+MMENGINE = (
+    "12/31 23:58:41 - mmengine - INFO - Epoch(train) [12][1833/1833]  lr: 2.0000e-04  loss: 0.4012\n"
+    "12/31 23:58:44 - mmengine - INFO - Saving checkpoint at 12 epochs\n"
+    "01/01 00:41:02 - mmengine - WARNING - CUDA out of memory. Tried to allocate 2.00 GiB\n"
+)
+
+
+def test_detectron2_and_mmengine_lines_get_their_year_from_the_jobs_start_across_new_year():
+    # detectron2 prints "[11/02 10:00:00 d2.engine.train_loop]: msg" (its log.txt "[11/02 10:00:00] name INFO: msg")
+    # and mmengine's terminal "11/02 10:00:00 - mmengine - INFO - msg": month and day, no year. Their lines had
+    # no time, so a detectron2 or MMDetection job's saves were never matched with its idle gaps.
+    started = datetime(2026, 12, 31, 22, 0, tzinfo=UTC)
+    events = extract_log_events(DETECTRON2, started)
+    assert [(e.kind, e.line_no, e.timestamp) for e in events] == [
+        ("checkpoint_save", 2, datetime(2026, 12, 31, 23, 50, 3, tzinfo=UTC)),
+        ("dataloader_warning", 3, datetime(2027, 1, 1, 0, 5, tzinfo=UTC)),  # after New Year
+        ("checkpoint_save", 4, datetime(2027, 1, 1, 0, 41, 5, tzinfo=UTC)),
+    ]
+    events = extract_log_events(MMENGINE, started)
+    assert [(e.kind, e.timestamp) for e in events] == [
+        ("checkpoint_save", datetime(2026, 12, 31, 23, 58, 44, tzinfo=UTC)),
+        ("oom", datetime(2027, 1, 1, 0, 41, 2, tzinfo=UTC)),
+    ]
+    # Without the job's start no year is guessed.
+    assert {e.timestamp for e in extract_log_events(DETECTRON2 + MMENGINE)} == {None}
+    # Not a stamp of theirs: a bracketed date without the logger's name, a fraction "11/02" in a message.
+    assert [e.timestamp for e in extract_log_events("[11/02 10:00:00] Saving checkpoint\n", started)] == [None]
+    assert [e.timestamp for e in extract_log_events("11/02 10:00:00 saving checkpoint 3\n", started)] == [None]
+
+
+def test_fairseq_lines_carry_their_own_year():
+    # fairseq's "%Y-%m-%d %H:%M:%S | LEVEL | logger | msg": dated without the job's start.
+    line = (
+        "2026-11-02 10:04:31 | INFO | fairseq.checkpoint_utils | Saved checkpoint checkpoints/checkpoint1.pt "
+        "(epoch 1 @ 500 updates, score 7.12) (writing took 3.2 seconds)\n"
+    )
+    moment = datetime(2026, 11, 2, 10, 4, 31, tzinfo=UTC)
+    assert [(e.kind, e.timestamp) for e in extract_log_events(line)] == [("epoch", moment), ("checkpoint_save", moment)]
+
+
 def test_a_timestamp_outside_the_calendar_in_utc_leaves_the_event_without_a_time():
     # Year 1 at +05:00 is before year 1 in UTC, year 9999 at -05:00 after 9999 (an OverflowError
     # that once failed the import of the job's whole archive).

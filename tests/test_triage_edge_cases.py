@@ -255,6 +255,28 @@ def test_a_jax_jobs_glog_save_lines_are_placed_at_their_gaps():
     assert finding.log_lines[0].t == (START + timedelta(minutes=10, seconds=3)).timestamp()
 
 
+@pytest.mark.parametrize(
+    "stamp",
+    [
+        "[{t:%m/%d %H:%M:%S} fvcore.common.checkpoint]: ",  # detectron2 on a terminal
+        "[{t:%m/%d %H:%M:%S}] fvcore.common.checkpoint INFO: ",  # detectron2's log.txt, PaddleDetection
+        "{t:%m/%d %H:%M:%S} - mmengine - INFO - ",  # mmengine (MMDetection 3) on a terminal
+    ],
+)
+def test_detectron2_and_mmengine_save_lines_are_placed_at_their_gaps(stamp):
+    # Their stamps carry month and day but no year; the lines had no time, so the saves were never matched.
+    saves, frame = save_stalls([10 + 20 * k for k in range(11)], 12, busy=85)
+    log = "\n".join(
+        stamp.format(t=START + timedelta(minutes=s, seconds=3)) + f"Saving checkpoint to ./output/model_{s:07d}.pth"
+        for s in saves
+    )
+    evidence, result = run(240, frame, logs=[("log.txt", log)])
+    assert evidence.logs.timestamped_lines == 11
+    finding = next(f for f in result.findings if f.category == Category.MODEL_CHECKPOINTING)
+    assert finding.sub_cause == "sync_save" and len(finding.windows) == 11
+    assert finding.log_lines[0].t == (START + timedelta(minutes=10, seconds=3)).timestamp()
+
+
 def test_an_untimed_log_with_saves_that_do_not_match_the_gaps_gives_no_checkpoint_finding():
     # Hugging Face prints three lines per save (one save here, not three), and there are eight gaps.
     saves, frame = save_stalls([30 + 25 * k for k in range(8)], 5, busy=38)

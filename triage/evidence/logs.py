@@ -106,7 +106,7 @@ class LogEvidence:
 
 
 def extract_log_evidence(logs: list[tuple[str, str]], started: datetime | None = None) -> LogEvidence:
-    """Events of every log file; `logs` is [(path, text)]; `started`, the job's start, dates glog lines."""
+    """Events of every log file; `logs` is [(path, text)]; `started`, the job's start, dates year-less lines."""
     evidence = LogEvidence([], 0, 0, 0, [], [], [], [], [])
     for path, text in logs:
         evidence.files += 1
