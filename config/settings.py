@@ -338,6 +338,10 @@ INGEST_DB_RETRY_BACKOFF_MAX = env_float("INGEST_DB_RETRY_BACKOFF_MAX", 300.0, mi
 INGEST_STORE_BATCH = env_int("INGEST_STORE_BATCH", 100, minimum=1)
 # A task redelivered while another worker still imports its run looks again after this many seconds.
 INGEST_BUSY_RETRY_SECONDS = env_int("INGEST_BUSY_RETRY_SECONDS", 60, minimum=1)
+# An archive's run still pending this many minutes after its task was queued lost that task (a worker
+# lost it, the queue was flushed): beat's sweep, as often, queues it again, or fails it, saying so,
+# when its archive is gone. A copy of a task that was only slow finds the run busy or done: harmless.
+INGEST_REQUEUE_MINUTES = env_int("INGEST_REQUEUE_MINUTES", 30, minimum=1)
 
 # --- Product --------------------------------------------------------------------------
 LOW_UTIL_THRESHOLD = env_float("LOW_UTIL_THRESHOLD", 50.0, minimum=0, maximum=100)
@@ -409,6 +413,11 @@ CELERY_BEAT_SCHEDULE["fleet.prune_series"] = {
     "options": {"expires": 6 * 60 * 60},
 }
 CELERY_BEAT_SCHEDULE["fleet.schedule_connectors"] = {"task": "fleet.schedule_connectors", "schedule": 60.0}
+CELERY_BEAT_SCHEDULE["fleet.recover_pending_runs"] = {
+    "task": "fleet.recover_pending_runs",
+    "schedule": INGEST_REQUEUE_MINUTES * 60.0,
+    "options": {"expires": INGEST_REQUEUE_MINUTES * 60.0},
+}
 # Jobs without a triage result this many minutes after they were stored are queued again (their
 # triage task was lost, e.g. with the broker); at most TRIAGE_SWEEP_LIMIT jobs per sweep.
 # What triage reads of one job's logs, scripts and traces at most (a job can bring a repository).

@@ -17,7 +17,7 @@ from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass, fields
-from datetime import datetime
+from datetime import datetime, timedelta
 from functools import cache, reduce
 from operator import or_
 from pathlib import Path
@@ -102,15 +102,22 @@ def enqueue_run(run: IngestRun) -> None:
     transaction.on_commit(lambda: queue_run(run.pk))
 
 
+def _publish(run_id: int) -> None:
+    """Put the run's ingest task on the queue and note when; raises QUEUE_UNREACHABLE without Redis."""
+    from fleet.tasks import ingest_archive_task
+
+    # Nobody waits for an import's result (its run holds it). Asking for it subscribed to the
+    # result store first, which with Redis down retried for 20 s, then raised a RuntimeError.
+    ingest_archive_task.apply_async((run_id,), ignore_result=True)
+    IngestRun.objects.filter(pk=run_id, status=IngestRun.Status.PENDING).update(queued_at=timezone.now())
+
+
 def queue_run(run_id: int) -> bool:
     """Hand the run to the workers; False (the run failed, its upload discarded) if Redis is unreachable."""
     from fleet.tasking import QUEUE_UNREACHABLE, queue_unreachable_message
-    from fleet.tasks import ingest_archive_task
 
     try:
-        # Nobody waits for an import's result (its run holds it). Asking for it subscribed to the
-        # result store first, which with Redis down retried for 20 s, then raised a RuntimeError.
-        ingest_archive_task.apply_async((run_id,), ignore_result=True)
+        _publish(run_id)
     except QUEUE_UNREACHABLE:
         logger.warning("Ingest run %s could not be queued", run_id, exc_info=True)
         fail_run(
@@ -123,6 +130,99 @@ def queue_run(run_id: int) -> bool:
             _discard_upload(run)
         return False
     return True
+
+
+# -- runs whose task was lost -----------------------------------------------------------------
+# A run stays *pending* for ever when its task is lost before a worker starts it (a Redis restarted
+# without persistence, a flushed queue, a worker that lost it). Beat's sweep (`recover_pending_runs`)
+# and the run page's Queue again / Mark failed (`requeue_run`, `mark_failed`) end that. Each holds
+# the run's exclusive lock (`exclusive_run`) while it decides, so it never acts on a run a worker is
+# importing, and a worker that comes to the run meanwhile finds it busy and looks again later.
+
+
+@dataclass
+class Recovery:
+    outcome: str  # queued | failed | busy | finished | unreachable
+    message: str
+
+
+def archive_gone(run: IngestRun) -> bool:
+    return not run.archive_path or not Path(run.archive_path).exists()
+
+
+def lost_archive_message(run: IngestRun, waited: str) -> str:
+    return (
+        f"{waited}, and its archive is no longer there ({run.archive_name}), so it was not imported: "
+        "send the archive again."
+    )
+
+
+def requeue_run(run_id: int, *, waited: str = "") -> Recovery:
+    """Queue a pending run's ingest again, or fail it, saying why, when its archive is gone.
+
+    Idempotent: a run a worker holds, or that finished, is left alone; a second copy of a task that
+    was not lost after all finds the run busy or finished and does nothing (`execute_run`)."""
+    from fleet.tasking import QUEUE_UNREACHABLE, queue_unreachable_message
+
+    with exclusive_run(run_id) as ours:
+        run = IngestRun.objects.filter(pk=run_id).first()
+        if run is None or run.is_finished:
+            return Recovery("finished", "The run has already finished.")
+        if not ours or run.status != IngestRun.Status.PENDING:
+            return Recovery("busy", "A worker has started the run; nothing was changed.")
+        if archive_gone(run):
+            message = lost_archive_message(run, waited or "The run was still pending")
+            fail_run(run_id, message)
+            return Recovery("failed", message)
+    try:
+        _publish(run_id)
+    except QUEUE_UNREACHABLE:
+        logger.warning("Ingest run %s could not be queued again", run_id, exc_info=True)
+        return Recovery(
+            "unreachable",
+            f"{queue_unreachable_message()}, so the run was not queued again; it stays pending with its "
+            "archive: try again once Redis is running.",
+        )
+    return Recovery("queued", "The run was queued again; a worker imports it next.")
+
+
+def mark_failed(run_id: int, message: str) -> Recovery:
+    """Fail a pending run by hand, discarding its upload; refused while a worker holds it."""
+    with exclusive_run(run_id) as ours:
+        run = IngestRun.objects.filter(pk=run_id).first()
+        if run is None or run.is_finished:
+            return Recovery("finished", "The run has already finished.")
+        if not ours or run.status != IngestRun.Status.PENDING:
+            return Recovery("busy", "A worker has started the run; nothing was changed.")
+        fail_run(run_id, message)
+        run.refresh_from_db()
+        _discard_upload(run)
+    return Recovery("failed", message)
+
+
+def recover_pending_runs(older_than: timedelta, limit: int = 100) -> dict[str, int]:
+    """Beat's sweep: each archive run pending for `older_than` since it was last queued is queued
+    again, or failed, saying why, when its archive is gone. A connector's pull is never pending."""
+    cutoff = timezone.now() - older_than
+    stale = (
+        IngestRun.objects.filter(status=IngestRun.Status.PENDING)
+        .exclude(source=IngestRun.Source.CONNECTOR)
+        .filter(Q(queued_at__lt=cutoff) | Q(queued_at__isnull=True, created_at__lt=cutoff))
+        .order_by("created_at", "pk")
+        .values_list("pk", flat=True)[:limit]
+    )
+    minutes = round(older_than.total_seconds() / 60)
+    waited = (
+        f"The run was still pending {minutes} min after it was queued (its task was lost: a worker lost it, "
+        "or the queue was flushed or restarted without persistence)"
+    )
+    tally: Counter = Counter()
+    for run_id in stale:
+        recovery = requeue_run(run_id, waited=waited)
+        tally[recovery.outcome] += 1
+        if recovery.outcome in ("queued", "failed"):
+            logger.warning("Ingest run %s was pending for over %s min: %s", run_id, minutes, recovery.outcome)
+    return dict(tally)
 
 
 def fail_run(run_id: int, message: str) -> None:

@@ -184,6 +184,9 @@ class IngestRun(models.Model):
     # A pull's run keeps its history (and its jobs keep their run) when the connector is deleted.
     connector = models.ForeignKey(
         "fleet.Connector",
+    # When its ingest task was last put on the queue: beat's sweep queues again a run still pending
+    # INGEST_REQUEUE_MINUTES after that (its task was lost), or fails it when its archive is gone.
+    queued_at = models.DateTimeField(null=True, blank=True)
         null=True,
         blank=True,
         on_delete=models.SET_NULL,
@@ -216,6 +219,15 @@ class IngestRun(models.Model):
     def duration_display(self) -> str:
         seconds = self.duration_s
         if seconds is None:
+    @property
+    def requeue_due_at(self):
+        """When beat's sweep queues this pending run again if no worker has taken it (None otherwise)."""
+        if self.status != self.Status.PENDING or self.source == self.Source.CONNECTOR:
+            return None
+        from datetime import timedelta
+
+        return (self.queued_at or self.created_at) + timedelta(minutes=settings.INGEST_REQUEUE_MINUTES)
+
             return "–"
         if round(seconds, 1) < 60:
             return f"{seconds:.1f} s"

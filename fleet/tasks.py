@@ -129,6 +129,15 @@ def prune_series_task() -> dict:
     return {"days": days, "jobs": report.jobs, "blobs": len(report.blobs), "bytes": report.bytes}
 
 
+@shared_task(name="fleet.recover_pending_runs")
+def recover_pending_runs_task() -> dict:
+    """Beat, every INGEST_REQUEUE_MINUTES: runs whose task was lost are queued again (or failed when
+    their archive is gone). Idempotent: a run a worker holds or that finished is left alone."""
+    from datetime import timedelta
+
+    return ingest.recover_pending_runs(timedelta(minutes=settings.INGEST_REQUEUE_MINUTES))
+
+
 from fleet.connectors.tasks import schedule_connectors_task, sync_connector_task  # noqa: E402,F401
 
 

@@ -95,6 +95,33 @@ def run_status(run: IngestRun) -> dict:
     }
 
 
+# A run left pending by a lost task (a worker lost it, the queue was flushed): beat's sweep
+# (fleet.recover_pending_runs) gets to it after INGEST_REQUEUE_MINUTES; these let an operator act now.
+@operator_required
+@require_POST
+def ingest_run_requeue(request, pk: int):
+    run = get_object_or_404(IngestRun, pk=pk)
+    recovery = ingest.requeue_run(run.pk)
+    if recovery.outcome in ("queued", "failed"):
+        audit.record(request.user, "ingest_run.requeue", run, {"outcome": recovery.outcome})
+    (messages.success if recovery.outcome == "queued" else messages.error)(request, recovery.message)
+    return redirect("fleet:ingest-run-detail", run.pk)
+
+
+@operator_required
+@require_POST
+def ingest_run_fail(request, pk: int):
+    run = get_object_or_404(IngestRun, pk=pk)
+    who = request.user.get_username()
+    recovery = ingest.mark_failed(run.pk, f"Marked failed by {who} while pending: nothing was imported.")
+    if recovery.outcome == "failed":
+        audit.record(request.user, "ingest_run.fail", run, {"archive": run.archive_name})
+        messages.success(request, "The run is marked failed; its upload is discarded.")
+    else:
+        messages.error(request, recovery.message)
+    return redirect("fleet:ingest-run-detail", run.pk)
+
+
 @operator_required
 @read_only
 def ingest_run_status(request, pk: int):

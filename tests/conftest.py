@@ -290,6 +290,22 @@ def write_busy_archive(path: Path, *, jobs: int, cluster: str, prefix: str) -> P
 
 
 @pytest.fixture
+def queue_down(settings):
+    """The task queue (Redis) unreachable: a real Redis URL on which nothing listens (port 1), so
+    Celery and kombu fail as they do with Redis down. The URL's password must never be shown."""
+    from config.celery import app as celery_app
+
+    settings.REDIS_URL = "redis://:sekrit@127.0.0.1:1/0"
+    saved = {key: celery_app.conf[key] for key in ("broker_url", "task_always_eager")}
+    pools = (celery_app._pool, celery_app.amqp._producer_pool)
+    celery_app.conf.update(broker_url=settings.REDIS_URL, task_always_eager=False)
+    celery_app._pool = celery_app.amqp._producer_pool = None
+    yield
+    celery_app.conf.update(saved)
+    celery_app._pool, celery_app.amqp._producer_pool = pools
+
+
+@pytest.fixture
 def private_redis(tmp_path):
     """A redis-server of the test's own, which it may stop and restart (never the shared one)."""
     from tests.test_redis_restart import PrivateRedis

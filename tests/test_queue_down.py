@@ -4,7 +4,8 @@ Before, the upload page answered a bare "Server Error (500)" after about 20 s (q
 first subscribed to its result in Redis, retried that, then raised a RuntimeError), the API answered
 the same HTML page where every other answer is JSON, and `ingest_archive --async` a traceback; each
 left a run *pending* for ever with its archive kept in UPLOAD_DIR. Here the broker is a real Redis
-URL on which nothing listens, so Celery and kombu fail as they do with Redis down.
+URL on which nothing listens (the `queue_down` fixture, in conftest.py), so Celery and kombu fail as they do
+with Redis down.
 """
 
 from __future__ import annotations
@@ -16,7 +17,6 @@ from django.core.management import CommandError, call_command
 from django.test import Client
 from rest_framework.test import APIClient
 
-from config.celery import app as celery_app
 from fleet.models import IngestRun, MachineToken
 from tests.conftest import EXAMPLE_ARCHIVE
 
@@ -24,18 +24,6 @@ from tests.conftest import EXAMPLE_ARCHIVE
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.usefixtures("upload_dirs")]
 
 SAYS = "The task queue (Redis at 127.0.0.1:1, REDIS_URL) could not be reached, so the archive was not imported"
-
-
-@pytest.fixture
-def queue_down(settings):
-    settings.REDIS_URL = "redis://:sekrit@127.0.0.1:1/0"  # nothing listens on port 1
-    saved = {key: celery_app.conf[key] for key in ("broker_url", "task_always_eager")}
-    pools = (celery_app._pool, celery_app.amqp._producer_pool)
-    celery_app.conf.update(broker_url=settings.REDIS_URL, task_always_eager=False)
-    celery_app._pool = celery_app.amqp._producer_pool = None
-    yield
-    celery_app.conf.update(saved)
-    celery_app._pool, celery_app.amqp._producer_pool = pools
 
 
 def leftovers(folder) -> list[str]:

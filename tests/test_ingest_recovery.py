@@ -1,0 +1,131 @@
+"""Ingest runs left pending by a lost task: beat's sweep and the run page's Queue again / Mark failed.
+
+A run whose task was lost before a worker started it (a worker lost it, the queue was flushed, Redis
+restarted without persistence) stayed *pending* for ever: nothing failed or queued it again, and the
+only way out was deleting it in the admin. Now beat's `fleet.recover_pending_runs` queues again a run
+still pending INGEST_REQUEUE_MINUTES after it was queued, or fails it, saying why, when its archive
+is gone; the run page lets an operator do either at once (POST, audited). Each takes the run's lock
+first, so a run a worker is importing (PostgreSQL advisory lock) is left alone.
+"""
+
+from __future__ import annotations
+
+import shutil
+from datetime import timedelta
+
+import pytest
+from django.conf import settings as django_settings
+from django.test import Client
+from django.utils import timezone
+
+from fleet import ingest
+from fleet.models import AuditEvent, IngestRun, Job
+from tests.conftest import EXAMPLE_ARCHIVE, require_postgresql
+from tests.test_ingest_exclusive import RUN_LOCKS_NEED_POSTGRESQL, hold_run_lock
+
+pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.usefixtures("upload_dirs")]
+
+SWEEP = timedelta(minutes=30)
+
+
+def pending_run(upload_dirs, *, minutes_ago: int, name: str = "week-47.zip", keep: bool = True) -> IngestRun:
+    """An uploaded archive's run whose task was queued `minutes_ago` and never reached a worker."""
+    path = upload_dirs / f"{name}.upload"
+    if keep:
+        shutil.copyfile(EXAMPLE_ARCHIVE, path)
+    run = IngestRun.objects.create(archive_path=str(path), archive_name=name, source=IngestRun.Source.UPLOAD)
+    then = timezone.now() - timedelta(minutes=minutes_ago)
+    IngestRun.objects.filter(pk=run.pk).update(created_at=then, queued_at=then)
+    return IngestRun.objects.get(pk=run.pk)
+
+
+def test_the_sweep_queues_a_lost_run_again_and_fails_one_whose_archive_is_gone(upload_dirs):
+    lost = pending_run(upload_dirs, minutes_ago=45)
+    gone = pending_run(upload_dirs, minutes_ago=45, name="week-46.zip", keep=False)
+    young = pending_run(upload_dirs, minutes_ago=5, name="week-48.zip")
+    pull = IngestRun.objects.create(archive_path="connector:x", archive_name="x", source=IngestRun.Source.CONNECTOR)
+    IngestRun.objects.filter(pk=pull.pk).update(created_at=timezone.now() - timedelta(hours=3))
+
+    assert ingest.recover_pending_runs(SWEEP) == {"queued": 1, "failed": 1}
+
+    lost.refresh_from_db()  # queued again; in-process (no Redis) the task ran at once
+    assert lost.status == IngestRun.Status.SUCCEEDED and lost.attempts == 1 and Job.objects.count() > 0
+    gone.refresh_from_db()
+    assert gone.status == IngestRun.Status.FAILED and gone.finished_at is not None
+    assert gone.errors[0]["message"] == (
+        "The run was still pending 30 min after it was queued (its task was lost: a worker lost it, or the queue "
+        "was flushed or restarted without persistence), and its archive is no longer there (week-46.zip), so it "
+        "was not imported: send the archive again."
+    )
+    assert IngestRun.objects.get(pk=young.pk).status == IngestRun.Status.PENDING  # may still be waiting its turn
+    assert IngestRun.objects.get(pk=pull.pk).status == IngestRun.Status.PENDING  # a pull is never the sweep's
+    assert ingest.recover_pending_runs(SWEEP) == {}  # idempotent: nothing left to do
+
+
+def test_beat_runs_the_sweep(upload_dirs):
+    from fleet.tasks import recover_pending_runs_task
+
+    entry = django_settings.CELERY_BEAT_SCHEDULE["fleet.recover_pending_runs"]
+    assert entry["task"] == recover_pending_runs_task.name
+    assert entry["schedule"] == django_settings.INGEST_REQUEUE_MINUTES * 60
+    pending_run(upload_dirs, minutes_ago=django_settings.INGEST_REQUEUE_MINUTES + 1)
+    assert recover_pending_runs_task.apply().get() == {"queued": 1}
+
+
+def test_a_run_a_worker_holds_is_left_alone(upload_dirs):
+    require_postgresql(RUN_LOCKS_NEED_POSTGRESQL)
+    run = pending_run(upload_dirs, minutes_ago=45)
+    other = hold_run_lock(run.pk)  # a worker is importing it (it has not yet written "running")
+    try:
+        assert ingest.recover_pending_runs(SWEEP) == {"busy": 1}
+        assert ingest.mark_failed(run.pk, "by hand").outcome == "busy"
+        run.refresh_from_db()
+        assert run.status == IngestRun.Status.PENDING and (upload_dirs / "week-47.zip.upload").exists()
+    finally:
+        other.close()
+    assert ingest.recover_pending_runs(SWEEP) == {"queued": 1}
+    assert IngestRun.objects.get(pk=run.pk).status == IngestRun.Status.SUCCEEDED
+
+
+def test_queue_again_and_mark_failed_on_the_run_page(operator, researcher, upload_dirs):
+    client = Client()
+    client.force_login(operator)
+    run = pending_run(upload_dirs, minutes_ago=2)
+    page = client.get(f"/ingest-runs/{run.pk}/").content.decode()
+    assert "Waiting for a worker" in page and ">Queue again</button>" in page and ">Mark failed</button>" in page
+    due = (run.queued_at + timedelta(minutes=django_settings.INGEST_REQUEUE_MINUTES)).strftime("%Y-%m-%d %H:%M")
+    assert f"at {due} UTC it is queued again by itself" in page
+
+    assert client.get(f"/ingest-runs/{run.pk}/requeue/").status_code == 405
+    response = client.post(f"/ingest-runs/{run.pk}/requeue/", follow=True)
+    assert "The run was queued again" in response.content.decode()
+    assert IngestRun.objects.get(pk=run.pk).status == IngestRun.Status.SUCCEEDED
+    assert AuditEvent.objects.filter(action="ingest_run.requeue", target_id=str(run.pk)).count() == 1
+    assert "Waiting for a worker" not in client.get(f"/ingest-runs/{run.pk}/").content.decode()
+
+    other = pending_run(upload_dirs, minutes_ago=2, name="week-48.zip")
+    as_researcher = Client()
+    as_researcher.force_login(researcher)
+    assert as_researcher.post(f"/ingest-runs/{other.pk}/fail/").status_code == 404
+    response = client.post(f"/ingest-runs/{other.pk}/fail/", follow=True)
+    assert "The run is marked failed; its upload is discarded." in response.content.decode()
+    other.refresh_from_db()
+    assert other.status == IngestRun.Status.FAILED
+    assert other.errors[0]["message"] == "Marked failed by olivia-operator while pending: nothing was imported."
+    assert not (upload_dirs / "week-48.zip.upload").exists()
+    assert AuditEvent.objects.filter(action="ingest_run.fail", target_id=str(other.pk)).count() == 1
+    # Again on a finished run: said, nothing changed, nothing audited.
+    response = client.post(f"/ingest-runs/{other.pk}/requeue/", follow=True)
+    assert "The run has already finished." in response.content.decode()
+    assert AuditEvent.objects.filter(action__startswith="ingest_run.", target_id=str(other.pk)).count() == 1
+
+
+def test_queue_again_with_redis_down_says_so_and_keeps_the_run(operator, upload_dirs, queue_down):
+    client = Client()
+    client.force_login(operator)
+    run = pending_run(upload_dirs, minutes_ago=45)
+    page = client.post(f"/ingest-runs/{run.pk}/requeue/", follow=True).content.decode()
+    assert "The task queue (Redis at 127.0.0.1:1, REDIS_URL) could not be reached, so the run was not queued" in page
+    assert "sekrit" not in page
+    run.refresh_from_db()
+    assert run.status == IngestRun.Status.PENDING and (upload_dirs / "week-47.zip.upload").exists()
