@@ -169,6 +169,9 @@ class IngestRun(models.Model):
         help_text="The machine token that pushed the archive through the API.",
     )
     created_at = models.DateTimeField(auto_now_add=True)
+    # When its ingest task was last put on the queue: beat's sweep queues again a run still pending
+    # INGEST_REQUEUE_MINUTES after that (its task was lost), or fails it when its archive is gone.
+    queued_at = models.DateTimeField(null=True, blank=True)
     started_at = models.DateTimeField(null=True, blank=True)
     finished_at = models.DateTimeField(null=True, blank=True)
     phase = models.CharField(max_length=100, blank=True)
@@ -184,9 +187,6 @@ class IngestRun(models.Model):
     # A pull's run keeps its history (and its jobs keep their run) when the connector is deleted.
     connector = models.ForeignKey(
         "fleet.Connector",
-    # When its ingest task was last put on the queue: beat's sweep queues again a run still pending
-    # INGEST_REQUEUE_MINUTES after that (its task was lost), or fails it when its archive is gone.
-    queued_at = models.DateTimeField(null=True, blank=True)
         null=True,
         blank=True,
         on_delete=models.SET_NULL,
@@ -212,13 +212,6 @@ class IngestRun(models.Model):
 
         return ((self.finished_at or timezone.now()) - self.started_at).total_seconds()
 
-    # What the run pages show (and their progress polling receives ready-made, so the page and
-    # its script cannot disagree): counts with thousands separators, durations past a minute in
-    # minutes, the average rate since the run started.
-    @property
-    def duration_display(self) -> str:
-        seconds = self.duration_s
-        if seconds is None:
     @property
     def requeue_due_at(self):
         """When beat's sweep queues this pending run again if no worker has taken it (None otherwise)."""
@@ -228,6 +221,13 @@ class IngestRun(models.Model):
 
         return (self.queued_at or self.created_at) + timedelta(minutes=settings.INGEST_REQUEUE_MINUTES)
 
+    # What the run pages show (and their progress polling receives ready-made, so the page and
+    # its script cannot disagree): counts with thousands separators, durations past a minute in
+    # minutes, the average rate since the run started.
+    @property
+    def duration_display(self) -> str:
+        seconds = self.duration_s
+        if seconds is None:
             return "–"
         if round(seconds, 1) < 60:
             return f"{seconds:.1f} s"
