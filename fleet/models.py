@@ -8,7 +8,7 @@ from django.conf import settings
 from django.core.exceptions import ValidationError
 from django.core.validators import MinValueValidator, RegexValidator
 from django.db import models
-from django.db.models import Q
+from django.db.models import Exists, OuterRef, Q
 from rest_framework_api_key.models import AbstractAPIKey
 
 
@@ -52,11 +52,26 @@ class Owner(models.Model):
         return f"{self.user} in {self.team}"
 
 
+class ClusterQuerySet(models.QuerySet):
+    def visible_to(self, user) -> ClusterQuerySet:
+        """Clusters a user may see: all for operators and researchers, else those their teams ran jobs
+        on. A cluster's name says what the fleet runs and where; a member's cluster menus listed every one."""
+        from fleet.access import sees_whole_fleet
+
+        if not user.is_authenticated:
+            return self.none()
+        if sees_whole_fleet(user):
+            return self
+        return self.filter(Exists(Job.objects.filter(cluster=OuterRef("pk"), team__owners__user=user)))
+
+
 class Cluster(models.Model):
     """One scheduler domain (a Slurm cluster, a Kubernetes cluster) whose job ids are unique within it."""
 
     name = models.SlugField(max_length=100, unique=True)
     description = models.CharField(max_length=300, blank=True)
+
+    objects = ClusterQuerySet.as_manager()
 
     class Meta:
         ordering = ["name"]

@@ -142,3 +142,31 @@ def test_lists_and_figures_do_not_leak_other_teams(world, role, leak):
     client = client_for(role, world)
     for path in ("/jobs/", "/api/v1/jobs/", "/overview/", "/teams/"):
         assert leak not in client.get(path).content.decode(), f"{path} shows {leak} to {role}"
+
+
+def test_a_member_is_offered_only_the_clusters_their_teams_ran_jobs_on(world, team_b):
+    """The cluster menus (jobs list, overview, teams, causes) listed every cluster to every member,
+    and a cluster's name says what the fleet runs and where. A member's are their teams' clusters;
+    one they have no job on is answered as one that does not exist, on the pages and in the API."""
+    from tests.factories import ClusterFactory, JobFactory
+
+    JobFactory(cluster=ClusterFactory(name="secret-dgx-h100"), team=team_b)
+    ClusterFactory(name="empty-cluster")  # no jobs yet: only the fleet's viewers see it
+    member, researcher = client_for("member", world), client_for("researcher", world)
+    for path in ("/jobs/", "/overview/", "/teams/", "/categories/"):
+        page = member.get(path).content.decode()
+        assert 'value="c1"' in page, path
+        assert "secret-dgx-h100" not in page and "empty-cluster" not in page, f"{path} names another team's cluster"
+        whole = researcher.get(path).content.decode()
+        assert 'value="secret-dgx-h100"' in whole and 'value="empty-cluster"' in whole, path
+
+    # Asking for it by name tells nothing either: the same answer as a cluster that does not exist.
+    for name in ("secret-dgx-h100", "no-such-cluster"):
+        overview = member.get(f"/overview/?cluster={name}").content.decode()
+        assert f"There is no cluster named &#x27;{name}&#x27;; showing all clusters." in overview
+        jobs = member.get(f"/jobs/?cluster={name}").content.decode()
+        assert "Select a valid choice" in jobs and "team-a-job" in jobs
+        report = member.get(f"/api/v1/teams/?cluster={name}")
+        assert report.status_code == 400
+        assert report.json()["cluster"] == [f"There is no cluster named '{name}' (the clusters: c1)."]
+    assert researcher.get("/api/v1/teams/?cluster=secret-dgx-h100").status_code == 200

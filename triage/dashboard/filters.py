@@ -96,10 +96,12 @@ class JobFilter(django_filters.FilterSet):
         model = Job
         fields: list[str] = []
 
-    def __init__(self, *args, teams=None, blinded: set[int] = frozenset(), **kwargs):
+    def __init__(self, *args, teams=None, clusters=None, blinded: set[int] = frozenset(), **kwargs):
         super().__init__(*args, **kwargs)
         if teams is not None:
             self.filters["team"].queryset = teams
+        if clusters is not None:  # the viewer's: another's is refused as an unknown one
+            self.filters["cluster"].queryset = clusters
         # Jobs the viewer rates in a blind study: a list filtered by what the rules found leaves
         # them out, since being in it would say what the rules found on them.
         self.blinded = blinded

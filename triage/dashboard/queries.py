@@ -208,11 +208,12 @@ def totals(jobs, low_util_threshold: float, conversion: Conversion | None = None
     )
 
 
-def no_such_cluster(cluster: str) -> str | None:
+def no_such_cluster(cluster: str, clusters=None) -> str | None:
     """What is wrong with a cluster name from the address, or None: a name no cluster has would
     narrow to no job at all, an empty fleet that looks like a quiet one (the pages fall back to
-    every cluster, the API refuses it)."""
-    if cluster and not Cluster.objects.filter(name=cluster).exists():
+    every cluster, the API refuses it). `clusters`: those the viewer may see (all by default); one
+    they may not is answered as one that does not exist, so its name cannot be found by trying."""
+    if cluster and not (Cluster.objects.all() if clusters is None else clusters).filter(name=cluster).exists():
         return f"There is no cluster named '{cluster}'"
     return None
 

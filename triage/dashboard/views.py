@@ -64,7 +64,7 @@ class Scope:
 def _scope(request) -> Scope:
     cluster = request.GET.get("cluster", "").strip()
     unknown = ""
-    if missing := queries.no_such_cluster(cluster):
+    if missing := queries.no_such_cluster(cluster, Cluster.objects.visible_to(request.user)):
         # Not an empty fleet (whose page would blame missing prices, no jobs, ...): every cluster's.
         unknown, cluster = f"{missing}; showing all clusters.", ""
     jobs, latest = queries.narrowed(Job.objects.visible_to(request.user), cluster)
@@ -92,7 +92,7 @@ def _context(request, scope: Scope) -> dict:
         "latest": scope.latest,
         "presets": list(PRESETS),
         "cluster": cluster,
-        "clusters": Cluster.objects.all(),
+        "clusters": Cluster.objects.visible_to(request.user),  # a member's: their teams' clusters
         # The period and cluster, for links to the other pages: a team or cause opened from a page
         # shows the same jobs the page counted.
         "period_query": urlencode(period.query() | ({"cluster": cluster} if cluster else {})),
@@ -383,7 +383,8 @@ HIDDEN_STATUS = "hidden"  # the status column of a job whose findings its viewer
 def _filtered_jobs(request, blinded: set[int]):
     jobs = Job.objects.visible_to(request.user).select_related("cluster", "team")
     teams = Team.objects.visible_to(request.user)
-    job_filter = JobFilter(request.GET or None, queryset=jobs, teams=teams, blinded=blinded)
+    clusters = Cluster.objects.visible_to(request.user)
+    job_filter = JobFilter(request.GET or None, queryset=jobs, teams=teams, clusters=clusters, blinded=blinded)
     return job_filter, (job_filter.qs if job_filter.is_bound and job_filter.is_valid() else jobs)
 
 
