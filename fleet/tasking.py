@@ -33,6 +33,23 @@ def queue_unreachable_message() -> str:
     return f"The task queue (Redis at {where}, REDIS_URL) could not be reached"
 
 
+class QueueUnreachable(Exception):
+    """A task could not be queued: Redis is unreachable. Its text is the sentence for the page."""
+
+
+def publish(task, args=(), *, not_done: str, then: str = "try again", **options):
+    """Queue `task` from a page, a command or a button; raises QueueUnreachable, saying what was not
+    done and what to do, instead of a server error when Redis cannot be reached. Nobody waits for the
+    result: asking for one subscribed to the result store first, which with Redis down retried for 20 s."""
+    try:
+        return task.apply_async(tuple(args), ignore_result=True, **options)
+    except QUEUE_UNREACHABLE as exc:
+        logger.warning("Could not queue %s%r", task.name, tuple(args), exc_info=True)
+        raise QueueUnreachable(
+            f"{queue_unreachable_message()}, so {not_done}: check that Redis is running, then {then}."
+        ) from exc
+
+
 def count_delivery(task_id: str, retries: int) -> int:
     """Record one more delivery of this task attempt and return how many there have been."""
     client = redis.Redis.from_url(settings.REDIS_URL)

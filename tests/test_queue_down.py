@@ -63,3 +63,78 @@ def test_the_command_s_async_import_says_it_was_not_queued(queue_down):
     with pytest.raises(CommandError, match="could not be reached, so the archive was not imported"):
         call_command("ingest_archive", str(EXAMPLE_ARCHIVE), "--async")
     assert IngestRun.objects.get().status == IngestRun.Status.FAILED
+
+
+# Every other button that queues work, with the queue unreachable: each said 'Server Error (500)'.
+SAYS_QUEUE = "The task queue (Redis at 127.0.0.1:1, REDIS_URL) could not be reached"
+
+
+def messages_on(response) -> str:
+    assert response.status_code == 200
+    page = response.content.decode()
+    assert "sekrit" not in page  # the URL's password is never shown
+    return page
+
+
+def test_pull_now_says_the_pull_was_not_queued(operator, queue_down):
+    from fleet.connectors.models import Connector
+    from fleet.models import AuditEvent
+
+    connector = Connector.objects.create(name="slurm-prod", kind="generic", url="http://127.0.0.1:9", cluster="c1")
+    client = Client()
+    client.force_login(operator)
+    page = messages_on(client.post(f"/connectors/{connector.pk}/sync/", follow=True))
+    assert f"{SAYS_QUEUE}, so no pull of slurm-prod was queued: check that Redis is running, then try again." in page
+    assert not AuditEvent.objects.filter(action="connector.sync").exists()
+
+
+def test_saving_rules_keeps_the_version_and_says_its_re_triage_was_not_queued(operator, queue_down):
+    from triage.models import RetriageRun, RuleSet
+
+    first = RuleSet.current()
+    RuleSet.objects.create(version=2, thresholds=first.effective_thresholds() | {"min_samples": 7})
+    client = Client()
+    client.force_login(operator)
+    page = messages_on(client.post("/triage/rules/v1/restore/", follow=True))
+    said = (
+        "the task queue (Redis at 127.0.0.1:1, REDIS_URL) could not be reached, so the re-triage of every job with "
+        "it was not queued (the jobs keep their findings): check that Redis is running, then re-triage them with "
+        "manage.py triage --all."
+    )
+    assert f"Saved rule set v3, but {said}" in page
+    run = RetriageRun.objects.get()
+    assert run.rule_set.version == 3 and run.status == RetriageRun.Status.FAILED
+    assert RuleSet.current().version == 3  # saved; only its re-triage waits
+
+
+def test_a_digest_s_retry_says_it_was_not_sent_again(operator, team_a, queue_down):
+    from fleet.models import AuditEvent
+    from triage.digests.models import Delivery, DigestKind
+
+    delivery = Delivery.objects.create(
+        recipient="a@example.org", kind=DigestKind.TEAM, team=team_a, iso_week="2026-W47",
+        status=Delivery.Status.FAILED, last_error="451 try later",
+    )  # fmt: skip
+    client = Client()
+    client.force_login(operator)
+    page = messages_on(client.post(f"/digests/deliveries/{delivery.pk}/retry/", follow=True))
+    assert f"{SAYS_QUEUE}, so the team digest for 2026-W47 was not sent again: check that Redis is running" in page
+    assert Delivery.objects.get(pk=delivery.pk).status == Delivery.Status.FAILED
+    assert not AuditEvent.objects.filter(action="digest.retry").exists()
+
+
+def test_triage_from_a_page_and_digests_from_the_command_say_so(queue_down):
+    from fleet.tasking import QueueUnreachable
+    from tests.factories import JobFactory
+    from triage.labeling.services import triage_missing
+    from triage.models import RuleSet
+
+    with pytest.raises(QueueUnreachable, match="could not be reached, so no triage was queued"):
+        triage_missing([JobFactory().pk], RuleSet.current())
+    with pytest.raises(CommandError, match="could not be reached, so 1 digest\\(s\\) for 2026-W47 were not queued"):
+        call_command("send_digests", "--week", "2026-W47", "--operators", "--async")
+
+
+def test_a_password_reset_looks_the_same_with_the_queue_down(member_a, queue_down):
+    response = Client().post("/password/reset/", {"email": member_a.email})
+    assert response.status_code == 302 and response["Location"] == "/password/reset/sent/"

@@ -231,10 +231,13 @@ def enqueue_triage(job_ids: list[int], rule_set: RuleSet | None = None, *, patie
 def queue_triage(
     job_ids: list[int], rule_set_id: int | None, retriage_run_id: int | None = None, *, patient: bool = True
 ) -> None:
+    from fleet.tasking import publish
     from triage.tasks import triage_jobs_task
 
-    options = {"retry_policy": QUEUE_RETRY_POLICY} if patient else {}
-    triage_jobs_task.apply_async((job_ids, rule_set_id, retriage_run_id), **options)
+    if not patient:  # from a page: QueueUnreachable, saying so, at once
+        publish(triage_jobs_task, (job_ids, rule_set_id, retriage_run_id), not_done="no triage was queued")
+        return
+    triage_jobs_task.apply_async((job_ids, rule_set_id, retriage_run_id), retry_policy=QUEUE_RETRY_POLICY)
 
 
 def untriaged_jobs(older_than: timedelta):
@@ -268,8 +271,6 @@ def save_rule_set(thresholds: dict, *, user=None, note: str = "") -> SavedRuleSe
     (no version, no re-triage) when they are the current version's. The comparison is made under the
     lock that numbers versions: of two operators saving one change at once, the second is compared
     with the first's version, and makes none."""
-    from triage.tasks import retriage_all_task
-
     RuleSet.current()  # version 1, whose row every save locks, exists
     with transaction.atomic():
         # Every save locks the same row, the first version's: "the newest" changes under a save, so two
@@ -287,8 +288,26 @@ def save_rule_set(thresholds: dict, *, user=None, note: str = "") -> SavedRuleSe
             version=latest.version + 1, thresholds=thresholds, note=note[:300], created_by=user
         )
         run = RetriageRun.objects.create(rule_set=rule_set, jobs_total=Job.objects.count())
-        transaction.on_commit(lambda: retriage_all_task.delay(run.pk))
+        transaction.on_commit(lambda: queue_retriage(run))
     return SavedRuleSet(rule_set, run, previous)
+
+
+def queue_retriage(run: RetriageRun) -> None:
+    """Queue the re-triage of every job with a new version; with Redis unreachable the run fails,
+    saying so on the thresholds page (the version is saved; the jobs keep their findings)."""
+    from fleet.tasking import QueueUnreachable, publish
+    from triage.tasks import retriage_all_task
+
+    try:
+        publish(
+            retriage_all_task,
+            (run.pk,),
+            not_done="the re-triage of every job with it was not queued (the jobs keep their findings)",
+            then="re-triage them with manage.py triage --all",
+        )
+    except QueueUnreachable as exc:
+        fail_retriage(run.pk, str(exc))
+        run.refresh_from_db()
 
 
 def run_retriage(run_id: int) -> RetriageRun | None:

@@ -99,7 +99,11 @@ def save_version(request, thresholds: dict, *, note: str, action: str, **details
     audit.record(
         request.user, action, rule_set, {"version": rule_set.version, "changed": changed, "note": note, **details}
     )
-    messages.success(request, f"Saved rule set v{rule_set.version}; every job is being re-triaged with it.")
+    if saved.run.status == RetriageRun.Status.FAILED:  # not queued: the task queue is unreachable
+        error = saved.run.error
+        messages.error(request, f"Saved rule set v{rule_set.version}, but {error[:1].lower()}{error[1:]}")
+    else:
+        messages.success(request, f"Saved rule set v{rule_set.version}; every job is being re-triaged with it.")
     return rule_set
 
 

@@ -14,6 +14,7 @@ from fleet.connectors import registry, sync
 from fleet.connectors.forms import ConnectorForm
 from fleet.connectors.models import Connector
 from fleet.connectors.tasks import sync_connector_task
+from fleet.tasking import QueueUnreachable, publish
 
 RECENT_RUNS = 20
 
@@ -100,7 +101,12 @@ def _form_page(request, form, connector):
 @operator_required
 def connector_sync(request, pk: int):
     connector = get_object_or_404(Connector, pk=pk)
-    sync_connector_task.delay_on_commit(connector.pk)
+    what = "check" if connector.metrics_only else "pull"
+    try:
+        publish(sync_connector_task, (connector.pk,), not_done=f"no {what} of {connector.name} was queued")
+    except QueueUnreachable as exc:
+        messages.error(request, str(exc))
+        return _back(request, connector)
     audit.record(request.user, "connector.sync", connector)
     if connector.metrics_only:
         messages.info(request, f"{connector.name} is a metrics source: a check that it answers was queued.")

@@ -965,10 +965,17 @@ def fail_group(kind: str, week: str, team_id: int | None, reason: str) -> None:
 
 
 def retry_delivery_group(delivery: Delivery) -> None:
-    """Re-send the group of a failed delivery (the operator's Retry button); sent ones stay sent."""
+    """Re-send the group of a failed delivery (the operator's Retry button); sent ones stay sent.
+    Raises fleet.tasking.QueueUnreachable, saying so, when Redis cannot be reached."""
+    from fleet.tasking import publish
+
     from .tasks import send_digest_task
 
-    send_digest_task.delay(delivery.kind, delivery.iso_week, delivery.team_id)
+    publish(
+        send_digest_task,
+        (delivery.kind, delivery.iso_week, delivery.team_id),
+        not_done=f"the {delivery.get_kind_display().lower()} for {delivery.iso_week} was not sent again",
+    )
 
 
 def default_week(now: datetime | None = None) -> str:

@@ -17,6 +17,7 @@ from config.methods import read_only, with_form
 from fleet import audit
 from fleet.access import is_operator, operator_required
 from fleet.models import Team
+from fleet.tasking import QueueUnreachable
 
 from . import services, weeks
 from .models import Delivery, DigestKind
@@ -143,7 +144,11 @@ def delivery_retry(request, pk: int):
     if delivery.status != Delivery.Status.FAILED:
         messages.warning(request, "Only a failed delivery can be retried.")
     else:
-        services.retry_delivery_group(delivery)
+        try:
+            services.retry_delivery_group(delivery)
+        except QueueUnreachable as exc:
+            messages.error(request, str(exc))
+            return redirect("digests:deliveries")
         audit.record(request.user, "digest.retry", delivery, {"kind": delivery.kind, "week": delivery.iso_week})
         messages.info(request, f"Sending the {delivery.get_kind_display().lower()} for {delivery.iso_week} again.")
     return redirect("digests:deliveries")

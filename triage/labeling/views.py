@@ -15,6 +15,7 @@ from django.views.decorators.http import require_POST
 from config.methods import read_only, with_form
 from fleet.forms import MAX_ROW_ID
 from fleet.models import Artifact
+from fleet.tasking import QueueUnreachable
 from triage.dashboard.queries import log_events_page
 from triage.labeling import exchange, services
 from triage.labeling.forms import AdjudicationForm, FreezeForm, ImportForm, StudyForm
@@ -519,8 +520,14 @@ def triage_missing(request, pk: int):
     gold_set = get_object_or_404(study.gold_sets, version=_number(request.POST.get("gold")))
     rule_set = get_object_or_404(RuleSet, version=_number(request.POST.get("rule_set")))
     evaluation = services.evaluate_rules(gold_set, rule_set)
-    services.triage_missing(evaluation.not_triaged, rule_set)
-    messages.success(request, f"Triage of {len(evaluation.not_triaged)} jobs with rule set v{rule_set.version} queued.")
+    try:
+        services.triage_missing(evaluation.not_triaged, rule_set)
+    except QueueUnreachable as exc:
+        messages.error(request, str(exc))
+    else:
+        messages.success(
+            request, f"Triage of {len(evaluation.not_triaged)} jobs with rule set v{rule_set.version} queued."
+        )
     return redirect(f"{_url('labeling:rules', study.pk)}?gold={gold_set.version}&rule_set={rule_set.version}")
 
 

@@ -52,10 +52,19 @@ class Command(BaseCommand):
                 self._show(kind, week, team_id, to)
             return
         if run_async:
+            from fleet.tasking import QueueUnreachable, publish
             from triage.digests.tasks import send_digest_task
 
-            for kind, team_id in groups:
-                send_digest_task.delay(kind, week, team_id, to)
+            for number, (kind, team_id) in enumerate(groups):
+                try:
+                    publish(
+                        send_digest_task,
+                        (kind, week, team_id, to),
+                        not_done=f"{len(groups) - number} digest(s) for {week} were not queued",
+                        then="run the command again (sent ones are skipped)",
+                    )
+                except QueueUnreachable as exc:
+                    raise CommandError(str(exc)) from exc
             self.stdout.write(f"Queued {len(groups)} digest(s) for {week}.")
             return
         failed = 0
