@@ -321,6 +321,8 @@ def test_memory_bound_and_checkpoint_stalled_job_gets_both_findings_with_located
         ("trainer = L.Trainer(precision='16-mixed', devices=1)\n", "fp16"),
         ("trainer = L.Trainer(precision='bf16-mixed')\n", "bf16"),
         ("accelerator = Accelerator(mixed_precision='fp16')\n", "fp16"),
+        ("cfg.SOLVER.AMP.ENABLED = True\n", None),  # detectron2
+        ("optim_wrapper = dict(type='AmpOptimWrapper', optimizer=dict(type='AdamW', lr=1e-4))\n", None),  # mmengine
     ],
 )
 def test_mixed_precision_in_the_code_is_a_fact(source, dtype):
@@ -377,8 +379,142 @@ def test_memory_bound_guidance_follows_the_precision_the_code_shows(source, prec
         assert "gradient_checkpointing_enable()" in guide["after"]
     if precision == "fp32":
         assert guide["change"].endswith(
-            "For this job: none of its code sets autocast, GradScaler, bf16 or fp16 (fp32)."
+            "For this job: none of its code, configs or launch flags sets autocast, GradScaler, bf16 or fp16 (fp32)."
         )
+
+
+DS_BF16 = (
+    '{\n  "train_micro_batch_size_per_gpu": 4,\n  "bf16": {\n    "enabled": true\n  },\n'
+    '  "zero_optimization": {"stage": 2}\n}\n'
+)
+
+
+@pytest.mark.parametrize(
+    ("path", "text", "line", "setting", "dtype"),
+    [
+        ("ds_config.json", DS_BF16, 4, "bf16.enabled", "bf16"),
+        ("ds_config.json", '{"fp16": {"enabled": true, "loss_scale": 0}, "zero_optimization": {"stage": 3}}', 1,
+         "fp16.enabled", "fp16"),
+        ("ds_config.yaml", "train_batch_size: 64\nfp16:\n  enabled: true\n", 3, "fp16.enabled", "fp16"),
+        ("accelerate.yaml", "compute_environment: LOCAL_MACHINE\ndistributed_type: MULTI_GPU\nmixed_precision: bf16\n",
+         3, "mixed_precision", "bf16"),
+        ("conf/config.yaml", "model:\n  name: vit\ntrainer:\n  devices: 8\n  precision: bf16-mixed\n", 5,
+         "trainer.precision", "bf16"),
+        ("configs/mask_rcnn.yaml",
+         "_BASE_: Base-RCNN-FPN.yaml\nSOLVER:\n  IMS_PER_BATCH: 16\n  AMP:\n    ENABLED: true\n",
+         5, "SOLVER.AMP.ENABLED", None),
+        ("llama_sft.yaml", "model_name_or_path: meta-llama/Llama-3-8B\nbf16: true\n", 2, "bf16", "bf16"),
+    ],
+)  # fmt: skip
+def test_mixed_precision_in_a_config_file_is_a_fact(path, text, line, setting, dtype):
+    # DeepSpeed's JSON, Accelerate's config, Hydra/Lightning, detectron2 and LLaMA-Factory YAML were never read:
+    # a job whose bf16 lived there was told it trained in fp32.
+    (fact,) = extract_script_evidence([(path, text)]).of("mixed_precision")
+    assert (fact.path, fact.line, fact.detail["call"], fact.detail["dtype"]) == (path, line, setting, dtype)
+
+
+@pytest.mark.parametrize(
+    ("path", "text"),
+    [
+        ("accelerate.yaml", "compute_environment: LOCAL_MACHINE\ndistributed_type: MULTI_GPU\nmixed_precision: no\n"),
+        ("accelerate.yaml", "compute_environment: LOCAL_MACHINE\ndistributed_type: MULTI_GPU\n"),  # its default
+        ("ds_config.json", '{"train_batch_size": 64, "fp16": {"enabled": false}}'),
+        ("ds_config.json", '{"train_batch_size": 64, "zero_optimization": {"stage": 2}}'),  # DeepSpeed's default
+        ("conf/trainer.yaml", "trainer:\n  precision: 32\n"),
+    ],
+)
+def test_full_precision_in_a_config_file_is_a_fact(path, text):
+    evidence = extract_script_evidence([(path, text)])
+    assert evidence.of("mixed_precision") == [] and len(evidence.of("full_precision")) == 1
+
+
+def test_a_config_that_cannot_be_read_or_expands_is_passed_over():
+    bomb = "a: &a [1, 1, 1, 1, 1, 1, 1, 1, 1]\n" + "".join(
+        f"{chr(98 + i)}: &{chr(98 + i)} [*{chr(97 + i)}, *{chr(97 + i)}, *{chr(97 + i)}, *{chr(97 + i)}]\n"
+        for i in range(9)
+    )
+    evidence = extract_script_evidence([("bomb.yaml", bomb), ("broken.json", '{"bf16": {"enabled": tru'),
+                                        ("deep.yaml", "[" * 5000 + "]" * 5000)])  # fmt: skip
+    assert evidence.of("mixed_precision") == [] and len(evidence.parse_errors) == 2
+
+
+@pytest.mark.parametrize(
+    ("command", "dtype"),
+    [
+        ("torchrun --nproc_per_node 8 train.py --bf16", "bf16"),
+        ("accelerate launch --mixed_precision fp16 train.py", "fp16"),
+        ("python train.py trainer.precision=bf16-mixed", "bf16"),
+        ("python train.py +amp=true", None),
+    ],
+)
+def test_mixed_precision_on_the_jobs_command_line_is_seen(command, dtype):
+    # command_facts only told the kinds of commands; --bf16 on the submitted command was never seen.
+    frame = series(120, lambda t, g: 30, mem=lambda t, g: 0.93)
+    _, result = run(120, frame, scripts=[("train.py", "import torch\nloss = model(x).sum()\n")], command=command)
+    finding = next(f for f in result.findings if f.category == Category.GPU_MEMORY_BOUND)
+    assert finding.numbers["precision"] == "mixed"
+    quoted = [c for c in finding.code if c.kind == "mixed_precision"]
+    assert quoted[0].path == "job command" and quoted[0].detail["dtype"] == dtype
+
+
+HF_SCRIPT = (
+    "import torch\nfrom transformers import HfArgumentParser, Trainer, TrainingArguments\n"
+    "args, = HfArgumentParser(TrainingArguments).parse_args_into_dataclasses()\n"
+)
+DS_SCRIPT = "import deepspeed\nengine, *_ = deepspeed.initialize(args=args, model=model)\n"
+
+
+@pytest.mark.parametrize(
+    ("scripts", "command", "precision", "unknown"),
+    [
+        # the config it names was brought and sets bf16
+        ([("train.py", HF_SCRIPT), ("ds_config.json", DS_BF16)], "deepspeed train.py --deepspeed ds_config.json",
+         "mixed", None),
+        # the config it names was not brought
+        ([("train.py", HF_SCRIPT)], "deepspeed train.py --deepspeed configs/ds_config.json", None,
+         "its command names configs/ds_config.json, which the job did not bring"),
+        # HfArgumentParser reads --bf16 from a command line nobody saw
+        ([("train.py", HF_SCRIPT)], "", None,
+         "`args, = HfArgumentParser(TrainingArguments).parse_args_into_dataclasses()` reads --bf16/--fp16 from the "
+         "command line, and no launch line of the job was seen"),
+        # ... and one that was seen, without --bf16: fp32
+        ([("train.py", HF_SCRIPT)], "torchrun train.py --output_dir out", "fp32", None),
+        # deepspeed.initialize without a DeepSpeed config
+        ([("train.py", DS_SCRIPT)], "deepspeed train.py", None,
+         "`engine, *_ = deepspeed.initialize(args=args, model=model)` takes fp16/bf16 from a DeepSpeed config, and "
+         "the job brought no such file"),
+        # DeepSpeed's "auto" leaves it to the HF Trainer's flags, unseen
+        ([("train.py", "import torch\n"), ("ds.json", '{"train_batch_size": "auto", "bf16": {"enabled": "auto"}}')],
+         "", None, '`bf16.enabled: auto` in ds.json leaves it to the trainer\'s --bf16/--fp16, and no launch line of '
+         "the job was seen"),
+        # autocast(enabled=args.amp): the flag decides, and the launch line does not set it
+        ([("train.py", "import torch\nwith torch.autocast('cuda', enabled=args.amp):\n    y = model(x)\n")],
+         "python train.py --epochs 3", "fp32", None),
+    ],
+)  # fmt: skip
+def test_memory_bound_precision_from_configs_and_flags(scripts, command, precision, unknown):
+    # Only .py code was read: a job whose precision lived in a config or on its command line was told it trained
+    # in fp32, and one whose code left it to a file it did not bring was told so as confidently.
+    from triage.guidance import guidance_for
+
+    frame = series(120, lambda t, g: 30, mem=lambda t, g: 0.93)
+    _, result = run(120, frame, scripts=scripts, command=command)
+    finding = next(f for f in result.findings if f.category == Category.GPU_MEMORY_BOUND)
+    assert finding.numbers["precision"] == precision
+    assert finding.numbers.get("precision_unknown") == unknown
+    guide = guidance_for(finding.category, finding.sub_cause, finding.numbers, gpu_hours=1.0,
+                         price_per_gpu_hour=None, currency="", job={})  # fmt: skip
+    if unknown:
+        assert "(fp32)" not in guide["change"]
+        assert guide["change"].endswith(
+            f"For this job: whether it already trains in mixed precision cannot be told: {unknown}. Check that first."
+        )
+        assert finding.code  # the line that leaves it open is quoted
+
+
+def test_autocast_switched_off_is_no_mixed_precision():
+    source = "import torch\nwith torch.autocast('cuda', enabled=False):\n    y = model(x)\n"
+    assert extract_script_evidence([("train.py", source)]).of("mixed_precision") == []
 
 
 def test_fast_steps_stalled_by_long_saves_are_checkpointing_not_a_small_batch():

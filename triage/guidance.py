@@ -451,9 +451,17 @@ def _job_values(category: Category, numbers: dict, job: dict) -> dict:
     if category == Category.GPU_MEMORY_BOUND:
         precision = numbers.get("precision")
         if precision == "fp32":
-            return {"settings": "For this job: none of its code sets autocast, GradScaler, bf16 or fp16 (fp32)."}
+            return {
+                "settings": "For this job: none of its code, configs or launch flags sets autocast, GradScaler, "
+                "bf16 or fp16 (fp32)."
+            }
         if precision == "mixed":
             return {"settings": "For this job: its code sets mixed precision (quoted with the evidence)."}
+        if numbers.get("precision_unknown"):
+            return {
+                "settings": "For this job: whether it already trains in mixed precision cannot be told: "
+                f"{numbers['precision_unknown']}. Check that first."
+            }
         return {}
     if category == Category.DATA_EXCHANGE:
         gpus, nodes = int(job.get("gpu_count") or 1), int(job.get("node_count") or 1)

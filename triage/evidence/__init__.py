@@ -13,7 +13,13 @@ import pandas as pd
 
 from fleet.canonical import as_utc
 from triage.evidence.logs import LogEvidence, LogLine, extract_log_evidence
-from triage.evidence.scripts import CodeFact, ScriptEvidence, command_facts, extract_script_evidence
+from triage.evidence.scripts import (
+    CodeFact,
+    ScriptEvidence,
+    command_code_facts,
+    command_facts,
+    extract_script_evidence,
+)
 from triage.evidence.timeline import (
     Phases,
     Span,
@@ -125,6 +131,7 @@ class Evidence:
             "log_lines_with_timestamps": self.logs.timestamped_lines,
             "python_files": self.scripts.python_files,
             "shell_files": self.scripts.shell_files,
+            "config_files": self.scripts.config_files,
             "frameworks": sorted(self.scripts.frameworks),
             "traces": [trace.as_dict() for trace in self.traces],
             "notes": self.notes,
@@ -160,12 +167,15 @@ def build_evidence(
             dip_rel=thresholds["exchange_dip_relative_util"],
         )
     facts = [f for path, content in traces if (f := trace_facts(path, content)) is not None]
+    script_evidence = extract_script_evidence(list(scripts))
+    if job.command:  # the flags the job was submitted with (--bf16, --deepspeed ds.json) are facts like its scripts'
+        script_evidence.facts.extend(command_code_facts(job.command))
     return Evidence(
         job=job,
         timeline=timeline,
         phases=phases,
         logs=extract_log_evidence(list(logs), as_utc(job.start)),
-        scripts=extract_script_evidence(list(scripts)),
+        scripts=script_evidence,
         traces=facts,
         command_kinds=command_facts(job.command) if job.command else [],
         thresholds=thresholds,

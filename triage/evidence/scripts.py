@@ -9,11 +9,14 @@ from __future__ import annotations
 
 import ast
 import hashlib
+import json
 import re
 import shlex
 import threading
 from collections import OrderedDict
 from dataclasses import dataclass, field, replace
+
+import yaml
 
 DL_FRAMEWORKS = {
     "torch",
@@ -82,6 +85,8 @@ class ScriptEvidence:
     shell_files: int = 0
     parse_errors: list[str] = field(default_factory=list)
     frameworks: set[str] = field(default_factory=set)
+    config_files: int = 0  # JSON / YAML files read for settings (DeepSpeed, Accelerate, Hydra, detectron2)
+    paths: list[str] = field(default_factory=list)  # every file given, read or not
 
     def of(self, *kinds: str) -> list[CodeFact]:
         return [fact for fact in self.facts if fact.kind in kinds]
@@ -94,7 +99,9 @@ class ScriptEvidence:
 def extract_script_evidence(scripts: list[tuple[str, str]]) -> ScriptEvidence:
     evidence = ScriptEvidence()
     for path, text in scripts:
+        evidence.paths.append(path)
         part = _file_evidence(path, text)
+        evidence.config_files += part.config_files
         # Copies: a caller may change a fact's details, and the cached ones serve the next job.
         evidence.facts.extend(replace(fact, detail=dict(fact.detail)) for fact in part.facts)
         evidence.python_files += part.python_files
@@ -146,6 +153,8 @@ def _read_file(path: str, text: str) -> ScriptEvidence:
     elif lower.endswith((".sh", ".bash", ".slurm", ".sbatch")) or text.startswith("#!/bin/"):
         evidence.shell_files += 1
         _shell_facts(path, text, evidence)
+    elif lower.endswith(CONFIG_SUFFIXES):
+        _config_facts(path, text, evidence)
     return evidence
 
 
@@ -186,6 +195,23 @@ def _contains_backward(loop: ast.AST) -> bool:
         if isinstance(node, ast.Call) and _dotted(node.func).endswith(("train_on_batch", "optimizer_step")):
             return True
     return False
+
+
+# The keywords that set a trainer's precision (as `_precision_setting` reads them).
+_PRECISION_KWARGS = {
+    "TrainingArguments": ("bf16", "fp16"),
+    "Seq2SeqTrainingArguments": ("bf16", "fp16"),
+    "SFTConfig": ("bf16", "fp16"),
+    "Trainer": ("precision",),
+    "Accelerator": ("mixed_precision",),
+}
+
+
+def _line_of(facts: _PythonFacts, node: ast.AST) -> str:
+    """The stripped source line of a node, cut to 120 characters, to quote in a sentence."""
+    line = getattr(node, "lineno", 0)
+    text = facts.lines[line - 1].strip() if 0 < line <= len(facts.lines) else ""
+    return text if len(text) <= 120 else text[:119] + "…"
 
 
 class _PythonFacts(ast.NodeVisitor):
@@ -322,6 +348,19 @@ class _PythonFacts(ast.NodeVisitor):
     def visit_Assign(self, node: ast.Assign) -> None:
         if isinstance(node.value, ast.Call) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
             self.assigned_to[id(node.value)] = node.targets[0].id
+        for target in node.targets:  # detectron2: cfg.SOLVER.AMP.ENABLED = True
+            if _dotted(target).upper().endswith("SOLVER.AMP.ENABLED"):
+                value = self.resolve(node.value)
+                if value is True:
+                    self.add("mixed_precision", node, call=_dotted(target), dtype=None)
+                elif value is None:
+                    self.add(
+                        "precision_elsewhere", node, source="flags", why=f"`{_line_of(self, node)}` follows a flag"
+                    )
+        if isinstance(node.value, ast.Call) and _dotted(node.value.func) == "dict":  # mmengine's optim_wrapper
+            kind = next((self.resolve(kw.value) for kw in node.value.keywords if kw.arg == "type"), None)
+            if kind == "AmpOptimWrapper":
+                self.add("mixed_precision", node, call="AmpOptimWrapper", dtype=None)
         for target in node.targets:
             if (
                 isinstance(target, ast.Subscript)
@@ -392,8 +431,12 @@ class _PythonFacts(ast.NodeVisitor):
         elif name in ("torch.cuda.synchronize", "cuda.synchronize") and self.in_step_loop:
             self.add("host_sync", node, call="torch.cuda.synchronize", sampled=self.sampled)
         elif last in ("autocast", "GradScaler") or name in ("torch.amp.autocast", "torch.cuda.amp.autocast"):
-            dtype = next((_dotted(a) for a in [*node.args, *kwargs.values()] if "16" in _dotted(a)), "")
-            self.add("mixed_precision", node, call=name or last, dtype=dtype.rsplit(".", 1)[-1] or None)
+            enabled = self.resolve(kwargs.get("enabled")) if "enabled" in kwargs else True
+            if enabled is None:  # autocast(enabled=args.amp): the flag decides
+                self.add("precision_elsewhere", node, source="flags", why=f"`{_line_of(self, node)}` follows a flag")
+            elif enabled:
+                dtype = next((_dotted(a) for a in [*node.args, *kwargs.values()] if "16" in _dotted(a)), "")
+                self.add("mixed_precision", node, call=name or last, dtype=dtype.rsplit(".", 1)[-1] or None)
         elif last in ("half", "bfloat16") and isinstance(node.func, ast.Attribute) and not node.args:
             self.add("mixed_precision", node, call=last, dtype="float16" if last == "half" else "bfloat16")
         elif last == "DataParallel":
@@ -424,11 +467,49 @@ class _PythonFacts(ast.NodeVisitor):
         precision = _precision_setting(last, {key: self.resolve(value) for key, value in kwargs.items()})
         if precision:
             self.add("mixed_precision", node, call=name or last, dtype=precision)
+        elif handoff := self._precision_handoff(name, last, node, kwargs):
+            self.add("precision_elsewhere", node, **handoff)
         if last in ("open", "read_parquet", "read_csv", "load", "read_table", "ParquetFile") and node.args:
             value = self.resolve(node.args[0])
             if isinstance(value, str) and value.startswith(REMOTE_SCHEMES):
                 self.add("remote_path", node, url=value, role=name, purpose="read")
         self.generic_visit(node)
+
+    def _precision_handoff(self, name: str, last: str, node: ast.Call, kwargs: dict) -> dict | None:
+        """Where a call takes the job's precision from when its code does not say: source 'flags' for the
+        command line (HfArgumentParser, `bf16=args.bf16`), 'config' for a config file (DeepSpeed's JSON,
+        Accelerate's config, Hydra/OmegaConf, detectron2's and mmengine's configs; `needs` names the kind
+        of config file that settles it: deepspeed, accelerate, yaml or any), and why, in words."""
+        quoted = f"`{_line_of(self, node)}`"
+        if last in _PRECISION_KWARGS:
+            names = _PRECISION_KWARGS[last]
+            given = [kwargs[key] for key in names if key in kwargs and self.resolve(kwargs[key]) is None]
+            if given:  # bf16=args.bf16 without a default, precision=cfg.trainer.precision
+                flag = _dotted(given[0]).split(".")[0] in ("args", "opt", "opts", "FLAGS")
+                if flag:
+                    return {"source": "flags", "why": f"{quoted} sets it from a command-line flag"}
+                return {"source": "config", "needs": "any", "why": f"{quoted} sets it from a variable"}
+            if any(kw.arg is None for kw in node.keywords) and last != "Trainer":  # TrainingArguments(**cfg)
+                return {"source": "config", "needs": "any", "why": f"{quoted} takes its settings from a mapping"}
+            if last == "Accelerator" and "mixed_precision" not in kwargs:
+                why = f"{quoted} takes mixed_precision from `accelerate launch` or Accelerate's config file"
+                return {"source": "config", "needs": "accelerate", "why": why}
+            return None
+        if last == "HfArgumentParser":
+            return {"source": "flags", "why": f"{quoted} reads --bf16/--fp16 from the command line"}
+        if name in ("deepspeed.initialize", "deepspeed.init_inference"):
+            return {
+                "source": "config",
+                "needs": "deepspeed",
+                "why": f"{quoted} takes fp16/bf16 from a DeepSpeed config",
+            }
+        if name in ("hydra.main", "OmegaConf.load", "hydra.compose", "compose", "initialize_config_dir"):
+            return {"source": "config", "needs": "yaml", "why": f"{quoted} reads a Hydra/OmegaConf config"}
+        if last == "merge_from_file":  # detectron2's cfg.merge_from_file(args.config_file)
+            return {"source": "config", "needs": "yaml", "why": f"{quoted} reads a detectron2 config"}
+        if name.endswith("Config.fromfile"):  # mmengine
+            return {"source": "config", "needs": "any", "why": f"{quoted} reads an mmengine config"}
+        return None
 
     def _argv(self, node: ast.Call) -> list[str]:
         if not node.args:
@@ -486,6 +567,186 @@ def _shell_precision(argv: list[str]) -> str | None:
             if value.split("-")[0] in ("fp16", "bf16", "16", "fp8"):
                 return value
     return None
+
+
+# --- Configs --------------------------------------------------------------------------------------
+
+CONFIG_SUFFIXES = (".json", ".yaml", ".yml")
+_YAML_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+_CONFIG_NODES = 20_000  # a config's keys and items looked at, at most (YAML aliases can multiply a walk)
+# Keys whose mapping holds `enabled:` (DeepSpeed's "bf16": {"enabled": true}, detectron2's AMP: {ENABLED: true}).
+_ENABLED_SECTIONS = {"bf16": "bf16", "bfloat16": "bf16", "fp16": "fp16", "amp": None}
+# Keys that switch reduced precision on or off (HF TrainingArguments in LLaMA-Factory / axolotl YAML, flags).
+_SWITCHES = {"bf16": "bf16", "fp16": "fp16", "amp": None, "use_amp": None, "use_fp16": "fp16", "use_bf16": "bf16"}
+_LIGHTNING_REDUCED = {"16", "bf16", "16-mixed", "bf16-mixed", "16-true", "bf16-true", "transformer-engine"}
+_LIGHTNING_FULL = {"32", "64", "32-true", "64-true"}
+_DEEPSPEED_KEYS = {"train_batch_size", "train_micro_batch_size_per_gpu", "zero_optimization"}
+
+
+def precision_value(key: str, value: object) -> tuple[str, str | None] | None:
+    """What one setting says of precision: ('mixed', dtype), ('full', None), ('auto', None) or None when it is
+    no precision setting. `key` is the setting's last name (`trainer.precision` -> `precision`)."""
+    name = key.lower().replace("-", "_")
+    if isinstance(value, dict) and name in _ENABLED_SECTIONS:
+        enabled = next((v for k, v in value.items() if str(k).lower() == "enabled"), None)
+        return _switch(enabled, _ENABLED_SECTIONS[name])
+    if name in _SWITCHES:
+        return _switch(value, _SWITCHES[name])
+    if name == "mixed_precision":  # Accelerate: no | fp16 | bf16 | fp8 (YAML reads a bare `no` as false)
+        if value is False or str(value).lower() in ("no", "false", "0"):
+            return "full", None
+        if str(value).lower() in ("fp16", "bf16", "fp8"):
+            return "mixed", str(value).lower()
+        return _switch(value, None)
+    if name == "precision" and not isinstance(value, bool) and isinstance(value, int | str):
+        text = str(value).lower()
+        if text in _LIGHTNING_REDUCED:
+            return "mixed", "bf16" if text.startswith("bf16") else ("fp16" if text.startswith("16") else text)
+        if text in _LIGHTNING_FULL:
+            return "full", None
+    return None
+
+
+def _switch(value: object, dtype: str | None) -> tuple[str, str | None] | None:
+    if value is True or (isinstance(value, str) and value.lower() == "true"):
+        return "mixed", dtype
+    if value is False or (isinstance(value, str) and value.lower() == "false"):
+        return "full", None
+    if isinstance(value, str) and value.lower() == "auto":  # DeepSpeed under HF Trainer, axolotl
+        return "auto", None
+    return None
+
+
+def _config_facts(path: str, text: str, evidence: ScriptEvidence) -> None:
+    """A JSON or YAML config's precision settings, each a fact at the line of its key: DeepSpeed's
+    `"bf16": {"enabled": true}`, Accelerate's `mixed_precision: bf16`, Lightning / Hydra / NeMo's
+    `precision: bf16-mixed`, detectron2's `AMP: {ENABLED: true}`, `bf16: true` (HF arguments in YAML).
+    A DeepSpeed or Accelerate config that sets none means their default, fp32."""
+    try:
+        if path.lower().endswith(".json"):
+            documents = [json.loads(text)]
+        else:
+            documents = [doc for _, doc in zip(range(8), yaml.load_all(text, Loader=_YAML_LOADER), strict=False)]
+    except (ValueError, yaml.YAMLError) as exc:
+        evidence.parse_errors.append(f"{path}: {str(exc).splitlines()[0][:200] if str(exc) else 'not readable'}")
+        return
+    except (RecursionError, MemoryError):
+        evidence.parse_errors.append(f"{path}: nested too deeply to be read")
+        return
+    lines = text.splitlines()
+    for document in documents:
+        if not isinstance(document, dict):
+            continue
+        evidence.config_files += 1
+        keys = {str(k).lower() for k in document}
+        tool = "other"
+        if keys & _DEEPSPEED_KEYS:
+            tool = "deepspeed"
+        elif {"compute_environment", "distributed_type"} <= keys:
+            tool = "accelerate"
+        evidence.facts.append(CodeFact("config_file", path, 1, "", {"tool": tool}))
+        found = 0
+        for trail, verdict, dtype, value in _precision_settings(document):
+            found += 1
+            line = _key_line(lines, trail)
+            shown = f"{'.'.join(trail)}: {json.dumps(value) if not isinstance(value, str) else value}"
+            setting = ".".join(trail)
+            if verdict == "mixed":
+                evidence.facts.append(CodeFact("mixed_precision", path, line, shown, {"call": setting, "dtype": dtype}))
+            elif verdict == "full":
+                evidence.facts.append(CodeFact("full_precision", path, line, shown, {"setting": setting}))
+            else:
+                why = f"`{shown}` in {path} leaves it to the trainer's --bf16/--fp16"
+                evidence.facts.append(
+                    CodeFact("precision_elsewhere", path, line, shown, {"source": "flags", "why": why})
+                )
+        if not found and tool in ("deepspeed", "accelerate"):
+            said = "no fp16/bf16 section" if tool == "deepspeed" else "no mixed_precision"
+            evidence.facts.append(
+                CodeFact("full_precision", path, 1, f"{said} (the {tool} default: fp32)", {"setting": tool})
+            )
+
+
+def _precision_settings(document: object):
+    """(keys leading to it, verdict, dtype, value) of every precision setting in a parsed config."""
+    seen: set[int] = set()
+    budget = [_CONFIG_NODES]
+    stack: list[tuple[object, tuple[str, ...]]] = [(document, ())]
+    while stack and budget[0] > 0:
+        node, trail = stack.pop()
+        if id(node) in seen:  # a YAML alias: the same mapping again
+            continue
+        seen.add(id(node))
+        items = node.items() if isinstance(node, dict) else enumerate(node) if isinstance(node, list) else ()
+        children = []
+        for key, value in items:
+            budget[0] -= 1
+            if budget[0] <= 0:
+                break
+            step = trail + (str(key),)
+            if isinstance(key, str) and (verdict := precision_value(key, value)):
+                shown = value
+                if isinstance(value, dict):  # {"enabled": true}
+                    enabled_key = next(k for k in value if str(k).lower() == "enabled")
+                    step, shown = step + (str(enabled_key),), value[enabled_key]
+                yield step, verdict[0], verdict[1], shown
+            elif isinstance(value, dict | list):
+                children.append((value, step))
+        stack.extend(reversed(children))
+
+
+def _key_line(lines: list[str], trail: tuple[str, ...]) -> int:
+    """The 1-based line of the last key of `trail`, found after the lines of the keys before it (1 if not found)."""
+    start, found = 0, 0
+    for key in trail:
+        if key.isdigit():
+            continue  # a list's item
+        pattern = re.compile(rf"""(?:^|[\s{{,\-])["']?{re.escape(key)}["']?\s*:""")
+        for index in range(start, len(lines)):
+            if pattern.search(lines[index]):
+                start, found = index + 1, index + 1
+                break
+    return found or 1
+
+
+_CONFIG_FLAGS = {
+    "--deepspeed": "deepspeed",  # HF Trainer's --deepspeed ds_config.json
+    "--deepspeed_config": "deepspeed",
+    "--deepspeed-config": "deepspeed",
+    "--config_file": "any",  # accelerate launch --config_file, detectron2 (older) --config-file
+    "--config-file": "any",
+    "--config": "any",
+    "--cfg": "any",
+    "--config-name": "yaml",  # Hydra: a name, its .yaml understood
+    "--config_name": "yaml",
+}
+
+
+def _launch_settings(argv: list[str]) -> list[tuple[str, dict]]:
+    """What a launch line says of precision beyond its flags: config files it names (`--deepspeed ds.json`,
+    `--config_file accelerate.yaml`, `--config-file configs/x.yaml`, Hydra's `--config-name`) and Hydra
+    overrides (`trainer.precision=bf16-mixed`, `+amp=true`). (kind, detail) pairs."""
+    found = []
+    for index, word in enumerate(argv):
+        flag, eq, value = word.partition("=")
+        if flag in _CONFIG_FLAGS:
+            value = value if eq else (argv[index + 1] if index + 1 < len(argv) else "")
+            hydra = _CONFIG_FLAGS[flag] == "yaml"
+            if value and not value.startswith("-") and (hydra or value.lower().endswith(CONFIG_SUFFIXES)):
+                name = value if not hydra or value.lower().endswith(CONFIG_SUFFIXES) else value + ".yaml"
+                found.append(("config_reference", {"name": name, "flag": flag}))
+        elif eq and not word.startswith("-") and re.fullmatch(r"[+~]{0,2}[A-Za-z_][\w.]*", flag):
+            key = flag.lstrip("+~").rsplit(".", 1)[-1]
+            try:
+                parsed = yaml.safe_load(value) if value else None
+            except yaml.YAMLError:
+                parsed = value
+            verdict = precision_value(key, parsed if isinstance(parsed, bool | int | str) else value)
+            if verdict and verdict[0] == "mixed":
+                found.append(("mixed_precision", {"call": flag.lstrip("+~"), "dtype": verdict[1]}))
+            elif verdict and verdict[0] == "full":
+                found.append(("full_precision", {"setting": flag.lstrip("+~")}))
+    return found
 
 
 def _command_kind(argv: list[str]) -> str:
@@ -611,6 +872,8 @@ def _shell_facts(path: str, text: str, evidence: ScriptEvidence) -> None:
                     evidence.facts.append(
                         CodeFact("mixed_precision", path, number, stripped, {"call": argv[0], "dtype": precision})
                     )
+                for kind, found in _launch_settings(argv):
+                    evidence.facts.append(CodeFact(kind, path, number, stripped, found))
             for index, word in enumerate(argv[:-1]):
                 if word.startswith("--") and argv[index + 1].startswith(REMOTE_SCHEMES):
                     role = word.lstrip("-")
@@ -626,6 +889,28 @@ def _shell_facts(path: str, text: str, evidence: ScriptEvidence) -> None:
                             {"url": argv[index + 1], "role": role, "purpose": purpose},
                         )
                     )
+
+
+JOB_COMMAND = "job command"  # the path of facts read from the job's submitted command line
+
+
+def command_code_facts(command: str) -> list[CodeFact]:
+    """Precision facts of the job's submitted command line (`torchrun train.py --bf16`, `accelerate launch
+    --mixed_precision bf16 ...`, `--deepspeed ds.json`, `trainer.precision=bf16-mixed`), at line 1 of
+    JOB_COMMAND; its launches as `command_launch` facts, so that rules know which flags the job was run with."""
+    try:
+        commands = split_shell(command)
+    except ValueError:
+        return []
+    facts, shown = [], command.strip()[:500]
+    for argv in commands:
+        if _command_kind(argv) not in ("launch", "python"):
+            continue
+        facts.append(CodeFact("command_launch", JOB_COMMAND, 1, shown, {"argv": argv[:12]}))
+        if precision := _shell_precision(argv):
+            facts.append(CodeFact("mixed_precision", JOB_COMMAND, 1, shown, {"call": argv[0], "dtype": precision}))
+        facts.extend(CodeFact(kind, JOB_COMMAND, 1, shown, found) for kind, found in _launch_settings(argv))
+    return facts
 
 
 def command_facts(command: str) -> list[str]:

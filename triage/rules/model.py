@@ -8,6 +8,7 @@ import numpy as np
 
 from fleet.logevents import CHECKPOINT_SAVE, DOWNLOAD, OOM, REMOTE_READ, UPLOAD
 from triage.evidence import Evidence
+from triage.evidence.scripts import JOB_COMMAND
 from triage.rules.common import explained_gaps, gaps_of, periodic, unexplained_gaps
 from triage.rules.registry import Finding, register
 from triage.taxonomy import Category
@@ -136,7 +137,7 @@ def gpu_memory_bound(ev: Evidence, th: dict) -> list[Finding]:
     else:
         return []
     sub = "oom_retry" if ooms else "memory_full"
-    precision, precision_code = _precision(ev)
+    precision, precision_code, unknown = _precision(ev)
     return [
         Finding(
             category=Category.GPU_MEMORY_BOUND,
@@ -155,21 +156,54 @@ def gpu_memory_bound(ev: Evidence, th: dict) -> list[Finding]:
                 "training_mean_util": round(util, 1),
                 "peak_gpu_mem_pct": None if peak is None else round(peak, 1),
                 "precision": precision,
+                **({"precision_unknown": unknown} if unknown else {}),
             },
         )
     ]
 
 
-def _precision(ev: Evidence) -> tuple[str | None, list]:
-    """'mixed' when the job's code or launch sets reduced precision (autocast, GradScaler, bf16/fp16 in
-    TrainingArguments, Lightning or Accelerate, `.half()`, `--bf16`), with those facts; 'fp32' when its
-    Python code imports a framework and sets none; None when no code was read."""
+def _precision(ev: Evidence) -> tuple[str | None, list, str | None]:
+    """(precision, facts to quote, why it is unknown). 'mixed' when the job's code, configs, launch lines or
+    submitted command set reduced precision (autocast, GradScaler, bf16/fp16 in TrainingArguments, Lightning
+    or Accelerate, `.half()`, `--bf16`, DeepSpeed's `"bf16": {"enabled": true}`, `mixed_precision: bf16`,
+    `trainer.precision=bf16-mixed`). None with the reason when the code leaves it to something not seen: a
+    flag when no launch line of the job was seen, a config file the job did not bring (or of a kind it did
+    not bring), DeepSpeed's "auto". 'fp32' when its Python imports a framework, or a config says fp32, and
+    nothing is left open; None without code."""
     found = ev.scripts.of("mixed_precision")
     if found:
-        return "mixed", found
-    if ev.scripts.of("framework_import"):
-        return "fp32", []
-    return None, []
+        return "mixed", found, None
+    facts = ev.scripts.facts
+    launched = any(f.kind in ("shell_launch", "command_launch") for f in facts)
+    configs = {f.detail.get("tool") for f in ev.scripts.of("config_file")}
+    config_paths = {f.path for f in ev.scripts.of("config_file")}
+    brought = {path.rsplit("/", 1)[-1] for path in ev.scripts.paths}
+    full = ev.scripts.of("full_precision")
+    open_: list = []
+    for fact in ev.scripts.of("config_reference"):
+        name = fact.detail["name"]
+        if name.rsplit("/", 1)[-1] not in brought:
+            where = "its command" if fact.path == JOB_COMMAND else f"{fact.path}:{fact.line}"
+            open_.append((fact, f"{where} names {name}, which the job did not bring"))
+    for fact in ev.scripts.of("precision_elsewhere"):
+        source, needs = fact.detail.get("source"), fact.detail.get("needs")
+        if source == "flags" and launched:
+            continue  # the job's launch lines were seen, and none sets --bf16/--fp16
+        if source == "config" and (
+            needs in configs
+            or (needs == "any" and configs)
+            or (needs == "yaml" and any(path.lower().endswith((".yaml", ".yml")) for path in config_paths))
+        ):
+            continue
+        if source == "flags":
+            open_.append((fact, f"{fact.detail['why']}, and no launch line of the job was seen"))
+        else:
+            open_.append((fact, f"{fact.detail['why']}, and the job brought no such file"))
+    if open_:
+        return None, [fact for fact, _ in open_], open_[0][1]
+    if ev.scripts.of("framework_import") or full:
+        return "fp32", full, None
+    return None, [], None
 
 
 def _untimed_saves(ev: Evidence) -> list:
