@@ -89,16 +89,14 @@ def test_posts_need_csrf(operator):
     assert client.post(reverse("connectors:sync", args=[connector.pk])).status_code == 403
 
 
-def test_pull_now_records_the_failure_on_the_health_page(
-    client, operator, settings, django_capture_on_commit_callbacks
-):
+def test_pull_now_records_the_failure_on_the_health_page(client, operator, settings):
     settings.CONNECTOR_HTTP_RETRIES = 0
     settings.CONNECTOR_HTTP_TIMEOUT = 0.5
     connector = Connector.objects.create(name="g", kind="generic", url="http://127.0.0.1:9", cluster="c1")
     client.force_login(operator)
-    with django_capture_on_commit_callbacks(execute=True) as callbacks:
-        assert client.post(reverse("connectors:sync", args=[connector.pk])).status_code == 302
-    assert len(callbacks) == 1  # the pull is queued once the request's transaction commits
+    # Queued at once (the view writes nothing first), so a queue that is down is said on the page;
+    # in-process (no Redis) the pull runs in the request.
+    assert client.post(reverse("connectors:sync", args=[connector.pk])).status_code == 302
     connector.refresh_from_db()
     assert connector.health == "failing" and "127.0.0.1:9 refused the connection" in connector.last_error
     page = client.get(reverse("connectors:list")).content.decode()
