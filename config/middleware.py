@@ -91,11 +91,17 @@ class IdleSessionMiddleware:
     def __call__(self, request):
         user = getattr(request, "user", None)
         if user is not None and user.is_authenticated:
-            now = int(timezone.now().timestamp())
             step = min(300, settings.SESSION_COOKIE_AGE // 10)
-            if now - request.session.get(self.KEY, 0) >= step:
-                request.session[self.KEY] = now  # modified: saved, with a new expiry and cookie
+            if int(timezone.now().timestamp()) - request.session.get(self.KEY, 0) >= step:
+                self.seen(request)
         return self.get_response(request)
+
+    @classmethod
+    def seen(cls, request) -> None:
+        """The session's expiry moved on now (it is modified: saved, with a new expiry and cookie).
+        Also called at login (fleet.receivers), whose response saves the session anyway: else the
+        first page after logging in wrote it once more."""
+        request.session[cls.KEY] = int(timezone.now().timestamp())
 
 
 class HealthzMiddleware:

@@ -148,6 +148,19 @@ def test_the_session_is_not_written_on_every_request(member_a, clock):
     assert Session.objects.get(session_key=key).expire_date > first
 
 
+def test_the_first_page_after_logging_in_does_not_write_the_session_again(member_a):
+    """The login's own response saves the session; the first page after it wrote it once more (an
+    UPDATE on every first page of every login)."""
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    client = Client()
+    client.post(reverse("login"), {"username": "alice-member", "password": OLD_PASSWORD})
+    with CaptureQueriesContext(connection) as queries:
+        assert _logged_in(client)
+    assert not [query for query in queries if "django_session" in query["sql"] and "UPDATE" in query["sql"]]
+
+
 # --- Login throttling behind a reverse proxy --------------------------------------------------------
 #
 # Served over HTTPS the app sits behind a proxy (SECURE_PROXY_SSL_HEADER): every request's REMOTE_ADDR
