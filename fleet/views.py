@@ -15,6 +15,7 @@ from django.http import HttpResponse, JsonResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 from django.utils import timezone
+from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_POST
 
 from config.methods import read_only, with_form
@@ -237,6 +238,7 @@ def audit_log(request):
     return render(request, "fleet/audit_log.html", context)
 
 
+@never_cache  # a kept "ok" would say nothing of now
 @read_only
 def healthz(request):
     """Liveness for load balancers and compose: the process answers and the database is reachable.
