@@ -143,6 +143,48 @@ def test_an_idle_tail_whose_log_falls_silent_is_unreleased_from_the_last_line():
     assert held.gpu_hours + work.gpu_hours == pytest.approx(2.0, abs=0.05)
 
 
+COCO_PRINTS = """loading annotations into memory...
+Done (t=0.52s)
+creating index...
+index created!
+Loading and preparing results...
+DONE (t=4.12s)
+creating index...
+index created!
+Running per image evaluation...
+Evaluate annotation type *bbox*
+DONE (t=4790.12s).
+Accumulating evaluation results...
+DONE (t=310.55s).
+ Average Precision  (AP) @[ IoU=0.50:0.95 | area=   all | maxDets=100 ] = 0.412"""
+
+
+def test_untimed_prints_between_the_stamped_lines_around_a_silence_are_said_and_lower_its_confidence():
+    # A final COCO evaluation stamped only at its start and end; pycocotools print()s without times in between.
+    # The 90 minutes between the stamps were called "nothing ... while the allocation was held" (0.85), though
+    # the job printed 14 lines in them. Their position bounds them by the stamps, not when: said, not guessed.
+    frame = series(245, lambda t, g: 40 if t < 150 else 0)
+    log = "\n".join(
+        [_eval_log((151, 152)), COCO_PRINTS, f"{START + timedelta(minutes=240):%Y-%m-%d %H:%M:%S},000 INFO bbox mAP 0.412"]
+    )
+    evidence, result = run(245, frame, logs=[("train.log", log)])
+    held = next(f for f in result.findings if f.category == Category.UNRELEASED_JOB)
+    assert held.confidence == 0.5 and held.numbers["untimed_lines"] == 14
+    assert "then no line with a time for 90 min (37%) while the allocation was held." in held.summary
+    assert held.summary.endswith(
+        "Yet 14 lines without a time sit between stamped lines around that stretch (printed between 10:31 and "
+        "12:00 UTC): a log's order bounds them by those lines, not when they were printed, so part of the stretch "
+        "may have been work such as an evaluation that prints no times."
+    )
+    first = held.log_lines[-1]
+    assert (first.line_no, first.text, first.estimated) == (153, "loading annotations into memory...", True)
+    # The same silence with nothing printed in it is as sure as before.
+    quiet = "\n".join([_eval_log((151, 152)), f"{START + timedelta(minutes=240):%Y-%m-%d %H:%M:%S},000 INFO bye"])
+    _, result = run(245, frame, logs=[("train.log", quiet)])
+    held = next(f for f in result.findings if f.category == Category.UNRELEASED_JOB)
+    assert held.confidence == 0.85 and "untimed_lines" not in held.numbers and "Yet" not in held.summary
+
+
 def test_a_tail_with_only_the_closing_lines_and_a_hold_line_is_still_unreleased():
     frame = series(270, lambda t, g: 40 if t < 150 else 0)
     log = _eval_log((0, 0)) + f"\n{START + timedelta(minutes=160):%Y-%m-%d %H:%M:%S},000 INFO keeping the process alive"

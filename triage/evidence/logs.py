@@ -73,6 +73,10 @@ class LogEvidence:
     stamped_line: array = field(default_factory=lambda: array("i"))
     paths: list[str] = field(default_factory=list)
     texts: list[str] = field(default_factory=list, repr=False)  # the logs as read, to quote a line
+    # Lines printed without a timestamp between two stamped lines of one file, run by run: (file index, first
+    # and last line, non-blank lines, the stamped times before and after). The log's order bounds when they
+    # were printed (between those times), never when within them.
+    untimed_runs: list[tuple[int, int, int, int, float, float]] = field(default_factory=list)
 
     def of(self, *kinds: str) -> list[LogLine]:
         return [event for event in self.events if event.kind in kinds]
@@ -99,6 +103,18 @@ class LogEvidence:
         finish = text.find("\n", begin)
         raw = text[begin : finish if finish >= 0 else len(text)]
         return LogLine("fact", self.paths[file_index], line_no, t, False, terminal_line(raw).strip()[:MAX_LINE])
+
+    def untimed_between(self, start: float, end: float) -> list[tuple[int, int, int, int, float, float]]:
+        """The runs of untimed lines that may have been printed within (start, end): those whose stamped lines
+        around them are not both before it or both after it; keep-alive lines ("sleep 12h") not counted."""
+        holding = {(line.path, line.line_no) for line in self.hold_lines}
+        found = []
+        for index, first, last, count, before, after in self.untimed_runs:
+            if before < end and after > start:
+                held = sum(1 for path, line in holding if path == self.paths[index] and first <= line <= last)
+                if count > held:
+                    found.append((index, first, last, count - held, before, after))
+        return found
 
     @property
     def has_timestamps(self) -> bool:
@@ -135,6 +151,7 @@ def extract_log_evidence(logs: list[tuple[str, str]], started: datetime | None =
             upper[index] = following
             if not times[index][1]:
                 following = times[index][0]
+        _untimed_runs(evidence, file_index, physical, times)
         for record in records:
             t, estimated = times[record.line_no - 1]
             t_next = upper[record.line_no - 1] if estimated else t
@@ -170,6 +187,23 @@ def extract_log_evidence(logs: list[tuple[str, str]], started: datetime | None =
                 evidence.hold_lines.append(line)
     evidence.events.sort(key=lambda e: (e.t if e.t is not None else float("inf"), e.path, e.line_no))
     return evidence
+
+
+def _untimed_runs(
+    evidence: LogEvidence, file_index: int, physical: list[str], times: list[tuple[float | None, bool]]
+) -> None:
+    """Append the file's runs of non-blank lines without a timestamp that have a stamped line on each side."""
+    first = count = 0
+    before: float | None = None
+    for index, (t, estimated) in enumerate(times):
+        if not estimated:  # a stamped line closes the run before it
+            if count and before is not None:
+                evidence.untimed_runs.append((file_index, first, index, count, before, t))
+            before, count = t, 0
+        elif physical[index].strip():
+            if not count:
+                first = index + 1
+            count += 1
 
 
 KINDS = logevents.LOG_EVENT_KINDS

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+from datetime import UTC, datetime
 from itertools import pairwise
 
 from fleet.logevents import TRAINING_FINISHED
@@ -174,6 +175,14 @@ def unreleased_job(ev: Evidence, th: dict) -> list[Finding]:
     sleeps = [f for f in ev.scripts.of("shell_sleep") if f.detail.get("after_launch")]
     loops = list(ev.logs.hold_lines)
     confidence = 0.75 + 0.1 * bool(finished) + 0.1 * bool(sleeps or loops)
+    # Lines printed without a time (pycocotools' print()s) between stamped lines around the silence: the log's
+    # order says only that each was printed between those two times, not when, so they may be the work that
+    # filled the silence (an evaluation stamped at its start and end) or all printed at its start. Said, and
+    # the finding is less sure; their times are never guessed.
+    untimed = ev.logs.untimed_between(idle.start, idle.end)
+    unsure = sum(run[3] for run in untimed)
+    if unsure:
+        confidence = min(confidence, 0.5)
     sub = "trailing_sleep" if sleeps else ("idle_process" if loops else "idle_tail")
     if idle is tail:
         summary = (
@@ -183,10 +192,23 @@ def unreleased_job(ev: Evidence, th: dict) -> list[Finding]:
     else:
         summary = (
             f"Every GPU idled for the last {tail.seconds / 60:.0f} min of the run ({tail.seconds / run:.0%}); "
-            f"the log printed {len(split.printed)} line{'s' if len(split.printed) > 1 else ''} in it, then nothing "
-            f"for {idle.seconds / 60:.0f} min ({idle.seconds / run:.0%}) while the allocation was held."
+            f"the log printed {len(split.printed)} line{'s' if len(split.printed) > 1 else ''} in it, then "
+            f"{'no line with a time' if unsure else 'nothing'} for {idle.seconds / 60:.0f} min "
+            f"({idle.seconds / run:.0%}) while the allocation was held."
+        )
+    if unsure:
+        earliest, latest = min(run[4] for run in untimed), max(run[5] for run in untimed)
+        summary += (
+            f" Yet {unsure} line{'s' if unsure > 1 else ''} without a time sit between stamped lines around that "
+            f"stretch (printed between {_clock(earliest)} and {_clock(latest)} UTC): a log's order bounds them by "
+            "those lines, not when they were printed, so part of the stretch may have been work such as an "
+            "evaluation that prints no times."
         )
     quoted = [ev.logs.quoted(index, line, t) for t, index, line in split.printed[-1:]] if idle is not tail else []
+    quoted += [
+        replace(ev.logs.quoted(index, first, before), estimated=True, t_next=after)
+        for index, first, _, _, before, after in untimed[:1]
+    ]
     return [
         Finding(
             category=Category.UNRELEASED_JOB,
@@ -196,7 +218,11 @@ def unreleased_job(ev: Evidence, th: dict) -> list[Finding]:
             windows=[Span(idle.start, idle.end, "idle tail")],
             log_lines=finished[-1:] + quoted + loops[:2],
             code=sleeps,
-            numbers={"tail_minutes": round(idle.seconds / 60, 1), "tail_share": round(idle.seconds / run, 3)},
+            numbers={
+                "tail_minutes": round(idle.seconds / 60, 1),
+                "tail_share": round(idle.seconds / run, 3),
+                **({"untimed_lines": unsure} if unsure else {}),
+            },
             time_located=True,
             gpu_hours=ev.unused(idle.start, idle.end),
         )
@@ -285,6 +311,10 @@ def _cpu_work_after_training(ev: Evidence, th: dict) -> list[Finding]:
             gpu_hours=sum(ev.unused(span.start, span.end) for span in split.working),
         )
     ]
+
+
+def _clock(seconds: float) -> str:
+    return datetime.fromtimestamp(seconds, tz=UTC).strftime("%H:%M")
 
 
 def _cpu_between(ev: Evidence, spans: list[Span]) -> float | None:
