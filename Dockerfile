@@ -4,8 +4,11 @@ WORKDIR /app
 COPY requirements.txt constraints.txt ./
 RUN pip install --no-cache-dir -r requirements.txt -c constraints.txt
 COPY . .
+# Static files are collected into the image (not the /data volume, which would hide them) under
+# content-hashed names with gzip/brotli copies; WhiteNoise serves them from there, cacheable for ever.
 # collectstatic needs a key to import settings; the real one comes from the environment at run time.
-RUN SECRET_KEY=build-only DATA_DIR=/tmp/build python manage.py collectstatic --noinput
+ENV STATIC_ROOT=/app/staticfiles
+RUN SECRET_KEY=build-only DATA_DIR=/tmp/build python manage.py collectstatic --noinput && rm -rf /tmp/build
 RUN useradd --create-home --uid 1000 fleet && mkdir -p /data && chown fleet /data
 USER fleet
 EXPOSE 8000

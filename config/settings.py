@@ -196,18 +196,24 @@ USE_TZ = True
 # --- Files --------------------------------------------------------------------------
 STATIC_URL = "static/"
 STATICFILES_DIRS = [BASE_DIR / "static"]
-STATIC_ROOT = DATA_DIR / "staticfiles"
+# STATIC_ROOT set (the Docker image sets it and runs collectstatic into it when it is built): pages link
+# the collected files by content-hashed names, which WhiteNoise serves compressed (gzip, brotli) and
+# cacheable for ever. Unset: files are served straight from static/ (no collectstatic step), unhashed.
+STATIC_COLLECTED = bool(env_str("STATIC_ROOT")) and not DEBUG
+STATIC_ROOT = Path(env_str("STATIC_ROOT", str(DATA_DIR / "staticfiles"))).resolve()
 STORAGES = {
     # Series blobs and artifacts go through the storage API so an object store can replace the folder.
     "default": {"BACKEND": "django.core.files.storage.FileSystemStorage", "OPTIONS": {"location": str(STORAGE_DIR)}},
     "staticfiles": {
-        "BACKEND": "whitenoise.storage.CompressedStaticFilesStorage"
+        "BACKEND": "whitenoise.storage.CompressedManifestStaticFilesStorage"
+        if STATIC_COLLECTED
+        else "whitenoise.storage.CompressedStaticFilesStorage"
         if not DEBUG
         else "django.contrib.staticfiles.storage.StaticFilesStorage"
     },
 }
-# Serve straight from static/ too, so the app works with or without `collectstatic`.
-WHITENOISE_USE_FINDERS = True
+# Without collected files, serve straight from static/, so the app works without `collectstatic`.
+WHITENOISE_USE_FINDERS = not STATIC_COLLECTED
 STATIC_ROOT.mkdir(parents=True, exist_ok=True)
 
 # --- Security (tightened further by the security issue) ------------------------------
