@@ -194,6 +194,54 @@ def test_triage_rescan_logs_replaces_the_events_an_older_extractor_stored(tmp_pa
         call_command("triage", "--all", "--rescan-logs", "--dry-run", stdout=StringIO())
 
 
+def test_triage_all_rescan_logs_fans_out_to_the_workers_when_a_broker_is_configured(tmp_path, monkeypatch, settings):
+    """With a broker, `triage --all --rescan-logs` ran every job in the command, one at a time; it queues
+    them in batches as a new rule set's re-triage does, with its progress, and the tasks can run twice."""
+    from io import StringIO
+
+    from fleet.tasking import QueueUnreachable
+    from triage import services
+    from triage.models import RetriageRun
+    from triage.tasks import rescan_and_triage_task
+
+    code, _, err = run_command(write_zip(tmp_path / "a.zip", good_members()))
+    assert code == 0, err
+    fresh = sorted(LogEvent.objects.values_list("job_id", "kind", "line_no", "timestamp"))
+    LogEvent.objects.update(timestamp=None)  # as an older extractor left them
+    settings.CELERY_TASK_ALWAYS_EAGER = False
+    monkeypatch.setattr(services, "RETRIAGE_BATCH", 1)
+    queued = []
+    monkeypatch.setattr(
+        "triage.management.commands.triage.publish", lambda task, args, **kw: queued.append((task, args))
+    )
+    out = StringIO()
+    call_command("triage", "--all", "--rescan-logs", stdout=out)
+    jobs = Job.objects.count()
+    run = RetriageRun.objects.get()
+    assert (run.jobs_total, run.jobs_done, run.status) == (jobs, 0, RetriageRun.Status.RUNNING)
+    assert [task for task, _ in queued] == [rescan_and_triage_task] * jobs  # one job per batch here
+    assert f"Queued the log rescan and triage of {jobs} jobs with rule set v1 in {jobs} tasks" in out.getvalue()
+    assert "/rules/" in out.getvalue()
+    assert LogEvent.objects.filter(timestamp__isnull=False).count() == 0  # nothing done in the command
+    for _, args in queued + queued[:1]:  # the workers; the first batch delivered twice
+        rescan_and_triage_task(*args)
+    assert sorted(LogEvent.objects.values_list("job_id", "kind", "line_no", "timestamp")) == fresh
+    run.refresh_from_db()
+    assert run.status == RetriageRun.Status.DONE
+    # --in-process keeps it in the command; a queue that cannot be reached fails the run and says so.
+    out = StringIO()
+    call_command("triage", "--all", "--rescan-logs", "--in-process", stdout=out)
+    assert f"Log events found again for {jobs} jobs." in out.getvalue()
+
+    def unreachable(task, args, **kw):
+        raise QueueUnreachable("The task queue (Redis at localhost:6379, REDIS_URL) could not be reached, so ...")
+
+    monkeypatch.setattr("triage.management.commands.triage.publish", unreachable)
+    with pytest.raises(CommandError, match="could not be reached"):
+        call_command("triage", "--all", "--rescan-logs", stdout=StringIO())
+    assert RetriageRun.objects.order_by("-pk").first().status == RetriageRun.Status.FAILED
+
+
 def test_a_batch_of_jobs_ends_once_its_artifacts_are_large(tmp_path, monkeypatch, settings):
     """Jobs are stored INGEST_STORE_BATCH to a transaction, or fewer once their artifacts reach
     STORE_BATCH_BYTES (large logs): the progress moves after each such batch."""

@@ -216,6 +216,30 @@ def triage_jobs(job_ids: list[int], rule_set: RuleSet | None = None) -> dict[str
     return counts
 
 
+def rescan_and_triage(job: Job, rule_set: RuleSet) -> tuple[JobTriage, bool]:
+    """`manage.py triage --rescan-logs` for one job: its log events found again from its stored logs
+    (`fleet.ingest.rescan_log_events`), then the job triaged. The result, and whether the job kept its events
+    because a log was missing from storage. Safe to run twice: both steps replace what they stored before."""
+    from fleet.ingest import rescan_log_events
+
+    kept = rescan_log_events(job) is None
+    return triage_job(job, rule_set), kept
+
+
+def rescan_and_triage_jobs(job_ids: list[int], rule_set: RuleSet | None = None) -> tuple[dict[str, int], int]:
+    """`rescan_and_triage` for the jobs that still exist among `job_ids`: counts by status, and how many
+    kept their events (a log missing from storage)."""
+    rule_set = rule_set or RuleSet.current()
+    counts: dict[str, int] = {}
+    missing = 0
+    jobs = Job.objects.filter(pk__in=job_ids).select_related("cluster").prefetch_related("artifacts").order_by("pk")
+    for job in jobs.iterator(chunk_size=100):
+        stored, kept = rescan_and_triage(job, rule_set)
+        missing += kept
+        counts[stored.status] = counts.get(stored.status, 0) + 1
+    return counts, missing
+
+
 def enqueue_triage(job_ids: list[int], rule_set: RuleSet | None = None, *, patient: bool = True) -> None:
     """Queue triage of these jobs (in batches) once the current transaction commits.
 

@@ -30,6 +30,19 @@ def triage_jobs_task(job_ids: list[int], rule_set_id: int | None = None, retriag
     return counts
 
 
+# Idempotent: a job's log events are found again in place of its stored ones, and its result for the
+# version replaced. `manage.py triage --all --rescan-logs` fans these out when a broker is configured.
+@shared_task(name="triage.rescan_and_triage", base=TriageTask)
+def rescan_and_triage_task(job_ids: list[int], rule_set_id: int, retriage_run_id: int | None = None) -> dict:
+    rule_set = RuleSet.objects.filter(pk=rule_set_id).first()
+    if rule_set is None:  # the version was deleted before the worker reached it
+        return {}
+    counts, missing = services.rescan_and_triage_jobs(job_ids, rule_set)
+    if retriage_run_id is not None:
+        services.record_progress(retriage_run_id, len(job_ids))
+    return {**counts, "logs_missing": missing}
+
+
 class RetriageTask(IdempotentTask):
     def give_up(self, reason: str, run_id: int, *args, **kwargs) -> None:
         services.fail_retriage(run_id, reason)

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
+from django.urls import reverse
 
-from fleet.ingest import rescan_log_events
 from fleet.models import Job
+from fleet.tasking import QueueUnreachable, publish
 from triage import services
-from triage.models import RuleSet
+from triage.models import RetriageRun, RuleSet
 
 
 class Command(BaseCommand):
@@ -23,7 +25,13 @@ class Command(BaseCommand):
             "--rescan-logs",
             action="store_true",
             help="First find the events of each job's stored logs again (the job page's Log events), in place "
-            "of those its import found: after an upgrade that recognises more log lines.",
+            "of those its import found: after an upgrade that recognises more log lines. With --all and a "
+            "broker (REDIS_URL), queued to the workers in batches, with progress on the rules page.",
+        )
+        parser.add_argument(
+            "--in-process",
+            action="store_true",
+            help="Do the --all --rescan-logs work in this command, one job at a time, even with a broker.",
         )
 
     def handle(self, *args, **options):
@@ -42,16 +50,19 @@ class Command(BaseCommand):
                 raise CommandError(f"no job {options['job']} (give CLUSTER/ID, e.g. alpha/4810123)")
         else:
             jobs = Job.objects.all()
+        broker = not settings.CELERY_TASK_ALWAYS_EAGER  # REDIS_URL: workers to share the work
+        if options["rescan_logs"] and options["all"] and broker and not options["in_process"]:
+            return self._fan_out(rule_set)
         jobs = jobs.select_related("cluster").prefetch_related("artifacts").order_by("pk")
         counts: dict[str, int] = {}
         rescanned = missing = 0
         for job in jobs.iterator(chunk_size=100):
             if options["rescan_logs"]:
-                if rescan_log_events(job) is None:
-                    missing += 1
-                else:
-                    rescanned += 1
-            if options["dry_run"]:
+                stored, kept = services.rescan_and_triage(job, rule_set)
+                missing, rescanned = missing + kept, rescanned + (not kept)
+                status = stored.status
+                findings = [(f.category, f.confidence, f.gpu_hours) for f in stored.findings.all()]
+            elif options["dry_run"]:
                 _, result = services.evaluate_job(job, rule_set)
                 status, findings = (
                     result.status,
@@ -73,3 +84,32 @@ class Command(BaseCommand):
                 + (f"; {missing} kept theirs (a log missing from storage)." if missing else ".")
             )
         self.stdout.write(f"Rule set v{rule_set.version}: {summary} ({sum(counts.values())} jobs {verb} triaged).")
+
+    def _fan_out(self, rule_set: RuleSet) -> None:
+        """Queue every job's log rescan and triage to the workers in batches of RETRIAGE_BATCH, as a new rule
+        set's re-triage is queued, with the same progress (a RetriageRun, shown on the rules page)."""
+        job_ids = list(Job.objects.order_by("pk").values_list("pk", flat=True))
+        run = RetriageRun.objects.create(rule_set=rule_set, jobs_total=len(job_ids), status=RetriageRun.Status.RUNNING)
+        if not job_ids:
+            services.finish_retriage(run.pk)
+        batches = range(0, len(job_ids), services.RETRIAGE_BATCH)
+        from triage.tasks import rescan_and_triage_task
+
+        for first in batches:
+            batch = job_ids[first : first + services.RETRIAGE_BATCH]
+            try:
+                publish(
+                    rescan_and_triage_task,
+                    (batch, rule_set.pk, run.pk),
+                    not_done=f"the batches from job {batch[0]} on were not queued",
+                    then="run the command again (it is safe to repeat)",
+                )
+            except QueueUnreachable as exc:
+                services.fail_retriage(run.pk, str(exc))
+                raise CommandError(str(exc)) from exc
+        page = settings.PUBLIC_BASE_URL + reverse("triage:rule-set")
+        self.stdout.write(
+            f"Queued the log rescan and triage of {len(job_ids)} jobs with rule set v{rule_set.version} in "
+            f"{len(batches)} tasks of up to {services.RETRIAGE_BATCH} jobs; progress: {page} "
+            "(--in-process does it here instead)."
+        )
