@@ -347,6 +347,8 @@ INGEST_BUSY_RETRY_SECONDS = env_int("INGEST_BUSY_RETRY_SECONDS", 60, minimum=1)
 # An archive's run still pending this many minutes after its task was queued lost that task (a worker
 # lost it, the queue was flushed): beat's sweep, as often, queues it again, or fails it, saying so,
 # when its archive is gone. A copy of a task that was only slow finds the run busy or done: harmless.
+# On PostgreSQL the same sweep queues again a run left *running* that no worker holds (its worker died
+# and the redelivery never came) once CELERY_VISIBILITY_TIMEOUT + this has passed since it started.
 INGEST_REQUEUE_MINUTES = env_int("INGEST_REQUEUE_MINUTES", 30, minimum=1)
 
 # --- Product --------------------------------------------------------------------------

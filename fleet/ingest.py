@@ -138,6 +138,9 @@ def queue_run(run_id: int) -> bool:
 # and the run page's Queue again / Mark failed (`requeue_run`, `mark_failed`) end that. Each holds
 # the run's exclusive lock (`exclusive_run`) while it decides, so it never acts on a run a worker is
 # importing, and a worker that comes to the run meanwhile finds it busy and looks again later.
+# A run stays *running* for ever when its worker dies and the task's redelivery never comes (the
+# queue was flushed meanwhile): on PostgreSQL the sweep sees that no worker holds its lock and, once
+# the redelivery is overdue, makes it pending and queues it again (`stalled_cutoff`).
 
 
 @dataclass
@@ -157,23 +160,45 @@ def lost_archive_message(run: IngestRun, waited: str) -> str:
     )
 
 
-def requeue_run(run_id: int, *, waited: str = "") -> Recovery:
+def requeue_run(run_id: int, *, waited: str = "", stalled_before: datetime | None = None) -> Recovery:
     """Queue a pending run's ingest again, or fail it, saying why, when its archive is gone.
+
+    `stalled_before`: the run is *running*, started before then, and no worker holds it (its worker
+    died and its task never came back): it is made pending again and queued, or failed when its
+    archive is gone. Only where run locks tell (PostgreSQL, `run_locks_tell`): elsewhere nothing shows
+    whether a worker is importing it.
 
     Idempotent: a run a worker holds, or that finished, is left alone; a second copy of a task that
     was not lost after all finds the run busy or finished and does nothing (`execute_run`)."""
     from fleet.tasking import QUEUE_UNREACHABLE, queue_unreachable_message
 
+    stalled = stalled_before is not None
+    expected = IngestRun.Status.RUNNING if stalled else IngestRun.Status.PENDING
     with exclusive_run(run_id) as ours:
         run = IngestRun.objects.filter(pk=run_id).first()
         if run is None or run.is_finished:
             return Recovery("finished", "The run has already finished.")
-        if not ours or run.status != IngestRun.Status.PENDING:
+        if not ours or run.status != expected:
+            return Recovery("busy", "A worker has started the run; nothing was changed.")
+        if stalled and (not run_locks_tell() or run.started_at is None or run.started_at >= stalled_before):
+            # A worker took the run since it was listed (and died at once), or nothing can tell.
             return Recovery("busy", "A worker has started the run; nothing was changed.")
         if archive_gone(run):
-            message = lost_archive_message(run, waited or "The run was still pending")
+            if stalled:
+                message = (
+                    f"{waited or STALLED}; its archive is no longer there ({run.archive_name}), so the import "
+                    "cannot be finished: the jobs stored so far are complete; send the archive again (stored "
+                    "jobs are skipped)."
+                )
+            else:
+                message = lost_archive_message(run, waited or "The run was still pending")
             fail_run(run_id, message)
             return Recovery("failed", message)
+        if stalled:
+            # Pending again while it waits for a worker: if this task is lost too, the pending sweep sees it.
+            IngestRun.objects.filter(pk=run_id, status=IngestRun.Status.RUNNING).update(
+                status=IngestRun.Status.PENDING, started_at=None, phase="queued again: its worker had stopped"
+            )
     try:
         _publish(run_id)
     except QUEUE_UNREACHABLE:
@@ -200,9 +225,33 @@ def mark_failed(run_id: int, message: str) -> Recovery:
     return Recovery("failed", message)
 
 
+STALLED = (
+    "The worker importing this run stopped (killed, out of memory, or its machine went away) and its task "
+    "never came back (the queue was flushed or restarted without persistence)"
+)
+
+
+def run_locks_tell() -> bool:
+    """Whether a run's lock shows a worker importing it: PostgreSQL's advisory lock goes with the
+    holder's connection. SQLite's embedded mode has no such lock (`exclusive_run`)."""
+    return connection.vendor == "postgresql"
+
+
+def stalled_cutoff(older_than: timedelta) -> datetime:
+    """A running run no worker holds, started before this, lost its worker and its task: the broker
+    hands a dead worker's task out again CELERY_VISIBILITY_TIMEOUT after it was delivered, so until
+    then the redelivery may still come, and `older_than` more leaves it time to."""
+    return timezone.now() - timedelta(seconds=settings.CELERY_VISIBILITY_TIMEOUT) - older_than
+
+
 def recover_pending_runs(older_than: timedelta, limit: int = 100) -> dict[str, int]:
     """Beat's sweep: each archive run pending for `older_than` since it was last queued is queued
-    again, or failed, saying why, when its archive is gone. A connector's pull is never pending."""
+    again, or failed, saying why, when its archive is gone. A connector's pull is never pending.
+
+    On PostgreSQL, an archive run still *running* with no worker holding its lock, started more than
+    the visibility timeout and `older_than` ago (its worker died and the redelivery never came), is
+    made pending and queued again, or failed when its archive is gone (`stalled_*` in the tally). A
+    run a live worker imports holds its lock and is never touched (`stalled_busy`)."""
     cutoff = timezone.now() - older_than
     stale = (
         IngestRun.objects.filter(status=IngestRun.Status.PENDING)
@@ -222,6 +271,19 @@ def recover_pending_runs(older_than: timedelta, limit: int = 100) -> dict[str, i
         tally[recovery.outcome] += 1
         if recovery.outcome in ("queued", "failed"):
             logger.warning("Ingest run %s was pending for over %s min: %s", run_id, minutes, recovery.outcome)
+    if run_locks_tell():
+        before = stalled_cutoff(older_than)
+        running = (
+            IngestRun.objects.filter(status=IngestRun.Status.RUNNING, started_at__lt=before)
+            .exclude(source=IngestRun.Source.CONNECTOR)
+            .order_by("started_at", "pk")
+            .values_list("pk", flat=True)[:limit]
+        )
+        for run_id in running:
+            recovery = requeue_run(run_id, waited=STALLED, stalled_before=before)
+            tally[f"stalled_{recovery.outcome}"] += 1
+            if recovery.outcome in ("queued", "failed"):
+                logger.warning("Ingest run %s was running with no worker holding it: %s", run_id, recovery.outcome)
     return dict(tally)
 
 

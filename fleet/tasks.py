@@ -132,7 +132,8 @@ def prune_series_task() -> dict:
 @shared_task(name="fleet.recover_pending_runs")
 def recover_pending_runs_task() -> dict:
     """Beat, every INGEST_REQUEUE_MINUTES: runs whose task was lost are queued again (or failed when
-    their archive is gone). Idempotent: a run a worker holds or that finished is left alone."""
+    their archive is gone): pending ones, and on PostgreSQL running ones no worker holds whose worker's
+    redelivery is overdue. Idempotent: a run a worker holds or that finished is left alone."""
     from datetime import timedelta
 
     return ingest.recover_pending_runs(timedelta(minutes=settings.INGEST_REQUEUE_MINUTES))

@@ -129,3 +129,99 @@ def test_queue_again_with_redis_down_says_so_and_keeps_the_run(operator, upload_
     assert "sekrit" not in page
     run.refresh_from_db()
     assert run.status == IngestRun.Status.PENDING and (upload_dirs / "week-47.zip.upload").exists()
+
+
+# -- runs left *running* by a worker that died and whose task never came back ------------------------
+
+
+def stalled_since(settings) -> timedelta:
+    """Long enough ago that the broker's redelivery of a dead worker's task is overdue."""
+    return timedelta(seconds=settings.CELERY_VISIBILITY_TIMEOUT) + SWEEP + timedelta(minutes=1)
+
+
+def running_run(upload_dirs, *, started_ago: timedelta, name: str = "week-49.zip", keep: bool = True) -> IngestRun:
+    """An archive's run whose worker started importing it `started_ago`, stored part of it, and died."""
+    run = pending_run(upload_dirs, minutes_ago=round(started_ago.total_seconds() / 60) + 1, name=name, keep=keep)
+    IngestRun.objects.filter(pk=run.pk).update(
+        status=IngestRun.Status.RUNNING,
+        started_at=timezone.now() - started_ago,
+        attempts=1,
+        phase="stored 2 of 4 jobs",
+        jobs_done=2,
+    )
+    return IngestRun.objects.get(pk=run.pk)
+
+
+def test_a_run_whose_worker_died_and_whose_task_never_came_back_is_queued_again(upload_dirs, settings):
+    """It stayed *running* for ever (the sweep looked at pending runs only); now, once no worker holds
+    its lock and the redelivery is overdue, it is queued again and imported, without duplicates."""
+    require_postgresql(RUN_LOCKS_NEED_POSTGRESQL)
+    run = running_run(upload_dirs, started_ago=stalled_since(settings))
+    young = running_run(upload_dirs, started_ago=timedelta(minutes=20), name="week-50.zip")
+
+    assert ingest.recover_pending_runs(SWEEP) == {"stalled_queued": 1}
+
+    run.refresh_from_db()  # in-process (no Redis) the task ran at once
+    assert run.status == IngestRun.Status.SUCCEEDED and run.attempts == 2, run.errors
+    assert Job.objects.count() == run.jobs_created > 0
+    # Its redelivery may still come: left as it is.
+    assert IngestRun.objects.get(pk=young.pk).status == IngestRun.Status.RUNNING
+    assert ingest.recover_pending_runs(SWEEP) == {}
+
+
+def test_a_run_a_live_worker_is_importing_is_never_touched(upload_dirs, settings):
+    require_postgresql(RUN_LOCKS_NEED_POSTGRESQL)
+    run = running_run(upload_dirs, started_ago=stalled_since(settings))  # a long import, e.g. manage.py ingest_archive
+    other = hold_run_lock(run.pk)
+    try:
+        assert ingest.recover_pending_runs(SWEEP) == {"stalled_busy": 1}
+        assert ingest.recover_pending_runs(SWEEP) == {"stalled_busy": 1}
+        after = IngestRun.objects.get(pk=run.pk)
+        assert (after.status, after.phase, after.started_at, after.attempts, after.jobs_done, after.queued_at) == (
+            IngestRun.Status.RUNNING,
+            "stored 2 of 4 jobs",
+            run.started_at,
+            1,
+            2,
+            run.queued_at,
+        )
+        assert not Job.objects.exists()
+    finally:
+        other.close()  # the worker dies
+    assert ingest.recover_pending_runs(SWEEP) == {"stalled_queued": 1}
+
+
+def test_a_stalled_run_whose_archive_is_gone_is_failed_saying_why(upload_dirs, settings):
+    require_postgresql(RUN_LOCKS_NEED_POSTGRESQL)
+    run = running_run(upload_dirs, started_ago=stalled_since(settings), keep=False)
+    assert ingest.recover_pending_runs(SWEEP) == {"stalled_failed": 1}
+    run.refresh_from_db()
+    assert run.status == IngestRun.Status.FAILED and run.finished_at is not None
+    assert run.errors[0]["message"] == (
+        "The worker importing this run stopped (killed, out of memory, or its machine went away) and its task "
+        "never came back (the queue was flushed or restarted without persistence); its archive is no longer there "
+        "(week-49.zip), so the import cannot be finished: the jobs stored so far are complete; send the archive "
+        "again (stored jobs are skipped)."
+    )
+
+
+def test_a_stalled_run_queued_again_with_redis_down_is_pending_and_swept_later(upload_dirs, settings, queue_down):
+    require_postgresql(RUN_LOCKS_NEED_POSTGRESQL)
+    run = running_run(upload_dirs, started_ago=stalled_since(settings))
+    assert ingest.recover_pending_runs(SWEEP) == {"stalled_unreachable": 1}
+    run.refresh_from_db()
+    assert run.status == IngestRun.Status.PENDING and run.phase == "queued again: its worker had stopped"
+    assert run.started_at is None and (upload_dirs / "week-49.zip.upload").exists()
+
+
+def test_without_run_locks_a_running_run_is_left_alone(upload_dirs, settings):
+    """SQLite's embedded mode has no lock that shows whether a process imports a run (a long
+    `manage.py ingest_archive`): the sweep never touches a running run there."""
+    from django.db import connection
+
+    if connection.vendor == "postgresql":
+        pytest.skip("run locks tell on PostgreSQL")
+    run = running_run(upload_dirs, started_ago=stalled_since(settings))
+    assert ingest.recover_pending_runs(SWEEP) == {}
+    assert ingest.requeue_run(run.pk, stalled_before=timezone.now()).outcome == "busy"
+    assert IngestRun.objects.get(pk=run.pk).status == IngestRun.Status.RUNNING
