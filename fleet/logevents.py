@@ -167,10 +167,15 @@ _KEYWORDS: dict[str, tuple[str, ...]] = {
     NCCL_ERROR: ("nccl", "watchdog", "processgroup"),
     REMOTE_READ: ("://",),
 }  # fmt: skip
-# "Epoch 3", "Epoch [3/10]", "epoch: 3", Lightning's "Epoch 3: 100%|..."; not "Num Epochs = 3" or "epochs=3".
+# "Epoch 3", "Epoch [3/10]", "epoch: 3", Keras' "Epoch 3/10", Lightning's "Epoch 3: 100%|...", mmcv's
+# "Epoch [3][50/500]"; not "Num Epochs = 3" or "epochs=3". mmengine (MMDetection 3 and its kin) right-aligns the
+# epoch behind the loop's name, "Epoch(train)  [3][ 50/500]" and "Epoch(val) [3][50/50]"; its
+# "Epoch(test) [50/500]" names a batch, no epoch.
 # Numbers of at most 18 digits: int() refuses text of over 4,300 digits (a ValueError that once
 # failed the import of a log saying "Epoch 999…"), and no epoch, batch or worker count is longer.
-_EPOCH_WORD = re.compile(r"\bepoch\s*(?::\s*|\[\s*)?(\d{1,18})\b", re.IGNORECASE)
+_EPOCH_WORD = re.compile(
+    r"\bepoch(?:\((?:train|val)\)\s*\[\s*(\d{1,18})\]\[|\s*(?::\s*|\[\s*)?(\d{1,18})\b)", re.IGNORECASE
+)
 # HF Trainer's metrics dicts: {'loss': 0.69, 'learning_rate': 4.5e-05, 'epoch': 0.27}
 _EPOCH_DICT = re.compile(r"""^\s*\{.*['"]epoch['"]\s*:\s*([0-9]+(?:\.[0-9]+)?(?:[eE][-+]?\d+)?)""")
 # A file's download progress bar, "model.safetensors:  45%|####5 | ...": kept apart from the other
@@ -301,7 +306,7 @@ def _epoch_number(body: str) -> int | None:
         value = float(match.group(1))
         return math.floor(value) if math.isfinite(value) else None
     match = _EPOCH_WORD.search(body)
-    return int(match.group(1)) if match else None
+    return int(match.group(1) or match.group(2)) if match else None
 
 
 def _moment(match: re.Match, started: datetime | None = None) -> datetime | None:

@@ -202,6 +202,7 @@ def test_detectron2_and_mmengine_lines_get_their_year_from_the_jobs_start_across
     ]
     events = extract_log_events(MMENGINE, started)
     assert [(e.kind, e.timestamp) for e in events] == [
+        ("epoch", datetime(2026, 12, 31, 23, 58, 41, tzinfo=UTC)),
         ("checkpoint_save", datetime(2026, 12, 31, 23, 58, 44, tzinfo=UTC)),
         ("oom", datetime(2027, 1, 1, 0, 41, 2, tzinfo=UTC)),
     ]
@@ -314,3 +315,65 @@ def test_an_epoch_number_of_thousands_of_digits_is_no_epoch_and_no_error():
     # int() refuses text of over 4,300 digits: this line once failed the import of its whole archive.
     events = extract_log_events("Epoch " + "9" * 4400 + "/3\nEpoch 2/3\n")
     assert [(e.kind, e.line_no) for e in events] == [("epoch", 2)]
+
+
+def _epoch_lines(text: str, started=None) -> list[int]:
+    return [e.line_no for e in extract_log_events(text, started) if e.kind == "epoch"]
+
+
+def test_mmengine_epoch_lines_count_one_epoch_each_and_its_test_loop_none():
+    # mmengine (MMDetection 3, MMPretrain, MMSegmentation 1) names the loop before the epoch, right-aligned:
+    # "Epoch(train)  [1][ 50/500]", "Epoch(train) [10][ 50/500]", "Epoch(val) [1][50/50]". They were no epochs at
+    # all, so an MMDetection job had no epoch in its Log events and counted as one without a training loop.
+    # "Epoch(test) [ 50/500]" is a batch of the test loop, not epoch 50.
+    text = "\n".join(
+        [
+            "2026/11/02 08:01:10 - mmengine - INFO - Epoch(train)  [1][ 50/500]  base_lr: 2.0000e-02 lr: 2.0000e-02"
+            "  eta: 9:41:02  time: 0.5812  data_time: 0.0211  memory: 8418  loss: 2.1456",  # 1: epoch 1
+            "2026/11/02 08:05:40 - mmengine - INFO - Epoch(train)  [1][500/500]  base_lr: 2.0000e-02  loss: 1.3012",
+            "2026/11/02 08:05:44 - mmengine - INFO - Saving checkpoint at 1 epochs",  # 3
+            "2026/11/02 08:06:30 - mmengine - INFO - Epoch(val)  [1][50/50]    eta: 0:00:00  time: 0.0921",  # epoch 1
+            "2026/11/02 08:06:31 - mmengine - INFO - Epoch(val) [1][50/50]    coco/bbox_mAP: 0.1020  data_time: 0.0021",
+            "2026/11/02 08:07:20 - mmengine - INFO - Epoch(train)  [2][ 50/500]  lr: 2.0000e-02  loss: 1.2011",  # 6
+            "11/02 09:40:00 - mmengine - INFO - Epoch(train) [10][ 50/500]  base_lr: 2.0000e-03  loss: 0.6011",  # 7
+            "11/02 09:52:00 - mmengine - INFO - Epoch(test) [ 50/500]    eta: 0:01:10  time: 0.0911",  # no epoch 50
+        ]
+    )
+    assert _epoch_lines(text, datetime(2026, 11, 2, 8, 0, tzinfo=UTC)) == [1, 6, 7]
+    # MMDetection 2's mmcv: "Epoch [3][50/500]" and "Epoch(val) [3][500]".
+    mmcv = "2026-11-02 08:01:10,120 - mmdet - INFO - Epoch [3][50/7330]\tlr: 2.000e-02, eta: 9:41:02, loss: 1.0102\n"
+    mmcv += "2026-11-02 09:01:10,120 - mmdet - INFO - Epoch(val) [3][7330]\tbbox_mAP: 0.3120\n"
+    mmcv += "2026-11-02 09:03:10,120 - mmdet - INFO - Epoch [4][50/7330]\tlr: 2.000e-02, eta: 8:41:02, loss: 0.9102"
+    assert _epoch_lines(mmcv) == [1, 3]
+
+
+@pytest.mark.parametrize(
+    ("text", "lines"),
+    [
+        (  # PyTorch Lightning's progress bar, each epoch's bar redrawn on one physical line
+            "\r".join(f"Epoch 0:  {p}%|####5     | {p * 10}/1000 [01:23<01:42, 5.37it/s, v_num=0]" for p in (45, 100))
+            + "\n"
+            + "Validation DataLoader 0: 100%|##########| 50/50 [00:02<00:00, 20.1it/s]\n"
+            + "\r".join(
+                f"Epoch 1:  {p}%|####5     | {p * 10}/1000 [01:23<01:42, 5.37it/s, v_num=0, train_loss=0.123]"
+                for p in (45, 100)
+            ),
+            [1, 3],
+        ),
+        (  # Keras' fit
+            "Epoch 1/10\n469/469 [==============================] - 5s 10ms/step - loss: 0.3012 - accuracy: 0.9102\n"
+            "Epoch 2/10\n469/469 [==============================] - 4s 9ms/step - loss: 0.1412 - accuracy: 0.9601",
+            [1, 3],
+        ),
+        (  # Hugging Face Trainer's metrics: 'epoch' is a fraction, one event when its whole part moves on
+            "{'loss': 0.6931, 'grad_norm': 1.2031, 'learning_rate': 4.5e-05, 'epoch': 0.27}\n"
+            "{'loss': 0.5012, 'grad_norm': 0.9512, 'learning_rate': 4.0e-05, 'epoch': 0.54}\n"
+            "{'eval_loss': 0.4812, 'eval_runtime': 12.31, 'eval_samples_per_second': 81.2, 'epoch': 1.0}\n"
+            "{'loss': 0.4101, 'grad_norm': 0.8811, 'learning_rate': 3.5e-05, 'epoch': 1.08}",
+            [1, 3],
+        ),
+    ],
+    ids=["lightning", "keras", "hf_trainer"],
+)
+def test_other_frameworks_epoch_lines_count_each_epoch_once(text, lines):
+    assert _epoch_lines(text) == lines
