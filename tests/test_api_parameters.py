@@ -4,6 +4,8 @@ that is no page number is a 400, not a missing page."""
 
 from __future__ import annotations
 
+from datetime import timedelta
+
 import pytest
 
 from tests.factories import JobFactory
@@ -102,3 +104,45 @@ def test_a_page_past_the_last_is_still_a_404_and_last_is_the_last(client, operat
 
 def test_refusing_the_caller_comes_before_refusing_the_parameters(client):
     assert client.get("/api/v1/jobs/", {"from": "x"}).status_code == 401
+
+
+def test_jobs_stored_while_a_script_pages_through_neither_repeat_nor_hide_a_job(client, operator, team_a, monkeypatch):
+    """A sync script walked `next` while the weekly import landed: the new jobs sort first (newest
+    start), so page 2 began with page 1's last jobs again. The walk is now of the jobs there were
+    at its first page, its `next` links carrying `max_id`; the new jobs are the next walk's."""
+    from config.api_params import PageNumbers
+
+    monkeypatch.setattr(PageNumbers, "page_size", 2)
+    client.force_login(operator)
+    before = [JobFactory(team=team_a) for _ in range(5)]
+    first = client.get("/api/v1/jobs/").json()
+    seen = [job["id"] for job in first["results"]]
+    newer = JobFactory(team=team_a, start_time=max(job.start_time for job in before) + timedelta(days=1))
+    url = first["next"]
+    while url:
+        page = client.get(url).json()
+        assert page["count"] == 5
+        seen += [job["id"] for job in page["results"]]
+        url = page["next"]
+    assert seen == [job.pk for job in sorted(before, key=lambda job: job.start_time, reverse=True)]
+    assert f"max_id={before[-1].pk}" in first["next"]
+    # The next walk starts with it, and going back keeps to the walk's jobs too.
+    again = client.get("/api/v1/jobs/").json()
+    assert again["results"][0]["id"] == newer.pk and again["count"] == 6
+    assert f"max_id={newer.pk}" in client.get(again["next"]).json()["previous"]
+
+
+@pytest.mark.parametrize("value", ["abc", "-1", "1.5"])
+def test_a_max_id_that_is_no_whole_number_is_a_400_naming_it(client, operator, jobs, value):
+    client.force_login(operator)
+    response = client.get("/api/v1/jobs/", {"max_id": value})
+    assert response.status_code == 400 and list(response.json()) == ["max_id"]
+    assert ids(client.get("/api/v1/jobs/", {"max_id": "9" * 5000})) == {job.pk for job in jobs}
+    assert ids(client.get("/api/v1/jobs/", {"max_id": str(jobs[0].pk)})) == {jobs[0].pk}
+
+
+def test_the_schema_documents_max_id_on_both_lists(client):
+    paths = client.get("/api/v1/schema/", {"format": "json"}).json()["paths"]
+    for path in ("/api/v1/jobs/", "/api/v1/ingest-runs/"):
+        [documented] = [p for p in paths[path]["get"]["parameters"] if p["name"] == "max_id"]
+        assert documented["schema"] == {"type": "integer", "minimum": 0} and "next" in documented["description"]
