@@ -599,3 +599,189 @@ def test_beat_fans_out_to_due_connectors_only():
     due.refresh_from_db()
     assert due.last_success_at and due.watermark == "2" and Job.objects.count() == 2
     assert Connector.objects.get(pk=recent.pk).last_success_at is None
+
+
+
+# -- pulls whose worker died ---------------------------------------------------------------------------
+# A pull's run was finished only by the pull itself: a worker killed mid-pull (OOM, kill -9, the hard
+# time limit) left it *running* for ever on the connector's page and Ingest runs; only the lease expired.
+
+
+def dead_pull(connector: Connector, *, lease_left: timedelta) -> IngestRun:
+    """What a worker killed mid-pull leaves: its run *running*, part-way, and its lease (which names the
+    run) running out `lease_left` from now (negative: expired)."""
+    run = IngestRun.objects.create(
+        archive_path=f"connector:{connector.name}",
+        archive_name=f"{connector.name} pull",
+        source=IngestRun.Source.CONNECTOR,
+        connector=connector,
+        status=IngestRun.Status.RUNNING,
+        started_at=datetime.now(UTC) - timedelta(hours=1),
+        attempts=1,
+        phase="stored up to 10",
+    )
+    Connector.objects.filter(pk=connector.pk).update(
+        locked_until=datetime.now(UTC) + lease_left, lock_token=sync.lease_token("d" * 32, run.pk)
+    )
+    return run
+
+
+def lock_held_elsewhere(run_id: int) -> bool:
+    """Whether some session holds the run's lock, as another worker's look sees it (PostgreSQL)."""
+    import psycopg
+
+    from fleet import ingest
+    from tests.test_services import _worker_database_url
+
+    with psycopg.connect(_worker_database_url(), autocommit=True) as other:
+        taken = other.execute("SELECT pg_try_advisory_lock(%s, %s)", (ingest.RUN_LOCK_NAMESPACE, run_id)).fetchone()[0]
+        if taken:
+            other.execute("SELECT pg_advisory_unlock(%s, %s)", (ingest.RUN_LOCK_NAMESPACE, run_id))
+    return not taken
+
+
+def wait_until_released(run_id: int) -> None:
+    """The server drops a closed session's locks as its backend exits, a moment after the close."""
+    from django.db import connection
+
+    for _ in range(100):
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND objid = %s", [run_id])
+            if not cursor.fetchone()[0]:
+                return
+        time.sleep(0.05)
+    pytest.fail(f"the lock on run {run_id} was not released")
+
+
+def test_a_pull_whose_worker_died_is_failed_and_the_next_pull_goes_on(client, operator):
+    from fleet.connectors.tasks import schedule_connectors_task
+
+    api = GenericApi(3)
+    with FakePlatform() as server:
+        api.install(server)
+        connector = make_connector("generic", server.url, name="slurm-prod", options={"series": False})
+        Connector.objects.filter(pk=connector.pk).update(watermark="1")
+        run = dead_pull(connector, lease_left=-timedelta(minutes=1))  # only the lease ran out
+
+        assert sync.fail_stopped_pulls() == [run.pk]
+        run.refresh_from_db()
+        assert run.status == IngestRun.Status.FAILED and run.finished_at and run.phase == ""
+        assert run.errors == [
+            {
+                "file": "slurm-prod",
+                "row": None,
+                "field": "",
+                "job_id": "",
+                "message": "The worker running this pull stopped before it finished (killed, out of memory, or its "
+                "machine went away); the jobs it stored are kept, and the next pull starts where it left off "
+                "(the connector's watermark).",
+            }
+        ]
+        connector.refresh_from_db()
+        assert connector.health == "failing" and connector.last_run_id == run.pk and connector.consecutive_failures == 1
+        assert connector.last_error.startswith("The worker running this pull stopped")
+        client.force_login(operator)
+        page = client.get(f"/connectors/{connector.pk}/").content.decode()
+        assert f"ingest run #{run.pk}</a> (failed)" in page and ">Running</span>" not in page
+        assert ">Running</span>" not in client.get("/ingest-runs/").content.decode()
+        assert sync.fail_stopped_pulls() == []  # idempotent
+
+        assert schedule_connectors_task.delay().get() == [connector.pk]  # due again: pulled from the watermark
+    connector.refresh_from_db()
+    assert connector.health == "ok" and connector.watermark == "3" and Job.objects.count() == 2
+
+
+def test_beat_fails_a_stopped_pull_before_it_fans_out():
+    from fleet.connectors.tasks import schedule_connectors_task
+
+    connector = make_connector("generic", "http://127.0.0.1:9", name="off", enabled=False)
+    run = dead_pull(connector, lease_left=-timedelta(minutes=1))
+    assert schedule_connectors_task.delay().get() == []
+    assert IngestRun.objects.get(pk=run.pk).status == IngestRun.Status.FAILED
+
+
+def test_a_pull_going_on_is_never_failed(monkeypatch):
+    """A live pull holds its lease (SQLite: it is all there is to tell) and, on PostgreSQL, its run's
+    lock: the sweep, run in the middle of a real pull, leaves it alone, and the pull ends as ever."""
+    from django.db import connection
+
+    from fleet.connectors.registry import connector_class
+
+    looks = []
+    generic = connector_class("generic")
+    original = generic.list_jobs
+
+    def list_jobs(self, watermark, until):
+        run = IngestRun.objects.get(status=IngestRun.Status.RUNNING)
+        # On PostgreSQL the sweep runs in another worker's session (in this one, the lock is this session's own).
+        looks.append(lock_held_elsewhere(run.pk) if connection.vendor == "postgresql" else sync.fail_stopped_pulls())
+        holder = Connector.objects.get(name="live")
+        looks.append(holder.lock_token.endswith(f":run-{run.pk}"))
+        yield from original(self, watermark, until)
+
+    monkeypatch.setattr(generic, "list_jobs", list_jobs)
+    api = GenericApi(2)
+    with FakePlatform() as server:
+        api.install(server)
+        connector = make_connector("generic", server.url, name="live", options={"series": False})
+        result = sync.sync_connector(connector.pk)
+    assert looks == [True if connection.vendor == "postgresql" else [], True]
+    assert result.status == "succeeded" and IngestRun.objects.get().status == IngestRun.Status.SUCCEEDED
+    assert Connector.objects.get(pk=connector.pk).locked_until is None
+
+
+def test_a_pull_with_its_lease_still_running_is_left_alone_without_run_locks():
+    """SQLite: nothing but the lease tells a live pull from a dead one, so a run whose lease is still its
+    own is left until the lease runs out (CONNECTOR_LOCK_SECONDS, the task's hard limit + 60 s)."""
+    from django.db import connection
+
+    if connection.vendor == "postgresql":
+        pytest.skip("on PostgreSQL the run's lock tells (see the next test)")
+    connector = make_connector("generic", "http://127.0.0.1:9")
+    run = dead_pull(connector, lease_left=timedelta(minutes=30))
+    assert sync.fail_stopped_pulls() == []
+    assert IngestRun.objects.get(pk=run.pk).status == IngestRun.Status.RUNNING
+    Connector.objects.filter(pk=connector.pk).update(locked_until=datetime.now(UTC) - timedelta(seconds=1))
+    assert sync.fail_stopped_pulls() == [run.pk]
+
+
+def test_a_pull_whose_worker_died_is_failed_at_once_on_postgresql():
+    """Its run's lock went with the worker's connection: failed at the next look, and its lease is
+    released, so the next pull need not wait for it to run out; one whose lock a worker holds is left."""
+    from tests.conftest import require_postgresql
+    from tests.test_ingest_exclusive import RUN_LOCKS_NEED_POSTGRESQL, hold_run_lock
+
+    require_postgresql(RUN_LOCKS_NEED_POSTGRESQL)
+    dead = make_connector("generic", "http://127.0.0.1:9", name="dead")
+    live = make_connector("generic", "http://127.0.0.1:9", name="live")
+    stopped = dead_pull(dead, lease_left=timedelta(minutes=30))
+    going_on = dead_pull(live, lease_left=-timedelta(minutes=1))  # a long pull of the command line's, say
+    other = hold_run_lock(going_on.pk)
+    try:
+        assert sync.fail_stopped_pulls() == [stopped.pk]
+        assert IngestRun.objects.get(pk=going_on.pk).status == IngestRun.Status.RUNNING
+    finally:
+        other.close()  # that worker dies
+    wait_until_released(going_on.pk)
+    dead.refresh_from_db()
+    assert dead.locked_until is None and dead.lock_token == "" and dead.pk in sync.due_connectors()
+    assert sync.fail_stopped_pulls() == [going_on.pk]
+
+
+def test_a_pull_that_raises_ends_failed_saying_why(monkeypatch):
+    """An error other than the connector's (the soft time limit, the database, a bug) left the run
+    running; it ends failed, saying what stopped it, and the error still reaches the task."""
+    from fleet.connectors.registry import connector_class
+
+    def list_jobs(self, watermark, until):
+        raise RuntimeError("boom")
+        yield
+
+    monkeypatch.setattr(connector_class("generic"), "list_jobs", list_jobs)
+    connector = make_connector("generic", "http://127.0.0.1:9")
+    with pytest.raises(RuntimeError):
+        sync.sync_connector(connector.pk)
+    run = IngestRun.objects.get()
+    assert run.status == IngestRun.Status.FAILED and run.errors[0]["message"] == "the pull stopped: RuntimeError: boom"
+    connector.refresh_from_db()
+    assert connector.locked_until is None and connector.last_error == "the pull stopped: RuntimeError: boom"

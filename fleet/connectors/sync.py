@@ -21,7 +21,7 @@ from dataclasses import asdict, dataclass, field
 from datetime import datetime, timedelta
 
 from django.conf import settings
-from django.db import transaction
+from django.db import DatabaseError, transaction
 from django.db.models import ProtectedError, Q
 from django.utils import timezone
 from django.utils.text import slugify
@@ -140,11 +140,12 @@ def sync_connector(connector_id: int, since: str | None = None, dry_run: bool = 
     token = uuid.uuid4().hex
     if not dry_run and not acquire(connector.pk, token):
         return SyncResult(connector=connector.name, status="locked", message="another pull of it is running")
+    pull = _Pull(connector, token, since=since, dry_run=dry_run)
     try:
-        return _Pull(connector, token, since=since, dry_run=dry_run).execute()
+        return pull.execute()
     finally:
         if not dry_run:
-            release(connector.pk, token)
+            release(connector.pk, pull.token)  # the lease's token names the pull's run once it has one
 
 
 def probe_metrics_source(connector: Connector) -> SyncResult:
@@ -190,19 +191,29 @@ class _Pull:
 
     def execute(self) -> SyncResult:
         started = timezone.now()
-        if not self.dry_run:
-            self.ingest_run = ingest.create_run(
-                f"connector:{self.connector.name}",
-                name=f"{self.connector.name} pull",
-                source=IngestRun.Source.CONNECTOR,
-            )
+        if self.dry_run:
+            return self._run(started)
+        self.ingest_run = ingest.create_run(
+            f"connector:{self.connector.name}",
+            name=f"{self.connector.name} pull",
+            source=IngestRun.Source.CONNECTOR,
+        )
+        self.result.run_id = self.ingest_run.pk
+        # The lease says which run it is for, and (on PostgreSQL) the run's lock is held while it is
+        # running: `fail_stopped_pulls` tells a pull whose worker died from one that is going on.
+        tagged = lease_token(self.token, self.ingest_run.pk)
+        if Connector.objects.filter(pk=self.connector.pk, lock_token=self.token).update(lock_token=tagged):
+            self.token = tagged
+        with ingest.exclusive_run(self.ingest_run.pk):
             self.ingest_run.connector = self.connector
             self.ingest_run.status = IngestRun.Status.RUNNING
             self.ingest_run.started_at = started
             self.ingest_run.attempts = 1
             self.ingest_run.phase = "pulling"
             self.ingest_run.save()
-            self.result.run_id = self.ingest_run.pk
+            return self._run(started)
+
+    def _run(self, started: datetime) -> SyncResult:
         try:
             source = build(self.connector)
             try:
@@ -216,6 +227,15 @@ class _Pull:
             # failure (TransientError, HttpStatusError, BadData, ConfigError) is for whoever reads the log.
             logger.warning("Pull of connector %s failed: %s: %s", self.connector.name, type(exc).__name__, exc)
             return self._finish(started, failure=str(exc))
+        except Exception as exc:
+            # Anything else (the soft time limit, the database, a bug) ends the run as failed too, saying
+            # so, instead of leaving it running; the error goes on to the task's log.
+            if not self.dry_run:
+                try:
+                    self._finish(started, failure=f"the pull stopped: {type(exc).__name__}: {exc}"[:500])
+                except DatabaseError:
+                    logger.warning("Pull run %s could not be marked failed", self.ingest_run.pk, exc_info=True)
+            raise
         return self._finish(started)
 
     def _pull(self, source: BaseConnector, now: datetime) -> None:
@@ -347,6 +367,75 @@ def _team_for(name: str) -> Team:
     slug = slugify(name)[:100] or "unnamed"
     team, _ = Team.objects.get_or_create(slug=slug, defaults={"name": name[:200]})
     return team
+
+
+# -- pulls whose worker died ----------------------------------------------------------------------
+# A pull's run is written *running* when it starts and finished by `_Pull._finish`; a worker killed in
+# between (OOM, kill -9, the hard time limit) left it running for ever, on the connector's page and
+# Ingest runs, while only the lease expired. Beat's scheduler fails such runs first.
+STOPPED_PULL = (
+    "The worker running this pull stopped before it finished (killed, out of memory, or its machine went away); "
+    "the jobs it stored are kept, and the next pull starts where it left off (the connector's watermark)."
+)
+
+
+def lease_token(token: str, run_id: int) -> str:
+    """The lease's token once its pull has a run: the run can then tell whether the lease is still its own."""
+    return f"{token[:32]}:run-{run_id}"
+
+
+def _lease_holder(connector: Connector | None, now: datetime) -> str | None:
+    """Whom the connector's lease is held for: "run-N", "" when its token names no run (a pull of an
+    older version, a delete going on), None when it is free or expired."""
+    if connector is None or connector.locked_until is None or connector.locked_until <= now:
+        return None
+    return connector.lock_token.rpartition(":")[2] if ":run-" in connector.lock_token else ""
+
+
+def fail_stopped_pulls(now: datetime | None = None) -> list[int]:
+    """Fail the runs of pulls whose worker died, saying so; the ids of the runs failed.
+
+    On PostgreSQL a pull holds its run's advisory lock (`ingest.exclusive_run`), which goes with its
+    worker's connection: a running pull run whose lock is free has no worker, and its lease, if still
+    held for it, is released so the next pull need not wait for it to expire. Elsewhere (SQLite) nothing
+    shows a live worker but the lease: a run whose lease expired or went to another pull is stopped.
+    A pull going on is never touched. The connector records the failure when no later pull has run."""
+    now = now or timezone.now()
+    failed = []
+    running = IngestRun.objects.filter(source=IngestRun.Source.CONNECTOR, status=IngestRun.Status.RUNNING)
+    for run_id in running.order_by("pk").values_list("pk", flat=True):
+        with ingest.exclusive_run(run_id) as ours:
+            if not ours:  # its worker holds it: the pull is going on
+                continue
+            run = IngestRun.objects.filter(pk=run_id, status=IngestRun.Status.RUNNING).first()
+            if run is None:
+                continue
+            connector = Connector.objects.filter(pk=run.connector_id).first() if run.connector_id else None
+            holder = _lease_holder(connector, now)
+            if holder == "" or (holder == f"run-{run.pk}" and not ingest.run_locks_tell()):
+                continue  # a pull that cannot be told from this run's, or (SQLite) its lease still runs
+            with transaction.atomic():
+                IngestRun.objects.filter(pk=run.pk, status=IngestRun.Status.RUNNING).update(
+                    status=IngestRun.Status.FAILED,
+                    finished_at=timezone.now(),
+                    phase="",
+                    errors=[RecordError(connector.name if connector else "", STOPPED_PULL).as_dict()],
+                )
+                if connector is not None:
+                    if holder == f"run-{run.pk}":
+                        release(connector.pk, connector.lock_token)
+                    Connector.objects.filter(pk=connector.pk).filter(
+                        Q(last_run_at__isnull=True) | Q(last_run_at__lte=run.started_at or run.created_at)
+                    ).update(
+                        last_run_at=run.started_at or run.created_at,
+                        last_run=run,
+                        last_error=STOPPED_PULL,
+                        last_error_at=timezone.now(),
+                        consecutive_failures=_plus_one(),
+                    )
+        logger.warning("Pull run %s of connector %s had no worker left; marked failed", run.pk, connector or "?")
+        failed.append(run.pk)
+    return failed
 
 
 def due_connectors(now: datetime | None = None) -> list[int]:

@@ -21,9 +21,11 @@ def sync_connector_task(connector_id: int, since: str | None = None) -> dict | N
     return result.as_dict() if result is not None else None
 
 
-# Run by Celery beat every minute (CELERY_BEAT_SCHEDULE); fans out one task per due connector.
+# Run by Celery beat every minute (CELERY_BEAT_SCHEDULE); fails the runs of pulls whose worker died
+# (their connector is then due again at once on PostgreSQL), then fans out one task per due connector.
 @shared_task(name="fleet.schedule_connectors")
 def schedule_connectors_task() -> list[int]:
+    sync.fail_stopped_pulls()
     due = sync.due_connectors()
     for connector_id in due:
         sync_connector_task.delay(connector_id)
