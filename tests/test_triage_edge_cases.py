@@ -159,30 +159,86 @@ DONE (t=310.55s).
  Average Precision  (AP) @[ IoU=0.50:0.95 | area=   all | maxDets=100 ] = 0.412"""
 
 
-def test_untimed_prints_between_the_stamped_lines_around_a_silence_are_said_and_lower_its_confidence():
-    # A final COCO evaluation stamped only at its start and end; pycocotools print()s without times in between.
-    # The 90 minutes between the stamps were called "nothing ... while the allocation was held" (0.85), though
-    # the job printed 14 lines in them. Their position bounds them by the stamps, not when: said, not guessed.
-    frame = series(245, lambda t, g: 40 if t < 150 else 0)
-    log = "\n".join(
-        [_eval_log((151, 152)), COCO_PRINTS, f"{START + timedelta(minutes=240):%Y-%m-%d %H:%M:%S},000 INFO bbox mAP 0.412"]
+# The same evaluation's prints with timings too short to fill the silence.
+QUICK_COCO = COCO_PRINTS.replace("4790.12", "47.90").replace("310.55", "3.10")
+
+
+def _coco_tail(prints: str, *, cpu=None, **job):
+    """150 min of training, then a COCO evaluation stamped at its start (151 min) and end (240 min) only, its
+    pycocotools `prints` without times in between, to the run's end at 245 min."""
+    frame = series(245, lambda t, g: 40 if t < 150 else 0, cpu=cpu)
+    end = f"{START + timedelta(minutes=240):%Y-%m-%d %H:%M:%S},000 INFO bbox mAP 0.412"
+    _, result = run(245, frame, logs=[("train.log", "\n".join([_eval_log((151, 152)), prints, end]))], **job)
+    return {f.category: f for f in result.findings}
+
+
+def test_untimed_prints_whose_own_timings_fill_the_silence_are_cpu_work_not_an_unreleased_tail():
+    # pycocotools times its evaluation itself ("DONE (t=4790.12s).", 85 min in all) between the stamped lines
+    # around the 90 silent minutes: that stretch was the evaluation, not the allocation held. It was called
+    # unreleased (0.5, "may have been work").
+    found = _coco_tail(COCO_PRINTS)
+    assert Category.UNRELEASED_JOB not in found
+    work = found[Category.NON_DL_JOB]
+    assert work.sub_cause == "cpu_work_after_training"
+    assert [(w.start, w.end) for w in work.windows] == [
+        ((START + timedelta(minutes=150)).timestamp(), (START + timedelta(minutes=245)).timestamp())
+    ]
+    assert work.summary.startswith(
+        "Every GPU idled for 95 min after the GPU work (39% of the run) while the job kept working: the log printed "
+        "1 line with a time and 14 without; pycocotools' own timings add up to 85 min."
     )
-    evidence, result = run(245, frame, logs=[("train.log", log)])
-    held = next(f for f in result.findings if f.category == Category.UNRELEASED_JOB)
+    assert work.numbers["untimed_lines"] == 14 and work.numbers["timed_minutes"] == pytest.approx(85.1)
+    assert [(line.text, line.estimated) for line in work.log_lines[-2:]] == [
+        ("loading annotations into memory...", True),
+        ("DONE (t=4790.12s).", True),
+    ]
+
+
+def test_untimed_prints_around_a_silence_without_cpu_metrics_are_said_and_lower_its_confidence():
+    # Nothing tells what the 14 lines without a time were: the silence is unreleased at most 0.5 sure, and says so.
+    held = _coco_tail(QUICK_COCO)[Category.UNRELEASED_JOB]
     assert held.confidence == 0.5 and held.numbers["untimed_lines"] == 14
-    assert "then no line with a time for 90 min (37%) while the allocation was held." in held.summary
     assert held.summary.endswith(
-        "Yet 14 lines without a time sit between stamped lines around that stretch (printed between 10:31 and "
-        "12:00 UTC): a log's order bounds them by those lines, not when they were printed, so part of the stretch "
-        "may have been work such as an evaluation that prints no times."
+        "Then no line with a time for 90 min, only 14 lines without a time, printed between 10:31 and 12:00 UTC. "
+        "The last 89 min (36%) may have been held idle or spent on work that prints no times; no CPU metrics tell, "
+        "so this is unsure."
     )
-    first = held.log_lines[-1]
-    assert (first.line_no, first.text, first.estimated) == (153, "loading annotations into memory...", True)
+    assert (held.log_lines[2].line_no, held.log_lines[2].text, held.log_lines[2].estimated) == (
+        153,
+        "loading annotations into memory...",
+        True,
+    )
     # The same silence with nothing printed in it is as sure as before.
     quiet = "\n".join([_eval_log((151, 152)), f"{START + timedelta(minutes=240):%Y-%m-%d %H:%M:%S},000 INFO bye"])
-    _, result = run(245, frame, logs=[("train.log", quiet)])
+    _, result = run(245, series(245, lambda t, g: 40 if t < 150 else 0), logs=[("train.log", quiet)])
     held = next(f for f in result.findings if f.category == Category.UNRELEASED_JOB)
-    assert held.confidence == 0.85 and "untimed_lines" not in held.numbers and "Yet" not in held.summary
+    assert held.confidence == 0.85 and "untimed_lines" not in held.numbers and "unsure" not in held.summary
+
+
+def test_idle_cpus_through_a_silence_with_untimed_prints_make_it_a_held_allocation():
+    # 32 CPUs, 0.05 % used (0.016 cores) through the silence: nothing worked, whatever was printed around it.
+    held = _coco_tail(QUICK_COCO, cpu=lambda t: 30 if t < 150 else 0.05, cpu_count=32)[Category.UNRELEASED_JOB]
+    assert held.confidence == 0.85 and held.numbers["idle_cpu_cores"] == 0.02
+    assert held.summary.endswith(
+        "The last 89 min (36%) the allocation was held idle: the CPUs idled too (about 0.016 of 32 cores busy)."
+    )
+    # Without the job's CPU count a percentage is no core count: unsure.
+    held = _coco_tail(QUICK_COCO, cpu=lambda t: 30 if t < 150 else 0.05)[Category.UNRELEASED_JOB]
+    assert held.confidence == 0.5 and "whose CPU count is unknown" in held.summary
+
+
+def test_a_busy_cpu_in_a_silence_with_untimed_prints_is_work_up_to_its_last_busy_sample():
+    # One core of 32 busy (3.2 %) for 40 min after training, then idle: the 40 min are the evaluation, the
+    # 50 after it the allocation held; busy to the end, all of it is work.
+    found = _coco_tail(QUICK_COCO, cpu=lambda t: 30 if t < 150 else (3.2 if t < 190 else 0.05), cpu_count=32)
+    held, work = found[Category.UNRELEASED_JOB], found[Category.NON_DL_JOB]
+    assert held.windows[0].start == (START + timedelta(minutes=190)).timestamp()
+    assert held.confidence == 0.85 and held.numbers["tail_minutes"] == 50
+    assert "The first 40 min of it were work (the CPUs worked until 11:10 UTC)." in held.summary
+    assert work.windows[0].end == held.windows[0].start and work.gpu_hours == pytest.approx(0.75, abs=0.02)
+    found = _coco_tail(QUICK_COCO, cpu=lambda t: 30 if t < 150 else 3.2, cpu_count=32)
+    assert Category.UNRELEASED_JOB not in found
+    assert "CPU 3 % of the allocation, about 1 of 32 cores" in found[Category.NON_DL_JOB].summary
 
 
 def test_a_tail_with_only_the_closing_lines_and_a_hold_line_is_still_unreleased():

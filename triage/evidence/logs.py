@@ -12,6 +12,7 @@ import re
 from array import array
 from dataclasses import dataclass, field
 from datetime import datetime
+from typing import NamedTuple
 
 import numpy as np
 
@@ -52,7 +53,25 @@ _WORKER_WARNING = re.compile(
 _SLOW_LOADER = re.compile(r"does not have many workers", re.IGNORECASE)
 _SOCKET = re.compile(r"\bUsing network Socket\b|NET/Socket", re.IGNORECASE)
 _DATAPARALLEL = re.compile(r"nn\.DataParallel|torch/nn/parallel/_functions\.py|data_parallel", re.IGNORECASE)
+# pycocotools' own timing of each step it prints without a time: "Done (t=0.52s)" (loading annotations), "DONE
+# (t=4790.12s)." (evaluate, accumulate). Each measures work done between the lines around it.
+_COCO_DONE = re.compile(r"^\s*DONE \(t=(\d{1,9}(?:\.\d{1,6})?)s\)\.?\s*$", re.IGNORECASE)
 _INSPECT_ALIVE = re.compile(r"\bholding the node\b|\bkeeping the process alive\b|\bsleep (?:infinity|\d+[hd]?)\b", re.I)
+
+
+class UntimedRun(NamedTuple):
+    """Lines printed without a timestamp between two stamped lines of one file. The log's order bounds when they
+    were printed (between `before` and `after`), never when within them; `timed_s` adds up the durations they
+    print of their own work (pycocotools' "DONE (t=4790.12s)."), done between those two times too."""
+
+    file: int  # index into LogEvidence.paths
+    first: int  # first and last line (1-based)
+    last: int
+    count: int  # non-blank lines
+    before: float  # the stamped lines' times around them
+    after: float
+    timed_s: float = 0.0
+    timed_line: int = 0  # the line printing the longest of those durations (0: none)
 
 
 @dataclass
@@ -73,10 +92,8 @@ class LogEvidence:
     stamped_line: array = field(default_factory=lambda: array("i"))
     paths: list[str] = field(default_factory=list)
     texts: list[str] = field(default_factory=list, repr=False)  # the logs as read, to quote a line
-    # Lines printed without a timestamp between two stamped lines of one file, run by run: (file index, first
-    # and last line, non-blank lines, the stamped times before and after). The log's order bounds when they
-    # were printed (between those times), never when within them.
-    untimed_runs: list[tuple[int, int, int, int, float, float]] = field(default_factory=list)
+    # Lines printed without a timestamp between two stamped lines of one file, run by run.
+    untimed_runs: list[UntimedRun] = field(default_factory=list)
 
     def of(self, *kinds: str) -> list[LogLine]:
         return [event for event in self.events if event.kind in kinds]
@@ -104,16 +121,17 @@ class LogEvidence:
         raw = text[begin : finish if finish >= 0 else len(text)]
         return LogLine("fact", self.paths[file_index], line_no, t, False, terminal_line(raw).strip()[:MAX_LINE])
 
-    def untimed_between(self, start: float, end: float) -> list[tuple[int, int, int, int, float, float]]:
+    def untimed_between(self, start: float, end: float) -> list[UntimedRun]:
         """The runs of untimed lines that may have been printed within (start, end): those whose stamped lines
         around them are not both before it or both after it; keep-alive lines ("sleep 12h") not counted."""
         holding = {(line.path, line.line_no) for line in self.hold_lines}
         found = []
-        for index, first, last, count, before, after in self.untimed_runs:
-            if before < end and after > start:
-                held = sum(1 for path, line in holding if path == self.paths[index] and first <= line <= last)
-                if count > held:
-                    found.append((index, first, last, count - held, before, after))
+        for run in self.untimed_runs:
+            if run.before < end and run.after > start:
+                path = self.paths[run.file]
+                held = sum(1 for where, line in holding if where == path and run.first <= line <= run.last)
+                if run.count > held:
+                    found.append(run._replace(count=run.count - held))
         return found
 
     @property
@@ -192,18 +210,28 @@ def extract_log_evidence(logs: list[tuple[str, str]], started: datetime | None =
 def _untimed_runs(
     evidence: LogEvidence, file_index: int, physical: list[str], times: list[tuple[float | None, bool]]
 ) -> None:
-    """Append the file's runs of non-blank lines without a timestamp that have a stamped line on each side."""
+    """Append the file's runs of non-blank lines without a timestamp that have a stamped line on each side, with
+    the durations they print of their own work."""
     first = count = 0
     before: float | None = None
+    timed, longest, longest_line = 0.0, 0.0, 0
     for index, (t, estimated) in enumerate(times):
         if not estimated:  # a stamped line closes the run before it
             if count and before is not None:
-                evidence.untimed_runs.append((file_index, first, index, count, before, t))
+                evidence.untimed_runs.append(
+                    UntimedRun(file_index, first, index, count, before, t, timed, longest_line)
+                )
             before, count = t, 0
+            timed, longest, longest_line = 0.0, 0.0, 0
         elif physical[index].strip():
             if not count:
                 first = index + 1
             count += 1
+            if "(t=" in physical[index] and (match := _COCO_DONE.match(physical[index])):
+                seconds = float(match.group(1))
+                timed += seconds
+                if seconds > longest:
+                    longest, longest_line = seconds, index + 1
 
 
 KINDS = logevents.LOG_EVENT_KINDS

@@ -8,6 +8,7 @@ from itertools import pairwise
 
 from fleet.logevents import TRAINING_FINISHED
 from triage.evidence import Evidence, Span
+from triage.evidence.logs import UntimedRun
 from triage.rules.registry import Finding, register
 from triage.taxonomy import Category
 
@@ -123,6 +124,65 @@ class _Tail:
     silent: Span | None  # the idle tail's stretch without a log line: the allocation held after the work
     working: list[Span]  # the rest of the tail, while the log kept printing: work on the CPU
     printed: list[tuple[float, int, int]]  # the lines printed in the tail (time, file index, line)
+    quiet: _Quiet | None = None  # what the stretch without stamped lines held, when lines without a time sat in it
+
+
+@dataclass(frozen=True)
+class _Quiet:
+    """The tail's stretch without stamped lines, judged when lines printed without a time sit around it (pycocotools'
+    print()s): their position bounds them by the stamped lines around them, never when, so what they were is read
+    from the durations they print of their own work and from the CPU's use in the stretch."""
+
+    start: float
+    end: float
+    untimed: list[UntimedRun]
+    lines: int  # lines without a time in those runs
+    timed_s: float  # their own timings' work that must fall inside the stretch (a lower bound)
+    busy_until: float | None  # the end of the last sample with the CPUs at work in the stretch
+    cores: float | None  # the CPU cores busy on average where it is judged held (None without CPU metrics)
+    cpus: int | None
+    verdict: str  # "work": the whole stretch was work; "idle": the CPUs idled in what is held; "unsure"
+
+    @property
+    def work_end(self) -> float:
+        """Where the work in the stretch ends at the latest that its timings and CPU show (at its start: none)."""
+        return max(self.start + self.timed_s, self.busy_until or self.start)
+
+
+def _quiet(ev: Evidence, th: dict, start: float, end: float, run: float) -> _Quiet | None:
+    """The stretch [start, end] without stamped lines, judged by the lines printed without a time around it: None
+    when there are none. pycocotools times its steps ("DONE (t=4790.12s).") between the lines around them, so
+    their sum is work that lasted at least that long, placed from the stretch's start (where an evaluation after
+    training begins); the CPU's samples say when the CPUs last worked (at least `tail_cpu_busy_cores`) and whether
+    they idled after (at most `tail_cpu_idle_cores` on average, the job's CPU count known). Work that leaves less
+    than an unreleased tail is the whole stretch's."""
+    import numpy as np
+
+    untimed = ev.logs.untimed_between(start, end)
+    if not untimed:
+        return None
+    timed = sum(max(0.0, r.timed_s - max(0.0, start - r.before) - max(0.0, r.after - end)) for r in untimed)
+    timed = min(timed, end - start)
+    busy_until = cores = None
+    cpus = ev.job.cpu_count
+    values = ev.timeline.host.get("cpu_util") if ev.timeline else None
+    if values is not None:
+        rows = ev.timeline.mask(start, end) & np.isfinite(values)
+        used = values[rows] / 100.0 * (cpus or 1)
+        times, spans = ev.timeline.t[rows], ev.timeline.dt[rows]
+        busy = np.flatnonzero(used >= th["tail_cpu_busy_cores"])
+        if busy.size:
+            busy_until = min(float(times[busy[-1]] + spans[busy[-1]]), end)
+        after = max(start + timed, busy_until or start)
+        rest = times >= after
+        if rest.any():
+            cores = float(np.mean(used[rest]))
+    judged = _Quiet(start, end, untimed, sum(r.count for r in untimed), timed, busy_until, cores, cpus, "unsure")
+    if not _long_enough(end - judged.work_end, run, th):
+        return replace(judged, verdict="work")
+    if cpus and cores is not None and cores <= th["tail_cpu_idle_cores"]:
+        return replace(judged, verdict="idle")
+    return judged
 
 
 def _tail(ev: Evidence, th: dict) -> _Tail | None:
@@ -131,7 +191,8 @@ def _tail(ev: Evidence, th: dict) -> _Tail | None:
 
     Lines printed within `log_match_tolerance_s` (and a period) of the tail's start close the work
     (the last save, "training finished"); lines that say the job holds on are not work. The tail's
-    longest stretch without a line is what the job held idle. None without an idle tail to judge.
+    longest stretch without a line is what the job held idle, less the work that lines printed without a
+    time in it show (`_quiet`). None without an idle tail to judge.
     """
     if "_tail" in ev.__dict__:
         return ev.__dict__["_tail"]
@@ -139,21 +200,29 @@ def _tail(ev: Evidence, th: dict) -> _Tail | None:
     found = None
     if p is not None and p.tail is not None and p.training is not None:
         tail = p.tail
+        run = max(p.series_end - p.series_start, 1.0)
         closing = tail.start + th["log_match_tolerance_s"] + ev.timeline.period
         printed = ev.logs.printed_between(closing, tail.end)
         if not printed:
-            found = _Tail(tail, [], [])
+            a, b = tail.start, tail.end
         else:
             marks = [tail.start] + [t for t, _, _ in printed] + [tail.end]
             a, b = max(pairwise(marks), key=lambda pair: pair[1] - pair[0])
-            # Only a silence as long as an unreleased tail is one (the lines after a silence in the middle
-            # are most often the job's end); shorter ones are the work pausing between lines.
-            run = max(p.series_end - p.series_start, 1.0)
-            if _long_enough(b - a, run, th):
-                working = [Span(x, y, "CPU work") for x, y in ((tail.start, a), (b, tail.end)) if y - x >= 60]
-                found = _Tail(Span(a, b, "idle tail"), working, printed)
-            else:
-                found = _Tail(None, [Span(tail.start, tail.end, "CPU work")], printed)
+        # Only a silence as long as an unreleased tail is one (the lines after a silence in the middle
+        # are most often the job's end); shorter ones are the work pausing between lines.
+        if printed and not _long_enough(b - a, run, th):
+            found = _Tail(None, [Span(tail.start, tail.end, "CPU work")], printed)
+        else:
+            quiet = _quiet(ev, th, a, b, run)
+            held = a if quiet is None else quiet.work_end
+            if quiet is not None and quiet.verdict == "work":
+                held = b
+            pieces = [(tail.start, tail.end)] if held >= b else [(tail.start, held), (b, tail.end)]
+            working = [Span(x, y, "CPU work") for x, y in pieces if y - x >= 60]
+            silent = Span(held, b, "idle tail") if b > held else None
+            if quiet is None and not printed:
+                silent, working = tail, []
+            found = _Tail(silent, working, printed, quiet)
     ev.__dict__["_tail"] = found
     return found
 
@@ -175,40 +244,38 @@ def unreleased_job(ev: Evidence, th: dict) -> list[Finding]:
     sleeps = [f for f in ev.scripts.of("shell_sleep") if f.detail.get("after_launch")]
     loops = list(ev.logs.hold_lines)
     confidence = 0.75 + 0.1 * bool(finished) + 0.1 * bool(sleeps or loops)
-    # Lines printed without a time (pycocotools' print()s) between stamped lines around the silence: the log's
-    # order says only that each was printed between those two times, not when, so they may be the work that
-    # filled the silence (an evaluation stamped at its start and end) or all printed at its start. Said, and
-    # the finding is less sure; their times are never guessed.
-    untimed = ev.logs.untimed_between(idle.start, idle.end)
-    unsure = sum(run[3] for run in untimed)
+    quiet = split.quiet if split is not None else None
+    # Lines printed without a time (pycocotools' print()s) around the silence: the log's order says only that each
+    # was printed between the stamped lines around it, not when, so they may be work that filled the silence. Their
+    # own timings and the CPU's use are read (`_quiet`); when the CPUs idled in what is held, it was held idle, else
+    # the finding says it cannot tell and is less sure. Their times are never guessed.
+    unsure = quiet is not None and quiet.verdict == "unsure"
     if unsure:
         confidence = min(confidence, 0.5)
     sub = "trailing_sleep" if sleeps else ("idle_process" if loops else "idle_tail")
+    minutes = f"{idle.seconds / 60:.0f} min ({idle.seconds / run:.0%})"
     if idle is tail:
         summary = (
             f"Every GPU idled for the last {tail.seconds / 60:.0f} min of the run "
             f"({tail.seconds / run:.0%}) after the work was done."
         )
-    else:
+    elif quiet is None:
         summary = (
             f"Every GPU idled for the last {tail.seconds / 60:.0f} min of the run ({tail.seconds / run:.0%}); "
-            f"the log printed {len(split.printed)} line{'s' if len(split.printed) > 1 else ''} in it, then "
-            f"{'no line with a time' if unsure else 'nothing'} for {idle.seconds / 60:.0f} min "
-            f"({idle.seconds / run:.0%}) while the allocation was held."
+            f"the log printed {_lines(len(split.printed))} in it, then nothing for {minutes} "
+            "while the allocation was held."
         )
-    if unsure:
-        earliest, latest = min(run[4] for run in untimed), max(run[5] for run in untimed)
-        summary += (
-            f" Yet {unsure} line{'s' if unsure > 1 else ''} without a time sit between stamped lines around that "
-            f"stretch (printed between {_clock(earliest)} and {_clock(latest)} UTC): a log's order bounds them by "
-            "those lines, not when they were printed, so part of the stretch may have been work such as an "
-            "evaluation that prints no times."
-        )
+    else:
+        summary = f"Every GPU idled for the last {tail.seconds / 60:.0f} min of the run ({tail.seconds / run:.0%})"
+        if split.printed:
+            summary += f"; the log printed {_lines(len(split.printed))} with a time in it"
+        summary += "." + _quiet_words(quiet, idle, minutes)
     quoted = [ev.logs.quoted(index, line, t) for t, index, line in split.printed[-1:]] if idle is not tail else []
-    quoted += [
-        replace(ev.logs.quoted(index, first, before), estimated=True, t_next=after)
-        for index, first, _, _, before, after in untimed[:1]
-    ]
+    if quiet is not None:
+        quoted += _untimed_quotes(ev, quiet)
+    numbers = {"tail_minutes": round(idle.seconds / 60, 1), "tail_share": round(idle.seconds / run, 3)}
+    if quiet is not None:
+        numbers |= _quiet_numbers(quiet)
     return [
         Finding(
             category=Category.UNRELEASED_JOB,
@@ -218,15 +285,76 @@ def unreleased_job(ev: Evidence, th: dict) -> list[Finding]:
             windows=[Span(idle.start, idle.end, "idle tail")],
             log_lines=finished[-1:] + quoted + loops[:2],
             code=sleeps,
-            numbers={
-                "tail_minutes": round(idle.seconds / 60, 1),
-                "tail_share": round(idle.seconds / run, 3),
-                **({"untimed_lines": unsure} if unsure else {}),
-            },
+            numbers=numbers,
             time_located=True,
             gpu_hours=ev.unused(idle.start, idle.end),
         )
     ]
+
+
+def _lines(n: int) -> str:
+    return f"{n} line{'s' if n != 1 else ''}"
+
+
+def _cores(quiet: _Quiet) -> str:
+    """The CPU cores busy in what is held, in words: 'about 0.02 of 32 cores busy'."""
+    if quiet.cores is None:
+        return ""
+    if quiet.cpus:
+        return f"about {quiet.cores:.2g} of {quiet.cpus} cores busy"
+    return f"CPU {quiet.cores * 100:.0f} % of the allocation"
+
+
+def _quiet_words(quiet: _Quiet, held: Span, minutes: str) -> str:
+    """What an unreleased finding says of its stretch without stamped lines (`minutes`: the held part's)."""
+    lines = _lines(quiet.lines)
+    first, last = min(r.before for r in quiet.untimed), max(r.after for r in quiet.untimed)
+    around = f"{lines} without a time, printed between {_clock(first)} and {_clock(last)} UTC"
+    work = quiet.work_end - quiet.start
+    said = f" Then no line with a time for {(quiet.end - quiet.start) / 60:.0f} min, only {around}."
+    if work >= 60:
+        how = []
+        if quiet.timed_s >= 60:
+            how.append(f"pycocotools' own timings (DONE (t=...s)) add up to {quiet.timed_s / 60:.0f} min")
+        if quiet.busy_until is not None and quiet.busy_until - quiet.start >= 60:
+            how.append(f"the CPUs worked until {_clock(quiet.busy_until)} UTC")
+        said += f" The first {work / 60:.0f} min of it were work ({'; '.join(how)})."
+    if quiet.verdict == "idle":
+        said += f" The last {minutes} the allocation was held idle: the CPUs idled too ({_cores(quiet)})."
+    else:
+        if quiet.cores is None:
+            why = "no CPU metrics tell"
+        elif quiet.cpus:
+            why = f"the CPUs, {_cores(quiet)}, neither clearly worked nor idled"
+        else:
+            why = f"the CPUs used {quiet.cores * 100:.2g} % of the allocation, whose CPU count is unknown"
+        said += (
+            f" The last {minutes} may have been held idle or spent on work that prints no times; {why}, "
+            "so this is unsure."
+        )
+    return said
+
+
+def _quiet_numbers(quiet: _Quiet) -> dict:
+    numbers: dict = {"untimed_lines": quiet.lines}
+    if quiet.timed_s:
+        numbers["timed_minutes"] = round(quiet.timed_s / 60, 1)
+    if quiet.cores is not None:
+        numbers["idle_cpu_cores"] = round(quiet.cores, 2)
+    return numbers
+
+
+def _untimed_quotes(ev: Evidence, quiet: _Quiet) -> list:
+    """The first line printed without a time around the stretch and the longest timing among them, each marked
+    estimated (with the stamped lines' times around it as its bounds)."""
+    first = quiet.untimed[0]
+    quotes = [replace(ev.logs.quoted(first.file, first.first, first.before), estimated=True, t_next=first.after)]
+    timed = max(quiet.untimed, key=lambda r: r.timed_s)
+    if timed.timed_line and (timed.file, timed.timed_line) != (first.file, first.first):
+        quotes.append(
+            replace(ev.logs.quoted(timed.file, timed.timed_line, timed.before), estimated=True, t_next=timed.after)
+        )
+    return quotes
 
 
 @register(Category.NON_DL_JOB)
@@ -276,7 +404,8 @@ def non_dl_job(ev: Evidence, th: dict) -> list[Finding]:
 
 def _cpu_work_after_training(ev: Evidence, th: dict) -> list[Finding]:
     """Non-GPU work inside a GPU job: after the GPU work, every GPU idles while the log keeps printing (a
-    COCO evaluation, sklearn metrics, an export on the CPU) for as long as an unreleased tail would last."""
+    COCO evaluation, sklearn metrics, an export on the CPU) for as long as an unreleased tail would last, or
+    while lines printed without a time show work by their own timings or the CPU's use (`_quiet`)."""
     p = ev.phases
     split = _tail(ev, th)
     if split is None or not split.working:
@@ -285,9 +414,33 @@ def _cpu_work_after_training(ev: Evidence, th: dict) -> list[Finding]:
     seconds = sum(span.seconds for span in split.working)
     if not _long_enough(seconds, run, th):
         return []
-    first, last = split.printed[0], split.printed[-1]
-    lines = [ev.logs.quoted(index, line, t) for t, index, line in ([first, last] if first != last else [first])]
+    quiet = split.quiet
+    printed = split.printed
+    lines = [ev.logs.quoted(index, line, t) for t, index, line in ([printed[0], printed[-1]] if printed else [])]
+    if len(printed) == 1:
+        lines = lines[:1]
+    if quiet is not None and quiet.work_end - quiet.start >= 60:
+        lines += _untimed_quotes(ev, quiet)
     cpu = _cpu_between(ev, split.working)
+    said = [f"{_lines(len(printed))} with a time" if quiet is not None else _lines(len(printed))]
+    if quiet is not None:
+        said[0] += f" and {quiet.lines} without"
+        if quiet.timed_s >= 60:
+            said.append(f"pycocotools' own timings add up to {quiet.timed_s / 60:.0f} min")
+    if cpu is not None:
+        cores = f", about {cpu / 100 * ev.job.cpu_count:.2g} of {ev.job.cpu_count} cores" if ev.job.cpu_count else ""
+        said.append(f"CPU {cpu:.0f} % of the allocation{cores}")
+    numbers = {
+        "cpu_minutes": round(seconds / 60, 1),
+        "cpu_share": round(seconds / run, 3),
+        "lines_printed": len(printed),
+        "cpu_util": None if cpu is None else round(cpu, 1),
+    }
+    if quiet is not None:
+        numbers |= {
+            "untimed_lines": quiet.lines,
+            **({"timed_minutes": round(quiet.timed_s / 60, 1)} if quiet.timed_s else {}),
+        }
     return [
         Finding(
             category=Category.NON_DL_JOB,
@@ -295,18 +448,16 @@ def _cpu_work_after_training(ev: Evidence, th: dict) -> list[Finding]:
             confidence=0.6,
             summary=(
                 f"Every GPU idled for {seconds / 60:.0f} min after the GPU work ({seconds / run:.0%} of the run) "
-                f"while the log kept printing ({len(split.printed)} lines"
-                + (f"; CPU {cpu:.0f} % of the allocation" if cpu is not None else "")
-                + "): work on the CPU, such as a final evaluation or metrics, on a GPU allocation."
+                + (
+                    f"while the log kept printing ({'; '.join(said)}): "
+                    if quiet is None
+                    else f"while the job kept working: the log printed {'; '.join(said)}. It was "
+                )
+                + "work on the CPU, such as a final evaluation or metrics, on a GPU allocation."
             ),
             windows=split.working,
             log_lines=lines,
-            numbers={
-                "cpu_minutes": round(seconds / 60, 1),
-                "cpu_share": round(seconds / run, 3),
-                "lines_printed": len(split.printed),
-                "cpu_util": None if cpu is None else round(cpu, 1),
-            },
+            numbers=numbers,
             time_located=True,
             gpu_hours=sum(ev.unused(span.start, span.end) for span in split.working),
         )

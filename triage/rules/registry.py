@@ -54,6 +54,18 @@ THRESHOLDS: dict[str, tuple[float, str, str]] = {
     "tail_min_s": (1800.0, "s", "Unreleased job: idle tail at least this long ..."),
     "tail_min_share": (0.10, "share", "... or at least this share of the run ..."),
     "tail_floor_s": (600.0, "s", "... but never shorter than this."),
+    "tail_cpu_busy_cores": (
+        0.5,
+        "cores",
+        "Unreleased job: in an idle tail's stretch without stamped lines but with lines printed without a time, "
+        "CPU use of at least this many cores (CPU % x the job's CPUs, one when unknown) is work, not a held "
+        "allocation ...",
+    ),
+    "tail_cpu_idle_cores": (
+        0.1,
+        "cores",
+        "... and at most this many on average (the job's CPU count known) is the allocation held idle.",
+    ),
     "oversub_idle_util": (5.0, "%", "GPU oversubscription: a GPU whose training-phase mean is below this is unused."),
     "exchange_dip_relative_util": (
         0.5,
