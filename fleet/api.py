@@ -197,9 +197,11 @@ class ArchiveViewSet(mixins.CreateModelMixin, viewsets.GenericViewSet):
             api_key=token,
         )
         body = IngestRunSerializer(run, context=self.get_serializer_context()).data
-        if run.status == IngestRun.Status.FAILED:
+        if run.status == IngestRun.Status.FAILED and not run.attempts:
             # Failed before any worker saw it: the queue (Redis) is unreachable. 503, so that a script
-            # sends the archive again later; the run, failed, says why.
+            # sends the archive again later; the run, failed, says why. A run that failed in its import
+            # (tasks run in the request without REDIS_URL: a file that is no archive) is the 202 with
+            # its errors, as with workers: sending it again would fail again.
             body["detail"] = run.errors[0]["message"]
             return Response(body, status=status.HTTP_503_SERVICE_UNAVAILABLE, headers={"Retry-After": "60"})
         # 202 Accepted: the import goes on in the background; Location says where to follow it.

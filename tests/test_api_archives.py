@@ -179,3 +179,20 @@ def test_a_pushed_file_that_is_not_an_archive_is_named_as_pushed(token, tmp_path
     assert [(e["file"], e["message"]) for e in body["errors"]] == [
         ("fake.zip", "fake.zip is not a zip archive (its content is not a zip file)")
     ]
+
+
+@pytest.mark.django_db(transaction=True)  # the queue is reached as the upload commits, as in the server
+def test_an_archive_that_fails_its_import_in_the_request_is_a_202_not_a_503(token, tmp_path):
+    """Without REDIS_URL the import runs in the request (make demo, the contract test's server), so a
+    file that is no archive had failed by the time the view answered, which took that for a queue
+    that cannot be reached: 503, Retry-After: 60, 'send the archive again later', for a file that
+    would fail every time."""
+    _, key = token
+    fake = tmp_path / "notes.zip"
+    fake.write_text("not an archive\n")
+    response = push(APIClient(), key, fake)
+    assert response.status_code == 202 and "Retry-After" not in response
+    body = response.json()
+    assert body["status"] == "failed" and body["finished"] and "detail" not in body
+    assert [e["message"] for e in body["errors"]] == ["notes.zip is not a zip archive (its content is not a zip file)"]
+    assert response["Location"] == body["url"]
