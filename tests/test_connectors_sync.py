@@ -640,19 +640,6 @@ def lock_held_elsewhere(run_id: int) -> bool:
     return not taken
 
 
-def wait_until_released(run_id: int) -> None:
-    """The server drops a closed session's locks as its backend exits, a moment after the close."""
-    from django.db import connection
-
-    for _ in range(100):
-        with connection.cursor() as cursor:
-            cursor.execute("SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND objid = %s", [run_id])
-            if not cursor.fetchone()[0]:
-                return
-        time.sleep(0.05)
-    pytest.fail(f"the lock on run {run_id} was not released")
-
-
 def test_a_pull_whose_worker_died_is_failed_and_the_next_pull_goes_on(client, operator):
     from fleet.connectors.tasks import schedule_connectors_task
 
@@ -749,7 +736,7 @@ def test_a_pull_whose_worker_died_is_failed_at_once_on_postgresql():
     """Its run's lock went with the worker's connection: failed at the next look, and its lease is
     released, so the next pull need not wait for it to run out; one whose lock a worker holds is left."""
     from tests.conftest import require_postgresql
-    from tests.test_ingest_exclusive import RUN_LOCKS_NEED_POSTGRESQL, hold_run_lock
+    from tests.test_ingest_exclusive import RUN_LOCKS_NEED_POSTGRESQL, hold_run_lock, wait_until_released
 
     require_postgresql(RUN_LOCKS_NEED_POSTGRESQL)
     dead = make_connector("generic", "http://127.0.0.1:9", name="dead")

@@ -31,6 +31,19 @@ def hold_run_lock(run_id: int) -> psycopg.Connection:
     return other
 
 
+def wait_until_released(run_id: int) -> None:
+    """The server drops a closed session's locks as its backend exits, a moment after the close returned."""
+    from django.db import connection
+
+    for _ in range(100):
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND objid = %s", [run_id])
+            if not cursor.fetchone()[0]:
+                return
+        time.sleep(0.05)
+    pytest.fail(f"the lock on run {run_id} was not released")
+
+
 @pytest.mark.django_db(transaction=True)
 def test_a_run_held_by_another_worker_is_left_alone_until_that_worker_is_gone(storage_dir):
     require_postgresql(RUN_LOCKS_NEED_POSTGRESQL)
@@ -44,6 +57,7 @@ def test_a_run_held_by_another_worker_is_left_alone_until_that_worker_is_gone(st
         assert not Job.objects.exists()
     finally:
         other.close()  # the first worker died: the server drops its lock with its connection
+    wait_until_released(run.pk)
     done = ingest.execute_run(run.pk)
     assert done.status == IngestRun.Status.SUCCEEDED and done.attempts == 1
     assert Job.objects.count() == done.jobs_created > 0

@@ -21,7 +21,7 @@ from django.utils import timezone
 from fleet import ingest
 from fleet.models import AuditEvent, IngestRun, Job
 from tests.conftest import EXAMPLE_ARCHIVE, require_postgresql
-from tests.test_ingest_exclusive import RUN_LOCKS_NEED_POSTGRESQL, hold_run_lock
+from tests.test_ingest_exclusive import RUN_LOCKS_NEED_POSTGRESQL, hold_run_lock, wait_until_released
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.usefixtures("upload_dirs")]
 
@@ -83,6 +83,7 @@ def test_a_run_a_worker_holds_is_left_alone(upload_dirs):
         assert run.status == IngestRun.Status.PENDING and (upload_dirs / "week-47.zip.upload").exists()
     finally:
         other.close()
+    wait_until_released(run.pk)
     assert ingest.recover_pending_runs(SWEEP) == {"queued": 1}
     assert IngestRun.objects.get(pk=run.pk).status == IngestRun.Status.SUCCEEDED
 
@@ -188,6 +189,7 @@ def test_a_run_a_live_worker_is_importing_is_never_touched(upload_dirs, settings
         assert not Job.objects.exists()
     finally:
         other.close()  # the worker dies
+    wait_until_released(run.pk)
     assert ingest.recover_pending_runs(SWEEP) == {"stalled_queued": 1}
 
 
