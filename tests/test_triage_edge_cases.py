@@ -560,6 +560,34 @@ HF_SCRIPT = (
     "args, = HfArgumentParser(TrainingArguments).parse_args_into_dataclasses()\n"
 )
 DS_SCRIPT = "import deepspeed\nengine, *_ = deepspeed.initialize(args=args, model=model)\n"
+ACC_SCRIPT = "import torch\nfrom accelerate import Accelerator\naccelerator = Accelerator()\n"
+# What `accelerate config` writes when asked for a DeepSpeed config file: no mixed_precision of its own.
+ACC_DS = """compute_environment: LOCAL_MACHINE
+debug: false
+deepspeed_config:
+  deepspeed_config_file: configs/ds_zero3.json
+  zero3_init_flag: true
+distributed_type: DEEPSPEED
+machine_rank: 0
+num_machines: 1
+num_processes: 8
+"""
+MM_TRAIN = (
+    "from mmengine.config import Config\nfrom mmengine.runner import Runner\n"
+    "cfg = Config.fromfile(args.config)\nrunner = Runner.from_cfg(cfg)\nrunner.train()\n"
+)
+MM_CONFIG = """default_scope = 'mmdet'
+model = dict(type='RTMDet', data_preprocessor=dict(type='DetDataPreprocessor', batch_augments=None))
+optim_wrapper = dict(
+    type='OptimWrapper',
+    optimizer=dict(type='AdamW', lr=0.004, weight_decay=0.05),
+    paramwise_cfg=dict(norm_decay_mult=0, bias_decay_mult=0, bypass_duplicate=True))
+train_cfg = dict(type='EpochBasedTrainLoop', max_epochs=300, val_interval=10)
+"""
+MM_CHILD = """_base_ = './_base_/rtm.py'
+optim_wrapper = dict(optimizer=dict(lr=0.001))
+train_cfg = dict(max_epochs=36)
+"""
 
 
 @pytest.mark.parametrize(
@@ -588,6 +616,25 @@ DS_SCRIPT = "import deepspeed\nengine, *_ = deepspeed.initialize(args=args, mode
         # autocast(enabled=args.amp): the flag decides, and the launch line does not set it
         ([("train.py", "import torch\nwith torch.autocast('cuda', enabled=args.amp):\n    y = model(x)\n")],
          "python train.py --epochs 3", "fp32", None),
+        # Accelerate handing DeepSpeed its own file, which was brought and sets bf16 / sets none (fp32)
+        ([("train.py", ACC_SCRIPT), ("accelerate.yaml", ACC_DS), ("ds_zero3.json", DS_BF16)],
+         "accelerate launch --config_file accelerate.yaml train.py", "mixed", None),
+        ([("train.py", ACC_SCRIPT), ("accelerate.yaml", ACC_DS),
+          ("ds_zero3.json", '{"train_micro_batch_size_per_gpu": 4, "zero_optimization": {"stage": 3}}')],
+         "accelerate launch --config_file accelerate.yaml train.py", "fp32", None),
+        # ... not brought: Accelerate's own default (fp32) is not the job's precision
+        ([("train.py", ACC_SCRIPT), ("accelerate.yaml", ACC_DS)],
+         "accelerate launch --config_file accelerate.yaml train.py", None,
+         "accelerate.yaml:4 names configs/ds_zero3.json, which the job did not bring"),
+        # an mmengine config in Python: fp32 OptimWrapper, AmpOptimWrapper, a _base_ brought or not
+        ([("tools/train.py", MM_TRAIN), ("configs/rtm.py", MM_CONFIG)], "python tools/train.py configs/rtm.py",
+         "fp32", None),
+        ([("tools/train.py", MM_TRAIN), ("configs/rtm.py", MM_CONFIG.replace("'OptimWrapper'", "'AmpOptimWrapper'"))],
+         "python tools/train.py configs/rtm.py", "mixed", None),
+        ([("tools/train.py", MM_TRAIN), ("configs/rtm_ft.py", MM_CHILD), ("configs/_base_/rtm.py", MM_CONFIG)],
+         "python tools/train.py configs/rtm_ft.py", "fp32", None),
+        ([("tools/train.py", MM_TRAIN), ("configs/rtm_ft.py", MM_CHILD)], "python tools/train.py configs/rtm_ft.py",
+         None, "configs/rtm_ft.py:1 names ./_base_/rtm.py, which the job did not bring"),
     ],
 )  # fmt: skip
 def test_memory_bound_precision_from_configs_and_flags(scripts, command, precision, unknown):

@@ -244,10 +244,39 @@ class _PythonFacts(ast.NodeVisitor):
                         self.constants[target.id] = node.value.value
                         self._remote_literal(node.value, role=target.id)
         self.visit(tree)
+        self._mmengine_config(tree)
         # Which loaders feed a training-step loop (known only after the whole file was read).
         for fact in self.ev.facts:
             if fact.kind == "dataloader" and fact.path == self.path:
                 fact.detail["feeds_training"] = fact.detail.get("assigned_to") in self.step_iterables
+
+    def _mmengine_config(self, tree: ast.Module) -> None:
+        """An mmengine config written in Python (MMDetection 3 and its kin: module-level `_base_ = [...]`,
+        `optim_wrapper = dict(type=...)`) is a config file like a YAML one: its `type='OptimWrapper'` is fp32
+        (`AmpOptimWrapper` is read as mixed precision by `visit_Assign`), and one that sets no wrapper type takes it
+        from its `_base_` files, each a config reference that settles precision only if the job brought it."""
+        assigned = {
+            target.id: node
+            for node in tree.body
+            if isinstance(node, ast.Assign)
+            for target in node.targets
+            if isinstance(target, ast.Name) and target.id in ("_base_", "optim_wrapper")
+        }
+        if not assigned:
+            return
+        self.ev.facts.append(CodeFact("config_file", self.path, 1, "", {"tool": "mmengine"}))
+        self.ev.config_files += 1
+        wrapper = assigned.get("optim_wrapper")
+        kind = None
+        if wrapper is not None and isinstance(wrapper.value, ast.Call) and _dotted(wrapper.value.func) == "dict":
+            kind = next((self.resolve(kw.value) for kw in wrapper.value.keywords if kw.arg == "type"), None)
+        if kind == "OptimWrapper":
+            self.add("full_precision", wrapper, setting="optim_wrapper.type")
+        elif kind is None and "_base_" in assigned:
+            bases = self.resolve(assigned["_base_"].value)
+            for base in [bases] if isinstance(bases, str) else bases if isinstance(bases, list | tuple) else []:
+                if isinstance(base, str) and base.endswith(".py"):
+                    self.add("config_reference", assigned["_base_"], name=base, flag="_base_")
 
     def _argument(self, node: ast.Call) -> None:
         names = [a.value for a in node.args if isinstance(a, ast.Constant) and isinstance(a.value, str)]
@@ -645,8 +674,21 @@ def _config_facts(path: str, text: str, evidence: ScriptEvidence) -> None:
         elif {"compute_environment", "distributed_type"} <= keys:
             tool = "accelerate"
         evidence.facts.append(CodeFact("config_file", path, 1, "", {"tool": tool}))
+        # Accelerate handing DeepSpeed its own file: precision is that file's (accelerate refuses its own
+        # mixed_precision then), so the file is a config reference, settled only if the job brought it.
+        section = next((v for k, v in document.items() if str(k).lower() == "deepspeed_config"), None)
+        handed = section.get("deepspeed_config_file") if tool == "accelerate" and isinstance(section, dict) else None
+        handed = handed.strip() if isinstance(handed, str) else None
+        if handed:
+            line = _key_line(lines, ("deepspeed_config", "deepspeed_config_file"))
+            shown = f"deepspeed_config_file: {handed}"
+            evidence.facts.append(
+                CodeFact("config_reference", path, line, shown, {"name": handed, "flag": "deepspeed_config_file"})
+            )
         found = 0
         for trail, verdict, dtype, value in _precision_settings(document):
+            if handed and trail == ("mixed_precision",):
+                continue
             found += 1
             line = _key_line(lines, trail)
             shown = f"{'.'.join(trail)}: {json.dumps(value) if not isinstance(value, str) else value}"
@@ -660,7 +702,7 @@ def _config_facts(path: str, text: str, evidence: ScriptEvidence) -> None:
                 evidence.facts.append(
                     CodeFact("precision_elsewhere", path, line, shown, {"source": "flags", "why": why})
                 )
-        if not found and tool in ("deepspeed", "accelerate"):
+        if not found and not handed and tool in ("deepspeed", "accelerate"):
             said = "no fp16/bf16 section" if tool == "deepspeed" else "no mixed_precision"
             evidence.facts.append(
                 CodeFact("full_precision", path, 1, f"{said} (the {tool} default: fp32)", {"setting": tool})

@@ -180,8 +180,12 @@ def _precision(ev: Evidence) -> tuple[str | None, list, str | None]:
     brought = {path.rsplit("/", 1)[-1] for path in ev.scripts.paths}
     full = ev.scripts.of("full_precision")
     open_: list = []
+    # An mmengine config's `_base_` files matter only while no config the job brought sets the wrapper's type.
+    wrapper_set = any(f.detail.get("setting") == "optim_wrapper.type" for f in full)
     for fact in ev.scripts.of("config_reference"):
         name = fact.detail["name"]
+        if fact.detail.get("flag") == "_base_" and wrapper_set:
+            continue
         if name.rsplit("/", 1)[-1] not in brought:
             where = "its command" if fact.path == JOB_COMMAND else f"{fact.path}:{fact.line}"
             open_.append((fact, f"{where} names {name}, which the job did not bring"))
