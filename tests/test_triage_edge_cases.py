@@ -649,6 +649,9 @@ def test_memory_bound_precision_from_configs_and_flags(scripts, command, precisi
     assert finding.numbers.get("precision_unknown") == unknown
     guide = guidance_for(finding.category, finding.sub_cause, finding.numbers, gpu_hours=1.0,
                          price_per_gpu_hour=None, currency="", job={})  # fmt: skip
+    if any(path == "configs/rtm.py" for path, _ in scripts) and precision == "fp32":
+        # the wrapper's call spans lines: its quote says what it sets, not "optim_wrapper = dict("
+        assert [fact.text for fact in finding.code] == ["optim_wrapper = dict(type='OptimWrapper', ...)"]
     if unknown:
         assert "(fp32)" not in guide["change"]
         assert guide["change"].endswith(

@@ -270,8 +270,11 @@ class _PythonFacts(ast.NodeVisitor):
         kind = None
         if wrapper is not None and isinstance(wrapper.value, ast.Call) and _dotted(wrapper.value.func) == "dict":
             kind = next((self.resolve(kw.value) for kw in wrapper.value.keywords if kw.arg == "type"), None)
-        if kind == "OptimWrapper":
-            self.add("full_precision", wrapper, setting="optim_wrapper.type")
+        if kind == "OptimWrapper":  # quoted whole: its `dict(` often opens a call over many lines
+            shown = "optim_wrapper = dict(type='OptimWrapper', ...)"
+            self.ev.facts.append(
+                CodeFact("full_precision", self.path, wrapper.lineno, shown, {"setting": "optim_wrapper.type"})
+            )
         elif kind is None and "_base_" in assigned:
             bases = self.resolve(assigned["_base_"].value)
             for base in [bases] if isinstance(bases, str) else bases if isinstance(bases, list | tuple) else []:
