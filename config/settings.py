@@ -285,7 +285,11 @@ SPECTACULAR_SETTINGS = {
     "SCHEMA_PATH_PREFIX": "/api/v1",
     "PREPROCESSING_HOOKS": ["config.api_schema.without_slashless_twins"],
     # A job's triage status and an ingest run's are both "status": name them apart.
-    "ENUM_NAME_OVERRIDES": {"TriageStatusEnum": "triage.models.TriageStatus"},
+    # An ingest run's has a name of its own too, as the push's 503 (IngestRunRefused) shares its status field.
+    "ENUM_NAME_OVERRIDES": {
+        "TriageStatusEnum": "triage.models.TriageStatus",
+        "IngestRunStatusEnum": "fleet.models.IngestRun.Status",
+    },
     "APPEND_COMPONENTS": {
         "securitySchemes": {
             "MachineToken": {

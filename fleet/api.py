@@ -113,6 +113,16 @@ class IngestRunSerializer(serializers.ModelSerializer):
         return RecordErrorSerializer(ingest.in_row_order(run.errors), many=True).data
 
 
+class IngestRunRefusedSerializer(IngestRunSerializer):
+    """The push's 503: the run (failed, nothing imported) and why, for the schema only."""
+
+    detail = serializers.CharField(read_only=True, help_text="Why: the task queue (Redis) could not be reached.")
+
+    class Meta(IngestRunSerializer.Meta):
+        fields = [*IngestRunSerializer.Meta.fields, "detail"]
+        read_only_fields = fields
+
+
 class ArchiveUploadSerializer(serializers.Serializer):
     file = serializers.FileField(help_text="The archive: a .zip or .tar.gz in fleet archive format v1.")
 
@@ -173,13 +183,20 @@ class ArchiveViewSet(mixins.CreateModelMixin, viewsets.GenericViewSet):
                 OpenApiParameter.HEADER,
                 response=[202],
                 description="The run's address (its `url`), to follow its progress.",
-            )
+            ),
+            OpenApiParameter(
+                "Retry-After",
+                int,
+                OpenApiParameter.HEADER,
+                response=[503],
+                description="Seconds to wait before sending the archive again.",
+            ),
         ],
         responses={
             202: IngestRunSerializer,
             413: OpenApiResponse(ErrorSerializer, description="The archive is larger than the upload limit."),
             503: OpenApiResponse(
-                IngestRunSerializer,
+                IngestRunRefusedSerializer,
                 description="The task queue (Redis) could not be reached: the run is failed, saying so in its "
                 "errors and in `detail`, and nothing was imported. Send the archive again after `Retry-After` s.",
             ),

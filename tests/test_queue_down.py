@@ -57,6 +57,14 @@ def test_a_push_is_a_503_in_json_naming_the_queue(operator, queue_down):
     body = response.json()
     assert body["status"] == "failed" and body["finished"] is True
     assert body["detail"].startswith(SAYS) and body["errors"][0]["message"] == body["detail"]
+    # What the schema says of this 503, so a client generated from it keeps `detail` and reads the wait:
+    # it described the run only, without `detail` or `Retry-After`.
+    schema = APIClient().get("/api/v1/schema/", {"format": "json"}).json()
+    documented = schema["paths"]["/api/v1/archives/"]["post"]["responses"]["503"]
+    name = documented["content"]["application/json"]["schema"]["$ref"].split("/")[-1]
+    component = schema["components"]["schemas"][name]
+    assert set(body) == set(component["properties"]) and "detail" in component["required"]
+    assert documented["headers"]["Retry-After"]["schema"] == {"type": "integer"}
 
 
 def test_the_command_s_async_import_says_it_was_not_queued(queue_down):
