@@ -188,3 +188,48 @@ def test_the_image_s_collected_static_files_are_the_ones_served_hashed_and_cache
     assert re.fullmatch(r"/static/css/app\.[0-9a-f]{12}\.css", link)
     assert (tmp_path / "static" / link.removeprefix("/static/")).exists()
     assert status == "200" and "immutable" in cache and encoding == "gzip"
+
+
+def test_pages_do_not_start_before_collectstatic_but_the_commands_that_come_first_run(tmp_path):
+    """With STATIC_ROOT set and collectstatic not run into it, gunicorn started and every page answered
+    'Server Error (500)' (the manifest of hashed names was missing). The processes that serve pages
+    (config.wsgi: gunicorn, runserver) now stop with one sentence saying to run collectstatic; migrate
+    and collectstatic itself, which run before the files are collected, are unaffected. A manifest
+    from an older release, missing a file the app has, is refused the same way."""
+    import json
+
+    static = tmp_path / "static"
+    env = {
+        "SECRET_KEY": "static-test-0123456789abcdef",
+        "DATA_DIR": str(tmp_path / "data"),
+        "DATABASE_URL": f"sqlite:///{tmp_path / 'db.sqlite3'}",
+        "STATIC_ROOT": str(static),
+        "ALLOWED_HOSTS": "testserver",
+    }
+    serve = ["-c", "import config.wsgi"]  # what gunicorn config.wsgi and runserver load
+
+    result = _run(serve, **env)
+    assert result.returncode == 4, result.stderr
+    assert result.stderr.strip() == (
+        f"Fleet Triage cannot start: STATIC_ROOT is {static}, whose content-hashed static files every page links, "
+        "but collectstatic has not been run into it (it has no staticfiles.json), so every page would fail: run "
+        "`python manage.py collectstatic --noinput` with the same settings, then start again."
+    )
+    assert _run(["manage.py", "migrate", "--verbosity", "0"], **env).returncode == 0
+    collected = _run(["manage.py", "collectstatic", "--noinput", "--verbosity", "0"], **env)
+    assert collected.returncode == 0, collected.stderr
+    result = _run(serve, **env)
+    assert result.returncode == 0 and result.stderr == "", result.stderr
+
+    manifest = json.loads((static / "staticfiles.json").read_text())
+    del manifest["paths"]["js/tables.js"], manifest["paths"]["css/app.css"]
+    (static / "staticfiles.json").write_text(json.dumps(manifest))
+    result = _run(serve, **env)
+    assert result.returncode == 4
+    assert result.stderr.strip() == (
+        f"Fleet Triage cannot start: STATIC_ROOT is {static}, but its collected static files are older than this "
+        "release's (css/app.css and 1 more not collected), so pages that link them would fail: run "
+        "`python manage.py collectstatic --noinput` with the same settings, then start again."
+    )
+    # Without STATIC_ROOT (or with DEBUG on) files are served from static/: nothing to collect.
+    assert _run(serve, **{**env, "STATIC_ROOT": ""}).returncode == 0
