@@ -99,6 +99,9 @@ def test_a_page_that_is_no_page_number_is_a_400(client, operator, jobs, page):
 def test_a_page_past_the_last_is_still_a_404_and_last_is_the_last(client, operator, jobs):
     client.force_login(operator)
     assert client.get("/api/v1/jobs/", {"page": "2"}).status_code == 404
+    # A page number of 5,000 digits was a server error (int() refuses over 4,300), an HTML page.
+    huge = client.get("/api/v1/jobs/", {"page": "9" * 5000})
+    assert (huge.status_code, huge.json()) == (404, {"detail": "Invalid page."})
     assert ids(client.get("/api/v1/jobs/", {"page": "last"})) == {job.pk for job in jobs}
 
 
