@@ -861,7 +861,7 @@ def test_the_timelines_time_labels_are_drawn_as_a_fresh_load_draws_them_after_th
 
 
 # Each legend entry's box, [left, top, right, bottom], with its name.
-LEGEND_ENTRIES = """
+NAMED_LEGEND_ENTRIES = """
 return [...document.querySelectorAll('#timeline .legend .traces')].map(entry => {
   const r = entry.getBoundingClientRect(); return [entry.textContent, [r.left, r.top, r.right, r.bottom]];
 });
@@ -891,7 +891,7 @@ def test_on_a_phone_each_causes_shaded_windows_have_a_legend_entry_clear_of_the_
     log_in(browser, live_server.url, operator, f"/jobs/{job.pk}/")
     with window_width(browser, 390):
         open_timeline_pointed_at(browser, f"{live_server.url}/jobs/{job.pk}/")
-        entries = dict(browser.execute_script(LEGEND_ENTRIES))
+        entries = dict(browser.execute_script(NAMED_LEGEND_ENTRIES))
         boxes = browser.execute_script(TIMELINE_BOXES)
         browser.save_screenshot(str(SHOTS / "job-timeline-phone-causes.png"))
     causes = ["Model checkpointing: idle windows", "Remote data reading: idle windows"]
