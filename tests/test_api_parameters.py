@@ -149,3 +149,39 @@ def test_the_schema_documents_max_id_on_both_lists(client):
     for path in ("/api/v1/jobs/", "/api/v1/ingest-runs/"):
         [documented] = [p for p in paths[path]["get"]["parameters"] if p["name"] == "max_id"]
         assert documented["schema"] == {"type": "integer", "minimum": 0} and "next" in documented["description"]
+
+
+def test_a_cluster_or_team_no_one_has_is_a_400_listing_those_the_caller_may_see(
+    client, operator, member_a, team_a, team_b
+):
+    """`/api/v1/jobs/?team=genia` answered `count: 0`, which a sync script files as a quiet week, where
+    the teams report refuses a cluster no cluster is named. Now both lists name the parameter and the
+    names there are; a member is told only theirs, so another team's name cannot be found by trying."""
+    from fleet.models import MachineToken
+    from tests.factories import ClusterFactory, TeamFactory
+
+    ours = JobFactory(team=team_a, cluster=ClusterFactory(name="alpha"))
+    theirs = JobFactory(team=team_b, cluster=ClusterFactory(name="beta"))
+    idle = TeamFactory(slug="team-idle")  # a team without jobs is an empty list, no error
+    client.force_login(operator)
+    assert client.get("/api/v1/jobs/", {"cluster": "nope"}).json() == {
+        "cluster": ["There is no cluster named 'nope' (the clusters: alpha, beta)."]
+    }
+    assert client.get("/api/v1/jobs/", {"team": "genia"}).json() == {
+        "team": ["There is no team 'genia' (the teams: team-a, team-b, team-idle)."]
+    }
+    assert ids(client.get("/api/v1/jobs/", {"team": idle.slug})) == set()
+    assert ids(client.get("/api/v1/jobs/", {"team": "team-b", "cluster": "beta"})) == {theirs.pk}
+    client.force_login(member_a)
+    assert client.get("/api/v1/jobs/", {"team": "team-b"}).json() == {
+        "team": ["There is no team 'team-b' (the teams: team-a)."]
+    }
+    assert client.get("/api/v1/jobs/", {"cluster": "beta"}).json() == {
+        "cluster": ["There is no cluster named 'beta' (the clusters: alpha)."]
+    }
+    assert ids(client.get("/api/v1/jobs/", {"team": "team-a", "cluster": "alpha"})) == {ours.pk}
+    client.logout()
+    _, key = MachineToken.objects.create_key(name="reader", reads_jobs=True)
+    token = {"HTTP_AUTHORIZATION": f"Api-Key {key}"}
+    assert ids(client.get("/api/v1/jobs/", {"team": "team-b", "cluster": "beta"}, **token)) == {theirs.pk}
+    assert client.get("/api/v1/jobs/", {"team": "nope"}, **token).status_code == 400

@@ -25,7 +25,7 @@ from config.api_params import KnownParameters
 from fleet.api import API_AUTH, TokenMay, token_of
 from fleet.downloads import SERIES_FORMATS, series_download
 from fleet.forms import UtcDateTimeMixin, YesNoField
-from fleet.models import Cluster, Job
+from fleet.models import Cluster, Job, Team
 from triage import feedback
 from triage.dashboard.filters import RowIdFilter
 from triage.dashboard.periods import PRESETS, PeriodError, period_from
@@ -263,9 +263,28 @@ class YesNoFilter(django_filters.Filter):
             extend_schema_field({"type": "boolean", "description": self.label})(self)
 
 
+def seen_by(objects, user):
+    """The clusters, teams or jobs a caller may see: a person's, or every one for a machine token
+    (let in only when made to read them)."""
+    return objects.visible_to(user) if user is not None and user.is_authenticated else objects.all()
+
+
+def refuse_unknown_cluster(cluster: str, clusters) -> None:
+    """A 400 naming `cluster` when no cluster the caller may see has that name, listing those it may."""
+    if missing := no_such_cluster(cluster, clusters):
+        known = ", ".join(clusters.order_by("name").values_list("name", flat=True)) or "none yet"
+        raise ValidationError({"cluster": [f"{missing} (the clusters: {known})."]})
+
+
 class JobFilter(django_filters.FilterSet):
-    cluster = django_filters.CharFilter(field_name="cluster__name")
-    team = django_filters.CharFilter(field_name="team__slug")
+    # A name no cluster or team has, one the caller may not see included, is a 400 listing those it
+    # may: as the teams report's `cluster`, not an empty list a sync script files as a quiet week.
+    cluster = django_filters.CharFilter(
+        method="filter_cluster", label="Cluster name (exact); one that does not exist is a 400 listing them"
+    )
+    team = django_filters.CharFilter(
+        method="filter_team", label="Team slug (exact); one that does not exist is a 400 listing them"
+    )
     user = django_filters.CharFilter(field_name="user")
     external_id = django_filters.CharFilter(field_name="external_id")
     name = django_filters.CharFilter(field_name="name", label="Job name (exact); with cluster and user: a job's runs")
@@ -301,6 +320,17 @@ class JobFilter(django_filters.FilterSet):
             "cluster", "team", "user", "external_id", "name", "category", "status", "answer", "low_util", "no_util",
             "ingest_run",
         ]  # fmt: skip
+
+    def filter_cluster(self, queryset, name, value):
+        refuse_unknown_cluster(value, seen_by(Cluster.objects, getattr(self.request, "user", None)))
+        return queryset.filter(cluster__name=value)
+
+    def filter_team(self, queryset, name, value):
+        teams = seen_by(Team.objects, getattr(self.request, "user", None))
+        if not teams.filter(slug=value).exists():
+            known = ", ".join(teams.order_by("slug").values_list("slug", flat=True)) or "none yet"
+            raise ValidationError({"team": [f"There is no team '{value}' (the teams: {known})."]})
+        return queryset.filter(team__slug=value)
 
     def filter_category(self, queryset, name, value):
         current = Finding.objects.filter(job=OuterRef("pk"), category=value, result__is_current=True)
@@ -464,12 +494,9 @@ class TeamReportViewSet(KnownParameters, viewsets.ViewSet):
     def list(self, request):
         cluster = request.query_params.get("cluster", "").strip()
         # A member's: the clusters their teams ran jobs on; a token made to read reports reads them all.
-        clusters = Cluster.objects.visible_to(request.user) if request.user.is_authenticated else Cluster.objects.all()
-        if missing := no_such_cluster(cluster, clusters):
-            # Not an empty report for a typo: a script would file it as a quiet month.
-            known = ", ".join(clusters.order_by("name").values_list("name", flat=True)) or "none yet"
-            raise ValidationError({"cluster": [f"{missing} (the clusters: {known})."]})
-        visible = Job.objects.visible_to(request.user) if request.user.is_authenticated else Job.objects.all()
+        # Not an empty report for a typo: a script would file it as a quiet month.
+        refuse_unknown_cluster(cluster, seen_by(Cluster.objects, request.user))
+        visible = seen_by(Job.objects, request.user)
         jobs, latest = narrowed(visible, cluster)
         try:
             period = period_from(request.query_params, latest)
