@@ -1089,3 +1089,12 @@ def test_the_weekly_trends_heading_and_label_name_the_gpu_hours_without_samples_
     three = "Weekly GPU-hours: used, unused and without samples"
     assert named(client.get(reverse("dashboard:overview"), week).content.decode()) == (three, three, three)
     assert named(client.get(team_url, week).content.decode()) == (three, three, three)
+
+
+def test_a_cause_pages_fixes_name_their_sub_causes_in_words(client, operator):
+    """The fixes were headed by their sub-cause's key ("unbucketed_allreduce_over_sockets: …"), one
+    unbreakable word that made the page scroll sideways at 320 px; they are headed in words."""
+    client.force_login(operator)
+    page = client.get(reverse("dashboard:category-detail", args=["data_exchange"])).content.decode()
+    assert "<h3>Unbucketed allreduce over sockets: " in page
+    assert "unbucketed_allreduce_over_sockets" not in page

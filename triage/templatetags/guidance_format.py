@@ -18,3 +18,11 @@ def code_spans(text) -> str:
     if text is None:
         return ""
     return mark_safe(_CODE_SPAN.sub(r"<code>\1</code>", escape(str(text))))  # noqa: S308 - escaped first
+
+
+@register.filter
+def sub_cause_words(name) -> str:
+    """A sub-cause's key in words: "unbucketed_allreduce_over_sockets" -> "Unbucketed allreduce over
+    sockets" (the key, one unbreakable word, made a 320 px cause page scroll sideways)."""
+    words = str(name or "").replace("_", " ").strip()
+    return words[:1].upper() + words[1:]
