@@ -289,6 +289,9 @@ SPECTACULAR_SETTINGS = {
     "ENUM_NAME_OVERRIDES": {
         "TriageStatusEnum": "triage.models.TriageStatus",
         "IngestRunStatusEnum": "fleet.models.IngestRun.Status",
+        # A job's `categories` list the same names as a finding's `category`: one enum, not two.
+        "CategoryEnum": "triage.taxonomy.Category",
+        "DimensionEnum": "triage.taxonomy.Dimension",
     },
     "APPEND_COMPONENTS": {
         "securitySchemes": {

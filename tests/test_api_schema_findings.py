@@ -28,7 +28,12 @@ def test_the_triage_and_the_findings_are_their_serializers_shapes(schema):
     assert ref(job["triage"]) == "Triage" and job["triage"]["nullable"]
     assert ref(detail["triage"]) == "TriageDetail"
     assert detail["findings"]["type"] == "array" and ref(detail["findings"]) == "Finding"
-    assert job["categories"]["type"] == "array" and job["categories"]["items"]["type"] == "string"
+    # The taxonomy's names, listed (they were "any string"): the same enum as a finding's category.
+    assert job["categories"]["type"] == "array" and ref(job["categories"]) == "CategoryEnum"
+    assert schema["CategoryEnum"]["type"] == "string" and len(schema["CategoryEnum"]["enum"]) == 15
+    assert ref(schema["Finding"]["properties"]["category"]) == "CategoryEnum"
+    assert ref(schema["Finding"]["properties"]["dimension"]) == "DimensionEnum"
+    assert schema["DimensionEnum"]["enum"] == ["job", "model", "data", "library"]
     finding = schema["Finding"]["properties"]
     assert ref(finding["evidence"]) == "Evidence" and ref(finding["guidance"]) == "Guidance"
     evidence = schema["Evidence"]["properties"]
@@ -49,8 +54,11 @@ def test_what_the_api_serves_has_the_documented_keys(schema, django_capture_on_c
         for finding in script.get(f"/api/v1/jobs/{job['id']}/").json()["findings"]
     ]
     assert findings, "the example archive's jobs have findings"
+    categories = {c for job in script.get("/api/v1/jobs/").json()["results"] for c in job["categories"]}
+    assert categories and categories <= set(schema["CategoryEnum"]["enum"])
     for finding in findings:
         assert set(finding) == set(schema["Finding"]["properties"])
+        assert finding["dimension"] in schema["DimensionEnum"]["enum"]
         assert set(finding["evidence"]) <= set(schema["Evidence"]["properties"])
         assert set(finding["guidance"]) <= set(schema["Guidance"]["properties"])
         for line in finding["evidence"]["log_lines"]:

@@ -32,7 +32,7 @@ from triage.dashboard.periods import PRESETS, PeriodError, period_from
 from triage.dashboard.queries import chargeback, narrowed, no_such_cluster
 from triage.labeling.services import blinded_job_ids
 from triage.models import Feedback, Finding, JobTriage, TriageStatus, low_util_threshold
-from triage.taxonomy import Category
+from triage.taxonomy import Category, Dimension
 
 
 # The shapes of a finding's evidence and guidance, for the schema only: they are stored as JSON
@@ -120,6 +120,7 @@ class FindingSerializer(serializers.ModelSerializer):
             "guidance",
         ]
 
+    @extend_schema_field(serializers.ChoiceField(choices=Dimension.choices))
     def get_dimension(self, finding: Finding) -> str:
         return Category(finding.category).dimension.value
 
@@ -198,7 +199,8 @@ class JobSerializer(serializers.ModelSerializer):
         result = self._current(job)
         return TriageSerializer(result).data if result else None
 
-    @extend_schema_field(serializers.ListField(child=serializers.CharField(help_text="A category of the taxonomy.")))
+    # The taxonomy's categories by name (CategoryEnum, as a finding's `category`): the schema said any string.
+    @extend_schema_field(serializers.ListField(child=serializers.ChoiceField(choices=Category.choices)))
     def get_categories(self, job: Job) -> list[str]:
         result = self._current(job)
         return [f.category for f in result.findings.all()] if result else []
