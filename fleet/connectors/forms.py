@@ -15,7 +15,9 @@ from fleet.connectors.options import option_problems
 from fleet.connectors.registry import kinds
 from fleet.models import Cluster
 
-SLUG_PATTERN = "[-a-zA-Z0-9_]+"
+# As an <input pattern>, which Chromium compiles with the v flag: there a hyphen leading a class
+# ("[-a-z]") is a syntax error, and the browser ignored the pattern, saying so in the console.
+SLUG_PATTERN = r"[a-zA-Z0-9_\-]+"
 SECRET_REFERENCE = re.compile(r"^(env:[A-Za-z_][A-Za-z0-9_]*|file:/.+)$")
 
 
