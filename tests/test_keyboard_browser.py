@@ -13,6 +13,7 @@ from fleet import ingest
 from fleet.models import MachineToken
 from tests.test_browser import STALE, browser  # noqa: F401  (the browser fixture)
 from tests.test_dashboard_browser import console_errors
+from triage.models import Finding
 
 PASSWORD = "correct horse battery staple"
 
@@ -112,6 +113,62 @@ def test_a_failed_login_and_a_connector_form_sent_with_a_mistake_put_the_focus_o
     field = focused(browser)
     assert field["invalid"] == "true" and field["marked"] and field["in_view"]
     assert field["described"] == ["Kind-specific options (docs/connectors.md).", "Enter a valid JSON."]
+    assert console_errors(browser) == []
+
+
+@pytest.mark.django_db(transaction=True)
+def test_from_the_keyboard_a_findings_window_shows_on_the_timeline_and_an_answer_lands_on_what_it_changed(
+    browser,  # noqa: F811
+    live_server,
+    operator,
+    demo_archive,
+):
+    """Show on the timeline scrolled the chart into view but left the focus on the button, far above
+    it: the next Tab scrolled back to the findings. An answer sent came back with the focus on <body>
+    and its 'Saved your answer' unread. Plotly's toolbar held Tab stops that do nothing here (Box and
+    Lasso Select) or send the job's series to Plotly Cloud ('Share chart...')."""
+    from selenium.webdriver.common.keys import Keys
+
+    ingest.execute_run(ingest.create_run(demo_archive).pk)
+    finding = Finding.objects.filter(result__is_current=True, evidence__windows__0__isnull=False).first()
+    assert finding is not None, "the demo fleet should have a time-located finding"
+    windows = finding.evidence["windows"]
+    keyboard_login(browser, live_server.url, operator, f"/jobs/{finding.job_id}/")
+    wait_until(browser, lambda b: b.find_element("id", "timeline").get_attribute("data-ready") == "1")
+
+    summary = f"{len(windows)} time window{'s' if len(windows) != 1 else ''}"
+    tab_to(browser, lambda f: f["tag"] == "summary" and f["text"] == summary)
+    press(browser, Keys.ENTER)  # unfolds the windows
+    button = tab_to(browser, lambda f: f["text"].endswith("on the timeline"))
+    assert button["text"] == f"Show {windows[0]['start']} to {windows[0]['end']} on the timeline"
+    press(browser, Keys.ENTER)
+    wait_until(browser, lambda b: focused(b)["id"] == "timeline")
+    chart = focused(browser)
+    assert chart["text"] == "GPU utilization and memory over time" and chart["role"] == "figure"
+    assert chart["marked"] and chart["in_view"]
+    assert browser.find_element("id", "timeline-status").text.startswith("Showing ")  # aria-live says so
+    press(browser, Keys.TAB)
+    toolbar = []
+    while focused(browser)["tag"] == "button":
+        toolbar.append(focused(browser)["text"])
+        press(browser, Keys.TAB)
+    assert toolbar and toolbar[0] == "Zoom in"
+    assert not {"Share chart...", "Box Select", "Lasso Select"} & set(toolbar), toolbar
+    assert "Download plot as a PNG" in toolbar
+
+    # The finding's answer: its radio buttons, one Tab stop, moved through with the arrows.
+    browser.get(f"{live_server.url}/jobs/{finding.job_id}/")
+    tab_to(browser, lambda f: browser.execute_script("return document.activeElement.type") == "radio")
+    press(browser, Keys.DOWN)  # right → wrong
+    press(browser, Keys.TAB, "the saves are short", Keys.ENTER)
+    wait_until(browser, lambda b: b.current_url.endswith(f"#answer-{finding.category}"))
+    wait_until(browser, lambda b: focused(b)["role"] == "status")
+    said = focused(browser)
+    assert said["text"].startswith(f"Saved your answer on {finding.get_category_display()}: Wrong")
+    assert said["marked"] and said["in_view"]
+    press(browser, Keys.TAB)  # on into the answer's form
+    assert browser.execute_script("return document.activeElement.type") == "radio"
+    assert browser.execute_script("return document.activeElement.value") == "wrong"
     assert console_errors(browser) == []
 
 

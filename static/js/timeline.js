@@ -11,6 +11,12 @@
 
   function say(text) { if (status) { status.textContent = text; } }
 
+  // Plotly's toolbar without what does nothing here or should not be: Box and Lasso Select (no
+  // selection is used) and Plotly 4's "Share chart...", which opens Plotly Cloud and posts the chart,
+  // the job's series and names, to it. Each was a Tab stop on the way through the chart.
+  var PLOT_CONFIG = {displaylogo: false, responsive: true, showSendToCloud: false,
+                     modeBarButtonsToRemove: ["select2d", "lasso2d"]};
+
   // On a phone (a box narrower than narrow.js's NARROW_PX) a legend's column at the right (7 to 32
   // GPUs) left the plot a third of the width: the legend goes above the plot, in smaller type, and the
   // chart grows by the rows it takes (in as many columns as fit: narrowLayout), which Plotly's margin
@@ -110,7 +116,7 @@
         if (figure.empty || figure.error) { say(figure.empty || figure.error); el.dataset.ready = "1"; return false; }
         if (start) { figure.layout.xaxis.range = [start, end]; }
         fitWidth(figure);
-        return window.Plotly.react(el, figure.data, figure.layout, {displaylogo: false, responsive: true});
+        return window.Plotly.react(el, figure.data, figure.layout, PLOT_CONFIG);
       })
       .then(function (drawn) {
         if (drawn === false) { return; }
@@ -153,6 +159,7 @@
 
   // Ways to a window without a mouse: the form above the chart, and each finding's time windows.
   function keyboardWindows() {
+    el.tabIndex = -1;  // focusable by script only: a finding's window shown on it
     if (form) {
       form.hidden = false;
       form.addEventListener("submit", function (event) {
@@ -170,8 +177,11 @@
         var start = new Date(button.dataset.zoomStart), end = new Date(button.dataset.zoomEnd);
         if (isNaN(start) || isNaN(end) || busy) { return; }
         var margin = Math.max((end - start) / 10, 30000);
+        // The chart comes into view and takes the focus: left on the button, out of sight above,
+        // the next Tab scrolled the page back to the findings (the status line says the window).
         load(new Date(start - margin).toISOString(), new Date(end.getTime() + margin).toISOString()).then(function () {
           el.scrollIntoView({block: "center"});
+          el.focus({preventScroll: true});
         });
       });
     });
