@@ -8,9 +8,10 @@ to <body> (whence the next Tab starts again at the menu, and a screen reader say
 from __future__ import annotations
 
 import pytest
+from django.utils import timezone
 
 from fleet import ingest
-from fleet.models import MachineToken
+from fleet.models import IngestRun, MachineToken
 from tests.test_browser import STALE, browser  # noqa: F401  (the browser fixture)
 from tests.test_dashboard_browser import console_errors
 from triage.models import Finding
@@ -213,4 +214,69 @@ def test_a_token_made_and_revoked_and_a_log_searched_from_the_keyboard_land_on_w
     found = focused(browser)
     assert "hold “epoch”" in found["text"] or found["text"] == "No line holds “epoch”."
     assert found["marked"] and found["in_view"]
+    assert console_errors(browser) == []
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_followed_ingest_run_that_finishes_comes_back_with_the_focus_on_how_it_ended(
+    browser,  # noqa: F811
+    live_server,
+    operator,
+):
+    """The run page reloads itself when the run ends; it came back with the focus on <body>, and the
+    status it loaded with (role=status) is not announced: a screen reader said nothing of the end."""
+    run = IngestRun.objects.create(
+        archive_name="week-47.zip",
+        source=IngestRun.Source.UPLOAD,
+        created_by=operator,
+        status=IngestRun.Status.RUNNING,
+        started_at=timezone.now(),
+        phase="reading archive",
+    )
+    keyboard_login(browser, live_server.url, operator, f"/ingest-runs/{run.pk}/")
+    phase = browser.find_element("id", "run-phase")
+    assert phase.get_attribute("aria-live") == "polite"  # "storing jobs" and so on are said as they come
+    IngestRun.objects.filter(pk=run.pk).update(
+        status=IngestRun.Status.SUCCEEDED, jobs_total=3, jobs_done=3, jobs_created=3, phase="",
+        finished_at=timezone.now(),
+    )  # fmt: skip
+    wait_until(browser, lambda b: focused(b)["tag"] == "h1")
+    heading = focused(browser)
+    assert heading["text"] == f"Ingest run #{run.pk} Succeeded" and heading["marked"]
+    # Opened afresh, the page leaves the focus where the browser puts it.
+    browser.get(f"{live_server.url}/ingest-runs/{run.pk}/")
+    assert focused(browser)["tag"] == "body"
+    assert console_errors(browser) == []
+
+
+# The upload is over, and the page gone to the run, faster than a poll can look: the page notes where
+# the focus is at each change of its progress box, in sessionStorage, which outlives the navigation.
+WATCH_FOCUS = """
+sessionStorage.setItem("upload-focus", "[]");
+new MutationObserver(function () {
+  var seen = JSON.parse(sessionStorage.getItem("upload-focus"));
+  seen.push(document.activeElement.id || document.activeElement.tagName.toLowerCase());
+  sessionStorage.setItem("upload-focus", JSON.stringify(seen));
+}).observe(document.getElementById("upload-progress"), {attributes: true, childList: true, subtree: true});
+"""
+
+
+@pytest.mark.django_db(transaction=True)
+def test_an_upload_sent_from_the_keyboard_keeps_the_focus_on_its_progress(browser, live_server, operator,  # noqa: F811
+                                                                          upload_dirs):  # fmt: skip
+    """Enter on 'Upload and import' disabled the button under the focus, which fell to <body>: a
+    Tab then started at the menu, and the progress the page went on to show was nowhere near it."""
+    from selenium.webdriver.common.keys import Keys
+
+    from tests.conftest import EXAMPLE_ARCHIVE
+
+    keyboard_login(browser, live_server.url, operator, "/ingest-runs/upload/")
+    browser.execute_script(WATCH_FOCUS)
+    tab_to(browser, lambda f: f["id"] == "archive-file")
+    browser.switch_to.active_element.send_keys(str(EXAMPLE_ARCHIVE.resolve()))  # the chooser's name, typed
+    tab_to(browser, lambda f: f["id"] == "upload-button")
+    press(browser, Keys.ENTER)
+    wait_until(browser, lambda b: "/ingest-runs/upload/" not in b.current_url and "/ingest-runs/" in b.current_url)
+    seen = browser.execute_script("return JSON.parse(sessionStorage.getItem('upload-focus'))")
+    assert seen and set(seen) == {"upload-label"}, seen  # "Uploading example-archive.zip…", role=status
     assert console_errors(browser) == []

@@ -12,6 +12,19 @@
     element.hidden = false;
   }
 
+  // The keyboard's place while the page changes under it: the button pressed is disabled during the
+  // upload and the form's message replaces it, and a disabled or hidden element drops the focus to
+  // <body> (the next Tab started again at the menu). The focus moves to what the page says instead.
+  function focusOn(element) {
+    element.tabIndex = -1;
+    element.focus();
+  }
+
+  function failed(errorBox, text) {
+    show(errorBox, text);
+    focusOn(errorBox);
+  }
+
   function setUpUpload(form) {
     var fileInput = form.querySelector("input[type=file]");
     var progress = document.getElementById("upload-progress");
@@ -26,9 +39,9 @@
       event.preventDefault();
       errorBox.hidden = true;
       var file = fileInput.files[0];
-      if (!file) { show(errorBox, "Choose an archive file first."); return; }
+      if (!file) { failed(errorBox, "Choose an archive file first."); return; }
       if (maxBytes && file.size > maxBytes) {
-        show(errorBox, "This file is larger than the upload limit of " + form.dataset.maxSize + ".");
+        failed(errorBox, "This file is larger than the upload limit of " + form.dataset.maxSize + ".");
         return;
       }
       var data = new FormData();
@@ -53,19 +66,22 @@
         }
         button.disabled = false;
         progress.hidden = true;
-        show(errorBox, (body && body.detail) || request.responseText || ("Upload failed (HTTP " + request.status + ")."));
+        failed(errorBox, (body && body.detail) || request.responseText || ("Upload failed (HTTP " + request.status + ")."));
       });
       request.addEventListener("error", function () {
         button.disabled = false;
         progress.hidden = true;
-        show(errorBox, "The upload was interrupted (network error or refused by the server).");
+        failed(errorBox, "The upload was interrupted (network error or refused by the server).");
       });
-      button.disabled = true;
       label.textContent = "Uploading " + file.name + "…";
       progress.hidden = false;
+      focusOn(label);
+      button.disabled = true;
       request.send(data);
     });
   }
+
+  var FINISHED = "fleet-triage.run-finished";
 
   function setUpRunProgress(section) {
     var url = section.dataset.statusUrl;
@@ -85,7 +101,9 @@
       request.addEventListener("load", function () {
         if (request.status !== 200) { window.setTimeout(poll, 5000); return; }
         var run = JSON.parse(request.responseText);
-        if (run.finished) { window.location.reload(); return; }
+        // The finished page comes back with the focus on its heading, which says how the run ended:
+        // a reload put it on <body>, and a status a page loads with is not announced.
+        if (run.finished) { sessionStorage.setItem(FINISHED, location.pathname); window.location.reload(); return; }
         bar.max = Math.max(run.jobs_total, 1);
         bar.value = run.jobs_processed;
         count.textContent = run.display.count;
@@ -108,4 +126,8 @@
   if (form) { setUpUpload(form); }
   var section = document.getElementById("run-progress");
   if (section && section.dataset.statusUrl) { setUpRunProgress(section); }
+  if (section && sessionStorage.getItem(FINISHED) === location.pathname) {
+    sessionStorage.removeItem(FINISHED);
+    focusOn(document.querySelector("main h1"));
+  }
 })();
