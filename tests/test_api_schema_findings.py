@@ -65,3 +65,32 @@ def test_what_the_api_serves_has_the_documented_keys(schema, django_capture_on_c
             assert set(line) <= set(schema["EvidenceLogLine"]["properties"])
         for window in finding["evidence"]["windows"]:
             assert set(window) <= set(schema["EvidenceWindow"]["properties"])
+
+
+def test_a_log_line_s_time_is_also_iso_8601_like_every_other_time(client, operator, schema):
+    """A finding's windows said '2026-11-20T19:07:00Z', its log lines only t: 1795201620.0 (epoch
+    seconds), the one time in the API a script had to convert. Each log line also has `time`; `t` stays."""
+    from tests.factories import JobFactory
+    from triage.models import Finding, JobTriage, RuleSet
+
+    job = JobFactory()
+    result = JobTriage.objects.create(job=job, rule_set=RuleSet.current(), status="classified", is_current=True)
+    lines = [
+        {"kind": "checkpoint_save", "path": "train.log", "line": 7, "t": 1795201620.5, "time_estimated": False},
+        {"kind": "epoch", "path": "train.log", "line": 9, "t": None, "time_estimated": False},
+        {"kind": "epoch", "path": "old.log", "line": 2, "t": "garbled", "time_estimated": True},  # stored long ago
+    ]
+    Finding.objects.create(
+        result=result, job=job, rule_set=result.rule_set, category="model_checkpointing", confidence=0.9,
+        summary="saves", gpu_hours=1.0, evidence={"windows": [], "log_lines": lines, "code": [], "numbers": {}},
+    )  # fmt: skip
+    client.force_login(operator)
+    [finding] = client.get(f"/api/v1/jobs/{job.pk}/").json()["findings"]
+    served = finding["evidence"]["log_lines"]
+    assert [(line["t"], line["time"]) for line in served] == [
+        (1795201620.5, "2026-11-20T19:07:00.500000Z"),
+        (None, None),
+        ("garbled", None),
+    ]
+    documented = schema["EvidenceLogLine"]["properties"]["time"]
+    assert documented["format"] == "date-time" and documented["nullable"]

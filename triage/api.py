@@ -30,6 +30,7 @@ from triage import feedback
 from triage.dashboard.filters import RowIdFilter
 from triage.dashboard.periods import PRESETS, PeriodError, period_from
 from triage.dashboard.queries import chargeback, narrowed, no_such_cluster
+from triage.evidence import iso
 from triage.labeling.services import blinded_job_ids
 from triage.models import Feedback, Finding, JobTriage, TriageStatus, low_util_threshold
 from triage.taxonomy import Category, Dimension
@@ -52,6 +53,11 @@ class EvidenceLogLineSerializer(serializers.Serializer):
     path = serializers.CharField(required=False, help_text="The file in the job's archive.")
     line = serializers.IntegerField(required=False)
     t = serializers.FloatField(required=False, allow_null=True, help_text="Epoch seconds, when known.")
+    time = serializers.DateTimeField(
+        required=False,
+        allow_null=True,
+        help_text="The same instant as t, in ISO 8601 UTC like every other time; null when t is.",
+    )
     time_estimated = serializers.BooleanField(required=False, help_text="The line had no time of its own.")
     text = serializers.CharField(required=False)
 
@@ -85,9 +91,32 @@ class GuidanceSerializer(serializers.Serializer):
     settings = serializers.DictField(required=False, help_text="The job's own figures the change uses.")
 
 
+def _iso_or_none(seconds) -> str | None:
+    """Epoch seconds as stored in a log line's evidence, in ISO 8601; None for none or no time at all."""
+    if not isinstance(seconds, int | float) or isinstance(seconds, bool):
+        return None
+    try:
+        return iso(seconds)
+    except (OverflowError, ValueError, OSError):
+        return None
+
+
 @extend_schema_field(EvidenceSerializer)
 class EvidenceField(serializers.JSONField):
-    """A finding's evidence as stored (a class, not an annotated field: serializers copy their fields)."""
+    """A finding's evidence as stored (a class, not an annotated field: serializers copy their fields),
+    each log line's epoch `t` also given as `time` in ISO 8601, as windows' and every other time are."""
+
+    def to_representation(self, value):
+        value = super().to_representation(value)
+        if isinstance(value, dict) and isinstance(value.get("log_lines"), list):
+            value = {
+                **value,
+                "log_lines": [
+                    {**line, "time": _iso_or_none(line.get("t"))} if isinstance(line, dict) else line
+                    for line in value["log_lines"]
+                ],
+            }
+        return value
 
 
 @extend_schema_field(GuidanceSerializer)
