@@ -12,6 +12,7 @@ generic views, which `config.api` imports.
 
 from __future__ import annotations
 
+from django import forms
 from django.db.models import Max
 from django_filters.rest_framework import DjangoFilterBackend
 from rest_framework.exceptions import ValidationError
@@ -82,6 +83,25 @@ class PageNumbers(PageNumberPagination):
             "schema": {"type": "integer", "minimum": 0},
         }
         return [*super().get_schema_operation_parameters(view), snapshot]
+
+
+class FiltersNamingChoices(DjangoFilterBackend):
+    """django-filter's backend, whose refusal of a value a choice filter does not have lists the
+    values it has: "Select a valid choice. checkpointing is not one of the available choices." left
+    a script's author to look them up in the schema."""
+
+    def get_filterset(self, request, queryset, view):
+        filterset = super().get_filterset(request, queryset, view)
+        for field in filterset.form.fields.values() if filterset is not None else ():
+            if isinstance(field, forms.ChoiceField):
+                values = ", ".join(str(value) for value, _ in field.choices if value != "")
+                # %(value)s is filled in by the field; a % in a value must not be read as a placeholder.
+                field.error_messages["invalid_choice"] = (
+                    "Select a valid choice. %(value)s is not one of the available choices: "
+                    + values.replace("%", "%%")
+                    + "."
+                )
+        return filterset
 
 
 class KnownParameters:

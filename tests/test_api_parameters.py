@@ -185,3 +185,23 @@ def test_a_cluster_or_team_no_one_has_is_a_400_listing_those_the_caller_may_see(
     token = {"HTTP_AUTHORIZATION": f"Api-Key {key}"}
     assert ids(client.get("/api/v1/jobs/", {"team": "team-b", "cluster": "beta"}, **token)) == {theirs.pk}
     assert client.get("/api/v1/jobs/", {"team": "nope"}, **token).status_code == 400
+
+
+@pytest.mark.parametrize(
+    ("path", "param", "listed"),
+    [
+        ("/api/v1/jobs/", "category", "model_checkpointing, gpu_memory_bound"),
+        ("/api/v1/jobs/", "status", ": healthy, classified, unclassified, insufficient_data, error."),
+        ("/api/v1/jobs/", "answer", "right"),
+        ("/api/v1/ingest-runs/", "source", "upload"),
+    ],
+)
+def test_a_value_a_choice_filter_does_not_have_is_a_400_listing_those_it_has(client, operator, path, param, listed):
+    """'Select a valid choice. checkpointing is not one of the available choices.' sent a script's
+    author to the schema to find them."""
+    client.force_login(operator)
+    response = client.get(path, {param: "checkpointing%s"})
+    assert response.status_code == 400
+    [message] = response.json()[param]
+    assert message.startswith("Select a valid choice. checkpointing%s is not one of the available choices: ")
+    assert listed in message
