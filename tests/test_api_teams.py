@@ -175,3 +175,15 @@ def test_the_report_counts_each_teams_unpriced_jobs_which_its_cost_leaves_out(cl
     assert {"unpriced_jobs", "unpriced_gpu_hours"} <= set(row_schema["required"])
     assert row_schema["properties"]["unpriced_jobs"]["type"] == "integer"
     assert "no GPU-hour price" in row_schema["properties"]["unpriced_jobs"]["description"]
+
+
+def test_dates_win_over_a_period_and_the_schema_says_so(client, operator, fleet):  # noqa: F811
+    """`?period=30d&from=2026-11-16` reported from the 16th to the newest data's day, the period not
+    read (nor checked): the schema said only 'Instead of dates'."""
+    client.force_login(operator)
+    both = client.get(URL, {"period": "1y", "from": "2026-11-16", "to": "2026-11-22"}).json()
+    assert (both["period_start"], both["period_end"]) == ("2026-11-16", "2026-11-22")
+    parameters = client.get("/api/v1/schema/", {"format": "json"}).json()["paths"][URL]["get"]["parameters"]
+    described = {parameter["name"]: parameter.get("description", "") for parameter in parameters}
+    assert "Not read when `from` or `to` is given" in described["period"]
+    assert "default 6 days before `to`" in described["from"]

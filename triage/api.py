@@ -500,10 +500,16 @@ class TeamReportSerializer(serializers.Serializer):
 
 
 REPORT_PARAMETERS = [
-    OpenApiParameter("from", OpenApiTypes.DATE, description="The first day (UTC), e.g. 2026-11-01."),
+    OpenApiParameter(
+        "from", OpenApiTypes.DATE, description="The first day (UTC), e.g. 2026-11-01; default 6 days before `to`."
+    ),
     OpenApiParameter("to", OpenApiTypes.DATE, description="The last day (UTC), included; default the newest data's."),
     OpenApiParameter(
-        "period", str, enum=list(PRESETS), description="Instead of dates: the last 7, 30 or 90 days of data (7d)."
+        "period",
+        str,
+        enum=list(PRESETS),
+        description="Instead of dates: the last 7, 30 or 90 days of data (default 7d). Not read when `from` or "
+        "`to` is given: the dates win, and a period beside them is not checked.",
     ),
     OpenApiParameter("cluster", str, description="Only this cluster's jobs (by name); a name no cluster has is a 400."),
 ]
