@@ -176,10 +176,8 @@ def requeue_run(run_id: int, *, waited: str = "", stalled_before: datetime | Non
     expected = IngestRun.Status.RUNNING if stalled else IngestRun.Status.PENDING
     with exclusive_run(run_id) as ours:
         run = IngestRun.objects.filter(pk=run_id).first()
-        if run is None or run.is_finished:
-            return Recovery("finished", "The run has already finished.")
-        if not ours or run.status != expected:
-            return Recovery("busy", "A worker has started the run; nothing was changed.")
+        if (refused := _left_alone(run, ours, expected)) is not None:
+            return refused
         if stalled and (not run_locks_tell() or run.started_at is None or run.started_at >= stalled_before):
             # A worker took the run since it was listed (and died at once), or nothing can tell.
             return Recovery("busy", "A worker has started the run; nothing was changed.")
@@ -215,14 +213,22 @@ def mark_failed(run_id: int, message: str) -> Recovery:
     """Fail a pending run by hand, discarding its upload; refused while a worker holds it."""
     with exclusive_run(run_id) as ours:
         run = IngestRun.objects.filter(pk=run_id).first()
-        if run is None or run.is_finished:
-            return Recovery("finished", "The run has already finished.")
-        if not ours or run.status != IngestRun.Status.PENDING:
-            return Recovery("busy", "A worker has started the run; nothing was changed.")
+        if (refused := _left_alone(run, ours, IngestRun.Status.PENDING)) is not None:
+            return refused
         fail_run(run_id, message)
         run.refresh_from_db()
         _discard_upload(run)
     return Recovery("failed", message)
+
+
+def _left_alone(run: IngestRun | None, ours: bool, expected: str) -> Recovery | None:
+    """Why a recovery must leave the run alone (finished, or a worker holds it or has moved it on
+    from `expected`), or None when it may act."""
+    if run is None or run.is_finished:
+        return Recovery("finished", "The run has already finished.")
+    if not ours or run.status != expected:
+        return Recovery("busy", "A worker has started the run; nothing was changed.")
+    return None
 
 
 STALLED = (
