@@ -280,3 +280,32 @@ def test_an_upload_sent_from_the_keyboard_keeps_the_focus_on_its_progress(browse
     seen = browser.execute_script("return JSON.parse(sessionStorage.getItem('upload-focus'))")
     assert seen and set(seen) == {"upload-label"}, seen  # "Uploading example-archive.zip…", role=status
     assert console_errors(browser) == []
+
+
+# What the page's live regions hold (role=status or alert, or aria-live other than off): what a screen
+# reader says when it changes. Text that changes anywhere else is not read out.
+LIVE_TEXTS = """
+return Array.from(document.querySelectorAll('[role=status], [role=alert], [aria-live]'))
+  .filter(e => e.getAttribute('aria-live') !== 'off').map(e => e.textContent.trim());
+"""
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_retriage_followed_on_the_rules_page_says_how_it_ended(browser, live_server, operator):  # noqa: F811
+    """The rules page follows a background re-triage ('10 of 40 jobs · Running'); the line was in no
+    live region, so 'Done' or 'Failed' was never read out, and a failure's error showed only on reload."""
+    from triage.models import RetriageRun, RuleSet
+
+    rule_set = RuleSet.current()
+    run = RetriageRun.objects.create(rule_set=rule_set, status=RetriageRun.Status.RUNNING, jobs_total=40, jobs_done=10)
+    keyboard_login(browser, live_server.url, operator, "/triage/rules/")
+    wait_until(browser, lambda b: b.find_element("id", "retriage-text").text == "10 of 40 jobs · Running")
+    assert not any("Running" in text for text in browser.execute_script(LIVE_TEXTS))  # not said every 2 s
+    RetriageRun.objects.filter(pk=run.pk).update(
+        jobs_done=25, status=RetriageRun.Status.FAILED, error="The worker was lost at job 26."
+    )  # fmt: skip
+    wait_until(browser, lambda b: any("Failed" in text for text in b.execute_script(LIVE_TEXTS)))
+    said = [text for text in browser.execute_script(LIVE_TEXTS) if "Failed" in text]
+    assert said == [f"Re-triage with v{rule_set.version}: Failed, 25 of 40 jobs. The worker was lost at job 26."]
+    assert browser.find_element("id", "retriage-error").text == "The worker was lost at job 26."  # seen too
+    assert console_errors(browser) == []

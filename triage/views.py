@@ -209,6 +209,7 @@ def retriage_progress(request, pk: int):
             "done": run.jobs_done,
             "total": run.jobs_total,
             "percent": run.percent,
+            "error": run.error,
         }
     )
 
