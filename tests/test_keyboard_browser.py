@@ -309,3 +309,45 @@ def test_a_retriage_followed_on_the_rules_page_says_how_it_ended(browser, live_s
     assert said == [f"Re-triage with v{rule_set.version}: Failed, 25 of 40 jobs. The worker was lost at job 26."]
     assert browser.find_element("id", "retriage-error").text == "The worker was lost at job 26."  # seen too
     assert console_errors(browser) == []
+
+
+def date_field_stops(driver, name: str) -> list[dict]:
+    """Tab onto the field `name` and on through its stops (a date's day, month, year, and its calendar
+    button), while the focus stays in it: where the focus is at each, as `focused` sees it."""
+    from selenium.webdriver.common.keys import Keys
+
+    in_field = f"return document.activeElement.name === {name!r}"
+    if not driver.execute_script(in_field):
+        tab_to(driver, lambda f: driver.execute_script(in_field))
+    stops = []
+    while driver.execute_script(in_field):
+        stops.append(focused(driver))
+        press(driver, Keys.TAB)
+    return stops
+
+
+@pytest.mark.django_db(transaction=True)
+def test_each_stop_of_a_date_field_is_marked_its_calendar_button_too(
+    browser,  # noqa: F811
+    live_server,
+    operator,
+    demo_archive,
+):
+    """Tab goes through a date field's parts and then its calendar button (Chromium's picker indicator),
+    which is a stop of the field's own: there the field was no longer :focus-visible, so its outline
+    went and only the browser's thin ring on the icon said where the keyboard was."""
+    ingest.execute_run(ingest.create_run(demo_archive).pk)
+    job = Finding.objects.filter(result__is_current=True).first().job
+    keyboard_login(browser, live_server.url, operator, "/jobs/")
+    # Each field by its name, with the page to open first (None: the next field on the same page).
+    fields = {"start_from": "/jobs/", "start_to": None, "from": "/", "to": None}
+    fields.update({"start": f"/jobs/{job.pk}/", "end": None})
+    for name, page in fields.items():
+        if page:
+            browser.get(live_server.url + page)
+            if name == "start":
+                wait_until(browser, lambda b: b.find_element("id", "timeline").get_attribute("data-ready") == "1")
+        stops = date_field_stops(browser, name)
+        assert len(stops) >= 4, (name, stops)  # three or more parts, then the calendar button
+        assert all(stop["marked"] for stop in stops), (name, [stop["marked"] for stop in stops])
+    assert console_errors(browser) == []
