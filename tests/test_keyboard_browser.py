@@ -351,3 +351,51 @@ def test_each_stop_of_a_date_field_is_marked_its_calendar_button_too(
         assert len(stops) >= 4, (name, stops)  # three or more parts, then the calendar button
         assert all(stop["marked"] for stop in stops), (name, [stop["marked"] for stop in stops])
     assert console_errors(browser) == []
+
+
+def typed_time(moment) -> list:
+    """The keys that type `moment` into Chromium's datetime-local field (en-US: month, day, year, then
+    Tab past the year, which takes six digits, then hour, minute, second and AM or PM)."""
+    from selenium.webdriver.common.keys import Keys
+
+    return [moment.strftime("%m%d%Y"), Keys.TAB, moment.strftime("%I%M%S") + ("A" if moment.hour < 12 else "P")]
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_timeline_window_that_ends_before_it_starts_marks_its_fields_and_keeps_the_focus_there(
+    browser,  # noqa: F811
+    live_server,
+    operator,
+    demo_archive,
+):
+    """A window typed with its end before its start only changed the chart's status line: the fields
+    were not marked invalid nor named the message, and from Show the focus stayed on the button."""
+    from datetime import UTC, timedelta
+
+    from selenium.webdriver.common.keys import Keys
+
+    ingest.execute_run(ingest.create_run(demo_archive).pk)
+    job = Finding.objects.filter(result__is_current=True).first().job
+    start = job.start_time.astimezone(UTC).replace(microsecond=0) + timedelta(hours=1)
+    keyboard_login(browser, live_server.url, operator, f"/jobs/{job.pk}/")
+    wait_until(browser, lambda b: b.find_element("id", "timeline").get_attribute("data-ready") == "1")
+    name = "return document.activeElement.name"
+    tab_to(browser, lambda f: browser.execute_script(name) == "start")
+    press(browser, *typed_time(start))
+    tab_to(browser, lambda f: browser.execute_script(name) == "end")
+    press(browser, *typed_time(start - timedelta(minutes=30)), Keys.ENTER)
+    wait_until(browser, lambda b: focused(b)["invalid"] == "true")
+    field = focused(browser)
+    assert browser.execute_script(name) == "end"  # the focus stays where the window was typed
+    assert field["described"] == ["Choose a window whose end is after its start."] and field["marked"]
+    assert "Choose a window whose end is after its start." in browser.execute_script(LIVE_TEXTS)  # said
+    assert browser.execute_script("return document.querySelector('[name=start]').getAttribute('aria-invalid')")
+
+    tab_to(browser, lambda f: f["text"] == "Show")
+    press(browser, Keys.ENTER)  # sent again from the button: the focus goes back to the field to change
+    wait_until(browser, lambda b: b.execute_script(name) == "end")
+    press(browser, *typed_time(start + timedelta(minutes=30)), Keys.ENTER)
+    wait_until(browser, lambda b: b.find_element("id", "timeline-status").text.startswith("Showing "))
+    assert focused(browser)["invalid"] is None and focused(browser)["described"] == []
+    assert not browser.find_element("id", "timeline-window-error").is_displayed()
+    assert console_errors(browser) == []

@@ -157,6 +157,27 @@
     return isNaN(date) ? "" : date.toISOString();
   }
 
+  // A window the form refuses: both fields are marked invalid and name the message (read with each),
+  // which is an alert. The focus stays in the field the window was sent from, or goes from the Show
+  // button to the end, the field to change. The status line, the chart's, keeps saying what it shows.
+  var refusal = document.getElementById("timeline-window-error");
+  function refuse(message) {
+    if (!form || !refusal) { return; }
+    refusal.textContent = message;
+    refusal.hidden = !message;
+    [form.elements.start, form.elements.end].forEach(function (field) {
+      if (message) {
+        field.setAttribute("aria-invalid", "true");
+        field.setAttribute("aria-describedby", refusal.id);
+      } else {
+        field.removeAttribute("aria-invalid");
+        field.removeAttribute("aria-describedby");
+      }
+    });
+    var inField = document.activeElement === form.elements.start || document.activeElement === form.elements.end;
+    if (message && !inField) { form.elements.end.focus(); }
+  }
+
   // Ways to a window without a mouse: the form above the chart, and each finding's time windows.
   function keyboardWindows() {
     el.tabIndex = -1;  // focusable by script only: a finding's window shown on it
@@ -165,10 +186,14 @@
       form.addEventListener("submit", function (event) {
         event.preventDefault();
         var start = toIso(form.elements.start.value), end = toIso(form.elements.end.value);
-        if (!start || !end || end <= start) { say("Choose a window whose end is after its start."); return; }
+        if (!start || !end || end <= start) { refuse("Choose a window whose end is after its start."); return; }
+        refuse("");
         if (!busy) { load(start, end); }
       });
-      document.getElementById("timeline-whole").addEventListener("click", function () { if (!busy) { load(); } });
+      document.getElementById("timeline-whole").addEventListener("click", function () {
+        refuse("");
+        if (!busy) { load(); }
+      });
     }
     document.querySelectorAll("[data-zoom-start]").forEach(function (button) {
       button.hidden = false;
