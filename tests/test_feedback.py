@@ -59,8 +59,8 @@ def test_the_answer_is_confirmed_by_its_form_not_at_the_top_of_the_page(client, 
     assert response.url.endswith(f"#answer-{CKPT}")
     html = job_page(client, job)
     said = (
-        'role="status">Saved your answer on Model checkpointing: Wrong: not the cause. The team&#x27;s weekly'
-        " digest no longer suggests this change for this job (unless someone answers right).</p>"
+        'role="status" data-focus>Saved your answer on Model checkpointing: Wrong: not the cause. The team&#x27;s'
+        " weekly digest no longer suggests this change for this job (unless someone answers right).</p>"
     )
     assert said in answer_block(html, CKPT)
     assert html.count("Saved your answer") == 1  # not at the top of the page as well
@@ -72,7 +72,7 @@ def test_the_answer_is_confirmed_by_its_form_not_at_the_top_of_the_page(client, 
     response = answer(client, job, category=CKPT)  # no verdict: where the page lands, the findings
     assert response.url.endswith("#findings")
     findings = job_page(client, job).split('id="findings"')[1]
-    assert 'role="status">Your answer was not saved (verdict: choose whether this is the cause).' in findings
+    assert 'role="status" data-focus>Your answer was not saved (verdict: choose whether this is the cause).' in findings
 
 
 def test_an_owner_answers_changes_and_withdraws(client, member_a, job):
