@@ -399,3 +399,37 @@ def test_a_timeline_window_that_ends_before_it_starts_marks_its_fields_and_keeps
     assert focused(browser)["invalid"] is None and focused(browser)["described"] == []
     assert not browser.find_element("id", "timeline-window-error").is_displayed()
     assert console_errors(browser) == []
+
+
+@pytest.mark.django_db(transaction=True)
+def test_the_numbers_toggles_and_a_findings_answer_buttons_say_what_they_are_for(
+    browser,  # noqa: F811
+    live_server,
+    operator,
+    demo_archive,
+):
+    """The overview's four 'The numbers' toggles had one name, and each finding's answer button read
+    'Send' alone: a screen reader's list of buttons, or Tab landing on one, said nothing of which."""
+    ingest.execute_run(ingest.create_run(demo_archive).pk)
+    keyboard_login(browser, live_server.url, operator, "/")
+    toggles = []
+
+    def collect(now: dict) -> bool:
+        if now["tag"] == "summary" and now["text"].startswith("The numbers"):
+            toggles.append(now["text"])
+            assert browser.execute_script("return document.activeElement.textContent.trim()") == "The numbers"
+        return len(toggles) == 4
+
+    tab_to(browser, collect)
+    assert len(set(toggles)) == 4, toggles
+    assert all(name.startswith("The numbers: ") for name in toggles), toggles
+    assert "The numbers: Teams by unused GPU-hours" in toggles
+
+    findings = Finding.objects.filter(result__is_current=True)
+    job_id = findings.values_list("job_id", flat=True).first()
+    causes = [f.get_category_display() for f in findings.filter(job_id=job_id)]
+    browser.get(f"{live_server.url}/jobs/{job_id}/")
+    button = tab_to(browser, lambda f: f["tag"] == "button" and f["text"].startswith("Send"))
+    assert button["text"] in {f"Send your answer on {cause}" for cause in causes}
+    assert browser.execute_script("return document.activeElement.textContent.trim()") == "Send"  # as seen
+    assert console_errors(browser) == []
