@@ -901,3 +901,37 @@ def test_a_time_watermark_reads_like_the_site_s_other_times(client, operator):
         assert ">2026-11-20 09:14 UTC</time>" in page
         assert ">2026-11-20T09:14:07.123456+00:00<" not in page
     assert "<code>cur-81f2</code>" in client.get(reverse("connectors:list")).content.decode()
+
+
+def test_pull_now_while_a_pull_runs_says_so_and_queues_none(client, operator, monkeypatch):
+    """A second pull would only find the lease taken and end as 'locked', unseen; the page says a
+    pull is running (linking its run when the lease names one) instead of 'a pull was queued'."""
+    from fleet.connectors import sync
+    from fleet.connectors import views as connector_views
+    from fleet.models import IngestRun
+
+    queued = []
+    monkeypatch.setattr(connector_views, "publish", lambda *args, **kwargs: queued.append(args))
+    connector = Connector.objects.create(name="g", kind="generic", url="http://127.0.0.1:9", cluster="c1")
+    run = IngestRun.objects.create(source=IngestRun.Source.CONNECTOR, connector=connector,
+                                   status=IngestRun.Status.RUNNING)  # fmt: skip
+    client.force_login(operator)
+    sync_url = reverse("connectors:sync", args=[connector.pk])
+
+    assert sync.acquire(connector.pk, sync.lease_token("a-running-pull", run.pk))
+    page = client.post(sync_url, follow=True).content.decode()
+    run_link = reverse("fleet:ingest-run-detail", args=[run.pk])
+    said = f'A pull of g is already running (<a href="{run_link}">ingest run #{run.pk}</a>); no other was queued.'
+    assert said in page
+    assert "was queued." not in page.replace("no other was queued.", "") and queued == []
+
+    # A lease that names no run yet (its pull is starting): said too, without a link; from the list, back to it.
+    sync.release(connector.pk, sync.lease_token("a-running-pull", run.pk))
+    assert sync.acquire(connector.pk, "a-starting-pull")
+    response = client.post(sync_url, {"back": "list"}, follow=True)
+    assert response.redirect_chain[-1][0] == reverse("connectors:list")
+    assert "A pull of g is already running; no other was queued." in response.content.decode() and queued == []
+
+    # Once the lease is free (or expired), Pull now queues one again.
+    sync.release(connector.pk, "a-starting-pull")
+    assert "A pull of g was queued." in client.post(sync_url, follow=True).content.decode() and len(queued) == 1

@@ -392,6 +392,16 @@ def _lease_holder(connector: Connector | None, now: datetime) -> str | None:
     return connector.lock_token.rpartition(":")[2] if ":run-" in connector.lock_token else ""
 
 
+def pull_running(connector: Connector, now: datetime | None = None) -> tuple[bool, IngestRun | None]:
+    """Whether a pull of the connector holds its lease right now, and that pull's ingest run when its
+    lease names one (a pull that has not written its run yet, or a delete going on, names none)."""
+    holder = _lease_holder(connector, now or timezone.now())
+    if holder is None:
+        return False, None
+    run_id = holder.removeprefix("run-")
+    return True, IngestRun.objects.filter(pk=int(run_id)).first() if run_id.isdigit() else None
+
+
 def fail_stopped_pulls(now: datetime | None = None) -> list[int]:
     """Fail the runs of pulls whose worker died, saying so; the ids of the runs failed.
 

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from django.contrib import messages
 from django.shortcuts import get_object_or_404, redirect, render
+from django.urls import reverse
+from django.utils.html import format_html
 from django.views.decorators.http import require_POST
 
 from config.methods import read_only, with_form
@@ -102,6 +104,19 @@ def _form_page(request, form, connector):
 def connector_sync(request, pk: int):
     connector = get_object_or_404(Connector, pk=pk)
     what = "check" if connector.metrics_only else "pull"
+    if not connector.metrics_only:
+        # A second pull would only find the lease taken and end as "locked", unseen: say so instead.
+        running, run = sync.pull_running(connector)
+        if running:
+            if run is None:
+                messages.warning(request, f"A pull of {connector.name} is already running; no other was queued.")
+            else:
+                link = reverse("fleet:ingest-run-detail", args=[run.pk])
+                messages.warning(request, format_html(
+                    'A pull of {} is already running (<a href="{}">ingest run #{}</a>); no other was queued.',
+                    connector.name, link, run.pk,
+                ))  # fmt: skip
+            return _back(request, connector)
     try:
         publish(sync_connector_task, (connector.pk,), not_done=f"no {what} of {connector.name} was queued")
     except QueueUnreachable as exc:
