@@ -75,6 +75,19 @@ def test_the_answer_is_confirmed_by_its_form_not_at_the_top_of_the_page(client, 
     assert 'role="status" data-focus>Your answer was not saved (verdict: choose whether this is the cause).' in findings
 
 
+def test_each_findings_question_names_its_cause_to_a_screen_reader(client, member_a, job):
+    """The radio buttons' group was named "Is this why the GPUs idled?" alike for every finding: a
+    screen reader reaching one out of the heading's sight could not tell which cause it answered."""
+    import re
+
+    client.force_login(member_a)
+    html = job_page(client, job)
+    for category, label in ((CKPT, "Model checkpointing"), (DATA, "Data preprocessing on CPU")):
+        legend = re.search(r"<legend>(.*?)</legend>", answer_block(html, category), re.S).group(1)
+        spoken = unescape(re.sub(r"<[^>]+>", "", legend)).strip()
+        assert spoken.startswith(f"Is this why the GPUs idled? ({label})"), spoken
+
+
 def test_an_owner_answers_changes_and_withdraws(client, member_a, job):
     client.force_login(member_a)
     response = answer(client, job, category=CKPT, verdict="wrong", comment="we save once an epoch, on purpose")
