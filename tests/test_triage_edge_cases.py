@@ -143,6 +143,26 @@ def test_an_idle_tail_whose_log_falls_silent_is_unreleased_from_the_last_line():
     assert held.gpu_hours + work.gpu_hours == pytest.approx(2.0, abs=0.05)
 
 
+
+def test_an_unreleased_silence_quotes_the_line_before_it_and_the_one_after():
+    # Evaluation lines 152-169 min, nothing for 91 min, then the job's closing lines at 260-269 min. The finding
+    # quoted the last line of the tail (269 min, after the silence), not what the job printed when it went quiet.
+    frame = series(270, lambda t, g: 40 if t < 150 else 0)
+    log = _eval_log((152, 170)) + "".join(
+        f"\n{START + timedelta(minutes=m):%Y-%m-%d %H:%M:%S},000 INFO writing results {m}" for m in range(260, 270)
+    )
+    _, result = run(270, frame, logs=[("train.log", log)])
+    held = next(f for f in result.findings if f.category == Category.UNRELEASED_JOB)
+    assert held.windows[0].start == (START + timedelta(minutes=169)).timestamp()
+    assert held.windows[0].end == (START + timedelta(minutes=260)).timestamp()
+    quoted = [line.text for line in held.log_lines]
+    assert log.split("\n")[-1] not in quoted
+    assert quoted[-2:] == [
+        f"{START + timedelta(minutes=169):%Y-%m-%d %H:%M:%S},000 INFO Evaluating image batch 19/60 (COCO bbox)",
+        f"{START + timedelta(minutes=260):%Y-%m-%d %H:%M:%S},000 INFO writing results 260",
+    ]
+
+
 COCO_PRINTS = """loading annotations into memory...
 Done (t=0.52s)
 creating index...
@@ -203,11 +223,12 @@ def test_untimed_prints_around_a_silence_without_cpu_metrics_are_said_and_lower_
         "The last 89 min (36%) may have been held idle or spent on work that prints no times; no CPU metrics tell, "
         "so this is unsure."
     )
-    assert (held.log_lines[2].line_no, held.log_lines[2].text, held.log_lines[2].estimated) == (
+    assert (held.log_lines[1].line_no, held.log_lines[1].text, held.log_lines[1].estimated) == (
         153,
         "loading annotations into memory...",
         True,
     )
+    assert held.log_lines[-1].text.endswith("INFO bbox mAP 0.412")  # the line after the silence, quoted last
     # The same silence with nothing printed in it is as sure as before.
     quiet = "\n".join([_eval_log((151, 152)), f"{START + timedelta(minutes=240):%Y-%m-%d %H:%M:%S},000 INFO bye"])
     _, result = run(245, series(245, lambda t, g: 40 if t < 150 else 0), logs=[("train.log", quiet)])

@@ -270,9 +270,20 @@ def unreleased_job(ev: Evidence, th: dict) -> list[Finding]:
         if split.printed:
             summary += f"; the log printed {_lines(len(split.printed))} with a time in it"
         summary += "." + _quiet_words(quiet, idle, minutes)
-    quoted = [ev.logs.quoted(index, line, t) for t, index, line in split.printed[-1:]] if idle is not tail else []
-    if quiet is not None:
-        quoted += _untimed_quotes(ev, quiet)
+    quoted = []
+    if idle is not tail:
+        # The last stamped line before the silence (what the job was doing when it went quiet) and, when the log
+        # spoke again inside the tail, the first one after it.
+        before = ev.logs.printed_between(float("-inf"), idle.start)[-1:]
+        after = ev.logs.printed_between(idle.end, tail.end)[:1] if idle.end < tail.end else []
+        said = {(e.path, e.line_no) for e in finished[-1:]}
+        quoted = [ev.logs.quoted(index, line, t) for t, index, line in before]
+        if quiet is not None:
+            quoted += _untimed_quotes(ev, quiet)
+        quoted += [ev.logs.quoted(index, line, t) for t, index, line in after if (t, index, line) not in before]
+        quoted = [q for q in quoted if (q.path, q.line_no) not in said]
+    elif quiet is not None:
+        quoted = _untimed_quotes(ev, quiet)
     numbers = {"tail_minutes": round(idle.seconds / 60, 1), "tail_share": round(idle.seconds / run, 3)}
     if quiet is not None:
         numbers |= _quiet_numbers(quiet)
