@@ -163,6 +163,33 @@ def test_an_unreleased_silence_quotes_the_line_before_it_and_the_one_after():
     ]
 
 
+
+def test_a_silent_tail_with_busy_cpus_is_cpu_work_not_an_unreleased_allocation():
+    # No log line and no untimed print in the 60-min tail, but 8 of 32 cores busy (25 %) all through it: the job
+    # worked on the CPU. It was called unreleased (0.85, "after the work was done").
+    frame = series(210, lambda t, g: 40 if t < 150 else 0, cpu=lambda t: 30 if t < 150 else 25)
+    log = _eval_log((0, 0))
+    _, result = run(210, frame, logs=[("train.log", log)], cpu_count=32)
+    assert Category.UNRELEASED_JOB not in categories(result)
+    (work,) = [f for f in result.findings if f.category == Category.NON_DL_JOB]
+    assert work.sub_cause == "cpu_work_after_training"
+    assert work.summary.startswith("Every GPU idled for 60 min after the GPU work (29% of the run) while the CPUs")
+    assert "about 8 of 32 cores" in work.summary
+    # Busy for 30 min, then idle for 30: the last 30 are held, the first 30 are work.
+    frame = series(210, lambda t, g: 40 if t < 150 else 0, cpu=lambda t: 30 if t < 180 else 0.05)
+    _, result = run(210, frame, logs=[("train.log", log)], cpu_count=32)
+    found = {f.category: f for f in result.findings}
+    held = found[Category.UNRELEASED_JOB]
+    assert held.windows[0].start == (START + timedelta(minutes=180)).timestamp()
+    assert "kept working (at least 0.5 cores busy) until 11:00 UTC, then nothing for 30 min" in held.summary
+    assert found[Category.NON_DL_JOB].windows[0].end == held.windows[0].start
+    # One noisy sample over the line in an idle tail is no work: still unreleased, the whole tail.
+    frame = series(210, lambda t, g: 40 if t < 150 else 0, cpu=lambda t: 30 if t < 150 else (9 if t == 180 else 0.5))
+    _, result = run(210, frame, logs=[("train.log", log)], cpu_count=32)
+    assert categories(result) == {Category.UNRELEASED_JOB}
+    assert result.findings[0].windows[0].seconds == pytest.approx(60 * 60, abs=60)
+
+
 COCO_PRINTS = """loading annotations into memory...
 Done (t=0.52s)
 creating index...

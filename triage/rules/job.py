@@ -125,6 +125,7 @@ class _Tail:
     working: list[Span]  # the rest of the tail, while the log kept printing: work on the CPU
     printed: list[tuple[float, int, int]]  # the lines printed in the tail (time, file index, line)
     quiet: _Quiet | None = None  # what the stretch without stamped lines held, when lines without a time sat in it
+    cpu_until: float | None = None  # with no such lines: where the CPUs' sustained work in the silent stretch ended
 
 
 @dataclass(frozen=True)
@@ -185,6 +186,34 @@ def _quiet(ev: Evidence, th: dict, start: float, end: float, run: float) -> _Qui
     return judged
 
 
+def _cpu_busy_until(ev: Evidence, th: dict, start: float, end: float) -> float | None:
+    """Where the CPUs' sustained work in [start, end] ended: the end of the last `tail_floor_s` window in which every
+    sample had at least `tail_cpu_busy_cores` busy (CPU % x the job's CPUs). None without CPU samples or CPU count,
+    or without such a window. A window, not a sample: one sample over the line is a monitoring agent or noise."""
+    import numpy as np
+
+    cpus = ev.job.cpu_count
+    values = ev.timeline.host.get("cpu_util") if ev.timeline else None
+    if not cpus or values is None:
+        return None
+    if values.ndim == 2:  # one column a node: their mean, as the job's CPU % of its whole allocation
+        values = np.nanmean(np.where(np.isfinite(values), values, np.nan), axis=1)
+    rows = ev.timeline.mask(start, end) & np.isfinite(values)
+    times, spans = ev.timeline.t[rows], ev.timeline.dt[rows]
+    busy = values[rows] / 100.0 * cpus >= th["tail_cpu_busy_cores"]
+    until = None
+    first = None  # the start of the current run of busy samples
+    for i in range(len(busy)):
+        if not busy[i]:
+            first = None
+            continue
+        first = times[i] if first is None else first
+        finish = float(times[i] + spans[i])
+        if finish - first >= th["tail_floor_s"]:
+            until = min(finish, end)
+    return until
+
+
 def _tail(ev: Evidence, th: dict) -> _Tail | None:
     """The idle tail split by the log: a job that still prints while its GPUs idle (a COCO evaluation
     or sklearn metrics on the CPU after training) is working, not holding an unreleased allocation.
@@ -215,14 +244,17 @@ def _tail(ev: Evidence, th: dict) -> _Tail | None:
         else:
             quiet = _quiet(ev, th, a, b, run)
             held = a if quiet is None else quiet.work_end
+            cpu_until = _cpu_busy_until(ev, th, a, b) if quiet is None else None
+            if cpu_until is not None:
+                held = cpu_until if _long_enough(b - cpu_until, run, th) else b
             if quiet is not None and quiet.verdict == "work":
                 held = b
             pieces = [(tail.start, tail.end)] if held >= b else [(tail.start, held), (b, tail.end)]
             working = [Span(x, y, "CPU work") for x, y in pieces if y - x >= 60]
             silent = Span(held, b, "idle tail") if b > held else None
-            if quiet is None and not printed:
+            if quiet is None and not printed and cpu_until is None:
                 silent, working = tail, []
-            found = _Tail(silent, working, printed, quiet)
+            found = _Tail(silent, working, printed, quiet, cpu_until)
     ev.__dict__["_tail"] = found
     return found
 
@@ -258,6 +290,13 @@ def unreleased_job(ev: Evidence, th: dict) -> list[Finding]:
         summary = (
             f"Every GPU idled for the last {tail.seconds / 60:.0f} min of the run "
             f"({tail.seconds / run:.0%}) after the work was done."
+        )
+    elif quiet is None and split.cpu_until is not None:
+        summary = (
+            f"Every GPU idled for the last {tail.seconds / 60:.0f} min of the run ({tail.seconds / run:.0%}); "
+            f"the log printed {_lines(len(split.printed))} with a time in it and the CPUs kept working (at least "
+            f"{th['tail_cpu_busy_cores']:g} cores busy) until {_clock(split.cpu_until)} UTC, then nothing for "
+            f"{minutes} while the allocation was held."
         )
     elif quiet is None:
         summary = (
@@ -434,6 +473,8 @@ def _cpu_work_after_training(ev: Evidence, th: dict) -> list[Finding]:
         lines += _untimed_quotes(ev, quiet)
     cpu = _cpu_between(ev, split.working)
     said = [f"{_lines(len(printed))} with a time" if quiet is not None else _lines(len(printed))]
+    if quiet is None and split.cpu_until is not None:
+        said = [f"the log printed {_lines(len(printed))} with a time"]
     if quiet is not None:
         said[0] += f" and {quiet.lines} without"
         if quiet.timed_s >= 60:
@@ -460,7 +501,9 @@ def _cpu_work_after_training(ev: Evidence, th: dict) -> list[Finding]:
             summary=(
                 f"Every GPU idled for {seconds / 60:.0f} min after the GPU work ({seconds / run:.0%} of the run) "
                 + (
-                    f"while the log kept printing ({'; '.join(said)}): "
+                    f"while the CPUs kept working ({'; '.join(said)}): "
+                    if quiet is None and split.cpu_until is not None
+                    else f"while the log kept printing ({'; '.join(said)}): "
                     if quiet is None
                     else f"while the job kept working: the log printed {'; '.join(said)}. It was "
                 )

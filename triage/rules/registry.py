@@ -59,7 +59,7 @@ THRESHOLDS: dict[str, tuple[float, str, str]] = {
         "cores",
         "Unreleased job: in an idle tail's stretch without stamped lines but with lines printed without a time, "
         "CPU use of at least this many cores (CPU % x the job's CPUs, one when unknown) is work, not a held "
-        "allocation ...",
+        "allocation; in one without such lines, every sample for tail_floor_s at least this (CPU count known) ...",
     ),
     "tail_cpu_idle_cores": (
         0.1,
