@@ -209,12 +209,18 @@ def requeue_run(run_id: int, *, waited: str = "", stalled_before: datetime | Non
     return Recovery("queued", "The run was queued again; a worker imports it next.")
 
 
-def mark_failed(run_id: int, message: str) -> Recovery:
-    """Fail a pending run by hand, discarding its upload; refused while a worker holds it."""
+def mark_failed(run_id: int, message: str, *, stopped: bool = False) -> Recovery:
+    """Fail a pending run by hand, discarding its upload; refused while a worker holds it.
+
+    `stopped`: the run is *running* and no worker holds it (its worker died; see `worker_stopped`),
+    only where run locks tell; the jobs it stored stay."""
+    expected = IngestRun.Status.RUNNING if stopped else IngestRun.Status.PENDING
     with exclusive_run(run_id) as ours:
         run = IngestRun.objects.filter(pk=run_id).first()
-        if (refused := _left_alone(run, ours, IngestRun.Status.PENDING)) is not None:
+        if (refused := _left_alone(run, ours, expected)) is not None:
             return refused
+        if stopped and not run_locks_tell():
+            return Recovery("busy", "Nothing shows whether a worker is importing the run; nothing was changed.")
         fail_run(run_id, message)
         run.refresh_from_db()
         _discard_upload(run)
@@ -241,6 +247,27 @@ def run_locks_tell() -> bool:
     """Whether a run's lock shows a worker importing it: PostgreSQL's advisory lock goes with the
     holder's connection. SQLite's embedded mode has no such lock (`exclusive_run`)."""
     return connection.vendor == "postgresql"
+
+
+def worker_stopped(run: IngestRun) -> bool:
+    """Whether `run` is an archive run left *running* that no worker holds (its worker died, or lost
+    its database and waits to retry): what the run page offers Queue again / Mark failed for at once,
+    instead of waiting for the sweep. Only where run locks tell (PostgreSQL); the lock is taken and let
+    go at once (a worker coming to the run at that instant finds it busy and looks again later).
+    A connector's pull is left to `fleet.connectors.sync.fail_stopped_pulls`, within a minute."""
+    if run.status != IngestRun.Status.RUNNING or run.source == IngestRun.Source.CONNECTOR or not run_locks_tell():
+        return False
+    with exclusive_run(run.pk) as ours:
+        return ours
+
+
+def stalled_sweep_at(run: IngestRun) -> datetime | None:
+    """When beat's sweep (every INGEST_REQUEUE_MINUTES) may take up this running run if no worker holds
+    it: the visibility timeout and INGEST_REQUEUE_MINUTES after it started (`stalled_cutoff`)."""
+    if run.started_at is None:
+        return None
+    wait = timedelta(seconds=settings.CELERY_VISIBILITY_TIMEOUT, minutes=settings.INGEST_REQUEUE_MINUTES)
+    return run.started_at + wait
 
 
 def stalled_cutoff(older_than: timedelta) -> datetime:

@@ -64,7 +64,10 @@ def ingest_run_detail(request, pk: int):
     page = Paginator(errors, ERRORS_PER_PAGE).get_page(request.GET.get("page"))
     # With more than a page of errors, how they fall by file and field says more than any one of them.
     error_kinds = ingest.error_kinds(errors) if page.has_other_pages() else []
-    return render(request, "fleet/ingest_run_detail.html", {"run": run, "page": page, "error_kinds": error_kinds})
+    context = {"run": run, "page": page, "error_kinds": error_kinds, "worker_stopped": ingest.worker_stopped(run)}
+    if context["worker_stopped"]:
+        context["stalled_sweep_at"] = ingest.stalled_sweep_at(run)
+    return render(request, "fleet/ingest_run_detail.html", context)
 
 
 def run_status(run: IngestRun) -> dict:
@@ -96,15 +99,22 @@ def run_status(run: IngestRun) -> dict:
     }
 
 
-# A run left pending by a lost task (a worker lost it, the queue was flushed): beat's sweep
-# (fleet.recover_pending_runs) gets to it after INGEST_REQUEUE_MINUTES; these let an operator act now.
+# A run left pending by a lost task (a worker lost it, the queue was flushed), or (PostgreSQL) left
+# running with no worker holding it (its worker died): beat's sweep (fleet.recover_pending_runs) gets
+# to it after INGEST_REQUEUE_MINUTES (a running one, the visibility timeout more); these let an
+# operator act now. A run a worker holds is never touched.
 @operator_required
 @require_POST
 def ingest_run_requeue(request, pk: int):
     run = get_object_or_404(IngestRun, pk=pk)
-    recovery = ingest.requeue_run(run.pk)
+    if run.status == IngestRun.Status.RUNNING:
+        who = request.user.get_username()
+        waited = f"The worker importing this run had stopped (no worker held it when {who} queued it again)"
+        recovery = ingest.requeue_run(run.pk, waited=waited, stalled_before=timezone.now())
+    else:
+        recovery = ingest.requeue_run(run.pk)
     if recovery.outcome in ("queued", "failed"):
-        audit.record(request.user, "ingest_run.requeue", run, {"outcome": recovery.outcome})
+        audit.record(request.user, "ingest_run.requeue", run, {"outcome": recovery.outcome, "status": run.status})
     (messages.success if recovery.outcome == "queued" else messages.error)(request, recovery.message)
     return redirect("fleet:ingest-run-detail", run.pk)
 
@@ -114,9 +124,16 @@ def ingest_run_requeue(request, pk: int):
 def ingest_run_fail(request, pk: int):
     run = get_object_or_404(IngestRun, pk=pk)
     who = request.user.get_username()
-    recovery = ingest.mark_failed(run.pk, f"Marked failed by {who} while pending: nothing was imported.")
+    if run.status == IngestRun.Status.RUNNING:
+        message = (
+            f"Marked failed by {who} while running with no worker holding it (its worker had stopped): the jobs "
+            "stored so far are kept; send the archive again to import the rest (stored jobs are skipped)."
+        )
+        recovery = ingest.mark_failed(run.pk, message, stopped=True)
+    else:
+        recovery = ingest.mark_failed(run.pk, f"Marked failed by {who} while pending: nothing was imported.")
     if recovery.outcome == "failed":
-        audit.record(request.user, "ingest_run.fail", run, {"archive": run.archive_name})
+        audit.record(request.user, "ingest_run.fail", run, {"archive": run.archive_name, "status": run.status})
         messages.success(request, "The run is marked failed; its upload is discarded.")
     else:
         messages.error(request, recovery.message)

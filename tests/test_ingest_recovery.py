@@ -227,3 +227,83 @@ def test_without_run_locks_a_running_run_is_left_alone(upload_dirs, settings):
     assert ingest.recover_pending_runs(SWEEP) == {}
     assert ingest.requeue_run(run.pk, stalled_before=timezone.now()).outcome == "busy"
     assert IngestRun.objects.get(pk=run.pk).status == IngestRun.Status.RUNNING
+
+
+def test_the_run_page_offers_queue_again_and_mark_failed_for_a_running_run_no_worker_holds(
+    operator, upload_dirs, settings
+):
+    """A run left *running* by a dead worker could only wait for the sweep (2 h 45 min by default):
+    its page offered nothing. On PostgreSQL, once no worker holds it, the page offers Queue again and
+    Mark failed at once; a run a worker holds shows neither, and posting them changes nothing."""
+    require_postgresql(RUN_LOCKS_NEED_POSTGRESQL)
+    client = Client()
+    client.force_login(operator)
+    run = running_run(upload_dirs, started_ago=timedelta(minutes=10))
+    page_url = f"/ingest-runs/{run.pk}/"
+
+    other = hold_run_lock(run.pk)  # a live worker importing it
+    try:
+        page = client.get(page_url).content.decode()
+        assert "No worker is importing this run" not in page and ">Queue again</button>" not in page
+        for action in ("requeue", "fail"):
+            response = client.post(f"/ingest-runs/{run.pk}/{action}/", follow=True)
+            assert "A worker has started the run; nothing was changed." in response.content.decode()
+        after = IngestRun.objects.get(pk=run.pk)
+        assert (after.status, after.phase, after.started_at) == (IngestRun.Status.RUNNING, run.phase, run.started_at)
+        assert not AuditEvent.objects.filter(action__startswith="ingest_run.").exists()
+    finally:
+        other.close()  # the worker dies
+    wait_until_released(run.pk)
+
+    page = client.get(page_url).content.decode()
+    assert "No worker is importing this run" in page
+    assert ">Queue again</button>" in page and ">Mark failed</button>" in page
+    due = (run.started_at + stalled_since(settings) - timedelta(minutes=1)).strftime("%Y-%m-%d %H:%M")
+    assert f"beat's sweep queues the run again by itself from {due} UTC" in page
+
+    response = client.post(f"/ingest-runs/{run.pk}/requeue/", follow=True)
+    assert "The run was queued again" in response.content.decode()
+    run.refresh_from_db()  # in-process (no Redis) the task ran at once
+    assert run.status == IngestRun.Status.SUCCEEDED and run.attempts == 2, run.errors
+    assert Job.objects.count() == run.jobs_created > 0
+    event = AuditEvent.objects.get(action="ingest_run.requeue", target_id=str(run.pk))
+    assert event.details == {"outcome": "queued", "status": "running"}
+    assert "No worker is importing this run" not in client.get(page_url).content.decode()
+
+    # Mark failed: the jobs it stored stay, the upload goes, and the error says who and why.
+    stopped = running_run(upload_dirs, started_ago=timedelta(minutes=10), name="week-50.zip")
+    response = client.post(f"/ingest-runs/{stopped.pk}/fail/", follow=True)
+    assert "The run is marked failed; its upload is discarded." in response.content.decode()
+    stopped.refresh_from_db()
+    assert stopped.status == IngestRun.Status.FAILED and stopped.finished_at is not None
+    assert stopped.errors[0]["message"] == (
+        "Marked failed by olivia-operator while running with no worker holding it (its worker had stopped): the jobs "
+        "stored so far are kept; send the archive again to import the rest (stored jobs are skipped)."
+    )
+    assert not (upload_dirs / "week-50.zip.upload").exists()
+    assert AuditEvent.objects.filter(action="ingest_run.fail", target_id=str(stopped.pk)).count() == 1
+
+    # Queue again on a stopped run whose archive is gone fails it, saying who found it stopped.
+    gone = running_run(upload_dirs, started_ago=timedelta(minutes=10), name="week-51.zip", keep=False)
+    client.post(f"/ingest-runs/{gone.pk}/requeue/")
+    gone.refresh_from_db()
+    assert gone.status == IngestRun.Status.FAILED
+    assert gone.errors[0]["message"].startswith(
+        "The worker importing this run had stopped (no worker held it when olivia-operator queued it again); "
+        "its archive is no longer there (week-51.zip)"
+    )
+
+
+def test_without_run_locks_a_running_run_s_page_offers_no_recovery(operator, upload_dirs, settings):
+    """On SQLite nothing shows whether a process imports a run: no buttons, and posting changes nothing."""
+    from django.db import connection
+
+    if connection.vendor == "postgresql":
+        pytest.skip("run locks tell on PostgreSQL")
+    client = Client()
+    client.force_login(operator)
+    run = running_run(upload_dirs, started_ago=stalled_since(settings))
+    assert ">Queue again</button>" not in client.get(f"/ingest-runs/{run.pk}/").content.decode()
+    for action in ("requeue", "fail"):
+        client.post(f"/ingest-runs/{run.pk}/{action}/")
+    assert IngestRun.objects.get(pk=run.pk).status == IngestRun.Status.RUNNING
