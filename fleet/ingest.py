@@ -102,29 +102,24 @@ def enqueue_run(run: IngestRun) -> None:
     transaction.on_commit(lambda: queue_run(run.pk))
 
 
-def _publish(run_id: int) -> None:
-    """Put the run's ingest task on the queue and note when; raises QUEUE_UNREACHABLE without Redis."""
+def _publish(run_id: int, *, not_done: str, then: str) -> None:
+    """Put the run's ingest task on the queue and note when; QueueUnreachable (its text saying what was
+    not done and what to do) without Redis."""
+    from fleet.tasking import publish
     from fleet.tasks import ingest_archive_task
 
-    # Nobody waits for an import's result (its run holds it). Asking for it subscribed to the
-    # result store first, which with Redis down retried for 20 s, then raised a RuntimeError.
-    ingest_archive_task.apply_async((run_id,), ignore_result=True)
+    publish(ingest_archive_task, (run_id,), not_done=not_done, then=then)
     IngestRun.objects.filter(pk=run_id, status=IngestRun.Status.PENDING).update(queued_at=timezone.now())
 
 
 def queue_run(run_id: int) -> bool:
     """Hand the run to the workers; False (the run failed, its upload discarded) if Redis is unreachable."""
-    from fleet.tasking import QUEUE_UNREACHABLE, queue_unreachable_message
+    from fleet.tasking import QueueUnreachable
 
     try:
-        _publish(run_id)
-    except QUEUE_UNREACHABLE:
-        logger.warning("Ingest run %s could not be queued", run_id, exc_info=True)
-        fail_run(
-            run_id,
-            f"{queue_unreachable_message()}, so the archive was not imported: "
-            "check that Redis is running, then send the archive again.",
-        )
+        _publish(run_id, not_done="the archive was not imported", then="send the archive again")
+    except QueueUnreachable as unreachable:
+        fail_run(run_id, str(unreachable))
         run = IngestRun.objects.filter(pk=run_id).first()
         if run is not None:
             _discard_upload(run)
@@ -170,7 +165,7 @@ def requeue_run(run_id: int, *, waited: str = "", stalled_before: datetime | Non
 
     Idempotent: a run a worker holds, or that finished, is left alone; a second copy of a task that
     was not lost after all finds the run busy or finished and does nothing (`execute_run`)."""
-    from fleet.tasking import QUEUE_UNREACHABLE, queue_unreachable_message
+    from fleet.tasking import QueueUnreachable
 
     stalled = stalled_before is not None
     expected = IngestRun.Status.RUNNING if stalled else IngestRun.Status.PENDING
@@ -198,14 +193,11 @@ def requeue_run(run_id: int, *, waited: str = "", stalled_before: datetime | Non
                 status=IngestRun.Status.PENDING, started_at=None, phase="queued again: its worker had stopped"
             )
     try:
-        _publish(run_id)
-    except QUEUE_UNREACHABLE:
-        logger.warning("Ingest run %s could not be queued again", run_id, exc_info=True)
-        return Recovery(
-            "unreachable",
-            f"{queue_unreachable_message()}, so the run was not queued again; it stays pending with its "
-            "archive: try again once Redis is running.",
+        _publish(
+            run_id, not_done="the run was not queued again (it stays pending with its archive)", then="queue it again"
         )
+    except QueueUnreachable as unreachable:
+        return Recovery("unreachable", str(unreachable))
     return Recovery("queued", "The run was queued again; a worker imports it next.")
 
 
