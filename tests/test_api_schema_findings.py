@@ -65,6 +65,8 @@ def test_what_the_api_serves_has_the_documented_keys(schema, django_capture_on_c
             assert set(line) <= set(schema["EvidenceLogLine"]["properties"])
         for window in finding["evidence"]["windows"]:
             assert set(window) <= set(schema["EvidenceWindow"]["properties"])
+        for item in finding["evidence"]["code"]:
+            assert set(item) <= set(schema["EvidenceCode"]["properties"]), item
 
 
 def test_a_log_line_s_time_is_also_iso_8601_like_every_other_time(client, operator, schema):
@@ -94,3 +96,67 @@ def test_a_log_line_s_time_is_also_iso_8601_like_every_other_time(client, operat
     ]
     documented = schema["EvidenceLogLine"]["properties"]["time"]
     assert documented["format"] == "date-time" and documented["nullable"]
+
+
+# Scripts with a line of every kind of code fact the evidence reads (`triage.evidence.scripts`).
+EVERY_KIND_PY = """
+import os
+os.environ["CUDA_VISIBLE_DEVICES"] = "0,1"
+import torch
+import deepspeed
+from torch.utils.data import DataLoader
+from transformers import TrainingArguments, AutoModel, HfArgumentParser
+import subprocess
+torch.distributed.init_process_group("nccl")
+device = torch.device("cuda:0")
+model = AutoModel.from_pretrained("bert-base-uncased")
+model = torch.nn.DataParallel(model)
+model = torch.nn.parallel.DistributedDataParallel(model)
+model.half()
+args = TrainingArguments(output_dir="out", per_device_train_batch_size=8, dataloader_num_workers=2)
+parser = HfArgumentParser(TrainingArguments)
+engine = deepspeed.initialize(model=model)
+data = open("s3://bucket/train.csv")
+loader = DataLoader(data, batch_size=32, num_workers=0, pin_memory=True, prefetch_factor=None, persistent_workers=False)
+with torch.autocast("cuda", dtype=torch.bfloat16):
+    pass
+for step, batch in enumerate(loader):
+    batch = batch.to(device)
+    loss = model(batch)
+    loss.backward()
+    loss.item()
+    torch.distributed.all_reduce(loss)
+    if step % 100 == 0:
+        torch.save(model.state_dict(), "ckpt.pt")
+    subprocess.run(["aws", "s3", "cp", "ckpt.pt", "s3://bucket/ckpt.pt"])
+"""
+EVERY_KIND_SH = """#!/bin/bash
+export CUDA_VISIBLE_DEVICES=0,1
+pip install -r requirements.txt
+wget https://example.org/data.tar
+jupyter lab --no-browser &
+torchrun --nproc_per_node 8 train.py --bf16 --deepspeed ds.json --data s3://bucket/train trainer.precision=32
+sleep 600
+aws s3 cp out s3://bucket/out
+"""
+
+
+def test_every_key_a_code_fact_carries_is_in_the_schema(schema):
+    """A finding's evidence `code[]` items carry their kind's details (a DataLoader's num_workers and
+    pin_memory, a copy's in_step_loop, a launch's argv ...), which the schema did not describe: it listed
+    kind, path, line and code, so a client generated from it dropped or refused the rest."""
+    from triage.evidence.scripts import command_code_facts, extract_script_evidence
+
+    evidence = extract_script_evidence(
+        [("train.py", EVERY_KIND_PY), ("run.sh", EVERY_KIND_SH), ("ds.json", '{"bf16": {"enabled": true}}')]
+    )
+    facts = [
+        fact.as_dict() for fact in [*evidence.facts, *command_code_facts("accelerate launch --config_file a.yaml x.py")]
+    ]
+    code = schema["EvidenceCode"]["properties"]
+    named = {kind.strip(" .") for kind in code["kind"]["description"].split(":", 1)[1].split(",")}
+    assert {fact["kind"] for fact in facts} == named  # the corpus has every kind the schema names
+    for fact in facts:
+        assert set(fact) <= set(code), fact
+    assert code["argv"]["type"] == "array" and code["in_step_loop"]["type"] == "boolean"
+    assert schema[ref(code["purpose"])]["enum"] == ["read", "write", "unknown"]

@@ -62,11 +62,99 @@ class EvidenceLogLineSerializer(serializers.Serializer):
     text = serializers.CharField(required=False)
 
 
+def _from_code(help_text: str) -> serializers.JSONField:
+    """A setting as the code gives it: a literal's value (a number, a string, true/false), a default of
+    `args.x`, or null when the code computes it."""
+    return serializers.JSONField(required=False, help_text=help_text)
+
+
 class EvidenceCodeSerializer(serializers.Serializer):
-    kind = serializers.CharField(required=False, help_text="What the line does, e.g. a DataLoader without workers.")
-    path = serializers.CharField(required=False)
+    """A fact read from the job's scripts or command line (`triage.evidence.scripts.CodeFact`): kind, path,
+    line and code, and the details its kind carries. Each detail is optional: only the kinds named carry it."""
+
+    kind = serializers.CharField(
+        required=False,
+        help_text="What the line does: dataloader, training_arguments, device_copy, host_sync, save_call, upload_call, "
+        "hub_download, remote_path, mixed_precision, full_precision, precision_elsewhere, config_file, "
+        "config_reference, framework_import, cuda_visible_devices, fixed_device, env, init_process_group, "
+        "manual_collective, data_parallel, ddp, shell_install, shell_download, shell_upload, shell_sleep, "
+        "shell_interactive, shell_launch, command_launch.",
+    )
+    path = serializers.CharField(required=False, help_text='The file in the job\'s archive, or "job command".')
     line = serializers.IntegerField(required=False)
-    code = serializers.CharField(required=False, help_text="The source line.")
+    code = serializers.CharField(required=False, help_text="The source line (at most 200 characters).")
+    # Python calls (dataloader, training_arguments).
+    assigned_to = serializers.CharField(
+        required=False, allow_null=True, help_text="dataloader: the variable it is assigned to, when it is."
+    )
+    batch_size = _from_code("dataloader, training_arguments: the batch size.")
+    num_workers = _from_code("dataloader, training_arguments: worker processes (0 when not given).")
+    pin_memory = _from_code("dataloader, training_arguments: pinned host memory (the default when not given).")
+    pin_memory_given = serializers.BooleanField(required=False, help_text="dataloader: pin_memory was passed.")
+    prefetch_factor = _from_code("dataloader: batches each worker loads ahead; null when not given.")
+    persistent_workers = _from_code("dataloader: workers kept between epochs; null when not given.")
+    feeds_training = serializers.BooleanField(
+        required=False, help_text="dataloader: a training-step loop iterates over it."
+    )
+    # Where a call sits.
+    in_loop = serializers.BooleanField(
+        required=False, help_text="device_copy, save_call, upload_call, manual_collective: inside a loop."
+    )
+    in_step_loop = serializers.BooleanField(
+        required=False, help_text="The same calls: inside the loop that runs backward passes (a training step)."
+    )
+    sampled = serializers.BooleanField(
+        required=False, help_text="Those calls and host_sync: under an `if step % n` guard, so not every step."
+    )
+    non_blocking = serializers.BooleanField(required=False, help_text="device_copy: non_blocking=True.")
+    call = serializers.CharField(
+        required=False,
+        help_text="The call or command: save_call, upload_call, host_sync, hub_download, mixed_precision, "
+        "manual_collective.",
+    )
+    source = _from_code(
+        "hub_download: the model or dataset fetched (null when computed); precision_elsewhere: where the "
+        "precision comes from, flags or config."
+    )
+    needs = serializers.CharField(
+        required=False,
+        help_text="precision_elsewhere from config: the config that settles it (deepspeed, accelerate, yaml, any).",
+    )
+    why = serializers.CharField(required=False, help_text="precision_elsewhere: why the code does not say, in words.")
+    dtype = serializers.CharField(
+        required=False, allow_null=True, help_text="mixed_precision: bf16, fp16, float16 ...; null when not said."
+    )
+    setting = serializers.CharField(required=False, help_text="full_precision: the setting that leaves it at fp32.")
+    backend = _from_code("init_process_group: the backend (nccl, gloo); null when computed.")
+    device = serializers.CharField(required=False, help_text="fixed_device: the device, e.g. cuda:0.")
+    name = serializers.CharField(
+        required=False, help_text="env: the variable set; config_reference: the config file it names."
+    )
+    value = _from_code("env, cuda_visible_devices: the value set.")
+    devices = serializers.IntegerField(required=False, help_text="cuda_visible_devices: how many devices it lists.")
+    after_framework_import = serializers.BooleanField(
+        required=False, help_text="cuda_visible_devices: set after torch was imported (too late to apply)."
+    )
+    flag = serializers.CharField(required=False, help_text="config_reference: the flag or key that names it.")
+    tool = serializers.CharField(
+        required=False, help_text="config_file: whose config it is (deepspeed, accelerate ...)."
+    )
+    module = serializers.CharField(required=False, help_text="framework_import: the module imported.")
+    url = serializers.CharField(required=False, help_text="remote_path: the s3://, gs:// ... address.")
+    role = serializers.CharField(required=False, help_text="remote_path: the flag or call it is given to.")
+    purpose = serializers.ChoiceField(
+        choices=["read", "write", "unknown"], required=False, help_text="remote_path: read or written, from its role."
+    )
+    # Shell lines and the job's command.
+    argv = serializers.ListField(
+        child=serializers.CharField(),
+        required=False,
+        help_text="shell_* and command_launch: the command's words (the first 12).",
+    )
+    launcher = serializers.CharField(required=False, help_text="shell_launch: the program launched (torchrun, python).")
+    after_launch = serializers.BooleanField(
+        required=False, help_text="shell_sleep: after the script launched training."
+    )
 
 
 class EvidenceSerializer(serializers.Serializer):
