@@ -306,8 +306,11 @@ class JobQuerySet(models.QuerySet):
 
 
 # The summary columns the dashboard adds up over a period (its indexes hold them; see Job.Meta).
-# "currency" too: the cost totals convert each job's cost at its currency's rate.
-SUMMARY_COLUMNS = ("gpu_hours", "coverage", "unused_gpu_hours", "idle_gpu_hours", "cost", "currency", "mean_gpu_util")
+# "currency" too: the cost totals convert each job's cost at its currency's rate; "util_source": the
+# pages count the utilization figures that are Slurm's step-accounting averages.
+SUMMARY_COLUMNS = (
+    "gpu_hours", "coverage", "unused_gpu_hours", "idle_gpu_hours", "cost", "currency", "mean_gpu_util", "util_source",
+)  # fmt: skip
 
 
 class Job(models.Model):

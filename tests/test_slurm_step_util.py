@@ -260,3 +260,65 @@ def test_the_jobs_csv_says_where_each_figure_came_from(client, operator, slurm_j
         rows["4250_3"]["mean_gpu_util_source"] == "slurm_step_accounting" and rows["4250_3"]["mean_gpu_util"] == "45.0"
     )
     assert rows["4242"]["mean_gpu_util_source"] == "samples" and rows["4245"]["mean_gpu_util_source"] == ""
+
+
+# -- a period's figures: how many are Slurm's averages -------------------------------------------------
+SLURM_WEEK = {"from": "2024-05-06", "to": "2024-05-12"}  # the fixture's jobs start on 2024-05-06
+
+
+def _text(html: str) -> str:
+    """A page's words, without its tags and with its white space as single spaces."""
+    import re
+
+    return " ".join(re.sub(r"<[^>]+>", " ", html).split())
+
+
+def test_the_overview_and_a_team_page_say_how_many_figures_are_slurms_average(client, operator, slurm_jobs):
+    from django.urls import reverse
+
+    sampled, summarised = slurm_jobs
+    client.force_login(operator)
+    response = client.get(reverse("dashboard:overview"), SLURM_WEEK)
+    totals = response.context["totals"]
+    assert totals.slurm_avg_jobs == 1 and totals.measured_jobs >= 2
+    assert (
+        f"1 of the period's {totals.measured_jobs} utilization figures is Slurm avg : from Slurm's step accounting"
+        " (an average of the whole run; no time series), for a job without GPU samples; the histogram and the"
+        " low-utilization count include it." in _text(response.content.decode())
+    )
+    # the team of the averaged job: its one figure; the team of the sampled job: nothing to say
+    team = client.get(reverse("dashboard:team-detail", args=[summarised.team.slug]), SLURM_WEEK)
+    assert team.context["totals"].slurm_avg_jobs == 1
+    assert "The period's one utilization figure is Slurm avg : from Slurm's step accounting" in _text(
+        team.content.decode()
+    )
+    sampled_team = client.get(reverse("dashboard:team-detail", args=[sampled.team.slug]), SLURM_WEEK)
+    assert 'id="slurm-avg"' not in sampled_team.content.decode()
+
+
+def test_the_summary_aggregates_read_only_the_summary_indexes(slurm_jobs):
+    """Counting Slurm's averages must not send the overview back to the wide rows: on SQLite each
+    aggregate is answered from an index that holds every column it reads (a covering index)."""
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    from fleet.models import Job
+    from triage.dashboard import queries
+    from triage.dashboard.periods import parse_period
+
+    if connection.vendor != "sqlite":
+        pytest.skip("the plan's words are SQLite's")
+    sampled, _ = slurm_jobs
+    period, _ = parse_period(SLURM_WEEK, None)
+    jobs = queries.in_period(Job.objects.all(), period)
+    with CaptureQueriesContext(connection) as captured:
+        queries.totals(jobs, 40.0)
+        queries.by_team(jobs, 40.0)
+        queries.totals(jobs.filter(team=sampled.team), 40.0)
+    aggregates = [query for query in captured.captured_queries if 'FROM "fleet_job"' in query["sql"]]
+    assert len(aggregates) == 3
+    for query in aggregates:
+        with connection.cursor() as cursor:
+            cursor.execute(f"EXPLAIN QUERY PLAN {query['sql']}")
+            plan = " ".join(str(row[-1]) for row in cursor.fetchall())
+        assert "USING COVERING INDEX job_" in plan, (query["sql"], plan)

@@ -21,7 +21,7 @@ from fleet import costs
 from fleet.canonical import SUCCESSFUL_STATES
 from fleet.costs import Conversion
 from fleet.logevents import LOG_EVENT_KINDS
-from fleet.models import Cluster
+from fleet.models import Cluster, Job
 
 from .periods import Period
 
@@ -35,6 +35,10 @@ def _float(expression):
 # Unused GPU-hours are only known for the covered part of a job, so the waste share divides
 # by covered GPU-hours; otherwise a job with a hole would look less wasteful than it is.
 COVERED_HOURS = F("gpu_hours") * Coalesce(F("coverage"), ZERO)
+
+# The jobs whose mean GPU utilization is Slurm's step-accounting average, not from samples (as
+# `Job.util_from_steps`); `util_source` is in the summary indexes, so counting them reads no row.
+SLURM_AVG = Q(util_source=Job.UtilSource.SLURM_STEPS, mean_gpu_util__isnull=False)
 
 
 def _spend(conversion: Conversion):
@@ -61,6 +65,9 @@ class Totals:
     # Jobs without a mean GPU utilization (no GPU samples): the histogram, the low-utilization count
     # and the waste leave them out, so the pages count them rather than let them vanish.
     no_util_jobs: int = 0
+    # Jobs whose mean GPU utilization is Slurm's step-accounting average (no GPU samples; `Job.util_from_steps`):
+    # counted like the others, and the pages say how many of the figures are such averages.
+    slurm_avg_jobs: int = 0
 
     @property
     def waste_share(self) -> float | None:
@@ -194,6 +201,7 @@ def totals(jobs, low_util_threshold: float, conversion: Conversion | None = None
         wasted_cost=_wasted_cost(conversion),
         low=Count("pk", filter=Q(mean_gpu_util__lte=low_util_threshold)),
         no_util=Count("pk", filter=Q(mean_gpu_util=None)),
+        slurm_avg=Count("pk", filter=SLURM_AVG),
     )
     return Totals(
         jobs=row["jobs"],
@@ -205,6 +213,7 @@ def totals(jobs, low_util_threshold: float, conversion: Conversion | None = None
         wasted_cost=row["wasted_cost"],
         low_util_jobs=row["low"],
         no_util_jobs=row["no_util"],
+        slurm_avg_jobs=row["slurm_avg"],
     )
 
 
@@ -289,6 +298,7 @@ def by_team(
             idle=Coalesce(Sum("idle_gpu_hours"), ZERO),
             low_util_jobs=Count("pk", filter=Q(mean_gpu_util__lte=low_util_threshold)),
             no_util_jobs=Count("pk", filter=Q(mean_gpu_util=None)),
+            slurm_avg_jobs=Count("pk", filter=SLURM_AVG),
         )
         # In the query, so the teams can be sorted by it; None without covered GPU time.
         .annotate(waste_share=F("unused") / NullIf(F("covered"), 0.0))
@@ -347,6 +357,7 @@ def totals_from_teams(rows: list[dict]) -> Totals:
         wasted_cost=sum(r["wasted_cost"] for r in rows),
         low_util_jobs=sum(r["low_util_jobs"] for r in rows),
         no_util_jobs=sum(r["no_util_jobs"] for r in rows),
+        slurm_avg_jobs=sum(r["slurm_avg_jobs"] for r in rows),
     )
 
 
