@@ -187,6 +187,25 @@ def test_a_cluster_or_team_no_one_has_is_a_400_listing_those_the_caller_may_see(
     assert client.get("/api/v1/jobs/", {"team": "nope"}, **token).status_code == 400
 
 
+def test_an_ingest_run_no_one_has_is_a_400_naming_it_as_an_unknown_cluster_or_team_is(client, operator, team_a):
+    """`?ingest_run=<an id no run has>` answered `count: 0`, as if the run had stored nothing, where an
+    unknown `cluster` or `team` is a 400 naming the parameter. A run that stored nothing is still an
+    empty list."""
+    from fleet.models import IngestRun
+
+    stored = IngestRun.objects.create(archive_name="week-47.zip", status=IngestRun.Status.SUCCEEDED)
+    empty = IngestRun.objects.create(archive_name="week-48.zip", status=IngestRun.Status.SUCCEEDED)
+    job = JobFactory(team=team_a, ingest_run=stored)
+    client.force_login(operator)
+    assert ids(client.get("/api/v1/jobs/", {"ingest_run": stored.pk})) == {job.pk}
+    assert ids(client.get("/api/v1/jobs/", {"ingest_run": empty.pk})) == set()
+    missing = empty.pk + 1
+    response = client.get("/api/v1/jobs/", {"ingest_run": missing})
+    assert response.status_code == 400
+    assert response.json() == {"ingest_run": [f"There is no ingest run {missing}."]}
+    assert list(client.get("/api/v1/jobs/", {"ingest_run": "abc"}).json()) == ["ingest_run"]
+
+
 @pytest.mark.parametrize(
     ("path", "param", "listed"),
     [

@@ -25,7 +25,7 @@ from config.api_params import KnownParameters
 from fleet.api import API_AUTH, TokenMay, token_of
 from fleet.downloads import SERIES_FORMATS, series_download
 from fleet.forms import UtcDateTimeMixin, YesNoField
-from fleet.models import Cluster, Job, Team
+from fleet.models import Cluster, IngestRun, Job, Team
 from triage import feedback
 from triage.dashboard.filters import RowIdFilter
 from triage.dashboard.periods import PRESETS, PeriodError, period_from
@@ -424,7 +424,10 @@ class JobFilter(django_filters.FilterSet):
     )
     started_after = UtcIsoDateTimeFilter(field_name="start_time", lookup_expr="gte")
     started_before = UtcIsoDateTimeFilter(field_name="start_time", lookup_expr="lt")
-    ingest_run = RowIdFilter(field_name="ingest_run", label="The jobs this ingest run created or updated (its id)")
+    ingest_run = RowIdFilter(
+        method="filter_ingest_run",
+        label="The jobs this ingest run created or updated (its id); a run that does not exist is a 400",
+    )
     changed_after = UtcIsoDateTimeFilter(
         method="filter_changed_after",
         label=(
@@ -450,6 +453,12 @@ class JobFilter(django_filters.FilterSet):
             known = ", ".join(teams.order_by("slug").values_list("slug", flat=True)) or "none yet"
             raise ValidationError({"team": [f"There is no team '{value}' (the teams: {known})."]})
         return queryset.filter(team__slug=value)
+
+    def filter_ingest_run(self, queryset, name, value):
+        # As `cluster` and `team`: an id no run has (a typo, a run deleted since) is not a run that stored nothing.
+        if not IngestRun.objects.filter(pk=value).exists():
+            raise ValidationError({"ingest_run": [f"There is no ingest run {value}."]})
+        return queryset.filter(ingest_run=value)
 
     def filter_category(self, queryset, name, value):
         current = Finding.objects.filter(job=OuterRef("pk"), category=value, result__is_current=True)
