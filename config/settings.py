@@ -274,7 +274,11 @@ REST_FRAMEWORK = {
 }
 SPECTACULAR_SETTINGS = {
     "TITLE": "Fleet Triage API",
-    "DESCRIPTION": "Jobs, findings and archive ingestion of Fleet Triage.",
+    "DESCRIPTION": (
+        "Jobs, findings and archive ingestion of Fleet Triage. Every time is ISO 8601 in UTC; every amount of "
+        'money is a decimal string with 2 places in major units of the currency beside it ("12.50"); fields '
+        "marked deprecated stay with their values until a new version of the API."
+    ),
     "VERSION": "1",
     "SERVE_INCLUDE_SCHEMA": False,
     # The API's reference page (/api/v1/docs/) runs Swagger UI from our static files: no CDN, and

@@ -187,3 +187,34 @@ def test_dates_win_over_a_period_and_the_schema_says_so(client, operator, fleet)
     described = {parameter["name"]: parameter.get("description", "") for parameter in parameters}
     assert "Not read when `from` or `to` is given" in described["period"]
     assert "default 6 days before `to`" in described["from"]
+
+
+def test_every_amount_of_money_is_a_decimal_string_and_the_report_s_numbers_are_deprecated(client, operator, fleet):  # noqa: F811
+    """A job's `cost` was a decimal string ("20.00") and the teams report's a JSON number (20.0): a
+    script adding a team's jobs up against its report compared a string with a float. Every amount is
+    now a decimal string in the currency beside it; the report's numbers stay for the scripts that
+    read them, marked deprecated, beside `cost_decimal` and `wasted_cost_decimal`."""
+    client.force_login(operator)
+    report = client.get(URL, WEEK).json()
+    row = report["teams"][0]
+    assert (row["team"], row["cost"], row["cost_decimal"], row["wasted_cost"], row["wasted_cost_decimal"]) == (
+        "team-a", 20.0, "20.00", 12.0, "12.00"
+    )  # fmt: skip
+    jobs = client.get("/api/v1/jobs/", {"team": "team-a", "started_after": "2026-11-16T00:00:00Z"}).json()
+    assert [job["cost"] for job in jobs["results"]] == ["20.00"]  # the same form as the report's
+
+    schemas = client.get("/api/v1/schema/", {"format": "json"}).json()["components"]["schemas"]
+    amounts = {
+        (name, key): prop
+        for name, schema in schemas.items()
+        for key, prop in schema.get("properties", {}).items()
+        if key in ("cost", "wasted_cost", "recoverable_cost") or key.endswith("cost_decimal")
+    }
+    assert {name for name, _ in amounts} == {"Job", "JobDetail", "Finding", "Guidance", "TeamReportRow"}
+    for (name, key), prop in amounts.items():
+        if prop.get("deprecated"):
+            assert (name, key) in {("TeamReportRow", "cost"), ("TeamReportRow", "wasted_cost")}
+            assert prop["description"].startswith(f"Deprecated: `{key}_decimal`")
+        else:
+            assert (prop["type"], prop["format"]) == ("string", "decimal"), (name, key)
+            assert "2 places" in prop["description"] and "currency" in prop["description"], (name, key)

@@ -35,6 +35,13 @@ from triage.labeling.services import blinded_job_ids
 from triage.models import Feedback, Finding, JobTriage, TriageStatus, low_util_threshold
 from triage.taxonomy import Category, Dimension
 
+# Every amount of money in the API is one kind of value: a decimal string with 2 places, in major units of
+# the currency beside it (a job's and a finding's `cost`, a fix's `recoverable_cost`, the teams report's
+# `cost_decimal`): exact, as it is stored, where a JSON number is a binary float to most parsers.
+MONEY = 'a decimal string with 2 places in major units of `currency` ("12.50")'
+CURRENCY = 'The ISO 4217 code of the amount beside it ("USD"); "" when it has none.'
+MONEY_FIELD = {"help_text": f"The cost, {MONEY}; null when the job's cluster and GPU model have no price."}
+
 
 # The shapes of a finding's evidence and guidance, for the schema only: they are stored as JSON
 # (`Finding.evidence`, `Finding.guidance`, built by triage.rules.registry.Finding.evidence and
@@ -174,8 +181,14 @@ class GuidanceSerializer(serializers.Serializer):
     expected_effect = serializers.CharField(required=False)
     paper = serializers.CharField(required=False)
     recoverable_gpu_hours = serializers.FloatField(required=False)
-    recoverable_cost = serializers.CharField(required=False, allow_null=True, help_text="A decimal, or null unpriced.")
-    currency = serializers.CharField(required=False)
+    recoverable_cost = serializers.DecimalField(
+        max_digits=20,
+        decimal_places=2,
+        required=False,
+        allow_null=True,
+        help_text=f"What the fix would recover, {MONEY}; null when the job's GPU-hours have no price.",
+    )
+    currency = serializers.CharField(required=False, help_text=CURRENCY)
     settings = serializers.DictField(required=False, help_text="The job's own figures the change uses.")
 
 
@@ -236,6 +249,10 @@ class FindingSerializer(serializers.ModelSerializer):
             "evidence",
             "guidance",
         ]
+        extra_kwargs = {
+            "cost": {"help_text": f"What this cause cost the job, {MONEY}; null unpriced."},
+            "currency": {"help_text": CURRENCY},
+        }
 
     @extend_schema_field(serializers.ChoiceField(choices=Dimension.choices))
     def get_dimension(self, finding: Finding) -> str:
@@ -298,6 +315,7 @@ class JobSerializer(serializers.ModelSerializer):
             "categories",
             "updated_at",
         ]
+        extra_kwargs = {"cost": MONEY_FIELD, "currency": {"help_text": CURRENCY}}
 
     def _current(self, job: Job) -> JobTriage | None:
         if job.pk in self._blinded():
@@ -564,6 +582,12 @@ class ReadsReports(TokenMay):
     flag, may_not = "reads_reports", "read the teams' report (their GPU-hours, waste and cost)"
 
 
+@extend_schema_field({"type": "number", "format": "double", "deprecated": True})
+class DeprecatedFloatField(serializers.FloatField):
+    """A number kept for the scripts that read it, marked deprecated in the schema in favour of a field
+    beside it (see `TeamReportRowSerializer`)."""
+
+
 class TeamReportRowSerializer(serializers.Serializer):
     team = serializers.CharField(help_text="The team's slug.")
     name = serializers.CharField()
@@ -573,8 +597,26 @@ class TeamReportRowSerializer(serializers.Serializer):
     waste_share = serializers.FloatField(
         allow_null=True, help_text="Unused over covered GPU-hours; null without covered GPU time."
     )
-    cost = serializers.FloatField(help_text="In the report's currency.")
-    wasted_cost = serializers.FloatField(help_text="In the report's currency.")
+    cost = DeprecatedFloatField(
+        help_text="Deprecated: `cost_decimal`, the same amount as a decimal string like every other amount in the API. "
+        "A JSON number in the report's currency (major units, rounded to 2 places); kept for the scripts that read it."
+    )
+    wasted_cost = DeprecatedFloatField(
+        help_text="Deprecated: `wasted_cost_decimal`. A JSON number in the report's currency, rounded to 2 places."
+    )
+    cost_decimal = serializers.DecimalField(
+        max_digits=20,
+        decimal_places=2,
+        source="cost",
+        help_text="What the team's priced jobs cost, in the report's `currency` (major units): a decimal string "
+        'with 2 places ("2608.00"), as a job\'s `cost` is.',
+    )
+    wasted_cost_decimal = serializers.DecimalField(
+        max_digits=20,
+        decimal_places=2,
+        source="wasted_cost",
+        help_text="What their unused GPU-hours cost, in the report's `currency`: a decimal string with 2 places.",
+    )
     low_util_jobs = serializers.IntegerField(help_text="Jobs at or below the low-utilization threshold.")
     cost_left_out = serializers.CharField(
         help_text='What the cost leaves out, in currencies without an exchange rate ("20.00 EUR"); "" for nothing.'
