@@ -322,3 +322,43 @@ def test_the_summary_aggregates_read_only_the_summary_indexes(slurm_jobs):
             cursor.execute(f"EXPLAIN QUERY PLAN {query['sql']}")
             plan = " ".join(str(row[-1]) for row in cursor.fetchall())
         assert "USING COVERING INDEX job_" in plan, (query["sql"], plan)
+
+
+# -- the weekly digests: the same mark and the same count -------------------------------------------
+@pytest.mark.django_db
+def test_the_digests_mark_slurms_average_in_runs_that_got_better_and_count_the_weeks(team_a):
+    from datetime import UTC, datetime, timedelta
+
+    from tests.factories import ClusterFactory, JobFactory
+    from triage.digests import services
+
+    monday, cluster = datetime(2026, 11, 16, tzinfo=UTC), ClusterFactory(name="slurm-no-dcgm")
+
+    def run(name, days, util, source):
+        start = monday + timedelta(days=days)
+        return JobFactory(team=team_a, cluster=cluster, name=name, user="dana", start_time=start,
+                          end_time=start + timedelta(hours=3), mean_gpu_util=util, util_source=source,
+                          state="COMPLETED")  # fmt: skip
+
+    run("nightly", -5, 30, "slurm_steps"), run("nightly", 2, 80, "samples")  # sampled after a Slurm average
+    run("sweep", -4, 20, "samples"), run("sweep", 1, 70, "slurm_steps")
+    run("plain", -3, 10, "samples"), run("plain", 3, 60, "samples")
+    run("cpu", 4, None, "samples")  # no figure at all: neither counted nor marked
+    means = "Slurm avg: from Slurm's step accounting (an average of the whole run; no time series)"
+    week_note = (
+        "1 of the week's 3 utilization figures is Slurm avg: from Slurm's step accounting (an average of the whole"
+        " run; no time series), for a job without GPU samples; the low-utilization count includes it."
+    )
+    for kind, team in (("team", team_a), ("operator", None)):
+        _, text, html = services.render_triplet(f"{kind}-digest", services.build_context(kind, "2026-W47", team))
+        better = text.split("RUNS THAT GOT BETTER")[1].split("\n\n")[0]
+        assert f"  {means}, for a run without GPU samples." in better.splitlines()
+        assert [line.strip().split(" since")[0] for line in better.splitlines() if line.strip().startswith("+")] == [
+            "+ sweep (dana, slurm-no-dcgm): 20 % -> 70 % (Slurm avg)",  # each up 50 points: the earliest first
+            "+ nightly (dana, slurm-no-dcgm): 30 % (Slurm avg) -> 80 %",
+            "+ plain (dana, slurm-no-dcgm): 10 % -> 60 %",
+        ]
+        assert week_note in text.split("\n\n")[0], kind  # under the week's first line
+        listed = html.split("Runs that got better")[1].split("</ul>")[0]
+        assert "30 % <span" in listed and listed.count(">Slurm avg</span>") == 2 and "&#x27;s step accounting" in listed
+        assert week_note.replace("'", "&#x27;") in html, kind

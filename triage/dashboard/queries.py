@@ -672,8 +672,9 @@ def improved_runs(jobs, period: Period, threshold: float, limit: int = 5) -> lis
     last earlier run (of `jobs`, same name, user and cluster, whenever it ran) that ended successfully
     too: a failed, cancelled or timed-out run says nothing about a fix, and its low utilization may be
     the crash or the hang, not the cause. The biggest rise first, each with `previous_util`,
-    `previous_id` and `previous_start` set. A job of several such runs in the period shows once: its
-    later runs' run before is already above the line."""
+    `previous_util_source` (the run before's `util_source`), `previous_id` and `previous_start` set. A
+    job of several such runs in the period shows once: its later runs' run before is already above the
+    line."""
     ended_well = _ended_successfully()
     before = runs_to_compare_with(
         jobs, OuterRef("cluster_id"), OuterRef("user"), OuterRef("name"), OuterRef("start_time"), OuterRef("pk")
@@ -684,6 +685,7 @@ def improved_runs(jobs, period: Period, threshold: float, limit: int = 5) -> lis
         .filter(ended_well, mean_gpu_util__gt=threshold)
         .annotate(
             previous_util=Subquery(before.values("mean_gpu_util")[:1]),
+            previous_util_source=Subquery(before.values("util_source")[:1]),
             previous_id=Subquery(before.values("pk")[:1]),
             previous_start=Subquery(before.values("start_time")[:1]),
         )

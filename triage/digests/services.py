@@ -539,6 +539,7 @@ def _base_context(kind: str, period: Period, jobs, team: Team | None, hidden: fr
         previous_jobs.exclude(pk__in=hidden) if hidden else previous_jobs, conversion
     )
     jobs_url = _jobs_url(period, team)
+    improved_runs = _improved_runs(jobs, period, hidden, threshold)
     regressions, more_regressions = _regressions(
         current,
         previous,
@@ -570,7 +571,8 @@ def _base_context(kind: str, period: Period, jobs, team: Team | None, hidden: fr
         "regressions": regressions,
         "more_regressions": more_regressions,
         "improvements": _improvements(current, previous, by_category, before_by_category),
-        "improved_runs": _improved_runs(jobs, period, hidden, threshold),
+        "improved_runs": improved_runs,
+        "improved_runs_slurm_avg": any(item["previous_from_steps"] or item["from_steps"] for item in improved_runs),
         "unclassified": findings.unclassified(judged_week),
         "currency": pricing.currency,
         "cost_note": pricing.note,
@@ -598,6 +600,9 @@ def _improved_runs(jobs, period: Period, hidden: frozenset[int], threshold: floa
         {
             "job": run,
             "previous_util": run.previous_util,
+            # Either figure may be Slurm's step-accounting average (a run without GPU samples): marked Slurm avg.
+            "previous_from_steps": run.previous_util_source == Job.UtilSource.SLURM_STEPS,
+            "from_steps": run.util_from_steps,
             "previous_start": run.previous_start,
             "gone": [c for c in causes.get(run.previous_id, []) if c not in causes.get(run.pk, [])],
             "url": absolute(reverse("dashboard:job-detail", args=[run.pk]) + "#runs"),

@@ -42,6 +42,36 @@ def improved_runs_intro(low_threshold) -> str:
     )
 
 
+# A mean GPU utilization that is Slurm's step-accounting average (a job without GPU samples) is marked
+# SLURM_AVG, as the dashboard's pages mark it; an email has no tooltip, so the digest says what it means.
+SLURM_AVG = "Slurm avg"
+SLURM_AVG_MEANS = "from Slurm's step accounting (an average of the whole run; no time series)"
+
+
+@register.simple_tag
+def slurm_avg_mark() -> str:
+    """What "Slurm avg" means, for a digest that marks a run's figure with it."""
+    return f"{SLURM_AVG}: {SLURM_AVG_MEANS}, for a run without GPU samples."
+
+
+@register.simple_tag
+def slurm_avg_note(totals) -> str:
+    """How many of the week's utilization figures are Slurm's step-accounting averages, as the
+    overview says it of a period; "" for none."""
+    n, m = totals.slurm_avg_jobs, totals.measured_jobs
+    if not n:
+        return ""
+    if n == m:
+        which = "The week's one utilization figure is" if n == 1 else f"All {n} of the week's utilization figures are"
+    else:
+        which = f"{n} of the week's {m} utilization figures {'is' if n == 1 else 'are'}"
+    jobs, them = ("a job", "it") if n == 1 else ("jobs", "them")
+    return (
+        f"{which} {SLURM_AVG}: {SLURM_AVG_MEANS}, for {jobs} without GPU samples; the low-utilization count"
+        f" includes {them}."
+    )
+
+
 # Under every digest's figures: the hours of a cause (97.8) are its jobs' exact hours added up, then
 # rounded, as the dashboard's pages add them; the jobs' own rounded hours (85.5 + 12.4) may add to a
 # tenth more or less. Summing the rounded figures instead would part the digest from the dashboard.
