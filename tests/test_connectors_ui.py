@@ -495,6 +495,8 @@ def test_deleting_a_connector_asks_first_keeps_its_jobs_and_runs_and_is_audited(
         "cluster": "c1",
         "runs": 1,
         "jobs": 3,
+        "jobs_deleted": 0,
+        "clusters_deleted": [],
     }
     assert SECRET not in str(event.details)
     # Now nothing takes series from prom: it goes too.

@@ -21,7 +21,7 @@ from dataclasses import asdict, dataclass, field
 from datetime import datetime, timedelta
 
 from django.conf import settings
-from django.db import DatabaseError, transaction
+from django.db import DatabaseError, models, transaction
 from django.db.models import ProtectedError, Q
 from django.utils import timezone
 from django.utils.text import slugify
@@ -107,24 +107,87 @@ def jobs_of(connector: Connector):
     return Job.objects.filter(ingest_run__connector=connector)
 
 
-def delete_connector(connector: Connector, user) -> str:
-    """Delete a connector, audited; its jobs and its pulls' ingest runs stay (IngestRun.connector is
-    SET_NULL, jobs hang off their run). "" when deleted, else why not: a pull of it is running (its
-    lease is held while the row goes, so none can start), or other connectors take their series
-    from it (metrics_from is PROTECT)."""
-    token = uuid.uuid4().hex
+def _kept_job_ids(jobs) -> set[int]:
+    """Of these jobs, those a row elsewhere protects from deletion (a labeling study's sample, a gold
+    set's item: `on_delete=PROTECT`); found through the model's relations, as fleet knows no triage."""
+    kept: set[int] = set()
+    for relation in Job._meta.get_fields(include_hidden=True):  # hidden: related_name="+" on StudyJob and GoldItem
+        if relation.auto_created and not relation.concrete and getattr(relation, "on_delete", None) is models.PROTECT:
+            rows = relation.related_model._base_manager.filter(**{f"{relation.field.name}__in": jobs})
+            kept.update(rows.values_list(relation.field.attname, flat=True))
+    return kept
+
+
+@dataclass
+class DeletionPlan:
+    """What deleting a connector does, shown before it is done: the jobs its pulls stored last (all
+    kept, unless the operator asks to delete them too), those of them a labeling study or gold set
+    keeps whatever is asked, and the clusters deleting the jobs would leave with none. Such a cluster
+    goes with them, unless it has GPU prices (settings someone entered): then it stays, named."""
+
+    runs: int
+    jobs: int
+    kept: int  # in a labeling study or a gold set: never deleted here
+    clusters: list[str]  # left with no job once its jobs are deleted: deleted too
+    priced: list[str]  # left with no job but priced: they stay
+    kept_ids: set[int] = field(default_factory=set, repr=False)
+
+    @property
+    def deletable(self) -> int:
+        return self.jobs - self.kept
+
+
+def deletion_plan(connector: Connector) -> DeletionPlan:
+    jobs = jobs_of(connector)
+    kept = _kept_job_ids(jobs)
+    deletable = jobs.exclude(pk__in=kept).values("pk")
+    emptied, priced = [], []
+    for cluster in Cluster.objects.filter(jobs__in=deletable).distinct().order_by("name"):
+        if cluster.jobs.exclude(pk__in=deletable).exists():
+            continue
+        (priced if cluster.prices.exists() else emptied).append(cluster.name)
+    return DeletionPlan(connector.runs.count(), jobs.count(), len(kept), emptied, priced, kept)
+
+
+def delete_connector(connector: Connector, user, *, with_jobs: bool = False) -> str:
+    """Delete a connector, audited. Its pulls' ingest runs stay (IngestRun.connector is SET_NULL), and
+    so do the jobs they stored (they hang off their run and cluster) unless `with_jobs`: then those of
+    them no labeling study or gold set holds are deleted too (`fleet.lifecycle.delete_jobs`, files
+    after commit), with the clusters that leaves without a job and without prices, all in one
+    transaction. "" when deleted, else why not: a pull of it is running (its lease is held while the
+    row goes, so none can start), it is being deleted already, other connectors take their series
+    from it (metrics_from is PROTECT), or a job began to be labeled since the plan was made."""
+    from fleet.lifecycle import delete_jobs
+
+    token = f"{uuid.uuid4().hex}{DELETING}"  # Pull now meanwhile says it is being deleted, not pulled
     if not acquire(connector.pk, token):
+        held = Connector.objects.filter(pk=connector.pk).first()
+        if held is None or being_deleted(held):
+            return f"{connector.name} is already being deleted."
         return f"A pull of {connector.name} is running; delete it once the pull has ended."
-    details = {"kind": connector.kind, "url": connector.url, "cluster": connector.cluster,
-               "runs": connector.runs.count(), "jobs": jobs_of(connector).count()}  # fmt: skip
+    deleted = False
     try:
+        plan = deletion_plan(connector)
+        details = {"kind": connector.kind, "url": connector.url, "cluster": connector.cluster,
+                   "runs": plan.runs, "jobs": plan.jobs, "jobs_deleted": 0, "clusters_deleted": []}  # fmt: skip
         with transaction.atomic():
+            if with_jobs and plan.deletable:
+                delete_jobs(jobs_of(connector).exclude(pk__in=plan.kept_ids))
+                emptied = Cluster.objects.filter(name__in=plan.clusters, jobs__isnull=True, prices__isnull=True)
+                details["clusters_deleted"] = sorted(emptied.values_list("name", flat=True))
+                Cluster.objects.filter(name__in=details["clusters_deleted"]).delete()
+                details["jobs_deleted"] = plan.deletable
             audit.record(user, "connector.delete", connector, details)
             connector.delete()
-    except ProtectedError:  # a connector began to take its series from it since the page was shown
-        release(connector.pk, token)
+        deleted = True
+    except ProtectedError:
         served = ", ".join(connector.served.order_by("name").values_list("name", flat=True))
-        return f"{connector.name} serves the series of {served}; point them elsewhere first."
+        if served:  # a connector began to take its series from it since the page was shown
+            return f"{connector.name} serves the series of {served}; point them elsewhere first."
+        return f"Some of {connector.name}'s jobs were added to a labeling study meanwhile; nothing was deleted."
+    finally:
+        if not deleted:  # refused or failed (the database): its pulls may go on at once
+            release(connector.pk, token)
     return ""
 
 
@@ -139,7 +202,10 @@ def sync_connector(connector_id: int, since: str | None = None, dry_run: bool = 
         return probe_metrics_source(connector)
     token = uuid.uuid4().hex
     if not dry_run and not acquire(connector.pk, token):
-        return SyncResult(connector=connector.name, status="locked", message="another pull of it is running")
+        now = Connector.objects.filter(pk=connector.pk).first()
+        deleting = now is None or being_deleted(now)
+        holder = "it is being deleted" if deleting else "another pull of it is running"
+        return SyncResult(connector=connector.name, status="locked", message=holder)
     pull = _Pull(connector, token, since=since, dry_run=dry_run)
     try:
         return pull.execute()
@@ -384,19 +450,32 @@ def lease_token(token: str, run_id: int) -> str:
     return f"{token[:32]}:run-{run_id}"
 
 
+# A delete's lease token ends so: while it holds the lease, the connector is being deleted, not pulled.
+DELETING = ":delete"
+
+
 def _lease_holder(connector: Connector | None, now: datetime) -> str | None:
-    """Whom the connector's lease is held for: "run-N", "" when its token names no run (a pull of an
-    older version, a delete going on), None when it is free or expired."""
+    """Whom the connector's lease is held for: "run-N", "delete" while it is being deleted, "" when
+    its token names neither (a pull that has no run yet, or of an older version), None when it is
+    free or expired."""
     if connector is None or connector.locked_until is None or connector.locked_until <= now:
         return None
+    if connector.lock_token.endswith(DELETING):
+        return "delete"
     return connector.lock_token.rpartition(":")[2] if ":run-" in connector.lock_token else ""
+
+
+def being_deleted(connector: Connector, now: datetime | None = None) -> bool:
+    """Whether a delete of the connector holds its lease right now (no pull can start meanwhile)."""
+    return _lease_holder(connector, now or timezone.now()) == "delete"
 
 
 def pull_running(connector: Connector, now: datetime | None = None) -> tuple[bool, IngestRun | None]:
     """Whether a pull of the connector holds its lease right now, and that pull's ingest run when its
-    lease names one (a pull that has not written its run yet, or a delete going on, names none)."""
+    lease names one (a pull that has not written its run yet names none). A delete holding the lease
+    is no pull (`being_deleted`)."""
     holder = _lease_holder(connector, now or timezone.now())
-    if holder is None:
+    if holder is None or holder == "delete":
         return False, None
     run_id = holder.removeprefix("run-")
     return True, IngestRun.objects.filter(pk=int(run_id)).first() if run_id.isdigit() else None

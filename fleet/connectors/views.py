@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from django.contrib import messages
 from django.shortcuts import get_object_or_404, redirect, render
+from django.template.defaultfilters import pluralize
 from django.urls import reverse
 from django.utils.html import format_html
 from django.views.decorators.http import require_POST
@@ -69,26 +70,41 @@ def connector_edit(request, pk: int):
 @operator_required
 @with_form
 def connector_delete(request, pk: int):
-    """GET: what deleting it does, and a button; POST: delete it. Its jobs and ingest runs stay
-    (IngestRun.connector is SET_NULL, jobs hang off their run, not the connector); it is refused
-    while other connectors take their series from it (metrics_from is PROTECT) or a pull of it runs."""
+    """GET: what deleting it does, and a button; POST: delete it. Its ingest runs stay (IngestRun.connector
+    is SET_NULL); its jobs stay too unless "with_jobs" is ticked: then they go, with the clusters that
+    leaves empty (sync.deletion_plan). Refused while other connectors take their series from it
+    (metrics_from is PROTECT) or a pull of it runs."""
     connector = get_object_or_404(Connector, pk=pk)
     served = list(connector.served.order_by("name"))
     if request.method == "POST" and not served:
-        name = connector.name
-        refused = sync.delete_connector(connector, request.user)
+        name, with_jobs = connector.name, request.POST.get("with_jobs") == "1"
+        plan = sync.deletion_plan(connector)
+        refused = sync.delete_connector(connector, request.user, with_jobs=with_jobs)
         if refused:
             messages.error(request, refused)
-            return redirect("connectors:detail", connector.pk)
-        messages.success(request, f"Connector {name} deleted. The jobs it imported and its pulls' ingest runs stay.")
+            if Connector.objects.filter(pk=connector.pk).exists():
+                return redirect("connectors:detail", connector.pk)
+            return redirect("connectors:list")
+        messages.success(request, _deleted_sentence(name, plan, with_jobs))
         return redirect("connectors:list")
-    context = {
-        "connector": connector,
-        "served": served,
-        "run_count": connector.runs.count(),
-        "job_count": sync.jobs_of(connector).count(),
-    }
+    context = {"connector": connector, "served": served, "plan": sync.deletion_plan(connector)}
     return render(request, "connectors/connector_confirm_delete.html", context)
+
+
+def _deleted_sentence(name: str, plan: sync.DeletionPlan, with_jobs: bool) -> str:
+    if not with_jobs or not plan.deletable:
+        return f"Connector {name} deleted. The jobs it imported and its pulls' ingest runs stay."
+    jobs = f"{plan.deletable} job{pluralize(plan.deletable)}"
+    said = f"Connector {name} deleted, with the {jobs} it imported"
+    if plan.clusters:
+        said += f" and the cluster{pluralize(plan.clusters)} {', '.join(plan.clusters)}"
+    said += ". Its pulls' ingest runs stay."
+    if plan.kept:
+        said += f" {plan.kept} of its jobs stay{pluralize(plan.kept, 's,')}: a labeling study or gold set holds them."
+    if plan.priced:
+        priced = f"The cluster{pluralize(plan.priced)} {', '.join(plan.priced)} stay{pluralize(plan.priced, 's,')}"
+        said += f" {priced}, with {pluralize(plan.priced, 'its,their')} GPU prices."
+    return said
 
 
 def _form_page(request, form, connector):
@@ -104,6 +120,9 @@ def _form_page(request, form, connector):
 def connector_sync(request, pk: int):
     connector = get_object_or_404(Connector, pk=pk)
     what = "check" if connector.metrics_only else "pull"
+    if sync.being_deleted(connector):  # its delete holds the lease: no pull is running, none could start
+        messages.warning(request, f"{connector.name} is being deleted; no {what} was queued.")
+        return _back(request, connector)
     if not connector.metrics_only:
         # A second pull would only find the lease taken and end as "locked", unseen: say so instead.
         running, run = sync.pull_running(connector)

@@ -1,0 +1,158 @@
+"""Deleting a connector, as an operator expects from deleting a data source (Grafana, Datadog): the page
+says first what goes and what stays; the data it brought in stays unless asked for, and then it goes
+with the cluster it leaves empty; while the delete runs nothing claims a pull is running."""
+
+from __future__ import annotations
+
+import pytest
+from django.urls import reverse
+
+from fleet.connectors import sync
+from fleet.connectors.models import Connector
+from fleet.models import AuditEvent, Cluster, GpuModelPrice, IngestRun, Job
+from tests.connector_servers import FakePlatform
+from tests.test_connectors_sync import GenericApi
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture(autouse=True)
+def _one_try(settings):
+    settings.CONNECTOR_HTTP_RETRIES = 0
+
+
+def pulled(name: str, cluster: str, count: int) -> Connector:
+    """A generic connector that pulled `count` jobs into `cluster` from a loopback server."""
+    with FakePlatform() as server:
+        GenericApi(count).install(server)
+        connector = Connector.objects.create(name=name, kind="generic", url=server.url, cluster=cluster)
+        assert sync.sync_connector(connector.pk).created == count
+    return connector
+
+
+def confirm_page(client, connector) -> str:
+    return " ".join(client.get(reverse("connectors:delete", args=[connector.pk])).content.decode().split())
+
+
+def test_deleting_a_connector_with_its_jobs_takes_the_cluster_they_leave_empty_and_nothing_else(client, operator):
+    """Deleting a connector kept its cluster and jobs with no way to remove them: the cluster stayed in
+    every cluster menu with jobs nobody pulls any more. The page now offers to delete them too, saying
+    which cluster goes with them; another connector's jobs and cluster, and the runs, stay."""
+    api = pulled("api", "c1", 3)
+    other = pulled("other", "c2", 2)
+    run = api.runs.get()
+    client.force_login(operator)
+
+    page = confirm_page(client, api)
+    assert "keeps the 3 jobs its pulls stored</strong>, with their series, logs, findings and labels, and the " \
+           "clusters they are on, unless you tick the box below." in page  # fmt: skip
+    assert '<input type="checkbox" name="with_jobs" value="1" aria-describedby="with-jobs-help"> Also delete ' \
+           "the 3 jobs it imported and the cluster c1</label>" in page  # fmt: skip
+    assert "c1 would be left with no job." in page and "c2" not in page
+    assert 'name="with_jobs" value="1" checked' not in page  # keeping the data is the default
+
+    response = client.post(reverse("connectors:delete", args=[api.pk]), {"with_jobs": "1"}, follow=True)
+    said = " ".join(response.content.decode().split())
+    assert "Connector api deleted, with the 3 jobs it imported and the cluster c1. " \
+           "Its pulls&#x27; ingest runs stay." in said  # fmt: skip
+    assert not Connector.objects.filter(pk=api.pk).exists()
+    assert not Job.objects.filter(cluster__name="c1").exists() and not Cluster.objects.filter(name="c1").exists()
+    assert IngestRun.objects.filter(pk=run.pk, connector=None).exists()
+    assert Job.objects.filter(cluster__name="c2", ingest_run__connector=other).count() == 2
+    event = AuditEvent.objects.get(action="connector.delete")
+    assert (event.details["jobs"], event.details["jobs_deleted"], event.details["clusters_deleted"]) == (3, 3, ["c1"])
+
+
+def test_deleting_a_connector_without_the_box_keeps_its_jobs_and_its_cluster(client, operator):
+    api = pulled("api", "c1", 2)
+    client.force_login(operator)
+    said = client.post(reverse("connectors:delete", args=[api.pk]), follow=True).content.decode()
+    assert "Connector api deleted. The jobs it imported and its pulls&#x27; ingest runs stay." in said
+    assert Job.objects.filter(cluster__name="c1").count() == 2
+    event = AuditEvent.objects.get(action="connector.delete")
+    assert (event.details["jobs_deleted"], event.details["clusters_deleted"]) == (0, [])
+
+
+def test_jobs_being_labeled_and_a_priced_cluster_stay_and_the_page_says_so_before(client, operator):
+    """A job in a labeling study cannot be deleted (its labels are someone's work; the study PROTECTs it),
+    and a cluster's GPU prices were entered by someone: deleting the jobs must neither fail on the first
+    nor silently take the second. Both are named on the page before, and stay."""
+    from triage.labeling.models import Study, StudyJob
+
+    api = pulled("api", "c1", 3)
+    priced = pulled("priced", "c2", 2)
+    GpuModelPrice.objects.create(cluster=Cluster.objects.get(name="c2"), price_per_gpu_hour=2)
+    study = Study.objects.create(name="idle tails", created_by=operator, seed=1)
+    labeled = Job.objects.filter(cluster__name="c1").order_by("pk").first()
+    StudyJob.objects.create(study=study, job=labeled, position=0)
+    client.force_login(operator)
+
+    page = confirm_page(client, api)
+    assert "Also delete the 2 jobs it imported</label>" in page and "would be left with no job" not in page
+    assert "1 of its jobs stays whatever you choose: a labeling study or gold set holds them." in page
+    said = client.post(reverse("connectors:delete", args=[api.pk]), {"with_jobs": "1"}, follow=True).content.decode()
+    assert "Connector api deleted, with the 2 jobs it imported. Its pulls&#x27; ingest runs stay. " \
+           "1 of its jobs stays: a labeling study or gold set holds them." in " ".join(said.split())  # fmt: skip
+    assert list(Job.objects.filter(cluster__name="c1")) == [labeled] and Cluster.objects.filter(name="c1").exists()
+
+    page = confirm_page(client, priced)
+    assert "Also delete the 2 jobs it imported</label>" in page
+    assert "The cluster c2 stays, with its GPU prices." in page
+    client.post(reverse("connectors:delete", args=[priced.pk]), {"with_jobs": "1"})
+    assert not Job.objects.filter(cluster__name="c2").exists()
+    assert GpuModelPrice.objects.filter(cluster__name="c2").exists()
+
+
+def test_a_connector_with_no_jobs_offers_no_box(client, operator):
+    connector = Connector.objects.create(name="g", kind="generic", url="http://127.0.0.1:9", cluster="c1")
+    client.force_login(operator)
+    page = confirm_page(client, connector)
+    assert "keeps the 0 jobs its pulls stored</strong>" in page and 'name="with_jobs"' not in page
+
+
+def test_while_a_connector_is_being_deleted_pull_now_and_a_second_delete_say_so(client, operator, monkeypatch):
+    """Pull now during a delete said 'A pull of api is already running', and so did a second Delete: the
+    delete holds the pull lease, but no pull runs. They now say it is being deleted; a queued pull that
+    meets the delete says so too."""
+    from fleet import audit
+    from fleet.connectors import views as connector_views
+
+    api = pulled("api", "c1", 2)
+    queued, seen = [], {}
+    monkeypatch.setattr(connector_views, "publish", lambda *args, **kwargs: queued.append(args))
+    record = audit.record
+
+    def in_the_middle(user, action, target, details=None):  # the delete holds the lease here
+        if action == "connector.delete":
+            seen["pull now"] = client.post(reverse("connectors:sync", args=[api.pk]), follow=True).content.decode()
+            seen["delete"] = client.post(reverse("connectors:delete", args=[api.pk]), follow=True).content.decode()
+            seen["task"] = sync.sync_connector(api.pk)
+        return record(user, action, target, details)
+
+    monkeypatch.setattr(audit, "record", in_the_middle)
+    client.force_login(operator)
+    client.post(reverse("connectors:delete", args=[api.pk]))
+    assert "api is being deleted; no pull was queued." in seen["pull now"] and queued == []
+    assert "already running" not in seen["pull now"] + seen["delete"]
+    assert "api is already being deleted." in seen["delete"]
+    assert (seen["task"].status, seen["task"].message) == ("locked", "it is being deleted")
+    assert not Connector.objects.filter(pk=api.pk).exists()
+
+
+def test_a_delete_that_fails_frees_the_connector_for_its_pulls(client, operator, monkeypatch):
+    """A delete refused or failed part-way left the lease it took held until it expired (an hour), so the
+    connector's pulls were skipped meanwhile (beat skips a held connector)."""
+    from fleet import audit
+
+    api = pulled("api", "c1", 1)
+
+    def database_gone(*args, **kwargs):
+        from django.db import OperationalError
+
+        raise OperationalError("server closed the connection unexpectedly")
+
+    monkeypatch.setattr(audit, "record", database_gone)
+    with pytest.raises(Exception, match="server closed"):
+        sync.delete_connector(api, operator)
+    api.refresh_from_db()
+    assert api.locked_until is None and sync.acquire(api.pk, "the next pull")
