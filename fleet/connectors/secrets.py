@@ -41,6 +41,9 @@ def decrypt(token: str) -> str:
         ) from None
 
 
+# The most of a secret file that is read: a Slurm JWT or a service-account token is 1-4 KiB.
+SECRET_FILE_MAX_BYTES = 64 * 1024
+
 # The service's own secrets: never read for a connector, whatever CONNECTOR_SECRET_ENV allows.
 SERVICE_SECRETS = frozenset({"SECRET_KEY", "CONNECTOR_SECRET_KEY", "DATABASE_URL", "REDIS_URL", "EMAIL_HOST_PASSWORD"})
 
@@ -90,8 +93,18 @@ def resolve_reference(reference: str) -> str:
             raise ConfigError(f"environment variable {name} is not set")
         return value.strip()
     try:
-        return Path(name).resolve().read_text(encoding="utf-8").strip()
+        with Path(name).resolve().open("rb") as file:
+            content = file.read(SECRET_FILE_MAX_BYTES + 1)
     except OSError as exc:
         raise ConfigError(f"cannot read the secret file {name}: {exc.strerror}") from None
+    if len(content) > SECRET_FILE_MAX_BYTES:
+        # A token is a few kilobytes; more is the wrong file (a log, an archive, a device), which would
+        # be held in memory and sent as a header on every request of every pull.
+        raise ConfigError(
+            f"the secret file {name} holds more than {SECRET_FILE_MAX_BYTES // 1024} KiB, far more than a token: "
+            "check that the reference names the token's file"
+        )
+    try:
+        return content.decode("utf-8").strip()
     except UnicodeDecodeError:
         raise ConfigError(f"the secret file {name} is not UTF-8 text") from None
