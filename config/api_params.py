@@ -12,15 +12,93 @@ generic views, which `config.api` imports.
 
 from __future__ import annotations
 
+import base64
+import binascii
+import json
+import operator
+from datetime import datetime
+from functools import reduce
+
 from django import forms
-from django.db.models import Max
+from django.core.exceptions import FieldDoesNotExist
+from django.core.exceptions import ValidationError as DjangoValidationError
+from django.db.models import Max, Q
 from django_filters.rest_framework import DjangoFilterBackend
 from rest_framework.exceptions import ValidationError
 from rest_framework.pagination import PageNumberPagination
-from rest_framework.utils.urls import replace_query_param
+from rest_framework.response import Response
+from rest_framework.utils.urls import remove_query_param, replace_query_param
 
 # DRF's own: the renderer override (`?format=json`), handled before a view runs.
 ALWAYS_TAKEN = {"format"}
+
+
+class Keyset:
+    """Where a page of a list ordered by `ordering` (model field names, `-` for descending, the last
+    one unique) ends or begins: that row's values of those fields, as an opaque URL-safe token."""
+
+    def __init__(self, model, ordering: list[str]):
+        self.model = model
+        self.fields = [(name.removeprefix("-"), name.startswith("-")) for name in ordering]
+
+    @classmethod
+    def of(cls, queryset) -> Keyset | None:
+        """The keyset of a queryset's explicit ordering, or None when it cannot hold one (no ordering,
+        a related field or an expression, or no unique last field to break ties)."""
+        pk = queryset.model._meta.pk.name
+        ordering = [
+            name.replace("pk", pk) if name.removeprefix("-") == "pk" else name
+            for name in queryset.query.order_by
+            if isinstance(name, str)
+        ]
+        if not ordering or len(ordering) != len(queryset.query.order_by):
+            return None
+        try:
+            fields = [queryset.model._meta.get_field(name.removeprefix("-")) for name in ordering]
+        except FieldDoesNotExist:
+            return None
+        if any(field.is_relation or field.null for field in fields) or not (
+            fields[-1].primary_key or fields[-1].unique
+        ):
+            return None
+        return cls(queryset.model, ordering)
+
+    def token(self, row) -> str:
+        values = [self.model._meta.get_field(name).value_to_string(row) for name, _ in self.fields]
+        return base64.urlsafe_b64encode(json.dumps(values, separators=(",", ":")).encode()).decode().rstrip("=")
+
+    def values(self, token: str) -> list:
+        """The row values a token holds; ValueError for anything that is no token of this list's."""
+        try:
+            raw = json.loads(base64.urlsafe_b64decode(token + "=" * (-len(token) % 4)))
+        except (binascii.Error, UnicodeDecodeError, ValueError):
+            raise ValueError(token) from None
+        if not isinstance(raw, list) or len(raw) != len(self.fields) or not all(isinstance(v, str) for v in raw):
+            raise ValueError(token)
+        try:
+            values = [
+                self.model._meta.get_field(name).to_python(value)
+                for (name, _), value in zip(self.fields, raw, strict=True)
+            ]
+        except (DjangoValidationError, OverflowError, ValueError):
+            raise ValueError(token) from None
+        for value in values:  # what a database can compare: no naive time, no integer past 64 bits
+            if (isinstance(value, datetime) and value.tzinfo is None) or (
+                isinstance(value, int) and not -(2**63) <= value < 2**63
+            ):
+                raise ValueError(token)
+        return values
+
+    def beyond(self, values: list, forward: bool) -> Q:
+        """The rows after these values in the list's order (forward), or before them."""
+        parts, equal = [], Q()
+        for (name, descending), value in zip(self.fields, values, strict=True):
+            parts.append(equal & Q(**{f"{name}__{'lt' if descending == forward else 'gt'}": value}))
+            equal &= Q(**{name: value})
+        return reduce(operator.or_, parts)
+
+    def reverse(self) -> list[str]:
+        return [("" if descending else "-") + name for name, descending in self.fields]
 
 
 class PageNumbers(PageNumberPagination):
@@ -32,7 +110,12 @@ class PageNumbers(PageNumberPagination):
     last row again. So a list is read as of its first page: `max_id` (the highest id there was when
     it was read) bounds the rows, and `next` and `previous` carry it, so every page of one walk is a
     page of the same rows and `count` stays put; rows stored since are for the next walk (a sync's
-    `changed_after`). Without `max_id`, the first page sets it."""
+    `changed_after`). Without `max_id`, the first page sets it.
+
+    Rows deleted during a walk shifted it too: page 3 is an offset, so a row gone from pages 1-2 moved
+    the rest up by one and the walk never saw the row that crossed onto page 2. So `next` also carries
+    `after` (the last row's sort key, a `Keyset` token) and `previous` `before`: a page of a walk is the
+    rows after where the last one ended. Its page number is then a label and `count` what is left."""
 
     snapshot_query_param = "max_id"
     snapshot_description = (
@@ -40,6 +123,13 @@ class PageNumbers(PageNumberPagination):
         "`previous` links carry it, so rows stored while you page through neither shift the pages (a row "
         "listed twice) nor show up halfway; leave it out on the first page."
     )
+
+    after_query_param, before_query_param = "after", "before"
+    after_description = (
+        "Where the page before this one ended (an opaque token): its `next` link carries it, so a row deleted "
+        "from an earlier page does not move the rest of the list up past you. The page number is then a label."
+    )
+    before_description = "Where the page after this one began: its `previous` link carries it, as `after`."
 
     def paginate_queryset(self, queryset, request, view=None):
         page = request.query_params.get(self.page_query_param, "")
@@ -49,7 +139,55 @@ class PageNumbers(PageNumberPagination):
         self.snapshot = self._snapshot(queryset, request)
         if self.snapshot is not None:
             queryset = queryset.filter(pk__lte=self.snapshot)
-        return super().paginate_queryset(queryset, request, view)
+        self.keyset, self.cursor = Keyset.of(queryset), None
+        if self.keyset is not None:
+            self.cursor = self._cursor(request)
+        if self.cursor is None:
+            rows = super().paginate_queryset(queryset, request, view)
+            if rows is not None:
+                self.count = self.page.paginator.count
+                self.number = self.page.number
+                self.has_next, self.has_previous = self.page.has_next(), self.page.has_previous()
+            self.rows = rows or []
+            return rows
+        return self._keyset_page(queryset, request)
+
+    def _cursor(self, request) -> tuple[bool, list] | None:
+        """(forward, the row values) from `after` or `before`, or None without either."""
+        after = request.query_params.get(self.after_query_param, "")
+        before = request.query_params.get(self.before_query_param, "")
+        if after and before:
+            message = "Give after or before, not both: follow a page's next or previous link."
+            raise ValidationError({self.after_query_param: [message], self.before_query_param: [message]})
+        if not (after or before):
+            return None
+        name = self.after_query_param if after else self.before_query_param
+        try:
+            return bool(after), self.keyset.values(after or before)
+        except ValueError:
+            message = f"Not a {name} of this list: follow its pages' next and previous links, or leave it out."
+            raise ValidationError({name: [message]}) from None
+
+    def _keyset_page(self, queryset, request) -> list:
+        """The page after (or before) the row a link's cursor names, whatever was deleted on the way:
+        a page of a walk is where the last one ended, not an offset from the list's start."""
+        self.request = request
+        size = self.get_page_size(request)
+        forward, values = self.cursor
+        beyond = queryset.filter(self.keyset.beyond(values, forward))
+        rows = list((beyond if forward else beyond.order_by(*self.keyset.reverse()))[: size + 1])
+        more, rows = len(rows) > size, rows[:size]
+        self.rows = rows if forward else rows[::-1]
+        self.count = queryset.count()
+        page = request.query_params.get(self.page_query_param, "")
+        self.number = int(page) if page.isdigit() and len(page) <= 9 else 1 if forward else 2
+        self.has_next, self.has_previous = (more, True) if forward else (True, more)
+        return self.rows
+
+    def get_paginated_response(self, data):
+        return Response(
+            {"count": self.count, "next": self.get_next_link(), "previous": self.get_previous_link(), "results": data}
+        )
 
     def _snapshot(self, queryset, request) -> int | None:
         given = request.query_params.get(self.snapshot_query_param, "")
@@ -68,11 +206,41 @@ class PageNumbers(PageNumberPagination):
             return url
         return replace_query_param(url, self.snapshot_query_param, self.snapshot)
 
+    def _link(self, number: int, cursor: tuple[str, str] | None) -> str:
+        url = self.request.build_absolute_uri()
+        for name in (self.after_query_param, self.before_query_param):
+            url = remove_query_param(url, name)
+        if number <= 1 and cursor is None:
+            url = remove_query_param(url, self.page_query_param)
+        else:
+            url = replace_query_param(url, self.page_query_param, max(number, 1))
+        if cursor is not None:
+            url = replace_query_param(url, *cursor)
+        return self._with_snapshot(url)
+
+    def _edge(self, name: str, row) -> tuple[str, str] | None:
+        """The cursor a link carries: where this page ends (`after` its last row) or begins; with no row
+        on the page (its rows deleted), the cursor it was asked with, turned round."""
+        if self.keyset is None:
+            return None
+        if row is not None:
+            return name, self.keyset.token(row)
+        if self.cursor is not None:
+            token = self.request.query_params.get(self.after_query_param) or self.request.query_params.get(
+                self.before_query_param
+            )
+            return name, token
+        return None
+
     def get_next_link(self):
-        return self._with_snapshot(super().get_next_link())
+        if not self.has_next:
+            return None
+        return self._link(self.number + 1, self._edge(self.after_query_param, self.rows[-1] if self.rows else None))
 
     def get_previous_link(self):
-        return self._with_snapshot(super().get_previous_link())
+        if not self.has_previous:
+            return None
+        return self._link(self.number - 1, self._edge(self.before_query_param, self.rows[0] if self.rows else None))
 
     def get_schema_operation_parameters(self, view):
         snapshot = {
@@ -82,7 +250,20 @@ class PageNumbers(PageNumberPagination):
             "description": self.snapshot_description,
             "schema": {"type": "integer", "minimum": 0},
         }
-        return [*super().get_schema_operation_parameters(view), snapshot]
+        cursors = [
+            {
+                "name": name,
+                "required": False,
+                "in": "query",
+                "description": description,
+                "schema": {"type": "string"},
+            }
+            for name, description in (
+                (self.after_query_param, self.after_description),
+                (self.before_query_param, self.before_description),
+            )
+        ]
+        return [*super().get_schema_operation_parameters(view), snapshot, *cursors]
 
 
 class FiltersNamingChoices(DjangoFilterBackend):
@@ -119,7 +300,11 @@ class KnownParameters:
         paginator = getattr(self, "paginator", None)
         if paginator is not None:
             names.append(paginator.page_query_param)
-            names += [paginator.snapshot_query_param] if hasattr(paginator, "snapshot_query_param") else []
+            names += [
+                getattr(paginator, name)
+                for name in ("snapshot_query_param", "after_query_param", "before_query_param")
+                if hasattr(paginator, name)
+            ]
         return names
 
     def initial(self, request, *args, **kwargs):

@@ -135,6 +135,61 @@ def test_jobs_stored_while_a_script_pages_through_neither_repeat_nor_hide_a_job(
     assert f"max_id={newer.pk}" in client.get(again["next"]).json()["previous"]
 
 
+def walk(client, url: str) -> tuple[list[int], list[dict]]:
+    seen, pages = [], []
+    while url:
+        page = client.get(url).json()
+        pages.append(page)
+        seen += [job["id"] for job in page["results"]]
+        url = page["next"]
+    return seen, pages
+
+
+def test_jobs_deleted_while_a_script_pages_through_hide_no_other_job(client, operator, team_a, monkeypatch):
+    """An operator deleted jobs (an ingest run, a team) while a sync script walked `next`: page 2 is
+    'rows 3 and 4', so with page 1's first job gone it began one job later and the script never saw
+    the job that moved up onto page 1. `next` and `previous` now carry where the page ended or began
+    (`after`, `before`), so a deleted job is missing from the walk and no other job is."""
+    from config.api_params import PageNumbers
+
+    monkeypatch.setattr(PageNumbers, "page_size", 2)
+    client.force_login(operator)
+    jobs = [JobFactory(team=team_a) for _ in range(7)]
+    order = [job.pk for job in sorted(jobs, key=lambda job: (-job.start_time.timestamp(), job.pk))]
+    first = client.get("/api/v1/jobs/").json()
+    assert [job["id"] for job in first["results"]] == order[:2]
+    JobFactory._meta.model.objects.filter(pk=order[0]).delete()  # behind the walk
+    second = client.get(first["next"]).json()
+    assert [job["id"] for job in second["results"]] == order[2:4]
+    JobFactory._meta.model.objects.filter(pk=order[5]).delete()  # ahead of it
+    rest, pages = walk(client, second["next"])
+    assert rest == [order[4], order[6]]
+    assert [page["count"] for page in pages] == [5]  # the jobs there are now, of those there were
+    # Going back from page 2 gives page 1 as it now is: its one job left.
+    assert [job["id"] for job in client.get(second["previous"]).json()["results"]] == [order[1]]
+    # A walk's page number is a label now; a page past the (shrunk) last one is no 404 when it has an `after`.
+    assert client.get(first["next"]).status_code == 200
+
+
+@pytest.mark.parametrize("token", ["abc", "W10", "WyJ4IiwieSJd", "WyIyMDI2LTAxLTAxVDAwOjAwOjAwIiwiMSJd", "WzFd"])
+@pytest.mark.parametrize("name", ["after", "before"])
+def test_an_after_or_before_that_is_no_link_s_is_a_400_naming_it(client, operator, jobs, name, token):
+    """Not base64, an empty list, words where a time and an id go, a time with no zone, a number."""
+    client.force_login(operator)
+    response = client.get("/api/v1/jobs/", {name: token})
+    assert response.status_code == 400 and list(response.json()) == [name]
+    both = client.get("/api/v1/jobs/", {"after": token, "before": token})
+    assert both.status_code == 400 and set(both.json()) == {"after", "before"}
+
+
+def test_the_schema_documents_after_and_before_on_both_lists(client):
+    paths = client.get("/api/v1/schema/", {"format": "json"}).json()["paths"]
+    for path in ("/api/v1/jobs/", "/api/v1/ingest-runs/"):
+        documented = {p["name"]: p for p in paths[path]["get"]["parameters"]}
+        assert documented["after"]["schema"] == documented["before"]["schema"] == {"type": "string"}
+        assert "deleted" in documented["after"]["description"]
+
+
 @pytest.mark.parametrize("value", ["abc", "-1", "1.5"])
 def test_a_max_id_that_is_no_whole_number_is_a_400_naming_it(client, operator, jobs, value):
     client.force_login(operator)
