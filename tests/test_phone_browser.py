@@ -1,0 +1,81 @@
+"""The pages a newcomer walks through on a phone (390 CSS pixels wide), in a real headless Chromium:
+what they need to read must be on the screen, not off to the right of a box that scrolls.
+
+Screenshots are saved under screenshots/ for a person to look at.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+import pytest
+
+from tests.conftest import REPO
+from tests.test_browser import browser, window_width  # noqa: F401  (the browser fixture)
+
+SHOTS = REPO / "screenshots"
+
+# Each log event's row and the place its line shows: the Line column's cell when it is shown, else the
+# line under the event; and whether the text of that line lies inside the box the table scrolls in.
+LOG_EVENTS = """
+const box = document.querySelector('#log-events .table-scroll');
+const inside = box.getBoundingClientRect();
+const shown = el => el.getClientRects().length > 0;
+const rows = [...box.querySelectorAll('tbody tr:not(.change-line)')];
+const lines = [...box.querySelectorAll('tbody code')].filter(shown);
+const extent = el => { const r = document.createRange(); r.selectNodeContents(el); return r.getBoundingClientRect(); };
+return {
+  rows: rows.length,
+  heights: rows.map(row => row.getBoundingClientRect().height),
+  lines: lines.map(el => el.textContent),
+  linesInView: lines.map(el => extent(el).left >= inside.left - 1 && extent(el).right <= inside.right + 1),
+  times: [...box.querySelectorAll('tbody tr')].filter(shown).map(row => row.innerText)
+    .filter(text => text.includes('2026-11-10 09:1')).length,
+  scrolls: box.scrollWidth > box.clientWidth,
+};
+"""
+
+
+@pytest.mark.django_db(transaction=True)
+def test_on_a_phone_a_jobs_log_events_show_their_lines_in_view(browser, live_server, operator):  # noqa: F811
+    """390 px wide, a job's log events table put each event's line in its last column, off to the right
+    of the box (the page showed 'install stdout.log:4 2026-11-0' and nothing of the line), and the
+    line, squeezed into that column, made every row about 150 px tall: 94 events were 14,000 px of
+    mostly empty rows. On a phone each line (with its time) reads under its kind and place."""
+    from fleet.models import Artifact, LogEvent
+    from tests.factories import JobFactory
+    from tests.test_accessibility import narrow_window_problems, open_as, violations
+
+    job = JobFactory(start_time=datetime(2026, 11, 10, 9, tzinfo=UTC))
+    log = Artifact.objects.create(job=job, kind="log", path="stdout.log", file="artifacts/x", size=1, sha256="x")
+    texts = [
+        "[rank0]:2026-11-10 09:14:27,399 WARNING data: slow read: s3://recsys-datasets/movielens-20m/"
+        "train-00156-of-01024.tar took 305.7s (34.7 MB/s)",
+        "[2026-11-10T09:15:58Z] Requirement already satisfied: torch in /opt/conda/envs/recsys-env/lib/python3.11/"
+        "site-packages",
+        "Epoch 1/9",
+    ]
+    for number, (kind, text) in enumerate(zip(("remote_read", "install", "epoch"), texts, strict=True), start=4):
+        LogEvent.objects.create(job=job, artifact=log, kind=kind, line_no=number, text=text,
+                                timestamp=datetime(2026, 11, 10, 9, 10 + number, tzinfo=UTC))  # fmt: skip
+    SHOTS.mkdir(exist_ok=True)
+    open_as(browser, live_server.url, operator)
+    with window_width(browser, 390, mobile=True):
+        browser.get(f"{live_server.url}/jobs/{job.pk}/#log-events")
+        phone = browser.execute_script(LOG_EVENTS)
+        browser.save_screenshot(str(SHOTS / "job-log-events-phone.png"))
+        phone_violations = violations(browser)
+    assert phone["rows"] == len(texts)
+    assert sorted(phone["lines"]) == sorted(texts), "each event's line shows once"
+    assert all(phone["linesInView"]), f"a log line sits off to the right of the screen: {phone}"
+    assert phone["times"] == len(texts), f"each event's time shows: {phone}"
+    assert not phone["scrolls"], f"the kind and place fit beside each other: {phone}"
+    assert max(phone["heights"]) <= 50, f"an event's own row is {max(phone['heights'])} px tall"
+
+    browser.get(f"{live_server.url}/jobs/{job.pk}/#log-events")  # wide: the line in a column of its own
+    wide = browser.execute_script(LOG_EVENTS)
+    assert sorted(wide["lines"]) == sorted(texts) and all(wide["linesInView"]), wide
+    # The line under each event is one more row of the same table: axe's WCAG checks pass at both
+    # widths, and 320 px wide nothing makes the page scroll sideways.
+    assert phone_violations == [] and violations(browser) == [], phone_violations
+    assert narrow_window_problems(browser) == []
