@@ -569,8 +569,8 @@ def test_costs_in_several_currencies_are_converted_at_the_operators_rates_or_lef
     teams = {row["team__slug"]: row for row in client.get(reverse("dashboard:team-list"), week).context["rows"]}
     assert (teams["team-a"]["spend"], teams["team-b"]["spend"]) == (0.0, 40.0)
     csv = b"".join(client.get(reverse("dashboard:team-list"), {**week, "format": "csv"}).streaming_content).decode()
-    assert "team-a,2026-11-16,2026-11-22,1,10.0,6.0,0.6,0.0,0.0,USD,1,20.00 EUR,0,0.0\r\n" in csv  # said, not lost
-    assert "team-b,2026-11-16,2026-11-22,1,20.0,2.0,0.1,40.0,4.0,USD,0,,0,0.0\r\n" in csv
+    assert "team-a,2026-11-16,2026-11-22,1,10.0,6.0,0.6,0.0,0.0,USD,1,20.00 EUR,0,0.0,0\r\n" in csv  # said, not lost
+    assert "team-b,2026-11-16,2026-11-22,1,20.0,2.0,0.1,40.0,4.0,USD,0,,0,0.0,0\r\n" in csv
 
     ExchangeRate.objects.create(currency="EUR", rate="1.5")
     page = overview(client)
@@ -585,7 +585,7 @@ def test_costs_in_several_currencies_are_converted_at_the_operators_rates_or_lef
     teams = {row["team__slug"]: row for row in client.get(reverse("dashboard:team-list"), week).context["rows"]}
     assert (teams["team-a"]["spend"], teams["team-a"]["wasted_cost"]) == (30.0, 18.0)
     csv = b"".join(client.get(reverse("dashboard:team-list"), {**week, "format": "csv"}).streaming_content).decode()
-    assert "team-a,2026-11-16,2026-11-22,1,10.0,6.0,0.6,30.0,18.0,USD,1,,0,0.0\r\n" in csv  # converted: none left out
+    assert "team-a,2026-11-16,2026-11-22,1,10.0,6.0,0.6,30.0,18.0,USD,1,,0,0.0,0\r\n" in csv  # converted: none left out
     # A team's page compares its figures with the period before, so it adds both in one money: team
     # A's USD job of the week before makes its page USD, this week's EUR converted.
     team_page = client.get(reverse("dashboard:team-detail", args=["team-a"]), week)

@@ -362,3 +362,26 @@ def test_the_digests_mark_slurms_average_in_runs_that_got_better_and_count_the_w
         listed = html.split("Runs that got better")[1].split("</ul>")[0]
         assert "30 % <span" in listed and listed.count(">Slurm avg</span>") == 2 and "&#x27;s step accounting" in listed
         assert week_note.replace("'", "&#x27;") in html, kind
+
+
+def test_the_teams_report_and_csv_count_each_teams_slurm_averages(client, operator, slurm_jobs):
+    """A chargeback script read low_util_jobs and unused_gpu_hours with nothing saying that some rest on
+    Slurm's averages rather than samples; the report and the teams CSV now count them per team."""
+    import csv
+    import io
+
+    from django.urls import reverse
+
+    sampled, summarised = slurm_jobs
+    client.force_login(operator)
+    report = client.get("/api/v1/teams/", SLURM_WEEK).json()
+    counts = {row["team"]: row["slurm_step_accounting_jobs"] for row in report["teams"]}
+    assert counts[summarised.team.slug] == 1 and counts[sampled.team.slug] == 0
+    download = client.get(reverse("dashboard:team-list"), SLURM_WEEK | {"format": "csv"})
+    header, *rows = list(csv.reader(io.StringIO(b"".join(download.streaming_content).decode())))
+    assert header[-1] == "slurm_step_accounting_jobs"  # last: scripts read the older columns by position
+    assert {row[0]: int(row[-1]) for row in rows} == counts
+    schema = client.get("/api/v1/schema/", HTTP_ACCEPT="application/json").json()
+    row_schema = schema["components"]["schemas"]["TeamReportRow"]
+    assert "slurm_step_accounting_jobs" in row_schema["required"]
+    assert "Slurm's step-accounting average" in row_schema["properties"]["slurm_step_accounting_jobs"]["description"]

@@ -627,6 +627,11 @@ class TeamReportRowSerializer(serializers.Serializer):
     unpriced_gpu_hours = serializers.FloatField(
         help_text="Those jobs' GPU-hours (in gpu_hours, not in cost); 0 when every job is priced."
     )
+    slurm_step_accounting_jobs = serializers.IntegerField(
+        help_text="The team's jobs whose mean GPU utilization is Slurm's step-accounting average (no GPU samples; "
+        "a job's mean_gpu_util_source slurm_step_accounting): an average of the whole run, counted in "
+        "low_util_jobs and unused_gpu_hours as the sampled figures are; 0 when every figure is from samples."
+    )
 
 
 @extend_schema_serializer(many=False)  # one report, though it answers the route's list action

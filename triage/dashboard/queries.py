@@ -311,8 +311,9 @@ class Chargeback(NamedTuple):
     """What each team's GPU time and its waste cost over a period: the teams CSV and `GET
     /api/v1/teams/`. Per team (its slug as `team`): name, jobs, gpu_hours, unused_gpu_hours,
     waste_share (None without covered GPU time), cost, wasted_cost, low_util_jobs, cost_left_out:
-    what its cost leaves out in currencies without an exchange rate ("20.00 EUR"), and unpriced_jobs
-    and unpriced_gpu_hours: its jobs with no GPU-hour price, which its cost leaves out too."""
+    what its cost leaves out in currencies without an exchange rate ("20.00 EUR"), unpriced_jobs
+    and unpriced_gpu_hours: its jobs with no GPU-hour price, which its cost leaves out too, and
+    slurm_step_accounting_jobs: its jobs whose utilization figure is Slurm's step-accounting average."""
 
     currency: str
     teams: list[dict]
@@ -340,6 +341,7 @@ def chargeback(jobs, period: Period, low_util_threshold: float, order: str = "-u
                 "cost_left_out": left_out.get(row["team__slug"], ""),
                 "unpriced_jobs": unpriced_jobs,
                 "unpriced_gpu_hours": round(unpriced_hours, 3),
+                "slurm_step_accounting_jobs": row["slurm_avg_jobs"],
             }
         )
     return Chargeback(priced.currency, teams)

@@ -228,6 +228,7 @@ def team_list(request):
 TEAMS_CSV_COLUMNS = [
     "team", "period_start", "period_end", "jobs", "gpu_hours", "unused_gpu_hours", "waste_share",
     "cost", "wasted_cost", "currency", "low_util_jobs", "cost_left_out", "unpriced_jobs", "unpriced_gpu_hours",
+    "slurm_step_accounting_jobs",
 ]  # fmt: skip
 
 
@@ -250,6 +251,7 @@ def _teams_csv(report: queries.Chargeback, period: Period) -> StreamingHttpRespo
             row["cost_left_out"],
             row["unpriced_jobs"],
             row["unpriced_gpu_hours"],
+            row["slurm_step_accounting_jobs"],
         ]
         for row in report.teams
     )
