@@ -455,6 +455,54 @@ def test_a_rare_category_shows_no_interval_and_says_why_on_the_page_and_in_the_e
     assert data["bootstrap"]["max_undefined_share"] == 0.01
 
 
+def test_perfect_agreement_says_it_has_nothing_to_resample_and_how_many_jobs_it_rests_on(client, study, raters):
+    """Both raters give every job the same labels: the pooled kappa's bootstrap interval was
+    [1.000, 1.000], certainty from four jobs. The page and exports say why there is none instead, and
+    give the exact interval of the share of jobs agreed on."""
+    labels = {1: [BATCH], 2: [CKPT, PINNED], 3: [BATCH], 4: ["none"]}
+    for rater in raters:
+        answer(study, rater, labels)
+        services.submit(study, rater)
+    client.force_login(raters[0])
+    page = client.get(reverse("labeling:agreement", args=[study.pk])).content.decode()
+    assert "[1.000, 1.000]" not in page
+    # 0.025 ** (1 / 4) = 39.8 %: what four jobs, all agreed, can say of the share of jobs agreed on.
+    pooled = '1.000 <small class="no-interval">(agreed on all 4 jobs: no disagreement to resample;'
+    assert pooled + "<br>jobs agreed: 39.8–100 %, exact 95 % interval)</small>" in page
+    rows = list(
+        csv.DictReader(
+            io.StringIO(client.get(reverse("labeling:export", args=[study.pk, "agreement", "csv"])).content.decode())
+        )
+    )
+    row = next(r for r in rows if r["statistic"] == "cohen_kappa" and r["option"] == "pooled")
+    assert (row["value"], row["low"], row["high"], row["no_interval_reason"]) == (
+        "1.0",
+        "",
+        "",
+        "no disagreement to resample",
+    )
+    assert (row["jobs"], row["jobs_agreed"], row["jobs_agreed_low"], row["jobs_agreed_high"]) == (
+        "4",
+        "4",
+        "0.3976",
+        "1.0",
+    )
+    alpha = next(r for r in rows if r["statistic"] == "krippendorff_alpha" and r["option"] == "pooled")
+    assert alpha["no_interval_reason"] == "no disagreement to resample" and alpha["jobs_agreed"] == "4"
+    data = client.get(reverse("labeling:export", args=[study.pk, "agreement", "json"])).json()
+    identical = next(r for r in data["rows"] if r["statistic"] == "identical_label_sets")
+    assert (identical["jobs_agreed"], identical["jobs_agreed_low"], identical["jobs_agreed_high"]) == (4, 0.3976, 1.0)
+
+
+def test_with_a_disagreement_the_exports_count_the_jobs_agreed_beside_the_bootstrap_interval(client, study, raters):
+    run_study(study, raters)  # job 3 differs
+    client.force_login(raters[0])
+    data = client.get(reverse("labeling:export", args=[study.pk, "agreement", "json"])).json()
+    pooled = next(r for r in data["rows"] if r["statistic"] == "cohen_kappa" and r["option"] == "pooled")
+    assert pooled["low"] is not None and pooled["no_interval_reason"] is None
+    assert pooled["jobs_agreed"] == 3 and pooled["jobs"] == 4 and 0.19 < pooled["jobs_agreed_low"] < 0.2
+
+
 def test_adjudication_and_a_frozen_versioned_gold_set(client, study, raters):
     run_study(study, raters)
     lead = raters[0]

@@ -317,3 +317,39 @@ def test_with_more_raters_than_labels_per_job_every_pair_still_meets(rater_count
     loads = Counter(r for raters in plan for r in raters)
     assert set(loads) == set(names) and max(loads.values()) - min(loads.values()) <= 1
     assert all(len(set(raters)) == per_job for raters in plan)
+
+
+def test_perfect_agreement_gives_no_zero_width_interval_but_the_exact_interval_of_jobs_agreed():
+    """Both raters give the same labels on all six jobs. Every resample agrees perfectly too, so the
+    bootstrap said [1.000, 1.000], as if six jobs left no uncertainty; forty would say the same."""
+    labels = [{"batch"}, {"batch", "ckpt"}, {"none"}, {"ckpt"}, {"batch"}, {"none"}]
+    ratings = {u: {"ann": frozenset(s), "bob": frozenset(s)} for u, s in enumerate(labels)}
+    report = ag.agreement_report(ratings, ["batch", "ckpt", "none"], resamples=1000, seed=1)
+    pooled = report.pairs[0].pooled_kappa
+    assert pooled.value == pytest.approx(1.0)
+    assert (pooled.low, pooled.high) == (None, None)
+    assert pooled.no_interval_reason == ag.NO_DISAGREEMENT == "no disagreement to resample"
+    # What can be said: all 6 of 6 jobs agreed, and the exact (Clopper-Pearson) interval of that share,
+    # whose lower end is (2.5 %)^(1/n) when every one of n agreed: 54 % on six jobs, 91 % on forty.
+    assert (pooled.agreed, pooled.units) == (6, 6)
+    low, high = pooled.agreed_interval
+    assert low == pytest.approx(0.025 ** (1 / 6)) and high == 1.0
+    assert ag.exact_share_interval(40, 40)[0] == pytest.approx(0.025 ** (1 / 40))
+    # Krippendorff's alpha and Fleiss' kappa of both raters together say the same.
+    for estimate in (report.group.pooled_alpha, report.group.pooled_fleiss):
+        assert estimate.low is None and estimate.no_interval_reason == ag.NO_DISAGREEMENT and estimate.agreed == 6
+    # "batch" on three of six jobs: 1.6 % of resamples draw none, so too few positives is said first;
+    # on six of twelve there are enough of each answer to resample, and still none to disagree on.
+    assert report.pairs[0].per_option[0].kappa.no_interval_reason == ag.TOO_FEW_POSITIVES
+    twice = {u: {"ann": frozenset(s), "bob": frozenset(s)} for u, s in enumerate(labels * 2)}
+    batch = ag.agreement_report(twice, ["batch", "ckpt", "none"], resamples=1000, seed=1).pairs[0].per_option[0].kappa
+    assert batch.low is None and batch.no_interval_reason == ag.NO_DISAGREEMENT and batch.agreed == 12
+
+
+def test_one_disagreement_keeps_the_bootstrap_interval_and_counts_the_jobs_agreed():
+    labels = [{"batch"}, {"batch", "ckpt"}, {"none"}, {"ckpt"}, {"batch"}, {"none"}] * 3
+    ratings = {u: {"ann": frozenset(s), "bob": frozenset(s)} for u, s in enumerate(labels)}
+    ratings[0] = {"ann": frozenset({"batch"}), "bob": frozenset({"ckpt"})}
+    pooled = ag.agreement_report(ratings, ["batch", "ckpt", "none"], resamples=1000, seed=1).pairs[0].pooled_kappa
+    assert pooled.low < pooled.value < pooled.high == pytest.approx(1.0)
+    assert pooled.no_interval_reason is None and (pooled.agreed, pooled.units) == (17, 18)

@@ -18,6 +18,12 @@ interval is drawn when more than MAX_UNDEFINED_SHARE of resamples are undefined.
 `stats.bootstrap` is stricter (any undefined resample makes its interval NaN); the 1 % we allow is
 well inside each 2.5 % tail, so it can move the ends only a little, and it keeps the intervals of
 options with a handful of jobs (about five or more with the option, and as many without).
+
+Nor is an interval drawn where the raters agreed on every job: every resample then agrees perfectly
+too, and the bootstrap prints [1.000, 1.000] however few the jobs, as if there were no uncertainty.
+Such a figure says so (NO_DISAGREEMENT) and carries instead what can be said: the exact
+(Clopper-Pearson, statsmodels) interval of the share of jobs the raters agree on, from `agreed` of
+`units` jobs, whose lower end grows with the jobs behind it (54 % with 6 of 6, 91 % with 40 of 40).
 """
 
 from __future__ import annotations
@@ -38,6 +44,7 @@ MAX_UNDEFINED_SHARE = 0.01  # of resamples; more, and the interval is not drawn 
 TOO_FEW_JOBS = "too few jobs for an interval"
 TOO_FEW_POSITIVES = "too few positive labels for an interval"
 TOO_FEW_NEGATIVES = "too few negative labels for an interval"
+NO_DISAGREEMENT = "no disagreement to resample"
 
 
 # --- Point estimates from the libraries ------------------------------------------------------
@@ -91,6 +98,16 @@ def fleiss_kappa(counts: Sequence[Sequence[int]]) -> float | None:
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)
         return _clean(sm_fleiss(table, method="fleiss"))
+
+
+def exact_share_interval(count: int, n: int, confidence: float = DEFAULT_CONFIDENCE) -> tuple[float, float] | None:
+    """The exact (Clopper-Pearson) interval of a share seen `count` times in `n` units (statsmodels)."""
+    from statsmodels.stats.proportion import proportion_confint
+
+    if n <= 0:
+        return None
+    low, high = proportion_confint(count, n, alpha=1 - confidence, method="beta")
+    return float(low), float(high)
 
 
 def percent_agreement(a: Sequence[Hashable], b: Sequence[Hashable]) -> float | None:
@@ -179,6 +196,13 @@ class Estimate:
     high: float | None = None
     units: int = 0
     no_interval_reason: str | None = None  # a defined value without an interval says why
+    agreed: int | None = None  # of `units` jobs, those the raters agreed on (None: not counted)
+    confidence: float = DEFAULT_CONFIDENCE
+
+    @property
+    def agreed_interval(self) -> tuple[float, float] | None:
+        """The exact interval of the share of jobs the raters agree on (module docstring)."""
+        return None if self.agreed is None else exact_share_interval(self.agreed, self.units, self.confidence)
 
     def as_dict(self) -> dict:
         return {
@@ -187,6 +211,7 @@ class Estimate:
             "high": self.high,
             "units": self.units,
             "no_interval_reason": self.no_interval_reason,
+            "agreed": self.agreed,
         }
 
 
@@ -247,13 +272,23 @@ def _estimate(
     units: int,
     contributions: Callable[[], np.ndarray],
     statistic: Callable[[np.ndarray], np.ndarray],
+    *,
+    agreed: int | None = None,
     **bootstrap,
 ) -> Estimate:
-    """A point estimate with its bootstrap interval; no interval when the point itself is undefined."""
+    """A point estimate with its bootstrap interval; no interval when the point itself is undefined,
+    nor when the raters agreed on every job (`agreed` of `units`: every resample is perfect too)."""
+    confidence = bootstrap.get("confidence", DEFAULT_CONFIDENCE)
     if value is None:
-        return Estimate(None, None, None, units)
+        return Estimate(None, None, None, units, agreed=agreed, confidence=confidence)
     interval = bootstrap_interval(contributions(), statistic, **bootstrap)
-    return Estimate(value, interval.low, interval.high, units, interval.no_interval_reason)
+    if interval.low is not None and agreed == units:
+        # Every resample agrees perfectly as well: its [1.000, 1.000] would claim certainty. (A reason
+        # the bootstrap gave, such as too few positive labels, stands: it says what is missing first.)
+        interval = Interval(None, None, NO_DISAGREEMENT)
+    return Estimate(
+        value, interval.low, interval.high, units, interval.no_interval_reason, agreed=agreed, confidence=confidence
+    )
 
 
 # --- Study-level reports ----------------------------------------------------------------------
@@ -331,14 +366,16 @@ class AgreementReport:
     exact_set_percent: float | None = None
 
 
-def _binary_kappa(a: list[int], b: list[int], units: int, **bootstrap) -> Estimate:
-    """Cohen's kappa of two raters' yes/no decisions, with its bootstrap interval."""
+def _binary_kappa(a: list[int], b: list[int], units: int, agreed: int, **bootstrap) -> Estimate:
+    """Cohen's kappa of two raters' yes/no decisions, with its bootstrap interval; `agreed` of the
+    `units` jobs had the same answers from both."""
     yes = sum(a) + sum(b)
     return _estimate(
         cohen_kappa(a, b),
         units,
         lambda: pair_contributions(a, b, 2),
         lambda t: kappa_from_tables(t, 2),
+        agreed=agreed,
         too_many_undefined=rarer_value_reason(yes, len(a) + len(b) - yes),
         **bootstrap,
     )
@@ -347,7 +384,8 @@ def _binary_kappa(a: list[int], b: list[int], units: int, **bootstrap) -> Estima
 def _pair_option(a_sets, b_sets, option, resamples, seed, confidence) -> tuple[Estimate, float | None]:
     a = [int(option in s) for s in a_sets]
     b = [int(option in s) for s in b_sets]
-    kappa = _binary_kappa(a, b, len(a), resamples=resamples, seed=seed, confidence=confidence)
+    agreed = sum(x == y for x, y in zip(a, b, strict=True))
+    kappa = _binary_kappa(a, b, len(a), agreed, resamples=resamples, seed=seed, confidence=confidence)
     return kappa, percent_agreement(a, b)
 
 
@@ -374,8 +412,9 @@ def pair_agreement(
     a_flat = [int(o in s) for s in a_sets for o in options]
     b_flat = [int(o in s) for s in b_sets for o in options]
     groups = np.repeat(np.arange(len(units)), len(options))
+    identical = sum(x == y for x, y in zip(a_sets, b_sets, strict=True))
     pooled_kappa = _binary_kappa(
-        a_flat, b_flat, len(units), resamples=resamples, seed=seed, confidence=confidence, groups=groups
+        a_flat, b_flat, len(units), identical, resamples=resamples, seed=seed, confidence=confidence, groups=groups
     )
     return PairAgreement(
         raters=(first, second),
@@ -405,7 +444,10 @@ def _group_option(units, raters, ratings, options, resamples, seed, confidence, 
     counts = np.vstack([_binary_counts(units, ratings, o) for o in options])
     # Rows are ordered option-major; map each back to its unit for the bootstrap.
     groups = np.tile(np.arange(len(units)), len(options))
+    # Jobs every rater answered alike on these options.
+    unanimous = sum(len({frozenset(s & set(options)) for s in ratings[u].values()}) == 1 for u in units)
     bootstrap = {
+        "agreed": unanimous,
         "resamples": resamples,
         "seed": seed,
         "confidence": confidence,

@@ -62,6 +62,7 @@ NOT_TRIAGED_ROW = "summary: jobs not triaged (left out)"
 AGREEMENT_COLUMNS = [
     "study_id", "statistic", "rater_a", "rater_b", "option", "jobs", "value", "low", "high",
     "percent_agreement", "both_yes", "only_a", "only_b", "both_no", "no_interval_reason",
+    "jobs_agreed", "jobs_agreed_low", "jobs_agreed_high",
 ]  # fmt: skip
 KINDS = {
     "labels": LABEL_COLUMNS,
@@ -236,7 +237,15 @@ def _estimate_cells(estimate) -> dict:
         "low": _share(estimate.low),
         "high": _share(estimate.high),
         "no_interval_reason": estimate.no_interval_reason or "",
-    }
+    } | _agreed_cells(estimate.agreed, estimate.units, estimate.agreed_interval)
+
+
+def _agreed_cells(agreed: int | None, jobs: int, interval: tuple[float, float] | None) -> dict:
+    """Of the row's jobs, how many the raters answered alike, and the exact (Clopper-Pearson) 95 %
+    interval of that share: what can be said where perfect agreement leaves nothing to resample."""
+    if agreed is None or interval is None:
+        return {}
+    return {"jobs_agreed": agreed, "jobs_agreed_low": _share(interval[0]), "jobs_agreed_high": _share(interval[1])}
 
 
 def _count_cells(counts) -> dict:
@@ -270,7 +279,12 @@ def agreement_rows(study: Study, report) -> list[dict]:
                 | _estimate_cells(cell.kappa)
                 | _count_cells(cell.counts)
             )
-        rows.append(base | {"statistic": "identical_label_sets", "percent_agreement": _share(pair.exact_set_percent)})
+        identical = pair.pooled_kappa.agreed
+        rows.append(
+            base
+            | {"statistic": "identical_label_sets", "percent_agreement": _share(pair.exact_set_percent)}
+            | _agreed_cells(identical, pair.units, pair.pooled_kappa.agreed_interval)
+        )
     group = report.group
     if group is not None:
         base = {"study_id": study.pk, "rater_a": "", "rater_b": "", "jobs": group.units}

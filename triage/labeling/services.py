@@ -308,8 +308,9 @@ def agreement_report(study: Study, *, resamples: int = agreement.DEFAULT_RESAMPL
     stamp = Assignment.objects.filter(item__study=study).aggregate(last=Max("saved_at"), n=Count("saved_at"))
     submitted = study.rater_links.aggregate(last=Max("submitted_at"), n=Count("submitted_at"))
     version = f"{stamp['last']}:{stamp['n']}:{submitted['last']}:{submitted['n']}"
-    # v2: reports cached before intervals said why they are missing would show [1.000, 1.000] for an hour.
-    key = hashlib.sha256(f"labeling-agreement-v2:{study.pk}:{version}:{resamples}".encode()).hexdigest()
+    # v2: reports cached before intervals said why they are missing would show [1.000, 1.000] for an hour;
+    # v3: likewise before perfect agreement said it has no disagreement to resample.
+    key = hashlib.sha256(f"labeling-agreement-v3:{study.pk}:{version}:{resamples}".encode()).hexdigest()
     report = cache.get(key)
     if report is None:
         report = agreement.agreement_report(collect_ratings(study), OPTIONS, resamples=resamples, seed=study.seed)

@@ -3,6 +3,7 @@
 from django import template
 from django.utils.html import format_html
 
+from triage.labeling.agreement import NO_DISAGREEMENT
 from triage.labeling.models import OPTION_LABELS
 
 register = template.Library()
@@ -26,6 +27,22 @@ def estimate(value):
     if value is None or value.value is None:
         return format_html('<span title="{}">–</span>', "undefined: every rating had the same value")
     if value.low is None:
+        share = value.agreed_interval
+        if value.no_interval_reason == NO_DISAGREEMENT and share is not None:
+            # Every resample would agree perfectly too: say on how many jobs the figure rests, and the
+            # exact interval of the share of jobs agreed on, which does narrow with more jobs.
+            return format_html(
+                # Two lines, so the figure's column stays narrow (its cells do not wrap).
+                '{} <small class="no-interval">(agreed on all {} jobs: {};<br>'
+                "jobs agreed: {}–{} %, exact {} % interval)"
+                "</small>",
+                f"{value.value:.3f}",
+                value.units,
+                NO_DISAGREEMENT,
+                f"{100 * share[0]:.1f}",
+                f"{100 * share[1]:.0f}",
+                f"{100 * value.confidence:g}",
+            )
         if value.no_interval_reason:
             return format_html(
                 '{} <small class="no-interval">({})</small>', f"{value.value:.3f}", value.no_interval_reason
