@@ -917,6 +917,27 @@ def test_a_broken_or_hostile_labels_file_is_refused_with_its_problem(client, stu
     assert not Assignment.objects.filter(item__study=study, saved_at__isnull=False).exists()
 
 
+def test_a_blank_rationale_is_null_in_the_json_empty_in_the_csv_and_imports_back_blank(client, study, raters):
+    """One way to say "nothing written" per format: null in the JSON (as every empty cell there), an
+    empty cell in the CSV; the import reads null, "" and a missing key alike, never as the text 'None'."""
+    for rater in raters:
+        for assignment in services.assignments_of(study, rater):
+            services.save_answer(assignment, {BATCH: ""})  # ticked, with no rationale
+        services.submit(study, rater)
+    client.force_login(raters[0])
+    as_json = client.get(reverse("labeling:export", args=[study.pk, "labels", "json"])).json()
+    assert {(row["rationale"], row["other_note"]) for row in as_json["rows"]} == {(None, None)}
+    as_csv = client.get(reverse("labeling:export", args=[study.pk, "labels", "csv"])).content.decode()
+    assert {(row["rationale"], row["other_note"]) for row in csv.DictReader(io.StringIO(as_csv))} == {("", "")}
+    rows = as_json["rows"][:3]
+    rows[1]["rationale"] = ""
+    del rows[2]["rationale"], rows[2]["other_note"]
+    other = services.create_study(name="Elsewhere", lead=raters[0], raters=raters, sample_size=1, seed=99)
+    result = exchange.import_labels(other, json.dumps({"rows": rows}))
+    assert not result.errors and result.answers == 3
+    assert {(row["rationale"], row["other_note"]) for row in exchange.label_rows(other)} == {("", "")}
+
+
 def test_export_and_import_commands(study, raters, tmp_path, capsys):
     from django.core.management import call_command
 
