@@ -8,9 +8,11 @@ from dataclasses import dataclass
 from django.conf import settings
 from django.db import transaction
 from django.db.models import Case, Count, DecimalField, ExpressionWrapper, F, FloatField, Sum, Value, When
-from django.db.models.functions import Cast
+from django.db.models.functions import Cast, Round
 
 from fleet.models import Cluster, ExchangeRate, GpuModelPrice, Job, Team
+
+EXACT = DecimalField(max_digits=30, decimal_places=10)
 
 
 @transaction.atomic
@@ -22,13 +24,11 @@ def recompute_costs(cluster: Cluster) -> int:
     priced = 0
     for gpu_model, price in prices.items():
         subset = jobs.filter(gpu_model=gpu_model) if gpu_model else jobs.exclude(gpu_model__in=models_with_own_price)
-        priced += subset.update(
-            cost=ExpressionWrapper(
-                F("gpu_hours") * Value(price.price_per_gpu_hour),
-                output_field=DecimalField(max_digits=20, decimal_places=2),  # as Job.cost
-            ),
-            currency=price.currency,
-        )
+        exact = ExpressionWrapper(F("gpu_hours") * Value(price.price_per_gpu_hour), output_field=EXACT)
+        # Rounded to the cent in the query, as the importer's `cost_of` rounds: PostgreSQL's numeric(20, 2)
+        # would round on storing, but SQLite kept 0.333… in the 2-place column, which Django reads back
+        # rounded while every SQL sum (the report's, the pages' totals) added the unrounded values.
+        priced += subset.update(cost=Round(Cast(exact, EXACT), 2), currency=price.currency)
     if "" not in prices:
         jobs.exclude(gpu_model__in=models_with_own_price).update(cost=None, currency="")
     return priced

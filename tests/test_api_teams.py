@@ -11,6 +11,7 @@ import re
 import shlex
 import subprocess
 from datetime import UTC, datetime, timedelta
+from decimal import Decimal
 
 import pytest
 from django.urls import reverse
@@ -218,3 +219,22 @@ def test_every_amount_of_money_is_a_decimal_string_and_the_report_s_numbers_are_
         else:
             assert (prop["type"], prop["format"]) == ("string", "decimal"), (name, key)
             assert "2 places" in prop["description"] and "currency" in prop["description"], (name, key)
+
+
+def test_a_team_s_cost_is_the_sum_of_its_jobs_costs_after_a_price_change(client, operator, team_a):
+    """Setting a price re-prices the cluster's jobs in one UPDATE, which on SQLite stored GPU-hours x price
+    unrounded (0.333333…) in the 2-place cost column: each job was served rounded ("0.33") but the
+    report summed the unrounded values, so a billing script adding a team's jobs up found 0.99 where
+    the report said 1.00. Stored to the cent, a team's cost is the sum of its jobs' costs."""
+    from fleet.models import GpuModelPrice, Job
+
+    cluster = ClusterFactory(name="gamma")
+    for _ in range(3):
+        JobFactory(cluster=cluster, team=team_a, start_time=WEEK_START + timedelta(days=1), gpu_hours=1 / 3, cost=None)
+    GpuModelPrice.objects.create(cluster=cluster, gpu_model="", price_per_gpu_hour="1.00", currency="USD")
+    assert sorted(Job.objects.values_list("cost", flat=True)) == [Decimal("0.33")] * 3
+    client.force_login(operator)
+    [row] = client.get(URL, WEEK).json()["teams"]
+    jobs = client.get("/api/v1/jobs/", {"team": "team-a"}).json()["results"]
+    assert [job["cost"] for job in jobs] == ["0.33"] * 3
+    assert (row["cost_decimal"], row["cost"]) == ("0.99", 0.99)
