@@ -154,9 +154,9 @@ def _quiet(ev: Evidence, th: dict, start: float, end: float, run: float) -> _Qui
     """The stretch [start, end] without stamped lines, judged by the lines printed without a time around it: None
     when there are none. pycocotools times its steps ("DONE (t=4790.12s).") between the lines around them, so
     their sum is work that lasted at least that long, placed from the stretch's start (where an evaluation after
-    training begins); the CPU's samples say when the CPUs last worked (at least `tail_cpu_busy_cores`) and whether
-    they idled after (at most `tail_cpu_idle_cores` on average, the job's CPU count known). Work that leaves less
-    than an unreleased tail is the whole stretch's."""
+    training begins); the CPU's samples say when the CPUs' sustained work ended (`_cpu_work_until`, the same test
+    as a stretch without such lines) and whether they idled after (at most `tail_cpu_idle_cores` on average, the
+    job's CPU count known). Work that leaves less than an unreleased tail is the whole stretch's."""
     import numpy as np
 
     untimed = ev.logs.untimed_between(start, end)
@@ -164,20 +164,15 @@ def _quiet(ev: Evidence, th: dict, start: float, end: float, run: float) -> _Qui
         return None
     timed = sum(max(0.0, r.timed_s - max(0.0, start - r.before) - max(0.0, r.after - end)) for r in untimed)
     timed = min(timed, end - start)
-    busy_until = cores = None
+    busy_until = _cpu_work_until(ev, th, start, end)
+    cores = None
     cpus = ev.job.cpu_count
     values = ev.timeline.host.get("cpu_util") if ev.timeline else None
     if values is not None:
-        rows = ev.timeline.mask(start, end) & np.isfinite(values)
-        used = values[rows] / 100.0 * (cpus or 1)
-        times, spans = ev.timeline.t[rows], ev.timeline.dt[rows]
-        busy = np.flatnonzero(used >= th["tail_cpu_busy_cores"])
-        if busy.size:
-            busy_until = min(float(times[busy[-1]] + spans[busy[-1]]), end)
         after = max(start + timed, busy_until or start)
-        rest = times >= after
+        rest = ev.timeline.mask(after, end) & np.isfinite(values)
         if rest.any():
-            cores = float(np.mean(used[rest]))
+            cores = float(np.mean(values[rest])) / 100.0 * (cpus or 1)
     judged = _Quiet(start, end, untimed, sum(r.count for r in untimed), timed, busy_until, cores, cpus, "unsure")
     if not _long_enough(end - judged.work_end, run, th):
         return replace(judged, verdict="work")
@@ -186,32 +181,41 @@ def _quiet(ev: Evidence, th: dict, start: float, end: float, run: float) -> _Qui
     return judged
 
 
-def _cpu_busy_until(ev: Evidence, th: dict, start: float, end: float) -> float | None:
-    """Where the CPUs' sustained work in [start, end] ended: the end of the last `tail_floor_s` window in which every
-    sample had at least `tail_cpu_busy_cores` busy (CPU % x the job's CPUs). None without CPU samples or CPU count,
-    or without such a window. A window, not a sample: one sample over the line is a monitoring agent or noise."""
+def _cpu_busy_level(ev: Evidence, th: dict) -> float:
+    """The CPU % of the allocation at which its CPUs count as working in an idle tail: at least
+    `tail_cpu_busy_cores` cores (CPU % x the job's CPUs, when known) and at least `tail_cpu_busy_share` % of the
+    allocation. An idle node's housekeeping (kernel, exporters, agents) keeps about 1 % of its CPUs busy, so on a
+    large allocation half a core is inside it: 0.5 cores of 384 CPUs is 0.13 %."""
+    cpus = ev.job.cpu_count
+    level = th["tail_cpu_busy_share"]
+    if cpus:
+        level = max(level, th["tail_cpu_busy_cores"] / cpus * 100.0)
+    return level
+
+
+def _cpu_work_until(ev: Evidence, th: dict, start: float, end: float) -> float | None:
+    """Where the CPUs' sustained work in [start, end] ended: the end of the last `tail_floor_s` window (samples
+    without a hole between them) in which every sample was at the busy level (`_cpu_busy_level`). None without CPU
+    samples or without such a window. A window, not a sample: one sample over the line is noise or a monitoring
+    agent. The one test of CPU work in an idle tail, whether or not lines printed without a time sit in it."""
     import numpy as np
 
-    cpus = ev.job.cpu_count
     values = ev.timeline.host.get("cpu_util") if ev.timeline else None
-    if not cpus or values is None:
+    if values is None:
         return None
-    if values.ndim == 2:  # one column a node: their mean, as the job's CPU % of its whole allocation
-        values = np.nanmean(np.where(np.isfinite(values), values, np.nan), axis=1)
-    rows = ev.timeline.mask(start, end) & np.isfinite(values)
-    times, spans = ev.timeline.t[rows], ev.timeline.dt[rows]
-    busy = values[rows] / 100.0 * cpus >= th["tail_cpu_busy_cores"]
-    until = None
-    first = None  # the start of the current run of busy samples
-    for i in range(len(busy)):
-        if not busy[i]:
-            first = None
-            continue
-        first = times[i] if first is None else first
-        finish = float(times[i] + spans[i])
-        if finish - first >= th["tail_floor_s"]:
-            until = min(finish, end)
-    return until
+    rows = np.flatnonzero(ev.timeline.mask(start, end) & np.isfinite(values))
+    if not rows.size:
+        return None
+    times, finish = ev.timeline.t[rows], ev.timeline.t[rows] + ev.timeline.dt[rows]
+    busy = values[rows] >= _cpu_busy_level(ev, th)
+    # A run of busy samples starts at a busy sample after an idle one, a hole or another row of the grid.
+    broken = np.ones(rows.size, dtype=bool)
+    broken[1:] = ~busy[:-1] | ev.timeline.hole_after[rows[:-1]] | (np.diff(rows) > 1)
+    first = np.maximum.accumulate(np.where(busy & broken, np.arange(rows.size), -1))
+    lasting = busy & (first >= 0) & (finish - times[np.maximum(first, 0)] >= th["tail_floor_s"])
+    if not lasting.any():
+        return None
+    return min(float(finish[np.flatnonzero(lasting)[-1]]), end)
 
 
 def _tail(ev: Evidence, th: dict) -> _Tail | None:
@@ -244,7 +248,7 @@ def _tail(ev: Evidence, th: dict) -> _Tail | None:
         else:
             quiet = _quiet(ev, th, a, b, run)
             held = a if quiet is None else quiet.work_end
-            cpu_until = _cpu_busy_until(ev, th, a, b) if quiet is None else None
+            cpu_until = _cpu_work_until(ev, th, a, b) if quiet is None else None
             if cpu_until is not None:
                 held = cpu_until if _long_enough(b - cpu_until, run, th) else b
             if quiet is not None and quiet.verdict == "work":
@@ -294,9 +298,9 @@ def unreleased_job(ev: Evidence, th: dict) -> list[Finding]:
     elif quiet is None and split.cpu_until is not None:
         summary = (
             f"Every GPU idled for the last {tail.seconds / 60:.0f} min of the run ({tail.seconds / run:.0%}); "
-            f"the log printed {_lines(len(split.printed))} with a time in it and the CPUs kept working (at least "
-            f"{th['tail_cpu_busy_cores']:g} cores busy) until {_clock(split.cpu_until)} UTC, then nothing for "
-            f"{minutes} while the allocation was held."
+            + (f"the log printed {_lines(len(split.printed))} with a time in it and " if split.printed else "")
+            + f"the CPUs kept working ({_busy_words(ev, th)} for {th['tail_floor_s'] / 60:g} min or more) until "
+            f"{_clock(split.cpu_until)} UTC, then nothing for {minutes} while the allocation was held."
         )
     elif quiet is None:
         summary = (
@@ -340,6 +344,14 @@ def unreleased_job(ev: Evidence, th: dict) -> list[Finding]:
             gpu_hours=ev.unused(idle.start, idle.end),
         )
     ]
+
+
+def _busy_words(ev: Evidence, th: dict) -> str:
+    """The busy level of `_cpu_busy_level` in words: 'at least 0.64 of 32 cores busy'."""
+    level, cpus = _cpu_busy_level(ev, th), ev.job.cpu_count
+    if cpus:
+        return f"at least {level / 100 * cpus:.2g} of {cpus} cores busy"
+    return f"at least {level:g} % of the allocation busy"
 
 
 def _lines(n: int) -> str:
@@ -474,7 +486,7 @@ def _cpu_work_after_training(ev: Evidence, th: dict) -> list[Finding]:
     cpu = _cpu_between(ev, split.working)
     said = [f"{_lines(len(printed))} with a time" if quiet is not None else _lines(len(printed))]
     if quiet is None and split.cpu_until is not None:
-        said = [f"the log printed {_lines(len(printed))} with a time"]
+        said = [f"the log printed {_lines(len(printed))} with a time" if printed else "the log printed nothing"]
     if quiet is not None:
         said[0] += f" and {quiet.lines} without"
         if quiet.timed_s >= 60:

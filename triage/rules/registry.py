@@ -57,9 +57,14 @@ THRESHOLDS: dict[str, tuple[float, str, str]] = {
     "tail_cpu_busy_cores": (
         0.5,
         "cores",
-        "Unreleased job: in an idle tail's stretch without stamped lines but with lines printed without a time, "
-        "CPU use of at least this many cores (CPU % x the job's CPUs, one when unknown) is work, not a held "
-        "allocation; in one without such lines, every sample for tail_floor_s at least this (CPU count known) ...",
+        "Unreleased job: in an idle tail's stretch without a stamped log line, the CPUs worked where every sample "
+        "for tail_floor_s had at least this many cores busy (CPU % x the job's CPUs, when known) ...",
+    ),
+    "tail_cpu_busy_share": (
+        2.0,
+        "%",
+        "... and at least this % of the allocation (an idle node's own housekeeping is about 1 %); what is left "
+        "after that work is judged as an idle tail ...",
     ),
     "tail_cpu_idle_cores": (
         0.1,
