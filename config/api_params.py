@@ -165,7 +165,9 @@ class PageNumbers(PageNumberPagination):
         try:
             return bool(after), self.keyset.values(after or before)
         except ValueError:
-            message = f"Not a {name} of this list: follow its pages' next and previous links, or leave it out."
+            message = (
+                f"This {name} is not one of this list's: follow its pages' next and previous links, or leave it out."
+            )
             raise ValidationError({name: [message]}) from None
 
     def _keyset_page(self, queryset, request) -> list:

@@ -177,7 +177,9 @@ def test_an_after_or_before_that_is_no_link_s_is_a_400_naming_it(client, operato
     """Not base64, an empty list, words where a time and an id go, a time with no zone, a number."""
     client.force_login(operator)
     response = client.get("/api/v1/jobs/", {name: token})
-    assert response.status_code == 400 and list(response.json()) == [name]
+    assert response.status_code == 400 and response.json() == {
+        name: [f"This {name} is not one of this list's: follow its pages' next and previous links, or leave it out."]
+    }
     both = client.get("/api/v1/jobs/", {"after": token, "before": token})
     assert both.status_code == 400 and set(both.json()) == {"after", "before"}
 
