@@ -57,7 +57,7 @@ def test_operators_and_researchers_see_the_whole_fleet(client, request, persona,
 def test_outsider_sees_no_jobs(client, outsider, jobs):
     client.force_login(outsider)
     page = client.get(reverse("dashboard:job-list")).content.decode()
-    assert "team-a-resnet" not in page and "No jobs match" in page
+    assert "team-a-resnet" not in page and "You are in no team yet" in page
     assert client.get(reverse("dashboard:job-detail", args=[jobs["a"].pk])).status_code == 404
 
 

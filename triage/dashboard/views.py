@@ -73,6 +73,17 @@ def _scope(request) -> Scope:
     return Scope(jobs, period, problems, cluster, latest, low_util_threshold())
 
 
+def _nothing_yet(request) -> str:
+    """Why a person sees no jobs at all (not merely none in a period or filter), for the page to say
+    what to do next: "fleet" (nothing imported yet: an operator imports it), "no_team" (a member in
+    no team), "team" (their teams' jobs not imported yet); "" when they see some."""
+    if Job.objects.visible_to(request.user).exists():
+        return ""
+    if sees_whole_fleet(request.user):
+        return "fleet"
+    return "team" if Team.objects.visible_to(request.user).exists() else "no_team"
+
+
 def _judged(jobs, request):
     """The jobs whose rule findings this viewer may count: all but those they rate in a blind study.
     A page's causes often come from few jobs (a team, a day, one cluster): counted, they would tell
@@ -199,6 +210,7 @@ def overview(request):
         "unclassified": unclassified,
         "triaged_low": triaged_low,
         "jobs_query": _jobs_query(period, scope.cluster),
+        "nothing_yet": _nothing_yet(request) if scope.latest is None and not scope.cluster else "",
     }
     context |= _pricing_context(pricing)
     return render(request, "dashboard/overview.html", context)
@@ -220,6 +232,7 @@ def team_list(request):
         queries.in_period(jobs, period), scope.low_threshold, order=order, conversion=pricing.conversion
     )
     context = _context(request, scope) | {"rows": rows, "sort": sort}
+    context["nothing_yet"] = _nothing_yet(request) if scope.latest is None and not scope.cluster else ""
     context |= _pricing_context(pricing)
     return render(request, "dashboard/team_list.html", context)
 
@@ -441,6 +454,7 @@ def job_list(request):
             # Each row's link carries this list (filters, order, page) to the job page, for its back link.
             "back_query": urlencode({"back": request.GET.urlencode()}) if request.GET else "",
             "low_threshold": low_util_threshold(),
+            "nothing_yet": _nothing_yet(request) if not page.object_list and not request.GET else "",
         },
     )
 

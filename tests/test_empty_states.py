@@ -1,0 +1,65 @@
+"""What a page says when there is nothing to show yet: what to do next, not a dead end.
+
+A newcomer who installed the service and logged in as its operator found, on the overview, "No jobs
+started in this period. Pick a longer period, or import an archive." (no period has any, and no link
+to where one imports), the same on the teams page without the hint, and on the jobs list a command
+to run on the server.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+import pytest
+from django.urls import reverse
+
+from tests.factories import JobFactory
+
+PAGES = ["dashboard:overview", "dashboard:team-list", "dashboard:job-list"]
+
+
+def page(client, user, name: str, **query) -> str:
+    client.force_login(user)
+    response = client.get(reverse(name), query)
+    assert response.status_code == 200
+    return response.content.decode()
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("name", PAGES)
+def test_an_operator_of_a_new_install_is_shown_where_to_bring_in_the_fleet(client, operator, name):
+    text = page(client, operator, name)
+    assert 'id="nothing-yet"' in text and "No jobs have been imported yet" in text
+    assert f'href="{reverse("fleet:ingest-upload")}">Upload an archive</a>' in text
+    assert f'href="{reverse("connectors:create")}">Add a connector</a>' in text
+    assert "Pick a longer period" not in text
+    if name == "dashboard:overview":  # what to do comes first, not six cards of zeros above it
+        assert 'class="kpi' not in text and text.count('id="nothing-yet"') == 1
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("name", PAGES)
+def test_who_cannot_import_is_told_who_does_and_gets_no_link_they_cannot_follow(client, researcher, name):
+    text = page(client, researcher, name)
+    assert "No jobs have been imported yet. An operator imports" in text
+    assert reverse("fleet:ingest-upload") not in text and reverse("connectors:create") not in text
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("name", PAGES)
+def test_a_member_is_told_whether_they_are_in_no_team_or_their_teams_jobs_are_not_in_yet(
+    client, outsider, member_a, team_b, name
+):
+    JobFactory(team=team_b)  # another team's job: the fleet is not empty, only what they may see
+    assert "You are in no team yet" in page(client, outsider, name)
+    assert "None of your team's jobs have been imported yet" in page(client, member_a, name)
+
+
+@pytest.mark.django_db
+def test_a_period_or_filter_without_jobs_still_says_so(client, operator):
+    JobFactory(start_time=datetime(2026, 11, 10, 9, tzinfo=UTC))
+    for name in ("dashboard:overview", "dashboard:team-list"):
+        text = page(client, operator, name, **{"from": "2025-01-01", "to": "2025-01-07"})
+        assert "No jobs started in this period" in text and 'id="nothing-yet"' not in text
+    text = page(client, operator, "dashboard:job-list", q="no-such-job")
+    assert "No jobs match." in text and 'id="nothing-yet"' not in text
