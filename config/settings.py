@@ -315,6 +315,21 @@ API_KEY_CUSTOM_HEADER = None  # tokens travel in "Authorization: Api-Key <token>
 REDIS_URL = env_str("REDIS_URL")
 CELERY_TASK_TIME_LIMIT = env_int("CELERY_TASK_TIME_LIMIT", 2 * 60 * 60, minimum=60)
 CELERY_TASK_SOFT_TIME_LIMIT = max(CELERY_TASK_TIME_LIMIT - 60, 30)
+# The cache holds what must be the same in every process: the password-reset mail limit (one mail per
+# account per PASSWORD_RESET_MAIL_MINUTES, fleet/accounts.py), claimed by the web processes and freed
+# by a worker whose mail failed. Each process's own memory (Django's default) made that limit per
+# process; with REDIS_URL it lives in that Redis, under the prefix "fleet-triage" (the application
+# never calls cache.clear(), which would empty the whole Redis database, the task queue's too). Login
+# throttling (django-axes) counts failures in the database, in every process alike.
+if REDIS_URL:
+    CACHES = {
+        "default": {
+            "BACKEND": "django.core.cache.backends.redis.RedisCache",
+            "LOCATION": REDIS_URL,
+            "KEY_PREFIX": "fleet-triage",
+            "OPTIONS": {"socket_connect_timeout": 5, "socket_timeout": 5},
+        }
+    }
 if REDIS_URL:
     CELERY_BROKER_URL = REDIS_URL
     CELERY_RESULT_BACKEND = REDIS_URL

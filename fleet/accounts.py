@@ -4,11 +4,15 @@ The form answers the same whether or not the address has an account (Django's vi
 to "check your mail"), and it only queues the mail: with a worker the page does not wait for the
 mail server, so it answers as fast for an address without an account. An account is sent one mail
 per PASSWORD_RESET_MAIL_MINUTES, however often its address is entered, so the form cannot flood a
-mailbox. The link goes to PUBLIC_BASE_URL, never to the host the request named, and works once
-(Django's token changes with the password), for PASSWORD_RESET_TIMEOUT.
+mailbox; with REDIS_URL the limit is kept in Redis (the cache, config/settings.py), so it holds across
+the web processes, and a worker whose mail failed frees it. The link goes to PUBLIC_BASE_URL, never
+to the host the request named, and works once (Django's token changes with the password), for
+PASSWORD_RESET_TIMEOUT.
 """
 
 from __future__ import annotations
+
+import logging
 
 from django.conf import settings
 from django.contrib.auth import forms as auth_forms
@@ -23,9 +27,22 @@ from django.utils.http import urlsafe_base64_encode
 
 from fleet.tasking import QueueUnreachable, publish
 
+logger = logging.getLogger(__name__)
+
 
 def _cooldown_key(user_id: int) -> str:
     return f"password-reset-mail:{user_id}"
+
+
+def claim_cooldown(user_id: int) -> bool:
+    """Start the account's PASSWORD_RESET_MAIL_MINUTES without a mail; False when one runs already, or
+    when the cache (Redis, with REDIS_URL: the same in every process) cannot be reached, as then the
+    queue on it cannot take the mail either. Never raises: the page must look the same."""
+    try:
+        return cache.add(_cooldown_key(user_id), True, settings.PASSWORD_RESET_MAIL_MINUTES * 60)
+    except Exception as exc:  # redis.ConnectionError and kin; the backend is a setting
+        logger.warning("No password reset mail for user %s: the cache could not be reached: %s", user_id, exc)
+        return False
 
 
 class PasswordResetForm(auth_forms.PasswordResetForm):
@@ -36,7 +53,7 @@ class PasswordResetForm(auth_forms.PasswordResetForm):
         from fleet.tasks import send_password_reset_task
 
         for user in self.get_users(self.cleaned_data["email"]):
-            if cache.add(_cooldown_key(user.pk), True, settings.PASSWORD_RESET_MAIL_MINUTES * 60):
+            if claim_cooldown(user.pk):
                 try:
                     publish(send_password_reset_task, (user.pk,), not_done="no reset mail was sent")
                 except QueueUnreachable:  # logged; the page must look the same, mailed or not
@@ -67,5 +84,9 @@ def send_reset_mail(user_id: int) -> bool:
 
 
 def forget_cooldown(user_id: int) -> None:
-    """A mail that could not be sent: the person may ask again at once."""
-    cache.delete(_cooldown_key(user_id))
+    """A mail that could not be sent: the person may ask again at once (in every process: a worker
+    frees what the web process claimed)."""
+    try:
+        cache.delete(_cooldown_key(user_id))
+    except Exception as exc:  # the cooldown then runs out by itself
+        logger.warning("The password reset limit of user %s could not be freed: %s", user_id, exc)
