@@ -520,6 +520,27 @@ def test_full_precision_settings_are_no_mixed_precision_fact(source):
     assert extract_script_evidence([("train.py", "import torch\n" + source)]).of("mixed_precision") == []
 
 
+def test_a_call_over_several_lines_is_quoted_whole_without_its_comments():
+    # The quote of `TrainingArguments(` written over several lines was its first line, "args = TrainingArguments(",
+    # which shows none of what the finding is about (batch size, workers, precision).
+    source = (
+        "import torch\nfrom transformers import TrainingArguments\n"
+        "args = TrainingArguments(\n"
+        "    output_dir='out',  # where checkpoints go\n"
+        "    per_device_train_batch_size=4,\n"
+        "    # bf16=True,\n"
+        "    dataloader_num_workers=8,\n"
+        ")\n"
+        "big = TrainingArguments(\n" + "".join(f"    option_{i}='{'x' * 10}',\n" for i in range(20)) + ")\n"
+    )
+    first, long = extract_script_evidence([("train.py", source)]).of("training_arguments")
+    assert (first.line, first.as_dict()["code"]) == (
+        3,
+        "args = TrainingArguments(output_dir='out', per_device_train_batch_size=4, dataloader_num_workers=8)",
+    )
+    assert long.line == 9 and len(long.as_dict()["code"]) == 200 and long.as_dict()["code"].endswith("…")
+
+
 def test_mixed_precision_flags_on_a_launch_line_are_a_fact():
     script = (
         "#!/bin/bash\naccelerate launch --mixed_precision bf16 train.py\ntorchrun train.py --bf16\n"

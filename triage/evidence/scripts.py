@@ -13,6 +13,7 @@ import json
 import re
 import shlex
 import threading
+import tokenize
 from collections import OrderedDict
 from dataclasses import dataclass, field, replace
 
@@ -75,7 +76,12 @@ class CodeFact:
     detail: dict = field(default_factory=dict, hash=False)
 
     def as_dict(self) -> dict:
-        return {"kind": self.kind, "path": self.path, "line": self.line, "code": self.text[:200], **self.detail}
+        code = self.text if len(self.text) <= QUOTE_MAX_CHARS else self.text[: QUOTE_MAX_CHARS - 1] + "…"
+        return {"kind": self.kind, "path": self.path, "line": self.line, "code": code, **self.detail}
+
+
+QUOTE_MAX_CHARS = 200  # a code quote's length in a finding's evidence (a longer one ends in "…")
+QUOTE_MAX_LINES = 40  # a call over more lines is quoted by its first line only
 
 
 @dataclass
@@ -207,6 +213,37 @@ _PRECISION_KWARGS = {
 }
 
 
+def _whole_call(lines: list[str], node: ast.Call) -> str | None:
+    """A call written over several lines as one line, as a quote shows it: what precedes it on its first line
+    (`args = `), then its lines without their comments or indentation, joined (`TrainingArguments(output_dir="out",
+    bf16=True)`). None for a call over more than QUOTE_MAX_LINES lines or one that does not tokenize."""
+    first, last = node.lineno, node.end_lineno or node.lineno
+    if last - first >= QUOTE_MAX_LINES or last > len(lines):
+        return None
+    segment = [line.encode() for line in lines[first - 1 : last]]  # ast's columns count UTF-8 bytes
+    segment[-1] = segment[-1][: node.end_col_offset]
+    head, segment[0] = segment[0][: node.col_offset], segment[0][node.col_offset :]
+    segment = [piece.decode(errors="replace") for piece in segment]
+    cuts: dict[int, int] = {}  # line in the segment -> the column its comment starts at
+    source = iter(line + "\n" for line in segment)
+    try:
+        for token in tokenize.generate_tokens(lambda: next(source, "")):
+            if token.type == tokenize.COMMENT:
+                cuts[token.start[0] - 1] = token.start[1]
+    except (tokenize.TokenError, SyntaxError):
+        return None
+    text = head.decode(errors="replace").strip()
+    for index, piece in enumerate(segment):
+        piece = piece[: cuts.get(index, len(piece))].strip()
+        if not piece:
+            continue
+        if piece[0] in ")]}" and text.endswith(","):
+            text = text[:-1]  # the trailing comma before a closing bracket on its own line
+        glue = "" if not text or text[-1] in "([{" or piece[0] in ")]}" else " "
+        text += glue + piece
+    return text
+
+
 def _line_of(facts: _PythonFacts, node: ast.AST) -> str:
     """The stripped source line of a node, cut to 120 characters, to quote in a sentence."""
     line = getattr(node, "lineno", 0)
@@ -230,6 +267,8 @@ class _PythonFacts(ast.NodeVisitor):
     def add(self, kind: str, node: ast.AST, **detail) -> None:
         line = getattr(node, "lineno", 0)
         text = self.lines[line - 1].strip() if 0 < line <= len(self.lines) else ""
+        if isinstance(node, ast.Call) and (node.end_lineno or line) > line:
+            text = _whole_call(self.lines, node) or text
         self.ev.facts.append(CodeFact(kind, self.path, line, text, detail))
 
     def run(self, tree: ast.Module) -> None:
