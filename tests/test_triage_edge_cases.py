@@ -671,6 +671,8 @@ machine_rank: 0
 num_machines: 1
 num_processes: 8
 """
+DS_AUTO = '{"train_micro_batch_size_per_gpu": "auto", "fp16": {"enabled": "auto"}, "bf16": {"enabled": "auto"}}'
+ACC_DS_LAUNCH = "accelerate launch --use_deepspeed --deepspeed_config_file ds.json {}train.py"
 MM_TRAIN = (
     "from mmengine.config import Config\nfrom mmengine.runner import Runner\n"
     "cfg = Config.fromfile(args.config)\nrunner = Runner.from_cfg(cfg)\nrunner.train()\n"
@@ -725,6 +727,16 @@ train_cfg = dict(max_epochs=36)
         ([("train.py", ACC_SCRIPT), ("accelerate.yaml", ACC_DS)],
          "accelerate launch --config_file accelerate.yaml train.py", None,
          "accelerate.yaml:4 names configs/ds_zero3.json, which the job did not bring"),
+        # DeepSpeed's "auto" under Accelerate is Accelerate's mixed_precision: `no` on the launch line, in
+        # Accelerator(...) or (by default) in the Accelerate config brought is fp32; nothing that sets it is unknown
+        ([("train.py", ACC_SCRIPT), ("ds.json", DS_AUTO)], ACC_DS_LAUNCH.format("--mixed_precision no "), "fp32", None),
+        ([("train.py", ACC_SCRIPT.replace("Accelerator()", "Accelerator(mixed_precision='no')")), ("ds.json", DS_AUTO)],
+         "", "fp32", None),
+        ([("train.py", ACC_SCRIPT), ("accelerate.yaml", ACC_DS), ("configs/ds_zero3.json", DS_AUTO)],
+         "accelerate launch --config_file accelerate.yaml train.py", "fp32", None),
+        ([("ds.json", DS_AUTO), ("train.py", ACC_SCRIPT)], ACC_DS_LAUNCH.format(""), None,
+         "`fp16.enabled: auto` in ds.json takes Accelerate's mixed_precision, which nothing the job brought sets "
+         "(`accelerate launch --mixed_precision`, Accelerate's config file or `Accelerator(mixed_precision=...)`)"),
         # an mmengine config in Python: fp32 OptimWrapper, AmpOptimWrapper, a _base_ brought or not
         ([("tools/train.py", MM_TRAIN), ("configs/rtm.py", MM_CONFIG)], "python tools/train.py configs/rtm.py",
          "fp32", None),
@@ -751,6 +763,9 @@ def test_memory_bound_precision_from_configs_and_flags(scripts, command, precisi
     if any(path == "configs/rtm.py" for path, _ in scripts) and precision == "fp32":
         # the wrapper's call spans lines: its quote says what it sets, not "optim_wrapper = dict("
         assert [fact.text for fact in finding.code] == ["optim_wrapper = dict(type='OptimWrapper', ...)"]
+    if precision == "fp32" and any(text == DS_AUTO for _, text in scripts):
+        # the "auto" and what settles it are quoted: the reader sees why it is fp32
+        assert finding.code[0].text == "fp16.enabled: auto" and len(finding.code) >= 2
     if unknown:
         assert "(fp32)" not in guide["change"]
         assert guide["change"].endswith(

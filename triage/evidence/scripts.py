@@ -538,6 +538,8 @@ class _PythonFacts(ast.NodeVisitor):
         precision = _precision_setting(last, {key: self.resolve(value) for key, value in kwargs.items()})
         if precision:
             self.add("mixed_precision", node, call=name or last, dtype=precision)
+        elif last == "Accelerator" and _accelerate_off(self.resolve(kwargs.get("mixed_precision"))):
+            self.add("full_precision", node, setting="Accelerator(mixed_precision)", accelerate=True)
         elif handoff := self._precision_handoff(name, last, node, kwargs):
             self.add("precision_elsewhere", node, **handoff)
         if last in ("open", "read_parquet", "read_csv", "load", "read_table", "ParquetFile") and node.args:
@@ -678,6 +680,11 @@ def precision_value(key: str, value: object) -> tuple[str, str | None] | None:
     return None
 
 
+def _accelerate_off(value: object) -> bool:
+    """Accelerate's mixed_precision set to `no` (YAML reads a bare `no` as false)."""
+    return value is False or (isinstance(value, str) and value.lower() in ("no", "false"))
+
+
 def _switch(value: object, dtype: str | None) -> tuple[str, str | None] | None:
     if value is True or (isinstance(value, str) and value.lower() == "true"):
         return "mixed", dtype
@@ -738,16 +745,20 @@ def _config_facts(path: str, text: str, evidence: ScriptEvidence) -> None:
             if verdict == "mixed":
                 evidence.facts.append(CodeFact("mixed_precision", path, line, shown, {"call": setting, "dtype": dtype}))
             elif verdict == "full":
-                evidence.facts.append(CodeFact("full_precision", path, line, shown, {"setting": setting}))
+                marked = {"accelerate": True} if tool == "accelerate" else {}
+                evidence.facts.append(CodeFact("full_precision", path, line, shown, {"setting": setting, **marked}))
             else:
+                # DeepSpeed's "auto": the HF Trainer fills it from its --bf16/--fp16, Accelerate from its own
+                # mixed_precision (`_precision` in the rules tells which the job runs under).
                 why = f"`{shown}` in {path} leaves it to the trainer's --bf16/--fp16"
                 evidence.facts.append(
-                    CodeFact("precision_elsewhere", path, line, shown, {"source": "flags", "why": why})
+                    CodeFact("precision_elsewhere", path, line, shown, {"source": "flags", "why": why, "auto": True})
                 )
         if not found and not handed and tool in ("deepspeed", "accelerate"):
             said = "no fp16/bf16 section" if tool == "deepspeed" else "no mixed_precision"
+            marked = {"accelerate": True} if tool == "accelerate" else {}
             evidence.facts.append(
-                CodeFact("full_precision", path, 1, f"{said} (the {tool} default: fp32)", {"setting": tool})
+                CodeFact("full_precision", path, 1, f"{said} (the {tool} default: fp32)", {"setting": tool, **marked})
             )
 
 
@@ -813,7 +824,11 @@ def _launch_settings(argv: list[str]) -> list[tuple[str, dict]]:
     found = []
     for index, word in enumerate(argv):
         flag, eq, value = word.partition("=")
-        if flag in _CONFIG_FLAGS:
+        if flag in ("--mixed_precision", "--mixed-precision") and argv[0].rsplit("/", 1)[-1] == "accelerate":
+            value = value if eq else (argv[index + 1] if index + 1 < len(argv) else "")
+            if _accelerate_off(value):
+                found.append(("full_precision", {"setting": flag, "accelerate": True}))
+        elif flag in _CONFIG_FLAGS:
             value = value if eq else (argv[index + 1] if index + 1 < len(argv) else "")
             hydra = _CONFIG_FLAGS[flag] == "yaml"
             if value and not value.startswith("-") and (hydra or value.lower().endswith(CONFIG_SUFFIXES)):

@@ -189,8 +189,27 @@ def _precision(ev: Evidence) -> tuple[str | None, list, str | None]:
         if name.rsplit("/", 1)[-1] not in brought:
             where = "its command" if fact.path == JOB_COMMAND else f"{fact.path}:{fact.line}"
             open_.append((fact, f"{where} names {name}, which the job did not bring"))
+    # Under Accelerate, DeepSpeed's "auto" is Accelerate's mixed_precision (its launch flag, its config file or
+    # `Accelerator(mixed_precision=...)`; any of them set to bf16/fp16 was found above as mixed): settled as fp32
+    # by one set to `no`, or by an Accelerate config the job brought that sets none (its default, `no`).
+    accelerate_no = [f for f in full if f.detail.get("accelerate")]
+    accelerate = _under_accelerate(ev)
+    handing = [f for f in ev.scripts.of("config_reference") if f.detail.get("flag") == "deepspeed_config_file"]
+    settled_by = accelerate_no[:1] or handing[:1]
+    settled = bool(accelerate_no) or "accelerate" in configs
+    auto: list = []
     for fact in ev.scripts.of("precision_elsewhere"):
         source, needs = fact.detail.get("source"), fact.detail.get("needs")
+        if fact.detail.get("auto") and accelerate:
+            if settled:
+                auto.append(fact)
+            else:
+                open_.append((fact, f"`{fact.text}` in {fact.path} takes Accelerate's mixed_precision, which "
+                              "nothing the job brought sets (`accelerate launch --mixed_precision`, Accelerate's "
+                              "config file or `Accelerator(mixed_precision=...)`)"))  # fmt: skip
+            continue
+        if needs == "accelerate" and accelerate_no:
+            continue  # `Accelerator()` under `accelerate launch --mixed_precision no`
         if source == "flags" and launched:
             continue  # the job's launch lines were seen, and none sets --bf16/--fp16
         if source == "config" and (
@@ -206,8 +225,21 @@ def _precision(ev: Evidence) -> tuple[str | None, list, str | None]:
     if open_:
         return None, [fact for fact, _ in open_], open_[0][1]
     if ev.scripts.of("framework_import") or full:
-        return "fp32", full, None
+        return "fp32", auto[:1] + [f for f in settled_by if auto and f not in full] + full, None
     return None, [], None
+
+
+def _under_accelerate(ev: Evidence) -> bool:
+    """Whether the job runs under Hugging Face Accelerate: `accelerate launch`, an Accelerate config file, a
+    setting of Accelerate's mixed_precision, or `Accelerator(...)` in its code."""
+    for fact in ev.scripts.facts:
+        if fact.detail.get("accelerate") or (fact.kind == "config_file" and fact.detail.get("tool") == "accelerate"):
+            return True
+        if fact.kind in ("shell_launch", "command_launch") and fact.detail.get("argv", [""])[0].endswith("accelerate"):
+            return True
+        if fact.kind in ("precision_elsewhere", "mixed_precision") and "Accelerator(" in fact.text:
+            return True
+    return False
 
 
 def _untimed_saves(ev: Evidence) -> list:
