@@ -63,3 +63,19 @@ def test_a_period_or_filter_without_jobs_still_says_so(client, operator):
         assert "No jobs started in this period" in text and 'id="nothing-yet"' not in text
     text = page(client, operator, "dashboard:job-list", q="no-such-job")
     assert "No jobs match." in text and 'id="nothing-yet"' not in text
+
+
+@pytest.mark.django_db
+def test_no_connectors_yet_says_what_one_is_for_and_links_to_adding_one(client, operator):
+    """The sentence was the one row of an empty nine-column table that scrolls sideways: on a phone it
+    ran off to the right ('No connectors yet. See docs/connectors.md for eac'), naming a file of the
+    repository no browser opens. Now it is a paragraph of its own, with the links."""
+    from fleet.connectors.models import Connector
+
+    text = page(client, operator, "connectors:list")
+    assert 'id="no-connectors"' in text and "<table" not in text and "docs/connectors.md" not in text
+    assert f'<a href="{reverse("connectors:create")}">Add a connector</a> to pull jobs' in text
+    assert f'<a href="{reverse("fleet:ingest-upload")}">Upload</a>' in text
+    Connector.objects.create(name="prom", kind="prometheus", url="https://prometheus.example.org")
+    text = page(client, operator, "connectors:list")
+    assert 'id="no-connectors"' not in text and "<table" in text and ">prom</a>" in text
