@@ -938,6 +938,20 @@ def test_a_blank_rationale_is_null_in_the_json_empty_in_the_csv_and_imports_back
     assert {(row["rationale"], row["other_note"]) for row in exchange.label_rows(other)} == {("", "")}
 
 
+def test_save_says_what_it_kept_on_the_page_that_follows(client, study, raters):
+    """Save reloaded the same page, and save and next moved on, with nothing saying the answer was kept."""
+    client.force_login(raters[0])
+    first = services.assignments_of(study, raters[0]).order_by("item__position").first()
+    url = reverse("labeling:label", args=[study.pk, first.item_id])
+    page = client.post(url, {"option": [CKPT, BATCH], "then": "stay"}, follow=True).content.decode()
+    said = f"Saved job #1 ({first.item.job}): Improper batch size, Model checkpointing."
+    assert said + "</p>" in html.unescape(page)  # staying: no link back to the page it is on
+    page = client.post(url, {"option": ["none"], "then": "next"}, follow=True)
+    assert page.redirect_chain[-1][0].endswith(f"/label/{study.items.get(position=2).pk}/")
+    text = html.unescape(page.content.decode())
+    assert f'Saved job #1 ({first.item.job}): None of these. <a href="{url}">Change it</a>' in text
+
+
 def test_export_and_import_commands(study, raters, tmp_path, capsys):
     from django.core.management import call_command
 

@@ -255,3 +255,50 @@ def test_pressing_o_ticks_other_and_puts_the_cursor_in_its_note(browser, live_se
     assert note.get_attribute("value") == "a firmware bug"
     SHOTS.mkdir(exist_ok=True)
     browser.save_screenshot(str(SHOTS / "labeling-other.png"))
+
+
+@pytest.mark.django_db(transaction=True)
+def test_leaving_a_job_with_unsaved_ticks_asks_first_and_save_and_next_says_what_was_saved(
+    browser,  # noqa: F811
+    live_server,
+    team_a,
+):
+    """] goes on without saving: a rater who ticked and pressed ] instead of s lost the ticks without a
+    word. Now it asks; and save and next, which moves on at once, says what it kept."""
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support import expected_conditions
+    from selenium.webdriver.support.wait import WebDriverWait
+
+    group = Group.objects.get_or_create(name=RESEARCHERS_GROUP)[0]
+    lead, second = UserFactory(username="rita-researcher"), UserFactory(username="ravi-rater")
+    for user in (lead, second):
+        user.groups.add(group)
+    for i in range(2):
+        JobFactory(team=team_a, name=f"bert-{i}", mean_gpu_util=20.0 + i)
+    study = services.create_study(name="Unsaved pilot", lead=lead, raters=[lead, second], sample_size=2, seed=5)
+    first, following = study.items.order_by("position")
+    open_as(browser, live_server.url, lead)
+    page = f"{live_server.url}/studies/{study.pk}/label/{first.pk}/"
+    browser.get(page)
+    body = browser.find_element(By.TAG_NAME, "body")
+    body.send_keys("6")  # Model checkpointing
+    body.send_keys("]")
+    alert = WebDriverWait(browser, 5).until(expected_conditions.alert_is_present())
+    assert "not saved" in alert.text
+    alert.dismiss()  # stay: the tick is still there
+    assert browser.current_url == page and browser.find_element(By.ID, "opt-model_checkpointing").is_selected()
+    body.send_keys("6")  # ticked and unticked again: nothing changed, so ] goes on at once
+    body.send_keys("]")
+    WebDriverWait(browser, 5, ignored_exceptions=STALE).until(lambda b: f"/label/{following.pk}/" in b.current_url)
+    assert not services.assignments_of(study, lead).filter(saved_at__isnull=False).exists()
+
+    browser.get(page)
+    body = browser.find_element(By.TAG_NAME, "body")
+    body.send_keys("6")
+    body.send_keys("s")
+    WebDriverWait(browser, 10, ignored_exceptions=STALE).until(lambda b: f"/label/{following.pk}/" in b.current_url)
+    said = f"Saved job #1 ({first.job}): Model checkpointing. Change it"
+    assert said in body_text(browser)
+    browser.find_element(By.LINK_TEXT, "Change it").click()  # the way back to the answer just saved
+    WebDriverWait(browser, 5, ignored_exceptions=STALE).until(lambda b: b.current_url == page)
+    assert browser.find_element(By.ID, "opt-model_checkpointing").is_selected()

@@ -48,6 +48,23 @@
 
   boxes.forEach(function (box) { box.addEventListener("change", function () { changed(box); }); });
 
+  // Going to the previous or next job ([ / ], or their links) does not save: with ticks, rationales or
+  // a note changed since the page opened, ask first, as they would be lost without a word.
+  function state() {
+    var parts = [];
+    new FormData(form).forEach(function (value, name) {
+      if (name !== "csrfmiddlewaretoken") { parts.push(name + "=" + value); }
+    });
+    return parts.join("&");
+  }
+  var opened = state();
+  var UNSAVED = "Your changes to this job are not saved. Leave it anyway?\n\n(Cancel, then press s to save and go on.)";
+  function mayLeave() { return state() === opened || window.confirm(UNSAVED); }
+  ["prev-job", "next-job"].forEach(function (id) {
+    var link = document.getElementById(id);
+    if (link) { link.addEventListener("click", function (event) { if (!mayLeave()) { event.preventDefault(); } }); }
+  });
+
   document.addEventListener("keydown", function (event) {
     var target = event.target;
     var typing = target && (target.tagName === "TEXTAREA" || (target.tagName === "INPUT" && target.type === "text"));
@@ -68,8 +85,8 @@
     }
     var link;
     if (key === "s") { event.preventDefault(); saveAndNext(); }
-    else if (key === "[" && (link = document.getElementById("prev-job"))) { window.location = link.href; }
-    else if (key === "]" && (link = document.getElementById("next-job"))) { window.location = link.href; }
+    else if (key === "[" && (link = document.getElementById("prev-job"))) { if (mayLeave()) { window.location = link.href; } }
+    else if (key === "]" && (link = document.getElementById("next-job"))) { if (mayLeave()) { window.location = link.href; } }
     else if (key === "?") { var help = form.querySelector(".shortcuts"); if (help) { help.open = !help.open; } }
   });
 

@@ -10,6 +10,7 @@ from django.core.files.storage import default_storage
 from django.http import Http404, HttpResponse, HttpResponseBadRequest, HttpResponseNotFound
 from django.shortcuts import get_object_or_404, redirect, render
 from django.template.defaultfilters import pluralize
+from django.utils.html import format_html
 from django.views.decorators.http import require_POST
 
 from config.methods import read_only, with_form
@@ -219,6 +220,7 @@ def label_job(request, pk: int, item: int):
         except services.LabelingError as exc:
             error = str(exc)
         else:
+            _say_saved(request, study, assignment, moving_on=request.POST.get("then") != "stay")
             if request.POST.get("then") == "stay":
                 return redirect("labeling:label", pk=study.pk, item=item)
             return redirect(f"{_url('labeling:label-next', study.pk)}?after={assignment.item.position}")
@@ -258,6 +260,21 @@ def label_job(request, pk: int, item: int):
             "findings": findings,
         },
     )
+
+
+def _say_saved(request, study, assignment, *, moving_on: bool) -> None:
+    """What was saved, on the page that follows, and (moving on) the way back to change it: save and
+    next moved on at once, and the rater saw nothing to say their answer was kept (nor did Save)."""
+    chosen = sorted(assignment.labels.values_list("option", flat=True), key=OPTIONS.index)
+    said = format_html(
+        "Saved job #{} ({}): {}.",
+        assignment.item.position,
+        assignment.item.job,
+        ", ".join(OPTION_LABELS.get(option, option) for option in chosen),
+    )
+    if moving_on:
+        said = format_html('{} <a href="{}">Change it</a>', said, _url("labeling:label", study.pk, assignment.item_id))
+    messages.success(request, said)
 
 
 def _url(name, *args):
