@@ -385,3 +385,49 @@ def test_the_teams_report_and_csv_count_each_teams_slurm_averages(client, operat
     row_schema = schema["components"]["schemas"]["TeamReportRow"]
     assert "slurm_step_accounting_jobs" in row_schema["required"]
     assert "Slurm's step-accounting average" in row_schema["properties"]["slurm_step_accounting_jobs"]["description"]
+
+
+def test_a_low_slurm_average_is_not_counted_as_a_triaged_job_with_a_cause(client, operator, slurm_jobs):
+    """The team page said 'The one triaged low-utilization job has a cause: none is unclassified.' of a
+    team whose only low job was Slurm's 45 % average: triage could not judge it (no time series), so it
+    has no cause; it is neither among the jobs with one nor among the unclassified."""
+    from django.urls import reverse
+
+    from fleet.models import Job
+    from triage.dashboard import queries
+    from triage.services import triage_job
+
+    _, summarised = slurm_jobs
+    assert triage_job(summarised).status == "insufficient_data"
+    assert queries.unclassified_share(Job.objects.filter(pk=summarised.pk), 50.0) == (0, 0)
+    client.force_login(operator)
+    page = client.get(reverse("dashboard:team-detail", args=[summarised.team.slug]), SLURM_WEEK)
+    assert page.context["triaged_low"] == 0 and "has a cause" not in page.content.decode()
+
+
+@pytest.mark.django_db
+def test_the_operator_digest_says_a_low_slurm_average_was_not_judged_rather_than_explained(team_a):
+    """It said 'Every low-utilization job this week has a named cause.' of a week whose low jobs were a
+    classified one and Slurm's 35 % average, which triage cannot judge (no time series)."""
+    from datetime import UTC, datetime, timedelta
+
+    from tests.factories import JobFactory
+    from triage.digests import services
+    from triage.models import JobTriage, RuleSet
+
+    monday, rules = datetime(2026, 11, 16, tzinfo=UTC), RuleSet.current()
+    sampled = JobFactory(team=team_a, start_time=monday + timedelta(days=1), mean_gpu_util=20)
+    averaged = JobFactory(
+        team=team_a, start_time=monday + timedelta(days=2), mean_gpu_util=35, util_source="slurm_steps"
+    )
+    JobTriage.objects.create(job=sampled, rule_set=rules, status="classified", is_current=True)
+    JobTriage.objects.create(job=averaged, rule_set=rules, status="insufficient_data", is_current=True)
+    _, text, html = services.render_triplet("operator-digest", services.build_context("operator", "2026-W47"))
+    said = text.split("UNCLASSIFIED\n")[1].split("\n")[0].strip()
+    assert said == (
+        "Every low-utilization job the rules judged this week (1 of 2) has a named cause; the other 1 was not"
+        " judged: a Slurm step-accounting average has no time series to find a cause in, and a job not triaged"
+        " yet has no verdict."
+    )
+    assert "Every low-utilization job this week has a named cause" not in html
+    assert said.replace("'", "&#x27;") in html

@@ -148,7 +148,11 @@ def _fleet_window(period: Period, hidden: frozenset[int]) -> Iterator[Metric]:
     yield answers
     unclassified, triaged_low = queries.unclassified_share(judged, threshold)
     for name, documentation, value in (
-        ("low_utilization_jobs_triaged", "Low-utilization jobs of the last 7 days that were triaged.", triaged_low),
+        (
+            "low_utilization_jobs_triaged",
+            "Low-utilization jobs of the last 7 days that the rules judged (not those with too little data).",
+            triaged_low,
+        ),
         ("low_utilization_jobs_unclassified", "Those of them that no rule explains (unclassified).", unclassified),
     ):
         gauge = _gauge(name, documentation)

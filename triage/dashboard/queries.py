@@ -461,10 +461,14 @@ def by_category(jobs, conversion: Conversion | None = None) -> list[dict]:
 
 
 def unclassified_share(jobs, low_util_threshold: float) -> tuple[int, int]:
-    """(low-utilization jobs no rule explains, low-utilization jobs triaged) in these jobs."""
-    from triage.models import JobTriage
+    """(low-utilization jobs no rule explains, low-utilization jobs the rules judged) in these jobs. A job
+    they could not judge (insufficient data, such as a Slurm step-accounting average with no time series,
+    or an error) is in neither: counted, "every one has a cause" would take in a job with none."""
+    from triage.models import JobTriage, TriageStatus
 
-    results = JobTriage.objects.filter(is_current=True, job__in=jobs.low_utilization(low_util_threshold))
+    results = JobTriage.objects.filter(is_current=True, job__in=jobs.low_utilization(low_util_threshold)).exclude(
+        status__in=[TriageStatus.INSUFFICIENT_DATA, TriageStatus.ERROR]
+    )
     row = results.aggregate(total=Count("pk"), unclassified=Count("pk", filter=Q(status="unclassified")))
     return row["unclassified"], row["total"]
 

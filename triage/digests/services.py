@@ -657,7 +657,13 @@ def team_context(team: Team, period: Period, hidden: frozenset[int] = frozenset(
 
 def operator_context(period: Period, hidden: frozenset[int] = frozenset()) -> dict:
     context = _base_context(DigestKind.OPERATOR, period, Job.objects.all(), None, hidden)
-    del context["judged_week_jobs"]  # teams are ranked by all their jobs' figures
+    judged_week = context.pop("judged_week_jobs")  # not for the teams: they are ranked by all their jobs
+    # "Every low-utilization job has a named cause" only of those the rules judged: a Slurm step average
+    # (no time series) or a job not triaged yet has no cause, and is not unclassified either.
+    threshold = context["low_threshold"]
+    context["low_jobs"] = judged_week.low_utilization(threshold).count()
+    context["low_judged"] = queries.unclassified_share(judged_week, threshold)[1]
+    context["low_not_judged"] = context["low_jobs"] - context["low_judged"]
     week_jobs = queries.in_period(Job.objects.all(), period)
     teams = queries.by_team(
         week_jobs, context["low_threshold"], limit=settings.DIGEST_TOP_TEAMS, conversion=context.pop("conversion")
