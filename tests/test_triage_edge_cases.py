@@ -690,6 +690,15 @@ optim_wrapper = dict(optimizer=dict(lr=0.001))
 train_cfg = dict(max_epochs=36)
 """
 
+# A fine-tuning config that switches its base's AmpOptimWrapper back to fp32.
+MM_BACK = """_base_ = './_base_/rtm.py'
+optim_wrapper = dict(
+    _delete_=True,
+    type='OptimWrapper',
+    optimizer=dict(type='AdamW', lr=0.001))
+"""
+MM_AMP = MM_CONFIG.replace("'OptimWrapper'", "'AmpOptimWrapper'")
+
 
 @pytest.mark.parametrize(
     ("scripts", "command", "precision", "unknown"),
@@ -746,6 +755,11 @@ train_cfg = dict(max_epochs=36)
          "python tools/train.py configs/rtm_ft.py", "fp32", None),
         ([("tools/train.py", MM_TRAIN), ("configs/rtm_ft.py", MM_CHILD)], "python tools/train.py configs/rtm_ft.py",
          None, "configs/rtm_ft.py:1 names ./_base_/rtm.py, which the job did not bring"),
+        # the child's own wrapper type wins over its base's: AmpOptimWrapper inherited is mixed, switched back fp32
+        ([("tools/train.py", MM_TRAIN), ("configs/rtm_ft.py", MM_CHILD), ("configs/_base_/rtm.py", MM_AMP)],
+         "python tools/train.py configs/rtm_ft.py", "mixed", None),
+        ([("tools/train.py", MM_TRAIN), ("configs/rtm_ft32.py", MM_BACK), ("configs/_base_/rtm.py", MM_AMP)],
+         "python tools/train.py configs/rtm_ft32.py", "fp32", None),
     ],
 )  # fmt: skip
 def test_memory_bound_precision_from_configs_and_flags(scripts, command, precision, unknown):
@@ -763,6 +777,8 @@ def test_memory_bound_precision_from_configs_and_flags(scripts, command, precisi
     if any(path == "configs/rtm.py" for path, _ in scripts) and precision == "fp32":
         # the wrapper's call spans lines: its quote says what it sets, not "optim_wrapper = dict("
         assert [fact.text for fact in finding.code] == ["optim_wrapper = dict(type='OptimWrapper', ...)"]
+    if any(path == "configs/rtm_ft32.py" for path, _ in scripts):
+        assert [(fact.path, fact.line) for fact in finding.code] == [("configs/rtm_ft32.py", 2)]
     if precision == "fp32" and any(text == DS_AUTO for _, text in scripts):
         # the "auto" and what settles it are quoted: the reader sees why it is fp32
         assert finding.code[0].text == "fp16.enabled: auto" and len(finding.code) >= 2

@@ -303,22 +303,26 @@ class _PythonFacts(ast.NodeVisitor):
         }
         if not assigned:
             return
-        self.ev.facts.append(CodeFact("config_file", self.path, 1, "", {"tool": "mmengine"}))
-        self.ev.config_files += 1
         wrapper = assigned.get("optim_wrapper")
         kind = None
         if wrapper is not None and isinstance(wrapper.value, ast.Call) and _dotted(wrapper.value.func) == "dict":
             kind = next((self.resolve(kw.value) for kw in wrapper.value.keywords if kw.arg == "type"), None)
+        bases = self.resolve(assigned["_base_"].value) if "_base_" in assigned else None
+        bases = [bases] if isinstance(bases, str) else list(bases) if isinstance(bases, list | tuple) else []
+        bases = [base for base in bases if isinstance(base, str) and base.endswith(".py")]
+        # Its wrapper type and `_base_` files, for the rules to tell which config's type the job runs with (a
+        # child's own type wins over its bases').
+        detail = {"tool": "mmengine", "wrapper": kind if isinstance(kind, str) else None, "bases": bases}
+        self.ev.facts.append(CodeFact("config_file", self.path, 1, "", detail))
+        self.ev.config_files += 1
         if kind == "OptimWrapper":  # quoted whole: its `dict(` often opens a call over many lines
             shown = "optim_wrapper = dict(type='OptimWrapper', ...)"
             self.ev.facts.append(
                 CodeFact("full_precision", self.path, wrapper.lineno, shown, {"setting": "optim_wrapper.type"})
             )
-        elif kind is None and "_base_" in assigned:
-            bases = self.resolve(assigned["_base_"].value)
-            for base in [bases] if isinstance(bases, str) else bases if isinstance(bases, list | tuple) else []:
-                if isinstance(base, str) and base.endswith(".py"):
-                    self.add("config_reference", assigned["_base_"], name=base, flag="_base_")
+        elif kind is None:
+            for base in bases:
+                self.add("config_reference", assigned["_base_"], name=base, flag="_base_")
 
     def _argument(self, node: ast.Call) -> None:
         names = [a.value for a in node.args if isinstance(a, ast.Constant) and isinstance(a.value, str)]

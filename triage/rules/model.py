@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import posixpath
 from dataclasses import dataclass
 
 import numpy as np
@@ -170,7 +171,7 @@ def _precision(ev: Evidence) -> tuple[str | None, list, str | None]:
     flag when no launch line of the job was seen, a config file the job did not bring (or of a kind it did
     not bring), DeepSpeed's "auto". 'fp32' when its Python imports a framework, or a config says fp32, and
     nothing is left open; None without code."""
-    found = ev.scripts.of("mixed_precision")
+    found = _mmengine_overridden(ev, ev.scripts.of("mixed_precision"))
     if found:
         return "mixed", found, None
     facts = ev.scripts.facts
@@ -227,6 +228,42 @@ def _precision(ev: Evidence) -> tuple[str | None, list, str | None]:
     if ev.scripts.of("framework_import") or full:
         return "fp32", auto[:1] + [f for f in settled_by if auto and f not in full] + full, None
     return None, [], None
+
+
+def _mmengine_overridden(ev: Evidence, found: list) -> list:
+    """`found` less the `AmpOptimWrapper` of mmengine configs whose wrapper type no config the job runs with takes:
+    a config that is no other's `_base_` is what is run, and its own `optim_wrapper` type wins over its bases' (a
+    fine-tuning config switching back to `OptimWrapper` is fp32 whatever its base said)."""
+    configs = {f.path: f.detail for f in ev.scripts.of("config_file") if f.detail.get("tool") == "mmengine"}
+    if not any(f.detail.get("call") == "AmpOptimWrapper" and f.path in configs for f in found):
+        return found
+    names: dict[str, list[str]] = {}
+    for path in configs:
+        names.setdefault(path.rsplit("/", 1)[-1], []).append(path)
+
+    def base_of(child: str, name: str) -> str | None:
+        path = posixpath.normpath(posixpath.join(posixpath.dirname(child), name))
+        if path in configs:
+            return path
+        same = names.get(name.rsplit("/", 1)[-1], [])
+        return same[0] if len(same) == 1 else None
+
+    bases = {path: [b for name in d.get("bases", []) if (b := base_of(path, name))] for path, d in configs.items()}
+    inherited = {base for listed in bases.values() for base in listed}
+
+    def deciding(path: str, seen: frozenset = frozenset()) -> str | None:
+        """The config whose wrapper type `path` runs with: its own, else its bases' (first that sets one)."""
+        if configs[path].get("wrapper"):
+            return path
+        for base in bases[path]:
+            if base not in seen and (decided := deciding(base, seen | {path})):
+                return decided
+        return None
+
+    run = {deciding(path) for path in configs if path not in inherited}
+    if not run:  # no config outside a loop of `_base_`s: which one runs cannot be told
+        return found
+    return [f for f in found if f.detail.get("call") != "AmpOptimWrapper" or f.path not in configs or f.path in run]
 
 
 def _under_accelerate(ev: Evidence) -> bool:
