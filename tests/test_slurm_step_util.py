@@ -431,3 +431,13 @@ def test_the_operator_digest_says_a_low_slurm_average_was_not_judged_rather_than
     )
     assert "Every low-utilization job this week has a named cause" not in html
     assert said.replace("'", "&#x27;") in html
+
+
+def test_beside_slurms_averages_a_job_without_a_figure_is_said_to_lack_one_too(client, operator, slurm_jobs):
+    """'no GPU samples were supplied for it' was true of the Slurm average's job as well: the notice on
+    the jobs without a figure says they have no Slurm average either, where the period has some."""
+    from django.urls import reverse
+
+    client.force_login(operator)
+    page = _text(client.get(reverse("dashboard:overview"), SLURM_WEEK).content.decode())
+    assert "no GPU samples were supplied for it, nor a Slurm step-accounting average, so the histogram" in page
