@@ -87,7 +87,8 @@ def period_from(params, latest: datetime | None) -> Period:
         return Period(_day_start(first), _day_start(last + timedelta(days=1)), "custom")
     preset = params.get("period", DEFAULT_PRESET)
     if preset not in PRESETS:
-        raise PeriodError(f"Unknown period '{preset}'", "period")
+        # Listing them, as the API's choice filters do: the message alone sent a script's author to the schema.
+        raise PeriodError(f"Unknown period '{preset}' (the periods: {', '.join(PRESETS)})", "period")
     return _preset(preset, anchor)
 
 
