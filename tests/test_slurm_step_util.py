@@ -362,6 +362,8 @@ def test_the_digests_mark_slurms_average_in_runs_that_got_better_and_count_the_w
         listed = html.split("Runs that got better")[1].split("</ul>")[0]
         assert "30 % <span" in listed and listed.count(">Slurm avg</span>") == 2 and "&#x27;s step accounting" in listed
         assert week_note.replace("'", "&#x27;") in html, kind
+        if kind == "team":  # its footer defines the waste share
+            assert "GPU-hours covered by samples or by a Slurm step-accounting average." in html
 
 
 def test_the_teams_report_and_csv_count_each_teams_slurm_averages(client, operator, slurm_jobs):
