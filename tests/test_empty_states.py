@@ -79,3 +79,26 @@ def test_no_connectors_yet_says_what_one_is_for_and_links_to_adding_one(client, 
     Connector.objects.create(name="prom", kind="prometheus", url="https://prometheus.example.org")
     text = page(client, operator, "connectors:list")
     assert 'id="no-connectors"' not in text and "<table" in text and ">prom</a>" in text
+
+
+@pytest.mark.django_db
+def test_send_digests_for_a_week_after_the_newest_job_names_the_newest_week(operator):
+    """`send_digests --to me@…` on the demo fleet (whose newest job is of 2026-W47) sent digests of
+    the last complete week, each 'no jobs started', with nothing saying which week had jobs."""
+    from io import StringIO
+
+    from django.core.management import call_command
+
+    JobFactory(start_time=datetime(2026, 11, 20, 9, tzinfo=UTC))  # 2026-W47
+    out, err = StringIO(), StringIO()
+    call_command("send_digests", "--week", "2026-W49", "--operators", "--dry-run", stdout=out, stderr=err)
+    assert (
+        "No job started in 2026-W49 (30 Nov – 6 Dec 2026) or since: its digests say 'no jobs started'. "
+        "The newest job started in 2026-W47 (16–22 Nov 2026); for that week's digests: --week 2026-W47"
+    ) in err.getvalue()
+    assert "=== operator digest 2026-W49" in out.getvalue()  # still the week asked for
+
+    for week in ("2026-W47", "2026-W46"):  # the newest job's week, or one before it: nothing to say
+        err = StringIO()
+        call_command("send_digests", "--week", week, "--operators", "--dry-run", stdout=StringIO(), stderr=err)
+        assert err.getvalue() == ""

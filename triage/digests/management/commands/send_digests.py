@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 from django.core.management.base import BaseCommand, CommandError
+from django.db.models import Max
 
-from fleet.models import Team
+from fleet.models import Job, Team
 from triage.digests import services, weeks
 from triage.digests.models import DigestKind
 
@@ -37,6 +38,7 @@ class Command(BaseCommand):
             raise CommandError(str(exc)) from None
         if team and operators:
             raise CommandError("--team and --operators exclude each other.")
+        self._note_newest_week(week)
         if team:
             found = Team.objects.filter(slug=team).first()
             if found is None:
@@ -81,6 +83,19 @@ class Command(BaseCommand):
             failed += len(result.failed)
         if failed:
             raise CommandError(f"{failed} deliver{'y' if failed == 1 else 'ies'} failed; see Digests → Deliveries.")
+
+    def _note_newest_week(self, week: str) -> None:
+        """Say so when no job started in the week or after it (imports stopped, or the demo fleet, whose
+        newest job is of 2026-W47): every digest would read 'no jobs started', so name the newest week."""
+        period = weeks.parse_week(week)
+        newest = Job.objects.aggregate(newest=Max("start_time"))["newest"]
+        if newest is not None and newest < period.start:
+            newest_week = weeks.week_of(newest)
+            self.stderr.write(
+                f"No job started in {week} ({weeks.label(period)}) or since: its digests say 'no jobs started'. "
+                f"The newest job started in {newest_week} ({weeks.label(weeks.parse_week(newest_week))}); "
+                f"for that week's digests: --week {newest_week}"
+            )
 
     def _show(self, kind: str, week: str, team_id: int | None, to: str | None) -> None:
         team = Team.objects.get(pk=team_id) if team_id else None
