@@ -220,6 +220,17 @@ def test_one_busy_sample_in_a_silence_with_untimed_prints_is_no_work_as_in_one_w
     assert categories(result) == {Category.UNRELEASED_JOB}
 
 
+def test_a_cpu_jobs_numbers_give_the_cpu_its_summary_quotes():
+    # A CPU job whose GPU showed a blip now and then (10 % for 3 samples, while its CPU paused at 5 %): the summary
+    # said "the CPUs worked (median 90 %)" and numbers.cpu_util was 5.0, the CPU at those blips alone.
+    frame = series(120, lambda t, g: 10 if t in (30, 60, 90) else 0, mem=lambda t, g: 0.01,
+                   cpu=lambda t: 5 if t in (30, 60, 90) else 90)  # fmt: skip
+    _, result = run(120, frame, scripts=[("etl.py", "import pandas as pd\n")], cpu_count=16)
+    (found,) = result.findings
+    assert found.category == Category.NON_DL_JOB and found.sub_cause == "no_framework"
+    assert "while the CPUs worked (median 90 %)" in found.summary and found.numbers["cpu_util"] == 90.0
+
+
 COCO_PRINTS = """loading annotations into memory...
 Done (t=0.52s)
 creating index...

@@ -440,7 +440,6 @@ def non_dl_job(ev: Evidence, th: dict) -> list[Finding]:
         confidence += 0.3  # code was there and imports no deep-learning framework
     if p.peak_mem_share is not None:
         confidence += 0.1
-    cpu = p.cpu_training
     cpu_all = _median_cpu(ev)
     if cpu_all is not None and cpu_all >= 30:
         confidence += 0.1
@@ -457,7 +456,9 @@ def non_dl_job(ev: Evidence, th: dict) -> list[Finding]:
             ),
             windows=[Span(p.series_start, p.series_end, "whole run")],
             code=ev.scripts.of("shell_launch")[:3],
-            numbers={"mean_util": round(mean, 2), "cpu_util": cpu if cpu is None else round(cpu, 1)},
+            # The CPU the summary quotes: the whole run's median. Its "training" span is where a GPU showed any
+            # activity at all, in a job that has none to speak of (a CPU job's stray samples).
+            numbers={"mean_util": round(mean, 2), "cpu_util": cpu_all if cpu_all is None else round(cpu_all, 1)},
             time_located=True,
             gpu_hours=ev.unused(p.series_start, p.series_end),
         )
