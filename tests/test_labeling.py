@@ -469,6 +469,7 @@ def test_perfect_agreement_says_it_has_nothing_to_resample_and_how_many_jobs_it_
     # 0.025 ** (1 / 4) = 39.8 %: what four jobs, all agreed, can say of the share of jobs agreed on.
     pooled = '1.000 <small class="no-interval">(agreed on all 4 jobs: no disagreement to resample;'
     assert pooled + "<br>jobs agreed: 39.8–100 %, exact 95 % interval)</small>" in page
+    assert 'id="alpha-interval">4 jobs, all agreed: no disagreement to resample</p>' in page  # the headline too
     rows = list(
         csv.DictReader(
             io.StringIO(client.get(reverse("labeling:export", args=[study.pk, "agreement", "csv"])).content.decode())
@@ -950,6 +951,40 @@ def test_save_says_what_it_kept_on_the_page_that_follows(client, study, raters):
     assert page.redirect_chain[-1][0].endswith(f"/label/{study.items.get(position=2).pk}/")
     text = html.unescape(page.content.decode())
     assert f'Saved job #1 ({first.item.job}): None of these. <a href="{url}">Change it</a>' in text
+
+
+def test_a_disagreement_shows_what_the_raters_share_and_what_each_chose_alone(client, study, raters):
+    """The list gave each rater's whole set, leaving the lead to spot the difference, and 'Other'
+    without what its rater said it is."""
+    first, second = raters
+    answer(study, first, {1: [BATCH, CKPT], 2: [CKPT], 3: [BATCH], 4: ["none"]})
+    answer(study, second, {1: [BATCH], 2: [CKPT], 3: [BATCH], 4: ["none"]})
+    job_4 = services.assignments_of(study, second).get(item__position=4)
+    services.save_answer(job_4, {"other": ""}, "a firmware <b>bug</b>")
+    for rater in raters:
+        services.submit(study, rater)
+    client.force_login(first)
+    page = client.get(reverse("labeling:agreement", args=[study.pk])).content.decode()
+    rows = page.split('id="disagreements"')[1].split("</table>")[0].split("<tr>")[2:]
+    assert len(rows) == 2
+    text = [re.sub(r"\s+", " ", re.sub(r"<[^>]+>", "", row)) for row in rows]
+    assert "Both: Improper batch size" in text[0]
+    assert (
+        f"{first.username} only: Model checkpointing" in text[0] and f"{second.username} only: nothing more" in text[0]
+    )
+    assert "Both" not in text[1] and f"{first.username}: None of these" in text[1]
+    assert f"{second.username}: Other <q>a firmware &lt;b&gt;bug&lt;/b&gt;</q>" in re.sub(
+        r"<(?!/?q>)[^>]+>", "", rows[1]
+    )
+
+
+def test_the_headline_alpha_says_its_interval_and_the_jobs_it_rests_on(client, study, raters):
+    run_study(study, raters)
+    client.force_login(raters[0])
+    page = client.get(reverse("labeling:agreement", args=[study.pk])).content.decode()
+    alpha = services.agreement_report(study).group.pooled_alpha
+    said = f'id="alpha-interval">95 % CI [{alpha.low:.3f}, {alpha.high:.3f}] · 4 jobs</p>'
+    assert said in page
 
 
 def test_export_and_import_commands(study, raters, tmp_path, capsys):

@@ -277,6 +277,25 @@ def _say_saved(request, study, assignment, *, moving_on: bool) -> None:
     messages.success(request, said)
 
 
+def _where_they_differ(labels: dict[str, frozenset[str]], notes: dict[str, str]) -> dict:
+    """A disagreement as the lead settles it: the options every rater chose, then each rater's own
+    (what not every rater chose), "other" with what its rater said it is. Each rater's whole set, as
+    the list showed it, left the lead to find the difference."""
+    shared = frozenset.intersection(*labels.values())
+
+    def shown(options, raters):
+        said = "; ".join(dict.fromkeys(notes[r] for r in raters if notes.get(r)))
+        return [
+            {"label": OPTION_LABELS.get(o, o), "note": said if o == OTHER else ""}
+            for o in sorted(options, key=OPTIONS.index)
+        ]
+
+    return {
+        "shared": shown(shared, list(labels)),
+        "own": [(rater, shown(options - shared, [rater])) for rater, options in labels.items()],
+    }
+
+
 def _url(name, *args):
     from django.urls import reverse
 
@@ -303,10 +322,17 @@ def agreement_page(request, pk: int):
     _require_all_labels(request, study)
     report = services.agreement_report(study)
     items = study.items.select_related("job__cluster", "adjudication").in_bulk()
+    notes = {  # what each rater who chose "other" said it is
+        (item_id, rater): note
+        for item_id, rater, note in services.final_answers(study)
+        .exclude(other_note="")
+        .values_list("item_id", "rater__username", "other_note")
+    }
     disagreements = [
         {
             "item": items[d.unit],
             "labels": [(rater, sorted(options, key=OPTIONS.index)) for rater, options in d.labels.items()],
+            **_where_they_differ(d.labels, {rater: notes.get((d.unit, rater), "") for rater in d.labels}),
             "adjudicated": hasattr(items[d.unit], "adjudication"),
         }
         for d in report.disagreements

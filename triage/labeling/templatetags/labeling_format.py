@@ -59,3 +59,17 @@ def option_label(value):
 @register.filter
 def signed(value):
     return "–" if value is None else f"{value:+.3f}"
+
+
+@register.filter
+def interval_only(value):
+    """Under a headline figure: its interval, or why it has none, and the jobs it rests on (a headline
+    alpha of 1.000 on one job read like one on four hundred)."""
+    if value is None or value.value is None:
+        return ""
+    jobs = f"{value.units} job{'' if value.units == 1 else 's'}"
+    if value.low is not None:
+        return f"{100 * value.confidence:g} % CI [{value.low:.3f}, {value.high:.3f}] · {jobs}"
+    if value.no_interval_reason == NO_DISAGREEMENT:
+        return f"{jobs}, all agreed: {NO_DISAGREEMENT}"
+    return f"{jobs}: {value.no_interval_reason}" if value.no_interval_reason else jobs
