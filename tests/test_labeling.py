@@ -292,6 +292,27 @@ def test_a_submitted_rater_sees_no_labels_another_rater_can_still_change(client,
     assert "ravi-rater" in page and 'id="disagreements"' in page and "raters have submitted" not in page
 
 
+def test_an_export_taken_before_every_rater_submitted_says_partial_in_its_file_name(client, study, raters):
+    """A CSV has no room to say it holds only the submitted raters' labels; saved mid-study it passed
+    for the study's figures. Its name says so until every rater has submitted."""
+    first, second = raters
+    answer(study, first, {p: [BATCH] for p in range(1, 5)})
+    services.submit(study, first)
+    client.force_login(first)
+
+    def file_name(kind, fmt):
+        response = client.get(reverse("labeling:export", args=[study.pk, kind, fmt]))
+        return re.search(r'filename="([^"]+)"', response["Content-Disposition"]).group(1)
+
+    partial = f"study-{study.pk}-labels-partial-1-of-2-raters"
+    assert (file_name("labels", "csv"), file_name("labels", "json")) == (f"{partial}.csv", f"{partial}.json")
+    assert file_name("agreement", "csv") == f"study-{study.pk}-agreement-partial-1-of-2-raters.csv"
+    answer(study, second, {p: [BATCH] for p in range(1, 5)})
+    services.submit(study, second)
+    assert file_name("labels", "csv") == f"study-{study.pk}-labels.csv"
+    assert file_name("agreement", "json") == f"study-{study.pk}-agreement.json"
+
+
 def test_a_rater_who_has_labelled_every_job_can_review_them_before_and_after_submitting(client, study, researcher):
     # "Review my labels" went to the next *unlabelled* job, and with none left back to the study page.
     answer(study, researcher, {1: [BATCH], 2: [CKPT], 3: [BATCH], 4: ["none"]})

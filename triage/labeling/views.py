@@ -679,6 +679,11 @@ def _export(request, study, kind: str, fmt: str) -> HttpResponse:
     else:
         raise Http404
     name = f"study-{study.pk}-{kind}"
+    submitted, raters = services.submission_count(study)
+    if kind in ("labels", "agreement") and submitted < raters:
+        # Only the submitted raters' labels are in it: the CSV has no room to say so (the JSON's
+        # raters_submitted does), and a file saved mid-study must not pass for the study's figures.
+        name += f"-partial-{submitted}-of-{raters}-raters"
     if fmt == "csv":
         response = HttpResponse(exchange.to_csv(rows, exchange.KINDS[kind]), content_type="text/csv; charset=utf-8")
     else:
