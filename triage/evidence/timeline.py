@@ -545,7 +545,11 @@ def find_phases(tl: Timeline, *, idle_util: float, gap_rel: float, gap_min_s: fl
     device_mean = [float(x) for x in np.where(totals > 0, sums / np.maximum(totals, 1e-12), 0.0)]
     per_time_mean = np.nanmean(u, axis=1)
     training_mean = float(np.average(per_time_mean, weights=w)) if w.sum() > 0 else float(np.nanmean(u))
-    median_peak = float(np.median(busiest[rows]))
+    # The usual peak over the samples in which a GPU worked: over every sample, a job stalled more than half its
+    # training (remote reads of 5 min between 3 min of work) had its stall level as its "usual" peak, and none
+    # of its stalls was below 0.3 times that.
+    working = busiest[rows]
+    median_peak = float(np.median(working[active[rows]]))
 
     stall_util = min(idle_util, gap_rel * median_peak)
     stalled = inside & (busiest < max(stall_util, 0.5))
