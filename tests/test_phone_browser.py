@@ -12,6 +12,7 @@ import pytest
 
 from tests.conftest import REPO
 from tests.test_browser import browser, window_width  # noqa: F401  (the browser fixture)
+from triage.models import Finding
 
 SHOTS = REPO / "screenshots"
 
@@ -79,3 +80,36 @@ def test_on_a_phone_a_jobs_log_events_show_their_lines_in_view(browser, live_ser
     # widths, and 320 px wide nothing makes the page scroll sideways.
     assert phone_violations == [] and violations(browser) == [], phone_violations
     assert narrow_window_problems(browser) == []
+
+
+@pytest.mark.django_db(transaction=True)
+def test_on_a_phone_a_findings_folded_sections_are_targets_a_finger_can_tell_apart(browser, live_server, operator):  # noqa: F811
+    """A finding's "1 time window", "5 log lines", "Code" and "How to fix it" were 20 px tall and
+    stacked without a gap: axe's target-size (WCAG 2.2 2.5.8) failed each at 390 px. Each is now at
+    least 24 px tall."""
+    from fleet.models import Artifact
+    from tests.factories import JobFactory
+    from tests.test_accessibility import open_as, violations
+    from triage.models import JobTriage, RuleSet
+    from triage.taxonomy import Category
+
+    job = JobFactory(start_time=datetime(2026, 11, 10, 9, tzinfo=UTC), mean_gpu_util=20.0)
+    Artifact.objects.create(job=job, kind="log", path="stdout.log", file="artifacts/x", size=1, sha256="x")
+    result = JobTriage.objects.create(job=job, rule_set=RuleSet.current(), status="classified", is_current=True)
+    evidence = {
+        "windows": [{"start": "2026-11-10T09:10:00Z", "end": "2026-11-10T09:20:00Z", "minutes": 10}],
+        "log_lines": [{"path": "stdout.log", "line": 4, "text": "slow read: s3://bucket/shard-1.tar took 305.7s"}],
+        "code": [{"path": "train.py", "line": 29, "code": 'parser.add_argument("--data", default="s3://bucket")'}],
+    }
+    Finding.objects.create(result=result, job=job, rule_set=result.rule_set, category=Category.REMOTE_DATA_READING,
+                           confidence=0.9, summary="s", gpu_hours=1.0, evidence=evidence, guidance={})  # fmt: skip
+    open_as(browser, live_server.url, operator)
+    with window_width(browser, 390, mobile=True):
+        browser.get(f"{live_server.url}/jobs/{job.pk}/")
+        heights = browser.execute_script(
+            "return [...document.querySelectorAll('#findings summary')].map(s => s.getBoundingClientRect().height)"
+        )
+        too_small = violations(browser, ["target-size"])
+    assert len(heights) == 4, heights
+    assert min(heights) >= 24, f"summaries {heights} px tall"
+    assert too_small == [], too_small
