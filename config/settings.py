@@ -267,6 +267,7 @@ REST_FRAMEWORK = {
     "EXCEPTION_HANDLER": "config.api.exception_handler",  # refusals that say what to do
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
     "DEFAULT_FILTER_BACKENDS": ["config.api_params.FiltersNamingChoices"],  # a wrong choice: 400 listing them
+    "DEFAULT_CONTENT_NEGOTIATION_CLASS": "config.api_params.FormatNamingNegotiation",  # ?format=csv: 400, no 404
     "DEFAULT_PAGINATION_CLASS": "config.api_params.PageNumbers",  # a page that is no page number: 400
     "PAGE_SIZE": 100,
     "DEFAULT_SCHEMA_CLASS": "config.api_schema.FleetAutoSchema",  # documents the error responses too
@@ -446,7 +447,12 @@ CELERY_BEAT_SCHEDULE["fleet.prune_series"] = {
     "schedule": crontab(minute=30, hour=3),
     "options": {"expires": 6 * 60 * 60},
 }
-CELERY_BEAT_SCHEDULE["fleet.schedule_connectors"] = {"task": "fleet.schedule_connectors", "schedule": 60.0}
+# A tick that waited over a minute (no worker free, or none running) is dropped: the next one does its work.
+CELERY_BEAT_SCHEDULE["fleet.schedule_connectors"] = {
+    "task": "fleet.schedule_connectors",
+    "schedule": 60.0,
+    "options": {"expires": 60.0},
+}
 CELERY_BEAT_SCHEDULE["fleet.recover_pending_runs"] = {
     "task": "fleet.recover_pending_runs",
     "schedule": INGEST_REQUEUE_MINUTES * 60.0,

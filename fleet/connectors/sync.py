@@ -42,7 +42,7 @@ MAX_RUN_ERRORS = 1000
 @dataclass
 class SyncResult:
     connector: str
-    status: str  # succeeded | partial | failed | locked | dry-run
+    status: str  # succeeded | partial | failed | locked | dry-run | not-due (a scheduled turn, see sync_connector)
     run_id: int | None = None
     jobs_seen: int = 0
     created: int = 0
@@ -192,12 +192,21 @@ def delete_connector(connector: Connector, user, *, with_jobs: bool = False) -> 
 
 
 # -- the pull -------------------------------------------------------------------------------------
-def sync_connector(connector_id: int, since: str | None = None, dry_run: bool = False) -> SyncResult | None:
-    """Pull one connector from its watermark (or `since`) up to now. None when the row is gone."""
+def sync_connector(
+    connector_id: int, since: str | None = None, dry_run: bool = False, *, scheduled: bool = False
+) -> SyncResult | None:
+    """Pull one connector from its watermark (or `since`) up to now. None when the row is gone.
+
+    `scheduled`: a turn beat's scheduler queued, done only if the connector is still due once its lease
+    is taken. Ticks queued while no worker ran (a restart, an outage) each queued a pull of every due
+    connector, and the copies pulled it again one after the other, one ingest run each; a connector
+    pulled (or disabled) since its turn was queued is now left alone. Pull now always pulls."""
     connector = Connector.objects.select_related("metrics_from").filter(pk=connector_id).first()
     if connector is None:
         logger.warning("Connector %s vanished before it could be pulled", connector_id)
         return None
+    if scheduled and not connector.is_due():
+        return _not_due(connector)
     if connector.metrics_only and not dry_run:
         return probe_metrics_source(connector)
     token = uuid.uuid4().hex
@@ -206,12 +215,25 @@ def sync_connector(connector_id: int, since: str | None = None, dry_run: bool = 
         deleting = now is None or being_deleted(now)
         holder = "it is being deleted" if deleting else "another pull of it is running"
         return SyncResult(connector=connector.name, status="locked", message=holder)
+    if not dry_run:
+        # Read again under the lease: a pull that held it a moment ago moved the watermark (starting from
+        # the one read before would store its jobs again as unchanged), and may have been this turn's.
+        connector.refresh_from_db(fields=["enabled", "interval_minutes", "last_run_at", "watermark"])
+        if scheduled and not connector.is_due():
+            release(connector.pk, token)
+            return _not_due(connector)
     pull = _Pull(connector, token, since=since, dry_run=dry_run)
     try:
         return pull.execute()
     finally:
         if not dry_run:
             release(connector.pk, pull.token)  # the lease's token names the pull's run once it has one
+
+
+def _not_due(connector: Connector) -> SyncResult:
+    why = "disabled" if not connector.enabled else f"pulled at {connector.last_run_at:%Y-%m-%d %H:%M:%S} UTC"
+    logger.info("Scheduled pull of %s skipped: %s since its turn was queued", connector.name, why)
+    return SyncResult(connector=connector.name, status="not-due", message=f"{why} since its turn was queued")
 
 
 def probe_metrics_source(connector: Connector) -> SyncResult:

@@ -15,18 +15,21 @@ class SyncTask(IdempotentTask):
 
 # Idempotent: the watermark only moves after jobs are stored and the store is an upsert, so a
 # redelivered pull re-reads from the watermark and stores nothing twice.
+# `scheduled`: queued by the scheduler below, so done only if the connector is still due when it runs
+# (a backlog of ticks queued each a copy); Pull now queues it without, and always pulls.
 @shared_task(name="fleet.sync_connector", base=SyncTask)
-def sync_connector_task(connector_id: int, since: str | None = None) -> dict | None:
-    result = sync.sync_connector(connector_id, since=since)
+def sync_connector_task(connector_id: int, since: str | None = None, scheduled: bool = False) -> dict | None:
+    result = sync.sync_connector(connector_id, since=since, scheduled=scheduled)
     return result.as_dict() if result is not None else None
 
 
-# Run by Celery beat every minute (CELERY_BEAT_SCHEDULE); fails the runs of pulls whose worker died
-# (their connector is then due again at once on PostgreSQL), then fans out one task per due connector.
+# Run by Celery beat every minute (CELERY_BEAT_SCHEDULE, each tick expiring after a minute); fails the
+# runs of pulls whose worker died (their connector is then due again at once on PostgreSQL), then fans
+# out one task per due connector.
 @shared_task(name="fleet.schedule_connectors")
 def schedule_connectors_task() -> list[int]:
     sync.fail_stopped_pulls()
     due = sync.due_connectors()
     for connector_id in due:
-        sync_connector_task.delay(connector_id)
+        sync_connector_task.apply_async(args=[connector_id], kwargs={"scheduled": True})
     return due
