@@ -358,7 +358,8 @@ def execute_run(run_id: int, on_progress=None) -> IngestRun | None:
 
     Safe to call again for the same run (a redelivered task): jobs are upserted, so a run cut
     short by a killed worker is simply done again, and a finished run is left as it is.
-    `on_progress(run)` is called as jobs are stored (the command's progress bar).
+    `on_progress(run)` is called as jobs are stored (the command's progress bar). The run returned
+    has `imported_now` True only when this call imported it (not when it found it finished).
     """
     run = IngestRun.objects.filter(pk=run_id).first()
     if run is None:
@@ -412,6 +413,7 @@ def exclusive_run(run_id: int):
 
 
 def _execute_claimed(run: IngestRun, on_progress=None) -> IngestRun:
+    run.imported_now = True
     run.status = IngestRun.Status.RUNNING
     run.started_at = timezone.now()
     run.attempts += 1

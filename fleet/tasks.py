@@ -103,8 +103,10 @@ def ingest_archive_task(self, run_id: int) -> dict | None:
         return {"run_id": run_id, "status": "busy"}
     if run is None:  # the run was deleted before the worker reached it
         return None
-    if retries:
-        # Written once the database is back, so the operator sees why the run took longer.
+    if retries and getattr(run, "imported_now", False):
+        # Written once the database is back, so the operator sees why the run took longer. Not when the
+        # retry found the run finished: Queue again or Mark failed on its page, while this worker waited
+        # to retry (it holds no lock then), finished it, and the note would say this retry imported it.
         ingest.add_note(run.pk, outage_note(retries))
     return {"run_id": run.pk, "status": run.status}
 
