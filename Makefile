@@ -5,6 +5,8 @@ PY := $(VENV)/bin/python
 DEMO_ARCHIVE := data/demo-fleet.zip
 DEMO_JOBS ?= 300
 DEMO_ENV := DEBUG=1
+# Where `make demo` / `make serve` listen: `make demo PORT=8080` when 8000 is taken.
+PORT ?= 8000
 
 .PHONY: install demo demo-data serve test lint bench worker clean-demo constraints audit
 
@@ -16,7 +18,7 @@ $(VENV)/.installed: requirements.txt requirements-dev.txt constraints.txt
 
 install: $(VENV)/.installed
 
-## demo: install, migrate, build and import the demo fleet, print logins, serve at 127.0.0.1:8000
+## demo: install, migrate, build and import the demo fleet, print logins, serve at 127.0.0.1:$(PORT) (8000)
 demo: demo-data serve
 
 demo-data: install
@@ -26,8 +28,8 @@ demo-data: install
 	$(DEMO_ENV) $(PY) manage.py setup_demo
 
 serve: install
-	@echo "Fleet Triage at http://127.0.0.1:8000/ (log in with a login printed above; Ctrl-C stops)"
-	$(DEMO_ENV) $(PY) manage.py runserver 127.0.0.1:8000
+	@echo "Fleet Triage at http://127.0.0.1:$(PORT)/ (log in with a login printed above; Ctrl-C stops)"
+	$(DEMO_ENV) $(PY) manage.py runserver 127.0.0.1:$(PORT)
 
 ## test: the whole suite; uses DATABASE_URL / REDIS_URL when set (CI sets both), SQLite otherwise
 test: install
