@@ -25,6 +25,7 @@ from django.core.exceptions import ValidationError as DjangoValidationError
 from django.db.models import Max, Q
 from django_filters.rest_framework import DjangoFilterBackend
 from rest_framework.exceptions import ValidationError
+from rest_framework.negotiation import DefaultContentNegotiation
 from rest_framework.pagination import PageNumberPagination
 from rest_framework.response import Response
 from rest_framework.utils.urls import remove_query_param, replace_query_param
@@ -266,6 +267,19 @@ class PageNumbers(PageNumberPagination):
             )
         ]
         return [*super().get_schema_operation_parameters(view), snapshot, *cursors]
+
+
+class FormatNamingNegotiation(DefaultContentNegotiation):
+    """DRF's content negotiation, whose refusal of a `?format=` (or `.xml` suffix) no renderer of the view
+    has is a 400 naming the formats it has: DRF answered 404 "Not found.", as for a job that does not
+    exist, to a script asking the teams report for `?format=csv`."""
+
+    def filter_renderers(self, renderers, format):
+        matching = [renderer for renderer in renderers if renderer.format == format]
+        if not matching:
+            formats = ", ".join(dict.fromkeys(renderer.format for renderer in renderers))
+            raise ValidationError({"format": [f"There is no format '{format}' here; it answers {formats}."]})
+        return matching
 
 
 class FiltersNamingChoices(DjangoFilterBackend):

@@ -267,6 +267,7 @@ REST_FRAMEWORK = {
     "EXCEPTION_HANDLER": "config.api.exception_handler",  # refusals that say what to do
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
     "DEFAULT_FILTER_BACKENDS": ["config.api_params.FiltersNamingChoices"],  # a wrong choice: 400 listing them
+    "DEFAULT_CONTENT_NEGOTIATION_CLASS": "config.api_params.FormatNamingNegotiation",  # ?format=csv: 400, no 404
     "DEFAULT_PAGINATION_CLASS": "config.api_params.PageNumbers",  # a page that is no page number: 400
     "PAGE_SIZE": 100,
     "DEFAULT_SCHEMA_CLASS": "config.api_schema.FleetAutoSchema",  # documents the error responses too

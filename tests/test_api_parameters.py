@@ -281,3 +281,24 @@ def test_a_value_a_choice_filter_does_not_have_is_a_400_listing_those_it_has(cli
     [message] = response.json()[param]
     assert message.startswith("Select a valid choice. checkpointing%s is not one of the available choices: ")
     assert listed in message
+
+
+@pytest.mark.parametrize(
+    ("path", "answers"),
+    [
+        ("/api/v1/jobs/", "json"),
+        ("/api/v1/teams/", "json"),
+        ("/api/v1/schema/", "yaml, json"),
+    ],
+)
+def test_a_format_an_address_does_not_answer_is_a_400_naming_those_it_does(client, operator, jobs, path, answers):
+    """`/api/v1/teams/?format=csv` (the teams page's CSV, a script might think) answered 404 "Not found.",
+    as a job that does not exist does."""
+    client.force_login(operator)
+    response = client.get(path, {"format": "csv"})
+    assert response.status_code == 400
+    # The schema's refusals come in its first format, YAML, as its 404 did.
+    assert f"There is no format 'csv' here; it answers {answers}." in response.content.decode()
+    if path != "/api/v1/schema/":
+        assert response.json() == {"format": [f"There is no format 'csv' here; it answers {answers}."]}
+    assert client.get(path, {"format": "json"}).status_code == 200
