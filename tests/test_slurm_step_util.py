@@ -443,3 +443,18 @@ def test_beside_slurms_averages_a_job_without_a_figure_is_said_to_lack_one_too(c
     client.force_login(operator)
     page = _text(client.get(reverse("dashboard:overview"), SLURM_WEEK).content.decode())
     assert "no GPU samples were supplied for it, nor a Slurm step-accounting average, so the histogram" in page
+
+
+def test_the_digests_name_the_unused_hours_of_jobs_too_thin_to_judge():
+    """A Slurm average's unused GPU-hours (from the average) have no cause: triage cannot judge a job
+    without a time series. The digests put them under 'other idle time (..., or in jobs not checked
+    yet)', though the jobs were checked; they are named for what they are."""
+    from triage.digests import services
+
+    note = services.unattributed_note(30.0, [], {"insufficient_data": 20.0, "healthy": 4.0}, 50.0)
+    assert note == (
+        "Causes account for 0.0 of the 30.0 unused GPU-hours. The other 30.0 have no cause named: 4.0 in jobs"
+        " above 50 % GPU utilization, which are not searched for causes; 20.0 in jobs with too little data for"
+        " the rules to judge (Slurm step-accounting averages among them); 6.0 other idle time (more than a"
+        " job's causes account for, or in jobs not checked yet)."
+    )

@@ -18,6 +18,7 @@ from triage.taxonomy import Category
 
 ZERO = Value(0.0)
 HEALTHY, UNCLASSIFIED = TriageStatus.HEALTHY.value, TriageStatus.UNCLASSIFIED.value
+INSUFFICIENT_DATA = TriageStatus.INSUFFICIENT_DATA.value
 # Keys of a finding's guidance JSON (triage.guidance) that may hold the change to make, most specific first.
 FIX_KEYS = ("fix", "one_line", "change", "action")
 # The changes triage.guidance writes are one or two sentences, the second with this job's own settings.

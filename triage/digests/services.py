@@ -489,7 +489,8 @@ def unattributed_note(
 
     Causes hold the recoverable GPU-hours the rules could tie to them; the rest is idle time of
     low-utilization jobs no rule explains (unclassified), the unused hours of jobs above the
-    low-utilization line `threshold` (healthy: never searched for causes), and idle time of
+    low-utilization line `threshold` (healthy: never searched for causes), the unused hours of jobs with
+    too little data to judge (a Slurm step-accounting average: no time series), and idle time of
     classified jobs beyond what their causes recover (or of jobs without a triage yet)."""
     attributed = sum(row.gpu_hours for row in by_category)
     rest = unused_gpu_hours - attributed
@@ -497,10 +498,13 @@ def unattributed_note(
         return ""
     unclassified = min(unused_by_status.get(findings.UNCLASSIFIED, 0.0), rest)
     healthy = min(unused_by_status.get(findings.HEALTHY, 0.0), rest - unclassified)
-    other = rest - unclassified - healthy
+    # A Slurm step-accounting average has unused hours (from the average) and no time series to judge.
+    unjudged = min(unused_by_status.get(findings.INSUFFICIENT_DATA, 0.0), rest - unclassified - healthy)
+    other = rest - unclassified - healthy - unjudged
     parts = [
         (unclassified, "in low-utilization jobs no rule could explain (unclassified)"),
         (healthy, f"in jobs above {threshold:.0f} % GPU utilization, which are not searched for causes"),
+        (unjudged, "in jobs with too little data for the rules to judge (Slurm step-accounting averages among them)"),
         (other, "other idle time (more than a job's causes account for, or in jobs not checked yet)"),
     ]
     named = [f"{fmt_hours(hours)} {what}" for hours, what in parts if round(hours, HOURS_SHOWN) > 0]
