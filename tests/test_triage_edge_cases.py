@@ -248,6 +248,25 @@ def test_stalls_that_fill_most_of_training_are_still_stalls():
     assert "the GPUs stalled 28 times (140 min) while shards were fetched" in found.summary
 
 
+def test_host_syncs_are_counted_once_a_call_and_quoted_once_a_line():
+    # `x.cpu().numpy()` waits for the GPU once, at `.cpu()`; the finding said "calls cpu, item, numpy", counted 3
+    # calls per step for 2 and quoted line 7 twice.
+    script = (
+        "import torch\n"
+        "def train(loader, model, optimizer):\n"
+        "    for inputs, targets in loader:\n"
+        "        loss = model(inputs.cuda()).sum()\n"
+        "        loss.backward()\n"
+        "        optimizer.step()\n"
+        "        predictions = model.last.argmax(dim=-1).cpu().numpy()\n"
+        "        print(loss.item())\n"
+    )
+    _, result = run(120, series(120, lambda t, g: 30), scripts=[("train.py", script)])
+    (found,) = [f for f in result.findings if f.sub_cause == "sync_in_training_loop"]
+    assert found.summary.startswith("The training step calls `.cpu()`, `.item()` on every step (2 calls on 2 lines)")
+    assert [c.line for c in found.code] == [7, 8] and found.numbers["calls_per_step"] == 2
+
+
 COCO_PRINTS = """loading annotations into memory...
 Done (t=0.52s)
 creating index...

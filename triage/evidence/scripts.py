@@ -501,7 +501,13 @@ class _PythonFacts(ast.NodeVisitor):
             argv = self._argv(node)
             if argv:
                 self._command_facts(argv, node, loop)
-        elif last in SYNC_METHODS and isinstance(node.func, ast.Attribute) and not node.args and self.in_step_loop:
+        elif (
+            last in SYNC_METHODS
+            and isinstance(node.func, ast.Attribute)
+            and not node.args
+            and self.in_step_loop
+            and not (last == "numpy" and _dotted(getattr(node.func.value, "func", None)).rsplit(".", 1)[-1] == "cpu")
+        ):  # `x.cpu().numpy()` waits once, at `.cpu()`: `.numpy()` of a tensor on the CPU waits for nothing
             self.add("host_sync", node, call=last, sampled=self.sampled)
         elif name in ("torch.cuda.synchronize", "cuda.synchronize") and self.in_step_loop:
             self.add("host_sync", node, call="torch.cuda.synchronize", sampled=self.sampled)

@@ -24,17 +24,20 @@ def api_misuse(ev: Evidence, th: dict) -> list[Finding]:
     findings = []
     if syncs:
         calls = sorted({f.detail["call"] for f in syncs})
+        calls = [c if "." in c else f"`.{c}()`" for c in calls]
+        quoted = list({(f.path, f.line): f for f in syncs}.values())  # one quote a line
         findings.append(
             Finding(
                 category=Category.API_MISUSE,
                 sub_cause="sync_in_training_loop",
                 confidence=0.8,
                 summary=(
-                    f"The training step calls {', '.join(calls)} on every step: each call makes the CPU wait for "
-                    "the GPU to finish, so the next step is queued late."
+                    f"The training step calls {', '.join(calls)} on every step ({len(syncs)} "
+                    f"call{'s' if len(syncs) != 1 else ''} on {len(quoted)} line{'s' if len(quoted) != 1 else ''}): "
+                    "each makes the CPU wait for the GPU to finish, so the next step is queued late."
                 ),
                 windows=[ev.phases.training],
-                code=syncs[:5],
+                code=quoted[:5],
                 numbers={"calls_per_step": len(syncs)},
             )
         )
