@@ -320,11 +320,26 @@ class _Pull:
             # so, instead of leaving it running; the error goes on to the task's log.
             if not self.dry_run:
                 try:
-                    self._finish(started, failure=f"the pull stopped: {type(exc).__name__}: {exc}"[:500])
+                    self._finish(started, failure=self._stopped(exc))
                 except DatabaseError:
                     logger.warning("Pull run %s could not be marked failed", self.ingest_run.pk, exc_info=True)
             raise
         return self._finish(started)
+
+    def _stopped(self, exc: Exception) -> str:
+        """Why a pull stopped on an error that is not the platform's: the task's time limit in words
+        (it read "SoftTimeLimitExceeded: SoftTimeLimitExceeded()"), else the error as it is."""
+        from celery.exceptions import SoftTimeLimitExceeded
+
+        if isinstance(exc, SoftTimeLimitExceeded):
+            limit = settings.CELERY_TASK_TIME_LIMIT
+            where = f" ({self.result.watermark})" if self.result.watermark else ""
+            return (
+                f"the pull stopped at the task time limit (CELERY_TASK_TIME_LIMIT={limit} s); the jobs it stored "
+                f"are kept and the next pull goes on from the watermark{where}. A first pull that reaches far back "
+                "(initial_days) may take several: pull again, or raise the limit."
+            )
+        return f"the pull stopped: {type(exc).__name__}: {exc}"[:500]
 
     def _pull(self, source: BaseConnector, now: datetime) -> None:
         watermark = self.since if self.since is not None else self.connector.watermark
