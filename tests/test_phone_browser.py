@@ -113,3 +113,44 @@ def test_on_a_phone_a_findings_folded_sections_are_targets_a_finger_can_tell_apa
     assert len(heights) == 4, heights
     assert min(heights) >= 24, f"summaries {heights} px tall"
     assert too_small == [], too_small
+
+
+# The connector form's kinds table: each shown option name, whether it lies inside the box the table
+# scrolls in and on one line (not broken inside the name), and the table's height.
+KINDS = """
+const box = document.querySelector('table.kinds').closest('.table-scroll');
+const inside = box.getBoundingClientRect();
+const names = [...box.querySelectorAll('tbody small code')].filter(el => el.getClientRects().length);
+return {
+  names: names.length,
+  inView: names.every(el => {
+    const r = el.getBoundingClientRect();
+    return r.left >= inside.left - 1 && r.right <= inside.right + 1;
+  }),
+  broken: names.filter(el => el.getClientRects().length > 1).map(el => el.textContent),
+  height: box.getBoundingClientRect().height,
+};
+"""
+
+
+@pytest.mark.django_db(transaction=True)
+def test_on_a_phone_the_connector_forms_options_by_kind_read_whole(browser, live_server, operator):  # noqa: F811
+    """390 px wide, the connector form's 'Options and auth by kind' squeezed three columns into the
+    screen: every option's name broke mid-word ('settle_minu / tes') in a column 80 px wide, and the
+    table ran 4,000 px. On a phone each kind's options are a line of their own under its name and auth."""
+    from fleet.connectors.registry import kinds
+    from tests.test_accessibility import open_as, violations
+
+    every_option = sum(len(cls.options_schema) for cls in kinds().values())
+    open_as(browser, live_server.url, operator)
+    with window_width(browser, 390, mobile=True):
+        browser.get(f"{live_server.url}/connectors/new/")
+        phone = browser.execute_script(KINDS)
+        phone_violations = violations(browser)
+    assert phone["names"] == every_option > 0, phone
+    assert phone["inView"] and phone["broken"] == [], phone
+    assert phone["height"] < 2000, f"the table is {phone['height']} px tall"
+    assert phone_violations == [], phone_violations
+    browser.get(f"{live_server.url}/connectors/new/")  # wide: the options in a column of their own
+    wide = browser.execute_script(KINDS)
+    assert wide["names"] == phone["names"] and wide["inView"], wide
