@@ -313,6 +313,43 @@ def test_an_export_taken_before_every_rater_submitted_says_partial_in_its_file_n
     assert file_name("agreement", "json") == f"study-{study.pk}-agreement.json"
 
 
+def test_the_agreement_in_words_for_a_paper_once_every_rater_has_submitted(client, study, raters):
+    first, second = raters
+    answer(study, first, {1: [BATCH], 2: [CKPT, PINNED], 3: [BATCH], 4: ["none"]})
+    services.submit(study, first)
+    client.force_login(first)
+    url = reverse("labeling:agreement", args=[study.pk])
+    assert 'id="methods-sentence"' not in client.get(url).content.decode()  # partial: the figures may change
+    answer(study, second, {1: [BATCH], 2: [PINNED, CKPT], 3: [CKPT], 4: ["none"]})
+    services.submit(study, second)
+    report = services.agreement_report(study)
+    kappa, alpha = report.pairs[0].pooled_kappa, report.group.pooled_alpha
+    expected = (
+        "Two raters labelled 4 jobs independently (2 labels per job, blind to the rules' findings), choosing any "
+        "of the 15 categories, or 'none of these', or 'other'. Pooled over every (job, option) decision: "
+        f"Cohen's kappa {kappa.value:.3f} (95 % CI [{kappa.low:.3f}, {kappa.high:.3f}]); "
+        f"Krippendorff's alpha {alpha.value:.3f} (95 % CI [{alpha.low:.3f}, {alpha.high:.3f}]). "
+        f"Intervals: percentile bootstrap over jobs, 1,000 resamples, seed {study.seed}. "
+        "Their label sets were identical on 3 of 4 jobs (75.0 %)."
+    )
+    page = client.get(url).content.decode()
+    assert f'<p id="methods-sentence">{html.escape(expected)}</p>' in page
+    data = client.get(reverse("labeling:export", args=[study.pk, "agreement", "json"])).json()
+    assert data["methods_sentence"] == expected
+
+
+def test_the_sentence_for_a_paper_under_perfect_agreement_gives_the_exact_interval_not_a_bootstrap(study, raters):
+    for rater in raters:
+        answer(study, rater, {1: [BATCH], 2: [CKPT], 3: [BATCH], 4: ["none"]})
+        services.submit(study, rater)
+    said = exchange.methods_sentence(study, services.agreement_report(study))
+    assert (
+        "Cohen's kappa 1.000 (the raters agreed on all 4 jobs, so no bootstrap interval; exact 95 % interval of "
+        "the share of jobs agreed 39.8–100 %)" in said
+    )
+    assert "Intervals: percentile bootstrap" not in said and "identical on 4 of 4 jobs (100.0 %)" in said
+
+
 def test_a_rater_who_has_labelled_every_job_can_review_them_before_and_after_submitting(client, study, researcher):
     # "Review my labels" went to the next *unlabelled* job, and with none left back to the study page.
     answer(study, researcher, {1: [BATCH], 2: [CKPT], 3: [BATCH], 4: ["none"]})

@@ -19,6 +19,7 @@ from fleet.canonical import NUL_MESSAGE, loads_json, nul_path
 from fleet.exports import spreadsheet_safe, spreadsheet_unsafe
 from fleet.models import Job
 from triage.labeling import services
+from triage.labeling.agreement import DEFAULT_RESAMPLES, NO_DISAGREEMENT
 from triage.labeling.models import OPTIONS, OTHER, Assignment, GoldSet, Label, Study, StudyJob, StudyRater
 from triage.models import Finding, JobTriage, RuleSet
 
@@ -306,13 +307,16 @@ def agreement_meta(study: Study, report) -> dict:
     intervals were drawn."""
     from triage.labeling.agreement import DEFAULT_CONFIDENCE, DEFAULT_RESAMPLES, MAX_UNDEFINED_SHARE
 
+    submitted, raters = services.submission_count(study)
     return {
         "raters": report.raters,
-        "raters_submitted": list(services.submission_count(study)),
+        "raters_submitted": [submitted, raters],
         "jobs_rated": report.units_rated,
         "jobs_double_rated": report.units_double_rated,
         "identical_label_sets": report.exact_set_percent,
         "disagreements": len(report.disagreements),
+        # The page's "For a paper" sentence; null while the report is partial or has no pair yet.
+        "methods_sentence": (methods_sentence(study, report) or None) if submitted == raters else None,
         "bootstrap": {
             "resamples": DEFAULT_RESAMPLES,
             "confidence": DEFAULT_CONFIDENCE,
@@ -444,3 +448,52 @@ def import_labels(study: Study, content: str | bytes, *, dry_run: bool = False) 
         if dry_run:
             transaction.set_rollback(True)
     return result
+
+
+def _with_interval(estimate) -> str:
+    """'0.643 (95 % CI 0.406–0.847)', or the figure and why it has no interval, as a paper would put it."""
+    value = f"{estimate.value:.3f}"
+    confidence = f"{100 * estimate.confidence:g} %"
+    if estimate.low is not None:
+        return f"{value} ({confidence} CI [{estimate.low:.3f}, {estimate.high:.3f}])"
+    share = estimate.agreed_interval
+    if estimate.no_interval_reason == NO_DISAGREEMENT and share is not None:
+        return (
+            f"{value} (the raters agreed on all {estimate.units} jobs, so no bootstrap interval; exact {confidence} "
+            f"interval of the share of jobs agreed {100 * share[0]:.1f}–100 %)"
+        )
+    return f"{value} (no interval: {estimate.no_interval_reason.removesuffix(' for an interval')})"
+
+
+def methods_sentence(study: Study, report) -> str:
+    """The agreement as a paper's method section reports it, from the page's own figures; empty
+    until two submitted raters share a job."""
+    group = report.group
+    if group is None or not report.pairs:
+        return ""
+    jobs = report.units_double_rated
+    who = "Two raters" if len(group.raters) == 2 else f"{len(group.raters)} raters"
+    blind = "blind to the rules' findings" if not study.show_findings else "shown the rules' findings"
+    said = [
+        f"{who} labelled {jobs} job{'' if jobs == 1 else 's'} independently ({study.labels_per_job} labels per job, "
+        f"{blind}), choosing any of the {len(report.options) - 2} categories, or 'none of these', or 'other'."
+    ]
+    estimates = []
+    if len(report.pairs) == 1:
+        estimates.append(("Cohen's kappa", report.pairs[0].pooled_kappa))
+    estimates.append(("Krippendorff's alpha", group.pooled_alpha))
+    if len(group.raters) > 2 and group.pooled_fleiss is not None:
+        estimates.append(("Fleiss' kappa", group.pooled_fleiss))
+    estimates = [(name, e) for name, e in estimates if e.value is not None]
+    if estimates:
+        figures = "; ".join(f"{name} {_with_interval(e)}" for name, e in estimates)
+        said.append(f"Pooled over every (job, option) decision: {figures}.")
+        if any(e.low is not None for _, e in estimates):
+            resamples = f"{DEFAULT_RESAMPLES:,} resamples"
+            said.append(f"Intervals: percentile bootstrap over jobs, {resamples}, seed {study.seed}.")
+    identical = round(report.exact_set_percent * jobs)
+    said.append(
+        f"Their label sets were identical on {identical} of {jobs} job{'' if jobs == 1 else 's'} "
+        f"({100 * report.exact_set_percent:.1f} %)."
+    )
+    return " ".join(said)

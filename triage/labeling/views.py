@@ -321,6 +321,7 @@ def agreement_page(request, pk: int):
     study = services.get_study(request.user, pk)
     _require_all_labels(request, study)
     report = services.agreement_report(study)
+    submitted = services.submission_count(study)
     items = study.items.select_related("job__cluster", "adjudication").in_bulk()
     notes = {  # what each rater who chose "other" said it is
         (item_id, rater): note
@@ -350,7 +351,9 @@ def agreement_page(request, pk: int):
                 for i, option in enumerate(report.options)
             ],
             "is_lead": services.is_lead(request.user, study),
-            "submitted": services.submission_count(study),
+            "submitted": submitted,
+            # Partial figures would change when the others submit: no sentence to quote until then.
+            "methods": exchange.methods_sentence(study, report) if submitted[0] == submitted[1] else "",
         },
     )
 
