@@ -325,7 +325,7 @@ def test_the_agreement_in_words_for_a_paper_once_every_rater_has_submitted(clien
     report = services.agreement_report(study)
     kappa, alpha = report.pairs[0].pooled_kappa, report.group.pooled_alpha
     expected = (
-        "Two raters labelled 4 jobs independently (2 labels per job, blind to the rules' findings), choosing any "
+        "Two raters each labelled the same 4 jobs independently (blind to the rules' findings), choosing any "
         "of the 15 categories, or 'none of these', or 'other'. Pooled over every (job, option) decision: "
         f"Cohen's kappa {kappa.value:.3f} (95 % CI [{kappa.low:.3f}, {kappa.high:.3f}]); "
         f"Krippendorff's alpha {alpha.value:.3f} (95 % CI [{alpha.low:.3f}, {alpha.high:.3f}]). "
@@ -1121,3 +1121,19 @@ def test_an_imported_answer_changed_on_the_page_is_the_pages(client, study, rate
     client.post(reverse("labeling:label", args=[study.pk, item.pk]), {"option": [CKPT], "then": "stay"})
     assignment.refresh_from_db()
     assert assignment.source == "web" and list(assignment.labels.values_list("option", flat=True)) == [CKPT]
+
+
+def test_the_sentence_for_a_paper_with_three_raters_names_fleiss_kappa_and_no_pair():
+    from types import SimpleNamespace
+
+    from triage.labeling import agreement
+
+    labels = [{"a"}, {"b"}, {"a", "b"}, {"none"}] * 3
+    ratings = {u: {r: frozenset(s) for r in ("ann", "bob", "cy")} for u, s in enumerate(labels)}
+    ratings[0] = {"ann": frozenset({"a"}), "bob": frozenset({"b"}), "cy": frozenset({"a"})}
+    report = agreement.agreement_report(ratings, ["a", "b", "none", "other"], resamples=200, seed=3)
+    study = SimpleNamespace(show_findings=True, labels_per_job=3, seed=3)
+    said = exchange.methods_sentence(study, report)
+    assert said.startswith("3 raters labelled 12 jobs independently, 3 raters per job (shown the rules' findings)")
+    assert "Cohen's kappa" not in said and "Krippendorff's alpha" in said and "Fleiss' kappa" in said
+    assert said.endswith("Their label sets were identical on 11 of 12 jobs (91.7 %).")

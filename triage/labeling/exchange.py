@@ -472,11 +472,14 @@ def methods_sentence(study: Study, report) -> str:
     if group is None or not report.pairs:
         return ""
     jobs = report.units_double_rated
-    who = "Two raters" if len(group.raters) == 2 else f"{len(group.raters)} raters"
+    jobs_text = f"{jobs} job{'' if jobs == 1 else 's'}"
+    if len(group.raters) == 2:
+        who = f"Two raters each labelled the same {jobs_text} independently"
+    else:
+        who = f"{len(group.raters)} raters labelled {jobs_text} independently, {study.labels_per_job} raters per job"
     blind = "blind to the rules' findings" if not study.show_findings else "shown the rules' findings"
     said = [
-        f"{who} labelled {jobs} job{'' if jobs == 1 else 's'} independently ({study.labels_per_job} labels per job, "
-        f"{blind}), choosing any of the {len(report.options) - 2} categories, or 'none of these', or 'other'."
+        f"{who} ({blind}), choosing any of the {len(report.options) - 2} categories, or 'none of these', or 'other'."
     ]
     estimates = []
     if len(report.pairs) == 1:
