@@ -245,6 +245,22 @@ class PageNumbers(PageNumberPagination):
             return None
         return self._link(self.number - 1, self._edge(self.before_query_param, self.rows[0] if self.rows else None))
 
+    def get_paginated_response_schema(self, schema):
+        """DRF's, its `next` and `previous` described as they are (DRF's examples, `/accounts/?page=4`,
+        showed links without the `max_id` and `after` every real one carries)."""
+        paginated = super().get_paginated_response_schema(schema)
+        properties = paginated["properties"]
+        properties["count"]["description"] = (
+            "How many rows the list has (those with an id up to the walk's max_id, less any deleted since)."
+        )
+        for name, carries in (("next", "after: where this page ended"), ("previous", "before: where it began")):
+            properties[name].pop("example", None)
+            properties[name]["description"] = (
+                f"The {name} page's address, null when there is none. It carries `max_id` and `{carries}`; "
+                "follow it as it is rather than building page numbers."
+            )
+        return paginated
+
     def get_schema_operation_parameters(self, view):
         snapshot = {
             "name": self.snapshot_query_param,
@@ -270,16 +286,16 @@ class PageNumbers(PageNumberPagination):
 
 
 class FormatNamingNegotiation(DefaultContentNegotiation):
-    """DRF's content negotiation, whose refusal of a `?format=` (or `.xml` suffix) no renderer of the view
-    has is a 400 naming the formats it has: DRF answered 404 "Not found.", as for a job that does not
-    exist, to a script asking the teams report for `?format=csv`."""
+    """DRF's content negotiation, whose refusal of a `?format=` no renderer of the view has is a 400 naming
+    the formats it has: DRF answered 404 "Not found.", as for a job that does not exist, to a script asking
+    the teams report for `?format=csv`. A suffix (`/jobs/1.5/`) is part of the address: still a 404."""
 
-    def filter_renderers(self, renderers, format):
-        matching = [renderer for renderer in renderers if renderer.format == format]
-        if not matching:
+    def select_renderer(self, request, renderers, format_suffix=None):
+        asked = request.query_params.get(self.settings.URL_FORMAT_OVERRIDE) if not format_suffix else None
+        if asked and not any(renderer.format == asked for renderer in renderers):
             formats = ", ".join(dict.fromkeys(renderer.format for renderer in renderers))
-            raise ValidationError({"format": [f"There is no format '{format}' here; it answers {formats}."]})
-        return matching
+            raise ValidationError({"format": [f"There is no format '{asked}' here; it answers {formats}."]})
+        return super().select_renderer(request, renderers, format_suffix)
 
 
 class FiltersNamingChoices(DjangoFilterBackend):

@@ -5,6 +5,7 @@ that is no page number is a 400, not a missing page."""
 from __future__ import annotations
 
 from datetime import timedelta
+from urllib.parse import parse_qs, urlsplit
 
 import pytest
 
@@ -184,8 +185,24 @@ def test_an_after_or_before_that_is_no_link_s_is_a_400_naming_it(client, operato
     assert both.status_code == 400 and set(both.json()) == {"after", "before"}
 
 
-def test_the_schema_documents_after_and_before_on_both_lists(client):
-    paths = client.get("/api/v1/schema/", {"format": "json"}).json()["paths"]
+def test_the_schema_documents_after_and_before_on_both_lists(client, operator, jobs, monkeypatch):
+    """The lists' `next` and `previous` were documented with DRF's example, `/accounts/?page=4`: a link
+    without the `max_id` and `after` a real one carries."""
+    from config.api_params import PageNumbers
+
+    schema = client.get("/api/v1/schema/", {"format": "json"}).json()
+    for name in ("PaginatedJobList", "PaginatedIngestRunList"):
+        links = schema["components"]["schemas"][name]["properties"]
+        assert "example" not in links["next"] and "example" not in links["previous"]
+        assert "`max_id` and `after" in links["next"]["description"]
+        assert "`max_id` and `before" in links["previous"]["description"]
+    monkeypatch.setattr(PageNumbers, "page_size", 1)
+    JobFactory(team=jobs[0].team)  # three pages: the second has both links
+    client.force_login(operator)
+    second = client.get(client.get("/api/v1/jobs/").json()["next"]).json()
+    assert {"max_id", "before"} <= set(parse_qs(urlsplit(second["previous"]).query))
+    assert {"max_id", "after", "page"} == set(parse_qs(urlsplit(second["next"]).query))
+    paths = schema["paths"]
     for path in ("/api/v1/jobs/", "/api/v1/ingest-runs/"):
         documented = {p["name"]: p for p in paths[path]["get"]["parameters"]}
         assert documented["after"]["schema"] == documented["before"]["schema"] == {"type": "string"}
@@ -302,3 +319,5 @@ def test_a_format_an_address_does_not_answer_is_a_400_naming_those_it_does(clien
     if path != "/api/v1/schema/":
         assert response.json() == {"format": [f"There is no format 'csv' here; it answers {answers}."]}
     assert client.get(path, {"format": "json"}).status_code == 200
+    # A suffix is part of the address: one the API does not have is its 404, as before.
+    assert client.get(path.rstrip("/") + ".csv").status_code == 404
