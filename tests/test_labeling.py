@@ -1043,6 +1043,10 @@ def test_the_headline_alpha_says_its_interval_and_the_jobs_it_rests_on(client, s
     alpha = services.agreement_report(study).group.pooled_alpha
     said = f'id="alpha-interval">95 % CI [{alpha.low:.3f}, {alpha.high:.3f}] · 4 jobs</p>'
     assert said in page
+    # Whose count is whose in "ticked 2 / 1": the header names the raters in the counts' order.
+    assert 'ticked <span class="muted">(ravi-rater / rita-researcher)</span>' in page
+    row = page.split("Model checkpointing</td>")[1].split("</tr>")[0]
+    assert row.strip().endswith('<td class="num">2 / 1</td>')  # ravi ticked it on jobs 2 and 3, rita on job 2
 
 
 def test_export_and_import_commands(study, raters, tmp_path, capsys):
