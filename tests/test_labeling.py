@@ -344,8 +344,8 @@ def test_the_sentence_for_a_paper_under_perfect_agreement_gives_the_exact_interv
         services.submit(study, rater)
     said = exchange.methods_sentence(study, services.agreement_report(study))
     assert (
-        "Cohen's kappa 1.000 (the raters agreed on all 4 jobs, so no bootstrap interval; exact 95 % interval of "
-        "the share of jobs agreed 39.8–100 %)" in said
+        "Cohen's kappa 1.000 and Krippendorff's alpha 1.000 (the raters agreed on all 4 jobs, so no bootstrap "
+        "interval; exact 95 % interval of the share of jobs agreed 39.8–100 %)." in said
     )
     assert "Intervals: percentile bootstrap" not in said and "identical on 4 of 4 jobs (100.0 %)" in said
 

@@ -489,7 +489,11 @@ def methods_sentence(study: Study, report) -> str:
         estimates.append(("Fleiss' kappa", group.pooled_fleiss))
     estimates = [(name, e) for name, e in estimates if e.value is not None]
     if estimates:
-        figures = "; ".join(f"{name} {_with_interval(e)}" for name, e in estimates)
+        if all(e.no_interval_reason == NO_DISAGREEMENT for _, e in estimates):  # one reason, said once
+            figures = " and ".join(f"{name} {e.value:.3f}" for name, e in estimates)
+            figures += _with_interval(estimates[0][1]).removeprefix(f"{estimates[0][1].value:.3f}")
+        else:
+            figures = "; ".join(f"{name} {_with_interval(e)}" for name, e in estimates)
         said.append(f"Pooled over every (job, option) decision: {figures}.")
         if any(e.low is not None for _, e in estimates):
             resamples = f"{DEFAULT_RESAMPLES:,} resamples"
