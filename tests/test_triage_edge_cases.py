@@ -837,6 +837,37 @@ def test_memory_bound_precision_from_configs_and_flags(scripts, command, precisi
         assert finding.code  # the line that leaves it open is quoted
 
 
+@pytest.mark.parametrize(
+    ("scripts", "command", "set_by"),
+    [
+        ([("train.py", "import torch\nargs = TrainingArguments(\n    output_dir='out',\n    bf16=False,\n)\n")], "",
+         "`bf16=False` (train.py:2)"),
+        ([("train.py", "import torch\ntrainer = L.Trainer(precision='32-true')\n")], "",
+         "`precision='32-true'` (train.py:2)"),
+        ([("train.py", ACC_SCRIPT), ("ds.json", DS_AUTO)], ACC_DS_LAUNCH.format("--mixed_precision no "),
+         "`--mixed_precision no` (the job's command)"),
+        ([("tools/train.py", MM_TRAIN), ("configs/rtm.py", MM_CONFIG)], "python tools/train.py configs/rtm.py",
+         "`type='OptimWrapper'` (configs/rtm.py:3)"),
+    ],
+)  # fmt: skip
+def test_memory_bound_guidance_names_the_setting_that_keeps_it_in_fp32(scripts, command, set_by):
+    # The demo's fp32 HF jobs set bf16=False in their TrainingArguments, and were told "none of its code, configs or
+    # launch flags sets autocast, GradScaler, bf16 or fp16": true, and no help finding the switch to turn.
+    from triage.guidance import guidance_for
+
+    frame = series(120, lambda t, g: 30, mem=lambda t, g: 0.93)
+    _, result = run(120, frame, scripts=scripts, command=command)
+    finding = next(f for f in result.findings if f.category == Category.GPU_MEMORY_BOUND)
+    assert finding.numbers["precision"] == "fp32" and finding.numbers["precision_set_by"] == set_by
+    guide = guidance_for(finding.category, finding.sub_cause, finding.numbers, gpu_hours=1.0,
+                         price_per_gpu_hour=None, currency="", job={})  # fmt: skip
+    assert guide["change"].endswith(
+        f"For this job: {set_by} keeps it in fp32; set bf16 there first (fp16 with loss scaling on GPUs without "
+        "bf16, such as V100 and T4)."
+    )
+    assert len({(c.path, c.line) for c in finding.code}) == len(finding.code)  # no line quoted twice
+
+
 def test_autocast_switched_off_is_no_mixed_precision():
     source = "import torch\nwith torch.autocast('cuda', enabled=False):\n    y = model(x)\n"
     assert extract_script_evidence([("train.py", source)]).of("mixed_precision") == []

@@ -450,6 +450,11 @@ def _job_values(category: Category, numbers: dict, job: dict) -> dict:
         }
     if category == Category.GPU_MEMORY_BOUND:
         precision = numbers.get("precision")
+        if precision == "fp32" and numbers.get("precision_set_by"):
+            return {
+                "settings": f"For this job: {numbers['precision_set_by']} keeps it in fp32; set bf16 there first "
+                "(fp16 with loss scaling on GPUs without bf16, such as V100 and T4)."
+            }
         if precision == "fp32":
             return {
                 "settings": "For this job: none of its code, configs or launch flags sets autocast, GradScaler, "

@@ -318,7 +318,13 @@ class _PythonFacts(ast.NodeVisitor):
         if kind == "OptimWrapper":  # quoted whole: its `dict(` often opens a call over many lines
             shown = "optim_wrapper = dict(type='OptimWrapper', ...)"
             self.ev.facts.append(
-                CodeFact("full_precision", self.path, wrapper.lineno, shown, {"setting": "optim_wrapper.type"})
+                CodeFact(
+                    "full_precision",
+                    self.path,
+                    wrapper.lineno,
+                    shown,
+                    {"setting": "optim_wrapper.type", "switch": "type='OptimWrapper'"},
+                )
             )
         elif kind is None:
             for base in bases:
@@ -549,7 +555,12 @@ class _PythonFacts(ast.NodeVisitor):
         if precision:
             self.add("mixed_precision", node, call=name or last, dtype=precision)
         elif last == "Accelerator" and _accelerate_off(self.resolve(kwargs.get("mixed_precision"))):
-            self.add("full_precision", node, setting="Accelerator(mixed_precision)", accelerate=True)
+            self.add(
+                "full_precision", node, setting="Accelerator(mixed_precision)", accelerate=True,
+                switch="mixed_precision='no'",
+            )  # fmt: skip
+        elif switch := _full_precision_switch(last, {key: self.resolve(value) for key, value in kwargs.items()}):
+            self.add("full_precision", node, setting=last, switch=switch)
         elif handoff := self._precision_handoff(name, last, node, kwargs):
             self.add("precision_elsewhere", node, **handoff)
         if last in ("open", "read_parquet", "read_csv", "load", "read_table", "ParquetFile") and node.args:
@@ -630,6 +641,16 @@ def _precision_setting(call: str, kwargs: dict) -> str | None:
     if call == "Accelerator":
         value = kwargs.get("mixed_precision")
         return value if value in ("fp16", "bf16", "fp8") else None
+    return None
+
+
+def _full_precision_switch(call: str, kwargs: dict) -> str | None:
+    """The setting that keeps a trainer in fp32, as code: `bf16=False` in HF TrainingArguments (no flag set to
+    True), Lightning's `precision='32'`. None when nothing says so."""
+    if call in ("TrainingArguments", "Seq2SeqTrainingArguments", "SFTConfig"):
+        return next((f"{flag}=False" for flag in ("bf16", "fp16") if kwargs.get(flag) is False), None)
+    if call == "Trainer" and str(kwargs.get("precision")) in _LIGHTNING_FULL:
+        return f"precision={kwargs['precision']!r}"
     return None
 
 
@@ -756,7 +777,8 @@ def _config_facts(path: str, text: str, evidence: ScriptEvidence) -> None:
                 evidence.facts.append(CodeFact("mixed_precision", path, line, shown, {"call": setting, "dtype": dtype}))
             elif verdict == "full":
                 marked = {"accelerate": True} if tool == "accelerate" else {}
-                evidence.facts.append(CodeFact("full_precision", path, line, shown, {"setting": setting, **marked}))
+                detail = {"setting": setting, "switch": shown, **marked}
+                evidence.facts.append(CodeFact("full_precision", path, line, shown, detail))
             else:
                 # DeepSpeed's "auto": the HF Trainer fills it from its --bf16/--fp16, Accelerate from its own
                 # mixed_precision (`_precision` in the rules tells which the job runs under).
@@ -837,7 +859,7 @@ def _launch_settings(argv: list[str]) -> list[tuple[str, dict]]:
         if flag in ("--mixed_precision", "--mixed-precision") and argv[0].rsplit("/", 1)[-1] == "accelerate":
             value = value if eq else (argv[index + 1] if index + 1 < len(argv) else "")
             if _accelerate_off(value):
-                found.append(("full_precision", {"setting": flag, "accelerate": True}))
+                found.append(("full_precision", {"setting": flag, "accelerate": True, "switch": f"{flag} {value}"}))
         elif flag in _CONFIG_FLAGS:
             value = value if eq else (argv[index + 1] if index + 1 < len(argv) else "")
             hydra = _CONFIG_FLAGS[flag] == "yaml"
@@ -854,7 +876,7 @@ def _launch_settings(argv: list[str]) -> list[tuple[str, dict]]:
             if verdict and verdict[0] == "mixed":
                 found.append(("mixed_precision", {"call": flag.lstrip("+~"), "dtype": verdict[1]}))
             elif verdict and verdict[0] == "full":
-                found.append(("full_precision", {"setting": flag.lstrip("+~")}))
+                found.append(("full_precision", {"setting": flag.lstrip("+~"), "switch": word}))
     return found
 
 

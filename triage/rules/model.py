@@ -139,6 +139,13 @@ def gpu_memory_bound(ev: Evidence, th: dict) -> list[Finding]:
         return []
     sub = "oom_retry" if ooms else "memory_full"
     precision, precision_code, unknown = _precision(ev)
+    # What keeps it in fp32, where the code or a config says so: the guidance names it as the setting to change.
+    switch = next((f for f in precision_code if f.kind == "full_precision" and f.detail.get("switch")), None)
+    set_by = None
+    if precision == "fp32" and switch is not None:
+        where = "the job's command" if switch.path == JOB_COMMAND else f"{switch.path}:{switch.line}"
+        set_by = f"`{switch.detail['switch']}` ({where})"
+    shown = {(f.path, f.line) for f in code}
     return [
         Finding(
             category=Category.GPU_MEMORY_BOUND,
@@ -152,12 +159,13 @@ def gpu_memory_bound(ev: Evidence, th: dict) -> list[Finding]:
             ),
             windows=[p.training],
             log_lines=ooms[:3] + lines,
-            code=code + precision_code[:2],
+            code=code + [f for f in precision_code[:2] if (f.path, f.line) not in shown],
             numbers={
                 "training_mean_util": round(util, 1),
                 "peak_gpu_mem_pct": None if peak is None else round(peak, 1),
                 "precision": precision,
                 **({"precision_unknown": unknown} if unknown else {}),
+                **({"precision_set_by": set_by} if set_by else {}),
             },
         )
     ]
