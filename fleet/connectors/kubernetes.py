@@ -3,14 +3,16 @@
 Pure part: `parse_pod_list` reads a PodList (the API's pages and `kubectl get pods -o json` alike),
 `jobs_from_pods` groups pods into jobs:
 
-- job identity from `ownerReferences` (Job, PyTorchJob, MPIJob, RayCluster, JobSet, ...: the
-  controller's uid); a pod without an owner is a job of its own. Pods of long-running workloads
+- job identity from `ownerReferences` (Job, PyTorchJob, MPIJob, RayCluster, ...: the
+  controller's uid); a pod of a JobSet's Job is its JobSet's (the `jobset.sigs.k8s.io/jobset-uid`
+  label); a pod without an owner is a job of its own. Pods of long-running workloads
   (ReplicaSet, StatefulSet, DaemonSet) are not jobs and are left out;
 - a job is finished when every pod of it has finished (phase Succeeded/Failed); start is the
-  earliest pod start, end the latest container finish;
-- GPU count from `resources.limits["nvidia.com/gpu"]` (a pod needs max(sum of its containers,
-  largest init container)), summed over pods that ran *at the same time* — a retried pod does not
-  double the count;
+  earliest pod start, end the latest container finish; a pod that never ran (turned away by the
+  kubelet, failed before its image was pulled) is not part of it;
+- GPU count from `resources.limits` of `nvidia.com/gpu`, `nvidia.com/gpu.shared` and
+  `nvidia.com/mig-*` (a pod needs max(sum of its containers, largest init container)), summed over
+  pods that ran *at the same time* — a retried pod does not double the count;
 - team from a label the operator names (else the namespace), through the operator's mapping;
   queue from Kueue's `kueue.x-k8s.io/queue-name` label, else the namespace.
 """
@@ -41,6 +43,16 @@ from fleet.connectors.prometheus import PrometheusConnector, SeriesRequest
 from fleet.connectors.registry import register
 
 GPU_RESOURCE = "nvidia.com/gpu"
+# The other names NVIDIA's device plugin gives GPUs: a MIG slice under the "mixed" strategy
+# (`nvidia.com/mig-1g.10gb`), and a replica of a shared GPU when time-slicing or MPS renames it
+# (`renameByDefault: true`: `nvidia.com/gpu.shared`, `nvidia.com/mig-1g.10gb.shared`). Each counts
+# as one GPU device of the pod.
+GPU_RESOURCE_SHARED = "nvidia.com/gpu.shared"
+MIG_RESOURCE_PREFIX = "nvidia.com/mig-"
+# JobSet (and Kubeflow Trainer's TrainJob, built on it) owns Jobs, which own the pods; it labels the
+# pods with its own uid and name, which are the job's identity.
+JOBSET_UID_LABEL = "jobset.sigs.k8s.io/jobset-uid"
+JOBSET_NAME_LABEL = "jobset.sigs.k8s.io/jobset-name"
 NOT_JOBS = frozenset({"ReplicaSet", "StatefulSet", "DaemonSet", "ReplicationController", "Node"})
 FINISHED_PHASES = frozenset({"Succeeded", "Failed"})
 QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
@@ -83,13 +95,30 @@ def _quantity(value) -> float:
         return 0.0
 
 
+def is_gpu_resource(name: str) -> bool:
+    """Whether a resource name is a GPU device: a whole GPU, a MIG slice, or a shared GPU's replica."""
+    return name in (GPU_RESOURCE, GPU_RESOURCE_SHARED) or name.startswith(MIG_RESOURCE_PREFIX)
+
+
+def gpu_resources(pod: dict) -> list[str]:
+    """The GPU resource names a pod's containers ask for (`nvidia.com/mig-1g.10gb`, ...)."""
+    spec = pod.get("spec") or {}
+    names = set()
+    for container in (spec.get("containers") or []) + (spec.get("initContainers") or []):
+        resources = container.get("resources") or {}
+        for kind in ("limits", "requests"):
+            names.update(name for name in resources.get(kind) or {} if is_gpu_resource(str(name)))
+    return sorted(names)
+
+
 def pod_gpus(pod: dict) -> int:
     spec = pod.get("spec") or {}
 
     def gpus(container: dict) -> int:
         resources = container.get("resources") or {}
-        limit = (resources.get("limits") or {}).get(GPU_RESOURCE) or (resources.get("requests") or {}).get(GPU_RESOURCE)
-        return int(_quantity(limit))
+        # Extended resources have limits equal to requests (or requests only); either says how many.
+        asked = {**(resources.get("requests") or {}), **(resources.get("limits") or {})}
+        return sum(int(_quantity(value)) for name, value in asked.items() if is_gpu_resource(str(name)))
 
     main = sum(gpus(c) for c in spec.get("containers") or [])
     init = max((gpus(c) for c in spec.get("initContainers") or []), default=0)
@@ -117,9 +146,26 @@ def _pod_window(pod: dict) -> tuple[datetime | None, datetime | None]:
     return start, end
 
 
+def pod_ran(pod: dict) -> bool:
+    """Whether any container of a pod ever started. A pod the kubelet turned away (phase Failed,
+    reason `UnexpectedAdmissionError` when the device plugin could not give it its GPUs, `OutOfnvidia.com/gpu`,
+    `NodeAffinity`), or one that failed before its image was pulled (`DeadlineExceeded`, an eviction), never
+    ran: it has no start or finish times and used no GPU time."""
+    status = pod.get("status") or {}
+    for container in (status.get("containerStatuses") or []) + (status.get("initContainerStatuses") or []):
+        for state in (container.get("state") or {}, container.get("lastState") or {}):
+            if state.get("running") or (state.get("terminated") or {}).get("startedAt"):
+                return True
+    return False
+
+
 def job_key(pod: dict) -> tuple[str, dict | None]:
     """(job identity, owner reference) of a pod: its controller's uid, else its own uid."""
     meta = pod.get("metadata") or {}
+    labels = meta.get("labels") or {}
+    if labels.get(JOBSET_UID_LABEL):  # a pod of a JobSet's Job: the JobSet is the job
+        uid = str(labels[JOBSET_UID_LABEL])
+        return uid, {"kind": "JobSet", "name": str(labels.get(JOBSET_NAME_LABEL) or uid), "uid": uid}
     owners = meta.get("ownerReferences") or []
     owner = next((o for o in owners if o.get("controller")), owners[0] if owners else None)
     if owner is not None:
@@ -175,6 +221,12 @@ def _add_pod_job(result, key, owner, members, cluster, team_label, user_label, t
     if any((p.get("status") or {}).get("phase") not in FINISHED_PHASES for p in group):
         result.unfinished += 1
         return
+    # Pods that never ran (turned away by the kubelet, failed before their image was pulled) held no
+    # GPU time and have no times: the job is its other pods (a Job's retry that did run).
+    never_ran = [p for p in group if not pod_ran(p)]
+    group = [p for p in group if pod_ran(p)]
+    if not group:
+        return
     windows = [(_pod_window(p), p) for p in group]
     if any(start is None or end is None for (start, end), _ in windows):
         name = (group[0].get("metadata") or {}).get("name")
@@ -184,7 +236,13 @@ def _add_pod_job(result, key, owner, members, cluster, team_label, user_label, t
     gpus = peak_concurrent(intervals)
     if gpu_jobs_only and gpus == 0:
         return
-    result.jobs.append(_job(key, owner, group, intervals, gpus, cluster, team_label, user_label, teams))
+    job = _job(key, owner, group, intervals, gpus, cluster, team_label, user_label, teams)
+    if never_ran:
+        job.labels["pods_never_ran"] = [
+            f"{(p.get('metadata') or {}).get('name')}: {(p.get('status') or {}).get('reason') or 'never started'}"
+            for p in never_ran
+        ]
+    result.jobs.append(job)
 
 
 def _job(key, owner, pods, intervals, gpus, cluster, team_label, user_label, teams) -> JobRecord:
@@ -198,12 +256,19 @@ def _job(key, owner, pods, intervals, gpus, cluster, team_label, user_label, tea
     gpu_container = next((c for c in spec.get("containers") or [] if pod_gpus({"spec": {"containers": [c]}})), None)
     container = gpu_container or next(iter(spec.get("containers") or []), {})
     command = shlex.join([str(x) for x in (container.get("command") or []) + (container.get("args") or [])])
-    reasons, exit_codes, phase = [], [], "Succeeded"
+    reasons, exit_codes, phase, restarts = [], [], "Succeeded", 0
     for pod in pods:
         status = pod.get("status") or {}
         if status.get("phase") == "Failed":
             phase = "Failed"
+        if status.get("reason"):  # the pod's own: Evicted, DeadlineExceeded, ...
+            reasons.append(str(status["reason"]))
         for item in status.get("containerStatuses") or []:
+            restarts += int(item.get("restartCount") or 0)
+            # lastState: how the run before a restart ended (OOMKilled, then restarted and succeeded)
+            earlier = (item.get("lastState") or {}).get("terminated") or {}
+            if earlier.get("reason") and earlier.get("reason") != "Completed":
+                reasons.append(earlier["reason"])
             terminated = (item.get("state") or {}).get("terminated") or {}
             if terminated.get("reason") and terminated.get("reason") != "Completed":
                 reasons.append(terminated["reason"])
@@ -244,6 +309,8 @@ def _job(key, owner, pods, intervals, gpus, cluster, team_label, user_label, tea
             "image": str(container.get("image") or ""),
             "reasons": sorted(set(reasons)),
             "exit_codes": exit_codes,
+            "restarts": restarts,
+            "gpu_resources": sorted({name for p in pods for name in gpu_resources(p)}),
         },
         raw={
             "owner": owner,
