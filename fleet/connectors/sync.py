@@ -21,7 +21,7 @@ from dataclasses import asdict, dataclass, field
 from datetime import datetime, timedelta
 
 from django.conf import settings
-from django.db import DatabaseError, models, transaction
+from django.db import DatabaseError, connection, models, transaction
 from django.db.models import ProtectedError, Q
 from django.utils import timezone
 from django.utils.text import slugify
@@ -227,7 +227,10 @@ def sync_connector(
         return pull.execute()
     finally:
         if not dry_run:
-            release(connector.pk, pull.token)  # the lease's token names the pull's run once it has one
+            try:
+                release(connector.pk, pull.token)  # the lease's token names the pull's run once it has one
+            except DatabaseError:  # the database is gone: the pull's own error says more; beat frees it later
+                logger.warning("The lease of connector %s could not be released", connector.name, exc_info=True)
 
 
 def _not_due(connector: Connector) -> SyncResult:
@@ -319,12 +322,26 @@ class _Pull:
             # Anything else (the soft time limit, the database, a bug) ends the run as failed too, saying
             # so, instead of leaving it running; the error goes on to the task's log.
             if not self.dry_run:
-                try:
-                    self._finish(started, failure=self._stopped(exc))
-                except DatabaseError:
-                    logger.warning("Pull run %s could not be marked failed", self.ingest_run.pk, exc_info=True)
+                self._finish_anyway(started, self._stopped(exc))
             raise
         return self._finish(started)
+
+    def _finish_anyway(self, started: datetime, failure: str) -> None:
+        """End the run failed, on a new database connection if its own was cut (PostgreSQL restarted
+        or failed over, a pooler or the network): the run stayed *running*, and the connector's lease
+        held, until beat's next tick, which then said that the worker had stopped. Logged when the
+        database cannot be reached at all; beat's tick ends the run once it can."""
+        kept = len(self.errors)
+        for attempt in (1, 2):
+            try:
+                self._finish(started, failure=failure)
+                return
+            except DatabaseError:
+                del self.errors[kept:]
+                if attempt == 2 or connection.in_atomic_block:  # a caller's transaction: not ours to end
+                    logger.warning("Pull run %s could not be marked failed", self.ingest_run.pk, exc_info=True)
+                    return
+                connection.close()  # the next query opens a new one
 
     def _stopped(self, exc: Exception) -> str:
         """Why a pull stopped on an error that is not the platform's: the task's time limit in words
@@ -477,7 +494,8 @@ def _team_for(name: str) -> Team:
 # between (OOM, kill -9, the hard time limit) left it running for ever, on the connector's page and
 # Ingest runs, while only the lease expired. Beat's scheduler fails such runs first.
 STOPPED_PULL = (
-    "The worker running this pull stopped before it finished (killed, out of memory, or its machine went away); "
+    "The worker running this pull stopped before it finished (killed, out of memory, or its machine went away) "
+    "or could not reach the database to record its end; "
     "the jobs it stored are kept, and the next pull starts where it left off (the connector's watermark)."
 )
 
