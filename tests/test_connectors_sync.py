@@ -660,8 +660,8 @@ def test_a_pull_whose_worker_died_is_failed_and_the_next_pull_goes_on(client, op
                 "field": "",
                 "job_id": "",
                 "message": "The worker running this pull stopped before it finished (killed, out of memory, or its "
-                "machine went away) or could not reach the database to record its end; the jobs it stored are kept, and the next pull starts where it left off "
-                "(the connector's watermark).",
+                "machine went away) or could not reach the database to record its end; the jobs it stored are kept, "
+                "and the next pull starts where it left off (the connector's watermark).",
             }
         ]
         connector.refresh_from_db()
