@@ -102,3 +102,22 @@ def test_send_digests_for_a_week_after_the_newest_job_names_the_newest_week(oper
         err = StringIO()
         call_command("send_digests", "--week", week, "--operators", "--dry-run", stdout=StringIO(), stderr=err)
         assert err.getvalue() == ""
+
+
+@pytest.mark.django_db
+def test_the_pages_that_count_attributed_gpu_hours_say_what_they_are(client, operator):
+    """'Attributed GPU-hours' headed the causes page's column, a team's causes and the overview's chart,
+    and no page (nor README) said what they were: unused GPU-hours, or all GPU-hours? Each says it."""
+    from triage.models import Finding, JobTriage, RuleSet
+    from triage.taxonomy import Category
+
+    job = JobFactory(start_time=datetime(2026, 11, 10, 9, tzinfo=UTC), mean_gpu_util=20.0)
+    result = JobTriage.objects.create(job=job, rule_set=RuleSet.current(), status="classified", is_current=True)
+    Finding.objects.create(result=result, job=job, rule_set=result.rule_set, category=Category.MODEL_CHECKPOINTING,
+                           confidence=0.9, summary="s", gpu_hours=1.0, evidence={}, guidance={})  # fmt: skip
+    period = {"from": "2026-11-10", "to": "2026-11-10"}
+    client.force_login(operator)
+    for url in (reverse("dashboard:overview"), reverse("dashboard:category-list"),
+                reverse("dashboard:team-detail", args=[job.team.slug])):  # fmt: skip
+        text = client.get(url, period).content.decode()
+        assert "Attributed GPU-hours: the unused GPU-hours the rules lay at a cause" in text, url

@@ -154,3 +154,39 @@ def test_on_a_phone_the_connector_forms_options_by_kind_read_whole(browser, live
     browser.get(f"{live_server.url}/connectors/new/")  # wide: the options in a column of their own
     wide = browser.execute_script(KINDS)
     assert wide["names"] == phone["names"] and wide["inView"], wide
+
+
+# The causes page's table: each cause's row height, and whether its "What it is" (wherever it shows) lies
+# inside the box the table scrolls in.
+CAUSES = """
+const box = document.querySelector('table.data').closest('.table-scroll');
+const inside = box.getBoundingClientRect();
+const rows = [...box.querySelectorAll('tbody tr:not(.change-line)')];
+const what = [...box.querySelectorAll('tbody td.muted')].filter(el => el.getClientRects().length);
+const extent = el => { const r = document.createRange(); r.selectNodeContents(el); return r.getBoundingClientRect(); };
+return {
+  heights: rows.map(row => Math.round(row.getBoundingClientRect().height)),
+  what: what.length,
+  whatInView: what.every(el => extent(el).left >= inside.left - 1 && extent(el).right <= inside.right + 1),
+};
+"""
+
+
+@pytest.mark.django_db(transaction=True)
+def test_on_a_phone_the_causes_page_says_what_each_cause_is_in_view(browser, live_server, operator):  # noqa: F811
+    """390 px wide, each cause's "What it is", squeezed into the table's last column off to the right,
+    and "no answers yet" a word a line held every row 115 px tall with nothing beside the cause. On a
+    phone what a cause is reads under it, and the answers keep to one line."""
+    from tests.test_accessibility import open_as
+
+    open_as(browser, live_server.url, operator)
+    with window_width(browser, 390, mobile=True):
+        browser.get(f"{live_server.url}/categories/")
+        phone = browser.execute_script(CAUSES)
+        browser.save_screenshot(str(SHOTS / "causes-phone.png"))
+    assert len(phone["heights"]) == 15 and phone["what"] == 15, phone
+    assert phone["whatInView"], phone
+    assert max(phone["heights"]) <= 80, f"cause rows {phone['heights']} px tall"
+    browser.get(f"{live_server.url}/categories/")  # wide: what it is in a column of its own
+    wide = browser.execute_script(CAUSES)
+    assert wide["what"] == 15 and wide["whatInView"], wide
