@@ -1,11 +1,14 @@
 """The Kubernetes connector against a loopback server answering as the API server does on a GPU
 cluster run by the NVIDIA GPU Operator: MIG slices and shared (time-sliced) GPUs as their own
 resources, pods the kubelet turned away, JobSets, expired `continue` tokens (410), RBAC refusals
-(403) in the API server's own words."""
+(403) in the API server's own words, a projected service-account token that rotates under a pull,
+and TLS with the cluster's own CA."""
 
 from __future__ import annotations
 
-from datetime import timedelta
+import os
+import ssl
+from datetime import UTC, datetime, timedelta
 
 import pytest
 
@@ -213,3 +216,156 @@ def test_rbac_refusals_name_what_the_service_account_may_not_do():
     assert result.status in ("succeeded", "partial") and Job.objects.count() == 1
     (error,) = result.errors
     assert 'cannot get resource "pods/log"' in error["message"] and "HTTP 403" in error["message"]
+
+
+def kubelet_token_dir(folder, token: str):
+    """The layout the kubelet writes a projected volume in: `token -> ..data/token`, `..data` a link to
+    a timestamped folder, swapped atomically when the token is renewed."""
+    stamp = f"..{datetime.now(UTC):%Y_%m_%d_%H_%M_%S.%f}"
+    (folder / stamp).mkdir()
+    (folder / stamp / "token").write_text(token)
+    tmp = folder / "..data_tmp"
+    tmp.symlink_to(stamp)
+    os.replace(tmp, folder / "..data")
+    if not (folder / "token").is_symlink():
+        (folder / "token").symlink_to("..data/token")
+
+
+def test_a_projected_token_that_rotates_during_a_pull_is_read_again(settings, tmp_path):
+    """The kubelet renews a projected service-account token (`expirationSeconds`, at least 10 minutes)
+    under a running pull; once the old one expires the API server answers 401. The pull failed there
+    (or its jobs lost their logs); the connector now reads the file again on a 401 and goes on."""
+    folder = tmp_path / "serviceaccount"
+    folder.mkdir()
+    settings.CONNECTOR_SECRET_DIRS = [str(folder)]
+    kubelet_token_dir(folder, "token-one")
+    pods = [pod(f"job-{n}", f"p{n}", start=T, end=T + timedelta(minutes=30 + n)) for n in range(4)]
+    current = {"token": "token-one"}
+
+    def authorised(handler):
+        def answer(path, query):
+            if query["_headers"].get("Authorization") != f"Bearer {current['token']}":
+                return 401, status(401, "Unauthorized", "Unauthorized"), {}
+            return handler(path, query)
+
+        return answer
+
+    def pages(path, query):
+        start = int(query.get("continue") or 0)
+        if start == 2 and current["token"] == "token-one":  # renewed, and the old token expired, mid-listing
+            kubelet_token_dir(folder, "token-two")
+            current["token"] = "token-two"
+            return 401, status(401, "Unauthorized", "Unauthorized"), {}
+        more = start + 2 < len(pods)
+        return 200, pod_list(pods[start : start + 2], str(start + 2) if more else ""), {}
+
+    with FakePlatform() as server:
+        server.route("/api/v1/namespaces/", authorised(lambda path, query: (200, b"epoch 1\n", {})))
+        server.route("/api/v1/pods", authorised(pages))
+        connector = make_connector("kubernetes", server.url, auth=Connector.Auth.BEARER, options={"page_size": 2})
+        connector.set_secret_reference(f"file:{folder}/token")
+        connector.save()
+        result = sync.sync_connector(connector.pk)
+        sent = [q["_headers"].get("Authorization") for _, _, q in server.requests]
+    assert result.status == "succeeded", result.message
+    assert not result.errors
+    assert Job.objects.count() == 4
+    assert sent[:2] == ["Bearer token-one", "Bearer token-one"] and set(sent[2:]) == {"Bearer token-two"}
+
+    # A token the server refuses while the file holds no other is a real refusal: said, not asked again.
+    current["token"] = "token-three"
+    Job.objects.all().delete()
+    with FakePlatform() as server:
+        server.route("/api/v1/pods", authorised(pages))
+        Connector.objects.filter(pk=connector.pk).update(url=server.url, watermark="")
+        result = sync.sync_connector(connector.pk)
+        tries = server.count("/api/v1/pods")
+    assert result.status == "failed" and "refused the credentials (HTTP 401" in result.message
+    assert tries == 1
+
+
+def make_ca(folder):
+    """A cluster CA (as kubeadm makes one) and an API server certificate for 127.0.0.1 signed by it."""
+    from cryptography import x509
+    from cryptography.hazmat.primitives import hashes, serialization
+    from cryptography.hazmat.primitives.asymmetric import ec
+    from cryptography.x509.oid import NameOID
+
+    def name(text):
+        return x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, text)])
+
+    now = datetime.now(UTC)
+    ca_key = ec.generate_private_key(ec.SECP256R1())
+    ca = (
+        x509.CertificateBuilder()
+        .subject_name(name("kubernetes"))
+        .issuer_name(name("kubernetes"))
+        .public_key(ca_key.public_key())
+        .serial_number(1)
+        .not_valid_before(now - timedelta(days=1))
+        .not_valid_after(now + timedelta(days=1))
+        .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
+        .add_extension(x509.KeyUsage(True, False, True, False, False, True, False, False, False), critical=True)
+        .add_extension(x509.SubjectKeyIdentifier.from_public_key(ca_key.public_key()), critical=False)
+        .sign(ca_key, hashes.SHA256())
+    )
+    key = ec.generate_private_key(ec.SECP256R1())
+    import ipaddress
+
+    cert = (
+        x509.CertificateBuilder()
+        .subject_name(name("kube-apiserver"))
+        .issuer_name(ca.subject)
+        .public_key(key.public_key())
+        .serial_number(2)
+        .not_valid_before(now - timedelta(days=1))
+        .not_valid_after(now + timedelta(days=1))
+        .add_extension(
+            x509.SubjectAlternativeName(
+                [x509.DNSName("kubernetes.default.svc"), x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]
+            ),
+            critical=False,
+        )
+        .add_extension(x509.ExtendedKeyUsage([x509.oid.ExtendedKeyUsageOID.SERVER_AUTH]), critical=False)
+        .add_extension(x509.AuthorityKeyIdentifier.from_issuer_public_key(ca_key.public_key()), critical=False)
+        .sign(ca_key, hashes.SHA256())
+    )
+    pem = serialization.Encoding.PEM
+    (folder / "ca.crt").write_bytes(ca.public_bytes(pem))
+    (folder / "tls.crt").write_bytes(cert.public_bytes(pem))
+    (folder / "tls.key").write_bytes(
+        key.private_bytes(pem, serialization.PrivateFormat.PKCS8, serialization.NoEncryption())
+    )
+    return folder / "ca.crt"
+
+
+class TlsPlatform(FakePlatform):
+    def __init__(self, folder):
+        super().__init__()
+        context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+        context.load_cert_chain(folder / "tls.crt", folder / "tls.key")
+        self.httpd.socket = context.wrap_socket(self.httpd.socket, server_side=True)
+
+    @property
+    def url(self) -> str:
+        return f"https://127.0.0.1:{self.httpd.server_address[1]}"
+
+
+def test_the_clusters_ca_bundle_is_used_even_where_the_environment_names_another(tmp_path, monkeypatch):
+    """In-cluster, the API server's certificate is signed by the cluster's own CA
+    (`/var/run/secrets/kubernetes.io/serviceaccount/ca.crt`), given as the connector's CA bundle. Where
+    the image sets REQUESTS_CA_BUNDLE (or CURL_CA_BUNDLE) for its own use, `requests` put that in place of
+    the connector's bundle, and every pull failed on TLS."""
+    import certifi
+
+    ca = make_ca(tmp_path)
+    monkeypatch.setenv("REQUESTS_CA_BUNDLE", certifi.where())
+    with TlsPlatform(tmp_path) as server:
+        serve(server, [pod("resnet-0", "p1", start=T, end=T + timedelta(hours=1))])
+        result = pull(server, ca_bundle=str(ca), name="k8s-tls")
+        trusting = pull(server, name="k8s-no-ca")
+    assert result.status == "succeeded", result.message
+    assert Job.objects.filter(external_id="p1").exists()
+    # Without the bundle the certificate is not trusted, and the page says what to check.
+    assert trusting.status == "failed" and "The TLS connection to 127.0.0.1" in trusting.message
+    assert "check the CA bundle" in trusting.message

@@ -20,7 +20,7 @@ retries are used up) ends the pull without moving the watermark, so the next run
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, ClassVar
@@ -91,6 +91,10 @@ class ConnectorSettings:
     backoff_s: float = 1.0
     backoff_max_s: float = 60.0
     retry_after_max_s: float = 300.0
+    # Settings built again from the connector's secret reference, for a client to call when the server
+    # refuses the credentials (HTTP 401): a file the platform rotates under a running pull (a projected
+    # service-account token, a Slurm JWT a cron job refreshes) holds a new one. None: nothing to re-read.
+    reread: Callable[[], ConnectorSettings] | None = field(default=None, compare=False, repr=False)
 
 
 # What HTTP lets a header carry: a name of token characters, and a value of printable Latin-1

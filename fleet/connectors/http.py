@@ -203,6 +203,7 @@ class HttpClient:
         self.session = _OwnOriginSession()
         self.session.headers.update({"User-Agent": USER_AGENT, "Accept": "application/json"})
         self.session.headers.update(settings.headers)
+        self.previous_secrets: list[ConnectorSettings] = []
         if settings.basic_auth:
             self.session.auth = settings.basic_auth
         self.session.verify = settings.verify
@@ -235,21 +236,38 @@ class HttpClient:
             raise_on_status=False,  # the last 5xx/429 response comes back; we raise TransientError
         )
 
+    def _reread_credentials(self) -> bool:
+        """Read the connector's secret reference again (HTTP 401: a rotated token file holds a new one);
+        True when the credentials changed and are now used."""
+        fresh = self.settings.reread()
+        if fresh.headers == self.settings.headers and fresh.basic_auth == self.settings.basic_auth:
+            return False
+        for name in self.settings.headers:
+            self.session.headers.pop(name, None)
+        self.session.headers.update(fresh.headers)
+        self.session.auth = fresh.basic_auth
+        self.previous_secrets.append(self.settings)  # still scrubbed from messages
+        self.settings = fresh
+        return True
+
     def close(self) -> None:
         self.session.close()
         self.bare_session.close()
 
     def _scrub(self, text: str) -> str:
         """A server's error text without the connector's secrets, should it quote the request back."""
-        secrets = [value for value in self.settings.headers.values() if value]
-        secrets += [value.split(" ", 1)[1] for value in secrets if value.startswith(("Bearer ", "Basic "))]
-        if self.settings.basic_auth:
-            user, password = self.settings.basic_auth
-            # What requests sends, `Authorization: Basic <base64 of user:password>` (Latin-1, as it
-            # encodes them), decodes to the password: a server quoting the request back quotes that.
-            # Unpadded too, in case the quote drops the trailing '='.
-            sent = base64.b64encode(f"{user}:{password}".encode("latin-1")).decode("ascii")
-            secrets += [password, sent, sent.rstrip("=")]
+        secrets: list[str] = []
+        for settings in (self.settings, *self.previous_secrets):  # a token rotated away is still one
+            values = [value for value in settings.headers.values() if value]
+            values += [value.split(" ", 1)[1] for value in values if value.startswith(("Bearer ", "Basic "))]
+            secrets += values
+            if settings.basic_auth:
+                user, password = settings.basic_auth
+                # What requests sends, `Authorization: Basic <base64 of user:password>` (Latin-1, as it
+                # encodes them), decodes to the password: a server quoting the request back quotes that.
+                # Unpadded too, in case the quote drops the trailing '='.
+                sent = base64.b64encode(f"{user}:{password}".encode("latin-1")).decode("ascii")
+                secrets += [password, sent, sent.rstrip("=")]
         for secret in sorted((s for s in secrets if len(s) >= 4), key=len, reverse=True):
             text = text.replace(secret, "(secret removed)")
         return text
@@ -289,11 +307,18 @@ class HttpClient:
 
     def _request(self, method: str, path: str, *, parse, max_bytes: int | None = None, session=None, **kwargs):
         url = self.url(path)
+        own = session is None
         session = session or self.session
         body_retry = self._retry()
+        reread = own and self.settings.reread is not None
         while True:
             try:
-                response = session.request(method, url, timeout=self.settings.timeout_s, stream=True, **kwargs)
+                # `verify` on each request: requests lets REQUESTS_CA_BUNDLE / CURL_CA_BUNDLE in the
+                # environment override a session's CA bundle, so the cluster's CA (a Kubernetes API
+                # server's) was not used wherever an image sets those variables for its own use.
+                response = session.request(
+                    method, url, timeout=self.settings.timeout_s, stream=True, verify=self.settings.verify, **kwargs
+                )
             except requests.exceptions.RequestException as exc:
                 if _is_body_failure(exc):  # e.g. the server closed the connection after the headers
                     body_retry = self._again(body_retry, method, url, exc)
@@ -304,6 +329,10 @@ class HttpClient:
                 if response.status_code in RETRY_STATUSES:
                     logger.warning("%s %s: HTTP %s after retries", method, _without_query(url), response.status_code)
                     raise TransientError(status_problem(response.status_code, url))
+                if response.status_code == 401 and reread and self._reread_credentials():
+                    reread = False  # once a request: a new secret that is refused too is a real refusal
+                    logger.info("%s %s: HTTP 401; trying again with the secret read again", method, url)
+                    continue
                 if response.status_code >= 400:
                     # response.url: after a same-origin redirect, the address that actually answered
                     answered = _without_query(response.url or url)

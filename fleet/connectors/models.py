@@ -199,6 +199,7 @@ class Connector(models.Model):
         if problem:
             raise ConfigError(f"{problem}; correct it in the connector's settings")
         verify: bool | str = (self.ca_bundle or True) if self.verify_tls else False
+        rotates = self.auth != self.Auth.NONE and self.secret_ref.startswith("file:")
         return ConnectorSettings(
             name=self.name,
             kind=self.kind,
@@ -208,6 +209,7 @@ class Connector(models.Model):
             basic_auth=basic,
             verify=verify,
             options=dict(self.options or {}),
+            reread=(lambda: self.to_settings(**http)) if rotates else None,
             **http,
         )
 
