@@ -24,7 +24,7 @@ from django.core.exceptions import FieldDoesNotExist
 from django.core.exceptions import ValidationError as DjangoValidationError
 from django.db.models import Max, Q
 from django_filters.rest_framework import DjangoFilterBackend
-from rest_framework.exceptions import ValidationError
+from rest_framework.exceptions import NotFound, ValidationError
 from rest_framework.negotiation import DefaultContentNegotiation
 from rest_framework.pagination import PageNumberPagination
 from rest_framework.response import Response
@@ -144,7 +144,14 @@ class PageNumbers(PageNumberPagination):
         if self.keyset is not None:
             self.cursor = self._cursor(request)
         if self.cursor is None:
-            rows = super().paginate_queryset(queryset, request, view)
+            try:
+                rows = super().paginate_queryset(queryset, request, view)
+            except NotFound:
+                # DRF says "Invalid page.", as for a page that is no number: say where the list ends.
+                size = self.get_page_size(request)
+                last = max(1, -(-queryset.count() // size))
+                shown = page if len(page) <= 20 else page[:20] + "…"
+                raise NotFound(f"There is no page {shown}: the last is {last}, at {size} a page.") from None
             if rows is not None:
                 self.count = self.page.paginator.count
                 self.number = self.page.number
@@ -282,7 +289,14 @@ class PageNumbers(PageNumberPagination):
                 (self.before_query_param, self.before_description),
             )
         ]
-        return [*super().get_schema_operation_parameters(view), snapshot, *cursors]
+        parameters = super().get_schema_operation_parameters(view)
+        for parameter in parameters:
+            if parameter["name"] == self.page_query_param:  # DRF's says nothing of `last`
+                parameter["description"] = (
+                    "A page number from 1 (or `last`); past the last page is a 404 saying which is the last. "
+                    "Rather than counting pages, follow `next`."
+                )
+        return [*parameters, snapshot, *cursors]
 
 
 class FormatNamingNegotiation(DefaultContentNegotiation):

@@ -99,10 +99,18 @@ def test_a_page_that_is_no_page_number_is_a_400(client, operator, jobs, page):
 
 def test_a_page_past_the_last_is_still_a_404_and_last_is_the_last(client, operator, jobs):
     client.force_login(operator)
-    assert client.get("/api/v1/jobs/", {"page": "2"}).status_code == 404
+    # It said "Invalid page.", as DRF says of a page that is no number: now where the list ends.
+    past = client.get("/api/v1/jobs/", {"page": "2"})
+    assert (past.status_code, past.json()) == (404, {"detail": "There is no page 2: the last is 1, at 100 a page."})
     # A page number of 5,000 digits was a server error (int() refuses over 4,300), an HTML page.
     huge = client.get("/api/v1/jobs/", {"page": "9" * 5000})
-    assert (huge.status_code, huge.json()) == (404, {"detail": "Invalid page."})
+    assert (huge.status_code, huge.json()) == (
+        404,
+        {"detail": f"There is no page {'9' * 20}…: the last is 1, at 100 a page."},
+    )
+    documented = client.get("/api/v1/schema/", {"format": "json"}).json()["paths"]["/api/v1/jobs/"]["get"]
+    [page] = [parameter for parameter in documented["parameters"] if parameter["name"] == "page"]
+    assert "`last`" in page["description"]
     assert ids(client.get("/api/v1/jobs/", {"page": "last"})) == {job.pk for job in jobs}
 
 
