@@ -47,3 +47,38 @@ def test_a_secret_file_far_bigger_than_a_token_fails_by_name_and_is_never_sent(c
         Connector.objects.filter(pk=connector.pk).update(secret_ref=f"file:{fine}")
         assert sync.sync_connector(connector.pk).created == 1
         assert server.requests[0][2]["_headers"]["Authorization"] == "Bearer " + "e" * 4000
+
+
+def test_a_secret_reference_naming_a_pipe_fails_at_once_by_name(client, operator, settings, tmp_path):
+    """Opening a named pipe waits for a writer: a reference naming one (a secret manager's agent not
+    running, a mistake) held the pull, and Check connection's page, for ever."""
+    import os
+    import threading
+
+    from fleet.connectors.base import ConfigError
+    from fleet.connectors.secrets import resolve_reference
+
+    settings.CONNECTOR_SECRET_DIRS = [str(tmp_path)]
+    pipe = tmp_path / "token"
+    os.mkfifo(pipe)
+    outcome = []
+
+    def resolve():
+        try:
+            resolve_reference(f"file:{pipe}")
+        except ConfigError as exc:
+            outcome.append(str(exc))
+
+    reader = threading.Thread(target=resolve, daemon=True)
+    reader.start()
+    reader.join(5)
+    if reader.is_alive():  # let the stuck open go, then fail
+        os.close(os.open(pipe, os.O_WRONLY | os.O_NONBLOCK))
+        pytest.fail("reading the secret waited on the pipe")
+    said = f"the secret file {pipe} is not a regular file (a folder, a pipe or a device)"
+    assert outcome == [said]
+    connector = Connector.objects.create(
+        name="api", kind="generic", url="http://127.0.0.1:9", cluster="c1", auth="bearer", secret_ref=f"file:{pipe}"
+    )
+    client.force_login(operator)
+    assert said in client.post(reverse("connectors:check", args=[connector.pk]), follow=True).content.decode()

@@ -10,6 +10,7 @@ from __future__ import annotations
 import base64
 import hashlib
 import os
+import stat
 from pathlib import Path
 
 from cryptography.fernet import Fernet, InvalidToken
@@ -92,8 +93,11 @@ def resolve_reference(reference: str) -> str:
         if value is None:
             raise ConfigError(f"environment variable {name} is not set")
         return value.strip()
+    path = Path(name).resolve()
     try:
-        with Path(name).resolve().open("rb") as file:
+        if not stat.S_ISREG(path.stat().st_mode):  # a named pipe would hold the pull (or the page) for ever
+            raise ConfigError(f"the secret file {name} is not a regular file (a folder, a pipe or a device)")
+        with path.open("rb") as file:
             content = file.read(SECRET_FILE_MAX_BYTES + 1)
     except OSError as exc:
         raise ConfigError(f"cannot read the secret file {name}: {exc.strerror}") from None
