@@ -287,6 +287,9 @@ def test_leaving_a_job_with_unsaved_ticks_asks_first_and_save_and_next_says_what
     assert "not saved" in alert.text
     alert.dismiss()  # stay: the tick is still there
     assert browser.current_url == page and browser.find_element(By.ID, "opt-model_checkpointing").is_selected()
+    browser.find_element(By.LINK_TEXT, "Unsaved pilot").click()  # any link away asks too: the study page
+    WebDriverWait(browser, 5).until(expected_conditions.alert_is_present()).dismiss()
+    assert browser.current_url == page
     body.send_keys("6")  # ticked and unticked again: nothing changed, so ] goes on at once
     body.send_keys("]")
     WebDriverWait(browser, 5, ignored_exceptions=STALE).until(lambda b: f"/label/{following.pk}/" in b.current_url)

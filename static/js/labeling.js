@@ -48,8 +48,8 @@
 
   boxes.forEach(function (box) { box.addEventListener("change", function () { changed(box); }); });
 
-  // Going to the previous or next job ([ / ], or their links) does not save: with ticks, rationales or
-  // a note changed since the page opened, ask first, as they would be lost without a word.
+  // Going to the previous or next job ([ / ], or any link) does not save: with ticks, rationales or a
+  // note changed since the page opened, ask first, as they would be lost without a word.
   function state() {
     var parts = [];
     new FormData(form).forEach(function (value, name) {
@@ -60,9 +60,13 @@
   var opened = state();
   var UNSAVED = "Your changes to this job are not saved. Leave it anyway?\n\n(Cancel, then press s to save and go on.)";
   function mayLeave() { return state() === opened || window.confirm(UNSAVED); }
-  ["prev-job", "next-job"].forEach(function (id) {
-    var link = document.getElementById(id);
-    if (link) { link.addEventListener("click", function (event) { if (!mayLeave()) { event.preventDefault(); } }); }
+  // Any link that leaves the page (previous / next, the study, "Change it" on the job just saved), not
+  // one that opens a file in a tab of its own.
+  document.addEventListener("click", function (event) {
+    var link = event.target.closest && event.target.closest("a[href]");
+    if (!link || link.target === "_blank" || event.ctrlKey || event.metaKey || event.shiftKey) { return; }
+    if (link.getAttribute("href").charAt(0) === "#") { return; }
+    if (!mayLeave()) { event.preventDefault(); }
   });
 
   document.addEventListener("keydown", function (event) {
