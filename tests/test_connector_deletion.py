@@ -11,6 +11,7 @@ from fleet.connectors import sync
 from fleet.connectors.models import Connector
 from fleet.models import AuditEvent, Cluster, GpuModelPrice, IngestRun, Job
 from tests.connector_servers import FakePlatform
+from tests.test_browser import browser  # noqa: F401  (the shared Chromium fixture)
 from tests.test_connectors_sync import GenericApi
 
 pytestmark = pytest.mark.django_db
@@ -156,3 +157,19 @@ def test_a_delete_that_fails_frees_the_connector_for_its_pulls(client, operator,
         sync.delete_connector(api, operator)
     api.refresh_from_db()
     assert api.locked_until is None and sync.acquire(api.pk, "the next pull")
+
+
+@pytest.mark.django_db(transaction=True)
+def test_the_delete_page_with_its_box_meets_wcag_at_any_width(browser, live_server, operator):  # noqa: F811
+    """The access matrix's world has a connector with no jobs, so test_accessibility never sees the box."""
+    from tests.test_accessibility import narrow_window_problems, open_as, violations
+    from triage.labeling.models import Study, StudyJob
+
+    api = pulled("api", "c1", 3)
+    StudyJob.objects.create(study=Study.objects.create(name="s", created_by=operator, seed=1),
+                            job=Job.objects.first(), position=0)  # fmt: skip
+    open_as(browser, live_server.url, operator)
+    browser.get(live_server.url + reverse("connectors:delete", args=[api.pk]))
+    box = browser.find_element("name", "with_jobs")
+    assert box.accessible_name.startswith("Also delete the 2 jobs it imported")
+    assert violations(browser) == [] and narrow_window_problems(browser) == []
