@@ -136,6 +136,7 @@ pip install -r requirements.txt
 wget https://example.org/data.tar
 jupyter lab --no-browser &
 torchrun --nproc_per_node 8 train.py --bf16 --deepspeed ds.json --data s3://bucket/train trainer.precision=32
+accelerate launch --mixed_precision no train.py
 sleep 600
 aws s3 cp out s3://bucket/out
 """
@@ -148,7 +149,13 @@ def test_every_key_a_code_fact_carries_is_in_the_schema(schema):
     from triage.evidence.scripts import command_code_facts, extract_script_evidence
 
     evidence = extract_script_evidence(
-        [("train.py", EVERY_KIND_PY), ("run.sh", EVERY_KIND_SH), ("ds.json", '{"bf16": {"enabled": true}}')]
+        [
+            ("train.py", EVERY_KIND_PY),
+            ("run.sh", EVERY_KIND_SH),
+            ("ds.json", '{"bf16": {"enabled": true}}'),
+            ("ds_auto.json", '{"train_batch_size": 8, "fp16": {"enabled": "auto"}}'),
+            ("configs/ft.py", "_base_ = './base.py'\noptim_wrapper = dict(type='OptimWrapper')\n"),
+        ]
     )
     facts = [
         fact.as_dict() for fact in [*evidence.facts, *command_code_facts("accelerate launch --config_file a.yaml x.py")]

@@ -132,6 +132,24 @@ class EvidenceCodeSerializer(serializers.Serializer):
         required=False, allow_null=True, help_text="mixed_precision: bf16, fp16, float16 ...; null when not said."
     )
     setting = serializers.CharField(required=False, help_text="full_precision: the setting that leaves it at fp32.")
+    switch = serializers.CharField(
+        required=False,
+        help_text="full_precision: that setting as written, to change (bf16=False, --mixed_precision no); "
+        "absent for a tool's default.",
+    )
+    accelerate = serializers.BooleanField(
+        required=False, help_text="full_precision: the setting is Accelerate's mixed_precision (set to no)."
+    )
+    auto = serializers.BooleanField(
+        required=False,
+        help_text='precision_elsewhere: a DeepSpeed config\'s "auto", which the trainer or Accelerate fills.',
+    )
+    wrapper = serializers.CharField(
+        required=False, allow_null=True, help_text="config_file of mmengine: its optim_wrapper type; null when unset."
+    )
+    bases = serializers.ListField(
+        child=serializers.CharField(), required=False, help_text="config_file of mmengine: its _base_ files."
+    )
     backend = _from_code("init_process_group: the backend (nccl, gloo); null when computed.")
     device = serializers.CharField(required=False, help_text="fixed_device: the device, e.g. cuda:0.")
     name = serializers.CharField(
