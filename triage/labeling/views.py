@@ -332,7 +332,6 @@ def agreement_page(request, pk: int):
     disagreements = [
         {
             "item": items[d.unit],
-            "labels": [(rater, sorted(options, key=OPTIONS.index)) for rater, options in d.labels.items()],
             **_where_they_differ(d.labels, {rater: notes.get((d.unit, rater), "") for rater in d.labels}),
             "adjudicated": hasattr(items[d.unit], "adjudication"),
         }
