@@ -329,3 +329,19 @@ def test_a_format_an_address_does_not_answer_is_a_400_naming_those_it_does(clien
     assert client.get(path, {"format": "json"}).status_code == 200
     # A suffix is part of the address: one the API does not have is its 404, as before.
     assert client.get(path.rstrip("/") + ".csv").status_code == 404
+
+
+def test_ingest_runs_walk_by_after_too_whatever_is_deleted(client, operator, monkeypatch):
+    """The runs list is ordered by created_at and id, both descending: its `after` follows that order."""
+    from config.api_params import PageNumbers
+    from fleet.models import IngestRun
+
+    monkeypatch.setattr(PageNumbers, "page_size", 1)
+    runs = [IngestRun.objects.create(archive_name=f"week-{n}.zip") for n in range(4)]
+    newest_first = [run.pk for run in sorted(runs, key=lambda run: (run.created_at, run.pk), reverse=True)]
+    client.force_login(operator)
+    first = client.get("/api/v1/ingest-runs/").json()
+    assert "after=" in first["next"]
+    IngestRun.objects.filter(pk=newest_first[0]).delete()
+    seen, _ = walk(client, first["next"])
+    assert [first["results"][0]["id"], *seen] == newest_first
