@@ -588,6 +588,20 @@ def test_a_call_over_several_lines_is_quoted_whole_without_its_comments():
     assert long.line == 9 and len(long.as_dict()["code"]) == 200 and long.as_dict()["code"].endswith("…")
 
 
+def test_small_batch_guidance_gives_the_memory_room_as_an_upper_bound():
+    # Peak memory 12 % at batch 8 was "room for about 6x the batch (8 -> 48 per GPU)", as if all of it grew with
+    # the batch; the weights, gradients and optimizer state in it do not.
+    from triage.guidance import guidance_for
+
+    numbers = {"training_mean_util": 26.0, "peak_gpu_mem_pct": 12.1, "batch_size": 8}
+    guide = guidance_for(Category.IMPROPER_BATCH_SIZE, "small_batch", numbers, gpu_hours=1.0,
+                         price_per_gpu_hour=None, currency="", job={})  # fmt: skip
+    assert guide["change"].endswith(
+        "For this job: peak GPU memory 12.1 % leaves room for up to about 6x the batch (8 -> 48 per GPU); weights, "
+        "gradients and optimizer state do not grow with it, so raise it in steps and watch the peak."
+    )
+
+
 def test_mixed_precision_flags_on_a_launch_line_are_a_fact():
     script = (
         "#!/bin/bash\naccelerate launch --mixed_precision bf16 train.py\ntorchrun train.py --bf16\n"

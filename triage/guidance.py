@@ -442,8 +442,10 @@ def _job_values(category: Category, numbers: dict, job: dict) -> dict:
             "suggested_batch": size * factor if isinstance(size, int) else f"{factor}*B",
             "batch_factor": factor,
             "settings": (
-                f"For this job: peak GPU memory {peak} % leaves room for about {factor}x the batch"
-                + (f" ({size} -> {size * factor} per GPU)." if isinstance(size, int) else ".")
+                f"For this job: peak GPU memory {peak} % leaves room for up to about {factor}x the batch"
+                + (f" ({size} -> {size * factor} per GPU)" if isinstance(size, int) else "")
+                + "; weights, gradients and optimizer state do not grow with it, so raise it in steps and watch "
+                "the peak."
             )
             if peak is not None
             else "",
