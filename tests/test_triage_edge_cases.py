@@ -263,7 +263,7 @@ def test_host_syncs_are_counted_once_a_call_and_quoted_once_a_line():
     )
     _, result = run(120, series(120, lambda t, g: 30), scripts=[("train.py", script)])
     (found,) = [f for f in result.findings if f.sub_cause == "sync_in_training_loop"]
-    assert found.summary.startswith("The training step calls `.cpu()`, `.item()` on every step (2 calls on 2 lines)")
+    assert found.summary.startswith("The training step calls .cpu(), .item() on every step (2 calls on 2 lines)")
     assert [c.line for c in found.code] == [7, 8] and found.numbers["calls_per_step"] == 2
 
 

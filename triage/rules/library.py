@@ -24,7 +24,7 @@ def api_misuse(ev: Evidence, th: dict) -> list[Finding]:
     findings = []
     if syncs:
         calls = sorted({f.detail["call"] for f in syncs})
-        calls = [c if "." in c else f"`.{c}()`" for c in calls]
+        calls = [c if "." in c else f".{c}()" for c in calls]  # summaries are plain text, not Markdown
         quoted = list({(f.path, f.line): f for f in syncs}.values())  # one quote a line
         findings.append(
             Finding(
