@@ -369,3 +369,62 @@ def test_the_clusters_ca_bundle_is_used_even_where_the_environment_names_another
     # Without the bundle the certificate is not trusted, and the page says what to check.
     assert trusting.status == "failed" and "The TLS connection to 127.0.0.1" in trusting.message
     assert "check the CA bundle" in trusting.message
+
+
+def test_a_pods_gpu_model_comes_from_dcgm_and_prices_its_job(tmp_path):
+    """Few pods name their GPU model (a `nvidia.com/gpu.product` node selector); the job's model was
+    empty, so on a cluster of H100 and L4 nodes priced per model every pod was charged the default
+    price. dcgm-exporter's `modelName` on the job's own GPU series (as the GPU Operator's
+    ServiceMonitor stores them, without honorLabels) now names it; a model the pod names stays."""
+    import subprocess
+    from decimal import Decimal
+
+    from fleet.models import Cluster, GpuModelPrice
+    from tests.test_connectors_prometheus import _binaries, running_prometheus
+
+    prometheus, promtool = _binaries()
+    exporter = 'pod="nvidia-dcgm-exporter-x",namespace="gpu-operator",container="nvidia-dcgm-exporter"'
+    gpus = [  # (node, gpu, model, workload pod)
+        ("h1", 0, "NVIDIA H100 80GB HBM3", "llm-0"),
+        ("h1", 1, "NVIDIA H100 80GB HBM3", "llm-0"),
+        ("l1", 0, "NVIDIA L4", "infer-0"),
+        ("l1", 1, "NVIDIA L4", ""),  # idle, no pod
+    ]
+    lines = ["# TYPE DCGM_FI_DEV_GPU_UTIL gauge"]
+    for node, gpu, model, workload in gpus:
+        labels = f'gpu="{gpu}",UUID="GPU-{node}-{gpu}",modelName="{model}",Hostname="{node}",{exporter}'
+        if workload:
+            labels += f',exported_pod="{workload}",exported_namespace="ml",exported_container="main"'
+        stamp = T.timestamp()
+        while stamp <= (T + timedelta(hours=1)).timestamp():
+            lines.append(f"DCGM_FI_DEV_GPU_UTIL{{{labels}}} 50.0 {int(stamp)}")
+            stamp += 15
+    lines.append("# EOF")
+    (tmp_path / "data.om").write_text("\n".join(lines) + "\n")
+    tsdb = tmp_path / "tsdb"
+    subprocess.run([promtool, "tsdb", "create-blocks-from", "openmetrics", str(tmp_path / "data.om"), str(tsdb)],
+                   check=True, capture_output=True, timeout=120)  # fmt: skip
+    selected = pod("pinned-0", "p3", start=T, end=T + timedelta(hours=1), namespace="ml", node="h1")
+    selected["spec"]["nodeSelector"] = {"nvidia.com/gpu.product": "NVIDIA-H100-80GB-HBM3"}
+    pods = [
+        pod("llm-0", "p1", gpus=2, start=T, end=T + timedelta(hours=1), namespace="ml", node="h1"),
+        pod("infer-0", "p2", start=T, end=T + timedelta(hours=1), namespace="ml", node="l1"),
+        selected,
+    ]
+    cluster = Cluster.objects.create(name="c1")
+    GpuModelPrice.objects.create(cluster=cluster, gpu_model="", price_per_gpu_hour=Decimal("1.00"))
+    GpuModelPrice.objects.create(cluster=cluster, gpu_model="NVIDIA H100 80GB HBM3", price_per_gpu_hour=Decimal("4.00"))
+    GpuModelPrice.objects.create(cluster=cluster, gpu_model="NVIDIA L4", price_per_gpu_hour=Decimal("0.50"))
+    config = "global:\n  scrape_interval: 15s\nscrape_configs: []\n"
+    with (
+        running_prometheus(prometheus, tmp_path, config, f"--storage.tsdb.path={tsdb}") as url,
+        FakePlatform() as server,
+    ):
+        serve(server, pods)
+        prom = Connector.objects.create(name="prom", kind="prometheus", url=url, options={"step": "15s"})
+        result = pull(server, metrics_from=prom, options={"fetch_logs": False})
+    assert result.status == "succeeded", result.errors
+    jobs = {j.name: j for j in Job.objects.all()}
+    assert jobs["llm-0"].gpu_model == "NVIDIA H100 80GB HBM3" and jobs["llm-0"].cost == Decimal("8.00")
+    assert jobs["infer-0"].gpu_model == "NVIDIA L4" and jobs["infer-0"].cost == Decimal("0.50")
+    assert jobs["pinned-0"].gpu_model == "NVIDIA-H100-80GB-HBM3"  # its own, as the pod names it

@@ -22,7 +22,7 @@ from __future__ import annotations
 import math
 import shlex
 from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 
 from fleet.canonical import ArtifactRecord, JobRecord, RecordError, as_utc
@@ -439,6 +439,15 @@ class KubernetesConnector(BaseConnector):
                 batch.append(jobs[index])
                 index += 1
             yield Batch(jobs=batch, watermark=time_watermark(end))
+
+    def describe(self, job: JobRecord) -> JobRecord:
+        """The job with its GPU model from dcgm-exporter's `modelName` when its pods did not name one
+        (few pods carry a `nvidia.com/gpu.product` node selector): prices are per GPU model, and a job
+        without one was priced at the cluster's default price on a cluster of several models."""
+        if job.gpu_model or not isinstance(self.metrics, PrometheusConnector):
+            return job
+        models = self.metrics.gpu_models(series_request(job))
+        return replace(job, gpu_model=models[0]) if models else job
 
     def fetch_series(self, job: JobRecord):
         if isinstance(self.metrics, PrometheusConnector):

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import math
 import re
+from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import datetime
@@ -368,6 +369,25 @@ class PrometheusConnector(BaseConnector):
         form = {"query": query, "start": f"{start:.3f}", "end": f"{end:.3f}", "step": f"{self.step_s:g}"}
         doc = self.http.post_form_json("api/v1/query_range", form)
         return parse_query_range(doc, source=f"{self.settings.name} query_range")
+
+    def gpu_models(self, request: SeriesRequest) -> list[str]:
+        """The GPU models (dcgm-exporter's `modelName`) of the job's GPUs, most GPUs first; one cheap
+        `/api/v1/series` request over the job's window, no samples read."""
+        selectors = dcgm_selectors(request, self.labels(), names=[GPU_METRIC])
+        if not selectors or "modelName" not in self.labels():
+            return []
+        params = [("match[]", selector) for selector in selectors]
+        params += [("start", f"{request.start.timestamp():.3f}"), ("end", f"{request.end.timestamp():.3f}")]
+        doc = self.http.get_json("api/v1/series", params=params)
+        if not isinstance(doc, dict) or doc.get("status") != "success" or not isinstance(doc.get("data"), list):
+            raise BadData(f"{self.settings.name}: /api/v1/series answered {str(doc)[:200]}")
+        gpus = {
+            (host_of(labels), labels.get("gpu", ""), labels.get("GPU_I_ID", "")): labels.get("modelName", "")
+            for labels in doc["data"]
+            if isinstance(labels, dict) and labels.get("modelName")
+        }
+        counts = Counter(gpus.values())
+        return [model for model, _ in counts.most_common()]
 
     def fetch_job_series(self, request: SeriesRequest) -> pd.DataFrame | None:
         labels = self.labels()
