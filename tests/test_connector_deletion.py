@@ -173,3 +173,52 @@ def test_the_delete_page_with_its_box_meets_wcag_at_any_width(browser, live_serv
     box = browser.find_element("name", "with_jobs")
     assert box.accessible_name.startswith("Also delete the 2 jobs it imported")
     assert violations(browser) == [] and narrow_window_problems(browser) == []
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_web_process_killed_mid_delete_rolls_back_and_holds_the_pulls_off_for_minutes(operator):
+    """Deleting thousands of jobs can outlast gunicorn's --timeout, which kills the web process: the
+    deletion rolls back, but the lease the delete took stayed held for CONNECTOR_LOCK_SECONDS (two
+    hours without pulls, each Pull now saying the connector is being deleted). A process killed for
+    real (os._exit in the middle of deleting the jobs), against PostgreSQL or SQLite's file."""
+    import os
+    import subprocess
+    import sys
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    from tests.test_services import _worker_database_url
+
+    require_file_database()
+    api = pulled("api", "c1", 3)
+    code = (
+        "import os, django; django.setup()\n"
+        "from fleet import lifecycle\n"
+        "from fleet.connectors import sync\n"
+        "from fleet.connectors.models import Connector\n"
+        "from fleet.models import Job\n"
+        "def killed(jobs):\n"
+        "    Job.objects.filter(pk=jobs.first().pk).delete()  # part-way\n"
+        "    os._exit(9)\n"
+        "lifecycle.delete_jobs = killed\n"
+        "sync.delete_connector(Connector.objects.get(name='api'), None, with_jobs=True)\n"
+    )
+    env = {**os.environ, "DATABASE_URL": _worker_database_url(), "DJANGO_SETTINGS_MODULE": "config.settings",
+           "DEBUG": "1", "SECRET_KEY": "killed-web-process"}  # fmt: skip
+    done = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 9, done.stderr
+
+    api.refresh_from_db()  # nothing was deleted
+    assert Job.objects.filter(cluster__name="c1").count() == 3 and Cluster.objects.filter(name="c1").exists()
+    assert sync.being_deleted(api) and api.locked_until <= timezone.now() + timedelta(minutes=10)
+    assert sync.acquire(api.pk, "the next pull", now=timezone.now() + timedelta(minutes=10, seconds=1))
+
+
+def require_file_database() -> None:
+    """A second process sees the test's rows: PostgreSQL, or SQLite in a file (not in memory)."""
+    from django.db import connection
+
+    name = str(connection.settings_dict["NAME"])
+    if connection.vendor == "sqlite" and (name in ("", ":memory:") or "mode=memory" in name):
+        pytest.skip("the test database is in memory: another process cannot open it")

@@ -87,9 +87,10 @@ def build(connector: Connector, *, interactive: bool = False) -> BaseConnector:
 
 
 # -- the lease ------------------------------------------------------------------------------------
-def acquire(connector_id: int, token: str, *, now: datetime | None = None) -> bool:
+def acquire(connector_id: int, token: str, *, now: datetime | None = None, seconds: float | None = None) -> bool:
+    """Take the connector's lease for CONNECTOR_LOCK_SECONDS (or `seconds`) if it is free or expired."""
     now = now or timezone.now()
-    lease = timedelta(seconds=settings.CONNECTOR_LOCK_SECONDS)
+    lease = timedelta(seconds=settings.CONNECTOR_LOCK_SECONDS if seconds is None else seconds)
     taken = (
         Connector.objects.filter(pk=connector_id)
         .filter(Q(locked_until__isnull=True) | Q(locked_until__lt=now))
@@ -149,6 +150,12 @@ def deletion_plan(connector: Connector) -> DeletionPlan:
     return DeletionPlan(connector.runs.count(), jobs.count(), len(kept), emptied, priced, kept)
 
 
+# A delete's lease: long enough for the longest web request (gunicorn's --timeout 120), short enough
+# that a web process killed in the middle (the deletion rolled back) holds the connector's pulls off
+# for minutes, not for CONNECTOR_LOCK_SECONDS (two hours).
+DELETE_LEASE_SECONDS = 10 * 60
+
+
 def delete_connector(connector: Connector, user, *, with_jobs: bool = False) -> str:
     """Delete a connector, audited. Its pulls' ingest runs stay (IngestRun.connector is SET_NULL), and
     so do the jobs they stored (they hang off their run and cluster) unless `with_jobs`: then those of
@@ -160,7 +167,7 @@ def delete_connector(connector: Connector, user, *, with_jobs: bool = False) -> 
     from fleet.lifecycle import delete_jobs
 
     token = f"{uuid.uuid4().hex}{DELETING}"  # Pull now meanwhile says it is being deleted, not pulled
-    if not acquire(connector.pk, token):
+    if not acquire(connector.pk, token, seconds=DELETE_LEASE_SECONDS):
         held = Connector.objects.filter(pk=connector.pk).first()
         if held is None or being_deleted(held):
             return f"{connector.name} is already being deleted."
@@ -171,6 +178,9 @@ def delete_connector(connector: Connector, user, *, with_jobs: bool = False) -> 
         details = {"kind": connector.kind, "url": connector.url, "cluster": connector.cluster,
                    "runs": plan.runs, "jobs": plan.jobs, "jobs_deleted": 0, "clusters_deleted": []}  # fmt: skip
         with transaction.atomic():
+            # The row stays locked to the end (PostgreSQL; SQLite locks the whole database): should the
+            # lease run out first, a pull taking it waits, then finds the connector gone.
+            Connector.objects.select_for_update().filter(pk=connector.pk).first()
             if with_jobs and plan.deletable:
                 delete_jobs(jobs_of(connector).exclude(pk__in=plan.kept_ids))
                 emptied = Cluster.objects.filter(name__in=plan.clusters, jobs__isnull=True, prices__isnull=True)
