@@ -238,3 +238,24 @@ def test_a_team_s_cost_is_the_sum_of_its_jobs_costs_after_a_price_change(client,
     jobs = client.get("/api/v1/jobs/", {"team": "team-a"}).json()["results"]
     assert [job["cost"] for job in jobs] == ["0.33"] * 3
     assert (row["cost_decimal"], row["cost"]) == ("0.99", 0.99)
+
+
+def test_what_a_cost_leaves_out_comes_by_currency_as_amounts_too(client, operator, fleet):  # noqa: F811
+    """`cost_left_out` said it in words ("20.00 EUR; 5.00 GBP"), which a billing script had to parse to
+    bill it; `costs_left_out` gives each currency's amount as every amount in the API is, a decimal string."""
+    from fleet.models import Job
+
+    (low, busy), _ = fleet
+    Job.objects.filter(pk=low.pk).update(currency="EUR")  # no rate to USD: left out of team A's cost
+    JobFactory(team=low.team, start_time=WEEK_START + timedelta(days=2), cost="5.25", currency="GBP")
+    client.force_login(operator)
+    rows = {row["team"]: row for row in client.get(URL, WEEK).json()["teams"]}
+    assert rows["team-a"]["cost_left_out"] == "20.00 EUR; 5.25 GBP"
+    assert rows["team-a"]["costs_left_out"] == [
+        {"currency": "EUR", "amount": "20.00"},
+        {"currency": "GBP", "amount": "5.25"},
+    ]
+    assert rows["team-b"]["costs_left_out"] == [] and rows["team-b"]["cost_left_out"] == ""
+    schema = client.get("/api/v1/schema/", {"format": "json"}).json()["components"]["schemas"]
+    assert "costs_left_out" in schema["TeamReportRow"]["required"]
+    assert schema["Amount"]["properties"]["amount"]["format"] == "decimal"

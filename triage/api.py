@@ -600,6 +600,11 @@ class ReadsReports(TokenMay):
     flag, may_not = "reads_reports", "read the teams' report (their GPU-hours, waste and cost)"
 
 
+class AmountSerializer(serializers.Serializer):
+    amount = serializers.DecimalField(max_digits=20, decimal_places=2, help_text=f"The amount, {MONEY}.")
+    currency = serializers.CharField(help_text=CURRENCY)
+
+
 @extend_schema_field({"type": "number", "format": "double", "deprecated": True})
 class DeprecatedFloatField(serializers.FloatField):
     """A number kept for the scripts that read it, marked deprecated in the schema in favour of a field
@@ -637,7 +642,13 @@ class TeamReportRowSerializer(serializers.Serializer):
     )
     low_util_jobs = serializers.IntegerField(help_text="Jobs at or below the low-utilization threshold.")
     cost_left_out = serializers.CharField(
-        help_text='What the cost leaves out, in currencies without an exchange rate ("20.00 EUR"); "" for nothing.'
+        help_text='What the cost leaves out, in currencies without an exchange rate, in words ("20.00 EUR; 5.00 GBP"); '
+        '"" for nothing. `costs_left_out` has the same amounts to compute with.'
+    )
+    costs_left_out = AmountSerializer(
+        many=True,
+        help_text="What the cost leaves out, by currency without an exchange rate (in none of the report's costs); "
+        "[] for nothing.",
     )
     unpriced_jobs = serializers.IntegerField(
         help_text="The team's jobs with no GPU-hour price for their cluster and GPU model: the cost leaves them out."

@@ -168,10 +168,10 @@ def _and(note: str, more: str) -> str:
     return f"{note}; {more}" if more else note
 
 
-def left_out_by_team(jobs, currencies: tuple[str, ...]) -> dict[str, str]:
-    """Per team slug, what its jobs cost in the currencies a total left out ("20.00 EUR; 5.00 GBP"):
-    what the teams CSV says beside a cost that could not include them."""
-    amounts: dict[str, list[str]] = {}
+def left_out_amounts_by_team(jobs, currencies: tuple[str, ...]) -> dict[str, list[dict]]:
+    """Per team slug, what its jobs cost in each currency a total left out, by currency:
+    [{"currency": "EUR", "amount": Decimal("20.00")}, ...]."""
+    amounts: dict[str, list[dict]] = {}
     rows = (
         jobs.filter(currency__in=currencies)
         .exclude(cost=None)
@@ -180,8 +180,14 @@ def left_out_by_team(jobs, currencies: tuple[str, ...]) -> dict[str, str]:
         .order_by("team__slug", "currency")
     )
     for row in rows:
-        amounts.setdefault(row["team__slug"], []).append(f"{row['total']:.2f} {row['currency']}")
-    return {slug: "; ".join(parts) for slug, parts in amounts.items()}
+        amount = Decimal(str(row["total"])).quantize(Decimal("0.01"))
+        amounts.setdefault(row["team__slug"], []).append({"currency": row["currency"], "amount": amount})
+    return amounts
+
+
+def amounts_said(parts: list[dict]) -> str:
+    """Amounts by currency in words, as the teams CSV says what a cost left out: "20.00 EUR; 5.00 GBP", "" for none."""
+    return "; ".join(f"{part['amount']:.2f} {part['currency']}" for part in parts)
 
 
 def _joined(items: list[str]) -> str:
@@ -310,7 +316,8 @@ def by_team(
 class Chargeback(NamedTuple):
     """What each team's GPU time and its waste cost over a period: the teams CSV and `GET
     /api/v1/teams/`. Per team (its slug as `team`): name, jobs, gpu_hours, unused_gpu_hours,
-    waste_share (None without covered GPU time), cost, wasted_cost, low_util_jobs, cost_left_out:
+    waste_share (None without covered GPU time), cost, wasted_cost, low_util_jobs, cost_left_out
+    (and costs_left_out, the same amounts by currency as [{"currency", "amount"}]):
     what its cost leaves out in currencies without an exchange rate ("20.00 EUR"), unpriced_jobs
     and unpriced_gpu_hours: its jobs with no GPU-hour price, which its cost leaves out too, and
     slurm_step_accounting_jobs: its jobs whose utilization figure is Slurm's step-accounting average."""
@@ -322,7 +329,7 @@ class Chargeback(NamedTuple):
 def chargeback(jobs, period: Period, low_util_threshold: float, order: str = "-unused") -> Chargeback:
     jobs = in_period(jobs, period)
     priced = pricing(jobs)
-    left_out = left_out_by_team(jobs, priced.left_out) if priced.left_out else {}
+    left_out = left_out_amounts_by_team(jobs, priced.left_out) if priced.left_out else {}
     unpriced = unpriced_by(jobs, "team__slug")  # what the pages' cost note counts, per team
     teams = []
     for row in by_team(jobs, low_util_threshold, order=order, conversion=priced.conversion):
@@ -338,7 +345,8 @@ def chargeback(jobs, period: Period, low_util_threshold: float, order: str = "-u
                 "cost": round(row["spend"], 2),
                 "wasted_cost": round(row["wasted_cost"], 2),
                 "low_util_jobs": row["low_util_jobs"],
-                "cost_left_out": left_out.get(row["team__slug"], ""),
+                "cost_left_out": amounts_said(left_out.get(row["team__slug"], [])),
+                "costs_left_out": left_out.get(row["team__slug"], []),
                 "unpriced_jobs": unpriced_jobs,
                 "unpriced_gpu_hours": round(unpriced_hours, 3),
                 "slurm_step_accounting_jobs": row["slurm_avg_jobs"],
