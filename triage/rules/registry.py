@@ -63,13 +63,13 @@ THRESHOLDS: dict[str, tuple[float, str, str]] = {
     "tail_cpu_busy_share": (
         2.0,
         "%",
-        "... and at least this % of the allocation (an idle node's own housekeeping is about 1 %); what is left "
-        "after that work is judged as an idle tail ...",
+        "... and at least this % of the allocation (an idle node's own housekeeping is about 1 %).",
     ),
     "tail_cpu_idle_cores": (
         0.1,
         "cores",
-        "... and at most this many on average (the job's CPU count known) is the allocation held idle.",
+        "Unreleased job: where lines printed without a time sit around the stretch, at most this many cores busy on "
+        "average after its work (the job's CPU count known) is the allocation held idle; more is unsure.",
     ),
     "oversub_idle_util": (5.0, "%", "GPU oversubscription: a GPU whose training-phase mean is below this is unused."),
     "exchange_dip_relative_util": (
