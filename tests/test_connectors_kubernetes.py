@@ -428,3 +428,28 @@ def test_a_pods_gpu_model_comes_from_dcgm_and_prices_its_job(tmp_path):
     assert jobs["llm-0"].gpu_model == "NVIDIA H100 80GB HBM3" and jobs["llm-0"].cost == Decimal("8.00")
     assert jobs["infer-0"].gpu_model == "NVIDIA L4" and jobs["infer-0"].cost == Decimal("0.50")
     assert jobs["pinned-0"].gpu_model == "NVIDIA-H100-80GB-HBM3"  # its own, as the pod names it
+
+
+def test_check_connection_says_when_the_label_selector_matches_no_pod(client, operator):
+    """`label_selector` selects pods; a node label (`nvidia.com/gpu.present=true`, which GPU Feature
+    Discovery puts on nodes) matches none, and every pull stored nothing while **Check connection**
+    said `pods_visible: True` (it listed without the selector)."""
+    pods = [pod("resnet-0", "p1", start=T, end=T + timedelta(hours=1), labels={"team": "vision"})]
+
+    def pages(path, query):
+        wanted = query.get("labelSelector")
+        matching = [p for p in pods if not wanted or wanted in p["metadata"]["labels"]]  # "key" selectors only
+        return 200, pod_list(matching), {}
+
+    with FakePlatform() as server:
+        server.route("/api/v1/pods", pages)
+        wrong = make_connector(
+            "kubernetes", server.url, name="k8s", options={"label_selector": "nvidia.com/gpu.present"}
+        )
+        client.force_login(operator)
+        page = client.post(f"/connectors/{wrong.pk}/check/", follow=True).content.decode()
+        assert "k8s answers. pods_visible: False" in page
+        assert "label_selector: &#x27;nvidia.com/gpu.present&#x27; matches no pod: pulls will store nothing" in page
+        Connector.objects.filter(pk=wrong.pk).update(options={"label_selector": "team"})
+        page = client.post(f"/connectors/{wrong.pk}/check/", follow=True).content.decode()
+    assert "k8s answers. pods_visible: True" in page

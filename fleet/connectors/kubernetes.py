@@ -342,7 +342,8 @@ def series_request(job: JobRecord) -> SeriesRequest:
 class KubernetesConnector(BaseConnector):
     """The Kubernetes API server (bearer token of a ServiceAccount with get/list on pods and pods/log).
 
-    Options: `label_selector` (e.g. "team" or "nvidia.com/gpu.present=true"), `namespace`
+    Options: `label_selector` (a pod label selector, e.g. "team" or "app.kubernetes.io/part-of=training";
+    a node label such as "nvidia.com/gpu.present=true" matches no pod), `namespace`
     (one namespace instead of all), `team_label` (a pod label naming the team; default: the
     namespace), `user_label`, `namespace_teams` ({namespace or label value: team}),
     `settle_minutes` (1), `fetch_logs` (true), `log_max_bytes` (20 MiB), `gpu_jobs_only` (true).
@@ -379,8 +380,15 @@ class KubernetesConnector(BaseConnector):
         return f"api/v1/namespaces/{namespace}/pods" if namespace else "api/v1/pods"
 
     def check(self) -> dict:
-        doc = self.http.get_json(self.pods_path, params={"limit": 1})
+        """One pod, with the connector's own selector: a `label_selector` that matches no pod (a node
+        label such as nvidia.com/gpu.present=true) made pulls store nothing while the check said the
+        pods were visible."""
+        selector = str(self.settings.options.get("label_selector") or "")
+        params = {"limit": 1, **({"labelSelector": selector} if selector else {})}
+        doc = self.http.get_json(self.pods_path, params=params)
         pods, _ = parse_pod_list(doc, source=self.settings.name)
+        if not pods and selector:
+            return {"pods_visible": False, "label_selector": f"{selector!r} matches no pod: pulls will store nothing"}
         return {"pods_visible": bool(pods)}
 
     def list_pods(self) -> list[dict]:
