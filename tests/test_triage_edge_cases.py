@@ -602,6 +602,24 @@ def test_small_batch_guidance_gives_the_memory_room_as_an_upper_bound():
     )
 
 
+@pytest.mark.parametrize(
+    ("sub_cause", "before", "after"),
+    [
+        ("cli", "subprocess.run(['aws', 's3', 'cp'", "uploader.submit(subprocess.run"),
+        ("mlflow", "mlflow.log_artifacts(local", "uploader.submit(client.log_artifacts, run_id"),
+        ("sdk", "client.upload_file(", "uploader.submit(client.upload_file"),
+    ],
+)
+def test_upload_guidance_shows_the_kind_of_upload_the_job_does(sub_cause, before, after):
+    # A job uploading with mlflow.log_artifacts or boto3's upload_file was shown an `aws s3 cp` subprocess to move
+    # into a thread, which it does not have.
+    from triage.guidance import guidance_for
+
+    guide = guidance_for(Category.INTERMEDIATE_UPLOAD, sub_cause, {"uploads": 3}, gpu_hours=1.0,
+                         price_per_gpu_hour=None, currency="", job={})  # fmt: skip
+    assert guide["before"].startswith(before) and after in guide["after"]
+
+
 def test_mixed_precision_flags_on_a_launch_line_are_a_fact():
     script = (
         "#!/bin/bash\naccelerate launch --mixed_precision bf16 train.py\ntorchrun train.py --bf16\n"

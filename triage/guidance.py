@@ -271,12 +271,26 @@ GUIDES: dict[Category, dict] = {
         "what": "Intermediate results are uploaded synchronously inside the training loop.",
         "why": "The loop waits for each upload to finish before the next step.",
         "fixes": {
+            # By what the rule found uploading: the CLI (the default), MLflow, an object-store SDK (boto3 ...).
             "default": (
                 "Upload in a background thread or at the end of the run.",
                 "subprocess.run(['aws', 's3', 'cp', '--recursive', local, remote], check=True)",
                 "uploader.submit(subprocess.run, ['aws', 's3', 'cp', '--recursive', local, remote])  "
                 "# ThreadPoolExecutor(1)",
-            )
+            ),
+            "mlflow": (
+                "Log the artifacts from a background thread, or once at the end of the run; pass the run's id "
+                "(MlflowClient): in recent MLflow the fluent API's active run is per thread.",
+                "mlflow.log_artifacts(local, artifact_path=name)",
+                "client, run_id = mlflow.MlflowClient(), mlflow.active_run().info.run_id\n"
+                "uploader.submit(client.log_artifacts, run_id, local, name)  # ThreadPoolExecutor(1)",
+            ),
+            "sdk": (
+                "Upload in a background thread (a boto3 client may be shared between threads) or at the end of the "
+                "run; write each upload's files to a new path so the next step cannot overwrite them mid-upload.",
+                "client.upload_file(path, bucket, key)",
+                "uploader.submit(client.upload_file, path, bucket, key)  # ThreadPoolExecutor(1)",
+            ),
         },
         "effect": "The upload gaps are recovered in full.",
     },
