@@ -606,12 +606,28 @@ def record_failure(connector_id: int, message: str) -> None:
 
 
 def check_connection(connector: Connector) -> dict:
-    """One cheap request to prove URL and credentials, tried once; {"ok": bool, ...} for the UI."""
+    """One cheap request to prove URL and credentials, tried once; {"ok": bool, ...} for the UI. A
+    connector that takes its series from a metrics source has that source checked too: its pulls fail
+    when the source does not answer, and the check said the connector answered."""
     try:
         source = build(connector, interactive=True)
-        try:
-            return {"ok": True, **source.check()}
-        finally:
-            source.http.close()
     except ConnectorError as exc:
         return {"ok": False, "error": str(exc)}
+    try:
+        try:
+            outcome = {"ok": True, **source.check()}
+        except ConnectorError as exc:
+            return {"ok": False, "error": str(exc)}
+        if source.metrics is not None:
+            name = connector.metrics_from.name
+            try:
+                source.metrics.check()
+            except ConnectorError as exc:
+                return {"ok": False, "error": f"it answers, but its metrics source {name} does not, so its pulls "
+                        f"fail: {exc}"}  # fmt: skip
+            outcome[f"metrics from {name}"] = "answers"
+        return outcome
+    finally:
+        source.http.close()
+        if source.metrics is not None:
+            source.metrics.http.close()
