@@ -620,6 +620,25 @@ def test_upload_guidance_shows_the_kind_of_upload_the_job_does(sub_cause, before
     assert guide["before"].startswith(before) and after in guide["after"]
 
 
+def test_the_batch_size_is_the_training_loaders_not_the_evaluation_loaders():
+    # The evaluation loader, written first with twice the batch, was read as the job's batch size ("Batch size 64
+    # per GPU") and quoted beside the training loader.
+    script = (
+        "import torch\nfrom torch.utils.data import DataLoader\n"
+        "def main(train_set, val_set, model, optimizer):\n"
+        "    val_loader = DataLoader(val_set, batch_size=64, pin_memory=True, num_workers=4)\n"
+        "    train_loader = DataLoader(train_set, batch_size=32, pin_memory=True, num_workers=4)\n"
+        "    for inputs, targets in train_loader:\n"
+        "        loss = model(inputs.cuda(non_blocking=True)).sum()\n"
+        "        loss.backward()\n"
+        "        optimizer.step()\n"
+    )
+    frame = series(120, lambda t, g: 30, mem=lambda t, g: 0.3)
+    _, result = run(120, frame, scripts=[("train.py", script)])
+    batch = next(f for f in result.findings if f.category == Category.IMPROPER_BATCH_SIZE)
+    assert batch.numbers["batch_size"] == 32 and [c.line for c in batch.code] == [5]
+
+
 def test_mixed_precision_flags_on_a_launch_line_are_a_fact():
     script = (
         "#!/bin/bash\naccelerate launch --mixed_precision bf16 train.py\ntorchrun train.py --bf16\n"

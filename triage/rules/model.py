@@ -69,6 +69,10 @@ def _step_util(ev: Evidence, th: dict) -> tuple[float, str]:
 
 def _batch_sizes(ev: Evidence) -> tuple[int | None, list, list]:
     code = [f for f in ev.scripts.of("dataloader", "training_arguments") if isinstance(f.detail.get("batch_size"), int)]
+    # The loader a training-step loop iterates, where the code tells: an evaluation loader's batch (often twice the
+    # training one) is not the step's, and quoting it says nothing of the training.
+    if any(f.detail.get("feeds_training") for f in code):
+        code = [f for f in code if f.kind != "dataloader" or f.detail.get("feeds_training")]
     lines = ev.logs.batch_sizes
     size = code[0].detail["batch_size"] if code else (lines[0][0] if lines else None)
     return size, code[:2], [line for _, line in lines[:2]]
