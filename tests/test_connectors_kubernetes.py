@@ -453,3 +453,45 @@ def test_check_connection_says_when_the_label_selector_matches_no_pod(client, op
         Connector.objects.filter(pk=wrong.pk).update(options={"label_selector": "team"})
         page = client.post(f"/connectors/{wrong.pk}/check/", follow=True).content.decode()
     assert "k8s answers. pods_visible: True" in page
+
+
+def test_a_node_that_is_down_costs_its_pods_logs_not_the_pull():
+    """The API server reads a pod's log from its node's kubelet; for a node that is down (NotReady after an
+    Xid error, being drained) it answers 500 to every try. That failed the pull, and every pull after it,
+    until the pod was deleted: no job of the cluster was stored meanwhile. Now the job is stored with the
+    logs that could be read, the others named in its labels, and the node is not asked again."""
+    owner = {"kind": "PyTorchJob", "name": "llm", "uid": "ptj", "controller": True}
+    end = T + timedelta(hours=1)
+    pods = [
+        pod("llm-master-0", "p1", owner=owner, start=T, end=end, node="n1"),
+        pod("llm-worker-0", "p2", owner=owner, start=T, end=end, node="n2"),
+        pod("llm-worker-1", "p3", owner=owner, start=T, end=end, node="n2"),
+        pod("lone", "p4", start=T, end=end + timedelta(minutes=1), node="n2"),
+    ]
+    unreachable = status(
+        500, "", 'Get "https://10.0.0.2:10250/containerLogs/vision/llm-worker-0/main": dial tcp 10.0.0.2:10250: '
+        "connect: no route to host"
+    )  # fmt: skip
+
+    def logs(path, query):
+        name = path.split("/")[-2]
+        if name == "llm-master-0":
+            return 200, b"2026-01-01T00:00:00Z epoch 1 done\n", {}
+        return 500, unreachable, {}
+
+    with FakePlatform() as server:
+        server.route("/api/v1/namespaces/", logs)
+        server.route("/api/v1/pods", lambda path, query: (200, pod_list(pods), {}))
+        result = pull(server)
+        asked = {p.split("/")[-2] for p, _, _ in server.requests if p.endswith("/log")}
+    assert result.status in ("succeeded", "partial"), result.message
+    llm = Job.objects.get(external_id="ptj")
+    assert [a.path for a in llm.artifacts.all()] == ["llm-master-0/main.log"]
+    worker, other = llm.labels["logs_unavailable"]
+    assert worker.startswith("llm-worker-0: ") and "HTTP 500" in worker
+    assert other == "llm-worker-1: its node n2 did not serve logs"
+    assert "llm-worker-1" not in asked  # one dead node costs one pod's retries, not every pod's
+    lone = Job.objects.get(external_id="p4")  # its only log unreadable: stored, the reason on the run
+    assert not lone.artifacts.exists()
+    (error,) = result.errors
+    assert error["job_id"] == "p4" and "no log could be read: lone:" in error["message"]

@@ -19,6 +19,7 @@ Pure part: `parse_pod_list` reads a PodList (the API's pages and `kubectl get po
 
 from __future__ import annotations
 
+import logging
 import math
 import shlex
 from collections.abc import Iterator
@@ -31,6 +32,7 @@ from fleet.connectors.base import (
     BadData,
     BaseConnector,
     Batch,
+    TransientError,
     json_document,
     mapping_option,
     number_option,
@@ -41,6 +43,8 @@ from fleet.connectors.base import (
 from fleet.connectors.http import HttpStatusError
 from fleet.connectors.prometheus import PrometheusConnector, SeriesRequest
 from fleet.connectors.registry import register
+
+logger = logging.getLogger(__name__)
 
 GPU_RESOURCE = "nvidia.com/gpu"
 # The other names NVIDIA's device plugin gives GPUs: a MIG slice under the "mixed" strategy
@@ -466,8 +470,12 @@ class KubernetesConnector(BaseConnector):
         if not self.settings.options.get("fetch_logs", True):
             return []
         namespace = job.labels.get("namespace")
-        out = []
+        out, unavailable, dead_nodes = [], [], set()
         for pod in job.raw.get("pods") or []:
+            node = pod.get("nodeName") or ""
+            if node and node in dead_nodes:  # its kubelet did not answer for another pod: not again
+                unavailable.append(f"{pod['name']}: its node {node} did not serve logs")
+                continue
             for container in pod.get("containers") or []:
                 path = f"api/v1/namespaces/{namespace}/pods/{pod['name']}/log"
                 params = {"container": container, "timestamps": "true", "limitBytes": self.log_max_bytes + 1}
@@ -477,6 +485,18 @@ class KubernetesConnector(BaseConnector):
                     if exc.status in (400, 404):  # pod garbage-collected, or a container that never ran
                         continue
                     raise
+                except TransientError as exc:
+                    # The API server reads a log from the node's kubelet: a node that is down (NotReady,
+                    # being drained or scaled away) makes it answer 500 to every try. Failing the pull
+                    # there stopped the connector, pull after pull, until the pod was deleted.
+                    logger.warning("Logs of pod %s on node %s unavailable: %s", pod["name"], node, exc)
+                    unavailable.append(f"{pod['name']}: {exc}")
+                    dead_nodes.add(node)
+                    break
                 path = f"{pod['name']}/{container}.log"
                 out.append(ArtifactRecord.capped(job.external_id, "log", path, content, self.log_max_bytes))
+        if unavailable:
+            job.labels["logs_unavailable"] = unavailable  # shown with the job's labels
+            if not out:
+                raise BadData(f"no log could be read: {'; '.join(unavailable)}"[:2000])
         return out
