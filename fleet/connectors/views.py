@@ -3,6 +3,7 @@ actions), and the create/edit form. Operators only."""
 
 from __future__ import annotations
 
+from celery.result import EagerResult
 from django.contrib import messages
 from django.shortcuts import get_object_or_404, redirect, render
 from django.template.defaultfilters import pluralize
@@ -137,12 +138,15 @@ def connector_sync(request, pk: int):
                 ))  # fmt: skip
             return _back(request, connector)
     try:
-        publish(sync_connector_task, (connector.pk,), not_done=f"no {what} of {connector.name} was queued")
+        queued = publish(sync_connector_task, (connector.pk,), not_done=f"no {what} of {connector.name} was queued")
     except QueueUnreachable as exc:
         messages.error(request, str(exc))
         return _back(request, connector)
     audit.record(request.user, "connector.sync", connector)
-    if connector.metrics_only:
+    if isinstance(queued, EagerResult) and isinstance(queued.result, dict):
+        # Without REDIS_URL (the embedded mode) the task ran in this request: say how it ended, not "queued".
+        _say_how_it_ended(request, connector, queued.result)
+    elif connector.metrics_only:
         messages.info(request, f"{connector.name} is a metrics source: a check that it answers was queued.")
     else:
         messages.info(request, f"A pull of {connector.name} was queued.")
@@ -160,6 +164,26 @@ def connector_check(request, pk: int):
     else:
         messages.error(request, f"{connector.name}: {outcome['error']}"[:500])
     return _back(request, connector)
+
+
+def _say_how_it_ended(request, connector, result: dict) -> None:
+    name, status, said = connector.name, result.get("status"), result.get("message") or ""
+    if connector.metrics_only:
+        if status == "failed":
+            messages.error(request, f"{name} was checked: {said}"[:500])
+        else:
+            messages.success(request, f"{name} was checked: it answers.")
+        return
+    run_id = result.get("run_id")
+    run = format_html(' (<a href="{}">ingest run #{}</a>)', reverse("fleet:ingest-run-detail", args=[run_id]), run_id)
+    if status == "failed":
+        messages.error(request, format_html("The pull of {} failed{}: {}", name, run if run_id else "", said[:400]))
+    elif status in ("succeeded", "partial"):
+        counts = f"{result['created']} new, {result['updated']} updated, {result['unchanged']} unchanged"
+        note = f", {len(result.get('errors') or [])} errors" if status == "partial" else ""
+        messages.success(request, format_html("A pull of {} ran{}: {}{}.", name, run if run_id else "", counts, note))
+    else:  # locked, not-due: the task's own words
+        messages.info(request, f"No pull of {name} ran: {said}.")
 
 
 def _back(request, connector):
