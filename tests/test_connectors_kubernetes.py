@@ -495,3 +495,28 @@ def test_a_node_that_is_down_costs_its_pods_logs_not_the_pull():
     assert not lone.artifacts.exists()
     (error,) = result.errors
     assert error["job_id"] == "p4" and "no log could be read: lone:" in error["message"]
+
+
+def test_the_job_page_says_what_kubernetes_said_about_the_pods(client, operator):
+    """The pods' reasons (OOMKilled before a restart, Evicted), pods that never ran and logs that could not
+    be read were kept in the job's labels, which no page shows: an operator saw a 'Succeeded' job and
+    nothing of the OOM kill or of the pod the kubelet turned away."""
+    turned_away = pod("resnet-a", "p1", owner=JOB, phase="Failed", start=T, end=None)
+    turned_away["status"] = {"phase": "Failed", "reason": "UnexpectedAdmissionError"}
+    ran = with_resources(
+        pod("resnet-b", "p2", owner=JOB, start=T, end=T + timedelta(hours=1)), {"nvidia.com/mig-3g.40gb": "1"}
+    )
+    ran["status"]["containerStatuses"][0].update(
+        restartCount=2, lastState={"terminated": {"reason": "OOMKilled", "exitCode": 137, "startedAt": "x"}}
+    )
+    with FakePlatform() as server:
+        server.route("/api/v1/namespaces/", lambda path, query: (500, status(500, "", "no route to host"), {}))
+        server.route("/api/v1/pods", lambda path, query: (200, pod_list([turned_away, ran]), {}))
+        pull(server)
+    job = Job.objects.get()
+    client.force_login(operator)
+    page = client.get(f"/jobs/{job.pk}/").content.decode()
+    assert "1 (Job resnet, namespace vision); GPUs as nvidia.com/mig-3g.40gb" in page
+    assert '<dd id="job-reasons">OOMKilled; 2 container restarts</dd>' in page
+    assert "resnet-a: UnexpectedAdmissionError <span" in page and "(no GPU time counted)" in page
+    assert '<dt>Logs not read</dt><dd id="job-logs-unavailable">resnet-b: ' in page and "HTTP 500" in page
