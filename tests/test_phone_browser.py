@@ -190,3 +190,53 @@ def test_on_a_phone_the_causes_page_says_what_each_cause_is_in_view(browser, liv
     browser.get(f"{live_server.url}/categories/")  # wide: what it is in a column of its own
     wide = browser.execute_script(CAUSES)
     assert wide["what"] == 15 and wide["whatInView"], wide
+
+
+# Each timeline legend entry's name and the box its text is drawn in, [left, top, right, bottom] (the
+# entry's own box is as wide as the legend's columns, whatever its name).
+LEGEND_TEXTS = """
+return [...document.querySelectorAll('#timeline .legend .traces .legendtext')].map(text => {
+  const r = text.getBoundingClientRect(); return [text.textContent, [r.left, r.top, r.right, r.bottom]];
+});
+"""
+
+
+@pytest.mark.django_db(transaction=True)
+def test_320_px_wide_a_long_causes_legend_entry_wraps_inside_the_chart(browser, live_server, operator):  # noqa: F811
+    """At 320 px (WCAG's reflow width) the timeline's legend entry "Inefficient host-GPU data transfer:
+    idle windows" ran past the chart's right edge and was cut ("...: idle wind"): each entry was one
+    line as wide as its name. A name wider than the legend breaks between words, inside the chart."""
+    from datetime import timedelta
+
+    from tests.test_dashboard_browser import TIMELINE_BOXES, job_with_gpus, log_in, open_timeline_pointed_at, overlap
+    from tests.test_timeline import START
+    from triage.models import JobTriage, RuleSet
+    from triage.taxonomy import Category
+
+    job = job_with_gpus(1)
+    result = JobTriage.objects.create(job=job, rule_set=RuleSet.current(), status="classified", is_current=True)
+    for category, minutes in ((Category.HOST_GPU_TRANSFER, 10), (Category.MODEL_CHECKPOINTING, 50)):
+        window = {"start": (START + timedelta(minutes=minutes)).isoformat(),
+                  "end": (START + timedelta(minutes=minutes + 5)).isoformat(), "minutes": 5}  # fmt: skip
+        Finding.objects.create(result=result, job=job, rule_set=result.rule_set, category=category, confidence=0.9,
+                               summary="s", gpu_hours=1.0, evidence={"windows": [window]}, guidance={})  # fmt: skip
+    log_in(browser, live_server.url, operator, f"/jobs/{job.pk}/")
+    with window_width(browser, 320):
+        open_timeline_pointed_at(browser, f"{live_server.url}/jobs/{job.pk}/")
+        entries = browser.execute_script(LEGEND_TEXTS)
+        boxes = browser.execute_script(TIMELINE_BOXES)
+        browser.save_screenshot(str(SHOTS / "job-timeline-320-causes.png"))
+    names = ["".join(name.split()) for name, _ in entries]  # a wrapped name's lines join without a space
+    for cause in ("Inefficient host-GPU data transfer: idle windows", "Model checkpointing: idle windows"):
+        assert "".join(cause.split()) in names, names
+    for index, (name, box) in enumerate(entries):
+        assert box[2] <= boxes["chart"][2] + 1, f"{name!r} runs past the chart's right edge: {box}, {boxes['chart']}"
+        for other, other_box in entries[index + 1 :]:
+            assert not overlap(box, other_box), f"{name!r} runs into {other!r}"
+    for plot in boxes["plots"]:
+        assert not overlap(boxes["legend"], plot), f"the legend {boxes['legend']} covers the plot {plot}"
+    # Wide again (a phone turned sideways, a window widened): the name is one line again, as drawn there.
+    from selenium.webdriver.support.wait import WebDriverWait
+
+    whole = "Inefficient host-GPU data transfer: idle windows"
+    WebDriverWait(browser, 10).until(lambda b: whole in [name for name, _ in b.execute_script(LEGEND_TEXTS)])

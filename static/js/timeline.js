@@ -57,19 +57,56 @@
     return traces.concat(shaded).map(function (item) { return item.name; });
   }
 
-  function narrowLayout(data, wide, shapes) {
-    var names = legendNames(data, shapes);
+  // A name wider than `maxPx` broken between words into lines that fit (Plotly draws <br> as a new
+  // line): 320 px wide, "Inefficient host-GPU data transfer: idle windows" ran past the chart's edge.
+  function wrapName(name, maxPx) {
+    name = String(name || "");
+    if (nameWidth(name) <= maxPx) { return name; }
+    var lines = [], line = "";
+    name.split(" ").forEach(function (word) {
+      var longer = line ? line + " " + word : word;
+      if (line && nameWidth(longer) > maxPx) { lines.push(line); line = word; } else { line = longer; }
+    });
+    if (line) { lines.push(line); }
+    return lines.join("<br>");
+  }
+
+  function narrowLayout(data, wide, shapes, shapeNames) {
     var left = (wide.margin && wide.margin.l) || 0, right = 20;
-    var namePx = Math.ceil(Math.max.apply(null, names.map(nameWidth).concat([0]))) + 2;
+    var roomPx = Math.max(el.clientWidth - right - LEGEND_LEFT_PX - ENTRY_PX, 40);
+    // The causes' entries (the shapes' names, as the server wrote them) broken to fit the legend.
+    var wrapped = (shapes || []).map(function (shape, index) {
+      return shape.showlegend === true ? wrapName(shapeNames[index], roomPx) : shapeNames[index];
+    });
+    var names = legendNames(data, (shapes || []).map(function (shape, index) {
+      return Object.assign({}, shape, {name: wrapped[index]});
+    }));
+    var lines = names.map(function (name) { return String(name || "").split("<br>"); });
+    var namePx = Math.ceil(Math.max.apply(null, [].concat.apply([], lines).map(nameWidth).concat([0]))) + 2;
     var columns = Math.max(1, Math.floor((el.clientWidth - right - LEGEND_LEFT_PX) / (ENTRY_PX + namePx)));
+    var extraLines = lines.reduce(function (sum, parts) { return sum + parts.length - 1; }, 0);
     var plotPx = Math.max(el.clientWidth - left - right, 1);
     return {
       legend: {orientation: "h", x: Math.min(0, LEGEND_LEFT_PX - left) / plotPx, xanchor: "left",
                y: 1.02, yanchor: "bottom", font: {size: LEGEND_FONT_PX}, tracegroupgap: 0,
                entrywidth: namePx, entrywidthmode: "pixels"},
       margin: Object.assign({}, wide.margin, {r: right, t: 10}),
-      height: (wide.height || 450) + Math.ceil(names.length / columns) * LEGEND_ROW_PX,
+      height: (wide.height || 450) + (Math.ceil(names.length / columns) + extraLines) * LEGEND_ROW_PX,
+      shapeNames: wrapped,
     };
+  }
+
+  // The shapes' legend names as the server wrote them (the wide layout's), set back when the chart
+  // widens again.
+  var wideShapeNames = [];
+  function shapeNamesOf(shapes) { return (shapes || []).map(function (shape) { return shape.name; }); }
+  // Plotly's relayout of each shape's name that differs from what is drawn.
+  function shapeNameUpdate(names) {
+    var update = {};
+    (el.layout.shapes || []).forEach(function (shape, index) {
+      if (names[index] !== undefined && shape.name !== names[index]) { update["shapes[" + index + "].name"] = names[index]; }
+    });
+    return update;
   }
 
   // The layout for the box's width, into a figure about to be drawn.
@@ -78,7 +115,13 @@
     fontFamily = (figure.layout.font && figure.layout.font.family) || fontFamily;
     narrowShown = isNarrow();
     el.classList.toggle("timeline-narrow", narrowShown);
-    if (narrowShown) { Object.assign(figure.layout, narrowLayout(figure.data, wideLayout, figure.layout.shapes)); }
+    wideShapeNames = shapeNamesOf(figure.layout.shapes);
+    if (narrowShown) {
+      var narrow = narrowLayout(figure.data, wideLayout, figure.layout.shapes, wideShapeNames);
+      (figure.layout.shapes || []).forEach(function (shape, index) { shape.name = narrow.shapeNames[index]; });
+      delete narrow.shapeNames;
+      Object.assign(figure.layout, narrow);
+    }
   }
 
   // A phone turned sideways, or a window narrowed past the breakpoint, kept the layout the chart was
@@ -87,10 +130,12 @@
   function refit(narrow) {
     narrowShown = narrow;
     el.classList.toggle("timeline-narrow", narrowShown);
-    var parts = narrowShown ? narrowLayout(el.data, wideLayout, el.layout.shapes) : layoutParts(wideLayout);
+    var parts = narrowShown ? narrowLayout(el.data, wideLayout, el.layout.shapes, wideShapeNames)
+                            : layoutParts(wideLayout);
+    var names = shapeNameUpdate(narrowShown ? parts.shapeNames : wideShapeNames);
     // The legend after the height and margins: changed in one relayout, Plotly placed the legend where
     // the old height put it (19 px into the plot on a phone, when its rows wrapped anew).
-    window.Plotly.relayout(el, {margin: parts.margin, height: parts.height}).then(function () {
+    window.Plotly.relayout(el, Object.assign({margin: parts.margin, height: parts.height}, names)).then(function () {
       return window.Plotly.relayout(el, {legend: parts.legend});
     });
   }
