@@ -935,6 +935,13 @@ def test_fast_steps_stalled_by_long_saves_are_checkpointing_not_a_small_batch():
     _, result = run(240, frame, logs=[("stdout.log", log)])
     assert result.mean_util < 50
     assert categories(result) == {Category.MODEL_CHECKPOINTING}
+    # It says where the saves went, which makes each one slow (the sub-cause said so; the summary did not).
+    (found,) = result.findings
+    assert found.sub_cause == "sync_save_remote"
+    assert "saved checkpoints synchronously to NFS (/nfs/c/); the GPUs wait" in found.summary
+    s3 = log.replace("/nfs/c/", "s3://ckpt/run-7/")
+    (found,) = run(240, frame, logs=[("stdout.log", s3)])[1].findings
+    assert "synchronously to remote storage (s3://ckpt/run-7/); the GPUs wait" in found.summary
 
 
 def test_slow_steps_between_saves_are_a_small_batch_judged_without_the_saves():

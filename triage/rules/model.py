@@ -351,6 +351,20 @@ def _checkpoint_gaps(ev: Evidence, th: dict) -> _CheckpointGaps | None:
     return found
 
 
+def _save_destination(lines: list, remote: list) -> str | None:
+    """Where the saves went, in words: the folder of the first save line's remote or NFS path ('remote storage
+    (s3://ckpt/run/)'), else the remote path the code writes to. None when neither names one."""
+    for line in lines:
+        for word in line.text.split():
+            if "://" in word or "/nfs/" in word:
+                folder = word.strip("'\",;()")
+                folder = folder.rsplit("/", 1)[0] + "/" if folder.rsplit("/", 1)[-1].count(".") else folder
+                return f"{'NFS' if '://' not in folder else 'remote storage'} ({folder})"
+    if remote:
+        return f"remote storage ({remote[0].detail['url']})"
+    return None
+
+
 @register(Category.MODEL_CHECKPOINTING)
 def model_checkpointing(ev: Evidence, th: dict) -> list[Finding]:
     if not _training_ok(ev):
@@ -377,9 +391,11 @@ def model_checkpointing(ev: Evidence, th: dict) -> list[Finding]:
             )
         summary = f"{len(spans)} idle gaps ({minutes:.0f} min in all), one about every {every:.0f} min: " + why
     else:
+        where = _save_destination(lines, remote) if sub == "sync_save_remote" else None
         summary = (
-            f"{len(spans)} idle gaps ({minutes:.0f} min in all) while the job saved checkpoints synchronously; "
-            "the GPUs wait for every save."
+            f"{len(spans)} idle gaps ({minutes:.0f} min in all) while the job saved checkpoints synchronously"
+            + (f" to {where}" if where else "")
+            + "; the GPUs wait for every save."
         )
     return [
         Finding(
