@@ -520,3 +520,47 @@ def test_the_job_page_says_what_kubernetes_said_about_the_pods(client, operator)
     assert '<dd id="job-reasons">OOMKilled; 2 container restarts</dd>' in page
     assert "resnet-a: UnexpectedAdmissionError <span" in page and "(no GPU time counted)" in page
     assert '<dt>Logs not read</dt><dd id="job-logs-unavailable">resnet-b: ' in page and "HTTP 500" in page
+
+
+def test_an_mpijob_ends_with_its_launcher():
+    """MPI Operator v2: the MPIJob owns its workers, whose containers run sshd and never exit, while mpirun
+    runs in a launcher pod owned by a Job of its own. The workers were never seen finished, so no MPIJob was
+    ever stored (and the CPU-only launcher, a job of 0 GPUs, was left out). The launcher now joins its
+    workers (the `training.kubeflow.org/job-name` and `job-role` labels), and its end is the job's."""
+    mpijob = {
+        "apiVersion": "kubeflow.org/v2beta1",
+        "kind": "MPIJob",
+        "name": "nccl",
+        "uid": "mpi-uid",
+        "controller": True,
+    }
+    launcher_job = {"apiVersion": "batch/v1", "kind": "Job", "name": "nccl-launcher", "uid": "lj", "controller": True}
+    labels = {"training.kubeflow.org/job-name": "nccl", "training.kubeflow.org/operator-name": "mpi-operator"}
+    end = T + timedelta(hours=1)
+    launcher = pod("nccl-launcher-x", "l1", owner=launcher_job, gpus=0, start=T + timedelta(minutes=2), end=end,
+                   node="cpu1", labels={**labels, "training.kubeflow.org/job-role": "launcher"})  # fmt: skip
+    launcher["spec"]["containers"][0]["command"] = ["mpirun", "-np", "8", "all_reduce_perf"]
+    workers = [
+        pod(f"nccl-worker-{n}", f"w{n}", owner=mpijob, gpus=4, start=T, end=None, phase="Running", node=f"g{n}",
+            labels={**labels, "training.kubeflow.org/job-role": "worker"})
+        for n in range(2)
+    ]  # fmt: skip
+    with FakePlatform() as server:
+        serve(server, [*workers, launcher])
+        result = pull(server)
+        serve(server, workers)  # the launcher not yet finished: nothing is stored
+    assert result.status == "succeeded", result.errors
+    job = Job.objects.get()
+    assert (job.external_id, job.name, job.gpu_count, job.node_count) == ("mpi-uid", "nccl", 8, 2)
+    assert job.start_time == T and job.end_time == end and job.state == "Succeeded"
+    assert job.command == "mpirun -np 8 all_reduce_perf"
+    assert job.labels["owner_kind"] == "MPIJob" and job.labels["nodes"] == ["g0", "g1"]
+
+    Job.objects.all().delete()
+    Connector.objects.all().delete()
+    running = pod("nccl-launcher-x", "l1", owner=launcher_job, gpus=0, start=T, end=None, phase="Running",
+                  labels={**labels, "training.kubeflow.org/job-role": "launcher"})  # fmt: skip
+    with FakePlatform() as server:
+        serve(server, [*workers, running])
+        result = pull(server)
+    assert result.status == "succeeded" and not Job.objects.exists()

@@ -57,6 +57,11 @@ MIG_RESOURCE_PREFIX = "nvidia.com/mig-"
 # pods with its own uid and name, which are the job's identity.
 JOBSET_UID_LABEL = "jobset.sigs.k8s.io/jobset-uid"
 JOBSET_NAME_LABEL = "jobset.sigs.k8s.io/jobset-name"
+# An MPIJob (MPI Operator v2) owns its workers, whose containers run sshd and never exit, while mpirun runs
+# in a launcher pod owned by a Job of its own; both carry the Kubeflow labels below. The launcher's end
+# is the job's.
+KUBEFLOW_JOB_NAME_LABEL = "training.kubeflow.org/job-name"
+KUBEFLOW_ROLE_LABEL = "training.kubeflow.org/job-role"
 NOT_JOBS = frozenset({"ReplicaSet", "StatefulSet", "DaemonSet", "ReplicationController", "Node"})
 FINISHED_PHASES = frozenset({"Succeeded", "Failed"})
 QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
@@ -158,7 +163,7 @@ def pod_ran(pod: dict) -> bool:
     status = pod.get("status") or {}
     for container in (status.get("containerStatuses") or []) + (status.get("initContainerStatuses") or []):
         for state in (container.get("state") or {}, container.get("lastState") or {}):
-            if state.get("running") or (state.get("terminated") or {}).get("startedAt"):
+            if "running" in state or (state.get("terminated") or {}).get("startedAt"):
                 return True
     return False
 
@@ -200,10 +205,15 @@ def jobs_from_pods(
     """Finished jobs from pods (pods seen twice, e.g. on a repeated page, count once)."""
     groups: dict[str, tuple[dict | None, dict[str, dict]]] = {}
     result = PodJobs()
+    mpi_jobs = _mpi_jobs(pods)
     for index, pod in enumerate(pods, start=1):
         try:
             meta = pod.get("metadata") or {}
             key, owner = job_key(pod)
+            labels = meta.get("labels") or {}
+            if labels.get(KUBEFLOW_ROLE_LABEL) == "launcher":  # an MPIJob's launcher joins its workers
+                mpi = mpi_jobs.get((meta.get("namespace"), labels.get(KUBEFLOW_JOB_NAME_LABEL)))
+                key, owner = (str(mpi.get("uid")), mpi) if mpi else (key, owner)
             if owner is not None and owner.get("kind") in NOT_JOBS:
                 continue
             uid = str(meta.get("uid") or meta.get("name"))
@@ -219,10 +229,40 @@ def jobs_from_pods(
     return result
 
 
+def _mpi_jobs(pods: list[dict]) -> dict[tuple, dict]:
+    """{(namespace, MPIJob name): its owner reference}, from the pods an MPIJob owns (its workers)."""
+    found = {}
+    for pod in pods:
+        try:
+            meta = pod.get("metadata") or {}
+            _, owner = job_key(pod)
+            if owner is not None and owner.get("kind") == "MPIJob":
+                found[(meta.get("namespace"), owner.get("name"))] = owner
+        except SHAPE_ERRORS:  # reported by the grouping that follows
+            continue
+    return found
+
+
+def _phase(pod: dict):
+    return (pod.get("status") or {}).get("phase")
+
+
+def _launcher_end(owner: dict | None, group: list[dict]) -> datetime | None:
+    """When an MPIJob's launcher finished (its workers, running sshd, end with it); None otherwise."""
+    if owner is None or owner.get("kind") != "MPIJob":
+        return None
+    for pod in group:
+        labels = (pod.get("metadata") or {}).get("labels") or {}
+        if labels.get(KUBEFLOW_ROLE_LABEL) == "launcher" and _phase(pod) in FINISHED_PHASES:
+            return _pod_window(pod)[1]
+    return None
+
+
 def _add_pod_job(result, key, owner, members, cluster, team_label, user_label, teams, gpu_jobs_only, source) -> None:
     """The job of one group of pods, added to `result` (or counted as unfinished, or reported)."""
     group = sorted(members.values(), key=lambda p: str((p.get("metadata") or {}).get("name", "")))
-    if any((p.get("status") or {}).get("phase") not in FINISHED_PHASES for p in group):
+    launcher_end = _launcher_end(owner, group)
+    if launcher_end is None and any(_phase(p) not in FINISHED_PHASES for p in group):
         result.unfinished += 1
         return
     # Pods that never ran (turned away by the kubelet, failed before their image was pulled) held no
@@ -232,6 +272,10 @@ def _add_pod_job(result, key, owner, members, cluster, team_label, user_label, t
     if not group:
         return
     windows = [(_pod_window(p), p) for p in group]
+    if launcher_end is not None:  # an MPIJob's workers still running sshd: they end with the launcher
+        windows = [
+            ((start, launcher_end if _phase(p) not in FINISHED_PHASES else end), p) for (start, end), p in windows
+        ]
     if any(start is None or end is None for (start, end), _ in windows):
         name = (group[0].get("metadata") or {}).get("name")
         result.errors.append(RecordError(source, f"pod {name} finished without start/finish times", job_id=key))
@@ -282,7 +326,9 @@ def _job(key, owner, pods, intervals, gpus, cluster, team_label, user_label, tea
     last = max(zip(intervals, pods, strict=True), key=lambda pair: pair[0][1])[1]
     state = (last.get("status") or {}).get("phase") or phase
     node_selector = spec.get("nodeSelector") or {}
-    nodes = sorted({str((p.get("spec") or {}).get("nodeName")) for p in pods if (p.get("spec") or {}).get("nodeName")})
+    # The GPU pods' nodes: an MPIJob's launcher (or a CPU-only helper pod) is on a node of its own.
+    gpu_pods = [p for p in pods if pod_gpus(p)] or pods
+    nodes = sorted({str(node) for p in gpu_pods if (node := (p.get("spec") or {}).get("nodeName"))})
     pod_names = [str((p.get("metadata") or {}).get("name")) for p in pods]
     return JobRecord(
         external_id=key,
