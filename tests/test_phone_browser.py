@@ -240,3 +240,27 @@ def test_320_px_wide_a_long_causes_legend_entry_wraps_inside_the_chart(browser, 
 
     whole = "Inefficient host-GPU data transfer: idle windows"
     WebDriverWait(browser, 10).until(lambda b: whole in [name for name, _ in b.execute_script(LEGEND_TEXTS)])
+
+
+@pytest.mark.django_db(transaction=True)
+def test_on_a_phone_the_rules_page_says_what_each_threshold_controls_in_view(browser, live_server, operator):  # noqa: F811
+    """390 px wide, what each threshold controls sat in the thresholds table's last column, off to the
+    right, and held each row open up to 200 px tall beside its name and a value box cut by the screen's
+    edge. It reads under each, and the value box is as wide as a value needs."""
+    from tests.test_accessibility import open_as
+    from triage.models import RuleSet
+
+    RuleSet.current()
+    open_as(browser, live_server.url, operator)
+    with window_width(browser, 390, mobile=True):
+        browser.get(f"{live_server.url}/triage/rules/")
+        phone = browser.execute_script(CAUSES)  # the first table: the thresholds
+        inputs_in_view = browser.execute_script(
+            "const box = document.querySelector('table.data').closest('.table-scroll').getBoundingClientRect();"
+            "return [...document.querySelectorAll('table.data td > input[type=number]')]"
+            "  .map(input => input.getBoundingClientRect().right <= box.right + 1);"
+        )
+    assert len(phone["heights"]) > 20 and phone["what"] == len(phone["heights"]), phone
+    assert phone["whatInView"], phone
+    assert max(phone["heights"]) <= 80, f"threshold rows {phone['heights']} px tall"
+    assert len(inputs_in_view) > 20 and all(inputs_in_view), "a threshold's value box runs off the screen"
