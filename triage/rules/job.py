@@ -7,6 +7,7 @@ from datetime import UTC, datetime
 from itertools import pairwise
 
 from fleet.logevents import TRAINING_FINISHED
+from fleet.series import device_name
 from triage.evidence import Evidence, Span
 from triage.evidence.logs import UntimedRun
 from triage.rules.registry import Finding, register
@@ -86,7 +87,9 @@ def gpu_oversubscription(ev: Evidence, th: dict) -> list[Finding]:
         confidence = 0.95
     training_hours = p.training.seconds / 3600.0
     hours = sum((1.0 - means[i] / 100.0) * training_hours for i in unused)
-    names = ", ".join(f"{host + ':' if host else ''}GPU {gpu}" for host, gpu in (devices[i] for i in unused[:8]))
+    names = ", ".join(
+        f"{host + ':' if host else ''}{device_name(gpu)}" for host, gpu in (devices[i] for i in unused[:8])
+    )
     return [
         Finding(
             category=Category.GPU_OVERSUBSCRIPTION,
@@ -155,8 +158,8 @@ def _quiet(ev: Evidence, th: dict, start: float, end: float, run: float) -> _Qui
     when there are none. pycocotools times its steps ("DONE (t=4790.12s).") between the lines around them, so
     their sum is work that lasted at least that long, placed from the stretch's start (where an evaluation after
     training begins); the CPU's samples say when the CPUs' sustained work ended (`_cpu_work_until`, the same test
-    as a stretch without such lines) and whether they idled after (at most `tail_cpu_idle_cores` on average, the
-    job's CPU count known). Work that leaves less than an unreleased tail is the whole stretch's."""
+    as a stretch without such lines) and whether they idled after (on average at most `_cpu_idle_level`). Work that
+    leaves less than an unreleased tail is the whole stretch's."""
     import numpy as np
 
     untimed = ev.logs.untimed_between(start, end)
@@ -176,9 +179,21 @@ def _quiet(ev: Evidence, th: dict, start: float, end: float, run: float) -> _Qui
     judged = _Quiet(start, end, untimed, sum(r.count for r in untimed), timed, busy_until, cores, cpus, "unsure")
     if not _long_enough(end - judged.work_end, run, th):
         return replace(judged, verdict="work")
-    if cpus and cores is not None and cores <= th["tail_cpu_idle_cores"]:
+    if cores is not None and cores / (cpus or 1) * 100.0 <= _cpu_idle_level(ev, th):
         return replace(judged, verdict="idle")
     return judged
+
+
+def _cpu_idle_level(ev: Evidence, th: dict) -> float:
+    """The CPU % of the allocation at or under which its CPUs idled, on average, in what an idle tail holds: at most
+    `tail_cpu_idle_cores` cores (CPU % x the job's CPUs, when known) or `tail_cpu_idle_share` % of the allocation,
+    whichever is more, as `_cpu_busy_level` scales its level. An idle node's housekeeping keeps about 1 % of its CPUs
+    busy: 4 nodes of 96 CPUs idle are 3.8 cores busy, far over a tenth of a core."""
+    cpus = ev.job.cpu_count
+    level = th["tail_cpu_idle_share"]
+    if cpus:
+        level = max(level, th["tail_cpu_idle_cores"] / cpus * 100.0)
+    return level
 
 
 def _cpu_busy_level(ev: Evidence, th: dict) -> float:
@@ -364,7 +379,7 @@ def _cores(quiet: _Quiet) -> str:
         return ""
     if quiet.cpus:
         return f"about {quiet.cores:.2g} of {quiet.cpus} cores busy"
-    return f"CPU {quiet.cores * 100:.0f} % of the allocation"
+    return f"CPU {quiet.cores * 100:.2g} % of the allocation, whose CPU count is unknown"
 
 
 def _quiet_words(quiet: _Quiet, held: Span, minutes: str) -> str:
@@ -386,10 +401,8 @@ def _quiet_words(quiet: _Quiet, held: Span, minutes: str) -> str:
     else:
         if quiet.cores is None:
             why = "no CPU metrics tell"
-        elif quiet.cpus:
-            why = f"the CPUs, {_cores(quiet)}, neither clearly worked nor idled"
         else:
-            why = f"the CPUs used {quiet.cores * 100:.2g} % of the allocation, whose CPU count is unknown"
+            why = f"the CPUs, {_cores(quiet)}, neither clearly worked nor idled"
         said += (
             f" The last {minutes} may have been held idle or spent on work that prints no times; {why}, "
             "so this is unsure."

@@ -69,7 +69,12 @@ THRESHOLDS: dict[str, tuple[float, str, str]] = {
         0.1,
         "cores",
         "Unreleased job: where lines printed without a time sit around the stretch, at most this many cores busy on "
-        "average after its work (the job's CPU count known) is the allocation held idle; more is unsure.",
+        "average after its work (CPU % x the job's CPUs, when known) ...",
+    ),
+    "tail_cpu_idle_share": (
+        1.5,
+        "%",
+        "... or at most this % of the allocation, whichever is more, is the allocation held idle; more is unsure.",
     ),
     "oversub_idle_util": (5.0, "%", "GPU oversubscription: a GPU whose training-phase mean is below this is unused."),
     "exchange_dip_relative_util": (
