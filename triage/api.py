@@ -29,7 +29,7 @@ from fleet.models import Cluster, IngestRun, Job, Team
 from triage import feedback
 from triage.dashboard.filters import RowIdFilter
 from triage.dashboard.periods import PRESETS, PeriodError, period_from
-from triage.dashboard.queries import chargeback, narrowed, no_such_cluster
+from triage.dashboard.queries import UTIL_SOURCE_CHOICES, UTIL_SOURCES, chargeback, narrowed, no_such_cluster
 from triage.evidence import iso
 from triage.labeling.services import blinded_job_ids
 from triage.models import Feedback, Finding, JobTriage, TriageStatus, low_util_threshold
@@ -456,7 +456,19 @@ class JobFilter(django_filters.FilterSet):
     no_util = YesNoFilter(
         field_name="mean_gpu_util",
         lookup_expr="isnull",
-        label="Without a mean GPU utilization, as no GPU samples were supplied (true), or with one (false)",
+        label=(
+            "Without a mean GPU utilization, as neither GPU samples nor a Slurm step-accounting average were "
+            "supplied (true), or with one (false)"
+        ),
+    )
+    # The jobs list's `?util_source=`: where each job's figure came from, as `mean_gpu_util_source` says.
+    util_source = django_filters.ChoiceFilter(
+        choices=UTIL_SOURCE_CHOICES,
+        method="filter_util_source",
+        label=(
+            "Jobs whose mean_gpu_util_source is this: samples, or slurm_step_accounting (Slurm's step-accounting "
+            "average, for a job without GPU samples); a job without a figure is in neither"
+        ),
     )
     started_after = UtcIsoDateTimeFilter(field_name="start_time", lookup_expr="gte")
     started_before = UtcIsoDateTimeFilter(field_name="start_time", lookup_expr="lt")
@@ -476,7 +488,7 @@ class JobFilter(django_filters.FilterSet):
         model = Job
         fields = [
             "cluster", "team", "user", "external_id", "name", "category", "status", "answer", "low_util", "no_util",
-            "ingest_run",
+            "util_source", "ingest_run",
         ]  # fmt: skip
 
     def filter_cluster(self, queryset, name, value):
@@ -522,6 +534,9 @@ class JobFilter(django_filters.FilterSet):
         # triaged again (a new rule set, a retriage), which leaves the row as it was.
         retriaged = JobTriage.objects.filter(job=OuterRef("pk"), is_current=True, triaged_at__gte=value)
         return queryset.filter(Q(updated_at__gte=value) | Exists(retriaged))
+
+    def filter_util_source(self, queryset, name, value):
+        return queryset.filter(UTIL_SOURCES[value])
 
     def filter_low_util(self, queryset, name, value):
         threshold = low_util_threshold()

@@ -111,6 +111,13 @@ def _fleet_window(period: Period, hidden: frozenset[int]) -> Iterator[Metric]:
         "low_util_jobs": _gauge(
             "team_low_utilization_jobs", f"Those jobs at or below {threshold:g} % mean GPU utilization.", team
         ),
+        # A separate series, not a label: a label would split the series that alerts and dashboards already read.
+        "slurm_avg_low_jobs": _gauge(
+            "team_low_utilization_jobs_slurm_avg",
+            "Those low-utilization jobs whose figure is Slurm's step-accounting average (no GPU samples, no time "
+            "series: the rules cannot judge them).",
+            team,
+        ),
     }
     wasted = _gauge(
         "team_wasted_cost",

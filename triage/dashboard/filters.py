@@ -9,6 +9,7 @@ from django.db.models import Exists, OuterRef, Q
 from fleet.forms import RowIdField
 from fleet.models import Cluster, Job, Team
 from triage import feedback
+from triage.dashboard.queries import UTIL_SOURCE_CHOICES, UTIL_SOURCES
 from triage.models import Finding, JobTriage, TriageStatus, without_current_triage
 from triage.taxonomy import Category
 
@@ -80,6 +81,14 @@ class JobFilter(django_filters.FilterSet):
     no_util = django_filters.BooleanFilter(
         field_name="mean_gpu_util", lookup_expr="isnull", label="No utilization figure"
     )
+    # `?util_source=slurm_step_accounting`: the jobs whose figure is Slurm's step-accounting average
+    # (marked Slurm avg), which the overview and a team's page link to; `samples`: those from GPU samples.
+    util_source = django_filters.ChoiceFilter(
+        choices=UTIL_SOURCE_CHOICES,
+        method="with_util_source",
+        empty_label="Any util source",
+        widget=forms.Select(attrs={"aria-label": "Where the utilization figure came from"}),
+    )
     start_from = django_filters.DateFilter(field_name="start_time", lookup_expr="date__gte", label="Started from")
     start_to = django_filters.DateFilter(field_name="start_time", lookup_expr="date__lte", label="Started to")
     # The jobs an ingest run created or updated (a job remembers the run that last stored it); the
@@ -127,6 +136,9 @@ class JobFilter(django_filters.FilterSet):
     def with_answer(self, queryset, name, value):
         # What people answered on a job's causes says what the rules found: not for a blind rater.
         return feedback.answered(queryset, value, self.form.cleaned_data.get("category")).exclude(pk__in=self.blinded)
+
+    def with_util_source(self, queryset, name, value):
+        return queryset.filter(UTIL_SOURCES[value])
 
     def sorted(self, queryset, name, value):
         return queryset.order_by(SORTS[value][1], "pk")

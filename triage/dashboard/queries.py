@@ -40,6 +40,14 @@ COVERED_HOURS = F("gpu_hours") * Coalesce(F("coverage"), ZERO)
 # `Job.util_from_steps`); `util_source` is in the summary indexes, so counting them reads no row.
 SLURM_AVG = Q(util_source=Job.UtilSource.SLURM_STEPS, mean_gpu_util__isnull=False)
 
+# The jobs list's and the API's `?util_source=`: the jobs whose figure came from each source, by the
+# names the API's `mean_gpu_util_source` and the jobs CSV give it (a job without a figure is in neither).
+UTIL_SOURCES = {
+    "samples": Q(mean_gpu_util__isnull=False) & ~Q(util_source=Job.UtilSource.SLURM_STEPS),
+    "slurm_step_accounting": SLURM_AVG,
+}
+UTIL_SOURCE_CHOICES = [("samples", "GPU samples"), ("slurm_step_accounting", "Slurm avg (step accounting)")]
+
 
 def _spend(conversion: Conversion):
     """SQL: the sum of the rows' costs in the reporting currency (those without a rate left out)."""
@@ -68,6 +76,10 @@ class Totals:
     # Jobs whose mean GPU utilization is Slurm's step-accounting average (no GPU samples; `Job.util_from_steps`):
     # counted like the others, and the pages say how many of the figures are such averages.
     slurm_avg_jobs: int = 0
+    # Those of them at or below the low-utilization threshold: counted among the low-utilization jobs, but
+    # with no time series the rules cannot judge them (neither a cause nor unclassified); from
+    # `util_source`, not from the triage results, so a blind rater's count says nothing of the rules.
+    slurm_avg_low_jobs: int = 0
 
     @property
     def waste_share(self) -> float | None:
@@ -208,6 +220,7 @@ def totals(jobs, low_util_threshold: float, conversion: Conversion | None = None
         low=Count("pk", filter=Q(mean_gpu_util__lte=low_util_threshold)),
         no_util=Count("pk", filter=Q(mean_gpu_util=None)),
         slurm_avg=Count("pk", filter=SLURM_AVG),
+        slurm_avg_low=Count("pk", filter=SLURM_AVG & Q(mean_gpu_util__lte=low_util_threshold)),
     )
     return Totals(
         jobs=row["jobs"],
@@ -220,6 +233,7 @@ def totals(jobs, low_util_threshold: float, conversion: Conversion | None = None
         low_util_jobs=row["low"],
         no_util_jobs=row["no_util"],
         slurm_avg_jobs=row["slurm_avg"],
+        slurm_avg_low_jobs=row["slurm_avg_low"],
     )
 
 
@@ -305,6 +319,7 @@ def by_team(
             low_util_jobs=Count("pk", filter=Q(mean_gpu_util__lte=low_util_threshold)),
             no_util_jobs=Count("pk", filter=Q(mean_gpu_util=None)),
             slurm_avg_jobs=Count("pk", filter=SLURM_AVG),
+            slurm_avg_low_jobs=Count("pk", filter=SLURM_AVG & Q(mean_gpu_util__lte=low_util_threshold)),
         )
         # In the query, so the teams can be sorted by it; None without covered GPU time.
         .annotate(waste_share=F("unused") / NullIf(F("covered"), 0.0))
@@ -368,6 +383,7 @@ def totals_from_teams(rows: list[dict]) -> Totals:
         low_util_jobs=sum(r["low_util_jobs"] for r in rows),
         no_util_jobs=sum(r["no_util_jobs"] for r in rows),
         slurm_avg_jobs=sum(r["slurm_avg_jobs"] for r in rows),
+        slurm_avg_low_jobs=sum(r["slurm_avg_low_jobs"] for r in rows),
     )
 
 
@@ -641,6 +657,11 @@ class RunChange:
     gone: list  # causes found in the run before, not in this one
     new: list  # causes found in this run, not in the run before
     kept: list  # causes found in both
+    # False when only the utilization is compared: a run's figure is Slurm's step-accounting average,
+    # which has no time series for the rules to judge, so neither its causes nor their absence say anything.
+    causes_compared: bool = True
+    before_from_steps: bool = False  # a figure that is Slurm's step-accounting average (marked Slurm avg)
+    after_from_steps: bool = False
 
 
 def run_change(before, after) -> RunChange:
@@ -652,6 +673,28 @@ def run_change(before, after) -> RunChange:
         gone=[c for c in before_causes if c not in after_causes],
         new=[c for c in after_causes if c not in before_causes],
         kept=[c for c in after_causes if c in before_causes],
+        before_from_steps=before.util_from_steps,
+        after_from_steps=after.util_from_steps,
+    )
+
+
+def util_change(before, after) -> RunChange | None:
+    """The utilization alone of two runs one of which has Slurm's step-accounting average for a figure (the
+    rules cannot judge an average, so no causes are compared): as the digests' runs that got better list
+    them. None unless both have a figure and one is such an average."""
+    if before.mean_gpu_util is None or after.mean_gpu_util is None:
+        return None
+    if not (before.util_from_steps or after.util_from_steps):
+        return None
+    return RunChange(
+        util_before=before.mean_gpu_util,
+        util_after=after.mean_gpu_util,
+        gone=[],
+        new=[],
+        kept=[],
+        causes_compared=False,
+        before_from_steps=before.util_from_steps,
+        after_from_steps=after.util_from_steps,
     )
 
 

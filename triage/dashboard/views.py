@@ -25,6 +25,7 @@ from fleet.canonical import as_utc
 from fleet.costs import Conversion, jobs_priced_by, priced_in, unpriced_jobs
 from fleet.downloads import download_name, series_download
 from fleet.exports import stream_csv_rows
+from fleet.logcut import find_gap
 from fleet.models import Artifact, Cluster, ExchangeRate, GpuModelPrice, Job, Team
 from fleet.series import from_parquet_bytes
 from triage import feedback
@@ -440,6 +441,8 @@ def job_list(request):
     without_name.pop("name", None)
     without_no_util = query.copy()
     without_no_util.pop("no_util", None)
+    without_util_source = query.copy()
+    without_util_source.pop("util_source", None)
     return render(
         request,
         "dashboard/job_list.html",
@@ -451,6 +454,7 @@ def job_list(request):
             "without_run_query": without_run.urlencode(),
             "without_name_query": without_name.urlencode(),
             "without_no_util_query": without_no_util.urlencode(),
+            "without_util_source_query": without_util_source.urlencode(),
             # Each row's link carries this list (filters, order, page) to the job page, for its back link.
             "back_query": urlencode({"back": request.GET.urlencode()}) if request.GET else "",
             "low_threshold": low_util_threshold(),
@@ -586,6 +590,10 @@ def _runs_context(user, job: Job, blinded: set[int]) -> dict:
     previous, change = runs.previous, None
     if previous is not None and previous.triage_status in JUDGED_STATUSES and job.triage_status in JUDGED_STATUSES:
         change = queries.run_change(previous, job)
+    elif previous is not None and HIDDEN_STATUS not in (previous.triage_status, job.triage_status):
+        # A Slurm step-accounting average has no time series for the rules to judge, so no verdict: the
+        # utilization alone is compared, as the digests' runs that got better (which link here) compare it.
+        change = queries.util_change(previous, job)
     query = urlencode({"cluster": job.cluster.name, "user": job.user, "name": job.name})
     return {
         "runs": runs,
@@ -622,16 +630,17 @@ def job_file(request, pk: int, artifact: int):
         return _file_search(request, shown, query)
     line = _line_number(request.GET.get("line"))
     first = files.page_start(line or _line_number(request.GET.get("from")) or 1)
-    window = _file_window(shown, first)
+    gap = _log_gap(shown)
+    window = _file_window(shown, first, gap)
     if window is not None and not window.lines and window.total_lines:  # past the end: its last page
         first = files.page_start(window.total_lines)
-        window = _file_window(shown, first)
+        window = _file_window(shown, first, gap)
     pages = None
     if window is not None:
         last_page = files.page_start(max(window.total_lines, 1))
         pages = {
             "previous": first - files.PAGE_LINES if first > 1 else None,
-            "next": first + files.PAGE_LINES if first < last_page else None,
+            "next": (window.resume or first + files.PAGE_LINES) if first < last_page else None,
             "last": last_page if first < last_page else None,
         }
     return render(
@@ -644,8 +653,20 @@ def job_file(request, pk: int, artifact: int):
             "line": line,
             "pages": pages,
             "rows": _lines_with_events(shown, window),
+            "gap": gap,
         },
     )
+
+
+def _log_gap(artifact: Artifact):
+    """Where a log over the size limit had its middle left out (`fleet.logcut`), or None."""
+    if not artifact.truncated or artifact.kind != Artifact.Kind.LOG:
+        return None
+    try:
+        with default_storage.open(artifact.file.name, "rb") as handle:
+            return find_gap(iter(lambda: handle.read(READ_CHUNK), b""))
+    except OSError:
+        return None
 
 
 def _lines_with_events(artifact: Artifact, window: files.TextWindow | None) -> list[tuple[files.Line, list[dict]]]:
@@ -661,24 +682,26 @@ def _lines_with_events(artifact: Artifact, window: files.TextWindow | None) -> l
 
 def _file_search(request, artifact: Artifact, query: str):
     """The file page listing the lines that hold `query`, each a link to its place in the file."""
+    gap = _log_gap(artifact)
     try:
         with default_storage.open(artifact.file.name, "rb") as handle:
-            found = files.find_lines(iter(lambda: handle.read(READ_CHUNK), b""), query)
+            found = files.find_log_lines(iter(lambda: handle.read(READ_CHUNK), b""), query, gap)
     except OSError:
         found = None
     matches = [(line, files.marked(line.text, query)) for line in found.lines] if found else []
     return render(
         request,
         "dashboard/job_file.html",
-        {"job": artifact.job, "artifact": artifact, "query": query, "found": found, "matches": matches},
+        {"job": artifact.job, "artifact": artifact, "query": query, "found": found, "matches": matches, "gap": gap},
     )
 
 
-def _file_window(artifact: Artifact, first: int) -> files.TextWindow | None:
-    """The page of the file from line `first`, or None when the file is missing from storage."""
+def _file_window(artifact: Artifact, first: int, gap=None) -> files.TextWindow | None:
+    """The page of the file from line `first` (numbered as the log was, across a `gap`), or None when the file
+    is missing from storage."""
     try:
         with default_storage.open(artifact.file.name, "rb") as handle:
-            return files.read_window(iter(lambda: handle.read(READ_CHUNK), b""), first)
+            return files.read_log_window(iter(lambda: handle.read(READ_CHUNK), b""), first, gap)
     except OSError:
         return None
 
