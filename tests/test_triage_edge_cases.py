@@ -870,6 +870,14 @@ MM_AMP = MM_CONFIG.replace("'OptimWrapper'", "'AmpOptimWrapper'")
         ([("ds.json", DS_AUTO), ("train.py", ACC_SCRIPT)], ACC_DS_LAUNCH.format(""), None,
          "`fp16.enabled: auto` in ds.json takes Accelerate's mixed_precision, which nothing the job brought sets "
          "(`accelerate launch --mixed_precision`, Accelerate's config file or `Accelerator(mixed_precision=...)`)"),
+        # ... handed on the launch line (`accelerate launch --deepspeed_config_file`): the file was not brought, so
+        # precision cannot be told (it blamed Accelerate's config file); brought, it settles it (it was unknown)
+        ([("train.py", ACC_SCRIPT)], ACC_DS_LAUNCH.replace("ds.json", "configs/ds_zero3.json").format(""), None,
+         "its command names configs/ds_zero3.json, which the job did not bring"),
+        ([("train.py", ACC_SCRIPT), ("ds.json", '{"zero_optimization": {"stage": 3}}')], ACC_DS_LAUNCH.format(""),
+         "fp32", None),
+        ([("train.py", ACC_SCRIPT), ("configs/ds.json", DS_BF16)],
+         "accelerate launch --deepspeed_config_file=configs/ds.json train.py", "mixed", None),
         # an mmengine config in Python: fp32 OptimWrapper, AmpOptimWrapper, a _base_ brought or not
         ([("tools/train.py", MM_TRAIN), ("configs/rtm.py", MM_CONFIG)], "python tools/train.py configs/rtm.py",
          "fp32", None),

@@ -840,6 +840,8 @@ _CONFIG_FLAGS = {
     "--deepspeed": "deepspeed",  # HF Trainer's --deepspeed ds_config.json
     "--deepspeed_config": "deepspeed",
     "--deepspeed-config": "deepspeed",
+    "--deepspeed_config_file": "deepspeed",  # accelerate launch --use_deepspeed --deepspeed_config_file ds.json
+    "--deepspeed-config-file": "deepspeed",
     "--config_file": "any",  # accelerate launch --config_file, detectron2 (older) --config-file
     "--config-file": "any",
     "--config": "any",
@@ -851,8 +853,8 @@ _CONFIG_FLAGS = {
 
 def _launch_settings(argv: list[str]) -> list[tuple[str, dict]]:
     """What a launch line says of precision beyond its flags: config files it names (`--deepspeed ds.json`,
-    `--config_file accelerate.yaml`, `--config-file configs/x.yaml`, Hydra's `--config-name`) and Hydra
-    overrides (`trainer.precision=bf16-mixed`, `+amp=true`). (kind, detail) pairs."""
+    Accelerate's `--deepspeed_config_file ds.json`, `--config_file accelerate.yaml`, `--config-file configs/x.yaml`,
+    Hydra's `--config-name`) and Hydra overrides (`trainer.precision=bf16-mixed`, `+amp=true`). (kind, detail) pairs."""
     found = []
     for index, word in enumerate(argv):
         flag, eq, value = word.partition("=")

@@ -207,7 +207,14 @@ def _precision(ev: Evidence) -> tuple[str | None, list, str | None]:
     # by one set to `no`, or by an Accelerate config the job brought that sets none (its default, `no`).
     accelerate_no = [f for f in full if f.detail.get("accelerate")]
     accelerate = _under_accelerate(ev)
-    handing = [f for f in ev.scripts.of("config_reference") if f.detail.get("flag") == "deepspeed_config_file"]
+    # Accelerate handing DeepSpeed its own file, in its config (`deepspeed_config_file:`) or on its launch line
+    # (`--deepspeed_config_file ds.json`): Accelerate's own mixed_precision is ignored then, the file's is the job's.
+    handing = [
+        f
+        for f in ev.scripts.of("config_reference")
+        if f.detail.get("flag", "").lstrip("-").replace("-", "_") == "deepspeed_config_file"
+    ]
+    handed = any(f.detail["name"].rsplit("/", 1)[-1] in brought for f in handing)
     settled_by = accelerate_no[:1] or handing[:1]
     settled = bool(accelerate_no) or "accelerate" in configs
     auto: list = []
@@ -221,8 +228,8 @@ def _precision(ev: Evidence) -> tuple[str | None, list, str | None]:
                               "nothing the job brought sets (`accelerate launch --mixed_precision`, Accelerate's "
                               "config file or `Accelerator(mixed_precision=...)`)"))  # fmt: skip
             continue
-        if needs == "accelerate" and accelerate_no:
-            continue  # `Accelerator()` under `accelerate launch --mixed_precision no`
+        if needs == "accelerate" and (accelerate_no or handed):
+            continue  # `Accelerator()` under `accelerate launch --mixed_precision no`, or with DeepSpeed's file brought
         if source == "flags" and launched:
             continue  # the job's launch lines were seen, and none sets --bf16/--fp16
         if source == "config" and (
