@@ -39,6 +39,24 @@ def gap_threshold_s(period_s: float) -> float:
 
 DEFAULT_IDLE_THRESHOLD = 5.0
 MAX_DEVICES_PER_HOST = 2**15  # GPU indexes are Int16
+# A job on two or more MIG instances of one GPU has a device for each: its `gpu` is
+# MIG_DEVICE_BASE + 16 x the GPU's index + the instance id (GPU_I_ID, 0-14), `device_name` reads it back.
+# A job on one instance of a GPU keeps the GPU's own index.
+MIG_DEVICE_BASE = 4096
+
+
+def mig_device(gpu: int, instance: int) -> int:
+    """The `gpu` value of MIG instance `instance` of GPU `gpu`, for a job on several instances of it."""
+    return MIG_DEVICE_BASE + gpu * 16 + instance
+
+
+def device_name(gpu) -> str:
+    """A `gpu` value as a person reads it: "GPU 3", or "GPU 0 MIG instance 7"."""
+    gpu = int(gpu)
+    if gpu >= MIG_DEVICE_BASE:
+        parent, instance = divmod(gpu - MIG_DEVICE_BASE, 16)
+        return f"GPU {parent} MIG instance {instance}"
+    return f"GPU {gpu}"
 
 
 def empty_frame(metrics: tuple[str, ...] = ("gpu_util",)) -> pd.DataFrame:

@@ -199,12 +199,14 @@ def frame_from_results(
         if not keep.any():
             continue
         gpu = item.labels.get("gpu", "")
+        instance = item.labels.get("GPU_I_ID", "")
         parts.append(
             pd.DataFrame(
                 {
                     "timestamp": item.timestamps[keep],
                     "host": host_of(item.labels),
                     "gpu": int(gpu) if gpu.isdigit() else -1,
+                    "instance": int(instance) if instance.isdigit() and gpu.isdigit() else -1,
                     "metric": column,
                     "value": item.values[keep],
                 }
@@ -213,6 +215,18 @@ def frame_from_results(
     if not parts:
         return None
     long = pd.concat(parts, ignore_index=True)
+    # Two MIG instances of one GPU in the job are two devices (two slices, two readings), not one GPU
+    # whose readings collide; a job on one instance of a GPU keeps the GPU's index.
+    mig = long[long["instance"] >= 0]
+    if not mig.empty:
+        instances = mig.groupby(["host", "gpu"])["instance"].nunique()
+        several = set(instances[instances > 1].index)
+        split = (long["instance"] >= 0) & pd.Series(
+            [key in several for key in zip(long["host"], long["gpu"], strict=True)], index=long.index
+        )
+        if split.any():
+            long.loc[split, "gpu"] = series_lib.mig_device(long.loc[split, "gpu"], long.loc[split, "instance"])
+    long = long.drop(columns="instance")
     long["timestamp"] = (long["timestamp"] * 1000).round().astype("int64")
     long = long.drop_duplicates(subset=["timestamp", "host", "gpu", "metric"], keep="first")
     wide = long.pivot(index=["timestamp", "host", "gpu"], columns="metric", values="value").reset_index()

@@ -15,7 +15,7 @@ import numpy as np
 import pandas as pd
 from tsdownsample import MinMaxLTTBDownsampler
 
-from fleet.series import MIN_GAP_S, gap_threshold_s
+from fleet.series import MIN_GAP_S, device_name, gap_threshold_s
 
 POINTS_PER_TRACE = 1000
 # Above this many devices a panel draws their mean and their lowest-to-highest band instead of a line
@@ -160,7 +160,7 @@ def _gap_ms(device_times: list[np.ndarray]) -> float:
 
 
 def _device_label(host: str, gpu) -> str:
-    return f"{host} GPU {int(gpu)}" if pd.notna(gpu) else host
+    return f"{host} {device_name(gpu)}" if pd.notna(gpu) else host
 
 
 def build_timeline(
