@@ -224,6 +224,11 @@ class JobRecord:
     # step accounting (`gres/gpuutil`, `fleet.connectors.slurm.steps_gpu_util`). Used only when the
     # job has no GPU samples; None when the source gives none (or none that can be read honestly).
     summary_gpu_util: float | None = None
+    # The share of one physical GPU each of the job's `gpu_count` devices is: 1 for whole GPUs, 1/7 for
+    # a MIG 1g.10gb slice of an H100, 1/replicas for a time-sliced replica. GPU-hours, cost and waste
+    # count gpu_count x gpu_share; `gpu_unit` says what a device is ("MIG 1g.10gb slice"; "" = a GPU).
+    gpu_share: float = 1.0
+    gpu_unit: str = ""
 
     def unstorable(self) -> tuple[str, str] | None:
         """(field, message) for the first value the database cannot keep — a NUL character anywhere
@@ -235,7 +240,7 @@ class JobRecord:
             value = getattr(self, name)
             if value is not None and value > MAX_COUNT:
                 return name, f"{value} is more than any job has (at most {MAX_COUNT:,})"
-        gpu_hours = (self.end_time - self.start_time).total_seconds() / 3600 * self.gpu_count
+        gpu_hours = (self.end_time - self.start_time).total_seconds() / 3600 * self.gpu_count * self.gpu_share
         if gpu_hours > MAX_GPU_HOURS:
             return "end_time", (
                 f"{self.gpu_count} GPUs from {self.start_time:%Y-%m-%d} to {self.end_time:%Y-%m-%d} are "

@@ -646,6 +646,8 @@ def fingerprint(record: JobRecord, series_digest: bytes | None, artifacts: list[
     values = {f.name: getattr(record, f.name) for f in fields(record) if f.name != "raw"}
     if values["summary_gpu_util"] is None:  # as before the field existed: unchanged jobs stay unchanged
         del values["summary_gpu_util"]
+    if values["gpu_share"] == 1.0 and not values["gpu_unit"]:  # whole GPUs, as before these fields existed
+        del values["gpu_share"], values["gpu_unit"]
     digest.update(json.dumps(values, sort_keys=True, default=str).encode())
     digest.update(series_digest or b"")
     for artifact in sorted(artifacts, key=lambda a: (a.kind, a.path)):
@@ -839,6 +841,8 @@ def _apply_record(job: Job, record: JobRecord, team: Team, fp: str, run) -> None
     job.start_time = record.start_time
     job.end_time = record.end_time
     job.gpu_count = record.gpu_count
+    job.gpu_share = record.gpu_share
+    job.gpu_unit = _fitted("gpu_unit", record.gpu_unit)
     job.gpu_model = _fitted("gpu_model", record.gpu_model)
     job.node_count = record.node_count or 1
     job.cpu_count = record.cpu_count
@@ -868,6 +872,10 @@ def _fitted_path(path: str) -> str:
     return f"{path[: limit - 17]}…{digest[:16]}"
 
 
+def _shared(gpu_hours: float | None, share: float) -> float | None:
+    return gpu_hours * share if gpu_hours is not None and share != 1.0 else gpu_hours
+
+
 def summary_of(series: series_lib.SeriesSlice, start, end, gpu_count: int):
     """The job's summary figures from its series, with the configured idle threshold."""
     return series.summarize(start=start, end=end, gpu_count=gpu_count, idle_threshold=settings.IDLE_UTIL_THRESHOLD)
@@ -878,7 +886,10 @@ def _apply_summary(
 ) -> None:
     """The job's summary figures: from its series; for a job with no GPU utilization sample, from the
     source's own average (`summary_util`, Slurm's step accounting) when it has one."""
-    job.gpu_hours = series_lib.gpu_hours(job.start_time, job.end_time, job.gpu_count)
+    # A MIG slice or a shared GPU's replica is its share of a GPU: GPU-hours, cost and the unused and
+    # idle GPU-hours (read per device from the series, as if each were a whole GPU) count that share.
+    share = job.gpu_share if job.gpu_share is not None else 1.0
+    job.gpu_hours = series_lib.gpu_hours(job.start_time, job.end_time, job.gpu_count) * share
     job.util_source = Job.UtilSource.SAMPLES
     if summary_util is not None and (summary is None or summary.mean_gpu_util is None):
         # An average of the whole run: the unused GPU-hours follow from it (time no step covered was
@@ -894,8 +905,8 @@ def _apply_summary(
     elif summary is not None:
         job.mean_gpu_util = summary.mean_gpu_util
         job.peak_gpu_mem_util = summary.peak_gpu_mem_util
-        job.unused_gpu_hours = summary.unused_gpu_hours
-        job.idle_gpu_hours = summary.idle_gpu_hours
+        job.unused_gpu_hours = _shared(summary.unused_gpu_hours, share)
+        job.idle_gpu_hours = _shared(summary.idle_gpu_hours, share)
         job.coverage = summary.coverage
         job.sample_count = summary.sample_count
         job.sampling_period_s = summary.sampling_period_s

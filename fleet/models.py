@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from decimal import Decimal
+from fractions import Fraction
 
 from django.conf import settings
 from django.core.exceptions import ValidationError
@@ -337,6 +338,11 @@ class Job(models.Model):
     end_time = models.DateTimeField()
     gpu_count = models.PositiveIntegerField()
     gpu_model = models.CharField(max_length=100, blank=True)
+    # The share of one physical GPU each device is (1 whole; 1/7 a MIG 1g.10gb slice of an H100; 1/replicas
+    # a time-sliced replica) and what a device is called ("" a GPU, "MIG 1g.10gb slice"): gpu_hours,
+    # cost and waste count gpu_count x gpu_share.
+    gpu_share = models.FloatField(default=1.0)
+    gpu_unit = models.CharField(max_length=100, blank=True)
     node_count = models.PositiveIntegerField(default=1)
     cpu_count = models.PositiveIntegerField(null=True, blank=True)
     command = models.TextField(blank=True)
@@ -344,7 +350,7 @@ class Job(models.Model):
     raw = models.JSONField(default=dict, blank=True, help_text="The source record as received.")
 
     # Summary columns, computed at ingest (fleet.series.summarize).
-    gpu_hours = models.FloatField(default=0.0, help_text="gpu_count x wall-clock hours")
+    gpu_hours = models.FloatField(default=0.0, help_text="gpu_count x gpu_share x wall-clock hours")
     mean_gpu_util = models.FloatField(
         null=True, blank=True, db_index=True, help_text="%, time-weighted over covered time"
     )
@@ -420,6 +426,23 @@ class Job(models.Model):
         if self.mean_gpu_util is None:
             return None
         return "slurm_step_accounting" if self.util_from_steps else "samples"
+
+    @property
+    def gpus_text(self) -> str:
+        """The job's GPU devices as a person counts them: "4 GPUs", "1 MIG 1g.10gb slice"."""
+        unit = self.gpu_unit or "GPU"
+        if self.gpu_count == 1:
+            return f"1 {unit}"
+        head, paren, tail = unit.partition(" (")
+        return f"{self.gpu_count} {head}s{' (' + tail if paren else ''}"
+
+    @property
+    def gpu_share_text(self) -> str:
+        """What share of a GPU each device is priced as ("1/7 of a GPU each"), "" for whole GPUs."""
+        if self.gpu_share is None or self.gpu_share == 1.0:
+            return ""
+        share = Fraction(self.gpu_share).limit_denominator(1024)
+        return f"{share.numerator}/{share.denominator} of a GPU{' each' if self.gpu_count != 1 else ''}"
 
     @property
     def waste_share(self) -> float | None:

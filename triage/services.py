@@ -50,6 +50,7 @@ def job_info(job: Job) -> JobInfo:
         peak_gpu_mem_util=job.peak_gpu_mem_util,
         unused_gpu_hours=job.unused_gpu_hours,
         gpu_hours=job.gpu_hours,
+        gpu_share=job.gpu_share,
     )
 
 

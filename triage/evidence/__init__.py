@@ -62,6 +62,8 @@ class JobInfo:
     peak_gpu_mem_util: float | None = None
     unused_gpu_hours: float | None = None
     gpu_hours: float = 0.0
+    # The share of a physical GPU each device is (a MIG slice, a time-sliced replica): GPU-hours count it.
+    gpu_share: float = 1.0
 
     @property
     def start_s(self) -> float:
@@ -115,10 +117,10 @@ class Evidence:
     def unused(self, start: float, end: float) -> float:
         if self.timeline is None:
             return 0.0
-        return unused_gpu_hours(self.timeline, start, end, self.job.gpu_count)
+        return unused_gpu_hours(self.timeline, start, end, self.job.gpu_count) * self.job.gpu_share
 
     def allocated_hours(self, start: float, end: float) -> float:
-        return max(0.0, end - start) / 3600.0 * self.job.gpu_count
+        return max(0.0, end - start) / 3600.0 * self.job.gpu_count * self.job.gpu_share
 
     def summary(self) -> dict:
         """The evidence a person can check, as JSON (stored with the job's triage result)."""

@@ -86,7 +86,7 @@ def gpu_oversubscription(ev: Evidence, th: dict) -> list[Finding]:
     if fixed:
         confidence = 0.95
     training_hours = p.training.seconds / 3600.0
-    hours = sum((1.0 - means[i] / 100.0) * training_hours for i in unused)
+    hours = sum((1.0 - means[i] / 100.0) * training_hours for i in unused) * ev.job.gpu_share
     names = ", ".join(
         f"{host + ':' if host else ''}{device_name(gpu)}" for host, gpu in (devices[i] for i in unused[:8])
     )
