@@ -822,6 +822,7 @@ optim_wrapper = dict(
     optimizer=dict(type='AdamW', lr=0.001))
 """
 MM_AMP = MM_CONFIG.replace("'OptimWrapper'", "'AmpOptimWrapper'")
+MM_APEX = "optim_wrapper = dict(type='ApexOptimWrapper'{}, optimizer=dict(type='SGD', lr=0.02))\n"
 
 
 @pytest.mark.parametrize(
@@ -892,6 +893,17 @@ MM_AMP = MM_CONFIG.replace("'OptimWrapper'", "'AmpOptimWrapper'")
          "python tools/train.py configs/rtm_ft.py", "mixed", None),
         ([("tools/train.py", MM_TRAIN), ("configs/rtm_ft32.py", MM_BACK), ("configs/_base_/rtm.py", MM_AMP)],
          "python tools/train.py configs/rtm_ft32.py", "fp32", None),
+        # mmengine's ApexOptimWrapper is AMP through NVIDIA Apex: O1 (its default) and O2 mixed, O3 pure fp16, O0 fp32
+        # (it was read as no wrapper type at all: fp32 in a config without _base_, unknown with one not brought)
+        ([("tools/train.py", MM_TRAIN), ("configs/rtm.py", MM_APEX.format(""))],
+         "python tools/train.py configs/rtm.py", "mixed", None),
+        ([("tools/train.py", MM_TRAIN), ("configs/rtm.py", MM_APEX.format(", opt_level='O2'"))],
+         "python tools/train.py configs/rtm.py", "mixed", None),
+        ([("tools/train.py", MM_TRAIN), ("configs/rtm.py", "_base_ = './_base_/rtm.py'\n" + MM_APEX.format(
+          ", opt_level='O3'"))], "python tools/train.py configs/rtm.py", "mixed", None),
+        ([("tools/train.py", MM_TRAIN), ("configs/rtm_ft.py", MM_CHILD.splitlines()[0] + "\n" + MM_APEX.format(
+          ", opt_level='O0'")),
+          ("configs/_base_/rtm.py", MM_AMP)], "python tools/train.py configs/rtm_ft.py", "fp32", None),
     ],
 )  # fmt: skip
 def test_memory_bound_precision_from_configs_and_flags(scripts, command, precision, unknown):

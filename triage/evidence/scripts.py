@@ -292,7 +292,8 @@ class _PythonFacts(ast.NodeVisitor):
     def _mmengine_config(self, tree: ast.Module) -> None:
         """An mmengine config written in Python (MMDetection 3 and its kin: module-level `_base_ = [...]`,
         `optim_wrapper = dict(type=...)`) is a config file like a YAML one: its `type='OptimWrapper'` is fp32
-        (`AmpOptimWrapper` is read as mixed precision by `visit_Assign`), and one that sets no wrapper type takes it
+        (`AmpOptimWrapper` and `ApexOptimWrapper` at opt_level O1-O3 are read as mixed precision by `visit_Assign`;
+        `ApexOptimWrapper` at O0 is fp32), and one that sets no wrapper type takes it
         from its `_base_` files, each a config reference that settles precision only if the job brought it."""
         assigned = {
             target.id: node
@@ -326,6 +327,11 @@ class _PythonFacts(ast.NodeVisitor):
                     {"setting": "optim_wrapper.type", "switch": "type='OptimWrapper'"},
                 )
             )
+        elif kind == "ApexOptimWrapper" and _apex_level(wrapper.value, self.resolve) == "O0":
+            shown = "optim_wrapper = dict(type='ApexOptimWrapper', opt_level='O0', ...)"
+            switch = "type='ApexOptimWrapper', opt_level='O0'"
+            detail = {"setting": "optim_wrapper.type", "switch": switch}
+            self.ev.facts.append(CodeFact("full_precision", self.path, wrapper.lineno, shown, detail))
         elif kind is None:
             for base in bases:
                 self.add("config_reference", assigned["_base_"], name=base, flag="_base_")
@@ -442,6 +448,9 @@ class _PythonFacts(ast.NodeVisitor):
             kind = next((self.resolve(kw.value) for kw in node.value.keywords if kw.arg == "type"), None)
             if kind == "AmpOptimWrapper":
                 self.add("mixed_precision", node, call="AmpOptimWrapper", dtype=None)
+            elif kind == "ApexOptimWrapper" and _apex_level(node.value, self.resolve) in ("O1", "O2", "O3"):
+                # NVIDIA Apex's AMP (fp16 only): O1 and O2 are mixed, O3 pure fp16; O0 is fp32 (`_mmengine_config`)
+                self.add("mixed_precision", node, call="ApexOptimWrapper", dtype="fp16")
         for target in node.targets:
             if (
                 isinstance(target, ast.Subscript)
@@ -709,6 +718,13 @@ def precision_value(key: str, value: object) -> tuple[str, str | None] | None:
         if text in _LIGHTNING_FULL:
             return "full", None
     return None
+
+
+def _apex_level(call: ast.Call, resolve) -> str | None:
+    """The opt_level of mmengine's `dict(type='ApexOptimWrapper', opt_level=...)`: its default, O1, when not given;
+    None when it cannot be resolved."""
+    value = next((resolve(kw.value) for kw in call.keywords if kw.arg == "opt_level"), "O1")
+    return value.upper() if isinstance(value, str) else None
 
 
 def _accelerate_off(value: object) -> bool:

@@ -250,11 +250,11 @@ def _precision(ev: Evidence) -> tuple[str | None, list, str | None]:
 
 
 def _mmengine_overridden(ev: Evidence, found: list) -> list:
-    """`found` less the `AmpOptimWrapper` of mmengine configs whose wrapper type no config the job runs with takes:
-    a config that is no other's `_base_` is what is run, and its own `optim_wrapper` type wins over its bases' (a
-    fine-tuning config switching back to `OptimWrapper` is fp32 whatever its base said)."""
+    """`found` less the `AmpOptimWrapper` (or `ApexOptimWrapper`) of mmengine configs whose wrapper type no config
+    the job runs with takes: a config that is no other's `_base_` is what is run, and its own `optim_wrapper` type
+    wins over its bases' (a fine-tuning config switching back to `OptimWrapper` is fp32 whatever its base said)."""
     configs = {f.path: f.detail for f in ev.scripts.of("config_file") if f.detail.get("tool") == "mmengine"}
-    if not any(f.detail.get("call") == "AmpOptimWrapper" and f.path in configs for f in found):
+    if not any(f.detail.get("call") in _MIXED_WRAPPERS and f.path in configs for f in found):
         return found
     names: dict[str, list[str]] = {}
     for path in configs:
@@ -282,7 +282,10 @@ def _mmengine_overridden(ev: Evidence, found: list) -> list:
     run = {deciding(path) for path in configs if path not in inherited}
     if not run:  # no config outside a loop of `_base_`s: which one runs cannot be told
         return found
-    return [f for f in found if f.detail.get("call") != "AmpOptimWrapper" or f.path not in configs or f.path in run]
+    return [f for f in found if f.detail.get("call") not in _MIXED_WRAPPERS or f.path not in configs or f.path in run]
+
+
+_MIXED_WRAPPERS = ("AmpOptimWrapper", "ApexOptimWrapper")  # mmengine's optim wrappers in mixed precision
 
 
 def _under_accelerate(ev: Evidence) -> bool:
