@@ -12,10 +12,11 @@ from __future__ import annotations
 
 import math
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime, timedelta
 
 from fleet.canonical import without_nul
+from fleet.logcut import MARKER_START, find_gap
 
 INSTALL = "install"
 DOWNLOAD = "download"
@@ -196,8 +197,14 @@ _PROBES_OF = {word: tuple(i for i, (_, words, _) in enumerate(_PROBES) if word i
 
 
 def extract_log_events(text: str, started: datetime | None = None) -> list[LogEventRecord]:
-    """The events of a log; `started` (the job's start, aware) dates year-less lines (glog, detectron2, mmengine)."""
-    return _scan(text, None, started)
+    """The events of a log; `started` (the job's start, aware) dates year-less lines (glog, detectron2, mmengine).
+
+    A log kept as its head and tail (`fleet.logcut`) is numbered as the log was: a line after the marker by
+    the line it was, and the marker itself is no event."""
+    events = _scan(text, None, started)
+    if MARKER_START in text and (gap := find_gap([text.encode("utf-8", errors="surrogateescape")])) is not None:
+        events = [replace(e, line_no=n) for e in events if (n := gap.number(e.line_no)) is not None]
+    return events
 
 
 def scan_log(text: str, started: datetime | None = None) -> tuple[list[LogEventRecord], list[datetime | None]]:

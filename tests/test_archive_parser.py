@@ -868,12 +868,23 @@ def test_artifacts(tmp_path):
 
 
 def test_large_artifacts_are_truncated_and_noted(tmp_path):
-    parsed = parse_files(tmp_path, base_files(**{"logs/j1/stdout.log": "x" * 5000}), artifact_max_bytes=2048)
+    """A log keeps its first and last halves of the limit (its end says why the job ended), a marker line
+    between; a script or a trace keeps its beginning."""
+    files = base_files(**{"logs/j1/stdout.log": "x" * 5000 + "y" * 5000, "scripts/j1/train.py": "#" * 5000})
+    parsed = parse_files(tmp_path, files, artifact_max_bytes=2048)
     log = next(a for a in parsed.artifacts["j1"] if a.kind == "log")
     assert log.truncated
-    assert log.content == b"x" * 2048
+    assert log.content.startswith(b"x" * 1024 + b"\n[\xe2\x80\xa6 Fleet Triage left out ")
+    assert log.content.endswith(b"\n" + b"y" * 1024)
+    script = next(a for a in parsed.artifacts["j1"] if a.kind == "script")
+    assert script.truncated and script.content == b"#" * 2048
     assert [(e.file, e.job_id, e.message) for e in parsed.errors] == [
-        ("logs/j1/stdout.log", "j1", "larger than 2 KiB; only the first 2 KiB were kept")
+        (
+            "logs/j1/stdout.log",
+            "j1",
+            "larger than 2 KiB (9.8 KiB); its first and last 1.0 KiB were kept, a marked line in place of the middle",
+        ),
+        ("scripts/j1/train.py", "j1", "larger than 2 KiB; only the first 2 KiB were kept"),
     ]
 
 

@@ -59,6 +59,7 @@ from fleet.canonical import (
 )
 from fleet.connectors.native import NativeFiles  # native sacct/kubectl/Prometheus files (issue 6)
 from fleet.exports import unguarded_column
+from fleet.logcut import HeadTail, format_bytes
 
 __all__ = [
     "ArchiveError",
@@ -979,18 +980,28 @@ class _ArchiveParser:
                 continue
             if job_id not in accepted:
                 continue
-            content = self.reader.read(name, max_bytes=self.artifact_max_bytes + 1)
-            truncated = len(content) > self.artifact_max_bytes
-            if truncated:
-                content = content[: self.artifact_max_bytes]
-                self.note(
-                    RecordError(
-                        name,
-                        f"larger than {_format_bytes(self.artifact_max_bytes)}; only the first "
-                        f"{_format_bytes(self.artifact_max_bytes)} were kept",
-                        job_id=job_id,
+            limit = _format_bytes(self.artifact_max_bytes)
+            if kind == "log":  # its end says why the job ended: the head and the tail, the middle counted
+                with self.reader.open(name) as stream:
+                    kept = HeadTail(self.artifact_max_bytes).feed_all(iter(lambda: stream.read(1 << 20), b""))
+                content, truncated = kept.content(), kept.truncated
+                if truncated:
+                    half = format_bytes(kept.head_limit)
+                    self.note(
+                        RecordError(
+                            name,
+                            f"larger than {limit} ({format_bytes(kept.total_bytes)}); its first and last {half} "
+                            "were kept, a marked line in place of the middle",
+                            job_id=job_id,
+                        )
                     )
-                )
+            else:
+                content = self.reader.read(name, max_bytes=self.artifact_max_bytes + 1)
+                truncated = len(content) > self.artifact_max_bytes
+                if truncated:
+                    content = content[: self.artifact_max_bytes]
+                    message = f"larger than {limit}; only the first {limit} were kept"
+                    self.note(RecordError(name, message, job_id=job_id))
             offset = spill.seek(0, os.SEEK_END)
             spill.write(content)
             self._artifacts.setdefault(job_id, []).append((kind, path, offset, len(content), truncated))

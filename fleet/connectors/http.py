@@ -46,6 +46,7 @@ from urllib3.util.retry import Retry
 
 from fleet.canonical import loads_json
 from fleet.connectors.base import BadData, ConnectorSettings, TransientError
+from fleet.logcut import HeadTail
 
 logger = logging.getLogger(__name__)
 
@@ -290,6 +291,12 @@ class HttpClient:
     def get_bytes(self, path: str, params: dict | None = None, *, max_bytes: int | None = None) -> bytes:
         return self._request("GET", path, params=params, parse=lambda body: body, max_bytes=max_bytes)
 
+    def get_head_tail(self, path: str, params: dict | None = None, *, max_bytes: int) -> tuple[bytes, bool]:
+        """A log, or its first and last halves of `max_bytes` with a marker line between (`fleet.logcut`), and
+        whether anything was left out. The whole answer is read as it streams, the middle only counted: a
+        log's end says why the job ended, its beginning how it started."""
+        return self._request("GET", path, params=params, parse=None, keep=lambda: HeadTail(max_bytes))
+
     def get_signed_bytes(self, url: str, *, max_bytes: int) -> bytes:
         """The first `max_bytes` (+ nothing more) of a file at an absolute address the platform gave
         out, such as a pre-signed storage URL: fetched without the connector's auth or headers, so
@@ -305,7 +312,9 @@ class HttpClient:
                 raise
             raise type(exc)(str(exc).replace(query, "(signature removed)")) from None
 
-    def _request(self, method: str, path: str, *, parse, max_bytes: int | None = None, session=None, **kwargs):
+    def _request(
+        self, method: str, path: str, *, parse, max_bytes: int | None = None, session=None, keep=None, **kwargs
+    ):
         url = self.url(path)
         own = session is None
         session = session or self.session
@@ -340,6 +349,9 @@ class HttpClient:
                     logger.warning("%s %s: HTTP %s: %s", method, answered, response.status_code, detail)
                     raise HttpStatusError(response.status_code, answered, detail)
                 try:
+                    if keep is not None:  # a fresh keeper each try: a broken read starts over
+                        kept = _stream_into(response, keep())
+                        return kept.content(), kept.truncated
                     body = _read_body(response, max_bytes or self.max_response_bytes, truncate=max_bytes is not None)
                     return parse(body)
                 except _BodyError as exc:
@@ -383,6 +395,20 @@ def _read_body(response: requests.Response, limit: int, *, truncate: bool) -> by
     if expected and expected.isdigit() and int(expected) > len(body) and "Content-Encoding" not in response.headers:
         raise _BodyError(f"the response was cut short ({len(body)} of {expected} bytes)")
     return body
+
+
+def _stream_into(response: requests.Response, kept: HeadTail) -> HeadTail:
+    """The whole body fed to `kept` as it arrives, however long (only about its limit is held)."""
+    try:
+        for chunk in response.iter_content(chunk_size=65536):
+            kept.feed(chunk)
+    except requests.exceptions.RequestException as exc:
+        raise _BodyError(f"the connection broke while reading the response ({_reason(exc)})") from exc
+    expected = response.headers.get("Content-Length")
+    encoded = "Content-Encoding" in response.headers
+    if expected and expected.isdigit() and int(expected) > kept.total_bytes and not encoded:
+        raise _BodyError(f"the response was cut short ({kept.total_bytes} of {expected} bytes)")
+    return kept
 
 
 def _parse_json(body: bytes) -> Any:

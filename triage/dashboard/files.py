@@ -14,6 +14,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
 from fleet.canonical import without_nul
+from fleet.logcut import Gap
 from fleet.logevents import terminal_line
 
 PAGE_LINES = 1000  # lines a page shows
@@ -25,6 +26,7 @@ class Line:
     number: int
     text: str
     more_bytes: int = 0  # bytes of the line past what is shown
+    gap: bool = False  # the marker where a log over the size limit had its middle left out (`fleet.logcut`)
 
 
 @dataclass
@@ -33,9 +35,11 @@ class TextWindow:
     lines: list[Line] = field(default_factory=list)
     total_lines: int = 0
 
+    resume: int | None = None  # after a gap on this page: the page that goes on from the line after it
+
     @property
     def last(self) -> int:
-        return self.lines[-1].number if self.lines else self.first - 1
+        return max((line.number for line in self.lines), default=self.first - 1)
 
 
 def page_start(line: int, page_lines: int = PAGE_LINES) -> int:
@@ -54,6 +58,44 @@ def read_window(
 
     window.total_lines = _each_line(chunks, first, first + count, take, max_chars * 4)
     return window
+
+
+def read_log_window(chunks: Iterable[bytes], first: int, gap: Gap | None, count: int = PAGE_LINES) -> TextWindow:
+    """`read_window` for a log whose middle may have been left out: lines `first` to `first + count - 1` by
+    the log's own numbers (as its events and findings name them), the marker line standing for those left
+    out, and how many lines the log had."""
+    if gap is None:
+        return read_window(chunks, first, count)
+    start, stop = gap.physical(first), gap.physical(first + count - 1)
+    window = read_window(chunks, start, stop - start + 1)
+    window.first = first
+    for line in window.lines:
+        _renumber(line, gap)
+    if window.total_lines > gap.marker_line:
+        window.total_lines = gap.number(window.total_lines) or window.total_lines
+    if window.lines and window.lines[-1].gap:  # the page ends at the gap: the next one starts after it
+        window.resume = page_start(gap.resume_line)
+    return window
+
+
+def _renumber(line: Line, gap: Gap) -> None:
+    number = gap.number(line.number)
+    if number is None:
+        line.gap, line.number = True, gap.resume_line - 1
+    else:
+        line.number = number
+
+
+def find_log_lines(chunks: Iterable[bytes], query: str, gap: Gap | None) -> Matches:
+    """`find_lines`, numbered by the log's own line numbers; the marker line is no match."""
+    found = find_lines(chunks, query)
+    if gap is not None:
+        for line in found.lines:
+            _renumber(line, gap)
+        kept = [line for line in found.lines if not line.gap]
+        found.total -= len(found.lines) - len(kept)
+        found.lines = kept
+    return found
 
 
 @dataclass
