@@ -95,3 +95,18 @@ def test_the_file_page_numbers_a_cut_logs_lines_as_the_log_did(client, member_a,
     assert f'<span id="L{gap.resume_line}">' in after and f"step {gap.resume_line} loss" in after
     found = client.get(url, {"q": "out of memory"}).content.decode()
     assert 'href="?line=3001#L3001"' in found
+
+
+def test_triage_evidence_names_a_cut_logs_lines_as_the_log_did():
+    """The findings' `path:line` links come from the triage's own reading of the logs: a line after the marker
+    was named by its place in the stored file, a link that opened another line (or none)."""
+    from triage.evidence.logs import extract_log_evidence
+
+    content, _ = head_and_tail(long_log(), 8192)
+    evidence = extract_log_evidence([("logs/stdout.log", content.decode())])
+    (oom,) = evidence.of(OOM)
+    assert oom.line_no == 3001 and not oom.estimated
+    assert oom.t == datetime(2026, 11, 2, 10, 59, 30, tzinfo=UTC).timestamp()
+    assert evidence.quoted(0, 3001, oom.t).text == OOM_LINE
+    assert max(evidence.stamped_line) == 3001
+    assert not evidence.untimed_runs  # the marker is no line the job printed without a timestamp

@@ -10,13 +10,14 @@ from __future__ import annotations
 
 import re
 from array import array
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import NamedTuple
 
 import numpy as np
 
 from fleet import logevents
+from fleet.logcut import MARKER_START, Gap, find_gap
 from fleet.logevents import scan_log, terminal_line
 
 MAX_LINE = 300
@@ -94,6 +95,9 @@ class LogEvidence:
     texts: list[str] = field(default_factory=list, repr=False)  # the logs as read, to quote a line
     # Lines printed without a timestamp between two stamped lines of one file, run by run.
     untimed_runs: list[UntimedRun] = field(default_factory=list)
+    # Each file's gap, where a log over the size limit had its middle left out (`fleet.logcut`), or None:
+    # line numbers here are the log's own, as the file page and the log events show them.
+    gaps: list[Gap | None] = field(default_factory=list, repr=False)
 
     def of(self, *kinds: str) -> list[LogLine]:
         return [event for event in self.events if event.kind in kinds]
@@ -114,8 +118,9 @@ class LogEvidence:
     def quoted(self, file_index: int, line_no: int, t: float | None) -> LogLine:
         """A stamped line as evidence to quote (the line as a terminal last showed it)."""
         text = self.texts[file_index]
+        gap = self.gaps[file_index] if file_index < len(self.gaps) else None
         begin = 0
-        for _ in range(line_no - 1):
+        for _ in range((gap.physical(line_no) if gap else line_no) - 1):
             begin = text.find("\n", begin) + 1
         finish = text.find("\n", begin)
         raw = text[begin : finish if finish >= 0 else len(text)]
@@ -144,6 +149,12 @@ def extract_log_evidence(logs: list[tuple[str, str]], started: datetime | None =
     evidence = LogEvidence([], 0, 0, 0, [], [], [], [], [])
     for path, text in logs:
         evidence.files += 1
+        gap = find_gap([text.encode("utf-8", "surrogateescape")]) if MARKER_START in text else None
+        if gap is not None:  # the marker is no line of the log: blank here (no event, no untimed print)
+            lines = text.split("\n")
+            lines[gap.marker_line - 1] = ""
+            text = "\n".join(lines)
+        marks = _marks(evidence)
         physical = text.split("\n")
         evidence.lines += len(physical)
         records, stamps = scan_log(text, started)  # each line's timestamp parsed once, for events and times alike
@@ -203,8 +214,53 @@ def extract_log_evidence(logs: list[tuple[str, str]], started: datetime | None =
                 evidence.dataparallel_lines.append(line)
             if _INSPECT_ALIVE.search(raw):
                 evidence.hold_lines.append(line)
+        evidence.gaps.append(gap)
+        if gap is not None:
+            _renumber(evidence, marks, gap)
     evidence.events.sort(key=lambda e: (e.t if e.t is not None else float("inf"), e.path, e.line_no))
     return evidence
+
+
+def _marks(evidence: LogEvidence) -> tuple[int, ...]:
+    """How long each list of lines is before a file is read: its lines are those after."""
+    return (
+        len(evidence.events),
+        len(evidence.batch_sizes),
+        len(evidence.worker_warnings),
+        len(evidence.socket_lines),
+        len(evidence.dataparallel_lines),
+        len(evidence.hold_lines),
+        len(evidence.stamped_line),
+        len(evidence.untimed_runs),
+    )
+
+
+def _renumber(evidence: LogEvidence, marks: tuple[int, ...], gap: Gap) -> None:
+    """The file's lines (read by their place in the stored file) numbered as the log numbered them."""
+
+    def number(line_no: int) -> int:
+        return gap.number(line_no) or line_no
+
+    def moved(line: LogLine) -> LogLine:
+        return replace(line, line_no=number(line.line_no))
+
+    events, batches, warnings, sockets, parallel, holds, stamped, runs = marks
+    evidence.events[events:] = [moved(line) for line in evidence.events[events:]]
+    evidence.batch_sizes[batches:] = [(size, moved(line)) for size, line in evidence.batch_sizes[batches:]]
+    evidence.worker_warnings[warnings:] = [(a, b, moved(line)) for a, b, line in evidence.worker_warnings[warnings:]]
+    evidence.socket_lines[sockets:] = [moved(line) for line in evidence.socket_lines[sockets:]]
+    evidence.dataparallel_lines[parallel:] = [moved(line) for line in evidence.dataparallel_lines[parallel:]]
+    evidence.hold_lines[holds:] = [moved(line) for line in evidence.hold_lines[holds:]]
+    for index in range(stamped, len(evidence.stamped_line)):
+        evidence.stamped_line[index] = number(evidence.stamped_line[index])
+    evidence.untimed_runs[runs:] = [
+        run._replace(
+            first=number(run.first),
+            last=number(run.last),
+            timed_line=number(run.timed_line) if run.timed_line else 0,
+        )
+        for run in evidence.untimed_runs[runs:]
+    ]
 
 
 def _untimed_runs(
