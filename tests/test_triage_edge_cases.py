@@ -1356,3 +1356,50 @@ def test_a_script_seen_again_gives_the_same_facts_however_the_last_ones_were_use
     assert any(fact.kind == "save_call" for fact in again.facts)
     changed = extract_script_evidence([("train.py", text.replace("torch.save(", "print("))])  # a new text
     assert not any(fact.kind == "save_call" for fact in changed.facts)
+
+
+WANDB_LOOP = (
+    "import torch\nimport wandb\n"
+    "for step, batch in enumerate(loader):\n"
+    "    loss = model(batch).sum()\n    loss.backward()\n    optimizer.step()\n"
+    "    if step % 1000 == 0:\n"
+    "        torch.save(model.state_dict(), f'/shared/ckpt/step{step}.pt')\n"
+    "        wandb.save(f'/shared/ckpt/step{step}.pt')\n"
+)
+
+
+def test_wandb_save_in_the_loop_is_no_synchronous_upload():
+    # wandb.save links the file into the run's directory and returns; W&B's own process uploads it. Regular gaps
+    # in a log without times and wandb.save in the loop were called an intermediate upload (0.6, 'sdk') and shown
+    # a boto3 upload_file to move into a thread.
+    saves, frame = save_stalls([30 + 25 * k for k in range(8)], 5, busy=38)
+    _, result = run(240, frame, scripts=[("train.py", WANDB_LOOP)], logs=[("out.log", "step 1\nstep 2\n")])
+    assert Category.INTERMEDIATE_UPLOAD not in categories(result)
+    # boto3's upload_file in the same place is one.
+    boto = WANDB_LOOP.replace("wandb.save(", "client.upload_file(").replace("import wandb", "import boto3")
+    _, result = run(240, frame, scripts=[("train.py", boto)], logs=[("out.log", "step 1\nstep 2\n")])
+    assert next(f for f in result.findings if f.category == Category.INTERMEDIATE_UPLOAD).sub_cause == "sdk"
+
+
+def test_gaps_at_wandb_lines_of_a_job_uploading_with_wandb_save_say_the_upload_is_in_the_background():
+    from triage.guidance import guidance_for
+
+    saves, frame = save_stalls([30 + 25 * k for k in range(8)], 5, busy=38)
+    stamp = lambda m: f"{START + timedelta(minutes=m):%Y-%m-%d %H:%M:%S},000"  # noqa: E731
+    log = "\n".join(f"{stamp(s)} INFO wandb: uploading /shared/ckpt/step{k}.pt" for k, s in enumerate(saves))
+    _, result = run(240, frame, scripts=[("train.py", WANDB_LOOP)], logs=[("train.log", log)])
+    finding = next(f for f in result.findings if f.category == Category.INTERMEDIATE_UPLOAD)
+    assert (finding.sub_cause, finding.confidence) == ("wandb", 0.5)
+    assert finding.summary == (
+        "8 idle gaps inside training (40 min in all) opened at W&B's lines; the job uploads with wandb.save, which "
+        "W&B's own process does in the background, so the loop waited for something else there (writing the "
+        "file, or a wait for W&B)."
+    )
+    assert [c.text for c in finding.code] == ["wandb.save(f'/shared/ckpt/step{step}.pt')"]
+    guide = guidance_for(finding.category, finding.sub_cause, finding.numbers, gpu_hours=1.0,
+                         price_per_gpu_hour=None, currency="", job={})  # fmt: skip
+    assert guide["change"].startswith("Nothing to move to a thread: wandb.save links the files")
+    assert "upload_file" not in guide["before"] + guide["after"]
+    assert guide["after"].endswith(
+        "wandb.save(f'/local_ssd/ckpt/step{step}.pt', policy='now')  # W&B's process uploads it"
+    )

@@ -291,6 +291,17 @@ GUIDES: dict[Category, dict] = {
                 "client.upload_file(path, bucket, key)",
                 "uploader.submit(client.upload_file, path, bucket, key)  # ThreadPoolExecutor(1)",
             ),
+            # wandb.save: W&B's own process uploads in the background already, so moving it to a thread gains
+            # nothing; the loop waits on what it does around it.
+            "wandb": (
+                "Nothing to move to a thread: wandb.save links the files into the run's directory and W&B's own "
+                "process uploads them. Find what the loop waits for at these lines: most often writing the file "
+                "to shared storage first (write it to local disk, or asynchronously), else a wait for W&B inside "
+                "the loop (`artifact.wait()`, `wandb.finish()`).",
+                "torch.save(state, f'/shared/ckpt/step{step}.pt')\nwandb.save(f'/shared/ckpt/step{step}.pt')",
+                "torch.save(state, f'/local_ssd/ckpt/step{step}.pt')   # a short local write\n"
+                "wandb.save(f'/local_ssd/ckpt/step{step}.pt', policy='now')  # W&B's process uploads it",
+            ),
         },
         "effect": "The upload gaps are recovered in full.",
     },

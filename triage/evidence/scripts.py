@@ -511,7 +511,9 @@ class _PythonFacts(ast.NodeVisitor):
             if not name.startswith(("np.", "numpy.", "joblib.", "plt.", "pickle.")):
                 self.add("save_call", node, call=name or last, **loop)
         elif last in UPLOAD_METHODS or name in ("wandb.save", "mlflow.log_artifacts", "mlflow.log_artifact"):
-            self.add("upload_call", node, call=name or last, **loop)
+            # wandb.save links the files into the run's directory and returns; W&B's own process uploads them.
+            background = {"background": True} if name == "wandb.save" else {}
+            self.add("upload_call", node, call=name or last, **loop, **background)
         elif name in ("subprocess.run", "subprocess.call", "subprocess.check_call", "subprocess.Popen", "os.system"):
             argv = self._argv(node)
             if argv:

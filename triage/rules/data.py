@@ -3,11 +3,15 @@ external downloads and intermediate uploads."""
 
 from __future__ import annotations
 
+import re
+
 from fleet.logevents import REMOTE_READ, UPLOAD
 from triage.evidence import Evidence
 from triage.rules.common import explained_gaps, gaps_of, periodic, startup, unexplained_gaps
 from triage.rules.registry import Finding, register
 from triage.taxonomy import Category
+
+_WANDB = re.compile(r"\bwandb\b|\bW&B\b|\bWeights (?:&|and) Biases\b", re.IGNORECASE)
 
 
 def _training(ev: Evidence) -> bool:
@@ -318,12 +322,22 @@ def _download_kind(code, lines) -> str:
 def intermediate_upload(ev: Evidence, th: dict) -> list[Finding]:
     if not _training(ev):
         return []
-    uploads_in_loop = [f for f in ev.scripts.of("upload_call") if f.detail.get("in_loop")]
+    in_loop = [f for f in ev.scripts.of("upload_call") if f.detail.get("in_loop")]
+    # wandb.save returns before its upload (W&B's own process does it): code that uploads in the background is no
+    # evidence that the loop waited for an upload.
+    uploads_in_loop = [f for f in in_loop if not f.detail.get("background")]
+    background = [f for f in in_loop if f.detail.get("background")]
     gaps = gaps_of(ev, UPLOAD)
+    wandb = False
     if len(gaps) >= th["upload_min_gaps"]:
         spans = [g.span for g in gaps]
         lines = [g.line for g in gaps]
         confidence = 0.85 + 0.1 * bool(uploads_in_loop)
+        # Gaps that open at W&B's lines in a job that uploads only through wandb.save: the loop stood still there,
+        # but not for the upload, which W&B makes in its own process.
+        wandb = not uploads_in_loop and all(_WANDB.search(x.text) for x in lines)
+        if wandb:
+            confidence = 0.5
     elif not ev.logs.has_timestamps and uploads_in_loop:
         spans = unexplained_gaps(ev)
         if not periodic(spans, th["periodic_max_cv"], th["periodic_min_gaps"]):
@@ -335,15 +349,23 @@ def intermediate_upload(ev: Evidence, th: dict) -> list[Finding]:
     minutes = sum(s.seconds for s in spans) / 60
     calls = " ".join(str(f.detail.get("call", "")) for f in uploads_in_loop) + " ".join(x.text for x in lines)
     sub = "mlflow" if "mlflow" in calls or "log_artifact" in calls else ("cli" if "aws" in calls else "sdk")
+    summary = f"{len(spans)} synchronous uploads inside training idled the GPUs for {minutes:.0f} min."
+    if wandb:
+        sub = "wandb"
+        summary = (
+            f"{len(spans)} idle gaps inside training ({minutes:.0f} min in all) opened at W&B's lines; the job "
+            "uploads with wandb.save, which W&B's own process does in the background, so the loop waited for "
+            "something else there (writing the file, or a wait for W&B)."
+        )
     return [
         Finding(
             category=Category.INTERMEDIATE_UPLOAD,
             sub_cause=sub,
             confidence=confidence,
-            summary=f"{len(spans)} synchronous uploads inside training idled the GPUs for {minutes:.0f} min.",
+            summary=summary,
             windows=spans,
             log_lines=lines[:20],
-            code=uploads_in_loop[:3],
+            code=(uploads_in_loop or background)[:3],
             numbers={"uploads": len(spans), "upload_minutes": round(minutes, 1)},
             time_located=True,
             gpu_hours=sum(ev.unused(s.start, s.end) for s in spans),
