@@ -1401,5 +1401,40 @@ def test_gaps_at_wandb_lines_of_a_job_uploading_with_wandb_save_say_the_upload_i
     assert guide["change"].startswith("Nothing to move to a thread: wandb.save links the files")
     assert "upload_file" not in guide["before"] + guide["after"]
     assert guide["after"].endswith(
-        "wandb.save(f'/local_ssd/ckpt/step{step}.pt', policy='now')  # W&B's process uploads it"
+        "wandb.save('/local_ssd/ckpt/last.pt')  # W&B's process uploads it, again when it changes"
     )
+
+
+@pytest.mark.parametrize(
+    ("scripts", "asked"),
+    [
+        # One task per GPU (the usual Slurm layout without torchrun): --cpus-per-task is a GPU's share, 8 (64 a
+        # node); it was 32, which with 4 tasks a node asks for 128 CPUs a node.
+        ([("job.sbatch", "#!/bin/bash\n#SBATCH --nodes=2\n#SBATCH --ntasks-per-node=4\n#SBATCH --gres=gpu:4\n"
+                         "#SBATCH --cpus-per-task=2\nsrun python train.py\n")],
+         "request --cpus-per-task=8 with --ntasks-per-node=4, 32 CPUs a node (the CPUs ran at 97.0 %)."),
+        # ... srun's own options, not the program's `-c`
+        ([("job.sh", "#!/bin/bash\nsrun --ntasks-per-node 4 -c 2 python -c 'import train'\n")],
+         "request --cpus-per-task=8 with --ntasks-per-node=4, 32 CPUs a node (the CPUs ran at 97.0 %)."),
+        # one task a node: the node's 32, as before
+        ([("job.sbatch", "#!/bin/bash\n#SBATCH --ntasks-per-node=1\nsrun torchrun --nproc_per_node=4 train.py\n")],
+         "request --cpus-per-task=32 (the CPUs ran at 97.0 %)."),
+        # layout unknown: says which it assumed, and the other
+        ([], "request --cpus-per-task=32 for one task a node; with one task a GPU (--ntasks-per-node=4), "
+             "--cpus-per-task=8 (the CPUs ran at 97.0 %)."),
+    ],
+)  # fmt: skip
+def test_loader_guidance_asks_for_cpus_per_task_in_the_jobs_task_layout(scripts, asked):
+    from triage.guidance import guidance_for
+
+    frame = series(120, lambda t, g: 30, gpus=8, cpu=lambda t: 97)
+    loader = (
+        "train.py",
+        "import torch\nfrom torch.utils.data import DataLoader\nloader = DataLoader(ds, num_workers=1)\n",
+    )
+    _, result = run(120, frame, scripts=[loader, *scripts], gpu_count=8, node_count=2, cpu_count=16)
+    finding = next(f for f in result.findings if f.category == Category.DATA_PREPROCESSING)
+    guide = guidance_for(finding.category, finding.sub_cause, finding.numbers, gpu_hours=1.0,
+                         price_per_gpu_hour=None, currency="", job={})  # fmt: skip
+    assert guide["change"].endswith(asked)
+    assert guide["after"].endswith("#SBATCH --cpus-per-task=" + asked.split("--cpus-per-task=")[1].split()[0])

@@ -298,9 +298,9 @@ GUIDES: dict[Category, dict] = {
                 "process uploads them. Find what the loop waits for at these lines: most often writing the file "
                 "to shared storage first (write it to local disk, or asynchronously), else a wait for W&B inside "
                 "the loop (`artifact.wait()`, `wandb.finish()`).",
-                "torch.save(state, f'/shared/ckpt/step{step}.pt')\nwandb.save(f'/shared/ckpt/step{step}.pt')",
-                "torch.save(state, f'/local_ssd/ckpt/step{step}.pt')   # a short local write\n"
-                "wandb.save(f'/local_ssd/ckpt/step{step}.pt', policy='now')  # W&B's process uploads it",
+                "torch.save(state, '/shared/ckpt/last.pt')\nwandb.save('/shared/ckpt/last.pt')",
+                "torch.save(state, '/local_ssd/ckpt/last.pt')   # a short local write\n"
+                "wandb.save('/local_ssd/ckpt/last.pt')  # W&B's process uploads it, again when it changes",
             ),
         },
         "effect": "The upload gaps are recovered in full.",
@@ -430,22 +430,34 @@ def loader_settings(numbers: dict, job: dict) -> dict:
     suggested_max = numbers.get("suggested_max_workers")
     if suggested_max:
         suggested = max(1, min(suggested, int(suggested_max) // max(1, gpus // nodes) - 1 or 1))
+    # --cpus-per-task is per Slurm task: the node's CPUs with one task per node, a GPU's share with one task per GPU
+    # (--ntasks-per-node=G, the usual layout without torchrun). The job's layout when its scripts give it.
+    gpus_per_node = max(1, gpus // nodes)
+    tasks = numbers.get("tasks_per_node")
+    task_gpus = max(1, gpus_per_node // tasks) if tasks else gpus_per_node
+    suggested_cpus = (cpus or 0) // nodes // (tasks or 1)
     # If even that is few (a thin CPU request), ask for more CPUs: 8 per GPU is a common sizing.
-    suggested_cpus = (cpus or 0) // nodes
     if per_process_cpus < 6:
-        suggested_cpus = 8 * (gpus // nodes)
+        suggested_cpus = 8 * task_gpus
         suggested = 7
+    suggested_cpus = suggested_cpus or 8 * task_gpus
+    if tasks:
+        layout = f" with --ntasks-per-node={tasks}, {suggested_cpus * tasks} CPUs a node" if tasks > 1 else ""
+    elif gpus_per_node > 1:
+        layout = f" for one task a node; with one task a GPU (--ntasks-per-node={gpus_per_node}), --cpus-per-task=8"
+    else:
+        layout = ""
     return {
         "num_workers": current if current is not None else "default (0)",
         "suggested_workers": suggested,
-        "suggested_cpus": suggested_cpus or 8 * (gpus // nodes),
+        "suggested_cpus": suggested_cpus,
         "cpu_util": numbers.get("cpu_util_training"),
         "settings": (
             f"For this job: {cpus or '?'} CPUs for {gpus} GPU(s) gives {per_process_cpus} per training process; "
             f"use num_workers={suggested}"
             + (f" (now {current})" if current is not None else "")
             + (
-                f" and request --cpus-per-task={8 * (gpus // nodes)} (the CPUs ran at "
+                f" and request --cpus-per-task={suggested_cpus}{layout} (the CPUs ran at "
                 f"{numbers.get('cpu_util_training')} %)"
                 if per_process_cpus < 6 and numbers.get("cpu_util_training") is not None
                 else ""

@@ -978,10 +978,41 @@ def split_shell(line: str) -> list[list[str]]:
     return _commands(list(lexer))
 
 
+_LAYOUT_OPTIONS = {
+    "--ntasks-per-node": "ntasks_per_node",
+    "--cpus-per-task": "cpus_per_task",
+    "-c": "cpus_per_task",
+    "--gpus-per-task": "gpus_per_task",
+}
+
+
+def _slurm_layout(argv: list[str]) -> dict:
+    """The task layout a Slurm request gives (`#SBATCH --ntasks-per-node=8`, `srun --ntasks-per-node 8 -c 12`):
+    tasks per node, CPUs per task, GPUs per task, each when given as a number."""
+    found: dict = {}
+    for index, word in enumerate(argv):
+        flag, eq, value = word.partition("=")
+        if flag in _LAYOUT_OPTIONS:
+            value = value if eq else (argv[index + 1] if index + 1 < len(argv) else "")
+            if value.isdigit() and int(value) > 0:
+                found[_LAYOUT_OPTIONS[flag]] = int(value)
+    return found
+
+
+def _srun_program(word: str) -> bool:
+    name = word.rsplit("/", 1)[-1]
+    return name in LAUNCHERS or name.startswith(("python", "bash")) or name.endswith((".sh", ".py"))
+
+
 def _shell_facts(path: str, text: str, evidence: ScriptEvidence) -> None:
     launched = False
     for number, line in _logical_lines(text):
         stripped = line.strip()
+        if stripped.startswith("#SBATCH"):
+            layout = _slurm_layout(stripped.split()[1:])
+            if layout:
+                evidence.facts.append(CodeFact("slurm_layout", path, number, stripped, layout))
+            continue
         if not stripped or stripped.startswith("#"):
             continue
         try:
@@ -1004,6 +1035,10 @@ def _shell_facts(path: str, text: str, evidence: ScriptEvidence) -> None:
                     continue
             kind = _command_kind(argv)
             detail = {"argv": argv[:12]}
+            if argv[0] == "srun":  # its own options, before the program it runs (whose `-c` is not srun's)
+                program = next((i for i, w in enumerate(argv[1:], 1) if _srun_program(w)), len(argv))
+                if layout := _slurm_layout(argv[1:program]):
+                    evidence.facts.append(CodeFact("slurm_layout", path, number, stripped, layout))
             if kind == "install":
                 evidence.facts.append(CodeFact("shell_install", path, number, stripped, detail))
             elif kind == "download":

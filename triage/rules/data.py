@@ -213,9 +213,25 @@ def data_preprocessing(ev: Evidence, th: dict) -> list[Finding]:
                 "node_count": ev.job.node_count,
                 "num_workers": num_workers,
                 "suggested_max_workers": warnings[0][1] if warnings and warnings[0][1] else None,
+                **_layout(ev),
             },
         )
     ]
+
+
+def _layout(ev: Evidence) -> dict:
+    """The job's Slurm task layout from its scripts (`#SBATCH --ntasks-per-node=8`, `srun ... -c 12`; later lines
+    win): tasks_per_node and cpus_per_task, each when given. One task per GPU is the usual layout without torchrun,
+    and then a task's CPUs, not the node's, are what its DataLoader workers share."""
+    layout: dict = {}
+    for fact in ev.scripts.of("slurm_layout"):
+        layout |= {k: v for k, v in fact.detail.items() if k in ("ntasks_per_node", "cpus_per_task")}
+    found = {}
+    if "ntasks_per_node" in layout:
+        found["tasks_per_node"] = layout["ntasks_per_node"]
+    if "cpus_per_task" in layout:
+        found["cpus_per_task"] = layout["cpus_per_task"]
+    return found
 
 
 @register(Category.REMOTE_DATA_READING)
