@@ -1438,3 +1438,27 @@ def test_loader_guidance_asks_for_cpus_per_task_in_the_jobs_task_layout(scripts,
                          price_per_gpu_hour=None, currency="", job={})  # fmt: skip
     assert guide["change"].endswith(asked)
     assert guide["after"].endswith("#SBATCH --cpus-per-task=" + asked.split("--cpus-per-task=")[1].split()[0])
+
+
+def test_a_download_before_training_names_its_source_and_largest_file():
+    # 'The job fetched models or data from outside for 23 min' said neither where from nor what: the log's
+    # progress bars show a 2 GB model file that took 16 min at 2.1 MB/s.
+    at = lambda m: f"{START + timedelta(minutes=m):%Y-%m-%d %H:%M:%S},000"  # noqa: E731
+    log = "\n".join(
+        [
+            f"{at(0.2)} INFO __main__: loading bert-base-uncased and mnli from the Hugging Face Hub",
+            "config.json: 100%|██████████| 665/665 [00:00<00:00, 3.12MB/s]",
+            "model.safetensors: 100%|██████████| 2.00G/2.00G [16:15<00:00, 2.1MB/s]",
+            "Downloading data: 100%|██████████| 1.79G/1.79G [05:48<00:00, 5.3MB/s]",
+        ]
+        + [f"{at(23 + k)} INFO __main__: epoch 1 step {k} loss 0.9" for k in range(0, 100, 5)]
+    )
+    frame = series(150, lambda t, g: 0 if t < 23 else 40)
+    code = ("train.py", "import torch\nfrom transformers import AutoModel\nmodel = AutoModel.from_pretrained('bert')\n")
+    _, result = run(150, frame, logs=[("stdout.log", log)], scripts=[code])
+    finding = next(f for f in result.findings if f.category == Category.EXTERNAL_DATA_USAGE)
+    assert finding.summary == (
+        "The job fetched models or data from the Hugging Face Hub for 23 min before training while the GPUs waited. "
+        "The largest file, model.safetensors (2.00GB), took 16 min at 2.1MB/s."
+    )
+    assert finding.numbers["largest_download"] == "model.safetensors"

@@ -304,23 +304,59 @@ def external_data_usage(ev: Evidence, th: dict) -> list[Finding]:
         lines = []
     else:
         return []
+    sub = _download_kind(code, lines)
+    source = {"model_hub": "the Hugging Face Hub", "torch_hub": "torch.hub"}.get(sub, "outside")
+    summary = (
+        f"The job fetched models or data from {source} for {span.seconds / 60:.0f} min before training while the "
+        "GPUs waited."
+    )
+    numbers: dict = {"download_minutes": round(span.seconds / 60, 1)}
+    largest = _largest_transfer(lines)
+    if largest is not None:
+        name, size, took, rate = largest
+        summary += f" The largest file, {name} ({size}B), took {took} at {rate}."
+        numbers["largest_download"] = name
     return [
         Finding(
             category=Category.EXTERNAL_DATA_USAGE,
-            sub_cause=_download_kind(code, lines),
+            sub_cause=sub,
             confidence=confidence,
-            summary=(
-                f"The job fetched models or data from outside for {span.seconds / 60:.0f} min "
-                "before training while the GPUs waited."
-            ),
+            summary=summary,
             windows=[span],
             log_lines=lines[:10],
             code=code[:4],
-            numbers={"download_minutes": round(span.seconds / 60, 1)},
+            numbers=numbers,
             time_located=True,
             gpu_hours=ev.unused(span.start, span.end),
         )
     ]
+
+
+# A tqdm progress bar as huggingface_hub and datasets print it: 'model.safetensors: 100%|####| 2.00G/2.00G
+# [16:15<00:00, 2.1MB/s]' (the name, the size in SI units, the time it took and the rate).
+_PROGRESS = re.compile(
+    r"^(?P<name>[^:|]{1,120}?):\s+\d{1,3}%\|[^|]*\|\s*[\d.]+[kMGT]?/(?P<size>[\d.]+)(?P<unit>[kMGT]?)B?\s*"
+    r"\[(?P<took>[\d:]+)<[^,\]]*,\s*(?P<rate>[\d.]+\s*[kMGT]?B/s)\]"
+)
+_SI = {"": 1, "k": 1e3, "M": 1e6, "G": 1e9, "T": 1e12}
+
+
+def _largest_transfer(lines) -> tuple[str, str, str, str] | None:
+    """The largest file a download's progress bars show: (name, size as printed, time it took in words, rate)."""
+    best, most = None, 0.0
+    for line in lines:
+        found = _PROGRESS.match(line.text.strip())
+        if found is None:
+            continue
+        size = float(found["size"]) * _SI[found["unit"]]
+        if size > most:
+            most, best = size, found
+    if best is None or most < 1e6:
+        return None
+    parts = [int(x) for x in best["took"].split(":")]
+    seconds = sum(x * 60**i for i, x in enumerate(reversed(parts)))
+    took = f"{seconds / 60:.0f} min" if seconds >= 60 else f"{seconds} s"
+    return best["name"].strip(), best["size"] + best["unit"], took, best["rate"].replace(" ", "")
 
 
 def _download_kind(code, lines) -> str:
