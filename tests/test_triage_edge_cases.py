@@ -1459,6 +1459,11 @@ def test_a_download_before_training_names_its_source_and_largest_file():
     finding = next(f for f in result.findings if f.category == Category.EXTERNAL_DATA_USAGE)
     assert finding.summary == (
         "The job fetched models or data from the Hugging Face Hub for 23 min before training while the GPUs waited. "
-        "The largest file, model.safetensors (2.00GB), took 16 min at 2.1MB/s."
+        "The largest download, model.safetensors (2.00GB), took 16 min at 2.1MB/s."
     )
     assert finding.numbers["largest_download"] == "model.safetensors"
+    # datasets' own bar names no file: its data files, not a file called 'Downloading data'
+    log = log.replace("1.79G/1.79G", "4.77G/4.77G")
+    _, result = run(150, frame, logs=[("stdout.log", log)], scripts=[code])
+    finding = next(f for f in result.findings if f.category == Category.EXTERNAL_DATA_USAGE)
+    assert finding.summary.endswith("The largest download, the dataset's data files (4.77GB), took 6 min at 5.3MB/s.")

@@ -314,7 +314,7 @@ def external_data_usage(ev: Evidence, th: dict) -> list[Finding]:
     largest = _largest_transfer(lines)
     if largest is not None:
         name, size, took, rate = largest
-        summary += f" The largest file, {name} ({size}B), took {took} at {rate}."
+        summary += f" The largest download, {name} ({size}B), took {took} at {rate}."
         numbers["largest_download"] = name
     return [
         Finding(
@@ -356,7 +356,12 @@ def _largest_transfer(lines) -> tuple[str, str, str, str] | None:
     parts = [int(x) for x in best["took"].split(":")]
     seconds = sum(x * 60**i for i, x in enumerate(reversed(parts)))
     took = f"{seconds / 60:.0f} min" if seconds >= 60 else f"{seconds} s"
-    return best["name"].strip(), best["size"] + best["unit"], took, best["rate"].replace(" ", "")
+    name = best["name"].strip()
+    if name.lower().startswith("downloading data"):  # datasets' own bar: 'Downloading data: 100%|...'
+        name = "the dataset's data files"
+    elif name.startswith("Downloading "):  # older huggingface_hub: 'Downloading (…)l-00001-of-00002.bin'
+        name = name.removeprefix("Downloading ")
+    return name, best["size"] + best["unit"], took, best["rate"].replace(" ", "")
 
 
 def _download_kind(code, lines) -> str:
