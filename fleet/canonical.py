@@ -14,6 +14,8 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Literal
 
+from fleet.logcut import head_and_tail
+
 # Canonical metric columns, in display order, with their units. `gpu_util` is the only required one.
 METRICS: dict[str, str] = {
     "gpu_util": "%",
@@ -270,12 +272,17 @@ class ArtifactRecord:
     kind: ArtifactKind
     path: str  # relative to the job's folder in the archive, e.g. "train.py" or "rank0/stdout.log"
     content: bytes
-    truncated: bool = False  # the source file was larger than the size limit; `content` is its beginning
+    # the source file was larger than the size limit: `content` is its beginning, or for a log its first and
+    # last halves with a marker line between (`fleet.logcut`)
+    truncated: bool = False
 
     @classmethod
     def capped(cls, job_id: str, kind: ArtifactKind, path: str, content: bytes, max_bytes: int) -> ArtifactRecord:
         """The file's first `max_bytes`, marked truncated when there was more (read one byte past the
-        limit to know)."""
+        limit to know); a log whole in `content`, its head and tail (its end says why the job ended)."""
+        if kind == "log":
+            kept, truncated = head_and_tail(content, max_bytes)
+            return cls(job_id, kind, path, kept, truncated=truncated)
         return cls(job_id, kind, path, content[:max_bytes], truncated=len(content) > max_bytes)
 
 

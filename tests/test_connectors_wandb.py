@@ -480,3 +480,26 @@ def test_a_signed_address_s_signature_stays_out_of_the_messages():
             )
     with pytest.raises(BadData, match="is not an http"):
         client.get_signed_bytes("file:///etc/passwd", max_bytes=100)
+
+
+@pytest.mark.django_db
+def test_an_output_log_over_the_limit_keeps_its_end(monkeypatch):
+    """A run's output.log longer than `artifact_max_bytes` kept its beginning: the traceback or out-of-memory
+    error that ended the run was cut off. Now it is read through and keeps its first and last halves."""
+    from tests.test_log_head_tail import OOM_LINE, long_log
+
+    monkeypatch.setenv("FLEET_SECRET_TEST_WANDB_KEY", KEY)
+
+    def files(path, query):
+        return (200, long_log(), {}) if path.endswith("/output.log") else storage_file(path, query)
+
+    with FakePlatform() as server, FakePlatform() as storage:
+        storage.route("/bucket/", files)
+        Wandb({"resnet": [node(0)]}, storage=storage.url.replace("127.0.0.1", "localhost")).install(server)
+        sync.sync_connector(wandb_connector(server.url, projects=["resnet"], artifact_max_bytes=8192).pk)
+    job = Job.objects.get(external_id="vision-lab/resnet/r0000")
+    log = job.artifacts.get(path="output.log")
+    with log.file.open("rb") as stored:
+        kept = stored.read()
+    assert log.truncated and kept.endswith(OOM_LINE.encode() + b"\n") and b"Fleet Triage left out" in kept
+    assert job.log_events.get(kind="oom").line_no == 3001

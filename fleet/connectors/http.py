@@ -297,14 +297,17 @@ class HttpClient:
         log's end says why the job ended, its beginning how it started."""
         return self._request("GET", path, params=params, parse=None, keep=lambda: HeadTail(max_bytes))
 
-    def get_signed_bytes(self, url: str, *, max_bytes: int) -> bytes:
+    def get_signed_bytes(self, url: str, *, max_bytes: int, head_tail: bool = False):
         """The first `max_bytes` (+ nothing more) of a file at an absolute address the platform gave
         out, such as a pre-signed storage URL: fetched without the connector's auth or headers, so
-        they never reach the storage host."""
+        they never reach the storage host. With `head_tail`, a log as `get_head_tail` keeps it."""
         if not url.startswith(("http://", "https://")):
             raise BadData(f"{url[:200]!r} is not an http(s) address")
+        keep = (lambda: HeadTail(max_bytes)) if head_tail else None
         try:
-            return self._request("GET", url, parse=lambda body: body, max_bytes=max_bytes, session=self.bare_session)
+            return self._request(
+                "GET", url, parse=lambda body: body, max_bytes=max_bytes, session=self.bare_session, keep=keep
+            )
         except (TransientError, BadData) as exc:
             # The query of a signed URL is its signature: keep it out of messages an operator reads.
             query = urlsplit(url).query

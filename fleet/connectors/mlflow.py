@@ -329,16 +329,20 @@ class MlflowConnector(BaseConnector):
             return []
         out = []
         for path in self._artifact_paths(job.external_id)[:MAX_ARTIFACTS]:
+            kind = "script" if path.endswith(SCRIPT_SUFFIXES) else "log"
+            params = {"run_uuid": job.external_id, "path": path}
             try:
-                content = self.http.get_bytes(
-                    "get-artifact", params={"run_uuid": job.external_id, "path": path},
-                    max_bytes=self.artifact_max_bytes + 1,
-                )  # fmt: skip
+                if kind == "log":  # read through: its first and last halves (its end says why the run ended)
+                    content, cut = self.http.get_head_tail(
+                        "get-artifact", params=params, max_bytes=self.artifact_max_bytes
+                    )
+                    out.append(ArtifactRecord(job.external_id, kind, path, content, truncated=cut))
+                    continue
+                content = self.http.get_bytes("get-artifact", params=params, max_bytes=self.artifact_max_bytes + 1)
             except HttpStatusError as exc:
                 if exc.status == 404:  # deleted from the artifact store since it was listed
                     continue
                 raise
-            kind = "script" if path.endswith(SCRIPT_SUFFIXES) else "log"
             out.append(ArtifactRecord.capped(job.external_id, kind, path, content, self.artifact_max_bytes))
         return out
 

@@ -503,6 +503,11 @@ class WandbConnector(BaseConnector):
             found = found | self._file_addresses(job, [job.raw["code_file"]], source)
         out = []
         for name, kind in sorted(wanted.items()):
+            if kind == "log":  # output.log read through: its first and last halves (its end says why it ended)
+                kept = self._download(found.get(name, ""), self.artifact_max_bytes, head_tail=True)
+                if kept is not None:
+                    out.append(ArtifactRecord(job.external_id, kind, name, kept[0], truncated=kept[1]))
+                continue
             content = self._download(found.get(name, ""), self.artifact_max_bytes + 1)
             if content is not None:
                 out.append(ArtifactRecord.capped(job.external_id, kind, name, content, self.artifact_max_bytes))
@@ -523,12 +528,13 @@ class WandbConnector(BaseConnector):
         except SHAPE_ERRORS as exc:
             raise BadData(shape_problem(source, exc)) from exc
 
-    def _download(self, address: str, max_bytes: int) -> bytes | None:
-        """A file from its pre-signed address; None when there is none, or storage no longer has it."""
+    def _download(self, address: str, max_bytes: int, *, head_tail: bool = False):
+        """A file from its pre-signed address (with `head_tail`, a log's (content, truncated) as
+        `fleet.logcut` keeps it); None when there is none, or storage no longer has it."""
         if not address:
             return None
         try:
-            return self.http.get_signed_bytes(address, max_bytes=max_bytes)
+            return self.http.get_signed_bytes(address, max_bytes=max_bytes, head_tail=head_tail)
         except HttpStatusError as exc:
             if exc.status in (403, 404):  # gone from storage since it was listed, or expired
                 return None
