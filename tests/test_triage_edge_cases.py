@@ -696,7 +696,9 @@ def test_memory_bound_guidance_follows_the_precision_the_code_shows(source, prec
                          price_per_gpu_hour=None, currency="", job={})  # fmt: skip
     assert guide["change"].startswith(first_change)
     if precision == "mixed":
-        assert "torch.autocast" not in guide["change"] and [c.line for c in finding.code] == [2]
+        assert "`torch.autocast` with bf16" not in guide["change"] and [c.line for c in finding.code] == [2]
+        assert guide["change"].endswith("`with torch.autocast('cuda', dtype=torch.bfloat16):` (train.py:2) sets mixed "
+                                        "precision already.")  # fmt: skip
         assert "gradient_checkpointing_enable()" in guide["after"]
     if precision == "fp32":
         assert guide["change"].endswith(
@@ -963,6 +965,31 @@ def test_memory_bound_guidance_names_the_setting_that_keeps_it_in_fp32(scripts, 
         "bf16, such as V100 and T4)."
     )
     assert len({(c.path, c.line) for c in finding.code}) == len(finding.code)  # no line quoted twice
+
+
+@pytest.mark.parametrize(
+    ("scripts", "command", "set_by"),
+    [
+        ([("train.py", HF_SCRIPT.replace("args, =", "x, =") + "args = TrainingArguments(output_dir='o', bf16=True)\n")],
+         "", "`args = TrainingArguments(output_dir='o', bf16=True)` (train.py:4)"),
+        ([("train.py", "import torch\n"), ("ds_config.json", DS_BF16)], "deepspeed train.py --deepspeed ds_config.json",
+         "`bf16.enabled: true` (ds_config.json:4)"),
+        ([("tools/train.py", MM_TRAIN), ("configs/rtm.py", MM_APEX.format(""))], "python tools/train.py configs/rtm.py",
+         "`optim_wrapper = dict(type='ApexOptimWrapper', optimizer=dict(type='SGD', lr=0.02))` (configs/rtm.py:1)"),
+    ],
+)  # fmt: skip
+def test_memory_bound_guidance_names_the_setting_that_already_sets_mixed_precision(scripts, command, set_by):
+    # A job already in mixed precision was told 'its code sets mixed precision (quoted with the evidence)', leaving
+    # the reader to find which of the quoted lines does.
+    from triage.guidance import guidance_for
+
+    frame = series(120, lambda t, g: 30, mem=lambda t, g: 0.93)
+    _, result = run(120, frame, scripts=scripts, command=command)
+    finding = next(f for f in result.findings if f.category == Category.GPU_MEMORY_BOUND)
+    assert finding.numbers["precision"] == "mixed" and finding.numbers["precision_set_by"] == set_by
+    guide = guidance_for(finding.category, finding.sub_cause, finding.numbers, gpu_hours=1.0,
+                         price_per_gpu_hour=None, currency="", job={})  # fmt: skip
+    assert guide["change"].endswith(f"For this job: {set_by} sets mixed precision already.")
 
 
 def test_autocast_switched_off_is_no_mixed_precision():

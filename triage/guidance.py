@@ -499,6 +499,8 @@ def _job_values(category: Category, numbers: dict, job: dict) -> dict:
                 "settings": "For this job: none of its code, configs or launch flags sets autocast, GradScaler, "
                 "bf16 or fp16 (fp32)."
             }
+        if precision == "mixed" and numbers.get("precision_set_by"):
+            return {"settings": f"For this job: {numbers['precision_set_by']} sets mixed precision already."}
         if precision == "mixed":
             return {"settings": "For this job: its code sets mixed precision (quoted with the evidence)."}
         if numbers.get("precision_unknown"):

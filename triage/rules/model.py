@@ -149,6 +149,11 @@ def gpu_memory_bound(ev: Evidence, th: dict) -> list[Finding]:
     if precision == "fp32" and switch is not None:
         where = "the job's command" if switch.path == JOB_COMMAND else f"{switch.path}:{switch.line}"
         set_by = f"`{switch.detail['switch']}` ({where})"
+    elif precision == "mixed" and precision_code and precision_code[0].text:
+        # What sets mixed precision: the guidance names it, so the reader need not look for it among the evidence.
+        fact = precision_code[0]
+        where = "the job's command" if fact.path == JOB_COMMAND else f"{fact.path}:{fact.line}"
+        set_by = f"`{fact.text}` ({where})"
     shown = {(f.path, f.line) for f in code}
     return [
         Finding(
