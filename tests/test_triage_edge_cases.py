@@ -1494,3 +1494,26 @@ def test_a_download_before_training_names_its_source_and_largest_file():
     _, result = run(150, frame, logs=[("stdout.log", log)], scripts=[code])
     finding = next(f for f in result.findings if f.category == Category.EXTERNAL_DATA_USAGE)
     assert finding.summary.endswith("The largest download, the dataset's data files (4.77GB), took 6 min at 5.3MB/s.")
+
+
+@pytest.mark.parametrize(
+    ("line", "largest"),
+    [
+        ("model.safetensors: 100%|██████████| 2.00G/2.00G [16:15<00:00, 2.1MB/s]",
+         ("model.safetensors", "2.00G", "16 min", "2.1MB/s")),
+        ("pytorch_model.bin: 100%|#####| 1.34GB/1.34GB [01:05<00:00, 20.6MB/s]",
+         ("pytorch_model.bin", "1.34G", "1 min", "20.6MB/s")),
+        ("Downloading (…)l-00001-of-00002.bin: 100%|██| 9.98G/9.98G [12:01<00:00, 13.8MB/s]",
+         ("(…)l-00001-of-00002.bin", "9.98G", "12 min", "13.8MB/s")),
+        ("Downloading shards: 100%|██████████| 2/2 [00:45<00:00, 22.5s/it]", None),
+        ("config.json: 100%|██████████| 665/665 [00:00<00:00, 3.12MB/s]", None),  # under a megabyte: no story
+    ],
+)  # fmt: skip
+def test_the_largest_download_is_read_from_the_progress_bars_hub_and_datasets_print(line, largest):
+    from triage.evidence.logs import LogLine
+    from triage.rules.data import _largest_transfer
+
+    assert (
+        _largest_transfer([LogLine(kind="download", path="x.log", line_no=1, t=None, estimated=True, text=line)])
+        == largest
+    )

@@ -335,8 +335,8 @@ def external_data_usage(ev: Evidence, th: dict) -> list[Finding]:
 # A tqdm progress bar as huggingface_hub and datasets print it: 'model.safetensors: 100%|####| 2.00G/2.00G
 # [16:15<00:00, 2.1MB/s]' (the name, the size in SI units, the time it took and the rate).
 _PROGRESS = re.compile(
-    r"^(?P<name>[^:|]{1,120}?):\s+\d{1,3}%\|[^|]*\|\s*[\d.]+[kMGT]?/(?P<size>[\d.]+)(?P<unit>[kMGT]?)B?\s*"
-    r"\[(?P<took>[\d:]+)<[^,\]]*,\s*(?P<rate>[\d.]+\s*[kMGT]?B/s)\]"
+    r"^(?P<name>[^:|]{1,120}?):\s+\d{1,3}%\|[^|]*\|\s*[\d.]+\s*[kMGT]?i?B?/(?P<size>[\d.]+)\s*(?P<unit>[kMGT]?)i?B?\s*"
+    r"\[(?P<took>[\d:]+)<[^,\]]*,\s*(?P<rate>[\d.]+\s*[kMGT]?i?B/s)\]"
 )
 _SI = {"": 1, "k": 1e3, "M": 1e6, "G": 1e9, "T": 1e12}
 
