@@ -989,7 +989,7 @@ def test_memory_bound_guidance_names_the_setting_that_already_sets_mixed_precisi
     assert finding.numbers["precision"] == "mixed" and finding.numbers["precision_set_by"] == set_by
     guide = guidance_for(finding.category, finding.sub_cause, finding.numbers, gpu_hours=1.0,
                          price_per_gpu_hour=None, currency="", job={})  # fmt: skip
-    assert guide["change"].endswith(f"For this job: {set_by} sets mixed precision already.")
+    assert f"For this job: {set_by} sets mixed precision already." in guide["change"]
 
 
 def test_autocast_switched_off_is_no_mixed_precision():
@@ -1517,3 +1517,35 @@ def test_the_largest_download_is_read_from_the_progress_bars_hub_and_datasets_pr
         _largest_transfer([LogLine(kind="download", path="x.log", line_no=1, t=None, estimated=True, text=line)])
         == largest
     )
+
+
+def test_memory_bound_guidance_says_the_job_already_shards_with_zero():
+    # A job on ZeRO-3 with its optimizer state offloaded to the CPU was offered 'ZeRO/FSDP sharding' as if it had
+    # none; its DeepSpeed config says which stage and where it offloads.
+    from triage.guidance import guidance_for
+
+    ds = (
+        '{\n  "bf16": {"enabled": true},\n  "zero_optimization": {\n    "stage": 3,\n'
+        '    "offload_optimizer": {"device": "cpu", "pin_memory": true},\n    "offload_param": {"device": "none"}\n'
+        "  }\n}\n"
+    )
+    frame = series(120, lambda t, g: 30, mem=lambda t, g: 0.93)
+    scripts = [("train.py", "import torch\n"), ("ds.json", ds)]
+    _, result = run(120, frame, scripts=scripts, command="deepspeed train.py --deepspeed ds.json")
+    finding = next(f for f in result.findings if f.category == Category.GPU_MEMORY_BOUND)
+    assert (finding.numbers["zero_stage"], finding.numbers["zero_offload"]) == (3, "the optimizer state to cpu")
+    guide = guidance_for(finding.category, finding.sub_cause, finding.numbers, gpu_hours=1.0,
+                         price_per_gpu_hour=None, currency="", job={})  # fmt: skip
+    assert guide["change"].endswith(
+        "For this job: `bf16.enabled: true` (ds.json:2) sets mixed precision already. It already shards with "
+        "DeepSpeed ZeRO stage 3 (ds.json:4) and offloads the optimizer state to cpu: look to activation "
+        "checkpointing and accumulation first."
+    )
+    # ZeRO-1 shards the optimizer state only: stage 3 is offered
+    scripts = [("train.py", "import torch\n"), ("ds.json", ds.replace('"stage": 3', '"stage": 1'))]
+    _, result = run(120, frame, scripts=scripts, command="deepspeed train.py --deepspeed ds.json")
+    finding = next(f for f in result.findings if f.category == Category.GPU_MEMORY_BOUND)
+    guide = guidance_for(finding.category, finding.sub_cause, finding.numbers, gpu_hours=1.0,
+                         price_per_gpu_hour=None, currency="", job={})  # fmt: skip
+    assert guide["change"].endswith("ZeRO stage 1 (ds.json:4) and offloads the optimizer state to cpu; stage 3 "
+                                    "shards the parameters too.")  # fmt: skip

@@ -488,32 +488,47 @@ def _job_values(category: Category, numbers: dict, job: dict) -> dict:
             else "",
         }
     if category == Category.GPU_MEMORY_BOUND:
-        precision = numbers.get("precision")
-        if precision == "fp32" and numbers.get("precision_set_by"):
-            return {
-                "settings": f"For this job: {numbers['precision_set_by']} keeps it in fp32; set bf16 there first "
-                "(fp16 with loss scaling on GPUs without bf16, such as V100 and T4)."
-            }
-        if precision == "fp32":
-            return {
-                "settings": "For this job: none of its code, configs or launch flags sets autocast, GradScaler, "
-                "bf16 or fp16 (fp32)."
-            }
-        if precision == "mixed" and numbers.get("precision_set_by"):
-            return {"settings": f"For this job: {numbers['precision_set_by']} sets mixed precision already."}
-        if precision == "mixed":
-            return {"settings": "For this job: its code sets mixed precision (quoted with the evidence)."}
-        if numbers.get("precision_unknown"):
-            return {
-                "settings": "For this job: whether it already trains in mixed precision cannot be told: "
-                f"{numbers['precision_unknown']}. Check that first."
-            }
-        return {}
+        values = _precision_values(numbers)
+        if numbers.get("zero_stage"):
+            zero = f" It already shards with DeepSpeed ZeRO stage {numbers['zero_stage']} ({numbers['zero_set_by']})"
+            zero += f" and offloads {numbers['zero_offload']}" if numbers.get("zero_offload") else ""
+            zero += (
+                ": look to activation checkpointing and accumulation first."
+                if numbers["zero_stage"] >= 3
+                else "; stage 3 shards the parameters too."
+            )
+            values["settings"] = (values.get("settings") or "For this job:") + zero
+        return values
     if category == Category.DATA_EXCHANGE:
         gpus, nodes = int(job.get("gpu_count") or 1), int(job.get("node_count") or 1)
         return {"gpus_per_node": max(1, gpus // nodes)}
     if category == Category.GPU_OVERSUBSCRIPTION:
         return _oversubscription_values(numbers, job)
+    return {}
+
+
+def _precision_values(numbers: dict) -> dict:
+    """What a GPU-memory-bound job's guidance says of its precision."""
+    precision = numbers.get("precision")
+    if precision == "fp32" and numbers.get("precision_set_by"):
+        return {
+            "settings": f"For this job: {numbers['precision_set_by']} keeps it in fp32; set bf16 there first "
+            "(fp16 with loss scaling on GPUs without bf16, such as V100 and T4)."
+        }
+    if precision == "fp32":
+        return {
+            "settings": "For this job: none of its code, configs or launch flags sets autocast, GradScaler, "
+            "bf16 or fp16 (fp32)."
+        }
+    if precision == "mixed" and numbers.get("precision_set_by"):
+        return {"settings": f"For this job: {numbers['precision_set_by']} sets mixed precision already."}
+    if precision == "mixed":
+        return {"settings": "For this job: its code sets mixed precision (quoted with the evidence)."}
+    if numbers.get("precision_unknown"):
+        return {
+            "settings": "For this job: whether it already trains in mixed precision cannot be told: "
+            f"{numbers['precision_unknown']}. Check that first."
+        }
     return {}
 
 

@@ -772,6 +772,8 @@ def _config_facts(path: str, text: str, evidence: ScriptEvidence) -> None:
         elif {"compute_environment", "distributed_type"} <= keys:
             tool = "accelerate"
         evidence.facts.append(CodeFact("config_file", path, 1, "", {"tool": tool}))
+        if tool == "deepspeed":
+            _zero_fact(path, document, lines, evidence)
         # Accelerate handing DeepSpeed its own file: precision is that file's (accelerate refuses its own
         # mixed_precision then), so the file is a config reference, settled only if the job brought it.
         section = next((v for k, v in document.items() if str(k).lower() == "deepspeed_config"), None)
@@ -810,6 +812,24 @@ def _config_facts(path: str, text: str, evidence: ScriptEvidence) -> None:
             evidence.facts.append(
                 CodeFact("full_precision", path, 1, f"{said} (the {tool} default: fp32)", {"setting": tool, **marked})
             )
+
+
+def _zero_fact(path: str, document: dict, lines: list[str], evidence: ScriptEvidence) -> None:
+    """A DeepSpeed config's ZeRO settings: its stage (a number) and where it offloads the optimizer state and the
+    parameters (`offload_optimizer: {device: cpu}`, `nvme`; none or `device: none` is no offload)."""
+    zero = next((v for k, v in document.items() if str(k).lower() == "zero_optimization"), None)
+    if not isinstance(zero, dict):
+        return
+    stage = zero.get("stage")
+    detail: dict = {"stage": stage if isinstance(stage, int) and not isinstance(stage, bool) else None}
+    for key, name in (("offload_optimizer", "optimizer"), ("offload_param", "param")):
+        section = zero.get(key)
+        device = section.get("device") if isinstance(section, dict) else None
+        if isinstance(device, str) and device.lower() in ("cpu", "nvme"):
+            detail[f"offload_{name}"] = device.lower()
+    line = _key_line(lines, ("zero_optimization", "stage"))
+    shown = "zero_optimization: " + ", ".join(f"{k}={v}" for k, v in detail.items() if v is not None)
+    evidence.facts.append(CodeFact("zero_config", path, line, shown, detail))
 
 
 def _precision_settings(document: object):

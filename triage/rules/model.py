@@ -155,6 +155,16 @@ def gpu_memory_bound(ev: Evidence, th: dict) -> list[Finding]:
         where = "the job's command" if fact.path == JOB_COMMAND else f"{fact.path}:{fact.line}"
         set_by = f"`{fact.text}` ({where})"
     shown = {(f.path, f.line) for f in code}
+    # ZeRO as the job's DeepSpeed config sets it: the guidance does not offer sharding a job already has.
+    zero = next((f for f in ev.scripts.of("zero_config") if f.detail.get("stage")), None)
+    zero_numbers = {}
+    if zero is not None:
+        offloads = [f"{what} to {zero.detail[key]}" for key, what in _OFFLOADS if zero.detail.get(key)]
+        zero_numbers = {
+            "zero_stage": zero.detail["stage"],
+            "zero_set_by": f"{zero.path}:{zero.line}",
+            **({"zero_offload": ", ".join(offloads)} if offloads else {}),
+        }
     return [
         Finding(
             category=Category.GPU_MEMORY_BOUND,
@@ -175,9 +185,13 @@ def gpu_memory_bound(ev: Evidence, th: dict) -> list[Finding]:
                 "precision": precision,
                 **({"precision_unknown": unknown} if unknown else {}),
                 **({"precision_set_by": set_by} if set_by else {}),
+                **zero_numbers,
             },
         )
     ]
+
+
+_OFFLOADS = (("offload_optimizer", "the optimizer state"), ("offload_param", "the parameters"))
 
 
 def _precision(ev: Evidence) -> tuple[str | None, list, str | None]:
