@@ -1549,3 +1549,24 @@ def test_memory_bound_guidance_says_the_job_already_shards_with_zero():
                          price_per_gpu_hour=None, currency="", job={})  # fmt: skip
     assert guide["change"].endswith("ZeRO stage 1 (ds.json:4) and offloads the optimizer state to cpu; stage 3 "
                                     "shards the parameters too.")  # fmt: skip
+
+
+def test_an_aws_s3_cp_subprocess_to_a_variable_named_remote_is_an_upload_in_the_loop():
+    # The demo's CLI upload job runs subprocess.run(["aws", "s3", "cp", "--recursive", local, remote]): its paths are
+    # variables, so the call was not read as an upload; the finding quoted no code and was less sure (0.85).
+    source = (
+        "import subprocess\nimport torch\n"
+        "for step, batch in enumerate(loader):\n"
+        "    loss = model(batch).sum()\n    loss.backward()\n    optimizer.step()\n"
+        "    if step % 100 == 0:\n"
+        "        remote = f'{args.upload_to}/step_{step}'\n"
+        "        subprocess.run(['aws', 's3', 'cp', '--recursive', local, remote], check=True)\n"
+        "        subprocess.run(['aws', 's3', 'cp', '--recursive', shard, local_dir], check=True)\n"
+    )
+    saves, frame = save_stalls([30 + 25 * k for k in range(8)], 5, busy=38)
+    stamp = lambda m: f"{START + timedelta(minutes=m):%Y-%m-%d %H:%M:%S},000"  # noqa: E731
+    log = "\n".join(f"{stamp(s)} INFO aws s3 cp --recursive /scratch/o s3://b/step_{k}" for k, s in enumerate(saves))
+    _, result = run(240, frame, scripts=[("train.py", source)], logs=[("train.log", log)])
+    finding = next(f for f in result.findings if f.category == Category.INTERMEDIATE_UPLOAD)
+    assert (finding.sub_cause, finding.confidence) == ("cli", 0.95)
+    assert [c.line for c in finding.code] == [9]  # the copy down to local_dir is no upload

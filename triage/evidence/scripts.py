@@ -632,10 +632,33 @@ class _PythonFacts(ast.NodeVisitor):
 
     def _command_facts(self, argv: list[str], node: ast.AST, loop: dict) -> None:
         kind = _command_kind(argv)
+        if not kind and _copy_to_named_remote(argv, node):
+            kind = "upload"
         if kind == "upload":
             self.add("upload_call", node, call=" ".join(argv[:3]), **loop)
         elif kind == "download":
             self.add("hub_download", node, call=" ".join(argv[:2]), source=argv[-1])
+
+
+_REMOTE_NAME = re.compile(r"remote|upload|dest|target|bucket|s3|gcs|uri|url", re.IGNORECASE)
+
+
+def _copy_to_named_remote(argv: list[str], node: ast.AST) -> bool:
+    """`subprocess.run(["aws", "s3", "cp", "--recursive", local, remote])`: an object-store copy whose paths are
+    variables (unresolved, '?'), the last one named for a remote place (remote, upload_to, dest, bucket, s3_uri):
+    an upload. Its direction is read from the names written in the call, when nothing else tells it."""
+    words = [w for w in argv if not w.startswith("-")]
+    copying = (words[:3] in (["aws", "s3", "cp"], ["aws", "s3", "sync"], ["aws", "s3", "mv"])) or (
+        words[:1] in (["gsutil"], ["azcopy"]) and any(w in words for w in ("cp", "copy", "rsync"))
+    )
+    if not copying or words[-1] != "?" or not isinstance(node, ast.Call) or not node.args:
+        return False
+    listed = node.args[0]
+    if not isinstance(listed, ast.List | ast.Tuple) or not listed.elts:
+        return False
+    last = listed.elts[-1]
+    name = _dotted(last) or (ast.unparse(last) if isinstance(last, ast.JoinedStr) else "")
+    return bool(_REMOTE_NAME.search(name))
 
 
 # --- Shell ----------------------------------------------------------------------------------------
