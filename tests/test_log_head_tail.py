@@ -110,3 +110,22 @@ def test_triage_evidence_names_a_cut_logs_lines_as_the_log_did():
     assert evidence.quoted(0, 3001, oom.t).text == OOM_LINE
     assert max(evidence.stamped_line) == 3001
     assert not evidence.untimed_runs  # the marker is no line the job printed without a timestamp
+
+
+def test_triage_says_a_cut_log_lost_its_middle_not_its_end(team_a):
+    """The triage's note said 'late log lines may be missing' of any truncated file: of a log kept as head and
+    tail it is the middle that is missing, and the end, the part that says why the job ended, was read."""
+    from triage.models import RuleSet
+    from triage.services import load_evidence
+
+    job = JobFactory(team=team_a, name="long-run")
+    content, _ = head_and_tail(long_log(), 8192)
+    store_artifact(job, "log", "logs/stdout.log", content, truncated=True)
+    notes = load_evidence(job, RuleSet.current().effective_thresholds()).notes
+    assert "some logs were over the size limit at ingest: their first and last halves were kept, the lines " in (
+        " ".join(notes)
+    )
+    assert not any("late log lines may be missing" in note for note in notes)
+    store_artifact(job, "script", "train.py", b"#" * 100, truncated=True)  # a script keeps its beginning
+    notes = load_evidence(job, RuleSet.current().effective_thresholds()).notes
+    assert any("late log lines may be missing" in note for note in notes)

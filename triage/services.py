@@ -19,6 +19,7 @@ from django.db.models import F
 from django.utils import timezone
 
 from fleet.canonical import storable, without_nul
+from fleet.logcut import MARKER_START
 from fleet.models import Artifact, Job
 from triage.evidence import Evidence, JobInfo, build_evidence, read_series
 from triage.guidance import guidance_for
@@ -111,7 +112,15 @@ def load_evidence(job: Job, thresholds: dict) -> Evidence:
     evidence = build_evidence(
         job_info(job), load_series(job), logs=logs, scripts=scripts, traces=traces, thresholds=thresholds
     )
-    if any(a.truncated for a in job.artifacts.all()):
+    # A log over the size limit keeps its first and last halves (`fleet.logcut`): its middle is what is missing.
+    halved = {path for path, text in logs if MARKER_START in text}
+    truncated = [a for a in job.artifacts.all() if a.truncated]
+    if any(a.kind == Artifact.Kind.LOG and a.path in halved for a in truncated):
+        evidence.notes.append(
+            "some logs were over the size limit at ingest: their first and last halves were kept, the lines "
+            "between are missing"
+        )
+    if any(not (a.kind == Artifact.Kind.LOG and a.path in halved) for a in truncated):
         evidence.notes.append("some artifacts were truncated at ingest; late log lines may be missing")
     if unread or cut:
         evidence.notes.append(
