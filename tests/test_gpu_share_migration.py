@@ -40,3 +40,22 @@ def test_kubernetes_jobs_stored_before_are_repriced_at_their_slice_share():
     assert slice_job.gpu_hours == pytest.approx(1 / 7) and slice_job.cost == Decimal("1.00")
     assert slice_job.unused_gpu_hours == pytest.approx(0.5 / 7) and slice_job.idle_gpu_hours == pytest.approx(0.2 / 7)
     assert (whole.gpu_share, whole.gpu_unit, whole.gpu_hours, whole.cost) == (1.0, "", 2.0, Decimal("14.00"))
+
+
+def test_a_whole_gpu_job_keeps_its_fingerprint_so_it_is_not_stored_again():
+    """A job on whole GPUs hashes as before `gpu_share`/`gpu_unit` existed: re-importing it after the upgrade
+    leaves it unchanged; a job on a slice hashes differently, so a pull stores its share."""
+    import hashlib
+    import json
+    from dataclasses import fields, replace
+
+    from fleet.canonical import JobRecord
+    from fleet.ingest import fingerprint
+
+    record = JobRecord("j1", "u", "ml", 2, T, T + timedelta(hours=1), cluster="c1", gpu_model=H100)
+    before = {f.name: getattr(record, f.name) for f in fields(record)}
+    for name in ("raw", "summary_gpu_util", "gpu_share", "gpu_unit"):
+        del before[name]
+    expected = hashlib.sha256(json.dumps(before, sort_keys=True, default=str).encode()).hexdigest()
+    assert fingerprint(record, None, []) == expected
+    assert fingerprint(replace(record, gpu_share=1 / 7, gpu_unit="MIG 1g.10gb slice"), None, []) != expected
