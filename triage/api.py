@@ -318,6 +318,8 @@ class JobSerializer(serializers.ModelSerializer):
             "start_time",
             "end_time",
             "gpu_count",
+            "gpu_share",
+            "gpu_unit",
             "gpu_model",
             "node_count",
             "mean_gpu_util",

@@ -389,7 +389,7 @@ JOBS_PER_PAGE = 50
 CSV_COLUMNS = [
     "cluster", "job_id", "name", "team", "user", "state", "job_type", "start_time", "end_time", "gpu_count",
     "gpu_model", "gpu_hours", "mean_gpu_util", "peak_gpu_mem_util", "unused_gpu_hours", "idle_gpu_hours",
-    "coverage", "cost", "currency", "status", "categories", "answers", "mean_gpu_util_source",
+    "coverage", "cost", "currency", "status", "categories", "answers", "mean_gpu_util_source", "gpu_share", "gpu_unit",
 ]  # fmt: skip
 
 
@@ -478,7 +478,7 @@ def _jobs_csv(jobs, hidden: set[int]) -> StreamingHttpResponse:
                     round(job.gpu_hours, 3), _round(job.mean_gpu_util), _round(job.peak_gpu_mem_util),
                     _round(job.unused_gpu_hours, 3), _round(job.idle_gpu_hours, 3), _round(job.coverage, 3),
                     job.cost, job.currency, job.triage_status, " ".join(c.value for c in job.categories),
-                    answers.get(job.pk, ""), job.mean_gpu_util_source or "",
+                    answers.get(job.pk, ""), job.mean_gpu_util_source or "", round(job.gpu_share, 6), job.gpu_unit,
                 ]  # fmt: skip
 
     return _csv_download(CSV_COLUMNS, rows(), "jobs.csv")
