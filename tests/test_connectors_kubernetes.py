@@ -564,3 +564,95 @@ def test_an_mpijob_ends_with_its_launcher():
         serve(server, [*workers, running])
         result = pull(server)
     assert result.status == "succeeded" and not Job.objects.exists()
+
+
+def test_a_restarted_containers_previous_run_and_init_containers_logs_are_fetched():
+    """Only the current run's log was fetched: a container OOMKilled and restarted kept its last lines
+    (the CUDA out-of-memory traceback) in the previous run's log, which no pull read; an init container's log
+    (a failed data download, a slow `pip install`) was not read either. Now both are stored and scanned."""
+    item = pod("bert-0", "p1", start=T, end=T + timedelta(hours=1))
+    item["spec"]["initContainers"] = [{"name": "fetch-data", "image": "busybox"}]
+    item["status"]["containerStatuses"][0].update(
+        restartCount=1, lastState={"terminated": {"exitCode": 137, "reason": "OOMKilled"}}
+    )
+    calm = pod("calm-0", "p2", start=T, end=T + timedelta(hours=1, minutes=1))
+
+    def logs(path, query):
+        name, container = path.split("/")[-2], query["container"]
+        if query.get("previous") == "true":
+            if name != "bert-0":  # the API server's answer for a container that never restarted
+                return (
+                    400,
+                    status(400, "BadRequest", f'previous terminated container "main" in pod "{name}" not found'),
+                    {},
+                )
+            return (
+                200,
+                b"2026-01-01T00:10:00Z torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB\n",
+                {},
+            )
+        return 200, f"2026-01-01T00:20:00Z {container} of {name} epoch 1 done\n".encode(), {}
+
+    with FakePlatform() as server:
+        server.route("/api/v1/namespaces/", logs)
+        server.route("/api/v1/pods", lambda path, query: (200, pod_list([item, calm]), {}))
+        result = pull(server)
+        previous_asked = [p.split("/")[-2] for p, _, q in server.requests if q.get("previous") == "true"]
+    assert result.status in ("succeeded", "partial"), result.message
+    bert = Job.objects.get(external_id="p1")
+    assert sorted(a.path for a in bert.artifacts.all()) == [
+        "bert-0/fetch-data.log",
+        "bert-0/main.log",
+        "bert-0/main.previous.log",
+    ]
+    oom = bert.log_events.get(kind="oom")
+    assert oom.artifact.path == "bert-0/main.previous.log" and "CUDA out of memory" in oom.text
+    assert previous_asked == ["bert-0"]  # a container that never restarted has no previous run to ask for
+    assert [a.path for a in Job.objects.get(external_id="p2").artifacts.all()] == ["calm-0/main.log"]
+
+
+def test_a_refused_pods_log_is_one_error_for_the_pull_with_the_count():
+    """Without `get` on pods/log the API server refuses every job's logs: the run listed one identical 403 per
+    job (hundreds on a first pull), burying any other error. Now the pull says it once, with how many jobs
+    were stored without logs, and stops asking in that namespace."""
+    refused = status(
+        403,
+        "Forbidden",
+        'pods "a" is forbidden: User "system:serviceaccount:fleet:triage" cannot get resource "pods/log" in API '
+        'group "" in the namespace "vision"',
+    )
+    pods = [pod(f"job-{i}", f"p{i}", start=T, end=T + timedelta(hours=1, minutes=i)) for i in range(3)]
+    with FakePlatform() as server:
+        server.route("/api/v1/namespaces/", lambda path, query: (403, refused, {}))
+        server.route("/api/v1/pods", lambda path, query: (200, pod_list(pods), {}))
+        result = pull(server)
+        asked = [p for p, _, _ in server.requests if p.endswith("/log")]
+    assert result.status in ("succeeded", "partial") and Job.objects.count() == 3
+    (error,) = result.errors
+    assert error["message"].startswith("artifacts: 3 jobs were stored without logs: reading pods/log is not allowed")
+    assert 'cannot get resource "pods/log"' in error["message"] and "HTTP 403" in error["message"]
+    assert len(asked) == 1
+    assert Job.objects.get(external_id="p2").labels["logs_unavailable"] == [
+        "reading pods/log is not allowed (HTTP 403)"
+    ]
+
+
+def test_a_pods_log_over_log_max_bytes_keeps_its_end():
+    """`limitBytes` kept a log's first `log_max_bytes`: a long training log lost the out-of-memory error that
+    ended it. Now the log is read through, its first and last halves kept with a marker between, and its
+    lines numbered as the log numbered them."""
+    from tests.test_log_head_tail import OOM_LINE, long_log
+
+    item = pod("big-0", "p1", start=T, end=T + timedelta(hours=1))
+    with FakePlatform() as server:
+        server.route("/api/v1/namespaces/", lambda path, query: (200, long_log(), {}))
+        server.route("/api/v1/pods", lambda path, query: (200, pod_list([item]), {}))
+        result = pull(server, options={"log_max_bytes": 8192})
+        asked = [q for p, _, q in server.requests if p.endswith("/log")]
+    assert result.status in ("succeeded", "partial"), result.message
+    (log,) = Job.objects.get(external_id="p1").artifacts.all()
+    content = log.file.read()
+    assert log.truncated and content.startswith(b"2026-11-02 10:00:00,000 INFO step 1 loss")
+    assert content.endswith(OOM_LINE.encode() + b"\n") and b"[\xe2\x80\xa6 Fleet Triage left out " in content
+    assert log.job.log_events.get(kind="oom").line_no == 3001
+    assert "limitBytes" not in asked[0]

@@ -13,6 +13,9 @@ Pure part: `parse_pod_list` reads a PodList (the API's pages and `kubectl get po
 - GPU count from `resources.limits` of `nvidia.com/gpu`, `nvidia.com/gpu.shared` and
   `nvidia.com/mig-*` (a pod needs max(sum of its containers, largest init container)), summed over
   pods that ran *at the same time* — a retried pod does not double the count;
+- the share of a physical GPU each device is (`gpu_share`, what GPU-hours and cost count): 1 for a
+  whole GPU, compute slices / 7 for a MIG slice (`1g.10gb` of an A100/H100 is 1/7; A30's profiles
+  /4), 1/replicas for a time-sliced or MPS replica when the operator gives `shared_gpu_replicas`;
 - team from a label the operator names (else the namespace), through the operator's mapping;
   queue from Kueue's `kueue.x-k8s.io/queue-name` label, else the namespace.
 """
@@ -21,6 +24,7 @@ from __future__ import annotations
 
 import logging
 import math
+import re
 import shlex
 from collections.abc import Iterator
 from dataclasses import dataclass, field, replace
@@ -53,6 +57,12 @@ GPU_RESOURCE = "nvidia.com/gpu"
 # as one GPU device of the pod.
 GPU_RESOURCE_SHARED = "nvidia.com/gpu.shared"
 MIG_RESOURCE_PREFIX = "nvidia.com/mig-"
+SHARED_SUFFIX = ".shared"
+# A MIG profile `<compute slices>g.<memory>gb` (`+me`, `+gfx`... variants add engines): its share of the
+# parent is its compute slices over the parent's 7 (A100, H100, H200, B200), or 4 on an A30, whose
+# profiles are the only ones with 6 GB a slice (1g.6gb, 2g.12gb, 4g.24gb).
+MIG_PROFILE = re.compile(r"^(?P<slices>[1-7])g\.(?P<memory>\d+)gb(?:\+\w+)*$")
+A30_PROFILES = frozenset({"1g.6gb", "2g.12gb", "4g.24gb"})
 # JobSet (and Kubeflow Trainer's TrainJob, built on it) owns Jobs, which own the pods; it labels the
 # pods with its own uid and name, which are the job's identity.
 JOBSET_UID_LABEL = "jobset.sigs.k8s.io/jobset-uid"
@@ -118,6 +128,60 @@ def gpu_resources(pod: dict) -> list[str]:
         for kind in ("limits", "requests"):
             names.update(name for name in resources.get(kind) or {} if is_gpu_resource(str(name)))
     return sorted(names)
+
+
+def mig_profile(name: str) -> str:
+    """The MIG profile a resource name is a slice of (`1g.10gb`), "" when it is no MIG slice."""
+    if not name.startswith(MIG_RESOURCE_PREFIX):
+        return ""
+    profile = name[len(MIG_RESOURCE_PREFIX) :].removesuffix(SHARED_SUFFIX)
+    return profile if MIG_PROFILE.match(profile) else ""
+
+
+def resource_share(name: str, shared_replicas: int = 0) -> float:
+    """The share of one physical GPU one device of a GPU resource is: 1 for `nvidia.com/gpu`, a MIG
+    slice's compute slices over its parent's (1g.10gb of an H100: 1/7), and a shared replica's
+    share divided by the replicas the operator set (`shared_gpu_replicas`; unknown: counted whole)."""
+    share = 1.0
+    profile = mig_profile(name)
+    if profile:
+        match = MIG_PROFILE.match(profile)
+        slices = int(match["slices"])
+        share = slices / (4 if profile.split("+")[0] in A30_PROFILES else 7)
+    if (name == GPU_RESOURCE_SHARED or name.endswith(SHARED_SUFFIX)) and shared_replicas > 0:
+        share /= shared_replicas
+    return share
+
+
+def resource_unit(name: str) -> str:
+    """What one device of a GPU resource is called on the pages: "" for a whole GPU."""
+    profile = mig_profile(name)
+    shared = name == GPU_RESOURCE_SHARED or name.endswith(SHARED_SUFFIX)
+    if profile:
+        return f"MIG {profile} slice replica" if shared else f"MIG {profile} slice"
+    if shared:
+        return "shared GPU replica"
+    if name.startswith(MIG_RESOURCE_PREFIX):
+        return "MIG slice"
+    return ""
+
+
+def pod_gpu_shares(pod: dict, shared_replicas: int = 0) -> float:
+    """The pod's GPU devices in whole GPUs (`pod_gpus` weighted by `resource_share`)."""
+    spec = pod.get("spec") or {}
+
+    def shares(container: dict) -> float:
+        resources = container.get("resources") or {}
+        asked = {**(resources.get("requests") or {}), **(resources.get("limits") or {})}
+        return sum(
+            int(_quantity(value)) * resource_share(str(name), shared_replicas)
+            for name, value in asked.items()
+            if is_gpu_resource(str(name))
+        )
+
+    main = sum(shares(c) for c in spec.get("containers") or [])
+    init = max((shares(c) for c in spec.get("initContainers") or []), default=0.0)
+    return max(main, init)
 
 
 def pod_gpus(pod: dict) -> int:
@@ -201,6 +265,7 @@ def jobs_from_pods(
     namespace_teams: dict[str, str] | None = None,
     gpu_jobs_only: bool = True,
     source: str = "pods",
+    shared_replicas: int = 0,
 ) -> PodJobs:
     """Finished jobs from pods (pods seen twice, e.g. on a repeated page, count once)."""
     groups: dict[str, tuple[dict | None, dict[str, dict]]] = {}
@@ -223,7 +288,19 @@ def jobs_from_pods(
     teams = namespace_teams or {}
     for key, (owner, members) in groups.items():
         try:
-            _add_pod_job(result, key, owner, members, cluster, team_label, user_label, teams, gpu_jobs_only, source)
+            _add_pod_job(
+                result,
+                key,
+                owner,
+                members,
+                cluster,
+                team_label,
+                user_label,
+                teams,
+                gpu_jobs_only,
+                source,
+                shared_replicas,
+            )
         except SHAPE_ERRORS as exc:
             result.errors.append(RecordError(source, shape_problem(f"the pods of job {key}", exc), job_id=key))
     return result
@@ -258,7 +335,9 @@ def _launcher_end(owner: dict | None, group: list[dict]) -> datetime | None:
     return None
 
 
-def _add_pod_job(result, key, owner, members, cluster, team_label, user_label, teams, gpu_jobs_only, source) -> None:
+def _add_pod_job(
+    result, key, owner, members, cluster, team_label, user_label, teams, gpu_jobs_only, source, shared_replicas=0
+) -> None:
     """The job of one group of pods, added to `result` (or counted as unfinished, or reported)."""
     group = sorted(members.values(), key=lambda p: str((p.get("metadata") or {}).get("name", "")))
     launcher_end = _launcher_end(owner, group)
@@ -285,12 +364,28 @@ def _add_pod_job(result, key, owner, members, cluster, team_label, user_label, t
     if gpu_jobs_only and gpus == 0:
         return
     job = _job(key, owner, group, intervals, gpus, cluster, team_label, user_label, teams)
+    job = replace(job, **gpu_share_of(group, shared_replicas))
     if never_ran:
         job.labels["pods_never_ran"] = [
             f"{(p.get('metadata') or {}).get('name')}: {(p.get('status') or {}).get('reason') or 'never started'}"
             for p in never_ran
         ]
     result.jobs.append(job)
+
+
+def gpu_share_of(pods: list[dict], shared_replicas: int = 0) -> dict:
+    """The job's `gpu_share` (the share of a physical GPU each of its GPU devices is, averaged over
+    its GPU pods' devices) and `gpu_unit` (what a device is called: "MIG 1g.10gb slice"; "" for
+    whole GPUs, and "GPU device" when its pods hold devices of several kinds)."""
+    devices = sum(pod_gpus(p) for p in pods)
+    if not devices:
+        return {}
+    share = sum(pod_gpu_shares(p, shared_replicas) for p in pods) / devices
+    units = {resource_unit(name) for p in pods for name in gpu_resources(p)}
+    unit = units.pop() if len(units) == 1 else "GPU device"
+    if unit == "shared GPU replica" and not shared_replicas:
+        unit = "shared GPU replica (replicas unknown, counted whole)"
+    return {"gpu_share": 1.0 if abs(share - 1.0) < 1e-9 else share, "gpu_unit": unit}
 
 
 def _job(key, owner, pods, intervals, gpus, cluster, team_label, user_label, teams) -> JobRecord:
@@ -369,6 +464,13 @@ def _job(key, owner, pods, intervals, gpus, cluster, team_label, user_label, tea
                     "name": (p.get("metadata") or {}).get("name"),
                     "uid": (p.get("metadata") or {}).get("uid"),
                     "containers": [c.get("name") for c in (p.get("spec") or {}).get("containers") or []],
+                    "init_containers": [c.get("name") for c in (p.get("spec") or {}).get("initContainers") or []],
+                    # restarts of each container: its previous run's log is fetched too (previous=true)
+                    "restarts": {
+                        str(c.get("name")): int(c.get("restartCount") or 0)
+                        for c in (p.get("status") or {}).get("containerStatuses") or []
+                        if c.get("restartCount")
+                    },
                     "nodeName": (p.get("spec") or {}).get("nodeName"),
                     "phase": (p.get("status") or {}).get("phase"),
                 }
@@ -396,7 +498,8 @@ class KubernetesConnector(BaseConnector):
     a node label such as "nvidia.com/gpu.present=true" matches no pod), `namespace`
     (one namespace instead of all), `team_label` (a pod label naming the team; default: the
     namespace), `user_label`, `namespace_teams` ({namespace or label value: team}),
-    `settle_minutes` (1), `fetch_logs` (true), `log_max_bytes` (20 MiB), `gpu_jobs_only` (true).
+    `settle_minutes` (1), `fetch_logs` (true), `log_max_bytes` (20 MiB), `gpu_jobs_only` (true),
+    `shared_gpu_replicas` (the time-slicing/MPS replicas of a shared GPU; unset: a replica counts whole).
     """
 
     kind = "kubernetes"
@@ -413,6 +516,7 @@ class KubernetesConnector(BaseConnector):
         "log_max_bytes": "whole number",
         "gpu_jobs_only": "true or false",
         "page_size": "whole number",
+        "shared_gpu_replicas": "whole number",
     }
     auth_hint = "Bearer, a ServiceAccount token (get/list pods and pods/log)."
 
@@ -423,6 +527,10 @@ class KubernetesConnector(BaseConnector):
         self.log_max_bytes = number_option(options, "log_max_bytes", 20 * 2**20, low=0, high=2**30, integer=True)
         self.page_size = number_option(options, "page_size", PAGE_SIZE, low=1, high=10_000, integer=True)
         self.namespace_teams = mapping_option(options, "namespace_teams")
+        # The GPU Operator's time-slicing (or MPS) `replicas`: each `*.shared` device is 1/replicas of a GPU.
+        self.shared_replicas = number_option(options, "shared_gpu_replicas", 0, low=0, high=1024, integer=True)
+        # namespace -> [jobs whose logs were refused (403), the API server's first refusal], reported once a pull
+        self.log_refusals: dict[str, list] = {}
 
     @property
     def pods_path(self) -> str:
@@ -483,6 +591,7 @@ class KubernetesConnector(BaseConnector):
             namespace_teams=self.namespace_teams,
             gpu_jobs_only=bool(options.get("gpu_jobs_only", True)),
             source=self.settings.name,
+            shared_replicas=self.shared_replicas,
         )
         jobs = [j for j in parsed.jobs if j.end_time.timestamp() <= cutoff and (since is None or j.end_time > since)]
         jobs.sort(key=lambda j: (j.end_time, j.external_id))
@@ -497,6 +606,20 @@ class KubernetesConnector(BaseConnector):
                 batch.append(jobs[index])
                 index += 1
             yield Batch(jobs=batch, watermark=time_watermark(end))
+        if self.log_refusals:  # resumed once the last batch's jobs are stored: one error for the pull
+            yield Batch(jobs=[], watermark=time_watermark(jobs[-1].end_time), errors=[self.refusal_error()])
+
+    def refusal_error(self) -> RecordError:
+        """One error for every job whose logs the API server refused (RBAC), however many there were."""
+        count = sum(jobs for jobs, _ in self.log_refusals.values())
+        namespaces = ", ".join(sorted(self.log_refusals))
+        first = next(iter(self.log_refusals.values()))[1]
+        noun = "job was" if count == 1 else "jobs were"
+        message = (
+            f"artifacts: {count} {noun} stored without logs: reading pods/log is not allowed in {namespaces} "
+            f"(grant the ServiceAccount get on pods/log). {first}"
+        )
+        return RecordError(self.settings.name, message[:2000])
 
     def describe(self, job: JobRecord) -> JobRecord:
         """The job with its GPU model from dcgm-exporter's `modelName` when its pods did not name one
@@ -513,23 +636,42 @@ class KubernetesConnector(BaseConnector):
         return None
 
     def fetch_artifacts(self, job: JobRecord) -> list[ArtifactRecord]:
+        """Each pod's logs: its init containers' (a failed `pip install` or data download in one is why the
+        job never trained), each container's previous run when it restarted (`previous=true`: an OOMKilled
+        first attempt's last lines are in no other log) and its current run."""
         if not self.settings.options.get("fetch_logs", True):
             return []
         namespace = job.labels.get("namespace")
+        if namespace in self.log_refusals:  # pods/log refused in this namespace earlier in the pull: not again
+            self.log_refusals[namespace][0] += 1
+            job.labels["logs_unavailable"] = ["reading pods/log is not allowed (HTTP 403)"]
+            return []
         out, unavailable, dead_nodes = [], [], set()
         for pod in job.raw.get("pods") or []:
             node = pod.get("nodeName") or ""
             if node and node in dead_nodes:  # its kubelet did not answer for another pod: not again
                 unavailable.append(f"{pod['name']}: its node {node} did not serve logs")
                 continue
+            restarts = pod.get("restarts") or {}
+            logs = [(name, False) for name in pod.get("init_containers") or []]
             for container in pod.get("containers") or []:
+                if restarts.get(container):
+                    logs.append((container, True))
+                logs.append((container, False))
+            for container, previous in logs:
                 path = f"api/v1/namespaces/{namespace}/pods/{pod['name']}/log"
-                params = {"container": container, "timestamps": "true", "limitBytes": self.log_max_bytes + 1}
+                params = {"container": container, "timestamps": "true"}
+                if previous:
+                    params["previous"] = "true"
                 try:
-                    content = self.http.get_bytes(path, params=params, max_bytes=self.log_max_bytes + 1)
+                    content, cut = self.http.get_head_tail(path, params=params, max_bytes=self.log_max_bytes)
                 except HttpStatusError as exc:
                     if exc.status in (400, 404):  # pod garbage-collected, or a container that never ran
                         continue
+                    if exc.status == 403:  # RBAC: the same for every job of the namespace, said once a pull
+                        self.log_refusals[namespace] = [1, str(exc)]
+                        job.labels["logs_unavailable"] = ["reading pods/log is not allowed (HTTP 403)"]
+                        return out
                     raise
                 except TransientError as exc:
                     # The API server reads a log from the node's kubelet: a node that is down (NotReady,
@@ -539,8 +681,8 @@ class KubernetesConnector(BaseConnector):
                     unavailable.append(f"{pod['name']}: {exc}")
                     dead_nodes.add(node)
                     break
-                path = f"{pod['name']}/{container}.log"
-                out.append(ArtifactRecord.capped(job.external_id, "log", path, content, self.log_max_bytes))
+                path = f"{pod['name']}/{container}{'.previous' if previous else ''}.log"
+                out.append(ArtifactRecord(job.external_id, "log", path, content, truncated=cut))
         if unavailable:
             job.labels["logs_unavailable"] = unavailable  # shown with the job's labels
             if not out:
