@@ -50,7 +50,7 @@ def test_no_util_lists_the_jobs_without_samples_as_the_jobs_list_does(client, op
     parameters = client.get("/api/v1/schema/", {"format": "json"}).json()["paths"]["/api/v1/jobs/"]["get"]["parameters"]
     [documented] = [parameter for parameter in parameters if parameter["name"] == "no_util"]
     assert documented["in"] == "query" and documented["schema"] == {"type": "boolean"}
-    assert "no GPU samples" in documented["description"]
+    assert "neither GPU samples nor a Slurm step-accounting average" in documented["description"]
 
 
 @pytest.mark.parametrize("spelling", ["maybe", "2", "y", "on"])
