@@ -925,10 +925,13 @@ def test_the_period_note_says_how_old_the_newest_data_is(client, operator, team_
     """The presets end at the newest job: when that is weeks old (an import or a connector stopped),
     the page says so rather than passing last month off as the last 7 days."""
     now = datetime.now(tz=UTC)
-    JobFactory(team=team_a, start_time=now - timedelta(days=13, hours=1))
+    # Midnight 13 days back: 13 days ago by the calendar and by the clock at any hour of today (now - 13 d 1 h
+    # was 14 calendar days back in the first hour after midnight UTC, and the test failed then).
+    newest = now.replace(hour=0, minute=0, second=0, microsecond=0) - timedelta(days=13)
+    JobFactory(team=team_a, start_time=newest)
     client.force_login(operator)
     page = client.get(reverse("dashboard:overview")).content.decode()
-    started = (now - timedelta(days=13, hours=1)).date().isoformat()
+    started = newest.date().isoformat()
     assert f"The newest job started on {started}, 13 days ago: the presets end there." in page
     JobFactory(team=team_a, start_time=now - timedelta(hours=1))
     assert "The newest job started" not in client.get(reverse("dashboard:overview")).content.decode()
