@@ -131,7 +131,16 @@ def prometheus_server(tmp_path_factory):
     prometheus, promtool = _binaries()
     folder = tmp_path_factory.mktemp("prometheus")
     data = generated_series()
-    (folder / "data.om").write_text(openmetrics(data))
+    tsdb = backfilled_tsdb(promtool, folder, openmetrics(data))
+    with running_prometheus(
+        prometheus, folder, "global:\n  scrape_interval: 15s\nscrape_configs: []\n", f"--storage.tsdb.path={tsdb}"
+    ) as url:
+        yield url, data
+
+
+def backfilled_tsdb(promtool: str, folder: Path, openmetrics_text: str) -> Path:
+    """A Prometheus TSDB in `folder` holding this OpenMetrics text (ending in `# EOF`), as promtool backfills it."""
+    (folder / "data.om").write_text(openmetrics_text)
     tsdb = folder / "tsdb"
     subprocess.run(
         [promtool, "tsdb", "create-blocks-from", "openmetrics", str(folder / "data.om"), str(tsdb)],
@@ -139,10 +148,7 @@ def prometheus_server(tmp_path_factory):
         capture_output=True,
         timeout=120,
     )
-    with running_prometheus(
-        prometheus, folder, "global:\n  scrape_interval: 15s\nscrape_configs: []\n", f"--storage.tsdb.path={tsdb}"
-    ) as url:
-        yield url, data
+    return tsdb
 
 
 @contextmanager

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import csv
 import io
-import subprocess
 from datetime import timedelta
 from decimal import Decimal
 
@@ -19,7 +18,7 @@ from fleet.models import Cluster, GpuModelPrice, Job
 from fleet.series import device_name, mig_device
 from tests.connector_servers import FakePlatform
 from tests.test_connectors_kubernetes import T, pull, serve, with_resources
-from tests.test_connectors_prometheus import _binaries, running_prometheus
+from tests.test_connectors_prometheus import _binaries, backfilled_tsdb, running_prometheus
 from tests.test_connectors_sync import pod
 
 H100 = "NVIDIA H100 80GB HBM3"
@@ -79,10 +78,7 @@ def _tsdb(tmp_path):
                 lines.append(f"{metric}{{{labels}}} {value} {int(stamp)}")
                 stamp += 15
     lines.append("# EOF")
-    (tmp_path / "data.om").write_text("\n".join(lines) + "\n")
-    tsdb = tmp_path / "tsdb"
-    subprocess.run([promtool, "tsdb", "create-blocks-from", "openmetrics", str(tmp_path / "data.om"), str(tsdb)],
-                   check=True, capture_output=True, timeout=120)  # fmt: skip
+    tsdb = backfilled_tsdb(promtool, tmp_path, "\n".join(lines) + "\n")
     return tsdb
 
 

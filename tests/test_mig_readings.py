@@ -3,14 +3,13 @@
 
 from __future__ import annotations
 
-import subprocess
 from datetime import UTC, datetime, timedelta
 
 from fleet.connectors.base import ConnectorSettings
 from fleet.connectors.http import HttpClient
 from fleet.connectors.prometheus import PrometheusConnector, SeriesRequest
 from fleet.series import device_name, mig_device
-from tests.test_connectors_prometheus import _binaries, running_prometheus
+from tests.test_connectors_prometheus import _binaries, backfilled_tsdb, running_prometheus
 
 END = datetime.now(UTC).replace(microsecond=0) - timedelta(hours=3)
 END = END - timedelta(seconds=END.timestamp() % 15)
@@ -41,10 +40,7 @@ def test_two_slices_of_one_gpu_in_a_job_are_two_readings(tmp_path):
                 lines.append(f"{metric}{{{labels}}} {value} {int(stamp)}")
                 stamp += 15
     lines.append("# EOF")
-    (tmp_path / "data.om").write_text("\n".join(lines) + "\n")
-    tsdb = tmp_path / "tsdb"
-    subprocess.run([promtool, "tsdb", "create-blocks-from", "openmetrics", str(tmp_path / "data.om"), str(tsdb)],
-                   check=True, capture_output=True, timeout=120)  # fmt: skip
+    tsdb = backfilled_tsdb(promtool, tmp_path, "\n".join(lines) + "\n")
     config = "global:\n  scrape_interval: 15s\nscrape_configs: []\n"
     with running_prometheus(prometheus, tmp_path, config, f"--storage.tsdb.path={tsdb}") as url:
         settings = ConnectorSettings(name="prom", kind="prometheus", url=url, options={"step": "15s"}, backoff_s=0.01)
