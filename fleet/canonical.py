@@ -248,7 +248,7 @@ class JobRecord:
                 f"{self.gpu_count} GPUs from {self.start_time:%Y-%m-%d} to {self.end_time:%Y-%m-%d} are "
                 f"{gpu_hours:,.0f} GPU-hours, more than any job has (at most {MAX_GPU_HOURS:,.0f})"
             )
-        for name in ("external_id", "user", "team", "cluster", "name", "gpu_model", "queue", "state",
+        for name in ("external_id", "user", "team", "cluster", "name", "gpu_model", "gpu_unit", "queue", "state",
                      "job_type", "command", "labels", "raw"):  # fmt: skip
             found = nul_path(getattr(self, name, ""), name)
             if found is not None:

@@ -494,6 +494,57 @@ def test_optional_job_columns(tmp_path):
     assert j1.raw["labels"] == '{"project": "x"}'
 
 
+def test_a_job_on_mig_slices_or_shared_gpus_carries_its_share(tmp_path):
+    header = JOBS_HEADER + ",gpu_share,gpu_unit"
+    rows = [
+        JOBS_ROWS[0] + ",1/7,MIG 1g.10gb slice",  # a fraction, as MIG profiles are
+        JOBS_ROWS[1] + ",0.25,time-sliced GPU (1 of 4)",
+        JOBS_ROWS[2] + ",,",  # empty: whole GPUs
+    ]
+    parsed = parse_files(tmp_path, base_files(**{"jobs.csv": csv_text(header, rows)}))
+    assert parsed.errors == []
+    j1, j2, j3 = (parsed.jobs[name] for name in ("j1", "j2", "j3"))
+    assert (j1.gpu_share, j1.gpu_unit) == (pytest.approx(1 / 7), "MIG 1g.10gb slice")
+    assert (j2.gpu_share, j2.gpu_unit) == (0.25, "time-sliced GPU (1 of 4)")
+    assert (j3.gpu_share, j3.gpu_unit) == (1.0, "")
+
+
+@pytest.mark.parametrize(
+    ("cell", "message"),
+    [
+        ("0", "must be more than 0 and at most 1 (the share of a physical GPU each device is), got '0'"),
+        ("1.5", "must be more than 0 and at most 1 (the share of a physical GPU each device is), got '1.5'"),
+        ("-0.5", "must be more than 0 and at most 1 (the share of a physical GPU each device is), got '-0.5'"),
+        ("nan", "must be more than 0 and at most 1 (the share of a physical GPU each device is), got 'nan'"),
+        ("half", "not a number or a fraction like 1/7: 'half'"),
+        ("1/0", "not a number or a fraction like 1/7: '1/0'"),
+    ],
+)
+def test_a_bad_gpu_share_rejects_that_job_only(tmp_path, cell, message):
+    header = JOBS_HEADER + ",gpu_share"
+    rows = [JOBS_ROWS[0] + ",", JOBS_ROWS[1] + ",", JOBS_ROWS[2] + f",{cell}"]
+    parsed = parse_files(tmp_path, base_files(**{"jobs.csv": csv_text(header, rows)}))
+    error = only_error(parsed, "j3")
+    assert (error.file, error.row, error.field) == ("jobs.csv", 3, "gpu_share")
+    assert error.message == message
+    assert sorted(parsed.jobs) == ["j1", "j2"]
+
+
+def test_a_gpu_share_in_jsonl_may_be_a_number(tmp_path):
+    lines = [
+        {"job_id": "j1", "user": "a", "team": "t", "gpu_count": 7, "gpu_share": 0.5, "gpu_unit": "MIG 3g.40gb slice",
+         "start_time": "2026-10-05T09:00:00Z", "end_time": "2026-10-05T10:00:00Z"},
+        {"job_id": "j2", "user": "a", "team": "t", "gpu_count": 1, "gpu_share": True,
+         "start_time": "2026-10-05T09:00:00Z", "end_time": "2026-10-05T10:00:00Z"},
+    ]  # fmt: skip
+    files = base_files()
+    del files["jobs.csv"]
+    files["jobs.jsonl"] = "\n".join(json.dumps(line) for line in lines) + "\n"
+    parsed = parse_files(tmp_path, files)
+    assert (parsed.jobs["j1"].gpu_share, parsed.jobs["j1"].gpu_unit) == (0.5, "MIG 3g.40gb slice")
+    assert only_error(parsed, "j2").field == "gpu_share"
+
+
 def test_identical_duplicate_job_rows_are_kept_once(tmp_path):
     parsed = parse_files(tmp_path, base_files(**{"jobs.csv": csv_text(JOBS_HEADER, [*JOBS_ROWS, JOBS_ROWS[0]])}))
     assert sorted(parsed.jobs) == ["j1", "j2", "j3"]

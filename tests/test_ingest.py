@@ -389,6 +389,31 @@ def test_costs_use_the_cluster_price_and_follow_price_changes(tmp_path):
     assert str(j1.cost) == "6.00"
 
 
+def test_a_job_on_mig_slices_is_billed_for_its_share_of_the_gpus(tmp_path):
+    cluster = Cluster.objects.create(name="c1")
+    GpuModelPrice.objects.create(cluster=cluster, gpu_model="", price_per_gpu_hour="7.00", currency="USD")
+    jobs = JOBS.replace(
+        "job_id,user,team,gpu_count,start_time,end_time,name",
+        "job_id,user,team,gpu_count,start_time,end_time,name,gpu_share,gpu_unit",
+    )
+    jobs = (
+        jobs.replace(",resnet\n", ",resnet,1/7,MIG 1g.10gb slice\n")
+        .replace(",bert\n", ",bert,,\n")
+        .replace(",gpt\n", ",gpt,,\n")
+    )
+    assert run_command(write_zip(tmp_path / "a.zip", {**good_members(), "jobs.csv": jobs}))[0] == 0
+    j1, j2 = Job.objects.get(external_id="j1"), Job.objects.get(external_id="j2")
+    # two 1g.10gb slices for an hour: 2/7 of a GPU-hour, at 7.00 a GPU-hour
+    assert (j1.gpu_share, j1.gpu_unit, j1.gpu_hours) == (
+        pytest.approx(1 / 7),
+        "MIG 1g.10gb slice",
+        pytest.approx(2 / 7),
+    )
+    assert str(j1.cost) == "2.00"
+    assert j1.unused_gpu_hours == pytest.approx(2 / 7 * 0.6, rel=0.02)  # 40 % busy
+    assert (j2.gpu_share, j2.gpu_unit, j2.gpu_hours) == (1.0, "", pytest.approx(2.0))
+
+
 @pytest.mark.parametrize(
     ("change", "file", "field", "row"),
     [

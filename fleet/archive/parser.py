@@ -28,6 +28,7 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import closing
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
+from fractions import Fraction
 from functools import cache, cached_property
 from importlib import resources
 
@@ -72,6 +73,7 @@ __all__ = [
 ]
 
 JOB_FILES = ("jobs.csv", "jobs.jsonl")
+SHARE_MEANING = "the share of a physical GPU each device is"
 JOB_REQUIRED = ("job_id", "user", "team", "gpu_count", "start_time", "end_time")
 SHARED_METRICS_FILES = ("metrics.csv", "metrics.parquet")
 METRICS_FOLDER = "metrics"
@@ -1438,7 +1440,21 @@ def _job_from_row(record: dict, default_cluster: str) -> tuple[JobRecord | None,
             problems.append((name, str(exc)))
             return None
 
+    def share() -> float:
+        """The share of a physical GPU each device is: a number or a fraction ("1/7" for a MIG 1g slice)."""
+        value = record.get("gpu_share")
+        if value is None or _text(value) == "":
+            return 1.0
+        number = _as_share(value)
+        if number is None:
+            problems.append(("gpu_share", f"not a number or a fraction like 1/7: {value!r}"))
+            return 1.0
+        if not 0.0 < number <= 1.0:  # NaN fails this too
+            problems.append(("gpu_share", f"must be more than 0 and at most 1 ({SHARE_MEANING}), got {_text(value)!r}"))
+        return number
+
     gpu_count = count("gpu_count", None)
+    gpu_share = share()
     node_count = count("node_count", 1)
     cpu_count = count("cpu_count", None)
     start, end, submit = moment("start_time"), moment("end_time"), moment("submit_time")
@@ -1475,6 +1491,8 @@ def _job_from_row(record: dict, default_cluster: str) -> tuple[JobRecord | None,
         cluster=_text(record.get("cluster")) or default_cluster,
         name=_text(record.get("name")),
         gpu_model=_text(record.get("gpu_model")),
+        gpu_share=gpu_share,
+        gpu_unit=_text(record.get("gpu_unit")),
         node_count=node_count,
         cpu_count=cpu_count,
         state=_text(record.get("state")),
@@ -1525,6 +1543,24 @@ def _differences(record: dict, other: dict, keys: list[str]) -> str:
         fields = "field" if len(rest) == 1 else "fields"
         named.append(f"and {len(rest)} more {fields} ({cut(', '.join(rest), 4 * DIFFERENCE_VALUE_CHARS)})")
     return ", ".join(named)
+
+
+def _as_share(value) -> float | None:
+    """A number, its decimal text or a fraction's text ("1/7") as a float; None for anything else."""
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int | float):
+        return float(value)
+    text = str(value).strip()
+    if not text.isascii():
+        return None
+    numerator, slash, denominator = text.partition("/")
+    try:
+        if slash:
+            return float(Fraction(int(numerator), int(denominator)))
+        return float(text)
+    except (ValueError, ZeroDivisionError):
+        return None
 
 
 def _as_count(value) -> int | None:
