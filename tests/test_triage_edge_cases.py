@@ -267,6 +267,36 @@ def test_host_syncs_are_counted_once_a_call_and_quoted_once_a_line():
     assert [c.line for c in found.code] == [7, 8] and found.numbers["calls_per_step"] == 2
 
 
+def test_a_dataloader_line_is_quoted_once_in_a_findings_evidence():
+    # The demo's OOM-retry job builds its training DataLoader twice, word for word (again after fitting the
+    # batch size): its gpu_memory_bound finding quoted the same DataLoader line twice, and so did the loader
+    # findings. Two loaders built on one line were that line quoted twice.
+    loader = "train_loader = DataLoader(train_set, shuffle=True, batch_size=16, num_workers=0)"
+    script = (
+        "import torch\nfrom torch.utils.data import DataLoader\n"
+        f"{loader}\n"
+        "args.batch_size = fit_batch_size(model, train_set, args.batch_size)\n"
+        f"{loader}\n"
+        "for inputs, targets in train_loader:\n"
+        "    loss = model(inputs.cuda()).sum()\n"
+    )
+    _, result = run(120, series(120, lambda t, g: 30, mem=lambda t, g: 0.9), scripts=[("train.py", script)])
+    found = {f.category: f for f in result.findings}
+    assert {Category.GPU_MEMORY_BOUND, Category.DATA_PREPROCESSING, Category.HOST_GPU_TRANSFER} <= set(found)
+    for category in (Category.GPU_MEMORY_BOUND, Category.DATA_PREPROCESSING, Category.HOST_GPU_TRANSFER):
+        quoted = [c.text for c in found[category].code if "DataLoader(" in c.text]
+        assert quoted == [loader], category
+    one_line = (
+        "import torch\nfrom torch.utils.data import DataLoader\n"
+        "train_loader, val_loader = DataLoader(ds, batch_size=8, num_workers=0), DataLoader(vs, batch_size=8)\n"
+        "for x in train_loader:\n    loss = model(x.cuda()).sum()\n"
+    )
+    _, result = run(120, series(120, lambda t, g: 30, mem=lambda t, g: 0.3), scripts=[("train.py", one_line)])
+    for finding in result.findings:
+        lines = [c.line for c in finding.code]
+        assert len(lines) == len(set(lines)), finding.category
+
+
 COCO_PRINTS = """loading annotations into memory...
 Done (t=0.52s)
 creating index...

@@ -7,9 +7,23 @@ from dataclasses import dataclass
 import numpy as np
 
 from fleet.logevents import CHECKPOINT_SAVE, DOWNLOAD, INSTALL, REMOTE_READ, UPLOAD
-from triage.evidence import Evidence, LogLine, Span
+from triage.evidence import CodeFact, Evidence, LogLine, Span
 
 BLOCKING_KINDS = (CHECKPOINT_SAVE, UPLOAD, REMOTE_READ, DOWNLOAD)
+
+
+def quoted_once(facts: list[CodeFact]) -> list[CodeFact]:
+    """The facts to quote, each line once: a line already quoted (two DataLoaders built on one line) or the
+    same code written again further down (the demo's OOM-retry job builds its training DataLoader twice, word
+    for word, the second time after fitting the batch size) is left out; the first is kept."""
+    seen: set = set()
+    out = []
+    for fact in facts:
+        keys = {(fact.path, fact.line), (fact.path, fact.text)}
+        if not keys & seen:
+            out.append(fact)
+        seen |= keys
+    return out
 
 
 @dataclass(frozen=True)

@@ -7,7 +7,7 @@ import re
 
 from fleet.logevents import REMOTE_READ, UPLOAD
 from triage.evidence import Evidence
-from triage.rules.common import explained_gaps, gaps_of, periodic, startup, unexplained_gaps
+from triage.rules.common import explained_gaps, gaps_of, periodic, quoted_once, startup, unexplained_gaps
 from triage.rules.registry import Finding, register
 from triage.taxonomy import Category
 
@@ -61,7 +61,7 @@ def host_gpu_transfer(ev: Evidence, th: dict) -> list[Finding]:
             confidence=confidence,
             summary="Host-to-GPU copies from pageable memory stall each step: " + "; ".join(parts) + ".",
             windows=[ev.phases.training],
-            code=pageable[:3] + blocking[:4],
+            code=quoted_once(pageable)[:3] + blocking[:4],
             numbers={
                 "pageable_loaders": len(pageable),
                 "blocking_copies": len(blocking),
@@ -205,7 +205,7 @@ def data_preprocessing(ev: Evidence, th: dict) -> list[Finding]:
             summary="Data loading and preprocessing on the CPU cannot keep the GPUs fed: " + "; ".join(parts) + ".",
             windows=[p.training],
             log_lines=[line for *_, line in warnings[:2]],
-            code=loaders[:3],
+            code=quoted_once(loaders)[:3],
             numbers={
                 "cpu_util_training": None if cpu is None else round(cpu, 1),
                 "cpu_count": cpus,

@@ -10,7 +10,7 @@ import numpy as np
 from fleet.logevents import CHECKPOINT_SAVE, DOWNLOAD, OOM, REMOTE_READ, UPLOAD
 from triage.evidence import Evidence
 from triage.evidence.scripts import JOB_COMMAND
-from triage.rules.common import explained_gaps, gaps_of, periodic, unexplained_gaps
+from triage.rules.common import explained_gaps, gaps_of, periodic, quoted_once, unexplained_gaps
 from triage.rules.registry import Finding, register
 from triage.taxonomy import Category
 
@@ -75,7 +75,7 @@ def _batch_sizes(ev: Evidence) -> tuple[int | None, list, list]:
         code = [f for f in code if f.kind != "dataloader" or f.detail.get("feeds_training")]
     lines = ev.logs.batch_sizes
     size = code[0].detail["batch_size"] if code else (lines[0][0] if lines else None)
-    return size, code[:2], [line for _, line in lines[:2]]
+    return size, quoted_once(code)[:2], [line for _, line in lines[:2]]
 
 
 @register(Category.IMPROPER_BATCH_SIZE)
