@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from contextlib import suppress
 from datetime import timedelta
+from html.parser import HTMLParser
 
 import pytest
 from django.test import Client
@@ -121,6 +122,15 @@ const out = [...document.body.querySelectorAll('*')]
 return document.documentElement.scrollWidth > width + 1 ? out.concat(['the page scrolls sideways']) : out;
 """
 
+# ARIA references to ids the page lacks, including those a script set (the HTML as served is checked
+# by test_every_aria_reference_on_the_pages_names_an_element_there).
+DANGLING = """
+const names = ['aria-describedby', 'aria-labelledby', 'aria-controls', 'aria-owns'];
+return [...document.querySelectorAll(names.map(name => `[${name}]`).join(','))].flatMap(el => names.flatMap(
+  name => (el.getAttribute(name) || '').split(/\\s+/).filter(id => id && !document.getElementById(id))
+    .map(id => `${name}="${id}" names no element: ${el.outerHTML.slice(0, 120)}`)));
+"""
+
 # WCAG 1.4.10 (Reflow): content fits a window 320 CSS pixels wide (a phone, or 1280 pixels at 400 %
 # zoom) without scrolling sideways; a data table may scroll in its own box.
 REFLOW_WIDTH = 320
@@ -194,7 +204,7 @@ def test_every_page_meets_wcag_21_aa(browser, live_server, world, demo_archive, 
         settled(browser)
         # Folded content (a chart's numbers, a finding's code and fix) is checked unfolded.
         browser.execute_script("document.querySelectorAll('details').forEach(d => { d.open = true; })")
-        found = violations(browser)
+        found = violations(browser) + browser.execute_script(DANGLING)
         found += [
             f"a progress bar without a name: {bar.get_attribute('outerHTML')[:120]}"
             for bar in browser.execute_script("return [...document.querySelectorAll('progress')]")
@@ -221,3 +231,75 @@ def test_the_first_tab_offers_to_skip_the_menu(browser, live_server, operator): 
     assert browser.execute_script("return document.activeElement.id") == "content"
     ActionChains(browser).send_keys(Keys.TAB).perform()  # on into the page, not back to the menu
     assert browser.execute_script("return document.activeElement.closest('main') !== null")
+
+
+class _References(HTMLParser):
+    """The ids a page's elements have, and the ids its ARIA attributes and labels name."""
+
+    ATTRIBUTES = ("aria-describedby", "aria-labelledby", "aria-controls", "aria-owns", "for")
+
+    def __init__(self):
+        super().__init__()
+        self.ids: set[str] = set()
+        self.named: list[tuple[str, str, str]] = []  # (element, attribute, id)
+
+    def handle_starttag(self, tag, attrs):
+        attrs = dict(attrs)
+        if attrs.get("id"):
+            self.ids.add(attrs["id"])
+        for attribute in self.ATTRIBUTES:
+            if tag == "output" and attribute == "for":
+                continue  # names the inputs it is computed from, not a label's control
+            for ident in (attrs.get(attribute) or "").split():
+                element = f"<{tag} " + " ".join(f"{key}={value!r}" for key, value in attrs.items() if value)[:120]
+                self.named.append((element + ">", attribute, ident))
+
+
+def dangling_references(html: str) -> list[str]:
+    """Each aria-describedby, aria-labelledby, aria-controls, aria-owns and label `for` of the page
+    that names an id no element of the page has."""
+    page = _References()
+    page.feed(html)
+    return [f"{attribute}={ident!r} on {element}" for element, attribute, ident in page.named if ident not in page.ids]
+
+
+def test_every_aria_reference_on_the_pages_names_an_element_there(world):
+    """The rules page's thresholds and the settings page's exchange rates named a help text in
+    aria-describedby ("id_idle_util_helptext", "id_rates-0-rate_helptext") that the page did not have:
+    a screen reader said nothing with the field. axe passes a reference while any one of its ids
+    exists, so every page of the matrix is read here, as the first role that may see it, and the
+    two forms sent back with a mistake (their error messages are named too)."""
+    from triage.models import RuleSet
+
+    RuleSet.current()
+    users = {**world["users"], "anonymous": None}
+    clients: dict[str, Client] = {}
+    failures = []
+
+    def client_for(role):
+        if role not in clients:
+            clients[role] = Client()
+            if users[role] is not None:
+                clients[role].force_login(users[role])
+        return clients[role]
+
+    def check(label, response):
+        if response.status_code == 200 and response["Content-Type"].startswith("text/html"):
+            found = dangling_references(response.content.decode())
+            if found:
+                failures.append(f"{label}:\n  " + "\n  ".join(found))
+        return response
+
+    checked = 0
+    for name, template, role in page_rows():
+        path = template.format(**world["params"])
+        response = check(f"{name} {path} as {role}", client_for(role).get(path))
+        checked += response.status_code == 200
+    assert checked > 40, f"only {checked} pages answered"
+    operator = client_for("operator")
+    rules = check("rules sent back", operator.post("/triage/rules/", {"idle_util": "-1", "note": ""}))
+    assert b'id="id_idle_util_error"' in rules.content
+    rate = {"rates-TOTAL_FORMS": "1", "rates-INITIAL_FORMS": "0", "rates-0-currency": "EUR", "rates-0-rate": "-3"}
+    settings_page = check("settings sent back", operator.post("/settings/", rate))
+    assert b'id="id_rates-0-rate_error"' in settings_page.content
+    assert not failures, "references to ids the page lacks:\n" + "\n".join(failures)

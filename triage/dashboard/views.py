@@ -814,6 +814,9 @@ class _PriceRows(BaseModelFormSet):
             if name in form.fields:
                 row = f"new {self.ROW}" if index is None else f"{self.ROW} {index + 1}"
                 form.fields[name].widget.attrs["aria-label"] = f"{column}, {row}"
+                # What a model field's help says, the column's header says: without this Django names
+                # "<id>_helptext" in the input's aria-describedby, which no cell of the table has.
+                form.fields[name].help_text = ""
 
 
 PriceFormSet = modelformset_factory(
