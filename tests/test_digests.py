@@ -8,6 +8,7 @@ import re
 import socket
 from datetime import UTC, datetime, timedelta
 from email import message_from_bytes, policy
+from html.parser import HTMLParser
 from urllib.parse import urlsplit
 
 import pytest
@@ -277,6 +278,46 @@ def test_figures_equal_the_dashboards_for_the_same_week(smtp, fleet, team_a, mem
     assert "Lengthy library installation: gone this week" in text
     assert "Model checkpointing: 6.0 → 4.0 recoverable GPU-hours (50% → 17% of GPU-hours)." in text
     assert "1 low-utilization job (1.5 unused GPU-hours) had no cause" in text
+
+
+class _TableCells(HTMLParser):
+    """Each header cell of an email with the role of the table it is in (the innermost), and the
+    figures' table's headers."""
+
+    def __init__(self):
+        super().__init__()
+        self.tables: list[str | None] = []  # the open tables' roles, innermost last
+        self.headers: list[tuple[str | None, str | None]] = []  # (table's role, scope)
+
+    def handle_starttag(self, tag, attrs):
+        attrs = dict(attrs)
+        if tag == "table":
+            self.tables.append(attrs.get("role"))
+        elif tag == "th":
+            self.headers.append((self.tables[-1] if self.tables else None, attrs.get("scope")))
+
+    def handle_endtag(self, tag):
+        if tag == "table" and self.tables:
+            self.tables.pop()
+
+
+def test_a_digests_figures_are_a_data_table_with_headers_and_its_layout_tables_have_none(
+    smtp, fleet, member_a, operator
+):
+    """The week's figures sat in a table marked role="presentation" (layout, whose cells a screen reader
+    reads as plain text) that had <th> headers: a reader was told neither, or both, depending on the
+    mail app. The figures are a data table whose column and row headers say what each figure is; the
+    tables that only lay the email out have no header cells."""
+    send_weekly_task.delay(WEEK).get()
+    for message in (smtp.to(member_a.email)[0], smtp.to(operator.email)[0]):
+        _, html = parts(message)
+        cells = _TableCells()
+        cells.feed(html)
+        assert [role for role, _ in cells.headers if role == "presentation"] == []
+        figures = html.split("This week")[0].rsplit("<table", 1)[1]
+        assert "role=" not in figures.split(">", 1)[0], "the figures' table is not a layout table"
+        scopes = [scope for _, scope in cells.headers]
+        assert scopes[:4] == ["col"] * 4 and scopes.count("row") >= 5, scopes
 
 
 def test_the_pages_a_digest_links_to_write_its_figures_as_it_does(fleet, team_a, member_a, client):
