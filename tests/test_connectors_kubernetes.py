@@ -656,3 +656,160 @@ def test_a_pods_log_over_log_max_bytes_keeps_its_end():
     assert content.endswith(OOM_LINE.encode() + b"\n") and b"[\xe2\x80\xa6 Fleet Triage left out " in content
     assert log.job.log_events.get(kind="oom").line_no == 3001
     assert "limitBytes" not in asked[0]
+
+
+RAY_CLUSTER = {
+    "apiVersion": "ray.io/v1",
+    "kind": "RayCluster",
+    "name": "llm-ft-x7k2p",
+    "uid": "rc-uid",
+    "controller": True,
+}
+
+
+def ray_pods(*, submitter_phase: str | None = "Succeeded", end=T + timedelta(hours=1)) -> list[dict]:
+    """A RayJob's RayCluster (a CPU head, two 4-GPU workers on nodes g0 and g1) still up after the Ray job ended
+    (`shutdownAfterJobFinishes: false`, or its TTL not yet run out), and its submitter's pod."""
+
+    def labels(kind, group):
+        return {"ray.io/cluster": "llm-ft-x7k2p", "ray.io/node-type": kind, "ray.io/group": group, "team": "nlp"}
+
+    head = pod("llm-ft-x7k2p-head-9qz4c", "h1", owner=RAY_CLUSTER, gpus=0, start=T, end=None, phase="Running",
+               node="cpu1", labels=labels("head", "headgroup"))  # fmt: skip
+    head["spec"]["containers"][0]["command"] = ["/bin/bash", "-lc", "--"]
+    head["spec"]["containers"][0]["args"] = ["ulimit -n 65536; ray start --head --block --dashboard-host=0.0.0.0"]
+    workers = [
+        pod(f"llm-ft-x7k2p-gpu-group-worker-{n}", f"w{n}", owner=RAY_CLUSTER, gpus=4, start=T + timedelta(minutes=1),
+            end=None, phase="Running", node=f"g{n}", labels=labels("worker", "gpu-group"))
+        for n in range(2)
+    ]  # fmt: skip
+    pods = [head, *workers]
+    if submitter_phase is not None:
+        job = {"apiVersion": "batch/v1", "kind": "Job", "name": "llm-ft", "uid": "sj-uid", "controller": True}
+        running = submitter_phase == "Running"
+        submitter = pod("llm-ft-8pl2d", "s1", owner=job, gpus=0, start=T + timedelta(minutes=3),
+                        end=None if running else end, phase=submitter_phase, node="cpu1",
+                        labels={"batch.kubernetes.io/job-name": "llm-ft", "job-name": "llm-ft"})  # fmt: skip
+        container = submitter["spec"]["containers"][0]
+        container["command"] = ["/bin/bash", "-ce", "--"]
+        container["args"] = [
+            "until ray job status --address http://$RAY_DASHBOARD_ADDRESS $RAY_JOB_SUBMISSION_ID; do sleep 2; done; "
+            "ray job submit --address http://$RAY_DASHBOARD_ADDRESS --submission-id $RAY_JOB_SUBMISSION_ID "
+            "-- python train.py --epochs 3"
+        ]
+        container["env"] = [
+            {"name": "RAY_DASHBOARD_ADDRESS", "value": "llm-ft-x7k2p-head-svc.vision.svc.cluster.local:8265"},
+            {"name": "RAY_JOB_SUBMISSION_ID", "value": "llm-ft-5m9xw"},
+        ]
+        pods.append(submitter)
+    return pods
+
+
+def rayjob(name="llm-ft", uid="rj-uid", cluster="llm-ft-x7k2p", *, deployment="Complete", status="SUCCEEDED",
+           end=T + timedelta(hours=1, minutes=2), **spec) -> dict:  # fmt: skip
+    """A RayJob as `GET /apis/ray.io/v1/rayjobs` lists it."""
+    return {
+        "apiVersion": "ray.io/v1",
+        "kind": "RayJob",
+        "metadata": {"name": name, "namespace": "vision", "uid": uid},
+        "spec": {"entrypoint": "python train.py --epochs 3", "submissionMode": "HTTPMode", **spec},
+        "status": {
+            "rayClusterName": cluster,
+            "jobDeploymentStatus": deployment,
+            "jobStatus": status,
+            "startTime": (T - timedelta(minutes=1)).strftime("%Y-%m-%dT%H:%M:%SZ"),
+            **({"endTime": end.strftime("%Y-%m-%dT%H:%M:%SZ")} if end else {}),
+        },
+    }
+
+
+def shared_cluster_and_a_persons_submit() -> list[dict]:
+    """A long-running RayCluster a team shares, and a person's Job that ran `ray job submit` against it."""
+    shared = {**RAY_CLUSTER, "name": "team-shared", "uid": "shared-uid"}
+    worker = pod("team-shared-gpu-worker-0", "x1", owner=shared, gpus=2, start=T, end=None, phase="Running",
+                 labels={"ray.io/cluster": "team-shared", "ray.io/node-type": "worker"})  # fmt: skip
+    job = {"apiVersion": "batch/v1", "kind": "Job", "name": "eval", "uid": "eval-uid", "controller": True}
+    submit = pod("eval-2x9kq", "e1", owner=job, gpus=0, start=T, end=T + timedelta(minutes=20))
+    submit["spec"]["containers"][0]["command"] = ["sh", "-c", "ray job submit --address "
+                                                  "http://team-shared-head-svc:8265 -- python eval.py"]  # fmt: skip
+    return [worker, submit]
+
+
+def test_a_rayjobs_head_and_workers_are_one_job_that_ends_with_its_submitter():
+    """KubeRay: a RayJob owns the RayCluster it makes, which owns the head and worker pods, and a submitter Job
+    whose pod runs `ray job submit` and returns when the Ray job ends; the cluster's pods run on until it is torn
+    down. They were grouped as the RayCluster, never seen finished, so no RayJob was ever stored (and the
+    CPU-only submitter, a job of 0 GPUs, was left out). Without RayJobs to list (404 here), the submitter's
+    pod names the cluster it submits to (its RAY_DASHBOARD_ADDRESS, `<cluster>-head-svc`): one job. A person's
+    Job submitting to a shared RayCluster does not make that cluster a job that ends with it."""
+    end = T + timedelta(hours=1)
+    with FakePlatform() as server:
+        connector = make_connector("kubernetes", server.url, options={"team_label": "team"})
+        serve(server, ray_pods(submitter_phase="Running"))
+        result = sync.sync_connector(connector.pk)
+        assert result.status == "succeeded" and not Job.objects.exists()  # the Ray job still runs
+        server.routes.clear()
+        serve(server, ray_pods() + shared_cluster_and_a_persons_submit())
+        result = sync.sync_connector(connector.pk)
+        asked = {p for p, _, _ in server.requests}
+    assert result.status == "succeeded", result.errors
+    assert not result.errors
+    job = Job.objects.get()
+    assert (job.external_id, job.name, job.gpu_count, job.node_count) == ("rc-uid", "llm-ft", 8, 2)
+    assert job.start_time == T and job.end_time == end and job.state == "Succeeded"
+    assert job.command == "python train.py --epochs 3" and job.team.name == "nlp"
+    assert job.labels["owner_kind"] == "RayJob" and job.labels["ray_cluster"] == "llm-ft-x7k2p"
+    assert job.labels["nodes"] == ["g0", "g1"] and len(job.labels["pods"]) == 4
+    assert "/apis/ray.io/v1/rayjobs" in asked
+    # the submitter's log (the driver's output, which `ray job submit` follows) is the job's too
+    assert "llm-ft-8pl2d/main.log" in {a.path for a in job.artifacts.all()}
+
+
+def test_a_rayjobs_status_ends_it_without_a_submitter_and_a_shared_cluster_is_not_its():
+    """A RayJob submitted over HTTP (`submissionMode: HTTPMode`) has no submitter pod: its status says when it
+    ended and how. A RayJob run on an existing RayCluster (`clusterSelector`) does not make that cluster's pods
+    its job. A RayJob's listing refused (RBAC) is said once for the pull, and the submitter still joins."""
+    shared = {**RAY_CLUSTER, "name": "team-shared", "uid": "shared-uid"}
+    shared_pods = [
+        pod("team-shared-gpu-worker-0", "x1", owner=shared, gpus=2, start=T, end=None, phase="Running",
+            labels={"ray.io/cluster": "team-shared", "ray.io/node-type": "worker"})
+    ]  # fmt: skip
+    listed = [
+        rayjob(status="FAILED", deployment="Failed"),
+        rayjob("probe", "rj-2", "team-shared", clusterSelector={"ray.io/cluster": "team-shared"}),
+    ]
+    with FakePlatform() as server:
+        serve(server, ray_pods(submitter_phase=None) + shared_pods)
+        server.route("/apis/ray.io/v1/rayjobs", lambda path, query: (200, {"kind": "RayJobList", "items": listed}, {}))
+        result = pull(server)
+    assert result.status == "succeeded", result.errors
+    job = Job.objects.get()
+    assert (job.external_id, job.name, job.gpu_count, job.state) == ("rc-uid", "llm-ft", 8, "Failed")
+    assert job.start_time == T and job.end_time == T + timedelta(hours=1, minutes=2)
+    assert job.command == "python train.py --epochs 3" and job.labels["owner_kind"] == "RayJob"
+
+    # Still running: nothing is stored, though the cluster's pods have been up for hours.
+    Job.objects.all().delete()
+    Connector.objects.all().delete()
+    with FakePlatform() as server:
+        serve(server, ray_pods(submitter_phase=None))
+        running = [rayjob(deployment="Running", status="RUNNING", end=None)]
+        server.route("/apis/ray.io/v1/rayjobs", lambda path, query: (200, {"kind": "RayJobList", "items": running}, {}))
+        result = pull(server)
+    assert result.status == "succeeded" and not Job.objects.exists()
+
+    refused = status(
+        403,
+        "Forbidden",
+        'rayjobs.ray.io is forbidden: User "system:serviceaccount:fleet:triage" cannot list resource "rayjobs" in '
+        'API group "ray.io" at the cluster scope',
+    )
+    Connector.objects.all().delete()
+    with FakePlatform() as server:
+        serve(server, ray_pods())
+        server.route("/apis/ray.io/v1/rayjobs", lambda path, query: (403, refused, {}))
+        result = pull(server)
+    assert Job.objects.get().name == "llm-ft"
+    (error,) = result.errors
+    assert error["message"].startswith("rayjobs: listing RayJobs (ray.io/v1) is not allowed")
+    assert 'cannot list resource "rayjobs"' in error["message"]

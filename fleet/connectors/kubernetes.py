@@ -7,6 +7,10 @@ Pure part: `parse_pod_list` reads a PodList (the API's pages and `kubectl get po
   controller's uid); a pod of a JobSet's Job is its JobSet's (the `jobset.sigs.k8s.io/jobset-uid`
   label); a pod without an owner is a job of its own. Pods of long-running workloads
   (ReplicaSet, StatefulSet, DaemonSet) are not jobs and are left out;
+- a KubeRay RayJob's head and worker pods (owned by the RayCluster it made: labels `ray.io/cluster`,
+  `ray.io/node-type`) and its submitter Job's pod (`ray job submit` against the cluster's head service)
+  are one job, named after the RayJob; it ends when the RayJob does (its `status.endTime`, else its
+  submitter's finish), head and workers still running counted as ending then;
 - a job is finished when every pod of it has finished (phase Succeeded/Failed); start is the
   earliest pod start, end the latest container finish; a pod that never ran (turned away by the
   kubelet, failed before its image was pulled) is not part of it;
@@ -72,12 +76,36 @@ JOBSET_NAME_LABEL = "jobset.sigs.k8s.io/jobset-name"
 # is the job's.
 KUBEFLOW_JOB_NAME_LABEL = "training.kubeflow.org/job-name"
 KUBEFLOW_ROLE_LABEL = "training.kubeflow.org/job-role"
+# KubeRay: a RayCluster owns its head and worker pods, labelled with the cluster's name and the node's type; a
+# RayJob owns the RayCluster it made (not the pods) and a submitter Job, named as the RayJob, whose pod runs
+# `ray job submit` against the cluster's head service `<cluster>-head-svc` (in its RAY_DASHBOARD_ADDRESS
+# env, or in its command on older KubeRay) and returns when the Ray job ends.
+RAY_CLUSTER_LABEL = "ray.io/cluster"
+RAY_NODE_TYPE_LABEL = "ray.io/node-type"
+RAY_ORIGIN_NAME_LABEL = "ray.io/originated-from-cr-name"
+RAY_HEAD_SERVICE = re.compile(r"(?<![-a-z0-9])([a-z0-9](?:[-a-z0-9]*[a-z0-9])?)-head-svc\b")
+RAYJOB_FINISHED = frozenset({"Complete", "Failed"})  # status.jobDeploymentStatus
+RAY_JOB_STATES = {"SUCCEEDED": "Succeeded", "FAILED": "Failed", "STOPPED": "Failed"}  # status.jobStatus
 NOT_JOBS = frozenset({"ReplicaSet", "StatefulSet", "DaemonSet", "ReplicationController", "Node"})
 FINISHED_PHASES = frozenset({"Succeeded", "Failed"})
 QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
 GPU_PRODUCT_LABEL = "nvidia.com/gpu.product"
 PAGE_SIZE = 500
 MAX_REPEATS = 3
+
+
+@dataclass
+class RayJobLink:
+    """A RayJob as its pods (and the RayJob itself, when it could be listed) show it."""
+
+    owner: dict  # {"kind": "RayJob", "name": ..., "uid": ...}: the job's name and owner labels
+    cluster_uid: str  # its RayCluster's uid: the job's identity, whether or not the RayJob was listed
+    cluster: str  # the RayCluster's name
+    listed: bool = False  # its status was read from the RayJob itself
+    finished: bool = False  # listed, and its status.jobDeploymentStatus is Complete or Failed
+    end: datetime | None = None  # then its status.endTime
+    state: str = ""  # Succeeded / Failed, from status.jobStatus
+    entrypoint: str = ""  # spec.entrypoint, or what its submitter submits
 
 
 @dataclass
@@ -266,11 +294,15 @@ def jobs_from_pods(
     gpu_jobs_only: bool = True,
     source: str = "pods",
     shared_replicas: int = 0,
+    ray_jobs: list[dict] | None = None,
 ) -> PodJobs:
-    """Finished jobs from pods (pods seen twice, e.g. on a repeated page, count once)."""
+    """Finished jobs from pods (pods seen twice, e.g. on a repeated page, count once). `ray_jobs`: the
+    RayJobs, when they could be listed (their status says when a RayJob ended); without them a RayJob is
+    found from its submitter's pod."""
     groups: dict[str, tuple[dict | None, dict[str, dict]]] = {}
     result = PodJobs()
     mpi_jobs = _mpi_jobs(pods)
+    ray_links, submitters = ray_job_links(pods, ray_jobs)
     for index, pod in enumerate(pods, start=1):
         try:
             meta = pod.get("metadata") or {}
@@ -279,6 +311,12 @@ def jobs_from_pods(
             if labels.get(KUBEFLOW_ROLE_LABEL) == "launcher":  # an MPIJob's launcher joins its workers
                 mpi = mpi_jobs.get((meta.get("namespace"), labels.get(KUBEFLOW_JOB_NAME_LABEL)))
                 key, owner = (str(mpi.get("uid")), mpi) if mpi else (key, owner)
+            # A RayJob's head and workers (its RayCluster's pods) and its submitter's pod: one job.
+            ray = submitters.get(str(meta.get("uid") or meta.get("name")))
+            if ray is None and labels.get(RAY_CLUSTER_LABEL):
+                ray = ray_links.get((meta.get("namespace"), str(labels[RAY_CLUSTER_LABEL])))
+            if ray is not None:
+                key, owner = ray.cluster_uid, ray.owner
             if owner is not None and owner.get("kind") in NOT_JOBS:
                 continue
             uid = str(meta.get("uid") or meta.get("name"))
@@ -286,6 +324,7 @@ def jobs_from_pods(
         except SHAPE_ERRORS as exc:
             result.errors.append(RecordError(source, shape_problem(f"pod {index}", exc), row=index))
     teams = namespace_teams or {}
+    ray_by_key = {link.cluster_uid: link for link in ray_links.values()}
     for key, (owner, members) in groups.items():
         try:
             _add_pod_job(
@@ -300,6 +339,7 @@ def jobs_from_pods(
                 gpu_jobs_only,
                 source,
                 shared_replicas,
+                ray_by_key.get(key),
             )
         except SHAPE_ERRORS as exc:
             result.errors.append(RecordError(source, shape_problem(f"the pods of job {key}", exc), job_id=key))
@@ -320,6 +360,132 @@ def _mpi_jobs(pods: list[dict]) -> dict[tuple, dict]:
     return found
 
 
+def ray_job_links(pods: list[dict], ray_jobs: list[dict] | None = None) -> tuple[dict[tuple, RayJobLink], dict]:
+    """({(namespace, RayCluster name): its RayJob}, {submitter pod uid: its RayJob}).
+
+    A RayCluster is a RayJob's when a listed RayJob names it in `status.rayClusterName` (not one that runs on
+    an existing cluster, `spec.clusterSelector`: that cluster is not the job's), or when a pod of a Job submits
+    to its head service (`<cluster>-head-svc`): KubeRay's submitter. A RayCluster of neither (one a person
+    started, a RayService's) stays a job of its own, as before."""
+    clusters: dict[tuple, tuple[str, str]] = {}  # (namespace, cluster name) -> (cluster name, RayCluster uid)
+    for pod in pods:
+        try:
+            meta = pod.get("metadata") or {}
+            name = (meta.get("labels") or {}).get(RAY_CLUSTER_LABEL)
+            _, owner = job_key(pod)
+            if name and owner is not None and owner.get("kind") == "RayCluster" and owner.get("uid"):
+                clusters[(meta.get("namespace"), str(name))] = (str(name), str(owner["uid"]))
+        except SHAPE_ERRORS:  # reported by the grouping that follows
+            continue
+    links: dict[tuple, RayJobLink] = {}
+    by_job_name: dict[tuple, RayJobLink] = {}
+    for item in ray_jobs or []:
+        try:
+            meta, spec, status = (item.get(k) or {} for k in ("metadata", "spec", "status"))
+            where = (meta.get("namespace"), str(status.get("rayClusterName") or ""))
+            if spec.get("clusterSelector") or where not in clusters:
+                continue
+            finished = status.get("jobDeploymentStatus") in RAYJOB_FINISHED
+            link = RayJobLink(
+                owner={
+                    "apiVersion": "ray.io/v1",
+                    "kind": "RayJob",
+                    "name": str(meta.get("name")),
+                    "uid": str(meta.get("uid") or ""),
+                },
+                cluster_uid=clusters[where][1],
+                cluster=where[1],
+                listed=True,
+                finished=finished,
+                end=_time(status.get("endTime")) if finished else None,
+                state=RAY_JOB_STATES.get(
+                    str(status.get("jobStatus") or "").upper(),
+                    "Failed" if finished and status.get("jobDeploymentStatus") == "Failed" else "",
+                ),
+                entrypoint=str(spec.get("entrypoint") or ""),
+            )
+            links[where] = link
+            if spec.get("submissionMode") in (None, "", "K8sJobMode"):  # a submitter Job, named as the RayJob
+                by_job_name[(meta.get("namespace"), str(meta.get("name")))] = link
+        except SHAPE_ERRORS:
+            continue
+    submitters: dict[str, RayJobLink] = {}
+    for pod in pods:
+        try:
+            meta = pod.get("metadata") or {}
+            _, owner = job_key(pod)
+            if owner is None or owner.get("kind") != "Job" or (meta.get("labels") or {}).get(RAY_CLUSTER_LABEL):
+                continue
+            namespace = meta.get("namespace")
+            link = by_job_name.get((namespace, str(owner.get("name"))))
+            target = _submits_to(pod)
+            # A Job whose pod submits to a cluster named after the Job is its RayJob's submitter (a RayJob names
+            # its RayCluster `<rayjob>-<5 characters>`, older KubeRay `<rayjob>-raycluster-<5>`, and its submitter
+            # Job as itself); with the RayJobs not listed, that is how the RayJob is found. A Job that submits to
+            # another cluster (a person's Job sending work to a shared RayCluster) does not make it its job.
+            name = str((meta.get("labels") or {}).get(RAY_ORIGIN_NAME_LABEL) or owner.get("name"))
+            if link is None and (namespace, target) in clusters and str(target).startswith(f"{name}-"):
+                link = links.get((namespace, target))
+                if link is None:
+                    cluster, uid = clusters[(namespace, target)]
+                    link = RayJobLink({"kind": "RayJob", "name": name, "uid": ""}, uid, cluster)
+                    links[(namespace, target)] = link
+            if link is not None:
+                submitters[str(meta.get("uid") or meta.get("name"))] = link
+                if not link.entrypoint:
+                    link.entrypoint = _submitted_entrypoint(pod)
+        except SHAPE_ERRORS:
+            continue
+    return links, submitters
+
+
+def _pod_text(pod: dict) -> list[str]:
+    """Each container's command and args, and its env values, as text."""
+    out = []
+    for container in (pod.get("spec") or {}).get("containers") or []:
+        out.append(" ".join(str(x) for x in (container.get("command") or []) + (container.get("args") or [])))
+        out.extend(str(e.get("value") or "") for e in container.get("env") or [] if isinstance(e, dict))
+    return out
+
+
+def _submits_to(pod: dict) -> str | None:
+    """The RayCluster a pod runs `ray job submit` against (its head service's name), None for other pods."""
+    texts = _pod_text(pod)
+    if not any("ray job submit" in text for text in texts):
+        return None
+    for text in texts:
+        found = RAY_HEAD_SERVICE.search(text)
+        if found:
+            return found.group(1)
+    return None
+
+
+def _submitted_entrypoint(pod: dict) -> str:
+    """What a submitter submits: the part of its `ray job submit ... -- <entrypoint>` after the `--`."""
+    for text in _pod_text(pod):
+        at = text.find("ray job submit")
+        if at >= 0 and " -- " in text[at:]:
+            return text[at:].split(" -- ", 1)[1].strip()
+    return ""
+
+
+def _is_ray_node(pod: dict) -> bool:
+    return bool(((pod.get("metadata") or {}).get("labels") or {}).get(RAY_CLUSTER_LABEL))
+
+
+def _ray_end(ray: RayJobLink | None, group: list[dict]) -> datetime | None:
+    """When a RayJob ended: its status's endTime, else (not listed, or no endTime) when its submitter finished;
+    None while it runs, or for no RayJob."""
+    if ray is None or (ray.listed and not ray.finished):
+        return None
+    if ray.end is not None:
+        return ray.end
+    submitters = [p for p in group if not _is_ray_node(p)]
+    if not submitters or any(_phase(p) not in FINISHED_PHASES for p in submitters):
+        return None
+    return max((end for p in submitters if (end := _pod_window(p)[1])), default=None)
+
+
 def _phase(pod: dict):
     return (pod.get("status") or {}).get("phase")
 
@@ -336,11 +502,27 @@ def _launcher_end(owner: dict | None, group: list[dict]) -> datetime | None:
 
 
 def _add_pod_job(
-    result, key, owner, members, cluster, team_label, user_label, teams, gpu_jobs_only, source, shared_replicas=0
+    result,
+    key,
+    owner,
+    members,
+    cluster,
+    team_label,
+    user_label,
+    teams,
+    gpu_jobs_only,
+    source,
+    shared_replicas=0,
+    ray: RayJobLink | None = None,
 ) -> None:
     """The job of one group of pods, added to `result` (or counted as unfinished, or reported)."""
     group = sorted(members.values(), key=lambda p: str((p.get("metadata") or {}).get("name", "")))
-    launcher_end = _launcher_end(owner, group)
+    if ray is not None:  # the head first: its labels (team, user, queue) are the RayJob's pod template's
+        node_type = {"head": 0, "worker": 1}
+        group.sort(
+            key=lambda p: node_type.get(((p.get("metadata") or {}).get("labels") or {}).get(RAY_NODE_TYPE_LABEL), 2)
+        )
+    launcher_end = _launcher_end(owner, group) or _ray_end(ray, group)
     if launcher_end is None and any(_phase(p) not in FINISHED_PHASES for p in group):
         result.unfinished += 1
         return
@@ -351,7 +533,7 @@ def _add_pod_job(
     if not group:
         return
     windows = [(_pod_window(p), p) for p in group]
-    if launcher_end is not None:  # an MPIJob's workers still running sshd: they end with the launcher
+    if launcher_end is not None:  # an MPIJob's workers (sshd), a RayJob's head and workers: they end with it
         windows = [
             ((start, launcher_end if _phase(p) not in FINISHED_PHASES else end), p) for (start, end), p in windows
         ]
@@ -365,12 +547,31 @@ def _add_pod_job(
         return
     job = _job(key, owner, group, intervals, gpus, cluster, team_label, user_label, teams)
     job = replace(job, **gpu_share_of(group, shared_replicas))
+    if ray is not None:
+        job = _ray_job(job, ray, group)
     if never_ran:
         job.labels["pods_never_ran"] = [
             f"{(p.get('metadata') or {}).get('name')}: {(p.get('status') or {}).get('reason') or 'never started'}"
             for p in never_ran
         ]
     result.jobs.append(job)
+
+
+def _ray_job(job: JobRecord, ray: RayJobLink, group: list[dict]) -> JobRecord:
+    """A RayJob's job: its state is the Ray job's (its head and workers, stopped when it ended, did not finish
+    it), its command what it ran (`spec.entrypoint`, or what its submitter submitted; the pods' own is
+    `ray start`), and its labels name its RayCluster."""
+    state = ray.state
+    if not state:
+        submitters = sorted((p for p in group if not _is_ray_node(p)), key=lambda p: _pod_window(p)[1] or job.end_time)
+        state = _phase(submitters[-1]) if submitters else ""
+    labels = {**job.labels, "ray_cluster": ray.cluster}
+    return replace(
+        job,
+        state=state if state in FINISHED_PHASES else job.state,
+        command=ray.entrypoint or job.command,
+        labels=labels,
+    )
 
 
 def gpu_share_of(pods: list[dict], shared_replicas: int = 0) -> dict:
@@ -531,6 +732,7 @@ class KubernetesConnector(BaseConnector):
         self.shared_replicas = number_option(options, "shared_gpu_replicas", 0, low=0, high=1024, integer=True)
         # namespace -> [jobs whose logs were refused (403), the API server's first refusal], reported once a pull
         self.log_refusals: dict[str, list] = {}
+        self.ray_refusal = ""  # the API server's refusal to list RayJobs (RBAC), reported once a pull
 
     @property
     def pods_path(self) -> str:
@@ -579,12 +781,43 @@ class KubernetesConnector(BaseConnector):
                     raise
         raise BadData(f"{self.settings.name}: the pod listing kept expiring (410 Gone)")
 
+    def list_ray_jobs(self, pods: list[dict]) -> list[dict] | None:
+        """KubeRay's RayJobs (`ray.io/v1`), asked for only when a pod is a Ray node; None when the API server
+        has no such resource (404) or may not show it (403: the pull says so once): RayJobs are then found
+        from their submitters' pods alone."""
+        self.ray_refusal = ""
+        if not any(_is_ray_node(p) for p in pods if isinstance(p, dict)):
+            return None
+        namespace = self.settings.options.get("namespace")
+        path = f"apis/ray.io/v1/namespaces/{namespace}/rayjobs" if namespace else "apis/ray.io/v1/rayjobs"
+        items: list[dict] = []
+        token, seen = "", set()
+        try:
+            while True:
+                params = {"limit": self.page_size, **({"continue": token} if token else {})}
+                doc = self.http.get_json(path, params=params)
+                if not isinstance(doc, dict) or not isinstance(doc.get("items"), list):
+                    raise BadData(f"{self.settings.name} {path}: expected a RayJobList with an 'items' list")
+                items.extend(item for item in doc["items"] if isinstance(item, dict))
+                token = str((doc.get("metadata") or {}).get("continue") or "")
+                if not token or token in seen:
+                    return items
+                seen.add(token)
+        except HttpStatusError as exc:
+            if exc.status == 403:
+                self.ray_refusal = str(exc)
+            if exc.status in (403, 404, 410):
+                return None
+            raise
+
     def list_jobs(self, watermark: str, until: datetime) -> Iterator[Batch]:
         since = parse_time_watermark(watermark)
         cutoff = until.timestamp() - self.settle_s
         options = self.settings.options
+        pods = self.list_pods()
+        ray_jobs = self.list_ray_jobs(pods)
         parsed = jobs_from_pods(
-            self.list_pods(),
+            pods,
             cluster=self.settings.cluster,
             team_label=str(options.get("team_label") or ""),
             user_label=str(options.get("user_label") or ""),
@@ -592,7 +825,14 @@ class KubernetesConnector(BaseConnector):
             gpu_jobs_only=bool(options.get("gpu_jobs_only", True)),
             source=self.settings.name,
             shared_replicas=self.shared_replicas,
+            ray_jobs=ray_jobs,
         )
+        if self.ray_refusal:  # once a pull: RayJobs still found from their submitters, without their status
+            message = (
+                f"rayjobs: listing RayJobs (ray.io/v1) is not allowed (grant the ServiceAccount list on rayjobs); "
+                f"RayJobs are found from their submitter pods only. {self.ray_refusal}"
+            )
+            parsed.errors.append(RecordError(self.settings.name, message[:2000]))
         jobs = [j for j in parsed.jobs if j.end_time.timestamp() <= cutoff and (since is None or j.end_time > since)]
         jobs.sort(key=lambda j: (j.end_time, j.external_id))
         # One batch per distinct end time, so the watermark (the last stored end) never splits a tie.
