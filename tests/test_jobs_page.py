@@ -2,6 +2,7 @@
 
 import csv
 import io
+import re
 
 import pytest
 from django.urls import reverse
@@ -54,6 +55,21 @@ def test_filters_combine(client, operator, jobs):
     assert names(client, status="not_triaged") == ["lost-triage-job"]
     page = client.get(reverse("dashboard:job-list"), {"status": "not_triaged"}).content.decode()
     assert "not triaged yet" in page and 'value="not_triaged"' in page
+
+
+def test_the_utilization_source_menu_says_its_choices_in_plain_words(client, operator, jobs):
+    """The menu read "Any util source", "GPU samples", "Slurm avg (step accounting)": jargon, and two of
+    them said nothing of what they chose once picked. Each option now says it whole."""
+    client.force_login(operator)
+    page = client.get(reverse("dashboard:job-list"), {"util_source": "slurm_step_accounting"}).content.decode()
+    menu = page.split('name="util_source"')[1].split("</select>")[0]
+    assert [text for _, text in re.findall(r'<option value="([^"]*)"[^>]*>([^<]*)</option>', menu)] == [
+        "Utilization from any source",
+        "Utilization from GPU samples",
+        "Utilization from Slurm&#x27;s average",
+    ]
+    assert '<option value="slurm_step_accounting" selected>' in menu
+    assert "util source" not in page.lower()
 
 
 def test_bad_filter_values_show_a_message_not_an_error(client, operator, jobs):

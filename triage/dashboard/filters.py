@@ -9,7 +9,7 @@ from django.db.models import Exists, OuterRef, Q
 from fleet.forms import RowIdField
 from fleet.models import Cluster, Job, Team
 from triage import feedback
-from triage.dashboard.queries import UTIL_SOURCE_CHOICES, UTIL_SOURCES
+from triage.dashboard.queries import UTIL_SOURCES
 from triage.models import Finding, JobTriage, TriageStatus, without_current_triage
 from triage.taxonomy import Category
 
@@ -83,10 +83,15 @@ class JobFilter(django_filters.FilterSet):
     )
     # `?util_source=slurm_step_accounting`: the jobs whose figure is Slurm's step-accounting average
     # (marked Slurm avg), which the overview and a team's page link to; `samples`: those from GPU samples.
+    # Its options say what they choose in plain words, each whole (the menu stands unlabelled among the
+    # others): "Any util source" was jargon. The API's filter keeps UTIL_SOURCE_CHOICES.
     util_source = django_filters.ChoiceFilter(
-        choices=UTIL_SOURCE_CHOICES,
+        choices=[
+            ("samples", "Utilization from GPU samples"),
+            ("slurm_step_accounting", "Utilization from Slurm's average"),
+        ],
         method="with_util_source",
-        empty_label="Any util source",
+        empty_label="Utilization from any source",
         widget=forms.Select(attrs={"aria-label": "Where the utilization figure came from"}),
     )
     start_from = django_filters.DateFilter(field_name="start_time", lookup_expr="date__gte", label="Started from")
