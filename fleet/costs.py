@@ -1,5 +1,6 @@
 """Job cost = GPU-hours x the price of a GPU-hour for the job's cluster and GPU model, in the
-currency of that price; totals convert each currency into the reporting one (`Conversion`)."""
+currency of that price, rounded to the cent by the one rule in `fleet.money`; totals convert each
+currency into the reporting one (`Conversion`)."""
 
 from __future__ import annotations
 
@@ -7,30 +8,40 @@ from dataclasses import dataclass
 
 from django.conf import settings
 from django.db import transaction
-from django.db.models import Case, Count, DecimalField, ExpressionWrapper, F, FloatField, Sum, Value, When
-from django.db.models.functions import Cast, Round
+from django.db.models import Case, Count, F, FloatField, Sum, Value, When
+from django.db.models.functions import Cast
 
 from fleet.models import Cluster, ExchangeRate, GpuModelPrice, Job, Team
+from fleet.money import cost_of
 
-EXACT = DecimalField(max_digits=30, decimal_places=10)
+REPRICE_BATCH = 1000  # jobs read, and changed jobs written, at a time
 
 
 @transaction.atomic
 def recompute_costs(cluster: Cluster) -> int:
-    """Re-price every job of a cluster after its prices changed; returns the number of jobs priced."""
+    """Re-price every job of a cluster after its prices changed; returns the number of jobs priced.
+
+    Each job is priced by `fleet.money.cost_of`, the function an import prices it with, so a job
+    re-priced at the price it was imported at keeps its amount to the cent. (This was one UPDATE that
+    multiplied in SQL, in binary floating point, and rounded half a cent away from zero where the
+    import rounded half to even: a 0.125-GPU-hour job at 1.00 was 0.12 imported and 0.13 re-priced.)
+    Only the jobs whose cost or currency changes are written."""
     prices = {p.gpu_model: p for p in cluster.prices.all()}
-    jobs = Job.objects.filter(cluster=cluster)
-    models_with_own_price = [model for model in prices if model]
+    jobs = Job.objects.filter(cluster=cluster).only("pk", "gpu_model", "gpu_hours", "cost", "currency")
     priced = 0
-    for gpu_model, price in prices.items():
-        subset = jobs.filter(gpu_model=gpu_model) if gpu_model else jobs.exclude(gpu_model__in=models_with_own_price)
-        exact = ExpressionWrapper(F("gpu_hours") * Value(price.price_per_gpu_hour), output_field=EXACT)
-        # Rounded to the cent in the query, as the importer's `cost_of` rounds: PostgreSQL's numeric(20, 2)
-        # would round on storing, but SQLite kept 0.333… in the 2-place column, which Django reads back
-        # rounded while every SQL sum (the report's, the pages' totals) added the unrounded values.
-        priced += subset.update(cost=Round(Cast(exact, EXACT), 2), currency=price.currency)
-    if "" not in prices:
-        jobs.exclude(gpu_model__in=models_with_own_price).update(cost=None, currency="")
+    changed: list[Job] = []
+    for job in jobs.iterator(chunk_size=REPRICE_BATCH):
+        price = prices.get(job.gpu_model) or prices.get("")  # as `price_for` finds it
+        cost = cost_of(job.gpu_hours, price.price_per_gpu_hour if price else None)
+        currency = price.currency if price else ""
+        priced += price is not None
+        if cost != job.cost or currency != job.currency:
+            job.cost, job.currency = cost, currency
+            changed.append(job)
+        if len(changed) >= REPRICE_BATCH:
+            Job.objects.bulk_update(changed, ["cost", "currency"])
+            changed = []
+    Job.objects.bulk_update(changed, ["cost", "currency"])
     return priced
 
 

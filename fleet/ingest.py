@@ -37,7 +37,8 @@ from fleet.archive.reader import ReaderLimits
 from fleet.canonical import ArtifactRecord, JobRecord, RecordError
 from fleet.lifecycle import delete_unreferenced
 from fleet.logevents import LogEventRecord, extract_log_events
-from fleet.models import FINISHED_STATUSES, Artifact, Cluster, IngestRun, Job, LogEvent, Team, cost_of, price_for
+from fleet.models import FINISHED_STATUSES, Artifact, Cluster, IngestRun, Job, LogEvent, Team, price_for
+from fleet.money import cost_of
 from fleet.rows import insert_new, insert_rows
 from fleet.signals import jobs_ingested
 
@@ -916,7 +917,7 @@ def _apply_summary(
         job.coverage = 0.0
         job.sample_count = 0
     price = price_for(cluster, job.gpu_model)
-    job.cost = cost_of(job.gpu_hours, price)
+    job.cost = cost_of(job.gpu_hours, price.price_per_gpu_hour if price else None)  # as a re-price does
     job.currency = price.currency if price else ""
 
 

@@ -498,13 +498,7 @@ def price_for(cluster: Cluster, gpu_model: str) -> GpuModelPrice | None:
     return prices.get(gpu_model) or prices.get("")
 
 
-def cost_of(gpu_hours: float, price: GpuModelPrice | None) -> Decimal | None:
-    if price is None:
-        return None
-    return (Decimal(str(gpu_hours)) * price.price_per_gpu_hour).quantize(Decimal("0.01"))
-
-
-from fleet.connectors.models import Connector  # noqa: E402,F401
+from fleet.connectors.models import Connector, ConnectorDeletion  # noqa: E402,F401
 
 
 class AuditEvent(models.Model):

@@ -7,8 +7,9 @@ Gains quoted are the ICSE '24 study's measured ones (shared/taxonomy.md).
 
 from __future__ import annotations
 
-from decimal import Decimal
+from decimal import ROUND_HALF_UP, Decimal
 
+from fleet.money import cost_of
 from triage.taxonomy import Category
 
 PAPER_BATCH = (
@@ -388,9 +389,9 @@ def guidance_for(
         fix = numbers["precision"]  # the job's code says whether mixed precision is the first fix or done
     change, before, after = guide["fixes"].get(fix) or guide["fixes"]["default"]
     values = _job_values(category, numbers, job)
-    cost = None
-    if price_per_gpu_hour is not None:
-        cost = (Decimal(str(round(gpu_hours, 4))) * price_per_gpu_hour).quantize(Decimal("0.01"))
+    # The finding's own cost (triage.services prices it by the same function, hours and price), so
+    # "Recoverable for this job" and the finding's cost are one amount on every page and in the API.
+    cost = cost_of(gpu_hours, price_per_gpu_hour)
     settings_text = values.pop("settings", "")
     return {
         "title": category.label,
@@ -401,11 +402,17 @@ def guidance_for(
         "after": _fill(after, values),
         "expected_effect": guide["effect"],
         "paper": PAPER_SMALL_CHANGE,
-        "recoverable_gpu_hours": round(gpu_hours, 2),
+        "recoverable_gpu_hours": _two_places(gpu_hours),
         "recoverable_cost": str(cost) if cost is not None else None,
         "currency": currency if cost is not None else "",
         "settings": values,
     }
+
+
+def _two_places(hours: float) -> float:
+    """Hours to 2 places as the job page writes the finding's (`floatformat:2`: its decimal, half up),
+    so "Recoverable for this job: 0.13 GPU-hours" is the "0.13 GPU-hours" above it, not round()'s 0.12."""
+    return float(Decimal(repr(float(hours))).quantize(Decimal("0.01"), rounding=ROUND_HALF_UP))
 
 
 def _fill(template: str, values: dict) -> str:

@@ -1,11 +1,10 @@
 """Triage answers fleet's `jobs_ingested` signal by queuing the triage of the new or changed jobs."""
 
-from decimal import Decimal
-
 from django.db.models.signals import post_delete, post_save
 from django.dispatch import receiver
 
 from fleet.models import GpuModelPrice
+from fleet.money import cost_of
 from fleet.signals import jobs_ingested
 
 
@@ -18,18 +17,20 @@ def triage_ingested_jobs(sender, job_ids, run_id=None, **kwargs):
 
 @receiver([post_save, post_delete], sender=GpuModelPrice)
 def reprice_findings(sender, instance: GpuModelPrice, **kwargs):
-    """Keep each finding's cost at its share of its job's cost when prices change (fleet re-prices jobs),
-    and the cost its fix would recover with it (the guidance's `recoverable_cost`: the same hours)."""
+    """Re-price each finding when its cluster's prices change (fleet re-prices the jobs), and the cost
+    its fix would recover with it (the guidance's `recoverable_cost`: the same hours, the same amount).
+    Priced as triage priced it: its GPU-hours at its job's price by `fleet.money.cost_of`, the function
+    that prices the job, so a finding keeps its amount when its price is saved unchanged."""
     from triage.models import Finding
 
+    prices = {price.gpu_model: price for price in GpuModelPrice.objects.filter(cluster_id=instance.cluster_id)}
     findings = Finding.objects.filter(job__cluster_id=instance.cluster_id).select_related("job")
     changed = []
     for finding in findings.iterator(chunk_size=2000):
         job = finding.job
-        cost = None
-        if job.cost is not None and job.gpu_hours:
-            cost = (job.cost * Decimal(str(finding.gpu_hours / job.gpu_hours))).quantize(Decimal("0.01"))
-        currency = job.currency if cost is not None else ""
+        price = prices.get(job.gpu_model) or prices.get("")  # the job's, as `fleet.costs.recompute_costs` finds it
+        cost = cost_of(finding.gpu_hours, price.price_per_gpu_hour if price else None)
+        currency = price.currency if cost is not None else ""
         recoverable = {"recoverable_cost": str(cost) if cost is not None else None, "currency": currency}
         guidance = finding.guidance or {}
         stale = guidance and any(guidance.get(key) != value for key, value in recoverable.items())

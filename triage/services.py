@@ -20,7 +20,8 @@ from django.utils import timezone
 
 from fleet.canonical import storable, without_nul
 from fleet.logcut import MARKER_START
-from fleet.models import Artifact, Job
+from fleet.models import Artifact, Job, price_for
+from fleet.money import cost_of
 from triage.evidence import Evidence, JobInfo, build_evidence, read_series
 from triage.guidance import guidance_for
 from triage.models import Finding, JobTriage, RetriageRun, RuleSet, TriageStatus, without_current_triage
@@ -137,9 +138,13 @@ def evaluate_job(job: Job, rule_set: RuleSet) -> tuple[Evidence, TriageResult]:
 
 
 def _price_per_hour(job: Job) -> Decimal | None:
-    if job.cost is None or not job.gpu_hours:
+    """The price of a GPU-hour that priced the job (its GPU model's on its cluster, else the cluster's
+    default); None when the job has no cost. Its findings are priced at it by `cost_of`, as the job is:
+    not at the job's cost over its hours, which is the price only to the cent's rounding."""
+    if job.cost is None:
         return None
-    return job.cost / Decimal(str(job.gpu_hours))
+    price = price_for(job.cluster, job.gpu_model)
+    return price.price_per_gpu_hour if price is not None else None
 
 
 def triage_job(job: Job, rule_set: RuleSet | None = None) -> JobTriage:
@@ -176,7 +181,7 @@ def _store(job: Job, rule_set: RuleSet, evidence: Evidence | None, result: Triag
     facts = {"cpu_count": job.cpu_count, "gpu_count": job.gpu_count, "node_count": job.node_count}
     rows = []
     for finding in result.findings:
-        cost = (Decimal(str(finding.gpu_hours)) * price).quantize(Decimal("0.01")) if price is not None else None
+        cost = cost_of(finding.gpu_hours, price)  # and its guidance's recoverable_cost is this amount
         rows.append(
             Finding(
                 result=stored,

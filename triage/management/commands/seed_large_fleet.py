@@ -6,6 +6,7 @@ from django.core.management.base import BaseCommand, CommandError
 from django.db import connection, transaction
 
 from fleet.models import Cluster, GpuModelPrice, Job, Team
+from fleet.money import cost_of
 
 GPU_MODELS = {"A100-80GB": Decimal("2.50"), "H100-80GB": Decimal("4.00"), "V100-32GB": Decimal("1.20")}
 BATCH = 5000
@@ -127,6 +128,6 @@ class Command(BaseCommand):
             coverage=coverage,
             sample_count=int(hours * 120) * gpus,
             sampling_period_s=30,
-            cost=(Decimal(str(round(gpu_hours, 4))) * price).quantize(Decimal("0.01")),
+            cost=cost_of(gpu_hours, price),  # as an import prices it
             currency="USD",
         )
