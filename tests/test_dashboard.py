@@ -275,6 +275,23 @@ def test_the_overview_s_top_causes_say_when_there_are_none(client, operator, fle
     assert 'id="no-causes"' not in overview(client).content.decode()
 
 
+def test_the_overview_s_top_causes_head_their_hours_attributed_and_say_what_that_means(client, operator, fleet):
+    """The Top causes column headed "GPU-hours" held attributed GPU-hours (the unused hours the rules lay at a
+    cause's door), which a reader took for the jobs' GPU-hours; the teams and causes pages head it
+    "Attributed GPU-hours" and say under the table what that is, and what its cost is."""
+    from triage.taxonomy import Category
+
+    (low, _), _ = fleet
+    _finding(low, Category.MODEL_CHECKPOINTING, 3.0)
+    client.force_login(operator)
+    card = overview(client).content.decode().split("<h2>Top causes</h2>")[1].split("</section>")[0]
+    headers = re.findall(r'<th scope="col"[^>]*>([^<]*)', card)
+    assert headers[:3] == ["Category", "Jobs", "Attributed GPU-hours"] and "GPU-hours" not in headers
+    note = card.split('<p class="muted attributed-note">')[1].split("</p>")[0]
+    assert note.startswith("Attributed GPU-hours: the unused GPU-hours the rules lay at a cause's door")
+    assert "what fixing it would recover" in note
+
+
 def test_overview_shows_causes_priced_at_todays_prices_and_the_unclassified_share(client, operator, fleet, settings):
     from fleet.models import GpuModelPrice
     from triage.models import Finding, JobTriage, RuleSet
