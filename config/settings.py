@@ -438,6 +438,8 @@ CONNECTOR_HTTP_BACKOFF_MAX = env_float("CONNECTOR_HTTP_BACKOFF_MAX", 60.0, minim
 CONNECTOR_RETRY_AFTER_MAX = env_float("CONNECTOR_RETRY_AFTER_MAX", 300.0, minimum=0)  # cap on a server's Retry-After
 # A pull's lease on its connector; it must outlive the longest pull (the task's hard time limit).
 CONNECTOR_LOCK_SECONDS = CELERY_TASK_TIME_LIMIT + 60
+# Jobs a connector's deletion (fleet.delete_connector) deletes per transaction; its progress moves once per batch.
+JOB_DELETE_BATCH = env_int("JOB_DELETE_BATCH", 500, minimum=1)
 CELERY_BEAT_SCHEDULE = globals().get("CELERY_BEAT_SCHEDULE", {})
 # Raw series of jobs that ended more than this many days ago are deleted daily (jobs, summary
 # figures and findings stay); 0 keeps them for ever. See docs/operations.md.

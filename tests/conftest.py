@@ -114,7 +114,7 @@ def world(db, team_a, team_b, member_a, outsider, researcher, operator):
     from django.core.files.base import ContentFile
 
     from fleet.access import RESEARCHERS_GROUP
-    from fleet.connectors.models import Connector
+    from fleet.connectors.models import Connector, ConnectorDeletion
     from fleet.models import IngestRun, MachineToken
     from fleet.series import to_parquet_bytes
     from triage.digests import services as digest_services
@@ -189,6 +189,9 @@ def world(db, team_a, team_b, member_a, outsider, researcher, operator):
             "study_other": study_other.pk,
             "item_other": study_other.items.first().pk,
             "connector": connector.pk,
+            "deletion": ConnectorDeletion.objects.create(
+                name="old-prom", lease_token="done", status=ConnectorDeletion.Status.SUCCEEDED
+            ).pk,
             "category": Category.values[0],
             "answer_a": answer_a.pk,
         },

@@ -176,11 +176,12 @@ def test_the_delete_page_with_its_box_meets_wcag_at_any_width(browser, live_serv
 
 
 @pytest.mark.django_db(transaction=True)
-def test_a_web_process_killed_mid_delete_rolls_back_and_holds_the_pulls_off_for_minutes(operator):
-    """Deleting thousands of jobs can outlast gunicorn's --timeout, which kills the web process: the
-    deletion rolls back, but the lease the delete took stayed held for CONNECTOR_LOCK_SECONDS (two
-    hours without pulls, each Pull now saying the connector is being deleted). A process killed for
-    real (os._exit in the middle of deleting the jobs), against PostgreSQL or SQLite's file."""
+def test_a_worker_killed_mid_deletion_keeps_the_batches_done_and_its_redelivery_finishes(operator, settings):
+    """Deleting thousands of jobs in the web request outlasted gunicorn's --timeout, which killed the
+    process and rolled the whole deletion back. A task now deletes them a batch to a transaction: a
+    process killed for real in the middle of a batch (os._exit, against PostgreSQL or SQLite's file)
+    keeps the batches that committed, holds the pulls off for minutes only, and the task's redelivery
+    goes on from there to the end."""
     import os
     import subprocess
     import sys
@@ -188,31 +189,49 @@ def test_a_web_process_killed_mid_delete_rolls_back_and_holds_the_pulls_off_for_
 
     from django.utils import timezone
 
+    from fleet.connectors.models import ConnectorDeletion
     from tests.test_services import _worker_database_url
 
     require_file_database()
-    api = pulled("api", "c1", 3)
+    settings.CELERY_TASK_ALWAYS_EAGER = True
+    api = pulled("api", "c1", 5)
+    token = f"held{sync.DELETING}"
+    assert sync.acquire(api.pk, token, seconds=sync.DELETE_LEASE_SECONDS)
+    deletion = ConnectorDeletion.objects.create(
+        connector=api, name="api", requested_by=operator, lease_token=token, jobs_total=5, clusters=["c1"]
+    )
     code = (
         "import os, django; django.setup()\n"
         "from fleet import lifecycle\n"
         "from fleet.connectors import sync\n"
-        "from fleet.connectors.models import Connector\n"
-        "from fleet.models import Job\n"
+        "delete_jobs, batches = lifecycle.delete_jobs, []\n"
         "def killed(jobs):\n"
-        "    Job.objects.filter(pk=jobs.first().pk).delete()  # part-way\n"
-        "    os._exit(9)\n"
+        "    batches.append(delete_jobs(jobs))\n"
+        "    if len(batches) == 2:\n"
+        "        os._exit(9)  # in the middle of the second batch's transaction\n"
         "lifecycle.delete_jobs = killed\n"
-        "sync.delete_connector(Connector.objects.get(name='api'), None, with_jobs=True)\n"
+        f"sync.run_deletion({deletion.pk})\n"
     )
     env = {**os.environ, "DATABASE_URL": _worker_database_url(), "DJANGO_SETTINGS_MODULE": "config.settings",
-           "DEBUG": "1", "SECRET_KEY": "killed-web-process"}  # fmt: skip
+           "DEBUG": "1", "SECRET_KEY": "killed-worker", "JOB_DELETE_BATCH": "2"}  # fmt: skip
     done = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=120)
     assert done.returncode == 9, done.stderr
 
-    api.refresh_from_db()  # nothing was deleted
-    assert Job.objects.filter(cluster__name="c1").count() == 3 and Cluster.objects.filter(name="c1").exists()
+    deletion.refresh_from_db()  # the first batch went, the second rolled back
+    assert (deletion.status, deletion.jobs_deleted) == (ConnectorDeletion.Status.RUNNING, 2)
+    assert Job.objects.filter(cluster__name="c1").count() == 3
+    api.refresh_from_db()
     assert sync.being_deleted(api) and api.locked_until <= timezone.now() + timedelta(minutes=10)
-    assert sync.acquire(api.pk, "the next pull", now=timezone.now() + timedelta(minutes=10, seconds=1))
+
+    settings.JOB_DELETE_BATCH = 2
+    from fleet.connectors.tasks import delete_connector_task
+
+    assert delete_connector_task.delay(deletion.pk).get()["jobs_deleted"] == 5  # the redelivery
+    deletion.refresh_from_db()
+    assert deletion.status == ConnectorDeletion.Status.SUCCEEDED and deletion.clusters_deleted == ["c1"]
+    assert not Connector.objects.filter(pk=api.pk).exists() and not Cluster.objects.filter(name="c1").exists()
+    assert AuditEvent.objects.get(action="connector.delete").details["jobs_deleted"] == 5
+    assert delete_connector_task.delay(deletion.pk).get()["jobs_deleted"] == 5  # once more: nothing happens
 
 
 def require_file_database() -> None:
@@ -222,3 +241,125 @@ def require_file_database() -> None:
     name = str(connection.settings_dict["NAME"])
     if connection.vendor == "sqlite" and (name in ("", ":memory:") or "mode=memory" in name):
         pytest.skip("the test database is in memory: another process cannot open it")
+
+
+# -- the deletion of a connector's jobs runs as a task ------------------------------------------------
+
+
+def blobs_of(jobs) -> set[str]:
+    from fleet.models import Artifact
+
+    names = {job.series_file.name for job in jobs if job.series_file}
+    return names | set(Artifact.objects.filter(job__in=jobs).values_list("file", flat=True))
+
+
+@pytest.mark.django_db(transaction=True)  # the files go once each batch commits
+def test_without_a_task_queue_the_deletion_runs_in_the_request_in_batches_and_says_how_it_ended(
+    client, operator, settings
+):
+    """Embedded mode (no REDIS_URL): the task runs in the request, as Pull now's does, so the page says the
+    connector was deleted, not that a deletion was queued; the jobs go a batch at a time and their files
+    with them, and the deletion's page keeps what went."""
+    from django.core.files.storage import default_storage
+
+    from fleet.connectors.models import ConnectorDeletion
+
+    settings.JOB_DELETE_BATCH = 2
+    api = pulled("api", "c1", 5)
+    files = blobs_of(list(Job.objects.filter(cluster__name="c1")))
+    assert len(files) == 10 and all(default_storage.exists(name) for name in files)
+    client.force_login(operator)
+    response = client.post(reverse("connectors:delete", args=[api.pk]), {"with_jobs": "1"}, follow=True)
+    assert response.redirect_chain[-1][0] == reverse("connectors:list")
+    said = " ".join(response.content.decode().split())
+    assert "Connector api deleted, with the 5 jobs it imported and the cluster c1." in said
+    assert "being deleted" not in said and "queued" not in said
+    assert not any(default_storage.exists(name) for name in files)
+    deletion = ConnectorDeletion.objects.get(name="api")
+    assert (deletion.status, deletion.jobs_deleted, deletion.requested_by) == ("succeeded", 5, operator)
+    page = " ".join(client.get(reverse("connectors:deletion", args=[deletion.pk])).content.decode().split())
+    assert "Deleted</span>" in page and "Connector api deleted, with the 5 jobs it imported" in page
+    assert "<progress" not in page
+
+
+def test_with_a_task_queue_the_page_shows_the_deletion_under_way_then_finished(client, operator, monkeypatch):
+    """With workers the request only starts the deletion: the operator lands on its page, which shows how
+    many jobs are deleted so far (polled) until it says how it ended; the connector's pages link to it,
+    and Pull now and a second Delete say it is being deleted."""
+    from celery.result import AsyncResult
+
+    from fleet import tasking
+    from fleet.connectors.models import ConnectorDeletion
+    from fleet.connectors.tasks import delete_connector_task
+
+    queued = []
+    monkeypatch.setattr(tasking, "publish", lambda task, args=(), **kw: queued.append((task, args)) or AsyncResult("x"))
+    api = pulled("api", "c1", 3)
+    client.force_login(operator)
+    response = client.post(reverse("connectors:delete", args=[api.pk]), {"with_jobs": "1"}, follow=True)
+    deletion = ConnectorDeletion.objects.get()
+    assert queued == [(delete_connector_task, (deletion.pk,))]
+    assert response.redirect_chain[-1][0] == reverse("connectors:deletion", args=[deletion.pk])
+    page = " ".join(response.content.decode().split())
+    assert "Connector api and the 3 jobs it imported are being deleted by a worker" in page
+    assert "Waiting for a worker</span>" in page and "0 of 3 jobs deleted" in page
+    assert 'data-status-url="/connectors/deletions/' in page
+    status = client.get(reverse("connectors:deletion-status", args=[deletion.pk])).json()
+    assert (status["finished"], status["jobs_deleted"], status["jobs_total"]) == (False, 0, 3)
+
+    detail = client.get(reverse("connectors:detail", args=[api.pk])).content.decode()
+    assert "api is being deleted with the jobs it imported" in detail
+    said = client.post(reverse("connectors:sync", args=[api.pk]), follow=True).content.decode()
+    assert "api is being deleted; no pull was queued." in said
+    again = client.post(reverse("connectors:delete", args=[api.pk]), {"with_jobs": "1"}, follow=True)
+    assert "api is already being deleted." in again.content.decode()
+    assert ConnectorDeletion.objects.count() == 1 and Job.objects.filter(cluster__name="c1").count() == 3
+
+    delete_connector_task.apply(args=[deletion.pk])  # what the worker does
+    status = client.get(reverse("connectors:deletion-status", args=[deletion.pk])).json()
+    assert (status["finished"], status["status_display"], status["jobs_deleted"]) == (True, "Deleted", 3)
+    page = " ".join(client.get(reverse("connectors:deletion", args=[deletion.pk])).content.decode().split())
+    assert "Connector api deleted, with the 3 jobs it imported and the cluster c1." in page
+    assert not Connector.objects.filter(pk=api.pk).exists() and not Job.objects.filter(cluster__name="c1").exists()
+
+
+def test_a_deletion_that_cannot_be_queued_says_so_and_frees_the_connector(client, operator, queue_down):
+    from fleet.connectors.models import ConnectorDeletion
+
+    api = pulled("api", "c1", 2)
+    client.force_login(operator)
+    said = client.post(reverse("connectors:delete", args=[api.pk]), {"with_jobs": "1"}, follow=True).content.decode()
+    assert "The task queue (Redis at 127.0.0.1:1, REDIS_URL) could not be reached, so api was not deleted" in said
+    api.refresh_from_db()
+    assert not sync.being_deleted(api) and Job.objects.filter(cluster__name="c1").count() == 2
+    assert ConnectorDeletion.objects.get().status == ConnectorDeletion.Status.FAILED
+
+
+def test_a_failing_deletion_ends_failed_saying_how_far_it_got(client, operator, settings, monkeypatch):
+    """A task that raises part-way (the database, the time limit) showed 'Deleting' for ever: it ends
+    failed, saying how many jobs went and that the connector stays, and Pull now works again."""
+    from fleet import lifecycle
+    from fleet.connectors.models import ConnectorDeletion
+
+    settings.JOB_DELETE_BATCH = 1
+    api = pulled("api", "c1", 3)
+    delete_jobs, calls = lifecycle.delete_jobs, []
+
+    def second_batch_fails(jobs):
+        calls.append(1)
+        if len(calls) == 2:
+            from django.db import OperationalError
+
+            raise OperationalError("server closed the connection unexpectedly")
+        return delete_jobs(jobs)
+
+    monkeypatch.setattr(lifecycle, "delete_jobs", second_batch_fails)
+    client.force_login(operator)
+    response = client.post(reverse("connectors:delete", args=[api.pk]), {"with_jobs": "1"}, follow=True)
+    deletion = ConnectorDeletion.objects.get()
+    assert response.redirect_chain[-1][0] == reverse("connectors:deletion", args=[deletion.pk])
+    page = " ".join(response.content.decode().split())
+    assert "Connector api was not deleted: The deletion stopped: OperationalError: server closed" in page
+    assert "1 of its 3 jobs were deleted before it stopped; the connector and the rest of its jobs stay" in page
+    api.refresh_from_db()
+    assert not sync.being_deleted(api) and Job.objects.filter(cluster__name="c1").count() == 2

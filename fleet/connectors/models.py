@@ -9,6 +9,7 @@ import re
 from datetime import timedelta
 from urllib.parse import urlsplit
 
+from django.conf import settings
 from django.core.exceptions import ValidationError
 from django.core.validators import MaxValueValidator, MinValueValidator, RegexValidator, URLValidator
 from django.db import models
@@ -274,3 +275,49 @@ class Connector(models.Model):
         if self.last_error and (self.last_success_at is None or self.last_error_at >= self.last_success_at):
             return "failing"
         return "ok"
+
+
+class ConnectorDeletion(models.Model):
+    """A connector deleted with the jobs it imported, done by a Celery task (`fleet.delete_connector`)
+    in batches: tens of thousands of jobs and their files outlast a web request (gunicorn's timeout
+    killed it, the deletion rolled back). Its page shows the progress, and how it ended once done; the
+    row stays when the connector has gone, as the record of what went."""
+
+    class Status(models.TextChoices):
+        PENDING = "pending", "Waiting for a worker"
+        RUNNING = "running", "Deleting"
+        SUCCEEDED = "succeeded", "Deleted"
+        FAILED = "failed", "Failed"
+
+    connector = models.ForeignKey(Connector, null=True, blank=True, on_delete=models.SET_NULL, related_name="deletions")
+    name = models.CharField(max_length=100, help_text="The connector's name (it is gone once the deletion is done).")
+    requested_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    status = models.CharField(max_length=20, choices=Status.choices, default=Status.PENDING)
+    # The connector's pull lease while the deletion holds it (fleet.connectors.sync.DELETING ends it).
+    lease_token = models.CharField(max_length=64)
+    jobs_total = models.PositiveIntegerField(default=0, help_text="Jobs to delete, as last counted.")
+    jobs_deleted = models.PositiveIntegerField(default=0)
+    kept = models.PositiveIntegerField(default=0, help_text="Jobs a labeling study or gold set holds: they stay.")
+    clusters = models.JSONField(default=list, blank=True, help_text="Clusters its jobs leave with none: deleted.")
+    priced = models.JSONField(default=list, blank=True, help_text="Such clusters with GPU prices: they stay.")
+    clusters_deleted = models.JSONField(default=list, blank=True)
+    message = models.TextField(blank=True, help_text="Why it failed.")
+    created_at = models.DateTimeField(auto_now_add=True)
+    started_at = models.DateTimeField(null=True, blank=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-created_at", "-pk"]
+
+    def __str__(self) -> str:
+        return f"Deletion of connector {self.name} ({self.status})"
+
+    @property
+    def is_finished(self) -> bool:
+        return self.status in (self.Status.SUCCEEDED, self.Status.FAILED)
+
+    @property
+    def count_display(self) -> str:
+        return f"{self.jobs_deleted:,} of {self.jobs_total:,} jobs deleted"

@@ -22,7 +22,7 @@ from datetime import datetime, timedelta
 
 from django.conf import settings
 from django.db import DatabaseError, connection, models, transaction
-from django.db.models import ProtectedError, Q
+from django.db.models import F, ProtectedError, Q
 from django.utils import timezone
 from django.utils.text import slugify
 
@@ -30,7 +30,7 @@ from fleet import audit, ingest
 from fleet.canonical import RecordError
 from fleet.connectors.base import BadData, BaseConnector, ConfigError, ConnectorError, parse_time_watermark
 from fleet.connectors.http import HttpClient
-from fleet.connectors.models import Connector
+from fleet.connectors.models import Connector, ConnectorDeletion
 from fleet.connectors.registry import connector_class
 from fleet.models import Cluster, IngestRun, Job, Team
 from fleet.signals import jobs_ingested
@@ -150,22 +150,18 @@ def deletion_plan(connector: Connector) -> DeletionPlan:
     return DeletionPlan(connector.runs.count(), jobs.count(), len(kept), emptied, priced, kept)
 
 
-# A delete's lease: long enough for the longest web request (gunicorn's --timeout 120), short enough
-# that a web process killed in the middle (the deletion rolled back) holds the connector's pulls off
-# for minutes, not for CONNECTOR_LOCK_SECONDS (two hours).
+# A delete's lease: long enough for the longest web request (gunicorn's --timeout 120) and for one batch
+# of a deletion's task (which renews it after each), short enough that a process killed in the middle
+# holds the connector's pulls off for minutes, not for CONNECTOR_LOCK_SECONDS (two hours).
 DELETE_LEASE_SECONDS = 10 * 60
 
 
-def delete_connector(connector: Connector, user, *, with_jobs: bool = False) -> str:
-    """Delete a connector, audited. Its pulls' ingest runs stay (IngestRun.connector is SET_NULL), and
-    so do the jobs they stored (they hang off their run and cluster) unless `with_jobs`: then those of
-    them no labeling study or gold set holds are deleted too (`fleet.lifecycle.delete_jobs`, files
-    after commit), with the clusters that leaves without a job and without prices, all in one
-    transaction. "" when deleted, else why not: a pull of it is running (its lease is held while the
-    row goes, so none can start), it is being deleted already, other connectors take their series
-    from it (metrics_from is PROTECT), or a job began to be labeled since the plan was made."""
-    from fleet.lifecycle import delete_jobs
-
+def delete_connector(connector: Connector, user) -> str:
+    """Delete a connector, audited, keeping the jobs it imported (`start_deletion` deletes them too, in
+    the background). Its pulls' ingest runs stay (IngestRun.connector is SET_NULL), and so do the jobs
+    they stored (they hang off their run and cluster). "" when deleted, else why not: a pull of it is
+    running (its lease is held while the row goes, so none can start), it is being deleted already, or
+    other connectors take their series from it (metrics_from is PROTECT)."""
     token = f"{uuid.uuid4().hex}{DELETING}"  # Pull now meanwhile says it is being deleted, not pulled
     if not acquire(connector.pk, token, seconds=DELETE_LEASE_SECONDS):
         held = Connector.objects.filter(pk=connector.pk).first()
@@ -181,24 +177,176 @@ def delete_connector(connector: Connector, user, *, with_jobs: bool = False) -> 
             # The row stays locked to the end (PostgreSQL; SQLite locks the whole database): should the
             # lease run out first, a pull taking it waits, then finds the connector gone.
             Connector.objects.select_for_update().filter(pk=connector.pk).first()
-            if with_jobs and plan.deletable:
-                delete_jobs(jobs_of(connector).exclude(pk__in=plan.kept_ids))
-                emptied = Cluster.objects.filter(name__in=plan.clusters, jobs__isnull=True, prices__isnull=True)
-                details["clusters_deleted"] = sorted(emptied.values_list("name", flat=True))
-                Cluster.objects.filter(name__in=details["clusters_deleted"]).delete()
-                details["jobs_deleted"] = plan.deletable
             audit.record(user, "connector.delete", connector, details)
             connector.delete()
         deleted = True
-    except ProtectedError:
+    except ProtectedError:  # a connector began to take its series from it since the page was shown
         served = ", ".join(connector.served.order_by("name").values_list("name", flat=True))
-        if served:  # a connector began to take its series from it since the page was shown
-            return f"{connector.name} serves the series of {served}; point them elsewhere first."
-        return f"Some of {connector.name}'s jobs were added to a labeling study meanwhile; nothing was deleted."
+        return f"{connector.name} serves the series of {served}; point them elsewhere first."
     finally:
         if not deleted:  # refused or failed (the database): its pulls may go on at once
             release(connector.pk, token)
     return ""
+
+
+# -- deleting a connector with its jobs, in the background ----------------------------------------
+# Tens of thousands of jobs with their files outlast a web request: gunicorn's --timeout killed the
+# process and the deletion rolled back, however long it had run. So the page starts a deletion (a
+# ConnectorDeletion row, the connector's lease taken as a delete's) and a task does it, a batch of
+# JOB_DELETE_BATCH jobs to a transaction, each batch's files deleted once it has committed; the
+# connector itself, with the clusters left empty, goes in a last transaction, audited. Without
+# REDIS_URL the task runs in the request, as every task does (fleet.tasking).
+
+
+class DeletionWaits(Exception):
+    """A pull holds the connector's lease: the deletion waited for a worker longer than its lease, and
+    the scheduler's pull took the connector meanwhile. The task looks again later."""
+
+
+def start_deletion(connector: Connector, user) -> tuple[ConnectorDeletion | None, str]:
+    """Delete the connector with the jobs it imported (`with_jobs`), by the task `fleet.delete_connector`.
+    Returns the deletion (finished already when the task ran in this process) and "", or None and why
+    not: a pull of it is running, it is being deleted already, or the task queue cannot be reached."""
+    from fleet.connectors.tasks import delete_connector_task
+    from fleet.tasking import QueueUnreachable, publish
+
+    token = f"{uuid.uuid4().hex}{DELETING}"  # Pull now meanwhile says it is being deleted, not pulled
+    if not acquire(connector.pk, token, seconds=DELETE_LEASE_SECONDS):
+        held = Connector.objects.filter(pk=connector.pk).first()
+        if held is None or being_deleted(held):
+            return None, f"{connector.name} is already being deleted."
+        return None, f"A pull of {connector.name} is running; delete it once the pull has ended."
+    plan = deletion_plan(connector)
+    deletion = ConnectorDeletion.objects.create(
+        connector=connector,
+        name=connector.name,
+        requested_by=user if user is not None and user.is_authenticated else None,
+        lease_token=token,
+        jobs_total=plan.deletable,
+        kept=plan.kept,
+        clusters=plan.clusters,
+        priced=plan.priced,
+    )
+    try:
+        publish(delete_connector_task, (deletion.pk,), not_done=f"{connector.name} was not deleted")
+    except QueueUnreachable as unreachable:
+        fail_deletion(deletion.pk, str(unreachable), counted=False)
+        return None, str(unreachable)
+    except Exception as exc:  # run in this process (no REDIS_URL), and failed
+        logger.exception("Deleting connector %s failed", connector.name)
+        fail_deletion(deletion.pk, stopped_reason(exc))
+    deletion.refresh_from_db()
+    return deletion, ""
+
+
+def _hold_for_deletion(connector_id: int, token: str) -> bool:
+    """Renew the deletion's lease on the connector, or take it again if it ran out and is free."""
+    until = timezone.now() + timedelta(seconds=DELETE_LEASE_SECONDS)
+    if Connector.objects.filter(pk=connector_id, lock_token=token).update(locked_until=until):
+        return True
+    return acquire(connector_id, token, seconds=DELETE_LEASE_SECONDS)
+
+
+def run_deletion(deletion_id: int) -> ConnectorDeletion | None:
+    """Do a deletion `start_deletion` recorded. Idempotent: each batch of jobs is deleted whole with its
+    count, so a redelivery after a worker died goes on from the last batch that committed; a finished
+    deletion is left alone. None when its row is gone."""
+    from fleet import lifecycle
+
+    deletion = ConnectorDeletion.objects.filter(pk=deletion_id).first()
+    if deletion is None or deletion.is_finished:
+        return deletion
+    connector = Connector.objects.filter(pk=deletion.connector_id).first() if deletion.connector_id else None
+    if connector is None:  # deleted meanwhile by other means (the admin): what was not deleted here stays
+        fail_deletion(deletion.pk, f"The connector {deletion.name} was deleted meanwhile by other means.")
+        return ConnectorDeletion.objects.get(pk=deletion.pk)
+    if not _hold_for_deletion(connector.pk, deletion.lease_token):
+        raise DeletionWaits(connector.name)
+    ConnectorDeletion.objects.filter(pk=deletion.pk, status=ConnectorDeletion.Status.PENDING).update(
+        status=ConnectorDeletion.Status.RUNNING, started_at=timezone.now()
+    )
+    # Counted again: a pull may have stored more of its jobs since the page, or a study taken some.
+    plan = deletion_plan(connector)
+    deletion.refresh_from_db()
+    ConnectorDeletion.objects.filter(pk=deletion.pk).update(
+        jobs_total=deletion.jobs_deleted + plan.deletable,
+        kept=plan.kept,
+        clusters=sorted(set(deletion.clusters) | set(plan.clusters)),
+        priced=sorted(set(deletion.priced) | set(plan.priced)),
+    )
+    kept_ids = plan.kept_ids
+    while True:
+        if not _hold_for_deletion(connector.pk, deletion.lease_token):
+            raise DeletionWaits(connector.name)
+        try:
+            with transaction.atomic():
+                batch = jobs_of(connector).exclude(pk__in=kept_ids).order_by("pk").values_list("pk", flat=True)
+                ids = list(batch[: settings.JOB_DELETE_BATCH])
+                if not ids:
+                    break
+                lifecycle.delete_jobs(Job.objects.filter(pk__in=ids))  # files once this commits
+                ConnectorDeletion.objects.filter(pk=deletion.pk).update(jobs_deleted=F("jobs_deleted") + len(ids))
+        except ProtectedError:  # a job of the batch was added to a labeling study meanwhile: it stays
+            kept_ids = _kept_job_ids(jobs_of(connector))
+            ConnectorDeletion.objects.filter(pk=deletion.pk).update(kept=len(kept_ids))
+    return _finish_deletion(deletion.pk, connector)
+
+
+def _finish_deletion(deletion_id: int, connector: Connector) -> ConnectorDeletion:
+    """The last step: the clusters left with no job and no prices, and the connector, audited."""
+    deletion = ConnectorDeletion.objects.select_related("requested_by").get(pk=deletion_id)
+    try:
+        with transaction.atomic():
+            Connector.objects.select_for_update().filter(pk=connector.pk).first()
+            emptied = Cluster.objects.filter(name__in=deletion.clusters, jobs__isnull=True, prices__isnull=True)
+            clusters_deleted = sorted(set(emptied.values_list("name", flat=True)))
+            Cluster.objects.filter(name__in=clusters_deleted).delete()
+            details = {"kind": connector.kind, "url": connector.url, "cluster": connector.cluster,
+                       "runs": connector.runs.count(), "jobs": deletion.jobs_deleted + jobs_of(connector).count(),
+                       "jobs_deleted": deletion.jobs_deleted, "clusters_deleted": clusters_deleted}  # fmt: skip
+            audit.record(deletion.requested_by, "connector.delete", connector, details)
+            connector.delete()
+            ConnectorDeletion.objects.filter(pk=deletion_id).update(
+                status=ConnectorDeletion.Status.SUCCEEDED,
+                finished_at=timezone.now(),
+                clusters_deleted=clusters_deleted,
+                jobs_total=deletion.jobs_deleted,
+            )
+    except ProtectedError:  # a connector began to take its series from it meanwhile
+        served = ", ".join(connector.served.order_by("name").values_list("name", flat=True))
+        fail_deletion(
+            deletion_id, f"{connector.name} serves the series of {served}: point them elsewhere, then delete it again."
+        )
+    return ConnectorDeletion.objects.get(pk=deletion_id)
+
+
+def stopped_reason(exc: BaseException) -> str:
+    return f"The deletion stopped: {type(exc).__name__}: {exc}"[:500]
+
+
+def fail_deletion(deletion_id: int, reason: str, *, counted: bool = True) -> None:
+    """End a deletion as failed, saying why and what stays, and free the connector for its pulls."""
+    deletion = ConnectorDeletion.objects.filter(pk=deletion_id).first()
+    if deletion is None or deletion.is_finished:
+        return
+    message = reason.rstrip(".") + "."
+    if counted:
+        message += (
+            f" {deletion.jobs_deleted:,} of its {deletion.jobs_total:,} jobs were deleted before it stopped; "
+            "the connector and the rest of its jobs stay: delete it again to finish."
+        )
+    ConnectorDeletion.objects.filter(pk=deletion_id).update(
+        status=ConnectorDeletion.Status.FAILED, finished_at=timezone.now(), message=message[:2000]
+    )
+    if deletion.connector_id:
+        release(deletion.connector_id, deletion.lease_token)
+
+
+def deletion_under_way(connector: Connector) -> ConnectorDeletion | None:
+    """The deletion of this connector that has not finished yet, if one was started."""
+    return connector.deletions.exclude(
+        status__in=[ConnectorDeletion.Status.SUCCEEDED, ConnectorDeletion.Status.FAILED]
+    ).first()
 
 
 # -- the pull -------------------------------------------------------------------------------------

@@ -33,3 +33,29 @@ def schedule_connectors_task() -> list[int]:
     for connector_id in due:
         sync_connector_task.apply_async(args=[connector_id], kwargs={"scheduled": True})
     return due
+
+
+class DeleteTask(IdempotentTask):
+    def give_up(self, reason: str, deletion_id: int, *args, **kwargs) -> None:
+        sync.fail_deletion(deletion_id, reason)
+
+    def on_failure(self, exc, task_id, args, kwargs, einfo) -> None:
+        """A deletion whose task raised (the database, the time limit) ends failed, saying how far it got,
+        and frees the connector for its pulls, instead of showing "Deleting" for ever."""
+        deletion_id = args[0] if args else kwargs.get("deletion_id")
+        if deletion_id is not None:
+            sync.fail_deletion(deletion_id, sync.stopped_reason(exc))
+
+
+# Idempotent: each batch of jobs goes whole, with its count, in one transaction, and a finished deletion
+# is left alone; a redelivery after a worker died goes on from the last batch that committed.
+@shared_task(name="fleet.delete_connector", base=DeleteTask, bind=True, max_retries=None)
+def delete_connector_task(self, deletion_id: int) -> dict | None:
+    try:
+        deletion = sync.run_deletion(deletion_id)
+    except sync.DeletionWaits as exc:
+        # A pull holds the connector (the deletion waited longer than its lease): look again once it may be over.
+        raise self.retry(exc=exc, countdown=60) from exc
+    if deletion is None:
+        return None
+    return {"deletion_id": deletion.pk, "status": deletion.status, "jobs_deleted": deletion.jobs_deleted}

@@ -12,4 +12,6 @@ urlpatterns = [
     path("<int:pk>/delete/", views.connector_delete, name="delete"),
     path("<int:pk>/sync/", views.connector_sync, name="sync"),
     path("<int:pk>/check/", views.connector_check, name="check"),
+    path("deletions/<int:pk>/", views.deletion_detail, name="deletion"),
+    path("deletions/<int:pk>/status.json", views.deletion_status, name="deletion-status"),
 ]

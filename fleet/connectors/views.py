@@ -4,7 +4,9 @@ actions), and the create/edit form. Operators only."""
 from __future__ import annotations
 
 from celery.result import EagerResult
+from django.conf import settings
 from django.contrib import messages
+from django.http import JsonResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.template.defaultfilters import pluralize
 from django.urls import reverse
@@ -16,7 +18,7 @@ from fleet import audit
 from fleet.access import operator_required
 from fleet.connectors import registry, sync
 from fleet.connectors.forms import ConnectorForm
-from fleet.connectors.models import Connector
+from fleet.connectors.models import Connector, ConnectorDeletion
 from fleet.connectors.tasks import sync_connector_task
 from fleet.tasking import QueueUnreachable, publish
 
@@ -39,6 +41,7 @@ def connector_detail(request, pk: int):
         "runs": connector.runs.order_by("-created_at", "-pk")[:RECENT_RUNS],
         "run_count": connector.runs.count(),
         "served": connector.served.order_by("name"),
+        "under_way": sync.deletion_under_way(connector),
     }
     return render(request, "connectors/connector_detail.html", context)
 
@@ -72,40 +75,97 @@ def connector_edit(request, pk: int):
 @with_form
 def connector_delete(request, pk: int):
     """GET: what deleting it does, and a button; POST: delete it. Its ingest runs stay (IngestRun.connector
-    is SET_NULL); its jobs stay too unless "with_jobs" is ticked: then they go, with the clusters that
-    leaves empty (sync.deletion_plan). Refused while other connectors take their series from it
-    (metrics_from is PROTECT) or a pull of it runs."""
+    is SET_NULL); its jobs stay too unless "with_jobs" is ticked: then a task deletes them in batches, with
+    the clusters that leaves empty, and the connector last (sync.start_deletion); the deletion's page shows
+    how far it got. Refused while other connectors take their series from it (metrics_from is PROTECT) or
+    a pull of it runs."""
     connector = get_object_or_404(Connector, pk=pk)
     served = list(connector.served.order_by("name"))
     if request.method == "POST" and not served:
         name, with_jobs = connector.name, request.POST.get("with_jobs") == "1"
-        plan = sync.deletion_plan(connector)
-        refused = sync.delete_connector(connector, request.user, with_jobs=with_jobs)
+        if with_jobs and sync.deletion_plan(connector).deletable:
+            return _delete_with_jobs(request, connector)
+        refused = sync.delete_connector(connector, request.user)
         if refused:
             messages.error(request, refused)
             if Connector.objects.filter(pk=connector.pk).exists():
                 return redirect("connectors:detail", connector.pk)
             return redirect("connectors:list")
-        messages.success(request, _deleted_sentence(name, plan, with_jobs))
+        messages.success(request, f"Connector {name} deleted. The jobs it imported and its pulls' ingest runs stay.")
         return redirect("connectors:list")
-    context = {"connector": connector, "served": served, "plan": sync.deletion_plan(connector)}
+    context = {
+        "connector": connector,
+        "served": served,
+        "plan": sync.deletion_plan(connector),
+        "under_way": sync.deletion_under_way(connector),
+    }
     return render(request, "connectors/connector_confirm_delete.html", context)
 
 
-def _deleted_sentence(name: str, plan: sync.DeletionPlan, with_jobs: bool) -> str:
-    if not with_jobs or not plan.deletable:
-        return f"Connector {name} deleted. The jobs it imported and its pulls' ingest runs stay."
-    jobs = f"{plan.deletable} job{pluralize(plan.deletable)}"
-    said = f"Connector {name} deleted, with the {jobs} it imported"
-    if plan.clusters:
-        said += f" and the cluster{pluralize(plan.clusters)} {', '.join(plan.clusters)}"
+def _delete_with_jobs(request, connector):
+    deletion, refused = sync.start_deletion(connector, request.user)
+    if deletion is None:
+        messages.error(request, refused)
+        under_way = sync.deletion_under_way(connector)
+        if under_way is not None:
+            return redirect("connectors:deletion", under_way.pk)
+        if Connector.objects.filter(pk=connector.pk).exists():
+            return redirect("connectors:detail", connector.pk)
+        return redirect("connectors:list")
+    if deletion.status == ConnectorDeletion.Status.SUCCEEDED:  # no REDIS_URL: the task ran in this request
+        messages.success(request, _deleted_sentence(deletion))
+        return redirect("connectors:list")
+    if deletion.status == ConnectorDeletion.Status.FAILED:
+        messages.error(request, f"Connector {deletion.name} was not deleted: {deletion.message}"[:600])
+    else:
+        jobs = f"{deletion.jobs_total:,} job{pluralize(deletion.jobs_total)}"
+        messages.info(
+            request, f"Connector {deletion.name} and the {jobs} it imported are being deleted by a worker: "
+            "this page shows how far it has got."
+        )  # fmt: skip
+    return redirect("connectors:deletion", deletion.pk)
+
+
+def _deleted_sentence(deletion: ConnectorDeletion) -> str:
+    jobs = f"{deletion.jobs_deleted:,} job{pluralize(deletion.jobs_deleted)}"
+    said = f"Connector {deletion.name} deleted, with the {jobs} it imported"
+    if clusters := deletion.clusters_deleted:
+        said += f" and the cluster{pluralize(clusters)} {', '.join(clusters)}"
     said += ". Its pulls' ingest runs stay."
-    if plan.kept:
-        said += f" {plan.kept} of its jobs stay{pluralize(plan.kept, 's,')}: a labeling study or gold set holds them."
-    if plan.priced:
-        priced = f"The cluster{pluralize(plan.priced)} {', '.join(plan.priced)} stay{pluralize(plan.priced, 's,')}"
-        said += f" {priced}, with {pluralize(plan.priced, 'its,their')} GPU prices."
+    if deletion.kept:
+        kept = deletion.kept
+        said += f" {kept:,} of its jobs stay{pluralize(kept, 's,')}: a labeling study or gold set holds them."
+    if priced := deletion.priced:
+        said += f" The cluster{pluralize(priced)} {', '.join(priced)} stay{pluralize(priced, 's,')}"
+        said += f", with {pluralize(priced, 'its,their')} GPU prices."
     return said
+
+
+@operator_required
+@read_only
+def deletion_detail(request, pk: int):
+    """A connector's deletion with its jobs: how far it has got (its script polls the status), then how it ended."""
+    deletion = get_object_or_404(ConnectorDeletion.objects.select_related("requested_by", "connector"), pk=pk)
+    said = _deleted_sentence(deletion) if deletion.status == ConnectorDeletion.Status.SUCCEEDED else ""
+    context = {"deletion": deletion, "said": said, "batch": settings.JOB_DELETE_BATCH}
+    return render(request, "connectors/deletion_detail.html", context)
+
+
+@operator_required
+@read_only
+def deletion_status(request, pk: int):
+    deletion = get_object_or_404(ConnectorDeletion, pk=pk)
+    return JsonResponse(
+        {
+            "id": deletion.pk,
+            "status": deletion.status,
+            "status_display": deletion.get_status_display(),
+            "finished": deletion.is_finished,
+            "jobs_total": deletion.jobs_total,
+            "jobs_deleted": deletion.jobs_deleted,
+            "display": {"count": deletion.count_display},
+        }
+    )
 
 
 def _form_page(request, form, connector):
