@@ -2,6 +2,7 @@
 
 `insert_rows(model, columns, rows)` writes rows of values already in the database's form with one
 prepared statement (no ids come back): the cheapest way, for rows nothing refers to.
+`update_rows(model, columns, rows)` sets columns of many rows by pk the same way.
 `insert_new(objs)` does what `Model.objects.bulk_create(objs)` does for new objects of a plain
 model (no parent models), pks set, in a few statements with RETURNING. The ORM's bulk_create
 assembles a placeholder and a parameter list for every single value through several layers of
@@ -63,6 +64,23 @@ def insert_rows(model: type[models.Model], columns: Sequence[str], rows: Sequenc
     fields = [meta.get_field(name) for name in columns]
     with connection.cursor() as cursor:
         cursor.executemany(_insert_statement(connection, meta, fields, 1), rows)
+
+
+def update_rows(model: type[models.Model], columns: Sequence[str], rows: Sequence[tuple]) -> None:
+    """Set `columns` (attribute names) of many rows, each to its own values, with one prepared statement:
+    each row is the new values, ready for the database (`field.get_db_prep_save`), then the pk of the row
+    to change. `bulk_update` writes a CASE over every pk of a batch for each column instead, which SQLite
+    took 14 s over for 50,000 jobs' costs."""
+    if not rows:
+        return
+    meta = model._meta
+    connection = connections[router.db_for_write(model)]
+    quote = connection.ops.quote_name
+    assignments = ", ".join(f"{quote(meta.get_field(name).column)} = %s" for name in columns)
+    # Names from the model's own metadata, quoted; the values go as parameters.
+    statement = f"UPDATE {quote(meta.db_table)} SET {assignments} WHERE {quote(meta.pk.column)} = %s"  # noqa: S608
+    with connection.cursor() as cursor:
+        cursor.executemany(statement, rows)
 
 
 def _insert_statement(connection, meta, fields: list[models.Field], rows: int, *, returning: bool = False) -> str:
