@@ -1581,6 +1581,63 @@ def test_memory_bound_guidance_says_the_job_already_shards_with_zero():
                                     "shards the parameters too.")  # fmt: skip
 
 
+def test_zero_offload_with_gpu_memory_to_spare_is_explained_as_insufficient_gpu_memory():
+    # DeepSpeed ZeRO offload keeps what did not fit in GPU memory in host memory or on NVMe and moves it over
+    # PCIe every step. With GPU memory far from full (offload freed it) no rule spoke of it: the memory rule wanted
+    # a peak over 80 %, so such a job was told only to raise its batch size.
+    from triage.guidance import guidance_for
+
+    ds = (
+        '{\n  "train_micro_batch_size_per_gpu": 4,\n  "zero_optimization": {\n    "stage": 3,\n'
+        '    "offload_optimizer": {"device": "cpu", "pin_memory": true},\n    "offload_param": {"device": "nvme"}\n'
+        "  }\n}\n"
+    )
+    frame = series(120, lambda t, g: 30, gpus=2, mem=lambda t, g: 0.35)
+    scripts = [("train.py", "import torch\nimport deepspeed\n"), ("ds.json", ds)]
+    _, result = run(120, frame, scripts=scripts, gpu_count=2, command="deepspeed train.py --deepspeed ds.json")
+    finding = next(f for f in result.findings if f.category == Category.GPU_MEMORY_BOUND)
+    assert (finding.sub_cause, finding.confidence) == ("zero_offload", 0.75)
+    assert finding.summary == (
+        "Training-phase GPU util 30 % (<= 50 %) while DeepSpeed ZeRO stage 3 offloads the optimizer state to cpu "
+        "and the parameters to nvme (ds.json:4): each step waits while they cross PCIe between host memory and the "
+        "GPUs and the optimizer steps on the CPU. GPU memory peaked at 35 %."
+    )
+    assert [(c.path, c.line) for c in finding.code] == [("ds.json", 4)]
+    guide = guidance_for(finding.category, finding.sub_cause, finding.numbers, gpu_hours=1.0,
+                         price_per_gpu_hour=None, currency="", job={"gpu_count": 2})  # fmt: skip
+    assert guide["change"].startswith("ZeRO offload keeps what did not fit in GPU memory")
+    assert "Offload only if the model does not fit without it: first try ZeRO-2" in guide["change"]
+    assert guide["change"].endswith(
+        "For this job: ZeRO stage 3 (ds.json:4) offloads the optimizer state to cpu, the parameters to nvme, and "
+        "GPU memory peaked at 35 %: there is room to keep more on the GPUs. On its 2 GPUs, ZeRO-3 without offload "
+        "holds 1/2 of the states on each; if that does not fit, more GPUs (each holds 1/N) rather than offload."
+    )
+    assert '"stage": 2' in guide["after"] and '"offload_param": {"device": "cpu"}' in guide["before"]
+
+    # Accelerate's config sets ZeRO for `accelerate launch`: the same finding, less sure without a memory metric.
+    accelerate = (
+        "compute_environment: LOCAL_MACHINE\ndeepspeed_config:\n  gradient_accumulation_steps: 1\n"
+        "  offload_optimizer_device: cpu\n  offload_param_device: none\n  zero3_init_flag: true\n  zero_stage: 2\n"
+        "distributed_type: DEEPSPEED\nmixed_precision: bf16\n"
+    )
+    scripts = [("train.py", "import torch\n"), ("accelerate.yaml", accelerate)]
+    _, result = run(120, series(120, lambda t, g: 30), scripts=scripts)
+    (finding,) = [f for f in result.findings if f.category == Category.GPU_MEMORY_BOUND]
+    assert (finding.sub_cause, finding.confidence) == ("zero_offload", 0.65)
+    assert finding.numbers["zero_set_by"] == "accelerate.yaml:7"
+    assert finding.numbers["zero_offload"] == "the optimizer state to cpu"
+    assert finding.code[0].text == "deepspeed_config: zero_stage=2, offload_optimizer_device=cpu"
+    assert "and the optimizer steps on the CPU." in finding.summary and "peaked" not in finding.summary
+
+    # ZeRO without offload, or an Accelerate config that hands DeepSpeed a file the job did not bring: nothing to say.
+    no_offload = accelerate.replace("offload_optimizer_device: cpu", "offload_optimizer_device: none")
+    handed = accelerate.replace("  zero_stage: 2\n", "  zero_stage: 2\n  deepspeed_config_file: ds.json\n")
+    for text in (no_offload, handed):
+        scripts = [("train.py", "import torch\n"), ("a.yaml", text)]
+        _, result = run(120, series(120, lambda t, g: 30), scripts=scripts)
+        assert Category.GPU_MEMORY_BOUND not in categories(result)
+
+
 def test_an_aws_s3_cp_subprocess_to_a_variable_named_remote_is_an_upload_in_the_loop():
     # The demo's CLI upload job runs subprocess.run(["aws", "s3", "cp", "--recursive", local, remote]): its paths are
     # variables, so the call was not read as an upload; the finding quoted no code and was less sure (0.85).

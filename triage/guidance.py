@@ -153,6 +153,28 @@ GUIDES: dict[Category, dict] = {
                 "with torch.autocast('cuda', dtype=torch.bfloat16):\n    loss = model(inputs).loss\n"
                 "# and/or FSDP(model) / DeepSpeed ZeRO-2",
             ),
+            # DeepSpeed ZeRO offload: the states that did not fit in GPU memory live in host memory or on NVMe.
+            "zero_offload": (
+                "ZeRO offload keeps what did not fit in GPU memory (the optimizer state, with `offload_param` the "
+                "parameters too) in host memory or on NVMe, so every step moves it over PCIe and the GPUs wait. "
+                "Offload only if the model does not fit without it: first try ZeRO-2, or ZeRO-3 without offload, "
+                "on more GPUs (ZeRO-3 gives each of N GPUs 1/N of the parameters, gradients and optimizer state), "
+                "with activation checkpointing and mixed precision to make room. If it must offload, offload the "
+                "optimizer state only, to CPU rather than NVMe, with `pin_memory: true`, and raise the batch "
+                "(or gradient accumulation) so each transfer serves more compute.",
+                '"zero_optimization": {\n'
+                '  "stage": 3,\n'
+                '  "offload_optimizer": {"device": "cpu"},\n'
+                '  "offload_param": {"device": "cpu"}\n'
+                "}",
+                '"zero_optimization": {\n'
+                '  "stage": 2,\n'
+                '  "overlap_comm": true,\n'
+                '  "contiguous_gradients": true\n'
+                "}\n"
+                "# no offload: the states stay on the GPUs. If they do not fit, stage 3 on more GPUs;\n"
+                '# if it still must offload: "offload_optimizer": {"device": "cpu", "pin_memory": true}',
+            ),
         },
         "effect": "Freed memory lets the batch grow; the batch-size gains apply. " + PAPER_BATCH,
     },
@@ -385,10 +407,11 @@ def guidance_for(
     """Guidance for one finding with the job's numbers filled in."""
     guide = GUIDES[category]
     fix = sub_cause
-    if category == Category.GPU_MEMORY_BOUND and numbers.get("precision") in ("fp32", "mixed"):
+    memory_full = sub_cause != "zero_offload"  # offload's stalls are fixed by not offloading, whatever the precision
+    if category == Category.GPU_MEMORY_BOUND and memory_full and numbers.get("precision") in ("fp32", "mixed"):
         fix = numbers["precision"]  # the job's code says whether mixed precision is the first fix or done
     change, before, after = guide["fixes"].get(fix) or guide["fixes"]["default"]
-    values = _job_values(category, numbers, job)
+    values = _job_values(category, numbers, job, sub_cause)
     # The finding's own cost (triage.services prices it by the same function, hours and price), so
     # "Recoverable for this job" and the finding's cost are one amount on every page and in the API.
     cost = cost_of(gpu_hours, price_per_gpu_hour)
@@ -474,7 +497,7 @@ def loader_settings(numbers: dict, job: dict) -> dict:
     }
 
 
-def _job_values(category: Category, numbers: dict, job: dict) -> dict:
+def _job_values(category: Category, numbers: dict, job: dict, sub_cause: str = "") -> dict:
     if category == Category.DATA_PREPROCESSING:
         return loader_settings(numbers, job)
     if category == Category.IMPROPER_BATCH_SIZE:
@@ -494,6 +517,8 @@ def _job_values(category: Category, numbers: dict, job: dict) -> dict:
             if peak is not None
             else "",
         }
+    if category == Category.GPU_MEMORY_BOUND and sub_cause == "zero_offload":
+        return {"settings": _offload_settings(numbers, job)}
     if category == Category.GPU_MEMORY_BOUND:
         values = _precision_values(numbers)
         if numbers.get("zero_stage"):
@@ -512,6 +537,29 @@ def _job_values(category: Category, numbers: dict, job: dict) -> dict:
     if category == Category.GPU_OVERSUBSCRIPTION:
         return _oversubscription_values(numbers, job)
     return {}
+
+
+def _offload_settings(numbers: dict, job: dict) -> str:
+    """What a ZeRO-offload job's guidance says of its own config, memory and GPUs."""
+    stage = numbers.get("zero_stage")
+    text = f"For this job: ZeRO stage {stage} ({numbers.get('zero_set_by')}) offloads {numbers.get('zero_offload')}"
+    peak = numbers.get("peak_gpu_mem_pct")
+    gpus = int(job.get("gpu_count") or 0)
+    if peak is not None:
+        text += f", and GPU memory peaked at {peak:.0f} %"
+        if peak <= 50:
+            text += ": there is room to keep more on the GPUs"
+    text += "."
+    if gpus:
+        on = f"{gpus} GPU{'s' if gpus > 1 else ''}"
+        text += (
+            f" On its {on}, ZeRO-3 without offload holds 1/{gpus} of the states on each; if that does not fit, "
+            f"more GPUs (each holds 1/N) rather than offload."
+            if gpus > 1
+            else f" On its {on} nothing is sharded: ZeRO-3 on several GPUs holds 1/N of the states on each, "
+            "without offload."
+        )
+    return text
 
 
 def _precision_values(numbers: dict) -> dict:

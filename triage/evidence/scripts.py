@@ -802,6 +802,8 @@ def _config_facts(path: str, text: str, evidence: ScriptEvidence) -> None:
         section = next((v for k, v in document.items() if str(k).lower() == "deepspeed_config"), None)
         handed = section.get("deepspeed_config_file") if tool == "accelerate" and isinstance(section, dict) else None
         handed = handed.strip() if isinstance(handed, str) else None
+        if tool == "accelerate" and isinstance(section, dict) and not handed:
+            _accelerate_zero_fact(path, section, lines, evidence)
         if handed:
             line = _key_line(lines, ("deepspeed_config", "deepspeed_config_file"))
             shown = f"deepspeed_config_file: {handed}"
@@ -853,6 +855,24 @@ def _zero_fact(path: str, document: dict, lines: list[str], evidence: ScriptEvid
     line = _key_line(lines, ("zero_optimization", "stage"))
     shown = "zero_optimization: " + ", ".join(f"{k}={v}" for k, v in detail.items() if v is not None)
     evidence.facts.append(CodeFact("zero_config", path, line, shown, detail))
+
+
+def _accelerate_zero_fact(path: str, section: dict, lines: list[str], evidence: ScriptEvidence) -> None:
+    """An Accelerate config's DeepSpeed settings (`deepspeed_config:` with `zero_stage: 3`,
+    `offload_optimizer_device: cpu`, `offload_param_device: nvme`; `none` is no offload), as the zero_config
+    fact a DeepSpeed config gives. Not when it hands DeepSpeed its own file: that file's are the job's."""
+    stage = section.get("zero_stage")
+    if not isinstance(stage, int) or isinstance(stage, bool):
+        return
+    detail: dict = {"stage": stage}
+    shown = [f"zero_stage={stage}"]
+    for key, name in (("offload_optimizer_device", "optimizer"), ("offload_param_device", "param")):
+        device = section.get(key)
+        if isinstance(device, str) and device.lower() in ("cpu", "nvme"):
+            detail[f"offload_{name}"] = device.lower()
+            shown.append(f"{key}={device.lower()}")
+    line = _key_line(lines, ("deepspeed_config", "zero_stage"))
+    evidence.facts.append(CodeFact("zero_config", path, line, "deepspeed_config: " + ", ".join(shown), detail))
 
 
 def _precision_settings(document: object):

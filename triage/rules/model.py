@@ -131,14 +131,20 @@ def gpu_memory_bound(ev: Evidence, th: dict) -> list[Finding]:
         return []
     ooms = ev.logs.of(OOM)
     size, code, lines = _batch_sizes(ev)
+    # ZeRO as the job's DeepSpeed (or Accelerate) config sets it: the guidance does not offer sharding a job
+    # already has, and offload is how a job whose states do not fit in GPU memory gets by.
+    zero = next((f for f in ev.scripts.of("zero_config") if f.detail.get("stage")), None)
+    offloads = [f"{what} to {zero.detail[key]}" for key, what in _OFFLOADS if zero.detail.get(key)] if zero else []
     if p.peak_mem_share is not None:
         peak = p.peak_mem_share * 100
         if peak <= th["memory_mem_min"]:
-            return []
+            return _zero_offload(ev, th, util, basis_of_util, zero, offloads, peak, code, lines) if offloads else []
         confidence = 0.85 + 0.1 * bool(ooms)
     elif ooms:
         peak = None
         confidence = 0.5
+    elif offloads:
+        return _zero_offload(ev, th, util, basis_of_util, zero, offloads, None, code, lines)
     else:
         return []
     sub = "oom_retry" if ooms else "memory_full"
@@ -155,11 +161,8 @@ def gpu_memory_bound(ev: Evidence, th: dict) -> list[Finding]:
         where = "the job's command" if fact.path == JOB_COMMAND else f"{fact.path}:{fact.line}"
         set_by = f"`{fact.text}` ({where})"
     shown = {(f.path, f.line) for f in code}
-    # ZeRO as the job's DeepSpeed config sets it: the guidance does not offer sharding a job already has.
-    zero = next((f for f in ev.scripts.of("zero_config") if f.detail.get("stage")), None)
     zero_numbers = {}
     if zero is not None:
-        offloads = [f"{what} to {zero.detail[key]}" for key, what in _OFFLOADS if zero.detail.get(key)]
         zero_numbers = {
             "zero_stage": zero.detail["stage"],
             "zero_set_by": f"{zero.path}:{zero.line}",
@@ -192,6 +195,45 @@ def gpu_memory_bound(ev: Evidence, th: dict) -> list[Finding]:
 
 
 _OFFLOADS = (("offload_optimizer", "the optimizer state"), ("offload_param", "the parameters"))
+
+
+def _zero_offload(ev: Evidence, th: dict, util, basis_of_util, zero, offloads, peak, code, lines) -> list[Finding]:
+    """GPU memory not full, but DeepSpeed ZeRO offloads the optimizer state or the parameters to the CPU or
+    NVMe: what does not fit in GPU memory lives in host memory, and every step moves it over PCIe (and, for
+    the optimizer state, steps the optimizer on the CPU) while the GPUs wait. Insufficient GPU memory is the
+    cause (taxonomy: model dimension), offload its costly workaround."""
+    p = ev.phases
+    where = f"{zero.path}:{zero.line}"
+    optimizer = bool(zero.detail.get("offload_optimizer"))
+    pcie = p.pcie_rx_training
+    summary = (
+        f"Training-phase GPU util {util:.0f} %{basis_of_util} (<= {th['memory_util_max']:.0f} %) while DeepSpeed "
+        f"ZeRO stage {zero.detail['stage']} offloads {' and '.join(offloads)} ({where}): each step waits while "
+        "they cross PCIe between host memory and the GPUs"
+        + (" and the optimizer steps on the CPU" if optimizer else "")
+        + "."
+        + (f" GPU memory peaked at {peak:.0f} %." if peak is not None else "")
+    )
+    return [
+        Finding(
+            category=Category.GPU_MEMORY_BOUND,
+            sub_cause="zero_offload",
+            confidence=0.75 if peak is not None else 0.65,
+            summary=summary,
+            windows=[p.training],
+            log_lines=lines,
+            code=[zero] + [f for f in code if (f.path, f.line) != (zero.path, zero.line)],
+            numbers={
+                "training_mean_util": round(util, 1),
+                "peak_gpu_mem_pct": None if peak is None else round(peak, 1),
+                "zero_stage": zero.detail["stage"],
+                "zero_set_by": where,
+                "zero_offload": ", ".join(offloads),
+                "pcie_rx_gb_s": None if pcie is None else round(pcie / 1e9, 2),
+                "batch_size": code[0].detail.get("batch_size") if code else None,
+            },
+        )
+    ]
 
 
 def _precision(ev: Evidence) -> tuple[str | None, list, str | None]:
