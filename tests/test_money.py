@@ -176,3 +176,38 @@ def test_a_finding_s_cost_and_what_its_fix_recovers_are_one_amount_on_the_job_pa
         Decimal("6.38"),
     ]
     assert shown(client, job)["api"] == repriced
+
+
+def test_amounts_stored_before_the_one_rule_are_brought_to_it_by_the_migration(team_a):
+    """Migration triage 0004: a job imported before the upgrade kept its half-to-even cent (0.12 for 0.125
+    GPU-hours at 1.00) where the same job imported after it costs 0.13, and a finding kept its cost from
+    the job's rounded cost over its hours, beside a fix's recoverable_cost from hours rounded to 4 places."""
+    import importlib
+
+    from django.apps import apps
+
+    from triage.models import JobTriage, RuleSet
+
+    migration = importlib.import_module("triage.migrations.0004_price_by_one_rule")
+    cluster, unpriced = ClusterFactory(name="old"), ClusterFactory(name="unpriced")
+    GpuModelPrice.objects.create(cluster=cluster, gpu_model="", price_per_gpu_hour="1.00", currency="EUR")
+    job = JobFactory(cluster=cluster, team=team_a, gpu_hours=4.125, cost=Decimal("4.12"), currency="EUR")
+    other = JobFactory(cluster=unpriced, team=team_a, gpu_hours=2.0, cost=None, currency="")
+    result = JobTriage.objects.create(job=job, rule_set=RuleSet.current(), status="classified", is_current=True)
+    finding = Finding.objects.create(
+        result=result, job=job, rule_set=result.rule_set, category=Category.UNRELEASED_JOB, confidence=0.9,
+        summary="s", gpu_hours=2.125, cost=Decimal("2.12"), currency="EUR", evidence={},
+        guidance={"change": "Exit.", "recoverable_gpu_hours": 2.12, "recoverable_cost": "2.12", "currency": "EUR"},
+    )  # fmt: skip
+    migration.forwards(apps, None)
+    job.refresh_from_db()
+    other.refresh_from_db()
+    finding.refresh_from_db()
+    assert (job.cost, job.currency) == (Decimal("4.13"), "EUR") and (other.cost, other.currency) == (None, "")
+    assert (finding.cost, finding.currency) == (Decimal("2.13"), "EUR")
+    assert finding.guidance == {
+        "change": "Exit.",
+        "recoverable_gpu_hours": 2.13,
+        "recoverable_cost": "2.13",
+        "currency": "EUR",
+    }
