@@ -1581,6 +1581,12 @@ def test_memory_bound_guidance_says_the_job_already_shards_with_zero():
                                     "shards the parameters too.")  # fmt: skip
 
 
+def _zero_launch(command: str):
+    from triage.evidence.scripts import command_code_facts
+
+    return next((f.detail for f in command_code_facts(command) if f.kind == "zero_config"), None)
+
+
 def test_zero_offload_with_gpu_memory_to_spare_is_explained_as_insufficient_gpu_memory():
     # DeepSpeed ZeRO offload keeps what did not fit in GPU memory in host memory or on NVMe and moves it over
     # PCIe every step. With GPU memory far from full (offload freed it) no rule spoke of it: the memory rule wanted
@@ -1629,6 +1635,13 @@ def test_zero_offload_with_gpu_memory_to_spare_is_explained_as_insufficient_gpu_
     assert finding.code[0].text == "deepspeed_config: zero_stage=2, offload_optimizer_device=cpu"
     assert "and the optimizer steps on the CPU." in finding.summary and "peaked" not in finding.summary
 
+    # The same on `accelerate launch`'s own flags, read from the job's command.
+    command = "accelerate launch --use_deepspeed --zero_stage 3 --offload_param_device cpu train.py --epochs 3"
+    _, result = run(120, series(120, lambda t, g: 30), scripts=[("train.py", "import torch\n")], command=command)
+    (finding,) = [f for f in result.findings if f.category == Category.GPU_MEMORY_BOUND]
+    assert (finding.sub_cause, finding.numbers["zero_offload"]) == ("zero_offload", "the parameters to cpu")
+    assert "ZeRO stage 3 offloads the parameters to cpu (the job's command): each step" in finding.summary
+
     # ZeRO without offload, or an Accelerate config that hands DeepSpeed a file the job did not bring: nothing to say.
     no_offload = accelerate.replace("offload_optimizer_device: cpu", "offload_optimizer_device: none")
     handed = accelerate.replace("  zero_stage: 2\n", "  zero_stage: 2\n  deepspeed_config_file: ds.json\n")
@@ -1636,6 +1649,12 @@ def test_zero_offload_with_gpu_memory_to_spare_is_explained_as_insufficient_gpu_
         scripts = [("train.py", "import torch\n"), ("a.yaml", text)]
         _, result = run(120, series(120, lambda t, g: 30), scripts=scripts)
         assert Category.GPU_MEMORY_BOUND not in categories(result)
+    # (a script's own --zero_stage is not Accelerate's)
+    assert _zero_launch("python train.py --zero_stage 3 --offload_param_device cpu") is None
+    assert _zero_launch("accelerate launch --zero_stage 2 train.py --offload_param_device cpu") == {"stage": 2}
+    command = command.replace("train.py", "--deepspeed_config_file ds.json train.py")
+    _, result = run(120, series(120, lambda t, g: 30), scripts=[("train.py", "import torch\n")], command=command)
+    assert Category.GPU_MEMORY_BOUND not in categories(result)
 
 
 def test_an_aws_s3_cp_subprocess_to_a_variable_named_remote_is_an_upload_in_the_loop():

@@ -960,7 +960,32 @@ def _launch_settings(argv: list[str]) -> list[tuple[str, dict]]:
                 found.append(("mixed_precision", {"call": flag.lstrip("+~"), "dtype": verdict[1]}))
             elif verdict and verdict[0] == "full":
                 found.append(("full_precision", {"setting": flag.lstrip("+~"), "switch": word}))
+    if zero := _accelerate_zero_flags(argv):
+        found.append(("zero_config", zero))
     return found
+
+
+def _accelerate_zero_flags(argv: list[str]) -> dict | None:
+    """`accelerate launch --use_deepspeed --zero_stage 3 --offload_optimizer_device cpu` as a zero_config fact's
+    detail (as an Accelerate config's `deepspeed_config:` gives it); None for other launches, and for one that hands
+    DeepSpeed its own file (`--deepspeed_config_file`: that file's settings are the job's)."""
+    if not argv or argv[0].rsplit("/", 1)[-1] != "accelerate":
+        return None
+    flags = {}
+    for index, word in enumerate(argv):
+        if word.endswith(".py") or word == "-m":  # the script: what follows is its own arguments
+            break
+        flag, eq, value = word.partition("=")
+        if flag.startswith("--"):
+            flags[flag[2:].replace("-", "_")] = value if eq else (argv[index + 1] if index + 1 < len(argv) else "")
+    stage = flags.get("zero_stage", "")
+    if "deepspeed_config_file" in flags or not stage.isdigit():
+        return None
+    detail: dict = {"stage": int(stage)}
+    for key, name in (("offload_optimizer_device", "optimizer"), ("offload_param_device", "param")):
+        if flags.get(key, "").lower() in ("cpu", "nvme"):
+            detail[f"offload_{name}"] = flags[key].lower()
+    return detail
 
 
 def _command_kind(argv: list[str]) -> str:

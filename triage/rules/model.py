@@ -165,7 +165,7 @@ def gpu_memory_bound(ev: Evidence, th: dict) -> list[Finding]:
     if zero is not None:
         zero_numbers = {
             "zero_stage": zero.detail["stage"],
-            "zero_set_by": f"{zero.path}:{zero.line}",
+            "zero_set_by": _where(zero),
             **({"zero_offload": ", ".join(offloads)} if offloads else {}),
         }
     return [
@@ -197,13 +197,18 @@ def gpu_memory_bound(ev: Evidence, th: dict) -> list[Finding]:
 _OFFLOADS = (("offload_optimizer", "the optimizer state"), ("offload_param", "the parameters"))
 
 
+def _where(fact) -> str:
+    """Where a fact was read: `ds.json:4`, or the job's command."""
+    return "the job's command" if fact.path == JOB_COMMAND else f"{fact.path}:{fact.line}"
+
+
 def _zero_offload(ev: Evidence, th: dict, util, basis_of_util, zero, offloads, peak, code, lines) -> list[Finding]:
     """GPU memory not full, but DeepSpeed ZeRO offloads the optimizer state or the parameters to the CPU or
     NVMe: what does not fit in GPU memory lives in host memory, and every step moves it over PCIe (and, for
     the optimizer state, steps the optimizer on the CPU) while the GPUs wait. Insufficient GPU memory is the
     cause (taxonomy: model dimension), offload its costly workaround."""
     p = ev.phases
-    where = f"{zero.path}:{zero.line}"
+    where = _where(zero)
     optimizer = bool(zero.detail.get("offload_optimizer"))
     pcie = p.pcie_rx_training
     summary = (
