@@ -813,3 +813,14 @@ def test_a_rayjobs_status_ends_it_without_a_submitter_and_a_shared_cluster_is_no
     (error,) = result.errors
     assert error["message"].startswith("rayjobs: listing RayJobs (ray.io/v1) is not allowed")
     assert 'cannot list resource "rayjobs"' in error["message"]
+
+
+def test_a_finished_rayjob_without_a_jobstatus_takes_its_deployments():
+    """A RayJob whose Ray job status was never read (the dashboard did not answer before it was torn down) still
+    says Complete or Failed: its head and workers, stopped then, are no outcome ('Running')."""
+    from fleet.connectors.kubernetes import jobs_from_pods
+
+    for deployment, state in (("Complete", "Succeeded"), ("Failed", "Failed")):
+        listed = [rayjob(deployment=deployment, status="")]
+        (job,) = jobs_from_pods(ray_pods(submitter_phase=None), ray_jobs=listed).jobs
+        assert (job.name, job.state, job.gpu_count) == ("llm-ft", state, 8)

@@ -398,9 +398,10 @@ def ray_job_links(pods: list[dict], ray_jobs: list[dict] | None = None) -> tuple
                 listed=True,
                 finished=finished,
                 end=_time(status.get("endTime")) if finished else None,
+                # A finished RayJob without a jobStatus (the Ray job's own was never read): its deployment's.
                 state=RAY_JOB_STATES.get(
                     str(status.get("jobStatus") or "").upper(),
-                    "Failed" if finished and status.get("jobDeploymentStatus") == "Failed" else "",
+                    {"Complete": "Succeeded", "Failed": "Failed"}.get(status.get("jobDeploymentStatus"), ""),
                 ),
                 entrypoint=str(spec.get("entrypoint") or ""),
             )
