@@ -27,6 +27,8 @@ from tests.test_access_matrix import ROWS
 from tests.test_browser import browser, window_width  # noqa: F401  (browser: the shared Chromium fixture)
 from tests.test_jobs_page import triaged
 from triage.dashboard import queries
+from triage.labeling import services as labeling
+from triage.labeling.models import Study
 from triage.models import Finding
 from triage.taxonomy import Category
 
@@ -190,6 +192,13 @@ def test_every_page_meets_wcag_21_aa(browser, live_server, world, demo_archive, 
     # A rater's labeling form: the other study's jobs are still to label by nina.
     users["nina"] = django_user_model.objects.get(username="nina-rater")
     pages.append(("labeling:label", "/studies/{study_other}/label/{item_other}/".format(**world["params"]), "nina"))
+    # And a job nina skipped: its form opens on the reason, and the study page lists the skip.
+    study_other = world["params"]["study_other"]
+    mine = labeling.assignments_of(Study.objects.get(pk=study_other), users["nina"])
+    skipped = mine.exclude(item_id=world["params"]["item_other"]).first()
+    labeling.skip_job(skipped, "other", "the log is in a language I cannot read")
+    pages.append(("labeling:label, skipped", f"/studies/{study_other}/label/{skipped.item_id}/", "nina"))
+    pages.append(("labeling:study with a skip", f"/studies/{study_other}/", "nina"))
 
     base = live_server.url
     failures = []

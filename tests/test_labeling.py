@@ -51,6 +51,21 @@ def study(raters, jobs):
     return services.create_study(name="Pilot", lead=raters[0], raters=raters, sample_size=4, seed=11)
 
 
+@pytest.fixture
+def wide_study(raters, jobs):
+    """Six jobs: enough for a bootstrap interval (agreement.MIN_JOBS_FOR_INTERVAL is 5)."""
+    return services.create_study(name="Wide", lead=raters[0], raters=raters, sample_size=6, seed=11)
+
+
+def run_wide_study(study, raters):
+    """As run_study, and both raters agree on jobs 5 (batch size) and 6 (none): 5 of 6 jobs agreed."""
+    first, second = raters
+    answer(study, first, {1: [BATCH], 2: [CKPT, PINNED], 3: [BATCH], 4: ["none"], 5: [BATCH], 6: ["none"]})
+    answer(study, second, {1: [BATCH], 2: [PINNED, CKPT], 3: [CKPT], 4: ["none"], 5: [BATCH], 6: ["none"]})
+    for rater in raters:
+        services.submit(study, rater)
+
+
 def answer(study, user, options_by_position):
     for assignment in services.assignments_of(study, user):
         chosen = options_by_position[assignment.item.position]
@@ -313,24 +328,25 @@ def test_an_export_taken_before_every_rater_submitted_says_partial_in_its_file_n
     assert file_name("agreement", "json") == f"study-{study.pk}-agreement.json"
 
 
-def test_the_agreement_in_words_for_a_paper_once_every_rater_has_submitted(client, study, raters):
+def test_the_agreement_in_words_for_a_paper_once_every_rater_has_submitted(client, wide_study, raters):
+    study = wide_study
     first, second = raters
-    answer(study, first, {1: [BATCH], 2: [CKPT, PINNED], 3: [BATCH], 4: ["none"]})
+    answer(study, first, {1: [BATCH], 2: [CKPT, PINNED], 3: [BATCH], 4: ["none"], 5: [BATCH], 6: ["none"]})
     services.submit(study, first)
     client.force_login(first)
     url = reverse("labeling:agreement", args=[study.pk])
     assert 'id="methods-sentence"' not in client.get(url).content.decode()  # partial: the figures may change
-    answer(study, second, {1: [BATCH], 2: [PINNED, CKPT], 3: [CKPT], 4: ["none"]})
+    answer(study, second, {1: [BATCH], 2: [PINNED, CKPT], 3: [CKPT], 4: ["none"], 5: [BATCH], 6: ["none"]})
     services.submit(study, second)
     report = services.agreement_report(study)
     kappa, alpha = report.pairs[0].pooled_kappa, report.group.pooled_alpha
     expected = (
-        "Two raters each labelled the same 4 jobs independently (blind to the rules' findings), choosing any "
+        "Two raters each labelled the same 6 jobs independently (blind to the rules' findings), choosing any "
         "of the 15 categories, or 'none of these', or 'other'. Pooled over every (job, option) decision: "
         f"Cohen's kappa {kappa.value:.3f} (95 % CI [{kappa.low:.3f}, {kappa.high:.3f}]); "
         f"Krippendorff's alpha {alpha.value:.3f} (95 % CI [{alpha.low:.3f}, {alpha.high:.3f}]). "
         f"Intervals: percentile bootstrap over jobs, 1,000 resamples, seed {study.seed}. "
-        "Their label sets were identical on 3 of 4 jobs (75.0 %)."
+        "Their label sets were identical on 5 of 6 jobs (83.3 %)."
     )
     page = client.get(url).content.decode()
     assert f'<p id="methods-sentence">{html.escape(expected)}</p>' in page
@@ -369,7 +385,7 @@ def test_a_rater_who_has_labelled_every_job_can_review_them_before_and_after_sub
 def test_submitting_needs_every_job_labelled(client, study, researcher):
     client.force_login(researcher)
     response = client.post(reverse("labeling:submit", args=[study.pk]), follow=True)
-    assert "Label all your jobs first (0 of 4 done)" in response.content.decode()
+    assert "Label (or skip) all your jobs first (0 of 4 done)" in response.content.decode()
 
 
 def run_study(study, raters):
@@ -442,7 +458,9 @@ def test_agreement_figures_export_as_csv_and_json_with_each_pairs_counts(client,
     pooled = kappa["pooled"]
     assert (pooled["rater_a"], pooled["rater_b"], pooled["jobs"]) == ("ravi-rater", "rita-researcher", "4")
     assert float(pooled["value"]) == pytest.approx(pair.pooled_kappa.value, abs=1e-4)
-    assert float(pooled["low"]) < float(pooled["value"]) < float(pooled["high"])
+    # Four jobs, one disagreement: too few to resample (at least 5), so no interval, and the reason.
+    assert (pooled["low"], pooled["high"]) == ("", "")
+    assert pooled["no_interval_reason"] == "too few jobs for an interval" and pooled["jobs_skipped"] == "0"
     assert float(pooled["percent_agreement"]) == pytest.approx(pair.pooled_percent, abs=1e-4)
     # Batch size: both on job 1; only rita (who said batch size where ravi said checkpointing) on job 3.
     batch = kappa[BATCH]
@@ -457,7 +475,8 @@ def test_agreement_figures_export_as_csv_and_json_with_each_pairs_counts(client,
     assert data["format"] == "fleet-triage-agreement" and data["jobs_double_rated"] == 4
     assert data["raters"] == ["ravi-rater", "rita-researcher"] and data["raters_submitted"] == [2, 2]
     assert data["bootstrap"] == {
-        "resamples": 1000, "confidence": 0.95, "seed": study.seed, "method": "percentile", "max_undefined_share": 0.01
+        "resamples": 1000, "confidence": 0.95, "seed": study.seed, "method": "percentile", "max_undefined_share": 0.01,
+        "min_jobs": 5,
     }  # fmt: skip
     assert len(data["rows"]) == len(rows)
     call_command("export_study", study.pk, "agreement", "--out", str(tmp_path / "agreement.csv"))
@@ -489,10 +508,11 @@ def test_every_row_of_the_agreement_json_has_the_csvs_columns_null_where_the_csv
     assert [[exchange.spreadsheet_safe(row[c]) for c in exchange.AGREEMENT_COLUMNS] for row in rows] == cells
 
 
-def test_a_rare_category_shows_no_interval_and_says_why_on_the_page_and_in_the_exports(client, study, raters):
-    """Pinned memory is on one job of four, both raters agreeing: most resamples without that job
+def test_a_rare_category_shows_no_interval_and_says_why_on_the_page_and_in_the_exports(client, wide_study, raters):
+    """Pinned memory is on one job of six, both raters agreeing: most resamples without that job
     have no kappa, and the few left all say 1.000, a zero-width interval that claims certainty."""
-    run_study(study, raters)
+    study = wide_study
+    run_wide_study(study, raters)
     (pair,) = services.agreement_report(study).pairs
     pinned = next(cell.kappa for cell in pair.per_option if cell.option == PINNED)
     assert pinned.value == pytest.approx(1.0) and pinned.low is None
@@ -553,13 +573,16 @@ def test_perfect_agreement_says_it_has_nothing_to_resample_and_how_many_jobs_it_
     assert (identical["jobs_agreed"], identical["jobs_agreed_low"], identical["jobs_agreed_high"]) == (4, 0.3976, 1.0)
 
 
-def test_with_a_disagreement_the_exports_count_the_jobs_agreed_beside_the_bootstrap_interval(client, study, raters):
-    run_study(study, raters)  # job 3 differs
+def test_with_a_disagreement_the_exports_count_the_jobs_agreed_beside_the_bootstrap_interval(
+    client, wide_study, raters
+):
+    study = wide_study
+    run_wide_study(study, raters)  # job 3 differs
     client.force_login(raters[0])
     data = client.get(reverse("labeling:export", args=[study.pk, "agreement", "json"])).json()
     pooled = next(r for r in data["rows"] if r["statistic"] == "cohen_kappa" and r["option"] == "pooled")
     assert pooled["low"] is not None and pooled["no_interval_reason"] is None
-    assert pooled["jobs_agreed"] == 3 and pooled["jobs"] == 4 and 0.19 < pooled["jobs_agreed_low"] < 0.2
+    assert pooled["jobs_agreed"] == 5 and pooled["jobs"] == 6 and pooled["jobs_agreed_low"] == 0.3588
 
 
 def test_adjudication_and_a_frozen_versioned_gold_set(client, study, raters):
@@ -1036,12 +1059,13 @@ def test_a_disagreement_shows_what_the_raters_share_and_what_each_chose_alone(cl
     )
 
 
-def test_the_headline_alpha_says_its_interval_and_the_jobs_it_rests_on(client, study, raters):
-    run_study(study, raters)
+def test_the_headline_alpha_says_its_interval_and_the_jobs_it_rests_on(client, wide_study, raters):
+    study = wide_study
+    run_wide_study(study, raters)
     client.force_login(raters[0])
     page = client.get(reverse("labeling:agreement", args=[study.pk])).content.decode()
     alpha = services.agreement_report(study).group.pooled_alpha
-    said = f'id="alpha-interval">95 % CI [{alpha.low:.3f}, {alpha.high:.3f}] · 4 jobs</p>'
+    said = f'id="alpha-interval">95 % CI [{alpha.low:.3f}, {alpha.high:.3f}] · 6 jobs</p>'
     assert said in page
     # Whose count is whose in "ticked 2 / 1": the header names the raters in the counts' order.
     assert 'ticked <span class="muted">(ravi-rater / rita-researcher)</span>' in page
@@ -1141,3 +1165,157 @@ def test_the_sentence_for_a_paper_with_three_raters_names_fleiss_kappa_and_no_pa
     assert said.startswith("3 raters labelled 12 jobs independently, 3 raters per job (shown the rules' findings)")
     assert "Cohen's kappa" not in said and "Krippendorff's alpha" in said and "Fleiss' kappa" in said
     assert said.endswith("Their label sets were identical on 11 of 12 jobs (91.7 %).")
+
+
+# --- Skipping a job ("I can't judge this one") ---------------------------------------------------
+
+
+def test_a_rater_skips_a_job_with_a_reason_and_it_leaves_their_queue(client, study, researcher):
+    client.force_login(researcher)
+    first, second = services.assignments_of(study, researcher).order_by("item__position")[:2]
+    skip_url = reverse("labeling:skip", args=[study.pk, first.item_id])
+    label_url = reverse("labeling:label", args=[study.pk, first.item_id])
+    page = client.get(label_url).content.decode()
+    assert f'formaction="{skip_url}"' in page and 'value="outside_expertise"' in page
+    # No reason, or "other" without words: refused, saying which field, and nothing stored.
+    response = client.post(skip_url, {"skip_reason": ""}, follow=True)
+    assert "Not skipped: Reason to skip: choose why you cannot judge this job." in response.content.decode()
+    response = client.post(skip_url, {"skip_reason": "bored"}, follow=True)
+    assert "Reason to skip: &#x27;bored&#x27; is not one of" in response.content.decode()
+    response = client.post(skip_url, {"skip_reason": "other", "skip_note": "  "}, follow=True)
+    assert "Why: say why you skip this job" in response.content.decode()
+    first.refresh_from_db()
+    assert first.skipped_at is None
+    # A saved answer is dropped by the skip.
+    services.save_answer(first, {BATCH: "small batch"})
+    response = client.post(skip_url, {"skip_reason": "data_broken", "skip_note": "the series stop after 2 min"})
+    assert response.status_code == 302
+    first.refresh_from_db()
+    assert first.skip_reason == "data_broken" and first.saved_at is None and not first.labels.exists()
+    # On to the next job, with the skip said and the way back.
+    response = client.get(response["Location"], follow=True)
+    assert response.redirect_chain[-1][0] == reverse("labeling:label", args=[study.pk, second.item_id])
+    page = response.content.decode()
+    assert f"Skipped job #{first.item.position}" in page and "The job&#x27;s data is broken or missing" in page
+    assert f'<a href="{label_url}">Change it</a>' in page
+    assert "1 of 4 labelled or skipped (1 skipped)" in page
+    assert services.progress(study, researcher) == (1, 4)
+    assert services.next_assignment(study, researcher).item_id == second.item_id
+    # Back on the skipped job: it says so; saving an answer replaces the skip.
+    assert "You skipped this job: The job&#x27;s data is broken or missing" in client.get(label_url).content.decode()
+    client.post(label_url, {"option": [CKPT], "then": "stay"})
+    first.refresh_from_db()
+    assert first.saved_at is not None and first.skipped_at is None and first.skip_reason == ""
+
+
+def test_skipped_jobs_count_as_done_for_submitting_and_are_final_after(study, researcher):
+    assignments = list(services.assignments_of(study, researcher).order_by("item__position"))
+    services.skip_job(assignments[0], "outside_expertise")
+    answer(study, researcher, {2: [BATCH], 3: [CKPT], 4: ["none"]} | {1: [BATCH]})  # saving job 1 unskips it
+    services.skip_job(assignments[0], "other", "a trace format I do not know")
+    services.submit(study, researcher)
+    with pytest.raises(services.LabelingError, match="submitted"):
+        services.skip_job(assignments[1], "not_enough_evidence")
+
+
+def test_the_study_page_lists_skips_with_reasons_but_no_one_elses_before_submitting(client, study, raters):
+    """Blind: a rater still labelling sees their own skips, never the other rater's (nor any label)."""
+    lead, ravi = raters
+    ravi_job = services.assignments_of(study, ravi).get(item__position=2)
+    services.skip_job(ravi_job, "other", "RAVI-SAYS-WHY")
+    lead_job = services.assignments_of(study, lead).get(item__position=3)
+    services.skip_job(lead_job, "not_enough_evidence")
+    url = reverse("labeling:study", args=[study.pk])
+    client.force_login(lead)
+    page = client.get(url).content.decode()
+    skips = page.split('id="skips"')[1].split("</table>")[0]
+    assert "Not enough evidence to judge" in skips and str(lead_job.item.job) in skips
+    assert "RAVI-SAYS-WHY" not in page and "Yours only" in page
+    client.force_login(ravi)
+    page = client.get(url).content.decode()
+    assert "RAVI-SAYS-WHY" in page and "Not enough evidence to judge" not in page
+    # Once both have submitted, each sees the other's skips too (the jobs and reasons, no labels).
+    answer(study, lead, {1: [BATCH], 2: [CKPT], 4: ["none"]} | {3: [BATCH]})
+    services.skip_job(lead_job, "not_enough_evidence")
+    answer(study, ravi, {1: [BATCH], 3: [CKPT], 4: ["none"]} | {2: [BATCH]})
+    services.skip_job(ravi_job, "other", "RAVI-SAYS-WHY")
+    for rater in raters:
+        services.submit(study, rater)
+    page = client.get(url).content.decode()
+    skips = page.split('id="skips"')[1].split("</table>")[0]
+    assert "RAVI-SAYS-WHY" in skips and "Not enough evidence to judge" in skips and "Yours only" not in page
+
+
+def test_agreement_leaves_skipped_jobs_out_of_the_pair_and_says_how_many(client, wide_study, raters):
+    study = wide_study
+    first, second = raters
+    answer(study, first, {1: [BATCH], 2: [CKPT], 3: [BATCH], 4: ["none"], 5: [BATCH], 6: ["none"]})
+    answer(study, second, {1: [BATCH], 2: [CKPT], 3: [CKPT], 4: ["none"], 5: [BATCH], 6: ["none"]})
+    # ravi cannot judge job 3, where they disagreed: it leaves the pair, and with it the disagreement.
+    services.skip_job(services.assignments_of(study, second).get(item__position=3), "outside_expertise")
+    for rater in raters:
+        services.submit(study, rater)
+    report = services.agreement_report(study)
+    (pair,) = report.pairs
+    assert (pair.units, pair.skipped, report.units_skipped) == (5, 1, 1) and not report.disagreements
+    client.force_login(first)
+    page = client.get(reverse("labeling:agreement", args=[study.pk])).content.decode()
+    assert 'id="skipped-count">1</p>' in page and '<td class="num pair-skipped">1</td>' in page
+    assert "1 job a rater skipped as impossible to judge was left out" in page  # the sentence for a paper
+    rows = list(
+        csv.DictReader(
+            io.StringIO(client.get(reverse("labeling:export", args=[study.pk, "agreement", "csv"])).content.decode())
+        )
+    )
+    pooled = next(r for r in rows if r["statistic"] == "cohen_kappa" and r["option"] == "pooled")
+    assert (pooled["jobs"], pooled["jobs_skipped"]) == ("5", "1")
+    data = client.get(reverse("labeling:export", args=[study.pk, "agreement", "json"])).json()
+    assert data["jobs_skipped"] == 1
+
+
+def test_the_labels_export_has_the_skips_and_imports_them_back(client, study, raters):
+    run_study(study, raters)
+    ravi = raters[1]
+    link = services.rater_link(ravi, study)
+    link.submitted_at = None
+    link.save()
+    skipped = services.assignments_of(study, ravi).get(item__position=4)
+    services.skip_job(skipped, "other", "=cmd|' /C calc'!A0")  # free text, spreadsheet-safe in the CSV
+    services.submit(study, ravi)
+    client.force_login(raters[0])
+    exported = client.get(reverse("labeling:export", args=[study.pk, "labels", "csv"])).content.decode()
+    rows = list(csv.DictReader(io.StringIO(exported)))
+    assert list(rows[0]) == exchange.LABEL_COLUMNS
+    (skip_row,) = [r for r in rows if r["skip_reason"]]
+    assert (skip_row["rater"], skip_row["option"], skip_row["skip_reason"]) == ("ravi-rater", "", "other")
+    assert skip_row["job_id"] == skipped.item.job.external_id
+    assert not [r for r in rows if r["rater"] == "ravi-rater" and r["job_id"] == skip_row["job_id"] and r["option"]]
+    data = client.get(reverse("labeling:export", args=[study.pk, "labels", "json"])).json()
+    (json_skip,) = [r for r in data["rows"] if r["skip_reason"]]
+    assert json_skip["option"] is None and json_skip["skip_note"] == "=cmd|' /C calc'!A0"
+    # Imported into another study, the skip is a skip again (and a row both skipped and labelled is refused).
+    other = services.create_study(name="Copy", lead=raters[0], raters=raters, sample_size=1, seed=3)
+    result = exchange.import_labels(other, exported)
+    assert not result.errors
+    imported = Assignment.objects.get(item__study=other, item__job=skipped.item.job, rater=ravi)
+    assert (imported.skip_reason, imported.skip_note, imported.saved_at) == ("other", "=cmd|' /C calc'!A0", None)
+    both = exported + f"{study.pk},Pilot,{skip_row['cluster']},{skip_row['job_id']},ravi-rater,none,,,,web,,\n"
+    result = exchange.import_labels(other, both)
+    assert any("skipped (skip_reason) and labelled both" in e for e in result.errors)
+
+
+def test_an_agreement_on_four_jobs_says_too_few_jobs_for_an_interval_first_on_the_page(client, study, raters):
+    """The headline comes first, with its interval or why there is none; the method is folded away."""
+    run_study(study, raters)
+    client.force_login(raters[0])
+    page = client.get(reverse("labeling:agreement", args=[study.pk])).content.decode()
+    pooled = services.agreement_report(study).pairs[0].pooled_kappa
+    assert '<span class="name">Cohen&#x27;s kappa</span>' in page
+    assert f'<span id="headline-value">{pooled.value:.3f}</span>' in page
+    assert 'id="headline-interval">4 jobs: too few jobs for an interval (n=4; at least 5 needed)</p>' in page
+    assert page.index('id="headline"') < page.index('id="how-computed"') < page.index('id="pairs"')
+    assert '<details class="card method" id="how-computed">' in page  # closed: secondary
+    assert "Brackets: 95 % bootstrap interval" in page.split('id="how-computed"')[1].split("</details>")[0]
+    said = exchange.methods_sentence(study, services.agreement_report(study))
+    assert f"Cohen's kappa {pooled.value:.3f} (no interval: too few jobs, 4; at least 5 needed)" in said
+    assert "Intervals: percentile bootstrap" not in said

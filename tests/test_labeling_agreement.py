@@ -353,3 +353,66 @@ def test_one_disagreement_keeps_the_bootstrap_interval_and_counts_the_jobs_agree
     pooled = ag.agreement_report(ratings, ["batch", "ckpt", "none"], resamples=1000, seed=1).pairs[0].pooled_kappa
     assert pooled.low < pooled.value < pooled.high == pytest.approx(1.0)
     assert pooled.no_interval_reason is None and (pooled.agreed, pooled.units) == (17, 18)
+
+
+def _one_disagreement(n):
+    """n jobs two raters labelled alike but for the first."""
+    ratings = {u: {"ann": frozenset({"none"}), "bob": frozenset({"none"})} for u in range(n)}
+    ratings[0] = {"ann": frozenset({"improper_batch_size"}), "bob": frozenset({"model_checkpointing"})}
+    return ratings
+
+
+@pytest.mark.parametrize("jobs", [2, 3, 4])
+def test_two_to_four_jobs_get_no_bootstrap_interval_but_say_how_many_it_needs(jobs):
+    """Three jobs gave kappa 0.646 [-0.062, 1.000]: the spread of ten distinct resamples, one in nine a
+    single job drawn three times. Under five jobs the figure says there are too few instead."""
+    report = ag.agreement_report(_one_disagreement(jobs), OPTIONS, resamples=1000, seed=1)
+    estimates = [report.pairs[0].pooled_kappa, report.group.pooled_alpha, report.group.pooled_fleiss]
+    # Every option the raters disagreed on (those agreed on every job say so instead, next test).
+    estimates += [row.kappa for row in report.pairs[0].per_option if row.counts.only_first or row.counts.only_second]
+    assert len(estimates) == 5
+    for estimate in estimates:
+        assert estimate.value is not None and (estimate.low, estimate.high) == (None, None)
+        assert estimate.no_interval_reason == ag.TOO_FEW_JOBS and estimate.units == jobs
+    assert ag.too_few_jobs_text(jobs) == f"too few jobs for an interval (n={jobs}; at least 5 needed)"
+    # The bootstrap itself refuses as few rows, whoever calls it.
+    rows = ag.pair_contributions([1, 0, 1, 0][:jobs], [1, 0, 0, 0][:jobs], 2)
+    assert ag.bootstrap_interval(rows, lambda t: ag.kappa_from_tables(t, 2)).no_interval_reason == ag.TOO_FEW_JOBS
+
+
+def test_five_jobs_get_their_interval():
+    pooled = ag.agreement_report(_one_disagreement(5), OPTIONS, resamples=1000, seed=1).pairs[0].pooled_kappa
+    assert ag.MIN_JOBS_FOR_INTERVAL == 5
+    assert pooled.low < pooled.value < pooled.high and pooled.no_interval_reason is None
+
+
+def test_a_handful_of_jobs_all_agreed_still_gives_the_exact_interval_of_jobs_agreed():
+    """The exact (Clopper-Pearson) interval holds on any number of jobs: three agreed jobs say 29-100 %."""
+    ratings = {u: {"ann": frozenset({"none"}), "bob": frozenset({"none"})} for u in range(3)}
+    ratings[0] = {"ann": frozenset({"api_misuse"}), "bob": frozenset({"api_misuse"})}
+    pooled = ag.agreement_report(ratings, OPTIONS, resamples=1000, seed=1).pairs[0].pooled_kappa
+    assert pooled.no_interval_reason == ag.NO_DISAGREEMENT and pooled.low is None
+    assert pooled.agreed_interval[0] == pytest.approx(0.025 ** (1 / 3))
+
+
+def test_a_skipped_job_is_left_out_of_the_skipping_raters_pairs_and_counted():
+    """Three raters, two labels per job. Cat skipped job 9 (Ann labelled it): no pair has it, Ann & Cat
+    count it as left out, and so do all raters together (one label left on it)."""
+    ratings = _one_disagreement(6)
+    for unit in ratings:
+        ratings[unit] = dict(ratings[unit])
+    ratings[6] = {"ann": frozenset({"none"}), "cat": frozenset({"none"})}
+    ratings[7] = {"bob": frozenset({"none"}), "cat": frozenset({"api_misuse"})}
+    ratings[9] = {"ann": frozenset({"api_misuse"})}
+    report = ag.agreement_report(ratings, OPTIONS, resamples=200, seed=1, skips={9: frozenset({"cat"})})
+    pairs = {pair.raters: pair for pair in report.pairs}
+    assert pairs[("ann", "bob")].skipped == 0 and pairs[("ann", "bob")].units == 6
+    assert pairs[("ann", "cat")].skipped == 1 and pairs[("ann", "cat")].units == 1
+    assert pairs[("bob", "cat")].skipped == 0
+    assert report.units_skipped == 1 and report.group.skipped == 1
+    assert 9 not in {d.unit for d in report.disagreements} and report.group.units == 8
+    # Both raters skipped it: still the pair's, still left out. No skips: nothing counted.
+    both = ag.agreement_report(_one_disagreement(6), OPTIONS, resamples=200, skips={9: frozenset({"ann", "bob"})})
+    assert both.pairs[0].skipped == 1 and both.group.skipped == 1
+    none = ag.agreement_report(_one_disagreement(6), OPTIONS, resamples=200)
+    assert none.pairs[0].skipped == 0 and none.units_skipped == 0 and none.group.skipped == 0

@@ -305,3 +305,66 @@ def test_leaving_a_job_with_unsaved_ticks_asks_first_and_save_and_next_says_what
     browser.find_element(By.LINK_TEXT, "Change it").click()  # the way back to the answer just saved
     WebDriverWait(browser, 5, ignored_exceptions=STALE).until(lambda b: b.current_url == page)
     assert browser.find_element(By.ID, "opt-model_checkpointing").is_selected()
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_rater_skips_a_job_they_cannot_judge_and_the_agreement_opens_on_its_headline(
+    browser,  # noqa: F811
+    live_server,
+    team_a,
+):
+    """'I can't judge this one': the rater opens the skip under the form, picks a reason, and is on the
+    next job. Once both have submitted, the agreement page opens on the figure to quote, with why it
+    has no interval on so few jobs, and keeps the method folded away."""
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.common.keys import Keys
+    from selenium.webdriver.support.wait import WebDriverWait
+
+    group = Group.objects.get_or_create(name=RESEARCHERS_GROUP)[0]
+    lead, second = UserFactory(username="rita-researcher"), UserFactory(username="ravi-rater")
+    for user in (lead, second):
+        user.groups.add(group)
+    cluster = ClusterFactory(name="c1")
+    for i in range(4):
+        JobFactory(cluster=cluster, team=team_a, name=f"bert-{i}", mean_gpu_util=20.0 + i)
+    study = services.create_study(name="Skip pilot", lead=lead, raters=[lead, second], sample_size=4, seed=5)
+    for assignment in services.assignments_of(study, second):
+        option = Category.MODEL_CHECKPOINTING if assignment.item.position == 2 else Category.IMPROPER_BATCH_SIZE
+        services.save_answer(assignment, {option.value: "seen in the timeline"})
+    services.submit(study, second)
+    base = live_server.url
+
+    login(browser, base, "rita-researcher")
+    browser.get(f"{base}/studies/{study.pk}/label/")
+    WebDriverWait(browser, 10, ignored_exceptions=STALE).until(lambda b: b.find_elements(By.ID, "label-form"))
+    first_page = browser.current_url
+    assert not browser.find_element(By.ID, "skip-job").is_displayed()  # folded until asked for
+    browser.find_element(By.CSS_SELECTOR, "details.skip-job summary").click()
+    browser.find_element(By.ID, "skip-not_enough_evidence").click()
+    browser.find_element(By.ID, "skip_note").send_keys("no samples after the first minute")
+    SHOTS.mkdir(exist_ok=True)
+    browser.save_screenshot(str(SHOTS / "labeling-skip.png"))
+    # Enter in the note skips: the form's first button, which Enter would press, is "Save and next".
+    browser.find_element(By.ID, "skip_note").send_keys(Keys.ENTER)
+    WebDriverWait(browser, 10, ignored_exceptions=STALE).until(lambda b: b.current_url != first_page)
+    said = body_text(browser)
+    assert "Skipped job #1" in said and "Not enough evidence to judge (no samples after the first minute)" in said
+    assert "1 of 4 labelled or skipped (1 skipped)" in browser.find_element(By.ID, "progress-text").text
+    label_all(browser, [["5"], ["5"], ["5"]])
+    WebDriverWait(browser, 10, ignored_exceptions=STALE).until(lambda b: b.find_elements(By.ID, "submit-labels"))
+    assert "no samples after the first minute" in browser.find_element(By.ID, "skips").text
+    browser.find_element(By.ID, "submit-labels").click()
+    browser.switch_to.alert.accept()
+    WebDriverWait(browser, 10, ignored_exceptions=STALE).until(lambda b: "Agreement and disagreements" in body_text(b))
+
+    browser.find_element(By.LINK_TEXT, "Agreement and disagreements").click()
+    headline = browser.find_element(By.ID, "headline")
+    assert headline.location["y"] + headline.size["height"] < browser.execute_script("return window.innerHeight")
+    assert "Cohen's kappa" in headline.text
+    assert "3 jobs: too few jobs for an interval (n=3; at least 5 needed)" in headline.text
+    assert browser.find_element(By.ID, "skipped-count").text == "1"
+    method = browser.find_element(By.ID, "how-computed")
+    assert method.get_attribute("open") is None and "Brackets" not in method.text  # folded: secondary
+    browser.save_screenshot(str(SHOTS / "labeling-agreement-headline.png"))
+    method.find_element(By.TAG_NAME, "summary").click()
+    assert "Brackets: 95 % bootstrap interval" in method.text

@@ -75,6 +75,11 @@
     if ((event.ctrlKey || event.metaKey) && event.key === "Enter") { event.preventDefault(); saveAndNext(); return; }
     if (typing) {
       if (event.key === "Escape") { target.blur(); }
+      // Enter in the skip's note skips (the form's first button, which Enter would press, saves).
+      if (event.key === "Enter" && target.id === "skip_note") {
+        event.preventDefault();
+        form.requestSubmit(document.getElementById("skip-job"));
+      }
       return;
     }
     if (event.ctrlKey || event.metaKey || event.altKey) { return; }

@@ -19,6 +19,11 @@ interval is drawn when more than MAX_UNDEFINED_SHARE of resamples are undefined.
 well inside each 2.5 % tail, so it can move the ends only a little, and it keeps the intervals of
 options with a handful of jobs (about five or more with the option, and as many without).
 
+Nor is one drawn on fewer than MIN_JOBS_FOR_INTERVAL jobs. With 3 jobs the bootstrap still prints
+something ([-0.062, 1.000] for a kappa of 0.646), but it is the spread of 10 distinct resamples, one
+in nine of them a single job drawn three times: a number with no meaning as an interval. The figure
+says so instead (`too_few_jobs_text`: "too few jobs for an interval (n=3; at least 5 needed)").
+
 Nor is an interval drawn where the raters agreed on every job: every resample then agrees perfectly
 too, and the bootstrap prints [1.000, 1.000] however few the jobs, as if there were no uncertainty.
 Such a figure says so (NO_DISAGREEMENT) and carries instead what can be said: the exact
@@ -39,12 +44,22 @@ import numpy as np
 DEFAULT_RESAMPLES = 1000
 DEFAULT_CONFIDENCE = 0.95
 MAX_UNDEFINED_SHARE = 0.01  # of resamples; more, and the interval is not drawn (module docstring)
+# Fewer jobs than this, and no bootstrap interval is drawn (module docstring): with n jobs a resample is
+# one job drawn n times with probability n^(1-n), 50 % for 2 jobs, 11 % for 3, 1.6 % for 4 -- more
+# than the MAX_UNDEFINED_SHARE of degenerate resamples an interval tolerates -- and 0.16 % for 5; and
+# 2, 3 or 4 jobs have only 3, 10 or 35 distinct resamples to take percentiles of.
+MIN_JOBS_FOR_INTERVAL = 5
 
 # Why a defined statistic has no interval, as the pages and exports say it.
 TOO_FEW_JOBS = "too few jobs for an interval"
 TOO_FEW_POSITIVES = "too few positive labels for an interval"
 TOO_FEW_NEGATIVES = "too few negative labels for an interval"
 NO_DISAGREEMENT = "no disagreement to resample"
+
+
+def too_few_jobs_text(units: int) -> str:
+    """TOO_FEW_JOBS as the pages say it: how many jobs there are, and how many an interval needs."""
+    return f"{TOO_FEW_JOBS} (n={units}; at least {MIN_JOBS_FOR_INTERVAL} needed)"
 
 
 # --- Point estimates from the libraries ------------------------------------------------------
@@ -246,7 +261,7 @@ def bootstrap_interval(
         # Each unit's rows summed, column by column (bincount: `np.add.at` took 27 ms a call).
         rows = np.column_stack([np.bincount(inverse, weights=column, minlength=len(unit_ids)) for column in rows.T])
     n = len(rows)
-    if n < 2 or resamples <= 0:
+    if n < MIN_JOBS_FOR_INTERVAL or resamples <= 0:
         return Interval(None, None, TOO_FEW_JOBS)
     rng = np.random.default_rng(seed)
     picks = rng.integers(0, n, size=(resamples, n))
@@ -281,6 +296,11 @@ def _estimate(
     confidence = bootstrap.get("confidence", DEFAULT_CONFIDENCE)
     if value is None:
         return Estimate(None, None, None, units, agreed=agreed, confidence=confidence)
+    if units < MIN_JOBS_FOR_INTERVAL:
+        # No bootstrap on a handful of jobs (module docstring). Agreed on every one of two or more, the
+        # exact interval of the share of jobs agreed on still holds (its width says how few they are).
+        reason = NO_DISAGREEMENT if units >= 2 and agreed == units else TOO_FEW_JOBS
+        return Estimate(value, None, None, units, reason, agreed=agreed, confidence=confidence)
     interval = bootstrap_interval(contributions(), statistic, **bootstrap)
     if interval.low is not None and agreed == units:
         # Every resample agrees perfectly as well: its [1.000, 1.000] would claim certainty. (A reason
@@ -294,6 +314,7 @@ def _estimate(
 # --- Study-level reports ----------------------------------------------------------------------
 
 Ratings = dict[Hashable, dict[str, frozenset[str]]]  # unit -> rater -> chosen options
+Skips = dict[Hashable, frozenset[str]]  # unit -> raters who skipped it ("I can't judge this one")
 
 
 @dataclass(frozen=True)
@@ -334,6 +355,7 @@ class PairAgreement:
     pooled_percent: float | None
     per_option: list[OptionAgreement]
     pooled_counts: Counts | None = None  # over every (unit, option) decision
+    skipped: int = 0  # units both raters had, left out because one or both skipped them
 
 
 @dataclass
@@ -346,6 +368,7 @@ class GroupAgreement:
     pooled_alpha: Estimate
     pooled_fleiss: Estimate | None
     per_option: list[tuple[str, Estimate, Estimate | None, float | None]]  # option, alpha, fleiss, percent
+    skipped: int = 0  # units left out because skips left them fewer than two ratings
 
 
 @dataclass
@@ -364,6 +387,7 @@ class AgreementReport:
     group: GroupAgreement | None = None
     disagreements: list[Disagreement] = field(default_factory=list)
     exact_set_percent: float | None = None
+    units_skipped: int = 0  # units some rater skipped (each skip leaves that rater out of the unit)
 
 
 def _binary_kappa(a: list[int], b: list[int], units: int, agreed: int, **bootstrap) -> Estimate:
@@ -389,6 +413,16 @@ def _pair_option(a_sets, b_sets, option, resamples, seed, confidence) -> tuple[E
     return kappa, percent_agreement(a, b)
 
 
+def skipped_by_pair(ratings: Ratings, skips: Skips, first: str, second: str) -> int:
+    """Units both raters had (each rated or skipped it) that one or both skipped: left out of the pair."""
+    return sum(
+        (first in who or first in ratings.get(u, {}))
+        and (second in who or second in ratings.get(u, {}))
+        and (first in who or second in who)
+        for u, who in skips.items()
+    )
+
+
 def pair_agreement(
     ratings: Ratings,
     first: str,
@@ -398,6 +432,7 @@ def pair_agreement(
     resamples: int = DEFAULT_RESAMPLES,
     seed: int = 0,
     confidence: float = DEFAULT_CONFIDENCE,
+    skips: Skips | None = None,
 ) -> PairAgreement:
     units = [u for u in ratings if first in ratings[u] and second in ratings[u]]
     a_sets = [ratings[u][first] for u in units]
@@ -424,6 +459,7 @@ def pair_agreement(
         pooled_percent=percent_agreement(a_flat, b_flat),
         per_option=per_option,
         pooled_counts=Counts.of(a_flat, b_flat),
+        skipped=skipped_by_pair(ratings, skips or {}, first, second),
     )
 
 
@@ -480,17 +516,27 @@ def agreement_report(
     resamples: int = DEFAULT_RESAMPLES,
     seed: int = 0,
     confidence: float = DEFAULT_CONFIDENCE,
+    skips: Skips | None = None,
 ) -> AgreementReport:
-    """Everything the agreement page shows, from each rater's chosen options per unit."""
+    """Everything the agreement page shows, from each rater's chosen options per unit. A rater who
+    skipped a unit (`skips`) has no rating there: the unit is left out of their pairs, and out of the
+    all-raters figures when fewer than two ratings are left; the report counts both."""
+    skips = {u: who for u, who in (skips or {}).items() if who}
     raters = sorted({r for by_rater in ratings.values() for r in by_rater})
     double = [u for u in ratings if len(ratings[u]) >= 2]
     report = AgreementReport(
-        options=list(options), raters=raters, units_rated=len(ratings), units_double_rated=len(double)
+        options=list(options),
+        raters=raters,
+        units_rated=len(ratings),
+        units_double_rated=len(double),
+        units_skipped=len(skips),
     )
     for first, second in itertools.combinations(raters, 2):
         if any(first in ratings[u] and second in ratings[u] for u in double):
             report.pairs.append(
-                pair_agreement(ratings, first, second, options, resamples=resamples, seed=seed, confidence=confidence)
+                pair_agreement(
+                    ratings, first, second, options, resamples=resamples, seed=seed, confidence=confidence, skips=skips
+                )
             )
     report.disagreements = [
         Disagreement(u, dict(sorted(ratings[u].items()))) for u in double if len(set(ratings[u].values())) > 1
@@ -509,7 +555,8 @@ def agreement_report(
             alpha, fleiss = _group_option(double, raters, ratings, [option], resamples, seed, confidence, equal_m)
             agreeing = sum(len({option in s for s in ratings[u].values()}) == 1 for u in double)
             per_option.append((option, alpha, fleiss, agreeing / len(double)))
-        report.group = GroupAgreement(raters, len(double), pooled_alpha, pooled_fleiss, per_option)
+        left_out = sum(len(ratings.get(u, {})) < 2 for u in skips)
+        report.group = GroupAgreement(raters, len(double), pooled_alpha, pooled_fleiss, per_option, left_out)
     return report
 
 

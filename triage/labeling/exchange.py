@@ -19,7 +19,7 @@ from fleet.canonical import NUL_MESSAGE, loads_json, nul_path
 from fleet.exports import spreadsheet_safe, spreadsheet_unsafe
 from fleet.models import Job
 from triage.labeling import services
-from triage.labeling.agreement import DEFAULT_RESAMPLES, NO_DISAGREEMENT
+from triage.labeling.agreement import DEFAULT_RESAMPLES, MIN_JOBS_FOR_INTERVAL, NO_DISAGREEMENT, TOO_FEW_JOBS
 from triage.labeling.models import OPTIONS, OTHER, Assignment, GoldSet, Label, Study, StudyJob, StudyRater
 from triage.models import Finding, JobTriage, RuleSet
 
@@ -36,6 +36,8 @@ LABEL_COLUMNS = [
     "other_note",
     "saved_at",
     "source",
+    "skip_reason",  # a skip's row: no option, why the rater could not judge the job
+    "skip_note",
 ]
 GOLD_COLUMNS = ["study_id", "study", "gold_version", "cluster", "job_id", "option", "resolution", "note"]
 RULE_COLUMNS = [
@@ -63,7 +65,7 @@ NOT_TRIAGED_ROW = "summary: jobs not triaged (left out)"
 AGREEMENT_COLUMNS = [
     "study_id", "statistic", "rater_a", "rater_b", "option", "jobs", "value", "low", "high",
     "percent_agreement", "both_yes", "only_a", "only_b", "both_no", "no_interval_reason",
-    "jobs_agreed", "jobs_agreed_low", "jobs_agreed_high",
+    "jobs_agreed", "jobs_agreed_low", "jobs_agreed_high", "jobs_skipped",
 ]  # fmt: skip
 KINDS = {
     "labels": LABEL_COLUMNS,
@@ -75,27 +77,51 @@ KINDS = {
 
 
 def label_rows(study: Study) -> list[dict]:
-    """One row per (job, rater, option) of every final answer (a submitted rater's)."""
+    """One row per (job, rater, option) of every final answer (a submitted rater's), and one per final
+    skip, with an empty option and the skip's reason, in job and rater order."""
     labels = (
         Label.objects.filter(assignment__in=services.final_answers(study))
         .select_related("assignment__rater", "assignment__item__job__cluster")
         .order_by("assignment__item__position", "assignment__rater__username", "option")
     )
-    return [
-        {
-            "study_id": study.pk,
-            "study": study.name,
-            "cluster": label.assignment.item.job.cluster.name,
-            "job_id": label.assignment.item.job.external_id,
-            "rater": label.assignment.rater.get_username(),
-            "option": label.option,
-            "rationale": label.rationale,
-            "other_note": label.assignment.other_note if label.option == OTHER else "",
-            "saved_at": label.assignment.saved_at.isoformat(),
-            "source": label.assignment.source,
-        }
+    skips = services.final_skips(study).select_related("rater", "item__job__cluster")
+    rows = [
+        (
+            (skip.item.position, skip.rater.get_username(), ""),
+            {
+                "study_id": study.pk,
+                "study": study.name,
+                "cluster": skip.item.job.cluster.name,
+                "job_id": skip.item.job.external_id,
+                "rater": skip.rater.get_username(),
+                "option": "",
+                "saved_at": skip.skipped_at.isoformat(),
+                "source": skip.source,
+                "skip_reason": skip.skip_reason,
+                "skip_note": skip.skip_note,
+            },
+        )
+        for skip in skips
+    ]
+    rows += [
+        (
+            (label.assignment.item.position, label.assignment.rater.get_username(), label.option),
+            {
+                "study_id": study.pk,
+                "study": study.name,
+                "cluster": label.assignment.item.job.cluster.name,
+                "job_id": label.assignment.item.job.external_id,
+                "rater": label.assignment.rater.get_username(),
+                "option": label.option,
+                "rationale": label.rationale,
+                "other_note": label.assignment.other_note if label.option == OTHER else "",
+                "saved_at": label.assignment.saved_at.isoformat(),
+                "source": label.assignment.source,
+            },
+        )
         for label in labels
     ]
+    return [row for _, row in sorted(rows, key=lambda keyed: keyed[0])]
 
 
 def gold_rows(gold_set: GoldSet) -> list[dict]:
@@ -266,7 +292,13 @@ def agreement_rows(study: Study, report) -> list[dict]:
     together Krippendorff's alpha and Fleiss' kappa, pooled and per option (rater columns empty)."""
     rows = []
     for pair in report.pairs:
-        base = {"study_id": study.pk, "rater_a": pair.raters[0], "rater_b": pair.raters[1], "jobs": pair.units}
+        base = {
+            "study_id": study.pk,
+            "rater_a": pair.raters[0],
+            "rater_b": pair.raters[1],
+            "jobs": pair.units,
+            "jobs_skipped": pair.skipped,
+        }
         rows.append(
             base
             | {"statistic": "cohen_kappa", "option": "pooled", "percent_agreement": _share(pair.pooled_percent)}
@@ -288,7 +320,7 @@ def agreement_rows(study: Study, report) -> list[dict]:
         )
     group = report.group
     if group is not None:
-        base = {"study_id": study.pk, "rater_a": "", "rater_b": "", "jobs": group.units}
+        base = {"study_id": study.pk, "rater_a": "", "rater_b": "", "jobs": group.units, "jobs_skipped": group.skipped}
         options = [("pooled", group.pooled_alpha, group.pooled_fleiss, report.exact_set_percent), *group.per_option]
         for statistic, position in (("krippendorff_alpha", 1), ("fleiss_kappa", 2)):
             for entry in options:
@@ -315,6 +347,7 @@ def agreement_meta(study: Study, report) -> dict:
         "jobs_double_rated": report.units_double_rated,
         "identical_label_sets": report.exact_set_percent,
         "disagreements": len(report.disagreements),
+        "jobs_skipped": report.units_skipped,
         # The page's "For a paper" sentence; null while the report is partial or has no pair yet.
         "methods_sentence": (methods_sentence(study, report) or None) if submitted == raters else None,
         "bootstrap": {
@@ -323,6 +356,7 @@ def agreement_meta(study: Study, report) -> dict:
             "seed": study.seed,
             "method": "percentile",
             "max_undefined_share": MAX_UNDEFINED_SHARE,
+            "min_jobs": MIN_JOBS_FOR_INTERVAL,
         },
     }
 
@@ -393,9 +427,19 @@ def import_labels(study: Study, content: str | bytes, *, dry_run: bool = False) 
         if where is not None:  # PostgreSQL keeps no NUL in text: the row could be neither looked up nor stored
             result.errors.append(f"row {number}: {where} {NUL_MESSAGE}")
             continue
-        missing = [c for c in ("cluster", "job_id", "rater", "option") if not str(row.get(c) or "").strip()]
+        skip_reason = str(row.get("skip_reason") or "").strip()
+        required = ("cluster", "job_id", "rater") if skip_reason else ("cluster", "job_id", "rater", "option")
+        missing = [c for c in required if not str(row.get(c) or "").strip()]
         if missing:
             result.errors.append(f"row {number}: missing {', '.join(missing)}")
+            continue
+        if skip_reason:  # a skip: the rater could not judge the job, and chose no option
+            if str(row.get("option") or "").strip():
+                result.errors.append(f"row {number}: a skip (skip_reason) has no option, but option is set")
+                continue
+            key = (str(row["cluster"]).strip(), str(row["job_id"]).strip(), str(row["rater"]).strip())
+            answer = answers.setdefault(key, {"chosen": {}, "other_note": ""})
+            answer["skip"] = (skip_reason, str(row.get("skip_note") or ""))
             continue
         if row["option"] not in OPTIONS:
             result.errors.append(f"row {number}: unknown option {row['option']!r}")
@@ -417,7 +461,12 @@ def import_labels(study: Study, content: str | bytes, *, dry_run: bool = False) 
             result.errors.append(f"job {cluster}/{job_id} is not in the fleet")
     for key, answer in answers.items():
         try:
-            services.clean_answer(answer["chosen"], answer["other_note"])
+            if "skip" in answer and answer["chosen"]:
+                raise services.LabelingError("skipped (skip_reason) and labelled both; keep one")
+            if "skip" in answer:
+                services.clean_skip(*answer["skip"])
+            else:
+                services.clean_answer(answer["chosen"], answer["other_note"])
         except services.LabelingError as exc:
             result.errors.append(f"{key[0]}/{key[1]} by {key[2]}: {exc}")
     if result.errors:
@@ -436,7 +485,12 @@ def import_labels(study: Study, content: str | bytes, *, dry_run: bool = False) 
                 result.jobs_added += 1
             StudyRater.objects.get_or_create(study=study, user=user)
             assignment, _ = Assignment.objects.get_or_create(item=item, rater=user)
-            services.save_answer(assignment, answer["chosen"], answer["other_note"], source=Assignment.Source.IMPORT)
+            if "skip" in answer:
+                services.skip_job(assignment, *answer["skip"], source=Assignment.Source.IMPORT)
+            else:
+                services.save_answer(
+                    assignment, answer["chosen"], answer["other_note"], source=Assignment.Source.IMPORT
+                )
             result.answers += 1
         # Labels made elsewhere are final: a rater with nothing left to label here is submitted.
         for user in {users[k[2]] for k in answers}:
@@ -462,6 +516,8 @@ def _with_interval(estimate) -> str:
             f"{value} (the raters agreed on all {estimate.units} jobs, so no bootstrap interval; exact {confidence} "
             f"interval of the share of jobs agreed {100 * share[0]:.1f}–100 %)"
         )
+    if estimate.no_interval_reason == TOO_FEW_JOBS:
+        return f"{value} (no interval: too few jobs, {estimate.units}; at least {MIN_JOBS_FOR_INTERVAL} needed)"
     return f"{value} (no interval: {estimate.no_interval_reason.removesuffix(' for an interval')})"
 
 
@@ -503,4 +559,10 @@ def methods_sentence(study: Study, report) -> str:
         f"Their label sets were identical on {identical} of {jobs} job{'' if jobs == 1 else 's'} "
         f"({100 * report.exact_set_percent:.1f} %)."
     )
+    if report.units_skipped:
+        skipped = report.units_skipped
+        said.append(
+            f"{skipped} job{' a rater' if skipped == 1 else 's raters'} skipped as impossible to judge "
+            f"{'was' if skipped == 1 else 'were'} left out of the skipping rater's comparisons."
+        )
     return " ".join(said)

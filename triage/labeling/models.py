@@ -94,11 +94,23 @@ class Assignment(models.Model):
         WEB = "web", "Labeling page"
         IMPORT = "import", "Imported"
 
+    class SkipReason(models.TextChoices):
+        """Why a rater cannot judge a job (a skip: no labels, and the job leaves their queue)."""
+
+        NOT_ENOUGH_EVIDENCE = "not_enough_evidence", "Not enough evidence to judge"
+        DATA_BROKEN = "data_broken", "The job's data is broken or missing"
+        OUTSIDE_EXPERTISE = "outside_expertise", "Outside my expertise"
+        OTHER = "other", "Other (say why)"
+
     item = models.ForeignKey(StudyJob, on_delete=models.CASCADE, related_name="assignments")
     rater = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="+")
     saved_at = models.DateTimeField(null=True, blank=True, db_index=True)
     source = models.CharField(max_length=10, choices=Source.choices, default=Source.WEB)
     other_note = models.TextField(blank=True, help_text='What "other" means for this job.')
+    # A skip instead of an answer: saved_at stays empty (no labels), skipped_at says when it was skipped.
+    skipped_at = models.DateTimeField(null=True, blank=True)
+    skip_reason = models.CharField(max_length=30, choices=SkipReason.choices, blank=True)
+    skip_note = models.CharField(max_length=300, blank=True, help_text="The rater's words on why they skipped.")
 
     class Meta:
         ordering = ["item__position", "rater__username"]

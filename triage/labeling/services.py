@@ -110,6 +110,26 @@ def final_answers(study: Study):
     return Assignment.objects.filter(item__study=study, saved_at__isnull=False, rater_id__in=submitted)
 
 
+def final_skips(study: Study):
+    """Skips of raters who have submitted: like `final_answers`, the only skips anyone but their rater
+    sees or counts (a skip not yet submitted can still become an answer)."""
+    submitted = StudyRater.objects.filter(study=study, submitted_at__isnull=False).values("user_id")
+    return Assignment.objects.filter(item__study=study, skipped_at__isnull=False, rater_id__in=submitted)
+
+
+def skips_shown_to(user, study: Study):
+    """The skipped jobs this user may see on the study page: their own, and, once they see everyone's
+    labels (`sees_all_labels`), every submitted rater's. A skip shows the job and the reason only:
+    never a label, nor the rules' findings."""
+    own = Q(rater=user, skipped_at__isnull=False)
+    shown = own | Q(pk__in=final_skips(study).values("pk")) if sees_all_labels(user, study) else own
+    return (
+        Assignment.objects.filter(shown, item__study=study)
+        .select_related("item__job__cluster", "rater")
+        .order_by("item__position", "rater__username")
+    )
+
+
 def submission_count(study: Study) -> tuple[int, int]:
     """(raters who have submitted, raters) of a study."""
     counts = study.rater_links.aggregate(total=Count("pk"), submitted=Count("submitted_at"))
@@ -225,14 +245,22 @@ def assignments_of(study: Study, user):
     return Assignment.objects.filter(item__study=study, rater=user).select_related("item", "item__job")
 
 
+DONE = Q(saved_at__isnull=False) | Q(skipped_at__isnull=False)  # an assignment labelled or skipped
+
+
 def progress(study: Study, user) -> tuple[int, int]:
-    counts = assignments_of(study, user).aggregate(total=Count("pk"), saved=Count("saved_at"))
-    return counts["saved"], counts["total"]
+    """(jobs the rater has labelled or skipped, jobs given to them): a skipped job is off their queue."""
+    counts = assignments_of(study, user).aggregate(total=Count("pk"), done=Count("pk", filter=DONE))
+    return counts["done"], counts["total"]
+
+
+def skipped_count(study: Study, user) -> int:
+    return assignments_of(study, user).filter(skipped_at__isnull=False).count()
 
 
 def next_assignment(study: Study, user, after_position: int = 0) -> Assignment | None:
-    """The rater's next unsaved job after `after_position`, wrapping round to the first unsaved."""
-    todo = assignments_of(study, user).filter(saved_at__isnull=True).order_by("item__position")
+    """The rater's next job neither saved nor skipped after `after_position`, wrapping round to the first."""
+    todo = assignments_of(study, user).exclude(DONE).order_by("item__position")
     return todo.filter(item__position__gt=after_position).first() or todo.first()
 
 
@@ -271,7 +299,42 @@ def save_answer(
     assignment.other_note = other_note.strip() if OTHER in chosen else ""
     assignment.saved_at = timezone.now()
     assignment.source = source
-    assignment.save(update_fields=["other_note", "saved_at", "source"])
+    assignment.skipped_at, assignment.skip_reason, assignment.skip_note = None, "", ""  # an answer replaces a skip
+    assignment.save(update_fields=["other_note", "saved_at", "source", "skipped_at", "skip_reason", "skip_note"])
+    return assignment
+
+
+SKIP_NOTE_MAX = Assignment._meta.get_field("skip_note").max_length
+
+
+def clean_skip(reason: str, note: str) -> tuple[str, str]:
+    """A skip's reason (one of Assignment.SkipReason) and note; "other" needs the note."""
+    note = (note or "").strip()
+    if reason not in Assignment.SkipReason.values:
+        if not reason:
+            raise LabelingError("Reason to skip: choose why you cannot judge this job.")
+        choices = ", ".join(Assignment.SkipReason.values)
+        raise LabelingError(f"Reason to skip: {reason[:40]!r} is not one of {choices}.")
+    if reason == Assignment.SkipReason.OTHER and not note:
+        raise LabelingError('Why: say why you skip this job (the reason is "other").')
+    if len(note) > SKIP_NOTE_MAX:
+        raise LabelingError(f"Why: at most {SKIP_NOTE_MAX} characters ({len(note)} given).")
+    return reason, note
+
+
+@transaction.atomic
+def skip_job(assignment: Assignment, reason: str, note: str = "", *, source=Assignment.Source.WEB) -> Assignment:
+    """The rater cannot judge this job: no labels (any saved answer is dropped), the reason kept, and
+    the job leaves their queue. Agreement leaves the job out of their pairs (`collect_skips`)."""
+    link = StudyRater.objects.select_for_update().get(study_id=assignment.item.study_id, user_id=assignment.rater_id)
+    if link.submitted_at is not None and source != Assignment.Source.IMPORT:
+        raise LabelingError("Your labels for this study are submitted and can no longer change.")
+    reason, note = clean_skip(reason, note)
+    assignment.labels.all().delete()
+    assignment.other_note, assignment.saved_at = "", None
+    assignment.skipped_at, assignment.skip_reason, assignment.skip_note = timezone.now(), reason, note
+    assignment.source = source
+    assignment.save(update_fields=["other_note", "saved_at", "skipped_at", "skip_reason", "skip_note", "source"])
     return assignment
 
 
@@ -280,9 +343,9 @@ def submit(study: Study, user) -> StudyRater:
     link = rater_link(user, study)
     if link is None:
         raise LabelingError("You are not a rater of this study.")
-    saved, total = progress(study, user)
-    if saved < total:
-        raise LabelingError(f"Label all your jobs first ({saved} of {total} done).")
+    done, total = progress(study, user)
+    if done < total:
+        raise LabelingError(f"Label (or skip) all your jobs first ({done} of {total} done).")
     StudyRater.objects.filter(pk=link.pk, submitted_at__isnull=True).update(submitted_at=timezone.now())
     link.refresh_from_db()
     return link
@@ -302,18 +365,31 @@ def collect_ratings(study: Study) -> dict[int, dict[str, frozenset[str]]]:
     return {item: {r: frozenset(s) for r, s in by_rater.items()} for item, by_rater in chosen.items()}
 
 
+def collect_skips(study: Study) -> dict[int, frozenset[str]]:
+    """{study job id: usernames of the raters who skipped it} over final skips (`final_skips`)."""
+    skipped: dict[int, set[str]] = defaultdict(set)
+    for item_id, rater in final_skips(study).values_list("item_id", "rater__username"):
+        skipped[item_id].add(rater)
+    return {item: frozenset(raters) for item, raters in skipped.items()}
+
+
 def agreement_report(study: Study, *, resamples: int = agreement.DEFAULT_RESAMPLES) -> agreement.AgreementReport:
-    """The study's agreement figures over final answers; cached until a label changes or a rater
-    submits (the bootstrap takes a moment)."""
-    stamp = Assignment.objects.filter(item__study=study).aggregate(last=Max("saved_at"), n=Count("saved_at"))
+    """The study's agreement figures over final answers, skipped jobs left out of the pairs that skipped
+    them; cached until a label or skip changes or a rater submits (the bootstrap takes a moment)."""
+    stamp = Assignment.objects.filter(item__study=study).aggregate(
+        last=Max("saved_at"), n=Count("saved_at"), last_skip=Max("skipped_at"), skips=Count("skipped_at")
+    )
     submitted = study.rater_links.aggregate(last=Max("submitted_at"), n=Count("submitted_at"))
-    version = f"{stamp['last']}:{stamp['n']}:{submitted['last']}:{submitted['n']}"
+    version = f"{stamp['last']}:{stamp['n']}:{stamp['last_skip']}:{stamp['skips']}:{submitted['last']}:{submitted['n']}"
     # v2: reports cached before intervals said why they are missing would show [1.000, 1.000] for an hour;
-    # v3: likewise before perfect agreement said it has no disagreement to resample.
-    key = hashlib.sha256(f"labeling-agreement-v3:{study.pk}:{version}:{resamples}".encode()).hexdigest()
+    # v3: likewise before perfect agreement said it has no disagreement to resample;
+    # v4: likewise before skips were counted and a handful of jobs got no interval.
+    key = hashlib.sha256(f"labeling-agreement-v4:{study.pk}:{version}:{resamples}".encode()).hexdigest()
     report = cache.get(key)
     if report is None:
-        report = agreement.agreement_report(collect_ratings(study), OPTIONS, resamples=resamples, seed=study.seed)
+        report = agreement.agreement_report(
+            collect_ratings(study), OPTIONS, resamples=resamples, seed=study.seed, skips=collect_skips(study)
+        )
         cache.set(key, report, 60 * 60)
     return report
 

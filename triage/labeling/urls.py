@@ -10,6 +10,7 @@ urlpatterns = [
     path("<int:pk>/", views.study_detail, name="study"),
     path("<int:pk>/label/", views.label_next, name="label-next"),
     path("<int:pk>/label/<int:item>/", views.label_job, name="label"),
+    path("<int:pk>/label/<int:item>/skip/", views.skip_job, name="skip"),
     path("<int:pk>/submit/", views.submit_labels, name="submit"),
     path("<int:pk>/agreement/", views.agreement_page, name="agreement"),
     path("<int:pk>/adjudicate/<int:item>/", views.adjudicate, name="adjudicate"),

@@ -19,6 +19,7 @@ from fleet.models import Artifact
 from fleet.tasking import QueueUnreachable
 from triage.dashboard.queries import log_events_page
 from triage.labeling import exchange, services
+from triage.labeling.agreement import MIN_JOBS_FOR_INTERVAL
 from triage.labeling.forms import AdjudicationForm, FreezeForm, ImportForm, StudyForm
 from triage.labeling.models import (
     EXTRA_OPTIONS,
@@ -138,7 +139,15 @@ def study_detail(request, pk: int):
     raters = []
     for rater in study.rater_links.select_related("user"):
         done, todo = services.progress(study, rater.user)
-        raters.append({"user": rater.user, "saved": done, "total": todo, "submitted_at": rater.submitted_at})
+        raters.append(
+            {
+                "user": rater.user,
+                "saved": done,
+                "total": todo,
+                "skipped": services.skipped_count(study, rater.user),
+                "submitted_at": rater.submitted_at,
+            }
+        )
     return render(
         request,
         "labeling/study_detail.html",
@@ -153,6 +162,8 @@ def study_detail(request, pk: int):
             "sees_all": services.sees_all_labels(request.user, study),
             "job_count": study.items.count(),
             "gold_sets": study.gold_sets.all(),
+            "skipped": services.skipped_count(study, request.user),
+            "skips": services.skips_shown_to(request.user, study),
         },
     )
 
@@ -203,14 +214,7 @@ def _artifact_views(job) -> list[dict]:
 @with_form
 def label_job(request, pk: int, item: int):
     study = services.get_study(request.user, pk)
-    if item > MAX_ROW_ID:  # no row has such an id, and SQLite cannot even compare one (OverflowError)
-        raise Http404("No such job in this study")
-    assignment = get_object_or_404(
-        Assignment.objects.select_related("item__job__cluster", "item__job__team"),
-        item_id=item,
-        item__study=study,
-        rater=request.user,
-    )
+    assignment = _own_assignment(request, study, item)
     link = services.rater_link(request.user, study)
     error = None
     if request.method == "POST":
@@ -234,6 +238,7 @@ def label_job(request, pk: int, item: int):
             option["checked"] = option["value"] in mine
             option["rationale"] = mine.get(option["value"], "")
     saved, total = services.progress(study, request.user)
+    skipped = services.skipped_count(study, request.user)
     previous, following = services.neighbours(study, request.user, assignment.item.position)
     findings = []
     if study.show_findings:
@@ -250,6 +255,8 @@ def label_job(request, pk: int, item: int):
             "error": error,
             "saved": saved,
             "total": total,
+            "skipped": skipped,
+            "skip_reasons": Assignment.SkipReason.choices,
             "previous": previous,
             "following": following,
             "locked": link is not None and link.submitted_at is not None,
@@ -260,6 +267,43 @@ def label_job(request, pk: int, item: int):
             "findings": findings,
         },
     )
+
+
+def _own_assignment(request, study, item: int) -> Assignment:
+    """The user's own assignment on this job of the study; anyone else's does not exist."""
+    if item > MAX_ROW_ID:  # no row has such an id, and SQLite cannot even compare one (OverflowError)
+        raise Http404("No such job in this study")
+    return get_object_or_404(
+        Assignment.objects.select_related("item__job__cluster", "item__job__team"),
+        item_id=item,
+        item__study=study,
+        rater=request.user,
+    )
+
+
+@studies_access
+@require_POST
+def skip_job(request, pk: int, item: int):
+    """A rater who cannot judge this job skips it ("I can't judge this one"): it leaves their queue
+    with their reason, and they go on to the next."""
+    study = services.get_study(request.user, pk)
+    assignment = _own_assignment(request, study, item)
+    try:
+        services.skip_job(assignment, request.POST.get("skip_reason", ""), request.POST.get("skip_note", ""))
+    except services.LabelingError as exc:
+        messages.error(request, f"Not skipped: {exc}")
+        return redirect("labeling:label", pk=study.pk, item=item)
+    messages.success(
+        request,
+        format_html(
+            'Skipped job #{} ({}): {}. <a href="{}">Change it</a>',
+            assignment.item.position,
+            assignment.item.job,
+            assignment.get_skip_reason_display() + (f" ({assignment.skip_note})" if assignment.skip_note else ""),
+            _url("labeling:label", study.pk, assignment.item_id),
+        ),
+    )
+    return redirect(f"{_url('labeling:label-next', study.pk)}?after={assignment.item.position}")
 
 
 def _say_saved(request, study, assignment, *, moving_on: bool) -> None:
@@ -351,10 +395,32 @@ def agreement_page(request, pk: int):
             ],
             "is_lead": services.is_lead(request.user, study),
             "submitted": submitted,
+            "headline": _headline(report),
+            "min_jobs": MIN_JOBS_FOR_INTERVAL,
             # Partial figures would change when the others submit: no sentence to quote until then.
             "methods": exchange.methods_sentence(study, report) if submitted[0] == submitted[1] else "",
         },
     )
+
+
+def _headline(report) -> dict | None:
+    """The figure the agreement page opens with, the one a paper quotes: Cohen's kappa of the only pair;
+    with more raters, Fleiss' kappa where every job has as many labels, else Krippendorff's alpha."""
+    group = report.group
+    if group is None:
+        return None
+    pooled = "pooled over every (job, option) decision"
+    if len(group.raters) == 2 and len(report.pairs) == 1:
+        (pair,) = report.pairs
+        return {
+            "name": "Cohen's kappa",
+            "estimate": pair.pooled_kappa,
+            "scope": f"{pair.raters[0]} and {pair.raters[1]}, {pooled}",
+        }
+    together = f"All {len(group.raters)} raters together, {pooled}"
+    if group.pooled_fleiss is not None and group.pooled_fleiss.value is not None:
+        return {"name": "Fleiss' kappa", "estimate": group.pooled_fleiss, "scope": together}
+    return {"name": "Krippendorff's alpha", "estimate": group.pooled_alpha, "scope": together}
 
 
 @studies_access

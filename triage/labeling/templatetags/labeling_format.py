@@ -3,7 +3,7 @@
 from django import template
 from django.utils.html import format_html
 
-from triage.labeling.agreement import NO_DISAGREEMENT
+from triage.labeling.agreement import NO_DISAGREEMENT, TOO_FEW_JOBS, too_few_jobs_text
 from triage.labeling.models import OPTION_LABELS
 
 register = template.Library()
@@ -44,9 +44,7 @@ def estimate(value):
                 f"{100 * value.confidence:g}",
             )
         if value.no_interval_reason:
-            return format_html(
-                '{} <small class="no-interval">({})</small>', f"{value.value:.3f}", value.no_interval_reason
-            )
+            return format_html('{} <small class="no-interval">({})</small>', f"{value.value:.3f}", _reason(value))
         return f"{value.value:.3f}"
     return format_html("{} <small>[{}, {}]</small>", f"{value.value:.3f}", f"{value.low:.3f}", f"{value.high:.3f}")
 
@@ -72,4 +70,11 @@ def interval_only(value):
         return f"{100 * value.confidence:g} % CI [{value.low:.3f}, {value.high:.3f}] · {jobs}"
     if value.no_interval_reason == NO_DISAGREEMENT:
         return f"{jobs}, all agreed: {NO_DISAGREEMENT}"
-    return f"{jobs}: {value.no_interval_reason}" if value.no_interval_reason else jobs
+    return f"{jobs}: {_reason(value)}" if value.no_interval_reason else jobs
+
+
+def _reason(value) -> str:
+    """Why there is no interval; too few jobs says how many there are and how many it takes."""
+    if value.no_interval_reason == TOO_FEW_JOBS:
+        return too_few_jobs_text(value.units)
+    return value.no_interval_reason
