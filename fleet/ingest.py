@@ -23,6 +23,7 @@ from operator import or_
 from pathlib import Path
 from typing import NamedTuple
 
+from celery.result import EagerResult
 from django.conf import settings
 from django.core.files.base import ContentFile
 from django.core.files.storage import FileSystemStorage, default_storage
@@ -103,14 +104,16 @@ def enqueue_run(run: IngestRun) -> None:
     transaction.on_commit(lambda: queue_run(run.pk))
 
 
-def _publish(run_id: int, *, not_done: str, then: str) -> None:
+def _publish(run_id: int, *, not_done: str, then: str):
     """Put the run's ingest task on the queue and note when; QueueUnreachable (its text saying what was
-    not done and what to do) without Redis."""
+    not done and what to do) without Redis. Returns the task's result: an EagerResult when it ran in
+    this process (no REDIS_URL, the embedded mode), the import done."""
     from fleet.tasking import publish
     from fleet.tasks import ingest_archive_task
 
-    publish(ingest_archive_task, (run_id,), not_done=not_done, then=then)
+    result = publish(ingest_archive_task, (run_id,), not_done=not_done, then=then)
     IngestRun.objects.filter(pk=run_id, status=IngestRun.Status.PENDING).update(queued_at=timezone.now())
+    return result
 
 
 def queue_run(run_id: int) -> bool:
@@ -143,6 +146,8 @@ def queue_run(run_id: int) -> bool:
 class Recovery:
     outcome: str  # queued | failed | busy | finished | unreachable
     message: str
+    # Queued, and run at once in this process (no REDIS_URL, the embedded mode): the import is over.
+    ran_here: bool = False
 
 
 def archive_gone(run: IngestRun) -> bool:
@@ -194,12 +199,29 @@ def requeue_run(run_id: int, *, waited: str = "", stalled_before: datetime | Non
                 status=IngestRun.Status.PENDING, started_at=None, phase="queued again: its worker had stopped"
             )
     try:
-        _publish(
+        result = _publish(
             run_id, not_done="the run was not queued again (it stays pending with its archive)", then="queue it again"
         )
     except QueueUnreachable as unreachable:
         return Recovery("unreachable", str(unreachable))
+    if isinstance(result, EagerResult):  # no task queue: the import ran here, and is over
+        return imported_here(run_id)
     return Recovery("queued", "The run was queued again; a worker imports it next.")
+
+
+def imported_here(run_id: int) -> Recovery:
+    """What came of a run imported again in this process (no REDIS_URL: tasks run where they are queued),
+    said as it is: nothing was queued, and no worker is to come."""
+    run = IngestRun.objects.filter(pk=run_id).first()
+    done = "The run was imported again here, in the web process (there is no task queue: REDIS_URL is not set)"
+    if run is None:
+        return Recovery("queued", f"{done}; it has since been deleted.", ran_here=True)
+    if run.status == IngestRun.Status.FAILED:
+        why = run.errors[0]["message"] if run.errors else "see its errors"
+        return Recovery("queued", f"{done}, and failed: {why}"[:700], ran_here=True)
+    if run.is_finished:
+        return Recovery("queued", f"{done}: {run.get_status_display().lower()}, {run.jobs_display}.", ran_here=True)
+    return Recovery("queued", f"{done}; it is {run.get_status_display().lower()}.", ran_here=True)
 
 
 def mark_failed(run_id: int, message: str, *, stopped: bool = False) -> Recovery:

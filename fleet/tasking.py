@@ -50,6 +50,14 @@ def publish(task, args=(), *, not_done: str, then: str = "try again", **options)
         ) from exc
 
 
+def tasks_run_here() -> bool:
+    """Whether a task queued now runs at once in this process instead of on a worker: no REDIS_URL, the
+    embedded mode (settings: CELERY_TASK_ALWAYS_EAGER). Pages say then what was done, not "queued"."""
+    from celery import current_app
+
+    return bool(current_app.conf.task_always_eager)
+
+
 def count_delivery(task_id: str, retries: int) -> int:
     """Record one more delivery of this task attempt and return how many there have been."""
     client = redis.Redis.from_url(settings.REDIS_URL)

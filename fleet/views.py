@@ -24,6 +24,7 @@ from fleet.access import operator_required
 from fleet.exports import spreadsheet_safe
 from fleet.filters import AuditEventFilter, IngestRunFilter, narrowed
 from fleet.models import AuditEvent, IngestRun, MachineToken
+from fleet.tasking import tasks_run_here
 from fleet.uploads import format_size
 
 logger = logging.getLogger(__name__)
@@ -64,7 +65,13 @@ def ingest_run_detail(request, pk: int):
     page = Paginator(errors, ERRORS_PER_PAGE).get_page(request.GET.get("page"))
     # With more than a page of errors, how they fall by file and field says more than any one of them.
     error_kinds = ingest.error_kinds(errors) if page.has_other_pages() else []
-    context = {"run": run, "page": page, "error_kinds": error_kinds, "worker_stopped": ingest.worker_stopped(run)}
+    context = {
+        "run": run,
+        "page": page,
+        "error_kinds": error_kinds,
+        "worker_stopped": ingest.worker_stopped(run),
+        "tasks_run_here": tasks_run_here(),  # no REDIS_URL: nothing is queued, no worker or beat comes
+    }
     if context["worker_stopped"]:
         context["stalled_sweep_at"] = ingest.stalled_sweep_at(run)
     return render(request, "fleet/ingest_run_detail.html", context)
@@ -114,8 +121,12 @@ def ingest_run_requeue(request, pk: int):
     else:
         recovery = ingest.requeue_run(run.pk)
     if recovery.outcome in ("queued", "failed"):
-        audit.record(request.user, "ingest_run.requeue", run, {"outcome": recovery.outcome, "status": run.status})
-    (messages.success if recovery.outcome == "queued" else messages.error)(request, recovery.message)
+        # "ran": without REDIS_URL the import ran in this request, where "queued" would promise a worker.
+        outcome = "ran" if recovery.ran_here else recovery.outcome
+        audit.record(request.user, "ingest_run.requeue", run, {"outcome": outcome, "status": run.status})
+    failed_here = recovery.ran_here and IngestRun.objects.filter(pk=run.pk, status=IngestRun.Status.FAILED).exists()
+    ok = recovery.outcome == "queued" and not failed_here
+    (messages.success if ok else messages.error)(request, recovery.message)
     return redirect("fleet:ingest-run-detail", run.pk)
 
 
@@ -134,7 +145,10 @@ def ingest_run_fail(request, pk: int):
         recovery = ingest.mark_failed(run.pk, f"Marked failed by {who} while pending: nothing was imported.")
     if recovery.outcome == "failed":
         audit.record(request.user, "ingest_run.fail", run, {"archive": run.archive_name, "status": run.status})
-        messages.success(request, "The run is marked failed; its upload is discarded.")
+        said = "The run is marked failed; its upload is discarded."
+        if not tasks_run_here():  # a lost task may yet reach a worker; none runs without REDIS_URL
+            said += " Should its task still reach a worker, the worker finds the run finished and imports nothing."
+        messages.success(request, said)
     else:
         messages.error(request, recovery.message)
     return redirect("fleet:ingest-run-detail", run.pk)

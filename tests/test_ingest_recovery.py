@@ -11,6 +11,7 @@ first, so a run a worker is importing (PostgreSQL advisory lock) is left alone.
 from __future__ import annotations
 
 import shutil
+from contextlib import contextmanager
 from datetime import timedelta
 
 import pytest
@@ -88,28 +89,64 @@ def test_a_run_a_worker_holds_is_left_alone(upload_dirs):
     assert IngestRun.objects.get(pk=run.pk).status == IngestRun.Status.SUCCEEDED
 
 
-def test_queue_again_and_mark_failed_on_the_run_page(operator, researcher, upload_dirs):
+def said(response) -> list[str]:
+    """The messages a page shows after an action (what the operator reads first)."""
+    import html
+    import re
+
+    return [html.unescape(m) for m in re.findall(r'<p class="message [^"]*"[^>]*>(.*?)</p>', response.content.decode())]
+
+
+@contextmanager
+def queued_mode(settings):
+    """Tasks go to a queue (REDIS_URL set) and no worker takes them: nothing runs in the request."""
+    from celery import current_app
+    from celery.result import AsyncResult
+
+    from fleet import tasking
+
+    queued = []
+    saved = (current_app.conf.task_always_eager, tasking.publish)
+    settings.REDIS_URL = "redis://127.0.0.1:6379/0"
+    current_app.conf.task_always_eager = False
+    tasking.publish = lambda task, args=(), **kwargs: queued.append((task.name, tuple(args))) or AsyncResult("x")
+    try:
+        yield queued
+    finally:
+        current_app.conf.task_always_eager, tasking.publish = saved
+
+
+def test_without_a_task_queue_import_now_and_mark_failed_say_what_was_done(operator, researcher, upload_dirs):
+    """Embedded mode (no REDIS_URL): a pending run's page said it would be queued again by itself and its
+    Queue again said "The run was queued again; a worker imports it next." when the import had run in the
+    request and no worker or beat exists. The page, the button and the messages now say what happens."""
     client = Client()
     client.force_login(operator)
     run = pending_run(upload_dirs, minutes_ago=2)
-    page = client.get(f"/ingest-runs/{run.pk}/").content.decode()
-    assert "Waiting for a worker" in page and ">Queue again</button>" in page and ">Mark failed</button>" in page
-    due = (run.queued_at + timedelta(minutes=django_settings.INGEST_REQUEUE_MINUTES)).strftime("%Y-%m-%d %H:%M")
-    assert f"at {due} UTC it is queued again by itself" in page
+    page = " ".join(client.get(f"/ingest-runs/{run.pk}/").content.decode().split())
+    assert "Not imported" in page and ">Import now</button>" in page and ">Mark failed</button>" in page
+    assert "nothing imports this run by itself" in page and "not started (no task queue" in page
+    assert "waiting for a worker" not in page.lower()
+    assert "Waiting for a worker" not in page and "queued again by itself" not in page
 
     assert client.get(f"/ingest-runs/{run.pk}/requeue/").status_code == 405
     response = client.post(f"/ingest-runs/{run.pk}/requeue/", follow=True)
-    assert "The run was queued again" in response.content.decode()
-    assert IngestRun.objects.get(pk=run.pk).status == IngestRun.Status.SUCCEEDED
-    assert AuditEvent.objects.filter(action="ingest_run.requeue", target_id=str(run.pk)).count() == 1
-    assert "Waiting for a worker" not in client.get(f"/ingest-runs/{run.pk}/").content.decode()
+    run.refresh_from_db()
+    assert run.status == IngestRun.Status.SUCCEEDED
+    assert said(response) == [
+        "The run was imported again here, in the web process (there is no task queue: REDIS_URL is not set): "
+        f"succeeded, {run.jobs_display}."
+    ]
+    event = AuditEvent.objects.get(action="ingest_run.requeue", target_id=str(run.pk))
+    assert event.details == {"outcome": "ran", "status": "pending"}
+    assert "Not imported" not in client.get(f"/ingest-runs/{run.pk}/").content.decode()
 
     other = pending_run(upload_dirs, minutes_ago=2, name="week-48.zip")
     as_researcher = Client()
     as_researcher.force_login(researcher)
     assert as_researcher.post(f"/ingest-runs/{other.pk}/fail/").status_code == 404
     response = client.post(f"/ingest-runs/{other.pk}/fail/", follow=True)
-    assert "The run is marked failed; its upload is discarded." in response.content.decode()
+    assert said(response) == ["The run is marked failed; its upload is discarded."]
     other.refresh_from_db()
     assert other.status == IngestRun.Status.FAILED
     assert other.errors[0]["message"] == "Marked failed by olivia-operator while pending: nothing was imported."
@@ -117,8 +154,53 @@ def test_queue_again_and_mark_failed_on_the_run_page(operator, researcher, uploa
     assert AuditEvent.objects.filter(action="ingest_run.fail", target_id=str(other.pk)).count() == 1
     # Again on a finished run: said, nothing changed, nothing audited.
     response = client.post(f"/ingest-runs/{other.pk}/requeue/", follow=True)
-    assert "The run has already finished." in response.content.decode()
+    assert said(response) == ["The run has already finished."]
     assert AuditEvent.objects.filter(action__startswith="ingest_run.", target_id=str(other.pk)).count() == 1
+
+
+def test_imported_again_in_the_request_and_failing_says_it_failed_and_why(operator, upload_dirs, tmp_path):
+    client = Client()
+    client.force_login(operator)
+    run = pending_run(upload_dirs, minutes_ago=2, keep=False)
+    (upload_dirs / "week-47.zip.upload").write_bytes(b"not an archive at all")
+    response = client.post(f"/ingest-runs/{run.pk}/requeue/", follow=True)
+    run.refresh_from_db()
+    assert run.status == IngestRun.Status.FAILED
+    (message,) = said(response)
+    assert message.startswith(
+        "The run was imported again here, in the web process (there is no task queue: REDIS_URL is not set), "
+        f"and failed: {run.errors[0]['message'][:40]}"
+    )
+    assert 'class="message error"' in response.content.decode()
+
+
+def test_with_a_task_queue_queue_again_and_mark_failed_say_it_is_queued(operator, upload_dirs, settings):
+    """With REDIS_URL the same buttons hand the run to the workers, and say so."""
+    client = Client()
+    client.force_login(operator)
+    run = pending_run(upload_dirs, minutes_ago=2)
+    other = pending_run(upload_dirs, minutes_ago=2, name="week-48.zip")
+    with queued_mode(settings) as queued:
+        page = " ".join(client.get(f"/ingest-runs/{run.pk}/").content.decode().split())
+        response = client.post(f"/ingest-runs/{run.pk}/requeue/", follow=True)
+        failed = client.post(f"/ingest-runs/{other.pk}/fail/", follow=True)
+    assert "Waiting for a worker" in page and ">Queue again</button>" in page and "Not imported" not in page
+    assert '<span id="run-phase" aria-live="polite">waiting for a worker</span>' in page
+    due = (run.queued_at + timedelta(minutes=django_settings.INGEST_REQUEUE_MINUTES)).strftime("%Y-%m-%d %H:%M")
+    assert f"at {due} UTC it is queued again by itself" in page
+
+    assert said(response) == ["The run was queued again; a worker imports it next."]
+    assert queued == [("fleet.ingest_archive", (run.pk,))]
+    run.refresh_from_db()
+    assert run.status == IngestRun.Status.PENDING and run.queued_at > timezone.now() - timedelta(minutes=1)
+    event = AuditEvent.objects.get(action="ingest_run.requeue", target_id=str(run.pk))
+    assert event.details == {"outcome": "queued", "status": "pending"}
+
+    assert said(failed) == [
+        "The run is marked failed; its upload is discarded. Should its task still reach a worker, the worker "
+        "finds the run finished and imports nothing."
+    ]
+    assert IngestRun.objects.get(pk=other.pk).status == IngestRun.Status.FAILED
 
 
 def test_queue_again_with_redis_down_says_so_and_keeps_the_run(operator, upload_dirs, queue_down):
@@ -244,7 +326,7 @@ def test_the_run_page_offers_queue_again_and_mark_failed_for_a_running_run_no_wo
     other = hold_run_lock(run.pk)  # a live worker importing it
     try:
         page = client.get(page_url).content.decode()
-        assert "No worker is importing this run" not in page and ">Queue again</button>" not in page
+        assert "is importing this run" not in page and ">Import now</button>" not in page
         for action in ("requeue", "fail"):
             response = client.post(f"/ingest-runs/{run.pk}/{action}/", follow=True)
             assert "A worker has started the run; nothing was changed." in response.content.decode()
@@ -255,20 +337,27 @@ def test_the_run_page_offers_queue_again_and_mark_failed_for_a_running_run_no_wo
         other.close()  # the worker dies
     wait_until_released(run.pk)
 
-    page = client.get(page_url).content.decode()
-    assert "No worker is importing this run" in page
-    assert ">Queue again</button>" in page and ">Mark failed</button>" in page
-    due = (run.started_at + stalled_since(settings) - timedelta(minutes=1)).strftime("%Y-%m-%d %H:%M")
-    assert f"beat's sweep queues the run again by itself from {due} UTC" in page
+    # In-process (no Redis), as here, the page and its button say that nothing comes by itself.
+    page = " ".join(client.get(page_url).content.decode().split())
+    assert "No process is importing this run" in page and "nothing takes it up by itself" in page
+    assert ">Import now</button>" in page and ">Mark failed</button>" in page and "beat's sweep" not in page
 
     response = client.post(f"/ingest-runs/{run.pk}/requeue/", follow=True)
-    assert "The run was queued again" in response.content.decode()
+    assert "The run was imported again here, in the web process" in response.content.decode()
     run.refresh_from_db()  # in-process (no Redis) the task ran at once
     assert run.status == IngestRun.Status.SUCCEEDED and run.attempts == 2, run.errors
     assert Job.objects.count() == run.jobs_created > 0
     event = AuditEvent.objects.get(action="ingest_run.requeue", target_id=str(run.pk))
-    assert event.details == {"outcome": "queued", "status": "running"}
-    assert "No worker is importing this run" not in client.get(page_url).content.decode()
+    assert event.details == {"outcome": "ran", "status": "running"}
+    assert "is importing this run" not in client.get(page_url).content.decode()
+
+    # With a task queue the same page waits for beat's sweep, and offers to queue the run again.
+    with_queue = running_run(upload_dirs, started_ago=timedelta(minutes=10), name="week-49.zip")
+    with queued_mode(settings):
+        page = " ".join(client.get(f"/ingest-runs/{with_queue.pk}/").content.decode().split())
+    due = (with_queue.started_at + stalled_since(settings) - timedelta(minutes=1)).strftime("%Y-%m-%d %H:%M")
+    assert "No worker is importing this run" in page and ">Queue again</button>" in page
+    assert f"beat's sweep queues the run again by itself from {due} UTC" in page
 
     # Mark failed: the jobs it stored stay, the upload goes, and the error says who and why.
     stopped = running_run(upload_dirs, started_ago=timedelta(minutes=10), name="week-50.zip")
@@ -303,7 +392,8 @@ def test_without_run_locks_a_running_run_s_page_offers_no_recovery(operator, upl
     client = Client()
     client.force_login(operator)
     run = running_run(upload_dirs, started_ago=stalled_since(settings))
-    assert ">Queue again</button>" not in client.get(f"/ingest-runs/{run.pk}/").content.decode()
+    page = client.get(f"/ingest-runs/{run.pk}/").content.decode()
+    assert ">Queue again</button>" not in page and ">Import now</button>" not in page
     for action in ("requeue", "fail"):
         client.post(f"/ingest-runs/{run.pk}/{action}/")
     assert IngestRun.objects.get(pk=run.pk).status == IngestRun.Status.RUNNING

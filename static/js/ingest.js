@@ -107,7 +107,7 @@
         bar.max = Math.max(run.jobs_total, 1);
         bar.value = run.jobs_processed;
         count.textContent = run.display.count;
-        phase.textContent = run.phase || "waiting for a worker";
+        phase.textContent = run.phase || section.dataset.idlePhase;
         status.textContent = run.status_display;
         status.className = "status " + run.status;
         jobs.textContent = run.display.jobs;
