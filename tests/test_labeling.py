@@ -1319,3 +1319,43 @@ def test_an_agreement_on_four_jobs_says_too_few_jobs_for_an_interval_first_on_th
     said = exchange.methods_sentence(study, services.agreement_report(study))
     assert f"Cohen's kappa {pooled.value:.3f} (no interval: too few jobs, 4; at least 5 needed)" in said
     assert "Intervals: percentile bootstrap" not in said
+
+
+def test_with_three_raters_the_headline_is_fleiss_kappa_or_alpha_when_skips_make_the_label_counts_unequal(
+    client, raters, jobs
+):
+    third = make_researcher("tara-rater")
+    everyone = [*raters, third]
+    url = "labeling:agreement"
+    for name, skip in (("Fleiss", False), ("Alpha", True)):
+        study = services.create_study(
+            name=name, lead=raters[0], raters=everyone, strategy="all", seed=4, labels_per_job=3
+        )
+        for rater in everyone:
+            answer(study, rater, {p: [BATCH] if p % 2 else ["none"] for p in range(1, 7)})
+        if skip:  # tara cannot judge job 1: it has two labels, the others three, so no Fleiss' kappa
+            services.skip_job(services.assignments_of(study, third).get(item__position=1), "outside_expertise")
+        for rater in everyone:
+            services.submit(study, rater)
+        client.force_login(raters[0])
+        page = client.get(reverse(url, args=[study.pk])).content.decode()
+        headline = page.split('id="headline"')[1].split("</section>")[0]
+        expected = "Krippendorff&#x27;s alpha" if skip else "Fleiss&#x27; kappa"
+        assert f'<span class="name">{expected}</span>' in headline and "All 3 raters together" in headline
+        assert ('id="alpha-interval"' in page) is not skip  # alpha beside a kappa, not twice
+    # The skip left job 1 with two labels: still in the all-raters figures, and out of tara's pairs.
+    report = services.agreement_report(study)
+    assert report.units_skipped == 1 and report.group.skipped == 0 and report.group.units == 6
+    assert {pair.raters: pair.skipped for pair in report.pairs} == {
+        ("ravi-rater", "rita-researcher"): 0,
+        ("ravi-rater", "tara-rater"): 1,
+        ("rita-researcher", "tara-rater"): 1,
+    }
+
+
+def test_once_every_job_is_labelled_or_skipped_the_queue_says_so(client, study, researcher):
+    answer(study, researcher, {1: [BATCH], 2: [CKPT], 3: [BATCH], 4: ["none"]})
+    services.skip_job(services.assignments_of(study, researcher).get(item__position=4), "data_broken")
+    client.force_login(researcher)
+    response = client.get(reverse("labeling:label-next", args=[study.pk]), follow=True)
+    assert "Every job you were given is labelled or skipped." in response.content.decode()

@@ -176,7 +176,8 @@ def label_next(request, pk: int):
     assignment = services.next_assignment(study, request.user, after)
     if assignment is None:
         if services.rater_link(request.user, study):
-            messages.info(request, "Every job you were given is labelled. Submit your labels when you are sure.")
+            done = "labelled or skipped" if services.skipped_count(study, request.user) else "labelled"
+            messages.info(request, f"Every job you were given is {done}. Submit your labels when you are sure.")
         return redirect("labeling:study", pk=study.pk)
     return redirect("labeling:label", pk=study.pk, item=assignment.item_id)
 
