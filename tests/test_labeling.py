@@ -1359,3 +1359,19 @@ def test_once_every_job_is_labelled_or_skipped_the_queue_says_so(client, study, 
     client.force_login(researcher)
     response = client.get(reverse("labeling:label-next", args=[study.pk]), follow=True)
     assert "Every job you were given is labelled or skipped." in response.content.decode()
+
+
+def test_a_skip_note_past_300_characters_is_refused_naming_the_field(client, study, researcher):
+    client.force_login(researcher)
+    first = services.assignments_of(study, researcher).order_by("item__position").first()
+    skip_url = reverse("labeling:skip", args=[study.pk, first.item_id])
+    response = client.post(skip_url, {"skip_reason": "other", "skip_note": "x" * 301}, follow=True)
+    assert response.status_code == 200 and "Why: at most 300 characters (301 given)." in response.content.decode()
+    first.refresh_from_db()
+    assert first.skipped_at is None
+    # Someone outside the study, or a job id no row can have: there is nothing to skip.
+    client.force_login(make_researcher("outside-rater"))
+    assert client.post(skip_url, {"skip_reason": "data_broken"}).status_code == 404
+    client.force_login(researcher)
+    huge = reverse("labeling:skip", args=[study.pk, 2**63])
+    assert client.post(huge, {"skip_reason": "data_broken"}).status_code == 404
