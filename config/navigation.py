@@ -22,6 +22,23 @@ SECTIONS: list[tuple[str, str, str]] = [
 ]
 
 
+# What the menu calls each section; a phone's folded menu says it beside "Menu" (templates/base.html).
+LABELS = {
+    "overview": "Overview",
+    "teams": "Teams",
+    "causes": "Causes",
+    "jobs": "Jobs",
+    "ingest": "Ingest runs",
+    "upload": "Upload",
+    "audit": "Audit log",
+    "studies": "Studies",
+    "digests": "Digests",
+    "connectors": "Connectors",
+    "rules": "Rules",
+    "settings": "Settings",
+}
+
+
 def section_of(namespace: str, url_name: str) -> str:
     for space, prefix, section in SECTIONS:
         if namespace == space and url_name.startswith(prefix):
@@ -32,5 +49,6 @@ def section_of(namespace: str, url_name: str) -> str:
 def nav_section(request):
     match = getattr(request, "resolver_match", None)
     if match is None:
-        return {"nav_section": ""}
-    return {"nav_section": section_of(match.namespace, match.url_name or "")}
+        return {"nav_section": "", "nav_label": ""}
+    section = section_of(match.namespace, match.url_name or "")
+    return {"nav_section": section, "nav_label": LABELS.get(section, "")}

@@ -264,3 +264,70 @@ def test_on_a_phone_the_rules_page_says_what_each_threshold_controls_in_view(bro
     assert phone["whatInView"], phone
     assert max(phone["heights"]) <= 80, f"threshold rows {phone['heights']} px tall"
     assert len(inputs_in_view) > 20 and all(inputs_in_view), "a threshold's value box runs off the screen"
+
+
+# The top bar's height, the tops of what shows in it (the rows it takes), and its folded menu.
+TOP_BAR = """
+const bar = document.querySelector('.topbar'), shown = el => el.checkVisibility();
+const summary = bar.querySelector('.menu > summary'), links = [...bar.querySelectorAll('nav a')];
+return {
+  height: bar.getBoundingClientRect().height,
+  rows: [...bar.querySelectorAll('.brand, .menu > summary, nav a, .logout > *')].filter(shown)
+    .map(el => el.getBoundingClientRect()).sort((a, b) => a.top - b.top)
+    .reduce((rows, r) => (rows.length && r.top < rows[rows.length - 1] ? rows : [...rows, r.bottom]), []).length,
+  summary: shown(summary) ? summary.textContent.replace(/\\s+/g, ' ').trim() : null,
+  open: bar.querySelector('.menu').open,
+  links: links.filter(shown).map(a => a.textContent),
+  current: links.filter(a => a.getAttribute('aria-current') === 'page').map(a => a.textContent),
+  currentMarked: links.filter(a => a.getAttribute('aria-current') === 'page' && shown(a))
+    .map(a => getComputedStyle(a).textDecorationLine),
+  inWindow: links.filter(shown).every(a => { const r = a.getBoundingClientRect();
+    return r.left >= 0 && r.right <= innerWidth && r.height >= 24; }),
+};
+"""
+
+
+@pytest.mark.django_db(transaction=True)
+def test_on_a_phone_the_operators_menu_folds_under_one_menu_button_that_the_keyboard_opens(
+    browser,  # noqa: F811
+    live_server,
+    operator,
+):
+    """375 px wide, an admin operator's 13 menu links wrapped to four rows (124 px) above every page. The
+    bar is now one row, the name and "Menu · Jobs" (the page's section), and the menu opens from the
+    keyboard, without script, over the page: each link in the window and a finger's height, the page's
+    own marked; wider than a tablet the links show in the bar as before."""
+    from selenium.webdriver.common.keys import Keys
+
+    from tests.test_accessibility import open_as, violations
+    from tests.test_keyboard_browser import focused, press, tab_to
+
+    operator.is_staff = True
+    operator.save()
+    SHOTS.mkdir(exist_ok=True)
+    open_as(browser, live_server.url, operator)
+    with window_width(browser, 375, mobile=True):
+        browser.get(f"{live_server.url}/jobs/")
+        browser.execute_cdp_cmd("Emulation.setFocusEmulationEnabled", {"enabled": True})
+        folded = browser.execute_script(TOP_BAR)
+        browser.save_screenshot(str(SHOTS / "menu-phone-folded.png"))
+        assert folded["rows"] == 1 and folded["height"] <= 2 * 32 + 20, folded  # at most ~2 rows; it is 1
+        assert folded["summary"] == "Menu · Jobs" and folded["links"] == [] and not folded["open"], folded
+        assert folded["current"] == ["Jobs"], folded
+        summary = tab_to(browser, lambda f: f["tag"] == "summary")
+        assert summary["marked"] and summary["in_view"], summary
+        press(browser, Keys.ENTER)
+        opened = browser.execute_script(TOP_BAR)
+        browser.save_screenshot(str(SHOTS / "menu-phone-open.png"))
+        assert opened["open"] and len(opened["links"]) == 13 and opened["links"][-1] == "Admin", opened
+        assert opened["inWindow"] and opened["currentMarked"] == ["underline"], opened
+        press(browser, Keys.TAB)
+        assert focused(browser)["text"] == "Overview"  # on into the menu, in its order
+        assert violations(browser) == []
+        press(browser, Keys.SHIFT, Keys.TAB)
+        press(browser, Keys.ENTER)
+        assert browser.execute_script(TOP_BAR)["links"] == []  # folded again
+    with window_width(browser, 1280):
+        browser.get(f"{live_server.url}/jobs/")
+        wide = browser.execute_script(TOP_BAR)
+    assert wide["summary"] is None and len(wide["links"]) == 13 and wide["rows"] == 1, wide
