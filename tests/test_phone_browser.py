@@ -331,3 +331,96 @@ def test_on_a_phone_the_operators_menu_folds_under_one_menu_button_that_the_keyb
         browser.get(f"{live_server.url}/jobs/")
         wide = browser.execute_script(TOP_BAR)
     assert wide["summary"] is None and len(wide["links"]) == 13 and wide["rows"] == 1, wide
+
+
+def png_pixels(png: bytes) -> tuple[int, int, list[bytes]]:
+    """Width, height and rows of RGBA (or RGB) bytes of a Chromium screenshot (8 bits, not interlaced)."""
+    import struct
+    import zlib
+
+    width, height, depth, colour = struct.unpack(">IIBB", png[16:26])
+    assert depth == 8 and colour in (2, 6), (depth, colour)
+    data, at = b"", 8
+    while at < len(png):
+        length, kind = struct.unpack(">I4s", png[at : at + 8])
+        if kind == b"IDAT":
+            data += png[at + 8 : at + 8 + length]
+        at += 12 + length
+    raw, size = zlib.decompress(data), 4 if colour == 6 else 3
+    stride, rows, previous = width * size, [], bytearray(width * size)
+    for y in range(height):
+        kind, line = raw[y * (stride + 1)], bytearray(raw[y * (stride + 1) + 1 : (y + 1) * (stride + 1)])
+        for x in range(stride):
+            left = line[x - size] if x >= size else 0
+            up, corner = previous[x], previous[x - size] if x >= size else 0
+            if kind == 1:
+                line[x] = (line[x] + left) & 255
+            elif kind == 2:
+                line[x] = (line[x] + up) & 255
+            elif kind == 3:
+                line[x] = (line[x] + (left + up) // 2) & 255
+            elif kind == 4:
+                guess = left + up - corner
+                nearest = min((abs(guess - left), 0, left), (abs(guess - up), 1, up), (abs(guess - corner), 2, corner))
+                line[x] = (line[x] + nearest[2]) & 255
+        rows.append(bytes(line))
+        previous = line
+    return width, height, [bytes(row[i] for i in range(0, len(row), size)) for row in rows]  # the red channel
+
+
+def right_edge_brightness(driver, box) -> float:
+    """The mean brightness (red, 0-255) of the pixel column 3 px inside the right edge of `box`, as shown."""
+    png = driver.get_screenshot_as_png()
+    width, height, reds = png_pixels(png)
+    rect = driver.execute_script(
+        "const r = arguments[0].getBoundingClientRect(); return [r.right, r.top, r.bottom, devicePixelRatio];", box
+    )
+    x = int((rect[0] - 3) * rect[3])
+    top, bottom = max(0, int(rect[1] * rect[3])), min(height, int(rect[2] * rect[3]))
+    assert bottom - top > 40 and 0 <= x < width, rect
+    return sum(reds[y][x] for y in range(top, bottom)) / (bottom - top)
+
+
+@pytest.mark.django_db(transaction=True)
+def test_on_a_phone_a_table_that_goes_on_past_its_box_shows_a_shadow_there_and_the_keyboard_scrolls_it(
+    browser,  # noqa: F811
+    live_server,
+    operator,
+):
+    """375 px wide, the settings page's prices were cut after "PRIC" at the box's edge, which looked like
+    the table's end: a phone shows no scrollbar until touched. The box's right edge now has a shadow
+    while the table goes on past it, gone at the table's end and on a table that fits; the box is a
+    named Tab stop that arrow keys scroll."""
+    from selenium.webdriver.common.keys import Keys
+
+    from tests.test_accessibility import open_as
+    from tests.test_keyboard_browser import focused, press, tab_to, wait_until
+
+    open_as(browser, live_server.url, operator)
+    SHOTS.mkdir(exist_ok=True)
+    box_of = "return document.querySelector('table.prices').closest('.table-scroll')"
+    with window_width(browser, 375, mobile=True):
+        browser.get(f"{live_server.url}/settings/")
+        browser.execute_cdp_cmd("Emulation.setFocusEmulationEnabled", {"enabled": True})
+        box = browser.execute_script(box_of)
+        browser.execute_script("arguments[0].scrollIntoView({block: 'center'})", box)
+        browser.save_screenshot(str(SHOTS / "settings-prices-phone.png"))
+        shadowed = right_edge_brightness(browser, box)
+        region = tab_to(browser, lambda f: f["role"] == "region")
+        assert region["text"] == "GPU-hour prices (scrolls sideways)" and region["marked"], region
+        press(browser, Keys.ARROW_RIGHT, Keys.ARROW_RIGHT, Keys.ARROW_RIGHT)
+        wait_until(browser, lambda b: b.execute_script("return arguments[0].scrollLeft", box) > 0)  # smoothly
+        browser.execute_script("arguments[0].blur()", box)  # its focus ring is not the shadow
+        middle = right_edge_brightness(browser, box)  # scrolled part of the way: still more to the right
+        browser.execute_script("arguments[0].scrollLeft = arguments[0].scrollWidth", box)
+        browser.execute_script("return new Promise(resolve => requestAnimationFrame(resolve))")
+        at_end = right_edge_brightness(browser, box)
+        browser.save_screenshot(str(SHOTS / "settings-prices-phone-end.png"))
+    assert at_end > 235, f"at the table's end its edge is {at_end:.0f} of 255: a shadow still shows"
+    assert shadowed < at_end - 15 and middle < at_end - 15, (shadowed, middle, at_end)
+    browser.get(f"{live_server.url}/settings/")  # wide: the table fits, no shadow and no Tab stop
+    box = browser.execute_script(box_of)
+    browser.execute_script("arguments[0].scrollIntoView({block: 'center'})", box)
+    assert right_edge_brightness(browser, box) > 235
+    assert box.get_attribute("tabindex") is None and box.get_attribute("data-more-right") is None
+    assert focused(browser)["tag"] == "body"

@@ -2,6 +2,9 @@
 // .table-scroll). A box that scrolls becomes a Tab stop named after its table, so the keyboard
 // can scroll it too (WCAG 2.1.1); a box that fits stays out of the Tab order. Re-checked whenever
 // a box changes size: a window resized or rotated, a folded table opened.
+// A box whose table goes on past its right edge is marked data-more-right, and --scrolled says how
+// far it is scrolled: the stylesheet draws a shadow over that edge (a phone shows no scrollbar, and
+// a cut column looked like the table's end).
 (function () {
   "use strict";
   // The table's caption, else its section's heading, else the page's; a heading's own text only
@@ -15,6 +18,10 @@
     const text = first && first.nodeType === Node.TEXT_NODE ? first.textContent : (source ? source.textContent : "");
     return (text.trim() || "Table").slice(0, 80);
   }
+  function edge(box) {
+    box.style.setProperty("--scrolled", box.scrollLeft + "px");
+    box.toggleAttribute("data-more-right", box.scrollWidth - box.clientWidth - box.scrollLeft > 1);
+  }
   function update(box) {
     if (box.scrollWidth > box.clientWidth + 1) {
       box.tabIndex = 0;
@@ -25,8 +32,12 @@
       box.removeAttribute("role");
       box.removeAttribute("aria-label");
     }
+    edge(box);
   }
   if (!("ResizeObserver" in window)) return;
   const observer = new ResizeObserver((entries) => entries.forEach((entry) => update(entry.target)));
-  document.querySelectorAll(".table-scroll").forEach((box) => observer.observe(box));
+  document.querySelectorAll(".table-scroll").forEach((box) => {
+    observer.observe(box);
+    box.addEventListener("scroll", () => edge(box), {passive: true});
+  });
 })();
