@@ -376,11 +376,10 @@ def test_a_pods_gpu_model_comes_from_dcgm_and_prices_its_job(tmp_path):
     empty, so on a cluster of H100 and L4 nodes priced per model every pod was charged the default
     price. dcgm-exporter's `modelName` on the job's own GPU series (as the GPU Operator's
     ServiceMonitor stores them, without honorLabels) now names it; a model the pod names stays."""
-    import subprocess
     from decimal import Decimal
 
     from fleet.models import Cluster, GpuModelPrice
-    from tests.test_connectors_prometheus import _binaries, running_prometheus
+    from tests.test_connectors_prometheus import _binaries, backfilled_tsdb, running_prometheus
 
     prometheus, promtool = _binaries()
     exporter = 'pod="nvidia-dcgm-exporter-x",namespace="gpu-operator",container="nvidia-dcgm-exporter"'
@@ -400,10 +399,7 @@ def test_a_pods_gpu_model_comes_from_dcgm_and_prices_its_job(tmp_path):
             lines.append(f"DCGM_FI_DEV_GPU_UTIL{{{labels}}} 50.0 {int(stamp)}")
             stamp += 15
     lines.append("# EOF")
-    (tmp_path / "data.om").write_text("\n".join(lines) + "\n")
-    tsdb = tmp_path / "tsdb"
-    subprocess.run([promtool, "tsdb", "create-blocks-from", "openmetrics", str(tmp_path / "data.om"), str(tsdb)],
-                   check=True, capture_output=True, timeout=120)  # fmt: skip
+    tsdb = backfilled_tsdb(promtool, tmp_path, "\n".join(lines) + "\n")
     selected = pod("pinned-0", "p3", start=T, end=T + timedelta(hours=1), namespace="ml", node="h1")
     selected["spec"]["nodeSelector"] = {"nvidia.com/gpu.product": "NVIDIA-H100-80GB-HBM3"}
     pods = [
