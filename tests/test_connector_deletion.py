@@ -363,3 +363,38 @@ def test_a_failing_deletion_ends_failed_saying_how_far_it_got(client, operator, 
     assert "1 of its 3 jobs were deleted before it stopped; the connector and the rest of its jobs stay" in page
     api.refresh_from_db()
     assert not sync.being_deleted(api) and Job.objects.filter(cluster__name="c1").count() == 2
+
+
+@pytest.mark.django_db(transaction=True)
+def test_the_deletion_page_follows_the_worker_and_says_when_it_is_done(browser, live_server, operator, monkeypatch):  # noqa: F811
+    """The page of a deletion under way shows its progress (WCAG at any width), updates it as the worker
+    deletes batches, and once done comes back saying so, the focus on its heading."""
+    from celery.result import AsyncResult
+    from selenium.webdriver.support.wait import WebDriverWait
+
+    from fleet import tasking
+    from fleet.connectors.models import ConnectorDeletion
+    from fleet.connectors.tasks import delete_connector_task
+    from tests.test_accessibility import narrow_window_problems, open_as, violations
+
+    monkeypatch.setattr(tasking, "publish", lambda task, args=(), **kw: AsyncResult("x"))  # a queue, no worker yet
+    api = pulled("api", "c1", 3)
+    deletion, refused = sync.start_deletion(api, operator)
+    assert refused == "" and deletion.status == ConnectorDeletion.Status.PENDING
+    open_as(browser, live_server.url, operator)
+    browser.get(live_server.url + reverse("connectors:deletion", args=[deletion.pk]))
+    assert browser.find_element("id", "deletion-count").text == "0 of 3 jobs deleted"
+    assert violations(browser) == [] and narrow_window_problems(browser) == []
+
+    from fleet import lifecycle
+
+    lifecycle.delete_jobs(Job.objects.filter(pk__in=list(sync.jobs_of(api).values_list("pk", flat=True)[:2])))
+    ConnectorDeletion.objects.filter(pk=deletion.pk).update(status="running", jobs_deleted=2)  # as a batch does
+    WebDriverWait(browser, 10).until(lambda b: b.find_element("id", "deletion-count").text == "2 of 3 jobs deleted")
+    assert browser.find_element("id", "deletion-status").text == "Deleting"
+
+    delete_connector_task.apply(args=[deletion.pk])  # the worker finishes
+    WebDriverWait(browser, 10).until(lambda b: b.find_element("id", "deletion-status").text == "Deleted")
+    assert browser.find_element("id", "deletion-said").text.startswith("Connector api deleted, with the 3 jobs")
+    assert browser.switch_to.active_element.tag_name == "h1"
+    assert violations(browser) == []
