@@ -11,7 +11,7 @@ times the price of a GPU-hour (a decimal with 4 places), multiplied exactly in d
 rounded once, to the cent, **half a cent up** (`ROUND_HALF_UP`: 0.125 -> 0.13, 0.135 -> 0.14), as a
 bill rounds and as the pages' `floatformat` rounds. Never from an amount already rounded (a job's cost
 divided by its hours is not its price). Totals add these cents up (converted at the exchange rates);
-pages and digests round a total only to show it.
+pages and digests round a total only to show it, all by `whole` (the API and CSV by `to_cents`).
 
 Pure Python: no Django, so the guidance (and anything else) can use it as is.
 """
@@ -38,3 +38,12 @@ def cost_of(gpu_hours: float, price_per_gpu_hour: Decimal | None) -> Decimal | N
         context.prec = 60  # 17 digits of hours x 10 of a price: the product is exact
         exact = Decimal(repr(float(gpu_hours))) * Decimal(price_per_gpu_hour)
     return to_cents(exact)
+
+
+def whole(amount: float | Decimal) -> str:
+    """A total as the pages and digests show money, in whole units with thousands separators: to the
+    cent first (the figure the API and CSV give, and a float sum of cents is a cent off a hair's
+    breadth), then half a unit up, so the overview's card, the teams table and the digest agree:
+    2608.5 -> "2,609" (Python's `{:,.0f}` made it "2,608" where `floatformat:0` made it 2609)."""
+    cents = to_cents(Decimal(repr(float(amount))))
+    return f"{cents.quantize(Decimal(1), rounding=ROUND_HALF_UP):,}"

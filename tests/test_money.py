@@ -211,3 +211,33 @@ def test_amounts_stored_before_the_one_rule_are_brought_to_it_by_the_migration(t
         "recoverable_cost": "2.13",
         "currency": "EUR",
     }
+
+
+def test_a_total_of_half_a_unit_is_the_same_whole_amount_on_the_cards_the_teams_table_and_the_digest(
+    client, operator, team_a
+):
+    """Totals are shown in whole units; the cards and digests wrote them with Python's `{:,.0f}` (half to
+    even: 2.50 was "2") and the teams, causes and top-causes tables with `floatformat:0` (half up: "3"), so
+    the teams page said 3 where the team's own page and its digest said 2. One rule (`whole`): "3"."""
+    from triage.digests.models import DigestKind
+
+    start = datetime(2026, 11, 17, tzinfo=UTC)
+    for cost in ("0.25", "2.25"):  # 2.50 in all, and every unused hour wasted: 2.50 wasted too
+        JobFactory(
+            team=team_a, start_time=start, end_time=start + timedelta(hours=1), gpu_count=1, gpu_hours=1.0,
+            coverage=1.0, unused_gpu_hours=1.0, cost=Decimal(cost), currency="USD",
+        )  # fmt: skip
+    client.force_login(operator)
+    week = {"from": "2026-11-16", "to": "2026-11-22"}
+    cards = {c["label"]: c["value"] for c in client.get(reverse("dashboard:overview"), week).context["cards"]}
+    team_page = client.get(reverse("dashboard:team-detail", args=[team_a.slug]), week).context["cards"]
+    team_cards = {c["label"]: c["value"] for c in team_page}
+    row = client.get(reverse("dashboard:team-list"), week).content.decode().split(">Team A</a></td>")[1]
+    cells = re.findall(r'<td class="num">([^<]*)</td>', row.split("</tr>")[0])
+    digest = {k.label: k.value_text for k in digests.build_context(DigestKind.TEAM, WEEK, team_a)["kpis"]}
+    report = client.get("/api/v1/teams/", week).json()["teams"][0]
+    assert (cards["Cost"], cards["Wasted cost"]) == ("3", "3")
+    assert (team_cards["Cost"], team_cards["Wasted cost"]) == ("3", "3")
+    assert cells[3:5] == ["3", "3"]  # cost, wasted cost
+    assert (digest["Cost"], digest["Wasted cost"]) == ("3", "3")
+    assert (report["cost_decimal"], report["wasted_cost_decimal"]) == ("2.50", "2.50")

@@ -22,6 +22,7 @@ from fleet.canonical import SUCCESSFUL_STATES
 from fleet.costs import Conversion
 from fleet.logevents import LOG_EVENT_KINDS
 from fleet.models import Cluster, Job
+from fleet.money import to_cents
 
 from .periods import Period
 
@@ -192,7 +193,7 @@ def left_out_amounts_by_team(jobs, currencies: tuple[str, ...]) -> dict[str, lis
         .order_by("team__slug", "currency")
     )
     for row in rows:
-        amount = Decimal(str(row["total"])).quantize(Decimal("0.01"))
+        amount = to_cents(Decimal(str(row["total"])))
         amounts.setdefault(row["team__slug"], []).append({"currency": row["currency"], "amount": amount})
     return amounts
 
@@ -357,8 +358,9 @@ def chargeback(jobs, period: Period, low_util_threshold: float, order: str = "-u
                 "gpu_hours": round(row["hours"], 3),
                 "unused_gpu_hours": round(row["unused"], 3),
                 "waste_share": None if row["waste_share"] is None else round(row["waste_share"], 4),
-                "cost": round(row["spend"], 2),
-                "wasted_cost": round(row["wasted_cost"], 2),
+                # To the cent by the one rule (half up), as the pages' whole units start from.
+                "cost": float(to_cents(Decimal(repr(row["spend"])))),
+                "wasted_cost": float(to_cents(Decimal(repr(row["wasted_cost"])))),
                 "low_util_jobs": row["low_util_jobs"],
                 "cost_left_out": amounts_said(left_out.get(row["team__slug"], [])),
                 "costs_left_out": left_out.get(row["team__slug"], []),
@@ -459,10 +461,6 @@ def trend(direction: int | None, worse_when_up: bool | None) -> str:
     if worse_when_up is None:
         return "neutral"
     return "worse" if (direction > 0) == worse_when_up else "better"
-
-
-def money(value: float) -> Decimal:
-    return Decimal(str(round(value, 2)))
 
 
 def by_category(jobs, conversion: Conversion | None = None) -> list[dict]:

@@ -27,6 +27,7 @@ from fleet.downloads import download_name, series_download
 from fleet.exports import stream_csv_rows
 from fleet.logcut import find_gap
 from fleet.models import Artifact, Cluster, ExchangeRate, GpuModelPrice, Job, Team
+from fleet.money import whole
 from fleet.series import from_parquet_bytes
 from triage import feedback
 from triage.guidance import GUIDES, category_guide, headline_change
@@ -141,14 +142,14 @@ def _kpi_cards(current: queries.Totals, previous: queries.Totals, *, jobs: bool 
     def amount(direction):
         return queries.waste_amount_judged(current, previous, direction)
 
-    # GPU-hours to a tenth and money whole, as the digests write them (services.fmt_hours, fmt_money):
+    # GPU-hours to a tenth and money whole (`whole`), as the digests write them (services.fmt_hours, fmt_money):
     # a digest's "Open the team's week on the dashboard" lands on these cards, which read 270 for 269.5.
     kpis = [
         ("GPU-hours", current.gpu_hours, previous.gpu_hours, "{:,.1f}", unjudged),
         ("Unused GPU-hours", current.unused_gpu_hours, previous.unused_gpu_hours, "{:,.1f}", amount),
         ("Waste share", current.waste_share, previous.waste_share, "{:.0%}", waste),
-        ("Cost", current.cost, previous.cost, "{:,.0f}", unjudged),
-        ("Wasted cost", current.wasted_cost, previous.wasted_cost, "{:,.0f}", amount),
+        ("Cost", current.cost, previous.cost, whole, unjudged),
+        ("Wasted cost", current.wasted_cost, previous.wasted_cost, whole, amount),
         *([("Jobs", current.jobs, previous.jobs, "{:,}", unjudged)] if jobs else []),
         ("Low-utilization jobs", current.low_util_jobs, previous.low_util_jobs, "{:,}", amount),
     ]
@@ -159,7 +160,7 @@ def _kpi_cards(current: queries.Totals, previous: queries.Totals, *, jobs: bool 
         cards.append(
             {
                 "label": label,
-                "value": fmt.format(value) if value is not None else "–",
+                "value": "–" if value is None else fmt(value) if callable(fmt) else fmt.format(value),
                 "change_text": text,
                 "direction": direction,
                 "trend": queries.trend(direction, worse_when_up),

@@ -30,6 +30,7 @@ import fleet.models as fleet_models
 from fleet.access import OPERATORS_GROUP, RESEARCHERS_GROUP, is_operator, sees_whole_fleet
 from fleet.forms import MAX_ROW_ID
 from fleet.models import IngestRun, Job, Team
+from fleet.money import whole
 from triage import feedback
 from triage.dashboard import queries
 from triage.dashboard.periods import Period
@@ -223,7 +224,7 @@ def fmt_share(value: float | None) -> str:
 
 
 def fmt_money(value: float) -> str:
-    return f"{value:,.0f}"
+    return whole(value)  # as the dashboard's cards and tables: to the cent, then half a unit up
 
 
 FORMATS = {"hours": fmt_hours, "share": fmt_share, "money": fmt_money, "count": lambda v: f"{v:,}"}

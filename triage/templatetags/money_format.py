@@ -1,0 +1,15 @@
+"""Money on the dashboard's pages as the cards and the digests write it (`fleet.money.whole`)."""
+
+from django import template
+
+from fleet.money import whole
+
+register = template.Library()
+
+
+@register.filter
+def whole_money(value) -> str:
+    """A total in whole units, half a unit up ("2,609" for 2608.50), as the cards and digests show it;
+    "–" for none. `floatformat:0` rounded the same, but a float sum of cents a hair under its cent
+    (2608.4999999999995) it made 2608, and wrote no thousands separator."""
+    return "–" if value is None else whole(value)
