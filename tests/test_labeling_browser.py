@@ -352,7 +352,10 @@ def test_a_rater_skips_a_job_they_cannot_judge_and_the_agreement_opens_on_its_he
     assert "1 of 4 labelled or skipped (1 skipped)" in browser.find_element(By.ID, "progress-text").text
     label_all(browser, [["5"], ["5"], ["5"]])
     WebDriverWait(browser, 10, ignored_exceptions=STALE).until(lambda b: b.find_elements(By.ID, "submit-labels"))
-    assert "no samples after the first minute" in browser.find_element(By.ID, "skips").text
+    skips = browser.find_element(By.ID, "skipped-jobs")
+    assert "no samples after the first minute" in skips.text
+    browser.execute_script("arguments[0].scrollIntoView()", skips)
+    browser.save_screenshot(str(SHOTS / "labeling-study-skips.png"))
     browser.find_element(By.ID, "submit-labels").click()
     browser.switch_to.alert.accept()
     WebDriverWait(browser, 10, ignored_exceptions=STALE).until(lambda b: "Agreement and disagreements" in body_text(b))

@@ -136,15 +136,18 @@ def study_detail(request, pk: int):
     # Where "Review my labels" opens once every job is labelled: the first of the rater's jobs (the
     # next *unlabelled* one, where "Continue labeling" goes, no longer exists then).
     first_mine = services.assignments_of(study, request.user).order_by("item__position").first()
+    sees_all = services.sees_all_labels(request.user, study)
     raters = []
     for rater in study.rater_links.select_related("user"):
         done, todo = services.progress(study, rater.user)
+        # Another rater's skips count here only where the skip list shows them: once final and seen.
+        skips_shown = rater.user_id == request.user.pk or (sees_all and rater.submitted_at is not None)
         raters.append(
             {
                 "user": rater.user,
                 "saved": done,
                 "total": todo,
-                "skipped": services.skipped_count(study, rater.user),
+                "skipped": services.skipped_count(study, rater.user) if skips_shown else 0,
                 "submitted_at": rater.submitted_at,
             }
         )
@@ -159,7 +162,7 @@ def study_detail(request, pk: int):
             "first_mine": first_mine,
             "raters": raters,
             "is_lead": services.is_lead(request.user, study),
-            "sees_all": services.sees_all_labels(request.user, study),
+            "sees_all": sees_all,
             "job_count": study.items.count(),
             "gold_sets": study.gold_sets.all(),
             "skipped": services.skipped_count(study, request.user),
