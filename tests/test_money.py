@@ -241,3 +241,16 @@ def test_a_total_of_half_a_unit_is_the_same_whole_amount_on_the_cards_the_teams_
     assert cells[3:5] == ["3", "3"]  # cost, wasted cost
     assert (digest["Cost"], digest["Wasted cost"]) == ("3", "3")
     assert (report["cost_decimal"], report["wasted_cost_decimal"]) == ("2.50", "2.50")
+
+
+def test_what_a_total_leaves_out_for_want_of_a_rate_is_said_in_whole_units_by_the_same_rule():
+    """The note under a total that left a currency out wrote its amount with `{:,.0f}` (2.50 EUR: "2 EUR"),
+    where the cards and tables write 2.50 as 3."""
+    from triage.dashboard import queries
+
+    start = datetime(2026, 11, 17, tzinfo=UTC)
+    JobFactory(start_time=start, cost=Decimal("4.00"), currency="USD")
+    for cost in ("0.25", "2.25"):
+        JobFactory(start_time=start, cost=Decimal(cost), currency="EUR")
+    note = queries.pricing(Job.objects.all()).note
+    assert note.startswith("Costs in EUR (3 EUR) are left out of the cost figures"), note

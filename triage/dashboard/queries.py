@@ -22,7 +22,7 @@ from fleet.canonical import SUCCESSFUL_STATES
 from fleet.costs import Conversion
 from fleet.logevents import LOG_EVENT_KINDS
 from fleet.models import Cluster, Job
-from fleet.money import to_cents
+from fleet.money import to_cents, whole
 
 from .periods import Period
 
@@ -140,7 +140,7 @@ def pricing(jobs, conversion: Conversion | None = None, *, shown=None) -> Pricin
     unconverted = [code for code in foreign if conversion.rate_of(code) is None]
     if unconverted:
         in_shown = by_currency if shown is None else _cost_by_currency(shown, reporting)
-        amounts = _joined([f"{in_shown.get(code, 0.0):,.0f} {code}" for code in unconverted])
+        amounts = _joined([f"{whole(in_shown.get(code, 0.0))} {code}" for code in unconverted])
         if shown is not None:
             amounts += " in this period"  # the week, in a digest
         note = (
