@@ -254,3 +254,40 @@ def test_a_pod_on_a_mig_slice_is_as_busy_as_its_engine_not_idle(prometheus_serve
     assert len(frame) == 241 and set(frame["host"]) == {"node8"} and set(frame["gpu"]) == {0}
     # 87.5 % busy, from GR_ENGINE_ACTIVE; the 0 that GPU_UTIL reports for a MIG instance is not data.
     assert frame["gpu_util"].eq(87.5).all()
+
+
+def test_label_discovery_asks_over_a_time_range_never_all_of_history(settings):
+    """`/api/v1/labels` (how the exporter's label variant is autodetected) was asked without `start`/`end`:
+    Thanos and Mimir then look through every block they hold, years of them, and slow down or refuse it.
+    Now a job's series are found with the labels of the UTC days its window covers (asked once a day a pull,
+    the pull's other jobs of those days reuse them), and a check asks over the last day."""
+    settings.CONNECTOR_HTTP_BACKOFF = 0.01
+    start = datetime(2026, 3, 10, 22, 30, tzinfo=UTC)
+    day = 86_400
+    with FakePlatform() as thanos:
+        thanos.route("/api/v1/labels", lambda path, query: (200, {"status": "success", "data": ["hpc_job"]}, {}))
+        thanos.route(
+            "/api/v1/query_range",
+            lambda path, query: (200, {"status": "success", "data": {"resultType": "matrix", "result": []}}, {}),
+        )
+        prom_settings = ConnectorSettings(name="thanos", kind="prometheus", url=thanos.url, backoff_s=0.01)
+        connector = PrometheusConnector(prom_settings, HttpClient(prom_settings))
+        for hours in (2, 1):  # the second job's days are known already: not asked again
+            connector.fetch_job_series(SeriesRequest(start=start, end=start + timedelta(hours=hours), hpc_job="7"))
+        asked = [q for p, _, q in thanos.requests if p == "/api/v1/labels"]
+        assert [(float(q["start"]), float(q["end"])) for q in asked] == [
+            (datetime(2026, 3, 10, tzinfo=UTC).timestamp(), datetime(2026, 3, 11, tzinfo=UTC).timestamp()),
+            (datetime(2026, 3, 11, tzinfo=UTC).timestamp(), datetime(2026, 3, 12, tzinfo=UTC).timestamp()),
+        ]
+        before = time.time()
+        assert connector.check() == {"labels": ["hpc_job"]}
+        check = [q for p, _, q in thanos.requests if p == "/api/v1/labels"][-1]
+        assert before - day - 5 <= float(check["start"]) and float(check["end"]) - float(check["start"]) == day
+        assert float(check["end"]) <= time.time() + 5
+        # A long job (here 10 days) is one request over its own window, not one a day.
+        connector.fetch_job_series(SeriesRequest(start=start, end=start + timedelta(days=10), hpc_job="8"))
+        last = [q for p, _, q in thanos.requests if p == "/api/v1/labels"][-1]
+        assert (float(last["start"]), float(last["end"])) == (
+            start.timestamp(),
+            (start + timedelta(days=10)).timestamp(),
+        )

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import math
 import re
+import time
 from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -56,6 +57,11 @@ DCGM_METRICS: dict[str, str] = {
 }
 HOST_LABELS = ("hostname", "Hostname", "nodename", "instance")
 GPU_METRIC = "DCGM_FI_DEV_GPU_UTIL"
+# `/api/v1/labels` is always asked over a time range: without one, Thanos and Mimir look through every
+# block they hold (years of them) and slow down, hit their limits or time out. A job's labels are its UTC
+# days' (asked once a pull, shared by the pull's other jobs of those days); a check asks over the last day.
+LABELS_DAY_S = 86_400
+LABELS_MAX_DAYS = 3  # a job over more days not yet asked: one request over its own window instead
 # Node-level series from node_exporter; `{rate}` is the rate window, `{nodes}` the node name regex.
 # node_exporter's `instance` is ip:port, so the node name comes from node_uname_info.
 _NODE_JOIN = ' * on(instance) group_left(nodename) node_uname_info{{nodename=~"{nodes}"}}'
@@ -360,7 +366,7 @@ class PrometheusConnector(BaseConnector):
         self.max_points = number_option(options, "max_points", MAX_POINTS_PER_SERIES, low=1, high=11_000, integer=True)
         self.node_exporter = bool(options.get("node_exporter", True))
         self.host_fallback = bool(options.get("host_fallback", True))
-        self._labels: set[str] | None = None
+        self._label_days: dict[int, set[str]] = {}  # UTC day number -> the label names asked over it
 
     def list_jobs(self, watermark: str, until: datetime):
         # Metrics only: a pull checks that the server answers and which label variants it uses.
@@ -370,14 +376,26 @@ class PrometheusConnector(BaseConnector):
     def check(self) -> dict:
         return {"labels": sorted(self.labels())}
 
-    def labels(self) -> set[str]:
-        """The label names dcgm-exporter's GPU series carry here (autodetects the variant in use)."""
-        if self._labels is None:
-            doc = self.http.get_json("api/v1/labels", params={"match[]": GPU_METRIC})
-            if not isinstance(doc, dict) or doc.get("status") != "success" or not isinstance(doc.get("data"), list):
-                raise BadData(f"{self.settings.name}: /api/v1/labels answered {str(doc)[:200]}")
-            self._labels = set(doc["data"])
-        return self._labels
+    def labels(self, start: datetime | None = None, end: datetime | None = None) -> set[str]:
+        """The label names dcgm-exporter's GPU series carry (autodetects the variant in use) over the UTC
+        days of [start, end]; without a window, over the last day."""
+        if start is None or end is None:
+            now = time.time()
+            return self._label_names(now - LABELS_DAY_S, now)
+        days = range(int(start.timestamp() // LABELS_DAY_S), int(end.timestamp() // LABELS_DAY_S) + 1)
+        missing = [day for day in days if day not in self._label_days]
+        if len(missing) > LABELS_MAX_DAYS:
+            return self._label_names(start.timestamp(), end.timestamp())
+        for day in missing:
+            self._label_days[day] = self._label_names(day * LABELS_DAY_S, (day + 1) * LABELS_DAY_S)
+        return set().union(*(self._label_days[day] for day in days))
+
+    def _label_names(self, start: float, end: float) -> set[str]:
+        params = {"match[]": GPU_METRIC, "start": f"{start:.3f}", "end": f"{end:.3f}"}
+        doc = self.http.get_json("api/v1/labels", params=params)
+        if not isinstance(doc, dict) or doc.get("status") != "success" or not isinstance(doc.get("data"), list):
+            raise BadData(f"{self.settings.name}: /api/v1/labels answered {str(doc)[:200]}")
+        return set(doc["data"])
 
     def query_range(self, query: str, start: float, end: float) -> list[Series]:
         form = {"query": query, "start": f"{start:.3f}", "end": f"{end:.3f}", "step": f"{self.step_s:g}"}
@@ -387,8 +405,9 @@ class PrometheusConnector(BaseConnector):
     def gpu_models(self, request: SeriesRequest) -> list[str]:
         """The GPU models (dcgm-exporter's `modelName`) of the job's GPUs, most GPUs first; one cheap
         `/api/v1/series` request over the job's window, no samples read."""
-        selectors = dcgm_selectors(request, self.labels(), names=[GPU_METRIC])
-        if not selectors or "modelName" not in self.labels():
+        labels = self.labels(request.start, request.end)
+        selectors = dcgm_selectors(request, labels, names=[GPU_METRIC])
+        if not selectors or "modelName" not in labels:
             return []
         params = [("match[]", selector) for selector in selectors]
         params += [("start", f"{request.start.timestamp():.3f}"), ("end", f"{request.end.timestamp():.3f}")]
@@ -404,7 +423,7 @@ class PrometheusConnector(BaseConnector):
         return [model for model, _ in counts.most_common()]
 
     def fetch_job_series(self, request: SeriesRequest) -> pd.DataFrame | None:
-        labels = self.labels()
+        labels = self.labels(request.start, request.end)
         selectors = dcgm_selectors(request, labels)
         results = self._collect(selectors, request)
         if not results and request.hpc_job and request.hosts and self.host_fallback and "hpc_job" in labels:
