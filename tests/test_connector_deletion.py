@@ -398,3 +398,38 @@ def test_the_deletion_page_follows_the_worker_and_says_when_it_is_done(browser, 
     assert browser.find_element("id", "deletion-said").text.startswith("Connector api deleted, with the 3 jobs")
     assert browser.switch_to.active_element.tag_name == "h1"
     assert violations(browser) == []
+
+
+def test_a_deletion_whose_task_was_lost_is_replaced_when_asked_for_again(client, operator, monkeypatch):
+    """A deletion whose task was lost (Redis flushed) waited for ever, its connector's page saying it was
+    being deleted. Its lease runs out after minutes; Delete again then starts a new deletion and ends the
+    old one, saying so; the old task, should it come after all, does nothing."""
+    from datetime import timedelta
+
+    from celery.result import AsyncResult
+    from django.utils import timezone
+
+    from fleet import tasking
+    from fleet.connectors.models import ConnectorDeletion
+    from fleet.connectors.tasks import delete_connector_task
+
+    monkeypatch.setattr(tasking, "publish", lambda task, args=(), **kw: AsyncResult("x"))  # lost on the way
+    api = pulled("api", "c1", 2)
+    lost, _ = sync.start_deletion(api, operator)
+    client.force_login(operator)
+    again = client.post(reverse("connectors:delete", args=[api.pk]), {"with_jobs": "1"}, follow=True)
+    assert "api is already being deleted." in again.content.decode()  # its lease holds
+    assert again.redirect_chain[-1][0] == reverse("connectors:deletion", args=[lost.pk])
+
+    Connector.objects.filter(pk=api.pk).update(locked_until=timezone.now() - timedelta(seconds=1))  # ran out
+    client.post(reverse("connectors:delete", args=[api.pk]), {"with_jobs": "1"})
+    lost.refresh_from_db()
+    assert lost.status == ConnectorDeletion.Status.FAILED
+    assert lost.message == (
+        "Its task stopped or never came (lost, or no worker was free) after 0 jobs were deleted, and the deletion "
+        "was asked for again: the new one deletes the rest."
+    )
+    new = ConnectorDeletion.objects.exclude(pk=lost.pk).get()
+    assert sync.deletion_under_way(api) == new
+    assert delete_connector_task.apply(args=[lost.pk]).get()["status"] == "failed"  # the old task: nothing done
+    assert Job.objects.filter(cluster__name="c1").count() == 2

@@ -216,6 +216,14 @@ def start_deletion(connector: Connector, user) -> tuple[ConnectorDeletion | None
         if held is None or being_deleted(held):
             return None, f"{connector.name} is already being deleted."
         return None, f"A pull of {connector.name} is running; delete it once the pull has ended."
+    # The lease was free, so no deletion of it is running: one still unfinished lost its task (or waits
+    # for a worker longer than its lease). This one replaces it; should the old task come, it does nothing.
+    for stale in connector.deletions.exclude(status__in=FINISHED_DELETIONS):
+        said = (
+            f"Its task stopped or never came (lost, or no worker was free) after {stale.jobs_deleted:,} jobs were "
+            "deleted, and the deletion was asked for again: the new one deletes the rest"
+        )
+        fail_deletion(stale.pk, said, counted=False)
     plan = deletion_plan(connector)
     deletion = ConnectorDeletion.objects.create(
         connector=connector,
@@ -342,11 +350,12 @@ def fail_deletion(deletion_id: int, reason: str, *, counted: bool = True) -> Non
         release(deletion.connector_id, deletion.lease_token)
 
 
+FINISHED_DELETIONS = (ConnectorDeletion.Status.SUCCEEDED, ConnectorDeletion.Status.FAILED)
+
+
 def deletion_under_way(connector: Connector) -> ConnectorDeletion | None:
     """The deletion of this connector that has not finished yet, if one was started."""
-    return connector.deletions.exclude(
-        status__in=[ConnectorDeletion.Status.SUCCEEDED, ConnectorDeletion.Status.FAILED]
-    ).first()
+    return connector.deletions.exclude(status__in=FINISHED_DELETIONS).first()
 
 
 # -- the pull -------------------------------------------------------------------------------------
