@@ -180,6 +180,72 @@ def test_an_expired_continue_token_restarts_the_listing_and_stores_each_job_once
     assert Job.objects.count() == 5 and result.created == 5
 
 
+EXPIRED = (
+    "The provided continue parameter is too old to display a consistent list result. You can start a new list "
+    "without the continue parameter, or use the continue token in this response to retrieve the remainder of the "
+    "results. Continuing with the provided token results in an inconsistent list - objects that were created, "
+    "modified, or deleted between the time the first chunk was returned and now may show up in the list."
+)
+
+
+def expired(fresh: str = "") -> dict:
+    """The API server's 410 for an expired `continue` token: a Status whose own `metadata.continue` (when it gives
+    one) goes on with the rest of the list at the latest revision."""
+    answer = status(410, "Expired", EXPIRED)
+    answer["metadata"] = {"continue": fresh} if fresh else {}
+    return answer
+
+
+def test_a_listing_slower_than_etcds_compaction_goes_on_with_the_inconsistent_continue_token():
+    """On a cluster whose listing outlasts etcd's compaction (thousands of pods, a busy API server) every
+    `continue` token had expired by the time it was used: the listing began again from the first page, three
+    times, and the pull failed (*the pod listing kept expiring*), every pull, storing nothing. The 410's Status
+    carries a token for the rest of the list (at the latest revision); the listing now goes on with it, keeping
+    the pages it read, each pod once."""
+    pods = [pod(f"job-{n}", f"p{n}", start=T, end=T + timedelta(minutes=30 + n)) for n in range(7)]
+
+    def pages(path, query):
+        token = query.get("continue") or "0"
+        if not token.startswith("inconsistent-") and token != "0":  # every token is stale once it is used
+            return 410, expired(f"inconsistent-{token}"), {}
+        start = int(token.removeprefix("inconsistent-"))
+        more = start + 2 < len(pods)
+        return 200, pod_list(pods[start : start + 2], str(start + 2) if more else ""), {}
+
+    with FakePlatform() as server:
+        server.route("/api/v1/pods", pages)
+        result = pull(server, options={"page_size": 2, "fetch_logs": False})
+        asked = [q.get("continue", "") for p, _, q in server.requests if p == "/api/v1/pods"]
+    assert result.status == "succeeded", result.errors
+    assert asked == ["", "2", "inconsistent-2", "4", "inconsistent-4", "6", "inconsistent-6"]
+    assert Job.objects.count() == 7 and result.created == 7
+
+
+def test_a_listing_that_cannot_go_on_fails_after_a_bounded_number_of_tries():
+    """An API server whose every token expires, and whose 410 offers no token to go on with (or one that expires
+    too), cannot be listed: the pull says so after a few tries instead of listing again and again."""
+    pods = [pod(f"job-{n}", f"p{n}", start=T, end=T + timedelta(minutes=30 + n)) for n in range(4)]
+
+    def no_way_on(path, query):
+        if query.get("continue"):
+            return 410, expired(), {}
+        return 200, pod_list(pods[:2], "2"), {}
+
+    def stale_again(path, query):
+        if query.get("continue"):
+            return 410, expired(f"inconsistent-{len(server.requests)}"), {}
+        return 200, pod_list(pods[:2], "2"), {}
+
+    for answer in (no_way_on, stale_again):
+        with FakePlatform() as server:
+            server.route("/api/v1/pods", answer)
+            result = pull(server, name=answer.__name__, options={"page_size": 2, "fetch_logs": False})
+            asked = server.count("/api/v1/pods")
+        assert result.status == "failed" and "410 Gone" in result.message, result.message
+        assert asked <= 10
+    assert not Job.objects.exists()
+
+
 def test_rbac_refusals_name_what_the_service_account_may_not_do():
     """Listing pods across the cluster needs a ClusterRole; reading logs needs `get` on `pods/log` too.
     The API server's 403 says which (user, verb, resource, scope) and the page quotes it; a job whose

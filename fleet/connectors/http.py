@@ -52,16 +52,21 @@ logger = logging.getLogger(__name__)
 
 RETRY_STATUSES = frozenset({429, 500, 502, 503, 504})
 MAX_RESPONSE_BYTES = 512 * 2**20
+# Of an error answer: enough for a Kubernetes `Status` with a long message and its `continue` token.
+ERROR_BODY_BYTES = 16_384
 USER_AGENT = "fleet-triage-connector/1"
 
 
 class HttpStatusError(BadData):
     """A 4xx answer (other than 429): the request itself is wrong, asking again will not help."""
 
-    def __init__(self, status: int, url: str, detail: str):
+    def __init__(self, status: int, url: str, detail: str, document: dict | None = None):
         self.status = status
         self.url = url
         self.detail = detail
+        # The answer's JSON object, when it was one (a Kubernetes `Status`: its `metadata.continue` resumes
+        # a listing whose token expired); never shown, the message is `detail`, scrubbed.
+        self.document = document
         super().__init__(status_problem(status, url, detail))
 
 
@@ -348,9 +353,10 @@ class HttpClient:
                 if response.status_code >= 400:
                     # response.url: after a same-origin redirect, the address that actually answered
                     answered = _without_query(response.url or url)
-                    detail = self._scrub(_snippet(response))
+                    snippet, document = _snippet(response)
+                    detail = self._scrub(snippet)
                     logger.warning("%s %s: HTTP %s: %s", method, answered, response.status_code, detail)
-                    raise HttpStatusError(response.status_code, answered, detail)
+                    raise HttpStatusError(response.status_code, answered, detail, document)
                 try:
                     if keep is not None:  # a fresh keeper each try: a broken read starts over
                         kept = _stream_into(response, keep())
@@ -440,15 +446,16 @@ def _reason(exc: Exception) -> str:
     return str(inner)
 
 
-def _snippet(response: requests.Response) -> str:
+def _snippet(response: requests.Response) -> tuple[str, dict | None]:
+    """An error answer's words for the message, and its JSON object (None when it is not one)."""
     try:
-        text = response.raw.read(2000, decode_content=True).decode("utf-8", errors="replace")
+        text = response.raw.read(ERROR_BODY_BYTES, decode_content=True).decode("utf-8", errors="replace")
     except Exception:  # noqa: BLE001 - only a hint for the error message
-        return response.reason or ""
+        return response.reason or "", None
     try:
         data = json.loads(text)
         if isinstance(data, dict):
-            return str(data.get("error") or data.get("message") or data.get("errors") or text)[:500]
+            return str(data.get("error") or data.get("message") or data.get("errors") or text)[:500], data
     except ValueError:
         pass
-    return text.strip()[:500] or (response.reason or "")
+    return text.strip()[:500] or (response.reason or ""), None

@@ -92,6 +92,7 @@ QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
 GPU_PRODUCT_LABEL = "nvidia.com/gpu.product"
 PAGE_SIZE = 500
 MAX_REPEATS = 3
+MAX_RELISTS = 3  # listings begun again after a 410 Gone that gave no token to go on with
 
 
 @dataclass
@@ -753,34 +754,66 @@ class KubernetesConnector(BaseConnector):
         return {"pods_visible": bool(pods)}
 
     def list_pods(self) -> list[dict]:
-        """Every pod, page by page; an expired `continue` token (410 Gone) restarts the listing."""
-        for _attempt in range(3):
-            pods: dict[str, dict] = {}
-            token, seen_tokens, repeats = "", set(), 0
-            page_size = self.page_size
+        """Every pod, page by page (`_pages`), each once: keyed by uid, a pod read again is the later reading."""
+        params: dict = {"limit": self.page_size}
+        if self.settings.options.get("label_selector"):
+            params["labelSelector"] = self.settings.options["label_selector"]
+        pods: dict[str, dict] = {}
+        for doc in self._pages(self.pods_path, params):
+            page, _ = parse_pod_list(doc, source=f"{self.settings.name} {self.pods_path}")
+            for pod in page:
+                meta = pod.get("metadata") or {}
+                pods[str(meta.get("uid") or meta.get("namespace", "") + "/" + meta.get("name", ""))] = pod
+        return list(pods.values())
+
+    def _pages(self, path: str, params: dict) -> Iterator[dict]:
+        """The pages of a list, following `metadata.continue`.
+
+        A token older than etcd's compaction (about 5 minutes) is answered 410 Gone (reason Expired); the
+        Status then carries a token of its own in `metadata.continue` for the rest of the list at the latest
+        revision ("inconsistent": objects created, changed or deleted since the first page show as they are
+        now). The listing goes on with it, keeping the pages it read, so a listing slower than the compaction
+        still ends. Without one (or on a first page) it begins again, up to MAX_RELISTS times. The objects a
+        pull stores are jobs that ended before it began (`settle_minutes`), which a list going on from a newer
+        revision shows whole. Bounded: more than MAX_REPEATS 410s with no page between them, or a page served
+        again and again, fail the pull."""
+        token, seen, repeats, expired_in_a_row, relists = "", set(), 0, 0, 0
+        while True:
             try:
-                while True:
-                    params = {"limit": page_size}
-                    if self.settings.options.get("label_selector"):
-                        params["labelSelector"] = self.settings.options["label_selector"]
-                    if token:
-                        params["continue"] = token
-                    doc = self.http.get_json(self.pods_path, params=params)
-                    page, token = parse_pod_list(doc, source=f"{self.settings.name} {self.pods_path}")
-                    for pod in page:  # keyed by uid: a page served twice adds nothing
-                        meta = pod.get("metadata") or {}
-                        pods[str(meta.get("uid") or meta.get("namespace", "") + "/" + meta.get("name", ""))] = pod
-                    if not token:
-                        return list(pods.values())
-                    if token in seen_tokens:  # a page served twice: harmless once or twice, a loop after that
-                        repeats += 1
-                        if repeats > MAX_REPEATS:
-                            raise BadData(f"{self.settings.name}: the API server keeps repeating a page")
-                    seen_tokens.add(token)
+                doc = self.http.get_json(path, params={**params, **({"continue": token} if token else {})})
             except HttpStatusError as exc:
                 if exc.status != 410:
                     raise
-        raise BadData(f"{self.settings.name}: the pod listing kept expiring (410 Gone)")
+                expired_in_a_row += 1
+                if expired_in_a_row > MAX_REPEATS:
+                    raise BadData(
+                        f"{self.settings.name}: listing {path} failed: the API server answered 410 Gone (its continue "
+                        f"token expired) {expired_in_a_row} times in a row"
+                    ) from exc
+                metadata = (exc.document or {}).get("metadata")
+                fresh = str(metadata.get("continue") or "") if isinstance(metadata, dict) else ""
+                if fresh and token:
+                    logger.info("%s: continue token expired; going on with the inconsistent one", path)
+                    token = fresh
+                    continue
+                relists += 1
+                if relists > MAX_RELISTS:
+                    raise BadData(
+                        f"{self.settings.name}: listing {path} kept expiring (410 Gone) and the API server gave no "
+                        f"token to go on with; it began again {MAX_RELISTS} times"
+                    ) from exc
+                token, seen, repeats = "", set(), 0
+                continue
+            expired_in_a_row = 0
+            yield doc
+            token = str(((doc.get("metadata") or {}) if isinstance(doc, dict) else {}).get("continue") or "")
+            if not token:
+                return
+            if token in seen:  # a page served twice: harmless once or twice, a loop after that
+                repeats += 1
+                if repeats > MAX_REPEATS:
+                    raise BadData(f"{self.settings.name}: the API server keeps repeating a page of {path}")
+            seen.add(token)
 
     def list_ray_jobs(self, pods: list[dict]) -> list[dict] | None:
         """KubeRay's RayJobs (`ray.io/v1`), asked for only when a pod is a Ray node; None when the API server
@@ -791,25 +824,22 @@ class KubernetesConnector(BaseConnector):
             return None
         namespace = self.settings.options.get("namespace")
         path = f"apis/ray.io/v1/namespaces/{namespace}/rayjobs" if namespace else "apis/ray.io/v1/rayjobs"
-        items: list[dict] = []
-        token, seen = "", set()
+        items: dict[str, dict] = {}  # by uid: a listing begun again (410 Gone) reads some twice
         try:
-            while True:
-                params = {"limit": self.page_size, **({"continue": token} if token else {})}
-                doc = self.http.get_json(path, params=params)
+            for doc in self._pages(path, {"limit": self.page_size}):
                 if not isinstance(doc, dict) or not isinstance(doc.get("items"), list):
                     raise BadData(f"{self.settings.name} {path}: expected a RayJobList with an 'items' list")
-                items.extend(item for item in doc["items"] if isinstance(item, dict))
-                token = str((doc.get("metadata") or {}).get("continue") or "")
-                if not token or token in seen:
-                    return items
-                seen.add(token)
+                for item in doc["items"]:
+                    if isinstance(item, dict):
+                        meta = item.get("metadata") or {}
+                        items[str(meta.get("uid") or f"{meta.get('namespace')}/{meta.get('name')}")] = item
         except HttpStatusError as exc:
             if exc.status == 403:
                 self.ray_refusal = str(exc)
-            if exc.status in (403, 404, 410):
+            if exc.status in (403, 404):
                 return None
             raise
+        return list(items.values())
 
     def list_jobs(self, watermark: str, until: datetime) -> Iterator[Batch]:
         since = parse_time_watermark(watermark)
