@@ -254,3 +254,13 @@ def test_what_a_total_leaves_out_for_want_of_a_rate_is_said_in_whole_units_by_th
         JobFactory(start_time=start, cost=Decimal(cost), currency="EUR")
     note = queries.pricing(Job.objects.all()).note
     assert note.startswith("Costs in EUR (3 EUR) are left out of the cost figures"), note
+
+
+def test_the_api_schema_says_a_finding_s_cost_and_its_fix_s_recoverable_cost_are_one_amount(client, operator):
+    client.force_login(operator)
+    schema = client.get("/api/v1/schema/", {"format": "json"}).json()["components"]["schemas"]
+    cost = schema["Finding"]["properties"]["cost"]["description"]
+    recoverable = schema["Guidance"]["properties"]["recoverable_cost"]["description"]
+    assert "`recoverable_cost`, the same amount" in cost and "half a cent up" in cost
+    assert "the finding's `cost`, the same amount" in recoverable
+    assert "attributed `gpu_hours`" in schema["Guidance"]["properties"]["recoverable_gpu_hours"]["description"]

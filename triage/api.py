@@ -198,13 +198,16 @@ class GuidanceSerializer(serializers.Serializer):
     after = serializers.CharField(required=False, help_text="... and with the change.")
     expected_effect = serializers.CharField(required=False)
     paper = serializers.CharField(required=False)
-    recoverable_gpu_hours = serializers.FloatField(required=False)
+    recoverable_gpu_hours = serializers.FloatField(
+        required=False, help_text="The finding's attributed `gpu_hours` to 2 places (half up), as its job page shows."
+    )
     recoverable_cost = serializers.DecimalField(
         max_digits=20,
         decimal_places=2,
         required=False,
         allow_null=True,
-        help_text=f"What the fix would recover, {MONEY}; null when the job's GPU-hours have no price.",
+        help_text=f"What the fix would recover, {MONEY}: the finding's `cost`, the same amount (its attributed "
+        "GPU-hours at the job's price, to the cent, half a cent up); null when the job's GPU-hours have no price.",
     )
     currency = serializers.CharField(required=False, help_text=CURRENCY)
     settings = serializers.DictField(required=False, help_text="The job's own figures the change uses.")
@@ -268,7 +271,10 @@ class FindingSerializer(serializers.ModelSerializer):
             "guidance",
         ]
         extra_kwargs = {
-            "cost": {"help_text": f"What this cause cost the job, {MONEY}; null unpriced."},
+            "cost": {
+                "help_text": f"What this cause cost the job, {MONEY}: its attributed `gpu_hours` at the job's price, "
+                "to the cent, half a cent up (the guidance's `recoverable_cost`, the same amount); null unpriced."
+            },
             "currency": {"help_text": CURRENCY},
         }
 
