@@ -1124,7 +1124,7 @@ def test_fewer_jobs_are_not_called_an_improvement(fleet, team_b, operator, clien
     html = client.get(url, {"part": "html"}).content.decode()
     assert "Unused GPU-hours         10.0      (week before 30.0, -67 %)" in text
     for label in ("Unused GPU-hours", "Wasted cost"):  # fell, but neither green nor marked ▼
-        row = html.split(f">{label}</td>")[1].split("</tr>")[0]
+        row = html.split(f">{label}</th>")[1].split("</tr>")[0]  # the figure's row, after its row header
         assert "#176b3a" not in row and "▼" not in row and "-" in row
     improved = section(text, "WHAT IMPROVED SINCE LAST WEEK")
     assert "fewer unused GPU-hours" not in improved
