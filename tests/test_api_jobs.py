@@ -122,3 +122,27 @@ def test_a_sync_script_fetches_only_the_jobs_stored_or_triaged_since_its_last_ru
     assert {j["name"] for j in script.get("/api/v1/jobs/").json()["results"]} == {"old", "retriaged", "new"}
     refused = script.get("/api/v1/jobs/", {"changed_after": "yesterday"})
     assert refused.status_code == 400 and "changed_after" in refused.json()
+
+
+def test_a_sync_script_fetches_the_jobs_a_price_change_re_priced(team_a):
+    """A price saved on the settings page changes the costs of the cluster's jobs (and their findings'),
+    which a script syncing by `changed_after` must fetch again: re-pricing marks the jobs it changed."""
+    from datetime import timedelta
+    from decimal import Decimal
+
+    from django.utils import timezone
+
+    from fleet.models import GpuModelPrice, Job
+
+    priced = JobFactory(team=team_a, name="a100", gpu_model="A100")
+    other_model = JobFactory(team=team_a, name="h100", gpu_model="H100", cluster=priced.cluster)
+    long_ago = timezone.now() - timedelta(days=3)
+    Job.objects.filter(pk__in=[priced.pk, other_model.pk]).update(updated_at=long_ago)
+    last_run = timezone.now() - timedelta(seconds=1)
+    GpuModelPrice.objects.create(cluster_id=priced.cluster_id, gpu_model="A100", price_per_gpu_hour=Decimal("2.5"))
+    priced.refresh_from_db()
+    assert priced.cost is not None and priced.currency
+    _, key = MachineToken.objects.create_key(name="sync", reads_jobs=True)
+    since = as_token(key).get("/api/v1/jobs/", {"changed_after": last_run.isoformat()}).json()["results"]
+    assert [job["name"] for job in since] == ["a100"]  # the H100 job's cost did not change
+    assert since[0]["cost"] == str(priced.cost)
