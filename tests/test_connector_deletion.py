@@ -309,6 +309,9 @@ def test_with_a_task_queue_the_page_shows_the_deletion_under_way_then_finished(c
 
     detail = client.get(reverse("connectors:detail", args=[api.pk])).content.decode()
     assert "api is being deleted with the jobs it imported" in detail
+    listed = client.get(reverse("connectors:list")).content.decode()
+    link = reverse("connectors:deletion", args=[deletion.pk])
+    assert f'<a href="{link}">being deleted: 0 of 3 jobs deleted</a>' in listed
     said = client.post(reverse("connectors:sync", args=[api.pk]), follow=True).content.decode()
     assert "api is being deleted; no pull was queued." in said
     again = client.post(reverse("connectors:delete", args=[api.pk]), {"with_jobs": "1"}, follow=True)
@@ -321,6 +324,7 @@ def test_with_a_task_queue_the_page_shows_the_deletion_under_way_then_finished(c
     page = " ".join(client.get(reverse("connectors:deletion", args=[deletion.pk])).content.decode().split())
     assert "Connector api deleted, with the 3 jobs it imported and the cluster c1." in page
     assert not Connector.objects.filter(pk=api.pk).exists() and not Job.objects.filter(cluster__name="c1").exists()
+    assert "being deleted" not in client.get(reverse("connectors:list")).content.decode()
 
 
 def test_a_deletion_that_cannot_be_queued_says_so_and_frees_the_connector(client, operator, queue_down):

@@ -6,6 +6,7 @@ from __future__ import annotations
 from celery.result import EagerResult
 from django.conf import settings
 from django.contrib import messages
+from django.db.models import Prefetch
 from django.http import JsonResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.template.defaultfilters import pluralize
@@ -28,7 +29,10 @@ RECENT_RUNS = 20
 @operator_required
 @read_only
 def connector_list(request):
-    connectors = Connector.objects.select_related("metrics_from", "last_run").prefetch_related("served")
+    under_way = ConnectorDeletion.objects.exclude(status__in=sync.FINISHED_DELETIONS)
+    connectors = Connector.objects.select_related("metrics_from", "last_run").prefetch_related(
+        "served", Prefetch("deletions", queryset=under_way, to_attr="deletions_under_way")
+    )
     return render(request, "connectors/connector_list.html", {"connectors": connectors})
 
 
