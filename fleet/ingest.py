@@ -11,6 +11,7 @@ import hashlib
 import json
 import logging
 import os
+import re
 import secrets
 import time
 from collections import Counter
@@ -708,11 +709,16 @@ class JobToStore:
     record: JobRecord
     series: object  # the normalised series: a frame, a `SeriesSlice` or None
     artifacts: list[ArtifactRecord]
+    # Of the artifacts stored before, those whose path this matches are kept when `artifacts` does not bring
+    # them again (a connector's `keeps_artifacts`); the others are replaced.
+    keep: re.Pattern | None = None
 
 
-def store_job(run, cluster, team, record: JobRecord, frame, artifacts: list[ArtifactRecord]) -> tuple[str, Job]:
+def store_job(
+    run, cluster, team, record: JobRecord, frame, artifacts: list[ArtifactRecord], *, keep: re.Pattern | None = None
+) -> tuple[str, Job]:
     """Upsert one job (what connectors call); see `store_jobs`."""
-    return store_jobs(run, [JobToStore(cluster, team, record, frame, artifacts)])[0]
+    return store_jobs(run, [JobToStore(cluster, team, record, frame, artifacts, keep)])[0]
 
 
 def store_jobs(run, items: list[JobToStore]) -> list[tuple[str, Job]]:
@@ -768,6 +774,7 @@ def store_jobs(run, items: list[JobToStore]) -> list[tuple[str, Job]]:
         updated: list[Job] = []
         stored: list[tuple[Job, list[ArtifactRecord], tuple[str, ...], list]] = []  # with names, events
         replaced: set[str] = set()
+        keeping: dict[int, tuple[re.Pattern, list[ArtifactRecord]]] = {}  # updated jobs that keep some artifacts
         for index, (item, (series, fp, series_name, artifact_names, summary, blobs_stored), key) in enumerate(
             zip(items, prepared, keys, strict=True)
         ):
@@ -787,6 +794,8 @@ def store_jobs(run, items: list[JobToStore]) -> list[tuple[str, Job]]:
                     replaced.add(job.series_file.name)
                 updated.append(job)
                 results.append(("updated", job))
+                if item.keep is not None:
+                    keeping[job.pk] = (item.keep, item.artifacts)
             _apply_record(job, item.record, item.team, fp, run)
             _apply_summary(job, summary, item.cluster, item.record.summary_gpu_util)
             job.series_file.name = series_name
@@ -800,7 +809,7 @@ def store_jobs(run, items: list[JobToStore]) -> list[tuple[str, Job]]:
         for job in updated:
             job.save()
         if updated:
-            old_artifacts = Artifact.objects.filter(job__in=updated)
+            old_artifacts = Artifact.objects.filter(job__in=updated).exclude(pk__in=_kept_artifacts(keeping))
             replaced.update(old_artifacts.values_list("file", flat=True))
             old_artifacts.delete()  # cascades to their log events
         _store_artifacts(stored)
@@ -809,6 +818,23 @@ def store_jobs(run, items: list[JobToStore]) -> list[tuple[str, Job]]:
             # Only once the new rows are committed: a rolled-back update must still find its old blobs.
             transaction.on_commit(lambda: delete_unreferenced(replaced))
     return results
+
+
+def _kept_artifacts(keeping: dict[int, tuple[re.Pattern, list[ArtifactRecord]]]) -> list[int]:
+    """The artifacts updated jobs keep from before ({job id: (its `keep`, the artifacts it brings)}): those
+    `keep` matches that are not brought again (with their log events)."""
+    if not keeping:
+        return []
+    kept = []
+    rows = Artifact.objects.filter(job_id__in=keeping).values_list("pk", "job_id", "kind", "path")
+    brought = {
+        job_id: {(record.kind, _fitted_path(record.path)) for record in records}
+        for job_id, (_, records) in keeping.items()
+    }
+    for pk, job_id, kind, path in rows:
+        if (kind, path) not in brought[job_id] and keeping[job_id][0].search(path):
+            kept.append(pk)
+    return kept
 
 
 class Prepared(NamedTuple):

@@ -548,7 +548,7 @@ def test_a_node_that_is_down_costs_its_pods_logs_not_the_pull():
         asked = {p.split("/")[-2] for p, _, _ in server.requests if p.endswith("/log")}
     assert result.status in ("succeeded", "partial"), result.message
     llm = Job.objects.get(external_id="ptj")
-    assert [a.path for a in llm.artifacts.all()] == ["llm-master-0/main.log"]
+    assert [a.path for a in llm.artifacts.all()] == ["llm-master-0/main.run1.log"]
     worker, other = llm.labels["logs_unavailable"]
     assert worker.startswith("llm-worker-0: ") and "HTTP 500" in worker
     assert other == "llm-worker-1: its node n2 did not serve logs"
@@ -663,14 +663,90 @@ def test_a_restarted_containers_previous_run_and_init_containers_logs_are_fetche
     assert result.status in ("succeeded", "partial"), result.message
     bert = Job.objects.get(external_id="p1")
     assert sorted(a.path for a in bert.artifacts.all()) == [
-        "bert-0/fetch-data.log",
-        "bert-0/main.log",
-        "bert-0/main.previous.log",
+        "bert-0/fetch-data.run1.log",
+        "bert-0/main.run1.log",
+        "bert-0/main.run2.log",
     ]
     oom = bert.log_events.get(kind="oom")
-    assert oom.artifact.path == "bert-0/main.previous.log" and "CUDA out of memory" in oom.text
+    assert oom.artifact.path == "bert-0/main.run1.log" and "CUDA out of memory" in oom.text
     assert previous_asked == ["bert-0"]  # a container that never restarted has no previous run to ask for
-    assert [a.path for a in Job.objects.get(external_id="p2").artifacts.all()] == ["calm-0/main.log"]
+    assert [a.path for a in Job.objects.get(external_id="p2").artifacts.all()] == ["calm-0/main.run1.log"]
+
+
+def test_logs_an_earlier_pull_stored_are_kept_when_a_later_pull_cannot_read_them_again():
+    """A job is stored again when it changes: here a Job's retry pod ran after the first pull stored the Job
+    (its backoff outlasted `settle_minutes`). The first pull read the first pod's logs, the OOM that made it
+    fail among them; by the second its node had been scaled away (the API server answers 500 for its logs),
+    and storing the job again deleted them. Logs are now stored per run (`{pod}/{container}.run{N}.log`) and
+    a later pull keeps the runs it could not read again."""
+    first = pod("bert-0", "p1", owner=JOB, phase="Failed", start=T, end=T + timedelta(minutes=30), node="gpu-a")
+    first["status"]["containerStatuses"][0].update(
+        restartCount=1, lastState={"terminated": {"exitCode": 137, "reason": "OOMKilled"}}
+    )
+    retry = pod("bert-1", "p2", owner=JOB, start=T + timedelta(hours=1), end=T + timedelta(hours=2), node="gpu-b")
+    listed, down = [first], set()
+
+    def logs(path, query):
+        name = path.split("/")[-2]
+        if name in down:
+            return 500, status(500, "InternalError", "dial tcp 10.0.3.7:10250: connect: no route to host"), {}
+        if query.get("previous") == "true":
+            return 200, b"2026-01-01T00:10:00Z torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2G\n", {}
+        return 200, f"2026-01-01T00:20:00Z {name} epoch 1 done\n".encode(), {}
+
+    with FakePlatform() as server:
+        server.route("/api/v1/namespaces/", logs)
+        server.route("/api/v1/pods", lambda path, query: (200, pod_list(listed), {}))
+        connector = make_connector("kubernetes", server.url)
+        assert sync.sync_connector(connector.pk).created == 1
+        listed.append(retry)
+        down.add("bert-0")
+        again = sync.sync_connector(connector.pk)
+    assert again.updated == 1, again.errors
+    job = Job.objects.get(external_id="job-uid")
+    assert job.labels["pods"] == ["bert-0", "bert-1"]
+    assert sorted(a.path for a in job.artifacts.all()) == [
+        "bert-0/main.run1.log",
+        "bert-0/main.run2.log",
+        "bert-1/main.run1.log",
+    ]
+    assert job.log_events.get(kind="oom").artifact.path == "bert-0/main.run1.log"
+    assert job.labels["logs_unavailable"][0].startswith("bert-0: ")  # not read by this pull
+
+
+def test_the_job_page_says_which_runs_logs_are_kept_and_which_the_kubelet_no_longer_had(client, operator):
+    """A container restarted twice ran three times; the kubelet keeps the log of its current run and of the one
+    before it (`previous=true`), so by the time the job has finished and is pulled, its first run's log is gone.
+    The page said nothing of it: the two logs looked like all there was."""
+    item = pod("bert-0", "p1", owner=JOB, phase="Failed", start=T, end=T + timedelta(hours=1))
+    item["status"]["containerStatuses"][0].update(
+        restartCount=2, lastState={"terminated": {"exitCode": 137, "reason": "OOMKilled"}}
+    )
+    with FakePlatform() as server:
+        server.route("/api/v1/namespaces/", lambda path, query: (200, f"run {query.get('previous')}\n".encode(), {}))
+        server.route("/api/v1/pods", lambda path, query: (200, pod_list([item]), {}))
+        pull(server)
+    job = Job.objects.get()
+    assert sorted(a.path for a in job.artifacts.all()) == ["bert-0/main.run2.log", "bert-0/main.run3.log"]
+    client.force_login(operator)
+    page = client.get(f"/jobs/{job.pk}/").content.decode()
+    assert (
+        '<dt>Logs by run</dt><dd id="job-log-runs">bert-0/main: 3 runs, logs of runs 2–3; '
+        "no log of run 1 (the kubelet keeps a container&#x27;s last two runs only)</dd>"
+    ) in page
+
+
+def test_log_runs_names_the_runs_with_and_without_a_log():
+    from fleet.connectors.kubernetes import log_runs
+
+    raw = {"pods": [{"name": "a", "restarts": {"main": 3, "init": 1}}, {"name": "b", "restarts": {}}]}
+    kept_earlier = ["a/main.run1.log", "a/main.run3.log", "a/main.run4.log", "a/init.run1.log", "a/init.run2.log"]
+    assert log_runs(raw, kept_earlier) == [
+        "a/main: 4 runs, logs of runs 1, 3–4; no log of run 2 (the kubelet keeps a container's last two runs only)",
+        "a/init: 2 runs, logs of runs 1–2",
+    ]
+    assert log_runs(raw, ["b/main.run1.log"]) == ["a/main: 4 runs, no log kept", "a/init: 2 runs, no log kept"]
+    assert log_runs({"pods": "garbled"}, []) == [] and log_runs([], []) == []
 
 
 def test_a_refused_pods_log_is_one_error_for_the_pull_with_the_count():
@@ -824,7 +900,7 @@ def test_a_rayjobs_head_and_workers_are_one_job_that_ends_with_its_submitter():
     assert job.labels["nodes"] == ["g0", "g1"] and len(job.labels["pods"]) == 4
     assert "/apis/ray.io/v1/rayjobs" in asked
     # the submitter's log (the driver's output, which `ray job submit` follows) is the job's too
-    assert "llm-ft-8pl2d/main.log" in {a.path for a in job.artifacts.all()}
+    assert "llm-ft-8pl2d/main.run1.log" in {a.path for a in job.artifacts.all()}
 
 
 def test_a_rayjobs_status_ends_it_without_a_submitter_and_a_shared_cluster_is_not_its():

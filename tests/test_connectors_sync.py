@@ -543,7 +543,7 @@ def test_kubernetes_pull_with_pagination_faults_and_logs():
     llm = Job.objects.get(external_id="ptj-uid")
     assert resnet.gpu_count == 2 and resnet.state == "Succeeded" and resnet.name == "resnet"
     assert llm.gpu_count == 8 and llm.team.name == "Language" and llm.node_count == 2
-    assert sorted(a.path for a in llm.artifacts.all()) == ["llm-worker-0/main.log", "llm-worker-1/main.log"]
+    assert sorted(a.path for a in llm.artifacts.all()) == ["llm-worker-0/main.run1.log", "llm-worker-1/main.run1.log"]
     connector.refresh_from_db()
     assert parse_time_watermark(connector.watermark) == llm.end_time
 

@@ -10,7 +10,9 @@ A connector is a class registered under a `kind` (see `registry`). The sync serv
    Each job then goes through `describe(job)`, which may complete it from a request of its own.
 2. `fetch_series(job)` returns the job's normalised series frame (`fleet.series.normalize`) or
    None. Connectors that only list jobs delegate this to their metrics source (Prometheus).
-3. `fetch_artifacts(job)` returns the job's logs and scripts as `ArtifactRecord`s.
+3. `fetch_artifacts(job)` returns the job's logs and scripts as `ArtifactRecord`s. A job stored again
+   has its artifacts replaced by these, except the earlier ones whose path `keeps_artifacts` matches
+   and that were not brought again (a log the platform no longer serves).
 
 Errors: `TransientError` (timeouts, connection errors, 5xx, 429 — after the HTTP client's own
 retries are used up) ends the pull without moving the watermark, so the next run tries again.
@@ -157,6 +159,9 @@ class BaseConnector:
     label: ClassVar[str] = ""
     # True for kinds that list jobs; a metrics-only kind (Prometheus) serves other connectors.
     lists_jobs: ClassVar[bool] = True
+    # Paths of artifacts an earlier pull stored that a later pull of the job keeps when it does not bring
+    # them again (Kubernetes: a container's runs' logs, which the kubelet serves for a while only).
+    keeps_artifacts: ClassVar[re.Pattern | None] = None
     # Shown beside the connector form: typical options (JSON) and the auth the platform expects.
     options_example: ClassVar[str] = "{}"
     # Every option the kind reads, by name, with its type (a name in `fleet.connectors.options.OPTION_TYPES`):

@@ -30,7 +30,7 @@ import logging
 import math
 import re
 import shlex
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field, replace
 from datetime import datetime
 
@@ -91,6 +91,9 @@ FINISHED_PHASES = frozenset({"Succeeded", "Failed"})
 QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
 GPU_PRODUCT_LABEL = "nvidia.com/gpu.product"
 PAGE_SIZE = 500
+# A container's log is stored per run, `{pod}/{container}.run{N}.log` (runs counted from 1, the current one
+# `restartCount` + 1): a later pull of the job keeps the runs an earlier one stored and it could not read again.
+RUN_LOG = re.compile(r"^(?P<pod>[^/]+)/(?P<container>[^/]+)\.run(?P<run>[1-9]\d*)\.log$")
 MAX_REPEATS = 3
 MAX_RELISTS = 3  # listings begun again after a 410 Gone that gave no token to go on with
 
@@ -668,10 +671,12 @@ def _job(key, owner, pods, intervals, gpus, cluster, team_label, user_label, tea
                     "uid": (p.get("metadata") or {}).get("uid"),
                     "containers": [c.get("name") for c in (p.get("spec") or {}).get("containers") or []],
                     "init_containers": [c.get("name") for c in (p.get("spec") or {}).get("initContainers") or []],
-                    # restarts of each container: its previous run's log is fetched too (previous=true)
+                    # restarts of each container (init containers too): its runs are numbered from them, and
+                    # its previous run's log is fetched too (previous=true)
                     "restarts": {
                         str(c.get("name")): int(c.get("restartCount") or 0)
-                        for c in (p.get("status") or {}).get("containerStatuses") or []
+                        for c in ((p.get("status") or {}).get("initContainerStatuses") or [])
+                        + ((p.get("status") or {}).get("containerStatuses") or [])
                         if c.get("restartCount")
                     },
                     "nodeName": (p.get("spec") or {}).get("nodeName"),
@@ -681,6 +686,49 @@ def _job(key, owner, pods, intervals, gpus, cluster, team_label, user_label, tea
             ],
         },
     )
+
+
+def run_log_path(pod: str, container: str, run: int) -> str:
+    return f"{pod}/{container}.run{run}.log"
+
+
+def _runs_text(runs: list[int]) -> str:
+    """[1, 2, 3, 5] -> "1–3, 5"."""
+    spans: list[list[int]] = []
+    for run in sorted(runs):
+        if spans and run == spans[-1][1] + 1:
+            spans[-1][1] = run
+        else:
+            spans.append([run, run])
+    return ", ".join(str(a) if a == b else f"{a}–{b}" for a, b in spans)
+
+
+def log_runs(raw: dict, paths: Iterable[str]) -> list[str]:
+    """For each container of a job's pods (its `raw`) that restarted, which runs' logs are stored (`paths`) and
+    which are not: "bert-0/main: 3 runs, logs of runs 2–3; no log of run 1 (...)"."""
+    stored: dict[tuple[str, str], set[int]] = {}
+    for path in paths:
+        if found := RUN_LOG.match(path):
+            stored.setdefault((found["pod"], found["container"]), set()).add(int(found["run"]))
+    out = []
+    for pod in raw.get("pods") or [] if isinstance(raw, dict) else []:
+        if not isinstance(pod, dict) or not isinstance(pod.get("restarts"), dict):
+            continue
+        for container, restarts in pod["restarts"].items():
+            if not isinstance(restarts, int) or restarts < 1:
+                continue
+            runs = restarts + 1
+            kept = sorted(run for run in stored.get((str(pod.get("name")), container), ()) if run <= runs)
+            missing = [run for run in range(1, runs + 1) if run not in kept]
+            text = f"{pod.get('name')}/{container}: {runs} runs, "
+            text += f"logs of runs {_runs_text(kept)}" if kept else "no log kept"
+            if kept and missing:
+                text += (
+                    f"; no log of run{'s' if len(missing) > 1 else ''} {_runs_text(missing)} "
+                    "(the kubelet keeps a container's last two runs only)"
+                )
+            out.append(text)
+    return out
 
 
 def series_request(job: JobRecord) -> SeriesRequest:
@@ -707,6 +755,7 @@ class KubernetesConnector(BaseConnector):
 
     kind = "kubernetes"
     label = "Kubernetes (pods API)"
+    keeps_artifacts = RUN_LOG
     options_example = '{"team_label": "team", "namespace_teams": {"ml-research": "Research"}}'
     options_schema = {
         "label_selector": "text",
@@ -909,7 +958,10 @@ class KubernetesConnector(BaseConnector):
     def fetch_artifacts(self, job: JobRecord) -> list[ArtifactRecord]:
         """Each pod's logs: its init containers' (a failed `pip install` or data download in one is why the
         job never trained), each container's previous run when it restarted (`previous=true`: an OOMKilled
-        first attempt's last lines are in no other log) and its current run."""
+        first attempt's last lines are in no other log) and its current run, each stored as its run
+        (`run_log_path`). The kubelet keeps a container's current run and the one before it only: the runs
+        before those are gone by the time a finished job is pulled. A run stored by an earlier pull of the
+        job that this one cannot read again (its pod's node scaled away) is kept (`keeps_artifacts`)."""
         if not self.settings.options.get("fetch_logs", True):
             return []
         namespace = job.labels.get("namespace")
@@ -924,12 +976,13 @@ class KubernetesConnector(BaseConnector):
                 unavailable.append(f"{pod['name']}: its node {node} did not serve logs")
                 continue
             restarts = pod.get("restarts") or {}
-            logs = [(name, False) for name in pod.get("init_containers") or []]
-            for container in pod.get("containers") or []:
-                if restarts.get(container):
-                    logs.append((container, True))
-                logs.append((container, False))
-            for container, previous in logs:
+            logs = []  # (container, run number, previous): a container restarted R times is on its run R + 1
+            for container in [*(pod.get("init_containers") or []), *(pod.get("containers") or [])]:
+                runs = int(restarts.get(container) or 0) + 1
+                if runs > 1:
+                    logs.append((container, runs - 1, True))
+                logs.append((container, runs, False))
+            for container, run, previous in logs:
                 path = f"api/v1/namespaces/{namespace}/pods/{pod['name']}/log"
                 params = {"container": container, "timestamps": "true"}
                 if previous:
@@ -952,7 +1005,7 @@ class KubernetesConnector(BaseConnector):
                     unavailable.append(f"{pod['name']}: {exc}")
                     dead_nodes.add(node)
                     break
-                path = f"{pod['name']}/{container}{'.previous' if previous else ''}.log"
+                path = run_log_path(pod["name"], container, run)
                 out.append(ArtifactRecord(job.external_id, "log", path, content, truncated=cut))
         if unavailable:
             job.labels["logs_unavailable"] = unavailable  # shown with the job's labels

@@ -566,7 +566,9 @@ class _Pull:
             cluster_name, Cluster.objects.get_or_create(name=slugify(cluster_name)[:100] or "default")[0]
         )
         team = self.teams.get(record.team) or self.teams.setdefault(record.team, _team_for(record.team))
-        outcome, job = ingest.store_job(self.ingest_run, cluster, team, record, frame, artifacts or [])
+        outcome, job = ingest.store_job(
+            self.ingest_run, cluster, team, record, frame, artifacts or [], keep=source.keeps_artifacts
+        )
         setattr(self.result, outcome, getattr(self.result, outcome) + 1)
         if outcome != "unchanged":
             self.changed.append(job.pk)

@@ -22,6 +22,7 @@ from config.methods import read_only, with_form
 from fleet import audit
 from fleet.access import operator_required, sees_whole_fleet
 from fleet.canonical import as_utc
+from fleet.connectors.kubernetes import log_runs
 from fleet.costs import Conversion, jobs_priced_by, priced_in, unpriced_jobs
 from fleet.downloads import download_name, series_download
 from fleet.exports import stream_csv_rows
@@ -517,6 +518,7 @@ def job_detail(request, pk: int):
             "artifacts": artifacts[:ARTIFACTS_LISTED],
             "artifact_count": artifacts.count(),
             "events": queries.log_events_page(job, request.GET.get("events", "")),
+            "log_runs": _log_runs(job),
             "hide_findings": hide_findings,
             "job_files": queries.job_files(job),
             "jobs_list_query": jobs_list_query,
@@ -526,6 +528,14 @@ def job_detail(request, pk: int):
             **_runs_context(request.user, job, blinded),
         },
     )
+
+
+def _log_runs(job: Job) -> list[str]:
+    """For a Kubernetes job with logs: which runs of its restarted containers have a log, which have none."""
+    if (job.labels or {}).get("source") != "kubernetes" or not (job.labels or {}).get("restarts"):
+        return []
+    paths = list(job.artifacts.filter(kind=Artifact.Kind.LOG).values_list("path", flat=True))
+    return log_runs(job.raw, paths) if paths else []
 
 
 def _facts_links(job: Job) -> dict:
