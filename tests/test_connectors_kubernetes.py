@@ -736,6 +736,41 @@ def test_the_job_page_says_which_runs_logs_are_kept_and_which_the_kubelet_no_lon
     ) in page
 
 
+def test_a_run_read_by_an_earlier_pull_is_not_overwritten_by_the_later_runs():
+    """A pull read a container after its first restart: its first run's log as `previous`, its second as the
+    current. The job was stored again after a second restart, when the kubelet served runs 2 and 3 only: the
+    names `main.previous.log` and `main.log` now held runs 2 and 3, and run 1 was gone. Runs keep their numbers,
+    and the run only the earlier pull could read stays."""
+    item = pod("ray-head-0", "p1", owner=JOB, start=T, end=T + timedelta(hours=1))
+    restarts = {"count": 1}
+
+    def listed(path, query):
+        item["status"]["containerStatuses"][0]["restartCount"] = restarts["count"]
+        return 200, pod_list([item]), {}
+
+    def logs(path, query):  # the kubelet's: the current run and, with previous=true, the one before it
+        run = restarts["count"] + (0 if query.get("previous") == "true" else 1)
+        return 200, f"2026-01-01T00:0{run}:00Z run {run}\n".encode(), {}
+
+    with FakePlatform() as server:
+        server.route("/api/v1/namespaces/", logs)
+        server.route("/api/v1/pods", listed)
+        connector = make_connector("kubernetes", server.url)
+        sync.sync_connector(connector.pk)
+        restarts["count"] = 2
+        item["status"]["containerStatuses"][0]["state"]["terminated"]["finishedAt"] = (T + timedelta(hours=2)).strftime(
+            "%Y-%m-%dT%H:%M:%SZ"
+        )
+        assert sync.sync_connector(connector.pk).updated == 1
+    job = Job.objects.get()
+    stored = {a.path: a.file.open("rb").read().decode() for a in job.artifacts.all()}
+    assert stored == {
+        "ray-head-0/main.run1.log": "2026-01-01T00:01:00Z run 1\n",
+        "ray-head-0/main.run2.log": "2026-01-01T00:02:00Z run 2\n",
+        "ray-head-0/main.run3.log": "2026-01-01T00:03:00Z run 3\n",
+    }
+
+
 def test_log_runs_names_the_runs_with_and_without_a_log():
     from fleet.connectors.kubernetes import log_runs
 
