@@ -153,7 +153,8 @@ def test_the_pods_of_a_jobset_are_one_job():
 
 def test_an_expired_continue_token_restarts_the_listing_and_stores_each_job_once():
     """etcd compacts the revision a `continue` token names after ~5 minutes; the API server then answers
-    410 Gone with reason Expired. The listing starts again from the first page."""
+    410 Gone with reason Expired. Without a token of its own in the Status to go on with, the listing starts again
+    from the first page."""
     pods = [pod(f"job-{n}", f"p{n}", start=T, end=T + timedelta(minutes=30 + n)) for n in range(5)]
     expired = {"done": False}
 
