@@ -782,6 +782,7 @@ def test_log_runs_names_the_runs_with_and_without_a_log():
         "a/init: 2 runs, logs of runs 1–2",
     ]
     assert log_runs(raw, ["b/main.run1.log"]) == ["a/main: 4 runs, no log kept", "a/init: 2 runs, no log kept"]
+    assert log_runs(raw, ["a/main.log", "a/main.previous.log"]) == []  # stored before runs were numbered
     assert log_runs({"pods": "garbled"}, []) == [] and log_runs([], []) == []
 
 

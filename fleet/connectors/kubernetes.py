@@ -705,11 +705,15 @@ def _runs_text(runs: list[int]) -> str:
 
 def log_runs(raw: dict, paths: Iterable[str]) -> list[str]:
     """For each container of a job's pods (its `raw`) that restarted, which runs' logs are stored (`paths`) and
-    which are not: "bert-0/main: 3 runs, logs of runs 2–3; no log of run 1 (...)"."""
+    which are not: "bert-0/main: 3 runs, logs of runs 2–3; no log of run 1 (...)". Nothing for a job whose
+    logs were stored before they were named by run (`main.log`, `main.previous.log`): which runs those are
+    was not recorded."""
     stored: dict[tuple[str, str], set[int]] = {}
     for path in paths:
         if found := RUN_LOG.match(path):
             stored.setdefault((found["pod"], found["container"]), set()).add(int(found["run"]))
+    if not stored:
+        return []
     out = []
     for pod in raw.get("pods") or [] if isinstance(raw, dict) else []:
         if not isinstance(pod, dict) or not isinstance(pod.get("restarts"), dict):
