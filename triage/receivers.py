@@ -1,4 +1,5 @@
-"""Triage answers fleet's `jobs_ingested` signal by queuing the triage of the new or changed jobs."""
+"""Triage answers fleet's `jobs_ingested` signal by queuing the triage of the new or changed jobs, and
+the idle-alert check of those still running."""
 
 from django.db.models.signals import post_delete, post_save
 from django.dispatch import receiver
@@ -13,6 +14,18 @@ def triage_ingested_jobs(sender, job_ids, run_id=None, **kwargs):
     from triage.services import enqueue_triage
 
     enqueue_triage(list(job_ids))
+
+
+@receiver(jobs_ingested)
+def check_idle_alerts(sender, job_ids, run_id=None, **kwargs):
+    """After triage is queued (receivers run in order), queue the idle-alert check of the jobs still
+    running (`triage.digests.alerts`), once the current transaction commits."""
+    from django.db import transaction
+
+    from triage.digests.alerts import queue_check
+
+    ids = list(job_ids)
+    transaction.on_commit(lambda: queue_check(ids))
 
 
 @receiver([post_save, post_delete], sender=GpuModelPrice)

@@ -8,16 +8,21 @@ message or a second beat never send one digest twice (healthchecks' `sendreports
 from __future__ import annotations
 
 from django.conf import settings
+from django.core.validators import MaxValueValidator, MinValueValidator
 from django.db import models
 from django.db.models import F, Q
 from django.utils import timezone
 
-from fleet.models import Team
+from fleet.models import Job, Team
 
 
 class DigestKind(models.TextChoices):
     TEAM = "team", "Team digest"
     OPERATOR = "operator", "Operator digest"
+    # Not a digest a subscription is kept for: the "idle now" email about one running job, sent to the
+    # team digest's recipients who did not turn alerts off (`Subscription.alerts`). Its deliveries
+    # are listed with the digests'; its unsubscribe link turns off that team's alerts only.
+    IDLE_ALERT = "idle_alert", "Idle alert"
 
 
 class Subscription(models.Model):
@@ -28,6 +33,9 @@ class Subscription(models.Model):
     kind = models.CharField(max_length=20, choices=DigestKind.choices)
     team = models.ForeignKey(Team, null=True, blank=True, on_delete=models.CASCADE, related_name="digest_subscriptions")
     active = models.BooleanField(default=True)
+    # A team digest's recipient also gets its "idle now" alerts (`triage.digests.alerts`) unless this
+    # is off; an unsubscribed recipient (`active=False`) gets neither.
+    alerts = models.BooleanField(default=True, help_text="Also send this team's idle-job alerts.")
     updated_at = models.DateTimeField(auto_now=True)
 
     class Meta:
@@ -52,7 +60,9 @@ class Subscription(models.Model):
 
 
 class Delivery(models.Model):
-    """One digest for one address and one ISO week: queued → sending → sent, or failed."""
+    """One digest for one address and one ISO week: queued → sending → sent, or failed. An idle
+    alert is one too: for one address, one job and the start of one idle stretch of it (`job`,
+    `idle_since`; `iso_week` is the week the stretch began), with what it said in `details`."""
 
     class Status(models.TextChoices):
         QUEUED = "queued", "Queued"
@@ -74,6 +84,9 @@ class Delivery(models.Model):
     claimed_at = models.DateTimeField(null=True, blank=True)
     sent_at = models.DateTimeField(null=True, blank=True)
     message_id = models.CharField(max_length=300, blank=True)
+    job = models.ForeignKey(Job, null=True, blank=True, on_delete=models.CASCADE, related_name="idle_alerts")
+    idle_since = models.DateTimeField(null=True, blank=True, help_text="An idle alert's: when the idle stretch began.")
+    details = models.JSONField(default=dict, blank=True, help_text="An idle alert's facts, as mailed (and re-sent).")
 
     class Meta:
         ordering = ["-created_at", "-pk"]
@@ -81,8 +94,15 @@ class Delivery(models.Model):
         constraints = [
             models.UniqueConstraint(
                 fields=["recipient", "kind", "team", "iso_week"],
-                condition=Q(team__isnull=False),
+                condition=Q(team__isnull=False, job__isnull=True),
                 name="digest_delivery_unique_team",
+            ),
+            # One idle alert per address, job and idle stretch: pulling the job again never sends
+            # it twice; a job that worked and idled again has a new stretch, and may alert again.
+            models.UniqueConstraint(
+                fields=["recipient", "job", "idle_since"],
+                condition=Q(job__isnull=False),
+                name="digest_delivery_unique_alert",
             ),
             models.UniqueConstraint(
                 fields=["recipient", "kind", "iso_week"],
@@ -92,6 +112,8 @@ class Delivery(models.Model):
         ]
 
     def __str__(self) -> str:
+        if self.kind == DigestKind.IDLE_ALERT:
+            return f"idle alert of job {self.job_id} to {self.recipient} ({self.status})"
         return f"{self.kind} digest {self.iso_week} to {self.recipient} ({self.status})"
 
     # The claim: only a queued row, or a failed one being retried, moves to "sending", and only one
@@ -120,3 +142,26 @@ class Delivery(models.Model):
         self.status = self.Status.FAILED if final else self.Status.QUEUED
         self.last_error = error[:2000]
         Delivery.objects.filter(pk=self.pk).update(status=self.status, last_error=self.last_error)
+
+
+class AlertSettings(models.Model):
+    """The operators' switch and threshold for idle alerts: one row (pk 1), made on first use."""
+
+    enabled = models.BooleanField(default=True, help_text="Off: no running job is checked and no alert goes out.")
+    idle_minutes = models.PositiveIntegerField(
+        default=60,
+        validators=[MinValueValidator(5), MaxValueValidator(7 * 24 * 60)],
+        help_text="A running job alerts once every GPU has been idle this many minutes at the end of its series.",
+    )
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        verbose_name = "idle alert settings"
+        verbose_name_plural = "idle alert settings"
+
+    def __str__(self) -> str:
+        return f"idle alerts {'on' if self.enabled else 'off'}, after {self.idle_minutes} min"
+
+    @classmethod
+    def current(cls) -> AlertSettings:
+        return cls.objects.get_or_create(pk=1)[0]

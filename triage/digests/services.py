@@ -98,10 +98,15 @@ class Choice:
     kind: str
     team: Team | None
     active: bool
+    alerts: bool = True  # a team digest's: its idle alerts too (`Subscription.alerts`)
 
     @property
     def key(self) -> str:
         return f"{self.kind}:{self.team.pk if self.team else ''}"
+
+    @property
+    def alerts_key(self) -> str:
+        return f"alerts:{self.team.pk}" if self.team else ""
 
     @property
     def label(self) -> str:
@@ -112,18 +117,41 @@ def choices_for(user) -> list[Choice]:
     """The digests this user may subscribe to, with the default (members and operators: on) applied."""
     member_of = set(Team.objects.filter(owners__user=user).values_list("pk", flat=True))
     teams = Team.objects.all() if sees_whole_fleet(user) else Team.objects.filter(pk__in=member_of)
-    rows = {(s.kind, s.team_id): s.active for s in Subscription.objects.filter(user=user)}
+    subscriptions = {(s.kind, s.team_id): s for s in Subscription.objects.filter(user=user)}
+    rows = {key: s.active for key, s in subscriptions.items()}
     choices = []
     if is_operator(user):
         choices.append(Choice(DigestKind.OPERATOR, None, rows.get((DigestKind.OPERATOR, None), True)))
     for team in teams:
-        choices.append(Choice(DigestKind.TEAM, team, rows.get((DigestKind.TEAM, team.pk), team.pk in member_of)))
+        row = subscriptions.get((DigestKind.TEAM, team.pk))
+        choices.append(
+            Choice(
+                DigestKind.TEAM,
+                team,
+                rows.get((DigestKind.TEAM, team.pk), team.pk in member_of),
+                row.alerts if row is not None else True,
+            )
+        )
     return choices
 
 
 def set_subscription(user, kind: str, team: Team | None, active: bool) -> Subscription:
     subscription, _ = Subscription.objects.update_or_create(
         user=user, kind=kind, team=team if kind == DigestKind.TEAM else None, defaults={"active": active}
+    )
+    return subscription
+
+
+def set_alerts(user, team: Team, alerts: bool) -> Subscription:
+    """Turn a team's idle alerts on or off for `user`, keeping their digest choice as it is (a row made
+    now starts from the default: on for a member, off for anyone else)."""
+    member = team.owners.filter(user=user).exists()
+    subscription, _ = Subscription.objects.update_or_create(
+        user=user,
+        kind=DigestKind.TEAM,
+        team=team,
+        defaults={"alerts": alerts},
+        create_defaults={"alerts": alerts, "active": member},
     )
     return subscription
 

@@ -7,7 +7,7 @@ from django.conf import settings
 
 from fleet.tasking import IdempotentTask
 
-from . import services
+from . import alerts, services
 
 
 class DigestTask(IdempotentTask):
@@ -35,6 +35,35 @@ def send_digest_task(self, kind: str, week: str, team_id: int | None = None, to:
     result = services.send_group(kind, week, team_id, to=to, final_attempt=final)
     if result is None:  # the team was deleted before the worker reached it
         return None
+    if result.retry:
+        raise self.retry(countdown=services.retry_countdown(retries), max_retries=settings.DIGEST_MAX_RETRIES)
+    return result.as_dict()
+
+
+class IdleAlertTask(IdempotentTask):
+    def give_up(self, reason: str, delivery_ids=None, *args, **kwargs) -> None:
+        alerts.fail_deliveries(list(delivery_ids or []), f"gave up: {reason}")
+
+
+# Queued after an import or a pull (`triage.receivers`). Idempotent: a delivery is unique per address,
+# job and idle stretch, so checking the same jobs again creates nothing and sends nothing new.
+@shared_task(name="digests.check_idle_alerts", base=IdempotentTask, bind=True)
+def check_idle_alerts_task(self, job_ids: list[int]) -> dict:
+    result = alerts.check_jobs(job_ids)
+    if result.deliveries:
+        # Sent on the queue the check came from (a worker that checks alerts also sends them).
+        queue = (self.request.delivery_info or {}).get("routing_key") or None
+        send_idle_alerts_task.apply_async((result.deliveries,), queue=queue)
+    return result.as_dict()
+
+
+# Idempotent: each delivery is claimed before its message goes out and stamped after; SMTP trouble is
+# retried with the digests' backoff (DIGEST_MAX_RETRIES, DIGEST_RETRY_BACKOFF).
+@shared_task(name="digests.send_idle_alerts", base=IdleAlertTask, bind=True)
+def send_idle_alerts_task(self, delivery_ids: list[int]) -> dict:
+    retries = self.request.retries or 0
+    final = retries >= settings.DIGEST_MAX_RETRIES
+    result = alerts.send_deliveries(delivery_ids, final_attempt=final)
     if result.retry:
         raise self.retry(countdown=services.retry_countdown(retries), max_retries=settings.DIGEST_MAX_RETRIES)
     return result.as_dict()

@@ -13,5 +13,6 @@ urlpatterns = [
     path("deliveries/", views.delivery_list, name="deliveries"),
     path("deliveries/<int:pk>/retry/", views.delivery_retry, name="delivery-retry"),
     path("settings/", views.subscription_settings, name="settings"),
+    path("alerts/", views.alert_settings, name="alert-settings"),
     path("unsubscribe/<str:token>/", views.unsubscribe, name="unsubscribe"),
 ]

@@ -3,6 +3,7 @@ subscription settings, and the one-click unsubscribe that works without logging 
 
 from __future__ import annotations
 
+from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth import get_user_model
 from django.contrib.auth.decorators import login_required
@@ -19,8 +20,9 @@ from fleet.access import is_operator, operator_required
 from fleet.models import Team
 from fleet.tasking import QueueUnreachable
 
-from . import services, weeks
-from .models import Delivery, DigestKind
+from . import alerts, services, weeks
+from .forms import AlertSettingsForm
+from .models import AlertSettings, Delivery, DigestKind
 
 DELIVERIES_PER_PAGE = 50
 
@@ -101,7 +103,7 @@ def preview_operator(request, week: str):
 @operator_required
 @read_only
 def delivery_list(request):
-    deliveries = Delivery.objects.select_related("team", "user")
+    deliveries = Delivery.objects.select_related("team", "user", "job")
     filters = {
         "status": request.GET.get("status", ""),
         "week": request.GET.get("week", "").strip(),
@@ -127,6 +129,7 @@ def delivery_list(request):
             "kinds": DigestKind.choices,
             "counts": [(value, label, counts.get(value, 0)) for value, label in Delivery.Status.choices],
             "query": query.urlencode(),
+            "alert_settings": AlertSettings.current(),
         },
     )
 
@@ -144,13 +147,20 @@ def delivery_retry(request, pk: int):
     if delivery.status != Delivery.Status.FAILED:
         messages.warning(request, "Only a failed delivery can be retried.")
     else:
+        alert = delivery.kind == DigestKind.IDLE_ALERT
         try:
-            services.retry_delivery_group(delivery)
+            if alert:
+                alerts.retry_delivery(delivery)
+            else:
+                services.retry_delivery_group(delivery)
         except QueueUnreachable as exc:
             messages.error(request, str(exc))
             return redirect("digests:deliveries")
         audit.record(request.user, "digest.retry", delivery, {"kind": delivery.kind, "week": delivery.iso_week})
-        messages.info(request, f"Sending the {delivery.get_kind_display().lower()} for {delivery.iso_week} again.")
+        if alert:
+            messages.info(request, f"Sending the idle alert to {delivery.recipient} again.")
+        else:
+            messages.info(request, f"Sending the {delivery.get_kind_display().lower()} for {delivery.iso_week} again.")
     return redirect("digests:deliveries")
 
 
@@ -160,11 +170,16 @@ def subscription_settings(request):
     choices = services.choices_for(request.user)
     if request.method == "POST":
         wanted = set(request.POST.getlist("on"))
+        alerts_wanted = set(request.POST.getlist("alerts"))
         changed = 0
         for choice in choices:
             active = choice.key in wanted
             if active != choice.active:
                 services.set_subscription(request.user, choice.kind, choice.team, active)
+                changed += 1
+            alerts = choice.alerts_key in alerts_wanted
+            if choice.team is not None and alerts != choice.alerts:
+                services.set_alerts(request.user, choice.team, alerts)
                 changed += 1
         messages.info(request, "Your digest settings are saved." if changed else "Nothing changed.")
         return redirect("digests:settings")
@@ -186,13 +201,43 @@ def unsubscribe(request, token: str):
         return render(request, "digests/unsubscribe.html", {"invalid": True}, status=400)
     user = get_user_model().objects.filter(pk=user_id).first()
     team = Team.objects.filter(pk=team_id).first() if team_id else None
-    if user is None or (kind == DigestKind.TEAM and team is None):
+    if user is None or (kind in (DigestKind.TEAM, DigestKind.IDLE_ALERT) and team is None):
         return render(request, "digests/unsubscribe.html", {"gone": True}, status=404)
-    label = f"the weekly digest of {team}" if team else "the weekly operator digest"
+    if kind == DigestKind.IDLE_ALERT:
+        label = f"the idle-job alerts of {team}"
+    else:
+        label = f"the weekly digest of {team}" if team else "the weekly operator digest"
     if request.method != "POST":  # GET or HEAD
         # Only a POST unsubscribes: link scanners and previews fetch GET (and HEAD) links on their own.
         # The link is its authority and travels with the mail (a forwarded digest): the address is masked.
         address = services.masked_address(user.email)
         return render(request, "digests/unsubscribe.html", {"label": label, "user_email": address})
-    services.set_subscription(user, kind, team, active=False)
+    if kind == DigestKind.IDLE_ALERT:  # the alerts only: the weekly digest stays as it was
+        services.set_alerts(user, team, alerts=False)
+    else:
+        services.set_subscription(user, kind, team, active=False)
     return render(request, "digests/unsubscribe.html", {"label": label, "done": True})
+
+
+@operator_required
+@with_form
+def alert_settings(request):
+    """Operators turn idle alerts on or off and set how long a running job must idle before one."""
+    current = AlertSettings.current()
+    before = {"enabled": current.enabled, "idle_minutes": current.idle_minutes}
+    form = AlertSettingsForm(request.POST or None, instance=current)
+    if request.method == "POST" and form.is_valid():
+        saved = form.save()
+        after = {"enabled": saved.enabled, "idle_minutes": saved.idle_minutes}
+        if after != before:
+            audit.record(request.user, "idle_alerts.change", saved, {"before": before, "after": after})
+            messages.success(request, "Idle alert settings saved.")
+        else:
+            messages.info(request, "Nothing changed.")
+        return redirect("digests:alert-settings")
+    recent = Delivery.objects.filter(kind=DigestKind.IDLE_ALERT).select_related("job", "team")[:10]
+    return render(
+        request,
+        "digests/alert_settings.html",
+        {"form": form, "threshold": settings.IDLE_UTIL_THRESHOLD, "recent": recent},
+    )

@@ -1,0 +1,64 @@
+"""The idle-alert check on a real `celery worker` over Redis, mailing a real SMTP server on loopback
+that refuses the first attempt: the send task's retry, with its backoff, delivers the alert once, and
+checking the same job again on the worker sends nothing."""
+
+from __future__ import annotations
+
+import time
+import uuid
+
+import pytest
+from aiosmtpd.controller import Controller
+
+from tests.conftest import require_service
+from tests.test_digests import BASE_URL, Inbox, _free_port
+from tests.test_idle_alerts import archive, busy_then_idle, run_command
+from tests.test_services import celery_worker
+from triage.digests.models import AlertSettings, Delivery, DigestKind
+
+pytestmark = pytest.mark.services
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_real_worker_checks_a_pulled_job_and_alerts_once(tmp_path, storage_dir, member_a):
+    require_service("REDIS_URL")
+    from config.celery import app
+    from fleet.models import Job
+    from triage.digests.tasks import check_idle_alerts_task
+
+    # Stored (and triaged) here with alerts off, so that the worker is the one to check it.
+    AlertSettings.objects.update_or_create(pk=1, defaults={"enabled": False})
+    path = archive(tmp_path, "a.zip", [{"id": "9", "state": "RUNNING", "minutes": 120, "util": busy_then_idle}])
+    assert run_command(path)[0] == 0
+    job = Job.objects.get(external_id="9")
+    AlertSettings.objects.filter(pk=1).update(enabled=True)
+
+    inbox = Inbox(fail_first=1)
+    controller = Controller(inbox, hostname="127.0.0.1", port=_free_port())
+    controller.start()
+    app.conf.task_always_eager = False
+    queue = f"test-alerts-{uuid.uuid4().hex[:8]}"
+    env = {
+        "EMAIL_HOST": "127.0.0.1",
+        "EMAIL_PORT": str(controller.port),
+        "EMAIL_TIMEOUT": "10",
+        "PUBLIC_BASE_URL": BASE_URL,
+        "DIGEST_RETRY_BACKOFF": "1",
+    }
+    try:
+        with celery_worker(queue, storage_dir, env=env) as worker:
+            first = check_idle_alerts_task.apply_async(args=[[job.pk]], queue=queue)
+            assert first.get(timeout=60) == {"jobs": 1, "alerting": 1, "deliveries": 1}
+            deadline = time.monotonic() + 60
+            while time.monotonic() < deadline and not inbox.envelopes:
+                time.sleep(0.2)
+            assert inbox.envelopes, "the retry never delivered"
+            again = check_idle_alerts_task.apply_async(args=[[job.pk]], queue=queue)
+            assert again.get(timeout=60) == {"jobs": 1, "alerting": 1, "deliveries": 0}
+            assert worker.poll() is None
+    finally:
+        controller.stop()
+    assert inbox.attempts == 2 and len(inbox.to(member_a.email)) == 1
+    assert "Idle now: train-9 on c1" in inbox.to(member_a.email)[0]["Subject"]
+    delivery = Delivery.objects.get(kind=DigestKind.IDLE_ALERT)
+    assert delivery.status == Delivery.Status.SENT and delivery.attempts == 2

@@ -1,0 +1,342 @@
+"""Idle alerts: one email, as it happens, about a running job whose GPUs have all been idle a while.
+
+The weekly digest tells a team a week later; a job burning 8 idle GPUs now needs telling now. After
+each import or pull (`jobs_ingested`, answered in `triage.receivers`) `check_jobs` looks at the jobs
+that are still running: one whose every GPU has been below the idle threshold (IDLE_UTIL_THRESHOLD,
+the one a job's idle GPU-hours are counted by) for at least `AlertSettings.idle_minutes` at the end
+of its series gets one alert to its team digest's recipients (`services.team_recipients`) who did
+not turn alerts off (`Subscription.alerts`).
+
+The idle stretch is read off the stored series as triage reads it (`triage.evidence.timeline`): a
+hole in the samples ends a stretch (missing data is never idle time), and a job without samples
+never alerts. Its first idle sample is the stretch's start: a `Delivery` per address, job and start
+is the idempotency record (claimed, then stamped, as a digest's), so pulling the job again sends
+nothing new, and a job that worked and idled again has a new start and alerts again. What the
+alert said is kept in the delivery (`details`), so a retried one says the same.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from decimal import Decimal
+
+import numpy as np
+from django.conf import settings
+from django.core.mail import EmailMultiAlternatives, get_connection
+from django.urls import reverse
+
+from fleet.models import Job, price_for
+from fleet.money import cost_of
+from triage.evidence.timeline import build_timeline
+
+from . import services, weeks
+from .models import AlertSettings, Delivery, DigestKind, Subscription
+
+logger = logging.getLogger(__name__)
+
+TEMPLATE_NAME = "idle-alert"
+
+
+@dataclass(frozen=True)
+class IdleStretch:
+    since: datetime  # the first sample of the stretch
+    until: datetime  # the end of the series
+    seconds: float
+
+    @property
+    def minutes(self) -> int:
+        return int(self.seconds // 60)
+
+
+def idle_at_end(job: Job, threshold: float) -> IdleStretch | None:
+    """The stretch at the end of the job's series in which every GPU was below `threshold` %, or None
+    when its last sample is busy, or it has no GPU samples. A hole ends the stretch: it starts after it."""
+    if not job.series_file or not job.sample_count:
+        return None
+    from triage.services import load_series
+
+    try:
+        series = load_series(job)
+    except OSError:
+        logger.warning("The series of job %s is missing from storage; no idle alert", job)
+        return None
+    tl = build_timeline(series, start_s=job.start_time.timestamp(), end_s=job.end_time.timestamp())
+    if tl is None or not tl.n:
+        return None
+    idle = np.nanmax(tl.util, axis=1) < threshold
+    if not idle[-1]:
+        return None
+    # The last sample that breaks the stretch: a busy one, or one followed by a hole.
+    breaks = ~idle
+    breaks[:-1] |= tl.hole_after[:-1]
+    broken = np.flatnonzero(breaks)
+    first = int(broken[-1]) + 1 if broken.size else 0
+    since, until = float(tl.t[first]), tl.end
+    return IdleStretch(
+        since=datetime.fromtimestamp(since, tz=UTC),
+        until=datetime.fromtimestamp(until, tz=UTC),
+        seconds=max(0.0, until - since),
+    )
+
+
+def alert_recipients(job: Job) -> list:
+    """The team digest's recipients, less those who turned this team's alerts off."""
+    opted_out = set(
+        Subscription.objects.filter(kind=DigestKind.TEAM, team_id=job.team_id, alerts=False).values_list(
+            "user_id", flat=True
+        )
+    )
+    return [user for user in services.team_recipients(job.team) if user.pk not in opted_out]
+
+
+def _money(amount: Decimal | None) -> str | None:
+    return None if amount is None else f"{amount:,.2f}"
+
+
+def _cause(job: Job) -> dict | None:
+    """The biggest cause of the job's current triage, when that triage has seen the job as it is now."""
+    from triage.models import JobTriage
+
+    result = JobTriage.objects.filter(job=job, is_current=True).first()
+    if result is None or result.triaged_at < job.updated_at:
+        return None
+    finding = result.findings.order_by("-gpu_hours", "category").first()
+    if finding is None:
+        return None
+    return {"category": finding.category, "label": finding.category_enum.label, "summary": finding.summary}
+
+
+def facts(job: Job, stretch: IdleStretch, threshold: float) -> dict:
+    """What the alert says (kept in each delivery's `details`): plain JSON."""
+    price = price_for(job.cluster, job.gpu_model)
+    gpus = job.gpu_count * (job.gpu_share or 1.0)
+    per_hour = cost_of(gpus, price.price_per_gpu_hour) if price else None
+    so_far = cost_of(gpus * stretch.seconds / 3600, price.price_per_gpu_hour) if price else None
+    return {
+        "job_id": job.pk,
+        "external_id": job.external_id,
+        "name": job.name,
+        "cluster": job.cluster.name,
+        "user": job.user,
+        "team": str(job.team),
+        "gpus": job.gpus_text + (f" ({job.gpu_model})" if job.gpu_model else ""),
+        "idle_since": stretch.since.isoformat(),
+        "last_sample": stretch.until.isoformat(),
+        "idle_minutes": stretch.minutes,
+        "threshold": threshold,
+        "cost_per_hour": _money(per_hour),
+        "cost_so_far": _money(so_far),
+        "currency": price.currency if price else "",
+        "cause": _cause(job),
+        "job_url": services.absolute(reverse("dashboard:job-detail", args=[job.pk])),
+    }
+
+
+@dataclass
+class CheckResult:
+    jobs: int = 0  # running jobs looked at
+    alerting: list[int] = field(default_factory=list)  # jobs idle long enough
+    deliveries: list[int] = field(default_factory=list)  # queued deliveries to send
+
+    def as_dict(self) -> dict:
+        return {"jobs": self.jobs, "alerting": len(self.alerting), "deliveries": len(self.deliveries)}
+
+
+def running(job_ids: list[int]):
+    """The still-running jobs among `job_ids` (their state as stored, `Job.UNFINISHED_STATES`)."""
+    jobs = Job.objects.filter(pk__in=job_ids, sample_count__gt=0).exclude(series_file="")
+    return [job for job in jobs.select_related("cluster", "team").order_by("pk") if job.unfinished]
+
+
+def check_jobs(job_ids: list[int]) -> CheckResult:
+    """Find the running jobs idle long enough and queue one delivery per recipient and idle stretch;
+    returns the deliveries still to send (new ones, and any of the same stretch left queued)."""
+    result = CheckResult()
+    config = AlertSettings.current()
+    if not config.enabled:
+        return result
+    threshold = settings.IDLE_UTIL_THRESHOLD
+    for job in running(job_ids):
+        result.jobs += 1
+        stretch = idle_at_end(job, threshold)
+        if stretch is None or stretch.seconds < config.idle_minutes * 60:
+            continue
+        result.alerting.append(job.pk)
+        recipients = alert_recipients(job)
+        if not recipients:
+            continue
+        details = facts(job, stretch, threshold)
+        by_address: dict[str, object] = {}
+        for user in recipients:
+            by_address.setdefault(user.email.strip().lower(), user)
+        Delivery.objects.bulk_create(
+            [
+                Delivery(
+                    recipient=address,
+                    user=user,
+                    kind=DigestKind.IDLE_ALERT,
+                    team_id=job.team_id,
+                    iso_week=weeks.week_of(stretch.since),
+                    job=job,
+                    idle_since=stretch.since,
+                    details=details,
+                )
+                for address, user in by_address.items()
+            ],
+            ignore_conflicts=True,  # this stretch's alert exists already: never a second one
+        )
+        result.deliveries += list(
+            Delivery.objects.filter(job=job, idle_since=stretch.since, status=Delivery.Status.QUEUED)
+            .order_by("pk")
+            .values_list("pk", flat=True)
+        )
+    return result
+
+
+# --- The message ---------------------------------------------------------------------------------
+
+
+def context_for(delivery: Delivery) -> dict:
+    details = dict(delivery.details or {})
+    if delivery.user_id and details.get("cause"):
+        from triage.labeling.services import blinded_job_ids
+
+        if delivery.job_id in blinded_job_ids(delivery.user):
+            details["cause"] = None  # they rate this job blind: no rule's finding before they submit
+    since = datetime.fromisoformat(details["idle_since"]) if details.get("idle_since") else None
+    minutes = int(details.get("idle_minutes") or 0)
+    return {
+        "alert": details,
+        "idle_since": since,
+        "idle_for": idle_for_text(minutes),
+        "settings_url": services.absolute(reverse("digests:settings")),
+    }
+
+
+def idle_for_text(minutes: int) -> str:
+    """90 -> "1 h 30 min", 45 -> "45 min"."""
+    hours, rest = divmod(minutes, 60)
+    if not hours:
+        return f"{rest} min"
+    return f"{hours} h" + (f" {rest:02d} min" if rest else "")
+
+
+def make_message(delivery: Delivery, connection=None) -> EmailMultiAlternatives:
+    context = context_for(delivery)
+    headers = {
+        "Message-ID": f"<idle-alert.{delivery.pk}@{services._mail_domain()}>",
+        "Auto-Submitted": "auto-generated",
+    }
+    if delivery.user_id and delivery.team_id:
+        token = services.unsubscribe_token(delivery.user_id, DigestKind.IDLE_ALERT, delivery.team_id)
+        unsubscribe_url = services.absolute(reverse("digests:unsubscribe", args=[token]))
+        context["unsubscribe_url"] = unsubscribe_url
+        context["unsubscribe_label"] = f"Stop the idle alerts of {context['alert'].get('team', 'this team')}"
+        headers["List-Unsubscribe"] = f"<{unsubscribe_url}>"
+        headers["List-Unsubscribe-Post"] = "List-Unsubscribe=One-Click"
+    subject, text, html = services.render_triplet(TEMPLATE_NAME, context)
+    message = EmailMultiAlternatives(
+        subject=subject,
+        body=text,
+        from_email=settings.DIGEST_FROM_EMAIL,
+        to=[delivery.recipient],
+        headers=headers,
+        connection=connection,
+    )
+    message.attach_alternative(html, "text/html")
+    return message
+
+
+# --- Sending -------------------------------------------------------------------------------------
+
+
+@dataclass
+class SendResult:
+    sent: list[str] = field(default_factory=list)
+    skipped: list[str] = field(default_factory=list)
+    failed: list[str] = field(default_factory=list)
+    retry: str = ""
+
+    def as_dict(self) -> dict:
+        return {"sent": len(self.sent), "skipped": len(self.skipped), "failed": len(self.failed), "retry": self.retry}
+
+
+def send_deliveries(delivery_ids: list[int], *, final_attempt: bool = True) -> SendResult:
+    """Send these alert deliveries, each at most once (claimed before, stamped after), as
+    `services.send_group` sends a digest: a transient SMTP error stops the attempt and asks for a
+    retry, unless this is the final attempt, when the rest are marked failed."""
+    result = SendResult()
+    deliveries = list(
+        Delivery.objects.filter(pk__in=delivery_ids, kind=DigestKind.IDLE_ALERT).select_related("user").order_by("pk")
+    )
+    if not deliveries:
+        return result
+    connection = get_connection()
+    try:
+        for delivery in deliveries:
+            if delivery.status == Delivery.Status.SENT:
+                result.skipped.append(delivery.recipient)
+                continue
+            message = make_message(delivery, connection=connection)
+            if not delivery.claim():
+                result.skipped.append(delivery.recipient)
+                continue
+            try:
+                message.send()
+            except Exception as exc:
+                transient = services.is_transient(exc)
+                error = services.describe(exc)
+                delivery.mark_unsent(error, final=final_attempt or not transient)
+                logger.warning("Idle alert %s to %s failed: %s", delivery.pk, delivery.recipient, error)
+                if transient and not final_attempt:
+                    result.retry = error
+                    break
+                result.failed.append(delivery.recipient)
+                if transient:  # final attempt, the server still failing: the rest fail too, visibly
+                    queued = (Delivery.Status.QUEUED,)
+                    fail_deliveries([d.pk for d in deliveries], f"not sent: {error}", statuses=queued)
+                    break
+                continue
+            delivery.mark_sent(message.extra_headers["Message-ID"])
+            result.sent.append(delivery.recipient)
+    finally:
+        connection.close()
+    return result
+
+
+def fail_deliveries(delivery_ids: list[int], reason: str, statuses=(Delivery.Status.QUEUED, Delivery.Status.SENDING)):
+    Delivery.objects.filter(pk__in=delivery_ids, kind=DigestKind.IDLE_ALERT, status__in=statuses).update(
+        status=Delivery.Status.FAILED, last_error=reason[:2000]
+    )
+
+
+def retry_delivery(delivery: Delivery) -> None:
+    """The deliveries page's Retry button for a failed alert. Raises fleet.tasking.QueueUnreachable."""
+    from fleet.tasking import publish
+
+    from .tasks import send_idle_alerts_task
+
+    publish(send_idle_alerts_task, ([delivery.pk],), not_done="the idle alert was not sent again")
+
+
+def queue_check(job_ids: list[int]) -> None:
+    """Queue the idle check of the still-running jobs among `job_ids` (the `jobs_ingested` receiver),
+    when alerts are on; a finished job is never looked at."""
+    if not job_ids or not AlertSettings.current().enabled:
+        return
+    states = {state.lower() for state in Job.UNFINISHED_STATES}
+    candidates = []
+    for first in range(0, len(job_ids), 500):
+        rows = Job.objects.filter(pk__in=job_ids[first : first + 500], sample_count__gt=0).values_list("pk", "state")
+        candidates += [pk for pk, state in rows if state.strip().lower() in states]
+    if not candidates:
+        return
+    from triage.services import QUEUE_RETRY_POLICY
+
+    from .tasks import check_idle_alerts_task
+
+    for first in range(0, len(candidates), 200):
+        batch = sorted(candidates[first : first + 200])
+        check_idle_alerts_task.apply_async((batch,), retry_policy=QUEUE_RETRY_POLICY)
