@@ -424,3 +424,34 @@ def test_on_a_phone_a_table_that_goes_on_past_its_box_shows_a_shadow_there_and_t
     assert right_edge_brightness(browser, box) > 235
     assert box.get_attribute("tabindex") is None and box.get_attribute("data-more-right") is None
     assert focused(browser)["tag"] == "body"
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_browser_without_details_content_still_shows_the_menu_as_a_bar_on_a_wide_window(
+    browser,  # noqa: F811
+    live_server,
+    operator,
+):
+    """The wide bar is the folded menu held open by `::details-content` (Chromium 131+, Safari 18.4+,
+    Firefox 143+). Firefox ESR 140 and older Safari lack it and showed "Menu" on every width, the links
+    one click away on a desktop: there menu.js holds the menu open while the window is wide and hides
+    "Menu", and folds it again on a phone. Chromium stands in for such a browser by answering no when
+    asked for the selector (`CSS.supports`, what menu.js asks) before the page's scripts run."""
+    from tests.test_accessibility import open_as
+
+    script = """
+    const supports = CSS.supports.bind(CSS);
+    CSS.supports = (...args) => (String(args[0]).includes('details-content') ? false : supports(...args));
+    """
+    browser.execute_cdp_cmd("Page.addScriptToEvaluateOnNewDocument", {"source": script})
+    open_as(browser, live_server.url, operator)
+    with window_width(browser, 1280):
+        browser.get(f"{live_server.url}/jobs/")
+        assert browser.execute_script("return CSS.supports('selector(::details-content)')") is False
+        wide = browser.execute_script(TOP_BAR)
+        assert wide["open"] and wide["summary"] is None and wide["rows"] == 1, wide
+        assert "Jobs" in wide["links"] and wide["currentMarked"] == ["underline"], wide
+    with window_width(browser, 375, mobile=True):
+        browser.get(f"{live_server.url}/jobs/")
+        phone = browser.execute_script(TOP_BAR)
+        assert not phone["open"] and phone["summary"] == "Menu · Jobs" and phone["links"] == [], phone
