@@ -277,3 +277,23 @@ def test_whole_number_thresholds_show_as_whole_numbers(client, operator):
     client.force_login(operator)
     page = client.get(reverse("triage:rule-set")).content.decode()
     assert 'name="min_samples" value="5"' in page  # not "5.0"
+
+
+def test_triaging_many_jobs_reads_their_clusters_prices_once_a_batch_not_once_a_job(demo):
+    """Findings are priced at their job's GPU-hour price (fleet.money.cost_of): looked up job by job, a
+    retriage of the fleet asked the database for the cluster's prices once per job."""
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    from fleet.models import Cluster, GpuModelPrice
+
+    for cluster in Cluster.objects.all():
+        GpuModelPrice.objects.get_or_create(cluster=cluster, gpu_model="", defaults={"price_per_gpu_hour": "2.00"})
+    ids = list(Job.objects.values_list("pk", flat=True))
+    assert len(ids) > 20
+    with CaptureQueriesContext(connection) as queries:
+        services.triage_jobs(ids)
+    price_queries = [q for q in queries.captured_queries if "gpumodelprice" in q["sql"].lower()]
+    assert len(price_queries) <= -(-len(ids) // 100), len(price_queries)  # one per chunk of 100 jobs
+    priced = Finding.objects.filter(job__cost__isnull=False).exclude(cost=None)
+    assert priced.exists()

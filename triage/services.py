@@ -224,7 +224,7 @@ def triage_jobs(job_ids: list[int], rule_set: RuleSet | None = None) -> dict[str
     """Triage the jobs that still exist among `job_ids`; returns counts by status."""
     rule_set = rule_set or RuleSet.current()
     counts: dict[str, int] = {}
-    jobs = Job.objects.filter(pk__in=job_ids).select_related("cluster").prefetch_related("artifacts")
+    jobs = Job.objects.filter(pk__in=job_ids).select_related("cluster").prefetch_related("artifacts", "cluster__prices")
     for job in jobs.iterator(chunk_size=100):
         stored = triage_job(job, rule_set)
         counts[stored.status] = counts.get(stored.status, 0) + 1
@@ -247,7 +247,12 @@ def rescan_and_triage_jobs(job_ids: list[int], rule_set: RuleSet | None = None) 
     rule_set = rule_set or RuleSet.current()
     counts: dict[str, int] = {}
     missing = 0
-    jobs = Job.objects.filter(pk__in=job_ids).select_related("cluster").prefetch_related("artifacts").order_by("pk")
+    jobs = (
+        Job.objects.filter(pk__in=job_ids)
+        .select_related("cluster")
+        .prefetch_related("artifacts", "cluster__prices")
+        .order_by("pk")
+    )
     for job in jobs.iterator(chunk_size=100):
         stored, kept = rescan_and_triage(job, rule_set)
         missing += kept

@@ -53,7 +53,7 @@ class Command(BaseCommand):
         broker = not settings.CELERY_TASK_ALWAYS_EAGER  # REDIS_URL: workers to share the work
         if options["rescan_logs"] and options["all"] and broker and not options["in_process"]:
             return self._fan_out(rule_set)
-        jobs = jobs.select_related("cluster").prefetch_related("artifacts").order_by("pk")
+        jobs = jobs.select_related("cluster").prefetch_related("artifacts", "cluster__prices").order_by("pk")
         counts: dict[str, int] = {}
         rescanned = missing = 0
         for job in jobs.iterator(chunk_size=100):
