@@ -314,3 +314,68 @@ def test_a_blind_rater_gets_the_alert_without_the_cause(priced, team_a, member_a
     assert "Unreleased job" not in alerts.make_message(delivery).body
     monkeypatch.setattr("triage.labeling.services.blinded_job_ids", lambda user: set())
     assert "Cause:    Unreleased job: y" in alerts.make_message(delivery).body
+
+
+class RunningJobApi:
+    """The generic REST API serving one running job whose GPUs idle from 10:30; each `advance` makes it
+    change (ten more idle minutes) and come again on the next page, as a running job does on a pull."""
+
+    def __init__(self, minutes: int):
+        self.minutes = minutes
+        self.pages: list[dict] = [self.job()]
+
+    def job(self) -> dict:
+        end = START + self.minutes * MINUTE
+        return {
+            "job_id": "r-1", "user": "ana", "team": "team-a", "gpu_count": 2, "name": "train-live",
+            "start_time": START.isoformat(), "end_time": end.isoformat(), "state": "RUNNING",
+        }  # fmt: skip
+
+    def advance(self, minutes: int) -> None:
+        self.minutes += minutes
+        self.pages.append(self.job())
+
+    def install(self, server) -> None:
+        server.route("/jobs/", self.job_part)
+        server.route("/jobs", self.jobs_page)
+
+    def jobs_page(self, path, query):
+        cursor = int(query.get("cursor") or 0)
+        page = self.pages[cursor:]
+        return 200, {"jobs": page, "next_cursor": str(cursor + len(page)), "has_more": False}, {}
+
+    def job_part(self, path, query):
+        if path.endswith("/series"):
+            samples = [
+                {"timestamp": _stamp(START + m * MINUTE), "host": "n1", "gpu": g, "gpu_util": busy_then_idle(m)}
+                for m in range(self.minutes + 1)
+                for g in (0, 1)
+            ]
+            return 200, {"samples": samples}, {}
+        return 200, {"artifacts": []}, {}
+
+
+def test_connector_pulls_of_a_running_idle_job_alert_once(
+    inbox, storage_dir, priced, member_a, settings, django_capture_on_commit_callbacks
+):
+    from fleet.connectors import sync
+    from fleet.connectors.models import Connector
+    from tests.connector_servers import FakePlatform
+
+    settings.CONNECTOR_HTTP_TIMEOUT = 2
+    api = RunningJobApi(minutes=120)
+    with FakePlatform() as server:
+        api.install(server)
+        connector = Connector.objects.create(name="live", kind="generic", url=server.url, cluster="c1")
+        with django_capture_on_commit_callbacks(execute=True):
+            assert sync.sync_connector(connector.pk).status == "succeeded"
+        assert len(alert_mails(inbox, member_a.email)) == 1
+        api.advance(10)  # the next pull: the job changed, still idle, the same stretch
+        with django_capture_on_commit_callbacks(execute=True):
+            result = sync.sync_connector(connector.pk)
+        assert result.status == "succeeded" and result.updated == 1
+        with django_capture_on_commit_callbacks(execute=True):
+            assert sync.sync_connector(connector.pk).status == "succeeded"  # nothing new at all
+    assert Job.objects.get(external_id="r-1").end_time == START + 130 * MINUTE
+    assert len(alert_mails(inbox, member_a.email)) == 1
+    assert "idle for 1 h 30 min" in alert_mails(inbox, member_a.email)[0]["Subject"]
