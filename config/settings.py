@@ -381,6 +381,9 @@ INGEST_REQUEUE_MINUTES = env_int("INGEST_REQUEUE_MINUTES", 30, minimum=1)
 # --- Product --------------------------------------------------------------------------
 LOW_UTIL_THRESHOLD = env_float("LOW_UTIL_THRESHOLD", 50.0, minimum=0, maximum=100)
 IDLE_UTIL_THRESHOLD = env_float("IDLE_UTIL_THRESHOLD", 5.0, minimum=0, maximum=100)
+# An idle alert is about a job idle *now*: its last sample at most this old (0: any age). An archive
+# of last week's jobs, some still running when it was written, alerts no one.
+IDLE_ALERT_MAX_AGE_MINUTES = env_int("IDLE_ALERT_MAX_AGE_MINUTES", 6 * 60, minimum=0)
 DEFAULT_CURRENCY = env_str("DEFAULT_CURRENCY", "USD")
 # Per-artifact size cap at ingest; bigger logs are kept truncated with a note.
 ARTIFACT_MAX_BYTES = env_int("ARTIFACT_MAX_BYTES", 20 * 1024 * 1024, minimum=1024)

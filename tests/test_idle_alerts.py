@@ -33,19 +33,20 @@ def _stamp(moment: datetime) -> str:
     return moment.strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
-def archive(tmp_path, name: str, jobs: list[dict]) -> object:
-    """An archive of `jobs`: {id, state, minutes, util(minute) -> % for both GPUs, [skip(minute)]}."""
+def archive(tmp_path, name: str, jobs: list[dict], start: datetime = START) -> object:
+    """An archive of `jobs`, all started at `start`: {id, state, minutes, util(minute) -> % for both GPUs,
+    [skip(minute)]}."""
     manifest = {"format": "fleet-archive", "version": 1, "cluster": "c1", "created_at": "2026-11-20T12:00:00Z"}
     rows = ["job_id,user,team,gpu_count,gpu_model,start_time,end_time,state,name"]
     samples = ["job_id,timestamp,host,gpu,gpu_util"]
     for job in jobs:
-        end = START + job["minutes"] * MINUTE
-        rows.append(f"{job['id']},ana,team-a,2,A100,{_stamp(START)},{_stamp(end)},{job['state']},train-{job['id']}")
+        end = start + job["minutes"] * MINUTE
+        rows.append(f"{job['id']},ana,team-a,2,A100,{_stamp(start)},{_stamp(end)},{job['state']},train-{job['id']}")
         for minute in range(job["minutes"] + 1) if job["util"] else ():
             if job.get("skip", lambda m: False)(minute):
                 continue
             for gpu in (0, 1):
-                samples.append(f"{job['id']},{_stamp(START + minute * MINUTE)},node1,{gpu},{job['util'](minute)}")
+                samples.append(f"{job['id']},{_stamp(start + minute * MINUTE)},node1,{gpu},{job['util'](minute)}")
     members = {"manifest.json": json.dumps(manifest), "jobs.csv": "\n".join(rows) + "\n"}
     if len(samples) > 1:
         members["metrics.csv"] = "\n".join(samples) + "\n"
@@ -54,6 +55,15 @@ def archive(tmp_path, name: str, jobs: list[dict]) -> object:
 
 def busy_then_idle(minute: int) -> float:
     return 85.0 if minute < 30 else 1.0  # idle from 10:30
+
+
+@pytest.fixture(autouse=True)
+def any_sample_age(settings, request):
+    """These tests' jobs ran on 2026-11-20 (a fixed date, so the texts they assert do not depend on the
+    day the tests run): they lift the limit on the age of a job's last sample, which the tests of that
+    limit keep (`keeps_sample_age`)."""
+    if "keeps_sample_age" not in request.keywords:
+        settings.IDLE_ALERT_MAX_AGE_MINUTES = 0
 
 
 @pytest.fixture
@@ -379,3 +389,28 @@ def test_connector_pulls_of_a_running_idle_job_alert_once(
     assert Job.objects.get(external_id="r-1").end_time == START + 130 * MINUTE
     assert len(alert_mails(inbox, member_a.email)) == 1
     assert "idle for 1 h 30 min" in alert_mails(inbox, member_a.email)[0]["Subject"]
+
+
+@pytest.mark.keeps_sample_age
+def test_only_a_job_whose_samples_are_recent_is_idle_now(
+    tmp_path,
+    priced,
+    team_a,
+    member_a,
+    inbox,
+    settings,
+    django_capture_on_commit_callbacks,  # noqa: F811
+):
+    """An archive holds last week's jobs, some of them still running when it was written: their idle
+    GPUs are not idle *now*, so they alert no one (the wall clock's age of the last sample, at most
+    IDLE_ALERT_MAX_AGE_MINUTES, 6 hours by default); a job sampled minutes ago alerts."""
+    now = datetime.now(UTC).replace(second=0, microsecond=0)
+    fresh = {"id": "fresh", "state": "RUNNING", "minutes": 130, "util": busy_then_idle}
+    old = {**fresh, "id": "old"}
+    # The fresh job's last sample (minute 130) 10 minutes ago, the old one's a week ago.
+    ingest(archive(tmp_path, "fresh.zip", [fresh], start=now - 140 * MINUTE), django_capture_on_commit_callbacks)
+    ingest(archive(tmp_path, "old.zip", [old], start=now - timedelta(days=7)), django_capture_on_commit_callbacks)
+    assert settings.IDLE_ALERT_MAX_AGE_MINUTES == 360
+    subjects = [m["Subject"] for m in alert_mails(inbox, member_a.email)]
+    assert len(subjects) == 1 and "train-fresh" in subjects[0], subjects
+    assert not Delivery.objects.filter(kind=DigestKind.IDLE_ALERT, job__external_id="old").exists()

@@ -4,8 +4,9 @@ The weekly digest tells a team a week later; a job burning 8 idle GPUs now needs
 each import or pull (`jobs_ingested`, answered in `triage.receivers`) `check_jobs` looks at the jobs
 that are still running: one whose every GPU has been below the idle threshold (IDLE_UTIL_THRESHOLD,
 the one a job's idle GPU-hours are counted by) for at least `AlertSettings.idle_minutes` at the end
-of its series gets one alert to its team digest's recipients (`services.team_recipients`) who did
-not turn alerts off (`Subscription.alerts`).
+of its series, its last sample at most IDLE_ALERT_MAX_AGE_MINUTES old by the wall clock, gets one
+alert to its team digest's recipients (`services.team_recipients`) who did not turn alerts off
+(`Subscription.alerts`).
 
 The idle stretch is read off the stored series as triage reads it (`triage.evidence.timeline`): a
 hole in the samples ends a stretch (missing data is never idle time), and a job without samples
@@ -19,13 +20,14 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from decimal import Decimal
 
 import numpy as np
 from django.conf import settings
 from django.core.mail import EmailMultiAlternatives, get_connection
 from django.urls import reverse
+from django.utils import timezone
 
 from fleet.models import Job, price_for
 from fleet.money import cost_of
@@ -158,10 +160,13 @@ def check_jobs(job_ids: list[int]) -> CheckResult:
     if not config.enabled:
         return result
     threshold = settings.IDLE_UTIL_THRESHOLD
+    # A job whose last sample is older than this is not idle now (an archive of last week's jobs).
+    max_age = settings.IDLE_ALERT_MAX_AGE_MINUTES
+    oldest = timezone.now() - timedelta(minutes=max_age) if max_age else datetime.min.replace(tzinfo=UTC)
     for job in running(job_ids):
         result.jobs += 1
         stretch = idle_at_end(job, threshold)
-        if stretch is None or stretch.seconds < config.idle_minutes * 60:
+        if stretch is None or stretch.seconds < config.idle_minutes * 60 or stretch.until < oldest:
             continue
         result.alerting.append(job.pk)
         recipients = alert_recipients(job)
