@@ -414,3 +414,12 @@ def test_only_a_job_whose_samples_are_recent_is_idle_now(
     subjects = [m["Subject"] for m in alert_mails(inbox, member_a.email)]
     assert len(subjects) == 1 and "train-fresh" in subjects[0], subjects
     assert not Delivery.objects.filter(kind=DigestKind.IDLE_ALERT, job__external_id="old").exists()
+
+
+@pytest.mark.keeps_sample_age
+def test_the_alert_settings_page_says_how_recent_a_jobs_samples_must_be(client, operator, settings):
+    client.force_login(operator)
+    page = client.get(reverse("digests:alert-settings")).content.decode()
+    assert "Only a job whose last sample is at most 6 hours old is idle now" in page
+    settings.IDLE_ALERT_MAX_AGE_MINUTES = 0
+    assert "is idle now" not in client.get(reverse("digests:alert-settings")).content.decode()

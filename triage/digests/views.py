@@ -239,5 +239,10 @@ def alert_settings(request):
     return render(
         request,
         "digests/alert_settings.html",
-        {"form": form, "threshold": settings.IDLE_UTIL_THRESHOLD, "recent": recent},
+        {
+            "form": form,
+            "threshold": settings.IDLE_UTIL_THRESHOLD,
+            "max_age_hours": settings.IDLE_ALERT_MAX_AGE_MINUTES / 60,
+            "recent": recent,
+        },
     )
