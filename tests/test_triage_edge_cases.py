@@ -1676,3 +1676,34 @@ def test_an_aws_s3_cp_subprocess_to_a_variable_named_remote_is_an_upload_in_the_
     finding = next(f for f in result.findings if f.category == Category.INTERMEDIATE_UPLOAD)
     assert (finding.sub_cause, finding.confidence) == ("cli", 0.95)
     assert [c.line for c in finding.code] == [9]  # the copy down to local_dir is no upload
+
+
+_OFFLOAD_DS = (
+    '{\n  "train_micro_batch_size_per_gpu": 4,\n  "zero_optimization": {\n    "stage": 3,\n'
+    '    "offload_optimizer": {"device": "cpu", "pin_memory": true}\n  }\n}\n'
+)
+
+
+def test_zero_offload_not_a_small_batch_leads_where_the_offload_freed_the_gpu_memory():
+    # ZeRO offload moves the optimizer state to host memory: GPU memory peaked at 35 % because of it, not because
+    # the batch is small. The batch-size finding (0.85) outranked the offload's (0.75), so the job page led with
+    # "raise the batch size" and gave it most of the waste.
+    frame = series(120, lambda t, g: 30, gpus=2, mem=lambda t, g: 0.35)
+    scripts = [("train.py", "import torch\nimport deepspeed\n"), ("ds.json", _OFFLOAD_DS)]
+    _, result = run(120, frame, scripts=scripts, gpu_count=2, command="deepspeed train.py --deepspeed ds.json")
+    by = {f.category: f for f in result.findings}
+    offload, batch = by[Category.GPU_MEMORY_BOUND], by[Category.IMPROPER_BATCH_SIZE]
+    assert (offload.sub_cause, offload.confidence, batch.confidence) == ("zero_offload", 0.75, 0.5)
+    assert max(result.findings, key=lambda f: f.gpu_hours) is offload
+    assert offload.gpu_hours == pytest.approx(1.5 * batch.gpu_hours, abs=1e-3)
+    assert batch.summary == (
+        "Training-phase GPU util 30 % (<= 50 %) with peak GPU memory 35 % (<= 50 %), low because ZeRO offloads the "
+        "optimizer state to cpu (ds.json:4): the offload stalls the steps first; a larger batch would spread its "
+        "copies over more samples."
+    )
+    # Without offload the low memory is the batch's: the same job is a small batch first.
+    scripts = [("train.py", "import torch\nimport deepspeed\n"), ("ds.json", _OFFLOAD_DS.replace('"cpu"', '"none"'))]
+    _, result = run(120, frame, scripts=scripts, gpu_count=2, command="deepspeed train.py --deepspeed ds.json")
+    ((batch),) = [f for f in result.findings if f.category == Category.IMPROPER_BATCH_SIZE]
+    assert batch.confidence == 0.85 and Category.GPU_MEMORY_BOUND not in categories(result)
+    assert batch.summary.endswith("(<= 50 %): each step gives the GPU too little work.")

@@ -78,6 +78,9 @@ def _batch_sizes(ev: Evidence) -> tuple[int | None, list, list]:
     return size, quoted_once(code)[:2], [line for _, line in lines[:2]]
 
 
+_BEHIND_OFFLOAD = 0.5  # below the zero_offload finding's 0.75: its advice leads, and it takes more of the waste
+
+
 @register(Category.IMPROPER_BATCH_SIZE)
 def improper_batch_size(ev: Evidence, th: dict) -> list[Finding]:
     if not _training_ok(ev):
@@ -87,12 +90,21 @@ def improper_batch_size(ev: Evidence, th: dict) -> list[Finding]:
     if util > th["batch_util_max"]:
         return []
     size, code, lines = _batch_sizes(ev)
+    tail = ": each step gives the GPU too little work."
     if p.peak_mem_share is not None:
         peak = p.peak_mem_share * 100
         if peak > th["batch_mem_max"] or peak < th["non_dl_max_mem"]:
             return []
         confidence = 0.85 if peak <= th["batch_mem_max"] * 0.85 else 0.7
         basis = f"peak GPU memory {peak:.0f} % (<= {th['batch_mem_max']:.0f} %)"
+        # ZeRO offload keeps the optimizer state or the parameters in host memory: the GPU memory it freed says
+        # nothing of the batch, and the steps wait on PCIe (gpu_memory_bound's zero_offload, 0.75). A larger batch
+        # still spreads those copies over more samples, so it stays, as the second cause.
+        zero, offloads = _zero_offloads(ev)
+        if offloads and util <= th["memory_util_max"] and peak <= th["memory_mem_min"]:
+            confidence = _BEHIND_OFFLOAD
+            basis += f", low because ZeRO offloads {' and '.join(offloads)} ({_where(zero)})"
+            tail = ": the offload stalls the steps first; a larger batch would spread its copies over more samples."
     else:
         if size is None or size > th["small_batch_size"]:
             return []
@@ -105,8 +117,8 @@ def improper_batch_size(ev: Evidence, th: dict) -> list[Finding]:
             sub_cause="small_batch",
             confidence=confidence,
             summary=(
-                f"Training-phase GPU util {util:.0f} %{basis_of_util} (<= {th['batch_util_max']:.0f} %) with {basis}: "
-                "each step gives the GPU too little work."
+                f"Training-phase GPU util {util:.0f} %{basis_of_util} (<= {th['batch_util_max']:.0f} %) with {basis}"
+                + tail
                 + (f" Batch size {size} per GPU." if size is not None and peak is not None else "")
             ),
             windows=[p.training],
@@ -133,8 +145,7 @@ def gpu_memory_bound(ev: Evidence, th: dict) -> list[Finding]:
     size, code, lines = _batch_sizes(ev)
     # ZeRO as the job's DeepSpeed (or Accelerate) config sets it: the guidance does not offer sharding a job
     # already has, and offload is how a job whose states do not fit in GPU memory gets by.
-    zero = next((f for f in ev.scripts.of("zero_config") if f.detail.get("stage")), None)
-    offloads = [f"{what} to {zero.detail[key]}" for key, what in _OFFLOADS if zero.detail.get(key)] if zero else []
+    zero, offloads = _zero_offloads(ev)
     if p.peak_mem_share is not None:
         peak = p.peak_mem_share * 100
         if peak <= th["memory_mem_min"]:
@@ -195,6 +206,13 @@ def gpu_memory_bound(ev: Evidence, th: dict) -> list[Finding]:
 
 
 _OFFLOADS = (("offload_optimizer", "the optimizer state"), ("offload_param", "the parameters"))
+
+
+def _zero_offloads(ev: Evidence) -> tuple:
+    """The job's ZeRO config fact (stage set) and what it offloads, e.g. ['the optimizer state to cpu']."""
+    zero = next((f for f in ev.scripts.of("zero_config") if f.detail.get("stage")), None)
+    offloads = [f"{what} to {zero.detail[key]}" for key, what in _OFFLOADS if zero.detail.get(key)] if zero else []
+    return zero, offloads
 
 
 def _where(fact) -> str:
