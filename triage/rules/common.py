@@ -10,6 +10,8 @@ from fleet.logevents import CHECKPOINT_SAVE, DOWNLOAD, INSTALL, REMOTE_READ, UPL
 from triage.evidence import CodeFact, Evidence, LogLine, Span
 
 BLOCKING_KINDS = (CHECKPOINT_SAVE, UPLOAD, REMOTE_READ, DOWNLOAD)
+# At least this share of a job's one-sample stalls must start at a blocking line for any of them to count as one.
+_SHORT_STALLS_MATCHED = 0.5
 
 
 def quoted_once(facts: list[CodeFact]) -> list[CodeFact]:
@@ -70,6 +72,12 @@ def explained_gaps(ev: Evidence) -> list[ExplainedGap]:
                 used.add((event.path, event.line_no))
                 if finish > begin:
                     out.append(ExplainedGap(Span(begin, finish, event.kind, 0, gap.mean_util), event.kind, event))
+        # One-sample stalls stand for a quick save only where they are as rare as the lines: in a job whose steps
+        # drop every GPU for a sample again and again (a gradient exchange's dips in a third of its samples) a
+        # save line lands beside one by chance, and the stall is the job's own rhythm, not the save's doing.
+        matched = {id(span) for span in stalls if any(span.start <= g.span.start < span.end for g in out)}
+        if matched and len(matched) < _SHORT_STALLS_MATCHED * len(stalls):
+            out = [g for g in out if not any(id(s) in matched and s.start <= g.span.start < s.end for s in stalls)]
     ev.__dict__["_explained_gaps"] = out
     return out
 
