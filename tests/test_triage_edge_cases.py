@@ -1734,3 +1734,33 @@ def test_a_save_beside_one_of_a_gradient_exchanges_many_dips_is_not_a_checkpoint
     _, result = _saves_beside_dips(every=1000)
     finding = next(f for f in result.findings if f.category == Category.MODEL_CHECKPOINTING)
     assert finding.numbers["gaps"] == 3
+
+
+def test_blocking_copies_quoted_are_the_training_steps_not_evaluates():
+    # The demo's scripts copy `inputs = inputs.to(device)` in evaluate() and in the training loop; the finding
+    # quoted both and counted 4 blocking copies. evaluate()'s pass over a held-out set is rarely the bottleneck.
+    source = (
+        "import torch\nfrom torch.utils.data import DataLoader\n\n"
+        "def evaluate(model, loader, device):\n"
+        "    for inputs, targets in loader:\n"
+        "        inputs = inputs.to(device)\n        targets = targets.to(device)\n        model(inputs)\n\n"
+        "train_loader = DataLoader(ds, batch_size=64, num_workers=8)\n"
+        "for epoch in range(3):\n"
+        "    for inputs, targets in train_loader:\n"
+        "        inputs = inputs.to(device)\n        targets = targets.to(device)\n"
+        "        loss = model(inputs).sum()\n        loss.backward()\n"
+        "    evaluate(model, val_loader, device)\n"
+    )
+    frame = series(120, lambda t, g: 35, mem=lambda t, g: 0.7)
+    _, result = run(120, frame, scripts=[("train.py", source)])
+    finding = next(f for f in result.findings if f.category == Category.HOST_GPU_TRANSFER)
+    assert [(c.line, c.text) for c in finding.code if c.kind == "device_copy"] == [
+        (13, "inputs = inputs.to(device)"),
+        (14, "targets = targets.to(device)"),
+    ]
+    assert "2 blocking copies to the GPU" in finding.summary and finding.numbers["blocking_copies"] == 2
+    # Code with no step loop the rules can see (no backward in it): its copies in loops still count.
+    source = source.replace("        loss.backward()\n", "        train_step(model, inputs)\n")
+    _, result = run(120, frame, scripts=[("train.py", source)])
+    finding = next(f for f in result.findings if f.category == Category.HOST_GPU_TRANSFER)
+    assert [c.line for c in finding.code if c.kind == "device_copy"] == [6, 7, 13, 14]
