@@ -55,7 +55,8 @@ _ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
 # Prefixes that launchers put before a rank's output: "[rank1]: ", "1: " (srun -l, torchrun),
 # "(RayTrainWorker pid=123) ".
 _RANK_PREFIX = re.compile(r"^\s*(?:\[rank\d+\]:\s*|\d{1,5}:\s+|\([A-Za-z_]\w* pid=\d+(?:, ip=[\w.:]+)?\)\s*)")
-# wget prints "--2026-10-05 12:00:03--  https://..." when it starts a download. Hugging Face
+# wget prints "--2026-10-05 12:00:03--  https://..." when it starts a download (read as a download: a message
+# that is one URL alone, once the stamp and the dashes around it are read off). Hugging Face
 # transformers' explicit format (`logging.enable_explicit_format()`, its example scripts) puts the
 # level and source first: "[INFO|trainer.py:3478] 2026-10-05 12:00:03,123 >> Saving ..."; LLaMA-Factory
 # "[INFO|2026-10-05 12:00:03] llamafactory...: ...".
@@ -106,7 +107,7 @@ _PATTERNS: dict[str, re.Pattern] = {
     ),
     DOWNLOAD: re.compile(
         r"^\s*Downloading\b|\bDownloading\s+\S|\bFetching \d+ files\b|\b(?:hf_hub_download|snapshot_download)\b"
-        r"|(?:^|[\s;&|])(?:wget|curl)\s+\S|^--\s+(?:https?|ftp)://\S|\) - ['‘\"].+['’\"] saved \[\d+"
+        r"|(?:^|[\s;&|])(?:wget|curl)\s+\S|^(?:--\s+)?(?:https?|ftp)://\S+\s*$|\) - ['‘\"].+['’\"] saved \[\d+"
         r"|\bfrom the Hugging Face Hub\b|\btorch\.hub\.load\b|\bload_dataset\("
         r"|^\s*download: s3://|\b(?:aws\s+)?s3\s+(?:cp|sync)\s+(?:\S+\s+)*s3://\S+\s+(?!s3://)\S",
         re.IGNORECASE,

@@ -377,3 +377,23 @@ def test_mmengine_epoch_lines_count_one_epoch_each_and_its_test_loop_none():
 )
 def test_other_frameworks_epoch_lines_count_each_epoch_once(text, lines):
     assert _epoch_lines(text) == lines
+
+
+def test_wgets_start_line_is_a_download_at_its_own_time():
+    # wget's "--<stamp>--  <url>" starts a download; with its stamp and dashes read off the line was the bare URL,
+    # which the download probe (written for "--  https://") never matched. Only the "saved [...]" line at the end
+    # was found, so a 39-minute wget before training made a zero-length download and no external_data_usage finding
+    # (the demo's graph-transformer job, 1000-job fleet with seed 1).
+    log = (
+        "--2026-10-27 19:08:53--  https://download.example.org/ogbn-products/ogbn-products-train.tar.gz\n"
+        "Resolving download.example.org (download.example.org)... 93.184.215.14\n"
+        "2026-10-27 19:47:35 (5.91 MB/s) - 'ogbn-products-train.tar.gz' saved [14397091436/14397091436]\n"
+    )
+    events = extract_log_events(log)
+    assert [(e.line_no, e.kind, e.timestamp) for e in events] == [
+        (1, "download", datetime(2026, 10, 27, 19, 8, 53, tzinfo=UTC)),
+        (3, "download", datetime(2026, 10, 27, 19, 47, 35, tzinfo=UTC)),
+    ]
+    # A URL inside a sentence, or one followed by more words, is no download of its own.
+    assert kinds("2026-10-27 19:08:53 INFO see https://docs.example.org/run for the dashboard") == []
+    assert kinds("2026-10-27 19:08:53 INFO https://wandb.ai/team/run/abc is the run page") == []
