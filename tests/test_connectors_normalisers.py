@@ -310,8 +310,8 @@ def test_a_pod_of_the_wrong_shape_is_reported_and_the_others_read():
     assert [job.external_id for job in parsed.jobs] == ["uid-1"]
     messages = sorted(e.message.split(" (")[0] for e in parsed.errors)
     assert messages == [
-        "pod 2: unexpected shape, so it was skipped",
-        "the pods of job uid-2: unexpected shape, so it was skipped",
+        "pod 1: 'spec.containers' is not a list of objects, so it was skipped",
+        "pod 2: not an object, so it was skipped",
     ]
 
 

@@ -63,9 +63,22 @@ def shape_problem(what: str, exc: Exception) -> str:
     return f"{what}: unexpected shape, so it was skipped ({exc.__class__.__name__}: {exc})"
 
 
+def json_kind(value) -> str:
+    """What a JSON value is, in the words of an error message: "null", "a list", "text" ..."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "true or false"
+    if isinstance(value, int | float):
+        return "a number"
+    if isinstance(value, str):
+        return "text"
+    return "a list" if isinstance(value, list) else "an object"
+
+
 def json_document(data: bytes | str | dict, source: str):
     """A response body (or an already decoded document) as JSON; BadData naming `source` if it is not."""
-    if isinstance(data, dict):
+    if not isinstance(data, bytes | bytearray | str):  # decoded already (`HttpClient.get_json`): any JSON value
         return data
     try:
         return loads_json(data)

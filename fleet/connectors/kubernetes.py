@@ -42,6 +42,7 @@ from fleet.connectors.base import (
     Batch,
     TransientError,
     json_document,
+    json_kind,
     mapping_option,
     number_option,
     parse_time_watermark,
@@ -125,7 +126,61 @@ def parse_pod_list(data: bytes | str | dict, *, source: str = "pods") -> tuple[l
     if not isinstance(doc, dict) or not isinstance(doc.get("items"), list):
         raise BadData(f"{source}: expected a PodList with an 'items' list")
     pods = [p for p in doc["items"] if isinstance(p, dict) and (p.get("kind") in (None, "Pod"))]
-    return pods, str((doc.get("metadata") or {}).get("continue") or "")
+    return pods, continue_token(doc, source)
+
+
+def continue_token(doc: dict, source: str) -> str:
+    """A list page's `metadata.continue` ("" on the last page); BadData when `metadata` is not an object."""
+    metadata = doc.get("metadata")
+    if metadata in (None, ""):
+        return ""
+    if not isinstance(metadata, dict):
+        raise BadData(f"{source}: expected 'metadata' to be an object (got {json_kind(metadata)})")
+    token = metadata.get("continue")
+    if token not in (None, "") and not isinstance(token, str):
+        raise BadData(f"{source}: expected 'metadata.continue' to be text (got {json_kind(token)})")
+    return token or ""
+
+
+def _objects(value) -> bool:
+    return value in (None, "") or (isinstance(value, list) and all(isinstance(item, dict) for item in value))
+
+
+def _text(value) -> bool:
+    return value is None or isinstance(value, str)
+
+
+def pod_problem(pod) -> str | None:
+    """What is wrong with the shape of a pod where every step after the listing reads it (its names,
+    labels, owners, containers and their statuses), or None. A pod with one is reported and skipped:
+    read as it is, it stopped the pull with an AttributeError or TypeError instead."""
+    if not isinstance(pod, dict):
+        return "not an object"
+    for part in ("metadata", "spec", "status"):
+        if pod.get(part) not in (None, "") and not isinstance(pod[part], dict):
+            return f"'{part}' is not an object"
+    meta, spec, status = (pod.get(part) or {} for part in ("metadata", "spec", "status"))
+    for name in ("name", "namespace", "uid"):
+        if not _text(meta.get(name)):
+            return f"'metadata.{name}' is not text"
+    for name in ("labels", "annotations"):
+        value = meta.get(name)
+        if value not in (None, "") and not (isinstance(value, dict) and all(_text(v) for v in value.values())):
+            return f"'metadata.{name}' is not an object of text values"
+    if not _objects(meta.get("ownerReferences")):
+        return "'metadata.ownerReferences' is not a list of objects"
+    if not _text(spec.get("nodeName")):
+        return "'spec.nodeName' is not text"
+    for part, name in (
+        (spec, "spec.containers"), (spec, "spec.initContainers"),
+        (status, "status.containerStatuses"), (status, "status.initContainerStatuses"),
+    ):  # fmt: skip
+        items = part.get(name.split(".")[1])
+        if not _objects(items):
+            return f"'{name}' is not a list of objects"
+        if not all(_text(item.get("name")) for item in items or []):
+            return f"a container's name in '{name}' is not text"
+    return None
 
 
 def _time(text) -> datetime | None:
@@ -308,6 +363,10 @@ def jobs_from_pods(
     mpi_jobs = _mpi_jobs(pods)
     ray_links, submitters = ray_job_links(pods, ray_jobs)
     for index, pod in enumerate(pods, start=1):
+        problem = pod_problem(pod)
+        if problem:
+            result.errors.append(RecordError(source, f"pod {index}: {problem}, so it was skipped", row=index))
+            continue
         try:
             meta = pod.get("metadata") or {}
             key, owner = job_key(pod)
@@ -788,6 +847,7 @@ class KubernetesConnector(BaseConnector):
         # namespace -> [jobs whose logs were refused (403), the API server's first refusal], reported once a pull
         self.log_refusals: dict[str, list] = {}
         self.ray_refusal = ""  # the API server's refusal to list RayJobs (RBAC), reported once a pull
+        self.pod_errors: list[RecordError] = []  # the pods of the last listing skipped for their shape (`pod_problem`)
 
     @property
     def pods_path(self) -> str:
@@ -812,11 +872,18 @@ class KubernetesConnector(BaseConnector):
         if self.settings.options.get("label_selector"):
             params["labelSelector"] = self.settings.options["label_selector"]
         pods: dict[str, dict] = {}
-        for doc in self._pages(self.pods_path, params):
-            page, _ = parse_pod_list(doc, source=f"{self.settings.name} {self.pods_path}")
-            for pod in page:
+        self.pod_errors = []
+        source = f"{self.settings.name} {self.pods_path}"
+        for page_number, doc in enumerate(self._pages(self.pods_path, params), start=1):
+            page, _ = parse_pod_list(doc, source=source)
+            for index, pod in enumerate(page, start=1):
+                problem = pod_problem(pod)
+                if problem:
+                    where = f"page {page_number}, pod {index}" if page_number > 1 else f"pod {index}"
+                    self.pod_errors.append(RecordError(source, f"{where}: {problem}, so it was skipped", row=index))
+                    continue
                 meta = pod.get("metadata") or {}
-                pods[str(meta.get("uid") or meta.get("namespace", "") + "/" + meta.get("name", ""))] = pod
+                pods[str(meta.get("uid") or f"{meta.get('namespace') or ''}/{meta.get('name') or ''}")] = pod
         return list(pods.values())
 
     def _pages(self, path: str, params: dict) -> Iterator[dict]:
@@ -859,7 +926,7 @@ class KubernetesConnector(BaseConnector):
                 continue
             expired_in_a_row = 0
             yield doc
-            token = str(((doc.get("metadata") or {}) if isinstance(doc, dict) else {}).get("continue") or "")
+            token = continue_token(doc, f"{self.settings.name} {path}") if isinstance(doc, dict) else ""
             if not token:
                 return
             if token in seen:  # a page served twice: harmless once or twice, a loop after that
@@ -911,6 +978,7 @@ class KubernetesConnector(BaseConnector):
             shared_replicas=self.shared_replicas,
             ray_jobs=ray_jobs,
         )
+        parsed.errors[:0] = self.pod_errors
         if self.ray_refusal:  # once a pull: RayJobs still found from their submitters, without their status
             message = (
                 f"rayjobs: listing RayJobs (ray.io/v1) is not allowed (grant the ServiceAccount list on rayjobs); "

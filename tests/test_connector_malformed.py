@@ -1,0 +1,74 @@
+"""A pull that meets a malformed answer (what tests/test_connector_fuzz.py finds at random, here
+through the loopback server and the sync): the pull ends with the connector's own error, naming
+the API path and the field, shown on the connector's page — never a crash that leaves the page
+saying nothing."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+import pytest
+
+from fleet.connectors import sync
+from fleet.connectors.models import Connector
+from fleet.models import Job
+from tests.connector_servers import FakePlatform
+from tests.test_connectors_kubernetes import pod_list
+from tests.test_connectors_sync import NOW, make_connector, pod
+
+pytestmark = pytest.mark.django_db
+T = NOW - timedelta(hours=3)
+JOB = {"apiVersion": "batch/v1", "kind": "Job", "name": "resnet", "uid": "job-uid", "controller": True}
+
+
+@pytest.fixture(autouse=True)
+def _fast_http(settings):
+    settings.CONNECTOR_HTTP_TIMEOUT = 2
+    settings.CONNECTOR_HTTP_RETRIES = 2
+    settings.CONNECTOR_HTTP_BACKOFF = 0.01
+    settings.CONNECTOR_HTTP_BACKOFF_MAX = 0.05
+
+
+def test_a_page_whose_metadata_is_not_an_object_fails_the_pull_saying_where(client, operator):
+    """The review's finding: a PodList page whose `metadata` is a list stopped the pull with an
+    AttributeError ("the pull stopped: AttributeError: 'list' object has no attribute 'get'")."""
+    first = pod("a-0", "a-0", owner=JOB, start=T, end=T + timedelta(minutes=30))
+
+    def pages(path, query):
+        if not query.get("continue"):
+            return 200, pod_list([first], token="page-2"), {}
+        return 200, {"kind": "PodList", "apiVersion": "v1", "metadata": ["page-3"], "items": []}, {}
+
+    with FakePlatform() as server:
+        server.route("/api/v1/pods", pages)
+        connector = make_connector("kubernetes", server.url)
+        result = sync.sync_connector(connector.pk)
+    assert result.status == "failed"
+    assert result.message == "kubernetes-test api/v1/pods: expected 'metadata' to be an object (got a list)"
+    assert Job.objects.count() == 0  # the listing did not end: no job is known whole
+    client.force_login(operator)
+    page = client.get(f"/connectors/{connector.pk}/").content.decode()
+    assert "api/v1/pods: expected &#x27;metadata&#x27; to be an object (got a list)" in page
+    assert Connector.objects.get(pk=connector.pk).consecutive_failures == 1
+
+
+def test_a_pod_of_a_malformed_shape_is_reported_and_the_others_stored():
+    """A pod whose labels are not an object, or whose container has no text name, stopped the pull
+    (listing, Ray detection or reading its logs); it is now that pod's error, by position and field."""
+    good = pod("good-0", "good-0", owner=JOB, start=T, end=T + timedelta(minutes=30))
+    labels = pod("odd-1", "odd-1", start=T, end=T + timedelta(minutes=30))
+    labels["metadata"]["labels"] = True
+    container = pod("odd-2", "odd-2", start=T, end=T + timedelta(minutes=30))
+    container["spec"]["containers"][0]["name"] = ["main"]
+    with FakePlatform() as server:
+        server.route("/api/v1/namespaces/", lambda path, query: (200, b"epoch 1 done\n", {}))
+        server.route("/api/v1/pods", lambda path, query: (200, pod_list([good, labels, container]), {}))
+        connector = make_connector("kubernetes", server.url)
+        result = sync.sync_connector(connector.pk)
+    assert result.status == "partial"
+    assert list(Job.objects.values_list("external_id", flat=True)) == ["job-uid"]
+    assert [e["message"] for e in result.errors] == [
+        "pod 2: 'metadata.labels' is not an object of text values, so it was skipped",
+        "pod 3: a container's name in 'spec.containers' is not text, so it was skipped",
+    ]
+    assert {e["file"] for e in result.errors} == {"kubernetes-test api/v1/pods"}
