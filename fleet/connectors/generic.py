@@ -98,13 +98,15 @@ def frame_from_samples(doc, *, job: JobRecord | None = None, source: str = "seri
         raise BadData(f"{source}: expected an object with a 'samples' list")
     if not samples:
         return None
+    if not all(isinstance(sample, dict) for sample in samples):
+        raise BadData(f"{source}: expected 'samples' to be a list of objects")
     frame = pd.DataFrame.from_records(samples)
     keep = [c for c in ("timestamp", "host", "gpu", *METRICS) if c in frame.columns]
     try:
         frame["timestamp"] = frame["timestamp"].map(parse_timestamp)
         _check_bounds(frame, source)
         frame, _ = series_lib.normalize(frame[keep])
-    except (KeyError, ValueError, TypeError) as exc:
+    except (KeyError, ValueError, TypeError, OverflowError) as exc:  # OverflowError: a gpu index past int64
         raise BadData(f"{source}: {exc}") from exc
     if job is not None:
         inside = (frame["timestamp"] >= job.start_time) & (frame["timestamp"] <= job.end_time)
@@ -133,7 +135,9 @@ def artifacts_from_doc(doc, job_id: str, *, max_bytes: int, source: str = "artif
     if not isinstance(items, list):
         raise BadData(f"{source}: expected an object with an 'artifacts' list")
     out = []
-    for item in items:
+    for index, item in enumerate(items, start=1):
+        if not isinstance(item, dict):
+            raise BadData(f"{source}: artifact {index} is not an object")
         kind, path = str(item.get("kind") or ""), str(item.get("path") or "")
         if kind not in ARTIFACT_KINDS or not path or path.startswith("/") or ".." in path.split("/"):
             raise BadData(f"{source}: artifact {path!r} needs a kind in {ARTIFACT_KINDS} and a relative path")

@@ -144,7 +144,7 @@ def parse_query_range(data: bytes | str | dict, *, source: str = "query_range") 
             points = [item["value"]]
         try:
             array = np.array([(float(t), _value(v)) for t, v in points or []], dtype="float64").reshape(-1, 2)
-        except (TypeError, ValueError) as exc:
+        except (TypeError, ValueError, OverflowError) as exc:  # OverflowError: a time of 10^400
             raise BadData(f'{source}: a sample is not [time, "value"] ({exc})') from exc
         labels = item.get("metric") or {}
         if not isinstance(labels, dict) or not all(isinstance(v, str) for v in labels.values()):
@@ -395,6 +395,8 @@ class PrometheusConnector(BaseConnector):
         doc = self.http.get_json("api/v1/labels", params=params)
         if not isinstance(doc, dict) or doc.get("status") != "success" or not isinstance(doc.get("data"), list):
             raise BadData(f"{self.settings.name}: /api/v1/labels answered {str(doc)[:200]}")
+        if not all(isinstance(name, str) for name in doc["data"]):
+            raise BadData(f"{self.settings.name}: /api/v1/labels: 'data' is not a list of label names")
         return set(doc["data"])
 
     def query_range(self, query: str, start: float, end: float) -> list[Series]:
@@ -414,6 +416,12 @@ class PrometheusConnector(BaseConnector):
         doc = self.http.get_json("api/v1/series", params=params)
         if not isinstance(doc, dict) or doc.get("status") != "success" or not isinstance(doc.get("data"), list):
             raise BadData(f"{self.settings.name}: /api/v1/series answered {str(doc)[:200]}")
+        if not all(
+            isinstance(labels, dict) and all(isinstance(v, str) for v in labels.values()) for labels in doc["data"]
+        ):
+            raise BadData(
+                f"{self.settings.name}: /api/v1/series: a series is not an object of label names and text values"
+            )
         gpus = {
             (host_of(labels), labels.get("gpu", ""), labels.get("GPU_I_ID", "")): labels.get("modelName", "")
             for labels in doc["data"]

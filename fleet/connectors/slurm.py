@@ -35,6 +35,7 @@ from fleet.connectors.base import (
     Batch,
     TransientError,
     json_document,
+    json_kind,
     mapping_option,
     number_option,
     shape_problem,
@@ -463,8 +464,11 @@ class SlurmConnector(BaseConnector):
         return f"slurmdb/{self.api_version}/jobs"
 
     def check(self) -> dict:
-        doc = self.http.get_json(f"slurmdb/{self.api_version}/diag")
-        return {"data_parser": data_parser_version((doc or {}).get("meta") or {})}
+        path = f"slurmdb/{self.api_version}/diag"
+        doc = self.http.get_json(path)
+        if not isinstance(doc, dict):
+            raise BadData(f"{self.settings.name}: {path} answered {json_kind(doc)}, not a JSON object")
+        return {"data_parser": data_parser_version(doc.get("meta"))}
 
     def list_jobs(self, watermark: str, until: datetime) -> Iterator[Batch]:
         for begin, stop in time_windows(watermark, until, settle=self.settle, initial=self.initial, window=self.window):
