@@ -55,8 +55,9 @@ _ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
 # Prefixes that launchers put before a rank's output: "[rank1]: ", "1: " (srun -l, torchrun),
 # "(RayTrainWorker pid=123) ".
 _RANK_PREFIX = re.compile(r"^\s*(?:\[rank\d+\]:\s*|\d{1,5}:\s+|\([A-Za-z_]\w* pid=\d+(?:, ip=[\w.:]+)?\)\s*)")
-# wget prints "--2026-10-05 12:00:03--  https://..." when it starts a download (read as a download: a message
-# that is one URL alone, once the stamp and the dashes around it are read off). Hugging Face
+# wget prints "--2026-10-05 12:00:03--  https://..." when it starts a download (its message keeps the
+# "--" before the URL, `_WGET_START`: a URL alone on a line, a run's page or a dashboard's address, is
+# no download). Hugging Face
 # transformers' explicit format (`logging.enable_explicit_format()`, its example scripts) puts the
 # level and source first: "[INFO|trainer.py:3478] 2026-10-05 12:00:03,123 >> Saving ..."; LLaMA-Factory
 # "[INFO|2026-10-05 12:00:03] llamafactory...: ...".
@@ -91,6 +92,7 @@ _YEARLESS = (_GLOG, _D2, _MMENGINE)
 # clock is local time, the start UTC).
 _GLOG_EARLY = timedelta(days=2)
 # What may sit between the timestamp and the message: a separator and a log level.
+_WGET_START = re.compile(r"--\s+(?:https?|ftp)://")
 _LEVEL = re.compile(r"^[\s:|>-]*(?:(?:INFO|WARNING|WARN|ERROR|DEBUG|CRITICAL|FATAL|NOTICE)\b[\s:|>-]*)?")
 
 _PATTERNS: dict[str, re.Pattern] = {
@@ -107,7 +109,7 @@ _PATTERNS: dict[str, re.Pattern] = {
     ),
     DOWNLOAD: re.compile(
         r"^\s*Downloading\b|\bDownloading\s+\S|\bFetching \d+ files\b|\b(?:hf_hub_download|snapshot_download)\b"
-        r"|(?:^|[\s;&|])(?:wget|curl)\s+\S|^(?:--\s+)?(?:https?|ftp)://\S+\s*$|\) - ['‘\"].+['’\"] saved \[\d+"
+        r"|(?:^|[\s;&|])(?:wget|curl)\s+\S|^--\s+(?:https?|ftp)://\S|\) - ['‘\"].+['’\"] saved \[\d+"
         r"|\bfrom the Hugging Face Hub\b|\btorch\.hub\.load\b|\bload_dataset\("
         r"|^\s*download: s3://|\b(?:aws\s+)?s3\s+(?:cp|sync)\s+(?:\S+\s+)*s3://\S+\s+(?!s3://)\S",
         re.IGNORECASE,
@@ -238,7 +240,8 @@ def _scan(text: str, stamps: list[datetime | None] | None, started: datetime | N
         if stamps is None:
             stamp = _stamp(body := _after(_RANK_PREFIX, line), started)
         # Its time is worked out only for a line that turns out to hold an event (a quarter of them).
-        message = _after(_LEVEL, body[stamp.end() :] if stamp else body)
+        rest = body[stamp.end() :] if stamp else body
+        message = rest if stamp and _WGET_START.match(rest) else _after(_LEVEL, rest)
         kinds = []
         if len(hits) == 1:  # most event lines: one word's probes, already in order
             probes = _PROBES_OF[next(iter(hits))]

@@ -397,3 +397,7 @@ def test_wgets_start_line_is_a_download_at_its_own_time():
     # A URL inside a sentence, or one followed by more words, is no download of its own.
     assert kinds("2026-10-27 19:08:53 INFO see https://docs.example.org/run for the dashboard") == []
     assert kinds("2026-10-27 19:08:53 INFO https://wandb.ai/team/run/abc is the run page") == []
+    # Nor is a URL alone on its line: a run's page, a dashboard's address (W&B, TensorBoard, Ray print them).
+    assert kinds("https://wandb.ai/team/proj/runs/abc") == []
+    assert kinds("2026-10-27 19:08:53 http://localhost:6006/") == []
+    assert kinds("  http://0.0.0.0:8265") == []
