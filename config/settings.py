@@ -384,6 +384,11 @@ IDLE_UTIL_THRESHOLD = env_float("IDLE_UTIL_THRESHOLD", 5.0, minimum=0, maximum=1
 # An idle alert is about a job idle *now*: its last sample at most this old (0: any age). An archive
 # of last week's jobs, some still running when it was written, alerts no one.
 IDLE_ALERT_MAX_AGE_MINUTES = env_int("IDLE_ALERT_MAX_AGE_MINUTES", 6 * 60, minimum=0)
+# Teams' chat webhooks for idle alerts (triage/digests/webhooks.py): each POST waits at most this many
+# seconds; a webhook URL must be https, http only to this machine (loopback) unless this allows it
+# anywhere (a webhook URL carries its secret in its path, which http sends in the clear).
+ALERT_WEBHOOK_TIMEOUT = env_float("ALERT_WEBHOOK_TIMEOUT", 10.0, minimum=0.1)
+ALERT_WEBHOOK_ALLOW_HTTP = env_bool("ALERT_WEBHOOK_ALLOW_HTTP", DEBUG)
 DEFAULT_CURRENCY = env_str("DEFAULT_CURRENCY", "USD")
 # Per-artifact size cap at ingest; bigger logs are kept truncated with a note.
 ARTIFACT_MAX_BYTES = env_int("ARTIFACT_MAX_BYTES", 20 * 1024 * 1024, minimum=1024)
@@ -414,7 +419,11 @@ LOGGING = {
     "disable_existing_loggers": False,
     "handlers": {"console": {"class": "logging.StreamHandler"}},
     "root": {"handlers": ["console"], "level": env_str("LOG_LEVEL", "INFO")},
-    "loggers": {"django.db.backends": {"level": "WARNING"}},
+    "loggers": {
+        "django.db.backends": {"level": "WARNING"},
+        # Its DEBUG lines name each request's path, and a chat webhook's path is its secret.
+        "urllib3.connectionpool": {"level": "INFO"},
+    },
 }
 
 # --- Connectors (fleet/connectors, docs/connectors.md) ----------------------------------

@@ -91,7 +91,9 @@ def _service_health() -> Iterator[Metric]:
     yield healthy
     yield success
 
-    deliveries = _gauge("digest_deliveries", "Digest and idle-alert emails by delivery status.", ("status",))
+    deliveries = _gauge(
+        "digest_deliveries", "Digest and idle-alert deliveries (emails, chat webhook posts) by status.", ("status",)
+    )
     by_status = dict.fromkeys(Delivery.Status.values, 0)
     by_status.update(Delivery.objects.values_list("status").annotate(n=Count("pk")).order_by())
     for status, count in by_status.items():

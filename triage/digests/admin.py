@@ -16,5 +16,5 @@ class DeliveryAdmin(admin.ModelAdmin):
     list_display = ["iso_week", "kind", "team", "recipient", "status", "attempts", "sent_at"]
     list_filter = ["status", "kind", "iso_week"]
     search_fields = ["recipient", "message_id", "last_error"]
-    raw_id_fields = ["user", "job"]
+    raw_id_fields = ["user", "job", "webhook"]
     readonly_fields = ["claimed_at", "sent_at", "message_id", "attempts", "created_at"]

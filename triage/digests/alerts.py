@@ -14,6 +14,9 @@ never alerts. Its first idle sample is the stretch's start: a `Delivery` per add
 is the idempotency record (claimed, then stamped, as a digest's), so pulling the job again sends
 nothing new, and a job that worked and idled again has a new start and alerts again. What the
 alert said is kept in the delivery (`details`), so a retried one says the same.
+
+A team may also have a chat webhook (`TeamWebhook`, set by operators): the same alert is posted
+there once per stretch too, a delivery of its own (`triage.digests.webhooks`).
 """
 
 from __future__ import annotations
@@ -34,7 +37,7 @@ from fleet.money import cost_of
 from triage.evidence.timeline import build_timeline
 
 from . import services, weeks
-from .models import AlertSettings, Delivery, DigestKind, Subscription
+from .models import AlertSettings, Delivery, DigestKind, Subscription, TeamWebhook
 
 logger = logging.getLogger(__name__)
 
@@ -140,10 +143,16 @@ def facts(job: Job, stretch: IdleStretch, threshold: float) -> dict:
 class CheckResult:
     jobs: int = 0  # running jobs looked at
     alerting: list[int] = field(default_factory=list)  # jobs idle long enough
-    deliveries: list[int] = field(default_factory=list)  # queued deliveries to send
+    deliveries: list[int] = field(default_factory=list)  # queued emails to send
+    webhook_deliveries: list[int] = field(default_factory=list)  # queued chat webhook posts
 
     def as_dict(self) -> dict:
-        return {"jobs": self.jobs, "alerting": len(self.alerting), "deliveries": len(self.deliveries)}
+        return {
+            "jobs": self.jobs,
+            "alerting": len(self.alerting),
+            "deliveries": len(self.deliveries),
+            "webhook_deliveries": len(self.webhook_deliveries),
+        }
 
 
 def running(job_ids: list[int]):
@@ -153,8 +162,9 @@ def running(job_ids: list[int]):
 
 
 def check_jobs(job_ids: list[int]) -> CheckResult:
-    """Find the running jobs idle long enough and queue one delivery per recipient and idle stretch;
-    returns the deliveries still to send (new ones, and any of the same stretch left queued)."""
+    """Find the running jobs idle long enough and queue one delivery per recipient and idle stretch, and
+    one per team chat webhook and stretch; returns the deliveries still to send (new ones, and any of
+    the same stretch left queued)."""
     result = CheckResult()
     config = AlertSettings.current()
     if not config.enabled:
@@ -163,41 +173,57 @@ def check_jobs(job_ids: list[int]) -> CheckResult:
     # A job whose last sample is older than this is not idle now (an archive of last week's jobs).
     max_age = settings.IDLE_ALERT_MAX_AGE_MINUTES
     oldest = timezone.now() - timedelta(minutes=max_age) if max_age else datetime.min.replace(tzinfo=UTC)
-    for job in running(job_ids):
+    jobs = running(job_ids)
+    webhooks = {
+        webhook.team_id: webhook
+        for webhook in TeamWebhook.objects.filter(team_id__in={job.team_id for job in jobs}, enabled=True)
+    }
+    for job in jobs:
         result.jobs += 1
         stretch = idle_at_end(job, threshold)
         if stretch is None or stretch.seconds < config.idle_minutes * 60 or stretch.until < oldest:
             continue
         result.alerting.append(job.pk)
         recipients = alert_recipients(job)
-        if not recipients:
+        webhook = webhooks.get(job.team_id)
+        if not recipients and webhook is None:
             continue
         details = facts(job, stretch, threshold)
         by_address: dict[str, object] = {}
         for user in recipients:
             by_address.setdefault(user.email.strip().lower(), user)
-        Delivery.objects.bulk_create(
-            [
+        common = {
+            "team_id": job.team_id,
+            "iso_week": weeks.week_of(stretch.since),
+            "job": job,
+            "idle_since": stretch.since,
+            "details": details,
+        }
+        rows = [
+            Delivery(recipient=address, user=user, kind=DigestKind.IDLE_ALERT, **common)
+            for address, user in by_address.items()
+        ]
+        if webhook is not None:
+            rows.append(
                 Delivery(
-                    recipient=address,
-                    user=user,
-                    kind=DigestKind.IDLE_ALERT,
-                    team_id=job.team_id,
-                    iso_week=weeks.week_of(stretch.since),
-                    job=job,
-                    idle_since=stretch.since,
-                    details=details,
+                    recipient=webhook_recipient(webhook), webhook=webhook, kind=DigestKind.IDLE_ALERT_WEBHOOK, **common
                 )
-                for address, user in by_address.items()
-            ],
-            ignore_conflicts=True,  # this stretch's alert exists already: never a second one
-        )
-        result.deliveries += list(
+            )
+        # This stretch's alert exists already: never a second one.
+        Delivery.objects.bulk_create(rows, ignore_conflicts=True)
+        queued = (
             Delivery.objects.filter(job=job, idle_since=stretch.since, status=Delivery.Status.QUEUED)
             .order_by("pk")
-            .values_list("pk", flat=True)
+            .values_list("pk", "kind")
         )
+        for pk, kind in queued:
+            (result.webhook_deliveries if kind == DigestKind.IDLE_ALERT_WEBHOOK else result.deliveries).append(pk)
     return result
+
+
+def webhook_recipient(webhook: TeamWebhook) -> str:
+    """A webhook delivery's `recipient`: unique per webhook, so one post per webhook, job and stretch."""
+    return f"webhook:{webhook.pk}"
 
 
 # --- The message ---------------------------------------------------------------------------------
@@ -312,7 +338,8 @@ def send_deliveries(delivery_ids: list[int], *, final_attempt: bool = True) -> S
 
 
 def fail_deliveries(delivery_ids: list[int], reason: str, statuses=(Delivery.Status.QUEUED, Delivery.Status.SENDING)):
-    Delivery.objects.filter(pk__in=delivery_ids, kind=DigestKind.IDLE_ALERT, status__in=statuses).update(
+    kinds = (DigestKind.IDLE_ALERT, DigestKind.IDLE_ALERT_WEBHOOK)
+    Delivery.objects.filter(pk__in=delivery_ids, kind__in=kinds, status__in=statuses).update(
         status=Delivery.Status.FAILED, last_error=reason[:2000]
     )
 
@@ -321,9 +348,12 @@ def retry_delivery(delivery: Delivery) -> None:
     """The deliveries page's Retry button for a failed alert. Raises fleet.tasking.QueueUnreachable."""
     from fleet.tasking import publish
 
-    from .tasks import send_idle_alerts_task
+    from .tasks import send_idle_alert_webhook_task, send_idle_alerts_task
 
-    publish(send_idle_alerts_task, ([delivery.pk],), not_done="the idle alert was not sent again")
+    if delivery.kind == DigestKind.IDLE_ALERT_WEBHOOK:
+        publish(send_idle_alert_webhook_task, (delivery.pk,), not_done="the idle alert was not posted again")
+    else:
+        publish(send_idle_alerts_task, ([delivery.pk],), not_done="the idle alert was not sent again")
 
 
 def queue_check(job_ids: list[int]) -> None:

@@ -7,12 +7,16 @@ message or a second beat never send one digest twice (healthchecks' `sendreports
 
 from __future__ import annotations
 
+from urllib.parse import urlsplit
+
 from django.conf import settings
 from django.core.validators import MaxValueValidator, MinValueValidator
 from django.db import models
 from django.db.models import F, Q
 from django.utils import timezone
 
+from fleet.connectors import secrets
+from fleet.connectors.http import where
 from fleet.models import Job, Team
 
 
@@ -23,6 +27,9 @@ class DigestKind(models.TextChoices):
     # team digest's recipients who did not turn alerts off (`Subscription.alerts`). Its deliveries
     # are listed with the digests'; its unsubscribe link turns off that team's alerts only.
     IDLE_ALERT = "idle_alert", "Idle alert"
+    # The same alert posted to a team's chat webhook (`TeamWebhook`): one delivery per webhook, job and
+    # idle stretch, its `recipient` "webhook:<pk>" (the URL is a secret: never a column in the clear).
+    IDLE_ALERT_WEBHOOK = "idle_alert_webhook", "Idle alert (chat webhook)"
 
 
 class Subscription(models.Model):
@@ -87,6 +94,12 @@ class Delivery(models.Model):
     job = models.ForeignKey(Job, null=True, blank=True, on_delete=models.CASCADE, related_name="idle_alerts")
     idle_since = models.DateTimeField(null=True, blank=True, help_text="An idle alert's: when the idle stretch began.")
     details = models.JSONField(default=dict, blank=True, help_text="An idle alert's facts, as mailed (and re-sent).")
+    # A chat webhook's alert: which webhook (kept when the webhook is removed, as history) and the
+    # HTTP status its last attempt was answered with (the error, if any, is in `last_error`).
+    webhook = models.ForeignKey(
+        "TeamWebhook", null=True, blank=True, on_delete=models.SET_NULL, related_name="deliveries"
+    )
+    response_status = models.PositiveSmallIntegerField(null=True, blank=True)
 
     class Meta:
         ordering = ["-created_at", "-pk"]
@@ -112,9 +125,16 @@ class Delivery(models.Model):
         ]
 
     def __str__(self) -> str:
-        if self.kind == DigestKind.IDLE_ALERT:
-            return f"idle alert of job {self.job_id} to {self.recipient} ({self.status})"
+        if self.kind in (DigestKind.IDLE_ALERT, DigestKind.IDLE_ALERT_WEBHOOK):
+            return f"idle alert of job {self.job_id} to {self.recipient_label} ({self.status})"
         return f"{self.kind} digest {self.iso_week} to {self.recipient} ({self.status})"
+
+    @property
+    def recipient_label(self) -> str:
+        """Who it went to, as the pages say it: an address, or a chat webhook by its host (never its URL)."""
+        if self.kind != DigestKind.IDLE_ALERT_WEBHOOK:
+            return self.recipient
+        return f"chat webhook at {self.webhook.host}" if self.webhook else "a removed chat webhook"
 
     # The claim: only a queued row, or a failed one being retried, moves to "sending", and only one
     # caller can make that move. A row left in "sending" by a worker that died is not taken again
@@ -165,3 +185,40 @@ class AlertSettings(models.Model):
     @classmethod
     def current(cls) -> AlertSettings:
         return cls.objects.get_or_create(pk=1)[0]
+
+
+class TeamWebhook(models.Model):
+    """A team's chat webhook for its idle alerts (a Grafana or Alertmanager "contact point"), set by
+    operators: a Slack-compatible incoming webhook (POST {"text": ...}; Slack, Mattermost, Rocket.Chat)
+    or a generic JSON one (the alert's facts, for Teams workflows or a service of one's own).
+
+    The URL carries its secret in its path (hooks.slack.com/services/T.../B.../<token>): it is kept
+    encrypted as connectors' secrets are (`fleet.connectors.secrets`), never shown back, never logged;
+    pages name its `host` only."""
+
+    class Format(models.TextChoices):
+        SLACK = "slack", 'Slack-compatible: {"text": …} (Slack, Mattermost, Rocket.Chat)'
+        JSON = "json", "Generic JSON: the alert's facts (Teams workflows, a service of your own)"
+
+    team = models.OneToOneField(Team, on_delete=models.CASCADE, related_name="alert_webhook")
+    enabled = models.BooleanField(default=True, help_text="Off: the URL is kept, nothing is posted.")
+    format = models.CharField(max_length=10, choices=Format.choices, default=Format.SLACK)
+    url_encrypted = models.TextField()
+    host = models.CharField(max_length=300, help_text="The URL's host (and port), what the pages show.")
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["team__name"]
+
+    def __str__(self) -> str:
+        return f"chat webhook of {self.team} at {self.host}"
+
+    def set_url(self, url: str) -> None:
+        self.url_encrypted = secrets.encrypt(url)
+        self.host = where(url)[:300] if urlsplit(url).hostname else ""
+
+    def url(self) -> str:
+        """The URL itself, for the request only. Raises fleet.connectors.base.ConfigError when it cannot be
+        decrypted (SECRET_KEY or CONNECTOR_SECRET_KEY changed)."""
+        return secrets.decrypt(self.url_encrypted)

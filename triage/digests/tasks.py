@@ -7,7 +7,7 @@ from django.conf import settings
 
 from fleet.tasking import IdempotentTask
 
-from . import alerts, services
+from . import alerts, services, webhooks
 
 
 class DigestTask(IdempotentTask):
@@ -50,10 +50,12 @@ class IdleAlertTask(IdempotentTask):
 @shared_task(name="digests.check_idle_alerts", base=IdempotentTask, bind=True)
 def check_idle_alerts_task(self, job_ids: list[int]) -> dict:
     result = alerts.check_jobs(job_ids)
+    # Sent on the queue the check came from (a worker that checks alerts also sends them).
+    queue = (self.request.delivery_info or {}).get("routing_key") or None
     if result.deliveries:
-        # Sent on the queue the check came from (a worker that checks alerts also sends them).
-        queue = (self.request.delivery_info or {}).get("routing_key") or None
         send_idle_alerts_task.apply_async((result.deliveries,), queue=queue)
+    for delivery_id in result.webhook_deliveries:  # one task per post: one slow chat service holds up no other
+        send_idle_alert_webhook_task.apply_async((delivery_id,), queue=queue)
     return result.as_dict()
 
 
@@ -66,4 +68,25 @@ def send_idle_alerts_task(self, delivery_ids: list[int]) -> dict:
     result = alerts.send_deliveries(delivery_ids, final_attempt=final)
     if result.retry:
         raise self.retry(countdown=services.retry_countdown(retries), max_retries=settings.DIGEST_MAX_RETRIES)
+    return result.as_dict()
+
+
+class IdleAlertWebhookTask(IdempotentTask):
+    def give_up(self, reason: str, delivery_id=None, *args, **kwargs) -> None:
+        alerts.fail_deliveries([delivery_id] if delivery_id else [], f"gave up: {reason}")
+
+
+# Idempotent: the delivery is claimed before the POST and stamped after (a worker that dies between
+# leaves it "sending", not posted twice). No answer, HTTP 429 or 5xx are retried with the digests'
+# backoff (DIGEST_MAX_RETRIES, DIGEST_RETRY_BACKOFF), longer when the service's Retry-After says so.
+@shared_task(name="digests.send_idle_alert_webhook", base=IdleAlertWebhookTask, bind=True)
+def send_idle_alert_webhook_task(self, delivery_id: int) -> dict:
+    retries = self.request.retries or 0
+    final = retries >= settings.DIGEST_MAX_RETRIES
+    result = webhooks.send_delivery(delivery_id, final_attempt=final)
+    if result.retry:
+        countdown = services.retry_countdown(retries)
+        if result.retry_after:
+            countdown = max(countdown, min(result.retry_after, settings.DIGEST_RETRY_BACKOFF_MAX))
+        raise self.retry(countdown=countdown, max_retries=settings.DIGEST_MAX_RETRIES)
     return result.as_dict()

@@ -14,5 +14,7 @@ urlpatterns = [
     path("deliveries/<int:pk>/retry/", views.delivery_retry, name="delivery-retry"),
     path("settings/", views.subscription_settings, name="settings"),
     path("alerts/", views.alert_settings, name="alert-settings"),
+    re_path(r"^alerts/webhooks/(?P<slug>[-\w]+)/$", views.alert_webhook, name="alert-webhook"),
+    re_path(r"^alerts/webhooks/(?P<slug>[-\w]+)/test/$", views.alert_webhook_test, name="alert-webhook-test"),
     path("unsubscribe/<str:token>/", views.unsubscribe, name="unsubscribe"),
 ]

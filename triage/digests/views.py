@@ -20,9 +20,9 @@ from fleet.access import is_operator, operator_required
 from fleet.models import Team
 from fleet.tasking import QueueUnreachable
 
-from . import alerts, services, weeks
-from .forms import AlertSettingsForm
-from .models import AlertSettings, Delivery, DigestKind
+from . import alerts, services, webhooks, weeks
+from .forms import AlertSettingsForm, TeamWebhookForm
+from .models import AlertSettings, Delivery, DigestKind, TeamWebhook
 
 DELIVERIES_PER_PAGE = 50
 
@@ -103,7 +103,7 @@ def preview_operator(request, week: str):
 @operator_required
 @read_only
 def delivery_list(request):
-    deliveries = Delivery.objects.select_related("team", "user", "job")
+    deliveries = Delivery.objects.select_related("team", "user", "job", "webhook")
     filters = {
         "status": request.GET.get("status", ""),
         "week": request.GET.get("week", "").strip(),
@@ -147,7 +147,7 @@ def delivery_retry(request, pk: int):
     if delivery.status != Delivery.Status.FAILED:
         messages.warning(request, "Only a failed delivery can be retried.")
     else:
-        alert = delivery.kind == DigestKind.IDLE_ALERT
+        alert = delivery.kind in (DigestKind.IDLE_ALERT, DigestKind.IDLE_ALERT_WEBHOOK)
         try:
             if alert:
                 alerts.retry_delivery(delivery)
@@ -158,7 +158,7 @@ def delivery_retry(request, pk: int):
             return redirect("digests:deliveries")
         audit.record(request.user, "digest.retry", delivery, {"kind": delivery.kind, "week": delivery.iso_week})
         if alert:
-            messages.info(request, f"Sending the idle alert to {delivery.recipient} again.")
+            messages.info(request, f"Sending the idle alert to {delivery.recipient_label} again.")
         else:
             messages.info(request, f"Sending the {delivery.get_kind_display().lower()} for {delivery.iso_week} again.")
     return redirect("digests:deliveries")
@@ -235,7 +235,9 @@ def alert_settings(request):
         else:
             messages.info(request, "Nothing changed.")
         return redirect("digests:alert-settings")
-    recent = Delivery.objects.filter(kind=DigestKind.IDLE_ALERT).select_related("job", "team")[:10]
+    kinds = (DigestKind.IDLE_ALERT, DigestKind.IDLE_ALERT_WEBHOOK)
+    recent = Delivery.objects.filter(kind__in=kinds).select_related("job", "team", "webhook")[:10]
+    teams = Team.objects.order_by("name").select_related("alert_webhook")
     return render(
         request,
         "digests/alert_settings.html",
@@ -244,5 +246,77 @@ def alert_settings(request):
             "threshold": settings.IDLE_UTIL_THRESHOLD,
             "max_age_hours": settings.IDLE_ALERT_MAX_AGE_MINUTES / 60,
             "recent": recent,
+            "teams": [(team, getattr(team, "alert_webhook", None)) for team in teams],
         },
     )
+
+
+def _webhook_state(webhook: TeamWebhook | None) -> dict | None:
+    """What the audit log keeps of a webhook: never its URL, which is its secret."""
+    if webhook is None:
+        return None
+    return {"enabled": webhook.enabled, "format": webhook.format, "host": webhook.host}
+
+
+@operator_required
+@with_form
+def alert_webhook(request, slug: str):
+    """A team's chat webhook for its idle alerts: set, change (the URL entered again) or remove."""
+    team = get_object_or_404(Team, slug=slug)
+    webhook = TeamWebhook.objects.filter(team=team).first()
+    if request.method == "POST" and "remove" in request.POST:
+        if webhook is not None:
+            before = _webhook_state(webhook)
+            webhook.delete()
+            audit.record(request.user, "alert_webhook.delete", f"chat webhook of {team}", {"team": team.slug, **before})
+            messages.success(
+                request, f"The chat webhook of {team} is removed; its past posts stay on the deliveries page."
+            )
+        return redirect("digests:alert-webhook", team.slug)
+    before = _webhook_state(webhook)  # before the form's validation writes into the instance
+    form = TeamWebhookForm(request.POST or None, instance=webhook or TeamWebhook(team=team))
+    if request.method == "POST" and form.is_valid():
+        url_changed = bool(form.cleaned_data.get("url"))
+        saved = form.save()
+        after = _webhook_state(saved)
+        if before != after or url_changed:
+            action = "alert_webhook.create" if webhook is None else "alert_webhook.change"
+            details = {"team": team.slug, "before": before, "after": after, "url_changed": url_changed}
+            audit.record(request.user, action, saved, details)
+            messages.success(request, f"The chat webhook of {team} is saved.")
+        else:
+            messages.info(request, "Nothing changed.")
+        return redirect("digests:alert-webhook", team.slug)
+    recent = []
+    if webhook is not None:
+        recent = webhook.deliveries.select_related("job")[:10]
+    return render(
+        request,
+        "digests/alert_webhook.html",
+        {
+            "team": team,
+            "webhook": webhook,
+            "form": form,
+            "recent": recent,
+            "alerts_on": AlertSettings.current().enabled,
+        },
+    )
+
+
+@operator_required
+@require_POST
+def alert_webhook_test(request, slug: str):
+    """Post a test message to the team's stored webhook now, and say how it was answered."""
+    team = get_object_or_404(Team, slug=slug)
+    webhook = TeamWebhook.objects.filter(team=team).first()
+    if webhook is None:
+        messages.error(request, f"No webhook URL is stored for {team}: save one first.")
+        return redirect("digests:alert-webhook", team.slug)
+    outcome = webhooks.send_test(webhook)
+    details = {"team": team.slug, "host": webhook.host, "status": outcome.status, "error": outcome.error}
+    audit.record(request.user, "alert_webhook.test", webhook, details)
+    if outcome.ok:
+        messages.success(request, f"Test message posted: {webhook.host} answered HTTP {outcome.status}.")
+    else:
+        messages.error(request, f"The test message was not posted: {outcome.error}"[:600])
+    return redirect("digests:alert-webhook", team.slug)

@@ -1,0 +1,353 @@
+"""Idle alerts posted to a team's chat webhook, received by a real HTTP server on loopback: the Slack
+text names the job, cluster, GPUs, idle time, cost per hour and link; the generic JSON is the alert's
+facts; one post per idle stretch; a 500 is retried, a 404 or a refused connection is failed with a
+readable reason and retried from the deliveries page; the operators' form keeps the URL write-only,
+and the URL's secret path appears on no page, in no audit entry and in no log line."""
+
+from __future__ import annotations
+
+import logging
+import socket
+
+import pytest
+from django.urls import reverse
+
+from fleet.models import AuditEvent, Job
+from tests.connector_servers import FakePlatform
+from tests.test_browser import browser  # noqa: F401 (a fixture: headless Chromium)
+from tests.test_digests import BASE_URL, retries_in_process  # noqa: F401 (retries_in_process: a fixture)
+from tests.test_idle_alerts import MINUTE, START, archive, busy_then_idle, ingest, priced  # noqa: F401 (priced: a fixture)
+from triage.digests import webhooks
+from triage.digests.models import AlertSettings, Delivery, DigestKind, TeamWebhook
+
+pytestmark = pytest.mark.django_db
+
+# A Slack webhook's path is its secret; every test looks for its last part where it must not be.
+SECRET = "s3cr3tT0kenXYZ42"
+HOOK_PATH = f"/services/T0001/B0002/{SECRET}"
+RUNNING = {"id": "101", "state": "RUNNING", "minutes": 120, "util": busy_then_idle}
+
+
+@pytest.fixture(autouse=True)
+def any_sample_age(settings):
+    """The jobs ran on 2026-11-20 (a fixed date): no limit on the age of their last sample."""
+    settings.IDLE_ALERT_MAX_AGE_MINUTES = 0
+    settings.DIGEST_RETRY_BACKOFF = 0
+    settings.ALERT_WEBHOOK_ALLOW_HTTP = False  # http only to loopback, as in production
+    settings.ALERT_WEBHOOK_TIMEOUT = 2
+    settings.PUBLIC_BASE_URL = BASE_URL
+
+
+@pytest.fixture
+def hook():
+    """The chat service: answers 200 "ok" to a POST on HOOK_PATH, as Slack does."""
+    with FakePlatform() as server:
+        server.route(HOOK_PATH, lambda path, query: (200, b"ok", {}))
+        yield server
+
+
+def posts(server) -> list[dict]:
+    return [query["_json"] for path, fault, query in server.requests if path == HOOK_PATH and not fault]
+
+
+def set_webhook(client, team, url: str, fmt: str = "slack", enabled: bool = True):
+    data = {"url": url, "format": fmt} | ({"enabled": "on"} if enabled else {})
+    return client.post(reverse("digests:alert-webhook", args=[team.slug]), data)
+
+
+def assert_no_secret(client, team, caplog=None):
+    """The secret is on no page an operator opens, in no audit entry and (when given) no log line."""
+    pages = [
+        reverse("digests:alert-settings"),
+        reverse("digests:alert-webhook", args=[team.slug]),
+        reverse("digests:deliveries"),
+        reverse("digests:deliveries") + "?kind=idle_alert_webhook",
+        reverse("fleet:audit-log"),
+    ]
+    for page in pages:
+        response = client.get(page)
+        assert response.status_code == 200
+        assert SECRET not in response.content.decode(), page
+        assert "T0001/B0002" not in response.content.decode(), page
+    for event in AuditEvent.objects.all():
+        assert SECRET not in f"{event.target_repr} {event.details}"
+    if caplog is not None:
+        assert SECRET not in caplog.text
+
+
+@pytest.mark.usefixtures("priced")
+def test_a_slack_webhook_gets_the_alert_once_per_stretch(
+    tmp_path, hook, team_a, operator, client, caplog, django_capture_on_commit_callbacks
+):
+    caplog.set_level(logging.DEBUG)
+    client.force_login(operator)
+    response = set_webhook(client, team_a, hook.url + HOOK_PATH)
+    assert response.status_code == 302
+    ingest(archive(tmp_path, "a.zip", [RUNNING]), django_capture_on_commit_callbacks)
+
+    (body,) = posts(hook)
+    text = body["text"]
+    job = Job.objects.get(external_id="101")
+    job_url = f"{BASE_URL}{reverse('dashboard:job-detail', args=[job.pk])}"
+    assert text.startswith(f":zzz: *Idle now:* <{job_url}|train-101> on c1 has left 2 GPUs (A100) idle for 1 h 30 min")
+    assert "(since 2026-11-20 10:30 UTC)" in text
+    assert "*Cost:* 5.00 USD per hour wasted while it idles (7.50 USD so far)" in text
+    assert "*Team:* Team A  *User:* ana  *Job:* c1/101" in text
+    delivery = Delivery.objects.get(kind=DigestKind.IDLE_ALERT_WEBHOOK)
+    assert (delivery.status, delivery.response_status, delivery.attempts) == (Delivery.Status.SENT, 200, 1)
+    assert (delivery.team, delivery.job, delivery.idle_since) == (team_a, job, START + 30 * MINUTE)
+
+    # Ten more idle minutes: the same stretch, no second post; the same pull again: nothing either.
+    ingest(archive(tmp_path, "b.zip", [{**RUNNING, "minutes": 130}]), django_capture_on_commit_callbacks)
+    ingest(archive(tmp_path, "c.zip", [{**RUNNING, "minutes": 130}]), django_capture_on_commit_callbacks)
+    assert len(posts(hook)) == 1
+    assert Delivery.objects.filter(kind=DigestKind.IDLE_ALERT_WEBHOOK).count() == 1
+
+    page = client.get(reverse("digests:deliveries"), {"kind": DigestKind.IDLE_ALERT_WEBHOOK}).content.decode()
+    host = hook.url.removeprefix("http://")
+    assert f"Chat webhook at {host}" in page and "(HTTP 200)" in page and "c1/101" in page
+    assert_no_secret(client, team_a, caplog)
+
+
+@pytest.mark.usefixtures("priced")
+def test_a_generic_json_webhook_gets_the_alerts_facts(
+    tmp_path, hook, team_a, operator, client, django_capture_on_commit_callbacks
+):
+    client.force_login(operator)
+    set_webhook(client, team_a, hook.url + HOOK_PATH, fmt="json")
+    ingest(archive(tmp_path, "a.zip", [RUNNING]), django_capture_on_commit_callbacks)
+    (body,) = posts(hook)
+    job = Job.objects.get(external_id="101")
+    assert body == Delivery.objects.get(kind=DigestKind.IDLE_ALERT_WEBHOOK).details
+    assert body["job_id"] == job.pk and body["cluster"] == "c1" and body["gpus"] == "2 GPUs (A100)"
+    assert (body["idle_minutes"], body["cost_per_hour"], body["currency"]) == (90, "5.00", "USD")
+    assert body["job_url"] == f"{BASE_URL}{reverse('dashboard:job-detail', args=[job.pk])}"
+
+
+@pytest.mark.usefixtures("priced")
+def test_a_webhook_turned_off_gets_nothing_and_emails_go_as_before(
+    tmp_path, hook, team_a, member_a, operator, client, mailoutbox, django_capture_on_commit_callbacks
+):
+    client.force_login(operator)
+    set_webhook(client, team_a, hook.url + HOOK_PATH, enabled=False)
+    ingest(archive(tmp_path, "a.zip", [RUNNING]), django_capture_on_commit_callbacks)
+    assert posts(hook) == []
+    assert not Delivery.objects.filter(kind=DigestKind.IDLE_ALERT_WEBHOOK).exists()
+    assert [m.to for m in mailoutbox if m.subject.startswith("Idle now")] == [[member_a.email]]
+
+
+@pytest.mark.usefixtures("retries_in_process", "priced")
+def test_a_500_is_retried_and_the_alert_posted(
+    tmp_path, hook, team_a, operator, client, settings, django_capture_on_commit_callbacks
+):
+    settings.DIGEST_MAX_RETRIES = 2
+    client.force_login(operator)
+    set_webhook(client, team_a, hook.url + HOOK_PATH)
+    hook.fault(HOOK_PATH, "500")
+    ingest(archive(tmp_path, "a.zip", [RUNNING]), django_capture_on_commit_callbacks)
+    assert hook.count(HOOK_PATH, "500") == 1 and len(posts(hook)) == 1
+    delivery = Delivery.objects.get(kind=DigestKind.IDLE_ALERT_WEBHOOK)
+    assert (delivery.status, delivery.attempts, delivery.response_status) == (Delivery.Status.SENT, 2, 200)
+    assert delivery.last_error == ""
+
+
+@pytest.mark.usefixtures("priced")
+def test_a_404_fails_with_a_reason_and_a_retry_from_the_deliveries_page_posts_it(
+    tmp_path, team_a, operator, client, settings, caplog, django_capture_on_commit_callbacks
+):
+    settings.DIGEST_MAX_RETRIES = 3  # a 404 is not retried however many retries are allowed
+    caplog.set_level(logging.DEBUG)
+    answers = [(404, f"Cannot POST {HOOK_PATH}".encode(), {})]  # an error page that quotes the path
+
+    with FakePlatform() as server:
+        server.route(HOOK_PATH, lambda path, query: answers.pop(0) if answers else (200, b"ok", {}))
+        client.force_login(operator)
+        set_webhook(client, team_a, server.url + HOOK_PATH)
+        ingest(archive(tmp_path, "a.zip", [RUNNING]), django_capture_on_commit_callbacks)
+        delivery = Delivery.objects.get(kind=DigestKind.IDLE_ALERT_WEBHOOK)
+        host = server.url.removeprefix("http://")
+        assert (delivery.status, delivery.attempts, delivery.response_status) == (Delivery.Status.FAILED, 1, 404)
+        assert delivery.last_error == (
+            f'{host} has no webhook at this URL (HTTP 404, "Cannot POST …"): it was removed or the URL is '
+            "mistyped. Enter the webhook's URL again."
+        )
+        page = client.get(reverse("digests:deliveries"), {"status": "failed"}).content.decode()
+        assert "has no webhook at this URL (HTTP 404" in page
+        assert reverse("digests:delivery-retry", args=[delivery.pk]) in page
+        assert_no_secret(client, team_a, caplog)
+
+        response = client.post(reverse("digests:delivery-retry", args=[delivery.pk]), follow=True)
+        assert f"Sending the idle alert to chat webhook at {host} again." in response.content.decode()
+        assert server.count(HOOK_PATH) == 2
+    delivery.refresh_from_db()
+    assert (delivery.status, delivery.attempts, delivery.response_status) == (Delivery.Status.SENT, 2, 200)
+    assert delivery.last_error == ""
+
+
+def closed_port() -> int:
+    """A loopback port nothing listens on (bound, then let go)."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+@pytest.mark.usefixtures("retries_in_process", "priced")
+def test_a_refused_connection_fails_with_a_reason_after_its_retries(
+    tmp_path, team_a, operator, client, settings, caplog, django_capture_on_commit_callbacks
+):
+    settings.DIGEST_MAX_RETRIES = 1
+    caplog.set_level(logging.DEBUG)
+    port = closed_port()
+    client.force_login(operator)
+    set_webhook(client, team_a, f"http://127.0.0.1:{port}{HOOK_PATH}")
+    ingest(archive(tmp_path, "a.zip", [RUNNING]), django_capture_on_commit_callbacks)
+    delivery = Delivery.objects.get(kind=DigestKind.IDLE_ALERT_WEBHOOK)
+    assert (delivery.status, delivery.attempts, delivery.response_status) == (Delivery.Status.FAILED, 2, None)
+    assert delivery.last_error == (
+        f"127.0.0.1:{port} refused the connection: check the port in the URL and that the service is running."
+    )
+    assert_no_secret(client, team_a, caplog)
+
+
+def test_the_form_keeps_the_url_write_only_and_refuses_what_cannot_be_a_webhook(team_a, operator, client, settings):
+    client.force_login(operator)
+    url = reverse("digests:alert-webhook", args=[team_a.slug])
+    page = client.get(url).content.decode()
+    assert "No webhook is set: Team A" in page and 'type="password"' in page
+
+    response = set_webhook(client, team_a, "")
+    assert response.status_code == 200
+    assert "Webhook URL: enter the URL the chat service gave for the webhook." in response.content.decode()
+    response = set_webhook(client, team_a, f"http://chat.example.org{HOOK_PATH}")
+    body = response.content.decode()
+    assert "Webhook URL: use https: the URL&#x27;s path is the webhook&#x27;s secret" in body
+    assert SECRET not in body  # not even the URL just typed comes back
+    assert (
+        "Webhook URL: enter an http(s) URL" in set_webhook(client, team_a, "ftp://chat.example.org/x").content.decode()
+    )
+    assert not TeamWebhook.objects.exists()
+
+    assert set_webhook(client, team_a, f"https://chat.example.org{HOOK_PATH}").status_code == 302
+    webhook = TeamWebhook.objects.get(team=team_a)
+    assert (webhook.host, webhook.url(), webhook.format) == (
+        "chat.example.org",
+        f"https://chat.example.org{HOOK_PATH}",
+        "slack",
+    )
+    assert SECRET not in webhook.url_encrypted
+    page = client.get(url).content.decode()
+    assert "A webhook URL at <strong>chat.example.org</strong> is stored" in page and SECRET not in page
+
+    # A blank URL keeps the stored one: the format changes alone.
+    assert set_webhook(client, team_a, "", fmt="json").status_code == 302
+    webhook.refresh_from_db()
+    assert (webhook.format, webhook.url()) == ("json", f"https://chat.example.org{HOOK_PATH}")
+    # ALERT_WEBHOOK_ALLOW_HTTP lets http reach any host.
+    settings.ALERT_WEBHOOK_ALLOW_HTTP = True
+    assert set_webhook(client, team_a, "http://relay.internal:8080/hook").status_code == 302
+    webhook.refresh_from_db()
+    assert webhook.host == "relay.internal:8080"
+    actions = list(AuditEvent.objects.order_by("pk").values_list("action", flat=True))
+    assert actions == ["alert_webhook.create", "alert_webhook.change", "alert_webhook.change"]
+    assert_no_secret(client, team_a)
+
+    client.post(url, {"remove": "1"})
+    assert not TeamWebhook.objects.exists()
+    assert AuditEvent.objects.order_by("pk").last().action == "alert_webhook.delete"
+
+
+def test_send_a_test_message_says_how_the_webhook_answered(hook, team_a, operator, client, caplog):
+    caplog.set_level(logging.DEBUG)
+    client.force_login(operator)
+    test_url = reverse("digests:alert-webhook-test", args=[team_a.slug])
+    response = client.post(test_url, follow=True)
+    assert "No webhook URL is stored for Team A: save one first." in response.content.decode()
+
+    set_webhook(client, team_a, hook.url + HOOK_PATH, enabled=False)  # a test goes out while posting is off
+    host = hook.url.removeprefix("http://")
+    page = client.post(test_url, follow=True).content.decode()
+    assert f"Test message posted: {host} answered HTTP 200." in page
+    assert posts(hook) == [{"text": "Test message from Fleet Triage: the idle alerts of Team A will be posted here."}]
+
+    hook.routes.clear()  # the webhook was removed on the chat's side: 404
+    page = client.post(test_url, follow=True).content.decode()
+    assert f"The test message was not posted: {host} has no webhook at this URL (HTTP 404" in page
+    assert "Traceback" not in page
+
+    TeamWebhook.objects.filter(team=team_a).update(url_encrypted="", host=f"127.0.0.1:{closed_port()}")
+    webhook = TeamWebhook.objects.get(team=team_a)
+    webhook.set_url(f"http://{webhook.host}{HOOK_PATH}")
+    webhook.save()
+    page = client.post(test_url, follow=True).content.decode()
+    assert f"The test message was not posted: {webhook.host} refused the connection" in page
+    tests = AuditEvent.objects.filter(action="alert_webhook.test").order_by("pk")
+    assert [event.details["status"] for event in tests] == [200, 404, None]
+    assert_no_secret(client, team_a, caplog)
+
+
+def test_the_webhook_pages_are_the_operators(hook, team_a, member_a, client):
+    client.force_login(member_a)
+    assert client.get(reverse("digests:alert-webhook", args=[team_a.slug])).status_code == 404
+    assert client.post(reverse("digests:alert-webhook-test", args=[team_a.slug])).status_code == 404
+    assert hook.requests == []
+
+
+def test_the_alert_settings_page_lists_each_teams_webhook_by_host(hook, team_a, team_b, operator, client):
+    client.force_login(operator)
+    set_webhook(client, team_a, hook.url + HOOK_PATH, fmt="json")
+    page = client.get(reverse("digests:alert-settings")).content.decode()
+    host = hook.url.removeprefix("http://")
+    assert f'{host} <span class="muted">(generic JSON)</span>' in page
+    assert reverse("digests:alert-webhook", args=[team_b.slug]) in page and "none: email only" in page
+
+
+def test_the_slack_text_escapes_what_a_job_name_could_inject():
+    alert = {
+        "name": "<!channel> & <https://evil.example|click>", "external_id": "9", "cluster": "c1",
+        "gpus": "1 GPU", "idle_minutes": 75, "team": "T", "user": "u", "job_url": "https://ft.example/jobs/9/",
+        "cost_per_hour": None, "cause": None,
+    }  # fmt: skip
+    text = webhooks.slack_text(alert)
+    assert "<!channel>" not in text and "<https://evil" not in text
+    assert "&lt;!channel&gt; &amp; &lt;https://evil.example|click&gt;" in text
+    assert "idle for 1 h 15 min" in text and "*Cost:* no GPU-hour price is set for this cluster" in text
+
+
+@pytest.mark.usefixtures("priced")
+def test_alerts_switched_off_post_nothing(tmp_path, hook, team_a, operator, client, django_capture_on_commit_callbacks):
+    client.force_login(operator)
+    set_webhook(client, team_a, hook.url + HOOK_PATH)
+    AlertSettings.objects.update_or_create(pk=1, defaults={"enabled": False})
+    ingest(archive(tmp_path, "a.zip", [RUNNING]), django_capture_on_commit_callbacks)
+    assert posts(hook) == []
+
+
+@pytest.mark.django_db(transaction=True)
+def test_the_webhook_pages_with_a_stored_webhook_and_a_failed_post_meet_wcag(browser, live_server, team_a, operator):  # noqa: F811
+    """The pages as operators see them once a webhook is set and a post failed (the access matrix's
+    check opens the webhook page with none): axe-core's WCAG 2.1 AA, and 320 px wide."""
+    from tests.factories import JobFactory
+    from tests.test_accessibility import narrow_window_problems, open_as, violations
+
+    webhook = TeamWebhook(team=team_a, format=TeamWebhook.Format.JSON)
+    webhook.set_url(f"https://chat.example.org{HOOK_PATH}")
+    webhook.save()
+    job = JobFactory(team=team_a, name="train-101", state="RUNNING")
+    Delivery.objects.create(
+        recipient=f"webhook:{webhook.pk}", webhook=webhook, kind=DigestKind.IDLE_ALERT_WEBHOOK, team=team_a,
+        iso_week="2026-W47", job=job, idle_since=START, status=Delivery.Status.FAILED, attempts=1, response_status=404,
+        last_error="chat.example.org has no webhook at this URL (HTTP 404, \"no_service\"): it was removed or the URL "
+        "is mistyped. Enter the webhook's URL again.",
+    )  # fmt: skip
+    open_as(browser, live_server.url, operator)
+    failures = []
+    for path in (
+        reverse("digests:alert-webhook", args=[team_a.slug]),
+        reverse("digests:alert-settings"),
+        reverse("digests:deliveries") + "?kind=idle_alert_webhook",
+    ):
+        browser.get(live_server.url + path)
+        assert SECRET not in browser.page_source
+        found = violations(browser) + narrow_window_problems(browser)
+        failures += [f"{path}: {line}" for line in found]
+    assert not failures, "\n".join(failures)
