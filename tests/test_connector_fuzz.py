@@ -424,3 +424,41 @@ def test_any_json_as_the_check_s_answer_gives_a_result_or_a_connector_error(doc)
             assert str(exc)  # noqa: PT017 - either outcome is fine
             continue
         assert isinstance(outcome, dict)
+
+
+def ray_documents() -> dict[str, object]:
+    """A RayJob's RayCluster (head, two GPU workers), its submitter, and the RayJob as KubeRay lists it."""
+    from tests.test_connectors_kubernetes import pod_list, ray_pods, rayjob
+
+    return {
+        "api/v1/pods": pod_list(ray_pods()),
+        "apis/ray.io/v1/rayjobs": {"kind": "RayJobList", "metadata": {}, "items": [rayjob()]},
+    }
+
+
+def test_the_valid_ray_answers_give_the_rayjob():
+    from tests.test_connectors_sync import NOW as LIVE_NOW
+
+    assert pull_cleanly(connector(kubernetes.KubernetesConnector, ray_documents()), until=LIVE_NOW + timedelta(1)) == 1
+
+
+@FUZZ
+@given(data=st.data(), changes=CHANGES)
+def test_mutated_ray_answers_give_jobs_or_errors(data, changes):
+    from tests.test_connectors_sync import NOW as LIVE_NOW
+
+    documents = mutated(ray_documents(), data, changes)
+    pull_cleanly(connector(kubernetes.KubernetesConnector, documents), until=LIVE_NOW + timedelta(1))
+
+
+def test_a_rayjob_whose_metadata_is_not_an_object_is_reported_and_skipped():
+    """It stopped the pull with an AttributeError; the RayJob is now found from its submitter alone."""
+    from tests.test_connectors_sync import NOW as LIVE_NOW
+
+    documents = ray_documents()
+    documents["apis/ray.io/v1/rayjobs"]["items"][0]["metadata"] = True
+    batches = list(connector(kubernetes.KubernetesConnector, documents).list_jobs("", LIVE_NOW + timedelta(1)))
+    assert [(e.file, e.message) for b in batches for e in b.errors] == [
+        ("kubernetes-fuzz apis/ray.io/v1/rayjobs", "RayJob 1: 'metadata' is not an object, so it was skipped")
+    ]
+    assert [job.labels["owner_kind"] for b in batches for job in b.jobs] == ["RayJob"]

@@ -949,9 +949,13 @@ class KubernetesConnector(BaseConnector):
             for doc in self._pages(path, {"limit": self.page_size}):
                 if not isinstance(doc, dict) or not isinstance(doc.get("items"), list):
                     raise BadData(f"{self.settings.name} {path}: expected a RayJobList with an 'items' list")
-                for item in doc["items"]:
+                for index, item in enumerate(doc["items"], start=1):
                     if isinstance(item, dict):
                         meta = item.get("metadata") or {}
+                        if not isinstance(meta, dict):  # reported with the pods skipped (`pod_errors`)
+                            message = f"RayJob {index}: 'metadata' is not an object, so it was skipped"
+                            self.pod_errors.append(RecordError(f"{self.settings.name} {path}", message, row=index))
+                            continue
                         items[str(meta.get("uid") or f"{meta.get('namespace')}/{meta.get('name')}")] = item
         except HttpStatusError as exc:
             if exc.status == 403:
