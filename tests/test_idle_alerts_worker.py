@@ -1,6 +1,7 @@
 """The idle-alert check on a real `celery worker` over Redis, mailing a real SMTP server on loopback
-that refuses the first attempt: the send task's retry, with its backoff, delivers the alert once, and
-checking the same job again on the worker sends nothing."""
+that refuses the first attempt and posting to the team's chat webhook on loopback that answers 500
+first: each send task's retry, with its backoff, delivers the alert once, and checking the same job
+again on the worker sends nothing."""
 
 from __future__ import annotations
 
@@ -11,10 +12,13 @@ import pytest
 from aiosmtpd.controller import Controller
 
 from tests.conftest import require_service
+from tests.connector_servers import FakePlatform
 from tests.test_digests import BASE_URL, Inbox, _free_port
 from tests.test_idle_alerts import archive, busy_then_idle, run_command
 from tests.test_services import celery_worker
-from triage.digests.models import AlertSettings, Delivery, DigestKind
+from triage.digests.models import AlertSettings, Delivery, DigestKind, TeamWebhook
+
+HOOK_PATH = "/services/T1/B1/worker-test-token"
 
 pytestmark = pytest.mark.services
 
@@ -36,6 +40,13 @@ def test_a_real_worker_checks_a_pulled_job_and_alerts_once(tmp_path, storage_dir
     inbox = Inbox(fail_first=1)
     controller = Controller(inbox, hostname="127.0.0.1", port=_free_port())
     controller.start()
+    hook = FakePlatform()
+    hook.route(HOOK_PATH, lambda path, query: (200, b"ok", {}))
+    hook.fault(HOOK_PATH, "500")
+    hook.__enter__()
+    webhook = TeamWebhook(team=job.team)
+    webhook.set_url(hook.url + HOOK_PATH)  # encrypted with the key the worker derives from the same SECRET_KEY
+    webhook.save()
     app.conf.task_always_eager = False
     queue = f"test-alerts-{uuid.uuid4().hex[:8]}"
     env = {
@@ -49,16 +60,22 @@ def test_a_real_worker_checks_a_pulled_job_and_alerts_once(tmp_path, storage_dir
     try:
         with celery_worker(queue, storage_dir, env=env) as worker:
             first = check_idle_alerts_task.apply_async(args=[[job.pk]], queue=queue)
-            assert first.get(timeout=60) == {"jobs": 1, "alerting": 1, "deliveries": 1}
+            assert first.get(timeout=60) == {"jobs": 1, "alerting": 1, "deliveries": 1, "webhook_deliveries": 1}
             deadline = time.monotonic() + 60
-            while time.monotonic() < deadline and not inbox.envelopes:
+            while time.monotonic() < deadline and not (inbox.envelopes and hook.count(HOOK_PATH, "") == 1):
                 time.sleep(0.2)
             assert inbox.envelopes, "the retry never delivered"
+            assert hook.count(HOOK_PATH, "") == 1, "the webhook's retry never posted"
             again = check_idle_alerts_task.apply_async(args=[[job.pk]], queue=queue)
-            assert again.get(timeout=60) == {"jobs": 1, "alerting": 1, "deliveries": 0}
+            expected = {"jobs": 1, "alerting": 1, "deliveries": 0, "webhook_deliveries": 0}
+            assert again.get(timeout=60) == expected
             assert worker.poll() is None
     finally:
         controller.stop()
+        hook.__exit__()
+    assert hook.count(HOOK_PATH, "500") == 1 and hook.count(HOOK_PATH, "") == 1
+    post = Delivery.objects.get(kind=DigestKind.IDLE_ALERT_WEBHOOK)
+    assert (post.status, post.attempts, post.response_status) == (Delivery.Status.SENT, 2, 200)
     assert inbox.attempts == 2 and len(inbox.to(member_a.email)) == 1
     assert "Idle now: train-9 on c1" in inbox.to(member_a.email)[0]["Subject"]
     delivery = Delivery.objects.get(kind=DigestKind.IDLE_ALERT)
