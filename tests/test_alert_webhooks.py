@@ -351,3 +351,34 @@ def test_the_webhook_pages_with_a_stored_webhook_and_a_failed_post_meet_wcag(bro
         found = violations(browser) + narrow_window_problems(browser)
         failures += [f"{path}: {line}" for line in found]
     assert not failures, "\n".join(failures)
+
+
+def test_a_job_someone_rates_blind_is_posted_without_its_cause(hook, team_a, operator, researcher):
+    """A channel is read by all its members, a blind rater among them: no rule's finding is posted for
+    a job in a blind study until every rater of it has submitted."""
+    from django.utils import timezone
+
+    from tests.factories import JobFactory
+    from triage.labeling.models import Assignment, Study, StudyJob, StudyRater
+
+    job = JobFactory(team=team_a, name="train-7", state="RUNNING")
+    webhook = TeamWebhook(team=team_a, format=TeamWebhook.Format.JSON)
+    webhook.set_url(hook.url + HOOK_PATH)
+    webhook.save()
+    cause = {"category": "idle_tail", "label": "Unreleased job", "summary": "idle after training ended"}
+
+    def post_alert(since) -> dict:
+        delivery = Delivery.objects.create(
+            recipient=f"webhook:{webhook.pk}", webhook=webhook, kind=DigestKind.IDLE_ALERT_WEBHOOK, team=team_a,
+            iso_week="2026-W47", job=job, idle_since=since, details={"name": "train-7", "cause": cause},
+        )  # fmt: skip
+        assert webhooks.send_delivery(delivery.pk).status == "sent"
+        return posts(hook)[-1]
+
+    study = Study.objects.create(name="pilot", created_by=operator, seed=1, show_findings=False)
+    rater = StudyRater.objects.create(study=study, user=researcher)
+    Assignment.objects.create(item=StudyJob.objects.create(study=study, job=job, position=1), rater=researcher)
+    assert post_alert(START)["cause"] is None
+    rater.submitted_at = timezone.now()
+    rater.save()
+    assert post_alert(START + MINUTE)["cause"] == cause
