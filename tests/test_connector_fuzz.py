@@ -462,3 +462,25 @@ def test_a_rayjob_whose_metadata_is_not_an_object_is_reported_and_skipped():
         ("kubernetes-fuzz apis/ray.io/v1/rayjobs", "RayJob 1: 'metadata' is not an object, so it was skipped")
     ]
     assert [job.labels["owner_kind"] for b in batches for job in b.jobs] == ["RayJob"]
+
+
+GENERIC_FIELDS = [*generic.REQUIRED, "submit_time", "node_count", "cpu_count", "job_type", "labels", "cluster"]
+
+
+@FUZZ
+@given(
+    fields=st.dictionaries(
+        st.sampled_from(GENERIC_FIELDS),
+        st.one_of(JSON_VALUES, st.sampled_from(["2026-11-02T10:00:00Z", "1793613600", "1e20", "-1", "batch"])),
+    )
+)
+def test_any_generic_job_object_gives_a_job_or_a_value_error_naming_the_field(fields):
+    """The generic connector reports a ValueError as that job's error (row and job id); any other
+    exception would stop the pull."""
+    valid = generic_documents()["jobs"]["jobs"][0]
+    try:
+        job = generic.job_from_object({**valid, **fields}, cluster="c1")
+    except ValueError as exc:
+        assert str(exc)  # noqa: PT017 - either outcome is fine
+        return
+    assert job.end_time >= job.start_time and job.gpu_count >= 0
