@@ -382,3 +382,22 @@ def test_a_job_someone_rates_blind_is_posted_without_its_cause(hook, team_a, ope
     rater.submitted_at = timezone.now()
     rater.save()
     assert post_alert(START + MINUTE)["cause"] == cause
+
+
+def test_an_http_url_stored_before_http_was_refused_is_not_posted_to(team_a, settings):
+    """The scheme is checked again before each post: a URL saved while ALERT_WEBHOOK_ALLOW_HTTP was on
+    is refused once it is off, in words, without a request (its path would travel in the clear)."""
+    from tests.factories import JobFactory
+
+    webhook = TeamWebhook(team=team_a)
+    webhook.set_url(f"http://chat.example.org{HOOK_PATH}")
+    webhook.save()
+    delivery = Delivery.objects.create(
+        recipient=f"webhook:{webhook.pk}", webhook=webhook, kind=DigestKind.IDLE_ALERT_WEBHOOK, team=team_a,
+        iso_week="2026-W47", job=JobFactory(team=team_a), idle_since=START, details={"name": "x"},
+    )  # fmt: skip
+    result = webhooks.send_delivery(delivery.pk, final_attempt=False)
+    delivery.refresh_from_db()
+    assert (result.status, delivery.status, delivery.response_status) == ("failed", Delivery.Status.FAILED, None)
+    assert delivery.last_error.startswith("The webhook URL cannot be used: use https: the URL's path is the webhook's")
+    assert SECRET not in delivery.last_error
