@@ -1,7 +1,7 @@
 // A wide table scrolls sideways inside its box rather than the page (static/css/app.css,
 // .table-scroll). A box that scrolls becomes a Tab stop named after its table, so the keyboard
 // can scroll it too (WCAG 2.1.1); a box that fits stays out of the Tab order. Re-checked whenever
-// a box changes size: a window resized or rotated, a folded table opened.
+// a box or its table changes size: a window resized or rotated, a folded table opened.
 // A box whose table goes on past its right edge is marked data-more-right, and --scrolled says how
 // far it is scrolled: the stylesheet draws a shadow over that edge (a phone shows no scrollbar, and
 // a cut column looked like the table's end).
@@ -35,9 +35,15 @@
     edge(box);
   }
   if (!("ResizeObserver" in window)) return;
-  const observer = new ResizeObserver((entries) => entries.forEach((entry) => update(entry.target)));
+  // The box and what it holds are both watched: a table can grow past a box that keeps its size
+  // (rows filled in, a cell's text wrapping differently once laid out at a new width), and the box
+  // alone then never said so.
+  const observer = new ResizeObserver((entries) => {
+    new Set(entries.map((entry) => entry.target.closest(".table-scroll"))).forEach(update);
+  });
   document.querySelectorAll(".table-scroll").forEach((box) => {
     observer.observe(box);
+    if (box.firstElementChild) observer.observe(box.firstElementChild);
     box.addEventListener("scroll", () => edge(box), {passive: true});
   });
 })();
