@@ -256,28 +256,8 @@ def idle_for_text(minutes: int) -> str:
 
 def make_message(delivery: Delivery, connection=None) -> EmailMultiAlternatives:
     context = context_for(delivery)
-    headers = {
-        "Message-ID": f"<idle-alert.{delivery.pk}@{services._mail_domain()}>",
-        "Auto-Submitted": "auto-generated",
-    }
-    if delivery.user_id and delivery.team_id:
-        token = services.unsubscribe_token(delivery.user_id, DigestKind.IDLE_ALERT, delivery.team_id)
-        unsubscribe_url = services.absolute(reverse("digests:unsubscribe", args=[token]))
-        context["unsubscribe_url"] = unsubscribe_url
-        context["unsubscribe_label"] = f"Stop the idle alerts of {context['alert'].get('team', 'this team')}"
-        headers["List-Unsubscribe"] = f"<{unsubscribe_url}>"
-        headers["List-Unsubscribe-Post"] = "List-Unsubscribe=One-Click"
-    subject, text, html = services.render_triplet(TEMPLATE_NAME, context)
-    message = EmailMultiAlternatives(
-        subject=subject,
-        body=text,
-        from_email=settings.DIGEST_FROM_EMAIL,
-        to=[delivery.recipient],
-        headers=headers,
-        connection=connection,
-    )
-    message.attach_alternative(html, "text/html")
-    return message
+    label = f"Stop the idle alerts of {context['alert'].get('team', 'this team')}"
+    return services.compose_message(delivery, TEMPLATE_NAME, context, f"idle-alert.{delivery.pk}", connection, label)
 
 
 # --- Sending -------------------------------------------------------------------------------------

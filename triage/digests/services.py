@@ -824,19 +824,28 @@ def for_viewer(context: dict, user) -> dict:
 def make_message(context: dict, delivery: Delivery, connection=None) -> EmailMultiAlternatives:
     """The email for one delivery: text and HTML parts, unsubscribe headers, a stable Message-ID."""
     context = for_viewer(dict(context), delivery.user if delivery.user_id else None)
-    headers = {
-        # The same id on every attempt, so a receiving system can drop a duplicate if one ever slips through.
-        "Message-ID": f"<digest.{delivery.kind}.{delivery.iso_week}.{delivery.pk}@{_mail_domain()}>",
-        "Auto-Submitted": "auto-generated",
-    }
+    # The same id on every attempt, so a receiving system can drop a duplicate if one ever slips through.
+    message_id = f"digest.{delivery.kind}.{delivery.iso_week}.{delivery.pk}"
+    return compose_message(delivery, TEMPLATE_NAMES[DigestKind(delivery.kind)], context, message_id, connection)
+
+
+def compose_message(
+    delivery: Delivery, template: str, context: dict, message_id: str, connection=None, unsubscribe_label: str = ""
+) -> EmailMultiAlternatives:
+    """A delivery's email from its templates (`render_triplet`) and context: its Message-ID
+    (`<message_id@the mail domain>`), and for a delivery to a person, the link and RFC 8058 one-click
+    headers that unsubscribe them from what `delivery.kind` is (`unsubscribe_label` names it on the link)."""
+    headers = {"Message-ID": f"<{message_id}@{_mail_domain()}>", "Auto-Submitted": "auto-generated"}
     if delivery.user_id:
         token = unsubscribe_token(delivery.user_id, delivery.kind, delivery.team_id)
         unsubscribe_url = absolute(reverse("digests:unsubscribe", args=[token]))
         context["unsubscribe_url"] = unsubscribe_url
+        if unsubscribe_label:
+            context["unsubscribe_label"] = unsubscribe_label
         # RFC 8058 one-click: the mail client POSTs "List-Unsubscribe=One-Click" to this URL.
         headers["List-Unsubscribe"] = f"<{unsubscribe_url}>"
         headers["List-Unsubscribe-Post"] = "List-Unsubscribe=One-Click"
-    subject, text, html = render_triplet(TEMPLATE_NAMES[DigestKind(delivery.kind)], context)
+    subject, text, html = render_triplet(template, context)
     message = EmailMultiAlternatives(
         subject=subject,
         body=text,
