@@ -601,7 +601,6 @@ def test_beat_fans_out_to_due_connectors_only():
     assert Connector.objects.get(pk=recent.pk).last_success_at is None
 
 
-
 # -- pulls whose worker died ---------------------------------------------------------------------------
 # A pull's run was finished only by the pull itself: a worker killed mid-pull (OOM, kill -9, the hard
 # time limit) left it *running* for ever on the connector's page and Ingest runs; only the lease expired.

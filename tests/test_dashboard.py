@@ -485,7 +485,7 @@ def test_the_cause_trend_counts_jobs_in_whole_numbers(jobs, step):
 
 
 def test_a_cause_trend_leaves_out_the_weeks_before_the_first_job_its_viewer_can_see(client, operator, fleet, team_b):
-    """"Detections per week" showed 0.0 GPU-hours and 0 jobs for each of its twelve weeks before the
+    """ "Detections per week" showed 0.0 GPU-hours and 0 jobs for each of its twelve weeks before the
     fleet's first job, in the chart and in its numbers, which no one could tell from a week of jobs
     without the cause. The weeks before the first job the viewer may see are left out; a week of
     jobs without the cause still counts zero."""
@@ -505,7 +505,7 @@ def test_a_cause_trend_leaves_out_the_weeks_before_the_first_job_its_viewer_can_
         hours, jobs = page.context["trend_figure"]["data"]
         assert hours["x"] == jobs["x"]
         numbers = page.content.decode().split('<details class="figure-data">')[1].split("</details>")[0]
-        assert [f"<th scope=\"row\">{name}</th>" in numbers for name in hours["x"]] == [True] * len(hours["x"])
+        assert [f'<th scope="row">{name}</th>' in numbers for name in hours["x"]] == [True] * len(hours["x"])
         assert numbers.count('<th scope="row">') == len(hours["x"])
         return hours["x"], hours["y"], jobs["y"]
 

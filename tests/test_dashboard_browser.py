@@ -870,7 +870,9 @@ return [...document.querySelectorAll('#timeline .legend .traces')].map(entry => 
 
 @pytest.mark.django_db(transaction=True)
 def test_on_a_phone_each_causes_shaded_windows_have_a_legend_entry_clear_of_the_others(
-    browser, live_server, operator  # noqa: F811
+    browser,  # noqa: F811
+    live_server,
+    operator,
 ):
     """The findings' windows were shaded with nothing saying what the bands were; each cause has a
     legend entry now, and at 390 px the phone's legend makes room for their names too (its columns
@@ -907,7 +909,9 @@ def test_on_a_phone_each_causes_shaded_windows_have_a_legend_entry_clear_of_the_
 
 @pytest.mark.django_db(transaction=True)
 def test_an_admin_operators_top_bar_is_one_row_at_1280_px_and_their_name_leads_to_their_password(
-    browser, live_server, operator  # noqa: F811
+    browser,  # noqa: F811
+    live_server,
+    operator,
 ):
     """A 'Password' link of its own beside the name wrapped an admin operator's menu to two rows at
     1280 px ("Admin" alone on the second); the name itself now leads to the password page."""

@@ -32,7 +32,7 @@ def test_every_table_in_the_templates_has_a_caption_and_every_header_a_scope():
         source = path.read_text()
         name = path.relative_to(ROOT)
         for table in re.finditer(r"<table\b[^>]*>", source):
-            if not source[table.end():].lstrip().startswith("<caption"):
+            if not source[table.end() :].lstrip().startswith("<caption"):
                 missing.append(f"{name}: {table.group(0)} has no caption")
         for header in re.finditer(r"<th\b[^>]*>", source):
             if not re.search(r'\bscope="(col|row)"', header.group(0)):

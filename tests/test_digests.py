@@ -409,7 +409,7 @@ def test_each_cause_of_the_waste_links_to_the_week_s_jobs_with_it(smtp, fleet, m
 
 def test_a_causes_jobs_link_lists_them_as_the_digest_ranks_them_most_unused_first(smtp, fleet, team_a, member_a,
                                                                                     client):  # fmt: skip
-    """"Its jobs" and a cause's link opened the jobs list newest first, so the digest's costliest job
+    """ "Its jobs" and a cause's link opened the jobs list newest first, so the digest's costliest job
     (Fixes that pay most: 85.5 GPU-hours, then 12.4) came second after a cheaper job started later."""
     later = JobFactory(team=team_a, name="later-cheaper", start_time=WEEK_START + timedelta(days=5), gpu_hours=3,
                        unused_gpu_hours=1.2, mean_gpu_util=30)  # fmt: skip
@@ -811,7 +811,7 @@ def test_the_digest_page_opens_on_the_newest_week_with_jobs_the_user_may_see(fle
 
 
 def test_the_digest_pages_say_which_days_a_week_is(member_a, team_a, client):
-    """"Digests for 2026-W47" left a reader who does not count ISO weeks to work out which days those
+    """ "Digests for 2026-W47" left a reader who does not count ISO weeks to work out which days those
     were; the digest pages give the week's days, as the digest's own heading does."""
     client.force_login(member_a)
     page = client.get(reverse("digests:index"), {"week": WEEK}).content.decode()
@@ -915,7 +915,7 @@ def test_a_job_whose_people_set_aside_every_cause_is_left_out_of_the_fixes(smtp,
 
 
 def test_the_jobs_left_out_of_the_fixes_are_named_with_a_link(smtp, fleet, team_a, member_a):
-    """"Left out: 1 job (9.0 GPU-hours) whose every cause was answered wrong or intended" did not say
+    """ "Left out: 1 job (9.0 GPU-hours) whose every cause was answered wrong or intended" did not say
     which job: a reader could not check it, nor take an answer back. A handful are named, each linked
     to its findings (the most GPU-hours first); the rest are counted."""
     resnet = fleet["resnet"]

@@ -406,7 +406,7 @@ def test_the_jobs_csv_says_what_was_answered_on_each_cause(client, member_a, ope
 
 
 def test_an_answer_says_what_it_changes_in_the_teams_digest(client, member_a, team_a, job):
-    """"Saved your answer" said nothing of what came of it: a cause answered wrong or intended, and
+    """ "Saved your answer" said nothing of what came of it: a cause answered wrong or intended, and
     right by nobody, is no longer the job's fix in the team's digest, and the answer says so; while
     someone says right it still is, and the answer says that."""
     client.force_login(member_a)

@@ -252,8 +252,9 @@ def test_a_pull_of_a_deleted_connector_says_its_connector_is_gone(operator_clien
     slurm, _, _ = pulls
     pull = slurm.runs.first()
     IngestRun.objects.filter(connector=slurm).update(connector=None)  # what deleting the connector leaves
-    assert "Connector <span class=\"muted\">(deleted since)</span>" in operator_client.get(
-        f"/ingest-runs/{pull.pk}/"
-    ).content.decode()
+    assert (
+        'Connector <span class="muted">(deleted since)</span>'
+        in operator_client.get(f"/ingest-runs/{pull.pk}/").content.decode()
+    )
     listed = operator_client.get("/ingest-runs/").content.decode()
     assert listed.count("(deleted since)") == 49 and "Showing 1–50 of 56 runs" in listed

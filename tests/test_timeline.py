@@ -211,9 +211,10 @@ def test_a_job_on_several_hosts_has_a_legend_entry_and_a_colour_a_host_not_a_gpu
     node2 = [t for t in lines if t["legendgroup"] == "node2 (8 GPUs)"]
     assert len(node2) == 8 * 2 + 1 and len({t["line"]["color"] for t in node2}) == 1
     assert len({t["line"]["color"] for t in lines}) == 4
-    assert "node2 GPU 5: " in next(t for t in node2 if t["yaxis"] == "y" and "GPU 5" in t["hovertemplate"])[
-        "hovertemplate"
-    ]
+    assert (
+        "node2 GPU 5: "
+        in next(t for t in node2 if t["yaxis"] == "y" and "GPU 5" in t["hovertemplate"])["hovertemplate"]
+    )
     # One node of eight GPUs keeps an entry a GPU.
     one_node = build_timeline(series(8, 3600, 60), start=START, end=START + timedelta(hours=1))
     assert [t["name"] for t in one_node["data"] if t["showlegend"]] == [f"n1 GPU {g}" for g in range(8)]
