@@ -658,6 +658,27 @@ def test_small_batch_guidance_gives_the_memory_room_as_an_upper_bound():
     )
 
 
+def test_small_batch_guidance_under_zero_offload_says_the_room_is_the_offloads():
+    # Under ZeRO offload the GPU memory a small-batch finding measures is low because the optimizer state lives
+    # in host memory: "room for up to 2x the batch" held only while the job keeps offloading, which the offload
+    # finding's own advice (turn it off if the model fits) would take back.
+    from triage.guidance import guidance_for
+
+    numbers = {
+        "training_mean_util": 30.0,
+        "peak_gpu_mem_pct": 35.0,
+        "batch_size": 8,
+        "zero_offload": "the optimizer state to cpu",
+    }
+    guide = guidance_for(Category.IMPROPER_BATCH_SIZE, "small_batch", numbers, gpu_hours=1.0,
+                         price_per_gpu_hour=None, currency="", job={})  # fmt: skip
+    assert guide["change"].endswith(
+        "For this job: peak GPU memory 35.0 % leaves room for up to about 2x the batch (8 -> 16 per GPU); weights, "
+        "gradients and optimizer state do not grow with it, so raise it in steps and watch the peak. That room is "
+        "measured while ZeRO offloads the optimizer state to cpu: ending the offload takes part of it back."
+    )
+
+
 @pytest.mark.parametrize(
     ("sub_cause", "before", "after"),
     [
@@ -1696,6 +1717,7 @@ def test_zero_offload_not_a_small_batch_leads_where_the_offload_freed_the_gpu_me
     assert (offload.sub_cause, offload.confidence, batch.confidence) == ("zero_offload", 0.75, 0.5)
     assert max(result.findings, key=lambda f: f.gpu_hours) is offload
     assert offload.gpu_hours == pytest.approx(1.5 * batch.gpu_hours, abs=1e-3)
+    assert batch.numbers["zero_offload"] == "the optimizer state to cpu"
     assert batch.summary == (
         "Training-phase GPU util 30 % (<= 50 %) with peak GPU memory 35 % (<= 50 %), low because ZeRO offloads the "
         "optimizer state to cpu (ds.json:4): the offload stalls the steps first; a larger batch would spread its "

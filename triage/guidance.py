@@ -513,6 +513,12 @@ def _job_values(category: Category, numbers: dict, job: dict, sub_cause: str = "
                 + (f" ({size} -> {size * factor} per GPU)" if isinstance(size, int) else "")
                 + "; weights, gradients and optimizer state do not grow with it, so raise it in steps and watch "
                 "the peak."
+                + (
+                    f" That room is measured while ZeRO offloads {numbers['zero_offload']}: ending the offload "
+                    "takes part of it back."
+                    if numbers.get("zero_offload")
+                    else ""
+                )
             )
             if peak is not None
             else "",

@@ -91,6 +91,7 @@ def improper_batch_size(ev: Evidence, th: dict) -> list[Finding]:
         return []
     size, code, lines = _batch_sizes(ev)
     tail = ": each step gives the GPU too little work."
+    offloaded = ""
     if p.peak_mem_share is not None:
         peak = p.peak_mem_share * 100
         if peak > th["batch_mem_max"] or peak < th["non_dl_max_mem"]:
@@ -103,7 +104,8 @@ def improper_batch_size(ev: Evidence, th: dict) -> list[Finding]:
         zero, offloads = _zero_offloads(ev)
         if offloads and util <= th["memory_util_max"] and peak <= th["memory_mem_min"]:
             confidence = _BEHIND_OFFLOAD
-            basis += f", low because ZeRO offloads {' and '.join(offloads)} ({_where(zero)})"
+            offloaded = " and ".join(offloads)  # the guidance says the memory room is measured under it
+            basis += f", low because ZeRO offloads {offloaded} ({_where(zero)})"
             tail = ": the offload stalls the steps first; a larger batch would spread its copies over more samples."
     else:
         if size is None or size > th["small_batch_size"]:
@@ -128,6 +130,7 @@ def improper_batch_size(ev: Evidence, th: dict) -> list[Finding]:
                 "training_mean_util": round(util, 1),
                 "peak_gpu_mem_pct": None if peak is None else round(peak, 1),
                 "batch_size": size,
+                **({"zero_offload": offloaded} if offloaded else {}),
             },
         )
     ]
