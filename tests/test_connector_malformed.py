@@ -72,3 +72,42 @@ def test_a_pod_of_a_malformed_shape_is_reported_and_the_others_stored():
         "pod 3: a container's name in 'spec.containers' is not text, so it was skipped",
     ]
     assert {e["file"] for e in result.errors} == {"kubernetes-test api/v1/pods"}
+
+
+def test_a_malformed_artifact_is_reported_and_the_jobs_other_files_kept():
+    """One artifact of a job the generic API describes wrongly (no kind, a path out of the job's folder, bad
+    base64, not an object) cost the job every log and script: the first bad one threw the whole list away.
+    Each is now reported by its place and the job keeps the good ones."""
+    from fleet.models import Artifact
+    from tests.test_connectors_sync import GenericApi
+
+    api = GenericApi(2)
+    good = api.job_part
+
+    def job_part(path, query):
+        if path == "/jobs/g-1/artifacts":
+            return 200, {"artifacts": [
+                {"kind": "log", "path": "stdout.log", "content": "hello\n"},
+                {"path": "no-kind.txt", "content": "x"},
+                {"kind": "script", "path": "../escape.py", "content": "x"},
+                {"kind": "script", "path": "train.py", "content_base64": "not base64!"},
+                "not an object",
+                {"kind": "script", "path": "train2.py", "content": "import torch\n"},
+            ]}, {}  # fmt: skip
+        return good(path, query)
+
+    api.job_part = job_part
+    with FakePlatform() as server:
+        api.install(server)
+        connector = make_connector("generic", server.url, options={"series": False})
+        result = sync.sync_connector(connector.pk)
+    assert result.status == "partial" and result.created == 2
+    assert sorted(Artifact.objects.filter(job__external_id="g-1").values_list("path", flat=True)) == [
+        "stdout.log",
+        "train2.py",
+    ]
+    assert {error["job_id"] for error in result.errors} == {"g-1"}, result.errors
+    said = [error["message"] for error in result.errors]
+    assert len(said) == 4 and all(line.startswith("artifacts: ") for line in said), said
+    assert any("artifact 2 ('no-kind.txt')" in line and "needs a kind" in line for line in said), said
+    assert any("artifact 5" in line and "not an object" in line for line in said), said

@@ -47,6 +47,16 @@ class BadData(ConnectorError):
     """The platform answered with something we cannot read; trying again will not help."""
 
 
+class SomeBadData(BadData):
+    """Part of an answer could not be read: `records` are what could, `problems` say what was wrong with
+    each of the rest (a pull stores the records and reports each problem)."""
+
+    def __init__(self, records: list, problems: list[str]):
+        super().__init__("; ".join(problems))
+        self.records = records
+        self.problems = problems
+
+
 class ConfigError(ConnectorError):
     """The connector's configuration is incomplete or contradictory."""
 

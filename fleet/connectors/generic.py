@@ -34,7 +34,7 @@ from fleet.canonical import (
     host_length_text,
     range_text,
 )
-from fleet.connectors.base import BadData, BaseConnector, Batch, number_option
+from fleet.connectors.base import BadData, BaseConnector, Batch, SomeBadData, number_option
 from fleet.connectors.registry import register
 
 REQUIRED = ("job_id", "user", "team", "gpu_count", "start_time", "end_time")
@@ -131,24 +131,33 @@ def _check_bounds(frame: pd.DataFrame, source: str) -> None:
 
 
 def artifacts_from_doc(doc, job_id: str, *, max_bytes: int, source: str = "artifacts") -> list[ArtifactRecord]:
+    """The job's artifacts; an answer without an artifacts list is BadData, and artifacts described wrongly
+    are SomeBadData carrying the good ones (a bad one cost the job all its files)."""
     items = doc.get("artifacts") if isinstance(doc, dict) else None
     if not isinstance(items, list):
         raise BadData(f"{source}: expected an object with an 'artifacts' list")
-    out = []
+    out, problems = [], []
     for index, item in enumerate(items, start=1):
         if not isinstance(item, dict):
-            raise BadData(f"{source}: artifact {index} is not an object")
+            problems.append(f"{source}: artifact {index} is not an object")
+            continue
         kind, path = str(item.get("kind") or ""), str(item.get("path") or "")
         if kind not in ARTIFACT_KINDS or not path or path.startswith("/") or ".." in path.split("/"):
-            raise BadData(f"{source}: artifact {path!r} needs a kind in {ARTIFACT_KINDS} and a relative path")
+            problems.append(
+                f"{source}: artifact {index} ({path!r}) needs a kind in {ARTIFACT_KINDS} and a relative path"
+            )
+            continue
         if "content_base64" in item:
             try:
                 content = base64.b64decode(item["content_base64"], validate=True)
-            except (binascii.Error, ValueError) as exc:
-                raise BadData(f"{source}: {path}: content_base64 is not base64") from exc
+            except (binascii.Error, ValueError, TypeError):
+                problems.append(f"{source}: artifact {index} ({path!r}): content_base64 is not base64")
+                continue
         else:
             content = str(item.get("content") or "").encode()
         out.append(ArtifactRecord.capped(job_id, kind, path, content, max_bytes))
+    if problems:
+        raise SomeBadData(out, problems)
     return out
 
 

@@ -28,7 +28,14 @@ from django.utils.text import slugify
 
 from fleet import audit, ingest
 from fleet.canonical import RecordError
-from fleet.connectors.base import BadData, BaseConnector, ConfigError, ConnectorError, parse_time_watermark
+from fleet.connectors.base import (
+    BadData,
+    BaseConnector,
+    ConfigError,
+    ConnectorError,
+    SomeBadData,
+    parse_time_watermark,
+)
 from fleet.connectors.http import HttpClient
 from fleet.connectors.models import Connector, ConnectorDeletion
 from fleet.connectors.registry import connector_class
@@ -558,6 +565,10 @@ class _Pull:
             self.errors.append(RecordError(self.connector.name, f"series: {exc}", job_id=record.external_id))
         try:
             artifacts = source.fetch_artifacts(record)
+        except SomeBadData as exc:  # the good ones are stored, each bad one reported
+            artifacts = exc.records
+            for problem in exc.problems:
+                self.errors.append(RecordError(self.connector.name, f"artifacts: {problem}", job_id=record.external_id))
         except BadData as exc:
             self.errors.append(RecordError(self.connector.name, f"artifacts: {exc}", job_id=record.external_id))
         if self.dry_run:
