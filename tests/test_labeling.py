@@ -1377,3 +1377,21 @@ def test_a_skip_note_past_300_characters_is_refused_naming_the_field(client, stu
     client.force_login(researcher)
     huge = reverse("labeling:skip", args=[study.pk, 2**63])
     assert client.post(huge, {"skip_reason": "data_broken"}).status_code == 404
+
+
+def test_the_gold_page_says_which_jobs_a_skip_keeps_out(client, study, raters):
+    """A job one of two raters skipped has one label: it stays out of gold. The page said "without two
+    submitted labels yet", as if it were still waiting for one, and never that a skip kept it out."""
+    first, second = raters
+    answer(study, first, {1: [BATCH], 2: [CKPT], 3: [BATCH], 4: ["none"]})
+    answer(study, second, {1: [BATCH], 2: [CKPT], 3: [BATCH], 4: ["none"]})
+    services.skip_job(services.assignments_of(study, second).get(item__position=4), "outside_expertise")
+    for rater in raters:
+        services.submit(study, rater)
+    plan = services.gold_plan(study)
+    assert [item.position for item in plan.skipped] == [4] and plan.incomplete == []
+    client.force_login(first)
+    page = client.get(reverse("labeling:gold", args=[study.pk])).content.decode()
+    assert "Ready now: <strong>3</strong> jobs" in page
+    assert "1 job a rater skipped, left with fewer than two labels, which stays out" in page
+    assert "without two submitted labels yet" not in page

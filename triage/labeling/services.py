@@ -420,11 +420,13 @@ class GoldPlan:
     rows: list[GoldItem] = field(default_factory=list)
     unresolved: list[StudyJob] = field(default_factory=list)  # disagreements without adjudication
     incomplete: list[StudyJob] = field(default_factory=list)  # fewer than two saved labels
+    skipped: list[StudyJob] = field(default_factory=list)  # fewer than two because a rater skipped it
 
 
 def gold_plan(study: Study) -> GoldPlan:
     ratings = collect_ratings(study)
     plan = GoldPlan()
+    skipped = set(final_skips(study).values_list("item_id", flat=True))  # as the ratings, submitted only
     items = study.items.select_related("job", "adjudication")
     for item in items:
         by_rater = ratings.get(item.pk, {})
@@ -439,7 +441,7 @@ def gold_plan(study: Study) -> GoldPlan:
                 )
             )
         elif len(by_rater) < 2:
-            plan.incomplete.append(item)
+            (plan.skipped if item.pk in skipped else plan.incomplete).append(item)
         elif len(set(by_rater.values())) == 1:
             plan.rows.append(
                 GoldItem(
