@@ -12,7 +12,7 @@ from django.db.models import Case, Count, F, FloatField, Sum, Value, When
 from django.db.models.functions import Cast
 from django.utils import timezone
 
-from fleet.models import Cluster, ExchangeRate, GpuModelPrice, Job, Team
+from fleet.models import Cluster, ExchangeRate, GpuModelPrice, Job, Team, cluster_prices, price_among
 from fleet.money import cost_of
 from fleet.rows import update_rows
 
@@ -30,7 +30,7 @@ def recompute_costs(cluster: Cluster) -> int:
     Only the jobs whose cost or currency changes are written (`update_rows`: 50,000 jobs' new costs in
     0.7 s on SQLite, where `bulk_update` took 14 s), and their `updated_at` with them, so a script that
     syncs by the API's `changed_after` fetches the new costs (and the findings re-priced with them)."""
-    prices = {p.gpu_model: p for p in cluster.prices.all()}
+    prices = cluster_prices(cluster.prices.all())
     cost_field = Job._meta.get_field("cost")
     now = Job._meta.get_field("updated_at").get_db_prep_save(timezone.now(), connection)
     jobs = Job.objects.filter(cluster=cluster).order_by("pk")
@@ -40,7 +40,7 @@ def recompute_costs(cluster: Cluster) -> int:
     ):
         changed = []
         for pk, gpu_model, gpu_hours, stored_cost, stored_currency in batch:
-            price = prices.get(gpu_model) or prices.get("")  # as `price_for` finds it
+            price = price_among(prices, gpu_model)
             cost = cost_of(gpu_hours, price.price_per_gpu_hour if price else None)
             currency = price.currency if price else ""
             priced += price is not None

@@ -494,7 +494,16 @@ class LogEvent(models.Model):
 
 def price_for(cluster: Cluster, gpu_model: str) -> GpuModelPrice | None:
     """The price of the exact GPU model on the cluster, else the cluster's default price."""
-    prices = {p.gpu_model: p for p in cluster.prices.all()}
+    return price_among(cluster_prices(cluster.prices.all()), gpu_model)
+
+
+def cluster_prices(prices) -> dict[str, GpuModelPrice]:
+    """A cluster's prices by GPU model ("" for its default), for `price_among` over many jobs."""
+    return {price.gpu_model: price for price in prices}
+
+
+def price_among(prices: dict[str, GpuModelPrice], gpu_model: str) -> GpuModelPrice | None:
+    """Of a cluster's prices (`cluster_prices`), the GPU model's, else the default: the rule every job is priced by."""
     return prices.get(gpu_model) or prices.get("")
 
 

@@ -4,7 +4,7 @@ the idle-alert check of those still running."""
 from django.db.models.signals import post_delete, post_save
 from django.dispatch import receiver
 
-from fleet.models import GpuModelPrice
+from fleet.models import GpuModelPrice, cluster_prices, price_among
 from fleet.money import cost_of
 from fleet.signals import jobs_ingested
 
@@ -36,12 +36,12 @@ def reprice_findings(sender, instance: GpuModelPrice, **kwargs):
     that prices the job, so a finding keeps its amount when its price is saved unchanged."""
     from triage.models import Finding
 
-    prices = {price.gpu_model: price for price in GpuModelPrice.objects.filter(cluster_id=instance.cluster_id)}
+    prices = cluster_prices(GpuModelPrice.objects.filter(cluster_id=instance.cluster_id))
     findings = Finding.objects.filter(job__cluster_id=instance.cluster_id).select_related("job")
     changed = []
     for finding in findings.iterator(chunk_size=2000):
         job = finding.job
-        price = prices.get(job.gpu_model) or prices.get("")  # the job's, as `fleet.costs.recompute_costs` finds it
+        price = price_among(prices, job.gpu_model)  # the job's, as `fleet.costs.recompute_costs` finds it
         cost = cost_of(finding.gpu_hours, price.price_per_gpu_hour if price else None)
         currency = price.currency if cost is not None else ""
         recoverable = {"recoverable_cost": str(cost) if cost is not None else None, "currency": currency}
