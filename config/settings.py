@@ -6,6 +6,7 @@ DATA_DIR and Celery tasks executed in-process, so one command shows the product.
 
 from __future__ import annotations
 
+import ipaddress
 import os
 import re
 import secrets
@@ -389,6 +390,18 @@ IDLE_ALERT_MAX_AGE_MINUTES = env_int("IDLE_ALERT_MAX_AGE_MINUTES", 6 * 60, minim
 # anywhere (a webhook URL carries its secret in its path, which http sends in the clear).
 ALERT_WEBHOOK_TIMEOUT = env_float("ALERT_WEBHOOK_TIMEOUT", 10.0, minimum=0.1)
 ALERT_WEBHOOK_ALLOW_HTTP = env_bool("ALERT_WEBHOOK_ALLOW_HTTP", DEBUG)
+# A webhook is never posted to an internal address (loopback, private, link-local such as the cloud's
+# metadata service 169.254.169.254, multicast, reserved, unspecified), checked on the address connected
+# to, unless it is in one of these networks (CIDRs, comma-separated, e.g. an internal Mattermost's
+# 10.20.0.0/16; a single address is its own /32 or /128). Connectors are not held to this.
+ALERT_WEBHOOK_ALLOWED_NETWORKS = env_list("ALERT_WEBHOOK_ALLOWED_NETWORKS", [])
+for _entry in ALERT_WEBHOOK_ALLOWED_NETWORKS:
+    try:
+        ipaddress.ip_network(_entry, strict=False)
+    except ValueError:
+        raise ImproperlyConfigured(
+            f"ALERT_WEBHOOK_ALLOWED_NETWORKS: {_entry!r} is not a network (e.g. 10.20.0.0/16, fd00::/8) or an address."
+        ) from None
 DEFAULT_CURRENCY = env_str("DEFAULT_CURRENCY", "USD")
 # Per-artifact size cap at ingest; bigger logs are kept truncated with a note.
 ARTIFACT_MAX_BYTES = env_int("ARTIFACT_MAX_BYTES", 20 * 1024 * 1024, minimum=1024)

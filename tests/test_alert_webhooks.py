@@ -34,6 +34,8 @@ def any_sample_age(settings):
     settings.IDLE_ALERT_MAX_AGE_MINUTES = 0
     settings.DIGEST_RETRY_BACKOFF = 0
     settings.ALERT_WEBHOOK_ALLOW_HTTP = False  # http only to loopback, as in production
+    # The chat server of these tests is on loopback, which webhooks may not reach unless allowed.
+    settings.ALERT_WEBHOOK_ALLOWED_NETWORKS = ["127.0.0.0/8"]
     settings.ALERT_WEBHOOK_TIMEOUT = 2
     settings.PUBLIC_BASE_URL = BASE_URL
 
@@ -401,3 +403,186 @@ def test_an_http_url_stored_before_http_was_refused_is_not_posted_to(team_a, set
     assert (result.status, delivery.status, delivery.response_status) == ("failed", Delivery.Status.FAILED, None)
     assert delivery.last_error.startswith("The webhook URL cannot be used: use https: the URL's path is the webhook's")
     assert SECRET not in delivery.last_error
+
+
+# --- Internal addresses (SSRF): refused unless ALERT_WEBHOOK_ALLOWED_NETWORKS allows them ----------
+
+
+@pytest.mark.parametrize(
+    ("address", "words"),
+    [
+        ("127.0.0.1", "a loopback address"),
+        ("::1", "a loopback address"),
+        ("::ffff:127.0.0.1", "a loopback address"),  # IPv4-mapped: the same machine
+        ("10.1.2.3", "a private network address"),
+        ("172.16.0.1", "a private network address"),
+        ("192.168.1.1", "a private network address"),
+        ("fc00::1", "a private network address"),
+        ("fd12:3456::1", "a private network address"),
+        ("169.254.169.254", "a link-local address (169.254.169.254 is the cloud's metadata service)"),
+        ("fe80::1", "a link-local address (169.254.169.254 is the cloud's metadata service)"),
+        ("224.0.0.1", "a multicast address"),
+        ("ff02::1", "a multicast address"),
+        ("0.0.0.0", "the unspecified address"),  # noqa: S104 (an address to refuse, not one bound)
+        ("::", "the unspecified address"),
+        ("240.0.0.1", "a reserved address"),
+        ("100.64.0.1", "not an address of the public internet"),  # carrier-grade NAT
+    ],
+)
+def test_an_internal_address_is_refused_by_default(address, words, settings):
+    settings.ALERT_WEBHOOK_ALLOWED_NETWORKS = []
+    assert webhooks.address_problem(address) == f"{address} is {words}"
+
+
+@pytest.mark.parametrize("address", ["93.184.216.34", "8.8.8.8", "2606:4700:4700::1111", "64:ff9b::808:808"])
+def test_a_public_address_is_allowed(address, settings):
+    settings.ALERT_WEBHOOK_ALLOWED_NETWORKS = []
+    assert webhooks.address_problem(address) is None
+
+
+def test_allowed_networks_let_an_internal_chat_server_through(settings):
+    settings.ALERT_WEBHOOK_ALLOWED_NETWORKS = ["10.20.0.0/16", "fd00::5"]
+    assert webhooks.address_problem("10.20.3.4") is None
+    assert webhooks.address_problem("fd00::5") is None
+    assert webhooks.address_problem("10.21.0.1") == "10.21.0.1 is a private network address"
+    assert webhooks.address_problem("169.254.169.254").startswith("169.254.169.254 is a link-local address")
+
+
+def resolving(monkeypatch, answers: dict[str, list[str]]):
+    """Host names resolved as `answers` say (each call takes the next list, the last one repeats)."""
+    calls = []
+
+    def resolve(host, port):
+        calls.append(host)
+        said = answers[host]
+        return said.pop(0) if len(said) > 1 else said[0]
+
+    monkeypatch.setattr(webhooks, "resolve", lambda host, port: list(resolve(host, port)))
+    return calls
+
+
+def test_the_form_refuses_an_internal_address_saying_why(team_a, operator, client, settings, monkeypatch):
+    settings.ALERT_WEBHOOK_ALLOWED_NETWORKS = []
+    answers = {
+        "localhost": [["127.0.0.1"]],
+        "chat.corp.example": [["10.0.0.7"]],
+        "hooks.example.com": [["93.184.216.34"]],
+    }
+    resolving(monkeypatch, answers)
+    client.force_login(operator)
+    allow = "webhooks may not post to internal addresses unless ALERT_WEBHOOK_ALLOWED_NETWORKS allows them"
+    for url, said in [
+        ("http://127.0.0.1:8080/hook", "127.0.0.1 is a loopback address"),
+        ("http://localhost:8080/hook", "localhost resolves to 127.0.0.1, a loopback address"),
+        ("https://169.254.169.254/latest/meta-data/", "169.254.169.254 is a link-local address"),
+        ("https://[::1]/hook", "::1 is a loopback address"),
+        ("https://chat.corp.example/hooks/abc", "chat.corp.example resolves to 10.0.0.7, a private network address"),
+    ]:
+        body = set_webhook(client, team_a, url).content.decode()
+        assert f"Webhook URL: {said}" in body, url
+        assert allow in body, url
+    assert not TeamWebhook.objects.exists()
+
+    assert set_webhook(client, team_a, "https://hooks.example.com/hooks/abc").status_code == 302
+    settings.ALERT_WEBHOOK_ALLOWED_NETWORKS = ["10.0.0.0/24"]
+    assert set_webhook(client, team_a, "https://chat.corp.example/hooks/abc").status_code == 302
+    assert TeamWebhook.objects.get(team=team_a).host == "chat.corp.example"
+
+
+def queued_delivery(webhook) -> Delivery:
+    from tests.factories import JobFactory
+
+    return Delivery.objects.create(
+        recipient=f"webhook:{webhook.pk}", webhook=webhook, kind=DigestKind.IDLE_ALERT_WEBHOOK, team=webhook.team,
+        iso_week="2026-W47", job=JobFactory(team=webhook.team), idle_since=START, details={"name": "x"},
+    )  # fmt: skip
+
+
+def test_a_post_to_an_address_no_longer_allowed_fails_at_once_without_a_request(hook, team_a, settings):
+    """Saved while loopback was allowed; the setting changed since: the post is refused where it would
+    connect, failed for good (not retried) with the reason, and the chat server never hears of it."""
+    webhook = TeamWebhook(team=team_a)
+    webhook.set_url(hook.url + HOOK_PATH)
+    webhook.save()
+    delivery = queued_delivery(webhook)
+    settings.ALERT_WEBHOOK_ALLOWED_NETWORKS = []
+    result = webhooks.send_delivery(delivery.pk, final_attempt=False)
+    delivery.refresh_from_db()
+    assert (result.status, delivery.status, delivery.attempts) == ("failed", Delivery.Status.FAILED, 1)
+    host = hook.url.removeprefix("http://")
+    assert delivery.last_error == (
+        f"Not posted: {host} is 127.0.0.1, a loopback address; webhooks may not post to internal addresses "
+        "unless ALERT_WEBHOOK_ALLOWED_NETWORKS allows them."
+    )
+    assert hook.requests == []
+
+
+def test_a_name_that_resolves_elsewhere_after_the_check_is_refused_where_it_connects(
+    hook, team_a, operator, client, settings, monkeypatch
+):
+    """DNS rebinding: the name was public when the form checked it, and points at loopback when the
+    post connects. The address connected to is the one checked: nothing reaches the loopback server."""
+    settings.ALERT_WEBHOOK_ALLOWED_NETWORKS = []
+    settings.ALERT_WEBHOOK_ALLOW_HTTP = True
+    port = hook.url.rsplit(":", 1)[1]
+    calls = resolving(monkeypatch, {"chat.rebind.example": [["93.184.216.34"], ["127.0.0.1"]]})
+    client.force_login(operator)
+    assert set_webhook(client, team_a, f"http://chat.rebind.example:{port}{HOOK_PATH}").status_code == 302
+    outcome = webhooks.send_test(TeamWebhook.objects.get(team=team_a))
+    assert calls == ["chat.rebind.example", "chat.rebind.example"]
+    assert not outcome.ok and not outcome.transient and outcome.status is None
+    assert outcome.error.startswith(f"Not posted: chat.rebind.example:{port} resolves to 127.0.0.1, a loopback address")
+    assert hook.requests == []
+
+
+def test_a_redirect_to_an_internal_address_is_not_followed(team_a, settings):
+    with FakePlatform() as server:
+        metadata = "http://169.254.169.254/latest/meta-data/"
+        server.route(HOOK_PATH, lambda path, query: (302, b"", {"Location": metadata}))
+        webhook = TeamWebhook(team=team_a)
+        webhook.set_url(server.url + HOOK_PATH)
+        webhook.save()
+        outcome = webhooks.send_test(webhook)
+        assert server.count(HOOK_PATH) == 1
+    assert outcome.status == 302 and not outcome.transient
+    assert "a redirect to 169.254.169.254: not followed" in outcome.error
+
+
+def test_a_checked_address_is_posted_to_with_the_urls_host_for_tls_and_host(team_a, settings, monkeypatch, tmp_path):
+    """The guard connects to the address it checked, yet the certificate is checked against the URL's host
+    name (SNI) and the Host header is the URL's: an https webhook on an allowed address works as before."""
+    from tests.test_connectors_kubernetes import TlsPlatform, make_ca
+
+    ca = make_ca(tmp_path)  # its server certificate names kubernetes.default.svc (and 127.0.0.1)
+    monkeypatch.setenv("REQUESTS_CA_BUNDLE", str(ca))
+    calls = resolving(monkeypatch, {"kubernetes.default.svc": [["127.0.0.1"]]})
+    with TlsPlatform(tmp_path) as server:
+        server.route(HOOK_PATH, lambda path, query: (200, b"ok", {}))
+        port = server.url.rsplit(":", 1)[1]
+        webhook = TeamWebhook(team=team_a)
+        webhook.set_url(f"https://kubernetes.default.svc:{port}{HOOK_PATH}")
+        webhook.save()
+        outcome = webhooks.send_test(webhook)
+        assert outcome.ok and outcome.status == 200, outcome.error
+        assert calls == ["kubernetes.default.svc"]
+        ((path, _, query),) = server.requests
+        assert query["_headers"]["Host"] == f"kubernetes.default.svc:{port}"
+        settings.ALERT_WEBHOOK_ALLOWED_NETWORKS = []
+        outcome = webhooks.send_test(webhook)
+        assert len(server.requests) == 1
+    assert outcome.error.startswith(f"Not posted: kubernetes.default.svc:{port} resolves to 127.0.0.1, a loopback")
+
+
+def test_through_an_outbound_proxy_the_name_is_checked_before_the_post(team_a, settings, monkeypatch):
+    """With HTTPS_PROXY set the proxy makes the connection, so the host's addresses are checked here first."""
+    for name in ("NO_PROXY", "no_proxy"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("HTTPS_PROXY", f"http://127.0.0.1:{closed_port()}")
+    settings.ALERT_WEBHOOK_ALLOWED_NETWORKS = []
+    resolving(monkeypatch, {"chat.corp.example": [["10.0.0.7"]]})
+    outcome = webhooks.post("https://chat.corp.example/hooks/abc", {"text": "x"})
+    assert outcome.error == (
+        "Not posted: chat.corp.example resolves to 10.0.0.7, a private network address; webhooks may not post to "
+        "internal addresses unless ALERT_WEBHOOK_ALLOWED_NETWORKS allows them."
+    )
+    assert not outcome.transient

@@ -56,6 +56,7 @@ def test_a_real_worker_checks_a_pulled_job_and_alerts_once(tmp_path, storage_dir
         "PUBLIC_BASE_URL": BASE_URL,
         "DIGEST_RETRY_BACKOFF": "1",
         "IDLE_ALERT_MAX_AGE_MINUTES": "0",  # the job ran on 2026-11-20 (tests.test_idle_alerts.any_sample_age)
+        "ALERT_WEBHOOK_ALLOWED_NETWORKS": "127.0.0.0/8",  # the chat server is on loopback, refused by default
     }
     try:
         with celery_worker(queue, storage_dir, env=env) as worker:

@@ -104,6 +104,11 @@ def _run(args: list[str], **env) -> subprocess.CompletedProcess:
     [
         ("DIGEST_TIMEZONE", "Europe/Berln", "DIGEST_TIMEZONE='Europe/Berln' is not an IANA time zone."),
         ("DATABASE_URL", "mysql2://fleet:pw@db/fleet", "DATABASE_URL must be a postgres:// (PostgreSQL) or sqlite:///"),
+        (
+            "ALERT_WEBHOOK_ALLOWED_NETWORKS",
+            "10.20.0.0/16, 10.0.0.0/33",
+            "ALERT_WEBHOOK_ALLOWED_NETWORKS: '10.0.0.0/33' is not a network (e.g. 10.20.0.0/16, fd00::/8)",
+        ),
     ],
 )
 @pytest.mark.parametrize("entry", [["manage.py", "migrate"], ["-c", "import config.wsgi"]], ids=["manage", "gunicorn"])

@@ -82,6 +82,9 @@ class TeamWebhookForm(forms.ModelForm):
         problem = webhooks.url_problem(url)
         if problem:
             raise forms.ValidationError(f"Webhook URL: {problem}.")
+        problem = webhooks.destination_problem(url)
+        if problem:
+            raise forms.ValidationError(f"Webhook URL: {problem}; {webhooks.INTERNAL_ADVICE}.")
         return url
 
     def save(self, commit: bool = True) -> TeamWebhook:

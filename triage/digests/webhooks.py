@@ -11,6 +11,15 @@ take too) and generic JSON (the alert's `facts`, as kept in the delivery's `deta
 The URL is a secret (its path is the webhook's token): it is decrypted for the request only; what is
 shown or logged names its host, and an error answer that quotes the path has it cut out. Redirects
 are not followed: the message goes where the operator pointed it, or nowhere.
+
+Internal addresses are refused (server-side request forgery: a URL is typed into a page, and the
+server posts to it): loopback, private, link-local (the cloud's metadata service at 169.254.169.254),
+multicast, reserved, unspecified, unless ALERT_WEBHOOK_ALLOWED_NETWORKS holds the address. The form
+says so when saving; the post checks the very address it connects to (`GuardedAdapter`: the name is
+resolved once, each address checked, and the socket opened to a checked one, the URL's host kept for
+the Host header, SNI and the certificate), so a name that resolves elsewhere between the form's
+check and the post (DNS rebinding) gets nowhere. Connectors are not held to this: Prometheus or
+slurmrestd are internal services by nature.
 """
 
 from __future__ import annotations
@@ -18,6 +27,7 @@ from __future__ import annotations
 import ipaddress
 import json
 import logging
+import socket
 from dataclasses import dataclass
 from datetime import datetime
 from urllib.parse import urlsplit
@@ -25,9 +35,14 @@ from urllib.parse import urlsplit
 import requests
 from django.conf import settings
 from django.db.models import F
+from requests.adapters import HTTPAdapter
+from urllib3.connection import HTTPConnection, HTTPSConnection
+from urllib3.connectionpool import HTTPConnectionPool, HTTPSConnectionPool
+from urllib3.exceptions import ConnectTimeoutError, NameResolutionError, NewConnectionError
+from urllib3.util.connection import create_connection
 
 from fleet.connectors.base import ConfigError
-from fleet.connectors.http import connection_problem, where
+from fleet.connectors.http import _causes, connection_problem, where
 
 from .models import Delivery, DigestKind, TeamWebhook
 
@@ -38,6 +53,7 @@ USER_AGENT = "fleet-triage-alerts/1"
 ERROR_BODY_BYTES = 2048
 SAID_CHARS = 200
 LOOPBACK_NAMES = frozenset({"localhost", "localhost.localdomain"})
+INTERNAL_ADVICE = "webhooks may not post to internal addresses unless ALERT_WEBHOOK_ALLOWED_NETWORKS allows them"
 
 
 # --- The URL -------------------------------------------------------------------------------------
@@ -57,8 +73,8 @@ def url_problem(url: str) -> str | None:
     """Why this URL cannot be a webhook here, or None. https only: the URL's path is its secret, which
     http sends in the clear; http only to this machine (a relay beside the service, the tests'
     server), or anywhere when ALERT_WEBHOOK_ALLOW_HTTP is on (DEBUG's default). Checked by the form
-    and again before each POST (a URL saved before the setting changed). No rule against internal
-    addresses: as a connector's, a webhook may be a service of the operators' own network."""
+    and again before each POST (a URL saved before the setting changed). Where the URL's host may be is
+    `destination_problem`'s (the form's) and `GuardedAdapter`'s (each post's) to say."""
     try:
         parts = urlsplit(url)
         parts.port  # noqa: B018 (raises ValueError on a port out of range)
@@ -72,6 +88,165 @@ def url_problem(url: str) -> str | None:
             "only to this server itself, 127.0.0.1 or localhost, or where ALERT_WEBHOOK_ALLOW_HTTP is on)"
         )
     return None
+
+
+# --- Where a post may go ----------------------------------------------------------------------------
+
+# Checked in this order, the first that holds naming the address's kind.
+REFUSED_KINDS = (
+    ("is_unspecified", "the unspecified address"),
+    ("is_loopback", "a loopback address"),
+    ("is_link_local", "a link-local address (169.254.169.254 is the cloud's metadata service)"),
+    ("is_multicast", "a multicast address"),
+    ("is_reserved", "a reserved address"),
+    ("is_private", "a private network address"),
+)
+NAT64 = ipaddress.ip_network("64:ff9b::/96")  # IPv6-only networks reach IPv4 hosts as these (DNS64)
+
+
+def _as_ipv4(address: ipaddress.IPv4Address | ipaddress.IPv6Address):
+    """The IPv4 address an IPv6 one stands for (mapped ::ffff:a.b.c.d, 6to4, Teredo, NAT64), else itself:
+    ::ffff:127.0.0.1 is this machine, whatever its IPv6 kind says."""
+    if address.version == 6:
+        teredo = address.teredo[1] if address.teredo else None
+        embedded = address.ipv4_mapped or address.sixtofour or teredo
+        if embedded is None and address in NAT64:
+            embedded = ipaddress.IPv4Address(int(address) & 0xFFFFFFFF)
+        if embedded is not None:
+            return embedded
+    return address
+
+
+def _allowed(address) -> bool:
+    for entry in settings.ALERT_WEBHOOK_ALLOWED_NETWORKS:
+        network = ipaddress.ip_network(entry, strict=False)
+        if address in network or _as_ipv4(address) in network:
+            return True
+    return False
+
+
+def refused_kind(address: str) -> str | None:
+    """What kind of internal address `address` (an IP literal) is, when a webhook may not be posted
+    to it; None for an address of the public internet, or one ALERT_WEBHOOK_ALLOWED_NETWORKS allows."""
+    ip = ipaddress.ip_address(address.split("%", 1)[0])  # fe80::1%eth0: its zone says nothing here
+    if _allowed(ip):
+        return None
+    plain = _as_ipv4(ip)
+    # A NAT64 address is its IPv4 host's (the prefix itself is "reserved"); any other, both kinds count.
+    kinds_of = (plain,) if ip in NAT64 else (plain, ip)
+    for attribute, words in REFUSED_KINDS:
+        if any(getattr(each, attribute) for each in kinds_of):
+            return words
+    if not plain.is_global:  # e.g. carrier-grade NAT's 100.64.0.0/10
+        return "not an address of the public internet"
+    return None
+
+
+def address_problem(address: str) -> str | None:
+    """Why a webhook may not be posted to this IP address, e.g. "127.0.0.1 is a loopback address"."""
+    kind = refused_kind(address)
+    return f"{address} is {kind}" if kind else None
+
+
+def _ip_literal(host: str) -> str | None:
+    try:
+        return str(ipaddress.ip_address(host.strip("[]")))
+    except ValueError:
+        return None
+
+
+def resolve(host: str, port: int) -> list[str]:
+    """The addresses `host` resolves to, as the post would connect (raises socket.gaierror)."""
+    infos = socket.getaddrinfo(host, port, 0, socket.SOCK_STREAM)
+    return list(dict.fromkeys(info[4][0] for info in infos))
+
+
+def destination_problem(url: str) -> str | None:
+    """The form's check: why this URL's host may not be posted to (an internal address), or None. A name
+    that does not resolve here is let be (the post says so, and checks again where it connects)."""
+    parts = urlsplit(url)
+    host = parts.hostname or ""
+    literal = _ip_literal(host)
+    if literal:
+        return address_problem(literal)
+    try:
+        addresses = resolve(host, parts.port or (443 if parts.scheme == "https" else 80))
+    except (OSError, UnicodeError):
+        return None
+    for address in addresses:
+        kind = refused_kind(address)
+        if kind:
+            return f"{host} resolves to {address}, {kind}"
+    return None
+
+
+class RefusedDestination(NewConnectionError):
+    """A connection not opened: the host is, or resolves to, an internal address."""
+
+    def __init__(self, conn, address: str, kind: str, literal: bool):
+        super().__init__(conn, f"{address} is {kind}: not connected")
+        self.address, self.kind, self.literal = address, kind, literal
+
+
+class _GuardedConnectionMixin:
+    """urllib3's connection with its socket opened only to an address `refused_kind` lets through: the
+    name is resolved once here, every address checked (one internal address refuses the name), and the
+    socket opened to a checked one. The URL's host stays the Host header, the SNI and the name the
+    certificate must carry."""
+
+    def _new_conn(self) -> socket.socket:
+        literal = _ip_literal(self._dns_host) is not None
+        try:
+            addresses = resolve(self._dns_host, self.port)
+        except socket.gaierror as exc:
+            raise NameResolutionError(self.host, self, exc) from exc
+        for address in addresses:
+            kind = refused_kind(address)
+            if kind:
+                raise RefusedDestination(self, address, kind, literal)
+        error: OSError | None = None
+        for address in addresses:
+            try:
+                return create_connection(
+                    (address, self.port), self.timeout, source_address=self.source_address,
+                    socket_options=self.socket_options,
+                )  # fmt: skip
+            except TimeoutError as exc:
+                raise ConnectTimeoutError(self, f"Connection to {self.host} timed out.") from exc
+            except OSError as exc:
+                error = exc
+        raise NewConnectionError(self, f"Failed to establish a new connection: {error}") from error
+
+
+class _GuardedHTTPConnection(_GuardedConnectionMixin, HTTPConnection):
+    pass
+
+
+class _GuardedHTTPSConnection(_GuardedConnectionMixin, HTTPSConnection):
+    pass
+
+
+class _GuardedHTTPPool(HTTPConnectionPool):
+    ConnectionCls = _GuardedHTTPConnection
+
+
+class _GuardedHTTPSPool(HTTPSConnectionPool):
+    ConnectionCls = _GuardedHTTPSConnection
+
+
+class GuardedAdapter(HTTPAdapter):
+    """requests' adapter whose direct connections are `_GuardedConnectionMixin`'s."""
+
+    def init_poolmanager(self, *args, **kwargs):
+        super().init_poolmanager(*args, **kwargs)
+        self.poolmanager.pool_classes_by_scheme = {"http": _GuardedHTTPPool, "https": _GuardedHTTPSPool}
+
+
+def _session() -> requests.Session:
+    session = requests.Session()
+    session.mount("http://", GuardedAdapter())
+    session.mount("https://", GuardedAdapter())
+    return session
 
 
 def scrub(text: str, url: str) -> str:
@@ -169,14 +344,24 @@ class Outcome:
 
 
 def post(url: str, body: dict, *, timeout: float | None = None) -> Outcome:
-    """POST `body` as JSON to `url`, once, following no redirect."""
+    """POST `body` as JSON to `url`, once, following no redirect, to no internal address."""
     timeout = timeout or settings.ALERT_WEBHOOK_TIMEOUT
     problem = url_problem(url)
     if problem:
         return Outcome(error=f"The webhook URL cannot be used: {problem}.")
+    if requests.utils.get_environ_proxies(url):
+        # Through an outbound proxy (HTTPS_PROXY), which connects on its own: the name is checked here.
+        problem = destination_problem(url)
+        if problem:
+            return Outcome(error=f"Not posted: {problem}; {INTERNAL_ADVICE}.")
+    with _session() as session:
+        return _post(session, url, body, timeout)
+
+
+def _post(session: requests.Session, url: str, body: dict, timeout: float) -> Outcome:
     at = where(url)
     try:
-        response = requests.post(
+        response = session.post(
             url,
             data=json.dumps(body).encode(),
             headers={"Content-Type": "application/json", "User-Agent": USER_AGENT},
@@ -197,6 +382,10 @@ def post(url: str, body: dict, *, timeout: float | None = None) -> Outcome:
             transient=True,
         )
     except (requests.RequestException, OSError) as exc:
+        refused = next((cause for cause in _causes(exc) if isinstance(cause, RefusedDestination)), None)
+        if refused is not None:  # not transient: the same address is refused next time
+            how = "is" if refused.literal else "resolves to"
+            return Outcome(error=f"Not posted: {at} {how} {refused.address}, {refused.kind}; {INTERNAL_ADVICE}.")
         # Never the exception's own text: requests names the URL's path ("Max retries exceeded with url: /services/…").
         return Outcome(error=connection_problem(exc, url, timeout), transient=True)
     with response:
