@@ -336,7 +336,7 @@ def test_the_webhook_pages_with_a_stored_webhook_and_a_failed_post_meet_wcag(bro
     webhook.save()
     job = JobFactory(team=team_a, name="train-101", state="RUNNING")
     Delivery.objects.create(
-        recipient=f"webhook:{webhook.pk}", webhook=webhook, kind=DigestKind.IDLE_ALERT_WEBHOOK, team=team_a,
+        webhook=webhook, kind=DigestKind.IDLE_ALERT_WEBHOOK, team=team_a,
         iso_week="2026-W47", job=job, idle_since=START, status=Delivery.Status.FAILED, attempts=1, response_status=404,
         last_error="chat.example.org has no webhook at this URL (HTTP 404, \"no_service\"): it was removed or the URL "
         "is mistyped. Enter the webhook's URL again.",
@@ -371,7 +371,7 @@ def test_a_job_someone_rates_blind_is_posted_without_its_cause(hook, team_a, ope
 
     def post_alert(since) -> dict:
         delivery = Delivery.objects.create(
-            recipient=f"webhook:{webhook.pk}", webhook=webhook, kind=DigestKind.IDLE_ALERT_WEBHOOK, team=team_a,
+            webhook=webhook, kind=DigestKind.IDLE_ALERT_WEBHOOK, team=team_a,
             iso_week="2026-W47", job=job, idle_since=since, details={"name": "train-7", "cause": cause},
         )  # fmt: skip
         assert webhooks.send_delivery(delivery.pk).status == "sent"
@@ -395,7 +395,7 @@ def test_an_http_url_stored_before_http_was_refused_is_not_posted_to(team_a, set
     webhook.set_url(f"http://chat.example.org{HOOK_PATH}")
     webhook.save()
     delivery = Delivery.objects.create(
-        recipient=f"webhook:{webhook.pk}", webhook=webhook, kind=DigestKind.IDLE_ALERT_WEBHOOK, team=team_a,
+        webhook=webhook, kind=DigestKind.IDLE_ALERT_WEBHOOK, team=team_a,
         iso_week="2026-W47", job=JobFactory(team=team_a), idle_since=START, details={"name": "x"},
     )  # fmt: skip
     result = webhooks.send_delivery(delivery.pk, final_attempt=False)
@@ -493,7 +493,7 @@ def queued_delivery(webhook) -> Delivery:
     from tests.factories import JobFactory
 
     return Delivery.objects.create(
-        recipient=f"webhook:{webhook.pk}", webhook=webhook, kind=DigestKind.IDLE_ALERT_WEBHOOK, team=webhook.team,
+        webhook=webhook, kind=DigestKind.IDLE_ALERT_WEBHOOK, team=webhook.team,
         iso_week="2026-W47", job=JobFactory(team=webhook.team), idle_since=START, details={"name": "x"},
     )  # fmt: skip
 
@@ -586,3 +586,66 @@ def test_through_an_outbound_proxy_the_name_is_checked_before_the_post(team_a, s
         "internal addresses unless ALERT_WEBHOOK_ALLOWED_NETWORKS allows them."
     )
     assert not outcome.transient
+
+
+# --- A webhook delivery names its webhook, not an address ----------------------------------------
+
+
+@pytest.mark.usefixtures("priced")
+def test_a_webhook_delivery_refers_to_its_webhook_and_leaves_the_address_empty(
+    tmp_path, hook, team_a, operator, admin_user, client, django_capture_on_commit_callbacks
+):
+    """`recipient` is an email address: "webhook:<pk>" in it made the admin call the row invalid. The
+    webhook is the row's `webhook`; a webhook removed and set again gets the stretch's alert once more."""
+    client.force_login(operator)
+    set_webhook(client, team_a, hook.url + HOOK_PATH)
+    ingest(archive(tmp_path, "a.zip", [RUNNING]), django_capture_on_commit_callbacks)
+    first = Delivery.objects.get(kind=DigestKind.IDLE_ALERT_WEBHOOK)
+    assert (first.recipient, first.webhook, first.status) == ("", TeamWebhook.objects.get(), Delivery.Status.SENT)
+    first.full_clean()  # what the admin's form checks: no "Enter a valid email address."
+
+    client.post(reverse("digests:alert-webhook", args=[team_a.slug]), {"remove": "1"})
+    set_webhook(client, team_a, hook.url + HOOK_PATH)
+    ingest(archive(tmp_path, "b.zip", [{**RUNNING, "minutes": 130}]), django_capture_on_commit_callbacks)
+    assert len(posts(hook)) == 2
+    rows = Delivery.objects.filter(kind=DigestKind.IDLE_ALERT_WEBHOOK).order_by("pk")
+    assert [(row.recipient, row.webhook_id) for row in rows] == [("", None), ("", TeamWebhook.objects.get().pk)]
+    page = client.get(reverse("digests:deliveries"), {"kind": DigestKind.IDLE_ALERT_WEBHOOK}).content.decode()
+    host = hook.url.removeprefix("http://")
+    assert f"Chat webhook at {host}" in page and "A removed chat webhook" in page
+
+    client.force_login(admin_user)
+    change = client.get(reverse("admin:digests_delivery_change", args=[first.pk])).content.decode()
+    assert "errornote" not in change
+    listing = client.get(reverse("admin:digests_delivery_changelist")).content.decode()
+    assert f"chat webhook at {host}" in listing
+
+
+def test_the_migration_moves_old_webhook_rows_to_their_webhook(team_a):
+    from importlib import import_module
+
+    from django.apps import apps
+
+    from tests.factories import JobFactory
+
+    migration = import_module("triage.digests.migrations.0004_delivery_webhook_not_an_address")
+    webhook = TeamWebhook(team=team_a)
+    webhook.set_url(f"https://chat.example.org{HOOK_PATH}")
+    webhook.save()
+    job = JobFactory(team=team_a)
+    common = {"kind": DigestKind.IDLE_ALERT_WEBHOOK, "team": team_a, "iso_week": "2026-W47", "job": job}
+    linked = Delivery.objects.create(recipient=f"webhook:{webhook.pk}", webhook=webhook, idle_since=START, **common)
+    unlinked = Delivery.objects.create(recipient=f"webhook:{webhook.pk}", idle_since=START + MINUTE, **common)
+    removed = Delivery.objects.create(recipient="webhook:999999", idle_since=START + 2 * MINUTE, **common)
+    email = Delivery.objects.create(
+        recipient="ana@example.org", kind=DigestKind.IDLE_ALERT, team=team_a, iso_week="2026-W47", job=job,
+        idle_since=START,
+    )  # fmt: skip
+    migration.refer_to_webhooks(apps, None)
+    found = {row.pk: (row.recipient, row.webhook_id) for row in Delivery.objects.all()}
+    assert found == {
+        linked.pk: ("", webhook.pk),
+        unlinked.pk: ("", webhook.pk),
+        removed.pk: ("", None),
+        email.pk: ("ana@example.org", None),
+    }

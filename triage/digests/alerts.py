@@ -204,11 +204,7 @@ def check_jobs(job_ids: list[int]) -> CheckResult:
             for address, user in by_address.items()
         ]
         if webhook is not None:
-            rows.append(
-                Delivery(
-                    recipient=webhook_recipient(webhook), webhook=webhook, kind=DigestKind.IDLE_ALERT_WEBHOOK, **common
-                )
-            )
+            rows.append(Delivery(webhook=webhook, kind=DigestKind.IDLE_ALERT_WEBHOOK, **common))
         # This stretch's alert exists already: never a second one.
         Delivery.objects.bulk_create(rows, ignore_conflicts=True)
         queued = (
@@ -219,11 +215,6 @@ def check_jobs(job_ids: list[int]) -> CheckResult:
         for pk, kind in queued:
             (result.webhook_deliveries if kind == DigestKind.IDLE_ALERT_WEBHOOK else result.deliveries).append(pk)
     return result
-
-
-def webhook_recipient(webhook: TeamWebhook) -> str:
-    """A webhook delivery's `recipient`: unique per webhook, so one post per webhook, job and stretch."""
-    return f"webhook:{webhook.pk}"
 
 
 # --- The message ---------------------------------------------------------------------------------

@@ -28,7 +28,7 @@ class DigestKind(models.TextChoices):
     # are listed with the digests'; its unsubscribe link turns off that team's alerts only.
     IDLE_ALERT = "idle_alert", "Idle alert"
     # The same alert posted to a team's chat webhook (`TeamWebhook`): one delivery per webhook, job and
-    # idle stretch, its `recipient` "webhook:<pk>" (the URL is a secret: never a column in the clear).
+    # idle stretch, naming it by `webhook`, its `recipient` (an email address) left empty.
     IDLE_ALERT_WEBHOOK = "idle_alert_webhook", "Idle alert (chat webhook)"
 
 
@@ -77,7 +77,8 @@ class Delivery(models.Model):
         SENT = "sent", "Sent"
         FAILED = "failed", "Failed"
 
-    recipient = models.EmailField(max_length=254)
+    # The address an email went to; empty for a chat webhook's post, whose webhook is `webhook`.
+    recipient = models.EmailField(max_length=254, blank=True)
     user = models.ForeignKey(
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="digest_deliveries"
     )
@@ -114,8 +115,14 @@ class Delivery(models.Model):
             # it twice; a job that worked and idled again has a new stretch, and may alert again.
             models.UniqueConstraint(
                 fields=["recipient", "job", "idle_since"],
-                condition=Q(job__isnull=False),
+                condition=Q(job__isnull=False) & ~Q(kind=DigestKind.IDLE_ALERT_WEBHOOK),
                 name="digest_delivery_unique_alert",
+            ),
+            # And one post per chat webhook, job and stretch (those of a removed webhook, NULL, stay apart).
+            models.UniqueConstraint(
+                fields=["webhook", "job", "idle_since"],
+                condition=Q(kind=DigestKind.IDLE_ALERT_WEBHOOK),
+                name="digest_delivery_unique_webhook_alert",
             ),
             models.UniqueConstraint(
                 fields=["recipient", "kind", "iso_week"],

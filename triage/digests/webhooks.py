@@ -1,9 +1,10 @@
 """Idle alerts posted to a team's chat webhook (`TeamWebhook`), beside the emails.
 
-`alerts.check_jobs` makes one `Delivery` (kind IDLE_ALERT_WEBHOOK, recipient "webhook:<pk>") per
-webhook, job and idle stretch, unique as an email's is, so pulling a job again posts nothing new;
-`send_delivery` claims it, POSTs once and stamps it, the task retrying what may pass (no answer,
-HTTP 429 or 5xx) with the digests' backoff and recording the rest as failed, in words.
+`alerts.check_jobs` makes one `Delivery` (kind IDLE_ALERT_WEBHOOK, its `webhook` the webhook, no
+`recipient` address) per webhook, job and idle stretch, unique as an email's is, so pulling a job
+again posts nothing new; `send_delivery` claims it, POSTs once and stamps it, the task retrying what
+may pass (no answer, HTTP 429 or 5xx) with the digests' backoff and recording the rest as failed, in
+words.
 
 Two formats: Slack-compatible (`{"text": ...}` in Slack's mrkdwn, which Mattermost and Rocket.Chat
 take too) and generic JSON (the alert's `facts`, as kept in the delivery's `details`).
