@@ -111,3 +111,34 @@ def test_a_malformed_artifact_is_reported_and_the_jobs_other_files_kept():
     assert len(said) == 4 and all(line.startswith("artifacts: ") for line in said), said
     assert any("artifact 2 ('no-kind.txt')" in line and "needs a kind" in line for line in said), said
     assert any("artifact 5" in line and "not an object" in line for line in said), said
+
+
+@pytest.mark.parametrize(
+    ("kind", "path", "answer", "said"),
+    [
+        (
+            "generic",
+            "/jobs",
+            b'"oops"',
+            'generic-test: /jobs answered a JSON string ("oops"), expected an object '
+            "{'jobs': [...], 'next_cursor': ...}",
+        ),
+        ("generic", "/jobs", b"[1, 2]", "generic-test: /jobs answered a list, expected an object {'jobs': [...], "),
+        (
+            "kubernetes",
+            "/api/v1/pods",
+            b'"oops"',
+            'kubernetes-test api/v1/pods: the answer is a JSON string ("oops"), expected an object',
+        ),
+        ("kubernetes", "/api/v1/pods", b"oops", "/api/v1/pods: the response is not valid JSON (Expecting value"),
+    ],
+)
+def test_an_answer_that_is_json_but_not_an_object_says_what_it_was(kind, path, answer, said):
+    """A JSON string ("oops", as a proxy's error page may answer) is valid JSON: the pull said "not valid
+    JSON" of it, as of a body that is not JSON at all. It now says what the answer was."""
+    with FakePlatform() as server:
+        server.route(path, lambda p, query: (200, answer, {}))
+        connector = make_connector(kind, server.url)
+        result = sync.sync_connector(connector.pk)
+    assert result.status == "failed"
+    assert said in result.message, result.message

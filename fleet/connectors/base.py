@@ -21,6 +21,7 @@ retries are used up) ends the pull without moving the watermark, so the next run
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -86,8 +87,24 @@ def json_kind(value) -> str:
     return "a list" if isinstance(value, list) else "an object"
 
 
+class JsonString(str):
+    """A JSON string an answer decoded to (`HttpClient.get_json` of the body `"oops"`): text already, told
+    apart from a body still to parse, which a plain `str` is to `json_document`."""
+
+
+def answer_kind(value) -> str:
+    """What a whole answer decoded to, in the words of an error message: 'a JSON string ("oops")', "a list"..."""
+    if isinstance(value, str):
+        text = value if len(value) <= 80 else f"{value[:80]}…"
+        return f"a JSON string ({json.dumps(text, ensure_ascii=False)})"
+    return json_kind(value)
+
+
 def json_document(data: bytes | str | dict, source: str):
-    """A response body (or an already decoded document) as JSON; BadData naming `source` if it is not."""
+    """A response body (or an already decoded document) as JSON; BadData naming `source` if it is not, or
+    if it is a JSON string (no document this takes is one)."""
+    if isinstance(data, JsonString):  # decoded already, and the answer was a JSON string
+        raise BadData(f"{source}: the answer is {answer_kind(data)}, expected an object")
     if not isinstance(data, bytes | bytearray | str):  # decoded already (`HttpClient.get_json`): any JSON value
         return data
     try:

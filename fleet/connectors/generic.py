@@ -34,7 +34,7 @@ from fleet.canonical import (
     host_length_text,
     range_text,
 )
-from fleet.connectors.base import BadData, BaseConnector, Batch, SomeBadData, number_option
+from fleet.connectors.base import BadData, BaseConnector, Batch, SomeBadData, answer_kind, number_option
 from fleet.connectors.registry import register
 
 REQUIRED = ("job_id", "user", "team", "gpu_count", "start_time", "end_time")
@@ -93,7 +93,9 @@ def job_from_object(item, *, cluster: str = "", source: str = "jobs") -> JobReco
 
 def frame_from_samples(doc, *, job: JobRecord | None = None, source: str = "series") -> pd.DataFrame | None:
     """The normalised frame of a series response (samples outside the job's window are clipped)."""
-    samples = doc.get("samples") if isinstance(doc, dict) else None
+    if not isinstance(doc, dict):
+        raise BadData(f"{source}: expected an object with a 'samples' list, got {answer_kind(doc)}")
+    samples = doc.get("samples")
     if not isinstance(samples, list):
         raise BadData(f"{source}: expected an object with a 'samples' list")
     if not samples:
@@ -133,7 +135,9 @@ def _check_bounds(frame: pd.DataFrame, source: str) -> None:
 def artifacts_from_doc(doc, job_id: str, *, max_bytes: int, source: str = "artifacts") -> list[ArtifactRecord]:
     """The job's artifacts; an answer without an artifacts list is BadData, and artifacts described wrongly
     are SomeBadData carrying the good ones (a bad one cost the job all its files)."""
-    items = doc.get("artifacts") if isinstance(doc, dict) else None
+    if not isinstance(doc, dict):
+        raise BadData(f"{source}: expected an object with an 'artifacts' list, got {answer_kind(doc)}")
+    items = doc.get("artifacts")
     if not isinstance(items, list):
         raise BadData(f"{source}: expected an object with an 'artifacts' list")
     out, problems = [], []
@@ -192,7 +196,12 @@ class GenericConnector(BaseConnector):
             if cursor:
                 params["cursor"] = cursor
             doc = self.http.get_json("jobs", params=params)
-            if not isinstance(doc, dict) or not isinstance(doc.get("jobs"), list):
+            if not isinstance(doc, dict):
+                raise BadData(
+                    f"{self.settings.name}: /jobs answered {answer_kind(doc)}, expected an object "
+                    "{'jobs': [...], 'next_cursor': ...}"
+                )
+            if not isinstance(doc.get("jobs"), list):
                 raise BadData(f"{self.settings.name}: /jobs must answer {{'jobs': [...], 'next_cursor': ...}}")
             jobs, errors = [], []
             for row, item in enumerate(doc["jobs"], start=1):

@@ -45,7 +45,7 @@ from urllib3.exceptions import SSLError as Urllib3SSLError
 from urllib3.util.retry import Retry
 
 from fleet.canonical import loads_json
-from fleet.connectors.base import BadData, ConnectorSettings, TransientError
+from fleet.connectors.base import BadData, ConnectorSettings, JsonString, TransientError
 from fleet.logcut import HeadTail
 
 logger = logging.getLogger(__name__)
@@ -422,12 +422,14 @@ def _stream_into(response: requests.Response, kept: HeadTail) -> HeadTail:
 
 def _parse_json(body: bytes) -> Any:
     try:
-        return loads_json(body)
+        value = loads_json(body)
     except (json.JSONDecodeError, UnicodeDecodeError) as exc:
         # A body cut short by a proxy or a dropped connection looks exactly like this; read again.
         raise _BodyError(f"the response is not valid JSON ({exc})", not_json=True) from exc
     except ValueError as exc:  # NaN, Infinity, 1e400, nesting too deep: whole, and the same next time
         raise _BodyError(f"the response is not valid JSON ({exc})", not_json=True, final=True) from exc
+    # An answer that is a JSON string ("oops") is told apart from a body not yet parsed (`json_document`).
+    return JsonString(value) if isinstance(value, str) else value
 
 
 def _is_body_failure(exc: Exception) -> bool:
