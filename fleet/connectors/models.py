@@ -278,10 +278,18 @@ class Connector(models.Model):
 
 
 class ConnectorDeletion(models.Model):
-    """A connector deleted with the jobs it imported, done by a Celery task (`fleet.delete_connector`)
-    in batches: tens of thousands of jobs and their files outlast a web request (gunicorn's timeout
-    killed it, the deletion rolled back). Its page shows the progress, and how it ended once done; the
-    row stays when the connector has gone, as the record of what went."""
+    """A bulk deletion of jobs done by a Celery task in batches: tens of thousands of jobs and their
+    files outlast a web request (gunicorn's timeout killed it, the deletion rolled back). Its page shows
+    the progress, and how it ended once done; the row stays when what it deleted has gone, as the record
+    of what went. Its `kind` says what goes with the jobs: a connector (`fleet.delete_connector`), a
+    team or an ingest run, or nothing (jobs chosen in the admin); those three by `fleet.delete_jobs`
+    (fleet.lifecycle). The name stays from when connectors were the only kind."""
+
+    class Kind(models.TextChoices):
+        CONNECTOR = "connector", "connector"
+        TEAM = "team", "team"
+        INGEST_RUN = "ingest_run", "ingest run"
+        JOBS = "jobs", "jobs"
 
     class Status(models.TextChoices):
         PENDING = "pending", "Waiting for a worker"
@@ -289,14 +297,24 @@ class ConnectorDeletion(models.Model):
         SUCCEEDED = "succeeded", "Deleted"
         FAILED = "failed", "Failed"
 
+    kind = models.CharField(max_length=20, choices=Kind.choices, default=Kind.CONNECTOR)
     connector = models.ForeignKey(Connector, null=True, blank=True, on_delete=models.SET_NULL, related_name="deletions")
-    name = models.CharField(max_length=100, help_text="The connector's name (it is gone once the deletion is done).")
+    team = models.ForeignKey("fleet.Team", null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
+    ingest_run = models.ForeignKey(
+        "fleet.IngestRun", null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    job_ids = models.JSONField(default=list, blank=True, help_text="The jobs chosen (kind jobs).")
+    with_jobs = models.BooleanField(default=True, help_text="An ingest run's: its jobs go too.")
+    audit_details = models.JSONField(default=dict, blank=True, help_text="Kept for the audit entry at the end.")
+    name = models.CharField(
+        max_length=100, help_text="What is deleted, by name (it is gone once the deletion is done)."
+    )
     requested_by = models.ForeignKey(
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
     )
     status = models.CharField(max_length=20, choices=Status.choices, default=Status.PENDING)
     # The connector's pull lease while the deletion holds it (fleet.connectors.sync.DELETING ends it).
-    lease_token = models.CharField(max_length=64)
+    lease_token = models.CharField(max_length=64, blank=True)
     jobs_total = models.PositiveIntegerField(default=0, help_text="Jobs to delete, as last counted.")
     jobs_deleted = models.PositiveIntegerField(default=0)
     kept = models.PositiveIntegerField(default=0, help_text="Jobs a labeling study or gold set holds: they stay.")
@@ -312,7 +330,14 @@ class ConnectorDeletion(models.Model):
         ordering = ["-created_at", "-pk"]
 
     def __str__(self) -> str:
-        return f"Deletion of connector {self.name} ({self.status})"
+        return f"Deletion of {self.target_display} ({self.status})"
+
+    @property
+    def target_display(self) -> str:
+        """What is deleted, as a page's heading says it: "connector api", "team ml", "3 jobs"."""
+        if self.kind == self.Kind.JOBS:
+            return self.name
+        return f"{self.get_kind_display()} {self.name}"
 
     @property
     def is_finished(self) -> bool:
