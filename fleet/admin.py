@@ -1,6 +1,13 @@
-from django.contrib import admin
+from django.contrib import admin, messages
+from django.contrib.admin import helpers
+from django.contrib.admin.actions import delete_selected
+from django.shortcuts import redirect
+from django.template.response import TemplateResponse
+from django.urls import reverse
+from django.utils.html import format_html, format_html_join
 
-from fleet import audit
+from fleet import audit, lifecycle
+from fleet.access import is_operator
 from fleet.models import (
     Artifact,
     AuditEvent,
@@ -45,6 +52,103 @@ class AuditedAdmin(admin.ModelAdmin):
         )
 
 
+# -- deletions with their jobs, by a task (fleet.lifecycle) --------------------------------------------
+# Deleting a team's or an ingest run's jobs, or every job the admin's list can select, took as long as the
+# jobs and their files: gunicorn's --timeout killed the request half way and the deletion rolled back. These
+# actions start a deletion and send the operator to its page (/deletions/<id>/), which shows the progress.
+
+
+def _show_started(request, started: list, refused: list[str]):
+    """Send the operator to the one deletion's page, or say where each one is; say what was refused."""
+    for reason in refused:
+        messages.error(request, reason)
+    started = [deletion for deletion in started if deletion is not None]
+    if not started:
+        return None
+    if len(started) == 1:
+        return redirect("fleet:deletion", started[0].pk)
+    links = format_html_join(
+        ", ", '<a href="{}">{}</a>', ((reverse("fleet:deletion", args=[d.pk]), d.target_display) for d in started)
+    )
+    messages.info(request, format_html("Being deleted by a worker, each on its page: {}.", links))
+    return None
+
+
+def _confirm_with_jobs(modeladmin, request, queryset, action: str, rows: list[tuple[str, int]], note: str):
+    """The intermediate page before such an action: what goes, with how many jobs, and a button."""
+    context = {
+        **modeladmin.admin_site.each_context(request),
+        "title": "Are you sure?",
+        "opts": modeladmin.model._meta,
+        "rows": rows,
+        "note": note,
+        "queryset": queryset,
+        "action": action,
+        "action_checkbox_name": helpers.ACTION_CHECKBOX_NAME,
+        "media": modeladmin.media,
+    }
+    return TemplateResponse(request, "admin/fleet/delete_with_jobs.html", context)
+
+
+class DeletesWithJobs:
+    """`has_delete_with_jobs_permission`: the admin's delete permission, and an operator (the deletion's
+    page, where the action leads, is for operators)."""
+
+    def has_delete_with_jobs_permission(self, request, obj=None) -> bool:
+        return is_operator(request.user) and self.has_delete_permission(request, obj)
+
+
+@admin.action(
+    permissions=["delete_with_jobs"], description="Delete selected teams with all their jobs (in the background)"
+)
+def delete_teams_with_jobs(modeladmin, request, queryset):
+    teams = list(queryset.order_by("slug"))
+    if request.POST.get("post") != "yes":
+        rows = [(str(team), team.jobs.count()) for team in teams]
+        note = "Each team goes with its jobs (their series, logs, findings and labels), memberships and digests."
+        return _confirm_with_jobs(modeladmin, request, queryset, "delete_teams_with_jobs", rows, note)
+    started, refused = [], []
+    for team in teams:
+        deletion, why = lifecycle.delete_team(team, request.user)
+        started.append(deletion)
+        refused += [why] if why else []
+    return _show_started(request, started, refused)
+
+
+@admin.action(
+    permissions=["delete_with_jobs"],
+    description="Delete selected ingest runs with the jobs they stored (in the background)",
+)
+def delete_runs_with_jobs(modeladmin, request, queryset):
+    runs = list(queryset.order_by("pk"))
+    if request.POST.get("post") != "yes":
+        rows = [(str(run), run.jobs.count()) for run in runs]
+        note = ("Each run goes with the jobs it stored last (their series, logs, findings and labels) and its "
+                "uploaded archive if it still waits in the upload folder.")  # fmt: skip
+        return _confirm_with_jobs(modeladmin, request, queryset, "delete_runs_with_jobs", rows, note)
+    started, refused = [], []
+    for run in runs:
+        deletion, why = lifecycle.delete_ingest_run(run, request.user)
+        started.append(deletion)
+        refused += [why] if why else []
+    return _show_started(request, started, refused)
+
+
+@admin.action(permissions=["delete"], description="Delete selected %(verbose_name_plural)s")
+def delete_selected_jobs(modeladmin, request, queryset):
+    """Django's own Delete selected (its confirmation page, its check of protected jobs), but the jobs go
+    by a task (JobAdmin.delete_queryset), and the operator lands on the deletion's page."""
+    response = delete_selected(modeladmin, request, queryset)
+    started = getattr(request, "fleet_deletion", None)
+    if response is not None or started is None:
+        return response
+    deletion, refused = started
+    if deletion is not None and not is_operator(request.user):  # its page is for operators
+        messages.info(request, f"The {deletion.target_display} are being deleted by a worker.")
+        return None
+    return _show_started(request, [deletion], [refused] if refused else [])
+
+
 class OwnerInline(admin.TabularInline):
     model = Owner
     extra = 0
@@ -52,8 +156,9 @@ class OwnerInline(admin.TabularInline):
 
 
 @admin.register(Team)
-class TeamAdmin(AuditedAdmin):
+class TeamAdmin(DeletesWithJobs, AuditedAdmin):
     audit_name = "team"
+    actions = [delete_teams_with_jobs]
     list_display = ["slug", "name"]
     search_fields = ["slug", "name"]
     inlines = [OwnerInline]
@@ -153,6 +258,24 @@ class JobAdmin(AuditedAdmin):
     ]
     inlines = [ArtifactInline]
 
+    def get_actions(self, request):
+        """Delete selected jobs, in the background (the site-wide action of that name cannot be replaced
+        through `actions`: Django keeps the site's)."""
+        actions = super().get_actions(request)
+        if "delete_selected" in actions:
+            actions["delete_selected"] = (delete_selected_jobs, "delete_selected", actions["delete_selected"][2])
+        return actions
+
+    def delete_queryset(self, request, queryset):
+        """Start the deletion (audited as `job.delete` with the jobs' names once done); delete_selected_jobs
+        takes the operator to its page."""
+        request.fleet_deletion = lifecycle.delete_chosen_jobs(queryset, request.user)
+
+    def message_user(self, request, message, *args, **kwargs):
+        if getattr(request, "fleet_deletion", None) is not None:
+            return None  # Django's "Successfully deleted": the deletion's page says how far it has got instead
+        return super().message_user(request, message, *args, **kwargs)
+
 
 @admin.register(Artifact)
 class ArtifactAdmin(admin.ModelAdmin):
@@ -171,8 +294,9 @@ class LogEventAdmin(admin.ModelAdmin):
 
 
 @admin.register(IngestRun)
-class IngestRunAdmin(AuditedAdmin):
+class IngestRunAdmin(DeletesWithJobs, AuditedAdmin):
     audit_name = "ingest_run"
+    actions = [delete_runs_with_jobs]
     list_display = [
         "id",
         "archive_name",

@@ -76,23 +76,234 @@ def delete_jobs(jobs) -> int:
     return count
 
 
-def delete_team(team: Team) -> None:
-    """A team with all its jobs, memberships, digest subscriptions and deliveries."""
-    with transaction.atomic():
-        delete_jobs(team.jobs.all())
-        team.delete()
+# -- deleting many jobs in the background -----------------------------------------------------------
+# Deleting a team, an ingest run or jobs chosen in the admin took as long as its jobs and their files:
+# on a large fleet gunicorn's --timeout killed the request and everything rolled back. Each now starts
+# a deletion (a ConnectorDeletion row of its kind, the record a connector's deletion with its jobs keeps
+# too) and the task `fleet.delete_jobs` deletes the jobs JOB_DELETE_BATCH to a transaction, counted in
+# that same transaction, then the team or run itself in a last one, audited. Without REDIS_URL the task
+# runs in the request, as every task does (fleet.tasking).
 
 
-def delete_ingest_run(run: IngestRun, *, with_jobs: bool = True) -> None:
-    """An ingest run and, unless `with_jobs=False`, the jobs it last stored (a job a later run
-    updated belongs to that run), plus its uploaded archive if it is still waiting in UPLOAD_DIR."""
-    with transaction.atomic():
-        if with_jobs:
-            delete_jobs(run.jobs.all())
-        path = run.archive_path
-        run.delete()
-    if path and Path(path).resolve().parent == Path(settings.UPLOAD_DIR).resolve():
-        Path(path).unlink(missing_ok=True)
+def _deletion_model():
+    from fleet.connectors.models import ConnectorDeletion
+
+    return ConnectorDeletion
+
+
+class DeletionEnded(Exception):
+    """The deletion was ended (failed, or asked for again) while this task deleted a batch."""
+
+
+def kept_job_ids(jobs) -> set[int]:
+    """Of these jobs, those a row elsewhere protects from deletion (a labeling study's sample, a gold
+    set's item: `on_delete=PROTECT`); found through the model's relations, as fleet knows no triage."""
+    from django.db import models
+
+    kept: set[int] = set()
+    for relation in Job._meta.get_fields(include_hidden=True):  # hidden: related_name="+" on StudyJob and GoldItem
+        if relation.auto_created and not relation.concrete and getattr(relation, "on_delete", None) is models.PROTECT:
+            rows = relation.related_model._base_manager.filter(**{f"{relation.field.name}__in": jobs})
+            kept.update(rows.values_list(relation.field.attname, flat=True))
+    return kept
+
+
+def delete_in_batches(deletion_id: int, jobs, kept_ids: set[int], *, before_batch=None) -> None:
+    """Delete `jobs` (a queryset, read again for each batch) but `kept_ids`, JOB_DELETE_BATCH to a
+    transaction; each batch is counted on the deletion in its own transaction, so a worker killed in
+    the middle loses that batch only and its redelivery neither counts a job twice nor misses one.
+    Raises DeletionEnded when the deletion stopped running meanwhile (the batch is rolled back)."""
+    from django.db.models import F, ProtectedError
+
+    deletion_model = _deletion_model()
+    while True:
+        if before_batch is not None:
+            before_batch()
+        try:
+            with transaction.atomic():
+                # Locked (PostgreSQL), so two deletions over the same jobs never both count one.
+                batch = jobs.exclude(pk__in=kept_ids).select_for_update(of=("self",)).order_by("pk")
+                ids = list(batch.values_list("pk", flat=True)[: settings.JOB_DELETE_BATCH])
+                if not ids:
+                    return
+                delete_jobs(Job.objects.filter(pk__in=ids))  # files once this commits
+                counted = deletion_model.objects.filter(pk=deletion_id, status=deletion_model.Status.RUNNING).update(
+                    jobs_deleted=F("jobs_deleted") + len(ids)
+                )
+                if not counted:
+                    raise DeletionEnded(deletion_id)
+        except ProtectedError:  # a job of the batch was added to a labeling study meanwhile: it stays
+            kept_ids = kept_job_ids(jobs)
+            deletion_model.objects.filter(pk=deletion_id).update(kept=len(kept_ids))
+
+
+def _jobs_of(deletion):
+    kinds = deletion.Kind
+    if deletion.kind == kinds.TEAM:
+        return Job.objects.filter(team_id=deletion.team_id) if deletion.team_id else Job.objects.none()
+    if deletion.kind == kinds.INGEST_RUN:
+        if deletion.ingest_run_id and deletion.with_jobs:
+            return Job.objects.filter(ingest_run_id=deletion.ingest_run_id)
+        return Job.objects.none()
+    return Job.objects.filter(pk__in=deletion.job_ids)
+
+
+def _start(deletion_model, *, kind, user, name: str, jobs, **fields):
+    """Record a deletion of `kind` (ending an unfinished one of the same team or run, which lost its
+    task or is asked for again: should its task still run, it stops at its next batch) and queue its
+    task. Returns the deletion (finished already when the task ran in this process) and "", or None
+    and why not."""
+    from fleet.connectors.sync import fail_deletion, stopped_reason
+    from fleet.connectors.tasks import delete_jobs_task
+    from fleet.tasking import QueueUnreachable, publish
+
+    target = {key: value for key, value in fields.items() if key in ("team", "ingest_run")}
+    if target:
+        unfinished = deletion_model.objects.filter(kind=kind, **target).exclude(status__in=FINISHED)
+        for stale in unfinished:
+            fail_deletion(stale.pk, f"It was asked for again after {stale.jobs_deleted:,} jobs were deleted: "
+                                    "the new deletion deletes the rest", counted=False)  # fmt: skip
+    kept = kept_job_ids(jobs)
+    deletion = deletion_model.objects.create(
+        kind=kind,
+        name=name[:100],
+        requested_by=user if user is not None and getattr(user, "is_authenticated", False) else None,
+        jobs_total=jobs.exclude(pk__in=kept).count(),
+        kept=len(kept),
+        **fields,
+    )
+    what = deletion.target_display
+    try:
+        publish(delete_jobs_task, (deletion.pk,), not_done=f"{what} was not deleted")
+    except QueueUnreachable as unreachable:
+        fail_deletion(deletion.pk, str(unreachable), counted=False)
+        return None, str(unreachable)
+    except Exception as exc:  # run in this process (no REDIS_URL), and failed
+        logger.exception("Deleting %s failed", what)
+        fail_deletion(deletion.pk, stopped_reason(exc))
+    deletion.refresh_from_db()
+    return deletion, ""
+
+
+def delete_team(team: Team, user=None):
+    """A team with all its jobs (their files, triage results, log events), memberships, digest
+    subscriptions and deliveries, by the task `fleet.delete_jobs`. Returns (deletion, "") or (None, why
+    not): a job of it is in a labeling study or gold set (the team must stay for it), or the task
+    queue cannot be reached."""
+    deletion_model = _deletion_model()
+    jobs = Job.objects.filter(team=team)
+    if kept := len(kept_job_ids(jobs)):
+        return None, (
+            f"{kept:,} of the jobs of team {team} {'is' if kept == 1 else 'are'} in a labeling study or gold set, "
+            "so the team stays: remove them from it first."
+        )
+    return _start(deletion_model, kind=deletion_model.Kind.TEAM, user=user, name=str(team), jobs=jobs, team=team,
+                  audit_details={"slug": team.slug})  # fmt: skip
+
+
+def delete_ingest_run(run: IngestRun, user=None, *, with_jobs: bool = True):
+    """An ingest run and, unless `with_jobs=False`, the jobs it last stored (a job a later run updated
+    belongs to that run), plus its uploaded archive if it is still waiting in UPLOAD_DIR; by the task
+    `fleet.delete_jobs`. Jobs a labeling study or gold set holds stay. Returns (deletion, "") or (None,
+    why not): the run is still importing, or the task queue cannot be reached."""
+    deletion_model = _deletion_model()
+    if run.status in (IngestRun.Status.PENDING, IngestRun.Status.RUNNING):
+        return None, f"Ingest run {run.pk} is still {run.get_status_display().lower()}: delete it once it has ended."
+    jobs = Job.objects.filter(ingest_run=run) if with_jobs else Job.objects.none()
+    details = {"archive_name": run.archive_name, "source": run.source, "with_jobs": with_jobs}
+    return _start(deletion_model, kind=deletion_model.Kind.INGEST_RUN, user=user, jobs=jobs, ingest_run=run,
+                  name=f"{run.pk} ({run.archive_name})", with_jobs=with_jobs, audit_details=details)  # fmt: skip
+
+
+def delete_chosen_jobs(jobs, user=None):
+    """Jobs chosen in the admin (its Delete selected jobs), by the task `fleet.delete_jobs`; audited as
+    `job.delete` with their names, as the admin did. Jobs a labeling study or gold set holds stay."""
+    deletion_model = _deletion_model()
+    ids = sorted(jobs.values_list("pk", flat=True))
+    chosen = Job.objects.filter(pk__in=ids)
+    labels = [str(job) for job in chosen.select_related("cluster").order_by("pk")[:1000]]
+    name = f"{len(ids):,} job{'' if len(ids) == 1 else 's'}"
+    return _start(deletion_model, kind=deletion_model.Kind.JOBS, user=user, name=name, jobs=chosen, job_ids=ids,
+                  audit_details={"objects": labels})  # fmt: skip
+
+
+def run_deletion(deletion_id: int):
+    """Do a deletion of a team, an ingest run or chosen jobs that `_start` recorded. Idempotent: each
+    batch of jobs is deleted whole with its count, so a redelivery after a worker died goes on from the
+    last batch that committed; a finished deletion is left alone. None when its row is gone."""
+    from django.utils import timezone
+
+    from fleet.connectors.sync import fail_deletion
+
+    deletion_model = _deletion_model()
+    deletion = deletion_model.objects.filter(pk=deletion_id).first()
+    if deletion is None or deletion.is_finished:
+        return deletion
+    gone = (deletion.kind == deletion.Kind.TEAM and deletion.team_id is None) or (
+        deletion.kind == deletion.Kind.INGEST_RUN and deletion.ingest_run_id is None
+    )
+    if gone:  # deleted meanwhile by other means (the admin): what was not deleted here stays
+        fail_deletion(deletion.pk, f"The {deletion.target_display} was deleted meanwhile by other means.")
+        return deletion_model.objects.get(pk=deletion.pk)
+    deletion_model.objects.filter(pk=deletion.pk, status=deletion_model.Status.PENDING).update(
+        status=deletion_model.Status.RUNNING, started_at=timezone.now()
+    )
+    jobs = _jobs_of(deletion)
+    kept_ids = kept_job_ids(jobs)  # counted again: a study may have taken some since the page
+    deletion.refresh_from_db()
+    deletion_model.objects.filter(pk=deletion.pk).update(
+        jobs_total=deletion.jobs_deleted + jobs.exclude(pk__in=kept_ids).count(), kept=len(kept_ids)
+    )
+    try:
+        delete_in_batches(deletion.pk, jobs, kept_ids)
+    except DeletionEnded:
+        return deletion_model.objects.get(pk=deletion.pk)
+    return _finish(deletion.pk)
+
+
+def _finish(deletion_id: int):
+    """The last step, in one transaction with the audit entry: the team or the ingest run itself."""
+    from django.db.models import ProtectedError
+    from django.utils import timezone
+
+    from fleet import audit
+    from fleet.connectors.sync import fail_deletion
+
+    deletion_model = _deletion_model()
+    deletion = deletion_model.objects.select_related("requested_by").get(pk=deletion_id)
+    details = {**deletion.audit_details, "jobs_deleted": deletion.jobs_deleted, "kept": deletion.kept}
+    archive = ""
+    try:
+        with transaction.atomic():
+            if deletion.kind == deletion.Kind.TEAM:
+                team = Team.objects.select_for_update().get(pk=deletion.team_id)
+                audit.record(deletion.requested_by, "team.delete", team, details)
+                team.delete()
+            elif deletion.kind == deletion.Kind.INGEST_RUN:
+                run = IngestRun.objects.select_for_update().get(pk=deletion.ingest_run_id)
+                audit.record(deletion.requested_by, "ingest_run.delete", run, details)
+                archive = run.archive_path
+                run.delete()
+            else:
+                audit.record(deletion.requested_by, "job.delete", deletion.name, details)
+            done = deletion_model.objects.filter(pk=deletion_id, status=deletion_model.Status.RUNNING).update(
+                status=deletion_model.Status.SUCCEEDED, finished_at=timezone.now(), jobs_total=deletion.jobs_deleted
+            )
+            if not done:
+                raise DeletionEnded(deletion_id)
+    except DeletionEnded:
+        return deletion_model.objects.get(pk=deletion_id)
+    except (Team.DoesNotExist, IngestRun.DoesNotExist):
+        fail_deletion(deletion_id, f"The {deletion.target_display} was deleted meanwhile by other means.")
+    except ProtectedError:  # a job was stored in the team meanwhile (a pull), or a study took one of its jobs
+        said = f"Jobs of the {deletion.target_display} were stored or put in a labeling study meanwhile"
+        fail_deletion(deletion_id, said)
+    if archive and Path(archive).resolve().parent == Path(settings.UPLOAD_DIR).resolve():
+        Path(archive).unlink(missing_ok=True)
+    return deletion_model.objects.get(pk=deletion_id)
+
+
+FINISHED = ("succeeded", "failed")
 
 
 @dataclass

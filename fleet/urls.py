@@ -1,6 +1,7 @@
 from django.urls import path
 
 from fleet import views
+from fleet.connectors import views as connector_views
 
 app_name = "fleet"
 
@@ -12,6 +13,9 @@ urlpatterns = [
     path("ingest-runs/<int:pk>/requeue/", views.ingest_run_requeue, name="ingest-run-requeue"),
     path("ingest-runs/<int:pk>/fail/", views.ingest_run_fail, name="ingest-run-fail"),
     path("ingest-runs/<int:pk>/errors.csv", views.ingest_run_errors_csv, name="ingest-run-errors-csv"),
+    # A deletion's progress page, of any kind (a team's, an ingest run's, jobs chosen in the admin).
+    path("deletions/<int:pk>/", connector_views.deletion_detail, name="deletion"),
+    path("deletions/<int:pk>/status.json", connector_views.deletion_status, name="deletion-status"),
     path("tokens/", views.token_list, name="token-list"),
     path("tokens/<str:pk>/revoke/", views.token_revoke, name="token-revoke"),
     path("audit/", views.audit_log, name="audit-log"),

@@ -21,8 +21,8 @@ from dataclasses import asdict, dataclass, field
 from datetime import datetime, timedelta
 
 from django.conf import settings
-from django.db import DatabaseError, connection, models, transaction
-from django.db.models import F, ProtectedError, Q
+from django.db import DatabaseError, connection, transaction
+from django.db.models import ProtectedError, Q
 from django.utils import timezone
 from django.utils.text import slugify
 
@@ -116,14 +116,9 @@ def jobs_of(connector: Connector):
 
 
 def _kept_job_ids(jobs) -> set[int]:
-    """Of these jobs, those a row elsewhere protects from deletion (a labeling study's sample, a gold
-    set's item: `on_delete=PROTECT`); found through the model's relations, as fleet knows no triage."""
-    kept: set[int] = set()
-    for relation in Job._meta.get_fields(include_hidden=True):  # hidden: related_name="+" on StudyJob and GoldItem
-        if relation.auto_created and not relation.concrete and getattr(relation, "on_delete", None) is models.PROTECT:
-            rows = relation.related_model._base_manager.filter(**{f"{relation.field.name}__in": jobs})
-            kept.update(rows.values_list(relation.field.attname, flat=True))
-    return kept
+    from fleet import lifecycle
+
+    return lifecycle.kept_job_ids(jobs)
 
 
 @dataclass
@@ -271,6 +266,8 @@ def run_deletion(deletion_id: int) -> ConnectorDeletion | None:
     deletion = ConnectorDeletion.objects.filter(pk=deletion_id).first()
     if deletion is None or deletion.is_finished:
         return deletion
+    if deletion.kind != ConnectorDeletion.Kind.CONNECTOR:  # a team's, an ingest run's, chosen jobs'
+        return lifecycle.run_deletion(deletion.pk)
     connector = Connector.objects.filter(pk=deletion.connector_id).first() if deletion.connector_id else None
     if connector is None:  # deleted meanwhile by other means (the admin): what was not deleted here stays
         fail_deletion(deletion.pk, f"The connector {deletion.name} was deleted meanwhile by other means.")
@@ -289,21 +286,15 @@ def run_deletion(deletion_id: int) -> ConnectorDeletion | None:
         clusters=sorted(set(deletion.clusters) | set(plan.clusters)),
         priced=sorted(set(deletion.priced) | set(plan.priced)),
     )
-    kept_ids = plan.kept_ids
-    while True:
+
+    def hold() -> None:
         if not _hold_for_deletion(connector.pk, deletion.lease_token):
             raise DeletionWaits(connector.name)
-        try:
-            with transaction.atomic():
-                batch = jobs_of(connector).exclude(pk__in=kept_ids).order_by("pk").values_list("pk", flat=True)
-                ids = list(batch[: settings.JOB_DELETE_BATCH])
-                if not ids:
-                    break
-                lifecycle.delete_jobs(Job.objects.filter(pk__in=ids))  # files once this commits
-                ConnectorDeletion.objects.filter(pk=deletion.pk).update(jobs_deleted=F("jobs_deleted") + len(ids))
-        except ProtectedError:  # a job of the batch was added to a labeling study meanwhile: it stays
-            kept_ids = _kept_job_ids(jobs_of(connector))
-            ConnectorDeletion.objects.filter(pk=deletion.pk).update(kept=len(kept_ids))
+
+    try:
+        lifecycle.delete_in_batches(deletion.pk, jobs_of(connector), plan.kept_ids, before_batch=hold)
+    except lifecycle.DeletionEnded:  # ended meanwhile (asked for again once its lease ran out): the new one goes on
+        return ConnectorDeletion.objects.get(pk=deletion.pk)
     return _finish_deletion(deletion.pk, connector)
 
 
@@ -345,15 +336,20 @@ def fail_deletion(deletion_id: int, reason: str, *, counted: bool = True) -> Non
     if deletion is None or deletion.is_finished:
         return
     message = reason.rstrip(".") + "."
-    if counted:
+    if counted and deletion.kind == ConnectorDeletion.Kind.JOBS:
+        message += (
+            f" {deletion.jobs_deleted:,} of the {deletion.jobs_total:,} jobs were deleted before it stopped; "
+            "the rest stay: choose them again to finish."
+        )
+    elif counted:
         message += (
             f" {deletion.jobs_deleted:,} of its {deletion.jobs_total:,} jobs were deleted before it stopped; "
-            "the connector and the rest of its jobs stay: delete it again to finish."
+            f"the {deletion.get_kind_display()} and the rest of its jobs stay: delete it again to finish."
         )
     ConnectorDeletion.objects.filter(pk=deletion_id).update(
         status=ConnectorDeletion.Status.FAILED, finished_at=timezone.now(), message=message[:2000]
     )
-    if deletion.connector_id:
+    if deletion.connector_id and deletion.lease_token:
         release(deletion.connector_id, deletion.lease_token)
 
 

@@ -59,3 +59,14 @@ def delete_connector_task(self, deletion_id: int) -> dict | None:
     if deletion is None:
         return None
     return {"deletion_id": deletion.pk, "status": deletion.status, "jobs_deleted": deletion.jobs_deleted}
+
+
+# The same deletion for a team, an ingest run or jobs chosen in the admin (fleet.lifecycle.run_deletion),
+# with the same failure handling; idempotent the same way: a batch and its count commit together, the team
+# or run goes with its audit entry and the deletion's end in one last transaction.
+@shared_task(name="fleet.delete_jobs", base=DeleteTask)
+def delete_jobs_task(deletion_id: int) -> dict | None:
+    deletion = sync.run_deletion(deletion_id)
+    if deletion is None:
+        return None
+    return {"deletion_id": deletion.pk, "status": deletion.status, "jobs_deleted": deletion.jobs_deleted}

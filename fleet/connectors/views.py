@@ -132,6 +132,8 @@ def _delete_with_jobs(request, connector):
 
 def _deleted_sentence(deletion: ConnectorDeletion) -> str:
     jobs = f"{deletion.jobs_deleted:,} job{pluralize(deletion.jobs_deleted)}"
+    if deletion.kind != ConnectorDeletion.Kind.CONNECTOR:
+        return _other_deleted_sentence(deletion, jobs)
     said = f"Connector {deletion.name} deleted, with the {jobs} it imported"
     if clusters := deletion.clusters_deleted:
         said += f" and the cluster{pluralize(clusters)} {', '.join(clusters)}"
@@ -145,13 +147,48 @@ def _deleted_sentence(deletion: ConnectorDeletion) -> str:
     return said
 
 
+def _other_deleted_sentence(deletion: ConnectorDeletion, jobs: str) -> str:
+    kinds = ConnectorDeletion.Kind
+    if deletion.kind == kinds.TEAM:
+        said = f"Team {deletion.name} deleted, with its {jobs}, its memberships and its digests."
+    elif deletion.kind == kinds.INGEST_RUN and deletion.with_jobs:
+        said = f"Ingest run {deletion.name} deleted, with the {jobs} it stored last."
+    elif deletion.kind == kinds.INGEST_RUN:
+        said = f"Ingest run {deletion.name} deleted; the jobs it stored stay."
+    else:
+        said = f"{jobs[0].upper()}{jobs[1:]} deleted, of the {deletion.name} chosen in the admin."
+    if kept := deletion.kept:
+        said += f" {kept:,} job{pluralize(kept)} stay{pluralize(kept, 's,')}: a labeling study or gold set holds them."
+    return said
+
+
+# Where each kind's page leads back to: the list its deletion started from (or near it).
+_BACK = {
+    ConnectorDeletion.Kind.CONNECTOR: ("connectors:list", "Connectors"),
+    ConnectorDeletion.Kind.TEAM: ("dashboard:team-list", "Teams"),
+    ConnectorDeletion.Kind.INGEST_RUN: ("fleet:ingest-run-list", "Ingest runs"),
+    ConnectorDeletion.Kind.JOBS: ("dashboard:job-list", "Jobs"),
+}
+
+
 @operator_required
 @read_only
 def deletion_detail(request, pk: int):
-    """A connector's deletion with its jobs: how far it has got (its script polls the status), then how it ended."""
+    """A deletion with its jobs (a connector's, a team's, an ingest run's, jobs chosen in the admin): how
+    far it has got (its script polls the status), then how it ended. Served at /connectors/deletions/<id>/
+    (connectors:deletion) and /deletions/<id>/ (fleet:deletion) alike."""
     deletion = get_object_or_404(ConnectorDeletion.objects.select_related("requested_by", "connector"), pk=pk)
     said = _deleted_sentence(deletion) if deletion.status == ConnectorDeletion.Status.SUCCEEDED else ""
-    context = {"deletion": deletion, "said": said, "batch": settings.JOB_DELETE_BATCH}
+    namespace = request.resolver_match.namespace or "fleet"
+    back_url, back_label = _BACK[deletion.kind]
+    context = {
+        "deletion": deletion,
+        "said": said,
+        "batch": settings.JOB_DELETE_BATCH,
+        "status_url": reverse(f"{namespace}:deletion-status", args=[deletion.pk]),
+        "back_url": reverse(back_url),
+        "back_label": back_label,
+    }
     return render(request, "connectors/deletion_detail.html", context)
 
 
