@@ -390,24 +390,27 @@ def test_on_a_phone_a_table_that_goes_on_past_its_box_shows_a_shadow_there_and_t
     """375 px wide, the settings page's prices were cut after "PRIC" at the box's edge, which looked like
     the table's end: a phone shows no scrollbar until touched. The box's right edge now has a shadow
     while the table goes on past it, gone at the table's end and on a table that fits; the box is a
-    named Tab stop that arrow keys scroll."""
+    named Tab stop that arrow keys scroll. (The prices now stack on a phone; the jobs table scrolls.)"""
     from selenium.webdriver.common.keys import Keys
 
+    from tests.factories import JobFactory
     from tests.test_accessibility import open_as
     from tests.test_keyboard_browser import focused, press, tab_to, wait_until
 
+    for hour in range(3):
+        JobFactory(start_time=datetime(2026, 11, 10, 9 + hour, tzinfo=UTC))
     open_as(browser, live_server.url, operator)
     SHOTS.mkdir(exist_ok=True)
-    box_of = "return document.querySelector('table.prices').closest('.table-scroll')"
+    box_of = "return document.querySelector('.table-scroll')"
     with window_width(browser, 375, mobile=True):
-        browser.get(f"{live_server.url}/settings/")
+        browser.get(f"{live_server.url}/jobs/")
         browser.execute_cdp_cmd("Emulation.setFocusEmulationEnabled", {"enabled": True})
         box = browser.execute_script(box_of)
         browser.execute_script("arguments[0].scrollIntoView({block: 'center'})", box)
-        browser.save_screenshot(str(SHOTS / "settings-prices-phone.png"))
+        browser.save_screenshot(str(SHOTS / "jobs-table-phone.png"))
         shadowed = right_edge_brightness(browser, box)
         region = tab_to(browser, lambda f: f["role"] == "region")
-        assert region["text"] == "GPU-hour prices (scrolls sideways)" and region["marked"], region
+        assert region["text"] == "Jobs (scrolls sideways)" and region["marked"], region
         press(browser, Keys.ARROW_RIGHT, Keys.ARROW_RIGHT, Keys.ARROW_RIGHT)
         wait_until(browser, lambda b: b.execute_script("return arguments[0].scrollLeft", box) > 0)  # smoothly
         browser.execute_script("arguments[0].blur()", box)  # its focus ring is not the shadow
@@ -415,15 +418,77 @@ def test_on_a_phone_a_table_that_goes_on_past_its_box_shows_a_shadow_there_and_t
         browser.execute_script("arguments[0].scrollLeft = arguments[0].scrollWidth", box)
         browser.execute_script("return new Promise(resolve => requestAnimationFrame(resolve))")
         at_end = right_edge_brightness(browser, box)
-        browser.save_screenshot(str(SHOTS / "settings-prices-phone-end.png"))
+        browser.save_screenshot(str(SHOTS / "jobs-table-phone-end.png"))
     assert at_end > 235, f"at the table's end its edge is {at_end:.0f} of 255: a shadow still shows"
     assert shadowed < at_end - 15 and middle < at_end - 15, (shadowed, middle, at_end)
-    browser.get(f"{live_server.url}/settings/")  # wide: the table fits, no shadow and no Tab stop
+    browser.get(f"{live_server.url}/jobs/")  # wide: the table fits, no shadow and no Tab stop
     box = browser.execute_script(box_of)
     browser.execute_script("arguments[0].scrollIntoView({block: 'center'})", box)
     assert right_edge_brightness(browser, box) > 235
     assert box.get_attribute("tabindex") is None and box.get_attribute("data-more-right") is None
     assert focused(browser)["tag"] == "body"
+
+
+# The settings page's price table: whether its box scrolls sideways, each shown field's visible label and
+# whether it lies inside the box, the label's column (its header's text), and the table's roles.
+PRICES = """
+const table = document.querySelector('table.prices'), box = table.closest('.table-scroll');
+const inside = box.getBoundingClientRect(), shown = el => el.checkVisibility();
+const headers = [...table.querySelectorAll('thead th')].map(th => th.textContent.trim());
+const fields = [...table.querySelectorAll('tbody td > :is(input, select):not([type=hidden])')].filter(shown);
+return {
+  scrolls: box.scrollWidth > box.clientWidth + 1,
+  fields: fields.length,
+  inView: fields.every(el => { const r = el.getBoundingClientRect();
+    return r.left >= inside.left - 1 && r.right <= inside.right + 1; }),
+  labels: fields.map(el => { const label = el.labels && [...el.labels].find(shown);
+    return label ? label.textContent.trim() : null; }),
+  columns: fields.map(el => headers[el.closest('td').cellIndex]),
+  headersShown: table.querySelector('thead').getBoundingClientRect().height > 2,
+};
+"""
+
+
+@pytest.mark.django_db(transaction=True)
+def test_on_a_phone_the_price_table_stacks_each_price_as_labelled_fields(browser, live_server, operator):  # noqa: F811
+    """375 px wide, the settings page's price table scrolled sideways: a price's currency and its
+    Delete box were off to the right of its cluster. On a phone each price is a card of fields, each
+    with its column's name beside it, all in view; it is still a table (its rows, cells and column
+    headers) to a screen reader, and a row of headers over the columns on a wider window."""
+    from selenium.webdriver.common.by import By
+
+    from fleet.models import GpuModelPrice
+    from tests.factories import ClusterFactory
+    from tests.test_accessibility import narrow_window_problems, open_as, violations
+
+    cluster = ClusterFactory(name="alpha")
+    GpuModelPrice.objects.create(cluster=cluster, gpu_model="A100-SXM4-80GB", price_per_gpu_hour="2.5000")
+    GpuModelPrice.objects.create(cluster=cluster, gpu_model="", price_per_gpu_hour="1.2500", currency="EUR")
+    SHOTS.mkdir(exist_ok=True)
+    open_as(browser, live_server.url, operator)
+    with window_width(browser, 375, mobile=True):
+        browser.get(f"{live_server.url}/settings/")
+        phone = browser.execute_script(PRICES)
+        table = browser.find_element(By.CSS_SELECTOR, "table.prices")
+        browser.execute_script("arguments[0].scrollIntoView()", table)
+        browser.save_screenshot(str(SHOTS / "settings-prices-phone.png"))
+        roles = {
+            "table": table.aria_role,
+            "row": table.find_element(By.CSS_SELECTOR, "tbody tr").aria_role,
+            "cell": table.find_element(By.CSS_SELECTOR, "tbody td").aria_role,
+            "columnheader": table.find_element(By.CSS_SELECTOR, "thead th").aria_role,
+        }
+        phone_violations = violations(browser)
+    # 2 saved prices of 5 fields and 2 blank rows of 4 (a blank row has no Delete box).
+    assert phone["fields"] == 18 and not phone["scrolls"] and phone["inView"], phone
+    assert phone["labels"] == phone["columns"], f"a field's visible label is not its column's: {phone}"
+    assert not phone["headersShown"], phone
+    assert roles == {role: role for role in roles}, roles
+    assert phone_violations == [], phone_violations
+    assert narrow_window_problems(browser) == []
+    browser.get(f"{live_server.url}/settings/")  # wide: the headers name the columns, no label beside a field
+    wide = browser.execute_script(PRICES)
+    assert wide["headersShown"] and not wide["scrolls"] and set(wide["labels"]) == {None}, wide
 
 
 @pytest.mark.django_db(transaction=True)
