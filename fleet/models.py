@@ -12,6 +12,8 @@ from django.db import models
 from django.db.models import Exists, OuterRef, Q
 from rest_framework_api_key.models import AbstractAPIKey
 
+from fleet.timezones import validate_time_zone
+
 
 class TeamQuerySet(models.QuerySet):
     def visible_to(self, user) -> TeamQuerySet:
@@ -51,6 +53,17 @@ class Owner(models.Model):
 
     def __str__(self) -> str:
         return f"{self.user} in {self.team}"
+
+
+class UserProfile(models.Model):
+    """A platform user's own settings: what they chose for themselves, whatever their teams."""
+
+    user = models.OneToOneField(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="profile")
+    # The IANA zone pages show times in (fleet.timezones); what is stored, exported and mailed stays UTC.
+    time_zone = models.CharField(max_length=64, default="UTC", validators=[validate_time_zone])
+
+    def __str__(self) -> str:
+        return f"{self.user}: {self.time_zone}"
 
 
 class ClusterQuerySet(models.QuerySet):
