@@ -498,7 +498,9 @@ def queued_delivery(webhook) -> Delivery:
     )  # fmt: skip
 
 
-def test_a_post_to_an_address_no_longer_allowed_fails_at_once_without_a_request(hook, team_a, settings):
+def test_a_post_to_an_address_no_longer_allowed_fails_at_once_without_a_request(
+    hook, team_a, operator, client, settings
+):
     """Saved while loopback was allowed; the setting changed since: the post is refused where it would
     connect, failed for good (not retried) with the reason, and the chat server never hears of it."""
     webhook = TeamWebhook(team=team_a)
@@ -511,9 +513,15 @@ def test_a_post_to_an_address_no_longer_allowed_fails_at_once_without_a_request(
     assert (result.status, delivery.status, delivery.attempts) == ("failed", Delivery.Status.FAILED, 1)
     host = hook.url.removeprefix("http://")
     assert delivery.last_error == (
-        f"Not posted: {host} is 127.0.0.1, a loopback address; webhooks may not post to internal addresses "
+        f"{host} is 127.0.0.1, a loopback address; webhooks may not post to internal addresses "
         "unless ALERT_WEBHOOK_ALLOWED_NETWORKS allows them."
     )
+    client.force_login(operator)
+    page = client.get(reverse("digests:deliveries"), {"status": "failed"}).content.decode()
+    assert f"{host} is 127.0.0.1, a loopback address; webhooks may not post" in page
+    test_url = reverse("digests:alert-webhook-test", args=[team_a.slug])
+    page = client.post(test_url, follow=True).content.decode()
+    assert f"The test message was not posted: {host} is 127.0.0.1, a loopback address; webhooks may" in page
     assert hook.requests == []
 
 
@@ -531,7 +539,7 @@ def test_a_name_that_resolves_elsewhere_after_the_check_is_refused_where_it_conn
     outcome = webhooks.send_test(TeamWebhook.objects.get(team=team_a))
     assert calls == ["chat.rebind.example", "chat.rebind.example"]
     assert not outcome.ok and not outcome.transient and outcome.status is None
-    assert outcome.error.startswith(f"Not posted: chat.rebind.example:{port} resolves to 127.0.0.1, a loopback address")
+    assert outcome.error.startswith(f"chat.rebind.example:{port} resolves to 127.0.0.1, a loopback address")
     assert hook.requests == []
 
 
@@ -570,7 +578,7 @@ def test_a_checked_address_is_posted_to_with_the_urls_host_for_tls_and_host(team
         settings.ALERT_WEBHOOK_ALLOWED_NETWORKS = []
         outcome = webhooks.send_test(webhook)
         assert len(server.requests) == 1
-    assert outcome.error.startswith(f"Not posted: kubernetes.default.svc:{port} resolves to 127.0.0.1, a loopback")
+    assert outcome.error.startswith(f"kubernetes.default.svc:{port} resolves to 127.0.0.1, a loopback")
 
 
 def test_through_an_outbound_proxy_the_name_is_checked_before_the_post(team_a, settings, monkeypatch):
@@ -582,7 +590,7 @@ def test_through_an_outbound_proxy_the_name_is_checked_before_the_post(team_a, s
     resolving(monkeypatch, {"chat.corp.example": [["10.0.0.7"]]})
     outcome = webhooks.post("https://chat.corp.example/hooks/abc", {"text": "x"})
     assert outcome.error == (
-        "Not posted: chat.corp.example resolves to 10.0.0.7, a private network address; webhooks may not post to "
+        "chat.corp.example resolves to 10.0.0.7, a private network address; webhooks may not post to "
         "internal addresses unless ALERT_WEBHOOK_ALLOWED_NETWORKS allows them."
     )
     assert not outcome.transient

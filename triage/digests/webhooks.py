@@ -354,7 +354,7 @@ def post(url: str, body: dict, *, timeout: float | None = None) -> Outcome:
         # Through an outbound proxy (HTTPS_PROXY), which connects on its own: the name is checked here.
         problem = destination_problem(url)
         if problem:
-            return Outcome(error=f"Not posted: {problem}; {INTERNAL_ADVICE}.")
+            return Outcome(error=f"{problem}; {INTERNAL_ADVICE}.")
     with _session() as session:
         return _post(session, url, body, timeout)
 
@@ -386,7 +386,7 @@ def _post(session: requests.Session, url: str, body: dict, timeout: float) -> Ou
         refused = next((cause for cause in _causes(exc) if isinstance(cause, RefusedDestination)), None)
         if refused is not None:  # not transient: the same address is refused next time
             how = "is" if refused.literal else "resolves to"
-            return Outcome(error=f"Not posted: {at} {how} {refused.address}, {refused.kind}; {INTERNAL_ADVICE}.")
+            return Outcome(error=f"{at} {how} {refused.address}, {refused.kind}; {INTERNAL_ADVICE}.")
         # Never the exception's own text: requests names the URL's path ("Max retries exceeded with url: /services/…").
         return Outcome(error=connection_problem(exc, url, timeout), transient=True)
     with response:
