@@ -141,7 +141,7 @@ def test_a_member_s_overview_says_whose_it_is_and_ranks_the_team_s_users(client,
     assert figure(response, "teams-figure") is None
     assert f'href="{reverse("dashboard:team-detail", args=[team_a.slug])}?' in page
     categories = figure(response, "categories-figure")["data"]
-    assert categories[0]["name"] == "Team A (share of attributed GPU-hours)"
+    assert categories[0]["name"] == "Team A (share of recoverable GPU-hours)"
     # The legend draws each trace's first colour: a colour per bar made a square matching no bar.
     assert all(isinstance(trace["marker"]["color"], str) for trace in categories)
 
@@ -275,10 +275,11 @@ def test_the_overview_s_top_causes_say_when_there_are_none(client, operator, fle
     assert 'id="no-causes"' not in overview(client).content.decode()
 
 
-def test_the_overview_s_top_causes_head_their_hours_attributed_and_say_what_that_means(client, operator, fleet):
-    """The Top causes column headed "GPU-hours" held attributed GPU-hours (the unused hours the rules lay at a
-    cause's door), which a reader took for the jobs' GPU-hours; the teams and causes pages head it
-    "Attributed GPU-hours" and say under the table what that is, and what its cost is."""
+def test_the_overview_s_top_causes_head_their_hours_recoverable_and_say_what_that_means(client, operator, fleet):
+    """The Top causes column headed "GPU-hours" held the unused hours the rules lay at a cause's door,
+    which a reader took for the jobs' GPU-hours; the teams and causes pages head it "Recoverable
+    GPU-hours" (the digests' word for them: "Attributed GPU-hours" there was the same figure) and say
+    under the table what that is, and what its cost is."""
     from triage.taxonomy import Category
 
     (low, _), _ = fleet
@@ -286,10 +287,10 @@ def test_the_overview_s_top_causes_head_their_hours_attributed_and_say_what_that
     client.force_login(operator)
     card = overview(client).content.decode().split("<h2>Top causes</h2>")[1].split("</section>")[0]
     headers = re.findall(r'<th scope="col"[^>]*>([^<]*)', card)
-    assert headers[:3] == ["Category", "Jobs", "Attributed GPU-hours"] and "GPU-hours" not in headers
-    note = card.split('<p class="muted attributed-note">')[1].split("</p>")[0]
-    assert note.startswith("Attributed GPU-hours: the unused GPU-hours the rules lay at a cause's door")
-    assert "what fixing it would recover" in note
+    assert headers[:3] == ["Category", "Jobs", "Recoverable GPU-hours"] and "GPU-hours" not in headers
+    note = card.split('<p class="muted recoverable-note">')[1].split("</p>")[0]
+    assert note.startswith("Recoverable GPU-hours: the unused GPU-hours the rules lay at a cause's door, which fixing")
+    assert "attributed" not in card.lower()
 
 
 def test_overview_shows_causes_priced_at_todays_prices_and_the_unclassified_share(client, operator, fleet, settings):

@@ -239,6 +239,26 @@ def test_it_sends_team_and_operator_digests_with_both_parts(smtp, fleet, member_
     assert "The fleet - week 2026-W47" in operator_text and "Teams by unused GPU-hours" in operator_html
 
 
+def test_a_digest_says_what_recoverable_gpu_hours_are_where_it_first_names_them(smtp, fleet, member_a, operator):
+    """The digests counted a cause's "recoverable GPU-hours" and the dashboard the same figure as
+    "Attributed GPU-hours", and no email said what they were. Both now say "recoverable", and each part
+    of a digest says what they are where it first names them, in the dashboard's words."""
+    send_weekly_task.delay(WEEK).get()
+    for to in (member_a, operator):
+        text, html = parts(smtp.to(to.email)[0])
+        first = text.lower().index("recoverable gpu-hours")
+        assert text[first:].startswith(
+            "recoverable GPU-hours)\r\n  Recoverable GPU-hours: the unused GPU-hours the rules lay at a cause, "
+            "which fixing it would win back"
+        ), text[first - 40 : first + 160]
+        first = html.lower().index("recoverable gpu-hours")
+        assert html[first:].startswith(
+            "Recoverable GPU-hours by cause: the unused GPU-hours the rules lay at each cause, which fixing it "
+            "would win back"
+        ), html[first - 40 : first + 160]
+        assert "attributed" not in (text + html).lower()
+
+
 def test_figures_equal_the_dashboards_for_the_same_week(smtp, fleet, team_a, member_a, client):
     send_weekly_task.delay(WEEK).get()
     text, html = parts(smtp.to(member_a.email)[0])

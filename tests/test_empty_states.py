@@ -105,9 +105,10 @@ def test_send_digests_for_a_week_after_the_newest_job_names_the_newest_week(oper
 
 
 @pytest.mark.django_db
-def test_the_pages_that_count_attributed_gpu_hours_say_what_they_are(client, operator):
+def test_the_pages_that_count_recoverable_gpu_hours_say_what_they_are(client, operator):
     """'Attributed GPU-hours' headed the causes page's column, a team's causes and the overview's chart,
-    and no page (nor README) said what they were: unused GPU-hours, or all GPU-hours? Each says it."""
+    and no page (nor README) said what they were: unused GPU-hours, or all GPU-hours? Each says it, in
+    the digests' word for them, 'Recoverable GPU-hours'."""
     from triage.models import Finding, JobTriage, RuleSet
     from triage.taxonomy import Category
 
@@ -120,4 +121,5 @@ def test_the_pages_that_count_attributed_gpu_hours_say_what_they_are(client, ope
     for url in (reverse("dashboard:overview"), reverse("dashboard:category-list"),
                 reverse("dashboard:team-detail", args=[job.team.slug])):  # fmt: skip
         text = client.get(url, period).content.decode()
-        assert "Attributed GPU-hours: the unused GPU-hours the rules lay at a cause" in text, url
+        assert "Recoverable GPU-hours: the unused GPU-hours the rules lay at a cause" in text, url
+        assert "attributed gpu-hours" not in text.lower(), url

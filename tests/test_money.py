@@ -263,4 +263,5 @@ def test_the_api_schema_says_a_finding_s_cost_and_its_fix_s_recoverable_cost_are
     recoverable = schema["Guidance"]["properties"]["recoverable_cost"]["description"]
     assert "`recoverable_cost`, the same amount" in cost and "half a cent up" in cost
     assert "the finding's `cost`, the same amount" in recoverable
-    assert "attributed `gpu_hours`" in schema["Guidance"]["properties"]["recoverable_gpu_hours"]["description"]
+    hours = schema["Guidance"]["properties"]["recoverable_gpu_hours"]["description"]
+    assert "recoverable GPU-hours (`gpu_hours`)" in hours and "attributed" not in hours  # the pages' and digests' word

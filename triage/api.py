@@ -199,14 +199,15 @@ class GuidanceSerializer(serializers.Serializer):
     expected_effect = serializers.CharField(required=False)
     paper = serializers.CharField(required=False)
     recoverable_gpu_hours = serializers.FloatField(
-        required=False, help_text="The finding's attributed `gpu_hours` to 2 places (half up), as its job page shows."
+        required=False,
+        help_text="The finding's recoverable GPU-hours (`gpu_hours`) to 2 places (half up), as its job page shows.",
     )
     recoverable_cost = serializers.DecimalField(
         max_digits=20,
         decimal_places=2,
         required=False,
         allow_null=True,
-        help_text=f"What the fix would recover, {MONEY}: the finding's `cost`, the same amount (its attributed "
+        help_text=f"What the fix would recover, {MONEY}: the finding's `cost`, the same amount (its recoverable "
         "GPU-hours at the job's price, to the cent, half a cent up); null when the job's GPU-hours have no price.",
     )
     currency = serializers.CharField(required=False, help_text=CURRENCY)
@@ -272,8 +273,9 @@ class FindingSerializer(serializers.ModelSerializer):
         ]
         extra_kwargs = {
             "cost": {
-                "help_text": f"What this cause cost the job, {MONEY}: its attributed `gpu_hours` at the job's price, "
-                "to the cent, half a cent up (the guidance's `recoverable_cost`, the same amount); null unpriced."
+                "help_text": f"What this cause cost the job, {MONEY}: its recoverable GPU-hours (`gpu_hours`) at the "
+                "job's price, to the cent, half a cent up (the guidance's `recoverable_cost`, the same amount); "
+                "null unpriced."
             },
             "currency": {"help_text": CURRENCY},
         }

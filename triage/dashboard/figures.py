@@ -122,7 +122,7 @@ def utilization_histogram(counts: list[int], low_threshold: float) -> dict:
 
 
 def categories_vs_paper(rows: list[dict], whose: str = "This fleet") -> dict:
-    """Share of attributed GPU-hours per category here (`whose`: the fleet, or a member's teams),
+    """Share of recoverable GPU-hours per category here (`whose`: the fleet, or a member's teams),
     beside the paper's share of issues."""
     from triage.taxonomy import Category
 
@@ -136,12 +136,12 @@ def categories_vs_paper(rows: list[dict], whose: str = "This fleet") -> dict:
                 "type": "bar",
                 "orientation": "h",
                 "y": labels,
-                "name": f"{html.escape(whose)} (share of attributed GPU-hours)",
+                "name": f"{html.escape(whose)} (share of recoverable GPU-hours)",
                 "x": [round(100 * hours.get(c.value, 0.0) / total, 1) for c in categories],
                 # One colour, the unused hours': the legend shows a trace's first colour, so bars in
                 # each category's own colour gave the legend a square matching none of the others.
                 "marker": {"color": UNUSED},
-                "hovertemplate": "%{y}: %{x} % of attributed GPU-hours<extra></extra>",
+                "hovertemplate": "%{y}: %{x} % of recoverable GPU-hours<extra></extra>",
             },
             {
                 "type": "bar",
@@ -176,7 +176,7 @@ def category_trend(rows: list[dict], colour: str) -> dict:
                 "type": "bar",
                 "x": weeks,
                 "y": [round(r["hours"], 1) for r in rows],
-                "name": "Attributed GPU-hours",
+                "name": "Recoverable GPU-hours",
                 "marker": {"color": colour},
                 "hovertemplate": "%{x}: %{y} GPU-hours<extra></extra>",
             },

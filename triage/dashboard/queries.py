@@ -464,7 +464,7 @@ def trend(direction: int | None, worse_when_up: bool | None) -> str:
 
 
 def by_category(jobs, conversion: Conversion | None = None) -> list[dict]:
-    """Current findings of these jobs per category: jobs, attributed GPU-hours and cost (in the
+    """Current findings of these jobs per category: jobs, recoverable GPU-hours and cost (in the
     reporting currency)."""
     from triage.models import Finding
 
