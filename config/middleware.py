@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import zoneinfo
+
 from django.conf import settings
 from django.http import HttpResponseBadRequest, JsonResponse
 from django.utils import timezone
@@ -123,3 +125,39 @@ class HealthzMiddleware:
 
             return healthz(request)
         return self.get_response(request)
+
+
+class UserTimeZoneMiddleware:
+    """Pages show times in the zone the person chose on their settings page (fleet.UserProfile,
+    fleet.timezones), and their labels name it (the `time_zone` of fleet.context_processors).
+
+    Only what templates render moves: stored times, period and week boundaries, CSV files and mails
+    stay UTC, and the API (DRF writes times in the active zone) is left in UTC, its machine format.
+    The zone is per thread, so it is put back to UTC when the request ends, whatever happened: the
+    next request of this thread may be someone else's, or nobody's."""
+
+    def __init__(self, get_response):
+        self.get_response = get_response
+
+    def __call__(self, request):
+        zone = None
+        user = getattr(request, "user", None)
+        if user is not None and user.is_authenticated and not request.path_info.startswith("/api/"):
+            zone = _chosen_zone(user)
+        if zone is None:
+            timezone.deactivate()
+            return self.get_response(request)
+        timezone.activate(zone)
+        try:
+            return self.get_response(request)
+        finally:
+            timezone.deactivate()
+
+
+def _chosen_zone(user) -> zoneinfo.ZoneInfo | None:
+    """The user's zone; None for UTC, no choice, or a name this machine's zone data no longer has."""
+    from fleet.models import UserProfile
+    from fleet.timezones import DEFAULT, canonical
+
+    name = canonical(UserProfile.objects.filter(user=user).values_list("time_zone", flat=True).first() or DEFAULT)
+    return None if name in (None, DEFAULT) else zoneinfo.ZoneInfo(name)

@@ -91,6 +91,7 @@ MIDDLEWARE = [
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     "config.middleware.PrivateResponsesMiddleware",  # after auth: it asks who the answer is for
     "config.middleware.IdleSessionMiddleware",  # after auth: moves a login's expiry on while it is used
+    "config.middleware.UserTimeZoneMiddleware",  # after auth: pages in the zone the person chose
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "csp.middleware.CSPMiddleware",
@@ -112,6 +113,7 @@ TEMPLATES = [
                 "django.contrib.auth.context_processors.auth",
                 "django.contrib.messages.context_processors.messages",
                 "fleet.context_processors.roles",
+                "fleet.context_processors.time_zone",
                 "config.navigation.nav_section",
             ],
         },

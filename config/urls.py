@@ -4,7 +4,7 @@ from django.urls import include, path, re_path
 
 from config.api import api_not_found
 from config.methods import with_form
-from fleet.accounts import PasswordResetForm
+from fleet.accounts import PasswordResetForm, SettingsView, time_zone_view
 from triage.views import metrics
 
 # Django's form views take PUT as a POST (ProcessFormView.put): a form is posted, nothing else.
@@ -14,7 +14,10 @@ urlpatterns = [
     path("login/", auth_views.LoginView.as_view(http_method_names=FORM), name="login"),
     path("logout/", auth_views.LogoutView.as_view(), name="logout"),
     # A person changes the password an operator gave them (the other sessions are logged out).
-    path("password/", auth_views.PasswordChangeView.as_view(http_method_names=FORM), name="password_change"),
+    # Their settings page (its address kept from when it was only that): the time zone pages show
+    # times in, posted to the address below, and the password.
+    path("password/", SettingsView.as_view(), name="password_change"),
+    path("account/time-zone/", time_zone_view, name="account-time-zone"),
     path("password/done/", auth_views.PasswordChangeDoneView.as_view(), name="password_change_done"),
     # A forgotten password: Django's reset flow, its mail queued (fleet.accounts); no page says
     # whether an address has an account.

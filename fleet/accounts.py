@@ -8,23 +8,33 @@ mailbox; with REDIS_URL the limit is kept in Redis (the cache, config/settings.p
 the web processes, and a worker whose mail failed frees it. The link goes to PUBLIC_BASE_URL, never
 to the host the request named, and works once (Django's token changes with the password), for
 PASSWORD_RESET_TIMEOUT.
+
+Also a person's own settings page (the password page, where their name in the top bar leads): the
+time zone pages show their times in (fleet.timezones, config.middleware.UserTimeZoneMiddleware).
 """
 
 from __future__ import annotations
 
 import logging
 
+from django import forms
 from django.conf import settings
+from django.contrib import messages
 from django.contrib.auth import forms as auth_forms
 from django.contrib.auth import get_user_model
+from django.contrib.auth import views as auth_views
+from django.contrib.auth.decorators import login_required
 from django.contrib.auth.tokens import default_token_generator
 from django.core.cache import cache
 from django.core.mail import EmailMessage
+from django.shortcuts import redirect, render
 from django.template.loader import render_to_string
 from django.urls import reverse
 from django.utils.encoding import force_bytes
 from django.utils.http import urlsafe_base64_encode
+from django.views.decorators.http import require_http_methods
 
+from fleet import timezones
 from fleet.tasking import QueueUnreachable, publish
 
 logger = logging.getLogger(__name__)
@@ -90,3 +100,62 @@ def forget_cooldown(user_id: int) -> None:
         cache.delete(_cooldown_key(user_id))
     except Exception as exc:  # the cooldown then runs out by itself
         logger.warning("The password reset limit of user %s could not be freed: %s", user_id, exc)
+
+
+# --- A person's own settings: the password page, and the time zone pages show times in ---------------
+
+
+class TimeZoneForm(forms.Form):
+    time_zone = forms.CharField(
+        max_length=64,
+        label="Time zone",
+        help_text="An IANA name, such as Europe/Berlin or America/New_York. Exports, the API, mails and "
+        "the dashboard's periods (whole days and weeks) stay in UTC.",
+        widget=forms.TextInput(attrs={"list": "time-zone-names", "autocomplete": "off", "spellcheck": "false"}),
+    )
+
+    def clean_time_zone(self) -> str:
+        name = self.cleaned_data["time_zone"]
+        spelled = timezones.canonical(name)
+        if spelled is None:
+            timezones.validate_time_zone(name)  # raises, saying what it refuses
+        return spelled
+
+
+def time_zone_context(user, form: TimeZoneForm | None = None) -> dict:
+    """What the settings page needs for its time zone form."""
+    if form is None:
+        form = TimeZoneForm(initial={"time_zone": chosen_time_zone(user)})
+    return {"time_zone_form": form, "time_zone_names": timezones.names()}
+
+
+def chosen_time_zone(user) -> str:
+    from fleet.models import UserProfile
+
+    return UserProfile.objects.filter(user=user).values_list("time_zone", flat=True).first() or timezones.DEFAULT
+
+
+class SettingsView(auth_views.PasswordChangeView):
+    """The page a person's name in the top bar leads to: their time zone, and their password."""
+
+    http_method_names = ["get", "post", "head", "options"]  # a form is posted, nothing else
+
+    def get_context_data(self, **kwargs):
+        return super().get_context_data(**kwargs) | time_zone_context(self.request.user)
+
+
+@login_required
+@require_http_methods(["GET", "HEAD", "POST"])
+def time_zone_view(request):
+    """Saves the time zone chosen on the settings page; the page itself answers a GET."""
+    from fleet.models import UserProfile
+
+    if request.method != "POST":
+        return redirect("password_change")
+    form = TimeZoneForm(request.POST)
+    if not form.is_valid():
+        context = {"form": auth_forms.PasswordChangeForm(request.user)} | time_zone_context(request.user, form)
+        return render(request, "registration/password_change_form.html", context)
+    UserProfile.objects.update_or_create(user=request.user, defaults={"time_zone": form.cleaned_data["time_zone"]})
+    messages.success(request, f"Times are now shown in {form.cleaned_data['time_zone']}.")
+    return redirect("password_change")
