@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+from datetime import UTC
+
 from django import forms
 from django.core.exceptions import ValidationError
+from django.utils import timezone
 
 from fleet.canonical import as_utc
 
@@ -16,13 +19,20 @@ class UtcDateTimeMixin:
     is any other instant, the second a validation error, never a server error."""
 
     def to_python(self, value):
-        moment = super().to_python(value)
+        # Django reads a time without an offset in the active zone, a reader's own on a page
+        # (config.middleware.UserTimeZoneMiddleware): these fields say UTC, and mean it.
+        with timezone.override(UTC):
+            moment = super().to_python(value)
         if moment is None:
             return None
         try:
             return as_utc(moment)
         except OverflowError as exc:
             raise ValidationError("Enter a date and time between the years 1 and 9999 in UTC.", code="invalid") from exc
+
+    def prepare_value(self, value):
+        with timezone.override(UTC):  # shown as it is read: in UTC
+            return super().prepare_value(value)
 
 
 class UtcDateTimeField(UtcDateTimeMixin, forms.DateTimeField):

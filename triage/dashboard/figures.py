@@ -16,7 +16,9 @@ BASE_LAYOUT = {
     "legend": {"orientation": "h", "x": 0, "xanchor": "left", "y": 1.02, "yanchor": "bottom"},
 }
 # Weeks along the bottom; their labels turn only when they would overlap (a narrow window).
-WEEKS_AXIS = {"type": "category", "nticks": 6}
+# They are ISO weeks in UTC whatever zone the reader chose (config.middleware.UserTimeZoneMiddleware),
+# and the axis says so.
+WEEKS_AXIS = {"type": "category", "nticks": 6, "title": {"text": "Week from Monday 00:00 UTC"}, "automargin": True}
 USED = "#2f5fd0"
 UNUSED = "#e0a03c"
 UNSAMPLED = "#b8bec9"

@@ -207,7 +207,15 @@ def build_timeline(
         "font": {"family": "system-ui, sans-serif", "size": 12},
         "paper_bgcolor": "rgba(0,0,0,0)",
         "plot_bgcolor": "rgba(0,0,0,0)",
-        "xaxis": {"type": "date", "range": [start.isoformat(), end.isoformat()], "anchor": f"y{len(panels)}"},
+        # Plotly draws times as they are given, here UTC, whatever zone the reader chose for the page's
+        # other times: the axis says so, as do the zoom's fields (static/js/timeline.js).
+        "xaxis": {
+            "type": "date",
+            "range": [start.isoformat(), end.isoformat()],
+            "anchor": f"y{len(panels)}",
+            "title": {"text": "Time (UTC)"},
+            "automargin": True,
+        },
         "shapes": [],
         "annotations": [],
     }

@@ -25,6 +25,7 @@ from django.core.mail import EmailMultiAlternatives, get_connection
 from django.db.models import Count, Max, Q
 from django.template.loader import render_to_string
 from django.urls import reverse
+from django.utils import timezone
 
 import fleet.models as fleet_models
 from fleet.access import OPERATORS_GROUP, RESEARCHERS_GROUP, is_operator, sees_whole_fleet
@@ -792,13 +793,17 @@ def build_context(kind: str, week: str, team: Team | None = None, hidden: frozen
 
 
 def render_triplet(name: str, context: dict) -> tuple[str, str, str]:
-    """Subject, text and HTML of `templates/emails/<name>-subject.txt`, `-body.txt`, `-body.html`."""
-    subject = " ".join(render_to_string(f"emails/{name}-subject.txt", context).split())
-    # A subject is plain text (not escaped: a team "R&D" must not read "R&amp;D"), yet never carries
-    # markup, for whatever shows it carelessly: angle brackets become their single-quote look-alikes.
-    subject = subject.replace("<", "‹").replace(">", "›")
-    text = render_to_string(f"emails/{name}-body.txt", context)
-    html = render_to_string(f"emails/{name}-body.html", context)
+    """Subject, text and HTML of `templates/emails/<name>-subject.txt`, `-body.txt`, `-body.html`.
+
+    In UTC, as the mails say: one goes to many people, and one sent or previewed from a page (a
+    send by hand, with no worker; the preview) must not take that page's reader's time zone."""
+    with timezone.override(UTC):
+        subject = " ".join(render_to_string(f"emails/{name}-subject.txt", context).split())
+        # A subject is plain text (not escaped: a team "R&D" must not read "R&amp;D"), yet never carries
+        # markup, for whatever shows it carelessly: angle brackets become their single-quote look-alikes.
+        subject = subject.replace("<", "‹").replace(">", "›")
+        text = render_to_string(f"emails/{name}-body.txt", context)
+        html = render_to_string(f"emails/{name}-body.html", context)
     return subject, text, html
 
 
