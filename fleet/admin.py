@@ -105,7 +105,8 @@ def delete_teams_with_jobs(modeladmin, request, queryset):
     teams = list(queryset.order_by("slug"))
     if request.POST.get("post") != "yes":
         rows = [(str(team), team.jobs.count()) for team in teams]
-        note = "Each team goes with its jobs (their series, logs, findings and labels), memberships and digests."
+        note = ("Each team goes with its jobs (their series, logs, findings and answers), memberships and digests. "
+                "A team with a job a labeling study or gold set holds is refused: it stays for that job.")  # fmt: skip
         return _confirm_with_jobs(modeladmin, request, queryset, "delete_teams_with_jobs", rows, note)
     started, refused = [], []
     for team in teams:
@@ -124,7 +125,8 @@ def delete_runs_with_jobs(modeladmin, request, queryset):
     if request.POST.get("post") != "yes":
         rows = [(str(run), run.jobs.count()) for run in runs]
         note = ("Each run goes with the jobs it stored last (their series, logs, findings and labels) and its "
-                "uploaded archive if it still waits in the upload folder.")  # fmt: skip
+                "uploaded archive if it still waits in the upload folder. Jobs a labeling study or gold set holds "
+                "stay.")  # fmt: skip
         return _confirm_with_jobs(modeladmin, request, queryset, "delete_runs_with_jobs", rows, note)
     started, refused = [], []
     for run in runs:

@@ -347,3 +347,96 @@ def test_a_teams_deletion_page_follows_the_worker_and_says_how_it_ended(browser,
     assert said == "Team Vision deleted, with its 3 jobs, its memberships and its digests."
     until(lambda b: b.switch_to.active_element.tag_name == "h1")
     assert violations(browser) == []
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_process_killed_mid_batch_keeps_the_batches_done_and_the_redelivery_finishes(operator, queued, settings):
+    """As a connector's deletion is tested: a process killed for real in the middle of a batch (os._exit,
+    against PostgreSQL or SQLite's file) keeps the batches that committed, counted once; the task's
+    redelivery goes on from there, and a third delivery does nothing."""
+    import os
+    import subprocess
+    import sys
+
+    from fleet import lifecycle
+    from tests.factories import JobFactory
+    from tests.test_connector_deletion import require_file_database
+    from tests.test_services import _worker_database_url
+
+    require_file_database()
+    run = IngestRun.objects.create(archive_name="big.zip", status=IngestRun.Status.SUCCEEDED)
+    JobFactory.create_batch(5, ingest_run=run)
+    deletion, refused = lifecycle.delete_ingest_run(run, operator)
+    assert refused == "" and deletion.status == "pending" and deletion.jobs_total == 5
+    code = (
+        "import os, django; django.setup()\n"
+        "from fleet import lifecycle\n"
+        "delete_jobs, batches = lifecycle.delete_jobs, []\n"
+        "def killed(jobs):\n"
+        "    batches.append(delete_jobs(jobs))\n"
+        "    if len(batches) == 2:\n"
+        "        os._exit(9)  # in the middle of the second batch's transaction\n"
+        "lifecycle.delete_jobs = killed\n"
+        f"lifecycle.run_deletion({deletion.pk})\n"
+    )
+    env = {**os.environ, "DATABASE_URL": _worker_database_url(), "DJANGO_SETTINGS_MODULE": "config.settings",
+           "DEBUG": "1", "SECRET_KEY": "killed-worker", "JOB_DELETE_BATCH": "2"}  # fmt: skip
+    done = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 9, done.stderr
+
+    deletion.refresh_from_db()  # the first batch went, the second rolled back with its count
+    assert (deletion.status, deletion.jobs_deleted) == ("running", 2) and run.jobs.count() == 3
+
+    settings.JOB_DELETE_BATCH = 2
+    assert delete_jobs_task.delay(deletion.pk).get()["jobs_deleted"] == 5  # the redelivery
+    deletion.refresh_from_db()
+    assert (deletion.status, deletion.jobs_deleted, deletion.jobs_total) == ("succeeded", 5, 5)
+    assert not IngestRun.objects.filter(pk=run.pk).exists() and not Job.objects.exists()
+    assert AuditEvent.objects.get(action="ingest_run.delete").details["jobs_deleted"] == 5
+    assert delete_jobs_task.delay(deletion.pk).get()["jobs_deleted"] == 5  # once more: nothing happens
+    assert AuditEvent.objects.filter(action="ingest_run.delete").count() == 1
+
+
+@pytest.mark.services
+@pytest.mark.django_db(transaction=True)
+def test_a_real_worker_deletes_a_team_chosen_in_the_admin_while_its_page_shows_the_progress(
+    client, staff_operator, storage_dir, monkeypatch
+):
+    import time
+    import uuid
+
+    from config.celery import app
+    from fleet import tasking
+    from tests.conftest import require_service
+    from tests.factories import JobFactory, TeamFactory
+    from tests.test_connector_deletion import require_file_database
+    from tests.test_services import celery_worker
+
+    require_service("REDIS_URL")
+    require_file_database()
+    app.conf.task_always_eager = False
+    queue = f"test-deletion-{uuid.uuid4().hex[:8]}"
+    publish = tasking.publish
+    monkeypatch.setattr(tasking, "publish", lambda task, args=(), **kw: publish(task, args, queue=queue, **kw))
+    storage_dir.mkdir(parents=True, exist_ok=True)
+    team = TeamFactory(slug="vision", name="Vision")
+    JobFactory.create_batch(7, team=team)
+    client.force_login(staff_operator)
+
+    # No worker yet: the request returns at once, and the page says the deletion waits for one.
+    selected = {"action": "delete_teams_with_jobs", "_selected_action": [team.pk], "post": "yes"}
+    response = client.post("/admin/fleet/team/", selected, follow=True)
+    deletion = ConnectorDeletion.objects.get()
+    assert response.redirect_chain[-1][0] == reverse("fleet:deletion", args=[deletion.pk])
+    assert "0 of 7 jobs deleted" in response.content.decode() and team.jobs.count() == 7
+
+    status_url = reverse("fleet:deletion-status", args=[deletion.pk])
+    with celery_worker(queue, storage_dir, env={"JOB_DELETE_BATCH": "2"}) as worker:
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline and not (status := client.get(status_url).json())["finished"]:
+            time.sleep(0.2)
+        assert status["finished"], "the worker never finished the deletion"
+        assert worker.poll() is None
+    assert (status["status_display"], status["jobs_deleted"]) == ("Deleted", 7)
+    assert not Team.objects.filter(pk=team.pk).exists() and not Job.objects.exists()
+    assert AuditEvent.objects.get(action="team.delete").actor == staff_operator
