@@ -7,12 +7,47 @@ from pathlib import Path
 
 import pytest
 from django.contrib.auth.models import Group
+from hypothesis import HealthCheck
+from hypothesis import settings as hypothesis_settings
 
 from fleet.access import OPERATORS_GROUP, RESEARCHERS_GROUP
 from tests.factories import ClusterFactory, JobFactory, OwnerFactory, TeamFactory, UserFactory
 
 REPO = Path(__file__).resolve().parent.parent
 EXAMPLE_ARCHIVE = REPO / "docs" / "examples" / "example-archive.zip"
+
+# Property tests (hypothesis) under three profiles. "ci": the same examples every run (each test's
+# seed is a hash of the test), no example database, so a rare crash not met yet cannot turn a CI run
+# red for an unrelated change; it is for a deliberate hunt to find. "hunt" (FUZZ_EXAMPLES set, even in
+# CI) and "dev" (a developer's run): new examples every run, and a failure prints the blob that
+# replays it (@reproduce_failure). Loaded here, before the test modules build their settings from it.
+# Each is built on hypothesis's "default" profile: hypothesis loads a "ci" profile of its own when it
+# sees CI set, which a profile built on the current one would inherit (a hunt in CI derandomized).
+_HYPOTHESIS_BASE = hypothesis_settings.get_profile("default")
+hypothesis_settings.register_profile(
+    "ci",
+    _HYPOTHESIS_BASE,
+    derandomize=True,
+    database=None,
+    print_blob=True,
+    deadline=None,  # a busy CI machine is slow, not wrong
+    suppress_health_check=[HealthCheck.too_slow],
+)
+hypothesis_settings.register_profile("hunt", _HYPOTHESIS_BASE, derandomize=False, print_blob=True)
+hypothesis_settings.register_profile("dev", _HYPOTHESIS_BASE, derandomize=False, print_blob=True)
+
+
+def hypothesis_profile(environ) -> str:
+    """The profile for a run: HYPOTHESIS_PROFILE when set, else "hunt" when FUZZ_EXAMPLES asks for a
+    deeper hunt, else "ci" when CI is set, else "dev"."""
+    if environ.get("HYPOTHESIS_PROFILE"):
+        return environ["HYPOTHESIS_PROFILE"]
+    if environ.get("FUZZ_EXAMPLES"):
+        return "hunt"
+    return "ci" if environ.get("CI") else "dev"
+
+
+hypothesis_settings.load_profile(hypothesis_profile(os.environ))
 
 
 def require_service(env_name: str) -> str:

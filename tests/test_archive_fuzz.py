@@ -2,7 +2,8 @@
 
 Whatever the bytes, parsing ends in records or a clean ArchiveError (with a RecordError naming
 the file), never another exception. Example counts are bounded so the default suite stays fast;
-FUZZ_EXAMPLES=5000 (say) runs each of these properties that many times, for a deeper hunt.
+FUZZ_EXAMPLES=5000 (say) runs each of these properties that many times, for a deeper hunt, drawing new
+examples each time; with CI set the suite draws the same ones every run (tests/conftest.py).
 """
 
 from __future__ import annotations
