@@ -60,6 +60,7 @@ def imported(db, django_capture_on_commit_callbacks, settings, tmp_path):
 @pytest.fixture
 def queued(monkeypatch):
     """A task queue with no worker yet: what was queued, nothing run."""
+    import config.urls  # noqa: F401  (views bind tasking.publish when imported: not to this stand-in)
     from fleet import tasking
 
     calls = []
@@ -440,3 +441,46 @@ def test_a_real_worker_deletes_a_team_chosen_in_the_admin_while_its_page_shows_t
     assert (status["status_display"], status["jobs_deleted"]) == ("Deleted", 7)
     assert not Team.objects.filter(pk=team.pk).exists() and not Job.objects.exists()
     assert AuditEvent.objects.get(action="team.delete").actor == staff_operator
+
+
+def test_a_teams_deletion_asked_for_again_replaces_the_one_whose_task_was_lost(operator, queued):
+    """A deletion whose task was lost (Redis flushed) would wait for ever: asking again ends it, saying so,
+    and starts a new one; the old task, should it come after all, deletes and counts nothing."""
+    from fleet import lifecycle
+    from tests.factories import JobFactory, TeamFactory
+
+    team = TeamFactory(slug="vision")
+    JobFactory.create_batch(2, team=team)
+    lost, _ = lifecycle.delete_team(team, operator)
+    new, _ = lifecycle.delete_team(team, operator)
+    lost.refresh_from_db()
+    assert (lost.status, new.status) == ("failed", "pending")
+    assert lost.message == "It was asked for again after 0 jobs were deleted: the new deletion deletes the rest."
+    assert delete_jobs_task.apply(args=[lost.pk]).get() == {
+        "deletion_id": lost.pk,
+        "status": "failed",
+        "jobs_deleted": 0,
+    }
+    assert team.jobs.count() == 2
+    assert delete_jobs_task.apply(args=[new.pk]).get()["jobs_deleted"] == 2
+    assert not Team.objects.filter(pk=team.pk).exists()
+
+
+def test_a_deletion_ended_while_its_task_runs_stops_at_that_batch_and_counts_nothing(operator, queued, monkeypatch):
+    from fleet import lifecycle
+    from fleet.connectors.sync import fail_deletion
+    from tests.factories import JobFactory, TeamFactory
+
+    team = TeamFactory(slug="vision")
+    JobFactory.create_batch(2, team=team)
+    deletion, _ = lifecycle.delete_team(team, operator)
+    kept_job_ids = lifecycle.kept_job_ids
+
+    def asked_again_once_it_runs(jobs):  # run_deletion asks this just before its first batch
+        fail_deletion(deletion.pk, "It was asked for again", counted=False)  # as lifecycle._start does
+        return kept_job_ids(jobs)
+
+    monkeypatch.setattr(lifecycle, "kept_job_ids", asked_again_once_it_runs)
+    assert delete_jobs_task.apply(args=[deletion.pk]).get()["status"] == "failed"
+    deletion.refresh_from_db()
+    assert deletion.jobs_deleted == 0 and team.jobs.count() == 2 and Team.objects.filter(pk=team.pk).exists()
