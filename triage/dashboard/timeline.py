@@ -194,7 +194,9 @@ def build_timeline(
     data: list[dict] = []
     height = 1 / len(panels)
     layout: dict = {
-        "margin": {"l": 60, "r": 40, "t": 10, "b": 40},
+        # b: room for the time labels and the axis title under them, fixed rather than Plotly's automargin,
+        # which lays a chart narrowed to a phone out differently from one drawn there (static/js/timeline.js).
+        "margin": {"l": 60, "r": 40, "t": 10, "b": 62},
         "height": 200 + 170 * len(panels),
         "showlegend": True,
         # Above the plot, anchored by its foot: Plotly widens the top margin to fit it, however many rows
@@ -213,8 +215,7 @@ def build_timeline(
             "type": "date",
             "range": [start.isoformat(), end.isoformat()],
             "anchor": f"y{len(panels)}",
-            "title": {"text": "Time (UTC)"},
-            "automargin": True,
+            "title": {"text": "Time (UTC)", "standoff": 6},
         },
         "shapes": [],
         "annotations": [],
