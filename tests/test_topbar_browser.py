@@ -72,8 +72,11 @@ def test_wider_than_1200_px_an_operators_links_and_name_show_in_one_row(browser,
         bar = browser.execute_script(TOP_BAR)
         overflow = browser.execute_script(OVERFLOW)
         who = browser.execute_script("return document.querySelector('.topbar .who').checkVisibility()")
+        # A name cut short with '…' is there in full on hover.
+        hover = browser.execute_script("return document.querySelector('.topbar .who').title")
         browser.save_screenshot(str(SHOTS / f"topbar-operator-{width}.png"))
     assert bar["summary"] is None and len(bar["links"]) == 13 and bar["rows"] == 1, bar
+    assert hover.startswith(f"{operator.get_username()}: ")
     assert who and overflow == {"past": [], "pageScrolls": False, "barScrolls": False}, overflow
 
 
