@@ -657,3 +657,14 @@ def test_the_migration_moves_old_webhook_rows_to_their_webhook(team_a):
         removed.pk: ("", None),
         email.pk: ("ana@example.org", None),
     }
+
+
+def test_the_webhook_page_says_before_the_form_that_internal_addresses_are_refused(team_a, operator, client):
+    """An operator reads the page's introduction before typing a URL: it says that an internal address is
+    refused, and which setting lets one through, not only the error after a refused save."""
+    client.force_login(operator)
+    page = client.get(reverse("digests:alert-webhook", args=[team_a.slug])).content.decode()
+    said = page.find("A URL whose host is, or resolves to, an internal address")
+    field = page.find('name="url"')
+    assert 0 <= said < field, "the sentence is missing, or comes only after the URL field"
+    assert "ALERT_WEBHOOK_ALLOWED_NETWORKS" in page[said:field]
