@@ -19,6 +19,7 @@ from fleet.models import (
     LogEvent,
     Owner,
     Team,
+    UserProfile,
 )
 
 
@@ -164,6 +165,15 @@ class TeamAdmin(DeletesWithJobs, AuditedAdmin):
     list_display = ["slug", "name"]
     search_fields = ["slug", "name"]
     inlines = [OwnerInline]
+
+
+@admin.register(UserProfile)
+class UserProfileAdmin(admin.ModelAdmin):
+    """A user's own settings (the time zone pages show times in), for an operator to look up or correct."""
+
+    list_display = ["user", "time_zone"]
+    search_fields = ["user__username", "time_zone"]
+    autocomplete_fields = ["user"]
 
 
 @admin.register(Owner)
