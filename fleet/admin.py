@@ -1,6 +1,5 @@
 from django.contrib import admin, messages
 from django.contrib.admin import helpers
-from django.contrib.admin.actions import delete_selected
 from django.shortcuts import redirect
 from django.template.response import TemplateResponse
 from django.urls import reverse
@@ -137,15 +136,42 @@ def delete_runs_with_jobs(modeladmin, request, queryset):
     return _show_started(request, started, refused)
 
 
+def _what_goes(jobs) -> dict[str, int]:
+    """What deleting these jobs deletes, counted in the database: Django's own confirmation page listed
+    every related object of every job, which took minutes for a select-all over tens of thousands."""
+    from django.db.models import Count, Q
+
+    counts = jobs.aggregate(jobs=Count("pk"), series=Count("pk", filter=~Q(series_file="")))
+    try:  # a job's findings are triage's (which fleet does not import): found through the relation
+        findings = Job._meta.get_field("findings").related_model
+    except LookupError:
+        counts["findings"] = 0
+    else:
+        counts["findings"] = findings.objects.filter(job__in=jobs).count()
+    counts["kept"] = len(lifecycle.kept_job_ids(jobs))
+    return counts
+
+
 @admin.action(permissions=["delete"], description="Delete selected %(verbose_name_plural)s")
 def delete_selected_jobs(modeladmin, request, queryset):
-    """Django's own Delete selected (its confirmation page, its check of protected jobs), but the jobs go
-    by a task (JobAdmin.delete_queryset), and the operator lands on the deletion's page."""
-    response = delete_selected(modeladmin, request, queryset)
-    started = getattr(request, "fleet_deletion", None)
-    if response is not None or started is None:
-        return response
-    deletion, refused = started
+    """A light confirmation page (counts of what goes), then the jobs go by a task
+    (JobAdmin.delete_queryset) and the operator lands on the deletion's page."""
+    if request.POST.get("post") != "yes":
+        counts = _what_goes(queryset)
+        context = {
+            **modeladmin.admin_site.each_context(request),
+            "title": "Are you sure?",
+            "opts": modeladmin.model._meta,
+            "counts": counts,
+            "deletable": counts["jobs"] - counts["kept"],
+            "select_across": request.POST.get("select_across") == "1",
+            "selected": request.POST.getlist(helpers.ACTION_CHECKBOX_NAME),
+            "action_checkbox_name": helpers.ACTION_CHECKBOX_NAME,
+            "media": modeladmin.media,
+        }
+        return TemplateResponse(request, "admin/fleet/delete_jobs.html", context)
+    modeladmin.delete_queryset(request, queryset)
+    deletion, refused = request.fleet_deletion
     if deletion is not None and not is_operator(request.user):  # its page is for operators
         messages.info(request, f"The {deletion.target_display} are being deleted by a worker.")
         return None
@@ -282,11 +308,6 @@ class JobAdmin(AuditedAdmin):
         """Start the deletion (audited as `job.delete` with the jobs' names once done); delete_selected_jobs
         takes the operator to its page."""
         request.fleet_deletion = lifecycle.delete_chosen_jobs(queryset, request.user)
-
-    def message_user(self, request, message, *args, **kwargs):
-        if getattr(request, "fleet_deletion", None) is not None:
-            return None  # Django's "Successfully deleted": the deletion's page says how far it has got instead
-        return super().message_user(request, message, *args, **kwargs)
 
 
 @admin.register(Artifact)

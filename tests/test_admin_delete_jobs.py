@@ -1,0 +1,65 @@
+"""The admin's Delete selected jobs: a light confirmation page (counts, not Django's tree of every related
+object of every job, which took minutes for a select-all over tens of thousands of jobs), then the
+deletion by a task (fleet.delete_jobs) and its page."""
+
+from __future__ import annotations
+
+import pytest
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
+from django.urls import reverse
+
+from fleet.connectors.models import ConnectorDeletion
+from fleet.models import Job
+from tests.test_background_deletions import queued, staff_operator  # noqa: F401  (fixtures)
+
+pytestmark = pytest.mark.django_db
+
+
+def confirmation(client, data) -> tuple[str, int]:
+    with CaptureQueriesContext(connection) as queries:
+        response = client.post("/admin/fleet/job/", data)
+    assert response.status_code == 200
+    return " ".join(response.content.decode().split()), len(queries)
+
+
+def test_the_confirmation_counts_what_goes_in_as_many_queries_for_3_jobs_as_for_40(client, staff_operator):  # noqa: F811
+    from tests.factories import JobFactory
+
+    few = [job.pk for job in JobFactory.create_batch(3, series_file="series/a.parquet")]
+    many = [job.pk for job in JobFactory.create_batch(40)]
+    client.force_login(staff_operator)
+
+    said, queries_for_few = confirmation(client, {"action": "delete_selected", "_selected_action": few})
+    assert "3 jobs, 3 with metric series, 0 findings" in said
+    assert "Yes, delete them" in said
+    said, queries_for_many = confirmation(client, {"action": "delete_selected", "_selected_action": many})
+    assert "40 jobs, 0 with metric series, 0 findings" in said
+    everything = {"action": "delete_selected", "_selected_action": few[:1], "select_across": "1"}
+    said, queries_for_all = confirmation(client, everything)
+    assert "43 jobs, 3 with metric series" in said
+    assert queries_for_few == queries_for_many == queries_for_all
+    assert Job.objects.count() == 43
+
+
+def test_confirming_starts_the_deletion_of_every_job_the_filter_selects(client, staff_operator, queued):  # noqa: F811
+    from tests.factories import JobFactory, TeamFactory
+
+    vision = TeamFactory(slug="vision")
+    JobFactory.create_batch(4, team=vision)
+    others = JobFactory.create_batch(2)
+    client.force_login(staff_operator)
+    url = f"/admin/fleet/job/?team__id__exact={vision.pk}"
+    chosen = {"action": "delete_selected", "_selected_action": [Job.objects.filter(team=vision).first().pk],
+              "select_across": "1"}  # fmt: skip
+    said = " ".join(client.post(url, chosen).content.decode().split())
+    assert "4 jobs, 0 with metric series, 0 findings" in said
+
+    response = client.post(url, {**chosen, "post": "yes"}, follow=True)
+    deletion = ConnectorDeletion.objects.get()
+    assert response.redirect_chain[-1][0] == reverse("fleet:deletion", args=[deletion.pk])
+    assert (deletion.kind, deletion.jobs_total) == ("jobs", 4)
+    assert sorted(deletion.job_ids) == sorted(Job.objects.filter(team=vision).values_list("pk", flat=True))
+    assert queued == [("fleet.delete_jobs", (deletion.pk,))]
+    assert Job.objects.count() == 6  # nothing deleted in the request
+    assert all(job.pk not in deletion.job_ids for job in others)
