@@ -142,3 +142,43 @@ def test_an_answer_that_is_json_but_not_an_object_says_what_it_was(kind, path, a
         result = sync.sync_connector(connector.pk)
     assert result.status == "failed"
     assert said in result.message, result.message
+
+
+@pytest.mark.parametrize(
+    ("what", "said"),
+    [
+        ("series", "expected an object with a 'samples' list, got a JSON string (\"oops\")"),
+        ("artifacts", "expected an object with an 'artifacts' list, got a JSON string (\"oops\")"),
+    ],
+)
+def test_a_json_string_for_a_jobs_series_or_artifacts_is_that_jobs_error_and_the_others_are_stored(what, said):
+    """A proxy's error page answering `"oops"` for one job's series or artifacts: the pull says what the
+    answer was, at which path, and stores that job (without it) and the pull's other jobs whole."""
+    from fleet.models import Artifact
+    from tests.test_connectors_sync import GenericApi
+
+    api = GenericApi(3)
+    good = api.job_part
+
+    def job_part(path, query):
+        if path == f"/jobs/g-1/{what}":
+            return 200, b'"oops"', {}
+        return good(path, query)
+
+    api.job_part = job_part
+    with FakePlatform() as server:
+        api.install(server)
+        connector = make_connector("generic", server.url)
+        result = sync.sync_connector(connector.pk)
+    assert result.status == "partial" and result.created == 3, (result.status, result.message, result.errors)
+    assert [(error["job_id"], error["message"]) for error in result.errors] == [
+        ("g-1", f"{what}: generic-test jobs/g-1/{what}: {said}")
+    ]
+    stored = {job.external_id: job for job in Job.objects.all()}
+    assert sorted(stored) == ["g-0", "g-1", "g-2"]
+    for job_id in ("g-0", "g-2"):  # the other jobs: their series and files
+        assert stored[job_id].sample_count == 62
+        assert Artifact.objects.filter(job=stored[job_id]).count() == 1
+    # g-1 keeps what did answer
+    assert stored["g-1"].sample_count == (0 if what == "series" else 62)
+    assert Artifact.objects.filter(job=stored["g-1"]).count() == (1 if what == "series" else 0)

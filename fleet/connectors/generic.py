@@ -234,10 +234,12 @@ class GenericConnector(BaseConnector):
             return super().fetch_series(job)
         if not self.settings.options.get("series", True):
             return None
-        doc = self.http.get_json(self._job_path(job, "series"))
-        return frame_from_samples(doc, job=job, source=f"{self.settings.name} series of {job.external_id}")
+        path = self._job_path(job, "series")
+        doc = self.http.get_json(path)
+        return frame_from_samples(doc, job=job, source=f"{self.settings.name} {path}")
 
     def fetch_artifacts(self, job: JobRecord) -> list[ArtifactRecord]:
-        doc = self.http.get_json(self._job_path(job, "artifacts"))
-        source = f"{self.settings.name} artifacts"
+        path = self._job_path(job, "artifacts")
+        doc = self.http.get_json(path)
+        source = f"{self.settings.name} {path}"  # the API path, as the /jobs errors name theirs
         return artifacts_from_doc(doc, job.external_id, max_bytes=self.artifact_max_bytes, source=source)
