@@ -149,20 +149,33 @@ def _jobs_of(deletion):
 
 
 def _start(deletion_model, *, kind, user, name: str, jobs, **fields):
-    """Record a deletion of `kind` (ending an unfinished one of the same team or run, which lost its
-    task or is asked for again: should its task still run, it stops at its next batch) and queue its
-    task. Returns the deletion (finished already when the task ran in this process) and "", or None
-    and why not."""
-    from fleet.connectors.sync import fail_deletion, stopped_reason
+    """Record a deletion of `kind` and queue its task, holding a lease on its row as a connector's
+    deletion holds one on its connector (sync.take_lease, DELETE_LEASE_SECONDS, renewed by the task
+    before each batch). An unfinished deletion of the same team or run whose lease holds is the one
+    returned: it runs, or may yet. One whose lease ran out lost its task (a worker died, the broker was
+    flushed): it ends, saying so, and this one deletes the rest; should its task come after all, it does
+    nothing. So do unfinished deletions of chosen jobs whose lease ran out, of any of the same jobs.
+    Returns the deletion (finished already when the task ran in this process) and "", or None and why not."""
+    import uuid
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    from fleet.connectors.sync import DELETE_LEASE_SECONDS, fail_deletion, lost_task_reason, stopped_reason
     from fleet.connectors.tasks import delete_jobs_task
     from fleet.tasking import QueueUnreachable, publish
 
+    now = timezone.now()
     target = {key: value for key, value in fields.items() if key in ("team", "ingest_run")}
-    if target:
-        unfinished = deletion_model.objects.filter(kind=kind, **target).exclude(status__in=FINISHED)
-        for stale in unfinished:
-            fail_deletion(stale.pk, f"It was asked for again after {stale.jobs_deleted:,} jobs were deleted: "
-                                    "the new deletion deletes the rest", counted=False)  # fmt: skip
+    unfinished = deletion_model.objects.filter(kind=kind, **target).exclude(status__in=FINISHED)
+    if not target:  # chosen jobs: those deletions of any of the same jobs
+        chosen = set(fields.get("job_ids", ()))
+        unfinished = [deletion for deletion in unfinished if chosen.intersection(deletion.job_ids)]
+    elif live := next((d for d in unfinished if d.locked_until is not None and d.locked_until >= now), None):
+        return live, ""  # its lease holds: it is being deleted
+    for stale in unfinished:
+        if stale.locked_until is None or stale.locked_until < now:
+            fail_deletion(stale.pk, lost_task_reason(stale), counted=False)
     kept = kept_job_ids(jobs)
     deletion = deletion_model.objects.create(
         kind=kind,
@@ -170,6 +183,8 @@ def _start(deletion_model, *, kind, user, name: str, jobs, **fields):
         requested_by=user if user is not None and getattr(user, "is_authenticated", False) else None,
         jobs_total=jobs.exclude(pk__in=kept).count(),
         kept=len(kept),
+        lease_token=uuid.uuid4().hex,
+        locked_until=now + timedelta(seconds=DELETE_LEASE_SECONDS),
         **fields,
     )
     what = deletion.target_display
@@ -233,7 +248,7 @@ def run_deletion(deletion_id: int):
     last batch that committed; a finished deletion is left alone. None when its row is gone."""
     from django.utils import timezone
 
-    from fleet.connectors.sync import fail_deletion
+    from fleet.connectors.sync import DELETE_LEASE_SECONDS, fail_deletion, hold_lease
 
     deletion_model = _deletion_model()
     deletion = deletion_model.objects.filter(pk=deletion_id).first()
@@ -245,7 +260,17 @@ def run_deletion(deletion_id: int):
     if gone:  # deleted meanwhile by other means (the admin): what was not deleted here stays
         fail_deletion(deletion.pk, f"The {deletion.target_display} was deleted meanwhile by other means.")
         return deletion_model.objects.get(pk=deletion.pk)
-    deletion_model.objects.filter(pk=deletion.pk, status=deletion_model.Status.PENDING).update(
+    rows = deletion_model.objects.filter(pk=deletion.pk)
+
+    def hold() -> None:  # the lease, renewed before each batch: run out, it says the task was lost
+        if not hold_lease(rows, deletion.lease_token, seconds=DELETE_LEASE_SECONDS, holder_field="lease_token"):
+            raise DeletionEnded(deletion.pk)
+
+    try:
+        hold()
+    except DeletionEnded:
+        return deletion_model.objects.get(pk=deletion.pk)
+    rows.filter(status=deletion_model.Status.PENDING).update(
         status=deletion_model.Status.RUNNING, started_at=timezone.now()
     )
     jobs = _jobs_of(deletion)
@@ -255,7 +280,7 @@ def run_deletion(deletion_id: int):
         jobs_total=deletion.jobs_deleted + jobs.exclude(pk__in=kept_ids).count(), kept=len(kept_ids)
     )
     try:
-        delete_in_batches(deletion.pk, jobs, kept_ids)
+        delete_in_batches(deletion.pk, jobs, kept_ids, before_batch=hold)
     except DeletionEnded:
         return deletion_model.objects.get(pk=deletion.pk)
     return _finish(deletion.pk)

@@ -450,10 +450,12 @@ def test_a_teams_deletion_asked_for_again_replaces_the_one_whose_task_was_lost(o
     team = TeamFactory(slug="vision")
     JobFactory.create_batch(2, team=team)
     lost, _ = lifecycle.delete_team(team, operator)
+    assert lifecycle.delete_team(team, operator) == (lost, "")  # its lease holds: it may yet run
+    ConnectorDeletion.objects.filter(pk=lost.pk).update(locked_until=None)  # ran out (as before leases)
     new, _ = lifecycle.delete_team(team, operator)
     lost.refresh_from_db()
     assert (lost.status, new.status) == ("failed", "pending")
-    assert lost.message == "It was asked for again after 0 jobs were deleted: the new deletion deletes the rest."
+    assert lost.message.startswith("Its task stopped or never came (lost, or no worker was free) after 0 jobs")
     assert delete_jobs_task.apply(args=[lost.pk]).get() == {
         "deletion_id": lost.pk,
         "status": "failed",
@@ -482,3 +484,64 @@ def test_a_deletion_ended_while_its_task_runs_stops_at_that_batch_and_counts_not
     assert delete_jobs_task.apply(args=[deletion.pk]).get()["status"] == "failed"
     deletion.refresh_from_db()
     assert deletion.jobs_deleted == 0 and team.jobs.count() == 2 and Team.objects.filter(pk=team.pk).exists()
+
+
+def test_a_teams_deletion_whose_task_never_ran_is_picked_up_once_its_lease_has_run_out(client, staff_operator, queued):
+    """Leases as a connector's deletion has (sync.DELETE_LEASE_SECONDS, renewed by its task before each
+    batch): while it holds, deleting the team again leads to the deletion under way and starts none;
+    once it has run out (the task was lost: a worker died, the broker was flushed) the new one ends the
+    lost one, saying so, and deletes the team; the lost task, should it come after all, does nothing."""
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    from tests.factories import JobFactory, TeamFactory
+
+    team = TeamFactory(slug="vision")
+    JobFactory.create_batch(2, team=team)
+    client.force_login(staff_operator)
+    chosen = {"action": "delete_teams_with_jobs", "_selected_action": [team.pk], "post": "yes"}
+    first = client.post("/admin/fleet/team/", chosen, follow=True)
+    lost = ConnectorDeletion.objects.get()
+    assert first.redirect_chain[-1][0] == reverse("fleet:deletion", args=[lost.pk])
+
+    again = client.post("/admin/fleet/team/", chosen, follow=True)  # its lease holds: it may yet run
+    assert again.redirect_chain[-1][0] == reverse("fleet:deletion", args=[lost.pk])
+    assert ConnectorDeletion.objects.count() == 1 and len(queued) == 1
+
+    ConnectorDeletion.objects.filter(pk=lost.pk).update(locked_until=timezone.now() - timedelta(seconds=1))
+    client.post("/admin/fleet/team/", chosen)
+    new = ConnectorDeletion.objects.exclude(pk=lost.pk).get()
+    assert queued == [("fleet.delete_jobs", (lost.pk,)), ("fleet.delete_jobs", (new.pk,))]
+    lost.refresh_from_db()
+    assert (lost.status, lost.message) == ("failed", (
+        "Its task stopped or never came (lost, or no worker was free) after 0 jobs were deleted, and the deletion "
+        "was asked for again: the new one deletes the rest."))  # fmt: skip
+    assert delete_jobs_task.apply(args=[lost.pk]).get()["status"] == "failed"  # the lost task: nothing done
+    assert team.jobs.count() == 2
+    assert delete_jobs_task.apply(args=[new.pk]).get() == {"deletion_id": new.pk, "status": "succeeded",
+                                                           "jobs_deleted": 2}  # fmt: skip
+    assert not Team.objects.filter(pk=team.pk).exists()
+
+
+def test_chosen_jobs_whose_deletion_lost_its_task_are_deleted_when_chosen_again_once_its_lease_ran_out(
+    client, staff_operator, queued
+):
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    from tests.factories import JobFactory
+
+    chosen = [job.pk for job in JobFactory.create_batch(3)]
+    client.force_login(staff_operator)
+    selected = {"action": "delete_selected", "_selected_action": chosen, "post": "yes"}
+    client.post("/admin/fleet/job/", selected)
+    lost = ConnectorDeletion.objects.get()
+    ConnectorDeletion.objects.filter(pk=lost.pk).update(locked_until=timezone.now() - timedelta(seconds=1))
+    client.post("/admin/fleet/job/", {**selected, "_selected_action": chosen[:2]})
+    new = ConnectorDeletion.objects.exclude(pk=lost.pk).get()
+    lost.refresh_from_db()
+    assert lost.status == "failed" and lost.message.startswith("Its task stopped or never came")
+    assert delete_jobs_task.apply(args=[new.pk]).get()["jobs_deleted"] == 2
+    assert list(Job.objects.values_list("pk", flat=True)) == chosen[2:]

@@ -313,8 +313,11 @@ class ConnectorDeletion(models.Model):
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
     )
     status = models.CharField(max_length=20, choices=Status.choices, default=Status.PENDING)
-    # The connector's pull lease while the deletion holds it (fleet.connectors.sync.DELETING ends it).
+    # The connector's pull lease while the deletion holds it (fleet.connectors.sync.DELETING ends it). The
+    # other kinds hold the same lease on this row instead (`locked_until`, sync.take_lease): its task renews
+    # it before each batch, so one run out says its task was lost and it may be asked for again.
     lease_token = models.CharField(max_length=64, blank=True)
+    locked_until = models.DateTimeField(null=True, blank=True)
     jobs_total = models.PositiveIntegerField(default=0, help_text="Jobs to delete, as last counted.")
     jobs_deleted = models.PositiveIntegerField(default=0)
     kept = models.PositiveIntegerField(default=0, help_text="Jobs a labeling study or gold set holds: they stay.")

@@ -94,16 +94,28 @@ def build(connector: Connector, *, interactive: bool = False) -> BaseConnector:
 
 
 # -- the lease ------------------------------------------------------------------------------------
-def acquire(connector_id: int, token: str, *, now: datetime | None = None, seconds: float | None = None) -> bool:
-    """Take the connector's lease for CONNECTOR_LOCK_SECONDS (or `seconds`) if it is free or expired."""
+def take_lease(rows, token: str, *, seconds: float, now: datetime | None = None, holder_field: str = "lock_token"):
+    """Take the lease of the row `rows` selects (its `locked_until` and token) for `seconds` if it is free
+    or expired: a conditional UPDATE. A connector's (its pulls and deletion) and a deletion's of another kind."""
     now = now or timezone.now()
-    lease = timedelta(seconds=settings.CONNECTOR_LOCK_SECONDS if seconds is None else seconds)
-    taken = (
-        Connector.objects.filter(pk=connector_id)
-        .filter(Q(locked_until__isnull=True) | Q(locked_until__lt=now))
-        .update(locked_until=now + lease, lock_token=token)
+    taken = rows.filter(Q(locked_until__isnull=True) | Q(locked_until__lt=now)).update(
+        locked_until=now + timedelta(seconds=seconds), **{holder_field: token}
     )
     return taken == 1
+
+
+def hold_lease(rows, token: str, *, seconds: float, holder_field: str = "lock_token") -> bool:
+    """Renew a lease held with `token`, or take it again if it ran out and is free."""
+    until = timezone.now() + timedelta(seconds=seconds)
+    if rows.filter(**{holder_field: token}).update(locked_until=until):
+        return True
+    return take_lease(rows, token, seconds=seconds, holder_field=holder_field)
+
+
+def acquire(connector_id: int, token: str, *, now: datetime | None = None, seconds: float | None = None) -> bool:
+    """Take the connector's lease for CONNECTOR_LOCK_SECONDS (or `seconds`) if it is free or expired."""
+    seconds = settings.CONNECTOR_LOCK_SECONDS if seconds is None else seconds
+    return take_lease(Connector.objects.filter(pk=connector_id), token, now=now, seconds=seconds)
 
 
 def release(connector_id: int, token: str) -> None:
@@ -221,11 +233,7 @@ def start_deletion(connector: Connector, user) -> tuple[ConnectorDeletion | None
     # The lease was free, so no deletion of it is running: one still unfinished lost its task (or waits
     # for a worker longer than its lease). This one replaces it; should the old task come, it does nothing.
     for stale in connector.deletions.exclude(status__in=FINISHED_DELETIONS):
-        said = (
-            f"Its task stopped or never came (lost, or no worker was free) after {stale.jobs_deleted:,} jobs were "
-            "deleted, and the deletion was asked for again: the new one deletes the rest"
-        )
-        fail_deletion(stale.pk, said, counted=False)
+        fail_deletion(stale.pk, lost_task_reason(stale), counted=False)
     plan = deletion_plan(connector)
     deletion = ConnectorDeletion.objects.create(
         connector=connector,
@@ -249,12 +257,17 @@ def start_deletion(connector: Connector, user) -> tuple[ConnectorDeletion | None
     return deletion, ""
 
 
+def lost_task_reason(stale: ConnectorDeletion) -> str:
+    """Why an unfinished deletion whose lease ran out ends, when a new one of the same is asked for."""
+    return (
+        f"Its task stopped or never came (lost, or no worker was free) after {stale.jobs_deleted:,} jobs were "
+        "deleted, and the deletion was asked for again: the new one deletes the rest"
+    )
+
+
 def _hold_for_deletion(connector_id: int, token: str) -> bool:
     """Renew the deletion's lease on the connector, or take it again if it ran out and is free."""
-    until = timezone.now() + timedelta(seconds=DELETE_LEASE_SECONDS)
-    if Connector.objects.filter(pk=connector_id, lock_token=token).update(locked_until=until):
-        return True
-    return acquire(connector_id, token, seconds=DELETE_LEASE_SECONDS)
+    return hold_lease(Connector.objects.filter(pk=connector_id), token, seconds=DELETE_LEASE_SECONDS)
 
 
 def run_deletion(deletion_id: int) -> ConnectorDeletion | None:
