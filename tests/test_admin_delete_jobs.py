@@ -63,3 +63,33 @@ def test_confirming_starts_the_deletion_of_every_job_the_filter_selects(client, 
     assert queued == [("fleet.delete_jobs", (deletion.pk,))]
     assert Job.objects.count() == 6  # nothing deleted in the request
     assert all(job.pk not in deletion.job_ids for job in others)
+
+
+def test_the_confirmation_says_which_jobs_a_labeling_study_keeps(client, staff_operator):  # noqa: F811
+    from tests.factories import JobFactory
+    from triage.labeling.models import Study, StudyJob
+
+    jobs = JobFactory.create_batch(3)
+    study = Study.objects.create(name="idle tails", created_by=staff_operator, seed=1)
+    StudyJob.objects.create(study=study, job=jobs[0], position=0)
+    client.force_login(staff_operator)
+    said, _ = confirmation(client, {"action": "delete_selected", "_selected_action": [job.pk for job in jobs]})
+    assert "1 of them is in a labeling study or gold set and stays" in said
+    assert "A worker deletes the 2 jobs in batches" in said
+
+
+def test_a_staff_user_who_is_not_an_operator_is_told_the_jobs_are_being_deleted(client, queued):  # noqa: F811
+    from django.contrib.auth.models import Permission
+
+    from tests.factories import JobFactory, UserFactory
+
+    clerk = UserFactory(username="clerk", is_staff=True)
+    clerk.user_permissions.add(*Permission.objects.filter(codename__in=["view_job", "delete_job"]))
+    chosen = [job.pk for job in JobFactory.create_batch(2)]
+    client.force_login(clerk)
+    selected = {"action": "delete_selected", "_selected_action": chosen}
+    assert "2 jobs, 0 with metric series" in confirmation(client, selected)[0]
+    response = client.post("/admin/fleet/job/", {**selected, "post": "yes"}, follow=True)
+    assert response.redirect_chain[-1][0] == "/admin/fleet/job/"  # the deletion's page is for operators
+    assert "The 2 jobs are being deleted by a worker." in response.content.decode()
+    assert ConnectorDeletion.objects.get().jobs_total == 2 and len(queued) == 1
