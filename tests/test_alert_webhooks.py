@@ -668,3 +668,55 @@ def test_the_webhook_page_says_before_the_form_that_internal_addresses_are_refus
     field = page.find('name="url"')
     assert 0 <= said < field, "the sentence is missing, or comes only after the URL field"
     assert "ALERT_WEBHOOK_ALLOWED_NETWORKS" in page[said:field]
+
+
+@pytest.mark.django_db(transaction=True)
+def test_on_a_phone_a_deliveries_filter_keeps_its_label_and_a_date_is_unbroken(browser, live_server, team_a, operator):  # noqa: F811
+    """At 375 px the deliveries page's "Digest" and "Week" labels ended one line and their controls began
+    the next, and a week ("2026-W47") and an idle stretch's date broke at their hyphens."""
+    from tests.factories import JobFactory
+    from tests.test_accessibility import open_as
+
+    webhook = TeamWebhook(team=team_a, format=TeamWebhook.Format.SLACK)
+    webhook.set_url(f"https://chat.example.org{HOOK_PATH}")
+    webhook.save()
+    Delivery.objects.create(
+        webhook=webhook, kind=DigestKind.IDLE_ALERT_WEBHOOK, team=team_a, iso_week="2026-W47",
+        job=JobFactory(team=team_a, state="RUNNING"), idle_since=START, status=Delivery.Status.FAILED, attempts=1,
+        last_error="Not posted: chat.example.org resolves to 10.0.0.7, a private network address; webhooks may not "
+        "post to internal addresses unless ALERT_WEBHOOK_ALLOWED_NETWORKS allows them.",
+    )  # fmt: skip
+    open_as(browser, live_server.url, operator)
+    browser.set_window_size(375, 900)
+    try:
+        browser.get(live_server.url + reverse("digests:deliveries"))
+        apart = browser.execute_script(
+            """return [...document.querySelectorAll('form.filters select, form.filters input')].filter(control => {
+                 const label_ = document.querySelector(`label[for="${control.id}"]`);
+                 const walk = document.createTreeWalker(label_, NodeFilter.SHOW_TEXT);
+                 while (walk.nextNode() && !walk.currentNode.data.trim());
+                 const words = document.createRange();  // the label's words, wherever the control is
+                 words.selectNodeContents(walk.currentNode);
+                 const label = words.getBoundingClientRect(), box = control.getBoundingClientRect();
+                 return label.bottom <= box.top || box.bottom <= label.top;  // not side by side
+               }).map(control => control.id)"""
+        )
+        assert apart == [], f"labels on another line than their control: {apart}"
+        week, date = browser.execute_script(
+            """const row = document.querySelector('table.data tbody tr');
+               const lines = text => {  // how many lines the first text node holding `text` spreads it over
+                 const walk = document.createTreeWalker(row, NodeFilter.SHOW_TEXT);
+                 while (walk.nextNode()) {
+                   const at = walk.currentNode.data.indexOf(text);
+                   if (at < 0) continue;
+                   const range = document.createRange();
+                   range.setStart(walk.currentNode, at);
+                   range.setEnd(walk.currentNode, at + text.length);
+                   return new Set([...range.getClientRects()].map(rect => Math.round(rect.top))).size;
+                 }
+               };
+               return [lines('2026-W47'), lines('2026-11-20 10:00')];"""
+        )
+        assert (week, date) == (1, 1), f"the week takes {week} lines, the idle stretch's date {date}"
+    finally:
+        browser.set_window_size(1400, 900)
