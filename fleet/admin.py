@@ -1,5 +1,6 @@
 from django.contrib import admin, messages
 from django.contrib.admin import helpers
+from django.db.models import Count, Q
 from django.shortcuts import redirect
 from django.template.response import TemplateResponse
 from django.urls import reverse
@@ -74,6 +75,12 @@ def _show_started(request, started: list, refused: list[str]):
     return None
 
 
+def _start_each(request, objects: list, delete):
+    """Start `delete(obj, user)` (a lifecycle deletion: (deletion, reason refused)) for each object."""
+    outcomes = [delete(obj, request.user) for obj in objects]
+    return _show_started(request, [deletion for deletion, _ in outcomes], [why for _, why in outcomes if why])
+
+
 def _confirm_with_jobs(modeladmin, request, queryset, action: str, rows: list[tuple[str, int]], note: str):
     """The intermediate page before such an action: what goes, with how many jobs, and a button."""
     context = {
@@ -102,18 +109,13 @@ class DeletesWithJobs:
     permissions=["delete_with_jobs"], description="Delete selected teams with all their jobs (in the background)"
 )
 def delete_teams_with_jobs(modeladmin, request, queryset):
-    teams = list(queryset.order_by("slug"))
+    teams = list(queryset.annotate(job_count=Count("jobs")).order_by("slug"))
     if request.POST.get("post") != "yes":
-        rows = [(str(team), team.jobs.count()) for team in teams]
+        rows = [(str(team), team.job_count) for team in teams]
         note = ("Each team goes with its jobs (their series, logs, findings and answers), memberships and digests. "
                 "A team with a job a labeling study or gold set holds is refused: it stays for that job.")  # fmt: skip
         return _confirm_with_jobs(modeladmin, request, queryset, "delete_teams_with_jobs", rows, note)
-    started, refused = [], []
-    for team in teams:
-        deletion, why = lifecycle.delete_team(team, request.user)
-        started.append(deletion)
-        refused += [why] if why else []
-    return _show_started(request, started, refused)
+    return _start_each(request, teams, lifecycle.delete_team)
 
 
 @admin.action(
@@ -121,25 +123,19 @@ def delete_teams_with_jobs(modeladmin, request, queryset):
     description="Delete selected ingest runs with the jobs they stored (in the background)",
 )
 def delete_runs_with_jobs(modeladmin, request, queryset):
-    runs = list(queryset.order_by("pk"))
+    runs = list(queryset.annotate(job_count=Count("jobs")).order_by("pk"))
     if request.POST.get("post") != "yes":
-        rows = [(str(run), run.jobs.count()) for run in runs]
+        rows = [(str(run), run.job_count) for run in runs]
         note = ("Each run goes with the jobs it stored last (their series, logs, findings and labels) and its "
                 "uploaded archive if it still waits in the upload folder. Jobs a labeling study or gold set holds "
                 "stay.")  # fmt: skip
         return _confirm_with_jobs(modeladmin, request, queryset, "delete_runs_with_jobs", rows, note)
-    started, refused = [], []
-    for run in runs:
-        deletion, why = lifecycle.delete_ingest_run(run, request.user)
-        started.append(deletion)
-        refused += [why] if why else []
-    return _show_started(request, started, refused)
+    return _start_each(request, runs, lifecycle.delete_ingest_run)
 
 
 def _what_goes(jobs) -> dict[str, int]:
     """What deleting these jobs deletes, counted in the database: Django's own confirmation page listed
     every related object of every job, which took minutes for a select-all over tens of thousands."""
-    from django.db.models import Count, Q
 
     counts = jobs.aggregate(jobs=Count("pk"), series=Count("pk", filter=~Q(series_file="")))
     try:  # a job's findings are triage's (which fleet does not import): found through the relation
