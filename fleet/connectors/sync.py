@@ -26,7 +26,7 @@ from django.db.models import ProtectedError, Q
 from django.utils import timezone
 from django.utils.text import slugify
 
-from fleet import audit, ingest
+from fleet import audit, ingest, lifecycle
 from fleet.canonical import RecordError
 from fleet.connectors.base import (
     BadData,
@@ -127,12 +127,6 @@ def jobs_of(connector: Connector):
     return Job.objects.filter(ingest_run__connector=connector)
 
 
-def _kept_job_ids(jobs) -> set[int]:
-    from fleet import lifecycle
-
-    return lifecycle.kept_job_ids(jobs)
-
-
 @dataclass
 class DeletionPlan:
     """What deleting a connector does, shown before it is done: the jobs its pulls stored last (all
@@ -154,7 +148,7 @@ class DeletionPlan:
 
 def deletion_plan(connector: Connector) -> DeletionPlan:
     jobs = jobs_of(connector)
-    kept = _kept_job_ids(jobs)
+    kept = lifecycle.kept_job_ids(jobs)
     deletable = jobs.exclude(pk__in=kept).values("pk")
     emptied, priced = [], []
     for cluster in Cluster.objects.filter(jobs__in=deletable).distinct().order_by("name"):
@@ -274,8 +268,6 @@ def run_deletion(deletion_id: int) -> ConnectorDeletion | None:
     """Do a deletion `start_deletion` recorded. Idempotent: each batch of jobs is deleted whole with its
     count, so a redelivery after a worker died goes on from the last batch that committed; a finished
     deletion is left alone. None when its row is gone."""
-    from fleet import lifecycle
-
     deletion = ConnectorDeletion.objects.filter(pk=deletion_id).first()
     if deletion is None or deletion.is_finished:
         return deletion
