@@ -10,6 +10,7 @@ import json
 import re
 from datetime import UTC, datetime, timedelta
 from decimal import Decimal
+from html.parser import HTMLParser
 
 import pytest
 from django.urls import reverse
@@ -20,7 +21,7 @@ from tests.factories import OwnerFactory, UserFactory
 from tests.test_digests import BASE_URL, smtp  # noqa: F401 (smtp: the loopback SMTP server fixture)
 from tests.test_ingest import run_command
 from triage.digests import alerts, services
-from triage.digests.models import AlertSettings, Delivery, DigestKind, Subscription
+from triage.digests.models import AlertSettings, Delivery, DigestKind, Subscription, TeamWebhook
 from triage.models import Finding
 
 pytestmark = pytest.mark.django_db
@@ -423,3 +424,66 @@ def test_the_alert_settings_page_says_how_recent_a_jobs_samples_must_be(client, 
     assert "Only a job whose last sample is at most 6 hours old is idle now" in page
     settings.IDLE_ALERT_MAX_AGE_MINUTES = 0
     assert "is idle now" not in client.get(reverse("digests:alert-settings")).content.decode()
+
+
+class _JobLinks(HTMLParser):
+    """The text and title of each link to `href` on a page, and the text that follows each up to the
+    end of its table cell (where a page puts the job's cluster/ID beside its name)."""
+
+    def __init__(self, href: str):
+        super().__init__()
+        self.href, self.links, self._in_link, self._after = href, [], False, None
+
+    def handle_starttag(self, tag, attrs):
+        attrs = dict(attrs)
+        if tag == "a" and attrs.get("href") == self.href:
+            self._in_link = True
+            self.links.append({"text": "", "title": attrs.get("title"), "after": ""})
+
+    def handle_endtag(self, tag):
+        if tag == "a" and self._in_link:
+            self._in_link, self._after = False, self.links[-1]
+        elif tag == "td":
+            self._after = None
+
+    def handle_data(self, data):
+        if self._in_link:
+            self.links[-1]["text"] += data
+        elif self._after is not None:
+            self._after["after"] += data
+
+
+def test_the_alert_pages_name_a_job_by_its_name_with_its_cluster_and_id_beside_it(team_a, operator, client):
+    """The idle alerts, webhook and deliveries pages named an alert's job 'c1/4711', an ID the team never
+    chose; they name it as its owners do (its name, escaped), with its cluster/ID beside it and as the
+    link's title, and a job without a name by its cluster/ID alone."""
+    from tests.factories import ClusterFactory, JobFactory
+
+    cluster = ClusterFactory(name="c1")
+    named = JobFactory(cluster=cluster, team=team_a, external_id="4711", name="bert <b>large</b> & co")
+    unnamed = JobFactory(cluster=cluster, team=team_a, external_id="4712", name="")
+    webhook = TeamWebhook(team=team_a)
+    webhook.set_url("https://chat.example.org/services/T1/B2/x")
+    webhook.save()
+    for job in (named, unnamed):
+        common = {"team": team_a, "iso_week": "2026-W47", "job": job, "idle_since": START}
+        Delivery.objects.create(recipient="ana@example.org", kind=DigestKind.IDLE_ALERT, **common)
+        Delivery.objects.create(webhook=webhook, kind=DigestKind.IDLE_ALERT_WEBHOOK, **common)
+    client.force_login(operator)
+    pages = {
+        "alerts": client.get(reverse("digests:alert-settings")).content.decode(),
+        "webhook": client.get(reverse("digests:alert-webhook", args=[team_a.slug])).content.decode(),
+        "deliveries": client.get(reverse("digests:deliveries")).content.decode(),
+    }
+    for page_name, page in pages.items():
+        assert "<b>large</b>" not in page, page_name  # escaped
+        for job, text, beside in ((named, "bert <b>large</b> & co", "c1/4711"), (unnamed, "c1/4712", None)):
+            parser = _JobLinks(reverse("dashboard:job-detail", args=[job.pk]))
+            parser.feed(page)
+            assert parser.links, (page_name, job.external_id)
+            for link in parser.links:
+                assert link["text"] == text and link["title"] == f"c1/{job.external_id}", (page_name, link)
+                if beside:
+                    assert link["after"].split()[:1] == [beside], (page_name, link)
+                else:
+                    assert "c1/4712" not in link["after"], (page_name, link)  # not said twice

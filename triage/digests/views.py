@@ -103,7 +103,7 @@ def preview_operator(request, week: str):
 @operator_required
 @read_only
 def delivery_list(request):
-    deliveries = Delivery.objects.select_related("team", "user", "job", "webhook")
+    deliveries = Delivery.objects.select_related("team", "user", "job__cluster", "webhook")
     filters = {
         "status": request.GET.get("status", ""),
         "week": request.GET.get("week", "").strip(),
@@ -236,7 +236,7 @@ def alert_settings(request):
             messages.info(request, "Nothing changed.")
         return redirect("digests:alert-settings")
     kinds = (DigestKind.IDLE_ALERT, DigestKind.IDLE_ALERT_WEBHOOK)
-    recent = Delivery.objects.filter(kind__in=kinds).select_related("job", "team", "webhook")[:10]
+    recent = Delivery.objects.filter(kind__in=kinds).select_related("job__cluster", "team", "webhook")[:10]
     teams = Team.objects.order_by("name").select_related("alert_webhook")
     return render(
         request,
@@ -289,7 +289,7 @@ def alert_webhook(request, slug: str):
         return redirect("digests:alert-webhook", team.slug)
     recent = []
     if webhook is not None:
-        recent = webhook.deliveries.select_related("job")[:10]
+        recent = webhook.deliveries.select_related("job__cluster")[:10]
     return render(
         request,
         "digests/alert_webhook.html",
