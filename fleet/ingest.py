@@ -37,6 +37,7 @@ from fleet import series as series_lib
 from fleet.archive.parser import ArchiveError, ArchiveStream, ParsedArchive, ParsedJob
 from fleet.archive.reader import ReaderLimits
 from fleet.canonical import ArtifactRecord, JobRecord, RecordError
+from fleet.gpu_models import gpu_model_name
 from fleet.lifecycle import delete_unreferenced
 from fleet.logevents import LogEventRecord, extract_log_events
 from fleet.models import FINISHED_STATUSES, Artifact, Cluster, IngestRun, Job, LogEvent, Team, price_for
@@ -892,7 +893,7 @@ def _apply_record(job: Job, record: JobRecord, team: Team, fp: str, run) -> None
     job.gpu_count = record.gpu_count
     job.gpu_share = record.gpu_share
     job.gpu_unit = _fitted("gpu_unit", record.gpu_unit)
-    job.gpu_model = _fitted("gpu_model", record.gpu_model)
+    job.gpu_model = _fitted("gpu_model", gpu_model_name(record.gpu_model))
     job.node_count = record.node_count or 1
     job.cpu_count = record.cpu_count
     job.command = record.command

@@ -12,6 +12,7 @@ from django.db import models
 from django.db.models import Exists, OuterRef, Q
 from rest_framework_api_key.models import AbstractAPIKey
 
+from fleet.gpu_models import gpu_model_key, gpu_model_name
 from fleet.timezones import validate_time_zone
 
 
@@ -111,6 +112,30 @@ class GpuModelPrice(models.Model):
 
     def __str__(self) -> str:
         return f"{self.cluster}/{self.gpu_model or '*'}: {self.price_per_gpu_hour} {self.currency}"
+
+    def clean(self):
+        """The GPU model is kept as the operator typed it (whitespace tidied); one GPU model has one
+        price a cluster, whichever of its spellings (`fleet.gpu_models`) a row names it by."""
+        super().clean()
+        self.gpu_model = gpu_model_name(self.gpu_model)
+        if not self.gpu_model or self.cluster_id is None:
+            return
+        stored = GpuModelPrice.objects.filter(pk=self.pk).values_list("cluster_id", "gpu_model").first()
+        if stored == (self.cluster_id, self.gpu_model):
+            return  # a row as it was saved (two spellings priced apart before) may still change its price
+        key = gpu_model_key(self.gpu_model)
+        others = GpuModelPrice.objects.filter(cluster_id=self.cluster_id).exclude(pk=self.pk).exclude(gpu_model="")
+        for other in others.exclude(gpu_model=self.gpu_model).only("gpu_model"):
+            if gpu_model_key(other.gpu_model) == key:
+                raise ValidationError({"gpu_model": same_model_message(self.cluster, other.gpu_model)})
+
+
+def same_model_message(cluster, other: str) -> str:
+    return (
+        f"{cluster} already has a price for this GPU model, under the name {other} (names are matched "
+        "ignoring case, spaces, hyphens, a leading NVIDIA and GPU Feature Discovery's -SHARED and -MIG-… "
+        "suffixes): change that row's price instead."
+    )
 
 
 class ExchangeRate(models.Model):
@@ -506,18 +531,35 @@ class LogEvent(models.Model):
 
 
 def price_for(cluster: Cluster, gpu_model: str) -> GpuModelPrice | None:
-    """The price of the exact GPU model on the cluster, else the cluster's default price."""
+    """The price of the GPU model on the cluster (`price_among`), else the cluster's default price."""
     return price_among(cluster_prices(cluster.prices.all()), gpu_model)
 
 
-def cluster_prices(prices) -> dict[str, GpuModelPrice]:
-    """A cluster's prices by GPU model ("" for its default), for `price_among` over many jobs."""
-    return {price.gpu_model: price for price in prices}
+class ClusterPrices:
+    """A cluster's prices, for `price_among` over many jobs: by their exact spelling and by their GPU
+    model's key (`fleet.gpu_models.gpu_model_key`), "" for the default price."""
+
+    def __init__(self, prices):
+        self.exact: dict[str, GpuModelPrice] = {}
+        self.by_key: dict[str, GpuModelPrice] = {}
+        for price in sorted(prices, key=lambda p: (p.gpu_model, p.pk or 0)):  # the same row wins every time
+            self.exact[price.gpu_model] = price
+            self.by_key.setdefault(gpu_model_key(price.gpu_model), price)
+
+    def of(self, gpu_model: str) -> GpuModelPrice | None:
+        return self.exact.get(gpu_model) or self.by_key.get(gpu_model_key(gpu_model)) or self.exact.get("")
 
 
-def price_among(prices: dict[str, GpuModelPrice], gpu_model: str) -> GpuModelPrice | None:
-    """Of a cluster's prices (`cluster_prices`), the GPU model's, else the default: the rule every job is priced by."""
-    return prices.get(gpu_model) or prices.get("")
+def cluster_prices(prices) -> ClusterPrices:
+    """A cluster's prices (`ClusterPrices`), read once for `price_among` over many jobs."""
+    return ClusterPrices(prices)
+
+
+def price_among(prices: ClusterPrices, gpu_model: str) -> GpuModelPrice | None:
+    """Of a cluster's prices (`cluster_prices`), the GPU model's, else the default: the rule every job is
+    priced by. The GPU model's is the row spelt as the job's model is, else the row of the same model in
+    another spelling (GFD's `NVIDIA-H100-80GB-HBM3` prices dcgm-exporter's `NVIDIA H100 80GB HBM3`)."""
+    return prices.of(gpu_model)
 
 
 from fleet.connectors.models import Connector, ConnectorDeletion  # noqa: E402,F401

@@ -26,8 +26,9 @@ from fleet.connectors.kubernetes import log_runs
 from fleet.costs import Conversion, jobs_priced_by, priced_in, unpriced_jobs
 from fleet.downloads import download_name, series_download
 from fleet.exports import stream_csv_rows
+from fleet.gpu_models import gpu_model_key
 from fleet.logcut import find_gap
-from fleet.models import Artifact, Cluster, ExchangeRate, GpuModelPrice, Job, Team
+from fleet.models import Artifact, Cluster, ExchangeRate, GpuModelPrice, Job, Team, same_model_message
 from fleet.money import whole
 from fleet.series import from_parquet_bytes
 from triage import feedback
@@ -830,9 +831,26 @@ class _PriceRows(BaseModelFormSet):
                 form.fields[name].help_text = ""
 
 
+class _PriceTableRows(_PriceRows):
+    def clean(self):
+        """Two rows of one cluster for one GPU model in two spellings (`fleet.gpu_models`) are refused, as
+        a saved row of it is (`GpuModelPrice.clean`): one of them would never price a job."""
+        super().clean()
+        seen = {}
+        for form in self.forms:
+            data = getattr(form, "cleaned_data", None) or {}
+            if not data or data.get("DELETE") or not data.get("cluster") or not data.get("gpu_model"):
+                continue
+            key = (data["cluster"].pk, gpu_model_key(data["gpu_model"]))
+            renamed = form.instance.pk is None or {"cluster", "gpu_model"} & set(form.changed_data)
+            if key in seen and seen[key] != data["gpu_model"] and renamed:
+                form.add_error("gpu_model", same_model_message(data["cluster"], seen[key]))
+            seen.setdefault(key, data["gpu_model"])
+
+
 PriceFormSet = modelformset_factory(
     GpuModelPrice,
-    formset=_PriceRows,
+    formset=_PriceTableRows,
     fields=["cluster", "gpu_model", "price_per_gpu_hour", "currency"],
     extra=2,
     can_delete=True,

@@ -1,0 +1,53 @@
+"""GPU model names: one physical model, spelt differently by each source, is priced by one price row.
+
+Sources name the same GPU in their own ways:
+
+- GPU Feature Discovery's `nvidia.com/gpu.product` node label (a pod's node selector): the driver's name
+  with hyphens for spaces, `NVIDIA-A100-SXM4-80GB`, `NVIDIA-H100-80GB-HBM3`; on a node whose GPUs are
+  cut into MIG slices (the "single" strategy) `NVIDIA-A100-SXM4-40GB-MIG-1g.5gb`, and under time-slicing
+  `NVIDIA-A100-SXM4-80GB-SHARED`;
+- dcgm-exporter's `modelName`, nvidia-smi, MLflow's and W&B's system metrics: the driver's name as is,
+  `NVIDIA A100-SXM4-80GB`, `NVIDIA H100 80GB HBM3` (older drivers: `Tesla V100-SXM2-32GB`);
+- Slurm's gres types: whatever the site named them in gres.conf, `a100`, `a100_80g`;
+- an archive's `gpu_model` column and an operator's price row: whatever a person typed.
+
+`gpu_model_name` is what a job and a price row keep (the source's or the person's spelling, with its
+whitespace tidied), so pages show the names people know. `gpu_model_key` is what a job's model is
+matched to a price row by: case, spaces, hyphens and underscores, a leading `NVIDIA` or `Tesla`, and
+GPU Feature Discovery's `-MIG-<profile>` and `-SHARED` suffixes do not tell GPUs apart, so they are
+left out of it. A MIG slice or a time-sliced replica is priced at its whole GPU's price, times the share
+of the GPU it is (a job's `gpu_share`, which the Kubernetes connector sets).
+
+What it does not guess: a Slurm site's own names (`a100_80g` is not `NVIDIA A100-SXM4-80GB` to it: an
+`a100` may be a 40 GB or an 80 GB card, SXM or PCIe), a Slurm MIG type such as `a100_1g.10gb` (Slurm
+jobs keep no share of a GPU, so a slice is priced by its own row), and names that differ in anything
+but the above (`A100-80GB` and `A100-SXM4-80GB` stay two models). Those are priced by rows of their own.
+
+Pure Python: no Django, so connectors, the importer, the price table and migrations' copies agree.
+"""
+
+from __future__ import annotations
+
+import re
+
+_SEPARATORS = re.compile(r"[\s_\-]+")
+_VENDOR = re.compile(r"^(?:NVIDIA-)?(?:TESLA-)?")
+# GPU Feature Discovery's suffixes on `nvidia.com/gpu.product`: a MIG profile (`-MIG-1g.10gb`,
+# `-MIG-1g.10gb+me`) under the "single" strategy, and `-SHARED` under time-slicing or MPS.
+_GFD_SUFFIXES = re.compile(r"(?:-MIG-[1-7]G\.\d+GB(?:\+[A-Z]+)*)?(?:-SHARED)?$")
+
+
+def gpu_model_name(name: object) -> str:
+    """The spelling a job or a price row keeps: the source's or the person's, its whitespace trimmed and
+    runs of it made one space ("  NVIDIA  A100-SXM4-80GB " -> "NVIDIA A100-SXM4-80GB")."""
+    return " ".join(str(name or "").split())
+
+
+def gpu_model_key(name: object) -> str:
+    """What a GPU model is matched to a price row by: GFD's `NVIDIA-A100-SXM4-80GB`, its `-SHARED` and
+    `-MIG-1g.10gb` forms, dcgm-exporter's `NVIDIA A100-SXM4-80GB` and a typed `a100-sxm4-80gb` are all
+    `A100-SXM4-80GB`; Slurm's `a100` is `A100`. "" for no model (the cluster's default price)."""
+    key = _SEPARATORS.sub("-", gpu_model_name(name).upper()).strip("-")
+    without_suffix = _GFD_SUFFIXES.sub("", key)
+    key = without_suffix or key  # a name that is only a suffix stays itself
+    return _VENDOR.sub("", key) or key
