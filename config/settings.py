@@ -487,6 +487,14 @@ CELERY_BEAT_SCHEDULE["fleet.recover_pending_runs"] = {
     "schedule": INGEST_REQUEUE_MINUTES * 60.0,
     "options": {"expires": INGEST_REQUEUE_MINUTES * 60.0},
 }
+# A deletion (a team's, an ingest run's, chosen jobs', a connector's) asked for this many minutes ago whose
+# lease has run out lost its task: beat's sweep, as often, queues it again (fleet.resume_deletions).
+DELETION_REQUEUE_MINUTES = env_int("DELETION_REQUEUE_MINUTES", 5, minimum=1)
+CELERY_BEAT_SCHEDULE["fleet.resume_deletions"] = {
+    "task": "fleet.resume_deletions",
+    "schedule": DELETION_REQUEUE_MINUTES * 60.0,
+    "options": {"expires": DELETION_REQUEUE_MINUTES * 60.0},
+}
 # Jobs without a triage result this many minutes after they were stored are queued again (their
 # triage task was lost, e.g. with the broker); at most TRIAGE_SWEEP_LIMIT jobs per sweep.
 # What triage reads of one job's logs, scripts and traces at most (a job can bring a repository).

@@ -189,7 +189,9 @@ def _start(deletion_model, *, kind, user, name: str, jobs, **fields):
     )
     what = deletion.target_display
     try:
-        publish(delete_jobs_task, (deletion.pk,), not_done=f"{what} was not deleted")
+        publish(
+            delete_jobs_task, (deletion.pk,), kwargs={"lease": deletion.lease_token}, not_done=f"{what} was not deleted"
+        )
     except QueueUnreachable as unreachable:
         fail_deletion(deletion.pk, str(unreachable), counted=False)
         return None, str(unreachable)

@@ -240,7 +240,9 @@ def start_deletion(connector: Connector, user) -> tuple[ConnectorDeletion | None
         priced=plan.priced,
     )
     try:
-        publish(delete_connector_task, (deletion.pk,), not_done=f"{connector.name} was not deleted")
+        publish(
+            delete_connector_task, (deletion.pk,), kwargs={"lease": token}, not_done=f"{connector.name} was not deleted"
+        )
     except QueueUnreachable as unreachable:
         fail_deletion(deletion.pk, str(unreachable), counted=False)
         return None, str(unreachable)
@@ -264,12 +266,17 @@ def _hold_for_deletion(connector_id: int, token: str) -> bool:
     return hold_lease(Connector.objects.filter(pk=connector_id), token, seconds=DELETE_LEASE_SECONDS)
 
 
-def run_deletion(deletion_id: int) -> ConnectorDeletion | None:
+def run_deletion(deletion_id: int, lease: str | None = None) -> ConnectorDeletion | None:
     """Do a deletion `start_deletion` recorded. Idempotent: each batch of jobs is deleted whole with its
     count, so a redelivery after a worker died goes on from the last batch that committed; a finished
-    deletion is left alone. None when its row is gone."""
+    deletion is left alone. None when its row is gone. `lease`: the lease token this copy of the task was
+    queued with (by the page, or by `resume_deletions`); when a sweep has queued it again since, with a
+    new token, this copy does nothing."""
     deletion = ConnectorDeletion.objects.filter(pk=deletion_id).first()
     if deletion is None or deletion.is_finished:
+        return deletion
+    if lease is not None and lease != deletion.lease_token:
+        logger.info("Deletion %s was queued again since this copy of its task: it does nothing", deletion.pk)
         return deletion
     if deletion.kind != ConnectorDeletion.Kind.CONNECTOR:  # a team's, an ingest run's, chosen jobs'
         return lifecycle.run_deletion(deletion.pk)
@@ -364,6 +371,91 @@ FINISHED_DELETIONS = (ConnectorDeletion.Status.SUCCEEDED, ConnectorDeletion.Stat
 def deletion_under_way(connector: Connector) -> ConnectorDeletion | None:
     """The deletion of this connector that has not finished yet, if one was started."""
     return connector.deletions.exclude(status__in=FINISHED_DELETIONS).first()
+
+
+# -- deletions whose task was lost ----------------------------------------------------------------
+# A deletion's task renews its lease before each batch: a team's, an ingest run's or chosen jobs' on the
+# deletion's own row, a connector's on the connector (as a delete). An unfinished deletion whose lease
+# has run out has no task deleting it: the task was lost (the broker flushed, a worker that died after
+# acknowledging it, Redis restarted without persistence) or is still waiting for a worker. Beat's sweep
+# (`fleet.resume_deletions`) takes that lease again with a new token, a conditional UPDATE, so two
+# sweeps, or a sweep and a request asking for the same deletion, never both get it; then it queues the
+# task again with that token. The task goes on from the last batch that committed; an older copy of it
+# (the message was only slow) finds the token replaced and does nothing, or, already running, stops
+# at its next batch. A deletion whose lease holds is being deleted, or its copy waits: left alone.
+
+
+def _claim_lease(deletion: ConnectorDeletion, now: datetime) -> str | None:
+    """Take the run-out lease of an unfinished deletion with a new token; the token, or None if it holds."""
+    unfinished = ConnectorDeletion.objects.filter(pk=deletion.pk).exclude(status__in=FINISHED_DELETIONS)
+    if deletion.kind != ConnectorDeletion.Kind.CONNECTOR or deletion.connector_id is None:
+        token = uuid.uuid4().hex  # a connector gone meanwhile: its task ends the deletion, saying so
+        taken = take_lease(unfinished, token, seconds=DELETE_LEASE_SECONDS, now=now, holder_field="lease_token")
+        return token if taken else None
+    token = f"{uuid.uuid4().hex}{DELETING}"  # Pull now meanwhile says it is being deleted, not pulled
+    with transaction.atomic():  # the connector's lease and the deletion's token change together
+        connector = Connector.objects.filter(pk=deletion.connector_id)
+        if not take_lease(connector, token, seconds=DELETE_LEASE_SECONDS, now=now):
+            return None
+        if not unfinished.filter(lease_token=deletion.lease_token).update(lease_token=token):
+            transaction.set_rollback(True)  # it finished, or was asked for again, since it was read
+            return None
+    return token
+
+
+def _let_lease_run_out(deletion: ConnectorDeletion, token: str, now: datetime) -> None:
+    """The task could not be queued: the lease the sweep took runs out again, so the next sweep tries."""
+    rows = ConnectorDeletion.objects.filter(pk=deletion.pk, lease_token=token)
+    if deletion.kind == ConnectorDeletion.Kind.CONNECTOR and deletion.connector_id is not None:
+        rows = Connector.objects.filter(pk=deletion.connector_id, lock_token=token)
+    rows.update(locked_until=now)
+
+
+def resume_deletions(older_than: timedelta, limit: int = 100) -> dict[str, int]:
+    """Beat's sweep: queue again the task of each unfinished deletion asked for more than `older_than`
+    ago whose lease has run out (no task is deleting it), oldest first, at most `limit`. Returns how
+    many were queued (in-process, without REDIS_URL: done), were taken meanwhile (`busy`), could not be
+    queued (`unreachable`: their lease runs out again, the next sweep tries) or failed in-process."""
+    from collections import Counter
+
+    from fleet import tasking
+    from fleet.connectors.tasks import delete_connector_task, delete_jobs_task
+
+    now = timezone.now()
+    connector = Q(kind=ConnectorDeletion.Kind.CONNECTOR, connector__isnull=False)
+    own_lease_ran_out = Q(locked_until__isnull=True) | Q(locked_until__lt=now)
+    connector_lease_ran_out = Q(connector__locked_until__isnull=True) | Q(connector__locked_until__lt=now)
+    stale = (
+        ConnectorDeletion.objects.exclude(status__in=FINISHED_DELETIONS)
+        .filter(created_at__lt=now - older_than)
+        .filter((connector & connector_lease_ran_out) | (~connector & own_lease_ran_out))
+        .order_by("created_at", "pk")[:limit]
+    )
+    tally: Counter = Counter()
+    for deletion in stale:
+        token = _claim_lease(deletion, now)
+        if token is None:
+            tally["busy"] += 1
+            continue
+        task = delete_connector_task if deletion.kind == ConnectorDeletion.Kind.CONNECTOR else delete_jobs_task
+        what = deletion.target_display
+        try:
+            tasking.publish(task, (deletion.pk,), kwargs={"lease": token}, not_done=f"{what} was not deleted")
+        except tasking.QueueUnreachable as unreachable:
+            _let_lease_run_out(deletion, token, now)
+            logger.warning("Deletion %s of %s lost its task and could not be queued again: %s", deletion.pk,
+                           what, unreachable)  # fmt: skip
+            tally["unreachable"] += 1
+            continue
+        except Exception as exc:  # run in this process (no REDIS_URL), and failed
+            logger.exception("Deleting %s failed", what)
+            fail_deletion(deletion.pk, stopped_reason(exc))
+            tally["failed"] += 1
+            continue
+        logger.warning("Deletion %s of %s had lost its task (%s, %s jobs deleted): queued again", deletion.pk,
+                       what, deletion.status, deletion.jobs_deleted)  # fmt: skip
+        tally["queued"] += 1
+    return dict(tally)
 
 
 # -- the pull -------------------------------------------------------------------------------------

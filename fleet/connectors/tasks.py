@@ -47,12 +47,14 @@ class DeleteTask(IdempotentTask):
             sync.fail_deletion(deletion_id, sync.stopped_reason(exc))
 
 
+# `lease`: the deletion's lease token when this copy was queued (a sweep's, or a page's since that sweep
+# came): a copy queued before `resume_deletions` queued the deletion again finds it replaced, does nothing.
 # Idempotent: each batch of jobs goes whole, with its count, in one transaction, and a finished deletion
 # is left alone; a redelivery after a worker died goes on from the last batch that committed.
 @shared_task(name="fleet.delete_connector", base=DeleteTask, bind=True, max_retries=None)
-def delete_connector_task(self, deletion_id: int) -> dict | None:
+def delete_connector_task(self, deletion_id: int, lease: str | None = None) -> dict | None:
     try:
-        deletion = sync.run_deletion(deletion_id)
+        deletion = sync.run_deletion(deletion_id, lease)
     except sync.DeletionWaits as exc:
         # A pull holds the connector (the deletion waited longer than its lease): look again once it may be over.
         raise self.retry(exc=exc, countdown=60) from exc
@@ -65,8 +67,20 @@ def delete_connector_task(self, deletion_id: int) -> dict | None:
 # with the same failure handling; idempotent the same way: a batch and its count commit together, the team
 # or run goes with its audit entry and the deletion's end in one last transaction.
 @shared_task(name="fleet.delete_jobs", base=DeleteTask)
-def delete_jobs_task(deletion_id: int) -> dict | None:
-    deletion = sync.run_deletion(deletion_id)
+def delete_jobs_task(deletion_id: int, lease: str | None = None) -> dict | None:
+    deletion = sync.run_deletion(deletion_id, lease)
     if deletion is None:
         return None
     return {"deletion_id": deletion.pk, "status": deletion.status, "jobs_deleted": deletion.jobs_deleted}
+
+
+# Beat, every DELETION_REQUEUE_MINUTES: deletions whose task was lost (their lease ran out, none renews it)
+# are queued again. Idempotent: one whose lease holds, or that finished, is left alone; one queued takes
+# its lease, so the next tick does not queue it again while the copy waits for a worker.
+@shared_task(name="fleet.resume_deletions")
+def resume_deletions_task() -> dict:
+    from datetime import timedelta
+
+    from django.conf import settings
+
+    return sync.resume_deletions(timedelta(minutes=settings.DELETION_REQUEUE_MINUTES))
