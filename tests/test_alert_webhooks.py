@@ -720,3 +720,84 @@ def test_on_a_phone_a_deliveries_filter_keeps_its_label_and_a_date_is_unbroken(b
         assert (week, date) == (1, 1), f"the week takes {week} lines, the idle stretch's date {date}"
     finally:
         browser.set_window_size(1400, 900)
+
+
+# The deliveries table as laid out: whether its box scrolls sideways, whether its column headers and
+# each cell with something in it lie inside the box (and the window), each Retry button, and the
+# label shown in each such cell (on a phone, its column's name) beside that column's header.
+DELIVERIES = """
+const table = document.querySelector('table.data'), box = table.closest('.table-scroll');
+const inside = box.getBoundingClientRect(), shown = el => el.checkVisibility();
+const within = el => { const r = el.getBoundingClientRect();
+  return r.width > 0 && r.left >= inside.left - 1 && r.right <= inside.right + 1 && r.right <= window.innerWidth; };
+const words = el => el.textContent.replace(/\\s+/g, ' ').trim();
+const headers = [...table.querySelectorAll('thead th')].map(words);
+const cells = [...table.querySelectorAll('tbody td')].filter(td => shown(td) && words(td));
+return {
+  scrolls: box.scrollWidth > box.clientWidth + 1,
+  headersShown: table.querySelector('thead').getBoundingClientRect().height > 2,
+  headersOut: [...table.querySelectorAll('thead th')].filter(th => !within(th)).map(words),
+  cellsOut: cells.filter(td => !within(td)).map(td => headers[td.cellIndex]),
+  buttons: [...table.querySelectorAll('tbody button')].filter(shown).map(button => [words(button), within(button)]),
+  labels: cells.filter(td => !td.querySelector('button')).map(td => {
+    const label = [...td.querySelectorAll('.cell-label')].find(shown);
+    return [label ? words(label) : null, headers[td.cellIndex]]; }),
+};
+"""
+
+
+@pytest.mark.django_db(transaction=True)
+def test_the_deliveries_table_shows_every_column_and_retry_at_1280_px_and_on_a_phone(
+    browser,  # noqa: F811
+    live_server,
+    team_a,
+    operator,
+):
+    """At 1280 px, for an operator whose time zone has a long name (America/Argentina/Buenos_Aires, in
+    two column headers), the deliveries table ran past its box: the last error was cut to a few words
+    and the Retry button was out of sight to the right. It now fits the window, the error wraps; on a
+    phone each delivery is a card of its fields, each beside its column's name, Retry in view."""
+    from fleet.models import UserProfile
+    from tests.factories import JobFactory
+    from tests.test_accessibility import narrow_window_problems, open_as, violations
+    from tests.test_browser import window_width
+
+    UserProfile.objects.create(user=operator, time_zone="America/Argentina/Buenos_Aires")
+    job = JobFactory(team=team_a, state="RUNNING", name="llama2-70b-sft-ablation-lr3e-5-warmup2000")
+    webhook = TeamWebhook(team=team_a, format=TeamWebhook.Format.SLACK)
+    webhook.set_url(f"https://chat.example.org{HOOK_PATH}")
+    webhook.save()
+    common = {"team": team_a, "iso_week": "2026-W47", "job": job, "idle_since": START}
+    failed = {"status": Delivery.Status.FAILED, "attempts": 3, "claimed_at": START + MINUTE}
+    address = "maximilian.hoffmann-schreiber@machine-learning-research.example.org"
+    Delivery.objects.create(
+        recipient=address, kind=DigestKind.IDLE_ALERT, **common, **failed,
+        last_error=f"SMTPRecipientsRefused: {{'{address}': (550, b'5.1.1 Mailbox unavailable: no such user here')}}",
+    )  # fmt: skip
+    Delivery.objects.create(
+        webhook=webhook, kind=DigestKind.IDLE_ALERT_WEBHOOK, response_status=500, **common, **failed,
+        last_error="Not posted: chat.example.org resolves to 10.0.0.7, a private network address; webhooks may not "
+        "post to internal addresses unless ALERT_WEBHOOK_ALLOWED_NETWORKS allows them.",
+    )  # fmt: skip
+    Delivery.objects.create(
+        recipient="ana@example.org", kind=DigestKind.TEAM, team=team_a, iso_week="2026-W47",
+        status=Delivery.Status.SENT, attempts=1, claimed_at=START, sent_at=START + MINUTE,
+    )  # fmt: skip
+    open_as(browser, live_server.url, operator)
+    url = live_server.url + reverse("digests:deliveries")
+    with window_width(browser, 1280):
+        browser.get(url)
+        wide = browser.execute_script(DELIVERIES)
+    with window_width(browser, 390, mobile=True):
+        browser.get(url)
+        phone = browser.execute_script(DELIVERIES)
+        phone_violations = violations(browser)
+        reflow = narrow_window_problems(browser)
+    for name, layout in (("1280 px", wide), ("390 px", phone)):
+        assert not layout["scrolls"] and layout["cellsOut"] == [], (name, layout)
+        assert layout["buttons"] == [["Retry", True], ["Retry", True]], (name, layout)
+    assert wide["headersShown"] and wide["headersOut"] == [], wide
+    assert {label for label, _column in wide["labels"]} == {None}, wide
+    assert not phone["headersShown"], phone
+    assert all(label == column for label, column in phone["labels"]), phone
+    assert phone_violations == [] and reflow == [], (phone_violations, reflow)
