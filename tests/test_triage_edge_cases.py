@@ -1108,6 +1108,26 @@ def test_no_loader_workers_with_one_busy_core_of_sixteen_is_data_preprocessing(c
         assert [c.line for c in finding.code] == [20]
 
 
+LIGHTNING_FEW_WORKERS = (
+    f"{START + timedelta(minutes=1):%Y-%m-%d %H:%M:%S},000 WARNING The 'train_dataloader' does not have many workers "
+    "which may be a bottleneck. Consider increasing the value of the `num_workers` argument"
+)
+
+
+def test_lightnings_warning_of_a_loader_with_few_workers_is_read_as_one():
+    # The log reader looked for worker warnings only on lines that say "DataLoader" (or "batch"): Lightning's names
+    # 'train_dataloader', so its warning was never read and a job with 2 workers and no CPU metric had no finding.
+    frame = series(120, lambda t, g: 30, mem=lambda t, g: 0.6)
+    name, text = case("no_workers_train.py")
+    text = text.replace("type=int, default=0", "type=int, default=2")
+    _, result = run(120, frame, scripts=[(name, text)], logs=[("train.log", LIGHTNING_FEW_WORKERS)], cpu_count=16)
+    (finding,) = result.findings
+    assert (finding.category, finding.sub_cause) == (Category.DATA_PREPROCESSING, "few_workers")
+    assert finding.confidence == 0.55
+    assert [line.line_no for line in finding.log_lines] == [1]
+    assert finding.summary.endswith("num_workers=2; PyTorch warned about the worker count.")
+
+
 def test_dataparallel_on_eight_gpus_is_data_exchange_not_oversubscription_or_api_misuse():
     # GPU 0 gathers and works more; every GPU dips together on one sample in three.
     def util(t, g):

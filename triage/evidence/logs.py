@@ -193,6 +193,7 @@ def extract_log_evidence(logs: list[tuple[str, str]], started: datetime | None =
             if not (
                 has_batch
                 or "DataLoader" in raw
+                or "many workers" in raw  # Lightning's warning names 'train_dataloader'
                 or "Socket" in raw
                 or "arallel" in raw
                 or "hold" in raw
