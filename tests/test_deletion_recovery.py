@@ -275,3 +275,46 @@ def test_beat_runs_the_sweep(operator, monkeypatch):
     ran_out(deletion, minutes_ago=django_settings.DELETION_REQUEUE_MINUTES + 1)
     assert resume_deletions_task.apply().get() == {"queued": 1}
     assert ConnectorDeletion.objects.get(pk=deletion.pk).jobs_deleted == 2
+
+
+@pytest.mark.services
+@pytest.mark.django_db(transaction=True)
+def test_a_real_worker_finishes_a_deletion_whose_message_was_flushed_once_the_sweep_queues_it(
+    operator, storage_dir, monkeypatch
+):
+    import time
+    import uuid
+
+    import redis
+
+    from config.celery import app
+    from tests.conftest import require_service
+    from tests.test_connector_deletion import require_file_database
+    from tests.test_services import celery_worker
+
+    redis_url = require_service("REDIS_URL")
+    require_file_database()
+    app.conf.task_always_eager = False
+    queue = f"test-resume-{uuid.uuid4().hex[:8]}"
+    publish = tasking.publish
+    monkeypatch.setattr(tasking, "publish", lambda task, args=(), **kw: publish(task, args, queue=queue, **kw))
+    storage_dir.mkdir(parents=True, exist_ok=True)
+    team = TeamFactory(slug="vision", name="Vision")
+    JobFactory.create_batch(7, team=team)
+    deletion, _ = lifecycle.delete_team(team, operator)
+    broker = redis.Redis.from_url(redis_url)
+    assert broker.llen(queue) == 1
+    broker.delete(queue)  # the broker flushed before a worker took it
+    ran_out(deletion)
+
+    assert sync.resume_deletions(SWEEP) == {"queued": 1}
+    assert broker.llen(queue) == 1 and ConnectorDeletion.objects.get(pk=deletion.pk).status == "pending"
+    with celery_worker(queue, storage_dir, env={"JOB_DELETE_BATCH": "2"}) as worker:
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline and not ConnectorDeletion.objects.get(pk=deletion.pk).is_finished:
+            time.sleep(0.2)
+        assert worker.poll() is None
+    deletion.refresh_from_db()
+    assert (deletion.status, deletion.jobs_deleted, deletion.jobs_total) == ("succeeded", 7, 7)
+    assert not Team.objects.filter(pk=team.pk).exists() and not Job.objects.exists()
+    assert sync.resume_deletions(SWEEP) == {}
