@@ -801,3 +801,21 @@ def test_the_deliveries_table_shows_every_column_and_retry_at_1280_px_and_on_a_p
     assert not phone["headersShown"], phone
     assert all(label == column for label, column in phone["labels"]), phone
     assert phone_violations == [] and reflow == [], (phone_violations, reflow)
+
+
+def test_the_webhook_forms_switch_says_plainly_what_it_does(team_a, operator, client):
+    """The switch read "Post this team's idle alerts here", above a lone box, with "Off: the URL is kept,
+    nothing is posted." under it. It says what it does, the box beside its words, and what unticking it
+    keeps: the URL and the team's emails."""
+    import re
+
+    client.force_login(operator)
+    page = client.get(reverse("digests:alert-webhook", args=[team_a.slug])).content.decode()
+    assert "Post this team&#x27;s idle alerts here" not in page
+    switch = re.search(r'<label>\s*<input type="checkbox" name="enabled"[^>]*>\s*([^<]+?)\s*</label>', page)
+    assert switch and switch.group(1) == "Post idle alerts to this webhook", page
+    help_id = re.search(r'name="enabled"[^>]*aria-describedby="([^"]+)"', page).group(1)
+    help_text = re.search(rf'id="{help_id}">([^<]+)<', page).group(1)
+    assert help_text == (
+        "Untick to stop posting for a while: the URL stays stored, and the team&#x27;s idle alerts still go by email."
+    )

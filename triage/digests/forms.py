@@ -57,7 +57,11 @@ class TeamWebhookForm(forms.ModelForm):
     class Meta:
         model = TeamWebhook
         fields = ["url", "format", "enabled"]
-        labels = {"format": "Format", "enabled": "Post this team's idle alerts here"}
+        labels = {"format": "Format", "enabled": "Post idle alerts to this webhook"}
+        help_texts = {
+            "enabled": "Untick to stop posting for a while: the URL stays stored, and the team's idle alerts "
+            "still go by email."
+        }
 
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
