@@ -217,3 +217,40 @@ def test_the_migration_reprices_jobs_and_findings_a_spelling_had_left_at_the_def
         Decimal("8.00"), Decimal("3.00"), "USD", Decimal("4.00"),
     )  # fmt: skip
     assert finding.cost == Decimal("2.00") and finding.guidance["recoverable_cost"] == "2.00"
+
+
+def _on_product(product: str, gpus: int = 1) -> dict:
+    from tests.test_connectors_sync import pod
+
+    start = datetime(2026, 11, 2, 8, 0, tzinfo=UTC)
+    item = pod("embed-0", "p1", gpus=gpus, start=start, end=start + timedelta(hours=1))
+    item["spec"]["nodeSelector"] = {"nvidia.com/gpu.product": product}
+    return item
+
+
+def test_a_pod_on_a_mig_single_strategy_node_is_its_slice_at_the_parent_gpus_price():
+    """MIG's single strategy advertises slices as `nvidia.com/gpu`; the node's product label names the
+    profile (`…-MIG-1g.5gb`). Such a pod counted as a whole A100 at the A100's price: 7 times its slice."""
+    from fleet.connectors.kubernetes import jobs_from_pods
+
+    job = jobs_from_pods([_on_product("NVIDIA-A100-SXM4-40GB-MIG-1g.5gb", gpus=2)]).jobs[0]
+    assert (job.gpu_count, job.gpu_unit) == (2, "MIG 1g.5gb slice")
+    assert job.gpu_share == pytest.approx(1 / 7)
+    assert job.gpu_model == "NVIDIA-A100-SXM4-40GB-MIG-1g.5gb"  # as the node says; priced by the A100's row
+    assert gpu_model_key(job.gpu_model) == gpu_model_key("NVIDIA A100-SXM4-40GB")
+
+
+def test_a_pod_on_a_time_sliced_node_without_renaming_is_a_replica():
+    """Time-slicing without `renameByDefault` leaves replicas as `nvidia.com/gpu`; GFD's product label
+    ends `-SHARED`. With `shared_gpu_replicas` each is 1/replicas of the GPU, else counted whole, as a
+    renamed `nvidia.com/gpu.shared` is."""
+    from fleet.connectors.kubernetes import jobs_from_pods
+
+    job = jobs_from_pods([_on_product("NVIDIA-A100-SXM4-80GB-SHARED")], shared_replicas=4).jobs[0]
+    assert (job.gpu_share, job.gpu_unit) == (0.25, "shared GPU replica")
+    job = jobs_from_pods([_on_product("NVIDIA-A100-SXM4-80GB-SHARED")]).jobs[0]
+    assert (job.gpu_share, job.gpu_unit) == (1.0, "shared GPU replica (replicas unknown, counted whole)")
+    job = jobs_from_pods([_on_product("NVIDIA-A100-SXM4-40GB-MIG-1g.5gb-SHARED")], shared_replicas=2).jobs[0]
+    assert (job.gpu_share, job.gpu_unit) == (pytest.approx(1 / 14), "MIG 1g.5gb slice replica")
+    job = jobs_from_pods([_on_product("NVIDIA-A100-SXM4-80GB")], shared_replicas=4).jobs[0]
+    assert (job.gpu_share, job.gpu_unit) == (1.0, "")  # a whole GPU stays whole

@@ -19,7 +19,9 @@ Pure part: `parse_pod_list` reads a PodList (the API's pages and `kubectl get po
   pods that ran *at the same time* — a retried pod does not double the count;
 - the share of a physical GPU each device is (`gpu_share`, what GPU-hours and cost count): 1 for a
   whole GPU, compute slices / 7 for a MIG slice (`1g.10gb` of an A100/H100 is 1/7; A30's profiles
-  /4), 1/replicas for a time-sliced or MPS replica when the operator gives `shared_gpu_replicas`;
+  /4), 1/replicas for a time-sliced or MPS replica when the operator gives `shared_gpu_replicas`
+  (a plain `nvidia.com/gpu` is such a slice or replica when the pod's `nvidia.com/gpu.product` node
+  selector ends `-MIG-<profile>` or `-SHARED`: MIG's single strategy, time-slicing without renaming);
 - team from a label the operator names (else the namespace), through the operator's mapping;
   queue from Kueue's `kueue.x-k8s.io/queue-name` label, else the namespace.
 """
@@ -68,6 +70,10 @@ SHARED_SUFFIX = ".shared"
 # profiles are the only ones with 6 GB a slice (1g.6gb, 2g.12gb, 4g.24gb).
 MIG_PROFILE = re.compile(r"^(?P<slices>[1-7])g\.(?P<memory>\d+)gb(?:\+\w+)*$")
 A30_PROFILES = frozenset({"1g.6gb", "2g.12gb", "4g.24gb"})
+# GPU Feature Discovery's product label on a node whose devices are all `nvidia.com/gpu` but no whole GPU:
+# MIG's "single" strategy (`NVIDIA-A100-SXM4-40GB-MIG-1g.5gb`) and time-slicing or MPS without
+# `renameByDefault` (`NVIDIA-A100-SXM4-80GB-SHARED`).
+PRODUCT_SUFFIXES = re.compile(r"(?:-MIG-(?P<profile>[1-7]g\.\d+gb(?:\+\w+)*))?(?P<shared>-SHARED)?$")
 # JobSet (and Kubeflow Trainer's TrainJob, built on it) owns Jobs, which own the pods; it labels the
 # pods with its own uid and name, which are the job's identity.
 JOBSET_UID_LABEL = "jobset.sigs.k8s.io/jobset-uid"
@@ -251,6 +257,17 @@ def resource_unit(name: str) -> str:
     if name.startswith(MIG_RESOURCE_PREFIX):
         return "MIG slice"
     return ""
+
+
+def product_resource(product: str) -> str:
+    """The resource name the device plugin gives one device of a node labelled `product` under MIG's
+    "mixed" strategy and with `renameByDefault` (`…-MIG-1g.5gb` -> `nvidia.com/mig-1g.5gb`, `…-SHARED` ->
+    `nvidia.com/gpu.shared`), so that its share and name are the ones those get; "" for a whole GPU."""
+    match = PRODUCT_SUFFIXES.search(product or "")
+    if not match or not (match["profile"] or match["shared"]):
+        return ""
+    name = f"{MIG_RESOURCE_PREFIX}{match['profile']}" if match["profile"] else GPU_RESOURCE
+    return name + SHARED_SUFFIX if match["shared"] else name
 
 
 def pod_gpu_shares(pod: dict, shared_replicas: int = 0) -> float:
@@ -610,7 +627,7 @@ def _add_pod_job(
     if gpu_jobs_only and gpus == 0:
         return
     job = _job(key, owner, group, intervals, gpus, cluster, team_label, user_label, teams)
-    job = replace(job, **gpu_share_of(group, shared_replicas))
+    job = replace(job, **gpu_share_of(group, shared_replicas, product=job.gpu_model))
     if ray is not None:
         job = _ray_job(job, ray, group)
     if never_ran:
@@ -638,15 +655,23 @@ def _ray_job(job: JobRecord, ray: RayJobLink, group: list[dict]) -> JobRecord:
     )
 
 
-def gpu_share_of(pods: list[dict], shared_replicas: int = 0) -> dict:
+def gpu_share_of(pods: list[dict], shared_replicas: int = 0, product: str = "") -> dict:
     """The job's `gpu_share` (the share of a physical GPU each of its GPU devices is, averaged over
     its GPU pods' devices) and `gpu_unit` (what a device is called: "MIG 1g.10gb slice"; "" for
-    whole GPUs, and "GPU device" when its pods hold devices of several kinds)."""
+    whole GPUs, and "GPU device" when its pods hold devices of several kinds). Pods asking only for
+    `nvidia.com/gpu` on nodes whose product label (`product`, their node selector's) says those are MIG
+    slices or shared replicas (`product_resource`) are such slices or replicas."""
     devices = sum(pod_gpus(p) for p in pods)
     if not devices:
         return {}
-    share = sum(pod_gpu_shares(p, shared_replicas) for p in pods) / devices
-    units = {resource_unit(name) for p in pods for name in gpu_resources(p)}
+    names = {name for p in pods for name in gpu_resources(p)}
+    as_named = product_resource(product) if names == {GPU_RESOURCE} else ""
+    if as_named:
+        share = resource_share(as_named, shared_replicas)
+        names = {as_named}
+    else:
+        share = sum(pod_gpu_shares(p, shared_replicas) for p in pods) / devices
+    units = {resource_unit(name) for name in names}
     unit = units.pop() if len(units) == 1 else "GPU device"
     if unit == "shared GPU replica" and not shared_replicas:
         unit = "shared GPU replica (replicas unknown, counted whole)"
