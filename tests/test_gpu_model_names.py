@@ -135,6 +135,7 @@ def test_the_settings_page_prices_every_spelling_and_its_unpriced_list_empties(c
     assert sorted(Job.objects.values_list("cost", flat=True)) == [Decimal("2.50"), Decimal("7.50")]
     page = client.get(reverse("dashboard:settings")).content.decode()
     assert 'id="prices-missing"' not in page
+    assert "<code>NVIDIA-H100-80GB-HBM3</code> prices <code>NVIDIA H100 80GB HBM3</code>" in page  # says how
 
 
 @pytest.mark.django_db
