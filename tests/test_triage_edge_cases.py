@@ -1108,6 +1108,61 @@ def test_no_loader_workers_with_one_busy_core_of_sixteen_is_data_preprocessing(c
         assert [c.line for c in finding.code] == [20]
 
 
+def _remote_shard_log(minutes: range) -> str:
+    return "\n".join(
+        f"{START + timedelta(minutes=m):%Y-%m-%d %H:%M:%S},000 INFO data: opening shard "
+        f"s3://vision-datasets/imagenet-shards/train-{m:05d}.tar"
+        for m in minutes
+    )
+
+
+def test_remote_reads_through_a_loader_without_workers_are_one_wait_led_by_the_remote_reads():
+    from triage.guidance import guidance_for
+
+    # The training process reads every batch from S3 itself (num_workers=0), and no CPU metric shows work of its
+    # own. Both rules spoke of that one wait, at 0.55 each, over the same training window: "Data loading and
+    # preprocessing on the CPU cannot keep the GPUs fed: num_workers=0." beside "Training reads its data straight from
+    # remote storage", half the waste each, and the loader (first by its name) was the one to fix first.
+    frame = series(120, lambda t, g: 30, mem=lambda t, g: 0.6)
+    _, result = run(120, frame, scripts=[case("remote_no_workers_train.py")], cpu_count=16)
+    assert categories(result) == {Category.REMOTE_DATA_READING, Category.DATA_PREPROCESSING}  # the study counts both
+    remote, loader = sorted(result.findings, key=lambda f: -f.gpu_hours)
+    assert remote.category == Category.REMOTE_DATA_READING and remote.confidence == 0.55
+    assert (loader.category, loader.sub_cause, loader.confidence) == (Category.DATA_PREPROCESSING, "no_workers", 0.4)
+    assert loader.numbers["contributes_to"] == "remote_data_reading"
+    assert loader.numbers["remote_reads"] == "s3://vision-datasets/imagenet-shards"
+    assert loader.summary == (
+        "Data loading and preprocessing on the CPU cannot keep the GPUs fed: num_workers=0. The training process "
+        "reads every batch from remote storage itself (s3://vision-datasets/imagenet-shards), so this is the remote "
+        "reads' wait, not one of its own: with no worker, nothing overlaps the reads with the steps."
+    )
+    # The waste is counted once: the two share the job's unused GPU-hours, 0.55 : 0.4, the remote reads leading.
+    assert remote.gpu_hours + loader.gpu_hours == pytest.approx(result.unused_gpu_hours, abs=1e-3)
+    assert remote.gpu_hours == pytest.approx(result.unused_gpu_hours * 0.55 / 0.95, abs=1e-3)
+    guide = guidance_for(loader.category, loader.sub_cause, loader.numbers, gpu_hours=loader.gpu_hours,
+                         price_per_gpu_hour=None, currency="", job={"gpu_count": 1, "cpu_count": 16})  # fmt: skip
+    assert guide["change"].endswith(
+        "use num_workers=15 (now 0). Its batches come from remote storage (s3://vision-datasets/imagenet-shards): "
+        "workers overlap those reads with the steps; staging the data on local disk (Remote data reading) removes them."
+    )
+
+
+def test_remote_read_stalls_through_a_loader_without_workers_keep_their_windows_and_the_loader_follows():
+    # Shard opens stall the GPU 5 min in 8 and the log times them: the stalls are the remote reads' own waste; the
+    # loader without workers that makes the training process wait for them is their contributing cause.
+    frame = series(240, lambda t, g: 3 if t >= 10 and (t - 10) % 8 < 5 else 80, mem=lambda t, g: 0.6)
+    log = _remote_shard_log(range(10, 234, 8))
+    scripts = [case("remote_no_workers_train.py")]
+    _, result = run(240, frame, logs=[("train.log", log)], scripts=scripts, cpu_count=16)
+    found = {f.category: f for f in result.findings}
+    assert set(found) == {Category.REMOTE_DATA_READING, Category.DATA_PREPROCESSING}
+    remote, loader = found[Category.REMOTE_DATA_READING], found[Category.DATA_PREPROCESSING]
+    assert remote.time_located and remote.confidence == 0.95 and remote.numbers["stalls"] == 28
+    assert loader.confidence == 0.4 and loader.numbers["contributes_to"] == "remote_data_reading"
+    assert remote.gpu_hours > loader.gpu_hours
+    assert remote.gpu_hours + loader.gpu_hours == pytest.approx(result.unused_gpu_hours, abs=1e-3)
+
+
 LIGHTNING_FEW_WORKERS = (
     f"{START + timedelta(minutes=1):%Y-%m-%d %H:%M:%S},000 WARNING The 'train_dataloader' does not have many workers "
     "which may be a bottleneck. Consider increasing the value of the `num_workers` argument"
@@ -1126,6 +1181,45 @@ def test_lightnings_warning_of_a_loader_with_few_workers_is_read_as_one():
     assert finding.confidence == 0.55
     assert [line.line_no for line in finding.log_lines] == [1]
     assert finding.summary.endswith("num_workers=2; PyTorch warned about the worker count.")
+
+
+def test_a_loader_with_few_workers_that_lightning_warns_of_follows_the_remote_reads_too():
+    # Two workers and Lightning's "does not have many workers" warning, no CPU metric: the workers wait on S3 as the
+    # training process did without them.
+    frame = series(120, lambda t, g: 30, mem=lambda t, g: 0.6)
+    name, text = case("remote_no_workers_train.py")
+    text = text.replace("type=int, default=0", "type=int, default=2")
+    _, result = run(120, frame, scripts=[(name, text)], logs=[("train.log", LIGHTNING_FEW_WORKERS)], cpu_count=16)
+    loader = next(f for f in result.findings if f.category == Category.DATA_PREPROCESSING)
+    assert (loader.sub_cause, loader.confidence, loader.numbers["contributes_to"]) == (
+        "few_workers",
+        0.4,
+        "remote_data_reading",
+    )
+    assert loader.summary.endswith(
+        "Its loader workers read every batch from remote storage (s3://vision-datasets/imagenet-shards), so this is "
+        "the remote reads' wait, not one of its own: 2 a process are too few to overlap the reads with the steps."
+    )
+
+
+@pytest.mark.parametrize("workers", [0, 8])
+def test_a_loader_whose_cores_the_cpu_metric_shows_busy_is_its_own_cause_beside_remote_reads(workers):
+    # With a CPU metric that shows the loading core busy (1.1 of 16 cores: all one process without workers can use)
+    # the loader has evidence of its own, measured: it keeps its confidence and leads. With 8 workers it is not
+    # found at all, whatever the data's place.
+    frame = series(120, lambda t, g: 30, mem=lambda t, g: 0.6, cpu=lambda t: 7)
+    name, text = case("remote_no_workers_train.py")
+    text = text.replace("type=int, default=0", f"type=int, default={workers}")
+    _, result = run(120, frame, scripts=[(name, text)], cpu_count=16)
+    found = {f.category: f for f in result.findings}
+    remote = found[Category.REMOTE_DATA_READING]
+    assert remote.confidence == 0.55 and "contributes_to" not in remote.numbers
+    if workers:
+        assert set(found) == {Category.REMOTE_DATA_READING}
+        return
+    loader = found[Category.DATA_PREPROCESSING]
+    assert loader.confidence == 0.7 and "contributes_to" not in loader.numbers
+    assert remote.gpu_hours + loader.gpu_hours == pytest.approx(result.unused_gpu_hours, abs=1e-3)
 
 
 def test_dataparallel_on_eight_gpus_is_data_exchange_not_oversubscription_or_api_misuse():

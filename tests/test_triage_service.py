@@ -17,6 +17,7 @@ from fleet.models import Artifact, Job, Owner, Team
 from tests.factories import JobFactory
 from triage import services
 from triage.models import Finding, JobTriage, RetriageRun, RuleSet
+from triage.taxonomy import Category
 
 pytestmark = pytest.mark.django_db
 
@@ -297,3 +298,54 @@ def test_triaging_many_jobs_reads_their_clusters_prices_once_a_batch_not_once_a_
     assert len(price_queries) <= -(-len(ids) // 100), len(price_queries)  # one per chunk of 100 jobs
     priced = Finding.objects.filter(job__cost__isnull=False).exclude(cost=None)
     assert priced.exists()
+
+
+def test_a_job_reading_s3_through_a_loader_without_workers_has_its_waste_counted_once_remote_reads_first(
+    tmp_path, client, operator, django_capture_on_commit_callbacks
+):
+    """The job reads its shards from S3 through a DataLoader with num_workers=0: the remote reads and the loader
+    without workers are one wait. Both causes are found (the study counts every issue of a job), the remote reads are
+    the one to fix first (the loader said so, by the alphabet, when they tied), and the dashboard's and digests'
+    waste by cause add up to the job's unused GPU-hours, not twice them."""
+    from pathlib import Path
+
+    from tests.conftest import write_zip
+    from triage.dashboard import queries
+    from triage.digests import findings
+
+    script = (Path(__file__).parent / "triage_cases" / "remote_no_workers_train.py").read_text()
+    metrics = "job_id,timestamp,host,gpu,gpu_util,gpu_mem_used_mib,gpu_mem_total_mib\n" + "".join(
+        f"r1,2026-11-02T{10 + minute // 60:02d}:{minute % 60:02d}:00Z,n1,0,30,48000,80000\n" for minute in range(120)
+    )
+    archive = write_zip(
+        tmp_path / "remote.zip",
+        {
+            "manifest.json": json.dumps({"format": "fleet-archive", "version": 1, "cluster": "c1"}),
+            "jobs.csv": "job_id,user,team,gpu_count,cpu_count,start_time,end_time,command\n"
+            "r1,ann,vision,1,16,2026-11-02T10:00:00Z,2026-11-02T12:00:00Z,python train.py\n",
+            "metrics.csv": metrics,
+            "scripts/r1/train.py": script,
+        },
+    )
+    with django_capture_on_commit_callbacks(execute=True):
+        ingest.execute_run(ingest.create_run(archive).pk)
+    job = Job.objects.get(external_id="r1")
+    found = {f.category: f for f in job.findings.all()}
+    assert set(found) == {"remote_data_reading", "data_preprocessing"}
+    assert found["remote_data_reading"].gpu_hours > found["data_preprocessing"].gpu_hours
+
+    client.force_login(operator)
+    page = client.get(reverse("triage:job", args=[job.pk])).content.decode()
+    lead = page.split('id="finding-remote_data_reading"')[1].split('class="finding"')[0]
+    assert "Fix this first" in lead and page.count("Fix this first") == 1
+    assert "so this is the remote reads&#x27; wait, not one of its own" in page
+
+    jobs = Job.objects.filter(pk=job.pk)
+    by_category = queries.by_category(jobs)
+    assert sum(row["hours"] for row in by_category) == pytest.approx(job.unused_gpu_hours, abs=1e-3)
+    assert sum(row.gpu_hours for row in findings.waste_by_category(jobs)) == pytest.approx(
+        job.unused_gpu_hours, abs=1e-3
+    )
+    (top,), _ = findings.top_jobs(jobs, limit=5)
+    assert top.recoverable_gpu_hours == pytest.approx(job.unused_gpu_hours, abs=1e-3)
+    assert top.categories[0] == Category.REMOTE_DATA_READING

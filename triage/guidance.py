@@ -493,6 +493,12 @@ def loader_settings(numbers: dict, job: dict) -> dict:
                 else ""
             )
             + "."
+            + (
+                f" Its batches come from remote storage ({numbers['remote_reads']}): workers overlap those reads with "
+                "the steps; staging the data on local disk (Remote data reading) removes them."
+                if numbers.get("remote_reads")
+                else ""
+            )
         ),
     }
 

@@ -11,6 +11,9 @@ from triage.rules.common import explained_gaps, gaps_of, periodic, quoted_once, 
 from triage.rules.registry import Finding, register
 from triage.taxonomy import Category
 
+# A loader's finding that rests on its worker count alone, when the workers it lacks would wait on remote reads: below
+# remote_data_reading's whole-run 0.45 and 0.55, so the remote reads lead the job page and take more of the waste.
+_BEHIND_REMOTE = 0.4
 _WANDB = re.compile(r"\bwandb\b|\bW&B\b|\bWeights (?:&|and) Biases\b", re.IGNORECASE)
 
 
@@ -154,13 +157,7 @@ def data_preprocessing(ev: Evidence, th: dict) -> list[Finding]:
     # allocation's CPU figure stays low (one busy core of 16 is 6 %).
     loader_cores = busy_cores = None
     if few and cpu is not None and cpus:
-        launched = ev.scripts.of("ddp", "init_process_group") or [
-            f
-            for f in ev.scripts.of("shell_launch")
-            if f.detail.get("launcher") in ("torchrun", "deepspeed", "accelerate")
-        ]
-        processes = max(1, ev.job.gpu_count) if launched or not ev.scripts.of("data_parallel") else 1
-        loader_cores = processes * (num_workers + 1)  # a process loads its own batches when num_workers=0
+        loader_cores = _training_processes(ev) * (num_workers + 1)  # a process loads its own batches at 0 workers
         busy_cores = cpu / 100 * cpus
     loaders_busy = (
         loader_cores is not None and loader_cores < cpus and busy_cores >= th["cpu_saturated"] / 100 * loader_cores
@@ -181,6 +178,15 @@ def data_preprocessing(ev: Evidence, th: dict) -> list[Finding]:
         sub = "few_workers"
     else:
         sub = "cpu_bound_transforms"
+    # Without a CPU metric the finding rests on the worker count alone. When the loader reads remote storage
+    # (remote_data_reading), the few loading processes wait on those reads, not on CPU work: one wait, which the
+    # remote reads cause and the missing workers fail to hide. The loader stays, as the contributing cause, below
+    # the remote reads, so they lead and take more of the waste (the job's unused GPU-hours are shared once).
+    remote = None
+    if cpu is None and few and not too_many:
+        remote = next(iter(remote_data_reading(ev, th)), None)
+        if remote is not None:
+            confidence = _BEHIND_REMOTE
     parts = []
     if loaders_busy:
         processes = loader_cores // (num_workers + 1)
@@ -201,12 +207,29 @@ def data_preprocessing(ev: Evidence, th: dict) -> list[Finding]:
         parts.append("PyTorch warned about the worker count")
     if host_wait:
         parts.append(f"the profiler shows the GPU waiting on the host {host_wait[0].host_wait_share:.0%} of idle time")
+    summary = "Data loading and preprocessing on the CPU cannot keep the GPUs fed: " + "; ".join(parts) + "."
+    behind = {}
+    if remote is not None:
+        where = ", ".join(_remote_urls(ev)) or "remote URLs in the log"
+        behind = {"contributes_to": Category.REMOTE_DATA_READING.value, "remote_reads": where}
+        if num_workers == 0:
+            many = _training_processes(ev) > 1
+            summary += (
+                f" The training process{'es' if many else ''} read{'' if many else 's'} every batch from remote "
+                f"storage {'themselves' if many else 'itself'} ({where}), so this is the remote reads' wait, not one "
+                "of its own: with no worker, nothing overlaps the reads with the steps."
+            )
+        else:
+            summary += (
+                f" Its loader workers read every batch from remote storage ({where}), so this is the remote reads' "
+                f"wait, not one of its own: {num_workers} a process are too few to overlap the reads with the steps."
+            )
     return [
         Finding(
             category=Category.DATA_PREPROCESSING,
             sub_cause=sub,
             confidence=confidence,
-            summary="Data loading and preprocessing on the CPU cannot keep the GPUs fed: " + "; ".join(parts) + ".",
+            summary=summary,
             windows=[p.training],
             log_lines=[line for *_, line in warnings[:2]],
             code=quoted_once(loaders)[:3],
@@ -218,9 +241,19 @@ def data_preprocessing(ev: Evidence, th: dict) -> list[Finding]:
                 "num_workers": num_workers,
                 "suggested_max_workers": warnings[0][1] if warnings and warnings[0][1] else None,
                 **_layout(ev),
+                **behind,
             },
         )
     ]
+
+
+def _training_processes(ev: Evidence) -> int:
+    """How many training processes load batches: one per GPU when launched so (torchrun, DDP) or without
+    DataParallel, one for a DataParallel job."""
+    launched = ev.scripts.of("ddp", "init_process_group") or [
+        f for f in ev.scripts.of("shell_launch") if f.detail.get("launcher") in ("torchrun", "deepspeed", "accelerate")
+    ]
+    return max(1, ev.job.gpu_count) if launched or not ev.scripts.of("data_parallel") else 1
 
 
 def _layout(ev: Evidence) -> dict:
@@ -238,11 +271,20 @@ def _layout(ev: Evidence) -> dict:
     return found
 
 
+def _remote_reads(ev: Evidence) -> list:
+    """The scripts' remote paths that hold data the job reads."""
+    return [f for f in ev.scripts.of("remote_path") if f.detail.get("purpose") == "read"]
+
+
+def _remote_urls(ev: Evidence) -> list[str]:
+    return sorted({f.detail["url"] for f in _remote_reads(ev)})[:3]
+
+
 @register(Category.REMOTE_DATA_READING)
 def remote_data_reading(ev: Evidence, th: dict) -> list[Finding]:
     if not _training(ev):
         return []
-    reads = [f for f in ev.scripts.of("remote_path") if f.detail.get("purpose") == "read"]
+    reads = _remote_reads(ev)
     lines = ev.logs.of(REMOTE_READ)
     stalls = gaps_of(ev, REMOTE_READ)
     if not (reads or lines):
@@ -257,7 +299,7 @@ def remote_data_reading(ev: Evidence, th: dict) -> list[Finding]:
         located = False
     else:
         return []
-    urls = sorted({f.detail["url"] for f in reads})[:3]
+    urls = _remote_urls(ev)
     net = ev.phases.net_rx_training
     minutes = sum(s.seconds for s in spans) / 60 if located else None
     return [
