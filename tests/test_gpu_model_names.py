@@ -255,3 +255,18 @@ def test_a_pod_on_a_time_sliced_node_without_renaming_is_a_replica():
     assert (job.gpu_share, job.gpu_unit) == (pytest.approx(1 / 14), "MIG 1g.5gb slice replica")
     job = jobs_from_pods([_on_product("NVIDIA-A100-SXM4-80GB")], shared_replicas=4).jobs[0]
     assert (job.gpu_share, job.gpu_unit) == (1.0, "")  # a whole GPU stays whole
+
+
+@pytest.mark.django_db
+def test_deleting_one_of_two_spellings_rows_says_the_other_prices_its_jobs_then(client, operator):
+    """A cluster priced under two spellings before: deleting one row moves its jobs to the other row, not
+    to the default price the confirmation named."""
+    cluster = ClusterFactory(name="k8s")
+    gfd = GpuModelPrice.objects.create(cluster=cluster, gpu_model=GFD, price_per_gpu_hour=Decimal("4.00"))
+    dcgm = GpuModelPrice.objects.create(cluster=cluster, gpu_model=DCGM, price_per_gpu_hour=Decimal("5.00"))
+    default = GpuModelPrice.objects.create(cluster=cluster, gpu_model="", price_per_gpu_hour=Decimal("1.00"))
+    JobFactory(cluster=cluster, gpu_model=DCGM)
+    client.force_login(operator)
+    form = price_rows((gfd, cluster, GFD, "4.00"), (dcgm, cluster, DCGM, "5.00"), (default, cluster, "", "1.00"))
+    page = client.post(reverse("dashboard:settings"), form | {"form-1-DELETE": "on"}).content.decode()
+    assert f"<li>k8s / {DCGM} (5 USD per GPU-hour): 1 job, then priced at k8s / {GFD} (4 USD)</li>" in page

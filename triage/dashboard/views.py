@@ -28,7 +28,17 @@ from fleet.downloads import download_name, series_download
 from fleet.exports import stream_csv_rows
 from fleet.gpu_models import gpu_model_key
 from fleet.logcut import find_gap
-from fleet.models import Artifact, Cluster, ExchangeRate, GpuModelPrice, Job, Team, same_model_message
+from fleet.models import (
+    Artifact,
+    Cluster,
+    ExchangeRate,
+    GpuModelPrice,
+    Job,
+    Team,
+    cluster_prices,
+    price_among,
+    same_model_message,
+)
 from fleet.money import whole
 from fleet.series import from_parquet_bytes
 from triage import feedback
@@ -877,22 +887,24 @@ def _price_removals(formset) -> list[dict]:
     prices = GpuModelPrice.objects.filter(pk__in=pks).select_related("cluster").order_by("cluster__name", "gpu_model")
     for price in prices:
         model = price.gpu_model or "default price"
-        fallback = (
-            price.gpu_model
-            and GpuModelPrice.objects.filter(cluster_id=price.cluster_id, gpu_model="").exclude(pk__in=pks).first()
-        )
+        # What its jobs are priced at then: another spelling's row of its model (`price_among`), else the default.
+        remaining = cluster_prices(GpuModelPrice.objects.filter(cluster_id=price.cluster_id).exclude(pk__in=pks))
+        fallback = price.gpu_model and price_among(remaining, price.gpu_model)
+        then = "left without a cost"
+        if fallback:
+            at = f"({fallback.price_per_gpu_hour.normalize():f} {fallback.currency})"
+            then = (
+                f"priced at {price.cluster.name} / {fallback.gpu_model} {at}"
+                if fallback.gpu_model
+                else f"priced at {price.cluster.name}'s default price {at}"
+            )
         removals.append(
             {
                 "pk": price.pk,
                 "label": f"{price.cluster.name} / {model} ({price.price_per_gpu_hour.normalize():f} "
                 f"{price.currency} per GPU-hour)",
                 "jobs": jobs_priced_by(price),
-                "then": (
-                    f"priced at {price.cluster.name}'s default price ({fallback.price_per_gpu_hour.normalize():f} "
-                    f"{fallback.currency})"
-                    if fallback
-                    else "left without a cost"
-                ),
+                "then": then,
             }
         )
     return removals
