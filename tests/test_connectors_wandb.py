@@ -172,6 +172,7 @@ def storage_file(path, query):
     if name == "wandb-metadata.json":
         program = "notebooks/explore.ipynb" if run == "r0004" else "src/train.py"  # a notebook is not read
         doc = {"executable": "/opt/conda/bin/python3", "program": program, "codePath": program}
+        doc["gpu"] = "NVIDIA A100-SXM4-80GB"  # what nvidia-smi calls the run's GPUs
         return 200, json.dumps(doc | {"args": ["--epochs", "3", "--data", "s3://vision-data/x y"]}).encode(), {}
     if name.startswith("code/"):
         return 200, TRAIN_PY, {}
@@ -261,6 +262,7 @@ def test_a_wandb_pull_stores_each_stopped_gpu_run_once_with_its_system_metrics(m
     # The command line is the metadata's, quoted as a shell would need it.
     assert saved.command == "/opt/conda/bin/python3 src/train.py --epochs 3 --data 's3://vision-data/x y'"
     assert saved.job_type == "batch"
+    assert saved.gpu_model == "NVIDIA A100-SXM4-80GB"  # from the metadata: priced by its model's row
     # r0004 ran from a notebook: an interactive session, and no code asked for (notebooks are not read).
     notebook = Job.objects.get(external_id="vision-lab/resnet/r0004")
     assert notebook.job_type == "interactive" and "notebooks/explore.ipynb" in notebook.command

@@ -270,3 +270,12 @@ def test_deleting_one_of_two_spellings_rows_says_the_other_prices_its_jobs_then(
     form = price_rows((gfd, cluster, GFD, "4.00"), (dcgm, cluster, DCGM, "5.00"), (default, cluster, "", "1.00"))
     page = client.post(reverse("dashboard:settings"), form | {"form-1-DELETE": "on"}).content.decode()
     assert f"<li>k8s / {DCGM} (5 USD per GPU-hour): 1 job, then priced at k8s / {GFD} (4 USD)</li>" in page
+
+
+def test_a_wandb_runs_gpu_model_is_its_metadatas_gpu():
+    from fleet.connectors.wandb import run_gpu_model
+
+    assert run_gpu_model(b'{"gpu": "NVIDIA A100-SXM4-80GB", "gpu_count": 8}') == "NVIDIA A100-SXM4-80GB"
+    assert run_gpu_model(b'{"gpu_nvidia": [{"name": "NVIDIA H100 80GB HBM3"}]}') == "NVIDIA H100 80GB HBM3"
+    assert run_gpu_model(b'{"program": "train.py"}') == ""
+    assert run_gpu_model(b'{"gpu": 3}') == "" and run_gpu_model(b"[1]") == "" and run_gpu_model(b"{cut") == ""

@@ -49,6 +49,7 @@ from fleet.connectors.base import (
 from fleet.connectors.generic import frame_from_samples
 from fleet.connectors.http import HttpStatusError
 from fleet.connectors.registry import register
+from fleet.gpu_models import gpu_model_name
 
 MIB = 2**20
 MAX_PAGES = 10_000  # a server whose cursors never run out stops here
@@ -470,7 +471,8 @@ class WandbConnector(BaseConnector):
 
     def describe(self, job: JobRecord) -> JobRecord:
         """The run with its command line and saved program, from its metadata file; a run started
-        from a notebook is an interactive session, as the taxonomy judges those apart."""
+        from a notebook is an interactive session, as the taxonomy judges those apart. Its GPU model
+        (what prices it) is the metadata's too (`run_gpu_model`)."""
         if not self.fetch_files:
             return job
         source = f"{self.settings.name} metadata of run {job.external_id}"
@@ -479,6 +481,9 @@ class WandbConnector(BaseConnector):
         self._listed = (job.external_id, found)
         metadata = self._download(found.get(METADATA_FILE, ""), MAX_METADATA_BYTES)
         program = run_program(metadata) if metadata is not None else None
+        model = run_gpu_model(metadata) if metadata is not None else ""
+        if model and not job.gpu_model:
+            job = replace(job, gpu_model=model)
         if program is None:
             return job
         return replace(
@@ -569,6 +574,22 @@ def run_program(metadata: bytes) -> RunProgram | None:
         words += [str(arg) for arg in args if isinstance(arg, str | int | float)]
     interactive = program in INTERACTIVE_PROGRAMS or program.endswith(".ipynb")
     return RunProgram(shlex.join(words)[:MAX_COMMAND_CHARS], interactive, _code_file(doc.get("codePath")))
+
+
+def run_gpu_model(metadata: bytes) -> str:
+    """The run's GPU model as its `wandb-metadata.json` names it (nvidia-smi's name, `NVIDIA A100-SXM4-80GB`:
+    its `gpu`, else its first `gpu_nvidia` entry's `name`), "" when it names none."""
+    try:
+        doc = json.loads(metadata)
+    except (ValueError, RecursionError):
+        return ""
+    if not isinstance(doc, dict):
+        return ""
+    found = doc.get("gpu")
+    devices = doc.get("gpu_nvidia")
+    if not isinstance(found, str) and isinstance(devices, list) and devices and isinstance(devices[0], dict):
+        found = devices[0].get("name")
+    return gpu_model_name(found) if isinstance(found, str) else ""
 
 
 def _code_file(path) -> str | None:
