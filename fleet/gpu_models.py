@@ -29,6 +29,7 @@ Pure Python: no Django, so connectors, the importer, the price table and migrati
 from __future__ import annotations
 
 import re
+from functools import lru_cache
 
 _SEPARATORS = re.compile(r"[\s_\-]+")
 _VENDOR = re.compile(r"^(?:NVIDIA-)?(?:TESLA-)?")
@@ -47,7 +48,12 @@ def gpu_model_key(name: object) -> str:
     """What a GPU model is matched to a price row by: GFD's `NVIDIA-A100-SXM4-80GB`, its `-SHARED` and
     `-MIG-1g.10gb` forms, dcgm-exporter's `NVIDIA A100-SXM4-80GB` and a typed `a100-sxm4-80gb` are all
     `A100-SXM4-80GB`; Slurm's `a100` is `A100`. "" for no model (the cluster's default price)."""
-    key = _SEPARATORS.sub("-", gpu_model_name(name).upper()).strip("-")
+    return _key(gpu_model_name(name))
+
+
+@lru_cache(maxsize=4096)  # a fleet has few model names, and a re-price asks for each of 50,000 jobs
+def _key(name: str) -> str:
+    key = _SEPARATORS.sub("-", name.upper()).strip("-")
     without_suffix = _GFD_SUFFIXES.sub("", key)
     key = without_suffix or key  # a name that is only a suffix stays itself
     return _VENDOR.sub("", key) or key
