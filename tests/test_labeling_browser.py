@@ -371,3 +371,35 @@ def test_a_rater_skips_a_job_they_cannot_judge_and_the_agreement_opens_on_its_he
     browser.save_screenshot(str(SHOTS / "labeling-agreement-headline.png"))
     method.find_element(By.TAG_NAME, "summary").click()
     assert "Brackets: 95 % bootstrap interval" in method.text
+
+
+@pytest.mark.django_db(transaction=True)
+def test_on_a_phone_a_long_log_line_does_not_widen_the_labeling_page(browser, live_server, team_a, storage_dir):  # noqa: F811
+    """390 px wide, a job whose log has a long line (NCCL's, a traceback's) laid the labeling page out
+    1,980 px wide: the job's facts, the timeline and the label form ran off to the right, and the page
+    scrolled sideways. The log scrolls inside its own box; the page and the form fit the phone."""
+    from tests.conftest import store_artifact
+    from tests.test_accessibility import narrow_window_problems
+    from tests.test_browser import window_width
+
+    lead, second = UserFactory(username="rita-researcher"), UserFactory(username="ravi-rater")
+    for user in (lead, second):
+        user.groups.add(Group.objects.get_or_create(name=RESEARCHERS_GROUP)[0])
+    job = JobFactory(team=team_a, name="bert-0", mean_gpu_util=20.0)
+    line = "[rank7]:beta-n076:46919:46919 [1] NCCL INFO NET/IB : Using " + "[0]mlx5_0:1/IB " * 40
+    store_artifact(job, "log", "logs/stdout.log", (line + "\n").encode() * 5)
+    study = services.create_study(name="Phone pilot", lead=lead, raters=[lead, second], sample_size=1, seed=5)
+    open_as(browser, live_server.url, lead)
+    with window_width(browser, 390, mobile=True):
+        browser.get(f"{live_server.url}/studies/{study.pk}/label/")
+        laid_out = browser.execute_script(
+            """const right = selector => Math.round(document.querySelector(selector).getBoundingClientRect().right);
+               return {page: document.documentElement.scrollWidth, window: innerWidth,
+                       form: right('#label-form'), log: right('pre.viewer'),
+                       logScrolls: document.querySelector('pre.viewer').scrollWidth > 390};"""
+        )
+        reflow = narrow_window_problems(browser)
+    assert laid_out["page"] <= laid_out["window"], laid_out
+    assert laid_out["form"] <= laid_out["window"] and laid_out["log"] <= laid_out["window"], laid_out
+    assert laid_out["logScrolls"], laid_out  # the line is whole, in its own box
+    assert reflow == [], reflow
