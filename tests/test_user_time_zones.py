@@ -12,6 +12,7 @@ from django.utils import timezone
 
 from fleet.models import UserProfile
 from tests.factories import JobFactory
+from tests.test_browser import browser  # noqa: F401 (a fixture: headless Chromium)
 
 pytestmark = pytest.mark.django_db
 
@@ -154,3 +155,41 @@ def test_the_charts_say_their_times_are_utc():
 
     timeline = build_timeline(series(1, 600, 30), start=START, end=START + timedelta(minutes=10))
     assert timeline["layout"]["xaxis"]["title"]["text"] == "Time (UTC)"
+
+
+# Each table box on the page: whether it scrolls sideways, and its headers' words.
+TABLE_BOXES = """
+return [...document.querySelectorAll('.table-scroll')].map(box => ({
+  scrolls: box.scrollWidth > box.clientWidth + 1,
+  headers: [...box.querySelectorAll('thead th')].map(th => th.textContent.replace(/\\s+/g, ' ').trim()),
+}));
+"""
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_long_zone_name_in_a_header_does_not_push_the_last_columns_out_of_a_1280_px_window(
+    browser,  # noqa: F811
+    live_server,
+    operator,
+    job,
+):
+    """An operator in America/Argentina/Buenos_Aires saw 'Start (America/Argentina/Buenos_Aires)' as one
+    unbreakable word over the jobs table, and 'Started (…)' over the ingest runs': at 1280 px the runs'
+    Samples and Errors (and, with the demo fleet's job names, the jobs' Cost) were cut off at the right
+    of tables that fit for UTC. The name may break after each '/', and reads the same."""
+    from fleet.models import IngestRun
+    from tests.test_accessibility import open_as
+    from tests.test_browser import window_width
+
+    UserProfile.objects.create(user=operator, time_zone="America/Argentina/Buenos_Aires")
+    JobFactory(team=job.team, name="convnext-tiny-places-ablation-lr0.0003", user="fatima.l", gpu_count=24, cost=211.22)
+    IngestRun.objects.create(source=IngestRun.Source.UPLOAD, archive_name="week.zip", status=IngestRun.Status.SUCCEEDED)
+    open_as(browser, live_server.url, operator)
+    found = {}
+    with window_width(browser, 1280):
+        for name, url in (("jobs", reverse("dashboard:job-list")), ("runs", reverse("fleet:ingest-run-list"))):
+            browser.get(live_server.url + url)
+            found[name] = browser.execute_script(TABLE_BOXES)
+    assert [box["scrolls"] for box in found["jobs"] + found["runs"]] == [False, False], found
+    assert "Start (America/Argentina/Buenos_Aires)" in found["jobs"][0]["headers"], found
+    assert "Started (America/Argentina/Buenos_Aires)" in found["runs"][0]["headers"], found
