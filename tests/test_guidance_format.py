@@ -89,3 +89,17 @@ def test_an_oversubscribed_jobs_fix_requests_the_gpus_it_used_and_launches_on_al
         example["fixes"]["default"][1].startswith("#SBATCH --gres=gpu:8\n")
         and "7 GPUs left unused" in example["example"]
     )
+
+
+@pytest.mark.django_db
+def test_the_preprocessing_causes_page_says_why_without_claiming_a_measurement(operator):
+    # It said "The loader's CPUs are saturated", which is one job's measurement, not the cause's mechanism; a job
+    # whose CPUs nobody measured had the same sentence.
+    client = Client()
+    client.force_login(operator)
+    page = client.get("/categories/data_preprocessing/").content.decode()
+    assert "saturated" not in page
+    assert (
+        "The loading processes cannot prepare batches as fast as the GPUs use them (CPU-bound decoding and "
+        "augmentation, or too few worker processes to spread them over); each step waits for its batch."
+    ) in page

@@ -1167,6 +1167,24 @@ LIGHTNING_FEW_WORKERS = (
     f"{START + timedelta(minutes=1):%Y-%m-%d %H:%M:%S},000 WARNING The 'train_dataloader' does not have many workers "
     "which may be a bottleneck. Consider increasing the value of the `num_workers` argument"
 )
+# Lightning 2's whole line, as its warning module prints it, and pytorch_lightning 1.x's wording.
+LIGHTNING_2_FEW_WORKERS = (
+    f"{START + timedelta(minutes=1):%Y-%m-%d %H:%M:%S},000 /opt/conda/lib/python3.11/site-packages/lightning/pytorch/"
+    "trainer/connectors/data_connector.py:441: The 'train_dataloader' does not have many workers which may be a "
+    "bottleneck. Consider increasing the value of the `num_workers` argument` to `num_workers=15` in the `DataLoader` "
+    "to improve performance."
+)
+LIGHTNING_1_FEW_WORKERS = (
+    f"{START + timedelta(minutes=1):%Y-%m-%d %H:%M:%S},000 /usr/lib/python3/site-packages/pytorch_lightning/trainer/"
+    "data_loading.py:132: UserWarning: The dataloader, train_dataloader, does not have many workers which may be a "
+    "bottleneck. Consider increasing the value of the `num_workers` argument` (try 16 which is the number of cpus on "
+    "this machine) in the `DataLoader` init to improve performance."
+)
+PYTORCH_TOO_MANY_WORKERS = (
+    f"{START + timedelta(minutes=1):%Y-%m-%d %H:%M:%S},000 /usr/lib/python3/site-packages/torch/utils/data/"
+    "dataloader.py:557: UserWarning: This DataLoader will create 32 worker processes in total. Our suggested max "
+    "number of worker in current system is 16, which is smaller than what this DataLoader is going to create."
+)
 
 
 def test_lightnings_warning_of_a_loader_with_few_workers_is_read_as_one():
@@ -1180,7 +1198,34 @@ def test_lightnings_warning_of_a_loader_with_few_workers_is_read_as_one():
     assert (finding.category, finding.sub_cause) == (Category.DATA_PREPROCESSING, "few_workers")
     assert finding.confidence == 0.55
     assert [line.line_no for line in finding.log_lines] == [1]
-    assert finding.summary.endswith("num_workers=2; PyTorch warned about the worker count.")
+    assert finding.summary.endswith(
+        "num_workers=2; Lightning warned that 'train_dataloader' does not have many workers."
+    )
+
+
+@pytest.mark.parametrize(
+    ("log", "said"),
+    [
+        (LIGHTNING_2_FEW_WORKERS, "Lightning warned that 'train_dataloader' does not have many workers (it suggests "
+         "num_workers=15)"),
+        (LIGHTNING_1_FEW_WORKERS, "Lightning warned that 'train_dataloader' does not have many workers (it suggests "
+         "16, the machine's CPUs)"),
+        (PYTORCH_TOO_MANY_WORKERS, "PyTorch warned that the DataLoader would create 32 worker processes, more than "
+         "the 16 it suggests for the machine"),
+    ],
+)  # fmt: skip
+def test_a_worker_warning_is_named_by_what_printed_it_and_what_it_said(log, said):
+    # The finding said "PyTorch warned about the worker count" for Lightning's warning too: a reader looking for
+    # PyTorch's warning in the log found Lightning's, and neither said what it warned of.
+    frame = series(120, lambda t, g: 30, mem=lambda t, g: 0.6)
+    name, text = case("no_workers_train.py")
+    text = text.replace("type=int, default=0", "type=int, default=2")
+    _, result = run(120, frame, scripts=[(name, text)], logs=[("train.log", log)], cpu_count=16)
+    (finding,) = result.findings
+    assert finding.category == Category.DATA_PREPROCESSING
+    assert finding.summary.endswith(f"num_workers=2; {said}.")
+    assert "PyTorch" not in finding.summary or "PyTorch warned" in said
+    assert finding.numbers["worker_warning_by"] == said.split()[0]
 
 
 def test_a_loader_with_few_workers_that_lightning_warns_of_follows_the_remote_reads_too():
@@ -1900,3 +1945,50 @@ def test_blocking_copies_quoted_are_the_training_steps_not_evaluates():
     _, result = run(120, frame, scripts=[("train.py", source)])
     finding = next(f for f in result.findings if f.category == Category.HOST_GPU_TRANSFER)
     assert [c.line for c in finding.code if c.kind == "device_copy"] == [6, 7, 13, 14]
+
+
+def _loader_guidance(finding, cpu_count: int = 16) -> dict:
+    from triage.guidance import guidance_for
+
+    return guidance_for(
+        finding.category, finding.sub_cause, finding.numbers, gpu_hours=finding.gpu_hours, price_per_gpu_hour=None,
+        currency="", job={"gpu_count": 1, "node_count": 1, "cpu_count": cpu_count},
+    )  # fmt: skip
+
+
+def test_a_loader_finding_without_a_cpu_metric_claims_no_saturated_cpus_only_what_was_seen():
+    # Its guidance said "The loader's CPUs are saturated" for a job whose CPUs nobody measured: the finding rested on
+    # num_workers=0 (or a worker warning, or a trace) alone.
+    frame = series(120, lambda t, g: 30, mem=lambda t, g: 0.6)
+    _, result = run(120, frame, scripts=[case("no_workers_train.py")], cpu_count=16)
+    (finding,) = result.findings
+    why = _loader_guidance(finding)["why"]
+    assert "saturated" not in why and "CPUs ran" not in why
+    assert why == (
+        "Each step waits for its batch while the loading prepares it. No CPU metric was recorded for this job, so how "
+        "busy its CPUs were is not known; what was seen: num_workers=0 (the training process loads every batch "
+        "itself, between its steps)."
+    )
+    name, text = case("no_workers_train.py")
+    text = text.replace("type=int, default=0", "type=int, default=2")
+    _, result = run(120, frame, scripts=[(name, text)], logs=[("train.log", LIGHTNING_FEW_WORKERS)], cpu_count=16)
+    (finding,) = result.findings
+    why = _loader_guidance(finding)["why"]
+    assert "saturated" not in why
+    assert why.endswith(
+        "what was seen: num_workers=2; Lightning warned that 'train_dataloader' does not have many workers."
+    )
+
+
+@pytest.mark.parametrize(("cpu", "said"), [
+    (95.0, "The CPUs ran at 95 % of the job's allocation (16 cores) during training"),
+    (7.0, "The CPUs ran at 7 % of the job's allocation (16 cores), about 1.1 cores busy: all that the 1 loading "
+          "process can use"),
+])  # fmt: skip
+def test_a_loader_finding_with_a_cpu_metric_says_what_it_measured(cpu, said):
+    frame = series(120, lambda t, g: 30, mem=lambda t, g: 0.6, cpu=lambda t: cpu)
+    _, result = run(120, frame, scripts=[case("no_workers_train.py")], cpu_count=16)
+    (finding,) = result.findings
+    why = _loader_guidance(finding)["why"]
+    assert why.startswith(said), why
+    assert why.endswith("each step waits for its batch.")

@@ -250,7 +250,8 @@ GUIDES: dict[Category, dict] = {
     },
     Category.DATA_PREPROCESSING: {
         "what": "CPU-side loading, decoding and augmentation cannot keep up with the GPUs.",
-        "why": "The loader's CPUs are saturated; each step waits for its batch.",
+        "why": "The loading processes cannot prepare batches as fast as the GPUs use them (CPU-bound decoding and "
+        "augmentation, or too few worker processes to spread them over); each step waits for its batch.",
         "fixes": {
             "default": (
                 "Give the loader enough workers for the CPUs the job has, prefetch, keep workers alive; move "
@@ -419,7 +420,7 @@ def guidance_for(
     return {
         "title": category.label,
         "what": guide["what"],
-        "why": guide["why"],
+        "why": _loader_why(numbers, job) if category == Category.DATA_PREPROCESSING else guide["why"],
         "change": change + (f" {settings_text}" if settings_text else ""),
         "before": _fill(before, values),
         "after": _fill(after, values),
@@ -501,6 +502,49 @@ def loader_settings(numbers: dict, job: dict) -> dict:
             )
         ),
     }
+
+
+def _loader_why(numbers: dict, job: dict) -> str:
+    """Why a loader-bound job's GPUs wait, saying only what was measured or seen: the CPU metric when it showed the
+    allocation or the loading processes' cores busy; without one, the worker count, a worker warning (named by what
+    printed it) or a profiler trace that the finding rests on."""
+    cpu, cpus = numbers.get("cpu_util_training"), numbers.get("cpu_count") or job.get("cpu_count")
+    busy = numbers.get("cpu_busy")
+    if cpu is not None and busy == "allocation":
+        return (
+            f"The CPUs ran at {cpu:.0f} % of the job's allocation ({cpus or '?'} cores) during training: loading, "
+            "decoding and augmenting the batches took all of them, and each step waits for its batch."
+        )
+    if cpu is not None and busy == "loading_cores":
+        processes = numbers.get("loading_processes") or 1
+        plural = "es" if processes > 1 else ""
+        return (
+            f"The CPUs ran at {cpu:.0f} % of the job's allocation ({cpus or '?'} cores), about "
+            f"{numbers.get('busy_cores')} cores busy: all that the {processes} loading process{plural} can use, so "
+            "the other cores idle while each step waits for its batch."
+        )
+    seen = []
+    workers = numbers.get("num_workers")
+    if workers == 0:
+        seen.append("num_workers=0 (the training process loads every batch itself, between its steps)")
+    elif workers is not None:
+        seen.append(f"num_workers={workers}")
+    seen.extend(numbers.get("worker_warnings") or [])
+    if numbers.get("host_wait_share") is not None:
+        seen.append(f"the profiler shows the GPU waiting on the host {numbers['host_wait_share']:.0%} of idle time")
+    if cpu is not None:  # measured, but neither the allocation nor the loading cores busy (a warning or a trace)
+        measured = f"The CPUs ran at {cpu:.0f} % of the job's allocation, not saturated; "
+    else:
+        measured = "No CPU metric was recorded for this job, so how busy its CPUs were is not known; "
+    waits = "Each step waits for its batch while the loading prepares it. "
+    if numbers.get("remote_reads"):  # contributing to remote_data_reading: the loading waits on the reads
+        where = numbers["remote_reads"]
+        waits = f"Each step waits for its batch while the loading reads it from remote storage ({where}). "
+    return (
+        waits
+        + measured
+        + ("what was seen: " + "; ".join(seen) + "." if seen else "the finding rests on the loader's settings.")
+    )
 
 
 def _job_values(category: Category, numbers: dict, job: dict, sub_cause: str = "") -> dict:

@@ -52,12 +52,40 @@ _WORKER_WARNING = re.compile(
     re.IGNORECASE,
 )
 _SLOW_LOADER = re.compile(r"does not have many workers", re.IGNORECASE)
+# Lightning names the loader ("The 'train_dataloader' does not ...", 1.x: "The dataloader, train_dataloader, does
+# not ...") and suggests a count (2.x: "to `num_workers=15`", 1.x: "(try 16 which is the number of cpus ...").
+_SLOW_LOADER_NAME = re.compile(r"'(\w{1,80})' does not have many workers|dataloader, (\w{1,80}), does not", re.I)
+_SLOW_LOADER_SUGGESTS = re.compile(r"to `?num_workers=(\d{1,6})`?|\(try (\d{1,6}) which is the number of cpus", re.I)
 _SOCKET = re.compile(r"\bUsing network Socket\b|NET/Socket", re.IGNORECASE)
 _DATAPARALLEL = re.compile(r"nn\.DataParallel|torch/nn/parallel/_functions\.py|data_parallel", re.IGNORECASE)
 # pycocotools' own timing of each step it prints without a time: "Done (t=0.52s)" (loading annotations), "DONE
 # (t=4790.12s)." (evaluate, accumulate). Each measures work done between the lines around it.
 _COCO_DONE = re.compile(r"^\s*DONE \(t=(\d{1,9}(?:\.\d{1,6})?)s\)\.?\s*$", re.IGNORECASE)
 _INSPECT_ALIVE = re.compile(r"\bholding the node\b|\bkeeping the process alive\b|\bsleep (?:infinity|\d+[hd]?)\b", re.I)
+
+
+class WorkerWarning(NamedTuple):
+    """A warning about a DataLoader's worker count, named by what printed it: PyTorch's "This DataLoader will create
+    32 worker processes in total. Our suggested max number of worker in current system is 16" (too many), or
+    Lightning's "The 'train_dataloader' does not have many workers which may be a bottleneck" (too few)."""
+
+    created: int  # PyTorch's: the workers the loader creates (0 for Lightning's)
+    suggested_max: int  # PyTorch's: its suggested most for the machine (0 for Lightning's)
+    line: LogLine
+    by: str = "PyTorch"  # "PyTorch" or "Lightning"
+    loader: str = ""  # Lightning's: the loader it names ('train_dataloader')
+    suggests: str = ""  # Lightning's suggestion, in words ("num_workers=15", "16, the machine's CPUs")
+
+    def said(self) -> str:
+        """What it warned of, for a finding's summary."""
+        if self.by == "Lightning":
+            loader = repr(self.loader) if self.loader else "a loader"
+            text = f"Lightning warned that {loader} does not have many workers"
+            return text + (f" (it suggests {self.suggests})" if self.suggests else "")
+        return (
+            f"PyTorch warned that the DataLoader would create {self.created} worker processes, more than the "
+            f"{self.suggested_max} it suggests for the machine"
+        )
 
 
 class UntimedRun(NamedTuple):
@@ -82,7 +110,7 @@ class LogEvidence:
     lines: int
     timestamped_lines: int
     batch_sizes: list[tuple[int, LogLine]]
-    worker_warnings: list[tuple[int, int, LogLine]]  # (workers created, suggested max, line)
+    worker_warnings: list[WorkerWarning]
     socket_lines: list[LogLine]
     dataparallel_lines: list[LogLine]
     hold_lines: list[LogLine]  # "holding the node", "keeping the process alive"
@@ -206,9 +234,16 @@ def extract_log_evidence(logs: list[tuple[str, str]], started: datetime | None =
             if has_batch and (match := _BATCH.search(raw)):
                 evidence.batch_sizes.append((int(match.group(1)), line))
             if match := _WORKER_WARNING.search(raw):
-                evidence.worker_warnings.append((int(match.group(1)), int(match.group(2)), line))
+                evidence.worker_warnings.append(WorkerWarning(int(match.group(1)), int(match.group(2)), line))
             elif _SLOW_LOADER.search(raw):
-                evidence.worker_warnings.append((0, 0, line))
+                name = _SLOW_LOADER_NAME.search(raw)
+                count = _SLOW_LOADER_SUGGESTS.search(raw)
+                suggests = ""
+                if count:
+                    by_count = f"num_workers={count.group(1)}"
+                    suggests = by_count if count.group(1) else f"{count.group(2)}, the machine's CPUs"
+                loader = (name.group(1) or name.group(2)) if name else ""
+                evidence.worker_warnings.append(WorkerWarning(0, 0, line, "Lightning", loader, suggests))
             if _SOCKET.search(raw):
                 evidence.socket_lines.append(line)
             if _DATAPARALLEL.search(raw):
@@ -248,7 +283,7 @@ def _renumber(evidence: LogEvidence, marks: tuple[int, ...], gap: Gap) -> None:
     events, batches, warnings, sockets, parallel, holds, stamped, runs = marks
     evidence.events[events:] = [moved(line) for line in evidence.events[events:]]
     evidence.batch_sizes[batches:] = [(size, moved(line)) for size, line in evidence.batch_sizes[batches:]]
-    evidence.worker_warnings[warnings:] = [(a, b, moved(line)) for a, b, line in evidence.worker_warnings[warnings:]]
+    evidence.worker_warnings[warnings:] = [w._replace(line=moved(w.line)) for w in evidence.worker_warnings[warnings:]]
     evidence.socket_lines[sockets:] = [moved(line) for line in evidence.socket_lines[sockets:]]
     evidence.dataparallel_lines[parallel:] = [moved(line) for line in evidence.dataparallel_lines[parallel:]]
     evidence.hold_lines[holds:] = [moved(line) for line in evidence.hold_lines[holds:]]

@@ -149,7 +149,7 @@ def data_preprocessing(ev: Evidence, th: dict) -> list[Finding]:
     per_process = cpus // max(ev.job.node_count, 1) if cpus else None
     saturated = cpu is not None and cpu >= th["cpu_saturated"]
     few = num_workers is not None and num_workers < th["loader_min_workers"]
-    too_many = bool(warnings and warnings[0][0]) or (
+    too_many = bool(warnings and warnings[0].created) or (
         num_workers is not None and per_process is not None and num_workers > per_process
     )
     host_wait = [t for t in ev.traces if t.host_wait_share >= th["host_wait_min_share"]]
@@ -203,8 +203,8 @@ def data_preprocessing(ev: Evidence, th: dict) -> list[Finding]:
         parts.append(f"the CPUs ran at {cpu:.0f} % of the allocation ({cpus or '?'} cores)")
     if num_workers is not None:
         parts.append(f"num_workers={num_workers}")
-    if warnings:
-        parts.append("PyTorch warned about the worker count")
+    said = list(dict.fromkeys(w.said() for w in warnings))  # each warning once, as it was printed first
+    parts.extend(said[:2])
     if host_wait:
         parts.append(f"the profiler shows the GPU waiting on the host {host_wait[0].host_wait_share:.0%} of idle time")
     summary = "Data loading and preprocessing on the CPU cannot keep the GPUs fed: " + "; ".join(parts) + "."
@@ -231,7 +231,7 @@ def data_preprocessing(ev: Evidence, th: dict) -> list[Finding]:
             confidence=confidence,
             summary=summary,
             windows=[p.training],
-            log_lines=[line for *_, line in warnings[:2]],
+            log_lines=[w.line for w in warnings[:2]],
             code=quoted_once(loaders)[:3],
             numbers={
                 "cpu_util_training": None if cpu is None else round(cpu, 1),
@@ -239,7 +239,14 @@ def data_preprocessing(ev: Evidence, th: dict) -> list[Finding]:
                 "gpu_count": ev.job.gpu_count,
                 "node_count": ev.job.node_count,
                 "num_workers": num_workers,
-                "suggested_max_workers": warnings[0][1] if warnings and warnings[0][1] else None,
+                "suggested_max_workers": warnings[0].suggested_max if warnings and warnings[0].suggested_max else None,
+                # What was measured or seen, for the guidance to say so and no more (CPU metric, warning, trace).
+                "cpu_busy": "allocation" if saturated else ("loading_cores" if loaders_busy else None),
+                "loading_processes": loader_cores // (num_workers + 1) if loaders_busy else None,
+                "busy_cores": round(busy_cores, 1) if loaders_busy else None,
+                "worker_warning_by": warnings[0].by if warnings else None,
+                "worker_warnings": said[:2],
+                "host_wait_share": round(host_wait[0].host_wait_share, 3) if host_wait else None,
                 **_layout(ev),
                 **behind,
             },
