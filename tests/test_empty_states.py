@@ -123,3 +123,23 @@ def test_the_pages_that_count_recoverable_gpu_hours_say_what_they_are(client, op
         text = client.get(url, period).content.decode()
         assert "Recoverable GPU-hours: the unused GPU-hours the rules lay at a cause" in text, url
         assert "attributed gpu-hours" not in text.lower(), url
+
+
+@pytest.mark.django_db
+def test_the_deliveries_page_says_whether_nothing_went_out_or_nothing_matches(client, operator):
+    """The deliveries page said "No deliveries match." both on a new install, where nothing has gone out
+    (there was nothing to match), and under filters, with no way back to every delivery but to unpick
+    each one."""
+    from triage.digests.models import Delivery, DigestKind
+
+    url = reverse("digests:deliveries")
+    client.force_login(operator)
+    text = client.get(url).content.decode()
+    assert "No digest or idle alert has gone out yet" in text and "No deliveries match" not in text
+    Delivery.objects.create(
+        recipient="ana@example.org", kind=DigestKind.OPERATOR, iso_week="2026-W47", status=Delivery.Status.SENT
+    )
+    for query in ({"status": "failed"}, {"week": "2026-W01"}, {"kind": DigestKind.IDLE_ALERT}):
+        text = client.get(url, query).content.decode()
+        assert "No delivery matches these filters." in text, query
+        assert f'<a href="{url}">Show every delivery</a>' in text, query
