@@ -196,7 +196,8 @@ def test_overview_query_count_does_not_grow_with_jobs(client, operator, fleet, d
     for i in range(30):
         JobFactory(team=TeamFactory(slug=f"extra-{i}"), start_time=WEEK_START + timedelta(hours=i))
     RuleSet.current()  # a fleet that triages has its first rule set
-    with django_assert_max_num_queries(17):  # one the rules' low-utilization threshold, one the reader's time zone
+    # one the rules' low-utilization threshold, one the reader's time zone, one the low jobs the rules did not judge
+    with django_assert_max_num_queries(18):
         overview(client)
 
 
@@ -208,7 +209,8 @@ def test_team_page_query_count_does_not_grow_with_its_jobs(client, member_a, tea
     for i in range(30):
         job = JobFactory(team=team_a, start_time=WEEK_START + timedelta(hours=i), unused_gpu_hours=i, coverage=1.0)
         _finding(job, list(Category)[i % 15], 1.0)
-    with django_assert_max_num_queries(22):  # as many for one job: none per job or cause (one: the time zone)
+    # as many for one job: none per job or cause (one: the time zone; one: the low jobs the rules did not judge)
+    with django_assert_max_num_queries(23):
         page = client.get(reverse("dashboard:team-detail", args=["team-a"]), week)
     assert page.status_code == 200 and len(page.context["worst_jobs"]) == 15 and len(page.context["causes"]) == 15
 
@@ -1119,3 +1121,54 @@ def test_a_cause_pages_fixes_name_their_sub_causes_in_words(client, operator):
     page = client.get(reverse("dashboard:category-detail", args=["data_exchange"])).content.decode()
     assert "<h3>Unbucketed allreduce over sockets: " in page
     assert "unbucketed_allreduce_over_sockets" not in page
+
+
+def test_the_overview_says_which_low_utilization_jobs_the_triaged_figure_leaves_out(client, operator, team_a):
+    """The card said 19 low-utilization jobs while the note said 'Every one of the 18 triaged
+    low-utilization jobs has a cause': the one between was a job the operator rates in a blind study.
+    The page says what the others are (not triaged yet, too little data, a failed triage, rated blind),
+    each counted and linked, so the two numbers add up; a rater reads nothing of their jobs' results."""
+    from triage.labeling.models import Assignment, Study, StudyJob, StudyRater
+    from triage.models import JobTriage, RuleSet
+
+    day = WEEK_START + timedelta(days=1)
+    rules = RuleSet.current()
+    explained, queued, thin, failed, rated = (
+        JobFactory(team=team_a, start_time=day, mean_gpu_util=20, name=name)
+        for name in ("explained", "queued", "thin", "failed", "rated")
+    )
+    JobTriage.objects.create(job=explained, rule_set=rules, status="classified", is_current=True)
+    JobTriage.objects.create(job=thin, rule_set=rules, status="insufficient_data", is_current=True)
+    JobTriage.objects.create(job=failed, rule_set=rules, status="error", is_current=True)
+    JobTriage.objects.create(job=rated, rule_set=rules, status="insufficient_data", is_current=True)
+    study = Study.objects.create(name="pilot", created_by=operator, seed=1, show_findings=False)
+    StudyRater.objects.create(study=study, user=operator)
+    Assignment.objects.create(item=StudyJob.objects.create(study=study, job=rated, position=1), rater=operator)
+    client.force_login(operator)
+    response = overview(client)
+    page = response.content.decode()
+    assert card(response, "Low-utilization jobs")["value"] == "5"
+    assert "The one triaged low-utilization job has a cause: none is unclassified." in page
+    text = re.sub(r"<[^>]+>", "", page.split('id="low-not-judged"')[1].split("</p>")[0].split(">", 1)[1])
+    assert " ".join(text.split()) == (
+        "The 5 low-utilization jobs also include 1 not triaged yet, 1 with too little data for the rules to judge, "
+        "1 whose triage failed and 1 you rate in a blind study (its causes stay hidden from you until you submit "
+        "your labels)."
+    )
+    for text, name in (("1 not triaged yet", "queued"), ("1 with too little data for the rules to judge", "thin"),
+                       ("1 whose triage failed", "failed")):  # fmt: skip
+        listed = client.get(_linked(page, text))
+        assert [job.name for job in listed.context["page"].object_list] == [name]
+    assert _linked(page, "1 you rate in a blind study") == reverse("labeling:study-list")
+
+    week = {"from": "2026-11-16", "to": "2026-11-22"}
+    team_page = client.get(reverse("dashboard:team-detail", args=[team_a.slug]), week).content.decode()
+    assert "The 5 low-utilization jobs also include 1 not triaged yet" in re.sub(r"<[^>]+>", "", team_page)
+
+    JobTriage.objects.create(job=queued, rule_set=rules, status="classified", is_current=True)
+    JobTriage.objects.filter(job__in=[thin, failed]).update(status="classified")
+    StudyRater.objects.filter(study=study).update(submitted_at=day)
+    page = overview(client).content.decode()
+    assert "Every one of the 4 triaged low-utilization jobs has a cause" in page
+    assert "also include" in page and ">1 with too little data" in page  # `rated`, no longer blind, was thin
+    assert "blind study" not in page

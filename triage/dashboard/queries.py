@@ -495,6 +495,40 @@ def unclassified_share(jobs, low_util_threshold: float) -> tuple[int, int]:
     return row["unclassified"], row["total"]
 
 
+class LowNotJudged(NamedTuple):
+    """The low-utilization jobs of a period that `unclassified_share`'s triaged figure leaves out, by why:
+    the card counts them all, the note under the causes only the judged, and the page says the rest."""
+
+    not_triaged: int  # no current result: queued, or its task lost until the sweep re-queues it
+    insufficient_data: int  # too little data to judge (a Slurm step-accounting average: no time series)
+    error: int  # triage failed
+    blinded: int  # rated by this viewer in a blind study: counted whatever the rules found
+
+    @property
+    def total(self) -> int:
+        return self.not_triaged + self.insufficient_data + self.error + self.blinded
+
+
+def low_not_judged(jobs, judged, low_util_threshold: float) -> LowNotJudged:
+    """Why the low-utilization `jobs` outside `unclassified_share(judged)` are outside it. `judged` is
+    `jobs` less those the viewer rates blind, which are counted as such alone, never by their results."""
+    from triage.models import JobTriage, TriageStatus
+
+    current = JobTriage.objects.filter(job=OuterRef("pk"), is_current=True).values("status")[:1]
+    judged_q = Q(pk__in=judged.values("pk"))
+    row = (
+        jobs.low_utilization(low_util_threshold)
+        .annotate(current_status=Subquery(current))
+        .aggregate(  # one query, as the page counts its queries
+            not_triaged=Count("pk", filter=judged_q & Q(current_status__isnull=True)),
+            insufficient=Count("pk", filter=judged_q & Q(current_status=TriageStatus.INSUFFICIENT_DATA)),
+            error=Count("pk", filter=judged_q & Q(current_status=TriageStatus.ERROR)),
+            blinded=Count("pk", filter=~judged_q),
+        )
+    )
+    return LowNotJudged(row["not_triaged"], row["insufficient"], row["error"], row["blinded"])
+
+
 def category_trend(jobs, category: str, period: Period, weeks: int = 12) -> list[dict]:
     """Jobs detected with one category, and their GPU-hours, per week up to the period's end, from
     the week of the first of `jobs` on: before it a week has no data, and its zero would read as a

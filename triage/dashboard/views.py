@@ -48,7 +48,7 @@ from triage.models import Finding, JobTriage, RuleSet, TriageStatus, low_util_th
 from triage.taxonomy import Category
 
 from . import figures, files, queries, timeline
-from .filters import JobFilter
+from .filters import NOT_TRIAGED, JobFilter
 from .periods import PRESETS, Period, parse_period
 
 TEAM_SORTS = {
@@ -137,6 +137,24 @@ def _jobs_query(period, cluster, **filters) -> str:
     return urlencode(filters | dates | ({"cluster": cluster} if cluster else {}))
 
 
+def _low_not_judged_parts(counts: queries.LowNotJudged, jobs_query: str, threshold: float) -> list[dict]:
+    """What the low-utilization card counts besides the triaged jobs, each with the page that lists them
+    (`_unclassified.html`): so "19 low-utilization jobs" and "the 18 triaged" add up on the page."""
+    low = f"{reverse('dashboard:job-list')}?{jobs_query}&util_max={threshold:g}&status="
+    parts = [
+        (counts.not_triaged, "not triaged yet", low + NOT_TRIAGED, ""),
+        (counts.insufficient_data, "with too little data for the rules to judge", low + "insufficient_data", ""),
+        (counts.error, "whose triage failed", low + "error", ""),
+        (
+            counts.blinded,
+            "you rate in a blind study",
+            reverse("labeling:study-list"),
+            " (its causes stay hidden from you until you submit your labels)",
+        ),
+    ]
+    return [{"text": f"{n} {text}", "url": url, "after": after} for n, text, url, after in parts if n]
+
+
 def _kpi_cards(current: queries.Totals, previous: queries.Totals, *, jobs: bool = False) -> list[dict]:
     """The period's headline figures, each with its change against the previous period (the
     overview's and a team page's cards); `jobs` adds the number of jobs."""
@@ -205,6 +223,7 @@ def overview(request):
     judged = _judged(period_jobs, request)
     categories = [row | {"label": Category(row["category"]).label} for row in queries.by_category(judged, conversion)]
     unclassified, triaged_low = queries.unclassified_share(judged, threshold)
+    low_not_judged = queries.low_not_judged(period_jobs, judged, threshold)
     trend = figures.weekly_trend(queries.weekly_trend(jobs, period))
     context = _context(request, scope) | {
         "cards": cards,
@@ -224,6 +243,7 @@ def overview(request):
         "unclassified": unclassified,
         "triaged_low": triaged_low,
         "jobs_query": _jobs_query(period, scope.cluster),
+        "low_not_judged": _low_not_judged_parts(low_not_judged, _jobs_query(period, scope.cluster), threshold),
         "nothing_yet": _nothing_yet(request) if scope.latest is None and not scope.cluster else "",
     }
     context |= _pricing_context(pricing)
@@ -314,6 +334,7 @@ def team_detail(request, slug: str):
             row | {"category": category, "change": headline_change(category), "set_aside": set_aside.get(category, 0)}
         )
     unclassified, triaged_low = queries.unclassified_share(judged_jobs, threshold)
+    low_not_judged = queries.low_not_judged(period_jobs, judged_jobs, threshold)
     trend = figures.weekly_trend(queries.weekly_trend(jobs, period))
     context = _context(request, scope) | {
         "team": team,
@@ -328,6 +349,9 @@ def team_detail(request, slug: str):
         "triaged_low": triaged_low,
         # The jobs list of this team, period and cluster, for the causes' links.
         "jobs_query": _jobs_query(period, cluster, team=team.slug),
+        "low_not_judged": _low_not_judged_parts(
+            low_not_judged, _jobs_query(period, cluster, team=team.slug), threshold
+        ),
     }
     context |= _pricing_context(pricing)
     return render(request, "dashboard/team_detail.html", context)
