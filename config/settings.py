@@ -18,6 +18,7 @@ from celery.schedules import crontab
 from django.core.exceptions import ImproperlyConfigured
 
 from config.env import env_bool, env_float, env_int, env_list, env_str
+from config.sso import oidc_settings
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 DATA_DIR = Path(env_str("DATA_DIR", str(BASE_DIR / "data"))).resolve()
@@ -172,6 +173,13 @@ AUTHENTICATION_BACKENDS = [
     "axes.backends.AxesStandaloneBackend",
     "django.contrib.auth.backends.ModelBackend",
 ]
+# Single sign-on with an OpenID Connect provider (config/sso.py, fleet/sso.py, README "Single sign-on"):
+# off unless OIDC_ISSUER is set; the login page keeps its username and password for break-glass admins.
+_OIDC = oidc_settings()
+globals().update(_OIDC)
+OIDC_ENABLED = _OIDC["OIDC_ENABLED"]
+if OIDC_ENABLED:
+    AUTHENTICATION_BACKENDS.append("fleet.sso.SsoBackend")
 AXES_FAILURE_LIMIT = env_int("LOGIN_FAILURE_LIMIT", 5, minimum=1)
 AXES_COOLOFF_TIME = timedelta(minutes=env_int("LOGIN_COOLOFF_MINUTES", 15, minimum=1))
 AXES_LOCKOUT_PARAMETERS = [["username", "ip_address"]]

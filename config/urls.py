@@ -5,13 +5,17 @@ from django.urls import include, path, re_path
 from config.api import api_not_found
 from config.methods import with_form
 from fleet.accounts import PasswordResetForm, SettingsView, time_zone_view
+from fleet.sso import SsoLoginView, sso_callback, sso_login
 from triage.views import metrics
 
 # Django's form views take PUT as a POST (ProcessFormView.put): a form is posted, nothing else.
 FORM = ["get", "post", "head", "options"]
 
 urlpatterns = [
-    path("login/", auth_views.LoginView.as_view(http_method_names=FORM), name="login"),
+    path("login/", SsoLoginView.as_view(http_method_names=FORM), name="login"),
+    # Single sign-on (fleet/sso.py): to the provider and back; 404 unless OIDC_ISSUER is set.
+    path("login/sso/", sso_login, name="sso-login"),
+    path("login/sso/callback/", sso_callback, name="sso-callback"),
     path("logout/", auth_views.LogoutView.as_view(), name="logout"),
     # A person changes the password an operator gave them (the other sessions are logged out).
     # Their settings page (its address kept from when it was only that): the time zone pages show

@@ -18,6 +18,7 @@ from fleet.models import (
     Job,
     LogEvent,
     Owner,
+    SsoIdentity,
     Team,
     UserProfile,
 )
@@ -196,6 +197,17 @@ class UserProfileAdmin(admin.ModelAdmin):
     list_display = ["user", "time_zone"]
     search_fields = ["user__username", "time_zone"]
     autocomplete_fields = ["user"]
+
+
+@admin.register(SsoIdentity)
+class SsoIdentityAdmin(admin.ModelAdmin):
+    """Who a user is at the single sign-on provider (fleet/sso.py). Adding one links a local account to
+    a provider's subject, the one way a sign-in reaches an account it did not create."""
+
+    list_display = ["user", "subject", "issuer"]
+    search_fields = ["user__username", "subject"]
+    autocomplete_fields = ["user"]
+    readonly_fields = ["last_login_groups"]
 
 
 @admin.register(Owner)

@@ -67,6 +67,28 @@ class UserProfile(models.Model):
         return f"{self.user}: {self.time_zone}"
 
 
+class SsoIdentity(models.Model):
+    """Who a platform user is at the single sign-on provider: its issuer and the subject (`sub`) it
+    gives them, which never changes. A sign-in finds its user by this pair only, never by a username
+    or an email address that matches (fleet/sso.py); an administrator may link a local account by
+    adding one in the admin."""
+
+    user = models.OneToOneField(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="sso_identity")
+    issuer = models.CharField(max_length=255)
+    subject = models.CharField(max_length=255)
+    last_login_groups = models.JSONField(
+        default=list, blank=True, help_text="The provider's groups at the last sign-in."
+    )
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["issuer", "subject"], name="sso_identity_unique_subject")]
+        verbose_name = "SSO identity"
+        verbose_name_plural = "SSO identities"
+
+    def __str__(self) -> str:
+        return f"{self.user} = {self.subject} at {self.issuer}"
+
+
 class ClusterQuerySet(models.QuerySet):
     def visible_to(self, user) -> ClusterQuerySet:
         """Clusters a user may see: all for operators and researchers, else those their teams ran jobs

@@ -1,0 +1,151 @@
+"""Single sign-on with an OpenID Connect provider (Keycloak, Okta, Entra ID, Dex, Google): its settings.
+
+Off unless OIDC_ISSUER is set. Then the endpoints, the client and the group mappings must be set too,
+and are checked here at start-up, so a typo stops the service with a message naming the variable
+rather than failing the first person who clicks "Sign in with ...". The names the library
+(mozilla-django-oidc) reads are produced from ours; how a sign-in is handled is fleet/sso.py.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import re
+from pathlib import Path
+from urllib.parse import urlsplit
+
+from django.core.exceptions import ImproperlyConfigured
+
+from config.env import env_bool, env_float, env_list, env_str
+
+SIGN_ALGORITHMS = ("RS256", "RS384", "RS512", "ES256", "ES384", "ES512", "PS256", "PS384", "PS512")
+ENDPOINTS = {
+    # ours: the library's
+    "OIDC_AUTHORIZATION_ENDPOINT": "OIDC_OP_AUTHORIZATION_ENDPOINT",
+    "OIDC_TOKEN_ENDPOINT": "OIDC_OP_TOKEN_ENDPOINT",
+    "OIDC_USERINFO_ENDPOINT": "OIDC_OP_USER_ENDPOINT",
+    "OIDC_JWKS_URI": "OIDC_OP_JWKS_ENDPOINT",
+}
+_SLUG = re.compile(r"[-a-zA-Z0-9_]+")
+
+
+def _is_loopback(host: str) -> bool:
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def _url(name: str, value: str, *, allow_http: bool) -> str:
+    parts = urlsplit(value)
+    if parts.scheme not in ("https", "http") or not parts.hostname:
+        raise ImproperlyConfigured(f"{name}={value!r} is not an https:// URL.")
+    if parts.scheme == "http" and not (allow_http or _is_loopback(parts.hostname)):
+        # The token endpoint's answer is the login; the JWKS the keys that vouch for it.
+        raise ImproperlyConfigured(
+            f"{name}={value!r} must be https:// (http only to this machine, or with OIDC_ALLOW_HTTP=1)."
+        )
+    return value
+
+
+def _client_secret() -> str:
+    secret, secret_file = env_str("OIDC_CLIENT_SECRET"), env_str("OIDC_CLIENT_SECRET_FILE")
+    if secret and secret_file:
+        raise ImproperlyConfigured("Set OIDC_CLIENT_SECRET or OIDC_CLIENT_SECRET_FILE, not both.")
+    if secret_file:
+        try:
+            secret = Path(secret_file).read_text(encoding="utf-8").strip()
+        except OSError as exc:  # the message names the file, never its content
+            raise ImproperlyConfigured(
+                f"OIDC_CLIENT_SECRET_FILE={secret_file!r} cannot be read: {exc.strerror}."
+            ) from None
+        if not secret:
+            raise ImproperlyConfigured(f"OIDC_CLIENT_SECRET_FILE={secret_file!r} is empty.")
+    if not secret:
+        raise ImproperlyConfigured("OIDC_ISSUER is set: set OIDC_CLIENT_SECRET or OIDC_CLIENT_SECRET_FILE too.")
+    return secret
+
+
+def _team_groups() -> dict[str, tuple[str, ...]]:
+    """OIDC_TEAM_GROUPS: "idp-group=team-slug,other-group=team-slug": the teams each group stands for."""
+    mapping: dict[str, list[str]] = {}
+    for entry in env_list("OIDC_TEAM_GROUPS", []):
+        group, sep, slug = (part.strip() for part in entry.rpartition("="))
+        if not sep or not group or not _SLUG.fullmatch(slug):
+            raise ImproperlyConfigured(
+                f"OIDC_TEAM_GROUPS: {entry!r} is not group=team-slug (e.g. gpu-vision=vision; a slug is "
+                "letters, digits, - and _)."
+            )
+        mapping.setdefault(group, []).append(slug)
+    return {group: tuple(slugs) for group, slugs in mapping.items()}
+
+
+def oidc_settings() -> dict:
+    """The Django settings of single sign-on, from the environment: {"OIDC_ENABLED": False} when off."""
+    issuer = env_str("OIDC_ISSUER").strip()
+    if not issuer:
+        stray = sorted(
+            name
+            for name in (
+                *ENDPOINTS,
+                "OIDC_CLIENT_ID",
+                "OIDC_CLIENT_SECRET",
+                "OIDC_CLIENT_SECRET_FILE",
+                "OIDC_TEAM_GROUPS",
+            )
+            if env_str(name)
+        )
+        if stray:
+            raise ImproperlyConfigured(f"{', '.join(stray)} set without OIDC_ISSUER: set it to turn single sign-on on.")
+        return {"OIDC_ENABLED": False}
+    allow_http = env_bool("OIDC_ALLOW_HTTP", False)
+    settings: dict = {"OIDC_ENABLED": True, "OIDC_ISSUER": _url("OIDC_ISSUER", issuer, allow_http=allow_http)}
+    for ours, theirs in ENDPOINTS.items():
+        value = env_str(ours).strip()
+        if not value:
+            raise ImproperlyConfigured(
+                f"OIDC_ISSUER is set: set {ours} too (the provider's /.well-known/openid-configuration lists it)."
+            )
+        settings[theirs] = _url(ours, value, allow_http=allow_http)
+    client_id = env_str("OIDC_CLIENT_ID").strip()
+    if not client_id:
+        raise ImproperlyConfigured("OIDC_ISSUER is set: set OIDC_CLIENT_ID too.")
+    scopes = env_str("OIDC_SCOPES", "openid email profile").split()
+    if "openid" not in scopes:
+        raise ImproperlyConfigured(f"OIDC_SCOPES={' '.join(scopes)!r} must include openid.")
+    algorithm = env_str("OIDC_SIGN_ALGO", "RS256").strip()
+    if algorithm not in SIGN_ALGORITHMS:
+        raise ImproperlyConfigured(f"OIDC_SIGN_ALGO={algorithm!r} is not one of {', '.join(SIGN_ALGORITHMS)}.")
+    team_groups = _team_groups()
+    operator_groups = tuple(env_list("OIDC_OPERATOR_GROUPS", []))
+    researcher_groups = tuple(env_list("OIDC_RESEARCHER_GROUPS", []))
+    if not (team_groups or operator_groups or researcher_groups):
+        raise ImproperlyConfigured(
+            "OIDC_ISSUER is set but no group gives access: set OIDC_TEAM_GROUPS, OIDC_OPERATOR_GROUPS "
+            "or OIDC_RESEARCHER_GROUPS (a person in none of them is refused)."
+        )
+    settings.update(
+        {
+            "OIDC_PROVIDER_NAME": env_str("OIDC_PROVIDER_NAME", "single sign-on").strip() or "single sign-on",
+            "OIDC_RP_CLIENT_ID": client_id,
+            "OIDC_RP_CLIENT_SECRET": _client_secret(),
+            "OIDC_RP_SCOPES": " ".join(scopes),
+            "OIDC_RP_SIGN_ALGO": algorithm,
+            "OIDC_USERNAME_CLAIM": env_str("OIDC_USERNAME_CLAIM", "preferred_username").strip(),
+            "OIDC_GROUPS_CLAIM": env_str("OIDC_GROUPS_CLAIM", "groups").strip(),
+            "OIDC_TEAM_GROUPS": team_groups,
+            "OIDC_OPERATOR_GROUPS": operator_groups,
+            "OIDC_RESEARCHER_GROUPS": researcher_groups,
+            # The library's: state and nonce in the session (its defaults), PKCE S256 on top.
+            "OIDC_USE_NONCE": True,
+            "OIDC_USE_PKCE": True,
+            "OIDC_TOKEN_USE_BASIC_AUTH": env_bool("OIDC_CLIENT_AUTH_BASIC", False),
+            "OIDC_TIMEOUT": env_float("OIDC_TIMEOUT", 10.0, minimum=0.1),
+            "OIDC_VERIFY_SSL": True,
+            "OIDC_AUTHENTICATION_CALLBACK_URL": "sso-callback",
+            "OIDC_STORE_ACCESS_TOKEN": False,
+            "OIDC_STORE_ID_TOKEN": False,
+        }
+    )
+    return settings

@@ -1,0 +1,280 @@
+"""Single sign-on: OpenID Connect's authorization code flow by mozilla-django-oidc, with our rules.
+
+The library sends the browser to the provider with a state, a nonce and a PKCE challenge kept in the
+session, takes the code back, trades it (with the client secret) for tokens, checks the ID token's
+signature against the provider's JWKS and the nonce. On top of that (`SsoBackend`):
+
+- the ID token must come from OIDC_ISSUER and be meant for OIDC_CLIENT_ID (the library checks
+  neither), and the userinfo's `sub` must be the ID token's;
+- a sign-in is the account whose stored (issuer, subject) it is (`fleet.models.SsoIdentity`), or a
+  new account; never an existing one found by username or email address, which the provider may let
+  its users set (an account takeover). An account of that username already here is refused: an
+  administrator links it by adding its SSO identity in the admin;
+- teams (`Owner` rows) and roles (the operators and researchers groups) are set from the groups
+  claim on every sign-in, through OIDC_TEAM_GROUPS, OIDC_OPERATOR_GROUPS and OIDC_RESEARCHER_GROUPS:
+  a team left at the provider is left here at the next sign-in. Someone in no mapped group is told
+  they have no access (and an account that had some loses it), instead of seeing empty pages.
+
+Every refusal is a page saying what happened, never a 500; the client secret is neither shown nor
+logged. Local logins are untouched by all this (break-glass administrators).
+"""
+
+from __future__ import annotations
+
+import logging
+
+import jwt
+import requests
+from django.conf import settings
+from django.contrib import auth
+from django.contrib.auth import get_user_model
+from django.contrib.auth.models import Group
+from django.contrib.auth.views import LoginView
+from django.core.exceptions import SuspiciousOperation
+from django.db import transaction
+from django.http import Http404
+from django.shortcuts import render
+from mozilla_django_oidc.auth import OIDCAuthenticationBackend
+from mozilla_django_oidc.views import OIDCAuthenticationCallbackView, OIDCAuthenticationRequestView
+
+from config.methods import read_only
+from fleet import audit
+from fleet.access import OPERATORS_GROUP, RESEARCHERS_GROUP
+from fleet.models import Owner, SsoIdentity, Team
+
+logger = logging.getLogger(__name__)
+
+
+class Refused(Exception):
+    """A sign-in that must not go on, with what the person is told."""
+
+    def __init__(self, title: str, message: str, status: int = 403):
+        super().__init__(message)
+        self.title, self.message, self.status = title, message, status
+
+
+def mapped_access(groups) -> tuple[set[str], set[str]]:
+    """(team slugs, role group names) the provider's groups give, by the settings' mappings."""
+    groups = set(groups)
+    teams = {slug for group in groups for slug in settings.OIDC_TEAM_GROUPS.get(group, ())}
+    roles = set()
+    if groups & set(settings.OIDC_OPERATOR_GROUPS):
+        roles.add(OPERATORS_GROUP)
+    if groups & set(settings.OIDC_RESEARCHER_GROUPS):
+        roles.add(RESEARCHERS_GROUP)
+    return teams, roles
+
+
+def groups_of(claims: dict) -> list[str]:
+    """The groups claim as a list of names: providers send a list, a few one string for one group."""
+    value = claims.get(settings.OIDC_GROUPS_CLAIM)
+    if isinstance(value, str):
+        return [value]
+    if isinstance(value, list | tuple):
+        return [item for item in value if isinstance(item, str)]
+    return []
+
+
+def sync_access(user, teams: set[str], roles: set[str]) -> dict:
+    """Make the user's team memberships and roles exactly these; record a change in the audit log.
+    A team named by a mapping but not yet here (no job has named it) is created, so the membership
+    holds once its jobs arrive."""
+    had_teams = set(Owner.objects.filter(user=user).values_list("team__slug", flat=True))
+    had_roles = set(user.groups.filter(name__in=(OPERATORS_GROUP, RESEARCHERS_GROUP)).values_list("name", flat=True))
+    Owner.objects.filter(user=user).exclude(team__slug__in=teams).delete()
+    for slug in sorted(teams - had_teams):
+        team, _ = Team.objects.get_or_create(slug=slug, defaults={"name": slug})
+        Owner.objects.get_or_create(user=user, team=team)
+    for name in (OPERATORS_GROUP, RESEARCHERS_GROUP):
+        if name in roles and name not in had_roles:
+            user.groups.add(Group.objects.get_or_create(name=name)[0])
+        elif name not in roles and name in had_roles:
+            user.groups.remove(Group.objects.get(name=name))
+    change = {
+        "teams_added": sorted(teams - had_teams),
+        "teams_removed": sorted(had_teams - teams),
+        "roles_added": sorted(roles - had_roles),
+        "roles_removed": sorted(had_roles - roles),
+    }
+    change = {key: value for key, value in change.items() if value}
+    if change:
+        audit.record(user, "sso.access-synced", user, change)
+    return change
+
+
+class SsoBackend(OIDCAuthenticationBackend):
+    """The library's backend with our identity rule and access sync (see the module's docstring)."""
+
+    def get_or_create_user(self, access_token, id_token, payload):
+        issuer, audience = payload.get("iss"), payload.get("aud")
+        audiences = audience if isinstance(audience, list) else [audience]
+        # Raised as Refused: the library would take a SuspiciousOperation from here for a mere failure.
+        if issuer != settings.OIDC_ISSUER or settings.OIDC_RP_CLIENT_ID not in audiences:
+            raise unverified(f"an ID token of issuer {issuer!r} for audience {audience!r}")
+        subject = payload.get("sub")
+        if not isinstance(subject, str) or not subject:
+            raise unverified("an ID token without a subject")
+        userinfo = self.get_userinfo(access_token, id_token, payload)
+        if userinfo.get("sub") != subject:
+            raise unverified("a userinfo answer about another subject than the ID token's")
+        claims = {**payload, **userinfo}
+        groups = groups_of(claims)
+        teams, roles = mapped_access(groups)
+        with transaction.atomic():
+            identity = SsoIdentity.objects.select_related("user").filter(issuer=issuer, subject=subject).first()
+            if identity is None:
+                if not (teams or roles):
+                    raise no_access()
+                user = self._new_user(claims)
+                identity = SsoIdentity.objects.create(user=user, issuer=issuer, subject=subject)
+            user = identity.user
+            if not user.is_active:
+                raise Refused(
+                    "Account disabled",
+                    "Your account here has been disabled. Ask an administrator of Fleet Triage.",
+                )
+            self._update_user(user, claims)
+            identity.last_login_groups = groups
+            identity.save(update_fields=["last_login_groups"])
+            sync_access(user, teams, roles)
+        if not (teams or roles):
+            raise no_access()
+        logger.info("SSO: %s signed in (teams %s, roles %s)", user.get_username(), sorted(teams), sorted(roles))
+        return user
+
+    def _username(self, claims) -> str:
+        username = claims.get(settings.OIDC_USERNAME_CLAIM)
+        if not isinstance(username, str) or not username.strip():
+            raise Refused(
+                "Sign-in refused",
+                f"The identity provider sent no {settings.OIDC_USERNAME_CLAIM!r} claim to name your account by. "
+                "Ask an administrator to check OIDC_USERNAME_CLAIM and the scopes asked for.",
+            )
+        username = username.strip()
+        max_length = get_user_model()._meta.get_field("username").max_length
+        if len(username) > max_length:
+            raise Refused(
+                "Sign-in refused", f"Your user name at the identity provider is longer than {max_length} characters."
+            )
+        return username
+
+    def _new_user(self, claims):
+        username = self._username(claims)
+        users = get_user_model().objects
+        if users.filter(username__iexact=username).exists():
+            # Never taken over by name: a local account (a break-glass admin's) stays theirs.
+            raise Refused(
+                "Sign-in refused",
+                f"An account named {username!r} exists here already and is not linked to your sign-in. "
+                "An administrator can link it (SSO identities, in the admin) or rename it.",
+            )
+        user = users.create_user(username, email=self._email(claims))  # no usable password: no reset mail
+        return user
+
+    @staticmethod
+    def _email(claims) -> str:
+        """The address, unless the provider says it is not verified (it may let people type any)."""
+        email = claims.get("email")
+        if not isinstance(email, str) or claims.get("email_verified") is False:
+            return ""
+        return email.strip()[:254]
+
+    def _update_user(self, user, claims) -> None:
+        fields = []
+        email = self._email(claims)
+        if email and email != user.email:
+            user.email = email
+            fields.append("email")
+        for claim, field in (("given_name", "first_name"), ("family_name", "last_name")):
+            value = claims.get(claim)
+            if isinstance(value, str) and value[:150] != getattr(user, field):
+                setattr(user, field, value[:150])
+                fields.append(field)
+        if fields:
+            user.save(update_fields=fields)
+
+
+UNVERIFIED = (
+    "This sign-in could not be verified, so it was refused. Try again from the login page; if it keeps "
+    "failing, tell an administrator (the server's log says why)."
+)
+
+
+def unverified(reason: str) -> Refused:
+    logger.warning("SSO: refused a sign-in that could not be verified: %s", reason)
+    return Refused("Sign-in failed", UNVERIFIED, 400)
+
+
+def no_access() -> Refused:
+    return Refused(
+        "No access",
+        f"You signed in with {settings.OIDC_PROVIDER_NAME}, but none of your groups there gives access to "
+        "Fleet Triage. Ask your platform team to add you to your team's group.",
+    )
+
+
+def refusal(request, title: str, message: str, status: int):
+    return render(
+        request,
+        "registration/sso_refused.html",
+        {"title": title, "message": message, "provider": settings.OIDC_PROVIDER_NAME},
+        status=status,
+    )
+
+
+class _RequestView(OIDCAuthenticationRequestView):
+    pass
+
+
+class _CallbackView(OIDCAuthenticationCallbackView):
+    def login_failure(self):
+        error = self.request.GET.get("error")
+        if error:
+            # The provider's own refusal (access_denied: the person said no, or is not allowed the app).
+            message = f"{settings.OIDC_PROVIDER_NAME} did not sign you in ({error[:100]})."
+        else:
+            message = "This sign-in could not be completed (it was started in another browser, or already used)."
+        return refusal(self.request, "Sign-in failed", message + " Try again from the login page.", 400)
+
+
+@read_only
+def sso_login(request):
+    """Off: no such page. On: to the provider, with state, nonce and PKCE kept in the session."""
+    if not settings.OIDC_ENABLED:
+        raise Http404
+    return _RequestView.as_view(http_method_names=["get", "head"])(request)
+
+
+@read_only
+def sso_callback(request):
+    """Where the provider sends the browser back: signed in, or a page saying why not."""
+    if not settings.OIDC_ENABLED:
+        raise Http404
+    try:
+        return _CallbackView.as_view(http_method_names=["get", "head"])(request)
+    except Refused as refused:
+        if refused.status == 403:  # no access, disabled: no session of an earlier login stays either
+            auth.logout(request)
+        return refusal(request, refused.title, refused.message, refused.status)
+    except (SuspiciousOperation, jwt.PyJWTError) as exc:
+        refused = unverified(str(exc))
+        return refusal(request, refused.title, refused.message, refused.status)
+    except requests.RequestException as exc:
+        # Its type and the answer's status only: never a request's body, which holds the client secret.
+        status = getattr(exc.response, "status_code", None)
+        logger.warning("SSO: the identity provider could not be asked: %s (status %s)", type(exc).__name__, status)
+        return refusal(
+            request,
+            "Sign-in failed",
+            f"{settings.OIDC_PROVIDER_NAME} could not be reached or refused the sign-in. Try again in a moment.",
+            502,
+        )
+
+
+class SsoLoginView(LoginView):
+    """Django's login page, offering "Sign in with <provider>" above the password form when SSO is on."""
+
+    def get_context_data(self, **kwargs):
+        context = super().get_context_data(**kwargs)
+        context["sso_provider"] = settings.OIDC_PROVIDER_NAME if settings.OIDC_ENABLED else None
+        return context

@@ -1,0 +1,163 @@
+"""A real OpenID Connect provider on loopback, for the single sign-on tests (tests/test_sso.py).
+
+    with FakeProvider() as provider:
+        provider.person = {"sub": "u-1", "preferred_username": "ada", "groups": ["gpu-vision"]}
+        provider.url            # the issuer; /auth, /token, /userinfo and /jwks under it
+
+It serves the authorization endpoint (which signs the person in at once and sends the browser back
+to the redirect_uri with a code and the state), the token endpoint (which checks the client secret,
+the redirect_uri and the PKCE verifier, and answers an RS256 ID token carrying the nonce), the
+userinfo endpoint (bearer token) and the JWKS. `tamper` makes the next ID tokens wrong on purpose:
+"nonce", "signature" (signed by another key under the same kid), "issuer" or "audience".
+"""
+
+from __future__ import annotations
+
+import base64
+import functools
+import hashlib
+import itertools
+import json
+import threading
+import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from urllib.parse import parse_qs, urlencode, urlsplit
+
+import jwt
+from cryptography.hazmat.primitives.asymmetric import rsa
+from jwt.algorithms import RSAAlgorithm
+
+CLIENT_ID = "fleet-triage"
+CLIENT_SECRET = "s3cret-of-the-client"  # noqa: S105 (a test's)
+KID = "test-key-1"
+
+
+@functools.cache
+def signing_keys() -> tuple[rsa.RSAPrivateKey, rsa.RSAPrivateKey]:
+    """The provider's key and a forger's, made once per test run (2048-bit RSA takes a while)."""
+    return tuple(rsa.generate_private_key(public_exponent=65537, key_size=2048) for _ in range(2))
+
+
+class FakeProvider:
+    def __init__(self):
+        self.key, self.other_key = signing_keys()
+        self.person: dict = {}
+        self.tamper = ""
+        self.grants: dict[str, dict] = {}
+        self.tokens: dict[str, dict] = {}
+        self.token_requests: list[dict] = []
+        self.counter = itertools.count(1)
+        provider = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def log_message(self, *args):
+                pass
+
+            def do_GET(self):
+                provider.get(self)
+
+            def do_POST(self):
+                provider.post(self)
+
+        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.httpd.daemon_threads = True
+        self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.httpd.server_address[1]}/realms/gpu"
+
+    def environment(self) -> dict[str, str]:
+        """The environment a deployment would set for this provider."""
+        return {
+            "OIDC_ISSUER": self.url,
+            "OIDC_AUTHORIZATION_ENDPOINT": f"{self.url}/auth",
+            "OIDC_TOKEN_ENDPOINT": f"{self.url}/token",
+            "OIDC_USERINFO_ENDPOINT": f"{self.url}/userinfo",
+            "OIDC_JWKS_URI": f"{self.url}/jwks",
+            "OIDC_CLIENT_ID": CLIENT_ID,
+            "OIDC_CLIENT_SECRET": CLIENT_SECRET,
+            "OIDC_PROVIDER_NAME": "Keycloak",
+            "OIDC_SCOPES": "openid email profile groups",
+        }
+
+    def __enter__(self):
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc):
+        self.httpd.shutdown()
+        self.httpd.server_close()
+
+    # --- the endpoints ---------------------------------------------------------------------
+    @staticmethod
+    def answer(handler, status: int, body: dict | None = None, headers: dict | None = None) -> None:
+        data = json.dumps(body).encode() if body is not None else b""
+        handler.send_response(status)
+        for name, value in (headers or {}).items():
+            handler.send_header(name, value)
+        handler.send_header("Content-Type", "application/json")
+        handler.send_header("Content-Length", str(len(data)))
+        handler.end_headers()
+        handler.wfile.write(data)
+
+    def get(self, handler) -> None:
+        parts = urlsplit(handler.path)
+        query = {key: values[0] for key, values in parse_qs(parts.query).items()}
+        path = parts.path.removeprefix("/realms/gpu")
+        if path == "/auth":
+            if query.get("client_id") != CLIENT_ID or query.get("response_type") != "code":
+                return self.answer(handler, 400, {"error": "invalid_request"})
+            code = f"code-{next(self.counter)}"
+            self.grants[code] = {**query, "person": dict(self.person)}
+            back = f"{query['redirect_uri']}?{urlencode({'code': code, 'state': query['state']})}"
+            return self.answer(handler, 302, None, {"Location": back})
+        if path == "/userinfo":
+            token = handler.headers.get("Authorization", "").removeprefix("Bearer ")
+            if token not in self.tokens:
+                return self.answer(handler, 401, {"error": "invalid_token"})
+            return self.answer(handler, 200, self.tokens[token])
+        if path == "/jwks":
+            jwk = RSAAlgorithm.to_jwk(self.key.public_key(), as_dict=True)
+            return self.answer(handler, 200, {"keys": [{**jwk, "kid": KID, "alg": "RS256", "use": "sig"}]})
+        return self.answer(handler, 404, {"error": "not_found"})
+
+    def post(self, handler) -> None:
+        length = int(handler.headers.get("Content-Length") or 0)
+        form = {key: values[0] for key, values in parse_qs(handler.rfile.read(length).decode()).items()}
+        self.token_requests.append(form)
+        if urlsplit(handler.path).path.removeprefix("/realms/gpu") != "/token":
+            return self.answer(handler, 404, {"error": "not_found"})
+        grant = self.grants.pop(form.get("code", ""), None)  # a code works once
+        if form.get("client_id") != CLIENT_ID or form.get("client_secret") != CLIENT_SECRET:
+            return self.answer(handler, 401, {"error": "invalid_client"})
+        if grant is None or form.get("redirect_uri") != grant["redirect_uri"]:
+            return self.answer(handler, 400, {"error": "invalid_grant"})
+        verifier = form.get("code_verifier", "")
+        challenge = base64.urlsafe_b64encode(hashlib.sha256(verifier.encode()).digest()).rstrip(b"=").decode()
+        if grant.get("code_challenge_method") != "S256" or challenge != grant.get("code_challenge"):
+            return self.answer(handler, 400, {"error": "invalid_grant", "error_description": "PKCE"})
+        person = grant["person"]
+        now = int(time.time())
+        claims = {
+            "iss": self.url,
+            "aud": CLIENT_ID,
+            "sub": person["sub"],
+            "iat": now,
+            "exp": now + 300,
+            "nonce": grant.get("nonce"),
+            **{key: value for key, value in person.items() if key != "sub"},
+        }
+        key = self.key
+        if self.tamper == "nonce":
+            claims["nonce"] = "not-the-nonce"
+        elif self.tamper == "issuer":
+            claims["iss"] = "https://evil.example/realms/gpu"
+        elif self.tamper == "audience":
+            claims["aud"] = "another-client"
+        elif self.tamper == "signature":
+            key = self.other_key
+        id_token = jwt.encode(claims, key, algorithm="RS256", headers={"kid": KID})
+        access_token = f"access-{next(self.counter)}"
+        self.tokens[access_token] = dict(person)
+        return self.answer(handler, 200, {"access_token": access_token, "id_token": id_token, "token_type": "Bearer"})
