@@ -107,6 +107,9 @@ import deepspeed
 from torch.utils.data import DataLoader
 from transformers import TrainingArguments, AutoModel, HfArgumentParser
 import subprocess
+import boto3
+s3 = boto3.client("s3")
+s3.download_file("bucket", "train.tar", "/local/train.tar")
 torch.distributed.init_process_group("nccl")
 device = torch.device("cuda:0")
 model = AutoModel.from_pretrained("bert-base-uncased")

@@ -82,7 +82,7 @@ class EvidenceCodeSerializer(serializers.Serializer):
     kind = serializers.CharField(
         required=False,
         help_text="What the line does: dataloader, training_arguments, device_copy, host_sync, save_call, upload_call, "
-        "hub_download, remote_path, mixed_precision, full_precision, precision_elsewhere, config_file, "
+        "hub_download, remote_path, remote_read, mixed_precision, full_precision, precision_elsewhere, config_file, "
         "config_reference, framework_import, cuda_visible_devices, fixed_device, env, init_process_group, "
         "manual_collective, data_parallel, ddp, shell_install, shell_download, shell_upload, shell_sleep, "
         "shell_interactive, shell_launch, command_launch.",
@@ -117,7 +117,7 @@ class EvidenceCodeSerializer(serializers.Serializer):
     call = serializers.CharField(
         required=False,
         help_text="The call or command: save_call, upload_call, host_sync, hub_download, mixed_precision, "
-        "manual_collective.",
+        "manual_collective, remote_read (get_object, open, download_as_bytes, WebDataset ...).",
     )
     source = _from_code(
         "hub_download: the model or dataset fetched (null when computed); precision_elsewhere: where the "
@@ -165,7 +165,30 @@ class EvidenceCodeSerializer(serializers.Serializer):
         required=False, help_text="config_file: whose config it is (deepspeed, accelerate ...)."
     )
     module = serializers.CharField(required=False, help_text="framework_import: the module imported.")
-    url = serializers.CharField(required=False, help_text="remote_path: the s3://, gs:// ... address.")
+    url = serializers.CharField(
+        required=False,
+        allow_null=True,
+        help_text="remote_path: the s3://, gs:// ... address; remote_read: what the code names of it (s3://bucket, a "
+        "shard URL), null when it names nothing.",
+    )
+    client = serializers.CharField(
+        required=False,
+        help_text="remote_read: the library that reads (boto3, s3fs, gcsfs, google-cloud-storage, azure-storage-blob, "
+        "smart_open, fsspec, webdataset, torchdata, requests ...).",
+    )
+    storage = serializers.ChoiceField(
+        choices=["object_store", "hdfs", "http", "remote"], required=False, help_text="remote_read: what it reads from."
+    )
+    per_sample = serializers.BooleanField(
+        required=False,
+        help_text="remote_read: it runs per sample (a Dataset's __getitem__/__iter__, what they call, a .map callback, "
+        "the training-step loop, a shard stream); false for a read once (a download before training).",
+    )
+    context = serializers.CharField(
+        required=False,
+        help_text="remote_read: where it runs (S3ImageDataset.__getitem__; ShardDataset._fetch, called from "
+        "ShardDataset.__getitem__; the training-step loop; a function's name, or module level).",
+    )
     role = serializers.CharField(required=False, help_text="remote_path: the flag or call it is given to.")
     purpose = serializers.ChoiceField(
         choices=["read", "write", "unknown"], required=False, help_text="remote_path: read or written, from its role."

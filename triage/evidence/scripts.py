@@ -19,6 +19,8 @@ from dataclasses import dataclass, field, replace
 
 import yaml
 
+from triage.evidence.remote_reads import RemoteReads
+
 DL_FRAMEWORKS = {
     "torch",
     "tensorflow",
@@ -263,8 +265,13 @@ class _PythonFacts(ast.NodeVisitor):
         self.torch_imported_at: int | None = None
         self.step_iterables: set[str] = set()  # names iterated by training-step loops (the train loader)
         self.assigned_to: dict[int, str] = {}  # id(call node) -> name it is assigned to
+        self.scopes: list[tuple[str, str, list[str]]] = []  # ("class" | "function", qualified name, class bases)
+        self.remote: RemoteReads | None = None
 
     def add(self, kind: str, node: ast.AST, **detail) -> None:
+        self._add(kind, node, detail)
+
+    def _add(self, kind: str, node: ast.AST, detail: dict) -> None:
         line = getattr(node, "lineno", 0)
         text = self.lines[line - 1].strip() if 0 < line <= len(self.lines) else ""
         if isinstance(node, ast.Call) and (node.end_lineno or line) > line:
@@ -282,7 +289,11 @@ class _PythonFacts(ast.NodeVisitor):
                     if isinstance(target, ast.Name):
                         self.constants[target.id] = node.value.value
                         self._remote_literal(node.value, role=target.id)
+        self.remote = RemoteReads(tree, self.resolve)
         self.visit(tree)
+        # Where each remote read runs (per sample or once) is known only after the whole file was read.
+        self.remote.settle()
+        self.ev.facts[:] = [f for f in self.ev.facts if not (f.kind == "remote_read" and f.detail.get("drop"))]
         self._mmengine_config(tree)
         # Which loaders feed a training-step loop (known only after the whole file was read).
         for fact in self.ev.facts:
@@ -411,11 +422,24 @@ class _PythonFacts(ast.NodeVisitor):
             self.visit(child)
         self.guards.pop()
 
+    def visit_ClassDef(self, node: ast.ClassDef) -> None:
+        self.scopes.append(("class", node.name, [_dotted(base) for base in node.bases]))
+        self.generic_visit(node)
+        self.scopes.pop()
+
     def visit_FunctionDef(self, node: ast.FunctionDef) -> None:
         # A function body is its own scope: loops around a call site are not seen here.
         loops, guards = self.loops, self.guards
         self.loops, self.guards = [], []
+        owner = self.scopes[-1] if self.scopes and self.scopes[-1][0] == "class" else None
+        name = f"{owner[1]}.{node.name}" if owner else node.name
+        if self.remote is not None:
+            self.remote.enter(name)
+            if owner:
+                self.remote.hook(name, node.name, owner[2])
+        self.scopes.append(("function", name, []))
         self.generic_visit(node)
+        self.scopes.pop()
         self.loops, self.guards = loops, guards
 
     visit_AsyncFunctionDef = visit_FunctionDef
@@ -578,7 +602,23 @@ class _PythonFacts(ast.NodeVisitor):
             value = self.resolve(node.args[0])
             if isinstance(value, str) and value.startswith(REMOTE_SCHEMES):
                 self.add("remote_path", node, url=value, role=name, purpose="read")
+        if self.remote is not None:
+            self._remote_read(node, name, last)
         self.generic_visit(node)
+
+    def _remote_read(self, node: ast.Call, name: str, last: str) -> None:
+        """A read through an object-store or HTTP client (`remote_read`), and the calls that tell, after the walk,
+        which functions run per sample (what a function calls, what it hands to `.map` or `collate_fn`)."""
+        function = next((scope[1] for scope in reversed(self.scopes) if scope[0] == "function"), None)
+        owner = next((scope[1] for scope in reversed(self.scopes) if scope[0] == "class"), None)
+        if isinstance(node.func, ast.Name):
+            self.remote.called(function, node.func.id)
+        elif isinstance(node.func, ast.Attribute) and _dotted(node.func.value) == "self" and owner:
+            self.remote.called(function, f"{owner}.{node.func.attr}")
+        self.remote.callback(node, last, owner)
+        detail = self.remote.read(node, name, last, (function, self.in_step_loop))
+        if detail is not None:
+            self._add("remote_read", node, detail)
 
     def _precision_handoff(self, name: str, last: str, node: ast.Call, kwargs: dict) -> dict | None:
         """Where a call takes the job's precision from when its code does not say: source 'flags' for the

@@ -163,6 +163,12 @@ def startup(ev: Evidence) -> Startup:
     return result
 
 
+def start_up_downloads(ev: Evidence) -> list:
+    """Reads of remote storage that run once, not per sample (`s3.download_file(...)` in a `stage()` before
+    training): the data download phase's code, as `aws s3 cp` in a job script is."""
+    return [f for f in ev.scripts.of("remote_read") if not f.detail.get("per_sample")]
+
+
 def first_value(facts, key):
     for fact in facts:
         value = fact.detail.get(key)

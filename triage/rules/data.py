@@ -7,7 +7,15 @@ import re
 
 from fleet.logevents import REMOTE_READ, UPLOAD
 from triage.evidence import Evidence
-from triage.rules.common import explained_gaps, gaps_of, periodic, quoted_once, startup, unexplained_gaps
+from triage.rules.common import (
+    explained_gaps,
+    gaps_of,
+    periodic,
+    quoted_once,
+    start_up_downloads,
+    startup,
+    unexplained_gaps,
+)
 from triage.rules.registry import Finding, register
 from triage.taxonomy import Category
 
@@ -279,12 +287,47 @@ def _layout(ev: Evidence) -> dict:
 
 
 def _remote_reads(ev: Evidence) -> list:
-    """The scripts' remote paths that hold data the job reads."""
-    return [f for f in ev.scripts.of("remote_path") if f.detail.get("purpose") == "read"]
+    """The scripts' remote paths that hold data the job reads, and their calls that read remote storage per sample
+    (a Dataset's boto3 `get_object`, an s3fs `open`, `requests.get` ...; one line once, the URL's fact first). A
+    download once at start-up is the download phase's (external_data_usage), not a remote read."""
+    paths = [f for f in ev.scripts.of("remote_path") if f.detail.get("purpose") == "read"]
+    seen = {(f.path, f.line) for f in paths}
+    calls = [f for f in ev.scripts.of("remote_read") if f.detail.get("per_sample") and (f.path, f.line) not in seen]
+    return paths + quoted_once(calls)
 
 
 def _remote_urls(ev: Evidence) -> list[str]:
-    return sorted({f.detail["url"] for f in _remote_reads(ev)})[:3]
+    """What the job reads remotely, in words: its URLs, then the calls that name none ("boto3 get_object per sample
+    in S3ImageDataset.__getitem__, data.py:18"); three at most."""
+    reads = _remote_reads(ev)
+    urls = sorted({f.detail["url"] for f in reads if f.kind == "remote_path"})
+    calls = [_read_call(f) for f in reads if f.kind == "remote_read"]
+    return (urls + list(dict.fromkeys(calls)))[:3]
+
+
+def _read_call(fact) -> str:
+    """A remote read in words, at its line: "boto3 get_object per sample in S3ImageDataset.__getitem__, data.py:18",
+    "webdataset WebDataset streaming pipe:aws s3 cp s3://bucket/shards/..., data.py:4"."""
+    d = fact.detail
+    what = f"{d['client']} {d['call']}" if d["client"] != d["call"] else d["client"]
+    if d["context"].endswith(" stream"):
+        url = d.get("url") or "remote shards"
+        where = f"streaming {url if len(url) <= 80 else url[:79] + '…'}"
+    else:
+        where = f"per sample in {d['context']}"
+    return f"{what} {where}, {fact.path}:{fact.line}"
+
+
+def _remote_kind(ev: Evidence, urls: list[str]) -> str:
+    """object_store, hdfs, http or remote_storage: what the URLs and the reading calls say the storage is."""
+    kinds = {f.detail.get("storage") for f in _remote_reads(ev) if f.kind == "remote_read"}
+    if any(u.startswith(("s3", "gs", "az", "abfs", "wasb", "oss")) for u in urls) or "object_store" in kinds:
+        return "object_store"
+    if any(u.startswith(("hdfs", "webhdfs")) for u in urls) or "hdfs" in kinds:
+        return "hdfs"
+    if "http" in kinds:
+        return "http"
+    return "remote_storage"
 
 
 @register(Category.REMOTE_DATA_READING)
@@ -307,14 +350,13 @@ def remote_data_reading(ev: Evidence, th: dict) -> list[Finding]:
     else:
         return []
     urls = _remote_urls(ev)
+    sub = _remote_kind(ev, urls)
     net = ev.phases.net_rx_training
     minutes = sum(s.seconds for s in spans) / 60 if located else None
     return [
         Finding(
             category=Category.REMOTE_DATA_READING,
-            sub_cause="object_store"
-            if any(u.startswith(("s3", "gs", "az", "abfs", "wasb", "oss")) for u in urls)
-            else ("hdfs" if any(u.startswith("hdfs") for u in urls) else "remote_storage"),
+            sub_cause=sub,
             confidence=confidence,
             summary=(
                 f"Training reads its data straight from remote storage ({', '.join(urls) or 'remote URLs in the log'})"
@@ -343,7 +385,7 @@ def external_data_usage(ev: Evidence, th: dict) -> list[Finding]:
     if ev.interactive:
         return []
     start = startup(ev)
-    code = ev.scripts.of("hub_download", "shell_download")
+    code = ev.scripts.of("hub_download", "shell_download") + start_up_downloads(ev)
     p = ev.phases
     if start.download is not None and start.download.seconds >= th["download_min_s"]:
         span = start.download
@@ -358,7 +400,9 @@ def external_data_usage(ev: Evidence, th: dict) -> list[Finding]:
     else:
         return []
     sub = _download_kind(code, lines)
-    source = {"model_hub": "the Hugging Face Hub", "torch_hub": "torch.hub"}.get(sub, "outside")
+    source = {"model_hub": "the Hugging Face Hub", "torch_hub": "torch.hub", "object_store": "object storage"}.get(
+        sub, "outside"
+    )
     summary = (
         f"The job fetched models or data from {source} for {span.seconds / 60:.0f} min before training while the "
         "GPUs waited."
@@ -423,6 +467,8 @@ def _download_kind(code, lines) -> str:
         return "torch_hub"
     if "from_pretrained" in calls or "load_dataset" in calls or "hf_hub" in calls or "Hugging Face" in calls:
         return "model_hub"
+    if any(f.kind == "remote_read" and f.detail.get("storage") == "object_store" for f in code):
+        return "object_store"
     if "wget" in calls or "curl" in calls:
         return "http_download"
     return "download"

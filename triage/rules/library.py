@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from triage.evidence import Evidence
-from triage.rules.common import startup
+from triage.rules.common import start_up_downloads, startup
 from triage.rules.registry import Finding, register
 from triage.taxonomy import Category
 
@@ -75,7 +75,7 @@ def lengthy_library_install(ev: Evidence, th: dict) -> list[Finding]:
         confidence = 0.85 + 0.1 * bool(code)
         lines = [start.install_lines[0], start.install_lines[-1]]
     elif not ev.logs.has_timestamps and code and p.head is not None and p.head.seconds >= th["install_min_s"]:
-        if ev.scripts.of("hub_download", "shell_download"):
+        if ev.scripts.of("hub_download", "shell_download") or start_up_downloads(ev):
             return []  # the idle head may as well be downloads
         span = p.head
         confidence = 0.5

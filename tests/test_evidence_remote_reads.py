@@ -1,0 +1,407 @@
+"""Remote data reading through object-store and HTTP clients, read from the scripts' syntax trees.
+
+Only `s3://`-style URL literals were facts: a Dataset that fetches each sample with boto3's `get_object`, an s3fs
+filesystem's `open`, a GCS blob's `download_as_bytes` or `requests.get` names no URL, so the job's remote reads went
+unseen. Each read is now a `remote_read` fact at its line, marked per sample (in a Dataset's `__getitem__` /
+`__iter__`, a function they call, a `.map` callback or the training-step loop) or not (a download once at start-up:
+the data download phase, external_data_usage's, not remote_data_reading's).
+"""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+import pytest
+
+from tests.test_triage_edge_cases import START, run, series
+from triage.evidence.scripts import extract_script_evidence
+from triage.taxonomy import Category
+
+TRAIN_LOOP = """
+
+def train(model, optimizer, dataset):
+    loader = DataLoader(dataset, batch_size=256, num_workers=8, pin_memory=True)
+    for inputs, targets in loader:
+        inputs = inputs.cuda(non_blocking=True)
+        loss = torch.nn.functional.cross_entropy(model(inputs), targets.cuda(non_blocking=True))
+        loss.backward()
+        optimizer.step()
+"""
+
+BOTO3_GETITEM = (
+    """import io
+
+import boto3
+import torch
+from PIL import Image
+from torch.utils.data import DataLoader, Dataset
+
+
+class S3ImageDataset(Dataset):
+    def __init__(self, keys):
+        self.keys = keys
+        self.s3 = boto3.client("s3")
+
+    def __len__(self):
+        return len(self.keys)
+
+    def __getitem__(self, index):
+        body = self.s3.get_object(Bucket="vision-datasets", Key=self.keys[index])["Body"].read()
+        return Image.open(io.BytesIO(body))
+"""
+    + TRAIN_LOOP
+)
+
+BOTO3_HELPER = """import boto3
+import torch
+from torch.utils.data import Dataset
+
+s3 = boto3.client("s3")
+
+
+class ShardDataset(Dataset):
+    def __getitem__(self, index):
+        return self._fetch(index)
+
+    def _fetch(self, index):
+        s3.download_file("vision-datasets", f"shards/{index}.tar", "/tmp/shard.tar")
+        return torch.load("/tmp/shard.tar")
+"""
+
+BOTO3_STARTUP = (
+    """import boto3
+import torch
+from torch.utils.data import DataLoader
+from torchvision.datasets import ImageFolder
+
+
+def stage():
+    s3 = boto3.client("s3")
+    s3.download_file("vision-datasets", "imagenet/train.tar", "/local_ssd/train.tar")
+
+
+def main(model, optimizer):
+    stage()
+    train(model, optimizer, ImageFolder("/local_ssd/train"))
+"""
+    + TRAIN_LOOP
+)
+
+S3FS_GETITEM = """import s3fs
+import torch
+from torch.utils.data import Dataset
+
+
+class Shards(Dataset):
+    def __init__(self, root):
+        self.fs = s3fs.S3FileSystem(anon=False)
+        self.root = root
+
+    def __getitem__(self, index):
+        with self.fs.open(f"{self.root}/part-{index:05d}.pt", "rb") as handle:
+            return torch.load(handle)
+
+    def save(self, state):
+        with self.fs.open(f"{self.root}/state.pt", "wb") as handle:
+            torch.save(state, handle)
+"""
+
+GCS_GETITEM = """import torch
+from google.cloud import storage
+from torch.utils.data import Dataset
+
+
+class GcsDataset(Dataset):
+    def __init__(self, names):
+        self.bucket = storage.Client().bucket("speech-corpus")
+        self.names = names
+
+    def __getitem__(self, index):
+        data = self.bucket.blob(self.names[index]).download_as_bytes()
+        return torch.frombuffer(data, dtype=torch.int16)
+"""
+
+AZURE_GETITEM = """import torch
+from azure.storage.blob import ContainerClient
+from torch.utils.data import Dataset
+
+
+class BlobDataset(Dataset):
+    def __init__(self, url):
+        self.container = ContainerClient.from_container_url(url)
+
+    def __getitem__(self, index):
+        return torch.load(self.container.download_blob(f"{index}.pt").readall())
+"""
+
+SMART_OPEN_ITER = """import torch
+from smart_open import open as sopen
+from torch.utils.data import IterableDataset
+
+
+class Lines(IterableDataset):
+    def __init__(self, uri):
+        self.uri = uri
+
+    def __iter__(self):
+        with sopen(self.uri, "r") as handle:
+            for line in handle:
+                yield line
+"""
+
+FSSPEC_PROTOCOL = """import fsspec
+import torch
+from torch.utils.data import Dataset
+
+
+class Parts(Dataset):
+    def __getitem__(self, index):
+        with fsspec.open(f"corpus/part-{index}.pt", "rb", protocol="gcs") as handle:
+            return torch.load(handle)
+
+
+class LocalParts(Dataset):
+    def __getitem__(self, index):
+        with fsspec.open(f"/data/part-{index}.pt", "rb") as handle:
+            return torch.load(handle)
+"""
+
+WEBDATASET = """import torch
+import webdataset as wds
+
+remote = wds.WebDataset("pipe:aws s3 cp s3://vision-datasets/shards/train-{000000..000999}.tar -")
+local = wds.WebDataset("/data/shards/train-{000000..000099}.tar")
+"""
+
+TORCHDATA = """import torch
+from torchdata.datapipes.iter import IterableWrapper
+
+pipe = IterableWrapper(["s3://vision-datasets/shards/"]).list_files_by_s3().load_files_by_s3()
+"""
+
+REQUESTS_GETITEM = """import io
+
+import requests
+import torch
+from PIL import Image
+from torch.utils.data import Dataset
+
+requests.post("https://hooks.example.org/started", json={"job": "train"})
+
+
+class UrlDataset(Dataset):
+    def __init__(self, urls):
+        self.urls = urls
+
+    def __getitem__(self, index):
+        return Image.open(io.BytesIO(requests.get(self.urls[index], timeout=30).content))
+"""
+
+MAP_CALLBACK = """import boto3
+import tensorflow as tf
+
+s3 = boto3.client("s3")
+
+
+def fetch(key):
+    return s3.get_object(Bucket="audio", Key=key)["Body"].read()
+
+
+dataset = tf.data.Dataset.from_tensor_slices(keys).map(lambda k: tf.py_function(fetch, [k], tf.string))
+dataset = other.map(fetch)
+"""
+
+STEP_LOOP = """import boto3
+import torch
+
+s3 = boto3.client("s3")
+
+
+def train(model, optimizer, keys):
+    for key in keys:
+        batch = torch.load(s3.get_object(Bucket="batches", Key=key)["Body"])
+        loss = model(batch.cuda())
+        loss.backward()
+        optimizer.step()
+"""
+
+LOOKALIKES = """import torch
+from torch.utils.data import Dataset
+
+
+class Cache:
+    def get_object(self, Bucket, Key):
+        return self.store[(Bucket, Key)]
+
+    def download_file(self, bucket, key, path):
+        pass
+
+
+class Local(Dataset):
+    def __init__(self):
+        self.cache = Cache()
+        self.fs = fsspec.filesystem("file")
+
+    def __getitem__(self, index):
+        with self.fs.open(f"/data/{index}.pt") as handle:
+            self.cache.get_object(Bucket="b", Key=str(index))
+            return torch.load(handle)
+"""
+
+
+def reads(source: str, path: str = "data.py") -> list[dict]:
+    return [fact.as_dict() for fact in extract_script_evidence([(path, source)]).of("remote_read")]
+
+
+def test_boto3_get_object_in_a_datasets_getitem_is_a_per_sample_remote_read_at_its_line():
+    (fact,) = reads(BOTO3_GETITEM)
+    assert fact["path"] == "data.py" and fact["line"] == 18
+    assert fact["code"] == 'body = self.s3.get_object(Bucket="vision-datasets", Key=self.keys[index])["Body"].read()'
+    assert (fact["client"], fact["call"], fact["per_sample"], fact["context"]) == (
+        "boto3",
+        "get_object",
+        True,
+        "S3ImageDataset.__getitem__",
+    )
+    assert fact["url"] == "s3://vision-datasets"
+
+
+def test_a_read_in_a_method_that_getitem_calls_is_per_sample_too():
+    (fact,) = reads(BOTO3_HELPER)
+    assert (fact["call"], fact["line"], fact["per_sample"]) == ("download_file", 13, True)
+    assert fact["context"] == "ShardDataset._fetch, called from ShardDataset.__getitem__"
+    assert fact["url"] == "s3://vision-datasets"
+
+
+def test_a_download_once_before_training_is_not_per_sample():
+    (fact,) = reads(BOTO3_STARTUP)
+    assert (fact["call"], fact["per_sample"], fact["context"]) == ("download_file", False, "stage")
+
+
+def test_an_s3fs_filesystems_open_for_reading_is_a_read_and_for_writing_is_not():
+    (fact,) = reads(S3FS_GETITEM)
+    assert (fact["client"], fact["call"], fact["line"], fact["per_sample"]) == ("s3fs", "open", 12, True)
+
+
+@pytest.mark.parametrize(
+    ("source", "client", "call", "line"),
+    [
+        (GCS_GETITEM, "google-cloud-storage", "download_as_bytes", 12),
+        (AZURE_GETITEM, "azure-storage-blob", "download_blob", 11),
+        (SMART_OPEN_ITER, "smart_open", "open", 11),
+        (FSSPEC_PROTOCOL, "fsspec", "open", 8),
+        (REQUESTS_GETITEM, "requests", "get", 16),
+    ],
+)
+def test_other_object_store_and_http_clients_read_per_sample(source, client, call, line):
+    (fact,) = reads(source)  # fsspec without a protocol on a local path, and requests.post at start-up, are none
+    assert (fact["client"], fact["call"], fact["line"], fact["per_sample"]) == (client, call, line, True)
+
+
+def test_streamed_shards_from_remote_storage_are_read_per_sample_and_local_shards_are_not():
+    (fact,) = reads(WEBDATASET)
+    assert (fact["client"], fact["line"], fact["per_sample"]) == ("webdataset", 4, True)
+    assert fact["url"].startswith("pipe:aws s3 cp s3://vision-datasets/shards/")
+    (fact,) = reads(TORCHDATA)
+    assert (fact["client"], fact["call"], fact["per_sample"]) == ("torchdata", "load_files_by_s3", True)
+
+
+def test_a_map_callback_and_the_training_step_loop_read_per_sample():
+    (fact,) = reads(MAP_CALLBACK)
+    assert (fact["line"], fact["per_sample"], fact["context"]) == (8, True, "fetch, called per element by .map")
+    (fact,) = reads(STEP_LOOP)
+    assert (fact["line"], fact["per_sample"], fact["context"]) == (9, True, "the training-step loop")
+
+
+POOL_STAGING = """import boto3
+from concurrent.futures import ThreadPoolExecutor
+
+s3 = boto3.client("s3")
+
+
+def fetch(key):
+    s3.download_file("vision-datasets", key, f"/local_ssd/{key}")
+
+
+def stage(keys):
+    with ThreadPoolExecutor(16) as pool:
+        list(pool.map(fetch, keys))
+    objects = s3.Object("vision-datasets", "index.json").get()
+"""
+
+
+def test_a_bucket_staged_through_a_thread_pool_is_read_once_not_per_sample():
+    # A pool's .map runs the download for every key, before training: staging, not a dataset's per-element map.
+    fetched, indexed = reads(POOL_STAGING)
+    assert (fetched["call"], fetched["per_sample"], fetched["context"]) == ("download_file", False, "fetch")
+    assert (indexed["call"], indexed["line"], indexed["per_sample"]) == ("Object.get", 14, False)
+
+
+def test_lookalike_methods_and_local_filesystems_are_no_remote_reads():
+    # get_object and download_file of a class of its own (no object-store client imported), a local fsspec
+    # filesystem's open: none reads remote storage.
+    assert reads(LOOKALIKES) == []
+
+
+# --- what the rules make of them -------------------------------------------------------------------------------
+
+
+def test_a_dataset_that_fetches_each_sample_with_boto3_is_remote_data_reading_quoting_its_line():
+    frame = series(120, lambda t, g: 30, mem=lambda t, g: 0.6)
+    _, result = run(120, frame, scripts=[("data.py", BOTO3_GETITEM)], cpu_count=16)
+    (finding,) = [f for f in result.findings if f.category == Category.REMOTE_DATA_READING]
+    assert (finding.sub_cause, finding.confidence) == ("object_store", 0.55)
+    assert finding.summary == (
+        "Training reads its data straight from remote storage (boto3 get_object per sample in "
+        "S3ImageDataset.__getitem__, data.py:18)."
+    )
+    assert [(c.path, c.line) for c in finding.code] == [("data.py", 18)]
+
+
+def test_a_dataset_that_fetches_each_sample_over_http_is_remote_data_reading():
+    frame = series(120, lambda t, g: 30, mem=lambda t, g: 0.6)
+    _, result = run(120, frame, scripts=[("data.py", REQUESTS_GETITEM + TRAIN_LOOP)], cpu_count=16)
+    (finding,) = [f for f in result.findings if f.category == Category.REMOTE_DATA_READING]
+    assert finding.sub_cause == "http"
+    assert "requests get per sample in UrlDataset.__getitem__, data.py:16" in finding.summary
+
+
+def test_shards_streamed_from_s3_are_remote_data_reading_named_by_their_stream():
+    frame = series(120, lambda t, g: 30, mem=lambda t, g: 0.6)
+    _, result = run(120, frame, scripts=[("data.py", WEBDATASET + TRAIN_LOOP)], cpu_count=16)
+    (finding,) = [f for f in result.findings if f.category == Category.REMOTE_DATA_READING]
+    assert finding.sub_cause == "object_store"
+    assert finding.summary == (
+        "Training reads its data straight from remote storage (webdataset WebDataset streaming pipe:aws s3 cp "
+        "s3://vision-datasets/shards/train-{000000..000999}.tar -, data.py:4)."
+    )
+
+
+def test_a_download_once_at_start_up_is_no_remote_reading_but_the_download_phases_code():
+    # The same bucket staged once before training: the data download phase (external_data_usage when it lasts),
+    # quoted there, and no per-sample remote reading.
+    log = "\n".join(
+        [
+            f"{START:%Y-%m-%d %H:%M:%S},000 INFO Downloading s3://vision-datasets/imagenet/train.tar",
+            f"{START + timedelta(minutes=19):%Y-%m-%d %H:%M:%S},000 INFO Downloading s3://vision-datasets/imagenet/val.tar",
+            f"{START + timedelta(minutes=20):%Y-%m-%d %H:%M:%S},000 INFO Epoch 1 started",
+        ]
+    )
+    frame = series(120, lambda t, g: 0 if t < 20 else 50, mem=lambda t, g: 0.6)
+    _, result = run(120, frame, scripts=[("train.py", BOTO3_STARTUP)], logs=[("train.log", log)], cpu_count=16)
+    found = {f.category: f for f in result.findings}
+    assert Category.REMOTE_DATA_READING not in found
+    download = found[Category.EXTERNAL_DATA_USAGE]
+    assert download.sub_cause == "object_store"
+    assert download.summary.startswith("The job fetched models or data from object storage for 19 min")
+    assert [(c.path, c.line) for c in download.code] == [("train.py", 9)]
+
+
+def test_a_loader_without_workers_behind_per_sample_boto3_reads_follows_them():
+    frame = series(120, lambda t, g: 30, mem=lambda t, g: 0.6)
+    source = BOTO3_GETITEM.replace("num_workers=8", "num_workers=0")
+    _, result = run(120, frame, scripts=[("data.py", source)], cpu_count=16)
+    found = {f.category: f for f in result.findings}
+    loader = found[Category.DATA_PREPROCESSING]
+    assert (loader.confidence, loader.numbers["contributes_to"]) == (0.4, "remote_data_reading")
+    assert loader.numbers["remote_reads"] == "boto3 get_object per sample in S3ImageDataset.__getitem__, data.py:18"

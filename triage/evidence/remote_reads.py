@@ -1,0 +1,338 @@
+"""Remote reads through object-store and HTTP clients, from a Python file's syntax tree.
+
+A Dataset that fetches each sample with boto3's `get_object`, an s3fs filesystem's `open`, a GCS blob's
+`download_as_bytes`, Azure's `download_blob`, `smart_open.open`, `fsspec.open(..., protocol="s3")`, WebDataset or
+torchdata shards from a remote URL, or `requests.get` names no `s3://` literal. Each such call is a `remote_read`
+fact, told apart by where it runs:
+
+- **per sample**: in a Dataset's `__getitem__` / `__getitems__` (or an iterable dataset's `__iter__` / `__next__`),
+  a function those call (`self._fetch(...)`, `fetch(...)`, followed through the file), a callback handed to `.map`
+  or `.from_generator`, a `collate_fn`, the training-step loop, or a shard stream: remote data reading;
+- **once** (anywhere else: a `stage()` before training, module level): the data download phase, which
+  external_data_usage judges by its length; HTTP calls there (a webhook, an API) are no facts at all.
+
+A call counts only with its client imported in the same file (boto3's `get_object` of a class of one's own is no
+read) or made on an object the file built from a remote filesystem (`fs = s3fs.S3FileSystem()`, `self.fs = ...`,
+`fsspec.filesystem("s3")`); a file opened for writing is no read. Pure Python; no Django.
+"""
+
+from __future__ import annotations
+
+import ast
+
+# Modules whose import lets a call of theirs count, by the client they are.
+_BOTO = {"boto3": "boto3", "botocore": "boto3", "aioboto3": "boto3", "aiobotocore": "boto3", "minio": "minio"}
+_BOTO_READS = {"get_object", "download_file", "download_fileobj", "fget_object"}
+_GCS_READS = {"download_as_bytes", "download_as_string", "download_as_text", "download_to_filename", "download_to_file"}
+_AZURE_READS = {"download_blob"}
+# Remote filesystems' constructors (their canonical dotted names) and the scheme their paths are in.
+_REMOTE_FS = {
+    "s3fs.S3FileSystem": ("s3fs", "s3"),
+    "s3fs.core.S3FileSystem": ("s3fs", "s3"),
+    "gcsfs.GCSFileSystem": ("gcsfs", "gs"),
+    "gcsfs.core.GCSFileSystem": ("gcsfs", "gs"),
+    "adlfs.AzureBlobFileSystem": ("adlfs", "abfs"),
+    "adlfs.AzureDatalakeFileSystem": ("adlfs", "adl"),
+    "pyarrow.fs.S3FileSystem": ("pyarrow", "s3"),
+    "pyarrow.fs.GcsFileSystem": ("pyarrow", "gs"),
+    "pyarrow.fs.HadoopFileSystem": ("pyarrow", "hdfs"),
+}
+_FS_READS = {
+    "open", "cat", "cat_file", "get", "get_file", "download", "read_bytes", "read_text", "read_block",
+    "open_input_file", "open_input_stream",
+}  # fmt: skip
+REMOTE_PROTOCOLS = {
+    "s3", "s3a", "gs", "gcs", "abfs", "abfss", "az", "adl", "wasb", "wasbs", "hdfs", "webhdfs", "http", "https", "oss",
+}  # fmt: skip
+_HTTP = {
+    "requests.get": "requests",
+    "requests.request": "requests",
+    "httpx.get": "httpx",
+    "urllib.request.urlopen": "urllib",
+    "urllib3.request": "urllib3",
+}
+_SESSIONS = {"requests.Session": "requests", "requests.session": "requests", "httpx.Client": "httpx"}
+_WEBDATASET = {"WebDataset", "SimpleShardList", "ResampledShards", "ShardList"}
+_TORCHDATA = {
+    "S3FileLoader", "HttpReader", "OnlineReader", "GDriveReader", "load_files_by_s3", "read_from_http",
+    "read_from_remote", "read_from_gdrive",
+}  # fmt: skip
+_SAMPLE_HOOKS = {"__getitem__", "__getitems__"}
+_STREAM_HOOKS = {"__iter__", "__next__"}  # an iterable dataset's (a class whose bases say Dataset or DataPipe)
+# Methods that call a function once per element (or batch) of a dataset, and how a context names them.
+_CALLBACKS = {
+    "map": "per element by .map",
+    "from_generator": "by .from_generator",
+    "flat_map": "per element by .flat_map",
+}
+_REMOTE_PIPE = ("s3://", "gs://", "aws s3", "gsutil", "gcloud storage", "azcopy", "curl", "wget", "http://", "https://")
+_HTTP_CLIENTS = {"requests", "httpx", "urllib", "urllib3"}
+_POOLS = {"ThreadPoolExecutor", "ProcessPoolExecutor", "Pool", "ThreadPool"}  # their .map runs a staging download
+
+
+def _dotted(node: ast.AST) -> str:
+    parts = []
+    while isinstance(node, ast.Attribute):
+        parts.append(node.attr)
+        node = node.value
+    if isinstance(node, ast.Name):
+        parts.append(node.id)
+        return ".".join(reversed(parts))
+    return ""
+
+
+class RemoteReads:
+    """What a file says of its remote reads: its imports and bindings (read before the walk), then each read call
+    as the walk meets it (`read`), then where each runs (`settle`, after the walk)."""
+
+    def __init__(self, tree: ast.Module, resolve):
+        self.resolve = resolve  # the file's literal resolver (constants, argparse defaults)
+        self.aliases: dict[str, str] = {}  # local name -> what it imports ("wds" -> "webdataset")
+        self.modules: set[str] = set()  # every module imported, dotted
+        self.filesystems: dict[str, tuple[str, str]] = {}  # "fs", "self.fs" -> (client, scheme)
+        self.sessions: dict[str, str] = {}  # "session" -> requests / httpx
+        self.pools: set[str] = set()  # names bound to a thread or process pool (whose .map is no dataset's)
+        self.calls: dict[str, set[str]] = {}  # function -> functions it calls (qualified names)
+        self.roots: dict[str, str] = {}  # per-sample function -> how it runs per sample (for its context)
+        self.found: list[tuple[dict, str | None, bool, bool]] = []  # (detail, function, in step loop, stream)
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Import):
+                for alias in node.names:
+                    self.modules.add(alias.name)
+                    if alias.asname:
+                        self.aliases[alias.asname] = alias.name
+                    else:
+                        self.aliases.setdefault(alias.name.split(".")[0], alias.name.split(".")[0])
+            elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+                self.modules.add(node.module)
+                for alias in node.names:
+                    self.modules.add(f"{node.module}.{alias.name}")
+                    self.aliases[alias.asname or alias.name] = f"{node.module}.{alias.name}"
+        self.tops = {module.split(".")[0] for module in self.modules}
+        for node in ast.walk(tree):
+            made = node.context_expr if isinstance(node, ast.withitem) and node.optional_vars else None
+            if isinstance(made, ast.Call) and _dotted(made.func).rsplit(".", 1)[-1] in _POOLS:
+                self.pools.add(_dotted(node.optional_vars))
+            if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.value, ast.Call):
+                if _dotted(node.value.func).rsplit(".", 1)[-1] in _POOLS:
+                    self.pools.add(_dotted(node.targets[0]))
+                target = _dotted(node.targets[0])
+                if not target:
+                    continue
+                built = self._filesystem(node.value)
+                if built:
+                    self.filesystems[target] = built
+                elif session := _SESSIONS.get(self.canonical(_dotted(node.value.func))):
+                    self.sessions[target] = session
+
+    def canonical(self, name: str) -> str:
+        """A dotted name with its first part as imported: `wds.WebDataset` -> `webdataset.WebDataset`."""
+        if not name:
+            return ""
+        head, _, rest = name.partition(".")
+        origin = self.aliases.get(head)
+        return f"{origin}.{rest}".rstrip(".") if origin else name
+
+    def _filesystem(self, call: ast.Call) -> tuple[str, str] | None:
+        name = self.canonical(_dotted(call.func))
+        if name in _REMOTE_FS:
+            return _REMOTE_FS[name]
+        if name in ("fsspec.filesystem", "fsspec.core.filesystem"):
+            protocol = self.resolve(call.args[0]) if call.args else None
+            protocol = protocol if protocol is not None else self._keyword(call, "protocol")
+            if isinstance(protocol, str) and protocol in REMOTE_PROTOCOLS:
+                return "fsspec", protocol
+        return None
+
+    def _keyword(self, call: ast.Call, name: str) -> object:
+        return next((self.resolve(kw.value) for kw in call.keywords if kw.arg == name), None)
+
+    def prefix(self, node: ast.AST | None) -> str | None:
+        """The literal text a string expression starts with: a constant, an f-string's leading text, `"s3://b/" +
+        key`'s left side, a module constant or argparse default; None when it starts with something computed."""
+        if node is None:
+            return None
+        if isinstance(node, ast.JoinedStr):
+            first = node.values[0] if node.values else None
+            return first.value if isinstance(first, ast.Constant) and isinstance(first.value, str) else None
+        if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add):
+            return self.prefix(node.left)
+        value = self.resolve(node)
+        if isinstance(value, list | tuple) and value:
+            value = value[0]
+        return value if isinstance(value, str) else None
+
+    def _mode_reads(self, call: ast.Call, index: int) -> bool:
+        """Opened for reading: its mode (positional at `index`, or `mode=`) says r, or is not given."""
+        node = call.args[index] if len(call.args) > index else None
+        mode = self.resolve(node) if node is not None else self._keyword(call, "mode")
+        if node is not None and mode is None:
+            return False  # a computed mode: cannot tell
+        return mode is None or (isinstance(mode, str) and not set(mode) & set("wax+"))
+
+    # --- the walk ---
+    def enter(self, function: str) -> None:
+        self.calls.setdefault(function, set())
+
+    def hook(self, function: str, method: str, bases: list[str]) -> None:
+        """A method of a class, to tell whether it runs per sample."""
+        dataset = any("Dataset" in base or "DataPipe" in base for base in bases)
+        if method in _SAMPLE_HOOKS or (method in _STREAM_HOOKS and dataset):
+            self.roots.setdefault(function, "")
+
+    def called(self, caller: str | None, callee: str | None) -> None:
+        if caller and callee:
+            self.calls.setdefault(caller, set()).add(callee)
+
+    def callback(self, call: ast.Call, last: str, owner: str | None) -> None:
+        """Functions handed to `.map(...)`, `.from_generator(...)`, or a DataLoader's `collate_fn`: per sample."""
+        method = isinstance(call.func, ast.Attribute)
+        how = _CALLBACKS.get(last) if method and _dotted(call.func.value) not in self.pools else None
+        handed = list(call.args) if how else []
+        for keyword in call.keywords:
+            if keyword.arg == "collate_fn":
+                handed.append(keyword.value)
+                how = how or "per batch as collate_fn"
+        for argument in handed:
+            for node in ast.walk(argument):
+                name = _dotted(node) if isinstance(node, ast.Name | ast.Attribute) else ""
+                if name.startswith("self.") and owner:
+                    name = f"{owner}.{name.removeprefix('self.')}"
+                if name and "." not in name or (owner and name.startswith(f"{owner}.")):
+                    self.roots.setdefault(name, f"called {how}")
+
+    def read(self, call: ast.Call, name: str, last: str, where: tuple[str | None, bool]) -> dict | None:
+        """The detail of a `remote_read` fact for this call, or None; recorded to be settled after the walk."""
+        found = self._read(call, name, last)
+        if found is None:
+            return None
+        detail, stream = found
+        function, in_step_loop = where
+        if detail["client"] in _HTTP_CLIENTS and stream:
+            stream = False
+        self.found.append((detail, function, in_step_loop, stream))
+        return detail
+
+    def _read(self, call: ast.Call, name: str, last: str) -> tuple[dict, bool] | None:
+        canonical = self.canonical(name)
+        method = isinstance(call.func, ast.Attribute)
+        receiver = _dotted(call.func.value) if method else ""
+        boto = next((client for module, client in _BOTO.items() if module in self.tops), None)
+        if method and boto and last in _BOTO_READS:
+            bucket = self._keyword(call, "Bucket")
+            if bucket is None and last in ("download_file", "fget_object") and len(call.args) >= 3:
+                bucket = self.resolve(call.args[0])
+            url = f"s3://{bucket}" if isinstance(bucket, str) and bucket else None
+            return self._detail(boto, last, url, "object_store"), False
+        made = call.func.value if method else None
+        if boto == "boto3" and last == "get" and isinstance(made, ast.Call) and _dotted(made.func).endswith("Object"):
+            return self._detail("boto3", "Object.get", None, "object_store"), False
+        if method and last in _GCS_READS and "google.cloud.storage" in self._modules_under("google.cloud"):
+            return self._detail("google-cloud-storage", last, None, "object_store"), False
+        if method and last in _AZURE_READS and any(m.startswith("azure.storage") for m in self.modules):
+            return self._detail("azure-storage-blob", last, None, "object_store"), False
+        if method and last in _FS_READS:
+            built = self.filesystems.get(receiver)
+            if built is None and isinstance(call.func.value, ast.Call):
+                built = self._filesystem(call.func.value)
+            if built is not None and (last != "open" or self._mode_reads(call, 1)):
+                client, scheme = built
+                path = self.prefix(call.args[0]) if call.args else None
+                url = None
+                if path:
+                    url = path if "://" in path else f"{scheme}://{path}"
+                return self._detail(client, last, url, _storage(scheme)), False
+        if canonical in ("smart_open.open", "smart_open.smart_open") and self._mode_reads(call, 1):
+            path = self.prefix(call.args[0]) if call.args else None
+            if path is not None and not _remote(path):
+                return None  # a local file
+            return self._detail("smart_open", "open", path, _storage_of(path)), False
+        if canonical in ("fsspec.open", "fsspec.core.open", "fsspec.open_files", "fsspec.open_local"):
+            path = self.prefix(call.args[0]) if call.args else None
+            protocol = self._keyword(call, "protocol")
+            remote = isinstance(protocol, str) and protocol in REMOTE_PROTOCOLS
+            if not (remote or (path and _remote(path))) or not self._mode_reads(call, 1):
+                return None
+            url = path if path and "://" in path else (f"{protocol}://{path or ''}" if remote else path)
+            return self._detail("fsspec", last, url, _storage(protocol) if remote else _storage_of(path)), False
+        if canonical in _HTTP:
+            return self._detail(_HTTP[canonical], last, self.prefix(call.args[0]) if call.args else None, "http"), False
+        if method and last in ("get", "request") and receiver in self.sessions:
+            url = self.prefix(call.args[-1]) if call.args else None
+            return self._detail(self.sessions[receiver], last, url, "http"), False
+        if canonical.startswith("webdataset.") and last in _WEBDATASET and call.args:
+            path = self.prefix(call.args[0])
+            if path and _remote(path):
+                return self._detail("webdataset", last, path, _storage_of(path)), True
+            return None
+        if last in _TORCHDATA and "torchdata" in self.tops:
+            url = None
+            storage = "object_store" if "s3" in last.lower() else ("http" if "http" in last.lower() else "remote")
+            return self._detail("torchdata", last, url, storage), True
+        return None
+
+    def _modules_under(self, package: str) -> set[str]:
+        return {m for m in self.modules if m.startswith(package)}
+
+    @staticmethod
+    def _detail(client: str, call: str, url: str | None, storage: str) -> dict:
+        return {"client": client, "call": call, "url": url, "storage": storage}
+
+    def settle(self) -> list[dict]:
+        """Each read's detail with `per_sample` and `context` set (where it runs); HTTP calls that run once dropped.
+        Returns the details of the reads to keep."""
+        reached: dict[str, tuple[str, str]] = {}  # function -> (the per-sample function it runs under, how)
+        queue = [(root, root, how) for root, how in self.roots.items()]
+        while queue:
+            function, root, how = queue.pop(0)
+            if function in reached:
+                continue
+            reached[function] = (root, how)
+            for callee in sorted(self.calls.get(function, ())):
+                queue.append((callee, root, how))
+        kept = []
+        for detail, function, in_step_loop, stream in self.found:
+            if stream:
+                per_sample, context = True, f"a {detail['call']} stream"
+            elif in_step_loop:
+                per_sample, context = True, "the training-step loop"
+            elif function in reached:
+                root, how = reached[function]
+                per_sample = True
+                if function != root:
+                    context = f"{function}, called from {root}"
+                else:
+                    context = f"{function}, {how}" if how else function
+            else:
+                per_sample, context = False, function or "module level"
+            if not per_sample and detail["client"] in _HTTP_CLIENTS:
+                detail["drop"] = True
+                continue
+            detail["per_sample"] = per_sample
+            detail["context"] = context
+            kept.append(detail)
+        return kept
+
+
+def _remote(path: str) -> bool:
+    if path.startswith("pipe:"):
+        return any(word in path for word in _REMOTE_PIPE)
+    scheme, sep, _ = path.partition("://")
+    return bool(sep) and scheme.lower() in REMOTE_PROTOCOLS
+
+
+def _storage(scheme: str | None) -> str:
+    scheme = (scheme or "").lower()
+    if scheme in ("http", "https"):
+        return "http"
+    if scheme in ("hdfs", "webhdfs"):
+        return "hdfs"
+    return "object_store" if scheme else "remote"
+
+
+def _storage_of(path: str | None) -> str:
+    if not path:
+        return "remote"
+    if path.startswith("pipe:"):
+        return "http" if ("curl" in path or "wget" in path) and "s3://" not in path else "object_store"
+    return _storage(path.partition("://")[0] if "://" in path else "")
