@@ -126,7 +126,12 @@ def time_zone_context(user, form: TimeZoneForm | None = None) -> dict:
     """What the settings page needs for its time zone form."""
     if form is None:
         form = TimeZoneForm(initial={"time_zone": chosen_time_zone(user)})
-    return {"time_zone_form": form, "time_zone_names": timezones.names()}
+    return {
+        "time_zone_form": form,
+        "time_zone_names": timezones.names(),
+        # An account made by single sign-on (fleet/sso.py) has no password here to change.
+        "sso_provider": settings.OIDC_PROVIDER_NAME if settings.OIDC_ENABLED else "single sign-on",
+    }
 
 
 def chosen_time_zone(user) -> str:

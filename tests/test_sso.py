@@ -387,6 +387,9 @@ def test_a_browser_signs_in_with_the_provider_and_the_pages_are_accessible(sso, 
     button.click()
     assert browser.current_url == f"{base}/jobs/"
     assert "None of your team's jobs have been imported yet" in body_text(browser)  # signed in, a member
+    browser.get(f"{base}/password/")  # their settings: no password form, where it is instead
+    assert "You sign in with Keycloak" in body_text(browser)
+    assert violations(browser) + narrow_window_problems(browser) == []
 
     browser.delete_all_cookies()
     sso.person = {**sso.person, "sub": "u-bob", "preferred_username": "bob", "groups": ["marketing"]}
@@ -395,3 +398,16 @@ def test_a_browser_signs_in_with_the_provider_and_the_pages_are_accessible(sso, 
     assert browser.find_element(By.TAG_NAME, "h1").text == "No access"
     assert violations(browser) + narrow_window_problems(browser) == []
     browser.save_screenshot(str(SHOTS / "login-sso-no-access.png"))
+
+
+@pytest.mark.django_db
+def test_an_sso_account_s_settings_page_says_where_its_password_is(sso):
+    client = Client()
+    sign_in(client)
+    page = client.get("/password/").content.decode()
+    assert "You sign in with Keycloak" in page
+    assert "Change password" not in page and 'name="old_password"' not in page
+    assert 'name="time_zone"' in page  # the rest of the page stays
+    local = Client()
+    local.force_login(UserFactory(username="break-glass"))
+    assert 'name="old_password"' in local.get("/password/").content.decode()
