@@ -43,6 +43,7 @@ class FakeProvider:
         self.key, self.other_key = signing_keys()
         self.person: dict = {}
         self.tamper = ""
+        self.userinfo_leaves_out: set[str] = set()  # claims only the ID token carries (Entra ID's groups)
         self.grants: dict[str, dict] = {}
         self.tokens: dict[str, dict] = {}
         self.token_requests: list[dict] = []
@@ -159,5 +160,5 @@ class FakeProvider:
             key = self.other_key
         id_token = jwt.encode(claims, key, algorithm="RS256", headers={"kid": KID})
         access_token = f"access-{next(self.counter)}"
-        self.tokens[access_token] = dict(person)
+        self.tokens[access_token] = {key: value for key, value in person.items() if key not in self.userinfo_leaves_out}
         return self.answer(handler, 200, {"access_token": access_token, "id_token": id_token, "token_type": "Bearer"})

@@ -152,6 +152,15 @@ def test_next_sign_in_follows_the_providers_groups(sso):
 
 
 @pytest.mark.django_db
+def test_groups_only_in_the_id_token_count_too(sso):
+    # Entra ID puts groups in the ID token; its userinfo (Microsoft Graph) has none.
+    sso.userinfo_leaves_out = {"groups"}
+    sso.person["groups"] = ["gpu-speech"]
+    assert sign_in(Client()).status_code == 302
+    assert teams_of(User.objects.get(username="ada")) == {"speech"}
+
+
+@pytest.mark.django_db
 def test_someone_in_no_mapped_group_is_told_they_have_no_access(sso):
     sso.person["groups"] = ["marketing"]
     client = Client()
