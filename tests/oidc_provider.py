@@ -118,6 +118,19 @@ class FakeProvider:
             if token not in self.tokens:
                 return self.answer(handler, 401, {"error": "invalid_token"})
             return self.answer(handler, 200, self.tokens[token])
+        if path == "/.well-known/openid-configuration":
+            return self.answer(
+                handler,
+                200,
+                {
+                    "issuer": self.url,
+                    "authorization_endpoint": f"{self.url}/auth",
+                    "token_endpoint": f"{self.url}/token",
+                    "userinfo_endpoint": f"{self.url}/userinfo",
+                    "jwks_uri": f"{self.url}/jwks",
+                    "id_token_signing_alg_values_supported": ["RS256"],
+                },
+            )
         if path == "/jwks":
             jwk = RSAAlgorithm.to_jwk(self.key.public_key(), as_dict=True)
             return self.answer(handler, 200, {"keys": [{**jwk, "kid": KID, "alg": "RS256", "use": "sig"}]})

@@ -4,6 +4,7 @@ client, the provider's endpoints are real HTTP, its ID tokens RS256-signed by a 
 
 from __future__ import annotations
 
+import io
 import logging
 from urllib.parse import parse_qs, urlsplit
 
@@ -11,9 +12,10 @@ import pytest
 import requests
 from django.contrib.auth.models import User
 from django.core.exceptions import ImproperlyConfigured
+from django.core.management import CommandError, call_command
 from django.test import Client
 
-from config.sso import oidc_settings
+from config.sso import ENDPOINTS, oidc_settings
 from fleet.access import is_operator, is_researcher
 from fleet.models import AuditEvent, Job, Owner, SsoIdentity, Team
 from tests.factories import JobFactory, UserFactory
@@ -420,3 +422,15 @@ def test_an_sso_account_s_settings_page_says_where_its_password_is(sso):
     local = Client()
     local.force_login(UserFactory(username="break-glass"))
     assert 'name="old_password"' in local.get("/password/").content.decode()
+
+
+def test_the_endpoints_command_prints_the_settings_from_the_discovery_document(provider):
+    out = io.StringIO()
+    call_command("oidc_endpoints", provider.url + "/", stdout=out)
+    env = dict(line.split("=", 1) for line in out.getvalue().splitlines())
+    assert env == {name: value for name, value in provider.environment().items() if name in env}
+    assert set(env) == {"OIDC_ISSUER", *ENDPOINTS}
+    with pytest.raises(CommandError, match="names the issuer .* not"):
+        call_command("oidc_endpoints", provider.url.replace("127.0.0.1", "localhost"))  # not what tokens name
+    with pytest.raises(CommandError, match="could not be read"):
+        call_command("oidc_endpoints", provider.url + "/nowhere")
