@@ -335,13 +335,13 @@ def test_the_timeline_zooms_to_a_findings_window_and_a_typed_window_from_the_key
     assert shown() == (start - margin, end + margin)
     # The form above the chart follows the zoom, and takes a window typed in (Enter submits it).
     field = browser.find_element(By.CSS_SELECTOR, "#timeline-window [name=start]")
-    assert field.get_attribute("value") == (start - margin).strftime("%Y-%m-%dT%H:%M:%S")
+    assert field.get_attribute("value") == (start - margin).strftime("%Y-%m-%d %H:%M:%S")  # the reader's zone: UTC
     typed_start = finding.job.start_time.replace(microsecond=0) + timedelta(minutes=5)
     browser.execute_script(
         "const form = document.getElementById('timeline-window');"
         "form.start.value = arguments[0]; form.end.value = arguments[1];",
-        typed_start.strftime("%Y-%m-%dT%H:%M:%S"),
-        (typed_start + timedelta(minutes=10)).strftime("%Y-%m-%dT%H:%M:%S"),
+        typed_start.strftime("%Y-%m-%d %H:%M:%S"),
+        (typed_start + timedelta(minutes=10)).strftime("%Y-%m-%d %H:%M:%S"),
     )
     browser.find_element(By.CSS_SELECTOR, "#timeline-window [name=end]").send_keys(Keys.ENTER)
     wait.until(lambda b: shown() == (typed_start, typed_start + timedelta(minutes=10)))
@@ -931,3 +931,65 @@ def test_an_admin_operators_top_bar_is_one_row_at_1280_px_and_their_name_leads_t
         who = browser.find_element(By.CSS_SELECTOR, ".topbar .who")
         assert who.get_attribute("textContent") == "olivia-operator"
         assert who.get_attribute("href").endswith("/password/")
+
+
+@pytest.mark.django_db(transaction=True)
+def test_the_timeline_window_fields_read_and_take_times_in_the_readers_zone_on_a_24_hour_clock(
+    browser,  # noqa: F811
+    live_server,
+    operator,
+):
+    """The From and To fields showed '11/16/2026, 12:28:32 AM' in UTC (Chromium's en-US datetime-local)
+    while the page's other times were '2026-11-15 21:28:32 America/Argentina/Buenos_Aires'. They now read
+    as those do, in the reader's zone, which they name; a window typed in it zooms the chart (in UTC) to
+    the same moments."""
+    from datetime import timedelta
+
+    import pandas as pd
+    from django.core.files.base import ContentFile
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.common.keys import Keys
+    from selenium.webdriver.support.wait import WebDriverWait
+
+    from fleet.models import UserProfile
+    from fleet.series import to_parquet_bytes
+    from tests.factories import JobFactory
+
+    zone = "America/Argentina/Buenos_Aires"  # UTC-3 all year
+    UserProfile.objects.update_or_create(user=operator, defaults={"time_zone": zone})
+    begin = datetime(2026, 11, 2, 10, 0, tzinfo=UTC)
+    stamps = pd.date_range(begin, begin + timedelta(hours=1), freq="1min").as_unit("ms")
+    frame = pd.DataFrame({"timestamp": stamps, "host": "n1", "gpu": pd.array([0] * len(stamps), dtype="Int16"),
+                          "gpu_util": pd.array([50.0] * len(stamps), dtype="float32")})  # fmt: skip
+    job = JobFactory(start_time=begin, end_time=begin + timedelta(hours=1), gpu_count=1)
+    job.series_file.save("series.parquet", ContentFile(to_parquet_bytes(frame)))
+
+    log_in(browser, live_server.url, operator, f"/jobs/{job.pk}/")
+    wait = WebDriverWait(browser, 20, ignored_exceptions=STALE)
+    wait.until(lambda b: b.find_element(By.ID, "timeline").get_attribute("data-ready") == "1")
+    start = browser.find_element(By.CSS_SELECTOR, "#timeline-window [name=start]")
+    end = browser.find_element(By.CSS_SELECTOR, "#timeline-window [name=end]")
+    assert (start.get_attribute("value"), end.get_attribute("value")) == ("2026-11-02 07:00:00", "2026-11-02 08:00:00")
+    assert zone in browser.find_element(By.ID, "timeline-window").text
+    assert zone in browser.execute_script("return arguments[0].labels[0].textContent", start)
+
+    start.clear()
+    start.send_keys("2026-11-02 07:10:00")
+    end.clear()
+    end.send_keys("2026-11-02 07:20", Keys.ENTER)  # seconds may be left out
+
+    def shown() -> list[datetime]:
+        first, last = browser.execute_script("return document.getElementById('timeline').layout.xaxis.range")
+        return [datetime.fromisoformat(first), datetime.fromisoformat(last)]
+
+    wait.until(lambda b: shown() == [begin + timedelta(minutes=10), begin + timedelta(minutes=20)])
+    status = browser.find_element(By.ID, "timeline-status").text
+    assert status == f"Showing 2026-11-02 07:10:00 to 2026-11-02 07:20:00 ({zone})."
+    assert end.get_attribute("value") == "2026-11-02 07:20:00"
+    start.clear()
+    start.send_keys("2026-11-02 7 o'clock", Keys.ENTER)
+    wait.until(lambda b: b.find_element(By.ID, "timeline-window-error").is_displayed())
+    assert browser.find_element(By.ID, "timeline-window-error").text == (
+        "Write each time as year-month-day hour:minute:second, such as 2026-11-02 07:10:00."
+    )
+    assert console_errors(browser) == []

@@ -337,16 +337,13 @@ def test_each_stop_of_a_date_field_is_marked_its_calendar_button_too(
     which is a stop of the field's own: there the field was no longer :focus-visible, so its outline
     went and only the browser's thin ring on the icon said where the keyboard was."""
     ingest.execute_run(ingest.create_run(demo_archive).pk)
-    job = Finding.objects.filter(result__is_current=True).first().job
     keyboard_login(browser, live_server.url, operator, "/jobs/")
-    # Each field by its name, with the page to open first (None: the next field on the same page).
+    # Each field by its name, with the page to open first (None: the next field on the same page). The
+    # job timeline's From and to are text fields (the reader's zone, 24-hour), not date fields.
     fields = {"start_from": "/jobs/", "start_to": None, "from": "/", "to": None}
-    fields.update({"start": f"/jobs/{job.pk}/", "end": None})
     for name, page in fields.items():
         if page:
             browser.get(live_server.url + page)
-            if name == "start":
-                wait_until(browser, lambda b: b.find_element("id", "timeline").get_attribute("data-ready") == "1")
         stops = date_field_stops(browser, name)
         assert len(stops) >= 4, (name, stops)  # three or more parts, then the calendar button
         assert all(stop["marked"] for stop in stops), (name, [stop["marked"] for stop in stops])
@@ -354,11 +351,11 @@ def test_each_stop_of_a_date_field_is_marked_its_calendar_button_too(
 
 
 def typed_time(moment) -> list:
-    """The keys that type `moment` into Chromium's datetime-local field (en-US: month, day, year, then
-    Tab past the year, which takes six digits, then hour, minute, second and AM or PM)."""
+    """The keys that type `moment` into a timeline window field (the reader's zone, here UTC): the
+    field's text deleted from its end, then the time as the field writes it, 2026-11-19 18:26:09."""
     from selenium.webdriver.common.keys import Keys
 
-    return [moment.strftime("%m%d%Y"), Keys.TAB, moment.strftime("%I%M%S") + ("A" if moment.hour < 12 else "P")]
+    return [Keys.END, *[Keys.BACKSPACE] * 30, moment.strftime("%Y-%m-%d %H:%M:%S")]
 
 
 @pytest.mark.django_db(transaction=True)

@@ -141,8 +141,51 @@
   }
   window.FleetNarrow.onCrossing(el, function () { return wideLayout && el.data ? narrowShown : null; }, refit);
 
-  // "2026-11-21T00:22:16.000Z" as a datetime-local input holds it (UTC, to the second).
-  function asInput(iso) { return iso ? iso.slice(0, 19) : ""; }
+  // The window's fields read and take times as the page's others do: in the reader's zone (the form's
+  // data-time-zone, the page's), 24-hour, to the second, "2026-11-21 00:22:16"; the chart and the
+  // timeline's address stay in UTC.
+  var zone = (form && form.dataset.timeZone) || "UTC";
+  var wallClock = null;
+  try {
+    wallClock = new Intl.DateTimeFormat("en-US", {timeZone: zone, hourCycle: "h23", year: "numeric", month: "2-digit",
+                                                  day: "2-digit", hour: "2-digit", minute: "2-digit", second: "2-digit"});
+  } catch (error) {  // a zone this browser does not know: UTC, and the fields say so
+    zone = "UTC";
+    wallClock = new Intl.DateTimeFormat("en-US", {timeZone: "UTC", hourCycle: "h23", year: "numeric", month: "2-digit",
+                                                  day: "2-digit", hour: "2-digit", minute: "2-digit", second: "2-digit"});
+  }
+  function wallParts(ms) {
+    var parts = {};
+    wallClock.formatToParts(new Date(ms)).forEach(function (part) { parts[part.type] = part.value; });
+    return parts;
+  }
+  // The zone's offset from UTC (ms) at an instant.
+  function offsetAt(ms) {
+    var p = wallParts(ms);
+    var wall = Date.UTC(+p.year, +p.month - 1, +p.day, +p.hour % 24, +p.minute, +p.second);
+    return wall - Math.floor(ms / 1000) * 1000;
+  }
+  // "2026-11-21T00:22:16.000Z" as the fields write it: "2026-11-20 21:22:16" in America/Argentina/Buenos_Aires.
+  function asInput(iso) {
+    var date = iso ? new Date(iso) : null;
+    if (!date || isNaN(date)) { return ""; }
+    var p = wallParts(date.getTime());
+    return p.year + "-" + p.month + "-" + p.day + " " + p.hour + ":" + p.minute + ":" + p.second;
+  }
+  // A field's "2026-11-20 21:22:16" (or "…T21:22", seconds left out) in the reader's zone as ISO 8601 in
+  // UTC, "" for anything else. A time the clocks skip (spring forward) is taken an hour on.
+  function fromInput(text) {
+    var m = /^\s*(\d{4})-(\d{1,2})-(\d{1,2})[ T](\d{1,2}):(\d{2})(?::(\d{2}))?\s*$/.exec(String(text || ""));
+    if (!m) { return ""; }
+    var wall = Date.UTC(+m[1], +m[2] - 1, +m[3], +m[4], +m[5], +(m[6] || 0));
+    var check = new Date(wall);
+    if (check.getUTCMonth() !== +m[2] - 1 || check.getUTCDate() !== +m[3] || +m[4] > 23 || +m[5] > 59 || +(m[6] || 0) > 59) {
+      return "";
+    }
+    var instant = wall - offsetAt(wall);
+    instant = wall - offsetAt(instant);  // again, for an offset that changed between the two
+    return new Date(instant).toISOString();
+  }
 
   function showing(start, end) {
     if (!form) { return; }
@@ -165,7 +208,7 @@
       })
       .then(function (drawn) {
         if (drawn === false) { return; }
-        say(start ? "Showing " + start + " to " + end + " (UTC)." : "");
+        say(start ? "Showing " + asInput(start) + " to " + asInput(end) + " (" + zone + ")." : "");
         var range = el.layout && el.layout.xaxis && el.layout.xaxis.range;
         if (start) { showing(start, end); } else if (range) { showing(toIso(range[0]), toIso(range[1])); }
         el.dataset.ready = "1";
@@ -230,8 +273,13 @@
       form.hidden = false;
       form.addEventListener("submit", function (event) {
         event.preventDefault();
-        var start = toIso(form.elements.start.value), end = toIso(form.elements.end.value);
-        if (!start || !end || end <= start) { refuse("Choose a window whose end is after its start."); return; }
+        var start = fromInput(form.elements.start.value), end = fromInput(form.elements.end.value);
+        if (!start || !end) {
+          refuse("Write each time as year-month-day hour:minute:second, such as " +
+                 (asInput(el.layout && el.layout.xaxis && toIso(el.layout.xaxis.range[0])) || "2026-11-02 07:10:00") + ".");
+          return;
+        }
+        if (end <= start) { refuse("Choose a window whose end is after its start."); return; }
         refuse("");
         if (!busy) { load(start, end); }
       });

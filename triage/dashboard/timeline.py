@@ -210,7 +210,8 @@ def build_timeline(
         "paper_bgcolor": "rgba(0,0,0,0)",
         "plot_bgcolor": "rgba(0,0,0,0)",
         # Plotly draws times as they are given, here UTC, whatever zone the reader chose for the page's
-        # other times: the axis says so, as do the zoom's fields (static/js/timeline.js).
+        # other times: the axis says so. The zoom's fields read and take the reader's zone, as the page's
+        # other times do, and say which (static/js/timeline.js converts).
         "xaxis": {
             "type": "date",
             "range": [start.isoformat(), end.isoformat()],
