@@ -405,3 +405,33 @@ def test_a_loader_without_workers_behind_per_sample_boto3_reads_follows_them():
     loader = found[Category.DATA_PREPROCESSING]
     assert (loader.confidence, loader.numbers["contributes_to"]) == (0.4, "remote_data_reading")
     assert loader.numbers["remote_reads"] == "boto3 get_object per sample in S3ImageDataset.__getitem__, data.py:18"
+
+
+def test_the_fix_for_per_sample_client_reads_shows_the_jobs_own_kind_of_read_made_local():
+    # Its before/after was `--data s3://bucket/dataset` -> a sync and `--data /local_ssd/dataset`, a flag the job that
+    # fetches each sample with boto3 in __getitem__ does not have.
+    from triage.guidance import category_guide, guidance_for
+
+    frame = series(120, lambda t, g: 30, mem=lambda t, g: 0.6)
+    _, result = run(120, frame, scripts=[("data.py", BOTO3_GETITEM)], cpu_count=16)
+    (finding,) = [f for f in result.findings if f.category == Category.REMOTE_DATA_READING]
+    assert finding.numbers["read_clients"] == ["boto3"]
+    guide = guidance_for(
+        finding.category, finding.sub_cause, finding.numbers, gpu_hours=1.0, price_per_gpu_hour=None, currency="",
+        job={"gpu_count": 1},
+    )  # fmt: skip
+    assert "--data" not in guide["before"] + guide["after"]
+    assert 'body = s3.get_object(Bucket=bucket, Key=self.keys[index])["Body"].read()' in guide["before"]
+    assert guide["after"].startswith("# once, before training: aws s3 sync s3://bucket/prefix /local_ssd/data\n")
+    assert 'open(f"/local_ssd/data/{self.keys[index]}", "rb")' in guide["after"]
+    assert guide["change"].startswith("Stage the data on local SSD once before training")
+    _, result = run(120, frame, scripts=[("data.py", REQUESTS_GETITEM + TRAIN_LOOP)], cpu_count=16)
+    (finding,) = [f for f in result.findings if f.category == Category.REMOTE_DATA_READING]
+    guide = guidance_for(
+        finding.category, finding.sub_cause, finding.numbers, gpu_hours=1.0, price_per_gpu_hour=None, currency="",
+        job={"gpu_count": 1},
+    )  # fmt: skip
+    assert "body = requests.get(self.urls[index], timeout=30).content" in guide["before"]
+    assert "aws s3 sync" not in guide["after"]
+    example = category_guide(Category.REMOTE_DATA_READING)["fixes"]["fetched_per_sample"]
+    assert "{" not in example[1].replace("{self", "") and "get_object" in example[1]

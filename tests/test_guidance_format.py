@@ -47,6 +47,9 @@ def test_a_causes_page_shows_its_code_filled_in_for_an_example_job_never_with_pl
     page = client.get("/categories/improper_batch_size/").content.decode()
     assert "default=32)" in page and "default=96)" in page
     assert "example job" not in client.get("/categories/unreleased_job/").content.decode()
+    # Its per-sample read made local is the same for every job: no example job is named for it.
+    page = client.get("/categories/remote_data_reading/").content.decode()
+    assert "get_object(Bucket=bucket, Key=self.keys[index])" in page and "example job" not in page
 
 
 @pytest.mark.parametrize("sub_cause", ["memory_full", "oom_retry"])

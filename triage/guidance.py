@@ -274,7 +274,21 @@ GUIDES: dict[Category, dict] = {
                 "--data s3://bucket/dataset",
                 "aws s3 sync s3://bucket/dataset /local_ssd/dataset   # once, before training\n"
                 "--data /local_ssd/dataset",
-            )
+            ),
+            # Chosen by the finding's numbers["read_clients"]: a Dataset that fetches each sample through a client.
+            "fetched_per_sample": (
+                "Stage the data on local SSD once before training and read the local copy per sample; or pack small "
+                "objects into large shards (WebDataset, LMDB, TFRecord) that loader workers read sequentially; keep "
+                "storage and compute in one region.",
+                "def __getitem__(self, index):   # every sample fetched over the network\n"
+                "    body = {fetch}\n"
+                "    return decode(body)",
+                "# once, before training: {stage}\n"
+                "def __getitem__(self, index):\n"
+                '    with open({local}, "rb") as handle:\n'
+                "        body = handle.read()\n"
+                "    return decode(body)",
+            ),
         },
         "effect": "The read stalls disappear once the data is local.",
     },
@@ -385,13 +399,18 @@ def category_guide(category: Category) -> dict:
     guide = GUIDES.get(category)
     if not guide:
         return {}
-    values = _job_values(category, EXAMPLE_NUMBERS, EXAMPLE_JOB)
-    values.pop("settings", None)
-    fixes = {
-        sub: (change, _fill(before, values), _fill(after, values))
-        for sub, (change, before, after) in guide["fixes"].items()
-    }
-    filled = fixes != guide["fixes"]
+
+    def filled_in(numbers: dict, job: dict) -> dict:
+        values = _job_values(category, numbers, job)
+        values.pop("settings", None)
+        return {
+            sub: (change, _fill(before, values), _fill(after, values))
+            for sub, (change, before, after) in guide["fixes"].items()
+        }
+
+    fixes = filled_in(EXAMPLE_NUMBERS, EXAMPLE_JOB)
+    # The example job is named only where a snippet depends on it (not on values the same for every job).
+    filled = fixes != filled_in({}, {})
     return {**guide, "fixes": fixes, "example": EXAMPLE_TEXT if filled else ""}
 
 
@@ -411,6 +430,8 @@ def guidance_for(
     memory_full = sub_cause != "zero_offload"  # offload's stalls are fixed by not offloading, whatever the precision
     if category == Category.GPU_MEMORY_BOUND and memory_full and numbers.get("precision") in ("fp32", "mixed"):
         fix = numbers["precision"]  # the job's code says whether mixed precision is the first fix or done
+    if category == Category.REMOTE_DATA_READING and _client_read(numbers) is not None:
+        fix = "fetched_per_sample"  # the job fetches each sample through a client: show that read made local
     change, before, after = guide["fixes"].get(fix) or guide["fixes"]["default"]
     values = _job_values(category, numbers, job, sub_cause)
     # The finding's own cost (triage.services prices it by the same function, hours and price), so
@@ -547,9 +568,43 @@ def _loader_why(numbers: dict, job: dict) -> str:
     )
 
 
+_KEYS = 'f"/local_ssd/data/{self.keys[index]}"'
+# A per-sample read by client, as the fix's snippets show it: (the fetch, staging once before training, the local path).
+_CLIENT_READS = {
+    "boto3": ('s3.get_object(Bucket=bucket, Key=self.keys[index])["Body"].read()',
+              "aws s3 sync s3://bucket/prefix /local_ssd/data", _KEYS),
+    "minio": ("client.get_object(bucket, self.keys[index]).read()",
+              "mc mirror store/bucket/prefix /local_ssd/data", _KEYS),
+    "google-cloud-storage": ("bucket.blob(self.keys[index]).download_as_bytes()",
+                             "gcloud storage rsync -r gs://bucket/prefix /local_ssd/data", _KEYS),
+    "azure-storage-blob": ("container.download_blob(self.keys[index]).readall()",
+                           'azcopy copy "https://account.blob.core.windows.net/container/prefix" /local_ssd/data '
+                           "--recursive", _KEYS),
+    "fs": ('fs.open(f"{self.root}/{self.keys[index]}", "rb").read()',
+           'fs.get(root, "/local_ssd/data", recursive=True)', _KEYS),
+    "http": ("requests.get(self.urls[index], timeout=30).content",
+             "wget -q -i urls.txt -P /local_ssd/data   # or a parallel download",
+             'f"/local_ssd/data/{os.path.basename(self.urls[index])}"'),
+}  # fmt: skip
+_FS_CLIENTS = {"s3fs": "fs", "gcsfs": "fs", "adlfs": "fs", "fsspec": "fs", "pyarrow": "fs", "smart_open": "fs"}
+_HTTP_CLIENTS = {"requests": "http", "httpx": "http", "urllib": "http", "urllib3": "http"}
+
+
+def _client_read(numbers: dict) -> tuple[str, str, str] | None:
+    """The snippet parts for the first client that fetches samples one by one (not a shard stream); None if none."""
+    for client in numbers.get("read_clients") or ():
+        key = _FS_CLIENTS.get(client) or _HTTP_CLIENTS.get(client) or client
+        if key in _CLIENT_READS:
+            return _CLIENT_READS[key]
+    return None
+
+
 def _job_values(category: Category, numbers: dict, job: dict, sub_cause: str = "") -> dict:
     if category == Category.DATA_PREPROCESSING:
         return loader_settings(numbers, job)
+    if category == Category.REMOTE_DATA_READING:
+        fetch, stage, local = _client_read(numbers) or _CLIENT_READS["boto3"]
+        return {"fetch": fetch, "stage": stage, "local": local}
     if category == Category.IMPROPER_BATCH_SIZE:
         size = numbers.get("batch_size")
         peak = numbers.get("peak_gpu_mem_pct")

@@ -370,6 +370,8 @@ def remote_data_reading(ev: Evidence, th: dict) -> list[Finding]:
             log_lines=[g.line for g in stalls][:20] or lines[:5],
             code=reads[:4],
             numbers={
+                # The libraries that fetch samples one by one (boto3, requests ...), for the fix to show that read.
+                "read_clients": sorted({f.detail["client"] for f in reads if f.kind == "remote_read"}),
                 "stalls": len(stalls),
                 "stall_minutes": None if minutes is None else round(minutes, 1),
                 "net_rx_mb_s": None if net is None else round(net / 1e6, 1),
