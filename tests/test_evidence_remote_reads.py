@@ -330,6 +330,27 @@ def stage(keys):
 """
 
 
+HF_DATASETS_MAP = """import boto3
+from datasets import load_from_disk
+
+s3 = boto3.client("s3")
+
+
+def attach_image(example):
+    example["image"] = s3.get_object(Bucket="captions", Key=example["key"])["Body"].read()
+    return example
+
+
+dataset = load_from_disk("/data/captions").map(attach_image, num_proc=16)
+"""
+
+
+def test_a_hugging_face_datasets_map_fetches_before_training_not_per_sample():
+    # datasets' .map runs eagerly over the whole set (and caches the result) before training starts.
+    (fact,) = reads(HF_DATASETS_MAP)
+    assert (fact["line"], fact["per_sample"], fact["context"]) == (8, False, "attach_image")
+
+
 def test_a_bucket_staged_through_a_thread_pool_is_read_once_not_per_sample():
     # A pool's .map runs the download for every key, before training: staging, not a dataset's per-element map.
     fetched, indexed = reads(POOL_STAGING)

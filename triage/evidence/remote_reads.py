@@ -67,6 +67,7 @@ _CALLBACKS = {
 }
 _REMOTE_PIPE = ("s3://", "gs://", "aws s3", "gsutil", "gcloud storage", "azcopy", "curl", "wget", "http://", "https://")
 _HTTP_CLIENTS = {"requests", "httpx", "urllib", "urllib3"}
+_LAZY_MAPS = {"tensorflow", "torchdata", "webdataset", "ray", "jax", "grain"}  # their .map runs as samples are drawn
 _POOLS = {"ThreadPoolExecutor", "ProcessPoolExecutor", "Pool", "ThreadPool"}  # their .map runs a staging download
 
 
@@ -188,6 +189,8 @@ class RemoteReads:
         """Functions handed to `.map(...)`, `.from_generator(...)`, or a DataLoader's `collate_fn`: per sample."""
         method = isinstance(call.func, ast.Attribute)
         how = _CALLBACKS.get(last) if method and _dotted(call.func.value) not in self.pools else None
+        if how and "datasets" in self.tops and not self.tops & _LAZY_MAPS:
+            how = None  # Hugging Face datasets' .map runs over the whole set once, before training (and caches it)
         handed = list(call.args) if how else []
         for keyword in call.keywords:
             if keyword.arg == "collate_fn":
