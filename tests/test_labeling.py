@@ -1234,7 +1234,7 @@ def test_the_study_page_lists_skips_with_reasons_but_no_one_elses_before_submitt
     client.force_login(ravi)
     page = client.get(url).content.decode()
     assert "RAVI-SAYS-WHY" in page and "Not enough evidence to judge" not in page
-    assert page.count("(1 skipped)</span>") == 1  # the raters table counts ravi's own skip, not rita's
+    assert page.count('muted">(1 skipped)</span>') == 1  # the raters table counts ravi's own skip, not rita's
     # Once both have submitted, each sees the other's skips too (the jobs and reasons, no labels).
     answer(study, lead, {1: [BATCH], 2: [CKPT], 4: ["none"]} | {3: [BATCH]})
     services.skip_job(lead_job, "not_enough_evidence")
@@ -1245,7 +1245,7 @@ def test_the_study_page_lists_skips_with_reasons_but_no_one_elses_before_submitt
     page = client.get(url).content.decode()
     skips = page.split('id="skips"')[1].split("</table>")[0]
     assert "RAVI-SAYS-WHY" in skips and "Not enough evidence to judge" in skips and "Yours only" not in page
-    assert page.count("(1 skipped)</span>") == 2
+    assert page.count('muted">(1 skipped)</span>') == 2  # in the raters table
 
 
 def test_agreement_leaves_skipped_jobs_out_of_the_pair_and_says_how_many(client, wide_study, raters):

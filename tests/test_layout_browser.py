@@ -1,0 +1,115 @@
+"""Pages laid out as the rest of the product, measured in headless Chromium at 1280 px (a laptop):
+the idle alerts form, the chat webhooks table, the ingest runs filter, a study's page, the deliveries."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+
+import pytest
+
+from tests.test_browser import browser, window_width  # noqa: F401  (the browser fixture)
+from tests.test_dashboard_browser import console_errors, log_in
+
+BOX = "const r = arguments[0].getBoundingClientRect(); return [r.left, r.top, r.right, r.bottom];"
+STYLE = "const s = getComputedStyle(arguments[0]); return [s.fontSize, s.fontFamily];"
+
+
+def box(driver, selector: str) -> list[float]:
+    from selenium.webdriver.common.by import By
+
+    return driver.execute_script(BOX, driver.find_element(By.CSS_SELECTOR, selector))
+
+
+def style(driver, selector: str) -> list[str]:
+    from selenium.webdriver.common.by import By
+
+    return driver.execute_script(STYLE, driver.find_element(By.CSS_SELECTOR, selector))
+
+
+def lines(driver, selector: str) -> int:
+    """How many lines the element's text takes (its inline boxes' distinct tops)."""
+    from selenium.webdriver.common.by import By
+
+    script = ("const range = document.createRange(); range.selectNodeContents(arguments[0]);"
+              "return new Set([...range.getClientRects()].map(r => Math.round(r.top))).size;")  # fmt: skip
+    return driver.execute_script(script, driver.find_element(By.CSS_SELECTOR, selector))
+
+
+@pytest.mark.django_db(transaction=True)
+def test_forms_tables_and_a_studys_card_line_up_at_1280_px(browser, live_server, operator, team_a):  # noqa: F811
+    """Found in an audit at 1280 px: the idle alerts form had its help beside the controls and a small
+    minutes box; the webhooks table's team names were a size smaller than its other cells; the ingest
+    runs filter's Clear stood above the middle of its controls; a study's progress read '0 of / 8 jobs
+    labelled' beside its bar, its Start labeling button stood 8 px in from the card's text and its seed
+    was in smaller type; the deliveries broke a job's name at each hyphen ('gpt2-medium-owt-' / 'ablation')."""
+    from tests.factories import JobFactory
+    from triage.digests.models import Delivery, DigestKind, TeamWebhook
+    from triage.labeling.models import Assignment, Study, StudyJob, StudyRater
+
+    job = JobFactory(team=team_a, name="gpt2-medium-owt-ablation", start_time=datetime(2026, 11, 17, tzinfo=UTC))
+    hook = TeamWebhook(team=team_a, host="chat.example.org")
+    hook.set_url("https://chat.example.org/hooks/abc")
+    hook.save()
+    since = job.start_time + timedelta(minutes=30)
+    refused = (
+        "Not posted: chat.example.org resolves to 10.0.0.7, a private network address; webhooks may not post"
+        " to internal addresses unless ALERT_WEBHOOK_ALLOWED_NETWORKS allows them."
+    )
+    Delivery.objects.create(
+        webhook=hook,
+        kind=DigestKind.IDLE_ALERT_WEBHOOK,
+        team=team_a,
+        iso_week="2026-W47",
+        job=job,
+        idle_since=since,
+        status=Delivery.Status.FAILED,
+        attempts=1,
+        response_status=500,
+        last_error=refused,
+    )
+    far = "maximilian.hoffmann-schreiber@machine-learning-research.example.org"
+    Delivery.objects.create(
+        recipient=far,
+        kind=DigestKind.IDLE_ALERT,
+        team=team_a,
+        iso_week="2026-W47",
+        job=job,
+        idle_since=since,
+        status=Delivery.Status.FAILED,
+        attempts=3,
+        last_error=f"SMTPRecipientsRefused: {{'{far}': (550, b'5.1.1 Mailbox unavailable')}}",
+    )
+    Delivery.objects.create(recipient="alice@example.org", kind=DigestKind.IDLE_ALERT, team=team_a, iso_week="2026-W47",
+                            job=job, idle_since=since, status=Delivery.Status.SENT, attempts=1,
+                            claimed_at=since, sent_at=since)  # fmt: skip
+    study = Study.objects.create(name="pilot", created_by=operator, seed=1, show_findings=False)
+    StudyRater.objects.create(study=study, user=operator)
+    for position in range(8):
+        item = StudyJob.objects.create(study=study, job=JobFactory(team=team_a), position=position)
+        Assignment.objects.create(item=item, rater=operator)
+    base = live_server.url
+    log_in(browser, base, operator, "/digests/alerts/")
+    with window_width(browser, 1280):
+        browser.get(f"{base}/digests/alerts/")
+        checkbox, help_text = box(browser, "#id_enabled"), box(browser, "#id_enabled_helptext")
+        assert help_text[1] >= checkbox[3], "the help goes under its control, not beside it"
+        minutes = box(browser, "#id_idle_minutes")
+        assert minutes[2] - minutes[0] >= 96, "the minutes box holds 10080 and more"
+        assert box(browser, "#id_idle_minutes_helptext")[1] >= minutes[3]
+        assert style(browser, "#team-webhooks tbody th") == style(browser, "#team-webhooks tbody td")
+
+        browser.get(f"{base}/ingest-runs/?status=failed")
+        select, clear = box(browser, "form.filters select"), box(browser, "form.filters > a")
+        middle = (select[1] + select[3]) / 2
+        assert abs((clear[1] + clear[3]) / 2 - middle) <= 2, (select, clear)
+
+        browser.get(f"{base}/studies/{study.pk}/")
+        assert lines(browser, "#my-progress-text") == 1
+        assert box(browser, "#start-labeling")[0] == box(browser, "#my-progress")[0]
+        seed = browser.find_element("xpath", "//dt[.='Seed']/following-sibling::dd[1]")
+        jobs = browser.find_element("xpath", "//dt[.='Jobs']/following-sibling::dd[1]")
+        assert browser.execute_script(STYLE, seed) == browser.execute_script(STYLE, jobs)
+
+        browser.get(f"{base}/digests/deliveries/")
+        assert lines(browser, "table.deliveries td.what a") == 1
+    assert console_errors(browser) == []
