@@ -510,6 +510,9 @@ TRIAGE_READ_FILES = env_int("TRIAGE_READ_FILES", 500, minimum=1)
 TRIAGE_READ_BYTES = env_int("TRIAGE_READ_BYTES", 64 * 2**20, minimum=2**20)
 TRIAGE_SWEEP_MINUTES = env_int("TRIAGE_SWEEP_MINUTES", 15, minimum=1)
 TRIAGE_SWEEP_LIMIT = env_int("TRIAGE_SWEEP_LIMIT", 20_000, minimum=1)
+# The same sweep re-triages at most this many jobs whose findings an older release's rules made
+# (triage.rules.RULES_REVISION), the longest triaged first, once the batch before is done.
+TRIAGE_RULES_CATCHUP_BATCH = env_int("TRIAGE_RULES_CATCHUP_BATCH", 1_000, minimum=1)
 CELERY_BEAT_SCHEDULE["triage.sweep_untriaged"] = {
     "task": "triage.sweep_untriaged",
     "schedule": TRIAGE_SWEEP_MINUTES * 60.0,

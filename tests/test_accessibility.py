@@ -249,6 +249,20 @@ def test_the_first_tab_offers_to_skip_the_menu(browser, live_server, operator): 
     assert browser.execute_script("return document.activeElement.closest('main') !== null")
 
 
+def test_the_rules_page_counting_jobs_from_an_older_release_meets_wcag_21_aa(browser, live_server, operator):  # noqa: F811
+    """The card that says how many jobs older rules triaged (after an upgrade) is checked too: the
+    matrix's crawl sees the page with every job at the deployed revision, where it is absent."""
+    from triage.models import JobTriage, RuleSet
+
+    for job in JobFactory.create_batch(2):
+        JobTriage.objects.create(job=job, rule_set=RuleSet.current(), status="healthy", rules_revision=0)
+    open_as(browser, live_server.url, operator)
+    browser.get(f"{live_server.url}/triage/rules/")
+    card = browser.find_element("id", "rules-catchup")
+    assert card.text.startswith("Findings from an older release\n2 jobs still carry findings from an older release")
+    assert violations(browser) == []
+
+
 class _References(HTMLParser):
     """The ids a page's elements have, and the ids its ARIA attributes and labels name."""
 

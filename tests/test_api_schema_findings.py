@@ -27,6 +27,8 @@ def test_the_triage_and_the_findings_are_their_serializers_shapes(schema):
     job, detail = schema["Job"]["properties"], schema["JobDetail"]["properties"]
     assert ref(job["triage"]) == "Triage" and job["triage"]["nullable"]
     assert ref(detail["triage"]) == "TriageDetail"
+    # The revision of the rules' code that made the result (older ones are re-triaged after an upgrade).
+    assert schema["Triage"]["properties"]["rules_revision"]["type"] == "integer"
     assert detail["findings"]["type"] == "array" and ref(detail["findings"]) == "Finding"
     # The taxonomy's names, listed (they were "any string"): the same enum as a finding's category.
     assert job["categories"]["type"] == "array" and ref(job["categories"]) == "CategoryEnum"

@@ -198,7 +198,7 @@ def test_the_sweep_triages_jobs_whose_triage_was_lost_and_only_those(
     assert JobTriage.objects.filter(job__in=lost).count() == 3
     settings.TRIAGE_SWEEP_MINUTES = 0
     with django_capture_on_commit_callbacks(execute=True):
-        assert sweep_untriaged_task.apply().get() == {"queued": 2}
+        assert sweep_untriaged_task.apply().get() == {"queued": 2, "outdated": 0}
     assert {job.pk: sorted(job.findings.values_list("category", flat=True)) for job in lost} == before
     assert JobTriage.objects.count() == Job.objects.count()  # one result each, none twice
     assert services.sweep_untriaged(timedelta(0), limit=100) == 0
@@ -349,3 +349,77 @@ def test_a_job_reading_s3_through_a_loader_without_workers_has_its_waste_counted
     (top,), _ = findings.top_jobs(jobs, limit=5)
     assert top.recoverable_gpu_hours == pytest.approx(job.unused_gpu_hours, abs=1e-3)
     assert top.categories[0] == Category.REMOTE_DATA_READING
+
+
+def _as_before_the_upgrade(job: Job, day: int) -> None:
+    """The job's current result as an older release left it: its rules revision before today's, its
+    findings in the old rules' words, triaged on 2026-11-<day>."""
+    from datetime import UTC
+
+    result = job.triage_results.get(is_current=True)
+    result.findings.update(summary="what the old rules said")
+    JobTriage.objects.filter(pk=result.pk).update(rules_revision=0, triaged_at=datetime(2026, 11, day, tzinfo=UTC))
+
+
+def test_the_sweep_retriages_results_of_an_older_rules_revision_oldest_first_and_leaves_current_ones(
+    demo, django_capture_on_commit_callbacks, settings, operator, client
+):
+    """After an upgrade whose rules conclude or say something else, the jobs triaged before it follow the
+    deployed rules without anyone running `triage --all`: beat's sweep re-triages them in batches, oldest
+    first; a job triaged by the current rules is left as it is, and human labels are never touched."""
+    from triage.labeling.models import Assignment, Label, Study, StudyJob
+    from triage.rules import RULES_REVISION
+    from triage.tasks import sweep_untriaged_task
+
+    jobs = list(Job.objects.filter(findings__isnull=False).distinct().order_by("pk")[:4])
+    fresh = {job.pk: sorted(job.findings.values_list("category", "summary")) for job in jobs}
+    assert {job.triage_results.get().rules_revision for job in jobs} == {RULES_REVISION}
+    older, current = jobs[:3], jobs[3]
+    for day, job in zip((5, 6, 1), older, strict=True):  # the third was triaged first
+        _as_before_the_upgrade(job, day)
+    current.findings.update(summary="left as the current rules stored it")
+    current_result = current.triage_results.get()
+    study = Study.objects.create(name="causes", created_by=operator, seed=1)
+    item = StudyJob.objects.create(study=study, job=older[0], position=1)
+    label = Label.objects.create(
+        assignment=Assignment.objects.create(item=item, rater=operator), option="data_preprocessing", rationale="mine"
+    )
+
+    client.force_login(operator)
+    page = client.get(reverse("triage:rule-set")).content.decode()
+    assert "3 jobs still carry findings from an older release" in page
+
+    def summaries(job):
+        return sorted(job.findings.values_list("category", "summary"))
+
+    with django_capture_on_commit_callbacks(execute=True):
+        assert services.sweep_outdated(limit=1) == 1
+    assert summaries(older[2]) == fresh[older[2].pk]  # oldest first
+    assert older[2].triage_results.get().rules_revision == RULES_REVISION
+    assert {summary for job in older[:2] for _, summary in summaries(job)} == {"what the old rules said"}
+
+    # A batch still queued (its task not run yet) is not queued again by the next sweep.
+    with django_capture_on_commit_callbacks() as queued:
+        assert services.sweep_outdated(limit=1) == 1
+    assert services.sweep_outdated(limit=1) == 0
+    assert summaries(older[0]) != fresh[older[0].pk]
+    for callback in queued:  # the worker reaches it
+        callback()
+    assert summaries(older[0]) == fresh[older[0].pk]
+
+    settings.TRIAGE_RULES_CATCHUP_BATCH = 10
+    with django_capture_on_commit_callbacks(execute=True):
+        assert sweep_untriaged_task.apply().get() == {"queued": 0, "outdated": 1}
+    for job in older:
+        assert summaries(job) == fresh[job.pk]
+        assert job.triage_results.get().rules_revision == RULES_REVISION
+    # No churn: the job the current rules triaged kept its result, and nothing is left to catch up.
+    kept = "left as the current rules stored it"
+    assert summaries(current) == [(category, kept) for category, _ in fresh[current.pk]]
+    assert current.triage_results.get().triaged_at == current_result.triaged_at
+    assert services.sweep_outdated(limit=100) == 0
+    assert JobTriage.objects.count() == Job.objects.count()
+    assert Label.objects.get(pk=label.pk).rationale == "mine"
+    assert "from an older release" not in client.get(reverse("triage:rule-set")).content.decode()
+    detail = client.get(f"/api/v1/jobs/{older[0].pk}/").json()
+    assert detail["triage"]["rules_revision"] == RULES_REVISION

@@ -313,7 +313,16 @@ class TriageSerializer(serializers.ModelSerializer):
 
     class Meta:
         model = JobTriage
-        fields = ["status", "reason", "rule_set_version", "mean_util", "coverage", "unused_gpu_hours", "triaged_at"]
+        fields = [
+            "status",
+            "reason",
+            "rule_set_version",
+            "rules_revision",
+            "mean_util",
+            "coverage",
+            "unused_gpu_hours",
+            "triaged_at",
+        ]
 
 
 class TriageDetailSerializer(TriageSerializer):

@@ -6,7 +6,7 @@ from django.conf import settings
 from django.db import models, transaction
 
 from fleet.models import Job
-from triage.rules import default_thresholds
+from triage.rules import RULES_REVISION, default_thresholds
 from triage.rules.registry import Status
 from triage.taxonomy import Category
 
@@ -65,8 +65,15 @@ class TriageStatus(models.TextChoices):
     ERROR = "error", "Error"
 
 
+def current_rules_revision() -> int:
+    """The revision of the deployed rules' code (`triage.rules.RULES_REVISION`): a new result's."""
+    return RULES_REVISION
+
+
 class JobTriage(models.Model):
-    """The outcome of triaging one job with one rule-set version; `is_current` marks the newest version's."""
+    """The outcome of triaging one job with one rule-set version; `is_current` marks the newest version's.
+    `rules_revision` is the revision of the rules' code that made it: results of an older one (0, stored
+    before revisions were recorded) are re-triaged by beat's sweep after an upgrade."""
 
     job = models.ForeignKey(Job, on_delete=models.CASCADE, related_name="triage_results")
     rule_set = models.ForeignKey(RuleSet, on_delete=models.PROTECT, related_name="results")
@@ -77,6 +84,9 @@ class JobTriage(models.Model):
     coverage = models.FloatField(null=True, blank=True)
     unused_gpu_hours = models.FloatField(null=True, blank=True)
     evidence = models.JSONField(default=dict, blank=True, help_text="Phases, metrics and files the rules saw.")
+    rules_revision = models.PositiveIntegerField(
+        default=current_rules_revision, db_index=True, help_text="The revision of the rules' code that made it."
+    )
     triaged_at = models.DateTimeField(auto_now=True)
 
     class Meta:

@@ -13,6 +13,7 @@ from datetime import timedelta
 from decimal import Decimal
 
 from django.conf import settings
+from django.core.cache import cache
 from django.core.files.storage import default_storage
 from django.db import DataError, IntegrityError, transaction
 from django.db.models import F
@@ -25,7 +26,7 @@ from fleet.money import cost_of
 from triage.evidence import Evidence, JobInfo, build_evidence, read_series
 from triage.guidance import guidance_for
 from triage.models import Finding, JobTriage, RetriageRun, RuleSet, TriageStatus, without_current_triage
-from triage.rules import TriageResult, triage
+from triage.rules import RULES_REVISION, TriageResult, triage
 
 logger = logging.getLogger(__name__)
 
@@ -176,6 +177,7 @@ def _store(job: Job, rule_set: RuleSet, evidence: Evidence | None, result: Triag
         unused_gpu_hours=result.unused_gpu_hours,
         # Evidence quotes the job's logs and scripts, which may hold NUL characters no column keeps.
         evidence=storable(evidence.summary()) if evidence is not None else {},
+        rules_revision=RULES_REVISION,
     )
     price = _price_per_hour(job)
     facts = {"cpu_count": job.cpu_count, "gpu_count": job.gpu_count, "node_count": job.node_count}
@@ -297,6 +299,39 @@ def sweep_untriaged(older_than: timedelta, limit: int) -> int:
     job_ids = list(untriaged_jobs(older_than).order_by("pk").values_list("pk", flat=True)[:limit])
     if job_ids:
         logger.warning("Queuing the triage of %d jobs that had none (lost triage tasks?)", len(job_ids))
+        enqueue_triage(job_ids)
+    return len(job_ids)
+
+
+def outdated_results():
+    """Current triage results made by an older revision of the rules' code (one a job at most): jobs
+    whose findings do not say what the deployed rules would."""
+    return JobTriage.objects.filter(is_current=True, rules_revision__lt=RULES_REVISION)
+
+
+CATCHUP_KEY = "triage:rules-catchup"  # the jobs the last sweep queued for re-triage with newer rules
+
+
+def sweep_outdated(limit: int) -> int:
+    """After an upgrade whose rules conclude or say something else (`triage.rules.RULES_REVISION`),
+    queue the re-triage of up to `limit` jobs whose current result an older revision made, the longest
+    triaged first, with the current rule set (as a new import's triage is queued). Returns how many.
+
+    Idempotent: a job re-triaged twice gets the same result. Bounded: while the batch the last sweep
+    queued still has a job at an older revision (workers busy, or the task not reached yet), nothing
+    more is queued; the mark lasts four sweep intervals, so a batch lost with the broker is queued again.
+    A job at the deployed revision is never queued (no churn)."""
+    waiting = cache.get(CATCHUP_KEY)
+    if waiting and outdated_results().filter(job_id__in=waiting).exists():
+        return 0
+    job_ids = list(outdated_results().order_by("triaged_at", "pk").values_list("job_id", flat=True)[:limit])
+    if job_ids:
+        logger.info(
+            "Queuing the re-triage of %d jobs whose findings older rules made (revision < %d)",
+            len(job_ids),
+            RULES_REVISION,
+        )
+        cache.set(CATCHUP_KEY, job_ids, timeout=4 * 60 * settings.TRIAGE_SWEEP_MINUTES)
         enqueue_triage(job_ids)
     return len(job_ids)
 

@@ -59,9 +59,11 @@ def retriage_all_task(run_id: int) -> dict | None:
 
 @shared_task(name="triage.sweep_untriaged")
 def sweep_untriaged_task() -> dict:
-    """Every few minutes (beat): queue the triage of jobs that have none. Idempotent: a job queued
+    """Every few minutes (beat): queue the triage of jobs that have none, and of a batch of jobs whose
+    findings an older revision of the rules' code made (after an upgrade). Idempotent: a job queued
     twice is triaged once more with the same result."""
     queued = services.sweep_untriaged(
         timedelta(minutes=settings.TRIAGE_SWEEP_MINUTES), limit=settings.TRIAGE_SWEEP_LIMIT
     )
-    return {"queued": queued}
+    outdated = services.sweep_outdated(limit=settings.TRIAGE_RULES_CATCHUP_BATCH)
+    return {"queued": queued, "outdated": outdated}

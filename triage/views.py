@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from django import forms
+from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.http import HttpResponse, JsonResponse
@@ -128,6 +129,9 @@ def rule_set_edit(request):
             "changed": changed,
             "versions": RuleSet.objects.select_related("created_by")[:20],
             "run": RetriageRun.objects.select_related("rule_set").first(),
+            "outdated": services.outdated_results().count(),
+            "catchup_batch": settings.TRIAGE_RULES_CATCHUP_BATCH,
+            "sweep_minutes": settings.TRIAGE_SWEEP_MINUTES,
         },
     )
 

@@ -3,4 +3,24 @@
 from triage.rules import data, job, library, model  # noqa: F401  (registers the rules)
 from triage.rules.registry import RULES, THRESHOLDS, Finding, Status, TriageResult, default_thresholds, triage
 
-__all__ = ["RULES", "THRESHOLDS", "Finding", "Status", "TriageResult", "default_thresholds", "triage"]
+# The revision of the rules' code, stored on every triage result (`JobTriage.rules_revision`). Bump it
+# in the commit that changes what the rules conclude or say — a category found or no longer found, a
+# confidence, a share of the waste, a summary's or a guidance's words, the evidence quoted — (not for a
+# refactoring that changes no finding): after the upgrade, beat's sweep re-triages every job whose
+# result is of an older revision (`triage.services.sweep_outdated`), so findings follow the deployed
+# rules. Thresholds an operator edits are versioned apart, as rule sets.
+#   0  results stored before revisions were recorded
+#   1  2026-12-06: remote reads through object-store and HTTP clients (remote_read facts); a loader
+#      finding names what warned and what it said
+RULES_REVISION = 1
+
+__all__ = [
+    "RULES",
+    "RULES_REVISION",
+    "THRESHOLDS",
+    "Finding",
+    "Status",
+    "TriageResult",
+    "default_thresholds",
+    "triage",
+]
