@@ -982,7 +982,8 @@ def test_the_timeline_window_fields_read_and_take_times_in_the_readers_zone_on_a
         first, last = browser.execute_script("return document.getElementById('timeline').layout.xaxis.range")
         return [datetime.fromisoformat(first), datetime.fromisoformat(last)]
 
-    wait.until(lambda b: shown() == [begin + timedelta(minutes=10), begin + timedelta(minutes=20)])
+    # The chart is on the same clock as the fields (its axis is named for the zone).
+    wait.until(lambda b: shown() == [datetime(2026, 11, 2, 7, 10), datetime(2026, 11, 2, 7, 20)])
     status = browser.find_element(By.ID, "timeline-status").text
     assert status == f"Showing 2026-11-02 07:10:00 to 2026-11-02 07:20:00 ({zone})."
     assert end.get_attribute("value") == "2026-11-02 07:20:00"
@@ -992,4 +993,94 @@ def test_the_timeline_window_fields_read_and_take_times_in_the_readers_zone_on_a
     assert browser.find_element(By.ID, "timeline-window-error").text == (
         "Write each time as year-month-day hour:minute:second, such as 2026-11-02 07:10:00."
     )
+    assert console_errors(browser) == []
+
+
+@pytest.mark.django_db(transaction=True)
+def test_the_timeline_chart_is_on_the_readers_clock_as_its_fields_and_breaks_where_the_clocks_go_back(
+    browser,  # noqa: F811
+    live_server,
+    operator,
+):
+    """A reader in Buenos Aires saw 21:30 on the axis ("Time (UTC)") and 18:30 in the From / to fields.
+    The axis, its hover label and the fields now agree, on the reader's clock, which the axis names; a drag
+    on the chart still fills the fields and fetches its window by UTC. A Berlin job across the night the
+    clocks go back draws the repeated hour as a line of its own, not one back across the chart."""
+    from datetime import timedelta
+    from urllib.parse import parse_qs, urlsplit
+
+    import pandas as pd
+    from django.core.files.base import ContentFile
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support.wait import WebDriverWait
+
+    from fleet.models import UserProfile
+    from fleet.series import to_parquet_bytes
+    from tests.factories import JobFactory
+
+    zone = "Europe/Berlin"
+    UserProfile.objects.update_or_create(user=operator, defaults={"time_zone": zone})
+    begin = datetime(2026, 10, 25, 0, 0, tzinfo=UTC)  # 02:00 CEST; at 01:00 UTC, 03:00 CEST is 02:00 CET
+    stamps = pd.date_range(begin, begin + timedelta(hours=3), freq="1min", inclusive="left").as_unit("ms")
+    frame = pd.concat(
+        [
+            pd.DataFrame(
+                {
+                    "timestamp": stamps,
+                    "host": "n1",
+                    "gpu": pd.array([gpu] * len(stamps), dtype="Int16"),
+                    "gpu_util": pd.array([40.0 + 20 * gpu] * len(stamps), dtype="float32"),
+                }
+            )  # fmt: skip
+            for gpu in (0, 1)
+        ],
+        ignore_index=True,
+    )
+    job = JobFactory(start_time=begin, end_time=begin + timedelta(hours=3), gpu_count=2)
+    job.series_file.save("series.parquet", ContentFile(to_parquet_bytes(frame)))
+
+    browser.set_window_size(1280, 800)
+    log_in(browser, live_server.url, operator, f"/jobs/{job.pk}/")
+    wait = WebDriverWait(browser, 20, ignored_exceptions=STALE)
+    wait.until(lambda b: b.find_element(By.ID, "timeline").get_attribute("data-ready") == "1")
+    chart = browser.find_element(By.ID, "timeline")
+    assert chart.find_element(By.CSS_SELECTOR, ".g-xtitle").text == f"Time ({zone})"
+    start = browser.find_element(By.CSS_SELECTOR, "#timeline-window [name=start]")
+    end = browser.find_element(By.CSS_SELECTOR, "#timeline-window [name=end]")
+    assert (start.get_attribute("value"), end.get_attribute("value")) == ("2026-10-25 02:00:00", "2026-10-25 04:00:00")
+    ticks = [tick.text for tick in chart.find_elements(By.CSS_SELECTOR, ".xtick text")]
+    assert ticks and ticks[0].startswith("02:00"), ticks
+    # The line: 02:00-02:59 CEST, then 02:00-03:59 CET, two runs each forwards in time.
+    trace = browser.execute_script("return document.getElementById('timeline').data[0]")
+    runs, run = [], []
+    for x, y in zip(trace["x"], trace["y"], strict=True):
+        if y is None:
+            runs, run = runs + [run], []
+        else:
+            run.append(x)
+    runs = [r for r in runs + [run] if r]
+    assert len(runs) == 2 and all(a < b for r in runs for a, b in zip(r, r[1:], strict=False))
+    # The hover label on the axis names the sample's time on the reader's clock: 03:30 CET is 02:30 UTC.
+    browser.execute_script("Plotly.Fx.hover(arguments[0], {xval: arguments[1]})", chart, trace["x"][-30])
+    wait.until(lambda b: b.find_elements(By.CSS_SELECTOR, "#timeline .hoverlayer .axistext"))
+    assert "03:30" in chart.find_element(By.CSS_SELECTOR, ".hoverlayer .axistext").text
+    browser.execute_script("arguments[0].scrollIntoView({block: 'center'})", chart)
+    SHOTS.mkdir(exist_ok=True)
+    browser.save_screenshot(str(SHOTS / "timeline-berlin-fold.png"))
+
+    # A drag across 03:10-03:40 CET: the fields say so, the window is fetched in UTC (02:10-02:40).
+    browser.execute_script(
+        "Plotly.relayout(arguments[0], {'xaxis.range[0]': '2026-10-25 03:10', 'xaxis.range[1]': '2026-10-25 03:40'})",
+        chart,
+    )
+    wait.until(lambda b: start.get_attribute("value") == "2026-10-25 03:10:00")
+    assert end.get_attribute("value") == "2026-10-25 03:40:00"
+    fetched = browser.execute_script(
+        "return performance.getEntriesByType('resource').map(e => e.name).filter(n => n.includes('start='))"
+    )
+    query = parse_qs(urlsplit(fetched[-1]).query)
+    assert (query["start"], query["end"]) == (["2026-10-25T02:10:00.000Z"], ["2026-10-25T02:40:00.000Z"])
+    wait.until(lambda b: b.find_element(By.ID, "timeline").get_attribute("data-ready") == "1")
+    status = browser.find_element(By.ID, "timeline-status").text
+    assert status == f"Showing 2026-10-25 03:10:00 to 2026-10-25 03:40:00 ({zone})."
     assert console_errors(browser) == []

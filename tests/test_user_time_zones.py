@@ -140,7 +140,8 @@ def test_a_mail_says_utc_and_is_in_utc_even_sent_from_a_page_in_berlin():
 
 
 def test_the_charts_say_their_times_are_utc():
-    """Plotly draws the times it is given, in UTC, whatever zone the page's other times are in."""
+    """The weekly charts' weeks are UTC's, whatever the reader's zone; the job timeline is drawn in UTC for a
+    reader in UTC (in another zone it is drawn on their clock and says so: tests/test_timeline_time_zone.py)."""
     from datetime import date
 
     from triage.dashboard import figures

@@ -141,10 +141,11 @@
   }
   window.FleetNarrow.onCrossing(el, function () { return wideLayout && el.data ? narrowShown : null; }, refit);
 
-  // The window's fields read and take times as the page's others do: in the reader's zone (the form's
-  // data-time-zone, the page's), 24-hour, to the second, "2026-11-21 00:22:16"; the chart and the
-  // timeline's address stay in UTC.
-  var zone = (form && form.dataset.timeZone) || "UTC";
+  // The chart (its axis, hover, shaded windows: the server draws them on the reader's clock) and the
+  // window's fields read and take times as the page's others do: in the reader's zone (the chart's and
+  // form's data-time-zone, the page's), 24-hour, to the second, "2026-11-21 00:22:16". The timeline's
+  // address (?start=&end=) stays in UTC: these convert between the two.
+  var zone = el.dataset.timeZone || (form && form.dataset.timeZone) || "UTC";
   var wallClock = null;
   try {
     wallClock = new Intl.DateTimeFormat("en-US", {timeZone: zone, hourCycle: "h23", year: "numeric", month: "2-digit",
@@ -165,12 +166,25 @@
     var wall = Date.UTC(+p.year, +p.month - 1, +p.day, +p.hour % 24, +p.minute, +p.second);
     return wall - Math.floor(ms / 1000) * 1000;
   }
+  // The instant (ms) a wall-clock time (ms as if it were UTC) is in the reader's zone. A time the clocks
+  // skip (spring forward) is taken an hour on; one they repeat (fall back), the second time it comes.
+  function instantOf(wall) {
+    var instant = wall - offsetAt(wall);
+    return wall - offsetAt(instant);  // again, for an offset that changed between the two
+  }
   // "2026-11-21T00:22:16.000Z" as the fields write it: "2026-11-20 21:22:16" in America/Argentina/Buenos_Aires.
   function asInput(iso) {
     var date = iso ? new Date(iso) : null;
     if (!date || isNaN(date)) { return ""; }
     var p = wallParts(date.getTime());
     return p.year + "-" + p.month + "-" + p.day + " " + p.hour + ":" + p.minute + ":" + p.second;
+  }
+  // An ISO 8601 instant as the chart's axis takes it: the same for a UTC reader, else on their clock,
+  // to the millisecond ("2026-11-20 21:22:16.500").
+  function toChart(iso) {
+    if (zone === "UTC") { return iso; }
+    var ms = new Date(iso).getTime();
+    return isNaN(ms) ? iso : asInput(iso) + "." + String(((ms % 1000) + 1000) % 1000).padStart(3, "0");
   }
   // A field's "2026-11-20 21:22:16" (or "…T21:22", seconds left out) in the reader's zone as ISO 8601 in
   // UTC, "" for anything else. A time the clocks skip (spring forward) is taken an hour on.
@@ -182,9 +196,7 @@
     if (check.getUTCMonth() !== +m[2] - 1 || check.getUTCDate() !== +m[3] || +m[4] > 23 || +m[5] > 59 || +(m[6] || 0) > 59) {
       return "";
     }
-    var instant = wall - offsetAt(wall);
-    instant = wall - offsetAt(instant);  // again, for an offset that changed between the two
-    return new Date(instant).toISOString();
+    return new Date(instantOf(wall)).toISOString();
   }
 
   function showing(start, end) {
@@ -202,7 +214,7 @@
       .then(function (figure) {
         // Nothing to draw: the message stays (the next step would clear it) and the page is ready.
         if (figure.empty || figure.error) { say(figure.empty || figure.error); el.dataset.ready = "1"; return false; }
-        if (start) { figure.layout.xaxis.range = [start, end]; }
+        if (start) { figure.layout.xaxis.range = [toChart(start), toChart(end)]; }
         fitWidth(figure);
         return window.Plotly.react(el, figure.data, figure.layout, PLOT_CONFIG);
       })
@@ -239,10 +251,18 @@
     if (drawn === true) { keyboardWindows(); }  // nothing to zoom in a job without samples
   });
 
-  // Plotly's axis values ("2026-11-21 00:22:16.5", UTC) as ISO 8601.
+  // Plotly's axis values ("2026-11-21 00:22:16.5", "2026-11-21 00:22", "2026-11-21": on the reader's
+  // clock; or an instant with its offset) as ISO 8601 in UTC.
   function toIso(value) {
-    var date = new Date(String(value).replace(" ", "T") + (/Z|[+-]\d\d:?\d\d$/.test(value) ? "" : "Z"));
-    return isNaN(date) ? "" : date.toISOString();
+    value = String(value);
+    if (/Z|[+-]\d\d:?\d\d$/.test(value)) {
+      var date = new Date(value.replace(" ", "T"));
+      return isNaN(date) ? "" : date.toISOString();
+    }
+    var m = /^(\d{4})-(\d\d)-(\d\d)(?:[ T](\d\d):(\d\d)(?::(\d\d)(\.\d+)?)?)?$/.exec(value.trim());
+    if (!m) { return ""; }
+    var wall = Date.UTC(+m[1], +m[2] - 1, +m[3], +(m[4] || 0), +(m[5] || 0), +(m[6] || 0), Math.round(+(m[7] || 0) * 1000));
+    return isNaN(wall) ? "" : new Date(instantOf(wall)).toISOString();
   }
 
   // A window the form refuses: both fields are marked invalid and name the message (read with each),

@@ -159,6 +159,46 @@ def _gap_ms(device_times: list[np.ndarray]) -> float:
     return gap_threshold_s(period_ms / 1000) * 1000
 
 
+def wall_clock_ms(t_ms: np.ndarray, zone: str) -> np.ndarray:
+    """Instants (ms since the epoch) as the reader's clock in `zone` shows them, written as ms since the epoch
+    as if that clock were UTC: Plotly's date axis has no zones and draws a number as UTC's wall clock.
+
+    The one conversion of the timeline's times: its lines, shaded windows, log events and range.
+    """
+    t_ms = np.asarray(t_ms, dtype=np.int64)
+    if zone == "UTC" or not len(t_ms):
+        return t_ms
+    local = pd.DatetimeIndex(t_ms.astype("datetime64[ms]")).tz_localize("UTC").tz_convert(zone).tz_localize(None)
+    return local.as_unit("ms").asi8
+
+
+def _wall_iso(at: datetime, zone: str) -> str:
+    """A time for the figure's layout (range, shaded windows) or markers: ISO 8601, on the reader's clock."""
+    if zone == "UTC":
+        return at.isoformat()
+    ms = wall_clock_ms(np.array([int(pd.Timestamp(at).value // 1_000_000)]), zone)[0]
+    return pd.Timestamp(int(ms), unit="ms").isoformat()
+
+
+def _on_wall_clock(xs: list, columns: list[list], zone: str) -> list:
+    """A trace's x values on the reader's clock, its line broken where the clocks change (a null point):
+    where they go back, the repeated hour starts a line of its own rather than one drawn back across it
+    (that hour is drawn twice over the same stretch of axis, once for each offset); where they go
+    forward, no line crosses the hour that does not exist and no point is put in it."""
+    if zone == "UTC" or not xs:
+        return xs
+    t_ms = np.asarray(xs, dtype=np.int64)
+    wall = wall_clock_ms(t_ms, zone)
+    out: list = wall.tolist()
+    changes = np.flatnonzero(np.diff(wall - t_ms) != 0)
+    for offset, position in enumerate(changes):
+        at = position + 1 + offset
+        out.insert(at, out[at - 1])
+        for column in columns:
+            column.insert(at, None)
+    return out
+
+
 def _device_label(host: str, gpu) -> str:
     return f"{host} {device_name(gpu)}" if pd.notna(gpu) else host
 
@@ -171,10 +211,13 @@ def build_timeline(
     markers: list[Marker] = (),
     windows: list[dict] = (),
     points_per_trace: int = POINTS_PER_TRACE,
+    zone: str = "UTC",
 ) -> dict:
     """The figure for [start, end]: GPU utilization, GPU memory, and host CPU when present.
 
     `windows` are shaded spans: {"start": datetime, "end": datetime, "label": str, "colour": str}.
+    `zone` is the reader's time zone (an IANA name): the time axis, its hover labels, the shaded windows
+    and the log events are on its clock (wall_clock_ms), and the axis names it.
     """
     frame = frame[(frame["timestamp"] >= pd.Timestamp(start)) & (frame["timestamp"] <= pd.Timestamp(end))]
     frame = frame.assign(t_ms=_epoch_ms(frame["timestamp"]))
@@ -209,14 +252,14 @@ def build_timeline(
         "font": {"family": "system-ui, sans-serif", "size": 12},
         "paper_bgcolor": "rgba(0,0,0,0)",
         "plot_bgcolor": "rgba(0,0,0,0)",
-        # Plotly draws times as they are given, here UTC, whatever zone the reader chose for the page's
-        # other times: the axis says so. The zoom's fields read and take the reader's zone, as the page's
-        # other times do, and say which (static/js/timeline.js converts).
+        # Plotly draws times as they are given, here on the reader's clock (the page's other times' zone),
+        # which the axis names. The zoom's fields read and take the same; static/js/timeline.js turns the
+        # axis's range back into UTC for the timeline's address.
         "xaxis": {
             "type": "date",
-            "range": [start.isoformat(), end.isoformat()],
+            "range": [_wall_iso(start, zone), _wall_iso(end, zone)],
             "anchor": f"y{len(panels)}",
-            "title": {"text": "Time (UTC)", "standoff": 6},
+            "title": {"text": f"Time ({zone})", "standoff": 6},
         },
         "shapes": [],
         "annotations": [],
@@ -264,7 +307,9 @@ def build_timeline(
         if len(device_index[id(rows)]) > MAX_DEVICE_LINES:
             kind = "GPUs" if rows is gpu_rows else "hosts"
             start_ms, end_ms = start.timestamp() * 1000, end.timestamp() * 1000
-            stats = _device_statistics(times_all[id(rows)], values_all, start_ms, end_ms, points_per_trace, gap_ms)
+            times = times_all[id(rows)]
+            xs, *columns = _device_statistics(times, values_all, start_ms, end_ms, points_per_trace, gap_ms)
+            stats = (_on_wall_clock(xs, columns, zone), *columns)
             count = len(device_index[id(rows)])
             first_of_its_kind = index == 0 or rows is not gpu_rows  # the GPU panels share one legend entry
             data.extend(_statistics_traces(count, kind, axis, first_of_its_kind, stats))
@@ -274,6 +319,7 @@ def build_timeline(
             if np.isnan(values).all():
                 continue
             xs, ys = _downsample(times_all[id(rows)][positions], values, points_per_trace, gap_ms)
+            xs = _on_wall_clock(xs, [ys], zone)
             label = _device_label(host, gpu)
             if by_host:
                 count = gpus_on.get(str(host), 0)
@@ -321,8 +367,8 @@ def build_timeline(
                     "type": "rect",
                     "xref": "x",
                     "yref": f"{axis} domain",
-                    "x0": window["start"].isoformat(),
-                    "x1": window["end"].isoformat(),
+                    "x0": _wall_iso(window["start"], zone),
+                    "x1": _wall_iso(window["end"], zone),
                     "y0": 0,
                     "y1": 1,
                     "fillcolor": window.get("colour", "#c0392b"),
@@ -339,7 +385,7 @@ def build_timeline(
                 "name": "Log events",
                 "xaxis": "x",
                 "yaxis": "y",
-                "x": [m.at.isoformat() for m in markers],
+                "x": [_wall_iso(m.at, zone) for m in markers],
                 "y": [103] * len(markers),
                 "marker": {
                     "symbol": "triangle-down",

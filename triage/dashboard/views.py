@@ -17,6 +17,7 @@ from django.forms import BaseModelFormSet, modelformset_factory
 from django.http import FileResponse, Http404, JsonResponse, StreamingHttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import Resolver404, resolve, reverse
+from django.utils import timezone
 
 from config.methods import read_only, with_form
 from fleet import audit
@@ -402,7 +403,9 @@ def job_timeline(request, pk: int):
         for event in job.log_events.filter(timestamp__range=(start, end)).select_related("artifact")[:500]
     ]
     windows = [] if findings_hidden_from(request.user, job) else _finding_windows(job)
-    figure = timeline.build_timeline(frame, start=start, end=end, markers=markers, windows=windows)
+    # The window asked for is in UTC (the timeline's address); the figure is on the reader's clock.
+    zone = timezone.get_current_timezone_name()
+    figure = timeline.build_timeline(frame, start=start, end=end, markers=markers, windows=windows, zone=zone)
     return JsonResponse(figure)
 
 

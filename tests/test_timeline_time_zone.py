@@ -1,0 +1,142 @@
+"""The job timeline's time axis, hover and shaded windows in the reader's zone; the line breaks where the
+clocks change, so a fall-back hour draws no line backwards and a spring-forward gap invents no points."""
+
+from datetime import UTC, datetime, timedelta
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from triage.dashboard.timeline import MAX_DEVICE_LINES, Marker, build_timeline
+
+BERLIN = "Europe/Berlin"
+
+
+def minutely(begin: datetime, minutes: int, gpus: int = 1) -> pd.DataFrame:
+    stamps = pd.date_range(begin, periods=minutes, freq="60s", tz="UTC", unit="ms")
+    return pd.concat(
+        [
+            pd.DataFrame(
+                {
+                    "timestamp": stamps,
+                    "host": "n1",
+                    "gpu": pd.array([gpu] * len(stamps), dtype="Int16"),
+                    "gpu_util": np.float32(60),
+                }
+            )
+            for gpu in range(gpus)
+        ],
+        ignore_index=True,
+    )
+
+
+def wall(text: str) -> int:
+    """A wall-clock time as Plotly's date axis reads a number: milliseconds, as if it were UTC."""
+    return int(pd.Timestamp(text).value // 1_000_000)
+
+
+def segments(trace) -> list[list[int]]:
+    """The runs of the trace's line between nulls, as their x values."""
+    runs, run = [], []
+    for x, y in zip(trace["x"], trace["y"], strict=True):
+        if y is None:
+            runs, run = runs + [run] if run else runs, []
+        else:
+            run.append(x)
+    return runs + [run] if run else runs
+
+
+def test_a_utc_reader_sees_the_figure_of_today():
+    frame = minutely(datetime(2026, 10, 25, 0, 0, tzinfo=UTC), 120)
+    start, end = datetime(2026, 10, 25, 0, 0, tzinfo=UTC), datetime(2026, 10, 25, 2, 0, tzinfo=UTC)
+    markers = [Marker(at=start + timedelta(minutes=5), kind="install", label="pip")]
+    windows = [{"start": start, "end": start + timedelta(minutes=30), "label": "Idle", "colour": "#c0392b"}]
+    today = build_timeline(frame, start=start, end=end, markers=markers, windows=windows)
+    assert build_timeline(frame, start=start, end=end, markers=markers, windows=windows, zone="UTC") == today
+    assert today["layout"]["xaxis"]["title"]["text"] == "Time (UTC)"
+
+
+def test_axis_range_hover_shading_and_markers_are_on_the_readers_wall_clock():
+    zone = "America/Argentina/Buenos_Aires"  # UTC-3 all year
+    begin = datetime(2026, 11, 2, 10, 0, tzinfo=UTC)
+    figure = build_timeline(
+        minutely(begin, 60),
+        start=begin,
+        end=begin + timedelta(hours=1),
+        markers=[Marker(at=begin + timedelta(minutes=5), kind="install", label="pip")],
+        windows=[{"start": begin, "end": begin + timedelta(minutes=30), "label": "Idle", "colour": "#c0392b"}],
+        zone=zone,
+    )
+    layout = figure["layout"]
+    assert layout["xaxis"]["title"]["text"] == f"Time ({zone})"
+    assert [pd.Timestamp(x) for x in layout["xaxis"]["range"]] == [
+        pd.Timestamp("2026-11-02 07:00"),
+        pd.Timestamp("2026-11-02 08:00"),
+    ]
+    line = figure["data"][0]
+    assert line["x"][0] == wall("2026-11-02 07:00") and line["x"][-1] == wall("2026-11-02 07:59")
+    shape = layout["shapes"][0]
+    assert pd.Timestamp(shape["x0"]) == pd.Timestamp("2026-11-02 07:00")
+    assert pd.Timestamp(shape["x1"]) == pd.Timestamp("2026-11-02 07:30")
+    events = figure["data"][-1]
+    assert events["name"] == "Log events" and pd.Timestamp(events["x"][0]) == pd.Timestamp("2026-11-02 07:05")
+
+
+def test_the_line_breaks_where_the_clocks_go_back_and_never_draws_backwards():
+    """Berlin, 2026-10-25: at 01:00 UTC the clocks go from 03:00 CEST back to 02:00 CET, so 02:00-03:00
+    comes twice. The line stops at 02:59 CEST and starts anew at 02:00 CET; no stretch runs backwards."""
+    begin = datetime(2026, 10, 25, 0, 0, tzinfo=UTC)  # 02:00 CEST
+    figure = build_timeline(minutely(begin, 180), start=begin, end=begin + timedelta(hours=3), zone=BERLIN)
+    runs = segments(figure["data"][0])
+    assert [(run[0], run[-1]) for run in runs] == [
+        (wall("2026-10-25 02:00"), wall("2026-10-25 02:59")),  # CEST
+        (wall("2026-10-25 02:00"), wall("2026-10-25 03:59")),  # CET: the hour again, then on
+    ]
+    assert all(np.all(np.diff(run) > 0) for run in runs)
+    assert sum(len(run) for run in runs) == 180  # every sample, none invented
+    assert figure["layout"]["xaxis"]["range"] == ["2026-10-25T02:00:00", "2026-10-25T04:00:00"]
+
+
+def test_the_spring_forward_gap_has_no_points_and_no_line_across_it():
+    """Berlin, 2026-03-29: at 01:00 UTC the clocks go from 02:00 CET to 03:00 CEST; no time in 02:00-03:00."""
+    begin = datetime(2026, 3, 29, 0, 0, tzinfo=UTC)  # 01:00 CET
+    figure = build_timeline(minutely(begin, 120), start=begin, end=begin + timedelta(hours=2), zone=BERLIN)
+    runs = segments(figure["data"][0])
+    assert [(run[0], run[-1]) for run in runs] == [
+        (wall("2026-03-29 01:00"), wall("2026-03-29 01:59")),
+        (wall("2026-03-29 03:00"), wall("2026-03-29 03:59")),
+    ]
+    xs = [x for x in figure["data"][0]["x"] if wall("2026-03-29 02:00") <= x < wall("2026-03-29 03:00")]
+    assert xs == []
+
+
+def test_many_devices_mean_and_band_break_at_the_fold_too():
+    begin = datetime(2026, 10, 25, 0, 0, tzinfo=UTC)
+    frame = minutely(begin, 120, gpus=MAX_DEVICE_LINES + 1)
+    figure = build_timeline(frame, start=begin, end=begin + timedelta(hours=2), zone=BERLIN, points_per_trace=60)
+    mean = next(t for t in figure["data"] if t["name"].startswith("mean of"))
+    runs = segments(mean)
+    assert len(runs) == 2 and all(np.all(np.diff(run) > 0) for run in runs)
+    assert runs[1][0] < runs[0][-1]  # the repeated hour, drawn as its own line
+
+
+@pytest.mark.django_db
+def test_the_endpoint_takes_its_window_in_utc_and_draws_it_on_the_readers_clock(client, member_a, team_a):
+    from django.core.files.base import ContentFile
+    from django.urls import reverse
+
+    from fleet.models import UserProfile
+    from fleet.series import to_parquet_bytes
+    from tests.factories import JobFactory
+
+    begin = datetime(2026, 11, 2, 10, 0, tzinfo=UTC)
+    job = JobFactory(team=team_a, start_time=begin, end_time=begin + timedelta(hours=1))
+    job.series_file.save("s.parquet", ContentFile(to_parquet_bytes(minutely(begin, 60))))
+    UserProfile.objects.update_or_create(user=member_a, defaults={"time_zone": BERLIN})
+    client.force_login(member_a)
+    window = {"start": "2026-11-02T10:10:00Z", "end": "2026-11-02T10:20:00Z"}  # the address: UTC
+    figure = client.get(reverse("dashboard:job-timeline", args=[job.pk]), window).json()
+    assert figure["layout"]["xaxis"]["title"]["text"] == "Time (Europe/Berlin)"
+    assert figure["layout"]["xaxis"]["range"] == ["2026-11-02T11:10:00", "2026-11-02T11:20:00"]  # CET, UTC+1
+    line = figure["data"][0]["x"]
+    assert (line[0], line[-1]) == (wall("2026-11-02 11:10"), wall("2026-11-02 11:20"))
