@@ -31,7 +31,7 @@ from django.contrib.auth import get_user_model
 from django.contrib.auth.models import Group
 from django.contrib.auth.views import LoginView
 from django.core.exceptions import SuspiciousOperation
-from django.db import transaction
+from django.db import IntegrityError, transaction
 from django.http import Http404
 from django.shortcuts import render
 from mozilla_django_oidc.auth import OIDCAuthenticationBackend
@@ -51,6 +51,10 @@ class Refused(Exception):
     def __init__(self, title: str, message: str, status: int = 403):
         super().__init__(message)
         self.title, self.message, self.status = title, message, status
+
+
+class _Raced(Exception):
+    """This person's account appeared between a sign-in's lookup and its making of it."""
 
 
 def mapped_access(groups) -> tuple[set[str], set[str]]:
@@ -120,12 +124,34 @@ class SsoBackend(OIDCAuthenticationBackend):
         claims = {**payload, **userinfo}
         groups = groups_of(claims)
         teams, roles = mapped_access(groups)
+        try:
+            user = self._sign_in(issuer, subject, claims, groups, teams, roles)
+        except (IntegrityError, _Raced):
+            # Another first sign-in of this person (a double click) made the account between this one's
+            # lookup and its insert: this one rolled back, and is that account, found by a new lookup.
+            logger.info("SSO: a first sign-in of %s at %s met another one's; looking it up again", subject, issuer)
+            try:
+                user = self._sign_in(issuer, subject, claims, groups, teams, roles)
+            except (IntegrityError, _Raced):
+                raise Refused(
+                    "Sign-in failed",
+                    "Your account was being made by another sign-in at the same moment. Try again from the login page.",
+                    409,
+                ) from None
+        if not (teams or roles):
+            raise no_access()
+        logger.info("SSO: %s signed in (teams %s, roles %s)", user.get_username(), sorted(teams), sorted(roles))
+        return user
+
+    def _sign_in(self, issuer, subject, claims, groups, teams, roles):
+        """The account of (issuer, subject), made on a first sign-in, with its access synced: all or
+        nothing. IntegrityError or _Raced: another request made it meanwhile (the caller looks again)."""
         with transaction.atomic():
             identity = SsoIdentity.objects.select_related("user").filter(issuer=issuer, subject=subject).first()
             if identity is None:
                 if not (teams or roles):
                     raise no_access()
-                user = self._new_user(claims)
+                user = self._new_user(claims, issuer, subject)
                 identity = SsoIdentity.objects.create(user=user, issuer=issuer, subject=subject)
             user = identity.user
             if not user.is_active:
@@ -137,9 +163,6 @@ class SsoBackend(OIDCAuthenticationBackend):
             identity.last_login_groups = groups
             identity.save(update_fields=["last_login_groups"])
             sync_access(user, teams, roles)
-        if not (teams or roles):
-            raise no_access()
-        logger.info("SSO: %s signed in (teams %s, roles %s)", user.get_username(), sorted(teams), sorted(roles))
         return user
 
     def _username(self, claims) -> str:
@@ -158,10 +181,12 @@ class SsoBackend(OIDCAuthenticationBackend):
             )
         return username
 
-    def _new_user(self, claims):
+    def _new_user(self, claims, issuer, subject):
         username = self._username(claims)
         users = get_user_model().objects
         if users.filter(username__iexact=username).exists():
+            if SsoIdentity.objects.filter(issuer=issuer, subject=subject).exists():
+                raise _Raced  # not someone else's account: this person's, made since the lookup
             # Never taken over by name: a local account (a break-glass admin's) stays theirs.
             raise Refused(
                 "Sign-in refused",

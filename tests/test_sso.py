@@ -13,6 +13,7 @@ import requests
 from django.contrib.auth.models import User
 from django.core.exceptions import ImproperlyConfigured
 from django.core.management import CommandError, call_command
+from django.db.models.query import QuerySet
 from django.test import Client
 
 from config.sso import ENDPOINTS, oidc_settings
@@ -276,6 +277,54 @@ def test_unverified_email_is_not_kept(sso):
     sso.person["email_verified"] = False
     sign_in(Client())
     assert User.objects.get(username="ada").email == ""
+
+
+def missed_by(monkeypatch, reads: set[str], times: int = 1):
+    """This sign-in's reads ran before another request's (a double click's other click) committed the
+    account: the first `times` lookups of the identity ("lookup") and checks of the name ("name")
+    find nothing, though the rows are there. Its inserts then meet the database's real constraints."""
+    missed = {"lookup": 0, "name": 0}
+    real_first, real_exists = QuerySet.first, QuerySet.exists
+
+    def first(queryset):
+        if queryset.model is SsoIdentity and "lookup" in reads and missed["lookup"] < times:
+            missed["lookup"] += 1
+            return None
+        return real_first(queryset)
+
+    def exists(queryset):
+        if queryset.model is User and "name" in reads and missed["name"] < times:
+            missed["name"] += 1
+            return False
+        return real_exists(queryset)
+
+    monkeypatch.setattr(QuerySet, "first", first)
+    monkeypatch.setattr(QuerySet, "exists", exists)
+    return missed
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("reads", [{"lookup", "name"}, {"lookup"}], ids=["insert-refused", "name-taken"])
+def test_a_double_clicked_first_sign_in_is_the_account_the_other_click_made(sso, monkeypatch, reads):
+    sign_in(Client())  # the other click, committed first
+    ada = User.objects.get(username="ada")
+    missed = missed_by(monkeypatch, reads)
+    client = Client()
+    done = sign_in(client, "/jobs/")
+    assert missed == {"lookup": 1, "name": 1 if "name" in reads else 0}
+    assert done.status_code == 302 and done["Location"] == "/jobs/"  # not a 500, nor "not linked"
+    assert client.get("/jobs/").context["user"] == ada
+    assert User.objects.filter(username="ada").count() == SsoIdentity.objects.count() == 1
+    assert teams_of(ada) == {"vision"}
+
+
+@pytest.mark.django_db
+def test_a_sign_in_that_keeps_colliding_is_a_page_not_a_500(sso, monkeypatch):
+    sign_in(Client())
+    missed_by(monkeypatch, {"lookup", "name"}, times=2)  # the retry misses it too: tried once, then a page
+    page = sign_in(Client())
+    assert page.status_code == 409
+    assert b"at the same moment" in page.content and b"Try again" in page.content
 
 
 # --- settings, checked at start-up --------------------------------------------------------
