@@ -388,6 +388,7 @@ def test_the_sweep_retriages_results_of_an_older_rules_revision_oldest_first_and
     client.force_login(operator)
     page = client.get(reverse("triage:rule-set")).content.decode()
     assert "3 jobs still carry findings from an older release" in page
+    assert "1,000 at a time" in page  # TRIAGE_RULES_CATCHUP_BATCH, with the separator counts have elsewhere
 
     def summaries(job):
         return sorted(job.findings.values_list("category", "summary"))
