@@ -456,3 +456,41 @@ def test_the_fix_for_per_sample_client_reads_shows_the_jobs_own_kind_of_read_mad
     assert "aws s3 sync" not in guide["after"]
     example = category_guide(Category.REMOTE_DATA_READING)["fixes"]["fetched_per_sample"]
     assert "{" not in example[1].replace("{self", "") and "get_object" in example[1]
+
+
+def _remote_why(numbers: dict) -> str:
+    from triage.guidance import guidance_for
+
+    guide = guidance_for(
+        Category.REMOTE_DATA_READING, "object_store", numbers, gpu_hours=1.0, price_per_gpu_hour=None, currency="",
+        job={"gpu_count": 1},
+    )  # fmt: skip
+    return guide["why"]
+
+
+def test_why_the_gpu_idles_says_what_was_found_samples_fetched_one_by_one_or_shards_streamed():
+    # It said "Every shard fetched over the network stalls the loader" of a Dataset that fetches each sample with
+    # boto3's get_object in __getitem__, which fetches no shard.
+    frame = series(120, lambda t, g: 30, mem=lambda t, g: 0.6)
+    _, result = run(120, frame, scripts=[("data.py", BOTO3_GETITEM)], cpu_count=16)
+    (finding,) = [f for f in result.findings if f.category == Category.REMOTE_DATA_READING]
+    why = _remote_why(finding.numbers)
+    assert why == (
+        "Each sample is fetched over the network on its own as training asks for it (boto3): a round trip a "
+        "sample, so every fetch stalls the loading, and the GPUs with it."
+    )
+    _, result = run(120, frame, scripts=[("data.py", WEBDATASET + TRAIN_LOOP)], cpu_count=16)
+    (finding,) = [f for f in result.findings if f.category == Category.REMOTE_DATA_READING]
+    assert _remote_why(finding.numbers) == (
+        "The loader streams its shards over the network (webdataset): every shard fetched stalls the loading, and "
+        "the GPUs with it."
+    )
+    # Stalls located in the run are said; a job known only by a remote URL keeps the general sentence.
+    located = {"read_clients": ["requests"], "stalls": 4, "stall_minutes": 12.4}
+    assert _remote_why(located).endswith(
+        "(requests): a round trip a sample, so every fetch stalls the loading, and the GPUs with it: they stalled "
+        "4 times (12 min) in this job."
+    )
+    assert _remote_why({"read_clients": [], "stalls": 0}) == (
+        "Every shard or sample fetched over the network stalls the loader, and the GPUs with it."
+    )

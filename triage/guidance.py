@@ -266,7 +266,8 @@ GUIDES: dict[Category, dict] = {
     },
     Category.REMOTE_DATA_READING: {
         "what": "Training reads its data straight from remote or distributed storage.",
-        "why": "Every shard fetched over the network stalls the loader, and the GPUs with it.",
+        # A job's own: _remote_why, from what its finding found (samples fetched one by one, shards streamed).
+        "why": "Every shard or sample fetched over the network stalls the loader, and the GPUs with it.",
         "fixes": {
             "default": (
                 "Stage the data to local SSD first (or cache it), pack small files into large shards "
@@ -438,10 +439,15 @@ def guidance_for(
     # "Recoverable for this job" and the finding's cost are one amount on every page and in the API.
     cost = cost_of(gpu_hours, price_per_gpu_hour)
     settings_text = values.pop("settings", "")
+    why = guide["why"]
+    if category == Category.DATA_PREPROCESSING:
+        why = _loader_why(numbers, job)
+    elif category == Category.REMOTE_DATA_READING:
+        why = _remote_why(numbers, why)
     return {
         "title": category.label,
         "what": guide["what"],
-        "why": _loader_why(numbers, job) if category == Category.DATA_PREPROCESSING else guide["why"],
+        "why": why,
         "change": change + (f" {settings_text}" if settings_text else ""),
         "before": _fill(before, values),
         "after": _fill(after, values),
@@ -588,6 +594,36 @@ _CLIENT_READS = {
 }  # fmt: skip
 _FS_CLIENTS = {"s3fs": "fs", "gcsfs": "fs", "adlfs": "fs", "fsspec": "fs", "pyarrow": "fs", "smart_open": "fs"}
 _HTTP_CLIENTS = {"requests": "http", "httpx": "http", "urllib": "http", "urllib3": "http"}
+
+
+_SHARD_CLIENTS = {"webdataset", "torchdata"}  # their reads are a stream of shards, not one fetch a sample
+
+
+def _remote_why(numbers: dict, general: str) -> str:
+    """Why a remote-reading job's GPUs wait, from what its finding found: samples fetched one by one through a client
+    (boto3 get_object in __getitem__ ...), shards streamed (WebDataset, torchdata), and the stalls located in the run;
+    the general sentence for a job known by a remote URL only."""
+    clients = numbers.get("read_clients") or []
+    per_sample = [client for client in clients if client not in _SHARD_CLIENTS]
+    shards = [client for client in clients if client in _SHARD_CLIENTS]
+    if per_sample:
+        why = (
+            f"Each sample is fetched over the network on its own as training asks for it ({', '.join(per_sample)}): "
+            "a round trip a sample, so every fetch stalls the loading, and the GPUs with it"
+        )
+        if shards:
+            why += f"; its shards are streamed over the network too ({', '.join(shards)})"
+    elif shards:
+        why = (
+            f"The loader streams its shards over the network ({', '.join(shards)}): every shard fetched stalls the "
+            "loading, and the GPUs with it"
+        )
+    else:
+        return general
+    if numbers.get("stalls") and numbers.get("stall_minutes") is not None:
+        times = "once" if numbers["stalls"] == 1 else f"{numbers['stalls']} times"
+        why += f": they stalled {times} ({numbers['stall_minutes']:.0f} min) in this job"
+    return why + "."
 
 
 def _client_read(numbers: dict) -> tuple[str, str, str] | None:
