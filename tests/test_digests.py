@@ -1290,3 +1290,12 @@ def test_what_the_pages_say_a_user_receives_is_what_the_senders_send_them(fleet,
         said = {(user.pk, c.kind, c.team.pk if c.team else None) for c in services.received_by(user)}
         assert said == {row for row in sent if row[0] == user.pk}, user.username
     assert sent  # the matrix is not empty: members, a subscribed researcher and operator are sent digests
+
+
+def test_an_errors_words_may_break_after_underscores_and_stay_escaped():
+    from triage.digests.templatetags.digest_format import break_after_underscores
+
+    assert break_after_underscores("unless ALERT_WEBHOOK_ALLOWED_NETWORKS allows <b>") == (
+        "unless ALERT_<wbr>WEBHOOK_<wbr>ALLOWED_<wbr>NETWORKS allows &lt;b&gt;"
+    )
+    assert break_after_underscores("") == "" and break_after_underscores(None) == ""

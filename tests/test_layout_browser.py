@@ -26,6 +26,24 @@ def style(driver, selector: str) -> list[str]:
     return driver.execute_script(STYLE, driver.find_element(By.CSS_SELECTOR, selector))
 
 
+# Where a word in an element breaks across lines: the word's start before each break ([] when on one line).
+BREAKS = """
+const [element, word] = arguments, chars = [];
+const walker = document.createTreeWalker(element, NodeFilter.SHOW_TEXT);
+while (walker.nextNode()) { for (let i = 0; i < walker.currentNode.length; i++) chars.push([walker.currentNode, i]); }
+const at = chars.map(([node, i]) => node.data[i]).join('').indexOf(word), breaks = [];
+let top = null;
+for (let k = 0; at >= 0 && k < word.length; k++) {
+  const [node, i] = chars[at + k], range = document.createRange();
+  range.setStart(node, i); range.setEnd(node, i + 1);
+  const here = Math.round(range.getBoundingClientRect().top);
+  if (top !== null && here !== top) breaks.push(word.slice(0, k));
+  top = here;
+}
+return at < 0 ? null : breaks;
+"""
+
+
 def lines(driver, selector: str) -> int:
     """How many lines the element's text takes (its inline boxes' distinct tops)."""
     from selenium.webdriver.common.by import By
@@ -112,4 +130,10 @@ def test_forms_tables_and_a_studys_card_line_up_at_1280_px(browser, live_server,
 
         browser.get(f"{base}/digests/deliveries/")
         assert lines(browser, "table.deliveries td.what a") == 1
+        # A setting's name in an error breaks after an underscore, never mid-word ('ALERT_WEBHOOK_ALLOWED_NETW' /
+        # 'ORKS'); it still reads whole.
+        cell = browser.find_element("xpath", "//td[contains(., 'ALERT_WEBHOOK_ALLOWED_NETWORKS')]")
+        assert "ALERT_WEBHOOK_ALLOWED_NETWORKS allows them" in cell.text.replace("\n", " ")
+        before_breaks = browser.execute_script(BREAKS, cell, "ALERT_WEBHOOK_ALLOWED_NETWORKS")
+        assert all(part.endswith("_") for part in before_breaks), before_breaks
     assert console_errors(browser) == []

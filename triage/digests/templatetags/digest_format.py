@@ -1,6 +1,9 @@
-"""Number formats of the digests, shared by the text and HTML parts so both say the same."""
+"""Number formats of the digests, shared by the text and HTML parts so both say the same; and the
+deliveries page's breaking of long error words."""
 
 from django import template
+from django.utils.html import format_html_join
+from django.utils.safestring import mark_safe
 
 from triage.digests import services
 
@@ -84,3 +87,13 @@ ROUNDING = (
 @register.simple_tag
 def rounding_note() -> str:
     return ROUNDING
+
+
+@register.filter
+def break_after_underscores(text) -> str:
+    """The text, escaped, free to break after each underscore (`<wbr>`): a setting's name in a delivery's error
+    (ALERT_WEBHOOK_ALLOWED_NETWORKS) wraps between its words in a narrow column, not mid-word. Copied, it is the
+    same text."""
+    if not text:
+        return ""
+    return format_html_join(mark_safe("_<wbr>"), "{}", ((part,) for part in str(text).split("_")))
