@@ -12,7 +12,9 @@ from triage.rules.registry import RULES, THRESHOLDS, Finding, Status, TriageResu
 #   0  results stored before revisions were recorded
 #   1  2026-12-06: remote reads through object-store and HTTP clients (remote_read facts); a loader
 #      finding names what warned and what it said
-RULES_REVISION = 1
+#   2  2026-12-06: a remote-reading finding's "why the GPU idles" says what was found (samples fetched one
+#      by one through a client, shards streamed) and the stalls located
+RULES_REVISION = 2
 
 __all__ = [
     "RULES",
