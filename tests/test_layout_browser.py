@@ -130,8 +130,8 @@ def test_forms_tables_and_a_studys_card_line_up_at_1280_px(browser, live_server,
 
         browser.get(f"{base}/digests/deliveries/")
         assert lines(browser, "table.deliveries td.what a") == 1
-        # A setting's name in an error breaks after an underscore, never mid-word ('ALERT_WEBHOOK_ALLOWED_NETW' /
-        # 'ORKS'); it still reads whole.
+        # A setting's name in an error breaks after an underscore, never mid-word ('ALERT_WEBHOOK_ALLO' /
+        # 'WED_NETWORKS'); it still reads whole.
         cell = browser.find_element("xpath", "//td[contains(., 'ALERT_WEBHOOK_ALLOWED_NETWORKS')]")
         assert "ALERT_WEBHOOK_ALLOWED_NETWORKS allows them" in cell.text.replace("\n", " ")
         before_breaks = browser.execute_script(BREAKS, cell, "ALERT_WEBHOOK_ALLOWED_NETWORKS")
