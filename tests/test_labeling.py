@@ -18,6 +18,7 @@ from tests.factories import ClusterFactory, JobFactory, UserFactory
 from triage.labeling import exchange, services
 from triage.labeling.models import Assignment, GoldItem, Study
 from triage.models import Feedback, Finding, JobTriage, RuleSet, TriageStatus
+from triage.rules import RULES_REVISION
 from triage.taxonomy import Category
 
 pytestmark = pytest.mark.django_db
@@ -726,6 +727,8 @@ def test_rules_against_gold_per_category_with_error_jobs_and_two_versions(client
     url = reverse("labeling:rules", args=[study.pk])
     page = client.get(url, {"gold": 1, "rule_set": 1, "compare": 2, "category": CKPT}).content.decode()
     assert "Model checkpointing" in page and "F1 v2" in page and "+0.333" in page
+    assert f"scored against rule set v1, rules revision {RULES_REVISION}." in page
+    assert f"Compared with rule set v2, rules revision {RULES_REVISION}." in page
     assert 'id="false-negatives"' in page and str(jobs[3]) in page
     # The confusion table holds the categories in gold or found (and "None"), by their whole names;
     # the other twelve, neither in gold nor found, would only push those out of sight.
@@ -792,6 +795,40 @@ def gold_with_job_1_triaged(study, raters):
     rule_set = RuleSet.current()
     triage_with(rule_set, study.items.get(position=1).job, [BATCH])
     return gold, rule_set
+
+
+def test_the_exports_and_the_page_name_the_rules_revision_beside_the_rule_set_version(client, study, raters, tmp_path):
+    from django.core.management import call_command
+
+    gold, rule_set = gold_with_job_1_triaged(study, raters)  # gold: 1 batch, 2 ckpt+pinned, 3 ckpt, 4 none
+    jobs = {item.position: item.job for item in study.items.all()}
+    triage_with(rule_set, jobs[2], [CKPT])
+    JobTriage.objects.filter(job=jobs[1]).update(rules_revision=7)
+    JobTriage.objects.filter(job=jobs[2]).update(rules_revision=6)  # not yet re-triaged after an upgrade
+    client.force_login(raters[1])
+    export = reverse("labeling:export", args=[study.pk, "rules", "json"])
+    rules = client.get(export, {"rule_set": rule_set.version}).json()
+    assert rules["rules_revisions"] == [6, 7]
+    assert {(r["job_id"], r["rules_revision"]) for r in rules["rows"]} == {
+        (jobs[1].external_id, 7), (jobs[2].external_id, 6)
+    }  # fmt: skip
+    response = client.get(export.replace(".json", ".csv"), {"rule_set": 1})
+    rows = list(csv.DictReader(io.StringIO(response.content.decode())))
+    assert {(r["job_id"], r["rule_set_version"], r["rules_revision"]) for r in rows} == {
+        (jobs[1].external_id, "1", "7"), (jobs[2].external_id, "1", "6")
+    }  # fmt: skip
+    quality = reverse("labeling:export", args=[study.pk, "quality", "csv"])
+    table = list(csv.DictReader(io.StringIO(client.get(quality, {"gold": 1, "rule_set": 1}).content.decode())))
+    assert {row["rules_revision"] for row in table} == {"6 7"}  # every row, the summary's too
+    assert client.get(quality.replace(".csv", ".json"), {"gold": 1, "rule_set": 1}).json()["rules_revisions"] == [6, 7]
+    out = tmp_path / "rules.json"
+    call_command("export_study", study.pk, "rules", "--format", "json", "--out", str(out))  # as the page's
+    assert json.loads(out.read_text())["rules_revisions"] == [6, 7]
+    page = client.get(reverse("labeling:rules", args=[study.pk]), {"gold": 1, "rule_set": 1}).content.decode()
+    assert "2 gold jobs scored against rule set v1, rules revisions 6 and 7" in page
+    JobTriage.objects.filter(job=jobs[2]).update(rules_revision=7)
+    page = client.get(reverse("labeling:rules", args=[study.pk]), {"gold": 1, "rule_set": 1}).content.decode()
+    assert "2 gold jobs scored against rule set v1, rules revision 7." in page
 
 
 # Text that may be all digits and is still text: a scheduler's job id.

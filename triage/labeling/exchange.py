@@ -50,10 +50,12 @@ RULE_COLUMNS = [
     "sub_cause",
     "confidence",
     "gpu_hours",
+    "rules_revision",  # appended, so a reader of the older columns still finds them in place
 ]
 QUALITY_COLUMNS = [
     "study_id", "gold_version", "rule_set_version", "category", "support", "predicted",
     "true_positives", "false_positives", "false_negatives", "precision", "recall", "f1", "value",
+    "rules_revision",  # appended, as in RULE_COLUMNS
 ]  # fmt: skip
 # The CSV's summary rows after the categories, named in the category column: a spreadsheet shows them
 # under the table as labelled lines (the JSON has them as its "summary" object instead).
@@ -160,6 +162,7 @@ def rule_rows(study: Study, rule_set: RuleSet) -> list[dict]:
             "cluster": result.job.cluster.name,
             "job_id": result.job.external_id,
             "status": result.status,
+            "rules_revision": result.rules_revision,
         }
         for finding in findings[result.job_id] or [None]:
             rows.append(
@@ -172,6 +175,21 @@ def rule_rows(study: Study, rule_set: RuleSet) -> list[dict]:
                 }
             )
     return rows
+
+
+def rules_revisions_meta(rows: list[dict]) -> dict:
+    """What a rules export's JSON says beside its rule_set_version: the revisions of the rules' code
+    that made the exported results, lowest first."""
+    return {"rules_revisions": sorted({row["rules_revision"] for row in rows})}
+
+
+def revisions_cell(evaluation) -> int | str:
+    """A quality row's rules_revision: the revision of the rules' code behind the scores, or, while some
+    jobs are not yet re-triaged after an upgrade, every revision among them, lowest first ("1 2")."""
+    revisions = evaluation.rules_revisions
+    if len(revisions) == 1:
+        return revisions[0]
+    return " ".join(str(revision) for revision in revisions)
 
 
 def quality_summary(evaluation) -> dict:
@@ -194,7 +212,12 @@ def quality_meta(evaluation) -> dict:
     """What a quality export's JSON says beside its rows: the summary, and (as before it) how many jobs
     were scored and how many not triaged."""
     summary = quality_summary(evaluation)
-    return {"jobs_scored": summary["jobs_scored"], "jobs_not_triaged": summary["jobs_not_triaged"], "summary": summary}
+    return {
+        "rules_revisions": evaluation.rules_revisions,
+        "jobs_scored": summary["jobs_scored"],
+        "jobs_not_triaged": summary["jobs_not_triaged"],
+        "summary": summary,
+    }
 
 
 def quality_summary_rows(evaluation) -> list[dict]:
@@ -206,6 +229,7 @@ def quality_summary_rows(evaluation) -> list[dict]:
         "study_id": evaluation.gold_set.study_id,
         "gold_version": evaluation.gold_set.version,
         "rule_set_version": evaluation.rule_set.version,
+        "rules_revision": revisions_cell(evaluation),
     }
     counts = ("support", "predicted", "true_positives", "false_positives", "false_negatives")
     return [
@@ -245,6 +269,7 @@ def quality_rows(evaluation: services.RuleEvaluation) -> list[dict]:
             "precision": "" if row.precision is None else round(row.precision, 4),
             "recall": "" if row.recall is None else round(row.recall, 4),
             "f1": "" if row.f1 is None else round(row.f1, 4),
+            "rules_revision": revisions_cell(evaluation),
         }
         for row in evaluation.report.categories
     ]

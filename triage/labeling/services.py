@@ -499,6 +499,9 @@ class RuleEvaluation:
     report: agreement.QualityReport
     not_triaged: list[int]  # gold jobs without a result for this rule set (left out of the scores)
     jobs: dict[int, Job]
+    # The revisions of the rules' code that made the scored results (`JobTriage.rules_revision`), lowest
+    # first: more than one while beat's sweep has not yet re-triaged every job after an upgrade.
+    rules_revisions: list[int]
 
 
 def evaluate_rules(gold_set: GoldSet, rule_set: RuleSet) -> RuleEvaluation:
@@ -507,7 +510,10 @@ def evaluate_rules(gold_set: GoldSet, rule_set: RuleSet) -> RuleEvaluation:
     scored = {job_id: cats for job_id, cats in gold.items() if job_id in predicted}
     report = agreement.rule_quality(scored, predicted, CATEGORIES)
     jobs = Job.objects.filter(pk__in=list(gold)).select_related("cluster", "team").in_bulk()
-    return RuleEvaluation(gold_set, rule_set, report, missing, jobs)
+    revisions = JobTriage.objects.filter(job_id__in=list(predicted), rule_set=rule_set).values_list(
+        "rules_revision", flat=True
+    )
+    return RuleEvaluation(gold_set, rule_set, report, missing, jobs, sorted(set(revisions)))
 
 
 def triage_missing(job_ids: list[int], rule_set: RuleSet) -> None:

@@ -735,6 +735,7 @@ def _export(request, study, kind: str, fmt: str) -> HttpResponse:
     elif kind == "rules":
         rule_set = _export_rule_set(request)
         rows, meta["rule_set_version"] = exchange.rule_rows(study, rule_set), rule_set.version
+        meta |= exchange.rules_revisions_meta(rows)
     elif kind == "quality":
         gold_set = _export_gold_set(request, study)
         rule_set = _export_rule_set(request)

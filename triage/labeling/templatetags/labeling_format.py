@@ -16,6 +16,17 @@ def ratio(value, digits: int = 3):
 
 
 @register.filter
+def rules_revisions(revisions):
+    """The revisions of the rules' code behind a set of results: "rules revision 2", or while some jobs
+    are not yet re-triaged after an upgrade, "rules revisions 1 and 2"; "" for none."""
+    if not revisions:
+        return ""
+    if len(revisions) == 1:
+        return f"rules revision {revisions[0]}"
+    return f"rules revisions {', '.join(str(r) for r in revisions[:-1])} and {revisions[-1]}"
+
+
+@register.filter
 def percent(value):
     return "–" if value is None else f"{100 * value:.1f} %"
 

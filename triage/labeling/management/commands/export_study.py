@@ -43,6 +43,7 @@ class Command(BaseCommand):
             rows, meta["gold_version"] = exchange.gold_rows(gold_set), gold_set.version
         elif kind == "rules":
             rows, meta["rule_set_version"] = exchange.rule_rows(study_obj, rules), rules.version
+            meta |= exchange.rules_revisions_meta(rows)
         else:
             evaluation = services.evaluate_rules(gold_set, rules)
             rows = exchange.quality_rows(evaluation)
