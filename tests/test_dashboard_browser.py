@@ -135,14 +135,17 @@ def test_the_rules_page_follows_a_running_retriage_until_it_is_done(browser, liv
 
     # A re-triage a worker is busy with (in the embedded mode it would be over before the page loads).
     run = RetriageRun.objects.create(
-        rule_set=RuleSet.current(), status=RetriageRun.Status.RUNNING, jobs_total=40, jobs_done=10
+        rule_set=RuleSet.current(), status=RetriageRun.Status.RUNNING, jobs_total=4000, jobs_done=1000
     )
     log_in(browser, live_server.url, operator, "/triage/rules/")
     wait = WebDriverWait(browser, 20, ignored_exceptions=STALE)
-    wait.until(lambda b: "10 of 40 jobs · Running" in body_text(b))
+    wait.until(lambda b: "1,000 of 4,000 jobs · Running" in body_text(b))
 
-    RetriageRun.objects.filter(pk=run.pk).update(jobs_done=40, status=RetriageRun.Status.DONE)
-    wait.until(lambda b: "40 of 40 jobs · Done" in body_text(b))  # without reloading the page
+    RetriageRun.objects.filter(pk=run.pk).update(jobs_done=2500)
+    # Without reloading the page, and with the separator the page's other counts have.
+    wait.until(lambda b: "2,500 of 4,000 jobs · Running" in body_text(b))
+    RetriageRun.objects.filter(pk=run.pk).update(jobs_done=4000, status=RetriageRun.Status.DONE)
+    wait.until(lambda b: "4,000 of 4,000 jobs · Done" in body_text(b))
     assert browser.find_element(By.ID, "retriage-bar").get_attribute("value") == "100"
     SHOTS.mkdir(exist_ok=True)
     browser.save_screenshot(str(SHOTS / "rules-retriage.png"))
@@ -1060,10 +1063,14 @@ def test_the_timeline_chart_is_on_the_readers_clock_as_its_fields_and_breaks_whe
             run.append(x)
     runs = [r for r in runs + [run] if r]
     assert len(runs) == 2 and all(a < b for r in runs for a, b in zip(r, r[1:], strict=False))
-    # The hover label on the axis names the sample's time on the reader's clock: 03:30 CET is 02:30 UTC.
+    # The repeated hour is marked: a band over 02:00-03:00 with a label saying the clocks went back.
+    labels = [a.text for a in chart.find_elements(By.CSS_SELECTOR, ".annotation-text")]
+    assert labels == ["02:00–03:00 twice: clocks went back (CEST, then CET)"]
+    # The hover label on the axis names the sample's time on the reader's clock as the fields write times
+    # (24-hour, to the second; not Plotly's "Oct 25, 2026, 03:30"): 03:30 CET is 02:30 UTC.
     browser.execute_script("Plotly.Fx.hover(arguments[0], {xval: arguments[1]})", chart, trace["x"][-30])
     wait.until(lambda b: b.find_elements(By.CSS_SELECTOR, "#timeline .hoverlayer .axistext"))
-    assert "03:30" in chart.find_element(By.CSS_SELECTOR, ".hoverlayer .axistext").text
+    assert chart.find_element(By.CSS_SELECTOR, ".hoverlayer .axistext").text == "2026-10-25 03:30:00"
     browser.execute_script("arguments[0].scrollIntoView({block: 'center'})", chart)
     SHOTS.mkdir(exist_ok=True)
     browser.save_screenshot(str(SHOTS / "timeline-berlin-fold.png"))
@@ -1083,4 +1090,48 @@ def test_the_timeline_chart_is_on_the_readers_clock_as_its_fields_and_breaks_whe
     wait.until(lambda b: b.find_element(By.ID, "timeline").get_attribute("data-ready") == "1")
     status = browser.find_element(By.ID, "timeline-status").text
     assert status == f"Showing 2026-10-25 03:10:00 to 2026-10-25 03:40:00 ({zone})."
+    # Past the repeated hour, no band and no label.
+    assert chart.find_elements(By.CSS_SELECTOR, ".annotation-text") == []
+    assert console_errors(browser) == []
+
+
+@pytest.mark.django_db(transaction=True)
+def test_the_timeline_labels_the_hour_the_clocks_skip(browser, live_server, operator):  # noqa: F811
+    """Berlin, 2026-03-29: 02:00 CET is 03:00 CEST. The axis's 02:00-03:00 has no line; a label says why."""
+    from datetime import timedelta
+
+    import pandas as pd
+    from django.core.files.base import ContentFile
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support.wait import WebDriverWait
+
+    from fleet.models import UserProfile
+    from fleet.series import to_parquet_bytes
+    from tests.factories import JobFactory
+
+    UserProfile.objects.update_or_create(user=operator, defaults={"time_zone": "Europe/Berlin"})
+    begin = datetime(2026, 3, 29, 0, 0, tzinfo=UTC)  # 01:00 CET
+    stamps = pd.date_range(begin, begin + timedelta(hours=2), freq="1min", inclusive="left").as_unit("ms")
+    frame = pd.DataFrame(
+        {"timestamp": stamps, "host": "n1", "gpu": pd.array([0] * len(stamps), dtype="Int16"), "gpu_util": 55.0}
+    )
+    job = JobFactory(start_time=begin, end_time=begin + timedelta(hours=2), gpu_count=1)
+    job.series_file.save("series.parquet", ContentFile(to_parquet_bytes(frame)))
+
+    browser.set_window_size(1280, 800)
+    log_in(browser, live_server.url, operator, f"/jobs/{job.pk}/")
+    wait = WebDriverWait(browser, 20, ignored_exceptions=STALE)
+    wait.until(lambda b: b.find_element(By.ID, "timeline").get_attribute("data-ready") == "1")
+    chart = browser.find_element(By.ID, "timeline")
+    labels = [a.text for a in chart.find_elements(By.CSS_SELECTOR, ".annotation-text")]
+    assert labels == ["02:00–03:00 skipped: clocks went forward (CET, then CEST)"]
+    # 03:00 CEST, the first minute after the change, hovered as the fields write it.
+    trace = browser.execute_script("return document.getElementById('timeline').data[0]")
+    after = next(x for x, y in zip(trace["x"], trace["y"], strict=True) if y is not None and x >= 1774753200000)
+    browser.execute_script("Plotly.Fx.hover(arguments[0], {xval: arguments[1]})", chart, after)
+    wait.until(lambda b: b.find_elements(By.CSS_SELECTOR, "#timeline .hoverlayer .axistext"))
+    assert chart.find_element(By.CSS_SELECTOR, ".hoverlayer .axistext").text == "2026-03-29 03:00:00"
+    browser.execute_script("arguments[0].scrollIntoView({block: 'center'})", chart)
+    SHOTS.mkdir(exist_ok=True)
+    browser.save_screenshot(str(SHOTS / "timeline-berlin-spring-forward.png"))
     assert console_errors(browser) == []

@@ -140,3 +140,70 @@ def test_the_endpoint_takes_its_window_in_utc_and_draws_it_on_the_readers_clock(
     assert figure["layout"]["xaxis"]["range"] == ["2026-11-02T11:10:00", "2026-11-02T11:20:00"]  # CET, UTC+1
     line = figure["data"][0]["x"]
     assert (line[0], line[-1]) == (wall("2026-11-02 11:10"), wall("2026-11-02 11:20"))
+
+
+def clock_marks(figure) -> list[tuple]:
+    """What the figure marks where the clocks change: each band (its wall-clock stretch, once per panel)
+    and each label's text."""
+    bands = [
+        (pd.Timestamp(s["x0"]), pd.Timestamp(s["x1"]))
+        for s in figure["layout"]["shapes"]
+        if s.get("name", "").startswith("Clock change")
+    ]
+    labels = [a["text"] for a in figure["layout"]["annotations"]]
+    return sorted(set(bands)), labels
+
+
+def test_the_repeated_hour_is_a_labelled_band_on_the_night_the_clocks_go_back():
+    begin = datetime(2026, 10, 25, 0, 0, tzinfo=UTC)  # 02:00 CEST
+    figure = build_timeline(minutely(begin, 180), start=begin, end=begin + timedelta(hours=3), zone=BERLIN)
+    bands, labels = clock_marks(figure)
+    assert bands == [(pd.Timestamp("2026-10-25 02:00"), pd.Timestamp("2026-10-25 03:00"))]
+    assert labels == ["02:00–03:00 twice: clocks went back (CEST, then CET)"]
+    # The band covers the panel it is on, below the lines, and has no legend entry of its own.
+    band = next(s for s in figure["layout"]["shapes"] if s.get("name", "").startswith("Clock change"))
+    assert band["layer"] == "below" and band["yref"] == "y domain" and band.get("showlegend") is not True
+
+
+def test_the_skipped_hour_is_labelled_on_the_night_the_clocks_go_forward():
+    begin = datetime(2026, 3, 29, 0, 0, tzinfo=UTC)  # 01:00 CET
+    figure = build_timeline(minutely(begin, 120), start=begin, end=begin + timedelta(hours=2), zone=BERLIN)
+    bands, labels = clock_marks(figure)
+    assert bands == [(pd.Timestamp("2026-03-29 02:00"), pd.Timestamp("2026-03-29 03:00"))]
+    assert labels == ["02:00–03:00 skipped: clocks went forward (CET, then CEST)"]
+
+
+def test_a_window_inside_the_repeated_hour_still_says_so():
+    """A drag inside 02:10-02:40 of the second pass (CET): the axis reads 02:10-02:40, which came twice."""
+    begin = datetime(2026, 10, 25, 0, 0, tzinfo=UTC)
+    start, end = datetime(2026, 10, 25, 1, 10, tzinfo=UTC), datetime(2026, 10, 25, 1, 40, tzinfo=UTC)
+    figure = build_timeline(minutely(begin, 180), start=start, end=end, zone=BERLIN)
+    assert clock_marks(figure)[1] == ["02:00–03:00 twice: clocks went back (CEST, then CET)"]
+
+
+def test_no_mark_for_a_utc_reader_a_job_away_from_a_change_or_a_zone_with_other_nights():
+    begin = datetime(2026, 10, 25, 0, 0, tzinfo=UTC)
+    frame = minutely(begin, 180)
+    for zone in ("UTC", "America/Argentina/Buenos_Aires", "America/New_York"):  # New York's is 2026-11-01
+        figure = build_timeline(frame, start=begin, end=begin + timedelta(hours=3), zone=zone)
+        assert clock_marks(figure) == ([], []), zone
+    later = datetime(2026, 10, 26, 0, 0, tzinfo=UTC)
+    figure = build_timeline(minutely(later, 180), start=later, end=later + timedelta(hours=3), zone=BERLIN)
+    assert clock_marks(figure) == ([], [])
+
+
+def test_a_half_hour_change_is_marked_to_the_minute():
+    """Lord Howe Island goes back half an hour (02:00 +11 to 01:30 +10:30) on 2026-04-05, at 15:00 UTC on the 4th."""
+    begin = datetime(2026, 4, 4, 14, 0, tzinfo=UTC)
+    end = begin + timedelta(hours=2)
+    figure = build_timeline(minutely(begin, 120), start=begin, end=end, zone="Australia/Lord_Howe")
+    bands, labels = clock_marks(figure)
+    assert bands == [(pd.Timestamp("2026-04-05 01:30"), pd.Timestamp("2026-04-05 02:00"))]
+    assert labels == ["01:30–02:00 twice: clocks went back (+11, then +1030)"]
+
+
+def test_the_hover_label_on_the_time_axis_is_written_as_the_page_writes_times():
+    begin = datetime(2026, 11, 2, 10, 0, tzinfo=UTC)
+    for zone in ("UTC", BERLIN):
+        figure = build_timeline(minutely(begin, 60), start=begin, end=begin + timedelta(hours=1), zone=zone)
+        assert figure["layout"]["xaxis"]["hoverformat"] == "%Y-%m-%d %H:%M:%S"

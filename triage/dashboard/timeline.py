@@ -199,6 +199,93 @@ def _on_wall_clock(xs: list, columns: list[list], zone: str) -> list:
     return out
 
 
+# The band over an hour the clocks repeat or skip: light, beneath the lines and the causes' shading.
+CLOCK_CHANGE_COLOUR = "#7f8c8d"
+
+
+@dataclass(frozen=True)
+class ClockChange:
+    """Where the reader's clocks change: the stretch of the wall-clock axis drawn twice (they go back) or
+    never (they go forward), from `first` to `last` on that clock, and the zone's names before and after."""
+
+    first: pd.Timestamp
+    last: pd.Timestamp
+    back: bool
+    before: str
+    after: str
+
+    @property
+    def label(self) -> str:
+        span = f"{self.first:%H:%M}–{self.last:%H:%M}"
+        went = "twice: clocks went back" if self.back else "skipped: clocks went forward"
+        return f"{span} {went} ({self.before}, then {self.after})"
+
+
+def clock_changes(start: datetime, end: datetime, zone: str) -> list[ClockChange]:
+    """The changes of `zone`'s clock whose repeated or skipped stretch of wall clock meets [start, end] as
+    that clock shows it: none for UTC, nor for a window away from a change."""
+    if zone == "UTC":
+        return []
+    # The offset, hour by hour from a day before to a day after, then each change found to the second.
+    first_s, last_s = int(pd.Timestamp(start).timestamp()) - 86400, int(pd.Timestamp(end).timestamp()) + 86400
+    hours = np.arange(first_s - first_s % 3600, last_s + 3600, 3600, dtype=np.int64)
+    offsets = (wall_clock_ms(hours * 1000, zone) - hours * 1000) // 1000
+    shown = wall_clock_ms(np.array([pd.Timestamp(start).value, pd.Timestamp(end).value]) // 1_000_000, zone)
+    changes = []
+    for position in np.flatnonzero(np.diff(offsets) != 0):
+        low, high = int(hours[position]), int(hours[position + 1])
+        while high - low > 1:  # the first second on the new offset
+            middle = (low + high) // 2
+            offset = int((wall_clock_ms(np.array([middle * 1000]), zone)[0] // 1000) - middle)
+            low, high = (middle, high) if offset == offsets[position] else (low, middle)
+        old, new = int(offsets[position]), int(offsets[position + 1])
+        first_ms, last_ms = (high + min(old, new)) * 1000, (high + max(old, new)) * 1000
+        if last_ms <= shown[0] or first_ms >= shown[1]:
+            continue
+        names = [pd.Timestamp(s, unit="s", tz="UTC").tz_convert(zone).tzname() for s in (high - 1, high)]
+        first, last = pd.Timestamp(first_ms, unit="ms"), pd.Timestamp(last_ms, unit="ms")
+        changes.append(ClockChange(first=first, last=last, back=new < old, before=names[0], after=names[1]))
+    return changes
+
+
+def _mark_clock_changes(layout: dict, panel_axes: list[str], start: datetime, end: datetime, zone: str) -> None:
+    """A light band over each hour the clocks repeat (the line is drawn twice over it) or skip (no line),
+    on every panel, and a label saying which: "02:00–03:00 twice: clocks went back". The label stands in
+    the gap under the top panel, where it covers no line; a chart of one panel has it inside, at the top."""
+    under = len(panel_axes) > 1
+    for change in clock_changes(start, end, zone):
+        for axis in panel_axes:
+            layout["shapes"].append(
+                {
+                    "name": f"Clock change: {change.label}",
+                    "type": "rect",
+                    "xref": "x",
+                    "yref": f"{axis} domain",
+                    "x0": change.first.isoformat(),
+                    "x1": change.last.isoformat(),
+                    "y0": 0,
+                    "y1": 1,
+                    "fillcolor": CLOCK_CHANGE_COLOUR,
+                    "opacity": 0.14 if change.back else 0.08,
+                    "line": {"width": 0},
+                    "layer": "below",
+                }
+            )
+        layout["annotations"].append(
+            {
+                "text": change.label,
+                "xref": "x",
+                "yref": f"{panel_axes[0]} domain",
+                "x": (change.first + (change.last - change.first) / 2).isoformat(),
+                "y": 0 if under else 1,
+                "yanchor": "top",
+                "showarrow": False,
+                "font": {"size": 11, "color": "#1d2330"},
+                "bgcolor": "rgba(0,0,0,0)" if under else "rgba(255,255,255,0.85)",
+            }
+        )
+
+
 def _device_label(host: str, gpu) -> str:
     return f"{host} {device_name(gpu)}" if pd.notna(gpu) else host
 
@@ -260,6 +347,9 @@ def build_timeline(
             "range": [_wall_iso(start, zone), _wall_iso(end, zone)],
             "anchor": f"y{len(panels)}",
             "title": {"text": f"Time ({zone})", "standoff": 6},
+            # The hover label on the axis writes a time as the page and the From / to fields do, 24-hour
+            # ("2026-11-02 18:40:00", not Plotly's "Nov 2, 2026, 18:40").
+            "hoverformat": "%Y-%m-%d %H:%M:%S",
         },
         "shapes": [],
         "annotations": [],
@@ -377,6 +467,7 @@ def build_timeline(
                     "layer": "below",
                 }
             )
+    _mark_clock_changes(layout, panel_axes, start, end, zone)
     if markers:
         data.append(
             {
