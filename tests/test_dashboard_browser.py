@@ -135,14 +135,17 @@ def test_the_rules_page_follows_a_running_retriage_until_it_is_done(browser, liv
 
     # A re-triage a worker is busy with (in the embedded mode it would be over before the page loads).
     run = RetriageRun.objects.create(
-        rule_set=RuleSet.current(), status=RetriageRun.Status.RUNNING, jobs_total=40, jobs_done=10
+        rule_set=RuleSet.current(), status=RetriageRun.Status.RUNNING, jobs_total=4000, jobs_done=1000
     )
     log_in(browser, live_server.url, operator, "/triage/rules/")
     wait = WebDriverWait(browser, 20, ignored_exceptions=STALE)
-    wait.until(lambda b: "10 of 40 jobs · Running" in body_text(b))
+    wait.until(lambda b: "1,000 of 4,000 jobs · Running" in body_text(b))
 
-    RetriageRun.objects.filter(pk=run.pk).update(jobs_done=40, status=RetriageRun.Status.DONE)
-    wait.until(lambda b: "40 of 40 jobs · Done" in body_text(b))  # without reloading the page
+    RetriageRun.objects.filter(pk=run.pk).update(jobs_done=2500)
+    # Without reloading the page, and with the separator the page's other counts have.
+    wait.until(lambda b: "2,500 of 4,000 jobs · Running" in body_text(b))
+    RetriageRun.objects.filter(pk=run.pk).update(jobs_done=4000, status=RetriageRun.Status.DONE)
+    wait.until(lambda b: "4,000 of 4,000 jobs · Done" in body_text(b))
     assert browser.find_element(By.ID, "retriage-bar").get_attribute("value") == "100"
     SHOTS.mkdir(exist_ok=True)
     browser.save_screenshot(str(SHOTS / "rules-retriage.png"))

@@ -292,22 +292,26 @@ return Array.from(document.querySelectorAll('[role=status], [role=alert], [aria-
 
 @pytest.mark.django_db(transaction=True)
 def test_a_retriage_followed_on_the_rules_page_says_how_it_ended(browser, live_server, operator):  # noqa: F811
-    """The rules page follows a background re-triage ('10 of 40 jobs · Running'); the line was in no
+    """The rules page follows a background re-triage ('10 of 4,000 jobs · Running'); the line was in no
     live region, so 'Done' or 'Failed' was never read out, and a failure's error showed only on reload."""
     from triage.models import RetriageRun, RuleSet
 
     rule_set = RuleSet.current()
-    run = RetriageRun.objects.create(rule_set=rule_set, status=RetriageRun.Status.RUNNING, jobs_total=40, jobs_done=10)
+    run = RetriageRun.objects.create(
+        rule_set=rule_set, status=RetriageRun.Status.RUNNING, jobs_total=4000, jobs_done=10
+    )
     keyboard_login(browser, live_server.url, operator, "/triage/rules/")
-    wait_until(browser, lambda b: b.find_element("id", "retriage-text").text == "10 of 40 jobs · Running")
+    wait_until(browser, lambda b: b.find_element("id", "retriage-text").text == "10 of 4,000 jobs · Running")
     assert not any("Running" in text for text in browser.execute_script(LIVE_TEXTS))  # not said every 2 s
     RetriageRun.objects.filter(pk=run.pk).update(
-        jobs_done=25, status=RetriageRun.Status.FAILED, error="The worker was lost at job 26."
+        jobs_done=2500, status=RetriageRun.Status.FAILED, error="The worker was lost at job 2501."
     )  # fmt: skip
     wait_until(browser, lambda b: any("Failed" in text for text in b.execute_script(LIVE_TEXTS)))
     said = [text for text in browser.execute_script(LIVE_TEXTS) if "Failed" in text]
-    assert said == [f"Re-triage with v{rule_set.version}: Failed, 25 of 40 jobs. The worker was lost at job 26."]
-    assert browser.find_element("id", "retriage-error").text == "The worker was lost at job 26."  # seen too
+    assert said == [
+        f"Re-triage with v{rule_set.version}: Failed, 2,500 of 4,000 jobs. The worker was lost at job 2501."
+    ]  # the counts with the page's thousands separator
+    assert browser.find_element("id", "retriage-error").text == "The worker was lost at job 2501."  # seen too
     assert console_errors(browser) == []
 
 

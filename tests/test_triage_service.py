@@ -424,3 +424,13 @@ def test_the_sweep_retriages_results_of_an_older_rules_revision_oldest_first_and
     assert "from an older release" not in client.get(reverse("triage:rule-set")).content.decode()
     detail = client.get(f"/api/v1/jobs/{older[0].pk}/").json()
     assert detail["triage"]["rules_revision"] == RULES_REVISION
+
+
+def test_the_rules_pages_retriage_progress_writes_its_counts_with_the_thousands_separator(client, operator):
+    """'1,000 of 4,000 jobs', as the page's other counts (intcomma) and as retriage.js writes it live."""
+    RetriageRun.objects.create(
+        rule_set=RuleSet.current(), status=RetriageRun.Status.RUNNING, jobs_total=4000, jobs_done=1000
+    )
+    client.force_login(operator)
+    page = client.get(reverse("triage:rule-set")).content.decode()
+    assert "1,000 of 4,000 jobs · Running" in page

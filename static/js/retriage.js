@@ -10,6 +10,8 @@
   var said = document.getElementById("retriage-said");
   var errorBox = document.getElementById("retriage-error");
   var heading = box.querySelector("h2");
+  // Counts with the thousands separator the page writes them with (Django's intcomma: "1,000").
+  function count(n) { return Number(n).toLocaleString("en-US"); }
   var timer = setInterval(function () {
     fetch(box.dataset.url, {credentials: "same-origin", headers: {Accept: "application/json"}})
       .then(function (response) { return response.ok ? response.json() : null; })
@@ -17,14 +19,14 @@
         if (!progress) return;
         bar.value = progress.percent;
         bar.textContent = progress.percent + " %";
-        text.textContent = progress.done + " of " + progress.total + " jobs · " + progress.status_display;
+        text.textContent = count(progress.done) + " of " + count(progress.total) + " jobs · " + progress.status_display;
         box.dataset.status = progress.status;
         if (progress.status === "done" || progress.status === "failed") {
           clearInterval(timer);
           if (progress.error && errorBox) { errorBox.textContent = progress.error; errorBox.hidden = false; }
           if (said) {
             said.textContent = (heading ? heading.textContent.trim() + ": " : "") + progress.status_display + ", " +
-              progress.done + " of " + progress.total + " jobs." + (progress.error ? " " + progress.error : "");
+              count(progress.done) + " of " + count(progress.total) + " jobs." + (progress.error ? " " + progress.error : "");
           }
         }
       })
