@@ -207,3 +207,17 @@ def test_the_hover_label_on_the_time_axis_is_written_as_the_page_writes_times():
     for zone in ("UTC", BERLIN):
         figure = build_timeline(minutely(begin, 60), start=begin, end=begin + timedelta(hours=1), zone=zone)
         assert figure["layout"]["xaxis"]["hoverformat"] == "%Y-%m-%d %H:%M:%S"
+
+
+def test_the_label_starts_at_its_band_and_stays_on_the_chart():
+    """Centred on a band at the chart's edge, the label ran off it: it reads from the band's start (or,
+    in the chart's right half, up to its end), and from the chart's edge for a band partly outside it."""
+    begin = datetime(2026, 10, 24, 23, 0, tzinfo=UTC)  # 01:00 CEST; the repeated hour is the second
+    frame = minutely(begin, 240)
+    early = build_timeline(frame, start=begin, end=begin + timedelta(hours=4), zone=BERLIN)["layout"]["annotations"]
+    assert [(pd.Timestamp(a["x"]), a["xanchor"]) for a in early] == [(pd.Timestamp("2026-10-25 02:00"), "left")]
+    late_start = datetime(2026, 10, 24, 22, 0, tzinfo=UTC)  # 00:00 CEST: the repeated hour is near the end
+    late = build_timeline(frame, start=late_start, end=begin + timedelta(hours=2, minutes=30), zone=BERLIN)
+    assert [(pd.Timestamp(a["x"]), a["xanchor"]) for a in late["layout"]["annotations"]] == [
+        (pd.Timestamp("2026-10-25 02:30"), "right")  # the chart ends at 02:30 CET, inside the band
+    ]

@@ -253,7 +253,12 @@ def _mark_clock_changes(layout: dict, panel_axes: list[str], start: datetime, en
     on every panel, and a label saying which: "02:00–03:00 twice: clocks went back". The label stands in
     the gap under the top panel, where it covers no line; a chart of one panel has it inside, at the top."""
     under = len(panel_axes) > 1
+    shown_from, shown_to = (pd.Timestamp(_wall_iso(at, zone)).tz_localize(None) for at in (start, end))
     for change in clock_changes(start, end, zone):
+        # From the band's start rightwards, or from its end leftwards in the chart's right half: centred on
+        # the band, the label of a band near an edge ran off the chart ("00–03:00 twice: ..." on a phone).
+        leftwards = change.first + (change.last - change.first) / 2 > shown_from + (shown_to - shown_from) / 2
+        at = min(change.last, shown_to) if leftwards else max(change.first, shown_from)
         for axis in panel_axes:
             layout["shapes"].append(
                 {
@@ -276,7 +281,8 @@ def _mark_clock_changes(layout: dict, panel_axes: list[str], start: datetime, en
                 "text": change.label,
                 "xref": "x",
                 "yref": f"{panel_axes[0]} domain",
-                "x": (change.first + (change.last - change.first) / 2).isoformat(),
+                "x": at.isoformat(),
+                "xanchor": "right" if leftwards else "left",
                 "y": 0 if under else 1,
                 "yanchor": "top",
                 "showarrow": False,
