@@ -494,3 +494,28 @@ def test_why_the_gpu_idles_says_what_was_found_samples_fetched_one_by_one_or_sha
     assert _remote_why({"read_clients": [], "stalls": 0}) == (
         "Every shard or sample fetched over the network stalls the loader, and the GPUs with it."
     )
+
+
+def _stalling_frame_and_log():
+    """Five-minute stalls every eight minutes of training, each at a log line that reads s3://."""
+    frame = series(240, lambda t, g: 3 if t >= 10 and (t - 10) % 8 < 5 else 80, gpus=8)
+    log = "\n".join(
+        f"{START + timedelta(minutes=m):%Y-%m-%d %H:%M:%S},000 INFO data: fetching s3://vision-datasets/train/{m:05d}"
+        for m in range(10, 234, 8)
+    )
+    return frame, [("train.log", log)]
+
+
+def test_the_summary_says_samples_were_fetched_one_by_one_or_shards_streamed_as_the_stalls_happened():
+    # It said "while shards were fetched" of a Dataset that fetches each sample with boto3's get_object in
+    # __getitem__, which fetches no shard.
+    frame, logs = _stalling_frame_and_log()
+    _, result = run(240, frame, logs=logs, scripts=[("data.py", BOTO3_GETITEM)], gpu_count=8, cpu_count=16)
+    (finding,) = [f for f in result.findings if f.category == Category.REMOTE_DATA_READING]
+    assert finding.time_located and finding.numbers["read_clients"] == ["boto3"]
+    assert finding.summary.endswith(
+        "; the GPUs stalled 28 times (140 min) while samples were fetched one by one through a client (boto3)."
+    )
+    _, result = run(240, frame, logs=logs, scripts=[("data.py", WEBDATASET + TRAIN_LOOP)], gpu_count=8, cpu_count=16)
+    (finding,) = [f for f in result.findings if f.category == Category.REMOTE_DATA_READING]
+    assert finding.summary.endswith("; the GPUs stalled 28 times (140 min) while shards were streamed (webdataset).")

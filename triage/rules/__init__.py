@@ -13,7 +13,10 @@ from triage.rules.registry import RULES, THRESHOLDS, Finding, Status, TriageResu
 #   1  2026-12-06: remote reads through object-store and HTTP clients (remote_read facts); a loader
 #      finding names what warned and what it said
 #   2  2026-12-06: a remote-reading finding's "why the GPU idles" says what was found (samples fetched one
-#      by one through a client, shards streamed) and the stalls located
+#      by one through a client, shards streamed) and the stalls located; so does its summary's "the GPUs
+#      stalled N times (M min) while ..." (it said "shards were fetched" of every job, boto3 get_object in
+#      __getitem__ included): samples fetched one by one through a client, shards streamed, or, for a job
+#      known by a remote URL only, data fetched over the network
 RULES_REVISION = 2
 
 __all__ = [

@@ -330,6 +330,21 @@ def _remote_kind(ev: Evidence, urls: list[str]) -> str:
     return "remote_storage"
 
 
+def _fetched(reads: list) -> str:
+    """What was being fetched while the GPUs stalled, as the reading calls found say: samples one by one through a
+    client (boto3 get_object in __getitem__ ...), shards streamed (WebDataset, torchdata), or, for a job known by a
+    remote URL only, its data."""
+    calls = [f for f in reads if f.kind == "remote_read"]
+    per_sample = sorted({f.detail["client"] for f in calls if not f.detail["context"].endswith(" stream")})
+    streams = sorted({f.detail["client"] for f in calls if f.detail["context"].endswith(" stream")})
+    said = []
+    if per_sample:
+        said.append(f"samples were fetched one by one through a client ({', '.join(per_sample)})")
+    if streams:
+        said.append(f"shards were streamed ({', '.join(streams)})")
+    return " and ".join(said) or "data was fetched over the network"
+
+
 @register(Category.REMOTE_DATA_READING)
 def remote_data_reading(ev: Evidence, th: dict) -> list[Finding]:
     if not _training(ev):
@@ -361,7 +376,7 @@ def remote_data_reading(ev: Evidence, th: dict) -> list[Finding]:
             summary=(
                 f"Training reads its data straight from remote storage ({', '.join(urls) or 'remote URLs in the log'})"
                 + (
-                    f"; the GPUs stalled {len(spans)} times ({minutes:.0f} min) while shards were fetched."
+                    f"; the GPUs stalled {len(spans)} times ({minutes:.0f} min) while {_fetched(reads)}."
                     if located
                     else "."
                 )
