@@ -14,6 +14,61 @@ from fleet.access import OPERATORS_GROUP, RESEARCHERS_GROUP
 from tests.factories import ClusterFactory, JobFactory, OwnerFactory, TeamFactory, UserFactory
 
 REPO = Path(__file__).resolve().parent.parent
+
+
+# The suite runs over the machine's cores (`pytest -n`, pytest-xdist; `make test` asks for two). Each
+# worker gets a database of its own from pytest-django (test_<name>_gw0, _gw1, ...), and here a Redis
+# database number of its own: the cache (the password-reset mail limit, the rules sweep's batch mark)
+# and the real Celery workers some tests start would otherwise meet the other worker's keys and take
+# its tasks. REDIS_URL's own number belongs to worker gw0, gw1 takes the two below it, and so on
+# (test_password_reset_redis.py uses the number below a worker's: redis_db_below()). Django's
+# settings are read before this file, so the derived settings are set again; workers and commands
+# that tests start inherit the environment.
+REDIS_DBS_PER_WORKER = 2
+
+
+def _xdist_worker_index(environ) -> int:
+    worker = environ.get("PYTEST_XDIST_WORKER", "")
+    return int(worker[2:]) if worker.startswith("gw") else 0
+
+
+def _with_redis_db(url: str, number: int) -> str:
+    from urllib.parse import urlsplit, urlunsplit
+
+    return urlunsplit(urlsplit(url)._replace(path=f"/{number}"))
+
+
+def _redis_db_of(url: str) -> int:
+    from urllib.parse import urlsplit
+
+    return int(urlsplit(url).path.strip("/") or 0)
+
+
+def _isolate_redis_per_worker() -> None:
+    index = _xdist_worker_index(os.environ)
+    url = os.environ.get("REDIS_URL", "")
+    if not index or not url:
+        return
+    number = _redis_db_of(url) - REDIS_DBS_PER_WORKER * index
+    if number < 1:  # 0 is the default database of every other user of this Redis
+        raise pytest.UsageError(f"too many test workers for REDIS_URL {url}: worker {index} would need database {number}")
+    from django.conf import settings
+
+    url = _with_redis_db(url, number)
+    os.environ["REDIS_URL"] = url
+    settings.REDIS_URL = settings.CELERY_BROKER_URL = settings.CELERY_RESULT_BACKEND = url
+    settings.CACHES["default"]["LOCATION"] = url
+    from config.celery import app
+
+    app.conf.update(broker_url=url, result_backend=url)
+
+
+_isolate_redis_per_worker()
+
+
+def redis_db_below() -> int:
+    """A Redis database number next to this worker's own, for a test that needs a second one."""
+    return _redis_db_of(require_service("REDIS_URL")) - 1
 EXAMPLE_ARCHIVE = REPO / "docs" / "examples" / "example-archive.zip"
 
 # Property tests (hypothesis) under three profiles. "ci": the same examples every run (each test's

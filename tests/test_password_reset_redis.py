@@ -3,8 +3,8 @@ Redis: it was kept in each process's memory (Django's default cache), so with se
 address entered again reached another process and was mailed again, and a worker whose mail failed freed
 the limit in its own memory, not in the web process that claimed it. With REDIS_URL the cache is Redis.
 
-CI provides Redis as REDIS_URL; these tests use another database number of it (DB_NUMBER), and delete
-only the keys they made."""
+CI provides Redis as REDIS_URL; these tests use another database number of it (conftest's
+redis_db_below(), next to the test worker's own), and delete only the keys they made."""
 
 from __future__ import annotations
 
@@ -19,21 +19,20 @@ from django.test import Client
 from django.urls import reverse
 
 from fleet import accounts
-from tests.conftest import require_service
+from tests.conftest import redis_db_below, require_service
 from tests.test_digests import smtp  # noqa: F401  (the SMTP server fixture)
 from tests.test_password_reset import ask, forget_cooldowns  # noqa: F401
 
 pytestmark = pytest.mark.django_db
 
 REPO = Path(__file__).resolve().parent.parent
-DB_NUMBER = 13
 REDIS_CACHE = "django.core.cache.backends.redis.RedisCache"
 
 
 def redis_url() -> str:
-    """REDIS_URL with its database number set to DB_NUMBER: not the queue's, nor another test's."""
+    """REDIS_URL with a database number of these tests' own: not the queue's, nor another test's."""
     parts = urlsplit(require_service("REDIS_URL"))
-    return urlunsplit(parts._replace(path=f"/{DB_NUMBER}"))
+    return urlunsplit(parts._replace(path=f"/{redis_db_below()}"))
 
 
 def another_process(code: str, url: str) -> str:
