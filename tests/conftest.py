@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -407,6 +408,28 @@ def private_redis(tmp_path):
     server.start()
     yield server
     server.stop()
+
+
+class WorkerDied(BaseException):
+    """What os._exit looks like from the database's side: the batch under way never commits."""
+
+
+@contextmanager
+def worker_dies_in_the_second_batch():
+    """While inside, a deletion's worker dies in its second batch of jobs: `lifecycle.delete_jobs` deletes
+    each batch as it does, and raises `WorkerDied` once the second is deleted, before its commit."""
+    from fleet import lifecycle
+
+    delete_jobs, batches = lifecycle.delete_jobs, []
+
+    def dies_in_the_second_batch(jobs):
+        batches.append(delete_jobs(jobs))
+        if len(batches) == 2:
+            raise WorkerDied
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(lifecycle, "delete_jobs", dies_in_the_second_batch)
+        yield
 
 
 def hold_lock(url: str, sql: str, *params):

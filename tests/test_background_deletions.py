@@ -19,7 +19,7 @@ from django.urls import reverse
 from fleet.connectors.models import ConnectorDeletion
 from fleet.connectors.tasks import delete_jobs_task
 from fleet.models import Artifact, AuditEvent, IngestRun, Job, LogEvent, Team
-from tests.conftest import EXAMPLE_ARCHIVE
+from tests.conftest import EXAMPLE_ARCHIVE, WorkerDied, worker_dies_in_the_second_batch
 from tests.test_browser import browser  # noqa: F401  (the shared Chromium fixture)
 
 pytestmark = pytest.mark.django_db
@@ -219,7 +219,7 @@ def test_delete_selected_jobs_in_the_admin_queues_a_task_and_the_task_deletes_th
 
 
 def test_a_worker_that_dies_mid_deletion_leaves_whole_batches_and_its_redelivery_finishes_counting_each_once(
-    operator, imported, queued, settings, monkeypatch, django_capture_on_commit_callbacks
+    operator, imported, queued, settings, django_capture_on_commit_callbacks
 ):
     """A worker killed in the middle of a batch: that batch's transaction rolls back with its count, the
     batches before stay deleted and counted; the redelivery goes on from there to the end."""
@@ -232,24 +232,16 @@ def test_a_worker_that_dies_mid_deletion_leaves_whole_batches_and_its_redelivery
     deletion, refused = lifecycle.delete_team(team, operator)
     assert refused == "" and queued
 
-    delete_jobs, batches = lifecycle.delete_jobs, []
-
-    class WorkerDied(BaseException):  # what os._exit looks like from the database's side: no commit
-        pass
-
-    def dies_in_the_second_batch(jobs):
-        batches.append(delete_jobs(jobs))
-        if len(batches) == 2:
-            raise WorkerDied
-
-    monkeypatch.setattr(lifecycle, "delete_jobs", dies_in_the_second_batch)
-    with pytest.raises(WorkerDied), django_capture_on_commit_callbacks(execute=True):
+    with (
+        worker_dies_in_the_second_batch(),
+        pytest.raises(WorkerDied),
+        django_capture_on_commit_callbacks(execute=True),
+    ):
         lifecycle.run_deletion(deletion.pk)
     deletion.refresh_from_db()
     assert (deletion.status, deletion.jobs_deleted) == ("running", 1)
     assert team.jobs.count() == total - 1
 
-    monkeypatch.setattr(lifecycle, "delete_jobs", delete_jobs)
     with django_capture_on_commit_callbacks(execute=True):
         assert delete_jobs_task.apply(args=[deletion.pk]).get()["jobs_deleted"] == total  # the redelivery
     deletion.refresh_from_db()

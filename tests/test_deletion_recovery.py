@@ -25,6 +25,7 @@ from fleet import lifecycle, tasking
 from fleet.connectors import sync
 from fleet.connectors.models import Connector, ConnectorDeletion
 from fleet.models import AuditEvent, Job, Team
+from tests.conftest import WorkerDied, worker_dies_in_the_second_batch
 from tests.factories import JobFactory, TeamFactory
 
 pytestmark = pytest.mark.django_db
@@ -93,20 +94,8 @@ def test_a_deletion_whose_worker_died_mid_way_is_finished_from_the_last_batch_co
     JobFactory.create_batch(5, team=team)
     with lost_on_the_way(monkeypatch):
         deletion, _ = lifecycle.delete_team(team, operator)
-    delete_jobs, batches = lifecycle.delete_jobs, []
-
-    class WorkerDied(BaseException):  # what os._exit looks like from the database's side: no commit
-        pass
-
-    def dies_in_the_second_batch(jobs):
-        batches.append(delete_jobs(jobs))
-        if len(batches) == 2:
-            raise WorkerDied
-
-    with monkeypatch.context() as patch:
-        patch.setattr(lifecycle, "delete_jobs", dies_in_the_second_batch)
-        with pytest.raises(WorkerDied):
-            lifecycle.run_deletion(deletion.pk)
+    with worker_dies_in_the_second_batch(), pytest.raises(WorkerDied):
+        lifecycle.run_deletion(deletion.pk)
     deletion.refresh_from_db()
     assert (deletion.status, deletion.jobs_deleted) == ("running", 2)  # and its message was acknowledged: lost
 
