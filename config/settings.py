@@ -94,6 +94,8 @@ MIDDLEWARE = [
     "config.middleware.IdleSessionMiddleware",  # after auth: moves a login's expiry on while it is used
     "config.middleware.UserTimeZoneMiddleware",  # after auth: pages in the zone the person chose
     "django.contrib.messages.middleware.MessageMiddleware",
+    # Single sign-on sessions checked with the provider again now and then (fleet/sso.py); else idle.
+    "fleet.sso.SsoSessionRefresh",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "csp.middleware.CSPMiddleware",
     # Last, as django-axes asks: it turns a locked-out login into a clear 429 page.

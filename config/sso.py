@@ -15,7 +15,7 @@ from urllib.parse import urlsplit
 
 from django.core.exceptions import ImproperlyConfigured
 
-from config.env import env_bool, env_float, env_list, env_str
+from config.env import env_bool, env_float, env_int, env_list, env_str
 
 SIGN_ALGORITHMS = ("RS256", "RS384", "RS512", "ES256", "ES384", "ES512", "PS256", "PS384", "PS512")
 ENDPOINTS = {
@@ -25,6 +25,8 @@ ENDPOINTS = {
     "OIDC_USERINFO_ENDPOINT": "OIDC_OP_USER_ENDPOINT",
     "OIDC_JWKS_URI": "OIDC_OP_JWKS_ENDPOINT",
 }
+# Optional: the provider's RP-initiated logout (its discovery document's end_session_endpoint).
+END_SESSION_ENDPOINT = "OIDC_END_SESSION_ENDPOINT"
 _SLUG = re.compile(r"[-a-zA-Z0-9_]+")
 
 
@@ -89,6 +91,7 @@ def oidc_settings() -> dict:
             name
             for name in (
                 *ENDPOINTS,
+                END_SESSION_ENDPOINT,
                 "OIDC_CLIENT_ID",
                 "OIDC_CLIENT_SECRET",
                 "OIDC_CLIENT_SECRET_FILE",
@@ -108,6 +111,9 @@ def oidc_settings() -> dict:
                 f"OIDC_ISSUER is set: set {ours} too (the provider's /.well-known/openid-configuration lists it)."
             )
         settings[theirs] = _url(ours, value, allow_http=allow_http)
+    end_session = env_str(END_SESSION_ENDPOINT).strip()
+    if end_session:
+        end_session = _url(END_SESSION_ENDPOINT, end_session, allow_http=allow_http)
     client_id = env_str("OIDC_CLIENT_ID").strip()
     if not client_id:
         raise ImproperlyConfigured("OIDC_ISSUER is set: set OIDC_CLIENT_ID too.")
@@ -145,7 +151,14 @@ def oidc_settings() -> dict:
             "OIDC_VERIFY_SSL": True,
             "OIDC_AUTHENTICATION_CALLBACK_URL": "sso-callback",
             "OIDC_STORE_ACCESS_TOKEN": False,
-            "OIDC_STORE_ID_TOKEN": False,
+            # Logging out ends the provider's session too, where it has an end_session_endpoint: the
+            # ID token is kept in the session (and goes with it) as that request's id_token_hint only.
+            "OIDC_OP_LOGOUT_ENDPOINT": end_session,
+            "OIDC_STORE_ID_TOKEN": bool(end_session),
+            "OIDC_OP_LOGOUT_URL_METHOD": "fleet.sso.provider_logout_url",
+            # An SSO session is checked with the provider again (silently, prompt=none) once this old
+            # (fleet.sso.SsoSessionRefresh): its groups apply again, or the session ends. 0: never.
+            "OIDC_RENEW_ID_TOKEN_EXPIRY_SECONDS": env_int("OIDC_RECHECK_MINUTES", 15, minimum=0) * 60,
         }
     )
     return settings

@@ -5,7 +5,7 @@ from django.urls import include, path, re_path
 from config.api import api_not_found
 from config.methods import with_form
 from fleet.accounts import PasswordResetForm, SettingsView, time_zone_view
-from fleet.sso import SsoLoginView, sso_callback, sso_login
+from fleet.sso import SsoLoginView, SsoLogoutView, sso_callback, sso_login
 from triage.views import metrics
 
 # Django's form views take PUT as a POST (ProcessFormView.put): a form is posted, nothing else.
@@ -16,7 +16,8 @@ urlpatterns = [
     # Single sign-on (fleet/sso.py): to the provider and back; 404 unless OIDC_ISSUER is set.
     path("login/sso/", sso_login, name="sso-login"),
     path("login/sso/callback/", sso_callback, name="sso-callback"),
-    path("logout/", auth_views.LogoutView.as_view(), name="logout"),
+    # A POST; for a single sign-on session it goes on to end the provider's session (fleet/sso.py).
+    path("logout/", SsoLogoutView.as_view(), name="logout"),
     # A person changes the password an operator gave them (the other sessions are logged out).
     # Their settings page (its address kept from when it was only that): the time zone pages show
     # times in, posted to the address below, and the password.

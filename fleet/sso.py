@@ -15,6 +15,16 @@ signature against the provider's JWKS and the nonce. On top of that (`SsoBackend
   a team left at the provider is left here at the next sign-in. Someone in no mapped group is told
   they have no access (and an account that had some loses it), instead of seeing empty pages.
 
+After the sign-in:
+
+- logging out of an SSO session ends the provider's session too, where it has an end_session_endpoint
+  (OIDC_OP_LOGOUT_ENDPOINT): the library's logout view, with `provider_logout_url` sending the browser
+  there with the ID token as id_token_hint and our login page to come back to;
+- an SSO session is checked with the provider again every OIDC_RECHECK_MINUTES (`SsoSessionRefresh`,
+  the library's SessionRefresh): the browser goes there with prompt=none and back through the
+  callback, which applies the groups again, or shows "No access", or logs out with a message when
+  the provider no longer knows the person. A JSON request or the API is answered 401, never sent away.
+
 Every refusal is a page saying what happened, never a 500; the client secret is neither shown nor
 logged. Local logins are untouched by all this (break-glass administrators).
 """
@@ -22,20 +32,30 @@ logged. Local logins are untouched by all this (break-glass administrators).
 from __future__ import annotations
 
 import logging
+import time
+from urllib.parse import parse_qs, urlencode, urlsplit
 
 import jwt
 import requests
 from django.conf import settings
-from django.contrib import auth
-from django.contrib.auth import get_user_model
+from django.contrib import auth, messages
+from django.contrib.auth import BACKEND_SESSION_KEY, get_user_model
 from django.contrib.auth.models import Group
-from django.contrib.auth.views import LoginView
+from django.contrib.auth.views import LoginView, redirect_to_login
 from django.core.exceptions import SuspiciousOperation
 from django.db import IntegrityError, transaction
-from django.http import Http404
-from django.shortcuts import render
+from django.http import Http404, HttpResponseRedirect, JsonResponse
+from django.shortcuts import render, resolve_url
+from django.urls import reverse
+from django.utils.decorators import method_decorator
+from django.views.decorators.cache import never_cache
 from mozilla_django_oidc.auth import OIDCAuthenticationBackend
-from mozilla_django_oidc.views import OIDCAuthenticationCallbackView, OIDCAuthenticationRequestView
+from mozilla_django_oidc.middleware import SessionRefresh
+from mozilla_django_oidc.views import (
+    OIDCAuthenticationCallbackView,
+    OIDCAuthenticationRequestView,
+    OIDCLogoutView,
+)
 
 from config.methods import read_only
 from fleet import audit
@@ -251,9 +271,47 @@ class _RequestView(OIDCAuthenticationRequestView):
     pass
 
 
+BACKEND = f"{__name__}.SsoBackend"
+# The states of the silent re-checks under way (a few: one a tab), so the callback knows one.
+RECHECK_STATES = "sso_recheck_states"
+
+
+def signed_in_with_sso(request) -> bool:
+    return request.user.is_authenticated and request.session.get(BACKEND_SESSION_KEY) == BACKEND
+
+
 class _CallbackView(OIDCAuthenticationCallbackView):
+    recheck = False  # this callback ends a silent re-check (SsoSessionRefresh), not a sign-in
+    next_url = ""  # the page the re-check interrupted
+
+    def login_success(self):
+        # Over another account's session (a shared computer), Django's login would empty the session,
+        # and with it the ID token just kept for the logout's hint and the page to go on to: that
+        # session ends first, and they move to the new one.
+        user = getattr(self.request, "user", None)
+        if user is not None and user.is_authenticated and user != self.user:
+            kept = {
+                key: self.request.session[key]
+                for key in ("oidc_id_token", "oidc_login_next")
+                if key in self.request.session
+            }
+            auth.logout(self.request)
+            self.request.session.update(kept)
+        return super().login_success()
+
     def login_failure(self):
         error = self.request.GET.get("error")
+        if self.recheck and error:
+            # The provider would not vouch for the person without asking them (login_required: its own
+            # session ended or was logged out): the library logged them out here; they sign in again.
+            logger.info("SSO: a silent re-check was refused by the provider (%s); logged out", error[:100])
+            messages.info(
+                self.request,
+                f"Your {settings.OIDC_PROVIDER_NAME} session has ended, so you were logged out. Sign in again.",
+            )
+            if self.next_url:
+                return redirect_to_login(self.next_url)
+            return HttpResponseRedirect(resolve_url(settings.LOGIN_URL))
         if error:
             # The provider's own refusal (access_denied: the person said no, or is not allowed the app).
             message = f"{settings.OIDC_PROVIDER_NAME} did not sign you in ({error[:100]})."
@@ -275,19 +333,30 @@ def sso_callback(request):
     """Where the provider sends the browser back: signed in, or a page saying why not."""
     if not settings.OIDC_ENABLED:
         raise Http404
+    state = request.GET.get("state")
+    rechecks = request.session.get(RECHECK_STATES, [])
+    recheck = bool(state) and state in rechecks and signed_in_with_sso(request)
+    if state in rechecks:
+        request.session[RECHECK_STATES] = [other for other in rechecks if other != state]
+    next_url = (request.session.get("oidc_login_next") or "") if recheck else ""
     try:
-        return _CallbackView.as_view(http_method_names=["get", "head"])(request)
+        return _CallbackView.as_view(http_method_names=["get", "head"], recheck=recheck, next_url=next_url)(request)
     except Refused as refused:
-        if refused.status == 403:  # no access, disabled: no session of an earlier login stays either
+        # No access, disabled: no session of an earlier login stays either; nor one whose re-check failed.
+        if refused.status == 403 or recheck:
             auth.logout(request)
         return refusal(request, refused.title, refused.message, refused.status)
     except (SuspiciousOperation, jwt.PyJWTError) as exc:
+        if recheck:
+            auth.logout(request)
         refused = unverified(str(exc))
         return refusal(request, refused.title, refused.message, refused.status)
     except requests.RequestException as exc:
         # Its type and the answer's status only: never a request's body, which holds the client secret.
         status = getattr(exc.response, "status_code", None)
         logger.warning("SSO: the identity provider could not be asked: %s (status %s)", type(exc).__name__, status)
+        if recheck:
+            auth.logout(request)
         return refusal(
             request,
             "Sign-in failed",
@@ -303,3 +372,88 @@ class SsoLoginView(LoginView):
         context = super().get_context_data(**kwargs)
         context["sso_provider"] = settings.OIDC_PROVIDER_NAME if settings.OIDC_ENABLED else None
         return context
+
+
+def provider_logout_url(request) -> str:
+    """Where logging out sends the browser (the library's OIDC_OP_LOGOUT_URL_METHOD, called before
+    the session ends): for an SSO session, the provider's end_session_endpoint, to end its session
+    too and come back to our login page; else (a local account, or a provider without one) our login
+    page."""
+    here = resolve_url(settings.LOGOUT_REDIRECT_URL)
+    endpoint = getattr(settings, "OIDC_OP_LOGOUT_ENDPOINT", "")
+    if not (settings.OIDC_ENABLED and endpoint and signed_in_with_sso(request)):
+        return here
+    params = {"client_id": settings.OIDC_RP_CLIENT_ID, "post_logout_redirect_uri": request.build_absolute_uri(here)}
+    id_token = request.session.get("oidc_id_token")
+    if id_token:  # absent in a session from before the endpoint was set: the provider may ask to confirm
+        params["id_token_hint"] = id_token
+    return f"{endpoint}{'&' if '?' in endpoint else '?'}{urlencode(params)}"
+
+
+@method_decorator(never_cache, name="dispatch")  # the provider's address carries the ID token
+class SsoLogoutView(OIDCLogoutView):
+    """The library's logout: a POST (CSRF-checked; a GET is 405, ALLOW_LOGOUT_GET_METHOD never being
+    set), ending the provider's session too for an SSO session (`provider_logout_url`), then ours."""
+
+
+def wants_json(request) -> bool:
+    """The API, a script's fetch of JSON or an XMLHttpRequest: a redirect to the provider is no use."""
+    accept = request.headers.get("Accept", "")
+    return (
+        request.path.startswith("/api/")
+        or request.headers.get("X-Requested-With") == "XMLHttpRequest"
+        or ("application/json" in accept and "text/html" not in accept)
+    )
+
+
+class SsoSessionRefresh(SessionRefresh):
+    """The library's SessionRefresh for SSO sessions only (local ones are never touched): a GET once
+    OIDC_RENEW_ID_TOKEN_EXPIRY_SECONDS have passed since the last check goes to the provider with
+    prompt=none and comes back through the callback (`sso_callback`). A JSON request or the API is
+    answered 401 with what to do instead (the library would send XMLHttpRequests a 403, and a fetch()
+    after the provider, where the browser refuses to follow it).
+
+    Its settings are read at each request, not once at start: they are turned on by tests after the
+    middleware was made."""
+
+    def __init__(self, get_response):
+        super(SessionRefresh, self).__init__(get_response)  # MiddlewareMixin's: no settings read here
+
+    OIDC_EXEMPT_URLS = property(lambda self: [])
+    OIDC_OP_AUTHORIZATION_ENDPOINT = property(lambda self: settings.OIDC_OP_AUTHORIZATION_ENDPOINT)
+    OIDC_RP_CLIENT_ID = property(lambda self: settings.OIDC_RP_CLIENT_ID)
+    OIDC_STATE_SIZE = property(lambda self: self.get_settings("OIDC_STATE_SIZE", 32))
+    OIDC_AUTHENTICATION_CALLBACK_URL = property(lambda self: settings.OIDC_AUTHENTICATION_CALLBACK_URL)
+    OIDC_RP_SCOPES = property(lambda self: settings.OIDC_RP_SCOPES)
+    OIDC_USE_NONCE = property(lambda self: settings.OIDC_USE_NONCE)
+    OIDC_NONCE_SIZE = property(lambda self: self.get_settings("OIDC_NONCE_SIZE", 32))
+
+    @property
+    def exempt_urls(self):
+        # The library's own names are not our URLs: ours, and the login page.
+        return {reverse(name) for name in ("login", "sso-login", "sso-callback", "logout")}
+
+    @property
+    def exempt_url_patterns(self):
+        return set()
+
+    def is_refreshable_url(self, request):
+        return signed_in_with_sso(request) and super().is_refreshable_url(request)
+
+    def process_request(self, request):
+        if not (settings.OIDC_ENABLED and settings.OIDC_RENEW_ID_TOKEN_EXPIRY_SECONDS):
+            return None
+        if not self.is_refreshable_url(request) or request.session.get("oidc_id_token_expiration", 0) > time.time():
+            return None
+        if wants_json(request):
+            detail = (
+                f"Your sign-in needs checking with {settings.OIDC_PROVIDER_NAME} again: reload the page. "
+                "Scripts should use an API token instead."
+            )
+            return JsonResponse({"detail": detail, "error": detail}, status=401)
+        response = super().process_request(request)
+        if response is not None and response.status_code == 302:
+            state = parse_qs(urlsplit(response["Location"]).query).get("state", [""])[0]
+            request.session[RECHECK_STATES] = [*request.session.get(RECHECK_STATES, [])[-4:], state]
+            logger.info("SSO: re-checking %s's session with the provider", request.user.get_username())
+        return response

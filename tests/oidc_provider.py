@@ -7,8 +7,13 @@
 It serves the authorization endpoint (which signs the person in at once and sends the browser back
 to the redirect_uri with a code and the state), the token endpoint (which checks the client secret,
 the redirect_uri and the PKCE verifier, and answers an RS256 ID token carrying the nonce), the
-userinfo endpoint (bearer token) and the JWKS. `tamper` makes the next ID tokens wrong on purpose:
-"nonce", "signature" (signed by another key under the same kid), "issuer" or "audience".
+userinfo endpoint (bearer token), the JWKS and the end_session endpoint (RP-initiated logout: it
+checks the id_token_hint is one of its own, ends the person's session here and sends the browser to
+the post_logout_redirect_uri). `signed_in` is whether the person has a session at the provider: an
+ordinary sign-in opens it, a logout ends it, and a silent one (prompt=none) without it answers
+error=login_required, as a real provider does; `auth_requests` and `logouts` are what was asked.
+`tamper` makes the next ID tokens wrong on purpose: "nonce", "signature" (signed by another key
+under the same kid), "issuer" or "audience".
 """
 
 from __future__ import annotations
@@ -48,6 +53,9 @@ class FakeProvider:
         self.tokens: dict[str, dict] = {}
         self.token_requests: list[dict] = []
         self.counter = itertools.count(1)
+        self.signed_in = False  # a session at the provider: opened by a sign-in, ended by a logout
+        self.auth_requests: list[dict] = []
+        self.logouts: list[dict] = []
         provider = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -76,6 +84,7 @@ class FakeProvider:
             "OIDC_TOKEN_ENDPOINT": f"{self.url}/token",
             "OIDC_USERINFO_ENDPOINT": f"{self.url}/userinfo",
             "OIDC_JWKS_URI": f"{self.url}/jwks",
+            "OIDC_END_SESSION_ENDPOINT": f"{self.url}/logout",
             "OIDC_CLIENT_ID": CLIENT_ID,
             "OIDC_CLIENT_SECRET": CLIENT_SECRET,
             "OIDC_PROVIDER_NAME": "Keycloak",
@@ -107,12 +116,33 @@ class FakeProvider:
         query = {key: values[0] for key, values in parse_qs(parts.query).items()}
         path = parts.path.removeprefix("/realms/gpu")
         if path == "/auth":
+            self.auth_requests.append(query)
             if query.get("client_id") != CLIENT_ID or query.get("response_type") != "code":
                 return self.answer(handler, 400, {"error": "invalid_request"})
+            if query.get("prompt") == "none" and not self.signed_in:
+                back = f"{query['redirect_uri']}?{urlencode({'error': 'login_required', 'state': query['state']})}"
+                return self.answer(handler, 302, None, {"Location": back})
+            self.signed_in = True
             code = f"code-{next(self.counter)}"
             self.grants[code] = {**query, "person": dict(self.person)}
             back = f"{query['redirect_uri']}?{urlencode({'code': code, 'state': query['state']})}"
             return self.answer(handler, 302, None, {"Location": back})
+        if path == "/logout":
+            self.logouts.append(query)
+            try:
+                jwt.decode(
+                    query.get("id_token_hint", ""),
+                    self.key.public_key(),
+                    algorithms=["RS256"],
+                    audience=CLIENT_ID,
+                    options={"verify_exp": False},  # an expired hint is still a hint
+                )
+            except jwt.PyJWTError:
+                return self.answer(handler, 400, {"error": "invalid_request", "error_description": "id_token_hint"})
+            self.signed_in = False
+            if query.get("post_logout_redirect_uri"):
+                return self.answer(handler, 302, None, {"Location": query["post_logout_redirect_uri"]})
+            return self.answer(handler, 200, {"signed_out": True})
         if path == "/userinfo":
             token = handler.headers.get("Authorization", "").removeprefix("Bearer ")
             if token not in self.tokens:
@@ -128,6 +158,7 @@ class FakeProvider:
                     "token_endpoint": f"{self.url}/token",
                     "userinfo_endpoint": f"{self.url}/userinfo",
                     "jwks_uri": f"{self.url}/jwks",
+                    "end_session_endpoint": f"{self.url}/logout",
                     "id_token_signing_alg_values_supported": ["RS256"],
                 },
             )

@@ -478,7 +478,7 @@ def test_the_endpoints_command_prints_the_settings_from_the_discovery_document(p
     call_command("oidc_endpoints", provider.url + "/", stdout=out)
     env = dict(line.split("=", 1) for line in out.getvalue().splitlines())
     assert env == {name: value for name, value in provider.environment().items() if name in env}
-    assert set(env) == {"OIDC_ISSUER", *ENDPOINTS}
+    assert set(env) == {"OIDC_ISSUER", *ENDPOINTS, "OIDC_END_SESSION_ENDPOINT"}
     with pytest.raises(CommandError, match="names the issuer .* not"):
         call_command("oidc_endpoints", provider.url.replace("127.0.0.1", "localhost"))  # not what tokens name
     with pytest.raises(CommandError, match="could not be read"):

@@ -45,6 +45,8 @@ class Command(BaseCommand):
         self.stdout.write(f"OIDC_ISSUER={issuer}")
         for setting, field in FIELDS.items():
             self.stdout.write(f"{setting}={document[field]}")
+        if isinstance(document.get("end_session_endpoint"), str):  # optional: logging out ends its session too
+            self.stdout.write(f"OIDC_END_SESSION_ENDPOINT={document['end_session_endpoint']}")
         algorithms = document.get("id_token_signing_alg_values_supported") or []
         if algorithms and "RS256" not in algorithms:
             self.stdout.write(f"OIDC_SIGN_ALGO={algorithms[0]}")

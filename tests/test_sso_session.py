@@ -1,0 +1,252 @@
+"""Single sign-on after the sign-in (fleet/sso.py), against the real provider on loopback
+(tests/oidc_provider.py): logging out ends the provider's session too (RP-initiated logout), and an
+SSO session is re-checked with the provider silently (prompt=none) every OIDC_RECHECK_MINUTES, so a
+group removed there takes effect here without waiting for the session to end."""
+
+# ruff: noqa: F811  (the fixtures of tests/test_sso.py, imported, are the tests' arguments)
+
+from __future__ import annotations
+
+from urllib.parse import parse_qs, urlsplit
+
+import jwt
+import pytest
+import requests
+from django.contrib.auth.models import User
+from django.test import Client
+
+from config.sso import oidc_settings
+from fleet.models import Team
+from tests.factories import JobFactory, UserFactory
+from tests.test_sso import MAPPINGS, provider, sign_in, sso, teams_of  # noqa: F401  (fixtures)
+
+
+def query_of(url: str) -> dict[str, str]:
+    return {key: values[0] for key, values in parse_qs(urlsplit(url).query).items()}
+
+
+def configure(settings, monkeypatch, **env):
+    """Settings from the environment as start-up makes them, with these variables changed (None: unset)."""
+    for name, value in env.items():
+        if value is None:
+            monkeypatch.delenv(name, raising=False)
+        else:
+            monkeypatch.setenv(name, value)
+    for name, value in oidc_settings().items():
+        setattr(settings, name, value)
+
+
+def recheck_due(client: Client) -> None:
+    """As if OIDC_RECHECK_MINUTES had passed since the last check with the provider."""
+    session = client.session
+    session["oidc_id_token_expiration"] = 0
+    session.save()
+
+
+def follow_to_provider(response) -> requests.Response:
+    """The browser following a redirect to the provider: its answer (not followed further)."""
+    assert response.status_code == 302, response
+    return requests.get(response["Location"], allow_redirects=False, timeout=10)
+
+
+def back_from_provider(client: Client, at_provider: requests.Response):
+    assert at_provider.status_code == 302, at_provider.text
+    back = urlsplit(at_provider.headers["Location"])
+    return client.get(back.path, {key: values[0] for key, values in parse_qs(back.query).items()})
+
+
+# --- logout --------------------------------------------------------------------------------
+
+
+@pytest.mark.django_db
+def test_logging_out_of_an_sso_session_ends_the_providers_session_too(sso):
+    client = Client()
+    sign_in(client)
+    assert sso.signed_in
+    out = client.post("/logout/")
+    assert out.status_code == 302 and out["Location"].startswith(f"{sso.url}/logout?")
+    asked = query_of(out["Location"])
+    assert asked["post_logout_redirect_uri"] == "http://testserver/login/"
+    assert asked["client_id"] == "fleet-triage"
+    hint = jwt.decode(asked["id_token_hint"], options={"verify_signature": False})
+    assert hint["sub"] == "0b6c-ada"  # the ID token this sign-in got
+    assert client.get("/jobs/").status_code == 302  # logged out here at once
+    assert "oidc_id_token" not in client.session
+
+    at_provider = follow_to_provider(out)
+    assert at_provider.status_code == 302, at_provider.text  # the provider took the hint as its own
+    assert at_provider.headers["Location"] == "http://testserver/login/"
+    assert not sso.signed_in  # logged out there: the next sign-in asks for the password again
+
+
+@pytest.mark.django_db
+def test_logout_stays_a_post_with_csrf(sso):
+    client = Client(enforce_csrf_checks=True)
+    sign_in(client)
+    assert client.get("/logout/").status_code == 405
+    assert client.post("/logout/").status_code == 403  # no CSRF token: a link elsewhere cannot log out
+    assert client.get("/jobs/").status_code == 200
+    assert not sso.logouts
+
+
+@pytest.mark.django_db
+def test_a_local_account_logs_out_here_only(sso):
+    client = Client()
+    client.force_login(UserFactory(username="break-glass", is_superuser=True))
+    out = client.post("/logout/")
+    assert out.status_code == 302 and out["Location"] == "/login/"
+    assert client.get("/jobs/").status_code == 302
+
+
+@pytest.mark.django_db
+def test_without_an_end_session_endpoint_logout_stays_here_and_no_id_token_is_kept(sso, settings, monkeypatch):
+    configure(settings, monkeypatch, OIDC_END_SESSION_ENDPOINT=None)
+    client = Client()
+    sign_in(client)
+    assert "oidc_id_token" not in client.session  # kept only for the logout's hint
+    out = client.post("/logout/")
+    assert out.status_code == 302 and out["Location"] == "/login/"
+    assert client.get("/jobs/").status_code == 302
+    assert not sso.logouts
+
+
+@pytest.mark.django_db
+def test_logging_out_with_sso_off_is_as_before(settings):
+    assert settings.OIDC_ENABLED is False
+    client = Client()
+    client.force_login(UserFactory())
+    assert client.post("/logout/")["Location"] == "/login/"
+
+
+# --- the silent re-check -------------------------------------------------------------------
+
+
+@pytest.mark.django_db
+def test_a_session_is_rechecked_silently_and_follows_the_providers_groups(sso):
+    JobFactory(team=Team.objects.create(slug="vision", name="Vision"))
+    client = Client()
+    sign_in(client)
+    ada = User.objects.get(username="ada")
+    assert teams_of(ada) == {"vision"}
+    assert client.get("/jobs/").status_code == 200  # not due: no trip to the provider
+    assert len(sso.auth_requests) == 1
+
+    sso.person["groups"] = ["gpu-speech"]  # moved to another team at the provider
+    recheck_due(client)
+    page = client.get("/jobs/?state=failed")
+    asked = query_of(page["Location"])
+    assert page["Location"].startswith(f"{sso.url}/auth?")
+    assert asked["prompt"] == "none" and asked["code_challenge_method"] == "S256"
+    assert asked["redirect_uri"] == "http://testserver/login/sso/callback/"
+    done = back_from_provider(client, follow_to_provider(page))
+    assert done.status_code == 302 and done["Location"] == "/jobs/?state=failed"  # back where they were
+    assert teams_of(ada) == {"speech"}
+    assert client.get("/jobs/").context["user"] == ada
+    assert len(sso.auth_requests) == 2  # checked again only when due again
+
+
+@pytest.mark.django_db
+def test_a_recheck_finding_no_mapped_group_ends_the_session_with_the_no_access_page(sso):
+    client = Client()
+    sign_in(client)
+    sso.person["groups"] = []
+    recheck_due(client)
+    page = back_from_provider(client, follow_to_provider(client.get("/jobs/")))
+    assert page.status_code == 403 and b"No access" in page.content
+    assert teams_of(User.objects.get(username="ada")) == set()
+    assert client.get("/jobs/")["Location"].startswith("/login/")  # logged out: to our login page
+
+
+@pytest.mark.django_db
+def test_a_refused_silent_recheck_logs_out_with_a_message(sso):
+    client = Client()
+    sign_in(client)
+    sso.signed_in = False  # the provider's session ended (expired, or logged out elsewhere)
+    recheck_due(client)
+    done = back_from_provider(client, follow_to_provider(client.get("/jobs/?state=failed")))
+    assert done.status_code == 302 and done["Location"] == "/login/?next=/jobs/%3Fstate%3Dfailed"
+    login = client.get(done["Location"])
+    assert login.status_code == 200
+    assert "Your Keycloak session has ended, so you were logged out. Sign in again." in login.content.decode()
+    again = client.get("/jobs/")
+    assert again.status_code == 302 and again["Location"].startswith("/login/")  # not to the provider
+
+
+@pytest.mark.django_db
+def test_json_and_api_requests_are_answered_not_sent_to_the_provider(sso):
+    client = Client()
+    sign_in(client)
+    recheck_due(client)
+    for path, headers in [
+        ("/api/v1/jobs/", {}),
+        ("/jobs/1/timeline.json", {"HTTP_ACCEPT": "application/json"}),
+        ("/jobs/", {"HTTP_X_REQUESTED_WITH": "XMLHttpRequest"}),
+    ]:
+        answer = client.get(path, **headers)
+        assert answer.status_code == 401, path
+        assert answer["Content-Type"] == "application/json"
+        assert "reload the page" in answer.json()["detail"]
+    assert len(sso.auth_requests) == 1  # none of them started a trip to the provider
+    assert client.get("/jobs/")["Location"].startswith(f"{sso.url}/auth?")  # the next page does
+
+
+@pytest.mark.django_db
+def test_local_sessions_are_never_rechecked(sso):
+    client = Client()
+    client.force_login(UserFactory(username="break-glass", is_superuser=True))
+    assert client.get("/jobs/").status_code == 200
+    assert not sso.auth_requests
+
+
+@pytest.mark.django_db
+def test_rechecks_are_off_with_zero_minutes(sso, settings, monkeypatch):
+    configure(settings, monkeypatch, OIDC_RECHECK_MINUTES="0")
+    client = Client()
+    sign_in(client)
+    recheck_due(client)
+    assert client.get("/jobs/").status_code == 200
+
+
+# --- settings ------------------------------------------------------------------------------
+
+
+def test_settings_of_logout_and_rechecks(provider, monkeypatch):
+    for name, value in {**provider.environment(), **MAPPINGS}.items():
+        monkeypatch.setenv(name, value)
+    got = oidc_settings()
+    assert got["OIDC_OP_LOGOUT_ENDPOINT"] == f"{provider.url}/logout"
+    assert got["OIDC_STORE_ID_TOKEN"] is True
+    assert got["OIDC_RENEW_ID_TOKEN_EXPIRY_SECONDS"] == 15 * 60
+    monkeypatch.setenv("OIDC_RECHECK_MINUTES", "5")
+    monkeypatch.delenv("OIDC_END_SESSION_ENDPOINT")
+    got = oidc_settings()
+    assert got["OIDC_OP_LOGOUT_ENDPOINT"] == "" and got["OIDC_STORE_ID_TOKEN"] is False
+    assert got["OIDC_RENEW_ID_TOKEN_EXPIRY_SECONDS"] == 300
+    monkeypatch.setenv("OIDC_END_SESSION_ENDPOINT", "http://sso.example.org/logout")
+    with pytest.raises(Exception, match="OIDC_END_SESSION_ENDPOINT=.* must be https://"):
+        oidc_settings()
+
+
+@pytest.mark.django_db
+def test_signing_in_over_another_accounts_session_keeps_the_hint(sso):
+    # A shared computer: someone's local session is open; the next person signs in with SSO over it.
+    client = Client()
+    client.force_login(UserFactory(username="break-glass"))
+    sign_in(client)
+    assert client.get("/jobs/").context["user"].username == "ada"
+    out = client.post("/logout/")
+    assert jwt.decode(query_of(out["Location"])["id_token_hint"], options={"verify_signature": False})["sub"] == (
+        "0b6c-ada"
+    )
+    assert out["Cache-Control"].startswith("max-age=0")  # the address holds the ID token: never cached
+
+
+@pytest.mark.django_db
+def test_a_recheck_that_cannot_be_verified_logs_out_with_a_page(sso):
+    client = Client()
+    sign_in(client)
+    sso.tamper = "signature"
+    recheck_due(client)
+    page = back_from_provider(client, follow_to_provider(client.get("/jobs/")))
+    assert page.status_code == 400 and b"could not be verified" in page.content
+    assert client.get("/jobs/")["Location"].startswith("/login/")  # logged out, not sent round again
