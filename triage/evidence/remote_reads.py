@@ -20,6 +20,8 @@ from __future__ import annotations
 
 import ast
 
+from triage.evidence.pyast import dotted
+
 # Modules whose import lets a call of theirs count, by the client they are.
 _BOTO = {"boto3": "boto3", "botocore": "boto3", "aioboto3": "boto3", "aiobotocore": "boto3", "minio": "minio"}
 _BOTO_READS = {"get_object", "download_file", "download_fileobj", "fget_object"}
@@ -72,14 +74,13 @@ _POOLS = {"ThreadPoolExecutor", "ProcessPoolExecutor", "Pool", "ThreadPool"}  # 
 
 
 def _dotted(node: ast.AST) -> str:
-    parts = []
-    while isinstance(node, ast.Attribute):
-        parts.append(node.attr)
-        node = node.value
-    if isinstance(node, ast.Name):
-        parts.append(node.id)
-        return ".".join(reversed(parts))
-    return ""
+    """`fs`, `self.fs`, `wds.WebDataset`: a dotted name as `pyast.dotted` gives it, but '' for one reached through a
+    call's result (`get().fs`, "().fs" there). What this module looks up it knows by name only: a binding made
+    through a call's result binds nothing it follows (`get().fs = s3fs.S3FileSystem()`), and a callee reached
+    through one is not known by its last part (`import_module(m).ThreadPoolExecutor()` makes no pool,
+    `boto3.resource("s3").Object(b, k).get()` is no Object.get)."""
+    name = dotted(node)
+    return "" if name.startswith("()") else name
 
 
 class RemoteReads:

@@ -19,6 +19,7 @@ from dataclasses import dataclass, field, replace
 
 import yaml
 
+from triage.evidence.pyast import dotted
 from triage.evidence.remote_reads import RemoteReads
 
 DL_FRAMEWORKS = {
@@ -169,21 +170,6 @@ def _read_file(path: str, text: str) -> ScriptEvidence:
 # --- Python ---------------------------------------------------------------------------------------
 
 
-def _dotted(node: ast.AST) -> str:
-    """`torch.cuda.synchronize` for the callee of a call, '' when it is not a plain dotted name."""
-    parts = []
-    while isinstance(node, ast.Attribute):
-        parts.append(node.attr)
-        node = node.value
-    if isinstance(node, ast.Name):
-        parts.append(node.id)
-        return ".".join(reversed(parts))
-    if isinstance(node, ast.Call):  # a(...).b -> "().b"
-        parts.append("()")
-        return ".".join(reversed(parts))
-    return ""
-
-
 def _has_modulo(test: ast.AST) -> bool:
     return any(isinstance(n, ast.BinOp) and isinstance(n.op, ast.Mod) for n in ast.walk(test))
 
@@ -200,7 +186,7 @@ def _contains_backward(loop: ast.AST) -> bool:
     for node in ast.walk(loop):
         if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "backward":
             return True
-        if isinstance(node, ast.Call) and _dotted(node.func).endswith(("train_on_batch", "optimizer_step")):
+        if isinstance(node, ast.Call) and dotted(node.func).endswith(("train_on_batch", "optimizer_step")):
             return True
     return False
 
@@ -317,7 +303,7 @@ class _PythonFacts(ast.NodeVisitor):
             return
         wrapper = assigned.get("optim_wrapper")
         kind = None
-        if wrapper is not None and isinstance(wrapper.value, ast.Call) and _dotted(wrapper.value.func) == "dict":
+        if wrapper is not None and isinstance(wrapper.value, ast.Call) and dotted(wrapper.value.func) == "dict":
             kind = next((self.resolve(kw.value) for kw in wrapper.value.keywords if kw.arg == "type"), None)
         bases = self.resolve(assigned["_base_"].value) if "_base_" in assigned else None
         bases = [bases] if isinstance(bases, str) else list(bases) if isinstance(bases, list | tuple) else []
@@ -423,7 +409,7 @@ class _PythonFacts(ast.NodeVisitor):
         self.guards.pop()
 
     def visit_ClassDef(self, node: ast.ClassDef) -> None:
-        self.scopes.append(("class", node.name, [_dotted(base) for base in node.bases]))
+        self.scopes.append(("class", node.name, [dotted(base) for base in node.bases]))
         self.generic_visit(node)
         self.scopes.pop()
 
@@ -460,15 +446,15 @@ class _PythonFacts(ast.NodeVisitor):
         if isinstance(node.value, ast.Call) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
             self.assigned_to[id(node.value)] = node.targets[0].id
         for target in node.targets:  # detectron2: cfg.SOLVER.AMP.ENABLED = True
-            if _dotted(target).upper().endswith("SOLVER.AMP.ENABLED"):
+            if dotted(target).upper().endswith("SOLVER.AMP.ENABLED"):
                 value = self.resolve(node.value)
                 if value is True:
-                    self.add("mixed_precision", node, call=_dotted(target), dtype=None)
+                    self.add("mixed_precision", node, call=dotted(target), dtype=None)
                 elif value is None:
                     self.add(
                         "precision_elsewhere", node, source="flags", why=f"`{_line_of(self, node)}` follows a flag"
                     )
-        if isinstance(node.value, ast.Call) and _dotted(node.value.func) == "dict":  # mmengine's optim_wrapper
+        if isinstance(node.value, ast.Call) and dotted(node.value.func) == "dict":  # mmengine's optim_wrapper
             kind = next((self.resolve(kw.value) for kw in node.value.keywords if kw.arg == "type"), None)
             if kind == "AmpOptimWrapper":
                 self.add("mixed_precision", node, call="AmpOptimWrapper", dtype=None)
@@ -478,7 +464,7 @@ class _PythonFacts(ast.NodeVisitor):
         for target in node.targets:
             if (
                 isinstance(target, ast.Subscript)
-                and _dotted(target.value) == "os.environ"
+                and dotted(target.value) == "os.environ"
                 and isinstance(target.slice, ast.Constant)
                 and target.slice.value == "CUDA_VISIBLE_DEVICES"
             ):
@@ -492,7 +478,7 @@ class _PythonFacts(ast.NodeVisitor):
 
     # --- calls ---
     def visit_Call(self, node: ast.Call) -> None:
-        name = _dotted(node.func)
+        name = dotted(node.func)
         last = name.rsplit(".", 1)[-1] if name else (node.func.attr if isinstance(node.func, ast.Attribute) else "")
         kwargs = {kw.arg: kw.value for kw in node.keywords if kw.arg}
         loop = {"in_loop": self.in_loop, "in_step_loop": self.in_step_loop, "sampled": self.sampled}
@@ -547,7 +533,7 @@ class _PythonFacts(ast.NodeVisitor):
             and isinstance(node.func, ast.Attribute)
             and not node.args
             and self.in_step_loop
-            and not (last == "numpy" and _dotted(getattr(node.func.value, "func", None)).rsplit(".", 1)[-1] == "cpu")
+            and not (last == "numpy" and dotted(getattr(node.func.value, "func", None)).rsplit(".", 1)[-1] == "cpu")
         ):  # `x.cpu().numpy()` waits once, at `.cpu()`: `.numpy()` of a tensor on the CPU waits for nothing
             self.add("host_sync", node, call=last, sampled=self.sampled)
         elif name in ("torch.cuda.synchronize", "cuda.synchronize") and self.in_step_loop:
@@ -557,7 +543,7 @@ class _PythonFacts(ast.NodeVisitor):
             if enabled is None:  # autocast(enabled=args.amp): the flag decides
                 self.add("precision_elsewhere", node, source="flags", why=f"`{_line_of(self, node)}` follows a flag")
             elif enabled:
-                dtype = next((_dotted(a) for a in [*node.args, *kwargs.values()] if "16" in _dotted(a)), "")
+                dtype = next((dotted(a) for a in [*node.args, *kwargs.values()] if "16" in dotted(a)), "")
                 self.add("mixed_precision", node, call=name or last, dtype=dtype.rsplit(".", 1)[-1] or None)
         elif last in ("half", "bfloat16") and isinstance(node.func, ast.Attribute) and not node.args:
             self.add("mixed_precision", node, call=last, dtype="float16" if last == "half" else "bfloat16")
@@ -613,7 +599,7 @@ class _PythonFacts(ast.NodeVisitor):
         owner = next((scope[1] for scope in reversed(self.scopes) if scope[0] == "class"), None)
         if isinstance(node.func, ast.Name):
             self.remote.called(function, node.func.id)
-        elif isinstance(node.func, ast.Attribute) and _dotted(node.func.value) == "self" and owner:
+        elif isinstance(node.func, ast.Attribute) and dotted(node.func.value) == "self" and owner:
             self.remote.called(function, f"{owner}.{node.func.attr}")
         self.remote.callback(node, last, owner)
         detail = self.remote.read(node, name, last, (function, self.in_step_loop))
@@ -630,7 +616,7 @@ class _PythonFacts(ast.NodeVisitor):
             names = _PRECISION_KWARGS[last]
             given = [kwargs[key] for key in names if key in kwargs and self.resolve(kwargs[key]) is None]
             if given:  # bf16=args.bf16 without a default, precision=cfg.trainer.precision
-                flag = _dotted(given[0]).split(".")[0] in ("args", "opt", "opts", "FLAGS")
+                flag = dotted(given[0]).split(".")[0] in ("args", "opt", "opts", "FLAGS")
                 if flag:
                     return {"source": "flags", "why": f"{quoted} sets it from a command-line flag"}
                 return {"source": "config", "needs": "any", "why": f"{quoted} sets it from a variable"}
@@ -697,7 +683,7 @@ def _copy_to_named_remote(argv: list[str], node: ast.AST) -> bool:
     if not isinstance(listed, ast.List | ast.Tuple) or not listed.elts:
         return False
     last = listed.elts[-1]
-    name = _dotted(last) or (ast.unparse(last) if isinstance(last, ast.JoinedStr) else "")
+    name = dotted(last) or (ast.unparse(last) if isinstance(last, ast.JoinedStr) else "")
     return bool(_REMOTE_NAME.search(name))
 
 
