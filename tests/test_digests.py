@@ -1299,3 +1299,16 @@ def test_an_errors_words_may_break_after_underscores_and_stay_escaped():
         "unless ALERT_<wbr>WEBHOOK_<wbr>ALLOWED_<wbr>NETWORKS allows &lt;b&gt;"
     )
     assert break_after_underscores("") == "" and break_after_underscores(None) == ""
+
+
+def test_an_errors_exception_name_is_kept_whole_and_the_rest_escaped():
+    from triage.digests.templatetags.digest_format import delivery_error
+
+    assert delivery_error("SMTPRecipientsRefused: {'<a@b>': (550, b'no')}") == (
+        '<span class="error-name">SMTPRecipientsRefused:</span> {&#x27;&lt;a@b&gt;&#x27;: (550, b&#x27;no&#x27;)}'
+    )
+    # Without a leading name, as break_after_underscores writes it; a name alone is kept whole too.
+    assert delivery_error("Not posted: unless ALERT_WEBHOOK allows") == "Not posted: unless ALERT_<wbr>WEBHOOK allows"
+    assert delivery_error("<b>TimeoutError:</b>") == "&lt;b&gt;TimeoutError:&lt;/b&gt;"
+    assert delivery_error("TimeoutError:") == '<span class="error-name">TimeoutError:</span>'
+    assert delivery_error("") == "" and delivery_error(None) == ""

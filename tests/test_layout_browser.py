@@ -137,3 +137,35 @@ def test_forms_tables_and_a_studys_card_line_up_at_1280_px(browser, live_server,
         before_breaks = browser.execute_script(BREAKS, cell, "ALERT_WEBHOOK_ALLOWED_NETWORKS")
         assert all(part.endswith("_") for part in before_breaks), before_breaks
     assert console_errors(browser) == []
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_deliverys_error_keeps_its_exceptions_name_whole(browser, live_server, operator, team_a):  # noqa: F811
+    """Between a phone and a wide laptop (720 to 1080 px) the deliveries' Last error column was narrower
+    than 'SMTPRecipientsRefused:' and broke it mid-name ('SMTPRecipientsRefus' / 'ed:'): the name stays
+    whole, its line breaking after the colon, on a laptop, a tablet and a phone."""
+    from tests.factories import JobFactory
+    from triage.digests.models import Delivery, DigestKind
+
+    job = JobFactory(team=team_a, name="gpt2-medium-owt-ablation", start_time=datetime(2026, 11, 17, tzinfo=UTC))
+    far = "maximilian.hoffmann-schreiber@machine-learning-research.example.org"
+    errors = {
+        far: f"SMTPRecipientsRefused: {{'{far}': (550, b'5.1.1 Mailbox unavailable')}}",
+        "bob@example.org": "SMTPServerDisconnected: Connection unexpectedly closed",
+    }
+    for hours, (recipient, error) in enumerate(errors.items()):
+        Delivery.objects.create(recipient=recipient, kind=DigestKind.IDLE_ALERT, team=team_a, iso_week="2026-W47",
+                                job=job, idle_since=job.start_time + timedelta(hours=hours),
+                                status=Delivery.Status.FAILED, attempts=3, last_error=error)  # fmt: skip
+    log_in(browser, live_server.url, operator, "/digests/deliveries/")
+    for width in (1280, 1024, 800, 390):
+        with window_width(browser, width):
+            browser.get(f"{live_server.url}/digests/deliveries/")
+            for error in errors.values():
+                name = error.split(" ")[0]
+                cell = browser.find_element("xpath", f"//td[contains(@class, 'error-text')][contains(., '{name}')]")
+                assert browser.execute_script(BREAKS, cell, name) == [], (width, name)
+                # Copied, the error is the same text.
+                assert cell.text.replace("\n", " ").endswith(error), (width, cell.text)
+            assert browser.execute_script("return document.documentElement.scrollWidth") <= width
+    assert console_errors(browser) == []

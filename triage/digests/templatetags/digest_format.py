@@ -1,8 +1,10 @@
 """Number formats of the digests, shared by the text and HTML parts so both say the same; and the
 deliveries page's breaking of long error words."""
 
+import re
+
 from django import template
-from django.utils.html import format_html_join
+from django.utils.html import format_html, format_html_join
 from django.utils.safestring import mark_safe
 
 from triage.digests import services
@@ -97,3 +99,21 @@ def break_after_underscores(text) -> str:
     if not text:
         return ""
     return format_html_join(mark_safe("_<wbr>"), "{}", ((part,) for part in str(text).split("_")))
+
+
+# An error's leading exception name, as smtplib and the senders write one: "SMTPRecipientsRefused: ...".
+_ERROR_NAME = re.compile(r"([A-Za-z_][\w.]*:)(\s.*)?\Z", re.DOTALL)
+
+
+@register.filter
+def delivery_error(text) -> str:
+    """A delivery's last error for the deliveries page, escaped: its leading exception name kept whole (a
+    narrow Last error column broke 'SMTPRecipientsRefused:' mid-name; app.css, .error-name), the line free
+    to break after its colon, and the rest as break_after_underscores gives it. Copied, it is the same text."""
+    if not text:
+        return ""
+    match = _ERROR_NAME.match(str(text))
+    if match is None:
+        return break_after_underscores(text)
+    name, rest = match.groups()
+    return format_html('<span class="error-name">{}</span>{}', name, break_after_underscores(rest or ""))
