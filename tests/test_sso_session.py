@@ -18,6 +18,7 @@ from django.test import Client
 from config.sso import oidc_settings
 from fleet.models import Team
 from tests.factories import JobFactory, UserFactory
+from tests.test_browser import SHOTS, body_text, browser  # noqa: F401  (browser: the shared Chromium fixture)
 from tests.test_sso import MAPPINGS, provider, sign_in, sso, teams_of  # noqa: F401  (fixtures)
 
 
@@ -250,3 +251,41 @@ def test_a_recheck_that_cannot_be_verified_logs_out_with_a_page(sso):
     page = back_from_provider(client, follow_to_provider(client.get("/jobs/")))
     assert page.status_code == 400 and b"could not be verified" in page.content
     assert client.get("/jobs/")["Location"].startswith("/login/")  # logged out, not sent round again
+
+
+@pytest.mark.django_db
+def test_a_recheck_whose_provider_fails_logs_out_with_a_page(sso, settings):
+    client = Client()
+    sign_in(client)
+    settings.OIDC_OP_TOKEN_ENDPOINT = "http://127.0.0.1:9/token"  # discard port: nothing listens
+    recheck_due(client)
+    page = back_from_provider(client, follow_to_provider(client.get("/jobs/")))
+    assert page.status_code == 502 and b"could not be reached" in page.content
+    assert client.get("/jobs/")["Location"].startswith("/login/")
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_browser_rechecked_and_refused_lands_on_the_login_page_told_why(sso, browser, live_server):
+    """In headless Chromium: signed in, then the provider's session ends; the next page's silent
+    check goes there and back, and the login page says why (WCAG 2.1 AA, phone and desktop)."""
+    from django.contrib.sessions.backends.db import SessionStore
+    from selenium.webdriver.common.by import By
+
+    from tests.test_accessibility import narrow_window_problems, violations
+
+    base = live_server.url
+    browser.get(f"{base}/login/?next=/jobs/")
+    browser.find_element(By.LINK_TEXT, "Sign in with Keycloak").click()
+    assert browser.current_url == f"{base}/jobs/"
+    session = SessionStore(browser.get_cookie("sessionid")["value"])
+    session["oidc_id_token_expiration"] = 0
+    session.save()
+    sso.signed_in = False
+    browser.get(f"{base}/jobs/?state=failed")
+    assert browser.current_url == f"{base}/login/?next=/jobs/%3Fstate%3Dfailed"
+    assert "Your Keycloak session has ended, so you were logged out. Sign in again." in body_text(browser)
+    assert violations(browser) + narrow_window_problems(browser) == []
+    SHOTS.mkdir(exist_ok=True)
+    for width, height in ((1280, 800), (390, 844)):
+        browser.set_window_size(width, height)
+        browser.save_screenshot(str(SHOTS / f"login-sso-recheck-{width}.png"))
