@@ -519,3 +519,252 @@ def test_the_summary_says_samples_were_fetched_one_by_one_or_shards_streamed_as_
     _, result = run(240, frame, logs=logs, scripts=[("data.py", WEBDATASET + TRAIN_LOOP)], gpu_count=8, cpu_count=16)
     (finding,) = [f for f in result.findings if f.category == Category.REMOTE_DATA_READING]
     assert finding.summary.endswith("; the GPUs stalled 28 times (140 min) while shards were streamed (webdataset).")
+
+
+# --- Hugging Face datasets streaming, fsspec's url_to_fs and open_files ----------------------------------------
+
+HF_STREAMING = """import torch
+from datasets import load_dataset
+from torch.utils.data import DataLoader
+from transformers import AutoTokenizer
+
+tokenizer = AutoTokenizer.from_pretrained("/models/llama-tokenizer")
+
+
+def tokenize(batch):
+    return tokenizer(batch["text"], truncation=True, max_length=2048)
+
+
+def main(model, optimizer):
+    dataset = load_dataset("allenai/c4", "en", split="train", streaming=True)
+    dataset = dataset.shuffle(seed=0, buffer_size=10_000).map(tokenize, batched=True, remove_columns=["text"])
+    loader = DataLoader(dataset.with_format("torch"), batch_size=16, num_workers=4)
+    for batch in loader:
+        loss = model(**{key: value.cuda(non_blocking=True) for key, value in batch.items()}).loss
+        loss.backward()
+        optimizer.step()
+"""
+
+HF_STREAMING_DATA_FILES = """import datasets
+
+train = datasets.load_dataset(
+    "parquet",
+    data_files={"train": "s3://text-corpora/pile/train-*.parquet"},
+    split="train",
+    streaming=True,
+    storage_options={"anon": False},
+)
+code = datasets.load_dataset("json", data_files="hf://datasets/bigcode/the-stack/data/python/*.jsonl", streaming=True)
+local = datasets.load_dataset("json", data_files="/local_ssd/corpus/*.jsonl", split="train", streaming=True)
+"""
+
+HF_STREAMING_LAZY_MAP = """import boto3
+from datasets import load_dataset
+
+s3 = boto3.client("s3")
+
+
+def attach_image(example):
+    example["image"] = s3.get_object(Bucket="captions", Key=example["key"])["Body"].read()
+    return example
+
+
+dataset = load_dataset("laion/captions", split="train", streaming=True).map(attach_image)
+"""
+
+
+def test_a_streaming_hugging_face_dataset_is_read_per_sample_as_its_shards_stream():
+    # load_dataset(..., streaming=True) downloads nothing up front: its IterableDataset pulls the dataset's shards
+    # from the Hub as the training loop iterates it. It was a hub_download fact (the download phase's).
+    found = extract_script_evidence([("train.py", HF_STREAMING)])
+    (fact,) = [f.as_dict() for f in found.of("remote_read")]
+    assert (fact["client"], fact["call"], fact["line"], fact["per_sample"]) == ("datasets", "load_dataset", 14, True)
+    assert (fact["url"], fact["storage"]) == ("hf://datasets/allenai/c4", "http")
+    assert fact["context"] == "a load_dataset stream"
+    assert [f.line for f in found.of("hub_download")] == []
+
+
+def test_streamed_data_files_are_read_where_they_are_and_local_ones_are_not():
+    train, code = reads(HF_STREAMING_DATA_FILES)
+    assert (train["line"], train["url"], train["storage"], train["per_sample"]) == (
+        3, "s3://text-corpora/pile/train-*.parquet", "object_store", True,
+    )  # fmt: skip
+    assert (code["line"], code["url"], code["storage"]) == (
+        10, "hf://datasets/bigcode/the-stack/data/python/*.jsonl", "http",
+    )  # fmt: skip
+
+
+def test_a_dataset_loaded_without_streaming_stays_the_download_phases():
+    source = HF_STREAMING.replace(", streaming=True", "")
+    found = extract_script_evidence([("train.py", source)])
+    assert found.of("remote_read") == []
+    assert [(f.line, f.detail["source"]) for f in found.of("hub_download")] == [(14, "allenai/c4")]
+
+
+def test_a_streaming_datasets_map_runs_as_samples_are_drawn():
+    # An IterableDataset's .map is lazy (unlike a Dataset's, which maps the whole set once and caches it).
+    stream, fetched = sorted(reads(HF_STREAMING_LAZY_MAP), key=lambda fact: fact["client"])[::-1]
+    assert (fetched["client"], fetched["line"], fetched["per_sample"]) == ("boto3", 8, True)
+    assert fetched["context"] == "attach_image, called per element by .map"
+    assert (stream["client"], stream["line"]) == ("datasets", 12)
+
+
+def test_streaming_from_the_hub_is_remote_data_reading_not_a_download():
+    frame = series(120, lambda t, g: 30, mem=lambda t, g: 0.6)
+    _, result = run(120, frame, scripts=[("train.py", HF_STREAMING)], cpu_count=16)
+    found = {f.category: f for f in result.findings}
+    finding = found[Category.REMOTE_DATA_READING]
+    assert finding.sub_cause == "http"
+    assert finding.summary == (
+        "Training reads its data straight from remote storage (datasets load_dataset streaming "
+        "hf://datasets/allenai/c4, train.py:14)."
+    )
+    # A head idle for 20 min: loaded without streaming, that is the download phase quoting load_dataset; streamed,
+    # nothing was downloaded before training.
+    frame = series(120, lambda t, g: 0 if t < 20 else 30, mem=lambda t, g: 0.6)
+    _, result = run(120, frame, scripts=[("train.py", HF_STREAMING.replace(", streaming=True", ""))], cpu_count=16)
+    download = {f.category: f for f in result.findings}[Category.EXTERNAL_DATA_USAGE]
+    assert [(c.path, c.line) for c in download.code] == [("train.py", 14)]
+    _, result = run(120, frame, scripts=[("train.py", HF_STREAMING)], cpu_count=16)
+    assert Category.EXTERNAL_DATA_USAGE not in {f.category for f in result.findings}
+
+
+URL_TO_FS = """import fsspec
+import torch
+from torch.utils.data import Dataset
+
+FEATURES = "gs://speech-corpus/features"
+fs, root = fsspec.core.url_to_fs(FEATURES)
+local_fs, local_root = fsspec.url_to_fs("/local_ssd/features")
+
+
+class Features(Dataset):
+    def __init__(self):
+        self.fs, self.root = fsspec.url_to_fs(FEATURES, anon=False)
+
+    def __getitem__(self, index):
+        with self.fs.open(f"{self.root}/{index:06d}.pt", "rb") as handle:
+            return torch.load(handle)
+
+
+def load(index):
+    return torch.load(local_fs.open(f"{local_root}/{index:06d}.pt"))
+
+
+def collate(keys):
+    return [torch.load(fs.open(f"{root}/{key}.pt")) for key in keys]
+"""
+
+OPEN_FILES = """import fsspec
+import torch
+from torch.utils.data import Dataset
+
+SHARDS = "s3://vision-datasets/features/part-*.pt"
+
+
+class Parts(Dataset):
+    def __init__(self):
+        self.files = fsspec.open_files(SHARDS, "rb")
+
+    def __len__(self):
+        return len(self.files)
+
+    def __getitem__(self, index):
+        with self.files[index] as handle:
+            return torch.load(handle)
+
+
+class LocalParts(Dataset):
+    def __init__(self):
+        self.files = fsspec.open_files("/local_ssd/features/part-*.pt", "rb")
+
+    def __getitem__(self, index):
+        return torch.load(self.files[index].open())
+"""
+
+
+def test_reads_through_a_filesystem_from_url_to_fs_are_found_and_a_local_ones_are_not():
+    found = reads(URL_TO_FS + "\n\nloader = DataLoader(Features(), collate_fn=collate)\n")
+    assert [(f["client"], f["call"], f["line"], f["per_sample"], f["storage"]) for f in found] == [
+        ("fsspec", "open", 15, True, "object_store"),
+        ("fsspec", "open", 24, True, "object_store"),
+    ]
+    assert found[0]["context"] == "Features.__getitem__"
+
+
+def test_files_from_open_files_are_read_where_they_are_opened_not_where_they_are_listed():
+    # fsspec.open_files only lists the files (each opened when entered): the read is the `with` in __getitem__.
+    (fact,) = reads(OPEN_FILES)
+    assert (fact["client"], fact["call"], fact["line"], fact["per_sample"]) == ("fsspec", "open", 16, True)
+    assert (fact["url"], fact["context"]) == ("s3://vision-datasets/features/part-*.pt", "Parts.__getitem__")
+    both = reads(OPEN_FILES.replace('"/local_ssd/features/part-*.pt"', "SHARDS"))
+    assert [(f["line"], f["context"]) for f in both] == [(16, "Parts.__getitem__"), (25, "LocalParts.__getitem__")]
+
+
+# --- one source of truth for shards and samples ----------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("source", "client"),
+    [
+        (BOTO3_GETITEM, "boto3"),
+        (S3FS_GETITEM, "s3fs"),
+        (REQUESTS_GETITEM, "requests"),
+        (OPEN_FILES, "fsspec"),
+        (WEBDATASET, "webdataset"),
+        (TORCHDATA, "torchdata"),
+        (HF_STREAMING, "datasets"),
+    ],
+)
+def test_a_clients_reads_are_described_as_shards_or_samples_alike_in_the_summary_and_the_guidance(source, client):
+    # The summary's "while samples were fetched one by one ..." / "while shards were streamed ..." and the guidance's
+    # why the GPUs idle ("Each sample is fetched ..." / "The loader streams its shards ...") said it from two lists.
+    from triage.evidence.remote_reads import read_kind
+    from triage.rules.data import _fetched
+
+    facts = [f for f in extract_script_evidence([("data.py", source)]).of("remote_read") if f.detail["per_sample"]]
+    assert {f.detail["client"] for f in facts} == {client}
+    kind = read_kind(client)
+    summary = _fetched(facts)
+    why = _remote_why({"read_clients": [client]})
+    if kind == "shards":
+        assert (summary, why) == (
+            f"shards were streamed ({client})",
+            f"The loader streams its shards over the network ({client}): every shard fetched stalls the loading, "
+            "and the GPUs with it.",
+        )
+    else:
+        assert summary == f"samples were fetched one by one through a client ({client})"
+        assert why.startswith(f"Each sample is fetched over the network on its own as training asks for it ({client})")
+
+
+def _guide(finding) -> dict:
+    from triage.guidance import guidance_for
+
+    return guidance_for(
+        finding.category, finding.sub_cause, finding.numbers, gpu_hours=1.0, price_per_gpu_hour=None, currency="",
+        job={"gpu_count": 1},
+    )  # fmt: skip
+
+
+def test_the_fix_for_a_streamed_hugging_face_dataset_stages_it_and_loads_the_local_copy():
+    # It showed `--data s3://bucket/dataset` -> `aws s3 sync`, a flag a job that streams allenai/c4 from the Hub lacks.
+    frame = series(120, lambda t, g: 30, mem=lambda t, g: 0.6)
+    _, result = run(120, frame, scripts=[("train.py", HF_STREAMING)], cpu_count=16)
+    (finding,) = [f for f in result.findings if f.category == Category.REMOTE_DATA_READING]
+    guide = _guide(finding)
+    assert guide["why"].startswith("The loader streams its shards over the network (datasets)")
+    assert guide["before"] == 'ds = load_dataset("org/dataset", split="train", streaming=True)'
+    assert guide["after"] == (
+        "# once, before training: huggingface-cli download org/dataset --repo-type dataset --local-dir "
+        "/local_ssd/dataset\n"
+        'ds = load_dataset("/local_ssd/dataset", split="train", streaming=True)'
+    )
+    assert guide["change"].startswith("Download the dataset to local SSD once before training")
+    # Streamed from data files in a bucket: the bucket is synced instead.
+    source = HF_STREAMING_DATA_FILES.split("code = ")[0] + TRAIN_LOOP
+    _, result = run(120, frame, scripts=[("train.py", source)], cpu_count=16)
+    (finding,) = [f for f in result.findings if f.category == Category.REMOTE_DATA_READING]
+    guide = _guide(finding)
+    assert guide["before"] == 'ds = load_dataset("parquet", data_files="s3://bucket/prefix/*.parquet", streaming=True)'
+    assert guide["after"].startswith("# once, before training: aws s3 sync s3://bucket/prefix /local_ssd/data\n")

@@ -174,7 +174,7 @@ class EvidenceCodeSerializer(serializers.Serializer):
     client = serializers.CharField(
         required=False,
         help_text="remote_read: the library that reads (boto3, s3fs, gcsfs, google-cloud-storage, azure-storage-blob, "
-        "smart_open, fsspec, webdataset, torchdata, requests ...).",
+        "smart_open, fsspec, webdataset, torchdata, datasets for a Hugging Face dataset streamed, requests ...).",
     )
     storage = serializers.ChoiceField(
         choices=["object_store", "hdfs", "http", "remote"], required=False, help_text="remote_read: what it reads from."

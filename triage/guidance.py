@@ -10,6 +10,7 @@ from __future__ import annotations
 from decimal import ROUND_HALF_UP, Decimal
 
 from fleet.money import cost_of
+from triage.evidence.remote_reads import read_kind
 from triage.taxonomy import Category
 
 PAPER_BATCH = (
@@ -290,6 +291,13 @@ GUIDES: dict[Category, dict] = {
                 "        body = handle.read()\n"
                 "    return decode(body)",
             ),
+            # Chosen by the finding's numbers["read_clients"] naming datasets: load_dataset(..., streaming=True).
+            "streamed_dataset": (
+                "Download the dataset to local SSD once before training (or point HF_DATASETS_CACHE at local SSD "
+                "and load it without streaming) and read the local copy; keep storage and compute in one region.",
+                "ds = {dataset_stream}",
+                "# once, before training: {dataset_stage}\nds = {dataset_local}",
+            ),
         },
         "effect": "The read stalls disappear once the data is local.",
     },
@@ -433,6 +441,8 @@ def guidance_for(
         fix = numbers["precision"]  # the job's code says whether mixed precision is the first fix or done
     if category == Category.REMOTE_DATA_READING and _client_read(numbers) is not None:
         fix = "fetched_per_sample"  # the job fetches each sample through a client: show that read made local
+    elif category == Category.REMOTE_DATA_READING and "datasets" in (numbers.get("read_clients") or ()):
+        fix = "streamed_dataset"  # a Hugging Face dataset streamed as training reads it: show it staged
     change, before, after = guide["fixes"].get(fix) or guide["fixes"]["default"]
     values = _job_values(category, numbers, job, sub_cause)
     # The finding's own cost (triage.services prices it by the same function, hours and price), so
@@ -592,11 +602,18 @@ _CLIENT_READS = {
              "wget -q -i urls.txt -P /local_ssd/data   # or a parallel download",
              'f"/local_ssd/data/{os.path.basename(self.urls[index])}"'),
 }  # fmt: skip
+# A Hugging Face dataset streamed, from the Hub or from data files in a bucket: (the stream, staging it once before
+# training, loading the local copy).
+_DATASET_STREAMS = {
+    "hub": ('load_dataset("org/dataset", split="train", streaming=True)',
+            "huggingface-cli download org/dataset --repo-type dataset --local-dir /local_ssd/dataset",
+            'load_dataset("/local_ssd/dataset", split="train", streaming=True)'),
+    "bucket": ('load_dataset("parquet", data_files="s3://bucket/prefix/*.parquet", streaming=True)',
+               "aws s3 sync s3://bucket/prefix /local_ssd/data",
+               'load_dataset("parquet", data_files="/local_ssd/data/*.parquet", streaming=True)'),
+}  # fmt: skip
 _FS_CLIENTS = {"s3fs": "fs", "gcsfs": "fs", "adlfs": "fs", "fsspec": "fs", "pyarrow": "fs", "smart_open": "fs"}
 _HTTP_CLIENTS = {"requests": "http", "httpx": "http", "urllib": "http", "urllib3": "http"}
-
-
-_SHARD_CLIENTS = {"webdataset", "torchdata"}  # their reads are a stream of shards, not one fetch a sample
 
 
 def _remote_why(numbers: dict, general: str) -> str:
@@ -604,8 +621,8 @@ def _remote_why(numbers: dict, general: str) -> str:
     (boto3 get_object in __getitem__ ...), shards streamed (WebDataset, torchdata), and the stalls located in the run;
     the general sentence for a job known by a remote URL only."""
     clients = numbers.get("read_clients") or []
-    per_sample = [client for client in clients if client not in _SHARD_CLIENTS]
-    shards = [client for client in clients if client in _SHARD_CLIENTS]
+    per_sample = [client for client in clients if read_kind(client) == "samples"]
+    shards = [client for client in clients if read_kind(client) == "shards"]
     if per_sample:
         why = (
             f"Each sample is fetched over the network on its own as training asks for it ({', '.join(per_sample)}): "
@@ -630,7 +647,7 @@ def _client_read(numbers: dict) -> tuple[str, str, str] | None:
     """The snippet parts for the first client that fetches samples one by one (not a shard stream); None if none."""
     for client in numbers.get("read_clients") or ():
         key = _FS_CLIENTS.get(client) or _HTTP_CLIENTS.get(client) or client
-        if key in _CLIENT_READS:
+        if read_kind(client) == "samples" and key in _CLIENT_READS:
             return _CLIENT_READS[key]
     return None
 
@@ -640,7 +657,11 @@ def _job_values(category: Category, numbers: dict, job: dict, sub_cause: str = "
         return loader_settings(numbers, job)
     if category == Category.REMOTE_DATA_READING:
         fetch, stage, local = _client_read(numbers) or _CLIENT_READS["boto3"]
-        return {"fetch": fetch, "stage": stage, "local": local}
+        stream, staged, loaded = _DATASET_STREAMS["bucket" if sub_cause == "object_store" else "hub"]
+        return {
+            "fetch": fetch, "stage": stage, "local": local,
+            "dataset_stream": stream, "dataset_stage": staged, "dataset_local": loaded,
+        }  # fmt: skip
     if category == Category.IMPROPER_BATCH_SIZE:
         size = numbers.get("batch_size")
         peak = numbers.get("peak_gpu_mem_pct")

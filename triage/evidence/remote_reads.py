@@ -45,6 +45,7 @@ _FS_READS = {
 }  # fmt: skip
 REMOTE_PROTOCOLS = {
     "s3", "s3a", "gs", "gcs", "abfs", "abfss", "az", "adl", "wasb", "wasbs", "hdfs", "webhdfs", "http", "https", "oss",
+    "hf",
 }  # fmt: skip
 _HTTP = {
     "requests.get": "requests",
@@ -58,6 +59,22 @@ _WEBDATASET = {"WebDataset", "SimpleShardList", "ResampledShards", "ShardList"}
 _TORCHDATA = {
     "S3FileLoader", "HttpReader", "OnlineReader", "GDriveReader", "load_files_by_s3", "read_from_http",
     "read_from_remote", "read_from_gdrive",
+}  # fmt: skip
+# How a client's reads reach training, the one place that says it: "shards" for a stream of large files pulled in
+# sequence as training iterates (its reads run per sample wherever the stream is built), "samples" (every client not
+# named here) for one fetch a sample. The summary (triage.rules.data) and the guidance (triage.guidance) say it so.
+READ_KINDS = {"webdataset": "shards", "torchdata": "shards", "datasets": "shards"}
+
+
+def read_kind(client: str) -> str:
+    """How a client's reads reach training: shards streamed ("shards") or samples fetched one by one ("samples")."""
+    return READ_KINDS.get(client, "samples")
+
+
+# Hugging Face datasets' packaged builders: load_dataset("parquet", data_files=...) reads where data_files are.
+_HF_BUILDERS = {
+    "json", "csv", "parquet", "text", "arrow", "pandas", "sql", "webdataset", "imagefolder", "audiofolder",
+    "videofolder", "xml",
 }  # fmt: skip
 _SAMPLE_HOOKS = {"__getitem__", "__getitems__"}
 _STREAM_HOOKS = {"__iter__", "__next__"}  # an iterable dataset's (a class whose bases say Dataset or DataPipe)
@@ -94,6 +111,7 @@ class RemoteReads:
         self.filesystems: dict[str, tuple[str, str]] = {}  # "fs", "self.fs" -> (client, scheme)
         self.sessions: dict[str, str] = {}  # "session" -> requests / httpx
         self.pools: set[str] = set()  # names bound to a thread or process pool (whose .map is no dataset's)
+        self.open_files: dict[str, str] = {}  # "files", "Parts.files" (self.files) -> the URL open_files listed
         self.calls: dict[str, set[str]] = {}  # function -> functions it calls (qualified names)
         self.roots: dict[str, str] = {}  # per-sample function -> how it runs per sample (for its context)
         self.found: list[tuple[dict, str | None, bool, bool]] = []  # (detail, function, in step loop, stream)
@@ -111,6 +129,12 @@ class RemoteReads:
                     self.modules.add(f"{node.module}.{alias.name}")
                     self.aliases[alias.asname or alias.name] = f"{node.module}.{alias.name}"
         self.tops = {module.split(".")[0] for module in self.modules}
+        # A streamed Hugging Face dataset (an IterableDataset) maps lazily, as samples are drawn.
+        self.lazy_datasets = "datasets" in self.tops and any(
+            isinstance(node, ast.Call)
+            and (self._hf_stream(node) is not None or _dotted(node.func).endswith("to_iterable_dataset"))
+            for node in ast.walk(tree)
+        )
         for node in ast.walk(tree):
             made = node.context_expr if isinstance(node, ast.withitem) and node.optional_vars else None
             if isinstance(made, ast.Call) and _dotted(made.func).rsplit(".", 1)[-1] in _POOLS:
@@ -119,13 +143,36 @@ class RemoteReads:
                 if _dotted(node.value.func).rsplit(".", 1)[-1] in _POOLS:
                     self.pools.add(_dotted(node.targets[0]))
                 target = _dotted(node.targets[0])
+                if isinstance(node.targets[0], ast.Tuple) and node.targets[0].elts:
+                    target = _dotted(node.targets[0].elts[0])  # fs, path = fsspec.core.url_to_fs(url)
                 if not target:
                     continue
+                if listed := self._listed(node.value):
+                    self.open_files[self._owned(target, node, tree)] = listed
                 built = self._filesystem(node.value)
                 if built:
                     self.filesystems[target] = built
                 elif session := _SESSIONS.get(self.canonical(_dotted(node.value.func))):
                     self.sessions[target] = session
+
+    def _owned(self, target: str, node: ast.AST, tree: ast.Module) -> str:
+        """`self.files` as the class it is bound in names it (`Parts.files`): two classes' self.files are two."""
+        if not target.startswith("self."):
+            return target
+        owner = next(
+            (c.name for c in ast.walk(tree) if isinstance(c, ast.ClassDef) and any(n is node for n in ast.walk(c))),
+            None,
+        )
+        return f"{owner}.{target.removeprefix('self.')}" if owner else target
+
+    def _files(self, node: ast.AST, function: str | None) -> str | None:
+        """The URL of the open_files list `files[index]` indexes (`self.files[index]` in a method of its class)."""
+        if not isinstance(node, ast.Subscript):
+            return None
+        name = _dotted(node.value)
+        if name.startswith("self.") and function and "." in function:
+            name = f"{function.rsplit('.', 1)[0]}.{name.removeprefix('self.')}"
+        return self.open_files.get(name)
 
     def canonical(self, name: str) -> str:
         """A dotted name with its first part as imported: `wds.WebDataset` -> `webdataset.WebDataset`."""
@@ -144,7 +191,52 @@ class RemoteReads:
             protocol = protocol if protocol is not None else self._keyword(call, "protocol")
             if isinstance(protocol, str) and protocol in REMOTE_PROTOCOLS:
                 return "fsspec", protocol
+        if name in ("fsspec.core.url_to_fs", "fsspec.url_to_fs"):  # -> (filesystem, path), of the URL's protocol
+            url = self.prefix(call.args[0] if call.args else _keyword_node(call, "url"))
+            if url and _remote(url):
+                return "fsspec", url.partition("://")[0].lower()
         return None
+
+    def _listed(self, call: ast.Call) -> str | None:
+        """The remote URL `fsspec.open_files(url)` lists files of (each opened only when entered), or None."""
+        if self.canonical(_dotted(call.func)) not in ("fsspec.open_files", "fsspec.core.open_files"):
+            return None
+        url = self.prefix(call.args[0] if call.args else _keyword_node(call, "urlpath"))
+        protocol = self._keyword(call, "protocol")
+        if isinstance(protocol, str) and protocol in REMOTE_PROTOCOLS and url and "://" not in url:
+            url = f"{protocol}://{url}"
+        return url if url and _remote(url) and self._mode_reads(call, 1) else None
+
+    def _hf_stream(self, call: ast.Call) -> tuple[str | None, str] | None:
+        """(URL, storage) of a Hugging Face dataset `load_dataset(..., streaming=True)` streams from remote storage:
+        its data_files' or data_dir's URL (s3://, hf://), or the Hub's for a dataset named by its repo
+        ("hf://datasets/allenai/c4"); None without streaming or for local files."""
+        name = _dotted(call.func)
+        if name.rsplit(".", 1)[-1] != "load_dataset" or self._keyword(call, "streaming") is not True:
+            return None
+        if self.canonical(name) != "datasets.load_dataset" and "datasets" not in self.tops:
+            return None
+        path = self.resolve(call.args[0] if call.args else _keyword_node(call, "path"))
+        given = [
+            node
+            for index, key in ((3, "data_files"), (2, "data_dir"))
+            if (node := call.args[index] if len(call.args) > index else _keyword_node(call, key)) is not None
+        ]
+        if given:
+            where = self.prefix(_first_value(given[0]))
+            if where is not None:
+                return (where, _storage_of(where)) if _remote(where) else None
+            if isinstance(path, str) and path.lower() in _HF_BUILDERS:
+                return None  # files named by something computed: cannot tell where they are
+        if isinstance(path, str):
+            if path.startswith(("/", ".", "~")) or path.lower() in _HF_BUILDERS or _remote(path):
+                return (path, _storage_of(path)) if _remote(path) else None
+            return f"hf://datasets/{path}", "http"
+        return None, "remote"  # a dataset named by a flag, streamed from wherever it is
+
+    def streams(self, call: ast.Call) -> bool:
+        """A Hugging Face dataset streamed from remote storage as training reads it (no download before training)."""
+        return self._hf_stream(call) is not None
 
     def _keyword(self, call: ast.Call, name: str) -> object:
         return next((self.resolve(kw.value) for kw in call.keywords if kw.arg == name), None)
@@ -190,7 +282,7 @@ class RemoteReads:
         """Functions handed to `.map(...)`, `.from_generator(...)`, or a DataLoader's `collate_fn`: per sample."""
         method = isinstance(call.func, ast.Attribute)
         how = _CALLBACKS.get(last) if method and _dotted(call.func.value) not in self.pools else None
-        if how and "datasets" in self.tops and not self.tops & _LAZY_MAPS:
+        if how and "datasets" in self.tops and not (self.tops & _LAZY_MAPS or self.lazy_datasets):
             how = None  # Hugging Face datasets' .map runs over the whole set once, before training (and caches it)
         handed = list(call.args) if how else []
         for keyword in call.keywords:
@@ -207,17 +299,23 @@ class RemoteReads:
 
     def read(self, call: ast.Call, name: str, last: str, where: tuple[str | None, bool]) -> dict | None:
         """The detail of a `remote_read` fact for this call, or None; recorded to be settled after the walk."""
-        found = self._read(call, name, last)
-        if found is None:
+        detail = self._read(call, name, last, where[0])
+        return self._record(detail, where) if detail is not None else None
+
+    def entered(self, item: ast.withitem, where: tuple[str | None, bool]) -> dict | None:
+        """The detail of a `remote_read` fact for `with files[index] as handle:`, one of `fsspec.open_files`' files
+        opened; None for any other `with`."""
+        listed = self._files(item.context_expr, where[0])
+        if listed is None:
             return None
-        detail, stream = found
+        return self._record(self._detail("fsspec", "open", listed, _storage_of(listed)), where)
+
+    def _record(self, detail: dict, where: tuple[str | None, bool]) -> dict:
         function, in_step_loop = where
-        if detail["client"] in _HTTP_CLIENTS and stream:
-            stream = False
-        self.found.append((detail, function, in_step_loop, stream))
+        self.found.append((detail, function, in_step_loop, read_kind(detail["client"]) == "shards"))
         return detail
 
-    def _read(self, call: ast.Call, name: str, last: str) -> tuple[dict, bool] | None:
+    def _read(self, call: ast.Call, name: str, last: str, function: str | None) -> dict | None:
         canonical = self.canonical(name)
         method = isinstance(call.func, ast.Attribute)
         receiver = _dotted(call.func.value) if method else ""
@@ -227,14 +325,14 @@ class RemoteReads:
             if bucket is None and last in ("download_file", "fget_object") and len(call.args) >= 3:
                 bucket = self.resolve(call.args[0])
             url = f"s3://{bucket}" if isinstance(bucket, str) and bucket else None
-            return self._detail(boto, last, url, "object_store"), False
+            return self._detail(boto, last, url, "object_store")
         made = call.func.value if method else None
         if boto == "boto3" and last == "get" and isinstance(made, ast.Call) and _dotted(made.func).endswith("Object"):
-            return self._detail("boto3", "Object.get", None, "object_store"), False
+            return self._detail("boto3", "Object.get", None, "object_store")
         if method and last in _GCS_READS and "google.cloud.storage" in self._modules_under("google.cloud"):
-            return self._detail("google-cloud-storage", last, None, "object_store"), False
+            return self._detail("google-cloud-storage", last, None, "object_store")
         if method and last in _AZURE_READS and any(m.startswith("azure.storage") for m in self.modules):
-            return self._detail("azure-storage-blob", last, None, "object_store"), False
+            return self._detail("azure-storage-blob", last, None, "object_store")
         if method and last in _FS_READS:
             built = self.filesystems.get(receiver)
             if built is None and isinstance(call.func.value, ast.Call):
@@ -245,34 +343,40 @@ class RemoteReads:
                 url = None
                 if path:
                     url = path if "://" in path else f"{scheme}://{path}"
-                return self._detail(client, last, url, _storage(scheme)), False
+                return self._detail(client, last, url, _storage(scheme))
         if canonical in ("smart_open.open", "smart_open.smart_open") and self._mode_reads(call, 1):
             path = self.prefix(call.args[0]) if call.args else None
             if path is not None and not _remote(path):
                 return None  # a local file
-            return self._detail("smart_open", "open", path, _storage_of(path)), False
-        if canonical in ("fsspec.open", "fsspec.core.open", "fsspec.open_files", "fsspec.open_local"):
+            return self._detail("smart_open", "open", path, _storage_of(path))
+        if method and last == "open" and (listed := self._files(made, function)):
+            # files[index].open(), one of fsspec.open_files' files
+            return self._detail("fsspec", "open", listed, _storage_of(listed))
+        if canonical == "datasets.load_dataset" or (last == "load_dataset" and "datasets" in self.tops):
+            streamed = self._hf_stream(call)
+            return self._detail("datasets", "load_dataset", *streamed) if streamed else None
+        if canonical in ("fsspec.open", "fsspec.core.open", "fsspec.open_local"):
             path = self.prefix(call.args[0]) if call.args else None
             protocol = self._keyword(call, "protocol")
             remote = isinstance(protocol, str) and protocol in REMOTE_PROTOCOLS
             if not (remote or (path and _remote(path))) or not self._mode_reads(call, 1):
                 return None
             url = path if path and "://" in path else (f"{protocol}://{path or ''}" if remote else path)
-            return self._detail("fsspec", last, url, _storage(protocol) if remote else _storage_of(path)), False
+            return self._detail("fsspec", last, url, _storage(protocol) if remote else _storage_of(path))
         if canonical in _HTTP:
-            return self._detail(_HTTP[canonical], last, self.prefix(call.args[0]) if call.args else None, "http"), False
+            return self._detail(_HTTP[canonical], last, self.prefix(call.args[0]) if call.args else None, "http")
         if method and last in ("get", "request") and receiver in self.sessions:
             url = self.prefix(call.args[-1]) if call.args else None
-            return self._detail(self.sessions[receiver], last, url, "http"), False
+            return self._detail(self.sessions[receiver], last, url, "http")
         if canonical.startswith("webdataset.") and last in _WEBDATASET and call.args:
             path = self.prefix(call.args[0])
             if path and _remote(path):
-                return self._detail("webdataset", last, path, _storage_of(path)), True
+                return self._detail("webdataset", last, path, _storage_of(path))
             return None
         if last in _TORCHDATA and "torchdata" in self.tops:
             url = None
             storage = "object_store" if "s3" in last.lower() else ("http" if "http" in last.lower() else "remote")
-            return self._detail("torchdata", last, url, storage), True
+            return self._detail("torchdata", last, url, storage)
         return None
 
     def _modules_under(self, package: str) -> set[str]:
@@ -325,9 +429,22 @@ def _remote(path: str) -> bool:
     return bool(sep) and scheme.lower() in REMOTE_PROTOCOLS
 
 
+def _keyword_node(call: ast.Call, name: str) -> ast.AST | None:
+    return next((kw.value for kw in call.keywords if kw.arg == name), None)
+
+
+def _first_value(node: ast.AST) -> ast.AST:
+    """A data_files mapping's or list's first entry ({"train": "s3://..."}, ["s3://..."]), else the node itself."""
+    if isinstance(node, ast.Dict) and node.values:
+        return _first_value(node.values[0])
+    if isinstance(node, ast.List | ast.Tuple) and node.elts:
+        return _first_value(node.elts[0])
+    return node
+
+
 def _storage(scheme: str | None) -> str:
     scheme = (scheme or "").lower()
-    if scheme in ("http", "https"):
+    if scheme in ("http", "https", "hf"):  # hf:// is the Hugging Face Hub, over HTTPS
         return "http"
     if scheme in ("hdfs", "webhdfs"):
         return "hdfs"

@@ -397,6 +397,17 @@ class _PythonFacts(ast.NodeVisitor):
     visit_While = _loop
     visit_AsyncFor = _loop
 
+    def visit_With(self, node: ast.With | ast.AsyncWith) -> None:
+        if self.remote is not None:  # `with files[index] as handle:` opens one of fsspec.open_files' files
+            function = next((scope[1] for scope in reversed(self.scopes) if scope[0] == "function"), None)
+            for item in node.items:
+                detail = self.remote.entered(item, (function, self.in_step_loop))
+                if detail is not None:
+                    self._add("remote_read", item.context_expr, detail)
+        self.generic_visit(node)
+
+    visit_AsyncWith = visit_With
+
     def visit_If(self, node: ast.If) -> None:
         self.visit(node.test)
         self.guards.append(_has_modulo(node.test))
@@ -560,7 +571,8 @@ class _PythonFacts(ast.NodeVisitor):
             local = self.resolve(kwargs.get("local_files_only")) is True
             if not local and isinstance(source, str) and not source.startswith(("/", ".", "~")):
                 self.add("hub_download", node, call=name, source=source)
-        elif last in HUB_CALLS or name == "torch.hub.load":
+        elif (last in HUB_CALLS or name == "torch.hub.load") and not (self.remote and self.remote.streams(node)):
+            # A dataset streamed (load_dataset(..., streaming=True)) downloads nothing up front: a remote_read.
             self.add("hub_download", node, call=name, source=self.resolve(node.args[0]) if node.args else None)
         elif name == "torch.device" or last == "set_device":
             value = self.resolve(node.args[0]) if node.args else None

@@ -7,6 +7,7 @@ import re
 
 from fleet.logevents import REMOTE_READ, UPLOAD
 from triage.evidence import Evidence
+from triage.evidence.remote_reads import read_kind
 from triage.rules.common import (
     explained_gaps,
     gaps_of,
@@ -310,7 +311,7 @@ def _read_call(fact) -> str:
     "webdataset WebDataset streaming pipe:aws s3 cp s3://bucket/shards/..., data.py:4"."""
     d = fact.detail
     what = f"{d['client']} {d['call']}" if d["client"] != d["call"] else d["client"]
-    if d["context"].endswith(" stream"):
+    if read_kind(d["client"]) == "shards":
         url = d.get("url") or "remote shards"
         where = f"streaming {url if len(url) <= 80 else url[:79] + '…'}"
     else:
@@ -334,9 +335,9 @@ def _fetched(reads: list) -> str:
     """What was being fetched while the GPUs stalled, as the reading calls found say: samples one by one through a
     client (boto3 get_object in __getitem__ ...), shards streamed (WebDataset, torchdata), or, for a job known by a
     remote URL only, its data."""
-    calls = [f for f in reads if f.kind == "remote_read"]
-    per_sample = sorted({f.detail["client"] for f in calls if not f.detail["context"].endswith(" stream")})
-    streams = sorted({f.detail["client"] for f in calls if f.detail["context"].endswith(" stream")})
+    clients = {f.detail["client"] for f in reads if f.kind == "remote_read"}
+    per_sample = sorted(client for client in clients if read_kind(client) == "samples")
+    streams = sorted(client for client in clients if read_kind(client) == "shards")
     said = []
     if per_sample:
         said.append(f"samples were fetched one by one through a client ({', '.join(per_sample)})")
