@@ -83,6 +83,21 @@ def _team_groups() -> dict[str, tuple[str, ...]]:
     return {group: tuple(slugs) for group, slugs in mapping.items()}
 
 
+def _redirect_base(allow_http: bool) -> str:
+    """OIDC_REDIRECT_BASE_URL: the public address (scheme and host) the provider sends browsers back
+    to, whatever Host header a proxy passes on; "" when unset."""
+    value = env_str("OIDC_REDIRECT_BASE_URL").strip()
+    if not value:
+        return ""
+    value = _url("OIDC_REDIRECT_BASE_URL", value, allow_http=allow_http)
+    parts = urlsplit(value)
+    if parts.path.strip("/") or parts.query or parts.fragment:
+        raise ImproperlyConfigured(
+            f"OIDC_REDIRECT_BASE_URL={value!r} must be the scheme and host only, e.g. https://fleet.example.org."
+        )
+    return f"{parts.scheme}://{parts.netloc}"
+
+
 def oidc_settings() -> dict:
     """The Django settings of single sign-on, from the environment: {"OIDC_ENABLED": False} when off."""
     issuer = env_str("OIDC_ISSUER").strip()
@@ -92,6 +107,7 @@ def oidc_settings() -> dict:
             for name in (
                 *ENDPOINTS,
                 END_SESSION_ENDPOINT,
+                "OIDC_REDIRECT_BASE_URL",
                 "OIDC_CLIENT_ID",
                 "OIDC_CLIENT_SECRET",
                 "OIDC_CLIENT_SECRET_FILE",
@@ -114,6 +130,7 @@ def oidc_settings() -> dict:
     end_session = env_str(END_SESSION_ENDPOINT).strip()
     if end_session:
         end_session = _url(END_SESSION_ENDPOINT, end_session, allow_http=allow_http)
+    redirect_base = _redirect_base(allow_http)
     client_id = env_str("OIDC_CLIENT_ID").strip()
     if not client_id:
         raise ImproperlyConfigured("OIDC_ISSUER is set: set OIDC_CLIENT_ID too.")
@@ -150,6 +167,9 @@ def oidc_settings() -> dict:
             "OIDC_TIMEOUT": env_float("OIDC_TIMEOUT", 10.0, minimum=0.1),
             "OIDC_VERIFY_SSL": True,
             "OIDC_AUTHENTICATION_CALLBACK_URL": "sso-callback",
+            # Where the provider sends the browser back (the callback, the login page after logging out):
+            # from this address when set, else from the request's (its Host header; fleet/sso.py).
+            "OIDC_REDIRECT_BASE_URL": redirect_base,
             "OIDC_STORE_ACCESS_TOKEN": False,
             # Logging out ends the provider's session too, where it has an end_session_endpoint: the
             # ID token is kept in the session (and goes with it) as that request's id_token_hint only.

@@ -33,7 +33,7 @@ from __future__ import annotations
 
 import logging
 import time
-from urllib.parse import parse_qs, urlencode, urlsplit
+from urllib.parse import parse_qs, urlencode, urljoin, urlsplit
 
 import jwt
 import requests
@@ -60,6 +60,7 @@ from mozilla_django_oidc.views import (
 from config.methods import read_only
 from fleet import audit
 from fleet.access import OPERATORS_GROUP, RESEARCHERS_GROUP
+from fleet.auth import get_user_with_profile
 from fleet.models import Owner, SsoIdentity, Team
 
 logger = logging.getLogger(__name__)
@@ -128,6 +129,10 @@ def sync_access(user, teams: set[str], roles: set[str]) -> dict:
 
 class SsoBackend(OIDCAuthenticationBackend):
     """The library's backend with our identity rule and access sync (see the module's docstring)."""
+
+    def get_user(self, user_id):
+        # With the user's profile, as fleet.auth's backend: their time zone without a query of its own.
+        return get_user_with_profile(user_id)
 
     def get_or_create_user(self, access_token, id_token, payload):
         issuer, audience = payload.get("iss"), payload.get("aud")
@@ -271,6 +276,16 @@ class _RequestView(OIDCAuthenticationRequestView):
     pass
 
 
+def addressed_publicly(request):
+    """The request, whose absolute addresses (the library's redirect_uri, built from the Host header
+    by request.build_absolute_uri) start with OIDC_REDIRECT_BASE_URL when it is set: a proxy that
+    rewrites the Host header then cannot change the address the provider sends the browser back to."""
+    base = getattr(settings, "OIDC_REDIRECT_BASE_URL", "")
+    if base:
+        request.build_absolute_uri = lambda location=None: urljoin(f"{base}/", location or request.get_full_path())
+    return request
+
+
 BACKEND = f"{__name__}.SsoBackend"
 # The states of the silent re-checks under way (a few: one a tab), so the callback knows one.
 RECHECK_STATES = "sso_recheck_states"
@@ -325,7 +340,7 @@ def sso_login(request):
     """Off: no such page. On: to the provider, with state, nonce and PKCE kept in the session."""
     if not settings.OIDC_ENABLED:
         raise Http404
-    return _RequestView.as_view(http_method_names=["get", "head"])(request)
+    return _RequestView.as_view(http_method_names=["get", "head"])(addressed_publicly(request))
 
 
 @read_only
@@ -340,7 +355,8 @@ def sso_callback(request):
         request.session[RECHECK_STATES] = [other for other in rechecks if other != state]
     next_url = (request.session.get("oidc_login_next") or "") if recheck else ""
     try:
-        return _CallbackView.as_view(http_method_names=["get", "head"], recheck=recheck, next_url=next_url)(request)
+        view = _CallbackView.as_view(http_method_names=["get", "head"], recheck=recheck, next_url=next_url)
+        return view(addressed_publicly(request))  # the token request names the same redirect_uri
     except Refused as refused:
         # No access, disabled: no session of an earlier login stays either; nor one whose re-check failed.
         if refused.status == 403 or recheck:
@@ -383,7 +399,10 @@ def provider_logout_url(request) -> str:
     endpoint = getattr(settings, "OIDC_OP_LOGOUT_ENDPOINT", "")
     if not (settings.OIDC_ENABLED and endpoint and signed_in_with_sso(request)):
         return here
-    params = {"client_id": settings.OIDC_RP_CLIENT_ID, "post_logout_redirect_uri": request.build_absolute_uri(here)}
+    params = {
+        "client_id": settings.OIDC_RP_CLIENT_ID,
+        "post_logout_redirect_uri": addressed_publicly(request).build_absolute_uri(here),
+    }
     id_token = request.session.get("oidc_id_token")
     if id_token:  # absent in a session from before the endpoint was set: the provider may ask to confirm
         params["id_token_hint"] = id_token
@@ -451,7 +470,7 @@ class SsoSessionRefresh(SessionRefresh):
                 "Scripts should use an API token instead."
             )
             return JsonResponse({"detail": detail, "error": detail}, status=401)
-        response = super().process_request(request)
+        response = super().process_request(addressed_publicly(request))
         if response is not None and response.status_code == 302:
             state = parse_qs(urlsplit(response["Location"]).query).get("state", [""])[0]
             request.session[RECHECK_STATES] = [*request.session.get(RECHECK_STATES, [])[-4:], state]

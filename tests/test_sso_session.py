@@ -289,3 +289,41 @@ def test_a_browser_rechecked_and_refused_lands_on_the_login_page_told_why(sso, b
     for width, height in ((1280, 800), (390, 844)):
         browser.set_window_size(width, height)
         browser.save_screenshot(str(SHOTS / f"login-sso-recheck-{width}.png"))
+
+
+# --- the address the provider sends the browser back to ------------------------------------
+
+
+@pytest.mark.django_db
+def test_a_redirect_base_url_fixes_the_addresses_given_to_the_provider(sso, settings, monkeypatch):
+    # Behind a proxy that rewrites the Host header, the addresses still name the public host.
+    configure(settings, monkeypatch, OIDC_REDIRECT_BASE_URL="https://fleet.example.org/")
+    settings.ALLOWED_HOSTS = ["internal"]
+    client = Client(HTTP_HOST="internal:8000")
+    start = client.get("/login/sso/")
+    assert query_of(start["Location"])["redirect_uri"] == "https://fleet.example.org/login/sso/callback/"
+    done = sign_in(client)  # the token request names the same address: the provider accepts the code
+    assert done.status_code == 302
+    assert sso.token_requests[-1]["redirect_uri"] == "https://fleet.example.org/login/sso/callback/"
+    recheck_due(client)
+    recheck = client.get("/jobs/")
+    assert query_of(recheck["Location"])["redirect_uri"] == "https://fleet.example.org/login/sso/callback/"
+    assert back_from_provider(client, follow_to_provider(recheck)).status_code == 302
+    out = client.post("/logout/")
+    assert query_of(out["Location"])["post_logout_redirect_uri"] == "https://fleet.example.org/login/"
+
+
+def test_settings_of_the_redirect_base_url(provider, monkeypatch):
+    for name, value in {**provider.environment(), **MAPPINGS}.items():
+        monkeypatch.setenv(name, value)
+    assert oidc_settings()["OIDC_REDIRECT_BASE_URL"] == ""
+    monkeypatch.setenv("OIDC_REDIRECT_BASE_URL", "https://fleet.example.org/")
+    assert oidc_settings()["OIDC_REDIRECT_BASE_URL"] == "https://fleet.example.org"
+    for wrong, message in [
+        ("http://fleet.example.org", "must be https://"),
+        ("https://fleet.example.org/triage/", "scheme and host only"),
+        ("fleet.example.org", "not an https:// URL"),
+    ]:
+        monkeypatch.setenv("OIDC_REDIRECT_BASE_URL", wrong)
+        with pytest.raises(Exception, match=message):
+            oidc_settings()
