@@ -16,10 +16,11 @@ from triage.rules.registry import RULES, THRESHOLDS, Finding, Status, TriageResu
 #      by one through a client, shards streamed) and the stalls located; so does its summary's "the GPUs
 #      stalled N times (M min) while ..." (it said "shards were fetched" of every job, boto3 get_object in
 #      __getitem__ included): samples fetched one by one through a client, shards streamed, or, for a job
-#      known by a remote URL only, data fetched over the network; a Hugging Face dataset streamed
-#      (load_dataset(..., streaming=True)) is remote data reading (shards streamed, the fix stages it), not
-#      the download phase's code; reads through fsspec's url_to_fs and open_files are remote reads
-RULES_REVISION = 2
+#      known by a remote URL only, data fetched over the network
+#   3  2026-12-06: a Hugging Face dataset streamed (load_dataset(..., streaming=True)) is remote data
+#      reading (shards streamed, the fix stages it), not the download phase's code; reads through
+#      fsspec's url_to_fs and open_files are remote reads (revision 2 was released in the 2026-12-06 stop)
+RULES_REVISION = 3
 
 __all__ = [
     "RULES",
