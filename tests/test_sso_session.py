@@ -16,7 +16,7 @@ from django.contrib.auth.models import User
 from django.test import Client
 
 from config.sso import oidc_settings
-from fleet.models import Team
+from fleet.models import MachineToken, Team
 from tests.factories import JobFactory, UserFactory
 from tests.test_browser import SHOTS, body_text, browser  # noqa: F401  (browser: the shared Chromium fixture)
 from tests.test_sso import MAPPINGS, provider, sign_in, sso, teams_of  # noqa: F401  (fixtures)
@@ -189,6 +189,9 @@ def test_json_and_api_requests_are_answered_not_sent_to_the_provider(sso):
         assert "reload the page" in answer.json()["detail"]
     assert len(sso.auth_requests) == 1  # none of them started a trip to the provider
     assert client.get("/jobs/")["Location"].startswith(f"{sso.url}/auth?")  # the next page does
+    # A script's machine token is no session: never checked, never redirected.
+    _, key = MachineToken.objects.create_key(name="exporter", reads_jobs=True)
+    assert Client().get("/api/v1/jobs/", HTTP_AUTHORIZATION=f"Api-Key {key}").status_code == 200
 
 
 @pytest.mark.django_db
