@@ -155,9 +155,10 @@ class UserTimeZoneMiddleware:
 
 
 def _chosen_zone(user) -> zoneinfo.ZoneInfo | None:
-    """The user's zone; None for UTC, no choice, or a name this machine's zone data no longer has."""
-    from fleet.models import UserProfile
+    """The user's zone; None for UTC, no choice, or a name this machine's zone data no longer has. Read
+    from the profile the authentication backends load with the user (fleet.auth): no query of its own."""
+    from fleet.accounts import chosen_time_zone
     from fleet.timezones import DEFAULT, canonical
 
-    name = canonical(UserProfile.objects.filter(user=user).values_list("time_zone", flat=True).first() or DEFAULT)
+    name = canonical(chosen_time_zone(user))
     return None if name in (None, DEFAULT) else zoneinfo.ZoneInfo(name)

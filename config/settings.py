@@ -173,7 +173,9 @@ AUTHENTICATION_BACKENDS = [
     # Login throttling: after AXES_FAILURE_LIMIT failures for a username from one address, that
     # pair is locked out for AXES_COOLOFF_MINUTES.
     "axes.backends.AxesStandaloneBackend",
-    "django.contrib.auth.backends.ModelBackend",
+    # Django's, fetching a logged-in user with their time zone in one query (a page asked for it in one
+    # more); sessions made under Django's own path were moved to it (fleet migration 0028).
+    "fleet.auth.ModelBackend",
 ]
 # Single sign-on with an OpenID Connect provider (config/sso.py, fleet/sso.py, README "Single sign-on"):
 # off unless OIDC_ISSUER is set; the login page keeps its username and password for break-glass admins.

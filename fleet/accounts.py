@@ -135,9 +135,14 @@ def time_zone_context(user, form: TimeZoneForm | None = None) -> dict:
 
 
 def chosen_time_zone(user) -> str:
+    """The zone the user chose, or UTC: from the profile loaded with a logged-in user (fleet.auth), else
+    fetched (and kept on the user for the rest of the request)."""
     from fleet.models import UserProfile
 
-    return UserProfile.objects.filter(user=user).values_list("time_zone", flat=True).first() or timezones.DEFAULT
+    try:
+        return user.profile.time_zone or timezones.DEFAULT
+    except UserProfile.DoesNotExist:
+        return timezones.DEFAULT
 
 
 class SettingsView(auth_views.PasswordChangeView):

@@ -353,7 +353,7 @@ def _login_throttling_only_where_tested(request, settings):
     """django-axes needs a request in authenticate(), which Client.login() does not pass; the
     throttling itself is tested through the login form in test_web_security.py."""
     if "login_throttling" not in request.keywords:
-        settings.AUTHENTICATION_BACKENDS = ["django.contrib.auth.backends.ModelBackend"]
+        settings.AUTHENTICATION_BACKENDS = ["fleet.auth.ModelBackend"]
 
 
 def write_busy_archive(path: Path, *, jobs: int, cluster: str, prefix: str) -> Path:

@@ -194,3 +194,45 @@ def test_a_long_zone_name_in_a_header_does_not_push_the_last_columns_out_of_a_12
     assert [box["scrolls"] for box in found["jobs"] + found["runs"]] == [False, False], found
     assert "Start (America/Argentina/Buenos_Aires)" in found["jobs"][0]["headers"], found
     assert "Started (America/Argentina/Buenos_Aires)" in found["runs"][0]["headers"], found
+
+
+@pytest.mark.parametrize("chosen", [True, False], ids=["berlin", "no choice"])
+def test_a_page_finds_the_readers_zone_in_the_query_that_loads_them(member_a, chosen, django_assert_num_queries):
+    """A page asked the database for the reader's zone in a query of its own, on every page (and the settings
+    page twice): the zone now comes with the user. The settings page is the session, the user with their
+    zone, and their groups (the top bar's links); a page not found the session and the user with their zone."""
+    client = logged_in(berlin(member_a) if chosen else member_a)
+    with django_assert_num_queries(3):
+        page = client.get(reverse("password_change")).content.decode()
+    zone = "Europe/Berlin" if chosen else "UTC"
+    assert f"Times on pages are shown in {zone}." in page and f'value="{zone}"' in page
+    with django_assert_num_queries(2):
+        missing = client.get("/no-such-page/")
+    assert missing.status_code == 404
+
+
+def test_a_password_login_finds_the_zone_with_the_user_and_a_login_made_before_still_works(member_a, job):
+    """A login through the form (fleet.auth's backend) gets the zone in its user's query; a session made
+    before, which names Django's own backend, is moved to that backend by migration 0028 and stays logged in."""
+    from importlib import import_module
+
+    from django.apps import apps
+    from django.contrib.auth import BACKEND_SESSION_KEY
+    from django.contrib.sessions.models import Session
+
+    berlin(member_a)
+    member_a.set_password("correct horse battery staple")
+    member_a.save()
+    client = Client()
+    assert client.login(username=member_a.username, password="correct horse battery staple")
+    assert client.session[BACKEND_SESSION_KEY] == "fleet.auth.ModelBackend"
+    page = client.get(reverse("dashboard:job-detail", args=[job.pk])).content.decode()
+    assert "2026-12-01 10:30:00 Europe/Berlin" in page
+
+    session = client.session
+    session[BACKEND_SESSION_KEY] = "django.contrib.auth.backends.ModelBackend"
+    session.save()
+    import_module("fleet.migrations.0028_sessions_on_fleet_auth_backend").move_sessions(apps, None)
+    assert Session.objects.get(pk=session.session_key).get_decoded()[BACKEND_SESSION_KEY] == "fleet.auth.ModelBackend"
+    page = client.get(reverse("dashboard:job-detail", args=[job.pk])).content.decode()
+    assert "2026-12-01 10:30:00 Europe/Berlin" in page
