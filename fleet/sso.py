@@ -304,6 +304,12 @@ class _CallbackView(OIDCAuthenticationCallbackView):
         # and with it the ID token just kept for the logout's hint and the page to go on to: that
         # session ends first, and they move to the new one.
         user = getattr(self.request, "user", None)
+        if self.recheck and user != self.user:
+            # Someone else signed in to the provider in this browser since: the page must not turn into
+            # their account under the person looking at it. Both sign in again, on purpose.
+            logger.info("SSO: a silent re-check of %s came back for another account; logged out", user)
+            auth.logout(self.request)
+            return self._logged_out(f"{settings.OIDC_PROVIDER_NAME} now signs in another account in this browser")
         if user is not None and user.is_authenticated and user != self.user:
             kept = {
                 key: self.request.session[key]
@@ -314,19 +320,20 @@ class _CallbackView(OIDCAuthenticationCallbackView):
             self.request.session.update(kept)
         return super().login_success()
 
+    def _logged_out(self, why: str):
+        """To the login page, back to the page the re-check interrupted, saying why they are there."""
+        messages.info(self.request, f"{why}, so you were logged out. Sign in again.")
+        if self.next_url:
+            return redirect_to_login(self.next_url)
+        return HttpResponseRedirect(resolve_url(settings.LOGIN_URL))
+
     def login_failure(self):
         error = self.request.GET.get("error")
         if self.recheck and error:
             # The provider would not vouch for the person without asking them (login_required: its own
             # session ended or was logged out): the library logged them out here; they sign in again.
             logger.info("SSO: a silent re-check was refused by the provider (%s); logged out", error[:100])
-            messages.info(
-                self.request,
-                f"Your {settings.OIDC_PROVIDER_NAME} session has ended, so you were logged out. Sign in again.",
-            )
-            if self.next_url:
-                return redirect_to_login(self.next_url)
-            return HttpResponseRedirect(resolve_url(settings.LOGIN_URL))
+            return self._logged_out(f"Your {settings.OIDC_PROVIDER_NAME} session has ended")
         if error:
             # The provider's own refusal (access_denied: the person said no, or is not allowed the app).
             message = f"{settings.OIDC_PROVIDER_NAME} did not sign you in ({error[:100]})."

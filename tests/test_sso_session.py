@@ -330,3 +330,17 @@ def test_settings_of_the_redirect_base_url(provider, monkeypatch):
         monkeypatch.setenv("OIDC_REDIRECT_BASE_URL", wrong)
         with pytest.raises(Exception, match=message):
             oidc_settings()
+
+
+@pytest.mark.django_db
+def test_a_recheck_answered_for_someone_else_logs_out_instead_of_switching_accounts(sso):
+    # Someone else signed in to the provider in this browser meanwhile: the page does not become theirs.
+    client = Client()
+    sign_in(client)
+    sso.person = {**sso.person, "sub": "u-bob", "preferred_username": "bob"}
+    recheck_due(client)
+    done = back_from_provider(client, follow_to_provider(client.get("/jobs/")))
+    assert done.status_code == 302 and done["Location"] == "/login/?next=/jobs/"
+    login = client.get(done["Location"]).content.decode()
+    assert "Keycloak now signs in another account in this browser, so you were logged out." in login
+    assert client.get("/jobs/")["Location"].startswith("/login/")
