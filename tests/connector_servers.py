@@ -16,48 +16,24 @@ from __future__ import annotations
 import json
 import threading
 import time
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from urllib.parse import parse_qs, urlsplit
+
+from tests.loopback import LoopbackServer
 
 TIMEOUT_SLEEP_S = 1.5  # longer than the client timeout the tests set
 
 
-class FakePlatform:
+class FakePlatform(LoopbackServer):
+    protocol_version = "HTTP/1.1"
+
     def __init__(self):
+        super().__init__()
         self.routes: list[tuple[str, object]] = []
         self.faults: dict[str, list[str]] = {}
         self.last_body: dict[str, bytes] = {}
         self.requests: list[tuple[str, str, dict]] = []  # (path, fault or "", query)
         self.lock = threading.Lock()
-        platform = self
-
-        class Handler(BaseHTTPRequestHandler):
-            protocol_version = "HTTP/1.1"
-
-            def log_message(self, *args):
-                pass
-
-            def do_GET(self):
-                platform.handle(self)
-
-            def do_POST(self):
-                platform.handle(self)
-
-        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.httpd.daemon_threads = True
-        self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
-
-    @property
-    def url(self) -> str:
-        return f"http://127.0.0.1:{self.httpd.server_address[1]}"
-
-    def __enter__(self):
-        self.thread.start()
-        return self
-
-    def __exit__(self, *exc):
-        self.httpd.shutdown()
-        self.httpd.server_close()
 
     def route(self, prefix: str, handler) -> None:
         """handler(path, query) -> (status, body object or bytes, headers dict)."""

@@ -23,14 +23,14 @@ import functools
 import hashlib
 import itertools
 import json
-import threading
 import time
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from urllib.parse import parse_qs, urlencode, urlsplit
 
 import jwt
 from cryptography.hazmat.primitives.asymmetric import rsa
 from jwt.algorithms import RSAAlgorithm
+
+from tests.loopback import LoopbackServer
 
 CLIENT_ID = "fleet-triage"
 CLIENT_SECRET = "s3cret-of-the-client"  # noqa: S105 (a test's)
@@ -43,8 +43,9 @@ def signing_keys() -> tuple[rsa.RSAPrivateKey, rsa.RSAPrivateKey]:
     return tuple(rsa.generate_private_key(public_exponent=65537, key_size=2048) for _ in range(2))
 
 
-class FakeProvider:
+class FakeProvider(LoopbackServer):
     def __init__(self):
+        super().__init__()
         self.key, self.other_key = signing_keys()
         self.person: dict = {}
         self.tamper = ""
@@ -56,25 +57,10 @@ class FakeProvider:
         self.signed_in = False  # a session at the provider: opened by a sign-in, ended by a logout
         self.auth_requests: list[dict] = []
         self.logouts: list[dict] = []
-        provider = self
-
-        class Handler(BaseHTTPRequestHandler):
-            def log_message(self, *args):
-                pass
-
-            def do_GET(self):
-                provider.get(self)
-
-            def do_POST(self):
-                provider.post(self)
-
-        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.httpd.daemon_threads = True
-        self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
 
     @property
     def url(self) -> str:
-        return f"http://127.0.0.1:{self.httpd.server_address[1]}/realms/gpu"
+        return f"{self.origin}/realms/gpu"
 
     def environment(self) -> dict[str, str]:
         """The environment a deployment would set for this provider."""
@@ -90,14 +76,6 @@ class FakeProvider:
             "OIDC_PROVIDER_NAME": "Keycloak",
             "OIDC_SCOPES": "openid email profile groups",
         }
-
-    def __enter__(self):
-        self.thread.start()
-        return self
-
-    def __exit__(self, *exc):
-        self.httpd.shutdown()
-        self.httpd.server_close()
 
     # --- the endpoints ---------------------------------------------------------------------
     @staticmethod
