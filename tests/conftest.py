@@ -52,7 +52,7 @@ def _isolate_redis_per_worker() -> None:
         return
     number = _redis_db_of(url) - REDIS_DBS_PER_WORKER * index
     if number < 1:  # 0 is the default database of every other user of this Redis
-        raise pytest.UsageError(f"too many test workers for REDIS_URL {url}: worker {index} would need database {number}")
+        raise pytest.UsageError(f"too many test workers for REDIS_URL {url}: worker {index} needs database {number}")
     from django.conf import settings
 
     url = _with_redis_db(url, number)
@@ -70,6 +70,8 @@ _isolate_redis_per_worker()
 def redis_db_below() -> int:
     """A Redis database number next to this worker's own, for a test that needs a second one."""
     return _redis_db_of(require_service("REDIS_URL")) - 1
+
+
 EXAMPLE_ARCHIVE = REPO / "docs" / "examples" / "example-archive.zip"
 
 # Property tests (hypothesis) under three profiles. "ci": the same examples every run (each test's
