@@ -54,6 +54,7 @@ from fleet.connectors.base import (
 from fleet.connectors.http import HttpStatusError
 from fleet.connectors.prometheus import PrometheusConnector, SeriesRequest
 from fleet.connectors.registry import register
+from fleet.gpu_models import MIG_PROFILE, mig_share
 
 logger = logging.getLogger(__name__)
 
@@ -65,11 +66,8 @@ GPU_RESOURCE = "nvidia.com/gpu"
 GPU_RESOURCE_SHARED = "nvidia.com/gpu.shared"
 MIG_RESOURCE_PREFIX = "nvidia.com/mig-"
 SHARED_SUFFIX = ".shared"
-# A MIG profile `<compute slices>g.<memory>gb` (`+me`, `+gfx`... variants add engines): its share of the
-# parent is its compute slices over the parent's 7 (A100, H100, H200, B200), or 4 on an A30, whose
-# profiles are the only ones with 6 GB a slice (1g.6gb, 2g.12gb, 4g.24gb).
-MIG_PROFILE = re.compile(r"^(?P<slices>[1-7])g\.(?P<memory>\d+)gb(?:\+\w+)*$")
-A30_PROFILES = frozenset({"1g.6gb", "2g.12gb", "4g.24gb"})
+# A MIG profile's share of its GPU (compute slices / 7, an A30's / 4) is `fleet.gpu_models.mig_share`, which
+# the Slurm connector's gres types use too.
 # GPU Feature Discovery's product label on a node whose devices are all `nvidia.com/gpu` but no whole GPU:
 # MIG's "single" strategy (`NVIDIA-A100-SXM4-40GB-MIG-1g.5gb`) and time-slicing or MPS without
 # `renameByDefault` (`NVIDIA-A100-SXM4-80GB-SHARED`).
@@ -238,9 +236,7 @@ def resource_share(name: str, shared_replicas: int = 0) -> float:
     share = 1.0
     profile = mig_profile(name)
     if profile:
-        match = MIG_PROFILE.match(profile)
-        slices = int(match["slices"])
-        share = slices / (4 if profile.split("+")[0] in A30_PROFILES else 7)
+        share = mig_share(profile)
     if (name == GPU_RESOURCE_SHARED or name.endswith(SHARED_SUFFIX)) and shared_replicas > 0:
         share /= shared_replicas
     return share

@@ -10,6 +10,11 @@ layouts of data_parser v0.0.39 to v0.0.42 (and the older openapi dbv0.0.37/38 of
 - the GPU count from `tres.allocated` entries of type `gres` named `gpu` or `gpu:<model>`, matched by
   type and name (TRES ids are site-specific); the untyped entry wins, so `gres/gpu` and
   `gres/gpu:a100` listed together are not counted twice;
+- a MIG slice as the gres type (`gpu:a100_1g.5gb`, `gpu:3g.40gb`: `fleet.gpu_models.slurm_mig_slice`) is
+  its share of the parent GPU (`gpu_share`: compute slices / 7, an A30's / 4) and the job's GPU model
+  is the parent the type names (`a100`), so it is priced at the parent's row, as a Kubernetes pod on a
+  slice is; a type naming no GPU takes the node's from dcgm-exporter's `modelName` (`describe`, with a
+  metrics source), else it stays a device counted whole under its own name, as before, and says so;
 - Slurm 21.08's start-time bug (`time.start` filled from `eligible`): start = end - elapsed;
 - the job's mean GPU utilization from its steps' `gres/gpuutil` averages (`steps_gpu_util`), a
   summary the importer uses only when the job has no GPU samples;
@@ -24,7 +29,7 @@ from __future__ import annotations
 import re
 import shlex
 from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, timedelta
 
 from fleet.canonical import MAX_EPOCH_SECONDS, TIME_RANGE, ArtifactRecord, JobRecord, RecordError
@@ -44,6 +49,7 @@ from fleet.connectors.base import (
 )
 from fleet.connectors.prometheus import PrometheusConnector, SeriesRequest
 from fleet.connectors.registry import register
+from fleet.gpu_models import slurm_mig_slice
 
 FINISHED_STATES = frozenset(
     {
@@ -64,6 +70,9 @@ MAX_WRONG_WINDOW = 3
 MAX_ARTIFACT_BYTES = 20 * 2**20
 # A MIG slice as a GPU's gres type ("gpu:3g.20gb", "gpu:a100_1g.10gb"): NVML gives no utilization for it.
 MIG_TYPE = re.compile(r"\d+g\.\d+gb", re.IGNORECASE)
+# What a MIG slice whose gres type names no GPU (`gpu:1g.10gb`) is called while its GPU is not known: it is
+# then counted whole under its type's name (priced by a row of that name), as every slice was before.
+UNKNOWN_PARENT = "its GPU unknown, counted whole"
 # A step's per-GPU figure above 100 % by more than this is no reading (a sentinel such as INFINITE64,
 # or a count of something else); up to it, overlapping processes' sums are clipped to 100 %.
 MAX_STEP_UTIL = 150.0
@@ -165,6 +174,26 @@ def gpu_allocation(tres_entries) -> tuple[int, str]:
             typed += count
             model = model or name.split(":", 1)[1]
     return (untyped if untyped is not None else typed), model
+
+
+def gpu_slice(model: str) -> dict:
+    """The job fields (`gpu_model`, `gpu_share`, `gpu_unit`) of GPUs of gres type `model`: a MIG slice
+    (`a100_1g.5gb`) is its share of the GPU the type names (`a100`); one of a GPU it does not name
+    (`1g.10gb`) is counted whole under the type, and its unit says so; any other type, whole GPUs."""
+    found = slurm_mig_slice(model)
+    if found is None:
+        return {"gpu_model": model}
+    if not found.parent:
+        return {"gpu_model": model, "gpu_share": 1.0, "gpu_unit": f"MIG {found.profile} slice ({UNKNOWN_PARENT})"}
+    return {"gpu_model": found.parent, "gpu_share": found.share, "gpu_unit": f"MIG {found.profile} slice"}
+
+
+def _gpu_types(tres_entries) -> set[str]:
+    return {
+        str(entry.get("name"))[4:]
+        for entry in tres_entries or []
+        if isinstance(entry, dict) and entry.get("type") == "gres" and str(entry.get("name") or "").startswith("gpu:")
+    }
 
 
 def _tres_count(tres_entries, kind: str) -> int | None:
@@ -372,6 +401,10 @@ def _job_record(job: dict, job_id: str, cluster: str, teams: dict, default_team:
     limit = number(times.get("limit"))
     if limit is not None:
         labels["time_limit_s"] = int(limit) * 60
+    # A job on one MIG type is that slice; of several types (a slice and a whole GPU), whole GPUs, as before.
+    gpu = gpu_slice(model) if len(_gpu_types(tres.get("allocated"))) == 1 else {"gpu_model": model}
+    if "gpu_unit" in gpu:
+        labels["gres_type"] = model
     return JobRecord(
         external_id=job_id,
         user=str(job.get("user") or job.get("user_name") or ""),
@@ -381,7 +414,7 @@ def _job_record(job: dict, job_id: str, cluster: str, teams: dict, default_team:
         end_time=end,
         cluster=cluster,
         name=str(job.get("name") or ""),
-        gpu_model=model,
+        **gpu,
         node_count=max(1, _tres_count(tres.get("allocated"), "node") or len(nodes) or 1),
         cpu_count=_tres_count(tres.get("allocated"), "cpu"),
         state=state.split()[0] if state else "",
@@ -498,6 +531,19 @@ class SlurmConnector(BaseConnector):
             if all(job.start_time <= stop and job.end_time >= begin for job in parsed.jobs):
                 return parsed
         raise TransientError(f"{self.settings.name}: slurmrestd keeps answering window {begin} with other jobs")
+
+    def describe(self, job: JobRecord) -> JobRecord:
+        """A job on MIG slices whose gres type names no GPU (`gpu:1g.10gb`) with its GPU model from
+        dcgm-exporter's `modelName` on the job's series (the parent GPU's name on a MIG node), so that it is
+        its slice's share of that GPU's price; one cheap `/api/v1/series` request, only for such jobs."""
+        if not job.gpu_unit.endswith(f"({UNKNOWN_PARENT})") or not isinstance(self.metrics, PrometheusConnector):
+            return job
+        exclusive = bool(self.settings.options.get("exclusive_nodes", False))
+        models = self.metrics.gpu_models(series_request(job, exclusive=exclusive))
+        found = slurm_mig_slice(job.labels.get("gres_type"))
+        if not models or found is None:
+            return job
+        return replace(job, gpu_model=models[0], gpu_share=found.share, gpu_unit=f"MIG {found.profile} slice")
 
     def fetch_series(self, job: JobRecord):
         if isinstance(self.metrics, PrometheusConnector):
