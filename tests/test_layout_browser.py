@@ -169,3 +169,21 @@ def test_a_deliverys_error_keeps_its_exceptions_name_whole(browser, live_server,
                 assert cell.text.replace("\n", " ").endswith(error), (width, cell.text)
             assert browser.execute_script("return document.documentElement.scrollWidth") <= width
     assert console_errors(browser) == []
+
+
+@pytest.mark.django_db(transaction=True)
+def test_the_digests_week_label_is_level_with_its_box(browser, live_server, member_a):  # noqa: F811
+    """The digests page's 'ISO week' stood at the top of its row, 5 px above the week box and the
+    links beside it, on a laptop and on a phone: it is level with the box it names."""
+    log_in(browser, live_server.url, member_a, "/digests/")
+    for width in (1280, 390):
+        with window_width(browser, width):
+            browser.get(f"{live_server.url}/digests/")
+            words = "const r = document.createRange(); r.selectNodeContents(arguments[0]); const b = r.getBoundingClientRect();"
+            label = browser.execute_script(f"{words} return [b.left, b.top, b.right, b.bottom];",
+                                           browser.find_element("css selector", "label[for=week]"))  # fmt: skip
+            field = box(browser, "#week")
+            assert abs((label[1] + label[3]) / 2 - (field[1] + field[3]) / 2) <= 2, (width, label, field)
+            previous = box(browser, "form.filters > a")
+            assert abs((label[1] + label[3]) / 2 - (previous[1] + previous[3]) / 2) <= 2, (width, label, previous)
+    assert console_errors(browser) == []
