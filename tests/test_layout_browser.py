@@ -11,6 +11,11 @@ from tests.test_browser import browser, window_width  # noqa: F401  (the browser
 from tests.test_dashboard_browser import console_errors, log_in
 
 BOX = "const r = arguments[0].getBoundingClientRect(); return [r.left, r.top, r.right, r.bottom];"
+# Where an element's words are drawn (its box may be taller: a flex row stretches it).
+TEXT_BOX = (
+    "const r = document.createRange(); r.selectNodeContents(arguments[0]); const b = r.getBoundingClientRect();"
+    " return [b.left, b.top, b.right, b.bottom];"
+)
 STYLE = "const s = getComputedStyle(arguments[0]); return [s.fontSize, s.fontFamily];"
 
 
@@ -179,9 +184,7 @@ def test_the_digests_week_label_is_level_with_its_box(browser, live_server, memb
     for width in (1280, 390):
         with window_width(browser, width):
             browser.get(f"{live_server.url}/digests/")
-            words = "const r = document.createRange(); r.selectNodeContents(arguments[0]); const b = r.getBoundingClientRect();"
-            label = browser.execute_script(f"{words} return [b.left, b.top, b.right, b.bottom];",
-                                           browser.find_element("css selector", "label[for=week]"))  # fmt: skip
+            label = browser.execute_script(TEXT_BOX, browser.find_element("css selector", "label[for=week]"))
             field = box(browser, "#week")
             assert abs((label[1] + label[3]) / 2 - (field[1] + field[3]) / 2) <= 2, (width, label, field)
             previous = box(browser, "form.filters > a")
