@@ -143,3 +143,13 @@ def test_the_deliveries_page_says_whether_nothing_went_out_or_nothing_matches(cl
         text = client.get(url, query).content.decode()
         assert "No delivery matches these filters." in text, query
         assert f'<a href="{url}">Show every delivery</a>' in text, query
+
+
+@pytest.mark.django_db
+def test_an_operator_without_tokens_is_told_what_one_is_for(client, operator):
+    """The tokens page said only "No machine tokens yet.": it says what a token is for and how to make one."""
+    text = page(client, operator, "fleet:token-list")
+    empty = text.split('<p class="empty" id="no-tokens">')[1].split("</p>")[0]
+    assert empty.startswith("No machine tokens yet.")
+    assert f"<code>{reverse('archive-list')}</code>" in empty and "without a person's login" in empty
+    assert "Name the machine above and create one" in empty
