@@ -29,6 +29,17 @@ def test_demo_archive_imports_every_job_and_holes_lower_coverage(demo_archive):
             assert job.coverage > 0.97, job.external_id
 
 
+def test_setup_demo_gives_the_roles_on_a_flushed_database(team_a):
+    """`manage.py flush` (and a test that empties the database) removes the role groups a migration made:
+    the demo's logins still get their roles, rather than the command failing on a missing group."""
+    from django.contrib.auth.models import Group
+
+    Group.objects.all().delete()
+    call_command("setup_demo", stdout=StringIO())
+    assert is_operator(User.objects.get(username="operator"))
+    assert is_researcher(User.objects.get(username="researcher"))
+
+
 def test_setup_demo_prices_the_fleet_and_prints_working_logins(demo_archive, client):
     ingest.execute_run(ingest.create_run(demo_archive).pk)
     out = StringIO()

@@ -66,8 +66,9 @@ class Command(BaseCommand):
         operator = User.objects.get(username="operator")
         operator.is_staff = operator.is_superuser = True
         operator.save()
-        operator.groups.add(Group.objects.get(name=OPERATORS_GROUP))
-        User.objects.get(username="researcher").groups.add(Group.objects.get(name=RESEARCHERS_GROUP))
+        # get_or_create: the role groups come from a data migration, which a flushed database lacks
+        operator.groups.add(Group.objects.get_or_create(name=OPERATORS_GROUP)[0])
+        User.objects.get(username="researcher").groups.add(Group.objects.get_or_create(name=RESEARCHERS_GROUP)[0])
         Owner.objects.get_or_create(user=User.objects.get(username="alice"), team=team)
 
         self.stdout.write(self.style.SUCCESS("Demo logins (passwords are new on every run):"))
