@@ -238,7 +238,7 @@ def world(db, team_a, team_b, member_a, outsider, researcher, operator):
         source=IngestRun.Source.API, archive_name="push.zip", api_key=token, status=IngestRun.Status.SUCCEEDED
     )
 
-    researchers = Group.objects.get(name=RESEARCHERS_GROUP)
+    researchers = Group.objects.get_or_create(name=RESEARCHERS_GROUP)[0]
     ravi, nina = UserFactory(username="ravi-rater"), UserFactory(username="nina-rater")
     ravi.groups.add(researchers)
     nina.groups.add(researchers)

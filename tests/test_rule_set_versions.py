@@ -189,7 +189,7 @@ def test_two_operators_saving_the_same_change_at_once_make_one_version(client, o
     client.force_login(operator)
     other = Client()
     other_operator = UserFactory(username="otto-operator")
-    other_operator.groups.add(Group.objects.get(name=OPERATORS_GROUP))
+    other_operator.groups.add(Group.objects.get_or_create(name=OPERATORS_GROUP)[0])
     other.force_login(other_operator)
     real_save, others = services.save_rule_set, []
 
