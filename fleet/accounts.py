@@ -145,10 +145,20 @@ def chosen_time_zone(user) -> str:
         return timezones.DEFAULT
 
 
+def without_autofocus(form):
+    """Django's password form puts the cursor in Old password: on the settings page that is past the time
+    zone form above it, where a keyboard or screen reader user who came to change their zone would start."""
+    form.fields["old_password"].widget.attrs.pop("autofocus", None)
+    return form
+
+
 class SettingsView(auth_views.PasswordChangeView):
     """The page a person's name in the top bar leads to: their time zone, and their password."""
 
     http_method_names = ["get", "post", "head", "options"]  # a form is posted, nothing else
+
+    def get_form(self, form_class=None):
+        return without_autofocus(super().get_form(form_class))
 
     def get_context_data(self, **kwargs):
         return super().get_context_data(**kwargs) | time_zone_context(self.request.user)
@@ -164,7 +174,8 @@ def time_zone_view(request):
         return redirect("password_change")
     form = TimeZoneForm(request.POST)
     if not form.is_valid():
-        context = {"form": auth_forms.PasswordChangeForm(request.user)} | time_zone_context(request.user, form)
+        context = {"form": without_autofocus(auth_forms.PasswordChangeForm(request.user))}
+        context |= time_zone_context(request.user, form)
         return render(request, "registration/password_change_form.html", context)
     UserProfile.objects.update_or_create(user=request.user, defaults={"time_zone": form.cleaned_data["time_zone"]})
     messages.success(request, f"Times are now shown in {form.cleaned_data['time_zone']}.")

@@ -236,3 +236,14 @@ def test_a_password_login_finds_the_zone_with_the_user_and_a_login_made_before_s
     assert Session.objects.get(pk=session.session_key).get_decoded()[BACKEND_SESSION_KEY] == "fleet.auth.ModelBackend"
     page = client.get(reverse("dashboard:job-detail", args=[job.pk])).content.decode()
     assert "2026-12-01 10:30:00 Europe/Berlin" in page
+
+
+def test_the_settings_page_does_not_jump_past_the_time_zone_to_the_old_password(member_a):
+    """Django's password form puts the cursor in Old password: on the settings page, below the time zone
+    form, a keyboard or screen reader user opening it to change their zone landed past it."""
+    client = logged_in(member_a)
+    page = client.get(reverse("password_change")).content.decode()
+    assert 'name="old_password"' in page and "autofocus" not in page
+    # Nor when the page comes back with the time zone form's error.
+    page = client.post(reverse("account-time-zone"), {"time_zone": "Mars/Olympus"}).content.decode()
+    assert "is not a time zone name we know" in page and "autofocus" not in page
