@@ -32,10 +32,11 @@ serve: install
 	$(DEMO_ENV) $(PY) manage.py runserver 127.0.0.1:$(PORT)
 
 ## test: the whole suite; uses DATABASE_URL / REDIS_URL when set (CI sets both), SQLite otherwise.
-## TEST_WORKERS processes share the tests a file at a time (pytest-xdist; each has its own database).
+## TEST_WORKERS processes share the tests a file at a time (pytest-xdist; each has its own database);
+## the 20 slowest tests are listed at the end.
 TEST_WORKERS ?= 2
 test: install
-	SECRET_KEY=$${SECRET_KEY:-insecure-key-for-tests-only} $(PY) -m pytest -n $(TEST_WORKERS) --dist loadfile $(PYTEST_ARGS)
+	SECRET_KEY=$${SECRET_KEY:-insecure-key-for-tests-only} $(PY) -m pytest -n $(TEST_WORKERS) --dist loadfile --durations=20 $(PYTEST_ARGS)
 
 lint: install
 	$(VENV)/bin/ruff check .
