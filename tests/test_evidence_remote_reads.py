@@ -768,3 +768,204 @@ def test_the_fix_for_a_streamed_hugging_face_dataset_stages_it_and_loads_the_loc
     guide = _guide(finding)
     assert guide["before"] == 'ds = load_dataset("parquet", data_files="s3://bucket/prefix/*.parquet", streaming=True)'
     assert guide["after"].startswith("# once, before training: aws s3 sync s3://bucket/prefix /local_ssd/data\n")
+
+
+# --- boto3 resources, pools by name, a filesystem per class, open_files iterated -------------------------------
+
+BOTO3_RESOURCE = """import io
+
+import boto3
+import torch
+from PIL import Image
+from torch.utils.data import Dataset
+
+BUCKET = "vision-datasets"
+
+
+class Images(Dataset):
+    def __init__(self, keys):
+        self.keys = keys
+
+    def __getitem__(self, index):
+        body = boto3.resource("s3").Object(BUCKET, self.keys[index]).get()["Body"].read()
+        return Image.open(io.BytesIO(body))
+
+
+s3 = boto3.resource("s3")
+
+
+class Captioned(Dataset):
+    def __init__(self, keys):
+        self.keys = keys
+
+    def __getitem__(self, index):
+        caption = s3.Object("captions", self.keys[index]).get()["Body"].read().decode()
+        s3.Bucket("vision-datasets").download_file(f"images/{self.keys[index]}.jpg", "/tmp/image.jpg")
+        return Image.open("/tmp/image.jpg"), caption
+"""
+
+
+def test_reads_through_a_boto3_resources_object_and_bucket_are_per_sample_reads_with_their_bucket():
+    # boto3.resource("s3").Object(bucket, key).get(), made on the spot in __getitem__, was no read at all.
+    found = reads(BOTO3_RESOURCE)
+    assert [(f["line"], f["client"], f["call"], f["url"], f["per_sample"], f["context"]) for f in found] == [
+        (16, "boto3", "Object.get", "s3://vision-datasets", True, "Images.__getitem__"),
+        (28, "boto3", "Object.get", "s3://captions", True, "Captioned.__getitem__"),
+        (29, "boto3", "download_file", "s3://vision-datasets", True, "Captioned.__getitem__"),
+    ]
+
+
+def test_an_object_reached_through_some_other_call_is_no_boto3_read():
+    # Only a resource's (or a bucket's) Object is an S3 object: a cache's lookup(...).Object(...).get() reads nothing.
+    source = BOTO3_RESOURCE.replace('boto3.resource("s3").Object', "cache.lookup(BUCKET).Object")
+    assert [f["line"] for f in reads(source)] == [28, 29]
+
+
+POOL_IN_A_DICT = """import boto3
+import tensorflow as tf
+from concurrent.futures import ThreadPoolExecutor
+
+s3 = boto3.client("s3")
+executors = {}
+executors["upload"] = ThreadPoolExecutor(max_workers=2)
+
+
+def load(key):
+    return s3.get_object(Bucket="audio-corpus", Key=key.decode())["Body"].read()
+
+
+def make_dataset(keys):
+    return tf.data.Dataset.from_tensor_slices(keys).map(
+        lambda key: tf.numpy_function(load, [key], tf.string), num_parallel_calls=tf.data.AUTOTUNE
+    )
+"""
+
+
+def test_a_pool_kept_in_a_dict_makes_no_other_map_a_pool_map():
+    # `executors["upload"] = ThreadPoolExecutor(...)` made every .map on a call's result (from_tensor_slices(...).map)
+    # count as a pool's, so tf.data's per-element load read as a download once before training.
+    (fact,) = reads(POOL_IN_A_DICT)
+    assert (fact["line"], fact["per_sample"], fact["context"]) == (11, True, "load, called per element by .map")
+
+
+def test_a_pools_map_stages_whether_the_pool_is_named_or_used_where_it_is_made():
+    made_on_the_spot = POOL_STAGING.replace(
+        "    with ThreadPoolExecutor(16) as pool:\n        list(pool.map(fetch, keys))\n",
+        "    list(ThreadPoolExecutor(16).map(fetch, keys))\n",
+    )
+    assert "ThreadPoolExecutor(16).map" in made_on_the_spot
+    for source in (POOL_STAGING, made_on_the_spot):
+        fetched, _ = reads(source)
+        assert (fetched["call"], fetched["per_sample"], fetched["context"]) == ("download_file", False, "fetch")
+
+
+FILESYSTEM_PER_CLASS = """import fsspec
+import requests
+import s3fs
+import torch
+from sqlalchemy.orm import Session
+from torch.utils.data import Dataset
+
+
+class RemoteShards(Dataset):
+    def __init__(self, root):
+        self.fs = s3fs.S3FileSystem(anon=False)
+        self.root = root
+
+    def __getitem__(self, index):
+        with self.fs.open(f"{self.root}/part-{index:05d}.pt", "rb") as handle:
+            return torch.load(handle)
+
+
+class AugmentedShards(RemoteShards):
+    def __getitem__(self, index):
+        with self.fs.open(f"{self.root}/part-{index:05d}.pt", "rb") as handle:
+            return augment(torch.load(handle))
+
+
+class CachedShards(RemoteShards):
+    def __init__(self, root):
+        super().__init__(root)
+        self.fs = fsspec.filesystem("file")
+
+    def __getitem__(self, index):
+        with self.fs.open(f"/local_ssd/shards/part-{index:05d}.pt", "rb") as handle:
+            return torch.load(handle)
+
+
+class Captions(Dataset):
+    def __init__(self, engine):
+        self.session = Session(engine)
+
+    def __getitem__(self, index):
+        return self.session.get(Caption, index).text
+
+
+class Reporter:
+    def __init__(self):
+        self.session = requests.Session()
+
+    def poll(self, url):
+        return self.session.get(url).json()
+"""
+
+
+def test_a_filesystem_or_session_bound_to_self_is_the_one_its_own_class_binds():
+    # self.fs of RemoteShards (s3fs) made CachedShards' local self.fs a remote one too, and Reporter's requests
+    # session made Captions' database session's get an HTTP read per sample.
+    found = reads(FILESYSTEM_PER_CLASS)
+    assert [(f["line"], f["client"], f["per_sample"], f["context"]) for f in found] == [
+        (15, "s3fs", True, "RemoteShards.__getitem__"),
+        (21, "s3fs", True, "AugmentedShards.__getitem__"),  # inherits RemoteShards' filesystem
+    ]
+
+
+SHARDS_GS = "gs://speech-corpus/features/part-*.pt"
+OPEN_FILES_ITERATED = """import shutil
+
+import fsspec
+import torch
+from torch.utils.data import IterableDataset
+
+SHARDS = "gs://speech-corpus/features/part-*.pt"
+files = fsspec.open_files(SHARDS, "rb")
+
+
+class FeatureStream(IterableDataset):
+    def __init__(self):
+        self.files = fsspec.open_files(SHARDS, "rb")
+
+    def __iter__(self):
+        for shard in self.files:
+            with shard as handle:
+                yield from torch.load(handle)
+
+
+def stage():
+    for index, remote in enumerate(files):
+        with remote as source, open(f"/local_ssd/features/{index}.pt", "wb") as target:
+            shutil.copyfileobj(source, target)
+"""
+
+
+def test_files_from_open_files_are_read_where_a_loop_over_them_enters_them():
+    # `for shard in self.files: with shard as handle:` was no read (only files[index] was).
+    found = reads(OPEN_FILES_ITERATED)
+    assert [(f["line"], f["client"], f["call"], f["url"], f["per_sample"], f["context"]) for f in found] == [
+        (17, "fsspec", "open", SHARDS_GS, True, "FeatureStream.__iter__"),
+        (23, "fsspec", "open", SHARDS_GS, False, "stage"),
+    ]
+    opened = OPEN_FILES_ITERATED.replace("with shard as handle:", "with shard.open() as handle:")
+    assert [(f["line"], f["per_sample"]) for f in reads(opened)] == [(17, True), (23, False)]
+
+
+def test_a_dataset_reading_each_sample_through_a_boto3_resource_is_remote_data_reading():
+    frame = series(120, lambda t, g: 30, mem=lambda t, g: 0.6)
+    source = BOTO3_RESOURCE.split("\n\ns3 = ")[0] + TRAIN_LOOP
+    _, result = run(120, frame, scripts=[("data.py", source)], cpu_count=16)
+    (finding,) = [f for f in result.findings if f.category == Category.REMOTE_DATA_READING]
+    assert (finding.sub_cause, finding.numbers["read_clients"]) == ("object_store", ["boto3"])
+    assert finding.summary == (
+        "Training reads its data straight from remote storage (boto3 Object.get per sample in Images.__getitem__, "
+        "data.py:16)."
+    )

@@ -13,7 +13,10 @@ fact, told apart by where it runs:
 
 A call counts only with its client imported in the same file (boto3's `get_object` of a class of one's own is no
 read) or made on an object the file built from a remote filesystem (`fs = s3fs.S3FileSystem()`, `self.fs = ...`,
-`fsspec.filesystem("s3")`); a file opened for writing is no read. Pure Python; no Django.
+`fsspec.filesystem("s3")`); a file opened for writing is no read. `self.fs` (a session, a pool, a file list alike) is
+the one its own class binds, else a base's in the file: another class's remote self.fs makes no local one remote.
+A `.map` is a pool's (a staging download, once) only on a name bound to a thread or process pool, or on one made
+there (`ThreadPoolExecutor(16).map`). Pure Python; no Django.
 """
 
 from __future__ import annotations
@@ -95,7 +98,8 @@ def _dotted(node: ast.AST) -> str:
     call's result (`get().fs`, "().fs" there). What this module looks up it knows by name only: a binding made
     through a call's result binds nothing it follows (`get().fs = s3fs.S3FileSystem()`), and a callee reached
     through one is not known by its last part (`import_module(m).ThreadPoolExecutor()` makes no pool,
-    `boto3.resource("s3").Object(b, k).get()` is no Object.get)."""
+    `cache.lookup(b).Object(k).get()` is no Object.get; a boto3 resource's, `boto3.resource("s3").Object(b, k)`, is
+    named apart, `_s3_object`)."""
     name = dotted(node)
     return "" if name.startswith("()") else name
 
@@ -108,10 +112,16 @@ class RemoteReads:
         self.resolve = resolve  # the file's literal resolver (constants, argparse defaults)
         self.aliases: dict[str, str] = {}  # local name -> what it imports ("wds" -> "webdataset")
         self.modules: set[str] = set()  # every module imported, dotted
-        self.filesystems: dict[str, tuple[str, str]] = {}  # "fs", "self.fs" -> (client, scheme)
+        # Names bound to what this module follows; `self.x` as the class that binds it names it ("Shards.fs"), so two
+        # classes' self.fs are two, and a subclass that binds none has its base's (`_bound`).
+        self.filesystems: dict[str, tuple[str, str]] = {}  # "fs", "Shards.fs" (self.fs) -> (client, scheme)
         self.sessions: dict[str, str] = {}  # "session" -> requests / httpx
-        self.pools: set[str] = set()  # names bound to a thread or process pool (whose .map is no dataset's)
+        self.pools: dict[str, str] = {}  # name -> the thread or process pool it holds (whose .map is no dataset's)
         self.open_files: dict[str, str] = {}  # "files", "Parts.files" (self.files) -> the URL open_files listed
+        self.iterated: dict[int, str] = {}  # id of a loop variable's use (`for f in files: with f`) -> files' URL
+        self.classes: dict[str, list[str]] = {}  # class -> its bases' names ("Shards" -> ["Dataset"])
+        self.owners: dict[int, str] = {}  # id of a node -> the innermost class it is in
+        self.bindings: set[str] = set()  # every "Class.x" a class binds to self.x, to anything
         self.calls: dict[str, set[str]] = {}  # function -> functions it calls (qualified names)
         self.roots: dict[str, str] = {}  # per-sample function -> how it runs per sample (for its context)
         self.found: list[tuple[dict, str | None, bool, bool]] = []  # (detail, function, in step loop, stream)
@@ -129,6 +139,11 @@ class RemoteReads:
                     self.modules.add(f"{node.module}.{alias.name}")
                     self.aliases[alias.asname or alias.name] = f"{node.module}.{alias.name}"
         self.tops = {module.split(".")[0] for module in self.modules}
+        for node in ast.walk(tree):  # outer classes first: an inner class's nodes end up its own
+            if isinstance(node, ast.ClassDef):
+                self.classes.setdefault(node.name, []).extend(_dotted(b).rsplit(".", 1)[-1] for b in node.bases)
+                for inner in ast.walk(node):
+                    self.owners[id(inner)] = node.name
         # A streamed Hugging Face dataset (an IterableDataset) maps lazily, as samples are drawn.
         self.lazy_datasets = "datasets" in self.tops and any(
             isinstance(node, ast.Call)
@@ -136,43 +151,101 @@ class RemoteReads:
             for node in ast.walk(tree)
         )
         for node in ast.walk(tree):
+            if isinstance(node, ast.Assign):
+                for target in node.targets:
+                    for each in target.elts if isinstance(target, ast.Tuple) else [target]:
+                        if (name := _dotted(each)).startswith("self."):
+                            self.bindings.add(self._owned(name, node))
             made = node.context_expr if isinstance(node, ast.withitem) and node.optional_vars else None
-            if isinstance(made, ast.Call) and _dotted(made.func).rsplit(".", 1)[-1] in _POOLS:
-                self.pools.add(_dotted(node.optional_vars))
+            if isinstance(made, ast.Call) and self._pool_made(made) and (name := _dotted(node.optional_vars)):
+                self.pools[self._owned(name, node)] = _dotted(made.func)
             if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.value, ast.Call):
-                if _dotted(node.value.func).rsplit(".", 1)[-1] in _POOLS:
-                    self.pools.add(_dotted(node.targets[0]))
                 target = _dotted(node.targets[0])
                 if isinstance(node.targets[0], ast.Tuple) and node.targets[0].elts:
                     target = _dotted(node.targets[0].elts[0])  # fs, path = fsspec.core.url_to_fs(url)
                 if not target:
-                    continue
+                    continue  # `pools[0] = ThreadPool()`, `get().fs = ...`: bound to no name this module follows
+                target = self._owned(target, node)
+                if self._pool_made(node.value):
+                    self.pools[target] = _dotted(node.value.func)
                 if listed := self._listed(node.value):
-                    self.open_files[self._owned(target, node, tree)] = listed
+                    self.open_files[target] = listed
                 built = self._filesystem(node.value)
                 if built:
                     self.filesystems[target] = built
                 elif session := _SESSIONS.get(self.canonical(_dotted(node.value.func))):
                     self.sessions[target] = session
+        for node in ast.walk(tree):  # `for f in files:` (or `enumerate(files)`): each f one of open_files' files
+            if isinstance(node, ast.For | ast.AsyncFor):
+                self._iterates(node.iter, node.target, node.body)
+            elif isinstance(node, ast.ListComp | ast.SetComp | ast.GeneratorExp | ast.DictComp):
+                parts = [node.key, node.value] if isinstance(node, ast.DictComp) else [node.elt]
+                for each in node.generators:
+                    self._iterates(each.iter, each.target, parts + [test for g in node.generators for test in g.ifs])
 
-    def _owned(self, target: str, node: ast.AST, tree: ast.Module) -> str:
+    def _owned(self, target: str, node: ast.AST) -> str:
         """`self.files` as the class it is bound in names it (`Parts.files`): two classes' self.files are two."""
-        if not target.startswith("self."):
+        owner = self.owners.get(id(node))
+        if not target.startswith("self.") or owner is None:
             return target
-        owner = next(
-            (c.name for c in ast.walk(tree) if isinstance(c, ast.ClassDef) and any(n is node for n in ast.walk(c))),
-            None,
-        )
-        return f"{owner}.{target.removeprefix('self.')}" if owner else target
+        return f"{owner}.{target.removeprefix('self.')}"
 
-    def _files(self, node: ast.AST, function: str | None) -> str | None:
-        """The URL of the open_files list `files[index]` indexes (`self.files[index]` in a method of its class)."""
+    def _bound(self, bound: dict, name: str, node: ast.AST):
+        """What `name` used at `node` is bound to in `bound` (a filesystem, a session, a pool, a file list), or None.
+        `self.fs` is the one of the innermost class `node` is in, else of the first base (in this file) that binds
+        self.fs: a subclass that binds a local self.fs of its own reads no base's remote one."""
+        owner = self.owners.get(id(node))
+        if not name.startswith("self.") or owner is None:
+            return bound.get(name) if name else None
+        attribute, seen, lineage = name.removeprefix("self."), set(), [owner]
+        while lineage:
+            cls = lineage.pop(0)
+            if cls in seen:
+                continue
+            seen.add(cls)
+            if f"{cls}.{attribute}" in bound:
+                return bound[f"{cls}.{attribute}"]
+            if f"{cls}.{attribute}" in self.bindings:
+                return None  # bound there to something else
+            lineage.extend(self.classes.get(cls, []))
+        return bound.get(name)  # bound outside any class (`def setup(self): self.fs = ...`)
+
+    def _pool_made(self, call: ast.Call) -> bool:
+        """`ThreadPoolExecutor(16)`, `multiprocessing.Pool()`: a thread or process pool made (by a name: a pool
+        reached through a call's result, `import_module(m).ThreadPoolExecutor()`, is not known)."""
+        return _dotted(call.func).rsplit(".", 1)[-1] in _POOLS
+
+    def _pool(self, receiver: ast.AST, node: ast.AST) -> bool:
+        """`pool` of `pool.map(...)` holds a thread or process pool (bound to it, or made there): no dataset's map.
+        A map on anything else (`from_tensor_slices(x).map`, `pools[0].map`) is a dataset's."""
+        if isinstance(receiver, ast.Call):
+            return self._pool_made(receiver)
+        return self._bound(self.pools, _dotted(receiver), node) is not None
+
+    def _iterates(self, over: ast.AST, target: ast.AST, parts: list[ast.AST]) -> None:
+        """`for f in files:` / `for i, f in enumerate(files):` (a loop or a comprehension, whose `parts` use f) over
+        an open_files list: each use of f there is one of its files, opened where it is entered."""
+        if isinstance(over, ast.Call) and _dotted(over.func) == "enumerate" and over.args:
+            over = over.args[0]
+            target = target.elts[1] if isinstance(target, ast.Tuple) and len(target.elts) == 2 else None
+        if not isinstance(target, ast.Name):
+            return
+        listed = self._listed(over) if isinstance(over, ast.Call) else self._bound(self.open_files, _dotted(over), over)
+        if listed is None:
+            return
+        for part in parts:
+            for node in ast.walk(part):
+                if isinstance(node, ast.Name) and node.id == target.id and isinstance(node.ctx, ast.Load):
+                    self.iterated[id(node)] = listed
+
+    def _files(self, node: ast.AST) -> str | None:
+        """The URL of the open_files list `files[index]` indexes (`self.files[index]` in a method of its class), or
+        whose file a loop variable over it is (`for f in files:`)."""
+        if isinstance(node, ast.Name):
+            return self.iterated.get(id(node))
         if not isinstance(node, ast.Subscript):
             return None
-        name = _dotted(node.value)
-        if name.startswith("self.") and function and "." in function:
-            name = f"{function.rsplit('.', 1)[0]}.{name.removeprefix('self.')}"
-        return self.open_files.get(name)
+        return self._bound(self.open_files, _dotted(node.value), node)
 
     def canonical(self, name: str) -> str:
         """A dotted name with its first part as imported: `wds.WebDataset` -> `webdataset.WebDataset`."""
@@ -281,7 +354,7 @@ class RemoteReads:
     def callback(self, call: ast.Call, last: str, owner: str | None) -> None:
         """Functions handed to `.map(...)`, `.from_generator(...)`, or a DataLoader's `collate_fn`: per sample."""
         method = isinstance(call.func, ast.Attribute)
-        how = _CALLBACKS.get(last) if method and _dotted(call.func.value) not in self.pools else None
+        how = _CALLBACKS.get(last) if method and not self._pool(call.func.value, call) else None
         if how and "datasets" in self.tops and not (self.tops & _LAZY_MAPS or self.lazy_datasets):
             how = None  # Hugging Face datasets' .map runs over the whole set once, before training (and caches it)
         handed = list(call.args) if how else []
@@ -299,13 +372,13 @@ class RemoteReads:
 
     def read(self, call: ast.Call, name: str, last: str, where: tuple[str | None, bool]) -> dict | None:
         """The detail of a `remote_read` fact for this call, or None; recorded to be settled after the walk."""
-        detail = self._read(call, name, last, where[0])
+        detail = self._read(call, name, last)
         return self._record(detail, where) if detail is not None else None
 
     def entered(self, item: ast.withitem, where: tuple[str | None, bool]) -> dict | None:
         """The detail of a `remote_read` fact for `with files[index] as handle:`, one of `fsspec.open_files`' files
         opened; None for any other `with`."""
-        listed = self._files(item.context_expr, where[0])
+        listed = self._files(item.context_expr)
         if listed is None:
             return None
         return self._record(self._detail("fsspec", "open", listed, _storage_of(listed)), where)
@@ -315,7 +388,7 @@ class RemoteReads:
         self.found.append((detail, function, in_step_loop, read_kind(detail["client"]) == "shards"))
         return detail
 
-    def _read(self, call: ast.Call, name: str, last: str, function: str | None) -> dict | None:
+    def _read(self, call: ast.Call, name: str, last: str) -> dict | None:
         canonical = self.canonical(name)
         method = isinstance(call.func, ast.Attribute)
         receiver = _dotted(call.func.value) if method else ""
@@ -324,17 +397,21 @@ class RemoteReads:
             bucket = self._keyword(call, "Bucket")
             if bucket is None and last in ("download_file", "fget_object") and len(call.args) >= 3:
                 bucket = self.resolve(call.args[0])
+            if bucket is None and isinstance(call.func.value, ast.Call):  # s3.Bucket(b).download_file(key, path)
+                bucket = self._bucket(call.func.value)
             url = f"s3://{bucket}" if isinstance(bucket, str) and bucket else None
             return self._detail(boto, last, url, "object_store")
         made = call.func.value if method else None
-        if boto == "boto3" and last == "get" and isinstance(made, ast.Call) and _dotted(made.func).endswith("Object"):
-            return self._detail("boto3", "Object.get", None, "object_store")
+        if boto == "boto3" and last == "get" and isinstance(made, ast.Call) and _s3_object(made):
+            bucket = self._bucket(made)
+            url = f"s3://{bucket}" if isinstance(bucket, str) and bucket else None
+            return self._detail("boto3", "Object.get", url, "object_store")
         if method and last in _GCS_READS and "google.cloud.storage" in self._modules_under("google.cloud"):
             return self._detail("google-cloud-storage", last, None, "object_store")
         if method and last in _AZURE_READS and any(m.startswith("azure.storage") for m in self.modules):
             return self._detail("azure-storage-blob", last, None, "object_store")
         if method and last in _FS_READS:
-            built = self.filesystems.get(receiver)
+            built = self._bound(self.filesystems, receiver, call)
             if built is None and isinstance(call.func.value, ast.Call):
                 built = self._filesystem(call.func.value)
             if built is not None and (last != "open" or self._mode_reads(call, 1)):
@@ -349,8 +426,8 @@ class RemoteReads:
             if path is not None and not _remote(path):
                 return None  # a local file
             return self._detail("smart_open", "open", path, _storage_of(path))
-        if method and last == "open" and (listed := self._files(made, function)):
-            # files[index].open(), one of fsspec.open_files' files
+        if method and last == "open" and (listed := self._files(made)):
+            # files[index].open() (or f.open() in `for f in files:`), one of fsspec.open_files' files
             return self._detail("fsspec", "open", listed, _storage_of(listed))
         if canonical == "datasets.load_dataset" or (last == "load_dataset" and "datasets" in self.tops):
             streamed = self._hf_stream(call)
@@ -365,9 +442,9 @@ class RemoteReads:
             return self._detail("fsspec", last, url, _storage(protocol) if remote else _storage_of(path))
         if canonical in _HTTP:
             return self._detail(_HTTP[canonical], last, self.prefix(call.args[0]) if call.args else None, "http")
-        if method and last in ("get", "request") and receiver in self.sessions:
+        if method and last in ("get", "request") and (session := self._bound(self.sessions, receiver, call)):
             url = self.prefix(call.args[-1]) if call.args else None
-            return self._detail(self.sessions[receiver], last, url, "http")
+            return self._detail(session, last, url, "http")
         if canonical.startswith("webdataset.") and last in _WEBDATASET and call.args:
             path = self.prefix(call.args[0])
             if path and _remote(path):
@@ -378,6 +455,18 @@ class RemoteReads:
             storage = "object_store" if "s3" in last.lower() else ("http" if "http" in last.lower() else "remote")
             return self._detail("torchdata", last, url, storage)
         return None
+
+    def _bucket(self, made: ast.Call) -> object:
+        """The bucket a boto3 resource's `Object(bucket, key)`, `Bucket(bucket)` or `Bucket(bucket).Object(key)`
+        names, resolved (None when it is computed or not said)."""
+        last = made.func.attr if isinstance(made.func, ast.Attribute) else _dotted(made.func)
+        if last == "Bucket":
+            return self.resolve(made.args[0] if made.args else _keyword_node(made, "name"))
+        if last.endswith("Object") and len(made.args) >= 2:
+            return self.resolve(made.args[0])
+        if last.endswith("Object") and isinstance(made.func, ast.Attribute) and isinstance(made.func.value, ast.Call):
+            return self._bucket(made.func.value)
+        return self.resolve(_keyword_node(made, "bucket_name")) if last.endswith("Object") else None
 
     def _modules_under(self, package: str) -> set[str]:
         return {m for m in self.modules if m.startswith(package)}
@@ -420,6 +509,20 @@ class RemoteReads:
             detail["context"] = context
             kept.append(detail)
         return kept
+
+
+def _s3_object(made: ast.Call) -> bool:
+    """`s3.Object(bucket, key)`, `boto3.resource("s3").Object(...)`, `s3.Bucket(b).Object(key)`: a boto3 resource's
+    object, made by a name or on a resource or bucket made there (`cache.lookup(b).Object(k)` is none)."""
+    if _dotted(made.func).endswith("Object"):
+        return True
+    func = made.func
+    return (
+        isinstance(func, ast.Attribute)
+        and func.attr == "Object"
+        and isinstance(func.value, ast.Call)
+        and dotted(func.value.func).rsplit(".", 1)[-1] in ("resource", "Bucket")
+    )
 
 
 def _remote(path: str) -> bool:

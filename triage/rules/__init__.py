@@ -19,7 +19,12 @@ from triage.rules.registry import RULES, THRESHOLDS, Finding, Status, TriageResu
 #      known by a remote URL only, data fetched over the network
 #   3  2026-12-06: a Hugging Face dataset streamed (load_dataset(..., streaming=True)) is remote data
 #      reading (shards streamed, the fix stages it), not the download phase's code; reads through
-#      fsspec's url_to_fs and open_files are remote reads (revision 2 was released in the 2026-12-06 stop)
+#      fsspec's url_to_fs and open_files are remote reads (revision 2 was released in the 2026-12-06 stop);
+#      a boto3 resource's Object(...).get() made on the spot (boto3.resource("s3").Object(b, k).get()) is a
+#      read, with its bucket as URL; a `.map` is a pool's (staging, once) only on a name bound to a pool or a
+#      pool made there (a pool in a dict or list made tf.data's .map one); self.fs, a session, a pool and an
+#      open_files list are the ones the reading class (or its base) binds, not another class's; open_files'
+#      files entered in a loop over them (`for f in files: with f as h:`) are reads
 RULES_REVISION = 3
 
 __all__ = [
