@@ -18,7 +18,7 @@ from celery.schedules import crontab
 from django.core.exceptions import ImproperlyConfigured
 
 from config.env import env_bool, env_float, env_int, env_list, env_str
-from config.sso import oidc_settings
+from config.sso import content_security_policy, oidc_settings
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 DATA_DIR = Path(env_str("DATA_DIR", str(BASE_DIR / "data"))).resolve()
@@ -257,6 +257,8 @@ CONTENT_SECURITY_POLICY = {
         "frame-ancestors": ["'none'"],
     }
 }
+# Logging out of a single sign-on session goes on to the provider's logout (config/sso.py).
+CONTENT_SECURITY_POLICY = content_security_policy(CONTENT_SECURITY_POLICY, _OIDC)
 if env_bool("HTTPS", False):
     SESSION_COOKIE_SECURE = True
     CSRF_COOKIE_SECURE = True

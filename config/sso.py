@@ -182,3 +182,16 @@ def oidc_settings() -> dict:
         }
     )
     return settings
+
+
+def content_security_policy(policy: dict, oidc: dict) -> dict:
+    """The policy with the provider's origin allowed as a form's target when logging out goes on to its
+    end_session endpoint: the logout form posts to us and is redirected there, and browsers hold a
+    form's redirects to form-action too (Chromium stopped it at 'self', the provider's session open)."""
+    endpoint = oidc.get("OIDC_OP_LOGOUT_ENDPOINT") if oidc.get("OIDC_ENABLED") else ""
+    if not endpoint:
+        return policy
+    parts = urlsplit(endpoint)
+    directives = dict(policy["DIRECTIVES"])
+    directives["form-action"] = [*directives["form-action"], f"{parts.scheme}://{parts.netloc}"]
+    return {**policy, "DIRECTIVES": directives}

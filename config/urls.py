@@ -5,11 +5,24 @@ from django.urls import include, path, re_path
 from config.api import api_not_found
 from config.methods import with_form
 from fleet.accounts import PasswordResetForm, SettingsView, time_zone_view
-from fleet.sso import SsoLoginView, SsoLogoutView, sso_callback, sso_login
+from fleet.sso import SsoLoginView, SsoLogoutView, admin_logout, sso_callback, sso_login
 from triage.views import metrics
 
 # Django's form views take PUT as a POST (ProcessFormView.put): a form is posted, nothing else.
 FORM = ["get", "post", "head", "options"]
+
+
+def admin_site_urls():
+    """The admin site's URLs with its logout (admin:logout, the "Log out" in its header) replaced by
+    fleet.sso.admin_logout: the same logout as /logout/ for a single sign-on session, ending the
+    provider's session too; the admin's own for a local account."""
+    patterns, app_name, namespace = admin.site.urls
+    patterns = [
+        path("logout/", admin_logout, name="logout") if getattr(pattern, "name", None) == "logout" else pattern
+        for pattern in patterns
+    ]
+    return patterns, app_name, namespace
+
 
 urlpatterns = [
     path("login/", SsoLoginView.as_view(http_method_names=FORM), name="login"),
@@ -39,7 +52,7 @@ urlpatterns = [
         name="password_reset_confirm",
     ),
     path("password/reset/complete/", auth_views.PasswordResetCompleteView.as_view(), name="password_reset_complete"),
-    path("admin/", admin.site.urls),
+    path("admin/", admin_site_urls()),
     path("metrics", metrics, name="metrics"),  # where a Prometheus scrape job looks by default
     path("api/v1/", include("config.api")),
     re_path(r"^api(?:/|$)", api_not_found, name="api-not-found"),  # /api/v1 itself, another version

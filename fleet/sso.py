@@ -19,7 +19,8 @@ After the sign-in:
 
 - logging out of an SSO session ends the provider's session too, where it has an end_session_endpoint
   (OIDC_OP_LOGOUT_ENDPOINT): the library's logout view, with `provider_logout_url` sending the browser
-  there with the ID token as id_token_hint and our login page to come back to;
+  there with the ID token as id_token_hint and our login page to come back to; the admin site's own
+  "Log out" does the same (`admin_logout`);
 - an SSO session is checked with the provider again every OIDC_RECHECK_MINUTES (`SsoSessionRefresh`,
   the library's SessionRefresh): the browser goes there with prompt=none and back through the
   callback, which applies the groups again, or shows "No access", or logs out with a message when
@@ -38,7 +39,7 @@ from urllib.parse import parse_qs, urlencode, urljoin, urlsplit
 import jwt
 import requests
 from django.conf import settings
-from django.contrib import auth, messages
+from django.contrib import admin, auth, messages
 from django.contrib.auth import BACKEND_SESSION_KEY, get_user_model
 from django.contrib.auth.models import Group
 from django.contrib.auth.views import LoginView, redirect_to_login
@@ -420,6 +421,19 @@ def provider_logout_url(request) -> str:
 class SsoLogoutView(OIDCLogoutView):
     """The library's logout: a POST (CSRF-checked; a GET is 405, ALLOW_LOGOUT_GET_METHOD never being
     set), ending the provider's session too for an SSO session (`provider_logout_url`), then ours."""
+
+
+def _admin_logout(request):
+    if signed_in_with_sso(request):
+        return SsoLogoutView.as_view()(request)
+    return admin.site.logout(request)
+
+
+# The admin site's own logout (the "Log out" form in its header posts to /admin/logout/; config/urls.py
+# puts this in the admin's URLs in place of its logout): for an SSO session the app's logout, ending
+# the provider's session too, where the admin's would end only ours; a local account's is the admin's.
+# Both a POST with CSRF, behind the admin's own check (someone without admin access is sent to it).
+admin_logout = admin.site.admin_view(_admin_logout)
 
 
 def wants_json(request) -> bool:

@@ -10,13 +10,14 @@ from urllib.parse import parse_qs, urlsplit
 
 import pytest
 import requests
+from django.conf import settings as django_settings
 from django.contrib.auth.models import User
 from django.core.exceptions import ImproperlyConfigured
 from django.core.management import CommandError, call_command
 from django.db.models.query import QuerySet
 from django.test import Client
 
-from config.sso import ENDPOINTS, oidc_settings
+from config.sso import ENDPOINTS, content_security_policy, oidc_settings
 from fleet.access import is_operator, is_researcher
 from fleet.models import AuditEvent, Job, Owner, SsoIdentity, Team
 from tests.factories import JobFactory, UserFactory
@@ -29,6 +30,18 @@ MAPPINGS = {
     "OIDC_OPERATOR_GROUPS": "platform-admins",
     "OIDC_RESEARCHER_GROUPS": "ml-research",
 }
+
+
+# The policy start-up made without single sign-on, which start-up with it extends (config/settings.py).
+BASE_CSP = django_settings.CONTENT_SECURITY_POLICY
+
+
+def apply_oidc_settings(settings) -> None:
+    """The settings start-up makes from the environment as it now is (config/settings.py)."""
+    oidc = oidc_settings()
+    for name, value in oidc.items():
+        setattr(settings, name, value)
+    settings.CONTENT_SECURITY_POLICY = content_security_policy(BASE_CSP, oidc)
 
 
 @pytest.fixture
@@ -50,8 +63,7 @@ def sso(provider, settings, monkeypatch):
     """Single sign-on on, configured through the environment as a deployment would."""
     for name, value in {**provider.environment(), **MAPPINGS}.items():
         monkeypatch.setenv(name, value)
-    for name, value in oidc_settings().items():
-        setattr(settings, name, value)
+    apply_oidc_settings(settings)
     settings.AUTHENTICATION_BACKENDS = [*settings.AUTHENTICATION_BACKENDS, "fleet.sso.SsoBackend"]
     return provider
 

@@ -7,6 +7,7 @@ group removed there takes effect here without waiting for the session to end."""
 
 from __future__ import annotations
 
+import re
 from urllib.parse import parse_qs, urlsplit
 
 import jwt
@@ -19,7 +20,7 @@ from config.sso import oidc_settings
 from fleet.models import MachineToken, Team
 from tests.factories import JobFactory, UserFactory
 from tests.test_browser import SHOTS, body_text, browser  # noqa: F401  (browser: the shared Chromium fixture)
-from tests.test_sso import MAPPINGS, provider, sign_in, sso, teams_of  # noqa: F401  (fixtures)
+from tests.test_sso import MAPPINGS, apply_oidc_settings, provider, sign_in, sso, teams_of  # noqa: F401  (fixtures)
 
 
 def query_of(url: str) -> dict[str, str]:
@@ -33,8 +34,7 @@ def configure(settings, monkeypatch, **env):
             monkeypatch.delenv(name, raising=False)
         else:
             monkeypatch.setenv(name, value)
-    for name, value in oidc_settings().items():
-        setattr(settings, name, value)
+    apply_oidc_settings(settings)
 
 
 def recheck_due(client: Client) -> None:
@@ -117,6 +117,99 @@ def test_logging_out_with_sso_off_is_as_before(settings):
     client = Client()
     client.force_login(UserFactory())
     assert client.post("/logout/")["Location"] == "/login/"
+
+
+def form_action(response) -> str:
+    return next(d for d in response["Content-Security-Policy"].split("; ") if d.startswith("form-action"))
+
+
+@pytest.mark.django_db
+def test_the_pages_let_the_logout_form_go_on_to_the_providers_logout(sso, settings, monkeypatch):
+    # A browser holds a form's redirects to the page's form-action too: with 'self' alone, Chromium
+    # stopped the logout's redirect to the provider, whose session stayed open.
+    client = Client()
+    sign_in(client)
+    assert form_action(client.get("/jobs/")) == f"form-action 'self' {sso.url.split('/realms/')[0]}"
+    configure(settings, monkeypatch, OIDC_END_SESSION_ENDPOINT=None)
+    assert form_action(client.get("/jobs/")) == "form-action 'self'"  # no logout there: ours only
+
+
+# --- the admin site's own logout -------------------------------------------------------------
+
+
+def admin_logout_token(client: Client) -> str:
+    """The CSRF token of the admin's "Log out" form, read off the admin's index as a browser has it."""
+    page = client.get("/admin/")
+    assert page.status_code == 200, page
+    form = re.search(r'<form id="logout-form" method="post" action="([^"]+)">(.*?)</form>', page.content.decode(), re.S)
+    assert form and form[1] == "/admin/logout/"
+    return re.search(r'name="csrfmiddlewaretoken" value="([^"]+)"', form[2])[1]
+
+
+@pytest.mark.django_db
+def test_the_admins_log_out_ends_the_providers_session_too(sso):
+    # A staff account that signs in with SSO clicks "Log out" in the admin's header: as the app's logout.
+    client = Client(enforce_csrf_checks=True)
+    sign_in(client)
+    User.objects.filter(username="ada").update(is_staff=True)
+    out = client.post("/admin/logout/", {"csrfmiddlewaretoken": admin_logout_token(client)})
+    assert out.status_code == 302 and out["Location"].startswith(f"{sso.url}/logout?")
+    asked = query_of(out["Location"])
+    assert asked["post_logout_redirect_uri"] == "http://testserver/login/"
+    assert jwt.decode(asked["id_token_hint"], options={"verify_signature": False})["sub"] == "0b6c-ada"
+    assert out["Cache-Control"].startswith("max-age=0")  # the address holds the ID token: never cached
+    assert client.get("/admin/")["Location"].startswith("/admin/login/")  # logged out here at once
+    at_provider = follow_to_provider(out)
+    assert at_provider.headers["Location"] == "http://testserver/login/"
+    assert not sso.signed_in  # and there
+
+
+@pytest.mark.django_db
+def test_the_admins_log_out_stays_a_post_with_csrf_for_an_sso_session(sso):
+    client = Client(enforce_csrf_checks=True)
+    sign_in(client)
+    User.objects.filter(username="ada").update(is_staff=True)
+    assert client.get("/admin/logout/").status_code == 405
+    assert client.post("/admin/logout/").status_code == 403  # no CSRF token: a link elsewhere cannot log out
+    assert client.get("/admin/").status_code == 200
+    assert not sso.logouts and sso.signed_in
+
+
+@pytest.mark.django_db
+def test_a_local_account_s_admin_log_out_is_the_admins_as_before(sso):
+    client = Client(enforce_csrf_checks=True)
+    client.force_login(UserFactory(username="break-glass", is_staff=True, is_superuser=True))
+    out = client.post("/admin/logout/", {"csrfmiddlewaretoken": admin_logout_token(client)})
+    assert out.status_code == 302 and out["Location"] == "/login/"  # Django's logout, to LOGOUT_REDIRECT_URL
+    assert client.get("/admin/")["Location"].startswith("/admin/login/")
+    assert not sso.logouts
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_browser_logging_out_of_the_admin_ends_the_providers_session_too(sso, browser, live_server):
+    """In headless Chromium: a staff account signed in with SSO clicks the admin's "Log out", passes
+    through the provider's logout and lands on the login page, signed out here and there."""
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    base = live_server.url
+    browser.get(f"{base}/login/?next=/jobs/")
+    browser.find_element(By.LINK_TEXT, "Sign in with Keycloak").click()
+    assert browser.current_url == f"{base}/jobs/"
+    User.objects.filter(username="ada").update(is_staff=True)
+    SHOTS.mkdir(exist_ok=True)
+    browser.get(f"{base}/admin/")
+    for width, height in ((1280, 800), (390, 844)):
+        browser.set_window_size(width, height)
+        browser.save_screenshot(str(SHOTS / f"admin-sso-{width}.png"))
+    browser.find_element(By.CSS_SELECTOR, "#logout-form button").click()
+    WebDriverWait(browser, 10).until(lambda page: page.current_url == f"{base}/login/")
+    assert not sso.signed_in and sso.logouts
+    browser.get(f"{base}/admin/")
+    assert browser.current_url.startswith(f"{base}/admin/login/")
+    for width, height in ((1280, 800), (390, 844)):
+        browser.set_window_size(width, height)
+        browser.save_screenshot(str(SHOTS / f"admin-sso-logged-out-{width}.png"))
 
 
 # --- the silent re-check -------------------------------------------------------------------
