@@ -67,7 +67,7 @@ def test_operator_overview_sums_the_period_and_compares_with_the_previous(client
     response = overview(client)
     assert card(response, "GPU-hours")["value"] == "30.0"
     assert card(response, "Unused GPU-hours")["value"] == "8.0"
-    assert card(response, "Waste share")["value"] == "27%"
+    assert card(response, "Waste share")["value"] == "27 %"
     assert card(response, "Cost")["value"] == "60"
     assert card(response, "Wasted cost")["value"] == "16"  # 20 x 6/10 + 40 x 2/20
     assert card(response, "Low-utilization jobs")["value"] == "1"
@@ -1075,7 +1075,7 @@ def test_a_team_page_compares_its_figures_with_the_previous_period(client, membe
     client.force_login(member_a)
     page = client.get(reverse("dashboard:team-detail", args=["team-a"]), {"from": "2026-11-16", "to": "2026-11-22"})
     assert (card(page, "GPU-hours")["value"], card(page, "GPU-hours")["change_text"]) == ("10.0", "+100 %")  # 5 before
-    assert (card(page, "Waste share")["value"], card(page, "Waste share")["trend"]) == ("60%", "worse")  # 20 % before
+    assert (card(page, "Waste share")["value"], card(page, "Waste share")["trend"]) == ("60 %", "worse")  # 20 % before
     assert card(page, "Jobs")["direction"] == 0  # one job in each week
     html = page.content.decode()
     assert "▲ +100 % vs previous period" in html and "unchanged vs previous period" in html
@@ -1172,3 +1172,17 @@ def test_the_overview_says_which_low_utilization_jobs_the_triaged_figure_leaves_
     assert "Every one of the 4 triaged low-utilization jobs has a cause" in page
     assert "also include" in page and ">1 with too little data" in page  # `rated`, no longer blind, was thin
     assert "blind study" not in page
+
+
+def test_a_waste_share_reads_the_same_on_a_card_and_in_the_teams_table(client, operator, team_a):
+    """One team's week: the overview's Waste share card and the team's cell in the Teams table are the
+    same figure, so they are written the same way ("60 %", the app's style), not "60%" on the card and
+    "60 %" in the table."""
+    JobFactory(team=team_a, start_time=WEEK_START + timedelta(days=1), gpu_hours=10, coverage=1.0, unused_gpu_hours=6)
+    client.force_login(operator)
+    week = {"from": "2026-11-16", "to": "2026-11-22"}
+    on_card = card(overview(client), "Waste share")["value"]
+    teams_page = client.get(reverse("dashboard:team-list"), week).content.decode()
+    cells = re.findall(r'<td class="num">([^<]*%)</td>', teams_page)
+    assert on_card == "60 %"
+    assert cells == [on_card]

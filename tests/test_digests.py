@@ -296,7 +296,7 @@ def test_figures_equal_the_dashboards_for_the_same_week(smtp, fleet, team_a, mem
     assert "Inefficient host-GPU data transfer" in html
     # What improved: the week before had 6 h of checkpointing and 2 h of library installs.
     assert "Lengthy library installation: gone this week" in text
-    assert "Model checkpointing: 6.0 → 4.0 recoverable GPU-hours (50% → 17% of GPU-hours)." in text
+    assert "Model checkpointing: 6.0 → 4.0 recoverable GPU-hours (50 % → 17 % of GPU-hours)." in text
     assert "1 low-utilization job (1.5 unused GPU-hours) had no cause" in text
 
 
@@ -373,7 +373,7 @@ def test_operator_digest_matches_the_overview_and_reports_ingestion(smtp, fleet,
     assert [r["team__slug"] for r in rows] == ["team-a", "team-b"]
     assert text.index("Team A") < text.index("Team B")
     # Unclassified share: 1.5 of 13.5 unused GPU-hours.
-    assert "1.5 unused GPU-hours, 11% of all unused GPU-hours" in text
+    assert "1.5 unused GPU-hours, 11 % of all unused GPU-hours" in text
     assert f"Run {fleet['failed_run'].pk} (week-47.zip, failed): manifest.json is missing" in text
     assert reverse("fleet:ingest-run-detail", args=[fleet["failed_run"].pk]) in html
     assert "CONNECTORS" in text and "No connectors are configured." in text
@@ -1076,8 +1076,8 @@ def test_what_got_worse_comes_first_with_the_change_to_make_and_the_jobs(smtp, f
     worse = section(text, "WHAT GOT WORSE SINCE LAST WEEK")
     lines = [line.strip() for line in worse.splitlines() if line.startswith("  - ")]
     assert lines == [
-        "- Improper batch size: new this week, 2.5 recoverable GPU-hours in 1 job (10% of GPU-hours).",
-        "- Inefficient host-GPU data transfer: new this week, 1.5 recoverable GPU-hours in 1 job (6% of GPU-hours).",
+        "- Improper batch size: new this week, 2.5 recoverable GPU-hours in 1 job (10 % of GPU-hours).",
+        "- Inefficient host-GPU data transfer: new this week, 1.5 recoverable GPU-hours in 1 job (6 % of GPU-hours).",
     ]  # not checkpointing (6.0 -> 4.0: it improved), nor the waste share (75 % -> 48 %)
     assert f"Change: {headline_change(Category.IMPROPER_BATCH_SIZE)}" in worse
     assert "Model checkpointing: 6.0 → 4.0" in section(text, "WHAT IMPROVED SINCE LAST WEEK")
@@ -1102,9 +1102,9 @@ def test_what_got_worse_names_a_few_causes_and_counts_on_a_week_before():
         _totals(10, 100.0, 30.0), _totals(10, 100.0, 30.0), now, before, lambda category: "", {}
     )
     assert [line.text for line in lines] == [
-        "Model checkpointing: 2.0 → 9.0 recoverable GPU-hours in 1 job (2% → 9% of GPU-hours).",
-        "Remote data reading: new this week, 3.0 recoverable GPU-hours in 1 job (3% of GPU-hours).",
-        "Unreleased job: new this week, 2.0 recoverable GPU-hours in 1 job (2% of GPU-hours).",
+        "Model checkpointing: 2.0 → 9.0 recoverable GPU-hours in 1 job (2 % → 9 % of GPU-hours).",
+        "Remote data reading: new this week, 3.0 recoverable GPU-hours in 1 job (3 % of GPU-hours).",
+        "Unreleased job: new this week, 2.0 recoverable GPU-hours in 1 job (2 % of GPU-hours).",
     ]  # not API misuse: 1.02 -> 1.04 reads 1.0 -> 1.0, no change a reader could see
     assert left_out == ["Non-DL job"]
     # Nothing before it: everything would be "new", so nothing is said.
@@ -1151,7 +1151,7 @@ def test_fewer_jobs_are_not_called_an_improvement(fleet, team_b, operator, clien
     # Remote data reading: 6.0 -> 4.0 hours, but 5 % -> 13 % of the GPU-hours: not an improvement.
     assert "Remote data reading" not in improved
     assert "Model checkpointing: gone this week" in improved
-    assert "Waste share rose from 25% to 33%." in section(text, "WHAT GOT WORSE SINCE LAST WEEK")
+    assert "Waste share rose from 25 % to 33 %." in section(text, "WHAT GOT WORSE SINCE LAST WEEK")
     note = "Fewer unused GPU-hours while the waste share rose: fewer jobs ran, the waste did not shrink."
     assert note in text and note in html
     # The other way round: twice the work at a lower share is more unused GPU-hours, not more waste.

@@ -416,6 +416,12 @@ def utilization_histogram(jobs, bucket: int = 10) -> list[int]:
     return counts
 
 
+def share_text(value: float | None) -> str:
+    """A share (0.51) as every page and digest writes it: "51 %", whole percent and a space before the
+    sign as the app writes its other percentages (the teams table's "51 %", "+12 %"); "–" for none."""
+    return "–" if value is None else f"{100 * value:.0f} %"
+
+
 def compare(current: float | None, previous: float | None, *, share: bool = False) -> tuple[str, int | None]:
     """A figure against the period before, as the dashboard and the digests word it: (text, direction).
 

@@ -178,7 +178,7 @@ def _kpi_cards(current: queries.Totals, previous: queries.Totals, *, jobs: bool 
     kpis = [
         ("GPU-hours", current.gpu_hours, previous.gpu_hours, "{:,.1f}", unjudged),
         ("Unused GPU-hours", current.unused_gpu_hours, previous.unused_gpu_hours, "{:,.1f}", amount),
-        ("Waste share", current.waste_share, previous.waste_share, "{:.0%}", waste),
+        ("Waste share", current.waste_share, previous.waste_share, queries.share_text, waste),
         ("Cost", current.cost, previous.cost, whole, unjudged),
         ("Wasted cost", current.wasted_cost, previous.wasted_cost, whole, amount),
         *([("Jobs", current.jobs, previous.jobs, "{:,}", unjudged)] if jobs else []),

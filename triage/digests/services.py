@@ -249,7 +249,7 @@ def fmt_hours(value: float) -> str:
 
 
 def fmt_share(value: float | None) -> str:
-    return "–" if value is None else f"{value:.0%}"
+    return queries.share_text(value)  # as the dashboard's cards and tables
 
 
 def fmt_money(value: float) -> str:
@@ -357,8 +357,8 @@ class CauseChange:
 
 
 def fmt_cause_share(value: float) -> str:
-    """A cause's share of the GPU-hours: a small one reads "<1%", not "0%" (which would be none)."""
-    return "<1%" if 0 < value < 0.005 else fmt_share(value)
+    """A cause's share of the GPU-hours: a small one reads "<1 %", not "0 %" (which would be none)."""
+    return "<1 %" if 0 < value < 0.005 else fmt_share(value)
 
 
 def cause_changes(

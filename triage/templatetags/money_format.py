@@ -1,8 +1,10 @@
-"""Money on the dashboard's pages as the cards and the digests write it (`fleet.money.whole`)."""
+"""Money and shares on the dashboard's pages as the cards and the digests write them (`fleet.money.whole`,
+`queries.share_text`)."""
 
 from django import template
 
 from fleet.money import whole
+from triage.dashboard.queries import share_text
 
 register = template.Library()
 
@@ -13,3 +15,9 @@ def whole_money(value) -> str:
     "–" for none. `floatformat:0` rounded the same, but a float sum of cents a hair under its cent
     (2608.4999999999995) it made 2608, and wrote no thousands separator."""
     return "–" if value is None else whole(value)
+
+
+@register.filter
+def share(value) -> str:
+    """A share (0.51) as the Waste share card and the digests write it: "51 %"; "–" for none."""
+    return share_text(None if value is None else float(value))
