@@ -131,7 +131,7 @@ def test_a_slice_of_an_unnamed_gpu_keeps_its_own_rows_price_and_says_why(client,
     client.force_login(operator)
     page = client.get(reverse("dashboard:job-detail", args=[job.pk])).content.decode()
     assert "2 MIG 1g.10gb slices (its GPU unknown, counted whole) of 1g.10gb" in page
-    assert "no price set for this cluster" in page
+    assert "none: no prices are set for c1." in page
     settings_page = client.get(reverse("dashboard:settings")).content.decode()
     assert "c1 / 1g.10gb: 1 job, 2.0 GPU-hours" in settings_page
 
