@@ -1049,7 +1049,7 @@ def test_the_teams_table_marks_the_column_it_is_sorted_by(client, operator, flee
     GPU-hours, and that heading is the one marked (it marked none)."""
     client.force_login(operator)
     week = {"from": "2026-11-16", "to": "2026-11-22"}
-    for sort, heading in [("jobs", "Jobs"), ("team", "Team"), ("nonsense", "Unused GPU-h")]:
+    for sort, heading in [("jobs", "Jobs"), ("team", "Team"), ("nonsense", "Unused GPU-hours")]:
         page = client.get(reverse("dashboard:team-list"), {**week, "sort": sort}).content.decode()
         marked = re.findall(r'<th[^>]*aria-sort="\w+"[^>]*><a [^>]*>([^<]+)</a>', page)
         assert marked == [heading], (sort, marked)
@@ -1186,3 +1186,20 @@ def test_a_waste_share_reads_the_same_on_a_card_and_in_the_teams_table(client, o
     cells = re.findall(r'<td class="num">([^<]*%)</td>', teams_page)
     assert on_card == "60 %"
     assert cells == [on_card]
+
+
+def test_table_headings_write_out_unused_gpu_hours_beside_gpu_hours(client, operator, fleet):
+    """Beside a "GPU-hours" column a heading does not abbreviate to "Unused GPU-h" or "Low-util jobs"."""
+    client.force_login(operator)
+    week = {"from": "2026-11-16", "to": "2026-11-22"}
+    team = fleet[0][0].team
+    pages = [
+        client.get(reverse("dashboard:team-list"), week),
+        client.get(reverse("dashboard:job-list"), week),
+        client.get(reverse("dashboard:team-detail", args=[team.slug]), week),
+    ]
+    for page in pages:
+        headings = re.findall(r"<th[^>]*>(?:<a [^>]*>)?([^<]+)", page.content.decode())
+        assert "GPU-hours" in headings, headings
+        assert "Unused GPU-h" not in headings and "Low-util jobs" not in headings, headings
+    assert "Unused GPU-hours" in re.findall(r"<th[^>]*>(?:<a [^>]*>)?([^<]+)", pages[0].content.decode())
