@@ -1053,6 +1053,8 @@ def test_the_timeline_chart_is_on_the_readers_clock_as_its_fields_and_breaks_whe
     assert (start.get_attribute("value"), end.get_attribute("value")) == ("2026-10-25 02:00:00", "2026-10-25 04:00:00")
     ticks = [tick.text for tick in chart.find_elements(By.CSS_SELECTOR, ".xtick text")]
     assert ticks and ticks[0].startswith("02:00"), ticks
+    # Its tick labels write the date as the app does, under the first tick's time ("Oct 25, 2026" before).
+    assert "2026-10-25" in ticks[0] and not any("Oct" in tick for tick in ticks), ticks
     # The line: 02:00-02:59 CEST, then 02:00-03:59 CET, two runs each forwards in time.
     trace = browser.execute_script("return document.getElementById('timeline').data[0]")
     runs, run = [], []

@@ -209,6 +209,22 @@ def test_the_hover_label_on_the_time_axis_is_written_as_the_page_writes_times():
         assert figure["layout"]["xaxis"]["hoverformat"] == "%Y-%m-%d %H:%M:%S"
 
 
+def test_the_time_axis_labels_write_dates_as_the_app_does_at_every_zoom():
+    """The axis's tick labels wrote Plotly's "Nov 22, 2026" where the rest of the app writes 2026-11-22:
+    at every zoom level (Plotly picks a format by the ticks' spacing) a date is year-month-day and a time
+    24-hour, and no format names a month."""
+    begin = datetime(2026, 11, 2, 10, 0, tzinfo=UTC)
+    figure = build_timeline(minutely(begin, 60), start=begin, end=begin + timedelta(hours=1), zone=BERLIN)
+    stops = figure["layout"]["xaxis"]["tickformatstops"]
+    formats = [stop["value"] for stop in stops]
+    assert all("%Y-%m-%d" in value for value in formats), formats
+    assert not any(code in value for value in formats for code in ("%b", "%B", "%e", "%I", "%p")), formats
+    # The stops cover every spacing, from under a second to years, with no gap between them.
+    ranges = [stop["dtickrange"] for stop in stops]
+    assert ranges[0][0] is None and ranges[-1][1] is None
+    assert all(a[1] == b[0] for a, b in zip(ranges, ranges[1:], strict=False)), ranges
+
+
 def test_the_label_starts_at_its_band_and_stays_on_the_chart():
     """Centred on a band at the chart's edge, the label ran off it: it reads from the band's start (or,
     in the chart's right half, up to its end), and from the chart's edge for a band partly outside it."""

@@ -356,6 +356,14 @@ def build_timeline(
             # The hover label on the axis writes a time as the page and the From / to fields do, 24-hour
             # ("2026-11-02 18:40:00", not Plotly's "Nov 2, 2026, 18:40").
             "hoverformat": "%Y-%m-%d %H:%M:%S",
+            # Its tick labels too: Plotly's own read "10:30 / Nov 2, 2026". By the ticks' spacing (ms):
+            # seconds apart, minutes or hours apart, days or more. What follows a "\n" Plotly writes under
+            # a tick's time only where the date changes (the first tick, midnight), as its own labels do.
+            "tickformatstops": [
+                {"dtickrange": [None, 60_000], "value": "%H:%M:%S\n%Y-%m-%d"},
+                {"dtickrange": [60_000, 86_400_000], "value": "%H:%M\n%Y-%m-%d"},
+                {"dtickrange": [86_400_000, None], "value": "%Y-%m-%d"},
+            ],
         },
         "shapes": [],
         "annotations": [],
