@@ -405,3 +405,20 @@ def test_the_timeline_caption_says_what_its_shaded_bands_are_unless_the_findings
     client.force_login(researcher)
     page = client.get(reverse("dashboard:job-detail", args=[job.pk])).content.decode()
     assert "Shaded bands" not in page
+
+
+def test_the_team_filter_is_offered_only_to_who_can_see_more_than_one_team(
+    client, jobs, member_a, operator, researcher
+):
+    """A member of one team sees only that team's jobs: an "All teams" select that can only ever say her
+    team is noise, so it is not there; a filtered link (?team=...) still filters and keeps its team when
+    she filters on. Operators and researchers, who see the whole fleet, keep it."""
+    client.force_login(member_a)
+    page = client.get(reverse("dashboard:job-list")).content.decode()
+    assert 'name="team"' not in page and "All teams" not in page
+    linked = client.get(reverse("dashboard:job-list"), {"team": "team-a"}).content.decode()
+    assert '<input type="hidden" name="team" value="team-a">' in linked
+    for user in (operator, researcher):
+        client.force_login(user)
+        page = client.get(reverse("dashboard:job-list")).content.decode()
+        assert '<select name="team"' in page and "All teams" in page

@@ -489,6 +489,9 @@ def job_list(request):
         {
             "page": page,
             "filter": job_filter,
+            # A member of one team can only ever see that team: no "All teams" select that has nothing to
+            # choose (the whole fleet's viewers keep it, however many teams there are yet).
+            "team_filter": sees_whole_fleet(request.user) or job_filter.filters["team"].queryset.count() > 1,
             "query": query.urlencode(),
             "csv_query": csv_query.urlencode(),
             "without_run_query": without_run.urlencode(),
