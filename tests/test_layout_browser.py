@@ -190,3 +190,22 @@ def test_the_digests_week_label_is_level_with_its_box(browser, live_server, memb
             previous = box(browser, "form.filters > a")
             assert abs((label[1] + label[3]) / 2 - (previous[1] + previous[3]) / 2) <= 2, (width, label, previous)
     assert console_errors(browser) == []
+
+
+@pytest.mark.django_db(transaction=True)
+def test_on_a_phone_a_digests_preview_links_stay_on_one_line(browser, live_server, operator, team_a):  # noqa: F811
+    """At 390 px the digests table's Preview column wrapped "HTML ·" over "text": the two links of a
+    digest stay on one line, on a phone as on a laptop."""
+    log_in(browser, live_server.url, operator, "/digests/")
+    for width in (1280, 390):
+        with window_width(browser, width):
+            browser.get(f"{live_server.url}/digests/")
+            rows = browser.find_elements("css selector", "table.data tbody tr")
+            assert len(rows) >= 2, width  # the operator digest and team A's
+            for row in rows:
+                html_link, text_link = row.find_elements("css selector", "td:last-child a")
+                assert (html_link.text, text_link.text) == ("HTML", "text")
+                html_box = browser.execute_script(BOX, html_link)
+                text_box = browser.execute_script(BOX, text_link)
+                assert abs(html_box[1] - text_box[1]) <= 1 and text_box[0] > html_box[2], (width, html_box, text_box)
+    assert console_errors(browser) == []
