@@ -403,3 +403,34 @@ def test_on_a_phone_a_long_log_line_does_not_widen_the_labeling_page(browser, li
     assert laid_out["form"] <= laid_out["window"] and laid_out["log"] <= laid_out["window"], laid_out
     assert laid_out["logScrolls"], laid_out  # the line is whole, in its own box
     assert reflow == [], reflow
+
+
+# Each line's top where the words of an element are drawn (a range over its text: one rect per line box).
+LINE_TOPS = (
+    "const r = document.createRange(); r.selectNodeContents(arguments[0]);"
+    " return [...r.getClientRects()].filter(b => b.width > 0).map(b => Math.round(b.top));"
+)
+
+
+@pytest.mark.django_db(transaction=True)
+def test_on_a_phone_the_job_number_keeps_to_its_progress_line(browser, live_server, team_a):  # noqa: F811
+    """At 390 px the labeling page's progress line wrapped before "job #1", which stood alone on a line
+    of its own: it stays beside the words before it ("0 of 1 labelled · job #1")."""
+    from selenium.webdriver.common.by import By
+
+    from tests.test_browser import window_width
+
+    lead, second = UserFactory(username="rita-researcher"), UserFactory(username="ravi-rater")
+    for user in (lead, second):
+        user.groups.add(Group.objects.get_or_create(name=RESEARCHERS_GROUP)[0])
+    JobFactory(team=team_a, name="bert-0", mean_gpu_util=20.0)
+    study = services.create_study(name="Phone pilot", lead=lead, raters=[lead, second], sample_size=1, seed=5)
+    open_as(browser, live_server.url, lead)
+    for width in (1280, 390):
+        with window_width(browser, width, mobile=width == 390):
+            browser.get(f"{live_server.url}/studies/{study.pk}/label/")
+            line = browser.find_element(By.CSS_SELECTOR, ".label-progress")
+            assert "job #1" in line.text.replace("\xa0", " "), line.text
+            words = browser.execute_script(LINE_TOPS, browser.find_element(By.ID, "progress-text"))
+            number = browser.execute_script(LINE_TOPS, browser.find_element(By.ID, "progress-job"))
+            assert len(number) == 1 and number[0] == words[-1], (width, words, number)
