@@ -209,3 +209,25 @@ def test_on_a_phone_a_digests_preview_links_stay_on_one_line(browser, live_serve
                 text_box = browser.execute_script(BOX, text_link)
                 assert abs(html_box[1] - text_box[1]) <= 1 and text_box[0] > html_box[2], (width, html_box, text_box)
     assert console_errors(browser) == []
+
+
+@pytest.mark.django_db(transaction=True)
+def test_the_settings_pages_cards_start_under_the_bar_and_their_buttons_clear_the_help(browser, live_server, operator):  # noqa: F811
+    """Your settings: the first card sat 60 px further down than any other page's first card, with 60 px
+    between the cards, and each Save button touched the help text above it. The first card starts where
+    a page's heading does, the cards are as far apart as elsewhere, and a button clears its help text."""
+    log_in(browser, live_server.url, operator, "/password/")
+    for width in (1280, 390):
+        with window_width(browser, width):
+            browser.get(f"{live_server.url}/password/")
+            main = box(browser, "main")
+            cards = [browser.execute_script(BOX, card) for card in browser.find_elements("css selector", "main .card")]
+            assert len(cards) == 2, cards
+            assert cards[0][1] - main[1] <= 24, (width, main, cards[0])
+            assert cards[1][1] - cards[0][3] <= 24, (width, cards)
+            for form in browser.find_elements("css selector", "main .card form"):
+                help_text = form.find_elements("css selector", "small.muted, .helptext, ul")[-1]
+                button = form.find_element("css selector", "button[type=submit]")
+                gap = browser.execute_script(BOX, button)[1] - browser.execute_script(BOX, help_text)[3]
+                assert gap >= 8, (width, button.text, gap)
+    assert console_errors(browser) == []
