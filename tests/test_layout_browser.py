@@ -231,3 +231,18 @@ def test_the_settings_pages_cards_start_under_the_bar_and_their_buttons_clear_th
                 gap = browser.execute_script(BOX, button)[1] - browser.execute_script(BOX, help_text)[3]
                 assert gap >= 8, (width, button.text, gap)
     assert console_errors(browser) == []
+
+
+@pytest.mark.django_db(transaction=True)
+def test_the_study_forms_sampling_select_looks_like_its_other_fields(browser, live_server, operator):  # noqa: F811
+    """New labeling study: the Sampling select was Chromium's grey while the inputs around it were white;
+    it has their background and border."""
+    look = "const s = getComputedStyle(arguments[0]); return [s.backgroundColor, s.borderTopColor, s.borderTopWidth];"
+    log_in(browser, live_server.url, operator, "/studies/new/")
+    for width in (1280, 390):
+        with window_width(browser, width):
+            browser.get(f"{live_server.url}/studies/new/")
+            select = browser.find_element("css selector", ".study-form select")
+            name = browser.find_element("css selector", ".study-form input[type=text]")
+            assert browser.execute_script(look, select) == browser.execute_script(look, name), width
+    assert console_errors(browser) == []
