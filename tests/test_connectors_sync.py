@@ -4,17 +4,20 @@ repeated pages. Every pull must end with each job stored exactly once and the wa
 
 from __future__ import annotations
 
+import json
 import time
 from datetime import UTC, datetime, timedelta
+from decimal import Decimal
 from urllib.parse import urlencode
 
 import pytest
 from django.core.management import call_command
 
+from fleet.archive import parse_archive
 from fleet.connectors import sync
 from fleet.connectors.base import parse_time_watermark
 from fleet.connectors.models import Connector
-from fleet.models import Artifact, IngestRun, Job
+from fleet.models import Artifact, Cluster, GpuModelPrice, IngestRun, Job
 from tests.connector_servers import FakePlatform
 from tests.fixtures.connectors.make_slurm_fixtures import job as sacct_job
 
@@ -187,6 +190,72 @@ def test_jobs_the_database_cannot_keep_are_reported_and_the_others_stored():
         ("g-" + "9" * 8, "external_id", "a job id of 302 characters; at most 200 are kept"),
     }
     assert fetched == {f"/jobs/{job}/{part}" for job in ("g-0", "g-3") for part in ("series", "artifacts")}
+
+
+def test_generic_jobs_on_mig_slices_and_shared_replicas_are_charged_their_share():
+    """A job object's `gpu_share` and `gpu_unit` are read as an archive's job rows are: a job on two
+    1g.10gb slices of an H100 priced at 7.00 an hour costs 2 x 1/7 x 7.00 an hour, not 2 x 7.00."""
+    api = GenericApi(3)
+    api.jobs[0].update(gpu_model="H100", gpu_share="1/7", gpu_unit="MIG 1g.10gb slice")
+    api.jobs[1].update(gpu_model="H100", gpu_share=0.25, gpu_unit="time-sliced GPU (1 of 4)")
+    api.jobs[2].update(gpu_model="H100")  # no share: whole GPUs
+    cluster = Cluster.objects.create(name="c1")
+    GpuModelPrice.objects.create(cluster=cluster, gpu_model="H100", price_per_gpu_hour=Decimal("7.00"))
+    with FakePlatform() as server:
+        api.install(server)
+        connector = make_connector("generic", server.url, options={"series": False})
+        result = sync.sync_connector(connector.pk)
+    assert result.status == "succeeded", result.errors
+    slices, replicas, whole = (Job.objects.get(external_id=f"g-{n}") for n in range(3))
+    # two devices for half an hour each
+    assert (slices.gpus_text, slices.gpu_share_text) == ("2 MIG 1g.10gb slices", "1/7 of a GPU each")
+    assert slices.gpu_hours == pytest.approx(1 / 7) and slices.cost == Decimal("1.00")
+    assert (replicas.gpus_text, replicas.gpu_share_text) == ("2 time-sliced GPUs (1 of 4)", "1/4 of a GPU each")
+    assert replicas.gpu_hours == pytest.approx(0.25) and replicas.cost == Decimal("1.75")
+    assert (whole.gpus_text, whole.gpu_share_text) == ("2 GPUs", "")
+    assert whole.gpu_hours == pytest.approx(1.0) and whole.cost == Decimal("7.00")
+
+
+def archive_errors(tmp_path, jobs: list[dict]) -> list[tuple[str, str, str]]:
+    """The (job id, field, message) errors of an uploaded archive whose jobs.jsonl holds `jobs`."""
+    folder = tmp_path / "archive"
+    folder.mkdir()
+    (folder / "manifest.json").write_text(json.dumps({"format": "fleet-archive", "version": 1, "cluster": "c1"}))
+    (folder / "jobs.jsonl").write_text("".join(json.dumps(job) + "\n" for job in jobs))
+    return [(error.job_id, error.field, error.message) for error in parse_archive(folder).errors]
+
+
+SHARE_OUT_OF_RANGE = "must be more than 0 and at most 1 (the share of a physical GPU each device is), got {!r}"
+
+
+@pytest.mark.parametrize(
+    ("field", "value", "message"),
+    [
+        ("gpu_share", "half", "not a number or a fraction like 1/7: 'half'"),
+        ("gpu_share", "1/0", "not a number or a fraction like 1/7: '1/0'"),
+        ("gpu_share", True, "not a number or a fraction like 1/7: True"),
+        ("gpu_share", {"of": 7}, "not a number or a fraction like 1/7: {'of': 7}"),
+        ("gpu_share", 0, SHARE_OUT_OF_RANGE.format("0")),
+        ("gpu_share", 1.5, SHARE_OUT_OF_RANGE.format("1.5")),
+        ("gpu_share", "-1/7", SHARE_OUT_OF_RANGE.format("-1/7")),
+        ("gpu_share", "1e-1", "invalid value '1e-1': '1e-1' is not valid under any of the given schemas"),
+        ("gpu_unit", 7, "must be of type ['string', 'null'] (got 7)"),
+        ("gpu_unit", "slice " * 20, "invalid length 119 (maxLength 100)"),
+    ],
+)
+def test_a_bad_gpu_share_or_unit_is_that_jobs_error_worded_as_an_archive_words_it(tmp_path, field, value, message):
+    api = GenericApi(3)
+    api.jobs[1][field] = value
+    with FakePlatform() as server:
+        api.install(server)
+        connector = make_connector("generic", server.url, options={"series": False})
+        result = sync.sync_connector(connector.pk)
+    assert result.status == "partial"
+    assert sorted(Job.objects.values_list("external_id", flat=True)) == ["g-0", "g-2"]
+    assert [(e["file"], e["row"], e["job_id"], e["field"], e["message"]) for e in result.errors] == [
+        ("generic-test /jobs", 2, "g-1", field, message)
+    ]
+    assert archive_errors(tmp_path, api.jobs) == [("g-1", field, message)]
 
 
 def test_a_page_with_nan_is_refused_at_once_not_read_again_as_if_cut_short():

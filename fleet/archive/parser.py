@@ -67,6 +67,7 @@ __all__ = [
     "ArchiveStream",
     "ParsedArchive",
     "ParsedJob",
+    "gpu_fields",
     "parse_archive",
     "parse_timestamp",
     "parse_timestamps",
@@ -74,6 +75,7 @@ __all__ = [
 
 JOB_FILES = ("jobs.csv", "jobs.jsonl")
 SHARE_MEANING = "the share of a physical GPU each device is"
+GPU_FIELDS = ("gpu_share", "gpu_unit")  # what a job's devices are; see gpu_fields
 JOB_REQUIRED = ("job_id", "user", "team", "gpu_count", "start_time", "end_time")
 SHARED_METRICS_FILES = ("metrics.csv", "metrics.parquet")
 METRICS_FOLDER = "metrics"
@@ -364,32 +366,37 @@ def _from_epoch_seconds(seconds: np.ndarray) -> pd.Series:
 # Schemas
 # ---------------------------------------------------------------------------------------------
 @cache
-def _validator(name: str) -> jsonschema.Draft202012Validator:
+def _validator(name: str, fields: tuple[str, ...] = ()) -> jsonschema.Draft202012Validator:
+    """The schema `name`, or with `fields` only those properties' rules (nothing required)."""
     text = resources.files("fleet").joinpath("schemas", name).read_text(encoding="utf-8")
     schema = json.loads(text)
-    return jsonschema.Draft202012Validator(_inline_local_refs(schema, schema.get("$defs", {})))
+    defs = schema.get("$defs", {})
+    if fields:
+        schema = {"type": "object", "properties": {field: schema["properties"][field] for field in fields}}
+    return jsonschema.Draft202012Validator(_inline_local_refs(schema, defs))
 
 
 @cache
-def _compiled(name: str) -> Callable[[dict], object]:
+def _compiled(name: str, fields: tuple[str, ...] = ()) -> Callable[[dict], object]:
     """The same schema compiled to Python by fastjsonschema: a valid row passes in a tenth of the
     time `jsonschema` takes (0.03 against 0.39 ms), which an import pays for every job row. It
     only says whether a row is valid; `_validator` words the errors of a row that is not."""
-    schema = dict(_validator(name).schema)
+    schema = dict(_validator(name, fields).schema)
     # Every keyword the schema uses means the same in draft 7, which fastjsonschema compiles; it
     # does not know the 2020-12 URI. tests/test_archive_fuzz.py holds the two to the same verdicts.
     schema["$schema"] = "http://json-schema.org/draft-07/schema#"
     return fastjsonschema.compile(schema)
 
 
-def schema_problems(name: str, record: dict) -> Iterator[tuple[str, str]]:
-    """(field, message) of each way the record breaks the schema `name` (none for a valid record)."""
+def schema_problems(name: str, record: dict, fields: tuple[str, ...] = ()) -> Iterator[tuple[str, str]]:
+    """(field, message) of each way the record breaks the schema `name` (none for a valid record);
+    with `fields`, only the rules of those fields."""
     try:
-        _compiled(name)(record)
+        _compiled(name, fields)(record)
         return
     except fastjsonschema.JsonSchemaException:
         pass
-    for error in _validator(name).iter_errors(record):
+    for error in _validator(name, fields).iter_errors(record):
         yield _schema_problem(error)
 
 
@@ -1440,21 +1447,9 @@ def _job_from_row(record: dict, default_cluster: str) -> tuple[JobRecord | None,
             problems.append((name, str(exc)))
             return None
 
-    def share() -> float:
-        """The share of a physical GPU each device is: a number or a fraction ("1/7" for a MIG 1g slice)."""
-        value = record.get("gpu_share")
-        if value is None or _text(value) == "":
-            return 1.0
-        number = _as_share(value)
-        if number is None:
-            problems.append(("gpu_share", f"not a number or a fraction like 1/7: {value!r}"))
-            return 1.0
-        if not 0.0 < number <= 1.0:  # NaN fails this too
-            problems.append(("gpu_share", f"must be more than 0 and at most 1 ({SHARE_MEANING}), got {_text(value)!r}"))
-        return number
-
     gpu_count = count("gpu_count", None)
-    gpu_share = share()
+    gpu_share, gpu_unit, gpu_problems = gpu_fields(record)
+    problems.extend(gpu_problems)
     node_count = count("node_count", 1)
     cpu_count = count("cpu_count", None)
     start, end, submit = moment("start_time"), moment("end_time"), moment("submit_time")
@@ -1492,7 +1487,7 @@ def _job_from_row(record: dict, default_cluster: str) -> tuple[JobRecord | None,
         name=_text(record.get("name")),
         gpu_model=_text(record.get("gpu_model")),
         gpu_share=gpu_share,
-        gpu_unit=_text(record.get("gpu_unit")),
+        gpu_unit=gpu_unit,
         node_count=node_count,
         cpu_count=cpu_count,
         state=_text(record.get("state")),
@@ -1507,6 +1502,31 @@ def _job_from_row(record: dict, default_cluster: str) -> tuple[JobRecord | None,
     # job), by the rule every source's jobs meet.
     problem = job.unstorable()
     return (None, [problem]) if problem is not None else (job, [])
+
+
+def gpu_fields(record: dict) -> tuple[float, str, list[tuple[str, str]]]:
+    """A job row's `gpu_share` (the share of a physical GPU each device is: a number, its decimal text
+    or a fraction's text such as "1/7" for a MIG 1g slice; 1 when absent or empty) and `gpu_unit` (what
+    a device is; "" when absent), with the (field, message) problems that reject the row: the rules of
+    an archive's job rows, which the generic REST connector's job objects keep to as well."""
+    values = {name: value.strip() if isinstance(value, str) else value for name in GPU_FIELDS
+              if (value := record.get(name)) is not None}  # fmt: skip
+    problems: list[tuple[str, str]] = []
+    share = 1.0
+    value = values.get("gpu_share")
+    if value is not None and _text(value) != "":
+        number = _as_share(value)
+        if number is None:
+            problems.append(("gpu_share", f"not a number or a fraction like 1/7: {value!r}"))
+        elif not 0.0 < number <= 1.0:  # NaN fails this too
+            problems.append(("gpu_share", f"must be more than 0 and at most 1 ({SHARE_MEANING}), got {_text(value)!r}"))
+        else:
+            share = number
+    if values:
+        for field_name, message in schema_problems("job.schema.json", values, GPU_FIELDS):
+            if field_name not in {name for name, _ in problems}:
+                problems.append((field_name, message))
+    return share, _text(values.get("gpu_unit")), problems
 
 
 def _text(value) -> str:

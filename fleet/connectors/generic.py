@@ -5,7 +5,8 @@ can export their jobs but are none of the above.
     GET {url}/jobs/<job_id>/series             -> {"samples": [{"timestamp", "host", "gpu", <metric>...}, ...]}
     GET {url}/jobs/<job_id>/artifacts          -> {"artifacts": [{"kind", "path", "content" | "content_base64"}]}
 
-A job object has the fields of an archive v1 job row (docs/archive-format.md). Jobs come in the
+A job object has the fields of an archive v1 job row (docs/archive-format.md); its `gpu_share` and
+`gpu_unit` are read by the archive's own rules (`fleet.archive.parser.gpu_fields`). Jobs come in the
 order they changed; `next_cursor` is the position after the page and becomes the watermark once
 the page is stored. A job that changes again later comes again and is updated in place.
 """
@@ -22,7 +23,7 @@ import numpy as np
 import pandas as pd
 
 from fleet import series as series_lib
-from fleet.archive.parser import parse_timestamp
+from fleet.archive.parser import gpu_fields, parse_timestamp
 from fleet.canonical import (
     JOB_TYPES,
     MAX_HOST_CHARS,
@@ -42,6 +43,15 @@ ARTIFACT_KINDS = ("log", "script", "trace")
 PAGE_SIZE = 200
 MAX_PAGES = 100_000  # a server that never says has_more=false stops here
 MAX_STALLS = 3  # pages in a row that do not move the cursor before we give up
+
+
+class BadFields(ValueError):
+    """A job object whose fields break the archive's rules: `problems` are (field, message) pairs,
+    each one error of the job, as an archive's row gets them."""
+
+    def __init__(self, problems: list[tuple[str, str]]):
+        super().__init__("; ".join(f"field {field!r}: {message}" for field, message in problems))
+        self.problems = problems
 
 
 def job_from_object(item, *, cluster: str = "", source: str = "jobs") -> JobRecord:
@@ -69,6 +79,9 @@ def job_from_object(item, *, cluster: str = "", source: str = "jobs") -> JobReco
     labels = item.get("labels") or {}
     if not isinstance(labels, dict):
         raise ValueError("labels must be a JSON object")
+    gpu_share, gpu_unit, problems = gpu_fields(item)
+    if problems:
+        raise BadFields(problems)
     return JobRecord(
         external_id=str(item["job_id"]),
         user=str(item["user"]),
@@ -79,6 +92,8 @@ def job_from_object(item, *, cluster: str = "", source: str = "jobs") -> JobReco
         cluster=str(item.get("cluster") or cluster),
         name=str(item.get("name") or ""),
         gpu_model=str(item.get("gpu_model") or ""),
+        gpu_share=gpu_share,
+        gpu_unit=gpu_unit,
         node_count=count("node_count", 1),
         cpu_count=count("cpu_count"),
         state=str(item.get("state") or ""),
@@ -209,7 +224,10 @@ class GenericConnector(BaseConnector):
                     jobs.append(job_from_object(item, cluster=self.settings.cluster))
                 except ValueError as exc:
                     job_id = str(item.get("job_id", "")) if isinstance(item, dict) else ""
-                    errors.append(RecordError(f"{self.settings.name} /jobs", str(exc), row=row, job_id=job_id))
+                    source = f"{self.settings.name} /jobs"
+                    problems = exc.problems if isinstance(exc, BadFields) else [("", str(exc))]
+                    for field_name, message in problems:
+                        errors.append(RecordError(source, message, row=row, field=field_name, job_id=job_id))
             next_cursor = str(doc.get("next_cursor") or cursor)
             yield Batch(jobs=jobs, watermark=next_cursor, errors=errors)
             if not doc.get("has_more"):
