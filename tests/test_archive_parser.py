@@ -545,6 +545,29 @@ def test_a_gpu_share_in_jsonl_may_be_a_number(tmp_path):
     assert only_error(parsed, "j2").field == "gpu_share"
 
 
+def test_a_number_too_large_for_a_float_rejects_that_job_only(tmp_path):
+    """JSON's integers have no limit; a share or a time of 400 digits was an OverflowError that ended
+    the whole import."""
+    huge = 10**400
+    times = {"start_time": "2026-10-05T09:00:00Z", "end_time": "2026-10-05T10:00:00Z"}
+    lines = [
+        json.dumps({"job_id": "j1", "user": "a", "team": "t", "gpu_count": 1, "gpu_share": huge, **times}),
+        json.dumps({"job_id": "j2", "user": "a", "team": "t", "gpu_count": 1, **times, "start_time": huge}),
+        json.dumps({"job_id": "j3", "user": "a", "team": "t", "gpu_count": 1, **times}),
+    ]
+    files = base_files()
+    del files["jobs.csv"]
+    files["jobs.jsonl"] = "\n".join(lines) + "\n"
+    parsed = parse_files(tmp_path, files)
+    assert sorted(parsed.jobs) == ["j3"]
+    share, start = only_error(parsed, "j1"), only_error(parsed, "j2")
+    assert (share.field, share.message) == (
+        "gpu_share",
+        f"must be more than 0 and at most 1 (the share of a physical GPU each device is), got '{huge}'",
+    )
+    assert start.field == "start_time" and start.message.startswith(f"unparseable timestamp '{huge}'")
+
+
 def test_identical_duplicate_job_rows_are_kept_once(tmp_path):
     parsed = parse_files(tmp_path, base_files(**{"jobs.csv": csv_text(JOBS_HEADER, [*JOBS_ROWS, JOBS_ROWS[0]])}))
     assert sorted(parsed.jobs) == ["j1", "j2", "j3"]

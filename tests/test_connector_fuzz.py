@@ -465,13 +465,16 @@ def test_a_rayjob_whose_metadata_is_not_an_object_is_reported_and_skipped():
 
 
 GENERIC_FIELDS = [*generic.REQUIRED, "submit_time", "node_count", "cpu_count", "job_type", "labels", "cluster"]
+GENERIC_FIELDS += ["gpu_share", "gpu_unit"]
 
 
 @FUZZ
 @given(
     fields=st.dictionaries(
         st.sampled_from(GENERIC_FIELDS),
-        st.one_of(JSON_VALUES, st.sampled_from(["2026-11-02T10:00:00Z", "1793613600", "1e20", "-1", "batch"])),
+        st.one_of(
+            JSON_VALUES, st.sampled_from(["2026-11-02T10:00:00Z", "1793613600", "1e20", "-1", "batch", "1/7", 10**400])
+        ),
     )
 )
 def test_any_generic_job_object_gives_a_job_or_a_value_error_naming_the_field(fields):

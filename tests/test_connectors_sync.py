@@ -238,6 +238,7 @@ SHARE_OUT_OF_RANGE = "must be more than 0 and at most 1 (the share of a physical
         ("gpu_share", 0, SHARE_OUT_OF_RANGE.format("0")),
         ("gpu_share", 1.5, SHARE_OUT_OF_RANGE.format("1.5")),
         ("gpu_share", "-1/7", SHARE_OUT_OF_RANGE.format("-1/7")),
+        ("gpu_share", 10**400, SHARE_OUT_OF_RANGE.format(str(10**400))),  # no float holds it
         ("gpu_share", "1e-1", "invalid value '1e-1': '1e-1' is not valid under any of the given schemas"),
         ("gpu_unit", 7, "must be of type ['string', 'null'] (got 7)"),
         ("gpu_unit", "slice " * 20, "invalid length 119 (maxLength 100)"),

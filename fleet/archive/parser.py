@@ -283,7 +283,10 @@ def parse_timestamp(value) -> datetime:
     if isinstance(value, bool) or value is None:
         raise ValueError(timestamp_message(value))
     if isinstance(value, int | float):
-        seconds = float(value)
+        try:
+            seconds = float(value)
+        except OverflowError:  # a JSON integer no float holds
+            raise ValueError(timestamp_message(value)) from None
     else:
         text = str(value).strip()
         if _EPOCH.fullmatch(text):
@@ -1570,7 +1573,10 @@ def _as_share(value) -> float | None:
     if isinstance(value, bool):
         return None
     if isinstance(value, int | float):
-        return float(value)
+        try:
+            return float(value)
+        except OverflowError:  # a JSON integer no float holds: out of range, as its text would be
+            return math.inf if value > 0 else -math.inf
     text = str(value).strip()
     if not text.isascii():
         return None
