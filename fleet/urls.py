@@ -8,6 +8,7 @@ app_name = "fleet"
 urlpatterns = [
     path("ingest-runs/", views.ingest_run_list, name="ingest-run-list"),
     path("ingest-runs/upload/", views.ingest_upload, name="ingest-upload"),
+    path("docs/archive-format/", views.archive_format, name="archive-format"),
     path("ingest-runs/<int:pk>/", views.ingest_run_detail, name="ingest-run-detail"),
     path("ingest-runs/<int:pk>/status.json", views.ingest_run_status, name="ingest-run-status"),
     path("ingest-runs/<int:pk>/requeue/", views.ingest_run_requeue, name="ingest-run-requeue"),

@@ -8,6 +8,7 @@ from datetime import timedelta
 
 from django.conf import settings
 from django.contrib import messages
+from django.contrib.auth.decorators import login_required
 from django.core.paginator import Paginator
 from django.db import DatabaseError, connection
 from django.db.models import Count, Q
@@ -21,6 +22,7 @@ from django.views.decorators.http import require_POST
 from config.methods import read_only, with_form
 from fleet import audit, ingest
 from fleet.access import operator_required
+from fleet.docs_pages import rendered_document
 from fleet.exports import spreadsheet_safe
 from fleet.filters import AuditEventFilter, IngestRunFilter, narrowed
 from fleet.models import AuditEvent, IngestRun, MachineToken
@@ -176,6 +178,14 @@ def ingest_run_errors_csv(request, pk: int):
 
 def _wants_json(request) -> bool:
     return "application/json" in request.headers.get("Accept", "")
+
+
+@login_required
+@read_only
+def archive_format(request):
+    """docs/archive-format.md as a page: what an archive holds, for whoever writes an exporter or
+    uploads one (the upload page links here), with no checkout of the repository at hand."""
+    return render(request, "fleet/archive_format.html", {"document": rendered_document("archive-format.md")})
 
 
 @operator_required
