@@ -969,3 +969,149 @@ def test_a_dataset_reading_each_sample_through_a_boto3_resource_is_remote_data_r
         "Training reads its data straight from remote storage (boto3 Object.get per sample in Images.__getitem__, "
         "data.py:16)."
     )
+
+
+# --- plain names by function scope, annotated bindings, a bound Object, slices of an open_files list -------------
+
+FILESYSTEM_PER_FUNCTION = """import fsspec
+import s3fs
+import torch
+from torch.utils.data import DataLoader, Dataset
+
+remote = s3fs.S3FileSystem(anon=False)
+
+
+def stage(keys):
+    fs = s3fs.S3FileSystem(anon=False)
+    for key in keys:
+        fs.get(f"vision-datasets/{key}", f"/local_ssd/{key}")
+
+
+class LocalShards(Dataset):
+    def __init__(self, keys):
+        self.keys = keys
+
+    def __getitem__(self, index):
+        fs = fsspec.filesystem("file")
+        with fs.open(f"/local_ssd/{self.keys[index]}", "rb") as handle:
+            return torch.load(handle)
+
+
+def load(fs, key):
+    with fs.open(key, "rb") as handle:
+        return torch.load(handle)
+
+
+class RemoteShards(Dataset):
+    def __getitem__(self, index):
+        with remote.open(f"vision-datasets/part-{index:05d}.pt", "rb") as handle:
+            return torch.load(handle)
+
+
+def make_loader(keys):
+    fs = s3fs.S3FileSystem(anon=False)
+
+    def fetch(batch):
+        return [torch.load(fs.open(f"vision-datasets/{key}")) for key in batch]
+
+    return DataLoader(keys, batch_size=32, collate_fn=fetch)
+"""
+
+
+def test_a_plain_name_is_the_one_its_function_binds_else_the_enclosing_or_module_ones():
+    # `fs = s3fs.S3FileSystem()` in stage() made every other `fs` in the file remote: __getitem__'s local filesystem
+    # (fsspec.filesystem("file")) and load's parameter. A module-level filesystem is seen by functions that do not
+    # rebind it, and a closure sees its enclosing function's.
+    found = reads(FILESYSTEM_PER_FUNCTION)
+    assert [(f["line"], f["client"], f["call"], f["per_sample"], f["context"]) for f in found] == [
+        (12, "s3fs", "get", False, "stage"),
+        (32, "s3fs", "open", True, "RemoteShards.__getitem__"),
+        (40, "s3fs", "open", True, "fetch, called per batch as collate_fn"),
+    ]
+    # A function that declares the name global binds the module's.
+    declared = FILESYSTEM_PER_FUNCTION.replace(
+        "def stage(keys):\n    fs = ", "def stage(keys):\n    global remote\n    remote = "
+    ).replace('        fs.get(f"vision', '        remote.get(f"vision')
+    assert [(f["line"], f["context"]) for f in reads(declared)][:2] == [(13, "stage"), (33, "RemoteShards.__getitem__")]
+
+
+ANNOTATED_FILESYSTEM = """import s3fs
+import torch
+from fsspec import AbstractFileSystem
+from torch.utils.data import Dataset
+
+fs: AbstractFileSystem = s3fs.S3FileSystem(anon=False)
+
+
+class Shards(Dataset):
+    def __init__(self, root: str):
+        self.remote: s3fs.S3FileSystem = s3fs.S3FileSystem(anon=False)
+        self.root = root
+
+    def __getitem__(self, index):
+        with self.remote.open(f"{self.root}/part-{index:05d}.pt", "rb") as handle:
+            return torch.load(handle)
+
+
+def collate(keys):
+    return [torch.load(fs.open(f"vision-datasets/{key}.pt")) for key in keys]
+"""
+
+
+def test_a_filesystem_bound_with_an_annotation_is_followed():
+    found = reads(ANNOTATED_FILESYSTEM + "\n\nloader = DataLoader(Shards('s3://b'), collate_fn=collate)\n")
+    assert [(f["line"], f["client"], f["call"], f["per_sample"]) for f in found] == [
+        (15, "s3fs", "open", True),
+        (20, "s3fs", "open", True),
+    ]
+
+
+BOTO3_OBJECT_BOUND = """import io
+
+import boto3
+import torch
+from PIL import Image
+from torch.utils.data import Dataset
+
+s3 = boto3.resource("s3")
+
+
+class Images(Dataset):
+    def __init__(self, keys):
+        self.keys = keys
+        self.cache = {}
+
+    def __getitem__(self, index):
+        obj = s3.Object("vision-datasets", self.keys[index])
+        body = obj.get()["Body"].read()
+        self.cache.get(index)
+        return Image.open(io.BytesIO(body))
+"""
+
+
+def test_a_boto3_object_bound_to_a_name_and_then_read_is_a_read():
+    (fact,) = reads(BOTO3_OBJECT_BOUND)  # the dict's get is none
+    assert (fact["line"], fact["client"], fact["call"], fact["url"], fact["per_sample"], fact["context"]) == (
+        18,
+        "boto3",
+        "Object.get",
+        "s3://vision-datasets",
+        True,
+        "Images.__getitem__",
+    )
+    bound_to_self = BOTO3_OBJECT_BOUND.replace("        obj = s3.Object", "        self.obj = s3.Object").replace(
+        "obj.get()", "self.obj.get()"
+    )
+    assert [f["line"] for f in reads(bound_to_self)] == [18]
+
+
+@pytest.mark.parametrize(
+    "view", ["self.files[:8]", "self.files[self.start : self.end]", "self.files[::2]", "reversed(self.files)"]
+)
+def test_a_loop_over_a_slice_of_an_open_files_list_enters_its_files(view):
+    source = OPEN_FILES_ITERATED.replace("for shard in self.files:", f"for shard in {view}:")
+    found = reads(source)
+    assert [(f["line"], f["url"], f["per_sample"], f["context"]) for f in found] == [
+        (17, SHARDS_GS, True, "FeatureStream.__iter__"),
+        (23, SHARDS_GS, False, "stage"),
+    ]

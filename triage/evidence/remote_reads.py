@@ -14,7 +14,9 @@ fact, told apart by where it runs:
 A call counts only with its client imported in the same file (boto3's `get_object` of a class of one's own is no
 read) or made on an object the file built from a remote filesystem (`fs = s3fs.S3FileSystem()`, `self.fs = ...`,
 `fsspec.filesystem("s3")`); a file opened for writing is no read. `self.fs` (a session, a pool, a file list alike) is
-the one its own class binds, else a base's in the file: another class's remote self.fs makes no local one remote.
+the one its own class binds, else a base's in the file: another class's remote self.fs makes no local one remote. A
+plain name is the one its scope binds, as Python looks it up (`_Scopes`): `fs = s3fs.S3FileSystem()` in one function
+makes no other function's local `fs` (or parameter) remote; a module's is seen where no function rebinds it.
 A `.map` is a pool's (a staging download, once) only on a name bound to a thread or process pool, or on one made
 there (`ThreadPoolExecutor(16).map`). Pure Python; no Django.
 """
@@ -110,6 +112,7 @@ class RemoteReads:
 
     def __init__(self, tree: ast.Module, resolve):
         self.resolve = resolve  # the file's literal resolver (constants, argparse defaults)
+        self.scopes = _Scopes(tree)  # which function (or the module) binds a plain name used at a node
         self.aliases: dict[str, str] = {}  # local name -> what it imports ("wds" -> "webdataset")
         self.modules: set[str] = set()  # every module imported, dotted
         # Names bound to what this module follows; `self.x` as the class that binds it names it ("Shards.fs"), so two
@@ -118,6 +121,7 @@ class RemoteReads:
         self.sessions: dict[str, str] = {}  # "session" -> requests / httpx
         self.pools: dict[str, str] = {}  # name -> the thread or process pool it holds (whose .map is no dataset's)
         self.open_files: dict[str, str] = {}  # "files", "Parts.files" (self.files) -> the URL open_files listed
+        self.objects: dict[str, str] = {}  # "obj" -> the bucket's URL of the boto3 resource's Object it holds, or ""
         self.iterated: dict[int, str] = {}  # id of a loop variable's use (`for f in files: with f`) -> files' URL
         self.classes: dict[str, list[str]] = {}  # class -> its bases' names ("Shards" -> ["Dataset"])
         self.owners: dict[int, str] = {}  # id of a node -> the innermost class it is in
@@ -151,29 +155,39 @@ class RemoteReads:
             for node in ast.walk(tree)
         )
         for node in ast.walk(tree):
-            if isinstance(node, ast.Assign):
-                for target in node.targets:
+            if isinstance(node, ast.Assign | ast.AnnAssign):
+                for target in node.targets if isinstance(node, ast.Assign) else [node.target]:
                     for each in target.elts if isinstance(target, ast.Tuple) else [target]:
                         if (name := _dotted(each)).startswith("self."):
                             self.bindings.add(self._owned(name, node))
             made = node.context_expr if isinstance(node, ast.withitem) and node.optional_vars else None
             if isinstance(made, ast.Call) and self._pool_made(made) and (name := _dotted(node.optional_vars)):
                 self.pools[self._owned(name, node)] = _dotted(made.func)
-            if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.value, ast.Call):
-                target = _dotted(node.targets[0])
-                if isinstance(node.targets[0], ast.Tuple) and node.targets[0].elts:
-                    target = _dotted(node.targets[0].elts[0])  # fs, path = fsspec.core.url_to_fs(url)
+            # `fs = ...`, `fs: AbstractFileSystem = ...`: one name bound to a call's result
+            if isinstance(node, ast.Assign) and len(node.targets) == 1:
+                bound_to, value = node.targets[0], node.value
+            elif isinstance(node, ast.AnnAssign) and node.value is not None:
+                bound_to, value = node.target, node.value
+            else:
+                continue
+            if isinstance(value, ast.Call):
+                target = _dotted(bound_to)
+                if isinstance(bound_to, ast.Tuple) and bound_to.elts:
+                    target = _dotted(bound_to.elts[0])  # fs, path = fsspec.core.url_to_fs(url)
                 if not target:
                     continue  # `pools[0] = ThreadPool()`, `get().fs = ...`: bound to no name this module follows
                 target = self._owned(target, node)
-                if self._pool_made(node.value):
-                    self.pools[target] = _dotted(node.value.func)
-                if listed := self._listed(node.value):
+                if self._pool_made(value):
+                    self.pools[target] = _dotted(value.func)
+                if listed := self._listed(value):
                     self.open_files[target] = listed
-                built = self._filesystem(node.value)
+                if _dotted(value.func).rsplit(".", 1)[-1] == "Object" and _s3_object(value):
+                    bucket = self._bucket(value)  # obj = s3.Object(bucket, key); obj.get()
+                    self.objects[target] = f"s3://{bucket}" if isinstance(bucket, str) and bucket else ""
+                built = self._filesystem(value)
                 if built:
                     self.filesystems[target] = built
-                elif session := _SESSIONS.get(self.canonical(_dotted(node.value.func))):
+                elif session := _SESSIONS.get(self.canonical(_dotted(value.func))):
                     self.sessions[target] = session
         for node in ast.walk(tree):  # `for f in files:` (or `enumerate(files)`): each f one of open_files' files
             if isinstance(node, ast.For | ast.AsyncFor):
@@ -183,8 +197,11 @@ class RemoteReads:
                 for each in node.generators:
                     self._iterates(each.iter, each.target, parts + [test for g in node.generators for test in g.ifs])
 
-    def _owned(self, target: str, node: ast.AST) -> str:
-        """`self.files` as the class it is bound in names it (`Parts.files`): two classes' self.files are two."""
+    def _owned(self, target: str, node: ast.AST) -> str | tuple[int, str]:
+        """`self.files` as the class it is bound in names it (`Parts.files`): two classes' self.files are two. A plain
+        name as the scope that binds it names it (`_Scopes.key`): two functions' local `fs` are two."""
+        if target and "." not in target:
+            return self.scopes.key(target, node)
         owner = self.owners.get(id(node))
         if not target.startswith("self.") or owner is None:
             return target
@@ -193,7 +210,10 @@ class RemoteReads:
     def _bound(self, bound: dict, name: str, node: ast.AST):
         """What `name` used at `node` is bound to in `bound` (a filesystem, a session, a pool, a file list), or None.
         `self.fs` is the one of the innermost class `node` is in, else of the first base (in this file) that binds
-        self.fs: a subclass that binds a local self.fs of its own reads no base's remote one."""
+        self.fs: a subclass that binds a local self.fs of its own reads no base's remote one. A plain name `fs` is the
+        one the scope that binds it (its function, an enclosing one, the module) holds, as Python looks it up."""
+        if name and "." not in name:
+            return bound.get(self.scopes.key(name, node))
         owner = self.owners.get(id(node))
         if not name.startswith("self.") or owner is None:
             return bound.get(name) if name else None
@@ -228,6 +248,7 @@ class RemoteReads:
         if isinstance(over, ast.Call) and _dotted(over.func) == "enumerate" and over.args:
             over = over.args[0]
             target = target.elts[1] if isinstance(target, ast.Tuple) and len(target.elts) == 2 else None
+        over = _viewed(over)
         if not isinstance(target, ast.Name):
             return
         listed = self._listed(over) if isinstance(over, ast.Call) else self._bound(self.open_files, _dotted(over), over)
@@ -406,6 +427,10 @@ class RemoteReads:
             bucket = self._bucket(made)
             url = f"s3://{bucket}" if isinstance(bucket, str) and bucket else None
             return self._detail("boto3", "Object.get", url, "object_store")
+        if boto == "boto3" and last == "get" and method and not call.args and receiver:
+            url = self._bound(self.objects, receiver, call)  # obj = s3.Object(bucket, key); obj.get()
+            if url is not None:
+                return self._detail("boto3", "Object.get", url or None, "object_store")
         if method and last in _GCS_READS and "google.cloud.storage" in self._modules_under("google.cloud"):
             return self._detail("google-cloud-storage", last, None, "object_store")
         if method and last in _AZURE_READS and any(m.startswith("azure.storage") for m in self.modules):
@@ -560,3 +585,99 @@ def _storage_of(path: str | None) -> str:
     if path.startswith("pipe:"):
         return "http" if ("curl" in path or "wget" in path) and "s3://" not in path else "object_store"
     return _storage(path.partition("://")[0] if "://" in path else "")
+
+
+_VIEWS = {"reversed", "list", "tuple", "sorted", "islice", "itertools.islice"}
+
+
+def _viewed(over: ast.AST) -> ast.AST:
+    """The list a loop runs over a simple view of: `files[:10]`, `files[start:end]`, `reversed(files)`,
+    `islice(files, n)` -> `files`; anything else as it is (`files[0]` is one file, no list)."""
+    while True:
+        if isinstance(over, ast.Subscript) and isinstance(over.slice, ast.Slice):
+            over = over.value
+        elif isinstance(over, ast.Call) and _dotted(over.func) in _VIEWS and over.args:
+            over = over.args[0]
+        else:
+            return over
+
+
+class _Scopes:
+    """Python's scopes of a file's plain names: each function (a lambda, a class body) binds its own, which hide the
+    module's; a function sees its enclosing functions' (a closure) and the module's, not a class body's; `global` and
+    `nonlocal` bind the module's or an enclosing function's. Comprehensions are read as part of their function."""
+
+    def __init__(self, tree: ast.Module):
+        self.module = tree
+        self.scope: dict[int, ast.AST] = {}  # id of a node -> the innermost scope it is in
+        self.parent: dict[int, ast.AST] = {}  # id of a scope -> the scope it is in
+        self.local: dict[int, set[str]] = {id(tree): set()}  # id of a scope -> the names it binds
+        self.declared: dict[int, dict[str, str]] = {}  # id of a scope -> name -> "global" / "nonlocal"
+        self._visit(tree, tree)
+
+    def key(self, name: str, node: ast.AST) -> tuple[int, str]:
+        """(id of the scope that binds `name` as seen at `node`, name); (0, name) for a name no scope binds."""
+        scope, first = self.scope.get(id(node), self.module), True
+        while scope is not None:
+            declared = self.declared.get(id(scope), {}).get(name)
+            if declared == "global":
+                return id(self.module), name
+            visible = first or not isinstance(scope, ast.ClassDef)  # a class body's names are not its methods'
+            if visible and declared is None and name in self.local[id(scope)]:
+                return id(scope), name
+            scope, first = self.parent.get(id(scope)), False
+        return 0, name
+
+    def _bind(self, scope: ast.AST, name: str) -> None:
+        self.local[id(scope)].add(name)
+
+    def _open(self, scope: ast.AST, inner: ast.AST) -> None:
+        self.parent[id(inner)] = scope
+        self.local[id(inner)] = set()
+
+    def _visit(self, node: ast.AST, scope: ast.AST) -> None:
+        self.scope[id(node)] = scope
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda):
+            arguments = node.args
+            outer = [*arguments.defaults, *(d for d in arguments.kw_defaults if d is not None)]
+            if not isinstance(node, ast.Lambda):
+                self._bind(scope, node.name)
+                outer += [*node.decorator_list, *([node.returns] if node.returns else [])]
+            for part in outer:
+                self._visit(part, scope)
+            self._open(scope, node)
+            params = [*arguments.posonlyargs, *arguments.args, *arguments.kwonlyargs]
+            params += [each for each in (arguments.vararg, arguments.kwarg) if each is not None]
+            for param in params:
+                self._bind(node, param.arg)
+                self._visit(param, node)
+            for part in node.body if isinstance(node.body, list) else [node.body]:
+                self._visit(part, node)
+            return
+        if isinstance(node, ast.ClassDef):
+            self._bind(scope, node.name)
+            for part in [*node.decorator_list, *node.bases, *node.keywords]:
+                self._visit(part, scope)
+            self._open(scope, node)
+            for part in node.body:
+                self._visit(part, node)
+            return
+        if isinstance(node, ast.Global | ast.Nonlocal):
+            kind = "global" if isinstance(node, ast.Global) else "nonlocal"
+            self.declared.setdefault(id(scope), {}).update(dict.fromkeys(node.names, kind))
+        elif isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store | ast.Del):
+            self._bind(scope, node.id)
+        elif isinstance(node, ast.Import | ast.ImportFrom):
+            for alias in node.names:
+                self._bind(scope, alias.asname or alias.name.split(".")[0])
+        elif isinstance(node, ast.ExceptHandler) and node.name:
+            self._bind(scope, node.name)
+        elif isinstance(node, ast.comprehension):  # its target is the comprehension's own, not the function's
+            self.scope[id(node)] = scope
+            for part in ast.walk(node.target):
+                self.scope[id(part)] = scope
+            for part in [node.iter, *node.ifs]:
+                self._visit(part, scope)
+            return
+        for child in ast.iter_child_nodes(node):
+            self._visit(child, scope)

@@ -24,7 +24,11 @@ from triage.rules.registry import RULES, THRESHOLDS, Finding, Status, TriageResu
 #      read, with its bucket as URL; a `.map` is a pool's (staging, once) only on a name bound to a pool or a
 #      pool made there (a pool in a dict or list made tf.data's .map one); self.fs, a session, a pool and an
 #      open_files list are the ones the reading class (or its base) binds, not another class's; open_files'
-#      files entered in a loop over them (`for f in files: with f as h:`) are reads
+#      files entered in a loop over them (`for f in files: with f as h:`) are reads; a plain name (`fs`) is the one
+#      its function's scope binds (a local or a parameter hides the module's, a closure sees its enclosing
+#      function's), not any binding in the file; `fs: T = s3fs.S3FileSystem()` is followed; a boto3 Object bound
+#      to a name and then read (`obj = s3.Object(b, k); obj.get()`) is a read; so is a file entered in a loop
+#      over a slice of an open_files list (`for f in files[:10]`, `reversed(files)`)
 RULES_REVISION = 3
 
 __all__ = [
