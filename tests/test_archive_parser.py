@@ -17,6 +17,7 @@ from hypothesis import strategies as st
 
 from fleet import series as series_lib
 from fleet.archive import ArchiveError, ReaderLimits, parse_archive
+from fleet.archive.parser import schema_problems
 from fleet.canonical import RecordError
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "docs" / "examples"
@@ -565,7 +566,101 @@ def test_a_number_too_large_for_a_float_rejects_that_job_only(tmp_path):
         "gpu_share",
         f"must be more than 0 and at most 1 (the share of a physical GPU each device is), got '{huge}'",
     )
-    assert start.field == "start_time" and start.message.startswith(f"unparseable timestamp '{huge}'")
+    assert (start.field, start.message) == (
+        "start_time",
+        "timestamp of 401 digits ('100000000000…') is out of range (from 1970 up to the year 5138)",
+    )
+
+
+# Every job field whose schema offers alternatives (anyOf): the error says in words what the field
+# must be, not the validator's "is not valid under any of the given schemas".
+SHARE_WORDS = "must be a number more than 0 and at most 1 in plain digits such as 0.25, or a fraction like 1/7"
+COUNT_WORDS = "must be a whole number of 0 or more in digits only, such as 4"
+TIME_WORDS = "must be ISO 8601 such as 2026-10-05T09:00:00Z or Unix seconds such as 1791190800"
+CLUSTER_WORDS = "must be 1 to 100 letters, digits, '_' or '-', or empty"
+ALTERNATIVES = [
+    ("gpu_share", "1e-1", f"{SHARE_WORDS} (got '1e-1')"),
+    ("gpu_share", "+0.5", f"{SHARE_WORDS} (got '+0.5')"),
+    ("cluster", "east 1", f"{CLUSTER_WORDS} (got 'east 1')"),
+    ("cluster", 5, f"{CLUSTER_WORDS} (got 5)"),
+    # Rows are trimmed before they are checked, and a count or a time the schema refuses fails its
+    # own parsing first: these words only reach `schema_problems`' callers, with an untrimmed value.
+    ("gpu_count", " 3", f"{COUNT_WORDS} (got ' 3')"),
+    ("node_count", " 3", f"{COUNT_WORDS}, or empty (got ' 3')"),
+    ("cpu_count", "16 ", f"{COUNT_WORDS}, or empty (got '16 ')"),
+    ("start_time", " 1791190800", f"{TIME_WORDS} (got ' 1791190800')"),
+    ("end_time", "2026-10-05T10:00:00Z ", f"{TIME_WORDS} (got '2026-10-05T10:00:00Z ')"),
+    ("submit_time", " 2026-10-05T08:00:00Z", f"{TIME_WORDS}, or empty (got ' 2026-10-05T08:00:00Z')"),
+]
+GOOD_JOB = {
+    "job_id": "j1", "user": "a", "team": "t", "gpu_count": 1,
+    "start_time": "2026-10-05T09:00:00Z", "end_time": "2026-10-05T10:00:00Z",
+}  # fmt: skip
+
+
+@pytest.mark.parametrize(("field", "value", "message"), ALTERNATIVES)
+def test_a_field_with_alternatives_says_what_it_must_be(field, value, message):
+    assert list(schema_problems("job.schema.json", {**GOOD_JOB, field: value})) == [(field, message)]
+
+
+@pytest.mark.parametrize(("field", "value", "message"), ALTERNATIVES[:4])
+def test_a_share_or_cluster_the_schema_refuses_says_so_in_an_archive(tmp_path, field, value, message):
+    lines = [json.dumps({**GOOD_JOB, "job_id": "bad", field: value}), json.dumps(GOOD_JOB)]
+    parsed = parse_files(tmp_path, base_files(**{"jobs.csv": None, "jobs.jsonl": "\n".join(lines) + "\n"}))
+    error = only_error(parsed, "bad")
+    assert (error.file, error.row, error.field, error.message) == ("jobs.jsonl", 1, field, message)
+    assert sorted(parsed.jobs) == ["j1"]
+
+
+def test_every_field_with_alternatives_has_its_words_tested():
+    """A field given anyOf/oneOf later needs its words in `_schema_problem` and a case above."""
+    tested = {field for field, _, _ in ALTERNATIVES}
+    schemas = Path(__file__).resolve().parent.parent / "fleet" / "schemas"
+
+    def with_alternatives(name: str) -> set[str]:
+        schema = json.loads((schemas / name).read_text())
+        defs = schema.get("$defs", {})
+        found = set()
+        for field, rule in schema["properties"].items():
+            ref = rule.get("$ref", "")
+            rule = defs.get(ref.removeprefix("#/$defs/"), rule) if ref else rule
+            if "anyOf" in rule or "oneOf" in rule:
+                found.add(field)
+        return found
+
+    assert with_alternatives("job.schema.json") == tested
+    assert with_alternatives("manifest.schema.json") == set()
+
+
+@pytest.mark.parametrize(
+    ("value", "message"),
+    [
+        (  # 13 digits: milliseconds, most likely
+            1791190800000,
+            "unparseable timestamp '1791190800000' (expected ISO 8601 or Unix seconds; this looks like milliseconds)",
+        ),
+        (
+            1791190800000000,
+            "timestamp '1791190800000000' is out of range (from 1970 up to the year 5138; "
+            "this looks like microseconds)",
+        ),
+        (
+            "1791190800000000000",
+            "timestamp '1791190800000000000' is out of range (from 1970 up to the year 5138; "
+            "this looks like nanoseconds)",
+        ),
+        ("1" + "0" * 30, f"timestamp '1{'0' * 30}' is out of range (from 1970 up to the year 5138)"),
+        (  # no float holds it; its 401 digits are not all repeated back
+            10**400,
+            "timestamp of 401 digits ('100000000000…') is out of range (from 1970 up to the year 5138)",
+        ),
+    ],
+)
+def test_a_unix_time_too_large_says_it_is_out_of_range_and_names_a_likely_unit(tmp_path, value, message):
+    lines = [json.dumps({**GOOD_JOB, "job_id": "bad", "end_time": value}), json.dumps(GOOD_JOB)]
+    parsed = parse_files(tmp_path, base_files(**{"jobs.csv": None, "jobs.jsonl": "\n".join(lines) + "\n"}))
+    error = only_error(parsed, "bad")
+    assert (error.field, error.message) == ("end_time", message)
 
 
 def test_identical_duplicate_job_rows_are_kept_once(tmp_path):

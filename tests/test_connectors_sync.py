@@ -225,6 +225,7 @@ def archive_errors(tmp_path, jobs: list[dict]) -> list[tuple[str, str, str]]:
     return [(error.job_id, error.field, error.message) for error in parse_archive(folder).errors]
 
 
+SHARE_IN_WORDS = "must be a number more than 0 and at most 1 in plain digits such as 0.25, or a fraction like 1/7"
 SHARE_OUT_OF_RANGE = "must be more than 0 and at most 1 (the share of a physical GPU each device is), got {!r}"
 
 
@@ -239,7 +240,7 @@ SHARE_OUT_OF_RANGE = "must be more than 0 and at most 1 (the share of a physical
         ("gpu_share", 1.5, SHARE_OUT_OF_RANGE.format("1.5")),
         ("gpu_share", "-1/7", SHARE_OUT_OF_RANGE.format("-1/7")),
         ("gpu_share", 10**400, SHARE_OUT_OF_RANGE.format(str(10**400))),  # no float holds it
-        ("gpu_share", "1e-1", "invalid value '1e-1': '1e-1' is not valid under any of the given schemas"),
+        ("gpu_share", "1e-1", SHARE_IN_WORDS + " (got '1e-1')"),  # the schema's anyOf, said in words
         ("gpu_unit", 7, "must be of type ['string', 'null'] (got 7)"),
         ("gpu_unit", "slice " * 20, "invalid length 119 (maxLength 100)"),
     ],

@@ -246,14 +246,20 @@ _EPOCH_PATTERN = r"\d+(?:\.\d+)?"
 _ISO = re.compile(_ISO_PATTERN)
 _EPOCH = re.compile(_EPOCH_PATTERN)
 TIMESTAMP_HINT = "expected ISO 8601 or Unix seconds"
+# Units finer than milliseconds that a Unix time too large for seconds may be counted in.
+_FINER_UNITS = (("microseconds", 1_000_000), ("nanoseconds", 1_000_000_000))
 
 
 def timestamp_message(value) -> str:
     text = "" if value is None or (isinstance(value, float) and np.isnan(value)) else str(value).strip()
     if text == "":
         return f"timestamp is empty ({TIMESTAMP_HINT})"
-    if _EPOCH.fullmatch(text) and float(text) >= MAX_EPOCH_SECONDS:
-        return f"unparseable timestamp {text!r} ({TIMESTAMP_HINT}; this looks like milliseconds)"
+    if _EPOCH.fullmatch(text) and (seconds := float(text)) >= MAX_EPOCH_SECONDS:  # inf past a float's range
+        if seconds / 1_000 < MAX_EPOCH_SECONDS:
+            return f"unparseable timestamp {text!r} ({TIMESTAMP_HINT}; this looks like milliseconds)"
+        shown = repr(text) if len(text) <= 40 else f"of {len(text)} digits ('{text[:12]}…')"  # digits only
+        unit = next((unit for unit, per_second in _FINER_UNITS if seconds / per_second < MAX_EPOCH_SECONDS), None)
+        return f"timestamp {shown} is out of range ({TIME_RANGE}{f'; this looks like {unit}' if unit else ''})"
     if _ISO.fullmatch(text):
         try:
             in_range = _in_epoch_range(as_utc(datetime.fromisoformat(text)))
@@ -434,7 +440,32 @@ def _schema_problem(error: jsonschema.ValidationError) -> tuple[str, str]:
         return field_name, f"must be of type {error.validator_value} (got {value!r})"
     if error.validator in ("maxLength", "minLength"):
         return field_name, f"invalid length {len(value)} ({error.validator} {error.validator_value})"
+    if error.validator in ("anyOf", "oneOf"):  # the validator's words: "is not valid under any of the given schemas"
+        expected = _EXPECTED.get(field_name)
+        if expected is None:
+            description = error.schema.get("description")
+            return field_name, f"invalid value {value!r}" + (f" (expected: {description})" if description else "")
+        return field_name, f"must be {expected} (got {value!r})"
     return field_name, f"invalid value {value!r}: {error.message}"
+
+
+# What each field whose schema offers alternatives (anyOf) must be, in words; the schema's own
+# rules, so a value the field's parsing accepts but the schema refuses (a share with an exponent or a
+# sign, a cluster name with a space) is told what to write. Rows are trimmed first, so a count or a
+# time the schema refuses has already failed its own parsing; their words are for `schema_problems`'
+# other callers. tests/test_archive_parser.py holds every such field to a case.
+_COUNT_WORDS = "a whole number of 0 or more in digits only, such as 4"
+_TIME_WORDS = "ISO 8601 such as 2026-10-05T09:00:00Z or Unix seconds such as 1791190800"
+_EXPECTED = {
+    "gpu_share": "a number more than 0 and at most 1 in plain digits such as 0.25, or a fraction like 1/7",
+    "gpu_count": _COUNT_WORDS,
+    "node_count": f"{_COUNT_WORDS}, or empty",
+    "cpu_count": f"{_COUNT_WORDS}, or empty",
+    "start_time": _TIME_WORDS,
+    "end_time": _TIME_WORDS,
+    "submit_time": f"{_TIME_WORDS}, or empty",
+    "cluster": "1 to 100 letters, digits, '_' or '-', or empty",
+}
 
 
 # ---------------------------------------------------------------------------------------------
