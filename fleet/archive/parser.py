@@ -435,6 +435,8 @@ def _schema_problem(error: jsonschema.ValidationError) -> tuple[str, str]:
         allowed = ", ".join(repr(v) for v in error.validator_value if v not in ("", None))
         return field_name, f"must be one of {allowed} (got {value!r})"
     if error.validator == "pattern":
+        if (words := _PATTERN_WORDS.get(error.validator_value)) is not None:
+            return field_name, f"must be {words} (got {value!r})"
         return field_name, f"invalid value {value!r} (must match {error.validator_value})"
     if error.validator == "type":
         return field_name, f"must be of type {error.validator_value} (got {value!r})"
@@ -466,6 +468,8 @@ _EXPECTED = {
     "submit_time": f"{_TIME_WORDS}, or empty",
     "cluster": "1 to 100 letters, digits, '_' or '-', or empty",
 }
+# A pattern's rule in words, for the patterns a person writes by hand (the manifest's cluster name).
+_PATTERN_WORDS = {"^[A-Za-z0-9_-]{1,100}$": "1 to 100 letters, digits, '_' or '-'"}
 
 
 # ---------------------------------------------------------------------------------------------
