@@ -238,7 +238,7 @@ def test_generic_job_objects():
     assert job.external_id == "7" and job.start_time == T0
     with pytest.raises(ValueError, match="gpu_count"):
         job_from_object({"job_id": 7, "user": "u", "team": "t", "gpu_count": -1, "start_time": 1, "end_time": 2})
-    with pytest.raises(ValueError, match="'user' is missing"):
+    with pytest.raises(ValueError, match="field 'user': required field is missing"):
         job_from_object({"job_id": 7, "team": "t", "gpu_count": 1, "start_time": 1, "end_time": 2})
 
 

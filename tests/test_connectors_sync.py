@@ -187,7 +187,7 @@ def test_jobs_the_database_cannot_keep_are_reported_and_the_others_stored():
     assert sorted(Job.objects.values_list("external_id", flat=True)) == ["g-0", "g-3"]
     assert {(e["job_id"][:10], e["field"], e["message"]) for e in result.errors} == {
         ("g-1", "name", "contains a NUL character (\\u0000), which cannot be stored; remove it"),
-        ("g-" + "9" * 8, "external_id", "a job id of 302 characters; at most 200 are kept"),
+        ("g-" + "9" * 8, "job_id", "invalid length 302 (maxLength 200)"),  # the job schema's limit, as in an archive
     }
     assert fetched == {f"/jobs/{job}/{part}" for job in ("g-0", "g-3") for part in ("series", "artifacts")}
 
@@ -258,6 +258,90 @@ def test_a_bad_gpu_share_or_unit_is_that_jobs_error_worded_as_an_archive_words_i
         ("generic-test /jobs", 2, "g-1", field, message)
     ]
     assert archive_errors(tmp_path, api.jobs) == [("g-1", field, message)]
+
+
+def test_generic_counts_given_as_text_are_read_as_an_archive_reads_them(tmp_path):
+    """`"gpu_count": "4"` is a count, as in an archive's jobs.jsonl (and every cell of its jobs.csv)."""
+    api = GenericApi(2)
+    api.jobs[0].update(gpu_count="4", node_count="2", cpu_count="32")
+    api.jobs[1].update(gpu_count=" 8 ", job_type="interactive")
+    with FakePlatform() as server:
+        api.install(server)
+        connector = make_connector("generic", server.url, options={"series": False})
+        result = sync.sync_connector(connector.pk)
+    assert result.status == "succeeded", result.errors
+    text, padded = Job.objects.get(external_id="g-0"), Job.objects.get(external_id="g-1")
+    assert (text.gpu_count, text.node_count, text.cpu_count) == (4, 2, 32)
+    assert (padded.gpu_count, padded.job_type) == (8, "interactive")
+    assert archive_errors(tmp_path, api.jobs) == []
+
+
+@pytest.mark.parametrize(
+    ("field", "value", "message"),
+    [
+        ("gpu_count", "four", "not a non-negative integer: 'four'"),
+        ("gpu_count", "-4", "not a non-negative integer: '-4'"),
+        ("name", "n" * 501, "invalid length 501 (maxLength 500)"),
+        ("state", "S" * 51, "invalid length 51 (maxLength 50)"),
+        ("queue", "q" * 201, "invalid length 201 (maxLength 200)"),
+        ("gpu_model", "A" * 101, "invalid length 101 (maxLength 100)"),
+        ("team", "t" * 101, "invalid length 101 (maxLength 100)"),
+        ("user", "u" * 201, "invalid length 201 (maxLength 200)"),
+        ("cluster", "east/1", None),  # the schema's pattern for a cluster name; worded as the archive words it
+        ("cluster", "c" * 101, None),
+        ("command", 7, "must be of type ['string', 'null'] (got 7)"),
+        ("job_type", "cron", "must be one of batch, interactive (got 'cron')"),
+        ("submit_time", "yesterday", None),
+        ("labels", [1], 'must be a JSON object, e.g. {"project": "x"} (got [1])'),
+    ],
+)
+def test_a_generic_field_the_job_schema_refuses_is_that_jobs_error_as_in_an_archive(tmp_path, field, value, message):
+    """A job object keeps to the archive's job schema (fleet/schemas/job.schema.json): lengths and
+    patterns of cluster, name, state, queue and the rest; the error is the one an archive's row gets."""
+    api = GenericApi(3)
+    api.jobs[1][field] = value
+    with FakePlatform() as server:
+        api.install(server)
+        connector = make_connector("generic", server.url, options={"series": False})
+        result = sync.sync_connector(connector.pk)
+    assert result.status == "partial"
+    assert sorted(Job.objects.values_list("external_id", flat=True)) == ["g-0", "g-2"]
+    errors = [(e["file"], e["row"], e["job_id"], e["field"], e["message"]) for e in result.errors]
+    (archive_error,) = archive_errors(tmp_path, api.jobs)
+    assert archive_error[:2] == ("g-1", field)
+    assert errors == [("generic-test /jobs", 2, "g-1", field, archive_error[2])]
+    if message is not None:
+        assert archive_error[2] == message
+
+
+def test_a_job_id_the_schema_refuses_is_reported_under_that_id(tmp_path):
+    api = GenericApi(2)
+    api.jobs[1]["job_id"] = "g 1"
+    with FakePlatform() as server:
+        api.install(server)
+        connector = make_connector("generic", server.url, options={"series": False})
+        result = sync.sync_connector(connector.pk)
+    assert list(Job.objects.values_list("external_id", flat=True)) == ["g-0"]
+    errors = [(e["row"], e["job_id"], e["field"], e["message"]) for e in result.errors]
+    assert errors == [(2, "g 1", "job_id", "invalid value 'g 1' (must match ^[A-Za-z0-9_.:\\[\\]+-]+$)")]
+    assert archive_errors(tmp_path, api.jobs) == [(job_id, field, message) for _, job_id, field, message in errors]
+
+
+def test_every_bad_field_of_a_generic_job_is_its_own_error_as_in_an_archive(tmp_path):
+    """Not only the first: an archive names each bad field of a row, and so does a pull."""
+    api = GenericApi(3)
+    api.jobs[1].update(gpu_count="two", state="S" * 60, queue="q" * 300, gpu_share="half", labels="x")
+    del api.jobs[1]["user"]
+    with FakePlatform() as server:
+        api.install(server)
+        connector = make_connector("generic", server.url, options={"series": False})
+        result = sync.sync_connector(connector.pk)
+    assert result.status == "partial"
+    assert sorted(Job.objects.values_list("external_id", flat=True)) == ["g-0", "g-2"]
+    errors = [(e["file"], e["row"], e["job_id"], e["field"], e["message"]) for e in result.errors]
+    assert {field for _, _, _, field, _ in errors} == {"user", "gpu_count", "state", "queue", "gpu_share", "labels"}
+    assert {(file, row, job_id) for file, row, job_id, _, _ in errors} == {("generic-test /jobs", 2, "g-1")}
+    assert [(job_id, field, message) for _, _, job_id, field, message in errors] == archive_errors(tmp_path, api.jobs)
 
 
 def test_a_page_with_nan_is_refused_at_once_not_read_again_as_if_cut_short():

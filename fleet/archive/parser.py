@@ -688,7 +688,7 @@ class _ArchiveParser:
                 )
                 self.reject(job_id, RecordError(name, message, row=other_row, field=differing[0], job_id=job_id))
                 continue
-            job, problems = _job_from_row(record, cluster)
+            job, problems = job_from_row(record, cluster)
             for field_name, message in problems:
                 self.reject(job_id, RecordError(name, message, row=row, field=field_name, job_id=job_id))
             if job is not None and not problems:
@@ -744,12 +744,7 @@ class _ArchiveParser:
                 message = f"each line must be a JSON object (got {type(record).__name__})"
                 self.reject(_row_key(name, line_no), RecordError(name, message, row=line_no))
                 continue
-            record = {
-                str(key).strip(): (value.strip() if isinstance(value, str) else value) for key, value in record.items()
-            }
-            if isinstance(record.get("job_id"), int) and not isinstance(record.get("job_id"), bool):
-                record["job_id"] = str(record["job_id"])  # Slurm ids are numbers; accept them as such
-            entries.append((line_no, record))
+            entries.append((line_no, json_job_row(record)))
         return entries
 
     # -- metrics -------------------------------------------------------------------------------
@@ -1457,8 +1452,20 @@ class _Spill:
 # ---------------------------------------------------------------------------------------------
 # Helpers
 # ---------------------------------------------------------------------------------------------
-def _job_from_row(record: dict, default_cluster: str) -> tuple[JobRecord | None, list[tuple[str, str]]]:
-    """The job a row describes, or the (field, message) problems that reject it."""
+def json_job_row(record: dict) -> dict:
+    """A job row given as a JSON object (a jobs.jsonl line, a generic REST job object) as `job_from_row`
+    reads it: keys and text values trimmed, a numeric job id as its text (Slurm ids are numbers)."""
+    record = {str(key).strip(): (value.strip() if isinstance(value, str) else value) for key, value in record.items()}
+    if isinstance(record.get("job_id"), int) and not isinstance(record.get("job_id"), bool):
+        record["job_id"] = str(record["job_id"])  # Slurm ids are numbers; accept them as such
+    return record
+
+
+def job_from_row(record: dict, default_cluster: str) -> tuple[JobRecord | None, list[tuple[str, str]]]:
+    """The job a row describes, or every (field, message) problem that rejects it: the per-job checks
+    of an archive's job rows (required fields, counts, times, job type, labels, the job schema,
+    `gpu_fields`, what the database cannot keep), which the generic REST connector's job objects
+    keep to as well."""
     problems: list[tuple[str, str]] = []
     for name in JOB_REQUIRED:
         if name not in record:

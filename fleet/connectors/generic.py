@@ -5,8 +5,9 @@ can export their jobs but are none of the above.
     GET {url}/jobs/<job_id>/series             -> {"samples": [{"timestamp", "host", "gpu", <metric>...}, ...]}
     GET {url}/jobs/<job_id>/artifacts          -> {"artifacts": [{"kind", "path", "content" | "content_base64"}]}
 
-A job object has the fields of an archive v1 job row (docs/archive-format.md); its `gpu_share` and
-`gpu_unit` are read by the archive's own rules (`fleet.archive.parser.gpu_fields`). Jobs come in the
+A job object has the fields of an archive v1 job row (docs/archive-format.md) and is read by the
+archive's own per-job checks (`fleet.archive.parser.job_from_row`): the same values accepted, the
+same errors, each bad field its own. Jobs come in the
 order they changed; `next_cursor` is the position after the page and becomes the watermark once
 the page is stored. A job that changes again later comes again and is updated in place.
 """
@@ -23,9 +24,8 @@ import numpy as np
 import pandas as pd
 
 from fleet import series as series_lib
-from fleet.archive.parser import gpu_fields, parse_timestamp
+from fleet.archive.parser import JOB_REQUIRED, job_from_row, json_job_row, parse_timestamp
 from fleet.canonical import (
-    JOB_TYPES,
     MAX_HOST_CHARS,
     METRIC_BOUNDS,
     METRICS,
@@ -38,7 +38,7 @@ from fleet.canonical import (
 from fleet.connectors.base import BadData, BaseConnector, Batch, SomeBadData, answer_kind, number_option
 from fleet.connectors.registry import register
 
-REQUIRED = ("job_id", "user", "team", "gpu_count", "start_time", "end_time")
+REQUIRED = JOB_REQUIRED
 ARTIFACT_KINDS = ("log", "script", "trace")
 PAGE_SIZE = 200
 MAX_PAGES = 100_000  # a server that never says has_more=false stops here
@@ -54,56 +54,15 @@ class BadFields(ValueError):
         self.problems = problems
 
 
-def job_from_object(item, *, cluster: str = "", source: str = "jobs") -> JobRecord:
-    """A canonical job from one contract job object; ValueError says which field is wrong."""
+def job_from_object(item, *, cluster: str = "") -> JobRecord:
+    """A canonical job from one contract job object, checked as an archive's jobs.jsonl line is
+    (`fleet.archive.parser.job_from_row`); BadFields names every field that breaks its rules."""
     if not isinstance(item, dict):
         raise ValueError("a job is not a JSON object")
-    missing = [name for name in REQUIRED if item.get(name) in (None, "")]
-    if missing:
-        raise ValueError(f"required field {missing[0]!r} is missing")
-
-    def count(name: str, default=None):
-        value = item.get(name, default)
-        if value is None:
-            return default
-        if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-            raise ValueError(f"field {name!r} must be a non-negative integer (got {value!r})")
-        return value
-
-    start, end = parse_timestamp(item["start_time"]), parse_timestamp(item["end_time"])
-    if end < start:
-        raise ValueError(f"end_time {end.isoformat()} is before start_time {start.isoformat()}")
-    job_type = str(item.get("job_type") or "batch")
-    if job_type not in JOB_TYPES:
-        raise ValueError(f"job_type must be one of {', '.join(JOB_TYPES)} (got {job_type!r})")
-    labels = item.get("labels") or {}
-    if not isinstance(labels, dict):
-        raise ValueError("labels must be a JSON object")
-    gpu_share, gpu_unit, problems = gpu_fields(item)
+    job, problems = job_from_row(json_job_row(item), cluster)
     if problems:
         raise BadFields(problems)
-    return JobRecord(
-        external_id=str(item["job_id"]),
-        user=str(item["user"]),
-        team=str(item["team"]),
-        gpu_count=count("gpu_count"),
-        start_time=start,
-        end_time=end,
-        cluster=str(item.get("cluster") or cluster),
-        name=str(item.get("name") or ""),
-        gpu_model=str(item.get("gpu_model") or ""),
-        gpu_share=gpu_share,
-        gpu_unit=gpu_unit,
-        node_count=count("node_count", 1),
-        cpu_count=count("cpu_count"),
-        state=str(item.get("state") or ""),
-        job_type=job_type,
-        command=str(item.get("command") or ""),
-        queue=str(item.get("queue") or ""),
-        submit_time=parse_timestamp(item["submit_time"]) if item.get("submit_time") else None,
-        labels=labels,
-        raw=item,
-    )
+    return job
 
 
 def frame_from_samples(doc, *, job: JobRecord | None = None, source: str = "series") -> pd.DataFrame | None:
@@ -223,7 +182,7 @@ class GenericConnector(BaseConnector):
                 try:
                     jobs.append(job_from_object(item, cluster=self.settings.cluster))
                 except ValueError as exc:
-                    job_id = str(item.get("job_id", "")) if isinstance(item, dict) else ""
+                    job_id = str(json_job_row(item).get("job_id") or "") if isinstance(item, dict) else ""
                     source = f"{self.settings.name} /jobs"
                     problems = exc.problems if isinstance(exc, BadFields) else [("", str(exc))]
                     for field_name, message in problems:
