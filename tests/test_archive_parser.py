@@ -466,7 +466,11 @@ def test_jobs_jsonl(tmp_path):
             "end_time",
             "end_time 2026-10-05T09:00:00+00:00 is before start_time 2026-10-05T10:00:00+00:00",
         ),
-        ("j 3,carol,nlp,1,2026-10-05T09:00:00Z,2026-10-05T10:00:00Z,", "job_id", "invalid value 'j 3'"),
+        (
+            "j 3,carol,nlp,1,2026-10-05T09:00:00Z,2026-10-05T10:00:00Z,",
+            "job_id",
+            "must be letters, digits or . _ : [ ] + - with no spaces or slashes (got 'j 3')",
+        ),
     ],
 )
 def test_a_bad_job_row_rejects_that_job_only(tmp_path, row, field, message):

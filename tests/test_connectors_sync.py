@@ -187,7 +187,8 @@ def test_jobs_the_database_cannot_keep_are_reported_and_the_others_stored():
     assert sorted(Job.objects.values_list("external_id", flat=True)) == ["g-0", "g-3"]
     assert {(e["job_id"][:10], e["field"], e["message"]) for e in result.errors} == {
         ("g-1", "name", "contains a NUL character (\\u0000), which cannot be stored; remove it"),
-        ("g-" + "9" * 8, "job_id", "invalid length 302 (maxLength 200)"),  # the job schema's limit, as in an archive
+        # the job schema's limit, as in an archive
+        ("g-" + "9" * 8, "job_id", "is 302 characters long; at most 200 allowed"),
     }
     assert fetched == {f"/jobs/{job}/{part}" for job in ("g-0", "g-3") for part in ("series", "artifacts")}
 
@@ -241,8 +242,8 @@ SHARE_OUT_OF_RANGE = "must be more than 0 and at most 1 (the share of a physical
         ("gpu_share", "-1/7", SHARE_OUT_OF_RANGE.format("-1/7")),
         ("gpu_share", 10**400, SHARE_OUT_OF_RANGE.format(str(10**400))),  # no float holds it
         ("gpu_share", "1e-1", SHARE_IN_WORDS + " (got '1e-1')"),  # the schema's anyOf, said in words
-        ("gpu_unit", 7, "must be of type ['string', 'null'] (got 7)"),
-        ("gpu_unit", "slice " * 20, "invalid length 119 (maxLength 100)"),
+        ("gpu_unit", 7, "must be text or empty (got 7)"),
+        ("gpu_unit", "slice " * 20, "is 119 characters long; at most 100 allowed"),
     ],
 )
 def test_a_bad_gpu_share_or_unit_is_that_jobs_error_worded_as_an_archive_words_it(tmp_path, field, value, message):
@@ -281,15 +282,15 @@ def test_generic_counts_given_as_text_are_read_as_an_archive_reads_them(tmp_path
     [
         ("gpu_count", "four", "not a non-negative integer: 'four'"),
         ("gpu_count", "-4", "not a non-negative integer: '-4'"),
-        ("name", "n" * 501, "invalid length 501 (maxLength 500)"),
-        ("state", "S" * 51, "invalid length 51 (maxLength 50)"),
-        ("queue", "q" * 201, "invalid length 201 (maxLength 200)"),
-        ("gpu_model", "A" * 101, "invalid length 101 (maxLength 100)"),
-        ("team", "t" * 101, "invalid length 101 (maxLength 100)"),
-        ("user", "u" * 201, "invalid length 201 (maxLength 200)"),
+        ("name", "n" * 501, "is 501 characters long; at most 500 allowed"),
+        ("state", "S" * 51, "is 51 characters long; at most 50 allowed"),
+        ("queue", "q" * 201, "is 201 characters long; at most 200 allowed"),
+        ("gpu_model", "A" * 101, "is 101 characters long; at most 100 allowed"),
+        ("team", "t" * 101, "is 101 characters long; at most 100 allowed"),
+        ("user", "u" * 201, "is 201 characters long; at most 200 allowed"),
         ("cluster", "east/1", None),  # the schema's pattern for a cluster name; worded as the archive words it
         ("cluster", "c" * 101, None),
-        ("command", 7, "must be of type ['string', 'null'] (got 7)"),
+        ("command", 7, "must be text or empty (got 7)"),
         ("job_type", "cron", "must be one of batch, interactive (got 'cron')"),
         ("submit_time", "yesterday", None),
         ("labels", [1], 'must be a JSON object, e.g. {"project": "x"} (got [1])'),
@@ -323,7 +324,8 @@ def test_a_job_id_the_schema_refuses_is_reported_under_that_id(tmp_path):
         result = sync.sync_connector(connector.pk)
     assert list(Job.objects.values_list("external_id", flat=True)) == ["g-0"]
     errors = [(e["row"], e["job_id"], e["field"], e["message"]) for e in result.errors]
-    assert errors == [(2, "g 1", "job_id", "invalid value 'g 1' (must match ^[A-Za-z0-9_.:\\[\\]+-]+$)")]
+    words = "must be letters, digits or . _ : [ ] + - with no spaces or slashes (got 'g 1')"
+    assert errors == [(2, "g 1", "job_id", words)]
     assert archive_errors(tmp_path, api.jobs) == [(job_id, field, message) for _, job_id, field, message in errors]
 
 

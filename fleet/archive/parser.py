@@ -439,9 +439,12 @@ def _schema_problem(error: jsonschema.ValidationError) -> tuple[str, str]:
             return field_name, f"must be {words} (got {value!r})"
         return field_name, f"invalid value {value!r} (must match {error.validator_value})"
     if error.validator == "type":
-        return field_name, f"must be of type {error.validator_value} (got {value!r})"
-    if error.validator in ("maxLength", "minLength"):
-        return field_name, f"invalid length {len(value)} ({error.validator} {error.validator_value})"
+        kinds = error.validator_value if isinstance(error.validator_value, list) else [error.validator_value]
+        return field_name, f"must be {' or '.join(_TYPE_WORDS.get(kind, kind) for kind in kinds)} (got {value!r})"
+    if error.validator == "maxLength":
+        return field_name, f"is {len(value)} characters long; at most {error.validator_value} allowed"
+    if error.validator == "minLength":
+        return field_name, f"is {len(value)} characters long; at least {error.validator_value} needed"
     if error.validator in ("anyOf", "oneOf"):  # the validator's words: "is not valid under any of the given schemas"
         expected = _EXPECTED.get(field_name)
         if expected is None:
@@ -468,8 +471,22 @@ _EXPECTED = {
     "submit_time": f"{_TIME_WORDS}, or empty",
     "cluster": "1 to 100 letters, digits, '_' or '-', or empty",
 }
-# A pattern's rule in words, for the patterns a person writes by hand (the manifest's cluster name).
-_PATTERN_WORDS = {"^[A-Za-z0-9_-]{1,100}$": "1 to 100 letters, digits, '_' or '-'"}
+# A pattern's rule in words, for the patterns a person writes by hand (the manifest's cluster name,
+# a job's id), rather than the regular expression.
+_PATTERN_WORDS = {
+    "^[A-Za-z0-9_-]{1,100}$": "1 to 100 letters, digits, '_' or '-'",
+    "^[A-Za-z0-9_.:\\[\\]+-]+$": "letters, digits or . _ : [ ] + - with no spaces or slashes",
+}
+# A JSON type in words ("must be text or empty"), not the schema's ['string', 'null'].
+_TYPE_WORDS = {
+    "string": "text",
+    "integer": "a whole number",
+    "number": "a number",
+    "boolean": "true or false",
+    "object": "an object",
+    "array": "a list",
+    "null": "empty",
+}
 
 
 # ---------------------------------------------------------------------------------------------
