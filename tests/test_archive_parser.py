@@ -412,7 +412,7 @@ def test_jobs_jsonl(tmp_path):
     assert parsed.jobs["j1"].start_time == datetime(2026, 10, 5, 9, 0, tzinfo=UTC)
     bad = only_error(parsed, "bad")
     assert (bad.file, bad.row, bad.field) == ("jobs.jsonl", 3, "gpu_count")
-    assert bad.message == "not a non-negative integer: 1.5"
+    assert bad.message == "must be a whole number of 0 or more, such as 4 (got 1.5)"
     cut = only_error(parsed, "<jobs.jsonl row 5>")
     assert cut.row == 5
     assert "not valid JSON" in cut.message
@@ -452,9 +452,13 @@ def test_jobs_jsonl(tmp_path):
         (
             "j3,carol,nlp,two,2026-10-05T09:00:00Z,2026-10-05T10:00:00Z,",
             "gpu_count",
-            "not a non-negative integer: 'two'",
+            "must be a whole number of 0 or more, such as 4 (got 'two')",
         ),
-        ("j3,carol,nlp,-1,2026-10-05T09:00:00Z,2026-10-05T10:00:00Z,", "gpu_count", "not a non-negative integer: '-1'"),
+        (
+            "j3,carol,nlp,-1,2026-10-05T09:00:00Z,2026-10-05T10:00:00Z,",
+            "gpu_count",
+            "must be a whole number of 0 or more, such as 4 (got '-1')",
+        ),
         ("j3,,nlp,1,2026-10-05T09:00:00Z,2026-10-05T10:00:00Z,", "user", "required value is empty"),
         (
             "j3,carol,nlp,1,2026-10-05T09:00:00Z,2026-10-05T10:00:00Z,cron",

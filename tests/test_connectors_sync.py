@@ -280,8 +280,8 @@ def test_generic_counts_given_as_text_are_read_as_an_archive_reads_them(tmp_path
 @pytest.mark.parametrize(
     ("field", "value", "message"),
     [
-        ("gpu_count", "four", "not a non-negative integer: 'four'"),
-        ("gpu_count", "-4", "not a non-negative integer: '-4'"),
+        ("gpu_count", "four", "must be a whole number of 0 or more, such as 4 (got 'four')"),
+        ("gpu_count", "-4", "must be a whole number of 0 or more, such as 4 (got '-4')"),
         ("name", "n" * 501, "is 501 characters long; at most 500 allowed"),
         ("state", "S" * 51, "is 51 characters long; at most 50 allowed"),
         ("queue", "q" * 201, "is 201 characters long; at most 200 allowed"),

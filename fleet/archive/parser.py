@@ -1496,7 +1496,7 @@ def job_from_row(record: dict, default_cluster: str) -> tuple[JobRecord | None, 
             return default
         number = _as_count(value)
         if number is None:
-            problems.append((name, f"not a non-negative integer: {value!r}"))
+            problems.append((name, f"must be a whole number of 0 or more, such as 4 (got {value!r})"))
         return number
 
     def moment(name: str) -> datetime | None:
