@@ -1203,3 +1203,24 @@ def test_table_headings_write_out_unused_gpu_hours_beside_gpu_hours(client, oper
         assert "GPU-hours" in headings, headings
         assert "Unused GPU-h" not in headings and "Low-util jobs" not in headings, headings
     assert "Unused GPU-hours" in re.findall(r"<th[^>]*>(?:<a [^>]*>)?([^<]+)", pages[0].content.decode())
+
+
+def test_gpu_hours_read_the_same_on_a_card_and_in_every_table(client, operator, team_a):
+    """One team's one job in a week: the GPU-hours and Unused GPU-hours cards, the Teams table, the team
+    page's users table and the jobs list show the same figures, so they are written the same way, to a
+    tenth with a thousands separator ("1,234.5", "695.8"), not "1234" in a table beside "1,234.5" on a card."""
+    JobFactory(
+        team=team_a, start_time=WEEK_START + timedelta(days=1), gpu_hours=1234.5, coverage=1.0, unused_gpu_hours=695.8
+    )
+    client.force_login(operator)
+    week = {"from": "2026-11-16", "to": "2026-11-22"}
+    page = overview(client)
+    on_cards = [card(page, "GPU-hours")["value"], card(page, "Unused GPU-hours")["value"]]
+    assert on_cards == ["1,234.5", "695.8"]
+    teams_page = client.get(reverse("dashboard:team-list"), week).content.decode()
+    assert re.findall(r'<td class="num">([^<]*)</td>', teams_page)[:2] == on_cards
+    team_page = client.get(reverse("dashboard:team-detail", args=["team-a"]), week).content.decode()
+    users_table = team_page.split("Users of")[1].split("</table>")[0]
+    assert re.findall(r'<td class="num">([^<]*\.\d)</td>', users_table) == on_cards
+    jobs_page = client.get(reverse("dashboard:job-list"), {"start_from": "2026-11-16"}).content.decode()
+    assert f'<td class="num">{on_cards[0]}</td>' in jobs_page and f'<td class="num">{on_cards[1]}</td>' in jobs_page

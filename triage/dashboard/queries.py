@@ -416,6 +416,12 @@ def utilization_histogram(jobs, bucket: int = 10) -> list[int]:
     return counts
 
 
+def hours_text(value: float | None) -> str:
+    """GPU-hours as every page and digest writes them: to a tenth with a thousands separator ("1,234.5",
+    "0.4"), on the cards and in every table alike; "–" for none."""
+    return "–" if value is None else f"{float(value):,.1f}"
+
+
 def share_text(value: float | None) -> str:
     """A share (0.51) as every page and digest writes it: "51 %", whole percent and a space before the
     sign as the app writes its other percentages (the teams table's "51 %", "+12 %"); "–" for none."""

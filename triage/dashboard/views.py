@@ -173,11 +173,11 @@ def _kpi_cards(current: queries.Totals, previous: queries.Totals, *, jobs: bool 
     def amount(direction):
         return queries.waste_amount_judged(current, previous, direction)
 
-    # GPU-hours to a tenth and money whole (`whole`), as the digests write them (services.fmt_hours, fmt_money):
+    # GPU-hours to a tenth (`hours_text`) and money whole (`whole`), as the tables and the digests write them:
     # a digest's "Open the team's week on the dashboard" lands on these cards, which read 270 for 269.5.
     kpis = [
-        ("GPU-hours", current.gpu_hours, previous.gpu_hours, "{:,.1f}", unjudged),
-        ("Unused GPU-hours", current.unused_gpu_hours, previous.unused_gpu_hours, "{:,.1f}", amount),
+        ("GPU-hours", current.gpu_hours, previous.gpu_hours, queries.hours_text, unjudged),
+        ("Unused GPU-hours", current.unused_gpu_hours, previous.unused_gpu_hours, queries.hours_text, amount),
         ("Waste share", current.waste_share, previous.waste_share, queries.share_text, waste),
         ("Cost", current.cost, previous.cost, whole, unjudged),
         ("Wasted cost", current.wasted_cost, previous.wasted_cost, whole, amount),

@@ -245,7 +245,7 @@ def recipient_groups(week: str) -> list[tuple[str, int | None]]:
 
 
 def fmt_hours(value: float) -> str:
-    return f"{value:,.1f}"
+    return queries.hours_text(value)  # as the dashboard's cards and tables
 
 
 def fmt_share(value: float | None) -> str:

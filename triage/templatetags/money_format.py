@@ -1,10 +1,10 @@
-"""Money and shares on the dashboard's pages as the cards and the digests write them (`fleet.money.whole`,
-`queries.share_text`)."""
+"""Money, GPU-hours and shares on the dashboard's pages as the cards and the digests write them (`fleet.money.whole`,
+`queries.hours_text`, `queries.share_text`)."""
 
 from django import template
 
 from fleet.money import whole
-from triage.dashboard.queries import share_text
+from triage.dashboard.queries import hours_text, share_text
 
 register = template.Library()
 
@@ -21,3 +21,10 @@ def whole_money(value) -> str:
 def share(value) -> str:
     """A share (0.51) as the Waste share card and the digests write it: "51 %"; "–" for none."""
     return share_text(None if value is None else float(value))
+
+
+@register.filter
+def gpu_hours(value) -> str:
+    """GPU-hours as the cards and the digests write them: "1,234.5" for 1234.5, "–" for none. The
+    tables' `floatformat:1` wrote no thousands separator, and the Teams table rounded 10 or more whole."""
+    return hours_text(value)
