@@ -230,13 +230,14 @@ def test_it_sends_team_and_operator_digests_with_both_parts(smtp, fleet, member_
     message = to_alice[0]
     assert message.get_content_type() == "multipart/alternative"
     text, html = parts(message)
-    assert "Team A - week 2026-W47" in text and "<html" in html and "Team A" in html
+    assert "Team A - week 2026-W47, 2026-11-16 to 2026-11-22 (UTC)" in text and "<html" in html and "Team A" in html
     assert message["Subject"].startswith("Team A, 2026-W47: ")
     assert message["From"] == django_settings.DIGEST_FROM_EMAIL or message["From"]
     assert "<script" not in html.lower()
     assert message["Message-ID"].startswith("<digest.team.2026-W47.")
     operator_text, operator_html = parts(to_olivia[0])
-    assert "The fleet - week 2026-W47" in operator_text and "Teams by unused GPU-hours" in operator_html
+    assert "The fleet - week 2026-W47, 2026-11-16 to 2026-11-22 (UTC)" in operator_text
+    assert "Teams by unused GPU-hours" in operator_html
 
 
 def test_a_digest_says_what_recoverable_gpu_hours_are_where_it_first_names_them(smtp, fleet, member_a, operator):
@@ -832,14 +833,15 @@ def test_the_digest_page_opens_on_the_newest_week_with_jobs_the_user_may_see(fle
 
 def test_the_digest_pages_say_which_days_a_week_is(member_a, team_a, client):
     """ "Digests for 2026-W47" left a reader who does not count ISO weeks to work out which days those
-    were; the digest pages give the week's days, as the digest's own heading does."""
+    were; the digest pages give the week's days, as the digest's own heading does, in ISO dates as the
+    dashboard's period ("2026-11-16 to 2026-11-22 (UTC)"), not "16–22 Nov 2026"."""
     client.force_login(member_a)
     page = client.get(reverse("digests:index"), {"week": WEEK}).content.decode()
-    assert 'Digests for 2026-W47 <span class="muted">(16–22 Nov 2026, UTC)</span>' in page
+    assert 'Digests for 2026-W47 <span class="muted">(2026-11-16 to 2026-11-22, UTC)</span>' in page
     page = client.get(reverse("digests:preview-team", args=[team_a.slug, "2027-W01"])).content.decode()
-    assert "2027-W01 (4–10 Jan 2027, UTC)</span></h1>" in page
+    assert "2027-W01 (2027-01-04 to 2027-01-10, UTC)</span></h1>" in page
     page = client.get(reverse("digests:preview-team", args=[team_a.slug, "2026-W53"])).content.decode()
-    assert "2026-W53 (28 Dec 2026 – 3 Jan 2027, UTC)</span></h1>" in page
+    assert "2026-W53 (2026-12-28 to 2027-01-03, UTC)</span></h1>" in page
 
 
 def test_both_digests_read_on_a_phone_without_scrolling_sideways(smtp, fleet, member_a, operator, browser, tmp_path):  # noqa: F811

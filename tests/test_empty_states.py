@@ -93,8 +93,8 @@ def test_send_digests_for_a_week_after_the_newest_job_names_the_newest_week(oper
     out, err = StringIO(), StringIO()
     call_command("send_digests", "--week", "2026-W49", "--operators", "--dry-run", stdout=out, stderr=err)
     assert (
-        "No job started in 2026-W49 (30 Nov – 6 Dec 2026) or since: its digests say 'no jobs started'. "
-        "The newest job started in 2026-W47 (16–22 Nov 2026); for that week's digests: --week 2026-W47"
+        "No job started in 2026-W49 (2026-11-30 to 2026-12-06) or since: its digests say 'no jobs started'. "
+        "The newest job started in 2026-W47 (2026-11-16 to 2026-11-22); for that week's digests: --week 2026-W47"
     ) in err.getvalue()
     assert "=== operator digest 2026-W49" in out.getvalue()  # still the week asked for
 

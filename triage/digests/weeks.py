@@ -52,11 +52,7 @@ def dashboard_query(period: Period) -> str:
 
 
 def label(period: Period) -> str:
-    """A week's days in words, "16–22 Nov 2026": what "2026-W47" means to a reader who does not count
-    ISO weeks (a digest's heading, the digest pages' weeks)."""
-    first, last = period.start.date(), period.last_day
-    if first.month == last.month:
-        return f"{first.day}–{last.day} {last:%b %Y}"
-    if first.year == last.year:
-        return f"{first.day} {first:%b} – {last.day} {last:%b %Y}"
-    return f"{first.day} {first:%b %Y} – {last.day} {last:%b %Y}"
+    """A week's days, "2026-11-16 to 2026-11-22": what "2026-W47" means to a reader who does not count
+    ISO weeks (a digest's heading, the digest pages' weeks), in ISO dates and worded as the dashboard's
+    period note words a range, not "16–22 Nov 2026"."""
+    return f"{period.start.date().isoformat()} to {period.last_day.isoformat()}"
