@@ -568,7 +568,8 @@ def _loader_why(numbers: dict, job: dict) -> str:
         seen.append(f"num_workers={workers}")
     seen.extend(numbers.get("worker_warnings") or [])
     if numbers.get("host_wait_share") is not None:
-        seen.append(f"the profiler shows the GPU waiting on the host {numbers['host_wait_share']:.0%} of idle time")
+        wait = f"{100 * numbers['host_wait_share']:.0f} %"  # as the rule's summary writes it (rules.common.percent)
+        seen.append(f"the profiler shows the GPU waiting on the host {wait} of idle time")
     if cpu is not None:  # measured, but neither the allocation nor the loading cores busy (a warning or a trace)
         measured = f"The CPUs ran at {cpu:.0f} % of the job's allocation, not saturated; "
     else:

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from triage.evidence import CodeFact, Evidence, LogLine, Span, span_dict
+from triage.rules.common import percent
 from triage.taxonomy import Category
 
 # name: (default, unit, what it controls). Operators edit these per rule-set version.
@@ -195,7 +196,8 @@ def triage(ev: Evidence) -> TriageResult:
     if coverage is not None and coverage < th["min_coverage"]:
         return TriageResult(
             Status.INSUFFICIENT_DATA,
-            f"samples cover {coverage:.0%} of the run (< {th['min_coverage']:.0%}); missing data is not idleness",
+            f"samples cover {percent(coverage)} of the run (< {percent(th['min_coverage'])}); "
+            "missing data is not idleness",
             [],
             util_mean,
             coverage,
