@@ -1115,3 +1115,158 @@ def test_a_loop_over_a_slice_of_an_open_files_list_enters_its_files(view):
         (17, SHARDS_GS, True, "FeatureStream.__iter__"),
         (23, SHARDS_GS, False, "stage"),
     ]
+
+
+LAMBDA_CALLBACKS = """import boto3
+import requests
+import tensorflow as tf
+import torch
+from torch.utils.data import DataLoader
+
+BASE = "https://cdn.example.com/frames/"
+session = requests.Session()
+s3 = boto3.client("s3")
+
+
+def loaders(dataset, keys, bucket):
+    images = DataLoader(dataset, batch_size=64, collate_fn=lambda batch: [session.get(BASE + k).content for k in batch])
+    records = tf.data.Dataset.from_tensor_slices(keys).map(
+        lambda key: s3.get_object(Bucket=bucket, Key=key)["Body"].read()
+    )
+    return images, records
+
+
+def stage(keys):
+    for key in sorted(keys, key=lambda k: s3.get_object(Bucket="vision-datasets", Key=k)["ContentLength"]):
+        s3.download_file("vision-datasets", key, f"/local_ssd/{key}")
+"""
+
+
+def test_a_lambda_handed_as_collate_fn_or_a_map_callback_reads_per_sample():
+    # The lambda's reads were the enclosing function's (loaders, called once), so a fetch per batch or per element
+    # read as a download once. A lambda used anywhere else (a sort key in stage) is still its function's.
+    found = reads(LAMBDA_CALLBACKS)
+    assert [(f["line"], f["client"], f["call"], f["per_sample"], f["context"]) for f in found] == [
+        (13, "requests", "get", True, "a lambda at line 13, called per batch as collate_fn"),
+        (15, "boto3", "get_object", True, "a lambda at line 15, called per element by .map"),
+        (21, "boto3", "get_object", False, "stage"),
+        (22, "boto3", "download_file", False, "stage"),
+    ]
+
+
+def test_a_loader_whose_collate_fn_lambda_fetches_each_batch_is_remote_data_reading():
+    frame = series(120, lambda t, g: 30, mem=lambda t, g: 0.6)
+    script = LAMBDA_CALLBACKS + TRAIN_LOOP
+    _, result = run(120, frame, scripts=[("data.py", script)], cpu_count=16)
+    (finding,) = [f for f in result.findings if f.category == Category.REMOTE_DATA_READING]
+    assert "requests get per sample in a lambda at line 13, called per batch as collate_fn, data.py:13" in (
+        finding.summary
+    )
+
+
+PYARROW_FILESYSTEMS = """import pyarrow.dataset as ds
+import pyarrow.parquet as pq
+import torch
+from pyarrow import fs
+from torch.utils.data import Dataset
+
+s3 = fs.S3FileSystem(region="us-east-1")
+
+
+class ParquetShards(Dataset):
+    def __init__(self, paths):
+        self.paths = paths
+        self.gcs = fs.GcsFileSystem()
+
+    def __getitem__(self, index):
+        table = pq.read_table(self.paths[index], filesystem=s3)
+        with self.gcs.open_input_file(f"speech-corpus/{index}.npy") as handle:
+            audio = handle.read()
+        return table, audio
+
+
+class Features(torch.utils.data.IterableDataset):
+    def __init__(self, uri):
+        self.fs, self.root = fs.FileSystem.from_uri("s3://features/train")
+        self.local, self.cache = fs.FileSystem.from_uri("file:///local_ssd/cache")
+
+    def __iter__(self):
+        for fragment in ds.dataset(self.root, filesystem=self.fs, format="parquet").get_fragments():
+            yield fragment.to_table()
+        with self.local.open_input_stream(self.cache + "/extra.arrow") as handle:
+            yield handle.read()
+
+
+def stage():
+    hdfs = fs.HadoopFileSystem("namenode", 8020)
+    with hdfs.open_input_stream("/datasets/index.parquet") as handle:
+        return pq.read_table(handle)
+"""
+
+
+def test_reads_through_pyarrow_filesystems_are_remote_reads_and_a_local_uri_is_not():
+    found = reads(PYARROW_FILESYSTEMS)
+    assert [(f["line"], f["client"], f["call"], f["url"], f["storage"], f["per_sample"]) for f in found] == [
+        (16, "pyarrow", "read_table", None, "object_store", True),
+        (17, "pyarrow", "open_input_file", "gs://speech-corpus/", "object_store", True),
+        (28, "pyarrow", "dataset", None, "object_store", True),
+        (36, "pyarrow", "open_input_stream", "hdfs:///datasets/index.parquet", "hdfs", False),
+    ]
+
+
+def test_a_dataset_reading_parquet_through_a_pyarrow_s3_filesystem_is_remote_data_reading():
+    frame = series(120, lambda t, g: 30, mem=lambda t, g: 0.6)
+    _, result = run(120, frame, scripts=[("data.py", PYARROW_FILESYSTEMS + TRAIN_LOOP)], cpu_count=16)
+    (finding,) = [f for f in result.findings if f.category == Category.REMOTE_DATA_READING]
+    assert finding.sub_cause == "object_store"
+    assert "pyarrow read_table per sample in ParquetShards.__getitem__, data.py:16" in finding.summary
+    assert finding.numbers["read_clients"] == ["pyarrow"]
+
+
+FILESYSTEM_HANDED_IN = """import fsspec
+import s3fs
+import torch
+from torch.utils.data import DataLoader, Dataset
+
+
+class Shards(Dataset):
+    def __init__(self, fs, root):
+        self.fs = fs
+        self.root = root
+
+    def __getitem__(self, index):
+        with self.fs.open(f"{self.root}/part-{index:05d}.pt", "rb") as handle:
+            return torch.load(handle)
+
+
+class Cached(Dataset):
+    def __init__(self, root, filesystem=None):
+        self.fs = filesystem
+        self.root = root
+
+    def __getitem__(self, index):
+        with self.fs.open(f"{self.root}/{index}.pt", "rb") as handle:
+            return torch.load(handle)
+
+
+def main():
+    fs = s3fs.S3FileSystem(anon=False)
+    fs.get("vision-datasets/index.json", "/tmp/index.json")
+    train = DataLoader(Shards(fs, "vision-datasets/train"), batch_size=64, num_workers=8)
+    cache = DataLoader(Cached("/local_ssd/cache", filesystem=fsspec.filesystem("file")), batch_size=64)
+    return train, cache
+"""
+
+
+def test_a_remote_filesystem_handed_to_a_datasets_constructor_is_read_through_its_attribute():
+    # `Shards(fs, ...)` with `self.fs = fs` in __init__: the s3fs filesystem made in main() is the one __getitem__
+    # opens each sample with. The local filesystem handed to Cached (by keyword) stays no remote read.
+    found = reads(FILESYSTEM_HANDED_IN)
+    assert [(f["line"], f["client"], f["call"], f["per_sample"], f["context"]) for f in found] == [
+        (13, "s3fs", "open", True, "Shards.__getitem__"),
+        (29, "s3fs", "get", False, "main"),
+    ]
+    by_keyword = FILESYSTEM_HANDED_IN.replace('Shards(fs, "vision-datasets/train")', 'Shards(root="v/train", fs=fs)')
+    assert [f["line"] for f in reads(by_keyword)] == [13, 29]
+    local = FILESYSTEM_HANDED_IN.replace("fs = s3fs.S3FileSystem(anon=False)", 'fs = fsspec.filesystem("file")')
+    assert reads(local) == []

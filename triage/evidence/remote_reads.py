@@ -7,16 +7,20 @@ fact, told apart by where it runs:
 
 - **per sample**: in a Dataset's `__getitem__` / `__getitems__` (or an iterable dataset's `__iter__` / `__next__`),
   a function those call (`self._fetch(...)`, `fetch(...)`, followed through the file), a callback handed to `.map`
-  or `.from_generator`, a `collate_fn`, the training-step loop, or a shard stream: remote data reading;
+  or `.from_generator`, a `collate_fn` (a lambda handed there as well: its body is a function of its own), the
+  training-step loop, or a shard stream: remote data reading;
 - **once** (anywhere else: a `stage()` before training, module level): the data download phase, which
   external_data_usage judges by its length; HTTP calls there (a webhook, an API) are no facts at all.
 
 A call counts only with its client imported in the same file (boto3's `get_object` of a class of one's own is no
 read) or made on an object the file built from a remote filesystem (`fs = s3fs.S3FileSystem()`, `self.fs = ...`,
-`fsspec.filesystem("s3")`); a file opened for writing is no read. `self.fs` (a session, a pool, a file list alike) is
-the one its own class binds, else a base's in the file: another class's remote self.fs makes no local one remote. A
-plain name is the one its scope binds, as Python looks it up (`_Scopes`): `fs = s3fs.S3FileSystem()` in one function
-makes no other function's local `fs` (or parameter) remote; a module's is seen where no function rebinds it.
+`fsspec.filesystem("s3")`, `pyarrow.fs.FileSystem.from_uri("s3://...")`, or handed to a class of the file's own,
+`Shards(fs)` with `self.fs = fs` in its `__init__`), through its own methods or as a reader's `filesystem=`
+(`pq.read_table(path, filesystem=fs)`); a file opened for writing is no read. `self.fs` (a session, a pool, a file
+list alike) is the one its own class binds, else a base's in the file: another class's remote self.fs makes no local
+one remote. A plain name is the one its scope binds, as Python looks it up (`_Scopes`): `fs = s3fs.S3FileSystem()` in
+one function makes no other function's local `fs` (or parameter) remote; a module's is seen where no function rebinds
+it.
 A `.map` is a pool's (a staging download, once) only on a name bound to a thread or process pool, or on one made
 there (`ThreadPoolExecutor(16).map`). Pure Python; no Django.
 """
@@ -44,6 +48,18 @@ _REMOTE_FS = {
     "pyarrow.fs.GcsFileSystem": ("pyarrow", "gs"),
     "pyarrow.fs.HadoopFileSystem": ("pyarrow", "hdfs"),
 }
+# Calls that give (filesystem, path) for a URL: the client and the URL's keyword.
+_FROM_URL = {
+    "fsspec.core.url_to_fs": ("fsspec", "url"),
+    "fsspec.url_to_fs": ("fsspec", "url"),
+    "pyarrow.fs.FileSystem.from_uri": ("pyarrow", "uri"),
+}
+# Readers that read a path through the filesystem handed as `filesystem=` (pyarrow's, pandas'), and the keyword
+# their path may be given by.
+_FILESYSTEM_READERS = {
+    "read_table": "source", "read_pandas": "source", "ParquetFile": "source", "read_metadata": "where",
+    "read_schema": "where", "ParquetDataset": "path_or_paths", "dataset": "source", "read_parquet": "path",
+}  # fmt: skip
 _FS_READS = {
     "open", "cat", "cat_file", "get", "get_file", "download", "read_bytes", "read_text", "read_block",
     "open_input_file", "open_input_stream",
@@ -128,6 +144,7 @@ class RemoteReads:
         self.bindings: set[str] = set()  # every "Class.x" a class binds to self.x, to anything
         self.calls: dict[str, set[str]] = {}  # function -> functions it calls (qualified names)
         self.roots: dict[str, str] = {}  # per-sample function -> how it runs per sample (for its context)
+        self.lambdas: dict[int, str] = {}  # id of a lambda handed as a callback -> its name ("a lambda at line 12")
         self.found: list[tuple[dict, str | None, bool, bool]] = []  # (detail, function, in step loop, stream)
         for node in ast.walk(tree):
             if isinstance(node, ast.Import):
@@ -189,6 +206,7 @@ class RemoteReads:
                     self.filesystems[target] = built
                 elif session := _SESSIONS.get(self.canonical(_dotted(value.func))):
                     self.sessions[target] = session
+        self._handed_in(tree)
         for node in ast.walk(tree):  # `for f in files:` (or `enumerate(files)`): each f one of open_files' files
             if isinstance(node, ast.For | ast.AsyncFor):
                 self._iterates(node.iter, node.target, node.body)
@@ -196,6 +214,46 @@ class RemoteReads:
                 parts = [node.key, node.value] if isinstance(node, ast.DictComp) else [node.elt]
                 for each in node.generators:
                     self._iterates(each.iter, each.target, parts + [test for g in node.generators for test in g.ifs])
+
+    def _handed_in(self, tree: ast.Module) -> None:
+        """A remote filesystem (or session) handed to a class of the file's own when it is made (`Shards(fs, root)`,
+        `Shards(fs=fs)`), which its `__init__` (or a base's in the file) binds to an attribute as it is
+        (`self.fs = fs`): that class's self.fs is the filesystem. Within one file, one step: no attribute handed on."""
+        inits: dict[str, ast.FunctionDef] = {}
+        for node in ast.walk(tree):
+            if isinstance(node, ast.ClassDef):
+                for part in node.body:
+                    if isinstance(part, ast.FunctionDef) and part.name == "__init__":
+                        inits.setdefault(node.name, part)
+        for call in ast.walk(tree):
+            if not isinstance(call, ast.Call) or not isinstance(call.func, ast.Name) or call.func.id not in inits:
+                continue
+            lineage, seen = [call.func.id], set()  # the __init__ the class runs: its own, else a base's
+            while lineage and lineage[0] not in inits:
+                seen.add(cls := lineage.pop(0))
+                lineage.extend(base for base in self.classes.get(cls, []) if base not in seen)
+            if not lineage:
+                continue
+            init = inits[lineage[0]]
+            params = [each.arg for each in [*init.args.posonlyargs, *init.args.args][1:]]
+            given = [*zip(params, call.args, strict=False), *((kw.arg, kw.value) for kw in call.keywords if kw.arg)]
+            for param, value in given:
+                if not isinstance(value, ast.Name):
+                    continue
+                for bound in (self.filesystems, self.sessions):
+                    held = self._bound(bound, value.id, value)
+                    if held is None:
+                        continue
+                    for statement in ast.walk(init):  # self.fs = fs, self.fs: AbstractFileSystem = fs
+                        if (
+                            isinstance(statement, ast.Assign | ast.AnnAssign)
+                            and isinstance(statement.value, ast.Name)
+                            and statement.value.id == param
+                        ):
+                            targets = statement.targets if isinstance(statement, ast.Assign) else [statement.target]
+                            for target in targets:
+                                if (name := _dotted(target)).startswith("self.") and name.count(".") == 1:
+                                    bound.setdefault(f"{lineage[0]}.{name.removeprefix('self.')}", held)
 
     def _owned(self, target: str, node: ast.AST) -> str | tuple[int, str]:
         """`self.files` as the class it is bound in names it (`Parts.files`): two classes' self.files are two. A plain
@@ -285,10 +343,10 @@ class RemoteReads:
             protocol = protocol if protocol is not None else self._keyword(call, "protocol")
             if isinstance(protocol, str) and protocol in REMOTE_PROTOCOLS:
                 return "fsspec", protocol
-        if name in ("fsspec.core.url_to_fs", "fsspec.url_to_fs"):  # -> (filesystem, path), of the URL's protocol
-            url = self.prefix(call.args[0] if call.args else _keyword_node(call, "url"))
+        if name in _FROM_URL:  # -> (filesystem, path), of the URL's scheme (a local path or file:// is none)
+            url = self.prefix(call.args[0] if call.args else _keyword_node(call, _FROM_URL[name][1]))
             if url and _remote(url):
-                return "fsspec", url.partition("://")[0].lower()
+                return _FROM_URL[name][0], url.partition("://")[0].lower()
         return None
 
     def _listed(self, call: ast.Call) -> str | None:
@@ -373,7 +431,9 @@ class RemoteReads:
             self.calls.setdefault(caller, set()).add(callee)
 
     def callback(self, call: ast.Call, last: str, owner: str | None) -> None:
-        """Functions handed to `.map(...)`, `.from_generator(...)`, or a DataLoader's `collate_fn`: per sample."""
+        """Functions handed to `.map(...)`, `.from_generator(...)`, or a DataLoader's `collate_fn`: per sample. A lambda
+        handed there is one such function (`collate_fn=lambda keys: [session.get(url + k) for k in keys]`): the walk
+        reads its body as a function of its own (`lambda_name`), not as part of the function it is written in."""
         method = isinstance(call.func, ast.Attribute)
         how = _CALLBACKS.get(last) if method and not self._pool(call.func.value, call) else None
         if how and "datasets" in self.tops and not (self.tops & _LAZY_MAPS or self.lazy_datasets):
@@ -384,12 +444,19 @@ class RemoteReads:
                 handed.append(keyword.value)
                 how = how or "per batch as collate_fn"
         for argument in handed:
+            if isinstance(argument, ast.Lambda):  # its body runs per sample: a function of its own, named by its line
+                self.lambdas[id(argument)] = f"a lambda at line {argument.lineno}"
+                self.roots.setdefault(self.lambdas[id(argument)], f"called {how}")
             for node in ast.walk(argument):
                 name = _dotted(node) if isinstance(node, ast.Name | ast.Attribute) else ""
                 if name.startswith("self.") and owner:
                     name = f"{owner}.{name.removeprefix('self.')}"
                 if name and "." not in name or (owner and name.startswith(f"{owner}.")):
                     self.roots.setdefault(name, f"called {how}")
+
+    def lambda_name(self, node: ast.Lambda) -> str | None:
+        """The name a lambda handed as a callback runs under ("a lambda at line 12"), None for any other lambda."""
+        return self.lambdas.get(id(node))
 
     def read(self, call: ast.Call, name: str, last: str, where: tuple[str | None, bool]) -> dict | None:
         """The detail of a `remote_read` fact for this call, or None; recorded to be settled after the walk."""
@@ -445,6 +512,16 @@ class RemoteReads:
                 url = None
                 if path:
                     url = path if "://" in path else f"{scheme}://{path}"
+                return self._detail(client, last, url, _storage(scheme))
+        if last in _FILESYSTEM_READERS and (handed := _keyword_node(call, "filesystem")) is not None:
+            # pq.read_table(path, filesystem=fs), ds.dataset(path, filesystem=fs): read through a remote filesystem
+            built = self._bound(self.filesystems, _dotted(handed), handed)
+            if built is None and isinstance(handed, ast.Call):
+                built = self._filesystem(handed)
+            if built is not None:
+                client, scheme = built
+                path = self.prefix(call.args[0] if call.args else _keyword_node(call, _FILESYSTEM_READERS[last]))
+                url = (path if "://" in path else f"{scheme}://{path}") if path else None
                 return self._detail(client, last, url, _storage(scheme))
         if canonical in ("smart_open.open", "smart_open.smart_open") and self._mode_reads(call, 1):
             path = self.prefix(call.args[0]) if call.args else None
