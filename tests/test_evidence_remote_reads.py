@@ -1270,3 +1270,39 @@ def test_a_remote_filesystem_handed_to_a_datasets_constructor_is_read_through_it
     assert [f["line"] for f in reads(by_keyword)] == [13, 29]
     local = FILESYSTEM_HANDED_IN.replace("fs = s3fs.S3FileSystem(anon=False)", 'fs = fsspec.filesystem("file")')
     assert reads(local) == []
+
+
+def test_a_lambda_bound_to_a_name_and_handed_as_collate_fn_reads_per_sample():
+    source = LAMBDA_CALLBACKS.replace(
+        "    images = DataLoader(dataset, batch_size=64, collate_fn=lambda batch: [",
+        "    fetch_batch = lambda batch: [",
+    ).replace(
+        "for k in batch])\n",
+        "for k in batch]  # noqa: E731\n    images = DataLoader(dataset, batch_size=64, collate_fn=fetch_batch)\n",
+    )
+    found = reads(source)
+    assert [(f["line"], f["call"], f["per_sample"], f["context"]) for f in found][:2] == [
+        (13, "get", True, "fetch_batch, called per batch as collate_fn"),
+        (16, "get_object", True, "a lambda at line 16, called per element by .map"),
+    ]
+
+
+STEP_LOOP_LAMBDA = """import boto3
+import torch
+
+s3 = boto3.client("s3")
+
+
+def train(model, optimizer, loader):
+    for batch in loader:
+        fetch = lambda key: s3.get_object(Bucket="captions", Key=key)["Body"].read()  # noqa: E731
+        captions = [fetch(key) for key in batch["keys"]]
+        loss = model(batch["images"].cuda(), captions)
+        loss.backward()
+        optimizer.step()
+"""
+
+
+def test_a_lambda_bound_to_a_name_in_the_training_step_loop_reads_per_step():
+    (fact,) = reads(STEP_LOOP_LAMBDA)
+    assert (fact["line"], fact["per_sample"], fact["context"]) == (9, True, "the training-step loop")

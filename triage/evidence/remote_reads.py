@@ -144,7 +144,8 @@ class RemoteReads:
         self.bindings: set[str] = set()  # every "Class.x" a class binds to self.x, to anything
         self.calls: dict[str, set[str]] = {}  # function -> functions it calls (qualified names)
         self.roots: dict[str, str] = {}  # per-sample function -> how it runs per sample (for its context)
-        self.lambdas: dict[int, str] = {}  # id of a lambda handed as a callback -> its name ("a lambda at line 12")
+        # id of a lambda handed as a callback -> its name ("a lambda at line 12"); of one bound to a name -> the name
+        self.lambdas: dict[int, str] = {}
         self.found: list[tuple[dict, str | None, bool, bool]] = []  # (detail, function, in step loop, stream)
         for node in ast.walk(tree):
             if isinstance(node, ast.Import):
@@ -187,6 +188,8 @@ class RemoteReads:
                 bound_to, value = node.target, node.value
             else:
                 continue
+            if isinstance(value, ast.Lambda) and isinstance(bound_to, ast.Name):
+                self.lambdas[id(value)] = bound_to.id  # `fetch = lambda key: ...`: a function named fetch, as a def
             if isinstance(value, ast.Call):
                 target = _dotted(bound_to)
                 if isinstance(bound_to, ast.Tuple) and bound_to.elts:
@@ -445,7 +448,7 @@ class RemoteReads:
                 how = how or "per batch as collate_fn"
         for argument in handed:
             if isinstance(argument, ast.Lambda):  # its body runs per sample: a function of its own, named by its line
-                self.lambdas[id(argument)] = f"a lambda at line {argument.lineno}"
+                self.lambdas.setdefault(id(argument), f"a lambda at line {argument.lineno}")
                 self.roots.setdefault(self.lambdas[id(argument)], f"called {how}")
             for node in ast.walk(argument):
                 name = _dotted(node) if isinstance(node, ast.Name | ast.Attribute) else ""
@@ -455,7 +458,8 @@ class RemoteReads:
                     self.roots.setdefault(name, f"called {how}")
 
     def lambda_name(self, node: ast.Lambda) -> str | None:
-        """The name a lambda handed as a callback runs under ("a lambda at line 12"), None for any other lambda."""
+        """The name a lambda handed as a callback runs under ("a lambda at line 12"), or a lambda bound to a name
+        (`fetch = lambda key: ...`, "fetch", found as a def of that name is); None for any other lambda."""
         return self.lambdas.get(id(node))
 
     def read(self, call: ast.Call, name: str, last: str, where: tuple[str | None, bool]) -> dict | None:

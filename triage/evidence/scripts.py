@@ -442,19 +442,17 @@ class _PythonFacts(ast.NodeVisitor):
     visit_AsyncFunctionDef = visit_FunctionDef
 
     def visit_Lambda(self, node: ast.Lambda) -> None:
-        # A lambda handed as a `.map` callback or a `collate_fn` runs per sample: its body is a function of its own
-        # (any other lambda's body is read as part of the function it is written in).
+        # A lambda handed as a `.map` callback or a `collate_fn` (or bound to a name, `fetch = lambda k: ...`) is a
+        # function of its own, for where its reads run (any other lambda's body is read as part of the function it
+        # is written in). Loops around it still count: one made in the step loop is made, and used, every step.
         name = self.remote.lambda_name(node) if self.remote is not None else None
         if name is None:
             self.generic_visit(node)
             return
-        loops, guards = self.loops, self.guards
-        self.loops, self.guards = [], []
         self.remote.enter(name)
         self.scopes.append(("function", name, []))
         self.generic_visit(node)
         self.scopes.pop()
-        self.loops, self.guards = loops, guards
 
     @property
     def in_loop(self) -> bool:

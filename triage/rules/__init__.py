@@ -29,10 +29,10 @@ from triage.rules.registry import RULES, THRESHOLDS, Finding, Status, TriageResu
 #      function's), not any binding in the file; `fs: T = s3fs.S3FileSystem()` is followed; a boto3 Object bound
 #      to a name and then read (`obj = s3.Object(b, k); obj.get()`) is a read; so is a file entered in a loop
 #      over a slice of an open_files list (`for f in files[:10]`, `reversed(files)`)
-#      also: a lambda handed as a collate_fn or a .map callback runs per sample (its reads were its enclosing
-#      function's, once); pyarrow.fs.FileSystem.from_uri of a remote URI is a remote filesystem, and a reader
-#      handed one as filesystem= (pq.read_table, ds.dataset, ...) reads; a remote filesystem handed to a
-#      class's constructor is the self.fs its __init__ binds to it
+#      also: a lambda handed as a collate_fn or a .map callback (or bound to a name handed there) runs per
+#      sample (its reads were its enclosing function's, once); pyarrow.fs.FileSystem.from_uri of a remote URI
+#      is a remote filesystem, and a reader handed one as filesystem= (pq.read_table, ds.dataset, ...) reads;
+#      a remote filesystem handed to a class's constructor is the self.fs its __init__ binds to it
 #      also: a summary's percentages are written as the app writes them, "29 %" not "29%" (an idle tail's
 #      "(29 %)", "GPUs idle 45 % of the covered time", "samples cover 40 % of the run (< 50 %)", a loader's
 #      copies, dips and host wait, and the guidance that quotes the host wait)
