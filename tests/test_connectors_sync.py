@@ -202,10 +202,7 @@ def test_generic_jobs_on_mig_slices_and_shared_replicas_are_charged_their_share(
     api.jobs[2].update(gpu_model="H100")  # no share: whole GPUs
     cluster = Cluster.objects.create(name="c1")
     GpuModelPrice.objects.create(cluster=cluster, gpu_model="H100", price_per_gpu_hour=Decimal("7.00"))
-    with FakePlatform() as server:
-        api.install(server)
-        connector = make_connector("generic", server.url, options={"series": False})
-        result = sync.sync_connector(connector.pk)
+    result = pull_generic(api)
     assert result.status == "succeeded", result.errors
     slices, replicas, whole = (Job.objects.get(external_id=f"g-{n}") for n in range(3))
     # two devices for half an hour each
@@ -230,6 +227,14 @@ SHARE_IN_WORDS = "must be a number more than 0 and at most 1 in plain digits suc
 SHARE_OUT_OF_RANGE = "must be more than 0 and at most 1 (the share of a physical GPU each device is), got {!r}"
 
 
+def pull_generic(api):
+    """`api`'s jobs pulled by a generic connector (no series), the pull's result."""
+    with FakePlatform() as server:
+        api.install(server)
+        connector = make_connector("generic", server.url, options={"series": False})
+        return sync.sync_connector(connector.pk)
+
+
 @pytest.mark.parametrize(
     ("field", "value", "message"),
     [
@@ -244,42 +249,6 @@ SHARE_OUT_OF_RANGE = "must be more than 0 and at most 1 (the share of a physical
         ("gpu_share", "1e-1", SHARE_IN_WORDS + " (got '1e-1')"),  # the schema's anyOf, said in words
         ("gpu_unit", 7, "must be text or empty (got 7)"),
         ("gpu_unit", "slice " * 20, "is 119 characters long; at most 100 allowed"),
-    ],
-)
-def test_a_bad_gpu_share_or_unit_is_that_jobs_error_worded_as_an_archive_words_it(tmp_path, field, value, message):
-    api = GenericApi(3)
-    api.jobs[1][field] = value
-    with FakePlatform() as server:
-        api.install(server)
-        connector = make_connector("generic", server.url, options={"series": False})
-        result = sync.sync_connector(connector.pk)
-    assert result.status == "partial"
-    assert sorted(Job.objects.values_list("external_id", flat=True)) == ["g-0", "g-2"]
-    assert [(e["file"], e["row"], e["job_id"], e["field"], e["message"]) for e in result.errors] == [
-        ("generic-test /jobs", 2, "g-1", field, message)
-    ]
-    assert archive_errors(tmp_path, api.jobs) == [("g-1", field, message)]
-
-
-def test_generic_counts_given_as_text_are_read_as_an_archive_reads_them(tmp_path):
-    """`"gpu_count": "4"` is a count, as in an archive's jobs.jsonl (and every cell of its jobs.csv)."""
-    api = GenericApi(2)
-    api.jobs[0].update(gpu_count="4", node_count="2", cpu_count="32")
-    api.jobs[1].update(gpu_count=" 8 ", job_type="interactive")
-    with FakePlatform() as server:
-        api.install(server)
-        connector = make_connector("generic", server.url, options={"series": False})
-        result = sync.sync_connector(connector.pk)
-    assert result.status == "succeeded", result.errors
-    text, padded = Job.objects.get(external_id="g-0"), Job.objects.get(external_id="g-1")
-    assert (text.gpu_count, text.node_count, text.cpu_count) == (4, 2, 32)
-    assert (padded.gpu_count, padded.job_type) == (8, "interactive")
-    assert archive_errors(tmp_path, api.jobs) == []
-
-
-@pytest.mark.parametrize(
-    ("field", "value", "message"),
-    [
         ("gpu_count", "four", "must be a whole number of 0 or more, such as 4 (got 'four')"),
         ("gpu_count", "-4", "must be a whole number of 0 or more, such as 4 (got '-4')"),
         ("name", "n" * 501, "is 501 characters long; at most 500 allowed"),
@@ -296,15 +265,14 @@ def test_generic_counts_given_as_text_are_read_as_an_archive_reads_them(tmp_path
         ("labels", [1], 'must be a JSON object, e.g. {"project": "x"} (got [1])'),
     ],
 )
-def test_a_generic_field_the_job_schema_refuses_is_that_jobs_error_as_in_an_archive(tmp_path, field, value, message):
-    """A job object keeps to the archive's job schema (fleet/schemas/job.schema.json): lengths and
-    patterns of cluster, name, state, queue and the rest; the error is the one an archive's row gets."""
+def test_a_bad_field_is_that_jobs_error_worded_as_an_archive_words_it(tmp_path, field, value, message):
+    """A job object keeps to the archive's rules (gpu_share and gpu_unit, counts, and the job schema,
+    fleet/schemas/job.schema.json: lengths and patterns of cluster, name, state, queue and the rest):
+    the job is not stored, the others are, and its error is the one an archive's row gets (the
+    message checked word for word where given)."""
     api = GenericApi(3)
     api.jobs[1][field] = value
-    with FakePlatform() as server:
-        api.install(server)
-        connector = make_connector("generic", server.url, options={"series": False})
-        result = sync.sync_connector(connector.pk)
+    result = pull_generic(api)
     assert result.status == "partial"
     assert sorted(Job.objects.values_list("external_id", flat=True)) == ["g-0", "g-2"]
     errors = [(e["file"], e["row"], e["job_id"], e["field"], e["message"]) for e in result.errors]
@@ -315,13 +283,23 @@ def test_a_generic_field_the_job_schema_refuses_is_that_jobs_error_as_in_an_arch
         assert archive_error[2] == message
 
 
+def test_generic_counts_given_as_text_are_read_as_an_archive_reads_them(tmp_path):
+    """`"gpu_count": "4"` is a count, as in an archive's jobs.jsonl (and every cell of its jobs.csv)."""
+    api = GenericApi(2)
+    api.jobs[0].update(gpu_count="4", node_count="2", cpu_count="32")
+    api.jobs[1].update(gpu_count=" 8 ", job_type="interactive")
+    result = pull_generic(api)
+    assert result.status == "succeeded", result.errors
+    text, padded = Job.objects.get(external_id="g-0"), Job.objects.get(external_id="g-1")
+    assert (text.gpu_count, text.node_count, text.cpu_count) == (4, 2, 32)
+    assert (padded.gpu_count, padded.job_type) == (8, "interactive")
+    assert archive_errors(tmp_path, api.jobs) == []
+
+
 def test_a_job_id_the_schema_refuses_is_reported_under_that_id(tmp_path):
     api = GenericApi(2)
     api.jobs[1]["job_id"] = "g 1"
-    with FakePlatform() as server:
-        api.install(server)
-        connector = make_connector("generic", server.url, options={"series": False})
-        result = sync.sync_connector(connector.pk)
+    result = pull_generic(api)
     assert list(Job.objects.values_list("external_id", flat=True)) == ["g-0"]
     errors = [(e["row"], e["job_id"], e["field"], e["message"]) for e in result.errors]
     words = "must be letters, digits or . _ : [ ] + - with no spaces or slashes (got 'g 1')"
@@ -334,10 +312,7 @@ def test_every_bad_field_of_a_generic_job_is_its_own_error_as_in_an_archive(tmp_
     api = GenericApi(3)
     api.jobs[1].update(gpu_count="two", state="S" * 60, queue="q" * 300, gpu_share="half", labels="x")
     del api.jobs[1]["user"]
-    with FakePlatform() as server:
-        api.install(server)
-        connector = make_connector("generic", server.url, options={"series": False})
-        result = sync.sync_connector(connector.pk)
+    result = pull_generic(api)
     assert result.status == "partial"
     assert sorted(Job.objects.values_list("external_id", flat=True)) == ["g-0", "g-2"]
     errors = [(e["file"], e["row"], e["job_id"], e["field"], e["message"]) for e in result.errors]
