@@ -21,7 +21,7 @@ from urllib.parse import parse_qs, urlsplit
 
 from tests.loopback import LoopbackServer
 
-TIMEOUT_SLEEP_S = 1.5  # longer than the client timeout the tests set
+TIMEOUT_SLEEP_S = 2.5  # longer than the client timeouts the tests set (at most 2 s)
 
 
 class FakePlatform(LoopbackServer):
