@@ -18,17 +18,10 @@ from fleet.gpu_models import gpu_model_key, mig_share, slurm_mig_slice
 from fleet.models import Cluster, GpuModelPrice, Job
 from tests.connector_servers import FakePlatform
 from tests.fixtures.connectors.make_slurm_fixtures import job as sacct_job
+from tests.test_connectors_sync import _fast_http  # noqa: F401  (the fixture, used by name)
 
 NOW = datetime.now(UTC).replace(microsecond=0)
 A100 = "NVIDIA A100-SXM4-80GB"  # dcgm-exporter's modelName of the node's GPUs
-
-
-@pytest.fixture(autouse=True)
-def _fast_http(settings):
-    settings.CONNECTOR_HTTP_TIMEOUT = 0.5
-    settings.CONNECTOR_HTTP_RETRIES = 2
-    settings.CONNECTOR_HTTP_BACKOFF = 0.01
-    settings.CONNECTOR_HTTP_BACKOFF_MAX = 0.05
 
 
 def gres(name: str, count: int) -> list[dict]:
