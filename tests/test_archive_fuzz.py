@@ -208,7 +208,9 @@ def test_the_job_schema_with_its_references_inlined_judges_every_row_as_the_sche
 # Job rows as jobs.csv (text cells) and jobs.jsonl (any JSON values) bring them, near the schema's edges.
 _cell = st.one_of(
     st.text(max_size=12),
-    st.sampled_from(["", "0", "1", "-1", "2.0", "1e3", "j1", "a b", "c1", "batch", "interactive", "x" * 201]),
+    st.sampled_from(
+        ["", "0", "1", "-1", "2.0", "1e3", "j1", "a b", "c1", "batch", "interactive", "BATCH", "Interactive", "x" * 201]
+    ),
     st.sampled_from(["2026-11-02T10:00:00Z", "2026-11-02 10:00", "1793613600", "1793613600.5", "2026-13-45"]),
 )
 _json_value = st.one_of(

@@ -7,6 +7,7 @@ import zipfile
 from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
 
+import jsonschema
 import numpy as np
 import pandas as pd
 import pyarrow as pa
@@ -486,6 +487,45 @@ def test_a_bad_job_row_rejects_that_job_only(tmp_path, row, field, message):
     assert sorted(parsed.jobs) == ["j1", "j2"]
     assert error in parsed.errors
     assert str(error).startswith(f"jobs.csv, row 3, field '{field}' (job {job_id}): ")
+
+
+def test_a_job_type_in_any_letter_case_is_read_as_its_lower_case_value(tmp_path):
+    """Exports write "Interactive" or "BATCH": the job keeps the canonical "interactive"/"batch",
+    in jobs.csv as in jobs.jsonl, and the published schema a user checks their export with agrees."""
+    rows = [
+        "j1,alice,vision,2,2026-10-05T09:00:00Z,2026-10-05T10:00:00Z,Interactive",
+        "j2,bob,nlp,1,2026-10-05T09:00:00Z,2026-10-05T10:00:00Z,BATCH",
+        "j3,carol,nlp,1,1791190800,1791194400, iNTERACTIVE ",
+    ]
+    parsed = parse_files(tmp_path, base_files(**{"jobs.csv": csv_text(JOBS_HEADER, rows)}))
+    assert parsed.errors == []
+    assert {job_id: job.job_type for job_id, job in parsed.jobs.items()} == {
+        "j1": "interactive",
+        "j2": "batch",
+        "j3": "interactive",
+    }
+    lines = [{**GOOD_JOB, "job_id": "i", "job_type": "Interactive"}, {**GOOD_JOB, "job_type": "Batch"}]
+    jsonl = "".join(json.dumps(line) + "\n" for line in lines)
+    parsed = parse_files(tmp_path, base_files(**{"jobs.csv": None, "jobs.jsonl": jsonl, "metrics.csv": None}))
+    assert parsed.errors == []
+    assert (parsed.jobs["i"].job_type, parsed.jobs["j1"].job_type) == ("interactive", "batch")
+    written = json.loads((Path(__file__).resolve().parent.parent / "fleet/schemas/job.schema.json").read_text())
+    validator = jsonschema.Draft202012Validator(written)
+    assert validator.is_valid({**GOOD_JOB, "job_type": "Interactive"})
+    assert validator.is_valid({**GOOD_JOB, "job_type": "BATCH"})
+    assert not validator.is_valid({**GOOD_JOB, "job_type": "Cron"})
+
+
+def test_an_unknown_job_type_in_capitals_still_rejects_that_job_naming_it(tmp_path):
+    row = "j3,carol,nlp,1,1791190800,1791194400,Notebook"
+    parsed = parse_files(tmp_path, base_files(**{"jobs.csv": csv_text(JOBS_HEADER, [*JOBS_ROWS[:2], row])}))
+    error = only_error(parsed, "j3")
+    assert (error.file, error.row, error.field) == ("jobs.csv", 3, "job_type")
+    assert error.message == "must be one of batch, interactive (got 'Notebook')"
+    assert sorted(parsed.jobs) == ["j1", "j2"]
+    assert list(schema_problems("job.schema.json", {**GOOD_JOB, "job_type": "Notebook"})) == [
+        ("job_type", "must be batch or interactive in any letter case, or empty (got 'Notebook')")
+    ]
 
 
 def test_all_problems_of_a_row_are_reported(tmp_path):

@@ -298,6 +298,22 @@ def test_generic_counts_given_as_text_are_read_as_an_archive_reads_them(tmp_path
     assert archive_errors(tmp_path, api.jobs) == []
 
 
+def test_a_generic_job_type_in_any_letter_case_is_stored_lower_case(tmp_path):
+    """A platform that writes "Interactive" or "BATCH" has its jobs stored as interactive and batch,
+    as an archive's rows are; an unknown type in capitals is still that job's error."""
+    api = GenericApi(4)
+    api.jobs[0]["job_type"] = "Interactive"
+    api.jobs[1]["job_type"] = "BATCH"
+    api.jobs[2]["job_type"] = " INTERACTIVE "
+    api.jobs[3]["job_type"] = "Notebook"
+    result = pull_generic(api)
+    stored = dict(Job.objects.values_list("external_id", "job_type"))
+    assert stored == {"g-0": "interactive", "g-1": "batch", "g-2": "interactive"}
+    errors = [(e["row"], e["job_id"], e["field"], e["message"]) for e in result.errors]
+    assert errors == [(4, "g-3", "job_type", "must be one of batch, interactive (got 'Notebook')")]
+    assert archive_errors(tmp_path, api.jobs) == [("g-3", "job_type", errors[0][3])]
+
+
 def test_a_job_id_the_schema_refuses_is_reported_under_that_id(tmp_path):
     api = GenericApi(2)
     api.jobs[1]["job_id"] = "g 1"

@@ -439,6 +439,27 @@ def test_a_bad_job_row_is_rejected_by_file_row_and_field_and_the_rest_land(tmp_p
     assert Job.objects.count() == 2
 
 
+@pytest.mark.parametrize("jobs_file", ["jobs.csv", "jobs.jsonl"])
+def test_a_job_type_in_any_letter_case_is_imported_as_its_lower_case_value(tmp_path, jobs_file):
+    """Exports write "Interactive" and "BATCH": the jobs land as interactive and batch; an unknown
+    type is still that row's error by file, row and field, and the other jobs land."""
+    types = {"j1": "Interactive", "j2": "BATCH", "j3": "Cron"}
+    lines = [line.split(",") for line in JOBS.splitlines()]
+    header, rows = [*lines[0], "job_type"], [[*row, types[row[0]]] for row in lines[1:]]
+    if jobs_file == "jobs.csv":
+        text = "".join(",".join(row) + "\n" for row in [header, *rows])
+    else:
+        text = "".join(json.dumps(dict(zip(header, row, strict=True))) + "\n" for row in rows)
+    members = {**good_members(), "jobs.csv": None, jobs_file: text}
+    code, _, err = run_command(write_zip(tmp_path / "types.zip", {k: v for k, v in members.items() if v is not None}))
+    assert code == 1
+    assert dict(Job.objects.values_list("external_id", "job_type")) == {"j1": "interactive", "j2": "batch"}
+    (error,) = IngestRun.objects.get().errors
+    assert (error["file"], error["row"], error["field"], error["job_id"]) == (jobs_file, 3, "job_type", "j3")
+    assert error["message"] == "must be one of batch, interactive (got 'Cron')"
+    assert f"{jobs_file}, row 3, field 'job_type'" in err
+
+
 def test_unparseable_metric_timestamp_rejects_only_that_job(tmp_path):
     members = good_members()
     members["metrics.csv"] = members["metrics.csv"].replace("2026-11-03T00:10:00Z", "not-a-time", 1)

@@ -476,6 +476,10 @@ _EXPECTED = {
 _PATTERN_WORDS = {
     "^[A-Za-z0-9_-]{1,100}$": "1 to 100 letters, digits, '_' or '-'",
     "^[A-Za-z0-9_.:\\[\\]+-]+$": "letters, digits or . _ : [ ] + - with no spaces or slashes",
+    # JSON Schema has no case-insensitive enum; exports write "Interactive" and "BATCH".
+    "^([Bb][Aa][Tt][Cc][Hh]|[Ii][Nn][Tt][Ee][Rr][Aa][Cc][Tt][Ii][Vv][Ee])?$": (
+        "batch or interactive in any letter case, or empty"
+    ),
 }
 # A JSON type in words ("must be text or empty"), not the schema's ['string', 'null'].
 _TYPE_WORDS = {
