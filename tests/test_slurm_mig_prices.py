@@ -104,7 +104,7 @@ def test_a_slice_is_priced_at_its_share_of_the_parent_gpus_row_and_the_page_says
     client.force_login(operator)
     page = client.get(reverse("dashboard:job-detail", args=[jobs["12"].pk])).content.decode()
     assert "2 MIG 3g.40gb slices of a100" in page
-    assert "3/7 of a GPU each: GPU-hours and cost count 0.86 GPU-hours" in page
+    assert "3/7 of a GPU each: GPU-hours and cost count 0.9 GPU-hours" in page  # 6/7, to the tenth as the jobs list
 
 
 @pytest.mark.django_db

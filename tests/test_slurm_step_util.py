@@ -201,7 +201,10 @@ def test_the_job_page_says_the_figure_is_slurms_average_and_why_there_is_no_time
     sampled, summarised = slurm_jobs
     client.force_login(operator)
     page = client.get(reverse("dashboard:job-detail", args=[summarised.pk])).content.decode()
-    assert "45.0 %" in page and "from Slurm's step accounting (an average of the whole run; no time series)" in page
+    assert (
+        "<dt>Mean GPU utilization</dt><dd>45 % " in page
+        and "from Slurm's step accounting (an average of the whole run; no time series)" in page
+    )
     assert "100 % of GPU time" not in page and "none (0 samples)" in page  # not a full sample coverage
     timeline = client.get(reverse("dashboard:job-timeline", args=[summarised.pk])).json()
     assert timeline["data"] == [] and "Slurm's step accounting, one average for the whole run" in timeline["empty"]

@@ -3,6 +3,7 @@ understands, for `triage/job_findings.html`; the rules' own terms (status, sub-c
 rule-set version) stay on the page in a title for the researchers and operators who use them."""
 
 from django import template
+from django.template.defaultfilters import floatformat
 
 register = template.Library()
 
@@ -40,7 +41,8 @@ def outcome(result) -> dict:
             "insufficient_data": "Too little data",
         }.get(result.status, result.get_status_display())
     if result.status in ("classified", "unclassified", "healthy") and result.mean_util is not None:
-        detail = f"at a mean GPU utilization of {result.mean_util:.1f} %"
+        # Whole percent, rounded as the page's Summary and the jobs list round it (`floatformat:0`).
+        detail = f"at a mean GPU utilization of {floatformat(result.mean_util, 0)} %"
     else:
         detail = result.reason  # the rules' words on too little data ("samples cover 40 % of the run ...")
     return {"words": words, "detail": detail}

@@ -26,5 +26,6 @@ def share(value) -> str:
 @register.filter
 def gpu_hours(value) -> str:
     """GPU-hours as the cards and the digests write them: "1,234.5" for 1234.5, "–" for none. The
-    tables' `floatformat:1` wrote no thousands separator, and the Teams table rounded 10 or more whole."""
-    return hours_text(value)
+    tables' `floatformat:1` wrote no thousands separator, and the Teams table rounded 10 or more whole.
+    A figure a page lacks (a finding stored without guidance: the template's "") is "–" too, not a 500."""
+    return hours_text(None if value == "" else value)

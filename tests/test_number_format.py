@@ -1,0 +1,101 @@
+"""Numbers read the same on every page that shows them: a job's GPU-hours on its own page as in the jobs
+list beside it (to a tenth with a thousands separator, "1,234.6", where the job page wrote "1234.57"),
+its utilization in whole percent ("46 %", where the job page wrote "46.3 %"), and the charts' "The
+numbers" tables as the cards and tables around them ("1,234.5", "53 %", weeks as ISO dates)."""
+
+from __future__ import annotations
+
+import re
+from datetime import UTC, datetime, timedelta
+
+import pytest
+from django.urls import reverse
+
+from tests.factories import JobFactory
+from triage.labeling import services as labeling
+from triage.models import Finding, JobTriage, RuleSet
+from triage.taxonomy import Category
+
+pytestmark = pytest.mark.django_db
+
+WEEK_START = datetime(2026, 11, 16, tzinfo=UTC)
+
+
+@pytest.fixture
+def job(team_a):
+    """A job with figures whose two decimals and one differ: 1234.567 GPU-hours is 1,234.6 in the list."""
+    job = JobFactory(
+        team=team_a,
+        name="wide-job",
+        start_time=WEEK_START + timedelta(days=1),
+        gpu_hours=1234.567,
+        unused_gpu_hours=663.333,
+        idle_gpu_hours=3.14159,
+        mean_gpu_util=46.3,
+        peak_gpu_mem_util=64.6,
+    )
+    result = JobTriage.objects.create(
+        job=job, rule_set=RuleSet.current(), status="classified", is_current=True, mean_util=46.3
+    )
+    Finding.objects.create(
+        result=result, job=job, rule_set=result.rule_set, category=Category.MODEL_CHECKPOINTING, confidence=0.9,
+        summary="s", gpu_hours=7.3333, evidence={}, guidance={"recoverable_gpu_hours": 7.33, "change": "c"},
+    )  # fmt: skip
+    return job
+
+
+def dd(page: str, term: str) -> str:
+    """The text of the <dd> after the <dt> `term` on a page."""
+    return re.search(rf"<dt>{re.escape(term)}</dt><dd>(.*?)</dd>", page, re.DOTALL).group(1)
+
+
+def test_a_jobs_page_writes_its_gpu_hours_and_percentages_as_the_jobs_list_does(client, operator, job):
+    client.force_login(operator)
+    listed = client.get(reverse("dashboard:job-list")).content.decode()
+    assert '<td class="num">1,234.6</td>' in listed and '<td class="num">663.3</td>' in listed
+    assert ">46 %</span>" in listed
+
+    page = client.get(reverse("dashboard:job-detail", args=[job.pk])).content.decode()
+    assert dd(page, "GPU-hours") == "1,234.6"
+    assert dd(page, "Unused GPU-hours") == "663.3"
+    assert dd(page, "Idle GPU-hours (&lt; 5 %)") == "3.1"
+    assert dd(page, "Mean GPU utilization").startswith("46 %")
+    assert dd(page, "Peak GPU memory") == "65 %"
+    assert "1 cause found</span>" in page and "at a mean GPU utilization of 46 % ·" in page
+    assert "1234.57" not in page and "663.33" not in page and "46.3 %" not in page
+    # The finding's hours, and what its fix would recover, as the causes pages and digests write them.
+    assert "<strong>7.3 GPU-hours</strong>" in page and "Recoverable for this job: 7.3 GPU-hours" in page
+    assert "7.33 GPU-hours" not in page
+
+
+def test_a_healthy_jobs_unused_hours_and_its_triage_page_read_as_the_list(client, operator, team_a):
+    job = JobFactory(team=team_a, gpu_hours=20.0, unused_gpu_hours=1234.27, mean_gpu_util=82.6)
+    JobTriage.objects.create(job=job, rule_set=RuleSet.current(), status="healthy", is_current=True)
+    client.force_login(operator)
+    page = client.get(reverse("dashboard:job-detail", args=[job.pk])).content.decode()
+    assert "its 1,234.3 unused GPU-hours still count" in page
+    triage_page = client.get(reverse("triage:job", args=[job.pk])).content.decode()
+    assert "mean GPU util 83 %" in triage_page and "82.6 %" not in triage_page
+
+
+def test_a_shared_gpus_hours_in_the_jobs_facts_read_as_the_list(client, operator, team_a):
+    job = JobFactory(team=team_a, gpu_hours=2.85714, gpu_count=2, gpu_unit="mig", gpu_share=1 / 7, gpu_model="H100")
+    client.force_login(operator)
+    page = client.get(reverse("dashboard:job-detail", args=[job.pk])).content.decode()
+    facts = re.search(r'<dd id="job-gpus">(.*?)</dd>', page, re.DOTALL).group(1)
+    assert "count 2.9 GPU-hours" in facts, facts
+
+
+def test_the_labeling_page_writes_a_jobs_figures_as_its_job_page_does(client, researcher, team_a):
+    from tests.test_labeling import make_researcher
+
+    for index in range(4):
+        JobFactory(team=team_a, gpu_hours=1234.567, unused_gpu_hours=663.333, mean_gpu_util=20.3 + index)
+    study = labeling.create_study(
+        name="Pilot", lead=researcher, raters=[researcher, make_researcher("ravi")], sample_size=4, seed=1
+    )
+    client.force_login(researcher)
+    item = study.items.first()
+    page = client.get(reverse("labeling:label", args=[study.pk, item.pk])).content.decode()
+    assert dd(page, "GPU-hours") == "1,234.6" and dd(page, "Unused GPU-hours") == "663.3"
+    assert dd(page, "Mean GPU util").startswith(f"{item.job.mean_gpu_util:.0f} %")
