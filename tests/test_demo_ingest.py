@@ -1,16 +1,19 @@
 """The demo fleet as `make demo` uses it: imported whole, priced, with logins for a tour."""
 
 import json
+import re
 from io import StringIO
 
 import pytest
 from django.contrib.auth.models import User
-from django.core.management import call_command
+from django.core.management import CommandError, call_command
 from django.urls import reverse
 
 from fleet import ingest
 from fleet.access import is_operator, is_researcher
 from fleet.models import IngestRun, Job, Owner
+from triage.labeling import services
+from triage.labeling.models import Label, Study
 
 pytestmark = pytest.mark.django_db
 
@@ -44,7 +47,7 @@ def test_setup_demo_prices_the_fleet_and_prints_working_logins(demo_archive, cli
     ingest.execute_run(ingest.create_run(demo_archive).pk)
     out = StringIO()
     call_command("setup_demo", stdout=out)
-    logins = {line.split()[0]: line.split()[1] for line in out.getvalue().splitlines()[1:]}
+    logins = {line.split()[0]: line.split()[1] for line in out.getvalue().splitlines() if line.startswith("  ")}
     assert set(logins) == {"operator", "researcher", "alice"}
     users = {name: User.objects.get(username=name) for name in logins}
     assert all(users[name].check_password(password) for name, password in logins.items())
@@ -58,3 +61,76 @@ def test_setup_demo_prices_the_fleet_and_prints_working_logins(demo_archive, cli
     # Each login has an address, so the digests can be tried in the demo: alice gets her team's.
     digests = client.get(reverse("digests:index")).content.decode()
     assert f"You receive the {team.name} digest at alice@example.org." in digests
+
+
+def _headline_value(page: str) -> float:
+    return float(re.search(r'<span id="headline-value">([^<]+)</span>', page).group(1))
+
+
+def test_setup_demo_gives_the_researcher_a_study_two_demo_raters_have_labelled(demo_archive, client):
+    """The demo's researcher finds a study to label at once, next to two demo raters who have labelled
+    and submitted every job from the demo's ground truth, agreeing often but not always."""
+    ingest.execute_run(ingest.create_run(demo_archive).pk)
+    call_command("setup_demo", stdout=StringIO())
+    researcher = User.objects.get(username="researcher")
+    study = Study.objects.get()
+    raters = {link.user.username: link for link in study.rater_links.select_related("user")}
+    assert set(raters) == {"demo-rater-1", "demo-rater-2", "researcher"}
+    for name in ("demo-rater-1", "demo-rater-2"):
+        assert not raters[name].user.has_usable_password()  # nobody logs in as a demo rater
+        assert raters[name].submitted_at is not None
+        assert services.progress(study, raters[name].user) == (study.items.count(),) * 2
+    assert services.progress(study, researcher) == (0, study.items.count()) and study.items.count() >= 5
+
+    client.force_login(researcher)
+    studies = client.get(reverse("labeling:study-list")).content.decode()
+    assert reverse("labeling:study", args=[study.pk]) in studies and study.name in studies
+    assert client.get(reverse("labeling:study", args=[study.pk])).status_code == 200
+    first = client.get(reverse("labeling:label-next", args=[study.pk]))
+    label_page = client.get(first.url)
+    item = study.items.order_by("position").first()
+    assert first.url == reverse("labeling:label", args=[study.pk, item.pk])
+    assert label_page.status_code == 200 and item.job.external_id in label_page.content.decode()
+    # Blind until they submit: the researcher sees no one's labels yet, as in any study.
+    assert client.get(reverse("labeling:agreement", args=[study.pk])).status_code == 404
+
+    # The operator sees the two demo raters' kappa at once: high, but not perfect agreement.
+    client.force_login(User.objects.get(username="operator"))
+    agreement_page = client.get(reverse("labeling:agreement", args=[study.pk])).content.decode()
+    assert "Cohen's kappa" in agreement_page and "demo-rater-1 and demo-rater-2" in agreement_page
+    assert 0.6 <= _headline_value(agreement_page) < 1
+
+    # Once the researcher has labelled every job and submitted, they see the agreement too.
+    for assignment in services.assignments_of(study, researcher):
+        services.save_answer(assignment, {"none": ""})
+    client.force_login(researcher)
+    client.post(reverse("labeling:submit", args=[study.pk]))
+    agreement_page = client.get(reverse("labeling:agreement", args=[study.pk])).content.decode()
+    assert "demo-rater-1 &amp; demo-rater-2: kappa" in agreement_page
+    report = services.agreement_report(study)
+    pair = next(p for p in report.pairs if set(p.raters) == {"demo-rater-1", "demo-rater-2"})
+    assert 0.6 <= pair.pooled_kappa.value < 1
+
+
+def test_setup_demo_twice_leaves_one_demo_study_and_the_researchers_labels(demo_archive):
+    ingest.execute_run(ingest.create_run(demo_archive).pk)
+    call_command("setup_demo", stdout=StringIO())
+    study = Study.objects.get()
+    researcher = User.objects.get(username="researcher")
+    mine = services.assignments_of(study, researcher).order_by("item__position").first()
+    services.save_answer(mine, {"none": ""})
+    labels = Label.objects.count()
+
+    call_command("setup_demo", stdout=StringIO())
+    assert Study.objects.get() == study
+    assert Label.objects.count() == labels and services.progress(study, researcher)[0] == 1
+    assert User.objects.filter(username__startswith="demo-rater-").count() == 2
+
+
+def test_setup_demo_names_a_truth_file_it_cannot_read(demo_archive, tmp_path):
+    ingest.execute_run(ingest.create_run(demo_archive).pk)
+    broken = tmp_path / "broken.truth.json"
+    broken.write_text("{not json")
+    with pytest.raises(CommandError, match=r"broken\.truth\.json: not a demo ground truth"):
+        call_command("setup_demo", "--truth", str(broken), stdout=StringIO())
+    assert not Study.objects.exists()

@@ -1,5 +1,6 @@
 import secrets
 from decimal import Decimal
+from pathlib import Path
 
 from django.contrib.auth import get_user_model
 from django.contrib.auth.models import Group
@@ -8,6 +9,9 @@ from django.db import transaction
 
 from fleet.access import OPERATORS_GROUP, RESEARCHERS_GROUP
 from fleet.models import Cluster, GpuModelPrice, Owner, Team
+from triage.accuracy import load_truth
+from triage.demo import study as demo_study
+from triage.labeling.services import LabelingError
 
 # Indicative on-demand prices per GPU-hour; operators set their own under Settings → GPU-hour prices.
 DEMO_PRICES = {
@@ -23,15 +27,23 @@ DEMO_PRICES = {
 class Command(BaseCommand):
     help = (
         "Prepare an imported demo fleet for a tour: GPU prices for every cluster and three logins "
-        "(an operator, a researcher and a member of the first team), printed with fresh passwords. "
-        "Run it after `ingest_archive` of a demo archive. Never use it on a production database."
+        "(an operator, a researcher and a member of the first team), printed with fresh passwords, and "
+        "a labeling study of low-utilization jobs that two demo raters have labelled from the demo's "
+        "ground truth, for the researcher to join. Run it after `ingest_archive` of a demo archive. "
+        "Never use it on a production database."
     )
 
     def add_arguments(self, parser):
         parser.add_argument("--dry-run", action="store_true", help="say what would be created, change nothing")
+        parser.add_argument(
+            "--truth",
+            type=Path,
+            help="the demo's ground truth, for the demo raters' labels (default: the .truth.json beside the "
+            "archive of the latest successful ingest, as make_demo_fleet writes it)",
+        )
 
     @transaction.atomic
-    def handle(self, dry_run=False, **options):
+    def handle(self, dry_run=False, truth=None, **options):
         team = Team.objects.order_by("slug").first()
         if team is None:
             raise CommandError("no teams yet: import the demo archive first (python manage.py ingest_archive PATH)")
@@ -41,10 +53,13 @@ class Command(BaseCommand):
             ("researcher", "Researcher: sees the whole fleet for labeling studies"),
             ("alice", f"Member of team '{team.name}': sees only that team's jobs"),
         ]
+        truth_path = truth or demo_study.latest_demo_truth()
         if dry_run:
             self.stdout.write(
                 f"would price {len(clusters)} clusters and create logins: {', '.join(u for u, _ in logins)}"
             )
+            if truth_path:
+                self.stdout.write(f"would make the study '{demo_study.DEMO_STUDY_NAME}' from {truth_path}")
             return
 
         for cluster in clusters:
@@ -70,7 +85,30 @@ class Command(BaseCommand):
         operator.groups.add(Group.objects.get_or_create(name=OPERATORS_GROUP)[0])
         User.objects.get(username="researcher").groups.add(Group.objects.get_or_create(name=RESEARCHERS_GROUP)[0])
         Owner.objects.get_or_create(user=User.objects.get(username="alice"), team=team)
+        self._study(truth_path, User.objects.get(username="researcher"))
 
         self.stdout.write(self.style.SUCCESS("Demo logins (passwords are new on every run):"))
         for username, role in logins:
             self.stdout.write(f"  {username:<11} {passwords[username]:<14} {role}")
+
+    def _study(self, truth_path: Path | None, researcher) -> None:
+        if truth_path is None:
+            self.stdout.write(
+                "No labeling study: no demo ground truth beside the imported archive (pass --truth PATH)."
+            )
+            return
+        try:
+            truth = load_truth(truth_path)
+        except (OSError, ValueError, KeyError, TypeError) as exc:
+            raise CommandError(f"{truth_path}: not a demo ground truth ({exc})") from exc
+        try:
+            with transaction.atomic():  # a study refused leaves no demo rater behind, and the logins stand
+                study, made = demo_study.ensure_demo_study(truth, researcher)
+        except LabelingError as exc:
+            self.stdout.write(self.style.WARNING(f"No labeling study ({truth_path}): {exc}"))
+            return
+        done = "made" if made else "already there, left as it is"
+        self.stdout.write(
+            f"Labeling study '{study.name}' ({done}): {study.items.count()} jobs, labelled by "
+            f"{' and '.join(demo_study.DEMO_RATERS)}; researcher has them to label."
+        )
