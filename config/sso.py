@@ -141,6 +141,7 @@ def oidc_settings() -> dict:
     if algorithm not in SIGN_ALGORITHMS:
         raise ImproperlyConfigured(f"OIDC_SIGN_ALGO={algorithm!r} is not one of {', '.join(SIGN_ALGORITHMS)}.")
     team_groups = _team_groups()
+    recheck_minutes = env_int("OIDC_RECHECK_MINUTES", 15, minimum=0)
     operator_groups = tuple(env_list("OIDC_OPERATOR_GROUPS", []))
     researcher_groups = tuple(env_list("OIDC_RESEARCHER_GROUPS", []))
     if not (team_groups or operator_groups or researcher_groups):
@@ -178,7 +179,10 @@ def oidc_settings() -> dict:
             "OIDC_OP_LOGOUT_URL_METHOD": "fleet.sso.provider_logout_url",
             # An SSO session is checked with the provider again (silently, prompt=none) once this old
             # (fleet.sso.SsoSessionRefresh): its groups apply again, or the session ends. 0: never.
-            "OIDC_RENEW_ID_TOKEN_EXPIRY_SECONDS": env_int("OIDC_RECHECK_MINUTES", 15, minimum=0) * 60,
+            "OIDC_RENEW_ID_TOKEN_EXPIRY_SECONDS": recheck_minutes * 60,
+            # How long past its due time a check may be put off while the provider cannot be reached (the
+            # session goes on unchecked meanwhile); then the session ends, saying why. 0: at once.
+            "OIDC_RECHECK_GRACE_SECONDS": env_int("OIDC_RECHECK_GRACE_MINUTES", 3 * recheck_minutes, minimum=0) * 60,
         }
     )
     return settings

@@ -25,6 +25,10 @@ After the sign-in:
   the library's SessionRefresh): the browser goes there with prompt=none and back through the
   callback, which applies the groups again, or shows "No access", or logs out with a message when
   the provider no longer knows the person. A JSON request or the API is answered 401, never sent away.
+  Before sending the browser there, the provider is asked whether it answers at all
+  (`provider_answers`): while it does not, the page is served and the session goes on unchecked for
+  OIDC_RECHECK_GRACE_MINUTES past the due time, then ends with a message saying why (instead of the
+  browser's own "cannot reach" page for the provider's address).
 
 Every refusal is a page saying what happened, never a 500; the client secret is neither shown nor
 logged. Local logins are untouched by all this (break-glass administrators).
@@ -33,6 +37,7 @@ logged. Local logins are untouched by all this (break-glass administrators).
 from __future__ import annotations
 
 import logging
+import threading
 import time
 from urllib.parse import parse_qs, urlencode, urljoin, urlsplit
 
@@ -446,6 +451,55 @@ def wants_json(request) -> bool:
     )
 
 
+# Whether the provider answers, asked before a due re-check sends the browser to it: this long at
+# most (a provider that accepts connections and hangs must not hold the page), and the answer kept
+# this long in each web process, so an outage costs one wait per process and period, not one a
+# request. Kept in the process, not Django's cache: that is Redis, whose own outage would add waits.
+PROBE_TIMEOUT = 2.0
+PROBE_CACHE_SECONDS = 30.0
+_probe_lock = threading.Lock()
+_probe_answers: dict[str, tuple[float, bool]] = {}  # discovery URL: (time.monotonic() asked, answered)
+
+
+def discovery_url() -> str:
+    return f"{settings.OIDC_ISSUER.rstrip('/')}/.well-known/openid-configuration"
+
+
+def provider_answers() -> bool:
+    """Whether the provider answers HTTP at its issuer's discovery document, which every provider of
+    the docs serves where the browser is sent (any answer below 500 will do: a 404 is a provider that
+    answers; a refused or timed-out connection, or a proxy's 502/503 in front of it, is not), as last
+    asked within PROBE_CACHE_SECONDS."""
+    url = discovery_url()
+    with _probe_lock:  # one request asks; the others at that moment wait for its answer
+        asked = _probe_answers.get(url)
+        if asked is not None and time.monotonic() - asked[0] < PROBE_CACHE_SECONDS:
+            return asked[1]
+        timeout = min(PROBE_TIMEOUT, settings.OIDC_TIMEOUT)
+        try:
+            with requests.get(url, timeout=timeout, allow_redirects=False, verify=settings.OIDC_VERIFY_SSL) as got:
+                answered, why = got.status_code < 500, f"status {got.status_code}"
+        except requests.RequestException as exc:
+            answered, why = False, type(exc).__name__
+        if not answered:
+            logger.warning(
+                "SSO: the identity provider did not answer at %s (%s, within %g s): due session re-checks are "
+                "put off, for up to %d minutes each, until it does",
+                url,
+                why,
+                timeout,
+                settings.OIDC_RECHECK_GRACE_SECONDS // 60,
+            )
+        _probe_answers[url] = (time.monotonic(), answered)
+        return answered
+
+
+def forget_provider_answers() -> None:
+    """Ask the provider afresh at the next due re-check (tests: a new provider may have an old one's port)."""
+    with _probe_lock:
+        _probe_answers.clear()
+
+
 class SsoSessionRefresh(SessionRefresh):
     """The library's SessionRefresh for SSO sessions only (local ones are never touched): a GET once
     OIDC_RENEW_ID_TOKEN_EXPIRY_SECONDS have passed since the last check goes to the provider with
@@ -483,8 +537,11 @@ class SsoSessionRefresh(SessionRefresh):
     def process_request(self, request):
         if not (settings.OIDC_ENABLED and settings.OIDC_RENEW_ID_TOKEN_EXPIRY_SECONDS):
             return None
-        if not self.is_refreshable_url(request) or request.session.get("oidc_id_token_expiration", 0) > time.time():
+        due = request.session.get("oidc_id_token_expiration", 0)
+        if not self.is_refreshable_url(request) or due > time.time():
             return None
+        if not provider_answers():
+            return self._provider_down(request, due)
         if wants_json(request):
             detail = (
                 f"Your sign-in needs checking with {settings.OIDC_PROVIDER_NAME} again: reload the page. "
@@ -497,3 +554,29 @@ class SsoSessionRefresh(SessionRefresh):
             request.session[RECHECK_STATES] = [*request.session.get(RECHECK_STATES, [])[-4:], state]
             logger.info("SSO: re-checking %s's session with the provider", request.user.get_username())
         return response
+
+    def _provider_down(self, request, due: float):
+        """A check is due but the provider does not answer: sending the browser there would show it the
+        browser's own error page. Within the grace the request goes on, the session unchecked (the check
+        stays due: the next request after PROBE_CACHE_SECONDS asks the provider again); past it the
+        session ends, saying why."""
+        overdue = time.time() - due
+        name = request.user.get_username()
+        if overdue <= settings.OIDC_RECHECK_GRACE_SECONDS:
+            logger.info(
+                "SSO: %s's session goes on unchecked: its re-check is due but the provider does not answer", name
+            )
+            return None
+        logger.warning(
+            "SSO: logged out %s: the session could not be checked with the provider for %d minutes (grace %d)",
+            name,
+            overdue // 60,
+            settings.OIDC_RECHECK_GRACE_SECONDS // 60,
+        )
+        auth.logout(request)
+        why = f"{settings.OIDC_PROVIDER_NAME} could not be reached to check your sign-in, so you were logged out"
+        if wants_json(request):
+            detail = f"{why}: reload the page and sign in again."
+            return JsonResponse({"detail": detail, "error": detail}, status=401)
+        messages.info(request, f"{why}. Sign in again when it is back.")
+        return redirect_to_login(request.get_full_path())

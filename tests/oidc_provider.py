@@ -13,7 +13,10 @@ the post_logout_redirect_uri). `signed_in` is whether the person has a session a
 ordinary sign-in opens it, a logout ends it, and a silent one (prompt=none) without it answers
 error=login_required, as a real provider does; `auth_requests` and `logouts` are what was asked.
 `tamper` makes the next ID tokens wrong on purpose: "nonce", "signature" (signed by another key
-under the same kid), "issuer" or "audience".
+under the same kid), "issuer" or "audience". An outage short of stopping it: `unavailable` is a
+status every request is answered with (503: a proxy in front of a provider that is down), `stall`
+seconds every request waits before its answer (a provider that accepts connections and hangs);
+`discovery_requests` counts the GETs of its /.well-known/openid-configuration.
 """
 
 from __future__ import annotations
@@ -57,6 +60,9 @@ class FakeProvider(LoopbackServer):
         self.signed_in = False  # a session at the provider: opened by a sign-in, ended by a logout
         self.auth_requests: list[dict] = []
         self.logouts: list[dict] = []
+        self.unavailable: int | None = None
+        self.stall = 0.0
+        self.discovery_requests = 0
 
     @property
     def url(self) -> str:
@@ -88,6 +94,15 @@ class FakeProvider(LoopbackServer):
         handler.send_header("Content-Length", str(len(data)))
         handler.end_headers()
         handler.wfile.write(data)
+
+    def handle(self, handler) -> None:
+        if urlsplit(handler.path).path.endswith("/.well-known/openid-configuration"):
+            self.discovery_requests += 1
+        if self.stall:
+            time.sleep(self.stall)
+        if self.unavailable is not None:
+            return self.answer(handler, self.unavailable, {"error": "temporarily_unavailable"})
+        return super().handle(handler)
 
     def get(self, handler) -> None:
         parts = urlsplit(handler.path)

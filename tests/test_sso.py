@@ -20,6 +20,7 @@ from django.test import Client
 from config.sso import ENDPOINTS, content_security_policy, oidc_settings
 from fleet.access import is_operator, is_researcher
 from fleet.models import AuditEvent, Job, Owner, SsoIdentity, Team
+from fleet.sso import forget_provider_answers
 from tests.factories import JobFactory, UserFactory
 from tests.oidc_provider import CLIENT_SECRET, FakeProvider
 from tests.test_browser import SHOTS, body_text, browser  # noqa: F401  (browser: the shared Chromium fixture)
@@ -65,6 +66,7 @@ def sso(provider, settings, monkeypatch):
         monkeypatch.setenv(name, value)
     apply_oidc_settings(settings)
     settings.AUTHENTICATION_BACKENDS = [*settings.AUTHENTICATION_BACKENDS, "fleet.sso.SsoBackend"]
+    forget_provider_answers()  # a port an earlier test's provider had may be this one's
     return provider
 
 

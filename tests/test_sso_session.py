@@ -7,7 +7,9 @@ group removed there takes effect here without waiting for the session to end."""
 
 from __future__ import annotations
 
+import logging
 import re
+import time
 from urllib.parse import parse_qs, urlsplit
 
 import jwt
@@ -41,6 +43,13 @@ def recheck_due(client: Client) -> None:
     """As if OIDC_RECHECK_MINUTES had passed since the last check with the provider."""
     session = client.session
     session["oidc_id_token_expiration"] = 0
+    session.save()
+
+
+def due_since(client: Client, minutes: float) -> None:
+    """As if the session's check with the provider had fallen due this many minutes ago."""
+    session = client.session
+    session["oidc_id_token_expiration"] = time.time() - minutes * 60
     session.save()
 
 
@@ -385,6 +394,178 @@ def test_a_browser_rechecked_and_refused_lands_on_the_login_page_told_why(sso, b
     for width, height in ((1280, 800), (390, 844)):
         browser.set_window_size(width, height)
         browser.save_screenshot(str(SHOTS / f"login-sso-recheck-{width}.png"))
+
+
+# --- the provider down when a check falls due ------------------------------------------------
+# A due check sends the browser to the provider; while it cannot be reached that was the browser's
+# own error page instead of ours. Now the provider is asked first (its discovery document, a
+# short timeout, the answer kept PROBE_CACHE_SECONDS): down, the page is served and the session
+# kept, unchecked, for OIDC_RECHECK_GRACE_MINUTES (default 3 x OIDC_RECHECK_MINUTES) past the due
+# time; after that it ends with a message saying why.
+
+
+def stop(provider) -> None:
+    """The provider's process gone: its port refuses connections."""
+    provider.__exit__(None, None, None)
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("outage", ["stopped", "503"])
+def test_a_due_check_with_the_provider_down_serves_the_page_and_keeps_the_session(sso, outage, caplog):
+    client = Client()
+    sign_in(client)
+    if outage == "stopped":
+        stop(sso)
+    else:
+        sso.unavailable = 503  # a proxy in front of it answering for it
+    due_since(client, minutes=5)
+    with caplog.at_level(logging.WARNING, logger="fleet.sso"):
+        page = client.get("/jobs/?state=failed")
+    assert page.status_code == 200  # our page, not a redirect to a provider the browser cannot reach
+    assert page.context["user"].username == "ada"
+    assert "SSO: the identity provider did not answer" in caplog.text
+    assert f"{sso.url}/.well-known/openid-configuration" in caplog.text
+    # The pages' data requests and the API go on too (not 401 "reload the page" for the whole outage).
+    assert client.get("/api/v1/jobs/").status_code == 200
+    assert client.get("/jobs/").status_code == 200
+    assert len(sso.auth_requests) == 1  # the sign-in's only: no silent re-check was started
+
+
+@pytest.mark.django_db
+def test_the_provider_is_asked_once_a_while_and_the_check_is_made_once_it_answers(sso, monkeypatch):
+    JobFactory(team=Team.objects.create(slug="vision", name="Vision"))
+    client = Client()
+    sign_in(client)
+    ada = User.objects.get(username="ada")
+    sso.unavailable = 503
+    due_since(client, minutes=5)
+    for _ in range(3):
+        assert client.get("/jobs/").status_code == 200
+    assert sso.discovery_requests == 1  # its answer kept a while: not asked on every request
+    sso.unavailable = None  # back, and meanwhile ada moved to another team there
+    sso.person["groups"] = ["gpu-speech"]
+    assert client.get("/jobs/").status_code == 200  # the kept answer still says down
+    monkeypatch.setattr("fleet.sso.PROBE_CACHE_SECONDS", 0)  # as if that while had passed
+    page = client.get("/jobs/?state=failed")
+    assert sso.discovery_requests == 2
+    assert page["Location"].startswith(f"{sso.url}/auth?") and query_of(page["Location"])["prompt"] == "none"
+    done = back_from_provider(client, follow_to_provider(page))
+    assert done.status_code == 302 and done["Location"] == "/jobs/?state=failed"
+    assert teams_of(ada) == {"speech"}
+    assert client.session["oidc_id_token_expiration"] > time.time()  # checked: not due again for a while
+    assert client.get("/jobs/").status_code == 200
+
+
+@pytest.mark.django_db
+def test_a_provider_that_hangs_is_given_up_on_quickly(sso, monkeypatch):
+    client = Client()
+    sign_in(client)
+    monkeypatch.setattr("fleet.sso.PROBE_TIMEOUT", 0.3)
+    sso.stall = 10  # accepts the connection, answers nothing for longer than any page may wait
+    due_since(client, minutes=5)
+    started = time.monotonic()
+    page = client.get("/jobs/")
+    assert page.status_code == 200 and page.context["user"].username == "ada"
+    assert time.monotonic() - started < 5  # the probe's timeout, not the provider's stall nor OIDC_TIMEOUT
+
+
+@pytest.mark.django_db
+def test_past_the_grace_a_session_the_provider_could_not_check_ends_with_a_message(sso, caplog):
+    client = Client()
+    sign_in(client)
+    stop(sso)
+    due_since(client, minutes=44)  # OIDC_RECHECK_MINUTES 15: 45 minutes' grace by default
+    assert client.get("/jobs/").status_code == 200
+    due_since(client, minutes=46)
+    with caplog.at_level(logging.WARNING, logger="fleet.sso"):
+        done = client.get("/jobs/?state=failed")
+    assert done.status_code == 302 and done["Location"] == "/login/?next=/jobs/%3Fstate%3Dfailed"
+    assert "SSO: logged out ada: the session could not be checked with the provider for 46 minutes" in caplog.text
+    login = client.get(done["Location"]).content.decode()
+    assert (
+        "Keycloak could not be reached to check your sign-in, so you were logged out. "
+        "Sign in again when it is back." in login
+    )
+    assert client.get("/jobs/")["Location"].startswith("/login/")  # logged out here
+
+
+@pytest.mark.django_db
+def test_past_the_grace_a_data_request_is_told_the_session_ended(sso):
+    client = Client()
+    sign_in(client)
+    stop(sso)
+    due_since(client, minutes=46)
+    answer = client.get("/jobs/1/timeline.json", HTTP_ACCEPT="application/json")
+    assert answer.status_code == 401
+    assert "could not be reached to check your sign-in, so you were logged out" in answer.json()["detail"]
+    assert client.get("/jobs/")["Location"].startswith("/login/")
+
+
+@pytest.mark.django_db
+def test_the_grace_is_a_setting_and_zero_ends_the_session_at_once(sso, settings, monkeypatch):
+    configure(settings, monkeypatch, OIDC_RECHECK_GRACE_MINUTES="10")
+    client = Client()
+    sign_in(client)
+    stop(sso)
+    due_since(client, minutes=9)
+    assert client.get("/jobs/").status_code == 200
+    due_since(client, minutes=11)
+    assert client.get("/jobs/")["Location"] == "/login/?next=/jobs/"
+
+    configure(settings, monkeypatch, OIDC_RECHECK_GRACE_MINUTES="0")
+    client = Client()
+    client.force_login(User.objects.get(username="ada"), backend="fleet.sso.SsoBackend")
+    due_since(client, minutes=0.1)
+    assert client.get("/jobs/")["Location"] == "/login/?next=/jobs/"  # a page saying why, not the browser's
+
+
+def test_settings_of_the_recheck_grace(provider, monkeypatch):
+    for name, value in {**provider.environment(), **MAPPINGS}.items():
+        monkeypatch.setenv(name, value)
+    assert oidc_settings()["OIDC_RECHECK_GRACE_SECONDS"] == 45 * 60  # 3 x OIDC_RECHECK_MINUTES (15)
+    monkeypatch.setenv("OIDC_RECHECK_MINUTES", "5")
+    assert oidc_settings()["OIDC_RECHECK_GRACE_SECONDS"] == 15 * 60
+    monkeypatch.setenv("OIDC_RECHECK_GRACE_MINUTES", "120")
+    assert oidc_settings()["OIDC_RECHECK_GRACE_SECONDS"] == 120 * 60
+    monkeypatch.setenv("OIDC_RECHECK_GRACE_MINUTES", "-1")
+    with pytest.raises(Exception, match="OIDC_RECHECK_GRACE_MINUTES=-1 is below the minimum of 0"):
+        oidc_settings()
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_browser_whose_check_falls_due_with_the_provider_down_sees_our_pages(sso, browser, live_server):
+    """In headless Chromium: the provider stops; a due check serves the page (not the browser's
+    "cannot reach" page), and past the grace the login page says why the session ended."""
+    from django.contrib.sessions.backends.db import SessionStore
+    from selenium.webdriver.common.by import By
+
+    from tests.test_accessibility import narrow_window_problems, violations
+
+    base = live_server.url
+    browser.get(f"{base}/login/?next=/jobs/")
+    browser.find_element(By.LINK_TEXT, "Sign in with Keycloak").click()
+    assert browser.current_url == f"{base}/jobs/"
+    stop(sso)
+
+    def due_minutes_ago(minutes: float) -> None:
+        session = SessionStore(browser.get_cookie("sessionid")["value"])
+        session["oidc_id_token_expiration"] = time.time() - minutes * 60
+        session.save()
+
+    due_minutes_ago(5)
+    browser.get(f"{base}/jobs/?state=failed")
+    assert browser.current_url == f"{base}/jobs/?state=failed"
+    assert browser.find_element(By.TAG_NAME, "h1").text
+    due_minutes_ago(46)
+    browser.get(f"{base}/jobs/?state=failed")
+    assert browser.current_url == f"{base}/login/?next=/jobs/%3Fstate%3Dfailed"
+    text = body_text(browser)
+    assert "Keycloak could not be reached to check your sign-in, so you were logged out." in text
+    assert violations(browser) + narrow_window_problems(browser) == []
+    SHOTS.mkdir(exist_ok=True)
+    for width, height in ((1280, 800), (390, 844)):
+        browser.set_window_size(width, height)
+        browser.save_screenshot(str(SHOTS / f"login-sso-provider-down-{width}.png"))
 
 
 # --- the address the provider sends the browser back to ------------------------------------
