@@ -1306,3 +1306,86 @@ def train(model, optimizer, loader):
 def test_a_lambda_bound_to_a_name_in_the_training_step_loop_reads_per_step():
     (fact,) = reads(STEP_LOOP_LAMBDA)
     assert (fact["line"], fact["per_sample"], fact["context"]) == (9, True, "the training-step loop")
+
+
+# --- bindings in statement order ---------------------------------------------------------------------------------
+
+REBOUND_FILESYSTEMS = """import fsspec
+import s3fs
+import torch
+from fsspec.implementations.local import LocalFileSystem
+
+
+def collate(keys):
+    fs = LocalFileSystem()
+    cached = [torch.load(fs.open(f"/local_ssd/{key}.pt")) for key in keys]
+    fs = s3fs.S3FileSystem(anon=False)
+    return cached + [torch.load(fs.open(f"vision-datasets/{key}.pt")) for key in keys]
+
+
+def stage_then_load(keys):
+    fs = s3fs.S3FileSystem(anon=False)
+    fs.get("vision-datasets/index.json", "/local_ssd/index.json")
+    fs = fsspec.filesystem("file")
+    return [torch.load(fs.open(f"/local_ssd/{key}.pt")) for key in keys]
+
+
+def either(path, local):
+    if local:
+        fs = fsspec.filesystem("file")
+    else:
+        fs = s3fs.S3FileSystem(anon=False)
+    return torch.load(fs.open(path, "rb"))
+
+
+def made_when_needed(path, remote):
+    fs = None
+    if remote:
+        fs = s3fs.S3FileSystem(anon=False)
+    return torch.load(fs.open(path, "rb"))
+"""
+
+
+def test_the_binding_in_effect_at_a_read_decides_in_statement_order():
+    # Any remote binding of `fs` in a function made every fs.open there remote: the local reads before the
+    # s3fs filesystem was made (collate), and after a local one replaced it (stage_then_load). Where branches
+    # bind a local filesystem on one path and a remote one on the other (either), which one reads cannot be
+    # told, and a read is claimed only where it can (as a computed mode or data_files is none); a name set to
+    # None first (made_when_needed) can only be read through once the filesystem is made.
+    found = reads(REBOUND_FILESYSTEMS)
+    assert [(f["line"], f["call"], f["context"]) for f in found] == [
+        (11, "open", "collate"),
+        (16, "get", "stage_then_load"),
+        (33, "open", "made_when_needed"),
+    ]
+
+
+def test_a_module_level_name_is_the_one_bound_last_at_module_level():
+    # A function runs after the module's body: the local filesystem bound last is the one it reads through.
+    source = REBOUND_FILESYSTEMS + '\nremote = s3fs.S3FileSystem(anon=False)\nremote = fsspec.filesystem("file")\n'
+    source += '\n\ndef load(key):\n    return torch.load(remote.open(f"/local_ssd/{key}.pt"))\n'
+    assert [f["line"] for f in reads(source)] == [11, 16, 33]
+    swapped = source.replace(
+        'remote = s3fs.S3FileSystem(anon=False)\nremote = fsspec.filesystem("file")',
+        'remote = fsspec.filesystem("file")\nremote = s3fs.S3FileSystem(anon=False)',
+    )
+    assert [f["line"] for f in reads(swapped)] == [11, 16, 33, 40]
+
+
+@pytest.mark.parametrize(
+    ("collate", "quoted"),
+    [
+        ("collate", "s3fs open per sample in collate, called per batch as collate_fn, data.py:11"),
+        ("made_when_needed", "s3fs open per sample in made_when_needed, called per batch as collate_fn, data.py:33"),
+        ("either", None),
+    ],
+)
+def test_a_collate_fn_reading_through_a_rebound_filesystem_is_remote_data_reading_where_the_remote_one_reads(
+    collate, quoted
+):
+    # collate's finding quoted its local read (data.py:9) and either's, which may read locally, was one.
+    frame = series(120, lambda t, g: 30, mem=lambda t, g: 0.6)
+    script = REBOUND_FILESYSTEMS + f"\n\nloader = DataLoader(keys, batch_size=32, collate_fn={collate})\n" + TRAIN_LOOP
+    _, result = run(120, frame, scripts=[("data.py", script)], cpu_count=16)
+    found = [f.summary for f in result.findings if f.category == Category.REMOTE_DATA_READING]
+    assert found == ([f"Training reads its data straight from remote storage ({quoted})."] if quoted else [])

@@ -20,7 +20,8 @@ read) or made on an object the file built from a remote filesystem (`fs = s3fs.S
 list alike) is the one its own class binds, else a base's in the file: another class's remote self.fs makes no local
 one remote. A plain name is the one its scope binds, as Python looks it up (`_Scopes`): `fs = s3fs.S3FileSystem()` in
 one function makes no other function's local `fs` (or parameter) remote; a module's is seen where no function rebinds
-it.
+it. Of a scope's bindings of it, the one in effect where it is read counts, in statement order (`_Order`): where
+branches leave a remote filesystem on one path and something else on another, no read is claimed (cannot tell).
 A `.map` is a pool's (a staging download, once) only on a name bound to a thread or process pool, or on one made
 there (`ThreadPoolExecutor(16).map`). Pure Python; no Django.
 """
@@ -129,10 +130,12 @@ class RemoteReads:
     def __init__(self, tree: ast.Module, resolve):
         self.resolve = resolve  # the file's literal resolver (constants, argparse defaults)
         self.scopes = _Scopes(tree)  # which function (or the module) binds a plain name used at a node
+        self.order = _Order(tree, self.scopes)  # which of its bindings may be in effect there
         self.aliases: dict[str, str] = {}  # local name -> what it imports ("wds" -> "webdataset")
         self.modules: set[str] = set()  # every module imported, dotted
         # Names bound to what this module follows; `self.x` as the class that binds it names it ("Shards.fs"), so two
         # classes' self.fs are two, and a subclass that binds none has its base's (`_bound`).
+        # A plain name is keyed by its scope, itself and the statement that binds it (`_owned`, `_Order`).
         self.filesystems: dict[str, tuple[str, str]] = {}  # "fs", "Shards.fs" (self.fs) -> (client, scheme)
         self.sessions: dict[str, str] = {}  # "session" -> requests / httpx
         self.pools: dict[str, str] = {}  # name -> the thread or process pool it holds (whose .map is no dataset's)
@@ -258,11 +261,12 @@ class RemoteReads:
                                 if (name := _dotted(target)).startswith("self.") and name.count(".") == 1:
                                     bound.setdefault(f"{lineage[0]}.{name.removeprefix('self.')}", held)
 
-    def _owned(self, target: str, node: ast.AST) -> str | tuple[int, str]:
+    def _owned(self, target: str, node: ast.AST) -> str | tuple[int, str, int]:
         """`self.files` as the class it is bound in names it (`Parts.files`): two classes' self.files are two. A plain
-        name as the scope that binds it names it (`_Scopes.key`): two functions' local `fs` are two."""
+        name as the scope that binds it (`_Scopes.key`) and the statement `node` that binds it name it: two
+        functions' local `fs` are two, and so are two bindings of one (`_Order`)."""
         if target and "." not in target:
-            return self.scopes.key(target, node)
+            return (*self.scopes.key(target, node), id(node))
         owner = self.owners.get(id(node))
         if not target.startswith("self.") or owner is None:
             return target
@@ -274,7 +278,7 @@ class RemoteReads:
         self.fs: a subclass that binds a local self.fs of its own reads no base's remote one. A plain name `fs` is the
         one the scope that binds it (its function, an enclosing one, the module) holds, as Python looks it up."""
         if name and "." not in name:
-            return bound.get(self.scopes.key(name, node))
+            return self._plain(bound, name, node)
         owner = self.owners.get(id(node))
         if not name.startswith("self.") or owner is None:
             return bound.get(name) if name else None
@@ -290,6 +294,15 @@ class RemoteReads:
                 return None  # bound there to something else
             lineage.extend(self.classes.get(cls, []))
         return bound.get(name)  # bound outside any class (`def setup(self): self.fs = ...`)
+
+    def _plain(self, bound: dict, name: str, node: ast.AST):
+        """What a plain name used at `node` holds in `bound`: the binding in effect there, in statement order
+        (`_Order`). Where several may be (an `if` binding a local filesystem, its `else` a remote one), a read is
+        claimed only if each of them holds one (of the latest's kind): which one reads cannot be told, as of a
+        computed mode or data_files."""
+        scope, name = self.scopes.key(name, node)
+        held = [bound.get((scope, name, each)) for each in self.order.reaching(scope, name, node)] if scope else []
+        return held[-1] if held and None not in held else None
 
     def _pool_made(self, call: ast.Call) -> bool:
         """`ThreadPoolExecutor(16)`, `multiprocessing.Pool()`: a thread or process pool made (by a name: a pool
@@ -762,3 +775,250 @@ class _Scopes:
             return
         for child in ast.iter_child_nodes(node):
             self._visit(child, scope)
+
+
+_Bindings = dict[str, frozenset[int]]  # name -> ids of the statements whose binding of it may be in effect
+
+
+class _Order:
+    """Which bindings of a plain name may be in effect where it is used, in statement order: `fs = LocalFileSystem()`
+    then `fs.open(...)` then `fs = s3fs.S3FileSystem()` reads locally. Each scope's body is read as it runs: an `if`
+    leaves the bindings of either branch (both may be), a loop those of its body and of before it, a `try` those of
+    any point in its body to its handlers, a `return` or `raise` none. A binding is known by the id of the statement
+    (an assignment, a `with` item, a `def`; a function's for its parameters). A use in a function of a name its
+    enclosing function or the module binds (a closure, a global) sees the bindings that scope ends with, and those
+    made through `global` / `nonlocal`: it runs after them, as a callback or a function called from main() does.
+    A name first bound to None (`fs = None`, then `if remote: fs = s3fs.S3FileSystem()`) is read through only once
+    bound to something else: the placeholder is no binding in effect."""
+
+    def __init__(self, tree: ast.Module, scopes: _Scopes):
+        self.scopes = scopes
+        self.at: dict[int, _Bindings] = {}  # id of a node of an expression -> the bindings in effect as it runs
+        self.ends: dict[int, _Bindings] = {}  # id of a scope -> the bindings it ends with (any return included)
+        self.elsewhere: dict[tuple[int, str], set[int]] = {}  # (scope, name) -> bindings made in another scope
+        self.position: dict[int, tuple[int, int]] = {}  # id of a binding -> its line and column
+        self.placeholders: set[int] = set()  # ids of bindings to None
+        self._exits: list[list[_Bindings]] = []
+        self._scope(tree, tree.body, {})
+
+    def reaching(self, scope: int, name: str, node: ast.AST) -> list[int]:
+        """The ids of the bindings of `name` (bound by `scope`) that may be in effect at `node`, earliest first."""
+        state = self.at.get(id(node))
+        own = self.scopes.scope.get(id(node))
+        if state is not None and name in state:
+            found = set(state[name])
+        elif state is not None and own is not None and id(own) == scope:
+            found = set()  # its own function binds it, but not before this point
+        else:
+            found = set(self.ends.get(scope, {}).get(name, ())) | self.elsewhere.get((scope, name), set())
+        return sorted(found - self.placeholders, key=lambda each: self.position.get(each, (0, 0)))
+
+    # --- reading a scope's body as it runs ---
+    def _scope(self, node: ast.AST, body: list[ast.stmt], state: _Bindings) -> None:
+        self._exits.append([])
+        end = self._block(body, state)
+        exits = self._exits.pop()
+        self.ends[id(node)] = _merge(end, *exits) or {}
+
+    def _block(self, body: list[ast.stmt], state: _Bindings | None) -> _Bindings | None:
+        for statement in body:
+            state = self._statement(statement, state if state is not None else {})  # code after a return: as if fresh
+        return state
+
+    def _bind(self, state: _Bindings, name: str, binding: ast.AST, at: ast.AST) -> _Bindings:
+        self.position.setdefault(id(binding), (getattr(binding, "lineno", 0), getattr(binding, "col_offset", 0)))
+        scope, _ = self.scopes.key(name, at)
+        if scope and scope != id(self.scopes.scope.get(id(at))):  # `global fs; fs = ...`: the module's, bound here
+            self.elsewhere.setdefault((scope, name), set()).add(id(binding))
+        return {**state, name: frozenset({id(binding)})}
+
+    def _targets(self, state: _Bindings, target: ast.AST, binding: ast.AST) -> _Bindings:
+        """Bind every plain name a target (a tuple, a starred name) stores; an attribute's or a subscript's base is
+        used."""
+        if isinstance(target, ast.Name):
+            return self._bind(state, target.id, binding, target)
+        if isinstance(target, ast.Tuple | ast.List):
+            for each in target.elts:
+                state = self._targets(state, each, binding)
+            return state
+        if isinstance(target, ast.Starred):
+            return self._targets(state, target.value, binding)
+        self._mark(target, state)
+        return state
+
+    def _mark(self, node: ast.AST | None, state: _Bindings) -> _Bindings:
+        """Record the bindings in effect at each node of an expression; a lambda's body is a scope of its own. Returns
+        the state with the names an assignment expression (`(fs := ...)`) binds."""
+        if node is None:
+            return state
+        pending = [node]
+        bound: list[ast.NamedExpr] = []
+        while pending:
+            each = pending.pop()
+            self.at[id(each)] = state
+            if isinstance(each, ast.Lambda):
+                self._lambda(each, state)
+                continue
+            if isinstance(each, ast.NamedExpr):
+                bound.append(each)
+            pending.extend(ast.iter_child_nodes(each))
+        for each in bound:
+            state = self._targets(state, each.target, each)
+        return state
+
+    def _lambda(self, node: ast.Lambda, state: _Bindings) -> None:
+        for default in [*node.args.defaults, *(d for d in node.args.kw_defaults if d is not None)]:
+            self._mark(default, state)
+        inner = self._parameters({}, node)
+        self._exits.append([])
+        self.ends[id(node)] = self._mark(node.body, inner)
+        self._exits.pop()
+
+    def _parameters(self, state: _Bindings, function: ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda) -> _Bindings:
+        arguments = function.args
+        params = [*arguments.posonlyargs, *arguments.args, *arguments.kwonlyargs]
+        params += [each for each in (arguments.vararg, arguments.kwarg) if each is not None]
+        for param in params:
+            state = self._bind(state, param.arg, function, param)
+        return state
+
+    def _loop(self, state: _Bindings, loop: ast.For | ast.AsyncFor | ast.While, bind=None) -> _Bindings:
+        """A loop's body, run from the bindings before it and those its body makes (one late in the body is in effect
+        early in the next pass), in one reading however deep loops nest. Returns the bindings after the loop (before
+        its else)."""
+        start = _merge(state, _stored(loop.body)) or {}
+        if bind is not None:
+            start = bind(start)
+        return _merge(state, self._block(loop.body, start)) or {}
+
+    def _statement(self, node: ast.stmt, state: _Bindings) -> _Bindings | None:
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+            for part in [*node.decorator_list, *node.args.defaults, *node.args.kw_defaults, node.returns]:
+                self._mark(part, state)
+            self._scope(node, node.body, self._parameters({}, node))
+            return self._bind(state, node.name, node, node)
+        if isinstance(node, ast.ClassDef):
+            for part in [*node.decorator_list, *node.bases, *node.keywords]:
+                self._mark(part, state)
+            self._scope(node, node.body, {})
+            return self._bind(state, node.name, node, node)
+        if isinstance(node, ast.Assign):
+            state = self._mark(node.value, state)
+            if isinstance(node.value, ast.Constant) and node.value.value is None:
+                self.placeholders.add(id(node))
+            for target in node.targets:
+                state = self._targets(state, target, node)
+            return state
+        if isinstance(node, ast.AnnAssign):
+            state = self._mark(node.value, state)
+            self._mark(node.annotation, state)
+            if node.value is None:
+                return state
+            if isinstance(node.value, ast.Constant) and node.value.value is None:
+                self.placeholders.add(id(node))
+            return self._targets(state, node.target, node)
+        if isinstance(node, ast.AugAssign):
+            self._mark(node.target, state)
+            return self._targets(self._mark(node.value, state), node.target, node)
+        if isinstance(node, ast.For | ast.AsyncFor):
+            state = self._mark(node.iter, state)
+            after = self._loop(state, node, lambda start: self._targets(start, node.target, node))
+            return _merge(after, self._block(node.orelse, after))
+        if isinstance(node, ast.While):
+            after = self._loop(state, node, lambda start: self._mark(node.test, start))
+            return _merge(after, self._block(node.orelse, after))
+        if isinstance(node, ast.If):
+            state = self._mark(node.test, state)
+            return _merge(self._block(node.body, state), self._block(node.orelse, state))
+        if isinstance(node, ast.With | ast.AsyncWith):
+            for item in node.items:
+                state = self._mark(item.context_expr, state)
+                if item.optional_vars is not None:
+                    state = self._targets(state, item.optional_vars, item)
+            return self._block(node.body, state)
+        if isinstance(node, ast.Try | getattr(ast, "TryStar", ast.Try)):
+            done = self._block(node.body, state)
+            anywhere = _merge(state, done) or {}  # a handler runs after any part of the body
+            handled = []
+            for handler in node.handlers:
+                self._mark(handler.type, anywhere)
+                start = self._bind(anywhere, handler.name, handler, handler) if handler.name else anywhere
+                handled.append(self._block(handler.body, start))
+            after = _merge(self._block(node.orelse, done) if done is not None else None, *handled)
+            if not node.finalbody:
+                return after
+            return self._block(node.finalbody, _merge(after, anywhere) or {})
+        if isinstance(node, ast.Match):
+            state = self._mark(node.subject, state)
+            ends = []
+            for case in node.cases:
+                start = state
+                for part in ast.walk(case.pattern):
+                    for name in (getattr(part, "name", None), getattr(part, "rest", None)):
+                        if isinstance(name, str):
+                            start = self._bind(start, name, case, case.pattern)
+                self._mark(case.guard, start)
+                ends.append(self._block(case.body, start))
+            return _merge(state, *ends)
+        if isinstance(node, ast.Import | ast.ImportFrom):
+            for alias in node.names:
+                state = self._bind(state, alias.asname or alias.name.split(".")[0], node, node)
+            return state
+        if isinstance(node, ast.Delete):
+            for target in node.targets:
+                self._mark(target, state)
+                if isinstance(target, ast.Name):
+                    state = {**state, target.id: frozenset()}
+            return state
+        if isinstance(node, ast.Return | ast.Raise):
+            for part in ast.iter_child_nodes(node):
+                state = self._mark(part, state)
+            self._exits[-1].append(state)
+            return None
+        for part in ast.iter_child_nodes(node):  # an expression, assert, global, pass, break, continue ...
+            state = self._mark(part, state)
+        return state
+
+
+def _stored(body: list[ast.stmt]) -> _Bindings:
+    """The bindings a block makes (as `_Order` knows them), of any name, wherever in it: its nested functions' and
+    classes' names, not their bodies'."""
+    stored: dict[str, set[int]] = {}
+    pending: list[tuple[ast.AST, ast.AST]] = [(statement, statement) for statement in body]
+    while pending:
+        node, binding = pending.pop()
+        if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
+            stored.setdefault(node.id, set()).add(id(binding))
+            continue
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+            stored.setdefault(node.name, set()).add(id(node))
+            continue
+        if isinstance(node, ast.Lambda | ast.comprehension):
+            continue  # its own names (a comprehension's, read as part of its function, binds none of the function's)
+        if isinstance(node, ast.Import | ast.ImportFrom):
+            for alias in node.names:
+                stored.setdefault(alias.asname or alias.name.split(".")[0], set()).add(id(node))
+        elif isinstance(node, ast.ExceptHandler) and node.name:
+            stored.setdefault(node.name, set()).add(id(node))
+        elif isinstance(node, ast.match_case):
+            for part in ast.walk(node.pattern):
+                for name in (getattr(part, "name", None), getattr(part, "rest", None)):
+                    if isinstance(name, str):
+                        stored.setdefault(name, set()).add(id(node))
+        for child in ast.iter_child_nodes(node):
+            # the statement (an assignment, a loop) or the `with` item or walrus whose binding a name is
+            made = child if isinstance(child, ast.withitem | ast.NamedExpr | ast.stmt) else binding
+            pending.append((child, made))
+    return {name: frozenset(ids) for name, ids in stored.items()}
+
+
+def _merge(*states: _Bindings | None) -> _Bindings | None:
+    """The bindings any of several paths leaves (None: a path that ended in a return or raise)."""
+    live = [state for state in states if state is not None]
+    if not live:
+        return None
+    merged: dict[str, frozenset[int]] = {}
+    for state in live:
+        for name, bindings in state.items():
+            merged[name] = merged.get(name, frozenset()) | bindings
+    return merged

@@ -36,7 +36,13 @@ from triage.rules.registry import RULES, THRESHOLDS, Finding, Status, TriageResu
 #      also: a summary's percentages are written as the app writes them, "29 %" not "29%" (an idle tail's
 #      "(29 %)", "GPUs idle 45 % of the covered time", "samples cover 40 % of the run (< 50 %)", a loader's
 #      copies, dips and host wait, and the guidance that quotes the host wait)
-RULES_REVISION = 3
+#   4  2026-12-06: remote reads (revision 3 was released): a plain name's binding is the one in effect where it is
+#      read, in statement order (`fs = LocalFileSystem(); fs.open(...); fs = s3fs.S3FileSystem()` reads locally
+#      first, and a remote filesystem replaced by a local one no longer makes the local reads remote); where an
+#      if/else or a try leaves a local binding on one path and a remote one on another no read is claimed (which
+#      one reads cannot be told; a name set to None first and made remote under an if still reads); a module's name
+#      seen from a function is the one the module binds last
+RULES_REVISION = 4
 
 __all__ = [
     "RULES",
