@@ -1308,7 +1308,87 @@ def test_a_lambda_bound_to_a_name_in_the_training_step_loop_reads_per_step():
     assert (fact["line"], fact["per_sample"], fact["context"]) == (9, True, "the training-step loop")
 
 
-# --- bindings in statement order ---------------------------------------------------------------------------------
+# --- functools.partial callbacks, bindings in statement order ----------------------------------------------------
+
+PARTIAL_CALLBACKS = """import functools
+from functools import partial
+
+import boto3
+import tensorflow as tf
+from torch.utils.data import DataLoader
+
+s3 = boto3.client("s3")
+
+
+def fetch_batch(bucket, keys):
+    return [s3.get_object(Bucket=bucket, Key=key)["Body"].read() for key in keys]
+
+
+def fetch(key, bucket):
+    return s3.get_object(Bucket=bucket, Key=key)["Body"].read()
+
+
+def loaders(dataset, keys):
+    collate = partial(fetch_batch, "vision-datasets")
+    images = DataLoader(dataset, batch_size=64, collate_fn=collate)
+    load = functools.partial(fetch, bucket="audio-corpus")
+    records = tf.data.Dataset.from_tensor_slices(keys).map(load)
+    return images, records
+"""
+
+
+@pytest.mark.parametrize(
+    "handed",
+    [
+        "bound to a name",
+        "handed directly",
+    ],
+)
+def test_a_function_wrapped_in_functools_partial_and_handed_as_a_callback_reads_per_sample(handed):
+    # `collate = partial(fetch_batch, bucket)` then `collate_fn=collate` left fetch_batch's get_object a read once.
+    source = PARTIAL_CALLBACKS
+    if handed == "handed directly":
+        source = source.replace("collate_fn=collate)", 'collate_fn=partial(fetch_batch, "vision-datasets"))')
+        source = source.replace(".map(load)", '.map(functools.partial(fetch, bucket="audio-corpus"))')
+    found = reads(source)
+    assert [(f["line"], f["per_sample"], f["context"]) for f in found] == [
+        (12, True, "fetch_batch, called per batch as collate_fn"),
+        (16, True, "fetch, called per element by .map"),
+    ]
+
+
+PARTIAL_METHOD = """import functools
+
+import requests
+from torch.utils.data import DataLoader
+
+
+class Captions:
+    def __init__(self, base):
+        self.base = base
+        self.session = requests.Session()
+        self.collate = functools.partial(self._fetch, timeout=30)
+
+    def _fetch(self, keys, timeout):
+        return [self.session.get(self.base + key, timeout=timeout).text for key in keys]
+
+    def loader(self, keys):
+        return DataLoader(keys, batch_size=32, collate_fn=self.collate)
+"""
+
+
+def test_a_method_wrapped_in_partial_and_bound_to_self_is_followed_too():
+    (fact,) = reads(PARTIAL_METHOD)
+    assert (fact["line"], fact["client"], fact["per_sample"], fact["context"]) == (
+        14, "requests", True, "Captions._fetch, called per batch as collate_fn",
+    )  # fmt: skip
+
+
+def test_a_partial_of_something_other_than_functools_partial_is_not_followed():
+    source = PARTIAL_CALLBACKS.replace("from functools import partial\n", "from toolz import partial\n")
+    found = reads(source)
+    assert [(f["line"], f["per_sample"]) for f in found] == [(12, False), (16, True)]
+
 
 REBOUND_FILESYSTEMS = """import fsspec
 import s3fs
@@ -1389,3 +1469,10 @@ def test_a_collate_fn_reading_through_a_rebound_filesystem_is_remote_data_readin
     _, result = run(120, frame, scripts=[("data.py", script)], cpu_count=16)
     found = [f.summary for f in result.findings if f.category == Category.REMOTE_DATA_READING]
     assert found == ([f"Training reads its data straight from remote storage ({quoted})."] if quoted else [])
+
+
+def test_a_loader_whose_collate_fn_is_a_partial_of_a_fetching_function_is_remote_data_reading():
+    frame = series(120, lambda t, g: 30, mem=lambda t, g: 0.6)
+    _, result = run(120, frame, scripts=[("data.py", PARTIAL_CALLBACKS + TRAIN_LOOP)], cpu_count=16)
+    (finding,) = [f for f in result.findings if f.category == Category.REMOTE_DATA_READING]
+    assert "boto3 get_object per sample in fetch_batch, called per batch as collate_fn, data.py:12" in finding.summary

@@ -22,6 +22,7 @@ one remote. A plain name is the one its scope binds, as Python looks it up (`_Sc
 one function makes no other function's local `fs` (or parameter) remote; a module's is seen where no function rebinds
 it. Of a scope's bindings of it, the one in effect where it is read counts, in statement order (`_Order`): where
 branches leave a remote filesystem on one path and something else on another, no read is claimed (cannot tell).
+A function wrapped in `functools.partial` (`collate = partial(fetch_batch, bucket)`) is followed to the one it wraps.
 A `.map` is a pool's (a staging download, once) only on a name bound to a thread or process pool, or on one made
 there (`ThreadPoolExecutor(16).map`). Pure Python; no Django.
 """
@@ -141,6 +142,7 @@ class RemoteReads:
         self.pools: dict[str, str] = {}  # name -> the thread or process pool it holds (whose .map is no dataset's)
         self.open_files: dict[str, str] = {}  # "files", "Parts.files" (self.files) -> the URL open_files listed
         self.objects: dict[str, str] = {}  # "obj" -> the bucket's URL of the boto3 resource's Object it holds, or ""
+        self.partials: dict = {}  # "collate", "Loader.collate" (self.collate) -> the function functools.partial wraps
         self.iterated: dict[int, str] = {}  # id of a loop variable's use (`for f in files: with f`) -> files' URL
         self.classes: dict[str, list[str]] = {}  # class -> its bases' names ("Shards" -> ["Dataset"])
         self.owners: dict[int, str] = {}  # id of a node -> the innermost class it is in
@@ -207,6 +209,8 @@ class RemoteReads:
                 if _dotted(value.func).rsplit(".", 1)[-1] == "Object" and _s3_object(value):
                     bucket = self._bucket(value)  # obj = s3.Object(bucket, key); obj.get()
                     self.objects[target] = f"s3://{bucket}" if isinstance(bucket, str) and bucket else ""
+                if self.canonical(_dotted(value.func)) == "functools.partial" and value.args:
+                    self.partials[target] = value.args[0]  # collate = partial(fetch_batch, bucket): calls fetch_batch
                 built = self._filesystem(value)
                 if built:
                     self.filesystems[target] = built
@@ -463,12 +467,21 @@ class RemoteReads:
             if isinstance(argument, ast.Lambda):  # its body runs per sample: a function of its own, named by its line
                 self.lambdas.setdefault(id(argument), f"a lambda at line {argument.lineno}")
                 self.roots.setdefault(self.lambdas[id(argument)], f"called {how}")
-            for node in ast.walk(argument):
-                name = _dotted(node) if isinstance(node, ast.Name | ast.Attribute) else ""
-                if name.startswith("self.") and owner:
-                    name = f"{owner}.{name.removeprefix('self.')}"
-                if name and "." not in name or (owner and name.startswith(f"{owner}.")):
-                    self.roots.setdefault(name, f"called {how}")
+            self._handed(argument, f"called {how}", owner, set())
+
+    def _handed(self, argument: ast.AST, how: str, owner: str | None, seen: set[int]) -> None:
+        """The functions a callback names run per sample: `fetch`, `self._fetch`, `partial(fetch, bucket)`, and the one
+        a name bound to a functools.partial wraps (`collate = partial(fetch_batch, bucket)`, `self.collate = ...`)."""
+        for node in ast.walk(argument):
+            name = _dotted(node) if isinstance(node, ast.Name | ast.Attribute) else ""
+            wrapped = self._bound(self.partials, name, node) if name else None
+            if wrapped is not None and id(wrapped) not in seen:
+                seen.add(id(wrapped))
+                self._handed(wrapped, how, self.owners.get(id(wrapped)), seen)
+            if name.startswith("self.") and owner:
+                name = f"{owner}.{name.removeprefix('self.')}"
+            if name and "." not in name or (owner and name.startswith(f"{owner}.")):
+                self.roots.setdefault(name, how)
 
     def lambda_name(self, node: ast.Lambda) -> str | None:
         """The name a lambda handed as a callback runs under ("a lambda at line 12"), or a lambda bound to a name

@@ -42,6 +42,9 @@ from triage.rules.registry import RULES, THRESHOLDS, Finding, Status, TriageResu
 #      if/else or a try leaves a local binding on one path and a remote one on another no read is claimed (which
 #      one reads cannot be told; a name set to None first and made remote under an if still reads); a module's name
 #      seen from a function is the one the module binds last
+#      also: a function wrapped in functools.partial and bound to a name (`collate = partial(fetch_batch, bucket)`,
+#      `self.collate = ...`) before it is handed as a collate_fn or a .map callback runs per sample (its reads were
+#      once)
 RULES_REVISION = 4
 
 __all__ = [
