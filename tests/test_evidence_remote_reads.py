@@ -1308,7 +1308,7 @@ def test_a_lambda_bound_to_a_name_in_the_training_step_loop_reads_per_step():
     assert (fact["line"], fact["per_sample"], fact["context"]) == (9, True, "the training-step loop")
 
 
-# --- functools.partial callbacks, bindings in statement order ----------------------------------------------------
+# --- functools.partial callbacks, bindings in statement order, a filesystem handed on ---------------------------
 
 PARTIAL_CALLBACKS = """import functools
 from functools import partial
@@ -1450,6 +1450,63 @@ def test_a_module_level_name_is_the_one_bound_last_at_module_level():
         'remote = fsspec.filesystem("file")\nremote = s3fs.S3FileSystem(anon=False)',
     )
     assert [f["line"] for f in reads(swapped)] == [11, 16, 33, 40]
+
+
+FILESYSTEM_HANDED_ON = """import fsspec
+import s3fs
+import torch
+from torch.utils.data import Dataset
+
+
+class Store:
+    def __init__(self, fs):
+        self.fs = fs
+
+
+class Shards(Dataset):
+    def __init__(self, root, fs=None):
+        self.fs = fs or fsspec.filesystem("s3")
+        self.root = root
+
+    def __getitem__(self, index):
+        with self.fs.open(f"{self.root}/part-{index:05d}.pt", "rb") as handle:
+            return torch.load(handle)
+
+
+class Features(Dataset):
+    def __init__(self, fs):
+        self._store = Store(fs)
+
+    def __getitem__(self, index):
+        with self._store.fs.open(f"features/{index}.pt", "rb") as handle:
+            return torch.load(handle)
+
+
+def main():
+    fs = s3fs.S3FileSystem(anon=False)
+    store = Store(fs)
+    store.fs.get("vision-datasets/index.json", "/local_ssd/index.json")
+    return Shards("vision-datasets/train"), Features(fs)
+"""
+
+
+def test_a_filesystem_made_as_a_default_or_handed_on_to_another_class_is_followed():
+    # `self.fs = fs or fsspec.filesystem("s3")` (the default when none is handed) and `self._store = Store(fs)` then
+    # `self._store.fs.open(...)` (handed on one class further) were no reads: only `self.fs = fs` was followed.
+    found = reads(FILESYSTEM_HANDED_ON)
+    assert [(f["line"], f["client"], f["call"], f["per_sample"], f["context"]) for f in found] == [
+        (18, "fsspec", "open", True, "Shards.__getitem__"),
+        (27, "s3fs", "open", True, "Features.__getitem__"),
+        (34, "s3fs", "get", False, "main"),
+    ]
+    local = FILESYSTEM_HANDED_ON.replace('fs or fsspec.filesystem("s3")', 'fs or fsspec.filesystem("file")').replace(
+        "fs = s3fs.S3FileSystem(anon=False)", 'fs = fsspec.filesystem("file")'
+    )
+    assert reads(local) == []
+    handed = local.replace('Shards("vision-datasets/train")', 'Shards("vision-datasets/train", remote)').replace(
+        "    return Shards(", "    remote = s3fs.S3FileSystem(anon=False)\n    return Shards("
+    )
+    assert [(f["line"], f["context"]) for f in reads(handed)] == [(18, "Shards.__getitem__")]
 
 
 @pytest.mark.parametrize(

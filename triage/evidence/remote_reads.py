@@ -143,6 +143,7 @@ class RemoteReads:
         self.open_files: dict[str, str] = {}  # "files", "Parts.files" (self.files) -> the URL open_files listed
         self.objects: dict[str, str] = {}  # "obj" -> the bucket's URL of the boto3 resource's Object it holds, or ""
         self.partials: dict = {}  # "collate", "Loader.collate" (self.collate) -> the function functools.partial wraps
+        self.instances: dict = {}  # "store", "Shards._store" (self._store) -> the class of the file's own it holds
         self.iterated: dict[int, str] = {}  # id of a loop variable's use (`for f in files: with f`) -> files' URL
         self.classes: dict[str, list[str]] = {}  # class -> its bases' names ("Shards" -> ["Dataset"])
         self.owners: dict[int, str] = {}  # id of a node -> the innermost class it is in
@@ -195,6 +196,9 @@ class RemoteReads:
                 continue
             if isinstance(value, ast.Lambda) and isinstance(bound_to, ast.Name):
                 self.lambdas[id(value)] = bound_to.id  # `fetch = lambda key: ...`: a function named fetch, as a def
+            or_default = isinstance(value, ast.BoolOp) and isinstance(value.op, ast.Or)
+            if or_default and isinstance(value.values[-1], ast.Call):
+                value = value.values[-1]  # `self.fs = fs or fsspec.filesystem("s3")`: the default when none is given
             if isinstance(value, ast.Call):
                 target = _dotted(bound_to)
                 if isinstance(bound_to, ast.Tuple) and bound_to.elts:
@@ -211,6 +215,8 @@ class RemoteReads:
                     self.objects[target] = f"s3://{bucket}" if isinstance(bucket, str) and bucket else ""
                 if self.canonical(_dotted(value.func)) == "functools.partial" and value.args:
                     self.partials[target] = value.args[0]  # collate = partial(fetch_batch, bucket): calls fetch_batch
+                if isinstance(value.func, ast.Name) and value.func.id in self.classes:
+                    self.instances[target] = value.func.id  # self._store = Store(fs): self._store.fs is Store's self.fs
                 built = self._filesystem(value)
                 if built:
                     self.filesystems[target] = built
@@ -227,43 +233,64 @@ class RemoteReads:
 
     def _handed_in(self, tree: ast.Module) -> None:
         """A remote filesystem (or session) handed to a class of the file's own when it is made (`Shards(fs, root)`,
-        `Shards(fs=fs)`), which its `__init__` (or a base's in the file) binds to an attribute as it is
-        (`self.fs = fs`): that class's self.fs is the filesystem. Within one file, one step: no attribute handed on."""
+        `Shards(fs=fs)`), which its `__init__` (or a base's in the file) binds to an attribute as it is (`self.fs =
+        fs`, or `self.fs = fs or fsspec.filesystem("file")` when one may be handed): that class's self.fs is the
+        filesystem. The parameter holds it in that `__init__` too, so one handed on to another class of the file's own
+        there (`self._store = Store(fs)`) is that class's self.fs (`self._store.fs`, `_bound`). Within one file."""
         inits: dict[str, ast.FunctionDef] = {}
         for node in ast.walk(tree):
             if isinstance(node, ast.ClassDef):
                 for part in node.body:
                     if isinstance(part, ast.FunctionDef) and part.name == "__init__":
                         inits.setdefault(node.name, part)
-        for call in ast.walk(tree):
-            if not isinstance(call, ast.Call) or not isinstance(call.func, ast.Name) or call.func.id not in inits:
+        made = [
+            call
+            for call in ast.walk(tree)
+            if isinstance(call, ast.Call) and isinstance(call.func, ast.Name) and call.func.id in inits
+        ]
+        for _ in range(len(inits)):  # again while a pass hands something on: a class made before its holder's
+            changed = False
+            for call in made:
+                changed |= self._hand_in(call, inits)
+            if not changed:
+                break
+
+    def _hand_in(self, call: ast.Call, inits: dict[str, ast.FunctionDef]) -> bool:
+        """Bind what `call` (a class of the file's own made) hands its `__init__`; whether anything new was bound."""
+        lineage, seen = [call.func.id], set()  # the __init__ the class runs: its own, else a base's
+        while lineage and lineage[0] not in inits:
+            seen.add(cls := lineage.pop(0))
+            lineage.extend(base for base in self.classes.get(cls, []) if base not in seen)
+        if not lineage:
+            return False
+        init, changed = inits[lineage[0]], False
+        params = [each.arg for each in [*init.args.posonlyargs, *init.args.args][1:]]
+        given = [*zip(params, call.args, strict=False), *((kw.arg, kw.value) for kw in call.keywords if kw.arg)]
+        for param, value in given:
+            if not isinstance(value, ast.Name):
                 continue
-            lineage, seen = [call.func.id], set()  # the __init__ the class runs: its own, else a base's
-            while lineage and lineage[0] not in inits:
-                seen.add(cls := lineage.pop(0))
-                lineage.extend(base for base in self.classes.get(cls, []) if base not in seen)
-            if not lineage:
-                continue
-            init = inits[lineage[0]]
-            params = [each.arg for each in [*init.args.posonlyargs, *init.args.args][1:]]
-            given = [*zip(params, call.args, strict=False), *((kw.arg, kw.value) for kw in call.keywords if kw.arg)]
-            for param, value in given:
-                if not isinstance(value, ast.Name):
+            for bound in (self.filesystems, self.sessions):
+                held = self._bound(bound, value.id, value)
+                if held is None:
                     continue
-                for bound in (self.filesystems, self.sessions):
-                    held = self._bound(bound, value.id, value)
-                    if held is None:
+                if (id(init), param, id(init)) not in bound:  # the parameter, bound where __init__ starts (_Order)
+                    bound[(id(init), param, id(init))] = held
+                    changed = True
+                for statement in ast.walk(init):  # self.fs = fs, self.fs: AbstractFileSystem = fs, self.fs = fs or ...
+                    if not isinstance(statement, ast.Assign | ast.AnnAssign):
                         continue
-                    for statement in ast.walk(init):  # self.fs = fs, self.fs: AbstractFileSystem = fs
-                        if (
-                            isinstance(statement, ast.Assign | ast.AnnAssign)
-                            and isinstance(statement.value, ast.Name)
-                            and statement.value.id == param
-                        ):
-                            targets = statement.targets if isinstance(statement, ast.Assign) else [statement.target]
-                            for target in targets:
-                                if (name := _dotted(target)).startswith("self.") and name.count(".") == 1:
-                                    bound.setdefault(f"{lineage[0]}.{name.removeprefix('self.')}", held)
+                    given_as = statement.value
+                    if isinstance(given_as, ast.BoolOp) and isinstance(given_as.op, ast.Or):
+                        given_as = given_as.values[0]
+                    if not (isinstance(given_as, ast.Name) and given_as.id == param):
+                        continue
+                    targets = statement.targets if isinstance(statement, ast.Assign) else [statement.target]
+                    for target in targets:
+                        if (name := _dotted(target)).startswith("self.") and name.count(".") == 1:
+                            attribute = f"{lineage[0]}.{name.removeprefix('self.')}"
+                            changed |= attribute not in bound
+                            bound.setdefault(attribute, held)
+        return changed
 
     def _owned(self, target: str, node: ast.AST) -> str | tuple[int, str, int]:
         """`self.files` as the class it is bound in names it (`Parts.files`): two classes' self.files are two. A plain
@@ -283,10 +310,21 @@ class RemoteReads:
         one the scope that binds it (its function, an enclosing one, the module) holds, as Python looks it up."""
         if name and "." not in name:
             return self._plain(bound, name, node)
+        holder, _, attribute = name.rpartition(".")
+        if holder and holder != "self" and bound is not self.instances:  # store.fs, self._store.fs
+            cls = self._bound(self.instances, holder, node)
+            if cls is not None:
+                return self._attribute(bound, cls, attribute, None)
         owner = self.owners.get(id(node))
         if not name.startswith("self.") or owner is None:
             return bound.get(name) if name else None
-        attribute, seen, lineage = name.removeprefix("self."), set(), [owner]
+        # bound outside any class (`def setup(self): self.fs = ...`) where no class binds it
+        return self._attribute(bound, owner, name.removeprefix("self."), bound.get(name))
+
+    def _attribute(self, bound: dict, owner: str, attribute: str, unbound):
+        """What `self.<attribute>` holds in a method of class `owner`: its own binding, else its first base's (in this
+        file) that binds it; None where the class binds it to something else, `unbound` where none binds it."""
+        seen, lineage = set(), [owner]
         while lineage:
             cls = lineage.pop(0)
             if cls in seen:
@@ -297,7 +335,7 @@ class RemoteReads:
             if f"{cls}.{attribute}" in self.bindings:
                 return None  # bound there to something else
             lineage.extend(self.classes.get(cls, []))
-        return bound.get(name)  # bound outside any class (`def setup(self): self.fs = ...`)
+        return unbound
 
     def _plain(self, bound: dict, name: str, node: ast.AST):
         """What a plain name used at `node` holds in `bound`: the binding in effect there, in statement order

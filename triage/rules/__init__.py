@@ -45,6 +45,9 @@ from triage.rules.registry import RULES, THRESHOLDS, Finding, Status, TriageResu
 #      also: a function wrapped in functools.partial and bound to a name (`collate = partial(fetch_batch, bucket)`,
 #      `self.collate = ...`) before it is handed as a collate_fn or a .map callback runs per sample (its reads were
 #      once)
+#      also: `self.fs = fs or fsspec.filesystem("s3")` (the default made when none is handed, or the one handed) is
+#      followed, and so is a filesystem handed on to another class of the file (`self._store = Store(fs)` then
+#      `self._store.fs.open(...)`, `store = Store(fs); store.fs.get(...)`)
 RULES_REVISION = 4
 
 __all__ = [
