@@ -508,8 +508,10 @@ def test_a_cause_trend_leaves_out_the_weeks_before_the_first_job_its_viewer_can_
         hours, jobs = page.context["trend_figure"]["data"]
         assert hours["x"] == jobs["x"]
         numbers = page.content.decode().split('<details class="figure-data">')[1].split("</details>")[0]
-        assert [f'<th scope="row">{name}</th>' in numbers for name in hours["x"]] == [True] * len(hours["x"])
-        assert numbers.count('<th scope="row">') == len(hours["x"])
+        weeks = page.context["trend_figure"]["numbers"]["dates"]  # each week's Monday, 2026-11-16, in the table
+        assert len(weeks) == len(hours["x"])
+        assert [f'<th scope="row" class="when">{week}</th>' in numbers for week in weeks] == [True] * len(weeks)
+        assert numbers.count('<th scope="row"') == len(hours["x"])
         return hours["x"], hours["y"], jobs["y"]
 
     assert trend(operator) == (["Nov 09", "Nov 16"], [0.0, 5.0], [0, 2])
@@ -735,20 +737,20 @@ def test_the_weekly_trend_adds_up_to_the_gpu_hours_card_with_jobs_without_sample
     assert card(response, "GPU-hours")["value"] == "8.0"
     html = response.content.decode()
     assert numbers(html) == [
-        ["Week of", "Used GPU-hours", "Unused GPU-hours", "GPU-hours without samples"],
-        ["Nov 16", "0.0", "0.0", "8.0"],
+        ["Week of (UTC)", "Used GPU-hours", "Unused GPU-hours", "GPU-hours without samples"],
+        ["2026-11-16", "0.0", "0.0", "8.0"],
     ]
     assert 'id="unsampled-note">GPU-hours without samples: GPU time that no GPU samples cover' in html
     week = {"from": "2026-11-16", "to": "2026-11-22"}
     team_page = client.get(reverse("dashboard:team-detail", args=["team-a"]), week)
-    assert numbers(team_page.content.decode())[1] == ["Nov 16", "0.0", "0.0", "8.0"]
+    assert numbers(team_page.content.decode())[1] == ["2026-11-16", "0.0", "0.0", "8.0"]
 
     # A job sampled for half its time: its other half is without samples, and the bars still add up.
     JobFactory(cluster=gamma, team=team_a, start_time=WEEK_START + timedelta(days=2), gpu_hours=10,
                coverage=0.5, mean_gpu_util=40, unused_gpu_hours=3)  # fmt: skip
     response = overview(client, cluster="gamma")
     assert card(response, "GPU-hours")["value"] == "18.0"
-    assert numbers(response.content.decode())[1] == ["Nov 16", "2.0", "3.0", "13.0"]
+    assert numbers(response.content.decode())[1] == ["2026-11-16", "2.0", "3.0", "13.0"]
 
 
 def test_a_fully_sampled_trend_keeps_two_series_and_no_note(client, operator, fleet):
@@ -859,7 +861,9 @@ def test_each_chart_has_its_numbers_as_a_table_under_it(client, operator, fleet,
     rows = re.findall(r'<tr><th scope="row">(.*?)</th><td class="num">(.*?)</td></tr>', teams)
     assert rows == [("&lt;b&gt;A &amp; co&lt;/b&gt;", "6.0"), ("Team B", "2.0")]
     week = next(t for t in tables if "Weekly used and unused GPU-hours" in t)
-    assert re.search(r'<th scope="row">Nov 16</th><td class="num">22.0</td><td class="num">8.0</td>', week)
+    assert re.search(
+        r'<th scope="row" class="when">2026-11-16</th><td class="num">22.0</td><td class="num">8.0</td>', week
+    )
     histogram = next(t for t in tables if "Jobs by mean GPU utilization" in t)
     assert re.search(r'<th scope="row">40–50</th><td class="num">1</td>', histogram)
     assert re.search(r'<th scope="row">90–100</th><td class="num">1</td>', histogram)

@@ -99,3 +99,76 @@ def test_the_labeling_page_writes_a_jobs_figures_as_its_job_page_does(client, re
     page = client.get(reverse("labeling:label", args=[study.pk, item.pk])).content.decode()
     assert dd(page, "GPU-hours") == "1,234.6" and dd(page, "Unused GPU-hours") == "663.3"
     assert dd(page, "Mean GPU util").startswith(f"{item.job.mean_gpu_util:.0f} %")
+
+
+def numbers_tables(page: str) -> dict[str, list[list[str]]]:
+    """Each 'The numbers' table on a page by its caption: its header row, then each row's cells as read."""
+    tables = {}
+    for table in re.findall(r'<details class="figure-data">.*?</details>', page, re.DOTALL):
+        caption = re.search(r"<caption[^>]*>(.*?)</caption>", table).group(1)
+        rows = re.findall(r"<tr>(.*?)</tr>", table, re.DOTALL)
+        tables[caption] = [re.findall(r"<t[hd][^>]*>(.*?)</t[hd]>", row) for row in rows]
+    return tables
+
+
+@pytest.fixture
+def big_week(team_a):
+    """One job of 2,345.7 GPU-hours in the week of 2026-11-16, 1,100.0 of them unused, with a finding."""
+    job = JobFactory(
+        team=team_a,
+        start_time=WEEK_START + timedelta(days=1),
+        gpu_hours=2345.67,
+        coverage=1.0,
+        unused_gpu_hours=1100.04,
+        mean_gpu_util=46.3,
+    )
+    result = JobTriage.objects.create(job=job, rule_set=RuleSet.current(), status="classified", is_current=True)
+    Finding.objects.create(
+        result=result, job=job, rule_set=result.rule_set, category=Category.MODEL_CHECKPOINTING, confidence=0.9,
+        summary="s", gpu_hours=1034.56, evidence={}, guidance={},
+    )  # fmt: skip
+    return job
+
+
+WEEK = {"from": "2026-11-16", "to": "2026-11-22"}
+
+
+def test_the_overviews_numbers_tables_write_figures_as_its_cards_and_tables(client, operator, big_week):
+    """The tables under the charts printed the charts' raw values: 1245.6 where the cards write 1,245.6,
+    the causes' shares as 16.43 and 100.0 where the page writes whole percent (46 %), and weeks as
+    'Nov 16' with no year where the page's dates are ISO (2026-11-16)."""
+    client.force_login(operator)
+    page = client.get(reverse("dashboard:overview"), WEEK).content.decode()
+    tables = numbers_tables(page)
+
+    trend = tables["Weekly used and unused GPU-hours"]
+    assert trend[0] == ["Week of (UTC)", "Used GPU-hours", "Unused GPU-hours"]
+    assert ["2026-11-16", "1,245.6", "1,100.0"] in trend
+    teams = tables["Teams by unused GPU-hours"]
+    assert teams[1:] == [["Team A", "1,100.0"]]
+    causes = next(rows for caption, rows in tables.items() if caption.startswith("Share of recoverable GPU-hours"))
+    assert ["Model checkpointing", "100 %", "16 %"] in causes  # the paper's 16.43 %
+    assert ["Remote data reading", "0 %", "3 %"] in causes  # 2.55 %
+    histogram = tables["Jobs by mean GPU utilization"]
+    assert ["40–50", "1"] in histogram and ["0–10", "0"] in histogram
+
+
+def test_a_team_and_a_cause_page_write_their_numbers_tables_the_same_way(client, operator, big_week):
+    client.force_login(operator)
+    team_page = client.get(reverse("dashboard:team-detail", args=["team-a"]), WEEK).content.decode()
+    assert ["2026-11-16", "1,245.6", "1,100.0"] in numbers_tables(team_page)["Weekly used and unused GPU-hours"]
+    cause = client.get(reverse("dashboard:category-detail", args=["model_checkpointing"]), WEEK).content.decode()
+    trend = numbers_tables(cause)["Recoverable GPU-hours and jobs detected per week"]
+    assert trend[0] == ["Week of (UTC)", "Recoverable GPU-hours", "Jobs detected"]
+    assert trend[-1] == ["2026-11-16", "1,034.6", "1"]
+
+
+def test_a_teams_name_heads_its_share_column_escaped_once(client, member_a, team_a, big_week):
+    """A member's causes chart names their team in its legend, escaped for Plotly; the table under it
+    printed that escaped name escaped again: 'R&amp;amp;D' where the page says 'R&amp;D'."""
+    team_a.name = "R&D <lab>"
+    team_a.save()
+    client.force_login(member_a)
+    page = client.get(reverse("dashboard:overview"), WEEK).content.decode()
+    causes = next(rows for caption, rows in numbers_tables(page).items() if caption.startswith("Share of recoverable"))
+    assert causes[0][1] == "R&amp;D &lt;lab&gt; (share of recoverable GPU-hours)"

@@ -25,6 +25,21 @@ UNSAMPLED = "#b8bec9"
 # The weekly trend's third series: GPU time no GPU samples cover (a job with no utilization figure, a
 # hole in a series), which is neither used nor unused; the pages explain it when it is drawn.
 UNSAMPLED_NAME = "GPU-hours without samples"
+# What a trace's values are, for its "The numbers" table (`as_table`), which writes them as the page's
+# cards and tables do: GPU-hours to a tenth with a thousands separator, percent whole, counts grouped.
+# A figure says it under "numbers" (plotly.js is handed only its "data" and "layout").
+GPU_HOURS, PERCENT, COUNT = "gpu_hours", "percent", "count"
+
+
+def _numbers(units: list[str], dates: list[str] | None = None) -> dict:
+    """A figure's "numbers": the unit of each trace's values, in the traces' order, and for a chart of
+    weeks each row's date as the table writes it (the week's ISO date where the chart says "Nov 16")."""
+    return {"units": units, **({"dates": dates} if dates is not None else {})}
+
+
+def _week_dates(rows: list[dict]) -> list[str]:
+    """Each week's Monday as the app writes a date, "2026-11-16" (the chart's "Nov 16" has no year)."""
+    return [row["week"].strftime("%Y-%m-%d") for row in rows]
 
 
 def _layout(**extra) -> dict:
@@ -48,6 +63,7 @@ def weekly_trend(rows: list[dict]) -> dict:
         data.append({"type": "bar", "x": weeks, "y": unsampled, "name": UNSAMPLED_NAME, "marker": {"color": UNSAMPLED}})
     return {
         "data": data,
+        "numbers": _numbers([GPU_HOURS] * len(data), _week_dates(rows)),
         "layout": _layout(
             barmode="stack",
             xaxis=WEEKS_AXIS,
@@ -89,6 +105,7 @@ def _unused_bars(names: list[str], unused: list[float]) -> dict:
                 "hovertemplate": "%{y}: %{x} unused GPU-hours<extra></extra>",
             }
         ],
+        "numbers": _numbers([GPU_HOURS]),
         "layout": _layout(
             xaxis={"title": {"text": "Unused GPU-hours"}},
             height=280,
@@ -113,6 +130,7 @@ def utilization_histogram(counts: list[int], low_threshold: float) -> dict:
                 "hovertemplate": "%{x} %: %{y} jobs<extra></extra>",
             }
         ],
+        "numbers": _numbers([COUNT]),
         "layout": _layout(
             xaxis={"title": {"text": "Mean GPU utilization (%)"}, "type": "category", "tickangle": -35},
             margin={"l": 50, "r": 20, "t": 10, "b": 75},
@@ -155,6 +173,7 @@ def categories_vs_paper(rows: list[dict], whose: str = "This fleet") -> dict:
                 "hovertemplate": "%{y}: %{x} % of the paper's issues<extra></extra>",
             },
         ],
+        "numbers": _numbers([PERCENT, PERCENT]),
         "layout": _layout(
             barmode="group",
             height=520,
@@ -192,6 +211,7 @@ def category_trend(rows: list[dict], colour: str) -> dict:
                 "line": {"color": "#1d2330"},
             },
         ],
+        "numbers": _numbers([GPU_HOURS, COUNT], _week_dates(rows)),
         "layout": _layout(
             height=280,
             xaxis=WEEKS_AXIS,
@@ -211,20 +231,33 @@ def category_trend(rows: list[dict], colour: str) -> dict:
     }
 
 
-def as_table(figure: dict) -> tuple[list[str], list[list]]:
+def as_table(figure: dict, write: dict | None = None) -> tuple[list[str], list[list]]:
     """A bar figure's numbers for a table beside it: (a column name per trace, rows of [category,
     value of each trace]), in the order a reader sees the bars (a horizontal chart draws its first
-    category at the bottom, so its rows are turned round). Category labels that were escaped for
-    Plotly, which renders them as HTML, come back as plain text for the template to escape."""
+    category at the bottom, so its rows are turned round). Category labels and trace names that were
+    escaped for Plotly, which renders them as HTML, come back as plain text for the template to escape.
+    `write` maps a unit of the figure's "numbers" (GPU_HOURS, PERCENT, COUNT) to the function that
+    writes such a value as the page does; without one a value stays as the chart has it."""
     traces = [trace for trace in figure.get("data", []) if trace.get("x") is not None and trace.get("y") is not None]
     if not traces:
         return [], []
     horizontal = traces[0].get("orientation") == "h"
     category_axis, value_axis = ("y", "x") if horizontal else ("x", "y")
+    numbers = figure.get("numbers", {})
+    labels = numbers.get("dates") or traces[0][category_axis]
+    writers = [(write or {}).get(unit, _as_is) for unit in numbers.get("units", [])]
+    writers = (writers + [_as_is] * len(traces))[: len(traces)]
     rows = [
-        [html.unescape(str(category)), *(trace[value_axis][index] for trace in traces)]
-        for index, category in enumerate(traces[0][category_axis])
+        [
+            html.unescape(str(label)),
+            *(writer(trace[value_axis][index]) for writer, trace in zip(writers, traces, strict=True)),
+        ]
+        for index, label in enumerate(labels)
     ]
     if horizontal:
         rows.reverse()
-    return [trace.get("name", "") for trace in traces], rows
+    return [html.unescape(trace.get("name", "")) for trace in traces], rows
+
+
+def _as_is(value):
+    return value
