@@ -395,11 +395,15 @@ def sso_callback(request):
 
 
 class SsoLoginView(LoginView):
-    """Django's login page, offering "Sign in with <provider>" above the password form when SSO is on."""
+    """Django's login page, offering "Sign in with <provider>" above the password form when SSO is on.
+    While the provider does not answer the server (`provider_answers`: its short timeout and kept
+    answer, so the page stays quick), a notice beside the button says so; the button stays, as the
+    browser may reach the provider where the server cannot."""
 
     def get_context_data(self, **kwargs):
         context = super().get_context_data(**kwargs)
         context["sso_provider"] = settings.OIDC_PROVIDER_NAME if settings.OIDC_ENABLED else None
+        context["sso_not_answering"] = settings.OIDC_ENABLED and not provider_answers()
         return context
 
 
@@ -451,10 +455,11 @@ def wants_json(request) -> bool:
     )
 
 
-# Whether the provider answers, asked before a due re-check sends the browser to it: this long at
-# most (a provider that accepts connections and hangs must not hold the page), and the answer kept
-# this long in each web process, so an outage costs one wait per process and period, not one a
-# request. Kept in the process, not Django's cache: that is Redis, whose own outage would add waits.
+# Whether the provider answers, asked before a due re-check sends the browser to it and by the login
+# page (which says so beside its button while it does not): this long at most (a provider that
+# accepts connections and hangs must not hold the page), and the answer kept this long in each web
+# process, so an outage costs one wait per process and period, not one a request. Kept in the
+# process, not Django's cache: that is Redis, whose own outage would add waits.
 PROBE_TIMEOUT = 2.0
 PROBE_CACHE_SECONDS = 30.0
 _probe_lock = threading.Lock()
@@ -483,8 +488,8 @@ def provider_answers() -> bool:
             answered, why = False, type(exc).__name__
         if not answered:
             logger.warning(
-                "SSO: the identity provider did not answer at %s (%s, within %g s): due session re-checks are "
-                "put off, for up to %d minutes each, until it does",
+                "SSO: the identity provider did not answer at %s (%s, within %g s): the login page says so, and "
+                "due session re-checks are put off, for up to %d minutes each, until it does",
                 url,
                 why,
                 timeout,

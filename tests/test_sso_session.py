@@ -20,6 +20,7 @@ from django.test import Client
 
 from config.sso import oidc_settings
 from fleet.models import MachineToken, Team
+from fleet.sso import forget_provider_answers
 from tests.factories import JobFactory, UserFactory
 from tests.test_browser import SHOTS, body_text, browser  # noqa: F401  (browser: the shared Chromium fixture)
 from tests.test_sso import MAPPINGS, apply_oidc_settings, provider, sign_in, sso, teams_of  # noqa: F401  (fixtures)
@@ -546,6 +547,7 @@ def test_a_browser_whose_check_falls_due_with_the_provider_down_sees_our_pages(s
     browser.find_element(By.LINK_TEXT, "Sign in with Keycloak").click()
     assert browser.current_url == f"{base}/jobs/"
     stop(sso)
+    forget_provider_answers()  # the login page's answer (it answered) is kept a while: as if it had run out
 
     def due_minutes_ago(minutes: float) -> None:
         session = SessionStore(browser.get_cookie("sessionid")["value"])
@@ -566,6 +568,82 @@ def test_a_browser_whose_check_falls_due_with_the_provider_down_sees_our_pages(s
     for width, height in ((1280, 800), (390, 844)):
         browser.set_window_size(width, height)
         browser.save_screenshot(str(SHOTS / f"login-sso-provider-down-{width}.png"))
+
+
+# --- the login page while the provider does not answer ---------------------------------------
+# Its button sent the browser to a provider that could not be reached (the browser's own error page).
+# The same probe (its short timeout, its kept answer) now has the page say so beside the button,
+# which stays: the browser may reach the provider where the server cannot.
+
+NOT_ANSWERING = "Keycloak is not answering right now"
+LOCAL_ACCOUNT = "If you have a local account here, you can log in with it below."
+
+
+@pytest.mark.django_db
+def test_the_login_page_says_when_the_provider_does_not_answer(sso):
+    client = Client()
+    page = client.get("/login/?next=/jobs/")
+    html = page.content.decode()
+    assert "Sign in with Keycloak" in html and NOT_ANSWERING not in html  # started: no notice
+    stop(sso)
+    forget_provider_answers()  # the kept answer (it answered) ran out
+    page = client.get("/login/?next=/jobs/")
+    assert page.status_code == 200
+    html = page.content.decode()
+    assert NOT_ANSWERING in html and LOCAL_ACCOUNT in html
+    assert 'href="/login/sso/?next=/jobs/"' in html  # the button stays: the browser may reach it
+    assert 'name="password"' in html
+
+
+@pytest.mark.django_db
+def test_the_login_page_s_notice_goes_once_the_provider_answers_again(sso, monkeypatch):
+    sso.unavailable = 503  # a proxy in front of it answering for it
+    client = Client()
+    assert NOT_ANSWERING in client.get("/login/").content.decode()
+    assert NOT_ANSWERING in client.get("/login/").content.decode()
+    assert sso.discovery_requests == 1  # the probe's kept answer: not asked on every page
+    sso.unavailable = None
+    monkeypatch.setattr("fleet.sso.PROBE_CACHE_SECONDS", 0)  # as if that while had passed
+    assert NOT_ANSWERING not in client.get("/login/").content.decode()
+    assert sso.discovery_requests == 2
+
+
+@pytest.mark.django_db
+def test_the_login_page_is_served_quickly_when_the_provider_hangs(sso, monkeypatch):
+    monkeypatch.setattr("fleet.sso.PROBE_TIMEOUT", 0.3)
+    sso.stall = 10  # accepts the connection, answers nothing for longer than any page may wait
+    started = time.monotonic()
+    page = Client().get("/login/")
+    assert time.monotonic() - started < 5  # the probe's timeout, not the provider's stall
+    assert NOT_ANSWERING in page.content.decode()
+
+
+@pytest.mark.django_db
+def test_the_login_page_does_not_ask_the_provider_with_sso_off(settings, monkeypatch):
+    assert settings.OIDC_ENABLED is False
+    monkeypatch.setattr("fleet.sso.provider_answers", lambda: pytest.fail("asked with SSO off"))
+    html = Client().get("/login/").content.decode()
+    assert "Sign in with" not in html and "is not answering right now" not in html
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_browser_on_the_login_page_with_the_provider_stopped_is_told_so(sso, browser, live_server):
+    """In headless Chromium: the notice beside the button, WCAG 2.1 AA and 320 px wide."""
+    from selenium.webdriver.common.by import By
+
+    from tests.test_accessibility import narrow_window_problems, violations
+
+    stop(sso)
+    forget_provider_answers()
+    browser.get(f"{live_server.url}/login/?next=/jobs/")
+    assert NOT_ANSWERING in browser.find_element(By.ID, "sso-not-answering").text
+    assert browser.find_element(By.LINK_TEXT, "Sign in with Keycloak").is_displayed()
+    assert browser.find_element(By.ID, "id_password").is_displayed()
+    assert violations(browser) + narrow_window_problems(browser) == []
+    SHOTS.mkdir(exist_ok=True)
+    for width, height in ((1280, 800), (390, 844)):
+        browser.set_window_size(width, height)
+        browser.save_screenshot(str(SHOTS / f"login-sso-not-answering-{width}.png"))
 
 
 # --- the address the provider sends the browser back to ------------------------------------
