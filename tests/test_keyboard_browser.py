@@ -7,6 +7,8 @@ to <body> (whence the next Tab starts again at the menu, and a screen reader say
 
 from __future__ import annotations
 
+from datetime import datetime
+
 import pytest
 from django.utils import timezone
 
@@ -141,7 +143,8 @@ def test_from_the_keyboard_a_findings_window_shows_on_the_timeline_and_an_answer
     tab_to(browser, lambda f: f["tag"] == "summary" and f["text"] == summary)
     press(browser, Keys.ENTER)  # unfolds the windows
     button = tab_to(browser, lambda f: f["text"].endswith("on the timeline"))
-    assert button["text"] == f"Show {windows[0]['start']} to {windows[0]['end']} on the timeline"
+    start, end = (datetime.fromisoformat(windows[0][at]).strftime("%Y-%m-%d %H:%M:%S") for at in ("start", "end"))
+    assert button["text"] == f"Show {start} to {end} on the timeline"  # as the page writes times (UTC here)
     press(browser, Keys.ENTER)
     wait_until(browser, lambda b: focused(b)["id"] == "timeline")
     chart = focused(browser)

@@ -172,3 +172,30 @@ def test_a_teams_name_heads_its_share_column_escaped_once(client, member_a, team
     page = client.get(reverse("dashboard:overview"), WEEK).content.decode()
     causes = next(rows for caption, rows in numbers_tables(page).items() if caption.startswith("Share of recoverable"))
     assert causes[0][1] == "R&amp;D &lt;lab&gt; (share of recoverable GPU-hours)"
+
+
+def test_a_findings_time_windows_are_written_in_the_readers_zone_as_the_pages_other_times(client, member_a, team_a):
+    """A finding's windows printed the evidence's raw '2026-11-17T09:15:00Z' under 'From (UTC)' on a
+    page whose other times are '2026-11-17 10:08:00 Europe/Berlin' in the reader's zone."""
+    from fleet.models import UserProfile
+
+    UserProfile.objects.update_or_create(user=member_a, defaults={"time_zone": "Europe/Berlin"})
+    job = JobFactory(team=team_a, start_time=datetime(2026, 11, 17, 9, 8, tzinfo=UTC))
+    result = JobTriage.objects.create(job=job, rule_set=RuleSet.current(), status="classified", is_current=True)
+    window = {"start": "2026-11-17T09:15:00Z", "end": "2026-11-17T09:20:30Z", "minutes": 5.5}
+    overnight = {"start": "2026-11-17T22:55:00Z", "end": "2026-11-17T23:05:00Z", "minutes": 10.0}  # to the 18th
+    Finding.objects.create(
+        result=result, job=job, rule_set=result.rule_set, category=Category.MODEL_CHECKPOINTING, confidence=0.9,
+        summary="s", gpu_hours=1.0, evidence={"windows": [window, overnight]}, guidance={},
+    )  # fmt: skip
+    client.force_login(member_a)
+    page = client.get(reverse("dashboard:job-detail", args=[job.pk])).content.decode()
+    assert "<dt>Started</dt><dd>2026-11-17 10:08:00 Europe/Berlin</dd>" in page
+    windows = page.split("<caption")[1].split("</table>")[0]
+    assert '<th scope="col">From (Europe/<wbr>Berlin)</th>' in windows
+    cells = [re.sub(r"<[^>]+>", "", cell) for cell in re.findall(r"<td[^>]*>(.*?)</td>", windows)]
+    assert cells[:3] == ["2026-11-17 10:15:00", "10:20:30", "5.5"]  # its end on the same day: the clock
+    assert cells[4:7] == ["2026-11-17 23:55:00", "2026-11-18 00:05:00", "10.0"]
+    assert 'aria-label="Show 2026-11-17 10:15:00 to 2026-11-17 10:20:30 on the timeline"' in windows
+    # The timeline's buttons keep the exact instants (timeline.js reads them).
+    assert 'data-zoom-start="2026-11-17T09:15:00Z" data-zoom-end="2026-11-17T09:20:30Z"' in windows

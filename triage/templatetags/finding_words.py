@@ -2,8 +2,11 @@
 understands, for `triage/job_findings.html`; the rules' own terms (status, sub-cause, confidence,
 rule-set version) stay on the page in a title for the researchers and operators who use them."""
 
+from datetime import UTC
+
 from django import template
 from django.template.defaultfilters import floatformat
+from django.utils.dateparse import parse_datetime
 
 register = template.Library()
 
@@ -46,3 +49,16 @@ def outcome(result) -> dict:
     else:
         detail = result.reason  # the rules' words on too little data ("samples cover 40 % of the run ...")
     return {"words": words, "detail": detail}
+
+
+@register.filter
+def instant(value):
+    """A time of the evidence, ISO 8601 text in UTC ("2026-11-17T09:15:00Z"), as an aware datetime, so
+    that `date` writes it in the reader's zone as the page's other times; None for text it cannot read."""
+    try:
+        moment = parse_datetime(str(value))
+    except ValueError:
+        return None
+    if moment is None:
+        return None
+    return moment if moment.tzinfo else moment.replace(tzinfo=UTC)
