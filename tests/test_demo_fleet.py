@@ -25,6 +25,7 @@ from jsonschema import Draft202012Validator
 
 from fleet.canonical import METRICS
 from triage.demo.generator import default_truth_path, generate_demo_fleet
+from triage.evidence.scripts import extract_script_evidence
 from triage.taxonomy import Category
 
 SCHEMAS = Path(__file__).resolve().parent.parent / "fleet" / "schemas"
@@ -416,6 +417,12 @@ def test_every_script_parses_and_shows_the_planted_cause(fleet_300):
             assert re.search(r"from_pretrained\(MODEL_PATH[,)]|load_dataset|torch\.hub\.load|wget ", source + run_sh)
         if Category.UNRELEASED_JOB.value in categories:
             assert "sleep 12h" in run_sh or "while True" in source, job_id
+        # A remote-reading job's Dataset reads each sample from the --data URI its launch line gives (the job page
+        # quotes that line); no other job's code reads remotely per sample.
+        scripts = [("train.py", source), ("run.sh", run_sh)]
+        facts = extract_script_evidence(scripts, command=fleet_300.jobs[job_id]["command"]).of("remote_read")
+        reads = [f"{f.path}:{f.line}" for f in facts if f.detail["per_sample"]]
+        assert bool(reads) == (Category.REMOTE_DATA_READING.value in categories), (job_id, reads)
 
 
 # --- The management command -------------------------------------------------------------------------

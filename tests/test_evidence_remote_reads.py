@@ -1533,3 +1533,126 @@ def test_a_loader_whose_collate_fn_is_a_partial_of_a_fetching_function_is_remote
     _, result = run(120, frame, scripts=[("data.py", PARTIAL_CALLBACKS + TRAIN_LOOP)], cpu_count=16)
     (finding,) = [f for f in result.findings if f.category == Category.REMOTE_DATA_READING]
     assert "boto3 get_object per sample in fetch_batch, called per batch as collate_fn, data.py:12" in finding.summary
+
+
+DATA_ROOT_FLAG = """import argparse
+
+import fsspec
+import pyarrow.parquet as pq
+import torch
+from torch.utils.data import DataLoader, Dataset
+
+
+def parse_args():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--data-root", default="/local_ssd/shards")
+    parser.add_argument("--images", dest="image_root", default="/local_ssd/images")
+    parser.add_argument("--epochs", type=int, default=3)
+    return parser.parse_args()
+
+
+class Shards(Dataset):
+    def __init__(self, root, split):
+        self.fs, path = fsspec.core.url_to_fs(root)
+        self.shards = sorted(self.fs.glob(f"{path}/{split}-*.parquet"))
+
+    def __getitem__(self, index):
+        with self.fs.open(self.shards[index], "rb") as handle:
+            return pq.read_table(handle).to_pylist()[0]
+
+
+class Images(Dataset):
+    def __init__(self, root):
+        self.root = root.rstrip("/")
+
+    def __getitem__(self, index):
+        with fsspec.open(f"{self.root}/{index}.jpg", "rb") as handle:
+            return handle.read()
+
+
+def main():
+    args = parse_args()
+    with fsspec.open(f"{args.data_root}/index.json", "rt") as handle:
+        index = handle.read()
+    train, val = Shards(args.data_root, "train"), Shards(args.data_root, "val")
+    return index, train, val, Images(args.image_root)
+"""
+
+
+def flag_reads(source: str, launch: str | None = None, command: str = "") -> list[tuple]:
+    scripts = [("train.py", source)] + ([("run.sh", f"#!/bin/bash\nset -e\n{launch}\n")] if launch else [])
+    found = extract_script_evidence(scripts, command=command).of("remote_read")
+    return [(f.line, f.detail["call"], f.detail["url"], f.detail["per_sample"]) for f in found]
+
+
+REMOTE_DEFAULTS = DATA_ROOT_FLAG.replace(
+    'default="/local_ssd/shards"', 'default="s3://vision-datasets/shards"'
+).replace('default="/local_ssd/images"', 'default="gs://vision-datasets/images/"')
+REMOTE_READS = [
+    (23, "open", None, True),  # Shards.__getitem__: self.fs from url_to_fs(root), root handed args.data_root
+    (32, "open", "gs://vision-datasets/images/", True),  # Images.__getitem__: self.root = root.rstrip("/")
+    (38, "open", "s3://vision-datasets/shards/index.json", False),  # main: once
+]
+
+
+def test_a_data_root_from_an_argparse_default_is_followed_into_the_datasets_that_read_it():
+    # A URI that comes from the command line (`--data-root` defaulting to s3://...) and is handed to a Dataset's
+    # constructor was not followed: `url_to_fs(root)` and `fsspec.open(f"{self.root}/...")` read nothing known.
+    assert flag_reads(DATA_ROOT_FLAG) == []
+    assert flag_reads(REMOTE_DEFAULTS) == REMOTE_READS
+
+
+@pytest.mark.parametrize(
+    ("launch", "command", "expected"),
+    [
+        # the launch script gives the option a remote URI: the local default is not the one read
+        (
+            "torchrun --standalone --nproc_per_node=8 train.py --data-root s3://b/x --images=hf://datasets/o/imgs",
+            "",
+            [
+                (23, "open", None, True),
+                (32, "open", "hf://datasets/o/imgs/", True),
+                (38, "open", "s3://b/x/index.json", False),
+            ],
+        ),
+        # the job's own command line, and the option's dest= name (--images sets image_root)
+        (
+            None,
+            "python ./train.py --images https://cdn.example.org/imgs --epochs 2",
+            [(32, "open", "https://cdn.example.org/imgs/", True)],
+        ),
+        # another script's flags are not this one's
+        ("python eval.py --data-root s3://b/x", "", []),
+    ],
+)
+def test_a_value_given_on_the_launch_line_overrides_the_argparse_default(launch, command, expected):
+    assert flag_reads(DATA_ROOT_FLAG, launch, command) == expected
+
+
+def test_a_local_path_on_the_launch_line_overrides_a_remote_default():
+    assert flag_reads(REMOTE_DEFAULTS, "python train.py --data-root /local_ssd/shards --images /local_ssd/img") == []
+    assert flag_reads(REMOTE_DEFAULTS, command="python train.py --data-root=/scratch/x") == REMOTE_READS[1:2]
+    # a shell variable's value is not known: no read claimed through it
+    assert flag_reads(REMOTE_DEFAULTS, "python train.py --data-root $DATA_ROOT") == REMOTE_READS[1:2]
+    # two launches of the script that disagree: which one's value reads cannot be told (the other the default)
+    both = "python train.py --data-root /local_ssd/shards\npython train.py --epochs 1"
+    assert flag_reads(REMOTE_DEFAULTS, both) == REMOTE_READS[1:2]
+    # the default's remote path is no fact either once the launch line replaces it with a local one
+    scripts = [("train.py", REMOTE_DEFAULTS), ("run.sh", "#!/bin/bash\npython train.py --data-root /local_ssd/x\n")]
+    paths = extract_script_evidence(scripts).of("remote_path")
+    assert [(f.path, f.detail["url"]) for f in paths] == [("train.py", "gs://vision-datasets/images/")]
+
+
+def test_a_constructor_handed_different_roots_is_not_followed():
+    mixed = REMOTE_DEFAULTS.replace('Shards(args.data_root, "val")', 'Shards("/local_ssd/val", "val")')
+    assert flag_reads(mixed) == [REMOTE_READS[1], REMOTE_READS[2]]
+
+
+def test_a_job_whose_launch_line_gives_the_data_root_quotes_the_read_of_each_sample():
+    frame = series(120, lambda t, g: 30, mem=lambda t, g: 0.6)
+    source = DATA_ROOT_FLAG + "\n\nif __name__ == '__main__':\n    main()\n" + TRAIN_LOOP
+    launch = ("run.sh", "#!/bin/bash\ntorchrun --nproc_per_node=1 train.py --data-root s3://vision-datasets/shards\n")
+    _, result = run(120, frame, scripts=[("train.py", source), launch], command="sbatch run.sh", cpu_count=16)
+    (finding,) = [f for f in result.findings if f.category == Category.REMOTE_DATA_READING]
+    assert "fsspec open per sample in Shards.__getitem__, train.py:23" in finding.summary
+    assert [(c["path"], c["line"]) for c in finding.evidence()["code"]][:2] == [("run.sh", 2), ("train.py", 23)]

@@ -169,7 +169,7 @@ def build_evidence(
             dip_rel=thresholds["exchange_dip_relative_util"],
         )
     facts = [f for path, content in traces if (f := trace_facts(path, content)) is not None]
-    script_evidence = extract_script_evidence(list(scripts))
+    script_evidence = extract_script_evidence(list(scripts), command=job.command)
     if job.command:  # the flags the job was submitted with (--bf16, --deepspeed ds.json) are facts like its scripts'
         script_evidence.facts.extend(command_code_facts(job.command))
     return Evidence(

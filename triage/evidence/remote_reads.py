@@ -23,6 +23,9 @@ one function makes no other function's local `fs` (or parameter) remote; a modul
 it. Of a scope's bindings of it, the one in effect where it is read counts, in statement order (`_Order`): where
 branches leave a remote filesystem on one path and something else on another, no read is claimed (cannot tell).
 A function wrapped in `functools.partial` (`collate = partial(fetch_batch, bucket)`) is followed to the one it wraps.
+A URI computed at run time is followed where the file tells it (`value`): an argparse option (its value the job's launch
+line gives, else its default: `resolve`), handed to a parameter (`Shards(args.data_root)` -> `url_to_fs(root)`), bound
+to a name or to `self.root`, or starting an f-string.
 A `.map` is a pool's (a staging download, once) only on a name bound to a thread or process pool, or on one made
 there (`ThreadPoolExecutor(16).map`). Pure Python; no Django.
 """
@@ -153,6 +156,15 @@ class RemoteReads:
         # id of a lambda handed as a callback -> its name ("a lambda at line 12"); of one bound to a name -> the name
         self.lambdas: dict[int, str] = {}
         self.found: list[tuple[dict, str | None, bool, bool]] = []  # (detail, function, in step loop, stream)
+        self.tree = tree
+        # id of an assignment or a def -> it: what a binding `_Order` names by its statement holds (`value`)
+        self.statements = {
+            id(node): node
+            for node in ast.walk(tree)
+            if isinstance(node, ast.Assign | ast.AnnAssign | ast.FunctionDef | ast.AsyncFunctionDef)
+        }
+        self._uses: dict | None = None  # name or attribute -> its uses, and each callee's call (`_index`)
+        self._steps = self._STEPS  # what is left of the budget of the value followed now (`value`)
         for node in ast.walk(tree):
             if isinstance(node, ast.Import):
                 for alias in node.names:
@@ -451,20 +463,244 @@ class RemoteReads:
     def _keyword(self, call: ast.Call, name: str) -> object:
         return next((self.resolve(kw.value) for kw in call.keywords if kw.arg == name), None)
 
-    def prefix(self, node: ast.AST | None) -> str | None:
-        """The literal text a string expression starts with: a constant, an f-string's leading text, `"s3://b/" +
-        key`'s left side, a module constant or argparse default; None when it starts with something computed."""
+    def prefix(self, node: ast.AST | None, depth: int = 0) -> str | None:
+        """The literal text a string expression starts with: a constant, an f-string's leading text (its leading
+        values too, where `value` knows them: `f"{self.root}/{key}"`), `"s3://b/" + key`'s left side, what `value`
+        knows of it (a module constant, an argparse option, a name or parameter bound to one); None when it starts
+        with something computed."""
+        if depth == 0:
+            self._steps = self._STEPS
         if node is None:
             return None
         if isinstance(node, ast.JoinedStr):
-            first = node.values[0] if node.values else None
-            return first.value if isinstance(first, ast.Constant) and isinstance(first.value, str) else None
+            text = ""
+            for part in node.values:
+                if isinstance(part, ast.Constant) and isinstance(part.value, str):
+                    text += part.value
+                    continue
+                plain = (
+                    isinstance(part, ast.FormattedValue) and part.format_spec is None and part.conversion in (-1, 115)
+                )
+                held = self.value(part.value, depth + 1) if plain else None
+                if not isinstance(held, str):
+                    break
+                text += held
+            return text or None
         if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add):
-            return self.prefix(node.left)
-        value = self.resolve(node)
+            return self.prefix(node.left, depth)
+        value = self.value(node, depth)
         if isinstance(value, list | tuple) and value:
             value = value[0]
         return value if isinstance(value, str) else None
+
+    # --- values computed at run time: a URI from the command line, handed on ---
+    _STRING_METHODS = {"rstrip", "lstrip", "strip", "removesuffix", "removeprefix"}
+    _DEPTH = 8  # how many bindings, parameters and attributes one value is followed through
+    _STEPS = 256  # and how many expressions at most, all paths together
+
+    def value(self, node: ast.AST | None, depth: int = 0) -> object:
+        """What an expression holds where the code tells, all its bindings agreeing: a literal, a module constant or
+        an argparse option (`resolve`: `args.data_root` is the value the job's launch line gives, else the default),
+        a name bound to one where it is read (`root = args.data_root`), a parameter that every call of its function
+        or class in the file hands one (`Shards(args.data_root, "train")` -> `root` in `Shards.__init__`, or the
+        parameter's default), `self.root` its class binds to one, `root.rstrip("/")` of one. None for anything
+        else: a value that is not known is no read."""
+        if depth == 0:
+            self._steps = self._STEPS
+        self._steps -= 1
+        if node is None or depth > self._DEPTH or self._steps < 0:
+            return None
+        found = self.resolve(node)
+        if found is not None:
+            return found
+        if isinstance(node, ast.Name):
+            return self._name_value(node, depth)
+        if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id == "self":
+            return self._attribute_value(node, depth)
+        if isinstance(node, ast.JoinedStr):  # whole only where every part is known
+            parts = []
+            for part in node.values:
+                if isinstance(part, ast.FormattedValue) and part.format_spec is None and part.conversion in (-1, 115):
+                    parts.append(self.value(part.value, depth + 1))
+                else:
+                    parts.append(part.value if isinstance(part, ast.Constant) else None)
+            return "".join(parts) if all(isinstance(part, str) for part in parts) else None
+        if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add):
+            left, right = self.value(node.left, depth + 1), self.value(node.right, depth + 1)
+            return left + right if isinstance(left, str) and isinstance(right, str) else None
+        if isinstance(node, ast.Call) and not node.keywords:
+            if _dotted(node.func) == "str" and len(node.args) == 1:
+                held = self.value(node.args[0], depth + 1)
+                return held if isinstance(held, str) else None
+            if isinstance(node.func, ast.Attribute) and node.func.attr in self._STRING_METHODS and len(node.args) <= 1:
+                held = self.value(node.func.value, depth + 1)
+                given = [self.resolve(arg) for arg in node.args]
+                if isinstance(held, str) and all(isinstance(arg, str) for arg in given):
+                    return getattr(held, node.func.attr)(*given)
+        return None
+
+    @staticmethod
+    def _agreed(values: list) -> object:
+        """The one value all of `values` are (none unknown), else None."""
+        if not values or any(each is None for each in values):
+            return None
+        first = values[0]
+        return first if all(each == first and type(each) is type(first) for each in values) else None
+
+    def _name_value(self, node: ast.Name, depth: int) -> object:
+        """A plain name's value: of each of its bindings in effect there (`_Order`), an assignment's value or a
+        parameter's (`_parameter_value`)."""
+        scope, name = self.scopes.key(node.id, node)
+        if not scope:
+            return None
+        values = []
+        for binding in self.order.reaching(scope, name, node):
+            statement = self.statements.get(binding)
+            held = None
+            if isinstance(statement, ast.Assign) and len(statement.targets) == 1:
+                if isinstance(statement.targets[0], ast.Name):
+                    held = self.value(statement.value, depth + 1)
+            elif isinstance(statement, ast.AnnAssign) and isinstance(statement.target, ast.Name):
+                held = self.value(statement.value, depth + 1)
+            elif isinstance(statement, ast.FunctionDef | ast.AsyncFunctionDef) and statement.name != name:
+                held = self._parameter_value(statement, name, depth + 1)
+            values.append(held)
+        return self._agreed(values)
+
+    def _attribute_value(self, node: ast.Attribute, depth: int) -> object:
+        """`self.root` in a method of its class: what the class (else its first base in the file that binds it)
+        binds it to, every binding agreeing (`self.root = root.rstrip("/")` in `__init__`)."""
+        owner = self.owners.get(id(node))
+        if owner is None:
+            return None
+        index = self._index()
+        seen, lineage = set(), [owner]
+        while lineage:
+            cls = lineage.pop(0)
+            if cls in seen:
+                continue
+            seen.add(cls)
+            bound = index["attributes"].get(f"{cls}.{node.attr}")
+            if bound is not None:
+                return self._agreed([self.value(each, depth + 1) if each is not None else None for each in bound])
+            lineage.extend(self.classes.get(cls, []))
+        return None
+
+    def _parameter_value(self, function: ast.FunctionDef | ast.AsyncFunctionDef, name: str, depth: int) -> object:
+        """A parameter's value: what each call of its function in the file hands it, or its default where a call
+        hands none, all agreeing. A class's `__init__` is called where the class (or a subclass without an
+        `__init__` of its own) is made; a method other than `__init__` by `self.method(...)`; a function by its
+        name. A function also named anywhere but as a call's callee (handed on as a callback), decorated, or called
+        with `*args` / `**kwargs`: not known."""
+        if function.decorator_list:
+            return None
+        arguments = function.args
+        positional = [each.arg for each in [*arguments.posonlyargs, *arguments.args]]
+        keyword_only = [each.arg for each in arguments.kwonlyargs]
+        if name in positional:
+            index = positional.index(name)
+            first_default = len(positional) - len(arguments.defaults)
+            default = arguments.defaults[index - first_default] if index >= first_default else None
+        elif name in keyword_only:
+            index, default = None, arguments.kw_defaults[keyword_only.index(name)]
+        else:
+            return None  # *args, **kwargs
+        calls = self._calls_of(function)
+        if not calls:
+            return None
+        values = []
+        for call, bound_first in calls:
+            if any(isinstance(arg, ast.Starred) for arg in call.args) or any(kw.arg is None for kw in call.keywords):
+                return None
+            handed = next((kw.value for kw in call.keywords if kw.arg == name), None)
+            if handed is None and index is not None:
+                at = index - bound_first  # `self` is handed by the call's object, not in its arguments
+                if at < 0:
+                    return None
+                handed = call.args[at] if at < len(call.args) else None
+            handed = handed if handed is not None else default
+            values.append(self.value(handed, depth + 1) if handed is not None else None)
+        return self._agreed(values)
+
+    def _calls_of(self, function: ast.FunctionDef | ast.AsyncFunctionDef) -> list[tuple[ast.Call, int]] | None:
+        """Every call of `function` in the file, with how many of its first parameters the call's object binds (1 for
+        a method: `self`); None where it may be called in some other way too."""
+        index = self._index()
+        owner = index["methods"].get(id(function))
+        if owner is None:  # a function: called by its name, its only def in the file
+            if index["defs"].get(function.name, 0) != 1:
+                return None
+            uses = index["names"].get(function.name, [])
+            calls = [index["callee"].get(id(use)) for use in uses]
+            return None if None in calls else [(call, 0) for call in calls]
+        family = {owner} | {cls for cls in self.classes if owner in self._lineage(cls)}
+        if function.name == "__init__":
+            if any(index["inits"].get(cls) for cls in family - {owner}):
+                return None  # a subclass's own __init__ hands this one whatever it hands super().__init__
+            calls = []
+            for use in (use for cls in family for use in index["names"].get(cls, [])):
+                call = index["callee"].get(id(use))
+                if call is not None:
+                    calls.append((call, 1))
+                elif id(use) not in index["typing"]:  # handed on (`factory = Shards`), made elsewhere
+                    return None
+            return calls
+        calls = []
+        for use in index["attribute_uses"].get(function.name, []):
+            call = index["callee"].get(id(use))
+            if call is None or _dotted(use.value) != "self" or self.owners.get(id(use)) not in family:
+                return None
+            calls.append((call, 1))
+        return calls
+
+    def _lineage(self, cls: str) -> set[str]:
+        """A class's bases in the file, theirs too."""
+        seen, pending = set(), list(self.classes.get(cls, []))
+        while pending:
+            each = pending.pop()
+            if each not in seen:
+                seen.add(each)
+                pending.extend(self.classes.get(each, []))
+        return seen
+
+    def _index(self) -> dict:
+        """The file's uses of names and attributes (made once, when a value is first followed to a parameter)."""
+        if self._uses is not None:
+            return self._uses
+        index: dict = {"names": {}, "attribute_uses": {}, "callee": {}, "defs": {}, "methods": {}, "inits": {}}
+        index["typing"] = set()  # ids of the names in annotations and a class's bases: a class named, not made
+        index["attributes"] = {}  # "Shards.root" -> the values its class binds self.root to (None: not one plainly)
+        for node in ast.walk(self.tree):
+            if isinstance(node, ast.Call):
+                index["callee"][id(node.func)] = node
+            elif isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load):
+                index["names"].setdefault(node.id, []).append(node)
+            elif isinstance(node, ast.Attribute) and isinstance(node.ctx, ast.Load):
+                index["attribute_uses"].setdefault(node.attr, []).append(node)
+            elif isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+                index["defs"][node.name] = index["defs"].get(node.name, 0) + 1
+                typed = [node.returns, *(a.annotation for a in ast.walk(node.args) if isinstance(a, ast.arg))]
+                index["typing"].update(id(part) for each in typed if each is not None for part in ast.walk(each))
+            elif isinstance(node, ast.AnnAssign):
+                index["typing"].update(id(part) for part in ast.walk(node.annotation))
+            if isinstance(node, ast.ClassDef):
+                index["typing"].update(id(part) for base in node.bases for part in ast.walk(base))
+                for part in node.body:
+                    if isinstance(part, ast.FunctionDef | ast.AsyncFunctionDef):
+                        index["methods"][id(part)] = node.name
+                        index["inits"][node.name] = index["inits"].get(node.name) or part.name == "__init__"
+            if isinstance(node, ast.Assign | ast.AnnAssign | ast.AugAssign):
+                targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+                plain = isinstance(node, ast.Assign | ast.AnnAssign) and len(targets) == 1
+                for target in targets:
+                    for each in ast.walk(target):
+                        name = _dotted(each) if isinstance(each, ast.Attribute) else ""
+                        owner = self.owners.get(id(node))
+                        if name.startswith("self.") and name.count(".") == 1 and owner is not None:
+                            held = node.value if plain and each is target else None
+                            index["attributes"].setdefault(f"{owner}.{each.attr}", []).append(held)
+        self._uses = index
+        return index
 
     def _mode_reads(self, call: ast.Call, index: int) -> bool:
         """Opened for reading: its mode (positional at `index`, or `mode=`) says r, or is not given."""

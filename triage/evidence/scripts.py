@@ -105,11 +105,15 @@ class ScriptEvidence:
         return self.python_files > 0 or self.shell_files > 0
 
 
-def extract_script_evidence(scripts: list[tuple[str, str]]) -> ScriptEvidence:
+def extract_script_evidence(scripts: list[tuple[str, str]], command: str = "") -> ScriptEvidence:
+    """The facts of a job's scripts. `command` is the job's submitted command line: with its launch scripts' launch
+    lines, it gives a Python script's options values (`python train.py --data-root s3://...`) that its remote reads
+    follow in place of the argparse defaults (`_given_options`)."""
     evidence = ScriptEvidence()
+    launches = _launches(scripts, command)
     for path, text in scripts:
         evidence.paths.append(path)
-        part = _file_evidence(path, text)
+        part = _file_evidence(path, text, _given_options(path, launches) if path.lower().endswith(".py") else ())
         evidence.config_files += part.config_files
         # Copies: a caller may change a fact's details, and the cached ones serve the next job.
         evidence.facts.extend(replace(fact, detail=dict(fact.detail)) for fact in part.facts)
@@ -120,23 +124,23 @@ def extract_script_evidence(scripts: list[tuple[str, str]]) -> ScriptEvidence:
     return evidence
 
 
-# A file's facts depend on its path and text alone, so they are worked out once per process for the
-# files seen last: a sweep runs one script in many jobs, and re-triaging the fleet after a rule change
-# reads every script again (the `ast` walk is a third of a job's triage). Bounded by files, each a
-# few kilobytes of facts.
+# A file's facts depend on its path and text alone (a Python script's on the options its launch lines give it too,
+# numbers left out: `_given_options`), so they are worked out once per process for the files seen last: a sweep
+# runs one script in many jobs, and re-triaging the fleet after a rule change reads every script again (the `ast`
+# walk is a third of a job's triage). Bounded by files, each a few kilobytes of facts.
 FILES_CACHED = 2048
-_cached_files: OrderedDict[tuple[str, bytes], ScriptEvidence] = OrderedDict()
+_cached_files: OrderedDict[tuple[str, bytes, tuple], ScriptEvidence] = OrderedDict()
 _cache_lock = threading.Lock()
 
 
-def _file_evidence(path: str, text: str) -> ScriptEvidence:
-    key = (path, hashlib.sha256(text.encode("utf-8", "surrogatepass")).digest())
+def _file_evidence(path: str, text: str, given: tuple = ()) -> ScriptEvidence:
+    key = (path, hashlib.sha256(text.encode("utf-8", "surrogatepass")).digest(), given)
     with _cache_lock:
         found = _cached_files.get(key)
         if found is not None:
             _cached_files.move_to_end(key)
             return found
-    evidence = _read_file(path, text)
+    evidence = _read_file(path, text, given)
     with _cache_lock:
         _cached_files[key] = evidence
         while len(_cached_files) > FILES_CACHED:
@@ -144,27 +148,97 @@ def _file_evidence(path: str, text: str) -> ScriptEvidence:
     return evidence
 
 
-def _read_file(path: str, text: str) -> ScriptEvidence:
-    """The facts of one script: Python by its syntax tree, shell by its tokens, anything else none."""
+def _read_file(path: str, text: str, given: tuple = ()) -> ScriptEvidence:
+    """The facts of one script: Python by its syntax tree, shell by its tokens, anything else none. `given`: the
+    options each launch of a Python script hands it (`_given_options`)."""
     evidence = ScriptEvidence()
     lower = path.lower()
     if lower.endswith(".py"):
         evidence.python_files += 1
         try:
             tree = ast.parse(text, filename=path)
-            _PythonFacts(path, text, evidence).run(tree)
+            _PythonFacts(path, text, evidence, given).run(tree)
         except (SyntaxError, ValueError) as exc:
             evidence.parse_errors.append(f"{path}: {exc}")
         except (RecursionError, MemoryError):
             # CPython's parser (and a walk of its tree) gives up on deeply nested code this
             # way, MemoryError included (`x = ------…1`): an uploaded script, read no further.
             evidence.parse_errors.append(f"{path}: nested too deeply to be read")
-    elif lower.endswith((".sh", ".bash", ".slurm", ".sbatch")) or text.startswith("#!/bin/"):
+    elif _is_shell(path, text):
         evidence.shell_files += 1
         _shell_facts(path, text, evidence)
     elif lower.endswith(CONFIG_SUFFIXES):
         _config_facts(path, text, evidence)
     return evidence
+
+
+def _is_shell(path: str, text: str) -> bool:
+    return path.lower().endswith((".sh", ".bash", ".slurm", ".sbatch")) or text.startswith("#!/bin/")
+
+
+def _launches(scripts: list[tuple[str, str]], command: str) -> list[list[str]]:
+    """The words of each command that runs Python or a launcher (`torchrun train.py --data-root s3://...`), in the
+    job's shell scripts and its submitted command line."""
+    lines = [line for path, text in scripts if _is_shell(path, text) for _, line in _logical_lines(text)]
+    launches = []
+    for line in [*lines, command]:
+        if not line.strip() or line.strip().startswith("#"):
+            continue
+        try:
+            commands = split_shell(line)
+        except ValueError:
+            continue
+        launches.extend(argv for argv in commands if _command_kind(argv) in ("launch", "python"))
+    return launches
+
+
+def _script_arguments(argv: list[str], path: str) -> list[str] | None:
+    """The words a launch hands the Python script at `path` (those after its name: `train.py`, `./src/train.py`, or
+    `-m pkg.train` for pkg/train.py), or None if it does not run that script."""
+    path = path.replace("\\", "/").removeprefix("./")
+    for index, word in enumerate(argv):
+        named = word.removeprefix("./")
+        if index and argv[index - 1] == "-m" and not named.endswith(".py"):
+            module = named.replace(".", "/")
+            if path in (f"{module}.py", f"{module}/__main__.py") or path.endswith(
+                (f"/{module}.py", f"/{module}/__main__.py")
+            ):
+                return argv[index + 1 :]
+        elif named.endswith(".py") and (path == named or path.endswith("/" + named) or named.endswith("/" + path)):
+            return argv[index + 1 :]
+    return None
+
+
+def _given_options(path: str, launches: list[list[str]]) -> tuple[tuple[tuple[str, str | None], ...], ...]:
+    """The options each launch of the script at `path` gives it, as (flag, value) pairs in order (`--data-root
+    s3://b/x` and `--data-root=s3://b/x` alike; a flag followed by another flag or nothing has the value None); one
+    tuple a launch, none when no launch names the script (its argparse defaults hold). Numbers (`--lr 0.1`) are left
+    out: no remote read follows one, and a sweep's jobs that differ only in them share one reading of the script."""
+    given = []
+    for argv in launches:
+        words = _script_arguments(argv, path)
+        if words is None:
+            continue
+        pairs = []
+        for index, word in enumerate(words):
+            if not word.startswith("-") or word == "-" or _number(word):
+                continue
+            flag, eq, value = word.partition("=")
+            if not eq:
+                following = words[index + 1] if index + 1 < len(words) else None
+                value = following if following is not None and not following.startswith("-") else None
+            if value is None or not _number(value):
+                pairs.append((flag, value))
+        given.append(tuple(pairs))
+    return tuple(given)
+
+
+def _number(word: str) -> bool:
+    try:
+        float(word)
+    except ValueError:
+        return False
+    return True
 
 
 # --- Python ---------------------------------------------------------------------------------------
@@ -240,11 +314,16 @@ def _line_of(facts: _PythonFacts, node: ast.AST) -> str:
 
 
 class _PythonFacts(ast.NodeVisitor):
-    def __init__(self, path: str, text: str, evidence: ScriptEvidence):
+    def __init__(self, path: str, text: str, evidence: ScriptEvidence, given: tuple = ()):
         self.path = path
         self.lines = text.splitlines()
         self.ev = evidence
+        self.given = given  # the options each launch of the script hands it (`_given_options`)
         self.defaults: dict[str, object] = {}  # argparse dest -> default
+        self.arguments: list[tuple[str, list[str], ast.AST | None, object]] = []  # (dest, names, default, action)
+        # argparse dest -> the value the job runs with, as the remote reads follow it: the one its launch lines give
+        # (`--data-root s3://...`), else the default; None where launches differ or it is not known (`$DATA_ROOT`)
+        self.options: dict[str, object] = {}
         self.constants: dict[str, object] = {}  # module-level NAME = literal
         self.loops: list[tuple[ast.AST, bool]] = []  # (loop node, is a training-step loop)
         self.guards: list[bool] = []  # enclosing ifs: does the test sample (use %)
@@ -269,13 +348,14 @@ class _PythonFacts(ast.NodeVisitor):
         for node in ast.walk(tree):
             if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "add_argument":
                 self._argument(node)
+        self._options()
         for node in tree.body:
             if isinstance(node, ast.Assign) and isinstance(node.value, ast.Constant):
                 for target in node.targets:
                     if isinstance(target, ast.Name):
                         self.constants[target.id] = node.value.value
                         self._remote_literal(node.value, role=target.id)
-        self.remote = RemoteReads(tree, self.resolve)
+        self.remote = RemoteReads(tree, self.resolve_given)
         self.visit(tree)
         # Where each remote read runs (per sample or once) is known only after the whole file was read.
         self.remote.settle()
@@ -344,11 +424,38 @@ class _PythonFacts(ast.NodeVisitor):
         default = next((kw.value for kw in node.keywords if kw.arg == "default"), None)
         if dest and isinstance(default, ast.Constant):
             self.defaults[dest] = default.value
-            if isinstance(default.value, str):
+        if dest:
+            action = next((kw.value for kw in node.keywords if kw.arg == "action"), None)
+            self.arguments.append((dest, names, default, self.resolve(action) if action is not None else None))
+
+    def _options(self) -> None:
+        """Each option's value as the job runs the script (`self.options`), and the remote path its default names
+        when that is the one in effect (a launch line's own `--data-root s3://...` is the shell script's fact)."""
+        for dest, names, default, action in self.arguments:
+            value = default.value if isinstance(default, ast.Constant) else None
+            values = []
+            if self.given and not any(name.startswith("-") for name in names):
+                values.append(None)  # a positional argument: which launch word it is, is not read here
+            for pairs in self.given or [()]:
+                held = value
+                for flag, word in pairs:
+                    if flag not in names:
+                        continue
+                    if action in ("store_true", "store_false"):
+                        held = action == "store_true"
+                    elif action is None and word is not None and not set(word) & set("$`"):
+                        held = word
+                    else:  # a count, an append, a value from a shell variable: not known
+                        held = None
+                values.append(held)
+            same = all(each == values[0] and type(each) is type(values[0]) for each in values)
+            self.options.setdefault(dest, values[0] if same else None)
+            if isinstance(default, ast.Constant) and isinstance(value, str) and same and values[0] == value:
                 self._remote_literal(default, role=dest)
 
-    def resolve(self, node: ast.AST | None) -> object:
-        """A literal value, `args.x` through argparse defaults, NAME through module constants; else None."""
+    def resolve(self, node: ast.AST | None, options: dict | None = None) -> object:
+        """A literal value, `args.x` through argparse defaults (or `options`), NAME through module constants; else
+        None."""
         if node is None:
             return None
         if isinstance(node, ast.Constant):
@@ -358,10 +465,15 @@ class _PythonFacts(ast.NodeVisitor):
             and isinstance(node.value, ast.Name)
             and node.value.id in ("args", "opt", "cfg")
         ):
-            return self.defaults.get(node.attr)
+            return (self.defaults if options is None else options).get(node.attr)
         if isinstance(node, ast.Name):
             return self.constants.get(node.id)
         return None
+
+    def resolve_given(self, node: ast.AST | None) -> object:
+        """As `resolve`, with `args.x` the value the job's launch lines give the option (else its default): what its
+        remote reads read."""
+        return self.resolve(node, self.options)
 
     def _remote_literal(self, node: ast.Constant, role: str) -> None:
         value = node.value
@@ -610,7 +722,7 @@ class _PythonFacts(ast.NodeVisitor):
         elif handoff := self._precision_handoff(name, last, node, kwargs):
             self.add("precision_elsewhere", node, **handoff)
         if last in ("open", "read_parquet", "read_csv", "load", "read_table", "ParquetFile") and node.args:
-            value = self.resolve(node.args[0])
+            value = self.resolve_given(node.args[0])
             if isinstance(value, str) and value.startswith(REMOTE_SCHEMES):
                 self.add("remote_path", node, url=value, role=name, purpose="read")
         if self.remote is not None:

@@ -48,6 +48,11 @@ from triage.rules.registry import RULES, THRESHOLDS, Finding, Status, TriageResu
 #      also: `self.fs = fs or fsspec.filesystem("s3")` (the default made when none is handed, or the one handed) is
 #      followed, and so is a filesystem handed on to another class of the file (`self._store = Store(fs)` then
 #      `self._store.fs.open(...)`, `store = Store(fs); store.fs.get(...)`)
+#      also: a URI from the command line is followed: an argparse option's value is the one the job's launch lines
+#      give the script (`python train.py --data-root s3://...`, in its shell scripts or its command), else its default
+#      (a local path given there: no read, and the default is no remote_path; launches that differ or `$VAR`: none),
+#      through a name, a parameter every call of its function or class in the file hands it (`Shards(args.data_root)`
+#      -> `url_to_fs(root)`), `self.root = root.rstrip("/")` and an f-string starting with it
 RULES_REVISION = 4
 
 __all__ = [
