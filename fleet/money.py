@@ -40,6 +40,12 @@ def cost_of(gpu_hours: float, price_per_gpu_hour: Decimal | None) -> Decimal | N
     return to_cents(exact)
 
 
+def cents(amount: Decimal | str) -> str:
+    """One job's or one finding's stored amount as the pages show it, to the cent with thousands
+    separators as `whole` writes a total: Decimal("1234.5") -> "1,234.50" (the pages wrote "1234.50")."""
+    return f"{to_cents(Decimal(str(amount))):,}"
+
+
 def whole(amount: float | Decimal) -> str:
     """A total as the pages and digests show money, in whole units with thousands separators: to the
     cent first (the figure the API and CSV give, and a float sum of cents is a cent off a hair's

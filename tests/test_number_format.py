@@ -199,3 +199,24 @@ def test_a_findings_time_windows_are_written_in_the_readers_zone_as_the_pages_ot
     assert 'aria-label="Show 2026-11-17 10:15:00 to 2026-11-17 10:20:30 on the timeline"' in windows
     # The timeline's buttons keep the exact instants (timeline.js reads them).
     assert 'data-zoom-start="2026-11-17T09:15:00Z" data-zoom-end="2026-11-17T09:20:30Z"' in windows
+
+
+def test_a_jobs_cost_reads_with_a_thousands_separator_in_the_list_and_on_its_page(client, operator, team_a):
+    """Money to the cent where one job's is shown, grouped as the cards group whole units (2,609):
+    the list and the job page wrote 1234.50, a finding and its fix 1034.56."""
+    from decimal import Decimal
+
+    job = JobFactory(team=team_a, name="dear-job", gpu_hours=617.25, cost=Decimal("1234.50"), currency="USD")
+    result = JobTriage.objects.create(job=job, rule_set=RuleSet.current(), status="classified", is_current=True)
+    guidance = {"recoverable_gpu_hours": 517.28, "recoverable_cost": "1034.56", "currency": "USD", "change": "c"}
+    Finding.objects.create(
+        result=result, job=job, rule_set=result.rule_set, category=Category.MODEL_CHECKPOINTING, confidence=0.9,
+        summary="s", gpu_hours=517.28, cost=Decimal("1034.56"), currency="USD", evidence={}, guidance=guidance,
+    )  # fmt: skip
+    client.force_login(operator)
+    listed = client.get(reverse("dashboard:job-list")).content.decode()
+    assert '<td class="num">1,234.50 USD</td>' in listed
+    page = client.get(reverse("dashboard:job-detail", args=[job.pk])).content.decode()
+    assert dd(page, "Cost") == "1,234.50 USD"
+    assert "<strong>517.3 GPU-hours</strong> (1,034.56 USD)" in page
+    assert "Recoverable for this job: 517.3 GPU-hours (1,034.56 USD)" in page

@@ -1,9 +1,9 @@
-"""Money, GPU-hours and shares on the dashboard's pages as the cards and the digests write them (`fleet.money.whole`,
-`queries.hours_text`, `queries.share_text`)."""
+"""Money, GPU-hours and shares on the dashboard's pages as the cards and the digests write them
+(`fleet.money.whole` and `cents`, `queries.hours_text`, `queries.share_text`)."""
 
 from django import template
 
-from fleet.money import whole
+from fleet.money import cents, whole
 from triage.dashboard.queries import hours_text, share_text
 
 register = template.Library()
@@ -15,6 +15,12 @@ def whole_money(value) -> str:
     "–" for none. `floatformat:0` rounded the same, but a float sum of cents a hair under its cent
     (2608.4999999999995) it made 2608, and wrote no thousands separator."""
     return "–" if value is None else whole(value)
+
+
+@register.filter(name="cents")
+def cents_filter(value) -> str:
+    """A job's or a finding's amount, to the cent with a thousands separator: "1,234.50"; "–" for none."""
+    return "–" if value in (None, "") else cents(value)
 
 
 @register.filter
