@@ -434,3 +434,58 @@ def test_on_a_phone_the_job_number_keeps_to_its_progress_line(browser, live_serv
             words = browser.execute_script(LINE_TOPS, browser.find_element(By.ID, "progress-text"))
             number = browser.execute_script(LINE_TOPS, browser.find_element(By.ID, "progress-job"))
             assert len(number) == 1 and number[0] == words[-1], (width, words, number)
+
+
+# Where the words of each cell of the first row start (a range over the cell's last child: its value).
+VALUE_LEFTS = """
+return [...document.querySelectorAll('table.data tbody tr:first-child td')].map(td => {
+  const r = document.createRange(); r.selectNodeContents(td.lastElementChild);
+  return Math.round(r.getClientRects()[0].left); });
+"""
+
+
+@pytest.mark.django_db(transaction=True)
+def test_the_study_list_reads_whole_at_1280_px_and_on_a_phone(browser, live_server, team_a):  # noqa: F811
+    """At 390 px the studies table scrolled sideways in its box: the study's name wrapped over five
+    lines and "My progress" was off to the right. On a phone each study is a card of its fields, each
+    beside its column's name (the deliveries' and prices' table.stacks), all in view; at 1280 px it is
+    a table with its headers, as before."""
+    from selenium.webdriver.common.by import By
+
+    from tests.test_accessibility import narrow_window_problems, violations
+    from tests.test_alert_webhooks import DELIVERIES as LAID_OUT  # any table.data in a .table-scroll
+    from tests.test_browser import window_width
+
+    lead, second = UserFactory(username="rita-researcher"), UserFactory(username="ravi-rater")
+    for user in (lead, second):
+        user.groups.add(Group.objects.get_or_create(name=RESEARCHERS_GROUP)[0])
+    for number in range(3):
+        JobFactory(team=team_a, name=f"bert-{number}", mean_gpu_util=20.0)
+    name = "Demo: why do low-utilization GPUs idle?"
+    services.create_study(name=name, lead=lead, raters=[lead, second], sample_size=3, seed=5)
+    open_as(browser, live_server.url, lead)
+    layouts = {}
+    for width in (1280, 390):
+        with window_width(browser, width, mobile=width == 390):
+            browser.get(f"{live_server.url}/studies/")
+            layouts[width] = browser.execute_script(LAID_OUT)
+            link = browser.find_element(By.LINK_TEXT, name)
+            layouts[width]["nameLines"] = len(browser.execute_script(LINE_TOPS, link))
+            layouts[width]["progress"] = browser.find_element(By.CSS_SELECTOR, "td.num").text
+            layouts[width]["valueLefts"] = browser.execute_script(VALUE_LEFTS)
+            SHOTS.mkdir(exist_ok=True)
+            browser.save_screenshot(str(SHOTS / f"study-list-{width}.png"))
+            if width == 390:
+                layouts[width]["violations"] = violations(browser)
+                layouts[width]["reflow"] = narrow_window_problems(browser)  # last: it resizes the window
+    wide, phone = layouts[1280], layouts[390]
+    for layout in (wide, phone):
+        assert not layout["scrolls"] and layout["cellsOut"] == [], layout
+        assert "0 / 3" in layout["progress"], layout
+    assert wide["headersShown"] and wide["headersOut"] == [] and wide["nameLines"] == 1, wide
+    assert {label for label, _column in wide["labels"]} == {None}, wide
+    assert not phone["headersShown"], phone
+    assert [label for label, _column in phone["labels"]] == [column for _label, column in phone["labels"]], phone
+    assert phone["nameLines"] <= 2, phone
+    assert len(set(phone["valueLefts"])) == 1, f"a card's values do not line up: {phone['valueLefts']}"
+    assert phone["violations"] == [] and phone["reflow"] == [], phone
