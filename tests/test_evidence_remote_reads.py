@@ -1656,3 +1656,22 @@ def test_a_job_whose_launch_line_gives_the_data_root_quotes_the_read_of_each_sam
     (finding,) = [f for f in result.findings if f.category == Category.REMOTE_DATA_READING]
     assert "fsspec open per sample in Shards.__getitem__, train.py:23" in finding.summary
     assert [(c["path"], c["line"]) for c in finding.evidence()["code"]][:2] == [("run.sh", 2), ("train.py", 23)]
+
+
+STREAMED_FROM_A_FLAG = """import argparse
+
+from datasets import load_dataset
+
+parser = argparse.ArgumentParser()
+parser.add_argument("--root", default="/local_ssd/corpus")
+args = parser.parse_args()
+train = load_dataset("parquet", data_files=args.root + "/train-*.parquet", streaming=True)["train"]
+"""
+
+
+def test_a_dataset_streamed_from_files_under_a_flag_given_on_the_command_line_is_a_remote_read():
+    scripts = [("prep.py", STREAMED_FROM_A_FLAG)]
+    assert extract_script_evidence(scripts).of("remote_read") == []
+    command = "accelerate launch --num_processes 8 prep.py --root hf://datasets/org/corpus"
+    (fact,) = extract_script_evidence(scripts, command=command).of("remote_read")
+    assert (fact.line, fact.detail["client"], fact.detail["url"]) == (8, "datasets", "hf://datasets/org/corpus")
