@@ -637,7 +637,10 @@ def test_a_browser_on_the_login_page_with_the_provider_stopped_is_told_so(sso, b
     forget_provider_answers()
     browser.get(f"{live_server.url}/login/?next=/jobs/")
     assert NOT_ANSWERING in browser.find_element(By.ID, "sso-not-answering").text
-    assert browser.find_element(By.LINK_TEXT, "Sign in with Keycloak").is_displayed()
+    button = browser.find_element(By.LINK_TEXT, "Sign in with Keycloak")
+    assert button.is_displayed()
+    # Tabbing to the button, a screen reader reads the notice with it (it stands after the button).
+    assert button.get_attribute("aria-describedby") == "sso-not-answering"
     assert browser.find_element(By.ID, "id_password").is_displayed()
     assert violations(browser) + narrow_window_problems(browser) == []
     SHOTS.mkdir(exist_ok=True)
