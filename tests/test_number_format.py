@@ -220,3 +220,14 @@ def test_a_jobs_cost_reads_with_a_thousands_separator_in_the_list_and_on_its_pag
     assert dd(page, "Cost") == "1,234.50 USD"
     assert "<strong>517.3 GPU-hours</strong> (1,034.56 USD)" in page
     assert "Recoverable for this job: 517.3 GPU-hours (1,034.56 USD)" in page
+
+
+def test_the_studys_shares_read_in_whole_percent_on_the_causes_pages_as_under_the_chart(client, operator, big_week):
+    """The causes list printed the ICSE '24 study's shares as stored, 25.64 % beside 1.7 %, and a cause's
+    page 16.43 %, while the overview's numbers under the chart write them whole, 26 % and 16 %."""
+    client.force_login(operator)
+    causes = client.get(reverse("dashboard:category-list"), WEEK).content.decode()
+    row = causes.split("Improper batch size")[1].split("</tr>")[0]
+    assert '<td class="num">26 %</td>' in row and "25.64" not in causes
+    cause = client.get(reverse("dashboard:category-detail", args=["model_checkpointing"]), WEEK).content.decode()
+    assert '<p class="muted">16 % of the low-utilization issues in the ICSE \'24 study.</p>' in cause

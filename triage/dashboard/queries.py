@@ -428,6 +428,12 @@ def share_text(value: float | None) -> str:
     return "–" if value is None else f"{100 * value:.0f} %"
 
 
+def percent_text(value: float | None) -> str:
+    """A figure already in percent (16.43, the study's share of a cause) written as `share_text` writes a
+    share: "16 %"; "–" for none."""
+    return share_text(None if value is None else value / 100)
+
+
 def compare(current: float | None, previous: float | None, *, share: bool = False) -> tuple[str, int | None]:
     """A figure against the period before, as the dashboard and the digests word it: (text, direction).
 

@@ -1,17 +1,17 @@
 """A chart's numbers as a table under it: what a screen reader (or anyone who wants the figures) reads,
-written as the page's cards and tables write the same figures (`queries.hours_text`, `share_text`)."""
+written as the page's cards and tables write the same figures (`queries.hours_text`, `percent_text`)."""
 
 from django import template
 
 from triage.dashboard.figures import COUNT, GPU_HOURS, PERCENT, as_table
-from triage.dashboard.queries import hours_text, share_text
+from triage.dashboard.queries import hours_text, percent_text
 
 register = template.Library()
 
 # How a table writes each unit a figure's values can have; the charts keep their plain numbers.
 WRITE = {
     GPU_HOURS: hours_text,
-    PERCENT: lambda percent: share_text(None if percent is None else percent / 100),  # 16.43 -> "16 %"
+    PERCENT: percent_text,  # 16.43 -> "16 %"
     COUNT: lambda count: f"{count:,}",  # as the Jobs card: 1,234
 }
 

@@ -4,7 +4,7 @@
 from django import template
 
 from fleet.money import cents, whole
-from triage.dashboard.queries import hours_text, share_text
+from triage.dashboard.queries import hours_text, percent_text, share_text
 
 register = template.Library()
 
@@ -27,6 +27,12 @@ def cents_filter(value) -> str:
 def share(value) -> str:
     """A share (0.51) as the Waste share card and the digests write it: "51 %"; "–" for none."""
     return share_text(None if value is None else float(value))
+
+
+@register.filter
+def percent(value) -> str:
+    """A figure already in percent (the study's 25.64 % of issues) as a share is written: "26 %"."""
+    return percent_text(None if value in (None, "") else float(value))
 
 
 @register.filter
