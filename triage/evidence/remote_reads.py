@@ -157,12 +157,6 @@ class RemoteReads:
         self.lambdas: dict[int, str] = {}
         self.found: list[tuple[dict, str | None, bool, bool]] = []  # (detail, function, in step loop, stream)
         self.tree = tree
-        # id of an assignment or a def -> it: what a binding `_Order` names by its statement holds (`value`)
-        self.statements = {
-            id(node): node
-            for node in ast.walk(tree)
-            if isinstance(node, ast.Assign | ast.AnnAssign | ast.FunctionDef | ast.AsyncFunctionDef)
-        }
         self._uses: dict | None = None  # name or attribute -> its uses, and each callee's call (`_index`)
         self._steps = self._STEPS  # what is left of the budget of the value followed now (`value`)
         for node in ast.walk(tree):
@@ -555,7 +549,7 @@ class RemoteReads:
             return None
         values = []
         for binding in self.order.reaching(scope, name, node):
-            statement = self.statements.get(binding)
+            statement = self._index()["statements"].get(binding)
             held = None
             if isinstance(statement, ast.Assign) and len(statement.targets) == 1:
                 if isinstance(statement.targets[0], ast.Name):
@@ -664,13 +658,18 @@ class RemoteReads:
         return seen
 
     def _index(self) -> dict:
-        """The file's uses of names and attributes (made once, when a value is first followed to a parameter)."""
+        """The file's statements and uses of names and attributes (made once, when a value is first followed to a
+        name, a parameter or an attribute)."""
         if self._uses is not None:
             return self._uses
         index: dict = {"names": {}, "attribute_uses": {}, "callee": {}, "defs": {}, "methods": {}, "inits": {}}
         index["typing"] = set()  # ids of the names in annotations and a class's bases: a class named, not made
+        # id of an assignment or a def -> it: what a binding `_Order` names by its statement holds (`_name_value`)
+        index["statements"] = {}
         index["attributes"] = {}  # "Shards.root" -> the values its class binds self.root to (None: not one plainly)
         for node in ast.walk(self.tree):
+            if isinstance(node, ast.Assign | ast.AnnAssign | ast.FunctionDef | ast.AsyncFunctionDef):
+                index["statements"][id(node)] = node
             if isinstance(node, ast.Call):
                 index["callee"][id(node.func)] = node
             elif isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load):
