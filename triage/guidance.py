@@ -10,6 +10,7 @@ from __future__ import annotations
 from decimal import ROUND_HALF_UP, Decimal
 
 from fleet.money import cost_of
+from fleet.numbers import share_text
 from triage.evidence.remote_reads import read_kind
 from triage.taxonomy import Category
 
@@ -568,7 +569,7 @@ def _loader_why(numbers: dict, job: dict) -> str:
         seen.append(f"num_workers={workers}")
     seen.extend(numbers.get("worker_warnings") or [])
     if numbers.get("host_wait_share") is not None:
-        wait = f"{100 * numbers['host_wait_share']:.0f} %"  # as the rule's summary writes it (rules.common.percent)
+        wait = share_text(numbers["host_wait_share"])  # as the rule's summary writes it
         seen.append(f"the profiler shows the GPU waiting on the host {wait} of idle time")
     if cpu is not None:  # measured, but neither the allocation nor the loading cores busy (a warning or a trace)
         measured = f"The CPUs ran at {cpu:.0f} % of the job's allocation, not saturated; "

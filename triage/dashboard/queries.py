@@ -23,6 +23,7 @@ from fleet.costs import Conversion
 from fleet.logevents import LOG_EVENT_KINDS
 from fleet.models import Cluster, Job
 from fleet.money import to_cents, whole
+from fleet.numbers import share_text
 
 from .periods import Period
 
@@ -420,12 +421,6 @@ def hours_text(value: float | None) -> str:
     """GPU-hours as every page and digest writes them: to a tenth with a thousands separator ("1,234.5",
     "0.4"), on the cards and in every table alike; "–" for none."""
     return "–" if value is None else f"{float(value):,.1f}"
-
-
-def share_text(value: float | None) -> str:
-    """A share (0.51) as every page and digest writes it: "51 %", whole percent and a space before the
-    sign as the app writes its other percentages (the teams table's "51 %", "+12 %"); "–" for none."""
-    return "–" if value is None else f"{100 * value:.0f} %"
 
 
 def percent_text(value: float | None) -> str:

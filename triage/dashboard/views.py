@@ -41,6 +41,7 @@ from fleet.models import (
     same_model_message,
 )
 from fleet.money import whole
+from fleet.numbers import share_text
 from fleet.series import from_parquet_bytes
 from triage import feedback
 from triage.guidance import GUIDES, category_guide, headline_change
@@ -178,7 +179,7 @@ def _kpi_cards(current: queries.Totals, previous: queries.Totals, *, jobs: bool 
     kpis = [
         ("GPU-hours", current.gpu_hours, previous.gpu_hours, queries.hours_text, unjudged),
         ("Unused GPU-hours", current.unused_gpu_hours, previous.unused_gpu_hours, queries.hours_text, amount),
-        ("Waste share", current.waste_share, previous.waste_share, queries.share_text, waste),
+        ("Waste share", current.waste_share, previous.waste_share, share_text, waste),
         ("Cost", current.cost, previous.cost, whole, unjudged),
         ("Wasted cost", current.wasted_cost, previous.wasted_cost, whole, amount),
         *([("Jobs", current.jobs, previous.jobs, "{:,}", unjudged)] if jobs else []),

@@ -32,6 +32,7 @@ from fleet.access import OPERATORS_GROUP, RESEARCHERS_GROUP, is_operator, sees_w
 from fleet.forms import MAX_ROW_ID
 from fleet.models import IngestRun, Job, Team
 from fleet.money import whole
+from fleet.numbers import share_text
 from triage import feedback
 from triage.dashboard import queries
 from triage.dashboard.periods import Period
@@ -249,7 +250,7 @@ def fmt_hours(value: float) -> str:
 
 
 def fmt_share(value: float | None) -> str:
-    return queries.share_text(value)  # as the dashboard's cards and tables
+    return share_text(value)  # as the dashboard's cards and tables
 
 
 def fmt_money(value: float) -> str:

@@ -14,12 +14,6 @@ BLOCKING_KINDS = (CHECKPOINT_SAVE, UPLOAD, REMOTE_READ, DOWNLOAD)
 _SHORT_STALLS_MATCHED = 0.5
 
 
-def percent(share: float) -> str:
-    """A share (0.29) as the app writes percentages, in a finding's words too: "29 %" (whole percent,
-    a space before the sign; `f"{share:.0%}"` wrote "29%")."""
-    return f"{100 * share:.0f} %"
-
-
 def quoted_once(facts: list[CodeFact]) -> list[CodeFact]:
     """The facts to quote, each line once: a line already quoted (two DataLoaders built on one line) or the
     same code written again further down (the demo's OOM-retry job builds its training DataLoader twice, word

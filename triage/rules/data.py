@@ -6,12 +6,12 @@ from __future__ import annotations
 import re
 
 from fleet.logevents import REMOTE_READ, UPLOAD
+from fleet.numbers import share_text
 from triage.evidence import Evidence
 from triage.evidence.remote_reads import read_kind
 from triage.rules.common import (
     explained_gaps,
     gaps_of,
-    percent,
     periodic,
     quoted_once,
     start_up_downloads,
@@ -69,7 +69,7 @@ def host_gpu_transfer(ev: Evidence, th: dict) -> list[Finding]:
         parts.append(f"{len(blocking)} blocking copies to the GPU (no non_blocking=True)")
     if traces:
         share = max(t.pageable_share_of_steps for t in traces)
-        parts.append(f"pageable host-to-device copies take {percent(share)} of profiled step time")
+        parts.append(f"pageable host-to-device copies take {share_text(share)} of profiled step time")
     pcie = ev.phases.pcie_rx_training
     return [
         Finding(
@@ -123,7 +123,7 @@ def data_exchange(ev: Evidence, th: dict) -> list[Finding]:
     confidence = 0.55 + 0.3 * metric + 0.15 * code_signal
     parts = []
     if metric:
-        parts.append(f"every GPU dips at once in {percent(dip_share)} of training samples")
+        parts.append(f"every GPU dips at once in {share_text(dip_share)} of training samples")
     if dataparallel:
         parts.append("nn.DataParallel scatters inputs and gathers outputs through GPU 0 every step")
     if manual:
@@ -216,7 +216,7 @@ def data_preprocessing(ev: Evidence, th: dict) -> list[Finding]:
     said = list(dict.fromkeys(w.said() for w in warnings))  # each warning once, as it was printed first
     parts.extend(said[:2])
     if host_wait:
-        wait = percent(host_wait[0].host_wait_share)
+        wait = share_text(host_wait[0].host_wait_share)
         parts.append(f"the profiler shows the GPU waiting on the host {wait} of idle time")
     summary = "Data loading and preprocessing on the CPU cannot keep the GPUs fed: " + "; ".join(parts) + "."
     behind = {}

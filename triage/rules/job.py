@@ -7,10 +7,10 @@ from datetime import UTC, datetime
 from itertools import pairwise
 
 from fleet.logevents import TRAINING_FINISHED
+from fleet.numbers import share_text
 from fleet.series import device_name
 from triage.evidence import Evidence, Span
 from triage.evidence.logs import UntimedRun
-from triage.rules.common import percent
 from triage.rules.registry import Finding, register
 from triage.taxonomy import Category
 
@@ -55,7 +55,7 @@ def interactive_job(ev: Evidence, th: dict) -> list[Finding]:
             sub_cause=program.replace(" ", "_") if program else "session",
             confidence=confidence,
             summary=(
-                f"{who}: GPUs idle {percent(idle_share)} of the covered time, with {len(bursts)} bursts of work; "
+                f"{who}: GPUs idle {share_text(idle_share)} of the covered time, with {len(bursts)} bursts of work; "
                 "the windows are the idle stretches between them."
                 + ("" if declared else " No log or code shows a training loop.")
             ),
@@ -305,27 +305,29 @@ def unreleased_job(ev: Evidence, th: dict) -> list[Finding]:
     if unsure:
         confidence = min(confidence, 0.5)
     sub = "trailing_sleep" if sleeps else ("idle_process" if loops else "idle_tail")
-    minutes = f"{idle.seconds / 60:.0f} min ({percent(idle.seconds / run)})"
+    minutes = f"{idle.seconds / 60:.0f} min ({share_text(idle.seconds / run)})"
     if idle is tail:
         summary = (
             f"Every GPU idled for the last {tail.seconds / 60:.0f} min of the run "
-            f"({percent(tail.seconds / run)}) after the work was done."
+            f"({share_text(tail.seconds / run)}) after the work was done."
         )
     elif quiet is None and split.cpu_until is not None:
         summary = (
-            f"Every GPU idled for the last {tail.seconds / 60:.0f} min of the run ({percent(tail.seconds / run)}); "
+            f"Every GPU idled for the last {tail.seconds / 60:.0f} min of the run ({share_text(tail.seconds / run)}); "
             + (f"the log printed {_lines(len(split.printed))} with a time in it and " if split.printed else "")
             + f"the CPUs kept working ({_busy_words(ev, th)} for {th['tail_floor_s'] / 60:g} min or more) until "
             f"{_clock(split.cpu_until)} UTC, then nothing for {minutes} while the allocation was held."
         )
     elif quiet is None:
         summary = (
-            f"Every GPU idled for the last {tail.seconds / 60:.0f} min of the run ({percent(tail.seconds / run)}); "
+            f"Every GPU idled for the last {tail.seconds / 60:.0f} min of the run ({share_text(tail.seconds / run)}); "
             f"the log printed {_lines(len(split.printed))} in it, then nothing for {minutes} "
             "while the allocation was held."
         )
     else:
-        summary = f"Every GPU idled for the last {tail.seconds / 60:.0f} min of the run ({percent(tail.seconds / run)})"
+        summary = (
+            f"Every GPU idled for the last {tail.seconds / 60:.0f} min of the run ({share_text(tail.seconds / run)})"
+        )
         if split.printed:
             summary += f"; the log printed {_lines(len(split.printed))} with a time in it"
         summary += "." + _quiet_words(quiet, idle, minutes)
@@ -526,7 +528,8 @@ def _cpu_work_after_training(ev: Evidence, th: dict) -> list[Finding]:
             sub_cause="cpu_work_after_training",
             confidence=0.6,
             summary=(
-                f"Every GPU idled for {seconds / 60:.0f} min after the GPU work ({percent(seconds / run)} of the run) "
+                f"Every GPU idled for {seconds / 60:.0f} min after the GPU work "
+                f"({share_text(seconds / run)} of the run) "
                 + (
                     f"while the CPUs kept working ({'; '.join(said)}): "
                     if quiet is None and split.cpu_until is not None

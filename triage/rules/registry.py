@@ -14,8 +14,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from fleet.numbers import share_text
 from triage.evidence import CodeFact, Evidence, LogLine, Span, span_dict
-from triage.rules.common import percent
 from triage.taxonomy import Category
 
 # name: (default, unit, what it controls). Operators edit these per rule-set version.
@@ -196,7 +196,7 @@ def triage(ev: Evidence) -> TriageResult:
     if coverage is not None and coverage < th["min_coverage"]:
         return TriageResult(
             Status.INSUFFICIENT_DATA,
-            f"samples cover {percent(coverage)} of the run (< {percent(th['min_coverage'])}); "
+            f"samples cover {share_text(coverage)} of the run (< {share_text(th['min_coverage'])}); "
             "missing data is not idleness",
             [],
             util_mean,

@@ -1,10 +1,11 @@
 """Money, GPU-hours and shares on the dashboard's pages as the cards and the digests write them
-(`fleet.money.whole` and `cents`, `queries.hours_text`, `queries.share_text`)."""
+(`fleet.money.whole` and `cents`, `queries.hours_text`, `fleet.numbers.share_text`)."""
 
 from django import template
 
 from fleet.money import cents, whole
-from triage.dashboard.queries import hours_text, percent_text, share_text
+from fleet.numbers import share_text
+from triage.dashboard.queries import hours_text, percent_text
 
 register = template.Library()
 
