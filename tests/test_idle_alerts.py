@@ -134,6 +134,30 @@ def test_a_running_idle_job_alerts_its_team_once_with_what_it_wastes(
     assert len(alert_mails(inbox, member_a.email)) == 1
 
 
+def test_an_alerts_costs_are_written_as_the_job_page_writes_them(
+    tmp_path,
+    storage_dir,
+    inbox,
+    team_a,
+    member_a,
+    django_capture_on_commit_callbacks,  # noqa: F811
+):
+    """A dear GPU: the alert's cost per hour and cost so far have the thousands separator the job page's
+    cost has (fleet.money.cents), in the subject, the text and the HTML alike."""
+    cluster = Cluster.objects.create(name="c1")
+    GpuModelPrice.objects.create(cluster=cluster, gpu_model="", price_per_gpu_hour=Decimal("1234.56"), currency="USD")
+    running = {"id": "101", "state": "RUNNING", "minutes": 120, "util": busy_then_idle}
+    ingest(archive(tmp_path, "a.zip", [running]), django_capture_on_commit_callbacks)
+
+    (mail,) = alert_mails(inbox, member_a.email)
+    # 2 GPUs at 1,234.56 an hour each, idle 1.5 hours.
+    assert mail["Subject"].endswith("(2,469.12 USD/h)")
+    text = mail.get_body(("plain",)).get_content()
+    assert "2,469.12 USD per hour wasted while it idles (3,703.68 USD so far)" in text
+    html = mail.get_body(("html",)).get_content()
+    assert "<strong>2,469.12 USD per hour</strong> wasted while it idles (3,703.68 USD so far)" in html
+
+
 def test_a_job_that_works_again_and_idles_again_alerts_again(
     tmp_path,
     storage_dir,

@@ -24,7 +24,6 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
-from decimal import Decimal
 
 import numpy as np
 from django.conf import settings
@@ -33,7 +32,7 @@ from django.urls import reverse
 from django.utils import timezone
 
 from fleet.models import Job, price_for
-from fleet.money import cost_of
+from fleet.money import cents, cost_of
 from triage.evidence.timeline import build_timeline
 
 from . import services, weeks
@@ -96,10 +95,6 @@ def alert_recipients(job: Job) -> list:
     return [user for user in services.team_recipients(job.team) if user.pk not in opted_out]
 
 
-def _money(amount: Decimal | None) -> str | None:
-    return None if amount is None else f"{amount:,.2f}"
-
-
 def _cause(job: Job) -> dict | None:
     """The biggest cause of the job's current triage, when that triage has seen the job as it is now."""
     from triage.models import JobTriage
@@ -131,8 +126,8 @@ def facts(job: Job, stretch: IdleStretch, threshold: float) -> dict:
         "last_sample": stretch.until.isoformat(),
         "idle_minutes": stretch.minutes,
         "threshold": threshold,
-        "cost_per_hour": _money(per_hour),
-        "cost_so_far": _money(so_far),
+        "cost_per_hour": None if per_hour is None else cents(per_hour),  # as the job page
+        "cost_so_far": None if so_far is None else cents(so_far),
         "currency": price.currency if price else "",
         "cause": _cause(job),
         "job_url": services.absolute(reverse("dashboard:job-detail", args=[job.pk])),
