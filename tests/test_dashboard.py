@@ -295,6 +295,22 @@ def test_the_overview_s_top_causes_head_their_hours_recoverable_and_say_what_tha
     assert "attributed" not in card.lower()
 
 
+def test_the_overview_says_what_recoverable_gpu_hours_are_once(client, operator, fleet):
+    """The paragraph saying what recoverable GPU-hours are stood twice on the overview, under the causes
+    chart and again under the Top causes table beside it; it stays with the table (whose Cost column it
+    explains too) and the chart's card points the reader to it."""
+    from triage.taxonomy import Category
+
+    (low, _), _ = fleet
+    _finding(low, Category.MODEL_CHECKPOINTING, 3.0)
+    client.force_login(operator)
+    html = overview(client).content.decode()
+    assert html.count("the unused GPU-hours the rules lay at a cause's door") == 1
+    chart_card = html.split("<h2>Why GPUs idled")[1].split("</section>")[0]
+    assert "recoverable-note" not in chart_card
+    assert 'href="#top-causes"' in chart_card and 'id="top-causes"' in html
+
+
 def test_overview_shows_causes_priced_at_todays_prices_and_the_unclassified_share(client, operator, fleet, settings):
     from fleet.models import GpuModelPrice
     from triage.models import Finding, JobTriage, RuleSet
