@@ -153,6 +153,17 @@ def test_the_overviews_numbers_tables_write_figures_as_its_cards_and_tables(clie
     assert ["40–50", "1"] in histogram and ["0–10", "0"] in histogram
 
 
+def test_the_causes_numbers_table_says_percent_once_in_each_cell_not_also_in_its_caption(client, operator, big_week):
+    """The causes chart's numbers table was captioned '... share of issues (%)' though each of its cells
+    now carries its own sign ('16 %'): the caption says what the figures are, the cells their unit."""
+    client.force_login(operator)
+    tables = numbers_tables(client.get(reverse("dashboard:overview"), WEEK).content.decode())
+    caption, causes = next(item for item in tables.items() if item[0].startswith("Share of recoverable GPU-hours"))
+    assert not caption.endswith("(%)"), caption
+    assert caption.startswith("Share of recoverable GPU-hours by cause, beside the ICSE"), caption
+    assert all(cell.endswith(" %") for row in causes[1:] for cell in row[1:]), causes
+
+
 def test_a_team_and_a_cause_page_write_their_numbers_tables_the_same_way(client, operator, big_week):
     client.force_login(operator)
     team_page = client.get(reverse("dashboard:team-detail", args=["team-a"]), WEEK).content.decode()
