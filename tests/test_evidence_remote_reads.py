@@ -1675,3 +1675,153 @@ def test_a_dataset_streamed_from_files_under_a_flag_given_on_the_command_line_is
     command = "accelerate launch --num_processes 8 prep.py --root hf://datasets/org/corpus"
     (fact,) = extract_script_evidence(scripts, command=command).of("remote_read")
     assert (fact.line, fact.detail["client"], fact.detail["url"]) == (8, "datasets", "hf://datasets/org/corpus")
+
+
+SHARDS_MODULE = """import fsspec
+import pyarrow.parquet as pq
+from torch.utils.data import Dataset
+
+
+class ShardDataset(Dataset):
+    def __init__(self, root, split="train"):
+        self.fs, path = fsspec.core.url_to_fs(root)
+        self.shards = sorted(self.fs.glob(f"{path}/{split}-*.parquet"))
+
+    def __getitem__(self, index):
+        with self.fs.open(self.shards[index], "rb") as handle:
+            return pq.read_table(handle).to_pylist()[0]
+
+
+def open_index(root):
+    return fsspec.open(f"{root}/index.json", "rt").open().read()
+"""
+
+TRAIN_IMPORTING = """import argparse
+
+from data import ShardDataset, open_index
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--data-root", default="/local_ssd/shards")
+    args = parser.parse_args()
+    index = open_index(args.data_root)
+    return index, ShardDataset(args.data_root)
+"""
+SHARD_READ = ("data.py", 12, "open", None, True)  # ShardDataset.__getitem__: self.fs from url_to_fs(root)
+INDEX_READ = ("data.py", 17, "open", "s3://b/shards/index.json", False)  # open_index: once
+
+
+def job_reads(scripts: list[tuple[str, str]], command: str = "") -> list[tuple]:
+    found = extract_script_evidence(scripts, command=command).of("remote_read")
+    return [(f.path, f.line, f.detail["call"], f.detail["url"], f.detail["per_sample"]) for f in found]
+
+
+@pytest.mark.parametrize(
+    ("train_path", "train", "data_path"),
+    [
+        ("train.py", TRAIN_IMPORTING, "data.py"),
+        # `import data` then data.ShardDataset(...)
+        (
+            "train.py",
+            TRAIN_IMPORTING.replace("from data import ShardDataset, open_index", "import data")
+            .replace("open_index(", "data.open_index(")
+            .replace("ShardDataset(args", "data.ShardDataset(args"),
+            "data.py",
+        ),
+        # a package: `from .data import ...` and `from pkg.data import ...`, the file path matching
+        ("pkg/train.py", TRAIN_IMPORTING.replace("from data import", "from .data import"), "pkg/data.py"),
+        ("src/train.py", TRAIN_IMPORTING.replace("from data import", "from pkg.data import"), "src/pkg/data.py"),
+    ],
+)
+def test_a_data_root_is_followed_into_the_dataset_class_of_another_of_the_jobs_files(train_path, train, data_path):
+    # train.py parses --data-root and builds the Dataset that data.py defines: the root was followed within one file
+    # only, so data.py's url_to_fs(root) read nothing known.
+    scripts = [(data_path, SHARDS_MODULE), (train_path, train)]
+    shard, index = (data_path, *SHARD_READ[1:]), (data_path, *INDEX_READ[1:])
+    assert job_reads(scripts, command=f"python {train_path} --data-root s3://b/shards") == [shard, index]
+    assert job_reads(scripts, command=f"python {train_path} --data-root /scratch/shards") == []
+    assert job_reads(scripts) == []  # the default is a local path
+
+
+@pytest.mark.parametrize(
+    "scripts",
+    [
+        # two files the import may name: which one is imported cannot be told
+        [("data.py", SHARDS_MODULE), ("tools/data.py", SHARDS_MODULE), ("train.py", TRAIN_IMPORTING)],
+        # another of the job's files makes the class with a root of its own
+        [
+            ("data.py", SHARDS_MODULE),
+            ("train.py", TRAIN_IMPORTING),
+            (
+                "eval.py",
+                "from data import ShardDataset, open_index\n\nopen_index('/scratch')\nShardDataset('/scratch')\n",
+            ),
+        ],
+        # handed on by name (made elsewhere, with anything), or subclassed
+        [
+            ("data.py", SHARDS_MODULE),
+            ("train.py", TRAIN_IMPORTING + "\nfactories = [ShardDataset, open_index]\n"),
+        ],
+        # a star import: its calls name no module
+        [
+            ("data.py", SHARDS_MODULE),
+            ("train.py", TRAIN_IMPORTING),
+            ("eval.py", "from data import *\n\nopen_index('/scratch')\nShardDataset('/scratch')\n"),
+        ],
+    ],
+)
+def test_a_root_from_another_file_is_not_followed_where_the_import_is_ambiguous_or_the_class_escapes(scripts):
+    reads = job_reads(scripts, command="python train.py --data-root s3://b/shards")
+    assert [read for read in reads if read[1:] in (SHARD_READ[1:], INDEX_READ[1:])] == []
+
+
+def test_the_cached_reading_of_a_dataset_file_follows_what_the_importing_file_hands_it():
+    # the same data.py read for two jobs whose train.py hand it different roots: each job's own reads
+    first = [("data.py", SHARDS_MODULE), ("train.py", TRAIN_IMPORTING)]
+    remote = TRAIN_IMPORTING.replace('default="/local_ssd/shards"', 'default="s3://b/shards"')
+    assert job_reads(first) == []
+    assert job_reads([("data.py", SHARDS_MODULE), ("train.py", remote)]) == [SHARD_READ, INDEX_READ]
+    assert job_reads(first) == []
+
+
+PARSED_HOLDERS = """import argparse
+
+import fsspec
+from torch.utils.data import Dataset
+
+
+class Images(Dataset):
+    def __init__(self, hparams):
+        self.args = hparams
+
+    def __getitem__(self, index):
+        with fsspec.open(f"{self.args.image_root}/{index}.jpg", "rb") as handle:
+            return handle.read()
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--image-root", default="/local/images")
+    parser.add_argument("--data-root", default="/local/shards")
+    hparams = parser.parse_args()
+    opts, _ = parser.parse_known_args()
+    first = parser.parse_known_args()[0]
+    with fsspec.open(f"{opts.data_root}/a.json") as a, fsspec.open(f"{first.data_root}/b.json") as b:
+        return a.read(), b.read(), Images(hparams), fsspec.open(f"{hparams.data_root}/c.json").open()
+"""
+
+
+def test_a_namespace_bound_to_parse_args_under_any_name_holds_the_options():
+    # only `args`, `opt` and `cfg` were read as argparse namespaces: `hparams.data_root`, `opts.data_root` and
+    # `self.args.image_root` (self.args = hparams) were unknown, so no read was claimed through them.
+    command = "python train.py --data-root s3://b/shards --image-root gs://b/images"
+    assert flag_reads(PARSED_HOLDERS, command=command) == [
+        (12, "open", "gs://b/images/", True),
+        (23, "open", "s3://b/shards/a.json", False),
+        (23, "open", "s3://b/shards/b.json", False),
+        (24, "open", "s3://b/shards/c.json", False),
+    ]
+    # a name bound to something else too is not one
+    rebound = PARSED_HOLDERS.replace("    opts, _ = parser", "    opts = load_yaml()\n    opts, _ = parser")
+    assert (24, "open", "s3://b/shards/a.json", False) not in flag_reads(rebound, command=command)

@@ -24,8 +24,9 @@ it. Of a scope's bindings of it, the one in effect where it is read counts, in s
 branches leave a remote filesystem on one path and something else on another, no read is claimed (cannot tell).
 A function wrapped in `functools.partial` (`collate = partial(fetch_batch, bucket)`) is followed to the one it wraps.
 A URI computed at run time is followed where the file tells it (`value`): an argparse option (its value the job's launch
-line gives, else its default: `resolve`), handed to a parameter (`Shards(args.data_root)` -> `url_to_fs(root)`), bound
-to a name or to `self.root`, or starting an f-string.
+line gives, else its default: `resolve`; `self.args.x` through `self.args = args`), handed to a parameter
+(`Shards(args.data_root)` -> `url_to_fs(root)`), in the file or by another of the job's files that imports it
+(`incoming`, what that file's `exports` found), bound to a name or to `self.root`, or starting an f-string.
 A `.map` is a pool's (a staging download, once) only on a name bound to a thread or process pool, or on one made
 there (`ThreadPoolExecutor(16).map`). Pure Python; no Django.
 """
@@ -131,8 +132,11 @@ class RemoteReads:
     """What a file says of its remote reads: its imports and bindings (read before the walk), then each read call
     as the walk meets it (`read`), then where each runs (`settle`, after the walk)."""
 
-    def __init__(self, tree: ast.Module, resolve):
+    def __init__(self, tree: ast.Module, resolve, incoming: dict | None = None):
         self.resolve = resolve  # the file's literal resolver (constants, argparse defaults)
+        # What the job's other files hand this file's module-level functions and classes (`exports`): name -> the
+        # values of each call's arguments, or None where one is made in a way not followed ("*": any of them)
+        self.incoming = incoming or {}
         self.scopes = _Scopes(tree)  # which function (or the module) binds a plain name used at a node
         self.order = _Order(tree, self.scopes)  # which of its bindings may be in effect there
         self.aliases: dict[str, str] = {}  # local name -> what it imports ("wds" -> "webdataset")
@@ -511,6 +515,10 @@ class RemoteReads:
             return self._name_value(node, depth)
         if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id == "self":
             return self._attribute_value(node, depth)
+        if isinstance(node, ast.Attribute) and _dotted(node.value).startswith("self.") and node.value.attr:
+            holder = self._holder(node.value)  # self.args.data_root, `self.args = args` in __init__
+            name = ast.Attribute(value=ast.Name(id=holder, ctx=ast.Load()), attr=node.attr, ctx=ast.Load())
+            return self.resolve(name) if holder else None
         if isinstance(node, ast.JoinedStr):  # whole only where every part is known
             parts = []
             for part in node.values:
@@ -532,6 +540,17 @@ class RemoteReads:
                 if isinstance(held, str) and all(isinstance(arg, str) for arg in given):
                     return getattr(held, node.func.attr)(*given)
         return None
+
+    def _holder(self, node: ast.Attribute) -> str | None:
+        """The name `self.args` holds in a method of its class, all its class's bindings of it agreeing (`self.args =
+        args`, `self.hparams = hparams`): what that name holds (the parsed options, where `resolve` knows it) is
+        what `self.args` holds."""
+        owner = self.owners.get(id(node))
+        if owner is None or _dotted(node).count(".") != 1:
+            return None
+        bound = self._attribute(self._index()["attributes"], owner, node.attr, None)
+        names = {each.id if isinstance(each, ast.Name) else None for each in bound or [None]}
+        return names.pop() if len(names) == 1 else None
 
     @staticmethod
     def _agreed(values: list) -> object:
@@ -599,10 +618,22 @@ class RemoteReads:
             index, default = None, arguments.kw_defaults[keyword_only.index(name)]
         else:
             return None  # *args, **kwargs
-        calls = self._calls_of(function)
-        if not calls:
+        calls, external = self._calls_of(function), self._external_calls(function)
+        if calls is None or external is None or not calls + external:
             return None
         values = []
+        for given, bound_first in external:  # calls in another of the job's files, their arguments' values known
+            if given is None:
+                return None
+            positional, keywords = given[0], dict(given[1])
+            if name in keywords:
+                values.append(keywords[name])
+            elif index is not None and index - bound_first < 0:
+                return None
+            elif index is not None and index - bound_first < len(positional):
+                values.append(positional[index - bound_first])
+            else:
+                values.append(self.value(default, depth + 1) if default is not None else None)
         for call, bound_first in calls:
             if any(isinstance(arg, ast.Starred) for arg in call.args) or any(kw.arg is None for kw in call.keywords):
                 return None
@@ -646,6 +677,96 @@ class RemoteReads:
                 return None
             calls.append((call, 1))
         return calls
+
+    def _external_calls(self, function: ast.FunctionDef | ast.AsyncFunctionDef) -> list | None:
+        """The calls the job's other files make of `function` (`incoming`): of a module-level function by its name, of
+        a module-level class's `__init__` where the class (or a subclass in the file without an `__init__` of its own)
+        is made; as (the call's arguments' values, how many first parameters its object binds). None where one of
+        them is made in a way not followed. A method's calls through an instance made elsewhere are not seen."""
+        if not self.incoming:
+            return []
+        if "*" in self.incoming:
+            return None
+        index = self._index()
+        owner = index["methods"].get(id(function))
+        if owner is None:
+            names, bound_first = ([function.name] if function in self.tree.body else []), 0
+        elif function.name == "__init__":
+            top = {node.name for node in self.tree.body if isinstance(node, ast.ClassDef)}
+            family = {owner} | {cls for cls in self.classes if owner in self._lineage(cls)}
+            names, bound_first = sorted(family & top), 1
+        else:
+            return []
+        calls = []
+        for name in names:
+            if name in self.incoming:
+                if self.incoming[name] is None:
+                    return None
+                calls.extend((given, bound_first) for given in self.incoming[name])
+        return calls
+
+    def exports(self, modules: tuple[frozenset, ...]) -> dict:
+        """What this file hands the functions and classes it imports from the job's other files: `modules` sets of the
+        (module, level) pairs an import may name one by (`from data import Shards`: ("data", 0); `from .data import
+        Shards`: ("data", 1); `import data`, then `data.Shards(...)`). (module, level, name) -> each call's arguments'
+        values ((positional values, (keyword, value) pairs); a call with `*args` / `**kwargs` None), or None where the
+        name is also used but as a callee or an annotation (handed on, subclassed): made elsewhere, with anything.
+        "*" as the name: the module itself handed on, or a star import."""
+        if not any(modules):
+            return {}
+        names: dict[str, tuple] = {}  # local name -> (module, level, name) it imports
+        held: dict[str, tuple] = {}  # local dotted name of a module imported whole -> (module, level)
+        found: dict[tuple, list | None] = {}
+        for node in ast.walk(self.tree):
+            if isinstance(node, ast.ImportFrom) and any((node.module, node.level) in each for each in modules):
+                for alias in node.names:
+                    if alias.name == "*":
+                        found[(node.module, node.level, "*")] = None
+                    else:
+                        names[alias.asname or alias.name] = (node.module, node.level, alias.name)
+            elif isinstance(node, ast.Import):
+                for alias in node.names:
+                    if any((alias.name, 0) in each for each in modules):
+                        held[alias.asname or alias.name] = (alias.name, 0)
+        if not names and not held:
+            return found
+        index = self._index()
+        bases = {id(part) for node in ast.walk(self.tree) if isinstance(node, ast.ClassDef) for part in node.bases}
+
+        def use(key: tuple, node: ast.AST) -> None:
+            if found.get(key, []) is None:
+                return
+            call = index["callee"].get(id(node))
+            if call is not None:
+                found.setdefault(key, []).append(self._handed_values(call))
+            elif id(node) in bases or id(node) not in index["typing"]:
+                found[key] = None
+
+        for local, key in names.items():
+            for node in index["names"].get(local, []):
+                use(key, node)
+        for local, (module, level) in held.items():
+            head, reached = local.split(".")[0], 0
+            for attribute, uses in index["attribute_uses"].items():
+                for node in uses:
+                    if _dotted(node.value) == local:
+                        reached += 1
+                        use((module, level, attribute), node)
+            if len(index["names"].get(head, [])) > reached:  # the module named but for an attribute of it
+                found[(module, level, "*")] = None
+        return {key: tuple(calls) if calls is not None else None for key, calls in found.items()}
+
+    def _handed_values(self, call: ast.Call) -> tuple | None:
+        """The values a call hands (`value`), as (positional, (keyword, value) pairs); None with `*args` or
+        `**kwargs`."""
+        if any(isinstance(arg, ast.Starred) for arg in call.args) or any(kw.arg is None for kw in call.keywords):
+            return None
+
+        def known(node: ast.AST) -> object:
+            held = self.value(node)
+            return held if isinstance(held, str | int | float | bool) else None
+
+        return tuple(known(arg) for arg in call.args), tuple((kw.arg, known(kw.value)) for kw in call.keywords)
 
     def _lineage(self, cls: str) -> set[str]:
         """A class's bases in the file, theirs too."""

@@ -96,6 +96,9 @@ class ScriptEvidence:
     frameworks: set[str] = field(default_factory=set)
     config_files: int = 0  # JSON / YAML files read for settings (DeepSpeed, Accelerate, Hydra, detectron2)
     paths: list[str] = field(default_factory=list)  # every file given, read or not
+    # One Python file's: what it hands the functions and classes it imports from the job's other files
+    # (`RemoteReads.exports`), for their remote reads to follow (`_imported_calls`)
+    exports: dict = field(default_factory=dict)
 
     def of(self, *kinds: str) -> list[CodeFact]:
         return [fact for fact in self.facts if fact.kind in kinds]
@@ -111,9 +114,28 @@ def extract_script_evidence(scripts: list[tuple[str, str]], command: str = "") -
     follow in place of the argparse defaults (`_given_options`)."""
     evidence = ScriptEvidence()
     launches = _launches(scripts, command)
-    for path, text in scripts:
+    python = [path for path, _ in scripts if path.lower().endswith(".py")]
+    given = {path: _given_options(path, launches) for path in python}
+    modules = _importable(python)
+    absolute = frozenset(modules[None])  # one set (hashed once) that every file's cache key holds
+    relative = {folder: frozenset(names) for folder, names in modules.items() if folder is not None}
+    wanted = {path: (absolute, relative[_folder(path)]) for path in python}
+    parts = {path: _file_evidence(path, text, given.get(path, ()), wanted.get(path, ())) for path, text in scripts}
+    # A Python file's reads follow what the job's other files hand its functions and classes (`train.py` builds
+    # `data.py`'s Dataset with the data root): read again with that, as long as it changes, a few rounds at most (a
+    # value handed on through a longer chain of files is not known).
+    incoming: dict[str, tuple] = {}
+    for _ in range(_IMPORT_ROUNDS):
+        handed = _imported_calls(parts, modules)
+        if handed == incoming:
+            break
+        for path, text in scripts:
+            if handed.get(path, ()) != incoming.get(path, ()):
+                parts[path] = _file_evidence(path, text, given[path], wanted[path], handed.get(path, ()))
+        incoming = handed
+    for path, _ in scripts:
         evidence.paths.append(path)
-        part = _file_evidence(path, text, _given_options(path, launches) if path.lower().endswith(".py") else ())
+        part = parts[path]
         evidence.config_files += part.config_files
         # Copies: a caller may change a fact's details, and the cached ones serve the next job.
         evidence.facts.extend(replace(fact, detail=dict(fact.detail)) for fact in part.facts)
@@ -124,23 +146,82 @@ def extract_script_evidence(scripts: list[tuple[str, str]], command: str = "") -
     return evidence
 
 
+_IMPORT_ROUNDS = 3
+
+
+def _folder(path: str) -> tuple[str, ...]:
+    return tuple(path.replace("\\", "/").removeprefix("./").split("/")[:-1])
+
+
+def _importable(python: list[str]) -> dict:
+    """The job's Python files by the (module, level) an import may name them by: under None, absolute imports
+    (`data.py` as ("data", 0), `src/pkg/data.py` as ("data", 0), ("pkg.data", 0) and ("src.pkg.data", 0)); under
+    each file's folder, relative ones from there (("data", 1) for `from .data import ...` next to it or below, ("data",
+    2) from a subpackage). A name several files answer to (`data.py` and `tools/data.py`) names each."""
+    found: dict = {None: {}}
+    named = []
+    for path in python:
+        parts = path.replace("\\", "/").removeprefix("./").removesuffix(".py").split("/")
+        if parts[-1] == "__init__":
+            parts = parts[:-1]
+        if parts and all(part.isidentifier() for part in parts):
+            named.append((path, parts))
+            for start in range(len(parts)):
+                found[None].setdefault((".".join(parts[start:]), 0), []).append(path)
+    for folder in {_folder(path) for path in python}:
+        relative = found.setdefault(folder, {})
+        for level in (1, 2):
+            base = list(folder[: len(folder) - level + 1])
+            if level - 1 > len(folder):
+                continue
+            for path, parts in named:
+                if parts[: len(base)] == base and len(parts) > len(base):
+                    relative.setdefault((".".join(parts[len(base) :]), level), []).append(path)
+    return found
+
+
+def _imported_calls(parts: dict[str, ScriptEvidence], modules: dict) -> dict[str, tuple]:
+    """For each of the job's Python files, what the others hand its module-level functions and classes, as
+    `RemoteReads` takes it (`incoming`): a sorted tuple of (name, calls), calls None where the name is used in a way
+    not followed. An import that names several files (`from data import ...` with `data.py` and `tools/data.py`) is
+    not followed into any: each of them takes the name as used any way."""
+    handed: dict[str, dict[str, list | None]] = {}
+    for importer, part in parts.items():
+        for (module, level, name), calls in part.exports.items():
+            names = modules[None] if level == 0 else modules[_folder(importer)]
+            candidates = [path for path in names.get((module, level), []) if path != importer]
+            for path in candidates:
+                into = handed.setdefault(path, {})
+                if calls is None or len(candidates) > 1 or name == "*":
+                    into[name] = None
+                elif into.get(name, []) is not None:
+                    into[name] = [*into.get(name, []), *calls]
+    return {
+        path: tuple(sorted((name, tuple(calls) if calls is not None else None) for name, calls in names.items()))
+        for path, names in handed.items()
+    }
+
+
 # A file's facts depend on its path and text alone (a Python script's on the options its launch lines give it too,
-# numbers left out: `_given_options`), so they are worked out once per process for the files seen last: a sweep
+# numbers left out: `_given_options`, and on what the job's other files hand its functions and classes:
+# `_imported_calls`, `_importable`), so they are worked out once per process for the files seen last: a sweep
 # runs one script in many jobs, and re-triaging the fleet after a rule change reads every script again (the `ast`
 # walk is a third of a job's triage). Bounded by files, each a few kilobytes of facts.
 FILES_CACHED = 2048
-_cached_files: OrderedDict[tuple[str, bytes, tuple], ScriptEvidence] = OrderedDict()
+_cached_files: OrderedDict[tuple, ScriptEvidence] = OrderedDict()
 _cache_lock = threading.Lock()
 
 
-def _file_evidence(path: str, text: str, given: tuple = ()) -> ScriptEvidence:
-    key = (path, hashlib.sha256(text.encode("utf-8", "surrogatepass")).digest(), given)
+def _file_evidence(
+    path: str, text: str, given: tuple = (), modules: tuple = (), incoming: tuple = ()
+) -> ScriptEvidence:
+    key = (path, hashlib.sha256(text.encode("utf-8", "surrogatepass")).digest(), given, modules, incoming)
     with _cache_lock:
         found = _cached_files.get(key)
         if found is not None:
             _cached_files.move_to_end(key)
             return found
-    evidence = _read_file(path, text, given)
+    evidence = _read_file(path, text, given, modules, incoming)
     with _cache_lock:
         _cached_files[key] = evidence
         while len(_cached_files) > FILES_CACHED:
@@ -148,16 +229,18 @@ def _file_evidence(path: str, text: str, given: tuple = ()) -> ScriptEvidence:
     return evidence
 
 
-def _read_file(path: str, text: str, given: tuple = ()) -> ScriptEvidence:
+def _read_file(path: str, text: str, given: tuple = (), modules: tuple = (), incoming: tuple = ()) -> ScriptEvidence:
     """The facts of one script: Python by its syntax tree, shell by its tokens, anything else none. `given`: the
-    options each launch of a Python script hands it (`_given_options`)."""
+    options each launch of a Python script hands it (`_given_options`); `modules`: sets of the (module, level) pairs
+    its imports may name the job's files by (`_importable`); `incoming`: what those hand its functions and classes
+    (`_imported_calls`)."""
     evidence = ScriptEvidence()
     lower = path.lower()
     if lower.endswith(".py"):
         evidence.python_files += 1
         try:
             tree = ast.parse(text, filename=path)
-            _PythonFacts(path, text, evidence, given).run(tree)
+            _PythonFacts(path, text, evidence, given, modules, incoming).run(tree)
         except (SyntaxError, ValueError) as exc:
             evidence.parse_errors.append(f"{path}: {exc}")
         except (RecursionError, MemoryError):
@@ -244,6 +327,36 @@ def _number(word: str) -> bool:
 # --- Python ---------------------------------------------------------------------------------------
 
 
+_NAMESPACES = ("args", "opt", "cfg")  # names read as the parsed options wherever they are used
+_PARSERS = ("parse_args", "parse_known_args")
+
+
+def _parsed_namespaces(tree: ast.Module) -> set[str]:
+    """The names a file binds to the options its parser parsed, and to nothing else: `hparams = parser.parse_args()`,
+    `opts, _ = parser.parse_known_args()`, `opts = parser.parse_known_args()[0]` (a user's `parse_args()` too)."""
+    parsed: set[int] = set()  # ids of the Name nodes bound to a parse
+    stored: list[ast.Name] = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store | ast.Del):
+            stored.append(node)
+        if not (isinstance(node, ast.Assign) and len(node.targets) == 1):
+            continue
+        target, value = node.targets[0], node.value
+        known = isinstance(value, ast.Subscript) and isinstance(value.slice, ast.Constant) and value.slice.value == 0
+        call = value.value if known else value
+        last = dotted(call.func).rsplit(".", 1)[-1] if isinstance(call, ast.Call) else ""
+        if isinstance(target, ast.Tuple) and target.elts and last == "parse_known_args" and not known:
+            target = target.elts[0]
+        elif last != "parse_args" and not (known and last == "parse_known_args"):
+            continue
+        if isinstance(target, ast.Name):
+            parsed.add(id(target))
+    only: dict[str, bool] = {}  # name -> every binding of it is a parse
+    for node in stored:
+        only[node.id] = only.get(node.id, True) and id(node) in parsed
+    return {name for name, parses in only.items() if parses}
+
+
 def _has_modulo(test: ast.AST) -> bool:
     return any(isinstance(n, ast.BinOp) and isinstance(n.op, ast.Mod) for n in ast.walk(test))
 
@@ -314,9 +427,20 @@ def _line_of(facts: _PythonFacts, node: ast.AST) -> str:
 
 
 class _PythonFacts(ast.NodeVisitor):
-    def __init__(self, path: str, text: str, evidence: ScriptEvidence, given: tuple = ()):
+    def __init__(
+        self,
+        path: str,
+        text: str,
+        evidence: ScriptEvidence,
+        given: tuple = (),
+        modules: tuple = (),
+        incoming: tuple = (),
+    ):
         self.path = path
+        self.modules = modules  # the (module, level) pairs its imports may name the job's other files by
+        self.incoming = dict(incoming)  # what those hand its module-level functions and classes
         self.lines = text.splitlines()
+        self.parses = "parse_args" in text or "parse_known_args" in text  # options held by a name of its own?
         self.ev = evidence
         self.given = given  # the options each launch of the script hands it (`_given_options`)
         self.defaults: dict[str, object] = {}  # argparse dest -> default
@@ -324,6 +448,9 @@ class _PythonFacts(ast.NodeVisitor):
         # argparse dest -> the value the job runs with, as the remote reads follow it: the one its launch lines give
         # (`--data-root s3://...`), else the default; None where launches differ or it is not known (`$DATA_ROOT`)
         self.options: dict[str, object] = {}
+        # names that hold the parsed options for the remote reads: `args`, `opt`, `cfg`, and any other bound to
+        # `parser.parse_args()` alone (`hparams`, `opts, _ = parser.parse_known_args()`; `_parsed_namespaces`)
+        self.namespaces: set[str] = set(_NAMESPACES)
         self.constants: dict[str, object] = {}  # module-level NAME = literal
         self.loops: list[tuple[ast.AST, bool]] = []  # (loop node, is a training-step loop)
         self.guards: list[bool] = []  # enclosing ifs: does the test sample (use %)
@@ -349,16 +476,19 @@ class _PythonFacts(ast.NodeVisitor):
             if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "add_argument":
                 self._argument(node)
         self._options()
+        if self.parses:
+            self.namespaces |= _parsed_namespaces(tree)
         for node in tree.body:
             if isinstance(node, ast.Assign) and isinstance(node.value, ast.Constant):
                 for target in node.targets:
                     if isinstance(target, ast.Name):
                         self.constants[target.id] = node.value.value
                         self._remote_literal(node.value, role=target.id)
-        self.remote = RemoteReads(tree, self.resolve_given)
+        self.remote = RemoteReads(tree, self.resolve_given, self.incoming)
         self.visit(tree)
         # Where each remote read runs (per sample or once) is known only after the whole file was read.
         self.remote.settle()
+        self.ev.exports = self.remote.exports(self.modules)
         self.ev.facts[:] = [f for f in self.ev.facts if not (f.kind == "remote_read" and f.detail.get("drop"))]
         self._mmengine_config(tree)
         # Which loaders feed a training-step loop (known only after the whole file was read).
@@ -454,8 +584,8 @@ class _PythonFacts(ast.NodeVisitor):
                 self._remote_literal(default, role=dest)
 
     def resolve(self, node: ast.AST | None, options: dict | None = None) -> object:
-        """A literal value, `args.x` through argparse defaults (or `options`), NAME through module constants; else
-        None."""
+        """A literal value, `args.x` through argparse defaults (or `options`, and then through any name that holds
+        the parsed options: `hparams.x`), NAME through module constants; else None."""
         if node is None:
             return None
         if isinstance(node, ast.Constant):
@@ -463,7 +593,7 @@ class _PythonFacts(ast.NodeVisitor):
         if (
             isinstance(node, ast.Attribute)
             and isinstance(node.value, ast.Name)
-            and node.value.id in ("args", "opt", "cfg")
+            and node.value.id in (_NAMESPACES if options is None else self.namespaces)
         ):
             return (self.defaults if options is None else options).get(node.attr)
         if isinstance(node, ast.Name):
