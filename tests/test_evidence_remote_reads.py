@@ -1825,3 +1825,26 @@ def test_a_namespace_bound_to_parse_args_under_any_name_holds_the_options():
     # a name bound to something else too is not one
     rebound = PARSED_HOLDERS.replace("    opts, _ = parser", "    opts = load_yaml()\n    opts, _ = parser")
     assert (24, "open", "s3://b/shards/a.json", False) not in flag_reads(rebound, command=command)
+
+
+@pytest.mark.parametrize(
+    ("run_sh", "expected"),
+    [
+        ('DATA=s3://b/x\npython train.py --data-root "${DATA}"', [(23, "open", None, True)]),
+        (
+            "DATA=/local/x\nexport IMAGES=gs://b/imgs\npython train.py --data-root $DATA --images $IMAGES/",
+            [
+                (32, "open", "gs://b/imgs/", True),
+            ],
+        ),
+        # anything but a straight-line assignment stays unknown
+        ('if [ -n "$1" ]; then DATA=s3://b/x; fi\npython train.py --data-root $DATA', []),
+        ("DATA=$(cat root.txt)\npython train.py --data-root $DATA", []),
+        ("DATA=s3://b/x\nsource env.sh\npython train.py --data-root $DATA", []),
+        ("python train.py --data-root $DATA\nDATA=s3://b/x", []),
+        ("DATA=s3://b/x\npython train.py --data-root '$DATA'", []),
+    ],
+)
+def test_a_shell_variable_set_before_the_launch_line_gives_the_option_its_value(run_sh, expected):
+    # `--data-root $DATA` with DATA=s3://... set just above was unknown
+    assert [read for read in flag_reads(DATA_ROOT_FLAG, run_sh) if read[0] != 38] == expected

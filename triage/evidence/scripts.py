@@ -8,6 +8,7 @@ expressions over source text, so a commented-out `torch.save` or a string that m
 from __future__ import annotations
 
 import ast
+import contextlib
 import hashlib
 import json
 import re
@@ -261,18 +262,85 @@ def _is_shell(path: str, text: str) -> bool:
 
 def _launches(scripts: list[tuple[str, str]], command: str) -> list[list[str]]:
     """The words of each command that runs Python or a launcher (`torchrun train.py --data-root s3://...`), in the
-    job's shell scripts and its submitted command line."""
-    lines = [line for path, text in scripts if _is_shell(path, text) for _, line in _logical_lines(text)]
-    launches = []
-    for line in [*lines, command]:
-        if not line.strip() or line.strip().startswith("#"):
-            continue
+    job's shell scripts and its submitted command line. A shell script's `$DATA` / `${DATA}` is the value a plain
+    assignment before it gives (`_ShellVariables`)."""
+    commands = []
+    for path, text in scripts:
+        if _is_shell(path, text):
+            variables = _ShellVariables()
+            for _, line in _logical_lines(text):
+                commands.extend(variables.read(line))
+    if command.strip() and not command.strip().startswith("#"):
+        with contextlib.suppress(ValueError):  # an unbalanced quote: no launch read from it
+            commands.extend(split_shell(command))
+    return [argv for argv in commands if _command_kind(argv) in ("launch", "python")]
+
+
+_ASSIGNMENT = re.compile(r"([A-Za-z_][A-Za-z0-9_]*)=(.*)", re.DOTALL)
+_SHELL_REFERENCE = re.compile(r"\$(?:\{([A-Za-z_][A-Za-z0-9_]*)\}|([A-Za-z_][A-Za-z0-9_]*))")
+_PLAIN_VALUE = re.compile(r"[\w@%+=:,./~-]+")
+_OPENS = {"if", "for", "while", "until", "case", "select", "function", "{", "("}
+_CLOSES = {"fi", "done", "esac", "}", ")"}
+
+
+class _ShellVariables:
+    """A shell script's variables as its lines set them, in order: `DATA=s3://b/x` (or `export DATA=...`), a line of
+    its own outside any `if`, loop, `case` or function, with a plain value (no `$(...)`, backticks or a variable not
+    known), makes `$DATA` and `"${DATA}"` in the lines after it that value; any other setting of it (in a branch, a
+    loop, `read`, with a computed value), and anything `source` or `eval` may set, leaves it unknown (the `$` kept)."""
+
+    def __init__(self):
+        self.known: dict[str, str | None] = {}
+        self.depth = 0
+
+    def read(self, line: str) -> list[list[str]]:
+        """The line's commands' words, with the known variables' values in place (not inside single quotes); notes
+        what it sets."""
+        if "$" in line and any(value is not None for value in self.known.values()):
+            line = self._expand(line)
+        stripped = line.strip()
+        if not stripped or stripped.startswith("#"):
+            return []
         try:
-            commands = split_shell(line)
+            commands = split_shell(stripped)
         except ValueError:
-            continue
-        launches.extend(argv for argv in commands if _command_kind(argv) in ("launch", "python"))
-    return launches
+            return []
+        for argv in commands:
+            words = argv[1:] if argv[0] in ("export", "declare", "readonly", "local") else argv
+            plain = len(commands) == 1 and self.depth == 0 and words and all(_ASSIGNMENT.fullmatch(w) for w in words)
+            for word in words:
+                if match := _ASSIGNMENT.fullmatch(word):
+                    value = match.group(2)
+                    self.known[match.group(1)] = value if plain and _PLAIN_VALUE.fullmatch(value) else None
+            if argv[0] in ("source", ".", "eval"):
+                self.known = dict.fromkeys(self.known)
+            elif argv[0] in ("read", "unset", "for", "select", "getopts"):
+                self.known.update((word, None) for word in argv[1:] if word.isidentifier())
+            self.depth += argv[0] in _OPENS or argv[0].endswith("()")  # `if ...`, `for ...`, `main() {`
+            self.depth = max(self.depth - (argv[0] in _CLOSES), 0)
+        return commands
+
+    def _expand(self, line: str) -> str:
+        out, index, single, double = [], 0, False, False
+        while index < len(line):
+            char = line[index]
+            if char == "\\" and not single:
+                out.append(line[index : index + 2])
+                index += 2
+                continue
+            if char == "'" and not double:
+                single = not single
+            elif char == '"' and not single:
+                double = not double
+            elif char == "$" and not single and (match := _SHELL_REFERENCE.match(line, index)):
+                value = self.known.get(match.group(1) or match.group(2))
+                if value is not None:
+                    out.append(value)
+                    index = match.end()
+                    continue
+            out.append(char)
+            index += 1
+        return "".join(out)
 
 
 def _script_arguments(argv: list[str], path: str) -> list[str] | None:

@@ -53,6 +53,10 @@ from triage.rules.registry import RULES, THRESHOLDS, Finding, Status, TriageResu
 #      (a local path given there: no read, and the default is no remote_path; launches that differ or `$VAR`: none),
 #      through a name, a parameter every call of its function or class in the file hands it (`Shards(args.data_root)`
 #      -> `url_to_fs(root)`), `self.root = root.rstrip("/")` and an f-string starting with it
+#      also: followed across the job's Python files (`from data import ShardDataset; ShardDataset(args.data_root)`
+#      in train.py reaches data.py's `url_to_fs(root)`; an ambiguous import, a star import or a class handed on or
+#      subclassed elsewhere: none), through any name bound to `parser.parse_args()` (`hparams.data_root`) and
+#      `self.args.x` (`self.args = args`), and through `--data-root $DATA` after a plain `DATA=s3://...` in the script
 RULES_REVISION = 4
 
 __all__ = [
