@@ -239,6 +239,6 @@ def test_the_studys_shares_read_in_whole_percent_on_the_causes_pages_as_under_th
     client.force_login(operator)
     causes = client.get(reverse("dashboard:category-list"), WEEK).content.decode()
     row = causes.split("Improper batch size")[1].split("</tr>")[0]
-    assert '<td class="num">26 %</td>' in row and "25.64" not in causes
+    assert "Share in the ICSE '24 study</span><span>26 %</span>" in row and "25.64" not in causes
     cause = client.get(reverse("dashboard:category-detail", args=["model_checkpointing"]), WEEK).content.decode()
     assert '<p class="muted">16 % of the low-utilization issues in the ICSE \'24 study.</p>' in cause

@@ -156,8 +156,8 @@ def test_on_a_phone_the_connector_forms_options_by_kind_read_whole(browser, live
     assert wide["names"] == phone["names"] and wide["inView"], wide
 
 
-# The causes page's table: each cause's row height, and whether its "What it is" (wherever it shows) lies
-# inside the box the table scrolls in.
+# A table with a muted last column (the rules page's thresholds): each row's height, and whether each muted
+# cell (wherever it shows) lies inside the box the table scrolls in.
 CAUSES = """
 const box = document.querySelector('table.data').closest('.table-scroll');
 const inside = box.getBoundingClientRect();
@@ -173,23 +173,45 @@ return {
 
 
 @pytest.mark.django_db(transaction=True)
-def test_on_a_phone_the_causes_page_says_what_each_cause_is_in_view(browser, live_server, operator):  # noqa: F811
-    """390 px wide, each cause's "What it is", squeezed into the table's last column off to the right,
-    and "no answers yet" a word a line held every row 115 px tall with nothing beside the cause. On a
-    phone what a cause is reads under it, and the answers keep to one line."""
-    from tests.test_accessibility import open_as
+def test_the_causes_page_reads_whole_at_1280_px_and_on_a_phone(browser, live_server, operator):  # noqa: F811
+    """390 px wide, the causes table scrolled sideways in its box: its figures, what job owners said and
+    what a cause is were off to the right of the cause (what it is once squeezed into the last column,
+    then a line under the cause held in view as the rest scrolled). On a phone each cause is a card of
+    its fields, each beside its column's name (the deliveries', prices' and studies' table.stacks), a
+    long name such as "Recoverable GPU-hours" wrapping beside its figure, not over it; at 1280 px it is
+    a table with its headers, as before."""
+    from tests.test_accessibility import narrow_window_problems, open_as, violations
+    from tests.test_alert_webhooks import DELIVERIES as LAID_OUT  # any table.data in a .table-scroll
 
     open_as(browser, live_server.url, operator)
-    with window_width(browser, 390, mobile=True):
-        browser.get(f"{live_server.url}/categories/")
-        phone = browser.execute_script(CAUSES)
-        browser.save_screenshot(str(SHOTS / "causes-phone.png"))
-    assert len(phone["heights"]) == 15 and phone["what"] == 15, phone
-    assert phone["whatInView"], phone
-    assert max(phone["heights"]) <= 80, f"cause rows {phone['heights']} px tall"
-    browser.get(f"{live_server.url}/categories/")  # wide: what it is in a column of its own
-    wide = browser.execute_script(CAUSES)
-    assert wide["what"] == 15 and wide["whatInView"], wide
+    SHOTS.mkdir(exist_ok=True)
+    layouts = {}
+    for width in (1280, 390):
+        with window_width(browser, width, mobile=width == 390):
+            browser.get(f"{live_server.url}/categories/")
+            layouts[width] = browser.execute_script(LAID_OUT)
+            layouts[width]["overlaps"] = browser.execute_script(LABELS_OVER_VALUES)
+            browser.save_screenshot(str(SHOTS / f"causes-{width}.png"))
+            if width == 390:
+                layouts[width]["violations"] = violations(browser)
+                layouts[width]["reflow"] = narrow_window_problems(browser)  # last: it resizes the window
+    wide, phone = layouts[1280], layouts[390]
+    for layout in (wide, phone):
+        assert not layout["scrolls"] and layout["cellsOut"] == [], layout
+        assert sum(1 for _label, column in layout["labels"] if column == "What it is") == 15, layout
+    assert wide["headersShown"] and {label for label, _column in wide["labels"]} == {None}, wide
+    assert not phone["headersShown"], phone
+    assert [label for label, _column in phone["labels"]] == [column for _label, column in phone["labels"]], phone
+    assert phone["overlaps"] == [], f"a label runs over its value: {phone['overlaps']}"
+    assert phone["violations"] == [] and phone["reflow"] == [], phone
+
+
+# Each shown cell label whose words reach past where its value's words start (a long label drawn over its figure).
+LABELS_OVER_VALUES = """
+const box = el => { const r = document.createRange(); r.selectNodeContents(el); return r.getBoundingClientRect(); };
+return [...document.querySelectorAll('table.data tbody .cell-label')].filter(el => el.checkVisibility())
+  .filter(el => box(el).right > box(el.nextElementSibling).left + 1).map(el => el.textContent);
+"""
 
 
 # Each timeline legend entry's name and the box its text is drawn in, [left, top, right, bottom] (the
