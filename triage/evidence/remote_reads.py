@@ -137,6 +137,7 @@ class RemoteReads:
         # What the job's other files hand this file's module-level functions and classes (`exports`): name -> the
         # values of each call's arguments, or None where one is made in a way not followed ("*": any of them)
         self.incoming = incoming or {}
+        self.asked: set[str] = set()  # the names whose calls elsewhere were asked for (`_external_calls`)
         self.scopes = _Scopes(tree)  # which function (or the module) binds a plain name used at a node
         self.order = _Order(tree, self.scopes)  # which of its bindings may be in effect there
         self.aliases: dict[str, str] = {}  # local name -> what it imports ("wds" -> "webdataset")
@@ -155,6 +156,7 @@ class RemoteReads:
         self.classes: dict[str, list[str]] = {}  # class -> its bases' names ("Shards" -> ["Dataset"])
         self.owners: dict[int, str] = {}  # id of a node -> the innermost class it is in
         self.bindings: set[str] = set()  # every "Class.x" a class binds to self.x, to anything
+        self.named: dict[str, set] = {}  # "Class.x" -> the names it binds self.x to (`self.args = args`; None: else)
         self.calls: dict[str, set[str]] = {}  # function -> functions it calls (qualified names)
         self.roots: dict[str, str] = {}  # per-sample function -> how it runs per sample (for its context)
         # id of a lambda handed as a callback -> its name ("a lambda at line 12"); of one bound to a name -> the name
@@ -163,7 +165,10 @@ class RemoteReads:
         self.tree = tree
         self._uses: dict | None = None  # name or attribute -> its uses, and each callee's call (`_index`)
         self._steps = self._STEPS  # what is left of the budget of the value followed now (`value`)
+        self.imports: list[ast.Import | ast.ImportFrom] = []  # every import, relative ones too (`exports`)
         for node in ast.walk(tree):
+            if isinstance(node, ast.Import | ast.ImportFrom):
+                self.imports.append(node)
             if isinstance(node, ast.Import):
                 for alias in node.names:
                     self.modules.add(alias.name)
@@ -193,7 +198,9 @@ class RemoteReads:
                 for target in node.targets if isinstance(node, ast.Assign) else [node.target]:
                     for each in target.elts if isinstance(target, ast.Tuple) else [target]:
                         if (name := _dotted(each)).startswith("self."):
-                            self.bindings.add(self._owned(name, node))
+                            self.bindings.add(owned := self._owned(name, node))
+                            plain = each is target and isinstance(node.value, ast.Name)
+                            self.named.setdefault(owned, set()).add(node.value.id if plain else None)
             made = node.context_expr if isinstance(node, ast.withitem) and node.optional_vars else None
             if isinstance(made, ast.Call) and self._pool_made(made) and (name := _dotted(node.optional_vars)):
                 self.pools[self._owned(name, node)] = _dotted(made.func)
@@ -548,9 +555,8 @@ class RemoteReads:
         owner = self.owners.get(id(node))
         if owner is None or _dotted(node).count(".") != 1:
             return None
-        bound = self._attribute(self._index()["attributes"], owner, node.attr, None)
-        names = {each.id if isinstance(each, ast.Name) else None for each in bound or [None]}
-        return names.pop() if len(names) == 1 else None
+        names = self._attribute(self.named, owner, node.attr, None) or {None}
+        return next(iter(names)) if len(names) == 1 else None
 
     @staticmethod
     def _agreed(values: list) -> object:
@@ -682,11 +688,8 @@ class RemoteReads:
         """The calls the job's other files make of `function` (`incoming`): of a module-level function by its name, of
         a module-level class's `__init__` where the class (or a subclass in the file without an `__init__` of its own)
         is made; as (the call's arguments' values, how many first parameters its object binds). None where one of
-        them is made in a way not followed. A method's calls through an instance made elsewhere are not seen."""
-        if not self.incoming:
-            return []
-        if "*" in self.incoming:
-            return None
+        them is made in a way not followed. A method's calls through an instance made elsewhere are not seen. The
+        names asked for are noted (`asked`): a file none of whose asked for is handed anything reads the same."""
         index = self._index()
         owner = index["methods"].get(id(function))
         if owner is None:
@@ -697,6 +700,11 @@ class RemoteReads:
             names, bound_first = sorted(family & top), 1
         else:
             return []
+        self.asked.update(names)
+        if not self.incoming or not names:
+            return []
+        if "*" in self.incoming:
+            return None
         calls = []
         for name in names:
             if name in self.incoming:
@@ -717,7 +725,7 @@ class RemoteReads:
         names: dict[str, tuple] = {}  # local name -> (module, level, name) it imports
         held: dict[str, tuple] = {}  # local dotted name of a module imported whole -> (module, level)
         found: dict[tuple, list | None] = {}
-        for node in ast.walk(self.tree):
+        for node in self.imports:
             if isinstance(node, ast.ImportFrom) and any((node.module, node.level) in each for each in modules):
                 for alias in node.names:
                     if alias.name == "*":

@@ -100,6 +100,9 @@ class ScriptEvidence:
     # One Python file's: what it hands the functions and classes it imports from the job's other files
     # (`RemoteReads.exports`), for their remote reads to follow (`_imported_calls`)
     exports: dict = field(default_factory=dict)
+    # the names of its module-level functions and classes whose calls elsewhere its reads asked for: only what is
+    # handed to those changes its facts (`_imported_calls`)
+    asked: frozenset = frozenset()
 
     def of(self, *kinds: str) -> list[CodeFact]:
         return [fact for fact in self.facts if fact.kind in kinds]
@@ -185,7 +188,8 @@ def _imported_calls(parts: dict[str, ScriptEvidence], modules: dict) -> dict[str
     """For each of the job's Python files, what the others hand its module-level functions and classes, as
     `RemoteReads` takes it (`incoming`): a sorted tuple of (name, calls), calls None where the name is used in a way
     not followed. An import that names several files (`from data import ...` with `data.py` and `tools/data.py`) is
-    not followed into any: each of them takes the name as used any way."""
+    not followed into any: each of them takes the name as used any way. A file none of whose functions or classes its
+    reads asked about (`ScriptEvidence.asked`) is handed nothing: it reads the same, and is not read again."""
     handed: dict[str, dict[str, list | None]] = {}
     for importer, part in parts.items():
         for (module, level, name), calls in part.exports.items():
@@ -200,6 +204,7 @@ def _imported_calls(parts: dict[str, ScriptEvidence], modules: dict) -> dict[str
     return {
         path: tuple(sorted((name, tuple(calls) if calls is not None else None) for name, calls in names.items()))
         for path, names in handed.items()
+        if parts[path].asked and ("*" in names or parts[path].asked & names.keys())
     }
 
 
@@ -399,15 +404,13 @@ _NAMESPACES = ("args", "opt", "cfg")  # names read as the parsed options whereve
 _PARSERS = ("parse_args", "parse_known_args")
 
 
-def _parsed_namespaces(tree: ast.Module) -> set[str]:
+def _parsed_namespaces(assigned: list[ast.Assign], stored: list[ast.Name]) -> set[str]:
     """The names a file binds to the options its parser parsed, and to nothing else: `hparams = parser.parse_args()`,
-    `opts, _ = parser.parse_known_args()`, `opts = parser.parse_known_args()[0]` (a user's `parse_args()` too)."""
+    `opts, _ = parser.parse_known_args()`, `opts = parser.parse_known_args()[0]` (a user's `parse_args()` too).
+    `assigned`: its assignments; `stored`: every name it binds or deletes."""
     parsed: set[int] = set()  # ids of the Name nodes bound to a parse
-    stored: list[ast.Name] = []
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store | ast.Del):
-            stored.append(node)
-        if not (isinstance(node, ast.Assign) and len(node.targets) == 1):
+    for node in assigned:
+        if len(node.targets) != 1:
             continue
         target, value = node.targets[0], node.value
         known = isinstance(value, ast.Subscript) and isinstance(value.slice, ast.Constant) and value.slice.value == 0
@@ -540,12 +543,18 @@ class _PythonFacts(ast.NodeVisitor):
 
     def run(self, tree: ast.Module) -> None:
         # First pass: argparse defaults and module constants, so later calls can resolve `args.x`.
+        assigned, stored = [], []  # for `_parsed_namespaces`, gathered in this walk (a walk of its own costs)
         for node in ast.walk(tree):
             if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "add_argument":
                 self._argument(node)
+            elif not self.parses:
+                continue
+            elif isinstance(node, ast.Assign):
+                assigned.append(node)
+            elif isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store | ast.Del):
+                stored.append(node)
         self._options()
-        if self.parses:
-            self.namespaces |= _parsed_namespaces(tree)
+        self.namespaces |= _parsed_namespaces(assigned, stored)
         for node in tree.body:
             if isinstance(node, ast.Assign) and isinstance(node.value, ast.Constant):
                 for target in node.targets:
@@ -557,6 +566,7 @@ class _PythonFacts(ast.NodeVisitor):
         # Where each remote read runs (per sample or once) is known only after the whole file was read.
         self.remote.settle()
         self.ev.exports = self.remote.exports(self.modules)
+        self.ev.asked = frozenset(self.remote.asked)
         self.ev.facts[:] = [f for f in self.ev.facts if not (f.kind == "remote_read" and f.detail.get("drop"))]
         self._mmengine_config(tree)
         # Which loaders feed a training-step loop (known only after the whole file was read).
