@@ -274,13 +274,11 @@ class RemoteReads:
 
     def _hand_in(self, call: ast.Call, inits: dict[str, ast.FunctionDef]) -> bool:
         """Bind what `call` (a class of the file's own made) hands its `__init__`; whether anything new was bound."""
-        lineage, seen = [call.func.id], set()  # the __init__ the class runs: its own, else a base's
-        while lineage and lineage[0] not in inits:
-            seen.add(cls := lineage.pop(0))
-            lineage.extend(base for base in self.classes.get(cls, []) if base not in seen)
-        if not lineage:
+        # the __init__ the class runs: its own, else a base's
+        runs = next((cls for cls in self._class_and_bases(call.func.id) if cls in inits), None)
+        if runs is None:
             return False
-        init, changed = inits[lineage[0]], False
+        init, changed = inits[runs], False
         params = [each.arg for each in [*init.args.posonlyargs, *init.args.args][1:]]
         given = [*zip(params, call.args, strict=False), *((kw.arg, kw.value) for kw in call.keywords if kw.arg)]
         for param, value in given:
@@ -304,7 +302,7 @@ class RemoteReads:
                     targets = statement.targets if isinstance(statement, ast.Assign) else [statement.target]
                     for target in targets:
                         if (name := _dotted(target)).startswith("self.") and name.count(".") == 1:
-                            attribute = f"{lineage[0]}.{name.removeprefix('self.')}"
+                            attribute = f"{runs}.{name.removeprefix('self.')}"
                             changed |= attribute not in bound
                             bound.setdefault(attribute, held)
         return changed
@@ -341,18 +339,23 @@ class RemoteReads:
     def _attribute(self, bound: dict, owner: str, attribute: str, unbound):
         """What `self.<attribute>` holds in a method of class `owner`: its own binding, else its first base's (in this
         file) that binds it; None where the class binds it to something else, `unbound` where none binds it."""
-        seen, lineage = set(), [owner]
-        while lineage:
-            cls = lineage.pop(0)
-            if cls in seen:
-                continue
-            seen.add(cls)
+        for cls in self._class_and_bases(owner):
             if f"{cls}.{attribute}" in bound:
                 return bound[f"{cls}.{attribute}"]
             if f"{cls}.{attribute}" in self.bindings:
                 return None  # bound there to something else
-            lineage.extend(self.classes.get(cls, []))
         return unbound
+
+    def _class_and_bases(self, owner: str):
+        """Class `owner`, then its bases defined in this file, breadth first (the first base that binds a name is the
+        one whose binding counts), each once."""
+        seen, lineage = set(), [owner]
+        while lineage:
+            cls = lineage.pop(0)
+            if cls not in seen:
+                seen.add(cls)
+                yield cls
+                lineage.extend(self.classes.get(cls, []))
 
     def _plain(self, bound: dict, name: str, node: ast.AST):
         """What a plain name used at `node` holds in `bound`: the binding in effect there, in statement order
@@ -593,16 +596,10 @@ class RemoteReads:
         if owner is None:
             return None
         index = self._index()
-        seen, lineage = set(), [owner]
-        while lineage:
-            cls = lineage.pop(0)
-            if cls in seen:
-                continue
-            seen.add(cls)
+        for cls in self._class_and_bases(owner):
             bound = index["attributes"].get(f"{cls}.{node.attr}")
             if bound is not None:
                 return self._agreed([self.value(each, depth + 1) if each is not None else None for each in bound])
-            lineage.extend(self.classes.get(cls, []))
         return None
 
     def _parameter_value(self, function: ast.FunctionDef | ast.AsyncFunctionDef, name: str, depth: int) -> object:
