@@ -24,7 +24,7 @@ from fleet import ingest
 from fleet.models import Job
 from tests.factories import JobFactory
 from tests.test_access_matrix import ROWS
-from tests.test_browser import browser, window_width  # noqa: F401  (browser: the shared Chromium fixture)
+from tests.test_browser import SHOTS, browser, window_width  # noqa: F401  (browser: the shared Chromium fixture)
 from tests.test_jobs_page import triaged
 from triage.dashboard import queries
 from triage.labeling import services as labeling
@@ -333,3 +333,45 @@ def test_every_aria_reference_on_the_pages_names_an_element_there(world):
     settings_page = check("settings sent back", operator.post("/settings/", rate))
     assert b'id="id_rates-0-rate_error"' in settings_page.content
     assert not failures, "references to ids the page lacks:\n" + "\n".join(failures)
+
+
+# A page's first table.data as laid out (the deliveries, studies and causes tables): whether its box
+# scrolls sideways, whether its column headers and each cell with something in it lie inside the box
+# (and the window), each Retry button, and the label shown in each such cell (on a phone, its
+# column's name) beside that column's header.
+TABLE_LAYOUT = """
+const table = document.querySelector('table.data'), box = table.closest('.table-scroll');
+const inside = box.getBoundingClientRect(), shown = el => el.checkVisibility();
+const within = el => { const r = el.getBoundingClientRect();
+  return r.width > 0 && r.left >= inside.left - 1 && r.right <= inside.right + 1 && r.right <= window.innerWidth; };
+const words = el => el.textContent.replace(/\\s+/g, ' ').trim();
+const headers = [...table.querySelectorAll('thead th')].map(words);
+const cells = [...table.querySelectorAll('tbody td')].filter(td => shown(td) && words(td));
+return {
+  scrolls: box.scrollWidth > box.clientWidth + 1,
+  headersShown: table.querySelector('thead').getBoundingClientRect().height > 2,
+  headersOut: [...table.querySelectorAll('thead th')].filter(th => !within(th)).map(words),
+  cellsOut: cells.filter(td => !within(td)).map(td => headers[td.cellIndex]),
+  buttons: [...table.querySelectorAll('tbody button')].filter(shown).map(button => [words(button), within(button)]),
+  labels: cells.filter(td => !td.querySelector('button')).map(td => {
+    const label = [...td.querySelectorAll('.cell-label')].find(shown);
+    return [label ? words(label) : null, headers[td.cellIndex]]; }),
+};
+"""
+
+
+def table_layouts(driver, url: str, shot: str, measure=None) -> tuple[dict, dict]:
+    """The page's table as laid out (`TABLE_LAYOUT`) at 1280 px and on a 390-px phone, each screenshot as
+    screenshots/<shot>-<width>.png, with what `measure(driver)` adds to each; the phone's also with its axe
+    `violations` and `reflow` (`narrow_window_problems`, last: it resizes the window)."""
+    layouts = {}
+    SHOTS.mkdir(exist_ok=True)
+    for width in (1280, 390):
+        with window_width(driver, width, mobile=width == 390):
+            driver.get(url)
+            layouts[width] = driver.execute_script(TABLE_LAYOUT) | (measure(driver) if measure else {})
+            driver.save_screenshot(str(SHOTS / f"{shot}-{width}.png"))
+            if width == 390:
+                layouts[width]["violations"] = violations(driver)
+                layouts[width]["reflow"] = narrow_window_problems(driver)
+    return layouts[1280], layouts[390]

@@ -722,30 +722,6 @@ def test_on_a_phone_a_deliveries_filter_keeps_its_label_and_a_date_is_unbroken(b
         browser.set_window_size(1400, 900)
 
 
-# The deliveries table as laid out: whether its box scrolls sideways, whether its column headers and
-# each cell with something in it lie inside the box (and the window), each Retry button, and the
-# label shown in each such cell (on a phone, its column's name) beside that column's header.
-DELIVERIES = """
-const table = document.querySelector('table.data'), box = table.closest('.table-scroll');
-const inside = box.getBoundingClientRect(), shown = el => el.checkVisibility();
-const within = el => { const r = el.getBoundingClientRect();
-  return r.width > 0 && r.left >= inside.left - 1 && r.right <= inside.right + 1 && r.right <= window.innerWidth; };
-const words = el => el.textContent.replace(/\\s+/g, ' ').trim();
-const headers = [...table.querySelectorAll('thead th')].map(words);
-const cells = [...table.querySelectorAll('tbody td')].filter(td => shown(td) && words(td));
-return {
-  scrolls: box.scrollWidth > box.clientWidth + 1,
-  headersShown: table.querySelector('thead').getBoundingClientRect().height > 2,
-  headersOut: [...table.querySelectorAll('thead th')].filter(th => !within(th)).map(words),
-  cellsOut: cells.filter(td => !within(td)).map(td => headers[td.cellIndex]),
-  buttons: [...table.querySelectorAll('tbody button')].filter(shown).map(button => [words(button), within(button)]),
-  labels: cells.filter(td => !td.querySelector('button')).map(td => {
-    const label = [...td.querySelectorAll('.cell-label')].find(shown);
-    return [label ? words(label) : null, headers[td.cellIndex]]; }),
-};
-"""
-
-
 @pytest.mark.django_db(transaction=True)
 def test_the_deliveries_table_shows_every_column_and_retry_at_1280_px_and_on_a_phone(
     browser,  # noqa: F811
@@ -759,7 +735,7 @@ def test_the_deliveries_table_shows_every_column_and_retry_at_1280_px_and_on_a_p
     phone each delivery is a card of its fields, each beside its column's name, Retry in view."""
     from fleet.models import UserProfile
     from tests.factories import JobFactory
-    from tests.test_accessibility import narrow_window_problems, open_as, violations
+    from tests.test_accessibility import TABLE_LAYOUT, narrow_window_problems, open_as, violations
     from tests.test_browser import window_width
 
     UserProfile.objects.create(user=operator, time_zone="America/Argentina/Buenos_Aires")
@@ -787,10 +763,10 @@ def test_the_deliveries_table_shows_every_column_and_retry_at_1280_px_and_on_a_p
     url = live_server.url + reverse("digests:deliveries")
     with window_width(browser, 1280):
         browser.get(url)
-        wide = browser.execute_script(DELIVERIES)
+        wide = browser.execute_script(TABLE_LAYOUT)
     with window_width(browser, 390, mobile=True):
         browser.get(url)
-        phone = browser.execute_script(DELIVERIES)
+        phone = browser.execute_script(TABLE_LAYOUT)
         phone_violations = violations(browser)
         reflow = narrow_window_problems(browser)
     for name, layout in (("1280 px", wide), ("390 px", phone)):

@@ -452,9 +452,7 @@ def test_the_study_list_reads_whole_at_1280_px_and_on_a_phone(browser, live_serv
     a table with its headers, as before."""
     from selenium.webdriver.common.by import By
 
-    from tests.test_accessibility import narrow_window_problems, violations
-    from tests.test_alert_webhooks import DELIVERIES as LAID_OUT  # any table.data in a .table-scroll
-    from tests.test_browser import window_width
+    from tests.test_accessibility import table_layouts
 
     lead, second = UserFactory(username="rita-researcher"), UserFactory(username="ravi-rater")
     for user in (lead, second):
@@ -464,21 +462,15 @@ def test_the_study_list_reads_whole_at_1280_px_and_on_a_phone(browser, live_serv
     name = "Demo: why do low-utilization GPUs idle?"
     services.create_study(name=name, lead=lead, raters=[lead, second], sample_size=3, seed=5)
     open_as(browser, live_server.url, lead)
-    layouts = {}
-    for width in (1280, 390):
-        with window_width(browser, width, mobile=width == 390):
-            browser.get(f"{live_server.url}/studies/")
-            layouts[width] = browser.execute_script(LAID_OUT)
-            link = browser.find_element(By.LINK_TEXT, name)
-            layouts[width]["nameLines"] = len(browser.execute_script(LINE_TOPS, link))
-            layouts[width]["progress"] = browser.find_element(By.CSS_SELECTOR, "td.num").text
-            layouts[width]["valueLefts"] = browser.execute_script(VALUE_LEFTS)
-            SHOTS.mkdir(exist_ok=True)
-            browser.save_screenshot(str(SHOTS / f"study-list-{width}.png"))
-            if width == 390:
-                layouts[width]["violations"] = violations(browser)
-                layouts[width]["reflow"] = narrow_window_problems(browser)  # last: it resizes the window
-    wide, phone = layouts[1280], layouts[390]
+
+    def measure(driver) -> dict:
+        return {
+            "nameLines": len(driver.execute_script(LINE_TOPS, driver.find_element(By.LINK_TEXT, name))),
+            "progress": driver.find_element(By.CSS_SELECTOR, "td.num").text,
+            "valueLefts": driver.execute_script(VALUE_LEFTS),
+        }
+
+    wide, phone = table_layouts(browser, f"{live_server.url}/studies/", "study-list", measure)
     for layout in (wide, phone):
         assert not layout["scrolls"] and layout["cellsOut"] == [], layout
         assert "0 / 3" in layout["progress"], layout

@@ -180,22 +180,15 @@ def test_the_causes_page_reads_whole_at_1280_px_and_on_a_phone(browser, live_ser
     its fields, each beside its column's name (the deliveries', prices' and studies' table.stacks), a
     long name such as "Recoverable GPU-hours" wrapping beside its figure, not over it; at 1280 px it is
     a table with its headers, as before."""
-    from tests.test_accessibility import narrow_window_problems, open_as, violations
-    from tests.test_alert_webhooks import DELIVERIES as LAID_OUT  # any table.data in a .table-scroll
+    from tests.test_accessibility import open_as, table_layouts
 
     open_as(browser, live_server.url, operator)
-    SHOTS.mkdir(exist_ok=True)
-    layouts = {}
-    for width in (1280, 390):
-        with window_width(browser, width, mobile=width == 390):
-            browser.get(f"{live_server.url}/categories/")
-            layouts[width] = browser.execute_script(LAID_OUT)
-            layouts[width]["overlaps"] = browser.execute_script(LABELS_OVER_VALUES)
-            browser.save_screenshot(str(SHOTS / f"causes-{width}.png"))
-            if width == 390:
-                layouts[width]["violations"] = violations(browser)
-                layouts[width]["reflow"] = narrow_window_problems(browser)  # last: it resizes the window
-    wide, phone = layouts[1280], layouts[390]
+    wide, phone = table_layouts(
+        browser,
+        f"{live_server.url}/categories/",
+        "causes",
+        lambda driver: {"overlaps": driver.execute_script(LABELS_OVER_VALUES)},
+    )
     for layout in (wide, phone):
         assert not layout["scrolls"] and layout["cellsOut"] == [], layout
         assert sum(1 for _label, column in layout["labels"] if column == "What it is") == 15, layout
