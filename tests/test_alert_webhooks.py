@@ -6,13 +6,17 @@ and the URL's secret path appears on no page, in no audit entry and in no log li
 
 from __future__ import annotations
 
+import json
 import logging
+import re
 import socket
+from decimal import Decimal
+from pathlib import Path
 
 import pytest
 from django.urls import reverse
 
-from fleet.models import AuditEvent, Job
+from fleet.models import AuditEvent, Cluster, GpuModelPrice, Job
 from tests.connector_servers import FakePlatform
 from tests.test_browser import browser  # noqa: F401 (a fixture: headless Chromium)
 from tests.test_digests import BASE_URL, retries_in_process  # noqa: F401 (retries_in_process: a fixture)
@@ -124,6 +128,79 @@ def test_a_generic_json_webhook_gets_the_alerts_facts(
     assert body["job_id"] == job.pk and body["cluster"] == "c1" and body["gpus"] == "2 GPUs (A100)"
     assert (body["idle_minutes"], body["cost_per_hour"], body["currency"]) == (90, "5.00", "USD")
     assert body["job_url"] == f"{BASE_URL}{reverse('dashboard:job-detail', args=[job.pk])}"
+    # The figures a script computes with, beside the words: amounts as decimal strings in major units
+    # of the ISO 4217 `currency` (as the API's), hours and GPUs as JSON numbers.
+    assert (body["cost_per_hour_decimal"], body["cost_so_far_decimal"]) == ("5.00", "7.50")
+    assert (body["idle_hours"], body["idle_gpu_hours"]) == (1.5, 3.0)
+    assert (body["gpu_count"], body["gpu_model"], body["gpu_share"]) == (2, "A100", 1.0)
+    # README's example names the fields a post has, no more, no fewer, each a value of the same type.
+    example = readme_example()
+    assert set(example) == set(body)
+    assert {key: type(example[key]) for key in body if body[key] is not None} == {
+        key: type(value) for key, value in body.items() if value is not None
+    }
+
+
+@pytest.mark.usefixtures("priced")
+def test_a_generic_json_webhook_gives_amounts_a_script_can_read_past_a_thousand(
+    tmp_path, hook, team_a, operator, client, django_capture_on_commit_callbacks
+):
+    """ "2,000.50" is words: float() refuses it, and a locale that writes 2.000,50 reads it otherwise.
+    Its `_decimal` twin is the amount itself, and the text stays for the consumers that show it."""
+    GpuModelPrice.objects.update(price_per_gpu_hour=Decimal("1000.25"))
+    client.force_login(operator)
+    set_webhook(client, team_a, hook.url + HOOK_PATH, fmt="json")
+    ingest(archive(tmp_path, "a.zip", [RUNNING]), django_capture_on_commit_callbacks)
+    (body,) = posts(hook)
+    assert (body["cost_per_hour"], body["cost_so_far"], body["currency"]) == ("2,000.50", "3,000.75", "USD")
+    assert (body["cost_per_hour_decimal"], body["cost_so_far_decimal"]) == ("2000.50", "3000.75")
+    # What the alert prices so far is its idle GPU-hours at the hour's price, to the cent.
+    assert Decimal(body["cost_so_far_decimal"]) == Decimal(body["cost_per_hour_decimal"]) * Decimal(
+        repr(body["idle_hours"])
+    )
+    assert isinstance(body["idle_gpu_hours"], float) and isinstance(body["gpu_count"], int)
+
+
+def test_a_generic_json_webhook_of_an_unpriced_job_has_no_amounts(
+    tmp_path, hook, team_a, operator, client, django_capture_on_commit_callbacks
+):
+    Cluster.objects.create(name="c1")  # no GPU-hour price
+    client.force_login(operator)
+    set_webhook(client, team_a, hook.url + HOOK_PATH, fmt="json")
+    ingest(archive(tmp_path, "a.zip", [RUNNING]), django_capture_on_commit_callbacks)
+    (body,) = posts(hook)
+    assert (body["cost_per_hour"], body["cost_per_hour_decimal"], body["cost_so_far_decimal"]) == (None, None, None)
+    assert body["currency"] == "" and (body["idle_hours"], body["idle_gpu_hours"]) == (1.5, 3.0)
+
+
+def test_an_alert_kept_before_the_figures_were_added_is_posted_with_them(hook, team_a):
+    """A delivery queued (or failed, then retried) by the previous version kept its facts without the
+    figures: its post carries them, read from the amounts it kept, so a script sees one shape."""
+    from tests.factories import JobFactory
+
+    job = JobFactory(team=team_a, name="train-7", state="RUNNING")
+    webhook = TeamWebhook(team=team_a, format=TeamWebhook.Format.JSON)
+    webhook.set_url(hook.url + HOOK_PATH)
+    webhook.save()
+    kept = {"name": "train-7", "idle_minutes": 90, "cost_per_hour": "2,000.50", "cost_so_far": "3,000.75",
+            "currency": "EUR", "gpus": "2 GPUs (A100)", "cause": None}  # fmt: skip
+    delivery = Delivery.objects.create(
+        webhook=webhook, kind=DigestKind.IDLE_ALERT_WEBHOOK, team=team_a,
+        iso_week="2026-W47", job=job, idle_since=START, details=kept,
+    )  # fmt: skip
+    assert webhooks.send_delivery(delivery.pk).status == "sent"
+    (body,) = posts(hook)
+    assert (body["cost_per_hour"], body["cost_per_hour_decimal"], body["cost_so_far_decimal"]) == (
+        "2,000.50", "2000.50", "3000.75",
+    )  # fmt: skip
+    assert (body["currency"], body["idle_hours"]) == ("EUR", 1.5)
+
+
+def readme_example() -> dict:
+    """The generic JSON alert README's *Chat webhooks* shows a script's writer."""
+    readme = (Path(__file__).resolve().parent.parent / "README.md").read_text(encoding="utf-8")
+    (example,) = re.findall(r"<!-- generic-json-alert -->\n```json\n(.*?)\n```", readme, re.S)
+    return json.loads(example)
 
 
 @pytest.mark.usefixtures("priced")

@@ -109,9 +109,13 @@ def _cause(job: Job) -> dict | None:
 
 
 def facts(job: Job, stretch: IdleStretch, threshold: float) -> dict:
-    """What the alert says (kept in each delivery's `details`): plain JSON."""
+    """What the alert says (kept in each delivery's `details`, posted as is to a generic JSON webhook):
+    plain JSON. Each figure in words ("2,000.50", "2 GPUs (A100)", as the emails and Slack show it) has
+    its value beside it for a script: an amount as a decimal string in major units of `currency` (an
+    ISO 4217 code), as the API gives every amount ("2000.50"), hours and GPUs as JSON numbers."""
     price = price_for(job.cluster, job.gpu_model)
-    gpus = job.gpu_count * (job.gpu_share or 1.0)
+    share = job.gpu_share or 1.0
+    gpus = job.gpu_count * share
     per_hour = cost_of(gpus, price.price_per_gpu_hour) if price else None
     so_far = cost_of(gpus * stretch.seconds / 3600, price.price_per_gpu_hour) if price else None
     return {
@@ -122,12 +126,19 @@ def facts(job: Job, stretch: IdleStretch, threshold: float) -> dict:
         "user": job.user,
         "team": str(job.team),
         "gpus": job.gpus_text + (f" ({job.gpu_model})" if job.gpu_model else ""),
+        "gpu_count": job.gpu_count,
+        "gpu_model": job.gpu_model,
+        "gpu_share": share,  # of a GPU each device is priced as (1.0: whole GPUs; a MIG slice less)
         "idle_since": stretch.since.isoformat(),
         "last_sample": stretch.until.isoformat(),
         "idle_minutes": stretch.minutes,
+        "idle_hours": round(stretch.seconds / 3600, 3),
+        "idle_gpu_hours": round(gpus * stretch.seconds / 3600, 3),  # what `cost_so_far` prices
         "threshold": threshold,
         "cost_per_hour": None if per_hour is None else cents(per_hour),  # as the job page
+        "cost_per_hour_decimal": None if per_hour is None else str(per_hour),
         "cost_so_far": None if so_far is None else cents(so_far),
+        "cost_so_far_decimal": None if so_far is None else str(so_far),
         "currency": price.currency if price else "",
         "cause": _cause(job),
         "job_url": services.absolute(reverse("dashboard:job-detail", args=[job.pk])),

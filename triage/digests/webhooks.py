@@ -7,7 +7,8 @@ may pass (no answer, HTTP 429 or 5xx) with the digests' backoff and recording th
 words.
 
 Two formats: Slack-compatible (`{"text": ...}` in Slack's mrkdwn, which Mattermost and Rocket.Chat
-take too) and generic JSON (the alert's `facts`, as kept in the delivery's `details`).
+take too) and generic JSON (the alert's `facts`, as kept in the delivery's `details`: each figure in
+words with its value beside it, `with_figures`).
 
 The URL is a secret (its path is the webhook's token): it is decrypted for the request only; what is
 shown or logged names its host, and an error answer that quotes the path has it cut out. Redirects
@@ -31,6 +32,7 @@ import logging
 import socket
 from dataclasses import dataclass
 from datetime import datetime
+from decimal import Decimal, InvalidOperation
 from urllib.parse import urlsplit
 
 import requests
@@ -44,6 +46,7 @@ from urllib3.util.connection import create_connection
 
 from fleet.connectors.base import ConfigError
 from fleet.connectors.http import _causes, connection_problem, where
+from fleet.money import to_cents
 
 from .models import Delivery, DigestKind, TeamWebhook
 
@@ -316,9 +319,26 @@ def blind_rated(job_id: int | None) -> bool:
     ).exists()
 
 
+def with_figures(alert: dict) -> dict:
+    """The alert with the figures `alerts.facts` gives a script beside its words; an alert kept before
+    they were (a delivery queued or failed then, retried now) gets those its words give: the amounts
+    ("2,000.50" -> "2000.50") and its idle hours."""
+    alert = dict(alert)
+    for name in ("cost_per_hour", "cost_so_far"):
+        if f"{name}_decimal" not in alert:
+            try:
+                amount = str(to_cents(Decimal(str(alert[name]).replace(",", "")))) if alert.get(name) else None
+            except (InvalidOperation, ValueError):
+                amount = None
+            alert[f"{name}_decimal"] = amount
+    if "idle_hours" not in alert and isinstance(alert.get("idle_minutes"), int):
+        alert["idle_hours"] = round(alert["idle_minutes"] / 60, 3)
+    return alert
+
+
 def body_for(webhook_format: str, alert: dict) -> dict:
     if webhook_format == TeamWebhook.Format.JSON:
-        return alert
+        return with_figures(alert)
     return {"text": slack_text(alert)}
 
 
