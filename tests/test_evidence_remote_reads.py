@@ -1848,3 +1848,69 @@ def test_a_namespace_bound_to_parse_args_under_any_name_holds_the_options():
 def test_a_shell_variable_set_before_the_launch_line_gives_the_option_its_value(run_sh, expected):
     # `--data-root $DATA` with DATA=s3://... set just above was unknown
     assert [read for read in flag_reads(DATA_ROOT_FLAG, run_sh) if read[0] != 38] == expected
+
+
+WALRUS_AND_TERNARY = """import argparse
+
+import fsspec
+import s3fs
+import torch
+from torch.utils.data import Dataset
+
+
+class Shards(Dataset):
+    def __init__(self, root):
+        self.root = root
+        self.fs = fsspec.filesystem("s3") if root.startswith("s3://") else fsspec.filesystem("file")
+
+    def __getitem__(self, index):
+        with self.fs.open(f"{self.root}/part-{index:05d}.pt", "rb") as handle:
+            return torch.load(handle)
+
+
+class Features(Dataset):
+    def __init__(self, root):
+        self.fs, self.path = fsspec.core.url_to_fs(root)
+
+    def __getitem__(self, index):
+        return torch.load(self.fs.open(f"{self.path}/{index}.pt", "rb"))
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--data-root", default="/local_ssd/shards")
+    parser.add_argument("--features", default="/local_ssd/features")
+    parser.add_argument("--debug", action="store_true")
+    args = parser.parse_args()
+    features = args.features if not args.debug else "/local_ssd/debug"
+    if not (fs := s3fs.S3FileSystem()).exists(f"{args.data_root}/index.json"):
+        raise SystemExit("no index")
+    fs.get(f"{args.data_root}/index.json", "/local_ssd/index.json")
+    if (root := args.data_root.rstrip("/")).startswith("s3://"):
+        print("streaming from", root)
+    with fsspec.open(f"{root}/stats.json", "rt") as handle:
+        stats = handle.read()
+    return stats, Shards(root), Features(features)
+"""
+
+
+def test_a_filesystem_or_data_root_bound_by_a_walrus_or_a_conditional_expression_is_followed():
+    # `(fs := s3fs.S3FileSystem())`, `(root := args.data_root.rstrip("/"))`, `self.fs = fsspec.filesystem("s3") if
+    # ... else fsspec.filesystem("file")` and `features = args.features if not args.debug else "/local_ssd/debug"`
+    # held nothing known: no read was claimed through them. A conditional one either of whose branches is remote
+    # counts, as a default after `or` does.
+    command = "python train.py --data-root s3://b/shards --features gs://b/features"
+    assert flag_reads(WALRUS_AND_TERNARY, command=command) == [
+        (15, "open", "s3://b/shards/part-", True),  # Shards: self.fs either filesystem, root from the walrus
+        (24, "open", None, True),  # Features: url_to_fs(root), root handed `features`, one branch remote
+        (36, "get", "s3://b/shards/index.json", False),  # fs bound by the walrus in main's `if`
+        (39, "open", "s3://b/shards/stats.json", False),  # root bound by the walrus
+    ]
+    # neither branch remote: no read through Features' filesystem (nor Shards', its root a local path)
+    local = [read[0] for read in flag_reads(WALRUS_AND_TERNARY, command="python train.py --data-root /scratch/x")]
+    assert 24 not in local and 39 not in local
+    # the default after a conditional expression is followed as one after `or` is
+    either = FILESYSTEM_HANDED_ON.replace(
+        'self.fs = fs or fsspec.filesystem("s3")', 'self.fs = fs if fs is not None else fsspec.filesystem("s3")'
+    )
+    assert reads(either) == reads(FILESYSTEM_HANDED_ON)

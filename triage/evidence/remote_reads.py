@@ -21,7 +21,9 @@ list alike) is the one its own class binds, else a base's in the file: another c
 one remote. A plain name is the one its scope binds, as Python looks it up (`_Scopes`): `fs = s3fs.S3FileSystem()` in
 one function makes no other function's local `fs` (or parameter) remote; a module's is seen where no function rebinds
 it. Of a scope's bindings of it, the one in effect where it is read counts, in statement order (`_Order`): where
-branches leave a remote filesystem on one path and something else on another, no read is claimed (cannot tell).
+branches leave a remote filesystem on one path and something else on another, no read is claimed (cannot tell); but
+a conditional expression one of whose branches makes a remote filesystem (or holds a remote URI) is that one, as
+the default after `or` is (`_made`, `_either`), and a walrus (`(fs := ...)`) binds as an assignment does.
 A function wrapped in `functools.partial` (`collate = partial(fetch_batch, bucket)`) is followed to the one it wraps.
 A URI computed at run time is followed where the file tells it (`value`): an argparse option (its value the job's launch
 line gives, else its default: `resolve`; `self.args.x` through `self.args = args`), handed to a parameter
@@ -204,40 +206,37 @@ class RemoteReads:
             made = node.context_expr if isinstance(node, ast.withitem) and node.optional_vars else None
             if isinstance(made, ast.Call) and self._pool_made(made) and (name := _dotted(node.optional_vars)):
                 self.pools[self._owned(name, node)] = _dotted(made.func)
-            # `fs = ...`, `fs: AbstractFileSystem = ...`: one name bound to a call's result
+            # `fs = ...`, `fs: AbstractFileSystem = ...`, `(fs := ...)`: one name bound to a call's result
             if isinstance(node, ast.Assign) and len(node.targets) == 1:
                 bound_to, value = node.targets[0], node.value
-            elif isinstance(node, ast.AnnAssign) and node.value is not None:
+            elif isinstance(node, ast.AnnAssign | ast.NamedExpr) and node.value is not None:
                 bound_to, value = node.target, node.value
             else:
                 continue
             if isinstance(value, ast.Lambda) and isinstance(bound_to, ast.Name):
                 self.lambdas[id(value)] = bound_to.id  # `fetch = lambda key: ...`: a function named fetch, as a def
-            or_default = isinstance(value, ast.BoolOp) and isinstance(value.op, ast.Or)
-            if or_default and isinstance(value.values[-1], ast.Call):
-                value = value.values[-1]  # `self.fs = fs or fsspec.filesystem("s3")`: the default when none is given
-            if isinstance(value, ast.Call):
+            for made in _made(value):
                 target = _dotted(bound_to)
                 if isinstance(bound_to, ast.Tuple) and bound_to.elts:
                     target = _dotted(bound_to.elts[0])  # fs, path = fsspec.core.url_to_fs(url)
                 if not target:
                     continue  # `pools[0] = ThreadPool()`, `get().fs = ...`: bound to no name this module follows
                 target = self._owned(target, node)
-                if self._pool_made(value):
-                    self.pools[target] = _dotted(value.func)
-                if listed := self._listed(value):
+                if self._pool_made(made):
+                    self.pools[target] = _dotted(made.func)
+                if listed := self._listed(made):
                     self.open_files[target] = listed
-                if _dotted(value.func).rsplit(".", 1)[-1] == "Object" and _s3_object(value):
-                    bucket = self._bucket(value)  # obj = s3.Object(bucket, key); obj.get()
+                if _dotted(made.func).rsplit(".", 1)[-1] == "Object" and _s3_object(made):
+                    bucket = self._bucket(made)  # obj = s3.Object(bucket, key); obj.get()
                     self.objects[target] = f"s3://{bucket}" if isinstance(bucket, str) and bucket else ""
-                if self.canonical(_dotted(value.func)) == "functools.partial" and value.args:
-                    self.partials[target] = value.args[0]  # collate = partial(fetch_batch, bucket): calls fetch_batch
-                if isinstance(value.func, ast.Name) and value.func.id in self.classes:
-                    self.instances[target] = value.func.id  # self._store = Store(fs): self._store.fs is Store's self.fs
-                built = self._filesystem(value)
+                if self.canonical(_dotted(made.func)) == "functools.partial" and made.args:
+                    self.partials[target] = made.args[0]  # collate = partial(fetch_batch, bucket): calls fetch_batch
+                if isinstance(made.func, ast.Name) and made.func.id in self.classes:
+                    self.instances[target] = made.func.id  # self._store = Store(fs): self._store.fs is Store's self.fs
+                built = self._filesystem(made)
                 if built:
                     self.filesystems[target] = built
-                elif session := _SESSIONS.get(self.canonical(_dotted(value.func))):
+                elif session := _SESSIONS.get(self.canonical(_dotted(made.func))):
                     self.sessions[target] = session
         self._handed_in(tree)
         for node in ast.walk(tree):  # `for f in files:` (or `enumerate(files)`): each f one of open_files' files
@@ -294,10 +293,8 @@ class RemoteReads:
                 for statement in ast.walk(init):  # self.fs = fs, self.fs: AbstractFileSystem = fs, self.fs = fs or ...
                     if not isinstance(statement, ast.Assign | ast.AnnAssign):
                         continue
-                    given_as = statement.value
-                    if isinstance(given_as, ast.BoolOp) and isinstance(given_as.op, ast.Or):
-                        given_as = given_as.values[0]
-                    if not (isinstance(given_as, ast.Name) and given_as.id == param):
+                    # self.fs = fs, or the one given of `fs or ...` / `fs if fs is not None else ...`
+                    if not any(isinstance(each, ast.Name) and each.id == param for each in _given(statement.value)):
                         continue
                     targets = statement.targets if isinstance(statement, ast.Assign) else [statement.target]
                     for target in targets:
@@ -496,6 +493,8 @@ class RemoteReads:
             return text or None
         if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add):
             return self.prefix(node.left, depth)
+        if isinstance(node, ast.IfExp):
+            return _either(self.prefix(node.body, depth + 1), self.prefix(node.orelse, depth + 1))
         value = self.value(node, depth)
         if isinstance(value, list | tuple) and value:
             value = value[0]
@@ -540,6 +539,8 @@ class RemoteReads:
         if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add):
             left, right = self.value(node.left, depth + 1), self.value(node.right, depth + 1)
             return left + right if isinstance(left, str) and isinstance(right, str) else None
+        if isinstance(node, ast.IfExp):  # `args.data_root if not args.debug else "/local/debug"`
+            return _either(self.value(node.body, depth + 1), self.value(node.orelse, depth + 1))
         if isinstance(node, ast.Call) and not node.keywords:
             if _dotted(node.func) == "str" and len(node.args) == 1:
                 held = self.value(node.args[0], depth + 1)
@@ -582,8 +583,8 @@ class RemoteReads:
             if isinstance(statement, ast.Assign) and len(statement.targets) == 1:
                 if isinstance(statement.targets[0], ast.Name):
                     held = self.value(statement.value, depth + 1)
-            elif isinstance(statement, ast.AnnAssign) and isinstance(statement.target, ast.Name):
-                held = self.value(statement.value, depth + 1)
+            elif isinstance(statement, ast.AnnAssign | ast.NamedExpr) and isinstance(statement.target, ast.Name):
+                held = self.value(statement.value, depth + 1)  # `root: str = ...`, `(root := ...)`
             elif isinstance(statement, ast.FunctionDef | ast.AsyncFunctionDef) and statement.name != name:
                 held = self._parameter_value(statement, name, depth + 1)
             values.append(held)
@@ -794,7 +795,7 @@ class RemoteReads:
         index["statements"] = {}
         index["attributes"] = {}  # "Shards.root" -> the values its class binds self.root to (None: not one plainly)
         for node in ast.walk(self.tree):
-            if isinstance(node, ast.Assign | ast.AnnAssign | ast.FunctionDef | ast.AsyncFunctionDef):
+            if isinstance(node, ast.Assign | ast.AnnAssign | ast.NamedExpr | ast.FunctionDef | ast.AsyncFunctionDef):
                 index["statements"][id(node)] = node
             if isinstance(node, ast.Call):
                 index["callee"][id(node.func)] = node
@@ -1040,6 +1041,39 @@ class RemoteReads:
             detail["context"] = context
             kept.append(detail)
         return kept
+
+
+def _either(first: object, second: object) -> object:
+    """The value of a conditional expression whose branches hold `first` and `second`: the one both hold, else the
+    remote URI one holds (the other local or unknown; the first's of two), as of a filesystem either branch makes;
+    else None."""
+    if first == second and type(first) is type(second):
+        return first
+    remote = [each for each in (first, second) if isinstance(each, str) and _remote(each)]
+    return remote[0] if remote else None
+
+
+def _made(value: ast.AST) -> list[ast.Call]:
+    """The calls whose result a binding may hold: the value, a call; the default after `or` (`self.fs = fs or
+    fsspec.filesystem("s3")`, the one made when none is given); either branch of a conditional expression (`fs =
+    s3fs.S3FileSystem() if remote else LocalFileSystem()`: of two, a remote one counts, as a default does)."""
+    if isinstance(value, ast.Call):
+        return [value]
+    if isinstance(value, ast.BoolOp) and isinstance(value.op, ast.Or):
+        return _made(value.values[-1])
+    if isinstance(value, ast.IfExp):
+        return [*_made(value.body), *_made(value.orelse)]
+    return []
+
+
+def _given(value: ast.AST) -> list[ast.AST]:
+    """What a binding may hold as it is handed (`self.fs = fs`): the value; the first of `fs or ...`; either branch
+    of `fs if fs is not None else ...`."""
+    if isinstance(value, ast.BoolOp) and isinstance(value.op, ast.Or):
+        return _given(value.values[0])
+    if isinstance(value, ast.IfExp):
+        return [*_given(value.body), *_given(value.orelse)]
+    return [value]
 
 
 def _s3_object(made: ast.Call) -> bool:

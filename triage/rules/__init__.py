@@ -57,6 +57,9 @@ from triage.rules.registry import RULES, THRESHOLDS, Finding, Status, TriageResu
 #      in train.py reaches data.py's `url_to_fs(root)`; an ambiguous import, a star import or a class handed on or
 #      subclassed elsewhere: none), through any name bound to `parser.parse_args()` (`hparams.data_root`) and
 #      `self.args.x` (`self.args = args`), and through `--data-root $DATA` after a plain `DATA=s3://...` in the script
+#      also: a walrus (`(fs := s3fs.S3FileSystem())`, `(root := args.data_root)`) binds as an assignment does, and a
+#      conditional expression either of whose branches makes a remote filesystem or holds a remote URI is that one
+#      (`fs = s3fs.S3FileSystem() if remote else LocalFileSystem()`, `root = args.data_root if ... else "/local"`)
 RULES_REVISION = 4
 
 __all__ = [
