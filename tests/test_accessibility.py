@@ -335,12 +335,13 @@ def test_every_aria_reference_on_the_pages_names_an_element_there(world):
     assert not failures, "references to ids the page lacks:\n" + "\n".join(failures)
 
 
-# A page's first table.data as laid out (the deliveries, studies and causes tables): whether its box
+# A page's table (the first of the selector given it) as laid out (the deliveries, studies and causes
+# tables; the overview's top causes): whether its box
 # scrolls sideways, whether its column headers and each cell with something in it lie inside the box
 # (and the window), each Retry button, and the label shown in each such cell (on a phone, its
 # column's name) beside that column's header.
 TABLE_LAYOUT = """
-const table = document.querySelector('table.data'), box = table.closest('.table-scroll');
+const table = document.querySelector(arguments[0] || 'table.data'), box = table.closest('.table-scroll');
 const inside = box.getBoundingClientRect(), shown = el => el.checkVisibility();
 const within = el => { const r = el.getBoundingClientRect();
   return r.width > 0 && r.left >= inside.left - 1 && r.right <= inside.right + 1 && r.right <= window.innerWidth; };
@@ -360,16 +361,17 @@ return {
 """
 
 
-def table_layouts(driver, url: str, shot: str, measure=None) -> tuple[dict, dict]:
-    """The page's table as laid out (`TABLE_LAYOUT`) at 1280 px and on a 390-px phone, each screenshot as
-    screenshots/<shot>-<width>.png, with what `measure(driver)` adds to each; the phone's also with its axe
-    `violations` and `reflow` (`narrow_window_problems`, last: it resizes the window)."""
+def table_layouts(driver, url: str, shot: str, measure=None, table: str = "table.data") -> tuple[dict, dict]:
+    """The page's `table` (its first table.data unless told) as laid out (`TABLE_LAYOUT`) at 1280 px and on a
+    390-px phone, each screenshot as screenshots/<shot>-<width>.png, with what `measure(driver)` adds to each;
+    the phone's also with its axe `violations` and `reflow` (`narrow_window_problems`, last: it resizes the
+    window)."""
     layouts = {}
     SHOTS.mkdir(exist_ok=True)
     for width in (1280, 390):
         with window_width(driver, width, mobile=width == 390):
             driver.get(url)
-            layouts[width] = driver.execute_script(TABLE_LAYOUT) | (measure(driver) if measure else {})
+            layouts[width] = driver.execute_script(TABLE_LAYOUT, table) | (measure(driver) if measure else {})
             driver.save_screenshot(str(SHOTS / f"{shot}-{width}.png"))
             if width == 390:
                 layouts[width]["violations"] = violations(driver)

@@ -535,3 +535,36 @@ def test_a_browser_without_details_content_still_shows_the_menu_as_a_bar_on_a_wi
         browser.get(f"{live_server.url}/jobs/")
         phone = browser.execute_script(TOP_BAR)
         assert not phone["open"] and phone["summary"] == "Menu · Jobs" and phone["links"] == [], phone
+
+
+@pytest.mark.django_db(transaction=True)
+def test_the_overviews_top_causes_read_whole_at_1280_px_and_on_a_phone(browser, live_server, operator):  # noqa: F811
+    """390 px wide, the overview's Top causes scrolled sideways in its box by about 29 px: the cost of each
+    cause, the last column, was cut at the box's edge (a long cause such as "Inefficient host-GPU data
+    transfer" took three lines and the figures beside it still did not fit). On a phone each cause is a
+    card of its fields, each beside its column's name, as on the causes page; at 1280 px a table. (The demo's
+    figures: hundreds of GPU-hours and of dollars a cause in a week.)"""
+    from decimal import Decimal
+
+    from tests.factories import JobFactory
+    from tests.test_accessibility import open_as, table_layouts
+    from tests.test_jobs_page import triaged
+    from triage.taxonomy import Category
+
+    for number, category in enumerate(
+        (Category.HOST_GPU_TRANSFER, Category.DATA_EXCHANGE, Category.GPU_OVERSUBSCRIPTION, Category.API_MISUSE)
+    ):
+        job = JobFactory(gpu_hours=900.0, unused_gpu_hours=600.0, cost=Decimal("2400.00"))
+        triaged(job, "classified", category)
+        Finding.objects.filter(job=job).update(gpu_hours=121.7 * (number + 1), cost=Decimal("212.35") * (number + 1))
+    open_as(browser, live_server.url, operator)
+    wide, phone = table_layouts(
+        browser, f"{live_server.url}/overview/", "overview-causes", table="#top-causes table.data"
+    )
+    for layout in (wide, phone):
+        assert not layout["scrolls"] and layout["cellsOut"] == [], layout
+        assert len(layout["labels"]) == 4 * 4, layout
+    assert wide["headersShown"] and {label for label, _column in wide["labels"]} == {None}, wide
+    assert not phone["headersShown"], phone
+    assert [label for label, _column in phone["labels"]] == [column for _label, column in phone["labels"]], phone
+    assert phone["violations"] == [] and phone["reflow"] == [], phone
