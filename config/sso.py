@@ -98,6 +98,17 @@ def _redirect_base(allow_http: bool) -> str:
     return f"{parts.scheme}://{parts.netloc}"
 
 
+def _seconds(name: str, default: float, minimum: float, maximum: float, what: str) -> float:
+    """A number of seconds from the environment, in [minimum, maximum]; else a message naming the
+    variable, its value and what it is."""
+    try:
+        return env_float(name, default, minimum=minimum, maximum=maximum)
+    except ImproperlyConfigured as exc:
+        raise ImproperlyConfigured(
+            f"{str(exc).rstrip('.')}: it is {what}, in seconds from {minimum:g} to {maximum:g} (default {default:g})."
+        ) from None
+
+
 def oidc_settings() -> dict:
     """The Django settings of single sign-on, from the environment: {"OIDC_ENABLED": False} when off."""
     issuer = env_str("OIDC_ISSUER").strip()
@@ -183,6 +194,16 @@ def oidc_settings() -> dict:
             # How long past its due time a check may be put off while the provider cannot be reached (the
             # session goes on unchecked meanwhile); then the session ends, saying why. 0: at once.
             "OIDC_RECHECK_GRACE_SECONDS": env_int("OIDC_RECHECK_GRACE_MINUTES", 3 * recheck_minutes, minimum=0) * 60,
+            # Whether the provider answers is asked (fleet.sso.provider_answers) before a due check sends
+            # the browser there and by the login page: waiting this long at most (and never longer than
+            # OIDC_TIMEOUT; a provider that takes the connection and hangs must not hold the page), the
+            # answer kept this long in each web process (0: asked every time).
+            "OIDC_PROBE_TIMEOUT": _seconds(
+                "OIDC_PROBE_TIMEOUT", 2.0, 0.1, 30.0, "how long a page waits for the provider's answer"
+            ),
+            "OIDC_PROBE_CACHE_SECONDS": _seconds(
+                "OIDC_PROBE_CACHE_SECONDS", 30.0, 0.0, 3600.0, "how long the provider's answer (or silence) is kept"
+            ),
         }
     )
     return settings

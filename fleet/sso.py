@@ -456,12 +456,11 @@ def wants_json(request) -> bool:
 
 
 # Whether the provider answers, asked before a due re-check sends the browser to it and by the login
-# page (which says so beside its button while it does not): this long at most (a provider that
-# accepts connections and hangs must not hold the page), and the answer kept this long in each web
-# process, so an outage costs one wait per process and period, not one a request. Kept in the
-# process, not Django's cache: that is Redis, whose own outage would add waits.
-PROBE_TIMEOUT = 2.0
-PROBE_CACHE_SECONDS = 30.0
+# page (which says so beside its button while it does not): OIDC_PROBE_TIMEOUT at most (a provider
+# that accepts connections and hangs must not hold the page), and the answer kept
+# OIDC_PROBE_CACHE_SECONDS in each web process, so an outage costs one wait per process and period,
+# not one a request (config/sso.py reads both from the environment). Kept in the process, not
+# Django's cache: that is Redis, whose own outage would add waits.
 _probe_lock = threading.Lock()
 _probe_answers: dict[str, tuple[float, bool]] = {}  # discovery URL: (time.monotonic() asked, answered)
 
@@ -474,13 +473,13 @@ def provider_answers() -> bool:
     """Whether the provider answers HTTP at its issuer's discovery document, which every provider of
     the docs serves where the browser is sent (any answer below 500 will do: a 404 is a provider that
     answers; a refused or timed-out connection, or a proxy's 502/503 in front of it, is not), as last
-    asked within PROBE_CACHE_SECONDS."""
+    asked within OIDC_PROBE_CACHE_SECONDS."""
     url = discovery_url()
     with _probe_lock:  # one request asks; the others at that moment wait for its answer
         asked = _probe_answers.get(url)
-        if asked is not None and time.monotonic() - asked[0] < PROBE_CACHE_SECONDS:
+        if asked is not None and time.monotonic() - asked[0] < settings.OIDC_PROBE_CACHE_SECONDS:
             return asked[1]
-        timeout = min(PROBE_TIMEOUT, settings.OIDC_TIMEOUT)
+        timeout = min(settings.OIDC_PROBE_TIMEOUT, settings.OIDC_TIMEOUT)
         try:
             with requests.get(url, timeout=timeout, allow_redirects=False, verify=settings.OIDC_VERIFY_SSL) as got:
                 answered, why = got.status_code < 500, f"status {got.status_code}"
@@ -563,7 +562,7 @@ class SsoSessionRefresh(SessionRefresh):
     def _provider_down(self, request, due: float):
         """A check is due but the provider does not answer: sending the browser there would show it the
         browser's own error page. Within the grace the request goes on, the session unchecked (the check
-        stays due: the next request after PROBE_CACHE_SECONDS asks the provider again); past it the
+        stays due: the next request after OIDC_PROBE_CACHE_SECONDS asks the provider again); past it the
         session ends, saying why."""
         overdue = time.time() - due
         name = request.user.get_username()

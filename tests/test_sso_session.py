@@ -16,6 +16,7 @@ import jwt
 import pytest
 import requests
 from django.contrib.auth.models import User
+from django.core.exceptions import ImproperlyConfigured
 from django.test import Client
 
 from config.sso import oidc_settings
@@ -433,7 +434,7 @@ def test_a_due_check_with_the_provider_down_serves_the_page_and_keeps_the_sessio
 
 
 @pytest.mark.django_db
-def test_the_provider_is_asked_once_a_while_and_the_check_is_made_once_it_answers(sso, monkeypatch):
+def test_the_provider_is_asked_once_a_while_and_the_check_is_made_once_it_answers(sso, settings):
     JobFactory(team=Team.objects.create(slug="vision", name="Vision"))
     client = Client()
     sign_in(client)
@@ -446,7 +447,7 @@ def test_the_provider_is_asked_once_a_while_and_the_check_is_made_once_it_answer
     sso.unavailable = None  # back, and meanwhile ada moved to another team there
     sso.person["groups"] = ["gpu-speech"]
     assert client.get("/jobs/").status_code == 200  # the kept answer still says down
-    monkeypatch.setattr("fleet.sso.PROBE_CACHE_SECONDS", 0)  # as if that while had passed
+    settings.OIDC_PROBE_CACHE_SECONDS = 0  # as if that while had passed
     page = client.get("/jobs/?state=failed")
     assert sso.discovery_requests == 2
     assert page["Location"].startswith(f"{sso.url}/auth?") and query_of(page["Location"])["prompt"] == "none"
@@ -458,16 +459,18 @@ def test_the_provider_is_asked_once_a_while_and_the_check_is_made_once_it_answer
 
 
 @pytest.mark.django_db
-def test_a_provider_that_hangs_is_given_up_on_quickly(sso, monkeypatch):
+def test_a_provider_that_hangs_is_given_up_on_quickly(sso, settings, monkeypatch, caplog):
+    configure(settings, monkeypatch, OIDC_PROBE_TIMEOUT="0.3")
     client = Client()
     sign_in(client)
-    monkeypatch.setattr("fleet.sso.PROBE_TIMEOUT", 0.3)
     sso.stall = 10  # accepts the connection, answers nothing for longer than any page may wait
     due_since(client, minutes=5)
     started = time.monotonic()
-    page = client.get("/jobs/")
+    with caplog.at_level(logging.WARNING, logger="fleet.sso"):
+        page = client.get("/jobs/")
     assert page.status_code == 200 and page.context["user"].username == "ada"
     assert time.monotonic() - started < 5  # the probe's timeout, not the provider's stall nor OIDC_TIMEOUT
+    assert "(ReadTimeout, within 0.3 s)" in caplog.text  # OIDC_PROBE_TIMEOUT's, not the default 2 s
 
 
 @pytest.mark.django_db
@@ -533,6 +536,48 @@ def test_settings_of_the_recheck_grace(provider, monkeypatch):
         oidc_settings()
 
 
+def test_settings_of_the_provider_probe(provider, monkeypatch):
+    """How long the server waits for the provider's answer, and how long it keeps it: 2 s and 30 s
+    unless set; a value that is not seconds in range stops start-up, naming it and saying what it is."""
+    for name, value in {**provider.environment(), **MAPPINGS}.items():
+        monkeypatch.setenv(name, value)
+    got = oidc_settings()
+    assert (got["OIDC_PROBE_TIMEOUT"], got["OIDC_PROBE_CACHE_SECONDS"]) == (2.0, 30.0)
+    monkeypatch.setenv("OIDC_PROBE_TIMEOUT", "0.5")
+    monkeypatch.setenv("OIDC_PROBE_CACHE_SECONDS", "0")  # ask every time
+    got = oidc_settings()
+    assert (got["OIDC_PROBE_TIMEOUT"], got["OIDC_PROBE_CACHE_SECONDS"]) == (0.5, 0.0)
+    monkeypatch.setenv("OIDC_PROBE_CACHE_SECONDS", "300")
+    assert oidc_settings()["OIDC_PROBE_CACHE_SECONDS"] == 300.0
+    for name, raw, words in [
+        ("OIDC_PROBE_TIMEOUT", "2s", "OIDC_PROBE_TIMEOUT='2s' is not a number"),
+        ("OIDC_PROBE_TIMEOUT", "0", "OIDC_PROBE_TIMEOUT='0' is outside"),
+        ("OIDC_PROBE_TIMEOUT", "inf", "OIDC_PROBE_TIMEOUT='inf' is outside"),
+        ("OIDC_PROBE_TIMEOUT", "60", "OIDC_PROBE_TIMEOUT='60' is outside"),
+        ("OIDC_PROBE_CACHE_SECONDS", "-1", "OIDC_PROBE_CACHE_SECONDS='-1' is outside"),
+        ("OIDC_PROBE_CACHE_SECONDS", "nan", "OIDC_PROBE_CACHE_SECONDS='nan' is outside"),
+        ("OIDC_PROBE_CACHE_SECONDS", "1d", "OIDC_PROBE_CACHE_SECONDS='1d' is not a number"),
+    ]:
+        monkeypatch.setenv("OIDC_PROBE_TIMEOUT", "2")
+        monkeypatch.setenv("OIDC_PROBE_CACHE_SECONDS", "30")
+        monkeypatch.setenv(name, raw)
+        with pytest.raises(ImproperlyConfigured, match=re.escape(words)) as raised:
+            oidc_settings()
+        assert "seconds" in str(raised.value), raised.value  # what the value is, not only that it is wrong
+
+
+@pytest.mark.django_db
+def test_the_probe_waits_at_most_oidc_timeout(sso, settings, monkeypatch, caplog):
+    """A probe timeout above OIDC_TIMEOUT waits OIDC_TIMEOUT: never longer than a request to the provider."""
+    configure(settings, monkeypatch, OIDC_PROBE_TIMEOUT="5", OIDC_TIMEOUT="0.3")
+    sso.stall = 10
+    started = time.monotonic()
+    with caplog.at_level(logging.WARNING, logger="fleet.sso"):
+        assert NOT_ANSWERING in Client().get("/login/").content.decode()
+    assert time.monotonic() - started < 4
+    assert "(ReadTimeout, within 0.3 s)" in caplog.text
+
+
 @pytest.mark.django_db(transaction=True)
 def test_a_browser_whose_check_falls_due_with_the_provider_down_sees_our_pages(sso, browser, live_server):
     """In headless Chromium: the provider stops; a due check serves the page (not the browser's
@@ -596,21 +641,21 @@ def test_the_login_page_says_when_the_provider_does_not_answer(sso):
 
 
 @pytest.mark.django_db
-def test_the_login_page_s_notice_goes_once_the_provider_answers_again(sso, monkeypatch):
+def test_the_login_page_s_notice_goes_once_the_provider_answers_again(sso, settings):
     sso.unavailable = 503  # a proxy in front of it answering for it
     client = Client()
     assert NOT_ANSWERING in client.get("/login/").content.decode()
     assert NOT_ANSWERING in client.get("/login/").content.decode()
     assert sso.discovery_requests == 1  # the probe's kept answer: not asked on every page
     sso.unavailable = None
-    monkeypatch.setattr("fleet.sso.PROBE_CACHE_SECONDS", 0)  # as if that while had passed
+    settings.OIDC_PROBE_CACHE_SECONDS = 0  # as if that while had passed
     assert NOT_ANSWERING not in client.get("/login/").content.decode()
     assert sso.discovery_requests == 2
 
 
 @pytest.mark.django_db
-def test_the_login_page_is_served_quickly_when_the_provider_hangs(sso, monkeypatch):
-    monkeypatch.setattr("fleet.sso.PROBE_TIMEOUT", 0.3)
+def test_the_login_page_is_served_quickly_when_the_provider_hangs(sso, settings, monkeypatch):
+    configure(settings, monkeypatch, OIDC_PROBE_TIMEOUT="0.3")
     sso.stall = 10  # accepts the connection, answers nothing for longer than any page may wait
     started = time.monotonic()
     page = Client().get("/login/")
