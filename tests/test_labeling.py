@@ -1432,3 +1432,18 @@ def test_the_gold_page_says_which_jobs_a_skip_keeps_out(client, study, raters):
     assert "Ready now: <strong>3</strong> jobs" in page
     assert "1 job a rater skipped, left with fewer than two labels, which stays out" in page
     assert "without two submitted labels yet" not in page
+
+
+def test_an_agreement_short_of_perfect_never_reads_as_perfect():
+    """The agreement page writes percent agreement to one decimal, unlike the product's whole-percent
+    shares, on purpose: a category's agreement counts every job both raters left it off, so it sits near
+    100 %, and whole percent (`share_text`) would write one disagreement in 250 jobs as "100 %" beside
+    a kappa below 1."""
+    from fleet.numbers import share_text
+    from triage.labeling.agreement import percent_agreement
+    from triage.labeling.templatetags.labeling_format import percent
+
+    one_disagreement = percent_agreement([True] + [False] * 249, [False] * 250)
+    assert share_text(one_disagreement) == "100 %"  # what whole percent would say
+    assert percent(one_disagreement) == "99.6 %"
+    assert percent(percent_agreement([True, False], [True, False])) == "100.0 %"

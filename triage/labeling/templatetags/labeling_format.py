@@ -28,6 +28,11 @@ def rules_revisions(revisions):
 
 @register.filter
 def percent(value):
+    """An agreement share (0.996) to one decimal, "99.6 %", unlike the rest of the product's whole-percent
+    shares (`fleet.numbers.share_text`), on purpose: a category's raw agreement counts every job both
+    raters left it off (most jobs, for most categories), so it sits near 100 % in any study of more than
+    a few dozen jobs, and whole percent would write one disagreement in 250 jobs as "100 %", perfect
+    agreement, beside a kappa below 1 (docs/labeling.md)."""
     return "–" if value is None else f"{100 * value:.1f} %"
 
 
