@@ -524,10 +524,6 @@ class RemoteReads:
             return self._name_value(node, depth)
         if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id == "self":
             return self._attribute_value(node, depth)
-        if isinstance(node, ast.Attribute) and _dotted(node.value).startswith("self.") and node.value.attr:
-            holder = self._holder(node.value)  # self.args.data_root, `self.args = args` in __init__
-            name = ast.Attribute(value=ast.Name(id=holder, ctx=ast.Load()), attr=node.attr, ctx=ast.Load())
-            return self.resolve(name) if holder else None
         if isinstance(node, ast.JoinedStr):  # whole only where every part is known
             parts = []
             for part in node.values:
@@ -552,7 +548,7 @@ class RemoteReads:
                     return getattr(held, node.func.attr)(*given)
         return None
 
-    def _holder(self, node: ast.Attribute) -> str | None:
+    def holder(self, node: ast.Attribute) -> str | None:
         """The name `self.args` holds in a method of its class, all its class's bindings of it agreeing (`self.args =
         args`, `self.hparams = hparams`): what that name holds (the parsed options, where `resolve` knows it) is
         what `self.args` holds."""

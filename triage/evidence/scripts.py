@@ -400,7 +400,10 @@ def _number(word: str) -> bool:
 # --- Python ---------------------------------------------------------------------------------------
 
 
-_NAMESPACES = ("args", "opt", "cfg")  # names read as the parsed options wherever they are used
+# Names read as the parsed command-line options wherever they are used (absl's `FLAGS` too); any other name holds
+# them where the file binds it to `parser.parse_args()` alone (`_parsed_namespaces`: `opts`, and `cfg`, which more
+# often holds a config, only so), and `self.args` where its class binds it to one (`_PythonFacts.holds_options`).
+_NAMESPACES = ("args", "opt", "FLAGS")
 _PARSERS = ("parse_args", "parse_known_args")
 
 
@@ -519,7 +522,7 @@ class _PythonFacts(ast.NodeVisitor):
         # argparse dest -> the value the job runs with, as the remote reads follow it: the one its launch lines give
         # (`--data-root s3://...`), else the default; None where launches differ or it is not known (`$DATA_ROOT`)
         self.options: dict[str, object] = {}
-        # names that hold the parsed options for the remote reads: `args`, `opt`, `cfg`, and any other bound to
+        # names that hold the parsed options: `args`, `opt`, `FLAGS`, and any other bound to
         # `parser.parse_args()` alone (`hparams`, `opts, _ = parser.parse_known_args()`; `_parsed_namespaces`)
         self.namespaces: set[str] = set(_NAMESPACES)
         self.constants: dict[str, object] = {}  # module-level NAME = literal
@@ -661,18 +664,24 @@ class _PythonFacts(ast.NodeVisitor):
             if isinstance(default, ast.Constant) and isinstance(value, str) and same and values[0] == value:
                 self._remote_literal(default, role=dest)
 
+    def holds_options(self, node: ast.AST) -> bool:
+        """Whether `node` holds the parsed command-line options, for every fact that reads an option: a name of
+        `namespaces` (`args`, `opts`, `hparams = parser.parse_args()`), or `self.args` in a method of a class that
+        binds it to one of those (`self.args = args`, `self.hparams = hparams`; `RemoteReads.holder`)."""
+        if isinstance(node, ast.Name):
+            return node.id in self.namespaces
+        if isinstance(node, ast.Attribute) and self.remote is not None and dotted(node.value) == "self":
+            return self.remote.holder(node) in self.namespaces
+        return False
+
     def resolve(self, node: ast.AST | None, options: dict | None = None) -> object:
-        """A literal value, `args.x` through argparse defaults (or `options`, and then through any name that holds
-        the parsed options: `hparams.x`), NAME through module constants; else None."""
+        """A literal value, `args.x` (any holder of the parsed options: `hparams.x`, `self.args.x`;
+        `holds_options`) through argparse defaults (or `options`), NAME through module constants; else None."""
         if node is None:
             return None
         if isinstance(node, ast.Constant):
             return node.value
-        if (
-            isinstance(node, ast.Attribute)
-            and isinstance(node.value, ast.Name)
-            and node.value.id in (_NAMESPACES if options is None else self.namespaces)
-        ):
+        if isinstance(node, ast.Attribute) and self.holds_options(node.value):
             return (self.defaults if options is None else options).get(node.attr)
         if isinstance(node, ast.Name):
             return self.constants.get(node.id)
@@ -961,7 +970,10 @@ class _PythonFacts(ast.NodeVisitor):
             names = _PRECISION_KWARGS[last]
             given = [kwargs[key] for key in names if key in kwargs and self.resolve(kwargs[key]) is None]
             if given:  # bf16=args.bf16 without a default, precision=cfg.trainer.precision
-                flag = dotted(given[0]).split(".")[0] in ("args", "opt", "opts", "FLAGS")
+                holder, flag = given[0], False
+                while isinstance(holder, ast.Attribute) and not flag:  # args.bf16, self.hparams.bf16, FLAGS.bf16
+                    holder = holder.value
+                    flag = self.holds_options(holder)
                 if flag:
                     return {"source": "flags", "why": f"{quoted} sets it from a command-line flag"}
                 return {"source": "config", "needs": "any", "why": f"{quoted} sets it from a variable"}

@@ -60,6 +60,11 @@ from triage.rules.registry import RULES, THRESHOLDS, Finding, Status, TriageResu
 #      also: a walrus (`(fs := s3fs.S3FileSystem())`, `(root := args.data_root)`) binds as an assignment does, and a
 #      conditional expression either of whose branches makes a remote filesystem or holds a remote URI is that one
 #      (`fs = s3fs.S3FileSystem() if remote else LocalFileSystem()`, `root = args.data_root if ... else "/local"`)
+#      also: every fact reads the parsed options through whatever holds them, as the remote reads did: a DataLoader's
+#      `num_workers=opts.workers` (`opts = parser.parse_args()`) or `self.hparams.workers` is the option's default, a
+#      Trainer's `precision=hparams.precision` its default's precision, `bf16=self.args.bf16` a command-line flag;
+#      `cfg` holds them only where bound to parse_args() (a config's `cfg.workers` took --workers' default), and a
+#      precision read from `opts` bound to anything else is a variable's, not a flag's
 RULES_REVISION = 4
 
 __all__ = [

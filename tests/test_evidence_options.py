@@ -1,0 +1,133 @@
+"""The parsed command-line options a script's facts read through, whatever name holds them.
+
+A DataLoader's `num_workers=args.workers`, a Trainer's `precision=args.precision` are the options' defaults (or, for
+the remote reads, what the launch line gives): read so through `args` and `opt` only, while the remote reads knew any
+name bound to `parser.parse_args()` and `self.args`, and the precision hand-off had a list of its own. One test of
+"holds the parsed options" (`_PythonFacts.holds_options`) now serves them all.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.test_triage_edge_cases import case, categories, run, series
+from triage.evidence.scripts import extract_script_evidence
+from triage.taxonomy import Category
+
+_, NO_WORKERS = case("no_workers_train.py")
+HELD_BY_SELF = NO_WORKERS.replace(
+    """def main(dataset, model, optimizer):
+    args = parse_args()
+    loader = DataLoader(dataset, batch_size=256, shuffle=True, num_workers=args.workers, pin_memory=True)
+""",
+    """class Loaders:
+    def __init__(self, hparams):
+        self.hparams = hparams
+
+    def train(self, dataset):
+        return DataLoader(dataset, batch_size=256, shuffle=True, num_workers=self.hparams.workers, pin_memory=True)
+
+
+def main(dataset, model, optimizer):
+    hparams = parse_args()
+    loader = Loaders(hparams).train(dataset)
+""",
+)
+
+
+@pytest.mark.parametrize(
+    ("script", "line"),
+    [
+        (NO_WORKERS, 20),
+        (NO_WORKERS.replace("args = parse_args()", "opts = parse_args()").replace("args.workers", "opts.workers"), 20),
+        (HELD_BY_SELF, 23),
+    ],
+)
+def test_a_loader_without_workers_is_found_whatever_name_holds_the_options(script, line):
+    # `opts = parse_args(); DataLoader(..., num_workers=opts.workers)` and `self.hparams.workers` (self.hparams =
+    # hparams, hparams = parse_args()) were an unknown number of workers: no finding, where `args.workers` had one.
+    frame = series(120, lambda t, g: 30, mem=lambda t, g: 0.6, cpu=lambda t: 7.0)
+    _, result = run(120, frame, scripts=[("train.py", script)], cpu_count=16)
+    assert categories(result) == {Category.DATA_PREPROCESSING}
+    (finding,) = result.findings
+    assert finding.sub_cause == "no_workers" and [c.line for c in finding.code] == [line]
+
+
+PRECISION_FROM_OPTIONS = """import argparse
+
+import lightning as L
+from transformers import TrainingArguments
+
+
+class Finetune:
+    def __init__(self, hparams):
+        self.hparams = hparams
+
+    def arguments(self):
+        return TrainingArguments(output_dir="out", bf16=self.hparams.bf16)
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--precision", default="bf16-mixed")
+    parser.add_argument("--bf16", action="store_true")
+    hparams = parser.parse_args()
+    trainer = L.Trainer(precision=hparams.precision, devices=8)
+    return trainer, Finetune(hparams).arguments()
+"""
+
+
+def test_precision_read_from_options_under_any_name_is_their_default_or_the_command_lines():
+    # `L.Trainer(precision=hparams.precision)` (default bf16-mixed) was precision "from a variable", to be settled by
+    # a config file, and so was `bf16=self.hparams.bf16`, which a flag sets.
+    evidence = extract_script_evidence([("train.py", PRECISION_FROM_OPTIONS)])
+    assert [(f.line, f.detail["dtype"]) for f in evidence.of("mixed_precision")] == [(20, "bf16")]
+    assert [(f.line, f.detail["source"], f.detail["why"]) for f in evidence.of("precision_elsewhere")] == [
+        (12, "flags", '`return TrainingArguments(output_dir="out", bf16=self.hparams.bf16)` sets it from a '
+         "command-line flag"),
+    ]  # fmt: skip
+
+
+CONFIG_NOT_OPTIONS = """import argparse
+
+from omegaconf import OmegaConf
+from torch.utils.data import DataLoader
+
+parser = argparse.ArgumentParser()
+parser.add_argument("--workers", type=int, default=8)
+parser.add_argument("--config", default="conf.yaml")
+args = parser.parse_args()
+cfg = OmegaConf.load(args.config)
+loader = DataLoader(dataset, batch_size=cfg.batch_size, num_workers=cfg.workers)
+"""
+
+
+def test_a_config_object_named_cfg_is_no_parsed_options_unless_bound_to_them():
+    # `cfg` was read as the parsed options wherever it was used: a config's `cfg.workers` took --workers' default.
+    (loader,) = extract_script_evidence([("train.py", CONFIG_NOT_OPTIONS)]).of("dataloader")
+    assert loader.detail["num_workers"] is None
+    parsed = CONFIG_NOT_OPTIONS.replace("cfg = OmegaConf.load(args.config)", "cfg = parser.parse_args()")
+    (loader,) = extract_script_evidence([("train.py", parsed)]).of("dataloader")
+    assert loader.detail["num_workers"] == 8
+
+
+@pytest.mark.parametrize(
+    ("binding", "source"),
+    [
+        ("opts = parser.parse_args()", "flags"),
+        ("opts, _ = parser.parse_known_args()", "flags"),
+        ("opts = OmegaConf.load('conf.yaml')", "config"),
+    ],
+)
+def test_a_precision_setting_is_the_command_lines_where_what_it_reads_holds_the_options(binding, source):
+    # `bf16=opts.bf16` was a command-line flag whatever `opts` held (a config loaded from YAML too); now `opts` is the
+    # options where it is bound to them, as for every other fact. absl's FLAGS (below) is the command line's.
+    script = (
+        "import argparse\nfrom omegaconf import OmegaConf\nfrom transformers import TrainingArguments\n"
+        f"parser = argparse.ArgumentParser()\nparser.add_argument('--bf16', action='store_true')\n{binding}\n"
+        "arguments = TrainingArguments(output_dir='out', bf16=opts.bf16)\n"
+        "absl_arguments = TrainingArguments(output_dir='out', fp16=FLAGS.fp16)\n"
+    )
+    facts = extract_script_evidence([("train.py", script)]).of("precision_elsewhere")
+    handed = [f.detail["source"] for f in facts if f.text.startswith(("arguments", "absl_arguments"))]
+    assert handed == [source, "flags"]
