@@ -15,7 +15,8 @@ error=login_required, as a real provider does; `auth_requests` and `logouts` are
 `tamper` makes the next ID tokens wrong on purpose: "nonce", "signature" (signed by another key
 under the same kid), "issuer" or "audience". An outage short of stopping it: `unavailable` is a
 status every request is answered with (503: a proxy in front of a provider that is down), `stall`
-seconds every request waits before its answer (a provider that accepts connections and hangs);
+seconds every request waits before its answer (a provider that accepts connections and hangs; a
+request still waiting when the provider stops ends then, unanswered, leaving no thread behind);
 `discovery_requests` counts the GETs of its /.well-known/openid-configuration.
 """
 
@@ -98,8 +99,8 @@ class FakeProvider(LoopbackServer):
     def handle(self, handler) -> None:
         if urlsplit(handler.path).path.endswith("/.well-known/openid-configuration"):
             self.discovery_requests += 1
-        if self.stall:
-            time.sleep(self.stall)
+        if self.stall and self.closing.wait(self.stall):
+            return None  # stopped while stalling: the client gave up long ago; answer nothing, end now
         if self.unavailable is not None:
             return self.answer(handler, self.unavailable, {"error": "temporarily_unavailable"})
         return super().handle(handler)

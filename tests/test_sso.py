@@ -57,6 +57,9 @@ def provider():
             "groups": ["gpu-vision"],
         }
         yield running
+    # Stopped, it leaves no request behind: a test of a provider that hangs ends its stalled answers too.
+    left = running.handlers_left(within=2.0)
+    assert not left, f"{len(left)} request(s) to the stopped provider still being handled: {left}"
 
 
 @pytest.fixture
