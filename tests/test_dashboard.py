@@ -1244,3 +1244,50 @@ def test_gpu_hours_read_the_same_on_a_card_and_in_every_table(client, operator, 
     assert re.findall(r'<td class="num">([^<]*\.\d)</td>', users_table) == on_cards
     jobs_page = client.get(reverse("dashboard:job-list"), {"start_from": "2026-11-16"}).content.decode()
     assert f'<td class="num">{on_cards[0]}</td>' in jobs_page and f'<td class="num">{on_cards[1]}</td>' in jobs_page
+
+
+# A training script whose Dataset reads each sample from the data root the job's command line gives it.
+READS_ITS_DATA_FLAG = """import argparse
+
+import fsspec
+from torch.utils.data import DataLoader, Dataset
+
+parser = argparse.ArgumentParser()
+parser.add_argument("--data", default="/local_ssd/data")
+args = parser.parse_args()
+
+
+class Samples(Dataset):
+    def __getitem__(self, index):
+        with fsspec.open(f"{args.data}/{index}.bin", "rb") as handle:
+            return handle.read()
+
+
+loader = DataLoader(Samples(), batch_size=32)
+"""
+
+
+def test_a_remote_uri_in_the_jobs_command_is_quoted_as_a_code_line_of_the_finding(client, operator):
+    """A remote-reading job launched from a shell script shows the launch line with its URI among the
+    finding's code lines (`run.sh:22 python train.py --data s3://...`); launched by its submitted command
+    instead, the URI was read (the summary named it) but no line showed where it came from. The command's
+    line is quoted as the scripts' are, placed as "the job's command" (it has no file or line of its own)."""
+    from tests.test_triage_edge_cases import run, series
+    from triage.models import Finding, JobTriage, RuleSet
+    from triage.taxonomy import Category
+
+    command = "python train.py --data s3://vision-datasets/food101 --epochs 1"
+    frame = series(120, lambda t, g: 30, mem=lambda t, g: 0.6)
+    _, result = run(120, frame, scripts=[("train.py", READS_ITS_DATA_FLAG)], cpu_count=16, command=command)
+    (finding,) = [f for f in result.findings if f.category == Category.REMOTE_DATA_READING]
+    assert [(c.path, c.line, c.text) for c in finding.code][0] == ("job command", 1, command)
+
+    job = JobFactory(command=command)
+    triage = JobTriage.objects.create(job=job, rule_set=RuleSet.current(), status="classified", is_current=True)
+    Finding.objects.create(result=triage, job=job, rule_set=triage.rule_set, category=finding.category,
+                           confidence=finding.confidence, summary=finding.summary, gpu_hours=1.0,
+                           evidence=finding.evidence(), guidance={})  # fmt: skip
+    client.force_login(operator)
+    page = client.get(reverse("dashboard:job-detail", args=[job.pk])).content.decode()
+    code = page.split("<summary>Code</summary>")[1].split("</details>")[0]
+    assert f'<span class="muted">the job\'s command</span> <code>{escape(command)}</code>' in code

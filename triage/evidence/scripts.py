@@ -1531,21 +1531,20 @@ def _shell_facts(path: str, text: str, evidence: ScriptEvidence) -> None:
                     )
                 for kind, found in _launch_settings(argv):
                     evidence.facts.append(CodeFact(kind, path, number, stripped, found))
-            for index, word in enumerate(argv[:-1]):
-                if word.startswith("--") and argv[index + 1].startswith(REMOTE_SCHEMES):
-                    role = word.lstrip("-")
-                    purpose = (
-                        "write" if _WRITE_ROLE.search(role) else ("read" if _DATA_ROLE.search(role) else "unknown")
-                    )
-                    evidence.facts.append(
-                        CodeFact(
-                            "remote_path",
-                            path,
-                            number,
-                            stripped,
-                            {"url": argv[index + 1], "role": role, "purpose": purpose},
-                        )
-                    )
+            evidence.facts.extend(_remote_path_facts(argv, path, number, stripped))
+
+
+def _remote_path_facts(argv: list[str], path: str, number: int, shown: str) -> list[CodeFact]:
+    """A command's remote URIs given to an option (`--data s3://bucket/set`), each a `remote_path` fact at the
+    line: read for a data option, written for an output or checkpoint one."""
+    facts = []
+    for index, word in enumerate(argv[:-1]):
+        if word.startswith("--") and argv[index + 1].startswith(REMOTE_SCHEMES):
+            role = word.lstrip("-")
+            purpose = "write" if _WRITE_ROLE.search(role) else ("read" if _DATA_ROLE.search(role) else "unknown")
+            detail = {"url": argv[index + 1], "role": role, "purpose": purpose}
+            facts.append(CodeFact("remote_path", path, number, shown, detail))
+    return facts
 
 
 JOB_COMMAND = "job command"  # the path of facts read from the job's submitted command line
@@ -1554,13 +1553,15 @@ JOB_COMMAND = "job command"  # the path of facts read from the job's submitted c
 def command_code_facts(command: str) -> list[CodeFact]:
     """Precision facts of the job's submitted command line (`torchrun train.py --bf16`, `accelerate launch
     --mixed_precision bf16 ...`, `--deepspeed ds.json`, `trainer.precision=bf16-mixed`), at line 1 of
-    JOB_COMMAND; its launches as `command_launch` facts, so that rules know which flags the job was run with."""
+    JOB_COMMAND; its launches as `command_launch` facts, so that rules know which flags the job was run with; and
+    its remote URIs (`--data s3://...`) as `remote_path` facts, as a shell script's launch line gives them."""
     try:
         commands = split_shell(command)
     except ValueError:
         return []
     facts, shown = [], command.strip()[:500]
     for argv in commands:
+        facts.extend(_remote_path_facts(argv, JOB_COMMAND, 1, shown))
         if _command_kind(argv) not in ("launch", "python"):
             continue
         facts.append(CodeFact("command_launch", JOB_COMMAND, 1, shown, {"argv": argv[:12]}))

@@ -65,6 +65,8 @@ from triage.rules.registry import RULES, THRESHOLDS, Finding, Status, TriageResu
 #      Trainer's `precision=hparams.precision` its default's precision, `bf16=self.args.bf16` a command-line flag;
 #      `cfg` holds them only where bound to parse_args() (a config's `cfg.workers` took --workers' default), and a
 #      precision read from `opts` bound to anything else is a variable's, not a flag's
+#      also: a remote URI given to an option of the job's submitted command (`python train.py --data s3://...`) is a
+#      remote_path fact of the job's command, quoted among the finding's code lines as a shell script's launch line is
 RULES_REVISION = 4
 
 __all__ = [
