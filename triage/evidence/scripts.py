@@ -284,8 +284,27 @@ def _launches(scripts: list[tuple[str, str]], command: str) -> list[list[str]]:
 _ASSIGNMENT = re.compile(r"([A-Za-z_][A-Za-z0-9_]*)=(.*)", re.DOTALL)
 _SHELL_REFERENCE = re.compile(r"\$(?:\{([A-Za-z_][A-Za-z0-9_]*)\}|([A-Za-z_][A-Za-z0-9_]*))")
 _PLAIN_VALUE = re.compile(r"[\w@%+=:,./~-]+")
+_DECLARATIONS = ("export", "declare", "readonly", "local")  # set the variables their words assign, as a plain line
 _OPENS = {"if", "for", "while", "until", "case", "select", "function", "{", "("}
 _CLOSES = {"fi", "done", "esac", "}", ")"}
+
+
+def _assignments(argv: list[str]) -> tuple[list[tuple[str, str]], bool]:
+    """The variables one simple command sets, (name, value) in order, and whether it is nothing but assignments:
+    `DATA=s3://b/x`, `export CUDA_VISIBLE_DEVICES=0,1 NCCL_IB_DISABLE=1` (`declare`, `readonly`, `local` alike; a
+    word that assigns nothing, `export OUT` or `declare -x`, sets no value and makes it more than assignments), or
+    the leading ones of a command, which set them for it (`NCCL_P2P_DISABLE=1 torchrun ...`; a word after the program
+    is its argument). The one reading of a shell script's assignments: for its environment (`_shell_facts`) and for
+    the values its launch lines take (`_ShellVariables`)."""
+    declared = bool(argv) and argv[0] in _DECLARATIONS
+    words = argv[1:] if declared else argv
+    pairs = []
+    for word in words:
+        if match := _ASSIGNMENT.fullmatch(word):
+            pairs.append((match.group(1), match.group(2)))
+        elif not declared:
+            break
+    return pairs, bool(words) and len(pairs) == len(words)
 
 
 class _ShellVariables:
@@ -311,12 +330,10 @@ class _ShellVariables:
         except ValueError:
             return []
         for argv in commands:
-            words = argv[1:] if argv[0] in ("export", "declare", "readonly", "local") else argv
-            plain = len(commands) == 1 and self.depth == 0 and words and all(_ASSIGNMENT.fullmatch(w) for w in words)
-            for word in words:
-                if match := _ASSIGNMENT.fullmatch(word):
-                    value = match.group(2)
-                    self.known[match.group(1)] = value if plain and _PLAIN_VALUE.fullmatch(value) else None
+            pairs, only = _assignments(argv)
+            plain = len(commands) == 1 and self.depth == 0 and only  # a line of its own, at the top
+            for name, value in pairs:
+                self.known[name] = value if plain and _PLAIN_VALUE.fullmatch(value) else None
             if argv[0] in ("source", ".", "eval"):
                 self.known = dict.fromkeys(self.known)
             elif argv[0] in ("read", "unset", "for", "select", "getopts"):
@@ -1494,16 +1511,12 @@ def _shell_facts(path: str, text: str, evidence: ScriptEvidence) -> None:
         for argv in commands:
             if not argv:
                 continue
-            if argv[0] == "export" or re.fullmatch(r"[A-Z_][A-Z0-9_]*=.*", argv[0]):
-                for word in argv[1:] if argv[0] == "export" else argv:
-                    if "=" in word:
-                        key, _, value = word.partition("=")
-                        if key in ("CUDA_VISIBLE_DEVICES", "NCCL_IB_DISABLE", "NCCL_SOCKET_IFNAME", "NCCL_P2P_DISABLE"):
-                            evidence.facts.append(
-                                CodeFact("env", path, number, stripped, {"name": key, "value": value})
-                            )
-                if argv[0] == "export" or all("=" in w for w in argv):
-                    continue
+            pairs, only = _assignments(argv)
+            for key, value in pairs:
+                if key in ("CUDA_VISIBLE_DEVICES", "NCCL_IB_DISABLE", "NCCL_SOCKET_IFNAME", "NCCL_P2P_DISABLE"):
+                    evidence.facts.append(CodeFact("env", path, number, stripped, {"name": key, "value": value}))
+            if only or argv[0] in _DECLARATIONS:
+                continue  # runs no program
             kind = _command_kind(argv)
             detail = {"argv": argv[:12]}
             if argv[0] == "srun":  # its own options, before the program it runs (whose `-c` is not srun's)

@@ -1,0 +1,47 @@
+"""What a job's shell scripts set: the environment its launch runs in (`env` facts the rules read: NCCL's socket
+switches, CUDA_VISIBLE_DEVICES) and the variables a launch line's `$DATA` takes (`_ShellVariables`), both read by
+one reading of a command's assignments (`_assignments`)."""
+
+from __future__ import annotations
+
+from triage.evidence.scripts import extract_script_evidence
+
+RUN_SH = """#!/bin/bash
+#SBATCH --gpus-per-node=2
+set -euo pipefail
+export CUDA_VISIBLE_DEVICES=0,1 NCCL_IB_DISABLE=1
+DATA=s3://vision-datasets/shards
+readonly NCCL_SOCKET_IFNAME=eth0
+NCCL_P2P_DISABLE=1 torchrun --nproc_per_node 2 train.py --data-root $DATA --log-dir=/scratch/logs
+export OUT
+OUT=s3://vision-datasets/runs/$SLURM_JOB_ID
+aws s3 cp --recursive /scratch/logs s3://vision-datasets/runs/
+"""
+
+TRAIN = """import argparse
+
+import fsspec
+
+parser = argparse.ArgumentParser()
+parser.add_argument("--data-root", default="/local_ssd/shards")
+args = parser.parse_args()
+with fsspec.open(f"{args.data_root}/index.json", "rt") as handle:
+    index = handle.read()
+"""
+
+
+def test_a_launch_scripts_environment_and_variables_are_read_from_its_assignments():
+    evidence = extract_script_evidence([("run.sh", RUN_SH), ("train.py", TRAIN)])
+    env = [(f.line, f.detail["name"], f.detail["value"]) for f in evidence.of("env")]
+    assert env == [
+        (4, "CUDA_VISIBLE_DEVICES", "0,1"),
+        (4, "NCCL_IB_DISABLE", "1"),
+        (6, "NCCL_SOCKET_IFNAME", "eth0"),
+        (7, "NCCL_P2P_DISABLE", "1"),
+    ]
+    # a line that only sets variables runs nothing; the one that sets them for its command runs that command
+    assert [f.line for f in evidence.of("shell_launch")] == [7]
+    assert [f.line for f in evidence.of("shell_upload")] == [10]
+    # `$DATA` on the launch line is the plain value set above it: train.py reads its index from there
+    (read,) = evidence.of("remote_read")
+    assert (read.path, read.line, read.detail["url"]) == ("train.py", 8, "s3://vision-datasets/shards/index.json")
