@@ -5,7 +5,8 @@
     server.fault("/jobs", "500", "429", ...)    # the next requests on exactly that path misbehave, in order
     with server: ... server.url ...
 
-Faults: "500", "503", "429" (Retry-After: 1), "timeout" (answers after the client gave up),
+Faults: "500", "503", "429" (Retry-After: 1), "timeout" (answers after the client gave up, or not at all
+when the server stops first),
 "truncated" (a complete response whose JSON is cut in half), "drop" (the connection closes
 half-way through a body announced at full length), "repeat" (the previous answer on that path
 again). Only 127.0.0.1 is used; every request is logged in `server.requests`.
@@ -15,7 +16,6 @@ from __future__ import annotations
 
 import json
 import threading
-import time
 from http.server import BaseHTTPRequestHandler
 from urllib.parse import parse_qs, urlsplit
 
@@ -65,8 +65,10 @@ class FakePlatform(LoopbackServer):
             return self._send(request, int(fault), b'{"error": "injected"}')
         if fault == "429":
             return self._send(request, 429, b'{"error": "slow down"}', {"Retry-After": "1"})
-        if fault == "timeout":
-            time.sleep(TIMEOUT_SLEEP_S)
+        # "timeout" waits on the server's `closing` (not a sleep), so it ends with the server rather than after the test
+        if fault == "timeout" and self.closing.wait(TIMEOUT_SLEEP_S):
+            request.close_connection = True
+            return None
         if fault == "repeat" and path in self.last_body:
             return self._send(request, 200, self.last_body[path])
         handler = next((h for p, h in self.routes if path.startswith(p)), None)
