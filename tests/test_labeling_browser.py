@@ -481,3 +481,33 @@ def test_the_study_list_reads_whole_at_1280_px_and_on_a_phone(browser, live_serv
     assert phone["nameLines"] <= 2, phone
     assert len(set(phone["valueLefts"])) == 1, f"a card's values do not line up: {phone['valueLefts']}"
     assert phone["violations"] == [] and phone["reflow"] == [], phone
+
+
+# Each figure of the agreement page's per-category kappa column (its first words, before the note on why it
+# has no interval) and whether it lies inside the table's box, as the page opens (unscrolled).
+KAPPAS_IN_VIEW = """
+const box = document.querySelector('#per-category').closest('.table-scroll'), inside = box.getBoundingClientRect();
+return [...document.querySelectorAll('#per-category tbody tr')].map(row => {
+  const cell = row.cells[1], range = document.createRange();
+  range.selectNodeContents(cell.firstChild);
+  const shown = range.getBoundingClientRect().right <= inside.right + 1;
+  return [row.cells[0].textContent.trim(), cell.firstChild.textContent.trim(), shown];
+});
+"""
+
+
+@pytest.mark.django_db(transaction=True)
+def test_on_a_phone_the_agreement_pages_kappas_are_in_view(browser, live_server, submitted_study):  # noqa: F811
+    """390 px wide, the per-category table's kappa column was as wide as its longest note, "(too few positive
+    labels for an interval)" on one line: every kappa, right-aligned, was off to the right of the box, and the
+    column showed the start of a note. On a phone the note wraps under its figure, and the figures are in view."""
+    from tests.test_browser import window_width
+
+    study, lead, _ = submitted_study
+    open_as(browser, live_server.url, lead)
+    with window_width(browser, 390, mobile=True):
+        browser.get(f"{live_server.url}/studies/{study.pk}/agreement/")
+        kappas = browser.execute_script(KAPPAS_IN_VIEW)
+        browser.save_screenshot(str(SHOTS / "labeling-agreement-phone.png"))
+    assert len(kappas) == 17 and any(figure[:1].isdigit() for _option, figure, _shown in kappas), kappas
+    assert [option for option, _figure, shown in kappas if not shown] == [], kappas
