@@ -1914,3 +1914,71 @@ def test_a_filesystem_or_data_root_bound_by_a_walrus_or_a_conditional_expression
         'self.fs = fs or fsspec.filesystem("s3")', 'self.fs = fs if fs is not None else fsspec.filesystem("s3")'
     )
     assert reads(either) == reads(FILESYSTEM_HANDED_ON)
+
+
+COMMON_FILESYSTEM = """import os
+
+import requests
+import s3fs
+
+fs = s3fs.S3FileSystem(anon=False, client_kwargs={"endpoint_url": os.environ.get("S3_ENDPOINT")})
+session = requests.Session()
+"""
+
+DATA_IMPORTING_FS = """import torch
+from torch.utils.data import Dataset
+
+from common import fs, session as http
+
+
+class Shards(Dataset):
+    def __init__(self, keys):
+        self.keys = keys
+
+    def __getitem__(self, index):
+        with fs.open(f"vision-datasets/{self.keys[index]}", "rb") as handle:
+            return torch.load(handle), http.get(f"https://labels.example.org/{index}").json()
+"""
+
+
+@pytest.mark.parametrize(
+    ("common_path", "data_path", "data"),
+    [
+        ("common.py", "data.py", DATA_IMPORTING_FS),
+        ("pkg/common.py", "pkg/data.py", DATA_IMPORTING_FS.replace("from common import", "from .common import")),
+    ],
+)
+def test_a_filesystem_or_session_made_in_another_of_the_jobs_files_and_imported_is_read_through(
+    common_path, data_path, data
+):
+    # `from common import fs` where common.py makes `fs = s3fs.S3FileSystem()`: data.py's fs.open(...) in __getitem__
+    # was no read, the filesystem being made in another file (and the session likewise).
+    found = extract_script_evidence([(common_path, COMMON_FILESYSTEM), (data_path, data)]).of("remote_read")
+    assert [
+        (f.path, f.line, f.detail["client"], f.detail["call"], f.detail["url"], f.detail["context"]) for f in found
+    ] == [
+        (data_path, 12, "s3fs", "open", "s3://vision-datasets/", "Shards.__getitem__"),
+        (data_path, 13, "requests", "get", "https://labels.example.org/", "Shards.__getitem__"),
+    ]
+
+
+@pytest.mark.parametrize(
+    "scripts",
+    [
+        # a local filesystem there is no remote one here
+        [
+            ("common.py", 'import fsspec\n\nfs = fsspec.filesystem("file")\nsession = None\n'),
+            ("data.py", DATA_IMPORTING_FS),
+        ],
+        # two of the job's files the import may name: which one cannot be told
+        [("common.py", COMMON_FILESYSTEM), ("tools/common.py", "fs = None\n"), ("data.py", DATA_IMPORTING_FS)],
+        # the name rebound after the import is that binding's
+        [
+            ("common.py", COMMON_FILESYSTEM),
+            ("data.py", DATA_IMPORTING_FS.replace("as http\n", "as http\n\nfs = fsspec.filesystem('file')\n")),
+        ],
+    ],
+)
+def test_an_imported_name_is_not_read_through_where_it_is_local_ambiguous_or_rebound(scripts):
+    found = extract_script_evidence(scripts).of("remote_read")
+    assert [f.detail["client"] for f in found if f.detail["client"] == "s3fs"] == []

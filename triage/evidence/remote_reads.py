@@ -28,7 +28,9 @@ A function wrapped in `functools.partial` (`collate = partial(fetch_batch, bucke
 A URI computed at run time is followed where the file tells it (`value`): an argparse option (its value the job's launch
 line gives, else its default: `resolve`; `self.args.x` through `self.args = args`), handed to a parameter
 (`Shards(args.data_root)` -> `url_to_fs(root)`), in the file or by another of the job's files that imports it
-(`incoming`, what that file's `exports` found), bound to a name or to `self.root`, or starting an f-string.
+(`incoming`, what that file's `exports` found), bound to a name or to `self.root`, or starting an f-string. A
+filesystem or session another of the job's files makes at module level and this one imports (`from common import
+fs`) is the one it holds there (`provides`, `takes`, handed back in `incoming`).
 A `.map` is a pool's (a staging download, once) only on a name bound to a thread or process pool, or on one made
 there (`ThreadPoolExecutor(16).map`). Pure Python; no Django.
 """
@@ -137,7 +139,9 @@ class RemoteReads:
     def __init__(self, tree: ast.Module, resolve, incoming: dict | None = None):
         self.resolve = resolve  # the file's literal resolver (constants, argparse defaults)
         # What the job's other files hand this file's module-level functions and classes (`exports`): name -> the
-        # values of each call's arguments, or None where one is made in a way not followed ("*": any of them)
+        # values of each call's arguments, or None where one is made in a way not followed ("*": any of them); and
+        # what the names it imports from them hold (`provides`): (module, level, name) -> ("filesystem", (client,
+        # scheme)) or ("session", client)
         self.incoming = incoming or {}
         self.asked: set[str] = set()  # the names whose calls elsewhere were asked for (`_external_calls`)
         self.scopes = _Scopes(tree)  # which function (or the module) binds a plain name used at a node
@@ -238,6 +242,12 @@ class RemoteReads:
                     self.filesystems[target] = built
                 elif session := _SESSIONS.get(self.canonical(_dotted(made.func))):
                     self.sessions[target] = session
+        for node in self.imports:  # `from common import fs`, common.py's fs a remote filesystem: bound by the import
+            for alias in node.names if isinstance(node, ast.ImportFrom) else ():
+                kind, held = self.incoming.get((node.module, node.level, alias.name), (None, None))
+                if kind is not None:
+                    bound = self.filesystems if kind == "filesystem" else self.sessions
+                    bound[self._owned(alias.asname or alias.name, node)] = held
         self._handed_in(tree)
         for node in ast.walk(tree):  # `for f in files:` (or `enumerate(files)`): each f one of open_files' files
             if isinstance(node, ast.For | ast.AsyncFor):
@@ -757,6 +767,35 @@ class RemoteReads:
             if len(index["names"].get(head, [])) > reached:  # the module named but for an attribute of it
                 found[(module, level, "*")] = None
         return {key: tuple(calls) if calls is not None else None for key, calls in found.items()}
+
+    def takes(self, modules: tuple[frozenset, ...]) -> tuple:
+        """The (module, level, name) of each name this file imports from the job's other files (`from common import
+        fs`, by the (module, level) pairs `modules` sets hold, as for `exports`): what each holds there it holds here
+        (`provides`, handed back in `incoming`)."""
+        return tuple(
+            sorted(
+                {
+                    (node.module, node.level, alias.name)
+                    for node in self.imports
+                    if isinstance(node, ast.ImportFrom) and any((node.module, node.level) in each for each in modules)
+                    for alias in node.names
+                    if alias.name != "*"
+                }
+            )
+        )
+
+    def provides(self) -> dict:
+        """What this file's module-level names hold where the module ends, for the job's files that import them
+        (`from common import fs`): name -> ("filesystem", (client, scheme)) for `fs = s3fs.S3FileSystem()`, ("session",
+        client) for `session = requests.Session()`; as a function here that reads the name would see it."""
+        module, found = id(self.tree), {}
+        for kind, bound in (("filesystem", self.filesystems), ("session", self.sessions)):
+            for key in bound:
+                if isinstance(key, tuple) and key[0] == module and key[1] not in found:
+                    held = self._plain(bound, key[1], self.tree)
+                    if held is not None:
+                        found[key[1]] = (kind, held)
+        return found
 
     def _handed_values(self, call: ast.Call) -> tuple | None:
         """The values a call hands (`value`), as (positional, (keyword, value) pairs); None with `*args` or

@@ -103,6 +103,10 @@ class ScriptEvidence:
     # the names of its module-level functions and classes whose calls elsewhere its reads asked for: only what is
     # handed to those changes its facts (`_imported_calls`)
     asked: frozenset = frozenset()
+    # the (module, level, name) it imports from the job's other files (`RemoteReads.takes`), and what its own
+    # module-level names hold for those that import them (`RemoteReads.provides`: a remote filesystem, a session)
+    takes: tuple = ()
+    provides: dict = field(default_factory=dict)
 
     def of(self, *kinds: str) -> list[CodeFact]:
         return [fact for fact in self.facts if fact.kind in kinds]
@@ -131,6 +135,8 @@ def extract_script_evidence(scripts: list[tuple[str, str]], command: str = "") -
     incoming: dict[str, tuple] = {}
     for _ in range(_IMPORT_ROUNDS):
         handed = _imported_calls(parts, modules)
+        for path, held in _imported_names(parts, modules).items():  # and what the names it imports hold
+            handed[path] = handed.get(path, ()) + held
         if handed == incoming:
             break
         for path, text in scripts:
@@ -206,6 +212,23 @@ def _imported_calls(parts: dict[str, ScriptEvidence], modules: dict) -> dict[str
         for path, names in handed.items()
         if parts[path].asked and ("*" in names or parts[path].asked & names.keys())
     }
+
+
+def _imported_names(parts: dict[str, ScriptEvidence], modules: dict) -> dict[str, tuple]:
+    """For each of the job's Python files, what the names it imports from another of them hold there (`from common
+    import fs`, common.py's `fs = s3fs.S3FileSystem()`), as `RemoteReads` takes it in `incoming`: a sorted tuple of
+    ((module, level, name), (kind, held)). An import that names several of the job's files names none."""
+    taken: dict[str, tuple] = {}
+    for importer, part in parts.items():
+        held = []
+        for module, level, name in part.takes:
+            names = modules[None] if level == 0 else modules[_folder(importer)]
+            candidates = [path for path in names.get((module, level), []) if path != importer]
+            if len(candidates) == 1 and name in parts[candidates[0]].provides:
+                held.append(((module, level, name), parts[candidates[0]].provides[name]))
+        if held:
+            taken[importer] = tuple(held)
+    return taken
 
 
 # A file's facts depend on its path and text alone (a Python script's on the options its launch lines give it too,
@@ -586,6 +609,8 @@ class _PythonFacts(ast.NodeVisitor):
         # Where each remote read runs (per sample or once) is known only after the whole file was read.
         self.remote.settle()
         self.ev.exports = self.remote.exports(self.modules)
+        self.ev.takes = self.remote.takes(self.modules)
+        self.ev.provides = self.remote.provides()
         self.ev.asked = frozenset(self.remote.asked)
         self.ev.facts[:] = [f for f in self.ev.facts if not (f.kind == "remote_read" and f.detail.get("drop"))]
         self._mmengine_config(tree)

@@ -65,6 +65,10 @@ from triage.rules.registry import RULES, THRESHOLDS, Finding, Status, TriageResu
 #      Trainer's `precision=hparams.precision` its default's precision, `bf16=self.args.bf16` a command-line flag;
 #      `cfg` holds them only where bound to parse_args() (a config's `cfg.workers` took --workers' default), and a
 #      precision read from `opts` bound to anything else is a variable's, not a flag's
+#      also: a shell script's environment is read as the shell sets it (readonly / declare / local set it as export
+#      does; a NCCL_IB_DISABLE=1 word after the program is its argument, not the environment)
+#      also: a remote filesystem or session another of the job's files makes at module level and this one imports
+#      (`from common import fs`, common.py's `fs = s3fs.S3FileSystem()`) is read through
 #      also: a remote URI given to an option of the job's submitted command (`python train.py --data s3://...`) is a
 #      remote_path fact of the job's command, quoted among the finding's code lines as a shell script's launch line is
 RULES_REVISION = 4
