@@ -1,10 +1,14 @@
 """What a job's shell scripts set: the environment its launch runs in (`env` facts the rules read: NCCL's socket
 switches, CUDA_VISIBLE_DEVICES) and the variables a launch line's `$DATA` takes (`_ShellVariables`), both read by
-one reading of a command's assignments (`_assignments`)."""
+one reading of a command's assignments (`_assignments`); and what program a launch line runs (`_program`)."""
 
 from __future__ import annotations
 
+import pytest
+
+from tests.test_triage_edge_cases import run, series
 from triage.evidence.scripts import extract_script_evidence
+from triage.taxonomy import Category
 
 RUN_SH = """#!/bin/bash
 #SBATCH --gpus-per-node=2
@@ -45,3 +49,24 @@ def test_a_launch_scripts_environment_and_variables_are_read_from_its_assignment
     # `$DATA` on the launch line is the plain value set above it: train.py reads its index from there
     (read,) = evidence.of("remote_read")
     assert (read.path, read.line, read.detail["url"]) == ("train.py", 8, "s3://vision-datasets/shards/index.json")
+
+
+@pytest.mark.parametrize(
+    "launch",
+    [
+        "torchrun --nproc_per_node 8 train.py",
+        "NCCL_DEBUG=INFO OMP_NUM_THREADS=4 torchrun --nproc_per_node 8 train.py",
+        "/opt/conda/bin/torchrun --nproc_per_node 8 train.py",
+        "nohup torchrun --nproc_per_node 8 train.py",
+    ],
+)
+def test_a_launcher_is_known_by_its_program_after_the_commands_environment_wrapper_and_path(launch):
+    # A launch line's launcher was its first word: `NCCL_DEBUG=INFO torchrun ...` launched by "NCCL_DEBUG=INFO", and
+    # `/opt/conda/bin/torchrun` or `nohup torchrun` by neither torchrun, so a job with seven of its eight GPUs idle was
+    # "unused GPUs" (no launcher seen) rather than a distributed launch that used only some of them.
+    (launched,) = extract_script_evidence([("run.sh", f"#!/bin/bash\n{launch}\n")]).of("shell_launch")
+    assert launched.detail["launcher"] == "torchrun"
+    frame = series(120, lambda t, g: 60 if g == 0 else 0, gpus=8, mem=lambda t, g: 0.4 if g == 0 else 0.0)
+    _, result = run(120, frame, gpu_count=8, scripts=[("run.sh", f"#!/bin/bash\n{launch}\n")])
+    (finding,) = [f for f in result.findings if f.category == Category.GPU_OVERSUBSCRIPTION]
+    assert finding.sub_cause == "uneven_use" and [(c.path, c.line) for c in finding.code] == [("run.sh", 2)]

@@ -1413,15 +1413,20 @@ def _accelerate_zero_flags(argv: list[str]) -> dict | None:
     return detail
 
 
-def _command_kind(argv: list[str]) -> str:
-    """What one shell command does, from its words: install, download, upload, sleep, launch, interactive, ''."""
+def _program(argv: list[str]) -> tuple[str, list[str]]:
+    """The program one shell command runs, by its file's name, and its words: after `VAR=value` words and wrappers
+    (`NCCL_DEBUG=INFO torchrun ...`, `nohup`, `env`, `srun ...`, `/opt/conda/bin/torchrun`: torchrun); '' for none."""
     words = [w for w in argv if not re.fullmatch(r"[A-Z_][A-Z0-9_]*=.*", w)]  # leading VAR=value
     while words and words[0] in ("sudo", "exec", "nohup", "time", "env", "srun", "stdbuf"):
         words = [w for w in words[1:] if not w.startswith("-")] if words[0] == "srun" else words[1:]
-    if not words:
+    return (words[0].rsplit("/", 1)[-1], words[1:]) if words else ("", [])
+
+
+def _command_kind(argv: list[str]) -> str:
+    """What one shell command does, from its words: install, download, upload, sleep, launch, interactive, ''."""
+    program, rest = _program(argv)
+    if not program:
         return ""
-    program = words[0].rsplit("/", 1)[-1]
-    rest = words[1:]
     if program in ("pip", "pip3", "uv", "conda", "mamba", "micromamba", "apt-get", "apt", "yum", "dnf") and (
         "install" in rest
     ):
@@ -1562,7 +1567,10 @@ def _shell_facts(path: str, text: str, evidence: ScriptEvidence) -> None:
                 evidence.facts.append(CodeFact("shell_interactive", path, number, stripped, detail))
             elif kind in ("launch", "python"):
                 launched = True
-                evidence.facts.append(CodeFact("shell_launch", path, number, stripped, {**detail, "launcher": argv[0]}))
+                launcher = _program(argv)[0]  # torchrun of `NCCL_DEBUG=INFO /opt/conda/bin/torchrun ...`
+                evidence.facts.append(
+                    CodeFact("shell_launch", path, number, stripped, {**detail, "launcher": launcher})
+                )
                 if precision := _shell_precision(argv):
                     evidence.facts.append(
                         CodeFact("mixed_precision", path, number, stripped, {"call": argv[0], "dtype": precision})
