@@ -911,7 +911,8 @@ def test_a_team_page_does_not_urge_a_change_its_people_set_aside(client, member_
         rows = {row["category"]: row for row in page.context["causes"]}
         cells = {
             row["category"]: re.search(
-                rf'category={row["category"].value}&amp;sort=unused".*?<td class="muted">(.*?)</td></tr>',
+                rf'category={row["category"].value}&amp;sort=unused".*?'
+                r'<span class="cell-label">The change to make</span><span>(.*?)</span></td></tr>',
                 page.content.decode(),
                 re.S,
             )[1]

@@ -515,33 +515,15 @@ def test_on_a_phone_the_timelines_legend_and_toolbar_keep_off_its_plot(browser, 
     assert plot_share >= 0.6, f"the plot has {plot_share:.0%} of the chart's width"
 
 
-# The team's causes table: how tall its cause rows are, whether each row's GPU-hours sit inside the
-# table's box unscrolled, and the changes to make shown (a cell of words), each whole within the box.
-TEAM_CAUSES = """
-const box = document.querySelector('#team-causes .table-scroll');
-const inside = box.getBoundingClientRect();
-const rows = [...box.querySelectorAll('tbody tr')].filter(row => row.querySelector('td.num'));
-const changes = [...box.querySelectorAll('tbody td:not(.num)')]
-  .filter(cell => !cell.querySelector('.tag') && cell.getClientRects().length);
-const text = cell => {
-  const range = document.createRange(); range.selectNodeContents(cell); return range.getBoundingClientRect();
-};
-return {
-  heights: rows.map(row => row.getBoundingClientRect().height),
-  hoursInView: rows.map(row => row.querySelectorAll('td.num')[1].getBoundingClientRect().right <= inside.right),
-  changes: changes.length,
-  changesInView: changes.every(cell => text(cell).left >= inside.left - 1 && text(cell).right <= inside.right + 1),
-};
-"""
-
-
 @pytest.mark.django_db(transaction=True)
 def test_on_a_phone_a_teams_causes_keep_their_numbers_and_change_in_view(browser, live_server, operator):  # noqa: F811
-    """390 px wide the team's causes table scrolled sideways as it should, but "The change to make",
-    squeezed into its last column, made each row hundreds of pixels tall, with the GPU-hours and
-    the change off to the right. On a phone each change is a line of its own under its cause."""
+    """390 px wide the team's causes table scrolled sideways, and "The change to make", squeezed into its last
+    column, made each row hundreds of pixels tall, with the GPU-hours and the change off to the right; then the
+    change read as a line under its cause, but the table still scrolled by about 33 px, its cost cut at the box's
+    edge. On a phone each cause is a card of its fields, each beside its column's name (table.stacks, as the
+    overview's top causes and the causes page); at 1280 px a table with the change in a column of its own."""
     from tests.factories import JobFactory, TeamFactory
-    from tests.test_accessibility import open_as
+    from tests.test_accessibility import open_as, table_layouts
     from triage.models import JobTriage, RuleSet
     from triage.taxonomy import Category
 
@@ -549,26 +531,27 @@ def test_on_a_phone_a_teams_causes_keep_their_numbers_and_change_in_view(browser
     causes = (Category.HOST_GPU_TRANSFER, Category.DATA_EXCHANGE, Category.IMPROPER_BATCH_SIZE)
     for index, category in enumerate(causes):
         start = datetime(2026, 11, 10, index, tzinfo=UTC)  # in the page's period, whatever else a run has stored
-        job = JobFactory(team=team, start_time=start, mean_gpu_util=20.0, gpu_hours=12.0, unused_gpu_hours=9.6,
-                         cost="31.20")  # fmt: skip
+        job = JobFactory(team=team, start_time=start, mean_gpu_util=20.0, gpu_hours=120.0, unused_gpu_hours=96.0,
+                         cost="312.00")  # fmt: skip
         result = JobTriage.objects.create(job=job, rule_set=RuleSet.current(), status="classified", is_current=True)
         Finding.objects.create(result=result, job=job, rule_set=result.rule_set, category=category,
-                               confidence=0.9, summary="s", gpu_hours=9 - index, evidence={}, guidance={})  # fmt: skip
+                               confidence=0.9, summary="s", gpu_hours=90 - index, cost="234.00", evidence={},
+                               guidance={})  # fmt: skip
     # Dates, not "the last 90 days": those end at the newest job stored, which jobs of other tests
     # (the factory's start times run on through a session) can put months after these.
     period = "from=2026-11-10&to=2026-11-10"
     open_as(browser, live_server.url, operator)
-    with window_width(browser, 390):
-        browser.get(f"{live_server.url}/teams/{team.slug}/?{period}")
-        phone = browser.execute_script(TEAM_CAUSES)
-        browser.save_screenshot(str(SHOTS / "team-causes-phone.png"))
-    assert len(phone["heights"]) == len(causes)
-    assert max(phone["heights"]) <= 100, f"cause rows {phone['heights']} px tall"
-    assert all(phone["hoursInView"]), "a cause's GPU-hours sit off to the right"
-    assert phone["changes"] == len(causes) and phone["changesInView"], phone
-    browser.get(f"{live_server.url}/teams/{team.slug}/?{period}")  # wide: the change in a column of its own
-    wide = browser.execute_script(TEAM_CAUSES)
-    assert wide["changes"] == len(causes) and all(wide["hoursInView"]), wide
+    wide, phone = table_layouts(
+        browser, f"{live_server.url}/teams/{team.slug}/?{period}", "team-causes", table="#team-causes table.data"
+    )
+    columns = ["Cause", "Jobs", "Recoverable GPU-hours", "Cost (USD)", "The change to make"]
+    for layout in (wide, phone):
+        assert not layout["scrolls"] and layout["cellsOut"] == [], layout
+        assert [column for _label, column in layout["labels"]] == columns * len(causes), layout
+    assert wide["headersShown"] and {label for label, _column in wide["labels"]} == {None}, wide
+    assert not phone["headersShown"], phone
+    assert [label for label, _column in phone["labels"]] == columns * len(causes), phone
+    assert phone["violations"] == [] and phone["reflow"] == [], phone
 
 
 def open_timeline_pointed_at(browser, url: str) -> None:  # noqa: F811
