@@ -70,3 +70,26 @@ def test_a_launcher_is_known_by_its_program_after_the_commands_environment_wrapp
     _, result = run(120, frame, gpu_count=8, scripts=[("run.sh", f"#!/bin/bash\n{launch}\n")])
     (finding,) = [f for f in result.findings if f.category == Category.GPU_OVERSUBSCRIPTION]
     assert finding.sub_cause == "uneven_use" and [(c.path, c.line) for c in finding.code] == [("run.sh", 2)]
+
+
+@pytest.mark.parametrize(
+    ("launch", "launcher"),
+    [
+        ("srun --ntasks-per-node 8 -c 12 python train.py --data-root s3://vision-datasets/shards", "python"),
+        (
+            "srun -N 2 --gpus-per-task 1 torchrun --nproc_per_node 8 train.py --data-root s3://vision-datasets/shards",
+            "torchrun",
+        ),
+        (
+            "srun --cpus-per-task=12 torchrun --nproc_per_node 8 train.py --data-root s3://vision-datasets/shards",
+            "torchrun",
+        ),
+    ],
+)
+def test_a_launch_under_srun_is_known_whatever_options_srun_takes(launch, launcher):
+    # srun's own options with a value after a space (`-c 12`, `-N 2`) left the value as the program: the line was no
+    # launch at all, so its flags (the data root train.py reads) went unread.
+    evidence = extract_script_evidence([("run.sh", f"#!/bin/bash\n{launch}\n"), ("train.py", TRAIN)])
+    assert [f.detail["launcher"] for f in evidence.of("shell_launch")] == [launcher]
+    (read,) = evidence.of("remote_read")
+    assert read.detail["url"] == "s3://vision-datasets/shards/index.json"

@@ -1418,7 +1418,11 @@ def _program(argv: list[str]) -> tuple[str, list[str]]:
     (`NCCL_DEBUG=INFO torchrun ...`, `nohup`, `env`, `srun ...`, `/opt/conda/bin/torchrun`: torchrun); '' for none."""
     words = [w for w in argv if not re.fullmatch(r"[A-Z_][A-Z0-9_]*=.*", w)]  # leading VAR=value
     while words and words[0] in ("sudo", "exec", "nohup", "time", "env", "srun", "stdbuf"):
-        words = [w for w in words[1:] if not w.startswith("-")] if words[0] == "srun" else words[1:]
+        if words[0] == "srun":  # its options, some with a value (`-c 12`), then the program (`_srun_program`)
+            start = next((i for i, w in enumerate(words[1:], 1) if _srun_program(w)), None)
+            words = words[start:] if start is not None else [w for w in words[1:] if not w.startswith("-")]
+        else:
+            words = words[1:]
     return (words[0].rsplit("/", 1)[-1], words[1:]) if words else ("", [])
 
 

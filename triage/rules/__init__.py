@@ -71,7 +71,8 @@ from triage.rules.registry import RULES, THRESHOLDS, Finding, Status, TriageResu
 #      (`from common import fs`, common.py's `fs = s3fs.S3FileSystem()`) is read through
 #      also: a shell launch's launcher is the program it runs (`NCCL_DEBUG=INFO torchrun`, `srun torchrun`, `nohup
 #      torchrun`, `/opt/conda/bin/torchrun` are torchrun; the first word was taken): a distributed launch for the
-#      GPU-oversubscription rule (uneven use, not unused GPUs) and one loading process a GPU for the loader rules
+#      GPU-oversubscription rule (uneven use, not unused GPUs) and one loading process a GPU for the loader rules;
+#      a launch under srun with options that take a value (`srun -N 2 -c 12 torchrun ...`) is a launch (it was none)
 #      also: a remote URI given to an option of the job's submitted command (`python train.py --data s3://...`) is a
 #      remote_path fact of the job's command, quoted among the finding's code lines as a shell script's launch line is
 RULES_REVISION = 4
