@@ -1,9 +1,21 @@
 """The JSON API held to its own OpenAPI schema over real HTTP, with requests generated from that
 schema (schemathesis): whatever a client sends, the answer is never a server error, its status
-code is one the schema documents, and its body has the documented type and shape.
+code is one the schema documents, its content type one documented for that code, and its body and
+headers have the documented types and shapes.
 
-The examples are the same on every run (`derandomize`), so CI is reproducible. To explore further,
-run schemathesis' own command against a running server, e.g.
+The schema is the one the running server serves at /api/v1/schema/, and every operation is called
+by each kind of caller the API has: an operator's login session and a team member's (with their
+CSRF token, so their uploads get past it), a machine token an operator made to read jobs and the
+teams' report, and a push-only token. Requests are both well-formed (positive) and ill-formed
+(negative: wrong types, values outside the enums, missing required parts). The database holds the
+example archive's jobs (with findings and series) and runs, and half the path parameters are drawn
+from their ids, so details and series downloads are answered too, not only 404s.
+
+CI draws the same 15 examples per operation and caller every run (the `ci` profile, tests/conftest.py);
+`FUZZ_EXAMPLES` sets how many and draws new ones every run, for a hunt:
+`FUZZ_EXAMPLES=500 .venv/bin/python -m pytest tests/test_api_contract.py` (with `HYPOTHESIS_PROFILE=ci`
+beside it, the same ones every run).
+To explore further, run schemathesis' own command against a running server, e.g.
 `.venv/bin/st run http://127.0.0.1:8000/api/v1/schema/ -H "Authorization: Api-Key $TOKEN"`.
 
 Deliberately not checked: that every request outside the schema is refused (the filters treat an
@@ -14,22 +26,24 @@ credential is enough, by design). Refusal without credentials is `test_access_ma
 
 from __future__ import annotations
 
-import json
+import os
 
 import pytest
 import schemathesis
-from django.test import Client
-from drf_spectacular.generators import SchemaGenerator
+from django.core.management import call_command
+from django.test import Client, override_settings
 from hypothesis import HealthCheck, settings
+from hypothesis import strategies as st
 from schemathesis.checks import (
     content_type_conformance,
     not_a_server_error,
+    response_headers_conformance,
     response_schema_conformance,
     status_code_conformance,
 )
 
-from fleet.models import IngestRun, MachineToken
-from tests.factories import ClusterFactory, JobFactory
+from fleet.models import IngestRun, Job, MachineToken
+from tests.conftest import EXAMPLE_ARCHIVE
 
 pytestmark = pytest.mark.django_db(transaction=True)  # the live server sees the test's rows
 
@@ -38,42 +52,122 @@ CHECKS = [
     status_code_conformance,
     content_type_conformance,
     response_schema_conformance,
+    response_headers_conformance,
 ]
 
+EXAMPLES = int(os.environ.get("FUZZ_EXAMPLES") or "15")
 
-# The schema as /api/v1/schema/ serves it, generated without a request (no database needed).
-schema = schemathesis.openapi.from_dict(
-    json.loads(json.dumps(SchemaGenerator().get_schema(request=None, public=True), default=str))
-)
+# The ids of the rows the test stored, for path parameters to hit (set by the `fleet` fixture:
+# ids differ between runs, as the database's sequences go on).
+KNOWN_IDS: dict[str, list[int]] = {"jobs": [], "ingest-runs": []}
 
 
-@pytest.fixture
-def callers(upload_dirs, operator, team_a, team_b):
-    """Credentials per kind of caller: an operator's session for reading, a machine token for pushing
-    (a session's POST needs a CSRF token, which a script does not have)."""
-    cluster = ClusterFactory(name="c1")
-    for index in range(3):
-        JobFactory(cluster=cluster, team=team_a if index % 2 else team_b, mean_gpu_util=10.0 + index)
-    token, key = MachineToken.objects.create_key(name="exporter", created_by=operator)
-    IngestRun.objects.create(source=IngestRun.Source.API, archive_name="push.zip", api_key=token)
+def served_schema() -> dict:
+    """The schema as the app serves it at /api/v1/schema/ (asked in-process at collection, as the
+    test functions are made from it before the live server starts; serving it needs no database)."""
+    with override_settings(ALLOWED_HOSTS=["testserver"]):  # as pytest-django's test environment, not set up yet
+        response = Client().get("/api/v1/schema/", {"format": "json"})
+    assert response.status_code == 200, response.content
+    return response.json()
+
+
+schema = schemathesis.openapi.from_dict(served_schema())
+
+
+@schema.hook
+def flatmap_path_parameters(context, path_parameters):
+    # Half the time an id of a stored row (of the operation's kind), so the detail and the series
+    # answer with their bodies; otherwise the generated id, mostly a 404.
+    if not path_parameters or "id" not in path_parameters or context.operation is None:
+        return st.just(path_parameters)
+    kind = context.operation.path.split("/")[3]
+    return st.booleans().flatmap(
+        lambda known: st.integers(0, 99).map(
+            lambda index: (
+                {**path_parameters, "id": KNOWN_IDS[kind][index % len(KNOWN_IDS[kind])]}
+                if known and KNOWN_IDS.get(kind)
+                else path_parameters
+            )
+        )
+    )
+
+
+CSRF_SECRET = "fuzz" * 8  # any 32 letters: Django checks the header against the cookie
+
+
+def session_of(user) -> dict:
+    """A login session's cookies and CSRF header, as a browser's script would send them."""
     browser = Client()
-    browser.force_login(operator)
+    browser.force_login(user)
     return {
-        "session": {"cookies": {"sessionid": browser.cookies["sessionid"].value}},
-        "token": {"headers": {"Authorization": f"Api-Key {key}"}},
+        "cookies": {"sessionid": browser.cookies["sessionid"].value, "csrftoken": CSRF_SECRET},
+        "headers": {"X-CSRFToken": CSRF_SECRET},
     }
 
 
-@schema.parametrize()
-@settings(
-    max_examples=25,
-    derandomize=True,
+@pytest.fixture
+def fleet(upload_dirs, operator, member_a, team_a, team_b):
+    """The example archive imported (jobs with findings and series, and its run), one job of the
+    member's team and the rest another team's, and a run pushed by the push token; returns each kind
+    of caller's credentials."""
+    call_command("ingest_archive", str(EXAMPLE_ARCHIVE), stdout=open(os.devnull, "w"))  # noqa: SIM115
+    jobs = list(Job.objects.order_by("pk"))
+    Job.objects.filter(pk=jobs[0].pk).update(team=team_a)
+    Job.objects.exclude(pk=jobs[0].pk).update(team=team_b)
+    _reader, reading_key = MachineToken.objects.create_key(
+        name="reader", created_by=operator, reads_jobs=True, reads_reports=True
+    )
+    pusher, push_key = MachineToken.objects.create_key(name="exporter", created_by=operator)
+    IngestRun.objects.create(source=IngestRun.Source.API, archive_name="push.zip", api_key=pusher)
+    KNOWN_IDS["jobs"] = [job.pk for job in jobs]
+    KNOWN_IDS["ingest-runs"] = list(IngestRun.objects.values_list("pk", flat=True))
+    return {
+        "operator": session_of(operator),
+        "member": session_of(member_a),
+        "reading": token(reading_key),
+        "push": token(push_key),
+    }
+
+
+def token(key: str) -> dict:
+    return {"headers": {"Authorization": f"Api-Key {key}"}}
+
+
+def call_and_validate(case, live_server, credentials: dict) -> None:
+    headers = {**(case.headers or {}), **credentials.get("headers", {})}
+    case.call_and_validate(base_url=live_server.url, checks=CHECKS, headers=headers, cookies=credentials.get("cookies"))
+
+
+FUZZ = settings(
+    max_examples=EXAMPLES,
     deadline=None,
     suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow, HealthCheck.filter_too_much],
 )
-def test_every_answer_of_the_api_is_documented_and_never_a_server_error(case, callers, live_server):
-    credentials = callers["token"] if case.method == "POST" else callers["session"]
-    case.call_and_validate(base_url=live_server.url, checks=CHECKS, **credentials)
+
+
+# One test per kind of caller, so that a failure's name says whose request it was.
+@schema.parametrize()
+@FUZZ
+def test_an_operators_answers_are_documented_and_never_a_server_error(case, fleet, live_server):
+    call_and_validate(case, live_server, fleet["operator"])
+
+
+@schema.parametrize()
+@FUZZ
+def test_a_team_members_answers_are_documented_and_never_a_server_error(case, fleet, live_server):
+    call_and_validate(case, live_server, fleet["member"])
+
+
+@schema.parametrize()
+@FUZZ
+def test_a_reading_tokens_answers_are_documented_and_never_a_server_error(case, fleet, live_server):
+    call_and_validate(case, live_server, fleet["reading"])
+
+
+@schema.parametrize()
+@FUZZ
+def test_a_push_tokens_answers_are_documented_and_never_a_server_error(case, fleet, live_server):
+    call_and_validate(case, live_server, fleet["push"])
 
 
 @pytest.mark.parametrize("address", ["/api/v1/nothing-here/", "/api/v1/ingest-runs/1.5/", "/api/v1/jobs/1/%0A/"])
