@@ -262,7 +262,17 @@ def kubernetes_documents() -> dict[str, object]:
                 },
             }
         )  # fmt: skip
-    return {"api/v1/pods": {"kind": "PodList", "apiVersion": "v1", "metadata": {"resourceVersion": "9"}, "items": pods}}
+    return {
+        "api/v1/pods": {"kind": "PodList", "apiVersion": "v1", "metadata": {"resourceVersion": "9"}, "items": pods},
+        "api/v1/nodes": node_list(),
+    }
+
+
+def node_list() -> dict:
+    """The nodes as the connector lists them for shared GPUs' replicas: one time-sliced, one not."""
+    from tests.test_connectors_kubernetes import POOLS
+
+    return {"kind": "NodeList", "apiVersion": "v1", "metadata": {"resourceVersion": "9"}, "items": POOLS[2:4]}
 
 
 def test_the_valid_pod_list_gives_its_job():
@@ -433,6 +443,7 @@ def ray_documents() -> dict[str, object]:
     return {
         "api/v1/pods": pod_list(ray_pods()),
         "apis/ray.io/v1/rayjobs": {"kind": "RayJobList", "metadata": {}, "items": [rayjob()]},
+        "api/v1/nodes": node_list(),
     }
 
 

@@ -999,3 +999,143 @@ def test_a_finished_rayjob_without_a_jobstatus_takes_its_deployments():
         listed = [rayjob(deployment=deployment, status="")]
         (job,) = jobs_from_pods(ray_pods(submitter_phase=None), ray_jobs=listed).jobs
         assert (job.name, job.state, job.gpu_count) == ("llm-ft", state, 8)
+
+
+def node(name: str, **labels: str) -> dict:
+    """A Node as `GET /api/v1/nodes` lists it, with GPU Feature Discovery's labels."""
+    return {
+        "metadata": {"name": name, "uid": f"{name}-uid", "labels": {"kubernetes.io/hostname": name, **labels}},
+        "status": {"capacity": {"cpu": "64"}},
+    }
+
+
+# Two node pools time-sliced differently (the GPU Operator's per-node `nvidia.com/device-plugin.config`): A100s
+# renamed (`renameByDefault: true`, pods ask for `nvidia.com/gpu.shared`) 4 ways, L4s not renamed (their product
+# label ends -SHARED, pods ask for plain `nvidia.com/gpu`) 2 ways under MPS; and an older node whose GFD adds no
+# replicas label.
+POOLS = [
+    node("a100-0", **{"nvidia.com/gpu.product": "NVIDIA-A100-SXM4-80GB", "nvidia.com/gpu.replicas": "4",
+                      "nvidia.com/gpu.sharing-strategy": "time-slicing", "nvidia.com/gpu.count": "8"}),
+    node("a100-1", **{"nvidia.com/gpu.product": "NVIDIA-A100-SXM4-80GB", "nvidia.com/gpu.replicas": "4",
+                      "nvidia.com/gpu.sharing-strategy": "time-slicing", "nvidia.com/gpu.count": "8"}),
+    node("l4-0", **{"nvidia.com/gpu.product": "NVIDIA-L4-SHARED", "nvidia.com/gpu.replicas": "2",
+                    "nvidia.com/gpu.sharing-strategy": "mps", "nvidia.com/gpu.count": "4"}),
+    node("old-0", **{"nvidia.com/gpu.product": "Tesla-T4"}),
+    node("h100-0", **{"nvidia.com/gpu.product": "NVIDIA-H100-80GB-HBM3", "nvidia.com/gpu.replicas": "1",
+                      "nvidia.com/gpu.sharing-strategy": "none", "nvidia.com/gpu.count": "8"}),
+]  # fmt: skip
+
+
+def pooled_pods() -> list[dict]:
+    hour = {"start": T, "end": T + timedelta(hours=1)}
+    shared = {"nvidia.com/gpu.shared": "1"}
+    return [
+        with_resources(pod("nb-a", "pa", node="a100-0", **hour), shared),
+        with_resources(pod("nb-a2", "pa2", node="a100-1", **hour), shared),
+        pod("nb-l4", "pl", node="l4-0", **hour),  # plain nvidia.com/gpu, no node selector: the node says it is shared
+        with_resources(pod("nb-old", "po", node="old-0", **hour), shared),
+        with_resources(pod("nb-gone", "pg", node="scaled-away-0", **hour), shared),  # its node is no longer listed
+        pod("train", "pt", gpus=2, node="h100-0", **hour),  # whole GPUs, on a node not shared (replicas 1)
+    ]
+
+
+def serve_nodes(server: FakePlatform, nodes: list[dict]) -> None:
+    """The nodes in pages (`limit` honoured, `continue` to the next), as the API server pages them."""
+
+    def page(path, query):
+        at = int(query.get("continue") or 0)
+        size = int(query["limit"])
+        rest = at + size < len(nodes)
+        return 200, {"kind": "NodeList", "apiVersion": "v1", "metadata": {"continue": str(at + size) if rest else ""},
+                     "items": nodes[at : at + size]}, {}  # fmt: skip
+
+    server.route("/api/v1/nodes", page)
+
+
+def test_a_shared_gpus_replicas_are_its_nodes_pools_own(client, operator):
+    """A time-sliced or MPS replica's share was 1/`shared_gpu_replicas`, one number for the whole cluster: on a
+    cluster whose node pools are shared differently some pools' jobs were priced wrong, and with the option unset
+    every replica counted as a whole GPU. GPU Feature Discovery labels each node with its `nvidia.com/gpu.replicas`:
+    a pod's replicas are its node's, the option only where the node says nothing (or is gone), and only then
+    'replicas unknown, counted whole'. The nodes are listed once a pull, page by page."""
+    with FakePlatform() as server:
+        serve(server, [p for p in pooled_pods() if p["metadata"]["name"] != "train"])
+        serve_nodes(server, POOLS)
+        result = pull(server, options={"fetch_logs": False, "shared_gpu_replicas": 8, "page_size": 2})
+        node_pages = [q for p, _, q in server.requests if p == "/api/v1/nodes"]
+    assert result.status == "succeeded" and not result.errors, result.errors
+    assert len(node_pages) == 3 and all(q["limit"] == "2" for q in node_pages)
+    jobs = {j.name: j for j in Job.objects.all()}
+    share = {name: (j.gpu_share, j.gpu_unit) for name, j in jobs.items()}
+    assert share == {
+        "nb-a": (0.25, "shared GPU replica"),
+        "nb-a2": (0.25, "shared GPU replica"),
+        "nb-l4": (0.5, "shared GPU replica"),
+        "nb-old": (0.125, "shared GPU replica"),
+        "nb-gone": (0.125, "shared GPU replica"),
+    }
+    assert jobs["nb-a"].gpu_hours == pytest.approx(0.25) and jobs["nb-l4"].gpu_hours == pytest.approx(0.5)
+    assert jobs["nb-a"].labels["gpu_replicas"] == ["4 on a100-0 (label nvidia.com/gpu.replicas)"]
+    assert jobs["nb-old"].labels["gpu_replicas"] == [
+        "8 on old-0 (the connector's shared_gpu_replicas: no nvidia.com/gpu.replicas label)"
+    ]
+    assert jobs["nb-gone"].labels["gpu_replicas"] == [
+        "8 on scaled-away-0 (the connector's shared_gpu_replicas: node no longer listed)"
+    ]
+
+    # Without the option: the labelled pools keep their shares; the others are counted whole, and say so.
+    Job.objects.all().delete()
+    Connector.objects.all().delete()
+    with FakePlatform() as server:
+        serve(server, pooled_pods())
+        serve_nodes(server, POOLS)
+        result = pull(server, options={"fetch_logs": False})
+    assert result.status == "succeeded" and not result.errors, result.errors
+    jobs = {j.name: j for j in Job.objects.all()}
+    assert (jobs["nb-a"].gpu_share, jobs["nb-l4"].gpu_share) == (0.25, 0.5)
+    old = jobs["nb-old"]
+    assert (old.gpu_share, old.gpu_unit) == (1.0, "shared GPU replica (replicas unknown, counted whole)")
+    assert old.labels["gpu_replicas"] == [
+        "unknown on old-0 (counted whole: no nvidia.com/gpu.replicas label, and no shared_gpu_replicas)"
+    ]
+    # The job page says where a replica's share came from, and that one counted whole is so counted.
+    client.force_login(operator)
+    page = client.get(f"/jobs/{jobs['nb-a'].pk}/").content.decode()
+    assert "1 shared GPU replica" in page and "1/4 of a GPU" in page
+    assert "4 on a100-0 (label nvidia.com/gpu.replicas)" in page
+    page = client.get(f"/jobs/{old.pk}/").content.decode()
+    assert "1 shared GPU replica (replicas unknown, counted whole)" in page
+    assert "unknown on old-0 (counted whole: no nvidia.com/gpu.replicas label, and no shared_gpu_replicas)" in page
+    train = jobs["train"]  # whole GPUs on a node not shared: as before
+    assert (train.gpu_share, train.gpu_unit, train.gpu_hours) == (1.0, "", pytest.approx(2.0))
+    assert "gpu_replicas" not in train.labels
+
+
+def test_nodes_the_service_account_may_not_list_are_said_once_and_replicas_fall_back():
+    """Nodes are cluster-scoped: a ServiceAccount granted pods in a Role cannot list them. The pull says so once,
+    naming the grant, and counts replicas by `shared_gpu_replicas`, as before."""
+    refused = status(
+        403,
+        "Forbidden",
+        'nodes is forbidden: User "system:serviceaccount:fleet:triage" cannot list resource "nodes" in API group "" '
+        "at the cluster scope",
+    )
+    with FakePlatform() as server:
+        serve(server, pooled_pods())
+        server.route("/api/v1/nodes", lambda path, query: (403, refused, {}))
+        result = pull(server, options={"fetch_logs": False, "shared_gpu_replicas": 8})
+    jobs = {j.name: j for j in Job.objects.all()}
+    assert jobs["nb-a"].gpu_share == 0.125 and jobs["train"].gpu_share == 1.0
+    assert jobs["nb-a"].labels["gpu_replicas"] == ["8 on a100-0 (the connector's shared_gpu_replicas: nodes not read)"]
+    (error,) = result.errors
+    assert error["message"].startswith("nodes: listing nodes is not allowed (grant the ServiceAccount list on nodes")
+    assert 'cannot list resource "nodes"' in error["message"]
+
+    # A fleet with no shared GPU is not told: whole GPUs need no replicas.
+    Job.objects.all().delete()
+    Connector.objects.all().delete()
+    with FakePlatform() as server:
+        serve(server, [p for p in pooled_pods() if p["metadata"]["name"] == "train"])
+        server.route("/api/v1/nodes", lambda path, query: (403, refused, {}))
+        result = pull(server, options={"fetch_logs": False})
+    assert result.status == "succeeded" and not result.errors and Job.objects.get().gpu_share == 1.0

@@ -19,9 +19,12 @@ Pure part: `parse_pod_list` reads a PodList (the API's pages and `kubectl get po
   pods that ran *at the same time* — a retried pod does not double the count;
 - the share of a physical GPU each device is (`gpu_share`, what GPU-hours and cost count): 1 for a
   whole GPU, compute slices / 7 for a MIG slice (`1g.10gb` of an A100/H100 is 1/7; A30's profiles
-  /4), 1/replicas for a time-sliced or MPS replica when the operator gives `shared_gpu_replicas`
-  (a plain `nvidia.com/gpu` is such a slice or replica when the pod's `nvidia.com/gpu.product` node
-  selector ends `-MIG-<profile>` or `-SHARED`: MIG's single strategy, time-slicing without renaming);
+  /4), 1/replicas for a time-sliced or MPS replica: the replicas GPU Feature Discovery labels the pod's node
+  with (`nvidia.com/gpu.replicas`; `nvidia.com/mig-1g.10gb.replicas` for a MIG slice's), else the operator's
+  `shared_gpu_replicas`, else counted whole and named so (a plain `nvidia.com/gpu` is such a slice or replica
+  when its node's `nvidia.com/gpu.product` label, or the pod's node selector of it, ends `-MIG-<profile>` or
+  `-SHARED`: MIG's single strategy, time-slicing without renaming). The nodes are listed once a pull;
+  the job's `gpu_replicas` label says where each pod's replicas came from;
 - team from a label the operator names (else the namespace), through the operator's mapping;
   queue from Kueue's `kueue.x-k8s.io/queue-name` label, else the namespace.
 """
@@ -95,6 +98,11 @@ NOT_JOBS = frozenset({"ReplicaSet", "StatefulSet", "DaemonSet", "ReplicationCont
 FINISHED_PHASES = frozenset({"Succeeded", "Failed"})
 QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
 GPU_PRODUCT_LABEL = "nvidia.com/gpu.product"
+# GPU Feature Discovery labels a node with the replicas of each GPU resource its device plugin shares
+# (time-slicing or MPS): `nvidia.com/gpu.replicas` (1 on a node not shared), `nvidia.com/mig-1g.10gb.replicas`
+# under MIG's mixed strategy. The label's name is the resource's as the plugin advertises it unrenamed.
+REPLICAS_SUFFIX = ".replicas"
+MAX_REPLICAS = 1024
 PAGE_SIZE = 500
 # A container's log is stored per run, `{pod}/{container}.run{N}.log` (runs counted from 1, the current one
 # `restartCount` + 1): a later pull of the job keeps the runs an earlier one stored and it could not read again.
@@ -229,6 +237,23 @@ def mig_profile(name: str) -> str:
     return profile if MIG_PROFILE.match(profile) else ""
 
 
+def is_shared(name: str) -> bool:
+    """Whether a GPU resource name is a time-sliced or MPS replica (`nvidia.com/gpu.shared`, `….shared`)."""
+    return name == GPU_RESOURCE_SHARED or name.endswith(SHARED_SUFFIX)
+
+
+def node_replicas(labels: dict | None, name: str) -> int:
+    """The replicas GPU Feature Discovery labelled a node with for GPU resource `name` (`nvidia.com/gpu.shared`
+    and `nvidia.com/gpu` read `nvidia.com/gpu.replicas`); 0 when the node has no such label, or not a whole
+    number from 1 to MAX_REPLICAS."""
+    value = (labels or {}).get(name.removesuffix(SHARED_SUFFIX) + REPLICAS_SUFFIX)
+    try:
+        replicas = int(str(value).strip())
+    except ValueError:
+        return 0
+    return replicas if 1 <= replicas <= MAX_REPLICAS else 0
+
+
 def resource_share(name: str, shared_replicas: int = 0) -> float:
     """The share of one physical GPU one device of a GPU resource is: 1 for `nvidia.com/gpu`, a MIG
     slice's compute slices over its parent's (1g.10gb of an H100: 1/7), and a shared replica's
@@ -237,7 +262,7 @@ def resource_share(name: str, shared_replicas: int = 0) -> float:
     profile = mig_profile(name)
     if profile:
         share = mig_share(profile)
-    if (name == GPU_RESOURCE_SHARED or name.endswith(SHARED_SUFFIX)) and shared_replicas > 0:
+    if is_shared(name) and shared_replicas > 0:
         share /= shared_replicas
     return share
 
@@ -245,7 +270,7 @@ def resource_share(name: str, shared_replicas: int = 0) -> float:
 def resource_unit(name: str) -> str:
     """What one device of a GPU resource is called on the pages: "" for a whole GPU."""
     profile = mig_profile(name)
-    shared = name == GPU_RESOURCE_SHARED or name.endswith(SHARED_SUFFIX)
+    shared = is_shared(name)
     if profile:
         return f"MIG {profile} slice replica" if shared else f"MIG {profile} slice"
     if shared:
@@ -266,15 +291,16 @@ def product_resource(product: str) -> str:
     return name + SHARED_SUFFIX if match["shared"] else name
 
 
-def pod_gpu_shares(pod: dict, shared_replicas: int = 0) -> float:
-    """The pod's GPU devices in whole GPUs (`pod_gpus` weighted by `resource_share`)."""
+def pod_gpu_shares(pod: dict, shared_replicas: int = 0, node_labels: dict | None = None) -> float:
+    """The pod's GPU devices in whole GPUs (`pod_gpus` weighted by `resource_share`), a replica's replicas its
+    node's (`node_labels`, `node_replicas`), else `shared_replicas`."""
     spec = pod.get("spec") or {}
 
     def shares(container: dict) -> float:
         resources = container.get("resources") or {}
         asked = {**(resources.get("requests") or {}), **(resources.get("limits") or {})}
         return sum(
-            int(_quantity(value)) * resource_share(str(name), shared_replicas)
+            int(_quantity(value)) * resource_share(str(name), node_replicas(node_labels, str(name)) or shared_replicas)
             for name, value in asked.items()
             if is_gpu_resource(str(name))
         )
@@ -367,10 +393,12 @@ def jobs_from_pods(
     source: str = "pods",
     shared_replicas: int = 0,
     ray_jobs: list[dict] | None = None,
+    nodes: dict[str, dict] | None = None,
 ) -> PodJobs:
     """Finished jobs from pods (pods seen twice, e.g. on a repeated page, count once). `ray_jobs`: the
     RayJobs, when they could be listed (their status says when a RayJob ended); without them a RayJob is
-    found from its submitter's pod."""
+    found from its submitter's pod. `nodes`: {node name: its labels}, when they could be listed (None: not
+    read), whose GPU Feature Discovery labels say how many replicas a shared GPU's pod was one of."""
     groups: dict[str, tuple[dict | None, dict[str, dict]]] = {}
     result = PodJobs()
     mpi_jobs = _mpi_jobs(pods)
@@ -416,6 +444,7 @@ def jobs_from_pods(
                 source,
                 shared_replicas,
                 ray_by_key.get(key),
+                nodes,
             )
         except SHAPE_ERRORS as exc:
             result.errors.append(RecordError(source, shape_problem(f"the pods of job {key}", exc), job_id=key))
@@ -591,6 +620,7 @@ def _add_pod_job(
     source,
     shared_replicas=0,
     ray: RayJobLink | None = None,
+    nodes: dict[str, dict] | None = None,
 ) -> None:
     """The job of one group of pods, added to `result` (or counted as unfinished, or reported)."""
     group = sorted(members.values(), key=lambda p: str((p.get("metadata") or {}).get("name", "")))
@@ -623,7 +653,11 @@ def _add_pod_job(
     if gpu_jobs_only and gpus == 0:
         return
     job = _job(key, owner, group, intervals, gpus, cluster, team_label, user_label, teams)
-    job = replace(job, **gpu_share_of(group, shared_replicas, product=job.gpu_model))
+    share = gpu_share_of(group, shared_replicas, product=job.gpu_model, nodes=nodes)
+    replicas = share.pop("replicas", None)
+    if replicas:  # shown on the job page: where each replica's share came from
+        job.labels["gpu_replicas"] = replicas
+    job = replace(job, **share)
     if ray is not None:
         job = _ray_job(job, ray, group)
     if never_ran:
@@ -651,27 +685,79 @@ def _ray_job(job: JobRecord, ray: RayJobLink, group: list[dict]) -> JobRecord:
     )
 
 
-def gpu_share_of(pods: list[dict], shared_replicas: int = 0, product: str = "") -> dict:
+def gpu_share_of(pods: list[dict], shared_replicas: int = 0, product: str = "", nodes: dict | None = None) -> dict:
     """The job's `gpu_share` (the share of a physical GPU each of its GPU devices is, averaged over
     its GPU pods' devices) and `gpu_unit` (what a device is called: "MIG 1g.10gb slice"; "" for
-    whole GPUs, and "GPU device" when its pods hold devices of several kinds). Pods asking only for
-    `nvidia.com/gpu` on nodes whose product label (`product`, their node selector's) says those are MIG
-    slices or shared replicas (`product_resource`) are such slices or replicas."""
+    whole GPUs, and "GPU device" when its pods hold devices of several kinds), and for a job of shared
+    replicas `replicas`: how many replicas each pod's GPU was shared into and where that came from (its node's
+    label, `shared_gpu_replicas`, or unknown and counted whole). A pod asking only for `nvidia.com/gpu` on a
+    node whose product label (its node's, else its node selector's, else `product`) says those are MIG slices
+    or shared replicas (`product_resource`) holds such slices or replicas. `nodes`: {name: labels}, or None
+    when the nodes were not read."""
     devices = sum(pod_gpus(p) for p in pods)
     if not devices:
         return {}
-    names = {name for p in pods for name in gpu_resources(p)}
-    as_named = product_resource(product) if names == {GPU_RESOURCE} else ""
-    if as_named:
-        share = resource_share(as_named, shared_replicas)
-        names = {as_named}
-    else:
-        share = sum(pod_gpu_shares(p, shared_replicas) for p in pods) / devices
+    total, names = 0.0, set()
+    sources: dict[tuple[int, str], set[str]] = {}  # (replicas or 0, where from) -> node names
+
+    def replicas_of(node: str, labels: dict | None, name: str) -> int:
+        label = name.removesuffix(SHARED_SUFFIX) + REPLICAS_SUFFIX
+        replicas = node_replicas(labels, name)
+        if replicas:
+            key = (replicas, f"label {label}")
+        else:
+            if nodes is None:
+                why = "nodes not read"
+            elif labels is None:
+                why = "node no longer listed"
+            else:
+                why = f"no {label} label"
+            if shared_replicas:
+                key = (shared_replicas, f"the connector's shared_gpu_replicas: {why}")
+            else:
+                key = (0, f"counted whole: {why}, and no shared_gpu_replicas")
+        sources.setdefault(key, set()).add(node or "an unnamed node")
+        return key[0]
+
+    for pod in pods:
+        count = pod_gpus(pod)
+        if not count:
+            continue
+        spec = pod.get("spec") or {}
+        node = str(spec.get("nodeName") or "")
+        labels = (nodes or {}).get(node) if node else None
+        asked = gpu_resources(pod)
+        pod_product = (
+            (labels or {}).get(GPU_PRODUCT_LABEL) or (spec.get("nodeSelector") or {}).get(GPU_PRODUCT_LABEL) or product
+        )
+        as_named = product_resource(str(pod_product)) if asked == [GPU_RESOURCE] else ""
+        if as_named:
+            names.add(as_named)
+            replicas = replicas_of(node, labels, GPU_RESOURCE) if is_shared(as_named) else 0
+            total += count * resource_share(as_named, replicas)
+            continue
+        names.update(asked)
+        for name in asked:
+            if is_shared(name):
+                replicas_of(node, labels, name)
+        total += pod_gpu_shares(pod, shared_replicas, labels)
+    share = total / devices
     units = {resource_unit(name) for name in names}
     unit = units.pop() if len(units) == 1 else "GPU device"
-    if unit == "shared GPU replica" and not shared_replicas:
-        unit = "shared GPU replica (replicas unknown, counted whole)"
-    return {"gpu_share": 1.0 if abs(share - 1.0) < 1e-9 else share, "gpu_unit": unit}
+    unknown = [key for key in sources if not key[0]]
+    if unknown and unit.endswith("replica"):
+        unit += (
+            " (replicas unknown, counted whole)"
+            if len(unknown) == len(sources)
+            else " (some replicas unknown, counted whole)"
+        )
+    out = {"gpu_share": 1.0 if abs(share - 1.0) < 1e-9 else share, "gpu_unit": unit}
+    if sources:
+        out["replicas"] = [
+            f"{replicas or 'unknown'} on {', '.join(sorted(on))} ({why})"
+            for (replicas, why), on in sorted(sources.items())
+        ]
+    return out
 
 
 def _job(key, owner, pods, intervals, gpus, cluster, team_label, user_label, teams) -> JobRecord:
@@ -827,14 +913,16 @@ def series_request(job: JobRecord) -> SeriesRequest:
 
 @register
 class KubernetesConnector(BaseConnector):
-    """The Kubernetes API server (bearer token of a ServiceAccount with get/list on pods and pods/log).
+    """The Kubernetes API server (bearer token of a ServiceAccount with get/list on pods and pods/log, and list on
+    nodes for shared GPUs' replicas).
 
     Options: `label_selector` (a pod label selector, e.g. "team" or "app.kubernetes.io/part-of=training";
     a node label such as "nvidia.com/gpu.present=true" matches no pod), `namespace`
     (one namespace instead of all), `team_label` (a pod label naming the team; default: the
     namespace), `user_label`, `namespace_teams` ({namespace or label value: team}),
     `settle_minutes` (1), `fetch_logs` (true), `log_max_bytes` (20 MiB), `gpu_jobs_only` (true),
-    `shared_gpu_replicas` (the time-slicing/MPS replicas of a shared GPU; unset: a replica counts whole).
+    `shared_gpu_replicas` (the time-slicing/MPS replicas of a shared GPU whose node has no `nvidia.com/gpu.replicas`
+    label; unset there: a replica counts whole).
     """
 
     kind = "kubernetes"
@@ -854,7 +942,7 @@ class KubernetesConnector(BaseConnector):
         "page_size": "whole number",
         "shared_gpu_replicas": "whole number",
     }
-    auth_hint = "Bearer, a ServiceAccount token (get/list pods and pods/log)."
+    auth_hint = "Bearer, a ServiceAccount token (get/list pods and pods/log; list nodes for shared GPUs)."
 
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
@@ -868,6 +956,7 @@ class KubernetesConnector(BaseConnector):
         # namespace -> [jobs whose logs were refused (403), the API server's first refusal], reported once a pull
         self.log_refusals: dict[str, list] = {}
         self.ray_refusal = ""  # the API server's refusal to list RayJobs (RBAC), reported once a pull
+        self.node_refusal = ""  # the API server's refusal to list nodes (RBAC), reported once a pull
         self.pod_errors: list[RecordError] = []  # the pods of the last listing skipped for their shape (`pod_problem`)
 
     @property
@@ -986,12 +1075,44 @@ class KubernetesConnector(BaseConnector):
             raise
         return list(items.values())
 
+    def list_nodes(self, pods: list[dict]) -> dict[str, dict] | None:
+        """{node name: its `nvidia.com/` labels} (GPU Feature Discovery's: the replicas a shared GPU's pod was one
+        of), page by page, asked for only when a pod holds a GPU; None when the API server has no such list (404)
+        or may not show it (403: nodes are cluster-scoped, so a ServiceAccount granted pods in a namespace's Role
+        cannot list them; said once a pull where a job's replicas needed them). A node's labels are as they are
+        at the pull: a node relabelled since its pod ran is read as it is now, and one scaled away is not listed."""
+        self.node_refusal = ""
+        if not any(pod_gpus(p) for p in pods):
+            return None
+        path = "api/v1/nodes"
+        nodes: dict[str, dict] = {}
+        try:
+            for doc in self._pages(path, {"limit": self.page_size}):
+                if not isinstance(doc, dict) or not isinstance(doc.get("items"), list):
+                    raise BadData(f"{self.settings.name} {path}: expected a NodeList with an 'items' list")
+                for item in doc["items"]:
+                    meta = item.get("metadata") if isinstance(item, dict) else None
+                    labels = meta.get("labels") if isinstance(meta, dict) else None
+                    if isinstance(meta, dict) and isinstance(meta.get("name"), str):
+                        labels = labels if isinstance(labels, dict) else {}
+                        nodes[meta["name"]] = {
+                            str(k): str(v) for k, v in labels.items() if str(k).startswith("nvidia.com/")
+                        }
+        except HttpStatusError as exc:
+            if exc.status == 403:
+                self.node_refusal = str(exc)
+            if exc.status in (403, 404):
+                return None
+            raise
+        return nodes
+
     def list_jobs(self, watermark: str, until: datetime) -> Iterator[Batch]:
         since = parse_time_watermark(watermark)
         cutoff = until.timestamp() - self.settle_s
         options = self.settings.options
         pods = self.list_pods()
         ray_jobs = self.list_ray_jobs(pods)
+        nodes = self.list_nodes(pods)
         parsed = jobs_from_pods(
             pods,
             cluster=self.settings.cluster,
@@ -1002,12 +1123,25 @@ class KubernetesConnector(BaseConnector):
             source=self.settings.name,
             shared_replicas=self.shared_replicas,
             ray_jobs=ray_jobs,
+            nodes=nodes,
         )
         parsed.errors[:0] = self.pod_errors
         if self.ray_refusal:  # once a pull: RayJobs still found from their submitters, without their status
             message = (
                 f"rayjobs: listing RayJobs (ray.io/v1) is not allowed (grant the ServiceAccount list on rayjobs); "
                 f"RayJobs are found from their submitter pods only. {self.ray_refusal}"
+            )
+            parsed.errors.append(RecordError(self.settings.name, message[:2000]))
+        if self.node_refusal and any("gpu_replicas" in job.labels for job in parsed.jobs):
+            fallback = (
+                f"they are counted by shared_gpu_replicas ({self.shared_replicas})"
+                if self.shared_replicas
+                else "with no shared_gpu_replicas they are counted whole"
+            )
+            message = (
+                f"nodes: listing nodes is not allowed (grant the ServiceAccount list on nodes, in a ClusterRole: nodes "
+                f"are cluster-scoped); shared GPUs' replicas could not be read from their nodes' "
+                f"nvidia.com/gpu.replicas labels, so {fallback}. {self.node_refusal}"
             )
             parsed.errors.append(RecordError(self.settings.name, message[:2000]))
         jobs = [j for j in parsed.jobs if j.end_time.timestamp() <= cutoff and (since is None or j.end_time > since)]
