@@ -1139,3 +1139,56 @@ def test_nodes_the_service_account_may_not_list_are_said_once_and_replicas_fall_
         server.route("/api/v1/nodes", lambda path, query: (403, refused, {}))
         result = pull(server, options={"fetch_logs": False})
     assert result.status == "succeeded" and not result.errors and Job.objects.get().gpu_share == 1.0
+
+
+def test_a_rayjob_on_a_shared_cluster_is_not_that_clusters_pods():
+    """A RayJob run on an existing RayCluster (`spec.clusterSelector`) holds no GPU of its own: its tasks run on the
+    shared cluster's workers, which run before and after it and for other RayJobs too. Its submitter Job's pod
+    (CPU only) is its only pod; the cluster stays a job of its own, stored when its pods have finished. A
+    listed RayJob on a shared cluster whose name begins with the RayJob's (`probe` on `probe-pool`) made its
+    submitter look like KubeRay's own (`<rayjob>-<5 characters>`), so the shared cluster's pods were stored as
+    the RayJob's job, ending with its submitter."""
+    pool = {**RAY_CLUSTER, "name": "probe-pool", "uid": "pool-uid"}
+    labels = {"ray.io/cluster": "probe-pool", "ray.io/node-type": "worker"}
+
+    def worker(end=None):
+        return pod("probe-pool-gpu-worker-0", "x1", owner=pool, gpus=2, start=T, end=end,
+                   phase="Succeeded" if end else "Running", node="g0", labels=labels)  # fmt: skip
+
+    submitter_job = {"apiVersion": "batch/v1", "kind": "Job", "name": "probe", "uid": "probe-job", "controller": True}
+    submitter = pod("probe-7hx2c", "s9", owner=submitter_job, gpus=0, start=T + timedelta(minutes=5),
+                    end=T + timedelta(minutes=25), node="cpu1")  # fmt: skip
+    submitter["spec"]["containers"][0]["command"] = ["/bin/bash", "-ce", "--"]
+    submitter["spec"]["containers"][0]["args"] = [
+        "ray job submit --address http://$RAY_DASHBOARD_ADDRESS -- python probe.py"
+    ]
+    submitter["spec"]["containers"][0]["env"] = [
+        {"name": "RAY_DASHBOARD_ADDRESS", "value": "probe-pool-head-svc.vision.svc.cluster.local:8265"}
+    ]
+    listed = [
+        rayjob("probe", "rj-probe", "probe-pool", clusterSelector={"ray.io/cluster": "probe-pool"},
+               submissionMode="K8sJobMode", end=T + timedelta(minutes=25))
+    ]  # fmt: skip
+
+    def answer(pods, **options):
+        Job.objects.all().delete()
+        Connector.objects.all().delete()
+        with FakePlatform() as server:
+            serve(server, pods)
+            server.route(
+                "/apis/ray.io/v1/rayjobs", lambda path, query: (200, {"kind": "RayJobList", "items": listed}, {})
+            )
+            result = pull(server, options={"fetch_logs": False, **options})
+        assert result.status == "succeeded" and not result.errors, result.errors
+        return {j.name: j for j in Job.objects.all()}
+
+    assert answer([worker(), submitter]) == {}  # the RayJob held no GPU; the shared cluster still runs
+    jobs = answer([worker(), submitter], gpu_jobs_only=False)
+    assert list(jobs) == ["probe"]
+    probe = jobs["probe"]  # its submitter, a Job of its own: no GPU, the cluster's pods not among its own
+    assert (probe.gpu_count, probe.labels["owner_kind"], probe.labels["pods"]) == (0, "Job", ["probe-7hx2c"])
+    # torn down, the shared cluster is one job of its own, over its own time, whatever RayJobs it ran
+    jobs = answer([worker(end=T + timedelta(hours=2)), submitter])
+    pool_job = jobs["probe-pool"]
+    assert list(jobs) == ["probe-pool"] and pool_job.labels["owner_kind"] == "RayCluster"
+    assert (pool_job.gpu_count, pool_job.end_time) == (2, T + timedelta(hours=2))

@@ -469,9 +469,10 @@ def ray_job_links(pods: list[dict], ray_jobs: list[dict] | None = None) -> tuple
     """({(namespace, RayCluster name): its RayJob}, {submitter pod uid: its RayJob}).
 
     A RayCluster is a RayJob's when a listed RayJob names it in `status.rayClusterName` (not one that runs on
-    an existing cluster, `spec.clusterSelector`: that cluster is not the job's), or when a pod of a Job submits
-    to its head service (`<cluster>-head-svc`): KubeRay's submitter. A RayCluster of neither (one a person
-    started, a RayService's) stays a job of its own, as before."""
+    an existing cluster, `spec.clusterSelector`: that cluster is not the job's, and its submitter is a Job of its
+    own, whatever the cluster is called), or when a pod of a Job submits to its head service (`<cluster>-head-svc`)
+    of a cluster named after the Job: KubeRay's submitter. A RayCluster of neither (one a person started, a
+    RayService's, one RayJobs share) stays a job of its own, as before."""
     clusters: dict[tuple, tuple[str, str]] = {}  # (namespace, cluster name) -> (cluster name, RayCluster uid)
     for pod in pods:
         try:
@@ -484,11 +485,15 @@ def ray_job_links(pods: list[dict], ray_jobs: list[dict] | None = None) -> tuple
             continue
     links: dict[tuple, RayJobLink] = {}
     by_job_name: dict[tuple, RayJobLink] = {}
+    on_shared: set[tuple] = set()  # (namespace, name) of the listed RayJobs run on an existing cluster
     for item in ray_jobs or []:
         try:
             meta, spec, status = (item.get(k) or {} for k in ("metadata", "spec", "status"))
             where = (meta.get("namespace"), str(status.get("rayClusterName") or ""))
-            if spec.get("clusterSelector") or where not in clusters:
+            if spec.get("clusterSelector"):
+                on_shared.add((meta.get("namespace"), str(meta.get("name"))))
+                continue
+            if where not in clusters:
                 continue
             finished = status.get("jobDeploymentStatus") in RAYJOB_FINISHED
             link = RayJobLink(
@@ -530,6 +535,9 @@ def ray_job_links(pods: list[dict], ray_jobs: list[dict] | None = None) -> tuple
             # Job as itself); with the RayJobs not listed, that is how the RayJob is found. A Job that submits to
             # another cluster (a person's Job sending work to a shared RayCluster) does not make it its job.
             name = str((meta.get("labels") or {}).get(RAY_ORIGIN_NAME_LABEL) or owner.get("name"))
+            # The submitter of a RayJob listed as run on an existing cluster is its own, whatever the cluster's name.
+            if (namespace, name) in on_shared or (namespace, str(owner.get("name"))) in on_shared:
+                continue
             if link is None and (namespace, target) in clusters and str(target).startswith(f"{name}-"):
                 link = links.get((namespace, target))
                 if link is None:
