@@ -322,7 +322,15 @@ SPECTACULAR_SETTINGS = {
                 "in": "header",
                 "name": "Authorization",
                 "description": 'A machine token created by an operator, sent as "Authorization: Api-Key <token>".',
-            }
+            },
+            # The operations' `auth` names it beside the token; spectacular declares no scheme for an
+            # operation whose auth is given, so an undeclared name made the schema invalid.
+            "cookieAuth": {
+                "type": "apiKey",
+                "in": "cookie",
+                "name": "sessionid",
+                "description": "A person's login session (a POST also sends the CSRF token as X-CSRFToken).",
+            },
         }
     },
 }

@@ -181,3 +181,17 @@ def test_an_unknown_api_address_is_a_json_404_like_the_apis_own(client, address)
 def test_an_unknown_page_elsewhere_is_still_the_sites_html_404(client):
     response = client.get("/no-such-page/")
     assert response.status_code == 404 and response["Content-Type"].startswith("text/html")
+
+
+def test_every_security_requirement_names_a_scheme_the_schema_declares(client):
+    """Each operation lets in a machine token or a login session; a client generator (and Swagger
+    UI's Authorize) knows a scheme only from components.securitySchemes, and the OpenAPI
+    specification requires every name an operation's `security` gives to be declared there."""
+    served = client.get("/api/v1/schema/", {"format": "json"}).json()
+    declared = served["components"]["securitySchemes"]
+    for path, operations in served["paths"].items():
+        for method, operation in operations.items():
+            for requirement in operation.get("security", []):
+                assert set(requirement) <= set(declared), (method, path, requirement)
+    session = declared["cookieAuth"]
+    assert (session["type"], session["in"], session["name"]) == ("apiKey", "cookie", "sessionid")
