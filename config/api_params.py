@@ -296,6 +296,13 @@ class PageNumbers(PageNumberPagination):
                     "A page number from 1 (or `last`); past the last page is a 404 saying which is the last. "
                     "Rather than counting pages, follow `next`."
                 )
+                # DRF's is any integer: a client built from it sent 0 (a 400) and could not send `last`.
+                parameter["schema"] = {
+                    "oneOf": [
+                        {"type": "integer", "minimum": 1},
+                        {"type": "string", "enum": list(self.last_page_strings)},
+                    ]
+                }
         return [*parameters, snapshot, *cursors]
 
 

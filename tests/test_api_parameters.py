@@ -7,6 +7,7 @@ from __future__ import annotations
 from datetime import timedelta
 from urllib.parse import parse_qs, urlsplit
 
+import jsonschema
 import pytest
 
 from tests.factories import JobFactory
@@ -112,6 +113,17 @@ def test_a_page_past_the_last_is_still_a_404_and_last_is_the_last(client, operat
     [page] = [parameter for parameter in documented["parameters"] if parameter["name"] == "page"]
     assert "`last`" in page["description"]
     assert ids(client.get("/api/v1/jobs/", {"page": "last"})) == {job.pk for job in jobs}
+
+
+def test_the_schema_documents_page_as_the_lists_take_it(client):
+    """A client built from the schema sent `page=0` (an integer, as documented) and got a 400; and
+    `last`, which every list takes, was no integer at all. The schema now says: from 1, or `last`."""
+    paths = client.get("/api/v1/schema/", {"format": "json"}).json()["paths"]
+    for path in ("/api/v1/jobs/", "/api/v1/ingest-runs/"):
+        [documented] = [p for p in paths[path]["get"]["parameters"] if p["name"] == "page"]
+        validator = jsonschema.Draft4Validator(documented["schema"])
+        assert [validator.is_valid(value) for value in (1, 2, 10**30, "last")] == [True] * 4, path
+        assert [validator.is_valid(value) for value in (0, -1, 1.5, "first", "")] == [False] * 5, path
 
 
 def test_refusing_the_caller_comes_before_refusing_the_parameters(client):
