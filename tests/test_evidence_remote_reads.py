@@ -1946,6 +1946,14 @@ class Shards(Dataset):
     [
         ("common.py", "data.py", DATA_IMPORTING_FS),
         ("pkg/common.py", "pkg/data.py", DATA_IMPORTING_FS.replace("from common import", "from .common import")),
+        # the module imported whole: common.fs, common.session
+        (
+            "common.py",
+            "data.py",
+            DATA_IMPORTING_FS.replace("from common import fs, session as http", "import common")
+            .replace("fs.open(", "common.fs.open(")
+            .replace("http.get(", "common.session.get("),
+        ),
     ],
 )
 def test_a_filesystem_or_session_made_in_another_of_the_jobs_files_and_imported_is_read_through(

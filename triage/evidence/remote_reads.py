@@ -248,6 +248,12 @@ class RemoteReads:
                 if kind is not None:
                     bound = self.filesystems if kind == "filesystem" else self.sessions
                     bound[self._owned(alias.asname or alias.name, node)] = held
+            for alias in node.names if isinstance(node, ast.Import) else ():  # `import common`, then common.fs
+                for key, given in self.incoming.items():
+                    if isinstance(key, tuple) and key[:2] == (alias.name, 0):
+                        kind, held = given
+                        bound = self.filesystems if kind == "filesystem" else self.sessions
+                        bound[f"{alias.asname or alias.name}.{key[2]}"] = held
         self._handed_in(tree)
         for node in ast.walk(tree):  # `for f in files:` (or `enumerate(files)`): each f one of open_files' files
             if isinstance(node, ast.For | ast.AsyncFor):
@@ -770,19 +776,16 @@ class RemoteReads:
 
     def takes(self, modules: tuple[frozenset, ...]) -> tuple:
         """The (module, level, name) of each name this file imports from the job's other files (`from common import
-        fs`, by the (module, level) pairs `modules` sets hold, as for `exports`): what each holds there it holds here
-        (`provides`, handed back in `incoming`)."""
-        return tuple(
-            sorted(
-                {
-                    (node.module, node.level, alias.name)
-                    for node in self.imports
-                    if isinstance(node, ast.ImportFrom) and any((node.module, node.level) in each for each in modules)
-                    for alias in node.names
-                    if alias.name != "*"
-                }
-            )
-        )
+        fs`, by the (module, level) pairs `modules` sets hold, as for `exports`; name "*" for a module imported whole,
+        `import common`, whose names are read as `common.fs`): what each holds there it holds here (`provides`, handed
+        back in `incoming`)."""
+        taken = set()
+        for node in self.imports:
+            if isinstance(node, ast.ImportFrom) and any((node.module, node.level) in each for each in modules):
+                taken.update((node.module, node.level, alias.name) for alias in node.names if alias.name != "*")
+            elif isinstance(node, ast.Import):
+                taken.update((a.name, 0, "*") for a in node.names if any((a.name, 0) in each for each in modules))
+        return tuple(sorted(taken))
 
     def provides(self) -> dict:
         """What this file's module-level names hold where the module ends, for the job's files that import them

@@ -216,16 +216,18 @@ def _imported_calls(parts: dict[str, ScriptEvidence], modules: dict) -> dict[str
 
 def _imported_names(parts: dict[str, ScriptEvidence], modules: dict) -> dict[str, tuple]:
     """For each of the job's Python files, what the names it imports from another of them hold there (`from common
-    import fs`, common.py's `fs = s3fs.S3FileSystem()`), as `RemoteReads` takes it in `incoming`: a sorted tuple of
-    ((module, level, name), (kind, held)). An import that names several of the job's files names none."""
+    import fs`, common.py's `fs = s3fs.S3FileSystem()`; `import common`, all common.py provides), as `RemoteReads`
+    takes it in `incoming`: a tuple of ((module, level, name), (kind, held)). An import that names several of the
+    job's files names none."""
     taken: dict[str, tuple] = {}
     for importer, part in parts.items():
         held = []
         for module, level, name in part.takes:
             names = modules[None] if level == 0 else modules[_folder(importer)]
             candidates = [path for path in names.get((module, level), []) if path != importer]
-            if len(candidates) == 1 and name in parts[candidates[0]].provides:
-                held.append(((module, level, name), parts[candidates[0]].provides[name]))
+            provided = parts[candidates[0]].provides if len(candidates) == 1 else {}
+            for each in provided if name == "*" else [name] if name in provided else []:
+                held.append(((module, level, each), provided[each]))  # `import common`: every name it provides
         if held:
             taken[importer] = tuple(held)
     return taken

@@ -68,7 +68,7 @@ from triage.rules.registry import RULES, THRESHOLDS, Finding, Status, TriageResu
 #      also: a shell script's environment is read as the shell sets it (readonly / declare / local set it as export
 #      does; a NCCL_IB_DISABLE=1 word after the program is its argument, not the environment)
 #      also: a remote filesystem or session another of the job's files makes at module level and this one imports
-#      (`from common import fs`, common.py's `fs = s3fs.S3FileSystem()`) is read through
+#      (`from common import fs` or `import common; common.fs`, common.py's `fs = s3fs.S3FileSystem()`) is read through
 #      also: a shell launch's launcher is the program it runs (`NCCL_DEBUG=INFO torchrun`, `srun torchrun`, `nohup
 #      torchrun`, `/opt/conda/bin/torchrun` are torchrun; the first word was taken): a distributed launch for the
 #      GPU-oversubscription rule (uneven use, not unused GPUs) and one loading process a GPU for the loader rules;
