@@ -12,7 +12,10 @@ for every operation instead of on each view:
   revoked, expired); the detail says which;
 - 403 with a `detail`, for a person or a token not allowed to do this (a token is told what it may not do);
 - 404 with a `detail`, for an object that does not exist or is not visible to the caller, and for a
-  list's page past the last.
+  list's page past the last;
+- 406 with a `detail`, for an Accept header naming no type the operation answers;
+- 415 with a `detail`, for a body of a type the operation does not take, and 411 for a multipart
+  body sent chunked without a length (`fleet.uploads`).
 
 An operation that documents one of these codes itself keeps its own. A body given inline as a
 schema with required fields (the archive upload's) is marked required, as a serializer's is.
@@ -44,6 +47,15 @@ UNAUTHENTICATED = OpenApiResponse(
 )
 REFUSED = OpenApiResponse(ErrorSerializer, description="Not allowed to do this (a token: what it may not do).")
 NOT_FOUND = OpenApiResponse(ErrorSerializer, description="No such object visible to you, or a page past the last one.")
+NOT_ACCEPTABLE = OpenApiResponse(
+    ErrorSerializer, description="The Accept header names no type this operation answers (see its 200)."
+)
+LENGTH_REQUIRED = OpenApiResponse(
+    ErrorSerializer, description="A multipart body sent chunked, without a Content-Length: send its length."
+)
+UNSUPPORTED_MEDIA_TYPE = OpenApiResponse(
+    ErrorSerializer, description="The body is not of the type this operation takes (see its request body)."
+)
 
 
 class FleetAutoSchema(AutoSchema):
@@ -69,6 +81,11 @@ class FleetAutoSchema(AutoSchema):
             errors["403"] = REFUSED
         if "{" in self.path or (listing and self._get_paginator()):
             errors["404"] = NOT_FOUND
+        errors["406"] = NOT_ACCEPTABLE  # DRF negotiates the Accept header of every request
+        if self.method in ("POST", "PUT", "PATCH"):
+            errors["415"] = UNSUPPORTED_MEDIA_TYPE
+            if any(media.startswith("multipart/") for media in self.map_parsers()):
+                errors["411"] = LENGTH_REQUIRED  # fleet.uploads.UploadLimitMiddleware
         return errors
 
 

@@ -195,3 +195,41 @@ def test_every_security_requirement_names_a_scheme_the_schema_declares(client):
                 assert set(requirement) <= set(declared), (method, path, requirement)
     session = declared["cookieAuth"]
     assert (session["type"], session["in"], session["name"]) == ("apiKey", "cookie", "sessionid")
+
+
+def test_refusals_of_how_a_request_is_sent_are_documented_too(client, operator, upload_dirs):
+    """What a client can get wrong besides the parameters: an Accept header naming no type the
+    operation answers (406), a push sent as JSON or a form (415) or chunked without a length (411).
+    Each is a JSON `detail`; the schema listed none of these codes, so a client generated from it
+    met an answer it was told could not come."""
+    _token, key = MachineToken.objects.create_key(name="pusher", created_by=operator)
+    auth = {"HTTP_AUTHORIZATION": f"Api-Key {key}"}
+    paths = client.get("/api/v1/schema/", {"format": "json"}).json()["paths"]
+    answers = {
+        ("get", "/api/v1/jobs/"): client.get("/api/v1/jobs/", HTTP_ACCEPT="application/xml", **auth),
+        ("get", "/api/v1/jobs/{id}/series/{fmt}/"): client.get(
+            "/api/v1/jobs/1/series/csv/", HTTP_ACCEPT="text/html", **auth
+        ),
+        ("post", "/api/v1/archives/"): client.post(
+            "/api/v1/archives/", {"file": "x"}, content_type="application/json", **auth
+        ),
+        ("post", "/api/v1/archives/", "chunked"): client.generic(
+            "POST",
+            "/api/v1/archives/",
+            b"--x--\r\n",
+            content_type="multipart/form-data; boundary=x",
+            CONTENT_LENGTH="",
+            HTTP_TRANSFER_ENCODING="chunked",
+            **auth,
+        ),
+    }
+    codes = {}
+    for (method, path, *_), answer in answers.items():
+        assert answer["Content-Type"] == "application/json" and answer.json()["detail"], answer.content
+        assert str(answer.status_code) in paths[path][method]["responses"], (method, path, answer.status_code)
+        codes[method, path] = codes.get((method, path), []) + [answer.status_code]
+    assert codes == {
+        ("get", "/api/v1/jobs/"): [406],
+        ("get", "/api/v1/jobs/{id}/series/{fmt}/"): [406],
+        ("post", "/api/v1/archives/"): [415, 411],
+    }
