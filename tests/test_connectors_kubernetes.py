@@ -6,7 +6,9 @@ and TLS with the cluster's own CA."""
 
 from __future__ import annotations
 
+import html
 import os
+import re
 import ssl
 from datetime import UTC, datetime, timedelta
 
@@ -1192,3 +1194,57 @@ def test_a_rayjob_on_a_shared_cluster_is_not_that_clusters_pods():
     pool_job = jobs["probe-pool"]
     assert list(jobs) == ["probe-pool"] and pool_job.labels["owner_kind"] == "RayCluster"
     assert (pool_job.gpu_count, pool_job.end_time) == (2, T + timedelta(hours=2))
+
+
+def said(page: str) -> list[tuple[str, str]]:
+    """The messages a page shows, (level, text), in order."""
+    found = re.findall(r'<p class="message (\w*)"[^>]*>(.*?)</p>', page)
+    return [(level, html.unescape(text)) for level, text in found]
+
+
+def test_check_connection_warns_when_nodes_cannot_be_listed(client, operator):
+    """A shared GPU's replicas are read from its node's labels, and nodes are cluster-scoped: a ServiceAccount
+    granted pods in a namespace's Role cannot list them. **Check connection** listed one pod and said the
+    connector answered, so an operator setting up a cluster of time-sliced GPUs learnt of the missing grant only
+    from a pull's error, after its replicas were counted by `shared_gpu_replicas` or whole. Now it lists one node
+    too: refused, it warns (the connector still answers: pods are what a pull needs), naming the ClusterRole rule
+    and what pulls do meanwhile; granted, it says the nodes are visible."""
+    refused = status(
+        403,
+        "Forbidden",
+        'nodes is forbidden: User "system:serviceaccount:fleet:triage" cannot list resource "nodes" in API group "" '
+        "at the cluster scope",
+    )
+    allowed = {"nodes": False}
+
+    def nodes(path, query):
+        if not allowed["nodes"]:
+            return 403, refused, {}
+        return 200, {"kind": "NodeList", "apiVersion": "v1", "metadata": {}, "items": POOLS[: int(query["limit"])]}, {}
+
+    with FakePlatform() as server:
+        serve(server, pooled_pods())
+        server.route("/api/v1/nodes", nodes)
+        connector = make_connector("kubernetes", server.url, name="k8s")
+        client.force_login(operator)
+        messages = said(client.post(f"/connectors/{connector.pk}/check/", follow=True).content.decode())
+        assert messages[0] == ("success", "k8s answers. pods_visible: True")
+        level, warning = messages[1]
+        assert level == "warning" and len(messages) == 2
+        assert warning.startswith(
+            "k8s: nodes: listing nodes is not allowed, so shared GPUs' replicas cannot be read from their nodes' "
+            "nvidia.com/gpu.replicas labels and pulls count them whole (no shared_gpu_replicas). Grant the "
+            'ServiceAccount list on nodes in a ClusterRole (nodes are cluster-scoped): apiGroups: [""], '
+            "resources: [nodes], verbs: [list]."
+        )
+        assert 'cannot list resource "nodes" in API group "" at the cluster scope' in warning  # the API's words
+
+        Connector.objects.filter(pk=connector.pk).update(options={"shared_gpu_replicas": 8})
+        messages = said(client.post(f"/connectors/{connector.pk}/check/", follow=True).content.decode())
+        assert "pulls count them by shared_gpu_replicas (8)." in messages[1][1]
+
+        allowed["nodes"] = True
+        messages = said(client.post(f"/connectors/{connector.pk}/check/", follow=True).content.decode())
+        node_checks = [q for p, _, q in server.requests if p == "/api/v1/nodes"]
+    assert messages == [("success", "k8s answers. pods_visible: True, nodes_visible: True")]
+    assert {q["limit"] for q in node_checks} == {"1"}  # one node is enough to know

@@ -234,7 +234,8 @@ class BaseConnector:
         return []
 
     def check(self) -> dict:
-        """A cheap request that proves the URL and credentials work; returns what it learnt."""
+        """A cheap request that proves the URL and credentials work; returns what it learnt, and under
+        `warnings` (a list of sentences) what its pulls will lack although it answers."""
         return {}
 
     @classmethod

@@ -45,6 +45,7 @@ from fleet.connectors.base import (
     BadData,
     BaseConnector,
     Batch,
+    ConnectorError,
     TransientError,
     json_document,
     json_kind,
@@ -104,6 +105,9 @@ GPU_PRODUCT_LABEL = "nvidia.com/gpu.product"
 REPLICAS_SUFFIX = ".replicas"
 MAX_REPLICAS = 1024
 PAGE_SIZE = 500
+NODES_PATH = "api/v1/nodes"
+# The ClusterRole rule that lets the ServiceAccount list nodes (docs/connectors.md, RBAC)
+NODES_RULE = 'apiGroups: [""], resources: [nodes], verbs: [list]'
 # A container's log is stored per run, `{pod}/{container}.run{N}.log` (runs counted from 1, the current one
 # `restartCount` + 1): a later pull of the job keeps the runs an earlier one stored and it could not read again.
 RUN_LOG = re.compile(r"^(?P<pod>[^/]+)/(?P<container>[^/]+)\.run(?P<run>[1-9]\d*)\.log$")
@@ -981,8 +985,47 @@ class KubernetesConnector(BaseConnector):
         doc = self.http.get_json(self.pods_path, params=params)
         pods, _ = parse_pod_list(doc, source=self.settings.name)
         if not pods and selector:
-            return {"pods_visible": False, "label_selector": f"{selector!r} matches no pod: pulls will store nothing"}
-        return {"pods_visible": bool(pods)}
+            matches = f"{selector!r} matches no pod: pulls will store nothing"
+            outcome = {"pods_visible": False, "label_selector": matches}
+        else:
+            outcome = {"pods_visible": bool(pods)}
+        return {**outcome, **self.check_nodes()}
+
+    def check_nodes(self) -> dict:
+        """One node, for a shared GPU's replicas (`list_nodes`): {"nodes_visible": True}, a warning when they cannot
+        be listed (the connector still answers: a pull needs its pods, and without the nodes counts replicas by
+        `shared_gpu_replicas` or whole), or nothing when the API server has no such list (404). A ServiceAccount
+        granted pods in a namespace's Role is refused the nodes (cluster-scoped): the check said only that the pods
+        answered, and the operator learnt of the missing grant from a pull's error after it had priced the replicas."""
+        replicas = self.shared_replicas
+        fallback = f"by shared_gpu_replicas ({replicas})" if replicas else "whole (no shared_gpu_replicas)"
+        try:
+            doc = self.http.get_json(NODES_PATH, params={"limit": 1})
+        except HttpStatusError as exc:
+            if exc.status == 404:
+                return {}
+            if exc.status == 403:
+                return {
+                    "warnings": [
+                        "nodes: listing nodes is not allowed, so shared GPUs' replicas cannot be read from their "
+                        f"nodes' nvidia.com/gpu.replicas labels and pulls count them {fallback}. Grant the "
+                        f"ServiceAccount list on nodes in a ClusterRole (nodes are cluster-scoped): {NODES_RULE}. A "
+                        f"cluster without time-sliced or MPS GPUs needs no such grant. {exc}"
+                    ]
+                }
+            return {"warnings": [self._nodes_failed(exc)]}
+        except ConnectorError as exc:
+            return {"warnings": [self._nodes_failed(exc)]}
+        if not isinstance(doc, dict) or not isinstance(doc.get("items"), list):
+            return {"warnings": [self._nodes_failed(f"expected a NodeList with an 'items' list, got {json_kind(doc)}")]}
+        return {"nodes_visible": True}
+
+    @staticmethod
+    def _nodes_failed(problem) -> str:
+        return (
+            f"nodes: listing nodes failed ({problem}); a pull lists them when a pod holds a GPU, and fails if "
+            "they fail again"
+        )
 
     def list_pods(self) -> list[dict]:
         """Every pod, page by page (`_pages`), each once: keyed by uid, a pod read again is the later reading."""
@@ -1092,7 +1135,7 @@ class KubernetesConnector(BaseConnector):
         self.node_refusal = ""
         if not any(pod_gpus(p) for p in pods):
             return None
-        path = "api/v1/nodes"
+        path = NODES_PATH
         nodes: dict[str, dict] = {}
         try:
             for doc in self._pages(path, {"limit": self.page_size}):

@@ -871,7 +871,8 @@ def record_failure(connector_id: int, message: str) -> None:
 def check_connection(connector: Connector) -> dict:
     """One cheap request to prove URL and credentials, tried once; {"ok": bool, ...} for the UI. A
     connector that takes its series from a metrics source has that source checked too: its pulls fail
-    when the source does not answer, and the check said the connector answered."""
+    when the source does not answer, and the check said the connector answered. `warnings` (a list, when a
+    connector's check gives one): what its pulls will lack although it answers (Kubernetes' nodes)."""
     try:
         source = build(connector, interactive=True)
     except ConnectorError as exc:

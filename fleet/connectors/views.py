@@ -260,8 +260,11 @@ def connector_check(request, pk: int):
     connector = get_object_or_404(Connector, pk=pk)
     outcome = sync.check_connection(connector)
     if outcome.pop("ok"):
+        warnings = outcome.pop("warnings", [])  # what its pulls will lack although it answers (Kubernetes' nodes)
         details = ", ".join(f"{k}: {v}" for k, v in outcome.items())
         messages.success(request, f"{connector.name} answers. {details}"[:500])
+        for warning in warnings:
+            messages.warning(request, f"{connector.name}: {warning}"[:1000])
     else:
         messages.error(request, f"{connector.name}: {outcome['error']}"[:500])
     return _back(request, connector)
