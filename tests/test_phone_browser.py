@@ -568,3 +568,29 @@ def test_the_overviews_top_causes_read_whole_at_1280_px_and_on_a_phone(browser, 
     assert not phone["headersShown"], phone
     assert [label for label, _column in phone["labels"]] == [column for _label, column in phone["labels"]], phone
     assert phone["violations"] == [] and phone["reflow"] == [], phone
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_big_fleets_top_causes_fit_the_overview_at_1280_px(browser, live_server, operator):  # noqa: F811
+    """At 1280 px the overview's Top causes had a third of the width beside the causes chart: a fleet whose
+    causes cost thousands a week ("12,345" beside "1,234.5" GPU-hours) had the table scroll sideways in its
+    box, each cost cut at its edge. The chart gives it more room (3:2), and the figures fit."""
+    from decimal import Decimal
+
+    from tests.factories import JobFactory
+    from tests.test_accessibility import open_as, table_layouts
+    from tests.test_jobs_page import triaged
+    from triage.taxonomy import Category
+
+    causes = (Category.HOST_GPU_TRANSFER, Category.DATA_EXCHANGE, Category.GPU_OVERSUBSCRIPTION, Category.API_MISUSE)
+    for number, category in enumerate(causes):
+        job = JobFactory(gpu_hours=9000.0, unused_gpu_hours=6000.0, cost=Decimal("24000.00"))
+        triaged(job, "classified", category)
+        Finding.objects.filter(job=job).update(gpu_hours=1234.5 * (number + 1), cost=Decimal("12345.67") * (number + 1))
+    open_as(browser, live_server.url, operator)
+    wide, phone = table_layouts(
+        browser, f"{live_server.url}/overview/", "overview-causes-big", table="#top-causes table.data"
+    )
+    for layout in (wide, phone):
+        assert not layout["scrolls"] and layout["cellsOut"] == [], layout
+    assert wide["headersShown"], wide
