@@ -153,3 +153,18 @@ def test_an_operator_without_tokens_is_told_what_one_is_for(client, operator):
     assert empty.startswith("No machine tokens yet.")
     assert f"<code>{reverse('archive-list')}</code>" in empty and "without a person's login" in empty
     assert "Name the machine above and create one" in empty
+
+
+@pytest.mark.django_db
+def test_a_teams_period_without_jobs_draws_no_empty_chart(client, operator):
+    """A team's page for a period without its jobs drew the weekly GPU-hours chart as an empty frame, its axis
+    running from -1 to 4 GPU-hours, beside "No jobs in this period." under Users; the overview draws no chart
+    then. The chart's card says there are no jobs, as the others do; a period with jobs keeps its chart."""
+    job = JobFactory(start_time=datetime(2026, 11, 10, 9, tzinfo=UTC))
+    client.force_login(operator)
+    url = reverse("dashboard:team-detail", args=[job.team.slug])
+    empty = client.get(url, {"from": "2025-01-01", "to": "2025-01-07"}).content.decode()
+    trend = empty.split('id="team-trend"')[1].split("</section>")[0]
+    assert "data-figure" not in trend and "No jobs in this period." in trend
+    full = client.get(url, {"from": "2026-11-10", "to": "2026-11-10"}).content.decode()
+    assert 'data-figure="trend-figure"' in full.split('id="team-trend"')[1].split("</section>")[0]
