@@ -93,3 +93,47 @@ def test_a_launch_under_srun_is_known_whatever_options_srun_takes(launch, launch
     assert [f.detail["launcher"] for f in evidence.of("shell_launch")] == [launcher]
     (read,) = evidence.of("remote_read")
     assert read.detail["url"] == "s3://vision-datasets/shards/index.json"
+
+
+@pytest.mark.parametrize(
+    ("launch", "launcher"),
+    [
+        ("python -m torch.distributed.launch --nproc_per_node=8 --use_env train.py", "torchrun"),
+        ("python3 -u -m torch.distributed.run --nproc_per_node 8 train.py", "torchrun"),
+        ("NCCL_DEBUG=INFO /opt/conda/bin/python -m torch.distributed.launch --nproc_per_node 8 train.py", "torchrun"),
+        ("srun -N 1 python -m torch.distributed.run --nproc_per_node 8 train.py", "torchrun"),
+        ("accelerate launch --num_processes 8 train.py", "accelerate"),
+        ("python -m accelerate.commands.launch --num_processes 8 train.py", "accelerate"),
+        ("deepspeed --num_gpus 8 train.py --deepspeed", "deepspeed"),
+        ("python -m deepspeed.launcher.runner --num_gpus 8 train.py", "deepspeed"),
+        ("horovodrun -np 8 -H localhost:8 python train.py", "horovodrun"),
+        ("mpirun -np 8 --bind-to none python train.py", "mpirun"),
+    ],
+)
+def test_a_distributed_launch_is_known_whether_by_its_command_or_python_m(launch, launcher):
+    # `python -m torch.distributed.launch` / `python -m torch.distributed.run` (torchrun's older forms, common in
+    # papers' code) were launches whose launcher was "python", and horovodrun and mpirun were launchers the rules did
+    # not take for distributed: a job with seven of its eight GPUs idle so launched was "unused GPUs" (no launcher).
+    script = f"#!/bin/bash\n{launch}\n"
+    (launched,) = extract_script_evidence([("run.sh", script)]).of("shell_launch")
+    assert launched.detail["launcher"] == launcher
+    frame = series(120, lambda t, g: 60 if g == 0 else 0, gpus=8, mem=lambda t, g: 0.4 if g == 0 else 0.0)
+    _, result = run(120, frame, gpu_count=8, scripts=[("run.sh", script)])
+    (finding,) = [f for f in result.findings if f.category == Category.GPU_OVERSUBSCRIPTION]
+    assert finding.sub_cause == "uneven_use" and [(c.path, c.line) for c in finding.code] == [("run.sh", 2)]
+
+
+@pytest.mark.parametrize(
+    "launch",
+    [
+        "accelerate launch --mixed_precision no --use_deepspeed --zero_stage 3 train.py",
+        "python -m accelerate.commands.launch --mixed_precision no --use_deepspeed --zero_stage 3 train.py",
+        "NCCL_DEBUG=INFO srun accelerate launch --mixed_precision no --use_deepspeed --zero_stage 3 train.py",
+    ],
+)
+def test_an_accelerate_launchs_settings_are_read_however_it_is_run(launch):
+    # Accelerate's `--mixed_precision no` and `--zero_stage 3` were read only where the line's first word was
+    # `accelerate`: not of `python -m accelerate.commands.launch`, nor behind srun or an environment assignment.
+    evidence = extract_script_evidence([("run.sh", f"#!/bin/bash\n{launch}\n")])
+    assert [f.detail["switch"] for f in evidence.of("full_precision")] == ["--mixed_precision no"]
+    assert [f.detail["stage"] for f in evidence.of("zero_config")] == [3]

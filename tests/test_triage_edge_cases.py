@@ -918,6 +918,9 @@ MM_APEX = "optim_wrapper = dict(type='ApexOptimWrapper'{}, optimizer=dict(type='
         # DeepSpeed's "auto" under Accelerate is Accelerate's mixed_precision: `no` on the launch line, in
         # Accelerator(...) or (by default) in the Accelerate config brought is fp32; nothing that sets it is unknown
         ([("train.py", ACC_SCRIPT), ("ds.json", DS_AUTO)], ACC_DS_LAUNCH.format("--mixed_precision no "), "fp32", None),
+        # ... the same as `python -m accelerate.commands.launch` (its `--mixed_precision no` went unread: unknown)
+        ([("train.py", ACC_SCRIPT), ("ds.json", DS_AUTO)], ACC_DS_LAUNCH.format("--mixed_precision no ").replace(
+          "accelerate launch", "python -m accelerate.commands.launch"), "fp32", None),
         ([("train.py", ACC_SCRIPT.replace("Accelerator()", "Accelerator(mixed_precision='no')")), ("ds.json", DS_AUTO)],
          "", "fp32", None),
         ([("train.py", ACC_SCRIPT), ("accelerate.yaml", ACC_DS), ("configs/ds_zero3.json", DS_AUTO)],

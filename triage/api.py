@@ -199,7 +199,11 @@ class EvidenceCodeSerializer(serializers.Serializer):
         required=False,
         help_text="shell_* and command_launch: the command's words (the first 12).",
     )
-    launcher = serializers.CharField(required=False, help_text="shell_launch: the program launched (torchrun, python).")
+    launcher = serializers.CharField(
+        required=False,
+        help_text="shell_launch and command_launch: the program launched (torchrun for `python -m "
+        "torch.distributed.run` too, python).",
+    )
     after_launch = serializers.BooleanField(
         required=False, help_text="shell_sleep: after the script launched training."
     )

@@ -66,7 +66,17 @@ INTERACTIVE_PROGRAMS = {
     "screen",
     "ipython",
 }
+# Distributed launchers (one training process a GPU, for the rules), each also as the module `python -m` runs:
+# `python -m torch.distributed.launch` / `torch.distributed.run` are torchrun's older forms, common in papers' code.
 LAUNCHERS = {"torchrun", "deepspeed", "horovodrun", "mpirun", "accelerate"}
+_LAUNCHER_MODULES = {
+    "torch.distributed.launch": ("torchrun", []),
+    "torch.distributed.run": ("torchrun", []),
+    "accelerate.commands.launch": ("accelerate", ["launch"]),  # `accelerate launch`
+    "accelerate.commands.accelerate_cli": ("accelerate", []),
+    "deepspeed.launcher.runner": ("deepspeed", []),
+    "horovod.runner.launch": ("horovodrun", []),
+}
 _DATA_ROLE = re.compile(r"data|dataset|train|input|shard|root|corpus|source", re.IGNORECASE)
 _WRITE_ROLE = re.compile(r"checkpoint|ckpt|output|upload|save|artifact|log|export|result|dest", re.IGNORECASE)
 
@@ -1363,10 +1373,10 @@ def _launch_settings(argv: list[str]) -> list[tuple[str, dict]]:
     """What a launch line says of precision beyond its flags: config files it names (`--deepspeed ds.json`,
     Accelerate's `--deepspeed_config_file ds.json`, `--config_file accelerate.yaml`, `--config-file configs/x.yaml`,
     Hydra's `--config-name`) and Hydra overrides (`trainer.precision=bf16-mixed`, `+amp=true`). (kind, detail) pairs."""
-    found = []
+    found, accelerate = [], _program(argv)[0] == "accelerate"
     for index, word in enumerate(argv):
         flag, eq, value = word.partition("=")
-        if flag in ("--mixed_precision", "--mixed-precision") and argv[0].rsplit("/", 1)[-1] == "accelerate":
+        if flag in ("--mixed_precision", "--mixed-precision") and accelerate:
             value = value if eq else (argv[index + 1] if index + 1 < len(argv) else "")
             if _accelerate_off(value):
                 found.append(("full_precision", {"setting": flag, "accelerate": True, "switch": f"{flag} {value}"}))
@@ -1396,7 +1406,8 @@ def _accelerate_zero_flags(argv: list[str]) -> dict | None:
     """`accelerate launch --use_deepspeed --zero_stage 3 --offload_optimizer_device cpu` as a zero_config fact's
     detail (as an Accelerate config's `deepspeed_config:` gives it); None for other launches, and for one that hands
     DeepSpeed its own file (`--deepspeed_config_file`: that file's settings are the job's)."""
-    if not argv or argv[0].rsplit("/", 1)[-1] != "accelerate":
+    program, argv = _program(argv)  # `srun accelerate launch ...`, `python -m accelerate.commands.launch ...` too
+    if program != "accelerate":
         return None
     flags = {}
     for index, word in enumerate(argv):
@@ -1417,7 +1428,9 @@ def _accelerate_zero_flags(argv: list[str]) -> dict | None:
 
 def _program(argv: list[str]) -> tuple[str, list[str]]:
     """The program one shell command runs, by its file's name, and its words: after `VAR=value` words and wrappers
-    (`NCCL_DEBUG=INFO torchrun ...`, `nohup`, `env`, `srun ...`, `/opt/conda/bin/torchrun`: torchrun); '' for none."""
+    (`NCCL_DEBUG=INFO torchrun ...`, `nohup`, `env`, `srun ...`, `/opt/conda/bin/torchrun`: torchrun), a launcher's
+    module run by `python -m` as its command (`python -m torch.distributed.launch`: torchrun; `python -m
+    accelerate.commands.launch ...`: accelerate, `launch ...`); '' for none."""
     words = [w for w in argv if not re.fullmatch(r"[A-Z_][A-Z0-9_]*=.*", w)]  # leading VAR=value
     while words and words[0] in ("sudo", "exec", "nohup", "time", "env", "srun", "stdbuf"):
         if words[0] == "srun":  # its options, some with a value (`-c 12`), then the program (`_srun_program`)
@@ -1425,7 +1438,17 @@ def _program(argv: list[str]) -> tuple[str, list[str]]:
             words = words[start:] if start is not None else [w for w in words[1:] if not w.startswith("-")]
         else:
             words = words[1:]
-    return (words[0].rsplit("/", 1)[-1], words[1:]) if words else ("", [])
+    if not words:
+        return "", []
+    program, rest = words[0].rsplit("/", 1)[-1], words[1:]
+    if program.startswith("python"):  # `python -u -m torch.distributed.run ...` is torchrun's `...`
+        index = 0
+        while index < len(rest) and rest[index].startswith("-") and rest[index] != "-m":
+            index += 2 if rest[index] in ("-W", "-X") else 1  # the interpreter's own options
+        if rest[index : index + 1] == ["-m"] and index + 1 < len(rest) and rest[index + 1] in _LAUNCHER_MODULES:
+            launcher, words_before = _LAUNCHER_MODULES[rest[index + 1]]
+            return launcher, words_before + rest[index + 2 :]
+    return program, rest
 
 
 def _command_kind(argv: list[str]) -> str:
@@ -1457,7 +1480,7 @@ def _command_kind(argv: list[str]) -> str:
         return "sleep"
     if program in INTERACTIVE_PROGRAMS:
         return "interactive"
-    if program in LAUNCHERS or (program.startswith("python") and rest[:2] == ["-m", "torch.distributed.launch"]):
+    if program in LAUNCHERS:
         return "launch"
     if program.startswith("python"):
         return "python"
@@ -1616,7 +1639,8 @@ def command_code_facts(command: str) -> list[CodeFact]:
         facts.extend(_remote_path_facts(argv, JOB_COMMAND, 1, shown))
         if _command_kind(argv) not in ("launch", "python"):
             continue
-        facts.append(CodeFact("command_launch", JOB_COMMAND, 1, shown, {"argv": argv[:12]}))
+        launch = {"argv": argv[:12], "launcher": _program(argv)[0]}
+        facts.append(CodeFact("command_launch", JOB_COMMAND, 1, shown, launch))
         if precision := _shell_precision(argv):
             facts.append(CodeFact("mixed_precision", JOB_COMMAND, 1, shown, {"call": argv[0], "dtype": precision}))
         facts.extend(CodeFact(kind, JOB_COMMAND, 1, shown, found) for kind, found in _launch_settings(argv))

@@ -73,6 +73,12 @@ from triage.rules.registry import RULES, THRESHOLDS, Finding, Status, TriageResu
 #      torchrun`, `/opt/conda/bin/torchrun` are torchrun; the first word was taken): a distributed launch for the
 #      GPU-oversubscription rule (uneven use, not unused GPUs) and one loading process a GPU for the loader rules;
 #      a launch under srun with options that take a value (`srun -N 2 -c 12 torchrun ...`) is a launch (it was none)
+#      also: `python -m torch.distributed.launch` / `python -m torch.distributed.run` are torchrun launches (their
+#      launcher was python), `python -m` of accelerate.commands.launch, deepspeed.launcher.runner and
+#      horovod.runner.launch their commands'; horovodrun and mpirun are distributed launches for the rules as torchrun,
+#      deepspeed and accelerate were; Accelerate's launch flags (`--mixed_precision no`, `--zero_stage 3`) are read
+#      however it is run (`srun accelerate launch`, `python -m accelerate.commands.launch`: only a first word of
+#      accelerate was)
 #      also: a remote URI given to an option of the job's submitted command (`python train.py --data s3://...`) is a
 #      remote_path fact of the job's command, quoted among the finding's code lines as a shell script's launch line is
 RULES_REVISION = 4

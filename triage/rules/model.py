@@ -381,7 +381,7 @@ def _under_accelerate(ev: Evidence) -> bool:
     for fact in ev.scripts.facts:
         if fact.detail.get("accelerate") or (fact.kind == "config_file" and fact.detail.get("tool") == "accelerate"):
             return True
-        if fact.kind in ("shell_launch", "command_launch") and fact.detail.get("argv", [""])[0].endswith("accelerate"):
+        if fact.kind in ("shell_launch", "command_launch") and fact.detail.get("launcher") == "accelerate":
             return True
         if fact.kind in ("precision_elsewhere", "mixed_precision") and "Accelerator(" in fact.text:
             return True
