@@ -168,3 +168,20 @@ def test_a_teams_period_without_jobs_draws_no_empty_chart(client, operator):
     assert "data-figure" not in trend and "No jobs in this period." in trend
     full = client.get(url, {"from": "2026-11-10", "to": "2026-11-10"}).content.decode()
     assert 'data-figure="trend-figure"' in full.split('id="team-trend"')[1].split("</section>")[0]
+
+
+@pytest.mark.django_db
+def test_a_cause_without_detections_in_the_period_draws_no_empty_chart(client, operator):
+    """A cause's page for a period without it drew "Detections per week" as an empty frame, its axes running
+    from -1 to 4; the card says there were none, as the jobs card under it does. A period with one keeps it."""
+    from tests.test_jobs_page import triaged
+    from triage.taxonomy import Category
+
+    triaged(JobFactory(start_time=datetime(2026, 11, 10, 9, tzinfo=UTC)), "classified", Category.API_MISUSE)
+    client.force_login(operator)
+    url = reverse("dashboard:category-detail", args=[Category.API_MISUSE.value])
+    empty = client.get(url, {"from": "2025-01-01", "to": "2025-01-07"}).content.decode()
+    trend = empty.split('id="cause-trend"')[1].split("</section>")[0]
+    assert "data-figure" not in trend and "No detections in this period." in trend
+    found = client.get(url, {"from": "2026-11-10", "to": "2026-11-10"}).content.decode()
+    assert 'data-figure="trend-figure"' in found.split('id="cause-trend"')[1].split("</section>")[0]
