@@ -131,3 +131,59 @@ def test_a_precision_setting_is_the_command_lines_where_what_it_reads_holds_the_
     facts = extract_script_evidence([("train.py", script)]).of("precision_elsewhere")
     handed = [f.detail["source"] for f in facts if f.text.startswith(("arguments", "absl_arguments"))]
     assert handed == [source, "flags"]
+
+
+SWITCHES = """import argparse
+
+import torch
+from torch.utils.data import DataLoader
+
+parser = argparse.ArgumentParser()
+parser.add_argument("--pin-mem", action="store_true")
+parser.add_argument("--no-persistent", dest="persistent", action="store_false")
+parser.add_argument("--prefetch", action=argparse.BooleanOptionalAction)
+parser.add_argument("--shuffle", action=argparse.BooleanOptionalAction, default=True)
+args = parser.parse_args()
+loader = DataLoader(dataset, batch_size=64, num_workers=8, pin_memory=args.pin_mem,
+                    persistent_workers=args.persistent, prefetch_factor=args.prefetch, shuffle=args.shuffle)
+"""
+
+
+def test_a_switch_options_default_is_argparses():
+    # `add_argument("--pin-mem", action="store_true")` gave no default at all, so `pin_memory=args.pin_mem` was an
+    # unknown value; argparse makes it False (store_false True; BooleanOptionalAction None unless a default is given).
+    (loader,) = extract_script_evidence([("train.py", SWITCHES)]).of("dataloader")
+    assert (loader.detail["pin_memory"], loader.detail["persistent_workers"]) == (False, True)
+    assert loader.detail["prefetch_factor"] is None
+
+
+AMP = """import argparse
+
+import torch
+
+parser = argparse.ArgumentParser()
+parser.add_argument("--amp", action="store_true"{default})
+args = parser.parse_args()
+with torch.autocast("cuda", dtype=torch.bfloat16, enabled=args.amp):
+    loss = model(batch)
+"""
+
+
+@pytest.mark.parametrize("default", ["", ", default=False"])
+@pytest.mark.parametrize(
+    ("launch", "precision"),
+    [(None, None), ("python train.py --epochs 3", "fp32"), ("python train.py --amp", "mixed")],
+)
+def test_precision_from_a_switch_is_the_command_lines_whether_or_not_its_default_is_written(default, launch, precision):
+    # A precision setting read from a switch (`autocast(enabled=args.amp)`, `--amp` a store_true) is what the job's
+    # command line makes it: unknown with no launch line seen, fp32 or mixed with one. Written with `default=False`
+    # it was fp32 even unseen (the default taken for the command line), so the same switch read two ways.
+    scripts = [("train.py", AMP.format(default=default))]
+    if launch:
+        scripts.append(("run.sh", f"#!/bin/bash\n{launch}\n"))
+    (fact,) = extract_script_evidence(scripts[:1]).of("precision_elsewhere")
+    assert (fact.line, fact.detail["source"]) == (8, "flags")
+    frame = series(120, lambda t, g: 30, mem=lambda t, g: 0.93)
+    _, result = run(120, frame, scripts=scripts)
+    (finding,) = [f for f in result.findings if f.category == Category.GPU_MEMORY_BOUND]
+    assert finding.numbers["precision"] == precision

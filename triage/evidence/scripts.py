@@ -570,7 +570,9 @@ class _PythonFacts(ast.NodeVisitor):
         self.ev = evidence
         self.given = given  # the options each launch of the script hands it (`_given_options`)
         self.defaults: dict[str, object] = {}  # argparse dest -> default
-        self.arguments: list[tuple[str, list[str], ast.AST | None, object]] = []  # (dest, names, default, action)
+        # (dest, names, default as written, default as argparse gives it, action)
+        self.arguments: list[tuple[str, list[str], ast.AST | None, object, object]] = []
+        self.switches: set[str] = set()  # dests of switches the command line can turn (`--amp`, store_true)
         # argparse dest -> the value the job runs with, as the remote reads follow it: the one its launch lines give
         # (`--data-root s3://...`), else the default; None where launches differ or it is not known (`$DATA_ROOT`)
         self.options: dict[str, object] = {}
@@ -679,6 +681,9 @@ class _PythonFacts(ast.NodeVisitor):
                 self.add("config_reference", assigned["_base_"], name=base, flag="_base_")
 
     def _argument(self, node: ast.Call) -> None:
+        """One `add_argument`: its dest, and its default as argparse gives it: a literal `default=`, else False for
+        `store_true`, True for `store_false`, None (unknown) for the rest (`BooleanOptionalAction` too). A switch
+        the command line can turn (store_true off by default, store_false on, BooleanOptionalAction) is noted."""
         names = [a.value for a in node.args if isinstance(a, ast.Constant) and isinstance(a.value, str)]
         dest = next(
             (kw.value.value for kw in node.keywords if kw.arg == "dest" and isinstance(kw.value, ast.Constant)), None
@@ -686,28 +691,44 @@ class _PythonFacts(ast.NodeVisitor):
         long = next((n for n in names if n.startswith("--")), names[0] if names else None)
         if dest is None and long:
             dest = long.lstrip("-").replace("-", "_")
-        default = next((kw.value for kw in node.keywords if kw.arg == "default"), None)
-        if dest and isinstance(default, ast.Constant):
-            self.defaults[dest] = default.value
-        if dest:
-            action = next((kw.value for kw in node.keywords if kw.arg == "action"), None)
-            self.arguments.append((dest, names, default, self.resolve(action) if action is not None else None))
+        if not dest:
+            return
+        action_node = next((kw.value for kw in node.keywords if kw.arg == "action"), None)
+        action = self.resolve(action_node)
+        if action is None and action_node is not None and dotted(action_node).endswith("BooleanOptionalAction"):
+            action = "BooleanOptionalAction"
+        written = next((kw.value for kw in node.keywords if kw.arg == "default"), None)
+        if isinstance(written, ast.Constant):
+            default: object = written.value
+        elif written is None and action in ("store_true", "store_false"):
+            default = action == "store_false"
+        else:
+            default = None  # a default argparse leaves None, or one not written as a literal: not known
+        if default is not None or isinstance(written, ast.Constant):
+            self.defaults[dest] = default
+        if action == "BooleanOptionalAction" or (
+            action in ("store_true", "store_false") and default is not (action == "store_true")
+        ):
+            self.switches.add(dest)
+        self.arguments.append((dest, names, written, default, action))
 
     def _options(self) -> None:
         """Each option's value as the job runs the script (`self.options`), and the remote path its default names
         when that is the one in effect (a launch line's own `--data-root s3://...` is the shell script's fact)."""
-        for dest, names, default, action in self.arguments:
-            value = default.value if isinstance(default, ast.Constant) else None
+        for dest, names, default, value, action in self.arguments:
             values = []
             if self.given and not any(name.startswith("-") for name in names):
                 values.append(None)  # a positional argument: which launch word it is, is not read here
             for pairs in self.given or [()]:
                 held = value
                 for flag, word in pairs:
-                    if flag not in names:
+                    negated = action == "BooleanOptionalAction" and flag in {f"--no-{n[2:]}" for n in names}
+                    if flag not in names and not negated:
                         continue
                     if action in ("store_true", "store_false"):
                         held = action == "store_true"
+                    elif action == "BooleanOptionalAction":
+                        held = not negated
                     elif action is None and word is not None and not set(word) & set("$`"):
                         held = word
                     else:  # a count, an append, a value from a shell variable: not known
@@ -740,6 +761,14 @@ class _PythonFacts(ast.NodeVisitor):
         if isinstance(node, ast.Name):
             return self.constants.get(node.id)
         return None
+
+    def setting(self, node: ast.AST | None) -> object:
+        """A precision setting's value, as `resolve`, but None (the command line's) where it reads a switch the
+        command line turns (`enabled=args.amp` of a store_true `--amp`): its default is only what the job runs with
+        when no one passes it, and whether anyone did is the launch line's to say (the rules read it there)."""
+        if isinstance(node, ast.Attribute) and node.attr in self.switches and self.holds_options(node.value):
+            return None
+        return self.resolve(node)
 
     def resolve_given(self, node: ast.AST | None) -> object:
         """As `resolve`, with `args.x` the value the job's launch lines give the option (else its default): what its
@@ -854,7 +883,7 @@ class _PythonFacts(ast.NodeVisitor):
             self.assigned_to[id(node.value)] = node.targets[0].id
         for target in node.targets:  # detectron2: cfg.SOLVER.AMP.ENABLED = True
             if dotted(target).upper().endswith("SOLVER.AMP.ENABLED"):
-                value = self.resolve(node.value)
+                value = self.setting(node.value)
                 if value is True:
                     self.add("mixed_precision", node, call=dotted(target), dtype=None)
                 elif value is None:
@@ -946,7 +975,7 @@ class _PythonFacts(ast.NodeVisitor):
         elif name in ("torch.cuda.synchronize", "cuda.synchronize") and self.in_step_loop:
             self.add("host_sync", node, call="torch.cuda.synchronize", sampled=self.sampled)
         elif last in ("autocast", "GradScaler") or name in ("torch.amp.autocast", "torch.cuda.amp.autocast"):
-            enabled = self.resolve(kwargs.get("enabled")) if "enabled" in kwargs else True
+            enabled = self.setting(kwargs.get("enabled")) if "enabled" in kwargs else True
             if enabled is None:  # autocast(enabled=args.amp): the flag decides
                 self.add("precision_elsewhere", node, source="flags", why=f"`{_line_of(self, node)}` follows a flag")
             elif enabled:
@@ -980,7 +1009,8 @@ class _PythonFacts(ast.NodeVisitor):
             and self.resolve(node.args[0]) == "CUDA_VISIBLE_DEVICES"
         ):
             self._visible_devices(node, self.resolve(node.args[1]) if len(node.args) > 1 else None)
-        precision = _precision_setting(last, {key: self.resolve(value) for key, value in kwargs.items()})
+        settings = {key: self.setting(value) for key, value in kwargs.items()}
+        precision = _precision_setting(last, settings)
         if precision:
             self.add("mixed_precision", node, call=name or last, dtype=precision)
         elif last == "Accelerator" and _accelerate_off(self.resolve(kwargs.get("mixed_precision"))):
@@ -988,7 +1018,7 @@ class _PythonFacts(ast.NodeVisitor):
                 "full_precision", node, setting="Accelerator(mixed_precision)", accelerate=True,
                 switch="mixed_precision='no'",
             )  # fmt: skip
-        elif switch := _full_precision_switch(last, {key: self.resolve(value) for key, value in kwargs.items()}):
+        elif switch := _full_precision_switch(last, settings):
             self.add("full_precision", node, setting=last, switch=switch)
         elif handoff := self._precision_handoff(name, last, node, kwargs):
             self.add("precision_elsewhere", node, **handoff)
@@ -1022,7 +1052,7 @@ class _PythonFacts(ast.NodeVisitor):
         quoted = f"`{_line_of(self, node)}`"
         if last in _PRECISION_KWARGS:
             names = _PRECISION_KWARGS[last]
-            given = [kwargs[key] for key in names if key in kwargs and self.resolve(kwargs[key]) is None]
+            given = [kwargs[key] for key in names if key in kwargs and self.setting(kwargs[key]) is None]
             if given:  # bf16=args.bf16 without a default, precision=cfg.trainer.precision
                 holder, flag = given[0], False
                 while isinstance(holder, ast.Attribute) and not flag:  # args.bf16, self.hparams.bf16, FLAGS.bf16

@@ -79,6 +79,10 @@ from triage.rules.registry import RULES, THRESHOLDS, Finding, Status, TriageResu
 #      deepspeed and accelerate were; Accelerate's launch flags (`--mixed_precision no`, `--zero_stage 3`) are read
 #      however it is run (`srun accelerate launch`, `python -m accelerate.commands.launch`: only a first word of
 #      accelerate was)
+#      also: an argparse option's default is argparse's: store_true False, store_false True without `default=` (they
+#      were unknown: `pin_memory=args.pin_mem` of a store_true is False), and `--no-x` of a BooleanOptionalAction
+#      is read from a launch line; a precision setting read from such a switch (`autocast(enabled=args.amp)`) is
+#      the command line's whether or not `default=False` is written (written, it was fp32 with no launch line seen)
 #      also: a remote URI given to an option of the job's submitted command (`python train.py --data s3://...`) is a
 #      remote_path fact of the job's command, quoted among the finding's code lines as a shell script's launch line is
 RULES_REVISION = 4
