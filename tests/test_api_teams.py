@@ -190,6 +190,21 @@ def test_dates_win_over_a_period_and_the_schema_says_so(client, operator, fleet)
     assert "default 6 days before `to`" in described["from"]
 
 
+def test_the_dates_the_report_takes_are_the_ones_the_schema_says(client, operator, fleet):  # noqa: F811
+    """`from` and `to` were documented as any date, and a script's `to=0050-12-08` met a 400: the
+    schema now says which days the report takes and how far apart, as the 400s do."""
+    client.force_login(operator)
+    parameters = client.get("/api/v1/schema/", {"format": "json"}).json()["paths"][URL]["get"]["parameters"]
+    described = {parameter["name"]: parameter.get("description", "") for parameter in parameters}
+    for name, outside in (("from", "1968-12-31"), ("to", "5140-01-01")):
+        refused = client.get(URL, {name: outside})
+        assert refused.status_code == 400 and "between 1969-01-01 and 5139-12-31" in refused.json()[name][0]
+        assert "from 1969-01-01 to 5139-12-31" in described[name], described[name]
+    too_long = client.get(URL, {"from": "1970-01-01", "to": "2070-01-01"})
+    assert too_long.status_code == 400 and "100 years" in too_long.json()["to"][0]
+    assert "less than 100 years after `from`" in described["to"]
+
+
 def test_every_amount_of_money_is_a_decimal_string_and_the_report_s_numbers_are_deprecated(client, operator, fleet):  # noqa: F811
     """A job's `cost` was a decimal string ("20.00") and the teams report's a JSON number (20.0): a
     script adding a team's jobs up against its report compared a string with a float. Every amount is

@@ -28,7 +28,7 @@ from fleet.forms import UtcDateTimeMixin, YesNoField
 from fleet.models import Cluster, IngestRun, Job, Team
 from triage import feedback
 from triage.dashboard.filters import RowIdFilter
-from triage.dashboard.periods import PRESETS, PeriodError, period_from
+from triage.dashboard.periods import EARLIEST, LATEST, MAX_DAYS, PRESETS, PeriodError, period_from
 from triage.dashboard.queries import UTIL_SOURCE_CHOICES, UTIL_SOURCES, chargeback, narrowed, no_such_cluster
 from triage.evidence import iso
 from triage.labeling.services import blinded_job_ids
@@ -733,11 +733,20 @@ class TeamReportSerializer(serializers.Serializer):
     teams = TeamReportRowSerializer(many=True, help_text="The teams with jobs in the period, most unused first.")
 
 
+# The days `period_from` takes, which a date's schema cannot say: any other is a 400 naming the parameter.
 REPORT_PARAMETERS = [
     OpenApiParameter(
-        "from", OpenApiTypes.DATE, description="The first day (UTC), e.g. 2026-11-01; default 6 days before `to`."
+        "from",
+        OpenApiTypes.DATE,
+        description="The first day (UTC), e.g. 2026-11-01; default 6 days before `to`. "
+        f"A day from {EARLIEST} to {LATEST}, else a 400.",
     ),
-    OpenApiParameter("to", OpenApiTypes.DATE, description="The last day (UTC), included; default the newest data's."),
+    OpenApiParameter(
+        "to",
+        OpenApiTypes.DATE,
+        description="The last day (UTC), included; default the newest data's. "
+        f"A day from {EARLIEST} to {LATEST}, less than {MAX_DAYS // 365} years after `from`, else a 400.",
+    ),
     OpenApiParameter(
         "period",
         str,
