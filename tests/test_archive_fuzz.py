@@ -411,10 +411,13 @@ def native_documents() -> dict[str, object]:
             ],
         },
     }  # fmt: skip
+    node = {"apiVersion": "v1", "kind": "Node", "metadata": {"name": "n1", "labels": {
+        "nvidia.com/gpu.product": "NVIDIA-L4-SHARED", "nvidia.com/gpu.replicas": "2"}}}  # fmt: skip
     return {
         "native/slurm/sacct.json": json.loads((FIXTURES / "sacct_v0.0.40.json").read_text()),
         "native/slurm/old.json": json.loads((FIXTURES / "sacct_dbv0.0.37.json").read_text()),
         "native/kubernetes/pods.json": {"apiVersion": "v1", "kind": "List", "items": [pod]},
+        "native/kubernetes/nodes.json": {"apiVersion": "v1", "kind": "List", "items": [node]},  # the pod's replicas
         "native/prometheus/4242/gpu.json": {
             "status": "success",
             "data": {"resultType": "matrix", "result": [{**series, "values": [[t, "25"] for t in times]}]},

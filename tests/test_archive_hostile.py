@@ -639,3 +639,33 @@ def test_native_text_longer_than_its_column_is_cut_and_an_overlong_job_id_refuse
     assert error["message"] == "a job id of 300 characters; at most 200 are kept"
     assert Job.objects.get(external_id="4242").name == "n" * 500
     assert Job.objects.get(external_id="4250_3").queue == "p" * 200  # the array task of entry 2
+
+
+def test_a_broken_kubectl_nodes_file_is_named_and_its_pods_jobs_stored(tmp_path):
+    """A `kubectl get nodes -o json` beside the pods gives shared GPUs their replicas; one cut short (or of the
+    wrong shape) is named on the ingest run, and the pods' jobs are stored all the same, their replicas read as
+    without nodes (the job says so)."""
+    from tests.test_connectors_normalisers import KUBECTL_NODES, SHARED_PODS
+
+    members = {
+        "manifest.json": MANIFEST,
+        "native/kubernetes/pods.json": json.dumps({"kind": "List", "items": SHARED_PODS}),
+        "native/kubernetes/nodes.json": json.dumps({"apiVersion": "v1", "kind": "List", "items": KUBECTL_NODES}),
+    }
+    run = ingest_file(write_zip(tmp_path / "k8s.zip", members))
+    assert run.status == IngestRun.Status.SUCCEEDED and not run.errors, run.errors
+    a100 = Job.objects.get(name="nb-a")  # half an hour on a quarter of an A100
+    assert (a100.gpu_share, a100.gpu_hours) == (0.25, pytest.approx(0.125))
+
+    members["native/kubernetes/nodes.json"] = '{"apiVersion": "v1", "kind": "List", "items": [{"kind": "Node", "meta'
+    run = ingest_file(write_zip(tmp_path / "k8s-cut.zip", members))
+    assert run.status == IngestRun.Status.SUCCEEDED  # a note: no job was rejected
+    [error] = run.errors
+    assert error["file"] == "native/kubernetes/nodes.json" and error["message"].startswith(
+        "native/kubernetes/nodes.json: not valid JSON"
+    )
+    jobs = {job.name: job for job in Job.objects.all()}
+    assert sorted(jobs) == ["nb-a", "nb-l4", "nb-old"]
+    assert jobs["nb-a"].labels["gpu_replicas"] == [
+        "unknown on a100-0 (counted whole: nodes not read, and no shared_gpu_replicas)"
+    ]

@@ -292,6 +292,19 @@ def test_any_json_as_a_pod_list_gives_pods_or_bad_data(doc):
 
 
 @FUZZ
+@given(doc=JSON_VALUES, listed=st.booleans())
+def test_any_json_as_a_node_list_gives_nodes_or_bad_data(doc, listed):
+    try:
+        nodes, problems = kubernetes.parse_node_list(doc, source="k8s api/v1/nodes", listed=listed)
+    except BadData as exc:
+        assert str(exc).startswith("k8s api/v1/nodes: ")  # noqa: PT017 - either outcome is fine
+        return
+    assert all(isinstance(name, str) and all(isinstance(v, str) for v in labels.values())
+               for name, labels in nodes.items())  # fmt: skip
+    assert all(isinstance(problem, RecordError) and problem.message for problem in problems)
+
+
+@FUZZ
 @given(data=st.data(), changes=CHANGES)
 def test_mutated_pod_lists_give_jobs_or_errors(data, changes):
     documents = mutated(kubernetes_documents(), data, changes)

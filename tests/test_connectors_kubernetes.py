@@ -1248,3 +1248,26 @@ def test_check_connection_warns_when_nodes_cannot_be_listed(client, operator):
         node_checks = [q for p, _, q in server.requests if p == "/api/v1/nodes"]
     assert messages == [("success", "k8s answers. pods_visible: True, nodes_visible: True")]
     assert {q["limit"] for q in node_checks} == {"1"}  # one node is enough to know
+
+
+def test_a_node_of_the_wrong_shape_is_reported_and_the_others_read():
+    """The nodes are read as an archive's `kubectl get nodes -o json` is (`parse_node_list`): a node whose labels
+    are not text, or whose replicas label is no whole number, is reported once a pull with its page, position and
+    field (it was passed over in silence, its pods' replicas then 'no label'), and the other nodes are read."""
+    broken = [
+        POOLS[0],
+        {"metadata": {"name": "a100-1", "labels": {"nvidia.com/gpu.replicas": 4}}},
+        node("old-0", **{"nvidia.com/gpu.replicas": "0"}),
+    ]
+    with FakePlatform() as server:
+        serve(server, [p for p in pooled_pods() if p["metadata"]["name"] in ("nb-a", "nb-a2", "nb-old")])
+        serve_nodes(server, broken)
+        result = pull(server, options={"fetch_logs": False, "page_size": 2})
+    messages = sorted(error["message"] for error in result.errors)
+    assert messages == [
+        "node 2 (a100-1): 'metadata.labels' is not an object of text values, so it was skipped",
+        "page 2, node 1 (old-0): label nvidia.com/gpu.replicas is '0', not a whole number from 1 to 1024, so it was "
+        "not read",
+    ]
+    jobs = {j.name: j for j in Job.objects.all()}
+    assert (jobs["nb-a"].gpu_share, jobs["nb-a2"].gpu_share, jobs["nb-old"].gpu_share) == (0.25, 1.0, 1.0)

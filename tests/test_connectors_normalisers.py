@@ -403,3 +403,114 @@ def test_generic_series_keep_to_the_bounds_archive_samples_keep_to(sample, messa
     ):
         frame_from_samples({"samples": samples}, source="job-1 series")
     assert len(frame_from_samples({"samples": samples[:1]}, source="job-1 series")) == 1
+
+
+# -- an archive's nodes: a shared GPU's replicas, as a live pull reads them ------------------------
+def shared_pod(name: str, node: str, resource: str = "nvidia.com/gpu.shared") -> dict:
+    """A notebook's pod holding one replica of a time-sliced GPU on `node`, for 30 minutes."""
+    pod = k8s_pod(name, f"{name}-uid", None, "Succeeded", 1, T0, T0 + timedelta(minutes=30))
+    pod["spec"]["nodeName"] = node
+    pod["spec"]["initContainers"] = []
+    pod["spec"]["containers"][0]["resources"] = {"limits": {resource: "1"}}
+    return pod
+
+
+def kubectl_node(name: str, **labels) -> dict:
+    """A Node as `kubectl get nodes -o json` writes it (items carry their kind), with GPU Feature Discovery's labels."""
+    return {"apiVersion": "v1", "kind": "Node", "metadata": {"name": name, "labels": labels}, "status": {}}
+
+
+# An A100 pool renamed and time-sliced 4 ways; an L4 pool not renamed (plain nvidia.com/gpu, product -SHARED) under
+# MPS 2 ways; a node whose GPU Feature Discovery gives no replicas.
+KUBECTL_NODES = [
+    kubectl_node("a100-0", **{"nvidia.com/gpu.product": "NVIDIA-A100-SXM4-80GB", "nvidia.com/gpu.replicas": "4"}),
+    kubectl_node("l4-0", **{"nvidia.com/gpu.product": "NVIDIA-L4-SHARED", "nvidia.com/gpu.replicas": "2"}),
+    kubectl_node("old-0", **{"nvidia.com/gpu.product": "Tesla-T4"}),
+]
+SHARED_PODS = [
+    shared_pod("nb-a", "a100-0"),
+    shared_pod("nb-l4", "l4-0", "nvidia.com/gpu"),
+    shared_pod("nb-old", "old-0"),
+]
+
+
+def native_kubernetes(tmp_path, files: dict) -> dict:
+    """The jobs of an archive of native Kubernetes files: {name: (gpu_share, gpu_unit, gpu_replicas label)}."""
+    manifest = json.dumps({"format": "fleet-archive", "version": 1, "cluster": "c1"})
+    members = {"manifest.json": manifest, **{f"native/kubernetes/{n}": d for n, d in files.items()}}
+    parsed = parse_archive(write_zip(tmp_path / "k8s.zip", members))
+    jobs = {j.name: (j.gpu_share, j.gpu_unit, j.labels.get("gpu_replicas")) for j in parsed.jobs.values()}
+    return {"jobs": jobs, "errors": parsed.errors}
+
+
+def test_an_archives_kubectl_nodes_give_shared_gpus_their_replicas(tmp_path):
+    """A `kubectl get pods -o json` file was read without nodes: every time-sliced or MPS replica's replicas were
+    unknown and it counted as a whole GPU, where a live pull reads them from each node's
+    `nvidia.com/gpu.replicas`. A `kubectl get nodes -o json` file beside it now gives them the same way (the
+    connector's own reading), and a plain `nvidia.com/gpu` on a node whose product ends -SHARED is a replica."""
+    pods = json.dumps({"apiVersion": "v1", "kind": "List", "items": SHARED_PODS})
+    nodes = json.dumps({"apiVersion": "v1", "kind": "List", "items": KUBECTL_NODES})
+    got = native_kubernetes(tmp_path, {"pods.json": pods, "nodes.json": nodes})
+    assert not got["errors"], got["errors"]
+    assert got["jobs"] == {
+        "nb-a": (0.25, "shared GPU replica", ["4 on a100-0 (label nvidia.com/gpu.replicas)"]),
+        "nb-l4": (0.5, "shared GPU replica", ["2 on l4-0 (label nvidia.com/gpu.replicas)"]),
+        "nb-old": (
+            1.0,
+            "shared GPU replica (replicas unknown, counted whole)",
+            ["unknown on old-0 (counted whole: no nvidia.com/gpu.replicas label, and no shared_gpu_replicas)"],
+        ),
+    }
+    # One `kubectl get pods,nodes -o json` file is read the same; so is a NodeList as the API server pages it.
+    mixed = json.dumps({"apiVersion": "v1", "kind": "List", "items": SHARED_PODS + KUBECTL_NODES})
+    assert native_kubernetes(tmp_path, {"cluster.json": mixed})["jobs"] == got["jobs"]
+    api_nodes = [{k: v for k, v in n.items() if k != "kind"} for n in KUBECTL_NODES]
+    node_list = json.dumps({"kind": "NodeList", "apiVersion": "v1", "metadata": {}, "items": api_nodes})
+    assert native_kubernetes(tmp_path, {"pods.json": pods, "nodes.json": node_list})["jobs"] == got["jobs"]
+    # Without the nodes: as before, and the job says why.
+    alone = native_kubernetes(tmp_path, {"pods.json": pods})["jobs"]
+    assert alone["nb-a"] == (
+        1.0,
+        "shared GPU replica (replicas unknown, counted whole)",
+        ["unknown on a100-0 (counted whole: nodes not read, and no shared_gpu_replicas)"],
+    )
+
+
+def test_a_malformed_nodes_file_is_named_with_its_field_and_the_pods_are_kept(tmp_path):
+    """Hostile or broken input: a node of the wrong shape is reported with the file, its position and the field,
+    and skipped (its pods counted as on a node not listed); a nodes file that is no node list at all is named and
+    its pods' replicas are read as without nodes. The pods' jobs are stored either way."""
+    pods = json.dumps({"apiVersion": "v1", "kind": "List", "items": SHARED_PODS})
+    broken = [
+        kubectl_node("a100-0", **{"nvidia.com/gpu.product": "NVIDIA-A100-SXM4-80GB", "nvidia.com/gpu.replicas": "4"}),
+        {**kubectl_node("l4-0"), "metadata": {"name": "l4-0", "labels": ["nvidia.com/gpu.replicas=2"]}},
+        kubectl_node("old-0", **{"nvidia.com/gpu.replicas": "four"}),
+        {"apiVersion": "v1", "kind": "Node", "metadata": {"name": 7}},
+    ]
+    got = native_kubernetes(tmp_path, {"pods.json": pods, "nodes.json": json.dumps({"kind": "List", "items": broken})})
+    problems = [(e.file, e.row, e.field, e.message) for e in got["errors"]]
+    assert problems == [
+        ("native/kubernetes/nodes.json", 2, "metadata.labels",
+         "node 2 (l4-0): 'metadata.labels' is not an object of text values, so it was skipped"),
+        ("native/kubernetes/nodes.json", 3, "metadata.labels.nvidia.com/gpu.replicas",
+         "node 3 (old-0): label nvidia.com/gpu.replicas is 'four', not a whole number from 1 to 1024, so it was "
+         "not read"),
+        ("native/kubernetes/nodes.json", 4, "metadata.name", "node 4: 'metadata.name' is not text, so it was skipped"),
+    ]  # fmt: skip
+    jobs = got["jobs"]
+    assert sorted(jobs) == ["nb-a", "nb-l4", "nb-old"]
+    assert jobs["nb-a"][0] == 0.25
+    assert jobs["nb-l4"] == (1.0, "", None)  # its node skipped, a plain nvidia.com/gpu is not known to be shared
+    assert jobs["nb-old"][0] == 1.0
+
+    for nodes, said in [
+        ('{"kind": "NodeList", "items": {"a100-0": {}}}', "expected a NodeList with an 'items' list"),
+        ('{"kind": "List", "items": [{"kind": "Node", "metadata"', "not valid JSON"),
+    ]:
+        got = native_kubernetes(tmp_path, {"pods.json": pods, "nodes.json": nodes})
+        [error] = got["errors"]
+        assert error.file == "native/kubernetes/nodes.json" and said in error.message
+        assert sorted(got["jobs"]) == ["nb-a", "nb-l4", "nb-old"]
+        assert got["jobs"]["nb-a"][2] == [
+            "unknown on a100-0 (counted whole: nodes not read, and no shared_gpu_replicas)"
+        ]

@@ -1,7 +1,7 @@
 """Kubernetes: the pods API (`GET /api/v1/pods`, paginated with `continue`), and pod logs.
 
 Pure part: `parse_pod_list` reads a PodList (the API's pages and `kubectl get pods -o json` alike),
-`jobs_from_pods` groups pods into jobs:
+`parse_node_list` a NodeList's GPU labels (the same two ways), `jobs_from_pods` groups pods into jobs:
 
 - job identity from `ownerReferences` (Job, PyTorchJob, MPIJob, RayCluster, ...: the
   controller's uid); a pod of a JobSet's Job is its JobSet's (the `jobset.sigs.k8s.io/jobset-uid`
@@ -141,7 +141,9 @@ def parse_pod_list(data: bytes | str | dict, *, source: str = "pods") -> tuple[l
     doc = json_document(data, source)
     if not isinstance(doc, dict) or not isinstance(doc.get("items"), list):
         raise BadData(f"{source}: expected a PodList with an 'items' list")
-    pods = [p for p in doc["items"] if isinstance(p, dict) and (p.get("kind") in (None, "Pod"))]
+    # A NodeList's items carry no kind either (an archive's native files: `parse_node_list` reads them)
+    pod_kinds = ("Pod",) if doc.get("kind") == "NodeList" else (None, "Pod")
+    pods = [p for p in doc["items"] if isinstance(p, dict) and (p.get("kind") in pod_kinds)]
     return pods, continue_token(doc, source)
 
 
@@ -250,12 +252,71 @@ def node_replicas(labels: dict | None, name: str) -> int:
     """The replicas GPU Feature Discovery labelled a node with for GPU resource `name` (`nvidia.com/gpu.shared`
     and `nvidia.com/gpu` read `nvidia.com/gpu.replicas`); 0 when the node has no such label, or not a whole
     number from 1 to MAX_REPLICAS."""
-    value = (labels or {}).get(name.removesuffix(SHARED_SUFFIX) + REPLICAS_SUFFIX)
-    try:
-        replicas = int(str(value).strip())
-    except ValueError:
+    return replicas_value((labels or {}).get(name.removesuffix(SHARED_SUFFIX) + REPLICAS_SUFFIX))
+
+
+def replicas_value(value) -> int:
+    """A `….replicas` label's value as a whole number from 1 to MAX_REPLICAS, else 0."""
+    text = str(value).strip()
+    if not text.isascii() or not text.isdigit():
         return 0
+    replicas = int(text)
     return replicas if 1 <= replicas <= MAX_REPLICAS else 0
+
+
+def parse_node_list(data: bytes | str | dict, *, source: str = "nodes", listed: bool = False, page: int = 1):
+    """({node name: its `nvidia.com/` labels}, problems) of a NodeList page or of the Nodes of a `kubectl get nodes
+    -o json` List (a `kubectl get pods,nodes` List's pods are `parse_pod_list`'s); the one reading of nodes for a
+    live pull (`list_nodes`, `listed`: every item is a node) and an archive's native files alike. A node of the
+    wrong shape (its `metadata`, a name that is not text, labels that are not an object of text values) is
+    reported (file, position, field) and skipped, as a pod is; a `….replicas` label that is not a whole number
+    from 1 to MAX_REPLICAS is reported and not read. BadData when it is no list of items at all."""
+    doc = json_document(data, source)
+    if not isinstance(doc, dict) or not isinstance(doc.get("items"), list):
+        raise BadData(f"{source}: expected a NodeList with an 'items' list")
+    kindless_are_nodes = listed or doc.get("kind") == "NodeList"
+    nodes: dict[str, dict] = {}
+    problems: list[RecordError] = []
+    for index, item in enumerate(doc["items"], start=1):
+        kind = item.get("kind") if isinstance(item, dict) else None
+        if kind != "Node" and not (kindless_are_nodes and kind is None):
+            continue
+        where = f"page {page}, node {index}" if page > 1 else f"node {index}"
+
+        def problem(what: str, field: str, row: int = index, where: str = where) -> None:
+            problems.append(RecordError(source, f"{where}: {what}", row=row, field=field))
+
+        if not isinstance(item, dict):
+            problem("not an object, so it was skipped", "")
+            continue
+        meta = item.get("metadata")
+        if not isinstance(meta, dict):
+            problem("'metadata' is not an object, so it was skipped", "metadata")
+            continue
+        name = meta.get("name")
+        if not isinstance(name, str) or not name:
+            problem(f"'metadata.name' is {'empty' if name == '' else 'not text'}, so it was skipped", "metadata.name")
+            continue
+        where = f"{where} ({name})"
+        labels = meta.get("labels")
+        if labels in (None, ""):
+            labels = {}
+        if not isinstance(labels, dict) or not all(isinstance(v, str) for v in labels.values()):
+            problem(
+                "'metadata.labels' is not an object of text values, so it was skipped", "metadata.labels", where=where
+            )
+            continue
+        gpu_labels = {}
+        for key, value in labels.items():
+            if not key.startswith("nvidia.com/"):
+                continue
+            if key.endswith(REPLICAS_SUFFIX) and not replicas_value(value):
+                what = f"label {key} is {value[:40]!r}, not a whole number from 1 to {MAX_REPLICAS}, so it was not read"
+                problem(what, f"metadata.labels.{key}", where=where)
+                continue
+            gpu_labels[key] = value
+        nodes[name] = gpu_labels
+    return nodes, problems
 
 
 def resource_share(name: str, shared_replicas: int = 0) -> float:
@@ -1136,19 +1197,13 @@ class KubernetesConnector(BaseConnector):
         if not any(pod_gpus(p) for p in pods):
             return None
         path = NODES_PATH
+        source = f"{self.settings.name} {path}"
         nodes: dict[str, dict] = {}
         try:
-            for doc in self._pages(path, {"limit": self.page_size}):
-                if not isinstance(doc, dict) or not isinstance(doc.get("items"), list):
-                    raise BadData(f"{self.settings.name} {path}: expected a NodeList with an 'items' list")
-                for item in doc["items"]:
-                    meta = item.get("metadata") if isinstance(item, dict) else None
-                    labels = meta.get("labels") if isinstance(meta, dict) else None
-                    if isinstance(meta, dict) and isinstance(meta.get("name"), str):
-                        labels = labels if isinstance(labels, dict) else {}
-                        nodes[meta["name"]] = {
-                            str(k): str(v) for k, v in labels.items() if str(k).startswith("nvidia.com/")
-                        }
+            for page, doc in enumerate(self._pages(path, {"limit": self.page_size}), start=1):
+                found, problems = parse_node_list(doc, source=source, listed=True, page=page)
+                nodes.update(found)
+                self.pod_errors.extend(problems)  # reported with the pods skipped, as the RayJobs' are
         except HttpStatusError as exc:
             if exc.status == 403:
                 self.node_refusal = str(exc)

@@ -3,7 +3,9 @@
 Layout (docs/archive-format.md, "Native files"):
 
     native/slurm/<any>.json               `sacct --json` output, any data_parser version
-    native/kubernetes/<any>.json          `kubectl get pods -o json` (a List of Pods)
+    native/kubernetes/<any>.json          `kubectl get pods -o json` (a List of Pods), and `kubectl get nodes -o json`
+                                          (a List of Nodes: shared GPUs' replicas, as a live pull reads them), told
+                                          apart by the items' kind; one `kubectl get pods,nodes -o json` holds both
     native/prometheus/<job_id>/<any>.json a verbatim `query_range` response for that job; the metric
                                           comes from `__name__`, else from the file name (a dcgm-exporter
                                           or canonical name, e.g. DCGM_FI_DEV_GPU_UTIL.json)
@@ -23,8 +25,8 @@ import pandas as pd
 
 from fleet import series as series_lib
 from fleet.canonical import ArtifactRecord, JobRecord, RecordError
-from fleet.connectors.base import BadData
-from fleet.connectors.kubernetes import jobs_from_pods, parse_pod_list
+from fleet.connectors.base import BadData, json_document
+from fleet.connectors.kubernetes import jobs_from_pods, parse_node_list, parse_pod_list
 from fleet.connectors.prometheus import Series, canonical_name, frame_from_results, parse_query_range
 from fleet.connectors.slurm import parse_sacct
 
@@ -49,13 +51,21 @@ class NativeFiles:
         native = cls()
         pods: list[dict] = []
         pod_files: list[str] = []
+        nodes: dict[str, dict] | None = None  # {name: labels} once a nodes file is read (None: no nodes read)
         for name in sorted(n for n in names if n.startswith("native/") and n.endswith(".json")):
             try:
                 if name.startswith(SLURM_FOLDER):
                     native._sacct(reader.read(name), name, cluster, artifact_max_bytes)
                 elif name.startswith(KUBERNETES_FOLDER):
-                    pods.extend(parse_pod_list(reader.read(name), source=name)[0])
-                    pod_files.append(name)
+                    doc = json_document(reader.read(name), name)
+                    found, problems = parse_node_list(doc, source=name)
+                    native.errors.extend(problems)
+                    if found or problems:
+                        nodes = {**(nodes or {}), **found}
+                    file_pods = parse_pod_list(doc, source=name)[0]
+                    if file_pods or not (found or problems):
+                        pods.extend(file_pods)
+                        pod_files.append(name)
                 elif name.startswith(PROMETHEUS_FOLDER):
                     native._prometheus(reader.read(name), name)
                 else:
@@ -63,7 +73,9 @@ class NativeFiles:
             except BadData as exc:
                 native.errors.append(RecordError(name, str(exc)))
         if pods:
-            parsed = jobs_from_pods(pods, cluster=cluster, gpu_jobs_only=False, source=", ".join(pod_files))
+            parsed = jobs_from_pods(
+                pods, cluster=cluster, gpu_jobs_only=False, source=", ".join(pod_files), nodes=nodes
+            )
             native.errors.extend(parsed.errors)
             for job in parsed.jobs:
                 native._add(job, pod_files[0])
