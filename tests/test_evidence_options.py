@@ -187,3 +187,53 @@ def test_precision_from_a_switch_is_the_command_lines_whether_or_not_its_default
     _, result = run(120, frame, scripts=scripts)
     (finding,) = [f for f in result.findings if f.category == Category.GPU_MEMORY_BOUND]
     assert finding.numbers["precision"] == precision
+
+
+@pytest.mark.parametrize(
+    ("workers", "known"),
+    [
+        ("4 if use_cuda else 0", 4),  # use_cuda = torch.cuda.is_available(): the job has GPUs
+        ("0 if not torch.cuda.is_available() else 6", 6),
+        ('0 if device == "cpu" else 6', 6),
+        ("args.workers if args.device == 'cuda' else 0", 8),
+        ("0 if args.debug else args.workers", 8),  # --debug a store_true: off unless given
+        ("0 if args.smoke_test else 8", 8),  # a debug run's switch, not an option here: the real run's branch
+        ("8 if fast else 8", 8),
+        ("8 if fast else 2", None),  # a condition not known, values that differ: unknown
+    ],
+)
+def test_a_conditional_expression_is_the_branch_a_gpu_job_runs(workers, known):
+    # `num_workers=4 if use_cuda else 0` was an unknown number of workers, whatever the condition.
+    script = (
+        "import argparse\nimport torch\nfrom torch.utils.data import DataLoader\n"
+        "parser = argparse.ArgumentParser()\nparser.add_argument('--workers', type=int, default=8)\n"
+        "parser.add_argument('--debug', action='store_true')\nparser.add_argument('--device', default='cuda')\n"
+        "args = parser.parse_args()\nuse_cuda = torch.cuda.is_available()\n"
+        f"loader = DataLoader(dataset, batch_size=64, num_workers={workers}, pin_memory=True)\n"
+    )
+    (loader,) = extract_script_evidence([("train.py", script)]).of("dataloader")
+    assert loader.detail["num_workers"] == known
+
+
+def test_a_loader_without_workers_on_the_gpu_branch_is_found():
+    # `num_workers=args.workers if torch.cuda.is_available() else 2` with --workers 0: the GPU job loads on one core
+    # (it was an unknown number of workers: no finding).
+    script = NO_WORKERS.replace(
+        "num_workers=args.workers,", "num_workers=args.workers if torch.cuda.is_available() else 2,"
+    )
+    frame = series(120, lambda t, g: 30, mem=lambda t, g: 0.6, cpu=lambda t: 7.0)
+    _, result = run(120, frame, scripts=[("train.py", script)], cpu_count=16)
+    assert categories(result) == {Category.DATA_PREPROCESSING}
+    assert result.findings[0].sub_cause == "no_workers"
+
+
+def test_a_precision_setting_whose_condition_reads_a_switch_is_the_command_lines():
+    # `bf16=True if args.bf16 else False` reads the --bf16 switch as `bf16=args.bf16` does: not its default's fp32.
+    script = (
+        "import argparse\nfrom transformers import TrainingArguments\nparser = argparse.ArgumentParser()\n"
+        "parser.add_argument('--bf16', action='store_true')\nargs = parser.parse_args()\n"
+        "arguments = TrainingArguments(output_dir='out', bf16=True if args.bf16 else False)\n"
+    )
+    evidence = extract_script_evidence([("train.py", script)])
+    assert [f.detail["source"] for f in evidence.of("precision_elsewhere")] == ["flags"]
+    assert evidence.of("full_precision") == []

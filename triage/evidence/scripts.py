@@ -552,6 +552,12 @@ def _line_of(facts: _PythonFacts, node: ast.AST) -> str:
     return text if len(text) <= 120 else text[:119] + "…"
 
 
+# Names a test reads that say, in a GPU job's training run, it holds (on the GPU) or not (on the CPU, a debug run).
+_GPU_NAMES = {"cuda", "use_cuda", "gpu", "use_gpu", "has_cuda", "on_gpu", "is_cuda", "cuda_available"}
+_CPU_NAMES = {"cpu", "use_cpu", "no_cuda", "no_gpu", "cpu_only"}
+_DEBUG_NAMES = {"debug", "smoke_test", "dry_run", "fast_dev_run", "quick_test", "overfit_batches"}
+
+
 class _PythonFacts(ast.NodeVisitor):
     def __init__(
         self,
@@ -760,13 +766,52 @@ class _PythonFacts(ast.NodeVisitor):
             return (self.defaults if options is None else options).get(node.attr)
         if isinstance(node, ast.Name):
             return self.constants.get(node.id)
+        if isinstance(node, ast.IfExp) and options is None:  # the remote reads read these their own way (`Remote
+            holds = self.condition(node.test)  # Reads`: a remote branch is the one, as the job's data is remote)
+            if holds is not None:
+                return self.resolve(node.body if holds else node.orelse)
+            body, orelse = self.resolve(node.body), self.resolve(node.orelse)
+            return body if body == orelse and type(body) is type(orelse) else None
+        return None
+
+    def condition(self, test: ast.AST) -> bool | None:
+        """Whether a conditional expression's test holds as the job runs: through the options' defaults and module
+        constants where it reads them (`args.device == "cuda"`, `not args.no_cuda`, `args.debug` of a store_true),
+        else as a GPU job's training run has it: on the GPU (`torch.cuda.is_available()`, `use_cuda`, `device ==
+        "cuda"`; `args.cpu`, `device == "cpu"` not), not a debug run (`debug`, `smoke_test`, `dry_run`); else None."""
+        if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
+            holds = self.condition(test.operand)
+            return None if holds is None else not holds
+        if isinstance(test, ast.BoolOp):
+            each = [self.condition(value) for value in test.values]
+            decisive = isinstance(test.op, ast.Or)  # a True settles `or`, a False settles `and`
+            return decisive if decisive in each else (not decisive if None not in each else None)
+        if isinstance(test, ast.Compare) and len(test.ops) == 1 and isinstance(test.ops[0], ast.Eq | ast.NotEq):
+            left, right = self.resolve(test.left), self.resolve(test.comparators[0])
+            if left is None or right is None:  # `device == "cuda"` with the device not known: a GPU job's
+                known = str(left if right is None else right).lower().split(":")[0]
+                equal = {"cuda": True, "gpu": True, "cpu": False}.get(known) if {left, right} != {None} else None
+            else:
+                equal = left == right
+            return None if equal is None else equal == isinstance(test.ops[0], ast.Eq)
+        value = self.resolve(test)
+        if value is not None:
+            return bool(value)
+        name = dotted(test.func if isinstance(test, ast.Call) else test).rsplit(".", 1)[-1].lower()
+        if (name == "is_available" and "cuda" in dotted(getattr(test, "func", test))) or name in _GPU_NAMES:
+            return True
+        if name in _CPU_NAMES or name in _DEBUG_NAMES:
+            return False
         return None
 
     def setting(self, node: ast.AST | None) -> object:
         """A precision setting's value, as `resolve`, but None (the command line's) where it reads a switch the
         command line turns (`enabled=args.amp` of a store_true `--amp`): its default is only what the job runs with
         when no one passes it, and whether anyone did is the launch line's to say (the rules read it there)."""
-        if isinstance(node, ast.Attribute) and node.attr in self.switches and self.holds_options(node.value):
+        if node is not None and any(
+            isinstance(each, ast.Attribute) and each.attr in self.switches and self.holds_options(each.value)
+            for each in ast.walk(node)
+        ):  # `enabled=args.amp`, `bf16=True if args.bf16 else False`
             return None
         return self.resolve(node)
 
@@ -1054,11 +1099,10 @@ class _PythonFacts(ast.NodeVisitor):
             names = _PRECISION_KWARGS[last]
             given = [kwargs[key] for key in names if key in kwargs and self.setting(kwargs[key]) is None]
             if given:  # bf16=args.bf16 without a default, precision=cfg.trainer.precision
-                holder, flag = given[0], False
-                while isinstance(holder, ast.Attribute) and not flag:  # args.bf16, self.hparams.bf16, FLAGS.bf16
-                    holder = holder.value
-                    flag = self.holds_options(holder)
-                if flag:
+                # args.bf16, self.hparams.bf16, FLAGS.bf16, `True if args.bf16 else False`
+                if any(
+                    isinstance(each, ast.Attribute) and self.holds_options(each.value) for each in ast.walk(given[0])
+                ):
                     return {"source": "flags", "why": f"{quoted} sets it from a command-line flag"}
                 return {"source": "config", "needs": "any", "why": f"{quoted} sets it from a variable"}
             if any(kw.arg is None for kw in node.keywords) and last != "Trainer":  # TrainingArguments(**cfg)

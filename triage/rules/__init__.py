@@ -83,6 +83,10 @@ from triage.rules.registry import RULES, THRESHOLDS, Finding, Status, TriageResu
 #      were unknown: `pin_memory=args.pin_mem` of a store_true is False), and `--no-x` of a BooleanOptionalAction
 #      is read from a launch line; a precision setting read from such a switch (`autocast(enabled=args.amp)`) is
 #      the command line's whether or not `default=False` is written (written, it was fp32 with no launch line seen)
+#      also: a conditional expression is the branch a GPU job's training run takes (`num_workers=4 if use_cuda else
+#      0` is 4; it was unknown): its test through known values, else the GPU branch of a CUDA test and the non-debug
+#      one of a debug switch; one value in both branches is that value; else unknown. A precision setting whose
+#      test reads a switch (`bf16=True if args.bf16 else False`) is the command line's, as `bf16=args.bf16` is
 #      also: a remote URI given to an option of the job's submitted command (`python train.py --data s3://...`) is a
 #      remote_path fact of the job's command, quoted among the finding's code lines as a shell script's launch line is
 RULES_REVISION = 4
