@@ -1292,3 +1292,15 @@ def test_a_remote_uri_in_the_jobs_command_is_quoted_as_a_code_line_of_the_findin
     page = client.get(reverse("dashboard:job-detail", args=[job.pk])).content.decode()
     code = page.split("<summary>Code</summary>")[1].split("</details>")[0]
     assert f'<span class="muted">the job\'s command</span> <code>{escape(command)}</code>' in code
+
+
+def test_a_cause_pages_fixes_keep_identifiers_as_code(client, operator):
+    """The API misuse page headed a fix "Cuda visible devices: …", the environment variable's name
+    turned into words a user could not search for or paste; names that are identifiers are shown as
+    code, as the guidance's own text shows them, and product names as they are spelled."""
+    client.force_login(operator)
+    page = client.get(reverse("dashboard:category-detail", args=["api_misuse"])).content.decode()
+    assert "<h3><code>CUDA_VISIBLE_DEVICES</code>: Set <code>CUDA_VISIBLE_DEVICES</code> before" in page
+    data = client.get(reverse("dashboard:category-detail", args=["data_exchange"])).content.decode()
+    assert "<h3><code>DataParallel</code>: " in data
+    assert "<h3>NCCL over sockets: " in data

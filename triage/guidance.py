@@ -356,10 +356,10 @@ GUIDES: dict[Category, dict] = {
     Category.API_MISUSE: {
         "what": "A framework or platform API is used in a way that stalls the GPU.",
         "why": "`.item()`, `.cpu()` and `torch.cuda.synchronize()` in the step loop make the CPU wait for the GPU "
-        "every step, so the next step's kernels are queued late; a misplaced CUDA_VISIBLE_DEVICES hides GPUs.",
+        "every step, so the next step's kernels are queued late; a misplaced `CUDA_VISIBLE_DEVICES` hides GPUs.",
         "fixes": {
             "cuda_visible_devices": (
-                "Set CUDA_VISIBLE_DEVICES before the framework starts (in the job script), or not at all.",
+                "Set `CUDA_VISIBLE_DEVICES` before the framework starts (in the job script), or not at all.",
                 'import torch\nos.environ["CUDA_VISIBLE_DEVICES"] = "0"',
                 "export CUDA_VISIBLE_DEVICES=0   # in the job script, before python starts",
             ),
@@ -389,6 +389,19 @@ GUIDES: dict[Category, dict] = {
 
 
 # A category's own page has no job to fill its snippets in; they are filled in for this one.
+# How a fix's sub-cause is named in its heading, where its key is not plain words: an identifier a user
+# searches for or pastes stays as code (backticked, as the guidance writes code), a product as it is spelled.
+# Any other key is written in words ("unbucketed_allreduce_over_sockets" -> "Unbucketed allreduce over sockets").
+SUB_CAUSE_NAMES = {
+    "cuda_visible_devices": "`CUDA_VISIBLE_DEVICES`",
+    "dataparallel": "`DataParallel`",
+    "nccl_over_sockets": "NCCL over sockets",
+    "zero_offload": "ZeRO offload",
+    "mlflow": "MLflow",
+    "wandb": "W&B",
+    "sdk": "SDK",
+}
+
 EXAMPLE_JOB = {"gpu_count": 8, "node_count": 1, "cpu_count": 64}
 EXAMPLE_NUMBERS = {"num_workers": 2, "batch_size": 32, "peak_gpu_mem_pct": 20.0, "idle_gpus": 7}
 EXAMPLE_TEXT = (

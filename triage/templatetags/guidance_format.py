@@ -6,6 +6,8 @@ from django import template
 from django.utils.html import escape
 from django.utils.safestring import mark_safe
 
+from triage.guidance import SUB_CAUSE_NAMES
+
 register = template.Library()
 
 # A code span as the guidance writes it: one pair of backticks around text without a backtick.
@@ -23,6 +25,10 @@ def code_spans(text) -> str:
 @register.filter
 def sub_cause_words(name) -> str:
     """A sub-cause's key in words: "unbucketed_allreduce_over_sockets" -> "Unbucketed allreduce over
-    sockets" (the key, one unbreakable word, made a 320 px cause page scroll sideways)."""
+    sockets" (the key, one unbreakable word, made a 320 px cause page scroll sideways); a key that names
+    an identifier or a product is named as `SUB_CAUSE_NAMES` says: "cuda_visible_devices" ->
+    <code>CUDA_VISIBLE_DEVICES</code>, not "Cuda visible devices"."""
+    if name in SUB_CAUSE_NAMES:  # an identifier as code ("`CUDA_VISIBLE_DEVICES`"), a product as spelled
+        return code_spans(SUB_CAUSE_NAMES[name])
     words = str(name or "").replace("_", " ").strip()
     return words[:1].upper() + words[1:]
