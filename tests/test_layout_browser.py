@@ -246,3 +246,21 @@ def test_the_study_forms_sampling_select_looks_like_its_other_fields(browser, li
             name = browser.find_element("css selector", ".study-form input[type=text]")
             assert browser.execute_script(look, select) == browser.execute_script(look, name), width
     assert console_errors(browser) == []
+
+
+@pytest.mark.django_db(transaction=True)
+def test_on_a_phone_each_thresholds_unit_stays_on_one_line(browser, live_server, operator):  # noqa: F811
+    """At 390 px the rules page's `gap_relative_util` unit "x median" wrapped onto two lines, making its
+    row taller than its name and value: a blank band above its description. Each unit is one line, so
+    each row is as tall as its name and field."""
+    log_in(browser, live_server.url, operator, "/triage/rules/")
+    for width in (1280, 390):
+        with window_width(browser, width):
+            browser.get(f"{live_server.url}/triage/rules/")
+            units = browser.find_elements("css selector", "table.with-changes tbody tr:not(.change-line) td:nth-child(4)")
+            assert len(units) > 10, width
+            wrapped = [unit.text for unit in units if browser.execute_script(
+                "const r = document.createRange(); r.selectNodeContents(arguments[0]);"
+                "return new Set([...r.getClientRects()].map(b => Math.round(b.top))).size;", unit) > 1]  # fmt: skip
+            assert wrapped == [], width
+    assert console_errors(browser) == []
