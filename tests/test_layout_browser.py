@@ -257,7 +257,7 @@ def test_on_a_phone_each_thresholds_unit_stays_on_one_line(browser, live_server,
     for width in (1280, 390):
         with window_width(browser, width):
             browser.get(f"{live_server.url}/triage/rules/")
-            units = browser.find_elements("css selector", "table.with-changes tbody tr:not(.change-line) td:nth-child(4)")
+            units = browser.find_elements("css selector", "table.with-changes tbody td.unit")
             assert len(units) > 10, width
             wrapped = [unit.text for unit in units if browser.execute_script(
                 "const r = document.createRange(); r.selectNodeContents(arguments[0]);"
