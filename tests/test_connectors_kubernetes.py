@@ -1271,3 +1271,8 @@ def test_a_node_of_the_wrong_shape_is_reported_and_the_others_read():
     ]
     jobs = {j.name: j for j in Job.objects.all()}
     assert (jobs["nb-a"].gpu_share, jobs["nb-a2"].gpu_share, jobs["nb-old"].gpu_share) == (0.25, 1.0, 1.0)
+    # The job page's reason: the label was there, but unreadable (it said 'no nvidia.com/gpu.replicas label').
+    assert jobs["nb-old"].labels["gpu_replicas"] == [
+        "unknown on old-0 (counted whole: label nvidia.com/gpu.replicas is '0', not a whole number from 1 to 1024, "
+        "and no shared_gpu_replicas)"
+    ]

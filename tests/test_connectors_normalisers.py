@@ -514,3 +514,35 @@ def test_a_malformed_nodes_file_is_named_with_its_field_and_the_pods_are_kept(tm
         assert got["jobs"]["nb-a"][2] == [
             "unknown on a100-0 (counted whole: nodes not read, and no shared_gpu_replicas)"
         ]
+
+
+def test_an_archives_job_page_says_truly_why_a_replica_was_counted_whole(tmp_path):
+    """The job page's 'Replicas per GPU' says why a replica's share was not read from its node. An archive's pod
+    whose node is not in the nodes file said 'node no longer listed' (a live pull's words: the archive lists no
+    nodes at a later time); a nodes file whose items list is empty said 'nodes not read' though it was read; and a
+    replicas label that was there but no whole number said 'no nvidia.com/gpu.replicas label'."""
+    pods = json.dumps({"apiVersion": "v1", "kind": "List", "items": SHARED_PODS})
+    only_a100 = json.dumps({"apiVersion": "v1", "kind": "List", "items": KUBECTL_NODES[:1]})
+    jobs = native_kubernetes(tmp_path, {"pods.json": pods, "nodes.json": only_a100})["jobs"]
+    assert jobs["nb-a"][2] == ["4 on a100-0 (label nvidia.com/gpu.replicas)"]
+    assert jobs["nb-old"][2] == [
+        "unknown on old-0 (counted whole: node not in the archive's nodes file, and no shared_gpu_replicas)"
+    ]
+
+    # An empty `kubectl get nodes -o json` (kubectl's List) or NodeList: read, and listing none of the pods' nodes.
+    for empty in ({"apiVersion": "v1", "kind": "List", "items": []}, {"kind": "NodeList", "items": []}):
+        jobs = native_kubernetes(tmp_path, {"pods.json": pods, "nodes.json": json.dumps(empty)})["jobs"]
+        assert jobs["nb-a"][2] == [
+            "unknown on a100-0 (counted whole: node not in the archive's nodes file, and no shared_gpu_replicas)"
+        ]
+
+    bad = [kubectl_node("old-0", **{"nvidia.com/gpu.replicas": "four"})]
+    got = native_kubernetes(tmp_path, {"pods.json": pods, "nodes.json": json.dumps({"kind": "List", "items": bad})})
+    assert got["jobs"]["nb-old"] == (
+        1.0,
+        "shared GPU replica (replicas unknown, counted whole)",
+        [
+            "unknown on old-0 (counted whole: label nvidia.com/gpu.replicas is 'four', not a whole number from 1 "
+            "to 1024, and no shared_gpu_replicas)"
+        ],
+    )

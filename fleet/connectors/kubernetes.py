@@ -270,7 +270,8 @@ def parse_node_list(data: bytes | str | dict, *, source: str = "nodes", listed: 
     live pull (`list_nodes`, `listed`: every item is a node) and an archive's native files alike. A node of the
     wrong shape (its `metadata`, a name that is not text, labels that are not an object of text values) is
     reported (file, position, field) and skipped, as a pod is; a `….replicas` label that is not a whole number
-    from 1 to MAX_REPLICAS is reported and not read. BadData when it is no list of items at all."""
+    from 1 to MAX_REPLICAS is reported and not read (kept as it is, so a job on the node says the label was
+    there but unreadable: `node_replicas` reads it as none). BadData when it is no list of items at all."""
     doc = json_document(data, source)
     if not isinstance(doc, dict) or not isinstance(doc.get("items"), list):
         raise BadData(f"{source}: expected a NodeList with an 'items' list")
@@ -313,7 +314,6 @@ def parse_node_list(data: bytes | str | dict, *, source: str = "nodes", listed: 
             if key.endswith(REPLICAS_SUFFIX) and not replicas_value(value):
                 what = f"label {key} is {value[:40]!r}, not a whole number from 1 to {MAX_REPLICAS}, so it was not read"
                 problem(what, f"metadata.labels.{key}", where=where)
-                continue
             gpu_labels[key] = value
         nodes[name] = gpu_labels
     return nodes, problems
@@ -459,11 +459,14 @@ def jobs_from_pods(
     shared_replicas: int = 0,
     ray_jobs: list[dict] | None = None,
     nodes: dict[str, dict] | None = None,
+    nodes_file: bool = False,
 ) -> PodJobs:
     """Finished jobs from pods (pods seen twice, e.g. on a repeated page, count once). `ray_jobs`: the
     RayJobs, when they could be listed (their status says when a RayJob ended); without them a RayJob is
     found from its submitter's pod. `nodes`: {node name: its labels}, when they could be listed (None: not
-    read), whose GPU Feature Discovery labels say how many replicas a shared GPU's pod was one of."""
+    read), whose GPU Feature Discovery labels say how many replicas a shared GPU's pod was one of; `nodes_file`:
+    they are an archive's nodes file (a node missing is not in it), not the cluster's at the pull (no longer
+    listed)."""
     groups: dict[str, tuple[dict | None, dict[str, dict]]] = {}
     result = PodJobs()
     mpi_jobs = _mpi_jobs(pods)
@@ -510,6 +513,7 @@ def jobs_from_pods(
                 shared_replicas,
                 ray_by_key.get(key),
                 nodes,
+                nodes_file,
             )
         except SHAPE_ERRORS as exc:
             result.errors.append(RecordError(source, shape_problem(f"the pods of job {key}", exc), job_id=key))
@@ -694,6 +698,7 @@ def _add_pod_job(
     shared_replicas=0,
     ray: RayJobLink | None = None,
     nodes: dict[str, dict] | None = None,
+    nodes_file: bool = False,
 ) -> None:
     """The job of one group of pods, added to `result` (or counted as unfinished, or reported)."""
     group = sorted(members.values(), key=lambda p: str((p.get("metadata") or {}).get("name", "")))
@@ -726,7 +731,7 @@ def _add_pod_job(
     if gpu_jobs_only and gpus == 0:
         return
     job = _job(key, owner, group, intervals, gpus, cluster, team_label, user_label, teams)
-    share = gpu_share_of(group, shared_replicas, product=job.gpu_model, nodes=nodes)
+    share = gpu_share_of(group, shared_replicas, product=job.gpu_model, nodes=nodes, nodes_file=nodes_file)
     replicas = share.pop("replicas", None)
     if replicas:  # shown on the job page: where each replica's share came from
         job.labels["gpu_replicas"] = replicas
@@ -758,7 +763,9 @@ def _ray_job(job: JobRecord, ray: RayJobLink, group: list[dict]) -> JobRecord:
     )
 
 
-def gpu_share_of(pods: list[dict], shared_replicas: int = 0, product: str = "", nodes: dict | None = None) -> dict:
+def gpu_share_of(
+    pods: list[dict], shared_replicas: int = 0, product: str = "", nodes: dict | None = None, nodes_file: bool = False
+) -> dict:
     """The job's `gpu_share` (the share of a physical GPU each of its GPU devices is, averaged over
     its GPU pods' devices) and `gpu_unit` (what a device is called: "MIG 1g.10gb slice"; "" for
     whole GPUs, and "GPU device" when its pods hold devices of several kinds), and for a job of shared
@@ -766,7 +773,7 @@ def gpu_share_of(pods: list[dict], shared_replicas: int = 0, product: str = "", 
     label, `shared_gpu_replicas`, or unknown and counted whole). A pod asking only for `nvidia.com/gpu` on a
     node whose product label (its node's, else its node selector's, else `product`) says those are MIG slices
     or shared replicas (`product_resource`) holds such slices or replicas. `nodes`: {name: labels}, or None
-    when the nodes were not read."""
+    when the nodes were not read; `nodes_file`: they are an archive's nodes file, not the cluster's at the pull."""
     devices = sum(pod_gpus(p) for p in pods)
     if not devices:
         return {}
@@ -782,7 +789,9 @@ def gpu_share_of(pods: list[dict], shared_replicas: int = 0, product: str = "", 
             if nodes is None:
                 why = "nodes not read"
             elif labels is None:
-                why = "node no longer listed"
+                why = "node not in the archive's nodes file" if nodes_file else "node no longer listed"
+            elif label in labels:  # there, but no whole number from 1 to MAX_REPLICAS (`parse_node_list`)
+                why = f"label {label} is {str(labels[label])[:40]!r}, not a whole number from 1 to {MAX_REPLICAS}"
             else:
                 why = f"no {label} label"
             if shared_replicas:

@@ -60,7 +60,8 @@ class NativeFiles:
                     doc = json_document(reader.read(name), name)
                     found, problems = parse_node_list(doc, source=name)
                     native.errors.extend(problems)
-                    if found or problems:
+                    # An empty list (`kubectl get nodes -o json` of no nodes) is a nodes file read, listing none
+                    if found or problems or not doc["items"]:
                         nodes = {**(nodes or {}), **found}
                     file_pods = parse_pod_list(doc, source=name)[0]
                     if file_pods or not (found or problems):
@@ -74,7 +75,7 @@ class NativeFiles:
                 native.errors.append(RecordError(name, str(exc)))
         if pods:
             parsed = jobs_from_pods(
-                pods, cluster=cluster, gpu_jobs_only=False, source=", ".join(pod_files), nodes=nodes
+                pods, cluster=cluster, gpu_jobs_only=False, source=", ".join(pod_files), nodes=nodes, nodes_file=True
             )
             native.errors.extend(parsed.errors)
             for job in parsed.jobs:
