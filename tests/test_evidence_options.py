@@ -237,3 +237,47 @@ def test_a_precision_setting_whose_condition_reads_a_switch_is_the_command_lines
     evidence = extract_script_evidence([("train.py", script)])
     assert [f.detail["source"] for f in evidence.of("precision_elsewhere")] == ["flags"]
     assert evidence.of("full_precision") == []
+
+
+WALRUS_LOADER = """import logging
+
+import torch
+from torch.utils.data import DataLoader
+
+log = logging.getLogger(__name__)
+
+
+def main(train_set, val_set, model, optimizer):
+    val_loader = DataLoader(val_set, batch_size=512, num_workers=0)
+    {bind}
+    for inputs, targets in {iterate}:
+        loss = torch.nn.functional.cross_entropy(model(inputs.cuda(non_blocking=True)), targets.cuda())
+        loss.backward()
+        optimizer.step()
+    return val_loader
+"""
+TRAIN_LOADER = "DataLoader(train_set, batch_size=256, shuffle=True, num_workers=8, pin_memory=True)"
+
+
+@pytest.mark.parametrize(
+    ("bind", "iterate"),
+    [
+        (f"log.info('%d batches an epoch', len(train_loader := {TRAIN_LOADER}))", "train_loader"),
+        ("pass", f"(train_loader := {TRAIN_LOADER})"),
+        (f"train_loader: DataLoader = {TRAIN_LOADER}", "train_loader"),
+    ],
+)
+def test_a_loader_bound_by_a_walrus_or_an_annotation_is_known_to_feed_training(bind, iterate):
+    # `(train_loader := DataLoader(...))` and `train_loader: DataLoader = DataLoader(...)` bound no name, so the
+    # evaluation loader, the only one assigned, was taken for the training loader: its num_workers=0 and unpinned
+    # memory were findings ('no workers', 'pageable memory') quoting it.
+    script = WALRUS_LOADER.format(bind=bind, iterate=iterate)
+    loaders = extract_script_evidence([("train.py", script)]).of("dataloader")
+    assert [(f.line, f.detail["assigned_to"], f.detail["feeds_training"]) for f in loaders] == [
+        (10, "val_loader", False),
+        (11 if bind != "pass" else 12, "train_loader", True),
+    ]
+    frame = series(120, lambda t, g: 30, mem=lambda t, g: 0.6, cpu=lambda t: 7.0)
+    _, result = run(120, frame, scripts=[("train.py", script)], cpu_count=16)
+    assert [(f.sub_cause, [c.line for c in f.code]) for f in result.findings if f.sub_cause == "no_workers"] == []
+    assert not [f for f in result.findings if ("train.py", 10) in [(c.path, c.line) for c in f.code]]

@@ -845,8 +845,10 @@ class _PythonFacts(ast.NodeVisitor):
 
     def _loop(self, node: ast.AST) -> None:
         self.loops.append((node, _is_step_loop(node)))
-        if self.loops[-1][1] and isinstance(node, ast.For | ast.AsyncFor) and isinstance(node.iter, ast.Name):
-            self.step_iterables.add(node.iter.id)
+        if self.loops[-1][1] and isinstance(node, ast.For | ast.AsyncFor):
+            iterated = node.iter.target if isinstance(node.iter, ast.NamedExpr) else node.iter  # `in (loader := ...)`
+            if isinstance(iterated, ast.Name):
+                self.step_iterables.add(iterated.id)
         self.generic_visit(node)
         self.loops.pop()
 
@@ -951,6 +953,15 @@ class _PythonFacts(ast.NodeVisitor):
             ):
                 self._visible_devices(node, self.resolve(node.value))
         self.generic_visit(node)
+
+    def visit_NamedExpr(self, node: ast.NamedExpr | ast.AnnAssign) -> None:
+        """`(loader := DataLoader(...))` and `loader: DataLoader = DataLoader(...)` bind the call's name as `loader =
+        DataLoader(...)` does (which loader feeds the training loop is told by it)."""
+        if isinstance(node.value, ast.Call) and isinstance(node.target, ast.Name):
+            self.assigned_to[id(node.value)] = node.target.id
+        self.generic_visit(node)
+
+    visit_AnnAssign = visit_NamedExpr
 
     def _visible_devices(self, node: ast.AST, value: object) -> None:
         after_torch = self.torch_imported_at is not None and node.lineno > self.torch_imported_at

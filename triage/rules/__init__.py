@@ -87,6 +87,9 @@ from triage.rules.registry import RULES, THRESHOLDS, Finding, Status, TriageResu
 #      0` is 4; it was unknown): its test through known values, else the GPU branch of a CUDA test and the non-debug
 #      one of a debug switch; one value in both branches is that value; else unknown. A precision setting whose
 #      test reads a switch (`bf16=True if args.bf16 else False`) is the command line's, as `bf16=args.bf16` is
+#      also: a DataLoader bound by a walrus or an annotated assignment (`(loader := DataLoader(...))`, `loader:
+#      DataLoader = DataLoader(...)`, `for x in (loader := ...)`) is bound to its name, so the loader a training loop
+#      iterates is the training one (the assigned evaluation loader was taken for it: its num_workers=0 a finding)
 #      also: a remote URI given to an option of the job's submitted command (`python train.py --data s3://...`) is a
 #      remote_path fact of the job's command, quoted among the finding's code lines as a shell script's launch line is
 RULES_REVISION = 4
