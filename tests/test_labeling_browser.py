@@ -405,6 +405,13 @@ def test_on_a_phone_a_long_log_line_does_not_widen_the_labeling_page(browser, li
     assert reflow == [], reflow
 
 
+BOX = "const r = arguments[0].getBoundingClientRect(); return [r.left, r.top, r.right, r.bottom];"
+TEXT_BOX = (
+    "const r = document.createRange(); r.selectNodeContents(arguments[0]); const b = r.getBoundingClientRect();"
+    " return [b.left, b.top, b.right, b.bottom];"
+)
+
+
 # Each line's top where the words of an element are drawn (a range over its text: one rect per line box).
 LINE_TOPS = (
     "const r = document.createRange(); r.selectNodeContents(arguments[0]);"
@@ -434,6 +441,15 @@ def test_on_a_phone_the_job_number_keeps_to_its_progress_line(browser, live_serv
             words = browser.execute_script(LINE_TOPS, browser.find_element(By.ID, "progress-text"))
             number = browser.execute_script(LINE_TOPS, browser.find_element(By.ID, "progress-job"))
             assert len(number) == 1 and number[0] == words[-1], (width, words, number)
+            # The words on one line, beside the bar or (on a phone) whole under it, and clear of the Job card
+            # under them: at 390 px "0 of 1" sat beside the bar, "labelled · job #1" under it against the card.
+            assert len(set(words)) == 1, (width, words)
+            bar = browser.execute_script(BOX, browser.find_element(By.ID, "label-progress"))
+            text = browser.execute_script(TEXT_BOX, browser.find_element(By.ID, "progress-text"))
+            card = browser.execute_script(BOX, browser.find_element(By.CSS_SELECTOR, ".label-layout .card"))
+            if width == 390:
+                assert text[1] >= bar[3] and text[0] <= bar[0] + 1, (bar, text)  # under the bar, at its left
+            assert card[1] - max(text[3], bar[3]) >= 12, (width, text, bar, card)
 
 
 # Where the words of each cell of the first row start (a range over the cell's last child: its value).
