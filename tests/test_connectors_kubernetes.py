@@ -1276,3 +1276,58 @@ def test_a_node_of_the_wrong_shape_is_reported_and_the_others_read():
         "unknown on old-0 (counted whole: label nvidia.com/gpu.replicas is '0', not a whole number from 1 to 1024, "
         "and no shared_gpu_replicas)"
     ]
+
+
+def test_nodes_that_fail_to_list_cost_no_job_and_are_said_once(settings):
+    """Nodes are listed only for shared GPUs' replicas, and a 500 or a timeout on them (after the HTTP client's
+    retries) failed the whole pull: every job of it was lost for want of an optional lookup, where a 403 or 404
+    falls back. Now the pull falls back as for a 403 (`shared_gpu_replicas`, else counted whole), stores every job
+    and says so once in its errors (the pull is partial). A 500 that the client's retry outlasts still reads the
+    nodes."""
+    settings.CONNECTOR_HTTP_TIMEOUT = 0.5
+    with FakePlatform() as server:
+        serve(server, pooled_pods())
+        serve_nodes(server, POOLS)
+        server.fault("/api/v1/nodes", "500")  # once: the retry reads them
+        result = pull(server, options={"fetch_logs": False})
+        assert server.count("/api/v1/nodes", "500") == 1
+    assert result.status == "succeeded" and not result.errors, result.errors
+    assert Job.objects.get(name="nb-a").gpu_share == 0.25
+
+    for fault in ("500", "timeout"):
+        Job.objects.all().delete()
+        Connector.objects.all().delete()
+        with FakePlatform() as server:
+            serve(server, pooled_pods())
+            serve_nodes(server, POOLS)
+            server.fault("/api/v1/nodes", *[fault] * 3)  # the first try and both retries
+            result = pull(server, options={"fetch_logs": False, "shared_gpu_replicas": 8})
+            assert server.count("/api/v1/nodes", fault) == 3
+        assert result.status == "partial", (fault, result.status, result.errors)
+        jobs = {j.name: j for j in Job.objects.all()}
+        assert sorted(jobs) == ["nb-a", "nb-a2", "nb-gone", "nb-l4", "nb-old", "train"]
+        assert (jobs["nb-a"].gpu_share, jobs["train"].gpu_share) == (0.125, 1.0)
+        assert jobs["nb-a"].labels["gpu_replicas"] == [
+            "8 on a100-0 (the connector's shared_gpu_replicas: nodes not read)"
+        ]
+        (error,) = result.errors
+        assert error["message"].startswith("nodes: listing nodes failed, so shared GPUs' replicas could not be read")
+        assert "they are counted by shared_gpu_replicas (8)" in error["message"]
+
+
+def test_check_connection_says_a_pull_falls_back_when_nodes_fail(client, operator):
+    """Check connection's warning for nodes that fail to list (a 500) said a pull would fail on them; a pull now
+    falls back, and the warning says how it counts the replicas meanwhile."""
+    with FakePlatform() as server:
+        serve(server, pooled_pods())
+        server.route("/api/v1/nodes", lambda path, query: (500, status(500, "InternalError", "etcd timed out"), {}))
+        connector = make_connector("kubernetes", server.url, name="k8s", options={"shared_gpu_replicas": 8})
+        client.force_login(operator)
+        messages = said(client.post(f"/connectors/{connector.pk}/check/", follow=True).content.decode())
+    assert messages[0] == ("success", "k8s answers. pods_visible: True")
+    level, warning = messages[1]
+    assert level == "warning" and warning.startswith("k8s: nodes: listing nodes failed (")
+    assert warning.endswith(
+        "); a pull lists them when a pod holds a GPU, and if they fail again counts shared GPUs' replicas by "
+        "shared_gpu_replicas (8) and says so in its errors"
+    )

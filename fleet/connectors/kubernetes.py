@@ -1039,6 +1039,7 @@ class KubernetesConnector(BaseConnector):
         self.log_refusals: dict[str, list] = {}
         self.ray_refusal = ""  # the API server's refusal to list RayJobs (RBAC), reported once a pull
         self.node_refusal = ""  # the API server's refusal to list nodes (RBAC), reported once a pull
+        self.node_failure = ""  # listing nodes failed otherwise (5xx, a timeout after retries): reported once a pull
         self.pod_errors: list[RecordError] = []  # the pods of the last listing skipped for their shape (`pod_problem`)
 
     @property
@@ -1083,18 +1084,19 @@ class KubernetesConnector(BaseConnector):
                         f"cluster without time-sliced or MPS GPUs needs no such grant. {exc}"
                     ]
                 }
-            return {"warnings": [self._nodes_failed(exc)]}
+            return {"warnings": [self._nodes_failed(exc, fallback)]}
         except ConnectorError as exc:
-            return {"warnings": [self._nodes_failed(exc)]}
+            return {"warnings": [self._nodes_failed(exc, fallback)]}
         if not isinstance(doc, dict) or not isinstance(doc.get("items"), list):
-            return {"warnings": [self._nodes_failed(f"expected a NodeList with an 'items' list, got {json_kind(doc)}")]}
+            got = f"expected a NodeList with an 'items' list, got {json_kind(doc)}"
+            return {"warnings": [self._nodes_failed(got, fallback)]}
         return {"nodes_visible": True}
 
     @staticmethod
-    def _nodes_failed(problem) -> str:
+    def _nodes_failed(problem, fallback: str) -> str:
         return (
-            f"nodes: listing nodes failed ({problem}); a pull lists them when a pod holds a GPU, and fails if "
-            "they fail again"
+            f"nodes: listing nodes failed ({problem}); a pull lists them when a pod holds a GPU, and if they fail "
+            f"again counts shared GPUs' replicas {fallback} and says so in its errors"
         )
 
     def list_pods(self) -> list[dict]:
@@ -1200,9 +1202,13 @@ class KubernetesConnector(BaseConnector):
         """{node name: its `nvidia.com/` labels} (GPU Feature Discovery's: the replicas a shared GPU's pod was one
         of), page by page, asked for only when a pod holds a GPU; None when the API server has no such list (404)
         or may not show it (403: nodes are cluster-scoped, so a ServiceAccount granted pods in a namespace's Role
-        cannot list them; said once a pull where a job's replicas needed them). A node's labels are as they are
-        at the pull: a node relabelled since its pod ran is read as it is now, and one scaled away is not listed."""
-        self.node_refusal = ""
+        cannot list them; said once a pull where a job's replicas needed them). None too when the listing fails
+        otherwise (a 5xx or a timeout once the HTTP client's retries are used up, a 410 that never ends, an answer
+        that is no NodeList): the nodes are an optional lookup, so the pull falls back as for a 403 and says so once,
+        rather than losing every job of the pull (a failure listing the pods still fails it). A node's labels are
+        as they are at the pull: a node relabelled since its pod ran is read as it is now, and one scaled away is
+        not listed."""
+        self.node_refusal = self.node_failure = ""
         if not any(pod_gpus(p) for p in pods):
             return None
         path = NODES_PATH
@@ -1216,9 +1222,13 @@ class KubernetesConnector(BaseConnector):
         except HttpStatusError as exc:
             if exc.status == 403:
                 self.node_refusal = str(exc)
-            if exc.status in (403, 404):
-                return None
-            raise
+            elif exc.status != 404:
+                self.node_failure = str(exc)
+            return None
+        except (TransientError, BadData) as exc:
+            logger.warning("%s: listing nodes failed: %s", self.settings.name, exc)
+            self.node_failure = str(exc)
+            return None
         return nodes
 
     def list_jobs(self, watermark: str, until: datetime) -> Iterator[Batch]:
@@ -1247,16 +1257,24 @@ class KubernetesConnector(BaseConnector):
                 f"RayJobs are found from their submitter pods only. {self.ray_refusal}"
             )
             parsed.errors.append(RecordError(self.settings.name, message[:2000]))
-        if self.node_refusal and any("gpu_replicas" in job.labels for job in parsed.jobs):
-            fallback = (
-                f"they are counted by shared_gpu_replicas ({self.shared_replicas})"
-                if self.shared_replicas
-                else "with no shared_gpu_replicas they are counted whole"
-            )
+        fallback = (
+            f"they are counted by shared_gpu_replicas ({self.shared_replicas})"
+            if self.shared_replicas
+            else "with no shared_gpu_replicas they are counted whole"
+        )
+        needed = any("gpu_replicas" in job.labels for job in parsed.jobs)  # a fleet without shared GPUs is not told
+        if self.node_refusal and needed:
             message = (
                 f"nodes: listing nodes is not allowed (grant the ServiceAccount list on nodes, in a ClusterRole: nodes "
                 f"are cluster-scoped); shared GPUs' replicas could not be read from their nodes' "
                 f"nvidia.com/gpu.replicas labels, so {fallback}. {self.node_refusal}"
+            )
+            parsed.errors.append(RecordError(self.settings.name, message[:2000]))
+        if self.node_failure and needed:
+            message = (
+                f"nodes: listing nodes failed, so shared GPUs' replicas could not be read from their nodes' "
+                f"nvidia.com/gpu.replicas labels and {fallback}; the jobs are stored so (pull their window again to "
+                f"read them from the nodes). {self.node_failure}"
             )
             parsed.errors.append(RecordError(self.settings.name, message[:2000]))
         jobs = [j for j in parsed.jobs if j.end_time.timestamp() <= cutoff and (since is None or j.end_time > since)]
