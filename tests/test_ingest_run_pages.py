@@ -258,3 +258,32 @@ def test_a_pull_of_a_deleted_connector_says_its_connector_is_gone(operator_clien
     )
     listed = operator_client.get("/ingest-runs/").content.decode()
     assert listed.count("(deleted since)") == 49 and "Showing 1–50 of 56 runs" in listed
+
+
+# -- a run's times and its duration -----------------------------------------------------------------
+
+
+def test_a_runs_page_shows_its_times_to_the_tenth_and_the_duration_between_them(operator_client):
+    """A run started at 10:00:00.95 and finished at 10:00:03.35 read "Started 10:00:00", "Finished
+    10:00:03" and "Duration 2.4 s": three seconds apart by its own times. The times are shown to the
+    tenth of a second, as a clock shows them (not rounded up to a second not yet reached), and the
+    duration is the time between them as shown, so the page adds up."""
+    from datetime import UTC, datetime, timedelta
+
+    start = datetime(2026, 11, 2, 10, 0, 0, 950_000, tzinfo=UTC)
+    run = IngestRun.objects.create(
+        archive_name="x.zip", status=IngestRun.Status.SUCCEEDED, started_at=start,
+        finished_at=start + timedelta(seconds=2.4),
+    )  # fmt: skip
+    page = operator_client.get(f"/ingest-runs/{run.pk}/").content.decode()
+    assert "<dt>Started</dt><dd>2026-11-02 10:00:00.9 UTC</dd>" in page
+    assert "<dt>Finished</dt><dd>2026-11-02 10:00:03.3 UTC</dd>" in page
+    assert '<dt>Duration</dt><dd id="run-duration">2.4 s</dd>' in page
+    # Where the seconds round apart: 2.02 s from 10:00:00.99 is shown 10:00:00.9 to 10:00:03.0, 2.1 s.
+    run.started_at = start + timedelta(seconds=0.04)
+    run.finished_at = run.started_at + timedelta(seconds=2.02)
+    run.save()
+    page = operator_client.get(f"/ingest-runs/{run.pk}/").content.decode()
+    assert "<dt>Started</dt><dd>2026-11-02 10:00:00.9 UTC</dd>" in page
+    assert "<dt>Finished</dt><dd>2026-11-02 10:00:03.0 UTC</dd>" in page
+    assert '<dt>Duration</dt><dd id="run-duration">2.1 s</dd>' in page
