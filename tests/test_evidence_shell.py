@@ -137,3 +137,16 @@ def test_an_accelerate_launchs_settings_are_read_however_it_is_run(launch):
     evidence = extract_script_evidence([("run.sh", f"#!/bin/bash\n{launch}\n")])
     assert [f.detail["switch"] for f in evidence.of("full_precision")] == ["--mixed_precision no"]
     assert [f.detail["stage"] for f in evidence.of("zero_config")] == [3]
+
+
+@pytest.mark.parametrize(
+    "command",
+    ["torchrun --nproc_per_node 8 train.py", "python -m torch.distributed.run --nproc_per_node 8 train.py"],
+)
+def test_a_distributed_launch_in_the_jobs_submitted_command_is_one(command):
+    # A job submitted as `torchrun --nproc_per_node 8 train.py` (no launch script among its files) with seven of its
+    # eight GPUs idle was "unused GPUs" (no launcher seen): only a shell script's launch line counted.
+    frame = series(120, lambda t, g: 60 if g == 0 else 0, gpus=8, mem=lambda t, g: 0.4 if g == 0 else 0.0)
+    _, result = run(120, frame, gpu_count=8, command=command)
+    (finding,) = [f for f in result.findings if f.category == Category.GPU_OVERSUBSCRIPTION]
+    assert finding.sub_cause == "uneven_use" and [(c.path, c.line) for c in finding.code] == [("job command", 1)]

@@ -90,6 +90,8 @@ from triage.rules.registry import RULES, THRESHOLDS, Finding, Status, TriageResu
 #      also: a DataLoader bound by a walrus or an annotated assignment (`(loader := DataLoader(...))`, `loader:
 #      DataLoader = DataLoader(...)`, `for x in (loader := ...)`) is bound to its name, so the loader a training loop
 #      iterates is the training one (the assigned evaluation loader was taken for it: its num_workers=0 a finding)
+#      also: a distributed launch in the job's submitted command (`torchrun --nproc_per_node 8 train.py`, no launch
+#      script among its files) is one for the GPU-oversubscription and loader rules, as a script's launch line is
 #      also: a remote URI given to an option of the job's submitted command (`python train.py --data s3://...`) is a
 #      remote_path fact of the job's command, quoted among the finding's code lines as a shell script's launch line is
 RULES_REVISION = 4

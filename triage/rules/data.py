@@ -270,7 +270,7 @@ def _training_processes(ev: Evidence) -> int:
     """How many training processes load batches: one per GPU when launched so (torchrun, DDP) or without
     DataParallel, one for a DataParallel job."""
     launched = ev.scripts.of("ddp", "init_process_group") or [
-        f for f in ev.scripts.of("shell_launch") if f.detail.get("launcher") in LAUNCHERS
+        f for f in ev.scripts.of("shell_launch", "command_launch") if f.detail.get("launcher") in LAUNCHERS
     ]
     return max(1, ev.job.gpu_count) if launched or not ev.scripts.of("data_parallel") else 1
 

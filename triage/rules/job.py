@@ -81,7 +81,7 @@ def gpu_oversubscription(ev: Evidence, th: dict) -> list[Finding]:
         return []
     devices = ev.timeline.devices
     distributed = ev.scripts.of("ddp", "data_parallel", "init_process_group") + [
-        f for f in ev.scripts.of("shell_launch") if f.detail.get("launcher") in LAUNCHERS
+        f for f in ev.scripts.of("shell_launch", "command_launch") if f.detail.get("launcher") in LAUNCHERS
     ]
     fixed = ev.scripts.of("fixed_device")
     confidence = 0.85 if not distributed else 0.6
