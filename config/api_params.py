@@ -30,6 +30,8 @@ from rest_framework.pagination import PageNumberPagination
 from rest_framework.response import Response
 from rest_framework.utils.urls import remove_query_param, replace_query_param
 
+from fleet.quoting import quoted
+
 # DRF's own: the renderer override (`?format=json`), handled before a view runs.
 ALWAYS_TAKEN = {"format"}
 
@@ -315,7 +317,7 @@ class FormatNamingNegotiation(DefaultContentNegotiation):
         asked = request.query_params.get(self.settings.URL_FORMAT_OVERRIDE) if not format_suffix else None
         if asked and not any(renderer.format == asked for renderer in renderers):
             formats = ", ".join(dict.fromkeys(renderer.format for renderer in renderers))
-            raise ValidationError({"format": [f"There is no format '{asked}' here; it answers {formats}."]})
+            raise ValidationError({"format": [f"There is no format {quoted(asked)} here; it answers {formats}."]})
         return super().select_renderer(request, renderers, format_suffix)
 
 
@@ -326,14 +328,14 @@ class FiltersNamingChoices(DjangoFilterBackend):
 
     def get_filterset(self, request, queryset, view):
         filterset = super().get_filterset(request, queryset, view)
-        for field in filterset.form.fields.values() if filterset is not None else ():
+        for name, field in filterset.form.fields.items() if filterset is not None else ():
             if isinstance(field, forms.ChoiceField):
                 values = ", ".join(str(value) for value, _ in field.choices if value != "")
-                # %(value)s is filled in by the field; a % in a value must not be read as a placeholder.
+                # The value quoted here, not the field's %(value)s: a long one by its opening and length.
+                # The message is %-formatted with the field's params: a % in it must not be read as one.
+                sent = quoted(request.query_params.get(name, ""))
                 field.error_messages["invalid_choice"] = (
-                    "Select a valid choice. %(value)s is not one of the available choices: "
-                    + values.replace("%", "%%")
-                    + "."
+                    f"Select a valid choice. {sent} is not one of the available choices: {values}.".replace("%", "%%")
                 )
         return filterset
 

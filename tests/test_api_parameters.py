@@ -316,7 +316,7 @@ def test_a_value_a_choice_filter_does_not_have_is_a_400_listing_those_it_has(cli
     response = client.get(path, {param: "checkpointing%s"})
     assert response.status_code == 400
     [message] = response.json()[param]
-    assert message.startswith("Select a valid choice. checkpointing%s is not one of the available choices: ")
+    assert message.startswith("Select a valid choice. 'checkpointing%s' is not one of the available choices: ")
     assert listed in message
 
 
@@ -357,3 +357,30 @@ def test_ingest_runs_walk_by_after_too_whatever_is_deleted(client, operator, mon
     IngestRun.objects.filter(pk=newest_first[0]).delete()
     seen, _ = walk(client, first["next"])
     assert [first["results"][0]["id"], *seen] == newest_first
+
+
+@pytest.mark.parametrize(
+    ("path", "param", "opening"),
+    [
+        ("/api/v1/jobs/", "cluster", "There is no cluster named "),
+        ("/api/v1/jobs/", "team", "There is no team "),
+        ("/api/v1/jobs/", "category", "Select a valid choice. "),
+        ("/api/v1/ingest-runs/", "source", "Select a valid choice. "),
+        ("/api/v1/jobs/", "format", "There is no format "),
+        ("/api/v1/teams/", "cluster", "There is no cluster named "),
+        ("/api/v1/teams/", "period", "Unknown period "),
+    ],
+)
+def test_a_long_value_refused_is_quoted_by_its_opening_and_length_not_whole(client, operator, path, param, opening):
+    """A 5,000-character cluster name sent back all 5,000 characters in its 400 (and a script logs that
+    answer). A refused value is quoted whole up to 100 characters; a longer one by its first 100, an
+    ellipsis and its length."""
+    client.force_login(operator)
+    value = "%s" + "x" * 4993 + "END%%"
+    response = client.get(path, {param: value})
+    assert response.status_code == 400
+    [message] = response.json()[param]
+    assert message.startswith(f"{opening}'{value[:100]}…' (5,000 characters)")
+    assert "END" not in message and len(message) < 1000  # the choices listed after it are the rest
+    short = client.get(path, {param: "x" * 100}).json()[param][0]
+    assert short.startswith(f"{opening}'{'x' * 100}' ") and "characters)" not in short

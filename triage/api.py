@@ -26,6 +26,7 @@ from fleet.api import API_AUTH, TokenMay, token_of
 from fleet.downloads import SERIES_FORMATS, series_download
 from fleet.forms import UtcDateTimeMixin, YesNoField
 from fleet.models import Cluster, IngestRun, Job, Team
+from fleet.quoting import quoted
 from triage import feedback
 from triage.dashboard.filters import RowIdFilter
 from triage.dashboard.periods import EARLIEST, LATEST, MAX_DAYS, PRESETS, PeriodError, period_from
@@ -545,7 +546,7 @@ class JobFilter(django_filters.FilterSet):
         teams = seen_by(Team.objects, getattr(self.request, "user", None))
         if not teams.filter(slug=value).exists():
             known = ", ".join(teams.order_by("slug").values_list("slug", flat=True)) or "none yet"
-            raise ValidationError({"team": [f"There is no team '{value}' (the teams: {known})."]})
+            raise ValidationError({"team": [f"There is no team {quoted(value)} (the teams: {known})."]})
         return queryset.filter(team__slug=value)
 
     def filter_ingest_run(self, queryset, name, value):

@@ -5,6 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import UTC, date, datetime, time, timedelta
 
+from fleet.quoting import quoted
+
 PRESETS = {"7d": 7, "30d": 30, "90d": 90}
 DEFAULT_PRESET = "7d"
 # Custom dates beyond these are refused: the pages compare with the period before and chart the weeks
@@ -88,7 +90,7 @@ def period_from(params, latest: datetime | None) -> Period:
     preset = params.get("period", DEFAULT_PRESET)
     if preset not in PRESETS:
         # Listing them, as the API's choice filters do: the message alone sent a script's author to the schema.
-        raise PeriodError(f"Unknown period '{preset}' (the periods: {', '.join(PRESETS)})", "period")
+        raise PeriodError(f"Unknown period {quoted(preset)} (the periods: {', '.join(PRESETS)})", "period")
     return _preset(preset, anchor)
 
 

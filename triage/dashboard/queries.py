@@ -24,6 +24,7 @@ from fleet.logevents import LOG_EVENT_KINDS
 from fleet.models import Cluster, Job
 from fleet.money import to_cents, whole
 from fleet.numbers import share_text
+from fleet.quoting import quoted
 
 from .periods import Period
 
@@ -245,7 +246,7 @@ def no_such_cluster(cluster: str, clusters=None) -> str | None:
     every cluster, the API refuses it). `clusters`: those the viewer may see (all by default); one
     they may not is answered as one that does not exist, so its name cannot be found by trying."""
     if cluster and not (Cluster.objects.all() if clusters is None else clusters).filter(name=cluster).exists():
-        return f"There is no cluster named '{cluster}'"
+        return f"There is no cluster named {quoted(cluster)}"
     return None
 
 

@@ -1,0 +1,15 @@
+"""A value a person or script sent, quoted in an error message without repeating all of it."""
+
+from __future__ import annotations
+
+# How much of a refused value an error shows: enough to recognise a typo, not a 5,000-character echo.
+EXCERPT_CHARS = 100
+
+
+def quoted(value, limit: int = EXCERPT_CHARS) -> str:
+    """`value` in single quotes, whole up to `limit` characters; a longer one as its first `limit`, an
+    ellipsis and its length: 'aaaa…' (5,000 characters)."""
+    text = str(value)
+    if len(text) <= limit:
+        return f"'{text}'"
+    return f"'{text[:limit]}…' ({len(text):,} characters)"
