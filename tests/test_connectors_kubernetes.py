@@ -459,8 +459,8 @@ def test_a_pods_gpu_model_comes_from_dcgm_and_prices_its_job(tmp_path):
         ("l1", 1, "NVIDIA L4", ""),  # idle, no pod
     ]
     lines = ["# TYPE DCGM_FI_DEV_GPU_UTIL gauge"]
-    for node, gpu, model, workload in gpus:
-        labels = f'gpu="{gpu}",UUID="GPU-{node}-{gpu}",modelName="{model}",Hostname="{node}",{exporter}'
+    for host, gpu, model, workload in gpus:
+        labels = f'gpu="{gpu}",UUID="GPU-{host}-{gpu}",modelName="{model}",Hostname="{host}",{exporter}'
         if workload:
             labels += f',exported_pod="{workload}",exported_namespace="ml",exported_container="main"'
         stamp = T.timestamp()
@@ -475,7 +475,12 @@ def test_a_pods_gpu_model_comes_from_dcgm_and_prices_its_job(tmp_path):
         pod("llm-0", "p1", gpus=2, start=T, end=T + timedelta(hours=1), namespace="ml", node="h1"),
         pod("infer-0", "p2", start=T, end=T + timedelta(hours=1), namespace="ml", node="l1"),
         selected,
+        # no dcgm-exporter series: its node's nvidia.com/gpu.product label names its model
+        pod("t4-0", "p4", start=T, end=T + timedelta(hours=1), namespace="ml", node="t1"),
     ]
+    # GPU Feature Discovery's labels: dcgm-exporter's modelName, the job's own GPUs' as it ran, comes first
+    nodes = [node(name, **{"nvidia.com/gpu.product": product}) for name, product in
+             (("h1", "NVIDIA-H100-80GB-HBM3"), ("l1", "NVIDIA-L4"), ("t1", "Tesla-T4"))]  # fmt: skip
     cluster = Cluster.objects.create(name="c1")
     GpuModelPrice.objects.create(cluster=cluster, gpu_model="", price_per_gpu_hour=Decimal("1.00"))
     GpuModelPrice.objects.create(cluster=cluster, gpu_model="NVIDIA H100 80GB HBM3", price_per_gpu_hour=Decimal("4.00"))
@@ -486,6 +491,7 @@ def test_a_pods_gpu_model_comes_from_dcgm_and_prices_its_job(tmp_path):
         FakePlatform() as server,
     ):
         serve(server, pods)
+        serve_nodes(server, nodes)
         prom = Connector.objects.create(name="prom", kind="prometheus", url=url, options={"step": "15s"})
         result = pull(server, metrics_from=prom, options={"fetch_logs": False})
     assert result.status == "succeeded", result.errors
@@ -493,6 +499,9 @@ def test_a_pods_gpu_model_comes_from_dcgm_and_prices_its_job(tmp_path):
     assert jobs["llm-0"].gpu_model == "NVIDIA H100 80GB HBM3" and jobs["llm-0"].cost == Decimal("8.00")
     assert jobs["infer-0"].gpu_model == "NVIDIA L4" and jobs["infer-0"].cost == Decimal("0.50")
     assert jobs["pinned-0"].gpu_model == "NVIDIA-H100-80GB-HBM3"  # its own, as the pod names it
+    assert "gpu_model_from" not in jobs["llm-0"].labels
+    assert jobs["t4-0"].gpu_model == "Tesla-T4" and jobs["t4-0"].cost == Decimal("1.00")  # no T4 row: the default
+    assert jobs["t4-0"].labels["gpu_model_from"] == "label nvidia.com/gpu.product of t1"
 
 
 def test_check_connection_says_when_the_label_selector_matches_no_pod(client, operator):
@@ -1111,6 +1120,51 @@ def test_a_shared_gpus_replicas_are_its_nodes_pools_own(client, operator):
     train = jobs["train"]  # whole GPUs on a node not shared: as before
     assert (train.gpu_share, train.gpu_unit, train.gpu_hours) == (1.0, "", pytest.approx(2.0))
     assert "gpu_replicas" not in train.labels
+
+
+def test_a_pod_without_a_node_selector_takes_its_gpu_model_from_its_nodes_label(client, operator):
+    """A job's GPU model came only from its pod's `nvidia.com/gpu.product` node selector (or dcgm-exporter): a pod
+    with none, on a node GPU Feature Discovery labels `Tesla-T4`, was 'of an unknown model' on its job page and
+    charged the cluster's default price. The node's own label, listed once a pull, now names it, spelt as the
+    selector's (its -SHARED and -MIG-<profile> suffixes priced as the selector's are); the selector still wins."""
+    from decimal import Decimal
+
+    from fleet.models import Cluster, GpuModelPrice
+
+    hour = {"start": T, "end": T + timedelta(hours=1)}
+    mig = node("mig-0", **{"nvidia.com/gpu.product": "NVIDIA-A100-SXM4-40GB-MIG-1g.5gb"})
+    pinned = pod("pinned", "pp", node="old-0", **hour)  # its selector names another spelling: the selector's is kept
+    pinned["spec"]["nodeSelector"] = {"nvidia.com/gpu.product": "NVIDIA Tesla T4"}
+    pods = [
+        pod("t4", "p1", gpus=2, node="old-0", **hour),
+        pod("nb-l4", "p2", node="l4-0", **hour),  # plain nvidia.com/gpu on a -SHARED node: a replica of an L4
+        pod("embed", "p3", node="mig-0", **hour),  # plain nvidia.com/gpu on a -MIG-1g.5gb node: a 1/7 slice
+        pod("gone", "p4", node="scaled-away-0", **hour),  # its node is not listed: no model, as before
+        pinned,
+    ]
+    cluster = Cluster.objects.create(name="c1")
+    for model, price in (("", "1.00"), ("Tesla T4", "0.35"), ("NVIDIA L4", "0.80"), ("A100-SXM4-40GB", "2.10")):
+        GpuModelPrice.objects.create(cluster=cluster, gpu_model=model, price_per_gpu_hour=Decimal(price))
+    with FakePlatform() as server:
+        serve(server, pods)
+        serve_nodes(server, [*POOLS, mig])
+        result = pull(server, options={"fetch_logs": False})
+    assert result.status == "succeeded" and not result.errors, result.errors
+    jobs = {j.name: j for j in Job.objects.all()}
+    assert {name: (j.gpu_model, j.cost) for name, j in jobs.items()} == {
+        "t4": ("Tesla-T4", Decimal("0.70")),
+        "nb-l4": ("NVIDIA-L4-SHARED", Decimal("0.40")),
+        "embed": ("NVIDIA-A100-SXM4-40GB-MIG-1g.5gb", Decimal("0.30")),
+        "gone": ("", Decimal("1.00")),
+        "pinned": ("NVIDIA Tesla T4", Decimal("0.35")),
+    }
+    client.force_login(operator)
+    assert "2 × Tesla-T4 on 1 node" in client.get(f"/jobs/{jobs['t4'].pk}/").content.decode()
+    assert (
+        "1 shared GPU replica of NVIDIA-L4-SHARED on 1 node"
+        in client.get(f"/jobs/{jobs['nb-l4'].pk}/").content.decode()
+    )
+    assert "1 × unknown model on 1 node" in client.get(f"/jobs/{jobs['gone'].pk}/").content.decode()
 
 
 def test_nodes_the_service_account_may_not_list_are_said_once_and_replicas_fall_back():

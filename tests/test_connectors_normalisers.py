@@ -546,3 +546,29 @@ def test_an_archives_job_page_says_truly_why_a_replica_was_counted_whole(tmp_pat
             "to 1024, and no shared_gpu_replicas)"
         ],
     )
+
+
+def test_an_archives_kubectl_nodes_name_the_gpu_model_of_pods_without_a_node_selector(tmp_path):
+    """An archive's pod without a `nvidia.com/gpu.product` node selector was of no GPU model (the cluster's default
+    price), though its node in the archive's nodes file carries GPU Feature Discovery's product label. The node's
+    label now names it, spelt as a selector's; a selector's own model stays, and a pod whose node the file lacks
+    stays of no model."""
+    pinned = shared_pod("pinned", "old-0", "nvidia.com/gpu")
+    pinned["spec"]["nodeSelector"] = {"nvidia.com/gpu.product": "NVIDIA Tesla T4"}
+    pods = [*SHARED_PODS, pinned, shared_pod("gone", "scaled-away-0", "nvidia.com/gpu")]
+    files = {
+        "pods.json": json.dumps({"apiVersion": "v1", "kind": "List", "items": pods}),
+        "nodes.json": json.dumps({"apiVersion": "v1", "kind": "List", "items": KUBECTL_NODES}),
+    }
+    manifest = json.dumps({"format": "fleet-archive", "version": 1, "cluster": "c1"})
+    members = {"manifest.json": manifest, **{f"native/kubernetes/{n}": d for n, d in files.items()}}
+    parsed = parse_archive(write_zip(tmp_path / "k8s.zip", members))
+    assert not parsed.errors, parsed.errors
+    models = {j.name: (j.gpu_model, j.labels.get("gpu_model_from")) for j in parsed.jobs.values()}
+    assert models == {
+        "nb-a": ("NVIDIA-A100-SXM4-80GB", "label nvidia.com/gpu.product of a100-0"),
+        "nb-l4": ("NVIDIA-L4-SHARED", "label nvidia.com/gpu.product of l4-0"),
+        "nb-old": ("Tesla-T4", "label nvidia.com/gpu.product of old-0"),
+        "pinned": ("NVIDIA Tesla T4", None),
+        "gone": ("", None),
+    }

@@ -25,6 +25,9 @@ Pure part: `parse_pod_list` reads a PodList (the API's pages and `kubectl get po
   when its node's `nvidia.com/gpu.product` label, or the pod's node selector of it, ends `-MIG-<profile>` or
   `-SHARED`: MIG's single strategy, time-slicing without renaming). The nodes are listed once a pull;
   the job's `gpu_replicas` label says where each pod's replicas came from;
+- GPU model from the pods' `nvidia.com/gpu.product` node selector, else (`describe`) dcgm-exporter's
+  `modelName` on the job's own series, else its GPU pods' nodes' `nvidia.com/gpu.product` label
+  (`node_gpu_model`; the job's `gpu_model_from` label names the nodes), spelt as its source spells it;
 - team from a label the operator names (else the namespace), through the operator's mapping;
   queue from Kueue's `kueue.x-k8s.io/queue-name` label, else the namespace.
 """
@@ -58,7 +61,7 @@ from fleet.connectors.base import (
 from fleet.connectors.http import HttpStatusError
 from fleet.connectors.prometheus import PrometheusConnector, SeriesRequest
 from fleet.connectors.registry import register
-from fleet.gpu_models import MIG_PROFILE, mig_share
+from fleet.gpu_models import MIG_PROFILE, gpu_model_key, gpu_model_name, mig_share
 
 logger = logging.getLogger(__name__)
 
@@ -99,6 +102,8 @@ NOT_JOBS = frozenset({"ReplicaSet", "StatefulSet", "DaemonSet", "ReplicationCont
 FINISHED_PHASES = frozenset({"Succeeded", "Failed"})
 QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
 GPU_PRODUCT_LABEL = "nvidia.com/gpu.product"
+# The job's label saying its GPU model was read from its nodes' GPU_PRODUCT_LABEL (no node selector named one)
+GPU_MODEL_FROM = "gpu_model_from"
 # GPU Feature Discovery labels a node with the replicas of each GPU resource its device plugin shares
 # (time-slicing or MPS): `nvidia.com/gpu.replicas` (1 on a node not shared), `nvidia.com/mig-1g.10gb.replicas`
 # under MIG's mixed strategy. The label's name is the resource's as the plugin advertises it unrenamed.
@@ -731,6 +736,11 @@ def _add_pod_job(
     if gpu_jobs_only and gpus == 0:
         return
     job = _job(key, owner, group, intervals, gpus, cluster, team_label, user_label, teams)
+    if not job.gpu_model and nodes:
+        model, on = node_gpu_model(group, nodes)
+        if model:  # said with the job's labels: dcgm-exporter's modelName, read later (`describe`), comes first
+            job = replace(job, gpu_model=model)
+            job.labels[GPU_MODEL_FROM] = f"label {GPU_PRODUCT_LABEL} of {', '.join(on)}"
     share = gpu_share_of(group, shared_replicas, product=job.gpu_model, nodes=nodes, nodes_file=nodes_file)
     replicas = share.pop("replicas", None)
     if replicas:  # shown on the job page: where each replica's share came from
@@ -761,6 +771,23 @@ def _ray_job(job: JobRecord, ray: RayJobLink, group: list[dict]) -> JobRecord:
         command=ray.entrypoint or job.command,
         labels=labels,
     )
+
+
+def node_gpu_model(pods: list[dict], nodes: dict[str, dict]) -> tuple[str, list[str]]:
+    """(GPU model, the nodes it is read from) of a job whose pods' node selectors name none: GPU Feature Discovery's
+    `nvidia.com/gpu.product` label of its GPU pods' nodes, spelt as a node selector spells it (its `-SHARED` and
+    `-MIG-<profile>` suffixes are dropped when it is priced, `fleet.gpu_models.gpu_model_key`, as a selector's are).
+    ("", []) when no node of them is listed with the label, or when their labels name different models (a job
+    across node pools of two GPUs is priced by neither)."""
+    found: dict[str, str] = {}  # node -> its label
+    for pod in pods:
+        node = str((pod.get("spec") or {}).get("nodeName") or "")
+        product = (nodes.get(node) or {}).get(GPU_PRODUCT_LABEL) if node and pod_gpus(pod) else None
+        if isinstance(product, str) and gpu_model_name(product):
+            found[node] = gpu_model_name(product)
+    if len({gpu_model_key(product) for product in found.values()}) != 1:
+        return "", []
+    return sorted(found.values())[0], sorted(found)
 
 
 def gpu_share_of(
@@ -1308,11 +1335,16 @@ class KubernetesConnector(BaseConnector):
     def describe(self, job: JobRecord) -> JobRecord:
         """The job with its GPU model from dcgm-exporter's `modelName` when its pods did not name one
         (few pods carry a `nvidia.com/gpu.product` node selector): prices are per GPU model, and a job
-        without one was priced at the cluster's default price on a cluster of several models."""
-        if job.gpu_model or not isinstance(self.metrics, PrometheusConnector):
+        without one was priced at the cluster's default price on a cluster of several models. A model read
+        from the job's nodes' labels (`gpu_model_from`) gives way to it: the series are the job's own GPUs as it
+        ran, the labels the nodes as they are at the pull."""
+        if (job.gpu_model and GPU_MODEL_FROM not in job.labels) or not isinstance(self.metrics, PrometheusConnector):
             return job
         models = self.metrics.gpu_models(series_request(job))
-        return replace(job, gpu_model=models[0]) if models else job
+        if not models:
+            return job
+        labels = {name: value for name, value in job.labels.items() if name != GPU_MODEL_FROM}
+        return replace(job, gpu_model=models[0], labels=labels)
 
     def fetch_series(self, job: JobRecord):
         if isinstance(self.metrics, PrometheusConnector):
