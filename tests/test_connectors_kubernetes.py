@@ -1292,6 +1292,12 @@ def test_check_connection_warns_when_nodes_cannot_be_listed(client, operator):
             "resources: [nodes], verbs: [list]."
         )
         assert 'cannot list resource "nodes" in API group "" at the cluster scope' in warning  # the API's words
+        # The nodes name the GPU model of pods without a node selector too: a cluster without shared GPUs may need them
+        assert (
+            "Pods without a nvidia.com/gpu.product node selector take no GPU model from their nodes' label either "
+            "(only from dcgm-exporter, with metrics_from). A cluster without time-sliced or MPS GPUs whose jobs' GPU "
+            "models come from node selectors or dcgm-exporter needs no such grant."
+        ) in warning
 
         Connector.objects.filter(pk=connector.pk).update(options={"shared_gpu_replicas": 8})
         messages = said(client.post(f"/connectors/{connector.pk}/check/", follow=True).content.decode())

@@ -1090,7 +1090,8 @@ class KubernetesConnector(BaseConnector):
         return {**outcome, **self.check_nodes()}
 
     def check_nodes(self) -> dict:
-        """One node, for a shared GPU's replicas (`list_nodes`): {"nodes_visible": True}, a warning when they cannot
+        """One node, for a shared GPU's replicas and a GPU model no node selector names (`list_nodes`):
+        {"nodes_visible": True}, a warning when they cannot
         be listed (the connector still answers: a pull needs its pods, and without the nodes counts replicas by
         `shared_gpu_replicas` or whole), or nothing when the API server has no such list (404). A ServiceAccount
         granted pods in a namespace's Role is refused the nodes (cluster-scoped): the check said only that the pods
@@ -1107,8 +1108,11 @@ class KubernetesConnector(BaseConnector):
                     "warnings": [
                         "nodes: listing nodes is not allowed, so shared GPUs' replicas cannot be read from their "
                         f"nodes' nvidia.com/gpu.replicas labels and pulls count them {fallback}. Grant the "
-                        f"ServiceAccount list on nodes in a ClusterRole (nodes are cluster-scoped): {NODES_RULE}. A "
-                        f"cluster without time-sliced or MPS GPUs needs no such grant. {exc}"
+                        f"ServiceAccount list on nodes in a ClusterRole (nodes are cluster-scoped): {NODES_RULE}. "
+                        f"Pods without a {GPU_PRODUCT_LABEL} node selector take no GPU model from their nodes' label "
+                        "either (only from dcgm-exporter, with metrics_from). A cluster without time-sliced or MPS "
+                        "GPUs whose jobs' GPU models come from node selectors or dcgm-exporter needs no such grant. "
+                        f"{exc}"
                     ]
                 }
             return {"warnings": [self._nodes_failed(exc, fallback)]}
