@@ -5,6 +5,8 @@ Apps add their routes in their own `api.py` (imported below), so this file only 
 
 from importlib import import_module
 
+from django.conf import settings
+from django.core.exceptions import DisallowedHost, RequestDataTooBig, TooManyFieldsSent, TooManyFilesSent
 from django.http import JsonResponse
 from django.urls import include, path, re_path
 from django.views import defaults
@@ -14,6 +16,8 @@ from rest_framework import exceptions
 from rest_framework.reverse import reverse
 from rest_framework.routers import DefaultRouter
 from rest_framework.views import exception_handler as drf_exception_handler
+
+from fleet.quoting import quoted
 
 
 class APIRoot(DefaultRouter.APIRootView):
@@ -80,12 +84,59 @@ urlpatterns = [
 ]
 
 
+# The site's error handlers (config.urls): under /api/ a JSON body like the API's own refusals, for a
+# client that parses every answer; elsewhere Django's page. They answer what Django refuses before the
+# API's views run (a Host it does not serve, too many fields or files, a form field over the memory
+# cap), an address under /api/ no view has, and a failure in a view (a 403 is always the API's own: its
+# views are exempt from Django's CSRF check and check it themselves). With DEBUG on, Django shows its
+# debugging page instead of the 400 and 500 handlers, to the developer.
+
+
+def under_api(request) -> bool:
+    return request.path_info.startswith("/api/")
+
+
 def page_not_found(request, exception):
-    """The site's 404 (`handler404`): under the API a JSON body like the API's own 404s, for a
-    client that parses every answer; elsewhere Django's page."""
-    if request.path_info.startswith("/api/"):
+    """`handler404`."""
+    if under_api(request):
         return not_found()
     return defaults.page_not_found(request, exception)
+
+
+def bad_request(request, exception):
+    """`handler400`: a SuspiciousOperation Django raised while reading the request, said in words
+    (Django's page says only "Bad Request (400)"); a body field over the memory cap is a 413."""
+    if not under_api(request):
+        return defaults.bad_request(request, exception)
+    status = 400
+    if isinstance(exception, DisallowedHost):
+        detail = (
+            f"This site does not answer to the host {quoted(request.META.get('HTTP_HOST', ''))} "
+            "(the request's Host header): use the address an operator gave you."
+        )
+    elif isinstance(exception, TooManyFieldsSent):
+        limit = settings.DATA_UPLOAD_MAX_NUMBER_FIELDS
+        detail = f"The request sends more than {limit:,} fields (query parameters and form fields)."
+    elif isinstance(exception, TooManyFilesSent):
+        limit = settings.DATA_UPLOAD_MAX_NUMBER_FILES
+        detail = f"The request sends more than {limit:,} file{'' if limit == 1 else 's'}; push one archive a request."
+    elif isinstance(exception, RequestDataTooBig):
+        status = 413
+        detail = (
+            f"The request's fields (besides the archive) are larger than {settings.DATA_UPLOAD_MAX_MEMORY_SIZE:,} "
+            "bytes; send the archive alone."
+        )
+    else:
+        detail = "The request could not be read (a malformed request)."
+    return JsonResponse({"detail": detail}, status=status)
+
+
+def server_error(request):
+    """`handler500`: what failed is in the server's log, not in the answer."""
+    if under_api(request):
+        detail = "Server error: the request failed here, not because of what was sent."
+        return JsonResponse({"detail": detail}, status=500)
+    return defaults.server_error(request)
 
 
 NO_CREDENTIALS = "Log in, or send a machine token as 'Authorization: Api-Key <token>'."

@@ -64,4 +64,7 @@ urlpatterns = [
     path("", include("fleet.urls")),
 ]
 
-handler404 = "config.api.page_not_found"  # JSON under /api/, the HTML page elsewhere
+# JSON under /api/, the HTML page elsewhere.
+handler400 = "config.api.bad_request"
+handler404 = "config.api.page_not_found"
+handler500 = "config.api.server_error"
