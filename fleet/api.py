@@ -169,7 +169,10 @@ class ArchiveViewSet(mixins.CreateModelMixin, viewsets.GenericViewSet):
                     "file": {
                         "type": "string",
                         "format": "binary",
-                        "description": "The archive: a .zip or .tar.gz in fleet archive format v1.",
+                        # Django's FileField refuses an empty file ("The submitted file is empty.").
+                        "minLength": 1,
+                        "description": "The archive: a .zip or .tar.gz in fleet archive format v1. An empty file is a "
+                        "400 on `file`, and nothing is stored.",
                     }
                 },
                 "required": ["file"],

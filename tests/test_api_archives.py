@@ -196,3 +196,19 @@ def test_an_archive_that_fails_its_import_in_the_request_is_a_202_not_a_503(toke
     assert body["status"] == "failed" and body["finished"] and "detail" not in body
     assert [e["message"] for e in body["errors"]] == ["notes.zip is not a zip archive (its content is not a zip file)"]
     assert response["Location"] == body["url"]
+
+
+def test_an_empty_file_is_refused_naming_the_field_and_the_schema_says_so(token, client, tmp_path):
+    """An empty file pushed is a 400 on `file`, nothing stored; the schema's `file` took any binary,
+    so a client built from it (or the contract test) was told an empty one would do."""
+    _, key = token
+    empty = tmp_path / "week-47.zip"
+    empty.write_bytes(b"")
+    response = push(APIClient(), key, archive=empty)
+    assert response.status_code == 400
+    assert response.json() == {"file": ["The submitted file is empty."]}
+    assert not IngestRun.objects.exists()
+    schema = client.get("/api/v1/schema/", {"format": "json"}).json()
+    body = schema["paths"]["/api/v1/archives/"]["post"]["requestBody"]["content"]["multipart/form-data"]["schema"]
+    documented = body["properties"]["file"]
+    assert documented["minLength"] == 1 and "empty file is a 400" in documented["description"]
