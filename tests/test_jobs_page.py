@@ -175,9 +175,13 @@ def test_an_ingest_runs_page_links_to_the_jobs_it_created_or_updated(client, ope
     page = client.get(reverse("fleet:ingest-run-detail", args=[second.pk])).content.decode()
     link = f"{reverse('dashboard:job-list')}?run={second.pk}"
     assert f'href="{link}"' in page and "the jobs it stored" in page
-    # Its times say their zone, as the job page's do.
-    started = f"<dt>Started</dt><dd>{second.started_at:%Y-%m-%d %H:%M:%S} UTC</dd>"
-    assert started in page and f"<dt>Finished</dt><dd>{second.finished_at:%Y-%m-%d %H:%M:%S} UTC</dd>" in page
+
+    # Its times say their zone, as the job page's do (to the tenth of a second, as its duration).
+    def shown(moment) -> str:
+        return f"{moment:%Y-%m-%d %H:%M:%S}.{moment.microsecond // 100_000} UTC"
+
+    started = f"<dt>Started</dt><dd>{shown(second.started_at)}</dd>"
+    assert started in page and f"<dt>Finished</dt><dd>{shown(second.finished_at)}</dd>" in page
     listing = client.get(link)
     assert sorted(job.name for job in listing.context["page"].object_list) == ["renamed-b", "second-a"]
     text = listing.content.decode()

@@ -49,7 +49,7 @@ def test_an_old_versions_thresholds_are_shown_beside_the_current_ones_with_the_d
     row = page.split("<td><code>install_min_s</code>", 1)[1].split("</tr>", 1)[0]
     # v2's value, the current one, the default and the unit, as the form shows them.
     assert re.findall(r'<td class="num">(?:<strong>)?([\d.]+)', row) == ["900.0", "1200.0", "600.0"]
-    assert "<td>s</td>" in row
+    assert '<td class="unit">s</td>' in row
     row = page.split("<td><code>min_samples</code>", 1)[1].split("</tr>", 1)[0]
     assert re.findall(r'<td class="num">(?:<strong>)?([\d.]+)', row) == ["7", "5", "5"]  # counts whole
     assert v2.note in page
