@@ -281,3 +281,89 @@ def test_a_loader_bound_by_a_walrus_or_an_annotation_is_known_to_feed_training(b
     _, result = run(120, frame, scripts=[("train.py", script)], cpu_count=16)
     assert [(f.sub_cause, [c.line for c in f.code]) for f in result.findings if f.sub_cause == "no_workers"] == []
     assert not [f for f in result.findings if ("train.py", 10) in [(c.path, c.line) for c in f.code]]
+
+
+@pytest.mark.parametrize(
+    ("launch", "command", "finding"),
+    [
+        ("python train.py --workers 8", "", False),  # the launch gives the loader eight workers
+        ("torchrun --nproc_per_node 1 train.py --workers=8 --epochs 3", "", False),
+        (None, "python train.py --workers 8", False),  # the job's submitted command
+        ("python train.py --epochs 3", "", True),  # not passed: the default, no workers
+        (None, "", True),  # no launch seen: the default
+        ("python train.py --workers 0", "", True),
+        # launch lines that differ: which the job ran is not known, so no finding rests on either
+        ("python train.py --workers 8\npython train.py --workers 0", "", False),
+    ],
+)
+def test_a_loaders_workers_are_the_ones_the_jobs_launch_passes(launch, command, finding):
+    # `num_workers=args.workers` over `--workers default=0` was 'no workers' even where the job's launch passed
+    # `--workers 8`: the code's facts took the argparse default, and only the remote reads the launch line's value.
+    scripts = [("train.py", NO_WORKERS)]
+    if launch:
+        scripts.append(("run.sh", f"#!/bin/bash\n{launch}\n"))
+    frame = series(120, lambda t, g: 30, mem=lambda t, g: 0.6, cpu=lambda t: 7.0)
+    _, result = run(120, frame, scripts=scripts, cpu_count=16, command=command)
+    assert [f.sub_cause for f in result.findings if f.category == Category.DATA_PREPROCESSING] == (
+        ["no_workers"] if finding else []
+    )
+
+
+@pytest.mark.parametrize(
+    ("launch", "workers"),
+    [
+        ("python train.py --num-workers 8", 8),  # dest num_workers
+        ("python train.py --num-workers=6", 6),
+        ("python train.py -j 4", 4),  # its short name
+        ("python train.py", 0),
+        ("python train.py --num-workers $WORKERS", None),  # a shell variable not set in the script: not known
+    ],
+)
+def test_an_options_value_from_the_launch_is_read_by_its_dest_name(launch, workers):
+    script = (
+        "import argparse\nfrom torch.utils.data import DataLoader\nparser = argparse.ArgumentParser()\n"
+        "parser.add_argument('-j', '--num-workers', type=int, default=0)\n"
+        "parser.add_argument('--pin', action='store_true')\nargs = parser.parse_args()\n"
+        "loader = DataLoader(dataset, num_workers=args.num_workers, pin_memory=args.pin)\n"
+    )
+    (loader,) = extract_script_evidence([("train.py", script), ("run.sh", f"#!/bin/bash\n{launch}\n")]).of("dataloader")
+    assert (loader.detail["num_workers"], loader.detail["pin_memory"]) == (workers, False)
+    (pinned,) = extract_script_evidence([("train.py", script)], command="python train.py --pin").of("dataloader")
+    assert pinned.detail["pin_memory"] is True
+
+
+USE_AMP = AMP.replace('"--amp"', '"--use-amp"').replace("args.amp", "args.use_amp")
+
+
+@pytest.mark.parametrize(
+    ("launch", "precision"),
+    [("python train.py --use-amp", "mixed"), ("python train.py --epochs 3", "fp32"), (None, None)],
+)
+def test_a_precision_switch_of_any_name_is_mixed_where_the_launch_passes_it(launch, precision):
+    # `autocast(enabled=args.use_amp)` of a store_true `--use-amp` launched with `--use-amp` was fp32: the precision
+    # rule knew only --bf16/--fp16/--amp/--half on a launch line, so a launch passing another switch set none.
+    scripts = [("train.py", USE_AMP.format(default=""))]
+    if launch:
+        scripts.append(("run.sh", f"#!/bin/bash\n{launch}\n"))
+    frame = series(120, lambda t, g: 30, mem=lambda t, g: 0.93)
+    _, result = run(120, frame, scripts=scripts)
+    (finding,) = [f for f in result.findings if f.category == Category.GPU_MEMORY_BOUND]
+    assert finding.numbers["precision"] == precision
+
+
+def test_a_sweeps_jobs_that_differ_only_in_a_number_no_fact_reads_share_one_reading():
+    # Launches' numbers now count (`--workers 8`), but only for the options the script's facts read: jobs of a sweep
+    # over `--lr` still read the script once, while another `--workers` is another reading (and another value).
+    from triage.evidence.scripts import _file_evidence, _given_options
+
+    script = NO_WORKERS.replace(
+        'parser.add_argument("--workers", type=int, default=0)',
+        'parser.add_argument("--workers", type=int, default=0)\n    parser.add_argument("--lr", default=0.1)',
+    ).replace("optimizer.step()", "optimizer.step(args.lr)")
+
+    def read(options: str):
+        return _file_evidence("train.py", script, _given_options("train.py", [f"python train.py {options}".split()]))
+
+    assert read("--lr 0.01 --workers 8") is read("--lr 0.02 --workers 8")
+    (eight,), (none,) = read("--lr 0.01 --workers 8").of("dataloader"), read("--lr 0.01 --workers 0").of("dataloader")
+    assert (eight.detail["num_workers"], none.detail["num_workers"]) == (8, 0)

@@ -117,6 +117,9 @@ class ScriptEvidence:
     # module-level names hold for those that import them (`RemoteReads.provides`: a remote filesystem, a session)
     takes: tuple = ()
     provides: dict = field(default_factory=dict)
+    # One Python file's: the flags (`--workers`, `-j`) of the options its facts read, so that a number its launch
+    # gives to any other (`--lr 0.1`) does not make it read again (`_file_evidence`)
+    option_flags: frozenset = frozenset()
 
     def of(self, *kinds: str) -> list[CodeFact]:
         return [fact for fact in self.facts if fact.kind in kinds]
@@ -244,7 +247,8 @@ def _imported_names(parts: dict[str, ScriptEvidence], modules: dict) -> dict[str
 
 
 # A file's facts depend on its path and text alone (a Python script's on the options its launch lines give it too,
-# numbers left out: `_given_options`, and on what the job's other files hand its functions and classes:
+# `_given_options`, numbers only for the options its facts read: `_file_evidence`, and on what the job's other files
+# hand its functions and classes:
 # `_imported_calls`, `_importable`), so they are worked out once per process for the files seen last: a sweep
 # runs one script in many jobs, and re-triaging the fleet after a rule change reads every script again (the `ast`
 # walk is a third of a job's triage). Bounded by files, each a few kilobytes of facts.
@@ -256,7 +260,34 @@ _cache_lock = threading.Lock()
 def _file_evidence(
     path: str, text: str, given: tuple = (), modules: tuple = (), incoming: tuple = ()
 ) -> ScriptEvidence:
-    key = (path, hashlib.sha256(text.encode("utf-8", "surrogatepass")).digest(), given, modules, incoming)
+    """A file's facts, read once per process for each set of launch options that matters to them. A launch's numbers
+    (`--lr 0.1`) matter only to the options the file's facts read (`--workers 8`: `ScriptEvidence.option_flags`), so
+    the file is read first without them, then again with those it reads, if any (a sweep's jobs that differ only in
+    `--lr` share one reading, as those that differ in `--workers` do not)."""
+    digest = hashlib.sha256(text.encode("utf-8", "surrogatepass")).digest()
+    kept = _numbers_for(given, frozenset())
+    evidence = _cached_read(path, text, digest, kept, modules, incoming)
+    for _ in range(_NUMBER_ROUNDS):  # a value may send a read down another branch, reading other options
+        wanted = _numbers_for(given, evidence.option_flags)
+        if wanted == kept:
+            break
+        kept = wanted
+        evidence = _cached_read(path, text, digest, kept, modules, incoming)
+    return evidence
+
+
+_NUMBER_ROUNDS = 3
+
+
+def _numbers_for(given: tuple, flags: frozenset) -> tuple:
+    """`given` (`_given_options`) without the numbers it gives options other than `flags`."""
+    return tuple(
+        tuple(pair for pair in pairs if pair[1] is None or pair[0] in flags or not _number(pair[1])) for pairs in given
+    )
+
+
+def _cached_read(path: str, text: str, digest: bytes, given: tuple, modules: tuple, incoming: tuple) -> ScriptEvidence:
+    key = (path, digest, given, modules, incoming)
     with _cache_lock:
         found = _cached_files.get(key)
         if found is not None:
@@ -420,8 +451,9 @@ def _script_arguments(argv: list[str], path: str) -> list[str] | None:
 def _given_options(path: str, launches: list[list[str]]) -> tuple[tuple[tuple[str, str | None], ...], ...]:
     """The options each launch of the script at `path` gives it, as (flag, value) pairs in order (`--data-root
     s3://b/x` and `--data-root=s3://b/x` alike; a flag followed by another flag or nothing has the value None); one
-    tuple a launch, none when no launch names the script (its argparse defaults hold). Numbers (`--lr 0.1`) are left
-    out: no remote read follows one, and a sweep's jobs that differ only in them share one reading of the script."""
+    tuple a launch, none when no launch names the script (its argparse defaults hold). Numbers count (`--workers 8`:
+    a DataLoader's `num_workers=args.workers` is the launch's 8, not the default's 0), so a sweep's jobs that differ in
+    one (`--lr 0.1`, `--lr 0.01`) read the script once each."""
     given = []
     for argv in launches:
         words = _script_arguments(argv, path)
@@ -434,9 +466,8 @@ def _given_options(path: str, launches: list[list[str]]) -> tuple[tuple[tuple[st
             flag, eq, value = word.partition("=")
             if not eq:
                 following = words[index + 1] if index + 1 < len(words) else None
-                value = following if following is not None and not following.startswith("-") else None
-            if value is None or not _number(value):
-                pairs.append((flag, value))
+                value = following if following is not None and (_number(following) or following[:1] != "-") else None
+            pairs.append((flag, value))
         given.append(tuple(pairs))
     return tuple(given)
 
@@ -575,13 +606,14 @@ class _PythonFacts(ast.NodeVisitor):
         self.parses = "parse_args" in text or "parse_known_args" in text  # options held by a name of its own?
         self.ev = evidence
         self.given = given  # the options each launch of the script hands it (`_given_options`)
-        self.defaults: dict[str, object] = {}  # argparse dest -> default
-        # (dest, names, default as written, default as argparse gives it, action)
-        self.arguments: list[tuple[str, list[str], ast.AST | None, object, object]] = []
+        # (dest, names, default as written, default as argparse gives it, action, type: int, float or None)
+        self.arguments: list[tuple[str, list[str], ast.AST | None, object, object, type | None]] = []
         self.switches: set[str] = set()  # dests of switches the command line can turn (`--amp`, store_true)
-        # argparse dest -> the value the job runs with, as the remote reads follow it: the one its launch lines give
-        # (`--data-root s3://...`), else the default; None where launches differ or it is not known (`$DATA_ROOT`)
+        # argparse dest -> the value the job runs with, as every fact reads it: the one its launch lines give
+        # (`--data-root s3://...`, `--workers 8`, `--pin-mem`), else the default; None where launches differ or it is
+        # not known (`$DATA_ROOT`)
         self.options: dict[str, object] = {}
+        self.read: set[str] = set()  # the dests of the options read (`ScriptEvidence.option_flags`)
         # names that hold the parsed options: `args`, `opt`, `FLAGS`, and any other bound to
         # `parser.parse_args()` alone (`hparams`, `opts, _ = parser.parse_known_args()`; `_parsed_namespaces`)
         self.namespaces: set[str] = set(_NAMESPACES)
@@ -634,6 +666,9 @@ class _PythonFacts(ast.NodeVisitor):
         self.ev.asked = frozenset(self.remote.asked)
         self.ev.facts[:] = [f for f in self.ev.facts if not (f.kind == "remote_read" and f.detail.get("drop"))]
         self._mmengine_config(tree)
+        self.ev.option_flags = frozenset(
+            name for dest, names, *_ in self.arguments if dest in self.read for name in names
+        )
         # Which loaders feed a training-step loop (known only after the whole file was read).
         for fact in self.ev.facts:
             if fact.kind == "dataloader" and fact.path == self.path:
@@ -710,18 +745,21 @@ class _PythonFacts(ast.NodeVisitor):
             default = action == "store_false"
         else:
             default = None  # a default argparse leaves None, or one not written as a literal: not known
-        if default is not None or isinstance(written, ast.Constant):
-            self.defaults[dest] = default
         if action == "BooleanOptionalAction" or (
             action in ("store_true", "store_false") and default is not (action == "store_true")
         ):
             self.switches.add(dest)
-        self.arguments.append((dest, names, written, default, action))
+        kind = dotted(next((kw.value for kw in node.keywords if kw.arg == "type"), None))
+        if not kind and type(default) in (int, float):  # no type=: a number default's kind (`default=0`)
+            kind = type(default).__name__
+        self.arguments.append((dest, names, written, default, action, {"int": int, "float": float}.get(kind)))
 
     def _options(self) -> None:
-        """Each option's value as the job runs the script (`self.options`), and the remote path its default names
-        when that is the one in effect (a launch line's own `--data-root s3://...` is the shell script's fact)."""
-        for dest, names, default, value, action in self.arguments:
+        """Each option's value as the job runs the script (`self.options`): the one each launch of it gives (`--workers
+        8`, `--workers=8`, `-j 8`, a store_true's flag being there), else its default; unknown where its launches
+        differ. And the remote path its default names when that is the one in effect (a launch line's own
+        `--data-root s3://...` is the shell script's fact)."""
+        for dest, names, default, value, action, number in self.arguments:
             values = []
             if self.given and not any(name.startswith("-") for name in names):
                 values.append(None)  # a positional argument: which launch word it is, is not read here
@@ -737,6 +775,9 @@ class _PythonFacts(ast.NodeVisitor):
                         held = not negated
                     elif action is None and word is not None and not set(word) & set("$`"):
                         held = word
+                        if number is not None:  # `type=int` (or an int default): 8, not '8'
+                            with contextlib.suppress(ValueError):
+                                held = number(word)
                     else:  # a count, an append, a value from a shell variable: not known
                         held = None
                 values.append(held)
@@ -757,17 +798,24 @@ class _PythonFacts(ast.NodeVisitor):
 
     def resolve(self, node: ast.AST | None, options: dict | None = None) -> object:
         """A literal value, `args.x` (any holder of the parsed options: `hparams.x`, `self.args.x`;
-        `holds_options`) through argparse defaults (or `options`), NAME through module constants; else None."""
+        `holds_options`) as the job's launch lines give it, else its default (`self.options`, or `options`), NAME
+        through module constants; else None."""
         if node is None:
             return None
         if isinstance(node, ast.Constant):
             return node.value
         if isinstance(node, ast.Attribute) and self.holds_options(node.value):
-            return (self.defaults if options is None else options).get(node.attr)
+            self.read.add(node.attr)
+            return (self.options if options is None else options).get(node.attr)
         if isinstance(node, ast.Name):
             return self.constants.get(node.id)
         if isinstance(node, ast.IfExp) and options is None:  # the remote reads read these their own way (`Remote
             holds = self.condition(node.test)  # Reads`: a remote branch is the one, as the job's data is remote)
+            self.read.update(  # both branches' options: another value of the test's takes the other
+                each.attr
+                for each in ast.walk(node)
+                if isinstance(each, ast.Attribute) and self.holds_options(each.value)
+            )
             if holds is not None:
                 return self.resolve(node.body if holds else node.orelse)
             body, orelse = self.resolve(node.body), self.resolve(node.orelse)
@@ -807,12 +855,15 @@ class _PythonFacts(ast.NodeVisitor):
     def setting(self, node: ast.AST | None) -> object:
         """A precision setting's value, as `resolve`, but None (the command line's) where it reads a switch the
         command line turns (`enabled=args.amp` of a store_true `--amp`): its default is only what the job runs with
-        when no one passes it, and whether anyone did is the launch line's to say (the rules read it there)."""
+        when no one passes it, and whether anyone did is the launch line's to say (the rules read it there). Where the
+        script's launch lines turn it on (`--use-amp`, a switch of any name: the rules know only --bf16, --fp16, --amp
+        and --half on a launch line), it is on."""
         if node is not None and any(
             isinstance(each, ast.Attribute) and each.attr in self.switches and self.holds_options(each.value)
             for each in ast.walk(node)
         ):  # `enabled=args.amp`, `bf16=True if args.bf16 else False`
-            return None
+            value = self.resolve(node) if self.given else None
+            return value or None  # off, or not known: the launch line's to settle, as before
         return self.resolve(node)
 
     def resolve_given(self, node: ast.AST | None) -> object:
@@ -1065,7 +1116,9 @@ class _PythonFacts(ast.NodeVisitor):
             and self.resolve(node.args[0]) == "CUDA_VISIBLE_DEVICES"
         ):
             self._visible_devices(node, self.resolve(node.args[1]) if len(node.args) > 1 else None)
-        settings = {key: self.setting(value) for key, value in kwargs.items()}
+        # only the settings these read (resolving every call's, `lr=args.lr` too, would tie the file's reading to
+        # every option's value: `ScriptEvidence.option_flags`)
+        settings = {key: self.setting(kwargs[key]) for key in _PRECISION_KWARGS.get(last, ()) if key in kwargs}
         precision = _precision_setting(last, settings)
         if precision:
             self.add("mixed_precision", node, call=name or last, dtype=precision)

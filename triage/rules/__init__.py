@@ -92,6 +92,12 @@ from triage.rules.registry import RULES, THRESHOLDS, Finding, Status, TriageResu
 #      iterates is the training one (the assigned evaluation loader was taken for it: its num_workers=0 a finding)
 #      also: a distributed launch in the job's submitted command (`torchrun --nproc_per_node 8 train.py`, no launch
 #      script among its files) is one for the GPU-oversubscription and loader rules, as a script's launch line is
+#      also: every fact reads an option as the job's launch lines (its scripts' and its submitted command) pass it,
+#      as the remote reads did: `num_workers=args.workers` with `--workers 8` (or `--workers=8`, `-j 8`) over
+#      `default=0` is 8, not a 'no workers' finding; the default where no launch passes it, unknown where launches
+#      pass different values; a store_true passed is True; a precision switch of any name the launch passes
+#      (`autocast(enabled=args.use_amp)`, `--use-amp`) is mixed precision (it was fp32: the rule knows only
+#      --bf16/--fp16/--amp/--half on a launch line)
 #      also: a remote URI given to an option of the job's submitted command (`python train.py --data s3://...`) is a
 #      remote_path fact of the job's command, quoted among the finding's code lines as a shell script's launch line is
 RULES_REVISION = 4
