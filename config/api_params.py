@@ -30,7 +30,7 @@ from rest_framework.pagination import PageNumberPagination
 from rest_framework.response import Response
 from rest_framework.utils.urls import remove_query_param, replace_query_param
 
-from fleet.quoting import quoted
+from fleet.quoting import quoted, shortened
 
 # DRF's own: the renderer override (`?format=json`), handled before a view runs.
 ALWAYS_TAKEN = {"format"}
@@ -370,4 +370,5 @@ class KnownParameters:
         unknown = sorted(set(request.query_params) - set(taken) - ALWAYS_TAKEN)
         if unknown:
             message = f"This list takes no such parameter; it takes {', '.join(taken)}."
-            raise ValidationError({name: [message] for name in unknown})
+            # Each by its name, a long one by its opening: not a 5,000-character key sent back.
+            raise ValidationError({shortened(name): [message] for name in unknown})

@@ -13,3 +13,9 @@ def quoted(value, limit: int = EXCERPT_CHARS) -> str:
     if len(text) <= limit:
         return f"'{text}'"
     return f"'{text[:limit]}…' ({len(text):,} characters)"
+
+
+def shortened(text: str, limit: int = EXCERPT_CHARS) -> str:
+    """`text` whole up to `limit` characters, else its first `limit` and an ellipsis: for a name sent
+    that an answer uses as a key (a query parameter's), where a quote and a length would not do."""
+    return text if len(text) <= limit else f"{text[:limit]}…"

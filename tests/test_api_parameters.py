@@ -85,6 +85,15 @@ def test_a_parameter_a_list_does_not_take_is_a_400_listing_those_it_takes(client
     assert message.startswith("This list takes no such parameter; it takes ") and taken in message
 
 
+def test_a_long_parameter_a_list_does_not_take_is_named_by_its_opening(client, operator, jobs):
+    """A 5,000-character parameter name came back whole, as the key of its 400."""
+    client.force_login(operator)
+    response = client.get("/api/v1/jobs/", {"p" * 4999 + "Z": "1"})
+    assert response.status_code == 400
+    [name] = response.json()
+    assert name == "p" * 100 + "…"
+
+
 def test_the_filters_a_list_takes_still_work_together_with_a_page(client, operator, jobs):
     client.force_login(operator)
     idle, _ = jobs
