@@ -153,7 +153,8 @@ ONLY_FOR_PEOPLE = (
 def exception_handler(exc, context):
     """DRF's, with refusals a script's author can act on: a request with no credentials is told
     which to send (DRF says only that none were provided), and a token refused where only people
-    are let in is told so (DRF's "You do not have permission")."""
+    are let in is told so (DRF's "You do not have permission"); a 415's media type and a 405's method
+    are quoted by their opening (`fleet.quoting.quoted`)."""
     request = context["request"]
     if isinstance(exc, exceptions.NotAuthenticated):
         header = request.META.get("HTTP_AUTHORIZATION", "")
@@ -164,4 +165,10 @@ def exception_handler(exc, context):
         and str(exc.detail) == str(exceptions.PermissionDenied.default_detail)
     ):
         exc.detail = exceptions.ErrorDetail(ONLY_FOR_PEOPLE, exc.default_code)
+    elif isinstance(exc, exceptions.UnsupportedMediaType):
+        # DRF's repeat the Content-Type header and the method whole: quoted as the API quotes a value.
+        detail = f"Unsupported media type {quoted(request.content_type)} in request."
+        exc.detail = exceptions.ErrorDetail(detail, exc.default_code)
+    elif isinstance(exc, exceptions.MethodNotAllowed):
+        exc.detail = exceptions.ErrorDetail(f"Method {quoted(request.method)} not allowed.", exc.default_code)
     return drf_exception_handler(exc, context)

@@ -91,3 +91,18 @@ def test_a_server_error_under_the_api_is_json(operator, monkeypatch):
     assert response.status_code == 500 and is_json(response), response.content[:200]
     assert response.json() == {"detail": "Server error: the request failed here, not because of what was sent."}
     assert "boom" not in response.content.decode()
+
+
+def test_a_long_content_type_or_method_refused_is_quoted_by_its_opening(client, operator):
+    """DRF's 415 and 405 repeated the Content-Type header and the method whole."""
+    client.force_login(operator)
+    response = client.post("/api/v1/archives/", b"x", content_type="application/" + "x" * 4988)
+    assert response.status_code == 415 and is_json(response)
+    assert response.json() == {
+        "detail": f"Unsupported media type 'application/{'x' * 88}…' (5,000 characters) in request."
+    }
+    response = client.generic("M" * 5000, "/api/v1/jobs/")
+    assert response.status_code == 405 and is_json(response)
+    assert response.json() == {"detail": f"Method '{'M' * 100}…' (5,000 characters) not allowed."}
+    short = client.post("/api/v1/archives/", b"x", content_type="application/json").json()
+    assert short == {"detail": "Unsupported media type 'application/json' in request."}
