@@ -6,9 +6,27 @@ Pure Python: no Django, so the rules (which must not import Django) and the dash
 
 from __future__ import annotations
 
+import re
 
-def share_text(value: float | None) -> str:
+# Between a figure and its unit on a page ("28\u00a0%", "7.3\u00a0GPU-hours", "2.50\u00a0USD"): a no-break
+# space, so a phone never puts the figure at a line's end and its unit on the next. Only in HTML: what is
+# read as plain text (an email's text part, CSV, JSON, webhooks, the rules' stored summaries) keeps an
+# ordinary space, so `share_text` writes one unless told otherwise and the pages pass NBSP or `keep_units`.
+NBSP = "\u00a0"
+
+# A space after a digit and before a unit: %, GPU-hours, a currency code, points, seconds, minutes, hours.
+_FIGURE_UNIT = re.compile(r"(?<=\d) (?=%|GPU-hours\b|[A-Z]{3}\b|pts\b|s\b|ms\b|min\b|h\b)")
+
+
+def keep_units(text: str) -> str:
+    """`text` with each figure's space before its unit made a no-break space, for a page: "idle 29 % for
+    3 s" -> "idle 29\u00a0% for 3\u00a0s". Plain text (emails' text part, CSV, JSON) keeps the space."""
+    return _FIGURE_UNIT.sub(NBSP, text)
+
+
+def share_text(value: float | None, space: str = " ") -> str:
     """A share (0.51) as every page, digest and finding writes it: "51 %", whole percent and a space
     before the sign as the app writes its other percentages (the teams table's "51 %", "+12 %";
-    `f"{share:.0%}"` wrote "51%"); "–" for none."""
-    return "–" if value is None else f"{100 * value:.0f} %"
+    `f"{share:.0%}"` wrote "51%"); "–" for none. A page passes `space=NBSP`, so "51" and "%" stay on
+    one line; plain text (the rules' summaries, the digests' text part, CSV, JSON) keeps the space."""
+    return "–" if value is None else f"{100 * value:.0f}{space}%"

@@ -1047,7 +1047,7 @@ def test_a_price_set_after_triage_reaches_the_fixs_recoverable_cost_too(client, 
     assert (finding.guidance["recoverable_cost"], finding.guidance["currency"]) == ("15.00", "EUR")
     client.force_login(operator)
     page = client.get(reverse("dashboard:job-detail", args=[low.pk])).content.decode()
-    assert "Recoverable for this job: 3.0 GPU-hours (15.00 EUR)." in page
+    assert "Recoverable for this job: 3.0&nbsp;GPU-hours (15.00&nbsp;EUR)." in page
 
 
 def test_the_pages_count_low_utilization_by_the_rules_threshold(client, operator, fleet):

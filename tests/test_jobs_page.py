@@ -383,7 +383,8 @@ def test_a_findings_header_says_how_likely_the_cause_is_in_words_and_keeps_the_r
     assert "· the rules are unsure</span>" in header
     triage_line = html.split("Why the GPUs idled</h2>")[1].split("</p>")[0]
     assert 'title="Triage status: Classified">2 causes found</span>' in triage_line
-    assert "at a mean GPU utilization of 28 % · checked by the rules on " in triage_line  # whole percent, as the list
+    # Whole percent, as the list; "28" and "%" held together by a no-break space.
+    assert "at a mean GPU utilization of 28\xa0% · checked by the rules on " in triage_line
     assert f"(rule set v{RuleSet.current().version})" in triage_line
 
 

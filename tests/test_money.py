@@ -125,8 +125,10 @@ def shown(client, job: Job) -> dict:
     _, text, _ = digests.render_triplet("team-digest", digests.team_context(job.team, weeks.parse_week(WEEK)))
     return {
         # GPU-hours to the tenth on the page, as the jobs list and the digest write them; money to the cent.
-        "page": re.findall(r"<strong>([\d.]+) GPU-hours</strong> \(([\d.]+) (\w+)\)", page),
-        "page_recoverable": re.findall(r"Recoverable for this job: ([\d.]+) GPU-hours \(([\d.]+) (\w+)\)", page),
+        "page": re.findall(r"<strong>([\d.]+)&nbsp;GPU-hours</strong> \(([\d.]+)&nbsp;(\w+)\)", page),
+        "page_recoverable": re.findall(
+            r"Recoverable for this job: ([\d.]+)&nbsp;GPU-hours \(([\d.]+)&nbsp;(\w+)\)", page
+        ),
         "api": [(floatformat(f["gpu_hours"], 2), f["cost"], f["currency"]) for f in api],
         "api_recoverable": [
             (floatformat(g["recoverable_gpu_hours"], 2), g["recoverable_cost"], g["currency"])

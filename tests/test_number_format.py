@@ -61,10 +61,10 @@ def test_a_jobs_page_writes_its_gpu_hours_and_percentages_as_the_jobs_list_does(
     assert dd(page, "Idle GPU-hours (&lt; 5 %)") == "3.1"
     assert dd(page, "Mean GPU utilization").startswith("46 %")
     assert dd(page, "Peak GPU memory") == "65 %"
-    assert "1 cause found</span>" in page and "at a mean GPU utilization of 46 % ·" in page
+    assert "1 cause found</span>" in page and "at a mean GPU utilization of 46\xa0% ·" in page  # on one line
     assert "1234.57" not in page and "663.33" not in page and "46.3 %" not in page
     # The finding's hours, and what its fix would recover, as the causes pages and digests write them.
-    assert "<strong>7.3 GPU-hours</strong>" in page and "Recoverable for this job: 7.3 GPU-hours" in page
+    assert "<strong>7.3&nbsp;GPU-hours</strong>" in page and "Recoverable for this job: 7.3&nbsp;GPU-hours" in page
     assert "7.33 GPU-hours" not in page
 
 
@@ -229,8 +229,8 @@ def test_a_jobs_cost_reads_with_a_thousands_separator_in_the_list_and_on_its_pag
     assert '<td class="num">1,234.50 USD</td>' in listed
     page = client.get(reverse("dashboard:job-detail", args=[job.pk])).content.decode()
     assert dd(page, "Cost") == "1,234.50 USD"
-    assert "<strong>517.3 GPU-hours</strong> (1,034.56 USD)" in page
-    assert "Recoverable for this job: 517.3 GPU-hours (1,034.56 USD)" in page
+    assert "<strong>517.3&nbsp;GPU-hours</strong> (1,034.56&nbsp;USD)" in page
+    assert "Recoverable for this job: 517.3&nbsp;GPU-hours (1,034.56&nbsp;USD)" in page
 
 
 def test_the_studys_shares_read_in_whole_percent_on_the_causes_pages_as_under_the_chart(client, operator, big_week):
@@ -242,3 +242,27 @@ def test_the_studys_shares_read_in_whole_percent_on_the_causes_pages_as_under_th
     assert "Share in the ICSE '24 study</span><span>26 %</span>" in row and "25.64" not in causes
     cause = client.get(reverse("dashboard:category-detail", args=["model_checkpointing"]), WEEK).content.decode()
     assert '<p class="muted">16 % of the low-utilization issues in the ICSE \'24 study.</p>' in cause
+
+
+NBSP = "\u00a0"
+
+
+def test_figures_and_their_units_stay_together_on_the_pages_but_not_in_plain_text(client, operator, job):
+    """On a phone "at a mean GPU utilization of 28 %" broke between "28" and "%". A job's findings write a
+    no-break space between a figure and its unit (%, GPU-hours, a currency), in the product's own words and
+    in the rules' stored summaries as shown; what is read as plain text (the API's summary, a share as the
+    rules and the digests' text part write it) keeps an ordinary space."""
+    from fleet.numbers import keep_units, share_text
+
+    finding = job.findings.get()
+    finding.summary = "GPUs idle 29 % of the covered time; 7.3 GPU-hours at 2.50 USD"
+    finding.save()
+    client.force_login(operator)
+    # A template writes "&nbsp;", a filter the character: the same to the reader.
+    page = client.get(reverse("dashboard:job-detail", args=[job.pk])).content.decode().replace("&nbsp;", NBSP)
+    assert f"at a mean GPU utilization of 46{NBSP}% ·" in page
+    assert f"<strong>7.3{NBSP}GPU-hours</strong>" in page and f"Recoverable for this job: 7.3{NBSP}GPU-hours" in page
+    assert f"<p>GPUs idle 29{NBSP}% of the covered time; 7.3{NBSP}GPU-hours at 2.50{NBSP}USD</p>" in page
+    api = client.get(f"/api/v1/jobs/{job.pk}/").json()
+    assert "GPUs idle 29 % of the covered time" in str(api)  # JSON: as stored, an ordinary space
+    assert share_text(0.29) == "29 %" and keep_units("idle 29 % for 3 s") == f"idle 29{NBSP}% for 3{NBSP}s"

@@ -249,7 +249,7 @@ def test_a_healthy_jobs_page_says_why_no_causes_were_sought(demo, client, operat
     client.force_login(operator)
     page = client.get(reverse("dashboard:job-detail", args=[result.job_id])).content.decode()
     unused = hours_text(result.job.unused_gpu_hours)  # "2.1": to the tenth, as the jobs list
-    assert "Above the 50 % mean utilization below which the rules look for causes" in page
+    assert "Above the 50&nbsp;% mean utilization below which the rules look for causes" in page
     assert f"its {unused} unused GPU-hours still count in its team's waste" in page
 
 

@@ -6,6 +6,7 @@ from django import template
 from django.utils.html import escape
 from django.utils.safestring import mark_safe
 
+from fleet.numbers import keep_units
 from triage.guidance import SUB_CAUSE_NAMES
 
 register = template.Library()
@@ -16,10 +17,12 @@ _CODE_SPAN = re.compile(r"`([^`\n]+)`")
 
 @register.filter
 def code_spans(text) -> str:
-    """The text escaped, with each `name` shown as <code>name</code> (an unpaired backtick stays as it is)."""
+    """The text escaped, with each `name` shown as <code>name</code> (an unpaired backtick stays as it is),
+    and a no-break space between each figure and its unit ("29\u00a0%", `fleet.numbers.keep_units`)."""
     if text is None:
         return ""
-    return mark_safe(_CODE_SPAN.sub(r"<code>\1</code>", escape(str(text))))  # noqa: S308 - escaped first
+    spans = _CODE_SPAN.sub(r"<code>\1</code>", escape(str(text)))
+    return mark_safe(keep_units(spans))  # noqa: S308 - escaped first; a figure's unit kept on its line
 
 
 @register.filter

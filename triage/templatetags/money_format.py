@@ -4,7 +4,7 @@
 from django import template
 
 from fleet.money import cents, whole
-from fleet.numbers import share_text
+from fleet.numbers import keep_units, share_text
 from triage.dashboard.queries import hours_text, percent_text
 
 register = template.Library()
@@ -42,3 +42,10 @@ def gpu_hours(value) -> str:
     tables' `floatformat:1` wrote no thousands separator, and the Teams table rounded 10 or more whole.
     A figure a page lacks (a finding stored without guidance: the template's "") is "–" too, not a 500."""
     return hours_text(None if value == "" else value)
+
+
+@register.filter(name="keep_units")
+def keep_units_filter(text) -> str:
+    """Prose for a page (a finding's stored summary, "GPUs idle 29 % of the covered time") with a no-break
+    space between each figure and its unit, so a phone does not break "29" from "%"; escaped as usual."""
+    return "" if text is None else keep_units(str(text))
