@@ -59,8 +59,8 @@ def test_a_jobs_page_writes_its_gpu_hours_and_percentages_as_the_jobs_list_does(
     assert dd(page, "GPU-hours") == "1,234.6"
     assert dd(page, "Unused GPU-hours") == "663.3"
     assert dd(page, "Idle GPU-hours (&lt; 5 %)") == "3.1"
-    assert dd(page, "Mean GPU utilization").startswith("46 %")
-    assert dd(page, "Peak GPU memory") == "65 %"
+    assert dd(page, "Mean GPU utilization").startswith("46&nbsp;%")  # "46" and "%" on one line
+    assert dd(page, "Peak GPU memory") == "65&nbsp;%"
     assert "1 cause found</span>" in page and "at a mean GPU utilization of 46\xa0% ·" in page  # on one line
     assert "1234.57" not in page and "663.33" not in page and "46.3 %" not in page
     # The finding's hours, and what its fix would recover, as the causes pages and digests write them.
@@ -98,7 +98,7 @@ def test_the_labeling_page_writes_a_jobs_figures_as_its_job_page_does(client, re
     item = study.items.first()
     page = client.get(reverse("labeling:label", args=[study.pk, item.pk])).content.decode()
     assert dd(page, "GPU-hours") == "1,234.6" and dd(page, "Unused GPU-hours") == "663.3"
-    assert dd(page, "Mean GPU util").startswith(f"{item.job.mean_gpu_util:.0f} %")
+    assert dd(page, "Mean GPU util").startswith(f"{item.job.mean_gpu_util:.0f}&nbsp;%")
 
 
 def numbers_tables(page: str) -> dict[str, list[list[str]]]:
@@ -228,7 +228,7 @@ def test_a_jobs_cost_reads_with_a_thousands_separator_in_the_list_and_on_its_pag
     listed = client.get(reverse("dashboard:job-list")).content.decode()
     assert '<td class="num">1,234.50 USD</td>' in listed
     page = client.get(reverse("dashboard:job-detail", args=[job.pk])).content.decode()
-    assert dd(page, "Cost") == "1,234.50 USD"
+    assert dd(page, "Cost") == "1,234.50&nbsp;USD"
     assert "<strong>517.3&nbsp;GPU-hours</strong> (1,034.56&nbsp;USD)" in page
     assert "Recoverable for this job: 517.3&nbsp;GPU-hours (1,034.56&nbsp;USD)" in page
 

@@ -202,14 +202,14 @@ def test_the_job_page_says_the_figure_is_slurms_average_and_why_there_is_no_time
     client.force_login(operator)
     page = client.get(reverse("dashboard:job-detail", args=[summarised.pk])).content.decode()
     assert (
-        "<dt>Mean GPU utilization</dt><dd>45 % " in page
+        "<dt>Mean GPU utilization</dt><dd>45&nbsp;% " in page
         and "from Slurm's step accounting (an average of the whole run; no time series)" in page
     )
-    assert "100 % of GPU time" not in page and "none (0 samples)" in page  # not a full sample coverage
+    assert "100&nbsp;% of GPU time" not in page and "none (0 samples)" in page  # not a full sample coverage
     timeline = client.get(reverse("dashboard:job-timeline", args=[summarised.pk])).json()
     assert timeline["data"] == [] and "Slurm's step accounting, one average for the whole run" in timeline["empty"]
     sampled_page = client.get(reverse("dashboard:job-detail", args=[sampled.pk])).content.decode()
-    assert "step accounting" not in sampled_page and "100 % of GPU time" in sampled_page
+    assert "step accounting" not in sampled_page and "100&nbsp;% of GPU time" in sampled_page
 
 
 def test_the_jobs_list_and_the_api_mark_slurms_average(client, operator, slurm_jobs):
