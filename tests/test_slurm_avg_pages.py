@@ -169,7 +169,7 @@ def test_the_api_filters_by_utilization_source_and_refuses_an_unknown_one(client
     refused = client.get("/api/v1/jobs/", {"util_source": "slurm_steps"})
     assert refused.status_code == 400 and refused.json() == {
         "util_source": [
-            "Select a valid choice. slurm_steps is not one of the available choices: samples, slurm_step_accounting."
+            "Select a valid choice. 'slurm_steps' is not one of the available choices: samples, slurm_step_accounting."
         ]
     }  # the stored value is not the API's name for it: the answer lists the ones it takes
     schema = client.get("/api/v1/schema/", HTTP_ACCEPT="application/json").json()
