@@ -1117,7 +1117,7 @@ def test_the_weekly_trends_heading_and_label_name_the_gpu_hours_without_samples_
     team_url = reverse("dashboard:team-detail", args=["team-a"])
 
     def named(html: str) -> tuple[str, str, str]:
-        card = html.split('data-figure="trend-figure"')[0].rsplit('<section class="card">', 1)[1]
+        card = html.split('data-figure="trend-figure"')[0].rsplit('<section class="card"', 1)[1]
         chart = html.split('data-figure="trend-figure"')[1].split(">", 1)[0]
         table = html.split('data-figure="trend-figure"')[1].split("</caption>")[0]
         return (re.search(r"<h2>([^<]*)</h2>", card)[1], re.search(r'aria-label="([^"]*)"', chart)[1],
