@@ -10,6 +10,7 @@ from django.core.exceptions import ValidationError
 from django.core.validators import MinValueValidator, RegexValidator
 from django.db import models
 from django.db.models import Exists, OuterRef, Q
+from django.utils import timezone
 from rest_framework_api_key.models import AbstractAPIKey
 
 from fleet.gpu_models import gpu_model_key, gpu_model_name
@@ -284,8 +285,6 @@ class IngestRun(models.Model):
     def duration_s(self) -> float | None:
         if self.started_at is None:
             return None
-        from django.utils import timezone
-
         return ((self.finished_at or timezone.now()) - self.started_at).total_seconds()
 
     @property
@@ -321,8 +320,6 @@ class IngestRun(models.Model):
         the second they read 3 s apart for 2.4 s). The rate divides by the exact `duration_s`."""
         if self.started_at is None:
             return "–"
-        from django.utils import timezone
-
         end = self.finished_at or timezone.now()
         seconds = (self._to_tenth(end) - self._to_tenth(self.started_at)).total_seconds()
         if round(seconds, 1) < 60:
