@@ -554,12 +554,20 @@ def test_the_overviews_top_causes_read_whole_at_1280_px_and_on_a_phone(browser, 
     for number, category in enumerate(
         (Category.HOST_GPU_TRANSFER, Category.DATA_EXCHANGE, Category.GPU_OVERSUBSCRIPTION, Category.API_MISUSE)
     ):
-        job = JobFactory(gpu_hours=900.0, unused_gpu_hours=600.0, cost=Decimal("2400.00"))
+        job = JobFactory(
+            start_time=datetime(2026, 11, 10, 9 + number, tzinfo=UTC),
+            gpu_hours=900.0,
+            unused_gpu_hours=600.0,
+            cost=Decimal("2400.00"),
+        )
         triaged(job, "classified", category)
         Finding.objects.filter(job=job).update(gpu_hours=121.7 * (number + 1), cost=Decimal("212.35") * (number + 1))
     open_as(browser, live_server.url, operator)
     wide, phone = table_layouts(
-        browser, f"{live_server.url}/overview/", "overview-causes", table="#top-causes table.data"
+        browser,
+        f"{live_server.url}/overview/?from=2026-11-09&to=2026-11-15",
+        "overview-causes",
+        table="#top-causes table.data",
     )
     for layout in (wide, phone):
         assert not layout["scrolls"] and layout["cellsOut"] == [], layout
@@ -584,12 +592,20 @@ def test_a_big_fleets_top_causes_fit_the_overview_at_1280_px(browser, live_serve
 
     causes = (Category.HOST_GPU_TRANSFER, Category.DATA_EXCHANGE, Category.GPU_OVERSUBSCRIPTION, Category.API_MISUSE)
     for number, category in enumerate(causes):
-        job = JobFactory(gpu_hours=9000.0, unused_gpu_hours=6000.0, cost=Decimal("24000.00"))
+        job = JobFactory(
+            start_time=datetime(2026, 11, 10, 9 + number, tzinfo=UTC),
+            gpu_hours=9000.0,
+            unused_gpu_hours=6000.0,
+            cost=Decimal("24000.00"),
+        )
         triaged(job, "classified", category)
         Finding.objects.filter(job=job).update(gpu_hours=1234.5 * (number + 1), cost=Decimal("12345.67") * (number + 1))
     open_as(browser, live_server.url, operator)
     wide, phone = table_layouts(
-        browser, f"{live_server.url}/overview/", "overview-causes-big", table="#top-causes table.data"
+        browser,
+        f"{live_server.url}/overview/?from=2026-11-09&to=2026-11-15",
+        "overview-causes-big",
+        table="#top-causes table.data",
     )
     for layout in (wide, phone):
         assert not layout["scrolls"] and layout["cellsOut"] == [], layout
