@@ -11,7 +11,7 @@ import re
 # Between a figure and its unit on a page ("28\u00a0%", "7.3\u00a0GPU-hours", "2.50\u00a0USD"): a no-break
 # space, so a phone never puts the figure at a line's end and its unit on the next. Only in HTML: what is
 # read as plain text (an email's text part, CSV, JSON, webhooks, the rules' stored summaries) keeps an
-# ordinary space, so `share_text` writes one unless told otherwise and the pages pass NBSP or `keep_units`.
+# ordinary space, so `share_text` writes one and the pages pass what they show through `keep_units`.
 NBSP = "\u00a0"
 
 # A space after a digit and before a unit: %, GPU-hours, a currency code, points, seconds, minutes, hours.
@@ -24,9 +24,8 @@ def keep_units(text: str) -> str:
     return _FIGURE_UNIT.sub(NBSP, text)
 
 
-def share_text(value: float | None, space: str = " ") -> str:
+def share_text(value: float | None) -> str:
     """A share (0.51) as every page, digest and finding writes it: "51 %", whole percent and a space
     before the sign as the app writes its other percentages (the teams table's "51 %", "+12 %";
-    `f"{share:.0%}"` wrote "51%"); "–" for none. A page passes `space=NBSP`, so "51" and "%" stay on
-    one line; plain text (the rules' summaries, the digests' text part, CSV, JSON) keeps the space."""
-    return "–" if value is None else f"{100 * value:.0f}{space}%"
+    `f"{share:.0%}"` wrote "51%"); "–" for none. A page keeps "51" and "%" on one line with `keep_units`."""
+    return "–" if value is None else f"{100 * value:.0f} %"

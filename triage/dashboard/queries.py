@@ -424,10 +424,10 @@ def hours_text(value: float | None) -> str:
     return "–" if value is None else f"{float(value):,.1f}"
 
 
-def percent_text(value: float | None, space: str = " ") -> str:
+def percent_text(value: float | None) -> str:
     """A figure already in percent (16.43, the study's share of a cause) written as `share_text` writes a
-    share: "16 %"; "–" for none. `space=NBSP` on a page, as `share_text`."""
-    return share_text(None if value is None else value / 100, space)
+    share: "16 %"; "–" for none."""
+    return share_text(None if value is None else value / 100)
 
 
 def compare(current: float | None, previous: float | None, *, share: bool = False) -> tuple[str, int | None]:
