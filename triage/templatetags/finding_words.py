@@ -8,8 +8,6 @@ from django import template
 from django.template.defaultfilters import floatformat
 from django.utils.dateparse import parse_datetime
 
-from fleet.numbers import NBSP
-
 register = template.Library()
 
 # The rules' confidence (0 to 1) in words, highest first: the rules give 0.9 and more where the log
@@ -47,7 +45,7 @@ def outcome(result) -> dict:
         }.get(result.status, result.get_status_display())
     if result.status in ("classified", "unclassified", "healthy") and result.mean_util is not None:
         # Whole percent, rounded as the page's Summary and the jobs list round it (`floatformat:0`).
-        detail = f"at a mean GPU utilization of {floatformat(result.mean_util, 0)}{NBSP}%"  # one line with its %
+        detail = f"at a mean GPU utilization of {floatformat(result.mean_util, 0)} %"  # the page: `keep_units`
     else:
         detail = result.reason  # the rules' words on too little data ("samples cover 40 % of the run ...")
     return {"words": words, "detail": detail}
