@@ -8,10 +8,17 @@ import numpy as np
 
 from fleet.logevents import CHECKPOINT_SAVE, DOWNLOAD, INSTALL, REMOTE_READ, UPLOAD
 from triage.evidence import CodeFact, Evidence, LogLine, Span
+from triage.evidence.scripts import LAUNCHERS
 
 BLOCKING_KINDS = (CHECKPOINT_SAVE, UPLOAD, REMOTE_READ, DOWNLOAD)
 # At least this share of a job's one-sample stalls must start at a blocking line for any of them to count as one.
 _SHORT_STALLS_MATCHED = 0.5
+
+
+def distributed_launches(ev: Evidence) -> list[CodeFact]:
+    """The job's launch lines (its scripts' and its submitted command) that start a distributed launcher
+    (torchrun, deepspeed, accelerate, horovodrun, mpirun): one training process per GPU."""
+    return [f for f in ev.scripts.of("shell_launch", "command_launch") if f.detail.get("launcher") in LAUNCHERS]
 
 
 def quoted_once(facts: list[CodeFact]) -> list[CodeFact]:

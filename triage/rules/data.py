@@ -9,8 +9,8 @@ from fleet.logevents import REMOTE_READ, UPLOAD
 from fleet.numbers import share_text
 from triage.evidence import Evidence
 from triage.evidence.remote_reads import read_kind
-from triage.evidence.scripts import LAUNCHERS
 from triage.rules.common import (
+    distributed_launches,
     explained_gaps,
     gaps_of,
     periodic,
@@ -269,9 +269,7 @@ def data_preprocessing(ev: Evidence, th: dict) -> list[Finding]:
 def _training_processes(ev: Evidence) -> int:
     """How many training processes load batches: one per GPU when launched so (torchrun, DDP) or without
     DataParallel, one for a DataParallel job."""
-    launched = ev.scripts.of("ddp", "init_process_group") or [
-        f for f in ev.scripts.of("shell_launch", "command_launch") if f.detail.get("launcher") in LAUNCHERS
-    ]
+    launched = ev.scripts.of("ddp", "init_process_group") or distributed_launches(ev)
     return max(1, ev.job.gpu_count) if launched or not ev.scripts.of("data_parallel") else 1
 
 

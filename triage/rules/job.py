@@ -11,7 +11,7 @@ from fleet.numbers import share_text
 from fleet.series import device_name
 from triage.evidence import Evidence, Span
 from triage.evidence.logs import UntimedRun
-from triage.evidence.scripts import LAUNCHERS
+from triage.rules.common import distributed_launches
 from triage.rules.registry import Finding, register
 from triage.taxonomy import Category
 
@@ -80,9 +80,7 @@ def gpu_oversubscription(ev: Evidence, th: dict) -> list[Finding]:
     if not unused or not used:
         return []
     devices = ev.timeline.devices
-    distributed = ev.scripts.of("ddp", "data_parallel", "init_process_group") + [
-        f for f in ev.scripts.of("shell_launch", "command_launch") if f.detail.get("launcher") in LAUNCHERS
-    ]
+    distributed = ev.scripts.of("ddp", "data_parallel", "init_process_group") + distributed_launches(ev)
     fixed = ev.scripts.of("fixed_device")
     confidence = 0.85 if not distributed else 0.6
     if fixed:
