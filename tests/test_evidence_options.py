@@ -367,3 +367,48 @@ def test_a_sweeps_jobs_that_differ_only_in_a_number_no_fact_reads_share_one_read
     assert read("--lr 0.01 --workers 8") is read("--lr 0.02 --workers 8")
     (eight,), (none,) = read("--lr 0.01 --workers 8").of("dataloader"), read("--lr 0.01 --workers 0").of("dataloader")
     assert (eight.detail["num_workers"], none.detail["num_workers"]) == (8, 0)
+
+
+ABBREVIATED = (
+    "import argparse\nfrom torch.utils.data import DataLoader\nparser = argparse.ArgumentParser({parser})\n"
+    "parser.add_argument('-j', '--workers', type=int, default=0)\n"
+    "parser.add_argument('-w', '--warmup', type=int, default=0)\n"
+    "parser.add_argument('--work-dir', default='out')\nparser.add_argument('--pin', action='store_true')\n"
+    "args = parser.parse_args()\nloader = DataLoader(dataset, num_workers=args.workers, pin_memory=args.pin)\n"
+)
+
+
+@pytest.mark.parametrize(
+    ("parser", "options", "workers", "pin"),
+    [
+        ("", "-j8", 8, False),  # a short option's value glued on, as argparse takes it
+        ("", "-j8 --pin", 8, True),
+        ("", "--worker 8", 8, False),  # a unique prefix of --workers: argparse's abbreviation
+        ("", "--worke=6 --pi", 6, True),
+        ("", "--work 8", None, False),  # --workers or --work-dir: argparse refuses it, so not known
+        ("allow_abbrev=False", "--worker 8", 0, False),  # no abbreviations: --worker is no option of its
+        ("allow_abbrev=False", "-j8", 8, False),  # a glued short value is read all the same
+        ("", "-w4", 0, False),  # -w is --warmup's, not --workers'
+    ],
+)
+def test_a_glued_short_value_and_an_abbreviated_option_are_read_as_argparse_reads_them(parser, options, workers, pin):
+    # `-j8` and `--worker 8` were not read: the loader had --workers' default (0), a 'no workers' finding for a job
+    # launched with eight.
+    script = ABBREVIATED.format(parser=parser)
+    (loader,) = extract_script_evidence([("train.py", script)], command=f"python train.py {options}").of("dataloader")
+    assert (loader.detail["num_workers"], loader.detail["pin_memory"]) == (workers, pin)
+
+
+def test_an_abbreviated_number_is_read_again_for_each_value():
+    # The reading is shared across numbers given to options the facts do not read; an abbreviation of one they read
+    # (`--worker 8`) is one of those that count.
+    from triage.evidence.scripts import _file_evidence, _given_options
+
+    script = ABBREVIATED.format(parser="")
+
+    def workers(options: str):
+        given = _given_options("train.py", [f"python train.py {options}".split()])
+        (loader,) = _file_evidence("train.py", script, given).of("dataloader")
+        return loader.detail["num_workers"]
+
+    assert (workers("--worker 8"), workers("--worker 4"), workers("-j2"), workers("-j3")) == (8, 4, 2, 3)

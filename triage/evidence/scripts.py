@@ -280,10 +280,16 @@ _NUMBER_ROUNDS = 3
 
 
 def _numbers_for(given: tuple, flags: frozenset) -> tuple:
-    """`given` (`_given_options`) without the numbers it gives options other than `flags`."""
+    """`given` (`_given_options`) without the numbers it gives options other than `flags` (kept: those given to a
+    prefix of one, `--work 8` of `--workers`, or glued to a short one's name, `-j8`; `_argparse_option`)."""
     return tuple(
-        tuple(pair for pair in pairs if pair[1] is None or pair[0] in flags or not _number(pair[1])) for pairs in given
+        tuple(pair for pair in pairs if pair[1] is None or not _number(pair[1]) or _names_one_of(pair[0], flags))
+        for pairs in given
     )
+
+
+def _names_one_of(flag: str, flags: frozenset) -> bool:
+    return flag in flags or flag[:2] in flags or any(name.startswith(flag) for name in flags if len(flag) > 2)
 
 
 def _cached_read(path: str, text: str, digest: bytes, given: tuple, modules: tuple, incoming: tuple) -> ScriptEvidence:
@@ -472,6 +478,23 @@ def _given_options(path: str, launches: list[list[str]]) -> tuple[tuple[tuple[st
     return tuple(given)
 
 
+def _argparse_option(flag: str, word: str | None, strings: set[str], abbrev: bool) -> tuple:
+    """(option string, value) of one launch's (flag, value) pair (`_given_options`) as argparse reads it against a
+    script's option strings: a short option's glued value (`-j8`: `-j`, '8'), a unique prefix of a long option where
+    the parser allows abbreviations (`--work 8` for `--workers`); the options an ambiguous one could be (a frozenset:
+    argparse refuses it, so none of theirs is known); else the pair as given."""
+    if flag in strings or not flag.startswith("-") or len(flag) < 3:
+        return flag, word
+    if flag[1] == "-":
+        matches = {s for s in strings if s.startswith(flag)} if abbrev else set()
+    else:  # `-j8`: `-j` with 8, or a prefix of a single-dash long option (`-wor` of `-workers`)
+        matches = {s for s in strings if s.startswith(flag)} | ({flag[:2]} & strings)
+    if len(matches) == 1:
+        (option,) = matches
+        return option, flag[2:] if option == flag[:2] else word
+    return (frozenset(matches), word) if matches else (flag, word)
+
+
 def _number(word: str) -> bool:
     try:
         float(word)
@@ -609,6 +632,7 @@ class _PythonFacts(ast.NodeVisitor):
         # (dest, names, default as written, default as argparse gives it, action, type: int, float or None)
         self.arguments: list[tuple[str, list[str], ast.AST | None, object, object, type | None]] = []
         self.switches: set[str] = set()  # dests of switches the command line can turn (`--amp`, store_true)
+        self.allow_abbrev = True  # argparse's default: a unique prefix of a long option is that option (`--work`)
         # argparse dest -> the value the job runs with, as every fact reads it: the one its launch lines give
         # (`--data-root s3://...`, `--workers 8`, `--pin-mem`), else the default; None where launches differ or it is
         # not known (`$DATA_ROOT`)
@@ -642,6 +666,8 @@ class _PythonFacts(ast.NodeVisitor):
         for node in ast.walk(tree):
             if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "add_argument":
                 self._argument(node)
+            elif isinstance(node, ast.Call) and dotted(node.func).endswith("ArgumentParser"):
+                self._parser(node)
             elif not self.parses:
                 continue
             elif isinstance(node, ast.Assign):
@@ -759,13 +785,25 @@ class _PythonFacts(ast.NodeVisitor):
         8`, `--workers=8`, `-j 8`, a store_true's flag being there), else its default; unknown where its launches
         differ. And the remote path its default names when that is the one in effect (a launch line's own
         `--data-root s3://...` is the shell script's fact)."""
+        strings = {"-h", "--help"}  # the option strings argparse knows, for `_argparse_option`
+        for _, names, _, _, action, _ in self.arguments:
+            strings.update(name for name in names if name.startswith("-"))
+            if action == "BooleanOptionalAction":
+                strings.update(f"--no-{name[2:]}" for name in names if name.startswith("--"))
+        given = [
+            [_argparse_option(flag, word, strings, self.allow_abbrev) for flag, word in pairs] for pairs in self.given
+        ]
         for dest, names, default, value, action, number in self.arguments:
             values = []
             if self.given and not any(name.startswith("-") for name in names):
                 values.append(None)  # a positional argument: which launch word it is, is not read here
-            for pairs in self.given or [()]:
+            for pairs in given or [()]:
                 held = value
                 for flag, word in pairs:
+                    if isinstance(flag, frozenset):  # an ambiguous abbreviation: argparse refuses the launch
+                        if flag & set(names):
+                            held = None
+                        continue
                     negated = action == "BooleanOptionalAction" and flag in {f"--no-{n[2:]}" for n in names}
                     if flag not in names and not negated:
                         continue
@@ -785,6 +823,12 @@ class _PythonFacts(ast.NodeVisitor):
             self.options.setdefault(dest, values[0] if same else None)
             if isinstance(default, ast.Constant) and isinstance(value, str) and same and values[0] == value:
                 self._remote_literal(default, role=dest)
+
+    def _parser(self, node: ast.Call) -> None:
+        """`argparse.ArgumentParser(allow_abbrev=False)`: the launch's long options are read whole only."""
+        for keyword in node.keywords:
+            if keyword.arg == "allow_abbrev" and isinstance(keyword.value, ast.Constant) and not keyword.value.value:
+                self.allow_abbrev = False
 
     def holds_options(self, node: ast.AST) -> bool:
         """Whether `node` holds the parsed command-line options, for every fact that reads an option: a name of

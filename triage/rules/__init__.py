@@ -98,6 +98,9 @@ from triage.rules.registry import RULES, THRESHOLDS, Finding, Status, TriageResu
 #      pass different values; a store_true passed is True; a precision switch of any name the launch passes
 #      (`autocast(enabled=args.use_amp)`, `--use-amp`) is mixed precision (it was fp32: the rule knows only
 #      --bf16/--fp16/--amp/--half on a launch line)
+#      also: a launch's option is read as argparse reads it: a short option's glued value (`-j8`) and a unique prefix
+#      of a long option (`--work 8` for `--workers`, unless the parser has `allow_abbrev=False`) are the option's
+#      (they were not read: the default's 0 workers); a prefix of two options, which argparse refuses, is unknown
 #      also: a remote URI given to an option of the job's submitted command (`python train.py --data s3://...`) is a
 #      remote_path fact of the job's command, quoted among the finding's code lines as a shell script's launch line is
 RULES_REVISION = 4
