@@ -116,8 +116,9 @@ def facts(job: Job, stretch: IdleStretch, threshold: float) -> dict:
     price = price_for(job.cluster, job.gpu_model)
     share = job.gpu_share or 1.0
     gpus = job.gpu_count * share
+    idle_gpu_hours = gpus * stretch.seconds / 3600
     per_hour = cost_of(gpus, price.price_per_gpu_hour) if price else None
-    so_far = cost_of(gpus * stretch.seconds / 3600, price.price_per_gpu_hour) if price else None
+    so_far = cost_of(idle_gpu_hours, price.price_per_gpu_hour) if price else None
     return {
         "job_id": job.pk,
         "external_id": job.external_id,
@@ -133,7 +134,7 @@ def facts(job: Job, stretch: IdleStretch, threshold: float) -> dict:
         "last_sample": stretch.until.isoformat(),
         "idle_minutes": stretch.minutes,
         "idle_hours": round(stretch.seconds / 3600, 3),
-        "idle_gpu_hours": round(gpus * stretch.seconds / 3600, 3),  # what `cost_so_far` prices
+        "idle_gpu_hours": round(idle_gpu_hours, 3),  # what `cost_so_far` prices
         "threshold": threshold,
         "cost_per_hour": None if per_hour is None else cents(per_hour),  # as the job page
         "cost_per_hour_decimal": None if per_hour is None else str(per_hour),
