@@ -465,13 +465,14 @@ def jobs_from_pods(
     ray_jobs: list[dict] | None = None,
     nodes: dict[str, dict] | None = None,
     nodes_file: bool = False,
+    nodes_partial: bool = False,
 ) -> PodJobs:
     """Finished jobs from pods (pods seen twice, e.g. on a repeated page, count once). `ray_jobs`: the
     RayJobs, when they could be listed (their status says when a RayJob ended); without them a RayJob is
     found from its submitter's pod. `nodes`: {node name: its labels}, when they could be listed (None: not
     read), whose GPU Feature Discovery labels say how many replicas a shared GPU's pod was one of; `nodes_file`:
     they are an archive's nodes file (a node missing is not in it), not the cluster's at the pull (no longer
-    listed)."""
+    listed); `nodes_partial`: the listing failed after these were read (a node missing was not read)."""
     groups: dict[str, tuple[dict | None, dict[str, dict]]] = {}
     result = PodJobs()
     mpi_jobs = _mpi_jobs(pods)
@@ -519,6 +520,7 @@ def jobs_from_pods(
                 ray_by_key.get(key),
                 nodes,
                 nodes_file,
+                nodes_partial,
             )
         except SHAPE_ERRORS as exc:
             result.errors.append(RecordError(source, shape_problem(f"the pods of job {key}", exc), job_id=key))
@@ -704,6 +706,7 @@ def _add_pod_job(
     ray: RayJobLink | None = None,
     nodes: dict[str, dict] | None = None,
     nodes_file: bool = False,
+    nodes_partial: bool = False,
 ) -> None:
     """The job of one group of pods, added to `result` (or counted as unfinished, or reported)."""
     group = sorted(members.values(), key=lambda p: str((p.get("metadata") or {}).get("name", "")))
@@ -741,7 +744,9 @@ def _add_pod_job(
         if model:  # said with the job's labels: dcgm-exporter's modelName, read later (`describe`), comes first
             job = replace(job, gpu_model=model)
             job.labels[GPU_MODEL_FROM] = f"label {GPU_PRODUCT_LABEL} of {', '.join(on)}"
-    share = gpu_share_of(group, shared_replicas, product=job.gpu_model, nodes=nodes, nodes_file=nodes_file)
+    share = gpu_share_of(
+        group, shared_replicas, product=job.gpu_model, nodes=nodes, nodes_file=nodes_file, nodes_partial=nodes_partial
+    )
     replicas = share.pop("replicas", None)
     if replicas:  # shown on the job page: where each replica's share came from
         job.labels["gpu_replicas"] = replicas
@@ -791,7 +796,12 @@ def node_gpu_model(pods: list[dict], nodes: dict[str, dict]) -> tuple[str, list[
 
 
 def gpu_share_of(
-    pods: list[dict], shared_replicas: int = 0, product: str = "", nodes: dict | None = None, nodes_file: bool = False
+    pods: list[dict],
+    shared_replicas: int = 0,
+    product: str = "",
+    nodes: dict | None = None,
+    nodes_file: bool = False,
+    nodes_partial: bool = False,
 ) -> dict:
     """The job's `gpu_share` (the share of a physical GPU each of its GPU devices is, averaged over
     its GPU pods' devices) and `gpu_unit` (what a device is called: "MIG 1g.10gb slice"; "" for
@@ -800,7 +810,8 @@ def gpu_share_of(
     label, `shared_gpu_replicas`, or unknown and counted whole). A pod asking only for `nvidia.com/gpu` on a
     node whose product label (its node's, else its node selector's, else `product`) says those are MIG slices
     or shared replicas (`product_resource`) holds such slices or replicas. `nodes`: {name: labels}, or None
-    when the nodes were not read; `nodes_file`: they are an archive's nodes file, not the cluster's at the pull."""
+    when the nodes were not read; `nodes_file`: they are an archive's nodes file, not the cluster's at the pull;
+    `nodes_partial`: the listing failed part way, so a node not among them was not read (not gone)."""
     devices = sum(pod_gpus(p) for p in pods)
     if not devices:
         return {}
@@ -813,7 +824,7 @@ def gpu_share_of(
         if replicas:
             key = (replicas, f"label {label}")
         else:
-            if nodes is None:
+            if nodes is None or (labels is None and nodes_partial):
                 why = "nodes not read"
             elif labels is None:
                 why = "node not in the archive's nodes file" if nodes_file else "node no longer listed"
@@ -1067,6 +1078,7 @@ class KubernetesConnector(BaseConnector):
         self.ray_refusal = ""  # the API server's refusal to list RayJobs (RBAC), reported once a pull
         self.node_refusal = ""  # the API server's refusal to list nodes (RBAC), reported once a pull
         self.node_failure = ""  # listing nodes failed otherwise (5xx, a timeout after retries): reported once a pull
+        self.nodes_partial = False  # it failed after some pages were read: those nodes are kept
         self.pod_errors: list[RecordError] = []  # the pods of the last listing skipped for their shape (`pod_problem`)
 
     @property
@@ -1236,10 +1248,13 @@ class KubernetesConnector(BaseConnector):
         cannot list them; said once a pull where a job's replicas needed them). None too when the listing fails
         otherwise (a 5xx or a timeout once the HTTP client's retries are used up, a 410 that never ends, an answer
         that is no NodeList): the nodes are an optional lookup, so the pull falls back as for a 403 and says so once,
-        rather than losing every job of the pull (a failure listing the pods still fails it). A node's labels are
-        as they are at the pull: a node relabelled since its pod ran is read as it is now, and one scaled away is
-        not listed."""
+        rather than losing every job of the pull (a failure listing the pods still fails it). When a later page fails,
+        the pages read are kept (`nodes_partial`): their pods take their nodes' labels, and pods on nodes not read say
+        'nodes not read' (not 'no longer listed'); the failure is said once, as for one on the first page. A
+        node's labels are as they are at the pull: a node relabelled since its pod ran is read as it is now, and
+        one scaled away is not listed."""
         self.node_refusal = self.node_failure = ""
+        self.nodes_partial = False
         if not any(pod_gpus(p) for p in pods):
             return None
         path = NODES_PATH
@@ -1251,15 +1266,23 @@ class KubernetesConnector(BaseConnector):
                 nodes.update(found)
                 self.pod_errors.extend(problems)  # reported with the pods skipped, as the RayJobs' are
         except HttpStatusError as exc:
-            if exc.status == 403:
+            if exc.status == 403 and not nodes:
                 self.node_refusal = str(exc)
-            elif exc.status != 404:
+            elif exc.status != 404 or nodes:  # a later page refused or gone is a failure part way
                 self.node_failure = str(exc)
-            return None
+            return self._nodes_so_far(nodes)
         except (TransientError, BadData) as exc:
             logger.warning("%s: listing nodes failed: %s", self.settings.name, exc)
             self.node_failure = str(exc)
+            return self._nodes_so_far(nodes)
+        return nodes
+
+    def _nodes_so_far(self, nodes: dict[str, dict]) -> dict[str, dict] | None:
+        """The nodes of the pages read before a later page failed (kept: their pods take their replicas and
+        model from them; a node not among them was not read, `nodes_partial`), or None when none were."""
+        if not nodes:
             return None
+        self.nodes_partial = True
         return nodes
 
     def list_jobs(self, watermark: str, until: datetime) -> Iterator[Batch]:
@@ -1280,6 +1303,7 @@ class KubernetesConnector(BaseConnector):
             shared_replicas=self.shared_replicas,
             ray_jobs=ray_jobs,
             nodes=nodes,
+            nodes_partial=self.nodes_partial,
         )
         parsed.errors[:0] = self.pod_errors
         if self.ray_refusal:  # once a pull: RayJobs still found from their submitters, without their status
@@ -1302,11 +1326,20 @@ class KubernetesConnector(BaseConnector):
             )
             parsed.errors.append(RecordError(self.settings.name, message[:2000]))
         if self.node_failure and needed:
-            message = (
-                f"nodes: listing nodes failed, so shared GPUs' replicas could not be read from their nodes' "
-                f"nvidia.com/gpu.replicas labels and {fallback}; the jobs are stored so (pull their window again to "
-                f"read them from the nodes). {self.node_failure}"
-            )
+            if self.nodes_partial:  # the pages read before the failure are kept
+                count = len(nodes or {})
+                message = (
+                    f"nodes: listing nodes failed after {count} node{'s were' if count != 1 else ' was'} read, so "
+                    f"shared GPUs' replicas on the nodes not read could not be read from their "
+                    f"nvidia.com/gpu.replicas labels and {fallback} ('nodes not read'); the jobs are stored so (pull "
+                    f"their window again to read them from the nodes). {self.node_failure}"
+                )
+            else:
+                message = (
+                    f"nodes: listing nodes failed, so shared GPUs' replicas could not be read from their nodes' "
+                    f"nvidia.com/gpu.replicas labels and {fallback}; the jobs are stored so (pull their window again "
+                    f"to read them from the nodes). {self.node_failure}"
+                )
             parsed.errors.append(RecordError(self.settings.name, message[:2000]))
         jobs = [j for j in parsed.jobs if j.end_time.timestamp() <= cutoff and (since is None or j.end_time > since)]
         jobs.sort(key=lambda j: (j.end_time, j.external_id))
