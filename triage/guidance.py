@@ -388,7 +388,6 @@ GUIDES: dict[Category, dict] = {
 }
 
 
-# A category's own page has no job to fill its snippets in; they are filled in for this one.
 # How a fix's sub-cause is named in its heading, where its key is not plain words: an identifier a user
 # searches for or pastes stays as code (backticked, as the guidance writes code), a product as it is spelled.
 # Any other key is written in words ("unbucketed_allreduce_over_sockets" -> "Unbucketed allreduce over sockets").
@@ -402,6 +401,7 @@ SUB_CAUSE_NAMES = {
     "sdk": "SDK",
 }
 
+# A category's own page has no job to fill its snippets in; they are filled in for this one.
 EXAMPLE_JOB = {"gpu_count": 8, "node_count": 1, "cpu_count": 64}
 EXAMPLE_NUMBERS = {"num_workers": 2, "batch_size": 32, "peak_gpu_mem_pct": 20.0, "idle_gpus": 7}
 EXAMPLE_TEXT = (
