@@ -537,6 +537,34 @@ def test_a_browser_without_details_content_still_shows_the_menu_as_a_bar_on_a_wi
         assert not phone["open"] and phone["summary"] == "Menu · Jobs" and phone["links"] == [], phone
 
 
+def top_causes_layouts(browser, live_server, operator, name, *, job_hours, job_cost, finding_hours, finding_cost):  # noqa: F811
+    """The overview's Top causes at 1280 px and on a phone (`table_layouts`), for four causes in the week of
+    10 November, one job each of `job_hours` GPU-hours (two thirds unused) costing `job_cost`, the n-th
+    cause's finding n times `finding_hours` and `finding_cost`."""
+    from tests.factories import JobFactory
+    from tests.test_accessibility import open_as, table_layouts
+    from tests.test_jobs_page import triaged
+    from triage.taxonomy import Category
+
+    causes = (Category.HOST_GPU_TRANSFER, Category.DATA_EXCHANGE, Category.GPU_OVERSUBSCRIPTION, Category.API_MISUSE)
+    for number, category in enumerate(causes):
+        job = JobFactory(
+            start_time=datetime(2026, 11, 10, 9 + number, tzinfo=UTC),
+            gpu_hours=job_hours,
+            unused_gpu_hours=job_hours * 2 / 3,
+            cost=job_cost,
+        )
+        triaged(job, "classified", category)
+        Finding.objects.filter(job=job).update(gpu_hours=finding_hours * (number + 1), cost=finding_cost * (number + 1))
+    open_as(browser, live_server.url, operator)
+    return table_layouts(
+        browser,
+        f"{live_server.url}/overview/?from=2026-11-09&to=2026-11-15",
+        name,
+        table="#top-causes table.data",
+    )
+
+
 @pytest.mark.django_db(transaction=True)
 def test_the_overviews_top_causes_read_whole_at_1280_px_and_on_a_phone(browser, live_server, operator):  # noqa: F811
     """390 px wide, the overview's Top causes scrolled sideways in its box by about 29 px: the cost of each
@@ -546,28 +574,15 @@ def test_the_overviews_top_causes_read_whole_at_1280_px_and_on_a_phone(browser, 
     figures: hundreds of GPU-hours and of dollars a cause in a week.)"""
     from decimal import Decimal
 
-    from tests.factories import JobFactory
-    from tests.test_accessibility import open_as, table_layouts
-    from tests.test_jobs_page import triaged
-    from triage.taxonomy import Category
-
-    for number, category in enumerate(
-        (Category.HOST_GPU_TRANSFER, Category.DATA_EXCHANGE, Category.GPU_OVERSUBSCRIPTION, Category.API_MISUSE)
-    ):
-        job = JobFactory(
-            start_time=datetime(2026, 11, 10, 9 + number, tzinfo=UTC),
-            gpu_hours=900.0,
-            unused_gpu_hours=600.0,
-            cost=Decimal("2400.00"),
-        )
-        triaged(job, "classified", category)
-        Finding.objects.filter(job=job).update(gpu_hours=121.7 * (number + 1), cost=Decimal("212.35") * (number + 1))
-    open_as(browser, live_server.url, operator)
-    wide, phone = table_layouts(
+    wide, phone = top_causes_layouts(
         browser,
-        f"{live_server.url}/overview/?from=2026-11-09&to=2026-11-15",
+        live_server,
+        operator,
         "overview-causes",
-        table="#top-causes table.data",
+        job_hours=900.0,
+        job_cost=Decimal("2400.00"),
+        finding_hours=121.7,
+        finding_cost=Decimal("212.35"),
     )
     for layout in (wide, phone):
         assert not layout["scrolls"] and layout["cellsOut"] == [], layout
@@ -585,27 +600,15 @@ def test_a_big_fleets_top_causes_fit_the_overview_at_1280_px(browser, live_serve
     box, each cost cut at its edge. The chart gives it more room (3:2), and the figures fit."""
     from decimal import Decimal
 
-    from tests.factories import JobFactory
-    from tests.test_accessibility import open_as, table_layouts
-    from tests.test_jobs_page import triaged
-    from triage.taxonomy import Category
-
-    causes = (Category.HOST_GPU_TRANSFER, Category.DATA_EXCHANGE, Category.GPU_OVERSUBSCRIPTION, Category.API_MISUSE)
-    for number, category in enumerate(causes):
-        job = JobFactory(
-            start_time=datetime(2026, 11, 10, 9 + number, tzinfo=UTC),
-            gpu_hours=9000.0,
-            unused_gpu_hours=6000.0,
-            cost=Decimal("24000.00"),
-        )
-        triaged(job, "classified", category)
-        Finding.objects.filter(job=job).update(gpu_hours=1234.5 * (number + 1), cost=Decimal("12345.67") * (number + 1))
-    open_as(browser, live_server.url, operator)
-    wide, phone = table_layouts(
+    wide, phone = top_causes_layouts(
         browser,
-        f"{live_server.url}/overview/?from=2026-11-09&to=2026-11-15",
+        live_server,
+        operator,
         "overview-causes-big",
-        table="#top-causes table.data",
+        job_hours=9000.0,
+        job_cost=Decimal("24000.00"),
+        finding_hours=1234.5,
+        finding_cost=Decimal("12345.67"),
     )
     for layout in (wide, phone):
         assert not layout["scrolls"] and layout["cellsOut"] == [], layout
