@@ -12,7 +12,7 @@ def quoted(value, limit: int = EXCERPT_CHARS) -> str:
     text = str(value)
     if len(text) <= limit:
         return f"'{text}'"
-    return f"'{text[:limit]}…' ({len(text):,} characters)"
+    return f"'{shortened(text, limit)}' ({len(text):,} characters)"
 
 
 def shortened(text: str, limit: int = EXCERPT_CHARS) -> str:
