@@ -150,3 +150,35 @@ def test_a_distributed_launch_in_the_jobs_submitted_command_is_one(command):
     _, result = run(120, frame, gpu_count=8, command=command)
     (finding,) = [f for f in result.findings if f.category == Category.GPU_OVERSUBSCRIPTION]
     assert finding.sub_cause == "uneven_use" and [(c.path, c.line) for c in finding.code] == [("job command", 1)]
+
+
+@pytest.mark.parametrize(
+    ("launch", "processes", "sub_cause"),
+    [
+        ("mpirun -np 1 python train.py", 1, "unused_gpus"),
+        ("mpirun -n 1 --bind-to none python train.py", 1, "unused_gpus"),
+        ("horovodrun -np 1 -H localhost:1 python train.py", 1, "unused_gpus"),
+        ("torchrun --nproc_per_node=1 train.py", 1, "unused_gpus"),
+        ("torchrun --nproc-per-node 1 --nnodes 1 train.py", 1, "unused_gpus"),
+        ("python -m torch.distributed.launch --nproc_per_node 1 train.py", 1, "unused_gpus"),
+        ("mpirun -np 8 python train.py", 8, "uneven_use"),
+        ("torchrun --nproc_per_node=1 --nnodes=2 train.py", 2, "uneven_use"),  # one a node, on two nodes
+        ("torchrun --nproc_per_node=4 --nnodes=2 train.py", 8, "uneven_use"),
+        ("torchrun --nproc_per_node=$GPUS train.py", None, "uneven_use"),  # not known: a launcher's
+        ("mpirun python train.py", None, "uneven_use"),
+    ],
+)
+def test_a_launcher_starting_one_process_is_no_distributed_launch(launch, processes, sub_cause):
+    # `mpirun -np 1` (and `torchrun --nproc_per_node=1`) start one training process, yet counted as a distributed
+    # launch: a job of eight GPUs so launched, seven of them idle, was "uneven use" of GPUs its processes share,
+    # not GPUs nothing runs on.
+    script = f"#!/bin/bash\n{launch}\n"
+    (launched,) = extract_script_evidence([("run.sh", script)]).of("shell_launch")
+    assert launched.detail.get("processes") == processes
+    frame = series(120, lambda t, g: 60 if g == 0 else 0, gpus=8, mem=lambda t, g: 0.4 if g == 0 else 0.0)
+    _, result = run(120, frame, gpu_count=8, scripts=[("run.sh", script)])
+    (finding,) = [f for f in result.findings if f.category == Category.GPU_OVERSUBSCRIPTION]
+    assert finding.sub_cause == sub_cause
+    _, result = run(120, frame, gpu_count=8, command=launch)  # the job's submitted command alike
+    (finding,) = [f for f in result.findings if f.category == Category.GPU_OVERSUBSCRIPTION]
+    assert finding.sub_cause == sub_cause

@@ -205,6 +205,12 @@ class EvidenceCodeSerializer(serializers.Serializer):
         help_text="shell_launch and command_launch: the program launched (torchrun for `python -m "
         "torch.distributed.run` too, python).",
     )
+    processes = serializers.IntegerField(
+        required=False,
+        help_text="shell_launch and command_launch: the processes a distributed launcher starts, where its options "
+        "give them as numbers (`mpirun -np 1`: 1, `torchrun --nproc_per_node=4 --nnodes=2`: 8); one is no "
+        "distributed launch.",
+    )
     after_launch = serializers.BooleanField(
         required=False, help_text="shell_sleep: after the script launched training."
     )

@@ -1633,6 +1633,37 @@ def _program(argv: list[str]) -> tuple[str, list[str]]:
     return program, rest
 
 
+# A launcher's options that give how many processes it starts: in all (mpirun's and horovodrun's `-np 8`), or on
+# each node (torchrun's `--nproc_per_node 8`, times its `--nnodes`).
+_PROCESS_FLAGS = {
+    "mpirun": ("-np", "-n", "--np", "--n", "-c"),
+    "horovodrun": ("-np", "--num-proc"),
+    "torchrun": ("--nproc_per_node", "--nproc-per-node"),
+}
+
+
+def _launch_processes(argv: list[str]) -> int | None:
+    """How many training processes a distributed launch starts, where its options say so as numbers (`mpirun -np
+    1`, `torchrun --nproc_per_node=4 --nnodes=2`: 8); None where not (a default, `$GPUS`, `auto`, `--nnodes 1:4`).
+    Read up to the script or program it runs (whose own `-n` is not the launcher's)."""
+    program, words = _program(argv)
+    if program not in _PROCESS_FLAGS:
+        return None
+    given: dict[str, str] = {}
+    for index, word in enumerate(words):
+        if word.endswith(".py") or word == "-m" or word.rsplit("/", 1)[-1].startswith("python"):
+            break
+        flag, eq, value = word.partition("=")
+        if not eq:
+            value = words[index + 1] if index + 1 < len(words) else ""
+        given.setdefault(flag, value)
+    count = next((given[flag] for flag in _PROCESS_FLAGS[program] if flag in given), "")
+    nodes = given.get("--nnodes", "1") if program == "torchrun" else "1"
+    if not count.isdigit() or not nodes.isdigit():
+        return None
+    return int(count) * int(nodes)
+
+
 def _command_kind(argv: list[str]) -> str:
     """What one shell command does, from its words: install, download, upload, sleep, launch, interactive, ''."""
     program, rest = _program(argv)
@@ -1779,9 +1810,10 @@ def _shell_facts(path: str, text: str, evidence: ScriptEvidence) -> None:
             elif kind in ("launch", "python"):
                 launched = True
                 launcher = _program(argv)[0]  # torchrun of `NCCL_DEBUG=INFO /opt/conda/bin/torchrun ...`
-                evidence.facts.append(
-                    CodeFact("shell_launch", path, number, stripped, {**detail, "launcher": launcher})
-                )
+                launch = {**detail, "launcher": launcher}
+                if (processes := _launch_processes(argv)) is not None:
+                    launch["processes"] = processes  # `mpirun -np 1`: one process, no distributed launch
+                evidence.facts.append(CodeFact("shell_launch", path, number, stripped, launch))
                 if precision := _shell_precision(argv):
                     evidence.facts.append(
                         CodeFact("mixed_precision", path, number, stripped, {"call": argv[0], "dtype": precision})
@@ -1822,6 +1854,8 @@ def command_code_facts(command: str) -> list[CodeFact]:
         if _command_kind(argv) not in ("launch", "python"):
             continue
         launch = {"argv": argv[:12], "launcher": _program(argv)[0]}
+        if (processes := _launch_processes(argv)) is not None:
+            launch["processes"] = processes
         facts.append(CodeFact("command_launch", JOB_COMMAND, 1, shown, launch))
         if precision := _shell_precision(argv):
             facts.append(CodeFact("mixed_precision", JOB_COMMAND, 1, shown, {"call": argv[0], "dtype": precision}))

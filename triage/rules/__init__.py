@@ -101,6 +101,9 @@ from triage.rules.registry import RULES, THRESHOLDS, Finding, Status, TriageResu
 #      also: a launch's option is read as argparse reads it: a short option's glued value (`-j8`) and a unique prefix
 #      of a long option (`--work 8` for `--workers`, unless the parser has `allow_abbrev=False`) are the option's
 #      (they were not read: the default's 0 workers); a prefix of two options, which argparse refuses, is unknown
+#      also: a launcher that starts one process is no distributed launch (`mpirun -np 1` / `-n 1`, `horovodrun -np 1`,
+#      `torchrun --nproc_per_node=1` on one node: a multi-GPU job so launched with GPUs idle was uneven use, now unused
+#      GPUs); a launch fact's `processes` is the count its options give as numbers (`--nproc_per_node=4 --nnodes=2`: 8)
 #      also: a remote URI given to an option of the job's submitted command (`python train.py --data s3://...`) is a
 #      remote_path fact of the job's command, quoted among the finding's code lines as a shell script's launch line is
 RULES_REVISION = 4

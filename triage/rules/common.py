@@ -17,8 +17,13 @@ _SHORT_STALLS_MATCHED = 0.5
 
 def distributed_launches(ev: Evidence) -> list[CodeFact]:
     """The job's launch lines (its scripts' and its submitted command) that start a distributed launcher
-    (torchrun, deepspeed, accelerate, horovodrun, mpirun): one training process per GPU."""
-    return [f for f in ev.scripts.of("shell_launch", "command_launch") if f.detail.get("launcher") in LAUNCHERS]
+    (torchrun, deepspeed, accelerate, horovodrun, mpirun): one training process per GPU. Not one that starts a
+    single process (`mpirun -np 1`, `torchrun --nproc_per_node=1`: its `processes`)."""
+    return [
+        f
+        for f in ev.scripts.of("shell_launch", "command_launch")
+        if f.detail.get("launcher") in LAUNCHERS and f.detail.get("processes") != 1
+    ]
 
 
 def quoted_once(facts: list[CodeFact]) -> list[CodeFact]:
