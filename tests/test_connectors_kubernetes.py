@@ -1159,11 +1159,16 @@ def test_a_pod_without_a_node_selector_takes_its_gpu_model_from_its_nodes_label(
         "pinned": ("NVIDIA Tesla T4", Decimal("0.35")),
     }
     client.force_login(operator)
-    assert "2 × Tesla-T4 on 1 node" in client.get(f"/jobs/{jobs['t4'].pk}/").content.decode()
+    # The job page says where a model taken from a node came from, as Replicas per GPU says where a share did.
+    page = client.get(f"/jobs/{jobs['t4'].pk}/").content.decode()
     assert (
-        "1 shared GPU replica of NVIDIA-L4-SHARED on 1 node"
-        in client.get(f"/jobs/{jobs['nb-l4'].pk}/").content.decode()
+        '2 × Tesla-T4 on 1 node <span class="muted">(model from label nvidia.com/gpu.product of old-0)</span>' in page
     )
+    page = client.get(f"/jobs/{jobs['nb-l4'].pk}/").content.decode()
+    assert "1 shared GPU replica of NVIDIA-L4-SHARED on 1 node" in page
+    assert "(model from label nvidia.com/gpu.product of l4-0)" in page
+    page = client.get(f"/jobs/{jobs['pinned'].pk}/").content.decode()  # its selector's: no note
+    assert "1 × NVIDIA Tesla T4 on 1 node</dd>" in page
     assert "1 × unknown model on 1 node" in client.get(f"/jobs/{jobs['gone'].pk}/").content.decode()
 
 
