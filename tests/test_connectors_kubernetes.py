@@ -1384,36 +1384,41 @@ def test_nodes_read_before_a_later_page_fails_are_kept():
     """A later page of the nodes failing (a 500 after the HTTP client's retries) threw away the pages already read:
     every shared GPU's pod said 'nodes not read'. The nodes read are kept (their pods take their replicas and GPU
     model from them); pods on nodes not read say 'nodes not read', not 'node no longer listed'; the failure is the
-    pull's error once, as for a listing that failed outright."""
+    pull's error once, as for a listing that failed outright. A later page answered 404 (which on the first page
+    means no nodes API, said nothing) is such a failure too: the listing was cut short."""
+    for code, said_ in ((500, "answered HTTP 500"), (404, "404")):
+        Job.objects.all().delete()
+        Connector.objects.all().delete()
 
-    def later_page_fails(path, query):
-        if query.get("continue"):
-            return 500, {"kind": "Status", "code": 500, "message": "etcdserver: request timed out"}, {}
-        rest = len(POOLS) > 2
-        return 200, {"kind": "NodeList", "apiVersion": "v1", "metadata": {"continue": "2" if rest else ""},
-                     "items": POOLS[:2]}, {}  # fmt: skip
+        def later_page_fails(path, query, code=code):
+            if query.get("continue"):
+                return code, {"kind": "Status", "code": code, "message": "etcdserver: request timed out"}, {}
+            return 200, {"kind": "NodeList", "apiVersion": "v1", "metadata": {"continue": "2"},
+                         "items": POOLS[:2]}, {}  # fmt: skip
 
-    with FakePlatform() as server:
-        serve(server, pooled_pods())
-        server.route("/api/v1/nodes", later_page_fails)
-        result = pull(server, options={"fetch_logs": False, "shared_gpu_replicas": 8, "page_size": 2})
-    assert result.status == "partial", (result.status, result.errors)
-    jobs = {j.name: j for j in Job.objects.all()}
-    assert sorted(jobs) == ["nb-a", "nb-a2", "nb-gone", "nb-l4", "nb-old", "train"]
-    # a100-0 and a100-1 were on the first page: their pods' replicas and model come from them.
-    assert jobs["nb-a"].gpu_share == 0.25
-    assert jobs["nb-a"].labels["gpu_replicas"] == ["4 on a100-0 (label nvidia.com/gpu.replicas)"]
-    assert jobs["nb-a2"].gpu_model == "NVIDIA-A100-SXM4-80GB"
-    # old-0 and scaled-away-0 were not read: not said to be gone.
-    assert jobs["nb-old"].gpu_share == 0.125
-    assert jobs["nb-old"].labels["gpu_replicas"] == ["8 on old-0 (the connector's shared_gpu_replicas: nodes not read)"]
-    assert jobs["nb-gone"].labels["gpu_replicas"] == [
-        "8 on scaled-away-0 (the connector's shared_gpu_replicas: nodes not read)"
-    ]
-    (error,) = result.errors
-    assert error["message"].startswith("nodes: listing nodes failed after 2 nodes were read")
-    assert "they are counted by shared_gpu_replicas (8)" in error["message"]
-    assert "answered HTTP 500" in error["message"]
+        with FakePlatform() as server:
+            serve(server, pooled_pods())
+            server.route("/api/v1/nodes", later_page_fails)
+            result = pull(server, options={"fetch_logs": False, "shared_gpu_replicas": 8, "page_size": 2})
+        assert result.status == "partial", (code, result.status, result.errors)
+        jobs = {j.name: j for j in Job.objects.all()}
+        assert sorted(jobs) == ["nb-a", "nb-a2", "nb-gone", "nb-l4", "nb-old", "train"]
+        # a100-0 and a100-1 were on the first page: their pods' replicas and model come from them.
+        assert jobs["nb-a"].gpu_share == 0.25
+        assert jobs["nb-a"].labels["gpu_replicas"] == ["4 on a100-0 (label nvidia.com/gpu.replicas)"]
+        assert jobs["nb-a2"].gpu_model == "NVIDIA-A100-SXM4-80GB"
+        # old-0 and scaled-away-0 were not read: not said to be gone.
+        assert jobs["nb-old"].gpu_share == 0.125
+        assert jobs["nb-old"].labels["gpu_replicas"] == [
+            "8 on old-0 (the connector's shared_gpu_replicas: nodes not read)"
+        ]
+        assert jobs["nb-gone"].labels["gpu_replicas"] == [
+            "8 on scaled-away-0 (the connector's shared_gpu_replicas: nodes not read)"
+        ]
+        (error,) = result.errors
+        assert error["message"].startswith("nodes: listing nodes failed after 2 nodes were read"), error
+        assert "they are counted by shared_gpu_replicas (8)" in error["message"]
+        assert said_ in error["message"], error
 
 
 def test_check_connection_says_a_pull_falls_back_when_nodes_fail(client, operator):
