@@ -1285,6 +1285,39 @@ class KubernetesConnector(BaseConnector):
         self.nodes_partial = True
         return nodes
 
+    def _node_error(self, nodes: dict[str, dict] | None) -> str:
+        """What the pull says of the nodes `list_nodes` could not read (refused, or failed on the first page or
+        part way), and how the replicas were counted instead; "" when they were read."""
+        fallback = (
+            f"they are counted by shared_gpu_replicas ({self.shared_replicas})"
+            if self.shared_replicas
+            else "with no shared_gpu_replicas they are counted whole"
+        )
+        if self.node_refusal:
+            return (
+                f"nodes: listing nodes is not allowed (grant the ServiceAccount list on nodes, in a ClusterRole: nodes "
+                f"are cluster-scoped); shared GPUs' replicas could not be read from their nodes' "
+                f"nvidia.com/gpu.replicas labels, so {fallback}. {self.node_refusal}"
+            )
+        if not self.node_failure:
+            return ""
+        if self.nodes_partial:  # the pages read before the failure are kept
+            count = len(nodes or {})
+            failed = (
+                f"listing nodes failed after {count} node{'s were' if count != 1 else ' was'} read, so shared GPUs' "
+                f"replicas on the nodes not read could not be read from their nvidia.com/gpu.replicas labels and "
+                f"{fallback} ('nodes not read')"
+            )
+        else:
+            failed = (
+                f"listing nodes failed, so shared GPUs' replicas could not be read from their nodes' "
+                f"nvidia.com/gpu.replicas labels and {fallback}"
+            )
+        return (
+            f"nodes: {failed}; the jobs are stored so (pull their window again to read them from the nodes). "
+            f"{self.node_failure}"
+        )
+
     def list_jobs(self, watermark: str, until: datetime) -> Iterator[Batch]:
         since = parse_time_watermark(watermark)
         cutoff = until.timestamp() - self.settle_s
@@ -1312,35 +1345,10 @@ class KubernetesConnector(BaseConnector):
                 f"RayJobs are found from their submitter pods only. {self.ray_refusal}"
             )
             parsed.errors.append(RecordError(self.settings.name, message[:2000]))
-        fallback = (
-            f"they are counted by shared_gpu_replicas ({self.shared_replicas})"
-            if self.shared_replicas
-            else "with no shared_gpu_replicas they are counted whole"
-        )
-        needed = any("gpu_replicas" in job.labels for job in parsed.jobs)  # a fleet without shared GPUs is not told
-        if self.node_refusal and needed:
-            message = (
-                f"nodes: listing nodes is not allowed (grant the ServiceAccount list on nodes, in a ClusterRole: nodes "
-                f"are cluster-scoped); shared GPUs' replicas could not be read from their nodes' "
-                f"nvidia.com/gpu.replicas labels, so {fallback}. {self.node_refusal}"
-            )
-            parsed.errors.append(RecordError(self.settings.name, message[:2000]))
-        if self.node_failure and needed:
-            if self.nodes_partial:  # the pages read before the failure are kept
-                count = len(nodes or {})
-                message = (
-                    f"nodes: listing nodes failed after {count} node{'s were' if count != 1 else ' was'} read, so "
-                    f"shared GPUs' replicas on the nodes not read could not be read from their "
-                    f"nvidia.com/gpu.replicas labels and {fallback} ('nodes not read'); the jobs are stored so (pull "
-                    f"their window again to read them from the nodes). {self.node_failure}"
-                )
-            else:
-                message = (
-                    f"nodes: listing nodes failed, so shared GPUs' replicas could not be read from their nodes' "
-                    f"nvidia.com/gpu.replicas labels and {fallback}; the jobs are stored so (pull their window again "
-                    f"to read them from the nodes). {self.node_failure}"
-                )
-            parsed.errors.append(RecordError(self.settings.name, message[:2000]))
+        # Once a pull, and only where a job's replicas needed the nodes: a fleet without shared GPUs is not told.
+        node_error = self._node_error(nodes) if any("gpu_replicas" in job.labels for job in parsed.jobs) else ""
+        if node_error:
+            parsed.errors.append(RecordError(self.settings.name, node_error[:2000]))
         jobs = [j for j in parsed.jobs if j.end_time.timestamp() <= cutoff and (since is None or j.end_time > since)]
         jobs.sort(key=lambda j: (j.end_time, j.external_id))
         # One batch per distinct end time, so the watermark (the last stored end) never splits a tie.
