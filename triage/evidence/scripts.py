@@ -1584,6 +1584,19 @@ def _launch_settings(argv: list[str]) -> list[tuple[str, dict]]:
     return found
 
 
+def _launcher_options(words: list[str]) -> dict[str, str]:
+    """A launcher's own options, {flag: value} (`--zero_stage 3`, `-np=1`; a switch takes the word after it, which
+    does no harm: only the flags asked for are read), each as first given, up to the script or program it runs
+    (`train.py`, `-m module`, `python ...`): what follows is that program's own arguments."""
+    given: dict[str, str] = {}
+    for index, word in enumerate(words):
+        if word.endswith(".py") or word == "-m" or word.rsplit("/", 1)[-1].startswith("python"):
+            break
+        flag, eq, value = word.partition("=")
+        given.setdefault(flag, value if eq else (words[index + 1] if index + 1 < len(words) else ""))
+    return given
+
+
 def _accelerate_zero_flags(argv: list[str]) -> dict | None:
     """`accelerate launch --use_deepspeed --zero_stage 3 --offload_optimizer_device cpu` as a zero_config fact's
     detail (as an Accelerate config's `deepspeed_config:` gives it); None for other launches, and for one that hands
@@ -1591,13 +1604,7 @@ def _accelerate_zero_flags(argv: list[str]) -> dict | None:
     program, argv = _program(argv)  # `srun accelerate launch ...`, `python -m accelerate.commands.launch ...` too
     if program != "accelerate":
         return None
-    flags = {}
-    for index, word in enumerate(argv):
-        if word.endswith(".py") or word == "-m":  # the script: what follows is its own arguments
-            break
-        flag, eq, value = word.partition("=")
-        if flag.startswith("--"):
-            flags[flag[2:].replace("-", "_")] = value if eq else (argv[index + 1] if index + 1 < len(argv) else "")
+    flags = {flag[2:].replace("-", "_"): value for flag, value in _launcher_options(argv).items() if flag[:2] == "--"}
     stage = flags.get("zero_stage", "")
     if "deepspeed_config_file" in flags or not stage.isdigit():
         return None
@@ -1649,14 +1656,7 @@ def _launch_processes(argv: list[str]) -> int | None:
     program, words = _program(argv)
     if program not in _PROCESS_FLAGS:
         return None
-    given: dict[str, str] = {}
-    for index, word in enumerate(words):
-        if word.endswith(".py") or word == "-m" or word.rsplit("/", 1)[-1].startswith("python"):
-            break
-        flag, eq, value = word.partition("=")
-        if not eq:
-            value = words[index + 1] if index + 1 < len(words) else ""
-        given.setdefault(flag, value)
+    given = _launcher_options(words)
     count = next((given[flag] for flag in _PROCESS_FLAGS[program] if flag in given), "")
     nodes = given.get("--nnodes", "1") if program == "torchrun" else "1"
     if not count.isdigit() or not nodes.isdigit():
