@@ -314,7 +314,7 @@ def test_a_deletions_page_is_for_operators_only(client, operator, member_a, impo
 def test_a_teams_deletion_page_follows_the_worker_and_says_how_it_ended(browser, live_server, operator, queued):  # noqa: F811
     """The page of a team's deletion under way shows its progress (WCAG at any width), and once the worker
     is done comes back saying what went, the focus on its heading."""
-    from selenium.common.exceptions import StaleElementReferenceException
+    from selenium.common.exceptions import StaleElementReferenceException, WebDriverException
     from selenium.webdriver.support.wait import WebDriverWait
 
     from fleet import lifecycle
@@ -332,7 +332,8 @@ def test_a_teams_deletion_page_follows_the_worker_and_says_how_it_ended(browser,
     assert violations(browser) == [] and narrow_window_problems(browser) == []
 
     delete_jobs_task.apply(args=[deletion.pk])  # the worker
-    until = WebDriverWait(browser, 10, ignored_exceptions=(StaleElementReferenceException,)).until
+    # The page reloads when done: stale (or, caught mid-swap, Chromium's node-not-in-document error), read again.
+    until = WebDriverWait(browser, 10, ignored_exceptions=(StaleElementReferenceException, WebDriverException)).until
     until(lambda b: b.find_element("id", "deletion-status").text == "Deleted")
     said = browser.find_element("id", "deletion-said").text
     assert said == "Team Vision deleted, with its 3 jobs, its memberships and its digests."

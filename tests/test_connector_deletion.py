@@ -377,7 +377,7 @@ def test_the_deletion_page_follows_the_worker_and_says_when_it_is_done(browser, 
     """The page of a deletion under way shows its progress (WCAG at any width), updates it as the worker
     deletes batches, and once done comes back saying so, the focus on its heading."""
     from celery.result import AsyncResult
-    from selenium.common.exceptions import StaleElementReferenceException
+    from selenium.common.exceptions import StaleElementReferenceException, WebDriverException
     from selenium.webdriver.support.wait import WebDriverWait
 
     from fleet import tasking
@@ -399,7 +399,9 @@ def test_the_deletion_page_follows_the_worker_and_says_when_it_is_done(browser, 
     lifecycle.delete_jobs(Job.objects.filter(pk__in=list(sync.jobs_of(api).values_list("pk", flat=True)[:2])))
     ConnectorDeletion.objects.filter(pk=deletion.pk).update(status="running", jobs_deleted=2)  # as a batch does
     # The page comes back (reloads) when the deletion ends: an element read as it does is stale, not wrong.
-    until = WebDriverWait(browser, 10, ignored_exceptions=(StaleElementReferenceException,)).until
+    # Chromium says so as a StaleElementReferenceException or, caught mid-swap, as an "unknown error" that
+    # the node "does not belong to the document": both are read again.
+    until = WebDriverWait(browser, 10, ignored_exceptions=(StaleElementReferenceException, WebDriverException)).until
     until(lambda b: b.find_element("id", "deletion-count").text == "2 of 3 jobs deleted")
     assert browser.find_element("id", "deletion-status").text == "Deleting"
 
