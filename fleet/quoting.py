@@ -19,3 +19,10 @@ def shortened(text: str, limit: int = EXCERPT_CHARS) -> str:
     """`text` whole up to `limit` characters, else its first `limit` and an ellipsis: for a name sent
     that an answer uses as a key (a query parameter's), where a quote and a length would not do."""
     return text if len(text) <= limit else f"{text[:limit]}…"
+
+
+def named(value, limit: int = EXCERPT_CHARS) -> str:
+    """`value` as it is up to `limit` characters, else `quoted`: for a name that stands on its own (a file
+    column, a list of field names), which a short one reads best bare and a 5,000-character one must not repeat."""
+    text = str(value)
+    return text if len(text) <= limit else quoted(text, limit)

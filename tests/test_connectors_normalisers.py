@@ -504,7 +504,7 @@ def test_a_malformed_nodes_file_is_named_with_its_field_and_the_pods_are_kept(tm
     assert jobs["nb-old"][0] == 1.0
 
     for nodes, said in [
-        ('{"kind": "NodeList", "items": {"a100-0": {}}}', "expected a NodeList with an 'items' list"),
+        ('{"kind": "NodeList", "items": {"a100-0": {}}}', "expected a NodeList (kubectl get nodes -o json) with an"),
         ('{"kind": "List", "items": [{"kind": "Node", "metadata"', "not valid JSON"),
     ]:
         got = native_kubernetes(tmp_path, {"pods.json": pods, "nodes.json": nodes})
@@ -514,6 +514,51 @@ def test_a_malformed_nodes_file_is_named_with_its_field_and_the_pods_are_kept(tm
         assert got["jobs"]["nb-a"][2] == [
             "unknown on a100-0 (counted whole: nodes not read, and no shared_gpu_replicas)"
         ]
+
+
+def test_a_kubernetes_file_without_items_says_which_list_it_is_not(tmp_path):
+    """A broken pods file (an object with no `items`) was reported as "expected a NodeList", because every file in
+    native/kubernetes/ was tried as `kubectl get nodes -o json` first. A file is now told by its `kind`: the message
+    names the file, the list it was expected to be (a PodList, a NodeList, or either for kubectl's kindless `List`)
+    and what it found, with the fields."""
+    pods = json.dumps({"apiVersion": "v1", "kind": "List", "items": SHARED_PODS})
+    for broken, said in [
+        (
+            {"apiVersion": "v1", "kind": "PodList", "metadata": {"resourceVersion": "7"}},
+            "native/kubernetes/broken.json: expected a PodList (kubectl get pods -o json) with an 'items' list; "
+            "found an object of kind 'PodList' with no 'items' (its fields: apiVersion, kind, metadata)",
+        ),
+        (
+            {"kind": "NodeList", "items": {"a100-0": {}}},
+            "native/kubernetes/broken.json: expected a NodeList (kubectl get nodes -o json) with an 'items' list; "
+            "found an object of kind 'NodeList' whose 'items' is an object (its fields: kind, items)",
+        ),
+        (
+            {"apiVersion": "v1", "kind": "List", "metadata": {}},
+            "native/kubernetes/broken.json: expected a PodList (kubectl get pods -o json) or a NodeList (kubectl get "
+            "nodes -o json) with an 'items' list; found an object of kind 'List' with no 'items' (its fields: "
+            "apiVersion, kind, metadata)",
+        ),
+        (
+            {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p"}, "spec": {}, "status": {}},
+            "native/kubernetes/broken.json: expected a PodList (kubectl get pods -o json) with an 'items' list; "
+            "found an object of kind 'Pod' with no 'items' (its fields: apiVersion, kind, metadata, spec, status)",
+        ),
+        (
+            [{"kind": "Pod"}],
+            "native/kubernetes/broken.json: expected a PodList (kubectl get pods -o json) or a NodeList (kubectl get "
+            "nodes -o json) with an 'items' list; found a list",
+        ),
+    ]:
+        got = native_kubernetes(tmp_path, {"pods.json": pods, "broken.json": json.dumps(broken)})
+        assert [(e.file, e.message) for e in got["errors"]] == [("native/kubernetes/broken.json", said)]
+        assert sorted(got["jobs"]) == ["nb-a", "nb-l4", "nb-old"]  # the good pods file is read all the same
+
+    # A hostile document's fields are named by their first characters, and only the first few of many.
+    many = {"kind": "PodList", **{f"{'f' * 300}{n}": n for n in range(50)}}
+    [error] = native_kubernetes(tmp_path, {"pods.json": pods, "broken.json": json.dumps(many)})["errors"]
+    assert len(error.message) < 1000, error.message
+    assert "'fff" in error.message and "(301 characters)" in error.message and "and 45 more" in error.message
 
 
 def test_an_archives_job_page_says_truly_why_a_replica_was_counted_whole(tmp_path):

@@ -62,6 +62,7 @@ from fleet.connectors.http import HttpStatusError
 from fleet.connectors.prometheus import PrometheusConnector, SeriesRequest
 from fleet.connectors.registry import register
 from fleet.gpu_models import MIG_PROFILE, gpu_model_key, gpu_model_name, mig_share
+from fleet.quoting import named, quoted
 
 logger = logging.getLogger(__name__)
 
@@ -141,11 +142,52 @@ class PodJobs:
     unfinished: int = 0
 
 
+# The lists a file of an archive's native/kubernetes/ may be (`list_kind`), as an error message names them
+LISTS = {
+    "PodList": "a PodList (kubectl get pods -o json)",
+    "NodeList": "a NodeList (kubectl get nodes -o json)",
+    "List": "a PodList (kubectl get pods -o json) or a NodeList (kubectl get nodes -o json)",
+}
+FIELDS_NAMED = 6  # of a document that is no list, the fields its error names
+FIELD_NAME_CHARS = 40
+
+
+def list_kind(doc) -> str:
+    """Which list a document says it is, by its `kind`: "PodList" (a Pod too: one pod where a list was meant),
+    "NodeList" (or a Node), else "List" (kubectl's kindless `List`, which `kubectl get pods,nodes` fills with both,
+    told apart by their items' kinds)."""
+    kind = doc.get("kind") if isinstance(doc, dict) else None
+    if kind in ("PodList", "Pod"):
+        return "PodList"
+    if kind in ("NodeList", "Node"):
+        return "NodeList"
+    return "List"
+
+
+def list_problem(doc, expected: str) -> str | None:
+    """What keeps `doc` from being the list `expected` ("PodList", "NodeList", "List": either) with an 'items'
+    list, in the words of an error message: the list expected and what was found, with its kind and its first
+    fields; None when it has an 'items' list."""
+    if isinstance(doc, dict) and isinstance(doc.get("items"), list):
+        return None
+    found = json_kind(doc)
+    if isinstance(doc, dict):
+        kind = doc.get("kind")
+        if isinstance(kind, str) and kind:
+            found += f" of kind {quoted(kind, FIELD_NAME_CHARS)}"
+        found += " with no 'items'" if "items" not in doc else f" whose 'items' is {json_kind(doc['items'])}"
+        fields = [named(key, FIELD_NAME_CHARS) for key in list(doc)[:FIELDS_NAMED]]
+        if len(doc) > FIELDS_NAMED:
+            fields.append(f"and {len(doc) - FIELDS_NAMED:,} more")
+        found += f" (its fields: {', '.join(fields)})" if fields else " (it has no fields)"
+    return f"expected {LISTS[expected]} with an 'items' list; found {found}"
+
+
 def parse_pod_list(data: bytes | str | dict, *, source: str = "pods") -> tuple[list[dict], str]:
     """(pods, continue token) of a PodList page or a `kubectl get pods -o json` List."""
     doc = json_document(data, source)
-    if not isinstance(doc, dict) or not isinstance(doc.get("items"), list):
-        raise BadData(f"{source}: expected a PodList with an 'items' list")
+    if problem := list_problem(doc, "PodList"):
+        raise BadData(f"{source}: {problem}")
     # A NodeList's items carry no kind either (an archive's native files: `parse_node_list` reads them)
     pod_kinds = ("Pod",) if doc.get("kind") == "NodeList" else (None, "Pod")
     pods = [p for p in doc["items"] if isinstance(p, dict) and (p.get("kind") in pod_kinds)]
@@ -278,8 +320,8 @@ def parse_node_list(data: bytes | str | dict, *, source: str = "nodes", listed: 
     from 1 to MAX_REPLICAS is reported and not read (kept as it is, so a job on the node says the label was
     there but unreadable: `node_replicas` reads it as none). BadData when it is no list of items at all."""
     doc = json_document(data, source)
-    if not isinstance(doc, dict) or not isinstance(doc.get("items"), list):
-        raise BadData(f"{source}: expected a NodeList with an 'items' list")
+    if problem := list_problem(doc, "NodeList"):
+        raise BadData(f"{source}: {problem}")
     kindless_are_nodes = listed or doc.get("kind") == "NodeList"
     nodes: dict[str, dict] = {}
     problems: list[RecordError] = []

@@ -26,7 +26,7 @@ import pandas as pd
 from fleet import series as series_lib
 from fleet.canonical import ArtifactRecord, JobRecord, RecordError
 from fleet.connectors.base import BadData, json_document
-from fleet.connectors.kubernetes import jobs_from_pods, parse_node_list, parse_pod_list
+from fleet.connectors.kubernetes import jobs_from_pods, list_kind, list_problem, parse_node_list, parse_pod_list
 from fleet.connectors.prometheus import Series, canonical_name, frame_from_results, parse_query_range
 from fleet.connectors.slurm import parse_sacct
 
@@ -58,13 +58,17 @@ class NativeFiles:
                     native._sacct(reader.read(name), name, cluster, artifact_max_bytes)
                 elif name.startswith(KUBERNETES_FOLDER):
                     doc = json_document(reader.read(name), name)
-                    found, problems = parse_node_list(doc, source=name)
+                    # Told by its kind: a PodList, a NodeList, or kubectl's List of either or both (by its items')
+                    kind = list_kind(doc)
+                    if problem := list_problem(doc, kind):
+                        raise BadData(f"{name}: {problem}")
+                    found, problems = parse_node_list(doc, source=name) if kind != "PodList" else ({}, [])
                     native.errors.extend(problems)
                     # An empty list (`kubectl get nodes -o json` of no nodes) is a nodes file read, listing none
-                    if found or problems or not doc["items"]:
+                    if found or problems or kind == "NodeList" or not doc["items"]:
                         nodes = {**(nodes or {}), **found}
                     file_pods = parse_pod_list(doc, source=name)[0]
-                    if file_pods or not (found or problems):
+                    if file_pods or kind == "PodList" or not (found or problems):
                         pods.extend(file_pods)
                         pod_files.append(name)
                 elif name.startswith(PROMETHEUS_FOLDER):
