@@ -182,3 +182,50 @@ def test_a_launcher_starting_one_process_is_no_distributed_launch(launch, proces
     _, result = run(120, frame, gpu_count=8, command=launch)  # the job's submitted command alike
     (finding,) = [f for f in result.findings if f.category == Category.GPU_OVERSUBSCRIPTION]
     assert finding.sub_cause == sub_cause
+
+
+@pytest.mark.parametrize(
+    ("launch", "processes", "sub_cause"),
+    [
+        # torchrun's --nproc-per-node defaults to 1 and --nnodes to 1 (torch.distributed.run's parser)
+        ("torchrun train.py", 1, "unused_gpus"),
+        ("torchrun --standalone train.py --epochs 3", 1, "unused_gpus"),
+        ("python -m torch.distributed.launch train.py", 1, "unused_gpus"),
+        ("torchrun --nnodes 2 train.py", 2, "uneven_use"),
+        ("torchrun --nnodes 1:4 train.py", None, "uneven_use"),  # elastic: how many nodes join is not known
+        ("PET_NPROC_PER_NODE=8 torchrun train.py", None, "uneven_use"),  # torchrun's options from its environment
+        ("torchrun $DIST_ARGS train.py", None, "uneven_use"),  # options the line does not show
+        ("torchrun --master_port $PORT train.py", 1, "unused_gpus"),  # a variable that is an option's value
+        # deepspeed's --num_gpus defaults to every GPU of a node, --num_nodes to every host of its hostfile
+        ("deepspeed --num_gpus 1 train.py", 1, "unused_gpus"),
+        ("deepspeed --num_gpus=1 --num_nodes 1 train.py", 1, "unused_gpus"),
+        ("deepspeed --num_accelerators 1 train.py", 1, "unused_gpus"),
+        ("deepspeed --include localhost:0 train.py", 1, "unused_gpus"),
+        ("deepspeed --include localhost:0,1,2,3 train.py", 4, "uneven_use"),
+        ("deepspeed --num_gpus 1 --num_nodes=2 train.py", 2, "uneven_use"),
+        ("deepspeed --hostfile hosts --num_gpus 1 train.py", None, "uneven_use"),  # every host in the file
+        ("deepspeed --num_nodes 1 train.py", None, "uneven_use"),  # every GPU of the node
+        ("deepspeed train.py", None, "uneven_use"),
+        # accelerate launch's --num_processes is the total; without it, its config file's (not seen) or every GPU
+        ("accelerate launch --num_processes 1 train.py", 1, "unused_gpus"),
+        ("accelerate launch --num_processes=1 --mixed_precision bf16 train.py", 1, "unused_gpus"),
+        ("python -m accelerate.commands.launch --num_processes 1 train.py", 1, "unused_gpus"),
+        ("accelerate launch --cpu train.py", None, "unused_gpus"),  # trains on the CPU: no GPU process at all
+        ("accelerate launch --num_processes 8 train.py", 8, "uneven_use"),
+        ("accelerate launch --multi_gpu --num_processes 1 train.py", None, "uneven_use"),  # older: every GPU
+        ("accelerate launch train.py", None, "uneven_use"),
+        ("accelerate launch --config_file one_gpu.yaml train.py", None, "uneven_use"),
+    ],
+)
+def test_a_launchers_default_count_is_its_documented_one(launch, processes, sub_cause):
+    # `torchrun train.py` starts one process (--nproc-per-node defaults to 1), as `deepspeed --num_gpus 1` and
+    # `accelerate launch --num_processes 1` do, yet each counted as a distributed launch: an 8-GPU job so launched,
+    # seven GPUs idle, was "uneven use" of GPUs its processes share, not GPUs nothing runs on.
+    script = f"#!/bin/bash\n{launch}\n"
+    (launched,) = extract_script_evidence([("run.sh", script)]).of("shell_launch")
+    assert launched.detail.get("processes") == processes
+    frame = series(120, lambda t, g: 60 if g == 0 else 0, gpus=8, mem=lambda t, g: 0.4 if g == 0 else 0.0)
+    for scripts, command in (([("run.sh", script)], ""), ([], launch)):  # a script's launch and the job's command
+        _, result = run(120, frame, gpu_count=8, scripts=scripts, command=command)
+        (finding,) = [f for f in result.findings if f.category == Category.GPU_OVERSUBSCRIPTION]
+        assert finding.sub_cause == sub_cause

@@ -208,8 +208,14 @@ class EvidenceCodeSerializer(serializers.Serializer):
     processes = serializers.IntegerField(
         required=False,
         help_text="shell_launch and command_launch: the processes a distributed launcher starts, where its options "
-        "give them as numbers (`mpirun -np 1`: 1, `torchrun --nproc_per_node=4 --nnodes=2`: 8); one is no "
-        "distributed launch.",
+        "give them as numbers or its documented default does (`mpirun -np 1`: 1, `torchrun --nproc_per_node=4 "
+        "--nnodes=2`: 8, `torchrun train.py`: 1, `deepspeed --num_gpus 1`: 1); absent where not known (a default of "
+        "every GPU, a config file's, `$GPUS`); one is no distributed launch.",
+    )
+    on_cpu = serializers.BooleanField(
+        required=False,
+        help_text="shell_launch and command_launch: the launch trains on the CPU (`accelerate launch --cpu`), no "
+        "distributed launch over GPUs.",
     )
     after_launch = serializers.BooleanField(
         required=False, help_text="shell_sleep: after the script launched training."

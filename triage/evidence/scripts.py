@@ -1640,28 +1640,135 @@ def _program(argv: list[str]) -> tuple[str, list[str]]:
     return program, rest
 
 
-# A launcher's options that give how many processes it starts: in all (mpirun's and horovodrun's `-np 8`), or on
-# each node (torchrun's `--nproc_per_node 8`, times its `--nnodes`).
+# How many processes each launcher starts, by its options before the script it runs, and by its documented defaults
+# where it is given none (each read in the launcher's own argument parser and its documentation):
+# - torchrun (and `python -m torch.distributed.run` / `.launch`): `--nproc-per-node` / `--nproc_per_node`, a count
+#   per node, defaults to "1" and `--nnodes` to "1:1" (torch/distributed/run.py; "torchrun (Elastic Launch)" on
+#   docs.pytorch.org), so a bare `torchrun train.py` starts one process. Each option may come from the environment
+#   instead (`PET_NPROC_PER_NODE`, `PET_NNODES`: their `action=env`), so a launch that sets one there is not known;
+#   `--nnodes 1:4` (elastic) neither.
+# - deepspeed: `--num_gpus` (`--num_accelerators`) defaults to -1, every GPU of a node, and `--num_nodes` to -1, every
+#   host of its hostfile (`--hostfile`, by default /job/hostfile; without one, this node alone); `--include host:0,1`
+#   runs on the slots it names (deepspeed/launcher/runner.py, DeepSpeed's "Resource Configuration").
+# - accelerate launch: `--num_processes` is the total over all machines; without it, the count is its config file's
+#   (`--config_file`, or the default one in the user's cache, neither read here) or, with none, every GPU: not known.
+#   Older releases turn `--multi_gpu --num_processes 1` into every GPU (accelerate/commands/launch.py), so that is not
+#   known either. `--cpu` trains on the CPU (`on_cpu`).
+# - mpirun, horovodrun: `-np` in all; without it, every slot of the allocation or hostfile: not known.
 _PROCESS_FLAGS = {
     "mpirun": ("-np", "-n", "--np", "--n", "-c"),
     "horovodrun": ("-np", "--num-proc"),
     "torchrun": ("--nproc_per_node", "--nproc-per-node"),
+    "deepspeed": ("--num_gpus", "--num_accelerators"),
+    "accelerate": ("--num_processes",),
 }
+# Each launcher's options that take no value, so that a `$ARGS` after one is words of the launcher's own that the
+# line does not show (any other option takes the word after it: `--master_port $PORT`).
+_LAUNCHER_SWITCHES = {
+    "torchrun": {"--standalone", "--no-python", "--no_python", "--run-path", "--run_path", "--use-env", "--use_env"},
+    "deepspeed": {
+        "--no_python",
+        "--no_local_rank",
+        "--force_multi",
+        "--elastic_training",
+        "--bind_cores_to_rank",
+        "--no_ssh_check",
+        "--no_ssh",
+        "--save_pid",
+    },
+    "accelerate": {
+        "--cpu",
+        "--multi_gpu",
+        "--tpu",
+        "--use_deepspeed",
+        "--use_fsdp",
+        "--use_megatron_lm",
+        "--use_xpu",
+        "--ipex",
+        "--no_python",
+        "-q",
+        "--quiet",
+        "--debug",
+        "--same_network",
+        "--downcast_bf16",
+        "--enable_cpu_affinity",
+        "--dynamo_use_fullgraph",
+        "--dynamo_use_dynamic",
+        "--use_mps_device",
+    },
+    "mpirun": {"--allow-run-as-root", "--oversubscribe", "--report-bindings", "--tag-output", "-q", "--quiet", "-v"},
+    "horovodrun": {"--verbose", "--gloo", "--mpi", "--check-build", "--disable-cache"},
+}
+_EXPANSION = re.compile(r"\$(?:[@*#?]|\{[^}]*\}|[A-Za-z_][A-Za-z0-9_]*|\(.*\))")  # `$@`, `${ARGS}`, `$EXTRA`, `$(...)`
 
 
-def _launch_processes(argv: list[str]) -> int | None:
-    """How many training processes a distributed launch starts, where its options say so as numbers (`mpirun -np
-    1`, `torchrun --nproc_per_node=4 --nnodes=2`: 8); None where not (a default, `$GPUS`, `auto`, `--nnodes 1:4`).
-    Read up to the script or program it runs (whose own `-n` is not the launcher's)."""
+def _launcher_words(argv: list[str]) -> tuple[str, list[str]]:
+    """The launcher a launch runs (`_program`) and its own words, up to the script or program it runs."""
     program, words = _program(argv)
-    if program not in _PROCESS_FLAGS:
+    own = []
+    for word in words:
+        if word.endswith(".py") or word == "-m" or word.rsplit("/", 1)[-1].startswith("python"):
+            break
+        own.append(word)
+    return program, own
+
+
+def _unseen_launcher_words(program: str, words: list[str]) -> bool:
+    """Whether a launcher's own words hold a shell expansion that may be options of its own the line does not show
+    (`torchrun $DIST_ARGS train.py`, `deepspeed --no_local_rank "$@" ...`), not an option's value (`--master_port
+    $PORT`)."""
+    switches = _LAUNCHER_SWITCHES.get(program, set())
+    for index, word in enumerate(words):
+        if not _EXPANSION.match(word):
+            continue
+        before = words[index - 1] if index else ""
+        if not (before.startswith("-") and "=" not in before and before not in switches):
+            return True
+    return False
+
+
+def _launch_processes(argv: list[str], environment: frozenset = frozenset()) -> int | None:
+    """How many training processes a distributed launch starts, by its options as numbers or its launcher's documented
+    default (see above: `mpirun -np 1`, `torchrun --nproc_per_node=4 --nnodes=2`: 8, `torchrun train.py`: 1,
+    `deepspeed --num_gpus 1`: 1); None where not known (`$GPUS`, `auto`, `--nnodes 1:4`, a default of every GPU or a
+    config file's, options the line does not show: `torchrun $ARGS train.py`). Read up to the script or program it
+    runs (whose own `-n` is not the launcher's). `environment`: the variables the job's script sets before it (and
+    the launch line's own `VAR=value` words are read too), for torchrun's `PET_*`."""
+    program, words = _launcher_words(argv)
+    if program not in _PROCESS_FLAGS or _unseen_launcher_words(program, words):
         return None
     given = _launcher_options(words)
-    count = next((given[flag] for flag in _PROCESS_FLAGS[program] if flag in given), "")
-    nodes = given.get("--nnodes", "1") if program == "torchrun" else "1"
-    if not count.isdigit() or not nodes.isdigit():
+    count = next((given[flag] for flag in _PROCESS_FLAGS[program] if flag in given), None)
+    if program == "torchrun":
+        assigned = {word.partition("=")[0] for word in argv if _ASSIGNMENT.fullmatch(word)} | set(environment)
+        if assigned & {"PET_NPROC_PER_NODE", "PET_NNODES"}:
+            return None
+        low, _, high = given.get("--nnodes", "1").partition(":")
+        nodes = low if not high or high == low else ""
+        count = "1" if count is None else count
+    elif program == "deepspeed":
+        include = given.get("--include", given.get("-i"))
+        if include is not None:  # `--include localhost:0,1`: one host's slots
+            host, colon, slots = include.partition(":")
+            count = str(len(slots.split(","))) if colon and "@" not in include and slots else None
+        if any(flag in given for flag in ("--hostfile", "-H", "--exclude", "-e", "--launcher")):
+            return None  # the hosts a hostfile or another launcher gives, slots left out: not known here
+        nodes = given.get("--num_nodes", "1")
+    elif program == "accelerate":
+        if "--cpu" in given or ("--multi_gpu" in given and count == "1"):
+            return None
+        nodes = "1"  # the total over all machines
+    else:
+        nodes = "1"
+    if count is None or not count.isdigit() or not nodes.isdigit():
         return None
     return int(count) * int(nodes)
+
+
+def _launch_on_cpu(argv: list[str]) -> bool:
+    """`accelerate launch --cpu ...`: training forced on the CPU, no GPU process at all."""
+    program, words = _launcher_words(argv)
+    return program == "accelerate" and "--cpu" in words
 
 
 def _command_kind(argv: list[str]) -> str:
@@ -1766,6 +1873,7 @@ def _srun_program(word: str) -> bool:
 
 def _shell_facts(path: str, text: str, evidence: ScriptEvidence) -> None:
     launched = False
+    assigned: set[str] = set()  # the variables the script's lines set so far (torchrun's `PET_*`: `_launch_processes`)
     for number, line in _logical_lines(text):
         stripped = line.strip()
         if stripped.startswith("#SBATCH"):
@@ -1784,6 +1892,8 @@ def _shell_facts(path: str, text: str, evidence: ScriptEvidence) -> None:
             if not argv:
                 continue
             pairs, only = _assignments(argv)
+            if only or argv[0] in _DECLARATIONS:
+                assigned.update(key for key, _ in pairs)
             for key, value in pairs:
                 if key in ("CUDA_VISIBLE_DEVICES", "NCCL_IB_DISABLE", "NCCL_SOCKET_IFNAME", "NCCL_P2P_DISABLE"):
                     evidence.facts.append(CodeFact("env", path, number, stripped, {"name": key, "value": value}))
@@ -1811,8 +1921,10 @@ def _shell_facts(path: str, text: str, evidence: ScriptEvidence) -> None:
                 launched = True
                 launcher = _program(argv)[0]  # torchrun of `NCCL_DEBUG=INFO /opt/conda/bin/torchrun ...`
                 launch = {**detail, "launcher": launcher}
-                if (processes := _launch_processes(argv)) is not None:
+                if (processes := _launch_processes(argv, frozenset(assigned))) is not None:
                     launch["processes"] = processes  # `mpirun -np 1`: one process, no distributed launch
+                if _launch_on_cpu(argv):
+                    launch["on_cpu"] = True  # `accelerate launch --cpu`: no GPU process, no distributed launch
                 evidence.facts.append(CodeFact("shell_launch", path, number, stripped, launch))
                 if precision := _shell_precision(argv):
                     evidence.facts.append(
@@ -1856,6 +1968,8 @@ def command_code_facts(command: str) -> list[CodeFact]:
         launch = {"argv": argv[:12], "launcher": _program(argv)[0]}
         if (processes := _launch_processes(argv)) is not None:
             launch["processes"] = processes
+        if _launch_on_cpu(argv):
+            launch["on_cpu"] = True
         facts.append(CodeFact("command_launch", JOB_COMMAND, 1, shown, launch))
         if precision := _shell_precision(argv):
             facts.append(CodeFact("mixed_precision", JOB_COMMAND, 1, shown, {"call": argv[0], "dtype": precision}))

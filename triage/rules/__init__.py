@@ -106,7 +106,15 @@ from triage.rules.registry import RULES, THRESHOLDS, Finding, Status, TriageResu
 #      GPUs); a launch fact's `processes` is the count its options give as numbers (`--nproc_per_node=4 --nnodes=2`: 8)
 #      also: a remote URI given to an option of the job's submitted command (`python train.py --data s3://...`) is a
 #      remote_path fact of the job's command, quoted among the finding's code lines as a shell script's launch line is
-RULES_REVISION = 4
+#   5  2026-12-06: launch lines (revision 4 was released): a launcher's count where its options give none is its
+#      documented default: `torchrun train.py` (--nproc-per-node defaults to 1, --nnodes to 1) starts one process, as
+#      `deepspeed --num_gpus 1` (or `--num_accelerators 1`, `--include localhost:0`; no hostfile, or `--num_nodes 1`)
+#      and `accelerate launch --num_processes 1` do, and `accelerate launch --cpu` trains on the CPU: none is a
+#      distributed launch (a multi-GPU job so launched with GPUs idle was uneven use, now unused GPUs); `deepspeed`
+#      without a count (every GPU), `accelerate launch` without one (its config file's), `--multi_gpu
+#      --num_processes 1`, torchrun's `PET_NPROC_PER_NODE` / `PET_NNODES` and a launcher's options the line does not
+#      show (`torchrun $DIST_ARGS train.py`) leave the count unknown and the launch distributed, as before
+RULES_REVISION = 5
 
 __all__ = [
     "RULES",

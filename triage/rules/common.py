@@ -18,11 +18,12 @@ _SHORT_STALLS_MATCHED = 0.5
 def distributed_launches(ev: Evidence) -> list[CodeFact]:
     """The job's launch lines (its scripts' and its submitted command) that start a distributed launcher
     (torchrun, deepspeed, accelerate, horovodrun, mpirun): one training process per GPU. Not one that starts a
-    single process (`mpirun -np 1`, `torchrun --nproc_per_node=1`: its `processes`)."""
+    single process (`mpirun -np 1`, `torchrun train.py`, `deepspeed --num_gpus 1`: its `processes`) nor one that
+    trains on the CPU (`accelerate launch --cpu`: `on_cpu`)."""
     return [
         f
         for f in ev.scripts.of("shell_launch", "command_launch")
-        if f.detail.get("launcher") in LAUNCHERS and f.detail.get("processes") != 1
+        if f.detail.get("launcher") in LAUNCHERS and f.detail.get("processes") != 1 and not f.detail.get("on_cpu")
     ]
 
 
