@@ -412,3 +412,46 @@ def test_an_abbreviated_number_is_read_again_for_each_value():
         return loader.detail["num_workers"]
 
     assert (workers("--worker 8"), workers("--worker 4"), workers("-j2"), workers("-j3")) == (8, 4, 2, 3)
+
+
+GROUPED = (
+    "import argparse\nfrom torch.utils.data import DataLoader\nparser = argparse.ArgumentParser()\n"
+    "parser.add_argument('-j', '--workers', type=int, default=0)\n"
+    "parser.add_argument('-v', '--verbose', action='store_true')\n"
+    "parser.add_argument('-q', '--quiet', action='store_true')\n"
+    "parser.add_argument('-p', '--pin', action='store_true')\n"
+    "parser.add_argument('-w', '--warmup', type=int, default=0)\n"
+    "args = parser.parse_args()\nloader = DataLoader(dataset, num_workers=args.workers, pin_memory=args.pin)\n"
+)
+
+
+@pytest.mark.parametrize(
+    ("options", "workers", "pin"),
+    [
+        ("-vj8", 8, False),  # -v, then -j with 8 glued on
+        ("-vj 8", 8, False),  # the last of the group takes the next word
+        ("-qvp", 0, True),  # three switches
+        ("-vpj8 -q", 8, True),
+        ("-pj4", 4, True),
+        ("-vw4", 0, False),  # -w is --warmup's
+        ("-pv --workers 2", 2, True),
+    ],
+)
+def test_grouped_short_switches_are_read_as_argparse_reads_them(options, workers, pin):
+    # `-vj8` (store_true switches grouped, the last one taking a glued value) was read as -v with the value 'j8':
+    # --workers kept its default 0, a 'no workers' finding for a job launched with eight, and `-pv` did not pin.
+    # The expectations are argparse's own (parse_args of GROUPED's parser).
+    (loader,) = extract_script_evidence([("train.py", GROUPED)], command=f"python train.py {options}").of("dataloader")
+    assert (loader.detail["num_workers"], loader.detail["pin_memory"]) == (workers, pin)
+
+
+def test_a_grouped_number_is_read_again_for_each_value():
+    # A sweep's shared reading keeps a number given to a group that ends in an option the facts read (`-vj 8`).
+    from triage.evidence.scripts import _file_evidence, _given_options
+
+    def workers(options: str):
+        given = _given_options("train.py", [f"python train.py {options}".split()])
+        (loader,) = _file_evidence("train.py", GROUPED, given).of("dataloader")
+        return loader.detail["num_workers"]
+
+    assert (workers("-vj 8"), workers("-vj 4"), workers("-qj2"), workers("-qj3")) == (8, 4, 2, 3)

@@ -289,7 +289,9 @@ def _numbers_for(given: tuple, flags: frozenset) -> tuple:
 
 
 def _names_one_of(flag: str, flags: frozenset) -> bool:
-    return flag in flags or flag[:2] in flags or any(name.startswith(flag) for name in flags if len(flag) > 2)
+    if flag[1:2] not in ("-", "") and any(f"-{char}" in flags for char in flag[1:]):
+        return True  # `-j8`, or a group of short options that may end in one (`-vj 8`: `_argparse_options`)
+    return flag in flags or any(name.startswith(flag) for name in flags if len(flag) > 2)
 
 
 def _cached_read(path: str, text: str, digest: bytes, given: tuple, modules: tuple, incoming: tuple) -> ScriptEvidence:
@@ -493,6 +495,34 @@ def _argparse_option(flag: str, word: str | None, strings: set[str], abbrev: boo
         (option,) = matches
         return option, flag[2:] if option == flag[:2] else word
     return (frozenset(matches), word) if matches else (flag, word)
+
+
+# argparse's actions that take no value: a single-dash one may have more short options grouped after it (`-vj8`).
+_NULLARY_ACTIONS = {
+    "store_true",
+    "store_false",
+    "store_const",
+    "count",
+    "append_const",
+    "help",
+    "version",
+    "BooleanOptionalAction",
+}
+
+
+def _argparse_options(flag: str, word: str | None, strings: set[str], nullary: set[str], abbrev: bool) -> list:
+    """The (option string, value) pairs of one launch's (flag, value) pair as argparse reads it (`_argparse_option`),
+    grouped short options too: `-vj8` where -v takes no value (`nullary`) is -v, then `-j8` read the same way (-j
+    with 8), `-qvp` is -q, -v and -p; the last of a group takes `word`, the launch's next word, as it would alone."""
+    pairs = []
+    while True:
+        option, value = _argparse_option(flag, word, strings, abbrev)
+        grouped = isinstance(option, str) and len(flag) > 2 and flag[1] != "-" and option == flag[:2]
+        if not (grouped and option in nullary):
+            pairs.append((option, value))
+            return pairs
+        pairs.append((option, None))
+        flag = "-" + flag[2:]
 
 
 def _number(word: str) -> bool:
@@ -786,12 +816,20 @@ class _PythonFacts(ast.NodeVisitor):
         differ. And the remote path its default names when that is the one in effect (a launch line's own
         `--data-root s3://...` is the shell script's fact)."""
         strings = {"-h", "--help"}  # the option strings argparse knows, for `_argparse_option`
+        nullary = {"-h", "--help"}  # and those that take no value, after which more short ones may be grouped
         for _, names, _, _, action, _ in self.arguments:
             strings.update(name for name in names if name.startswith("-"))
             if action == "BooleanOptionalAction":
                 strings.update(f"--no-{name[2:]}" for name in names if name.startswith("--"))
+            if action in _NULLARY_ACTIONS:
+                nullary.update(name for name in names if name.startswith("-"))
         given = [
-            [_argparse_option(flag, word, strings, self.allow_abbrev) for flag, word in pairs] for pairs in self.given
+            [
+                pair
+                for flag, word in pairs
+                for pair in _argparse_options(flag, word, strings, nullary, self.allow_abbrev)
+            ]
+            for pairs in self.given
         ]
         for dest, names, default, value, action, number in self.arguments:
             values = []
