@@ -1192,14 +1192,76 @@ def test_nodes_the_service_account_may_not_list_are_said_once_and_replicas_fall_
     assert error["message"].startswith("nodes: listing nodes is not allowed (grant the ServiceAccount list on nodes")
     assert 'cannot list resource "nodes"' in error["message"]
 
-    # A fleet with no shared GPU is not told: whole GPUs need no replicas.
+    # Both the replicas and a model the nodes would have named are said in that one error.
+    assert "; 6 jobs with GPUs took no GPU model from their nodes' nvidia.com/gpu.product label" in error["message"]
+
+    # A fleet with no shared GPU whose pods name their model by node selector is not told: it needs no nodes.
     Job.objects.all().delete()
     Connector.objects.all().delete()
+    selected = pod("train", "pt", gpus=2, node="h100-0", start=T, end=T + timedelta(hours=1))
+    selected["spec"]["nodeSelector"] = {"nvidia.com/gpu.product": "NVIDIA-H100-80GB-HBM3"}
     with FakePlatform() as server:
-        serve(server, [p for p in pooled_pods() if p["metadata"]["name"] == "train"])
+        serve(server, [selected])
         server.route("/api/v1/nodes", lambda path, query: (403, refused, {}))
         result = pull(server, options={"fetch_logs": False})
     assert result.status == "succeeded" and not result.errors and Job.objects.get().gpu_share == 1.0
+
+
+def test_a_gpu_model_the_nodes_could_not_give_is_said_once_with_the_grant():
+    """With no shared GPUs, nodes refused (403) or failing to list cost jobs without a `nvidia.com/gpu.product` node
+    selector the GPU model their nodes' label names, in silence: the pull succeeded and the jobs were priced at the
+    cluster's default price. The pull now says so once (it is partial), naming the ClusterRole rule for a 403."""
+    from decimal import Decimal
+
+    from fleet.models import Cluster, GpuModelPrice
+
+    refused = status(
+        403,
+        "Forbidden",
+        'nodes is forbidden: User "system:serviceaccount:fleet:triage" cannot list resource "nodes" in API group "" '
+        "at the cluster scope",
+    )
+    hour = {"start": T, "end": T + timedelta(hours=1)}
+    pods = [pod("train", "pt", gpus=2, node="h100-0", **hour), pod("eval", "pe", node="old-0", **hour)]
+    cluster = Cluster.objects.create(name="c1")
+    for model, price in (("", "1.00"), ("H100 80GB HBM3", "3.00")):
+        GpuModelPrice.objects.create(cluster=cluster, gpu_model=model, price_per_gpu_hour=Decimal(price))
+    with FakePlatform() as server:
+        serve(server, pods)
+        server.route("/api/v1/nodes", lambda path, query: (403, refused, {}))
+        result = pull(server, options={"fetch_logs": False})
+    assert result.status == "partial", result.errors
+    jobs = {j.name: j for j in Job.objects.all()}
+    assert {name: (j.gpu_model, j.cost) for name, j in jobs.items()} == {
+        "train": ("", Decimal("2.00")),
+        "eval": ("", Decimal("1.00")),
+    }
+    (error,) = result.errors
+    assert error["message"].startswith(
+        "nodes: listing nodes is not allowed (grant the ServiceAccount list on nodes, in a ClusterRole: nodes are "
+        'cluster-scoped; the rule: apiGroups: [""], resources: [nodes], verbs: [list]); 2 jobs with GPUs took no GPU '
+        "model from their nodes' nvidia.com/gpu.product label (their pods have no nvidia.com/gpu.product node "
+        "selector), so they are priced at the cluster's default price"
+    ), error["message"]
+    assert "shared_gpu_replicas" not in error["message"]  # no shared GPU: replicas are not its business
+    assert 'cannot list resource "nodes"' in error["message"]
+
+    # The listing failing (a 500 after the HTTP client's retries) says the same, once.
+    Job.objects.all().delete()
+    Connector.objects.all().delete()
+    with FakePlatform() as server:
+        serve(server, pods)
+        serve_nodes(server, POOLS)
+        server.fault("/api/v1/nodes", *["500"] * 3)
+        result = pull(server, options={"fetch_logs": False})
+    assert result.status == "partial", result.errors
+    assert [j.gpu_model for j in Job.objects.all()] == ["", ""]
+    (error,) = result.errors
+    assert error["message"].startswith(
+        "nodes: listing nodes failed, so 2 jobs with GPUs took no GPU model from their nodes' nvidia.com/gpu.product "
+        "label (their pods have no nvidia.com/gpu.product node selector) and they are priced at the cluster's "
+        "default price; the jobs are stored so (pull their window again to read them from the nodes)."
+    ), error["message"]
 
 
 def test_a_rayjob_on_a_shared_cluster_is_not_that_clusters_pods():

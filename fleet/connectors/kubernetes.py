@@ -140,6 +140,9 @@ class PodJobs:
     jobs: list[JobRecord] = field(default_factory=list)
     errors: list[RecordError] = field(default_factory=list)
     unfinished: int = 0
+    # The jobs whose GPU model their GPU pods' nodes would have named, had the nodes been read (no node selector
+    # named one): a pull whose node listing was refused or failed says how many (`_node_error`)
+    models_unread: set[str] = field(default_factory=set)
 
 
 # The lists a file of an archive's native/kubernetes/ may be (`list_kind`), as an error message names them
@@ -786,6 +789,8 @@ def _add_pod_job(
         if model:  # said with the job's labels: dcgm-exporter's modelName, read later (`describe`), comes first
             job = replace(job, gpu_model=model)
             job.labels[GPU_MODEL_FROM] = f"label {GPU_PRODUCT_LABEL} of {', '.join(on)}"
+    if not job.gpu_model and gpus and _nodes_unread(group, nodes, nodes_partial):
+        result.models_unread.add(job.external_id)
     share = gpu_share_of(
         group, shared_replicas, product=job.gpu_model, nodes=nodes, nodes_file=nodes_file, nodes_partial=nodes_partial
     )
@@ -817,6 +822,16 @@ def _ray_job(job: JobRecord, ray: RayJobLink, group: list[dict]) -> JobRecord:
         state=state if state in FINISHED_PHASES else job.state,
         command=ray.entrypoint or job.command,
         labels=labels,
+    )
+
+
+def _nodes_unread(pods: list[dict], nodes: dict[str, dict] | None, nodes_partial: bool) -> bool:
+    """Whether a node of the job's GPU pods was not read: none were (None), or the listing failed part way
+    (`nodes_partial`) before that node."""
+    if nodes is None:
+        return True
+    return nodes_partial and any(
+        str((p.get("spec") or {}).get("nodeName") or "") not in nodes for p in pods if pod_gpus(p)
     )
 
 
@@ -1327,37 +1342,53 @@ class KubernetesConnector(BaseConnector):
         self.nodes_partial = True
         return nodes
 
-    def _node_error(self, nodes: dict[str, dict] | None) -> str:
-        """What the pull says of the nodes `list_nodes` could not read (refused, or failed on the first page or
-        part way), and how the replicas were counted instead; "" when they were read."""
+    def _node_error(self, nodes: dict[str, dict] | None, replicas: bool = True, models: int = 0) -> str:
+        """What the pull says, once, of the nodes `list_nodes` could not read (refused, or failed on the first page
+        or part way): what they would have given and what was done instead. `replicas`: a shared GPU's job needed
+        its node's replicas (counted by shared_gpu_replicas or whole); `models`: how many jobs took no GPU model
+        from their nodes' label (priced at the cluster's default price). "" when the nodes were read, or when no
+        job needed them."""
+        if not (self.node_refusal or self.node_failure) or not (replicas or models):
+            return ""
         fallback = (
             f"they are counted by shared_gpu_replicas ({self.shared_replicas})"
             if self.shared_replicas
             else "with no shared_gpu_replicas they are counted whole"
         )
+        partial = bool(self.node_failure and self.nodes_partial)
+        link = ", so" if self.node_refusal else " and"  # a refusal says what was lost; a failure, after "so"
+        lost = []
+        if replicas and partial:
+            lost.append(
+                f"shared GPUs' replicas on the nodes not read could not be read from their nvidia.com/gpu.replicas "
+                f"labels{link} {fallback} ('nodes not read')"
+            )
+        elif replicas:
+            lost.append(
+                f"shared GPUs' replicas could not be read from their nodes' nvidia.com/gpu.replicas labels{link} "
+                f"{fallback}"
+            )
+        if models:
+            their, they = ("their", "they are") if models != 1 else ("its", "it is")
+            dcgm = f", unless dcgm-exporter names {their} model (metrics_from)" if self.metrics is not None else ""
+            lost.append(
+                f"{models} job{'s' if models != 1 else ''} with GPUs took no GPU model from {their} nodes' "
+                f"{GPU_PRODUCT_LABEL} label ({their} pods have no {GPU_PRODUCT_LABEL} node selector){link} {they} "
+                f"priced at the cluster's default price{dcgm}"
+            )
         if self.node_refusal:
             return (
                 f"nodes: listing nodes is not allowed (grant the ServiceAccount list on nodes, in a ClusterRole: nodes "
-                f"are cluster-scoped); shared GPUs' replicas could not be read from their nodes' "
-                f"nvidia.com/gpu.replicas labels, so {fallback}. {self.node_refusal}"
+                f"are cluster-scoped; the rule: {NODES_RULE}); {'; '.join(lost)}. {self.node_refusal}"
             )
-        if not self.node_failure:
-            return ""
-        if self.nodes_partial:  # the pages read before the failure are kept
+        if partial:
             count = len(nodes or {})
-            failed = (
-                f"listing nodes failed after {count} node{'s were' if count != 1 else ' was'} read, so shared GPUs' "
-                f"replicas on the nodes not read could not be read from their nvidia.com/gpu.replicas labels and "
-                f"{fallback} ('nodes not read')"
-            )
+            failed = f"listing nodes failed after {count} node{'s were' if count != 1 else ' was'} read"
         else:
-            failed = (
-                f"listing nodes failed, so shared GPUs' replicas could not be read from their nodes' "
-                f"nvidia.com/gpu.replicas labels and {fallback}"
-            )
+            failed = "listing nodes failed"
         return (
-            f"nodes: {failed}; the jobs are stored so (pull their window again to read them from the nodes). "
-            f"{self.node_failure}"
+            f"nodes: {failed}, so {'; '.join(lost)}; the jobs are stored so (pull their window again to read them "
+            f"from the nodes). {self.node_failure}"
         )
 
     def list_jobs(self, watermark: str, until: datetime) -> Iterator[Batch]:
@@ -1387,11 +1418,17 @@ class KubernetesConnector(BaseConnector):
                 f"RayJobs are found from their submitter pods only. {self.ray_refusal}"
             )
             parsed.errors.append(RecordError(self.settings.name, message[:2000]))
-        # Once a pull, and only where a job's replicas needed the nodes: a fleet without shared GPUs is not told.
-        node_error = self._node_error(nodes) if any("gpu_replicas" in job.labels for job in parsed.jobs) else ""
+        jobs = [j for j in parsed.jobs if j.end_time.timestamp() <= cutoff and (since is None or j.end_time > since)]
+        # Once a pull, and only where a job needed the nodes: for its replicas (a shared GPU's), or for the GPU model
+        # its nodes' label would have named (no node selector names one; counted among the jobs this pull stores).
+        # A fleet whose GPUs are whole and whose pods name their model is not told.
+        node_error = self._node_error(
+            nodes,
+            replicas=any("gpu_replicas" in job.labels for job in parsed.jobs),
+            models=sum(1 for job in jobs if job.external_id in parsed.models_unread),
+        )
         if node_error:
             parsed.errors.append(RecordError(self.settings.name, node_error[:2000]))
-        jobs = [j for j in parsed.jobs if j.end_time.timestamp() <= cutoff and (since is None or j.end_time > since)]
         jobs.sort(key=lambda j: (j.end_time, j.external_id))
         # One batch per distinct end time, so the watermark (the last stored end) never splits a tie.
         if parsed.errors:
