@@ -455,3 +455,68 @@ def test_a_grouped_number_is_read_again_for_each_value():
         return loader.detail["num_workers"]
 
     assert (workers("-vj 8"), workers("-vj 4"), workers("-qj2"), workers("-qj3")) == (8, 4, 2, 3)
+
+
+PASSED_THROUGH = (
+    "import argparse\nfrom torch.utils.data import DataLoader\nparser = argparse.ArgumentParser()\n{positional}"
+    "parser.add_argument('-j', '--workers', type=int, default=0)\n"
+    "parser.add_argument('--pin', action='store_true')\n"
+    "args = parser.parse_args()\nloader = DataLoader(dataset, num_workers=args.workers, pin_memory=args.pin)\n"
+)
+
+
+@pytest.mark.parametrize(
+    ("launch", "workers", "pin"),
+    [
+        ('python train.py "$@"', None, None),  # the submitter's own options: any of them may be set there
+        ("python train.py $@", None, None),
+        ("python train.py $*", None, None),
+        ("python train.py $EXTRA_ARGS", None, None),
+        ("python train.py ${ARGS}", None, None),
+        ('python train.py "${@}"', None, None),
+        ('python train.py "${@:2}"', None, None),
+        ('torchrun --nproc_per_node 8 train.py "$@"', None, None),
+        ('python train.py --workers 8 "$@"', None, None),  # argparse takes the last value: it may be the hidden one
+        ('python train.py "$@" --workers 8', 8, None),  # the visible one comes last
+        ('python train.py --pin "$@"', None, True),  # a store_true turned on stays on
+        ("python train.py --pin $EXTRA", None, True),  # after a switch, a variable is no value of its
+        ("python train.py --workers $N", None, False),  # the option's value, not hidden options
+        ("python train.py --workers 8 --pin", 8, True),
+    ],
+)
+def test_options_passed_through_unseen_make_the_scripts_defaults_unknown(launch, workers, pin):
+    # `python train.py "$@"` hands the script options the reader cannot see, yet `num_workers=args.workers` was
+    # --workers' default 0: a 'no workers' finding resting on a default the submitter may have overridden.
+    script = PASSED_THROUGH.format(positional="")
+    (loader,) = extract_script_evidence([("train.py", script), ("run.sh", f"#!/bin/bash\n{launch}\n")]).of("dataloader")
+    assert (loader.detail["num_workers"], loader.detail["pin_memory"]) == (workers, pin)
+
+
+@pytest.mark.parametrize(
+    ("launch", "workers", "pin"),
+    [
+        ("python train.py $CONFIG --workers 8", 8, False),  # the variable is the positional argument's
+        ("python train.py configs/a.yaml $EXTRA", None, None),  # the positional is filled: this one is more
+        ('python train.py $CONFIG "$@"', None, None),
+    ],
+)
+def test_a_variable_that_fills_a_positional_argument_passes_no_options(launch, workers, pin):
+    script = PASSED_THROUGH.format(positional="parser.add_argument('config')\n")
+    (loader,) = extract_script_evidence([("train.py", script)], command=launch).of("dataloader")
+    assert (loader.detail["num_workers"], loader.detail["pin_memory"]) == (workers, pin)
+
+
+def test_no_finding_rests_on_a_default_the_launch_may_override():
+    frame = series(120, lambda t, g: 30, mem=lambda t, g: 0.6, cpu=lambda t: 7.0)
+    for launch, finding in (('python train.py "$@"', []), ("python train.py", ["no_workers"])):
+        scripts = [("train.py", NO_WORKERS), ("run.sh", f"#!/bin/bash\n{launch}\n")]
+        _, result = run(120, frame, scripts=scripts, cpu_count=16)
+        assert [f.sub_cause for f in result.findings if f.category == Category.DATA_PREPROCESSING] == finding
+    # a remote data root's default alike: the launch may give a local one
+    remote_default = (
+        "import argparse\nparser = argparse.ArgumentParser()\n"
+        "parser.add_argument('--data-root', default='s3://vision-datasets/shards')\nargs = parser.parse_args()\n"
+    )
+    for launch, urls in (('python train.py "$@"', []), ("python train.py", ["s3://vision-datasets/shards"])):
+        found = extract_script_evidence([("train.py", remote_default)], command=launch).of("remote_path")
+        assert [f.detail["url"] for f in found] == urls

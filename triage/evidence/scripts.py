@@ -461,7 +461,9 @@ def _given_options(path: str, launches: list[list[str]]) -> tuple[tuple[tuple[st
     s3://b/x` and `--data-root=s3://b/x` alike; a flag followed by another flag or nothing has the value None); one
     tuple a launch, none when no launch names the script (its argparse defaults hold). Numbers count (`--workers 8`:
     a DataLoader's `num_workers=args.workers` is the launch's 8, not the default's 0), so a sweep's jobs that differ in
-    one (`--lr 0.1`, `--lr 0.01`) read the script once each."""
+    one (`--lr 0.1`, `--lr 0.01`) read the script once each. A word of its own, not after a flag, is ("", "") (a
+    positional argument's, say), or ("", word) for a shell expansion (`"$@"`, `$EXTRA_ARGS`): words the reader cannot
+    see, which `_PythonFacts._options` reads as options passed through, unless one fills a positional argument."""
     given = []
     for argv in launches:
         words = _script_arguments(argv, path)
@@ -470,6 +472,8 @@ def _given_options(path: str, launches: list[list[str]]) -> tuple[tuple[tuple[st
         pairs = []
         for index, word in enumerate(words):
             if not word.startswith("-") or word == "-" or _number(word):
+                if not (index and _takes_next(words[index - 1])):  # a word of its own: ("", "") or ("", "$@")
+                    pairs.append(("", word if _EXPANSION.fullmatch(word) else ""))
                 continue
             flag, eq, value = word.partition("=")
             if not eq:
@@ -478,6 +482,12 @@ def _given_options(path: str, launches: list[list[str]]) -> tuple[tuple[tuple[st
             pairs.append((flag, value))
         given.append(tuple(pairs))
     return tuple(given)
+
+
+def _takes_next(word: str) -> bool:
+    """Whether a launch word is a flag that may take the word after it as its value (`--workers`, not `--workers=8`
+    or a number)."""
+    return word.startswith("-") and word != "-" and not _number(word) and "=" not in word
 
 
 def _argparse_option(flag: str, word: str | None, strings: set[str], abbrev: bool) -> tuple:
@@ -496,6 +506,8 @@ def _argparse_option(flag: str, word: str | None, strings: set[str], abbrev: boo
         return option, flag[2:] if option == flag[:2] else word
     return (frozenset(matches), word) if matches else (flag, word)
 
+
+_MANY_WORDS = 1 << 20  # a positional argument with nargs="*", "+" or "...": any number of words
 
 # argparse's actions that take no value: a single-dash one may have more short options grouped after it (`-vj8`).
 _NULLARY_ACTIONS = {
@@ -663,6 +675,7 @@ class _PythonFacts(ast.NodeVisitor):
         self.arguments: list[tuple[str, list[str], ast.AST | None, object, object, type | None]] = []
         self.switches: set[str] = set()  # dests of switches the command line can turn (`--amp`, store_true)
         self.allow_abbrev = True  # argparse's default: a unique prefix of a long option is that option (`--work`)
+        self.positional_words = 0  # how many launch words its positional arguments take (`_MANY_WORDS`: any number)
         # argparse dest -> the value the job runs with, as every fact reads it: the one its launch lines give
         # (`--data-root s3://...`, `--workers 8`, `--pin-mem`), else the default; None where launches differ or it is
         # not known (`$DATA_ROOT`)
@@ -805,6 +818,9 @@ class _PythonFacts(ast.NodeVisitor):
             action in ("store_true", "store_false") and default is not (action == "store_true")
         ):
             self.switches.add(dest)
+        if not any(name.startswith("-") for name in names):  # a positional argument: how many words it takes
+            nargs = self.resolve(next((kw.value for kw in node.keywords if kw.arg == "nargs"), None))
+            self.positional_words += nargs if isinstance(nargs, int) else 1 if nargs in (None, "?") else _MANY_WORDS
         kind = dotted(next((kw.value for kw in node.keywords if kw.arg == "type"), None))
         if not kind and type(default) in (int, float):  # no type=: a number default's kind (`default=0`)
             kind = type(default).__name__
@@ -823,21 +839,23 @@ class _PythonFacts(ast.NodeVisitor):
                 strings.update(f"--no-{name[2:]}" for name in names if name.startswith("--"))
             if action in _NULLARY_ACTIONS:
                 nullary.update(name for name in names if name.startswith("-"))
-        given = [
-            [
-                pair
-                for flag, word in pairs
-                for pair in _argparse_options(flag, word, strings, nullary, self.allow_abbrev)
-            ]
-            for pairs in self.given
-        ]
+        given = [self._launch_options(pairs, strings, nullary) for pairs in self.given]
+        dests: dict[str, int] = {}
+        for dest, *_ in self.arguments:
+            dests[dest] = dests.get(dest, 0) + 1
         for dest, names, default, value, action, number in self.arguments:
             values = []
             if self.given and not any(name.startswith("-") for name in names):
                 values.append(None)  # a positional argument: which launch word it is, is not read here
+            # a switch turned one way stays so whatever words are passed through after it (no other option sets it)
+            one_way = {"store_true": True, "store_false": False}.get(action) if dests[dest] == 1 else None
             for pairs in given or [()]:
                 held = value
                 for flag, word in pairs:
+                    if flag is None:  # options passed through unseen (`"$@"`): any may set it, argparse's last wins
+                        if one_way is None or held is not one_way:
+                            held = None
+                        continue
                     if isinstance(flag, frozenset):  # an ambiguous abbreviation: argparse refuses the launch
                         if flag & set(names):
                             held = None
@@ -861,6 +879,36 @@ class _PythonFacts(ast.NodeVisitor):
             self.options.setdefault(dest, values[0] if same else None)
             if isinstance(default, ast.Constant) and isinstance(value, str) and same and values[0] == value:
                 self._remote_literal(default, role=dest)
+
+    def _launch_options(self, pairs: tuple, strings: set[str], nullary: set[str]) -> list[tuple]:
+        """One launch's (flag, value) pairs (`_given_options`) as argparse reads them against the script's options
+        (`_argparse_options`), with (None, None) where it passes options through that the reader cannot see: a shell
+        expansion of many words (`"$@"`, `$*`, `"${@:2}"`), or of one (`$EXTRA_ARGS`, `${ARGS}`) that is no option's
+        value (after a switch, `--pin $EXTRA`, it is none) and fills no positional argument left."""
+        options: list[tuple] = []
+        filled = 0
+
+        def alone(word: str) -> None:  # a word of its own: a positional argument's, or words passed through
+            nonlocal filled
+            if _MANY.fullmatch(word):
+                options.append((None, None))
+            elif filled < self.positional_words:
+                filled += 1
+            elif _EXPANSION.fullmatch(word):
+                options.append((None, None))
+
+        for flag, word in pairs:
+            if flag == "":
+                alone(word)
+                continue
+            read = _argparse_options(flag, word, strings, nullary, self.allow_abbrev)
+            options.extend(read)
+            option, value = read[-1]
+            if option in nullary and value is not None and value == word:
+                alone(value)  # `--pin $EXTRA`: a switch takes no value, the word is one of its own
+            elif word is not None and value == word and _MANY.fullmatch(word):
+                options.append((None, None))  # `--data "$@"`: the first word its value, the rest passed through
+        return options
 
     def _parser(self, node: ast.Call) -> None:
         """`argparse.ArgumentParser(allow_abbrev=False)`: the launch's long options are read whole only."""
@@ -1737,7 +1785,13 @@ _LAUNCHER_SWITCHES = {
     "mpirun": {"--allow-run-as-root", "--oversubscribe", "--report-bindings", "--tag-output", "-q", "--quiet", "-v"},
     "horovodrun": {"--verbose", "--gloo", "--mpi", "--check-build", "--disable-cache"},
 }
-_EXPANSION = re.compile(r"\$(?:[@*#?]|\{[^}]*\}|[A-Za-z_][A-Za-z0-9_]*|\(.*\))")  # `$@`, `${ARGS}`, `$EXTRA`, `$(...)`
+_EXPANSION = re.compile(
+    r"\$(?:[@*#?]|\{[^}]*\}|[A-Za-z_][A-Za-z0-9_]*|\(.*\))|`.*`"
+)  # `$@`, `${ARGS}`, `$EXTRA`, `$(...)`
+
+
+# A shell expansion into any number of words: `$@`, `$*`, `${@:2}`, `${ARGS[@]}`, a command's output.
+_MANY = re.compile(r"\$(?:[@*]|\{[@*][^}]*\}|\{[^}]*\[[@*]\]\}|\(.*\))|`.*`")
 
 
 def _launcher_words(argv: list[str]) -> tuple[str, list[str]]:
