@@ -1990,3 +1990,68 @@ def test_a_filesystem_or_session_made_in_another_of_the_jobs_files_and_imported_
 def test_an_imported_name_is_not_read_through_where_it_is_local_ambiguous_or_rebound(scripts):
     found = extract_script_evidence(scripts).of("remote_read")
     assert [f.detail["client"] for f in found if f.detail["client"] == "s3fs"] == []
+
+
+COMMON_URI = 'import os\n\nDATA_URI = "s3://vision-datasets/shards"\nLABELS = "https://labels.example.org"\n'
+
+DATA_IMPORTING_URI = """import fsspec
+import requests
+import torch
+from torch.utils.data import Dataset
+
+from common import DATA_URI, LABELS as labels
+
+
+class Shards(Dataset):
+    def __init__(self, keys):
+        self.keys = keys
+
+    def __getitem__(self, index):
+        with fsspec.open(f"{DATA_URI}/{self.keys[index]}", "rb") as handle:
+            return torch.load(handle), requests.get(labels + f"/{index}").json()
+"""
+
+
+@pytest.mark.parametrize(
+    ("common_path", "data_path", "data"),
+    [
+        ("common.py", "data.py", DATA_IMPORTING_URI),
+        ("pkg/common.py", "pkg/data.py", DATA_IMPORTING_URI.replace("from common import", "from .common import")),
+        # the module imported whole: common.DATA_URI
+        (
+            "common.py",
+            "data.py",
+            DATA_IMPORTING_URI.replace("from common import DATA_URI, LABELS as labels", "import common")
+            .replace("{DATA_URI}", "{common.DATA_URI}")
+            .replace("labels +", "common.LABELS +"),
+        ),
+    ],
+)
+def test_a_uri_constant_of_another_of_the_jobs_files_is_followed_where_imported(common_path, data_path, data):
+    # `from common import DATA_URI` where common.py sets `DATA_URI = "s3://..."`: data.py's
+    # fsspec.open(f"{DATA_URI}/...") in __getitem__ was a read of an unknown URL (no remote storage named), the
+    # constant being set in another file, as a filesystem made there was before it was followed.
+    found = extract_script_evidence([(common_path, COMMON_URI), (data_path, data)]).of("remote_read")
+    assert [(f.path, f.line, f.detail["call"], f.detail["url"], f.detail["context"]) for f in found] == [
+        (data_path, 14, "open", "s3://vision-datasets/shards/", "Shards.__getitem__"),
+        (data_path, 15, "get", "https://labels.example.org", "Shards.__getitem__"),  # `labels + ...`: its left side
+    ]
+
+
+@pytest.mark.parametrize(
+    "scripts",
+    [
+        # a local path there is no remote URI here
+        [("common.py", 'DATA_URI = "/scratch/shards"\nLABELS = None\n'), ("data.py", DATA_IMPORTING_URI)],
+        # two of the job's files the import may name: which one cannot be told
+        [("common.py", COMMON_URI), ("tools/common.py", "DATA_URI = None\n"), ("data.py", DATA_IMPORTING_URI)],
+        # the name rebound after the import is that binding's
+        [
+            ("common.py", COMMON_URI),
+            ("data.py", DATA_IMPORTING_URI.replace("as labels\n", 'as labels\n\nDATA_URI = "/scratch/shards"\n')),
+        ],
+    ],
+)
+def test_an_imported_uri_is_not_followed_where_it_is_local_ambiguous_or_rebound(scripts):
+    found = extract_script_evidence(scripts).of("remote_read")
+    assert [f.detail["url"] for f in found if f.detail["call"] == "open"] in ([], [None])

@@ -30,7 +30,8 @@ line gives, else its default: `resolve`; `self.args.x` through `self.args = args
 (`Shards(args.data_root)` -> `url_to_fs(root)`), in the file or by another of the job's files that imports it
 (`incoming`, what that file's `exports` found), bound to a name or to `self.root`, or starting an f-string. A
 filesystem or session another of the job's files makes at module level and this one imports (`from common import
-fs`) is the one it holds there (`provides`, `takes`, handed back in `incoming`).
+fs`) is the one it holds there (`provides`, `takes`, handed back in `incoming`), as is a remote URI it binds at module
+level (`from common import DATA_URI`, `common.DATA_URI`).
 A `.map` is a pool's (a staging download, once) only on a name bound to a thread or process pool, or on one made
 there (`ThreadPoolExecutor(16).map`). Pure Python; no Django.
 """
@@ -158,6 +159,7 @@ class RemoteReads:
         self.objects: dict[str, str] = {}  # "obj" -> the bucket's URL of the boto3 resource's Object it holds, or ""
         self.partials: dict = {}  # "collate", "Loader.collate" (self.collate) -> the function functools.partial wraps
         self.instances: dict = {}  # "store", "Shards._store" (self._store) -> the class of the file's own it holds
+        self.uris: dict[str, str] = {}  # "common.DATA_URI" -> the remote URI another of the job's files binds it to
         self.iterated: dict[int, str] = {}  # id of a loop variable's use (`for f in files: with f`) -> files' URL
         self.classes: dict[str, list[str]] = {}  # class -> its bases' names ("Shards" -> ["Dataset"])
         self.owners: dict[int, str] = {}  # id of a node -> the innermost class it is in
@@ -245,14 +247,14 @@ class RemoteReads:
         for node in self.imports:  # `from common import fs`, common.py's fs a remote filesystem: bound by the import
             for alias in node.names if isinstance(node, ast.ImportFrom) else ():
                 kind, held = self.incoming.get((node.module, node.level, alias.name), (None, None))
-                if kind is not None:
+                if kind in ("filesystem", "session"):  # a "value" (a URI) is read where the name is (`_held_at`)
                     bound = self.filesystems if kind == "filesystem" else self.sessions
                     bound[self._owned(alias.asname or alias.name, node)] = held
             for alias in node.names if isinstance(node, ast.Import) else ():  # `import common`, then common.fs
                 for key, given in self.incoming.items():
                     if isinstance(key, tuple) and key[:2] == (alias.name, 0):
                         kind, held = given
-                        bound = self.filesystems if kind == "filesystem" else self.sessions
+                        bound = {"filesystem": self.filesystems, "session": self.sessions}.get(kind, self.uris)
                         bound[f"{alias.asname or alias.name}.{key[2]}"] = held
         self._handed_in(tree)
         for node in ast.walk(tree):  # `for f in files:` (or `enumerate(files)`): each f one of open_files' files
@@ -540,6 +542,8 @@ class RemoteReads:
             return self._name_value(node, depth)
         if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id == "self":
             return self._attribute_value(node, depth)
+        if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and self.uris:
+            return self.uris.get(f"{node.value.id}.{node.attr}")  # `import common`, then `common.DATA_URI`
         if isinstance(node, ast.JoinedStr):  # whole only where every part is known
             parts = []
             for part in node.values:
@@ -583,16 +587,25 @@ class RemoteReads:
         return first if all(each == first and type(each) is type(first) for each in values) else None
 
     def _name_value(self, node: ast.Name, depth: int) -> object:
-        """A plain name's value: of each of its bindings in effect there (`_Order`), an assignment's value or a
-        parameter's (`_parameter_value`)."""
-        scope, name = self.scopes.key(node.id, node)
+        """A plain name's value: of each of its bindings in effect there (`_Order`), an assignment's value, a
+        parameter's (`_parameter_value`), or what an import of it from another of the job's files holds there (`from
+        common import DATA_URI`: `incoming`)."""
+        return self._held_at(node.id, node, depth)
+
+    def _held_at(self, name: str, node: ast.AST, depth: int) -> object:
+        """`_name_value` of the name `name` used at `node` (the module itself: where the module ends)."""
+        scope, name = self.scopes.key(name, node)
         if not scope:
             return None
         values = []
         for binding in self.order.reaching(scope, name, node):
             statement = self._index()["statements"].get(binding)
             held = None
-            if isinstance(statement, ast.Assign) and len(statement.targets) == 1:
+            if isinstance(statement, ast.ImportFrom):
+                alias = next((a for a in statement.names if (a.asname or a.name) == name), None)
+                kind, given = self.incoming.get((statement.module, statement.level, alias and alias.name), (None, None))
+                held = given if kind == "value" else None
+            elif isinstance(statement, ast.Assign) and len(statement.targets) == 1:
                 if isinstance(statement.targets[0], ast.Name):
                     held = self.value(statement.value, depth + 1)
             elif isinstance(statement, ast.AnnAssign | ast.NamedExpr) and isinstance(statement.target, ast.Name):
@@ -790,7 +803,8 @@ class RemoteReads:
     def provides(self) -> dict:
         """What this file's module-level names hold where the module ends, for the job's files that import them
         (`from common import fs`): name -> ("filesystem", (client, scheme)) for `fs = s3fs.S3FileSystem()`, ("session",
-        client) for `session = requests.Session()`; as a function here that reads the name would see it."""
+        client) for `session = requests.Session()`, ("value", uri) for a remote URI, `DATA_URI = "s3://b/x"` (or one
+        made of known values, `f"{ROOT}/train"`); as a function here that reads the name would see it."""
         module, found = id(self.tree), {}
         for kind, bound in (("filesystem", self.filesystems), ("session", self.sessions)):
             for key in bound:
@@ -798,6 +812,20 @@ class RemoteReads:
                     held = self._plain(bound, key[1], self.tree)
                     if held is not None:
                         found[key[1]] = (kind, held)
+        for statement in self.tree.body:  # only names a URI literal is written into (the rest are not followed)
+            if not isinstance(statement, ast.Assign | ast.AnnAssign) or statement.value is None:
+                continue
+            if not any(
+                isinstance(part, ast.Constant) and isinstance(part.value, str) and _remote(part.value)
+                for part in ast.walk(statement.value)
+            ):
+                continue
+            targets = statement.targets if isinstance(statement, ast.Assign) else [statement.target]
+            for target in targets:
+                if isinstance(target, ast.Name) and target.id not in found:
+                    held = self._held_at(target.id, self.tree, 0)
+                    if isinstance(held, str) and _remote(held):
+                        found[target.id] = ("value", held)
         return found
 
     def _handed_values(self, call: ast.Call) -> tuple | None:
@@ -833,7 +861,10 @@ class RemoteReads:
         index["statements"] = {}
         index["attributes"] = {}  # "Shards.root" -> the values its class binds self.root to (None: not one plainly)
         for node in ast.walk(self.tree):
-            if isinstance(node, ast.Assign | ast.AnnAssign | ast.NamedExpr | ast.FunctionDef | ast.AsyncFunctionDef):
+            if isinstance(
+                node,
+                ast.Assign | ast.AnnAssign | ast.NamedExpr | ast.FunctionDef | ast.AsyncFunctionDef | ast.ImportFrom,
+            ):
                 index["statements"][id(node)] = node
             if isinstance(node, ast.Call):
                 index["callee"][id(node.func)] = node

@@ -123,6 +123,9 @@ from triage.rules.registry import RULES, THRESHOLDS, Finding, Status, TriageResu
 #      so no finding rests on a default the submitter may have overridden (`num_workers=args.workers` over `default=0`
 #      was a 'no workers' finding, an s3:// default a remote_path); a variable that is an option's value (`--workers
 #      $N`) or fills a positional argument (`train.py $CONFIG`) passes none
+#      also: a remote URI another of the job's files binds at module level and this one imports (`from common import
+#      DATA_URI` or `import common; common.DATA_URI`, common.py's `DATA_URI = "s3://..."`) is followed by the remote
+#      reads, as an imported filesystem or session is (`fsspec.open(f"{DATA_URI}/{key}")` in __getitem__ was no read)
 RULES_REVISION = 5
 
 __all__ = [
