@@ -473,6 +473,7 @@ PASSED_THROUGH = (
         ("python train.py $*", None, None),
         ("python train.py $EXTRA_ARGS", None, None),
         ("python train.py ${ARGS}", None, None),
+        ("python train.py $2", None, None),  # the launch script's own argument
         ('python train.py "${@}"', None, None),
         ('python train.py "${@:2}"', None, None),
         ('torchrun --nproc_per_node 8 train.py "$@"', None, None),

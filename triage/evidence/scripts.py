@@ -1785,9 +1785,8 @@ _LAUNCHER_SWITCHES = {
     "mpirun": {"--allow-run-as-root", "--oversubscribe", "--report-bindings", "--tag-output", "-q", "--quiet", "-v"},
     "horovodrun": {"--verbose", "--gloo", "--mpi", "--check-build", "--disable-cache"},
 }
-_EXPANSION = re.compile(
-    r"\$(?:[@*#?]|\{[^}]*\}|[A-Za-z_][A-Za-z0-9_]*|\(.*\))|`.*`"
-)  # `$@`, `${ARGS}`, `$EXTRA`, `$(...)`
+# A shell expansion the reader does not know: `$@`, `$1`, `${ARGS}`, `$EXTRA`, `$(...)`, backquotes.
+_EXPANSION = re.compile(r"\$(?:[0-9@*#?]|\{[^}]*\}|[A-Za-z_][A-Za-z0-9_]*|\(.*\))|`.*`")
 
 
 # A shell expansion into any number of words: `$@`, `$*`, `${@:2}`, `${ARGS[@]}`, a command's output.

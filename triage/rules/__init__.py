@@ -117,7 +117,7 @@ from triage.rules.registry import RULES, THRESHOLDS, Finding, Status, TriageResu
 #      also: grouped short options on a launch line are read as argparse reads them: `-vj8` (-v a switch) is -v and
 #      `-j 8` (it was -v with 'j8': --workers kept its default, a 'no workers' finding for a job launched with eight),
 #      `-pv` turns on -p and -v
-#      also: a launch that passes options through unseen (`python train.py "$@"`, `$*`, `$EXTRA_ARGS`, `${ARGS}`,
+#      also: a launch that passes options through unseen (`python train.py "$@"`, `$*`, `$2`, `$EXTRA_ARGS`, `${ARGS}`,
 #      `"${@:2}"` after the script) makes every option of the script unknown where the line does not set it after them
 #      (`--workers 8 "$@"`: unknown, argparse taking the last; `"$@" --workers 8`: 8; a store_true turned on stays on),
 #      so no finding rests on a default the submitter may have overridden (`num_workers=args.workers` over `default=0`
