@@ -669,3 +669,69 @@ def test_a_broken_kubectl_nodes_file_is_named_and_its_pods_jobs_stored(tmp_path)
     assert jobs["nb-a"].labels["gpu_replicas"] == [
         "unknown on a100-0 (counted whole: nodes not read, and no shared_gpu_replicas)"
     ]
+
+
+# -- hostile member names: quoted by their first characters and their length -----------------------
+LONG = 5000
+
+
+def test_a_5000_character_member_name_is_not_repeated_whole_in_the_error_report(tmp_path, client, operator):
+    """Archive messages quoted a member's name whole: a 5,000-character name went back whole into the ingest run's
+    errors, its page and its errors CSV, once in the file column and again in the message. The file column and the
+    message now give its first 100 characters, an ellipsis and its length (fleet.quoting), as the API quotes a
+    value it refuses; a short name reads as before."""
+    names = {
+        "native/kubernetes": f"native/kubernetes/{'k' * LONG}.json",
+        "native/slurm": f"native/slurm/{'s' * LONG}.json",
+        "native/other": f"native/other/{'o' * LONG}.json",
+        "native/prometheus": f"native/prometheus/{'p' * LONG}/gpu_util.json",
+        "metrics": f"metrics/{'m' * LONG}.csv",
+        "logs": f"logs/{'l' * LONG}/stdout.log",
+        "scripts": f"scripts/{'x' * LONG}.py",
+    }
+    util = {"metric": {"__name__": "DCGM_FI_DEV_GPU_UTIL", "gpu": "0"}, "values": [[1793613600, "50"]]}
+    prometheus = {"status": "success", "data": {"resultType": "matrix", "result": [util]}}
+    members = {
+        **good(),
+        names["native/kubernetes"]: "{",
+        names["native/slurm"]: "nope",
+        names["native/other"]: "{}",
+        names["native/prometheus"]: json.dumps(prometheus),
+        names["metrics"]: HEADER + rows("m" * LONG, count=2),
+        names["logs"]: "hello\n",
+        names["scripts"]: "print(1)\n",
+    }
+    run = ingest_file(write_zip(tmp_path / "long.zip", members))
+    assert run.status == IngestRun.Status.SUCCEEDED, run.errors
+    assert Job.objects.count() == 3
+    said = {}
+    for error in run.errors:
+        folder = next(key for key in names if error["file"].startswith(f"'{key}/"))
+        said[folder] = error
+        assert len(error["file"]) < 150, error["file"]
+        assert "…' (5," in error["file"] and " characters)" in error["file"], error["file"]
+        assert len(error["message"]) + len(error["job_id"]) < 600, error
+    assert sorted(said) == sorted(names), run.errors
+    assert said["native/kubernetes"]["message"].startswith(f"'native/kubernetes/{'k' * 82}…' (5,023 characters): ")
+
+    client.force_login(operator)
+    page = client.get(f"/ingest-runs/{run.pk}/").content.decode()
+    assert "k" * 200 not in page and "m" * 200 not in page and "l" * 200 not in page
+    report = client.get(f"/ingest-runs/{run.pk}/errors.csv").content.decode()
+    assert "k" * 200 not in report and "m" * 200 not in report and "l" * 200 not in report
+    assert "(5,023 characters)" in report
+
+
+def test_a_hostile_member_name_that_refuses_the_archive_is_quoted_short(tmp_path, storage_dir):
+    """A member that refuses the whole archive (a link, a name climbing out, a duplicate) is named by its first
+    characters and its length, not all 5,000 of them."""
+    link = tarfile.TarInfo(f"logs/j1/{'e' * LONG}")
+    link.type = tarfile.SYMTYPE
+    link.linkname = "/etc/passwd"
+    run = ingest_file(tar_with(tmp_path / "evil.tar.gz", good(), [link]))
+    assert_nothing_kept(run, storage_dir, "…' (5,008 characters) is a symbolic link; only regular files are allowed")
+    assert len(run.errors[0]["message"]) < 300, run.errors
+
+    run = ingest_file(write_zip(tmp_path / "climb.zip", {**good(), f"../{'c' * LONG}": "x"}))
+    assert_nothing_kept(run, storage_dir, "…' (5,003 characters) contains a '..' path component")
+    assert len(run.errors[0]["message"]) < 300, run.errors

@@ -26,7 +26,7 @@ import time
 from collections.abc import Callable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import closing
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, timedelta
 from fractions import Fraction
 from functools import cache, cached_property
@@ -42,7 +42,13 @@ import pyarrow.csv as pa_csv
 import pyarrow.parquet as pq
 
 from fleet import series as series_lib
-from fleet.archive.reader import MANIFEST_NAME, ArchiveError, ArchiveReader, ReaderLimits, open_archive
+from fleet.archive.reader import (
+    MANIFEST_NAME,
+    ArchiveError,
+    ArchiveReader,
+    ReaderLimits,
+    open_archive,
+)
 from fleet.canonical import (
     JOB_TYPES,
     MAX_EPOCH_SECONDS,
@@ -61,6 +67,7 @@ from fleet.canonical import (
 from fleet.connectors.native import NativeFiles  # native sacct/kubectl/Prometheus files (issue 6)
 from fleet.exports import unguarded_column
 from fleet.logcut import HeadTail, format_bytes
+from fleet.quoting import named, quoted, shortened
 
 __all__ = [
     "ArchiveError",
@@ -546,9 +553,10 @@ class _ArchiveParser:
 
     # -- bookkeeping ---------------------------------------------------------------------------
     def note(self, error: RecordError) -> None:
-        self.errors.append(error)
+        self.errors.append(_short_names(error))
 
     def reject(self, key: str, error: RecordError) -> None:
+        error = _short_names(error)
         self.rejected.setdefault(key, []).append(error)
         self.errors.append(error)
 
@@ -567,11 +575,12 @@ class _ArchiveParser:
         metric_files += [n for n in names if n.startswith(METRICS_FOLDER + "/")]
         self._spill = _Spill(self.work, sorted(self.job_ids), self._estimate_rows(metric_files), self.bucket_rows)
         for priority, name in enumerate(metric_files):
-            self.progress(f"reading metrics ({name})")
+            self.progress(f"reading metrics ({named(name)})")
             self._parse_metrics_file(name, priority)
         self._spill.flush()  # a failed write (a full disk) fails the reading of the metrics
         self.accepted = {job_id: record for job_id, record in self.jobs.items() if job_id not in self.rejected}
-        self.errors.extend(self.native.settle(self.job_ids, self.accepted))  # native files (issue 6)
+        for error in self.native.settle(self.job_ids, self.accepted):  # native files (issue 6)
+            self.note(error)
         self.accepted.update(self.native.extra)
         # The first bucket of series is read back and normalised while the logs and scripts are
         # copied (nothing in them rejects a job), instead of after.
@@ -782,7 +791,7 @@ class _ArchiveParser:
                 self.note(
                     RecordError(
                         name,
-                        f"job {file_job!r} is not in {self.jobs_file}; the file was ignored",
+                        f"job {quoted(file_job)} is not in {self.jobs_file}; the file was ignored",
                         field="job_id",
                         job_id=file_job,
                     )
@@ -877,15 +886,15 @@ class _ArchiveParser:
         if file_job is not None:
             ids = _Text.constant(file_job, n)
             if "job_id" in columns and n:
-                named = _string_values(column("job_id"))
-                mismatch = (named != file_job) & (named != "")
+                given = _string_values(column("job_id"))
+                mismatch = (given != file_job) & (given != "")
                 if mismatch.any() and file_job not in self.rejected:
                     first = int(np.argmax(mismatch))
                     self.reject(
                         file_job,
                         RecordError(
                             name,
-                            f"job_id {named[first]!r} does not match the file name (expected {file_job!r})",
+                            f"job_id {quoted(given[first])} does not match the file name (expected {quoted(file_job)})",
                             row=int(rows[first]),
                             field="job_id",
                             job_id=file_job,
@@ -1071,7 +1080,7 @@ class _ArchiveParser:
             del content
         for (folder, job_id), files in unknown.items():
             count = "1 file was" if len(files) == 1 else f"{len(files)} files were"
-            message = f"job {job_id!r} is not in {self.jobs_file}; {count} ignored"
+            message = f"job {quoted(job_id)} is not in {self.jobs_file}; {count} ignored"
             self.note(RecordError(f"{folder}/{job_id}/", message, field="job_id", job_id=job_id))
 
     # -- reading data files --------------------------------------------------------------------
@@ -1617,18 +1626,25 @@ def _differences(record: dict, other: dict, keys: list[str]) -> str:
     """Each differing field with both rows' values, e.g. "gpu_count '2' vs '4', end_time '…' vs '…'";
     at most DIFFERENCES_NAMED fields, each name and value cut to DIFFERENCE_VALUE_CHARS."""
 
-    def cut(text: str, limit: int = DIFFERENCE_VALUE_CHARS) -> str:
-        return text if len(text) <= limit else text[: limit - 1] + "…"
-
     def shown(value) -> str:
-        return "(none)" if value is None else cut(repr(value))
+        return "(none)" if value is None else shortened(repr(value), DIFFERENCE_VALUE_CHARS)
 
-    named = [f"{cut(key)} {shown(record.get(key))} vs {shown(other.get(key))}" for key in keys[:DIFFERENCES_NAMED]]
+    said = [
+        f"{shortened(key, DIFFERENCE_VALUE_CHARS)} {shown(record.get(key))} vs {shown(other.get(key))}"
+        for key in keys[:DIFFERENCES_NAMED]
+    ]
     rest = keys[DIFFERENCES_NAMED:]
     if rest:
         fields = "field" if len(rest) == 1 else "fields"
-        named.append(f"and {len(rest)} more {fields} ({cut(', '.join(rest), 4 * DIFFERENCE_VALUE_CHARS)})")
-    return ", ".join(named)
+        said.append(f"and {len(rest)} more {fields} ({shortened(', '.join(rest), 4 * DIFFERENCE_VALUE_CHARS)})")
+    return ", ".join(said)
+
+
+def _short_names(error: RecordError) -> RecordError:
+    """The error with a long member name in its file column (and a long job id, which a member's name may give:
+    metrics/<job_id>.csv) cut to its first characters and its length, as the messages quote them (`named`): the
+    error report, its page and its CSV never repeat a 5,000-character name whole."""
+    return replace(error, file=named(error.file), job_id=named(error.job_id))
 
 
 def _as_share(value) -> float | None:

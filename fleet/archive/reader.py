@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import BinaryIO
 
 from fleet.canonical import RecordError
+from fleet.quoting import named, quoted
 
 MANIFEST_NAME = "manifest.json"
 
@@ -40,7 +41,15 @@ class ArchiveError(Exception):
 
     @classmethod
     def of(cls, file: str, message: str, *, row: int | None = None, field: str = "", job_id: str = "") -> ArchiveError:
-        return cls(RecordError(file=file, message=message, row=row, field=field, job_id=job_id))
+        """The error of `file` (a member's name, or the archive's): a long name by its first characters and length."""
+        return cls(RecordError(file=named(file), message=message, row=row, field=field, job_id=named(job_id)))
+
+
+def member_quoted(name: str) -> str:
+    """A member's name as an error message quotes it: in single quotes, its control characters escaped as Python
+    writes them (a NUL shows as \\x00), and a long one cut to its first characters and its length, as
+    `fleet.quoting.quoted` cuts any value a person sent: 'logs/aaaa…' (5,009 characters)."""
+    return quoted(name if name.isprintable() else repr(name)[1:-1])
 
 
 @dataclass(frozen=True)
@@ -88,12 +97,14 @@ def clean_member_name(raw: str, archive: str) -> str | None:
     """The member's relative POSIX path, None for an empty name (e.g. "./"); ArchiveError if it escapes."""
     name = raw.replace("\\", "/")
     if "\x00" in name:
-        raise ArchiveError.of(archive, f"member name {raw!r} contains a NUL character")
+        raise ArchiveError.of(archive, f"member name {member_quoted(raw)} contains a NUL character")
     if name.startswith("/") or _DRIVE.match(name):
-        raise ArchiveError.of(archive, f"member {raw!r} has an absolute path; archive members must be relative")
+        raise ArchiveError.of(
+            archive, f"member {member_quoted(raw)} has an absolute path; archive members must be relative"
+        )
     parts = [part for part in name.split("/") if part not in ("", ".")]
     if ".." in parts:
-        raise ArchiveError.of(archive, f"member {raw!r} contains a '..' path component")
+        raise ArchiveError.of(archive, f"member {member_quoted(raw)} contains a '..' path component")
     return "/".join(parts) or None
 
 
@@ -130,7 +141,7 @@ class ArchiveReader(ABC):
     def _too_large(self, name: str, limit: int) -> ArchiveError:
         return ArchiveError.of(
             self.label,
-            f"member '{name}' is larger than {limit} bytes ({_format_size(limit)}) when decompressed; "
+            f"member {member_quoted(name)} is larger than {limit} bytes ({_format_size(limit)}) when decompressed; "
             "the limit is ARCHIVE_MAX_MEMBER_BYTES",
         )
 
@@ -145,7 +156,7 @@ class ArchiveReader(ABC):
     def _bomb(self, name: str, ratio: float) -> ArchiveError:
         return ArchiveError.of(
             self.label,
-            f"member '{name}' expands more than {ratio:g} times its compressed size; this looks like a "
+            f"member {member_quoted(name)} expands more than {ratio:g} times its compressed size; this looks like a "
             "decompression bomb (the limit is ARCHIVE_MAX_RATIO)",
         )
 
@@ -161,7 +172,7 @@ class ArchiveReader(ABC):
         for name, size, handle, compressed in cleaned:
             name = name[len(prefix) :]
             if name in self._by_name:
-                raise ArchiveError.of(self.label, f"member '{name}' appears more than once")
+                raise ArchiveError.of(self.label, f"member {member_quoted(name)} appears more than once")
             member = Member(name=name, size=size, compressed_size=compressed)
             self._by_name[name] = (member, handle)
             self._members.append(member)
@@ -196,7 +207,7 @@ class ArchiveReader(ABC):
 
     def _corrupt(self, name: str, exc: BaseException) -> ArchiveError:
         return ArchiveError.of(
-            self.label, f"member '{name}' cannot be read; the archive is truncated or corrupt ({exc})"
+            self.label, f"member {member_quoted(name)} cannot be read; the archive is truncated or corrupt ({exc})"
         )
 
     def _count(self, member: Member, member_bytes: int, new_bytes: int) -> None:
@@ -308,11 +319,12 @@ class ZipReader(ArchiveReader):
             kind = stat.S_IFMT(mode)
             if info.create_system == 3 and kind and kind != stat.S_IFREG:  # 3 = Unix: mode bits are meaningful
                 raise ArchiveError.of(
-                    self.label, f"member '{info.filename}' is a {_kind_name(kind)}; only regular files are allowed"
+                    self.label,
+                    f"member {member_quoted(info.filename)} is a {_kind_name(kind)}; only regular files are allowed",
                 )
             if info.flag_bits & 0x1:
                 raise ArchiveError.of(
-                    self.label, f"member '{info.filename}' is encrypted; encrypted zips are not supported"
+                    self.label, f"member {member_quoted(info.filename)} is encrypted; encrypted zips are not supported"
                 )
             # zipfile never feeds the decompressor more than compress_size bytes, so the ratio of
             # counted output to it is a real bound even when the header lies.
@@ -347,7 +359,8 @@ class TarReader(ArchiveReader):
                 continue
             if not info.isreg():
                 raise ArchiveError.of(
-                    self.label, f"member '{info.name}' is a {_tar_kind(info)}; only regular files are allowed"
+                    self.label,
+                    f"member {member_quoted(info.name)} is a {_tar_kind(info)}; only regular files are allowed",
                 )
             entries.append((info.name, info.size, info))
         self._collect(entries)
@@ -383,7 +396,8 @@ class TarReader(ArchiveReader):
                 raise ArchiveError.of(
                     self.label,
                     f"the tarball expands more than {limits.max_ratio:g} times its compressed size at member "
-                    f"'{info.name}'; this looks like a decompression bomb (the limit is ARCHIVE_MAX_RATIO)",
+                    f"{member_quoted(info.name)}; this looks like a decompression bomb (the limit is "
+                    "ARCHIVE_MAX_RATIO)",
                 )
         self._tar.members = infos
         self._tar._loaded = True
@@ -392,7 +406,7 @@ class TarReader(ArchiveReader):
     def _open_raw(self, handle) -> BinaryIO:
         stream = self._tar.extractfile(handle)
         if stream is None:  # pragma: no cover - only for non-regular members, which were refused
-            raise ArchiveError.of(self.label, f"member '{handle.name}' is not a regular file")
+            raise ArchiveError.of(self.label, f"member {member_quoted(handle.name)} is not a regular file")
         return stream
 
     def close(self) -> None:
@@ -415,7 +429,9 @@ class DirectoryReader(ArchiveReader):
                     continue
                 if not stat.S_ISREG(mode):
                     raise ArchiveError.of(
-                        self.label, f"'{relative}' is a {_kind_name(stat.S_IFMT(mode))}; only regular files are allowed"
+                        self.label,
+                        f"{member_quoted(relative)} is a {_kind_name(stat.S_IFMT(mode))}; only regular files are "
+                        "allowed",
                     )
                 entries.append((relative, os.lstat(full).st_size, full))
         self._collect(entries)

@@ -29,6 +29,7 @@ from fleet.connectors.base import BadData, json_document
 from fleet.connectors.kubernetes import jobs_from_pods, list_kind, list_problem, parse_node_list, parse_pod_list
 from fleet.connectors.prometheus import Series, canonical_name, frame_from_results, parse_query_range
 from fleet.connectors.slurm import parse_sacct
+from fleet.quoting import named, quoted
 
 logger = logging.getLogger(__name__)
 
@@ -36,6 +37,13 @@ SLURM_FOLDER = "native/slurm/"
 KUBERNETES_FOLDER = "native/kubernetes/"
 PROMETHEUS_FOLDER = "native/prometheus/"
 IGNORED = "ignored: native files go in native/slurm/, native/kubernetes/ or native/prometheus/<job_id>/"
+
+
+def _member_message(message: str, name: str) -> str:
+    """A connector's message about member `name`, which begins with the name as its source (`BadData`), with a long
+    name cut to its first characters and its length (`fleet.quoting.named`), as every archive message quotes one."""
+    prefix = f"{name}: "
+    return f"{named(name)}: {message[len(prefix) :]}" if message.startswith(prefix) else message
 
 
 @dataclass
@@ -76,7 +84,7 @@ class NativeFiles:
                 else:
                     native.errors.append(RecordError(name, IGNORED))
             except BadData as exc:
-                native.errors.append(RecordError(name, str(exc)))
+                native.errors.append(RecordError(name, _member_message(str(exc), name)))
         if pods:
             parsed = jobs_from_pods(
                 pods, cluster=cluster, gpu_jobs_only=False, source=", ".join(pod_files), nodes=nodes, nodes_file=True
@@ -116,7 +124,7 @@ class NativeFiles:
         job_id, stem = parts[0], PurePosixPath(parts[1]).stem
         for item in parse_query_range(data, source=name):
             if canonical_name(item.labels, fallback=stem) is None:
-                self.errors.append(RecordError(name, f"ignored: no canonical metric for {stem!r}", job_id=job_id))
+                self.errors.append(RecordError(name, f"ignored: no canonical metric for {quoted(stem)}", job_id=job_id))
                 return
             labels = {**item.labels, "__name__": item.labels.get("__name__") or stem}
             self.prometheus.setdefault(job_id, []).append((name, Series(labels, item.timestamps, item.values)))
