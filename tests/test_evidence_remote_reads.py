@@ -2055,3 +2055,18 @@ def test_a_uri_constant_of_another_of_the_jobs_files_is_followed_where_imported(
 def test_an_imported_uri_is_not_followed_where_it_is_local_ambiguous_or_rebound(scripts):
     found = extract_script_evidence(scripts).of("remote_read")
     assert [f.detail["url"] for f in found if f.detail["call"] == "open"] in ([], [None])
+
+
+def test_samples_read_through_an_imported_uri_are_remote_data_reading():
+    # The job's data.py reads each sample from common.py's DATA_URI: remote data reading that names and quotes that
+    # line (the finding rested on common.py's URI literal alone: the read's URL, set in another file, was not known,
+    # so fsspec.open(...) in __getitem__ was no read).
+    data = DATA_IMPORTING_URI.replace("import requests\n", "").replace(
+        ', requests.get(labels + f"/{index}").json()', ""
+    )
+    frame = series(120, lambda t, g: 30, mem=lambda t, g: 0.6)
+    _, result = run(120, frame, scripts=[("common.py", COMMON_URI), ("data.py", data + TRAIN_LOOP)], cpu_count=16)
+    (finding,) = [f for f in result.findings if f.category == Category.REMOTE_DATA_READING]
+    assert finding.sub_cause == "object_store"
+    assert "fsspec open per sample in Shards.__getitem__, data.py:13" in finding.summary
+    assert ("data.py", 13) in [(c.path, c.line) for c in finding.code]
