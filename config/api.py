@@ -17,6 +17,7 @@ from rest_framework.reverse import reverse
 from rest_framework.routers import DefaultRouter
 from rest_framework.views import exception_handler as drf_exception_handler
 
+from fleet.models import MachineToken
 from fleet.quoting import quoted
 
 
@@ -139,10 +140,13 @@ def server_error(request):
     return defaults.server_error(request)
 
 
-NO_CREDENTIALS = "Log in, or send a machine token as 'Authorization: Api-Key <token>'."
+NO_CREDENTIALS = (
+    "Log in, or send a machine token as 'Authorization: Api-Key <token>' "
+    "or your personal token as 'Authorization: Bearer <token>'."
+)
 OTHER_SCHEME = (
-    "This API takes a machine token as 'Authorization: Api-Key <token>' (or a login session); "
-    "the Authorization header sent uses another scheme."
+    "This API takes a machine token as 'Authorization: Api-Key <token>', a personal token as "
+    "'Authorization: Bearer <token>' (or a login session); the Authorization header sent uses another scheme."
 )
 ONLY_FOR_PEOPLE = (
     "A machine token may not do this: it pushes archives and reads what its token page boxes allow; "
@@ -152,7 +156,7 @@ ONLY_FOR_PEOPLE = (
 
 def exception_handler(exc, context):
     """DRF's, with refusals a script's author can act on: a request with no credentials is told
-    which to send (DRF says only that none were provided), and a token refused where only people
+    which to send (DRF says only that none were provided), and a machine token refused where only people
     are let in is told so (DRF's "You do not have permission"); a 415's media type and a 405's method
     are quoted by their opening (`fleet.quoting.quoted`)."""
     request = context["request"]
@@ -161,7 +165,7 @@ def exception_handler(exc, context):
         exc.detail = exceptions.ErrorDetail(OTHER_SCHEME if header else NO_CREDENTIALS, exc.default_code)
     elif (
         isinstance(exc, exceptions.PermissionDenied)
-        and request.auth is not None
+        and isinstance(request.auth, MachineToken)  # a personal token is its owner: their session's refusal
         and str(exc.detail) == str(exceptions.PermissionDenied.default_detail)
     ):
         exc.detail = exceptions.ErrorDetail(ONLY_FOR_PEOPLE, exc.default_code)

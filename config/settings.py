@@ -279,6 +279,8 @@ REST_FRAMEWORK = {
     # naming the token scheme in WWW-Authenticate, and a bad token a 401 saying what is wrong.
     "DEFAULT_AUTHENTICATION_CLASSES": [
         "fleet.tokens.MachineTokenAuthentication",
+        # A person's own read-only token (Bearer): it acts as its owner, scoped like their session.
+        "fleet.tokens.PersonalTokenAuthentication",
         "rest_framework.authentication.SessionAuthentication",
     ],
     "EXCEPTION_HANDLER": "config.api.exception_handler",  # refusals that say what to do
@@ -322,6 +324,13 @@ SPECTACULAR_SETTINGS = {
                 "in": "header",
                 "name": "Authorization",
                 "description": 'A machine token created by an operator, sent as "Authorization: Api-Key <token>".',
+            },
+            "PersonalToken": {
+                "type": "http",
+                "scheme": "bearer",
+                "description": "A person's own read-only token, made on their page /account/tokens/, sent as "
+                '"Authorization: Bearer <token>". It acts as its owner (what their login sees, checked at each '
+                "request) and only reads: any other method is a 403.",
             },
             # The operations' `auth` names it beside the token; spectacular declares no scheme for an
             # operation whose auth is given, so an undeclared name made the schema invalid.

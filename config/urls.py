@@ -4,6 +4,7 @@ from django.urls import include, path, re_path
 
 from config.api import api_not_found
 from config.methods import with_form
+from fleet import personal_tokens
 from fleet.accounts import PasswordResetForm, SettingsView, time_zone_view
 from fleet.sso import SsoLoginView, SsoLogoutView, admin_logout, sso_callback, sso_login
 from triage.views import metrics
@@ -36,6 +37,9 @@ urlpatterns = [
     # times in, posted to the address below, and the password.
     path("password/", SettingsView.as_view(), name="password_change"),
     path("account/time-zone/", time_zone_view, name="account-time-zone"),
+    # Their own read-only API tokens, for their scripts and notebooks (fleet/personal_tokens.py).
+    path("account/tokens/", personal_tokens.token_list, name="account-tokens"),
+    path("account/tokens/<str:pk>/revoke/", personal_tokens.token_revoke, name="account-token-revoke"),
     path("password/done/", auth_views.PasswordChangeDoneView.as_view(), name="password_change_done"),
     # A forgotten password: Django's reset flow, its mail queued (fleet.accounts); no page says
     # whether an address has an account.

@@ -1,7 +1,8 @@
 """Fleet's part of the JSON API (jobs, ingest runs, archive uploads).
 
 Machines push archives with a per-machine token (`Authorization: Api-Key <token>`); people use
-their session. Tokens come from djangorestframework-api-key: chosen over hand-rolled tokens
+their session, or for their scripts a personal token that only reads (`Authorization: Bearer
+<token>`, fleet.tokens). Tokens come from djangorestframework-api-key: chosen over hand-rolled tokens
 (and over knox, which is built around user logins) because it is made for machine keys: the key
 is shown once, only a prefix and a hash are stored, and a revoked key cannot be revived.
 """
@@ -22,7 +23,10 @@ from fleet import ingest
 from fleet.access import is_operator
 from fleet.models import IngestRun, MachineToken
 
-API_AUTH = [{"MachineToken": []}, {"cookieAuth": []}]
+# Who may call a reading operation: a machine token, a person's own token, or a session. Pushing takes
+# no personal token: those only read (`fleet.tokens.PersonalTokenAuthentication`).
+API_AUTH = [{"MachineToken": []}, {"PersonalToken": []}, {"cookieAuth": []}]
+PUSH_AUTH = [{"MachineToken": []}, {"cookieAuth": []}]
 
 
 class HasMachineToken(BasePermission):
@@ -130,7 +134,7 @@ class ArchiveUploadSerializer(serializers.Serializer):
 class IngestRunViewSet(KnownParameters, viewsets.ReadOnlyModelViewSet):
     """Ingest runs with their progress and every error (file, row, field, job, message).
 
-    Operators see every run; a machine token sees the runs it pushed."""
+    Operators see every run (with a personal token too); a machine token sees the runs it pushed."""
 
     serializer_class = IngestRunSerializer
     permission_classes = [IsOperator | HasMachineToken]
@@ -160,7 +164,7 @@ class ArchiveViewSet(mixins.CreateModelMixin, viewsets.GenericViewSet):
     permission_classes = [IsOperator | HasMachineToken]
 
     @extend_schema(
-        auth=API_AUTH,
+        auth=PUSH_AUTH,
         # Inline, so the file shows as binary without splitting every component into request/response.
         request={
             "multipart/form-data": {

@@ -216,6 +216,21 @@ class MachineToken(AbstractAPIKey):
         verbose_name_plural = "machine tokens"
 
 
+class PersonalToken(AbstractAPIKey):
+    """A person's own read-only API token, for their scripts and notebooks (as a GitHub or GitLab
+    personal access token): it acts as its owner, so a request with it sees what the owner's session
+    sees in the API, checked at each request (a deactivated owner, or one who left a team, loses that
+    at once), and it may only read. Made, listed and revoked on the owner's page (/account/tokens/);
+    operators see and revoke everyone's on the tokens page. Always with an expiry date."""
+
+    owner = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="personal_tokens")
+    last_used_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta(AbstractAPIKey.Meta):
+        verbose_name = "personal token"
+        verbose_name_plural = "personal tokens"
+
+
 class IngestRun(models.Model):
     """One upload, command-line import or connector pull, with its progress and per-row errors."""
 

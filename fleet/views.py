@@ -20,12 +20,12 @@ from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_POST
 
 from config.methods import read_only, with_form
-from fleet import audit, ingest
+from fleet import audit, ingest, personal_tokens
 from fleet.access import operator_required
 from fleet.docs_pages import rendered_document
 from fleet.exports import spreadsheet_safe
 from fleet.filters import AuditEventFilter, IngestRunFilter, narrowed
-from fleet.models import AuditEvent, IngestRun, MachineToken
+from fleet.models import AuditEvent, IngestRun, MachineToken, PersonalToken
 from fleet.tasking import tasks_run_here
 from fleet.uploads import format_size
 
@@ -234,11 +234,15 @@ def token_list(request):
     pushed = Count("ingest_runs", filter=Q(ingest_runs__created_by__isnull=True))
     tokens = MachineToken.objects.select_related("created_by").annotate(pushed=pushed).order_by("revoked", "-created")
     month_end = timezone.now().date().replace(day=1) - timedelta(days=1)  # the example report's: last month
+    # Everyone's personal tokens too (each person makes their own on /account/tokens/), to see and revoke.
+    people = personal_tokens.with_state(list(PersonalToken.objects.select_related("owner").order_by("-created")))
+    people.sort(key=lambda token: (token.owner.get_username(), personal_tokens.STATES.index(token.state)))
     return render(
         request,
         "fleet/token_list.html",
         {
             "tokens": tokens,
+            "personal_tokens": people,
             "created_key": created_key,
             "created": created,
             "last_month": (month_end.replace(day=1), month_end),
@@ -256,6 +260,20 @@ def token_revoke(request, pk: str):
         audit.record(request.user, "token.revoke", token, {"prefix": token.prefix})
         messages.success(request, f"Token “{token.name}” ({token.prefix}…) is revoked; pushes with it are refused.")
     return redirect("fleet:token-list")
+
+
+@operator_required
+@require_POST
+def personal_token_revoke(request, pk: str):
+    """An operator revokes a person's own token (a leaked key, someone who left)."""
+    token = get_object_or_404(PersonalToken.objects.select_related("owner"), pk=pk)
+    if personal_tokens.revoke(request.user, token):
+        messages.success(
+            request,
+            f"{token.owner.get_username()}'s token “{token.name}” ({token.prefix}…) is revoked; "
+            "requests with it are refused.",
+        )
+    return redirect(reverse("fleet:token-list") + "#personal-tokens")
 
 
 AUDIT_PER_PAGE = 100

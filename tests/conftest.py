@@ -203,12 +203,15 @@ def outsider(db):
 def world(db, team_a, team_b, member_a, outsider, researcher, operator):
     """One of everything, for the tests that request every URL: the access matrix's rows fill their
     `{placeholders}` from `params`; `key` is the machine token `pusher`'s key."""
+    from datetime import timedelta
+
     from django.contrib.auth.models import Group
     from django.core.files.base import ContentFile
+    from django.utils import timezone
 
     from fleet.access import RESEARCHERS_GROUP
     from fleet.connectors.models import Connector, ConnectorDeletion
-    from fleet.models import IngestRun, MachineToken
+    from fleet.models import IngestRun, MachineToken, PersonalToken
     from fleet.series import to_parquet_bytes
     from triage.digests import services as digest_services
     from triage.digests.models import Delivery, DigestKind
@@ -227,6 +230,9 @@ def world(db, team_a, team_b, member_a, outsider, researcher, operator):
 
     token, key = MachineToken.objects.create_key(name="pusher", created_by=operator)
     spare, _ = MachineToken.objects.create_key(name="spare", created_by=operator)
+    personal, _ = PersonalToken.objects.create_key(
+        owner=member_a, name="alice notebook", expiry_date=timezone.now() + timedelta(days=90)
+    )
     run = IngestRun.objects.create(
         source=IngestRun.Source.UPLOAD,
         archive_name="week.zip",
@@ -273,6 +279,7 @@ def world(db, team_a, team_b, member_a, outsider, researcher, operator):
             "run": run.pk,
             "run_token": run_token.pk,
             "token_spare": spare.pk,
+            "personal_token": personal.pk,
             "retriage": RetriageRun.objects.create(rule_set=RuleSet.current()).pk,
             "week": "2026-W45",
             "delivery": delivery.pk,

@@ -6,7 +6,8 @@ headers have the documented types and shapes.
 The schema is the one the running server serves at /api/v1/schema/, and every operation is called
 by each kind of caller the API has: an operator's login session and a team member's (with their
 CSRF token, so their uploads get past it), a machine token an operator made to read jobs and the
-teams' report, and a push-only token. Requests are both well-formed (positive) and ill-formed
+teams' report, a push-only token, and the member's personal token (Bearer: what the member sees,
+read-only: its pushes are the documented 403). Requests are both well-formed (positive) and ill-formed
 (negative: wrong types, values outside the enums, missing required parts). The database holds the
 example archive's jobs (with findings and series) and runs, and half the path parameters are drawn
 from their ids, so details and series downloads are answered too, not only 404s.
@@ -27,11 +28,13 @@ credential is enough, by design). Refusal without credentials is `test_access_ma
 from __future__ import annotations
 
 import os
+from datetime import timedelta
 
 import pytest
 import schemathesis
 from django.core.management import call_command
 from django.test import Client, override_settings
+from django.utils import timezone
 from hypothesis import HealthCheck, note, settings
 from hypothesis import strategies as st
 from schemathesis.checks import (
@@ -42,7 +45,7 @@ from schemathesis.checks import (
     status_code_conformance,
 )
 
-from fleet.models import IngestRun, Job, MachineToken
+from fleet.models import IngestRun, Job, MachineToken, PersonalToken
 from tests.conftest import EXAMPLE_ARCHIVE
 
 pytestmark = pytest.mark.django_db(transaction=True)  # the live server sees the test's rows
@@ -119,6 +122,9 @@ def fleet(upload_dirs, operator, member_a, team_a, team_b):
     )
     pusher, push_key = MachineToken.objects.create_key(name="exporter", created_by=operator)
     IngestRun.objects.create(source=IngestRun.Source.API, archive_name="push.zip", api_key=pusher)
+    _personal, personal_key = PersonalToken.objects.create_key(
+        owner=member_a, name="notebook", expiry_date=timezone.now() + timedelta(days=90)
+    )
     KNOWN_IDS["jobs"] = [job.pk for job in jobs]
     KNOWN_IDS["ingest-runs"] = list(IngestRun.objects.values_list("pk", flat=True))
     return {
@@ -126,6 +132,7 @@ def fleet(upload_dirs, operator, member_a, team_a, team_b):
         "member": session_of(member_a),
         "reading": token(reading_key),
         "push": token(push_key),
+        "personal": {"headers": {"Authorization": f"Bearer {personal_key}"}},
     }
 
 
@@ -146,7 +153,7 @@ FUZZ = settings(
 
 
 # Each generated request is sent by every kind of caller in turn: one test per operation, as the
-# database is emptied after each (a test per caller made four times the flushes: minutes on PostgreSQL).
+# database is emptied after each (a test per caller made five times the flushes: minutes on PostgreSQL).
 @schema.parametrize()
 @FUZZ
 def test_every_callers_answers_are_documented_and_never_a_server_error(case, fleet, live_server):

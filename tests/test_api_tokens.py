@@ -39,7 +39,14 @@ def test_no_credentials_at_all_is_a_401_saying_what_to_send():
 
 
 def test_another_scheme_is_a_401_saying_which_one_the_api_takes(key):
-    refused_as_unauthenticated(get("/api/v1/jobs/", f"Bearer {key}"), "Api-Key <token>", "another scheme")
+    refused_as_unauthenticated(
+        get("/api/v1/jobs/", f"Token {key}"), "Api-Key <token>", "Bearer <token>", "another scheme"
+    )
+    assert key not in get("/api/v1/jobs/", f"Token {key}").content.decode()
+    # Bearer is personal tokens' scheme: a machine token's key sent with it is told to use Api-Key.
+    refused_as_unauthenticated(
+        get("/api/v1/jobs/", f"Bearer {key}"), "machine token's", "'Authorization: Api-Key <key>'"
+    )
     assert key not in get("/api/v1/jobs/", f"Bearer {key}").content.decode()
 
 
