@@ -133,6 +133,8 @@ def test_a_generic_json_webhook_gets_the_alerts_facts(
     assert (body["cost_per_hour_decimal"], body["cost_so_far_decimal"]) == ("5.00", "7.50")
     assert (body["idle_hours"], body["idle_gpu_hours"]) == (1.5, 3.0)
     assert (body["gpu_count"], body["gpu_model"], body["gpu_share"]) == (2, "A100", 1.0)
+    # The team as people read it, and its slug, which a script routes by (the URL's /teams/<slug>/).
+    assert (body["team"], body["team_slug"]) == ("Team A", team_a.slug)
     # README's example names the fields a post has, no more, no fewer, each a value of the same type.
     example = readme_example()
     assert set(example) == set(body)
@@ -194,6 +196,36 @@ def test_an_alert_kept_before_the_figures_were_added_is_posted_with_them(hook, t
         "2,000.50", "2000.50", "3000.75",
     )  # fmt: skip
     assert (body["currency"], body["idle_hours"]) == ("EUR", 1.5)
+
+
+def test_an_alert_kept_before_the_gpu_figures_takes_them_from_its_job(hook, team_a):
+    """An alert kept before `gpu_count`, `gpu_share`, `idle_gpu_hours` and `team_slug` were posted sent only the
+    figures its words give. While its job is there, the missing ones are the job's, computed as a new alert's are:
+    the GPUs, each at its share of a GPU, times the stretch's idle hours (its idle_since to its last sample). Without
+    the job they are left out, as README says; the team's slug is the delivery's team's."""
+    from tests.factories import JobFactory
+
+    job = JobFactory(team=team_a, name="train-7", state="RUNNING", gpu_count=4, gpu_share=0.5, gpu_model="A100")
+    webhook = TeamWebhook(team=team_a, format=TeamWebhook.Format.JSON)
+    webhook.set_url(hook.url + HOOK_PATH)
+    webhook.save()
+    kept = {"name": "train-7", "team": "Team A", "idle_since": "2026-11-20T10:30:00+00:00",
+            "last_sample": "2026-11-20T12:00:30+00:00", "idle_minutes": 90, "cost_per_hour": "2.00",
+            "cost_so_far": "3.00", "currency": "EUR", "gpus": "4 MIG slices (A100)", "cause": None}  # fmt: skip
+    common = {"webhook": webhook, "kind": DigestKind.IDLE_ALERT_WEBHOOK, "team": team_a, "iso_week": "2026-W47"}
+    delivery = Delivery.objects.create(job=job, idle_since=START, details=kept, **common)
+    assert webhooks.send_delivery(delivery.pk).status == "sent"
+    (body,) = posts(hook)
+    assert (body["gpu_count"], body["gpu_model"], body["gpu_share"]) == (4, "A100", 0.5)
+    assert body["idle_gpu_hours"] == 3.017  # 2 GPUs' worth for 90.5 minutes, to 3 places as a new alert's
+    assert (body["team"], body["team_slug"]) == ("Team A", team_a.slug)  # the team's name as it was kept
+
+    # Its job deleted since: the figures only the job gives are left out, not made up.
+    gone = Delivery.objects.create(job=None, idle_since=START + MINUTE, details=kept, **common)
+    assert webhooks.send_delivery(gone.pk).status == "sent"
+    body = posts(hook)[-1]
+    assert not {"gpu_count", "gpu_model", "gpu_share", "idle_gpu_hours"} & set(body), body
+    assert (body["team_slug"], body["idle_hours"], body["cost_so_far_decimal"]) == (team_a.slug, 1.5, "3.00")
 
 
 def readme_example() -> dict:

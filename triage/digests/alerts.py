@@ -108,17 +108,30 @@ def _cause(job: Job) -> dict | None:
     return {"category": finding.category, "label": finding.category_enum.label, "summary": finding.summary}
 
 
+def gpu_figures(job: Job, idle_seconds: float) -> dict:
+    """The job's GPUs as an alert gives them a script, for `idle_seconds` idle: `gpu_count` devices of `gpu_model`,
+    each priced as `gpu_share` of a GPU (1.0: whole GPUs; a MIG slice less), and `idle_gpu_hours`, what
+    `cost_so_far` prices (the GPUs, each at its share, times the idle hours; to 3 places). A new alert's
+    (`facts`), and a kept alert's that lacks them while its job is there (`webhooks.with_figures`)."""
+    share = job.gpu_share or 1.0
+    return {
+        "gpu_count": job.gpu_count,
+        "gpu_model": job.gpu_model,
+        "gpu_share": share,
+        "idle_gpu_hours": round(job.gpu_count * share * idle_seconds / 3600, 3),
+    }
+
+
 def facts(job: Job, stretch: IdleStretch, threshold: float) -> dict:
     """What the alert says (kept in each delivery's `details`, posted as is to a generic JSON webhook):
     plain JSON. Each figure in words ("2,000.50", "2 GPUs (A100)", as the emails and Slack show it) has
     its value beside it for a script: an amount as a decimal string in major units of `currency` (an
     ISO 4217 code), as the API gives every amount ("2000.50"), hours and GPUs as JSON numbers."""
     price = price_for(job.cluster, job.gpu_model)
-    share = job.gpu_share or 1.0
-    gpus = job.gpu_count * share
-    idle_gpu_hours = gpus * stretch.seconds / 3600
+    figures = gpu_figures(job, stretch.seconds)
+    gpus = job.gpu_count * figures["gpu_share"]
     per_hour = cost_of(gpus, price.price_per_gpu_hour) if price else None
-    so_far = cost_of(idle_gpu_hours, price.price_per_gpu_hour) if price else None
+    so_far = cost_of(gpus * stretch.seconds / 3600, price.price_per_gpu_hour) if price else None
     return {
         "job_id": job.pk,
         "external_id": job.external_id,
@@ -126,15 +139,16 @@ def facts(job: Job, stretch: IdleStretch, threshold: float) -> dict:
         "cluster": job.cluster.name,
         "user": job.user,
         "team": str(job.team),
+        "team_slug": job.team.slug,
         "gpus": job.gpus_text + (f" ({job.gpu_model})" if job.gpu_model else ""),
-        "gpu_count": job.gpu_count,
-        "gpu_model": job.gpu_model,
-        "gpu_share": share,  # of a GPU each device is priced as (1.0: whole GPUs; a MIG slice less)
+        "gpu_count": figures["gpu_count"],
+        "gpu_model": figures["gpu_model"],
+        "gpu_share": figures["gpu_share"],
         "idle_since": stretch.since.isoformat(),
         "last_sample": stretch.until.isoformat(),
         "idle_minutes": stretch.minutes,
         "idle_hours": round(stretch.seconds / 3600, 3),
-        "idle_gpu_hours": round(idle_gpu_hours, 3),  # what `cost_so_far` prices
+        "idle_gpu_hours": figures["idle_gpu_hours"],
         "threshold": threshold,
         "cost_per_hour": None if per_hour is None else cents(per_hour),  # as the job page
         "cost_per_hour_decimal": None if per_hour is None else str(per_hour),

@@ -319,11 +319,26 @@ def blind_rated(job_id: int | None) -> bool:
     ).exists()
 
 
-def with_figures(alert: dict) -> dict:
+# The figures an alert kept before they were posted gets from its job, while the job is there (`with_figures`)
+JOB_FIGURES = ("gpu_count", "gpu_model", "gpu_share", "idle_gpu_hours")
+
+
+def with_figures(alert: dict, job=None, team=None) -> dict:
     """The alert with the figures `alerts.facts` gives a script beside its words; an alert kept before
     they were (a delivery queued or failed then, retried now) gets those its words give: the amounts
-    ("2,000.50" -> "2000.50") and its idle hours."""
+    ("2,000.50" -> "2000.50") and its idle hours; those only its job gives (`JOB_FIGURES`) from `job`, computed
+    as a new alert's are (`alerts.gpu_figures`, over its stretch: idle_since to last_sample), and left out
+    when the job is gone; and `team_slug` from `team`, the team the alert was for."""
+    from .alerts import gpu_figures
+
     alert = dict(alert)
+    if "team_slug" not in alert and team is not None:
+        alert["team_slug"] = team.slug
+    missing = [name for name in JOB_FIGURES if name not in alert]
+    seconds = _idle_seconds(alert)
+    if missing and job is not None and seconds is not None:
+        figures = gpu_figures(job, seconds)
+        alert.update({name: figures[name] for name in missing})
     for name in ("cost_per_hour", "cost_so_far"):
         if f"{name}_decimal" not in alert:
             try:
@@ -336,9 +351,21 @@ def with_figures(alert: dict) -> dict:
     return alert
 
 
-def body_for(webhook_format: str, alert: dict) -> dict:
+def _idle_seconds(alert: dict) -> float | None:
+    """A kept alert's idle stretch in seconds: its idle_since to its last_sample, as a new alert counts it, else its
+    whole idle minutes; None when it says neither."""
+    try:
+        return (
+            datetime.fromisoformat(alert["last_sample"]) - datetime.fromisoformat(alert["idle_since"])
+        ).total_seconds()
+    except (KeyError, TypeError, ValueError):
+        minutes = alert.get("idle_minutes")
+        return minutes * 60 if isinstance(minutes, int) else None
+
+
+def body_for(webhook_format: str, alert: dict, job=None, team=None) -> dict:
     if webhook_format == TeamWebhook.Format.JSON:
-        return with_figures(alert)
+        return with_figures(alert, job, team)
     return {"text": slack_text(alert)}
 
 
@@ -485,7 +512,7 @@ def send_delivery(delivery_id: int, *, final_attempt: bool = True) -> SendResult
     final attempt; any other is failed at once, with its reason for the deliveries page."""
     delivery = (
         Delivery.objects.filter(pk=delivery_id, kind=DigestKind.IDLE_ALERT_WEBHOOK)
-        .select_related("webhook__team")
+        .select_related("webhook__team", "team", "job")
         .first()
     )
     if delivery is None or delivery.status not in Delivery.CLAIMABLE:
@@ -505,7 +532,7 @@ def send_delivery(delivery_id: int, *, final_attempt: bool = True) -> SendResult
     except ConfigError as exc:
         outcome = Outcome(error=f"{str(exc)[0].upper()}{str(exc)[1:]}.")
     else:
-        outcome = post(url, body_for(webhook.format, alert))
+        outcome = post(url, body_for(webhook.format, alert, delivery.job, delivery.team or webhook.team))
     Delivery.objects.filter(pk=delivery.pk).update(response_status=outcome.status)
     if outcome.ok:
         delivery.mark_sent("")
