@@ -9,6 +9,7 @@ from django.urls import reverse
 from django.utils.html import escape
 
 from tests.factories import JobFactory, TeamFactory
+from tests.reading import table_rows
 
 pytestmark = pytest.mark.django_db
 
@@ -1204,7 +1205,7 @@ def test_a_waste_share_reads_the_same_on_a_card_and_in_the_teams_table(client, o
     week = {"from": "2026-11-16", "to": "2026-11-22"}
     on_card = card(overview(client), "Waste share")["value"]
     teams_page = client.get(reverse("dashboard:team-list"), week).content.decode()
-    cells = re.findall(r'<td class="num">([^<]*%)</td>', teams_page)
+    cells = [row[3] for row in table_rows(teams_page, "Teams")]  # Team, GPU-hours, Unused, Waste share
     assert on_card == "60 %"
     assert cells == [on_card]
 
@@ -1239,7 +1240,7 @@ def test_gpu_hours_read_the_same_on_a_card_and_in_every_table(client, operator, 
     on_cards = [card(page, "GPU-hours")["value"], card(page, "Unused GPU-hours")["value"]]
     assert on_cards == ["1,234.5", "695.8"]
     teams_page = client.get(reverse("dashboard:team-list"), week).content.decode()
-    assert re.findall(r'<td class="num">([^<]*)</td>', teams_page)[:2] == on_cards
+    assert table_rows(teams_page, "Teams")[0][1:3] == on_cards
     team_page = client.get(reverse("dashboard:team-detail", args=["team-a"]), week).content.decode()
     users_table = team_page.split("Users of")[1].split("</table>")[0]
     assert re.findall(r'<td class="num">([^<]*\.\d)</td>', users_table) == on_cards

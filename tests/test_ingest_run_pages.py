@@ -220,7 +220,7 @@ def test_a_pull_links_to_its_connector_on_the_runs_list_and_on_its_page(operator
     slurm, _, upload = pulls
     link = f'<a href="/connectors/{slurm.pk}/">slurm-c1</a>'
     listed_page = operator_client.get("/ingest-runs/").content.decode()
-    assert listed_page.count(f"<td>Connector {link}</td>") == 49  # every pull on the page, after the newer upload
+    assert listed_page.count(f"<span>Connector {link}</span>") == 49  # every pull on the page, after the newer upload
     pull = slurm.runs.first()
     assert link in operator_client.get(f"/ingest-runs/{pull.pk}/").content.decode()
     assert not re.search(r'href="/connectors/\d+/"', operator_client.get(f"/ingest-runs/{upload.pk}/").content.decode())

@@ -18,6 +18,7 @@ from fleet.models import Cluster, GpuModelPrice, Job
 from fleet.money import cost_of
 from tests.conftest import write_zip
 from tests.factories import ClusterFactory, JobFactory
+from tests.reading import table_rows
 from tests.test_ingest import run_command
 from triage import services
 from triage.digests import services as digests
@@ -237,8 +238,8 @@ def test_a_total_of_half_a_unit_is_the_same_whole_amount_on_the_cards_the_teams_
     cards = {c["label"]: c["value"] for c in client.get(reverse("dashboard:overview"), week).context["cards"]}
     team_page = client.get(reverse("dashboard:team-detail", args=[team_a.slug]), week).context["cards"]
     team_cards = {c["label"]: c["value"] for c in team_page}
-    row = client.get(reverse("dashboard:team-list"), week).content.decode().split(">Team A</a></td>")[1]
-    cells = re.findall(r'<td class="num">([^<]*)</td>', row.split("</tr>")[0])
+    teams = table_rows(client.get(reverse("dashboard:team-list"), week).content.decode(), "Teams")
+    cells = next(row[1:] for row in teams if row[0] == "Team A")
     digest = {k.label: k.value_text for k in digests.build_context(DigestKind.TEAM, WEEK, team_a)["kpis"]}
     report = client.get("/api/v1/teams/", week).json()["teams"][0]
     assert (cards["Cost"], cards["Wasted cost"]) == ("3", "3")

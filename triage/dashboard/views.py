@@ -63,6 +63,17 @@ TEAM_SORTS = {
     "jobs": "-jobs",
     "low_util_jobs": "-low_util_jobs",
 }
+# The same sorts by the names the table's headings give them, for a phone (where the headings are not shown).
+TEAM_SORT_NAMES = (
+    ("team", "Team"),
+    ("gpu_hours", "GPU-hours"),
+    ("unused", "Unused GPU-hours"),
+    ("waste_share", "Waste share"),
+    ("cost", "Cost"),
+    ("wasted_cost", "Wasted cost"),
+    ("jobs", "Jobs"),
+    ("low_util_jobs", "Low-utilization jobs"),
+)
 
 
 @dataclass(frozen=True)
@@ -267,7 +278,7 @@ def team_list(request):
     rows = queries.by_team(
         queries.in_period(jobs, period), scope.low_threshold, order=order, conversion=pricing.conversion
     )
-    context = _context(request, scope) | {"rows": rows, "sort": sort}
+    context = _context(request, scope) | {"rows": rows, "sort": sort, "sort_choices": TEAM_SORT_NAMES}
     context["nothing_yet"] = _nothing_yet(request) if scope.latest is None and not scope.cluster else ""
     context |= _pricing_context(pricing)
     return render(request, "dashboard/team_list.html", context)

@@ -1,0 +1,136 @@
+"""Tables a phone user needs whole rows of (the Teams table, a team's worst jobs, the ingest runs): at 390 px
+each row is a card of its fields, each beside its column's name (table.stacks, as the overview's Top causes),
+where the table scrolled sideways in its box with the figures a reader came for (a team's cost, a job's unused
+GPU-hours, a run's rejected rows and errors) off to the right. At 1280 px each is a table, as before.
+Screenshots are saved under screenshots/ for a person to look at."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from decimal import Decimal
+
+import pytest
+
+from tests.test_browser import browser  # noqa: F401  (the browser fixture)
+
+WEEK = "from=2026-11-09&to=2026-11-15"
+
+# At 390 px: whether the page itself scrolls sideways, and the text of the cells in a column the
+# caller names, with whether each lies wholly inside the window.
+PAGE_AND_COLUMN = """
+const [table, column] = arguments;
+const headers = [...document.querySelectorAll(table + ' thead th')].map(th => th.textContent.trim());
+const index = headers.findIndex(text => text.startsWith(column));
+const cells = [...document.querySelectorAll(table + ' tbody tr')].map(tr => tr.children[index]);
+return {
+  pageScrolls: document.documentElement.scrollWidth > document.documentElement.clientWidth,
+  cells: cells.map(td => { const r = td.getBoundingClientRect();
+    return [td.innerText.replace(/\\s+/g, ' ').trim(), r.width > 0 && r.left >= 0 && r.right <= window.innerWidth]; }),
+};
+"""
+
+
+def layouts_and_column(browser, url, shot, table, column):  # noqa: F811
+    """`table_layouts` of the page, the phone's with `PAGE_AND_COLUMN` for `column`."""
+    from tests.test_accessibility import table_layouts
+
+    def measure(driver):
+        return driver.execute_script(PAGE_AND_COLUMN, table, column)
+
+    return table_layouts(browser, url, shot, table=table, measure=measure)
+
+
+def assert_cards(wide, phone, rows, columns):
+    """At 1280 px a table whose every cell is in view; at 390 px a card per row, each field beside its
+    column's name, nothing out of view, no sideways scroll, no axe violation."""
+    for layout in (wide, phone):
+        assert not layout["scrolls"] and layout["cellsOut"] == [], layout
+    assert wide["headersShown"] and {label for label, _column in wide["labels"]} == {None}, wide
+    assert not phone["headersShown"], phone
+    assert len(phone["labels"]) == rows * columns, phone
+    assert [label for label, _column in phone["labels"]] == [column for _label, column in phone["labels"]], phone
+    assert not phone["pageScrolls"], phone
+    assert phone["violations"] == [] and phone["reflow"] == [], phone
+
+
+@pytest.mark.django_db(transaction=True)
+def test_on_a_phone_the_teams_table_is_a_card_per_team_with_its_cost_in_view(browser, live_server, operator):  # noqa: F811
+    """390 px wide, the Teams table scrolled sideways in its box, each team's cost and wasted cost (its 5th and
+    6th columns) off to the right; now each team is a card, and the sorts its headings offer are links above."""
+    from tests.factories import ClusterFactory, JobFactory, TeamFactory
+    from tests.test_accessibility import open_as
+
+    cluster = ClusterFactory()
+    cluster.prices.create(gpu_model="", price_per_gpu_hour=Decimal("2.50"), currency="USD")
+    for number, name in enumerate(("computer-vision-research", "nlp")):
+        JobFactory(
+            team=TeamFactory(name=name, slug=name),
+            cluster=cluster,
+            start_time=datetime(2026, 11, 10, 9 + number, tzinfo=UTC),
+            gpu_hours=1234.5,
+            unused_gpu_hours=800.0,
+            cost=Decimal("12345.60"),
+        )
+    open_as(browser, live_server.url, operator)
+    wide, phone = layouts_and_column(browser, f"{live_server.url}/teams/?{WEEK}", "teams-cards", "table.data", "Cost")
+    assert_cards(wide, phone, rows=2, columns=8)
+    assert phone["cells"] == [["Cost (USD) 12,346", True], ["Cost (USD) 12,346", True]], phone
+    sorts = browser.find_element("id", "teams-sort").get_attribute("textContent")  # shown only on a phone
+    assert sorts.startswith("Sort by: Team · GPU-hours · Unused GPU-hours · Waste share"), sorts
+
+
+@pytest.mark.django_db(transaction=True)
+def test_on_a_phone_a_teams_worst_jobs_are_cards_with_their_unused_gpu_hours_in_view(browser, live_server, operator):  # noqa: F811
+    """390 px wide, a team's 'Jobs that left the most GPU time unused' scrolled sideways in its box: the
+    unused GPU-hours the section is about, and the causes, were off to the right. Now each job is a card."""
+    from tests.factories import JobFactory, TeamFactory
+    from tests.test_accessibility import open_as
+    from tests.test_jobs_page import triaged
+    from triage.taxonomy import Category
+
+    team = TeamFactory(name="genai", slug="genai")
+    for number in range(3):
+        job = JobFactory(
+            team=team,
+            name=f"llama-7b-finetune-long-running-experiment-{number}",
+            start_time=datetime(2026, 11, 10, 9 + number, tzinfo=UTC),
+            gpu_count=8,
+            gpu_hours=400.0,
+            unused_gpu_hours=300.0 - number,
+            mean_gpu_util=12.0,
+        )
+        triaged(job, "classified", Category.HOST_GPU_TRANSFER, Category.DATA_EXCHANGE)
+    open_as(browser, live_server.url, operator)
+    wide, phone = layouts_and_column(
+        browser, f"{live_server.url}/teams/genai/?{WEEK}", "team-worst-jobs", "table.worst-jobs", "Unused"
+    )
+    assert_cards(wide, phone, rows=3, columns=8)
+    assert [text for text, _in_view in phone["cells"]] == [f"Unused GPU-hours {h}" for h in ("300.0", "299.0", "298.0")]
+    assert all(in_view for _text, in_view in phone["cells"]), phone
+
+
+@pytest.mark.django_db(transaction=True)
+def test_on_a_phone_the_ingest_runs_are_cards_with_their_errors_in_view(browser, live_server, operator):  # noqa: F811
+    """390 px wide, the ingest runs table (14 columns) scrolled sideways in its box: a run's rejected rows and
+    errors, what an operator opens the page to check, were off to the right. Now each run is a card."""
+    from fleet.models import IngestRun
+    from tests.test_accessibility import open_as
+
+    for name in ("cluster-alpha-week-46-export-with-a-long-name.tar.gz", "beta.zip"):
+        IngestRun.objects.create(
+            source=IngestRun.Source.UPLOAD,
+            archive_name=name,
+            created_by=operator,
+            status=IngestRun.Status.PARTIAL,
+            started_at=datetime(2026, 11, 10, 9, tzinfo=UTC),
+            finished_at=datetime(2026, 11, 10, 9, 2, tzinfo=UTC),
+            jobs_total=1200,
+            jobs_created=1190,
+            jobs_rejected=10,
+            errors=[{"file": "jobs.csv", "row": 2, "field": "gpu_count", "job_id": "1", "message": "not a number"}],
+        )
+    open_as(browser, live_server.url, operator)
+    url = f"{live_server.url}/ingest-runs/"
+    wide, phone = layouts_and_column(browser, url, "ingest-runs-cards", "table.data", "Errors")
+    assert_cards(wide, phone, rows=2, columns=14)
+    assert phone["cells"] == [["Errors 1", True], ["Errors 1", True]], phone
