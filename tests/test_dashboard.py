@@ -608,8 +608,9 @@ def test_costs_in_several_currencies_are_converted_at_the_operators_rates_or_lef
     teams = {row["team__slug"]: row for row in client.get(reverse("dashboard:team-list"), week).context["rows"]}
     assert (teams["team-a"]["spend"], teams["team-b"]["spend"]) == (0.0, 40.0)
     csv = b"".join(client.get(reverse("dashboard:team-list"), {**week, "format": "csv"}).streaming_content).decode()
-    assert "team-a,2026-11-16,2026-11-22,1,10.0,6.0,0.6,0.0,0.0,USD,1,20.00 EUR,0,0.0,0\r\n" in csv  # said, not lost
-    assert "team-b,2026-11-16,2026-11-22,1,20.0,2.0,0.1,40.0,4.0,USD,0,,0,0.0,0\r\n" in csv
+    # Said, not lost: in words, and as a number in its currency's column
+    assert "team-a,2026-11-16,2026-11-22,1,10.0,6.0,0.6,0.0,0.0,USD,1,20.00 EUR,0,0.0,0,20.00\r\n" in csv
+    assert "team-b,2026-11-16,2026-11-22,1,20.0,2.0,0.1,40.0,4.0,USD,0,,0,0.0,0,0.00\r\n" in csv
 
     ExchangeRate.objects.create(currency="EUR", rate="1.5")
     page = overview(client)
@@ -863,6 +864,42 @@ def test_the_teams_table_exports_each_teams_cost_and_waste_as_csv(client, member
     client.force_login(member_a)  # a member exports their own teams only
     mine = b"".join(client.get(reverse("dashboard:team-list"), week | {"format": "csv"}).streaming_content).decode()
     assert "team-a" in mine and "team-b" not in mine
+
+
+def test_the_teams_csv_gives_what_a_cost_leaves_out_as_numbers_by_currency(client, operator, fleet):
+    """The teams CSV's `cost_left_out` said in words what a team's cost leaves out for want of an exchange rate
+    ("20.00 EUR; 5.25 GBP"): a spreadsheet cannot add that up, nor a script read it without parsing. Each currency
+    left out now has a column of its own at the end, `cost_left_out_<currency>`, its amount as a plain number (0.00
+    for a team with none in it); the words stay in `cost_left_out`, and a period with nothing left out has no such
+    column."""
+    import csv
+    import io
+
+    from fleet.models import Job
+
+    (low, busy), _ = fleet
+    Job.objects.filter(pk=low.pk).update(currency="EUR")  # no rate to USD: left out of team A's cost
+    JobFactory(team=low.team, start_time=WEEK_START + timedelta(days=2), cost="5.25", currency="GBP", name="a-gbp")
+    client.force_login(operator)
+    week = {"from": "2026-11-16", "to": "2026-11-22", "format": "csv"}
+
+    def export() -> tuple[list[str], dict[str, dict]]:
+        text = b"".join(client.get(reverse("dashboard:team-list"), week).streaming_content).decode()
+        reader = csv.DictReader(io.StringIO(text))
+        return reader.fieldnames, {row["team"]: row for row in reader}
+
+    header, rows = export()
+    assert header[-2:] == ["cost_left_out_EUR", "cost_left_out_GBP"]  # after every older column
+    assert header[:-2][-4:] == ["cost_left_out", "unpriced_jobs", "unpriced_gpu_hours", "slurm_step_accounting_jobs"]
+    assert (rows["team-a"]["cost_left_out_EUR"], rows["team-a"]["cost_left_out_GBP"]) == ("20.00", "5.25")
+    assert (rows["team-b"]["cost_left_out_EUR"], rows["team-b"]["cost_left_out_GBP"]) == ("0.00", "0.00")
+    assert sum(float(row["cost_left_out_EUR"]) for row in rows.values()) == 20.0  # a column adds up
+    assert rows["team-a"]["cost_left_out"] == "20.00 EUR; 5.25 GBP"  # the words, as before
+
+    Job.objects.filter(currency__in=["EUR", "GBP"]).update(currency="USD")
+    header, rows = export()
+    assert not [name for name in header if name.startswith("cost_left_out_")]
+    assert rows["team-a"]["cost_left_out"] == ""
 
 
 def test_each_chart_has_its_numbers_as_a_table_under_it(client, operator, fleet, team_a):

@@ -284,7 +284,8 @@ def team_list(request):
     return render(request, "dashboard/team_list.html", context)
 
 
-# New columns go last: a chargeback script may read the older ones by position.
+# New columns go last: a chargeback script may read the older ones by position. The columns of what a cost leaves
+# out by currency (`cost_left_out_EUR`, ...) follow these, as many as the period has such currencies.
 TEAMS_CSV_COLUMNS = [
     "team", "period_start", "period_end", "jobs", "gpu_hours", "unused_gpu_hours", "waste_share",
     "cost", "wasted_cost", "currency", "low_util_jobs", "cost_left_out", "unpriced_jobs", "unpriced_gpu_hours",
@@ -293,8 +294,16 @@ TEAMS_CSV_COLUMNS = [
 
 
 def _teams_csv(report: queries.Chargeback, period: Period) -> StreamingHttpResponse:
-    """The teams table of a period as CSV: what each team's GPU time and its waste cost (chargeback)."""
+    """The teams table of a period as CSV: what each team's GPU time and its waste cost (chargeback). After the
+    fixed columns, one `cost_left_out_<currency>` for each currency the period's costs leave out for want of an
+    exchange rate: each team's amount in it as a number (0.00 for none), which `cost_left_out` says in words."""
     first, last = period.start.date().isoformat(), period.last_day.isoformat()
+    left_out = sorted({part["currency"] for row in report.teams for part in row["costs_left_out"]})
+
+    def amounts(row: dict) -> list[str]:
+        by_currency = {part["currency"]: part["amount"] for part in row["costs_left_out"]}
+        return [f"{by_currency.get(currency, 0):.2f}" for currency in left_out]
+
     lines = (
         [
             row["team"],
@@ -312,10 +321,12 @@ def _teams_csv(report: queries.Chargeback, period: Period) -> StreamingHttpRespo
             row["unpriced_jobs"],
             row["unpriced_gpu_hours"],
             row["slurm_step_accounting_jobs"],
+            *amounts(row),
         ]
         for row in report.teams
     )
-    return _csv_download(TEAMS_CSV_COLUMNS, lines, f"teams-{first}-{last}.csv")
+    header = TEAMS_CSV_COLUMNS + [f"cost_left_out_{currency}" for currency in left_out]
+    return _csv_download(header, lines, f"teams-{first}-{last}.csv")
 
 
 @login_required
