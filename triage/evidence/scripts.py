@@ -1676,11 +1676,17 @@ def _launcher_options(words: list[str]) -> dict[str, str]:
     (`train.py`, `-m module`, `python ...`): what follows is that program's own arguments."""
     given: dict[str, str] = {}
     for index, word in enumerate(words):
-        if word.endswith(".py") or word == "-m" or word.rsplit("/", 1)[-1].startswith("python"):
+        if _runs_program(word):
             break
         flag, eq, value = word.partition("=")
         given.setdefault(flag, value if eq else (words[index + 1] if index + 1 < len(words) else ""))
     return given
+
+
+def _runs_program(word: str) -> bool:
+    """Whether a launcher's word is the script or program it runs (`train.py`, `-m module`, `python ...`), which ends
+    the launcher's own options."""
+    return word.endswith(".py") or word == "-m" or word.rsplit("/", 1)[-1].startswith("python")
 
 
 def _accelerate_zero_flags(argv: list[str]) -> dict | None:
@@ -1796,12 +1802,8 @@ _MANY = re.compile(r"\$(?:[@*]|\{[@*][^}]*\}|\{[^}]*\[[@*]\]\}|\(.*\))|`.*`")
 def _launcher_words(argv: list[str]) -> tuple[str, list[str]]:
     """The launcher a launch runs (`_program`) and its own words, up to the script or program it runs."""
     program, words = _program(argv)
-    own = []
-    for word in words:
-        if word.endswith(".py") or word == "-m" or word.rsplit("/", 1)[-1].startswith("python"):
-            break
-        own.append(word)
-    return program, own
+    end = next((index for index, word in enumerate(words) if _runs_program(word)), len(words))
+    return program, words[:end]
 
 
 def _unseen_launcher_words(program: str, words: list[str]) -> bool:
