@@ -196,6 +196,8 @@ def test_a_launcher_starting_one_process_is_no_distributed_launch(launch, proces
         ("PET_NPROC_PER_NODE=8 torchrun train.py", None, "uneven_use"),  # torchrun's options from its environment
         ("torchrun $DIST_ARGS train.py", None, "uneven_use"),  # options the line does not show
         ("torchrun --master_port $PORT train.py", 1, "unused_gpus"),  # a variable that is an option's value
+        ("mpirun -np 1 $MPI_FLAGS python train.py", None, "uneven_use"),  # may give -np again: not known
+        ("mpirun -np 1 -x $PATH_VAR python train.py", 1, "unused_gpus"),
         # deepspeed's --num_gpus defaults to every GPU of a node, --num_nodes to every host of its hostfile
         ("deepspeed --num_gpus 1 train.py", 1, "unused_gpus"),
         ("deepspeed --num_gpus=1 --num_nodes 1 train.py", 1, "unused_gpus"),
