@@ -187,6 +187,40 @@ def test_a_launcher_starting_one_process_is_no_distributed_launch(launch, proces
 @pytest.mark.parametrize(
     ("launch", "processes", "sub_cause"),
     [
+        # srun starts its task count of the launcher, each starting the launcher's own count
+        ("srun -n 8 torchrun train.py", 8, "uneven_use"),
+        ("srun --ntasks=8 python -m torch.distributed.run train.py", 8, "uneven_use"),
+        ("srun -n8 torchrun train.py", 8, "uneven_use"),
+        ("srun -N 2 --ntasks-per-node 4 torchrun train.py", 8, "uneven_use"),
+        ("srun --nodes=2 --ntasks-per-node=1 torchrun --nproc_per_node 4 train.py", 8, "uneven_use"),
+        ("srun -n 1 torchrun train.py", 1, "unused_gpus"),
+        ("srun -n 1 -c 12 torchrun --nproc_per_node 1 train.py", 1, "unused_gpus"),
+        # without a count, the allocation's (SLURM_NTASKS): not known here
+        ("srun torchrun train.py", None, "uneven_use"),
+        ("srun -N 1 torchrun train.py", None, "uneven_use"),
+        ("srun -n $NTASKS torchrun train.py", None, "uneven_use"),
+        ("srun -N 2-4 --ntasks-per-node 1 torchrun train.py", None, "uneven_use"),
+        ("srun $SRUN_ARGS torchrun train.py", None, "uneven_use"),
+        ("srun -n 1 --exclusive $SRUN_ARGS torchrun train.py", None, "uneven_use"),
+        ("srun -n 1 -c $CPUS torchrun train.py", 1, "unused_gpus"),  # a variable that is an option's value
+    ],
+)
+def test_a_launch_under_srun_starts_the_launcher_once_a_task(launch, processes, sub_cause):
+    # `srun -n 8 torchrun train.py` starts eight torchruns of one process each, yet read as torchrun's one process:
+    # an 8-GPU job so launched with seven GPUs idle was "unused GPUs" rather than uneven use of the GPUs it runs on.
+    script = f"#!/bin/bash\n{launch}\n"
+    (launched,) = extract_script_evidence([("run.sh", script)]).of("shell_launch")
+    assert launched.detail.get("processes") == processes
+    frame = series(120, lambda t, g: 60 if g == 0 else 0, gpus=8, mem=lambda t, g: 0.4 if g == 0 else 0.0)
+    for scripts, command in (([("run.sh", script)], ""), ([], launch)):  # a script's launch and the job's command
+        _, result = run(120, frame, gpu_count=8, scripts=scripts, command=command)
+        (finding,) = [f for f in result.findings if f.category == Category.GPU_OVERSUBSCRIPTION]
+        assert finding.sub_cause == sub_cause
+
+
+@pytest.mark.parametrize(
+    ("launch", "processes", "sub_cause"),
+    [
         # torchrun's --nproc-per-node defaults to 1 and --nnodes to 1 (torch.distributed.run's parser)
         ("torchrun train.py", 1, "unused_gpus"),
         ("torchrun --standalone train.py --epochs 3", 1, "unused_gpus"),

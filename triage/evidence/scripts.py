@@ -1707,13 +1707,16 @@ def _accelerate_zero_flags(argv: list[str]) -> dict | None:
     return detail
 
 
+_WRAPPERS = ("sudo", "exec", "nohup", "time", "env", "srun", "stdbuf")  # words that run the program after them
+
+
 def _program(argv: list[str]) -> tuple[str, list[str]]:
     """The program one shell command runs, by its file's name, and its words: after `VAR=value` words and wrappers
     (`NCCL_DEBUG=INFO torchrun ...`, `nohup`, `env`, `srun ...`, `/opt/conda/bin/torchrun`: torchrun), a launcher's
     module run by `python -m` as its command (`python -m torch.distributed.launch`: torchrun; `python -m
     accelerate.commands.launch ...`: accelerate, `launch ...`); '' for none."""
     words = [w for w in argv if not re.fullmatch(r"[A-Z_][A-Z0-9_]*=.*", w)]  # leading VAR=value
-    while words and words[0] in ("sudo", "exec", "nohup", "time", "env", "srun", "stdbuf"):
+    while words and words[0] in _WRAPPERS:
         if words[0] == "srun":  # its options, some with a value (`-c 12`), then the program (`_srun_program`)
             start = next((i for i, w in enumerate(words[1:], 1) if _srun_program(w)), None)
             words = words[start:] if start is not None else [w for w in words[1:] if not w.startswith("-")]
@@ -1855,7 +1858,58 @@ def _launch_processes(argv: list[str], environment: frozenset = frozenset()) -> 
         nodes = "1"
     if count is None or not count.isdigit() or not nodes.isdigit():
         return None
-    return int(count) * int(nodes)
+    srun = _srun_words(argv)
+    if srun is None:
+        return int(count) * int(nodes)
+    tasks = _srun_tasks(srun)
+    if tasks == 1:
+        return int(count) * int(nodes)
+    if tasks is None or program != "torchrun":
+        return None  # the allocation's task count, or several tasks of a launcher that counts over machines
+    return tasks * int(count)  # one torchrun agent a task (its --nnodes counts those same agents)
+
+
+def _srun_words(argv: list[str]) -> list[str] | None:
+    """srun's own words (`srun -n 8 -c 12 torchrun ...`: `-n 8 -c 12`) when the launch runs under srun; None
+    otherwise."""
+    words = [w for w in argv if not re.fullmatch(r"[A-Z_][A-Z0-9_]*=.*", w)]
+    while words and words[0] in _WRAPPERS:
+        if words[0] == "srun":
+            start = next((i for i, w in enumerate(words[1:], 1) if _srun_program(w)), len(words))
+            return words[1:start]
+        words = words[1:]
+    return None
+
+
+def _srun_tasks(words: list[str]) -> int | None:
+    """How many tasks srun starts, each running the launcher once, by its options as numbers (`-n 8`,
+    `--ntasks=8`, `-N 2 --ntasks-per-node 4`); None where its options do not say (the allocation's `SLURM_NTASKS`,
+    `-N 2-4`, `$SRUN_ARGS`), since Slurm's srun takes the task count of the allocation it runs in."""
+    given: dict[str, str] = {}
+    for index, word in enumerate(words):
+        before = words[index - 1] if index else ""
+        if _EXPANSION.match(word) and not (
+            before.startswith("-") and "=" not in before and before not in _SRUN_SWITCHES
+        ):
+            return None  # options the line does not show (`srun $SRUN_ARGS ...`), not an option's value (`-c $CPUS`)
+        flag, eq, value = word.partition("=")
+        if word[:2] in ("-n", "-N") and len(word) > 2 and not word.startswith("--"):
+            flag, value = word[:2], word[2:]  # `-n8`
+        elif not eq:
+            value = words[index + 1] if index + 1 < len(words) else ""
+        if flag in _SRUN_VALUED:
+            given[_SRUN_VALUED[flag]] = value
+    if "ntasks" in given:
+        return int(given["ntasks"]) if given["ntasks"].isdigit() else None
+    per_node, nodes = given.get("ntasks_per_node", ""), given.get("nodes", "")
+    return int(per_node) * int(nodes) if per_node.isdigit() and nodes.isdigit() else None
+
+
+_SRUN_VALUED = {"-n": "ntasks", "--ntasks": "ntasks", "-N": "nodes", "--nodes": "nodes"}
+_SRUN_VALUED |= {"--ntasks-per-node": "ntasks_per_node"}
+# srun's options that take no value (its man page), so that a `$ARGS` after one is options the line does not show
+_SRUN_SWITCHES = {"--exclusive", "--overlap", "-u", "--unbuffered", "-l", "--label", "-K", "--kill-on-bad-exit"}
+_SRUN_SWITCHES |= {"-v", "--verbose", "-Q", "--quiet", "-X", "--disable-status", "--pty", "-E", "--preserve-env"}
 
 
 def _launch_on_cpu(argv: list[str]) -> bool:
