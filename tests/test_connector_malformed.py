@@ -60,16 +60,25 @@ def test_a_pod_of_a_malformed_shape_is_reported_and_the_others_stored():
     labels["metadata"]["labels"] = True
     container = pod("odd-2", "odd-2", start=T, end=T + timedelta(minutes=30))
     container["spec"]["containers"][0]["name"] = ["main"]
+    # A container's resources that are no object (or whose limits are none) stopped the pull with an
+    # AttributeError where it asks whether a pod holds a GPU, before any job was read (the fuzz found `true`).
+    resources = pod("odd-3", "odd-3", start=T, end=T + timedelta(minutes=30))
+    resources["spec"]["containers"][0]["resources"] = True
+    limits = pod("odd-4", "odd-4", start=T, end=T + timedelta(minutes=30))
+    limits["spec"]["initContainers"] = [{"name": "init", "resources": {"limits": ["nvidia.com/gpu"]}}]
+    pods = [good, labels, container, resources, limits]
     with FakePlatform() as server:
         server.route("/api/v1/namespaces/", lambda path, query: (200, b"epoch 1 done\n", {}))
-        server.route("/api/v1/pods", lambda path, query: (200, pod_list([good, labels, container]), {}))
+        server.route("/api/v1/pods", lambda path, query: (200, pod_list(pods), {}))
         connector = make_connector("kubernetes", server.url)
         result = sync.sync_connector(connector.pk)
-    assert result.status == "partial"
+    assert result.status == "partial", result.message
     assert list(Job.objects.values_list("external_id", flat=True)) == ["job-uid"]
     assert [e["message"] for e in result.errors] == [
         "pod 2: 'metadata.labels' is not an object of text values, so it was skipped",
         "pod 3: a container's name in 'spec.containers' is not text, so it was skipped",
+        "pod 4: a container's 'resources' in 'spec.containers' is not an object, so it was skipped",
+        "pod 5: a container's 'resources.limits' in 'spec.initContainers' is not an object, so it was skipped",
     ]
     assert {e["file"] for e in result.errors} == {"kubernetes-test api/v1/pods"}
 

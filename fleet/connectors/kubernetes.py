@@ -248,6 +248,16 @@ def pod_problem(pod) -> str | None:
             return f"'{name}' is not a list of objects"
         if not all(_text(item.get("name")) for item in items or []):
             return f"a container's name in '{name}' is not text"
+        if name.startswith("spec."):  # what a pod asks for: read for its GPUs (`pod_gpus`) and CPUs
+            for item in items or []:
+                resources = item.get("resources")
+                if resources in (None, ""):
+                    continue
+                if not isinstance(resources, dict):
+                    return f"a container's 'resources' in '{name}' is not an object"
+                for kind in ("limits", "requests"):
+                    if resources.get(kind) not in (None, "") and not isinstance(resources[kind], dict):
+                        return f"a container's 'resources.{kind}' in '{name}' is not an object"
     return None
 
 
