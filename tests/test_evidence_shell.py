@@ -8,6 +8,7 @@ import pytest
 
 from tests.test_triage_edge_cases import run, series
 from triage.evidence.scripts import extract_script_evidence
+from triage.guidance import guidance_for
 from triage.taxonomy import Category
 
 RUN_SH = """#!/bin/bash
@@ -265,3 +266,92 @@ def test_a_launchers_default_count_is_its_documented_one(launch, processes, sub_
         _, result = run(120, frame, gpu_count=8, scripts=scripts, command=command)
         (finding,) = [f for f in result.findings if f.category == Category.GPU_OVERSUBSCRIPTION]
         assert finding.sub_cause == sub_cause
+
+
+@pytest.mark.parametrize(
+    ("launch", "processes", "sub_cause"),
+    [
+        # srun starts one python a task: Lightning's SLURMEnvironment, torch.distributed from SLURM_PROCID, Horovod
+        ("srun -n 8 python train.py", 8, "uneven_use"),
+        ("srun --ntasks=8 -c 12 python -u train.py", 8, "uneven_use"),
+        ("srun --mpi=pmix -n8 python train.py", 8, "uneven_use"),
+        ("srun --ntasks-per-node=8 python train.py", 8, "uneven_use"),  # on one node, Slurm's default
+        ("srun -N 2 --ntasks-per-node 4 python train.py", 8, "uneven_use"),
+        ("srun -N 2 python train.py", 2, "uneven_use"),  # one task a node, srun's default
+        ("nohup srun -n 8 /opt/conda/bin/python3 train.py", 8, "uneven_use"),
+        # one task: one process, as a python without srun
+        ("srun -n 1 python train.py", 1, "unused_gpus"),
+        ("srun -N 1 --ntasks-per-node=1 python train.py", 1, "unused_gpus"),
+        ("srun python train.py", None, "unused_gpus"),  # Slurm's default is one task
+        ("srun -n $NTASKS python train.py", None, "unused_gpus"),  # not known: no claim of several
+        ("srun $SRUN_ARGS python train.py", None, "unused_gpus"),
+        ("python train.py", None, "unused_gpus"),
+    ],
+)
+def test_a_python_launch_under_srun_with_several_tasks_is_a_distributed_launch(launch, processes, sub_cause):
+    # `srun -n 8 python train.py` starts eight training processes (Slurm-native distributed training), yet its
+    # launcher was "python", no distributed launch: an 8-GPU job so launched with seven GPUs idle was "unused GPUs"
+    # (nothing runs on them) rather than uneven use of GPUs its eight processes share (every rank on cuda:0).
+    script = f"#!/bin/bash\n{launch}\n"
+    (launched,) = extract_script_evidence([("run.sh", script)]).of("shell_launch")
+    assert launched.detail["launcher"].startswith("python") and launched.detail.get("processes") == processes
+    frame = series(120, lambda t, g: 60 if g == 0 else 0, gpus=8, mem=lambda t, g: 0.4 if g == 0 else 0.0)
+    for scripts, command in (([("run.sh", script)], ""), ([], launch)):  # a script's launch and the job's command
+        _, result = run(120, frame, gpu_count=8, scripts=scripts, command=command)
+        (finding,) = [f for f in result.findings if f.category == Category.GPU_OVERSUBSCRIPTION]
+        assert finding.sub_cause == sub_cause
+
+
+@pytest.mark.parametrize(
+    ("sbatch", "launch", "processes"),
+    [
+        # a bare srun takes the batch script's task layout (the allocation's SLURM_NTASKS, SLURM_NTASKS_PER_NODE)
+        ("#SBATCH --ntasks-per-node=8", "srun python train.py", 8),
+        ("#SBATCH --nodes=2\n#SBATCH --ntasks-per-node=4\n#SBATCH --gres=gpu:4", "srun python train.py", 8),
+        ("#SBATCH -N 2 --ntasks-per-node 4", "srun --cpu-bind=cores python train.py", 8),
+        ("#SBATCH --ntasks=8", "srun python train.py", 8),
+        ("#SBATCH -n 8", "srun python train.py", 8),
+        ("#SBATCH --nodes=2", "srun python train.py", 2),  # one task a node
+        # srun's own options win over the allocation's
+        ("#SBATCH --ntasks-per-node=8", "srun -n 1 python train.py", 1),
+        ("#SBATCH --ntasks=1", "srun -n 8 python train.py", 8),
+        ("#SBATCH --nodes=2 --ntasks-per-node=4", "srun -N 1 python train.py", 4),
+        # one task, or no srun: one process
+        ("#SBATCH --nodes=1\n#SBATCH --ntasks-per-node=1", "srun python train.py", 1),
+        ("#SBATCH --ntasks-per-node=8", "python train.py", None),
+        # sbatch reads no #SBATCH line after the script's first command
+        ("set -e\n#SBATCH --ntasks-per-node=8", "srun python train.py", None),
+    ],
+)
+def test_a_bare_srun_in_a_batch_script_runs_the_allocations_tasks(sbatch, launch, processes):
+    script = f"#!/bin/bash\n{sbatch}\n{launch}\n"
+    (launched,) = extract_script_evidence([("run.sh", script)]).of("shell_launch")
+    assert launched.detail.get("processes") == processes
+    frame = series(120, lambda t, g: 60 if g == 0 else 0, gpus=8, mem=lambda t, g: 0.4 if g == 0 else 0.0)
+    _, result = run(120, frame, gpu_count=8, scripts=[("run.sh", script)])
+    (finding,) = [f for f in result.findings if f.category == Category.GPU_OVERSUBSCRIPTION]
+    assert finding.sub_cause == ("uneven_use" if (processes or 1) > 1 else "unused_gpus")
+    if finding.sub_cause == "uneven_use":
+        assert [(c.path, c.line) for c in finding.code] == [("run.sh", script.count("\n"))]  # the srun line
+
+
+def test_an_srun_jobs_idle_gpus_are_fixed_by_a_device_a_task():
+    # An 8-GPU job of `srun -n 8 python train.py` with one GPU busy runs eight processes on cuda:0: the fix is each
+    # task's own device (SLURM_LOCALID), not a torchrun line that would start eight processes in each of its tasks.
+    frame = series(120, lambda t, g: 60 if g == 0 else 0, gpus=8, mem=lambda t, g: 0.4 if g == 0 else 0.0)
+    script = "#!/bin/bash\n#SBATCH --nodes=1\n#SBATCH --ntasks-per-node=8\n#SBATCH --gres=gpu:8\nsrun python train.py\n"
+    for scripts, command in (([("run.sh", script)], ""), ([], "srun -n 8 python train.py")):
+        _, result = run(120, frame, gpu_count=8, node_count=1, scripts=scripts, command=command)
+        (finding,) = [f for f in result.findings if f.category == Category.GPU_OVERSUBSCRIPTION]
+        assert finding.sub_cause == "uneven_use" and finding.numbers["idle_gpus"] == 7
+        guide = guidance_for(
+            finding.category,
+            finding.sub_cause,
+            finding.numbers,
+            gpu_hours=finding.gpu_hours,
+            price_per_gpu_hour=None,
+            currency="",
+            job={"gpu_count": 8, "node_count": 1},
+        )
+        assert "SLURM_LOCALID" in guide["change"] and "torch.cuda.set_device" in guide["after"]
+        assert "torchrun" not in guide["after"]

@@ -210,7 +210,9 @@ class EvidenceCodeSerializer(serializers.Serializer):
         help_text="shell_launch and command_launch: the processes a distributed launcher starts, where its options "
         "give them as numbers or its documented default does (`mpirun -np 1`: 1, `torchrun --nproc_per_node=4 "
         "--nnodes=2`: 8, `torchrun train.py`: 1, `deepspeed --num_gpus 1`: 1); absent where not known (a default of "
-        "every GPU, a config file's, `$GPUS`); one is no distributed launch.",
+        "every GPU, a config file's, `$GPUS`); one is no distributed launch. For a python under srun, srun's tasks "
+        "(`srun -n 8 python train.py`, or a bare srun under `#SBATCH --ntasks-per-node=8`: 8), a distributed launch "
+        "when more than one.",
     )
     on_cpu = serializers.BooleanField(
         required=False,

@@ -49,7 +49,16 @@ GUIDES: dict[Category, dict] = {
                 '#SBATCH {request}\npython train.py          # uses torch.device("cuda:0")',
                 "#SBATCH {used_request}\npython train.py\n# or, to use all {gpu_count}:\n"
                 "torchrun {launch} train.py   # with DDP(model, device_ids=[local_rank])",
-            )
+            ),
+            "srun_tasks": (
+                "`srun` already starts a process a task, but the tasks share GPUs: have each use its own, set from "
+                "its task's local rank (`SLURM_LOCALID`; `LOCAL_RANK` under torchrun) before it builds the model, "
+                "or request only the GPUs it uses.",
+                'srun -n {srun_tasks} python train.py\n# train.py\nmodel = Model().to("cuda")   # every task on cuda:0',
+                'srun -n {srun_tasks} python train.py\n# train.py\nlocal_rank = int(os.environ["SLURM_LOCALID"])\n'
+                "torch.cuda.set_device(local_rank)\n"
+                "model = DDP(Model().to(local_rank), device_ids=[local_rank])",
+            ),
         },
         "effect": "The unused GPUs go back to the queue (or the run gets faster on all of them).",
     },
@@ -399,6 +408,7 @@ SUB_CAUSE_NAMES = {
     "mlflow": "MLflow",
     "wandb": "W&B",
     "sdk": "SDK",
+    "srun_tasks": "`srun` tasks",
 }
 
 # A category's own page has no job to fill its snippets in; they are filled in for this one.
@@ -453,6 +463,8 @@ def guidance_for(
     memory_full = sub_cause != "zero_offload"  # offload's stalls are fixed by not offloading, whatever the precision
     if category == Category.GPU_MEMORY_BOUND and memory_full and numbers.get("precision") in ("fp32", "mixed"):
         fix = numbers["precision"]  # the job's code says whether mixed precision is the first fix or done
+    if category == Category.GPU_OVERSUBSCRIPTION and numbers.get("srun_tasks"):
+        fix = "srun_tasks"  # srun starts the processes (`srun -n 8 python train.py`): each needs its own GPU
     if category == Category.REMOTE_DATA_READING and _client_read(numbers) is not None:
         fix = "fetched_per_sample"  # the job fetches each sample through a client: show that read made local
     elif category == Category.REMOTE_DATA_READING and "datasets" in (numbers.get("read_clients") or ()):
@@ -790,4 +802,5 @@ def _oversubscription_values(numbers: dict, job: dict) -> dict:
         "used_request": used_request,
         "launch": launch,
         "settings": f"For this job: {used} of its {gpus} GPUs worked.",
+        "srun_tasks": int(numbers.get("srun_tasks") or gpus),
     }

@@ -1823,14 +1823,19 @@ def _unseen_launcher_words(program: str, words: list[str]) -> bool:
     return False
 
 
-def _launch_processes(argv: list[str], environment: frozenset = frozenset()) -> int | None:
+def _launch_processes(
+    argv: list[str], environment: frozenset = frozenset(), allocation: dict | None = None
+) -> int | None:
     """How many training processes a distributed launch starts, by its options as numbers or its launcher's documented
     default (see above: `mpirun -np 1`, `torchrun --nproc_per_node=4 --nnodes=2`: 8, `torchrun train.py`: 1,
     `deepspeed --num_gpus 1`: 1); None where not known (`$GPUS`, `auto`, `--nnodes 1:4`, a default of every GPU or a
     config file's, options the line does not show: `torchrun $ARGS train.py`). Read up to the script or program it
     runs (whose own `-n` is not the launcher's). `environment`: the variables the job's script sets before it (and
-    the launch line's own `VAR=value` words are read too), for torchrun's `PET_*`."""
+    the launch line's own `VAR=value` words are read too), for torchrun's `PET_*`. A python under srun is srun's
+    tasks, one process each (`_srun_python_tasks`; `allocation`: the batch script's `#SBATCH` task options)."""
     program, words = _launcher_words(argv)
+    if program.startswith("python"):
+        return _srun_python_tasks(argv, allocation or {})
     if program not in _PROCESS_FLAGS or _unseen_launcher_words(program, words):
         return None
     given = _launcher_options(words)
@@ -1885,6 +1890,19 @@ def _srun_tasks(words: list[str]) -> int | None:
     """How many tasks srun starts, each running the launcher once, by its options as numbers (`-n 8`,
     `--ntasks=8`, `-N 2 --ntasks-per-node 4`); None where its options do not say (the allocation's `SLURM_NTASKS`,
     `-N 2-4`, `$SRUN_ARGS`), since Slurm's srun takes the task count of the allocation it runs in."""
+    given = _task_options(words)
+    if given is None:
+        return None
+    if "ntasks" in given:
+        return int(given["ntasks"]) if given["ntasks"].isdigit() else None
+    per_node, nodes = given.get("ntasks_per_node", ""), given.get("nodes", "")
+    return int(per_node) * int(nodes) if per_node.isdigit() and nodes.isdigit() else None
+
+
+def _task_options(words: list[str]) -> dict[str, str] | None:
+    """The task options srun's own words (or an `#SBATCH` line's) give, by name (`ntasks`, `ntasks_per_node`,
+    `nodes`), each as written (`-n 8`, `-n8`, `--ntasks=8`, `-N 2-4`); None where words the line does not show may
+    give more (`srun $SRUN_ARGS ...`; `-c $CPUS` is an option's value)."""
     given: dict[str, str] = {}
     for index, word in enumerate(words):
         before = words[index - 1] if index else ""
@@ -1899,9 +1917,26 @@ def _srun_tasks(words: list[str]) -> int | None:
             value = words[index + 1] if index + 1 < len(words) else ""
         if flag in _SRUN_VALUED:
             given[_SRUN_VALUED[flag]] = value
+    return given
+
+
+def _srun_python_tasks(argv: list[str], allocation: dict[str, str]) -> int | None:
+    """How many python processes a python launch under srun starts: one a task (PyTorch Lightning's SLURMEnvironment,
+    torch.distributed reading SLURM_PROCID / SLURM_LOCALID, Horovod through `srun --mpi=pmix`). srun takes each task
+    option its words do not give from the allocation it runs in (SLURM_NTASKS, SLURM_NTASKS_PER_NODE, SLURM_NNODES),
+    which the batch script's `#SBATCH` lines give (`allocation`, `_task_options`): `--ntasks`, or
+    `--ntasks-per-node` on `--nodes` (one node where none is given, sbatch's and srun's default for such a request),
+    or one task a node (`-N 2`). None where no python runs under srun, where the options are not numbers or not all
+    shown, and where none is given (Slurm's default, one task, as a plain python)."""
+    srun = _srun_words(argv)
+    given = _task_options(srun) if srun is not None else None
+    if given is None:
+        return None
+    given = {**allocation, **given}
     if "ntasks" in given:
         return int(given["ntasks"]) if given["ntasks"].isdigit() else None
-    per_node, nodes = given.get("ntasks_per_node", ""), given.get("nodes", "")
+    nodes = given.get("nodes", "1" if "ntasks_per_node" in given else "")
+    per_node = given.get("ntasks_per_node", "1" if "nodes" in given else "")
     return int(per_node) * int(nodes) if per_node.isdigit() and nodes.isdigit() else None
 
 
@@ -2021,15 +2056,20 @@ def _srun_program(word: str) -> bool:
 def _shell_facts(path: str, text: str, evidence: ScriptEvidence) -> None:
     launched = False
     assigned: set[str] = set()  # the variables the script's lines set so far (torchrun's `PET_*`: `_launch_processes`)
+    allocation: dict[str, str] = {}  # the batch script's #SBATCH task options, which a bare srun takes
+    commanded = False  # sbatch reads no #SBATCH line after the script's first command
     for number, line in _logical_lines(text):
         stripped = line.strip()
         if stripped.startswith("#SBATCH"):
             layout = _slurm_layout(stripped.split()[1:])
             if layout:
                 evidence.facts.append(CodeFact("slurm_layout", path, number, stripped, layout))
+            if not commanded:
+                allocation |= _task_options(stripped.split()[1:]) or {}
             continue
         if not stripped or stripped.startswith("#"):
             continue
+        commanded = True
         try:
             commands = split_shell(stripped)
         except ValueError:
@@ -2068,7 +2108,7 @@ def _shell_facts(path: str, text: str, evidence: ScriptEvidence) -> None:
                 launched = True
                 launcher = _program(argv)[0]  # torchrun of `NCCL_DEBUG=INFO /opt/conda/bin/torchrun ...`
                 launch = {**detail, "launcher": launcher}
-                if (processes := _launch_processes(argv, frozenset(assigned))) is not None:
+                if (processes := _launch_processes(argv, frozenset(assigned), allocation)) is not None:
                     launch["processes"] = processes  # `mpirun -np 1`: one process, no distributed launch
                 if _launch_on_cpu(argv):
                     launch["on_cpu"] = True  # `accelerate launch --cpu`: no GPU process, no distributed launch

@@ -128,6 +128,15 @@ from triage.rules.registry import RULES, THRESHOLDS, Finding, Status, TriageResu
 #      also: a remote URI another of the job's files binds at module level and this one imports (`from common import
 #      DATA_URI` or `import common; common.DATA_URI`, common.py's `DATA_URI = "s3://..."`) is followed by the remote
 #      reads, as an imported filesystem or session is (`fsspec.open(f"{DATA_URI}/{key}")` in __getitem__ was no read)
+#      also: a python that srun starts in several tasks is a distributed launch, one process a task (Lightning's
+#      SLURMEnvironment, torch.distributed from SLURM_PROCID / SLURM_LOCALID, Horovod under `srun --mpi=pmix`):
+#      `srun -n 8 python train.py`, `--ntasks-per-node=8` (one node where none is given), `-N 2` (a task a node), or a
+#      bare `srun python train.py` under the batch script's `#SBATCH --ntasks` / `--nodes` x `--ntasks-per-node` (read
+#      up to its first command, as sbatch reads them); its `processes` is the task count. An 8-GPU job so launched
+#      with seven GPUs idle was unused GPUs (its launcher "python"), now uneven use, and its fix is a GPU a task from
+#      SLURM_LOCALID (numbers' `srun_tasks`), not a torchrun line that would start a torchrun in each task; the loader
+#      rules count a process a GPU for it. One task (`-n 1`), no count given (Slurm's default, one), or options not
+#      shown (`srun $SRUN_ARGS`, `-n $N`) keep a plain python, one process
 RULES_REVISION = 5
 
 __all__ = [

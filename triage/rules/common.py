@@ -19,12 +19,25 @@ def distributed_launches(ev: Evidence) -> list[CodeFact]:
     """The job's launch lines (its scripts' and its submitted command) that start a distributed launcher
     (torchrun, deepspeed, accelerate, horovodrun, mpirun): one training process per GPU. Not one that starts a
     single process (`mpirun -np 1`, `torchrun train.py`, `deepspeed --num_gpus 1`: its `processes`) nor one that
-    trains on the CPU (`accelerate launch --cpu`: `on_cpu`)."""
-    return [
-        f
-        for f in ev.scripts.of("shell_launch", "command_launch")
-        if f.detail.get("launcher") in LAUNCHERS and f.detail.get("processes") != 1 and not f.detail.get("on_cpu")
-    ]
+    trains on the CPU (`accelerate launch --cpu`: `on_cpu`). A python that srun starts in several tasks is one
+    too (`srun -n 8 python train.py`, or a bare `srun python train.py` under `#SBATCH --ntasks-per-node=8`: its
+    `processes`, srun's tasks)."""
+    return [f for f in ev.scripts.of("shell_launch", "command_launch") if _distributed(f.detail)]
+
+
+def srun_python_launches(ev: Evidence) -> list[CodeFact]:
+    """The job's distributed launches that are a python in several srun tasks (`srun -n 8 python train.py`):
+    Slurm starts the processes, and each must pick its own GPU from its task (SLURM_LOCALID)."""
+    return [f for f in distributed_launches(ev) if f.detail.get("launcher") not in LAUNCHERS]
+
+
+def _distributed(launch: dict) -> bool:
+    if launch.get("on_cpu"):
+        return False
+    processes = launch.get("processes")
+    if launch.get("launcher") in LAUNCHERS:
+        return processes != 1
+    return processes is not None and processes > 1  # a python under srun: its tasks
 
 
 def quoted_once(facts: list[CodeFact]) -> list[CodeFact]:
