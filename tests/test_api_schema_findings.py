@@ -136,6 +136,7 @@ for step, batch in enumerate(loader):
     subprocess.run(["aws", "s3", "cp", "ckpt.pt", "s3://bucket/ckpt.pt"])
 """
 EVERY_KIND_SH = """#!/bin/bash
+#SBATCH --nodes=1 --ntasks-per-node=8 --cpus-per-task=12 --gpus-per-task=1
 export CUDA_VISIBLE_DEVICES=0,1
 pip install -r requirements.txt
 wget https://example.org/data.tar
@@ -144,6 +145,7 @@ torchrun --nproc_per_node 8 train.py --bf16 --deepspeed ds.json --data s3://buck
 accelerate launch --mixed_precision no train.py
 sleep 600
 aws s3 cp out s3://bucket/out
+srun python train.py
 """
 
 

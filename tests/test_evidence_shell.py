@@ -4,6 +4,8 @@ one reading of a command's assignments (`_assignments`); and what program a laun
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
 from tests.test_triage_edge_cases import run, series
@@ -331,8 +333,15 @@ def test_a_bare_srun_in_a_batch_script_runs_the_allocations_tasks(sbatch, launch
     _, result = run(120, frame, gpu_count=8, scripts=[("run.sh", script)])
     (finding,) = [f for f in result.findings if f.category == Category.GPU_OVERSUBSCRIPTION]
     assert finding.sub_cause == ("uneven_use" if (processes or 1) > 1 else "unused_gpus")
-    if finding.sub_cause == "uneven_use":
-        assert [(c.path, c.line) for c in finding.code] == [("run.sh", script.count("\n"))]  # the srun line
+    if finding.sub_cause == "uneven_use":  # the srun line, after the #SBATCH lines that gave its count
+        srun = script.count("\n")
+        given = [n for n, line in enumerate(script.splitlines(), 1) if _TASK_OPTION.search(line) and n < srun]
+        if re.search(r" (-n ?\d|--ntasks=)", launch):  # srun's own count
+            given = []
+        assert [(c.path, c.line) for c in finding.code] == [("run.sh", n) for n in (*given, srun)]
+
+
+_TASK_OPTION = re.compile(r"(-n |-N |--ntasks|--nodes)")
 
 
 def test_an_srun_jobs_idle_gpus_are_fixed_by_a_device_a_task():

@@ -86,7 +86,7 @@ class EvidenceCodeSerializer(serializers.Serializer):
         "hub_download, remote_path, remote_read, mixed_precision, full_precision, precision_elsewhere, config_file, "
         "config_reference, framework_import, cuda_visible_devices, fixed_device, env, init_process_group, "
         "manual_collective, data_parallel, ddp, shell_install, shell_download, shell_upload, shell_sleep, "
-        "shell_interactive, shell_launch, command_launch.",
+        "shell_interactive, shell_launch, command_launch, slurm_layout.",
     )
     path = serializers.CharField(required=False, help_text='The file in the job\'s archive, or "job command".')
     line = serializers.IntegerField(required=False)
@@ -219,9 +219,21 @@ class EvidenceCodeSerializer(serializers.Serializer):
         help_text="shell_launch and command_launch: the launch trains on the CPU (`accelerate launch --cpu`), no "
         "distributed launch over GPUs.",
     )
+    sbatch_lines = serializers.ListField(
+        child=serializers.IntegerField(),
+        required=False,
+        help_text="shell_launch: for a python under a bare srun, the batch script's `#SBATCH` lines that gave its "
+        "task count (`processes`).",
+    )
     after_launch = serializers.BooleanField(
         required=False, help_text="shell_sleep: after the script launched training."
     )
+    # Slurm's task layout (an `#SBATCH` line, srun's own options), each where given as a number.
+    ntasks = serializers.IntegerField(required=False, help_text="slurm_layout: `#SBATCH --ntasks` (`-n`).")
+    nodes = serializers.IntegerField(required=False, help_text="slurm_layout: `#SBATCH --nodes` (`-N`).")
+    ntasks_per_node = serializers.IntegerField(required=False, help_text="slurm_layout: `--ntasks-per-node`.")
+    cpus_per_task = serializers.IntegerField(required=False, help_text="slurm_layout: `--cpus-per-task` (`-c`).")
+    gpus_per_task = serializers.IntegerField(required=False, help_text="slurm_layout: `--gpus-per-task`.")
 
 
 class EvidenceSerializer(serializers.Serializer):

@@ -1940,6 +1940,18 @@ def _srun_python_tasks(argv: list[str], allocation: dict[str, str]) -> int | Non
     return int(per_node) * int(nodes) if per_node.isdigit() and nodes.isdigit() else None
 
 
+def _allocation_taken(argv: list[str], allocation: dict[str, str]) -> list[str]:
+    """The batch script's task options (`allocation`) that a python under srun takes for its count
+    (`_srun_python_tasks`), those srun's own words do not give: `--ntasks`, or `--ntasks-per-node` and `--nodes`."""
+    srun = _srun_words(argv)
+    given = (_task_options(srun) if srun is not None else None) or {}
+    if "ntasks" in given:
+        return []
+    if "ntasks" in allocation:
+        return ["ntasks"]
+    return [key for key in ("ntasks_per_node", "nodes") if key in allocation and key not in given]
+
+
 _SRUN_VALUED = {"-n": "ntasks", "--ntasks": "ntasks", "-N": "nodes", "--nodes": "nodes"}
 _SRUN_VALUED |= {"--ntasks-per-node": "ntasks_per_node"}
 # srun's options that take no value (its man page), so that a `$ARGS` after one is options the line does not show
@@ -2057,15 +2069,18 @@ def _shell_facts(path: str, text: str, evidence: ScriptEvidence) -> None:
     launched = False
     assigned: set[str] = set()  # the variables the script's lines set so far (torchrun's `PET_*`: `_launch_processes`)
     allocation: dict[str, str] = {}  # the batch script's #SBATCH task options, which a bare srun takes
+    allocated_at: dict[str, int] = {}  # the line that gave each
     commanded = False  # sbatch reads no #SBATCH line after the script's first command
     for number, line in _logical_lines(text):
         stripped = line.strip()
         if stripped.startswith("#SBATCH"):
             layout = _slurm_layout(stripped.split()[1:])
+            tasks = (_task_options(stripped.split()[1:]) or {}) if not commanded else {}
+            allocation |= tasks
+            allocated_at |= dict.fromkeys(tasks, number)
+            layout |= {key: int(value) for key, value in tasks.items() if value.isdigit() and int(value) > 0}
             if layout:
                 evidence.facts.append(CodeFact("slurm_layout", path, number, stripped, layout))
-            if not commanded:
-                allocation |= _task_options(stripped.split()[1:]) or {}
             continue
         if not stripped or stripped.startswith("#"):
             continue
@@ -2110,6 +2125,8 @@ def _shell_facts(path: str, text: str, evidence: ScriptEvidence) -> None:
                 launch = {**detail, "launcher": launcher}
                 if (processes := _launch_processes(argv, frozenset(assigned), allocation)) is not None:
                     launch["processes"] = processes  # `mpirun -np 1`: one process, no distributed launch
+                    if launcher.startswith("python") and (taken := _allocation_taken(argv, allocation)):
+                        launch["sbatch_lines"] = sorted({allocated_at[key] for key in taken})
                 if _launch_on_cpu(argv):
                     launch["on_cpu"] = True  # `accelerate launch --cpu`: no GPU process, no distributed launch
                 evidence.facts.append(CodeFact("shell_launch", path, number, stripped, launch))

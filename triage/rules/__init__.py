@@ -132,7 +132,8 @@ from triage.rules.registry import RULES, THRESHOLDS, Finding, Status, TriageResu
 #      SLURMEnvironment, torch.distributed from SLURM_PROCID / SLURM_LOCALID, Horovod under `srun --mpi=pmix`):
 #      `srun -n 8 python train.py`, `--ntasks-per-node=8` (one node where none is given), `-N 2` (a task a node), or a
 #      bare `srun python train.py` under the batch script's `#SBATCH --ntasks` / `--nodes` x `--ntasks-per-node` (read
-#      up to its first command, as sbatch reads them); its `processes` is the task count. An 8-GPU job so launched
+#      up to its first command, as sbatch reads them, and quoted with the srun line: `sbatch_lines`, `slurm_layout`
+#      facts that now carry `ntasks` / `nodes` too); its `processes` is the task count. An 8-GPU job so launched
 #      with seven GPUs idle was unused GPUs (its launcher "python"), now uneven use, and its fix is a GPU a task from
 #      SLURM_LOCALID (numbers' `srun_tasks`), not a torchrun line that would start a torchrun in each task; the loader
 #      rules count a process a GPU for it. One task (`-n 1`), no count given (Slurm's default, one), or options not

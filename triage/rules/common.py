@@ -31,6 +31,13 @@ def srun_python_launches(ev: Evidence) -> list[CodeFact]:
     return [f for f in distributed_launches(ev) if f.detail.get("launcher") not in LAUNCHERS]
 
 
+def srun_task_lines(ev: Evidence, launches: list[CodeFact]) -> list[CodeFact]:
+    """The batch script's `#SBATCH` lines that gave these srun launches their task count (a bare `srun python
+    train.py` under `#SBATCH --ntasks-per-node=8`: its `sbatch_lines`), as the script's `slurm_layout` facts."""
+    wanted = {(f.path, line) for f in launches for line in f.detail.get("sbatch_lines", ())}
+    return [f for f in ev.scripts.of("slurm_layout") if (f.path, f.line) in wanted]
+
+
 def _distributed(launch: dict) -> bool:
     if launch.get("on_cpu"):
         return False

@@ -11,7 +11,7 @@ from fleet.numbers import share_text
 from fleet.series import device_name
 from triage.evidence import Evidence, Span
 from triage.evidence.logs import UntimedRun
-from triage.rules.common import distributed_launches, srun_python_launches
+from triage.rules.common import distributed_launches, srun_python_launches, srun_task_lines
 from triage.rules.registry import Finding, register
 from triage.taxonomy import Category
 
@@ -83,8 +83,8 @@ def gpu_oversubscription(ev: Evidence, th: dict) -> list[Finding]:
     distributed = ev.scripts.of("ddp", "data_parallel", "init_process_group") + distributed_launches(ev)
     fixed = ev.scripts.of("fixed_device")
     # A python in several srun tasks: Slurm starts a process a task, which must pick its GPU from SLURM_LOCALID.
-    srun = [f.detail["processes"] for f in srun_python_launches(ev)]
-    srun_tasks = {"srun_tasks": max(srun)} if srun else {}
+    srun = srun_python_launches(ev)
+    srun_tasks = {"srun_tasks": max(f.detail["processes"] for f in srun)} if srun else {}
     confidence = 0.85 if not distributed else 0.6
     if fixed:
         confidence = 0.95
@@ -107,7 +107,7 @@ def gpu_oversubscription(ev: Evidence, th: dict) -> list[Finding]:
                 )
             ),
             windows=[p.training],
-            code=fixed + distributed,
+            code=fixed + srun_task_lines(ev, srun) + distributed,  # the #SBATCH lines that gave srun its tasks
             numbers={
                 "idle_gpus": len(unused),
                 "gpu_count": ev.job.gpu_count,
