@@ -200,7 +200,8 @@ def test_a_launcher_starting_one_process_is_no_distributed_launch(launch, proces
         ("srun -n 1 -c 12 torchrun --nproc_per_node 1 train.py", 1, "unused_gpus"),
         # without a count, the allocation's (SLURM_NTASKS): not known here
         ("srun torchrun train.py", None, "uneven_use"),
-        ("srun -N 1 torchrun train.py", None, "uneven_use"),
+        ("srun -N 1 torchrun train.py", 1, "unused_gpus"),  # a task a node, as Slurm starts where no count is given
+        ("srun --ntasks-per-node 8 torchrun train.py", 8, "uneven_use"),  # on one node
         ("srun -n $NTASKS torchrun train.py", None, "uneven_use"),
         ("srun -N 2-4 --ntasks-per-node 1 torchrun train.py", None, "uneven_use"),
         ("srun $SRUN_ARGS torchrun train.py", None, "uneven_use"),
@@ -219,6 +220,18 @@ def test_a_launch_under_srun_starts_the_launcher_once_a_task(launch, processes, 
         _, result = run(120, frame, gpu_count=8, scripts=scripts, command=command)
         (finding,) = [f for f in result.findings if f.category == Category.GPU_OVERSUBSCRIPTION]
         assert finding.sub_cause == sub_cause
+
+
+@pytest.mark.parametrize(
+    ("sbatch", "processes"),
+    [("#SBATCH --ntasks-per-node=8", 8), ("#SBATCH --nodes=2\n#SBATCH --ntasks-per-node=4", 8), ("#SBATCH -n 1", 1)],
+)
+def test_a_launcher_under_a_bare_srun_runs_once_a_task_of_the_allocation(sbatch, processes):
+    # A bare srun takes the batch script's task layout, for a launcher as for a python: `#SBATCH
+    # --ntasks-per-node=8` then `srun torchrun train.py` is eight torchruns (it was not known).
+    script = f"#!/bin/bash\n{sbatch}\nsrun torchrun train.py\n"
+    (launched,) = extract_script_evidence([("run.sh", script)]).of("shell_launch")
+    assert launched.detail.get("processes") == processes
 
 
 @pytest.mark.parametrize(

@@ -1832,10 +1832,10 @@ def _launch_processes(
     config file's, options the line does not show: `torchrun $ARGS train.py`). Read up to the script or program it
     runs (whose own `-n` is not the launcher's). `environment`: the variables the job's script sets before it (and
     the launch line's own `VAR=value` words are read too), for torchrun's `PET_*`. A python under srun is srun's
-    tasks, one process each (`_srun_python_tasks`; `allocation`: the batch script's `#SBATCH` task options)."""
+    tasks, one process each (`_srun_tasks`; `allocation`: the batch script's `#SBATCH` task options)."""
     program, words = _launcher_words(argv)
     if program.startswith("python"):
-        return _srun_python_tasks(argv, allocation or {})
+        return _srun_tasks(argv, allocation or {})
     if program not in _PROCESS_FLAGS or _unseen_launcher_words(program, words):
         return None
     given = _launcher_options(words)
@@ -1863,10 +1863,9 @@ def _launch_processes(
         nodes = "1"
     if count is None or not count.isdigit() or not nodes.isdigit():
         return None
-    srun = _srun_words(argv)
-    if srun is None:
+    if _srun_words(argv) is None:
         return int(count) * int(nodes)
-    tasks = _srun_tasks(srun)
+    tasks = _srun_tasks(argv, allocation or {})
     if tasks == 1:
         return int(count) * int(nodes)
     if tasks is None or program != "torchrun":
@@ -1884,19 +1883,6 @@ def _srun_words(argv: list[str]) -> list[str] | None:
             return words[1:start]
         words = words[1:]
     return None
-
-
-def _srun_tasks(words: list[str]) -> int | None:
-    """How many tasks srun starts, each running the launcher once, by its options as numbers (`-n 8`,
-    `--ntasks=8`, `-N 2 --ntasks-per-node 4`); None where its options do not say (the allocation's `SLURM_NTASKS`,
-    `-N 2-4`, `$SRUN_ARGS`), since Slurm's srun takes the task count of the allocation it runs in."""
-    given = _task_options(words)
-    if given is None:
-        return None
-    if "ntasks" in given:
-        return int(given["ntasks"]) if given["ntasks"].isdigit() else None
-    per_node, nodes = given.get("ntasks_per_node", ""), given.get("nodes", "")
-    return int(per_node) * int(nodes) if per_node.isdigit() and nodes.isdigit() else None
 
 
 def _task_options(words: list[str]) -> dict[str, str] | None:
@@ -1920,9 +1906,10 @@ def _task_options(words: list[str]) -> dict[str, str] | None:
     return given
 
 
-def _srun_python_tasks(argv: list[str], allocation: dict[str, str]) -> int | None:
-    """How many python processes a python launch under srun starts: one a task (PyTorch Lightning's SLURMEnvironment,
-    torch.distributed reading SLURM_PROCID / SLURM_LOCALID, Horovod through `srun --mpi=pmix`). srun takes each task
+def _srun_tasks(argv: list[str], allocation: dict[str, str]) -> int | None:
+    """How many tasks srun starts, each running its program once: a python (PyTorch Lightning's SLURMEnvironment,
+    torch.distributed reading SLURM_PROCID / SLURM_LOCALID, Horovod through `srun --mpi=pmix`) is a process a task,
+    a launcher (`srun -n 8 torchrun ...`) starts its own count in each. srun takes each task
     option its words do not give from the allocation it runs in (SLURM_NTASKS, SLURM_NTASKS_PER_NODE, SLURM_NNODES),
     which the batch script's `#SBATCH` lines give (`allocation`, `_task_options`): `--ntasks`, or
     `--ntasks-per-node` on `--nodes` (one node where none is given, sbatch's and srun's default for such a request),
@@ -1942,7 +1929,7 @@ def _srun_python_tasks(argv: list[str], allocation: dict[str, str]) -> int | Non
 
 def _allocation_taken(argv: list[str], allocation: dict[str, str]) -> list[str]:
     """The batch script's task options (`allocation`) that a python under srun takes for its count
-    (`_srun_python_tasks`), those srun's own words do not give: `--ntasks`, or `--ntasks-per-node` and `--nodes`."""
+    (`_srun_tasks`), those srun's own words do not give: `--ntasks`, or `--ntasks-per-node` and `--nodes`."""
     srun = _srun_words(argv)
     given = (_task_options(srun) if srun is not None else None) or {}
     if "ntasks" in given:

@@ -115,7 +115,8 @@ from triage.rules.registry import RULES, THRESHOLDS, Finding, Status, TriageResu
 #      --num_processes 1`, torchrun's `PET_NPROC_PER_NODE` / `PET_NNODES` and a launcher's options the line does not
 #      show (`torchrun $DIST_ARGS train.py`; `mpirun -np 1 $MPI_FLAGS ...`, one process before) leave the count
 #      unknown and the launch distributed; under srun the launcher runs once a task: `srun -n 8 torchrun train.py` is
-#      eight processes, and srun without a task count (the allocation's) leaves the count unknown
+#      eight processes, a bare srun takes the batch script's #SBATCH task layout (as a python under srun does, below),
+#      and srun with neither leaves the count unknown
 #      also: grouped short options on a launch line are read as argparse reads them: `-vj8` (-v a switch) is -v and
 #      `-j 8` (it was -v with 'j8': --workers kept its default, a 'no workers' finding for a job launched with eight),
 #      `-pv` turns on -p and -v
