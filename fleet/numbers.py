@@ -14,8 +14,11 @@ import re
 # ordinary space, so `share_text` writes one and the pages pass what they show through `keep_units`.
 NBSP = "\u00a0"
 
-# A space after a digit and before a unit: %, GPU-hours, a currency code, points, seconds, minutes, hours.
-_FIGURE_UNIT = re.compile(r"(?<=\d) (?=%|GPU-hours\b|[A-Z]{3}\b|pts\b|s\b|ms\b|min\b|h\b)")
+# A space after a digit and before a unit: %, GPU-hours (unused, idle or recoverable ones too), a currency code,
+# points, seconds, minutes, hours.
+_FIGURE_UNIT = re.compile(
+    r"(?<=\d) (?=%|(?:unused |idle |recoverable )?GPU-hours\b|[A-Z]{3}\b|pts\b|s\b|ms\b|min\b|h\b)"
+)
 
 
 def keep_units(text: str) -> str:

@@ -9,7 +9,7 @@ from django.urls import reverse
 from django.utils.html import escape
 
 from tests.factories import JobFactory, TeamFactory
-from tests.reading import table_rows
+from tests.reading import as_read, table_rows
 
 pytestmark = pytest.mark.django_db
 
@@ -597,7 +597,7 @@ def test_costs_in_several_currencies_are_converted_at_the_operators_rates_or_lef
     week = {"from": "2026-11-16", "to": "2026-11-22"}
 
     page = overview(client)
-    totals, html = page.context["totals"], page.content.decode()
+    totals, html = page.context["totals"], as_read(page.content.decode())
     assert page.context["currency"] == "USD"
     assert (totals.cost, totals.wasted_cost) == (40.0, 4.0)  # team B's alone: EUR has no rate
     note = (
@@ -614,14 +614,14 @@ def test_costs_in_several_currencies_are_converted_at_the_operators_rates_or_lef
 
     ExchangeRate.objects.create(currency="EUR", rate="1.5")
     page = overview(client)
-    totals, html = page.context["totals"], page.content.decode()
+    totals, html = page.context["totals"], as_read(page.content.decode())
     assert (totals.cost, totals.wasted_cost) == (70.0, 22.0)  # 40 + 1.5 × 20; 4 + 1.5 × 20 × 6/10
     note = "Costs in EUR are converted to USD at 1 EUR = 1.5 USD"
     assert f'<p class="muted" id="cost-note">{note} {settings_link}</p>' in html
-    assert '70 <span class="unit">USD</span>' in html
+    assert '70<span class="unit"> USD</span>' in html
     for name in ("dashboard:team-list", "dashboard:category-list"):
         response = client.get(reverse(name), week)
-        assert note in response.content.decode() and response.context["currency"] == "USD", name
+        assert note in as_read(response.content.decode()) and response.context["currency"] == "USD", name
     teams = {row["team__slug"]: row for row in client.get(reverse("dashboard:team-list"), week).context["rows"]}
     assert (teams["team-a"]["spend"], teams["team-a"]["wasted_cost"]) == (30.0, 18.0)
     csv = b"".join(client.get(reverse("dashboard:team-list"), {**week, "format": "csv"}).streaming_content).decode()
@@ -632,13 +632,13 @@ def test_costs_in_several_currencies_are_converted_at_the_operators_rates_or_lef
     assert team_page.context["currency"] == "USD" and team_page.context["totals"].cost == 30.0
     # A team member reads the note without the way to a page they may not open.
     client.force_login(member_a)
-    text = overview(client).content.decode()  # team A's, with its USD job of the week before
+    text = as_read(overview(client).content.decode())  # team A's, with its USD job of the week before
     assert f'id="cost-note">{note}.</p>' in text and reverse("dashboard:settings") not in text
     # A team whose jobs of both periods are all in EUR sees them in EUR, as priced, not converted.
     Job.objects.filter(team__slug="team-a").update(currency="EUR")
     team_page = client.get(reverse("dashboard:team-detail", args=["team-a"]), week)
     assert team_page.context["currency"] == "EUR" and team_page.context["totals"].cost == 20.0
-    assert "cost-note" not in team_page.content.decode()
+    assert "cost-note" not in as_read(team_page.content.decode())
 
 
 def test_the_overview_names_what_its_own_period_leaves_out_not_the_period_before(client, operator, fleet):
@@ -672,19 +672,19 @@ def test_costs_say_which_jobs_have_no_price_and_an_empty_period_claims_none_miss
     note = (
         "1 job on cluster gamma in this period (8.0 GPU-hours) has no GPU-hour price, so the cost figures leave it out"
     )
-    assert f'<p class="warning-text" id="cost-note">{note} {settings_link}</p>' in page.content.decode()
+    assert f'<p class="warning-text" id="cost-note">{note} {settings_link}</p>' in as_read(page.content.decode())
     assert page.context["totals"].cost == 60.0  # the priced jobs' alone, as the note says
     week = {"from": "2026-11-16", "to": "2026-11-22"}
     for name in ("dashboard:team-list", "dashboard:category-list"):
-        text = client.get(reverse(name), week).content.decode()
+        text = as_read(client.get(reverse(name), week).content.decode())
         assert "1 job on cluster gamma (8.0 GPU-hours) has no GPU-hour price" in text, name
 
-    settings_page = client.get(reverse("dashboard:settings")).content.decode()
+    settings_page = as_read(client.get(reverse("dashboard:settings")).content.decode())
     assert 'id="prices-missing"' in settings_page
     assert "<li>gamma / A100-80GB: 1 job, 8.0 GPU-hours</li>" in settings_page
 
     empty = overview(client, **{"from": "2026-01-05", "to": "2026-01-11"})
-    assert empty.context["totals"].jobs == 0 and "cost-note" not in empty.content.decode()
+    assert empty.context["totals"].jobs == 0 and "cost-note" not in as_read(empty.content.decode())
 
 
 def test_jobs_without_a_utilization_figure_are_counted_and_listed_not_lost(client, operator, team_a, team_b):
@@ -699,7 +699,7 @@ def test_jobs_without_a_utilization_figure_are_counted_and_listed_not_lost(clien
     blank = JobFactory(cluster=gamma, team=team_a, start_time=WEEK_START + timedelta(days=1), name="blank", **silent)
     client.force_login(operator)
 
-    html = overview(client, cluster="gamma").content.decode()
+    html = as_read(overview(client, cluster="gamma").content.decode())
     query = "start_from=2026-11-16&amp;start_to=2026-11-22&amp;cluster=gamma&amp;no_util=true"
     assert (
         '<p class="warning-text" id="no-util">No job of this period has a utilization figure: no GPU samples were'
@@ -710,12 +710,12 @@ def test_jobs_without_a_utilization_figure_are_counted_and_listed_not_lost(clien
 
     # Beside measured jobs, the count is of the measured ones and the note says how many are missing.
     JobFactory(cluster=gamma, team=team_b, start_time=WEEK_START + timedelta(days=2), mean_gpu_util=30.0)
-    html = overview(client, cluster="gamma").content.decode()
+    html = as_read(overview(client, cluster="gamma").content.decode())
     assert "1 of 1 jobs</a> with a utilization figure at or below 50 % mean utilization." in html
     assert "1 of the period's 2 jobs has no utilization figure: no GPU samples were supplied for it" in html
 
     week = {"from": "2026-11-16", "to": "2026-11-22"}
-    team_page = client.get(reverse("dashboard:team-detail", args=["team-a"]), week).content.decode()
+    team_page = as_read(client.get(reverse("dashboard:team-detail", args=["team-a"]), week).content.decode())
     query = "team=team-a&amp;start_from=2026-11-16&amp;start_to=2026-11-22&amp;no_util=true"
     assert (
         "No job of this period has a utilization figure: no GPU samples were supplied for its one job, so the"
@@ -725,13 +725,13 @@ def test_jobs_without_a_utilization_figure_are_counted_and_listed_not_lost(clien
 
     listed = client.get(reverse("dashboard:job-list"), {"start_from": "2026-11-16", "no_util": "true"})
     assert [job.pk for job in listed.context["page"].object_list] == [blank.pk]
-    page = listed.content.decode()
+    page = as_read(listed.content.decode())
     assert '<input type="hidden" name="no_util" value="true">' in page  # kept when the filters change
     assert 'id="no-util-filter">The jobs without a utilization figure' in page
 
     # A period whose jobs all have a figure says nothing of it.
     JobFactory(cluster=gamma, team=team_a, start_time=WEEK_START - timedelta(days=3), mean_gpu_util=80.0)
-    html = overview(client, cluster="gamma", **{"from": "2026-11-09", "to": "2026-11-15"}).content.decode()
+    html = as_read(overview(client, cluster="gamma", **{"from": "2026-11-09", "to": "2026-11-15"}).content.decode())
     assert "1 jobs</a> at or below 50 % mean utilization." in html and 'id="no-util"' not in html
 
 
@@ -792,8 +792,8 @@ def test_a_team_page_prices_its_waste_and_says_why_and_what_to_change(client, me
     page = client.get(reverse("dashboard:team-detail", args=["team-a"]), week)
     totals = page.context["totals"]
     assert (totals.cost, totals.wasted_cost) == (20.0, 12.0)  # 20 for 10 GPU-hours, 6 of them unused
-    html = page.content.decode()
-    assert "Wasted cost" in html and '>12 <span class="unit">USD</span>' in html
+    html = as_read(page.content.decode())
+    assert "Wasted cost" in html and '>12<span class="unit"> USD</span>' in html
     [row] = page.context["causes"]
     assert (row["category"], row["jobs"], row["hours"]) == (Category.MODEL_CHECKPOINTING, 1, 3.0)
     assert row["change"] == headline_change(Category.MODEL_CHECKPOINTING) != ""
@@ -813,7 +813,7 @@ def test_a_team_page_prices_its_waste_and_says_why_and_what_to_change(client, me
     teams = reverse("dashboard:team-list")
     rows = client.get(teams, week | {"sort": "wasted_cost"}).context["rows"]
     assert [(r["team__slug"], r["wasted_cost"]) for r in rows] == [("team-a", 12.0), ("team-b", 4.0)]
-    assert "Wasted cost (USD)" in client.get(teams, week).content.decode()
+    assert "Wasted cost (USD)" in as_read(client.get(teams, week).content.decode())
 
 
 def test_the_weekly_trend_sums_each_week_and_keeps_a_week_without_jobs(team_a, team_b):
@@ -1084,8 +1084,8 @@ def test_a_price_set_after_triage_reaches_the_fixs_recoverable_cost_too(client, 
     assert (str(finding.cost), finding.currency) == ("15.00", "EUR")
     assert (finding.guidance["recoverable_cost"], finding.guidance["currency"]) == ("15.00", "EUR")
     client.force_login(operator)
-    page = client.get(reverse("dashboard:job-detail", args=[low.pk])).content.decode()
-    assert "Recoverable for this job: 3.0&nbsp;GPU-hours (15.00&nbsp;EUR)." in page
+    page = as_read(client.get(reverse("dashboard:job-detail", args=[low.pk])).content.decode())
+    assert "Recoverable for this job: 3.0 GPU-hours (15.00 EUR)." in page
 
 
 def test_the_pages_count_low_utilization_by_the_rules_threshold(client, operator, fleet):
@@ -1098,8 +1098,8 @@ def test_the_pages_count_low_utilization_by_the_rules_threshold(client, operator
     RuleSet.objects.create(version=RuleSet.current().version + 1, thresholds={"low_util_threshold": 30.0})
     response = overview(client)
     assert card(response, "Low-utilization jobs")["value"] == "0"  # 40 % is above 30 %
-    assert "0 of 2 jobs</a> at or below 30 % mean utilization" in response.content.decode()
-    settings_page = client.get(reverse("dashboard:settings")).content.decode()
+    assert "0 of 2 jobs</a> at or below 30 % mean utilization" in as_read(response.content.decode())
+    settings_page = as_read(client.get(reverse("dashboard:settings")).content.decode())
     assert "mean GPU utilization at or below 30 % (<code>low_util_threshold</code> of rule set v2" in settings_page
 
 
@@ -1121,10 +1121,10 @@ def test_the_settings_page_tells_the_two_idle_thresholds_apart(client, operator,
     from triage.models import RuleSet
 
     client.force_login(operator)
-    page = client.get(reverse("dashboard:settings")).content.decode()
+    page = as_read(client.get(reverse("dashboard:settings")).content.decode())
     assert "judge idle stretches by <code>idle_util</code> of rule set v1 (5 %)." in page
     RuleSet.objects.create(version=RuleSet.current().version + 1, thresholds={"idle_util": 10.0})
-    page = client.get(reverse("dashboard:settings")).content.decode()
+    page = as_read(client.get(reverse("dashboard:settings")).content.decode())
     assert "<code>idle_util</code> of rule set v2 (10 %), which differs" in page
 
 
@@ -1136,7 +1136,7 @@ def test_a_team_page_compares_its_figures_with_the_previous_period(client, membe
     assert (card(page, "GPU-hours")["value"], card(page, "GPU-hours")["change_text"]) == ("10.0", "+100 %")  # 5 before
     assert (card(page, "Waste share")["value"], card(page, "Waste share")["trend"]) == ("60 %", "worse")  # 20 % before
     assert card(page, "Jobs")["direction"] == 0  # one job in each week
-    html = page.content.decode()
+    html = as_read(page.content.decode())
     assert "▲ +100 % vs previous period" in html and "unchanged vs previous period" in html
 
 

@@ -18,6 +18,7 @@ from django.urls import reverse
 
 from fleet.models import IngestRun, Job
 from tests.factories import JobFactory, OwnerFactory, UserFactory
+from tests.reading import as_read
 from tests.test_browser import browser, window_width  # noqa: F401  (browser: the shared Chromium fixture)
 from triage.dashboard import queries
 from triage.digests import findings, services, weeks
@@ -263,6 +264,7 @@ def test_a_digest_says_what_recoverable_gpu_hours_are_where_it_first_names_them(
 def test_figures_equal_the_dashboards_for_the_same_week(smtp, fleet, team_a, member_a, client):
     send_weekly_task.delay(WEEK).get()
     text, html = parts(smtp.to(member_a.email)[0])
+    html = as_read(html)  # the figures, as read (a no-break space keeps each with its unit)
     period = weeks.parse_week(WEEK)
     team_jobs = Job.objects.filter(team=team_a)
     expected = queries.totals(queries.in_period(team_jobs, period), django_settings.LOW_UTIL_THRESHOLD)
@@ -920,6 +922,7 @@ def test_a_job_whose_people_set_aside_every_cause_is_left_out_of_the_fixes(smtp,
     send_weekly_task.delay(WEEK).get()
 
     text, html = parts(smtp.to(member_a.email)[0])
+    html = as_read(html)  # the figures, as read (a no-break space keeps each with its unit)
     fixes = text.split("FIXES THAT PAY MOST")[1]
     assert "train-resnet" not in fixes.split("Left out")[0]
     assert fixes.strip().startswith("1. eval-bert")
@@ -1041,6 +1044,7 @@ def test_only_runs_that_ended_successfully_count_as_runs_that_got_better(smtp, f
     send_weekly_task.delay(WEEK).get()
 
     text, html = parts(smtp.to(member_a.email)[0])
+    html = as_read(html)  # the figures, as read (a no-break space keeps each with its unit)
     better = section(text, "RUNS THAT GOT BETTER")
     assert better.splitlines()[:2] == [
         "",
@@ -1189,6 +1193,7 @@ def test_the_hours_no_cause_holds_are_explained(smtp, fleet, member_a):
     headroom, the mystery job's 1.5 unclassified, and 1.0 idle time of resnet and bert beyond their causes."""
     send_weekly_task.delay(WEEK).get()
     text, html = parts(smtp.to(member_a.email)[0])
+    html = as_read(html)  # the figures, as read (a no-break space keeps each with its unit)
     line = (  # it said "1.0 headroom of healthy jobs", the rules' term
         "Causes account for 8.0 of the 11.5 unused GPU-hours. The other 3.5 have no cause named: "
         "1.5 in low-utilization jobs no rule could explain (unclassified); "

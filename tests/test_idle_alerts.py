@@ -155,7 +155,8 @@ def test_an_alerts_costs_are_written_as_the_job_page_writes_them(
     text = mail.get_body(("plain",)).get_content()
     assert "2,469.12 USD per hour wasted while it idles (3,703.68 USD so far)" in text
     html = mail.get_body(("html",)).get_content()
-    assert "<strong>2,469.12 USD per hour</strong> wasted while it idles (3,703.68 USD so far)" in html
+    # Each amount on one line with its currency in the HTML part; the text part keeps plain spaces.
+    assert "<strong>2,469.12\u00a0USD per hour</strong> wasted while it idles (3,703.68\u00a0USD so far)" in html
 
 
 def test_a_job_that_works_again_and_idles_again_alerts_again(

@@ -11,6 +11,7 @@ from django.test import Client
 
 from fleet.models import IngestRun
 from tests.conftest import write_zip
+from tests.reading import as_read
 from tests.test_ingest import MANIFEST, run_command
 
 pytestmark = pytest.mark.django_db
@@ -275,7 +276,7 @@ def test_a_runs_page_shows_its_times_to_the_tenth_and_the_duration_between_them(
         archive_name="x.zip", status=IngestRun.Status.SUCCEEDED, started_at=start,
         finished_at=start + timedelta(seconds=2.4),
     )  # fmt: skip
-    page = operator_client.get(f"/ingest-runs/{run.pk}/").content.decode()
+    page = as_read(operator_client.get(f"/ingest-runs/{run.pk}/").content.decode())
     assert "<dt>Started</dt><dd>2026-11-02 10:00:00.9 UTC</dd>" in page
     assert "<dt>Finished</dt><dd>2026-11-02 10:00:03.3 UTC</dd>" in page
     assert '<dt>Duration</dt><dd id="run-duration">2.4 s</dd>' in page
@@ -283,7 +284,7 @@ def test_a_runs_page_shows_its_times_to_the_tenth_and_the_duration_between_them(
     run.started_at = start + timedelta(seconds=0.04)
     run.finished_at = run.started_at + timedelta(seconds=2.02)
     run.save()
-    page = operator_client.get(f"/ingest-runs/{run.pk}/").content.decode()
+    page = as_read(operator_client.get(f"/ingest-runs/{run.pk}/").content.decode())
     assert "<dt>Started</dt><dd>2026-11-02 10:00:00.9 UTC</dd>" in page
     assert "<dt>Finished</dt><dd>2026-11-02 10:00:03.0 UTC</dd>" in page
     assert '<dt>Duration</dt><dd id="run-duration">2.1 s</dd>' in page

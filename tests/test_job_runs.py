@@ -7,6 +7,7 @@ import pytest
 from django.urls import reverse
 
 from tests.factories import ClusterFactory, JobFactory
+from tests.reading import as_read
 from tests.test_jobs_page import triaged
 from triage.dashboard import queries
 from triage.labeling.models import Assignment, Study, StudyJob, StudyRater
@@ -57,7 +58,7 @@ def test_the_page_lists_the_runs_before_and_after_and_what_the_last_change_did(c
     assert (change.util_before, change.util_after) == (22, 71)
     assert change.gone == [Category.DATA_PREPROCESSING] and change.kept == [Category.MODEL_CHECKPOINTING]
     assert change.new == []
-    html = response.content.decode()
+    html = as_read(response.content.decode())
     section = html.split('id="runs"')[1].split("</section>")[0]
     assert "1 before this one and 1 after it" in section
     assert "22 % &rarr; <strong>71 %</strong>" in section
@@ -161,7 +162,7 @@ def test_the_change_is_since_the_last_run_that_ended_successfully_as_in_the_dige
     response = page(client, fixed)
     assert response.context["runs"].previous.pk == third.pk
     assert [job.pk for job in response.context["runs"].earlier] == [first.pk, second.pk, third.pk, crashed.pk, hung.pk]
-    section = response.content.decode().split('id="runs"')[1].split("</section>")[0]
+    section = as_read(response.content.decode()).split('id="runs"')[1].split("</section>")[0]
     assert (
         f'Since its run of <a href="{reverse("dashboard:job-detail", args=[third.pk])}">2026-11-04 00:00 UTC</a>,'
         " the last that ended successfully (the 2 runs after it are not compared: FAILED, TIMEOUT):"
@@ -188,7 +189,7 @@ def test_the_change_is_since_the_last_run_that_ended_successfully_as_in_the_dige
     response = page(client, lone[2])
     assert response.context["run_change"] is None
     assert "No earlier run ended successfully (CANCELLED, FAILED), so this one is compared with none." in (
-        response.content.decode()
+        as_read(response.content.decode())
     )
 
 
@@ -199,7 +200,7 @@ def test_a_run_that_did_not_end_successfully_is_compared_and_says_so(client, ope
     fourth = run(team_a, 3, nightly[0].cluster, mean_gpu_util=97, state=state)
     triaged(fourth, "healthy")
     client.force_login(operator)
-    section = page(client, fourth).content.decode().split('id="runs"')[1].split("</section>")[0]
+    section = as_read(page(client, fourth).content.decode()).split('id="runs"')[1].split("</section>")[0]
     assert "88 % &rarr; <strong>97 %</strong>" in section  # still compared with the run before
     assert (
         f"This run has not ended successfully ({state}): its utilization says little about whether a fix worked."
@@ -211,7 +212,7 @@ def test_a_run_that_ended_successfully_or_has_no_state_has_no_note(client, opera
     fourth = run(team_a, 3, nightly[0].cluster, mean_gpu_util=97, state=state)
     triaged(fourth, "healthy")
     client.force_login(operator)
-    html = page(client, fourth).content.decode()
+    html = as_read(page(client, fourth).content.decode())
     assert "88 % &rarr; <strong>97 %</strong>" in html
     assert "has not ended successfully" not in html and 'id="run-state-note"' not in html
 

@@ -341,11 +341,11 @@ def test_a_job_still_running_when_stored_does_not_say_it_ended(client, member_a,
     page = client.get(reverse("dashboard:job-detail", args=[running.pk])).content.decode()
     said = page.split('<dd id="job-unfinished">')[1].split("</dd>")[0]
     assert said.startswith("Not yet: the job was running when it was last stored, with samples up to ")
-    assert f"{running.end_time:%Y-%m-%d %H:%M:%S} UTC ({running.wall_hours:.2f}&nbsp;h so far)" in said
+    assert f"{running.end_time:%Y-%m-%d %H:%M:%S} UTC ({running.wall_hours:.2f}\u00a0h so far)" in said
     assert "The figures on this page cover that time only." in said
     page = client.get(reverse("dashboard:job-detail", args=[done.pk])).content.decode()
     assert "job-unfinished" not in page
-    assert f"<dt>Ended</dt><dd>{done.end_time:%Y-%m-%d %H:%M:%S} UTC ({done.wall_hours:.2f}&nbsp;h)</dd>" in page
+    assert f"<dt>Ended</dt><dd>{done.end_time:%Y-%m-%d %H:%M:%S} UTC ({done.wall_hours:.2f}\u00a0h)</dd>" in page
 
 
 def test_a_jobs_length_keeps_its_unit_on_a_phone(client, member_a, team_a):
@@ -355,7 +355,7 @@ def test_a_jobs_length_keeps_its_unit_on_a_phone(client, member_a, team_a):
     job = JobFactory(team=team_a, state="COMPLETED")
     client.force_login(member_a)
     page = client.get(reverse("dashboard:job-detail", args=[job.pk])).content.decode()
-    assert f"({job.wall_hours:.2f}&nbsp;h)" in page and f"({job.wall_hours:.2f} h)" not in page
+    assert f"({job.wall_hours:.2f}\u00a0h)" in page and f"({job.wall_hours:.2f} h)" not in page  # a no-break space
 
 
 def test_a_findings_header_says_how_likely_the_cause_is_in_words_and_keeps_the_rules_terms_in_a_title(

@@ -15,6 +15,7 @@ from django.urls import reverse
 
 from fleet.access import RESEARCHERS_GROUP
 from tests.factories import ClusterFactory, JobFactory, UserFactory
+from tests.reading import as_read
 from triage.labeling import exchange, services
 from triage.labeling.models import Assignment, GoldItem, Study
 from triage.models import Feedback, Finding, JobTriage, RuleSet, TriageStatus
@@ -543,7 +544,7 @@ def test_perfect_agreement_says_it_has_nothing_to_resample_and_how_many_jobs_it_
         answer(study, rater, labels)
         services.submit(study, rater)
     client.force_login(raters[0])
-    page = client.get(reverse("labeling:agreement", args=[study.pk])).content.decode()
+    page = as_read(client.get(reverse("labeling:agreement", args=[study.pk])).content.decode())
     assert "[1.000, 1.000]" not in page
     # 0.025 ** (1 / 4) = 39.8 %: what four jobs, all agreed, can say of the share of jobs agreed on.
     pooled = '1.000 <small class="no-interval">(agreed on all 4 jobs: no disagreement to resample;'
@@ -551,7 +552,9 @@ def test_perfect_agreement_says_it_has_nothing_to_resample_and_how_many_jobs_it_
     assert 'id="alpha-interval">4 jobs, all agreed: no disagreement to resample</p>' in page  # the headline too
     rows = list(
         csv.DictReader(
-            io.StringIO(client.get(reverse("labeling:export", args=[study.pk, "agreement", "csv"])).content.decode())
+            io.StringIO(
+                as_read(client.get(reverse("labeling:export", args=[study.pk, "agreement", "csv"])).content.decode())
+            )
         )
     )
     row = next(r for r in rows if r["statistic"] == "cohen_kappa" and r["option"] == "pooled")
@@ -1100,7 +1103,7 @@ def test_the_headline_alpha_says_its_interval_and_the_jobs_it_rests_on(client, w
     study = wide_study
     run_wide_study(study, raters)
     client.force_login(raters[0])
-    page = client.get(reverse("labeling:agreement", args=[study.pk])).content.decode()
+    page = as_read(client.get(reverse("labeling:agreement", args=[study.pk])).content.decode())
     alpha = services.agreement_report(study).group.pooled_alpha
     said = f'id="alpha-interval">95 % CI [{alpha.low:.3f}, {alpha.high:.3f}] · 6 jobs</p>'
     assert said in page
@@ -1347,7 +1350,7 @@ def test_an_agreement_on_four_jobs_says_too_few_jobs_for_an_interval_first_on_th
     """The headline comes first, with its interval or why there is none; the method is folded away."""
     run_study(study, raters)
     client.force_login(raters[0])
-    page = client.get(reverse("labeling:agreement", args=[study.pk])).content.decode()
+    page = as_read(client.get(reverse("labeling:agreement", args=[study.pk])).content.decode())
     pooled = services.agreement_report(study).pairs[0].pooled_kappa
     assert '<span class="name">Cohen&#x27;s kappa</span>' in page
     assert f'<span id="headline-value">{pooled.value:.3f}</span>' in page
@@ -1445,5 +1448,5 @@ def test_an_agreement_short_of_perfect_never_reads_as_perfect():
 
     one_disagreement = percent_agreement([True] + [False] * 249, [False] * 250)
     assert share_text(one_disagreement) == "100 %"  # what whole percent would say
-    assert percent(one_disagreement) == "99.6 %"
-    assert percent(percent_agreement([True, False], [True, False])) == "100.0 %"
+    assert percent(one_disagreement) == "99.6\u00a0%"  # its "%" on the figure's line
+    assert percent(percent_agreement([True, False], [True, False])) == "100.0\u00a0%"

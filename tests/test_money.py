@@ -126,9 +126,9 @@ def shown(client, job: Job) -> dict:
     _, text, _ = digests.render_triplet("team-digest", digests.team_context(job.team, weeks.parse_week(WEEK)))
     return {
         # GPU-hours to the tenth on the page, as the jobs list and the digest write them; money to the cent.
-        "page": re.findall(r"<strong>([\d.]+)&nbsp;GPU-hours</strong> \(([\d.]+)&nbsp;(\w+)\)", page),
+        "page": re.findall(r"<strong>([\d.]+)\u00a0GPU-hours</strong> \(([\d.]+)\u00a0(\w+)\)", page),
         "page_recoverable": re.findall(
-            r"Recoverable for this job: ([\d.]+)&nbsp;GPU-hours \(([\d.]+)&nbsp;(\w+)\)", page
+            r"Recoverable for this job: ([\d.]+)\u00a0GPU-hours \(([\d.]+)\u00a0(\w+)\)", page
         ),
         "api": [(floatformat(f["gpu_hours"], 2), f["cost"], f["currency"]) for f in api],
         "api_recoverable": [

@@ -12,6 +12,7 @@ import pytest
 from django.urls import reverse
 
 from tests.factories import JobFactory
+from tests.reading import as_read, table_rows
 from triage.labeling import services as labeling
 from triage.models import Finding, JobTriage, RuleSet
 from triage.taxonomy import Category
@@ -53,18 +54,18 @@ def test_a_jobs_page_writes_its_gpu_hours_and_percentages_as_the_jobs_list_does(
     client.force_login(operator)
     listed = client.get(reverse("dashboard:job-list")).content.decode()
     assert '<td class="num">1,234.6</td>' in listed and '<td class="num">663.3</td>' in listed
-    assert ">46 %</span>" in listed
+    assert ">46\u00a0%</span>" in listed
 
     page = client.get(reverse("dashboard:job-detail", args=[job.pk])).content.decode()
     assert dd(page, "GPU-hours") == "1,234.6"
     assert dd(page, "Unused GPU-hours") == "663.3"
-    assert dd(page, "Idle GPU-hours (&lt; 5 %)") == "3.1"
-    assert dd(page, "Mean GPU utilization").startswith("46&nbsp;%")  # "46" and "%" on one line
-    assert dd(page, "Peak GPU memory") == "65&nbsp;%"
+    assert dd(page, "Idle GPU-hours (&lt; 5\u00a0%)") == "3.1"
+    assert dd(page, "Mean GPU utilization").startswith("46\u00a0%")  # "46" and "%" on one line
+    assert dd(page, "Peak GPU memory") == "65\u00a0%"
     assert "1 cause found</span>" in page and "at a mean GPU utilization of 46\xa0% ·" in page  # on one line
     assert "1234.57" not in page and "663.33" not in page and "46.3 %" not in page
     # The finding's hours, and what its fix would recover, as the causes pages and digests write them.
-    assert "<strong>7.3&nbsp;GPU-hours</strong>" in page and "Recoverable for this job: 7.3&nbsp;GPU-hours" in page
+    assert "<strong>7.3\u00a0GPU-hours</strong>" in page and "Recoverable for this job: 7.3\u00a0GPU-hours" in page
     assert "7.33 GPU-hours" not in page
 
 
@@ -73,9 +74,9 @@ def test_a_healthy_jobs_unused_hours_and_its_triage_page_read_as_the_list(client
     JobTriage.objects.create(job=job, rule_set=RuleSet.current(), status="healthy", is_current=True)
     client.force_login(operator)
     page = client.get(reverse("dashboard:job-detail", args=[job.pk])).content.decode()
-    assert "its 1,234.3 unused GPU-hours still count" in page
+    assert "its 1,234.3\u00a0unused GPU-hours still count" in page
     triage_page = client.get(reverse("triage:job", args=[job.pk])).content.decode()
-    assert "mean GPU util 83 %" in triage_page and "82.6 %" not in triage_page
+    assert "mean GPU util 83\u00a0%" in triage_page and "82.6 %" not in triage_page
 
 
 def test_a_shared_gpus_hours_in_the_jobs_facts_read_as_the_list(client, operator, team_a):
@@ -83,7 +84,7 @@ def test_a_shared_gpus_hours_in_the_jobs_facts_read_as_the_list(client, operator
     client.force_login(operator)
     page = client.get(reverse("dashboard:job-detail", args=[job.pk])).content.decode()
     facts = re.search(r'<dd id="job-gpus">(.*?)</dd>', page, re.DOTALL).group(1)
-    assert "count 2.9 GPU-hours" in facts, facts
+    assert "count 2.9\u00a0GPU-hours" in facts, facts
 
 
 def test_the_labeling_page_writes_a_jobs_figures_as_its_job_page_does(client, researcher, team_a):
@@ -98,7 +99,7 @@ def test_the_labeling_page_writes_a_jobs_figures_as_its_job_page_does(client, re
     item = study.items.first()
     page = client.get(reverse("labeling:label", args=[study.pk, item.pk])).content.decode()
     assert dd(page, "GPU-hours") == "1,234.6" and dd(page, "Unused GPU-hours") == "663.3"
-    assert dd(page, "Mean GPU util").startswith(f"{item.job.mean_gpu_util:.0f}&nbsp;%")
+    assert dd(page, "Mean GPU util").startswith(f"{item.job.mean_gpu_util:.0f}\u00a0%")
 
 
 def numbers_tables(page: str) -> dict[str, list[list[str]]]:
@@ -138,7 +139,7 @@ def test_the_overviews_numbers_tables_write_figures_as_its_cards_and_tables(clie
     the causes' shares as 16.43 and 100.0 where the page writes whole percent (46 %), and weeks as
     'Nov 16' with no year where the page's dates are ISO (2026-11-16)."""
     client.force_login(operator)
-    page = client.get(reverse("dashboard:overview"), WEEK).content.decode()
+    page = as_read(client.get(reverse("dashboard:overview"), WEEK).content.decode())  # figures as read
     tables = numbers_tables(page)
 
     trend = tables["Weekly used and unused GPU-hours"]
@@ -161,7 +162,7 @@ def test_the_causes_numbers_table_says_percent_once_in_each_cell_not_also_in_its
     caption, causes = next(item for item in tables.items() if item[0].startswith("Share of recoverable GPU-hours"))
     assert not caption.endswith("(%)"), caption
     assert caption.startswith("Share of recoverable GPU-hours by cause, beside the ICSE"), caption
-    assert all(cell.endswith(" %") for row in causes[1:] for cell in row[1:]), causes
+    assert all(cell.endswith("\u00a0%") for row in causes[1:] for cell in row[1:]), causes
 
 
 def test_a_team_and_a_cause_page_write_their_numbers_tables_the_same_way(client, operator, big_week):
@@ -226,11 +227,11 @@ def test_a_jobs_cost_reads_with_a_thousands_separator_in_the_list_and_on_its_pag
     )  # fmt: skip
     client.force_login(operator)
     listed = client.get(reverse("dashboard:job-list")).content.decode()
-    assert '<td class="num">1,234.50 USD</td>' in listed
+    assert '<td class="num">1,234.50\u00a0USD</td>' in listed
     page = client.get(reverse("dashboard:job-detail", args=[job.pk])).content.decode()
-    assert dd(page, "Cost") == "1,234.50&nbsp;USD"
-    assert "<strong>517.3&nbsp;GPU-hours</strong> (1,034.56&nbsp;USD)" in page
-    assert "Recoverable for this job: 517.3&nbsp;GPU-hours (1,034.56&nbsp;USD)" in page
+    assert dd(page, "Cost") == "1,234.50\u00a0USD"
+    assert "<strong>517.3\u00a0GPU-hours</strong> (1,034.56\u00a0USD)" in page
+    assert "Recoverable for this job: 517.3\u00a0GPU-hours (1,034.56\u00a0USD)" in page
 
 
 def test_the_studys_shares_read_in_whole_percent_on_the_causes_pages_as_under_the_chart(client, operator, big_week):
@@ -239,9 +240,9 @@ def test_the_studys_shares_read_in_whole_percent_on_the_causes_pages_as_under_th
     client.force_login(operator)
     causes = client.get(reverse("dashboard:category-list"), WEEK).content.decode()
     row = causes.split("Improper batch size")[1].split("</tr>")[0]
-    assert "Share in the ICSE '24 study</span><span>26 %</span>" in row and "25.64" not in causes
+    assert "Share in the ICSE '24 study</span><span>26\u00a0%</span>" in row and "25.64" not in causes
     cause = client.get(reverse("dashboard:category-detail", args=["model_checkpointing"]), WEEK).content.decode()
-    assert '<p class="muted">16 % of the low-utilization issues in the ICSE \'24 study.</p>' in cause
+    assert '<p class="muted">16\u00a0% of the low-utilization issues in the ICSE \'24 study.</p>' in cause
 
 
 NBSP = "\u00a0"
@@ -258,11 +259,65 @@ def test_figures_and_their_units_stay_together_on_the_pages_but_not_in_plain_tex
     finding.summary = "GPUs idle 29 % of the covered time; 7.3 GPU-hours at 2.50 USD"
     finding.save()
     client.force_login(operator)
-    # A template writes "&nbsp;", a filter the character: the same to the reader.
-    page = client.get(reverse("dashboard:job-detail", args=[job.pk])).content.decode().replace("&nbsp;", NBSP)
+    # Every figure and its unit are joined by a filter, which writes the character (never "&nbsp;").
+    page = client.get(reverse("dashboard:job-detail", args=[job.pk])).content.decode()
     assert f"at a mean GPU utilization of 46{NBSP}% ·" in page
     assert f"<strong>7.3{NBSP}GPU-hours</strong>" in page and f"Recoverable for this job: 7.3{NBSP}GPU-hours" in page
     assert f"<p>GPUs idle 29{NBSP}% of the covered time; 7.3{NBSP}GPU-hours at 2.50{NBSP}USD</p>" in page
     api = client.get(f"/api/v1/jobs/{job.pk}/").json()
     assert "GPUs idle 29 % of the covered time" in str(api)  # JSON: as stored, an ordinary space
     assert share_text(0.29) == "29 %" and keep_units("idle 29 % for 3 s") == f"idle 29{NBSP}% for 3{NBSP}s"
+
+
+def test_every_page_keeps_a_figure_with_its_unit_and_a_digests_text_part_keeps_plain_spaces(
+    client, operator, big_week, member_a
+):
+    """The job and labeling pages kept a figure with its unit (a no-break space), but elsewhere a phone could
+    still end a line at "51" and start the next with "%": the teams table, the overview's and a team's cards,
+    the settings page, the ingest runs' durations, the rules page, and the HTML part of the digests. Each now
+    writes the no-break space (the `unit`, `share` and `keep_units` filters write the character); a digest's
+    text part keeps ordinary spaces, as mail clients wrap a text part themselves."""
+    from decimal import Decimal
+
+    from fleet.models import IngestRun
+    from fleet.numbers import keep_units
+    from triage.digests import services as digests
+
+    big_week.cluster.prices.create(gpu_model="", price_per_gpu_hour=Decimal("2.50"), currency="USD")
+    big_week.cost, big_week.currency = Decimal("5864.18"), "USD"
+    big_week.save()
+    IngestRun.objects.create(
+        archive_name="week.zip",
+        status=IngestRun.Status.SUCCEEDED,
+        started_at=datetime(2026, 11, 16, 9, tzinfo=UTC),
+        finished_at=datetime(2026, 11, 16, 9, 2, 5, tzinfo=UTC),
+    )
+    client.force_login(operator)
+
+    teams = client.get(reverse("dashboard:team-list"), WEEK).content.decode()
+    assert f"<span>47{NBSP}%</span>" in teams  # the waste share, 1,100.0 of 2,345.7 GPU-hours
+    assert ["Team A", "2,345.7", "1,100.0", "47 %", "5,864", "2,750", "1", "1"] in table_rows(teams, "Teams")
+
+    overview = client.get(reverse("dashboard:overview"), WEEK).content.decode()
+    assert f'<p class="value">47{NBSP}%</p>' in overview  # the Waste share card
+    assert f'<p class="value">5,864<span class="unit">{NBSP}USD</span></p>' in overview  # the Cost card
+    team_page = client.get(reverse("dashboard:team-detail", args=["team-a"]), WEEK).content.decode()
+    assert f'<p class="value">47{NBSP}%</p>' in team_page
+
+    settings_page = client.get(reverse("dashboard:settings")).content.decode()
+    assert f"mean GPU utilization at or below 50{NBSP}%" in settings_page
+    runs = client.get("/ingest-runs/").content.decode()
+    assert f"<span>2{NBSP}min 05{NBSP}s</span>" in runs or f"<span>2{NBSP}min 5{NBSP}s</span>" in runs, runs
+    rules = client.get(reverse("triage:rule-set")).content.decode()
+    assert f"10{NBSP}min" in rules  # a threshold's help, "(paper: 10 min)"
+
+    client.force_login(member_a)
+    context = digests.build_context("team", "2026-W47", big_week.team)
+    _, text, html = digests.render_triplet("team-digest", context)
+    assert f"47{NBSP}%" in html and "47 %" in as_read(html)
+    assert NBSP not in text and "47 %" in text
+    # "121.7 recoverable GPU-hours" in a digest's prose: the figure stays with its words too.
+    assert (
+        keep_units("121.7 recoverable GPU-hours (2 % of GPU-hours)")
+        == f"121.7{NBSP}recoverable GPU-hours (2{NBSP}% of GPU-hours)"
+    )

@@ -11,6 +11,7 @@ import pytest
 from django.urls import reverse
 
 from tests.factories import ClusterFactory, JobFactory
+from tests.reading import as_read
 from tests.test_jobs_page import triaged
 from tests.test_monitoring import samples
 from tests.test_slurm_step_util import FIXTURES, SLURM_WEEK, _text, import_archive, prometheus_util, slurm_jobs
@@ -120,7 +121,9 @@ def test_a_period_of_averages_some_low_links_to_the_low_ones(client, operator, t
         JobFactory(team=team_a, cluster=cluster, start_time=MONDAY + timedelta(days=days), mean_gpu_util=util,
                    util_source="slurm_steps")  # fmt: skip
     client.force_login(operator)
-    html = client.get(reverse("dashboard:overview"), {"from": "2026-11-16", "to": "2026-11-22"}).content.decode()
+    html = as_read(
+        client.get(reverse("dashboard:overview"), {"from": "2026-11-16", "to": "2026-11-22"}).content.decode()
+    )
     note = html.split('id="slurm-avg-not-judged"')[1].split("</span>")[0]
     assert "2 of them</a> are at or below 50 % and could not be judged" in note
     link = note.split('href="')[1].split('"')[0].replace("&amp;", "&")

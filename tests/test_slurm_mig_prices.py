@@ -18,6 +18,7 @@ from fleet.gpu_models import gpu_model_key, mig_share, slurm_mig_slice
 from fleet.models import Cluster, GpuModelPrice, Job
 from tests.connector_servers import FakePlatform
 from tests.fixtures.connectors.make_slurm_fixtures import job as sacct_job
+from tests.reading import as_read
 from tests.test_connectors_sync import _fast_http  # noqa: F401  (the fixture, used by name)
 
 NOW = datetime.now(UTC).replace(microsecond=0)
@@ -102,7 +103,7 @@ def test_a_slice_is_priced_at_its_share_of_the_parent_gpus_row_and_the_page_says
     assert jobs["13"].gpu_hours == pytest.approx(1.0) and jobs["13"].cost == Decimal("7.00")
 
     client.force_login(operator)
-    page = client.get(reverse("dashboard:job-detail", args=[jobs["12"].pk])).content.decode()
+    page = as_read(client.get(reverse("dashboard:job-detail", args=[jobs["12"].pk])).content.decode())
     assert "2 MIG 3g.40gb slices of a100" in page
     assert "3/7 of a GPU each: GPU-hours and cost count 0.9 GPU-hours" in page  # 6/7, to the tenth as the jobs list
 
@@ -122,10 +123,10 @@ def test_a_slice_of_an_unnamed_gpu_keeps_its_own_rows_price_and_says_why(client,
     assert job.gpu_hours == pytest.approx(2.0)
 
     client.force_login(operator)
-    page = client.get(reverse("dashboard:job-detail", args=[job.pk])).content.decode()
+    page = as_read(client.get(reverse("dashboard:job-detail", args=[job.pk])).content.decode())
     assert "2 MIG 1g.10gb slices (its GPU unknown, counted whole) of 1g.10gb" in page
     assert "none: no prices are set for c1." in page
-    settings_page = client.get(reverse("dashboard:settings")).content.decode()
+    settings_page = as_read(client.get(reverse("dashboard:settings")).content.decode())
     assert "c1 / 1g.10gb: 1 job, 2.0 GPU-hours" in settings_page
 
     # A row for the slice's own name prices it per slice-hour, as before

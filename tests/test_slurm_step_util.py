@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from fleet.connectors.slurm import parse_sacct, steps_gpu_util
+from tests.reading import as_read
 
 FIXTURES = Path(__file__).parent / "fixtures" / "connectors"
 
@@ -200,16 +201,16 @@ def test_the_job_page_says_the_figure_is_slurms_average_and_why_there_is_no_time
 
     sampled, summarised = slurm_jobs
     client.force_login(operator)
-    page = client.get(reverse("dashboard:job-detail", args=[summarised.pk])).content.decode()
+    page = as_read(client.get(reverse("dashboard:job-detail", args=[summarised.pk])).content.decode())
     assert (
-        "<dt>Mean GPU utilization</dt><dd>45&nbsp;% " in page
+        "<dt>Mean GPU utilization</dt><dd>45 % " in page
         and "from Slurm's step accounting (an average of the whole run; no time series)" in page
     )
-    assert "100&nbsp;% of GPU time" not in page and "none (0 samples)" in page  # not a full sample coverage
+    assert "100 % of GPU time" not in page and "none (0 samples)" in page  # not a full sample coverage
     timeline = client.get(reverse("dashboard:job-timeline", args=[summarised.pk])).json()
     assert timeline["data"] == [] and "Slurm's step accounting, one average for the whole run" in timeline["empty"]
-    sampled_page = client.get(reverse("dashboard:job-detail", args=[sampled.pk])).content.decode()
-    assert "step accounting" not in sampled_page and "100&nbsp;% of GPU time" in sampled_page
+    sampled_page = as_read(client.get(reverse("dashboard:job-detail", args=[sampled.pk])).content.decode())
+    assert "step accounting" not in sampled_page and "100 % of GPU time" in sampled_page
 
 
 def test_the_jobs_list_and_the_api_mark_slurms_average(client, operator, slurm_jobs):
@@ -217,7 +218,7 @@ def test_the_jobs_list_and_the_api_mark_slurms_average(client, operator, slurm_j
 
     sampled, summarised = slurm_jobs
     client.force_login(operator)
-    rows = client.get(reverse("dashboard:job-list")).content.decode().split("<tr>")
+    rows = as_read(client.get(reverse("dashboard:job-list")).content.decode()).split("<tr>")
     [summarised_row] = [row for row in rows if "4250_3" in row]
     [sampled_row] = [row for row in rows if "/4242<" in row or "4242</a>" in row]
     assert "45 %" in summarised_row and "Slurm avg" in summarised_row
@@ -362,7 +363,7 @@ def test_the_digests_mark_slurms_average_in_runs_that_got_better_and_count_the_w
             "+ plain (dana, slurm-no-dcgm): 10 % -> 60 %",
         ]
         assert week_note in text.split("\n\n")[0], kind  # under the week's first line
-        listed = html.split("Runs that got better")[1].split("</ul>")[0]
+        listed = as_read(html).split("Runs that got better")[1].split("</ul>")[0]
         assert "30 % <span" in listed and listed.count(">Slurm avg</span>") == 2 and "&#x27;s step accounting" in listed
         assert week_note.replace("'", "&#x27;") in html, kind
         if kind == "team":  # its footer defines the waste share

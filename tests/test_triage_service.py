@@ -15,6 +15,7 @@ from django.urls import reverse
 from fleet import ingest
 from fleet.models import Artifact, Job, Owner, Team
 from tests.factories import JobFactory
+from tests.reading import as_read
 from triage import services
 from triage.dashboard.queries import hours_text
 from triage.models import Finding, JobTriage, RetriageRun, RuleSet
@@ -247,9 +248,9 @@ def test_a_healthy_jobs_page_says_why_no_causes_were_sought(demo, client, operat
     GPUs still left GPU-hours unused: the page now says where the line is and that those still count."""
     result = JobTriage.objects.filter(is_current=True, status="healthy", job__unused_gpu_hours__gt=0).first()
     client.force_login(operator)
-    page = client.get(reverse("dashboard:job-detail", args=[result.job_id])).content.decode()
+    page = as_read(client.get(reverse("dashboard:job-detail", args=[result.job_id])).content.decode())
     unused = hours_text(result.job.unused_gpu_hours)  # "2.1": to the tenth, as the jobs list
-    assert "Above the 50&nbsp;% mean utilization below which the rules look for causes" in page
+    assert "Above the 50 % mean utilization below which the rules look for causes" in page
     assert f"its {unused} unused GPU-hours still count in its team's waste" in page
 
 

@@ -59,7 +59,9 @@ def test_an_operator_uploads_the_example_archive_and_it_is_imported(
     status = operator_client.get(body["status_url"]).json()
     assert status["finished"] and status["jobs_done"] == status["jobs_total"] == 5
     listing = operator_client.get("/ingest-runs/").content.decode()
-    assert "example-archive.zip" in listing and "olivia-operator" in listing and " s<" in listing
+    assert (
+        "example-archive.zip" in listing and "olivia-operator" in listing and "\u00a0s<" in listing
+    )  # the run's duration
 
 
 def test_a_form_post_without_javascript_redirects_to_the_run(operator_client, upload_dirs):
@@ -198,12 +200,12 @@ def test_a_big_runs_figures_read_as_a_person_reads_them(operator_client):
         samples=29_741_818,
     )
     page = operator_client.get(f"/ingest-runs/{run.pk}/").content.decode()
-    assert '<dd id="run-duration">2 min 05 s</dd>' in page
+    assert '<dd id="run-duration">2\u00a0min 05\u00a0s</dd>' in page  # each figure on one line with its unit
     assert '<dd id="run-samples">29,741,818</dd>' in page
     assert "10,000 of 10,000 processed: 9,990 created, 0 updated, 0 unchanged, 10 rejected" in page
     assert "80.0 jobs/s · 237,935 samples/s" in page  # 10,000 jobs and 29.7 M samples in 125 s
     listing = operator_client.get("/ingest-runs/").content.decode()
-    assert "2 min 05 s" in listing and "29,741,818" in listing and "9,990" in listing
+    assert "2\u00a0min 05\u00a0s" in listing and "29,741,818" in listing and "9,990" in listing
     shown = operator_client.get(f"/ingest-runs/{run.pk}/status.json").json()["display"]
     assert shown == {
         "count": "10,000 of 10,000 jobs",

@@ -1,10 +1,12 @@
 """Money, GPU-hours and shares on the dashboard's pages as the cards and the digests write them
-(`fleet.money.whole` and `cents`, `queries.hours_text`, `fleet.numbers.share_text`)."""
+(`fleet.money.whole` and `cents`, `queries.hours_text`, `fleet.numbers.share_text`). What a page shows keeps a
+figure and its unit on one line: `share` and `percent` write a no-break space before "%", `unit` joins a figure to
+its unit, and `keep_units` does it in prose; the HTML emails load `unit` and `keep_units` from here too."""
 
 from django import template
 
 from fleet.money import cents, whole
-from fleet.numbers import keep_units, share_text
+from fleet.numbers import NBSP, keep_units, share_text
 from triage.dashboard.queries import hours_text, percent_text
 
 register = template.Library()
@@ -26,14 +28,14 @@ def cents_filter(value) -> str:
 
 @register.filter
 def share(value) -> str:
-    """A share (0.51) as the Waste share card and the digests write it: "51 %"; "–" for none."""
-    return share_text(None if value is None else float(value))
+    """A share (0.51) as the Waste share card and the digests write it, on one line: "51 %"; "–" for none."""
+    return keep_units(share_text(None if value is None else float(value)))
 
 
 @register.filter
 def percent(value) -> str:
-    """A figure already in percent (the study's 25.64 % of issues) as a share is written: "26 %"."""
-    return percent_text(None if value in (None, "") else float(value))
+    """A figure already in percent (the study's 25.64 % of issues) as a share is written, on one line: "26 %"."""
+    return keep_units(percent_text(None if value in (None, "") else float(value)))
 
 
 @register.filter
@@ -44,8 +46,25 @@ def gpu_hours(value) -> str:
     return hours_text(None if value == "" else value)
 
 
-@register.filter(name="keep_units")
+@register.filter(name="keep_units", is_safe=True)
 def keep_units_filter(text) -> str:
     """Prose for a page (a finding's stored summary, "GPUs idle 29 % of the covered time") with a no-break
-    space between each figure and its unit, so a phone does not break "29" from "%"; escaped as usual."""
+    space between each figure and its unit, so a phone does not break "29" from "%"; escaped as usual, and
+    markup already safe (a `{% filter keep_units %}` block of a template's prose) stays so."""
     return "" if text is None else keep_units(str(text))
+
+
+@register.filter
+def unit(figure, name) -> str:
+    """A figure and its unit for a page, joined by a no-break space so a phone never breaks them:
+    `{{ job.cost|cents|unit:job.currency }}` is "1,234.50\u00a0USD", `{{ util|floatformat:0|unit:"%" }}` "46\u00a0%".
+    The one way the pages and the HTML emails join them (`fleet.numbers.NBSP`); no unit, no space. Escaped as usual."""
+    figure = "" if figure is None else str(figure)
+    return f"{figure}{NBSP}{name}" if name not in (None, "") else figure
+
+
+@register.filter
+def after_figure(name) -> str:
+    """A unit set in an element of its own after its figure (a card's smaller "USD"), with the no-break space
+    `unit` writes before it: `{{ value }}<span class="unit">{{ currency|after_figure }}</span>`."""
+    return "" if name in (None, "") else f"{NBSP}{name}"

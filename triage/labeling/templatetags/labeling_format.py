@@ -3,6 +3,7 @@
 from django import template
 from django.utils.html import format_html
 
+from fleet.numbers import NBSP
 from triage.labeling.agreement import NO_DISAGREEMENT, TOO_FEW_JOBS, too_few_jobs_text
 from triage.labeling.models import OPTION_LABELS
 
@@ -33,7 +34,7 @@ def percent(value):
     raters left it off (most jobs, for most categories), so it sits near 100 % in any study of more than
     a few dozen jobs, and whole percent would write one disagreement in 250 jobs as "100 %", perfect
     agreement, beside a kappa below 1 (docs/labeling.md)."""
-    return "–" if value is None else f"{100 * value:.1f} %"
+    return "–" if value is None else f"{100 * value:.1f}{NBSP}%"  # on one line on a phone
 
 
 @register.filter
@@ -50,7 +51,7 @@ def estimate(value):
             return format_html(
                 # Two lines, so the figure's column stays narrow (its cells do not wrap).
                 '{} <small class="no-interval">(agreed on all {} jobs: {};<br>'
-                "jobs agreed: {}–{} %, exact {} % interval)"
+                "jobs agreed: {}–{}\u00a0%, exact {}\u00a0% interval)"
                 "</small>",
                 f"{value.value:.3f}",
                 value.units,
@@ -83,7 +84,7 @@ def interval_only(value):
         return ""
     jobs = f"{value.units} job{'' if value.units == 1 else 's'}"
     if value.low is not None:
-        return f"{100 * value.confidence:g} % CI [{value.low:.3f}, {value.high:.3f}] · {jobs}"
+        return f"{100 * value.confidence:g}{NBSP}% CI [{value.low:.3f}, {value.high:.3f}] · {jobs}"
     if value.no_interval_reason == NO_DISAGREEMENT:
         return f"{jobs}, all agreed: {NO_DISAGREEMENT}"
     return f"{jobs}: {_reason(value)}" if value.no_interval_reason else jobs
