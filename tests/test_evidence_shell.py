@@ -155,6 +155,20 @@ def test_a_distributed_launch_in_the_jobs_submitted_command_is_one(command):
     assert finding.sub_cause == "uneven_use" and [(c.path, c.line) for c in finding.code] == [("job command", 1)]
 
 
+def assert_launch_reads(launch: str, processes, sub_cause: str):
+    """The launch line as a script's line and as the job's submitted command: the processes its launch fact
+    counts, and the sub-cause of an 8-GPU job so launched with one GPU busy. Returns the script's launch fact."""
+    script = f"#!/bin/bash\n{launch}\n"
+    (launched,) = extract_script_evidence([("run.sh", script)]).of("shell_launch")
+    assert launched.detail.get("processes") == processes
+    frame = series(120, lambda t, g: 60 if g == 0 else 0, gpus=8, mem=lambda t, g: 0.4 if g == 0 else 0.0)
+    for scripts, command in (([("run.sh", script)], ""), ([], launch)):  # a script's launch and the job's command
+        _, result = run(120, frame, gpu_count=8, scripts=scripts, command=command)
+        (finding,) = [f for f in result.findings if f.category == Category.GPU_OVERSUBSCRIPTION]
+        assert finding.sub_cause == sub_cause, (launch, command)
+    return launched
+
+
 @pytest.mark.parametrize(
     ("launch", "processes", "sub_cause"),
     [
@@ -175,16 +189,7 @@ def test_a_launcher_starting_one_process_is_no_distributed_launch(launch, proces
     # `mpirun -np 1` (and `torchrun --nproc_per_node=1`) start one training process, yet counted as a distributed
     # launch: a job of eight GPUs so launched, seven of them idle, was "uneven use" of GPUs its processes share,
     # not GPUs nothing runs on.
-    script = f"#!/bin/bash\n{launch}\n"
-    (launched,) = extract_script_evidence([("run.sh", script)]).of("shell_launch")
-    assert launched.detail.get("processes") == processes
-    frame = series(120, lambda t, g: 60 if g == 0 else 0, gpus=8, mem=lambda t, g: 0.4 if g == 0 else 0.0)
-    _, result = run(120, frame, gpu_count=8, scripts=[("run.sh", script)])
-    (finding,) = [f for f in result.findings if f.category == Category.GPU_OVERSUBSCRIPTION]
-    assert finding.sub_cause == sub_cause
-    _, result = run(120, frame, gpu_count=8, command=launch)  # the job's submitted command alike
-    (finding,) = [f for f in result.findings if f.category == Category.GPU_OVERSUBSCRIPTION]
-    assert finding.sub_cause == sub_cause
+    assert_launch_reads(launch, processes, sub_cause)
 
 
 @pytest.mark.parametrize(
@@ -212,14 +217,7 @@ def test_a_launcher_starting_one_process_is_no_distributed_launch(launch, proces
 def test_a_launch_under_srun_starts_the_launcher_once_a_task(launch, processes, sub_cause):
     # `srun -n 8 torchrun train.py` starts eight torchruns of one process each, yet read as torchrun's one process:
     # an 8-GPU job so launched with seven GPUs idle was "unused GPUs" rather than uneven use of the GPUs it runs on.
-    script = f"#!/bin/bash\n{launch}\n"
-    (launched,) = extract_script_evidence([("run.sh", script)]).of("shell_launch")
-    assert launched.detail.get("processes") == processes
-    frame = series(120, lambda t, g: 60 if g == 0 else 0, gpus=8, mem=lambda t, g: 0.4 if g == 0 else 0.0)
-    for scripts, command in (([("run.sh", script)], ""), ([], launch)):  # a script's launch and the job's command
-        _, result = run(120, frame, gpu_count=8, scripts=scripts, command=command)
-        (finding,) = [f for f in result.findings if f.category == Category.GPU_OVERSUBSCRIPTION]
-        assert finding.sub_cause == sub_cause
+    assert_launch_reads(launch, processes, sub_cause)
 
 
 @pytest.mark.parametrize(
@@ -273,14 +271,7 @@ def test_a_launchers_default_count_is_its_documented_one(launch, processes, sub_
     # `torchrun train.py` starts one process (--nproc-per-node defaults to 1), as `deepspeed --num_gpus 1` and
     # `accelerate launch --num_processes 1` do, yet each counted as a distributed launch: an 8-GPU job so launched,
     # seven GPUs idle, was "uneven use" of GPUs its processes share, not GPUs nothing runs on.
-    script = f"#!/bin/bash\n{launch}\n"
-    (launched,) = extract_script_evidence([("run.sh", script)]).of("shell_launch")
-    assert launched.detail.get("processes") == processes
-    frame = series(120, lambda t, g: 60 if g == 0 else 0, gpus=8, mem=lambda t, g: 0.4 if g == 0 else 0.0)
-    for scripts, command in (([("run.sh", script)], ""), ([], launch)):  # a script's launch and the job's command
-        _, result = run(120, frame, gpu_count=8, scripts=scripts, command=command)
-        (finding,) = [f for f in result.findings if f.category == Category.GPU_OVERSUBSCRIPTION]
-        assert finding.sub_cause == sub_cause
+    assert_launch_reads(launch, processes, sub_cause)
 
 
 @pytest.mark.parametrize(
@@ -307,14 +298,8 @@ def test_a_python_launch_under_srun_with_several_tasks_is_a_distributed_launch(l
     # `srun -n 8 python train.py` starts eight training processes (Slurm-native distributed training), yet its
     # launcher was "python", no distributed launch: an 8-GPU job so launched with seven GPUs idle was "unused GPUs"
     # (nothing runs on them) rather than uneven use of GPUs its eight processes share (every rank on cuda:0).
-    script = f"#!/bin/bash\n{launch}\n"
-    (launched,) = extract_script_evidence([("run.sh", script)]).of("shell_launch")
-    assert launched.detail["launcher"].startswith("python") and launched.detail.get("processes") == processes
-    frame = series(120, lambda t, g: 60 if g == 0 else 0, gpus=8, mem=lambda t, g: 0.4 if g == 0 else 0.0)
-    for scripts, command in (([("run.sh", script)], ""), ([], launch)):  # a script's launch and the job's command
-        _, result = run(120, frame, gpu_count=8, scripts=scripts, command=command)
-        (finding,) = [f for f in result.findings if f.category == Category.GPU_OVERSUBSCRIPTION]
-        assert finding.sub_cause == sub_cause
+    launched = assert_launch_reads(launch, processes, sub_cause)
+    assert launched.detail["launcher"].startswith("python")
 
 
 @pytest.mark.parametrize(
