@@ -69,6 +69,18 @@ def test_a_jobs_page_writes_its_gpu_hours_and_percentages_as_the_jobs_list_does(
     assert "7.33 GPU-hours" not in page
 
 
+def test_a_jobs_idle_gpu_hours_say_the_configured_idle_threshold(client, operator, job, settings):
+    """The job page's 'Idle GPU-hours (< 5 %)' wrote 5 whatever IDLE_UTIL_THRESHOLD counted the hours by;
+    it says the threshold the hours were counted below, as the settings page does."""
+    settings.IDLE_UTIL_THRESHOLD = 2.5
+    client.force_login(operator)
+    page = client.get(reverse("dashboard:job-detail", args=[job.pk])).content.decode()
+    assert dd(page, "Idle GPU-hours (&lt; 2.5\u00a0%)") == "3.1"
+    settings.IDLE_UTIL_THRESHOLD = 10.0
+    page = client.get(reverse("dashboard:job-detail", args=[job.pk])).content.decode()
+    assert dd(page, "Idle GPU-hours (&lt; 10\u00a0%)") == "3.1"
+
+
 def test_a_healthy_jobs_unused_hours_and_its_triage_page_read_as_the_list(client, operator, team_a):
     job = JobFactory(team=team_a, gpu_hours=20.0, unused_gpu_hours=1234.27, mean_gpu_util=82.6)
     JobTriage.objects.create(job=job, rule_set=RuleSet.current(), status="healthy", is_current=True)

@@ -584,6 +584,8 @@ def job_detail(request, pk: int):
             "events": queries.log_events_page(job, request.GET.get("events", "")),
             "log_runs": _log_runs(job),
             "hide_findings": hide_findings,
+            # What the job's Idle GPU-hours were counted below when it was imported, as the settings page says it.
+            "idle_threshold": settings.IDLE_UTIL_THRESHOLD,
             "job_files": queries.job_files(job),
             "jobs_list_query": jobs_list_query,
             # The page's own links (a kind of log event) keep the list to go back to.
