@@ -333,3 +333,13 @@ def test_every_page_keeps_a_figure_with_its_unit_and_a_digests_text_part_keeps_p
         keep_units("121.7 recoverable GPU-hours (2 % of GPU-hours)")
         == f"121.7{NBSP}recoverable GPU-hours (2{NBSP}% of GPU-hours)"
     )
+
+
+def test_a_cards_change_in_percent_has_a_thousands_separator(client, operator, team_a):
+    """A week with 12.25 times the GPU-hours of the week before read "▲ +1125 % vs previous period" on the
+    overview's card, where every other figure of the page has its thousands separator."""
+    JobFactory(team=team_a, start_time=WEEK_START - timedelta(days=6), gpu_hours=8.0, unused_gpu_hours=1.0)
+    JobFactory(team=team_a, start_time=WEEK_START + timedelta(days=1), gpu_hours=98.0, unused_gpu_hours=1.0)
+    client.force_login(operator)
+    page = client.get(reverse("dashboard:overview"), {"from": "2026-11-16", "to": "2026-11-22"}).content.decode()
+    assert "▲ +1,125\u00a0% vs previous period" in page

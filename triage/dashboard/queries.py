@@ -441,11 +441,12 @@ def compare(current: float | None, previous: float | None, *, share: bool = Fals
         return "", None
     if share:
         points = round((current - previous) * 100)
-        return ("unchanged", 0) if points == 0 else (f"{points:+d} pts", 1 if points > 0 else -1)
+        return ("unchanged", 0) if points == 0 else (f"{points:+,d} pts", 1 if points > 0 else -1)
     if not previous:
         return ("unchanged", 0) if not current else ("up from 0", 1 if current > 0 else -1)
     percent = round((current - previous) / previous * 100)
-    return ("unchanged", 0) if percent == 0 else (f"{percent:+d} %", 1 if percent > 0 else -1)
+    # With a thousands separator, as every other figure ("+1,125 %", where it read "+1125 %").
+    return ("unchanged", 0) if percent == 0 else (f"{percent:+,d} %", 1 if percent > 0 else -1)
 
 
 def waste_judged(current: Totals) -> bool | None:
