@@ -198,6 +198,9 @@ AXES_VERBOSE = False  # no start-up banner in every management command's output
 # mailed at most one link per PASSWORD_RESET_MAIL_MINUTES, however often its address is entered.
 PASSWORD_RESET_TIMEOUT = env_int("PASSWORD_RESET_LINK_MINUTES", 60, minimum=5) * 60
 PASSWORD_RESET_MAIL_MINUTES = env_int("PASSWORD_RESET_MAIL_MINUTES", 15, minimum=0)
+# Personal API tokens (fleet/personal_tokens.py): how many live ones (neither revoked nor expired) a
+# person may hold at once, as GitHub and GitLab cap them; one more is a form error saying to revoke one.
+PERSONAL_TOKENS_PER_USER = env_int("PERSONAL_TOKENS_PER_USER", 20, minimum=1)
 LOGIN_URL = "login"
 LOGIN_REDIRECT_URL = "dashboard:overview"
 LOGOUT_REDIRECT_URL = "login"

@@ -9,7 +9,7 @@ from django import forms
 from django.db.models import Count
 
 from fleet.connectors.models import Connector
-from fleet.models import AuditEvent, IngestRun
+from fleet.models import AuditEvent, IngestRun, PersonalToken
 
 # `by=token:<prefix>`: the runs a machine token pushed (a username cannot hold ':'). Not a secret.
 TOKEN_PREFIX = "token:"  # noqa: S105
@@ -122,3 +122,26 @@ class AuditEventFilter(django_filters.FilterSet):
         for name, column in (("action", "action"), ("user", "actor_name")):
             counts = events.values_list(column).annotate(n=Count("pk")).order_by(column)
             self.filters[name].extra["choices"] = [(value, f"{value} ({n:,})") for value, n in counts]
+
+
+class PersonalTokenFilter(django_filters.FilterSet):
+    """The operators' list of personal tokens (on the tokens page) by owner: the people who have one,
+    each with how many."""
+
+    owner = django_filters.ChoiceFilter(
+        choices=[],
+        field_name="owner__username",
+        empty_label="Anyone",
+        widget=forms.Select(attrs={"aria-label": "Owner"}),
+        error_messages={"invalid_choice": "Nobody called “%(value)s” has a personal token."},
+    )
+
+    class Meta:
+        model = PersonalToken
+        fields = ["owner"]
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        tokens = PersonalToken.objects.order_by()
+        counts = tokens.values_list("owner__username").annotate(n=Count("pk")).order_by("owner__username")
+        self.filters["owner"].extra["choices"] = [(name, f"{name} ({n:,})") for name, n in counts]

@@ -3,7 +3,8 @@
 A personal token reads the API as its owner (fleet.tokens.PersonalTokenAuthentication), for their
 scripts and notebooks, as a GitHub or GitLab personal access token does; it only reads. Its key is
 shown once, on the page that made it: djangorestframework-api-key keeps a prefix and a hash only.
-Each has an expiry date, at most a year away. Making and revoking one is in the audit log, as a
+Each has an expiry date, at most a year away, and a person holds at most PERSONAL_TOKENS_PER_USER
+live ones (neither revoked nor expired) at once. Making and revoking one is in the audit log, as a
 machine token's is; an operator revokes anyone's on the tokens page (`revoke`, called by both).
 """
 
@@ -12,8 +13,10 @@ from __future__ import annotations
 from datetime import timedelta
 
 from django import forms
+from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
+from django.db.models import Case, Q, Value, When
 from django.shortcuts import get_object_or_404, redirect, render
 from django.utils import timezone
 from django.views.decorators.http import require_POST
@@ -47,11 +50,31 @@ class PersonalTokenForm(forms.Form):
         },
     )
 
+    def __init__(self, *args, owner, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.owner = owner
+
     def clean_name(self) -> str:
         name = self.cleaned_data["name"].strip()
         if not name:
             raise forms.ValidationError("Give the token a name, e.g. the script or notebook that will use it.")
         return name
+
+    def clean(self):
+        # A cap on the live ones, as GitHub and GitLab have: each is a secret somewhere, and an
+        # unbounded number is a script making one a run. Revoked and expired ones read nothing.
+        limit = settings.PERSONAL_TOKENS_PER_USER
+        if live(PersonalToken.objects.filter(owner=self.owner)).count() >= limit:
+            raise forms.ValidationError(
+                f"You already have {limit} active tokens, the most one person may have. "
+                "Revoke one you no longer use below, then create this one."
+            )
+        return super().clean()
+
+
+def live(tokens):
+    """The tokens that still read: neither revoked nor expired."""
+    return tokens.filter(Q(expiry_date__isnull=True) | Q(expiry_date__gt=timezone.now()), revoked=False)
 
 
 def create(owner, name: str, lifetime_days: int) -> tuple[PersonalToken, str]:
@@ -81,20 +104,37 @@ def details(token: PersonalToken) -> dict:
     }
 
 
-STATES = ("active", "expired", "revoked")
+# In the order the lists show them, and the order a request with one is refused in (fleet.tokens):
+# revoked before expired before an owner deactivated.
+STATES = ("active", "owner deactivated", "expired", "revoked")
 
 
 def with_state(tokens):
-    """The tokens, each with `state`: active, expired or revoked."""
+    """The tokens, each with `state`: active, owner deactivated (it reads nothing while the account
+    is), expired or revoked."""
     now = timezone.now()
     for token in tokens:
         if token.revoked:
             token.state = "revoked"
         elif token.expiry_date is not None and token.expiry_date < now:
             token.state = "expired"
+        elif not token.owner.is_active:
+            token.state = "owner deactivated"
         else:
             token.state = "active"
     return tokens
+
+
+def in_state_order(tokens):
+    """A query of tokens ordered as STATES, then newest first (in the database, so it pages)."""
+    now = timezone.now()
+    order = Case(
+        When(revoked=True, then=Value(STATES.index("revoked"))),
+        When(expiry_date__lt=now, then=Value(STATES.index("expired"))),
+        When(owner__is_active=False, then=Value(STATES.index("owner deactivated"))),
+        default=Value(STATES.index("active")),
+    )
+    return tokens.annotate(state_order=order).order_by("state_order", "-created")
 
 
 @login_required
@@ -103,11 +143,11 @@ def token_list(request):
     """The signed-in person's own tokens: make one (its key shown this once), see when each was last
     used and when it expires, revoke. Nobody else's are listed or reachable here."""
     created, created_key = None, None
-    form = PersonalTokenForm(request.POST if request.method == "POST" else None)
+    form = PersonalTokenForm(request.POST if request.method == "POST" else None, owner=request.user)
     if request.method == "POST" and form.is_valid():  # else the form again, with its errors
         created, created_key = create(request.user, form.cleaned_data["name"], form.cleaned_data["lifetime"])
         messages.success(request, f"Token “{created.name}” created. Copy it now: it is not shown again.")
-        form = PersonalTokenForm()
+        form = PersonalTokenForm(owner=request.user)
     # The usable ones first, then the expired, then the revoked; newest first in each.
     tokens = with_state(list(PersonalToken.objects.filter(owner=request.user).order_by("-created")))
     tokens.sort(key=lambda token: STATES.index(token.state))

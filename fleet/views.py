@@ -24,7 +24,7 @@ from fleet import audit, ingest, personal_tokens
 from fleet.access import operator_required
 from fleet.docs_pages import rendered_document
 from fleet.exports import spreadsheet_safe
-from fleet.filters import AuditEventFilter, IngestRunFilter, narrowed
+from fleet.filters import AuditEventFilter, IngestRunFilter, PersonalTokenFilter, narrowed
 from fleet.models import AuditEvent, IngestRun, MachineToken, PersonalToken
 from fleet.tasking import tasks_run_here
 from fleet.uploads import format_size
@@ -215,6 +215,10 @@ def ingest_upload(request):
     return redirect(detail_url)
 
 
+# Personal tokens on the tokens page (the machine tokens, a handful, are listed whole).
+PERSONAL_TOKENS_PER_PAGE = 50
+
+
 @operator_required
 @with_form
 def token_list(request):
@@ -234,15 +238,25 @@ def token_list(request):
     pushed = Count("ingest_runs", filter=Q(ingest_runs__created_by__isnull=True))
     tokens = MachineToken.objects.select_related("created_by").annotate(pushed=pushed).order_by("revoked", "-created")
     month_end = timezone.now().date().replace(day=1) - timedelta(days=1)  # the example report's: last month
-    # Everyone's personal tokens too (each person makes their own on /account/tokens/), to see and revoke.
-    people = personal_tokens.with_state(list(PersonalToken.objects.select_related("owner").order_by("-created")))
-    people.sort(key=lambda token: (token.owner.get_username(), personal_tokens.STATES.index(token.state)))
+    # Everyone's personal tokens too (each person makes their own on /account/tokens/), to see and revoke:
+    # by owner (`?owner=`, a user name), in pages; each owner's usable ones first.
+    everyone = PersonalToken.objects.select_related("owner")
+    owner_filter = PersonalTokenFilter(request.GET or None, queryset=everyone)
+    shown, filtered = narrowed(owner_filter, everyone)
+    shown = personal_tokens.in_state_order(shown).order_by("owner__username", "state_order", "-created")
+    page = Paginator(shown, PERSONAL_TOKENS_PER_PAGE).get_page(request.GET.get("page"))
+    page.object_list = personal_tokens.with_state(list(page.object_list))
+    query = request.GET.copy()
+    query.pop("page", None)
     return render(
         request,
         "fleet/token_list.html",
         {
             "tokens": tokens,
-            "personal_tokens": people,
+            "personal_page": page,
+            "personal_filter": owner_filter,
+            "personal_filtered": filtered,
+            "query": query.urlencode(),
             "created_key": created_key,
             "created": created,
             "last_month": (month_end.replace(day=1), month_end),

@@ -244,3 +244,102 @@ def test_the_schema_declares_the_bearer_scheme_for_reads_not_for_pushes(client):
     assert scheme["type"] == "http" and scheme["scheme"] == "bearer"
     assert {"PersonalToken": []} in schema["paths"]["/api/v1/jobs/"]["get"]["security"]
     assert {"PersonalToken": []} not in schema["paths"]["/api/v1/archives/"]["post"]["security"]
+
+
+def _token(owner, name: str, *, days: int = 30, revoked: bool = False) -> PersonalToken:
+    token, _ = PersonalToken.objects.create_key(
+        owner=owner, name=name, expiry_date=timezone.now() + timedelta(days=days), revoked=revoked
+    )
+    return token
+
+
+def test_a_person_has_at_most_the_settings_number_of_live_tokens(client, member_a, settings):
+    settings.PERSONAL_TOKENS_PER_USER = 2
+    # Revoked and expired ones do not count: they read nothing.
+    _token(member_a, "old", revoked=True)
+    _token(member_a, "gone", days=-1)
+    client.force_login(member_a)
+    make_token(client, "one")
+    make_token(client, "two")
+    page = client.post("/account/tokens/", {"name": "three", "lifetime": "90"})
+    assert page.status_code == 200
+    html = page.content.decode()
+    assert 'id="token-value"' not in html
+    assert "You already have 2 active tokens, the most one person may have." in html
+    assert "Revoke one you no longer use" in html
+    assert PersonalToken.objects.filter(owner=member_a).count() == 4
+    assert not PersonalToken.objects.filter(name="three").exists()
+    assert AuditEvent.objects.filter(action="personal_token.create").count() == 2  # "one" and "two"
+    # Revoking one makes room for a new one.
+    client.post(f"/account/tokens/{PersonalToken.objects.get(name='one').pk}/revoke/")
+    make_token(client, "three")
+    assert PersonalToken.objects.filter(name="three").exists()
+
+
+def test_the_limit_is_per_person(client, member_a, outsider, settings):
+    settings.PERSONAL_TOKENS_PER_USER = 1
+    _token(outsider, "oscar's")
+    client.force_login(member_a)
+    make_token(client, "alice's")
+    assert PersonalToken.objects.filter(owner=member_a).count() == 1
+
+
+def _personal_table(page: str) -> str:
+    return page.split('id="personal-tokens"', 1)[1]
+
+
+def test_the_operators_list_of_personal_tokens_comes_in_pages(client, operator, member_a, outsider, monkeypatch):
+    monkeypatch.setattr("fleet.views.PERSONAL_TOKENS_PER_PAGE", 3)
+    for n in range(4):
+        _token(member_a, f"alice-{n}")
+    for n in range(2):
+        _token(outsider, f"oscar-{n}")
+    MachineToken.objects.create_key(name="nightly-export", created_by=operator)
+    client.force_login(operator)
+    first = client.get("/tokens/").content.decode()
+    table = _personal_table(first)
+    assert table.count("<tr>") - 1 == 3  # the heading row and three tokens
+    assert "Showing 1–3 of 6 tokens" in table
+    assert 'href="?page=2#personal-tokens"' in table
+    second = _personal_table(client.get("/tokens/", {"page": "2"}).content.decode())
+    assert "Showing 4–6 of 6 tokens" in second
+    # The machine tokens are listed in full on every page.
+    assert "nightly-export" in client.get("/tokens/", {"page": "2"}).content.decode().split('id="personal-tokens"')[0]
+    # A page past the end is the last one, as the other lists.
+    assert "Showing 4–6 of 6 tokens" in _personal_table(client.get("/tokens/", {"page": "9"}).content.decode())
+
+
+def test_the_operators_list_of_personal_tokens_is_filtered_by_owner(client, operator, member_a, outsider, monkeypatch):
+    monkeypatch.setattr("fleet.views.PERSONAL_TOKENS_PER_PAGE", 2)
+    for n in range(3):
+        _token(member_a, f"alice-{n}")
+    _token(outsider, "oscar-laptop")
+    client.force_login(operator)
+    page = client.get("/tokens/", {"owner": "oscar-outsider"}).content.decode()
+    table = _personal_table(page)
+    assert "oscar-laptop" in table and "alice-0" not in table
+    assert '<option value="alice-member">alice-member (3)</option>' in table
+    alice = _personal_table(client.get("/tokens/", {"owner": "alice-member"}).content.decode())
+    # The pages keep the filter.
+    assert 'href="?owner=alice-member&amp;page=2#personal-tokens"' in alice
+    # An owner with no token is said, and every token shown instead, never a server error.
+    unknown = client.get("/tokens/", {"owner": "nobody"})
+    assert unknown.status_code == 200
+    table = _personal_table(unknown.content.decode())
+    assert "Nobody called “nobody” has a personal token" in table
+    assert "Showing 1–2 of 4 tokens" in table
+
+
+def test_the_operators_table_says_when_a_tokens_owner_is_deactivated(client, operator, member_a):
+    client.force_login(member_a)
+    member_key, _ = make_token(client, "alice laptop")
+    member_a.is_active = False
+    member_a.save()
+    refused(APIClient().get("/api/v1/jobs/", **bearer(member_key)), "owner's account is deactivated")
+    ops = Client()
+    ops.force_login(operator)
+    table = _personal_table(ops.get("/tokens/").content.decode())
+    row = next(row for row in table.split("<tr>") if "alice laptop" in row)
+    assert '<span class="status failed">owner deactivated</span>' in row
+    # An operator may still revoke it (so it stays refused if the account comes back).
+    assert "aria-label=\"Revoke alice-member's token alice laptop" in row

@@ -109,6 +109,7 @@ def _run(args: list[str], **env) -> subprocess.CompletedProcess:
             "10.20.0.0/16, 10.0.0.0/33",
             "ALERT_WEBHOOK_ALLOWED_NETWORKS: '10.0.0.0/33' is not a network (e.g. 10.20.0.0/16, fd00::/8)",
         ),
+        ("PERSONAL_TOKENS_PER_USER", "0", "PERSONAL_TOKENS_PER_USER=0 is below the minimum of 1."),
     ],
 )
 @pytest.mark.parametrize("entry", [["manage.py", "migrate"], ["-c", "import config.wsgi"]], ids=["manage", "gunicorn"])
