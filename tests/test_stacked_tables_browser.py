@@ -134,3 +134,34 @@ def test_on_a_phone_the_ingest_runs_are_cards_with_their_errors_in_view(browser,
     wide, phone = layouts_and_column(browser, url, "ingest-runs-cards", "table.data", "Errors")
     assert_cards(wide, phone, rows=2, columns=14)
     assert phone["cells"] == [["Errors 1", True], ["Errors 1", True]], phone
+
+
+@pytest.mark.django_db(transaction=True)
+def test_on_a_phone_personal_tokens_are_cards_with_their_state_in_view(browser, live_server, operator):  # noqa: F811
+    """390 px wide, the operators' personal tokens (8 columns) and a person's own (7) scrolled sideways in
+    their box: a token's state ('owner deactivated': why it is refused) and its Revoke were off to the right.
+    Now each token is a card, on both pages."""
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    from fleet.models import PersonalToken
+    from tests.factories import UserFactory
+    from tests.test_accessibility import open_as
+
+    alice, bob = UserFactory(username="alice-member"), UserFactory(username="bob-left", is_active=False)
+    soon = timezone.now() + timedelta(days=30)
+    PersonalToken.objects.create_key(owner=alice, name="weekly notebook", expiry_date=soon)
+    PersonalToken.objects.create_key(owner=bob, name="bob cron", expiry_date=soon)
+    open_as(browser, live_server.url, operator)
+    url = f"{live_server.url}/tokens/"
+    wide, phone = layouts_and_column(browser, url, "personal-tokens-cards", "#personal-token-table", "State")
+    assert_cards(wide, phone, rows=2, columns=7)  # the eighth, Revoke, is a button
+    assert phone["cells"] == [["State active", True], ["State owner deactivated", True]], phone
+    assert all(in_view for _words, in_view in phone["buttons"]) and len(phone["buttons"]) == 2, phone
+
+    open_as(browser, live_server.url, alice)
+    url = f"{live_server.url}/account/tokens/"
+    wide, phone = layouts_and_column(browser, url, "own-tokens-cards", "#own-token-table", "State")
+    assert_cards(wide, phone, rows=1, columns=6)
+    assert phone["cells"] == [["State active", True]], phone
