@@ -735,3 +735,70 @@ def test_a_hostile_member_name_that_refuses_the_archive_is_quoted_short(tmp_path
     run = ingest_file(write_zip(tmp_path / "climb.zip", {**good(), f"../{'c' * LONG}": "x"}))
     assert_nothing_kept(run, storage_dir, "…' (5,003 characters) contains a '..' path component")
     assert len(run.errors[0]["message"]) < 300, run.errors
+
+
+# -- hostile values: an uploaded archive's name and its cells, quoted by their first characters and length ----
+def errors_shown(client, run: IngestRun) -> tuple[str, str]:
+    """The run's errors table as its page shows it, and its errors CSV."""
+    page = client.get(f"/ingest-runs/{run.pk}/").content.decode()
+    table = page.split('id="error-table"')[1].split("</table>")[0]
+    return table, client.get(f"/ingest-runs/{run.pk}/errors.csv").content.decode()
+
+
+def test_a_5000_character_archive_name_is_quoted_short_in_its_error(tmp_path, storage_dir, client, operator):
+    """The archive's own name, as the person uploading it gave it, went whole into "… is not a zip archive"."""
+    page = tmp_path / "upload.zip"
+    page.write_text("<!doctype html><html><body>Login</body></html>")
+    name = "f" * (LONG - 4) + ".zip"
+    run = ingest.execute_run(ingest.create_run(page, name=name).pk)
+    assert_nothing_kept(run, storage_dir, "…' (5,000 characters) is not a zip archive (its content is not a zip file)")
+    assert run.errors[0]["message"].startswith(f"'{'f' * 100}…' (5,000 characters) is not a zip archive")
+    assert len(run.errors[0]["message"]) < 300, run.errors
+    client.force_login(operator)
+    for shown in errors_shown(client, run):
+        assert "f" * 200 not in shown and "(5,000 characters) is not a zip archive" in shown
+
+
+def test_5000_character_cells_are_quoted_short_in_the_runs_errors(tmp_path, client, operator):
+    """A metrics cell (a timestamp, a value, a GPU index), a jobs.csv cell and a job id repeated with different
+    values were quoted whole with repr: 5,000 characters, in the run's errors, its page and its CSV, for each."""
+    long_job = "J" * LONG
+    jobs = JOBS + f"{long_job},dan,nlp,1,2026-11-02T10:00:00Z,2026-11-02T11:00:00Z\n"
+    jobs += f"{long_job},dan,nlp,2,2026-11-02T10:00:00Z,2026-11-02T11:00:00Z\n"
+    jobs = jobs.replace("j3,cat,nlp,1,", f"j3,cat,{'t' * LONG},{'9' * 50}x,")
+    metrics = HEADER + rows("j1", count=2) + rows("j2", count=2)
+    metrics += f"j1,{'T' * LONG},n1,0,50,1000,80000\n"
+    metrics += f"j2,2026-11-02T10:30:00Z,n1,0,{'V' * LONG},1000,80000\n"
+    metrics += f"j1,2026-11-02T10:40:00Z,n1,{'G' * LONG},50,1000,80000\n"
+    run = ingest_file(write_zip(tmp_path / "cells.zip", {**good(), "jobs.csv": jobs, "metrics.csv": metrics}))
+    messages = [error["message"] for error in run.errors]
+    expected = [
+        f"job_id '{'J' * 100}…' (5,000 characters) appears in rows",
+        f"unparseable timestamp '{'T' * 100}…' (5,000 characters) (expected ISO 8601 or Unix seconds)",
+        f"non-numeric gpu_util value '{'V' * 100}…' (5,000 characters)",
+        f"(got '{'G' * 100}…' (5,000 characters))",
+        f"(got '{'9' * 50}x')",  # a short value as before
+    ]
+    for words in expected:
+        assert any(words in message for message in messages), (words, messages)
+    assert all(len(message) < 600 for message in messages), messages
+    client.force_login(operator)
+    for shown in errors_shown(client, run):
+        for letter in "JTVG":
+            assert letter * 200 not in shown
+        assert "(5,000 characters)" in shown
+
+
+def test_5000_character_column_names_are_quoted_short(tmp_path):
+    """A metrics file's column named twice, and columns it does not know, were named whole."""
+    column = "c" * LONG
+    twice = HEADER.rstrip("\n") + f",{column},{column}\n" + rows("j1", count=2).replace("\n", ",1,1\n")
+    run = ingest_file(write_zip(tmp_path / "twice.zip", {**good(), "metrics.csv": twice}))
+    said = [f"{error['field']}: {error['message']}" for error in run.errors]
+    assert any(f"column '{'c' * 100}…' (5,000 characters) appears more than once in the header" in s for s in said)
+    assert all(len(s) < 600 for s in said), said
+
+    unknown = HEADER.rstrip("\n") + f",{column}\n" + rows("j1", count=2).replace("\n", ",1\n")
+    run = ingest_file(write_zip(tmp_path / "unknown.zip", {**good(), "metrics.csv": unknown}))
+    [error] = [error for error in run.errors if error["message"] == "unknown metric columns ignored"]
+    assert error["field"] == f"'{'c' * 100}…' (5,000 characters)", run.errors

@@ -247,7 +247,8 @@ def pull_generic(api):
         ("gpu_share", 0, SHARE_OUT_OF_RANGE.format("0")),
         ("gpu_share", 1.5, SHARE_OUT_OF_RANGE.format("1.5")),
         ("gpu_share", "-1/7", SHARE_OUT_OF_RANGE.format("-1/7")),
-        ("gpu_share", 10**400, SHARE_OUT_OF_RANGE.format(str(10**400))),  # no float holds it
+        # no float holds it; its first 100 digits and its length, as any long value an archive sends
+        ("gpu_share", 10**400, SHARE_OUT_OF_RANGE.format("1" + "0" * 99)[:-1] + "…' (401 characters)"),
         ("gpu_share", "1e-1", SHARE_IN_WORDS + " (got '1e-1')"),  # the schema's anyOf, said in words
         ("gpu_unit", 7, "must be text or empty (got 7)"),
         ("gpu_unit", "slice " * 20, "is 119 characters long; at most 100 allowed"),

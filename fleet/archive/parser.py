@@ -67,7 +67,7 @@ from fleet.canonical import (
 from fleet.connectors.native import NativeFiles  # native sacct/kubectl/Prometheus files (issue 6)
 from fleet.exports import unguarded_column
 from fleet.logcut import HeadTail, format_bytes
-from fleet.quoting import named, quoted, shortened
+from fleet.quoting import EXCERPT_CHARS, named, quoted, shortened
 
 __all__ = [
     "ArchiveError",
@@ -257,16 +257,29 @@ TIMESTAMP_HINT = "expected ISO 8601 or Unix seconds"
 _FINER_UNITS = (("microseconds", 1_000_000), ("nanoseconds", 1_000_000_000))
 
 
+def cell_quoted(value, limit: int = EXCERPT_CHARS) -> str:
+    """A value read from an archive as its messages quote it: `repr` ('2026-11-02', 12.5, None), whole up to
+    `limit` characters; a longer one by its first `limit` characters, an ellipsis and its length
+    (`fleet.quoting.quoted`: 'aaaa…' (5,000 characters)), so a run's errors, its page and its CSV never
+    repeat a 5,000-character cell whole."""
+    if isinstance(value, str):
+        if len(value) <= limit:
+            return repr(value)
+        return quoted(value if value.isprintable() else repr(value)[1:-1], limit)
+    text = repr(value)
+    return text if len(text) <= limit else f"{shortened(text, limit)} ({len(text):,} characters)"
+
+
 def timestamp_message(value) -> str:
     text = "" if value is None or (isinstance(value, float) and np.isnan(value)) else str(value).strip()
     if text == "":
         return f"timestamp is empty ({TIMESTAMP_HINT})"
     if _EPOCH.fullmatch(text) and (seconds := float(text)) >= MAX_EPOCH_SECONDS:  # inf past a float's range
         if seconds / 1_000 < MAX_EPOCH_SECONDS:
-            return f"unparseable timestamp {text!r} ({TIMESTAMP_HINT}; this looks like milliseconds)"
-        shown = repr(text) if len(text) <= 40 else f"of {len(text)} digits ('{text[:12]}…')"  # digits only
+            return f"unparseable timestamp {cell_quoted(text)} ({TIMESTAMP_HINT}; this looks like milliseconds)"
+        number = repr(text) if len(text) <= 40 else f"of {len(text):,} digits ('{text[:12]}…')"  # digits only
         unit = next((unit for unit, per_second in _FINER_UNITS if seconds / per_second < MAX_EPOCH_SECONDS), None)
-        return f"timestamp {shown} is out of range ({TIME_RANGE}{f'; this looks like {unit}' if unit else ''})"
+        return f"timestamp {number} is out of range ({TIME_RANGE}{f'; this looks like {unit}' if unit else ''})"
     if _ISO.fullmatch(text):
         try:
             in_range = _in_epoch_range(as_utc(datetime.fromisoformat(text)))
@@ -275,8 +288,8 @@ def timestamp_message(value) -> str:
         except ValueError:  # no such date or time
             in_range = True
         if not in_range:
-            return f"timestamp {text!r} is out of range ({TIME_RANGE})"
-    return f"unparseable timestamp {text!r} ({TIMESTAMP_HINT})"
+            return f"timestamp {cell_quoted(text)} is out of range ({TIME_RANGE})"
+    return f"unparseable timestamp {cell_quoted(text)} ({TIMESTAMP_HINT})"
 
 
 _UNIX_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
@@ -437,17 +450,20 @@ def _schema_problem(error: jsonschema.ValidationError) -> tuple[str, str]:
     field_name = ".".join(str(part) for part in error.absolute_path)
     value = error.instance
     if error.validator == "const":
-        return field_name, f"must be {error.validator_value!r} (got {value!r})"
+        return field_name, f"must be {error.validator_value!r} (got {cell_quoted(value)})"
     if error.validator == "enum":
         allowed = ", ".join(repr(v) for v in error.validator_value if v not in ("", None))
-        return field_name, f"must be one of {allowed} (got {value!r})"
+        return field_name, f"must be one of {allowed} (got {cell_quoted(value)})"
     if error.validator == "pattern":
         if (words := _PATTERN_WORDS.get(error.validator_value)) is not None:
-            return field_name, f"must be {words} (got {value!r})"
-        return field_name, f"invalid value {value!r} (must match {error.validator_value})"
+            return field_name, f"must be {words} (got {cell_quoted(value)})"
+        return field_name, f"invalid value {cell_quoted(value)} (must match {error.validator_value})"
     if error.validator == "type":
         kinds = error.validator_value if isinstance(error.validator_value, list) else [error.validator_value]
-        return field_name, f"must be {' or '.join(_TYPE_WORDS.get(kind, kind) for kind in kinds)} (got {value!r})"
+        return (
+            field_name,
+            f"must be {' or '.join(_TYPE_WORDS.get(kind, kind) for kind in kinds)} (got {cell_quoted(value)})",
+        )
     if error.validator == "maxLength":
         return field_name, f"is {len(value)} characters long; at most {error.validator_value} allowed"
     if error.validator == "minLength":
@@ -456,9 +472,11 @@ def _schema_problem(error: jsonschema.ValidationError) -> tuple[str, str]:
         expected = _EXPECTED.get(field_name)
         if expected is None:
             description = error.schema.get("description")
-            return field_name, f"invalid value {value!r}" + (f" (expected: {description})" if description else "")
-        return field_name, f"must be {expected} (got {value!r})"
-    return field_name, f"invalid value {value!r}: {error.message}"
+            return field_name, f"invalid value {cell_quoted(value)}" + (
+                f" (expected: {description})" if description else ""
+            )
+        return field_name, f"must be {expected} (got {cell_quoted(value)})"
+    return field_name, f"invalid value {cell_quoted(value)}: {error.message.replace(repr(value), cell_quoted(value))}"
 
 
 # What each field whose schema offers alternatives (anyOf) must be, in words; the schema's own
@@ -713,7 +731,7 @@ class _ArchiveParser:
                 differing = _differing_keys(record, other)
                 rows = _join_rows([r for r, _ in occurrences])
                 message = (
-                    f"job_id {job_id!r} appears in rows {rows} with different values "
+                    f"job_id {cell_quoted(job_id)} appears in rows {rows} with different values "
                     f"(row {row} vs row {other_row}): {_differences(record, other, differing)}"
                 )
                 self.reject(job_id, RecordError(name, message, row=other_row, field=differing[0], job_id=job_id))
@@ -826,7 +844,7 @@ class _ArchiveParser:
             if job_id == "":
                 message = f"empty job_id; {plural} ignored"
             else:
-                message = f"job {job_id!r} is not in {self.jobs_file}; its {plural} ignored"
+                message = f"job {cell_quoted(job_id)} is not in {self.jobs_file}; its {plural} ignored"
             self.note(RecordError(name, message, row=row, field="job_id", job_id=job_id))
         # Rows the CSV reader had to skip (wrong number of fields).
         for row, expected, actual, text in tally.ragged:
@@ -840,7 +858,9 @@ class _ArchiveParser:
             if job_id in self.job_ids:
                 self.reject(job_id, RecordError(name, message, row=row, job_id=job_id))
             elif job_id:
-                self.note(RecordError(name, message + f"; job {job_id!r} is not in {self.jobs_file}", row=row))
+                self.note(
+                    RecordError(name, message + f"; job {cell_quoted(job_id)} is not in {self.jobs_file}", row=row)
+                )
             else:
                 for other in sorted(tally.file_jobs):
                     self.reject(other, RecordError(name, message + "; its job cannot be told", row=row, job_id=other))
@@ -941,7 +961,7 @@ class _ArchiveParser:
         else:
             unknown = [c for c in table.table.column_names if c not in METRICS and c not in METRIC_KEY_COLUMNS]
             if unknown and first_batch:
-                self.note(RecordError(name, "unknown metric columns ignored", field=", ".join(unknown)))
+                self.note(RecordError(name, "unknown metric columns ignored", field=", ".join(map(named, unknown))))
             metrics = {}
             for metric in (m for m in METRICS if m in columns):
                 checked = _metric_in_range(column(metric), metric)
@@ -968,7 +988,9 @@ class _ArchiveParser:
         unknown = sorted(set(pd.unique(metric[keep & ~known])) - tally.unknown_metrics)
         if unknown:
             tally.unknown_metrics |= set(unknown)
-            self.note(RecordError(name, "unknown metric names ignored", field="metric: " + ", ".join(unknown)))
+            self.note(
+                RecordError(name, "unknown metric names ignored", field="metric: " + ", ".join(map(named, unknown)))
+            )
         keep = keep & known
         values, bad = _numeric(column("value"))
         for name_of_metric in pd.unique(metric[keep]):
@@ -1509,7 +1531,7 @@ def job_from_row(record: dict, default_cluster: str) -> tuple[JobRecord | None, 
             return default
         number = _as_count(value)
         if number is None:
-            problems.append((name, f"must be a whole number of 0 or more, such as 4 (got {value!r})"))
+            problems.append((name, f"must be a whole number of 0 or more, such as 4 (got {cell_quoted(value)})"))
         return number
 
     def moment(name: str) -> datetime | None:
@@ -1532,7 +1554,9 @@ def job_from_row(record: dict, default_cluster: str) -> tuple[JobRecord | None, 
         problems.append(("end_time", f"end_time {end.isoformat()} is before start_time {start.isoformat()}"))
     job_type = _text(record.get("job_type")).lower() or "batch"
     if job_type not in JOB_TYPES:
-        problems.append(("job_type", f"must be one of {', '.join(JOB_TYPES)} (got {record.get('job_type')!r})"))
+        problems.append(
+            ("job_type", f"must be one of {', '.join(JOB_TYPES)} (got {cell_quoted(record.get('job_type'))})")
+        )
     labels = record.get("labels")
     if labels is None or labels == "":
         labels = {}
@@ -1542,7 +1566,9 @@ def job_from_row(record: dict, default_cluster: str) -> tuple[JobRecord | None, 
         except ValueError:
             labels = None
     if not isinstance(labels, dict):
-        problems.append(("labels", f'must be a JSON object, e.g. {{"project": "x"}} (got {record.get("labels")!r})'))
+        problems.append(
+            ("labels", f'must be a JSON object, e.g. {{"project": "x"}} (got {cell_quoted(record.get("labels"))})')
+        )
 
     reported = {name for name, _ in problems}
     for field_name, message in schema_problems("job.schema.json", record):
@@ -1592,9 +1618,11 @@ def gpu_fields(record: dict) -> tuple[float, str, list[tuple[str, str]]]:
     if value is not None and _text(value) != "":
         number = _as_share(value)
         if number is None:
-            problems.append(("gpu_share", f"not a number or a fraction like 1/7: {value!r}"))
+            problems.append(("gpu_share", f"not a number or a fraction like 1/7: {cell_quoted(value)}"))
         elif not 0.0 < number <= 1.0:  # NaN fails this too
-            problems.append(("gpu_share", f"must be more than 0 and at most 1 ({SHARE_MEANING}), got {_text(value)!r}"))
+            problems.append(
+                ("gpu_share", f"must be more than 0 and at most 1 ({SHARE_MEANING}), got {cell_quoted(_text(value))}")
+            )
         else:
             share = number
     if values:
@@ -1700,7 +1728,7 @@ def _check_header(header: list[str]) -> None:
     names = [c.strip() for c in header]
     duplicates = sorted({c for c in names if names.count(c) > 1})
     if duplicates:
-        raise _Unreadable(f"column {duplicates[0]!r} appears more than once in the header")
+        raise _Unreadable(f"column {cell_quoted(duplicates[0])} appears more than once in the header")
 
 
 def _check_parquet_types(schema: pa.Schema) -> None:
@@ -1708,10 +1736,11 @@ def _check_parquet_types(schema: pa.Schema) -> None:
     maps) have no reading as a job id, a time or a measurement."""
     for column in schema:
         kind = column.type.value_type if pa.types.is_dictionary(column.type) else column.type
-        if column.name.strip() in READ_COLUMNS and pa.types.is_nested(kind):
+        name = column.name.strip()
+        if name in READ_COLUMNS and pa.types.is_nested(kind):
             raise _Unreadable(
-                f"column {column.name.strip()!r} holds {kind} values; expected one text, number or time a cell",
-                field=column.name.strip(),
+                f"column {cell_quoted(name)} holds {kind} values; expected one text, number or time a cell",
+                field=named(name),
             )
 
 
@@ -1759,10 +1788,10 @@ def _checked_columns(table: pa.Table, first_row: int) -> pa.Table:
                 (row, data, bad) for row, data in enumerate(cells) if data is not None and (bad := _utf8_error(data))
             )
             raise _Unreadable(
-                f"column {name!r}, row {first_row + row}: not UTF-8 text "
+                f"column {cell_quoted(name)}, row {first_row + row}: not UTF-8 text "
                 f"(invalid byte 0x{cell[error.start]:02x}; write the column as text, in UTF-8)",
                 row=first_row + row,
-                field=name,
+                field=named(name),
             ) from None
     return table
 
@@ -1935,8 +1964,8 @@ def _checked_metric(values: np.ndarray, bad: np.ndarray, metric: str):
         number = _maybe_float(value)
         if number is not None and np.isfinite(number):
             hint = "; this looks like percent" if unit == "ratio" and 1 < number <= 100 else ""
-            return f"{metric} value {value!r} is out of range ({range_text(low, high, unit)}{hint})"
-        return f"non-numeric {metric} value {value!r}"
+            return f"{metric} value {cell_quoted(value)} is out of range ({range_text(low, high, unit)}{hint})"
+        return f"non-numeric {metric} value {cell_quoted(value)}"
 
     return np.where(out_of_range, np.nan, values), bad | out_of_range, describe
 
@@ -1955,7 +1984,7 @@ def _parse_gpu(column: pa.ChunkedArray) -> tuple[pd.arrays.IntegerArray, np.ndar
 
 
 def _gpu_message(value) -> str:
-    return f"GPU index must be a non-negative integer or empty for host rows (got {value!r})"
+    return f"GPU index must be a non-negative integer or empty for host rows (got {cell_quoted(value)})"
 
 
 def _maybe_float(value) -> float | None:

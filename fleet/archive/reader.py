@@ -492,16 +492,16 @@ def open_archive(path: str | os.PathLike, limits: ReaderLimits | None = None, *,
     if said.endswith(".zip"):
         if zipfile.is_zipfile(path):
             return ZipReader(path, limits, name=label)
-        raise ArchiveError.of(label, f"{label} is not a zip archive (its content is not a zip file)")
+        raise ArchiveError.of(label, f"{named(label)} is not a zip archive (its content is not a zip file)")
     if said.endswith((".tar", ".tar.gz", ".tgz")):
         if _is_plain_tar(path):
             return TarReader(path, limits, name=label)
         kind = "tar" if said.endswith(".tar") else "tar.gz"
         content = "is not tar" if kind == "tar" else "is neither gzip nor tar"
-        raise ArchiveError.of(label, f"{label} is not a {kind} archive (its content {content})")
+        raise ArchiveError.of(label, f"{named(label)} is not a {kind} archive (its content {content})")
     raise ArchiveError.of(
         label,
-        f"{label} is not a fleet archive: its content is neither a zip file nor a tarball "
+        f"{named(label)} is not a fleet archive: its content is neither a zip file nor a tarball "
         "(expected a .zip, a .tar.gz or a folder)",
     )
 
