@@ -75,7 +75,7 @@ def test_a_runs_page_csv_and_api_list_errors_by_file_row_as_a_number_then_field(
     expected = ["a note on the run", "whole-file", "j2", "j9", "j10-end", "j10-user", "m3"]
     assert [row[4] for row in csv_rows(operator_client, run)[1:]] == expected
     page = operator_client.get(f"/ingest-runs/{run.pk}/").content.decode()
-    shown = [page.index(f"<td>{message}</td>") for message in expected]
+    shown = [page.index(f"<span>{message}</span></td>") for message in expected]
     assert shown == sorted(shown)
     # The API the same: it listed them as stored, so a script saw another order than the page.
     listed_by_api = operator_client.get(f"/api/v1/ingest-runs/{run.pk}/").json()["errors"]
@@ -94,15 +94,15 @@ def test_every_error_of_a_run_can_be_paged_through_and_the_page_says_which(opera
     assert first.count(csv_link) >= 2 and "download as CSV" in first  # the heading's link, and the line's
     assert "Page 1 of 8" in first and 'href="?page=8#errors">Last' in first and "First" not in first
     middle = operator_client.get(f"/ingest-runs/{run.pk}/?page=2").content.decode()
-    assert "Showing 201–400 of 1,451 errors" in middle and "<td>row 201 is bad</td>" in middle
+    assert "Showing 201–400 of 1,451 errors" in middle and "<span>row 201 is bad</span></td>" in middle
     assert 'href="?page=1#errors">&laquo; First' in middle and 'href="?page=3#errors" rel="next"' in middle
     last = operator_client.get(f"/ingest-runs/{run.pk}/?page=8").content.decode()
-    assert "Showing 1,401–1,451 of 1,451 errors" in last and "<td>row 1451 is bad</td>" in last
+    assert "Showing 1,401–1,451 of 1,451 errors" in last and "<span>row 1451 is bad</span></td>" in last
     assert "Last" not in last
     seen = set()
     for number in range(1, 9):
         page = operator_client.get(f"/ingest-runs/{run.pk}/?page={number}").content.decode()
-        seen |= {message for message in (e["message"] for e in errors) if f"<td>{message}</td>" in page}
+        seen |= {message for message in (e["message"] for e in errors) if f"<span>{message}</span></td>" in page}
     assert len(seen) == 1451  # every error is on one of the pages
 
 
