@@ -3,6 +3,7 @@ the idle alerts form, the chat webhooks table, the ingest runs filter, a study's
 
 from __future__ import annotations
 
+import itertools
 from datetime import UTC, datetime, timedelta
 
 import pytest
@@ -224,7 +225,7 @@ def test_the_settings_pages_cards_start_under_the_bar_and_their_buttons_clear_th
             cards = [browser.execute_script(BOX, card) for card in browser.find_elements("css selector", "main .card")]
             assert len(cards) >= 2, cards  # the time zone and password, then the person's own API tokens
             assert cards[0][1] - main[1] <= 24, (width, main, cards[0])
-            for above, below in zip(cards, cards[1:]):
+            for above, below in itertools.pairwise(cards):
                 assert 0 <= below[1] - above[3] <= 24, (width, cards)
             for form in browser.find_elements("css selector", "main .card form"):
                 help_text = form.find_elements("css selector", "small.muted, .helptext, ul")[-1]
