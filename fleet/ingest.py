@@ -66,11 +66,15 @@ def reader_limits() -> ReaderLimits:
     )
 
 
+# The longest archive name a run keeps (IngestRun.archive_name's column; display only): longer is cut, where
+# PostgreSQL would refuse the row.
+ARCHIVE_NAME_CHARS = IngestRun._meta.get_field("archive_name").max_length
+
+
 def create_run(archive_path: str | Path, *, name: str = "", source: str = IngestRun.Source.CLI, user=None) -> IngestRun:
     path = Path(archive_path)
-    return IngestRun.objects.create(
-        archive_path=str(path), archive_name=name or path.name, source=source, created_by=user
-    )
+    name = (name or path.name)[:ARCHIVE_NAME_CHARS]
+    return IngestRun.objects.create(archive_path=str(path), archive_name=name, source=source, created_by=user)
 
 
 def start_upload(uploaded, *, source: str, user=None, api_key=None) -> IngestRun:
@@ -82,7 +86,7 @@ def start_upload(uploaded, *, source: str, user=None, api_key=None) -> IngestRun
     from fleet.uploads import keep_upload
 
     path = keep_upload(uploaded)
-    name = (Path(str(uploaded.name or "")).name or "upload")[:500]
+    name = (Path(str(uploaded.name or "")).name or "upload")[:ARCHIVE_NAME_CHARS]
     with transaction.atomic():
         run = IngestRun.objects.create(
             archive_path=str(path),
