@@ -102,3 +102,17 @@ def test_async_prints_the_address_of_the_run_s_page(settings, upload_dirs):
     call_command("ingest_archive", str(EXAMPLE_ARCHIVE), "--async", stdout=out)
     run = IngestRun.objects.get()
     assert f"queued; follow it at https://fleet.example.org/ingest-runs/{run.pk}/" in out.getvalue()
+
+
+def test_a_path_longer_than_a_run_keeps_is_refused_in_words(upload_dirs):
+    """A path longer than the run's archive_path column (1,000 characters) stopped `ingest_archive` on
+    PostgreSQL with a DataError's stack trace (SQLite keeps any length); it is refused in one sentence, and
+    no run is made."""
+    from django.core.management import call_command
+    from django.core.management.base import CommandError
+
+    path = "/tmp/" + "d" * 250 + "/" + "e" * 250 + "/" + "f" * 250 + "/" + "g" * 250 + "/fleet.zip"
+    with pytest.raises(CommandError) as refused:
+        call_command("ingest_archive", path)
+    assert str(refused.value).startswith(f"The archive's path is {len(path):,} characters, more than the 1,000")
+    assert IngestRun.objects.count() == 0

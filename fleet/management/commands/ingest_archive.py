@@ -52,6 +52,12 @@ class Command(BaseCommand):
             raise CommandError("--dry-run and --async do not go together: a dry run reports at once")
         if dry_run:
             return self._dry_run(path)
+        longest = IngestRun._meta.get_field("archive_path").max_length
+        if len(str(path)) > longest:  # the run's row keeps its path (PostgreSQL refuses a longer one)
+            raise CommandError(
+                f"The archive's path is {len(str(path)):,} characters, more than the {longest:,} an ingest run "
+                "keeps: move the archive, or link it, to a shorter path."
+            )
         run = ingest.create_run(path, source=IngestRun.Source.CLI)
         self.stdout.write(f"Ingest run {run.pk}: {run.archive_name}")
         if run_async:
