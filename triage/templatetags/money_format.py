@@ -59,8 +59,7 @@ def unit(figure, name) -> str:
     """A figure and its unit for a page, joined by a no-break space so a phone never breaks them:
     `{{ job.cost|cents|unit:job.currency }}` is "1,234.50\u00a0USD", `{{ util|floatformat:0|unit:"%" }}` "46\u00a0%".
     The one way the pages and the HTML emails join them (`fleet.numbers.NBSP`); no unit, no space. Escaped as usual."""
-    figure = "" if figure is None else str(figure)
-    return f"{figure}{NBSP}{name}" if name not in (None, "") else figure
+    return ("" if figure is None else str(figure)) + after_figure(name)
 
 
 @register.filter
