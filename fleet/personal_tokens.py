@@ -15,7 +15,9 @@ from datetime import timedelta
 from django import forms
 from django.conf import settings
 from django.contrib import messages
+from django.contrib.auth import get_user_model
 from django.contrib.auth.decorators import login_required
+from django.db import transaction
 from django.db.models import Case, Q, Value, When
 from django.shortcuts import get_object_or_404, redirect, render
 from django.utils import timezone
@@ -50,26 +52,11 @@ class PersonalTokenForm(forms.Form):
         },
     )
 
-    def __init__(self, *args, owner, **kwargs):
-        super().__init__(*args, **kwargs)
-        self.owner = owner
-
     def clean_name(self) -> str:
         name = self.cleaned_data["name"].strip()
         if not name:
             raise forms.ValidationError("Give the token a name, e.g. the script or notebook that will use it.")
         return name
-
-    def clean(self):
-        # A cap on the live ones, as GitHub and GitLab have: each is a secret somewhere, and an
-        # unbounded number is a script making one a run. Revoked and expired ones read nothing.
-        limit = settings.PERSONAL_TOKENS_PER_USER
-        if live(PersonalToken.objects.filter(owner=self.owner)).count() >= limit:
-            raise forms.ValidationError(
-                f"You already have {limit} active tokens, the most one person may have. "
-                "Revoke one you no longer use below, then create this one."
-            )
-        return super().clean()
 
 
 def live(tokens):
@@ -77,11 +64,29 @@ def live(tokens):
     return tokens.filter(Q(expiry_date__isnull=True) | Q(expiry_date__gt=timezone.now()), revoked=False)
 
 
+class TooManyTokens(Exception):
+    """The person already has PERSONAL_TOKENS_PER_USER live tokens; the message says what to do."""
+
+
 def create(owner, name: str, lifetime_days: int) -> tuple[PersonalToken, str]:
-    """A new token of `owner`'s and its key (to show once), in the audit log."""
-    expiry = timezone.now() + timedelta(days=lifetime_days)
-    token, key = PersonalToken.objects.create_key(owner=owner, name=name, expiry_date=expiry)
-    audit.record(owner, "personal_token.create", token, details(token))
+    """A new token of `owner`'s and its key (to show once), in the audit log; TooManyTokens when they
+    already have PERSONAL_TOKENS_PER_USER live ones.
+
+    A cap on the live ones, as GitHub and GitLab have: each is a secret somewhere, and an unbounded
+    number is a script making one a run. Revoked and expired ones read nothing. The count and the new
+    token are made under a lock on the owner's row (on PostgreSQL; SQLite has one writer at a time),
+    so two made at once (two tabs, a double click) cannot both pass the count."""
+    limit = settings.PERSONAL_TOKENS_PER_USER
+    with transaction.atomic():
+        get_user_model().objects.select_for_update(no_key=True).get(pk=owner.pk)
+        if live(PersonalToken.objects.filter(owner=owner)).count() >= limit:
+            raise TooManyTokens(
+                f"You already have {limit} active tokens, the most one person may have. "
+                "Revoke one you no longer use below, then create this one."
+            )
+        expiry = timezone.now() + timedelta(days=lifetime_days)
+        token, key = PersonalToken.objects.create_key(owner=owner, name=name, expiry_date=expiry)
+        audit.record(owner, "personal_token.create", token, details(token))
     return token, key
 
 
@@ -143,11 +148,15 @@ def token_list(request):
     """The signed-in person's own tokens: make one (its key shown this once), see when each was last
     used and when it expires, revoke. Nobody else's are listed or reachable here."""
     created, created_key = None, None
-    form = PersonalTokenForm(request.POST if request.method == "POST" else None, owner=request.user)
+    form = PersonalTokenForm(request.POST if request.method == "POST" else None)
     if request.method == "POST" and form.is_valid():  # else the form again, with its errors
-        created, created_key = create(request.user, form.cleaned_data["name"], form.cleaned_data["lifetime"])
-        messages.success(request, f"Token “{created.name}” created. Copy it now: it is not shown again.")
-        form = PersonalTokenForm(owner=request.user)
+        try:
+            created, created_key = create(request.user, form.cleaned_data["name"], form.cleaned_data["lifetime"])
+        except TooManyTokens as refused:
+            form.add_error(None, str(refused))
+        else:
+            messages.success(request, f"Token “{created.name}” created. Copy it now: it is not shown again.")
+            form = PersonalTokenForm()
     # The usable ones first, then the expired, then the revoked; newest first in each.
     tokens = with_state(list(PersonalToken.objects.filter(owner=request.user).order_by("-created")))
     tokens.sort(key=lambda token: STATES.index(token.state))

@@ -277,6 +277,23 @@ def test_a_person_has_at_most_the_settings_number_of_live_tokens(client, member_
     assert PersonalToken.objects.filter(name="three").exists()
 
 
+def test_the_twenty_first_live_token_is_refused_saying_why(client, member_a):
+    from fleet import personal_tokens
+
+    for number in range(20):  # the default PERSONAL_TOKENS_PER_USER
+        personal_tokens.create(member_a, f"script {number}", 30)
+    with pytest.raises(personal_tokens.TooManyTokens, match="You already have 20 active tokens"):
+        personal_tokens.create(member_a, "one more", 30)
+    client.force_login(member_a)
+    page = client.post("/account/tokens/", {"name": "one more", "lifetime": "90"}).content.decode()
+    [alert] = re.findall(r'<p class="error" role="alert"[^>]*>([^<]+)</p>', page)
+    assert alert == (
+        "You already have 20 active tokens, the most one person may have. "
+        "Revoke one you no longer use below, then create this one."
+    )
+    assert PersonalToken.objects.filter(owner=member_a).count() == 20
+
+
 def test_the_limit_is_per_person(client, member_a, outsider, settings):
     settings.PERSONAL_TOKENS_PER_USER = 1
     _token(outsider, "oscar's")
@@ -345,3 +362,56 @@ def test_the_operators_table_says_when_a_tokens_owner_is_deactivated(client, ope
     assert '<span class="status failed">owner deactivated</span>' in _personal_table(page)
     # An operator may still revoke it (so it stays refused if the account comes back).
     assert "aria-label=\"Revoke alice-member's token alice laptop" in _personal_table(page)
+
+
+@pytest.mark.services
+@pytest.mark.django_db(transaction=True)
+def test_on_postgresql_two_creations_at_once_cannot_pass_the_limit(member_a, settings, monkeypatch):
+    """The limit is counted under a lock on the person's row: two tokens made at once (two tabs, a
+    double click) both counted the tokens before either was saved, and both were made."""
+    import threading
+    from concurrent.futures import ThreadPoolExecutor
+
+    from django.db import connections
+
+    from tests.conftest import blocked_query, require_postgresql
+    from tests.test_ingest_worker_kill import wait_for
+
+    require_postgresql("the second creation waits on a row lock held by the first, which SQLite has not")
+    settings.PERSONAL_TOKENS_PER_USER = 1
+    # The first creation stops after counting the tokens, just before it saves its own.
+    counted, go_on = threading.Event(), threading.Event()
+    create_key = PersonalToken.objects.create_key
+
+    def wait_then_create_key(**fields):
+        if not counted.is_set():
+            counted.set()
+            go_on.wait(30)
+        return create_key(**fields)
+
+    monkeypatch.setattr(PersonalToken.objects, "create_key", wait_then_create_key)
+
+    tabs = [Client(), Client()]
+    for tab in tabs:
+        tab.force_login(member_a)
+
+    def post(tab: Client, name: str):
+        try:
+            return tab.post("/account/tokens/", {"name": name, "lifetime": "90"}).content.decode()
+        finally:
+            connections.close_all()
+
+    pool = ThreadPoolExecutor(2)
+    try:
+        first = pool.submit(post, tabs[0], "first tab")
+        assert counted.wait(30), "the first creation never came to saving its token"
+        second = pool.submit(post, tabs[1], "second tab")
+        # It waits for the first to finish (or, counting without a lock, it is done at once).
+        wait_for(lambda: second.done() or blocked_query(), 30, "the second creation")
+        go_on.set()
+        assert 'id="token-value"' in first.result(timeout=30)
+        assert "You already have 1 active tokens, the most one person may have." in second.result(timeout=30)
+    finally:
+        go_on.set()  # before waiting for the threads: a failed test must not leave one waiting
+        pool.shutdown()
+    assert list(PersonalToken.objects.filter(owner=member_a).values_list("name", flat=True)) == ["first tab"]
