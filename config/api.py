@@ -17,6 +17,7 @@ from rest_framework.reverse import reverse
 from rest_framework.routers import DefaultRouter
 from rest_framework.views import exception_handler as drf_exception_handler
 
+from config.api_paths import under_api
 from fleet.models import MachineToken
 from fleet.quoting import quoted
 
@@ -91,10 +92,6 @@ urlpatterns = [
 # cap), an address under /api/ no view has, and a failure in a view (a 403 is always the API's own: its
 # views are exempt from Django's CSRF check and check it themselves). With DEBUG on, Django shows its
 # debugging page instead of the 400 and 500 handlers, to the developer.
-
-
-def under_api(request) -> bool:
-    return request.path_info.startswith("/api/")
 
 
 def page_not_found(request, exception):

@@ -9,6 +9,8 @@ from django.http import HttpResponseBadRequest, JsonResponse
 from django.utils import timezone
 from django.utils.cache import add_never_cache_headers
 
+from config.api_paths import under_api
+
 HEALTHZ_PATH = "/healthz"
 NUL_MESSAGE = "contains a NUL character (%00), which no field of this site accepts."
 
@@ -31,7 +33,7 @@ class RefuseNulMiddleware:
         self.get_response = get_response
 
     def __call__(self, request):
-        api = request.path_info.startswith("/api/")
+        api = under_api(request)
         in_address = "\x00" in request.path_info  # a part of it a view looks up
         fields = _with_nul(request.GET)
         if request.method == "POST" and not api:
@@ -142,7 +144,7 @@ class UserTimeZoneMiddleware:
     def __call__(self, request):
         zone = None
         user = getattr(request, "user", None)
-        if user is not None and user.is_authenticated and not request.path_info.startswith("/api/"):
+        if user is not None and user.is_authenticated and not under_api(request):
             zone = _chosen_zone(user)
         if zone is None:
             timezone.deactivate()

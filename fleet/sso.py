@@ -63,6 +63,7 @@ from mozilla_django_oidc.views import (
     OIDCLogoutView,
 )
 
+from config.api_paths import under_api
 from config.methods import read_only
 from fleet import audit
 from fleet.access import OPERATORS_GROUP, RESEARCHERS_GROUP
@@ -449,7 +450,7 @@ def wants_json(request) -> bool:
     """The API, a script's fetch of JSON or an XMLHttpRequest: a redirect to the provider is no use."""
     accept = request.headers.get("Accept", "")
     return (
-        request.path.startswith("/api/")
+        under_api(request)
         or request.headers.get("X-Requested-With") == "XMLHttpRequest"
         or ("application/json" in accept and "text/html" not in accept)
     )

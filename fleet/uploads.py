@@ -21,6 +21,8 @@ from django.conf import settings
 from django.core.files.uploadhandler import FileUploadHandler, StopUpload
 from django.http import HttpResponse, JsonResponse
 
+from config.api_paths import under_api
+
 # Room for the multipart framing and the few small form fields sent with the file.
 FORM_OVERHEAD_BYTES = 64 * 1024
 
@@ -60,7 +62,7 @@ class SizeCappedUploadHandler(FileUploadHandler):
 
 
 def _wants_json(request) -> bool:
-    return request.path.startswith("/api/") or "application/json" in request.headers.get("Accept", "")
+    return under_api(request) or "application/json" in request.headers.get("Accept", "")
 
 
 def refuse(request, status: int, message: str):

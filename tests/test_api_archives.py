@@ -141,6 +141,19 @@ def test_an_api_upload_over_the_limit_is_413(token, settings):
     assert IngestRun.objects.count() == 0
 
 
+def test_an_api_upload_over_the_limit_is_a_json_413_under_a_url_prefix(token, settings):
+    """Served under a prefix (a proxy's SCRIPT_NAME, or FORCE_SCRIPT_NAME) the request's path is
+    /triage/api/v1/archives/: the refusal was the pages' plain text then, not the API's JSON."""
+    _, key = token
+    settings.UPLOAD_MAX_BYTES = 1024
+    settings.FORCE_SCRIPT_NAME = "/triage"
+    response = push(APIClient(), key)
+    assert response.status_code == 413
+    assert response["Content-Type"] == "application/json", response.content[:200]
+    assert "larger than the upload limit" in response.json()["detail"]
+    assert IngestRun.objects.count() == 0
+
+
 def test_the_openapi_schema_describes_the_endpoints(operator):
     client = APIClient()
     client.force_authenticate(operator)

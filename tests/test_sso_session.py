@@ -506,6 +506,20 @@ def test_past_the_grace_a_data_request_is_told_the_session_ended(sso):
 
 
 @pytest.mark.django_db
+def test_past_the_grace_an_api_request_under_a_url_prefix_is_told_in_json(sso, settings):
+    """Served under a prefix (a proxy's SCRIPT_NAME, or FORCE_SCRIPT_NAME) the API's path is
+    /triage/api/v1/...: it was taken for a page and sent to the login page."""
+    client = Client()
+    sign_in(client)
+    stop(sso)
+    due_since(client, minutes=46)
+    settings.FORCE_SCRIPT_NAME = "/triage"
+    answer = client.get("/api/v1/jobs/")
+    assert answer.status_code == 401, answer.get("Location")
+    assert "could not be reached to check your sign-in, so you were logged out" in answer.json()["detail"]
+
+
+@pytest.mark.django_db
 def test_the_grace_is_a_setting_and_zero_ends_the_session_at_once(sso, settings, monkeypatch):
     configure(settings, monkeypatch, OIDC_RECHECK_GRACE_MINUTES="10")
     client = Client()
