@@ -1670,17 +1670,130 @@ def _launch_settings(argv: list[str]) -> list[tuple[str, dict]]:
     return found
 
 
-def _launcher_options(words: list[str]) -> dict[str, str]:
-    """A launcher's own options, {flag: value} (`--zero_stage 3`, `-np=1`; a switch takes the word after it, which
-    does no harm: only the flags asked for are read), each as first given, up to the script or program it runs
-    (`train.py`, `-m module`, `python ...`): what follows is that program's own arguments."""
+def _launcher_options(program: str, words: list[str]) -> dict[str, str] | None:
+    """A launcher's own options, {option: value}, up to the script or program it runs (`train.py`, `-m module`,
+    `python ...`; what follows is that program's own arguments), read as the launcher reads them. torchrun,
+    deepspeed and `accelerate launch` parse theirs with argparse (`_LAUNCHER_PARSERS`): each option under its
+    first spelling (`--nproc-per-node 8` as `--nproc_per_node`, `-i` as `--include`, `--num_accelerators` as
+    `--num_gpus`), a switch with '', an option's value after `=`, glued to a short option (`-ilocalhost:0`) or the
+    word after it, and the last value of an option given twice (`--nproc_per_node 1 --nproc_per_node 8`: 8); a
+    unique prefix of an option string is that option (`--nproc_per 8`), and where the parser refuses a word (a
+    prefix of two option strings) or its releases differ on it (`_launcher_option`) the launch is not known: None.
+    A word the parser does not know takes the word after it as its value unless that one is an option. Another
+    launcher's options (mpirun, not argparse) are read as written, and one given twice with two values is ''."""
+    parser = _LAUNCHER_PARSERS.get(program)
     given: dict[str, str] = {}
-    for index, word in enumerate(words):
-        if _runs_program(word):
+    index = 1 if program == "accelerate" and words[:1] == ["launch"] else 0  # its command, then its options
+    while index < len(words):
+        word = words[index]
+        index += 1
+        if _runs_program(word) or word == "--":
             break
         flag, eq, value = word.partition("=")
-        given.setdefault(flag, value if eq else (words[index + 1] if index + 1 < len(words) else ""))
+        following = words[index] if index < len(words) else ""
+        if parser is None:
+            value = value if eq else following
+            given[flag] = value if given.get(flag, value) == value else ""
+            continue
+        if not flag.startswith("-") or flag == "-" or _number(flag):
+            if _EXPANSION.match(word):
+                continue  # words the line does not show (`_unseen_launcher_words` says whether they matter)
+            break  # the script it runs (argparse's first positional): the rest is the script's
+        option, glued = _launcher_option(program, flag)
+        if option is None:
+            return None
+        if option in parser[1]:
+            given[option] = ""
+        elif eq or glued is not None:
+            given[option] = value if eq else glued
+        elif option in parser[0]:  # takes the word after it, which may not be an option ("expected one argument")
+            if following.startswith("-") and not _number(following):
+                return None
+            given[option], index = following, index + 1
+        else:  # an option the parser does not know: the word after it is its value unless an option or the program
+            takes = bool(following) and not following.startswith("-") and not _runs_program(following)
+            given[option], index = following if takes else "", index + takes
     return given
+
+
+def _launcher_option(program: str, flag: str) -> tuple[str | None, str | None]:
+    """(option, glued value) of one of an argparse launcher's option words (the part before any `=`): the option's
+    first spelling (`--nproc-per-node`, `--nproc_per`, `--nproc-per-n` all `--nproc_per_node`; `-ilocalhost:0` is
+    `--include` with 'localhost:0'), as Python 3.11's argparse reads it (`_argparse_option`). (None, None) where
+    argparse refuses it: a prefix of two option strings, even two spellings of one option (`--nproc` of
+    `--nproc-per-node` and `--nproc_per_node`), and, for `accelerate launch`, any prefix (refused since Accelerate
+    0.29, `allow_abbrev=False`, taken by older releases). A word the parser does not know is itself."""
+    strings, _, abbrev = _LAUNCHER_PARSERS[program]
+    if program == "accelerate" and flag.startswith("--") and (spelled := "--" + flag[2:].replace("-", "_")) in strings:
+        flag = spelled  # `--num-processes`: Accelerate takes either spelling (0.29 and later)
+    option, glued = _argparse_option(flag, None, set(strings), True)
+    if isinstance(option, frozenset) or (option != flag and not abbrev and glued is None):
+        return None, None
+    return strings.get(option, option), glued
+
+
+def _parser_options(valued: str, switches: str, abbrev: bool = True) -> tuple[dict[str, str], frozenset, bool]:
+    """An argparse launcher's options, from its parser's `add_argument` calls: each action's option strings
+    joined by `|` (its first spelling names it), those that take a value and those that take none; and whether the
+    parser takes a unique prefix of an option string for it (`allow_abbrev`). ({option string: its first
+    spelling}, the switches by first spelling, allow_abbrev)."""
+    strings: dict[str, str] = {}
+    named = []
+    for kind, spec in ((0, valued), (1, switches)):
+        for action in spec.split():
+            spellings = action.split("|")
+            strings |= dict.fromkeys(spellings, spellings[0])
+            if kind:
+                named.append(spellings[0])
+    return strings, frozenset(named), abbrev
+
+
+# The options of each launcher that parses its command line with argparse, as its parser (at its latest release;
+# older ones have fewer) defines them: torchrun's in torch/distributed/run.py (get_args_parser), and
+# torch.distributed.launch's --use-env; deepspeed's in deepspeed/launcher/runner.py (parse_args); accelerate launch's
+# in accelerate/commands/launch.py (launch_command_parser, allow_abbrev=False since 0.29, where every option also
+# takes its hyphen spelling). All of them are needed, not only those read: a prefix that two of them share is refused.
+_LAUNCHER_PARSERS = {
+    "torchrun": _parser_options(
+        "--nnodes --nproc_per_node|--nproc-per-node --rdzv_backend|--rdzv-backend --rdzv_endpoint|--rdzv-endpoint "
+        "--rdzv_id|--rdzv-id --rdzv_conf|--rdzv-conf --max_restarts|--max-restarts "
+        "--monitor_interval|--monitor-interval --start_method|--start-method --event_log_handler|--event-log-handler "
+        "--role --log_dir|--log-dir --redirects|-r --tee|-t --local_ranks_filter|--local-ranks-filter "
+        "--node_rank|--node-rank --master_addr|--master-addr --master_port|--master-port --local_addr|--local-addr "
+        "--logs_specs|--logs-specs --numa_binding|--numa-binding --signals_to_handle|--signals-to-handle",
+        "--help|-h --standalone --module|-m --no_python|--no-python --run_path|--run-path --use_env|--use-env",
+    ),
+    "deepspeed": _parser_options(
+        "--hostfile|-H --include|-i --exclude|-e --num_nodes --min_elastic_nodes --max_elastic_nodes "
+        "--num_gpus|--num_accelerators --master_port --master_addr --node_rank --launcher --launcher_args "
+        "--enable_each_rank_log --autotuning --comment --account --bind_core_list --ssh_port",
+        "--help|-h --module --no_python --no_local_rank --no_ssh --no_ssh_check --force_multi --save_pid "
+        "--elastic_training --bind_cores_to_rank",
+    ),
+    "accelerate": _parser_options(
+        "--config_file --mixed_precision --num_processes --num_machines --num_cpu_threads_per_process "
+        "--dynamo_backend --dynamo_mode --gpu_ids --machine_rank --main_process_ip --main_process_port --tee|-t "
+        "--log_dir --role --rdzv_backend --rdzv_conf --max_restarts --monitor_interval --vm --env "
+        "--main_training_function --deepspeed_config_file --zero_stage --offload_optimizer_device "
+        "--offload_param_device --offload_optimizer_nvme_path --offload_param_nvme_path --gradient_accumulation_steps "
+        "--gradient_clipping --zero3_init_flag --zero3_save_16bit_model --deepspeed_hostfile "
+        "--deepspeed_exclusion_filter --deepspeed_inclusion_filter --deepspeed_multinode_launcher "
+        "--deepspeed_moe_layer_cls_names --fsdp_offload_params --fsdp_min_num_params --fsdp_sharding_strategy "
+        "--fsdp_auto_wrap_policy --fsdp_transformer_layer_cls_to_wrap --fsdp_backward_prefetch_policy "
+        "--fsdp_backward_prefetch --fsdp_state_dict_type --fsdp_forward_prefetch --fsdp_use_orig_params "
+        "--fsdp_cpu_ram_efficient_loading --fsdp_sync_module_states --fsdp_activation_checkpointing "
+        "--megatron_lm_tp_degree --megatron_lm_pp_degree --megatron_lm_num_micro_batches "
+        "--megatron_lm_sequence_parallelism --megatron_lm_recompute_activations "
+        "--megatron_lm_use_distributed_optimizer --megatron_lm_gradient_clipping --fp8_backend --fp8_margin "
+        "--fp8_interval --fp8_format --fp8_amax_history_len --fp8_amax_compute_algo --fp8_override_linear_precision "
+        "--fp8_opt_level --aws_access_key_id --aws_secret_access_key --mpirun_hostfile --mpirun_ccl",
+        "--help|-h --quiet|-q --cpu --multi_gpu --tpu --ipex --enable_cpu_affinity --dynamo_use_fullgraph "
+        "--dynamo_use_dynamic --use_deepspeed --use_fsdp --use_megatron_lm --use_xpu --same_network --module|-m "
+        "--no_python --tpu_cluster --no_tpu_cluster --tpu_use_sudo --downcast_bf16 --fp8_use_autocast_during_eval "
+        "--debug --use_mps_device --fp16",
+        abbrev=False,
+    ),
+}
 
 
 def _runs_program(word: str) -> bool:
@@ -1696,7 +1809,9 @@ def _accelerate_zero_flags(argv: list[str]) -> dict | None:
     program, argv = _program(argv)  # `srun accelerate launch ...`, `python -m accelerate.commands.launch ...` too
     if program != "accelerate":
         return None
-    flags = {flag[2:].replace("-", "_"): value for flag, value in _launcher_options(argv).items() if flag[:2] == "--"}
+    if (options := _launcher_options(program, argv)) is None:
+        return None
+    flags = {flag[2:]: value for flag, value in options.items()}  # each under its first spelling (`--zero_stage`)
     stage = flags.get("zero_stage", "")
     if "deepspeed_config_file" in flags or not stage.isdigit():
         return None
@@ -1753,44 +1868,14 @@ def _program(argv: list[str]) -> tuple[str, list[str]]:
 _PROCESS_FLAGS = {
     "mpirun": ("-np", "-n", "--np", "--n", "-c"),
     "horovodrun": ("-np", "--num-proc"),
-    "torchrun": ("--nproc_per_node", "--nproc-per-node"),
-    "deepspeed": ("--num_gpus", "--num_accelerators"),
+    "torchrun": ("--nproc_per_node",),  # each argparse launcher's option by its first spelling (`_launcher_options`)
+    "deepspeed": ("--num_gpus",),
     "accelerate": ("--num_processes",),
 }
-# Each launcher's options that take no value, so that a `$ARGS` after one is words of the launcher's own that the
-# line does not show (any other option takes the word after it: `--master_port $PORT`).
+# The options that take no value of each launcher that is no argparse one (`_LAUNCHER_PARSERS` has the others'), so
+# that a `$ARGS` after one is words of the launcher's own that the line does not show (any other option takes the word
+# after it: `--master_port $PORT`).
 _LAUNCHER_SWITCHES = {
-    "torchrun": {"--standalone", "--no-python", "--no_python", "--run-path", "--run_path", "--use-env", "--use_env"},
-    "deepspeed": {
-        "--no_python",
-        "--no_local_rank",
-        "--force_multi",
-        "--elastic_training",
-        "--bind_cores_to_rank",
-        "--no_ssh_check",
-        "--no_ssh",
-        "--save_pid",
-    },
-    "accelerate": {
-        "--cpu",
-        "--multi_gpu",
-        "--tpu",
-        "--use_deepspeed",
-        "--use_fsdp",
-        "--use_megatron_lm",
-        "--use_xpu",
-        "--ipex",
-        "--no_python",
-        "-q",
-        "--quiet",
-        "--debug",
-        "--same_network",
-        "--downcast_bf16",
-        "--enable_cpu_affinity",
-        "--dynamo_use_fullgraph",
-        "--dynamo_use_dynamic",
-        "--use_mps_device",
-    },
     "mpirun": {"--allow-run-as-root", "--oversubscribe", "--report-bindings", "--tag-output", "-q", "--quiet", "-v"},
     "horovodrun": {"--verbose", "--gloo", "--mpi", "--check-build", "--disable-cache"},
 }
@@ -1813,11 +1898,14 @@ def _unseen_launcher_words(program: str, words: list[str]) -> bool:
     """Whether a launcher's own words hold a shell expansion that may be options of its own the line does not show
     (`torchrun $DIST_ARGS train.py`, `deepspeed --no_local_rank "$@" ...`), not an option's value (`--master_port
     $PORT`)."""
-    switches = _LAUNCHER_SWITCHES.get(program, set())
+    parser = _LAUNCHER_PARSERS.get(program)
+    switches = parser[1] if parser else _LAUNCHER_SWITCHES.get(program, set())
     for index, word in enumerate(words):
         if not _EXPANSION.match(word):
             continue
         before = words[index - 1] if index else ""
+        if parser and before.startswith("-") and "=" not in before:
+            before = _launcher_option(program, before)[0] or before  # `--stand $ARGS`: --standalone's
         if not (before.startswith("-") and "=" not in before and before not in switches):
             return True
     return False
@@ -1838,7 +1926,8 @@ def _launch_processes(
         return _srun_tasks(argv, allocation or {})
     if program not in _PROCESS_FLAGS or _unseen_launcher_words(program, words):
         return None
-    given = _launcher_options(words)
+    if (given := _launcher_options(program, words)) is None:
+        return None  # a word its parser refuses (a prefix of two options): it starts nothing, or not known
     count = next((given[flag] for flag in _PROCESS_FLAGS[program] if flag in given), None)
     if program == "torchrun":
         assigned = {word.partition("=")[0] for word in argv if _ASSIGNMENT.fullmatch(word)} | set(environment)
@@ -1848,11 +1937,11 @@ def _launch_processes(
         nodes = low if not high or high == low else ""
         count = "1" if count is None else count
     elif program == "deepspeed":
-        include = given.get("--include", given.get("-i"))
+        include = given.get("--include")
         if include is not None:  # `--include localhost:0,1`: one host's slots
             host, colon, slots = include.partition(":")
             count = str(len(slots.split(","))) if colon and "@" not in include and slots else None
-        if any(flag in given for flag in ("--hostfile", "-H", "--exclude", "-e", "--launcher")):
+        if any(flag in given for flag in ("--hostfile", "--exclude", "--launcher")):
             return None  # the hosts a hostfile or another launcher gives, slots left out: not known here
         nodes = given.get("--num_nodes", "1")
     elif program == "accelerate":
@@ -1949,7 +2038,7 @@ _SRUN_SWITCHES |= {"-v", "--verbose", "-Q", "--quiet", "-X", "--disable-status",
 def _launch_on_cpu(argv: list[str]) -> bool:
     """`accelerate launch --cpu ...`: training forced on the CPU, no GPU process at all."""
     program, words = _launcher_words(argv)
-    return program == "accelerate" and "--cpu" in words
+    return program == "accelerate" and "--cpu" in (_launcher_options(program, words) or {})
 
 
 def _command_kind(argv: list[str]) -> str:

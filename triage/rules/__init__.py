@@ -139,6 +139,13 @@ from triage.rules.registry import RULES, THRESHOLDS, Finding, Status, TriageResu
 #      SLURM_LOCALID (numbers' `srun_tasks`), not a torchrun line that would start a torchrun in each task; the loader
 #      rules count a process a GPU for it. One task (`-n 1`), no count given (Slurm's default, one), or options not
 #      shown (`srun $SRUN_ARGS`, `-n $N`) keep a plain python, one process
+#      also: a launcher's options are read as its argparse parser reads them (Python 3.11): the last value of an option
+#      given twice wins (`torchrun --nproc_per_node 1 --nproc_per_node 8` was one process, unused GPUs; now eight,
+#      uneven use), in either spelling (`--num_gpus 8 --num_accelerators 1`: one); a unique prefix is the option for
+#      torchrun and deepspeed (`--nproc_per 8` was torchrun's default, one; `--num_g 1` was every GPU); a prefix of two
+#      option strings (`torchrun --nproc 8`, which Python 3.11's argparse refuses, was one process) and any prefix on
+#      `accelerate launch` (refused since Accelerate 0.29) leave the count unknown, the launch distributed; so does
+#      `mpirun -np 1 -np 8`; Accelerate's ZeRO flags are read the same way (`--zero_stage 2 --zero_stage 3`: 3)
 RULES_REVISION = 5
 
 __all__ = [

@@ -1,0 +1,100 @@
+"""A distributed launcher's own options read as its argument parser reads them (`_launcher_options`): torchrun,
+deepspeed and `accelerate launch` parse theirs with argparse, so the last of a repeated option wins, a unique
+prefix of a long option is that option (torchrun's and deepspeed's parsers; Accelerate's refuses prefixes since
+0.29, `allow_abbrev=False`, where older releases took them), and a prefix of two option strings is refused
+(Python 3.11's argparse exits even where both name one option: `--nproc` of `--nproc-per-node` and
+`--nproc_per_node`): such a launch starts nothing the reader can count."""
+
+from __future__ import annotations
+
+import argparse
+
+import pytest
+
+from tests.test_evidence_shell import assert_launch_reads
+from triage.evidence.scripts import extract_script_evidence
+
+
+@pytest.mark.parametrize(
+    ("launch", "processes", "sub_cause"),
+    [
+        # the last value of a repeated option wins, in either of its spellings
+        ("torchrun --nproc_per_node 1 --nproc_per_node 8 train.py", 8, "uneven_use"),
+        ("torchrun --nproc_per_node=8 --nproc-per-node 1 train.py", 1, "unused_gpus"),
+        ("torchrun --nnodes 2 --nproc_per_node 1 --nnodes 1 train.py", 1, "unused_gpus"),
+        ("python -m torch.distributed.launch --nproc_per_node 1 --nproc_per_node 4 train.py", 4, "uneven_use"),
+        ("deepspeed --num_gpus 8 --num_accelerators 1 train.py", 1, "unused_gpus"),
+        ("deepspeed --num_gpus 1 --num_gpus 4 train.py", 4, "uneven_use"),
+        ("deepspeed --include localhost:0,1 -i localhost:0 train.py", 1, "unused_gpus"),
+        ("accelerate launch --num_processes 1 --num_processes 8 train.py", 8, "uneven_use"),
+        ("accelerate launch --num_processes 8 --num-processes=1 train.py", 1, "unused_gpus"),
+        # mpirun is no argparse: a count given twice, differently, is not known
+        ("mpirun -np 1 -np 8 python train.py", None, "uneven_use"),
+        ("mpirun -np 1 -np 1 python train.py", 1, "unused_gpus"),
+    ],
+)
+def test_the_last_value_of_a_repeated_launcher_option_wins(launch, processes, sub_cause):
+    # `torchrun --nproc_per_node 1 --nproc_per_node 8 train.py` starts eight processes (argparse keeps the last
+    # value), yet the first was read: an 8-GPU job so launched with seven GPUs idle was "unused GPUs" (one process)
+    # rather than uneven use of the GPUs its eight processes share.
+    assert_launch_reads(launch, processes, sub_cause)
+
+
+@pytest.mark.parametrize(
+    ("launch", "processes", "sub_cause"),
+    [
+        # a unique prefix of one option string is that option (torchrun's and deepspeed's parsers allow them)
+        ("torchrun --nproc_per 8 train.py", 8, "uneven_use"),
+        ("torchrun --nproc-per-n=1 --nnodes 1 train.py", 1, "unused_gpus"),
+        ("torchrun --nproc_per_node 1 --nn 2 train.py", 2, "uneven_use"),
+        ("deepspeed --num_g 1 train.py", 1, "unused_gpus"),
+        ("deepspeed --num_acc 1 --num_n 1 train.py", 1, "unused_gpus"),
+        ("deepspeed --num_gpus 1 --num_n=2 train.py", 2, "uneven_use"),
+        ("deepspeed --inc localhost:0 train.py", 1, "unused_gpus"),
+        ("deepspeed -ilocalhost:0,1 train.py", 2, "uneven_use"),  # a short option's value glued to it
+        ("deepspeed --num_gpus 1 --host hosts train.py", None, "uneven_use"),  # --hostfile: every host in the file
+        # a prefix of two option strings: Python 3.11's argparse exits ("ambiguous option"), even for two spellings
+        # of one option; older torchrun releases had only --nproc_per_node. Not known either way
+        ("torchrun --nproc 8 train.py", None, "uneven_use"),
+        ("torchrun --nproc=1 train.py", None, "uneven_use"),
+        ("torchrun --n 1 train.py", None, "uneven_use"),  # --nnodes, --nproc-per-node, --node-rank ...
+        ("torchrun --nproc_per_node 1 --master 10.0.0.1 train.py", None, "uneven_use"),  # -addr or -port
+        ("deepspeed --num 1 train.py", None, "uneven_use"),
+        ("deepspeed --num_gpus 1 --no_ssh train.py", 1, "unused_gpus"),  # an option's whole name, not a prefix
+        # accelerate launch refuses prefixes since 0.29 (allow_abbrev=False); older releases took them: not known
+        ("accelerate launch --num_proc 1 train.py", None, "uneven_use"),
+        ("accelerate launch --num_processes 1 --cp train.py", None, "uneven_use"),
+        ("accelerate launch --num-processes 1 train.py", 1, "unused_gpus"),  # its documented hyphen spelling
+    ],
+)
+def test_a_launcher_option_is_read_as_its_argparse_parser_reads_a_prefix(launch, processes, sub_cause):
+    # `torchrun --nproc_per 8 train.py` starts eight processes (argparse takes a unique prefix), yet the count was
+    # read from --nproc_per_node alone, so it was torchrun's default, one: "unused GPUs" rather than uneven use.
+    # `torchrun --nproc 8 train.py` does not start at all under Python 3.11: it was one process too.
+    assert_launch_reads(launch, processes, sub_cause)
+
+
+def test_python_3_11_argparse_refuses_a_prefix_of_two_spellings_of_one_option():
+    # What the reading above takes for argparse's behaviour, checked on this interpreter's argparse with
+    # torchrun's two spellings of its count: the prefix of both exits, the prefix of one is that option, and the
+    # last value given wins.
+    parser = argparse.ArgumentParser(exit_on_error=False)
+    parser.add_argument("--nnodes", default="1:1")
+    parser.add_argument("--nproc-per-node", "--nproc_per_node", default="1")
+    with pytest.raises(SystemExit):
+        parser.parse_args(["--nproc", "8"])
+    assert parser.parse_args(["--nproc_per", "8"]).nproc_per_node == "8"
+    assert parser.parse_args(["--nproc-per-node", "1", "--nproc_per_node=8"]).nproc_per_node == "8"
+
+
+@pytest.mark.parametrize(
+    ("launch", "stage"),
+    [
+        ("accelerate launch --use_deepspeed --zero_stage 2 --zero_stage 3 train.py", 3),
+        ("accelerate launch --use_deepspeed --zero-stage 3 train.py", 3),
+        ("accelerate launch --use_deepspeed --zero 3 train.py", None),  # a prefix: refused since 0.29
+    ],
+)
+def test_accelerates_zero_flags_are_read_as_its_parser_reads_them(launch, stage):
+    evidence = extract_script_evidence([("run.sh", f"#!/bin/bash\n{launch}\n")])
+    assert [f.detail["stage"] for f in evidence.of("zero_config")] == ([stage] if stage else [])
