@@ -137,6 +137,7 @@ for step, batch in enumerate(loader):
 """
 EVERY_KIND_SH = """#!/bin/bash
 #SBATCH --nodes=1 --ntasks-per-node=8 --cpus-per-task=12 --gpus-per-task=1
+#SBATCH --gpu-bind=closest
 export CUDA_VISIBLE_DEVICES=0,1
 pip install -r requirements.txt
 wget https://example.org/data.tar

@@ -222,8 +222,16 @@ class EvidenceCodeSerializer(serializers.Serializer):
     sbatch_lines = serializers.ListField(
         child=serializers.IntegerField(),
         required=False,
-        help_text="shell_launch: for a python under a bare srun, the batch script's `#SBATCH` lines that gave its "
-        "task count (`processes`).",
+        help_text="shell_launch: for a python under a bare srun, the lines of the allocation it runs in (the batch "
+        "script's `#SBATCH` lines, a `salloc` line) that gave its task count (`processes`) or its GPU binding "
+        "(`gpu_binding`); absent where the job's sbatch command line gave them.",
+    )
+    gpu_binding = serializers.CharField(
+        required=False,
+        help_text="shell_launch and command_launch: under srun, the option that binds each task to GPUs of its own, "
+        "as given (`--gpus-per-task=1`, which implies `--gpu-bind=per_task:1`; `--gpu-bind=single:1`, `closest`, "
+        "`map_gpu:...`), srun's own or its allocation's (`#SBATCH`, `salloc`, sbatch's command line): each task sees "
+        "only its GPUs, from cuda:0. Absent where none binds (`--gpu-bind=none`) or it is not known.",
     )
     after_launch = serializers.BooleanField(
         required=False, help_text="shell_sleep: after the script launched training."
@@ -234,6 +242,9 @@ class EvidenceCodeSerializer(serializers.Serializer):
     ntasks_per_node = serializers.IntegerField(required=False, help_text="slurm_layout: `--ntasks-per-node`.")
     cpus_per_task = serializers.IntegerField(required=False, help_text="slurm_layout: `--cpus-per-task` (`-c`).")
     gpus_per_task = serializers.IntegerField(required=False, help_text="slurm_layout: `--gpus-per-task`.")
+    gpu_bind = serializers.CharField(
+        required=False, help_text="slurm_layout: `--gpu-bind`, as given (`closest`, `single:1`, `none`)."
+    )
 
 
 class EvidenceSerializer(serializers.Serializer):

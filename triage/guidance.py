@@ -59,6 +59,21 @@ GUIDES: dict[Category, dict] = {
                 "torch.cuda.set_device(local_rank)\n"
                 "model = DDP(Model().to(local_rank), device_ids=[local_rank])",
             ),
+            "srun_bound_tasks": (
+                "`srun` starts a process a task and Slurm binds each task its own GPU (`--gpus-per-task`, "
+                "`--gpu-bind`): it sets each task's CUDA_VISIBLE_DEVICES, so a task sees only its GPU, as cuda:0. "
+                "The tasks do not share a GPU, "
+                "and the default device (`cuda`, `cuda:0`) is already each task's own: keep it (`cuda:$SLURM_LOCALID` "
+                "would name a GPU the task cannot see). The idle GPUs are tasks that did no work: make every task "
+                "train its share (the training loop not only on rank 0, a `DistributedSampler` over the data, every "
+                "task still running in the log), or request only the GPUs that work.",
+                "srun -n {srun_tasks} {gpu_binding} python train.py\n# train.py\n"
+                'if int(os.environ["SLURM_PROCID"]) == 0:   # only task 0 trains\n    train(Model().to("cuda"))',
+                "srun -n {srun_tasks} {gpu_binding} python train.py\n# train.py: each task on its own GPU, its cuda:0\n"
+                'model = DDP(Model().to("cuda:0"), device_ids=[0])   # rank and world size from SLURM_PROCID / '
+                "SLURM_NTASKS\nloader = DataLoader(data, sampler=DistributedSampler(data))   # each task its share\n"
+                "train(model, loader)",
+            ),
         },
         "effect": "The unused GPUs go back to the queue (or the run gets faster on all of them).",
     },
@@ -409,6 +424,7 @@ SUB_CAUSE_NAMES = {
     "wandb": "W&B",
     "sdk": "SDK",
     "srun_tasks": "`srun` tasks",
+    "srun_bound_tasks": "`srun` tasks, each bound to its GPU",
 }
 
 # A category's own page has no job to fill its snippets in; they are filled in for this one.
@@ -465,6 +481,8 @@ def guidance_for(
         fix = numbers["precision"]  # the job's code says whether mixed precision is the first fix or done
     if category == Category.GPU_OVERSUBSCRIPTION and numbers.get("srun_tasks"):
         fix = "srun_tasks"  # srun starts the processes (`srun -n 8 python train.py`): each needs its own GPU
+        if numbers.get("gpu_binding"):
+            fix = "srun_bound_tasks"  # ... which Slurm gave it (`--gpus-per-task=1`): each task's cuda:0
     if category == Category.REMOTE_DATA_READING and _client_read(numbers) is not None:
         fix = "fetched_per_sample"  # the job fetches each sample through a client: show that read made local
     elif category == Category.REMOTE_DATA_READING and "datasets" in (numbers.get("read_clients") or ()):
@@ -801,6 +819,8 @@ def _oversubscription_values(numbers: dict, job: dict) -> dict:
         "request": request,
         "used_request": used_request,
         "launch": launch,
-        "settings": f"For this job: {used} of its {gpus} GPUs worked.",
+        "settings": f"For this job: {used} of its {gpus} GPUs worked"
+        + (f"; its tasks are bound by {numbers['gpu_binding']}." if numbers.get("gpu_binding") else "."),
         "srun_tasks": int(numbers.get("srun_tasks") or gpus),
+        "gpu_binding": str(numbers.get("gpu_binding") or "--gpus-per-task=1"),
     }

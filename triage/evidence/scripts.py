@@ -141,7 +141,15 @@ def extract_script_evidence(scripts: list[tuple[str, str]], command: str = "") -
     absolute = frozenset(modules[None])  # one set (hashed once) that every file's cache key holds
     relative = {folder: frozenset(names) for folder, names in modules.items() if folder is not None}
     wanted = {path: (absolute, relative[_folder(path)]) for path in python}
-    parts = {path: _file_evidence(path, text, given.get(path, ()), wanted.get(path, ())) for path, text in scripts}
+    # a shell script's srun lines run in the allocation the job's sbatch command line gives (Python files need not
+    # know it: they are read once for every allocation)
+    submitted = _submitted_allocation(command) if command else ()
+    shells = [path for path, text in scripts if not path.lower().endswith(".py") and _is_shell(path, text)]
+    allocated = dict.fromkeys(shells, submitted)
+    parts = {
+        path: _file_evidence(path, text, given.get(path, ()), wanted.get(path, ()), submitted=allocated.get(path, ()))
+        for path, text in scripts
+    }
     # A Python file's reads follow what the job's other files hand its functions and classes (`train.py` builds
     # `data.py`'s Dataset with the data root): read again with that, as long as it changes, a few rounds at most (a
     # value handed on through a longer chain of files is not known).
@@ -258,7 +266,7 @@ _cache_lock = threading.Lock()
 
 
 def _file_evidence(
-    path: str, text: str, given: tuple = (), modules: tuple = (), incoming: tuple = ()
+    path: str, text: str, given: tuple = (), modules: tuple = (), incoming: tuple = (), submitted: tuple | None = ()
 ) -> ScriptEvidence:
     """A file's facts, read once per process for each set of launch options that matters to them. A launch's numbers
     (`--lr 0.1`) matter only to the options the file's facts read (`--workers 8`: `ScriptEvidence.option_flags`), so
@@ -266,13 +274,13 @@ def _file_evidence(
     `--lr` share one reading, as those that differ in `--workers` do not)."""
     digest = hashlib.sha256(text.encode("utf-8", "surrogatepass")).digest()
     kept = _numbers_for(given, frozenset())
-    evidence = _cached_read(path, text, digest, kept, modules, incoming)
+    evidence = _cached_read(path, text, digest, kept, modules, incoming, submitted)
     for _ in range(_NUMBER_ROUNDS):  # a value may send a read down another branch, reading other options
         wanted = _numbers_for(given, evidence.option_flags)
         if wanted == kept:
             break
         kept = wanted
-        evidence = _cached_read(path, text, digest, kept, modules, incoming)
+        evidence = _cached_read(path, text, digest, kept, modules, incoming, submitted)
     return evidence
 
 
@@ -294,14 +302,16 @@ def _names_one_of(flag: str, flags: frozenset) -> bool:
     return flag in flags or any(name.startswith(flag) for name in flags if len(flag) > 2)
 
 
-def _cached_read(path: str, text: str, digest: bytes, given: tuple, modules: tuple, incoming: tuple) -> ScriptEvidence:
-    key = (path, digest, given, modules, incoming)
+def _cached_read(
+    path: str, text: str, digest: bytes, given: tuple, modules: tuple, incoming: tuple, submitted: tuple | None = ()
+) -> ScriptEvidence:
+    key = (path, digest, given, modules, incoming, submitted)
     with _cache_lock:
         found = _cached_files.get(key)
         if found is not None:
             _cached_files.move_to_end(key)
             return found
-    evidence = _read_file(path, text, given, modules, incoming)
+    evidence = _read_file(path, text, given, modules, incoming, submitted)
     with _cache_lock:
         _cached_files[key] = evidence
         while len(_cached_files) > FILES_CACHED:
@@ -309,11 +319,14 @@ def _cached_read(path: str, text: str, digest: bytes, given: tuple, modules: tup
     return evidence
 
 
-def _read_file(path: str, text: str, given: tuple = (), modules: tuple = (), incoming: tuple = ()) -> ScriptEvidence:
+def _read_file(
+    path: str, text: str, given: tuple = (), modules: tuple = (), incoming: tuple = (), submitted: tuple | None = ()
+) -> ScriptEvidence:
     """The facts of one script: Python by its syntax tree, shell by its tokens, anything else none. `given`: the
     options each launch of a Python script hands it (`_given_options`); `modules`: sets of the (module, level) pairs
     its imports may name the job's files by (`_importable`); `incoming`: what those hand its functions and classes
-    (`_imported_calls`)."""
+    (`_imported_calls`); `submitted`: a shell script's allocation from the job's sbatch command line
+    (`_submitted_allocation`)."""
     evidence = ScriptEvidence()
     lower = path.lower()
     if lower.endswith(".py"):
@@ -329,7 +342,7 @@ def _read_file(path: str, text: str, given: tuple = (), modules: tuple = (), inc
             evidence.parse_errors.append(f"{path}: nested too deeply to be read")
     elif _is_shell(path, text):
         evidence.shell_files += 1
-        _shell_facts(path, text, evidence)
+        _shell_facts(path, text, evidence, submitted)
     elif lower.endswith(CONFIG_SUFFIXES):
         _config_facts(path, text, evidence)
     return evidence
@@ -2017,19 +2030,81 @@ def _srun_tasks(argv: list[str], allocation: dict[str, str]) -> int | None:
 
 
 def _allocation_taken(argv: list[str], allocation: dict[str, str]) -> list[str]:
-    """The batch script's task options (`allocation`) that a python under srun takes for its count
-    (`_srun_tasks`), those srun's own words do not give: `--ntasks`, or `--ntasks-per-node` and `--nodes`."""
+    """The allocation's task options (`allocation`: the batch script's `#SBATCH` lines, a `salloc` line's) that a
+    python under srun takes for its count (`_srun_tasks`), those srun's own words do not give: `--ntasks`, or
+    `--ntasks-per-node` and `--nodes`; and the one that binds its tasks to GPUs (`_gpu_binding`), where srun's words
+    give none."""
     srun = _srun_words(argv)
     given = (_task_options(srun) if srun is not None else None) or {}
-    if "ntasks" in given:
-        return []
-    if "ntasks" in allocation:
-        return ["ntasks"]
-    return [key for key in ("ntasks_per_node", "nodes") if key in allocation and key not in given]
+    taken = []
+    if "ntasks" not in given:
+        if "ntasks" in allocation:
+            taken = ["ntasks"]
+        else:
+            taken = [key for key in ("ntasks_per_node", "nodes") if key in allocation and key not in given]
+    if "gpu_bind" not in given and _srun_gpu_binding(argv, allocation) is not None:
+        binding = "gpu_bind" if "gpu_bind" in allocation else "gpus_per_task"
+        taken += [binding] if binding in allocation and binding not in given else []
+    return taken
+
+
+def _allocator(argv: list[str]) -> tuple[str, dict[str, str] | None, list[str]] | None:
+    """`sbatch [options] script.sh [arguments]` or `salloc [options] [command ...]`: ("sbatch" / "salloc", the task
+    options its own words give (`_task_options`; None where they hold options the line does not show), the command
+    salloc runs in the allocation ([] for none: the allocation a person's shell, then its srun lines, run in; sbatch's
+    script). None for any other command."""
+    words = [w for w in argv if not re.fullmatch(r"[A-Z_][A-Z0-9_]*=.*", w)]
+    name = words[0].rsplit("/", 1)[-1] if words else ""
+    if name not in ("sbatch", "salloc"):
+        return None
+    end = next((i for i, w in enumerate(words[1:], 1) if w == "srun" or _srun_program(w)), len(words))
+    if name == "sbatch":
+        end = next((i for i, w in enumerate(words[1:], 1) if w.endswith((".slurm", ".sbatch")) or i == end), end)
+    return name, _task_options(words[1:end]), words[end:] if name == "salloc" else []
+
+
+def _submitted_allocation(command: str) -> tuple[tuple[str, str], ...] | None:
+    """The task options the job's submitted `sbatch` (or `salloc`) command line gives (`sbatch -n 8 --gpus-per-task=1
+    train.sh`), which its scripts' srun lines run in, over the scripts' `#SBATCH` lines (sbatch's command line wins
+    over them); () for none; None where the line does not show them all (`sbatch $ARGS train.sh`: the allocation is
+    not known)."""
+    try:
+        commands = split_shell(command)
+    except ValueError:
+        return ()
+    for argv in commands:
+        if (allocating := _allocator(argv)) is not None:
+            return None if allocating[1] is None else tuple(sorted(allocating[1].items()))
+    return ()
 
 
 _SRUN_VALUED = {"-n": "ntasks", "--ntasks": "ntasks", "-N": "nodes", "--nodes": "nodes"}
-_SRUN_VALUED |= {"--ntasks-per-node": "ntasks_per_node"}
+_SRUN_VALUED |= {"--ntasks-per-node": "ntasks_per_node", "--gpus-per-task": "gpus_per_task", "--gpu-bind": "gpu_bind"}
+# `--gpu-bind` values that bind each task to GPUs of its own (srun(1)): Slurm sets each task's CUDA_VISIBLE_DEVICES to
+# them, so a task sees only its GPUs, numbered from cuda:0. `none` turns binding off (--gpus-per-task's included).
+_GPU_BINDS = ("closest", "single", "per_task", "map_gpu", "mask_gpu")
+
+
+def _gpu_binding(options: dict[str, str]) -> str | None:
+    """The option that binds each srun task to GPUs of its own, as given (`--gpus-per-task=1`, `--gpu-bind=single:1`),
+    from srun's task options over its allocation's (`_task_options`): `--gpus-per-task` implicitly sets
+    `--gpu-bind=per_task:<n>`, which an explicit `--gpu-bind` overrides (srun(1), sbatch(1)); `--gpu-bind=none`
+    binds none. None where none binds, or the value is not known (`$BIND`)."""
+    if "gpu_bind" in options:
+        kinds = [part.partition(":")[0] for part in options["gpu_bind"].split(",") if part not in ("verbose", "quiet")]
+        return f"--gpu-bind={options['gpu_bind']}" if kinds and kinds[0] in _GPU_BINDS else None
+    count = options.get("gpus_per_task", "").rpartition(":")[2]  # `a100:1`
+    return f"--gpus-per-task={options['gpus_per_task']}" if count.isdigit() and int(count) > 0 else None
+
+
+def _srun_gpu_binding(argv: list[str], allocation: dict[str, str]) -> str | None:
+    """`_gpu_binding` of a launch under srun, its own options over the allocation's; None where it runs under no srun
+    or srun's words hide options (`srun $SRUN_ARGS ...`: `--gpu-bind=none` may be among them)."""
+    srun = _srun_words(argv)
+    given = _task_options(srun) if srun is not None else None
+    return None if given is None else _gpu_binding({**allocation, **given})
+
+
 # srun's options that take no value (its man page), so that a `$ARGS` after one is options the line does not show
 _SRUN_SWITCHES = {"--exclusive", "--overlap", "-u", "--unbuffered", "-l", "--label", "-K", "--kill-on-bad-exit"}
 _SRUN_SWITCHES |= {"-v", "--verbose", "-Q", "--quiet", "-X", "--disable-status", "--pty", "-E", "--preserve-env"}
@@ -2141,22 +2216,33 @@ def _srun_program(word: str) -> bool:
     return name in LAUNCHERS or name.startswith(("python", "bash")) or name.endswith((".sh", ".py"))
 
 
-def _shell_facts(path: str, text: str, evidence: ScriptEvidence) -> None:
+def _layout_fact(path: str, number: int, shown: str, words: list[str], tasks: dict[str, str]) -> CodeFact | None:
+    """The `slurm_layout` fact of an allocation's line (`#SBATCH ...`, `salloc ...`): its layout (`_slurm_layout`),
+    its task options as numbers and its `--gpu-bind` as given; None where it gives none."""
+    layout = _slurm_layout(words)
+    layout |= {key: int(value) for key, value in tasks.items() if value.isdigit() and int(value) > 0}
+    if "gpu_bind" in tasks:
+        layout["gpu_bind"] = tasks["gpu_bind"]
+    return CodeFact("slurm_layout", path, number, shown, layout) if layout else None
+
+
+def _shell_facts(path: str, text: str, evidence: ScriptEvidence, submitted: tuple | None = ()) -> None:
+    """`submitted`: the task options of the job's sbatch command line (`_submitted_allocation`), over the script's
+    `#SBATCH` lines; None where not known."""
     launched = False
     assigned: set[str] = set()  # the variables the script's lines set so far (torchrun's `PET_*`: `_launch_processes`)
     allocation: dict[str, str] = {}  # the batch script's #SBATCH task options, which a bare srun takes
     allocated_at: dict[str, int] = {}  # the line that gave each
     commanded = False  # sbatch reads no #SBATCH line after the script's first command
+    given = dict(submitted or ())  # sbatch's command line: no line of the script gives them
     for number, line in _logical_lines(text):
         stripped = line.strip()
         if stripped.startswith("#SBATCH"):
-            layout = _slurm_layout(stripped.split()[1:])
             tasks = (_task_options(stripped.split()[1:]) or {}) if not commanded else {}
             allocation |= tasks
             allocated_at |= dict.fromkeys(tasks, number)
-            layout |= {key: int(value) for key, value in tasks.items() if value.isdigit() and int(value) > 0}
-            if layout:
-                evidence.facts.append(CodeFact("slurm_layout", path, number, stripped, layout))
+            if fact := _layout_fact(path, number, stripped, stripped.split()[1:], tasks):
+                evidence.facts.append(fact)
             continue
         if not stripped or stripped.startswith("#"):
             continue
@@ -2177,6 +2263,19 @@ def _shell_facts(path: str, text: str, evidence: ScriptEvidence) -> None:
                     evidence.facts.append(CodeFact("env", path, number, stripped, {"name": key, "value": value}))
             if only or argv[0] in _DECLARATIONS:
                 continue  # runs no program
+            # the allocation srun takes its tasks from: the batch job's (sbatch's command line over #SBATCH lines)
+            current = {} if submitted is None else {**allocation, **given}
+            lines = {key: line for key, line in allocated_at.items() if key not in given}
+            if (allocating := _allocator(argv)) is not None:
+                name, options, runs = allocating
+                if name == "salloc":  # a new allocation: for the command it runs, else for the lines after it
+                    options = options or {}
+                    if fact := _layout_fact(path, number, stripped, argv[: len(argv) - len(runs)], options):
+                        evidence.facts.append(fact)
+                    if not runs:
+                        allocation, allocated_at, given, submitted = options, dict.fromkeys(options, number), {}, ()
+                        continue
+                    current, lines, argv = options, dict.fromkeys(options, number), runs
             kind = _command_kind(argv)
             detail = {"argv": argv[:12]}
             if argv[0] == "srun":  # its own options, before the program it runs (whose `-c` is not srun's)
@@ -2199,10 +2298,13 @@ def _shell_facts(path: str, text: str, evidence: ScriptEvidence) -> None:
                 launched = True
                 launcher = _program(argv)[0]  # torchrun of `NCCL_DEBUG=INFO /opt/conda/bin/torchrun ...`
                 launch = {**detail, "launcher": launcher}
-                if (processes := _launch_processes(argv, frozenset(assigned), allocation)) is not None:
+                if (processes := _launch_processes(argv, frozenset(assigned), current)) is not None:
                     launch["processes"] = processes  # `mpirun -np 1`: one process, no distributed launch
-                    if launcher.startswith("python") and (taken := _allocation_taken(argv, allocation)):
-                        launch["sbatch_lines"] = sorted({allocated_at[key] for key in taken})
+                    taken = _allocation_taken(argv, current) if launcher.startswith("python") else []
+                    if quoted := sorted({lines[key] for key in taken if key in lines}):
+                        launch["sbatch_lines"] = quoted
+                if binding := _srun_gpu_binding(argv, current):
+                    launch["gpu_binding"] = binding  # each task sees only its own GPUs, from cuda:0
                 if _launch_on_cpu(argv):
                     launch["on_cpu"] = True  # `accelerate launch --cpu`: no GPU process, no distributed launch
                 evidence.facts.append(CodeFact("shell_launch", path, number, stripped, launch))
@@ -2243,11 +2345,16 @@ def command_code_facts(command: str) -> list[CodeFact]:
     facts, shown = [], command.strip()[:500]
     for argv in commands:
         facts.extend(_remote_path_facts(argv, JOB_COMMAND, 1, shown))
+        allocation: dict[str, str] = {}
+        if (allocating := _allocator(argv)) is not None and allocating[2]:  # `salloc -n 8 srun python train.py`
+            allocation, argv = allocating[1] or {}, allocating[2]
         if _command_kind(argv) not in ("launch", "python"):
             continue
         launch = {"argv": argv[:12], "launcher": _program(argv)[0]}
-        if (processes := _launch_processes(argv)) is not None:
+        if (processes := _launch_processes(argv, allocation=allocation)) is not None:
             launch["processes"] = processes
+        if binding := _srun_gpu_binding(argv, allocation):
+            launch["gpu_binding"] = binding
         if _launch_on_cpu(argv):
             launch["on_cpu"] = True
         facts.append(CodeFact("command_launch", JOB_COMMAND, 1, shown, launch))

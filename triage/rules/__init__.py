@@ -139,6 +139,15 @@ from triage.rules.registry import RULES, THRESHOLDS, Finding, Status, TriageResu
 #      SLURM_LOCALID (numbers' `srun_tasks`), not a torchrun line that would start a torchrun in each task; the loader
 #      rules count a process a GPU for it. One task (`-n 1`), no count given (Slurm's default, one), or options not
 #      shown (`srun $SRUN_ARGS`, `-n $N`) keep a plain python, one process
+#      also: srun tasks that Slurm binds each to GPUs of its own (`--gpus-per-task=1`, implying
+#      `--gpu-bind=per_task:1`; `--gpu-bind=single:1`, `closest`, `map_gpu:...`; srun's or the allocation's, not
+#      `--gpu-bind=none`) each see their GPU as cuda:0: such a job with GPUs idle stays uneven use, but its fix is no
+#      longer a GPU a task from SLURM_LOCALID (which names a GPU the task cannot see) but the default device kept and
+#      the tasks that did no work found (`srun_bound_tasks`; numbers' `gpu_binding`), its confidence is no longer the
+#      pinned device's 0.95 and a `cuda:0` pinned in the code is no longer quoted; a bare srun takes its task layout
+#      and binding from a `salloc` line too (a new allocation for the lines after it, or for the command it runs) and
+#      from the job's sbatch command line (`sbatch -n 8 train.sh`, over the script's #SBATCH lines; `sbatch $ARGS`
+#      leaves it unknown)
 #      also: a launcher's options are read as its argparse parser reads them (Python 3.11): the last value of an option
 #      given twice wins (`torchrun --nproc_per_node 1 --nproc_per_node 8` was one process, unused GPUs; now eight,
 #      uneven use), in either spelling (`--num_gpus 8 --num_accelerators 1`: one); a unique prefix is the option for

@@ -85,6 +85,12 @@ def gpu_oversubscription(ev: Evidence, th: dict) -> list[Finding]:
     # A python in several srun tasks: Slurm starts a process a task, which must pick its GPU from SLURM_LOCALID.
     srun = srun_python_launches(ev)
     srun_tasks = {"srun_tasks": max(f.detail["processes"] for f in srun)} if srun else {}
+    bindings = {f.detail.get("gpu_binding") for f in srun}
+    if srun and None not in bindings:
+        # ... unless Slurm binds each task its own GPU (`--gpus-per-task=1`): each sees it as cuda:0, so the tasks do
+        # not share one, a pinned cuda:0 is each task's own, and SLURM_LOCALID would name a GPU it cannot see.
+        srun_tasks["gpu_binding"] = min(bindings)
+        fixed = []
     confidence = 0.85 if not distributed else 0.6
     if fixed:
         confidence = 0.95
