@@ -1114,6 +1114,19 @@ def test_the_teams_table_marks_the_column_it_is_sorted_by(client, operator, flee
         assert marked == [heading], (sort, marked)
 
 
+def test_a_phones_sort_links_are_the_teams_tables_sorts(client, operator, fleet):
+    """On a phone the column headings are hidden and the same sorts are links above the cards: each
+    heading's sort, in the headings' order, under the heading's name (less its currency)."""
+    client.force_login(operator)
+    page = client.get(reverse("dashboard:team-list"), {"sort": "jobs"}).content.decode()
+    headings = re.findall(r'<th [^>]*><a href="[^"]*sort=(\w+)">([^<(]+)', page)
+    phone = re.search(r'id="teams-sort">(.*?)</p>', page).group(1)
+    links = re.findall(r'sort=(\w+)">([^<]+)</a>|<strong aria-current="true">([^<]+)</strong>', phone)
+    named = [(key or "jobs", name or current) for key, name, current in links]
+    assert named == [(key, name.strip()) for key, name in headings]
+    assert len(named) == 8 and ("jobs", "Jobs") in named
+
+
 def test_the_settings_page_tells_the_two_idle_thresholds_apart(client, operator, fleet):
     """A job's Idle GPU-hours are counted at import by IDLE_UTIL_THRESHOLD; the rules' findings by
     the rule set's idle_util. The page named only the setting, so an operator who changed idle_util

@@ -53,27 +53,20 @@ from . import figures, files, queries, timeline
 from .filters import NOT_TRIAGED, JobFilter
 from .periods import PRESETS, Period, parse_period
 
+# The teams table's sorts: each `?sort=` key's order, and the name its column heading gives it (the
+# sorts are also links under those names on a phone, where the headings are not shown).
 TEAM_SORTS = {
-    "team": "team__slug",
-    "gpu_hours": "-hours",
-    "unused": "-unused",
-    "waste_share": F("waste_share").desc(nulls_last=True),  # a team without covered time last, not first
-    "cost": "-spend",
-    "wasted_cost": "-wasted_cost",
-    "jobs": "-jobs",
-    "low_util_jobs": "-low_util_jobs",
+    "team": ("team__slug", "Team"),
+    "gpu_hours": ("-hours", "GPU-hours"),
+    "unused": ("-unused", "Unused GPU-hours"),
+    # A team without covered time last, not first.
+    "waste_share": (F("waste_share").desc(nulls_last=True), "Waste share"),
+    "cost": ("-spend", "Cost"),
+    "wasted_cost": ("-wasted_cost", "Wasted cost"),
+    "jobs": ("-jobs", "Jobs"),
+    "low_util_jobs": ("-low_util_jobs", "Low-utilization jobs"),
 }
-# The same sorts by the names the table's headings give them, for a phone (where the headings are not shown).
-TEAM_SORT_NAMES = (
-    ("team", "Team"),
-    ("gpu_hours", "GPU-hours"),
-    ("unused", "Unused GPU-hours"),
-    ("waste_share", "Waste share"),
-    ("cost", "Cost"),
-    ("wasted_cost", "Wasted cost"),
-    ("jobs", "Jobs"),
-    ("low_util_jobs", "Low-utilization jobs"),
-)
+TEAM_SORT_NAMES = tuple((key, name) for key, (_, name) in TEAM_SORTS.items())
 
 
 @dataclass(frozen=True)
@@ -271,7 +264,7 @@ def team_list(request):
     sort = request.GET.get("sort", "unused")
     if sort not in TEAM_SORTS:
         sort = "unused"  # the order the table is then in, so its heading is the one marked
-    order = TEAM_SORTS[sort]
+    order, _ = TEAM_SORTS[sort]
     if request.GET.get("format") == "csv":
         return _teams_csv(queries.chargeback(jobs, period, scope.low_threshold, order), period)
     pricing = queries.pricing(queries.in_period(jobs, period))
