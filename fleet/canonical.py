@@ -199,6 +199,29 @@ def as_utc(moment: datetime) -> datetime:
 
 ArtifactKind = Literal["log", "script", "trace"]
 
+# A job's label of the steps its scheduler ran its programs in, each with the tasks (processes) it started, in step
+# order: [{"id": "4242.0", "name": "python", "tasks": 8}] (Slurm: sacct's numbered steps, `steps[].tasks.count`;
+# `fleet.connectors.slurm.job_steps`). Triage takes a step's count for the srun launch that ran in it.
+STEPS_LABEL = "steps"
+
+
+def step_tasks(labels: dict) -> tuple[tuple[str, str, int], ...]:
+    """(id, program name, tasks) of each step a job's `steps` label lists, in its order; () where it lists none or
+    is of another shape (a label an archive's job brings may hold anything): every step an object with a text `id`
+    and `name` and a whole number of `tasks` of at least 1, or none is read."""
+    steps = labels.get(STEPS_LABEL) if isinstance(labels, dict) else None
+    if not isinstance(steps, list):
+        return ()
+    read = []
+    for step in steps:
+        if not isinstance(step, dict):
+            return ()
+        ident, name, tasks = step.get("id"), step.get("name"), step.get("tasks")
+        if not (isinstance(ident, str) and isinstance(name, str) and type(tasks) is int and tasks >= 1):
+            return ()
+        read.append((ident, name, tasks))
+    return tuple(read)
+
 
 @dataclass(frozen=True)
 class JobRecord:

@@ -224,7 +224,12 @@ class EvidenceCodeSerializer(serializers.Serializer):
         required=False,
         help_text="shell_launch: for a python under a bare srun, the lines of the allocation it runs in (the batch "
         "script's `#SBATCH` lines, a `salloc` line) that gave its task count (`processes`) or its GPU binding "
-        "(`gpu_binding`); absent where the job's sbatch command line gave them.",
+        "(`gpu_binding`); absent where the job's sbatch command line or its Slurm step (`step`) gave them.",
+    )
+    step = serializers.CharField(
+        required=False,
+        help_text="shell_launch and command_launch: the Slurm step (sacct's `steps[].step.id`, e.g. 4242.0) whose "
+        "task count is the launch's `processes`: the count that ran, over what the scripts say.",
     )
     gpu_binding = serializers.CharField(
         required=False,

@@ -19,7 +19,7 @@ from django.db import DataError, IntegrityError, transaction
 from django.db.models import F
 from django.utils import timezone
 
-from fleet.canonical import storable, without_nul
+from fleet.canonical import step_tasks, storable, without_nul
 from fleet.logcut import MARKER_START
 from fleet.models import Artifact, Job, price_for
 from fleet.money import cost_of
@@ -54,6 +54,7 @@ def job_info(job: Job) -> JobInfo:
         unused_gpu_hours=job.unused_gpu_hours,
         gpu_hours=job.gpu_hours,
         gpu_share=job.gpu_share,
+        step_tasks=step_tasks(job.labels),
     )
 
 

@@ -32,7 +32,14 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, timedelta
 
-from fleet.canonical import MAX_EPOCH_SECONDS, TIME_RANGE, ArtifactRecord, JobRecord, RecordError
+from fleet.canonical import (
+    MAX_EPOCH_SECONDS,
+    STEPS_LABEL,
+    TIME_RANGE,
+    ArtifactRecord,
+    JobRecord,
+    RecordError,
+)
 from fleet.connectors.base import (
     SHAPE_ERRORS,
     BadData,
@@ -264,6 +271,29 @@ def _steps_gpu_util(job: dict, gpu_count: int, seconds: float) -> float | None:
     return min(100.0, max(0.0, 100.0 * busy / (gpu_count * seconds)))
 
 
+def job_steps(job: dict) -> list[dict]:
+    """The job's steps that ran its programs, each with the tasks it started, in step order (the job's `steps`
+    label, `fleet.canonical.STEPS_LABEL`): `[{"id": "4242.0", "name": "python", "tasks": 8}]` from sacct's
+    `steps[].step.id` (text `4242.0`, or Slurm 21.08's `{"job_id", "step_id"}`), `steps[].step.name` (the program
+    srun ran) and `steps[].tasks.count`. Numbered steps only: the batch, extern and interactive steps run the batch
+    script, Slurm's own process and salloc's shell, no srun. A step without a task count is left out."""
+    steps = job.get("steps")
+    found = []
+    for step in steps if isinstance(steps, list) else ():
+        about = step.get("step") if isinstance(step, dict) else None
+        if not isinstance(about, dict):
+            continue
+        ident = about.get("id")
+        if isinstance(ident, dict):  # Slurm 21.08 / 22.05 (dbv0.0.37/38)
+            ident = f"{ident.get('job_id')}.{ident.get('step_id')}"
+        number_part = str(ident).rpartition(".")[2]
+        tasks = number((step.get("tasks") or {}).get("count")) if isinstance(step.get("tasks"), dict) else None
+        if not number_part.isdigit() or isinstance(tasks, bool) or not isinstance(tasks, int) or tasks < 1:
+            continue
+        found.append((int(number_part), {"id": str(ident), "name": str(about.get("name") or ""), "tasks": tasks}))
+    return [step for _, step in sorted(found, key=lambda pair: pair[0])]
+
+
 def _gres_value(entries, name: str) -> float | None:
     """The count of the `gres/<name>` entry of a TRES list, or None (absent, unset, infinite)."""
     for entry in entries if isinstance(entries, list) else []:
@@ -395,6 +425,8 @@ def _job_record(job: dict, job_id: str, cluster: str, teams: dict, default_team:
         "reason": str((state_field or {}).get("reason") or "") if isinstance(state_field, dict) else "",
         "working_directory": str(job.get("working_directory") or ""),
     }
+    if steps := job_steps(job):
+        labels[STEPS_LABEL] = steps  # the tasks each ran: triage counts an srun launch's processes by its step
     for key in ("stdout_expanded", "stderr_expanded"):  # v0.0.41+
         if job.get(key):
             labels[key.removesuffix("_expanded")] = str(job[key])

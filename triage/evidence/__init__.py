@@ -16,6 +16,7 @@ from triage.evidence.logs import LogEvidence, LogLine, extract_log_evidence
 from triage.evidence.scripts import (
     CodeFact,
     ScriptEvidence,
+    apply_step_tasks,
     command_code_facts,
     command_facts,
     extract_script_evidence,
@@ -64,6 +65,9 @@ class JobInfo:
     gpu_hours: float = 0.0
     # The share of a physical GPU each device is (a MIG slice, a time-sliced replica): GPU-hours count it.
     gpu_share: float = 1.0
+    # (id, program name, tasks) of each step the scheduler ran the job's programs in (the job's `steps` label,
+    # `fleet.canonical.step_tasks`; Slurm's sacct steps): the processes an srun launch started (`apply_step_tasks`).
+    step_tasks: tuple[tuple[str, str, int], ...] = ()
 
     @property
     def start_s(self) -> float:
@@ -172,6 +176,8 @@ def build_evidence(
     script_evidence = extract_script_evidence(list(scripts), command=job.command)
     if job.command:  # the flags the job was submitted with (--bf16, --deepspeed ds.json) are facts like its scripts'
         script_evidence.facts.extend(command_code_facts(job.command))
+    if job.step_tasks:  # the tasks its srun launches started, as the scheduler counted them
+        apply_step_tasks(script_evidence.facts, job.step_tasks)
     return Evidence(
         job=job,
         timeline=timeline,

@@ -2110,6 +2110,36 @@ _SRUN_SWITCHES = {"--exclusive", "--overlap", "-u", "--unbuffered", "-l", "--lab
 _SRUN_SWITCHES |= {"-v", "--verbose", "-Q", "--quiet", "-X", "--disable-status", "--pty", "-E", "--preserve-env"}
 
 
+def apply_step_tasks(facts: list[CodeFact], steps: tuple[tuple[str, str, int], ...]) -> None:
+    """Give the job's python launches under srun (`shell_launch`, `command_launch`) the task count of the step they
+    ran in, as the scheduler counted it (`steps`: (id, program, tasks), Slurm's sacct steps), over what the scripts
+    say or leave unknown (`#SBATCH --ntasks=2` overridden on sbatch's command line, `srun -n $N`): each program's
+    launches, in order, are its steps, in order, when there are as many; else all take the count its steps share;
+    else (a count per step, steps and lines not matched one to one) none. The launch records the step (`step`) and
+    quotes no `#SBATCH` line for a count the step changed."""
+    launches = [
+        fact
+        for fact in facts
+        if fact.kind in ("shell_launch", "command_launch")
+        and str(fact.detail.get("launcher", "")).startswith("python")
+        and _srun_words(list(fact.detail.get("argv", ()))) is not None
+    ]
+    for program in {fact.detail["launcher"] for fact in launches}:
+        lines = [fact for fact in launches if fact.detail["launcher"] == program]
+        ran = [(ident, tasks) for ident, name, tasks in steps if name.rsplit("/", 1)[-1] == program]
+        if len(ran) == len(lines):
+            pairs = list(zip(lines, ran, strict=True))
+        elif ran and len({tasks for _, tasks in ran}) == 1:
+            pairs = [(fact, ran[0]) for fact in lines]  # one count, e.g. a loop's srun run again and again
+        else:
+            continue
+        for fact, (ident, tasks) in pairs:
+            if fact.detail.get("processes") != tasks:
+                fact.detail.pop("sbatch_lines", None)
+            fact.detail["processes"] = tasks
+            fact.detail["step"] = ident
+
+
 def _launch_on_cpu(argv: list[str]) -> bool:
     """`accelerate launch --cpu ...`: training forced on the CPU, no GPU process at all."""
     program, words = _launcher_words(argv)

@@ -148,6 +148,9 @@ from triage.rules.registry import RULES, THRESHOLDS, Finding, Status, TriageResu
 #      and binding from a `salloc` line too (a new allocation for the lines after it, or for the command it runs) and
 #      from the job's sbatch command line (`sbatch -n 8 train.sh`, over the script's #SBATCH lines; `sbatch $ARGS`
 #      leaves it unknown)
+#      also: a Slurm job's step task counts (its `steps` label, from sacct's steps[].tasks.count) are the processes of
+#      the srun pythons that ran in them (`step`), over the scripts' count: a bare `srun python train.py` with no
+#      #SBATCH layout (one process, unused GPUs) run in a step of 8 tasks is eight processes, uneven use
 #      also: a launcher's options are read as its argparse parser reads them (Python 3.11): the last value of an option
 #      given twice wins (`torchrun --nproc_per_node 1 --nproc_per_node 8` was one process, unused GPUs; now eight,
 #      uneven use), in either spelling (`--num_gpus 8 --num_accelerators 1`: one); a unique prefix is the option for

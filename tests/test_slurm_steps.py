@@ -1,0 +1,104 @@
+"""sacct's steps as the task count that ran: the Slurm connector keeps each step's `tasks.count` in the job's `steps`
+label, and triage takes it for the srun launch that ran in the step, over what the scripts say."""
+
+from __future__ import annotations
+
+import json
+from datetime import timedelta
+from pathlib import Path
+
+import pytest
+
+from fleet.canonical import step_tasks
+from fleet.connectors.slurm import parse_sacct
+from fleet.models import Job
+from tests.test_slurm_launches import one_busy_gpu_of_eight, oversubscription
+from tests.test_triage_edge_cases import START, run
+from triage.services import job_info
+
+FIXTURES = Path(__file__).parent / "fixtures" / "connectors"
+
+
+@pytest.mark.parametrize(
+    ("script", "steps", "processes", "step"),
+    [
+        # sacct's steps ran the tasks: a count the script leaves unknown, or gives otherwise, is the step's
+        ("srun python train.py", (("7.0", "python", 8),), [8], ["7.0"]),
+        ("#SBATCH --ntasks=2\nsrun python train.py", (("7.0", "python", 8),), [8], ["7.0"]),
+        ("srun -n 8 python train.py", (("7.0", "python", 8),), [8], ["7.0"]),
+        ("srun -n $N python3 train.py", (("7.0", "python3", 4),), [4], ["7.0"]),
+        # steps of another program say nothing of this launch
+        ("srun python train.py", (("7.0", "bash", 8),), [None], [None]),
+        # two srun pythons, two python steps: in order
+        (
+            "srun -n 1 python prep.py\nsrun python train.py",
+            (("7.0", "python", 1), ("7.1", "python", 8)),
+            [1, 8],
+            ["7.0", "7.1"],
+        ),
+        # a python run in steps of different counts, more than it has lines: which is which is not known
+        ("srun python train.py", (("7.0", "python", 1), ("7.1", "python", 8)), [None], [None]),
+        # a python not under srun is no step's
+        ("python train.py", (("7.0", "python", 8),), [None], [None]),
+    ],
+)
+def test_sacct_step_task_counts_are_the_processes_that_ran(script, steps, processes, step):
+    evidence, _ = run(120, one_busy_gpu_of_eight(), gpu_count=8, scripts=[("run.sh", script + "\n")], step_tasks=steps)
+    launched = evidence.scripts.of("shell_launch")
+    assert [f.detail.get("processes") for f in launched] == processes
+    assert [f.detail.get("step") for f in launched] == step
+    for fact in launched:
+        if fact.detail.get("step"):
+            assert "sbatch_lines" not in fact.detail  # the count is the step's, not an #SBATCH line's
+
+
+def test_a_step_count_makes_a_bare_srun_a_distributed_launch():
+    script = "#!/bin/bash\nsrun python train.py\n"
+    finding = oversubscription(scripts=[("run.sh", script)], step_tasks=(("7.0", "python", 8),))
+    assert finding.sub_cause == "uneven_use" and finding.numbers["srun_tasks"] == 8
+    assert oversubscription(scripts=[("run.sh", script)]).sub_cause == "unused_gpus"
+
+
+# -- the Slurm connector keeps each step's task count (sacct's steps[].tasks.count) as the job's `steps` label ------
+def test_sacct_steps_task_counts_are_kept_in_the_jobs_steps_label():
+    fixtures = FIXTURES
+    for version in ("v0.0.39", "v0.0.40", "v0.0.41", "v0.0.42"):
+        jobs = {job.external_id: job for job in parse_sacct((fixtures / f"sacct_{version}.json").read_bytes()).jobs}
+        # the batch and extern steps run no program of the job's own: left out
+        assert jobs["4242"].labels["steps"] == [{"id": "4242.0", "name": "python", "tasks": 8}], version
+        assert step_tasks(jobs["4242"].labels) == (("4242.0", "python", 8),)
+    doc = json.loads((fixtures / "sacct_v0.0.40.json").read_text())
+    steps = doc["jobs"][0]["steps"]
+    steps[2]["tasks"] = {"count": {"set": True, "infinite": False, "number": 4}}  # a wrapped number
+    steps.append({"step": {"id": "4242.1", "name": "python3"}})  # no task count: left out
+    steps.insert(0, {"step": {"id": "4242.10", "name": "torchrun"}, "tasks": {"count": 2}})  # in step order
+    (job,) = [job for job in parse_sacct(doc).jobs if job.external_id == "4242"]
+    assert [(s["id"], s["tasks"]) for s in job.labels["steps"]] == [("4242.0", 4), ("4242.10", 2)]
+    # Slurm 21.08's step ids are objects
+    old = parse_sacct((fixtures / "sacct_dbv0.0.37.json").read_bytes())
+    assert all("steps" not in job.labels for job in old.jobs)  # its steps carry no task count
+
+
+@pytest.mark.parametrize(
+    "labels",
+    [
+        {},
+        {"steps": "python"},
+        {"steps": [{"id": "7.0", "name": "python", "tasks": "8"}]},
+        {"steps": [{"id": "7.0", "name": "python", "tasks": 0}]},
+        {"steps": [{"id": "7.0", "name": "python", "tasks": True}]},
+        {"steps": [["7.0", "python", 8]]},
+    ],
+)
+def test_a_steps_label_of_another_shape_gives_no_step_counts(labels):
+    assert step_tasks(labels) == ()
+
+
+def test_triage_reads_a_stored_jobs_steps_label():
+    job = Job(
+        start_time=START,
+        end_time=START + timedelta(hours=1),
+        gpu_count=8,
+        labels={"steps": [{"id": "7.0", "name": "python", "tasks": 8}]},
+    )
+    assert job_info(job).step_tasks == (("7.0", "python", 8),)
