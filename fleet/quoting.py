@@ -4,6 +4,8 @@ from __future__ import annotations
 
 # How much of a refused value an error shows: enough to recognise a typo, not a 5,000-character echo.
 EXCERPT_CHARS = 100
+# How much of a library's error an error of ours repeats: its opening says what went wrong.
+LIBRARY_ERROR_CHARS = 200
 
 
 def quoted(value, limit: int = EXCERPT_CHARS) -> str:
@@ -26,3 +28,10 @@ def named(value, limit: int = EXCERPT_CHARS) -> str:
     column, a list of field names), which a short one reads best bare and a 5,000-character one must not repeat."""
     text = str(value)
     return text if len(text) <= limit else quoted(text, limit)
+
+
+def library_error(exc: BaseException, limit: int = LIBRARY_ERROR_CHARS) -> str:
+    """A library's exception as our message quotes it: whole up to `limit` characters, else its first
+    `limit` and an ellipsis. Many repeat what they could not read whole: pandas' and float()'s
+    "could not convert string to float: '…'" quote a 5,000-character value, a parser the whole line."""
+    return shortened(str(exc), limit)

@@ -10,6 +10,7 @@ from django import db
 from django.conf import settings
 
 from fleet import ingest
+from fleet.quoting import library_error
 from fleet.tasking import IdempotentTask
 
 logger = logging.getLogger(__name__)
@@ -48,7 +49,7 @@ def failure_reason(exc: BaseException) -> str:
         return (
             f"the database was unreachable through {settings.INGEST_DB_MAX_RETRIES} automatic retries; the jobs "
             "stored so far are complete. Upload the archive again once it is back: stored jobs are skipped. "
-            f"({type(exc).__name__}: {exc})"
+            f"({type(exc).__name__}: {library_error(exc)})"
         )[:500]
     if isinstance(exc, SoftTimeLimitExceeded | TimeLimitExceeded):
         return (
@@ -60,7 +61,7 @@ def failure_reason(exc: BaseException) -> str:
             "the storage is full (no space left on device); the job being stored was not kept. "
             "Free space under STORAGE_DIR, then upload the archive again: stored jobs are skipped."
         )
-    return f"the import failed: {type(exc).__name__}: {exc}"[:500]
+    return f"the import failed: {type(exc).__name__}: {library_error(exc)}"[:500]
 
 
 def outage_note(retries: int) -> str:

@@ -173,6 +173,31 @@ def test_bad_records_are_recorded_and_not_retried():
     assert Connector.objects.get(pk=connector.pk).watermark == "3"
 
 
+class LongValueSeries(GenericApi):
+    """Job g-1's series has a utilization of 5,000 letters."""
+
+    def job_part(self, path, query):
+        status, body, headers = super().job_part(path, query)
+        if path.startswith("/jobs/g-1/series"):
+            body["samples"][0]["gpu_util"] = "x" * 5000
+        return status, body, headers
+
+
+def test_a_librarys_error_quoting_a_long_value_is_cut_in_the_pulls_error():
+    """pandas' and float()'s errors quote the whole value they could not read: the run's error (on its
+    page and in its CSV) repeated a 5,000-character series value whole."""
+    api = LongValueSeries(3)
+    with FakePlatform() as server:
+        api.install(server)
+        connector = make_connector("generic", server.url, options={"artifacts": False})
+        result = sync.sync_connector(connector.pk)
+    assert result.status == "partial", result.errors
+    [error] = [e for e in result.errors if e["job_id"] == "g-1"]
+    message = error["message"]
+    assert message.startswith("series: generic-test jobs/g-1/series: Unable to parse string 'xxx"), message[:300]
+    assert message.endswith("x…") and len(message) < 300, f"{len(message):,} characters"
+
+
 def test_jobs_the_database_cannot_keep_are_reported_and_the_others_stored():
     """A live pull meets the rule archive rows and native files meet (`JobRecord.unstorable`): a NUL
     character (PostgreSQL keeps none) or a job id too long to keep whole is that job's error; its

@@ -67,7 +67,7 @@ from fleet.canonical import (
 from fleet.connectors.native import NativeFiles  # native sacct/kubectl/Prometheus files (issue 6)
 from fleet.exports import unguarded_column
 from fleet.logcut import HeadTail, format_bytes
-from fleet.quoting import EXCERPT_CHARS, named, quoted, shortened
+from fleet.quoting import EXCERPT_CHARS, library_error, named, quoted, shortened
 
 __all__ = [
     "ArchiveError",
@@ -695,7 +695,7 @@ class _ArchiveParser:
         except json.JSONDecodeError as exc:
             raise ArchiveError.of(MANIFEST_NAME, f"not valid JSON: {exc.msg}", row=exc.lineno) from exc
         except ValueError as exc:  # NaN, or nested deeper than the parser follows (was a RecursionError)
-            raise ArchiveError.of(MANIFEST_NAME, f"not valid JSON: {exc}") from exc
+            raise ArchiveError.of(MANIFEST_NAME, f"not valid JSON: {library_error(exc)}") from exc
         errors = sorted(_validator("manifest.schema.json").iter_errors(manifest), key=lambda e: list(e.absolute_path))
         if errors:
             field_name, message = _schema_problem(errors[0])
@@ -786,7 +786,9 @@ class _ArchiveParser:
                 self.reject(_row_key(name, line_no), RecordError(name, message, row=line_no))
                 continue
             except ValueError as exc:  # NaN, Infinity, or nested too deeply
-                self.reject(_row_key(name, line_no), RecordError(name, f"not valid JSON: {exc}", row=line_no))
+                self.reject(
+                    _row_key(name, line_no), RecordError(name, f"not valid JSON: {library_error(exc)}", row=line_no)
+                )
                 continue
             if not isinstance(record, dict):
                 message = f"each line must be a JSON object (got {type(record).__name__})"
@@ -1137,7 +1139,7 @@ class _ArchiveParser:
             try:
                 header = pa_csv.read_csv(io.BytesIO(header_line + b"\n")).schema.names
             except (pa.ArrowException, ValueError) as exc:
-                raise _Unreadable(f"cannot be read as CSV: {exc}") from exc
+                raise _Unreadable(f"cannot be read as CSV: {library_error(exc)}") from exc
             _check_header(header)
             clean = [c.strip() for c in header]
             try:
@@ -1148,7 +1150,7 @@ class _ArchiveParser:
                     convert_options=pa_csv.ConvertOptions(column_types=dict.fromkeys(header, pa.string())),
                 )
             except (pa.ArrowException, ValueError) as exc:
-                raise _Unreadable(f"cannot be read as CSV: {exc}") from exc
+                raise _Unreadable(f"cannot be read as CSV: {library_error(exc)}") from exc
             next_row = 1  # data rows count from 1 after the header
             skipped: list[int] = []
             yielded = False
@@ -1158,7 +1160,7 @@ class _ArchiveParser:
                 except StopIteration:
                     break
                 except (pa.ArrowException, ValueError) as exc:
-                    raise _Unreadable(f"cannot be read as CSV: {exc}") from exc
+                    raise _Unreadable(f"cannot be read as CSV: {library_error(exc)}") from exc
                 # Arrow numbers rows from 1 at the header; data rows count from 1 after it.
                 for number, expected, actual, text in ragged:
                     row = None if number is None else number - 1
@@ -1199,7 +1201,9 @@ class _ArchiveParser:
                 parquet = pq.ParquetFile(local)
                 header = [str(c) for c in parquet.schema_arrow.names]
             except (pa.ArrowException, ValueError, OSError) as exc:
-                raise _Unreadable(f"cannot be read as Parquet; the file is truncated or corrupt ({exc})") from exc
+                raise _Unreadable(
+                    f"cannot be read as Parquet; the file is truncated or corrupt ({library_error(exc)})"
+                ) from exc
             _check_header(header)
             _check_parquet_types(parquet.schema_arrow)
             if tally is not None:
@@ -1240,7 +1244,9 @@ def _parquet_batches(parquet: pq.ParquetFile) -> Iterator[pa.RecordBatch]:
             except StopIteration:
                 break
             except (pa.ArrowException, ValueError, OSError) as exc:
-                raise _Unreadable(f"cannot be read as Parquet; the file is truncated or corrupt ({exc})") from exc
+                raise _Unreadable(
+                    f"cannot be read as Parquet; the file is truncated or corrupt ({library_error(exc)})"
+                ) from exc
             yield batch
 
 

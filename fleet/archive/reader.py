@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import BinaryIO
 
 from fleet.canonical import RecordError
-from fleet.quoting import named, quoted
+from fleet.quoting import library_error, named, quoted
 
 MANIFEST_NAME = "manifest.json"
 
@@ -207,7 +207,8 @@ class ArchiveReader(ABC):
 
     def _corrupt(self, name: str, exc: BaseException) -> ArchiveError:
         return ArchiveError.of(
-            self.label, f"member {member_quoted(name)} cannot be read; the archive is truncated or corrupt ({exc})"
+            self.label,
+            f"member {member_quoted(name)} cannot be read; the archive is truncated or corrupt ({library_error(exc)})",
         )
 
     def _count(self, member: Member, member_bytes: int, new_bytes: int) -> None:
@@ -298,7 +299,9 @@ class ZipReader(ArchiveReader):
             self._zip = zipfile.ZipFile(path)
             infos = self._zip.infolist()
         except _CONTAINER_ERRORS as exc:
-            raise ArchiveError.of(self.label, f"not a readable zip file; it is truncated or corrupt ({exc})") from exc
+            raise ArchiveError.of(
+                self.label, f"not a readable zip file; it is truncated or corrupt ({library_error(exc)})"
+            ) from exc
         self._check_member_count(len(infos))
         entries = []
         declared_total = 0
@@ -348,7 +351,7 @@ class TarReader(ArchiveReader):
             # tarfile's "could not be opened successfully" lists each compression it tried with its
             # own exception: internals to a reader, so only the plain sentence is kept.
             tried = isinstance(exc, tarfile.ReadError) and "could not be opened successfully" in str(exc)
-            detail = "" if tried else f" ({exc})"
+            detail = "" if tried else f" ({library_error(exc)})"
             raise ArchiveError.of(
                 self.label, f"not a readable tar archive; it is truncated or corrupt{detail}"
             ) from exc

@@ -29,6 +29,7 @@ from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, ClassVar
 
 from fleet.canonical import ArtifactRecord, JobRecord, RecordError, as_utc, loads_json
+from fleet.quoting import library_error
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -71,7 +72,7 @@ SHAPE_ERRORS = (AttributeError, TypeError, KeyError, IndexError, ValueError, Ove
 
 def shape_problem(what: str, exc: Exception) -> str:
     """The message for a record that `SHAPE_ERRORS` stopped: what it was, and what was wrong."""
-    return f"{what}: unexpected shape, so it was skipped ({exc.__class__.__name__}: {exc})"
+    return f"{what}: unexpected shape, so it was skipped ({exc.__class__.__name__}: {library_error(exc)})"
 
 
 def json_kind(value) -> str:
@@ -110,7 +111,7 @@ def json_document(data: bytes | str | dict, source: str):
     try:
         return loads_json(data)
     except ValueError as exc:  # JSONDecodeError, UnicodeDecodeError, NaN or Infinity
-        raise BadData(f"{source}: not valid JSON ({exc})") from exc
+        raise BadData(f"{source}: not valid JSON ({library_error(exc)})") from exc
 
 
 @dataclass(frozen=True)

@@ -37,6 +37,7 @@ from fleet.canonical import (
 )
 from fleet.connectors.base import BadData, BaseConnector, Batch, SomeBadData, answer_kind, number_option
 from fleet.connectors.registry import register
+from fleet.quoting import library_error
 
 REQUIRED = JOB_REQUIRED
 ARTIFACT_KINDS = ("log", "script", "trace")
@@ -83,7 +84,7 @@ def frame_from_samples(doc, *, job: JobRecord | None = None, source: str = "seri
         _check_bounds(frame, source)
         frame, _ = series_lib.normalize(frame[keep])
     except (KeyError, ValueError, TypeError, OverflowError) as exc:  # OverflowError: a gpu index past int64
-        raise BadData(f"{source}: {exc}") from exc
+        raise BadData(f"{source}: {library_error(exc)}") from exc
     if job is not None:
         inside = (frame["timestamp"] >= job.start_time) & (frame["timestamp"] <= job.end_time)
         frame = frame[inside].reset_index(drop=True)

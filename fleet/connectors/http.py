@@ -47,6 +47,7 @@ from urllib3.util.retry import Retry
 from fleet.canonical import loads_json
 from fleet.connectors.base import BadData, ConnectorSettings, JsonString, TransientError
 from fleet.logcut import HeadTail
+from fleet.quoting import library_error
 
 logger = logging.getLogger(__name__)
 
@@ -425,9 +426,9 @@ def _parse_json(body: bytes) -> Any:
         value = loads_json(body)
     except (json.JSONDecodeError, UnicodeDecodeError) as exc:
         # A body cut short by a proxy or a dropped connection looks exactly like this; read again.
-        raise _BodyError(f"the response is not valid JSON ({exc})", not_json=True) from exc
+        raise _BodyError(f"the response is not valid JSON ({library_error(exc)})", not_json=True) from exc
     except ValueError as exc:  # NaN, Infinity, 1e400, nesting too deep: whole, and the same next time
-        raise _BodyError(f"the response is not valid JSON ({exc})", not_json=True, final=True) from exc
+        raise _BodyError(f"the response is not valid JSON ({library_error(exc)})", not_json=True, final=True) from exc
     # An answer that is a JSON string ("oops") is told apart from a body not yet parsed (`json_document`).
     return JsonString(value) if isinstance(value, str) else value
 

@@ -46,6 +46,7 @@ from fleet.connectors.base import (
 from fleet.connectors.generic import frame_from_samples
 from fleet.connectors.http import HttpStatusError
 from fleet.connectors.registry import register
+from fleet.quoting import library_error
 
 API = "api/2.0/mlflow"
 SEARCH_PAGE_SIZE = 500
@@ -321,7 +322,7 @@ class MlflowConnector(BaseConnector):
         try:
             samples = samples_from_histories(histories)
         except SHAPE_ERRORS as exc:
-            raise BadData(f"{source}: {exc}") from exc
+            raise BadData(f"{source}: {library_error(exc)}") from exc
         return frame_from_samples({"samples": samples}, job=job, source=source)
 
     def fetch_artifacts(self, job: JobRecord) -> list[ArtifactRecord]:

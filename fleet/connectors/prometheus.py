@@ -37,6 +37,7 @@ from fleet import series as series_lib
 from fleet.canonical import METRICS
 from fleet.connectors.base import BadData, BaseConnector, Batch, ConfigError, json_document, number_option
 from fleet.connectors.registry import register
+from fleet.quoting import library_error
 
 # DCGM values at or above this are sentinels for "field not supported / blank", not data.
 PLACEHOLDER_MIN = 9.2e18
@@ -145,7 +146,7 @@ def parse_query_range(data: bytes | str | dict, *, source: str = "query_range") 
         try:
             array = np.array([(float(t), _value(v)) for t, v in points or []], dtype="float64").reshape(-1, 2)
         except (TypeError, ValueError, OverflowError) as exc:  # OverflowError: a time of 10^400
-            raise BadData(f'{source}: a sample is not [time, "value"] ({exc})') from exc
+            raise BadData(f'{source}: a sample is not [time, "value"] ({library_error(exc)})') from exc
         labels = item.get("metric") or {}
         if not isinstance(labels, dict) or not all(isinstance(v, str) for v in labels.values()):
             raise BadData(f"{source}: a result's 'metric' is not an object of label names and text values")

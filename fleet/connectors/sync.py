@@ -40,6 +40,7 @@ from fleet.connectors.http import HttpClient
 from fleet.connectors.models import Connector, ConnectorDeletion
 from fleet.connectors.registry import connector_class
 from fleet.models import Cluster, IngestRun, Job, Team
+from fleet.quoting import library_error
 from fleet.signals import jobs_ingested
 
 logger = logging.getLogger(__name__)
@@ -339,7 +340,7 @@ def _finish_deletion(deletion_id: int, connector: Connector) -> ConnectorDeletio
 
 
 def stopped_reason(exc: BaseException) -> str:
-    return f"The deletion stopped: {type(exc).__name__}: {exc}"[:500]
+    return f"The deletion stopped: {type(exc).__name__}: {library_error(exc)}"[:500]
 
 
 def fail_deletion(deletion_id: int, reason: str, *, counted: bool = True) -> None:
@@ -623,7 +624,7 @@ class _Pull:
                 f"are kept and the next pull goes on from the watermark{where}. A first pull that reaches far back "
                 "(initial_days) may take several: pull again, or raise the limit."
             )
-        return f"the pull stopped: {type(exc).__name__}: {exc}"[:500]
+        return f"the pull stopped: {type(exc).__name__}: {library_error(exc)}"[:500]
 
     def _pull(self, source: BaseConnector, now: datetime) -> None:
         watermark = self.since if self.since is not None else self.connector.watermark

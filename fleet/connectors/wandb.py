@@ -50,6 +50,7 @@ from fleet.connectors.generic import frame_from_samples
 from fleet.connectors.http import HttpStatusError
 from fleet.connectors.registry import register
 from fleet.gpu_models import gpu_model_name
+from fleet.quoting import library_error
 
 MIB = 2**20
 MAX_PAGES = 10_000  # a server whose cursors never run out stops here
@@ -466,7 +467,7 @@ class WandbConnector(BaseConnector):
                 raise TypeError("events is not a list")
             samples = samples_from_events(events, raw["gpus"])
         except SHAPE_ERRORS as exc:
-            raise BadData(f"{source}: {exc}") from exc
+            raise BadData(f"{source}: {library_error(exc)}") from exc
         return frame_from_samples({"samples": samples}, job=job, source=source)
 
     def describe(self, job: JobRecord) -> JobRecord:

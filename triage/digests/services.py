@@ -33,6 +33,7 @@ from fleet.forms import MAX_ROW_ID
 from fleet.models import IngestRun, Job, Team
 from fleet.money import whole
 from fleet.numbers import share_text
+from fleet.quoting import library_error
 from triage import feedback
 from triage.dashboard import queries
 from triage.dashboard.periods import Period
@@ -888,7 +889,7 @@ def describe(exc: BaseException) -> str:
     if isinstance(exc, smtplib.SMTPResponseException):
         message = exc.smtp_error.decode(errors="replace") if isinstance(exc.smtp_error, bytes) else exc.smtp_error
         return f"{type(exc).__name__}: {exc.smtp_code} {message}"
-    said = f"{type(exc).__name__}: {exc}"
+    said = f"{type(exc).__name__}: {library_error(exc)}"
     if not (settings.EMAIL_HOST and isinstance(exc, smtplib.SMTPServerDisconnected | OSError)):
         return said
     where = f"the mail server {settings.EMAIL_HOST}:{settings.EMAIL_PORT}"

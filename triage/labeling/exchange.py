@@ -18,6 +18,7 @@ from django.utils import timezone
 from fleet.canonical import NUL_MESSAGE, loads_json, nul_path
 from fleet.exports import spreadsheet_safe, spreadsheet_unsafe
 from fleet.models import Job
+from fleet.quoting import library_error
 from triage.labeling import services
 from triage.labeling.agreement import DEFAULT_RESAMPLES, MIN_JOBS_FOR_INTERVAL, NO_DISAGREEMENT, TOO_FEW_JOBS
 from triage.labeling.models import OPTIONS, OTHER, Assignment, GoldSet, Label, Study, StudyJob, StudyRater
@@ -441,7 +442,7 @@ def import_labels(study: Study, content: str | bytes, *, dry_run: bool = False) 
     try:
         rows = read_rows(content)
     except (ValueError, KeyError, csv.Error) as exc:
-        result.errors.append(f"unreadable file: {exc}")
+        result.errors.append(f"unreadable file: {library_error(exc)}")
         return result
     if not rows:  # an empty file, or a header alone: "stored 0 answers" would read as success
         result.errors.append("the file holds no labels (columns: cluster, job_id, rater, option)")
