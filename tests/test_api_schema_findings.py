@@ -143,7 +143,7 @@ pip install -r requirements.txt
 wget https://example.org/data.tar
 jupyter lab --no-browser &
 torchrun --nproc_per_node 8 train.py --bf16 --deepspeed ds.json --data s3://bucket/train trainer.precision=32
-accelerate launch --mixed_precision no train.py
+accelerate launch --config_file a.yaml --mixed_precision no train.py
 sleep 600
 aws s3 cp out s3://bucket/out
 srun python train.py
@@ -161,6 +161,7 @@ def test_every_key_a_code_fact_carries_is_in_the_schema(schema):
             ("train.py", EVERY_KIND_PY),
             ("run.sh", EVERY_KIND_SH),
             ("ds.json", '{"bf16": {"enabled": true}}'),
+            ("a.yaml", "compute_environment: LOCAL_MACHINE\ndistributed_type: MULTI_GPU\nnum_processes: 8\n"),
             ("ds_auto.json", '{"train_batch_size": 8, "fp16": {"enabled": "auto"}}'),
             ("configs/ft.py", "_base_ = './base.py'\noptim_wrapper = dict(type='OptimWrapper')\n"),
         ]

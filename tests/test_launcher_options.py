@@ -12,7 +12,9 @@ import argparse
 import pytest
 
 from tests.test_evidence_shell import assert_launch_reads
+from tests.test_triage_edge_cases import run, series
 from triage.evidence.scripts import extract_script_evidence
+from triage.taxonomy import Category
 
 
 @pytest.mark.parametrize(
@@ -98,3 +100,97 @@ def test_python_3_11_argparse_refuses_a_prefix_of_two_spellings_of_one_option():
 def test_accelerates_zero_flags_are_read_as_its_parser_reads_them(launch, stage):
     evidence = extract_script_evidence([("run.sh", f"#!/bin/bash\n{launch}\n")])
     assert [f.detail["stage"] for f in evidence.of("zero_config")] == ([stage] if stage else [])
+
+
+def accelerate_config(distributed_type: str, num_processes: int | None = None) -> str:
+    """An Accelerate config file as `accelerate config` writes it."""
+    count = f"num_processes: {num_processes}\n" if num_processes is not None else ""
+    return (
+        "compute_environment: LOCAL_MACHINE\ndebug: false\n"
+        f"distributed_type: {distributed_type}\ndowncast_bf16: 'no'\ngpu_ids: all\nmachine_rank: 0\n"
+        f"main_training_function: main\nmixed_precision: bf16\nnum_machines: 1\n{count}use_cpu: false\n"
+    )
+
+
+EIGHT = accelerate_config("MULTI_GPU", 8)
+ONE = accelerate_config("'NO'", 1)
+DEFAULT = ".cache/huggingface/accelerate/default_config.yaml"
+
+
+@pytest.mark.parametrize(
+    ("files", "launch", "processes", "sub_cause"),
+    [
+        # --config_file: the count and the kind of launch are the file's where the line gives none
+        ([("configs/acc.yaml", EIGHT)], "accelerate launch --config_file configs/acc.yaml train.py", 8, "uneven_use"),
+        ([("configs/acc.yaml", ONE)], "accelerate launch --config_file configs/acc.yaml train.py", 1, "unused_gpus"),
+        ([("acc.yaml", EIGHT)], "accelerate launch --config_file=/home/me/proj/acc.yaml train.py", 8, "uneven_use"),
+        (
+            [("ds.yaml", accelerate_config("DEEPSPEED", 4))],
+            "accelerate launch --config_file ds.yaml t.py",
+            4,
+            "uneven_use",
+        ),
+        # the line's own count wins over the file's; a config of no distributed type runs one process whatever the
+        # count (Accelerate's simple launcher), unless the line asks for a distributed launch
+        (
+            [("acc.yaml", accelerate_config("DEEPSPEED", 8))],
+            "accelerate launch --config_file acc.yaml --num_processes 1 train.py",
+            1,
+            "unused_gpus",
+        ),
+        # MULTI_GPU with one process, as `--multi_gpu --num_processes 1`: every GPU in older releases
+        ([("acc.yaml", EIGHT)], "accelerate launch --config_file acc.yaml --num_processes 1 t.py", None, "uneven_use"),
+        ([("acc.yaml", ONE)], "accelerate launch --config_file acc.yaml --num_processes 8 train.py", 1, "unused_gpus"),
+        (
+            [("acc.yaml", ONE)],
+            "accelerate launch --config_file acc.yaml --multi_gpu --num_processes 8 t.py",
+            8,
+            "uneven_use",
+        ),
+        # without --config_file, the default one in the user's cache, where the job brought it
+        ([(DEFAULT, EIGHT)], "accelerate launch train.py", 8, "uneven_use"),
+        ([(DEFAULT, ONE)], "accelerate launch train.py", 1, "unused_gpus"),
+        ([(DEFAULT, ONE)], "accelerate launch --config_file other.yaml train.py", None, "uneven_use"),
+        # not known: a file the job did not bring, one it does not name, a config that gives no count
+        ([("acc.yaml", ONE)], "accelerate launch train.py", None, "uneven_use"),
+        ([("acc.yaml", ONE)], "accelerate launch --config_file one_gpu.yaml train.py", None, "uneven_use"),
+        (
+            [("acc.yaml", accelerate_config("MULTI_GPU"))],
+            "accelerate launch --config_file acc.yaml t.py",
+            None,
+            "uneven_use",
+        ),
+        (
+            [("acc.yaml", accelerate_config("XLA", 8))],
+            "accelerate launch --config_file acc.yaml t.py",
+            None,
+            "uneven_use",
+        ),
+    ],
+)
+def test_accelerate_launch_takes_its_count_from_the_config_file_the_job_brought(files, launch, processes, sub_cause):
+    # `accelerate launch --config_file configs/acc.yaml train.py` starts the config's num_processes (MULTI_GPU) or
+    # one process (distributed_type NO), yet with the config among the job's files its count was not known: an
+    # 8-GPU job so launched with one process and seven GPUs idle was "uneven use" of GPUs no process shares.
+    script = f"#!/bin/bash\n{launch}\n"
+    (launched,) = extract_script_evidence([("run.sh", script), *files]).of("shell_launch")
+    assert launched.detail.get("processes") == processes
+    frame = series(120, lambda t, g: 60 if g == 0 else 0, gpus=8, mem=lambda t, g: 0.4 if g == 0 else 0.0)
+    for scripts, command in (([("run.sh", script), *files], ""), (files, launch)):  # a script's, the job's command
+        _, result = run(120, frame, gpu_count=8, scripts=scripts, command=command)
+        (finding,) = [f for f in result.findings if f.category == Category.GPU_OVERSUBSCRIPTION]
+        assert finding.sub_cause == sub_cause, (launch, command)
+
+
+def test_a_distributed_launch_by_its_accelerate_config_quotes_the_config():
+    # The finding says why the launch is eight processes: it quotes the config's settings beside the launch line.
+    frame = series(120, lambda t, g: 60 if g == 0 else 0, gpus=8, mem=lambda t, g: 0.4 if g == 0 else 0.0)
+    files = [("configs/acc.yaml", EIGHT)]
+    _, result = run(
+        120, frame, gpu_count=8, scripts=files, command="accelerate launch --config_file configs/acc.yaml t.py"
+    )
+    (finding,) = [f for f in result.findings if f.category == Category.GPU_OVERSUBSCRIPTION]
+    assert [(c.path, c.line, c.text) for c in finding.code] == [
+        ("configs/acc.yaml", 10, "distributed_type: MULTI_GPU, num_processes: 8"),
+        ("job command", 1, "accelerate launch --config_file configs/acc.yaml t.py"),
+    ]

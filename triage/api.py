@@ -86,7 +86,7 @@ class EvidenceCodeSerializer(serializers.Serializer):
         "hub_download, remote_path, remote_read, mixed_precision, full_precision, precision_elsewhere, config_file, "
         "config_reference, framework_import, cuda_visible_devices, fixed_device, env, init_process_group, "
         "manual_collective, data_parallel, ddp, shell_install, shell_download, shell_upload, shell_sleep, "
-        "shell_interactive, shell_launch, command_launch, slurm_layout.",
+        "shell_interactive, shell_launch, command_launch, slurm_layout, launch_config.",
     )
     path = serializers.CharField(required=False, help_text='The file in the job\'s archive, or "job command".')
     line = serializers.IntegerField(required=False)
@@ -209,8 +209,9 @@ class EvidenceCodeSerializer(serializers.Serializer):
         required=False,
         help_text="shell_launch and command_launch: the processes a distributed launcher starts, where its options "
         "give them as numbers or its documented default does (`mpirun -np 1`: 1, `torchrun --nproc_per_node=4 "
-        "--nnodes=2`: 8, `torchrun train.py`: 1, `deepspeed --num_gpus 1`: 1); absent where not known (a default of "
-        "every GPU, a config file's, `$GPUS`); one is no distributed launch. For a python under srun, srun's tasks "
+        "--nnodes=2`: 8, `torchrun train.py`: 1, `deepspeed --num_gpus 1`: 1), or the Accelerate config file the job "
+        "brought does (`launch_config`); absent where not known (a default of every GPU, a config file the job did "
+        "not bring, `$GPUS`); one is no distributed launch. For a python under srun, srun's tasks "
         "(`srun -n 8 python train.py`, or a bare srun under `#SBATCH --ntasks-per-node=8`: 8), a distributed launch "
         "when more than one.",
     )
@@ -238,6 +239,12 @@ class EvidenceCodeSerializer(serializers.Serializer):
         "`map_gpu:...`), srun's own or its allocation's (`#SBATCH`, `salloc`, sbatch's command line): each task sees "
         "only its GPUs, from cuda:0. Absent where none binds (`--gpu-bind=none`) or it is not known.",
     )
+    launch_config = serializers.CharField(
+        required=False,
+        help_text="shell_launch and command_launch: for `accelerate launch`, the job's Accelerate config file it reads "
+        "(`--config_file`, else the default one in the user's cache), whose settings gave its `processes` where its "
+        "line does not (that file's `launch_config` fact).",
+    )
     after_launch = serializers.BooleanField(
         required=False, help_text="shell_sleep: after the script launched training."
     )
@@ -249,6 +256,16 @@ class EvidenceCodeSerializer(serializers.Serializer):
     gpus_per_task = serializers.IntegerField(required=False, help_text="slurm_layout: `--gpus-per-task`.")
     gpu_bind = serializers.CharField(
         required=False, help_text="slurm_layout: `--gpu-bind`, as given (`closest`, `single:1`, `none`)."
+    )
+    # An Accelerate config's launch settings, which `accelerate launch` takes where its line gives none.
+    distributed_type = serializers.CharField(
+        required=False, help_text="launch_config: the kind of launch (NO: one process; MULTI_GPU, DEEPSPEED, FSDP ...)."
+    )
+    num_processes = serializers.IntegerField(
+        required=False, help_text="launch_config: the processes over all machines, where given as a number."
+    )
+    compute_environment = serializers.CharField(
+        required=False, help_text="launch_config: where it launches (LOCAL_MACHINE, AMAZON_SAGEMAKER)."
     )
 
 

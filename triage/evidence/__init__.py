@@ -20,6 +20,7 @@ from triage.evidence.scripts import (
     command_code_facts,
     command_facts,
     extract_script_evidence,
+    settle_launch_configs,
 )
 from triage.evidence.timeline import (
     Phases,
@@ -176,6 +177,7 @@ def build_evidence(
     script_evidence = extract_script_evidence(list(scripts), command=job.command)
     if job.command:  # the flags the job was submitted with (--bf16, --deepspeed ds.json) are facts like its scripts'
         script_evidence.facts.extend(command_code_facts(job.command))
+        settle_launch_configs(script_evidence.facts)  # `accelerate launch --config_file acc.yaml`: the job's file's
     if job.step_tasks:  # the tasks its srun launches started, as the scheduler counted them
         apply_step_tasks(script_evidence.facts, job.step_tasks)
     return Evidence(

@@ -174,6 +174,7 @@ def extract_script_evidence(scripts: list[tuple[str, str]], command: str = "") -
         evidence.shell_files += part.shell_files
         evidence.parse_errors.extend(part.parse_errors)
         evidence.frameworks |= part.frameworks
+    settle_launch_configs(evidence.facts)  # a launch line's Accelerate config, in another of the job's files
     return evidence
 
 
@@ -1522,6 +1523,8 @@ def _config_facts(path: str, text: str, evidence: ScriptEvidence) -> None:
         handed = handed.strip() if isinstance(handed, str) else None
         if tool == "accelerate" and isinstance(section, dict) and not handed:
             _accelerate_zero_fact(path, section, lines, evidence)
+        if tool == "accelerate":
+            _launch_config_fact(path, document, lines, evidence)
         if handed:
             line = _key_line(lines, ("deepspeed_config", "deepspeed_config_file"))
             shown = f"deepspeed_config_file: {handed}"
@@ -1591,6 +1594,27 @@ def _accelerate_zero_fact(path: str, section: dict, lines: list[str], evidence: 
             shown.append(f"{key}={device.lower()}")
     line = _key_line(lines, ("deepspeed_config", "zero_stage"))
     evidence.facts.append(CodeFact("zero_config", path, line, "deepspeed_config: " + ", ".join(shown), detail))
+
+
+def _launch_config_fact(path: str, document: dict, lines: list[str], evidence: ScriptEvidence) -> None:
+    """An Accelerate config's launch settings, which `accelerate launch` takes where its line gives none
+    (`settle_launch_configs`): `distributed_type` (`NO`, which YAML may read as false: one process; MULTI_GPU,
+    DEEPSPEED ...), `num_processes` (over all machines) and `compute_environment`, a `launch_config` fact at the line
+    of num_processes (else distributed_type)."""
+    keys = {str(key).lower(): value for key, value in document.items()}
+    kind = keys.get("distributed_type")
+    detail: dict = {
+        "distributed_type": "NO" if kind is False else str(kind),  # `distributed_type: NO` unquoted is YAML's false
+        "compute_environment": str(keys.get("compute_environment")),
+    }
+    count = keys.get("num_processes")
+    if isinstance(count, int) and not isinstance(count, bool):
+        detail["num_processes"] = count
+    line = _key_line(lines, ("num_processes",) if "num_processes" in detail else ("distributed_type",))
+    shown = f"distributed_type: {detail['distributed_type']}" + (
+        f", num_processes: {detail['num_processes']}" if "num_processes" in detail else ""
+    )
+    evidence.facts.append(CodeFact("launch_config", path, line, shown, detail))
 
 
 def _precision_settings(document: object):
@@ -1874,9 +1898,10 @@ def _program(argv: list[str]) -> tuple[str, list[str]]:
 #   host of its hostfile (`--hostfile`, by default /job/hostfile; without one, this node alone); `--include host:0,1`
 #   runs on the slots it names (deepspeed/launcher/runner.py, DeepSpeed's "Resource Configuration").
 # - accelerate launch: `--num_processes` is the total over all machines; without it, the count is its config file's
-#   (`--config_file`, or the default one in the user's cache, neither read here) or, with none, every GPU: not known.
-#   Older releases turn `--multi_gpu --num_processes 1` into every GPU (accelerate/commands/launch.py), so that is not
-#   known either. `--cpu` trains on the CPU (`on_cpu`).
+#   (`--config_file`, or the default one in the user's cache: read where the job brought it, `settle_launch_configs`;
+#   its `distributed_type: NO` runs one process) or, with none, every GPU: not known. Older releases turn `--multi_gpu
+#   --num_processes 1` into every GPU (accelerate/commands/launch.py), so that is not known either. `--cpu` trains on
+#   the CPU (`on_cpu`).
 # - mpirun, horovodrun: `-np` in all; without it, every slot of the allocation or hostfile: not known.
 _PROCESS_FLAGS = {
     "mpirun": ("-np", "-n", "--np", "--n", "-c"),
@@ -1925,7 +1950,7 @@ def _unseen_launcher_words(program: str, words: list[str]) -> bool:
 
 
 def _launch_processes(
-    argv: list[str], environment: frozenset = frozenset(), allocation: dict | None = None
+    argv: list[str], environment: frozenset = frozenset(), allocation: dict | None = None, config: dict | None = None
 ) -> int | None:
     """How many training processes a distributed launch starts, by its options as numbers or its launcher's documented
     default (see above: `mpirun -np 1`, `torchrun --nproc_per_node=4 --nnodes=2`: 8, `torchrun train.py`: 1,
@@ -1933,7 +1958,8 @@ def _launch_processes(
     config file's, options the line does not show: `torchrun $ARGS train.py`). Read up to the script or program it
     runs (whose own `-n` is not the launcher's). `environment`: the variables the job's script sets before it (and
     the launch line's own `VAR=value` words are read too), for torchrun's `PET_*`. A python under srun is srun's
-    tasks, one process each (`_srun_tasks`; `allocation`: the batch script's `#SBATCH` task options)."""
+    tasks, one process each (`_srun_tasks`; `allocation`: the batch script's `#SBATCH` task options). `config`: the
+    settings of the Accelerate config file `accelerate launch` reads (a `launch_config` fact's; `_accelerate_count`)."""
     program, words = _launcher_words(argv)
     if program.startswith("python"):
         return _srun_tasks(argv, allocation or {})
@@ -1958,9 +1984,7 @@ def _launch_processes(
             return None  # the hosts a hostfile or another launcher gives, slots left out: not known here
         nodes = given.get("--num_nodes", "1")
     elif program == "accelerate":
-        if "--cpu" in given or ("--multi_gpu" in given and count == "1"):
-            return None
-        nodes = "1"  # the total over all machines
+        count, nodes = _accelerate_count(given, config), "1"  # the total over all machines
     else:
         nodes = "1"
     if count is None or not count.isdigit() or not nodes.isdigit():
@@ -1973,6 +1997,84 @@ def _launch_processes(
     if tasks is None or program != "torchrun":
         return None  # the allocation's task count, or several tasks of a launcher that counts over machines
     return tasks * int(count)  # one torchrun agent a task (its --nnodes counts those same agents)
+
+
+# `accelerate launch`'s kinds of launch (its config's `distributed_type`, or a switch on its line) that start
+# `num_processes` processes on GPUs; with none of them on the line, a config's `NO` runs its script once (its simple
+# launcher), whatever the count (accelerate/commands/launch.py, launch_command).
+_ACCELERATE_GPU_LAUNCHES = {"MULTI_GPU", "DEEPSPEED", "FSDP", "MEGATRON_LM"}
+_ACCELERATE_SWITCHES = ("--multi_gpu", "--use_deepspeed", "--use_fsdp", "--use_megatron_lm", "--tpu")
+
+
+def _accelerate_count(given: dict[str, str], config: dict | None) -> str | None:
+    """How many processes `accelerate launch` starts, by its options (`_launcher_options`) and the settings of the
+    config file it reads (`config`, a `launch_config` fact's; None where the job did not bring it): `--num_processes`,
+    else the config's `num_processes`, where the line's switch (`--multi_gpu`, `--use_deepspeed` ...) or, with none,
+    the config's `distributed_type` launches on GPUs; one where the config's type is NO and the line has no such
+    switch. None where not known: `--cpu` (no GPU process: `on_cpu`), no count, no config of a local machine, a type
+    of launch not on GPUs (XLA, MULTI_CPU ...), and `--multi_gpu --num_processes 1`, every GPU in older releases."""
+    if "--cpu" in given:
+        return None
+    count = given.get("--num_processes")
+    switched = next((flag for flag in _ACCELERATE_SWITCHES if flag in given), None)
+    multi_gpu = switched == "--multi_gpu"
+    if config is not None:
+        if config.get("compute_environment") != "LOCAL_MACHINE":
+            return None  # Amazon SageMaker's
+        kind = config.get("distributed_type", "").upper()
+        if switched is None:
+            if kind == "NO":
+                return "1"
+            if kind not in _ACCELERATE_GPU_LAUNCHES:
+                return None
+            multi_gpu = kind == "MULTI_GPU"
+        if count is None and "num_processes" in config:
+            count = str(config["num_processes"])
+    return None if multi_gpu and count == "1" else count
+
+
+def settle_launch_configs(facts: list[CodeFact]) -> None:
+    """`accelerate launch` takes the settings its line does not give from its config file: `--config_file`'s, else
+    the user's default one ($HF_HOME/accelerate/default_config.yaml, in ~/.cache/huggingface). Where the job brought
+    that file (its `launch_config` fact), each such launch of the job's (`shell_launch`, `command_launch`) gets the
+    processes it gives (`_accelerate_count`; none where not known) and `launch_config`, the file's path. To be run
+    once the job's facts are all read, its submitted command's too: a script's launch line may name a config of
+    another file."""
+    configs = {f.path: f.detail for f in facts if f.kind == "launch_config"}
+    if not configs:
+        return
+    for fact in facts:
+        if fact.kind not in ("shell_launch", "command_launch") or fact.detail.get("launcher") != "accelerate":
+            continue
+        if fact.detail.get("on_cpu"):
+            continue  # `--cpu`: no GPU process, and the default config is not read
+        try:
+            commands = split_shell(fact.text)
+        except ValueError:
+            continue
+        argv = next((words for words in commands if words[:12] == fact.detail.get("argv")), None)
+        program, words = _launcher_words(argv or [])
+        options = _launcher_options(program, words) if program == "accelerate" else None
+        if options is None or (path := _accelerate_config_path(options.get("--config_file"), configs)) is None:
+            continue
+        fact.detail.pop("processes", None)
+        if (processes := _launch_processes(argv, config=configs[path])) is not None:
+            fact.detail["processes"] = processes
+        fact.detail["launch_config"] = path
+
+
+def _accelerate_config_path(named: str | None, configs: dict[str, dict]) -> str | None:
+    """The job's file `accelerate launch` reads its settings from: the one `--config_file` names (by its path, or by
+    its name where one file of the job's has it), else the default one in the user's cache
+    (`.cache/huggingface/accelerate/default_config.yaml`); None where the job did not bring it."""
+    if named is None:
+        found = [path for path in configs if ("/" + path).endswith("/accelerate/default_config.yaml")]
+    else:
+        wanted = named.removeprefix("./")
+        found = [path for path in configs if ("/" + wanted).endswith("/" + path.removeprefix("./"))]
+        if not found:
+            found = [path for path in configs if path.rsplit("/", 1)[-1] == wanted.rsplit("/", 1)[-1]]
+    return found[0] if len(found) == 1 else None
 
 
 def _srun_words(argv: list[str]) -> list[str] | None:

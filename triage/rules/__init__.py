@@ -158,6 +158,12 @@ from triage.rules.registry import RULES, THRESHOLDS, Finding, Status, TriageResu
 #      option strings (`torchrun --nproc 8`, which Python 3.11's argparse refuses, was one process) and any prefix on
 #      `accelerate launch` (refused since Accelerate 0.29) leave the count unknown, the launch distributed; so does
 #      `mpirun -np 1 -np 8`; Accelerate's ZeRO flags are read the same way (`--zero_stage 2 --zero_stage 3`: 3)
+#      also: `accelerate launch` takes its count from the Accelerate config file the job brought (`--config_file`'s,
+#      else ~/.cache/huggingface/accelerate/default_config.yaml): its `num_processes` where the line gives none, one
+#      process where its `distributed_type` is NO and the line asks for no distributed launch (it was not known, a
+#      distributed launch: an 8-GPU job so launched with seven GPUs idle was uneven use, now unused GPUs; and
+#      `--num_processes 8` under such a config, eight, is one); a distributed launch so counted quotes the config's
+#      settings (`launch_config` facts) beside its launch line
 RULES_REVISION = 5
 
 __all__ = [

@@ -38,6 +38,13 @@ def srun_task_lines(ev: Evidence, launches: list[CodeFact]) -> list[CodeFact]:
     return [f for f in ev.scripts.of("slurm_layout") if (f.path, f.line) in wanted]
 
 
+def launch_config_lines(ev: Evidence, launches: list[CodeFact]) -> list[CodeFact]:
+    """The Accelerate config files' settings that gave these launches their count (`accelerate launch --config_file
+    acc.yaml`: its `launch_config`), as the config's `launch_config` facts."""
+    wanted = {f.detail["launch_config"] for f in launches if f.detail.get("launch_config")}
+    return [f for f in ev.scripts.of("launch_config") if f.path in wanted]
+
+
 def _distributed(launch: dict) -> bool:
     if launch.get("on_cpu"):
         return False

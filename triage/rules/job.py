@@ -11,7 +11,7 @@ from fleet.numbers import share_text
 from fleet.series import device_name
 from triage.evidence import Evidence, Span
 from triage.evidence.logs import UntimedRun
-from triage.rules.common import distributed_launches, srun_python_launches, srun_task_lines
+from triage.rules.common import distributed_launches, launch_config_lines, srun_python_launches, srun_task_lines
 from triage.rules.registry import Finding, register
 from triage.taxonomy import Category
 
@@ -113,7 +113,8 @@ def gpu_oversubscription(ev: Evidence, th: dict) -> list[Finding]:
                 )
             ),
             windows=[p.training],
-            code=fixed + srun_task_lines(ev, srun) + distributed,  # the #SBATCH lines that gave srun its tasks
+            # the #SBATCH lines that gave srun its tasks, the Accelerate config that gave a launch its processes
+            code=fixed + srun_task_lines(ev, srun) + launch_config_lines(ev, distributed) + distributed,
             numbers={
                 "idle_gpus": len(unused),
                 "gpu_count": ev.job.gpu_count,
