@@ -162,3 +162,26 @@ def test_sbatchs_own_options_are_the_allocation_of_the_scripts_srun(sbatch, comm
     assert launched.detail.get("gpu_binding") == binding
     if processes and not sbatch.startswith("#SBATCH --ntasks=8") and "$" not in command:
         assert "sbatch_lines" not in launched.detail  # no #SBATCH line gave the count
+
+
+@pytest.mark.parametrize(
+    ("launch", "bound"),
+    [
+        ("srun -n 2 --gpus-per-task=1 python train.py", 2),
+        ("srun -n 2 --gpus-per-task=a100:2 python train.py", 4),
+        ("srun -n 4 --gpu-bind=single:2 python train.py", 2),  # two tasks a GPU
+        ("srun -n 8 --gpus-per-task=1 python train.py", None),  # all eight held
+        ("srun -n 2 --gpu-bind=closest python train.py", None),  # how many each holds is not said
+    ],
+)
+def test_gpus_bound_to_no_task_are_named_in_the_fix(launch, bound):
+    # An 8-GPU job whose srun binds 2 tasks a GPU each holds 6 GPUs no task can use: they are not tasks that did no
+    # work, and the fix says to request only the GPUs the tasks hold.
+    finding = oversubscription(command=launch)
+    assert finding.numbers.get("bound_gpus") == bound
+    guide = guide_of(finding)
+    if bound:
+        assert f"the other {8 - bound} are bound to no task" in guide["change"]
+        assert f"request {bound}" in guide["change"]
+    else:
+        assert "bound to no task" not in guide["change"]

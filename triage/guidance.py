@@ -64,7 +64,8 @@ GUIDES: dict[Category, dict] = {
                 "`--gpu-bind`): it sets each task's CUDA_VISIBLE_DEVICES, so a task sees only its GPU, as cuda:0. "
                 "The tasks do not share a GPU, "
                 "and the default device (`cuda`, `cuda:0`) is already each task's own: keep it (`cuda:$SLURM_LOCALID` "
-                "would name a GPU the task cannot see). The idle GPUs are tasks that did no work: make every task "
+                "would name a GPU the task cannot see: a task that does so stops with 'invalid device ordinal'). "
+                "The idle GPUs are tasks that did no work: make every task "
                 "train its share (the training loop not only on rank 0, a `DistributedSampler` over the data, every "
                 "task still running in the log), or request only the GPUs that work.",
                 "srun -n {srun_tasks} {gpu_binding} python train.py\n# train.py\n"
@@ -775,6 +776,22 @@ def _offload_settings(numbers: dict, job: dict) -> str:
     return text
 
 
+def _binding_text(numbers: dict, gpus: int) -> str:
+    """The end of an oversubscribed job's "For this job" sentence: what binds its srun tasks to their GPUs, and the
+    GPUs they leave bound to no task, if any (numbers' `gpu_binding`, `bound_gpus`)."""
+    if not numbers.get("gpu_binding"):
+        return "."
+    text = f"; its tasks are bound by {numbers['gpu_binding']}"
+    held = numbers.get("bound_gpus")
+    if held:
+        tasks = int(numbers.get("srun_tasks") or 0)
+        text += (
+            f". Its {tasks} tasks hold {held} of its {gpus} GPUs: the other {gpus - held} are bound to no task, "
+            f"nothing can run on them; request {held}"
+        )
+    return text + "."
+
+
 def _precision_values(numbers: dict) -> dict:
     """What a GPU-memory-bound job's guidance says of its precision."""
     precision = numbers.get("precision")
@@ -819,8 +836,7 @@ def _oversubscription_values(numbers: dict, job: dict) -> dict:
         "request": request,
         "used_request": used_request,
         "launch": launch,
-        "settings": f"For this job: {used} of its {gpus} GPUs worked"
-        + (f"; its tasks are bound by {numbers['gpu_binding']}." if numbers.get("gpu_binding") else "."),
+        "settings": f"For this job: {used} of its {gpus} GPUs worked" + _binding_text(numbers, gpus),
         "srun_tasks": int(numbers.get("srun_tasks") or gpus),
         "gpu_binding": str(numbers.get("gpu_binding") or "--gpus-per-task=1"),
     }

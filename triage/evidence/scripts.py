@@ -2199,6 +2199,23 @@ def _gpu_binding(options: dict[str, str]) -> str | None:
     return f"--gpus-per-task={options['gpus_per_task']}" if count.isdigit() and int(count) > 0 else None
 
 
+def bound_gpus(binding: str, tasks: int) -> int | None:
+    """How many GPUs `tasks` srun tasks so bound (`_gpu_binding`) hold: N each for `--gpus-per-task=N` (`a100:N`) and
+    `--gpu-bind=per_task:N`, one for each K tasks for `single:K`; None where the binding does not say (`closest`,
+    `map_gpu`, `mask_gpu`, several GPU types)."""
+    flag, _, value = binding.partition("=")
+    if flag == "--gpus-per-task":
+        count = value.rpartition(":")[2]
+        return tasks * int(count) if "," not in value and count.isdigit() else None
+    kind = next((part for part in value.split(",") if part not in ("verbose", "quiet")), "")
+    name, _, count = kind.partition(":")
+    if not count.isdigit() or int(count) < 1:
+        return None
+    if name == "per_task":
+        return tasks * int(count)
+    return -(-tasks // int(count)) if name == "single" else None
+
+
 def _srun_gpu_binding(argv: list[str], allocation: dict[str, str]) -> str | None:
     """`_gpu_binding` of a launch under srun, its own options over the allocation's; None where it runs under no srun
     or srun's words hide options (`srun $SRUN_ARGS ...`: `--gpu-bind=none` may be among them)."""

@@ -11,6 +11,7 @@ from fleet.numbers import share_text
 from fleet.series import device_name
 from triage.evidence import Evidence, Span
 from triage.evidence.logs import UntimedRun
+from triage.evidence.scripts import bound_gpus
 from triage.rules.common import distributed_launches, launch_config_lines, srun_python_launches, srun_task_lines
 from triage.rules.registry import Finding, register
 from triage.taxonomy import Category
@@ -91,6 +92,10 @@ def gpu_oversubscription(ev: Evidence, th: dict) -> list[Finding]:
         # not share one, a pinned cuda:0 is each task's own, and SLURM_LOCALID would name a GPU it cannot see.
         srun_tasks["gpu_binding"] = min(bindings)
         fixed = []
+        # tasks that hold fewer GPUs than the job has leave the rest bound to no task: nothing can run there
+        held = bound_gpus(srun_tasks["gpu_binding"], srun_tasks["srun_tasks"])
+        if held is not None and held < ev.job.gpu_count:
+            srun_tasks["bound_gpus"] = held
     confidence = 0.85 if not distributed else 0.6
     if fixed:
         confidence = 0.95
