@@ -8,6 +8,7 @@ prefix of a long option is that option (torchrun's and deepspeed's parsers; Acce
 from __future__ import annotations
 
 import argparse
+import re
 
 import pytest
 
@@ -194,3 +195,30 @@ def test_a_distributed_launch_by_its_accelerate_config_quotes_the_config():
         ("configs/acc.yaml", 10, "distributed_type: MULTI_GPU, num_processes: 8"),
         ("job command", 1, "accelerate launch --config_file configs/acc.yaml t.py"),
     ]
+
+
+def test_the_job_page_quotes_the_accelerate_config_that_gave_the_launch_its_processes(client, operator):
+    # On the job page, the finding's code lines say why the launch is eight processes: the config's settings, then
+    # the command that reads it (before, only the command, whose line names no count).
+    from django.urls import reverse
+    from django.utils.html import escape
+
+    from tests.factories import JobFactory
+    from triage.models import Finding, JobTriage, RuleSet
+
+    command = "accelerate launch --config_file configs/acc.yaml t.py"
+    frame = series(120, lambda t, g: 60 if g == 0 else 0, gpus=8, mem=lambda t, g: 0.4 if g == 0 else 0.0)
+    _, result = run(120, frame, gpu_count=8, scripts=[("configs/acc.yaml", EIGHT)], command=command)
+    (finding,) = [f for f in result.findings if f.category == Category.GPU_OVERSUBSCRIPTION]
+    job = JobFactory(command=command)
+    triage = JobTriage.objects.create(job=job, rule_set=RuleSet.current(), status="classified", is_current=True)
+    Finding.objects.create(result=triage, job=job, rule_set=triage.rule_set, category=finding.category,
+                           sub_cause=finding.sub_cause, confidence=finding.confidence, summary=finding.summary,
+                           gpu_hours=1.0, evidence=finding.evidence(), guidance={})  # fmt: skip
+    client.force_login(operator)
+    page = client.get(reverse("dashboard:job-detail", args=[job.pk])).content.decode()
+    code = page.split("<summary>Code</summary>")[1].split("</details>")[0]
+    rows = re.findall(r"<div>(.*?)</div>", code)
+    assert len(rows) == 2
+    assert "configs/acc.yaml:10" in rows[0] and "<code>distributed_type: MULTI_GPU, num_processes: 8</code>" in rows[0]
+    assert rows[1] == f'<span class="muted">the job\'s command</span> <code>{escape(command)}</code>'
