@@ -5,7 +5,6 @@ or a silently empty list."""
 from __future__ import annotations
 
 import django_filters
-from django import forms
 from django.db.models import Count
 
 from fleet.connectors.models import Connector
@@ -24,7 +23,7 @@ def _enum_filter(choices, empty_label: str, name: str, what: str) -> django_filt
     return django_filters.ChoiceFilter(
         choices=choices.choices,
         empty_label=empty_label,
-        widget=forms.Select(attrs={"aria-label": name}),
+        label=name,
         error_messages={"invalid_choice": f"“%(value)s” is not {what}; choose one of {', '.join(choices.values)}."},
     )
 
@@ -43,7 +42,7 @@ class IngestRunFilter(django_filters.FilterSet):
         choices=[],
         method="started_by",
         empty_label="Anyone",
-        widget=forms.Select(attrs={"aria-label": "Uploaded by"}),
+        label="By",
         error_messages={
             "invalid_choice": "No run was uploaded or pushed by “%(value)s” (a user name, or token:<prefix> for a "
             "machine token)."
@@ -56,7 +55,7 @@ class IngestRunFilter(django_filters.FilterSet):
         choices=[],
         field_name="connector__name",
         empty_label="Any connector",
-        widget=forms.Select(attrs={"aria-label": "Connector"}),
+        label="Connector",
         error_messages={
             "invalid_choice": "There is no connector named “%(value)s” (choose one of its names on Connectors)."
         },
@@ -101,14 +100,14 @@ class AuditEventFilter(django_filters.FilterSet):
     action = django_filters.ChoiceFilter(
         choices=[],
         empty_label="Any action",
-        widget=forms.Select(attrs={"aria-label": "Action"}),
+        label="Action",
         error_messages={"invalid_choice": "No entry records the action “%(value)s”."},
     )
     user = django_filters.ChoiceFilter(
         choices=[],
         field_name="actor_name",
         empty_label="Anyone",
-        widget=forms.Select(attrs={"aria-label": "Who"}),
+        label="Who",
         error_messages={"invalid_choice": "No entry was made by “%(value)s”."},
     )
 
@@ -132,7 +131,7 @@ class PersonalTokenFilter(django_filters.FilterSet):
         choices=[],
         field_name="owner__username",
         empty_label="Anyone",
-        widget=forms.Select(attrs={"aria-label": "Owner"}),
+        label="Owner",
         error_messages={"invalid_choice": "Nobody called “%(value)s” has a personal token."},
     )
 

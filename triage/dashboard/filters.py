@@ -41,14 +41,14 @@ class JobFilter(django_filters.FilterSet):
         to_field_name="name",
         queryset=Cluster.objects.all(),
         empty_label="All clusters",
-        widget=forms.Select(attrs={"aria-label": "Cluster"}),
+        label="Cluster",
     )
     team = django_filters.ModelChoiceFilter(
         field_name="team",
         to_field_name="slug",
         queryset=Team.objects.none(),
         empty_label="All teams",
-        widget=forms.Select(attrs={"aria-label": "Team"}),
+        label="Team",
     )
     # Exact (any case), so a user's link lists their jobs and no one else's; the search matches parts.
     user = django_filters.CharFilter(field_name="user", lookup_expr="iexact", label="User (whole name)")
@@ -59,20 +59,20 @@ class JobFilter(django_filters.FilterSet):
         choices=Category.choices,
         method="with_category",
         empty_label="Any cause",
-        widget=forms.Select(attrs={"aria-label": "Cause"}),
+        label="Cause",
     )
     status = django_filters.ChoiceFilter(
         choices=[*TriageStatus.choices, (NOT_TRIAGED, "Not triaged")],
         method="with_status",
         empty_label="Any status",
-        widget=forms.Select(attrs={"aria-label": "Triage status"}),
+        label="Triage status",
     )
     # After `category`, whose cause it then narrows to: the jobs answered wrong on that cause.
     answer = django_filters.ChoiceFilter(
         choices=feedback.ANSWER_CHOICES,
         method="with_answer",
         empty_label="Any answer",
-        widget=forms.Select(attrs={"aria-label": "Job owners' answer"}),
+        label="Owners' answer",
     )
     util_min = django_filters.NumberFilter(field_name="mean_gpu_util", lookup_expr="gte", label="Util ≥ %")
     util_max = django_filters.NumberFilter(field_name="mean_gpu_util", lookup_expr="lte", label="Util ≤ %")
