@@ -71,8 +71,9 @@ GUIDES: dict[Category, dict] = {
                 "srun -n {srun_tasks} {gpu_binding} python train.py\n# train.py\n"
                 'if int(os.environ["SLURM_PROCID"]) == 0:   # only task 0 trains\n    train(Model().to("cuda"))',
                 "srun -n {srun_tasks} {gpu_binding} python train.py\n# train.py: each task on its own GPU, its cuda:0\n"
-                'model = DDP(Model().to("cuda:0"), device_ids=[0])   # rank and world size from SLURM_PROCID / '
-                "SLURM_NTASKS\nloader = DataLoader(data, sampler=DistributedSampler(data))   # each task its share\n"
+                "# (rank and world size from SLURM_PROCID / SLURM_NTASKS)\n"
+                'model = DDP(Model().to("cuda:0"), device_ids=[0])\n'
+                "loader = DataLoader(data, sampler=DistributedSampler(data))   # its share\n"
                 "train(model, loader)",
             ),
         },
