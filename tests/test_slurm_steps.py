@@ -102,3 +102,29 @@ def test_triage_reads_a_stored_jobs_steps_label():
         labels={"steps": [{"id": "7.0", "name": "python", "tasks": 8}]},
     )
     assert job_info(job).step_tasks == (("7.0", "python", 8),)
+
+
+@pytest.mark.django_db
+def test_an_imported_sacct_jobs_step_counts_its_bare_sruns_tasks(tmp_path):
+    # sacct's job 4242: `#SBATCH --gres=gpu:8` then a bare `srun python train.py`, which ran in step 4242.0 of 8
+    # tasks. Its script gives no task count (one process: unused GPUs); the step says eight processes.
+    from tests.test_slurm_step_util import T0, import_archive
+    from triage.models import Finding
+    from triage.services import triage_job
+
+    times = [T0 + 60 * i for i in range(61)]
+    result = [
+        {
+            "metric": {"__name__": "DCGM_FI_DEV_GPU_UTIL", "gpu": str(g), "hostname": "gpu01", "hpc_job": "4242"},
+            "values": [[t, "60" if g == 0 else "0"] for t in times],
+        }
+        for g in range(8)
+    ]
+    metrics = json.dumps({"status": "success", "data": {"resultType": "matrix", "result": result}})
+    sacct = (FIXTURES / "sacct_v0.0.41.json").read_bytes()
+    import_archive(tmp_path, {"native/slurm/sacct.json": sacct, "native/prometheus/4242/gpu.json": metrics})
+    job = Job.objects.get(external_id="4242")
+    assert job.labels["steps"] == [{"id": "4242.0", "name": "python", "tasks": 8}]
+    triage_job(job)
+    (finding,) = Finding.objects.filter(result__job=job, result__is_current=True, category="gpu_oversubscription")
+    assert finding.sub_cause == "uneven_use" and finding.evidence["numbers"]["srun_tasks"] == 8
