@@ -527,3 +527,52 @@ def test_on_a_phone_the_agreement_pages_kappas_are_in_view(browser, live_server,
         browser.save_screenshot(str(SHOTS / "labeling-agreement-phone.png"))
     assert len(kappas) == 17 and any(figure[:1].isdigit() for _option, figure, _shown in kappas), kappas
     assert [option for option, _figure, shown in kappas if not shown] == [], kappas
+
+
+# The per-category table's figures: for each pair of raters, whether its kappas lie inside the table's box
+# as the page opens (unscrolled), and whether the table scrolls sideways in its box.
+PAIRS_IN_VIEW = """
+const table = document.querySelector('#per-category'), box = table.closest('.table-scroll');
+const inside = box.getBoundingClientRect();
+const heads = [...table.tHead.rows[0].cells];
+const pairs = heads.map((th, column) => [th.textContent.trim(), column]).filter(([text]) => text.endsWith('kappa'));
+return {
+  scrolls: box.scrollWidth > box.clientWidth,
+  hidden: pairs.filter(([, column]) => [...table.tBodies[0].rows].some(row => {
+    const range = document.createRange();
+    range.selectNodeContents(row.cells[column].firstChild);
+    return range.getBoundingClientRect().right > inside.right + 1;
+  })).map(([text]) => text),
+};
+"""
+
+
+@pytest.mark.django_db(transaction=True)
+def test_at_1280_px_the_agreement_page_shows_every_pair_of_three_raters(browser, live_server, team_a):  # noqa: F811
+    """With three raters (the demo's study: two demo raters and the researcher) the per-category table has
+    three pairs, and at 1280 px it scrolled sideways with the third pair's kappas cut at the box's edge: each
+    kappa column was as wide as "(too few positive labels for an interval)" on one line. The note wraps under
+    its figure at every width, as it did on a phone, and the three pairs are in view."""
+    from tests.test_accessibility import violations
+    from tests.test_browser import window_width
+
+    group = Group.objects.get_or_create(name=RESEARCHERS_GROUP)[0]
+    raters = [UserFactory(username=name) for name in ("demo-rater-1", "demo-rater-2", "researcher")]
+    for user in raters:
+        user.groups.add(group)
+    cluster = ClusterFactory(name="c1")
+    for i in range(6):
+        JobFactory(cluster=cluster, team=team_a, name=f"bert-{i}", mean_gpu_util=20.0 + i)
+    study = services.create_study(name="Three", lead=raters[2], raters=raters, sample_size=6, seed=5)
+    options = [Category.IMPROPER_BATCH_SIZE, Category.MODEL_CHECKPOINTING, Category.HOST_GPU_TRANSFER]
+    for n, rater in enumerate(raters):
+        for assignment in services.assignments_of(study, rater):
+            services.save_answer(assignment, {options[(assignment.item.position + n) % 3].value: ""})
+        services.submit(study, rater)
+    open_as(browser, live_server.url, raters[2])
+    with window_width(browser, 1280):
+        browser.get(f"{live_server.url}/studies/{study.pk}/agreement/")
+        seen = browser.execute_script(PAIRS_IN_VIEW)
+        browser.save_screenshot(str(SHOTS / "labeling-agreement-three-raters.png"))
+        assert violations(browser) == []
+    assert seen == {"scrolls": False, "hidden": []}, seen
