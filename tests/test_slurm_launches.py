@@ -185,3 +185,20 @@ def test_gpus_bound_to_no_task_are_named_in_the_fix(launch, bound):
         assert f"request {bound}" in guide["change"]
     else:
         assert "bound to no task" not in guide["change"]
+
+
+@pytest.mark.parametrize(
+    ("command", "processes", "binding"),
+    [
+        # sbatch --wrap: the job's batch script is that one command, run in sbatch's allocation
+        ('sbatch -n 8 --gpus-per-task=1 --wrap="srun python train.py"', 8, "--gpus-per-task=1"),
+        ("sbatch --ntasks-per-node 4 -N 2 --wrap 'srun python train.py --epochs 3'", 8, None),
+        ('sbatch --wrap="srun -n 2 python train.py"', 2, None),
+        ('sbatch --wrap="python train.py"', None, None),
+    ],
+)
+def test_the_jobs_sbatch_wrap_command_runs_in_its_allocation(command, processes, binding):
+    (launch,) = command_code_facts(command)
+    assert launch.kind == "command_launch" and launch.detail["launcher"] == "python"
+    assert launch.detail.get("processes") == processes
+    assert launch.detail.get("gpu_binding") == binding

@@ -2159,10 +2159,42 @@ def _allocator(argv: list[str]) -> tuple[str, dict[str, str] | None, list[str]] 
     name = words[0].rsplit("/", 1)[-1] if words else ""
     if name not in ("sbatch", "salloc"):
         return None
+    if name == "sbatch" and _wrapped(words) is not None:  # `sbatch -n 8 --wrap="srun ..."`: options, no script
+        at = next(i for i, w in enumerate(words) if w.startswith("--wrap"))
+        return name, _task_options(words[1:at] + words[at + (1 if "=" in words[at] else 2) :]), []
     end = next((i for i, w in enumerate(words[1:], 1) if w == "srun" or _srun_program(w)), len(words))
     if name == "sbatch":
         end = next((i for i, w in enumerate(words[1:], 1) if w.endswith((".slurm", ".sbatch")) or i == end), end)
     return name, _task_options(words[1:end]), words[end:] if name == "salloc" else []
+
+
+def _wrapped(words: list[str]) -> str | None:
+    """The command `sbatch --wrap="..."` (or `--wrap "..."`) runs as its batch script; None for none."""
+    for index, word in enumerate(words):
+        if word.startswith("--wrap="):
+            return word.partition("=")[2]
+        if word == "--wrap" and index + 1 < len(words):
+            return words[index + 1]
+    return None
+
+
+def _allocated_commands(commands: list[list[str]]) -> list[tuple[list[str], dict[str, str]]]:
+    """Each simple command of the job's submitted command line with the task options of the allocation it runs in
+    (`_allocator`): salloc's command (`salloc -n 8 srun python train.py`) in salloc's, the commands of `sbatch
+    --wrap="..."` in sbatch's, any other in none ({}: a bare srun's count not known)."""
+    out: list[tuple[list[str], dict[str, str]]] = []
+    for argv in commands:
+        allocating = _allocator(argv)
+        if allocating is not None and allocating[0] == "salloc" and allocating[2]:
+            out.append((allocating[2], allocating[1] or {}))
+        elif allocating is not None and allocating[0] == "sbatch" and (wrapped := _wrapped(argv)) is not None:
+            try:
+                out.extend((words, allocating[1] or {}) for words in split_shell(wrapped))
+            except ValueError:
+                continue
+        else:
+            out.append((argv, {}))
+    return out
 
 
 def _submitted_allocation(command: str) -> tuple[tuple[str, str], ...] | None:
@@ -2492,11 +2524,8 @@ def command_code_facts(command: str) -> list[CodeFact]:
     except ValueError:
         return []
     facts, shown = [], command.strip()[:500]
-    for argv in commands:
+    for argv, allocation in _allocated_commands(commands):  # `salloc -n 8 srun python train.py`, `sbatch --wrap`
         facts.extend(_remote_path_facts(argv, JOB_COMMAND, 1, shown))
-        allocation: dict[str, str] = {}
-        if (allocating := _allocator(argv)) is not None and allocating[2]:  # `salloc -n 8 srun python train.py`
-            allocation, argv = allocating[1] or {}, allocating[2]
         if _command_kind(argv) not in ("launch", "python"):
             continue
         launch = {"argv": argv[:12], "launcher": _program(argv)[0]}

@@ -147,7 +147,8 @@ from triage.rules.registry import RULES, THRESHOLDS, Finding, Status, TriageResu
 #      pinned device's 0.95 and a `cuda:0` pinned in the code is no longer quoted; a bare srun takes its task layout
 #      and binding from a `salloc` line too (a new allocation for the lines after it, or for the command it runs) and
 #      from the job's sbatch command line (`sbatch -n 8 train.sh`, over the script's #SBATCH lines; `sbatch $ARGS`
-#      leaves it unknown); such tasks that hold fewer GPUs than the job has (`srun -n 2 --gpus-per-task=1` of 8 GPUs)
+#      leaves it unknown; the job's `sbatch -n 8 --wrap="srun python train.py"` is read as its wrapped command, which
+#      was no launch at all); such tasks that hold fewer GPUs than the job has (`srun -n 2 --gpus-per-task=1` of 8 GPUs)
 #      leave the rest bound to no task, which the fix names (numbers' `bound_gpus`: request only those held)
 #      also: a Slurm job's step task counts (its `steps` label, from sacct's steps[].tasks.count) are the processes of
 #      the srun pythons that ran in them (`step`), over the scripts' count: a bare `srun python train.py` with no
