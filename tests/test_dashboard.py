@@ -290,10 +290,27 @@ def test_the_overview_s_top_causes_head_their_hours_recoverable_and_say_what_tha
     client.force_login(operator)
     card = overview(client).content.decode().split("<h2>Top causes</h2>")[1].split("</section>")[0]
     headers = re.findall(r'<th scope="col"[^>]*>([^<]*)', card)
-    assert headers[:3] == ["Category", "Jobs", "Recoverable GPU-hours"] and "GPU-hours" not in headers
+    assert headers[:3] == ["Cause", "Jobs", "Recoverable GPU-hours"] and "GPU-hours" not in headers
     note = card.split('<p class="muted recoverable-note">')[1].split("</p>")[0]
     assert note.startswith("Recoverable GPU-hours: the unused GPU-hours the rules lay at a cause's door, which fixing")
     assert "attributed" not in card.lower()
+
+
+def test_the_overview_calls_a_cause_a_cause(client, operator, fleet):
+    """The overview's Top causes table headed its first column "Category" and its chart read "recoverable
+    GPU-hours by category", where the menu (Causes), the chart's own table of numbers, the teams' pages,
+    the jobs list (Cause) and the digests ("by cause") all say cause: one thing, one word."""
+    from triage.taxonomy import Category
+
+    (low, _), _ = fleet
+    _finding(low, Category.MODEL_CHECKPOINTING, 3.0)
+    client.force_login(operator)
+    page = overview(client).content.decode()
+    card = page.split("<h2>Top causes</h2>")[1].split("</section>")[0]
+    assert re.findall(r'<th scope="col"[^>]*>([^<]*)', card)[0] == "Cause"
+    assert re.findall(r'<span class="cell-label">([^<]*)', card)[0] == "Cause"  # its name on a phone's card
+    chart = page.split('data-figure="categories-figure"')[0].rsplit("<h2>", 1)[1].split("</h2>")[0]
+    assert chart == "Why GPUs idled: recoverable GPU-hours by cause, beside the paper"
 
 
 def test_the_overview_says_what_recoverable_gpu_hours_are_once(client, operator, fleet):
