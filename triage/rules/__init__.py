@@ -139,7 +139,8 @@ from triage.rules.registry import RULES, THRESHOLDS, Finding, Status, TriageResu
 #      SLURM_LOCALID (numbers' `srun_tasks`), not a torchrun line that would start a torchrun in each task; the loader
 #      rules count a process a GPU for it. One task (`-n 1`), no count given (Slurm's default, one), or options not
 #      shown (`srun $SRUN_ARGS`, `-n $N`) keep a plain python, one process
-#      also: srun tasks that Slurm binds each to GPUs of its own (`--gpus-per-task=1`, implying
+#   6  2026-12-06: Slurm and launcher options (revision 5 was released): srun tasks that Slurm binds each to GPUs
+#      of their own (`--gpus-per-task=1`, implying
 #      `--gpu-bind=per_task:1`; `--gpu-bind=single:1`, `closest`, `map_gpu:...`; srun's or the allocation's, not
 #      `--gpu-bind=none`) each see their GPU as cuda:0: such a job with GPUs idle stays uneven use, but its fix is no
 #      longer a GPU a task from SLURM_LOCALID (which names a GPU the task cannot see) but the default device kept and
@@ -166,7 +167,7 @@ from triage.rules.registry import RULES, THRESHOLDS, Finding, Status, TriageResu
 #      distributed launch: an 8-GPU job so launched with seven GPUs idle was uneven use, now unused GPUs; and
 #      `--num_processes 8` under such a config, eight, is one); a distributed launch so counted quotes the config's
 #      settings (`launch_config` facts) beside its launch line
-RULES_REVISION = 5
+RULES_REVISION = 6
 
 __all__ = [
     "RULES",
