@@ -155,14 +155,16 @@ def test_a_distributed_launch_in_the_jobs_submitted_command_is_one(command):
     assert finding.sub_cause == "uneven_use" and [(c.path, c.line) for c in finding.code] == [("job command", 1)]
 
 
-def assert_launch_reads(launch: str, processes, sub_cause: str):
+def assert_launch_reads(launch: str, processes, sub_cause: str, files: list[tuple[str, str]] = ()):
     """The launch line as a script's line and as the job's submitted command: the processes its launch fact
-    counts, and the sub-cause of an 8-GPU job so launched with one GPU busy. Returns the script's launch fact."""
+    counts, and the sub-cause of an 8-GPU job so launched with one GPU busy. `files`: the job's other files (an
+    Accelerate config), brought either way. Returns the script's launch fact."""
     script = f"#!/bin/bash\n{launch}\n"
-    (launched,) = extract_script_evidence([("run.sh", script)]).of("shell_launch")
+    files = list(files)
+    (launched,) = extract_script_evidence([("run.sh", script), *files]).of("shell_launch")
     assert launched.detail.get("processes") == processes
     frame = series(120, lambda t, g: 60 if g == 0 else 0, gpus=8, mem=lambda t, g: 0.4 if g == 0 else 0.0)
-    for scripts, command in (([("run.sh", script)], ""), ([], launch)):  # a script's launch and the job's command
+    for scripts, command in (([("run.sh", script), *files], ""), (files, launch)):  # a script's, the job's command
         _, result = run(120, frame, gpu_count=8, scripts=scripts, command=command)
         (finding,) = [f for f in result.findings if f.category == Category.GPU_OVERSUBSCRIPTION]
         assert finding.sub_cause == sub_cause, (launch, command)

@@ -173,14 +173,7 @@ def test_accelerate_launch_takes_its_count_from_the_config_file_the_job_brought(
     # `accelerate launch --config_file configs/acc.yaml train.py` starts the config's num_processes (MULTI_GPU) or
     # one process (distributed_type NO), yet with the config among the job's files its count was not known: an
     # 8-GPU job so launched with one process and seven GPUs idle was "uneven use" of GPUs no process shares.
-    script = f"#!/bin/bash\n{launch}\n"
-    (launched,) = extract_script_evidence([("run.sh", script), *files]).of("shell_launch")
-    assert launched.detail.get("processes") == processes
-    frame = series(120, lambda t, g: 60 if g == 0 else 0, gpus=8, mem=lambda t, g: 0.4 if g == 0 else 0.0)
-    for scripts, command in (([("run.sh", script), *files], ""), (files, launch)):  # a script's, the job's command
-        _, result = run(120, frame, gpu_count=8, scripts=scripts, command=command)
-        (finding,) = [f for f in result.findings if f.category == Category.GPU_OVERSUBSCRIPTION]
-        assert finding.sub_cause == sub_cause, (launch, command)
+    assert_launch_reads(launch, processes, sub_cause, files=files)
 
 
 def test_a_distributed_launch_by_its_accelerate_config_quotes_the_config():
