@@ -576,3 +576,40 @@ def test_at_1280_px_the_agreement_page_shows_every_pair_of_three_raters(browser,
         browser.save_screenshot(str(SHOTS / "labeling-agreement-three-raters.png"))
         assert violations(browser) == []
     assert seen == {"scrolls": False, "hidden": []}, seen
+
+
+@pytest.mark.django_db(transaction=True)
+def test_on_a_phone_the_labeling_form_is_a_tap_away(browser, live_server, team_a, storage_dir):  # noqa: F811
+    """Below 1,000 px the labeling page is one column, the form under the whole of the evidence: on a phone a
+    rater scrolled past the job's facts, the timeline, its logs and every log event (4,000 px and more in
+    the demo) to reach the boxes to tick, on every job. A link under the progress line, on the first screen,
+    goes to the form; at 1280 px, where the form is beside the evidence, there is none."""
+    from selenium.webdriver.common.by import By
+
+    from tests.conftest import store_artifact
+    from tests.test_accessibility import violations
+    from tests.test_browser import window_width
+
+    lead, second = UserFactory(username="rita-researcher"), UserFactory(username="ravi-rater")
+    for user in (lead, second):
+        user.groups.add(Group.objects.get_or_create(name=RESEARCHERS_GROUP)[0])
+    job = JobFactory(team=team_a, name="bert-0", mean_gpu_util=20.0)
+    store_artifact(job, "log", "logs/stdout.log", b"".join(b"epoch %d loss 0.5\n" % n for n in range(200)))
+    study = services.create_study(name="Phone pilot", lead=lead, raters=[lead, second], sample_size=1, seed=5)
+    open_as(browser, live_server.url, lead)
+    shown = "return [...document.querySelectorAll('a[href=\"#label-form\"]')].filter(a => a.checkVisibility())"
+    top = "return Math.round(arguments[0].getBoundingClientRect().top)"
+    with window_width(browser, 390, mobile=True):
+        browser.get(f"{live_server.url}/studies/{study.pk}/label/")
+        heading = browser.find_element(By.CSS_SELECTOR, "#label-form h2")
+        assert browser.execute_script(top, heading) > 900, "the form starts below the first screen"
+        links = browser.execute_script(shown)
+        assert len(links) == 1, "one link to the form"
+        assert 0 <= browser.execute_script(top, links[0]) < 900 - 40, "the link is on the first screen"
+        assert violations(browser) == []
+        links[0].click()
+        assert 0 <= browser.execute_script(top, heading) < 200, "the form's heading is at the top of the screen"
+        browser.save_screenshot(str(SHOTS / "labeling-phone-form.png"))
+    with window_width(browser, 1280):
+        browser.get(f"{live_server.url}/studies/{study.pk}/label/")
+        assert browser.execute_script(shown) == [], "beside the evidence, the form needs no link"
