@@ -377,6 +377,24 @@ def test_causes_pages_list_all_15_with_guidance_and_the_jobs_behind_one(client, 
     assert client.get(reverse("dashboard:category-detail", args=["not_a_cause"])).status_code == 404
 
 
+def test_a_causes_jobs_head_their_hours_as_the_causes_page_does(client, member_a, fleet):
+    """A cause's page headed its jobs' hours "GPU-hours lost" beside a chart and a causes table that call the
+    same figure (a finding's share of the job's unused GPU-hours, which add up to the cause's total)
+    "Recoverable GPU-hours": one figure, one name, and a job's row reads the hours the causes page sums."""
+    from triage.taxonomy import Category
+
+    (low, _), _ = fleet
+    _finding(low, Category.MODEL_CHECKPOINTING, 3.0)
+    client.force_login(member_a)
+    page = client.get(
+        reverse("dashboard:category-detail", args=["model_checkpointing"]), {"from": "2026-11-16", "to": "2026-11-22"}
+    ).content.decode()
+    table = page.split('<caption class="visually-hidden">Jobs: Model checkpointing</caption>')[1].split("</table>")[0]
+    headers = re.findall(r'<th scope="col"[^>]*>(?:<abbr[^>]*>)?([^<]*)', table)
+    assert headers[5] == "Recoverable GPU-hours", headers
+    assert as_read(table).count(">3.0<") == 1
+
+
 def test_causes_of_another_team_stay_hidden(client, member_a, fleet, team_b):
     from triage.taxonomy import Category
 
