@@ -128,3 +128,44 @@ def test_an_imported_sacct_jobs_step_counts_its_bare_sruns_tasks(tmp_path):
     triage_job(job)
     (finding,) = Finding.objects.filter(result__job=job, result__is_current=True, category="gpu_oversubscription")
     assert finding.sub_cause == "uneven_use" and finding.evidence["numbers"]["srun_tasks"] == 8
+
+
+@pytest.mark.parametrize(
+    ("script", "steps", "processes"),
+    [
+        # a launcher under srun runs once a task, each starting its own count on its node: the step's tasks times it
+        ("srun torchrun --nproc_per_node 4 train.py", (("7.0", "torchrun", 2),), 8),
+        ("srun torchrun train.py", (("7.0", "torchrun", 8),), 8),  # torchrun's default, one a task
+        ("srun torchrun train.py", (("7.0", "torchrun", 1),), 1),
+        ("#SBATCH --ntasks=2\nsrun torchrun --nproc_per_node 4 train.py", (("7.0", "torchrun", 4),), 16),
+        ("srun python -m torch.distributed.run --nproc_per_node 4 t.py", (("7.0", "python", 2),), 8),
+        ("srun deepspeed --num_gpus 4 train.py", (("7.0", "deepspeed", 2),), 8),
+        # accelerate's --num_processes counts over its --num_machines: each machine starts its share
+        ("srun accelerate launch --num_processes 8 --num_machines 2 train.py", (("7.0", "accelerate", 2),), 8),
+        ("srun accelerate launch --multi_gpu --num_processes 4 train.py", (("7.0", "accelerate", 2),), 8),
+        # the launcher's per-task count not known: none
+        ("srun torchrun --nproc_per_node $GPUS train.py", (("7.0", "torchrun", 2),), None),
+        ("export PET_NPROC_PER_NODE=4\nsrun torchrun train.py", (("7.0", "torchrun", 2),), None),
+        ("srun deepspeed train.py", (("7.0", "deepspeed", 2),), None),
+        # steps of another program say nothing of this launch
+        ("srun torchrun --nproc_per_node 4 train.py", (("7.0", "python", 2),), None),
+    ],
+)
+def test_a_launcher_under_srun_starts_its_count_in_each_task_of_its_step(script, steps, processes):
+    # `srun torchrun ...` in a step of N tasks runs N torchruns, each starting its own --nproc_per_node; the step's
+    # count was read for a python under srun only, so such a launch's count stayed the scripts' (or none).
+    evidence, _ = run(120, one_busy_gpu_of_eight(), gpu_count=8, scripts=[("run.sh", script + "\n")], step_tasks=steps)
+    (launched,) = evidence.scripts.of("shell_launch")
+    assert launched.detail.get("processes") == processes
+    assert launched.detail.get("step") == (steps[0][0] if processes is not None else None)
+
+
+def test_a_launcher_in_a_step_of_one_task_is_one_process():
+    # `srun torchrun train.py` ran in a step of one task: one process (torchrun's default), seven GPUs unused; the
+    # count was not known (srun's tasks), so the finding was uneven use of GPUs the processes share.
+    script = "#!/bin/bash\nsrun torchrun train.py\n"
+    assert oversubscription(scripts=[("run.sh", script)]).sub_cause == "uneven_use"
+    finding = oversubscription(scripts=[("run.sh", script)], step_tasks=(("7.0", "torchrun", 1),))
+    assert finding.sub_cause == "unused_gpus"
+    finding = oversubscription(command="srun torchrun train.py", step_tasks=(("7.0", "torchrun", 1),))
+    assert finding.sub_cause == "unused_gpus"

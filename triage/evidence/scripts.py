@@ -1950,7 +1950,11 @@ def _unseen_launcher_words(program: str, words: list[str]) -> bool:
 
 
 def _launch_processes(
-    argv: list[str], environment: frozenset = frozenset(), allocation: dict | None = None, config: dict | None = None
+    argv: list[str],
+    environment: frozenset = frozenset(),
+    allocation: dict | None = None,
+    config: dict | None = None,
+    tasks: int | None = None,
 ) -> int | None:
     """How many training processes a distributed launch starts, by its options as numbers or its launcher's documented
     default (see above: `mpirun -np 1`, `torchrun --nproc_per_node=4 --nnodes=2`: 8, `torchrun train.py`: 1,
@@ -1959,10 +1963,12 @@ def _launch_processes(
     runs (whose own `-n` is not the launcher's). `environment`: the variables the job's script sets before it (and
     the launch line's own `VAR=value` words are read too), for torchrun's `PET_*`. A python under srun is srun's
     tasks, one process each (`_srun_tasks`; `allocation`: the batch script's `#SBATCH` task options). `config`: the
-    settings of the Accelerate config file `accelerate launch` reads (a `launch_config` fact's; `_accelerate_count`)."""
+    settings of the Accelerate config file `accelerate launch` reads (a `launch_config` fact's; `_accelerate_count`).
+    `tasks`: the tasks srun started, where the scheduler counted them (a Slurm step's, `apply_step_tasks`), over what
+    srun's options and the allocation give."""
     program, words = _launcher_words(argv)
     if program.startswith("python"):
-        return _srun_tasks(argv, allocation or {})
+        return _srun_tasks(argv, allocation or {}) if tasks is None else tasks
     if program not in _PROCESS_FLAGS or _unseen_launcher_words(program, words):
         return None
     if (given := _launcher_options(program, words)) is None:
@@ -1991,12 +1997,30 @@ def _launch_processes(
         return None
     if _srun_words(argv) is None:
         return int(count) * int(nodes)
-    tasks = _srun_tasks(argv, allocation or {})
+    tasks = _srun_tasks(argv, allocation or {}) if tasks is None else tasks
     if tasks == 1:
         return int(count) * int(nodes)
-    if tasks is None or program != "torchrun":
-        return None  # the allocation's task count, or several tasks of a launcher that counts over machines
-    return tasks * int(count)  # one torchrun agent a task (its --nnodes counts those same agents)
+    if tasks is None or (each := _task_processes(program, count, nodes, given, config)) is None:
+        return None  # the allocation's task count, or a launcher's count a task not known
+    return tasks * each
+
+
+def _task_processes(program: str, count: str, nodes: str, given: dict[str, str], config: dict | None) -> int | None:
+    """How many processes a launcher that srun runs in each of several tasks starts in its task, on its node: torchrun
+    its `--nproc_per_node` (its `--nnodes` counts those same agents), deepspeed its `--num_gpus` (no hostfile: its
+    node's GPUs; with `--num_nodes` over 1, not known), `accelerate launch` its share of `--num_processes`, which
+    counts over its `--num_machines` (one where neither the line nor a config the job brought gives it; with a config,
+    not known: its `num_machines` is not read). None for another launcher."""
+    if program == "torchrun":
+        return int(count)
+    if program == "deepspeed":
+        return int(count) if nodes == "1" else None
+    if program == "accelerate":
+        machines = given.get("--num_machines", "1" if config is None else "")
+        if not machines.isdigit() or int(machines) < 1 or int(count) % int(machines):
+            return None
+        return int(count) // int(machines)
+    return None
 
 
 # `accelerate launch`'s kinds of launch (its config's `distributed_type`, or a switch on its line) that start
@@ -2262,33 +2286,53 @@ _SRUN_SWITCHES |= {"-v", "--verbose", "-Q", "--quiet", "-X", "--disable-status",
 
 
 def apply_step_tasks(facts: list[CodeFact], steps: tuple[tuple[str, str, int], ...]) -> None:
-    """Give the job's python launches under srun (`shell_launch`, `command_launch`) the task count of the step they
-    ran in, as the scheduler counted it (`steps`: (id, program, tasks), Slurm's sacct steps), over what the scripts
-    say or leave unknown (`#SBATCH --ntasks=2` overridden on sbatch's command line, `srun -n $N`): each program's
-    launches, in order, are its steps, in order, when there are as many; else all take the count its steps share;
-    else (a count per step, steps and lines not matched one to one) none. The launch records the step (`step`) and
-    quotes no `#SBATCH` line for a count the step changed."""
-    launches = [
-        fact
-        for fact in facts
-        if fact.kind in ("shell_launch", "command_launch")
-        and str(fact.detail.get("launcher", "")).startswith("python")
-        and _srun_words(list(fact.detail.get("argv", ()))) is not None
-    ]
-    for program in {fact.detail["launcher"] for fact in launches}:
-        lines = [fact for fact in launches if fact.detail["launcher"] == program]
+    """Give the job's launches under srun (`shell_launch`, `command_launch`) the task count of the step they ran in,
+    as the scheduler counted it (`steps`: (id, program, tasks), Slurm's sacct steps, named by the program srun ran),
+    over what the scripts say or leave unknown (`#SBATCH --ntasks=2` overridden on sbatch's command line, `srun -n
+    $N`, a bare srun): each program's launches, in order, are its steps, in order, when there are as many; else all
+    take the count its steps share; else (a count per step, steps and lines not matched one to one) none. A python
+    is a process a task; a launcher (`srun torchrun --nproc_per_node 4 ...`) starts its own count in each task
+    (`_launch_processes`; none where that is not known). The launch records the step (`step`) and quotes no `#SBATCH`
+    line for a count the step changed."""
+    configs = {f.path: f.detail for f in facts if f.kind == "launch_config"}
+    launches = {}
+    for fact in facts:
+        if fact.kind in ("shell_launch", "command_launch") and (argv := _fact_argv(fact)) is not None:
+            srun = _srun_words(argv)
+            if srun is not None and (ran := argv[argv.index("srun") + 1 + len(srun) :] if "srun" in argv else []):
+                launches[id(fact)] = (fact, argv, ran[0].rsplit("/", 1)[-1])
+    for program in {name for _, _, name in launches.values()}:
+        lines = [(fact, argv) for fact, argv, name in launches.values() if name == program]
         ran = [(ident, tasks) for ident, name, tasks in steps if name.rsplit("/", 1)[-1] == program]
         if len(ran) == len(lines):
             pairs = list(zip(lines, ran, strict=True))
         elif ran and len({tasks for _, tasks in ran}) == 1:
-            pairs = [(fact, ran[0]) for fact in lines]  # one count, e.g. a loop's srun run again and again
+            pairs = [(line, ran[0]) for line in lines]  # one count, e.g. a loop's srun run again and again
         else:
             continue
-        for fact, (ident, tasks) in pairs:
-            if fact.detail.get("processes") != tasks:
+        for (fact, argv), (ident, tasks) in pairs:
+            processes = tasks
+            if not str(fact.detail.get("launcher", "")).startswith("python"):
+                environment = {
+                    f.detail["name"] for f in facts if f.kind == "env" and f.path == fact.path and f.line < fact.line
+                }
+                config = configs.get(fact.detail.get("launch_config", ""))
+                processes = _launch_processes(argv, frozenset(environment), config=config, tasks=tasks)
+                if processes is None:
+                    continue
+            if fact.detail.get("processes") != processes:
                 fact.detail.pop("sbatch_lines", None)
-            fact.detail["processes"] = tasks
+            fact.detail["processes"] = processes
             fact.detail["step"] = ident
+
+
+def _fact_argv(fact: CodeFact) -> list[str] | None:
+    """The whole command of a launch fact (its `argv` keeps the first 12 words), from its quoted line."""
+    try:
+        commands = split_shell(fact.text)
+    except ValueError:
+        return None
+    return next((words for words in commands if words[:12] == fact.detail.get("argv")), None)
 
 
 def _launch_on_cpu(argv: list[str]) -> bool:
@@ -2407,6 +2451,12 @@ def _layout_fact(path: str, number: int, shown: str, words: list[str], tasks: di
     return CodeFact("slurm_layout", path, number, shown, layout) if layout else None
 
 
+# The variables a script's environment fact records: those the rules read, and torchrun's options from the environment
+# (`PET_*`), which a launch's count read again later depends on (`apply_step_tasks`)
+_ENV_FACTS = {"CUDA_VISIBLE_DEVICES", "NCCL_IB_DISABLE", "NCCL_SOCKET_IFNAME", "NCCL_P2P_DISABLE"}
+_ENV_FACTS |= {"PET_NPROC_PER_NODE", "PET_NNODES"}
+
+
 def _shell_facts(path: str, text: str, evidence: ScriptEvidence, submitted: tuple | None = ()) -> None:
     """`submitted`: the task options of the job's sbatch command line (`_submitted_allocation`), over the script's
     `#SBATCH` lines; None where not known."""
@@ -2440,7 +2490,7 @@ def _shell_facts(path: str, text: str, evidence: ScriptEvidence, submitted: tupl
             if only or argv[0] in _DECLARATIONS:
                 assigned.update(key for key, _ in pairs)
             for key, value in pairs:
-                if key in ("CUDA_VISIBLE_DEVICES", "NCCL_IB_DISABLE", "NCCL_SOCKET_IFNAME", "NCCL_P2P_DISABLE"):
+                if key in _ENV_FACTS:
                     evidence.facts.append(CodeFact("env", path, number, stripped, {"name": key, "value": value}))
             if only or argv[0] in _DECLARATIONS:
                 continue  # runs no program

@@ -167,6 +167,11 @@ from triage.rules.registry import RULES, THRESHOLDS, Finding, Status, TriageResu
 #      distributed launch: an 8-GPU job so launched with seven GPUs idle was uneven use, now unused GPUs; and
 #      `--num_processes 8` under such a config, eight, is one); a distributed launch so counted quotes the config's
 #      settings (`launch_config` facts) beside its launch line
+#      also: a launcher srun runs in a Slurm step (`srun torchrun`, `srun deepspeed`, `srun accelerate launch`) starts
+#      its own count in each of the step's tasks: the step's task count times the launcher's count a node (torchrun's
+#      `--nproc_per_node`, deepspeed's `--num_gpus`, accelerate's `--num_processes` / `--num_machines`) is its
+#      processes, as a python's is the step's count (only a python's was read: `srun torchrun train.py` in a step of
+#      one task was a distributed launch of unknown count, uneven use; now one process, unused GPUs)
 RULES_REVISION = 6
 
 __all__ = [
