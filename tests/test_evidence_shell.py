@@ -214,6 +214,11 @@ def test_a_launcher_starting_one_process_is_no_distributed_launch(launch, proces
         ("srun $SRUN_ARGS torchrun train.py", None, "uneven_use"),
         ("srun -n 1 --exclusive $SRUN_ARGS torchrun train.py", None, "uneven_use"),
         ("srun -n 1 -c $CPUS torchrun train.py", 1, "unused_gpus"),  # a variable that is an option's value
+        # deepspeed starts its --num_gpus on its node, accelerate its share of --num_processes over --num_machines
+        ("srun -n 2 deepspeed --num_gpus 4 train.py", 8, "uneven_use"),
+        ("srun -N 2 accelerate launch --multi_gpu --num_processes 8 --num_machines 2 train.py", 8, "uneven_use"),
+        ("srun -n 2 deepspeed --num_gpus 4 --num_nodes 2 train.py", None, "uneven_use"),
+        ("srun -n 2 accelerate launch --num_processes 8 --num_machines 3 train.py", None, "uneven_use"),
     ],
 )
 def test_a_launch_under_srun_starts_the_launcher_once_a_task(launch, processes, sub_cause):
