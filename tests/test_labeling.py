@@ -1450,3 +1450,19 @@ def test_an_agreement_short_of_perfect_never_reads_as_perfect():
     assert share_text(one_disagreement) == "100 %"  # what whole percent would say
     assert percent(one_disagreement) == "99.6\u00a0%"  # its "%" on the figure's line
     assert percent(percent_agreement([True, False], [True, False])) == "100.0\u00a0%"
+
+
+def test_before_gold_the_rules_page_leads_to_the_gold_page_and_one_job_is_one_job(client, study, raters):
+    """Before any gold set the rules page said "Freeze a gold set first" and gave no way to where that is
+    done; it now links the Gold sets page. There, one job ready read "Ready now: 1 jobs"."""
+    first, second = raters
+    answer(study, first, {1: [BATCH], 2: [CKPT], 3: [BATCH], 4: ["none"]})
+    answer(study, second, {1: [BATCH], 2: [BATCH], 3: [CKPT], 4: [CKPT]})
+    for rater in raters:
+        services.submit(study, rater)
+    client.force_login(first)
+    page = client.get(reverse("labeling:rules", args=[study.pk])).content.decode()
+    empty = page.split('<p class="empty"')[1].split("</p>")[0]
+    assert f'<a href="{reverse("labeling:gold", args=[study.pk])}">' in empty
+    page = client.get(reverse("labeling:gold", args=[study.pk])).content.decode()
+    assert "Ready now: <strong>1</strong> job (" in page
