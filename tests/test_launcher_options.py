@@ -14,7 +14,7 @@ import pytest
 
 from tests.test_evidence_shell import assert_launch_reads
 from tests.test_triage_edge_cases import run, series
-from triage.evidence.scripts import extract_script_evidence
+from triage.evidence.scripts import command_code_facts, extract_script_evidence
 from triage.taxonomy import Category
 
 
@@ -215,3 +215,25 @@ def test_the_job_page_quotes_the_accelerate_config_that_gave_the_launch_its_proc
     assert len(rows) == 2
     assert "configs/acc.yaml:10" in rows[0] and "<code>distributed_type: MULTI_GPU, num_processes: 8</code>" in rows[0]
     assert rows[1] == f'<span class="muted">the job\'s command</span> <code>{escape(command)}</code>'
+
+
+@pytest.mark.parametrize(
+    ("launch", "switch"),
+    [
+        ("accelerate launch --mixed_precision no train.py", "--mixed_precision no"),
+        ("accelerate launch --mixed-precision=no --num_processes 8 train.py", "--mixed-precision no"),
+        ("accelerate launch --mixed_precision bf16 --mixed_precision no train.py", "--mixed_precision no"),
+        # the training script's own option of that name is the script's, not Accelerate's
+        ("accelerate launch train.py --mixed_precision no", None),
+        ("accelerate launch --num_processes 8 train.py --lr 1e-4 --mixed_precision=no", None),
+        ("accelerate launch --mixed_precision no --mixed_precision bf16 train.py", None),
+    ],
+)
+def test_accelerates_mixed_precision_is_its_own_option_before_the_script(launch, switch):
+    # `accelerate launch train.py --mixed_precision no` hands the script its own option; it was read as Accelerate's
+    # mixed precision turned off (a full_precision fact of the launcher's), whatever the script does with it.
+    for facts in (
+        extract_script_evidence([("run.sh", f"#!/bin/bash\n{launch}\n")]).of("full_precision"),
+        [f for f in command_code_facts(launch) if f.kind == "full_precision"],
+    ):
+        assert [f.detail["switch"] for f in facts if f.detail.get("accelerate")] == ([switch] if switch else [])

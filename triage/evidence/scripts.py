@@ -1678,14 +1678,12 @@ def _launch_settings(argv: list[str]) -> list[tuple[str, dict]]:
     """What a launch line says of precision beyond its flags: config files it names (`--deepspeed ds.json`,
     Accelerate's `--deepspeed_config_file ds.json`, `--config_file accelerate.yaml`, `--config-file configs/x.yaml`,
     Hydra's `--config-name`) and Hydra overrides (`trainer.precision=bf16-mixed`, `+amp=true`). (kind, detail) pairs."""
-    found, accelerate = [], _program(argv)[0] == "accelerate"
+    found = []
+    if off := _accelerate_precision_off(argv):
+        found.append(("full_precision", {"setting": off[0], "accelerate": True, "switch": f"{off[0]} {off[1]}"}))
     for index, word in enumerate(argv):
         flag, eq, value = word.partition("=")
-        if flag in ("--mixed_precision", "--mixed-precision") and accelerate:
-            value = value if eq else (argv[index + 1] if index + 1 < len(argv) else "")
-            if _accelerate_off(value):
-                found.append(("full_precision", {"setting": flag, "accelerate": True, "switch": f"{flag} {value}"}))
-        elif flag in _CONFIG_FLAGS:
+        if flag in _CONFIG_FLAGS:
             value = value if eq else (argv[index + 1] if index + 1 < len(argv) else "")
             hydra = _CONFIG_FLAGS[flag] == "yaml"
             if value and not value.startswith("-") and (hydra or value.lower().endswith(CONFIG_SUFFIXES)):
@@ -1705,6 +1703,20 @@ def _launch_settings(argv: list[str]) -> list[tuple[str, dict]]:
     if zero := _accelerate_zero_flags(argv):
         found.append(("zero_config", zero))
     return found
+
+
+def _accelerate_precision_off(argv: list[str]) -> tuple[str, str] | None:
+    """(the option as written, its value) where `accelerate launch`'s own `--mixed_precision` (before the script it
+    runs, the last one given) turns mixed precision off (`no`); None otherwise. The script's own option of that name,
+    after it (`accelerate launch train.py --mixed_precision no`), is the script's."""
+    program, words = _launcher_words(argv)
+    if program != "accelerate" or (options := _launcher_options(program, words)) is None:
+        return None
+    value = options.get("--mixed_precision")
+    if value is None or not _accelerate_off(value):
+        return None
+    spelled = [w.partition("=")[0] for w in words if w.partition("=")[0] in ("--mixed_precision", "--mixed-precision")]
+    return spelled[-1], value
 
 
 def _launcher_options(program: str, words: list[str]) -> dict[str, str] | None:

@@ -172,6 +172,10 @@ from triage.rules.registry import RULES, THRESHOLDS, Finding, Status, TriageResu
 #      `--nproc_per_node`, deepspeed's `--num_gpus`, accelerate's `--num_processes` / `--num_machines`) is its
 #      processes, as a python's is the step's count (only a python's was read: `srun torchrun train.py` in a step of
 #      one task was a distributed launch of unknown count, uneven use; now one process, unused GPUs)
+#      also: `accelerate launch`'s `--mixed_precision no` is its own option only, before the script and the last
+#      given: `accelerate launch train.py --mixed_precision no` (the script's option) was read as Accelerate's mixed
+#      precision off (a memory-bound job told its launch keeps it in fp32), and `--mixed_precision no --mixed_precision
+#      bf16` (bf16, as argparse reads it) too
 RULES_REVISION = 6
 
 __all__ = [
