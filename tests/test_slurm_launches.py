@@ -195,6 +195,10 @@ def test_gpus_bound_to_no_task_are_named_in_the_fix(launch, bound):
         ("sbatch --ntasks-per-node 4 -N 2 --wrap 'srun python train.py --epochs 3'", 8, None),
         ('sbatch --wrap="srun -n 2 python train.py"', 2, None),
         ('sbatch --wrap="python train.py"', None, None),
+        # sbatch's options after the wrapped command are its options too (a space-separated --wrap value included)
+        ('sbatch --wrap "srun python train.py" -n 8', 8, None),
+        ("sbatch --wrap 'srun python train.py' --gpus-per-task=1 --ntasks 8", 8, "--gpus-per-task=1"),
+        ('sbatch -n 2 --wrap="srun python train.py" -n 8', 8, None),  # the last one given
     ],
 )
 def test_the_jobs_sbatch_wrap_command_runs_in_its_allocation(command, processes, binding):
@@ -202,3 +206,8 @@ def test_the_jobs_sbatch_wrap_command_runs_in_its_allocation(command, processes,
     assert launch.kind == "command_launch" and launch.detail["launcher"] == "python"
     assert launch.detail.get("processes") == processes
     assert launch.detail.get("gpu_binding") == binding
+
+
+def test_a_wrapped_script_takes_sbatchs_options_given_after_the_wrap():
+    # `sbatch --wrap "bash run.sh" -n 8`: the script's bare srun runs in sbatch's allocation of 8 tasks
+    assert launch_of("#!/bin/bash\nsrun python train.py\n", 'sbatch --wrap "bash run.sh" -n 8').detail["processes"] == 8
