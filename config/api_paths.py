@@ -1,9 +1,9 @@
-"""Whether a request is for the JSON API: one test for the middleware, error handlers and views that
-answer the API in JSON and pages in HTML or with a redirect.
+"""Whether a request is for the JSON API, or wants JSON: one test for the middleware, error handlers
+and views that answer the API in JSON and pages in HTML or with a redirect.
 
-It reads `request.path_info`, the address within the site. Served under a prefix (a proxy's
-SCRIPT_NAME, or FORCE_SCRIPT_NAME) `request.path` starts with that prefix (/triage/api/v1/...), and
-a test on it took an API request for a page. No imports of the apps: the middleware loads it.
+It reads `request.path_info`, the address within the site. Served under a prefix (URL_PREFIX, a
+proxy's SCRIPT_NAME) `request.path` starts with that prefix (/triage/api/v1/...), and a test on it
+took an API request for a page. No imports of the apps: the middleware loads it.
 """
 
 from __future__ import annotations
@@ -14,3 +14,9 @@ API_PATH = "/api/"
 def under_api(request) -> bool:
     """Whether the request is for an address under /api/, whatever prefix the site is served under."""
     return request.path_info.startswith(API_PATH)
+
+
+def wants_json(request) -> bool:
+    """The API, or a page's script asking for JSON (Accept: application/json, as the upload page's
+    XMLHttpRequest does): a refusal or an answer in JSON, not a page or a redirect."""
+    return under_api(request) or "application/json" in request.headers.get("Accept", "")

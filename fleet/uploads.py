@@ -21,7 +21,7 @@ from django.conf import settings
 from django.core.files.uploadhandler import FileUploadHandler, StopUpload
 from django.http import HttpResponse, JsonResponse
 
-from config.api_paths import under_api
+from config.api_paths import wants_json
 
 # Room for the multipart framing and the few small form fields sent with the file.
 FORM_OVERHEAD_BYTES = 64 * 1024
@@ -61,12 +61,8 @@ class SizeCappedUploadHandler(FileUploadHandler):
         return None
 
 
-def _wants_json(request) -> bool:
-    return under_api(request) or "application/json" in request.headers.get("Accept", "")
-
-
 def refuse(request, status: int, message: str):
-    if _wants_json(request):
+    if wants_json(request):
         return JsonResponse({"detail": message}, status=status)
     return HttpResponse(message, status=status, content_type="text/plain; charset=utf-8")
 

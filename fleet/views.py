@@ -19,6 +19,7 @@ from django.utils import timezone
 from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_POST
 
+from config.api_paths import wants_json
 from config.methods import read_only, with_form
 from fleet import audit, ingest, personal_tokens
 from fleet.access import operator_required
@@ -176,10 +177,6 @@ def ingest_run_errors_csv(request, pk: int):
     return response
 
 
-def _wants_json(request) -> bool:
-    return "application/json" in request.headers.get("Accept", "")
-
-
 @login_required
 @read_only
 def archive_format(request):
@@ -198,12 +195,12 @@ def ingest_upload(request):
     uploaded = request.FILES.get("file")
     if uploaded is None or not uploaded.name:
         message = "Choose an archive file (.zip or .tar.gz) to upload."
-        if _wants_json(request):
+        if wants_json(request):
             return JsonResponse({"detail": message}, status=400)
         return render(request, "fleet/ingest_upload.html", {**context, "error": message}, status=400)
     run = ingest.start_upload(uploaded, source=IngestRun.Source.UPLOAD, user=request.user)
     detail_url = reverse("fleet:ingest-run-detail", args=[run.pk])
-    if _wants_json(request):
+    if wants_json(request):
         return JsonResponse(
             {
                 "run_id": run.pk,
