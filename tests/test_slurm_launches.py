@@ -211,3 +211,49 @@ def test_the_jobs_sbatch_wrap_command_runs_in_its_allocation(command, processes,
 def test_a_wrapped_script_takes_sbatchs_options_given_after_the_wrap():
     # `sbatch --wrap "bash run.sh" -n 8`: the script's bare srun runs in sbatch's allocation of 8 tasks
     assert launch_of("#!/bin/bash\nsrun python train.py\n", 'sbatch --wrap "bash run.sh" -n 8').detail["processes"] == 8
+
+
+@pytest.mark.parametrize(
+    ("script", "processes", "binding"),
+    [
+        # srun reads its options from its input environment (SLURM_NTASKS is -n, SLURM_NTASKS_PER_NODE,
+        # SLURM_JOB_NUM_NODES is -N, SLURM_GPUS_PER_TASK, SLURM_GPU_BIND): an exported one sets a bare srun's
+        ("export SLURM_NTASKS=8\nsrun python train.py", 8, None),
+        ("#SBATCH --ntasks=2\nexport SLURM_NTASKS=8\nsrun python train.py", 8, None),
+        ("export SLURM_NTASKS_PER_NODE=4 SLURM_JOB_NUM_NODES=2\nsrun python train.py", 8, None),
+        ("declare -x SLURM_NTASKS=8\nsrun python train.py", 8, None),
+        ("SLURM_NTASKS=8 srun python train.py", 8, None),  # for that one command
+        ("export SLURM_NTASKS=2\nsrun torchrun --nproc_per_node 4 train.py", 8, None),
+        # SLURM_NTASKS wins over the deprecated SLURM_NPROCS, in either order
+        ("export SLURM_NPROCS=4 SLURM_NTASKS=8\nsrun python train.py", 8, None),
+        ("export SLURM_NTASKS=8\nexport SLURM_NPROCS=4\nsrun python train.py", 8, None),
+        # srun's command-line options win over its environment
+        ("export SLURM_NTASKS=8\nsrun -n 2 python train.py", 2, None),
+        # a plain assignment changes the environment only where the allocation already exported it
+        ("#SBATCH --ntasks=2\nSLURM_NTASKS=8\nsrun python train.py", 8, None),
+        ("SLURM_NTASKS=8\nsrun python train.py", None, None),
+        # a value the script does not show, or one unset, leaves the count unknown
+        ("#SBATCH --ntasks=8\nexport SLURM_NTASKS=$N\nsrun python train.py", None, None),
+        ("#SBATCH --ntasks=8\nunset SLURM_NTASKS\nsrun python train.py", None, None),
+        # GPU binding from the environment
+        ("export SLURM_NTASKS=8 SLURM_GPUS_PER_TASK=1\nsrun python train.py", 8, "--gpus-per-task=1"),
+        ("export SLURM_GPU_BIND=single:1\nsrun -n 8 python train.py", 8, "--gpu-bind=single:1"),
+        ("#SBATCH -n 8 --gpus-per-task=1\nexport SLURM_GPU_BIND=none\nsrun python train.py", 8, None),
+        ("export SLURM_GPU_BIND=single:1\nsrun -n 8 --gpu-bind=none python train.py", 8, None),
+    ],
+)
+def test_srun_takes_its_options_from_the_environment_the_script_sets(script, processes, binding):
+    # `export SLURM_NTASKS=8` before a bare `srun python train.py` gives srun its eight tasks (srun reads its
+    # options from such variables); it was read as one task (or the #SBATCH line's count), unused GPUs.
+    launched = launch_of(f"#!/bin/bash\n{script}\n")
+    assert launched.detail.get("processes") == processes
+    assert launched.detail.get("gpu_binding") == binding
+
+
+def test_an_export_that_gave_srun_its_tasks_is_quoted_with_the_srun_line():
+    script = "#!/bin/bash\n#SBATCH --gres=gpu:8\nexport SLURM_NTASKS=8\nsrun python train.py\n"
+    finding = oversubscription(scripts=[("run.sh", script)])
+    assert finding.sub_cause == "uneven_use" and finding.numbers["srun_tasks"] == 8
+    assert [(c.line, c.text) for c in finding.code] == [(3, "export SLURM_NTASKS=8"), (4, "srun python train.py")]
+    finding = oversubscription(command="SLURM_NTASKS=8 srun python train.py")
+    assert finding.sub_cause == "uneven_use" and finding.numbers["srun_tasks"] == 8

@@ -2146,6 +2146,42 @@ def _task_options(words: list[str]) -> dict[str, str] | None:
     return given
 
 
+# srun's input environment variables (srun(1), INPUT ENVIRONMENT VARIABLES), each the task option it names, which srun's
+# command line overrides: `export SLURM_NTASKS=8` before a bare srun gives it eight tasks. SLURM_NPROCS (deprecated) is
+# read first, so SLURM_NTASKS wins over it. An allocation's own (sbatch's SLURM_NTASKS ...) are its task options.
+_SRUN_ENVIRONMENT = {
+    "SLURM_NPROCS": "ntasks",
+    "SLURM_NTASKS": "ntasks",
+    "SLURM_NTASKS_PER_NODE": "ntasks_per_node",
+    "SLURM_JOB_NUM_NODES": "nodes",
+    "SLURM_GPUS_PER_TASK": "gpus_per_task",
+    "SLURM_GPU_BIND": "gpu_bind",
+}
+_UNKNOWN = "?"  # an option's value the script does not show (`export SLURM_NTASKS=$N`, `unset SLURM_NTASKS`)
+
+
+def _environment_options(variables: dict) -> dict:
+    """The task options srun takes from these environment variables (`_SRUN_ENVIRONMENT`), by name (their values, or
+    what is kept of each: the line that set it)."""
+    return {option: variables[name] for name, option in _SRUN_ENVIRONMENT.items() if name in variables}
+
+
+def _srun_options(argv: list[str]) -> dict[str, str] | None:
+    """The task options a launch under srun gives srun itself (`_task_options`): its own words, over the environment
+    its line sets for it (`SLURM_NTASKS=8 srun python train.py`); None where it runs under no srun or srun's words
+    hide options."""
+    srun = _srun_words(argv)
+    given = _task_options(srun) if srun is not None else None
+    if given is None:
+        return None
+    assigned = {}
+    for word in argv:
+        if not (match := _ASSIGNMENT.fullmatch(word)):
+            break
+        assigned[match.group(1)] = match.group(2) if _PLAIN_VALUE.fullmatch(match.group(2)) else _UNKNOWN
+    return {**_environment_options(assigned), **given}
+
+
 def _srun_tasks(argv: list[str], allocation: dict[str, str]) -> int | None:
     """How many tasks srun starts, each running its program once: a python (PyTorch Lightning's SLURMEnvironment,
     torch.distributed reading SLURM_PROCID / SLURM_LOCALID, Horovod through `srun --mpi=pmix`) is a process a task,
@@ -2155,9 +2191,7 @@ def _srun_tasks(argv: list[str], allocation: dict[str, str]) -> int | None:
     `--ntasks-per-node` on `--nodes` (one node where none is given, sbatch's and srun's default for such a request),
     or one task a node (`-N 2`). None where no python runs under srun, where the options are not numbers or not all
     shown, and where none is given (Slurm's default, one task, as a plain python)."""
-    srun = _srun_words(argv)
-    given = _task_options(srun) if srun is not None else None
-    if given is None:
+    if (given := _srun_options(argv)) is None:
         return None
     given = {**allocation, **given}
     if "ntasks" in given:
@@ -2172,8 +2206,7 @@ def _allocation_taken(argv: list[str], allocation: dict[str, str]) -> list[str]:
     python under srun takes for its count (`_srun_tasks`), those srun's own words do not give: `--ntasks`, or
     `--ntasks-per-node` and `--nodes`; and the one that binds its tasks to GPUs (`_gpu_binding`), where srun's words
     give none."""
-    srun = _srun_words(argv)
-    given = (_task_options(srun) if srun is not None else None) or {}
+    given = _srun_options(argv) or {}
     taken = []
     if "ntasks" not in given:
         if "ntasks" in allocation:
@@ -2287,8 +2320,7 @@ def bound_gpus(binding: str, tasks: int) -> int | None:
 def _srun_gpu_binding(argv: list[str], allocation: dict[str, str]) -> str | None:
     """`_gpu_binding` of a launch under srun, its own options over the allocation's; None where it runs under no srun
     or srun's words hide options (`srun $SRUN_ARGS ...`: `--gpu-bind=none` may be among them)."""
-    srun = _srun_words(argv)
-    given = _task_options(srun) if srun is not None else None
+    given = _srun_options(argv)
     return None if given is None else _gpu_binding({**allocation, **given})
 
 
@@ -2478,6 +2510,8 @@ def _shell_facts(path: str, text: str, evidence: ScriptEvidence, submitted: tupl
     allocated_at: dict[str, int] = {}  # the line that gave each
     commanded = False  # sbatch reads no #SBATCH line after the script's first command
     given = dict(submitted or ())  # sbatch's command line: no line of the script gives them
+    environment: dict[str, str] = {}  # srun's input variables the script exports (`export SLURM_NTASKS=8`)
+    environment_at: dict[str, int] = {}  # the line that set each
     for number, line in _logical_lines(text):
         stripped = line.strip()
         if stripped.startswith("#SBATCH"):
@@ -2499,6 +2533,14 @@ def _shell_facts(path: str, text: str, evidence: ScriptEvidence, submitted: tupl
             if not argv:
                 continue
             pairs, only = _assignments(argv)
+            if only or argv[0] in _DECLARATIONS or argv[0] == "unset":
+                base = {} if submitted is None else {**allocation, **given}
+                if set_here := _srun_environment(argv, pairs, environment, base):
+                    environment |= set_here
+                    environment_at |= dict.fromkeys(set_here, number)
+                    options = {key: value for key, value in _environment_options(set_here).items() if value != _UNKNOWN}
+                    if fact := _layout_fact(path, number, stripped, [], options):
+                        evidence.facts.append(fact)
             if only or argv[0] in _DECLARATIONS:
                 assigned.update(key for key, _ in pairs)
             for key, value in pairs:
@@ -2508,17 +2550,24 @@ def _shell_facts(path: str, text: str, evidence: ScriptEvidence, submitted: tupl
                 continue  # runs no program
             # the allocation srun takes its tasks from: the batch job's (sbatch's command line over #SBATCH lines)
             current = {} if submitted is None else {**allocation, **given}
+            current |= _environment_options(environment)  # the script's exports over the allocation's own
             lines = {key: line for key, line in allocated_at.items() if key not in given}
+            lines |= _environment_options(environment_at)
             if (allocating := _allocator(argv)) is not None:
                 name, options, runs = allocating
                 if name == "salloc":  # a new allocation: for the command it runs, else for the lines after it
                     options = options or {}
                     if fact := _layout_fact(path, number, stripped, argv[: len(argv) - len(runs)], options):
                         evidence.facts.append(fact)
+                    # salloc sets its own options' variables in the allocation's environment, over the script's
+                    kept = {name for name, option in _SRUN_ENVIRONMENT.items() if option not in options}
                     if not runs:
                         allocation, allocated_at, given, submitted = options, dict.fromkeys(options, number), {}, ()
+                        environment = {name: value for name, value in environment.items() if name in kept}
+                        environment_at = {name: at for name, at in environment_at.items() if name in kept}
                         continue
-                    current, lines, argv = options, dict.fromkeys(options, number), runs
+                    current = {**_environment_options({k: v for k, v in environment.items() if k in kept}), **options}
+                    lines, argv = dict.fromkeys(options, number), runs
             kind = _command_kind(argv)
             detail = {"argv": argv[:12]}
             if argv[0] == "srun":  # its own options, before the program it runs (whose `-c` is not srun's)
@@ -2558,6 +2607,23 @@ def _shell_facts(path: str, text: str, evidence: ScriptEvidence, submitted: tupl
                 for kind, found in _launch_settings(argv):
                     evidence.facts.append(CodeFact(kind, path, number, stripped, found))
             evidence.facts.extend(_remote_path_facts(argv, path, number, stripped))
+
+
+def _srun_environment(
+    argv: list[str], pairs: list[tuple[str, str]], environment: dict[str, str], allocation: dict[str, str]
+) -> dict[str, str]:
+    """srun's input variables (`_SRUN_ENVIRONMENT`) one line of a script sets for the srun lines after it: those it
+    exports (`export SLURM_NTASKS=8`, `declare -x`), or assigns where they are in the environment already (exported
+    before, or the allocation's own: sbatch exports SLURM_NTASKS where it was given `--ntasks`); a value the line
+    does not show (`$N`) or one it unsets is not known (`_UNKNOWN`). {} where it sets none."""
+    if argv[0] == "unset":
+        return {word: _UNKNOWN for word in argv[1:] if word in _SRUN_ENVIRONMENT}
+    exported = argv[0] == "export" or (argv[0] == "declare" and any(re.fullmatch(r"-\w*x\w*", w) for w in argv[1:]))
+    return {
+        name: value if _PLAIN_VALUE.fullmatch(value) else _UNKNOWN
+        for name, value in pairs
+        if name in _SRUN_ENVIRONMENT and (exported or name in environment or _SRUN_ENVIRONMENT[name] in allocation)
+    }
 
 
 def _remote_path_facts(argv: list[str], path: str, number: int, shown: str) -> list[CodeFact]:

@@ -176,6 +176,10 @@ from triage.rules.registry import RULES, THRESHOLDS, Finding, Status, TriageResu
 #      given: `accelerate launch train.py --mixed_precision no` (the script's option) was read as Accelerate's mixed
 #      precision off (a memory-bound job told its launch keeps it in fp32), and `--mixed_precision no --mixed_precision
 #      bf16` (bf16, as argparse reads it) too
+#      also: srun's options from its input environment (`SLURM_NTASKS`, `SLURM_NPROCS`, `SLURM_NTASKS_PER_NODE`,
+#      `SLURM_JOB_NUM_NODES`, `SLURM_GPUS_PER_TASK`, `SLURM_GPU_BIND`), as a script exports them before a bare srun
+#      (`export SLURM_NTASKS=8`: eight tasks, uneven use; it was one, unused GPUs, or the #SBATCH line's count) or
+#      sets them on its line, srun's own options winning; the export line is quoted with the srun line
 RULES_REVISION = 6
 
 __all__ = [
