@@ -257,3 +257,16 @@ def test_an_export_that_gave_srun_its_tasks_is_quoted_with_the_srun_line():
     assert [(c.line, c.text) for c in finding.code] == [(3, "export SLURM_NTASKS=8"), (4, "srun python train.py")]
     finding = oversubscription(command="SLURM_NTASKS=8 srun python train.py")
     assert finding.sub_cause == "uneven_use" and finding.numbers["srun_tasks"] == 8
+
+
+@pytest.mark.parametrize(
+    ("script", "processes"),
+    [
+        # salloc sets its own options' variables in its allocation, over what the script exported before it
+        ("export SLURM_NTASKS=8\nsalloc -n 2\nsrun python train.py", 2),
+        ("export SLURM_NTASKS=8\nsalloc -n 2 srun python train.py", 2),
+        ("export SLURM_NTASKS=8\nsalloc -N 1\nsrun python train.py", 8),
+    ],
+)
+def test_salloc_options_win_over_the_environment_exported_before_it(script, processes):
+    assert launch_of(f"#!/bin/bash\n{script}\n").detail.get("processes") == processes
