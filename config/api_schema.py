@@ -23,6 +23,7 @@ schema with required fields (the archive upload's) is marked required, as a seri
 
 from __future__ import annotations
 
+from django.urls import get_script_prefix
 from drf_spectacular.openapi import AutoSchema
 from drf_spectacular.plumbing import build_array_type, build_basic_type, build_object_type
 from drf_spectacular.types import OpenApiTypes
@@ -93,3 +94,14 @@ def without_slashless_twins(endpoints):
     """drf-spectacular's preprocessing hook: the schema documents each address once, with its
     trailing slash, not also the twin `config.api.Router` adds without it."""
     return [endpoint for endpoint in endpoints if endpoint[0].endswith("/")]
+
+
+def served_under_prefix(result, generator, request, public):
+    """drf-spectacular's postprocessing hook: served under a path prefix (URL_PREFIX, or a proxy's
+    SCRIPT_NAME), the schema names it as its server, `servers: [{url: /triage}]`, a path relative to
+    the schema's own address; its paths (/api/v1/jobs/) are then the server's, as a client generated
+    from it or Swagger UI reads them. Without a prefix, no server: the schema's own host."""
+    prefix = get_script_prefix().rstrip("/")
+    if prefix:
+        result["servers"] = [{"url": prefix}]
+    return result

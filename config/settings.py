@@ -19,6 +19,7 @@ from django.core.exceptions import ImproperlyConfigured
 
 from config.env import env_bool, env_float, env_int, env_list, env_str
 from config.sso import content_security_policy, oidc_settings
+from config.url_prefix import prefix_settings
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 DATA_DIR = Path(env_str("DATA_DIR", str(BASE_DIR / "data"))).resolve()
@@ -56,7 +57,12 @@ def _secret_key() -> str:
 SECRET_KEY = _secret_key()
 ALLOWED_HOSTS = env_list("ALLOWED_HOSTS", ["127.0.0.1", "localhost"])
 CSRF_TRUSTED_ORIGINS = env_list("CSRF_TRUSTED_ORIGINS", [])
-PUBLIC_BASE_URL = env_str("PUBLIC_BASE_URL", "http://127.0.0.1:8000").rstrip("/")
+# Served under a path prefix behind a reverse proxy (https://ops.example.com/triage/): URL_PREFIX=/triage
+# (config/url_prefix.py; docs/operations.md, "Serving under a path prefix") sets FORCE_SCRIPT_NAME, STATIC_URL,
+# the cookies' path. PUBLIC_BASE_URL, the base of emails' links, may be given with the prefix or without.
+globals().update(
+    prefix_settings(env_str("URL_PREFIX"), public_base_url=env_str("PUBLIC_BASE_URL", "http://127.0.0.1:8000"))
+)
 
 INSTALLED_APPS = [
     "django.contrib.admin",
@@ -212,7 +218,7 @@ USE_I18N = True
 USE_TZ = True
 
 # --- Files --------------------------------------------------------------------------
-STATIC_URL = "static/"
+# STATIC_URL: under URL_PREFIX, set above (/static/ without one).
 STATICFILES_DIRS = [BASE_DIR / "static"]
 # STATIC_ROOT set (the Docker image sets it and runs collectstatic into it when it is built): pages link
 # the collected files by content-hashed names, which WhiteNoise serves compressed (gzip, brotli) and
@@ -311,6 +317,8 @@ SPECTACULAR_SETTINGS = {
     "SWAGGER_UI_SETTINGS": {"persistAuthorization": False, "tryItOutEnabled": False},
     "SCHEMA_PATH_PREFIX": "/api/v1",
     "PREPROCESSING_HOOKS": ["config.api_schema.without_slashless_twins"],
+    # Served under a prefix, the schema names it as its server: the paths are the server's (/api/v1/...).
+    "POSTPROCESSING_HOOKS": ["drf_spectacular.hooks.postprocess_schema_enums", "config.api_schema.served_under_prefix"],
     # A job's triage status and an ingest run's are both "status": name them apart.
     # An ingest run's has a name of its own too, as the push's 503 (IngestRunRefused) shares its status field.
     "ENUM_NAME_OVERRIDES": {

@@ -110,6 +110,7 @@ def _run(args: list[str], **env) -> subprocess.CompletedProcess:
             "ALERT_WEBHOOK_ALLOWED_NETWORKS: '10.0.0.0/33' is not a network (e.g. 10.20.0.0/16, fd00::/8)",
         ),
         ("PERSONAL_TOKENS_PER_USER", "0", "PERSONAL_TOKENS_PER_USER=0 is below the minimum of 1."),
+        ("URL_PREFIX", "https://ops.example.com/triage", "URL_PREFIX='https://ops.example.com/triage' must be a path"),
     ],
 )
 @pytest.mark.parametrize("entry", [["manage.py", "migrate"], ["-c", "import config.wsgi"]], ids=["manage", "gunicorn"])

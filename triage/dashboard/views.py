@@ -19,6 +19,7 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import Resolver404, resolve, reverse
 from django.utils import timezone
 
+from config.api_paths import within_site
 from config.methods import read_only, with_form
 from fleet import audit
 from fleet.access import operator_required, sees_whole_fleet
@@ -625,8 +626,8 @@ def _jobs_list_query_from(request) -> str:
         return ""
     if referer.path == reverse("dashboard:job-list"):
         return _list_query(referer.query)
-    try:
-        from_job_page = resolve(referer.path).url_name == "job-detail"
+    try:  # the Referer's path starts with the prefix the site is served under (URL_PREFIX), if any
+        from_job_page = resolve(within_site(referer.path) or "").url_name == "job-detail"
     except Resolver404:
         from_job_page = False
     return _list_query(dict(parse_qsl(referer.query)).get("back", "")) if from_job_page else ""

@@ -1,0 +1,60 @@
+"""Serving the product under a path prefix (https://ops.example.com/triage/): URL_PREFIX, read into the
+settings that make every address the service hands out start with it.
+
+The reverse proxy in front takes the prefix off the path before passing the request on (nginx:
+`location /triage/ { proxy_pass http://127.0.0.1:8000/; }`), so the application's URLs stay as they
+are; FORCE_SCRIPT_NAME puts the prefix back in front of each address reverse() and {% url %} give,
+in the web processes (per request) and in workers and commands (django.setup()), whose mails link
+to PUBLIC_BASE_URL + reverse(...). No imports of the apps: the settings module loads it.
+"""
+
+from __future__ import annotations
+
+import re
+from urllib.parse import urlsplit, urlunsplit
+
+from django.core.exceptions import ImproperlyConfigured
+
+_PREFIX = re.compile(r"(/[A-Za-z0-9._~-]+)+")
+
+
+def url_prefix(raw: str) -> str:
+    """URL_PREFIX as the settings use it: "" for none, else "/a" or "/a/b" (no slash at its end)."""
+    value = raw.strip().rstrip("/")
+    if value and not _PREFIX.fullmatch(value):
+        raise ImproperlyConfigured(
+            f"URL_PREFIX={raw!r} must be a path such as /triage: a slash, then letters, digits, '.', '_', "
+            "'-' or '~' (more parts each after a slash), no query, host or scheme."
+        )
+    return value
+
+
+def base_without_prefix(url: str, prefix: str) -> str:
+    """PUBLIC_BASE_URL without the prefix at its end, where it was given with it: links are
+    PUBLIC_BASE_URL + reverse(...), and reverse() puts the prefix in front already."""
+    url = url.rstrip("/")
+    parts = urlsplit(url)
+    if prefix and parts.path.rstrip("/") == prefix:
+        return urlunsplit(parts._replace(path="")).rstrip("/")
+    return url
+
+
+def prefix_settings(raw: str, *, public_base_url: str | None = None) -> dict:
+    """The settings URL_PREFIX=`raw` decides (PUBLIC_BASE_URL too, when given): the prefix as
+    FORCE_SCRIPT_NAME (None for none), the static files under it, and the session, CSRF and language
+    cookies sent only to addresses under it, so another application on the same host neither receives
+    this one's login nor overwrites it with a cookie of the same name."""
+    prefix = url_prefix(raw)
+    found = {
+        "URL_PREFIX": prefix,
+        "FORCE_SCRIPT_NAME": prefix or None,
+        # Absolute, not relative to the script prefix: the web process reads STATIC_URL once, at start-up,
+        # before any request has set the prefix (a relative "static/" was read then as /static/).
+        "STATIC_URL": f"{prefix}/static/",
+        "SESSION_COOKIE_PATH": f"{prefix}/",
+        "CSRF_COOKIE_PATH": f"{prefix}/",
+        "LANGUAGE_COOKIE_PATH": f"{prefix}/",
+    }
+    if public_base_url is not None:
+        found["PUBLIC_BASE_URL"] = base_without_prefix(public_base_url, prefix)
+    return found

@@ -1,0 +1,243 @@
+"""The product served under a path prefix (https://ops.example.com/triage/), as URL_PREFIX=/triage sets
+it up (docs/operations.md, "Serving under a path prefix"): a reverse proxy strips the prefix before
+passing the request on, and every address the service hands out — links, forms, scripts' requests,
+redirects, the static files, emails' links, the OpenAPI schema's server — carries it.
+
+Django's test client does not set the script prefix that reverse() and {% url %} put in front of an
+address, as the WSGI handler does for every request (from FORCE_SCRIPT_NAME), so `under_prefix`
+sets it for the test, as it is in a web process and in a worker (django.setup()).
+"""
+
+from __future__ import annotations
+
+from html.parser import HTMLParser
+from urllib.parse import urljoin, urlsplit
+
+import pytest
+from django.contrib.staticfiles import finders
+from django.test import Client
+from django.test.utils import override_script_prefix
+from django.urls import Resolver404, resolve, reverse
+
+from config.url_prefix import prefix_settings
+from tests.test_access_matrix import ROWS, client_for
+from tests.test_accessibility import is_page
+
+PREFIX = "/triage"
+HOST = "http://testserver"
+VIEWERS = ("operator", "researcher", "member")
+# Attributes whose value is an address a browser or the page's script goes to.
+ADDRESS_ATTRIBUTES = {"href", "src", "action", "formaction", "data-src", "data-url", "data-status-url"}
+
+
+@pytest.fixture
+def under_prefix(settings):
+    for name, value in prefix_settings(PREFIX).items():
+        setattr(settings, name, value)
+    with override_script_prefix(f"{PREFIX}/"):
+        yield
+
+
+class _Addresses(HTMLParser):
+    def __init__(self):
+        super().__init__()
+        self.found: list[tuple[str, str, str]] = []
+
+    def handle_starttag(self, tag, attrs):
+        for name, value in attrs:
+            if name in ADDRESS_ATTRIBUTES and value is not None:
+                self.found.append((tag, name, value))
+
+
+def addresses(html: str) -> list[tuple[str, str, str]]:
+    parser = _Addresses()
+    parser.feed(html)
+    return parser.found
+
+
+def outside_the_prefix(page: str, address: str) -> str | None:
+    """What is wrong with an address on the page at `page` (an address within the site) served under
+    PREFIX: it leads out of the prefix, or within it to nothing. None for a good one or another site's."""
+    if address.startswith(("mailto:", "javascript:", "data:", "tel:")):
+        return None
+    full = urlsplit(urljoin(f"{HOST}{PREFIX}{page}", address))
+    if f"{full.scheme}://{full.netloc}" != HOST:
+        return None  # another site's (the docs' links to GitHub, the provider's)
+    if not full.path.startswith(f"{PREFIX}/"):
+        return "leaves the prefix"
+    within = full.path.removeprefix(PREFIX)
+    if within.startswith("/static/"):
+        return None if finders.find(within.removeprefix("/static/")) else "no such static file"
+    try:
+        resolve(within)
+    except Resolver404:
+        return "resolves to no page"
+    return None
+
+
+def test_outside_the_prefix_tells_good_addresses_from_bad():
+    assert outside_the_prefix("/jobs/", "/triage/jobs/?sort=util") is None
+    assert outside_the_prefix("/jobs/", "?page=2") is None  # the page's own address, the prefix kept
+    assert outside_the_prefix("/jobs/", "/triage/static/css/app.css") is None
+    assert outside_the_prefix("/jobs/", "https://github.com/") is None
+    assert outside_the_prefix("/jobs/", "/jobs/") == "leaves the prefix"
+    assert outside_the_prefix("/jobs/", "/static/css/app.css") == "leaves the prefix"
+    assert outside_the_prefix("/jobs/", "/triage/no-such-page/") == "resolves to no page"
+
+
+def _page_rows():
+    return [row for row in ROWS if is_page(row) and row.name not in ("login", "digests:unsubscribe")]
+
+
+@pytest.mark.django_db
+def test_every_address_on_every_page_stays_under_the_prefix(world, under_prefix):
+    """Each page of the access matrix, as each of operator, researcher and member that may open it:
+    every link, image, script, stylesheet, form and address a script fetches starts with /triage/
+    and leads to a page or a static file of the site."""
+    clients = {role: client_for(role, world) for role in VIEWERS}
+    pages = [
+        (row.path.format(**world["params"]), role)
+        for row in _page_rows()
+        for role in VIEWERS
+        if row.expected[role] == "200"
+    ]
+    pages += [("/login/", "anonymous"), ("/password/reset/", "anonymous"), ("/api/v1/docs/", "anonymous")]
+    clients["anonymous"] = Client()
+    assert len(pages) > 60
+    problems = []
+    for page, role in pages:
+        response = clients[role].get(page)
+        assert response.status_code == 200, f"{role} {page}: {response.status_code}"
+        if not response["Content-Type"].startswith("text/html"):
+            continue
+        for tag, attribute, address in addresses(response.content.decode()):
+            wrong = outside_the_prefix(page.split("?")[0], address)
+            if wrong:
+                problems.append(f"{role} {page}: <{tag} {attribute}={address!r}> {wrong}")
+    assert not problems, "\n".join(problems)
+
+
+@pytest.mark.django_db
+def test_logging_in_and_out_keeps_the_prefix(member_a, under_prefix):
+    client = Client()
+    sent = client.get("/jobs/?sort=util")
+    assert sent.status_code == 302
+    assert sent["Location"] == "/triage/login/?next=/triage/jobs/%3Fsort%3Dutil"
+    member_a.set_password("correct horse battery staple")
+    member_a.save()
+    login = {"username": member_a.username, "password": "correct horse battery staple"}
+    back = client.post("/login/", {**login, "next": "/triage/jobs/?sort=util"})
+    assert back.status_code == 302 and back["Location"] == "/triage/jobs/?sort=util"
+    assert client.get("/jobs/").status_code == 200
+    out = client.post("/logout/")
+    assert out.status_code == 302 and out["Location"] == "/triage/login/"
+    landed = Client().post("/login/", login)  # no `next`: the overview
+    assert landed.status_code == 302 and landed["Location"] == "/triage/overview/"
+    assert Client().get("/")["Location"] == "/triage/login/?next=/triage/"
+
+
+@pytest.mark.django_db
+def test_the_session_and_csrf_cookies_are_the_prefix_s(member_a, under_prefix):
+    """Another application on the same host (/grafana/, a second Fleet Triage under /triage-test/) is
+    not sent this one's login, nor does its cookie of the same name overwrite it."""
+    client = Client()
+    client.get("/login/")
+    assert client.cookies["csrftoken"]["path"] == "/triage/"
+    client.force_login(member_a)
+    assert client.get("/jobs/").status_code == 200
+    client.post("/logout/")
+    assert client.cookies["sessionid"]["path"] == "/triage/"
+
+
+@pytest.mark.django_db
+def test_a_job_page_opened_from_a_job_page_keeps_the_jobs_list_it_came_from(world, under_prefix):
+    """A job page reached from another job page (another run of it) takes the jobs list to go back to
+    from that page's address (its Referer); under a prefix the Referer's path starts with the prefix,
+    and it was not taken for a job page: the back link lost the list's filters."""
+    client = client_for("member", world)
+    job = world["params"]["job_a"]
+    referer = f"{HOST}{PREFIX}/jobs/{job}/?back=sort%3Dutil"
+    page = client.get(f"/jobs/{job}/", HTTP_REFERER=referer)
+    assert page.status_code == 200
+    assert '<a href="/triage/jobs/?sort=util">&larr; Jobs</a>' in page.content.decode()
+
+
+@pytest.mark.django_db
+def test_the_api_schema_names_the_prefix_as_its_server(operator, under_prefix):
+    client = Client()
+    client.force_login(operator)
+    schema = client.get("/api/v1/schema/", HTTP_ACCEPT="application/json")
+    assert schema.status_code == 200
+    document = schema.json()
+    assert document["servers"] == [{"url": PREFIX}]
+    assert "/api/v1/jobs/" in document["paths"]  # each path is the server's, under it
+
+
+@pytest.mark.django_db
+def test_emails_link_under_the_prefix_once(member_a, settings, under_prefix):
+    """PUBLIC_BASE_URL given with the prefix or without, a mailed link has it once."""
+    from fleet.accounts import reset_mail
+    from triage.digests.services import absolute
+
+    for base in ("https://ops.example.com", "https://ops.example.com/triage", "https://ops.example.com/triage/"):
+        settings.PUBLIC_BASE_URL = prefix_settings(PREFIX, public_base_url=base)["PUBLIC_BASE_URL"]
+        body = reset_mail(member_a).body
+        assert "https://ops.example.com/triage/login/" in body, base
+        assert "https://ops.example.com/triage/password/reset/" in body, base
+        assert "/triage/triage/" not in absolute(reverse("dashboard:job-list"))
+        assert absolute(reverse("dashboard:job-list")) == "https://ops.example.com/triage/jobs/"
+
+
+# A request to the WSGI application as gunicorn runs it (config.wsgi), in a process of its own with
+# URL_PREFIX set: the proxy in front has taken the prefix off the path.
+WSGI_REQUESTS = r"""
+import json, re, wsgiref.util
+from config.wsgi import application
+
+def get(path):
+    environ = {"PATH_INFO": path, "HTTP_HOST": "127.0.0.1"}
+    wsgiref.util.setup_testing_defaults(environ)
+    said = {}
+
+    def start(status, headers, exc_info=None):
+        said.update(status=status, headers=dict(headers))
+
+    body = b"".join(application(environ, start))
+    return int(said["status"][:3]), said["headers"], body.decode("utf-8", "replace")
+
+_, _, login = get("/login/")
+jobs, headers, _ = get("/jobs/")
+css = re.search(r'<link rel="stylesheet" href="([^"]+)"', login).group(1)
+print(json.dumps({
+    "stylesheet": css,
+    "form": re.search(r'<form[^>]* action="([^"]+)"', login).group(1),
+    "jobs": [jobs, headers.get("Location")],
+    "stylesheet_served": get(css.removeprefix("/triage"))[0],
+}))
+"""
+
+
+def test_the_web_process_hands_out_addresses_under_url_prefix(tmp_path):
+    """URL_PREFIX=/triage as config.wsgi (gunicorn) starts: the pages' stylesheet and the redirect to the
+    login page are under /triage/, and the stylesheet is served where the proxy passes it on (/static/).
+    The web process's first reading of STATIC_URL is at start-up, before any request sets the prefix:
+    a STATIC_URL relative to the prefix was read then as /static/."""
+    import json
+    import os
+    import subprocess
+    import sys
+
+    from tests.conftest import REPO
+
+    clean = {k: v for k, v in os.environ.items() if k not in {"SECRET_KEY", "DATABASE_URL", "STATIC_ROOT"}}
+    env = {**clean, "DEBUG": "1", "DATA_DIR": str(tmp_path), "URL_PREFIX": "/triage"}
+    subprocess.run([sys.executable, "manage.py", "migrate", "-v0"], cwd=REPO, env=env, check=True, timeout=300)
+    done = subprocess.run(
+        [sys.executable, "-c", WSGI_REQUESTS], cwd=REPO, env=env, capture_output=True, text=True, timeout=120
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    seen = json.loads(done.stdout.strip().splitlines()[-1])
+    assert seen["stylesheet"].startswith("/triage/static/css/app"), seen
+    assert seen["stylesheet_served"] == 200, seen
+    assert seen["form"] == "/triage/login/", seen
+    assert seen["jobs"] == [302, "/triage/login/?next=/triage/jobs/"], seen
