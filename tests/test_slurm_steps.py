@@ -169,3 +169,18 @@ def test_a_launcher_in_a_step_of_one_task_is_one_process():
     assert finding.sub_cause == "unused_gpus"
     finding = oversubscription(command="srun torchrun train.py", step_tasks=(("7.0", "torchrun", 1),))
     assert finding.sub_cause == "unused_gpus"
+
+
+@pytest.mark.parametrize(
+    ("scripts", "command"),
+    [
+        ([("run.sh", "#!/bin/bash\nsalloc -N 1 srun python train.py\n")], ""),
+        ([], 'sbatch --wrap="srun python train.py"'),
+        ([], "salloc -N 1 srun torchrun --nproc_per_node 4 train.py"),
+    ],
+)
+def test_a_launch_run_by_salloc_or_sbatch_wrap_takes_its_steps_count(scripts, command):
+    steps = (("7.0", "python", 8),) if "python train.py" in (command or scripts[0][1]) else (("7.0", "torchrun", 2),)
+    evidence, _ = run(120, one_busy_gpu_of_eight(), gpu_count=8, scripts=scripts, command=command, step_tasks=steps)
+    (launched,) = evidence.scripts.of("shell_launch", "command_launch")
+    assert (launched.detail.get("processes"), launched.detail.get("step")) == (8, "7.0")

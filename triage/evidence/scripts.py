@@ -2084,11 +2084,7 @@ def settle_launch_configs(facts: list[CodeFact]) -> None:
             continue
         if fact.detail.get("on_cpu"):
             continue  # `--cpu`: no GPU process, and the default config is not read
-        try:
-            commands = split_shell(fact.text)
-        except ValueError:
-            continue
-        argv = next((words for words in commands if words[:12] == fact.detail.get("argv")), None)
+        argv = _fact_argv(fact)
         program, words = _launcher_words(argv or [])
         options = _launcher_options(program, words) if program == "accelerate" else None
         if options is None or (path := _accelerate_config_path(options.get("--config_file"), configs)) is None:
@@ -2371,12 +2367,14 @@ def apply_step_tasks(facts: list[CodeFact], steps: tuple[tuple[str, str, int], .
 
 
 def _fact_argv(fact: CodeFact) -> list[str] | None:
-    """The whole command of a launch fact (its `argv` keeps the first 12 words), from its quoted line."""
+    """The whole command of a launch fact (its `argv` keeps the first 12 words), from its quoted line (the command
+    salloc or `sbatch --wrap` runs there too); else its `argv`."""
+    wanted = fact.detail.get("argv")
     try:
-        commands = split_shell(fact.text)
+        commands = _allocated_commands(split_shell(fact.text))
     except ValueError:
-        return None
-    return next((words for words in commands if words[:12] == fact.detail.get("argv")), None)
+        commands = []
+    return next((words for words, _ in commands if words[:12] == wanted), list(wanted) if wanted else None)
 
 
 def _launch_on_cpu(argv: list[str]) -> bool:
