@@ -122,6 +122,16 @@ def test_an_operator_uploads_and_reads_a_job_under_the_prefix(browser, served_as
         SHOTS.mkdir(exist_ok=True)
         browser.save_screenshot(str(SHOTS / "url-prefix-job.png"))
 
+        # The API's reference page: Swagger UI's files and its script's fetch of the schema, whose server
+        # is the prefix (operations' addresses under it).
+        browser.get(f"{base}/api/v1/docs/")
+        wait = WebDriverWait(browser, 20, ignored_exceptions=STALE)
+        wait.until(lambda b: b.find_elements(By.CSS_SELECTOR, ".swagger-ui .opblock-summary-path"))
+        assert any(path.startswith(f"{PREFIX}/api/v1/schema/") and status == 200 for _, path, status in proxy.seen)
+        servers = browser.find_elements(By.CSS_SELECTOR, ".swagger-ui .servers select option")
+        assert [option.get_attribute("value") for option in servers] == [PREFIX]
+        browser.get(f"{base}/jobs/")
+
         browser.execute_script("document.querySelector('form.logout').requestSubmit()")  # the top bar's "Log out"
         WebDriverWait(browser, 10, ignored_exceptions=STALE).until(lambda b: "/login/" in b.current_url)
         assert browser.current_url == f"{base}/login/"
