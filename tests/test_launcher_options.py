@@ -148,6 +148,8 @@ DEFAULT = ".cache/huggingface/accelerate/default_config.yaml"
             8,
             "uneven_use",
         ),
+        # run by salloc in an allocation of its own: the same
+        ([("acc.yaml", ONE)], "salloc -N 1 accelerate launch --config_file acc.yaml train.py", 1, "unused_gpus"),
         # without --config_file, the default one in the user's cache, where the job brought it
         ([(DEFAULT, EIGHT)], "accelerate launch train.py", 8, "uneven_use"),
         ([(DEFAULT, ONE)], "accelerate launch train.py", 1, "unused_gpus"),

@@ -180,6 +180,8 @@ from triage.rules.registry import RULES, THRESHOLDS, Finding, Status, TriageResu
 #      `SLURM_JOB_NUM_NODES`, `SLURM_GPUS_PER_TASK`, `SLURM_GPU_BIND`), as a script exports them before a bare srun
 #      (`export SLURM_NTASKS=8`: eight tasks, uneven use; it was one, unused GPUs, or the #SBATCH line's count) or
 #      sets them on its line, srun's own options winning; the export line is quoted with the srun line
+#      also: an `accelerate launch` that salloc runs (`salloc -N 1 accelerate launch --config_file acc.yaml t.py`) takes
+#      its count from its config as any other does (it was not known)
 RULES_REVISION = 6
 
 __all__ = [
