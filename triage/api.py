@@ -224,8 +224,9 @@ class EvidenceCodeSerializer(serializers.Serializer):
         child=serializers.IntegerField(),
         required=False,
         help_text="shell_launch: for a python under a bare srun, the lines of the allocation it runs in (the batch "
-        "script's `#SBATCH` lines, a `salloc` line) that gave its task count (`processes`) or its GPU binding "
-        "(`gpu_binding`); absent where the job's sbatch command line or its Slurm step (`step`) gave them.",
+        "script's `#SBATCH` lines, a `salloc` line, an `export SLURM_...` line srun reads as its input environment) "
+        "that gave its task count (`processes`) or its GPU binding (`gpu_binding`); absent where the job's sbatch "
+        "command line or its Slurm step (`step`) gave them.",
     )
     step = serializers.CharField(
         required=False,
