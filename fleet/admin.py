@@ -257,6 +257,10 @@ class ExchangeRateAdmin(AuditedAdmin):
     list_display = ["currency", "rate"]
 
 
+# A job's series as the job page offers it (dashboard:job-series).
+SERIES_FORMATS = (("parquet", "Parquet"), ("csv", "CSV"))
+
+
 class ArtifactInline(admin.TabularInline):
     model = Artifact
     extra = 0
@@ -296,13 +300,26 @@ class JobAdmin(AuditedAdmin):
         "sampling_period_s",
         "cost",
         "currency",
-        "series_file",
+        "series",
         "fingerprint",
         "ingest_run",
         "created_at",
         "updated_at",
     ]
+    # The stored series' name (series_file) would show as a link to the storage's path, which no URL
+    # serves: a 404. The job's series downloads instead.
+    exclude = ["series_file"]
     inlines = [ArtifactInline]
+
+    @admin.display(description="Series")
+    def series(self, job):
+        if not job.series_file:
+            return "–"
+        return format_html_join(
+            " · ",
+            '<a href="{}">{}</a>',
+            ((reverse("dashboard:job-series", args=[job.pk, fmt]), label) for fmt, label in SERIES_FORMATS),
+        )
 
     def get_actions(self, request):
         """Delete selected jobs, in the background (the site-wide action of that name cannot be replaced
@@ -324,6 +341,21 @@ class ArtifactAdmin(admin.ModelAdmin):
     list_filter = ["kind"]
     search_fields = ["job__external_id", "path"]
     raw_id_fields = ["job"]
+    # As a job's series: the stored name would link to a path no URL serves; the file's page reads it.
+    exclude = ["file"]
+    readonly_fields = ["stored_file"]
+
+    def has_add_permission(self, request):
+        """A job's files come with its import (its archive or connector), never from a form here."""
+        return False
+
+    @admin.display(description="File")
+    def stored_file(self, artifact):
+        if not artifact.pk or not artifact.file:
+            return "–"
+        return format_html(
+            '<a href="{}">{}</a>', reverse("dashboard:job-file", args=[artifact.job_id, artifact.pk]), artifact.path
+        )
 
 
 @admin.register(LogEvent)
