@@ -97,7 +97,7 @@ def test_an_owner_answers_changes_and_withdraws(client, member_a, job):
     assert "Saved your answer on Model checkpointing: Wrong: not the cause." in html
     block = finding_block(html, CKPT)
     assert "You said: Wrong: not the cause" in block and 'value="wrong" checked' in block
-    assert 'value="we save once an epoch, on purpose"' in block
+    assert ">we save once an epoch, on purpose</textarea>" in block  # the reason given, in its box to change
     assert "You said" not in finding_block(html, DATA)  # the other cause is not answered
 
     answer(client, job, category=CKPT, verdict="expected")
@@ -427,3 +427,48 @@ def test_an_answer_says_what_it_changes_in_the_teams_digest(client, member_a, te
         "Saved your answer on Model checkpointing: Wrong: not the cause. Someone answered right, so the team's"
         " weekly digest still suggests this change for this job." in said
     )
+
+
+# The answer form of a finding as laid out: whether its reason box shows all of the reason in it, whether the
+# form stays inside its card, and the gaps between its buttons side by side (none when they are on separate
+# lines).
+FORM_LAYOUT = """
+const form = arguments[0], box = form.querySelector('[name=comment]');
+const card = form.closest('.card').getBoundingClientRect();
+const buttons = [...form.querySelectorAll('button')].map(b => b.getBoundingClientRect());
+const gaps = buttons.slice(1).map((b, i) => [b, buttons[i]])
+  .filter(([b, a]) => Math.abs(b.top - a.top) < 4).map(([b, a]) => Math.round(b.left - a.right));
+return {
+  reasonWhole: box.scrollWidth <= box.clientWidth && box.scrollHeight <= box.clientHeight + 1,
+  boxWidth: Math.round(box.getBoundingClientRect().width),
+  inCard: [...form.querySelectorAll('input, textarea, button, label')]
+    .every(el => el.getBoundingClientRect().right <= card.right),
+  gaps,
+};
+"""
+
+
+@pytest.mark.django_db(transaction=True)
+def test_an_owners_reason_reads_whole_in_the_answer_form(browser, live_server, member_a, job):  # noqa: F811
+    """The answer form's reason box was the browser's default 20 characters wide: a reason given ("we pin
+    one GPU on purpose for eval") read "we pin one GPU on purpose", cut, on a laptop as on a phone, and
+    its two buttons, unstyled, stood against each other ("Change my answer" "Withdraw"). The box takes
+    the width the form has, the reason reads whole, and the buttons stand apart, at 1280 and 390 px."""
+    from selenium.webdriver.common.by import By
+
+    from tests.test_accessibility import open_as, violations
+    from tests.test_browser import SHOTS, window_width
+
+    reason = "we pin one GPU on purpose for eval, see the runbook"
+    Feedback.objects.create(job=job, category=CKPT, user=member_a, verdict="wrong", comment=reason)
+    open_as(browser, live_server.url, member_a)
+    for width in (1280, 390):
+        with window_width(browser, width, mobile=width == 390):
+            browser.get(f"{live_server.url}/jobs/{job.pk}/#answer-{CKPT}")
+            form = browser.find_element(By.CSS_SELECTOR, f"#finding-{CKPT} form.feedback-form")
+            assert form.find_element(By.NAME, "comment").get_attribute("value") == reason
+            laid_out = browser.execute_script(FORM_LAYOUT, form)
+            browser.save_screenshot(str(SHOTS / f"job-answer-form-{width}.png"))
+            assert laid_out["reasonWhole"] and laid_out["inCard"], (width, laid_out)
+            assert all(gap >= 8 for gap in laid_out["gaps"]), (width, laid_out)
+            assert violations(browser) == [], width
