@@ -59,10 +59,9 @@ ALLOWED_HOSTS = env_list("ALLOWED_HOSTS", ["127.0.0.1", "localhost"])
 CSRF_TRUSTED_ORIGINS = env_list("CSRF_TRUSTED_ORIGINS", [])
 # Served under a path prefix behind a reverse proxy (https://ops.example.com/triage/): URL_PREFIX=/triage
 # (config/url_prefix.py; docs/operations.md, "Serving under a path prefix") sets FORCE_SCRIPT_NAME, STATIC_URL,
-# the cookies' path. PUBLIC_BASE_URL, the base of emails' links, may be given with the prefix or without.
-globals().update(
-    prefix_settings(env_str("URL_PREFIX"), public_base_url=env_str("PUBLIC_BASE_URL", "http://127.0.0.1:8000"))
-)
+# the cookies' names and path. PUBLIC_BASE_URL, the base of emails' links, may be given with the prefix or without.
+_PREFIXED = prefix_settings(env_str("URL_PREFIX"), public_base_url=env_str("PUBLIC_BASE_URL", "http://127.0.0.1:8000"))
+globals().update(_PREFIXED)
 
 INSTALLED_APPS = [
     "django.contrib.admin",
@@ -348,7 +347,7 @@ SPECTACULAR_SETTINGS = {
             "cookieAuth": {
                 "type": "apiKey",
                 "in": "cookie",
-                "name": "sessionid",
+                "name": _PREFIXED["SESSION_COOKIE_NAME"],
                 "description": "A person's login session (a POST also sends the CSRF token as X-CSRFToken).",
             },
         }

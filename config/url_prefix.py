@@ -42,10 +42,16 @@ def base_without_prefix(url: str, prefix: str) -> str:
 def prefix_settings(raw: str, *, public_base_url: str | None = None) -> dict:
     """The settings URL_PREFIX=`raw` decides (PUBLIC_BASE_URL too, when given): the prefix as
     FORCE_SCRIPT_NAME (None for none), the static files under it, and the session, CSRF and language
-    cookies sent only to addresses under it, so another application on the same host neither receives
-    this one's login nor overwrites it with a cookie of the same name."""
+    cookies sent only to addresses under it, so another application on the same host does not receive
+    this one's login. Without a prefix, Django's own names and paths."""
     prefix = url_prefix(raw)
+    # Under a prefix the session and CSRF cookies have names of their own (sessionid_triage): an
+    # application at the host's root sends its `sessionid` and `csrftoken`, path /, to /triage/ too,
+    # after ours, and Django reads the last of a name: the login did not hold, and no form posted.
+    own = prefix.replace("/", "_")
     found = {
+        "SESSION_COOKIE_NAME": f"sessionid{own}",
+        "CSRF_COOKIE_NAME": f"csrftoken{own}",
         "URL_PREFIX": prefix,
         "FORCE_SCRIPT_NAME": prefix or None,
         # Absolute, not relative to the script prefix: the web process reads STATIC_URL once, at start-up,

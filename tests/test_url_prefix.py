@@ -138,15 +138,16 @@ def test_logging_in_and_out_keeps_the_prefix(member_a, under_prefix):
 
 @pytest.mark.django_db
 def test_the_session_and_csrf_cookies_are_the_prefix_s(member_a, under_prefix):
-    """Another application on the same host (/grafana/, a second Fleet Triage under /triage-test/) is
-    not sent this one's login, nor does its cookie of the same name overwrite it."""
+    """Another application on the same host (/grafana/, a second Fleet Triage under /triage-test/) is not
+    sent this one's login; one at the host's root sends its `sessionid` and `csrftoken` here too (path
+    /), which a cookie of our own name does not mistake for ours (tests/test_url_prefix_browser.py)."""
     client = Client()
     client.get("/login/")
-    assert client.cookies["csrftoken"]["path"] == "/triage/"
+    assert client.cookies["csrftoken_triage"]["path"] == "/triage/"
     client.force_login(member_a)
     assert client.get("/jobs/").status_code == 200
     client.post("/logout/")
-    assert client.cookies["sessionid"]["path"] == "/triage/"
+    assert client.cookies["sessionid_triage"]["path"] == "/triage/"
 
 
 @pytest.mark.django_db
