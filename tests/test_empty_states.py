@@ -185,3 +185,27 @@ def test_a_cause_without_detections_in_the_period_draws_no_empty_chart(client, o
     assert "data-figure" not in trend and "No detections in this period." in trend
     found = client.get(url, {"from": "2026-11-10", "to": "2026-11-10"}).content.decode()
     assert 'data-figure="trend-figure"' in found.split('id="cause-trend"')[1].split("</section>")[0]
+
+
+@pytest.mark.django_db
+def test_a_job_without_samples_is_not_told_how_to_zoom_a_chart_it_does_not_have(client, operator, storage_dir):
+    """A job with no metric samples showed, under "No metric samples were supplied for this job.", how to
+    drag across the chart to zoom, double-click to zoom out and read its shaded bands: a chart that is
+    not there. That help goes with a chart; a job with samples keeps it, with its downloads."""
+    from django.core.files.base import ContentFile
+
+    from fleet.series import to_parquet_bytes
+    from tests.conftest import tiny_series
+
+    bare = JobFactory(start_time=datetime(2026, 11, 10, 9, tzinfo=UTC))
+    sampled = JobFactory(start_time=datetime(2026, 11, 10, 9, tzinfo=UTC))
+    sampled.series_file.save("series.parquet", ContentFile(to_parquet_bytes(tiny_series())))
+    client.force_login(operator)
+
+    def timeline_card(job):
+        page = client.get(reverse("dashboard:job-detail", args=[job.pk])).content.decode()
+        return page.split("<h2>Timeline</h2>")[1].split("</section>")[0]
+
+    assert "Drag across the chart" not in timeline_card(bare)
+    help_text = timeline_card(sampled).split('id="timeline-help"')[1].split("</p>")[0]
+    assert "Drag across the chart to zoom" in help_text and "Download the series" in help_text
