@@ -11,7 +11,7 @@ sets it for the test, as it is in a web process and in a worker (django.setup())
 from __future__ import annotations
 
 from html.parser import HTMLParser
-from urllib.parse import urljoin, urlsplit
+from urllib.parse import parse_qs, urljoin, urlsplit
 
 import pytest
 from django.contrib.staticfiles import finders
@@ -22,6 +22,7 @@ from django.urls import Resolver404, resolve, reverse
 from config.url_prefix import prefix_settings
 from tests.test_access_matrix import ROWS, client_for
 from tests.test_accessibility import is_page
+from tests.test_sso import provider, sso  # noqa: F401  (the fake identity provider, single sign-on on)
 
 PREFIX = "/triage"
 HOST = "http://testserver"
@@ -242,3 +243,21 @@ def test_the_web_process_hands_out_addresses_under_url_prefix(tmp_path):
     assert seen["stylesheet_served"] == 200, seen
     assert seen["form"] == "/triage/login/", seen
     assert seen["jobs"] == [302, "/triage/login/?next=/triage/jobs/"], seen
+
+
+@pytest.mark.django_db
+def test_single_sign_on_comes_back_under_the_prefix(sso, under_prefix):  # noqa: F811
+    """The provider is given the callback under the prefix (the address to register with it), sends the
+    browser back there, and the person lands on the page they asked for, under the prefix."""
+    import requests
+
+    client = Client()
+    start = client.get("/login/sso/?next=/triage/jobs/")
+    assert start.status_code == 302
+    query = parse_qs(urlsplit(start["Location"]).query)
+    assert query["redirect_uri"] == [f"{HOST}{PREFIX}/login/sso/callback/"]
+    at_provider = requests.get(start["Location"], allow_redirects=False, timeout=10)
+    back = urlsplit(at_provider.headers["Location"])
+    assert back.path == f"{PREFIX}/login/sso/callback/"
+    landed = client.get(back.path.removeprefix(PREFIX), {k: v[0] for k, v in parse_qs(back.query).items()})
+    assert landed.status_code == 302 and landed["Location"] == f"{PREFIX}/jobs/"
