@@ -15,6 +15,7 @@ from pathlib import Path
 
 import dj_database_url
 from celery.schedules import crontab
+from cryptography.fernet import Fernet
 from django.core.exceptions import ImproperlyConfigured
 
 from config.env import env_bool, env_float, env_int, env_list, env_str
@@ -486,6 +487,17 @@ LOGGING = {
 # A Fernet key for connector secrets stored in the database; without one it is derived from
 # SECRET_KEY (then rotating SECRET_KEY means entering the secrets again).
 CONNECTOR_SECRET_KEY = env_str("CONNECTOR_SECRET_KEY")
+# Refused here, at start-up, rather than at the first connector secret stored or read (the key is
+# never repeated: it is a secret).
+try:
+    if CONNECTOR_SECRET_KEY:
+        Fernet(CONNECTOR_SECRET_KEY.encode())
+except ValueError:
+    raise ImproperlyConfigured(
+        "CONNECTOR_SECRET_KEY is not a Fernet key (32 bytes in URL-safe base64, 44 characters); make one with "
+        '`python -c "from cryptography.fernet import Fernet; print(Fernet.generate_key().decode())"`, '
+        "or unset it to derive the key from SECRET_KEY."
+    ) from None
 # What a connector's secret reference may name (fleet/connectors/secrets.py): operators are not the
 # server's administrators, and env:SECRET_KEY or file:/etc/... on a connector pointed at a server of
 # their own would send it there. Variables: names, or prefixes ending in *; files: under these folders.

@@ -111,6 +111,8 @@ def _run(args: list[str], **env) -> subprocess.CompletedProcess:
         ),
         ("PERSONAL_TOKENS_PER_USER", "0", "PERSONAL_TOKENS_PER_USER=0 is below the minimum of 1."),
         ("URL_PREFIX", "https://ops.example.com/triage", "URL_PREFIX='https://ops.example.com/triage' must be a path"),
+        # A key cut short in a copy: it failed only when a connector's secret was first stored or read.
+        ("CONNECTOR_SECRET_KEY", "not-a-fernet-key", "CONNECTOR_SECRET_KEY is not a Fernet key"),
     ],
 )
 @pytest.mark.parametrize("entry", [["manage.py", "migrate"], ["-c", "import config.wsgi"]], ids=["manage", "gunicorn"])
