@@ -146,7 +146,8 @@ OTHER_SCHEME = (
     "'Authorization: Bearer <token>' (or a login session); the Authorization header sent uses another scheme."
 )
 ONLY_FOR_PEOPLE = (
-    "A machine token may not do this: it pushes archives and reads what its token page boxes allow; "
+    "A machine token may not do this: it does only what its boxes on the tokens page allow (push archives, "
+    "read /metrics, the teams' report, the jobs); "
     "the rest needs a person's login."
 )
 

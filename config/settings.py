@@ -334,7 +334,10 @@ SPECTACULAR_SETTINGS = {
                 "type": "apiKey",
                 "in": "header",
                 "name": "Authorization",
-                "description": 'A machine token created by an operator, sent as "Authorization: Api-Key <token>".',
+                "description": 'A machine token created by an operator, sent as "Authorization: Api-Key <token>". '
+                "It does only what it was made for, each a box on the tokens page: push archives (ticked by "
+                "default), read /metrics, the teams' report, the jobs; anything else is a 403 naming what it "
+                "may not do.",
             },
             "PersonalToken": {
                 "type": "http",

@@ -37,7 +37,8 @@ class HasMachineToken(BasePermission):
 
 
 class TokenMay(BasePermission):
-    """A machine token made to do one thing more than push (its `flag` ticked on the tokens page).
+    """A machine token made to do one thing (its `flag` ticked on the tokens page): push archives,
+    read the jobs, the teams' report.
 
     A token without the flag is refused here, naming what it may not do: DRF's `|` drops its
     operands' messages, and a request with a token is no person, so nothing else could let it in."""
@@ -54,6 +55,13 @@ class TokenMay(BasePermission):
                 "(a new token with that box ticked)."
             )
         return True
+
+
+class TokenMayPush(TokenMay):
+    """A machine token made to push archives (`pushes_archives`): one made only to read (for
+    Prometheus, a billing script) pushes nothing into the fleet."""
+
+    flag, may_not = "pushes_archives", "push archives"
 
 
 class IsOperator(BasePermission):
@@ -157,11 +165,14 @@ class IngestRunViewSet(KnownParameters, viewsets.ReadOnlyModelViewSet):
 
 
 class ArchiveViewSet(mixins.CreateModelMixin, viewsets.GenericViewSet):
-    """Push an archive; it is imported in the background. Poll the returned run for progress."""
+    """Push an archive; it is imported in the background. Poll the returned run for progress.
+
+    An operator's session, or a machine token made to push archives (`pushes_archives`, ticked by
+    default on the tokens page); a token made only to read is a 403 saying so, nothing stored."""
 
     serializer_class = ArchiveUploadSerializer
     parser_classes = [MultiPartParser]
-    permission_classes = [IsOperator | HasMachineToken]
+    permission_classes = [IsOperator | TokenMayPush]
 
     @extend_schema(
         auth=PUSH_AUTH,

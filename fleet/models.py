@@ -190,15 +190,23 @@ class ExchangeRate(models.Model):
 
 
 class MachineToken(AbstractAPIKey):
-    """A per-machine API token for pushing archives (djangorestframework-api-key: prefixed, stored
-    as a hash only, shown once at creation, revocable for good)."""
+    """A per-machine API token (djangorestframework-api-key: prefixed, stored as a hash only, shown
+    once at creation, revocable for good) that does only what it was made for: push archives, read
+    /metrics, the teams' report, the jobs, each a box ticked on the tokens page.
+
+    Its address (the revoke form's) names it by `prefix`, unique and shown on the page anyway: the
+    library's `id` is the prefix and the key's hash, which has no place in access logs or history."""
 
     created_by = models.ForeignKey(
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
     )
     last_used_at = models.DateTimeField(null=True, blank=True)
-    # A token pushes archives; one made for a Prometheus server may also read /metrics (fleet-wide
-    # figures), which a pushing script has no need to see.
+    # What tokens were first made for, and every token made before the permissions existed could (the
+    # migration keeps them pushing); the tokens page's box is ticked, an operator unticks it for a token
+    # that only reads: a Prometheus server or a billing script then pushes nothing into the fleet.
+    pushes_archives = models.BooleanField(default=True, help_text="May push archives to /api/v1/archives/.")
+    # One made for a Prometheus server may read /metrics (fleet-wide figures), which a pushing script
+    # has no need to see.
     reads_metrics = models.BooleanField(default=False, help_text="May read the Prometheus metrics at /metrics.")
     # ...and one made for a billing or chargeback script may read every team's GPU time, waste and
     # cost (`GET /api/v1/teams/`), which neither of the others needs.

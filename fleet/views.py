@@ -212,6 +212,8 @@ def ingest_upload(request):
     return redirect(detail_url)
 
 
+# What a machine token may do, each a box on the tokens page and a column of its list, in this order.
+TOKEN_PERMISSIONS = ("pushes_archives", "reads_metrics", "reads_reports", "reads_jobs")
 # Personal tokens on the tokens page (the machine tokens, a handful, are listed whole).
 PERSONAL_TOKENS_PER_PAGE = 50
 
@@ -219,17 +221,18 @@ PERSONAL_TOKENS_PER_PAGE = 50
 @operator_required
 @with_form
 def token_list(request):
-    """Machine tokens: create one (its key is shown this once; it pushes archives, and may also read
-    /metrics, the teams' report and the jobs), see when each was last used, revoke."""
+    """Machine tokens: create one (its key is shown this once) that does what its boxes say (push
+    archives, ticked by default; read /metrics, the teams' report, the jobs), see when each was last
+    used and what it may do, revoke."""
     created, created_key = None, None
     if request.method == "POST":
         name = request.POST.get("name", "").strip()[:50]
         if not name:
             messages.error(request, "Give the token a name, e.g. the machine that will use it.")
         else:
-            reads = {flag: request.POST.get(flag) == "on" for flag in ("reads_metrics", "reads_reports", "reads_jobs")}
-            created, created_key = MachineToken.objects.create_key(name=name, created_by=request.user, **reads)
-            audit.record(request.user, "token.create", created, {"prefix": created.prefix} | reads)
+            may = {flag: request.POST.get(flag) == "on" for flag in TOKEN_PERMISSIONS}
+            created, created_key = MachineToken.objects.create_key(name=name, created_by=request.user, **may)
+            audit.record(request.user, "token.create", created, {"prefix": created.prefix} | may)
             messages.success(request, f"Token “{created.name}” created. Copy it now: it is not shown again.")
     # Each with how many runs it pushed, linked to them on the runs list (as a connector's page links to its pulls).
     pushed = Count("ingest_runs", filter=Q(ingest_runs__created_by__isnull=True))
@@ -263,8 +266,10 @@ def token_list(request):
 
 @operator_required
 @require_POST
-def token_revoke(request, pk: str):
-    token = get_object_or_404(MachineToken, pk=pk)
+def token_revoke(request, prefix: str):
+    """Revoke a machine token, named by its prefix: its id holds the key's hash, which an address
+    (access logs, browser history) must not (an old address with it finds no token, a 404)."""
+    token = get_object_or_404(MachineToken, prefix=prefix)
     if not token.revoked:
         token.revoked = True
         token.save(update_fields=["revoked"])

@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import json
+import re
 
 import pytest
 from rest_framework.test import APIClient
 
-from fleet.models import IngestRun, Job, MachineToken
+from fleet.models import AuditEvent, IngestRun, Job, MachineToken
 from tests.conftest import EXAMPLE_ARCHIVE
 
 pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("upload_dirs")]  # uploads in a folder of their own
@@ -225,3 +226,70 @@ def test_an_empty_file_is_refused_naming_the_field_and_the_schema_says_so(token,
     body = schema["paths"]["/api/v1/archives/"]["post"]["requestBody"]["content"]["multipart/form-data"]["schema"]
     documented = body["properties"]["file"]
     assert documented["minLength"] == 1 and "empty file is a 400" in documented["description"]
+
+
+def test_a_token_made_only_to_read_reports_pushes_nothing(upload_dirs):
+    """Least privilege: a token made for a billing script (or for Prometheus) is refused a push,
+    saying what it may not do and where an operator allows it, and nothing is stored."""
+    billing, key = MachineToken.objects.create_key(name="billing", reads_reports=True, pushes_archives=False)
+    response = push(APIClient(), key)
+    assert response.status_code == 403
+    detail = response.json()["detail"]
+    assert detail.startswith("This token may not push archives") and "tokens page" in detail
+    assert key not in detail and billing.prefix not in detail
+    assert (IngestRun.objects.count(), Job.objects.count()) == (0, 0)
+    assert [p for p in upload_dirs.rglob("*") if p.is_file()] == []
+    billing.pushes_archives = True
+    billing.save(update_fields=["pushes_archives"])
+    assert push(APIClient(), key).status_code == 202
+    assert IngestRun.objects.get().api_key == billing
+
+
+def test_the_tokens_page_makes_pushing_tokens_by_default_and_lists_what_each_may_do(client, operator):
+    client.force_login(operator)
+    page = client.get("/tokens/").content.decode()
+    # Pushing is what a token is first made for: the box is ticked, an operator unticks it.
+    assert re.search(r'<input type="checkbox" name="pushes_archives" checked>', page)
+    client.post("/tokens/", {"name": "cron", "pushes_archives": "on"})
+    client.post("/tokens/", {"name": "prometheus", "reads_metrics": "on"})  # the box unticked
+    cron, prometheus = MachineToken.objects.get(name="cron"), MachineToken.objects.get(name="prometheus")
+    assert cron.pushes_archives and not prometheus.pushes_archives and prometheus.reads_metrics
+    created = AuditEvent.objects.filter(action="token.create").order_by("pk")
+    assert [e.details["pushes_archives"] for e in created] == [True, False]
+    html = client.get("/tokens/").content.decode()
+    row = re.search(r"<tr>\s*<td>prometheus</td>.*?</tr>", html, re.S).group(0)
+    cells = re.findall(r'<td data-permission="(\w+)">(\w+)</td>', row)
+    assert cells == [("pushes_archives", "no"), ("reads_metrics", "yes"), ("reads_reports", "no"), ("reads_jobs", "no")]
+
+
+def test_a_token_s_revoke_address_holds_its_prefix_not_its_key_s_hash(client, token, operator):
+    """Addresses end up in access logs and browser history: the revoke form's names the token by its
+    prefix (shown on the page anyway), never by the library's id, which is the prefix and the key's hash."""
+    machine, _ = token
+    client.force_login(operator)
+    html = client.get("/tokens/").content.decode()
+    actions = re.findall(r'<form method="post" action="([^"]*/revoke/)">', html)
+    assert actions == [f"/tokens/{machine.prefix}/revoke/"]
+    assert client.post(f"/tokens/{machine.pk}/revoke/").status_code == 404  # the old address: no such token
+    machine.refresh_from_db()
+    assert not machine.revoked
+    assert client.post(actions[0]).status_code == 302
+    machine.refresh_from_db()
+    assert machine.revoked
+    assert AuditEvent.objects.get(action="token.revoke").details == {"prefix": machine.prefix}
+
+
+@pytest.mark.django_db(transaction=True)
+def test_tokens_made_before_the_permission_keep_pushing():
+    """Every token pushed before `pushes_archives` existed; the migration leaves them able to."""
+    from django.db import connection
+    from django.db.migrations.executor import MigrationExecutor
+
+    before, after = ("fleet", "0029_personaltoken"), ("fleet", "0030_machinetoken_pushes_archives")
+    executor = MigrationExecutor(connection)
+    executor.migrate([before])
+    old = executor.loader.project_state([before]).apps.get_model("fleet", "MachineToken")
+    old.objects.create(id="abcd1234.hash", prefix="abcd1234", hashed_key="hash", name="nightly export")
+    executor = MigrationExecutor(connection)
+    executor.migrate([after])
+    assert MachineToken.objects.get(prefix="abcd1234").pushes_archives

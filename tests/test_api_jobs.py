@@ -93,7 +93,7 @@ def test_an_operator_makes_a_token_that_reads_jobs_on_the_tokens_page(client, op
     assert AuditEvent.objects.get(action="token.create").details["reads_jobs"] is True
     listing = client.get(reverse("fleet:token-list")).content.decode()
     assert '<th scope="col">Reads jobs</th>' in listing
-    client.post(reverse("fleet:token-list"), {"name": "cron"})
+    client.post(reverse("fleet:token-list"), {"name": "cron", "pushes_archives": "on"})
     assert not MachineToken.objects.get(name="cron").reads_jobs
     assert IngestRun.objects.count() == 0
 

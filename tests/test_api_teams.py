@@ -86,7 +86,7 @@ def test_a_period_that_is_no_period_is_a_400_that_names_the_parameter(client, op
 def test_machines_read_it_only_with_a_token_made_for_it(client, fleet):  # noqa: F811
     _, push_key = MachineToken.objects.create_key(name="cron")
     _, metrics_key = MachineToken.objects.create_key(name="prometheus", reads_metrics=True)
-    billing, report_key = MachineToken.objects.create_key(name="billing", reads_reports=True)
+    billing, report_key = MachineToken.objects.create_key(name="billing", reads_reports=True, pushes_archives=False)
     assert client.get(URL, WEEK).status_code == 401  # nobody
     assert client.get(URL, WEEK, HTTP_AUTHORIZATION="Api-Key not-a-key").status_code == 401
     for key in (push_key, metrics_key):
@@ -95,8 +95,12 @@ def test_machines_read_it_only_with_a_token_made_for_it(client, fleet):  # noqa:
     assert read.status_code == 200 and [t["team"] for t in read.json()["teams"]] == ["team-a", "team-b"]
     billing.refresh_from_db()
     assert billing.last_used_at is not None
-    # A report token reads jobs no more than a push token reads reports: it is a token, not a person.
+    # A token made only to read the report reads jobs no more than a push token reads reports (it is a
+    # token, not a person), and pushes nothing: that is `pushes_archives`, unticked here
+    # (tests/test_api_archives.py pushes with one).
     assert client.get("/api/v1/jobs/", HTTP_AUTHORIZATION=f"Api-Key {report_key}").status_code == 403
+    pushed = client.post("/api/v1/archives/", {}, HTTP_AUTHORIZATION=f"Api-Key {report_key}")
+    assert pushed.status_code == 403 and pushed.json()["detail"].startswith("This token may not push archives")
     MachineToken.objects.filter(pk=billing.pk).update(revoked=True)
     assert client.get(URL, WEEK, HTTP_AUTHORIZATION=f"Api-Key {report_key}").status_code == 401
 
@@ -108,9 +112,10 @@ def test_the_tokens_page_example_reads_the_report_over_http(client, live_server,
     client.force_login(operator)
     page = client.post(reverse("fleet:token-list"), {"name": "billing", "reads_reports": "on"}).content.decode()
     token = MachineToken.objects.get(name="billing")
-    assert token.reads_reports and not token.reads_metrics
+    assert token.reads_reports and not token.reads_metrics and not token.pushes_archives
     assert AuditEvent.objects.get(action="token.create").details == {
         "prefix": token.prefix,
+        "pushes_archives": False,
         "reads_metrics": False,
         "reads_reports": True,
         "reads_jobs": False,
@@ -124,7 +129,7 @@ def test_the_tokens_page_example_reads_the_report_over_http(client, live_server,
     )
     answer = subprocess.run([*shlex.split(command), "--silent", "--fail-with-body"], capture_output=True, check=True)
     assert [t["team"] for t in json.loads(answer.stdout)["teams"]] == ["team-a", "team-b"]
-    push_only = client.post(reverse("fleet:token-list"), {"name": "cron"}).content.decode()
+    push_only = client.post(reverse("fleet:token-list"), {"name": "cron", "pushes_archives": "on"}).content.decode()
     assert 'id="report-example"' not in push_only and not MachineToken.objects.get(name="cron").reads_reports
 
 

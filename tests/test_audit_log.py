@@ -45,13 +45,14 @@ def test_record_keeps_who_what_and_details(operator):
 
 def test_tokens_created_and_revoked_are_logged(client, operator):
     client.force_login(operator)
-    client.post("/tokens/", {"name": "ci-pusher"})
+    client.post("/tokens/", {"name": "ci-pusher", "pushes_archives": "on"})
     token = MachineToken.objects.get(name="ci-pusher")
-    client.post(f"/tokens/{token.pk}/revoke/")
+    client.post(f"/tokens/{token.prefix}/revoke/")
     assert actions() == ["token.create", "token.revoke"]
     event = AuditEvent.objects.get(action="token.create")
     assert event.actor == operator and event.details == {
         "prefix": token.prefix,
+        "pushes_archives": True,
         "reads_metrics": False,
         "reads_reports": False,
         "reads_jobs": False,

@@ -113,11 +113,12 @@ def test_an_operator_makes_a_token_for_prometheus_on_the_tokens_page(client, ope
     assert token.reads_metrics and 'id="scrape-config"' in page and "authorization: {type: Api-Key" in page
     assert AuditEvent.objects.get(action="token.create").details == {
         "prefix": token.prefix,
+        "pushes_archives": False,  # its box unticked: a Prometheus server pushes nothing
         "reads_metrics": True,
         "reads_reports": False,
         "reads_jobs": False,
     }
-    page = client.post(reverse("fleet:token-list"), {"name": "cron"}).content.decode()
+    page = client.post(reverse("fleet:token-list"), {"name": "cron", "pushes_archives": "on"}).content.decode()
     assert not MachineToken.objects.get(name="cron").reads_metrics and 'id="scrape-config"' not in page
 
 

@@ -243,7 +243,7 @@ def test_run_durations_are_worded_by_their_size(seconds, shown):
 
 
 def test_operators_create_a_token_see_it_once_and_revoke_it(operator_client, operator, member_a):
-    response = operator_client.post("/tokens/", {"name": "nightly-exporter"})
+    response = operator_client.post("/tokens/", {"name": "nightly-exporter", "pushes_archives": "on"})
     assert response.status_code == 200
     token = MachineToken.objects.get()
     key = response.context["created_key"]
@@ -252,7 +252,7 @@ def test_operators_create_a_token_see_it_once_and_revoke_it(operator_client, ope
     assert token.created_by == operator and key.startswith(token.prefix + ".")
     assert key not in token.hashed_key  # only a hash is stored
     assert key not in operator_client.get("/tokens/").content.decode()  # shown once
-    response = operator_client.post(f"/tokens/{token.pk}/revoke/")
+    response = operator_client.post(f"/tokens/{token.prefix}/revoke/")
     assert response.status_code == 302
     token.refresh_from_db()
     assert token.revoked
