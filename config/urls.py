@@ -1,6 +1,6 @@
 from django.contrib import admin
 from django.contrib.auth import views as auth_views
-from django.urls import include, path, re_path
+from django.urls import include, path, re_path, reverse_lazy
 
 from config.api import api_not_found
 from config.methods import with_form
@@ -11,6 +11,10 @@ from triage.views import metrics
 
 # Django's form views take PUT as a POST (ProcessFormView.put): a form is posted, nothing else.
 FORM = ["get", "post", "head", "options"]
+
+# The admin's "View site": the overview, under the prefix the site is served under (URL_PREFIX); the
+# admin's default "/" became the bare prefix (/triage), a redirect away through the proxy at best.
+admin.site.site_url = reverse_lazy("dashboard:home")
 
 
 def admin_site_urls():

@@ -261,3 +261,25 @@ def test_single_sign_on_comes_back_under_the_prefix(sso, under_prefix):  # noqa:
     assert back.path == f"{PREFIX}/login/sso/callback/"
     landed = client.get(back.path.removeprefix(PREFIX), {k: v[0] for k, v in parse_qs(back.query).items()})
     assert landed.status_code == 302 and landed["Location"] == f"{PREFIX}/jobs/"
+
+
+@pytest.mark.django_db
+def test_the_admin_s_links_stay_under_the_prefix(django_user_model, under_prefix):
+    """The admin site (staff): its pages' links, its "View site" among them, and its logout."""
+    admin = django_user_model.objects.create_superuser("root", "root@example.org", "x")
+    client = Client()
+    client.force_login(admin)
+    problems = []
+    for page in ("/admin/", "/admin/auth/user/", f"/admin/auth/user/{admin.pk}/change/"):
+        response = client.get(page)
+        assert response.status_code == 200, page
+        problems += [
+            f"{page}: <{tag} {attribute}={address!r}> {wrong}"
+            for tag, attribute, address in addresses(response.content.decode())
+            if (wrong := outside_the_prefix(page, address))
+        ]
+        assert f'<a href="{PREFIX}/">View site</a>' in response.content.decode()
+    assert not problems, "\n".join(problems)
+    out = client.post("/admin/logout/")
+    assert out.status_code in (200, 302)
+    assert out.get("Location", f"{PREFIX}/login/").startswith(f"{PREFIX}/")
