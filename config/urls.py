@@ -43,7 +43,7 @@ urlpatterns = [
     path("account/time-zone/", time_zone_view, name="account-time-zone"),
     # Their own read-only API tokens, for their scripts and notebooks (fleet/personal_tokens.py).
     path("account/tokens/", personal_tokens.token_list, name="account-tokens"),
-    path("account/tokens/<str:pk>/revoke/", personal_tokens.token_revoke, name="account-token-revoke"),
+    path("account/tokens/<str:prefix>/revoke/", personal_tokens.token_revoke, name="account-token-revoke"),
     path("password/done/", auth_views.PasswordChangeDoneView.as_view(), name="password_change_done"),
     # A forgotten password: Django's reset flow, its mail queued (fleet.accounts); no page says
     # whether an address has an account.

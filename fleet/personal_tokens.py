@@ -166,9 +166,10 @@ def token_list(request):
 
 @login_required
 @require_POST
-def token_revoke(request, pk: str):
-    """Revoke one of one's own tokens; another person's is a 404, as if it did not exist."""
-    token = get_object_or_404(PersonalToken.objects.select_related("owner"), pk=pk, owner=request.user)
+def token_revoke(request, prefix: str):
+    """Revoke one of one's own tokens, named by its prefix (its id holds the key's hash, which an address
+    must not); another person's is a 404, as if it did not exist."""
+    token = get_object_or_404(PersonalToken.objects.select_related("owner"), prefix=prefix, owner=request.user)
     if revoke(request.user, token):
         messages.success(request, f"Token “{token.name}” ({token.prefix}…) is revoked; requests with it are refused.")
     return redirect("account-tokens")

@@ -280,9 +280,10 @@ def token_revoke(request, prefix: str):
 
 @operator_required
 @require_POST
-def personal_token_revoke(request, pk: str):
-    """An operator revokes a person's own token (a leaked key, someone who left)."""
-    token = get_object_or_404(PersonalToken.objects.select_related("owner"), pk=pk)
+def personal_token_revoke(request, prefix: str):
+    """An operator revokes a person's own token (a leaked key, someone who left), named by its prefix
+    as a machine token is."""
+    token = get_object_or_404(PersonalToken.objects.select_related("owner"), prefix=prefix)
     if personal_tokens.revoke(request.user, token):
         messages.success(
             request,

@@ -279,7 +279,7 @@ def world(db, team_a, team_b, member_a, outsider, researcher, operator):
             "run": run.pk,
             "run_token": run_token.pk,
             "token_spare": spare.prefix,  # its revoke address names its prefix, never its key's hash
-            "personal_token": personal.pk,
+            "personal_token": personal.prefix,
             "retriage": RetriageRun.objects.create(rule_set=RuleSet.current()).pk,
             "week": "2026-W45",
             "delivery": delivery.pk,

@@ -181,11 +181,11 @@ def test_a_person_sees_and_revokes_only_their_own(client, member_a, outsider):
     other = Client()
     other.force_login(outsider)
     assert "alice laptop" not in other.get("/account/tokens/").content.decode()
-    assert other.post(f"/account/tokens/{token.pk}/revoke/").status_code == 404
-    assert other.post(f"/tokens/personal/{token.pk}/revoke/").status_code == 404  # the operators' address
+    assert other.post(f"/account/tokens/{token.prefix}/revoke/").status_code == 404
+    assert other.post(f"/tokens/personal/{token.prefix}/revoke/").status_code == 404  # the operators' address
     token.refresh_from_db()
     assert not token.revoked
-    answer = client.post(f"/account/tokens/{token.pk}/revoke/", follow=True)
+    answer = client.post(f"/account/tokens/{token.prefix}/revoke/", follow=True)
     assert "Token “alice laptop”" in answer.content.decode() and "is revoked" in answer.content.decode()
     token.refresh_from_db()
     assert token.revoked
@@ -208,13 +208,35 @@ def test_an_operator_sees_everyones_tokens_and_revokes_one(client, member_a, ope
     table = page.split('id="personal-token-table"', 1)[1]
     assert "alice-member" in table and "alice laptop" in table and f"{token.prefix}…" in table
     assert key not in page
-    answer = ops.post(f"/tokens/personal/{token.pk}/revoke/", follow=True).content.decode()
+    answer = ops.post(f"/tokens/personal/{token.prefix}/revoke/", follow=True).content.decode()
     assert "alice-member&#x27;s token “alice laptop”" in answer
     token.refresh_from_db()
     assert token.revoked
     event = AuditEvent.objects.get(action="personal_token.revoke")
     assert event.actor == operator and event.details["owner"] == "alice-member"
     refused(APIClient().get("/api/v1/jobs/", **bearer(key)), "was revoked")
+
+
+def test_a_personal_token_s_revoke_addresses_hold_its_prefix_not_its_key_s_hash(client, member_a, operator):
+    """Addresses land in access logs and browser history: the owner's and the operators' revoke forms
+    name a token by its prefix (shown beside it), never by the library's id, the prefix and the key's
+    hash; an address with the hash finds no token."""
+    client.force_login(member_a)
+    make_token(client, "alice laptop")
+    token = PersonalToken.objects.get()
+    own = re.findall(r'<form method="post" action="([^"]*/revoke/)">', client.get("/account/tokens/").content.decode())
+    assert own == [f"/account/tokens/{token.prefix}/revoke/"]
+    ops = Client()
+    ops.force_login(operator)
+    listed = re.findall(r'<form method="post" action="(/tokens/personal/[^"]*)">', ops.get("/tokens/").content.decode())
+    assert listed == [f"/tokens/personal/{token.prefix}/revoke/"]
+    assert client.post(f"/account/tokens/{token.pk}/revoke/").status_code == 404
+    assert ops.post(f"/tokens/personal/{token.pk}/revoke/").status_code == 404
+    token.refresh_from_db()
+    assert not token.revoked
+    assert ops.post(listed[0]).status_code == 302
+    token.refresh_from_db()
+    assert token.revoked
 
 
 def test_the_forms_need_the_sessions_csrf_token(member_a, operator):
@@ -225,10 +247,10 @@ def test_the_forms_need_the_sessions_csrf_token(member_a, operator):
     token, _ = PersonalToken.objects.create_key(
         owner=member_a, name="x", expiry_date=timezone.now() + timedelta(days=1)
     )
-    assert strict.post(f"/account/tokens/{token.pk}/revoke/").status_code == 403
+    assert strict.post(f"/account/tokens/{token.prefix}/revoke/").status_code == 403
     ops = Client(enforce_csrf_checks=True)
     ops.force_login(operator)
-    assert ops.post(f"/tokens/personal/{token.pk}/revoke/").status_code == 403
+    assert ops.post(f"/tokens/personal/{token.prefix}/revoke/").status_code == 403
     token.refresh_from_db()
     assert not token.revoked
 
@@ -272,7 +294,7 @@ def test_a_person_has_at_most_the_settings_number_of_live_tokens(client, member_
     assert not PersonalToken.objects.filter(name="three").exists()
     assert AuditEvent.objects.filter(action="personal_token.create").count() == 2  # "one" and "two"
     # Revoking one makes room for a new one.
-    client.post(f"/account/tokens/{PersonalToken.objects.get(name='one').pk}/revoke/")
+    client.post(f"/account/tokens/{PersonalToken.objects.get(name='one').prefix}/revoke/")
     make_token(client, "three")
     assert PersonalToken.objects.filter(name="three").exists()
 
