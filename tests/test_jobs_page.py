@@ -394,9 +394,15 @@ def test_the_timeline_caption_says_what_its_shaded_bands_are_unless_the_findings
     """The caption under the timeline spoke of zooming and gaps, not of the shaded bands each cause's
     windows draw (with a legend entry each since e750ae3): a reader still had to guess what they were.
     A blind rater's timeline has no bands (its findings are hidden), so neither has its caption."""
+    from django.core.files.base import ContentFile
+
+    from fleet.series import to_parquet_bytes
+    from tests.conftest import tiny_series
     from triage.labeling.models import Assignment, Study, StudyJob, StudyRater
 
     job = JobFactory(team=team_a, name="ckpt-job", mean_gpu_util=30)
+    # The chart's help, bands included, shows only with a chart: a job with a series (e042ca0).
+    job.series_file.save("series.parquet", ContentFile(to_parquet_bytes(tiny_series())))
     triaged(job, "classified", Category.MODEL_CHECKPOINTING)
     said = ("Shaded bands are the time windows in which a cause the rules found left the GPUs idle, in that "
             "cause's colour; click its legend entry (<em>…: idle windows</em>) to hide or show them.")  # fmt: skip
