@@ -10,6 +10,7 @@ from rest_framework.test import APIClient
 
 from fleet.models import AuditEvent, IngestRun, Job, MachineToken
 from tests.conftest import EXAMPLE_ARCHIVE
+from tests.reading import table_rows
 
 pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("upload_dirs")]  # uploads in a folder of their own
 
@@ -113,15 +114,17 @@ def test_the_tokens_page_counts_each_token_s_pushes_and_leads_to_them(client, to
     where an operator decides whether to revoke one, said neither whether a token had pushed
     anything nor led to its runs (a connector's page leads to its pulls)."""
     machine, _ = token
-    MachineToken.objects.create_key(name="never-pushed", created_by=operator)
+    never, _ = MachineToken.objects.create_key(name="never-pushed", created_by=operator)
     for name in ("week-46.zip", "week-47.zip"):
         IngestRun.objects.create(archive_name=name, source="api", api_key=machine)
     IngestRun.objects.create(archive_name="by-hand.zip", source="upload", created_by=operator)
     client.force_login(operator)
     html = client.get("/tokens/").content.decode()
     runs = f"/ingest-runs/?by=token:{machine.prefix}"
-    assert f'<td class="num"><a href="{runs}">2</a></td>' in html
-    assert '<td class="num">0</td>' in html  # the token that never pushed: no link to an empty list
+    assert f'<span><a href="{runs}">2</a></span></td>' in html
+    pushed = {row[0]: row[5] for row in table_rows(html, "Machine tokens")}
+    assert pushed == {"exporter-01": "2", "never-pushed": "0"}
+    assert f"?by=token:{never.prefix}" not in html  # the token that never pushed: no link to an empty list
     listed = client.get(runs)
     assert sorted(run.archive_name for run in listed.context["page"]) == ["week-46.zip", "week-47.zip"]
 
@@ -256,10 +259,10 @@ def test_the_tokens_page_makes_pushing_tokens_by_default_and_lists_what_each_may
     assert cron.pushes_archives and not prometheus.pushes_archives and prometheus.reads_metrics
     created = AuditEvent.objects.filter(action="token.create").order_by("pk")
     assert [e.details["pushes_archives"] for e in created] == [True, False]
-    html = client.get("/tokens/").content.decode()
-    row = re.search(r"<tr>\s*<td>prometheus</td>.*?</tr>", html, re.S).group(0)
-    cells = re.findall(r'<td data-permission="(\w+)">(\w+)</td>', row)
-    assert cells == [("pushes_archives", "no"), ("reads_metrics", "yes"), ("reads_reports", "no"), ("reads_jobs", "no")]
+    rows = {row[0]: row for row in table_rows(client.get("/tokens/").content.decode(), "Machine tokens")}
+    # Pushes archives, Reads /metrics, Reads team costs, Reads jobs, State
+    assert rows["prometheus"][6:11] == ["no", "yes", "no", "no", "active"]
+    assert rows["cron"][6:11] == ["yes", "no", "no", "no", "active"]
 
 
 def test_a_token_s_revoke_address_holds_its_prefix_not_its_key_s_hash(client, token, operator):

@@ -92,7 +92,7 @@ def test_an_operator_makes_a_token_that_reads_jobs_on_the_tokens_page(client, op
     assert 'id="jobs-example"' in page and "/api/v1/jobs/?ingest_run=" in page
     assert AuditEvent.objects.get(action="token.create").details["reads_jobs"] is True
     listing = client.get(reverse("fleet:token-list")).content.decode()
-    assert '<th scope="col">Reads jobs</th>' in listing
+    assert '<th scope="col" role="columnheader">Reads jobs</th>' in listing
     client.post(reverse("fleet:token-list"), {"name": "cron", "pushes_archives": "on"})
     assert not MachineToken.objects.get(name="cron").reads_jobs
     assert IngestRun.objects.count() == 0

@@ -137,6 +137,23 @@ def test_on_a_phone_the_ingest_runs_are_cards_with_their_errors_in_view(browser,
 
 
 @pytest.mark.django_db(transaction=True)
+def test_on_a_phone_machine_tokens_are_cards_with_what_each_may_do_in_view(browser, live_server, operator):  # noqa: F811
+    """390 px wide, the machine tokens (11 columns, a permission each) scrolled sideways in their box:
+    whether a token may push archives, and its Revoke, were off to the right. Now each token is a card."""
+    from fleet.models import MachineToken
+    from tests.test_accessibility import open_as
+
+    MachineToken.objects.create_key(name="nightly export", created_by=operator)
+    MachineToken.objects.create_key(name="prometheus", reads_metrics=True, pushes_archives=False)
+    open_as(browser, live_server.url, operator)
+    url = f"{live_server.url}/tokens/"
+    wide, phone = layouts_and_column(browser, url, "machine-tokens-cards", "#machine-token-table", "Pushes archives")
+    assert_cards(wide, phone, rows=2, columns=11)  # the twelfth, Revoke, is a button
+    assert phone["cells"] == [["Pushes archives no", True], ["Pushes archives yes", True]], phone
+    assert all(in_view for _words, in_view in phone["buttons"]) and len(phone["buttons"]) == 2, phone
+
+
+@pytest.mark.django_db(transaction=True)
 def test_on_a_phone_personal_tokens_are_cards_with_their_state_in_view(browser, live_server, operator):  # noqa: F811
     """390 px wide, the operators' personal tokens (8 columns) and a person's own (7) scrolled sideways in
     their box: a token's state ('owner deactivated': why it is refused) and its Revoke were off to the right.
