@@ -253,8 +253,10 @@ def test_the_tokens_page_makes_pushing_tokens_by_default_and_lists_what_each_may
     page = client.get("/tokens/").content.decode()
     # Pushing is what a token is first made for: the box is ticked, an operator unticks it.
     assert re.search(r'<input type="checkbox" name="pushes_archives" checked>', page)
-    client.post("/tokens/", {"name": "cron", "pushes_archives": "on"})
-    client.post("/tokens/", {"name": "prometheus", "reads_metrics": "on"})  # the box unticked
+    cron_page = client.post("/tokens/", {"name": "cron", "pushes_archives": "on"}).content.decode()
+    scraper_page = client.post("/tokens/", {"name": "prometheus", "reads_metrics": "on"}).content.decode()  # unticked
+    # The new key's push command only for a token that may push.
+    assert 'id="push-example"' in cron_page and 'id="push-example"' not in scraper_page
     cron, prometheus = MachineToken.objects.get(name="cron"), MachineToken.objects.get(name="prometheus")
     assert cron.pushes_archives and not prometheus.pushes_archives and prometheus.reads_metrics
     created = AuditEvent.objects.filter(action="token.create").order_by("pk")
