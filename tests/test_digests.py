@@ -19,7 +19,7 @@ from django.urls import reverse
 from fleet.models import IngestRun, Job
 from tests.factories import JobFactory, OwnerFactory, UserFactory
 from tests.reading import as_read
-from tests.test_browser import browser, window_width  # noqa: F401  (browser: the shared Chromium fixture)
+from tests.test_browser import SHOTS, browser, window_width  # noqa: F401  (browser: the shared Chromium fixture)
 from triage.dashboard import queries
 from triage.digests import findings, services, weeks
 from triage.digests.models import Delivery, DigestKind, Subscription
@@ -593,7 +593,7 @@ def test_preview_shows_members_their_teams_and_operators_everything(fleet, membe
     client.force_login(member_a)
     page = client.get(team_a_url)
     assert page.status_code == 200 and b"train-resnet" in page.content and b"Subject:" in page.content
-    text = client.get(team_a_url, {"part": "text"})
+    text = client.get(team_a_url, {"part": "text", "raw": "1"})
     assert text["Content-Type"].startswith("text/plain") and b"FIXES THAT PAY MOST" in text.content
     assert client.get(team_a_url, {"part": "html"}).content.startswith(b"<!doctype html>")
     assert client.get(team_b_url).status_code == 404
@@ -606,6 +606,92 @@ def test_preview_shows_members_their_teams_and_operators_everything(fleet, membe
         assert client.get(url).status_code == 200
     # Any week, also one without jobs.
     assert client.get(reverse("digests:preview-team", args=["team-a", "2020-W01"])).status_code == 200
+
+
+class _Pre(HTMLParser):
+    """The text of a page's <pre id=...> as a browser shows it, and the page's links."""
+
+    def __init__(self, pre_id: str):
+        super().__init__(convert_charrefs=True)
+        self.pre_id, self.inside, self.text, self.links = pre_id, False, "", {}
+        self.link: str | None = None
+
+    def handle_starttag(self, tag, attrs):
+        attrs = dict(attrs)
+        if tag == "pre" and attrs.get("id") == self.pre_id:
+            self.inside = True
+        elif tag == "a":
+            self.link = attrs.get("href")
+            self.links[self.link] = ""
+
+    def handle_endtag(self, tag):
+        if tag == "pre":
+            self.inside = False
+        elif tag == "a":
+            self.link = None
+
+    def handle_data(self, data):
+        if self.inside:
+            self.text += data
+        if self.link is not None:
+            self.links[self.link] += data
+
+
+def test_the_plain_text_part_opens_as_a_page_a_phone_can_read_with_the_raw_text_a_link_away(fleet, member_a, client):
+    """The preview's "Plain-text part" answered text/plain, which has no viewport: a phone laid the
+    mail out 980 px wide and shrank it to an unreadable size. It is now a page of the site (its
+    viewport, its menu) with the mail's text, as mailed and escaped, in a block that wraps its long
+    lines; the text/plain answer is a link away for whoever needs the bytes as mailed."""
+    fleet["resnet"].name = "train-<b>resnet</b>"
+    fleet["resnet"].save()
+    url = reverse("digests:preview-team", args=["team-a", WEEK])
+    client.force_login(member_a)
+    raw = client.get(url, {"part": "text", "raw": "1"})
+    assert raw["Content-Type"] == "text/plain; charset=utf-8" and "train-<b>resnet</b>" in raw.content.decode()
+    page = client.get(url, {"part": "text"})
+    html = page.content.decode()
+    assert page["Content-Type"].startswith("text/html") and '<meta name="viewport"' in html
+    pre = _Pre("mail-text")
+    pre.feed(html)
+    assert pre.text.strip() == raw.content.decode().strip()  # the mail's text, every line of it
+    assert "train-&lt;b&gt;resnet&lt;/b&gt;" in html  # shown as text, not markup
+    assert pre.links[f"{url}?part=text&raw=1"] == "The text as mailed (text/plain)"
+    assert pre.links[url] == "The digest as HTML"
+    # The HTML preview's link still opens the text part.
+    preview = _Pre("")
+    preview.feed(client.get(url).content.decode())
+    assert preview.links[f"{url}?part=text"] == "Plain-text part"
+
+
+# The text part's page: how wide the page and the text's block are, against the window, and the text's size.
+MAIL_TEXT = """
+const pre = document.querySelector('#mail-text');
+return {page: document.documentElement.scrollWidth, window: window.innerWidth,
+        preScrolls: pre.scrollWidth > pre.clientWidth, right: pre.getBoundingClientRect().right,
+        fontSize: parseFloat(getComputedStyle(pre).fontSize)};
+"""
+
+
+@pytest.mark.django_db(transaction=True)
+def test_on_a_phone_the_plain_text_part_reads_at_the_screens_width(fleet, member_a, browser, live_server):  # noqa: F811
+    """390 px wide the text part was 980 px of text shrunk to fit (text/plain, no viewport); now each of
+    its long lines (a fix, a link) wraps inside the screen in type a phone can read, and the page passes
+    axe's checks at 390 and 1280 px."""
+    from tests.test_accessibility import narrow_window_problems, open_as, violations
+
+    open_as(browser, live_server.url, member_a)
+    url = f"{live_server.url}{reverse('digests:preview-team', args=['team-a', WEEK])}?part=text"
+    with window_width(browser, 390, mobile=True):
+        browser.get(url)
+        phone = browser.execute_script(MAIL_TEXT)
+        browser.save_screenshot(str(SHOTS / "digest-text-part-phone.png"))
+        phone_violations = violations(browser)
+    reflow = narrow_window_problems(browser)
+    assert phone["window"] == 390 and phone["page"] == 390, phone
+    assert not phone["preScrolls"] and phone["right"] <= 390 and phone["fontSize"] >= 12, phone
+    assert phone_violations == [] and reflow == [], (phone_violations, reflow)
+    browser.get(url)
+    assert violations(browser) == []
 
 
 def test_settings_page_turns_digests_off_and_on(smtp, fleet, member_a, operator, team_b, client):

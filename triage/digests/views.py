@@ -65,7 +65,15 @@ def _preview(request, kind: str, week: str, team: Team | None):
     part = request.GET.get("part", "")
     if part == "text":
         _, text, _ = services.render_triplet(name, context)
-        return HttpResponse(text, content_type="text/plain; charset=utf-8")
+        if request.GET.get("raw"):  # the text part exactly as mailed
+            return HttpResponse(text, content_type="text/plain; charset=utf-8")
+        # A page of its own (a text/plain answer has no viewport: a phone laid it out 980 px wide and
+        # shrank it), the mail's lines wrapped where they are longer than the screen.
+        return render(
+            request,
+            "digests/preview_text.html",
+            {"kind": kind, "team": team, "week": week, "week_label": weeks.label(weeks.parse_week(week)), "text": text},
+        )
     if part == "html":  # the HTML part exactly as mailed
         _, _, html = services.render_triplet(name, context)
         return HttpResponse(html)
