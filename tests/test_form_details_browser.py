@@ -1,0 +1,120 @@
+"""Details a person saw in a screenshot audit, measured in headless Chromium at 390 px (a phone) and
+1280 px (a laptop), each page also checked with axe: a checkbox's long label on the digest settings,
+the agreement page's quote for a paper, and the fields of the Settings page's prices and rates.
+Screenshots are saved under screenshots/ for a person to look at."""
+
+from __future__ import annotations
+
+from decimal import Decimal
+
+import pytest
+
+from tests.test_accessibility import narrow_window_problems, open_as, violations
+from tests.test_browser import SHOTS, browser, window_width  # noqa: F401  (the browser fixture)
+from tests.test_labeling_browser import submitted_study  # noqa: F401  (a study whose raters have submitted)
+
+# Where the box of each checkbox's label is and where each line of the label's words starts.
+CHECK_LINES = """
+return [...document.querySelectorAll('form.card label')].map(label => {
+  const box = label.querySelector('input[type=checkbox]').getBoundingClientRect();
+  const range = document.createRange();
+  const words = [...label.childNodes].filter(node => node.nodeType === Node.TEXT_NODE && node.data.trim());
+  range.setStart(words[0], 0); range.setEnd(words[words.length - 1], words[words.length - 1].length);
+  const lines = [...range.getClientRects()].filter(r => r.width > 1);
+  return {text: label.textContent.trim().slice(0, 30), boxRight: box.right, boxLeft: box.left,
+          starts: lines.map(r => Math.round(r.left)), tops: new Set(lines.map(r => Math.round(r.top))).size};
+});
+"""
+
+
+@pytest.mark.django_db(transaction=True)
+def test_on_a_phone_a_long_checkbox_label_wraps_beside_its_box(browser, live_server, member_a):  # noqa: F811
+    """390 px wide, the idle alerts' label ("and its idle alerts: an email when a running job of Team A
+    has left all its GPUs idle for a while") took three lines, the second and third starting under its
+    checkbox, left of the first line's words. Its words now wrap beside the box (a hanging indent), as
+    the box stays under the digest it belongs to."""
+    open_as(browser, live_server.url, member_a)
+    with window_width(browser, 390, mobile=True):
+        browser.get(f"{live_server.url}/digests/settings/")
+        labels = browser.execute_script(CHECK_LINES)
+        browser.save_screenshot(str(SHOTS / "digest-settings-phone.png"))
+        phone_violations = violations(browser)
+    digest, alerts = labels
+    assert alerts["tops"] >= 2, f"the idle alerts' label is long enough to wrap at 390 px: {alerts}"
+    assert all(start >= alerts["boxRight"] for start in alerts["starts"]), f"a line starts under the box: {alerts}"
+    assert alerts["boxLeft"] > digest["boxLeft"] + 10, f"the alerts' box is indented under its digest: {labels}"
+    assert phone_violations == [] and narrow_window_problems(browser) == [], phone_violations
+    browser.get(f"{live_server.url}/digests/settings/")  # 1280 px: each label on one line beside its box
+    wide = browser.execute_script(CHECK_LINES)
+    assert [label["tops"] for label in wide] == [1, 1], wide
+    assert violations(browser) == []
+
+
+# The quote's left edge against the text of its card.
+QUOTE = """
+const card = document.querySelector('#for-a-paper'), quote = document.querySelector('#methods-sentence');
+const intro = card.querySelector('p.muted').getBoundingClientRect();
+const box = quote.getBoundingClientRect();
+return {indent: box.left - intro.left, right: intro.right - box.right};
+"""
+
+
+@pytest.mark.django_db(transaction=True)
+def test_on_a_phone_the_quote_for_a_paper_keeps_the_cards_width(browser, live_server, submitted_study):  # noqa: F811
+    """The agreement page's "For a paper" sentence kept a browser quote's 40 px indent on each side on a
+    phone: in a 330 px card the sentence had 250 px, some 30 characters a line. Narrow, it is indented
+    as a quote by a little, its full width otherwise; at 1280 px it is the quote it was."""
+    study, lead, _ = submitted_study
+    open_as(browser, live_server.url, lead)
+    url = f"{live_server.url}/studies/{study.pk}/agreement/"
+    with window_width(browser, 390, mobile=True):
+        browser.get(url)
+        phone = browser.execute_script(QUOTE)
+        browser.find_element("css selector", "#for-a-paper").screenshot(str(SHOTS / "agreement-quote-phone.png"))
+        phone_violations = violations(browser)
+    assert 0 < phone["indent"] <= 16 and phone["right"] <= 1, phone
+    assert phone_violations == [], phone_violations
+    browser.get(url)
+    wide = browser.execute_script(QUOTE)
+    assert wide["indent"] >= 30, wide
+    assert violations(browser) == []
+
+
+# Each field of the two tables (prices, rates) whose look differs from that of the same kind of field in
+# the project's other forms (.stacked-form: a field's border, its rounding, padding, type and background).
+FIELDS = """
+const form = document.createElement('form'); form.className = 'stacked-form';
+form.innerHTML = '<div class="field"><input type="text"><select><option>x</option></select></div>';
+document.querySelector('main').append(form);
+const look = el => { const s = getComputedStyle(el);
+  return [s.borderTopColor, s.borderTopWidth, s.borderTopStyle, s.borderTopLeftRadius, s.fontSize, s.fontFamily,
+          s.paddingLeft, s.paddingTop, s.backgroundColor, s.color].join(' | '); };
+const want = {INPUT: look(form.querySelector('input')), SELECT: look(form.querySelector('select'))};
+form.remove();
+return [...document.querySelectorAll('table.prices input:not([type=checkbox]):not([type=hidden]), table.prices select')]
+  .filter(el => look(el) !== want[el.tagName]).map(el => [el.name, look(el), want[el.tagName]]);
+"""
+
+
+@pytest.mark.django_db(transaction=True)
+def test_the_settings_pages_prices_and_rates_are_fields_like_the_others(browser, live_server, operator):  # noqa: F811
+    """The prices' and rates' boxes were the browser's own: a thin dark bevel, no padding, smaller type
+    than the page's, where every other form has bordered, padded fields in the page's type. They now
+    look the same, at 1280 px and in the phone's cards."""
+    from fleet.models import ExchangeRate
+    from tests.factories import ClusterFactory
+
+    ClusterFactory(name="alpha").prices.create(gpu_model="H100", price_per_gpu_hour=Decimal("4.00"), currency="USD")
+    ExchangeRate.objects.create(currency="EUR", rate="1.08")
+    open_as(browser, live_server.url, operator)
+    browser.get(f"{live_server.url}/settings/")
+    assert browser.execute_script(FIELDS) == []
+    browser.find_element("css selector", "#prices").screenshot(str(SHOTS / "settings-prices.png"))
+    assert violations(browser) == []
+    with window_width(browser, 390, mobile=True):
+        browser.get(f"{live_server.url}/settings/")
+        phone = browser.execute_script(FIELDS)
+        browser.save_screenshot(str(SHOTS / "settings-prices-phone.png"))
+        phone_violations = violations(browser)
+    assert phone == [] and phone_violations == [], (phone, phone_violations)
+    assert narrow_window_problems(browser) == []
