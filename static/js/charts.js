@@ -37,6 +37,7 @@
   function figureFor(spec, narrow) {
     var figure = JSON.parse(spec.textContent);
     if (narrow) { fitNarrow(figure); }
+    if (window.FleetTheme) { window.FleetTheme.apply(figure); }  // the page's colours, light or dark
     return figure;
   }
   function draw(el) {
@@ -58,6 +59,13 @@
       keepHeight();
       window.Plotly.react(el, figure.data, figure.layout, config);
     });
+    // The system's light or dark setting changed: drawn again in the page's new colours.
+    if (window.FleetTheme) {
+      window.FleetTheme.onChange(function () {
+        figure = figureFor(spec, narrowShown);
+        window.Plotly.react(el, figure.data, figure.layout, config);
+      });
+    }
   }
   document.addEventListener("DOMContentLoaded", function () {
     document.querySelectorAll("[data-figure]").forEach(draw);

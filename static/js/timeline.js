@@ -205,7 +205,9 @@
     form.elements.end.value = asInput(end);
   }
 
+  var shown = [];  // the window last asked for (none: the whole job), drawn again when the colours change
   function load(start, end) {
+    shown = [start, end];
     var url = source + (start ? "?start=" + encodeURIComponent(start) + "&end=" + encodeURIComponent(end) : "");
     busy = true;
     say("Loading…");
@@ -215,6 +217,7 @@
         // Nothing to draw: the message stays (the next step would clear it) and the page is ready.
         if (figure.empty || figure.error) { say(figure.empty || figure.error); el.dataset.ready = "1"; return false; }
         if (start) { figure.layout.xaxis.range = [toChart(start), toChart(end)]; }
+        if (window.FleetTheme) { window.FleetTheme.apply(figure); }  // the page's colours, light or dark
         fitWidth(figure);
         return window.Plotly.react(el, figure.data, figure.layout, PLOT_CONFIG);
       })
@@ -249,6 +252,10 @@
       if (start && end) { load(toIso(start), toIso(end)); }
     });
     if (drawn === true) { keyboardWindows(); }  // nothing to zoom in a job without samples
+    // The system's light or dark setting changed: the window shown drawn again in the page's new colours.
+    if (drawn === true && window.FleetTheme) {
+      window.FleetTheme.onChange(function () { if (!busy) { load(shown[0], shown[1]); } });
+    }
   });
 
   // Plotly's axis values ("2026-11-21 00:22:16.5", "2026-11-21 00:22", "2026-11-21": on the reader's

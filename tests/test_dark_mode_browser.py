@@ -1,0 +1,105 @@
+"""The pages in a browser set to dark mode (prefers-color-scheme: dark), as Grafana and GitHub follow it:
+a dark page, charts drawn on the card's colour rather than white boxes, and text that keeps its contrast.
+
+Screenshots at 1280x800 and 390x844 land in screenshots/dark-*.png for a person to look at.
+"""
+
+from __future__ import annotations
+
+import pytest
+from selenium.common.exceptions import TimeoutException
+from selenium.webdriver.support.wait import WebDriverWait
+
+from fleet import ingest
+from tests.test_accessibility import open_as, settled, violations
+from tests.test_browser import SHOTS, browser  # noqa: F401  (the shared Chromium fixture)
+from triage.models import Finding
+
+# Each chart's paper and the card around it, and the contrast of its tick labels on that card.
+CHARTS = """
+const rgb = (text) => (text.match(/[\\d.]+/g) || []).map(Number);
+const lum = ([r, g, b]) => [r, g, b]
+  .map(v => { v /= 255; return v <= 0.03928 ? v / 12.92 : ((v + 0.055) / 1.055) ** 2.4; })
+  .reduce((sum, v, i) => sum + v * [0.2126, 0.7152, 0.0722][i], 0);
+const ratio = (a, b) => {
+  const [x, y] = [lum(rgb(a)), lum(rgb(b))].sort((p, q) => q - p);
+  return (x + 0.05) / (y + 0.05);
+};
+const charts = [...document.querySelectorAll('[data-figure], #timeline')].filter(c => c.querySelector('.main-svg'));
+return charts.map(chart => {
+  const card = getComputedStyle(chart.closest('.card') || document.body).backgroundColor;
+  const paper = chart.querySelector('.main-svg').style.background;
+  const ticks = [...chart.querySelectorAll('.xtick text, .ytick text, .legendtext')];
+  const worst = Math.min(...ticks.map(t => ratio(getComputedStyle(t).fill, card)));
+  return {id: chart.id || chart.dataset.figure, card, paper, worst, ticks: ticks.length};
+});
+"""
+
+BODY = """
+const [r, g, b] = getComputedStyle(document.body).backgroundColor.match(/\\d+/g).map(Number);
+return (r + g + b) / 3;
+"""
+
+
+@pytest.mark.django_db(transaction=True)
+def test_pages_follow_the_systems_dark_setting(browser, live_server, world, demo_archive, django_user_model):  # noqa: F811
+    ingest.execute_run(ingest.create_run(demo_archive).pk)  # triage runs in-process on the signal
+    job = Finding.objects.filter(result__is_current=True).select_related("job").first().job
+    nina = django_user_model.objects.get(username="nina-rater")
+    operator = django_user_model.objects.get(username=world["users"]["operator"].username)
+    params = world["params"]
+    pages = [
+        ("login", "/login/", None),
+        ("dashboard", "/", operator),
+        ("job", f"/jobs/{job.pk}/", operator),
+        ("labeling", f"/studies/{params['study_other']}/label/{params['item_other']}/", nina),
+    ]
+    browser.execute_cdp_cmd(
+        "Emulation.setEmulatedMedia", {"features": [{"name": "prefers-color-scheme", "value": "dark"}]}
+    )
+    SHOTS.mkdir(exist_ok=True)
+    base, failures = live_server.url, []
+    for name, path, user in pages:
+        open_as(browser, base, user)
+        browser.get(base + path)
+        settled(browser)
+        for width, height in ((1280, 800), (390, 844)):
+            browser.execute_cdp_cmd(
+                "Emulation.setDeviceMetricsOverride",
+                {"width": width, "height": height, "deviceScaleFactor": 1, "mobile": width < 500},
+            )
+            settled(browser)
+            browser.execute_async_script("const done = arguments[0]; setTimeout(done, 600);")  # charts redraw
+            browser.save_screenshot(str(SHOTS / f"dark-{name}-{width}.png"))
+            for chart in browser.execute_script("return [...document.querySelectorAll('#timeline .main-svg')]")[:1]:
+                browser.execute_script("arguments[0].scrollIntoView({block: 'center'})", chart)
+                browser.save_screenshot(str(SHOTS / f"dark-{name}-{width}-timeline.png"))
+        browser.execute_cdp_cmd("Emulation.clearDeviceMetricsOverride", {})
+        if (brightness := browser.execute_script(BODY)) > 60:
+            failures.append(f"{name}: the page's background is light ({brightness:.0f} of 255)")
+        charts = browser.execute_script(CHARTS)
+        if name in ("dashboard", "job"):
+            assert charts, f"{name} should show a chart"
+        for chart in charts:
+            if chart["paper"].replace(" ", "") != chart["card"].replace(" ", ""):
+                failures.append(f"{name}: chart {chart['id']} is on {chart['paper']!r}, its card {chart['card']}")
+            if chart["ticks"] and chart["worst"] < 4.5:
+                failures.append(f"{name}: chart {chart['id']}'s labels are {chart['worst']:.1f}:1 on its card")
+        if charts:  # the setting changed while the page is open: the charts follow it
+            scheme = {"features": [{"name": "prefers-color-scheme", "value": "light"}]}
+            browser.execute_cdp_cmd("Emulation.setEmulatedMedia", scheme)
+            try:
+                WebDriverWait(browser, 10).until(
+                    lambda page: (
+                        {chart["paper"].replace(" ", "") for chart in page.execute_script(CHARTS)}
+                        == {"rgb(255,255,255)"}
+                    )
+                )
+            except TimeoutException:
+                failures.append(f"{name}: the charts stayed dark once the system's setting was light")
+            scheme["features"][0]["value"] = "dark"
+            browser.execute_cdp_cmd("Emulation.setEmulatedMedia", scheme)
+            settled(browser)
+        browser.execute_script("document.querySelectorAll('details').forEach(d => { d.open = true; })")
+        failures += [f"{name}: {line}" for line in violations(browser, ["color-contrast", "link-in-text-block"])]
+    assert not failures, "in dark mode:\n" + "\n".join(failures)
