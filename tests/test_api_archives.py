@@ -121,7 +121,7 @@ def test_the_tokens_page_counts_each_token_s_pushes_and_leads_to_them(client, to
     client.force_login(operator)
     html = client.get("/tokens/").content.decode()
     runs = f"/ingest-runs/?by=token:{machine.prefix}"
-    assert f'<span><a href="{runs}">2</a></span></td>' in html
+    assert f'<span><a href="{runs}" class="in-text">2</a></span></td>' in html
     pushed = {row[0]: row[5] for row in table_rows(html, "Machine tokens")}
     assert pushed == {"exporter-01": "2", "never-pushed": "0"}
     assert f"?by=token:{never.prefix}" not in html  # the token that never pushed: no link to an empty list
