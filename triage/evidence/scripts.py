@@ -372,6 +372,14 @@ def _launches(scripts: list[tuple[str, str]], command: str) -> list[list[str]]:
 _ASSIGNMENT = re.compile(r"([A-Za-z_][A-Za-z0-9_]*)=(.*)", re.DOTALL)
 _SHELL_REFERENCE = re.compile(r"\$(?:\{([A-Za-z_][A-Za-z0-9_]*)\}|([A-Za-z_][A-Za-z0-9_]*))")
 _PLAIN_VALUE = re.compile(r"[\w@%+=:,./~-]+")
+_ENVIRONMENT_WORD = re.compile(r"[A-Z_][A-Z0-9_]*=.*")  # `NCCL_DEBUG=INFO` before a command: its environment
+
+
+def _without_assignments(argv: list[str]) -> list[str]:
+    """A command's words without the `VAR=value` environment words it is given (`NCCL_DEBUG=INFO torchrun ...`)."""
+    return [word for word in argv if not _ENVIRONMENT_WORD.fullmatch(word)]
+
+
 _DECLARATIONS = ("export", "declare", "readonly", "local")  # set the variables their words assign, as a plain line
 _OPENS = {"if", "for", "while", "until", "case", "select", "function", "{", "("}
 _CLOSES = {"fi", "done", "esac", "}", ")"}
@@ -1879,7 +1887,7 @@ def _program(argv: list[str]) -> tuple[str, list[str]]:
     (`NCCL_DEBUG=INFO torchrun ...`, `nohup`, `env`, `srun ...`, `/opt/conda/bin/torchrun`: torchrun), a launcher's
     module run by `python -m` as its command (`python -m torch.distributed.launch`: torchrun; `python -m
     accelerate.commands.launch ...`: accelerate, `launch ...`); '' for none."""
-    words = [w for w in argv if not re.fullmatch(r"[A-Z_][A-Z0-9_]*=.*", w)]  # leading VAR=value
+    words = _without_assignments(argv)
     while words and words[0] in _WRAPPERS:
         if words[0] == "srun":  # its options, some with a value (`-c 12`), then the program (`_srun_program`)
             start = next((i for i, w in enumerate(words[1:], 1) if _srun_program(w)), None)
@@ -2112,7 +2120,7 @@ def _accelerate_config_path(named: str | None, configs: dict[str, dict]) -> str 
 def _srun_words(argv: list[str]) -> list[str] | None:
     """srun's own words (`srun -n 8 -c 12 torchrun ...`: `-n 8 -c 12`) when the launch runs under srun; None
     otherwise."""
-    words = [w for w in argv if not re.fullmatch(r"[A-Z_][A-Z0-9_]*=.*", w)]
+    words = _without_assignments(argv)
     while words and words[0] in _WRAPPERS:
         if words[0] == "srun":
             start = next((i for i, w in enumerate(words[1:], 1) if _srun_program(w)), len(words))
@@ -2220,7 +2228,7 @@ def _allocator(argv: list[str]) -> tuple[str, dict[str, str] | None, list[str]] 
     options its own words give (`_task_options`; None where they hold options the line does not show), the command
     salloc runs in the allocation ([] for none: the allocation a person's shell, then its srun lines, run in; sbatch's
     script). None for any other command."""
-    words = [w for w in argv if not re.fullmatch(r"[A-Z_][A-Z0-9_]*=.*", w)]
+    words = _without_assignments(argv)
     name = words[0].rsplit("/", 1)[-1] if words else ""
     if name not in ("sbatch", "salloc"):
         return None
