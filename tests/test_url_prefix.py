@@ -10,6 +10,9 @@ sets it for the test, as it is in a web process and in a worker (django.setup())
 
 from __future__ import annotations
 
+import re
+import threading
+from html import unescape
 from html.parser import HTMLParser
 from urllib.parse import parse_qs, urljoin, urlsplit
 
@@ -22,6 +25,9 @@ from django.urls import Resolver404, resolve, reverse
 from config.url_prefix import prefix_settings
 from tests.test_access_matrix import ROWS, client_for
 from tests.test_accessibility import is_page
+from tests.test_digests import WEEK as DIGEST_WEEK
+from tests.test_digests import fleet, path_of  # noqa: F401  (fleet: a triaged week of two teams)
+from tests.test_digests import links as digest_links
 from tests.test_sso import provider, sso  # noqa: F401  (the fake identity provider, single sign-on on)
 
 PREFIX = "/triage"
@@ -138,6 +144,15 @@ def test_logging_in_and_out_keeps_the_prefix(member_a, under_prefix):
 
 
 @pytest.mark.django_db
+def test_the_home_page_sends_its_query_on_under_the_prefix(member_a, under_prefix):
+    client = Client()
+    client.force_login(member_a)
+    sent = client.get("/?cluster=c1&from=2026-10-19&to=2026-11-23")
+    assert sent.status_code == 302
+    assert sent["Location"] == "/triage/overview/?cluster=c1&from=2026-10-19&to=2026-11-23"
+
+
+@pytest.mark.django_db
 def test_the_session_and_csrf_cookies_are_the_prefix_s(member_a, under_prefix):
     """Another application on the same host (/grafana/, a second Fleet Triage under /triage-test/) is not
     sent this one's login; one at the host's root sends its `sessionid` and `csrftoken` here too (path
@@ -188,6 +203,65 @@ def test_emails_link_under_the_prefix_once(member_a, settings, under_prefix):
         assert "https://ops.example.com/triage/password/reset/" in body, base
         assert "/triage/triage/" not in absolute(reverse("dashboard:job-list"))
         assert absolute(reverse("dashboard:job-list")) == "https://ops.example.com/triage/jobs/"
+
+
+def on_a_thread_of_its_own(work):
+    """What `work()` gives, run as a worker in a threads pool (`celery worker --pool threads`) runs a
+    task: on a thread of its own, whose script prefix nothing has set (it is "/" there, while
+    `under_prefix` set it for the test's own thread, as django.setup() does for a worker's main one)."""
+    from django.db import connection
+
+    outcome = {}
+
+    def run():
+        try:
+            outcome["value"] = work()
+        except BaseException as exc:  # noqa: BLE001 (raised again on the test's thread)
+            outcome["error"] = exc
+        finally:
+            connection.close()  # the thread's own
+
+    thread = threading.Thread(target=run)
+    thread.start()
+    thread.join(timeout=120)
+    assert not thread.is_alive(), "the thread did not finish"
+    if "error" in outcome:
+        raise outcome["error"]
+    return outcome["value"]
+
+
+@pytest.mark.django_db(transaction=True)  # the thread reads the fleet on a connection of its own
+def test_a_digest_sent_from_a_thread_of_its_own_links_under_the_prefix(fleet, member_a, settings, under_prefix):  # noqa: F811
+    """A threads-pool worker sent the team's digest with every link outside the prefix
+    (https://ops.example.com/jobs/7/#findings): reverse() puts the thread's script prefix in front,
+    and a task's thread had none."""
+    from django.core import mail
+
+    from triage.digests.models import DigestKind
+    from triage.digests.tasks import send_digest_task
+
+    settings.PUBLIC_BASE_URL = "https://ops.example.com"
+    team_id = member_a.team_memberships.get().team_id
+    on_a_thread_of_its_own(lambda: send_digest_task.apply(args=[DigestKind.TEAM, DIGEST_WEEK, team_id]).get())
+    (message,) = [m for m in mail.outbox if member_a.email in m.to]
+    html = message.alternatives[0][0]
+    urls = {unescape(url) for url in digest_links(html)} | {message.extra_headers["List-Unsubscribe"].strip("<>")}
+    assert f"https://ops.example.com/triage/jobs/{fleet['resnet'].pk}/#findings" in urls
+    for url in urls:
+        assert url.startswith("https://ops.example.com/triage/"), url
+        assert outside_the_prefix("/", path_of(url)) is None, url
+    in_text = re.findall(r"https?://[^\s<>()]+", message.body)  # the plain-text part's links
+    assert in_text and all(url.startswith("https://ops.example.com/triage/") for url in in_text), in_text
+
+
+@pytest.mark.django_db
+def test_a_password_reset_mail_built_on_a_thread_of_its_own_links_under_the_prefix(member_a, settings, under_prefix):
+    from fleet.accounts import reset_mail
+
+    settings.PUBLIC_BASE_URL = "https://ops.example.com"
+    body = on_a_thread_of_its_own(lambda: reset_mail(member_a).body)
+    assert "https://ops.example.com/triage/login/" in body
+    assert "https://ops.example.com/triage/password/reset/" in body
 
 
 # A request to the WSGI application as gunicorn runs it (config.wsgi), in a process of its own with

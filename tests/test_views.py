@@ -24,6 +24,28 @@ def test_pages_send_anonymous_visitors_to_login(client, name):
     assert response.url.startswith(reverse("login"))
 
 
+def test_the_home_page_keeps_the_filter_it_was_opened_with(client, member_a):
+    """A bookmarked or shared /?cluster=...&from=...&to=... opens the overview on that filter, not the
+    overview's default week."""
+    client.force_login(member_a)
+    response = client.get("/?cluster=c1&from=2026-10-19&to=2026-11-23")
+    assert response.status_code == 302
+    assert response["Location"] == "/overview/?cluster=c1&from=2026-10-19&to=2026-11-23"
+    page = client.get(response["Location"]).content.decode()
+    assert '<input type="date" name="from" value="2026-10-19">' in page
+
+
+def test_the_home_page_s_redirect_stays_on_the_site_whatever_its_query(client, member_a):
+    """Only the query goes along, re-encoded: nothing in it makes the redirect another site's address
+    or adds a header."""
+    client.force_login(member_a)
+    for query in ("next=https://evil.example/", "//evil.example/", "a=%0d%0aSet-Cookie:%20x=1", "@evil.example"):
+        location = client.get(f"/?{query}")["Location"]
+        assert location.startswith("/overview/?"), location
+        assert "\r" not in location and "\n" not in location and "//" not in location.split("?")[0]
+    assert client.get("/")["Location"] == "/overview/"
+
+
 def test_job_detail_sends_anonymous_visitors_to_login(client, jobs):
     response = client.get(reverse("dashboard:job-detail", args=[jobs["a"].pk]))
     assert response.status_code == 302 and response.url.startswith(reverse("login"))

@@ -801,7 +801,11 @@ def job_file_raw(request, pk: int, artifact: int):
 @login_required
 @read_only
 def home(request):
-    return redirect("dashboard:overview")
+    """The overview, with the query the address came with (a bookmarked /?cluster=...&from=...): only the
+    query goes along, re-encoded after the overview's own path (under URL_PREFIX too), so nothing in it
+    can take the redirect to another site."""
+    target = reverse("dashboard:overview")
+    return redirect(f"{target}?{request.GET.urlencode()}" if request.GET else target)
 
 
 @login_required
