@@ -4,8 +4,9 @@ settings that make every address the service hands out start with it.
 The reverse proxy in front takes the prefix off the path before passing the request on (nginx:
 `location /triage/ { proxy_pass http://127.0.0.1:8000/; }`), so the application's URLs stay as they
 are; FORCE_SCRIPT_NAME puts the prefix back in front of each address reverse() and {% url %} give,
-in the web processes (per request) and in workers and commands (django.setup()), whose mails link
-to PUBLIC_BASE_URL + reverse(...). No imports of the apps: the settings module loads it.
+in the web processes (per request) and in the main thread of workers and commands (django.setup()).
+Mails link to `public_url(reverse(...))`, which takes the prefix from the settings, so a worker's
+other threads build the same links. No imports of the apps: the settings module loads it.
 """
 
 from __future__ import annotations
@@ -64,3 +65,18 @@ def prefix_settings(raw: str, *, public_base_url: str | None = None) -> dict:
     if public_base_url is not None:
         found["PUBLIC_BASE_URL"] = base_without_prefix(public_base_url, prefix)
     return found
+
+
+def public_url(path: str) -> str:
+    """The address a mail links to: PUBLIC_BASE_URL, URL_PREFIX, then `path`, an address reverse() gave.
+
+    reverse() puts the script prefix of the thread it runs on in front, and Django sets that per thread:
+    per request in the web processes, by django.setup() on the main thread of a worker or command. On any
+    other thread it is "/" — each task's thread in a threads pool (`celery worker --pool threads`) — and a
+    mail built there linked outside the prefix. So the thread's prefix is taken off and URL_PREFIX put in
+    its place: the same link whichever thread builds it."""
+    from django.conf import settings
+    from django.urls import get_script_prefix
+
+    within = path.removeprefix(get_script_prefix()).lstrip("/")
+    return f"{settings.PUBLIC_BASE_URL}{settings.URL_PREFIX}/{within}"

@@ -34,6 +34,7 @@ from django.utils.encoding import force_bytes
 from django.utils.http import urlsafe_base64_encode
 from django.views.decorators.http import require_http_methods
 
+from config.url_prefix import public_url
 from fleet import timezones
 from fleet.tasking import QueueUnreachable, publish
 
@@ -75,8 +76,8 @@ def reset_mail(user) -> EmailMessage:
     token = default_token_generator.make_token(user)
     context = {
         "user": user,
-        "link": settings.PUBLIC_BASE_URL + reverse("password_reset_confirm", args=[uid, token]),
-        "login": settings.PUBLIC_BASE_URL + reverse("login"),
+        "link": public_url(reverse("password_reset_confirm", args=[uid, token])),
+        "login": public_url(reverse("login")),
         "valid_minutes": settings.PASSWORD_RESET_TIMEOUT // 60,
     }
     subject = "".join(render_to_string("registration/password_reset_subject.txt", context).splitlines())

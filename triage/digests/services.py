@@ -28,6 +28,7 @@ from django.urls import reverse
 from django.utils import timezone
 
 import fleet.models as fleet_models
+from config.url_prefix import public_url
 from fleet.access import OPERATORS_GROUP, RESEARCHERS_GROUP, is_operator, sees_whole_fleet
 from fleet.forms import MAX_ROW_ID
 from fleet.models import IngestRun, Job, Team
@@ -55,8 +56,9 @@ TEMPLATE_NAMES = {DigestKind.TEAM: "team-digest", DigestKind.OPERATOR: "operator
 
 
 def absolute(path: str) -> str:
-    """Links in emails point at the configured public address, never at the request's host."""
-    return f"{settings.PUBLIC_BASE_URL}{path}"
+    """Links in emails point at the configured public address, never at the request's host, and carry
+    URL_PREFIX whichever thread builds them (`public_url`)."""
+    return public_url(path)
 
 
 def preview_path(kind: str, week: str, team: Team | None = None) -> str:
