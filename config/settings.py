@@ -61,8 +61,17 @@ CSRF_TRUSTED_ORIGINS = env_list("CSRF_TRUSTED_ORIGINS", [])
 # Served under a path prefix behind a reverse proxy (https://ops.example.com/triage/): URL_PREFIX=/triage
 # (config/url_prefix.py; docs/operations.md, "Serving under a path prefix") sets FORCE_SCRIPT_NAME, STATIC_URL,
 # the cookies' names and path. PUBLIC_BASE_URL, the base of emails' links, may be given with the prefix or without.
+# Each setting prefix_settings() decides is named here (tests/test_url_prefix.py checks that none is left out).
 _PREFIXED = prefix_settings(env_str("URL_PREFIX"), public_base_url=env_str("PUBLIC_BASE_URL", "http://127.0.0.1:8000"))
-globals().update(_PREFIXED)
+URL_PREFIX = _PREFIXED["URL_PREFIX"]  # "" or "/triage"
+FORCE_SCRIPT_NAME = _PREFIXED["FORCE_SCRIPT_NAME"]  # None or "/triage"
+PUBLIC_BASE_URL = _PREFIXED["PUBLIC_BASE_URL"]  # without the prefix: mails add URL_PREFIX (public_url)
+STATIC_URL = _PREFIXED["STATIC_URL"]
+SESSION_COOKIE_NAME = _PREFIXED["SESSION_COOKIE_NAME"]
+SESSION_COOKIE_PATH = _PREFIXED["SESSION_COOKIE_PATH"]
+CSRF_COOKIE_NAME = _PREFIXED["CSRF_COOKIE_NAME"]
+CSRF_COOKIE_PATH = _PREFIXED["CSRF_COOKIE_PATH"]
+LANGUAGE_COOKIE_PATH = _PREFIXED["LANGUAGE_COOKIE_PATH"]
 
 INSTALLED_APPS = [
     "django.contrib.admin",
@@ -351,7 +360,7 @@ SPECTACULAR_SETTINGS = {
             "cookieAuth": {
                 "type": "apiKey",
                 "in": "cookie",
-                "name": _PREFIXED["SESSION_COOKIE_NAME"],
+                "name": SESSION_COOKIE_NAME,
                 "description": "A person's login session (a POST also sends the CSRF token as X-CSRFToken).",
             },
         }

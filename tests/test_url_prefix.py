@@ -319,6 +319,44 @@ def test_the_web_process_hands_out_addresses_under_url_prefix(tmp_path):
     assert seen["jobs"] == [302, "/triage/login/?next=/triage/jobs/"], seen
 
 
+SETTINGS_READ = r"""
+import json
+from django.conf import settings
+from config.url_prefix import prefix_settings
+given = prefix_settings("/tools/triage/", public_base_url="https://ops.example.com/tools/triage")
+print(json.dumps({"given": given, "settings": {name: getattr(settings, name) for name in given}}))
+"""
+
+
+def test_the_settings_module_applies_every_setting_url_prefix_decides(tmp_path):
+    """config/settings.py names each setting prefix_settings() decides: one it left out would keep
+    Django's default (a cookie sent to the whole host, or under another name)."""
+    import json
+    import os
+    import subprocess
+    import sys
+
+    from tests.conftest import REPO
+
+    clean = {k: v for k, v in os.environ.items() if k not in {"SECRET_KEY", "DATABASE_URL", "STATIC_ROOT"}}
+    env = {
+        **clean,
+        "DJANGO_SETTINGS_MODULE": "config.settings",
+        "DEBUG": "1",
+        "DATA_DIR": str(tmp_path),
+        "URL_PREFIX": "/tools/triage/",
+        "PUBLIC_BASE_URL": "https://ops.example.com/tools/triage",
+    }
+    done = subprocess.run(
+        [sys.executable, "-c", SETTINGS_READ], cwd=REPO, env=env, capture_output=True, text=True, timeout=120
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    seen = json.loads(done.stdout.strip().splitlines()[-1])
+    assert seen["settings"] == seen["given"]
+    assert seen["settings"]["STATIC_URL"] == "/tools/triage/static/"
+    assert seen["settings"]["PUBLIC_BASE_URL"] == "https://ops.example.com"
+
+
 @pytest.mark.django_db
 def test_single_sign_on_comes_back_under_the_prefix(sso, under_prefix):  # noqa: F811
     """The provider is given the callback under the prefix (the address to register with it), sends the
