@@ -116,13 +116,17 @@ class HealthzMiddleware:
     to the site's name, such a probe was refused (400, DisallowedHost), and with HTTPS=1 redirected
     to https:// on a port that speaks none: the web container showed "unhealthy" while it served
     everyone. The answer says only whether the process and its database respond.
+
+    Under URL_PREFIX it also answers at `<prefix>/healthz` with the prefix still on the path: a probe
+    straight at the web process asks there whether the proxy takes the prefix off (nginx's snippet) or
+    gunicorn does (SCRIPT_NAME, which refuses /healthz), so one address answers in both set-ups.
     """
 
     def __init__(self, get_response):
         self.get_response = get_response
 
     def __call__(self, request):
-        if request.path_info == HEALTHZ_PATH and request.method == "GET":
+        if request.path_info in (HEALTHZ_PATH, settings.URL_PREFIX + HEALTHZ_PATH) and request.method == "GET":
             from fleet.views import healthz
 
             return healthz(request)

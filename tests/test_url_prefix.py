@@ -264,6 +264,51 @@ def test_a_password_reset_mail_built_on_a_thread_of_its_own_links_under_the_pref
     assert "https://ops.example.com/triage/password/reset/" in body
 
 
+def compose_healthcheck_address(monkeypatch, url_prefix: str | None) -> str:
+    """The address docker-compose.yml's web healthcheck asks, run in an environment with `url_prefix`."""
+    import urllib.request
+
+    import yaml
+
+    from tests.conftest import REPO
+
+    test = yaml.safe_load((REPO / "docker-compose.yml").read_text())["services"]["web"]["healthcheck"]["test"]
+    assert test[:3] == ["CMD", "python", "-c"], test
+    asked = []
+    monkeypatch.setattr(urllib.request, "urlopen", lambda url, *args, **kwargs: asked.append(url))
+    if url_prefix is None:
+        monkeypatch.delenv("URL_PREFIX", raising=False)
+    else:
+        monkeypatch.setenv("URL_PREFIX", url_prefix)
+    exec(test[3], {})  # noqa: S102 (the repository's own healthcheck)
+    (address,) = asked
+    return address
+
+
+@pytest.mark.django_db
+def test_the_health_check_answers_under_the_prefix_however_the_prefix_is_taken_off(
+    client, settings, under_prefix, monkeypatch
+):
+    """A load balancer asks https://ops.example.com/triage/healthz through the proxy. A probe straight at
+    the web process asked /triage/healthz too and got a 404 behind the snippet's proxy (which takes the
+    prefix off), while gunicorn started with SCRIPT_NAME=/triage refuses /healthz itself (500, "does not
+    start with SCRIPT_NAME"): no one address answered in both set-ups, and compose's healthcheck
+    (/healthz) failed in the second. Now <prefix>/healthz answers in both, and compose asks it."""
+    settings.ALLOWED_HOSTS = ["ops.example.com"]
+    settings.SECURE_SSL_REDIRECT = True
+    by_address = {"HTTP_HOST": "127.0.0.1:8000"}  # over plain HTTP, as probes ask
+
+    def healthy(response) -> bool:
+        return response.status_code == 200 and response.json() == {"status": "ok"}
+
+    assert healthy(client.get("/healthz", **by_address))  # through the snippet's proxy, or straight at it
+    assert healthy(client.get("/healthz", SCRIPT_NAME=PREFIX, **by_address))  # gunicorn took the prefix off
+    assert healthy(client.get(f"{PREFIX}/healthz", **by_address))  # straight at the web process, prefix and all
+    assert client.get(f"{PREFIX}/login/", **by_address).status_code == 400  # only the health check: as before
+    assert compose_healthcheck_address(monkeypatch, "/triage/") == "http://127.0.0.1:8000/triage/healthz"
+    assert compose_healthcheck_address(monkeypatch, None) == "http://127.0.0.1:8000/healthz"
+
+
 # A request to the WSGI application as gunicorn runs it (config.wsgi), in a process of its own with
 # URL_PREFIX set: the proxy in front has taken the prefix off the path.
 WSGI_REQUESTS = r"""
