@@ -8,9 +8,9 @@ import re
 
 import pytest
 
+from tests.test_slurm_launches import guide_of
 from tests.test_triage_edge_cases import run, series
 from triage.evidence.scripts import extract_script_evidence
-from triage.guidance import guidance_for
 from triage.taxonomy import Category
 
 RUN_SH = """#!/bin/bash
@@ -358,14 +358,6 @@ def test_an_srun_jobs_idle_gpus_are_fixed_by_a_device_a_task():
         _, result = run(120, frame, gpu_count=8, node_count=1, scripts=scripts, command=command)
         (finding,) = [f for f in result.findings if f.category == Category.GPU_OVERSUBSCRIPTION]
         assert finding.sub_cause == "uneven_use" and finding.numbers["idle_gpus"] == 7
-        guide = guidance_for(
-            finding.category,
-            finding.sub_cause,
-            finding.numbers,
-            gpu_hours=finding.gpu_hours,
-            price_per_gpu_hour=None,
-            currency="",
-            job={"gpu_count": 8, "node_count": 1},
-        )
+        guide = guide_of(finding)
         assert "SLURM_LOCALID" in guide["change"] and "torch.cuda.set_device" in guide["after"]
         assert "torchrun" not in guide["after"]
