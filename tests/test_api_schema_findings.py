@@ -138,6 +138,7 @@ for step, batch in enumerate(loader):
 EVERY_KIND_SH = """#!/bin/bash
 #SBATCH --nodes=1 --ntasks-per-node=8 --cpus-per-task=12 --gpus-per-task=1
 #SBATCH --gpu-bind=closest
+#SBATCH --ntasks-per-gpu=1
 export CUDA_VISIBLE_DEVICES=0,1
 pip install -r requirements.txt
 wget https://example.org/data.tar
@@ -147,6 +148,7 @@ accelerate launch --config_file a.yaml --mixed_precision no train.py
 sleep 600
 aws s3 cp out s3://bucket/out
 srun python train.py
+srun -N 2 accelerate launch --config_file a.yaml train.py
 """
 
 
@@ -161,7 +163,10 @@ def test_every_key_a_code_fact_carries_is_in_the_schema(schema):
             ("train.py", EVERY_KIND_PY),
             ("run.sh", EVERY_KIND_SH),
             ("ds.json", '{"bf16": {"enabled": true}}'),
-            ("a.yaml", "compute_environment: LOCAL_MACHINE\ndistributed_type: MULTI_GPU\nnum_processes: 8\n"),
+            (
+                "a.yaml",
+                "compute_environment: LOCAL_MACHINE\ndistributed_type: MULTI_GPU\nnum_machines: 2\nnum_processes: 8\n",
+            ),
             ("ds_auto.json", '{"train_batch_size": 8, "fp16": {"enabled": "auto"}}'),
             ("configs/ft.py", "_base_ = './base.py'\noptim_wrapper = dict(type='OptimWrapper')\n"),
         ]

@@ -4,6 +4,7 @@ srun takes from `salloc` and from sbatch's own command line, and sacct's step ta
 from __future__ import annotations
 
 import pytest
+import yaml
 
 from tests.test_triage_edge_cases import run, series
 from triage.evidence.scripts import command_code_facts, extract_script_evidence
@@ -270,3 +271,156 @@ def test_an_export_that_gave_srun_its_tasks_is_quoted_with_the_srun_line():
 )
 def test_salloc_options_win_over_the_environment_exported_before_it(script, processes):
     assert launch_of(f"#!/bin/bash\n{script}\n").detail.get("processes") == processes
+
+
+@pytest.mark.parametrize(
+    ("command", "processes", "binding"),
+    [
+        # the job's submitted command exports srun's input variables for the srun after it, as a script's line does
+        ("export SLURM_NTASKS=4 && srun python train.py", 4, None),
+        ("export SLURM_NTASKS=4; srun python train.py", 4, None),
+        ("export SLURM_NTASKS=2 SLURM_GPUS_PER_TASK=1 && srun python train.py", 2, "--gpus-per-task=1"),
+        ("export SLURM_NTASKS=2 && srun torchrun --nproc_per_node 4 train.py", 8, None),
+        ('sbatch --wrap "export SLURM_NTASKS=4; srun python train.py"', 4, None),
+        ("sbatch --wrap='export SLURM_NTASKS=4 && srun python train.py'", 4, None),
+        # in the wrapped script, over sbatch's own allocation; srun's own options win over both
+        ('sbatch -n 8 --wrap "export SLURM_NTASKS=4; srun python train.py"', 4, None),
+        ('sbatch -n 8 --gpus-per-task=1 --wrap "export SLURM_GPU_BIND=none; srun python train.py"', 8, None),
+        ("export SLURM_NTASKS=4 && srun -n 2 python train.py", 2, None),
+        # a plain assignment sets a variable the environment holds already (sbatch exports SLURM_NTASKS for -n)
+        ('sbatch -n 8 --wrap "SLURM_NTASKS=4; srun python train.py"', 4, None),
+        ("SLURM_NTASKS=4; srun python train.py", None, None),
+        # a value the command does not show, or one it unsets, is not known
+        ("export SLURM_NTASKS=$N && srun python train.py", None, None),
+        ('sbatch -n 8 --wrap "unset SLURM_NTASKS; srun python train.py"', None, None),
+        # an allocation the command makes sets its own options' variables over those exported before it
+        ('export SLURM_NTASKS=4; sbatch -n 8 --wrap "srun python train.py"', 8, None),
+        ("export SLURM_NTASKS=4; salloc -n 8 srun python train.py", 8, None),
+        ("export SLURM_NTASKS=4; salloc -N 1 srun python train.py", 4, None),
+        # torchrun's options from the environment (PET_*): not known, as after a script's export
+        ("export PET_NPROC_PER_NODE=4 && torchrun train.py", None, None),
+    ],
+)
+def test_variables_the_jobs_command_exports_apply_to_the_srun_after_them(command, processes, binding):
+    # `export SLURM_NTASKS=4 && srun python train.py` (sacct's submit_line, or an `sbatch --wrap` command) starts four
+    # tasks, as the same export in a batch script does; the command's export was not followed: one task, or the
+    # allocation's count.
+    (launch,) = [f for f in command_code_facts(command) if f.kind == "command_launch"]
+    assert launch.detail.get("processes") == processes
+    assert launch.detail.get("gpu_binding") == binding
+
+
+def test_an_srun_job_whose_command_exports_its_tasks_is_uneven_use():
+    finding = oversubscription(command="export SLURM_NTASKS=8 && srun python train.py")
+    assert finding.sub_cause == "uneven_use" and finding.numbers["srun_tasks"] == 8
+    finding = oversubscription(command='sbatch --gres=gpu:8 --wrap "export SLURM_NTASKS=8; srun python train.py"')
+    assert finding.sub_cause == "uneven_use" and finding.numbers["srun_tasks"] == 8
+
+
+def accelerate_config(num_processes: int = 8, num_machines: int | None = 2) -> str:
+    """An Accelerate config file for several machines, as `accelerate config` writes it."""
+    machines = f"num_machines: {num_machines}\n" if num_machines is not None else ""
+    return (
+        "compute_environment: LOCAL_MACHINE\ndistributed_type: MULTI_GPU\nmachine_rank: 0\nmixed_precision: bf16\n"
+        f"{machines}num_processes: {num_processes}\n"
+    )
+
+
+@pytest.mark.parametrize(
+    ("script", "config", "processes"),
+    [
+        # srun runs `accelerate launch` once a task, each starting its share of the config's num_processes, which
+        # counts over its num_machines: two tasks of a config of 8 processes on 2 machines are 8 processes
+        ("srun -N 2 accelerate launch --config_file acc.yaml train.py", accelerate_config(), 8),
+        (
+            "#SBATCH -N 2 --ntasks-per-node=1\nsrun accelerate launch --config_file acc.yaml t.py",
+            accelerate_config(),
+            8,
+        ),
+        ("export SLURM_NTASKS=2\nsrun accelerate launch --config_file acc.yaml t.py", accelerate_config(), 8),
+        ("srun -N 2 accelerate launch --config_file acc.yaml --num_processes 16 t.py", accelerate_config(), 16),
+        ("srun -N 4 accelerate launch --config_file acc.yaml t.py", accelerate_config(16, 4), 16),
+        # the line's --num_machines wins over the config's
+        ("srun -N 2 accelerate launch --config_file acc.yaml --num_machines 1 t.py", accelerate_config(), 16),
+        # one task: the config's count
+        ("srun -n 1 accelerate launch --config_file acc.yaml train.py", accelerate_config(), 8),
+        # not known: a count that is no whole share, a config that names no machines, tasks not known
+        ("srun -N 2 accelerate launch --config_file acc.yaml train.py", accelerate_config(8, 3), None),
+        ("srun -N 2 accelerate launch --config_file acc.yaml train.py", accelerate_config(8, None), None),
+        ("srun accelerate launch --config_file acc.yaml train.py", accelerate_config(), None),
+    ],
+)
+def test_an_accelerate_config_counts_its_processes_over_its_machines_under_srun(script, config, processes):
+    # `srun -N 2 accelerate launch --config_file acc.yaml` (num_processes: 8, num_machines: 2) starts 4 processes on
+    # each of its 2 nodes: 8. The config's num_machines was not read, so the count was not known.
+    evidence = extract_script_evidence([("run.sh", f"#!/bin/bash\n{script}\n"), ("acc.yaml", config)])
+    (launched,) = evidence.of("shell_launch")
+    assert launched.detail.get("processes") == processes
+    (setting,) = evidence.of("launch_config")
+    assert setting.detail.get("num_machines") == yaml.safe_load(config).get("num_machines")
+
+
+def test_an_accelerate_config_under_srun_counts_in_the_jobs_command_and_in_its_step():
+    files = [("acc.yaml", accelerate_config())]
+    evidence, _ = run(
+        120,
+        one_busy_gpu_of_eight(),
+        gpu_count=8,
+        scripts=files,
+        command="srun -N 2 accelerate launch --config_file acc.yaml train.py",
+    )
+    (launched,) = evidence.scripts.of("command_launch")
+    assert launched.detail.get("processes") == 8 and launched.detail["launch_config"] == "acc.yaml"
+    script = ("run.sh", "#!/bin/bash\nsrun accelerate launch --config_file acc.yaml train.py\n")
+    steps = (("7.0", "accelerate", 2),)
+    evidence, _ = run(120, one_busy_gpu_of_eight(), gpu_count=8, scripts=[script, *files], step_tasks=steps)
+    (launched,) = evidence.scripts.of("shell_launch")
+    assert (launched.detail.get("processes"), launched.detail.get("step")) == (8, "7.0")
+
+
+@pytest.mark.parametrize(
+    ("script", "binding"),
+    [
+        # --ntasks-per-gpu implicitly sets --tres-bind=gres/gpu:single:<ntasks> (srun(1), sbatch(1); --gpu-bind is
+        # the same as --tres-bind=gres/gpu:...): each task sees only the GPU it shares with the other N-1
+        ("srun -n 8 --ntasks-per-gpu=1 python train.py", "--ntasks-per-gpu=1"),
+        ("srun -n 8 --ntasks-per-gpu 2 python train.py", "--ntasks-per-gpu=2"),
+        ("#SBATCH -n 8 --ntasks-per-gpu=1\nsrun python train.py", "--ntasks-per-gpu=1"),
+        ("export SLURM_NTASKS_PER_GPU=1\nsrun -n 8 python train.py", "--ntasks-per-gpu=1"),
+        # an explicit binding overrides it, --gpu-bind or --tres-bind=gres/gpu:...
+        ("srun -n 8 --ntasks-per-gpu=1 --gpu-bind=none python train.py", None),
+        ("srun -n 8 --ntasks-per-gpu=1 --tres-bind=gres/gpu:none python train.py", None),
+        ("srun -n 8 --ntasks-per-gpu=1 --tres-bind=gres/gpu:closest python train.py", "--gpu-bind=closest"),
+        ("#SBATCH -n 8 --ntasks-per-gpu=1\nsrun --gpu-bind=none python train.py", None),
+        # a count not shown
+        ("srun -n 8 --ntasks-per-gpu=$N python train.py", None),
+    ],
+)
+def test_ntasks_per_gpu_binds_each_task_to_its_gpu(script, binding):
+    launched = launch_of(f"#!/bin/bash\n{script}\n")
+    assert launched.detail.get("gpu_binding") == binding
+
+
+def test_tasks_bound_by_ntasks_per_gpu_are_told_of_the_gpus_they_leave():
+    # 4 tasks, 2 a GPU, hold 2 GPUs of the job's 8: the other 6 are bound to no task; the fix does not tell the tasks
+    # to pick their GPU from SLURM_LOCALID (each sees only its own, as cuda:0)
+    finding = oversubscription(command="srun -n 4 --ntasks-per-gpu=2 python train.py")
+    assert finding.numbers["gpu_binding"] == "--ntasks-per-gpu=2" and finding.numbers["bound_gpus"] == 2
+    guide = guide_of(finding)
+    assert "the other 6 are bound to no task" in guide["change"] and "SLURM_LOCALID" not in guide["after"]
+    script = "#!/bin/bash\n#SBATCH -n 8\n#SBATCH --ntasks-per-gpu=1\nsrun python train.py\n"
+    finding = oversubscription(scripts=[("run.sh", script)])
+    assert finding.numbers["gpu_binding"] == "--ntasks-per-gpu=1" and "bound_gpus" not in finding.numbers
+    assert [(c.path, c.line) for c in finding.code] == [("run.sh", 2), ("run.sh", 3), ("run.sh", 4)]
+
+
+def test_a_launcher_whose_command_sets_its_count_in_the_environment_stays_unknown_in_its_step():
+    # torchrun takes --nproc-per-node from PET_NPROC_PER_NODE: the step's tasks times torchrun's default is not known
+    steps = (("7.0", "torchrun", 2),)
+    command = "export PET_NPROC_PER_NODE=4 && srun torchrun train.py"
+    evidence, _ = run(120, one_busy_gpu_of_eight(), gpu_count=8, command=command, step_tasks=steps)
+    (launched,) = evidence.scripts.of("command_launch")
+    assert launched.detail.get("processes") is None
+    evidence, _ = run(120, one_busy_gpu_of_eight(), gpu_count=8, command="srun torchrun train.py", step_tasks=steps)
+    (launched,) = evidence.scripts.of("command_launch")
+    assert launched.detail.get("processes") == 2

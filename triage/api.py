@@ -228,6 +228,12 @@ class EvidenceCodeSerializer(serializers.Serializer):
         "that gave its task count (`processes`) or its GPU binding (`gpu_binding`); absent where the job's sbatch "
         "command line or its Slurm step (`step`) gave them.",
     )
+    srun_tasks = serializers.IntegerField(
+        required=False,
+        help_text="shell_launch and command_launch: for a launcher under srun (`srun -N 2 accelerate launch ...`), the "
+        "tasks srun starts, each running the launcher once, where its options, its allocation's, the environment it "
+        "runs in or its Slurm step (`step`) give them as numbers; its `processes` are their launchers' counts.",
+    )
     step = serializers.CharField(
         required=False,
         help_text="shell_launch and command_launch: the Slurm step (sacct's `steps[].step.id`, e.g. 4242.0) whose "
@@ -236,8 +242,9 @@ class EvidenceCodeSerializer(serializers.Serializer):
     gpu_binding = serializers.CharField(
         required=False,
         help_text="shell_launch and command_launch: under srun, the option that binds each task to GPUs of its own, "
-        "as given (`--gpus-per-task=1`, which implies `--gpu-bind=per_task:1`; `--gpu-bind=single:1`, `closest`, "
-        "`map_gpu:...`), srun's own or its allocation's (`#SBATCH`, `salloc`, sbatch's command line): each task sees "
+        "as given (`--gpus-per-task=1`, which implies `--gpu-bind=per_task:1`; `--ntasks-per-gpu=2`, which implies "
+        "`--gpu-bind=single:2`; `--gpu-bind=single:1`, `closest`, `map_gpu:...`, or `--tres-bind=gres/gpu:...`), "
+        "srun's own or its allocation's (`#SBATCH`, `salloc`, sbatch's command line): each task sees "
         "only its GPUs, from cuda:0. Absent where none binds (`--gpu-bind=none`) or it is not known.",
     )
     launch_config = serializers.CharField(
@@ -255,6 +262,7 @@ class EvidenceCodeSerializer(serializers.Serializer):
     ntasks_per_node = serializers.IntegerField(required=False, help_text="slurm_layout: `--ntasks-per-node`.")
     cpus_per_task = serializers.IntegerField(required=False, help_text="slurm_layout: `--cpus-per-task` (`-c`).")
     gpus_per_task = serializers.IntegerField(required=False, help_text="slurm_layout: `--gpus-per-task`.")
+    ntasks_per_gpu = serializers.IntegerField(required=False, help_text="slurm_layout: `--ntasks-per-gpu`.")
     gpu_bind = serializers.CharField(
         required=False, help_text="slurm_layout: `--gpu-bind`, as given (`closest`, `single:1`, `none`)."
     )
@@ -264,6 +272,11 @@ class EvidenceCodeSerializer(serializers.Serializer):
     )
     num_processes = serializers.IntegerField(
         required=False, help_text="launch_config: the processes over all machines, where given as a number."
+    )
+    num_machines = serializers.IntegerField(
+        required=False,
+        help_text="launch_config: the machines its processes are shared over (under srun, each task starts its share), "
+        "where given as a number.",
     )
     compute_environment = serializers.CharField(
         required=False, help_text="launch_config: where it launches (LOCAL_MACHINE, AMAZON_SAGEMAKER)."

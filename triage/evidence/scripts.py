@@ -1607,17 +1607,19 @@ def _accelerate_zero_fact(path: str, section: dict, lines: list[str], evidence: 
 def _launch_config_fact(path: str, document: dict, lines: list[str], evidence: ScriptEvidence) -> None:
     """An Accelerate config's launch settings, which `accelerate launch` takes where its line gives none
     (`settle_launch_configs`): `distributed_type` (`NO`, which YAML may read as false: one process; MULTI_GPU,
-    DEEPSPEED ...), `num_processes` (over all machines) and `compute_environment`, a `launch_config` fact at the line
-    of num_processes (else distributed_type)."""
+    DEEPSPEED ...), `num_processes` (over all machines), `num_machines` (which a launch under srun shares them over,
+    `_task_processes`) and `compute_environment`, a `launch_config` fact at the line of num_processes (else
+    distributed_type)."""
     keys = {str(key).lower(): value for key, value in document.items()}
     kind = keys.get("distributed_type")
     detail: dict = {
         "distributed_type": "NO" if kind is False else str(kind),  # `distributed_type: NO` unquoted is YAML's false
         "compute_environment": str(keys.get("compute_environment")),
     }
-    count = keys.get("num_processes")
-    if isinstance(count, int) and not isinstance(count, bool):
-        detail["num_processes"] = count
+    for key in ("num_processes", "num_machines"):
+        count = keys.get(key)
+        if isinstance(count, int) and not isinstance(count, bool):
+            detail[key] = count
     line = _key_line(lines, ("num_processes",) if "num_processes" in detail else ("distributed_type",))
     shown = f"distributed_type: {detail['distributed_type']}" + (
         f", num_processes: {detail['num_processes']}" if "num_processes" in detail else ""
@@ -2029,14 +2031,15 @@ def _task_processes(program: str, count: str, nodes: str, given: dict[str, str],
     """How many processes a launcher that srun runs in each of several tasks starts in its task, on its node: torchrun
     its `--nproc_per_node` (its `--nnodes` counts those same agents), deepspeed its `--num_gpus` (no hostfile: its
     node's GPUs; with `--num_nodes` over 1, not known), `accelerate launch` its share of `--num_processes`, which
-    counts over its `--num_machines` (one where neither the line nor a config the job brought gives it; with a config,
-    not known: its `num_machines` is not read). None for another launcher."""
+    counts over its `--num_machines`, else over the `num_machines` of the config the job brought (`config`, a
+    `launch_config` fact's: a config of 8 processes on 2 machines under `srun -N 2` starts 4 in each task), else one
+    where the job brought no config (with a config that gives none, not known). None for another launcher."""
     if program == "torchrun":
         return int(count)
     if program == "deepspeed":
         return int(count) if nodes == "1" else None
     if program == "accelerate":
-        machines = given.get("--num_machines", "1" if config is None else "")
+        machines = given.get("--num_machines", "1" if config is None else str(config.get("num_machines", "")))
         if not machines.isdigit() or int(machines) < 1 or int(count) % int(machines):
             return None
         return int(count) // int(machines)
@@ -2092,13 +2095,14 @@ def settle_launch_configs(facts: list[CodeFact]) -> None:
             continue
         if fact.detail.get("on_cpu"):
             continue  # `--cpu`: no GPU process, and the default config is not read
-        argv = _fact_argv(fact)
+        argv = _fact_command(fact)[0]
         program, words = _launcher_words(argv or [])
         options = _launcher_options(program, words) if program == "accelerate" else None
         if options is None or (path := _accelerate_config_path(options.get("--config_file"), configs)) is None:
             continue
         fact.detail.pop("processes", None)
-        if (processes := _launch_processes(argv, config=configs[path])) is not None:
+        tasks = fact.detail.get("srun_tasks")  # under srun, its tasks as its allocation gave them (or its step)
+        if (processes := _launch_processes(argv, config=configs[path], tasks=tasks)) is not None:
             fact.detail["processes"] = processes
         fact.detail["launch_config"] = path
 
@@ -2145,6 +2149,11 @@ def _task_options(words: list[str]) -> dict[str, str] | None:
             flag, value = word[:2], word[2:]  # `-n8`
         elif not eq:
             value = words[index + 1] if index + 1 < len(words) else ""
+        if flag == "--tres-bind":  # `--gpu-bind=X` is `--tres-bind=gres/gpu:X` (srun(1)); other TRES bind no GPU
+            gpus = [part.removeprefix("gres/gpu:") for part in value.split("+") if part.startswith("gres/gpu:")]
+            if not gpus:
+                continue
+            value = gpus[-1]
         if flag in _SRUN_VALUED:
             given[_SRUN_VALUED[flag]] = value
     return given
@@ -2160,6 +2169,7 @@ _SRUN_ENVIRONMENT = {
     "SLURM_JOB_NUM_NODES": "nodes",
     "SLURM_GPUS_PER_TASK": "gpus_per_task",
     "SLURM_GPU_BIND": "gpu_bind",
+    "SLURM_NTASKS_PER_GPU": "ntasks_per_gpu",  # scrun(1): "See SLURM_NTASKS_PER_GPU from srun(1)"
 }
 _UNKNOWN = "?"  # an option's value the script does not show (`export SLURM_NTASKS=$N`, `unset SLURM_NTASKS`)
 
@@ -2218,7 +2228,7 @@ def _allocation_taken(argv: list[str], allocation: dict[str, str]) -> list[str]:
         else:
             taken = [key for key in ("ntasks_per_node", "nodes") if key in allocation and key not in given]
     if "gpu_bind" not in given and _srun_gpu_binding(argv, allocation) is not None:
-        binding = "gpu_bind" if "gpu_bind" in allocation else "gpus_per_task"
+        binding = next((key for key in ("gpu_bind", "gpus_per_task", "ntasks_per_gpu") if key in allocation), "")
         taken += [binding] if binding in allocation and binding not in given else []
     return taken
 
@@ -2251,22 +2261,44 @@ def _wrapped(words: list[str]) -> str | None:
     return None
 
 
-def _allocated_commands(commands: list[list[str]]) -> list[tuple[list[str], dict[str, str]]]:
-    """Each simple command of the job's submitted command line with the task options of the allocation it runs in
-    (`_allocator`): salloc's command (`salloc -n 8 srun python train.py`) in salloc's, the commands of `sbatch
-    --wrap="..."` in sbatch's, any other in none ({}: a bare srun's count not known)."""
-    out: list[tuple[list[str], dict[str, str]]] = []
+def _allocated_commands(commands: list[list[str]]) -> list[tuple[list[str], dict[str, str], frozenset]]:
+    """Each simple command of the job's submitted command line with the task options srun takes there and the names
+    of the variables set before it (torchrun's `PET_*`: `_launch_processes`): the options of the allocation it runs
+    in (`_allocator`): salloc's command (`salloc -n 8 srun python train.py`) in salloc's, the commands of `sbatch
+    --wrap="..."` in sbatch's, any other in none ({}: a bare srun's count not known); over them, srun's input
+    variables an earlier command sets (`export SLURM_NTASKS=4 && srun python train.py`, `sbatch --wrap "export
+    SLURM_NTASKS=4; srun ..."`), read as a script's lines are (`_assignments`, `_srun_environment`). An allocation
+    sets its own options' variables over those exported before it (as salloc in a script, `_shell_facts`)."""
+    out: list[tuple[list[str], dict[str, str], frozenset]] = []
+    environment: dict[str, str] = {}  # srun's input variables set so far (`_SRUN_ENVIRONMENT`)
+    assigned: set[str] = set()
+
+    def read(argv: list[str], allocation: dict[str, str], environment: dict[str, str]) -> None:
+        pairs, only = _assignments(argv)
+        if only or argv[0] in _DECLARATIONS or argv[0] == "unset":
+            environment |= _srun_environment(argv, pairs, environment, allocation)
+        if only or argv[0] in _DECLARATIONS:
+            assigned.update(key for key, _ in pairs)
+        out.append((argv, {**allocation, **_environment_options(environment)}, frozenset(assigned)))
+
     for argv in commands:
         allocating = _allocator(argv)
+        runs = None
         if allocating is not None and allocating[0] == "salloc" and allocating[2]:
-            out.append((allocating[2], allocating[1] or {}))
+            runs = [allocating[2]]
         elif allocating is not None and allocating[0] == "sbatch" and (wrapped := _wrapped(argv)) is not None:
             try:
-                out.extend((words, allocating[1] or {}) for words in split_shell(wrapped))
+                runs = split_shell(wrapped)
             except ValueError:
                 continue
-        else:
-            out.append((argv, {}))
+        if runs is None:
+            read(argv, {}, environment)
+            continue
+        options = allocating[1] or {}
+        # the allocation's own variables over the environment it was made in; what its commands set stays theirs
+        inner = {name: value for name, value in environment.items() if _SRUN_ENVIRONMENT[name] not in options}
+        for words in runs:
+            read(words, options, inner)
     return out
 
 
@@ -2287,31 +2319,42 @@ def _submitted_allocation(command: str) -> tuple[tuple[str, str], ...] | None:
 
 _SRUN_VALUED = {"-n": "ntasks", "--ntasks": "ntasks", "-N": "nodes", "--nodes": "nodes"}
 _SRUN_VALUED |= {"--ntasks-per-node": "ntasks_per_node", "--gpus-per-task": "gpus_per_task", "--gpu-bind": "gpu_bind"}
+_SRUN_VALUED |= {"--ntasks-per-gpu": "ntasks_per_gpu", "--tres-bind": "gpu_bind"}  # --tres-bind's gres/gpu part
 # `--gpu-bind` values that bind each task to GPUs of its own (srun(1)): Slurm sets each task's CUDA_VISIBLE_DEVICES to
 # them, so a task sees only its GPUs, numbered from cuda:0. `none` turns binding off (--gpus-per-task's included).
 _GPU_BINDS = ("closest", "single", "per_task", "map_gpu", "mask_gpu")
 
 
 def _gpu_binding(options: dict[str, str]) -> str | None:
-    """The option that binds each srun task to GPUs of its own, as given (`--gpus-per-task=1`, `--gpu-bind=single:1`),
-    from srun's task options over its allocation's (`_task_options`): `--gpus-per-task` implicitly sets
-    `--gpu-bind=per_task:<n>`, which an explicit `--gpu-bind` overrides (srun(1), sbatch(1)); `--gpu-bind=none`
-    binds none. None where none binds, or the value is not known (`$BIND`)."""
+    """The option that binds each srun task to GPUs of its own, as given (`--gpus-per-task=1`, `--gpu-bind=single:1`,
+    `--ntasks-per-gpu=2`), from srun's task options over its allocation's (`_task_options`): `--gpus-per-task`
+    implicitly sets `--gpu-bind=per_task:<n>` and `--ntasks-per-gpu` `--gpu-bind=single:<ntasks>` (below), either
+    overridden by an explicit `--gpu-bind` (or `--tres-bind=gres/gpu:...`); `--gpu-bind=none` binds none. None where
+    none binds, or the value is not known (`$BIND`)."""
     if "gpu_bind" in options:
         kinds = [part.partition(":")[0] for part in options["gpu_bind"].split(",") if part not in ("verbose", "quiet")]
         return f"--gpu-bind={options['gpu_bind']}" if kinds and kinds[0] in _GPU_BINDS else None
     count = options.get("gpus_per_task", "").rpartition(":")[2]  # `a100:1`
-    return f"--gpus-per-task={options['gpus_per_task']}" if count.isdigit() and int(count) > 0 else None
+    if count.isdigit() and int(count) > 0:
+        return f"--gpus-per-task={options['gpus_per_task']}"
+    # Slurm's srun(1) and sbatch(1) (https://slurm.schedmd.com/srun.html, /sbatch.html, release 26.05), of
+    # --ntasks-per-gpu: "This option will implicitly set --tres-bind=gres/gpu:single:<ntasks>, but that can be
+    # overridden with an explicit --tres-bind=gres/gpu specification", and of --gpu-bind: "Equivalent to
+    # --tres-bind=gres/gpu:[verbose,]<type>". (It may not be given with --gpus-per-task.)
+    count = options.get("ntasks_per_gpu", "")
+    return f"--ntasks-per-gpu={count}" if count.isdigit() and int(count) > 0 else None
 
 
 def bound_gpus(binding: str, tasks: int) -> int | None:
     """How many GPUs `tasks` srun tasks so bound (`_gpu_binding`) hold: N each for `--gpus-per-task=N` (`a100:N`) and
-    `--gpu-bind=per_task:N`, one for each K tasks for `single:K`; None where the binding does not say (`closest`,
-    `map_gpu`, `mask_gpu`, several GPU types)."""
+    `--gpu-bind=per_task:N`, one for each K tasks for `single:K` and `--ntasks-per-gpu=K`; None where the binding does
+    not say (`closest`, `map_gpu`, `mask_gpu`, several GPU types)."""
     flag, _, value = binding.partition("=")
     if flag == "--gpus-per-task":
         count = value.rpartition(":")[2]
         return tasks * int(count) if "," not in value and count.isdigit() else None
+    if flag == "--ntasks-per-gpu":
+        value = f"single:{value}"
     kind = next((part for part in value.split(",") if part not in ("verbose", "quiet")), "")
     name, _, count = kind.partition(":")
     if not count.isdigit() or int(count) < 1:
@@ -2345,12 +2388,12 @@ def apply_step_tasks(facts: list[CodeFact], steps: tuple[tuple[str, str, int], .
     configs = {f.path: f.detail for f in facts if f.kind == "launch_config"}
     launches = {}
     for fact in facts:
-        if fact.kind in ("shell_launch", "command_launch") and (argv := _fact_argv(fact)) is not None:
-            srun = _srun_words(argv)
+        if fact.kind in ("shell_launch", "command_launch") and (command := _fact_command(fact))[0] is not None:
+            argv, srun = command[0], _srun_words(command[0])
             if srun is not None and (ran := argv[argv.index("srun") + 1 + len(srun) :] if "srun" in argv else []):
-                launches[id(fact)] = (fact, argv, ran[0].rsplit("/", 1)[-1])
+                launches[id(fact)] = (fact, command, ran[0].rsplit("/", 1)[-1])
     for program in {name for _, _, name in launches.values()}:
-        lines = [(fact, argv) for fact, argv, name in launches.values() if name == program]
+        lines = [(fact, command) for fact, command, name in launches.values() if name == program]
         ran = [(ident, tasks) for ident, name, tasks in steps if name.rsplit("/", 1)[-1] == program]
         if len(ran) == len(lines):
             pairs = list(zip(lines, ran, strict=True))
@@ -2358,10 +2401,10 @@ def apply_step_tasks(facts: list[CodeFact], steps: tuple[tuple[str, str, int], .
             pairs = [(line, ran[0]) for line in lines]  # one count, e.g. a loop's srun run again and again
         else:
             continue
-        for (fact, argv), (ident, tasks) in pairs:
+        for (fact, (argv, assigned)), (ident, tasks) in pairs:
             processes = tasks
             if not str(fact.detail.get("launcher", "")).startswith("python"):
-                environment = {
+                environment = set(assigned) | {
                     f.detail["name"] for f in facts if f.kind == "env" and f.path == fact.path and f.line < fact.line
                 }
                 config = configs.get(fact.detail.get("launch_config", ""))
@@ -2370,19 +2413,23 @@ def apply_step_tasks(facts: list[CodeFact], steps: tuple[tuple[str, str, int], .
                     continue
             if fact.detail.get("processes") != processes:
                 fact.detail.pop("sbatch_lines", None)
+            if fact.detail.get("launcher") in LAUNCHERS:
+                fact.detail["srun_tasks"] = tasks  # the step's, each task running the launcher once
             fact.detail["processes"] = processes
             fact.detail["step"] = ident
 
 
-def _fact_argv(fact: CodeFact) -> list[str] | None:
+def _fact_command(fact: CodeFact) -> tuple[list[str] | None, frozenset]:
     """The whole command of a launch fact (its `argv` keeps the first 12 words), from its quoted line (the command
-    salloc or `sbatch --wrap` runs there too); else its `argv`."""
+    salloc or `sbatch --wrap` runs there too), else its `argv`; and the variables its line sets before it (`export
+    PET_NPROC_PER_NODE=4 && torchrun ...`: `_allocated_commands`)."""
     wanted = fact.detail.get("argv")
     try:
         commands = _allocated_commands(split_shell(fact.text))
     except ValueError:
         commands = []
-    return next((words for words, _ in commands if words[:12] == wanted), list(wanted) if wanted else None)
+    found = next(((words, assigned) for words, _, assigned in commands if words[:12] == wanted), None)
+    return found or (list(wanted) if wanted else None, frozenset())
 
 
 def _launch_on_cpu(argv: list[str]) -> bool:
@@ -2596,6 +2643,8 @@ def _shell_facts(path: str, text: str, evidence: ScriptEvidence, submitted: tupl
                 launched = True
                 launcher = _program(argv)[0]  # torchrun of `NCCL_DEBUG=INFO /opt/conda/bin/torchrun ...`
                 launch = {**detail, "launcher": launcher}
+                if launcher in LAUNCHERS and (tasks := _srun_tasks(argv, current)) is not None:
+                    launch["srun_tasks"] = tasks  # each runs the launcher once (its count read again: settle_...)
                 if (processes := _launch_processes(argv, frozenset(assigned), current)) is not None:
                     launch["processes"] = processes  # `mpirun -np 1`: one process, no distributed launch
                     taken = _allocation_taken(argv, current) if launcher.startswith("python") else []
@@ -2658,12 +2707,15 @@ def command_code_facts(command: str) -> list[CodeFact]:
     except ValueError:
         return []
     facts, shown = [], command.strip()[:500]
-    for argv, allocation in _allocated_commands(commands):  # `salloc -n 8 srun python train.py`, `sbatch --wrap`
+    # `salloc -n 8 srun python train.py`, `sbatch --wrap`, `export SLURM_NTASKS=8 && srun python train.py`
+    for argv, allocation, assigned in _allocated_commands(commands):
         facts.extend(_remote_path_facts(argv, JOB_COMMAND, 1, shown))
         if _command_kind(argv) not in ("launch", "python"):
             continue
         launch = {"argv": argv[:12], "launcher": _program(argv)[0]}
-        if (processes := _launch_processes(argv, allocation=allocation)) is not None:
+        if launch["launcher"] in LAUNCHERS and (tasks := _srun_tasks(argv, allocation)) is not None:
+            launch["srun_tasks"] = tasks
+        if (processes := _launch_processes(argv, assigned, allocation=allocation)) is not None:
             launch["processes"] = processes
         if binding := _srun_gpu_binding(argv, allocation):
             launch["gpu_binding"] = binding

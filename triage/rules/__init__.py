@@ -182,7 +182,19 @@ from triage.rules.registry import RULES, THRESHOLDS, Finding, Status, TriageResu
 #      sets them on its line, srun's own options winning; the export line is quoted with the srun line
 #      also: an `accelerate launch` that salloc runs (`salloc -N 1 accelerate launch --config_file acc.yaml t.py`) takes
 #      its count from its config as any other does (it was not known)
-RULES_REVISION = 6
+#   7  2026-12-07: Slurm launches (revision 6 was released): the job's submitted command exports srun's input
+#      variables for the srun after it, as a script's line does (`export SLURM_NTASKS=8 && srun python train.py`,
+#      `sbatch --wrap "export SLURM_NTASKS=8; srun ..."`: eight tasks, uneven use; it was one task, unused GPUs, or the
+#      allocation's count; an allocation the command makes sets its own options' variables over those exported before
+#      it; `export PET_NPROC_PER_NODE=4 && torchrun ...` leaves torchrun's count unknown, in its step too)
+#      also: an Accelerate config's `num_machines` shares its processes over srun's tasks (`srun -N 2 accelerate
+#      launch --config_file acc.yaml`, num_processes 8 over 2 machines: 8 processes; it was not known, a distributed
+#      launch), with the tasks the allocation gives (`#SBATCH -N 2`, `export SLURM_NTASKS=2`; the launch's `srun_tasks`)
+#      also: `--ntasks-per-gpu=N` (srun's, the allocation's, `SLURM_NTASKS_PER_GPU`) binds each task to a GPU as
+#      `--gpu-bind=single:N` does (Slurm's srun(1)/sbatch(1): it implicitly sets --tres-bind=gres/gpu:single:N), unless
+#      an explicit `--gpu-bind` or `--tres-bind=gres/gpu:...` overrides it: the fix keeps each task's default device and
+#      names the GPUs bound to no task (numbers' `gpu_binding`, `bound_gpus`)
+RULES_REVISION = 7
 
 __all__ = [
     "RULES",
