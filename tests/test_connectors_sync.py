@@ -8,6 +8,7 @@ import json
 import time
 from datetime import UTC, datetime, timedelta
 from decimal import Decimal
+from io import StringIO
 from urllib.parse import urlencode
 
 import pytest
@@ -510,6 +511,47 @@ def test_slurm_pull_in_windows_with_faults(monkeypatch):
         windows = [int(q["start_time"]) for p, f, q in server.requests]
     assert again.created == again.updated == 0
     assert min(windows) >= int(watermark.timestamp())
+
+
+def test_a_job_stored_before_the_steps_label_gets_it_from_a_re_pull_not_from_the_next_pull(
+    monkeypatch, django_capture_on_commit_callbacks
+):
+    """docs/connectors.md, "Step task counts": the scheduled pulls ask only for the time after the
+    watermark, so a job stored before the `steps` label existed keeps going without it; a re-pull
+    over its time (`sync_source NAME --since ...`) stores it again with the label."""
+    from fleet.signals import jobs_ingested
+
+    api = Slurmrestd(3)
+    for listed in api.jobs:
+        listed["steps"][0]["tasks"] = {"count": 4}  # srun python: step <id>.0 of 4 tasks
+    with FakePlatform() as server:
+        api.install(server)
+        connector = _slurm_with_token(server.url, monkeypatch)
+        assert sync.sync_connector(connector.pk).created == 3
+        # As stored by a release before the label: no `steps`, and the fingerprint of what came without it.
+        for job in Job.objects.all():
+            job.labels.pop("steps")
+            job.fingerprint = "stored-before-the-steps-label"
+            job.save(update_fields=["labels", "fingerprint"])
+        following = sync.sync_connector(connector.pk)
+        assert following.status == "succeeded" and following.updated == 0
+        assert not Job.objects.filter(labels__has_key="steps").exists()
+        since = (NOW - timedelta(days=1)).isoformat()
+        out, to_triage = StringIO(), []
+
+        def queued(sender, job_ids, **kwargs):
+            to_triage.extend(job_ids)
+
+        jobs_ingested.connect(queued)
+        try:
+            with django_capture_on_commit_callbacks(execute=True):  # the signal goes after the commit
+                call_command("sync_source", connector.name, "--since", since, stdout=out)
+        finally:
+            jobs_ingested.disconnect(queued)
+    assert "0 created, 3 updated, 0 unchanged" in out.getvalue()
+    steps = dict(Job.objects.values_list("external_id", "labels__steps"))
+    assert steps == {str(9000 + n): [{"id": f"{9000 + n}.0", "name": "python", "tasks": 4}] for n in range(3)}
+    assert sorted(to_triage) == sorted(Job.objects.values_list("pk", flat=True))  # triage answers: again
 
 
 def test_slurm_without_the_token_fails_and_says_so():
