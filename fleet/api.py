@@ -29,19 +29,13 @@ API_AUTH = [{"MachineToken": []}, {"PersonalToken": []}, {"cookieAuth": []}]
 PUSH_AUTH = [{"MachineToken": []}, {"cookieAuth": []}]
 
 
-class HasMachineToken(BasePermission):
-    """A usable machine token (`fleet.tokens.MachineTokenAuthentication` put it in `request.auth`)."""
-
-    def has_permission(self, request, view) -> bool:
-        return isinstance(request.auth, MachineToken)
-
-
 class TokenMay(BasePermission):
     """A machine token made to do one thing (its `flag` ticked on the tokens page): push archives,
     read the jobs, the teams' report.
 
-    A token without the flag is refused here, naming what it may not do: DRF's `|` drops its
-    operands' messages, and a request with a token is no person, so nothing else could let it in."""
+    A token without the flag is refused here, naming what it may not do and the box that allows it:
+    DRF's `|` drops its operands' messages, and a request with a token is no person, so nothing else
+    could let it in. An operator ticks the box on the token's edit page; its key stays the same."""
 
     flag = ""
     may_not = ""  # "read jobs": the 403 says "This token may not read jobs; ..."
@@ -50,11 +44,16 @@ class TokenMay(BasePermission):
         if not isinstance(request.auth, MachineToken):
             return False
         if not getattr(request.auth, self.flag):
-            raise PermissionDenied(
-                f"This token may not {self.may_not}; an operator can allow it on the tokens page "
-                "(a new token with that box ticked)."
-            )
+            raise PermissionDenied(refusal(self.may_not, self.flag))
         return True
+
+
+def refusal(may_not: str, flag: str) -> str:
+    """A token's 403: what it may not do, and where an operator allows it (the key stays the same)."""
+    return (
+        f"This token may not {may_not}; an operator can allow it on the tokens page: Edit on the token's row, "
+        f"then tick its box (`{flag}`). The key stays the same: the machine needs no new secret."
+    )
 
 
 class TokenMayPush(TokenMay):
@@ -62,6 +61,23 @@ class TokenMayPush(TokenMay):
     Prometheus, a billing script) pushes nothing into the fleet."""
 
     flag, may_not = "pushes_archives", "push archives"
+
+
+class TokenMayFollowRuns(TokenMay):
+    """A machine token reads the ingest runs it pushed, so only one made to push archives: one made
+    only to read has none, and an empty list would read as "no push has landed yet". Its list and a
+    run's page are each refused as a push is, naming the box (a run pushed before the box was
+    unticked included)."""
+
+    flag = "pushes_archives"
+    may_not = "read ingest runs (a token reads the runs it pushed, so only one that may push archives)"
+
+
+RUNS_REFUSED = OpenApiResponse(
+    ErrorSerializer,
+    description="Not allowed to do this: a person who is no operator, or a machine token made without "
+    "`pushes_archives` (the detail names it; a token reads only the runs it pushed).",
+)
 
 
 class IsOperator(BasePermission):
@@ -142,10 +158,11 @@ class ArchiveUploadSerializer(serializers.Serializer):
 class IngestRunViewSet(KnownParameters, viewsets.ReadOnlyModelViewSet):
     """Ingest runs with their progress and every error (file, row, field, job, message).
 
-    Operators see every run (with a personal token too); a machine token sees the runs it pushed."""
+    Operators see every run (with a personal token too); a machine token sees the runs it pushed, if it
+    may push archives (`pushes_archives`): one made only to read is a 403 naming that box, as its push is."""
 
     serializer_class = IngestRunSerializer
-    permission_classes = [IsOperator | HasMachineToken]
+    permission_classes = [IsOperator | TokenMayFollowRuns]
     filterset_fields = ["status", "source"]
 
     def get_queryset(self):
@@ -155,11 +172,11 @@ class IngestRunViewSet(KnownParameters, viewsets.ReadOnlyModelViewSet):
         token = token_of(self.request)
         return runs.filter(api_key=token) if token is not None else runs.none()
 
-    @extend_schema(auth=API_AUTH)
+    @extend_schema(auth=API_AUTH, responses={200: IngestRunSerializer, 403: RUNS_REFUSED})
     def list(self, request, *args, **kwargs):
         return super().list(request, *args, **kwargs)
 
-    @extend_schema(auth=API_AUTH)
+    @extend_schema(auth=API_AUTH, responses={200: IngestRunSerializer, 403: RUNS_REFUSED})
     def retrieve(self, request, *args, **kwargs):
         return super().retrieve(request, *args, **kwargs)
 

@@ -18,6 +18,7 @@ urlpatterns = [
     path("deletions/<int:pk>/", connector_views.deletion_detail, name="deletion"),
     path("deletions/<int:pk>/status.json", connector_views.deletion_status, name="deletion-status"),
     path("tokens/", views.token_list, name="token-list"),
+    path("tokens/<str:prefix>/edit/", views.token_edit, name="token-edit"),
     path("tokens/<str:prefix>/revoke/", views.token_revoke, name="token-revoke"),
     path("tokens/personal/<str:prefix>/revoke/", views.personal_token_revoke, name="personal-token-revoke"),
     path("audit/", views.audit_log, name="audit-log"),

@@ -259,9 +259,62 @@ def token_list(request):
             "query": query.urlencode(),
             "created_key": created_key,
             "created": created,
+            # The new token form's boxes as the model's defaults: pushing ticked, the reads not.
+            "defaults": {flag: MachineToken._meta.get_field(flag).default for flag in TOKEN_PERMISSIONS},
             "last_month": (month_end.replace(day=1), month_end),
         },
     )
+
+
+# How a permission reads in the message after an edit: "now may read jobs, and may no longer push archives".
+TOKEN_PERMISSION_WORDS = {
+    "pushes_archives": "push archives",
+    "reads_metrics": "read /metrics",
+    "reads_reports": "read the teams' costs",
+    "reads_jobs": "read jobs",
+}
+
+
+@operator_required
+@with_form
+def token_edit(request, prefix: str):
+    """Change what a machine token may do (its boxes, as when it was made), named by its prefix as its
+    revoke address is. The key stays the same, so the machine that uses it needs no new secret; it is
+    never shown again. A revoked token is told so and left as it is. Audited as `token.change`, with
+    each changed box's old and new value."""
+    token = get_object_or_404(MachineToken.objects.select_related("created_by"), prefix=prefix)
+    label = f"Token “{token.name}” ({token.prefix}…)"
+    revoked = f"{label} is revoked: what it may do can no longer be changed. Make a new token instead."
+    if token.revoked:
+        messages.error(request, revoked)
+        return redirect("fleet:token-list")
+    if request.method == "POST":
+        may = {flag: request.POST.get(flag) == "on" for flag in TOKEN_PERMISSIONS}
+        changed = {flag: [getattr(token, flag), value] for flag, value in may.items() if getattr(token, flag) != value}
+        if not changed:
+            messages.info(request, f"{label}: nothing changed.")
+            return redirect("fleet:token-list")
+        # Only while it is still not revoked (another operator may have revoked it since the form was opened).
+        if not MachineToken.objects.filter(pk=token.pk, revoked=False).update(**may):
+            messages.error(request, revoked)
+            return redirect("fleet:token-list")
+        audit.record(request.user, "token.change", token, {"prefix": token.prefix, "changed": changed})
+        allowed = [TOKEN_PERMISSION_WORDS[flag] for flag, (_, new) in changed.items() if new]
+        taken = [TOKEN_PERMISSION_WORDS[flag] for flag, (_, new) in changed.items() if not new]
+        said = [f"now may {_and_list(allowed)}"] if allowed else []
+        said += [f"may no longer {_and_list(taken)}"] if taken else []
+        messages.success(
+            request,
+            f"{label} {', and '.join(said)}. Its key is unchanged: the machine that uses it needs no new secret.",
+        )
+        return redirect("fleet:token-list")
+    permissions = [(flag, getattr(token, flag)) for flag in TOKEN_PERMISSIONS]
+    return render(request, "fleet/token_edit.html", {"token": token, "permissions": permissions})
+
+
+def _and_list(words: list[str]) -> str:
+    """'a', 'a and b', 'a, b and c' (triage.digests.schedules.joined's, which fleet may not import)."""
+    return words[0] if len(words) == 1 else f"{', '.join(words[:-1])} and {words[-1]}"
 
 
 @operator_required
