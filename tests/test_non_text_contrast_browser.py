@@ -1,0 +1,132 @@
+"""What tells a control or a mark from the page around it, in both colour schemes, measured in headless
+Chromium (WCAG 1.4.11, non-text contrast: 3:1; axe-core checks text only).
+
+- Every text field, menu and text area on every page of the access matrix (and the demo fleet's job,
+  file and labeling pages): its border against what is behind it and against its own fill. The login
+  page's fields had the tables' --line grey, 1.2:1 on the white card, and the jobs filter's 1.5:1 in
+  the dark scheme. And each button's words on its fill, 4.5:1 (the findings' Send was white on white
+  in the dark scheme, which axe-core let pass).
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from fleet import ingest
+from tests.test_access_matrix import ROWS  # noqa: F401  (page_rows reads it)
+from tests.test_accessibility import open_as, page_rows
+from tests.test_browser import browser  # noqa: F401  (the shared Chromium fixture)
+from triage.models import Finding
+
+SCHEMES = ("light", "dark")
+
+# The WCAG contrast of two colours, and the colour an element is seen on: the backgrounds of it and its
+# ancestors laid over one another (over white at the bottom), up to the first opaque one.
+CONTRAST = """
+// "rgb(r, g, b)", "rgba(r, g, b, a)", and "color(srgb r g b / a)" (0-1: what a color-mix() computes to).
+const rgba = (text) => {
+  const v = (text.match(/[\\d.]+/g) || []).map(Number);
+  if (v.length < 3) return [0, 0, 0, 0];
+  const scale = text.startsWith('color(srgb') ? 255 : 1;
+  return [v[0] * scale, v[1] * scale, v[2] * scale, v.length > 3 ? v[3] : 1];
+};
+const over = (top, below) => [0, 1, 2].map(i => top[i] * top[3] + below[i] * (1 - top[3])).concat([1]);
+const lum = (c) => c.slice(0, 3)
+  .map(v => { v /= 255; return v <= 0.03928 ? v / 12.92 : ((v + 0.055) / 1.055) ** 2.4; })
+  .reduce((sum, v, i) => sum + v * [0.2126, 0.7152, 0.0722][i], 0);
+const ratio = (a, b) => { const [x, y] = [lum(a), lum(b)].sort((p, q) => q - p); return (x + 0.05) / (y + 0.05); };
+const behind = (el) => {
+  const layers = [];
+  for (let node = el; node && node.nodeType === 1; node = node.parentElement) {
+    const colour = rgba(getComputedStyle(node).backgroundColor);
+    if (colour[3] > 0) layers.push(colour);
+    if (colour[3] >= 1) break;
+  }
+  return layers.reverse().reduce((below, top) => over(top, below), [255, 255, 255, 1]);
+};
+const shown = (el) => el.getClientRects().length > 0 && getComputedStyle(el).visibility !== 'hidden';
+const describe = (el) => el.outerHTML.replace(/\\s+/g, ' ').slice(0, 140);
+"""
+
+# Each shown field's worst border contrast: against the colour around it and against its own fill.
+FIELDS = (
+    CONTRAST
+    + """
+const fields = [...document.querySelectorAll(
+  'input:not([type=checkbox]):not([type=radio]):not([type=hidden]):not([type=range]):not([type=submit])'
+  + ':not([type=button]):not([type=reset]):not([type=image]):not([type=file]):not([type=color]), select, textarea')];
+return fields.filter(shown).map(field => {
+  const style = getComputedStyle(field);
+  const around = behind(field.parentElement);
+  const fill = over(rgba(style.backgroundColor), around);
+  const sides = ['Top', 'Right', 'Bottom', 'Left'].filter(side => parseFloat(style[`border${side}Width`]) > 0
+    && style[`border${side}Style`] !== 'none');
+  if (!sides.length) return {field: describe(field), worst: ratio(fill, around), border: 'none'};
+  const worst = Math.min(...sides.map(side => {
+    const line = over(rgba(style[`border${side}Color`]), fill);
+    return Math.min(ratio(line, around), ratio(line, fill));
+  }));
+  return {field: describe(field), worst, border: style.borderLeftColor};
+});
+"""
+)
+
+# Each shown button's words against its fill (axe-core let the findings' white Send on white pass in the dark
+# scheme; the form's buttons were styled for a white page).
+BUTTONS = (
+    CONTRAST
+    + """
+return [...document.querySelectorAll('main button')].filter(shown).filter(b => b.textContent.trim()).map(button => {
+  const style = getComputedStyle(button);
+  const fill = behind(button);
+  return {field: describe(button), worst: ratio(over(rgba(style.color), fill), fill), border: style.color};
+});
+"""
+)
+
+
+def scheme(driver, name: str) -> None:
+    features = [{"name": "prefers-color-scheme", "value": name}]
+    driver.execute_cdp_cmd("Emulation.setEmulatedMedia", {"features": features})
+
+
+def measured(driver, script: str, label: str, minimum: float = 3.0) -> list[str]:
+    """Each scheme's shortfalls on the page the driver shows (the page follows the setting as it changes)."""
+    problems = []
+    for name in SCHEMES:
+        scheme(driver, name)
+        for found in driver.execute_script(script):
+            if found["worst"] < minimum:
+                what = found.get("field") or found.get("tag")
+                problems.append(f"{label}, {name}: {found['worst']:.2f}:1 ({found['border']}) {what}")
+    scheme(driver, "light")
+    return problems
+
+
+@pytest.mark.django_db(transaction=True)
+def test_form_fields_stand_out_in_both_schemes(browser, live_server, world, demo_archive, django_user_model):  # noqa: F811
+    ingest.execute_run(ingest.create_run(demo_archive).pk)  # triage runs in-process on the signal
+    job = Finding.objects.filter(result__is_current=True).select_related("job").first().job
+    log = job.artifacts.first()
+    users = {**world["users"], "anonymous": None, "nina": django_user_model.objects.get(username="nina-rater")}
+    pages = [(name, template.format(**world["params"]), role) for name, template, role in page_rows()]
+    pages += [
+        ("demo job", f"/jobs/{job.pk}/", "operator"),  # its timeline's window fields
+        ("demo job's file", f"/jobs/{job.pk}/files/{log.pk}/", "operator"),  # the search in a file
+        ("labeling:label", "/studies/{study_other}/label/{item_other}/".format(**world["params"]), "nina"),
+    ]
+    base, problems, current, fields = live_server.url, [], object(), 0
+    for name, path, role in pages:
+        if role != current:
+            open_as(browser, base, users[role])
+            current = role
+        browser.get(base + path)
+        if browser.execute_script("return document.contentType") != "text/html":
+            continue
+        # Folded fields (a skipped job's reason, a connector's advanced options) are measured unfolded.
+        browser.execute_script("document.querySelectorAll('details').forEach(d => { d.open = true; })")
+        fields += len(browser.execute_script(FIELDS))
+        problems += measured(browser, FIELDS, f"{name} {path} as {role}")
+        problems += measured(browser, BUTTONS, f"{name} {path} as {role}, a button's words", minimum=4.5)
+    assert fields > 50, "the pages should have shown their forms"
+    assert not problems, "fields under 3:1 (WCAG 1.4.11), buttons' words under 4.5:1:\n" + "\n".join(problems)
