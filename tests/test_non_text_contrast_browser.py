@@ -6,6 +6,8 @@ Chromium (WCAG 1.4.11, non-text contrast: 3:1; axe-core checks text only).
   page's fields had the tables' --line grey, 1.2:1 on the white card, and the jobs filter's 1.5:1 in
   the dark scheme. And each button's words on its fill, 4.5:1 (the findings' Send was white on white
   in the dark scheme, which axe-core let pass).
+- A cause's tag (its dimension's colour beside its name, on the jobs list, the causes, a team's page):
+  drawn for a white page, the colours stood 2.5:1 on the dark scheme's cards.
 """
 
 from __future__ import annotations
@@ -71,6 +73,20 @@ return fields.filter(shown).map(field => {
 """
 )
 
+# Each shown cause tag's coloured edge (its left border) against the colour it is on.
+TAGS = (
+    CONTRAST
+    + """
+return [...document.querySelectorAll('main .tag')].filter(shown).map(tag => {
+  const style = getComputedStyle(tag);
+  const around = behind(tag);
+  const edge = over(rgba(style.borderLeftColor), around);
+  return {tag: describe(tag), worst: ratio(edge, around), border: style.borderLeftColor};
+});
+"""
+)
+
+
 # Each shown button's words against its fill (axe-core let the findings' white Send on white pass in the dark
 # scheme; the form's buttons were styled for a white page).
 BUTTONS = (
@@ -130,3 +146,24 @@ def test_form_fields_stand_out_in_both_schemes(browser, live_server, world, demo
         problems += measured(browser, BUTTONS, f"{name} {path} as {role}, a button's words", minimum=4.5)
     assert fields > 50, "the pages should have shown their forms"
     assert not problems, "fields under 3:1 (WCAG 1.4.11), buttons' words under 4.5:1:\n" + "\n".join(problems)
+
+
+@pytest.mark.django_db(transaction=True)
+def test_cause_tags_stand_out_in_both_schemes(browser, live_server, operator, demo_archive):  # noqa: F811
+    ingest.execute_run(ingest.create_run(demo_archive).pk)
+    finding = Finding.objects.filter(result__is_current=True).select_related("job__team").first()
+    period = "from=2026-01-01&to=2027-12-31"  # the demo fleet's weeks, wherever the factories' dates have run
+    pages = [
+        ("jobs", f"/jobs/?{period}&sort=unused"),
+        ("causes", f"/categories/?{period}"),
+        ("a cause", f"/categories/{finding.category}/?{period}"),
+        ("a team", f"/teams/{finding.job.team.slug}/?{period}"),
+    ]
+    open_as(browser, live_server.url, operator)
+    problems, tags = [], 0
+    for name, path in pages:
+        browser.get(live_server.url + path)
+        tags += len(browser.execute_script(TAGS))
+        problems += measured(browser, TAGS, f"{name} {path}")
+    assert tags > 10, "the pages should have shown the causes' tags"
+    assert not problems, "cause tags under 3:1 (WCAG 1.4.11):\n" + "\n".join(problems)
