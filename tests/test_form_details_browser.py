@@ -1,7 +1,8 @@
 """Details a person saw in a screenshot audit, measured in headless Chromium at 390 px (a phone) and
-1280 px (a laptop), each page also checked with axe: a checkbox's long label on the digest settings,
-the agreement page's quote for a paper, and the fields of the Settings page's prices and rates.
-Screenshots are saved under screenshots/ for a person to look at."""
+1280 px (a laptop), each page also checked with axe: a checkbox's long label on the digest settings
+(and the machine tokens' and a connector's deletion), the agreement page's quote for a paper, and the
+fields of the Settings page's prices and rates. Screenshots are saved under screenshots/ for a person to
+look at."""
 
 from __future__ import annotations
 
@@ -118,3 +119,47 @@ def test_the_settings_pages_prices_and_rates_are_fields_like_the_others(browser,
         phone_violations = violations(browser)
     assert phone == [] and phone_violations == [], (phone, phone_violations)
     assert narrow_window_problems(browser) == []
+
+
+# Each checkbox label's box and where each line of its words starts (words in <code> included), for the
+# labels under `arguments[0]` that hold a checkbox.
+LABEL_LINES = """
+return [...document.querySelectorAll(arguments[0])].filter(label => label.querySelector('input[type=checkbox]'))
+  .map(label => {
+    const box = label.querySelector('input[type=checkbox]').getBoundingClientRect();
+    const range = document.createRange();
+    range.setStartAfter(label.querySelector('input[type=checkbox]'));
+    range.setEnd(label, label.childNodes.length);
+    const lines = [...range.getClientRects()].filter(r => r.width > 1);
+    return {text: label.textContent.trim().slice(0, 40), boxRight: box.right,
+            starts: lines.map(r => Math.round(r.left)), tops: new Set(lines.map(r => Math.round(r.top))).size};
+  });
+"""
+
+
+@pytest.mark.django_db(transaction=True)
+def test_on_a_phone_token_and_connector_boxes_keep_their_words_beside_them(browser, live_server, operator):  # noqa: F811
+    """The machine tokens' four permission boxes and a connector's "Also delete the jobs it imported and
+    the cluster ..." wrapped their second and third lines under the box, at 390 px, where the digest
+    settings' labels keep theirs beside it (label.check)."""
+    from tests.test_connector_deletion import pulled
+
+    connector = pulled("west", "gpu-cluster-west-a100-nvlink", 3)
+    open_as(browser, live_server.url, operator)
+    pages = [
+        ("tokens", "/tokens/", "form label", 4),
+        ("connector-delete", f"/connectors/{connector.pk}/delete/", "#delete-connector label", 1),
+    ]
+    problems = []
+    with window_width(browser, 390, mobile=True):
+        for name, path, selector, count in pages:
+            browser.get(live_server.url + path)
+            labels = browser.execute_script(LABEL_LINES, selector)
+            browser.save_screenshot(str(SHOTS / f"{name}-checkboxes-phone.png"))
+            assert len(labels) == count, labels
+            for label in labels:
+                assert label["tops"] >= 2, f"{name}: the label is long enough to wrap at 390 px: {label}"
+                if any(start < label["boxRight"] for start in label["starts"]):
+                    problems.append(f"{name}: a line starts under the box: {label}")
+            problems += [f"{name}: {line}" for line in violations(browser)]
+    assert not problems, "\n".join(problems)
