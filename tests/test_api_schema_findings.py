@@ -139,6 +139,7 @@ EVERY_KIND_SH = """#!/bin/bash
 #SBATCH --nodes=1 --ntasks-per-node=8 --cpus-per-task=12 --gpus-per-task=1
 #SBATCH --gpu-bind=closest
 #SBATCH --ntasks-per-gpu=1
+#SBATCH --gpus=8 --gres=gpu:8
 export CUDA_VISIBLE_DEVICES=0,1
 pip install -r requirements.txt
 wget https://example.org/data.tar

@@ -424,3 +424,46 @@ def test_a_launcher_whose_command_sets_its_count_in_the_environment_stays_unknow
     evidence, _ = run(120, one_busy_gpu_of_eight(), gpu_count=8, command="srun torchrun train.py", step_tasks=steps)
     (launched,) = evidence.scripts.of("command_launch")
     assert launched.detail.get("processes") == 2
+
+
+@pytest.mark.parametrize(
+    ("script", "processes"),
+    [
+        # srun(1), sbatch(1), of --ntasks-per-gpu: "specify the GPUs wanted (e.g. via --gpus or --gres) without
+        # specifying --ntasks, and the total task count will be automatically determined": N tasks for every GPU
+        ("#SBATCH --gres=gpu:8 --ntasks-per-gpu=1\nsrun python train.py", 8),
+        ("#SBATCH --gres=gpu:a100:4\n#SBATCH --ntasks-per-gpu=2\nsrun python train.py", 8),
+        ("#SBATCH --gres=gpu:a100 --ntasks-per-gpu=2\nsrun python train.py", 2),  # a --gres count defaults to 1
+        ("#SBATCH --gres=nvme:1,gpu:4 --ntasks-per-gpu=2\nsrun python train.py", 8),
+        ("#SBATCH --gpus=8 --ntasks-per-gpu=1\nsrun python train.py", 8),
+        ("#SBATCH -G 4 --ntasks-per-gpu=2\nsrun python train.py", 8),
+        ("#SBATCH --gpus=volta:3,kepler:1 --ntasks-per-gpu=1\nsrun python train.py", 4),
+        # --gres and --gpus-per-node are each node's GPUs, --gpus the job's
+        ("#SBATCH --gpus-per-node=4 -N 2 --ntasks-per-gpu=1\nsrun python train.py", 8),
+        ("#SBATCH --gres=gpu:4 --nodes=2 --ntasks-per-gpu=1\nsrun python train.py", 8),
+        ("#SBATCH --gpus=8 -N 2 --ntasks-per-gpu=1\nsrun python train.py", 8),
+        # srun's own options, and over its allocation's
+        ("srun --gpus=8 --ntasks-per-gpu=1 python train.py", 8),
+        ("#SBATCH --gres=gpu:8\nsrun --ntasks-per-gpu=1 python train.py", 8),
+        ("#SBATCH --gres=gpu:8\nexport SLURM_NTASKS_PER_GPU=1\nsrun python train.py", 8),
+        # with --ntasks the task count is that (Slurm works out the GPUs instead)
+        ("#SBATCH --gres=gpu:8 -n 4 --ntasks-per-gpu=1\nsrun python train.py", 4),
+        # not known: a count not shown, a node range
+        ("#SBATCH --gres=gpu:$G --ntasks-per-gpu=1\nsrun python train.py", None),
+        ("#SBATCH --gpus-per-node=4 -N 1-2 --ntasks-per-gpu=1\nsrun python train.py", None),
+    ],
+)
+def test_ntasks_per_gpu_counts_the_tasks_from_the_gpus_requested(script, processes):
+    # `#SBATCH --gres=gpu:8 --ntasks-per-gpu=1` with a bare srun starts 8 tasks, one a GPU; the count was not read
+    # (the srun's python a single process)
+    assert launch_of(f"#!/bin/bash\n{script}\n").detail.get("processes") == processes
+
+
+def test_tasks_counted_from_the_gpus_requested_are_uneven_use_quoting_those_lines():
+    script = "#!/bin/bash\n#SBATCH --gres=gpu:8\n#SBATCH --ntasks-per-gpu=1\nsrun python train.py\n"
+    finding = oversubscription(scripts=[("run.sh", script)])
+    assert finding.sub_cause == "uneven_use" and finding.numbers["srun_tasks"] == 8
+    assert finding.numbers["gpu_binding"] == "--ntasks-per-gpu=1"
+    assert [(c.path, c.line) for c in finding.code] == [("run.sh", 2), ("run.sh", 3), ("run.sh", 4)]
+    (launch,) = command_code_facts('sbatch --gpus=8 --ntasks-per-gpu=1 --wrap="srun python train.py"')
+    assert launch.detail.get("processes") == 8

@@ -263,6 +263,14 @@ class EvidenceCodeSerializer(serializers.Serializer):
     cpus_per_task = serializers.IntegerField(required=False, help_text="slurm_layout: `--cpus-per-task` (`-c`).")
     gpus_per_task = serializers.IntegerField(required=False, help_text="slurm_layout: `--gpus-per-task`.")
     ntasks_per_gpu = serializers.IntegerField(required=False, help_text="slurm_layout: `--ntasks-per-gpu`.")
+    gpus = serializers.IntegerField(
+        required=False, help_text="slurm_layout: `--gpus` (`-G`), the job's GPUs (summed over GPU types)."
+    )
+    gpus_per_node = serializers.IntegerField(
+        required=False,
+        help_text="slurm_layout: `--gpus-per-node` or `--gres=gpu:N`, each node's GPUs (`--gres=gpu` alone: 1). With "
+        "`--ntasks-per-gpu` and no `--ntasks`, Slurm starts that many tasks for every GPU so requested.",
+    )
     gpu_bind = serializers.CharField(
         required=False, help_text="slurm_layout: `--gpu-bind`, as given (`closest`, `single:1`, `none`)."
     )

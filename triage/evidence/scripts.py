@@ -2145,7 +2145,7 @@ def _task_options(words: list[str]) -> dict[str, str] | None:
         ):
             return None  # options the line does not show (`srun $SRUN_ARGS ...`), not an option's value (`-c $CPUS`)
         flag, eq, value = word.partition("=")
-        if word[:2] in ("-n", "-N") and len(word) > 2 and not word.startswith("--"):
+        if word[:2] in ("-n", "-N", "-G") and len(word) > 2 and not word.startswith("--"):
             flag, value = word[:2], word[2:]  # `-n8`
         elif not eq:
             value = words[index + 1] if index + 1 < len(words) else ""
@@ -2154,6 +2154,13 @@ def _task_options(words: list[str]) -> dict[str, str] | None:
             if not gpus:
                 continue
             value = gpus[-1]
+        elif flag in ("-G", "--gpus", "--gpus-per-node"):
+            value = _gpus_asked(value.split(","), alone=False)
+        elif flag == "--gres":  # its GPUs, as --gpus-per-node (`--gres=nvme:1` asks none)
+            gpus = [part[4:] for part in value.split(",") if part == "gpu" or part.startswith("gpu:")]
+            if not gpus:
+                continue
+            value = _gpus_asked(gpus, alone=True)
         if flag in _SRUN_VALUED:
             given[_SRUN_VALUED[flag]] = value
     return given
@@ -2203,13 +2210,16 @@ def _srun_tasks(argv: list[str], allocation: dict[str, str]) -> int | None:
     option its words do not give from the allocation it runs in (SLURM_NTASKS, SLURM_NTASKS_PER_NODE, SLURM_NNODES),
     which the batch script's `#SBATCH` lines give (`allocation`, `_task_options`): `--ntasks`, or
     `--ntasks-per-node` on `--nodes` (one node where none is given, sbatch's and srun's default for such a request),
-    or one task a node (`-N 2`). None where no python runs under srun, where the options are not numbers or not all
-    shown, and where none is given (Slurm's default, one task, as a plain python)."""
+    `--ntasks-per-gpu` on the GPUs asked for (`_gpu_tasks`), or one task a node (`-N 2`). None where no python runs
+    under srun, where the options are not numbers or not all shown, and where none is given (Slurm's default, one
+    task, as a plain python)."""
     if (given := _srun_options(argv)) is None:
         return None
     given = {**allocation, **given}
     if "ntasks" in given:
         return int(given["ntasks"]) if given["ntasks"].isdigit() else None
+    if (counted := _gpu_tasks(given)) is not None:
+        return counted[1]  # `--ntasks-per-gpu` on the GPUs asked for
     nodes = given.get("nodes", "1" if "ntasks_per_node" in given else "")
     per_node = given.get("ntasks_per_node", "1" if "nodes" in given else "")
     return int(per_node) * int(nodes) if per_node.isdigit() and nodes.isdigit() else None
@@ -2218,13 +2228,15 @@ def _srun_tasks(argv: list[str], allocation: dict[str, str]) -> int | None:
 def _allocation_taken(argv: list[str], allocation: dict[str, str]) -> list[str]:
     """The allocation's task options (`allocation`: the batch script's `#SBATCH` lines, a `salloc` line's) that a
     python under srun takes for its count (`_srun_tasks`), those srun's own words do not give: `--ntasks`, or
-    `--ntasks-per-node` and `--nodes`; and the one that binds its tasks to GPUs (`_gpu_binding`), where srun's words
-    give none."""
+    `--ntasks-per-gpu` and the GPUs asked for (`_gpu_tasks`), or `--ntasks-per-node` and `--nodes`; and the one that
+    binds its tasks to GPUs (`_gpu_binding`), where srun's words give none."""
     given = _srun_options(argv) or {}
     taken = []
     if "ntasks" not in given:
         if "ntasks" in allocation:
             taken = ["ntasks"]
+        elif (counted := _gpu_tasks({**allocation, **given})) is not None:
+            taken = [key for key in counted[0] if key in allocation and key not in given]
         else:
             taken = [key for key in ("ntasks_per_node", "nodes") if key in allocation and key not in given]
     if "gpu_bind" not in given and _srun_gpu_binding(argv, allocation) is not None:
@@ -2320,6 +2332,60 @@ def _submitted_allocation(command: str) -> tuple[tuple[str, str], ...] | None:
 _SRUN_VALUED = {"-n": "ntasks", "--ntasks": "ntasks", "-N": "nodes", "--nodes": "nodes"}
 _SRUN_VALUED |= {"--ntasks-per-node": "ntasks_per_node", "--gpus-per-task": "gpus_per_task", "--gpu-bind": "gpu_bind"}
 _SRUN_VALUED |= {"--ntasks-per-gpu": "ntasks_per_gpu", "--tres-bind": "gpu_bind"}  # --tres-bind's gres/gpu part
+# the GPUs asked for (`_gpus_asked`): the job's (`--gpus`), each node's (`--gpus-per-node`, `--gres=gpu:N`)
+_SRUN_VALUED |= {"-G": "gpus", "--gpus": "gpus", "--gpus-per-node": "gpus_per_node", "--gres": "gpus_per_node"}
+_GPU_TYPE = re.compile(r"[A-Za-z][\w.-]*")  # `volta`, `a100`, `h100.80gb`
+
+
+def _gpus_asked(entries: list[str], alone: bool) -> str:
+    """The GPUs a request's comma-separated entries ask for, summed, as a number (`--gpus=volta:3,kepler:1`: 4), or
+    _UNKNOWN where one is not shown as one (`$G`, a `2k` count). Each is `[type:]count` (sbatch(1), srun(1): `-G,
+    --gpus=[type:]<number>`, `--gpus-per-node=[type:]<number>`); a `--gres` entry, `gpu[[:type]:count]` here without
+    its `gpu`, may leave out its count (`alone`): "The count is the number of those resources with a default value of
+    1" (`--gres=gpu`, `--gres=gpu:a100`: one)."""
+    total = 0
+    for entry in entries:
+        if alone and (not entry or _GPU_TYPE.fullmatch(entry)):
+            total += 1
+            continue
+        kind, colon, count = entry.rpartition(":")
+        if not count.isdigit() or (colon and not _GPU_TYPE.fullmatch(kind)):
+            return _UNKNOWN
+        total += int(count)
+    return str(total)
+
+
+# Slurm's srun(1) and sbatch(1) (https://slurm.schedmd.com/srun.html, /sbatch.html, release 26.05), of
+# --ntasks-per-gpu: "Request that there are ntasks tasks invoked for every GPU. This option can work in two ways: 1)
+# either specify --ntasks in addition, in which case a type-less GPU specification will be automatically determined
+# to satisfy --ntasks-per-gpu, or 2) specify the GPUs wanted (e.g. via --gpus or --gres) without specifying --ntasks,
+# and the total task count will be automatically determined." It "is not compatible with a node range" nor "with
+# --gpus-per-task, --gpus-per-socket, or --ntasks-per-node". --gres is "requested per node", --gpus-per-node "on each
+# node", --gpus "the total number of GPUs required for the job".
+def _gpu_tasks(options: dict[str, str]) -> tuple[list[str], int | None] | None:
+    """The second way: where srun's options over its allocation's (`_task_options`) give `--ntasks-per-gpu=N` and the
+    GPUs wanted but no `--ntasks`, the options the task count comes from and the count: N for every GPU, the job's
+    (`--gpus`), else each node's (`--gpus-per-node`, `--gres=gpu:G`) on its `--nodes` (one where none is given, as
+    for `--ntasks-per-node`); the count None where one is not a number (`-N 1-2`, `$G`). None where the count is
+    not so worked out (no `--ntasks-per-gpu` or GPUs asked for; `--ntasks`, `--ntasks-per-node` or
+    `--gpus-per-task` given)."""
+    if "ntasks_per_gpu" not in options or any(key in options for key in ("ntasks", "ntasks_per_node", "gpus_per_task")):
+        return None
+    if "gpus" in options:
+        keys = ["ntasks_per_gpu", "gpus"]
+    elif "gpus_per_node" in options:
+        keys = ["ntasks_per_gpu", "gpus_per_node", *(["nodes"] if "nodes" in options else [])]
+    else:
+        return None
+    values = [options[key] for key in keys]
+    if not all(value.isdigit() for value in values) or int(options["ntasks_per_gpu"]) < 1:
+        return keys, None
+    count = 1
+    for value in values:
+        count *= int(value)
+    return keys, count
+
+
 # `--gpu-bind` values that bind each task to GPUs of its own (srun(1)): Slurm sets each task's CUDA_VISIBLE_DEVICES to
 # them, so a task sees only its GPUs, numbered from cuda:0. `none` turns binding off (--gpus-per-task's included).
 _GPU_BINDS = ("closest", "single", "per_task", "map_gpu", "mask_gpu")

@@ -194,6 +194,11 @@ from triage.rules.registry import RULES, THRESHOLDS, Finding, Status, TriageResu
 #      `--gpu-bind=single:N` does (Slurm's srun(1)/sbatch(1): it implicitly sets --tres-bind=gres/gpu:single:N), unless
 #      an explicit `--gpu-bind` or `--tres-bind=gres/gpu:...` overrides it: the fix keeps each task's default device and
 #      names the GPUs bound to no task (numbers' `gpu_binding`, `bound_gpus`)
+#      also: `--ntasks-per-gpu=N` with the GPUs requested (`--gpus`/`-G`, `--gpus-per-node` or `--gres=gpu:G` on
+#      `--nodes`) and no `--ntasks` starts N tasks for every GPU, as srun(1)/sbatch(1) say ("specify the GPUs wanted
+#      (e.g. via --gpus or --gres) without specifying --ntasks, and the total task count will be automatically
+#      determined"): `#SBATCH --gres=gpu:8 --ntasks-per-gpu=1` and a bare `srun python train.py` is 8 tasks, uneven use
+#      (it was one process, unused GPUs), those #SBATCH lines quoted (slurm_layout's `gpus`, `gpus_per_node`)
 RULES_REVISION = 7
 
 __all__ = [
