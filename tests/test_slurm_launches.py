@@ -467,3 +467,38 @@ def test_tasks_counted_from_the_gpus_requested_are_uneven_use_quoting_those_line
     assert [(c.path, c.line) for c in finding.code] == [("run.sh", 2), ("run.sh", 3), ("run.sh", 4)]
     (launch,) = command_code_facts('sbatch --gpus=8 --ntasks-per-gpu=1 --wrap="srun python train.py"')
     assert launch.detail.get("processes") == 8
+
+
+@pytest.mark.parametrize(
+    ("command", "script", "processes"),
+    [
+        # the wrapped command's exports before it runs the script are the script's environment, which its bare srun
+        # reads (over sbatch's own options and the script's #SBATCH lines, which sbatch never read)
+        ('sbatch --wrap "export SLURM_NTASKS=4; bash run.sh"', "srun python train.py", 4),
+        ("sbatch -n 8 --wrap 'export SLURM_NTASKS=4 && ./run.sh'", "srun python train.py", 4),
+        ('sbatch --wrap "export SLURM_NTASKS=4; sh /home/u/run.sh"', "#SBATCH -n 2\nsrun python train.py", 4),
+        ('sbatch --wrap "export SLURM_NTASKS=4 SLURM_GPUS_PER_TASK=1; bash run.sh"', "srun python train.py", 4),
+        # the script's own export wins; an export after the script, or before another one, is not its
+        ('sbatch --wrap "export SLURM_NTASKS=4; bash run.sh"', "export SLURM_NTASKS=2\nsrun python train.py", 2),
+        ('sbatch -n 8 --wrap "bash run.sh; export SLURM_NTASKS=4"', "srun python train.py", 8),
+        ('sbatch -n 8 --wrap "export SLURM_NTASKS=4; bash other.sh"', "srun python train.py", 8),
+        # a value not shown is not known; salloc's command and the job's own command line are read the same way
+        ('sbatch -n 8 --wrap "export SLURM_NTASKS=$N; bash run.sh"', "srun python train.py", None),
+        ('sbatch -n 8 --wrap "SLURM_NTASKS=4 bash run.sh"', "srun python train.py", 4),  # for that one command
+        ("salloc -n 8 bash run.sh", "srun python train.py", 8),
+        ("export SLURM_NTASKS=4 && bash run.sh", "srun python train.py", 4),
+    ],
+)
+def test_the_wrapped_commands_exports_reach_the_srun_lines_of_the_script_it_runs(command, script, processes):
+    # `sbatch --wrap "export SLURM_NTASKS=4; bash run.sh"`: run.sh's bare srun starts 4 tasks; only sbatch's own
+    # options reached the script (one task: unused GPUs)
+    assert launch_of(f"#!/bin/bash\n{script}\n", command).detail.get("processes") == processes
+    if "GPUS_PER_TASK" in command:
+        assert launch_of(f"#!/bin/bash\n{script}\n", command).detail.get("gpu_binding") == "--gpus-per-task=1"
+
+
+def test_a_script_run_after_the_wrapped_commands_export_is_uneven_use():
+    script = "#!/bin/bash\nsrun python train.py\n"
+    command = 'sbatch --gres=gpu:8 --wrap "export SLURM_NTASKS=8; bash run.sh"'
+    finding = oversubscription(scripts=[("run.sh", script)], command=command)
+    assert finding.sub_cause == "uneven_use" and finding.numbers["srun_tasks"] == 8

@@ -141,11 +141,10 @@ def extract_script_evidence(scripts: list[tuple[str, str]], command: str = "") -
     absolute = frozenset(modules[None])  # one set (hashed once) that every file's cache key holds
     relative = {folder: frozenset(names) for folder, names in modules.items() if folder is not None}
     wanted = {path: (absolute, relative[_folder(path)]) for path in python}
-    # a shell script's srun lines run in the allocation the job's sbatch command line gives (Python files need not
-    # know it: they are read once for every allocation)
-    submitted = _submitted_allocation(command) if command else ()
+    # a shell script's srun lines run in the allocation the job's sbatch command line gives, with what the command
+    # that runs it exports (Python files need not know it: they are read once for every allocation)
     shells = [path for path, text in scripts if not path.lower().endswith(".py") and _is_shell(path, text)]
-    allocated = dict.fromkeys(shells, submitted)
+    allocated = {path: _submitted_allocation(command, path) if command else () for path in shells}
     parts = {
         path: _file_evidence(path, text, given.get(path, ()), wanted.get(path, ()), submitted=allocated.get(path, ()))
         for path, text in scripts
@@ -2314,19 +2313,42 @@ def _allocated_commands(commands: list[list[str]]) -> list[tuple[list[str], dict
     return out
 
 
-def _submitted_allocation(command: str) -> tuple[tuple[str, str], ...] | None:
+def _submitted_allocation(command: str, path: str = "") -> tuple[tuple[str, str], ...] | None:
     """The task options the job's submitted `sbatch` (or `salloc`) command line gives (`sbatch -n 8 --gpus-per-task=1
     train.sh`), which its scripts' srun lines run in, over the scripts' `#SBATCH` lines (sbatch's command line wins
     over them); () for none; None where the line does not show them all (`sbatch $ARGS train.sh`: the allocation is
-    not known)."""
+    not known). The script at `path`, where a command of the line runs it (`sbatch --wrap "export SLURM_NTASKS=4;
+    bash run.sh"`, `salloc -n 8 ./run.sh`, `export SLURM_NTASKS=4 && bash run.sh`), takes them with srun's input
+    variables exported before that command, or set on it (`SLURM_NTASKS=4 bash run.sh`), over them: its environment
+    (`_allocated_commands`)."""
     try:
         commands = split_shell(command)
     except ValueError:
         return ()
+    submitted: tuple[tuple[str, str], ...] | None = ()
     for argv in commands:
         if (allocating := _allocator(argv)) is not None:
-            return None if allocating[1] is None else tuple(sorted(allocating[1].items()))
-    return ()
+            submitted = None if allocating[1] is None else tuple(sorted(allocating[1].items()))
+            break
+    if submitted is None or not path:
+        return submitted
+    for argv, allocation, _ in _allocated_commands(commands):
+        if _runs_script(argv, path):
+            pairs, _ = _assignments(argv)  # its own `VAR=value` words
+            own = {name: value if _PLAIN_VALUE.fullmatch(value) else _UNKNOWN for name, value in pairs}
+            return tuple(sorted({**allocation, **_environment_options(own)}.items()))
+    return submitted
+
+
+def _runs_script(argv: list[str], path: str) -> bool:
+    """Whether a command runs the job's script at `path`, named by its file's name: as the program (`./run.sh`,
+    `srun /home/u/run.sh`) or a shell's script (`bash run.sh`, `sh -e run.sh`, `source run.sh`)."""
+    program, words = _program(argv)
+    name = path.replace("\\", "/").rsplit("/", 1)[-1]
+    if program in ("bash", "sh", "dash", "zsh", "source", "."):
+        script = next((word for word in words if not word.startswith("-")), "")
+        return script.rsplit("/", 1)[-1] == name
+    return program == name
 
 
 _SRUN_VALUED = {"-n": "ntasks", "--ntasks": "ntasks", "-N": "nodes", "--nodes": "nodes"}

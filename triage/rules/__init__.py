@@ -199,6 +199,9 @@ from triage.rules.registry import RULES, THRESHOLDS, Finding, Status, TriageResu
 #      (e.g. via --gpus or --gres) without specifying --ntasks, and the total task count will be automatically
 #      determined"): `#SBATCH --gres=gpu:8 --ntasks-per-gpu=1` and a bare `srun python train.py` is 8 tasks, uneven use
 #      (it was one process, unused GPUs), those #SBATCH lines quoted (slurm_layout's `gpus`, `gpus_per_node`)
+#      also: a script the job's command runs (`sbatch --wrap "export SLURM_NTASKS=4; bash run.sh"`, `./run.sh`,
+#      `SLURM_NTASKS=4 bash run.sh`) takes srun's input variables exported before it for its srun lines, over sbatch's
+#      options and its #SBATCH lines (only sbatch's own options reached it: one task, unused GPUs, or sbatch's count)
 RULES_REVISION = 7
 
 __all__ = [
