@@ -392,7 +392,9 @@ class AuditEventAdmin(admin.ModelAdmin):
 
     list_display = ["at", "actor_name", "action", "target_repr"]
     list_filter = ["action"]
-    search_fields = ["actor_name", "action", "target_repr"]
+    # target_id too: an API token's entries are found by its prefix, as the tokens page shows it (older
+    # entries' target_id is the library's id, "<prefix>.<the key's hash>", which starts with it).
+    search_fields = ["actor_name", "action", "target_repr", "target_id"]
 
     def has_add_permission(self, request):
         return False

@@ -12,6 +12,7 @@ import logging
 from decimal import Decimal
 
 from django.db import models
+from rest_framework_api_key.models import AbstractAPIKey
 
 logger = logging.getLogger("fleet.audit")
 
@@ -24,7 +25,7 @@ def record(actor, action: str, target=None, details: dict | None = None):
     if target is None:
         target_type, target_id, target_repr = "", "", ""
     elif isinstance(target, models.Model):
-        target_type, target_id, target_repr = target._meta.label_lower, str(target.pk), str(target)
+        target_type, target_id, target_repr = target._meta.label_lower, _target_id(target), str(target)
     else:
         target_type, target_id, target_repr = "", "", str(target)
     event = AuditEvent.objects.create(
@@ -40,6 +41,12 @@ def record(actor, action: str, target=None, details: dict | None = None):
     )
     logger.info("audit: %s %s %s %s", event.actor_name, action, target_repr, details or "")
     return event
+
+
+def _target_id(target: models.Model) -> str:
+    """How an entry names its target: its primary key, but an API token (machine or personal) by its
+    prefix, as its row and its addresses do: the library's id is the prefix and the key's hash."""
+    return target.prefix if isinstance(target, AbstractAPIKey) else str(target.pk)
 
 
 def price_details(price) -> dict:

@@ -10,7 +10,7 @@ import pytest
 from django.contrib.auth.models import Group
 
 from fleet.access import OPERATORS_GROUP
-from fleet.models import AuditEvent, Cluster, GpuModelPrice, MachineToken
+from fleet.models import AuditEvent, Cluster, GpuModelPrice, MachineToken, PersonalToken
 from tests.factories import ClusterFactory, JobFactory, UserFactory
 from tests.test_connectors_ui import SECRET, form_data
 
@@ -58,6 +58,56 @@ def test_tokens_created_and_revoked_are_logged(client, operator):
         "reads_jobs": False,
     }
     assert token.prefix in event.target_repr or "ci-pusher" in event.target_repr
+
+
+def test_a_tokens_audit_entries_name_it_by_its_prefix_never_by_its_hash(client, operator, researcher):
+    """The library's id of a token is its prefix and its key's hash, which the tokens page keeps out of
+    addresses: the audit log names a token by its prefix (what its row and its addresses show)."""
+    client.force_login(operator)
+    client.post("/tokens/", {"name": "ci-pusher", "pushes_archives": "on"})
+    machine = MachineToken.objects.get(name="ci-pusher")
+    client.post(f"/tokens/{machine.prefix}/edit/", {"reads_jobs": "on"})
+    client.post(f"/tokens/{machine.prefix}/revoke/")
+    client.force_login(researcher)
+    client.post("/account/tokens/", {"name": "notebook", "lifetime": "30"})
+    client.post("/account/tokens/", {"name": "laptop", "lifetime": "30"})
+    mine = {token.name: token for token in PersonalToken.objects.filter(owner=researcher)}
+    client.post(f"/account/tokens/{mine['notebook'].prefix}/revoke/")
+    client.force_login(operator)
+    client.post(f"/tokens/personal/{mine['laptop'].prefix}/revoke/")
+
+    expected = [
+        ("token.create", machine),
+        ("token.change", machine),
+        ("token.revoke", machine),
+        ("personal_token.create", mine["notebook"]),
+        ("personal_token.create", mine["laptop"]),
+        ("personal_token.revoke", mine["notebook"]),
+        ("personal_token.revoke", mine["laptop"]),
+    ]
+    events = list(AuditEvent.objects.order_by("pk"))
+    assert [event.action for event in events] == [action for action, _ in expected]
+    for event, (_, token) in zip(events, expected, strict=True):
+        assert (event.target_type, event.target_id) == (token._meta.label_lower, token.prefix)
+        kept = json.dumps([event.target_id, event.target_repr, str(event), event.details])
+        # The hash (and each long piece of it: a hasher's salt, its digest), whole or cut short.
+        pieces = [token.hashed_key, token.pk, *(part for part in token.hashed_key.split("$") if len(part) >= 8)]
+        assert not [piece for piece in pieces if piece[:16] in kept], event.action
+
+
+def test_the_admin_finds_a_tokens_entries_by_its_prefix(client, staff_operator):
+    """An operator matches a token's row (its name and prefix… on the tokens page) to its entries: the
+    admin's search takes the prefix."""
+    client.force_login(staff_operator)
+    for name in ("ci-pusher", "exporter"):
+        client.post("/tokens/", {"name": name, "pushes_archives": "on"})
+    pusher = MachineToken.objects.get(name="ci-pusher")
+    client.post(f"/tokens/{pusher.prefix}/revoke/")
+    found = client.get("/admin/fleet/auditevent/", {"q": pusher.prefix}).context["cl"].result_list
+    assert sorted((event.action, event.target_repr) for event in found) == [
+        ("token.create", "ci-pusher"),
+        ("token.revoke", "ci-pusher"),
+    ]
 
 
 def test_a_threshold_change_is_logged_with_old_and_new_values(client, operator):
