@@ -1,4 +1,5 @@
-"""A value a person or script sent, quoted in an error message without repeating all of it."""
+"""A value a person or script sent, quoted in an error message without repeating all of it; and a few
+names or words said as a list in a sentence ("a, b and c")."""
 
 from __future__ import annotations
 
@@ -35,3 +36,11 @@ def library_error(exc: BaseException, limit: int = LIBRARY_ERROR_CHARS) -> str:
     `limit` and an ellipsis. Many repeat what they could not read whole: pandas' and float()'s
     "could not convert string to float: '…'" quote a 5,000-character value, a parser the whole line."""
     return shortened(str(exc), limit)
+
+
+def joined(items: list[str]) -> str:
+    """'a', 'a and b', 'a, b and c' ('' for none): names or words listed in a sentence, by fleet's
+    messages and triage's (the digests' schedules, the dashboard's notes on costs)."""
+    if len(items) < 2:
+        return "".join(items)
+    return f"{', '.join(items[:-1])} and {items[-1]}"

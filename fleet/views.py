@@ -27,6 +27,7 @@ from fleet.docs_pages import rendered_document
 from fleet.exports import spreadsheet_safe
 from fleet.filters import AuditEventFilter, IngestRunFilter, PersonalTokenFilter, narrowed
 from fleet.models import AuditEvent, IngestRun, MachineToken, PersonalToken
+from fleet.quoting import joined
 from fleet.tasking import tasks_run_here
 from fleet.uploads import format_size
 
@@ -301,8 +302,8 @@ def token_edit(request, prefix: str):
         audit.record(request.user, "token.change", token, {"prefix": token.prefix, "changed": changed})
         allowed = [TOKEN_PERMISSION_WORDS[flag] for flag, (_, new) in changed.items() if new]
         taken = [TOKEN_PERMISSION_WORDS[flag] for flag, (_, new) in changed.items() if not new]
-        said = [f"now may {_and_list(allowed)}"] if allowed else []
-        said += [f"may no longer {_and_list(taken)}"] if taken else []
+        said = [f"now may {joined(allowed)}"] if allowed else []
+        said += [f"may no longer {joined(taken)}"] if taken else []
         messages.success(
             request,
             f"{label} {', and '.join(said)}. Its key is unchanged: the machine that uses it needs no new secret.",
@@ -310,11 +311,6 @@ def token_edit(request, prefix: str):
         return redirect("fleet:token-list")
     permissions = [(flag, getattr(token, flag)) for flag in TOKEN_PERMISSIONS]
     return render(request, "fleet/token_edit.html", {"token": token, "permissions": permissions})
-
-
-def _and_list(words: list[str]) -> str:
-    """'a', 'a and b', 'a, b and c' (triage.digests.schedules.joined's, which fleet may not import)."""
-    return words[0] if len(words) == 1 else f"{', '.join(words[:-1])} and {words[-1]}"
 
 
 @operator_required

@@ -67,7 +67,7 @@ from fleet.canonical import (
 from fleet.connectors.native import NativeFiles  # native sacct/kubectl/Prometheus files (issue 6)
 from fleet.exports import unguarded_column
 from fleet.logcut import HeadTail, format_bytes
-from fleet.quoting import EXCERPT_CHARS, library_error, named, quoted, shortened
+from fleet.quoting import EXCERPT_CHARS, joined, library_error, named, quoted, shortened
 
 __all__ = [
     "ArchiveError",
@@ -729,7 +729,7 @@ class _ArchiveParser:
             if conflict is not None:
                 other_row, other = conflict
                 differing = _differing_keys(record, other)
-                rows = _join_rows([r for r, _ in occurrences])
+                rows = joined([str(r) for r, _ in occurrences])
                 message = (
                     f"job_id {cell_quoted(job_id)} appears in rows {rows} with different values "
                     f"(row {row} vs row {other_row}): {_differences(record, other, differing)}"
@@ -1711,10 +1711,6 @@ def _as_count(value) -> int | None:
         return int(value) if value.is_integer() and value >= 0 else None
     text = str(value).strip()
     return int(text) if text.isascii() and text.isdigit() else None
-
-
-def _join_rows(rows: list[int]) -> str:
-    return " and ".join(map(str, rows)) if len(rows) < 3 else ", ".join(map(str, rows[:-1])) + f" and {rows[-1]}"
 
 
 def _row_key(file: str, row: int | None) -> str:

@@ -24,7 +24,7 @@ from fleet.logevents import LOG_EVENT_KINDS
 from fleet.models import Cluster, Job
 from fleet.money import to_cents, whole
 from fleet.numbers import share_text
-from fleet.quoting import quoted
+from fleet.quoting import joined, quoted
 
 from .periods import Period
 
@@ -131,7 +131,7 @@ def pricing(jobs, conversion: Conversion | None = None, *, shown=None) -> Pricin
     if not by_currency:
         if not unpriced:  # no job with GPU-hours to price (an empty period): nothing is missing
             return Pricing(reporting, "", False, conversion)
-        note = f"No GPU-hour prices are set for these jobs' clusters ({_joined(list(unpriced))}), so their costs are 0"
+        note = f"No GPU-hour prices are set for these jobs' clusters ({joined(list(unpriced))}), so their costs are 0"
         return Pricing(reporting, note, True, conversion)
     # Priced jobs beside unpriced ones: the totals hold only the priced, so the note says what is missing.
     missing = _unpriced_note(unpriced, in_period=shown is not None)
@@ -142,16 +142,16 @@ def pricing(jobs, conversion: Conversion | None = None, *, shown=None) -> Pricin
     unconverted = [code for code in foreign if conversion.rate_of(code) is None]
     if unconverted:
         in_shown = by_currency if shown is None else _cost_by_currency(shown, reporting)
-        amounts = _joined([f"{whole(in_shown.get(code, 0.0))} {code}" for code in unconverted])
+        amounts = joined([f"{whole(in_shown.get(code, 0.0))} {code}" for code in unconverted])
         if shown is not None:
             amounts += " in this period"  # the week, in a digest
         note = (
-            f"Costs in {_joined(unconverted)} ({amounts}) are left out of the cost figures: no exchange rate"
+            f"Costs in {joined(unconverted)} ({amounts}) are left out of the cost figures: no exchange rate"
             f" to {reporting} is set for {'them' if len(unconverted) > 1 else 'it'}"
         )
         return Pricing(reporting, _and(note, missing), True, conversion, tuple(unconverted))
-    rates = _joined([f"1 {code} = {conversion.rate_of(code):,.6g} {reporting}" for code in foreign])
-    note = f"Costs in {_joined(foreign)} are converted to {reporting} at {rates}"
+    rates = joined([f"1 {code} = {conversion.rate_of(code):,.6g} {reporting}" for code in foreign])
+    note = f"Costs in {joined(foreign)} are converted to {reporting} at {rates}"
     return Pricing(reporting, _and(note, missing), bool(missing), conversion)
 
 
@@ -168,7 +168,7 @@ def _unpriced_note(unpriced: dict[str, tuple[int, float]], in_period: bool) -> s
         return ""
     jobs = sum(count for count, _ in unpriced.values())
     hours = sum(hours for _, hours in unpriced.values())
-    where = f"cluster{'s' if len(unpriced) > 1 else ''} {_joined(list(unpriced))}"
+    where = f"cluster{'s' if len(unpriced) > 1 else ''} {joined(list(unpriced))}"
     if in_period:
         where += " in this period"  # the week, in a digest
     one = jobs == 1
@@ -203,11 +203,6 @@ def left_out_amounts_by_team(jobs, currencies: tuple[str, ...]) -> dict[str, lis
 def amounts_said(parts: list[dict]) -> str:
     """Amounts by currency in words, as the teams CSV says what a cost left out: "20.00 EUR; 5.00 GBP", "" for none."""
     return "; ".join(f"{part['amount']:.2f} {part['currency']}" for part in parts)
-
-
-def _joined(items: list[str]) -> str:
-    """'a', 'a and b', 'a, b and c'."""
-    return items[0] if len(items) == 1 else f"{', '.join(items[:-1])} and {items[-1]}"
 
 
 def totals(jobs, low_util_threshold: float, conversion: Conversion | None = None) -> Totals:

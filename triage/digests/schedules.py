@@ -10,6 +10,8 @@ from zoneinfo import ZoneInfo
 
 from celery.schedules import crontab
 
+from fleet.quoting import joined
+
 
 class ZonedCrontab(crontab):
     def __init__(self, minute="*", hour="*", day_of_week="*", day_of_month="*", month_of_year="*", **kwargs):
@@ -55,10 +57,3 @@ def describe(schedule) -> str:
     times = joined([f"{hour:02d}:{minute:02d}" for hour in sorted(schedule.hour) for minute in sorted(schedule.minute)])
     zone = getattr(schedule, "zone", None) or str(schedule.tz)
     return f"{when} at {times} {zone}"
-
-
-def joined(items: list[str]) -> str:
-    """'a', 'a and b', 'a, b and c' ('' for none)."""
-    if len(items) < 2:
-        return "".join(items)
-    return f"{', '.join(items[:-1])} and {items[-1]}"

@@ -34,7 +34,7 @@ from fleet.forms import MAX_ROW_ID
 from fleet.models import IngestRun, Job, Team
 from fleet.money import whole
 from fleet.numbers import share_text
-from fleet.quoting import library_error
+from fleet.quoting import joined, library_error
 from triage import feedback
 from triage.dashboard import queries
 from triage.dashboard.periods import Period
@@ -212,7 +212,7 @@ def delivery_status(user, choices: list[Choice] | None = None) -> dict:
         "schedule": send_schedule(),
         "email": user.email,
         "received": received,
-        "received_text": schedules.joined(names),
+        "received_text": joined(names),
         "choices": len(choices),
     }
 
