@@ -6,8 +6,9 @@ Chromium (WCAG 1.4.11, non-text contrast: 3:1; axe-core checks text only).
   page's fields had the tables' --line grey, 1.2:1 on the white card, and the jobs filter's 1.5:1 in
   the dark scheme. And each button's words on its fill, 4.5:1 (the findings' Send was white on white
   in the dark scheme, which axe-core let pass).
-- A cause's tag (its dimension's colour beside its name, on the jobs list, the causes, a team's page):
-  drawn for a white page, the colours stood 2.5:1 on the dark scheme's cards.
+- A cause's tag (its dimension's colour beside its name, on the jobs list, the causes, a team's page)
+  and the labeling form's groups of options (edged in their dimension's colour): drawn for a white
+  page, the colours stood 2.5:1 on the dark scheme's cards.
 """
 
 from __future__ import annotations
@@ -77,7 +78,7 @@ return fields.filter(shown).map(field => {
 TAGS = (
     CONTRAST
     + """
-return [...document.querySelectorAll('main .tag')].filter(shown).map(tag => {
+return [...document.querySelectorAll('main .tag, main fieldset.dimension')].filter(shown).map(tag => {
   const style = getComputedStyle(tag);
   const around = behind(tag);
   const edge = over(rgba(style.borderLeftColor), around);
@@ -149,19 +150,22 @@ def test_form_fields_stand_out_in_both_schemes(browser, live_server, world, demo
 
 
 @pytest.mark.django_db(transaction=True)
-def test_cause_tags_stand_out_in_both_schemes(browser, live_server, operator, demo_archive):  # noqa: F811
+def test_cause_tags_stand_out_in_both_schemes(browser, live_server, world, demo_archive, django_user_model):  # noqa: F811
     ingest.execute_run(ingest.create_run(demo_archive).pk)
     finding = Finding.objects.filter(result__is_current=True).select_related("job__team").first()
     period = "from=2026-01-01&to=2027-12-31"  # the demo fleet's weeks, wherever the factories' dates have run
+    operator, nina = world["users"]["operator"], django_user_model.objects.get(username="nina-rater")
     pages = [
-        ("jobs", f"/jobs/?{period}&sort=unused"),
-        ("causes", f"/categories/?{period}"),
-        ("a cause", f"/categories/{finding.category}/?{period}"),
-        ("a team", f"/teams/{finding.job.team.slug}/?{period}"),
+        ("jobs", f"/jobs/?{period}&sort=unused", operator),
+        ("causes", f"/categories/?{period}", operator),
+        ("a cause", f"/categories/{finding.category}/?{period}", operator),
+        ("a team", f"/teams/{finding.job.team.slug}/?{period}", operator),
+        # The labeling form's options, grouped by dimension, each group edged in its colour.
+        ("labeling", "/studies/{study_other}/label/{item_other}/".format(**world["params"]), nina),
     ]
-    open_as(browser, live_server.url, operator)
     problems, tags = [], 0
-    for name, path in pages:
+    for name, path, user in pages:
+        open_as(browser, live_server.url, user)
         browser.get(live_server.url + path)
         tags += len(browser.execute_script(TAGS))
         problems += measured(browser, TAGS, f"{name} {path}")
