@@ -617,7 +617,6 @@ def _base_context(kind: str, period: Period, jobs, team: Team | None, hidden: fr
         "cost_warning": pricing.warning,
         "conversion": conversion,  # for the operator digest's teams; not for the templates
         "low_threshold": threshold,
-        "public_base_url": settings.PUBLIC_BASE_URL,
         "preview_url": absolute(preview_path(kind, week, team)),
         "settings_url": absolute(reverse("digests:settings")),
         "judged_week_jobs": judged_week,  # for the top jobs (a team digest's)
