@@ -613,3 +613,37 @@ def test_on_a_phone_the_labeling_form_is_a_tap_away(browser, live_server, team_a
     with window_width(browser, 1280):
         browser.get(f"{live_server.url}/studies/{study.pk}/label/")
         assert browser.execute_script(shown) == [], "beside the evidence, the form needs no link"
+
+
+@pytest.mark.django_db(transaction=True)
+def test_on_a_laptop_the_save_buttons_show_without_scrolling_the_label_form(browser, live_server, team_a):  # noqa: F811
+    """At 1280x800 the label form (its own scrolling box, beside the evidence) held its 16 options, their
+    notes and then the buttons: Save and next sat below the box's bottom edge until the rater scrolled the
+    form itself. The buttons stay at the foot of the form's box, in view, and the options scroll behind them."""
+    from selenium.webdriver.common.by import By
+
+    lead, second = UserFactory(username="lara-researcher"), UserFactory(username="leo-rater")
+    for user in (lead, second):
+        user.groups.add(Group.objects.get_or_create(name=RESEARCHERS_GROUP)[0])
+    JobFactory(team=team_a, name="bert-0", mean_gpu_util=20.0)
+    study = services.create_study(name="Laptop pilot", lead=lead, raters=[lead, second], sample_size=1, seed=5)
+    open_as(browser, live_server.url, lead)
+    metrics = {"width": 1280, "height": 800, "deviceScaleFactor": 1, "mobile": False}
+    browser.execute_cdp_cmd("Emulation.setDeviceMetricsOverride", metrics)
+    try:
+        browser.get(f"{live_server.url}/studies/{study.pk}/label/")
+        form = browser.find_element(By.ID, "label-form")
+        for scrolled in (0, 10_000):  # at the top of the form's options, and at their end
+            browser.execute_script("arguments[0].scrollTop = arguments[1]", form, scrolled)
+            for button in form.find_elements(By.CSS_SELECTOR, ".actions button"):
+                box, shown = browser.execute_script(BOX, button), browser.execute_script(BOX, form)
+                assert shown[1] <= box[1] and box[3] <= min(shown[3], 800), (button.text, box, shown, scrolled)
+                hit = browser.execute_script(
+                    "const r = arguments[0].getBoundingClientRect();"
+                    " const [x, y] = [r.left + r.width / 2, r.top + r.height / 2];"
+                    " return arguments[0].contains(document.elementFromPoint(x, y));",
+                    button,
+                )
+                assert hit, f"{button.text!r} is covered at scroll {scrolled}"
+    finally:
+        browser.execute_cdp_cmd("Emulation.clearDeviceMetricsOverride", {})

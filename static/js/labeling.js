@@ -99,5 +99,22 @@
     else if (key === "?") { var help = form.querySelector(".shortcuts"); if (help) { help.open = !help.open; } }
   });
 
+  // Beside the evidence (two columns, wider than 1000 px) the form is a box of its own, as tall as the
+  // window below its top: at the page's top the heading above pushed its foot, and the buttons kept there
+  // (labeling.css), below the window. Once the page scrolls the box sticks 8 px from the top.
+  var wide = window.matchMedia("(min-width: 1001px)");
+  var pending = false;
+  function fit() {
+    pending = false;
+    var top = Math.max(8, form.getBoundingClientRect().top);
+    form.style.maxHeight = wide.matches ? Math.max(240, window.innerHeight - top - 8) + "px" : "";
+  }
+  function refit() {
+    if (!pending) { pending = true; window.requestAnimationFrame(fit); }
+  }
+  window.addEventListener("scroll", refit, { passive: true });
+  window.addEventListener("resize", refit);
+  fit();
+
   sync();
 })();
