@@ -1466,3 +1466,35 @@ def test_before_gold_the_rules_page_leads_to_the_gold_page_and_one_job_is_one_jo
     assert f'<a href="{reverse("labeling:gold", args=[study.pk])}">' in empty
     page = client.get(reverse("labeling:gold", args=[study.pk])).content.decode()
     assert "Ready now: <strong>1</strong> job (" in page
+
+
+def test_the_study_pages_raters_table_names_the_zone_of_its_submitted_times(client, study, raters):
+    """The raters table gave "Submitted 2026-12-07 00:58" under a bare "Submitted": a time without its
+    zone, where every other table of times names it in its header (Start (UTC), Started (UTC))."""
+    from fleet.models import UserProfile
+
+    lead, ravi = raters
+    answer(study, ravi, {1: [BATCH], 2: [CKPT], 3: [BATCH], 4: ["none"]})
+    services.submit(study, ravi)
+    client.force_login(lead)
+    page = client.get(reverse("labeling:study", args=[study.pk])).content.decode()
+    head = page.split('<caption class="visually-hidden">Raters</caption>')[1].split("</thead>")[0]
+    assert '<th scope="col">Submitted (UTC)</th>' in head
+    UserProfile.objects.update_or_create(user=lead, defaults={"time_zone": "Europe/Berlin"})
+    page = client.get(reverse("labeling:study", args=[study.pk])).content.decode()
+    head = page.split('<caption class="visually-hidden">Raters</caption>')[1].split("</thead>")[0]
+    assert '<th scope="col">Submitted (Europe/<wbr>Berlin)</th>' in head
+
+
+def test_an_undefined_kappa_says_why_beside_its_dash(client, study, raters):
+    """A category neither rater ticked has no kappa (0/0): its cell showed a bare dash, with the reason
+    only in a hover title (no phone shows one) and folded in "How these figures are computed", while every
+    other figure without an interval says why beside it."""
+    from tests.reading import table_rows
+
+    run_study(study, raters)
+    client.force_login(raters[0])
+    page = client.get(reverse("labeling:agreement", args=[study.pk])).content.decode()
+    (api_misuse,) = [row for row in table_rows(page, "Per category") if row[0] == "API misuse"]
+    assert api_misuse[1] == "– (same answer on every job: undefined)"
+    assert api_misuse[2] == "100.0 %"  # the percent agreement beside it still counts

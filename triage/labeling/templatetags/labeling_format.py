@@ -42,7 +42,8 @@ def estimate(value):
     """A statistic with its bootstrap interval: 0.812 [0.701, 0.903]; or, where no interval could be
     drawn, why not: 1.000 (too few positive labels for an interval)."""
     if value is None or value.value is None:
-        return format_html('<span title="{}">–</span>', "undefined: every rating had the same value")
+        # Said beside the dash, as a missing interval's reason is: a title shows on no phone.
+        return format_html('– <small class="no-interval">({})</small>', "same answer on every job: undefined")
     if value.low is None:
         share = value.agreed_interval
         if value.no_interval_reason == NO_DISAGREEMENT and share is not None:
