@@ -502,3 +502,30 @@ def test_a_script_run_after_the_wrapped_commands_export_is_uneven_use():
     command = 'sbatch --gres=gpu:8 --wrap "export SLURM_NTASKS=8; bash run.sh"'
     finding = oversubscription(scripts=[("run.sh", script)], command=command)
     assert finding.sub_cause == "uneven_use" and finding.numbers["srun_tasks"] == 8
+
+
+@pytest.mark.parametrize(
+    ("script", "processes"),
+    [
+        # srun(1), INPUT ENVIRONMENT VARIABLES: SLURM_GPUS "Same as -G, --gpus", SLURM_GPUS_PER_NODE "Same as
+        # --gpus-per-node": the GPUs --ntasks-per-gpu counts its tasks from
+        ("#SBATCH --ntasks-per-gpu=1\nexport SLURM_GPUS=8\nsrun python train.py", 8),
+        ("export SLURM_NTASKS_PER_GPU=2 SLURM_GPUS_PER_NODE=4\nsrun python train.py", 8),
+        ("export SLURM_NTASKS_PER_GPU=1 SLURM_GPUS_PER_NODE=4 SLURM_JOB_NUM_NODES=2\nsrun python train.py", 8),
+        ("export SLURM_NTASKS_PER_GPU=1 SLURM_GPUS=volta:3,kepler:1\nsrun python train.py", 4),
+        ("SLURM_NTASKS_PER_GPU=1 SLURM_GPUS=8 srun python train.py", 8),
+        # srun's own options win; a count not shown is not known
+        ("export SLURM_NTASKS_PER_GPU=1 SLURM_GPUS=8\nsrun --gpus=2 python train.py", 2),
+        ("export SLURM_NTASKS_PER_GPU=1 SLURM_GPUS=$G\nsrun python train.py", None),
+    ],
+)
+def test_the_gpus_srun_reads_from_its_environment_count_its_tasks_per_gpu(script, processes):
+    # `export SLURM_GPUS=8` under `#SBATCH --ntasks-per-gpu=1`: a bare srun's 8 tasks were not counted (one process)
+    assert launch_of(f"#!/bin/bash\n{script}\n").detail.get("processes") == processes
+
+
+def test_the_jobs_command_exporting_the_gpus_counts_its_tasks_per_gpu():
+    (launch,) = command_code_facts("export SLURM_NTASKS_PER_GPU=1 SLURM_GPUS=8 && srun python train.py")
+    assert launch.detail.get("processes") == 8
+    (launch,) = command_code_facts('sbatch --ntasks-per-gpu=2 --wrap "export SLURM_GPUS_PER_NODE=4; srun python t.py"')
+    assert launch.detail.get("processes") == 8

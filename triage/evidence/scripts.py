@@ -2176,14 +2176,27 @@ _SRUN_ENVIRONMENT = {
     "SLURM_GPUS_PER_TASK": "gpus_per_task",
     "SLURM_GPU_BIND": "gpu_bind",
     "SLURM_NTASKS_PER_GPU": "ntasks_per_gpu",  # scrun(1): "See SLURM_NTASKS_PER_GPU from srun(1)"
+    # the GPUs --ntasks-per-gpu counts its tasks from (`_gpu_tasks`): srun(1), INPUT ENVIRONMENT VARIABLES (Slurm's
+    # doc/man/man1/srun.1, 20.11), SLURM_GPUS "Same as -G, --gpus", SLURM_GPUS_PER_NODE "Same as --gpus-per-node"
+    # (SLURM_GRES and SLURM_STEP_GRES, both "Same as --gres", are not read: which one a step takes is not said there)
+    "SLURM_GPUS": "gpus",
+    "SLURM_GPUS_PER_NODE": "gpus_per_node",
 }
 _UNKNOWN = "?"  # an option's value the script does not show (`export SLURM_NTASKS=$N`, `unset SLURM_NTASKS`)
 
 
 def _environment_options(variables: dict) -> dict:
     """The task options srun takes from these environment variables (`_SRUN_ENVIRONMENT`), by name (their values, or
-    what is kept of each: the line that set it)."""
-    return {option: variables[name] for name, option in _SRUN_ENVIRONMENT.items() if name in variables}
+    what is kept of each: the line that set it). A GPU count's value is read as its option's (`SLURM_GPUS=volta:3,
+    kepler:1`: 4, `_gpus_asked`)."""
+    options = {}
+    for name, option in _SRUN_ENVIRONMENT.items():
+        if name in variables:
+            value = variables[name]
+            if option in ("gpus", "gpus_per_node") and isinstance(value, str) and value != _UNKNOWN:
+                value = _gpus_asked(value.split(","), alone=False)
+            options[option] = value
+    return options
 
 
 def _srun_options(argv: list[str]) -> dict[str, str] | None:
