@@ -505,6 +505,35 @@ def test_a_script_run_after_the_wrapped_commands_export_is_uneven_use():
 
 
 @pytest.mark.parametrize(
+    ("script", "command", "processes"),
+    [
+        # env(1) runs its command with the NAME=VALUE words before it set: srun reads SLURM_NTASKS from them
+        ("#SBATCH -n 8\nenv SLURM_NTASKS=4 srun python train.py", "", 4),
+        ("env NCCL_DEBUG=INFO SLURM_NTASKS=4 srun python train.py", "", 4),
+        ("srun python train.py", 'sbatch -n 8 --wrap "env SLURM_NTASKS=4 bash run.sh"', 4),
+        ("srun python train.py", "env SLURM_NTASKS=4 bash run.sh", 4),
+        # for that one command only
+        ("#SBATCH -n 8\nenv SLURM_NTASKS=4 true\nsrun python train.py", "", 8),
+    ],
+)
+def test_the_variables_env_sets_for_its_command_are_srun_input(script, command, processes):
+    # `env SLURM_NTASKS=4 srun python train.py`: the words after `env` were not read (8, the #SBATCH line's count)
+    assert launch_of(f"#!/bin/bash\n{script}\n", command).detail.get("processes") == processes
+
+
+def test_envs_own_options_leave_the_count_unknown():
+    # `env -u NAME`, `env -i`: what the command's environment holds is not read (never the #SBATCH line's 8)
+    for line in ("env -u SLURM_NTASKS srun python train.py", "env -i SLURM_NTASKS=4 srun python train.py"):
+        evidence = extract_script_evidence([("run.sh", f"#!/bin/bash\n#SBATCH -n 8\n{line}\n")])
+        assert all(f.detail.get("processes") in (None, 1) for f in evidence.of("shell_launch"))
+
+
+def test_the_jobs_command_under_env_is_read_with_its_variables():
+    (launch,) = command_code_facts("env SLURM_NTASKS=4 srun python x.py")
+    assert launch.detail.get("processes") == 4
+
+
+@pytest.mark.parametrize(
     ("script", "processes"),
     [
         # srun(1), INPUT ENVIRONMENT VARIABLES: SLURM_GPUS "Same as -G, --gpus", SLURM_GPUS_PER_NODE "Same as

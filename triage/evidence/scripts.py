@@ -389,17 +389,22 @@ def _assignments(argv: list[str]) -> tuple[list[tuple[str, str]], bool]:
     `DATA=s3://b/x`, `export CUDA_VISIBLE_DEVICES=0,1 NCCL_IB_DISABLE=1` (`declare`, `readonly`, `local` alike; a
     word that assigns nothing, `export OUT` or `declare -x`, sets no value and makes it more than assignments), or
     the leading ones of a command, which set them for it (`NCCL_P2P_DISABLE=1 torchrun ...`; a word after the program
-    is its argument). The one reading of a shell script's assignments: for its environment (`_shell_facts`) and for
-    the values its launch lines take (`_ShellVariables`)."""
+    is its argument), `env`'s among them (`env SLURM_NTASKS=4 srun ...`: env(1) runs the command after its
+    NAME=VALUE words with them set; an option of env's own, `-i` or `-u NAME`, and the words after it are not read).
+    The one reading of a shell script's assignments: for its environment (`_shell_facts`) and for the values its
+    launch lines take (`_ShellVariables`)."""
     declared = bool(argv) and argv[0] in _DECLARATIONS
     words = argv[1:] if declared else argv
     pairs = []
+    under_env = False
     for word in words:
         if match := _ASSIGNMENT.fullmatch(word):
             pairs.append((match.group(1), match.group(2)))
+        elif not declared and word == "env" and not under_env:
+            under_env = True
         elif not declared:
             break
-    return pairs, bool(words) and len(pairs) == len(words)
+    return pairs, bool(words) and not under_env and len(pairs) == len(words)
 
 
 class _ShellVariables:
@@ -2207,11 +2212,8 @@ def _srun_options(argv: list[str]) -> dict[str, str] | None:
     given = _task_options(srun) if srun is not None else None
     if given is None:
         return None
-    assigned = {}
-    for word in argv:
-        if not (match := _ASSIGNMENT.fullmatch(word)):
-            break
-        assigned[match.group(1)] = match.group(2) if _PLAIN_VALUE.fullmatch(match.group(2)) else _UNKNOWN
+    pairs, _ = _assignments(argv)  # `SLURM_NTASKS=8 srun ...`, `env SLURM_NTASKS=8 srun ...`
+    assigned = {name: value if _PLAIN_VALUE.fullmatch(value) else _UNKNOWN for name, value in pairs}
     return {**_environment_options(assigned), **given}
 
 
