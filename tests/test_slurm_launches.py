@@ -505,6 +505,58 @@ def test_a_script_run_after_the_wrapped_commands_export_is_uneven_use():
 
 
 @pytest.mark.parametrize(
+    ("command", "script", "processes"),
+    [
+        # sbatch(1): the batch script "may contain options preceded with "#SBATCH""; with --wrap "the sbatch-generated
+        # wrapper script is used". A script the wrapped command runs is not the batch script: sbatch never read its
+        # #SBATCH lines (they gave the count: 8, or 4 a node on sbatch's two nodes)
+        ('sbatch --wrap "bash run.sh"', "#SBATCH -n 8\nsrun python train.py", None),
+        ('sbatch -N 2 --wrap "bash run.sh"', "#SBATCH --ntasks-per-node=4\nsrun python train.py", 2),
+        ("sbatch -N 2 --wrap './run.sh'", "#SBATCH --ntasks-per-node=4\nsrun python train.py", 2),
+        ('sbatch --wrap "srun bash /home/u/run.sh"', "#SBATCH -n 8\nsrun python train.py", None),
+        # nor does salloc's command, or a command line that runs the script without sbatch
+        ("salloc -N 1 bash run.sh", "#SBATCH -n 8\nsrun python train.py", 1),
+        ("bash run.sh", "#SBATCH -n 8\nsrun python train.py", None),
+        ("export SLURM_NTASKS=4 && bash run.sh", "#SBATCH -N 2\nsrun python train.py", 4),
+        # the script sbatch was given is the batch script, named or not (sacct's script artifact, batch_script.sh)
+        ("sbatch run.sh", "#SBATCH -n 8\nsrun python train.py", 8),
+        ("sbatch -N 2 run.sh --epochs 3", "#SBATCH --ntasks-per-node=4\nsrun python train.py", 8),
+        ("sbatch train.sh", "#SBATCH -n 8\nsrun python train.py", 8),
+        ("", "#SBATCH -n 8\nsrun python train.py", 8),
+    ],
+)
+def test_a_script_the_jobs_command_runs_takes_no_allocation_from_its_sbatch_lines(command, script, processes):
+    # `sbatch --wrap "bash run.sh"`: run.sh's `#SBATCH -n 8` were read as the allocation, 8 tasks (uneven use), though
+    # sbatch never read them
+    assert launch_of(f"#!/bin/bash\n{script}\n", command).detail.get("processes") == processes
+
+
+def test_the_sbatch_lines_of_a_script_run_by_the_wrapped_command_give_no_task_layout():
+    # nor are they the job's layout (a task's CPUs, the tasks a node: the data rules' `slurm_layout` facts)
+    script = "#!/bin/bash\n#SBATCH -c 12 --ntasks-per-node=8\nsrun python train.py\n"
+    wrapped = extract_script_evidence([("run.sh", script)], command='sbatch --wrap "bash run.sh"')
+    assert wrapped.of("slurm_layout") == []
+    (layout,) = extract_script_evidence([("run.sh", script)], command="sbatch run.sh").of("slurm_layout")
+    assert layout.detail == {"cpus_per_task": 12, "ntasks_per_node": 8}
+    # sacct's job: its script artifact is the generated wrapper, which runs run.sh
+    wrapper = "#!/bin/sh\n# This script was created by sbatch --wrap.\n\nbash run.sh\n"
+    evidence = extract_script_evidence(
+        [("batch_script.sh", wrapper), ("run.sh", script)], command='sbatch --gres=gpu:8 --wrap "bash run.sh"'
+    )
+    (launched,) = evidence.of("shell_launch")
+    assert launched.path == "run.sh" and launched.detail.get("processes") is None
+
+
+def test_a_wrapped_scripts_sbatch_lines_are_no_uneven_use():
+    # its #SBATCH --ntasks=8 made it eight tasks on 8 GPUs with one busy, uneven use; Slurm started one
+    script = "#!/bin/bash\n#SBATCH --ntasks=8\nsrun python train.py\n"
+    finding = oversubscription(scripts=[("run.sh", script)], command='sbatch --gres=gpu:8 --wrap "bash run.sh"')
+    assert finding.sub_cause == "unused_gpus" and "srun_tasks" not in finding.numbers  # one task, 7 GPUs idle
+    finding = oversubscription(scripts=[("run.sh", script)], command="sbatch --gres=gpu:8 run.sh")
+    assert finding.sub_cause == "uneven_use" and finding.numbers["srun_tasks"] == 8
+
+
+@pytest.mark.parametrize(
     ("script", "command", "processes"),
     [
         # env(1) runs its command with the NAME=VALUE words before it set: srun reads SLURM_NTASKS from them

@@ -142,13 +142,14 @@ def extract_script_evidence(scripts: list[tuple[str, str]], command: str = "") -
     relative = {folder: frozenset(names) for folder, names in modules.items() if folder is not None}
     wanted = {path: (absolute, relative[_folder(path)]) for path in python}
     # a shell script's srun lines run in the allocation the job's sbatch command line gives, with what the command
-    # that runs it exports (Python files need not know it: they are read once for every allocation)
+    # that runs it exports, and its #SBATCH lines are read only where it may be the batch script sbatch was given
+    # (Python files need not know it: they are read once for every allocation)
     shells = [path for path, text in scripts if not path.lower().endswith(".py") and _is_shell(path, text)]
-    allocated = {path: _submitted_allocation(command, path) if command else () for path in shells}
-    parts = {
-        path: _file_evidence(path, text, given.get(path, ()), wanted.get(path, ()), submitted=allocated.get(path, ()))
-        for path, text in scripts
-    }
+    allocated = {path: _submitted_allocation(command, path) if command else ((), True) for path in shells}
+    parts = {}
+    for path, text in scripts:
+        submitted, batch = allocated.get(path, ((), True))
+        parts[path] = _file_evidence(path, text, given.get(path, ()), wanted.get(path, ()), (), submitted, batch)
     # A Python file's reads follow what the job's other files hand its functions and classes (`train.py` builds
     # `data.py`'s Dataset with the data root): read again with that, as long as it changes, a few rounds at most (a
     # value handed on through a longer chain of files is not known).
@@ -266,7 +267,13 @@ _cache_lock = threading.Lock()
 
 
 def _file_evidence(
-    path: str, text: str, given: tuple = (), modules: tuple = (), incoming: tuple = (), submitted: tuple | None = ()
+    path: str,
+    text: str,
+    given: tuple = (),
+    modules: tuple = (),
+    incoming: tuple = (),
+    submitted: tuple | None = (),
+    batch: bool = True,
 ) -> ScriptEvidence:
     """A file's facts, read once per process for each set of launch options that matters to them. A launch's numbers
     (`--lr 0.1`) matter only to the options the file's facts read (`--workers 8`: `ScriptEvidence.option_flags`), so
@@ -274,13 +281,13 @@ def _file_evidence(
     `--lr` share one reading, as those that differ in `--workers` do not)."""
     digest = hashlib.sha256(text.encode("utf-8", "surrogatepass")).digest()
     kept = _numbers_for(given, frozenset())
-    evidence = _cached_read(path, text, digest, kept, modules, incoming, submitted)
+    evidence = _cached_read(path, text, digest, kept, modules, incoming, submitted, batch)
     for _ in range(_NUMBER_ROUNDS):  # a value may send a read down another branch, reading other options
         wanted = _numbers_for(given, evidence.option_flags)
         if wanted == kept:
             break
         kept = wanted
-        evidence = _cached_read(path, text, digest, kept, modules, incoming, submitted)
+        evidence = _cached_read(path, text, digest, kept, modules, incoming, submitted, batch)
     return evidence
 
 
@@ -303,15 +310,22 @@ def _names_one_of(flag: str, flags: frozenset) -> bool:
 
 
 def _cached_read(
-    path: str, text: str, digest: bytes, given: tuple, modules: tuple, incoming: tuple, submitted: tuple | None = ()
+    path: str,
+    text: str,
+    digest: bytes,
+    given: tuple,
+    modules: tuple,
+    incoming: tuple,
+    submitted: tuple | None = (),
+    batch: bool = True,
 ) -> ScriptEvidence:
-    key = (path, digest, given, modules, incoming, submitted)
+    key = (path, digest, given, modules, incoming, submitted, batch)
     with _cache_lock:
         found = _cached_files.get(key)
         if found is not None:
             _cached_files.move_to_end(key)
             return found
-    evidence = _read_file(path, text, given, modules, incoming, submitted)
+    evidence = _read_file(path, text, given, modules, incoming, submitted, batch)
     with _cache_lock:
         _cached_files[key] = evidence
         while len(_cached_files) > FILES_CACHED:
@@ -320,13 +334,19 @@ def _cached_read(
 
 
 def _read_file(
-    path: str, text: str, given: tuple = (), modules: tuple = (), incoming: tuple = (), submitted: tuple | None = ()
+    path: str,
+    text: str,
+    given: tuple = (),
+    modules: tuple = (),
+    incoming: tuple = (),
+    submitted: tuple | None = (),
+    batch: bool = True,
 ) -> ScriptEvidence:
     """The facts of one script: Python by its syntax tree, shell by its tokens, anything else none. `given`: the
     options each launch of a Python script hands it (`_given_options`); `modules`: sets of the (module, level) pairs
     its imports may name the job's files by (`_importable`); `incoming`: what those hand its functions and classes
-    (`_imported_calls`); `submitted`: a shell script's allocation from the job's sbatch command line
-    (`_submitted_allocation`)."""
+    (`_imported_calls`); `submitted`: a shell script's allocation from the job's sbatch command line, and `batch`:
+    whether it may be the job's batch script, whose `#SBATCH` lines sbatch read (`_submitted_allocation`)."""
     evidence = ScriptEvidence()
     lower = path.lower()
     if lower.endswith(".py"):
@@ -342,7 +362,7 @@ def _read_file(
             evidence.parse_errors.append(f"{path}: nested too deeply to be read")
     elif _is_shell(path, text):
         evidence.shell_files += 1
-        _shell_facts(path, text, evidence, submitted)
+        _shell_facts(path, text, evidence, submitted, batch)
     elif lower.endswith(CONFIG_SUFFIXES):
         _config_facts(path, text, evidence)
     return evidence
@@ -2328,31 +2348,41 @@ def _allocated_commands(commands: list[list[str]]) -> list[tuple[list[str], dict
     return out
 
 
-def _submitted_allocation(command: str, path: str = "") -> tuple[tuple[str, str], ...] | None:
+def _submitted_allocation(command: str, path: str) -> tuple[tuple[tuple[str, str], ...] | None, bool]:
     """The task options the job's submitted `sbatch` (or `salloc`) command line gives (`sbatch -n 8 --gpus-per-task=1
     train.sh`), which its scripts' srun lines run in, over the scripts' `#SBATCH` lines (sbatch's command line wins
     over them); () for none; None where the line does not show them all (`sbatch $ARGS train.sh`: the allocation is
     not known). The script at `path`, where a command of the line runs it (`sbatch --wrap "export SLURM_NTASKS=4;
     bash run.sh"`, `salloc -n 8 ./run.sh`, `export SLURM_NTASKS=4 && bash run.sh`), takes them with srun's input
     variables exported before that command, or set on it (`SLURM_NTASKS=4 bash run.sh`), over them: its environment
-    (`_allocated_commands`)."""
+    (`_allocated_commands`). And whether the script may be the job's batch script, whose `#SBATCH` lines sbatch
+    read: not one such a command runs (below)."""
     try:
         commands = split_shell(command)
     except ValueError:
-        return ()
+        return (), True
     submitted: tuple[tuple[str, str], ...] | None = ()
     for argv in commands:
         if (allocating := _allocator(argv)) is not None:
             submitted = None if allocating[1] is None else tuple(sorted(allocating[1].items()))
             break
-    if submitted is None or not path:
-        return submitted
+    # sbatch(1) (Slurm's doc/man/man1/sbatch.1, 20.11; slurm.schedmd.com/sbatch.html): "The batch script may
+    # contain options preceded with "#SBATCH" before any executable commands in the script"; of --wrap: "Sbatch will
+    # wrap the specified command string in a simple "sh" shell script, and submit that script to the slurm
+    # controller. When --wrap is used, a script name and arguments may not be specified on the command line;
+    # instead the sbatch-generated wrapper script is used."
+    # A script that a command of the line runs (the wrapped command's `bash run.sh`, salloc's command, `./run.sh`)
+    # is no batch script sbatch was given: its #SBATCH lines are a comment to the shell that runs it. The script
+    # `sbatch run.sh` names is not run by a command here, and sacct's copy of it (batch_script.sh) is named by no
+    # command: both keep their #SBATCH lines.
     for argv, allocation, _ in _allocated_commands(commands):
         if _runs_script(argv, path):
+            if submitted is None:
+                return None, False
             pairs, _ = _assignments(argv)  # its own `VAR=value` words
             own = {name: value if _PLAIN_VALUE.fullmatch(value) else _UNKNOWN for name, value in pairs}
-            return tuple(sorted({**allocation, **_environment_options(own)}.items()))
-    return submitted
+            return tuple(sorted({**allocation, **_environment_options(own)}.items())), False
+    return submitted, True
 
 
 def _runs_script(argv: list[str], path: str) -> bool:
@@ -2657,9 +2687,13 @@ _ENV_FACTS = {"CUDA_VISIBLE_DEVICES", "NCCL_IB_DISABLE", "NCCL_SOCKET_IFNAME", "
 _ENV_FACTS |= {"PET_NPROC_PER_NODE", "PET_NNODES"}
 
 
-def _shell_facts(path: str, text: str, evidence: ScriptEvidence, submitted: tuple | None = ()) -> None:
+def _shell_facts(
+    path: str, text: str, evidence: ScriptEvidence, submitted: tuple | None = (), batch: bool = True
+) -> None:
     """`submitted`: the task options of the job's sbatch command line (`_submitted_allocation`), over the script's
-    `#SBATCH` lines; None where not known."""
+    `#SBATCH` lines; None where not known. `batch`: False where the script is not the job's batch script (a command
+    of the job's line runs it, `sbatch --wrap "bash run.sh"`): sbatch read none of its `#SBATCH` lines, which give
+    neither the allocation nor the job's layout."""
     launched = False
     assigned: set[str] = set()  # the variables the script's lines set so far (torchrun's `PET_*`: `_launch_processes`)
     allocation: dict[str, str] = {}  # the batch script's #SBATCH task options, which a bare srun takes
@@ -2670,6 +2704,8 @@ def _shell_facts(path: str, text: str, evidence: ScriptEvidence, submitted: tupl
     environment_at: dict[str, int] = {}  # the line that set each
     for number, line in _logical_lines(text):
         stripped = line.strip()
+        if stripped.startswith("#SBATCH") and not batch:
+            continue  # a comment to the shell that runs it
         if stripped.startswith("#SBATCH"):
             tasks = (_task_options(stripped.split()[1:]) or {}) if not commanded else {}
             allocation |= tasks
