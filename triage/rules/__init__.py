@@ -202,6 +202,17 @@ from triage.rules.registry import RULES, THRESHOLDS, Finding, Status, TriageResu
 #      also: a script the job's command runs (`sbatch --wrap "export SLURM_NTASKS=4; bash run.sh"`, `./run.sh`,
 #      `SLURM_NTASKS=4 bash run.sh`) takes srun's input variables exported before it for its srun lines, over sbatch's
 #      options and its #SBATCH lines (only sbatch's own options reached it: one task, unused GPUs, or sbatch's count)
+#      also: such a script is not the batch script, and its #SBATCH lines are neither its allocation nor the job's
+#      layout: sbatch reads them only in the batch script it is given (sbatch(1); `--wrap` submits "the
+#      sbatch-generated wrapper script"), salloc or a shell running it none (`sbatch --wrap "bash run.sh"` with
+#      run.sh's `#SBATCH -n 8` and a bare srun: one task, unused GPUs; it was eight, uneven use); the script
+#      `sbatch run.sh` submits, and sacct's batch_script.sh, keep theirs
+#      also: `env NAME=VALUE ... srun ...` (and `env SLURM_NTASKS=4 bash run.sh` as the job's command) sets srun's
+#      input variables for that command (`env`'s words were not read: the allocation's count); an option of env's
+#      own (`-i`, `-u NAME`) leaves the line not read
+#      also: `SLURM_GPUS` and `SLURM_GPUS_PER_NODE`, srun(1)'s input variables for `--gpus` and `--gpus-per-node`, are
+#      the GPUs `--ntasks-per-gpu` counts its tasks from (`export SLURM_GPUS=8` under `#SBATCH --ntasks-per-gpu=1`:
+#      8 tasks, uneven use; it was one process, unused GPUs)
 RULES_REVISION = 7
 
 __all__ = [
