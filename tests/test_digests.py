@@ -1406,3 +1406,16 @@ def test_an_errors_exception_name_is_kept_whole_and_the_rest_escaped():
     assert delivery_error("<b>TimeoutError:</b>") == "&lt;b&gt;TimeoutError:&lt;/b&gt;"
     assert delivery_error("TimeoutError:") == '<span class="error-name">TimeoutError:</span>'
     assert delivery_error("") == "" and delivery_error(None) == ""
+
+
+def test_the_operator_digests_teams_give_the_gpu_hours_their_share_is_of_with_the_unit(smtp, fleet, operator):
+    """Each team's row read "51 % of 269.5": a bare number, beside a column of GPU-h and one of USD. The
+    share's whole is the team's GPU-hours, and says so, in both parts."""
+    send_weekly_task.delay(WEEK).get()
+    text, html = parts(smtp.to(operator.email)[0])
+    teams_html = as_read(html.split("Teams by unused GPU-hours")[1].split("Where the waste comes from")[0])
+    wholes = re.findall(r"of(?:</span>)?\s*(?:<span[^>]*>)?([\d.,]+)(\s*[^<\s]*)", teams_html)
+    assert len(wholes) == 2 and all(unit.strip() == "GPU-h" for _, unit in wholes), wholes
+    teams_text = text.split("TEAMS BY UNUSED GPU-HOURS")[1].split("\r\n\r\n")[0]
+    rows = [line for line in teams_text.splitlines() if "GPU-h" in line]
+    assert len(rows) == 2 and all(re.search(r"% of [\d.,]+ GPU-h,", row) for row in rows), rows
