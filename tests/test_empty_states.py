@@ -62,7 +62,9 @@ def test_a_period_or_filter_without_jobs_still_says_so(client, operator):
         text = page(client, operator, name, **{"from": "2025-01-01", "to": "2025-01-07"})
         assert "No jobs started in this period" in text and 'id="nothing-yet"' not in text
     text = page(client, operator, "dashboard:job-list", q="no-such-job")
-    assert "No jobs match." in text and 'id="nothing-yet"' not in text
+    # As the ingest runs' list does: say it is the filters, and offer the way back to every job.
+    assert '<p class="empty">No job matches these filters. <a href="?">Show every job</a></p>' in text
+    assert 'id="nothing-yet"' not in text
 
 
 @pytest.mark.django_db
