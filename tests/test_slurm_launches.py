@@ -610,3 +610,24 @@ def test_the_jobs_command_exporting_the_gpus_counts_its_tasks_per_gpu():
     assert launch.detail.get("processes") == 8
     (launch,) = command_code_facts('sbatch --ntasks-per-gpu=2 --wrap "export SLURM_GPUS_PER_NODE=4; srun python t.py"')
     assert launch.detail.get("processes") == 8
+
+
+@pytest.mark.parametrize(
+    ("script", "layouts"),
+    [
+        # sbatch(1): "sbatch will stop processing further #SBATCH directives once the first non-comment
+        # non-whitespace line has been reached in the script": the later ones are comments, not the job's layout
+        ("#SBATCH -c 4\nmodule load cuda\n#SBATCH -c 32 --ntasks-per-node=8", [{"cpus_per_task": 4}]),
+        ("#SBATCH -n 8\ncd /work\n#SBATCH --gpus-per-task=1 --gpu-bind=closest", [{"ntasks": 8}]),
+        ("set -e\n#SBATCH --ntasks-per-node=8 -c 12", []),
+        # the shebang, blank lines and comments before them are no command
+        ("\n# train the model\n##SBATCH -n 2\n   # indented note\n\n#SBATCH -c 12", [{"cpus_per_task": 12}]),
+    ],
+)
+def test_sbatch_lines_after_the_scripts_first_command_give_no_layout(script, layouts):
+    # `#SBATCH -c 32` after `module load cuda` was read as the job's CPUs per task (the data rules' task layout)
+    evidence = extract_script_evidence([("run.sh", f"#!/bin/bash\n{script}\nsrun python train.py\n")])
+    assert [fact.detail for fact in evidence.of("slurm_layout")] == layouts
+    (launched,) = evidence.of("shell_launch")
+    assert launched.detail.get("gpu_binding") is None
+    assert launched.detail.get("processes") == (8 if layouts == [{"ntasks": 8}] else None)

@@ -2704,10 +2704,16 @@ def _shell_facts(
     environment_at: dict[str, int] = {}  # the line that set each
     for number, line in _logical_lines(text):
         stripped = line.strip()
-        if stripped.startswith("#SBATCH") and not batch:
-            continue  # a comment to the shell that runs it
+        # sbatch(1): "The batch script may contain options preceded with "#SBATCH" before any executable commands in
+        # the script. sbatch will stop processing further #SBATCH directives once the first non-comment
+        # non-whitespace line has been reached in the script." (slurm.schedmd.com/sbatch.html, 20.11 and later). One
+        # after the first command, or in a script that is no batch script, is a comment to the shell that runs it:
+        # neither the allocation (its task count, its binding) nor the job's layout. The shebang, blank lines and
+        # other comments before them are no command.
+        if stripped.startswith("#SBATCH") and (commanded or not batch):
+            continue
         if stripped.startswith("#SBATCH"):
-            tasks = (_task_options(stripped.split()[1:]) or {}) if not commanded else {}
+            tasks = _task_options(stripped.split()[1:]) or {}
             allocation |= tasks
             allocated_at |= dict.fromkeys(tasks, number)
             if fact := _layout_fact(path, number, stripped, stripped.split()[1:], tasks):
