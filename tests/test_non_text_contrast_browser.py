@@ -4,8 +4,10 @@ Chromium (WCAG 1.4.11, non-text contrast: 3:1; axe-core checks text only).
 - Every text field, menu and text area on every page of the access matrix (and the demo fleet's job,
   file and labeling pages): its border against what is behind it and against its own fill. The login
   page's fields had the tables' --line grey, 1.2:1 on the white card, and the jobs filter's 1.5:1 in
-  the dark scheme. And each button's words on its fill, 4.5:1 (the findings' Send was white on white
-  in the dark scheme, which axe-core let pass).
+  the dark scheme. The buttons of the filter bars and of a timeline's window too (Filter, Show, Whole
+  job): drawn as the fields beside them, their borders had stayed that --line grey. And each button's
+  words on its fill, 4.5:1 (the findings' Send was white on white in the dark scheme, which axe-core
+  let pass).
 - A cause's tag (its dimension's colour beside its name, on the jobs list, the causes, a team's page)
   and the labeling form's groups of options (edged in their dimension's colour): drawn for a white
   page, the colours stood 2.5:1 on the dark scheme's cards.
@@ -51,13 +53,15 @@ const shown = (el) => el.getClientRects().length > 0 && getComputedStyle(el).vis
 const describe = (el) => el.outerHTML.replace(/\\s+/g, ' ').slice(0, 140);
 """
 
-# Each shown field's worst border contrast: against the colour around it and against its own fill.
+# Each shown field's worst border contrast: against the colour around it and against its own fill; and that
+# of the buttons beside the fields of a filter bar or a timeline's window, drawn as those fields are.
 FIELDS = (
     CONTRAST
     + """
 const fields = [...document.querySelectorAll(
   'input:not([type=checkbox]):not([type=radio]):not([type=hidden]):not([type=range]):not([type=submit])'
-  + ':not([type=button]):not([type=reset]):not([type=image]):not([type=file]):not([type=color]), select, textarea')];
+  + ':not([type=button]):not([type=reset]):not([type=image]):not([type=file]):not([type=color]), select, textarea'
+  + ', .filters button, .timeline-window button')];
 return fields.filter(shown).map(field => {
   const style = getComputedStyle(field);
   const around = behind(field.parentElement);
