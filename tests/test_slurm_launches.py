@@ -631,3 +631,25 @@ def test_sbatch_lines_after_the_scripts_first_command_give_no_layout(script, lay
     (launched,) = evidence.of("shell_launch")
     assert launched.detail.get("gpu_binding") is None
     assert launched.detail.get("processes") == (8 if layouts == [{"ntasks": 8}] else None)
+
+
+@pytest.mark.parametrize(
+    ("script", "command", "processes"),
+    [
+        # `/usr/bin/env` is env(1) by its path
+        ("#SBATCH -n 8\n/usr/bin/env SLURM_NTASKS=4 srun python train.py", "", 4),
+        ("srun python train.py", "/usr/bin/env SLURM_NTASKS=4 bash run.sh", 4),
+        # srun(1), INPUT ENVIRONMENT VARIABLES: "SLURM_JOB_NUM_NODES (and SLURM_NNODES for backwards
+        # compatibility) Same as -N, --nodes"
+        ("#SBATCH --ntasks-per-node=4\nexport SLURM_NNODES=2\nsrun python train.py", "", 8),
+        ("export SLURM_NTASKS_PER_NODE=4 SLURM_NNODES=2\nsrun python train.py", "", 8),
+        ("#SBATCH -N 2 --ntasks-per-node=4\nexport SLURM_NNODES=1\nsrun -N 2 python train.py", "", 8),
+    ],
+)
+def test_usr_bin_env_and_slurm_nnodes_are_srun_input(script, command, processes):
+    assert launch_of(f"#!/bin/bash\n{script}\n", command).detail.get("processes") == processes
+
+
+def test_the_jobs_command_under_usr_bin_env_is_read_with_its_variables():
+    (launch,) = command_code_facts("/usr/bin/env SLURM_NTASKS=4 srun python x.py")
+    assert launch.detail.get("processes") == 4

@@ -420,7 +420,7 @@ def _assignments(argv: list[str]) -> tuple[list[tuple[str, str]], bool]:
     for word in words:
         if match := _ASSIGNMENT.fullmatch(word):
             pairs.append((match.group(1), match.group(2)))
-        elif not declared and word == "env" and not under_env:
+        elif not declared and _is_env(word) and not under_env:  # `env`, `/usr/bin/env`
             under_env = True
         elif not declared:
             break
@@ -1908,13 +1908,23 @@ def _accelerate_zero_flags(argv: list[str]) -> dict | None:
 _WRAPPERS = ("sudo", "exec", "nohup", "time", "env", "srun", "stdbuf")  # words that run the program after them
 
 
+def _wrapper(word: str) -> bool:
+    """Whether a command's first word runs the program after it (`_WRAPPERS`); env(1) also by its path
+    (`/usr/bin/env NCCL_DEBUG=INFO torchrun ...`, a script's `#!/usr/bin/env` habit on a command line)."""
+    return word in _WRAPPERS or _is_env(word)
+
+
+def _is_env(word: str) -> bool:
+    return word.rsplit("/", 1)[-1] == "env"
+
+
 def _program(argv: list[str]) -> tuple[str, list[str]]:
     """The program one shell command runs, by its file's name, and its words: after `VAR=value` words and wrappers
     (`NCCL_DEBUG=INFO torchrun ...`, `nohup`, `env`, `srun ...`, `/opt/conda/bin/torchrun`: torchrun), a launcher's
     module run by `python -m` as its command (`python -m torch.distributed.launch`: torchrun; `python -m
     accelerate.commands.launch ...`: accelerate, `launch ...`); '' for none."""
     words = _without_assignments(argv)
-    while words and words[0] in _WRAPPERS:
+    while words and _wrapper(words[0]):
         if words[0] == "srun":  # its options, some with a value (`-c 12`), then the program (`_srun_program`)
             start = next((i for i, w in enumerate(words[1:], 1) if _srun_program(w)), None)
             words = words[start:] if start is not None else [w for w in words[1:] if not w.startswith("-")]
@@ -2149,7 +2159,7 @@ def _srun_words(argv: list[str]) -> list[str] | None:
     """srun's own words (`srun -n 8 -c 12 torchrun ...`: `-n 8 -c 12`) when the launch runs under srun; None
     otherwise."""
     words = _without_assignments(argv)
-    while words and words[0] in _WRAPPERS:
+    while words and _wrapper(words[0]):
         if words[0] == "srun":
             start = next((i for i, w in enumerate(words[1:], 1) if _srun_program(w)), len(words))
             return words[1:start]
@@ -2197,6 +2207,9 @@ _SRUN_ENVIRONMENT = {
     "SLURM_NPROCS": "ntasks",
     "SLURM_NTASKS": "ntasks",
     "SLURM_NTASKS_PER_NODE": "ntasks_per_node",
+    # srun(1), INPUT ENVIRONMENT VARIABLES (Slurm's doc/man/man1/srun.1, 20.11): "SLURM_JOB_NUM_NODES (and
+    # SLURM_NNODES for backwards compatibility) Same as -N, --nodes"; the older name is read first, as SLURM_NPROCS is
+    "SLURM_NNODES": "nodes",
     "SLURM_JOB_NUM_NODES": "nodes",
     "SLURM_GPUS_PER_TASK": "gpus_per_task",
     "SLURM_GPU_BIND": "gpu_bind",
