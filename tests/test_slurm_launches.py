@@ -653,3 +653,27 @@ def test_usr_bin_env_and_slurm_nnodes_are_srun_input(script, command, processes)
 def test_the_jobs_command_under_usr_bin_env_is_read_with_its_variables():
     (launch,) = command_code_facts("/usr/bin/env SLURM_NTASKS=4 srun python x.py")
     assert launch.detail.get("processes") == 4
+
+
+@pytest.mark.parametrize(
+    ("outer", "inner", "processes"),
+    [
+        # a script the batch script runs is no batch script: sbatch read only the batch script's #SBATCH lines, and
+        # the script runs in that allocation (its 8 tasks), whatever its own #SBATCH lines say
+        ("#SBATCH -n 8\nbash inner.sh", "#SBATCH -n 4\nsrun python train.py", 8),
+        ("#SBATCH -n 8\n./inner.sh --epochs 3", "#SBATCH -n 4\nsrun python train.py", 8),
+        ("#SBATCH -N 2\nexport SLURM_NTASKS=4\nsource /home/u/inner.sh", "#SBATCH -n 8\nsrun python train.py", 4),
+        ("#SBATCH -N 2\nSLURM_NTASKS=4 bash inner.sh", "#SBATCH -n 8\nsrun python train.py", 4),
+        ("echo start\nbash inner.sh", "#SBATCH -n 8\nsrun python train.py", None),
+        # a script that is not run by the other keeps its lines
+        ("#SBATCH -n 2\necho inner.sh", "#SBATCH -n 8\nsrun python train.py", 8),
+    ],
+)
+def test_a_script_the_batch_script_runs_takes_the_batch_scripts_allocation(outer, inner, processes):
+    # sacct's batch_script.sh running `bash inner.sh`: inner.sh's #SBATCH lines were read as the allocation
+    scripts = [("batch_script.sh", f"#!/bin/bash\n{outer}\n"), ("inner.sh", f"#!/bin/bash\n{inner}\n")]
+    evidence = extract_script_evidence(scripts)
+    (launched,) = evidence.of("shell_launch")
+    assert launched.path == "inner.sh" and launched.detail.get("processes") == processes
+    if "echo inner.sh" not in outer:  # nor are inner.sh's #SBATCH lines the job's layout
+        assert "inner.sh" not in [fact.path for fact in evidence.of("slurm_layout")]

@@ -120,6 +120,9 @@ class ScriptEvidence:
     # One Python file's: the flags (`--workers`, `-j`) of the options its facts read, so that a number its launch
     # gives to any other (`--lr 0.1`) does not make it read again (`_file_evidence`)
     option_flags: frozenset = frozenset()
+    # One shell script's: the commands that may run another of the job's scripts (`_runs_script`), each with the
+    # allocation it runs in there (`_run_allocation`; None where not known)
+    runs: tuple = ()
 
     def of(self, *kinds: str) -> list[CodeFact]:
         return [fact for fact in self.facts if fact.kind in kinds]
@@ -150,6 +153,7 @@ def extract_script_evidence(scripts: list[tuple[str, str]], command: str = "") -
     for path, text in scripts:
         submitted, batch = allocated.get(path, ((), True))
         parts[path] = _file_evidence(path, text, given.get(path, ()), wanted.get(path, ()), (), submitted, batch)
+    _settle_run_scripts(scripts, parts, allocated)
     # A Python file's reads follow what the job's other files hand its functions and classes (`train.py` builds
     # `data.py`'s Dataset with the data root): read again with that, as long as it changes, a few rounds at most (a
     # value handed on through a longer chain of files is not known).
@@ -179,6 +183,32 @@ def extract_script_evidence(scripts: list[tuple[str, str]], command: str = "") -
 
 
 _IMPORT_ROUNDS = 3
+
+
+def _settle_run_scripts(scripts: list[tuple[str, str]], parts: dict[str, ScriptEvidence], allocated: dict) -> None:
+    """A shell script that another of the job's scripts runs (sacct's batch_script.sh running `bash inner.sh`) is no
+    batch script either (`_submitted_allocation`): sbatch read none of its `#SBATCH` lines, and it runs in the
+    allocation of the line that runs it (the batch script's `#SBATCH` lines, what it exported before, the line's
+    own `SLURM_NTASKS=4`: `ScriptEvidence.runs`). Read again so, a few rounds at most (a script run by a script run
+    by another). One the job's command runs keeps the command's allocation."""
+    texts = dict(scripts)
+    free = [path for path, (_, batch) in allocated.items() if batch]  # not run by the job's command
+    for _ in range(_IMPORT_ROUNDS):
+        changed = False
+        for path in free:
+            ran = [
+                allocation
+                for other in allocated
+                if other != path
+                for argv, allocation in parts[other].runs
+                if _runs_script(list(argv), path)
+            ]
+            if ran and (ran[0], False) != allocated[path]:
+                allocated[path] = (ran[0], False)
+                parts[path] = _file_evidence(path, texts[path], (), (), (), ran[0], False)
+                changed = True
+        if not changed:
+            return
 
 
 def _folder(path: str) -> tuple[str, ...]:
@@ -2390,12 +2420,19 @@ def _submitted_allocation(command: str, path: str) -> tuple[tuple[tuple[str, str
     # command: both keep their #SBATCH lines.
     for argv, allocation, _ in _allocated_commands(commands):
         if _runs_script(argv, path):
-            if submitted is None:
-                return None, False
-            pairs, _ = _assignments(argv)  # its own `VAR=value` words
-            own = {name: value if _PLAIN_VALUE.fullmatch(value) else _UNKNOWN for name, value in pairs}
-            return tuple(sorted({**allocation, **_environment_options(own)}.items())), False
+            return (None if submitted is None else _run_allocation(argv, allocation)), False
     return submitted, True
+
+
+def _run_allocation(argv: list[str], allocation: dict[str, str]) -> tuple[tuple[str, str], ...]:
+    """The allocation a script that a command runs takes: the one the command runs in, with srun's input variables
+    the command's own leading words set over it (`SLURM_NTASKS=4 bash run.sh`)."""
+    pairs, _ = _assignments(argv)
+    own = {name: value if _PLAIN_VALUE.fullmatch(value) else _UNKNOWN for name, value in pairs}
+    return tuple(sorted({**allocation, **_environment_options(own)}.items()))
+
+
+_SHELLS = ("bash", "sh", "dash", "zsh", "source", ".")  # run the script their first word names
 
 
 def _runs_script(argv: list[str], path: str) -> bool:
@@ -2403,7 +2440,7 @@ def _runs_script(argv: list[str], path: str) -> bool:
     `srun /home/u/run.sh`) or a shell's script (`bash run.sh`, `sh -e run.sh`, `source run.sh`)."""
     program, words = _program(argv)
     name = path.replace("\\", "/").rsplit("/", 1)[-1]
-    if program in ("bash", "sh", "dash", "zsh", "source", "."):
+    if program in _SHELLS:
         script = next((word for word in words if not word.startswith("-")), "")
         return script.rsplit("/", 1)[-1] == name
     return program == name
@@ -2715,6 +2752,7 @@ def _shell_facts(
     given = dict(submitted or ())  # sbatch's command line: no line of the script gives them
     environment: dict[str, str] = {}  # srun's input variables the script exports (`export SLURM_NTASKS=8`)
     environment_at: dict[str, int] = {}  # the line that set each
+    ran: list[tuple] = []  # the commands that may run another script, with their allocation (`ScriptEvidence.runs`)
     for number, line in _logical_lines(text):
         stripped = line.strip()
         # sbatch(1): "The batch script may contain options preceded with "#SBATCH" before any executable commands in
@@ -2764,6 +2802,7 @@ def _shell_facts(
             current |= _environment_options(environment)  # the script's exports over the allocation's own
             lines = {key: line for key, line in allocated_at.items() if key not in given}
             lines |= _environment_options(environment_at)
+            salloc_runs = False  # salloc runs the command in its own allocation, known where the script's is not
             if (allocating := _allocator(argv)) is not None:
                 name, options, runs = allocating
                 if name == "salloc":  # a new allocation: for the command it runs, else for the lines after it
@@ -2778,7 +2817,10 @@ def _shell_facts(
                         environment_at = {name: at for name, at in environment_at.items() if name in kept}
                         continue
                     current = {**_environment_options({k: v for k, v in environment.items() if k in kept}), **options}
-                    lines, argv = dict.fromkeys(options, number), runs
+                    lines, argv, salloc_runs = dict.fromkeys(options, number), runs, True
+            if _program(argv)[0] in _SHELLS or not _command_kind(argv):  # `bash inner.sh`, `./inner.sh`
+                known = submitted is not None or salloc_runs
+                ran.append((tuple(argv), _run_allocation(argv, current) if known else None))
             kind = _command_kind(argv)
             detail = {"argv": argv[:12]}
             if argv[0] == "srun":  # its own options, before the program it runs (whose `-c` is not srun's)
@@ -2820,6 +2862,7 @@ def _shell_facts(
                 for kind, found in _launch_settings(argv):
                     evidence.facts.append(CodeFact(kind, path, number, stripped, found))
             evidence.facts.extend(_remote_path_facts(argv, path, number, stripped))
+    evidence.runs = tuple(ran)
 
 
 def _srun_environment(
