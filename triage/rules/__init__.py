@@ -213,6 +213,15 @@ from triage.rules.registry import RULES, THRESHOLDS, Finding, Status, TriageResu
 #      also: `SLURM_GPUS` and `SLURM_GPUS_PER_NODE`, srun(1)'s input variables for `--gpus` and `--gpus-per-node`, are
 #      the GPUs `--ntasks-per-gpu` counts its tasks from (`export SLURM_GPUS=8` under `#SBATCH --ntasks-per-gpu=1`:
 #      8 tasks, uneven use; it was one process, unused GPUs)
+#      also: an `#SBATCH` line after the batch script's first command gives no task layout (sbatch(1): sbatch "will
+#      stop processing further #SBATCH directives once the first non-comment non-whitespace line has been reached";
+#      a later `#SBATCH -c 32` was the job's CPUs per task, the loader rules' layout); it gave no count already
+#      also: a script another of the job's scripts runs (sacct's batch_script.sh running `bash inner.sh`) is no batch
+#      script: it runs in the allocation of that line (the batch script's #SBATCH lines and exports, the line's own
+#      SLURM_NTASKS), and its #SBATCH lines are neither its allocation nor the job's layout (inner.sh's `#SBATCH -n 4`
+#      under the batch script's `-n 8`: 8 tasks; it was 4)
+#      also: `/usr/bin/env NAME=VALUE ... srun ...` is read as `env ...`; `SLURM_NNODES` is srun input for `-N`, as
+#      SLURM_JOB_NUM_NODES is (srun(1): "and SLURM_NNODES for backwards compatibility")
 RULES_REVISION = 7
 
 __all__ = [
