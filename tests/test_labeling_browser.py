@@ -647,3 +647,32 @@ def test_on_a_laptop_the_save_buttons_show_without_scrolling_the_label_form(brow
                 assert hit, f"{button.text!r} is covered at scroll {scrolled}"
     finally:
         browser.execute_cdp_cmd("Emulation.clearDeviceMetricsOverride", {})
+
+
+@pytest.mark.django_db(transaction=True)
+def test_each_options_checkbox_key_and_name_sit_on_one_line_centre(browser, live_server, team_a):  # noqa: F811
+    """An option's checkbox sat some 3 px above its name and its key's box some 2 px below: three
+    heights in one row, down the whole list of 17. They share one centre line now."""
+    from selenium.webdriver.common.by import By
+
+    lead, second = UserFactory(username="lena-researcher"), UserFactory(username="lou-rater")
+    for user in (lead, second):
+        user.groups.add(Group.objects.get_or_create(name=RESEARCHERS_GROUP)[0])
+    JobFactory(team=team_a, name="bert-0", mean_gpu_util=20.0)
+    study = services.create_study(name="Row pilot", lead=lead, raters=[lead, second], sample_size=1, seed=5)
+    open_as(browser, live_server.url, lead)
+    browser.get(f"{live_server.url}/studies/{study.pk}/label/")
+    browser.find_element(By.ID, "label-form")
+    rows = browser.execute_script(
+        """const mid = r => (r.top + r.bottom) / 2;
+           return [...document.querySelectorAll('.option label')].map(label => {
+             const words = document.createRange();
+             words.selectNodeContents(label.lastChild);
+             return {name: label.textContent.trim(), box: mid(label.querySelector('input').getBoundingClientRect()),
+                     key: mid(label.querySelector('kbd').getBoundingClientRect()),
+                     text: mid(words.getBoundingClientRect())};
+           });"""
+    )
+    assert len(rows) == 17
+    off = [row for row in rows if max(abs(row["box"] - row["text"]), abs(row["key"] - row["text"])) > 1.5]
+    assert not off, off
