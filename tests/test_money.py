@@ -139,6 +139,26 @@ def shown(client, job: Job) -> dict:
     }
 
 
+def test_the_job_page_writes_a_finding_s_hours_and_what_its_fix_recovers_as_one_figure(
+    client, member_a, team_a, monkeypatch
+):
+    """51.8464 GPU-hours showed as "51.8 GPU-hours (103.69 USD)" over "Recoverable for this job: 51.9
+    GPU-hours (103.69 USD)": the guidance keeps the hours to 2 places (51.85), and the page rounded that
+    again, to the tenth. One amount, one figure: both are the finding's hours, rounded once."""
+    cluster = ClusterFactory(name="once")
+    GpuModelPrice.objects.create(cluster=cluster, gpu_model="", price_per_gpu_hour="2.00", currency="USD")
+    start = datetime(2026, 11, 17, 9, tzinfo=UTC)
+    job = JobFactory(
+        cluster=cluster, team=team_a, gpu_count=24, start_time=start, end_time=start + timedelta(hours=4),
+        gpu_hours=96.0, unused_gpu_hours=66.0, mean_gpu_util=33.0, cost=Decimal("192.00"), currency="USD",
+    )  # fmt: skip
+    triaged(monkeypatch, job, {Category.DATA_EXCHANGE: 51.8464, Category.HOST_GPU_TRANSFER: 12.3531})
+    client.force_login(member_a)
+    seen = shown(client, job)
+    assert seen["page"] == [("51.8", "103.69", "USD"), ("12.4", "24.71", "USD")]
+    assert seen["page_recoverable"] == seen["page"]
+
+
 def test_a_finding_s_cost_and_what_its_fix_recovers_are_one_amount_on_the_job_page_in_the_api_and_the_digest(
     client, member_a, team_a, monkeypatch
 ):
