@@ -163,3 +163,25 @@ def test_on_a_phone_token_and_connector_boxes_keep_their_words_beside_them(brows
                     problems.append(f"{name}: a line starts under the box: {label}")
             problems += [f"{name}: {line}" for line in violations(browser)]
     assert not problems, "\n".join(problems)
+
+
+@pytest.mark.django_db(transaction=True)
+def test_at_1280_px_a_prices_delete_box_sits_on_its_rows_fields_centre_line(browser, live_server, operator):  # noqa: F811
+    """At the top of its cell, each price's and rate's Delete box sat some 10 px above the middle of the
+    fields beside it, a row's controls at two heights down the table."""
+    from fleet.models import ExchangeRate
+    from tests.factories import ClusterFactory
+
+    ClusterFactory(name="alpha").prices.create(gpu_model="H100", price_per_gpu_hour=Decimal("4.00"), currency="USD")
+    ExchangeRate.objects.create(currency="EUR", rate="1.08")
+    open_as(browser, live_server.url, operator)
+    browser.get(f"{live_server.url}/settings/")
+    rows = browser.execute_script(
+        """const mid = el => { const r = el.getBoundingClientRect(); return (r.top + r.bottom) / 2; };
+           return [...document.querySelectorAll('table.prices tbody tr')]
+             .filter(row => row.querySelector('input[type=checkbox]'))
+             .map(row => ({box: mid(row.querySelector('input[type=checkbox]')),
+                           field: mid(row.querySelector('input:not([type=checkbox]):not([type=hidden])'))}));"""
+    )
+    assert len(rows) == 2, rows  # the price and the rate
+    assert all(abs(row["box"] - row["field"]) <= 2 for row in rows), rows
