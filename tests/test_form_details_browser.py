@@ -185,3 +185,38 @@ def test_at_1280_px_a_prices_delete_box_sits_on_its_rows_fields_centre_line(brow
     )
     assert len(rows) == 2, rows  # the price and the rate
     assert all(abs(row["box"] - row["field"]) <= 2 for row in rows), rows
+
+
+# The rules page's threshold boxes whose look differs from a field of the project's other forms, and
+# the widths of the boxes down the column.
+RULE_FIELDS = (
+    FIELDS.replace(
+        "table.prices input:not([type=checkbox]):not([type=hidden]), table.prices select",
+        "table.with-changes td > input[type=number]",
+    )
+    .replace(
+        "return [...document",
+        "const boxes = [...document.querySelectorAll('table.with-changes td > input[type=number]')];\n"
+        "const widths = [...new Set(boxes.map(b => Math.round(b.getBoundingClientRect().width)))];\n"
+        "return {widths, differ: [...document",
+    )
+    .rstrip()
+    .removesuffix(";")
+    + "};"
+)
+
+
+@pytest.mark.django_db(transaction=True)
+def test_the_rules_pages_threshold_boxes_are_fields_like_the_others_and_one_width(browser, live_server, operator):  # noqa: F811
+    """The thresholds' boxes were the browser's own: an inset bevel (a white edge in the dark scheme), no
+    padding, smaller type than the page's, and two widths down one column (a whole number's narrower).
+    They look as every other form's fields, and line up, in both schemes."""
+    open_as(browser, live_server.url, operator)
+    for scheme in ("light", "dark"):
+        features = {"features": [{"name": "prefers-color-scheme", "value": scheme}]}
+        browser.execute_cdp_cmd("Emulation.setEmulatedMedia", features)
+        browser.get(f"{live_server.url}/triage/rules/")
+        seen = browser.execute_script(RULE_FIELDS)
+        assert seen["differ"] == [] and len(seen["widths"]) == 1, (scheme, seen)
+    browser.execute_cdp_cmd("Emulation.setEmulatedMedia", {"features": []})
+    assert violations(browser) == []
