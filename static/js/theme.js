@@ -44,10 +44,19 @@ window.FleetTheme = (function () {
     }
     return "rgba(" + rgb.join(",") + ")";
   }
-  function recolour(object, key, card) {
+  // A bar's or point's colour as the eye sees it, laid over the card at its alpha, made legible and drawn
+  // opaque: a see-through colour (the paper's grey bars, 25 %) kept its alpha however it was lightened,
+  // and stayed some 1.4:1 on the dark card. Fills and shading stay see-through (legible, above).
+  function solid(colour, card) {
+    var rgb = parse(colour);
+    if (!rgb || rgb[3] >= 1) { return legible(colour, card); }
+    var seen = [0, 1, 2].map(function (i) { return Math.round(rgb[i] * rgb[3] + card[i] * (1 - rgb[3])); });
+    return legible("rgb(" + seen.join(",") + ")", card);
+  }
+  function recolour(object, key, card, how) {
     if (!object) { return; }
-    var value = object[key];
-    object[key] = Array.isArray(value) ? value.map(function (c) { return legible(c, card); }) : legible(value, card);
+    var value = object[key], fix = how || legible;
+    object[key] = Array.isArray(value) ? value.map(function (c) { return fix(c, card); }) : fix(value, card);
   }
 
   // The figure's layout in the page's colours, and in dark mode its traces' and shapes' colours legible.
@@ -65,7 +74,7 @@ window.FleetTheme = (function () {
     var cardRgb = parse(card);
     if (!cardRgb || luminance(cardRgb) > 0.2) { return figure; }  // a light page: the server's colours
     (figure.data || []).forEach(function (trace) {
-      recolour(trace.marker, "color", cardRgb);
+      recolour(trace.marker, "color", cardRgb, solid);
       recolour(trace.marker && trace.marker.line, "color", cardRgb);
       recolour(trace.line, "color", cardRgb);
       recolour(trace, "fillcolor", cardRgb);
