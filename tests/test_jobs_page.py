@@ -240,6 +240,17 @@ def test_a_job_opened_from_a_filtered_list_leads_back_to_that_list(client, opera
     assert "<script>alert(1)" not in page
 
 
+@pytest.mark.parametrize("referer", ["http://[::1", "http://testserver]/jobs/?q=x", "http://[testserver/jobs/"])
+def test_a_referer_that_is_no_address_leads_back_to_the_plain_list(client, operator, jobs, referer):
+    """The Referer is whatever a client sends: one that is no URL (an unclosed IPv6 bracket) was a
+    server error on the job page; it is a page whose back link is the plain list, as from elsewhere."""
+    client.force_login(operator)
+    url = reverse("dashboard:job-detail", args=[jobs["ckpt"].pk])
+    page = client.get(url, HTTP_REFERER=referer)
+    assert page.status_code == 200
+    assert f'<a href="{reverse("dashboard:job-list")}">&larr; Jobs</a>' in page.content.decode()
+
+
 def test_the_way_back_to_the_filtered_list_outlasts_the_job_pages_own_links_and_an_answer(client, operator, jobs):
     """'← Jobs' led back to the list only while the list was the Referer: after picking a kind of log
     event on the job page, or saving an answer (which comes back to the page), it led to the whole

@@ -621,7 +621,10 @@ def _jobs_list_query_from(request) -> str:
     re-encoded: never a host or a path, so the link can lead nowhere but the jobs list."""
     if "back" in request.GET:
         return _list_query(request.GET["back"])
-    referer = urlsplit(request.META.get("HTTP_REFERER", ""))
+    try:
+        referer = urlsplit(request.META.get("HTTP_REFERER", ""))
+    except ValueError:  # no URL at all (an unclosed IPv6 bracket): from nowhere we know
+        return ""
     if referer.netloc != request.get_host():
         return ""
     if referer.path == reverse("dashboard:job-list"):
