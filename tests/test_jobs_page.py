@@ -214,6 +214,21 @@ def test_a_job_page_gives_every_time_with_its_zone(client, member_a, team_a):
     assert "<dt>Submitted</dt><dd>–</dd>" in page
 
 
+@pytest.mark.parametrize(("field", "limit"), [("q", 500), ("user", 200), ("name", 500), ("state", 50)])
+def test_a_search_longer_than_any_job_holds_is_a_form_error_naming_the_field(client, operator, jobs, field, limit):
+    """A 100,000-character search or user was a server error on SQLite (the embedded default:
+    "LIKE or GLOB pattern too complex"), in the list and its CSV alike. Longer than the field it
+    searches, it can match nothing: the form says so and lists all jobs, as for any other error."""
+    client.force_login(operator)
+    response = client.get(reverse("dashboard:job-list"), {field: "x" * 100_000})
+    assert response.status_code == 200
+    warning = re.search(r'<div class="message warning">(.*?)</div>', response.content.decode(), re.S).group(1)
+    assert f"<p>{field}: Ensure this value has at most {limit} characters (it has 100000).</p>" in warning
+    assert len(response.context["page"].object_list) == 3
+    assert client.get(reverse("dashboard:job-list"), {field: "x" * 100_000, "format": "csv"}).status_code == 200
+    assert names(client, **{field: "x" * limit}) == []  # as long as it may be: searched, nothing found
+
+
 def test_a_job_is_found_by_its_id_as_the_pages_write_it(client, operator, jobs):
     client.force_login(operator)
     job = jobs["ckpt"]

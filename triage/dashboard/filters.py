@@ -35,7 +35,10 @@ class RowIdFilter(django_filters.NumberFilter):
 
 
 class JobFilter(django_filters.FilterSet):
-    q = django_filters.CharFilter(method="search", label="Search")
+    # Each text filter at most as long as what it searches (a job's name is the longest a search
+    # matches part of): longer, it can match nothing, and SQLite (the embedded default) fails a LIKE
+    # over 50,000 bytes; a form error says so instead.
+    q = django_filters.CharFilter(method="search", label="Search", max_length=500)
     cluster = django_filters.ModelChoiceFilter(
         field_name="cluster",
         to_field_name="name",
@@ -51,10 +54,10 @@ class JobFilter(django_filters.FilterSet):
         label="Team",
     )
     # Exact (any case), so a user's link lists their jobs and no one else's; the search matches parts.
-    user = django_filters.CharFilter(field_name="user", lookup_expr="iexact", label="User (whole name)")
+    user = django_filters.CharFilter(field_name="user", lookup_expr="iexact", label="User (whole name)", max_length=200)
     # Exact, unlike the search: the runs of one job (a job page's "every run" link).
-    name = django_filters.CharFilter(field_name="name", lookup_expr="exact", label="Job name")
-    state = django_filters.CharFilter(field_name="state", lookup_expr="iexact", label="State")
+    name = django_filters.CharFilter(field_name="name", lookup_expr="exact", label="Job name", max_length=500)
+    state = django_filters.CharFilter(field_name="state", lookup_expr="iexact", label="State", max_length=50)
     category = django_filters.ChoiceFilter(
         choices=Category.choices,
         method="with_category",
