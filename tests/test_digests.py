@@ -1419,3 +1419,17 @@ def test_the_operator_digests_teams_give_the_gpu_hours_their_share_is_of_with_th
     teams_text = text.split("TEAMS BY UNUSED GPU-HOURS")[1].split("\r\n\r\n")[0]
     rows = [line for line in teams_text.splitlines() if "GPU-h" in line]
     assert len(rows) == 2 and all(re.search(r"% of [\d.,]+ GPU-h,", row) for row in rows), rows
+
+
+def test_the_week_befores_money_figures_name_their_currency_as_this_weeks_do(smtp, fleet, member_a, operator):
+    """This week's "Cost 48 USD" sat beside a bare "24" for the week before: every money figure of a
+    digest names its currency, in both parts and in both digests."""
+    send_weekly_task.delay(WEEK).get()
+    for message in (smtp.to(member_a.email)[0], smtp.to(operator.email)[0]):
+        text, html = parts(message)
+        for label in ("Cost", "Wasted cost"):
+            cells = re.findall(r"<td[^>]*>(.*?)</td>", html.split(f">{label}</th>")[1].split("</tr>")[0])
+            this_week, week_before = (as_read(re.sub(r"<[^>]+>", "", cell)) for cell in cells[:2])
+            assert this_week.endswith("USD") and week_before.endswith("USD"), (label, this_week, week_before)
+            line = next(line for line in text.splitlines() if line.startswith(f"{label} "))
+            assert re.search(r"\(week before [\d,]+ USD[,)]", line), line
