@@ -566,8 +566,8 @@ def test_a_cause_trend_leaves_out_the_weeks_before_the_first_job_its_viewer_can_
         assert numbers.count('<th scope="row"') == len(hours["x"])
         return hours["x"], hours["y"], jobs["y"]
 
-    assert trend(operator) == (["Nov 09", "Nov 16"], [0.0, 5.0], [0, 2])
-    assert trend(member_b) == (["Nov 16"], [2.0], [1])  # team B's first job is of Nov 18
+    assert trend(operator) == (["2026-11-09", "2026-11-16"], [0.0, 5.0], [0, 2])
+    assert trend(member_b) == (["2026-11-16"], [2.0], [1])  # team B's first job is of Nov 18
 
 
 def test_one_job_dated_in_the_future_does_not_take_the_presets_away_from_the_fleet(client, operator, team_a):
@@ -1390,3 +1390,19 @@ def test_a_cause_pages_fixes_keep_identifiers_as_code(client, operator):
     data = client.get(reverse("dashboard:category-detail", args=["data_exchange"])).content.decode()
     assert "<h3><code>DataParallel</code>: " in data
     assert "<h3>NCCL over sockets: " in data
+
+
+def test_the_weekly_charts_name_each_week_by_its_mondays_iso_date_as_the_app_writes_dates():
+    """The weekly charts labelled their weeks "Oct 19", without a year, where the rest of the app (the
+    charts' own numbers tables, the period's dates, the timeline's axis) writes 2026-10-19."""
+    from datetime import date
+
+    from triage.dashboard.figures import category_trend, weekly_trend
+
+    rows = [
+        {"week": date(2026, 10, 19), "covered": 4.0, "unused": 1.0, "hours": 4.0, "jobs": 1},
+        {"week": date(2026, 10, 26), "covered": 2.0, "unused": 1.0, "hours": 2.0, "jobs": 2},
+    ]
+    for figure in (weekly_trend(rows), category_trend(rows, "#123456")):
+        assert [trace["x"] for trace in figure["data"]] == [["2026-10-19", "2026-10-26"]] * len(figure["data"])
+        assert figure["numbers"]["dates"] == ["2026-10-19", "2026-10-26"]  # as its numbers table says them

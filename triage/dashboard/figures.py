@@ -33,12 +33,13 @@ GPU_HOURS, PERCENT, COUNT = "gpu_hours", "percent", "count"
 
 def _numbers(units: list[str], dates: list[str] | None = None) -> dict:
     """A figure's "numbers": the unit of each trace's values, in the traces' order, and for a chart of
-    weeks each row's date as the table writes it (the week's ISO date where the chart says "Nov 16")."""
+    weeks each row's date as the table writes it (the week's Monday, as the chart labels it)."""
     return {"units": units, **({"dates": dates} if dates is not None else {})}
 
 
 def _week_dates(rows: list[dict]) -> list[str]:
-    """Each week's Monday as the app writes a date, "2026-11-16" (the chart's "Nov 16" has no year)."""
+    """Each week's Monday as the app writes a date, "2026-11-16": the weekly charts' labels (they said
+    "Nov 16", with no year) and their numbers tables' rows."""
     return [row["week"].strftime("%Y-%m-%d") for row in rows]
 
 
@@ -50,7 +51,7 @@ def weekly_trend(rows: list[dict]) -> dict:
     """Each week's GPU-hours stacked as used, unused and, when there are any, those without samples:
     the bars add up to the GPU-hours the cards count (used and unused alone drew 0 for a cluster
     whose jobs had no GPU samples while its GPU-hours card said 8.0)."""
-    weeks = [row["week"].strftime("%b %d") for row in rows]
+    weeks = _week_dates(rows)  # 2026-11-16, as the app writes a date and the numbers table says it
     used = [round(row["covered"] - row["unused"], 1) for row in rows]
     unused = [round(row["unused"], 1) for row in rows]
     # max(): coverage is at most 1, but the float product may come back a hair above the hours (-0.0).
@@ -187,7 +188,7 @@ def categories_vs_paper(rows: list[dict], whose: str = "This fleet") -> dict:
 
 
 def category_trend(rows: list[dict], colour: str) -> dict:
-    weeks = [row["week"].strftime("%b %d") for row in rows]
+    weeks = _week_dates(rows)  # 2026-11-16, as the app writes a date and the numbers table says it
     # Jobs are counted in whole numbers: ticks at 0, step, 2 × step… (left to itself, Plotly lines
     # this axis up with the GPU-hours gridlines and labels it 0.91, 1.82, …).
     job_step = max(1, math.ceil(max((r["jobs"] for r in rows), default=0) / 5))
