@@ -1107,8 +1107,18 @@ def test_the_headline_alpha_says_its_interval_and_the_jobs_it_rests_on(client, w
     alpha = services.agreement_report(study).group.pooled_alpha
     said = f'id="alpha-interval">95 % CI [{alpha.low:.3f}, {alpha.high:.3f}] · 6 jobs</p>'
     assert said in page
-    # Whose count is whose in "ticked 2 / 1": the header names the raters in the counts' order.
-    assert 'ticked <span class="muted">(ravi-rater / rita-researcher)</span>' in page
+    # Whose count is whose in "Ticked 2 / 1": the header names the raters in the counts' order.
+    assert 'Ticked <span class="muted">(ravi-rater / rita-researcher)</span>' in page
+    # Each header starts with a capital, as the page's other tables' do ("agreement", "ticked" did not);
+    # the pair's kappa starts with the first rater's name, which keeps its own case.
+    head = page.split('id="per-category"')[1].split("</thead>")[0]
+    headers = [re.sub(r"<[^>]+>", "", cell).strip() for cell in re.findall(r"<th[^>]*>(.*?)</th>", head)]
+    assert headers == [
+        "Option",
+        "ravi-rater &amp; rita-researcher: kappa",
+        "Agreement",
+        "Ticked (ravi-rater / rita-researcher)",
+    ]
     row = page.split("Model checkpointing</td>")[1].split("</tr>")[0]
     assert row.strip().endswith('<td class="num">2 / 1</td>')  # ravi ticked it on jobs 2 and 3, rita on job 2
 
