@@ -71,7 +71,11 @@ def test_a_member_reads_their_own_team_only(client, member_a, fleet):  # noqa: F
     ("params", "problem"),
     [
         ({"from": "16/11/2026"}, {"from": ["Dates must look like 2026-11-23"]}),
-        ({"from": "2026-11-16", "to": "2026-11-31"}, {"to": ["Dates must look like 2026-11-23"]}),
+        # Shaped as a date but none in the calendar: "must look like 2026-11-23" was no help.
+        ({"from": "2026-11-16", "to": "2026-11-31"}, {"to": ["There is no day 2026-11-31: November 2026 has 30 days"]}),
+        ({"from": "2026-02-30"}, {"from": ["There is no day 2026-02-30: February 2026 has 28 days"]}),
+        ({"from": "2026-13-01"}, {"from": ["There is no month 13: months run from 01 to 12"]}),
+        ({"from": "0000-01-01"}, {"from": ["There is no year 0000: years start at 0001"]}),
         ({"from": "2026-11-22", "to": "2026-11-16"}, {"from": ["The start date is after the end date"]}),
         ({"to": "0001-01-01"}, {"to": ["Dates must lie between 1969-01-01 and 5139-12-31"]}),
         ({"period": "1y"}, {"period": ["Unknown period '1y' (the periods: 7d, 30d, 90d)"]}),

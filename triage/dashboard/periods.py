@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import calendar
+import re
 from dataclasses import dataclass
 from datetime import UTC, date, datetime, time, timedelta
 
@@ -98,10 +100,25 @@ def _day(text: str, param: str) -> date:
     try:
         day = date.fromisoformat(text)
     except ValueError:
-        raise PeriodError("Dates must look like 2026-11-23", param) from None
+        raise PeriodError(_no_day(text) or "Dates must look like 2026-11-23", param) from None
     if not EARLIEST <= day <= LATEST:
         raise PeriodError(f"Dates must lie between {EARLIEST} and {LATEST}", param)
     return day
+
+
+def _no_day(text: str) -> str | None:
+    """What is wrong with a date written as one (2026-02-30) that the calendar does not have; None
+    for text not shaped as a date at all."""
+    shaped = re.fullmatch(r"(\d{4})-(\d{2})-(\d{2})", text, re.ASCII)
+    if shaped is None:
+        return None
+    year, month, _ = (int(part) for part in shaped.groups())
+    if year == 0:
+        return "There is no year 0000: years start at 0001"
+    if not 1 <= month <= 12:
+        return f"There is no month {shaped.group(2)}: months run from 01 to 12"
+    first = date(year, month, 1)
+    return f"There is no day {text}: {first:%B %Y} has {calendar.monthrange(year, month)[1]} days"
 
 
 def _anchor(latest: datetime | None) -> date:
