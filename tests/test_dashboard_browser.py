@@ -697,7 +697,8 @@ TIMELINE_SHADING = """
 const rect = element => { const r = element.getBoundingClientRect(); return [r.left, r.top, r.right, r.bottom]; };
 const chart = document.getElementById('timeline');
 return {legend: rect(chart.querySelector('.legend')), plots: [...chart.querySelectorAll('.nsewdrag')].map(rect),
-        shading: [...chart.querySelectorAll('.shapelayer path')].map(rect)};
+        // A cause's legend entry is a shape of its own that covers nothing (triage.dashboard.timeline).
+        shading: [...chart.querySelectorAll('.shapelayer path')].map(rect).filter(r => r[2] > r[0] && r[3] > r[1])};
 """
 
 
@@ -1120,3 +1121,87 @@ def test_the_timeline_labels_the_hour_the_clocks_skip(browser, live_server, oper
     SHOTS.mkdir(exist_ok=True)
     browser.save_screenshot(str(SHOTS / "timeline-berlin-spring-forward.png"))
     assert console_errors(browser) == []
+
+
+# Each cause's legend entry for its shaded windows: its swatch's colour as seen over the card (the fill at
+# its own and its ancestors' opacity) and that colour's contrast with the card.
+IDLE_WINDOW_SWATCHES = """
+const rgb = (text) => (text.match(/[\\d.]+/g) || []).map(Number);
+const lum = ([r, g, b]) => [r, g, b]
+  .map(v => { v /= 255; return v <= 0.03928 ? v / 12.92 : ((v + 0.055) / 1.055) ** 2.4; })
+  .reduce((sum, v, i) => sum + v * [0.2126, 0.7152, 0.0722][i], 0);
+const ratio = (a, b) => { const [x, y] = [lum(a), lum(b)].sort((p, q) => q - p); return (x + 0.05) / (y + 0.05); };
+const chart = document.getElementById('timeline');
+const card = rgb(getComputedStyle(chart.closest('.card')).backgroundColor);
+return [...chart.querySelectorAll('.legend .traces')].filter(e => e.textContent.endsWith('idle windows')).map(entry => {
+  const path = entry.querySelector('.legendpoints path');
+  const style = getComputedStyle(path), fill = rgb(style.fill);
+  let alpha = parseFloat(style.fillOpacity) * (fill.length > 3 ? fill[3] : 1);
+  for (let node = path; node && node !== chart; node = node.parentNode) {
+    alpha *= parseFloat(getComputedStyle(node).opacity);
+  }
+  const seen = [0, 1, 2].map(i => fill[i] * alpha + card[i] * (1 - alpha));
+  return [entry.textContent, ratio(seen, card)];
+});
+"""
+# The bands over the data: each one's opacity as drawn, and whether it shows.
+IDLE_WINDOW_BANDS = """
+return document.getElementById('timeline')._fullLayout.shapes
+  .filter(s => (s.name || '').endsWith('idle windows') && !s.showlegend).map(s => [s.opacity, s.visible]);
+"""
+
+
+@pytest.mark.django_db(transaction=True)
+def test_each_causes_idle_windows_legend_swatch_stands_out_from_the_card_in_both_schemes(
+    browser,  # noqa: F811
+    live_server,
+    operator,
+):
+    """The legend's swatch for a cause's shaded windows was drawn at the bands' own light tint: 1.2:1 on
+    the dark card, barely there (and little more on white). It is the cause's colour now, 3:1 or more from
+    the card in both schemes, while the bands over the data keep their tint; a click on the entry still
+    hides them."""
+    from datetime import timedelta
+
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support.wait import WebDriverWait
+
+    from tests.test_timeline import START
+    from triage.models import JobTriage, RuleSet
+    from triage.taxonomy import Category
+
+    job = job_with_gpus(1)
+    result = JobTriage.objects.create(job=job, rule_set=RuleSet.current(), status="classified", is_current=True)
+    for category, minutes in ((Category.MODEL_CHECKPOINTING, 10), (Category.REMOTE_DATA_READING, 50)):
+        window = {"start": (START + timedelta(minutes=minutes)).isoformat(),
+                  "end": (START + timedelta(minutes=minutes + 5)).isoformat(), "minutes": 5}  # fmt: skip
+        Finding.objects.create(result=result, job=job, rule_set=result.rule_set, category=category, confidence=0.9,
+                               summary="s", gpu_hours=1.0, evidence={"windows": [window]}, guidance={})  # fmt: skip
+    log_in(browser, live_server.url, operator, f"/jobs/{job.pk}/")
+    try:
+        for scheme in ("light", "dark"):
+            browser.execute_cdp_cmd(
+                "Emulation.setEmulatedMedia", {"features": [{"name": "prefers-color-scheme", "value": scheme}]}
+            )
+            with window_width(browser, 1280):
+                open_timeline_pointed_at(browser, f"{live_server.url}/jobs/{job.pk}/")
+                swatches = dict(browser.execute_script(IDLE_WINDOW_SWATCHES))
+                bands = browser.execute_script(IDLE_WINDOW_BANDS)
+                legend = browser.find_element(By.CSS_SELECTOR, "#timeline .legend")
+                browser.execute_script("arguments[0].scrollIntoView({block: 'center'})", legend)
+                browser.save_screenshot(str(SHOTS / f"job-timeline-idle-windows-legend-{scheme}.png"))
+                assert set(swatches) == {"Model checkpointing: idle windows", "Remote data reading: idle windows"}
+                assert all(contrast >= 3 for contrast in swatches.values()), (scheme, swatches)
+                # The bands are as light as before over the data: 12 % on white, 24 % on the dark card.
+                assert len(bands) >= 4 and {opacity for opacity, _ in bands} == {0.12 if scheme == "light" else 0.24}
+                entry = next(e for e in legend.find_elements(By.CSS_SELECTOR, ".traces") if e.text.startswith("Model"))
+                entry.find_element(By.CSS_SELECTOR, ".legendtoggle").click()
+                WebDriverWait(browser, 5).until(  # Plotly waits out a double click's delay first
+                    lambda b: any(visible != True for _, visible in b.execute_script(IDLE_WINDOW_BANDS))  # noqa: E712
+                )
+                shown = [visible for _, visible in browser.execute_script(IDLE_WINDOW_BANDS)]
+                assert shown.count("legendonly") == shown.count(True) == len(bands) // 2, (
+                    shown
+                )  # one cause's, all panels
+    finally:
+        browser.execute_cdp_cmd("Emulation.setEmulatedMedia", {"features": []})

@@ -233,15 +233,21 @@ def test_each_causes_shaded_windows_have_one_legend_entry_in_its_colour():
     ]
     figure = build_timeline(series(1, 3600, 60), start=START, end=START + timedelta(hours=1), windows=windows)
     shapes = figure["layout"]["shapes"]
-    assert len(shapes) == 3 * 2  # each window on both panels (GPU util and memory)
+    bands = [shape for shape in shapes if not shape["showlegend"]]
+    assert len(bands) == 3 * 2  # each window on both panels (GPU util and memory)
     entries = [shape for shape in shapes if shape["showlegend"]]
     assert [(s["name"], s["fillcolor"]) for s in entries] == [
         ("Model checkpointing: idle windows", ckpt),
         ("Remote data reading: idle windows", data),
     ]
-    groups = {s["legendgroup"] for s in shapes if s["fillcolor"] == ckpt}
-    assert len(groups) == 1 and len([s for s in shapes if s["legendgroup"] in groups]) == 4
-    assert len({s["legendgroup"] for s in shapes}) == 2
+    groups = {s["legendgroup"] for s in bands if s["fillcolor"] == ckpt}
+    assert len(groups) == 1 and len([s for s in bands if s["legendgroup"] in groups]) == 4
+    assert {s["legendgroup"] for s in entries} == {s["legendgroup"] for s in bands} and len(entries) == 2
+    # The legend's swatch is the cause's colour itself (Plotly draws a shape's entry at the shape's opacity,
+    # and at the bands' 12 % it was barely there, 1.2:1 on the dark card); the bands keep their light tint,
+    # and the entry's own shape covers nothing (no width, no height, no outline).
+    assert all(s["opacity"] == 1 for s in entries) and all(s["opacity"] == 0.12 for s in bands)
+    assert all(s["x0"] == s["x1"] and s["y0"] == s["y1"] and s["line"]["width"] == 0 for s in entries)
     # A window without a cause's name (none today) is shaded as before, without an entry.
     plain = build_timeline(series(1, 3600, 60), start=START, end=START + timedelta(hours=1),
                            windows=[{"start": at[0], "end": at[1]}])  # fmt: skip

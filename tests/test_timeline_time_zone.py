@@ -75,7 +75,7 @@ def test_axis_range_hover_shading_and_markers_are_on_the_readers_wall_clock():
     ]
     line = figure["data"][0]
     assert line["x"][0] == wall("2026-11-02 07:00") and line["x"][-1] == wall("2026-11-02 07:59")
-    shape = layout["shapes"][0]
+    shape = next(s for s in layout["shapes"] if not s["showlegend"])  # a band, not the legend's entry
     assert pd.Timestamp(shape["x0"]) == pd.Timestamp("2026-11-02 07:00")
     assert pd.Timestamp(shape["x1"]) == pd.Timestamp("2026-11-02 07:30")
     events = figure["data"][-1]

@@ -79,11 +79,12 @@ window.FleetTheme = (function () {
       recolour(trace.line, "color", cardRgb);
       recolour(trace, "fillcolor", cardRgb);
     });
-    // Shaded windows: a tint of 12 % that shows on white was barely there on the dark card (nor was its legend's swatch).
+    // Shaded windows: a tint of 12 % that shows on white was barely there on the dark card. Only a tint is
+    // deepened: a shape drawn whole (a cause's legend entry, opacity 1: its swatch) stays whole, and legible.
     (layout.shapes || []).forEach(function (shape) {
       recolour(shape, "fillcolor", cardRgb);
       recolour(shape.line, "color", cardRgb);
-      if (typeof shape.opacity === "number") { shape.opacity = Math.min(shape.opacity * 2, 0.35); }
+      if (typeof shape.opacity === "number" && shape.opacity < 1) { shape.opacity = Math.min(shape.opacity * 2, 0.35); }
     });
     (layout.annotations || []).forEach(function (note) {
       note.font = Object.assign({}, note.font, {color: fg});

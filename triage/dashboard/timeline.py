@@ -180,6 +180,29 @@ def _wall_iso(at: datetime, zone: str) -> str:
     return pd.Timestamp(int(ms), unit="ms").isoformat()
 
 
+def _legend_entry(legend: dict, window: dict, zone: str) -> dict:
+    """A cause's legend entry for its shaded windows: a shape in the cause's own colour, at full opacity,
+    that covers nothing (no width, no height, no outline, at its first window's start), so the legend's
+    swatch is as clear as a trace's while the bands over the data keep their light tint. It leads the
+    cause's legend group, and a click on it hides or shows the bands with it."""
+    at = _wall_iso(window["start"], zone)
+    return {
+        **legend,
+        "showlegend": True,
+        "type": "rect",
+        "xref": "x",
+        "yref": "y domain",
+        "x0": at,
+        "x1": at,
+        "y0": 0,
+        "y1": 0,
+        "fillcolor": window.get("colour", "#c0392b"),
+        "opacity": 1,
+        "line": {"width": 0},
+        "layer": "below",
+    }
+
+
 def _on_wall_clock(xs: list, columns: list[list], zone: str) -> list:
     """A trace's x values on the reader's clock, its line broken where the clocks change (a null point):
     where they go back, the repeated hour starts a line of its own rather than one drawn back across it
@@ -454,17 +477,21 @@ def build_timeline(
     # the whole chart area (paper 0 to 1), it covered the time axis's labels and the gaps between panels.
     # Each cause's shading has a legend entry ("Model checkpointing: idle windows", in its colour): without
     # one, a reader could not tell what the bands were, nor which cause a colour was. A click on it hides
-    # or shows that cause's bands on every panel (one legend group).
+    # or shows that cause's bands on every panel (one legend group). Plotly draws a shape's entry at the
+    # shape's opacity: the bands' light tint made a swatch barely there (1.2:1 on the dark card), so the
+    # entry is a shape of its own in the cause's full colour that covers nothing (`_legend_entry`).
     panel_axes = ["y" if index == 0 else f"y{index + 1}" for index in range(len(panels))]
     named: set[str] = set()
     for window in windows:
         label = window.get("label", "")
+        legend = {}
+        if label:
+            legend = {"name": html.escape(f"{label}: idle windows"), "legendgroup": html.escape(f"cause {label}")}
+            if label not in named:
+                layout["shapes"].append(_legend_entry(legend, window, zone))
+            named.add(label)
+            legend["showlegend"] = False
         for axis in panel_axes:
-            legend = {}
-            if label:
-                legend = {"name": html.escape(f"{label}: idle windows"), "legendgroup": html.escape(f"cause {label}")}
-                legend["showlegend"] = label not in named
-                named.add(label)
             layout["shapes"].append(
                 {
                     **legend,
