@@ -1205,3 +1205,37 @@ def test_each_causes_idle_windows_legend_swatch_stands_out_from_the_card_in_both
                 )  # one cause's, all panels
     finally:
         browser.execute_cdp_cmd("Emulation.setEmulatedMedia", {"features": []})
+
+
+# The weeks under each weekly chart: each label's text and whether it lies whole inside the chart's drawing.
+WEEK_LABELS = """
+return [...document.querySelectorAll('[data-figure]')].flatMap(chart => {
+  const svg = chart.querySelector('.main-svg').getBoundingClientRect();
+  return [...chart.querySelectorAll('.xtick text')].filter(t => /^\\d{4}-\\d{2}-\\d{2}$/.test(t.textContent))
+    .map(t => { const r = t.getBoundingClientRect();
+      return [chart.dataset.figure, t.textContent, r.left >= svg.left - 1 && r.right <= svg.right + 1]; });
+});
+"""
+
+
+@pytest.mark.django_db(transaction=True)
+def test_the_weekly_charts_dates_show_whole_on_a_phone_and_a_desktop(browser, live_server, operator, demo_archive):  # noqa: F811
+    """A week is labelled by its Monday's date, 2026-11-16 (it was "Nov 16"); turned to fit, the last one
+    reaches past the plot's right edge, and the chart leaves room for it: none is cut at the chart's edge."""
+    from selenium.webdriver.support.wait import WebDriverWait
+
+    ingest.execute_run(ingest.create_run(demo_archive).pk)  # triage runs in-process on the signal
+    category = Finding.objects.values_list("category", flat=True).first()
+    log_in(browser, live_server.url, operator, "/")
+    wait = WebDriverWait(browser, 20, ignored_exceptions=STALE)
+    drawn_all = "return [...document.querySelectorAll('[data-figure]')].every(c => c.querySelector('.main-svg'))"
+    period = "?from=2026-10-19&to=2026-11-23"
+    with window_width(browser, 1280):
+        for width in (1280, 390):
+            emulate_width(browser, width)
+            for path in ("/overview/", f"/categories/{category}/"):
+                browser.get(f"{live_server.url}{path}{period}")
+                wait.until(lambda b: b.execute_script(drawn_all))
+                labels = browser.execute_script(WEEK_LABELS)
+                assert labels and "2026-11-16" in {text for _, text, _ in labels}, (width, path, labels)
+                assert [label for label in labels if not label[2]] == [], (width, path)

@@ -18,7 +18,12 @@ BASE_LAYOUT = {
 # Weeks along the bottom; their labels turn only when they would overlap (a narrow window).
 # They are ISO weeks in UTC whatever zone the reader chose (config.middleware.UserTimeZoneMiddleware),
 # and the axis says so.
-WEEKS_AXIS = {"type": "category", "nticks": 6, "title": {"text": "Week from Monday 00:00 UTC"}, "automargin": True}
+# Each week is its Monday's date, 2026-11-16; turned, the last one reaches some 50 px past the plot's right
+# edge, which WEEKS_RIGHT_MARGIN leaves room for. The axis widens the bottom margin to fit them (automargin
+# "height") but not the sides: a side pushed out on a phone stayed out when the window widened, and the
+# chart was drawn some pixels off the one a wide window draws.
+WEEKS_AXIS = {"type": "category", "nticks": 6, "title": {"text": "Week from Monday 00:00 UTC"}, "automargin": "height"}
+WEEKS_RIGHT_MARGIN = 60
 USED = "#2f5fd0"
 UNUSED = "#e0a03c"
 UNSAMPLED = "#b8bec9"
@@ -70,6 +75,7 @@ def weekly_trend(rows: list[dict]) -> dict:
             xaxis=WEEKS_AXIS,
             yaxis={"title": {"text": "GPU-hours"}},
             height=280,
+            margin={**BASE_LAYOUT["margin"], "r": WEEKS_RIGHT_MARGIN},
         ),
     }
 
@@ -227,7 +233,7 @@ def category_trend(rows: list[dict], colour: str) -> dict:
                 "dtick": job_step,
                 "showgrid": False,
             },
-            margin={"l": 50, "r": 50, "t": 10, "b": 40},
+            margin={"l": 50, "r": WEEKS_RIGHT_MARGIN, "t": 10, "b": 40},  # the Jobs axis's labels fit too
         ),
     }
 
