@@ -74,7 +74,8 @@ CSRF_COOKIE_PATH = _PREFIXED["CSRF_COOKIE_PATH"]
 LANGUAGE_COOKIE_PATH = _PREFIXED["LANGUAGE_COOKIE_PATH"]
 
 INSTALLED_APPS = [
-    "django.contrib.admin",
+    # Django's admin with its site's search capped (config/admin_site.py): admin.site is a FleetAdminSite.
+    "config.admin_site.FleetAdminConfig",
     "django.contrib.auth",
     "django.contrib.contenttypes",
     "django.contrib.sessions",
