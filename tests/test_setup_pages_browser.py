@@ -108,3 +108,35 @@ def test_a_failed_check_says_so_on_the_failed_colour(browser, live_server, opera
         assert drawn[0] != browser.execute_script(COLOURS_OF, "message")[0], name
     scheme(browser, "light")
     assert console_errors(browser) == []
+
+
+# The colour of the scheme's field border (--field-line), as getComputedStyle writes colours.
+FIELD_LINE = """
+const probe = document.createElement('i'); document.body.append(probe);
+probe.style.color = getComputedStyle(probe).getPropertyValue('--field-line').trim();
+const colour = getComputedStyle(probe).color; probe.remove(); return colour;
+"""
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_connectors_buttons_are_one_height_and_one_type(browser, live_server, operator):  # noqa: F811
+    """On a connector's page 'Check connection' was the browser's own button (13 px type, 21 px tall, a
+    grey bevel) beside the 32 px 'Pull now': the two are one height and type size, on one centre line,
+    the second drawn as the filter bars' buttons are (the fields' 3:1 border), in both schemes."""
+    slurm, _ = connectors()
+    log_in(browser, live_server.url, operator, f"/connectors/{slurm.pk}/")
+    browser.find_element("css selector", "#connector-actions button")  # the page has come
+    measure = (
+        "return [...document.querySelectorAll('#connector-actions button')].map(b => {"
+        " const r = b.getBoundingClientRect(), s = getComputedStyle(b);"
+        " return [b.textContent, Math.round(r.height), Math.round(r.top + r.height / 2), s.fontSize, s.borderTopColor,"
+        " s.borderTopStyle]; });"
+    )
+    for name in ("light", "dark"):
+        scheme(browser, name)
+        (pull, *_), (check, *_) = buttons = browser.execute_script(measure)
+        assert (pull, check) == ("Pull now", "Check connection")
+        assert buttons[0][1:4] == buttons[1][1:4], (name, buttons)
+        assert buttons[1][4:] == [browser.execute_script(FIELD_LINE), "solid"], name
+    scheme(browser, "light")
+    assert console_errors(browser) == []
