@@ -1406,3 +1406,28 @@ def test_the_weekly_charts_name_each_week_by_its_mondays_iso_date_as_the_app_wri
     for figure in (weekly_trend(rows), category_trend(rows, "#123456")):
         assert [trace["x"] for trace in figure["data"]] == [["2026-10-19", "2026-10-26"]] * len(figure["data"])
         assert figure["numbers"]["dates"] == ["2026-10-19", "2026-10-26"]  # as its numbers table says them
+
+
+def test_a_period_with_no_price_set_shows_no_cost_figure_not_0(client, operator, fleet, team_a):
+    """With no GPU-hour price for any job of the period, the Cost cards read "0 USD" (and the note
+    "so their costs are 0"): a reader took the period as free. They read "–", and the note counts the
+    jobs and GPU-hours that have no price, as the weekly digests do."""
+    from fleet.models import Job
+
+    Job.objects.update(cost=None, currency="")
+    client.force_login(operator)
+    for page in (
+        overview(client),
+        client.get(reverse("dashboard:team-detail", args=[team_a.slug]), {"from": "2026-11-16", "to": "2026-11-22"}),
+    ):
+        html = as_read(page.content.decode())
+        for label in ("Cost", "Wasted cost"):
+            section = html.split(f"<h2>{label}</h2>")[1].split("</section>")[0]
+            assert re.search(r'<p class="value">–</p>', section), (label, section)
+            assert '<p class="change muted">no price set in this period</p>' in section, (label, section)
+        note = html.split('id="cost-note">')[1].split("</p>")[0]
+        assert re.match(
+            r"No GPU-hour price is set for \d+ jobs? on clusters? .+ in this period \([\d.,]+ GPU-hours\),"
+            r" so there is no cost figure",
+            note,
+        ), note

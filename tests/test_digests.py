@@ -1433,3 +1433,33 @@ def test_the_week_befores_money_figures_name_their_currency_as_this_weeks_do(smt
             assert this_week.endswith("USD") and week_before.endswith("USD"), (label, this_week, week_before)
             line = next(line for line in text.splitlines() if line.startswith(f"{label} "))
             assert re.search(r"\(week before [\d,]+ USD[,)]", line), line
+
+
+def test_a_week_with_no_price_set_shows_no_cost_figure_not_0(smtp, fleet, member_a, operator):
+    """With no GPU-hour price set for the week's jobs, the digests read "Cost 0 USD" (and "0 USD" in
+    the subject): a reader took the week as free. Like the dashboard's cards, the money figures read
+    "–" and the note says how many jobs and GPU-hours have no price."""
+    Job.objects.update(cost=None, currency="")
+    send_weekly_task.delay(WEEK).get()
+    for message in (smtp.to(member_a.email)[0], smtp.to(operator.email)[0]):
+        text, html = parts(message)
+        assert "USD" not in message["Subject"] and " 0 " not in message["Subject"], message["Subject"]
+        for label in ("Cost", "Wasted cost"):
+            cells = re.findall(r"<td[^>]*>(.*?)</td>", html.split(f">{label}</th>")[1].split("</tr>")[0])
+            this_week, week_before = (as_read(re.sub(r"<[^>]+>", "", cell)) for cell in cells[:2])
+            assert this_week == week_before == "–", (label, this_week, week_before)
+            line = next(line for line in text.splitlines() if line.startswith(f"{label} "))
+            assert line.split()[len(label.split())] == "–" and "(week before –)" in line, line
+        note = next(line for line in text.splitlines() if line.startswith("No GPU-hour price is set"))
+        assert re.fullmatch(
+            r"No GPU-hour price is set for \d+ jobs? on clusters? .+ in this period \([\d.,]+ GPU-hours\),"
+            r" so there is no cost figure( \(Settings\))?\.",
+            note,
+        ), note
+    # The operator digest's teams: no "0 USD" of waste for a team whose jobs have no price.
+    text, html = parts(smtp.to(operator.email)[0])
+    team_line = next(line for line in text.splitlines() if line.lstrip().startswith("Team A "))
+    assert team_line.rstrip().split("(")[1].split(")")[0].endswith("GPU-h, no price set"), team_line
+    team_row = html.split(">Team A</a>")[1].split(">Team B</a>")[0]  # its row holds a table (the bar)
+    cells = [as_read(re.sub(r"<[^>]+>", "", cell)).strip() for cell in re.findall(r"<td[^>]*>(.*?)</td>", team_row)]
+    assert "no price set" in cells and not any(cell.endswith("USD") for cell in cells), cells

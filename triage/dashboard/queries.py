@@ -57,6 +57,10 @@ def _spend(conversion: Conversion):
     return Coalesce(Sum(conversion.amount()), ZERO)
 
 
+PRICED = Q(cost__isnull=False)  # a job with a cost
+UNPRICED = Q(cost=None, gpu_hours__gt=0)  # a job with GPU-hours to price and no price (`fleet.costs.unpriced`)
+
+
 def _wasted_cost(conversion: Conversion):
     """SQL: the sum of what the jobs' unused GPU-hours cost, in the reporting currency."""
     wasted = conversion.amount() * Coalesce(F("unused_gpu_hours"), ZERO) / NullIf(COVERED_HOURS, ZERO)
@@ -83,6 +87,16 @@ class Totals:
     # with no time series the rules cannot judge them (neither a cause nor unclassified); from
     # `util_source`, not from the triage results, so a blind rater's count says nothing of the rules.
     slurm_avg_low_jobs: int = 0
+    # Jobs with a cost, and jobs with GPU-hours but no price (`fleet.costs.unpriced`): with none of the
+    # first and some of the second, the cost is not 0 but unknown (`cost_unknown`).
+    priced_jobs: int = 0
+    unpriced_jobs: int = 0
+
+    @property
+    def cost_unknown(self) -> bool:
+        """No job priced, but some with GPU-hours to price: the pages and digests show "–" for the
+        cost and wasted cost, not a 0 that reads as free (and the cost note says why)."""
+        return bool(self.unpriced_jobs) and not self.priced_jobs
 
     @property
     def waste_share(self) -> float | None:
@@ -131,8 +145,7 @@ def pricing(jobs, conversion: Conversion | None = None, *, shown=None) -> Pricin
     if not by_currency:
         if not unpriced:  # no job with GPU-hours to price (an empty period): nothing is missing
             return Pricing(reporting, "", False, conversion)
-        note = f"No GPU-hour prices are set for these jobs' clusters ({joined(list(unpriced))}), so their costs are 0"
-        return Pricing(reporting, note, True, conversion)
+        return Pricing(reporting, _none_priced_note(unpriced, in_period=shown is not None), True, conversion)
     # Priced jobs beside unpriced ones: the totals hold only the priced, so the note says what is missing.
     missing = _unpriced_note(unpriced, in_period=shown is not None)
     if len(by_currency) == 1:
@@ -159,6 +172,20 @@ def unpriced_by(jobs, key: str) -> dict[str, tuple[int, float]]:
     """Per value of `key` (a cluster's name, a team's slug), its jobs with GPU-hours but no cost (no
     price for their cluster and GPU model) and those GPU-hours: what every cost total leaves out."""
     return {row[key]: (row["jobs"], row["gpu_hours"]) for row in costs.unpriced(jobs, key)}
+
+
+def _none_priced_note(unpriced: dict[str, tuple[int, float]], in_period: bool) -> str:
+    """'No GPU-hour price is set for 3 jobs on cluster gamma in this period (12.5 GPU-hours), so there
+    is no cost figure': no job is priced, so the costs are unknown ("–", `Totals.cost_unknown`), not 0."""
+    jobs = sum(count for count, _ in unpriced.values())
+    hours = sum(hours for _, hours in unpriced.values())
+    where = f"cluster{'s' if len(unpriced) > 1 else ''} {joined(list(unpriced))}"
+    if in_period:
+        where += " in this period"  # the week, in a digest
+    return (
+        f"No GPU-hour price is set for {jobs} job{'' if jobs == 1 else 's'} on {where} ({hours:,.1f} GPU-hours),"
+        " so there is no cost figure"
+    )
 
 
 def _unpriced_note(unpriced: dict[str, tuple[int, float]], in_period: bool) -> str:
@@ -219,6 +246,8 @@ def totals(jobs, low_util_threshold: float, conversion: Conversion | None = None
         no_util=Count("pk", filter=Q(mean_gpu_util=None)),
         slurm_avg=Count("pk", filter=SLURM_AVG),
         slurm_avg_low=Count("pk", filter=SLURM_AVG & Q(mean_gpu_util__lte=low_util_threshold)),
+        priced=Count("pk", filter=PRICED),
+        unpriced=Count("pk", filter=UNPRICED),
     )
     return Totals(
         jobs=row["jobs"],
@@ -232,6 +261,8 @@ def totals(jobs, low_util_threshold: float, conversion: Conversion | None = None
         no_util_jobs=row["no_util"],
         slurm_avg_jobs=row["slurm_avg"],
         slurm_avg_low_jobs=row["slurm_avg_low"],
+        priced_jobs=row["priced"],
+        unpriced_jobs=row["unpriced"],
     )
 
 
@@ -318,6 +349,8 @@ def by_team(
             no_util_jobs=Count("pk", filter=Q(mean_gpu_util=None)),
             slurm_avg_jobs=Count("pk", filter=SLURM_AVG),
             slurm_avg_low_jobs=Count("pk", filter=SLURM_AVG & Q(mean_gpu_util__lte=low_util_threshold)),
+            priced_jobs=Count("pk", filter=PRICED),
+            unpriced_jobs=Count("pk", filter=UNPRICED),
         )
         # In the query, so the teams can be sorted by it; None without covered GPU time.
         .annotate(waste_share=F("unused") / NullIf(F("covered"), 0.0))
@@ -383,6 +416,8 @@ def totals_from_teams(rows: list[dict]) -> Totals:
         no_util_jobs=sum(r["no_util_jobs"] for r in rows),
         slurm_avg_jobs=sum(r["slurm_avg_jobs"] for r in rows),
         slurm_avg_low_jobs=sum(r["slurm_avg_low_jobs"] for r in rows),
+        priced_jobs=sum(r["priced_jobs"] for r in rows),
+        unpriced_jobs=sum(r["unpriced_jobs"] for r in rows),
     )
 
 

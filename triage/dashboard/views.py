@@ -164,7 +164,11 @@ def _low_not_judged_parts(counts: queries.LowNotJudged, jobs_query: str, thresho
 
 def _kpi_cards(current: queries.Totals, previous: queries.Totals, *, jobs: bool = False) -> list[dict]:
     """The period's headline figures, each with its change against the previous period (the
-    overview's and a team page's cards); `jobs` adds the number of jobs."""
+    overview's and a team page's cards); `jobs` adds the number of jobs. A period with no job priced
+    has no cost figure (`Totals.cost_unknown`): "–", as the digests show it, not a 0 that reads as free."""
+
+    def money(totals: queries.Totals, value: float) -> float | None:
+        return None if totals.cost_unknown else value
 
     # As in the digests: more or less GPU time and spend is neither good nor bad; more waste is bad,
     # but an amount of waste that moved against the waste share is judged by neither (fewer unused
@@ -185,8 +189,8 @@ def _kpi_cards(current: queries.Totals, previous: queries.Totals, *, jobs: bool 
         ("GPU-hours", current.gpu_hours, previous.gpu_hours, queries.hours_text, unjudged),
         ("Unused GPU-hours", current.unused_gpu_hours, previous.unused_gpu_hours, queries.hours_text, amount),
         ("Waste share", current.waste_share, previous.waste_share, share_text, waste),
-        ("Cost", current.cost, previous.cost, whole, unjudged),
-        ("Wasted cost", current.wasted_cost, previous.wasted_cost, whole, amount),
+        ("Cost", money(current, current.cost), money(previous, previous.cost), whole, unjudged),
+        ("Wasted cost", money(current, current.wasted_cost), money(previous, previous.wasted_cost), whole, amount),
         *([("Jobs", current.jobs, previous.jobs, "{:,}", unjudged)] if jobs else []),
         ("Low-utilization jobs", current.low_util_jobs, previous.low_util_jobs, "{:,}", amount),
     ]
@@ -202,10 +206,17 @@ def _kpi_cards(current: queries.Totals, previous: queries.Totals, *, jobs: bool 
                 "direction": direction,
                 "trend": queries.trend(direction, worse_when_up),
                 # Which side has no figure: a period without covered GPU time has no waste share.
-                "missing": "no data in this period" if value is None else "no previous data",
+                "missing": _missing(label, value, current, previous),
             }
         )
     return cards
+
+
+def _missing(label: str, value, current: queries.Totals, previous: queries.Totals) -> str:
+    """What a card without a change says of the side that has no figure."""
+    if label in ("Cost", "Wasted cost") and (current if value is None else previous).cost_unknown:
+        return "no price set in this period" if value is None else "no price set in the previous period"
+    return "no data in this period" if value is None else "no previous data"
 
 
 @login_required

@@ -297,9 +297,14 @@ class Kpi:
 
 def kpis(current: queries.Totals, previous: queries.Totals) -> list[Kpi]:
     """The headline figures, judged as the dashboard judges them (`queries.waste_judged`); an amount
-    of waste that moved against the waste share is shown but not judged: fewer jobs, not less waste."""
+    of waste that moved against the waste share is shown but not judged: fewer jobs, not less waste.
+    A week with no job priced has no cost figure (`Totals.cost_unknown`): "–", as the dashboard's
+    cards show it, not a 0 that reads as free."""
 
-    def amount(label: str, value: float, before: float, kind: str) -> Kpi:
+    def money(totals: queries.Totals, value: float) -> float | None:
+        return None if totals.cost_unknown else value
+
+    def amount(label: str, value: float | None, before: float | None, kind: str) -> Kpi:
         direction = queries.compare(value, before)[1]
         return Kpi(label, value, before, kind, queries.waste_amount_judged(current, previous, direction))
 
@@ -307,8 +312,8 @@ def kpis(current: queries.Totals, previous: queries.Totals) -> list[Kpi]:
         Kpi("GPU-hours", current.gpu_hours, previous.gpu_hours, "hours", None),
         amount("Unused GPU-hours", current.unused_gpu_hours, previous.unused_gpu_hours, "hours"),
         Kpi("Waste share", current.waste_share, previous.waste_share, "share", queries.waste_judged(current)),
-        Kpi("Cost", current.cost, previous.cost, "money", None),
-        amount("Wasted cost", current.wasted_cost, previous.wasted_cost, "money"),
+        Kpi("Cost", money(current, current.cost), money(previous, previous.cost), "money", None),
+        amount("Wasted cost", money(current, current.wasted_cost), money(previous, previous.wasted_cost), "money"),
     ]
 
 
