@@ -1499,12 +1499,13 @@ def test_the_study_pages_raters_table_names_the_zone_of_its_submitted_times(clie
 def test_an_undefined_kappa_says_why_beside_its_dash(client, study, raters):
     """A category neither rater ticked has no kappa (0/0): its cell showed a bare dash, with the reason
     only in a hover title (no phone shows one) and folded in "How these figures are computed", while every
-    other figure without an interval says why beside it."""
+    other figure without an interval says why beside it. It read "same answer on every job: undefined",
+    which looked like an error message; the reason now reads as a sentence, the term first."""
     from tests.reading import table_rows
 
     run_study(study, raters)
     client.force_login(raters[0])
     page = client.get(reverse("labeling:agreement", args=[study.pk])).content.decode()
     (api_misuse,) = [row for row in table_rows(page, "Per category") if row[0] == "API misuse"]
-    assert api_misuse[1] == "– (same answer on every job: undefined)"
+    assert api_misuse[1] == "– (undefined: every job got the same answer)"
     assert api_misuse[2] == "100.0 %"  # the percent agreement beside it still counts

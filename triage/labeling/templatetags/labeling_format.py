@@ -43,7 +43,7 @@ def estimate(value):
     drawn, why not: 1.000 (too few positive labels for an interval)."""
     if value is None or value.value is None:
         # Said beside the dash, as a missing interval's reason is: a title shows on no phone.
-        return format_html('– <small class="no-interval">({})</small>', "same answer on every job: undefined")
+        return format_html('– <small class="no-interval">({})</small>', "undefined: every job got the same answer")
     if value.low is None:
         share = value.agreed_interval
         if value.no_interval_reason == NO_DISAGREEMENT and share is not None:
