@@ -792,7 +792,7 @@ def test_a_metrics_source_on_the_schedule_is_checked_never_pulled(client, operat
     assert prom.health == "ok" and prom.last_success_at and prom.lag is None
     client.force_login(operator)
     page = client.get("/connectors/").content.decode()
-    assert "series for: slurm-prod" in page
+    assert "series for slurm-prod" in page
     assert page.count(">Pull now</button>") == 1  # the job source's; a metrics source has Check connection
     # Down: the check fails and says so, still without an ingest run.
     Connector.objects.filter(pk=prom.pk).update(url="http://127.0.0.1:9", last_run_at=None)

@@ -937,3 +937,80 @@ def test_pull_now_while_a_pull_runs_says_so_and_queues_none(client, operator, mo
     # Once the lease is free (or expired), Pull now queues one again.
     sync.release(connector.pk, "a-starting-pull")
     assert "A pull of g was queued." in client.post(sync_url, follow=True).content.decode() and len(queued) == 1
+
+
+def _help_and_error(page: str, name: str) -> tuple[str, str]:
+    """The help text and the error shown beside one field of the form ("" when it has none)."""
+    import re
+    from html import unescape
+
+    def small(css: str, suffix: str) -> str:
+        found = re.search(rf'<small class="{css}" id="id_{name}_{suffix}">(.*?)</small>', page, re.S)
+        return unescape(found.group(1)) if found else ""
+
+    return small("muted", "helptext"), small("error", "error")
+
+
+def test_a_metrics_source_s_list_row_says_whom_it_serves_and_every_empty_cell_reads_alike(client, operator):
+    """The Lag column read "series for: no connector yet" for a Prometheus connector; and empty cells
+    were "—" in Last success and Lag, "–" in Watermark and blank in Last error."""
+    from tests.reading import table_rows
+
+    prom = Connector.objects.create(name="prom", kind="prometheus", url="https://prometheus:9090")
+    Connector.objects.create(name="lonely-prom", kind="prometheus", url="https://prometheus2:9090")
+    Connector.objects.create(name="slurm-prod", kind="slurm", url="http://slurmrestd:6820", cluster="c1",
+                             metrics_from=prom)  # fmt: skip
+    client.force_login(operator)
+    rows = table_rows(client.get("/connectors/").content.decode(), "Connectors")
+    lonely, served, slurm = sorted(rows)  # the name cell reads the name, then (on its own line) the series
+    name, _kind, _health, success, lag, watermark, error, _every, _actions = served
+    assert name.startswith("prom") and name.endswith("series for slurm-prod")
+    assert lonely[0].endswith("serves no connector yet") and lonely[4] == lag
+    assert lag == "– no lag of its own: a metrics source stores no jobs"
+    assert (success, watermark, error) == ("–", "–", "–")
+    assert slurm[3:7] == ["–", "–", "–", "–"]
+
+
+@pytest.mark.parametrize(
+    ("kind", "example"),
+    [
+        ("prometheus", "https://prometheus:9090"),
+        ("slurm", "http://slurmrestd:6820"),
+        ("kubernetes", "https://kubernetes.default.svc"),
+        ("mlflow", "http://mlflow:5000"),
+        ("wandb", "https://api.wandb.ai"),
+        ("generic", "https://fleet-api.example.org"),
+    ],
+)
+def test_the_url_help_gives_the_chosen_kind_s_example(client, operator, kind, example):
+    client.force_login(operator)
+    refused = client.post(reverse("connectors:create"), form_data(kind=kind, url="")).content.decode()
+    help_text, _ = _help_and_error(refused, "url")
+    assert f"e.g. {example}" in help_text
+    others = {"https://prometheus:9090", "http://slurmrestd:6820", "https://api.wandb.ai"} - {example}
+    assert not any(other in help_text for other in others), help_text
+    connector = Connector.objects.create(name="x", kind=kind, url=example, cluster="c1")
+    help_text, _ = _help_and_error(client.get(reverse("connectors:edit", args=[connector.pk])).content.decode(), "url")
+    assert f"e.g. {example}" in help_text
+
+
+def test_the_empty_form_asks_for_a_kind_before_anything_that_depends_on_it(client, operator):
+    client.force_login(operator)
+    page = client.post(reverse("connectors:create"), {"interval_minutes": "15"}).content.decode()
+    assert _help_and_error(page, "kind")[1] == "This field is required."
+    assert _help_and_error(page, "cluster")[1] == ""  # a Prometheus connector needs none
+    # Each kind's URL example is there before a kind is chosen.
+    assert "https://prometheus:9090" in _help_and_error(page, "url")[0]
+    assert "http://slurmrestd:6820" in _help_and_error(page, "url")[0]
+    # Once a job-listing kind is chosen the cluster is asked for.
+    page = client.post(reverse("connectors:create"), form_data(cluster="")).content.decode()
+    assert _help_and_error(page, "cluster")[1] == "Jobs need a cluster name."
+
+
+def test_a_wrong_w_and_b_option_error_shows_the_json_to_type(client, operator):
+    client.force_login(operator)
+    for options in ('{"entity": "vision-lab", "projects": "resnet"}', "{}", '{"entity": "vision-lab"}'):
+        data = form_data(name="wandb", kind="wandb", auth="basic", username="api", secret_header="", headers="{}",
+                         url="https://api.wandb.ai", options=options)  # fmt: skip
+        _, error = _help_and_error(client.post(reverse("connectors:create"), data).content.decode(), "options")
+        assert error and 'e.g. {"entity": "vision-lab", "projects": ["resnet", "llm"]}' in error, (options, error)

@@ -1431,3 +1431,93 @@ def test_a_period_with_no_price_set_shows_no_cost_figure_not_0(client, operator,
             r" so there is no cost figure",
             note,
         ), note
+
+
+# A cost cell with no figure for want of a price, as the Cost card words it (templates/dashboard/_no_price.html).
+NO_PRICE_CELL = (
+    '<span title="no price set in this period">–'
+    '<span class="visually-hidden"> (no price set in this period)</span></span>'
+)
+
+
+def test_a_team_with_no_price_set_shows_no_cost_not_0_and_sorts_last_by_cost(client, operator, fleet, team_a, team_b):
+    """The teams table read "0" for the cost and wasted cost of a team none of whose jobs of the period is
+    priced, as if its GPU time were free. Those cells read "–" (no price set in this period), as the cards
+    do; a partly priced team keeps its priced figure (the page's note says what the costs leave out), and
+    sorted by cost an unpriced team comes after every priced one, even one priced at 0. The CSV (and the
+    API) keep their numbers, 0 beside unpriced_jobs, for the scripts that read them."""
+    from fleet.models import Cluster, Job
+
+    (_, busy), _ = fleet
+    Job.objects.filter(pk=busy.pk).update(cost=None, currency="")  # team B: none priced
+    gamma = Cluster.objects.create(name="gamma")
+    JobFactory(cluster=gamma, team=team_a, start_time=WEEK_START + timedelta(days=3), gpu_hours=8.0, cost=None)
+    free = TeamFactory(slug="team-c", name="Team C")  # priced at 0: a figure, 0
+    JobFactory(team=free, start_time=WEEK_START + timedelta(days=1), gpu_hours=4, unused_gpu_hours=1, cost="0.00")
+    client.force_login(operator)
+    week = {"from": "2026-11-16", "to": "2026-11-22"}
+
+    html = as_read(client.get(reverse("dashboard:team-list"), {**week, "sort": "cost"}).content.decode())
+    rows = table_rows(html, "Teams")
+    assert [row[0] for row in rows] == ["Team A", "Team C", "Team B"]  # unpriced last, after a cost of 0
+    no_price = "– (no price set in this period)"
+    assert [row[4:6] for row in rows] == [["20", "12"], ["0", "0"], [no_price, no_price]]
+    team_b_row = html.split(">Team B</a>")[1].split("</tr>")[0]
+    cell = NO_PRICE_CELL
+    assert team_b_row.count(f"</span>{cell}</td>") == 2, team_b_row
+    note = html.split('id="cost-note">')[1].split("</p>")[0]
+    assert "have no GPU-hour price, so the cost figures leave them out" in note, note
+    by_wasted = table_rows(
+        client.get(reverse("dashboard:team-list"), {**week, "sort": "wasted_cost"}).content.decode(), "Teams"
+    )
+    assert [row[0] for row in by_wasted] == ["Team A", "Team C", "Team B"]
+
+    csv = b"".join(client.get(reverse("dashboard:team-list"), {**week, "format": "csv"}).streaming_content).decode()
+    assert "\r\nteam-b,2026-11-16,2026-11-22,1,20.0,2.0,0.1,0.0,0.0,USD,0,,1,20.0,0\r\n" in csv
+    api = {team["team"]: team for team in client.get("/api/v1/teams/", week).json()["teams"]}
+    assert (api["team-b"]["cost"], api["team-b"]["unpriced_jobs"], api["team-b"]["jobs"]) == (0.0, 1, 1)
+
+
+def test_a_cause_found_only_in_unpriced_jobs_shows_no_cost_not_0(client, operator, fleet):
+    """The causes page read "0" for the cost of a cause found only in jobs with no GPU-hour price. It reads
+    "–" (no price set in this period), from the same query; a cause with priced findings keeps its figure,
+    and a cause with no findings its 0."""
+    from decimal import Decimal
+
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    from triage.taxonomy import Category
+
+    (low, busy), _ = fleet
+    priced = _finding(low, Category.MODEL_CHECKPOINTING, 3.0)
+    priced.cost, priced.currency = Decimal("6.00"), "USD"
+    priced.save()
+    _finding(busy, Category.INTERACTIVE_JOB, 2.0)  # no cost: its job's cluster has no price
+    client.force_login(operator)
+    week = {"from": "2026-11-16", "to": "2026-11-22"}
+    html = as_read(client.get(reverse("dashboard:category-list"), week).content.decode())
+    costs = {row[1]: row[4] for row in table_rows(html, "The 15 causes of idle GPUs")}
+    assert costs[Category.MODEL_CHECKPOINTING.label] == "6"
+    assert costs[Category.INTERACTIVE_JOB.label] == "– (no price set in this period)"
+    assert costs[Category.IMPROPER_BATCH_SIZE.label] == "0"  # no findings: nothing to cost
+    row = html.split(f">{Category.INTERACTIVE_JOB.label}</a>")[1].split("</tr>")[0]
+    cell = NO_PRICE_CELL
+    assert f"</span>{cell}</td>" in row, row
+    # The overview's top causes and a team's causes say it as the causes page does.
+    for url, caption in (
+        (reverse("dashboard:overview"), "Top causes"),
+        (reverse("dashboard:team-detail", args=["team-b"]), "Why Team B's GPUs idled"),
+    ):
+        page = as_read(client.get(url, week).content.decode())
+        costs = {row[0]: row[3] for row in table_rows(page, caption)}
+        assert costs[Category.INTERACTIVE_JOB.label] == "– (no price set in this period)", (url, costs)
+    # From the one query of the causes: no query per cause, however many are unpriced.
+    with CaptureQueriesContext(connection) as before:
+        client.get(reverse("dashboard:category-list"), week)
+    for i, category in enumerate(list(Category)[:10]):
+        job = JobFactory(start_time=WEEK_START + timedelta(hours=i), gpu_hours=2, cost=None)
+        _finding(job, category, 1.0)
+    with CaptureQueriesContext(connection) as after:
+        client.get(reverse("dashboard:category-list"), week)
+    assert len(after) == len(before), [q["sql"][:120] for q in after]

@@ -205,6 +205,9 @@ class BaseConnector:
     keeps_artifacts: ClassVar[re.Pattern | None] = None
     # Shown beside the connector form: typical options (JSON) and the auth the platform expects.
     options_example: ClassVar[str] = "{}"
+    # The URL help on the form once this kind is chosen: a typical base URL of its server.
+    url_example: ClassVar[str] = ""
+    url_what: ClassVar[str] = ""  # what that URL is of, e.g. "the Kubernetes API server"
     # Every option the kind reads, by name, with its type (a name in `fleet.connectors.options.OPTION_TYPES`):
     # the form refuses any other option, and a value of another type, naming the option.
     options_schema: ClassVar[dict[str, str]] = {}

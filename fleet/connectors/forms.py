@@ -33,7 +33,7 @@ class ConnectorForm(forms.ModelForm):
         label="URL",
         max_length=500,
         assume_scheme="https",
-        help_text="Base URL, e.g. https://prometheus:9090 (an in-cluster service name is fine)",
+        help_text="Base URL (an in-cluster service name is fine)",  # with each kind's example: url_help()
     )
     secret = forms.CharField(
         required=False,
@@ -117,10 +117,17 @@ class ConnectorForm(forms.ModelForm):
         # a near miss ("Alpha" for "alpha") would split one cluster's jobs in two on every page.
         self.known_clusters = list(Cluster.objects.order_by("name").values_list("name", flat=True))
         self.fields["cluster"].widget.attrs["list"] = "known-clusters"
+        self.fields["url"].help_text = url_help(self._chosen_kind())
         if self.instance.pk and self.instance.has_secret:
             self.fields["secret"].help_text += " Leave blank to keep the stored one."
         else:
             del self.fields["clear_secret"]  # nothing stored to keep or to forget
+
+    def _chosen_kind(self) -> str:
+        """The kind the form is for: as posted, else the connector's, else none yet."""
+        if self.is_bound:
+            return self.data.get(self.add_prefix("kind")) or ""
+        return self.instance.kind if self.instance.pk else ""
 
     def clean_secret_reference(self) -> str:
         value = self.cleaned_data["secret_reference"].strip()
@@ -181,11 +188,16 @@ class ConnectorForm(forms.ModelForm):
             self.add_error("username", "Basic auth needs a user name.")
         if auth == Connector.Auth.HEADER and not data.get("secret_header"):
             self.add_error("secret_header", "Name the header that carries the secret, e.g. X-SLURM-USER-TOKEN.")
-        if data.get("kind") != Connector.Kind.PROMETHEUS and not data.get("cluster"):
+        # Only once a kind is chosen (a missing kind is its own error): a Prometheus connector needs none.
+        if data.get("kind") and data["kind"] != Connector.Kind.PROMETHEUS and not data.get("cluster"):
             self.add_error("cluster", "Jobs need a cluster name.")
         if "options" in data and data.get("kind") in kinds():
-            for problem in self._option_problems(kinds()[data["kind"]], data["options"]):
+            cls = kinds()[data["kind"]]
+            problems = self._option_problems(cls, data["options"])
+            for problem in problems:
                 self.add_error("options", problem)
+            if problems and cls.options_example != "{}":  # the whole object to type, not only the one value
+                self.add_error("options", f"For {_short(cls.label)}, type e.g. {cls.options_example}")
         return data
 
     def _secret_would_move(self, data) -> bool:
@@ -226,6 +238,21 @@ class ConnectorForm(forms.ModelForm):
         if commit:
             connector.save()
         return connector
+
+
+def _short(label: str) -> str:
+    """A kind's label without its parenthesis: "Slurm" for "Slurm (slurmrestd)"."""
+    return label.split(" (")[0]
+
+
+def url_help(kind: str) -> str:
+    """The URL field's help: the chosen kind's example, or each kind's when none is chosen yet."""
+    chosen = kinds().get(kind)
+    if chosen and chosen.url_example:
+        what = chosen.url_what or f"the {_short(chosen.label)} server"
+        return f"Base URL of {what}, e.g. {chosen.url_example} (an in-cluster service name is fine)."
+    examples = "; ".join(f"{_short(cls.label)}: {cls.url_example}" for cls in kinds().values() if cls.url_example)
+    return f"Base URL of the kind's server (an in-cluster service name is fine), e.g. {examples}."
 
 
 def _server(url: str) -> str:

@@ -147,6 +147,8 @@ class GenericConnector(BaseConnector):
     kind = "generic"
     label = "Generic REST API (our JSON contract)"
     options_example = '{"page_size": 200}'
+    url_example = "https://fleet-api.example.org"
+    url_what = "the REST API serving our JSON contract"
     options_schema = {"page_size": "whole number", "artifact_max_bytes": "whole number", "series": "true or false"}
     auth_hint = "Usually a header (e.g. X-API-Key) or a bearer token."
 

@@ -1116,6 +1116,8 @@ class KubernetesConnector(BaseConnector):
     label = "Kubernetes (pods API)"
     keeps_artifacts = RUN_LOG
     options_example = '{"team_label": "team", "namespace_teams": {"ml-research": "Research"}}'
+    url_example = "https://kubernetes.default.svc"
+    url_what = "the Kubernetes API server"
     options_schema = {
         "label_selector": "text",
         "namespace": "text",

@@ -227,6 +227,8 @@ class MlflowConnector(BaseConnector):
     kind = "mlflow"
     label = "MLflow (runs and their system metrics)"
     options_example = '{"experiment_ids": ["7", "12"], "team_tag": "team"}'
+    url_example = "http://mlflow:5000"
+    url_what = "the MLflow tracking server"
     options_schema = {
         "experiment_ids": "list of ids",
         "team_tag": "text",

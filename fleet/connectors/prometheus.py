@@ -344,6 +344,8 @@ class PrometheusConnector(BaseConnector):
     kind = "prometheus"
     label = "Prometheus (dcgm-exporter, node_exporter)"
     options_example = '{"step": "30s"}'
+    url_example = "https://prometheus:9090"
+    url_what = "the Prometheus server"
     options_schema = {
         "step": "duration",
         "max_points": "whole number",

@@ -502,6 +502,8 @@ class SlurmConnector(BaseConnector):
     kind = "slurm"
     label = "Slurm (slurmrestd)"
     options_example = '{"api_version": "v0.0.41", "account_teams": {"vision": "Computer Vision"}}'
+    url_example = "http://slurmrestd:6820"
+    url_what = "Slurm's REST API (slurmrestd)"
     options_schema = {
         "api_version": "text",
         "window_hours": "number",

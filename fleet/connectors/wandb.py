@@ -310,6 +310,8 @@ class WandbConnector(BaseConnector):
     kind = "wandb"
     label = "Weights & Biases (runs and their system metrics)"
     options_example = '{"entity": "vision-lab", "projects": ["resnet", "llm"]}'
+    url_example = "https://api.wandb.ai"
+    url_what = "the W&B API (the cloud's, or your W&B Server's address)"
     options_schema = {
         "entity": "text",
         "projects": "list of text",

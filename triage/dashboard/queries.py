@@ -13,7 +13,7 @@ from decimal import Decimal
 from functools import reduce
 from typing import NamedTuple
 
-from django.db.models import Count, F, FloatField, Max, Min, OuterRef, Q, Subquery, Sum, Value
+from django.db.models import Case, Count, F, FloatField, Max, Min, OuterRef, Q, Subquery, Sum, Value, When
 from django.db.models.functions import Cast, Coalesce, Floor, NullIf
 from django.urls import reverse
 
@@ -59,6 +59,19 @@ def _spend(conversion: Conversion):
 
 PRICED = Q(cost__isnull=False)  # a job with a cost
 UNPRICED = Q(cost=None, gpu_hours__gt=0)  # a job with GPU-hours to price and no price (`fleet.costs.unpriced`)
+
+
+def cost_known(row: dict) -> bool:
+    """Whether a row of `by_team` or `by_category` has a cost figure: not when none of its jobs is priced
+    and some have GPU-hours to price (as `Totals.cost_unknown`); the pages then show "–", not 0."""
+    return bool(row["priced_jobs"]) or not row["unpriced_jobs"]
+
+
+def cost_order(amount: str):
+    """`by_team`'s order by a cost annotation ("spend", "wasted_cost"), the highest first and the
+    teams without a cost figure (`cost_known`) last, after any priced at 0."""
+    unknown = When(Q(priced_jobs=0, unpriced_jobs__gt=0), then=Value(None))
+    return Case(unknown, default=F(amount), output_field=FloatField()).desc(nulls_last=True)
 
 
 def _wasted_cost(conversion: Conversion):
@@ -510,7 +523,7 @@ def trend(direction: int | None, worse_when_up: bool | None) -> str:
 
 def by_category(jobs, conversion: Conversion | None = None) -> list[dict]:
     """Current findings of these jobs per category: jobs, recoverable GPU-hours and cost (in the
-    reporting currency)."""
+    reporting currency), and how many of its jobs are priced and unpriced (`cost_known`)."""
     from triage.models import Finding
 
     conversion = conversion or Conversion.current()
@@ -521,6 +534,10 @@ def by_category(jobs, conversion: Conversion | None = None) -> list[dict]:
             jobs=Count("job", distinct=True),
             hours=Coalesce(Sum("gpu_hours"), ZERO),
             spend=_spend(conversion),
+            # A finding's cost is its job's price for its GPU-hours (None without a price): a cause
+            # found only in unpriced jobs has no cost figure (`cost_known`), not a cost of 0.
+            priced_jobs=Count("job", distinct=True, filter=Q(cost__isnull=False)),
+            unpriced_jobs=Count("job", distinct=True, filter=Q(cost=None, gpu_hours__gt=0)),
         )
         .order_by("-hours")
     )

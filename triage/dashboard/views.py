@@ -62,8 +62,9 @@ TEAM_SORTS = {
     "unused": ("-unused", "Unused GPU-hours"),
     # A team without covered time last, not first.
     "waste_share": (F("waste_share").desc(nulls_last=True), "Waste share"),
-    "cost": ("-spend", "Cost"),
-    "wasted_cost": ("-wasted_cost", "Wasted cost"),
+    # A team none of whose jobs is priced ("–") last, after one priced at 0.
+    "cost": (queries.cost_order("spend"), "Cost"),
+    "wasted_cost": (queries.cost_order("wasted_cost"), "Wasted cost"),
     "jobs": ("-jobs", "Jobs"),
     "low_util_jobs": ("-low_util_jobs", "Low-utilization jobs"),
 }
@@ -239,7 +240,10 @@ def overview(request):
     teams_seen = [] if whole_fleet else list(Team.objects.visible_to(request.user).order_by("name"))
     only_team = teams_seen[0] if len(teams_seen) == 1 else None
     judged = _judged(period_jobs, request)
-    categories = [row | {"label": Category(row["category"]).label} for row in queries.by_category(judged, conversion)]
+    categories = [
+        row | {"label": Category(row["category"]).label, "cost_known": queries.cost_known(row)}
+        for row in queries.by_category(judged, conversion)
+    ]
     unclassified, triaged_low = queries.unclassified_share(judged, threshold)
     low_not_judged = queries.low_not_judged(period_jobs, judged, threshold)
     trend = figures.weekly_trend(queries.weekly_trend(jobs, period))
@@ -283,6 +287,7 @@ def team_list(request):
     rows = queries.by_team(
         queries.in_period(jobs, period), scope.low_threshold, order=order, conversion=pricing.conversion
     )
+    rows = [row | {"cost_known": queries.cost_known(row)} for row in rows]  # without: "–", not 0
     context = _context(request, scope) | {"rows": rows, "sort": sort, "sort_choices": TEAM_SORT_NAMES}
     context["nothing_yet"] = _nothing_yet(request) if scope.latest is None and not scope.cluster else ""
     context |= _pricing_context(pricing)
@@ -360,7 +365,13 @@ def team_detail(request, slug: str):
     for row in queries.by_category(judged_jobs, conversion):
         category = Category(row["category"])
         causes.append(
-            row | {"category": category, "change": headline_change(category), "set_aside": set_aside.get(category, 0)}
+            row
+            | {
+                "category": category,
+                "change": headline_change(category),
+                "set_aside": set_aside.get(category, 0),
+                "cost_known": queries.cost_known(row),
+            }
         )
     unclassified, triaged_low = queries.unclassified_share(judged_jobs, threshold)
     low_not_judged = queries.low_not_judged(period_jobs, judged_jobs, threshold)
@@ -837,6 +848,7 @@ def category_list(request):
             "jobs": rows.get(category.value, {}).get("jobs", 0),
             "hours": rows.get(category.value, {}).get("hours", 0.0),
             "spend": rows.get(category.value, {}).get("spend", 0.0),
+            "cost_known": queries.cost_known(rows[category.value]) if category.value in rows else True,
             "guide": GUIDES.get(category, {}),
             "verdicts": verdicts.get(category),
         }
