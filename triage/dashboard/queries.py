@@ -61,10 +61,15 @@ PRICED = Q(cost__isnull=False)  # a job with a cost
 UNPRICED = Q(cost=None, gpu_hours__gt=0)  # a job with GPU-hours to price and no price (`fleet.costs.unpriced`)
 
 
+def no_cost_figure(priced_jobs: int, unpriced_jobs: int) -> bool:
+    """The one rule for "–" instead of a cost: none of the jobs is priced and some have GPU-hours to price,
+    so the cost is unknown, not a 0 that reads as free (pages, digests and their subjects alike)."""
+    return bool(unpriced_jobs) and not priced_jobs
+
+
 def cost_known(row: dict) -> bool:
-    """Whether a row of `by_team` or `by_category` has a cost figure: not when none of its jobs is priced
-    and some have GPU-hours to price (as `Totals.cost_unknown`); the pages then show "–", not 0."""
-    return bool(row["priced_jobs"]) or not row["unpriced_jobs"]
+    """Whether a row of `by_team` or `by_category` has a cost figure (`no_cost_figure`)."""
+    return not no_cost_figure(row["priced_jobs"], row["unpriced_jobs"])
 
 
 def cost_order(amount: str):
@@ -109,7 +114,7 @@ class Totals:
     def cost_unknown(self) -> bool:
         """No job priced, but some with GPU-hours to price: the pages and digests show "–" for the
         cost and wasted cost, not a 0 that reads as free (and the cost note says why)."""
-        return bool(self.unpriced_jobs) and not self.priced_jobs
+        return no_cost_figure(self.priced_jobs, self.unpriced_jobs)
 
     @property
     def waste_share(self) -> float | None:
