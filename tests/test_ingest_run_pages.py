@@ -288,3 +288,24 @@ def test_a_runs_page_shows_its_times_to_the_tenth_and_the_duration_between_them(
     assert "<dt>Started</dt><dd>2026-11-02 10:00:00.9 UTC</dd>" in page
     assert "<dt>Finished</dt><dd>2026-11-02 10:00:03.0 UTC</dd>" in page
     assert '<dt>Duration</dt><dd id="run-duration">2.1 s</dd>' in page
+
+
+# -- a timestamp in a problem's words ---------------------------------------------------------------
+
+
+def test_a_problems_timestamps_stay_whole_on_the_page_and_unchanged_in_the_csv(operator_client):
+    """The errors table broke an ISO timestamp in a problem at its hyphen ("2026-" over "10-28T…"): each is
+    one box, taken whole to the next line (broken between its date and time only where no line has room
+    for it, a phone's card), its words still escaped; the CSV keeps the message as stored."""
+    message = "end_time 2026-10-28T14:03:00Z is before start_time 2026-10-29 09:00:00+02:00 <b>"
+    run = IngestRun.objects.create(
+        source=IngestRun.Source.UPLOAD, status=IngestRun.Status.PARTIAL, errors=[error("jobs.csv", 2, message=message)]
+    )
+    html = operator_client.get(f"/ingest-runs/{run.pk}/").content.decode()
+    (problem,) = re.findall(r'<span class="cell-label">Problem</span><span>(.*?)</span></td>', html)
+    assert problem == (
+        'end_time <span class="timestamp"><span class="when">2026-10-28T</span><wbr><span class="when">14:03:00Z'
+        '</span></span> is before start_time <span class="timestamp"><span class="when">2026-10-29</span> '
+        '<span class="when">09:00:00+02:00</span></span> &lt;b&gt;'
+    )
+    assert csv_rows(operator_client, run)[1][-1] == message
