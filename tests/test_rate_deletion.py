@@ -71,3 +71,21 @@ def test_deleting_a_rate_asks_first_with_the_costs_it_leaves_unconverted_and_the
         {"currency": "JPY", "rate": "0.0067"},
     ]
     assert AuditEvent.objects.count() == 2
+
+
+def test_the_blank_rate_row_shows_what_to_type(admin_client, settings):
+    """The exchange-rate table's one empty row had blank fields, nothing showing what goes in them (the
+    price row's blank currency shows USD): its fields show an example, a currency other than the reporting
+    one and its value in it."""
+    import re
+
+    ExchangeRate.objects.create(currency="GBP", rate="1.27")
+    for reporting, example in (("USD", ("EUR", "1.08")), ("EUR", ("USD", "0.93"))):
+        settings.DEFAULT_CURRENCY = reporting
+        page = admin_client.get(reverse("dashboard:settings")).content.decode()
+        blank = re.findall(r"<input[^>]*name=\"rates-1-(currency|rate)\"[^>]*>", page)
+        assert blank == ["currency", "rate"]
+        fields = re.findall(r"<input[^>]*name=\"rates-1-(?:currency|rate)\"[^>]*>", page)
+        assert [re.search(r'placeholder="([^"]*)"', f).group(1) for f in fields] == list(example), reporting
+        saved = re.search(r"<input[^>]*name=\"rates-0-currency\"[^>]*>", page).group(0)
+        assert 'value="GBP"' in saved and "placeholder" not in saved

@@ -951,6 +951,16 @@ class _RateRows(_PriceRows):
 
     COLUMNS = {"currency": "Currency", "rate": "Value in the reporting currency", "DELETE": "Delete"}
     ROW = "rate"
+    # What a blank row asks for, shown in its fields: a currency other than the reporting one, and its value.
+    EXAMPLES = {"EUR": ("USD", "0.93")}
+    EXAMPLE = ("EUR", "1.08")
+
+    def add_fields(self, form, index):
+        super().add_fields(form, index)
+        if index is None or index >= self.initial_form_count():
+            currency, rate = self.EXAMPLES.get(settings.DEFAULT_CURRENCY, self.EXAMPLE)
+            form.fields["currency"].widget.attrs["placeholder"] = currency
+            form.fields["rate"].widget.attrs["placeholder"] = rate
 
 
 RateFormSet = modelformset_factory(
