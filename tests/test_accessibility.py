@@ -98,6 +98,20 @@ def open_as(driver, base: str, user) -> None:
     driver.add_cookie({"name": "sessionid", "value": client.cookies["sessionid"].value, "path": "/"})
 
 
+def html_pages(driver, base: str, pages, users: dict):
+    """Open each of `pages` ((name, path, role) rows) as its role's user from `users`, signing in again only
+    when the role changes, and yield the rows whose answer is a page: a JSON poll (the re-triage progress)
+    is none."""
+    current = object()
+    for name, path, role in pages:
+        if role != current:
+            open_as(driver, base, users[role])
+            current = role
+        driver.get(base + path)
+        if driver.execute_script("return document.contentType") == "text/html":
+            yield name, path, role
+
+
 # Every chart drawn and the timeline loaded (or told why it is empty); asked of the page in one
 # script, as the fixture's implicit wait would hold each search for an absent element 5 s.
 DRAWN = """
@@ -207,16 +221,8 @@ def test_every_page_meets_wcag_21_aa(browser, live_server, world, demo_archive, 
     pages.append(("labeling:label, skipped", f"/studies/{study_other}/label/{skipped.item_id}/", "nina"))
     pages.append(("labeling:study with a skip", f"/studies/{study_other}/", "nina"))
 
-    base = live_server.url
     failures = []
-    current = object()
-    for name, path, role in pages:
-        if role != current:
-            open_as(browser, base, users[role])
-            current = role
-        browser.get(base + path)
-        if browser.execute_script("return document.contentType") != "text/html":
-            continue  # a page's JSON poll (the re-triage progress), not a page
+    for name, path, role in html_pages(browser, live_server.url, pages, users):
         settled(browser)
         # Folded content (a chart's numbers, a finding's code and fix) is checked unfolded.
         browser.execute_script("document.querySelectorAll('details').forEach(d => { d.open = true; })")

@@ -10,7 +10,7 @@ import pytest
 
 from fleet.models import IngestRun, Team
 from tests.test_access_matrix import ROWS  # noqa: F401  (page_rows reads it)
-from tests.test_accessibility import open_as, page_rows
+from tests.test_accessibility import html_pages, page_rows
 from tests.test_browser import browser  # noqa: F401  (the shared Chromium fixture)
 from tests.test_non_text_contrast_browser import SCHEMES, scheme
 from triage.digests.models import TeamWebhook
@@ -62,13 +62,9 @@ def test_every_button_is_drawn_in_the_projects_style(browser, live_server, world
         ("a pending run", f"/ingest-runs/{pending.pk}/", "operator"),  # its Mark failed
         ("labeling:label", "/studies/{study_other}/label/{item_other}/".format(**world["params"]), "nina"),
     ]
-    base, problems, current, buttons = live_server.url, [], object(), 0
-    for name, path, role in pages:
-        if role != current:
-            open_as(browser, base, users[role])
-            current = role
-        browser.get(base + path)
-        if browser.execute_script("return document.contentType") != "text/html" or "/admin/" in path:
+    problems, buttons = [], 0
+    for name, path, role in html_pages(browser, live_server.url, pages, users):
+        if "/admin/" in path:
             continue
         browser.execute_script("document.querySelectorAll('details').forEach(d => { d.open = true; })")
         buttons += browser.execute_script("return document.querySelectorAll('main button').length")

@@ -19,7 +19,7 @@ import pytest
 
 from fleet import ingest
 from tests.test_access_matrix import ROWS  # noqa: F401  (page_rows reads it)
-from tests.test_accessibility import open_as, page_rows
+from tests.test_accessibility import html_pages, open_as, page_rows
 from tests.test_browser import browser  # noqa: F401  (the shared Chromium fixture)
 from triage.models import Finding
 
@@ -136,14 +136,8 @@ def test_form_fields_stand_out_in_both_schemes(browser, live_server, world, demo
         ("demo job's file", f"/jobs/{job.pk}/files/{log.pk}/", "operator"),  # the search in a file
         ("labeling:label", "/studies/{study_other}/label/{item_other}/".format(**world["params"]), "nina"),
     ]
-    base, problems, current, fields = live_server.url, [], object(), 0
-    for name, path, role in pages:
-        if role != current:
-            open_as(browser, base, users[role])
-            current = role
-        browser.get(base + path)
-        if browser.execute_script("return document.contentType") != "text/html":
-            continue
+    problems, fields = [], 0
+    for name, path, role in html_pages(browser, live_server.url, pages, users):
         # Folded fields (a skipped job's reason, a connector's advanced options) are measured unfolded.
         browser.execute_script("document.querySelectorAll('details').forEach(d => { d.open = true; })")
         fields += len(browser.execute_script(FIELDS))
