@@ -596,6 +596,24 @@ def job_with_gpus(gpus: int, host_name: str = "alpha-n055"):
     return job
 
 
+def job_with_idle_windows(first, second):
+    """`job_with_gpus(1)` triaged with two causes, each with one five-minute idle window (at 10 and 50
+    minutes), so the timeline shades both and its legend has an entry for each."""
+    from datetime import timedelta
+
+    from tests.test_timeline import START
+    from triage.models import JobTriage, RuleSet
+
+    job = job_with_gpus(1)
+    result = JobTriage.objects.create(job=job, rule_set=RuleSet.current(), status="classified", is_current=True)
+    for category, minutes in ((first, 10), (second, 50)):
+        window = {"start": (START + timedelta(minutes=minutes)).isoformat(),
+                  "end": (START + timedelta(minutes=minutes + 5)).isoformat(), "minutes": 5}  # fmt: skip
+        Finding.objects.create(result=result, job=job, rule_set=result.rule_set, category=category, confidence=0.9,
+                               summary="s", gpu_hours=1.0, evidence={"windows": [window]}, guidance={})  # fmt: skip
+    return job
+
+
 # The timeline's legend, toolbar (zero-sized when hidden) and plot areas as TIMELINE_BOXES has them, but
 # from the chart's top left corner (the page above it wraps differently at each width), and its size.
 TIMELINE_LAYOUT = """
@@ -864,19 +882,10 @@ def test_on_a_phone_each_causes_shaded_windows_have_a_legend_entry_clear_of_the_
     """The findings' windows were shaded with nothing saying what the bands were; each cause has a
     legend entry now, and at 390 px the phone's legend makes room for their names too (its columns
     were as wide as the traces' names only, and "Model checkpointing: idle windows" ran under the next)."""
-    from datetime import timedelta
-
-    from tests.test_timeline import START
-    from triage.models import JobTriage, RuleSet
     from triage.taxonomy import Category
 
-    job = job_with_gpus(1)  # the causes' entries share a row: GPU 0 and Log events take the first
-    result = JobTriage.objects.create(job=job, rule_set=RuleSet.current(), status="classified", is_current=True)
-    for category, minutes in ((Category.MODEL_CHECKPOINTING, 10), (Category.REMOTE_DATA_READING, 50)):
-        window = {"start": (START + timedelta(minutes=minutes)).isoformat(),
-                  "end": (START + timedelta(minutes=minutes + 5)).isoformat(), "minutes": 5}  # fmt: skip
-        Finding.objects.create(result=result, job=job, rule_set=result.rule_set, category=category, confidence=0.9,
-                               summary="s", gpu_hours=1.0, evidence={"windows": [window]}, guidance={})  # fmt: skip
+    # The causes' entries share a row: GPU 0 and Log events take the first.
+    job = job_with_idle_windows(Category.MODEL_CHECKPOINTING, Category.REMOTE_DATA_READING)
     log_in(browser, live_server.url, operator, f"/jobs/{job.pk}/")
     with window_width(browser, 390):
         open_timeline_pointed_at(browser, f"{live_server.url}/jobs/{job.pk}/")
@@ -1161,22 +1170,12 @@ def test_each_causes_idle_windows_legend_swatch_stands_out_from_the_card_in_both
     the dark card, barely there (and little more on white). It is the cause's colour now, 3:1 or more from
     the card in both schemes, while the bands over the data keep their tint; a click on the entry still
     hides them."""
-    from datetime import timedelta
-
     from selenium.webdriver.common.by import By
     from selenium.webdriver.support.wait import WebDriverWait
 
-    from tests.test_timeline import START
-    from triage.models import JobTriage, RuleSet
     from triage.taxonomy import Category
 
-    job = job_with_gpus(1)
-    result = JobTriage.objects.create(job=job, rule_set=RuleSet.current(), status="classified", is_current=True)
-    for category, minutes in ((Category.MODEL_CHECKPOINTING, 10), (Category.REMOTE_DATA_READING, 50)):
-        window = {"start": (START + timedelta(minutes=minutes)).isoformat(),
-                  "end": (START + timedelta(minutes=minutes + 5)).isoformat(), "minutes": 5}  # fmt: skip
-        Finding.objects.create(result=result, job=job, rule_set=result.rule_set, category=category, confidence=0.9,
-                               summary="s", gpu_hours=1.0, evidence={"windows": [window]}, guidance={})  # fmt: skip
+    job = job_with_idle_windows(Category.MODEL_CHECKPOINTING, Category.REMOTE_DATA_READING)
     log_in(browser, live_server.url, operator, f"/jobs/{job.pk}/")
     try:
         for scheme in ("light", "dark"):

@@ -221,20 +221,16 @@ def test_320_px_wide_a_long_causes_legend_entry_wraps_inside_the_chart(browser, 
     """At 320 px (WCAG's reflow width) the timeline's legend entry "Inefficient host-GPU data transfer:
     idle windows" ran past the chart's right edge and was cut ("...: idle wind"): each entry was one
     line as wide as its name. A name wider than the legend breaks between words, inside the chart."""
-    from datetime import timedelta
-
-    from tests.test_dashboard_browser import TIMELINE_BOXES, job_with_gpus, log_in, open_timeline_pointed_at, overlap
-    from tests.test_timeline import START
-    from triage.models import JobTriage, RuleSet
+    from tests.test_dashboard_browser import (
+        TIMELINE_BOXES,
+        job_with_idle_windows,
+        log_in,
+        open_timeline_pointed_at,
+        overlap,
+    )
     from triage.taxonomy import Category
 
-    job = job_with_gpus(1)
-    result = JobTriage.objects.create(job=job, rule_set=RuleSet.current(), status="classified", is_current=True)
-    for category, minutes in ((Category.HOST_GPU_TRANSFER, 10), (Category.MODEL_CHECKPOINTING, 50)):
-        window = {"start": (START + timedelta(minutes=minutes)).isoformat(),
-                  "end": (START + timedelta(minutes=minutes + 5)).isoformat(), "minutes": 5}  # fmt: skip
-        Finding.objects.create(result=result, job=job, rule_set=result.rule_set, category=category, confidence=0.9,
-                               summary="s", gpu_hours=1.0, evidence={"windows": [window]}, guidance={})  # fmt: skip
+    job = job_with_idle_windows(Category.HOST_GPU_TRANSFER, Category.MODEL_CHECKPOINTING)
     log_in(browser, live_server.url, operator, f"/jobs/{job.pk}/")
     with window_width(browser, 320):
         open_timeline_pointed_at(browser, f"{live_server.url}/jobs/{job.pk}/")
