@@ -1014,3 +1014,40 @@ def test_a_wrong_w_and_b_option_error_shows_the_json_to_type(client, operator):
                          url="https://api.wandb.ai", options=options)  # fmt: skip
         _, error = _help_and_error(client.post(reverse("connectors:create"), data).content.decode(), "options")
         assert error and 'e.g. {"entity": "vision-lab", "projects": ["resnet", "llm"]}' in error, (options, error)
+
+
+@pytest.mark.parametrize(
+    ("field", "typed", "message"),
+    [
+        ("options", '{"api_version": "v0.0.41"\n "window_hours": 12}',
+         "Options: not valid JSON at line 2, column 2: Expecting &#x27;,&#x27; delimiter."),
+        ("options", "{api_version: 1}",
+         "Options: not valid JSON at line 1, column 2: Expecting property name enclosed in double quotes."),
+        ("headers", '{"X-Scope-OrgID": gpu}', "Headers: not valid JSON at line 1, column 19: Expecting value."),
+        # Python's json reads these, and Django's field with it: nesting past the interpreter's stack
+        # was a RecursionError (a server error); NaN, a lone surrogate and NUL would be saved on
+        # SQLite and refused by PostgreSQL's jsonb (a server error there).
+        ("options", "[" * 100_000, "Options: not valid JSON: nested too deeply."),
+        ("options", '{"window_hours": NaN}',
+         "Options: not valid JSON: NaN is not a JSON value (write null, or a number)."),
+        ("options", '{"api_version": "\\ud800"}',
+         "Options: not valid JSON: a \\ud800–\\udfff escape not paired as UTF-16 is not text."),
+        ("options", '{"api_version": "v0\\u0000"}',
+         "Options: api_version contains a NUL character (\\u0000), which cannot be stored; remove it."),
+    ],
+)  # fmt: skip
+def test_json_that_does_not_parse_says_what_is_wrong_and_where_and_keeps_what_was_typed(
+    client, operator, field, typed, message
+):
+    """Options and headers that were not JSON got Django's "Enter a valid JSON." (which field, and
+    what about it?), and some JSON-like text a server error."""
+    import re
+    from html import escape
+
+    client.force_login(operator)
+    response = client.post(reverse("connectors:create"), form_data(**{field: typed}))
+    assert response.status_code == 200 and not Connector.objects.exists()
+    page = response.content.decode()
+    error = re.search(rf'<small class="error" id="id_{field}_error">(.*?)</small>', page, re.S)
+    assert error and error.group(1) == message
+    assert escape(typed[:1000]) in page  # the text as typed, to correct it

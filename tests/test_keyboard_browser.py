@@ -115,7 +115,10 @@ def test_a_failed_login_and_a_connector_form_sent_with_a_mistake_put_the_focus_o
     wait_until(browser, lambda b: focused(b)["id"] == "id_options")
     field = focused(browser)
     assert field["invalid"] == "true" and field["marked"] and field["in_view"]
-    assert field["described"] == ["Kind-specific options (docs/connectors.md).", "Enter a valid JSON."]
+    assert field["described"] == [
+        "Kind-specific options (docs/connectors.md).",
+        "Options: not valid JSON at line 1, column 2: Expecting property name enclosed in double quotes.",
+    ]
     assert console_errors(browser) == []
 
 

@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import json
 import re
 from urllib.parse import urlsplit
 
 from django import forms
+from django.forms.fields import InvalidJSONInput, JSONString
 
+from fleet.canonical import NUL_MESSAGE, loads_json, nul_path
 from fleet.connectors import secrets
 from fleet.connectors.base import ConfigError, ConnectorSettings, header_problem
 from fleet.connectors.http import same_origin
@@ -26,6 +29,41 @@ class ServiceURLField(forms.URLField):
 
     default_validators = [validate_service_url]
     default_error_messages = {"invalid": validate_service_url.message}
+
+
+class JSONTextField(forms.JSONField):
+    """A JSON field whose error names the field and says what is wrong and where ("Options: not
+    valid JSON at line 2, column 5: Expecting ',' delimiter."), where Django's says "Enter a valid
+    JSON.". It reads JSON as a jsonb column stores it (`loads_json`): Python's json also takes NaN,
+    lone surrogate escapes and NUL, which PostgreSQL refuses at the insert (a server error), and
+    answers nesting past the interpreter's stack with a RecursionError. Text it refuses is shown
+    back as typed (Django's `InvalidJSONInput`), to be corrected."""
+
+    def to_python(self, value):
+        if self.disabled or value in self.empty_values or not isinstance(value, str):
+            return super().to_python(value)
+        label = self.label or "The value"
+        try:
+            converted = loads_json(value)
+        except json.JSONDecodeError as exc:  # before ValueError, of which it is one: it knows where
+            raise forms.ValidationError(
+                f"{label}: not valid JSON at line {exc.lineno}, column {exc.colno}: {exc.msg}.", code="invalid"
+            ) from None
+        except ValueError as exc:
+            raise forms.ValidationError(f"{label}: not valid JSON: {exc}.", code="invalid") from None
+        where = nul_path(converted)
+        if where is not None:
+            raise forms.ValidationError(f"{label}: {where or 'the value'} {NUL_MESSAGE}.", code="invalid")
+        return JSONString(converted) if isinstance(converted, str) else converted
+
+    def bound_data(self, data, initial):
+        if self.disabled or data is None or not isinstance(data, str):
+            return super().bound_data(data, initial)
+        try:
+            value = loads_json(data)
+        except ValueError:
+            return InvalidJSONInput(data)
+        return InvalidJSONInput(data) if nul_path(value) is not None else value
 
 
 class ConnectorForm(forms.ModelForm):
@@ -75,6 +113,7 @@ class ConnectorForm(forms.ModelForm):
             "verify_tls",
             "options",
         ]
+        field_classes = {"headers": JSONTextField, "options": JSONTextField}
         widgets = {
             "headers": forms.Textarea(attrs={"rows": 2}),
             "options": forms.Textarea(attrs={"rows": 6}),
