@@ -677,3 +677,45 @@ def test_a_script_the_batch_script_runs_takes_the_batch_scripts_allocation(outer
     assert launched.path == "inner.sh" and launched.detail.get("processes") == processes
     if "echo inner.sh" not in outer:  # nor are inner.sh's #SBATCH lines the job's layout
         assert "inner.sh" not in [fact.path for fact in evidence.of("slurm_layout")]
+
+
+@pytest.mark.parametrize(
+    ("line", "processes"),
+    [
+        # a wrapper named by its path runs the command after it, as by its name: GNU time, nohup, stdbuf, sudo, srun
+        ("/usr/bin/time srun -n 8 python train.py", 8),
+        ("/usr/bin/nohup srun python train.py", 8),
+        ("/usr/bin/stdbuf srun python train.py", 8),
+        ("/usr/bin/sudo srun -n 4 python train.py", 4),
+        ("/usr/bin/srun python train.py", 8),
+        ("/opt/slurm/bin/srun -n 4 python train.py", 4),
+        ("/usr/bin/time /opt/slurm/bin/srun python train.py", 8),
+        # GNU time(1)'s options before its command (`-v`, `-o FILE`, `-f FORMAT`, `--output=FILE`, `--`), and
+        # coreutils stdbuf(1)'s (`-oL`, `-o L`, `--output=L`), are theirs, not the command
+        ("/usr/bin/time -v srun -n 4 python train.py", 4),
+        ("/usr/bin/time -o time.log -f %M srun python train.py", 8),
+        ("/usr/bin/time -vo time.log srun python train.py", 8),
+        ("/usr/bin/time --output=time.log --verbose -- srun python train.py", 8),
+        ("time -p srun -n 4 python train.py", 4),
+        ("stdbuf -oL -e L srun python train.py", 8),
+        ("/usr/bin/stdbuf --output=L srun -n 4 python train.py", 4),
+    ],
+)
+def test_wrappers_named_by_their_path_run_the_launch_after_them(line, processes):
+    # `/usr/bin/time srun ...`, `/usr/bin/nohup srun ...`: no launch was found at all (only `env` was known by path)
+    launched = launch_of(f"#!/bin/bash\n#SBATCH -n 8\n{line}\n")
+    assert launched.detail["launcher"] == "python" and launched.detail.get("processes") == processes
+
+
+def test_a_job_timed_by_usr_bin_time_is_uneven_use_of_its_srun_tasks():
+    # its 8 srun tasks on 8 GPUs, one busy: the launch under /usr/bin/time was not seen (no srun tasks counted)
+    script = "#!/bin/bash\n#SBATCH --ntasks=8\n/usr/bin/time -v srun python train.py\n"
+    finding = oversubscription(scripts=[("run.sh", script)])
+    assert finding.sub_cause == "uneven_use" and finding.numbers["srun_tasks"] == 8
+
+
+def test_the_jobs_command_under_a_wrapper_named_by_its_path_is_read():
+    (launch,) = command_code_facts("/usr/bin/nohup /usr/bin/srun -n 4 python x.py")
+    assert launch.detail.get("processes") == 4
+    (launch,) = command_code_facts('sbatch -n 8 --wrap "/usr/bin/time -v srun python x.py"')
+    assert launch.detail.get("processes") == 8

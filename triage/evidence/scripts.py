@@ -1935,17 +1935,55 @@ def _accelerate_zero_flags(argv: list[str]) -> dict | None:
     return detail
 
 
-_WRAPPERS = ("sudo", "exec", "nohup", "time", "env", "srun", "stdbuf")  # words that run the program after them
+# Programs that run the command after them, by their file's name, so by their path too (`/usr/bin/time srun ...`,
+# `/usr/bin/nohup ...`, `/usr/bin/env ...`, `/opt/slurm/bin/srun ...`); `exec` is the shell's builtin, by its name only.
+_WRAPPERS = ("sudo", "nohup", "time", "env", "srun", "stdbuf")
+# A wrapper's own options before the command it runs, as getopt reads them, where some take a value (the rest of the
+# word, else the next word): GNU time(1), "time [options] command [arguments...]": `-f FORMAT` (`--format=FORMAT`),
+# `-o FILE` (`--output=FILE`) and the switches -a -p -q -v -V, `--` ending them (bash's own `time -p` too);
+# coreutils stdbuf(1): `-i MODE`, `-o MODE`, `-e MODE` (`--input=`, `--output=`, `--error=`; `-oL` glued). Other
+# wrappers' options are not read (`sudo -u u srun ...`: `-u` is taken for the command, which runs nothing known).
+_WRAPPER_VALUED = {
+    "time": ("-f", "-o", "--format", "--output"),
+    "stdbuf": ("-i", "-o", "-e", "--input", "--output", "--error"),
+}
 
 
 def _wrapper(word: str) -> bool:
-    """Whether a command's first word runs the program after it (`_WRAPPERS`); env(1) also by its path
-    (`/usr/bin/env NCCL_DEBUG=INFO torchrun ...`, a script's `#!/usr/bin/env` habit on a command line)."""
-    return word in _WRAPPERS or _is_env(word)
+    """Whether a command's first word runs the program after it (`_WRAPPERS`, by name or path; the `exec` builtin)."""
+    return word == "exec" or word.rsplit("/", 1)[-1] in _WRAPPERS
 
 
 def _is_env(word: str) -> bool:
     return word.rsplit("/", 1)[-1] == "env"
+
+
+def _is_srun(word: str) -> bool:
+    """`srun`, by its name or its path (`/usr/bin/srun`, `/opt/slurm/bin/srun`)."""
+    return word.rsplit("/", 1)[-1] == "srun"
+
+
+def _after_wrapper(words: list[str]) -> list[str]:
+    """The words of the command a wrapper other than srun (`words[0]`) runs: after the wrapper and its own options,
+    where it has any read here (`_WRAPPER_VALUED`: `/usr/bin/time -v -o t.log srun ...`: `srun ...`)."""
+    valued = _WRAPPER_VALUED.get(words[0].rsplit("/", 1)[-1])
+    rest = words[1:]
+    if valued is None:
+        return rest
+    index = 0
+    while index < len(rest) and rest[index].startswith("-") and rest[index] != "-":
+        word = rest[index]
+        index += 1
+        if word == "--":
+            break
+        if word.startswith("--"):
+            index += 1 if word in valued else 0  # `--output FILE`; `--output=FILE` is one word
+            continue
+        for at, letter in enumerate(word[1:], 1):  # `-vo FILE`, `-oL`: the first that takes a value takes the rest
+            if f"-{letter}" in valued:
+                index += 1 if at == len(word) - 1 else 0
+                break
+    return rest[index:]
 
 
 def _program(argv: list[str]) -> tuple[str, list[str]]:
@@ -1955,11 +1993,11 @@ def _program(argv: list[str]) -> tuple[str, list[str]]:
     accelerate.commands.launch ...`: accelerate, `launch ...`); '' for none."""
     words = _without_assignments(argv)
     while words and _wrapper(words[0]):
-        if words[0] == "srun":  # its options, some with a value (`-c 12`), then the program (`_srun_program`)
+        if _is_srun(words[0]):  # its options, some with a value (`-c 12`), then the program (`_srun_program`)
             start = next((i for i, w in enumerate(words[1:], 1) if _srun_program(w)), None)
             words = words[start:] if start is not None else [w for w in words[1:] if not w.startswith("-")]
         else:
-            words = words[1:]
+            words = _after_wrapper(words)
     if not words:
         return "", []
     program, rest = words[0].rsplit("/", 1)[-1], words[1:]
@@ -2190,10 +2228,10 @@ def _srun_words(argv: list[str]) -> list[str] | None:
     otherwise."""
     words = _without_assignments(argv)
     while words and _wrapper(words[0]):
-        if words[0] == "srun":
+        if _is_srun(words[0]):
             start = next((i for i, w in enumerate(words[1:], 1) if _srun_program(w)), len(words))
             return words[1:start]
-        words = words[1:]
+        words = _after_wrapper(words)
     return None
 
 
@@ -2334,7 +2372,7 @@ def _allocator(argv: list[str]) -> tuple[str, dict[str, str] | None, list[str]] 
     if name == "sbatch" and _wrapped(words) is not None:  # `sbatch -n 8 --wrap="srun ..."`: options, no script
         at = next(i for i, w in enumerate(words) if w.startswith("--wrap"))
         return name, _task_options(words[1:at] + words[at + (1 if "=" in words[at] else 2) :]), []
-    end = next((i for i, w in enumerate(words[1:], 1) if w == "srun" or _srun_program(w)), len(words))
+    end = next((i for i, w in enumerate(words[1:], 1) if _is_srun(w) or _srun_program(w)), len(words))
     if name == "sbatch":
         end = next((i for i, w in enumerate(words[1:], 1) if w.endswith((".slurm", ".sbatch")) or i == end), end)
     return name, _task_options(words[1:end]), words[end:] if name == "salloc" else []
@@ -2573,7 +2611,8 @@ def apply_step_tasks(facts: list[CodeFact], steps: tuple[tuple[str, str, int], .
     for fact in facts:
         if fact.kind in ("shell_launch", "command_launch") and (command := _fact_command(fact))[0] is not None:
             argv, srun = command[0], _srun_words(command[0])
-            if srun is not None and (ran := argv[argv.index("srun") + 1 + len(srun) :] if "srun" in argv else []):
+            at = next((index for index, word in enumerate(argv) if _is_srun(word)), None)
+            if srun is not None and (ran := argv[at + 1 + len(srun) :] if at is not None else []):
                 launches[id(fact)] = (fact, command, ran[0].rsplit("/", 1)[-1])
     for program in {name for _, _, name in launches.values()}:
         lines = [(fact, command) for fact, command, name in launches.values() if name == program]
@@ -2823,7 +2862,7 @@ def _shell_facts(
                 ran.append((tuple(argv), _run_allocation(argv, current) if known else None))
             kind = _command_kind(argv)
             detail = {"argv": argv[:12]}
-            if argv[0] == "srun":  # its own options, before the program it runs (whose `-c` is not srun's)
+            if _is_srun(argv[0]):  # its own options, before the program it runs (whose `-c` is not srun's)
                 program = next((i for i, w in enumerate(argv[1:], 1) if _srun_program(w)), len(argv))
                 if layout := _slurm_layout(argv[1:program]):
                     evidence.facts.append(CodeFact("slurm_layout", path, number, stripped, layout))

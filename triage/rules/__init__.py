@@ -222,7 +222,13 @@ from triage.rules.registry import RULES, THRESHOLDS, Finding, Status, TriageResu
 #      under the batch script's `-n 8`: 8 tasks; it was 4)
 #      also: `/usr/bin/env NAME=VALUE ... srun ...` is read as `env ...`; `SLURM_NNODES` is srun input for `-N`, as
 #      SLURM_JOB_NUM_NODES is (srun(1): "and SLURM_NNODES for backwards compatibility")
-RULES_REVISION = 7
+#   8  2026-12-07: Slurm launches (revision 7 was released): a wrapper named by its path runs the command after it, as
+#      by its name (`/usr/bin/time srun ...`, `/usr/bin/nohup srun ...`, `/usr/bin/stdbuf`, `/usr/bin/sudo`, and srun
+#      itself, `/opt/slurm/bin/srun -n 4 python train.py`): such a line was no launch at all (an 8-task srun under
+#      `/usr/bin/time` with one GPU busy was unused GPUs, now uneven use); GNU time(1)'s own options (`-v`, `-p`,
+#      `-o FILE`, `-f FORMAT`, `--output=FILE`, `--`) and coreutils stdbuf(1)'s (`-oL`, `-o L`) before the command
+#      are theirs (`time -v srun ...` was no launch either)
+RULES_REVISION = 8
 
 __all__ = [
     "RULES",
