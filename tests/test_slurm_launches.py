@@ -719,3 +719,33 @@ def test_the_jobs_command_under_a_wrapper_named_by_its_path_is_read():
     assert launch.detail.get("processes") == 4
     (launch,) = command_code_facts('sbatch -n 8 --wrap "/usr/bin/time -v srun python x.py"')
     assert launch.detail.get("processes") == 8
+
+
+@pytest.mark.parametrize(
+    ("script", "processes"),
+    [
+        # srun(1), INPUT ENVIRONMENT VARIABLES: SLURM_GRES "Same as --gres", SLURM_STEP_GRES "Same as --gres (only
+        # applies to job steps, not to job allocations)": their GPUs, as --gres's, are what --ntasks-per-gpu counts
+        ("#SBATCH --ntasks-per-gpu=1\nexport SLURM_GRES=gpu:8\nsrun python train.py", 8),
+        ("export SLURM_NTASKS_PER_GPU=2 SLURM_GRES=gpu:a100:4\nsrun python train.py", 8),
+        ("export SLURM_NTASKS_PER_GPU=1 SLURM_STEP_GRES=gpu:4\nsrun python train.py", 4),
+        ("SLURM_NTASKS_PER_GPU=1 SLURM_GRES=gpu:8,nvme:1 srun python train.py", 8),
+        # srun takes SLURM_STEP_GRES only where --gres (or SLURM_GRES) gives none
+        ("export SLURM_NTASKS_PER_GPU=1 SLURM_GRES=gpu:8 SLURM_STEP_GRES=gpu:2\nsrun python train.py", 8),
+        ("export SLURM_NTASKS_PER_GPU=1 SLURM_STEP_GRES=gpu:2 SLURM_GRES=gpu:8\nsrun python train.py", 8),
+        # srun's own --gres wins; a gres of no GPU asks none; a value not shown is not known
+        ("export SLURM_NTASKS_PER_GPU=1 SLURM_GRES=gpu:8\nsrun --gres=gpu:2 python train.py", 2),
+        ("export SLURM_NTASKS_PER_GPU=1 SLURM_GRES=nvme:1\nsrun python train.py", None),
+        ("export SLURM_NTASKS_PER_GPU=1 SLURM_GRES=$G\nsrun python train.py", None),
+    ],
+)
+def test_the_gres_srun_reads_from_its_environment_counts_its_tasks_per_gpu(script, processes):
+    # `export SLURM_GRES=gpu:8` under `#SBATCH --ntasks-per-gpu=1`: a bare srun's 8 tasks were not counted (one process)
+    assert launch_of(f"#!/bin/bash\n{script}\n").detail.get("processes") == processes
+
+
+def test_a_job_whose_gres_is_exported_is_uneven_use_of_its_tasks_per_gpu():
+    # `export SLURM_GRES=gpu:8` under `#SBATCH --ntasks-per-gpu=1`: one process, unused GPUs; srun started 8 tasks
+    script = "#!/bin/bash\n#SBATCH --ntasks-per-gpu=1\nexport SLURM_GRES=gpu:8\nsrun python train.py\n"
+    finding = oversubscription(scripts=[("run.sh", script)])
+    assert finding.sub_cause == "uneven_use" and finding.numbers["srun_tasks"] == 8

@@ -2259,13 +2259,19 @@ def _task_options(words: list[str]) -> dict[str, str] | None:
         elif flag in ("-G", "--gpus", "--gpus-per-node"):
             value = _gpus_asked(value.split(","), alone=False)
         elif flag == "--gres":  # its GPUs, as --gpus-per-node (`--gres=nvme:1` asks none)
-            gpus = [part[4:] for part in value.split(",") if part == "gpu" or part.startswith("gpu:")]
-            if not gpus:
+            if (gpus := _gres_gpus(value)) is None:
                 continue
-            value = _gpus_asked(gpus, alone=True)
+            value = gpus
         if flag in _SRUN_VALUED:
             given[_SRUN_VALUED[flag]] = value
     return given
+
+
+def _gres_gpus(value: str) -> str | None:
+    """The GPUs a `--gres` value asks for on each node, as `_gpus_asked` counts them (`gpu:a100:4,nvme:1`: 4);
+    None where it asks for none (`nvme:1`)."""
+    gpus = [part[4:] for part in value.split(",") if part == "gpu" or part.startswith("gpu:")]
+    return _gpus_asked(gpus, alone=True) if gpus else None
 
 
 # srun's input environment variables (srun(1), INPUT ENVIRONMENT VARIABLES), each the task option it names, which srun's
@@ -2283,8 +2289,15 @@ _SRUN_ENVIRONMENT = {
     "SLURM_GPU_BIND": "gpu_bind",
     "SLURM_NTASKS_PER_GPU": "ntasks_per_gpu",  # scrun(1): "See SLURM_NTASKS_PER_GPU from srun(1)"
     # the GPUs --ntasks-per-gpu counts its tasks from (`_gpu_tasks`): srun(1), INPUT ENVIRONMENT VARIABLES (Slurm's
-    # doc/man/man1/srun.1, 20.11), SLURM_GPUS "Same as -G, --gpus", SLURM_GPUS_PER_NODE "Same as --gpus-per-node"
-    # (SLURM_GRES and SLURM_STEP_GRES, both "Same as --gres", are not read: which one a step takes is not said there)
+    # doc/man/man1/srun.1, 20.11), SLURM_GPUS "Same as -G, --gpus", SLURM_GPUS_PER_NODE "Same as --gpus-per-node",
+    # SLURM_GRES "Same as --gres. Also see SLURM_STEP_GRES", SLURM_STEP_GRES "Same as --gres (only applies to job
+    # steps, not to job allocations)"; each gres's GPUs as --gres's (`_gres_gpus`). srun's source settles which one a
+    # step takes: SLURM_GRES sets its --gres option (src/srun/libsrun/opt.c's env_vars, `arg_set_gres`) and the step
+    # takes SLURM_STEP_GRES only where that option is unset (launch.c: `if (opt_local->gres) add_tres =
+    # opt_local->gres; else add_tres = getenv("SLURM_STEP_GRES")`), so SLURM_STEP_GRES is read first and only where
+    # SLURM_GRES is not set (`_environment_options`)
+    "SLURM_STEP_GRES": "gpus_per_node",
+    "SLURM_GRES": "gpus_per_node",
     "SLURM_GPUS": "gpus",
     "SLURM_GPUS_PER_NODE": "gpus_per_node",
 }
@@ -2294,14 +2307,19 @@ _UNKNOWN = "?"  # an option's value the script does not show (`export SLURM_NTAS
 def _environment_options(variables: dict) -> dict:
     """The task options srun takes from these environment variables (`_SRUN_ENVIRONMENT`), by name (their values, or
     what is kept of each: the line that set it). A GPU count's value is read as its option's (`SLURM_GPUS=volta:3,
-    kepler:1`: 4, `_gpus_asked`)."""
+    kepler:1`: 4, `_gpus_asked`; `SLURM_GRES=gpu:a100:4,nvme:1`: 4 a node, `_gres_gpus`, and none for a gres of no
+    GPU)."""
     options = {}
     for name, option in _SRUN_ENVIRONMENT.items():
-        if name in variables:
-            value = variables[name]
-            if option in ("gpus", "gpus_per_node") and isinstance(value, str) and value != _UNKNOWN:
-                value = _gpus_asked(value.split(","), alone=False)
-            options[option] = value
+        if name not in variables or (name == "SLURM_STEP_GRES" and "SLURM_GRES" in variables):
+            continue  # SLURM_GRES is srun's --gres, which SLURM_STEP_GRES gives only where it is unset
+        value = variables[name]
+        if isinstance(value, str) and value != _UNKNOWN and name in ("SLURM_GRES", "SLURM_STEP_GRES"):
+            if (value := _gres_gpus(value)) is None:
+                continue  # `SLURM_GRES=nvme:1`: no GPUs
+        elif option in ("gpus", "gpus_per_node") and isinstance(value, str) and value != _UNKNOWN:
+            value = _gpus_asked(value.split(","), alone=False)
+        options[option] = value
     return options
 
 

@@ -228,6 +228,10 @@ from triage.rules.registry import RULES, THRESHOLDS, Finding, Status, TriageResu
 #      `/usr/bin/time` with one GPU busy was unused GPUs, now uneven use); GNU time(1)'s own options (`-v`, `-p`,
 #      `-o FILE`, `-f FORMAT`, `--output=FILE`, `--`) and coreutils stdbuf(1)'s (`-oL`, `-o L`) before the command
 #      are theirs (`time -v srun ...` was no launch either)
+#      also: `SLURM_GRES` and `SLURM_STEP_GRES`, srun(1)'s input variables for `--gres` (SLURM_STEP_GRES only where
+#      --gres and SLURM_GRES give none, as srun's source takes it), are the GPUs `--ntasks-per-gpu` counts its tasks
+#      from (`export SLURM_GRES=gpu:8` under `#SBATCH --ntasks-per-gpu=1`: 8 tasks, uneven use; it was one process,
+#      unused GPUs)
 RULES_REVISION = 8
 
 __all__ = [
