@@ -8,7 +8,7 @@ from dataclasses import dataclass
 
 from django.conf import settings
 from django.db import connection, transaction
-from django.db.models import Case, Count, F, FloatField, Sum, Value, When
+from django.db.models import Case, Count, F, FloatField, Q, Sum, Value, When
 from django.db.models.functions import Cast
 from django.utils import timezone
 
@@ -127,6 +127,11 @@ class Conversion:
         if code in ("", self.currency):  # "": a job without a price (its cost is empty, or 0)
             return 1.0
         return dict(self.rates).get(code)
+
+    def converts(self) -> Q:
+        """The rows (jobs or findings) whose `cost` `amount` converts: in the reporting currency, without a
+        price (""), or in a currency with a rate. The others' costs are in no total."""
+        return Q(currency__in=["", self.currency, *(code for code, _ in self.rates)])
 
     def amount(self):
         """SQL for a row's `cost` in the reporting currency, by its `currency` (a job's or a

@@ -644,7 +644,8 @@ def test_costs_in_several_currencies_are_converted_at_the_operators_rates_or_lef
     assert (teams["team-a"]["spend"], teams["team-b"]["spend"]) == (0.0, 40.0)
     csv = b"".join(client.get(reverse("dashboard:team-list"), {**week, "format": "csv"}).streaming_content).decode()
     # Said, not lost: in words, and as a number in its currency's column
-    assert "team-a,2026-11-16,2026-11-22,1,10.0,6.0,0.6,0.0,0.0,USD,1,20.00 EUR,0,0.0,0,20.00\r\n" in csv
+    # Team A's cost is unknown in USD (its EUR in no figure): empty cells, not 0.0
+    assert "team-a,2026-11-16,2026-11-22,1,10.0,6.0,0.6,,,USD,1,20.00 EUR,0,0.0,0,20.00\r\n" in csv
     assert "team-b,2026-11-16,2026-11-22,1,20.0,2.0,0.1,40.0,4.0,USD,0,,0,0.0,0,0.00\r\n" in csv
 
     ExchangeRate.objects.create(currency="EUR", rate="1.5")
@@ -1444,8 +1445,8 @@ def test_a_team_with_no_price_set_shows_no_cost_not_0_and_sorts_last_by_cost(cli
     """The teams table read "0" for the cost and wasted cost of a team none of whose jobs of the period is
     priced, as if its GPU time were free. Those cells read "–" (no price set in this period), as the cards
     do; a partly priced team keeps its priced figure (the page's note says what the costs leave out), and
-    sorted by cost an unpriced team comes after every priced one, even one priced at 0. The CSV (and the
-    API) keep their numbers, 0 beside unpriced_jobs, for the scripts that read them."""
+    sorted by cost an unpriced team comes after every priced one, even one priced at 0. The CSV and the API
+    leave those costs empty (null), as the page does (tests/test_unknown_costs.py)."""
     from fleet.models import Cluster, Job
 
     (_, busy), _ = fleet
@@ -1473,9 +1474,9 @@ def test_a_team_with_no_price_set_shows_no_cost_not_0_and_sorts_last_by_cost(cli
     assert [row[0] for row in by_wasted] == ["Team A", "Team C", "Team B"]
 
     csv = b"".join(client.get(reverse("dashboard:team-list"), {**week, "format": "csv"}).streaming_content).decode()
-    assert "\r\nteam-b,2026-11-16,2026-11-22,1,20.0,2.0,0.1,0.0,0.0,USD,0,,1,20.0,0\r\n" in csv
+    assert "\r\nteam-b,2026-11-16,2026-11-22,1,20.0,2.0,0.1,,,USD,0,,1,20.0,0\r\n" in csv
     api = {team["team"]: team for team in client.get("/api/v1/teams/", week).json()["teams"]}
-    assert (api["team-b"]["cost"], api["team-b"]["unpriced_jobs"], api["team-b"]["jobs"]) == (0.0, 1, 1)
+    assert (api["team-b"]["cost"], api["team-b"]["unpriced_jobs"], api["team-b"]["jobs"]) == (None, 1, 1)
 
 
 def test_a_cause_found_only_in_unpriced_jobs_shows_no_cost_not_0(client, operator, fleet):

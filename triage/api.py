@@ -754,6 +754,15 @@ class DeprecatedFloatField(serializers.FloatField):
     beside it (see `TeamReportRowSerializer`)."""
 
 
+# Where the teams page shows "–" (`triage.dashboard.queries.cost_known`), the report has no figure either:
+# a 0 there read as free GPU time to a script that summed or charted it.
+COST_NULL = (
+    "null when the cost is unknown: none of the team's jobs of the period is priced in a figure of the report's "
+    "`currency` (no GPU-hour price, `unpriced_jobs`, or a price in a currency without an exchange rate, "
+    '`cost_left_out`), where the teams page shows "–"; a team some of whose jobs are priced has their figure.'
+)
+
+
 class TeamReportRowSerializer(serializers.Serializer):
     team = serializers.CharField(help_text="The team's slug.")
     name = serializers.CharField()
@@ -764,24 +773,31 @@ class TeamReportRowSerializer(serializers.Serializer):
         allow_null=True, help_text="Unused over covered GPU-hours; null without covered GPU time."
     )
     cost = DeprecatedFloatField(
+        allow_null=True,
         help_text="Deprecated: `cost_decimal`, the same amount as a decimal string like every other amount in the API. "
-        "A JSON number in the report's currency (major units, rounded to 2 places); kept for the scripts that read it."
+        "A JSON number in the report's currency (major units, rounded to 2 places); kept for the scripts that read it. "
+        f"{COST_NULL}",
     )
     wasted_cost = DeprecatedFloatField(
-        help_text="Deprecated: `wasted_cost_decimal`. A JSON number in the report's currency, rounded to 2 places."
+        allow_null=True,
+        help_text="Deprecated: `wasted_cost_decimal`. A JSON number in the report's currency, rounded to 2 places. "
+        f"{COST_NULL}",
     )
     cost_decimal = serializers.DecimalField(
         max_digits=20,
         decimal_places=2,
         source="cost",
+        allow_null=True,
         help_text="What the team's priced jobs cost, in the report's `currency` (major units): a decimal string "
-        'with 2 places ("2608.00"), as a job\'s `cost` is.',
+        f'with 2 places ("2608.00"), as a job\'s `cost` is. {COST_NULL}',
     )
     wasted_cost_decimal = serializers.DecimalField(
         max_digits=20,
         decimal_places=2,
         source="wasted_cost",
-        help_text="What their unused GPU-hours cost, in the report's `currency`: a decimal string with 2 places.",
+        allow_null=True,
+        help_text="What their unused GPU-hours cost, in the report's `currency`: a decimal string with 2 places. "
+        f"{COST_NULL}",
     )
     low_util_jobs = serializers.IntegerField(help_text="Jobs at or below the low-utilization threshold.")
     cost_left_out = serializers.CharField(

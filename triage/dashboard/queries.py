@@ -61,21 +61,50 @@ PRICED = Q(cost__isnull=False)  # a job with a cost
 UNPRICED = Q(cost=None, gpu_hours__gt=0)  # a job with GPU-hours to price and no price (`fleet.costs.unpriced`)
 
 
-def no_cost_figure(priced_jobs: int, unpriced_jobs: int) -> bool:
-    """The one rule for "–" instead of a cost: none of the jobs is priced and some have GPU-hours to price,
-    so the cost is unknown, not a 0 that reads as free (pages, digests and their subjects alike)."""
-    return bool(unpriced_jobs) and not priced_jobs
+def in_figures(conversion: Conversion) -> Q:
+    """The jobs (or findings) whose cost a total in the conversion's currency holds: priced, in a currency it
+    converts. `priced_jobs` counts these: a job priced in a currency without a rate is in no figure."""
+    return PRICED & conversion.converts()
+
+
+def left_out(conversion: Conversion) -> Q:
+    """The jobs (or findings) with GPU-hours priced in a currency without a rate: what the pages' note says
+    a total leaves out (`Pricing.left_out`); counted as `left_out_jobs`."""
+    return PRICED & ~conversion.converts() & Q(gpu_hours__gt=0)
+
+
+def no_cost_figure(priced_jobs: int, unpriced_jobs: int, left_out_jobs: int = 0) -> bool:
+    """The one rule for "–" instead of a cost (pages, digests and their subjects, the teams CSV and API's
+    null): none of the jobs' costs is in the figure, and some have GPU-hours with no price or a price in a
+    currency without an exchange rate, so the cost is unknown, not a 0 that reads as free."""
+    return bool(unpriced_jobs or left_out_jobs) and not priced_jobs
+
+
+def no_cost_why(unpriced_jobs: int, left_out_jobs: int) -> str:
+    """Why there is no cost figure (`no_cost_figure`), as the "–" cells and the Cost cards say it
+    (before "in this period"): no GPU-hour price, no exchange rate, or some of each."""
+    if not left_out_jobs:
+        return "no price set"
+    return "no exchange rate set" if not unpriced_jobs else "no price or exchange rate set"
 
 
 def cost_known(row: dict) -> bool:
     """Whether a row of `by_team` or `by_category` has a cost figure (`no_cost_figure`)."""
-    return not no_cost_figure(row["priced_jobs"], row["unpriced_jobs"])
+    return not no_cost_figure(row["priced_jobs"], row["unpriced_jobs"], row["left_out_jobs"])
+
+
+def cost_figure(row: dict) -> dict:
+    """What a page's or digest's row of `by_team` or `by_category` says of its cost: `cost_known`, and
+    `no_cost_why` for the "–" cell when it is not known ("" when it is)."""
+    if cost_known(row):
+        return {"cost_known": True, "no_cost_why": ""}
+    return {"cost_known": False, "no_cost_why": no_cost_why(row["unpriced_jobs"], row["left_out_jobs"])}
 
 
 def cost_order(amount: str):
     """`by_team`'s order by a cost annotation ("spend", "wasted_cost"), the highest first and the
     teams without a cost figure (`cost_known`) last, after any priced at 0."""
-    unknown = When(Q(priced_jobs=0, unpriced_jobs__gt=0), then=Value(None))
+    unknown = When(Q(priced_jobs=0) & (Q(unpriced_jobs__gt=0) | Q(left_out_jobs__gt=0)), then=Value(None))
     return Case(unknown, default=F(amount), output_field=FloatField()).desc(nulls_last=True)
 
 
@@ -105,16 +134,23 @@ class Totals:
     # with no time series the rules cannot judge them (neither a cause nor unclassified); from
     # `util_source`, not from the triage results, so a blind rater's count says nothing of the rules.
     slurm_avg_low_jobs: int = 0
-    # Jobs with a cost, and jobs with GPU-hours but no price (`fleet.costs.unpriced`): with none of the
-    # first and some of the second, the cost is not 0 but unknown (`cost_unknown`).
+    # Jobs whose cost is in the figures (`in_figures`), jobs with GPU-hours but no price (`fleet.costs.unpriced`),
+    # and jobs priced in a currency without a rate (`left_out`): with none of the first and some of the
+    # others, the cost is not 0 but unknown (`cost_unknown`).
     priced_jobs: int = 0
     unpriced_jobs: int = 0
+    left_out_jobs: int = 0
 
     @property
     def cost_unknown(self) -> bool:
-        """No job priced, but some with GPU-hours to price: the pages and digests show "–" for the
-        cost and wasted cost, not a 0 that reads as free (and the cost note says why)."""
-        return no_cost_figure(self.priced_jobs, self.unpriced_jobs)
+        """No job's cost in the figures, but some with GPU-hours to price: the pages and digests show "–"
+        for the cost and wasted cost, not a 0 that reads as free (and the cost note says why)."""
+        return no_cost_figure(self.priced_jobs, self.unpriced_jobs, self.left_out_jobs)
+
+    @property
+    def no_cost_why(self) -> str:
+        """Why the cost is unknown (`no_cost_why`), "" when it is not."""
+        return no_cost_why(self.unpriced_jobs, self.left_out_jobs) if self.cost_unknown else ""
 
     @property
     def waste_share(self) -> float | None:
@@ -264,8 +300,9 @@ def totals(jobs, low_util_threshold: float, conversion: Conversion | None = None
         no_util=Count("pk", filter=Q(mean_gpu_util=None)),
         slurm_avg=Count("pk", filter=SLURM_AVG),
         slurm_avg_low=Count("pk", filter=SLURM_AVG & Q(mean_gpu_util__lte=low_util_threshold)),
-        priced=Count("pk", filter=PRICED),
+        priced=Count("pk", filter=in_figures(conversion)),
         unpriced=Count("pk", filter=UNPRICED),
+        left_out=Count("pk", filter=left_out(conversion)),
     )
     return Totals(
         jobs=row["jobs"],
@@ -281,6 +318,7 @@ def totals(jobs, low_util_threshold: float, conversion: Conversion | None = None
         slurm_avg_low_jobs=row["slurm_avg_low"],
         priced_jobs=row["priced"],
         unpriced_jobs=row["unpriced"],
+        left_out_jobs=row["left_out"],
     )
 
 
@@ -367,8 +405,9 @@ def by_team(
             no_util_jobs=Count("pk", filter=Q(mean_gpu_util=None)),
             slurm_avg_jobs=Count("pk", filter=SLURM_AVG),
             slurm_avg_low_jobs=Count("pk", filter=SLURM_AVG & Q(mean_gpu_util__lte=low_util_threshold)),
-            priced_jobs=Count("pk", filter=PRICED),
+            priced_jobs=Count("pk", filter=in_figures(conversion)),
             unpriced_jobs=Count("pk", filter=UNPRICED),
+            left_out_jobs=Count("pk", filter=left_out(conversion)),
         )
         # In the query, so the teams can be sorted by it; None without covered GPU time.
         .annotate(waste_share=F("unused") / NullIf(F("covered"), 0.0))
@@ -380,7 +419,8 @@ def by_team(
 class Chargeback(NamedTuple):
     """What each team's GPU time and its waste cost over a period: the teams CSV and `GET
     /api/v1/teams/`. Per team (its slug as `team`): name, jobs, gpu_hours, unused_gpu_hours,
-    waste_share (None without covered GPU time), cost, wasted_cost, low_util_jobs, cost_left_out
+    waste_share (None without covered GPU time), cost and wasted_cost (None where the pages show "–",
+    `cost_known`), low_util_jobs, cost_left_out
     (and costs_left_out, the same amounts by currency as [{"currency", "amount"}]):
     what its cost leaves out in currencies without an exchange rate ("20.00 EUR"), unpriced_jobs
     and unpriced_gpu_hours: its jobs with no GPU-hour price, which its cost leaves out too, and
@@ -398,6 +438,7 @@ def chargeback(jobs, period: Period, low_util_threshold: float, order: str = "-u
     teams = []
     for row in by_team(jobs, low_util_threshold, order=order, conversion=priced.conversion):
         unpriced_jobs, unpriced_hours = unpriced.get(row["team__slug"], (0, 0.0))
+        known = cost_known(row)
         teams.append(
             {
                 "team": row["team__slug"],
@@ -406,9 +447,10 @@ def chargeback(jobs, period: Period, low_util_threshold: float, order: str = "-u
                 "gpu_hours": round(row["hours"], 3),
                 "unused_gpu_hours": round(row["unused"], 3),
                 "waste_share": None if row["waste_share"] is None else round(row["waste_share"], 4),
-                # To the cent by the one rule (half up), as the pages' whole units start from.
-                "cost": float(to_cents(Decimal(repr(row["spend"])))),
-                "wasted_cost": float(to_cents(Decimal(repr(row["wasted_cost"])))),
+                # To the cent by the one rule (half up), as the pages' whole units start from; None (null, an
+                # empty cell) where the pages show "–": unknown, not 0, for a script that sums or charts it.
+                "cost": float(to_cents(Decimal(repr(row["spend"])))) if known else None,
+                "wasted_cost": float(to_cents(Decimal(repr(row["wasted_cost"])))) if known else None,
                 "low_util_jobs": row["low_util_jobs"],
                 "cost_left_out": amounts_said(left_out.get(row["team__slug"], [])),
                 "costs_left_out": left_out.get(row["team__slug"], []),
@@ -436,6 +478,7 @@ def totals_from_teams(rows: list[dict]) -> Totals:
         slurm_avg_low_jobs=sum(r["slurm_avg_low_jobs"] for r in rows),
         priced_jobs=sum(r["priced_jobs"] for r in rows),
         unpriced_jobs=sum(r["unpriced_jobs"] for r in rows),
+        left_out_jobs=sum(r["left_out_jobs"] for r in rows),
     )
 
 
@@ -540,9 +583,11 @@ def by_category(jobs, conversion: Conversion | None = None) -> list[dict]:
             hours=Coalesce(Sum("gpu_hours"), ZERO),
             spend=_spend(conversion),
             # A finding's cost is its job's price for its GPU-hours (None without a price): a cause
-            # found only in unpriced jobs has no cost figure (`cost_known`), not a cost of 0.
-            priced_jobs=Count("job", distinct=True, filter=Q(cost__isnull=False)),
-            unpriced_jobs=Count("job", distinct=True, filter=Q(cost=None, gpu_hours__gt=0)),
+            # found only in unpriced jobs, or in jobs priced in a currency without a rate, has no cost
+            # figure (`cost_known`), not a cost of 0.
+            priced_jobs=Count("job", distinct=True, filter=in_figures(conversion)),
+            unpriced_jobs=Count("job", distinct=True, filter=UNPRICED),
+            left_out_jobs=Count("job", distinct=True, filter=left_out(conversion)),
         )
         .order_by("-hours")
     )

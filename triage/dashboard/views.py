@@ -216,7 +216,9 @@ def _kpi_cards(current: queries.Totals, previous: queries.Totals, *, jobs: bool 
 def _missing(label: str, value, current: queries.Totals, previous: queries.Totals) -> str:
     """What a card without a change says of the side that has no figure."""
     if label in ("Cost", "Wasted cost") and (current if value is None else previous).cost_unknown:
-        return "no price set in this period" if value is None else "no price set in the previous period"
+        if value is None:
+            return f"{current.no_cost_why} in this period"
+        return f"{previous.no_cost_why} in the previous period"
     return "no data in this period" if value is None else "no previous data"
 
 
@@ -241,7 +243,7 @@ def overview(request):
     only_team = teams_seen[0] if len(teams_seen) == 1 else None
     judged = _judged(period_jobs, request)
     categories = [
-        row | {"label": Category(row["category"]).label, "cost_known": queries.cost_known(row)}
+        row | {"label": Category(row["category"]).label} | queries.cost_figure(row)
         for row in queries.by_category(judged, conversion)
     ]
     unclassified, triaged_low = queries.unclassified_share(judged, threshold)
@@ -287,7 +289,7 @@ def team_list(request):
     rows = queries.by_team(
         queries.in_period(jobs, period), scope.low_threshold, order=order, conversion=pricing.conversion
     )
-    rows = [row | {"cost_known": queries.cost_known(row)} for row in rows]  # without: "–", not 0
+    rows = [row | queries.cost_figure(row) for row in rows]  # without: "–", not 0
     context = _context(request, scope) | {"rows": rows, "sort": sort, "sort_choices": TEAM_SORT_NAMES}
     context["nothing_yet"] = _nothing_yet(request) if scope.latest is None and not scope.cluster else ""
     context |= _pricing_context(pricing)
@@ -370,8 +372,8 @@ def team_detail(request, slug: str):
                 "category": category,
                 "change": headline_change(category),
                 "set_aside": set_aside.get(category, 0),
-                "cost_known": queries.cost_known(row),
             }
+            | queries.cost_figure(row)
         )
     unclassified, triaged_low = queries.unclassified_share(judged_jobs, threshold)
     low_not_judged = queries.low_not_judged(period_jobs, judged_jobs, threshold)
@@ -848,10 +850,10 @@ def category_list(request):
             "jobs": rows.get(category.value, {}).get("jobs", 0),
             "hours": rows.get(category.value, {}).get("hours", 0.0),
             "spend": rows.get(category.value, {}).get("spend", 0.0),
-            "cost_known": queries.cost_known(rows[category.value]) if category.value in rows else True,
             "guide": GUIDES.get(category, {}),
             "verdicts": verdicts.get(category),
         }
+        | (queries.cost_figure(rows[category.value]) if category.value in rows else {"cost_known": True})
         for category in Category
     ]
     context = _context(request, scope) | {"categories": categories}

@@ -711,7 +711,7 @@ def operator_context(period: Period, hidden: frozenset[int] = frozenset()) -> di
         week_jobs, context["low_threshold"], limit=settings.DIGEST_TOP_TEAMS, conversion=context.pop("conversion")
     )
     for row in teams:
-        row["cost_known"] = queries.cost_known(row)
+        row |= queries.cost_figure(row)
         row["url"] = absolute(
             f"{reverse('dashboard:team-detail', args=[row['team__slug']])}?{weeks.dashboard_query(period)}"
         )
