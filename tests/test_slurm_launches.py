@@ -749,3 +749,30 @@ def test_a_job_whose_gres_is_exported_is_uneven_use_of_its_tasks_per_gpu():
     script = "#!/bin/bash\n#SBATCH --ntasks-per-gpu=1\nexport SLURM_GRES=gpu:8\nsrun python train.py\n"
     finding = oversubscription(scripts=[("run.sh", script)])
     assert finding.sub_cause == "uneven_use" and finding.numbers["srun_tasks"] == 8
+
+
+@pytest.mark.parametrize(
+    ("script", "layouts", "processes"),
+    [
+        # sbatch reads a directive only where the line begins with "#SBATCH" (src/sbatch/opt.c, _opt_batch_script:
+        # `xstrncmp(line, "#SBATCH", 7)` on the line as written); an indented one is a comment, to sbatch as to the
+        # shell, and, being a comment, does not end the directives either
+        ("  #SBATCH -n 8", [], None),
+        ("\t#SBATCH --ntasks=8 -c 12", [], None),
+        ("  #SBATCH -n 4\n#SBATCH -n 8", [{"ntasks": 8}], 8),
+        ("#SBATCH -c 12\n    #SBATCH -c 32 --ntasks-per-node=8", [{"cpus_per_task": 12}], None),
+    ],
+)
+def test_an_indented_sbatch_line_is_no_directive(script, layouts, processes):
+    # `  #SBATCH -n 8` was read as the allocation: eight tasks, and its -c as the job's CPUs per task
+    evidence = extract_script_evidence([("run.sh", f"#!/bin/bash\n{script}\nsrun python train.py\n")])
+    assert [fact.detail for fact in evidence.of("slurm_layout")] == layouts
+    (launched,) = evidence.of("shell_launch")
+    assert launched.detail.get("processes") == processes
+
+
+def test_a_job_whose_sbatch_line_is_indented_has_unused_gpus():
+    # its indented `#SBATCH --ntasks=8` made it eight tasks, uneven use; sbatch started one task on 8 GPUs
+    script = "#!/bin/bash\n  #SBATCH --ntasks=8\nsrun python train.py\n"
+    finding = oversubscription(scripts=[("run.sh", script)])
+    assert finding.sub_cause == "unused_gpus" and "srun_tasks" not in finding.numbers

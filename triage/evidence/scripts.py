@@ -2818,9 +2818,14 @@ def _shell_facts(
         # after the first command, or in a script that is no batch script, is a comment to the shell that runs it:
         # neither the allocation (its task count, its binding) nor the job's layout. The shebang, blank lines and
         # other comments before them are no command.
-        if stripped.startswith("#SBATCH") and (commanded or not batch):
+        # A directive is a line that begins with "#SBATCH", in its first column: sbatch compares the line as written
+        # (src/sbatch/opt.c, _opt_batch_script: `xstrncmp(line, "#SBATCH", 7)`, no whitespace skipped), so an
+        # indented `  #SBATCH -n 8` is a comment to sbatch as to the shell; and, its first non-blank character being
+        # '#', it is no command either: the directives after it are still read.
+        directive = line.startswith("#SBATCH")
+        if directive and (commanded or not batch):
             continue
-        if stripped.startswith("#SBATCH"):
+        if directive:
             tasks = _task_options(stripped.split()[1:]) or {}
             allocation |= tasks
             allocated_at |= dict.fromkeys(tasks, number)

@@ -232,6 +232,9 @@ from triage.rules.registry import RULES, THRESHOLDS, Finding, Status, TriageResu
 #      --gres and SLURM_GRES give none, as srun's source takes it), are the GPUs `--ntasks-per-gpu` counts its tasks
 #      from (`export SLURM_GRES=gpu:8` under `#SBATCH --ntasks-per-gpu=1`: 8 tasks, uneven use; it was one process,
 #      unused GPUs)
+#      also: an indented `  #SBATCH` line is no directive: sbatch matches "#SBATCH" at the line's first column
+#      (src/sbatch/opt.c, _opt_batch_script), so it is a comment, gives no task layout and ends no directives
+#      (`  #SBATCH --ntasks=8` and a bare srun was eight tasks, uneven use; now one task, unused GPUs)
 RULES_REVISION = 8
 
 __all__ = [
