@@ -948,6 +948,68 @@ def test_both_digests_read_on_a_phone_without_scrolling_sideways(smtp, fleet, me
     assert widths == {member_a.email: 320, operator.email: 320}
 
 
+FIRST_SCREEN = 844  # a phone's window, 390 x 844 CSS pixels
+
+
+def test_on_a_phones_first_screen_the_team_digest_names_its_top_cause_and_the_fix_to_make_first(
+    smtp,
+    fleet,
+    member_a,
+    browser,  # noqa: F811
+    tmp_path,
+):
+    """A team reading its digest on a phone saw the week's figures and, a scroll below, the waste by
+    cause; the change to make first came three screens down, under "Fixes that pay most". The first
+    screen now says it too: the top cause (linked to its jobs) and the job to fix first, its change,
+    linked to its findings."""
+    send_weekly_task.delay(WEEK).get()
+    html = parts(smtp.to(member_a.email)[0])[1]
+    page = tmp_path / "digest.html"
+    page.write_text(html, encoding="utf-8")
+    resnet = BASE_URL + reverse("dashboard:job-detail", args=[fleet["resnet"].pk]) + "#findings"
+    bottom_of_text = """
+        const walker = document.createTreeWalker(document.body, NodeFilter.SHOW_TEXT);
+        for (let node = walker.nextNode(); node; node = walker.nextNode()) {
+          if (node.textContent.includes(arguments[0])) {
+            const range = document.createRange(); range.selectNodeContents(node);
+            return range.getBoundingClientRect().bottom;
+          }
+        }
+        return null;"""
+    # The first link there whose address has this in it.
+    bottom_of_link = (
+        "return [...document.links].find(link => link.href.includes(arguments[0])).getBoundingClientRect().bottom"
+    )
+    with window_width(browser, 390, mobile=True):
+        browser.get(page.as_uri())
+        seen = {
+            "unused GPU-hours": browser.execute_script(bottom_of_text, "Unused GPU-hours"),
+            "the top cause, linked": browser.execute_script(bottom_of_link, "category=model_checkpointing"),
+            "the fix to make first": browser.execute_script(bottom_of_text, "Save checkpoints asynchronously"),
+            "its job, linked": browser.execute_script(bottom_of_link, resnet),
+        }
+        SHOTS.mkdir(exist_ok=True)
+        browser.save_screenshot(str(SHOTS / "digest-team-phone.png"))
+    assert {what: bottom <= FIRST_SCREEN for what, bottom in seen.items()} == dict.fromkeys(seen, True), seen
+
+
+def test_the_text_part_names_the_top_cause_and_the_fix_to_make_first_above_the_figures(smtp, fleet, member_a):
+    """The plain-text part (a watch, a terminal, a mail client that shows only the first lines) said the
+    change to make first some thirty lines down. It says it under the week's first line now, with the
+    job's link."""
+    send_weekly_task.delay(WEEK).get()
+    text = parts(smtp.to(member_a.email)[0])[0]
+    resnet = BASE_URL + reverse("dashboard:job-detail", args=[fleet["resnet"].pk]) + "#findings"
+    lead = text.split("GPU-hours  ")[0].splitlines()
+    assert "Top cause: Model checkpointing, 4.0 of the 11.5 unused GPU-hours, in 1 job." in lead, lead
+    fix = next(line for line in lead if line.startswith("Fix first: "))
+    assert fix == (
+        f"Fix first: train-resnet ({fleet['resnet'].cluster.name}/{fleet['resnet'].external_id}), "
+        "5.5 GPU-hours to win back: Save checkpoints asynchronously. Training then goes on while the file is written."
+    )
+    assert lead[lead.index(fix) + 1].strip() == resnet
+
+
 def test_the_digests_carry_the_answers_job_owners_gave(smtp, fleet, team_a, team_b, member_a, operator):
     """A team sees what it said of a listed job's causes instead of the bare finding again, and its
     fix is that of a cause nobody set aside; the operators see the week's answers per cause, the
@@ -1267,7 +1329,7 @@ def test_a_job_with_several_causes_shows_the_change_for_each(smtp, fleet, member
         "Model checkpointing: Save checkpoints asynchronously. Training then goes on while the file is written.",
         "Inefficient host-GPU data transfer: Use pinned memory and non_blocking copies",
     ]
-    resnet_html = html.split("train-resnet</a>")[1].split("eval-bert</a>")[0]
+    resnet_html = html.split("Fixes that pay most")[1].split("train-resnet</a>")[1].split("eval-bert</a>")[0]
     assert "Fixes:" in resnet_html and "Use pinned memory and non_blocking copies" in resnet_html
     # A job with one cause keeps its one line.
     assert "Found: Improper batch size found in eval-bert" in text
