@@ -2301,6 +2301,10 @@ _SRUN_ENVIRONMENT = {
     "SLURM_GPUS": "gpus",
     "SLURM_GPUS_PER_NODE": "gpus_per_node",
 }
+
+# srun's input variables that no allocation sets in the batch script's environment (sbatch(1), OUTPUT ENVIRONMENT
+# VARIABLES, lists neither; `--gres` sets none): a plain `SLURM_GRES=gpu:2`, not exported, is the shell's own variable
+_NO_ALLOCATION_SETS = frozenset({"SLURM_GRES", "SLURM_STEP_GRES"})
 _UNKNOWN = "?"  # an option's value the script does not show (`export SLURM_NTASKS=$N`, `unset SLURM_NTASKS`)
 
 
@@ -2819,9 +2823,10 @@ def _shell_facts(
         # neither the allocation (its task count, its binding) nor the job's layout. The shebang, blank lines and
         # other comments before them are no command.
         # A directive is a line that begins with "#SBATCH", in its first column: sbatch compares the line as written
-        # (src/sbatch/opt.c, _opt_batch_script: `xstrncmp(line, "#SBATCH", 7)`, no whitespace skipped), so an
-        # indented `  #SBATCH -n 8` is a comment to sbatch as to the shell; and, its first non-blank character being
-        # '#', it is no command either: the directives after it are still read.
+        # (src/sbatch/opt.c, _opt_batch_script: `xstrncmp(line, "#SBATCH", 7)`, no whitespace skipped; sbatch(1) of
+        # 15.08: options up to "the first line which does NOT begin with "#SBATCH""), so an indented `  #SBATCH -n 8`
+        # is a comment to sbatch as to the shell; and, its first non-blank character being '#', it is no command
+        # either: the directives after it are still read.
         directive = line.startswith("#SBATCH")
         if directive and (commanded or not batch):
             continue
@@ -2937,10 +2942,12 @@ def _srun_environment(
     if argv[0] == "unset":
         return {word: _UNKNOWN for word in argv[1:] if word in _SRUN_ENVIRONMENT}
     exported = argv[0] == "export" or (argv[0] == "declare" and any(re.fullmatch(r"-\w*x\w*", w) for w in argv[1:]))
+    from_allocation = {name for name, option in _SRUN_ENVIRONMENT.items() if option in allocation}
+    from_allocation -= _NO_ALLOCATION_SETS
     return {
         name: value if _PLAIN_VALUE.fullmatch(value) else _UNKNOWN
         for name, value in pairs
-        if name in _SRUN_ENVIRONMENT and (exported or name in environment or _SRUN_ENVIRONMENT[name] in allocation)
+        if name in _SRUN_ENVIRONMENT and (exported or name in environment or name in from_allocation)
     }
 
 
