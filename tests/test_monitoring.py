@@ -72,6 +72,22 @@ def test_the_figures_are_the_last_seven_days_of_the_fleet_and_the_services_healt
     assert finished == (NOW - timedelta(hours=1)).timestamp()
 
 
+def test_a_team_with_no_cost_figure_has_no_wasted_cost_sample_not_0(recent, team_b):
+    """`team_wasted_cost` said 0 for a team whose week had no cost figure (the pages' "–": no GPU-hour
+    price, or priced only in a currency without an exchange rate), which a dashboard charted as free
+    waste. Such a team has no sample, as Prometheus says "unknown"; its other figures stay."""
+    from fleet.models import Job
+
+    Job.objects.filter(team=team_b).update(cost=None, currency="")
+    got = samples(monitoring.exposition(NOW).decode())
+    wasted = {dict(labels)["team"]: value for (name, labels), value in got.items() if name.endswith("team_wasted_cost")}
+    assert wasted == {"team-a": 12}
+    assert got[("fleet_triage_team_unused_gpu_hours", (("team", "team-b"),))] == 2
+    Job.objects.filter(team=team_b).update(cost="40.00", currency="GBP")  # no GBP rate to USD
+    got = samples(monitoring.exposition(NOW).decode())
+    assert {dict(labels)["team"] for (name, labels) in got if name.endswith("team_wasted_cost")} == {"team-a"}
+
+
 def test_the_answers_on_each_cause_are_counted_leaving_out_jobs_the_reader_rates_blind(recent, member_a, operator):
     other = JobFactory(team=recent.team, start_time=NOW - timedelta(days=30))
     for job, user, verdict in ((recent, member_a, "wrong"), (recent, operator, "right"), (other, member_a, "wrong")):

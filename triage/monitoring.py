@@ -123,13 +123,15 @@ def _fleet_window(period: Period, hidden: frozenset[int]) -> Iterator[Metric]:
     }
     wasted = _gauge(
         "team_wasted_cost",
-        "What those jobs' unused GPU-hours cost (costs in a currency without an exchange rate left out).",
+        "What those jobs' unused GPU-hours cost (costs in a currency without an exchange rate left out); no sample "
+        "for a team with no cost figure (none of its jobs priced in one).",
         ("team", "currency"),
     )
     for row in queries.by_team(jobs, threshold, order="team__slug", conversion=pricing.conversion):
         for key, gauge in figures.items():
             gauge.add_metric([row["team__slug"]], row[key])
-        wasted.add_metric([row["team__slug"], pricing.currency], row["wasted_cost"])
+        if queries.cost_known(row):  # no sample where the pages show "–": unknown, not a 0 charted as free
+            wasted.add_metric([row["team__slug"], pricing.currency], row["wasted_cost"])
     yield from figures.values()
     yield wasted
 
