@@ -737,6 +737,10 @@ def test_the_jobs_command_under_a_wrapper_named_by_its_path_is_read():
         ("export SLURM_NTASKS_PER_GPU=1 SLURM_GRES=gpu:8\nsrun --gres=gpu:2 python train.py", 2),
         ("export SLURM_NTASKS_PER_GPU=1 SLURM_GRES=nvme:1\nsrun python train.py", None),
         ("export SLURM_NTASKS_PER_GPU=1 SLURM_GRES=$G\nsrun python train.py", None),
+        # no allocation puts SLURM_GRES in the batch script's environment (sbatch(1)'s OUTPUT ENVIRONMENT VARIABLES
+        # list none), so a plain assignment of it, not exported, is the shell's variable, not srun's input
+        ("#SBATCH --gres=gpu:8 --ntasks-per-gpu=1\nSLURM_GRES=gpu:2\nsrun python train.py", 8),
+        ("#SBATCH --gres=gpu:8 --ntasks-per-gpu=1\nSLURM_STEP_GRES=gpu:2\nsrun python train.py", 8),
     ],
 )
 def test_the_gres_srun_reads_from_its_environment_counts_its_tasks_per_gpu(script, processes):
