@@ -257,6 +257,76 @@ def test_pressing_o_ticks_other_and_puts_the_cursor_in_its_note(browser, live_se
     browser.save_screenshot(str(SHOTS / "labeling-other.png"))
 
 
+def _one_job_study(team_a, name: str):
+    """A study of one job for two new raters; its lead, and the job's labeling page's path."""
+    lead, second = UserFactory(username="kim-researcher"), UserFactory(username="kai-rater")
+    for user in (lead, second):
+        user.groups.add(Group.objects.get_or_create(name=RESEARCHERS_GROUP)[0])
+    JobFactory(team=team_a, name="bert-0", mean_gpu_util=20.0)
+    study = services.create_study(name=name, lead=lead, raters=[lead, second], sample_size=1, seed=5)
+    return lead, f"/studies/{study.pk}/label/{study.items.get().pk}/"
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_key_that_ticks_an_option_puts_the_focus_on_it_so_tab_goes_to_its_why(browser, live_server, team_a):  # noqa: F811
+    """A rater who ticked Model checkpointing with 6 and pressed Tab to type why was sent to "Skip to
+    content" at the top of the page: the key left the focus on the page, and the option's "Why?" field
+    was some 45 tabs away, past the menu, the timeline's buttons and every log event. The key now puts
+    the focus, drawn, on the box it ticked; Tab goes to its Why."""
+    from selenium.webdriver.common.action_chains import ActionChains
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.common.keys import Keys
+
+    lead, path = _one_job_study(team_a, "Focus pilot")
+    open_as(browser, live_server.url, lead)
+    browser.execute_cdp_cmd(
+        "Emulation.setDeviceMetricsOverride", {"width": 1280, "height": 800, "deviceScaleFactor": 1, "mobile": False}
+    )
+    try:
+        browser.get(live_server.url + path)
+        browser.find_element(By.TAG_NAME, "body").send_keys("6")
+        box = browser.find_element(By.ID, "opt-model_checkpointing")
+        assert box.is_selected()
+        assert browser.switch_to.active_element == box
+        assert box.value_of_css_property("outline-style") != "none", "the focus is drawn"
+        ActionChains(browser).send_keys(Keys.TAB).perform()
+        why = browser.find_element(By.ID, "rationale-model_checkpointing")
+        assert browser.switch_to.active_element == why
+        ActionChains(browser).send_keys("the timeline drops to 0 every 20 minutes").perform()
+        assert why.get_attribute("value") == "the timeline drops to 0 every 20 minutes"
+        ActionChains(browser).send_keys(Keys.ESCAPE).perform()
+        ActionChains(browser).send_keys("8").perform()  # the keys work again, and the next box takes the focus
+        assert browser.switch_to.active_element == browser.find_element(By.ID, "opt-host_gpu_transfer")
+        SHOTS.mkdir(exist_ok=True)
+        browser.save_screenshot(str(SHOTS / "labeling-key-focus.png"))
+    finally:
+        browser.execute_cdp_cmd("Emulation.clearDeviceMetricsOverride", {})
+
+
+@pytest.mark.django_db(transaction=True)
+def test_pressing_question_mark_shows_the_shortcuts_in_view(browser, live_server, team_a):  # noqa: F811
+    """? opened the list of shortcuts at the foot of the label form's own scrolling box, below its
+    bottom edge at 1280x800: nothing on the screen changed, and the rater took the key for broken. The
+    form now scrolls the list into view."""
+    from selenium.webdriver.common.by import By
+
+    lead, path = _one_job_study(team_a, "Help pilot")
+    open_as(browser, live_server.url, lead)
+    browser.execute_cdp_cmd(
+        "Emulation.setDeviceMetricsOverride", {"width": 1280, "height": 800, "deviceScaleFactor": 1, "mobile": False}
+    )
+    try:
+        browser.get(live_server.url + path)
+        browser.find_element(By.TAG_NAME, "body").send_keys("?")
+        help_text = browser.find_element(By.CSS_SELECTOR, ".shortcuts p")
+        assert help_text.is_displayed()
+        shown = browser.execute_script(BOX, browser.find_element(By.ID, "label-form"))
+        box = browser.execute_script(BOX, help_text)
+        assert shown[1] <= box[1] and box[3] <= min(shown[3], 800), (box, shown)
+    finally:
+        browser.execute_cdp_cmd("Emulation.clearDeviceMetricsOverride", {})
+
+
 @pytest.mark.django_db(transaction=True)
 def test_leaving_a_job_with_unsaved_ticks_asks_first_and_save_and_next_says_what_was_saved(
     browser,  # noqa: F811

@@ -18,6 +18,7 @@
   var byKey = {};
   boxes.forEach(function (box) { byKey[box.dataset.key] = box; });
   var otherNote = document.getElementById("other_note");
+  var wide = window.matchMedia("(min-width: 1001px)");  // the form beside the evidence (labeling.css)
 
   function sync() {
     boxes.forEach(function (box) {
@@ -90,19 +91,26 @@
       changed(byKey[key]);
       // "Other" cannot be saved without its note: put the cursor there (Esc leaves it again).
       if (byKey[key].value === "other" && byKey[key].checked && otherNote) { otherNote.focus(); }
+      // Else the focus goes to the box, so Tab goes on to its "Why?" (from the page, Tab began at the
+      // menu, some 45 stops away). Beside the evidence only the form's box scrolls to it; under the
+      // evidence (narrow) the page stays where the rater was reading until they Tab on.
+      else { byKey[key].focus({ preventScroll: !wide.matches }); }
       return;
     }
     var link;
     if (key === "s") { event.preventDefault(); saveAndNext(); }
     else if (key === "[" && (link = document.getElementById("prev-job"))) { if (mayLeave()) { window.location = link.href; } }
     else if (key === "]" && (link = document.getElementById("next-job"))) { if (mayLeave()) { window.location = link.href; } }
-    else if (key === "?") { var help = form.querySelector(".shortcuts"); if (help) { help.open = !help.open; } }
+    else if (key === "?") {
+      // The list is at the foot of the form's box, below its edge on a laptop: bring it into view.
+      var help = form.querySelector(".shortcuts");
+      if (help) { help.open = !help.open; if (help.open) { help.scrollIntoView({ block: "nearest" }); } }
+    }
   });
 
   // Beside the evidence (two columns, wider than 1000 px) the form is a box of its own, as tall as the
   // window below its top: at the page's top the heading above pushed its foot, and the buttons kept there
   // (labeling.css), below the window. Once the page scrolls the box sticks 8 px from the top.
-  var wide = window.matchMedia("(min-width: 1001px)");
   var pending = false;
   function fit() {
     pending = false;
