@@ -780,3 +780,24 @@ def test_a_job_whose_sbatch_line_is_indented_has_unused_gpus():
     script = "#!/bin/bash\n  #SBATCH --ntasks=8\nsrun python train.py\n"
     finding = oversubscription(scripts=[("run.sh", script)])
     assert finding.sub_cause == "unused_gpus" and "srun_tasks" not in finding.numbers
+
+
+@pytest.mark.parametrize(
+    ("directive", "layout"),
+    [
+        # sbatch reads a directive's words up to an unquoted, unescaped '#': "found an un-escaped #, rest of line is a
+        # comment" (src/sbatch/opt.c, _get_argument), so a note after the options is no option
+        ("#SBATCH --ntasks=8  # was -n 4", {"ntasks": 8}),
+        ("#SBATCH -N 2 --ntasks-per-node=4 #-N 1 to debug", {"nodes": 2, "ntasks_per_node": 4}),
+        ("#SBATCH -n 8# -n 2", {"ntasks": 8}),
+        # a quoted or escaped '#' is part of its word, and the words after it are read
+        ("#SBATCH --comment='run #3' -n 8", {"ntasks": 8}),
+        ("#SBATCH --comment=run\\#3 -n 8", {"ntasks": 8}),
+    ],
+)
+def test_an_sbatch_lines_trailing_comment_gives_no_options(directive, layout):
+    # `#SBATCH --ntasks=8  # was -n 4` was read as 4 tasks (the comment's `-n 4` taken for an option)
+    evidence = extract_script_evidence([("run.sh", f"#!/bin/bash\n{directive}\nsrun python train.py\n")])
+    assert [fact.detail for fact in evidence.of("slurm_layout")] == [layout]
+    (launched,) = evidence.of("shell_launch")
+    assert launched.detail.get("processes") == 8  # each asks for 8 tasks

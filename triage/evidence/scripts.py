@@ -2831,10 +2831,11 @@ def _shell_facts(
         if directive and (commanded or not batch):
             continue
         if directive:
-            tasks = _task_options(stripped.split()[1:]) or {}
+            words = _directive_words(line[len("#SBATCH") :])
+            tasks = _task_options(words) or {}
             allocation |= tasks
             allocated_at |= dict.fromkeys(tasks, number)
-            if fact := _layout_fact(path, number, stripped, stripped.split()[1:], tasks):
+            if fact := _layout_fact(path, number, stripped, words, tasks):
                 evidence.facts.append(fact)
             continue
         if not stripped or stripped.startswith("#"):
@@ -2930,6 +2931,39 @@ def _shell_facts(
                     evidence.facts.append(CodeFact(kind, path, number, stripped, found))
             evidence.facts.extend(_remote_path_facts(argv, path, number, stripped))
     evidence.runs = tuple(ran)
+
+
+def _directive_words(text: str) -> list[str]:
+    """The words of an `#SBATCH` line after the magic word, as sbatch reads them (src/sbatch/opt.c, _get_argument):
+    split at whitespace, quotes grouping and a backslash escaping a character, up to an unquoted, unescaped '#', which
+    ends them ("found an un-escaped #, rest of line is a comment"): `#SBATCH --ntasks=8  # was -n 4` is `--ntasks=8`."""
+    words: list[str] = []
+    word: str | None = None
+    quote = ""
+    escaped = False
+    for char in text:
+        if escaped:
+            word, escaped = (word or "") + char, False
+        elif char == "\\":
+            escaped = True
+        elif quote:
+            if char == quote:
+                quote = ""
+            else:
+                word = (word or "") + char
+        elif char in "\"'":
+            quote = char
+        elif char == "#":
+            break
+        elif char.isspace():
+            if word is not None:
+                words.append(word)
+            word = None
+        else:
+            word = (word or "") + char
+    if word is not None:
+        words.append(word)
+    return words
 
 
 def _srun_environment(

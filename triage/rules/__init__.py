@@ -235,6 +235,9 @@ from triage.rules.registry import RULES, THRESHOLDS, Finding, Status, TriageResu
 #      also: an indented `  #SBATCH` line is no directive: sbatch matches "#SBATCH" at the line's first column
 #      (src/sbatch/opt.c, _opt_batch_script), so it is a comment, gives no task layout and ends no directives
 #      (`  #SBATCH --ntasks=8` and a bare srun was eight tasks, uneven use; now one task, unused GPUs)
+#      also: an `#SBATCH` line's words end at an unquoted, unescaped '#', the rest being a comment, as sbatch reads them
+#      (src/sbatch/opt.c, _get_argument): `#SBATCH --ntasks=8  # was -n 4` was 4 tasks (the comment's `-n 4` taken
+#      for an option), now 8
 RULES_REVISION = 8
 
 __all__ = [
