@@ -67,7 +67,7 @@ def in_figures(conversion: Conversion) -> Q:
     return PRICED & conversion.converts()
 
 
-def left_out(conversion: Conversion) -> Q:
+def in_no_figure(conversion: Conversion) -> Q:
     """The jobs (or findings) with GPU-hours priced in a currency without a rate: what the pages' note says
     a total leaves out (`Pricing.left_out`); counted as `left_out_jobs`."""
     return PRICED & ~conversion.converts() & Q(gpu_hours__gt=0)
@@ -135,7 +135,7 @@ class Totals:
     # `util_source`, not from the triage results, so a blind rater's count says nothing of the rules.
     slurm_avg_low_jobs: int = 0
     # Jobs whose cost is in the figures (`in_figures`), jobs with GPU-hours but no price (`fleet.costs.unpriced`),
-    # and jobs priced in a currency without a rate (`left_out`): with none of the first and some of the
+    # and jobs priced in a currency without a rate (`in_no_figure`): with none of the first and some of the
     # others, the cost is not 0 but unknown (`cost_unknown`).
     priced_jobs: int = 0
     unpriced_jobs: int = 0
@@ -302,7 +302,7 @@ def totals(jobs, low_util_threshold: float, conversion: Conversion | None = None
         slurm_avg_low=Count("pk", filter=SLURM_AVG & Q(mean_gpu_util__lte=low_util_threshold)),
         priced=Count("pk", filter=in_figures(conversion)),
         unpriced=Count("pk", filter=UNPRICED),
-        left_out=Count("pk", filter=left_out(conversion)),
+        left_out=Count("pk", filter=in_no_figure(conversion)),
     )
     return Totals(
         jobs=row["jobs"],
@@ -407,7 +407,7 @@ def by_team(
             slurm_avg_low_jobs=Count("pk", filter=SLURM_AVG & Q(mean_gpu_util__lte=low_util_threshold)),
             priced_jobs=Count("pk", filter=in_figures(conversion)),
             unpriced_jobs=Count("pk", filter=UNPRICED),
-            left_out_jobs=Count("pk", filter=left_out(conversion)),
+            left_out_jobs=Count("pk", filter=in_no_figure(conversion)),
         )
         # In the query, so the teams can be sorted by it; None without covered GPU time.
         .annotate(waste_share=F("unused") / NullIf(F("covered"), 0.0))
@@ -587,7 +587,7 @@ def by_category(jobs, conversion: Conversion | None = None) -> list[dict]:
             # figure (`cost_known`), not a cost of 0.
             priced_jobs=Count("job", distinct=True, filter=in_figures(conversion)),
             unpriced_jobs=Count("job", distinct=True, filter=UNPRICED),
-            left_out_jobs=Count("job", distinct=True, filter=left_out(conversion)),
+            left_out_jobs=Count("job", distinct=True, filter=in_no_figure(conversion)),
         )
         .order_by("-hours")
     )
