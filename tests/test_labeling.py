@@ -905,6 +905,35 @@ def test_an_export_of_a_version_that_does_not_exist_is_refused_not_replaced_by_a
     assert export("gold", gold=1)[0] == export("gold")[0] == export("quality", rule_set=1)[0] == 200
 
 
+def test_a_version_an_export_does_not_read_is_refused_not_ignored(client, study, raters):
+    """`/export/agreement.csv?gold=1` gave the agreement of the raters as without it: agreement is
+    measured between the raters' labels, never against a gold set (the agreement page takes no gold
+    either), and a file saved as "agreement against gold v1" was not that. Now a 400 says why; so
+    does a version the labels, gold or rules export has no use for, and the command's options."""
+    from django.core.management import call_command
+    from django.core.management.base import CommandError
+
+    gold_with_job_1_triaged(study, raters)  # gold v1, rule set v1
+    client.force_login(raters[0])
+
+    def export(kind, **query):
+        response = client.get(reverse("labeling:export", args=[study.pk, kind, "csv"]), query)
+        return response.status_code, response.content.decode()
+
+    assert export("agreement", gold=1) == (
+        400,
+        "The agreement export takes no gold: it is measured between the raters' labels, not against a gold set. "
+        "gold chooses the version of the gold and quality exports.\n",
+    )
+    status, said = export("labels", rule_set=1)
+    assert status == 400 and said.startswith("The labels export takes no rule_set: it is every submitted rater's")
+    assert export("gold", rule_set=1)[0] == export("rules", gold=1)[0] == 400
+    # Empty is no version asked for (as for the exports that take one), and these still export.
+    assert export("agreement", gold="")[0] == export("agreement")[0] == export("quality", gold=1, rule_set=1)[0] == 200
+    with pytest.raises(CommandError, match="The agreement export takes no --gold: it is measured between"):
+        call_command("export_study", study.pk, "agreement", "--gold", "1")
+
+
 def test_the_pages_say_a_version_does_not_exist_instead_of_showing_another_in_its_place(client, study, raters):
     gold_with_job_1_triaged(study, raters)  # gold v1, rule set v1
     services.freeze_gold(study, raters[0])  # and gold v2

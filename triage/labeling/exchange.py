@@ -18,7 +18,7 @@ from django.utils import timezone
 from fleet.canonical import NUL_MESSAGE, loads_json, nul_path
 from fleet.exports import spreadsheet_safe, spreadsheet_unsafe
 from fleet.models import Job
-from fleet.quoting import library_error
+from fleet.quoting import joined, library_error
 from triage.labeling import services
 from triage.labeling.agreement import DEFAULT_RESAMPLES, MIN_JOBS_FOR_INTERVAL, NO_DISAGREEMENT, TOO_FEW_JOBS
 from triage.labeling.models import OPTIONS, OTHER, Assignment, GoldSet, Label, Study, StudyJob, StudyRater
@@ -77,6 +77,38 @@ KINDS = {
     "quality": QUALITY_COLUMNS,
     "agreement": AGREEMENT_COLUMNS,
 }
+
+# The versions each export is made of, by the query parameter (`gold=N`, `rule_set=N`) that chooses
+# one; the others' parameters it refuses, not ignores: `agreement?gold=1` gave the raters' agreement
+# as without it, and the file passed for an agreement with gold v1, which no figure here measures.
+EXPORT_VERSIONS = {
+    "labels": (),
+    "gold": ("gold",),
+    "rules": ("rule_set",),
+    "quality": ("gold", "rule_set"),
+    "agreement": (),
+}
+# What an export is, said to whoever asks it for a version it has no use for.
+EXPORT_IS = {
+    "labels": "every submitted rater's own labels",
+    "gold": "the labels the raters agreed on or a lead adjudicated, with no rule set's findings",
+    "rules": "a rule set's findings on the study's jobs, not scored against a gold set",
+    "agreement": "measured between the raters' labels, not against a gold set",
+}
+
+
+def version_not_read(kind: str, given: list[str], shown: dict[str, str] | None = None) -> str | None:
+    """Why the `kind` export refuses the first of the versions `given` (gold, rule_set) it does not
+    read, or None; `shown` names them as the asker wrote them (the command's --gold)."""
+    for name in given:
+        if name not in EXPORT_VERSIONS[kind]:
+            readers = [other for other, versions in EXPORT_VERSIONS.items() if name in versions]
+            written = (shown or {}).get(name, name)
+            return (
+                f"The {kind} export takes no {written}: it is {EXPORT_IS[kind]}. "
+                f"{written} chooses the version of the {joined(readers)} exports."
+            )
+    return None
 
 
 def label_rows(study: Study) -> list[dict]:

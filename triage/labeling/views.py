@@ -726,6 +726,10 @@ def export(request, pk: int, kind: str, fmt: str):
 
 
 def _export(request, study, kind: str, fmt: str) -> HttpResponse:
+    # Empty is no version asked for, as on the exports that read one.
+    unread = exchange.version_not_read(kind, [name for name in ("gold", "rule_set") if request.GET.get(name)])
+    if unread:
+        raise _refusal(HttpResponseBadRequest, unread)
     meta = {"study": {"id": study.pk, "name": study.name, "seed": study.seed}}
     if kind == "labels":
         rows = exchange.label_rows(study)

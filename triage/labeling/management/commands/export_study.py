@@ -26,6 +26,10 @@ class Command(BaseCommand):
         study_obj = Study.objects.filter(pk=study).first()
         if study_obj is None:
             raise CommandError(f"No study {study}")
+        asked = [name for name, value in (("gold", gold), ("rule_set", rule_set)) if value is not None]
+        unread = exchange.version_not_read(kind, asked, shown={"gold": "--gold", "rule_set": "--rule-set"})
+        if unread:
+            raise CommandError(unread)
         meta = {"study": {"id": study_obj.pk, "name": study_obj.name, "seed": study_obj.seed}}
         gold_set = study_obj.gold_sets.filter(version=gold).first() if gold is not None else study_obj.gold_sets.first()
         rules = RuleSet.objects.filter(version=rule_set).first() if rule_set is not None else RuleSet.current()
