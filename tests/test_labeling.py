@@ -687,6 +687,46 @@ def test_saving_an_adjudication_goes_on_to_the_next_open_disagreement(client, st
     assert "Every disagreement is adjudicated" in client.get(response["Location"]).content.decode()
 
 
+def test_gold_labels_someone_else_saved_while_the_page_was_open_are_not_replaced_unseen(
+    client, study, raters, operator
+):
+    """The lead and an operator may both adjudicate. One opened job #3's adjudication, the other saved
+    its gold labels meanwhile, and the first one's save replaced them without a word (and the page of
+    the job then said "your gold labels" of the operator's). Now the save is refused, saying who saved
+    what, with the lead's ticks kept; saving again, knowingly, replaces theirs."""
+    run_study(study, raters)
+    lead = raters[0]
+    three = study.items.get(position=3)
+    url = reverse("labeling:adjudicate", args=[study.pk, three.pk])
+    client.force_login(lead)
+
+    def seen(page: str) -> str:  # what the form says it was shown
+        found = re.search(r'name="seen" value="([^"]*)"', page)
+        return found.group(1) if found else ""
+
+    opened = client.get(url).content.decode()
+    services.adjudicate(three, [PINNED], "only the copies", operator)  # meanwhile, in another browser
+    response = client.post(url, {"option": [BATCH], "note": "small batch", "seen": seen(opened)})
+    assert response.status_code == 200
+    three.adjudication.refresh_from_db()
+    assert (three.adjudication.options, three.adjudication.decided_by) == ([PINNED], operator)
+    page = html.unescape(response.content.decode())
+    assert (
+        "olivia-operator saved gold labels for this job while you had it open: Inefficient host-GPU data "
+        "transfer (only the copies). Yours are not saved: they are ticked below; save again to replace theirs."
+    ) in as_read(page)
+    boxes = re.findall(r'<input type="checkbox" name="option" value="([a-z_]+)"[^>]*?( checked)?>', page)
+    assert {value for value, checked in boxes if checked} == {BATCH}
+    response = client.post(url, {"option": [BATCH], "note": "small batch", "seen": seen(page)})
+    assert response.status_code == 302
+    three.adjudication.refresh_from_db()
+    assert (three.adjudication.options, three.adjudication.decided_by) == ([BATCH], lead)
+    assert "Ticked: your gold labels, saved" in client.get(url).content.decode()
+    # Whose gold labels a page shows is said: the operator's, to the lead, are not "yours".
+    services.adjudicate(three, [PINNED], "only the copies", operator)
+    assert "Ticked: the gold labels olivia-operator saved" in client.get(url).content.decode()
+
+
 def test_a_rater_who_is_not_the_lead_is_told_who_freezes_gold(client, study, raters):
     run_study(study, raters)
     client.force_login(raters[1])

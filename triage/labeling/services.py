@@ -20,6 +20,7 @@ from triage import feedback
 from triage.labeling import agreement, sampling
 from triage.labeling.models import (
     NONE_OF_THESE,
+    OPTION_LABELS,
     OPTIONS,
     OTHER,
     Adjudication,
@@ -403,10 +404,35 @@ def options_every_rater_chose(answers: list[set[str]]) -> set[str]:
     return set.intersection(*answers) if len(answers) >= 2 else set()
 
 
-def adjudicate(item: StudyJob, options: list[str], note: str, user) -> Adjudication:
+class GoldChanged(LabelingError):
+    """Someone else saved gold labels for the job after the adjudication page was opened."""
+
+    def __init__(self, current: Adjudication):
+        self.current = current
+        labels = ", ".join(OPTION_LABELS.get(o, o) for o in current.options) or "nothing ticked"
+        super().__init__(
+            f"{current.decided_by} saved gold labels for this job while you had it open: {labels} ({current.note}). "
+            "Yours are not saved: they are ticked below; save again to replace theirs."
+        )
+
+
+def gold_version(adjudication: Adjudication | None) -> str:
+    """Which gold labels of a job an adjudication page shows ("" for none yet): its form sends it back,
+    so a save over labels someone saved since is refused (`adjudicate`, `seen`)."""
+    return adjudication.decided_at.isoformat() if adjudication else ""
+
+
+@transaction.atomic
+def adjudicate(item: StudyJob, options: list[str], note: str, user, seen: str | None = None) -> Adjudication:
+    """Set a job's gold labels. `seen`: the `gold_version` the deciding page showed; the lead and the
+    operators may all adjudicate, and one's save must not replace another's unseen (GoldChanged)."""
     clean_answer(dict.fromkeys(options, ""), note)
     if not note.strip():
         raise LabelingError("Say why, in a note.")
+    StudyJob.objects.select_for_update().filter(pk=item.pk).first()  # one decision at a time per job
+    current = Adjudication.objects.select_related("decided_by").filter(item=item).first()
+    if seen is not None and gold_version(current) != seen:
+        raise GoldChanged(current)
     adjudication, _ = Adjudication.objects.update_or_create(
         item=item, defaults={"options": sorted(options), "note": note.strip(), "decided_by": user}
     )

@@ -443,9 +443,19 @@ def adjudicate(request, pk: int, item: int):
         chosen = set(request.POST.getlist("option"))
     else:
         chosen = set(current.options) if current else agreed
+    seen = services.gold_version(current)  # what this page shows; a refused save shows the newer labels
     if request.method == "POST" and form.is_valid():
         try:
-            services.adjudicate(study_job, sorted(chosen & set(OPTIONS)), form.cleaned_data["note"], request.user)
+            services.adjudicate(
+                study_job,
+                sorted(chosen & set(OPTIONS)),
+                form.cleaned_data["note"],
+                request.user,
+                seen=request.POST.get("seen"),
+            )
+        except services.GoldChanged as exc:
+            form.add_error(None, str(exc))
+            current, seen = exc.current, services.gold_version(exc.current)
         except services.LabelingError as exc:
             form.add_error(None, str(exc))
         else:
@@ -478,6 +488,7 @@ def adjudicate(request, pk: int, item: int):
             "groups": groups,
             "form": form,
             "current": current,
+            "seen": seen,
             "agreed": sorted(agreed, key=OPTIONS.index),
             "raters_answered": len(answers),
         },
