@@ -801,3 +801,31 @@ def test_an_sbatch_lines_trailing_comment_gives_no_options(directive, layout):
     assert [fact.detail for fact in evidence.of("slurm_layout")] == [layout]
     (launched,) = evidence.of("shell_launch")
     assert launched.detail.get("processes") == 8  # each asks for 8 tasks
+
+
+@pytest.mark.parametrize(
+    ("script", "layouts", "processes"),
+    [
+        # sbatch reads the script a line at a time, to each '\n' (src/sbatch/opt.c, _next_line), joining none: a
+        # directive's trailing '\' escapes nothing and the next line is a line of its own; bash, too, ends a comment at
+        # its newline, backslash and all, so the line after it is run
+        ("#SBATCH -n 4 \\\n#SBATCH -n 8", [{"ntasks": 4}, {"ntasks": 8}], 8),
+        # the next line, not beginning with #SBATCH, is the script's first command: it ends the directives
+        ("#SBATCH -N 2 \\\n  --ntasks-per-node=4", [{"nodes": 2}], 2),
+        ("#SBATCH -n 8 \\", [{"ntasks": 8}], 8),
+        ("# four tasks to debug: \\\n#SBATCH -n 8", [{"ntasks": 8}], 8),
+    ],
+)
+def test_an_sbatch_line_ending_in_a_backslash_is_not_joined_to_the_next(script, layouts, processes):
+    # `#SBATCH -n 4 \` then `#SBATCH -n 8` was one line, its second directive read as a comment: 4 tasks
+    evidence = extract_script_evidence([("run.sh", f"#!/bin/bash\n{script}\nsrun python train.py\n")])
+    assert [fact.detail for fact in evidence.of("slurm_layout")] == layouts
+    (launched,) = evidence.of("shell_launch")
+    assert launched.detail.get("processes") == processes
+
+
+def test_the_line_after_a_comment_ending_in_a_backslash_is_run():
+    # `# note \` then the srun line: the launch was read as part of the comment, so there was none
+    for comment in ("#SBATCH -n 8 \\", "# run on 4 \\"):
+        launched = launch_of(f"#!/bin/bash\n{comment}\nsrun -n 4 python train.py\n")
+        assert launched.detail.get("processes") == 4

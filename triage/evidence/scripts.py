@@ -2719,12 +2719,17 @@ def _command_kind(argv: list[str]) -> str:
 
 
 def _logical_lines(text: str) -> list[tuple[int, str]]:
-    """(first physical line number, logical line) with backslash continuations joined."""
+    """(first physical line number, logical line) with backslash continuations joined. A line that is a comment
+    (`# ...`, an `#SBATCH` directive) continues on no other: the shell ends a comment at its newline, its last '\\'
+    included (POSIX shell, Token Recognition: a '#' and "all subsequent characters up to, but excluding, the next
+    <newline>" are discarded), and sbatch reads its directives a line at a time, to each '\\n' (src/sbatch/opt.c,
+    _next_line), joining none: `#SBATCH -n 4 \\` then `#SBATCH -n 8` are two directives, and after `# note \\` the
+    next line is run."""
     out, buffer, first = [], "", 0
     for number, line in enumerate(text.splitlines(), start=1):
         if not buffer:
             first = number
-        if line.rstrip().endswith("\\"):
+        if line.rstrip().endswith("\\") and (buffer or not line.lstrip().startswith("#")):
             buffer += line.rstrip()[:-1] + " "
             continue
         out.append((first, buffer + line))

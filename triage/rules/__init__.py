@@ -238,6 +238,10 @@ from triage.rules.registry import RULES, THRESHOLDS, Finding, Status, TriageResu
 #      also: an `#SBATCH` line's words end at an unquoted, unescaped '#', the rest being a comment, as sbatch reads them
 #      (src/sbatch/opt.c, _get_argument): `#SBATCH --ntasks=8  # was -n 4` was 4 tasks (the comment's `-n 4` taken
 #      for an option), now 8
+#      also: a comment line ending in '\', an `#SBATCH` directive among them, is not joined to the next line: sbatch
+#      reads its script a line at a time (src/sbatch/opt.c, _next_line) and the shell ends a comment at its newline
+#      (`#SBATCH -n 4 \` then `#SBATCH -n 8` was 4 tasks, the second line read as the first's comment; now 8; a
+#      launch on the line after `# note \` was no launch at all)
 RULES_REVISION = 8
 
 __all__ = [
