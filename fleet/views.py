@@ -21,13 +21,12 @@ from django.views.decorators.http import require_POST
 
 from config.api_paths import wants_json
 from config.methods import read_only, with_form
-from fleet import audit, ingest, personal_tokens
+from fleet import audit, ingest, machine_tokens, personal_tokens
 from fleet.access import operator_required
 from fleet.docs_pages import rendered_document
 from fleet.exports import spreadsheet_safe
 from fleet.filters import AuditEventFilter, IngestRunFilter, PersonalTokenFilter, narrowed
 from fleet.models import AuditEvent, IngestRun, MachineToken, PersonalToken
-from fleet.quoting import joined
 from fleet.tasking import tasks_run_here
 from fleet.uploads import format_size
 
@@ -213,8 +212,6 @@ def ingest_upload(request):
     return redirect(detail_url)
 
 
-# What a machine token may do, each a box on the tokens page and a column of its list, in this order.
-TOKEN_PERMISSIONS = ("pushes_archives", "reads_metrics", "reads_reports", "reads_jobs")
 # Personal tokens on the tokens page (the machine tokens, a handful, are listed whole).
 PERSONAL_TOKENS_PER_PAGE = 50
 
@@ -227,13 +224,12 @@ def token_list(request):
     used and what it may do, revoke."""
     created, created_key = None, None
     if request.method == "POST":
-        name = request.POST.get("name", "").strip()[:50]
-        if not name:
-            messages.error(request, "Give the token a name, e.g. the machine that will use it.")
+        may = machine_tokens.asked_permissions(request.POST)
+        try:
+            created, created_key = machine_tokens.create(request.user, request.POST.get("name", ""), may)
+        except machine_tokens.NoName as refused:
+            messages.error(request, str(refused))
         else:
-            may = {flag: request.POST.get(flag) == "on" for flag in TOKEN_PERMISSIONS}
-            created, created_key = MachineToken.objects.create_key(name=name, created_by=request.user, **may)
-            audit.record(request.user, "token.create", created, {"prefix": created.prefix} | may)
             messages.success(request, f"Token “{created.name}” created. Copy it now: it is not shown again.")
     # Each with how many runs it pushed, linked to them on the runs list (as a connector's page links to its pulls).
     pushed = Count("ingest_runs", filter=Q(ingest_runs__created_by__isnull=True))
@@ -260,20 +256,10 @@ def token_list(request):
             "query": query.urlencode(),
             "created_key": created_key,
             "created": created,
-            # The new token form's boxes as the model's defaults: pushing ticked, the reads not.
-            "defaults": {flag: MachineToken._meta.get_field(flag).default for flag in TOKEN_PERMISSIONS},
+            "defaults": machine_tokens.default_permissions(),
             "last_month": (month_end.replace(day=1), month_end),
         },
     )
-
-
-# How a permission reads in the message after an edit: "now may read jobs, and may no longer push archives".
-TOKEN_PERMISSION_WORDS = {
-    "pushes_archives": "push archives",
-    "reads_metrics": "read /metrics",
-    "reads_reports": "read the teams' costs",
-    "reads_jobs": "read jobs",
-}
 
 
 @operator_required
@@ -282,7 +268,7 @@ def token_edit(request, prefix: str):
     """Change what a machine token may do (its boxes, as when it was made), named by its prefix as its
     revoke address is. The key stays the same, so the machine that uses it needs no new secret; it is
     never shown again. A revoked token is told so and left as it is. Audited as `token.change`, with
-    each changed box's old and new value."""
+    each changed box's old and new value (fleet.machine_tokens.change)."""
     token = get_object_or_404(MachineToken.objects.select_related("created_by"), prefix=prefix)
     label = f"Token “{token.name}” ({token.prefix}…)"
     revoked = f"{label} is revoked: what it may do can no longer be changed. Make a new token instead."
@@ -290,26 +276,21 @@ def token_edit(request, prefix: str):
         messages.error(request, revoked)
         return redirect("fleet:token-list")
     if request.method == "POST":
-        may = {flag: request.POST.get(flag) == "on" for flag in TOKEN_PERMISSIONS}
-        changed = {flag: [getattr(token, flag), value] for flag, value in may.items() if getattr(token, flag) != value}
-        if not changed:
-            messages.info(request, f"{label}: nothing changed.")
-            return redirect("fleet:token-list")
-        # Only while it is still not revoked (another operator may have revoked it since the form was opened).
-        if not MachineToken.objects.filter(pk=token.pk, revoked=False).update(**may):
+        try:
+            changed = machine_tokens.change(request.user, token, machine_tokens.asked_permissions(request.POST))
+        except machine_tokens.TokenRevoked:
             messages.error(request, revoked)
-            return redirect("fleet:token-list")
-        audit.record(request.user, "token.change", token, {"prefix": token.prefix, "changed": changed})
-        allowed = [TOKEN_PERMISSION_WORDS[flag] for flag, (_, new) in changed.items() if new]
-        taken = [TOKEN_PERMISSION_WORDS[flag] for flag, (_, new) in changed.items() if not new]
-        said = [f"now may {joined(allowed)}"] if allowed else []
-        said += [f"may no longer {joined(taken)}"] if taken else []
-        messages.success(
-            request,
-            f"{label} {', and '.join(said)}. Its key is unchanged: the machine that uses it needs no new secret.",
-        )
+        else:
+            if changed:
+                messages.success(
+                    request,
+                    f"{label} {machine_tokens.change_words(changed)}. "
+                    "Its key is unchanged: the machine that uses it needs no new secret.",
+                )
+            else:
+                messages.info(request, f"{label}: nothing changed.")
         return redirect("fleet:token-list")
-    permissions = [(flag, getattr(token, flag)) for flag in TOKEN_PERMISSIONS]
+    permissions = [(flag, getattr(token, flag)) for flag in machine_tokens.PERMISSIONS]
     return render(request, "fleet/token_edit.html", {"token": token, "permissions": permissions})
 
 
@@ -319,10 +300,7 @@ def token_revoke(request, prefix: str):
     """Revoke a machine token, named by its prefix: its id holds the key's hash, which an address
     (access logs, browser history) must not (an old address with it finds no token, a 404)."""
     token = get_object_or_404(MachineToken, prefix=prefix)
-    if not token.revoked:
-        token.revoked = True
-        token.save(update_fields=["revoked"])
-        audit.record(request.user, "token.revoke", token, {"prefix": token.prefix})
+    if machine_tokens.revoke(request.user, token):
         messages.success(request, f"Token “{token.name}” ({token.prefix}…) is revoked; pushes with it are refused.")
     return redirect("fleet:token-list")
 

@@ -171,3 +171,35 @@ def test_the_schema_says_which_tokens_are_refused_the_ingest_runs(client):
         assert "pushes_archives" in operation["description"], path
     listed = schema["paths"]["/api/v1/ingest-runs/"]["get"]["responses"]["200"]["content"]["application/json"]
     assert listed["schema"]["$ref"].startswith("#/components/schemas/Paginated")
+
+
+def test_a_token_without_a_name_is_not_made_and_the_page_says_what_to_give(client, operator):
+    client.force_login(operator)
+    response = client.post("/tokens/", {"name": "   ", "reads_jobs": "on"}, follow=True)
+    assert [str(m) for m in response.context["messages"]] == [
+        "Give the token a name, e.g. the machine that will use it."
+    ]
+    assert not MachineToken.objects.exists() and not AuditEvent.objects.filter(action="token.create").exists()
+
+
+def test_a_token_revoked_while_its_edit_form_was_open_keeps_what_it_may_do(client, operator, exporter, monkeypatch):
+    """Another operator revokes the token between the edit page reading it and saving: the save is refused."""
+    from django.shortcuts import get_object_or_404
+
+    machine, _ = exporter
+
+    def read_then_revoked_elsewhere(queryset, **lookup):
+        token = get_object_or_404(queryset, **lookup)
+        MachineToken.objects.filter(pk=token.pk).update(revoked=True)
+        return token
+
+    monkeypatch.setattr("fleet.views.get_object_or_404", read_then_revoked_elsewhere)
+    client.force_login(operator)
+    response = client.post(f"/tokens/{machine.prefix}/edit/", {"reads_jobs": "on"}, follow=True)
+    assert [str(m) for m in response.context["messages"]] == [
+        f"Token “exporter-01” ({machine.prefix}…) is revoked: what it may do can no longer be changed. "
+        "Make a new token instead."
+    ]
+    machine.refresh_from_db()
+    assert (machine.revoked, machine.pushes_archives, machine.reads_jobs) == (True, True, False)
+    assert not AuditEvent.objects.filter(action="token.change").exists()
