@@ -75,3 +75,20 @@ def test_deleting_a_price_asks_first_with_the_jobs_it_reprices_and_then_says_wha
     assert "<li>c1 / default price (2 USD per GPU-hour): 5 jobs, then left without a cost</li>" in page
     client.post(url, price_form([default], delete=[default], confirm_delete=str(default.pk)))
     assert not GpuModelPrice.objects.exists() and costs("H100") == {None}
+
+
+def test_a_blank_price_row_shows_a_price_to_type(admin_client):
+    """A new price row's price field was empty, nothing showing what goes in it (a price per GPU-hour,
+    with or without cents), where the row's currency shows USD and the exchange-rate row shows 1.08:
+    it shows 2.50. A saved row shows its own price."""
+    import re
+
+    GpuModelPrice.objects.create(cluster=ClusterFactory(), gpu_model="A100", price_per_gpu_hour=Decimal("3.20"))
+    page = admin_client.get(reverse("dashboard:settings")).content.decode()
+    price = {
+        int(found.group(1)): found.group(0)
+        for found in re.finditer(r"<input[^>]*name=\"form-(\d+)-price_per_gpu_hour\"[^>]*>", page)
+    }
+    assert sorted(price) == [0, 1, 2]  # the saved row and the two blank ones
+    assert 'value="3.2000"' in price[0] and "placeholder" not in price[0]
+    assert all('placeholder="2.50"' in price[row] and "value=" not in price[row] for row in (1, 2)), price

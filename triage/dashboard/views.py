@@ -923,6 +923,15 @@ class _PriceRows(BaseModelFormSet):
 
 
 class _PriceTableRows(_PriceRows):
+    # What a blank row's price field shows, as the blank exchange-rate row shows a rate (its currency
+    # field shows the model's default, USD).
+    EXAMPLE_PRICE = "2.50"
+
+    def add_fields(self, form, index):
+        super().add_fields(form, index)
+        if index is None or index >= self.initial_form_count():
+            form.fields["price_per_gpu_hour"].widget.attrs["placeholder"] = self.EXAMPLE_PRICE
+
     def clean(self):
         """Two rows of one cluster for one GPU model in two spellings (`fleet.gpu_models`) are refused, as
         a saved row of it is (`GpuModelPrice.clean`): one of them would never price a job."""
