@@ -1442,6 +1442,20 @@ def test_an_agreement_on_four_jobs_says_too_few_jobs_for_an_interval_first_on_th
     assert "Intervals: percentile bootstrap" not in said
 
 
+def test_the_headline_says_what_its_figure_means(client, study, raters):
+    """The headline named its statistic, its interval and its jobs, but not what the figure means: a
+    reader who does not compute kappas could not tell 0.6 good from bad, nor why it is not the share
+    of decisions agreed on. One line under it says so, for kappa and alpha alike."""
+    run_study(study, raters)
+    client.force_login(raters[0])
+    page = as_read(html.unescape(client.get(reverse("labeling:agreement", args=[study.pk])).content.decode()))
+    headline = page.split('id="headline"')[1].split("</section>")[0]
+    assert (
+        "Agreement beyond chance: 1 when the raters agree on every decision, 0 when they agree no more often "
+        "than chance would, below 0 less often."
+    ) in headline
+
+
 def test_with_three_raters_the_headline_is_fleiss_kappa_or_alpha_when_skips_make_the_label_counts_unequal(
     client, raters, jobs
 ):
