@@ -829,3 +829,54 @@ def test_the_line_after_a_comment_ending_in_a_backslash_is_run():
     for comment in ("#SBATCH -n 8 \\", "# run on 4 \\"):
         launched = launch_of(f"#!/bin/bash\n{comment}\nsrun -n 4 python train.py\n")
         assert launched.detail.get("processes") == 4
+
+
+@pytest.mark.parametrize(
+    ("line", "processes"),
+    [
+        # sudo's own options before its command, as its getopt reads them (sudo 1.9, src/parse_args.c:
+        # "+Aa:BbC:c:D:Eeg:Hh::iKklNnPp:R:r:SsT:t:U:u:Vv" and its long options): `-u USER`, `-g GROUP`, `-C NUM`,
+        # `-D DIR`, `-p PROMPT`, `-T TIMEOUT` take a value (the rest of the word, else the next word), `--` ends them
+        ("sudo -u alice srun -n 4 python train.py", 4),
+        ("sudo -E srun python train.py", 8),
+        ("sudo --preserve-env=PATH,LD_LIBRARY_PATH srun -n 4 python train.py", 4),
+        ("sudo -- srun -n 4 python train.py", 4),
+        ("sudo -Eu alice srun -n 4 python train.py", 4),
+        ("sudo -ualice -g gpu srun -n 4 python train.py", 4),
+        ("/usr/bin/sudo --user alice --chdir=/scratch -C 5 -T 1h srun -n 4 python train.py", 4),
+        ("sudo --us alice srun -n 4 python train.py", 4),  # getopt_long takes a long option's unambiguous prefix
+        # VAR=value words, among its options, set the command's environment (sudo(8)): srun's input variables too
+        ("sudo SLURM_NTASKS=4 srun python train.py", 4),
+        ("sudo -u alice NCCL_DEBUG=INFO SLURM_NTASKS=4 -H srun python train.py", 4),
+        ("sudo nccl_debug=info -u alice srun -n 4 python train.py", 4),
+    ],
+)
+def test_sudos_own_options_are_not_its_command(line, processes):
+    # `sudo -u alice srun -n 4 python train.py`: `-u` was taken for the command, so there was no launch at all
+    launched = launch_of(f"#!/bin/bash\n#SBATCH -n 8\n{line}\n")
+    assert launched.detail["launcher"] == "python" and launched.detail.get("processes") == processes
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        # sudo runs no command: it lists (`-l`, the command only checked), edits (`-e`), validates, prints its
+        # version; `-h HOST` runs a command only where the policy supports remote hosts (sudo(8): "The sudoers
+        # plugin does not currently support running remote commands"); an option it does not know is a usage error
+        "sudo -l srun -n 4 python train.py",
+        "sudo -e train.py",
+        "sudo -v srun -n 4 python train.py",
+        "sudo -h gpu01 srun -n 4 python train.py",
+        "sudo --list srun -n 4 python train.py",
+        "sudo -X srun -n 4 python train.py",
+        "sudo --pres srun -n 4 python train.py",  # --preserve-env or --preserve-groups: ambiguous, a usage error
+    ],
+)
+def test_a_sudo_that_runs_no_command_is_no_launch(line):
+    evidence = extract_script_evidence([("run.sh", f"#!/bin/bash\n#SBATCH -n 8\n{line}\n")])
+    assert evidence.of("shell_launch") == []
+
+
+def test_the_jobs_command_under_sudos_options_is_read():
+    (launch,) = command_code_facts("sudo -u alice -E srun -n 4 python x.py")
+    assert launch.detail.get("processes") == 4

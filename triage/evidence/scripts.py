@@ -440,18 +440,24 @@ def _assignments(argv: list[str]) -> tuple[list[tuple[str, str]], bool]:
     word that assigns nothing, `export OUT` or `declare -x`, sets no value and makes it more than assignments), or
     the leading ones of a command, which set them for it (`NCCL_P2P_DISABLE=1 torchrun ...`; a word after the program
     is its argument), `env`'s among them (`env SLURM_NTASKS=4 srun ...`: env(1) runs the command after its
-    NAME=VALUE words with them set; an option of env's own, `-i` or `-u NAME`, and the words after it are not read).
+    NAME=VALUE words with them set; an option of env's own, `-i` or `-u NAME`, and the words after it are not read),
+    and sudo's (`sudo -u alice SLURM_NTASKS=4 srun ...`: its VAR=value words among its options, `_sudo_command`).
     The one reading of a shell script's assignments: for its environment (`_shell_facts`) and for the values its
     launch lines take (`_ShellVariables`)."""
     declared = bool(argv) and argv[0] in _DECLARATIONS
     words = argv[1:] if declared else argv
     pairs = []
     under_env = False
-    for word in words:
+    for index, word in enumerate(words):
         if match := _ASSIGNMENT.fullmatch(word):
             pairs.append((match.group(1), match.group(2)))
         elif not declared and _is_env(word) and not under_env:  # `env`, `/usr/bin/env`
             under_env = True
+        elif not declared and _is_sudo(word):  # the variables it sets for its command, and no more after it
+            settings, _ = _sudo_command(words[index:]) or ([], [])
+            pairs += [(match.group(1), match.group(2)) for w in settings if (match := _ASSIGNMENT.fullmatch(w))]
+            under_env = True
+            break
         elif not declared:
             break
     return pairs, bool(words) and not under_env and len(pairs) == len(words)
@@ -1941,12 +1947,66 @@ _WRAPPERS = ("sudo", "nohup", "time", "env", "srun", "stdbuf")
 # A wrapper's own options before the command it runs, as getopt reads them, where some take a value (the rest of the
 # word, else the next word): GNU time(1), "time [options] command [arguments...]": `-f FORMAT` (`--format=FORMAT`),
 # `-o FILE` (`--output=FILE`) and the switches -a -p -q -v -V, `--` ending them (bash's own `time -p` too);
-# coreutils stdbuf(1): `-i MODE`, `-o MODE`, `-e MODE` (`--input=`, `--output=`, `--error=`; `-oL` glued). Other
-# wrappers' options are not read (`sudo -u u srun ...`: `-u` is taken for the command, which runs nothing known).
+# coreutils stdbuf(1): `-i MODE`, `-o MODE`, `-e MODE` (`--input=`, `--output=`, `--error=`; `-oL` glued); sudo's
+# are read by `_sudo_command`. nohup takes none; env's leave its command not read (`env -i ...`); srun's are its own.
 _WRAPPER_VALUED = {
     "time": ("-f", "-o", "--format", "--output"),
     "stdbuf": ("-i", "-o", "-e", "--input", "--output", "--error"),
 }
+# sudo(8)'s options, as its getopt_long reads them (sudo 1.9, src/parse_args.c: short options
+# "+Aa:BbC:c:D:Eeg:Hh::iKklNnPp:R:r:SsT:t:U:u:Vv" and sudo_long_opts): those that take a value (the rest of the word,
+# else the next word; a long one `--user=alice` or `--user alice`), and those after which sudo runs no command: it
+# edits (-e: its words are files), lists or checks (-l), validates (-v), prints its version (-V), removes its timestamp
+# (-K) or its help (-h; `-h HOST`, `--host=HOST` run a command only where the policy supports remote hosts, and
+# sudo(8) says "The sudoers plugin does not currently support running remote commands"). `--preserve-env` takes a
+# value only after '=' (optional_argument). -s and -i run the command through a shell's -c: it still runs.
+_SUDO_VALUED = frozenset("aCcDgpRrTtUu")
+_SUDO_NO_COMMAND = frozenset("elvVKh")
+_SUDO_LONG = {  # name: "value" (required), "" (none), or the letter of a mode that runs no command
+    **dict.fromkeys(("auth-type", "close-from", "login-class", "chdir", "group", "prompt", "chroot"), "value"),
+    **dict.fromkeys(("role", "type", "command-timeout", "other-user", "user"), "value"),
+    **dict.fromkeys(("askpass", "background", "bell", "preserve-env", "set-home", "login", "reset-timestamp"), ""),
+    **dict.fromkeys(("non-interactive", "no-update", "preserve-groups", "stdin", "shell"), ""),
+    **{"edit": "e", "list": "l", "validate": "v", "version": "V", "remove-timestamp": "K", "help": "h", "host": "h"},
+}
+
+
+def _sudo_command(words: list[str]) -> tuple[list[str], list[str]] | None:
+    """The `VAR=value` words and the command of a sudo line (`words[0]` is sudo): after sudo's own options, as its
+    getopt reads them (`_SUDO_VALUED`, `_SUDO_LONG`; `--` ends them), among which a word with a '=' not starting with
+    '/' or '=' sets a variable for the command (sudo(8): "Environment variables to be set for the command may also be
+    passed on the command line in the form of VAR=value"; parse_args's is_envar). None where sudo runs no command
+    (`-l`, `-e`, `-h`, ...; an option it does not know, a usage error); the command [] where none is given (a shell)."""
+    settings: list[str] = []
+    index = 1
+    while index < len(words):
+        word = words[index]
+        index += 1
+        if word == "--":
+            break
+        if word.startswith("--"):
+            name, eq, _ = word[2:].partition("=")
+            found = [key for key in _SUDO_LONG if key == name] or [key for key in _SUDO_LONG if key.startswith(name)]
+            if len(found) != 1 or _SUDO_LONG[found[0]] not in ("", "value"):
+                return None  # ambiguous, not known, or a mode that runs no command
+            index += 1 if _SUDO_LONG[found[0]] == "value" and not eq else 0
+        elif word.startswith("-") and word != "-":
+            for at, letter in enumerate(word[1:], 1):
+                if letter in _SUDO_NO_COMMAND or not (letter in _SUDO_VALUED or letter in "ABbEHiknNPSs"):
+                    return None
+                if letter in _SUDO_VALUED:  # the rest of the word, else the next word, is its value
+                    index += 1 if at == len(word) - 1 else 0
+                    break
+        elif "=" in word and not word.startswith(("/", "=")):
+            settings.append(word)
+        else:
+            index -= 1
+            break
+    return settings, words[index:]
+
+
+def _is_sudo(word: str) -> bool:
+    return word.rsplit("/", 1)[-1] == "sudo"
 
 
 def _wrapper(word: str) -> bool:
@@ -1966,6 +2026,8 @@ def _is_srun(word: str) -> bool:
 def _after_wrapper(words: list[str]) -> list[str]:
     """The words of the command a wrapper other than srun (`words[0]`) runs: after the wrapper and its own options,
     where it has any read here (`_WRAPPER_VALUED`: `/usr/bin/time -v -o t.log srun ...`: `srun ...`)."""
+    if _is_sudo(words[0]):
+        return found[1] if (found := _sudo_command(words)) is not None else []
     valued = _WRAPPER_VALUED.get(words[0].rsplit("/", 1)[-1])
     rest = words[1:]
     if valued is None:

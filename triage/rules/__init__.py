@@ -242,6 +242,11 @@ from triage.rules.registry import RULES, THRESHOLDS, Finding, Status, TriageResu
 #      reads its script a line at a time (src/sbatch/opt.c, _next_line) and the shell ends a comment at its newline
 #      (`#SBATCH -n 4 \` then `#SBATCH -n 8` was 4 tasks, the second line read as the first's comment; now 8; a
 #      launch on the line after `# note \` was no launch at all)
+#      also: sudo's own options before its command are skipped as its getopt reads them (sudo 1.9, src/parse_args.c:
+#      `-u USER`, `-g`, `-C`, `-D`, `-p`, `-R`, `-T`... take a value; `-E`, `--preserve-env=LIST`, `--`), and its
+#      `VAR=value` words set the command's environment (sudo(8)): `sudo -u alice srun -n 4 python train.py` and
+#      `sudo -E srun ...` were no launch at all, now srun's tasks; `sudo SLURM_NTASKS=4 srun ...` is 4 tasks; a sudo
+#      that runs no command (`-l`, `-e`, `-v`, `-h HOST`, an option it does not know) is no launch
 RULES_REVISION = 8
 
 __all__ = [
