@@ -994,6 +994,18 @@ def test_the_url_help_gives_the_chosen_kind_s_example(client, operator, kind, ex
     assert f"e.g. {example}" in help_text
 
 
+def test_the_stored_url_field_s_help_names_no_one_kind_s_example():
+    """The model's own help for a connector's URL said "e.g. https://prometheus:9090" for every kind, a
+    Slurm, Kubernetes or W&B connector's too (the help any form made from the model shows, and the
+    migrations record); each kind's example is the connector form's to give (`url_help`)."""
+    from fleet.connectors.registry import kinds
+
+    help_text = str(Connector._meta.get_field("url").help_text)
+    examples = [cls.url_example for cls in kinds().values() if cls.url_example]
+    assert "https://prometheus:9090" in examples and not any(example in help_text for example in examples)
+    assert help_text.startswith("Base URL")
+
+
 def test_the_empty_form_asks_for_a_kind_before_anything_that_depends_on_it(client, operator):
     client.force_login(operator)
     page = client.post(reverse("connectors:create"), {"interval_minutes": "15"}).content.decode()

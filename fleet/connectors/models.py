@@ -88,9 +88,12 @@ class Connector(models.Model):
 
     name = models.SlugField(max_length=100, unique=True)
     kind = models.CharField(max_length=20, choices=Kind.choices)
-    # Not a URLField: its validator, which always runs, refuses a bare service name.
+    # Not a URLField: its validator, which always runs, refuses a bare service name. No example here:
+    # each kind has its own, which the connector form gives (forms.url_help).
     url = models.CharField(
-        max_length=500, validators=[validate_service_url], help_text="Base URL, e.g. https://prometheus:9090"
+        max_length=500,
+        validators=[validate_service_url],
+        help_text="Base URL of the kind's service (an in-cluster service name is fine).",
     )
     cluster = models.CharField(
         max_length=100, blank=True, help_text="Cluster the jobs belong to (not needed for Prometheus)."
