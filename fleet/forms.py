@@ -9,6 +9,7 @@ from django.core.exceptions import ValidationError
 from django.utils import timezone
 
 from fleet.canonical import as_utc
+from fleet.quoting import quoted, shortened
 
 
 class UtcDateTimeMixin:
@@ -60,9 +61,35 @@ class YesNoField(forms.Field):
 
 
 class RowIdField(forms.IntegerField):
-    """A row's id from a query string: a whole number from 1 to the largest a database can compare."""
+    """A row's id from a query string: a whole number from 1 to the largest a database can compare.
 
-    def __init__(self, **kwargs):
+    Its errors are the filter's own words, when it gives them: `not_a_number` ("Ingest run must be
+    a run number, such as run=42", to which "(not 'abc')" is added) for text, zero or less; `missing`
+    ("No ingest run #{number}.") for a number past the largest id, which is refused here, before any
+    query: no row has it, and SQLite cannot even bind it (OverflowError, a server error), where
+    PostgreSQL compares it as a numeric and finds nothing. Without them, Django's ("Ensure this
+    value is less than or equal to 9223372036854775807.")."""
+
+    def __init__(self, *, not_a_number: str = "", missing: str = "", **kwargs):
         kwargs.setdefault("min_value", 1)
         kwargs.setdefault("max_value", MAX_ROW_ID)
+        self.not_a_number, self.missing = not_a_number, missing
         super().__init__(**kwargs)
+
+    def to_python(self, value):
+        try:
+            number = super().to_python(value)
+        except ValidationError:
+            if self.not_a_number:
+                raise self._not_a_number(value) from None
+            raise
+        if number is None:
+            return None
+        if number < 1 and self.not_a_number:
+            raise self._not_a_number(value)
+        if number > MAX_ROW_ID and self.missing:
+            raise ValidationError(self.missing.format(number=shortened(str(number))), code="max_value")
+        return number
+
+    def _not_a_number(self, value) -> ValidationError:
+        return ValidationError(f"{self.not_a_number} (not {quoted(str(value).strip(), 40)}).", code="invalid")

@@ -310,6 +310,25 @@ def test_an_ingest_run_no_one_has_is_a_400_naming_it_as_an_unknown_cluster_or_te
 
 
 @pytest.mark.parametrize(
+    ("sent", "message"),
+    [
+        (str(10**40), f"There is no ingest run {10**40}."),  # past any bigint: refused before the query
+        (str(2**63), f"There is no ingest run {2**63}."),
+        ("abc", "Ingest run must be a run number, such as ingest_run=42 (not 'abc')."),
+        ("0", "Ingest run must be a run number, such as ingest_run=42 (not '0')."),
+        ("-3", "Ingest run must be a run number, such as ingest_run=42 (not '-3')."),
+    ],
+)
+def test_an_ingest_run_that_is_no_run_number_says_so_in_plain_words(client, operator, sent, message):
+    """`?ingest_run=<40 digits>` said "Ensure this value is less than or equal to 9223372036854775807."
+    and `abc` "Enter a number.": the database's limit, and not which parameter or what it takes."""
+    client.force_login(operator)
+    response = client.get("/api/v1/jobs/", {"ingest_run": sent})
+    assert response.status_code == 400
+    assert response.json() == {"ingest_run": [message]}
+
+
+@pytest.mark.parametrize(
     ("path", "param", "listed"),
     [
         ("/api/v1/jobs/", "category", "model_checkpointing, gpu_memory_bound"),

@@ -459,3 +459,22 @@ def test_the_team_filter_is_offered_only_to_who_can_see_more_than_one_team(
         client.force_login(user)
         page = client.get(reverse("dashboard:job-list")).content.decode()
         assert '<select name="team"' in page and "All teams" in page
+
+
+@pytest.mark.parametrize(
+    ("sent", "message"),
+    [
+        (str(10**40), f"No ingest run #{10**40}."),
+        ("abc", "Ingest run must be a run number, such as run=42 (not &#x27;abc&#x27;)."),
+    ],
+)
+def test_a_run_filter_that_is_no_run_number_says_so_in_plain_words(client, operator, team_a, sent, message):
+    """`/jobs/?run=<40 digits>` (a run's "the jobs it stored" link, edited) said "run: Ensure this value
+    is less than or equal to 9223372036854775807."; the list shows every job instead, and says so."""
+    job = JobFactory(team=team_a)
+    client.force_login(operator)
+    response = client.get(reverse("dashboard:job-list"), {"run": sent})
+    assert response.status_code == 200
+    page = response.content.decode()
+    assert f"<p>run: {message}</p><p>Showing all jobs instead.</p>" in page and job.name in page
+    assert 'id="run-filter"' not in page

@@ -603,6 +603,8 @@ class JobFilter(django_filters.FilterSet):
     ingest_run = RowIdFilter(
         method="filter_ingest_run",
         label="The jobs this ingest run created or updated (its id); a run that does not exist is a 400",
+        not_a_number="Ingest run must be a run number, such as ingest_run=42",
+        missing="There is no ingest run {number}.",  # as filter_ingest_run says of one no run has
     )
     changed_after = UtcIsoDateTimeFilter(
         method="filter_changed_after",

@@ -101,7 +101,12 @@ class JobFilter(django_filters.FilterSet):
     start_to = django_filters.DateFilter(field_name="start_time", lookup_expr="date__lte", label="Started to")
     # The jobs an ingest run created or updated (a job remembers the run that last stored it); the
     # run's page links here.
-    run = RowIdFilter(field_name="ingest_run", label="Ingest run")
+    run = RowIdFilter(
+        field_name="ingest_run",
+        label="Ingest run",
+        not_a_number="Ingest run must be a run number, such as run=42",
+        missing="No ingest run #{number}.",
+    )
     sort = django_filters.ChoiceFilter(
         choices=[(key, label) for key, (label, _) in SORTS.items()],
         method="sorted",
