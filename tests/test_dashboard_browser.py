@@ -441,21 +441,24 @@ def test_at_1280_px_the_jobs_table_shows_every_column_costs_included(browser, li
     """1280 px wide (a common laptop) the jobs table was 33 px wider than its box: a cause like
     "Inefficient host-GPU data transfer" stayed on one line, and the cost column sat behind the
     sideways scroll. A long cause now takes two lines in the table, and a name cut short keeps
-    its whole in its title."""
+    its whole in its title. An MLflow run's id (32 hex digits, one word) made the table 127 px too
+    wide, the cost out of view again, and its job's page scroll sideways on a phone: it wraps."""
     from tests.factories import ClusterFactory, JobFactory, TeamFactory
-    from tests.test_accessibility import open_as
+    from tests.test_accessibility import narrow_window_problems, open_as
     from triage.models import JobTriage, RuleSet
     from triage.taxonomy import Category
 
     team = TeamFactory(name="platform-research")
     # Wide digits in the start time and a long cluster name: the factory's own (a start n hours
     # after the last, "cluster12345") vary with the tests run before, and in a full run made the
-    # table 5 px too wide. The job's id wraps after its cluster's name.
+    # table 5 px too wide. The job's id wraps after its cluster's name. Slurm's ids, and the MLflow
+    # connector's (a run's id, fleet/connectors/mlflow.py).
     cluster = ClusterFactory(name="eu-west-h100-training")
     name = "graph-transformer-products-ablation-lr3e-05-bs512-run25"
+    ids = ("4813400", "4813401", "0f3c9a7e2b5d4c1e8f6a9b2c3d4e5f60")
     for index in range(3):
         job = JobFactory(name=f"{name}-{index}", team=team, cluster=cluster, user="gabriel.costa",
-                         external_id=f"48134{index:02d}", start_time=datetime(2026, 8, 28, 20, 58, tzinfo=UTC),
+                         external_id=ids[index], start_time=datetime(2026, 8, 28, 20, 58, tzinfo=UTC),
                          gpu_count=16, gpu_hours=119.3, unused_gpu_hours=85.5, mean_gpu_util=28.0,
                          cost="1298.13", currency="USD")  # fmt: skip
         result = JobTriage.objects.create(job=job, rule_set=RuleSet.current(), status="classified", is_current=True)
@@ -472,6 +475,8 @@ def test_at_1280_px_the_jobs_table_shows_every_column_costs_included(browser, li
     assert fits == {"sideways": 0, "costShown": True}, fits
     titles = browser.execute_script("return [...document.querySelectorAll('main td.clip')].map(td => td.title)")
     assert sorted(titles) == [f"{name}-{index}" for index in range(3)]
+    browser.get(f"{live_server.url}/jobs/{job.pk}/")  # the MLflow run's: its id heads the page
+    assert narrow_window_problems(browser) == []
 
 
 # The timeline's legend, toolbar (zero-sized when hidden) and plot areas, as [left, top, right, bottom].

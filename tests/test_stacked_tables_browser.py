@@ -82,16 +82,21 @@ def test_on_a_phone_the_teams_table_is_a_card_per_team_with_its_cost_in_view(bro
 @pytest.mark.django_db(transaction=True)
 def test_on_a_phone_a_teams_worst_jobs_are_cards_with_their_unused_gpu_hours_in_view(browser, live_server, operator):  # noqa: F811
     """390 px wide, a team's 'Jobs that left the most GPU time unused' scrolled sideways in its box: the
-    unused GPU-hours the section is about, and the causes, were off to the right. Now each job is a card."""
-    from tests.factories import JobFactory, TeamFactory
+    unused GPU-hours the section is about, and the causes, were off to the right. Now each job is a card.
+    An MLflow run's id (32 hex digits, one word) made its card 149 px wider than the phone: it wraps. The
+    cluster is named here: the factory's ("cluster12345") varies with the tests run before."""
+    from tests.factories import ClusterFactory, JobFactory, TeamFactory
     from tests.test_accessibility import open_as
     from tests.test_jobs_page import triaged
     from triage.taxonomy import Category
 
     team = TeamFactory(name="genai", slug="genai")
+    cluster = ClusterFactory(name="eu-west-h100-training")
     for number in range(3):
         job = JobFactory(
             team=team,
+            cluster=cluster,
+            external_id=f"0f3c9a7e2b5d4c1e8f6a9b2c3d4e5f6{number}",  # an MLflow run's id
             name=f"llama-7b-finetune-long-running-experiment-{number}",
             start_time=datetime(2026, 11, 10, 9 + number, tzinfo=UTC),
             gpu_count=8,
