@@ -328,6 +328,42 @@ def test_pressing_question_mark_shows_the_shortcuts_in_view(browser, live_server
 
 
 @pytest.mark.django_db(transaction=True)
+def test_saving_other_without_its_note_puts_the_cursor_in_the_note_with_the_error(browser, live_server, team_a):  # noqa: F811
+    """Other ticked, its note left empty, and saved: the page came back with the focus on an error at
+    the form's top, the note some 17 options below it out of the form's view, and o (the way to the
+    note) unticked Other instead. The cursor is now in the note, in view, the error beside it."""
+    from selenium.webdriver.common.action_chains import ActionChains
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.common.keys import Keys
+    from selenium.webdriver.support.wait import WebDriverWait
+
+    lead, path = _one_job_study(team_a, "Note pilot")
+    open_as(browser, live_server.url, lead)
+    browser.execute_cdp_cmd(
+        "Emulation.setDeviceMetricsOverride", {"width": 1280, "height": 800, "deviceScaleFactor": 1, "mobile": False}
+    )
+    try:
+        browser.get(live_server.url + path)
+        browser.find_element(By.TAG_NAME, "body").send_keys("o")
+        ActionChains(browser).send_keys(Keys.ESCAPE).perform()
+        ActionChains(browser).send_keys("s").perform()
+        WebDriverWait(browser, 10, ignored_exceptions=STALE).until(
+            lambda b: b.find_elements(By.CSS_SELECTOR, "#label-form .error")
+        )
+        note = browser.find_element(By.ID, "other_note")
+        assert browser.switch_to.active_element == note
+        error = browser.find_element(By.ID, note.get_attribute("aria-describedby"))
+        assert error.text == 'Say what "other" is in its note.'
+        shown, box = (browser.execute_script(BOX, e) for e in (browser.find_element(By.ID, "label-form"), note))
+        assert shown[1] <= box[1] and box[3] <= min(shown[3], 800), (box, shown)
+        assert browser.find_element(By.ID, "opt-other").is_selected()
+        ActionChains(browser).send_keys("a firmware bug").perform()
+        assert note.get_attribute("value") == "a firmware bug"
+    finally:
+        browser.execute_cdp_cmd("Emulation.clearDeviceMetricsOverride", {})
+
+
+@pytest.mark.django_db(transaction=True)
 def test_leaving_a_job_with_unsaved_ticks_asks_first_and_save_and_next_says_what_was_saved(
     browser,  # noqa: F811
     live_server,

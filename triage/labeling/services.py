@@ -39,7 +39,12 @@ CATEGORIES = [c.value for c in Category]
 
 
 class LabelingError(ValueError):
-    """A request that breaks a rule of the study (shown to the user as is)."""
+    """A request that breaks a rule of the study (shown to the user as is); `field`, the form field it
+    is about, when one is (the page puts the cursor there)."""
+
+    def __init__(self, message: str = "", field: str = ""):
+        super().__init__(message)
+        self.field = field
 
 
 # --- Who may do what ---------------------------------------------------------------------------
@@ -281,7 +286,7 @@ def clean_answer(chosen: dict[str, str], other_note: str) -> dict[str, str]:
     if NONE_OF_THESE in chosen and len(chosen) > 1:
         raise LabelingError('"None of these" cannot be combined with other choices.')
     if OTHER in chosen and not other_note.strip():
-        raise LabelingError('Say what "other" is in its note.')
+        raise LabelingError('Say what "other" is in its note.', field="other_note")
     return {option: (rationale or "").strip() for option, rationale in chosen.items()}
 
 

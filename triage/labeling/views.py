@@ -220,13 +220,13 @@ def label_job(request, pk: int, item: int):
     study = services.get_study(request.user, pk)
     assignment = _own_assignment(request, study, item)
     link = services.rater_link(request.user, study)
-    error = None
+    error = error_field = None
     if request.method == "POST":
         chosen = {o: request.POST.get(f"rationale-{o}", "") for o in request.POST.getlist("option") if o in OPTIONS}
         try:
             services.save_answer(assignment, chosen, request.POST.get("other_note", ""))
         except services.LabelingError as exc:
-            error = str(exc)
+            error, error_field = str(exc), exc.field
         else:
             _say_saved(request, study, assignment, moving_on=request.POST.get("then") != "stay")
             if request.POST.get("then") == "stay":
@@ -257,6 +257,7 @@ def label_job(request, pk: int, item: int):
             "groups": groups,
             "other_note": request.POST.get("other_note", "") if error else assignment.other_note,
             "error": error,
+            "error_field": error_field,
             "saved": saved,
             "total": total,
             "skipped": skipped,
