@@ -48,6 +48,13 @@ def window_width(driver, width: int, *, mobile: bool = False):
         driver.execute_cdp_cmd("Emulation.clearDeviceMetricsOverride", {})
 
 
+def color_scheme(driver, name: str | None) -> None:
+    """Pages shown as a browser set to the `name` colour scheme ("light" or "dark") shows them, the open
+    one too (it follows the setting as it changes); None gives the browser's own setting back."""
+    features = [{"name": "prefers-color-scheme", "value": name}] if name else []
+    driver.execute_cdp_cmd("Emulation.setEmulatedMedia", {"features": features})
+
+
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 CHROMEDRIVER = shutil.which("chromedriver") or "/usr/bin/chromedriver"
 SHOTS = REPO / "screenshots"

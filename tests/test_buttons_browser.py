@@ -11,8 +11,8 @@ import pytest
 from fleet.models import IngestRun, Team
 from tests.test_access_matrix import ROWS  # noqa: F401  (page_rows reads it)
 from tests.test_accessibility import html_pages, page_rows
-from tests.test_browser import browser  # noqa: F401  (the shared Chromium fixture)
-from tests.test_non_text_contrast_browser import SCHEMES, scheme
+from tests.test_browser import browser, color_scheme  # noqa: F401  (the shared Chromium fixture)
+from tests.test_non_text_contrast_browser import SCHEMES
 from triage.digests.models import TeamWebhook
 
 # Each shown button that looks as the browser draws one (its type, its bevel or its fill the same as a
@@ -69,8 +69,8 @@ def test_every_button_is_drawn_in_the_projects_style(browser, live_server, world
         browser.execute_script("document.querySelectorAll('details').forEach(d => { d.open = true; })")
         buttons += browser.execute_script("return document.querySelectorAll('main button').length")
         for each in SCHEMES:
-            scheme(browser, each)
+            color_scheme(browser, each)
             problems += [f"{name} {path} as {role}, {each}: {p}" for p in browser.execute_script(DEFAULT_LOOK)]
-        scheme(browser, "light")
+        color_scheme(browser, "light")
     assert buttons > 40, "the pages should have shown their buttons"
     assert not problems, "buttons not in the project's style:\n" + "\n".join(problems)

@@ -12,7 +12,7 @@ from selenium.webdriver.support.wait import WebDriverWait
 
 from fleet import ingest
 from tests.test_accessibility import open_as, settled, violations
-from tests.test_browser import SHOTS, browser  # noqa: F401  (the shared Chromium fixture)
+from tests.test_browser import SHOTS, browser, color_scheme  # noqa: F401  (the shared Chromium fixture)
 from triage.models import Finding
 
 # Each chart's paper and the card around it, and the contrast of its tick labels on that card.
@@ -56,9 +56,7 @@ def test_pages_follow_the_systems_dark_setting(browser, live_server, world, demo
         ("job", f"/jobs/{job.pk}/", operator),
         ("labeling", f"/studies/{params['study_other']}/label/{params['item_other']}/", nina),
     ]
-    browser.execute_cdp_cmd(
-        "Emulation.setEmulatedMedia", {"features": [{"name": "prefers-color-scheme", "value": "dark"}]}
-    )
+    color_scheme(browser, "dark")
     SHOTS.mkdir(exist_ok=True)
     base, failures = live_server.url, []
     for name, path, user in pages:
@@ -88,8 +86,7 @@ def test_pages_follow_the_systems_dark_setting(browser, live_server, world, demo
             if chart["ticks"] and chart["worst"] < 4.5:
                 failures.append(f"{name}: chart {chart['id']}'s labels are {chart['worst']:.1f}:1 on its card")
         if charts:  # the setting changed while the page is open: the charts follow it
-            scheme = {"features": [{"name": "prefers-color-scheme", "value": "light"}]}
-            browser.execute_cdp_cmd("Emulation.setEmulatedMedia", scheme)
+            color_scheme(browser, "light")
             try:
                 WebDriverWait(browser, 10).until(
                     lambda page: (
@@ -99,8 +96,7 @@ def test_pages_follow_the_systems_dark_setting(browser, live_server, world, demo
                 )
             except TimeoutException:
                 failures.append(f"{name}: the charts stayed dark once the system's setting was light")
-            scheme["features"][0]["value"] = "dark"
-            browser.execute_cdp_cmd("Emulation.setEmulatedMedia", scheme)
+            color_scheme(browser, "dark")
             settled(browser)
         browser.execute_script("document.querySelectorAll('details').forEach(d => { d.open = true; })")
         failures += [f"{name}: {line}" for line in violations(browser, ["color-contrast", "link-in-text-block"])]
@@ -141,9 +137,7 @@ def test_in_the_dark_scheme_the_papers_bars_stand_out_from_the_card(browser, liv
 
     figure = figures.categories_vs_paper([{"category": "api_misuse", "hours": 3.0}])
     open_as(browser, live_server.url, operator)
-    browser.execute_cdp_cmd(
-        "Emulation.setEmulatedMedia", {"features": [{"name": "prefers-color-scheme", "value": "dark"}]}
-    )
+    color_scheme(browser, "dark")
     browser.get(f"{live_server.url}/overview/")
     seen = browser.execute_script(BARS_SEEN, figure)
     assert len(seen) == 2 and all(ratio >= 3 for _, _, ratio in seen), seen

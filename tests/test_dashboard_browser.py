@@ -13,7 +13,7 @@ import pytest
 from fleet import ingest
 from fleet.models import Job
 from tests.conftest import REPO
-from tests.test_browser import STALE, browser, window_width  # noqa: F401  (the browser fixture)
+from tests.test_browser import STALE, browser, color_scheme, window_width  # noqa: F401  (the browser fixture)
 from triage.models import Finding
 
 SHOTS = REPO / "screenshots"
@@ -1184,9 +1184,7 @@ def test_each_causes_idle_windows_legend_swatch_stands_out_from_the_card_in_both
     log_in(browser, live_server.url, operator, f"/jobs/{job.pk}/")
     try:
         for scheme in ("light", "dark"):
-            browser.execute_cdp_cmd(
-                "Emulation.setEmulatedMedia", {"features": [{"name": "prefers-color-scheme", "value": scheme}]}
-            )
+            color_scheme(browser, scheme)
             with window_width(browser, 1280):
                 open_timeline_pointed_at(browser, f"{live_server.url}/jobs/{job.pk}/")
                 swatches = dict(browser.execute_script(IDLE_WINDOW_SWATCHES))
@@ -1208,7 +1206,7 @@ def test_each_causes_idle_windows_legend_swatch_stands_out_from_the_card_in_both
                     shown
                 )  # one cause's, all panels
     finally:
-        browser.execute_cdp_cmd("Emulation.setEmulatedMedia", {"features": []})
+        color_scheme(browser, None)
 
 
 # The weeks under each weekly chart: each label's text and whether it lies whole inside the chart's drawing.

@@ -11,7 +11,7 @@ from decimal import Decimal
 import pytest
 
 from tests.test_accessibility import narrow_window_problems, open_as, violations
-from tests.test_browser import SHOTS, browser, window_width  # noqa: F401  (the browser fixture)
+from tests.test_browser import SHOTS, browser, color_scheme, window_width  # noqa: F401  (the browser fixture)
 from tests.test_labeling_browser import submitted_study  # noqa: F401  (a study whose raters have submitted)
 
 # Where the box of each checkbox's label is and where each line of the label's words starts.
@@ -213,10 +213,9 @@ def test_the_rules_pages_threshold_boxes_are_fields_like_the_others_and_one_widt
     They look as every other form's fields, and line up, in both schemes."""
     open_as(browser, live_server.url, operator)
     for scheme in ("light", "dark"):
-        features = {"features": [{"name": "prefers-color-scheme", "value": scheme}]}
-        browser.execute_cdp_cmd("Emulation.setEmulatedMedia", features)
+        color_scheme(browser, scheme)
         browser.get(f"{live_server.url}/triage/rules/")
         seen = browser.execute_script(RULE_FIELDS)
         assert seen["differ"] == [] and len(seen["widths"]) == 1, (scheme, seen)
-    browser.execute_cdp_cmd("Emulation.setEmulatedMedia", {"features": []})
+    color_scheme(browser, None)
     assert violations(browser) == []

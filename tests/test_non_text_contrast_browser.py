@@ -20,7 +20,7 @@ import pytest
 from fleet import ingest
 from tests.test_access_matrix import ROWS  # noqa: F401  (page_rows reads it)
 from tests.test_accessibility import html_pages, open_as, page_rows
-from tests.test_browser import browser  # noqa: F401  (the shared Chromium fixture)
+from tests.test_browser import browser, color_scheme  # noqa: F401  (the shared Chromium fixture)
 from triage.models import Finding
 
 SCHEMES = ("light", "dark")
@@ -106,21 +106,16 @@ return [...document.querySelectorAll('main button')].filter(shown).filter(b => b
 )
 
 
-def scheme(driver, name: str) -> None:
-    features = [{"name": "prefers-color-scheme", "value": name}]
-    driver.execute_cdp_cmd("Emulation.setEmulatedMedia", {"features": features})
-
-
 def measured(driver, script: str, label: str, minimum: float = 3.0) -> list[str]:
     """Each scheme's shortfalls on the page the driver shows (the page follows the setting as it changes)."""
     problems = []
     for name in SCHEMES:
-        scheme(driver, name)
+        color_scheme(driver, name)
         for found in driver.execute_script(script):
             if found["worst"] < minimum:
                 what = found.get("field") or found.get("tag")
                 problems.append(f"{label}, {name}: {found['worst']:.2f}:1 ({found['border']}) {what}")
-    scheme(driver, "light")
+    color_scheme(driver, "light")
     return problems
 
 

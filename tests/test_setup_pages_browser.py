@@ -6,10 +6,9 @@ from datetime import UTC, datetime
 
 import pytest
 
-from tests.test_browser import browser, window_width  # noqa: F401  (the browser fixture)
+from tests.test_browser import browser, color_scheme, window_width  # noqa: F401  (the browser fixture)
 from tests.test_dashboard_browser import console_errors, log_in
 from tests.test_layout_browser import BOX, lines
-from tests.test_non_text_contrast_browser import scheme
 
 
 def connectors():
@@ -101,12 +100,12 @@ def test_a_failed_check_says_so_on_the_failed_colour(browser, live_server, opera
     message = browser.find_element("css selector", "p.message.error")
     assert "refused the connection" in message.text
     for name in ("light", "dark"):
-        scheme(browser, name)
+        color_scheme(browser, name)
         style = "const s = getComputedStyle(arguments[0]); return [s.backgroundColor, s.color];"
         drawn = browser.execute_script(style, message)
         assert drawn == browser.execute_script(COLOURS_OF, "status failed"), name
         assert drawn[0] != browser.execute_script(COLOURS_OF, "message")[0], name
-    scheme(browser, "light")
+    color_scheme(browser, "light")
     assert console_errors(browser) == []
 
 
@@ -133,10 +132,10 @@ def test_a_connectors_buttons_are_one_height_and_one_type(browser, live_server, 
         " s.borderTopStyle]; });"
     )
     for name in ("light", "dark"):
-        scheme(browser, name)
+        color_scheme(browser, name)
         (pull, *_), (check, *_) = buttons = browser.execute_script(measure)
         assert (pull, check) == ("Pull now", "Check connection")
         assert buttons[0][1:4] == buttons[1][1:4], (name, buttons)
         assert buttons[1][4:] == [browser.execute_script(FIELD_LINE), "solid"], name
-    scheme(browser, "light")
+    color_scheme(browser, "light")
     assert console_errors(browser) == []
