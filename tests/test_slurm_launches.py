@@ -880,3 +880,52 @@ def test_a_sudo_that_runs_no_command_is_no_launch(line):
 def test_the_jobs_command_under_sudos_options_is_read():
     (launch,) = command_code_facts("sudo -u alice -E srun -n 4 python x.py")
     assert launch.detail.get("processes") == 4
+
+
+@pytest.mark.parametrize(
+    ("script", "command", "processes"),
+    [
+        # sbatch(1), OUTPUT ENVIRONMENT VARIABLES (Slurm 20.11): SLURM_GPUS_PER_NODE "Only set if the --gpus-per-node
+        # option is specified", not for `--gres=gpu:8`: a plain assignment of it there is the shell's own variable
+        ("#SBATCH --gres=gpu:8 --ntasks-per-gpu=1\nSLURM_GPUS_PER_NODE=4\nsrun python train.py", "", 8),
+        ("SLURM_GPUS_PER_NODE=4\nsrun python train.py", "sbatch --gres=gpu:8 --ntasks-per-gpu=1 run.sh", 8),
+        # where sbatch set it (--gpus-per-node), the plain assignment changes it, as an export would
+        ("#SBATCH --gpus-per-node=8 --ntasks-per-gpu=1\nSLURM_GPUS_PER_NODE=4\nsrun python train.py", "", 4),
+        (
+            "#SBATCH --gres=gpu:8 --gpus-per-node=8 --ntasks-per-gpu=1\nSLURM_GPUS_PER_NODE=4\nsrun python train.py",
+            "",
+            4,
+        ),
+        ("SLURM_GPUS_PER_NODE=4\nsrun python train.py", "sbatch --gpus-per-node=8 --ntasks-per-gpu=1 run.sh", 4),
+        ("#SBATCH --gres=gpu:8 --ntasks-per-gpu=1\nexport SLURM_GPUS_PER_NODE=4\nsrun python train.py", "", 4),
+    ],
+)
+def test_a_plain_gpus_per_node_assignment_counts_only_where_sbatch_set_it(script, command, processes):
+    # under `#SBATCH --gres=gpu:8 --ntasks-per-gpu=1` a bare `SLURM_GPUS_PER_NODE=4` line made srun 4 tasks; it is 8
+    assert launch_of(f"#!/bin/bash\n{script}\n", command).detail.get("processes") == processes
+
+
+@pytest.mark.parametrize(
+    ("outer", "processes"),
+    [
+        ("#SBATCH --gres=gpu:8 --ntasks-per-gpu=1\nbash inner.sh", 8),
+        ("#SBATCH --gpus-per-node=8 --ntasks-per-gpu=1\nbash inner.sh", 4),
+        ("#SBATCH --gres=gpu:8 --ntasks-per-gpu=1\nexport SLURM_GPUS_PER_NODE=2\nbash inner.sh", 4),
+    ],
+)
+def test_a_script_the_batch_script_runs_has_the_gpus_per_node_variable_where_sbatch_set_it(outer, processes):
+    # inner.sh's plain `SLURM_GPUS_PER_NODE=4` changes the variable only where it is in its environment
+    inner = "#!/bin/bash\nSLURM_GPUS_PER_NODE=4\nsrun python train.py\n"
+    evidence = extract_script_evidence([("batch_script.sh", f"#!/bin/bash\n{outer}\n"), ("inner.sh", inner)])
+    (launched,) = evidence.of("shell_launch")
+    assert launched.detail.get("processes") == processes
+
+
+def test_the_gpus_per_node_variable_gives_its_layout_and_nothing_more():
+    # the note that SLURM_GPUS_PER_NODE is in the environment is no layout of the export's line
+    script = "#SBATCH --gpus-per-node=8 --ntasks-per-gpu=1\nexport SLURM_GPUS_PER_NODE=4\nsrun python train.py\n"
+    evidence = extract_script_evidence([("run.sh", script)])
+    assert [fact.detail for fact in evidence.of("slurm_layout")] == [
+        {"gpus_per_node": 8, "ntasks_per_gpu": 1},
+        {"gpus_per_node": 4},
+    ]

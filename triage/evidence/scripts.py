@@ -2299,8 +2299,9 @@ def _srun_words(argv: list[str]) -> list[str] | None:
 
 def _task_options(words: list[str]) -> dict[str, str] | None:
     """The task options srun's own words (or an `#SBATCH` line's) give, by name (`ntasks`, `ntasks_per_node`,
-    `nodes`), each as written (`-n 8`, `-n8`, `--ntasks=8`, `-N 2-4`); None where words the line does not show may
-    give more (`srun $SRUN_ARGS ...`; `-c $CPUS` is an option's value)."""
+    `nodes`), each as written (`-n 8`, `-n8`, `--ntasks=8`, `-N 2-4`), and `_GPUS_PER_NODE_GIVEN` where
+    `--gpus-per-node` itself is given (`--gres=gpu:8` gives the same `gpus_per_node`); None where words the line does
+    not show may give more (`srun $SRUN_ARGS ...`; `-c $CPUS` is an option's value)."""
     given: dict[str, str] = {}
     for index, word in enumerate(words):
         before = words[index - 1] if index else ""
@@ -2319,6 +2320,8 @@ def _task_options(words: list[str]) -> dict[str, str] | None:
                 continue
             value = gpus[-1]
         elif flag in ("-G", "--gpus", "--gpus-per-node"):
+            if flag == "--gpus-per-node":  # the option itself, which makes an allocation set SLURM_GPUS_PER_NODE
+                given[_GPUS_PER_NODE_GIVEN] = "given"
             value = _gpus_asked(value.split(","), alone=False)
         elif flag == "--gres":  # its GPUs, as --gpus-per-node (`--gres=nvme:1` asks none)
             if (gpus := _gres_gpus(value)) is None:
@@ -2364,9 +2367,14 @@ _SRUN_ENVIRONMENT = {
     "SLURM_GPUS_PER_NODE": "gpus_per_node",
 }
 
-# srun's input variables that no allocation sets in the batch script's environment (sbatch(1), OUTPUT ENVIRONMENT
-# VARIABLES, lists neither; `--gres` sets none): a plain `SLURM_GRES=gpu:2`, not exported, is the shell's own variable
-_NO_ALLOCATION_SETS = frozenset({"SLURM_GRES", "SLURM_STEP_GRES"})
+# An allocation (`_task_options` of sbatch's or salloc's words) sets srun's input variable for each option it is given
+# in the batch script's environment (`_srun_environment`), except: SLURM_GRES and SLURM_STEP_GRES for none (sbatch(1),
+# OUTPUT ENVIRONMENT VARIABLES, lists neither; `--gres` sets none), and SLURM_GPUS_PER_NODE only where the option
+# `--gpus-per-node` is given, not for a `--gres=gpu:8` that asks the same GPUs a node (sbatch(1) of Slurm 20.11,
+# doc/man/man1/sbatch.1: "SLURM_GPUS_PER_NODE Requested GPU count per allocated node. Only set if the
+# --gpus-per-node option is specified"): a plain `SLURM_GPUS_PER_NODE=4`, not exported, is there the shell's own
+_GPUS_PER_NODE_GIVEN = "gpus_per_node_given"  # `_task_options`' note that `--gpus-per-node` itself was given
+_ALLOCATION_SETS = {"SLURM_GRES": None, "SLURM_STEP_GRES": None, "SLURM_GPUS_PER_NODE": _GPUS_PER_NODE_GIVEN}
 _UNKNOWN = "?"  # an option's value the script does not show (`export SLURM_NTASKS=$N`, `unset SLURM_NTASKS`)
 
 
@@ -2386,6 +2394,8 @@ def _environment_options(variables: dict) -> dict:
         elif option in ("gpus", "gpus_per_node") and isinstance(value, str) and value != _UNKNOWN:
             value = _gpus_asked(value.split(","), alone=False)
         options[option] = value
+    if "SLURM_GPUS_PER_NODE" in variables:  # in the environment, as where sbatch sets it (`_ALLOCATION_SETS`)
+        options[_GPUS_PER_NODE_GIVEN] = "given"  # no number: no layout (`_layout_fact`)
     return options
 
 
@@ -3043,8 +3053,9 @@ def _srun_environment(
     if argv[0] == "unset":
         return {word: _UNKNOWN for word in argv[1:] if word in _SRUN_ENVIRONMENT}
     exported = argv[0] == "export" or (argv[0] == "declare" and any(re.fullmatch(r"-\w*x\w*", w) for w in argv[1:]))
-    from_allocation = {name for name, option in _SRUN_ENVIRONMENT.items() if option in allocation}
-    from_allocation -= _NO_ALLOCATION_SETS
+    from_allocation = {
+        name for name, option in _SRUN_ENVIRONMENT.items() if _ALLOCATION_SETS.get(name, option) in allocation
+    }
     return {
         name: value if _PLAIN_VALUE.fullmatch(value) else _UNKNOWN
         for name, value in pairs

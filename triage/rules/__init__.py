@@ -247,6 +247,11 @@ from triage.rules.registry import RULES, THRESHOLDS, Finding, Status, TriageResu
 #      `VAR=value` words set the command's environment (sudo(8)): `sudo -u alice srun -n 4 python train.py` and
 #      `sudo -E srun ...` were no launch at all, now srun's tasks; `sudo SLURM_NTASKS=4 srun ...` is 4 tasks; a sudo
 #      that runs no command (`-l`, `-e`, `-v`, `-h HOST`, an option it does not know) is no launch
+#      also: a plain (not exported) `SLURM_GPUS_PER_NODE=...` is srun input only where the allocation itself set that
+#      variable, for `--gpus-per-node` (sbatch(1), OUTPUT ENVIRONMENT VARIABLES: "Only set if the --gpus-per-node
+#      option is specified"), not for `--gres=gpu:8`, which asks the same GPUs a node: under `#SBATCH --gres=gpu:8
+#      --ntasks-per-gpu=1` a bare `SLURM_GPUS_PER_NODE=4` line made srun 4 tasks; it stays 8 (a plain `SLURM_GRES=`
+#      or `SLURM_STEP_GRES=` line, which no allocation sets, is none either)
 RULES_REVISION = 8
 
 __all__ = [
