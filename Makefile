@@ -4,9 +4,11 @@ VENV := .venv
 PY := $(VENV)/bin/python
 DEMO_ARCHIVE := data/demo-fleet.zip
 DEMO_JOBS ?= 300
-DEMO_ENV := DEBUG=1
 # Where `make demo` / `make serve` listen: `make demo PORT=8080` when 8000 is taken.
 PORT ?= 8000
+# The links in mails (digests) and the run page an import prints lead to that port, unless
+# PUBLIC_BASE_URL is set: its default is 127.0.0.1:8000, whatever PORT is.
+DEMO_ENV := DEBUG=1 PUBLIC_BASE_URL=$${PUBLIC_BASE_URL:-http://127.0.0.1:$(PORT)}
 
 .PHONY: install demo demo-data serve test lint bench worker clean-demo constraints audit
 

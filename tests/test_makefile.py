@@ -24,3 +24,16 @@ def test_make_demo_serves_on_the_port_asked_for():
     for target in ("serve", "demo"):
         plan = planned(target, "PORT=8123")
         assert "runserver 127.0.0.1:8123" in plan and "http://127.0.0.1:8123/" in plan, plan
+
+
+def test_make_demo_s_links_in_mails_and_printed_pages_lead_to_the_port_it_serves_on():
+    """`make demo PORT=8123` served on 8123, but the links it printed (an import's run page) and those in
+    the digests previewed and mailed went to PUBLIC_BASE_URL's default, 127.0.0.1:8000: nothing there, or
+    another checkout's demo. The demo's commands get the port as PUBLIC_BASE_URL, unless one is set."""
+    for target in ("serve", "demo"):
+        plan = planned(target, "PORT=8123")
+        commands = [line for line in plan.splitlines() if "manage.py" in line]
+        assert commands and all(
+            "PUBLIC_BASE_URL=${PUBLIC_BASE_URL:-http://127.0.0.1:8123}" in line for line in commands
+        ), plan
+    assert "PUBLIC_BASE_URL=${PUBLIC_BASE_URL:-http://127.0.0.1:8000}" in planned("serve")
