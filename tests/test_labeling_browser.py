@@ -304,6 +304,40 @@ def test_a_key_that_ticks_an_option_puts_the_focus_on_it_so_tab_goes_to_its_why(
 
 
 @pytest.mark.django_db(transaction=True)
+def test_at_1280_px_a_few_tabs_reach_the_label_form(browser, live_server, team_a, storage_dir):  # noqa: F811
+    """Beside the evidence the form came after all of it in the Tab order: past the menu, the timeline's
+    buttons, each log and every log event, some 45 stops on the demo's jobs, on every job. The link to it
+    that a phone shows under the progress line is there at 1280 px too, drawn when Tab reaches it (as
+    "Skip to content" is); Enter on it, then Tab, is the first option."""
+    from selenium.webdriver.common.action_chains import ActionChains
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.common.keys import Keys
+
+    lead, path = _one_job_study(team_a, "Tab pilot")
+    open_as(browser, live_server.url, lead)
+    browser.execute_cdp_cmd(
+        "Emulation.setDeviceMetricsOverride", {"width": 1280, "height": 800, "deviceScaleFactor": 1, "mobile": False}
+    )
+    try:
+        browser.get(live_server.url + path)
+        browser.find_element(By.ID, "label-form")
+        link = browser.find_element(By.CSS_SELECTOR, "a.to-label-form")
+        stops = 0
+        while browser.switch_to.active_element != link and stops < 20:
+            ActionChains(browser).send_keys(Keys.TAB).perform()
+            stops += 1
+        assert browser.switch_to.active_element == link and stops <= 15, stops
+        box = browser.execute_script(BOX, link)
+        assert box[2] - box[0] > 50 and 0 <= box[1] < 800, box  # drawn, on the screen
+        assert link.value_of_css_property("outline-style") != "none"
+        ActionChains(browser).send_keys(Keys.ENTER).perform()
+        ActionChains(browser).send_keys(Keys.TAB).perform()
+        assert browser.switch_to.active_element == browser.find_element(By.ID, "opt-interactive_job")
+    finally:
+        browser.execute_cdp_cmd("Emulation.clearDeviceMetricsOverride", {})
+
+
+@pytest.mark.django_db(transaction=True)
 def test_pressing_question_mark_shows_the_shortcuts_in_view(browser, live_server, team_a):  # noqa: F811
     """? opened the list of shortcuts at the foot of the label form's own scrolling box, below its
     bottom edge at 1280x800: nothing on the screen changed, and the rater took the key for broken. The
@@ -689,7 +723,7 @@ def test_on_a_phone_the_labeling_form_is_a_tap_away(browser, live_server, team_a
     """Below 1,000 px the labeling page is one column, the form under the whole of the evidence: on a phone a
     rater scrolled past the job's facts, the timeline, its logs and every log event (4,000 px and more in
     the demo) to reach the boxes to tick, on every job. A link under the progress line, on the first screen,
-    goes to the form; at 1280 px, where the form is beside the evidence, there is none."""
+    goes to the form; at 1280 px, where the form is beside the evidence, it is drawn only when Tab reaches it."""
     from selenium.webdriver.common.by import By
 
     from tests.conftest import store_artifact
@@ -718,7 +752,8 @@ def test_on_a_phone_the_labeling_form_is_a_tap_away(browser, live_server, team_a
         browser.save_screenshot(str(SHOTS / "labeling-phone-form.png"))
     with window_width(browser, 1280):
         browser.get(f"{live_server.url}/studies/{study.pk}/label/")
-        assert browser.execute_script(shown) == [], "beside the evidence, the form needs no link"
+        undrawn = "return [...document.querySelectorAll('a[href=\"#label-form\"]')].every(a => a.offsetWidth <= 1)"
+        assert browser.execute_script(undrawn), "beside the evidence the link is drawn only when Tab reaches it"
 
 
 @pytest.mark.django_db(transaction=True)
