@@ -929,3 +929,54 @@ def test_the_gpus_per_node_variable_gives_its_layout_and_nothing_more():
         {"gpus_per_node": 8, "ntasks_per_gpu": 1},
         {"gpus_per_node": 4},
     ]
+
+
+@pytest.mark.parametrize(
+    ("script", "command", "processes"),
+    [
+        # Slurm sets SLURM_JOB_NUM_NODES and SLURM_NNODES in every batch job, -N given or not (src/common/env.c,
+        # env_array_for_batch_job; sbatch(1), OUTPUT ENVIRONMENT VARIABLES: "Total number of nodes in the job's
+        # resource allocation", no "Only set if"): a plain assignment of either changes what srun reads
+        ("#SBATCH --ntasks-per-node=4\nSLURM_NNODES=2\nsrun python train.py", "", 8),
+        ("#SBATCH --ntasks-per-node=4\nSLURM_JOB_NUM_NODES=2\nsrun python train.py", "", 8),
+        ("SLURM_JOB_NUM_NODES=2\nsrun python train.py", "sbatch --ntasks-per-node=4 run.sh", 8),
+        ("SLURM_NNODES=2\nsrun --ntasks-per-node=4 python train.py", "", 8),
+        # as where -N was given
+        ("#SBATCH -N 1 --ntasks-per-node=4\nSLURM_NNODES=2\nsrun python train.py", "", 8),
+    ],
+)
+def test_a_plain_node_count_assignment_is_srun_input_in_every_batch_job(script, command, processes):
+    # under `#SBATCH --ntasks-per-node=4` a bare `SLURM_NNODES=2` line was the shell's own: srun was 4 tasks, not 8
+    assert launch_of(f"#!/bin/bash\n{script}\n", command).detail.get("processes") == processes
+
+
+def test_a_plain_node_count_assignment_counts_in_the_wrapped_command_not_in_a_login_shell():
+    (launch,) = command_code_facts('sbatch --ntasks-per-node=4 --wrap "SLURM_NNODES=2; srun python t.py"')
+    assert launch.detail.get("processes") == 8  # the batch job's variable, changed
+    (launch,) = command_code_facts("SLURM_NNODES=2; srun --ntasks-per-node=4 python t.py")
+    assert launch.detail.get("processes") == 4  # no allocation set it: the shell's own variable, not exported
+
+
+def test_an_allocation_sets_its_own_node_count_over_one_exported_before_it():
+    # sbatch and salloc set SLURM_NNODES in the allocation they make, over the one the submitting shell exported
+    (launch,) = command_code_facts('export SLURM_NNODES=2; sbatch --ntasks-per-node=4 --wrap "srun python t.py"')
+    assert launch.detail.get("processes") == 4
+    (launch,) = command_code_facts("export SLURM_NNODES=2 && salloc --ntasks-per-node=4 srun python t.py")
+    assert launch.detail.get("processes") == 4
+
+
+@pytest.mark.parametrize(
+    ("directive", "binding"),
+    [
+        # sbatch(1), OUTPUT ENVIRONMENT VARIABLES: SLURM_GPU_BIND "Only set if the --gpu-bind option is specified";
+        # `--tres-bind=gres/gpu:...` sets SLURM_TRES_BIND (src/common/env.c, set_env_from_opts), not it: a plain
+        # assignment there is the shell's own variable and the #SBATCH line's binding stays
+        ("#SBATCH -n 8 --tres-bind=gres/gpu:single:1", "--gpu-bind=single:1"),
+        # where sbatch set it (--gpu-bind), the plain assignment changes it, as an export would
+        ("#SBATCH -n 8 --gpu-bind=single:1", "--gpu-bind=closest"),
+    ],
+)
+def test_a_plain_gpu_bind_assignment_counts_only_where_sbatch_set_it(directive, binding):
+    # under `#SBATCH --tres-bind=gres/gpu:single:1` a bare `SLURM_GPU_BIND=closest` line replaced its binding
+    launched = launch_of(f"#!/bin/bash\n{directive}\nSLURM_GPU_BIND=closest\nsrun python train.py\n")
+    assert launched.detail.get("gpu_binding") == binding

@@ -2300,7 +2300,8 @@ def _srun_words(argv: list[str]) -> list[str] | None:
 def _task_options(words: list[str]) -> dict[str, str] | None:
     """The task options srun's own words (or an `#SBATCH` line's) give, by name (`ntasks`, `ntasks_per_node`,
     `nodes`), each as written (`-n 8`, `-n8`, `--ntasks=8`, `-N 2-4`), and `_GPUS_PER_NODE_GIVEN` where
-    `--gpus-per-node` itself is given (`--gres=gpu:8` gives the same `gpus_per_node`); None where words the line does
+    `--gpus-per-node` itself is given (`--gres=gpu:8` gives the same `gpus_per_node`), `_GPU_BIND_GIVEN` where
+    `--gpu-bind` itself is (`--tres-bind=gres/gpu:...` gives the same `gpu_bind`); None where words the line does
     not show may give more (`srun $SRUN_ARGS ...`; `-c $CPUS` is an option's value)."""
     given: dict[str, str] = {}
     for index, word in enumerate(words):
@@ -2319,6 +2320,8 @@ def _task_options(words: list[str]) -> dict[str, str] | None:
             if not gpus:
                 continue
             value = gpus[-1]
+        elif flag == "--gpu-bind":  # the option itself, which makes an allocation set SLURM_GPU_BIND
+            given[_GPU_BIND_GIVEN] = "given"
         elif flag in ("-G", "--gpus", "--gpus-per-node"):
             if flag == "--gpus-per-node":  # the option itself, which makes an allocation set SLURM_GPUS_PER_NODE
                 given[_GPUS_PER_NODE_GIVEN] = "given"
@@ -2372,10 +2375,27 @@ _SRUN_ENVIRONMENT = {
 # OUTPUT ENVIRONMENT VARIABLES, lists neither; `--gres` sets none), and SLURM_GPUS_PER_NODE only where the option
 # `--gpus-per-node` is given, not for a `--gres=gpu:8` that asks the same GPUs a node (sbatch(1) of Slurm 20.11,
 # doc/man/man1/sbatch.1: "SLURM_GPUS_PER_NODE Requested GPU count per allocated node. Only set if the
-# --gpus-per-node option is specified"): a plain `SLURM_GPUS_PER_NODE=4`, not exported, is there the shell's own
+# --gpus-per-node option is specified"): a plain `SLURM_GPUS_PER_NODE=4`, not exported, is there the shell's own.
+# Likewise SLURM_GPU_BIND only for `--gpu-bind` itself (sbatch(1): "SLURM_GPU_BIND Requested binding of tasks to GPU.
+# Only set if the --gpu-bind option is specified"), not for the `--tres-bind=gres/gpu:X` read as the same binding,
+# which sets SLURM_TRES_BIND (src/common/env.c, set_env_from_opts). And SLURM_JOB_NUM_NODES and SLURM_NNODES in every
+# allocation, `-N` given or not (src/common/env.c: env_array_for_batch_job sets both from the allocation's node count
+# for every batch job, env_array_for_job for salloc's; sbatch(1) documents them with no "Only set if"):
+# `_IN_ALLOCATION`, which every allocation holds (`_allocator`, a batch script's own in `_shell_facts`).
 _GPUS_PER_NODE_GIVEN = "gpus_per_node_given"  # `_task_options`' note that `--gpus-per-node` itself was given
+_GPU_BIND_GIVEN = "gpu_bind_given"  # and that `--gpu-bind` itself was
+_IN_ALLOCATION = "in_allocation"  # the note that the options are an allocation's, which sets its node count
 _ALLOCATION_SETS = {"SLURM_GRES": None, "SLURM_STEP_GRES": None, "SLURM_GPUS_PER_NODE": _GPUS_PER_NODE_GIVEN}
+_ALLOCATION_SETS |= {"SLURM_GPU_BIND": _GPU_BIND_GIVEN, "SLURM_NNODES": _IN_ALLOCATION}
+_ALLOCATION_SETS |= {"SLURM_JOB_NUM_NODES": _IN_ALLOCATION}
 _UNKNOWN = "?"  # an option's value the script does not show (`export SLURM_NTASKS=$N`, `unset SLURM_NTASKS`)
+
+
+def _sets_own(name: str, options: dict) -> bool:
+    """Whether an allocation of these options (`_allocator`'s) puts its own value of srun's input variable `name` in
+    its environment, over one exported before it: for an option it is given, and its node count always
+    (`_ALLOCATION_SETS`)."""
+    return _SRUN_ENVIRONMENT[name] in options or _ALLOCATION_SETS.get(name) == _IN_ALLOCATION
 
 
 def _environment_options(variables: dict) -> dict:
@@ -2396,6 +2416,8 @@ def _environment_options(variables: dict) -> dict:
         options[option] = value
     if "SLURM_GPUS_PER_NODE" in variables:  # in the environment, as where sbatch sets it (`_ALLOCATION_SETS`)
         options[_GPUS_PER_NODE_GIVEN] = "given"  # no number: no layout (`_layout_fact`)
+    if "SLURM_GPU_BIND" in variables:
+        options[_GPU_BIND_GIVEN] = "given"
     return options
 
 
@@ -2456,20 +2478,22 @@ def _allocation_taken(argv: list[str], allocation: dict[str, str]) -> list[str]:
 
 def _allocator(argv: list[str]) -> tuple[str, dict[str, str] | None, list[str]] | None:
     """`sbatch [options] script.sh [arguments]` or `salloc [options] [command ...]`: ("sbatch" / "salloc", the task
-    options its own words give (`_task_options`; None where they hold options the line does not show), the command
-    salloc runs in the allocation ([] for none: the allocation a person's shell, then its srun lines, run in; sbatch's
-    script). None for any other command."""
+    options its own words give (`_task_options`; None where they hold options the line does not show), with
+    `_IN_ALLOCATION`, the command salloc runs in the allocation ([] for none: the allocation a person's shell, then
+    its srun lines, run in; sbatch's script). None for any other command."""
     words = _without_assignments(argv)
     name = words[0].rsplit("/", 1)[-1] if words else ""
     if name not in ("sbatch", "salloc"):
         return None
     if name == "sbatch" and _wrapped(words) is not None:  # `sbatch -n 8 --wrap="srun ..."`: options, no script
         at = next(i for i, w in enumerate(words) if w.startswith("--wrap"))
-        return name, _task_options(words[1:at] + words[at + (1 if "=" in words[at] else 2) :]), []
-    end = next((i for i, w in enumerate(words[1:], 1) if _is_srun(w) or _srun_program(w)), len(words))
-    if name == "sbatch":
-        end = next((i for i, w in enumerate(words[1:], 1) if w.endswith((".slurm", ".sbatch")) or i == end), end)
-    return name, _task_options(words[1:end]), words[end:] if name == "salloc" else []
+        options, runs = _task_options(words[1:at] + words[at + (1 if "=" in words[at] else 2) :]), []
+    else:
+        end = next((i for i, w in enumerate(words[1:], 1) if _is_srun(w) or _srun_program(w)), len(words))
+        if name == "sbatch":
+            end = next((i for i, w in enumerate(words[1:], 1) if w.endswith((".slurm", ".sbatch")) or i == end), end)
+        options, runs = _task_options(words[1:end]), words[end:] if name == "salloc" else []
+    return name, None if options is None else {**options, _IN_ALLOCATION: "given"}, runs
 
 
 def _wrapped(words: list[str]) -> str | None:
@@ -2517,7 +2541,7 @@ def _allocated_commands(commands: list[list[str]]) -> list[tuple[list[str], dict
             continue
         options = allocating[1] or {}
         # the allocation's own variables over the environment it was made in; what its commands set stays theirs
-        inner = {name: value for name, value in environment.items() if _SRUN_ENVIRONMENT[name] not in options}
+        inner = {name: value for name, value in environment.items() if not _sets_own(name, options)}
         for words in runs:
             read(words, options, inner)
     return out
@@ -2884,7 +2908,8 @@ def _shell_facts(
     neither the allocation nor the job's layout."""
     launched = False
     assigned: set[str] = set()  # the variables the script's lines set so far (torchrun's `PET_*`: `_launch_processes`)
-    allocation: dict[str, str] = {}  # the batch script's #SBATCH task options, which a bare srun takes
+    # the batch script's #SBATCH task options, which a bare srun takes, in the allocation sbatch made for it
+    allocation: dict[str, str] = {_IN_ALLOCATION: "given"} if batch else {}
     allocated_at: dict[str, int] = {}  # the line that gave each
     commanded = False  # sbatch reads no #SBATCH line after the script's first command
     given = dict(submitted or ())  # sbatch's command line: no line of the script gives them
@@ -2955,7 +2980,7 @@ def _shell_facts(
                     if fact := _layout_fact(path, number, stripped, argv[: len(argv) - len(runs)], options):
                         evidence.facts.append(fact)
                     # salloc sets its own options' variables in the allocation's environment, over the script's
-                    kept = {name for name, option in _SRUN_ENVIRONMENT.items() if option not in options}
+                    kept = {name for name in _SRUN_ENVIRONMENT if not _sets_own(name, options)}
                     if not runs:
                         allocation, allocated_at, given, submitted = options, dict.fromkeys(options, number), {}, ()
                         environment = {name: value for name, value in environment.items() if name in kept}

@@ -252,6 +252,14 @@ from triage.rules.registry import RULES, THRESHOLDS, Finding, Status, TriageResu
 #      option is specified"), not for `--gres=gpu:8`, which asks the same GPUs a node: under `#SBATCH --gres=gpu:8
 #      --ntasks-per-gpu=1` a bare `SLURM_GPUS_PER_NODE=4` line made srun 4 tasks; it stays 8 (a plain `SLURM_GRES=`
 #      or `SLURM_STEP_GRES=` line, which no allocation sets, is none either)
+#      also: a plain `SLURM_GPU_BIND=...` likewise only for `--gpu-bind` (sbatch(1): "Only set if the --gpu-bind
+#      option is specified"), not for `--tres-bind=gres/gpu:X`, read as the same binding, which sets SLURM_TRES_BIND
+#      (under `#SBATCH --tres-bind=gres/gpu:single:1` a bare `SLURM_GPU_BIND=closest` line replaced the binding; it
+#      stays `single:1`); and a plain `SLURM_NNODES=...` or `SLURM_JOB_NUM_NODES=...` is srun input in every batch job
+#      (and salloc's allocation), `-N` given or not: Slurm sets both in each (src/common/env.c, env_array_for_batch_job)
+#      (under `#SBATCH --ntasks-per-node=4` a bare `SLURM_NNODES=2` line left srun 4 tasks; now 8), and an
+#      allocation's own node count replaces one exported before it (`export SLURM_NNODES=2; sbatch
+#      --ntasks-per-node=4 --wrap "srun ..."`: 4 tasks, it was 8)
 RULES_REVISION = 8
 
 __all__ = [
