@@ -980,3 +980,27 @@ def test_a_plain_gpu_bind_assignment_counts_only_where_sbatch_set_it(directive, 
     # under `#SBATCH --tres-bind=gres/gpu:single:1` a bare `SLURM_GPU_BIND=closest` line replaced its binding
     launched = launch_of(f"#!/bin/bash\n{directive}\nSLURM_GPU_BIND=closest\nsrun python train.py\n")
     assert launched.detail.get("gpu_binding") == binding
+
+
+@pytest.mark.parametrize(
+    "script",
+    [
+        # bash ends a comment at its newline, the '\' in it included, so a comment line inside a continued command
+        # ends that command there (`bash -c $'echo one \\\n  # c \\\necho two'` prints "one", then "two")
+        "srun -n 4 \\\n  # the data loader's workers \\\npython train.py",
+        "srun -n 4 \\\n  # note\npython train.py",
+        "srun -n 4 \\\n  --exclusive # note \\\npython train.py",
+        "srun -n 4 # note \\\npython train.py",
+    ],
+)
+def test_a_comment_inside_a_continued_command_ends_it(script):
+    # the srun line and the python line after the comment were read as one command: `srun -n 4` with no program
+    evidence = extract_script_evidence([("run.sh", f"#!/bin/bash\n#SBATCH -n 8\n{script}\n")])
+    (launched,) = evidence.of("shell_launch")
+    assert launched.detail["argv"] == ["python", "train.py"]
+    assert launched.detail.get("processes") is None  # a plain python, under no srun
+
+
+def test_a_hash_inside_quotes_continues_the_command():
+    launched = launch_of('#!/bin/bash\n#SBATCH -n 8\nsrun -n 4 --comment="a # b" \\\n  python train.py\n')
+    assert launched.detail.get("processes") == 4

@@ -2815,24 +2815,47 @@ def _command_kind(argv: list[str]) -> str:
 
 
 def _logical_lines(text: str) -> list[tuple[int, str]]:
-    """(first physical line number, logical line) with backslash continuations joined. A line that is a comment
-    (`# ...`, an `#SBATCH` directive) continues on no other: the shell ends a comment at its newline, its last '\\'
-    included (POSIX shell, Token Recognition: a '#' and "all subsequent characters up to, but excluding, the next
-    <newline>" are discarded), and sbatch reads its directives a line at a time, to each '\\n' (src/sbatch/opt.c,
-    _next_line), joining none: `#SBATCH -n 4 \\` then `#SBATCH -n 8` are two directives, and after `# note \\` the
-    next line is run."""
-    out, buffer, first = [], "", 0
+    """(first physical line number, logical line) with backslash continuations joined. A line whose '\\' is in a
+    comment (`# ...`, an `#SBATCH` directive, `srun -n 4 # note \\`, a `  # note \\` line inside a continued
+    command) continues on no other: the shell ends a comment at its newline, its last '\\' included (POSIX shell,
+    Token Recognition: a '#' and "all subsequent characters up to, but excluding, the next <newline>" are discarded;
+    bash runs `echo one \\`, `  # c \\`, `echo two` as two commands), and sbatch reads its directives a line at a
+    time, to each '\\n' (src/sbatch/opt.c, _next_line), joining none: `#SBATCH -n 4 \\` then `#SBATCH -n 8` are two
+    directives, and after `# note \\` the next line is run."""
+    out, buffer, joined, first = [], "", "", 0
     for number, line in enumerate(text.splitlines(), start=1):
         if not buffer:
             first = number
-        if line.rstrip().endswith("\\") and (buffer or not line.lstrip().startswith("#")):
+        if line.rstrip().endswith("\\") and not _comment_begins(joined + line.rstrip()[:-1]):
             buffer += line.rstrip()[:-1] + " "
+            joined += line.rstrip()[:-1]  # as the shell joins it, the '\\' and newline removed
             continue
         out.append((first, buffer + line))
-        buffer = ""
+        buffer, joined = "", ""
     if buffer:
         out.append((first, buffer))
     return out
+
+
+def _comment_begins(text: str) -> bool:
+    """Whether the shell reads a comment in `text`: a '#' that begins a word (after a blank or an operator, or at the
+    start), not quoted or escaped (POSIX shell, Token Recognition; `a#b` and `"a # b"` are words, `$#` a parameter)."""
+    quote, escaped, before = "", False, " "
+    for char in text:
+        if escaped:
+            escaped, char = False, "x"  # an escaped character is part of a word
+        elif quote == "'":
+            quote = "" if char == "'" else quote
+        elif char == "\\":
+            escaped = True
+        elif quote:
+            quote = "" if char == '"' else quote
+        elif char in "'\"":
+            quote = char
+        elif char == "#" and before in " \t;&|()<>":
+            return True
+        before = char
+    return False
 
 
 def _commands(tokens: list[str]) -> list[list[str]]:

@@ -241,7 +241,9 @@ from triage.rules.registry import RULES, THRESHOLDS, Finding, Status, TriageResu
 #      also: a comment line ending in '\', an `#SBATCH` directive among them, is not joined to the next line: sbatch
 #      reads its script a line at a time (src/sbatch/opt.c, _next_line) and the shell ends a comment at its newline
 #      (`#SBATCH -n 4 \` then `#SBATCH -n 8` was 4 tasks, the second line read as the first's comment; now 8; a
-#      launch on the line after `# note \` was no launch at all)
+#      launch on the line after `# note \` was no launch at all); nor is any line whose '\' is in a comment, as bash
+#      reads it: `srun -n 4 \`, `  # note \`, `python train.py` are two commands (bash ends the command at the comment
+#      line), which were read as one srun of 4 tasks; now a plain python (`srun -n 4 # note \` alike)
 #      also: sudo's own options before its command are skipped as its getopt reads them (sudo 1.9, src/parse_args.c:
 #      `-u USER`, `-g`, `-C`, `-D`, `-p`, `-R`, `-T`... take a value; `-E`, `--preserve-env=LIST`, `--`), and its
 #      `VAR=value` words set the command's environment (sudo(8)): `sudo -u alice srun -n 4 python train.py` and
