@@ -1004,3 +1004,17 @@ def test_a_comment_inside_a_continued_command_ends_it(script):
 def test_a_hash_inside_quotes_continues_the_command():
     launched = launch_of('#!/bin/bash\n#SBATCH -n 8\nsrun -n 4 --comment="a # b" \\\n  python train.py\n')
     assert launched.detail.get("processes") == 4
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        # env(1) under sudo sets its NAME=VALUE words for the command it runs, as env alone does
+        "sudo env SLURM_NTASKS=4 srun python train.py",
+        "sudo -u alice /usr/bin/env NCCL_DEBUG=INFO SLURM_NTASKS=4 srun python train.py",
+        "sudo SLURM_NNODES=1 env SLURM_NTASKS=4 srun python train.py",
+    ],
+)
+def test_the_variables_env_sets_under_sudo_are_srun_input(line):
+    # `sudo env SLURM_NTASKS=4 srun ...`: env's words were not read, so srun had the #SBATCH line's 8 tasks
+    assert launch_of(f"#!/bin/bash\n#SBATCH -n 8\n{line}\n").detail.get("processes") == 4

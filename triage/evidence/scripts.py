@@ -441,7 +441,8 @@ def _assignments(argv: list[str]) -> tuple[list[tuple[str, str]], bool]:
     the leading ones of a command, which set them for it (`NCCL_P2P_DISABLE=1 torchrun ...`; a word after the program
     is its argument), `env`'s among them (`env SLURM_NTASKS=4 srun ...`: env(1) runs the command after its
     NAME=VALUE words with them set; an option of env's own, `-i` or `-u NAME`, and the words after it are not read),
-    and sudo's (`sudo -u alice SLURM_NTASKS=4 srun ...`: its VAR=value words among its options, `_sudo_command`).
+    and sudo's (`sudo -u alice SLURM_NTASKS=4 srun ...`: its VAR=value words among its options, `_sudo_command`), and
+    those of the env or sudo its command is (`sudo env SLURM_NTASKS=4 srun ...`, read as env alone).
     The one reading of a shell script's assignments: for its environment (`_shell_facts`) and for the values its
     launch lines take (`_ShellVariables`)."""
     declared = bool(argv) and argv[0] in _DECLARATIONS
@@ -453,9 +454,11 @@ def _assignments(argv: list[str]) -> tuple[list[tuple[str, str]], bool]:
             pairs.append((match.group(1), match.group(2)))
         elif not declared and _is_env(word) and not under_env:  # `env`, `/usr/bin/env`
             under_env = True
-        elif not declared and _is_sudo(word):  # the variables it sets for its command, and no more after it
-            settings, _ = _sudo_command(words[index:]) or ([], [])
+        elif not declared and _is_sudo(word):  # the variables it sets for its command, and those its command sets
+            settings, command = _sudo_command(words[index:]) or ([], [])
             pairs += [(match.group(1), match.group(2)) for w in settings if (match := _ASSIGNMENT.fullmatch(w))]
+            if command and (_is_env(command[0]) or _is_sudo(command[0])):  # sudo took the VAR=value words before it
+                pairs += _assignments(command)[0]
             under_env = True
             break
         elif not declared:

@@ -247,7 +247,8 @@ from triage.rules.registry import RULES, THRESHOLDS, Finding, Status, TriageResu
 #      also: sudo's own options before its command are skipped as its getopt reads them (sudo 1.9, src/parse_args.c:
 #      `-u USER`, `-g`, `-C`, `-D`, `-p`, `-R`, `-T`... take a value; `-E`, `--preserve-env=LIST`, `--`), and its
 #      `VAR=value` words set the command's environment (sudo(8)): `sudo -u alice srun -n 4 python train.py` and
-#      `sudo -E srun ...` were no launch at all, now srun's tasks; `sudo SLURM_NTASKS=4 srun ...` is 4 tasks; a sudo
+#      `sudo -E srun ...` were no launch at all, now srun's tasks; `sudo SLURM_NTASKS=4 srun ...` is 4 tasks (and
+#      `sudo env SLURM_NTASKS=4 srun ...`, env's words read as for env alone; they were not read); a sudo
 #      that runs no command (`-l`, `-e`, `-v`, `-h HOST`, an option it does not know) is no launch
 #      also: a plain (not exported) `SLURM_GPUS_PER_NODE=...` is srun input only where the allocation itself set that
 #      variable, for `--gpus-per-node` (sbatch(1), OUTPUT ENVIRONMENT VARIABLES: "Only set if the --gpus-per-node
