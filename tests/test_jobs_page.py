@@ -478,3 +478,30 @@ def test_a_run_filter_that_is_no_run_number_says_so_in_plain_words(client, opera
     page = response.content.decode()
     assert f"<p>run: {message}</p><p>Showing all jobs instead.</p>" in page and job.name in page
     assert 'id="run-filter"' not in page
+
+
+def test_a_job_opened_from_a_team_or_a_cause_leads_back_to_those_jobs_of_the_period(client, operator, jobs):
+    """An operator goes from a team's page (or a cause's) to its worst job: '← Jobs' led to the whole
+    list, every team of all time, losing the team, the cause, the period and the cluster they had
+    chosen. It leads to the list the page's own "All … jobs" link opens: the same jobs, worst first."""
+    from datetime import UTC, datetime
+
+    job = jobs["ckpt"]
+    job.start_time, job.end_time = datetime(2026, 11, 3, 9, tzinfo=UTC), datetime(2026, 11, 3, 11, tzinfo=UTC)
+    job.save(update_fields=["start_time", "end_time"])
+    client.force_login(operator)
+    period = {"from": "2026-11-02", "to": "2026-11-08", "cluster": job.cluster.name}
+    dates = f"start_from=2026-11-02&start_to=2026-11-08&cluster={job.cluster.name}"
+    cause = reverse("dashboard:category-detail", args=["model_checkpointing"])
+    pages = {
+        reverse("dashboard:team-detail", args=[job.team.slug]): f"team=team-a&{dates}&sort=unused",
+        cause: f"category=model_checkpointing&{dates}&sort=unused",
+    }
+    for page_url, listed in pages.items():
+        page = client.get(page_url, period).content.decode()
+        all_jobs = f'href="{reverse("dashboard:job-list")}?{listed.replace("&", "&amp;")}"'
+        links = re.findall(rf'href="({reverse("dashboard:job-detail", args=[job.pk])}[^"#]*)', page)
+        assert links, page_url
+        for link in links:
+            opened = client.get(link.replace("&amp;", "&")).content.decode()
+            assert f"<a {all_jobs}>&larr; Jobs</a>" in opened, (page_url, link)

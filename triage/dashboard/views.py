@@ -145,6 +145,13 @@ def _jobs_query(period, cluster, **filters) -> str:
     return urlencode(filters | dates | ({"cluster": cluster} if cluster else {}))
 
 
+def _back_to_list(list_query: str) -> str:
+    """The `back` a page's link to a job carries (`_jobs_list_query_from`): the job page's "← Jobs" then
+    opens the jobs list of what the page counted (the team or cause, period and cluster, worst first), as
+    its "All … jobs" link does, not the whole list of every team and all time."""
+    return urlencode({"back": list_query})
+
+
 def _low_not_judged_parts(counts: queries.LowNotJudged, jobs_query: str, threshold: float) -> list[dict]:
     """What the low-utilization card counts besides the triaged jobs, each with the page that lists them
     (`_unclassified.html`): so "19 low-utilization jobs" and "the 18 triaged" add up on the page."""
@@ -391,6 +398,7 @@ def team_detail(request, slug: str):
         "triaged_low": triaged_low,
         # The jobs list of this team, period and cluster, for the causes' links.
         "jobs_query": _jobs_query(period, cluster, team=team.slug),
+        "back_query": _back_to_list(_jobs_query(period, cluster, team=team.slug) + "&sort=unused"),
         "low_not_judged": _low_not_judged_parts(
             low_not_judged, _jobs_query(period, cluster, team=team.slug), threshold
         ),
@@ -885,6 +893,7 @@ def category_detail(request, category: str):
         "verdicts": feedback.tally_by_category(queries.in_period(judged, period)).get(chosen),
         "recent_verdicts": feedback.recent(queries.in_period(judged, period), chosen.value),
         "jobs_query": _jobs_query(period, cluster, category=chosen.value),
+        "back_query": _back_to_list(_jobs_query(period, cluster, category=chosen.value) + "&sort=unused"),
     }
     return render(request, "dashboard/category_detail.html", context)
 
