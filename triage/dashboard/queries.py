@@ -340,6 +340,11 @@ def narrowed(jobs, cluster: str):
     return jobs, jobs.aggregate(latest=Max("start_time"))["latest"]
 
 
+def first_start(jobs) -> datetime | None:
+    """The oldest start among the jobs: where the data begins."""
+    return jobs.aggregate(first=Min("start_time"))["first"]
+
+
 def in_period(jobs, period: Period):
     # A job belongs to the period it started in, so each job is counted exactly once.
     return jobs.filter(start_time__gte=period.start, start_time__lt=period.end)

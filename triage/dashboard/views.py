@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, date, datetime, timedelta
 from urllib.parse import parse_qsl, urlencode, urlsplit
 
 from django.conf import settings
@@ -170,10 +170,23 @@ def _low_not_judged_parts(counts: queries.LowNotJudged, jobs_query: str, thresho
     return [{"text": f"{n} {text}", "url": url, "after": after} for n, text, url, after in parts if n]
 
 
-def _kpi_cards(current: queries.Totals, previous: queries.Totals, *, jobs: bool = False) -> list[dict]:
+def _jobs_from(scope: Scope) -> date | None:
+    """The day the page's jobs (this viewer's, on the chosen cluster) start when that is after the period
+    before began, else None: that period is then only partly in the data, its figures are no full
+    period's (`_kpi_cards`). The demo's 30 days read "+784 %" against a previous 30 days of which four
+    had jobs, and its 90 days "up from 0", the rest being before anything was imported."""
+    first = queries.first_start(scope.jobs)
+    return first.date() if first and first.date() > scope.period.previous.start.date() else None
+
+
+def _kpi_cards(
+    current: queries.Totals, previous: queries.Totals, *, jobs: bool = False, jobs_from: date | None = None
+) -> list[dict]:
     """The period's headline figures, each with its change against the previous period (the
     overview's and a team page's cards); `jobs` adds the number of jobs. A period with no job priced
-    has no cost figure (`Totals.cost_unknown`): "–", as the digests show it, not a 0 that reads as free."""
+    has no cost figure (`Totals.cost_unknown`): "–", as the digests show it, not a 0 that reads as free.
+    `jobs_from` (`_jobs_from`): the previous period is partly before the jobs start; each change says
+    from which day it has jobs, or there is none when they start in this period."""
 
     def money(totals: queries.Totals, value: float) -> float | None:
         return None if totals.cost_unknown else value
@@ -202,9 +215,12 @@ def _kpi_cards(current: queries.Totals, previous: queries.Totals, *, jobs: bool 
         *([("Jobs", current.jobs, previous.jobs, "{:,}", unjudged)] if jobs else []),
         ("Low-utilization jobs", current.low_util_jobs, previous.low_util_jobs, "{:,}", amount),
     ]
+    nothing_before = jobs_from is not None and previous.jobs == 0
     cards = []
     for label, value, before, fmt, judge in kpis:
         text, direction = queries.compare(value, before, share=label == "Waste share")
+        if nothing_before:
+            text, direction = "", None
         worse_when_up = judge(direction)
         cards.append(
             {
@@ -214,7 +230,10 @@ def _kpi_cards(current: queries.Totals, previous: queries.Totals, *, jobs: bool 
                 "direction": direction,
                 "trend": queries.trend(direction, worse_when_up),
                 # Which side has no figure: a period without covered GPU time has no waste share.
-                "missing": _missing(label, value, current, previous),
+                "missing": f"no jobs before {jobs_from} to compare with"
+                if nothing_before
+                else _missing(label, value, current, previous),
+                "jobs_from": jobs_from,
             }
         )
     return cards
@@ -241,7 +260,7 @@ def overview(request):
     all_teams = queries.by_team(period_jobs, threshold, conversion=conversion)
     current = queries.totals_from_teams(all_teams)
     previous = queries.totals(queries.in_period(jobs, period.previous), threshold, conversion)
-    cards = _kpi_cards(current, previous)
+    cards = _kpi_cards(current, previous, jobs_from=_jobs_from(scope))
     teams = all_teams[:10]
     # A member sees their teams' jobs only: the page says whose they are, and a member of one team
     # is shown its users (a chart of one team's bar said nothing).
@@ -388,7 +407,7 @@ def team_detail(request, slug: str):
     context = _context(request, scope) | {
         "team": team,
         "totals": totals,
-        "cards": _kpi_cards(totals, previous, jobs=True),
+        "cards": _kpi_cards(totals, previous, jobs=True, jobs_from=_jobs_from(scope)),
         "trend_figure": trend,
         "trend_names": figures.weekly_trend_names(trend),
         "users": queries.by_user(period_jobs),
