@@ -230,10 +230,9 @@ def _kpi_cards(
                 "direction": direction,
                 "trend": queries.trend(direction, worse_when_up),
                 # Which side has no figure: a period without covered GPU time has no waste share.
-                "missing": f"no jobs before {jobs_from} to compare with"
-                if nothing_before
-                else _missing(label, value, current, previous),
+                "missing": "" if nothing_before else _missing(label, value, current, previous),
                 "jobs_from": jobs_from,
+                "nothing_before": nothing_before,
             }
         )
     return cards
