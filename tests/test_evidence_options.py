@@ -289,6 +289,10 @@ def test_a_loader_bound_by_a_walrus_or_an_annotation_is_known_to_feed_training(b
         ("python train.py --workers 8", "", False),  # the launch gives the loader eight workers
         ("torchrun --nproc_per_node 1 train.py --workers=8 --epochs 3", "", False),
         (None, "python train.py --workers 8", False),  # the job's submitted command
+        # a '#' inside a word is no comment (bash: only at a word's beginning): `--workers 8` after it is passed
+        ("python train.py --comment=a#b --workers 8", "", False),
+        (None, "python train.py --tag=exp#3 --workers 8", False),
+        ("python train.py --epochs 3 # --workers 8", "", True),  # a comment passes nothing
         ("python train.py --epochs 3", "", True),  # not passed: the default, no workers
         (None, "", True),  # no launch seen: the default
         ("python train.py --workers 0", "", True),

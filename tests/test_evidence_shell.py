@@ -8,9 +8,9 @@ import re
 
 import pytest
 
-from tests.test_slurm_launches import guide_of
+from tests.test_slurm_launches import guide_of, launch_of
 from tests.test_triage_edge_cases import run, series
-from triage.evidence.scripts import extract_script_evidence
+from triage.evidence.scripts import extract_script_evidence, split_shell
 from triage.taxonomy import Category
 
 RUN_SH = """#!/bin/bash
@@ -361,3 +361,58 @@ def test_an_srun_jobs_idle_gpus_are_fixed_by_a_device_a_task():
         guide = guide_of(finding)
         assert "SLURM_LOCALID" in guide["change"] and "torch.cuda.set_device" in guide["after"]
         assert "torchrun" not in guide["after"]
+
+
+@pytest.mark.parametrize(
+    ("line", "words"),
+    [
+        # a '#' inside a word is part of it: bash starts a comment only at a word's beginning
+        # (`bash -c 'echo a#b c # d'` prints "a#b c")
+        ("python train.py --comment=a#b --workers 8", ["python", "train.py", "--comment=a#b", "--workers", "8"]),
+        ("python train.py --tag=exp#3 --workers 8", ["python", "train.py", "--tag=exp#3", "--workers", "8"]),
+        ("curl http://host/#frag -o out", ["curl", "http://host/#frag", "-o", "out"]),
+        ("echo '#quoted' x", ["echo", "#quoted", "x"]),
+        ("echo a\\ #b c", ["echo", "a #b", "c"]),  # an escaped blank does not end the word
+        ("echo $# x", ["echo", "$#", "x"]),
+        ("echo ${#arr[@]} x", ["echo", "${#arr[@]}", "x"]),
+        # a '#' that begins a word starts a comment, to the end of its line
+        ("python train.py # note --workers 8", ["python", "train.py"]),
+        ("python train.py\t# note", ["python", "train.py"]),
+        ("# note python train.py", []),
+    ],
+)
+def test_a_hash_starts_a_comment_only_at_the_beginning_of_a_word(line, words):
+    assert split_shell(line) == ([words] if words else [])
+
+
+@pytest.mark.parametrize(
+    ("line", "commands"),
+    [
+        ("python train.py;# note --workers 8", [["python", "train.py"]]),  # after an operator, a word begins
+        ("python train.py && # note", [["python", "train.py"]]),
+        ("echo a|# note", [["echo", "a"]]),
+        ("echo a#b; echo c#d # e", [["echo", "a#b"], ["echo", "c#d"]]),
+        ("echo a # note\necho b", [["echo", "a", "echo", "b"]]),  # a comment ends at its newline
+    ],
+)
+def test_a_comment_after_an_operator_or_a_word_ends_the_commands(line, commands):
+    assert split_shell(line) == commands
+
+
+def test_a_continued_line_whose_hash_is_inside_a_word_continues():
+    # `_logical_lines` and `split_shell` read one comment rule: `--tag=exp#3 \` goes on to the next line
+    launched = launch_of("#!/bin/bash\nsrun --comment=exp#3 \\\n  -n 1 torchrun train.py\n")
+    assert launched.detail.get("processes") == 1
+
+
+@pytest.mark.parametrize(
+    ("launch", "processes", "sub_cause"),
+    [
+        # srun's `-n 1` after a word with a '#' was lost with the rest of the line: no count, "uneven use"
+        ("srun --comment=exp#3 -n 1 torchrun train.py", 1, "unused_gpus"),
+        ("torchrun --rdzv-id=run#7 --nproc_per_node 8 train.py", 8, "uneven_use"),  # not torchrun's default 1
+        ("srun -n 1 torchrun train.py # --nproc_per_node 8", 1, "unused_gpus"),  # a comment's words are no option
+    ],
+)
+def test_a_launcher_option_after_a_word_with_a_hash_is_read(launch, processes, sub_cause):
+    assert_launch_reads(launch, processes, sub_cause)

@@ -2840,11 +2840,15 @@ def _logical_lines(text: str) -> list[tuple[int, str]]:
     return out
 
 
-def _comment_begins(text: str) -> bool:
-    """Whether the shell reads a comment in `text`: a '#' that begins a word (after a blank or an operator, or at the
-    start), not quoted or escaped (POSIX shell, Token Recognition; `a#b` and `"a # b"` are words, `$#` a parameter)."""
-    quote, escaped, before = "", False, " "
-    for char in text:
+def _comments(text: str) -> list[tuple[int, int]]:
+    """The (start, end) of each comment the shell reads in `text`: from a '#' that begins a word (after a blank, a
+    newline or an operator, or at the start), not quoted or escaped, up to its line's newline (POSIX shell, Token
+    Recognition; bash alike: `echo a#b c # d` prints "a#b c"). `a#b`, `--tag=exp#3`, `http://host/#frag`, `"a # b"`
+    and `a\\ #b` are words, `$#` and `${#arr[@]}` parameters; after `;`, `&&`, `|`, `(` or `>` a word begins."""
+    spans: list[tuple[int, int]] = []
+    quote, escaped, before, index = "", False, " ", 0
+    while index < len(text):
+        char = text[index]
         if escaped:
             escaped, char = False, "x"  # an escaped character is part of a word
         elif quote == "'":
@@ -2855,10 +2859,20 @@ def _comment_begins(text: str) -> bool:
             quote = "" if char == '"' else quote
         elif char in "'\"":
             quote = char
-        elif char == "#" and before in " \t;&|()<>":
-            return True
+        elif char == "#" and before in " \t\n;&|()<>":
+            end = text.find("\n", index)
+            end = len(text) if end < 0 else end
+            spans.append((index, end))
+            index = end  # the newline, if any, is read next: a word begins after it
+            continue
         before = char
-    return False
+        index += 1
+    return spans
+
+
+def _comment_begins(text: str) -> bool:
+    """Whether the shell reads a comment in `text` (`_comments`)."""
+    return bool(_comments(text))
 
 
 def _commands(tokens: list[str]) -> list[list[str]]:
@@ -2877,9 +2891,17 @@ def _commands(tokens: list[str]) -> list[list[str]]:
 
 
 def split_shell(line: str) -> list[list[str]]:
-    lexer = shlex.shlex(line, posix=True, punctuation_chars=";&|")
+    """The words of each simple command of `line`, its comments left out as bash reads them (`_comments`). shlex's
+    own comment reading is not used: it starts a comment at any '#', inside a word too, so `python train.py
+    --tag=exp#3 --workers 8` lost `#3 --workers 8` and `$#` ended its line. ValueError for an unbalanced quote."""
+    kept, end = [], 0
+    for start, stop in _comments(line):
+        kept.append(line[end:start])
+        end = stop
+    kept.append(line[end:])
+    lexer = shlex.shlex("".join(kept), posix=True, punctuation_chars=";&|")
     lexer.whitespace_split = True
-    lexer.commenters = "#"
+    lexer.commenters = ""
     return _commands(list(lexer))
 
 

@@ -263,6 +263,11 @@ from triage.rules.registry import RULES, THRESHOLDS, Finding, Status, TriageResu
 #      (under `#SBATCH --ntasks-per-node=4` a bare `SLURM_NNODES=2` line left srun 4 tasks; now 8), and an
 #      allocation's own node count replaces one exported before it (`export SLURM_NNODES=2; sbatch
 #      --ntasks-per-node=4 --wrap "srun ..."`: 4 tasks, it was 8)
+#      also: a '#' inside a word starts no comment, in a script's line or the job's command: bash begins a comment only
+#      at a word's beginning, unquoted (after a blank, `;`, `&&`, `|`, `(`, `<`, `>`), while shlex's comment reading
+#      began one at any '#': `srun --comment=exp#3 -n 1 torchrun train.py` was srun without a count (uneven use), now
+#      one task (unused GPUs); `python train.py --tag=exp#3 --workers 8` was the loader's default, `no_workers`;
+#      `$#` and `${#arr[@]}` ended their line
 RULES_REVISION = 8
 
 __all__ = [
