@@ -91,6 +91,10 @@ def test_every_error_of_a_run_can_be_paged_through_and_the_page_says_which(opera
     csv_link = f'href="/ingest-runs/{run.pk}/errors.csv"'
     first = operator_client.get(f"/ingest-runs/{run.pk}/").content.decode()
     assert "Showing 1–200 of 1,451 errors, by file and row; all of them are in the <a " in first
+    # The heading's count and the runs list's Errors cell read as every other count does ("1451" before).
+    assert '<h2>Errors <span class="muted">1,451</span>' in first
+    listed = operator_client.get("/ingest-runs/").content.decode()
+    assert 'title="Download the errors as CSV">1,451</a>' in listed
     assert first.count(csv_link) >= 2 and "download as CSV" in first  # the heading's link, and the line's
     assert "Page 1 of 8" in first and 'href="?page=8#errors">Last' in first and "First" not in first
     middle = operator_client.get(f"/ingest-runs/{run.pk}/?page=2").content.decode()
