@@ -505,3 +505,17 @@ def test_a_job_opened_from_a_team_or_a_cause_leads_back_to_those_jobs_of_the_per
         for link in links:
             opened = client.get(link.replace("&amp;", "&")).content.decode()
             assert f"<a {all_jobs}>&larr; Jobs</a>" in opened, (page_url, link)
+
+
+def test_the_search_box_finds_jobs_by_every_word_typed(client, operator, team_a):
+    """Typing "gpt2 medium" for the gpt2-medium-owt runs found nothing: the box looked for the words
+    with their space between them. Each word is looked for now, in the id, the name or the user, and
+    a job must have all of them: "lena gpt2" is lena's gpt2 runs."""
+    JobFactory(team=team_a, name="gpt2-medium-owt", user="lena.c")
+    JobFactory(team=team_a, name="gpt2-medium-owt-v2", user="dara.i")
+    JobFactory(team=team_a, name="llama2-7b-sft", user="lena.c")
+    client.force_login(operator)
+    assert sorted(names(client, q="gpt2 medium")) == ["gpt2-medium-owt", "gpt2-medium-owt-v2"]
+    assert names(client, q="lena  GPT2") == ["gpt2-medium-owt"]
+    assert names(client, q="gpt2 nosuchword") == []
+    assert names(client, q=" ".join(f"w{i}" for i in range(120))) == []  # 489 characters (at most 500)

@@ -34,6 +34,10 @@ class RowIdFilter(django_filters.NumberFilter):
     field_class = RowIdField
 
 
+# The search box's words looked for, at most: 500 characters hold 250 words, each a clause of the query.
+SEARCH_WORDS = 20
+
+
 class JobFilter(django_filters.FilterSet):
     # Each text filter at most as long as what it searches (a job's name is the longest a search
     # matches part of): longer, it can match nothing, and SQLite (the embedded default) fails a LIKE
@@ -129,12 +133,15 @@ class JobFilter(django_filters.FilterSet):
         self.blinded = blinded
 
     def search(self, queryset, name, value):
-        value = value.strip()
-        found = Q(external_id__icontains=value) | Q(name__icontains=value) | Q(user__icontains=value)
-        cluster, slash, external_id = value.partition("/")
-        if slash and cluster and external_id:  # a job's id as the pages write it: "alpha/4813845"
-            found |= Q(cluster__name__iexact=cluster, external_id__icontains=external_id)
-        return queryset.filter(found)
+        # Every word typed, each in the id, the name or the user: "gpt2 medium" finds gpt2-medium-owt,
+        # which the words with their space between them did not; "lena gpt2" is lena's gpt2 runs.
+        for word in dict.fromkeys(value.split()[:SEARCH_WORDS]):
+            found = Q(external_id__icontains=word) | Q(name__icontains=word) | Q(user__icontains=word)
+            cluster, slash, external_id = word.partition("/")
+            if slash and cluster and external_id:  # a job's id as the pages write it: "alpha/4813845"
+                found |= Q(cluster__name__iexact=cluster, external_id__icontains=external_id)
+            queryset = queryset.filter(found)
+        return queryset
 
     def with_category(self, queryset, name, value):
         current = Finding.objects.filter(job=OuterRef("pk"), category=value, result__is_current=True)
