@@ -1550,3 +1550,19 @@ def test_a_previous_period_the_data_only_partly_covers_says_where_its_jobs_start
     JobFactory(team=team_a, start_time=WEEK_START - timedelta(days=7), gpu_hours=5, unused_gpu_hours=1)
     page = text_of(overview(client))
     assert "▲ +300 % vs previous period" in page and "jobs only from" not in page
+
+
+def test_a_team_opened_from_the_sorted_teams_table_leads_back_to_it_in_that_order(client, operator, fleet):
+    """An operator sorts the teams by wasted cost, opens the first, and goes back: '← Teams' showed them
+    by unused GPU-hours again. The order chosen goes to the team's page and back; one that is no order
+    of the table is not carried."""
+    client.force_login(operator)
+    week = {"from": "2026-11-16", "to": "2026-11-22"}
+    teams = client.get(reverse("dashboard:team-list"), {**week, "sort": "wasted_cost"}).content.decode()
+    team_url = reverse("dashboard:team-detail", args=["team-a"])
+    link = re.search(rf'href="({team_url}\?[^"]*)"', teams).group(1).replace("&amp;", "&")
+    page = client.get(link).content.decode()
+    back = f"{reverse('dashboard:team-list')}?from=2026-11-16&amp;to=2026-11-22&amp;sort=wasted_cost"
+    assert f'<a href="{back}">&larr; Teams</a>' in page
+    page = client.get(team_url, {**week, "sort": "nonsense"}).content.decode()
+    assert f'<a href="{reverse("dashboard:team-list")}?from=2026-11-16&amp;to=2026-11-22">&larr; Teams</a>' in page

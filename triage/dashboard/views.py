@@ -417,6 +417,8 @@ def team_detail(request, slug: str):
         # The jobs list of this team, period and cluster, for the causes' links.
         "jobs_query": _jobs_query(period, cluster, team=team.slug),
         "back_query": _back_to_list(_jobs_query(period, cluster, team=team.slug) + "&sort=unused"),
+        # The teams table's order this page was opened from, for "← Teams" (the table's default: none).
+        "teams_sort": sort if (sort := request.GET.get("sort", "")) in TEAM_SORTS and sort != "unused" else "",
         "low_not_judged": _low_not_judged_parts(
             low_not_judged, _jobs_query(period, cluster, team=team.slug), threshold
         ),
