@@ -1177,8 +1177,8 @@ def test_the_headline_alpha_says_its_interval_and_the_jobs_it_rests_on(client, w
     alpha = services.agreement_report(study).group.pooled_alpha
     said = f'id="alpha-interval">95 % CI [{alpha.low:.3f}, {alpha.high:.3f}] · 6 jobs</p>'
     assert said in page
-    # Whose count is whose in "Ticked 2 / 1": the header names the raters in the counts' order.
-    assert 'Ticked <span class="muted">(ravi-rater / rita-researcher)</span>' in page
+    # Whose count is whose in "Ticked 2 / 1 / 2": the header names the raters in the counts' order.
+    assert 'Ticked <span class="muted">(ravi-rater / rita-researcher / either)</span>' in page
     # Each header starts with a capital, as the page's other tables' do ("agreement", "ticked" did not);
     # the pair's kappa starts with the first rater's name, which keeps its own case.
     head = page.split('id="per-category"')[1].split("</thead>")[0]
@@ -1186,11 +1186,12 @@ def test_the_headline_alpha_says_its_interval_and_the_jobs_it_rests_on(client, w
     assert headers == [
         "Option",
         "ravi-rater &amp; rita-researcher: kappa",
-        "Agreement",
-        "Ticked (ravi-rater / rita-researcher)",
+        "Agreement (all; positive / negative)",
+        "Ticked (ravi-rater / rita-researcher / either)",
     ]
-    row = page.split("Model checkpointing</td>")[1].split("</tr>")[0]
-    assert row.strip().endswith('<td class="num">2 / 1</td>')  # ravi ticked it on jobs 2 and 3, rita on job 2
+    row = page.split("Model checkpointing</span></td>")[1].split("</tr>")[0]
+    # ravi ticked it on jobs 2 and 3, rita on job 2: 2 / 1, and 2 jobs either did
+    assert "</span><span>2 / 1 / 2</span></td>" in row
 
 
 def test_export_and_import_commands(study, raters, tmp_path, capsys):
@@ -1592,4 +1593,6 @@ def test_an_undefined_kappa_says_why_beside_its_dash(client, study, raters):
     page = client.get(reverse("labeling:agreement", args=[study.pk])).content.decode()
     (api_misuse,) = [row for row in table_rows(page, "Per category") if row[0] == "API misuse"]
     assert api_misuse[1] == "– (undefined: every job got the same answer)"
-    assert api_misuse[2] == "100.0 %"  # the percent agreement beside it still counts
+    # The percent agreement beside it still counts; under it, positive agreement is undefined too (no tick
+    # to match) and negative agreement is whole.
+    assert api_misuse[2] == "100.0 % – / 100.0 %"

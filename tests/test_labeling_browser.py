@@ -644,10 +644,10 @@ def test_the_study_list_reads_whole_at_1280_px_and_on_a_phone(browser, live_serv
 KAPPAS_IN_VIEW = """
 const box = document.querySelector('#per-category').closest('.table-scroll'), inside = box.getBoundingClientRect();
 return [...document.querySelectorAll('#per-category tbody tr')].map(row => {
-  const cell = row.cells[1], range = document.createRange();
-  range.selectNodeContents(cell.firstChild);
+  const figure = row.cells[1].lastElementChild.firstChild, range = document.createRange();  // after its card's label
+  range.selectNodeContents(figure);
   const shown = range.getBoundingClientRect().right <= inside.right + 1;
-  return [row.cells[0].textContent.trim(), cell.firstChild.textContent.trim(), shown];
+  return [row.cells[0].lastElementChild.textContent.trim(), figure.textContent.trim(), shown];
 });
 """
 
@@ -680,7 +680,7 @@ return {
   scrolls: box.scrollWidth > box.clientWidth,
   hidden: pairs.filter(([, column]) => [...table.tBodies[0].rows].some(row => {
     const range = document.createRange();
-    range.selectNodeContents(row.cells[column].firstChild);
+    range.selectNodeContents(row.cells[column].lastElementChild.firstChild);  // the figure, after its card's label
     return range.getBoundingClientRect().right > inside.right + 1;
   })).map(([text]) => text),
 };

@@ -336,6 +336,43 @@ class Counts:
             both_no=pairs.count((0, 0)),
         )
 
+    @property
+    def either_yes(self) -> int:
+        """Units one rater or both said yes to: how often the option came up at all."""
+        return self.both_yes + self.only_first + self.only_second
+
+    @property
+    def positive_agreement(self) -> float | None:
+        """Positive specific agreement (Cicchetti & Feinstein 1990), 2a / (2a + b + c): of the yes
+        answers, the share the other rater matched. None where neither rater said yes."""
+        return _share_or_none(2 * self.both_yes, 2 * self.both_yes + self.only_first + self.only_second)
+
+    @property
+    def negative_agreement(self) -> float | None:
+        """Negative specific agreement, 2d / (2d + b + c): of the no answers, the share matched."""
+        return _share_or_none(2 * self.both_no, 2 * self.both_no + self.only_first + self.only_second)
+
+
+def _share_or_none(part: int, whole: int) -> float | None:
+    return part / whole if whole else None
+
+
+# A category's kappa this low beside this much raw agreement is the kappa paradox (Feinstein &
+# Cicchetti 1990): on a rare category chance agreement on "no" is already near 1, so one unmatched
+# tick leaves kappa near 0 however few the disagreements. The page says so where it happens.
+RARE_KAPPA_BELOW = 0.4
+RARE_AGREEMENT_AT_LEAST = 0.9
+
+
+def low_kappa_from_rarity(kappa: float | None, percent: float | None, counts: Counts | None) -> bool:
+    """Whether a category's kappa is low while its raw agreement is high because the category is rare:
+    ticked on fewer jobs than left off by both raters, so the figures to read are its positive and
+    negative agreement."""
+    if kappa is None or percent is None or counts is None:
+        return False
+    rare = counts.either_yes < counts.both_no
+    return kappa < RARE_KAPPA_BELOW and percent >= RARE_AGREEMENT_AT_LEAST and rare
+
 
 @dataclass
 class OptionAgreement:
@@ -344,6 +381,10 @@ class OptionAgreement:
     percent: float | None
     positives: dict[str, int]  # rater -> units where they chose the option
     counts: Counts | None = None
+
+    @property
+    def low_kappa_from_rarity(self) -> bool:
+        return low_kappa_from_rarity(self.kappa.value, self.percent, self.counts)
 
 
 @dataclass

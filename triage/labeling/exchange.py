@@ -67,7 +67,8 @@ SCORED_ROW = "summary: jobs scored"
 NOT_TRIAGED_ROW = "summary: jobs not triaged (left out)"
 AGREEMENT_COLUMNS = [
     "study_id", "statistic", "rater_a", "rater_b", "option", "jobs", "value", "low", "high",
-    "percent_agreement", "both_yes", "only_a", "only_b", "both_no", "no_interval_reason",
+    "percent_agreement", "both_yes", "only_a", "only_b", "both_no", "positive_agreement", "negative_agreement",
+    "no_interval_reason",
     "jobs_agreed", "jobs_agreed_low", "jobs_agreed_high", "jobs_skipped",
 ]  # fmt: skip
 KINDS = {
@@ -341,6 +342,9 @@ def _count_cells(counts) -> dict:
         "only_a": counts.only_first,
         "only_b": counts.only_second,
         "both_no": counts.both_no,
+        # The page's specific agreement beside kappa (what a rare category's kappa hides); empty where 0/0.
+        "positive_agreement": _share(counts.positive_agreement),
+        "negative_agreement": _share(counts.negative_agreement),
     }
 
 

@@ -386,6 +386,11 @@ def agreement_page(request, pk: int):
         }
         for d in report.disagreements
     ]
+    # A row per option, with each pair's figures beside the pair (its raters name the cards' figures).
+    per_category = [
+        {"option": option, "cells": [(pair, pair.per_option[i]) for pair in report.pairs]}
+        for i, option in enumerate(report.options)
+    ]
     return render(
         request,
         "labeling/agreement.html",
@@ -394,10 +399,9 @@ def agreement_page(request, pk: int):
             "report": report,
             "option_labels": OPTION_LABELS,
             "disagreements": disagreements,
-            "per_category": [
-                {"option": option, "cells": [pair.per_option[i] for pair in report.pairs]}
-                for i, option in enumerate(report.options)
-            ],
+            "per_category": per_category,
+            # The note on the kappa paradox, under the table, where some category needs it.
+            "any_rare": any(cell.low_kappa_from_rarity for row in per_category for _pair, cell in row["cells"]),
             "is_lead": services.is_lead(request.user, study),
             "submitted": submitted,
             "headline": _headline(report),
