@@ -32,7 +32,7 @@ def test_on_a_phone_the_per_category_table_is_a_card_per_category(browser, live_
             metrics = {"width": width, "height": height, "deviceScaleFactor": 1, "mobile": width < 700}
             browser.execute_cdp_cmd("Emulation.setDeviceMetricsOverride", metrics)
             browser.get(url)
-            browser.execute_script("document.getElementById('per-category').scrollIntoView()")
+            browser.execute_script("document.querySelector('.rare-note').closest('tr').scrollIntoView()")
             browser.save_screenshot(str(SHOTS / f"agreement-per-category-{scheme}-{width}.png"))
     browser.execute_cdp_cmd("Emulation.clearDeviceMetricsOverride", {})
     color_scheme(browser, None)
