@@ -1241,3 +1241,31 @@ def test_the_weekly_charts_dates_show_whole_on_a_phone_and_a_desktop(browser, li
                 labels = browser.execute_script(WEEK_LABELS)
                 assert labels and "2026-11-16" in {text for _, text, _ in labels}, (width, path, labels)
                 assert [label for label in labels if not label[2]] == [], (width, path)
+
+
+def test_on_a_phone_the_day_the_jobs_start_stays_whole_on_the_cards(browser, live_server, operator):  # noqa: F811
+    """A period whose previous one has no job says "no jobs before 2026-11-10 to compare with" on each card:
+    390 px wide, the card broke the date at its hyphen, "2026-11-" on one line and "10" on the next."""
+    from tests.factories import JobFactory, TeamFactory
+    from tests.test_accessibility import open_as
+
+    team = TeamFactory(name="genai")
+    JobFactory(team=team, start_time=datetime(2026, 11, 10, 9, tzinfo=UTC), gpu_hours=120.0, unused_gpu_hours=96.0,
+               mean_gpu_util=20.0, cost="312.00")  # fmt: skip
+    open_as(browser, live_server.url, operator)
+    with window_width(browser, 390, mobile=True):
+        browser.get(f"{live_server.url}/overview/?from=2026-11-10&to=2026-11-16")
+        lines = browser.execute_script(
+            """return [...document.querySelectorAll('.kpi .change')].map(change => {
+                 const walker = document.createTreeWalker(change, NodeFilter.SHOW_TEXT);
+                 for (let node = walker.nextNode(); node; node = walker.nextNode()) {
+                   const at = node.data.indexOf('2026-11-10');
+                   if (at < 0) continue;
+                   const range = document.createRange();
+                   range.setStart(node, at); range.setEnd(node, at + 10);
+                   return new Set([...range.getClientRects()].map(r => Math.round(r.top))).size;
+                 }
+                 return change.textContent;
+               });"""
+        )
+    assert lines and lines == [1] * len(lines), lines
