@@ -817,3 +817,20 @@ def test_each_options_checkbox_key_and_name_sit_on_one_line_centre(browser, live
     assert len(rows) == 17
     off = [row for row in rows if max(abs(row["box"] - row["text"]), abs(row["key"] - row["text"])) > 1.5]
     assert not off, off
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_long_job_id_wraps_on_the_labeling_page_of_a_phone(browser, live_server, team_a):  # noqa: F811
+    """An MLflow run's id (32 hex digits, one word) heads its labeling page: at 320 px it made the page
+    scroll sideways, the options' column wider than the window. It wraps, as on the job's own page."""
+    from tests.test_accessibility import narrow_window_problems
+
+    lead, second = UserFactory(username="kim-researcher"), UserFactory(username="kai-rater")
+    for user in (lead, second):
+        user.groups.add(Group.objects.get_or_create(name=RESEARCHERS_GROUP)[0])
+    JobFactory(team=team_a, name="bert-0", external_id="0f3c9a7e2b5d4c1e8f6a9b2c3d4e5f60", mean_gpu_util=20.0)
+    study = services.create_study(name="MLflow pilot", lead=lead, raters=[lead, second], sample_size=1, seed=5)
+    open_as(browser, live_server.url, lead)
+    browser.get(f"{live_server.url}/studies/{study.pk}/label/{study.items.get().pk}/")
+    assert "0f3c9a7e2b5d4c1e8f6a9b2c3d4e5f60" in body_text(browser)
+    assert narrow_window_problems(browser) == []

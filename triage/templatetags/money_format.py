@@ -4,6 +4,7 @@ figure and its unit on one line: `share` and `percent` write a no-break space be
 its unit, and `keep_units` does it in prose; the HTML emails load `unit` and `keep_units` from here too."""
 
 from django import template
+from django.utils.html import conditional_escape, format_html
 
 from fleet.money import cents, whole
 from fleet.numbers import NBSP, keep_units, share_text
@@ -67,3 +68,15 @@ def after_figure(name) -> str:
     """A unit set in an element of its own after its figure (a card's smaller "USD"), with the no-break space
     `unit` writes before it: `{{ value }}<span class="unit">{{ currency|after_figure }}</span>`."""
     return "" if name in (None, "") else f"{NBSP}{name}"
+
+
+# A job's id from its source longer than this is one long word (an MLflow run's 32 hex digits), which wraps
+# anywhere when it must (app.css .long-id); a shorter one (Slurm's '48134000_127') stays whole.
+LONG_ID = 16
+
+
+@register.filter
+def job_id(external_id) -> str:
+    """A job's own id as pages write it: marked `long-id` when it is longer than `LONG_ID`. Escaped."""
+    text = str(external_id)
+    return format_html('<span class="long-id">{}</span>', text) if len(text) > LONG_ID else conditional_escape(text)
