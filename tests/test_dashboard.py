@@ -1566,3 +1566,17 @@ def test_a_team_opened_from_the_sorted_teams_table_leads_back_to_it_in_that_orde
     assert f'<a href="{back}">&larr; Teams</a>' in page
     page = client.get(team_url, {**week, "sort": "nonsense"}).content.decode()
     assert f'<a href="{reverse("dashboard:team-list")}?from=2026-11-16&amp;to=2026-11-22">&larr; Teams</a>' in page
+
+
+def test_a_period_button_on_a_team_page_keeps_the_teams_table_order_it_was_opened_with(client, operator, fleet):
+    """Opened from the teams table sorted by wasted cost, the team page's 'Last 30 days' dropped the
+    order: '← Teams' then showed the teams by unused GPU-hours. The buttons and the form carry it."""
+    client.force_login(operator)
+    team_url = reverse("dashboard:team-detail", args=["team-a"])
+    page = client.get(team_url, {"from": "2026-11-16", "to": "2026-11-22", "sort": "wasted_cost"}).content.decode()
+    assert 'href="?period=30d&amp;sort=wasted_cost"' in page
+    assert '<input type="hidden" name="sort" value="wasted_cost">' in page
+    page = client.get(team_url, {"period": "30d", "sort": "wasted_cost"}).content.decode()
+    assert f'<a href="{reverse("dashboard:team-list")}?period=30d&amp;sort=wasted_cost">&larr; Teams</a>' in page
+    page = client.get(team_url, {"period": "30d"}).content.decode()
+    assert "sort=" not in re.search(r'<span class="presets">.*?</span>', page, re.S).group(0)
