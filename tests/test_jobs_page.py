@@ -519,3 +519,28 @@ def test_the_search_box_finds_jobs_by_every_word_typed(client, operator, team_a)
     assert names(client, q="lena  GPT2") == ["gpt2-medium-owt"]
     assert names(client, q="gpt2 nosuchword") == []
     assert names(client, q=" ".join(f"w{i}" for i in range(120))) == []  # 489 characters (at most 500)
+
+
+def test_a_job_opened_from_a_team_s_period_leads_to_the_team_in_that_period(client, operator, jobs):
+    """The job card's team link opened the job's week whatever the operator had chosen: from a team's
+    30 days on one cluster, the team's page came back as one week of every cluster. Opened from a list
+    of a period that holds the job, it opens the team in that period and cluster; else the job's week."""
+    from datetime import UTC, datetime
+    from urllib.parse import urlencode
+
+    job = jobs["ckpt"]
+    job.start_time, job.end_time = datetime(2026, 11, 3, 9, tzinfo=UTC), datetime(2026, 11, 3, 11, tzinfo=UTC)
+    job.save(update_fields=["start_time", "end_time"])
+    client.force_login(operator)
+    team = reverse("dashboard:team-detail", args=[job.team.slug])
+    period = {"from": "2026-10-20", "to": "2026-11-18", "cluster": job.cluster.name}
+    page = client.get(team, period).content.decode()
+    link = re.search(rf'href="({reverse("dashboard:job-detail", args=[job.pk])}[^"#]*)', page).group(1)
+    opened = client.get(link.replace("&amp;", "&")).content.decode()
+    team_link = f"{team}?from=2026-10-20&amp;to=2026-11-18&amp;cluster={job.cluster.name}"
+    assert f'<a href="{team_link}">{job.team.name}</a> <span class="muted">(2026-10-20 to 2026-11-18)</span>' in opened
+    # A list whose dates do not hold the job: its team page would not count it; the job's week does.
+    back = urlencode({"back": "start_from=2026-11-10&start_to=2026-11-16"})
+    opened = client.get(f"{reverse('dashboard:job-detail', args=[job.pk])}?{back}").content.decode()
+    week = f"{team}?from=2026-11-02&amp;to=2026-11-08"
+    assert f'<a href="{week}">{job.team.name}</a> <span class="muted">(week of 2026-11-02)</span>' in opened

@@ -636,7 +636,7 @@ def job_detail(request, pk: int):
             "jobs_list_query": jobs_list_query,
             # The page's own links (a kind of log event) keep the list to go back to.
             "back_query": urlencode({"back": jobs_list_query}) if jobs_list_query else "",
-            **_facts_links(job),
+            **_facts_links(job, jobs_list_query),
             **_runs_context(request.user, job, blinded),
         },
     )
@@ -650,16 +650,32 @@ def _log_runs(job: Job) -> list[str]:
     return log_runs(job.raw, paths) if paths else []
 
 
-def _facts_links(job: Job) -> dict:
-    """Where the job card's team and user lead: the team's page for the week (Monday to Sunday, UTC)
-    the job started in, as a digest opens it, so its figures hold this job; and that user's jobs of the
-    team. Someone who comes from a digest to one job had no way on but the menu. Not on the labeling
-    page, whose raters must not see the rules' verdicts that the team's page shows."""
-    monday = job.start_time.astimezone(UTC).date() - timedelta(days=job.start_time.astimezone(UTC).weekday())
-    week = urlencode({"from": monday.isoformat(), "to": (monday + timedelta(days=6)).isoformat()})
+def _facts_links(job: Job, jobs_list_query: str = "") -> dict:
+    """Where the job card's team and user lead: the team's page for the period and cluster of the jobs
+    list the operator came from (`jobs_list_query`: a team's or cause's page of 30 days leads back to
+    30 days, not one week of every cluster) when its dates hold the job, else for the week (Monday to
+    Sunday, UTC) the job started in, as a digest opens it, so its figures hold this job; and that user's
+    jobs of the team. Someone who comes from a digest to one job had no way on but the menu. Not on the
+    labeling page, whose raters must not see the rules' verdicts that the team's page shows."""
+    started = job.start_time.astimezone(UTC).date()
+    team_url = reverse("dashboard:team-detail", args=[job.team.slug])
+    came_from = dict(parse_qsl(jobs_list_query))
+    try:
+        first, last = date.fromisoformat(came_from["start_from"]), date.fromisoformat(came_from["start_to"])
+    except (KeyError, ValueError):
+        first = last = None
+    if first and last and first <= started <= last:
+        chosen = {"from": first.isoformat(), "to": last.isoformat()}
+        if came_from.get("cluster") == job.cluster.name:
+            chosen["cluster"] = job.cluster.name
+        team_url, team_period = f"{team_url}?{urlencode(chosen)}", f"{first:%Y-%m-%d} to {last:%Y-%m-%d}"
+    else:
+        monday = started - timedelta(days=started.weekday())
+        week = urlencode({"from": monday.isoformat(), "to": (monday + timedelta(days=6)).isoformat()})
+        team_url, team_period = f"{team_url}?{week}", f"week of {monday:%Y-%m-%d}"
     return {
-        "team_url": f"{reverse('dashboard:team-detail', args=[job.team.slug])}?{week}",
-        "team_week": monday,
+        "team_url": team_url,
+        "team_period": team_period,
         "user_jobs_url": f"{reverse('dashboard:job-list')}?{urlencode({'team': job.team.slug, 'user': job.user})}",
     }
 
