@@ -1525,3 +1525,24 @@ def test_a_week_with_no_price_set_shows_no_cost_figure_not_0(smtp, fleet, member
     team_row = html.split(">Team A</a>")[1].split(">Team B</a>")[0]  # its row holds a table (the bar)
     cells = [as_read(re.sub(r"<[^>]+>", "", cell)).strip() for cell in re.findall(r"<td[^>]*>(.*?)</td>", team_row)]
     assert "no price set" in cells and not any(cell.endswith("USD") for cell in cells), cells
+
+
+def test_a_team_s_first_week_says_there_were_no_jobs_the_week_before_to_compare_with(team_b, operator, client):
+    """In a fleet's first week the team digest read 'GPU-hours 10.0 (week before 0.0, up from 0)' on
+    every figure, the change the dashboard's cards stopped showing (d13aad6): a week before the data
+    began is no figure to compare with. The changes are '–', and a note under the figures says why."""
+    JobFactory(team=team_b, name="b-first", start_time=WEEK_START + timedelta(days=1),
+               gpu_hours=10, unused_gpu_hours=4, mean_gpu_util=40, cost="20.00")  # fmt: skip
+    client.force_login(operator)
+    url = reverse("digests:preview-team", args=["team-b", WEEK])
+    text = client.get(url, {"part": "text"}).content.decode()
+    html = client.get(url, {"part": "html"}).content.decode()
+    assert "up from 0" not in text and "up from 0" not in html
+    assert "GPU-hours                10.0      (week before 0.0)" in text
+    assert "No jobs the week before to compare with." in text and "No jobs the week before to compare with." in html
+    row = html.split(">GPU-hours</th>")[1].split("</tr>")[0]
+    assert "▲" not in row and row.rstrip().endswith(">–</td>")
+    # A team that ran jobs before, but none the week before, did run nothing then: that change stands.
+    JobFactory(team=team_b, name="b-earlier", start_time=WEEK_START - timedelta(days=20), gpu_hours=5)
+    text = client.get(url, {"part": "text"}).content.decode()
+    assert "(week before 0.0, up from 0)" in text and "No jobs the week before" not in text

@@ -272,6 +272,8 @@ class Kpi:
     previous: float | None
     kind: str  # hours | share | money | count
     worse_when_up: bool | None  # None: neither direction is good or bad (GPU-hours used, spend)
+    # The week before has no job because the data starts after it (`week_before_not_in_data`): no change to show.
+    nothing_before: bool = False
 
     @property
     def value_text(self) -> str:
@@ -283,6 +285,8 @@ class Kpi:
 
     @cached_property
     def _compared(self) -> tuple[str, int | None]:
+        if self.nothing_before:
+            return "", None
         return queries.compare(self.value, self.previous, share=self.kind == "share")
 
     @property
@@ -295,26 +299,46 @@ class Kpi:
         return queries.trend(self._compared[1], self.worse_when_up)
 
 
-def kpis(current: queries.Totals, previous: queries.Totals) -> list[Kpi]:
+def kpis(current: queries.Totals, previous: queries.Totals, *, nothing_before: bool = False) -> list[Kpi]:
     """The headline figures, judged as the dashboard judges them (`queries.waste_judged`); an amount
     of waste that moved against the waste share is shown but not judged: fewer jobs, not less waste.
     A week with no job priced has no cost figure (`Totals.cost_unknown`): "–", as the dashboard's
-    cards show it, not a 0 that reads as free."""
+    cards show it, not a 0 that reads as free. `nothing_before` (`week_before_not_in_data`): no figure has
+    a change."""
 
     def money(totals: queries.Totals, value: float) -> float | None:
         return None if totals.cost_unknown else value
 
     def amount(label: str, value: float | None, before: float | None, kind: str) -> Kpi:
         direction = queries.compare(value, before)[1]
-        return Kpi(label, value, before, kind, queries.waste_amount_judged(current, previous, direction))
+        judged = queries.waste_amount_judged(current, previous, direction)
+        return Kpi(label, value, before, kind, judged, nothing_before)
 
     return [
-        Kpi("GPU-hours", current.gpu_hours, previous.gpu_hours, "hours", None),
+        Kpi("GPU-hours", current.gpu_hours, previous.gpu_hours, "hours", None, nothing_before),
         amount("Unused GPU-hours", current.unused_gpu_hours, previous.unused_gpu_hours, "hours"),
-        Kpi("Waste share", current.waste_share, previous.waste_share, "share", queries.waste_judged(current)),
-        Kpi("Cost", money(current, current.cost), money(previous, previous.cost), "money", None),
+        Kpi(
+            "Waste share",
+            current.waste_share,
+            previous.waste_share,
+            "share",
+            queries.waste_judged(current),
+            nothing_before,
+        ),
+        Kpi("Cost", money(current, current.cost), money(previous, previous.cost), "money", None, nothing_before),
         amount("Wasted cost", money(current, current.wasted_cost), money(previous, previous.wasted_cost), "money"),
     ]
+
+
+def week_before_not_in_data(jobs, period: Period, current: queries.Totals, previous: queries.Totals) -> bool:
+    """Whether the week before is empty only because the data starts after it began (a fleet's, or a
+    team's, first week): its 0s are no figures, and every change read "up from 0". As the dashboard's
+    cards (d13aad6, `_jobs_from`), the digest then says there is nothing to compare with. A team that
+    ran nothing the week before but did earlier did run nothing: that change stands."""
+    if previous.jobs or not current.jobs:
+        return False
+    first = queries.first_start(jobs)
+    return first is not None and first.date() > period.previous.start.date()
 
 
 def unjudged_note(current: queries.Totals, previous: queries.Totals) -> str:
@@ -582,6 +606,7 @@ def _base_context(kind: str, period: Period, jobs, team: Team | None, hidden: fr
         previous_jobs.exclude(pk__in=hidden) if hidden else previous_jobs, conversion
     )
     jobs_url = _jobs_url(period, team)
+    first_week = week_before_not_in_data(jobs, period, current, previous)
     improved_runs = _improved_runs(jobs, period, hidden, threshold)
     regressions, more_regressions = _regressions(
         current,
@@ -605,8 +630,9 @@ def _base_context(kind: str, period: Period, jobs, team: Team | None, hidden: fr
         "week_label": weeks.label(period),
         "totals": current,
         "previous_totals": previous,
-        "kpis": kpis(current, previous),
-        "unjudged_note": unjudged_note(current, previous),
+        "kpis": kpis(current, previous, nothing_before=first_week),
+        "unjudged_note": "" if first_week else unjudged_note(current, previous),
+        "compare_note": "No jobs the week before to compare with." if first_week else "",
         "categories": categories,
         "unattributed": unattributed_note(
             current.unused_gpu_hours, by_category, findings.unused_by_status(judged_week), threshold
