@@ -538,7 +538,9 @@ def test_a_job_opened_from_a_team_s_period_leads_to_the_team_in_that_period(clie
     link = re.search(rf'href="({reverse("dashboard:job-detail", args=[job.pk])}[^"#]*)', page).group(1)
     opened = client.get(link.replace("&amp;", "&")).content.decode()
     team_link = f"{team}?from=2026-10-20&amp;to=2026-11-18&amp;cluster={job.cluster.name}"
-    assert f'<a href="{team_link}">{job.team.name}</a> <span class="muted">(2026-10-20 to 2026-11-18)</span>' in opened
+    # Each date on one line: at 390 px "2026-11-18" broke after "2026-11-".
+    dates = '(<span class="when">2026-10-20</span> to <span class="when">2026-11-18</span>)'
+    assert f'<a href="{team_link}">{job.team.name}</a> <span class="muted">{dates}</span>' in opened
     # A list whose dates do not hold the job: its team page would not count it; the job's week does.
     back = urlencode({"back": "start_from=2026-11-10&start_to=2026-11-16"})
     opened = client.get(f"{reverse('dashboard:job-detail', args=[job.pk])}?{back}").content.decode()

@@ -668,11 +668,11 @@ def _facts_links(job: Job, jobs_list_query: str = "") -> dict:
         chosen = {"from": first.isoformat(), "to": last.isoformat()}
         if came_from.get("cluster") == job.cluster.name:
             chosen["cluster"] = job.cluster.name
-        team_url, team_period = f"{team_url}?{urlencode(chosen)}", f"{first:%Y-%m-%d} to {last:%Y-%m-%d}"
+        team_url, team_period = f"{team_url}?{urlencode(chosen)}", {"from": first, "to": last}
     else:
         monday = started - timedelta(days=started.weekday())
         week = urlencode({"from": monday.isoformat(), "to": (monday + timedelta(days=6)).isoformat()})
-        team_url, team_period = f"{team_url}?{week}", f"week of {monday:%Y-%m-%d}"
+        team_url, team_period = f"{team_url}?{week}", {"week": monday}
     return {
         "team_url": team_url,
         "team_period": team_period,
