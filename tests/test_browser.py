@@ -37,10 +37,10 @@ def body_text(driver) -> str:
 
 
 @contextmanager
-def window_width(driver, width: int, *, mobile: bool = False):
+def window_width(driver, width: int, *, mobile: bool = False, height: int = 900):
     """The page laid out `width` CSS pixels wide (a phone; `mobile` also honours the page's viewport
-    tag, as a phone's browser or mail app does) until the block ends."""
-    metrics = {"width": width, "height": 900, "deviceScaleFactor": 1, "mobile": mobile}
+    tag, as a phone's browser or mail app does), `height` high, until the block ends."""
+    metrics = {"width": width, "height": height, "deviceScaleFactor": 1, "mobile": mobile}
     driver.execute_cdp_cmd("Emulation.setDeviceMetricsOverride", metrics)
     try:
         yield driver

@@ -9,7 +9,7 @@ from django.contrib.auth.models import Group
 from fleet.access import RESEARCHERS_GROUP
 from tests.factories import ClusterFactory, JobFactory, UserFactory
 from tests.test_accessibility import open_as
-from tests.test_browser import SHOTS, STALE, body_text, browser  # noqa: F401  (the shared Chromium fixture)
+from tests.test_browser import SHOTS, STALE, body_text, browser, window_width  # noqa: F401  (the shared Chromium fixture)
 from triage.labeling import services
 from triage.models import Finding, JobTriage, RuleSet, TriageStatus
 from triage.taxonomy import Category
@@ -279,10 +279,7 @@ def test_a_key_that_ticks_an_option_puts_the_focus_on_it_so_tab_goes_to_its_why(
 
     lead, path = _one_job_study(team_a, "Focus pilot")
     open_as(browser, live_server.url, lead)
-    browser.execute_cdp_cmd(
-        "Emulation.setDeviceMetricsOverride", {"width": 1280, "height": 800, "deviceScaleFactor": 1, "mobile": False}
-    )
-    try:
+    with window_width(browser, 1280, height=800):
         browser.get(live_server.url + path)
         browser.find_element(By.TAG_NAME, "body").send_keys("6")
         box = browser.find_element(By.ID, "opt-model_checkpointing")
@@ -299,8 +296,6 @@ def test_a_key_that_ticks_an_option_puts_the_focus_on_it_so_tab_goes_to_its_why(
         assert browser.switch_to.active_element == browser.find_element(By.ID, "opt-host_gpu_transfer")
         SHOTS.mkdir(exist_ok=True)
         browser.save_screenshot(str(SHOTS / "labeling-key-focus.png"))
-    finally:
-        browser.execute_cdp_cmd("Emulation.clearDeviceMetricsOverride", {})
 
 
 @pytest.mark.django_db(transaction=True)
@@ -315,10 +310,7 @@ def test_at_1280_px_a_few_tabs_reach_the_label_form(browser, live_server, team_a
 
     lead, path = _one_job_study(team_a, "Tab pilot")
     open_as(browser, live_server.url, lead)
-    browser.execute_cdp_cmd(
-        "Emulation.setDeviceMetricsOverride", {"width": 1280, "height": 800, "deviceScaleFactor": 1, "mobile": False}
-    )
-    try:
+    with window_width(browser, 1280, height=800):
         browser.get(live_server.url + path)
         browser.find_element(By.ID, "label-form")
         link = browser.find_element(By.CSS_SELECTOR, "a.to-label-form")
@@ -333,8 +325,6 @@ def test_at_1280_px_a_few_tabs_reach_the_label_form(browser, live_server, team_a
         ActionChains(browser).send_keys(Keys.ENTER).perform()
         ActionChains(browser).send_keys(Keys.TAB).perform()
         assert browser.switch_to.active_element == browser.find_element(By.ID, "opt-interactive_job")
-    finally:
-        browser.execute_cdp_cmd("Emulation.clearDeviceMetricsOverride", {})
 
 
 @pytest.mark.django_db(transaction=True)
@@ -346,10 +336,7 @@ def test_pressing_question_mark_shows_the_shortcuts_in_view(browser, live_server
 
     lead, path = _one_job_study(team_a, "Help pilot")
     open_as(browser, live_server.url, lead)
-    browser.execute_cdp_cmd(
-        "Emulation.setDeviceMetricsOverride", {"width": 1280, "height": 800, "deviceScaleFactor": 1, "mobile": False}
-    )
-    try:
+    with window_width(browser, 1280, height=800):
         browser.get(live_server.url + path)
         browser.find_element(By.TAG_NAME, "body").send_keys("?")
         help_text = browser.find_element(By.CSS_SELECTOR, ".shortcuts p")
@@ -357,8 +344,6 @@ def test_pressing_question_mark_shows_the_shortcuts_in_view(browser, live_server
         shown = browser.execute_script(BOX, browser.find_element(By.ID, "label-form"))
         box = browser.execute_script(BOX, help_text)
         assert shown[1] <= box[1] and box[3] <= min(shown[3], 800), (box, shown)
-    finally:
-        browser.execute_cdp_cmd("Emulation.clearDeviceMetricsOverride", {})
 
 
 @pytest.mark.django_db(transaction=True)
@@ -373,10 +358,7 @@ def test_saving_other_without_its_note_puts_the_cursor_in_the_note_with_the_erro
 
     lead, path = _one_job_study(team_a, "Note pilot")
     open_as(browser, live_server.url, lead)
-    browser.execute_cdp_cmd(
-        "Emulation.setDeviceMetricsOverride", {"width": 1280, "height": 800, "deviceScaleFactor": 1, "mobile": False}
-    )
-    try:
+    with window_width(browser, 1280, height=800):
         browser.get(live_server.url + path)
         browser.find_element(By.TAG_NAME, "body").send_keys("o")
         ActionChains(browser).send_keys(Keys.ESCAPE).perform()
@@ -393,8 +375,6 @@ def test_saving_other_without_its_note_puts_the_cursor_in_the_note_with_the_erro
         assert browser.find_element(By.ID, "opt-other").is_selected()
         ActionChains(browser).send_keys("a firmware bug").perform()
         assert note.get_attribute("value") == "a firmware bug"
-    finally:
-        browser.execute_cdp_cmd("Emulation.clearDeviceMetricsOverride", {})
 
 
 @pytest.mark.django_db(transaction=True)
