@@ -36,8 +36,8 @@ def csv_rows(client) -> dict[str, dict]:
 def test_a_team_with_no_price_set_has_a_null_cost_in_the_api_and_an_empty_one_in_the_csv(
     client,
     operator,
-    fleet,
-    team_a,  # noqa: F811
+    fleet,  # noqa: F811
+    team_a,
 ):
     """The report and the CSV said 0 (0.0, "0.00") for a team none of whose jobs of the period has a GPU-hour
     price, where the teams page says "–": a script summing or charting them read the team's GPU time as free.
