@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import operator
 from dataclasses import dataclass, field
-from datetime import UTC, datetime, time, timedelta
+from datetime import UTC, date, datetime, time, timedelta
 from decimal import Decimal
 from functools import reduce
 from typing import NamedTuple
@@ -343,6 +343,14 @@ def narrowed(jobs, cluster: str):
 def first_start(jobs) -> datetime | None:
     """The oldest start among the jobs: where the data begins."""
     return jobs.aggregate(first=Min("start_time"))["first"]
+
+
+def data_starts_after(jobs, moment: datetime) -> date | None:
+    """The day the jobs start when that is after `moment` (a previous period's start), else None: that
+    period is then only partly in the data, and its figures are no full period's (the dashboard's cards,
+    the digests' changes)."""
+    first = first_start(jobs)
+    return first.date() if first and first.date() > moment.date() else None
 
 
 def in_period(jobs, period: Period):

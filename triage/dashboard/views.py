@@ -175,8 +175,7 @@ def _jobs_from(scope: Scope) -> date | None:
     before began, else None: that period is then only partly in the data, its figures are no full
     period's (`_kpi_cards`). The demo's 30 days read "+784 %" against a previous 30 days of which four
     had jobs, and its 90 days "up from 0", the rest being before anything was imported."""
-    first = queries.first_start(scope.jobs)
-    return first.date() if first and first.date() > scope.period.previous.start.date() else None
+    return queries.data_starts_after(scope.jobs, scope.period.previous.start)
 
 
 def _kpi_cards(

@@ -337,8 +337,7 @@ def week_before_not_in_data(jobs, period: Period, current: queries.Totals, previ
     ran nothing the week before but did earlier did run nothing: that change stands."""
     if previous.jobs or not current.jobs:
         return False
-    first = queries.first_start(jobs)
-    return first is not None and first.date() > period.previous.start.date()
+    return queries.data_starts_after(jobs, period.previous.start) is not None
 
 
 def unjudged_note(current: queries.Totals, previous: queries.Totals) -> str:
