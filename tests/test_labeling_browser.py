@@ -257,12 +257,13 @@ def test_pressing_o_ticks_other_and_puts_the_cursor_in_its_note(browser, live_se
     browser.save_screenshot(str(SHOTS / "labeling-other.png"))
 
 
-def _one_job_study(team_a, name: str):
-    """A study of one job for two new raters; its lead, and the job's labeling page's path."""
+def _one_job_study(team_a, name: str, **job):
+    """A study of one job (`job`: its fields besides the defaults) for two new raters; its lead, and the
+    job's labeling page's path."""
     lead, second = UserFactory(username="kim-researcher"), UserFactory(username="kai-rater")
     for user in (lead, second):
         user.groups.add(Group.objects.get_or_create(name=RESEARCHERS_GROUP)[0])
-    JobFactory(team=team_a, name="bert-0", mean_gpu_util=20.0)
+    JobFactory(**{"team": team_a, "name": "bert-0", "mean_gpu_util": 20.0} | job)
     study = services.create_study(name=name, lead=lead, raters=[lead, second], sample_size=1, seed=5)
     return lead, f"/studies/{study.pk}/label/{study.items.get().pk}/"
 
@@ -805,12 +806,8 @@ def test_a_long_job_id_wraps_on_the_labeling_page_of_a_phone(browser, live_serve
     scroll sideways, the options' column wider than the window. It wraps, as on the job's own page."""
     from tests.test_accessibility import narrow_window_problems
 
-    lead, second = UserFactory(username="kim-researcher"), UserFactory(username="kai-rater")
-    for user in (lead, second):
-        user.groups.add(Group.objects.get_or_create(name=RESEARCHERS_GROUP)[0])
-    JobFactory(team=team_a, name="bert-0", external_id="0f3c9a7e2b5d4c1e8f6a9b2c3d4e5f60", mean_gpu_util=20.0)
-    study = services.create_study(name="MLflow pilot", lead=lead, raters=[lead, second], sample_size=1, seed=5)
+    lead, path = _one_job_study(team_a, "MLflow pilot", external_id="0f3c9a7e2b5d4c1e8f6a9b2c3d4e5f60")
     open_as(browser, live_server.url, lead)
-    browser.get(f"{live_server.url}/studies/{study.pk}/label/{study.items.get().pk}/")
+    browser.get(live_server.url + path)
     assert "0f3c9a7e2b5d4c1e8f6a9b2c3d4e5f60" in body_text(browser)
     assert narrow_window_problems(browser) == []
