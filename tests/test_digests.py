@@ -1538,11 +1538,34 @@ def test_a_team_s_first_week_says_there_were_no_jobs_the_week_before_to_compare_
     text = client.get(url, {"part": "text"}).content.decode()
     html = client.get(url, {"part": "html"}).content.decode()
     assert "up from 0" not in text and "up from 0" not in html
-    assert "GPU-hours                10.0      (week before 0.0)" in text
-    assert "No jobs the week before to compare with." in text and "No jobs the week before to compare with." in html
+    assert "GPU-hours                10.0      (week before –)" in text
+    assert "No jobs before 2026-11-17 to compare with." in text and "No jobs before 2026-11-17 to compare with." in html
     row = html.split(">GPU-hours</th>")[1].split("</tr>")[0]
     assert "▲" not in row and row.rstrip().endswith(">–</td>")
     # A team that ran jobs before, but none the week before, did run nothing then: that change stands.
     JobFactory(team=team_b, name="b-earlier", start_time=WEEK_START - timedelta(days=20), gpu_hours=5)
     text = client.get(url, {"part": "text"}).content.decode()
-    assert "(week before 0.0, up from 0)" in text and "No jobs the week before" not in text
+    assert "(week before 0.0, up from 0)" in text and "to compare with." not in text.split("WHERE THE WASTE")[0]
+
+
+def test_a_first_week_shows_no_figure_for_the_week_before_not_0(smtp, fleet, team_b, operator):
+    """Team B's first week (its jobs start on 2026-11-17), and with the old run gone the fleet's: the week
+    before had no jobs because the data starts after it, yet both digests read 'week before 0.0' and
+    '0 USD' on each figure, and 'Nothing measurably improved on the week before' of a week not in the
+    data. As the dashboard's cards, the week before is no figure ('–') and a note says why, in both parts
+    of the team digest and the operators' digest, as their readers receive them."""
+    Job.objects.filter(name="old-run").delete()
+    Subscription.objects.create(user=operator, kind=DigestKind.TEAM, team=team_b, active=True)
+    send_weekly_task.delay(WEEK).get()
+    received = {message["Subject"].split(",")[0]: parts(message) for message in smtp.to(operator.email)}
+    assert set(received) == {"Team B", "Fleet"}
+    for digest, (text, html) in received.items():
+        figures = [line for line in text.splitlines() if "(week before " in line]
+        assert [line.split("(week before ")[1] for line in figures] == ["–)"] * 5, (digest, figures)
+        for label in ("GPU-hours", "Unused GPU-hours", "Waste share", "Cost", "Wasted cost"):
+            cells = re.findall(r"<td[^>]*>(.*?)</td>", html.split(f">{label}</th>")[1].split("</tr>")[0])
+            assert [as_read(re.sub(r"<[^>]+>", "", cell)) for cell in cells[1:]] == ["–", "–"], (digest, label, cells)
+        for part in (text, html):
+            assert "No jobs before 2026-11-17 to compare with." in part, digest
+            assert "Nothing measurably improved" not in part, digest
+            assert part.count("No jobs started the week before, so there is nothing to compare with.") == 2, digest

@@ -13,7 +13,7 @@ import socket
 import ssl
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from datetime import UTC, date, datetime
 from functools import cached_property
 from urllib.parse import urlencode, urlsplit
 
@@ -303,41 +303,48 @@ def kpis(current: queries.Totals, previous: queries.Totals, *, nothing_before: b
     """The headline figures, judged as the dashboard judges them (`queries.waste_judged`); an amount
     of waste that moved against the waste share is shown but not judged: fewer jobs, not less waste.
     A week with no job priced has no cost figure (`Totals.cost_unknown`): "–", as the dashboard's
-    cards show it, not a 0 that reads as free. `nothing_before` (`week_before_not_in_data`): no figure has
-    a change."""
+    cards show it, not a 0 that reads as free. `nothing_before` (`week_before_not_in_data`): the week
+    before is no figure either ("–", not "0.0" and "0 USD" of a week the data does not reach), and no
+    figure has a change."""
 
     def money(totals: queries.Totals, value: float) -> float | None:
         return None if totals.cost_unknown else value
 
-    def amount(label: str, value: float | None, before: float | None, kind: str) -> Kpi:
-        direction = queries.compare(value, before)[1]
+    def before(value: float | None) -> float | None:
+        return None if nothing_before else value
+
+    def amount(label: str, value: float | None, was: float | None, kind: str) -> Kpi:
+        direction = queries.compare(value, was)[1]
         judged = queries.waste_amount_judged(current, previous, direction)
-        return Kpi(label, value, before, kind, judged, nothing_before)
+        return Kpi(label, value, before(was), kind, judged, nothing_before)
 
     return [
-        Kpi("GPU-hours", current.gpu_hours, previous.gpu_hours, "hours", None, nothing_before),
+        Kpi("GPU-hours", current.gpu_hours, before(previous.gpu_hours), "hours", None, nothing_before),
         amount("Unused GPU-hours", current.unused_gpu_hours, previous.unused_gpu_hours, "hours"),
         Kpi(
             "Waste share",
             current.waste_share,
-            previous.waste_share,
+            before(previous.waste_share),
             "share",
             queries.waste_judged(current),
             nothing_before,
         ),
-        Kpi("Cost", money(current, current.cost), money(previous, previous.cost), "money", None, nothing_before),
+        Kpi(
+            "Cost", money(current, current.cost), before(money(previous, previous.cost)), "money", None, nothing_before
+        ),
         amount("Wasted cost", money(current, current.wasted_cost), money(previous, previous.wasted_cost), "money"),
     ]
 
 
-def week_before_not_in_data(jobs, period: Period, current: queries.Totals, previous: queries.Totals) -> bool:
-    """Whether the week before is empty only because the data starts after it began (a fleet's, or a
-    team's, first week): its 0s are no figures, and every change read "up from 0". As the dashboard's
-    cards (d13aad6, `_jobs_from`), the digest then says there is nothing to compare with. A team that
-    ran nothing the week before but did earlier did run nothing: that change stands."""
+def week_before_not_in_data(jobs, period: Period, current: queries.Totals, previous: queries.Totals) -> date | None:
+    """The day the data starts when the week before is empty only because the data starts after it
+    began (a fleet's, or a team's, first week), else None: its 0s are no figures, and every change read
+    "up from 0". As the dashboard's cards (d13aad6, `_jobs_from`), the digest then says there are no jobs
+    before that day to compare with. A team that ran nothing the week before but did earlier did run
+    nothing: that change stands."""
     if previous.jobs or not current.jobs:
-        return False
-    return queries.data_starts_after(jobs, period.previous.start) is not None
+        return None
+    return queries.data_starts_after(jobs, period.previous.start)
 
 
 def unjudged_note(current: queries.Totals, previous: queries.Totals) -> str:
@@ -629,9 +636,10 @@ def _base_context(kind: str, period: Period, jobs, team: Team | None, hidden: fr
         "week_label": weeks.label(period),
         "totals": current,
         "previous_totals": previous,
-        "kpis": kpis(current, previous, nothing_before=first_week),
+        "kpis": kpis(current, previous, nothing_before=first_week is not None),
         "unjudged_note": "" if first_week else unjudged_note(current, previous),
-        "compare_note": "No jobs the week before to compare with." if first_week else "",
+        # As the dashboard's cards say it ("no jobs before 2026-11-17 to compare with").
+        "compare_note": f"No jobs before {first_week:%Y-%m-%d} to compare with." if first_week else "",
         "categories": categories,
         "unattributed": unattributed_note(
             current.unused_gpu_hours, by_category, findings.unused_by_status(judged_week), threshold
