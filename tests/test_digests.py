@@ -1149,13 +1149,17 @@ def test_runs_that_got_better_are_listed_with_the_causes_no_longer_found(
     section = text.split("RUNS THAT GOT BETTER")[1].split("\n\n")[0]
     entries = [line.strip() for line in section.splitlines()[1:] if line.strip().startswith("+")]
     assert entries == [
-        f"+ nightly-llm (dana, {cluster.name}): 30 % -> 75 % since its run of 2026-11-06; "
+        f"+ nightly-llm (dana, {cluster.name}): 30 % → 75 % since its run of 2026-11-06; "
         "no longer found: Data preprocessing on CPU"  # model checkpointing is still found
     ]
+    # One arrow in the text part, the one its other changes ("6.0 → 4.0 recoverable GPU-hours") are written
+    # with, where this line alone wrote "->".
+    assert "->" not in text
     assert f"/jobs/{fixed.pk}/#runs" in section
     assert "nightly-llm</a>" in html and "b-sweep" not in html
 
     operator_text, _ = parts(smtp.to(operator.email)[0])
+    assert "->" not in operator_text
     fleet_section = operator_text.split("RUNS THAT GOT BETTER")[1].split("\n\n")[0]
     assert [line.strip().split(" (")[0] for line in fleet_section.splitlines() if line.strip().startswith("+")] == [
         "+ b-sweep",  # 10 -> 60: the biggest rise first
@@ -1201,10 +1205,10 @@ def test_only_runs_that_ended_successfully_count_as_runs_that_got_better(smtp, f
     ]  # the heading alone on its line: it read "(ended successfully above 50 % mean GPU utilization; the
     # last run before that ended successfully was not)"
     assert [line.strip() for line in better.splitlines() if line.strip().startswith("+")] == [  # biggest rise first
-        f"+ zeta (dana, {cluster.name}): 10 % -> 80 % since its run of 2026-11-14",
-        f"+ alpha (dana, {cluster.name}): 30 % -> 83 % since its run of 2026-11-11; "
+        f"+ zeta (dana, {cluster.name}): 10 % → 80 % since its run of 2026-11-14",
+        f"+ alpha (dana, {cluster.name}): 30 % → 83 % since its run of 2026-11-11; "
         "no longer found: Data preprocessing on CPU",
-        f"+ delta (dana, {cluster.name}): 15 % -> 65 % since its run of 2026-11-12",
+        f"+ delta (dana, {cluster.name}): 15 % → 65 % since its run of 2026-11-12",
     ]
     assert f"/jobs/{completed.pk}/#runs" in better
     assert "Jobs that ran again this week and averaged above 50 % GPU utilization" in html

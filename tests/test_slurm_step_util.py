@@ -358,9 +358,9 @@ def test_the_digests_mark_slurms_average_in_runs_that_got_better_and_count_the_w
         better = text.split("RUNS THAT GOT BETTER")[1].split("\n\n")[0]
         assert f"  {means}, for a run without GPU samples." in better.splitlines()
         assert [line.strip().split(" since")[0] for line in better.splitlines() if line.strip().startswith("+")] == [
-            "+ sweep (dana, slurm-no-dcgm): 20 % -> 70 % (Slurm avg)",  # each up 50 points: the earliest first
-            "+ nightly (dana, slurm-no-dcgm): 30 % (Slurm avg) -> 80 %",
-            "+ plain (dana, slurm-no-dcgm): 10 % -> 60 %",
+            "+ sweep (dana, slurm-no-dcgm): 20 % → 70 % (Slurm avg)",  # each up 50 points: the earliest first
+            "+ nightly (dana, slurm-no-dcgm): 30 % (Slurm avg) → 80 %",
+            "+ plain (dana, slurm-no-dcgm): 10 % → 60 %",
         ]
         assert week_note in text.split("\n\n")[0], kind  # under the week's first line
         listed = as_read(html).split("Runs that got better")[1].split("</ul>")[0]
