@@ -427,7 +427,7 @@ def test_a_cause_page_counts_all_its_jobs_and_leads_to_them_in_the_jobs_list(cli
     assert [f.job.name for f in page.context["findings"]] == ["a-low", "b-busy"]
     assert '<h2>Jobs <span class="muted">3</span></h2>' in html
     jobs_list = reverse("dashboard:job-list") + (
-        "?category=model_checkpointing&amp;start_from=2026-11-16&amp;start_to=2026-11-22&amp;sort=unused"
+        "?category=model_checkpointing&amp;start_from=2026-11-16&amp;start_to=2026-11-22&amp;sort=recoverable"
     )
     shown = "The 2 that lost the most GPU-hours."
     assert f'{shown} <a href="{jobs_list}">All 3 jobs with this cause in the jobs list' in html

@@ -495,7 +495,7 @@ def test_a_job_opened_from_a_team_or_a_cause_leads_back_to_those_jobs_of_the_per
     cause = reverse("dashboard:category-detail", args=["model_checkpointing"])
     pages = {
         reverse("dashboard:team-detail", args=[job.team.slug]): f"team=team-a&{dates}&sort=unused",
-        cause: f"category=model_checkpointing&{dates}&sort=unused",
+        cause: f"category=model_checkpointing&{dates}&sort=recoverable",  # as the cause page lists them
     }
     for page_url, listed in pages.items():
         page = client.get(page_url, period).content.decode()
@@ -546,3 +546,66 @@ def test_a_job_opened_from_a_team_s_period_leads_to_the_team_in_that_period(clie
     opened = client.get(f"{reverse('dashboard:job-detail', args=[job.pk])}?{back}").content.decode()
     week = f"{team}?from=2026-11-02&amp;to=2026-11-08"
     assert f'<a href="{week}">{job.team.name}</a> <span class="muted">(week of 2026-11-02)</span>' in opened
+
+
+def _found(job, *causes):
+    """A current triage of the job with a finding of each (category, recoverable GPU-hours)."""
+    result = JobTriage.objects.create(job=job, rule_set=RuleSet.current(), status="classified", is_current=True)
+    for category, hours in causes:
+        Finding.objects.create(result=result, job=job, rule_set=result.rule_set, category=category, confidence=0.9,
+                               summary="s", gpu_hours=hours, evidence={}, guidance={})  # fmt: skip
+
+
+def test_a_cause_pages_all_jobs_link_lists_them_in_the_cause_pages_order(client, operator, team_a):
+    """A cause's page lists its jobs by the GPU-hours the cause cost them (recoverable GPU-hours); its
+    "All … jobs" link opened the jobs list by unused GPU-hours, another order, and the list had no order
+    by recoverable GPU-hours at all. The list now has one (its column shown while it is chosen: a job's
+    causes together, or the cause filtered by), and the cause page's link keeps its order."""
+    from datetime import UTC, datetime, timedelta
+
+    monday = datetime(2026, 11, 2, 9, tzinfo=UTC)
+
+    def job(name, day, unused):
+        return JobFactory(team=team_a, name=name, start_time=monday + timedelta(days=day), unused_gpu_hours=unused)
+
+    ckpt, batch = Category.MODEL_CHECKPOINTING, Category.IMPROPER_BATCH_SIZE
+    _found(job("five-of-ckpt", 0, 6), (ckpt, 5.0))
+    _found(job("one-of-ckpt-ten-of-batch", 1, 20), (ckpt, 1.0), (batch, 10.0))
+    _found(job("three-of-ckpt", 2, 3), (ckpt, 3.0))
+    job("nothing-found", 3, 40)
+    client.force_login(operator)
+    week = {"from": "2026-11-02", "to": "2026-11-08"}
+    cause = client.get(reverse("dashboard:category-detail", args=[ckpt.value]), week)
+    shown = [finding.job.name for finding in cause.context["findings"]]
+    assert shown == ["five-of-ckpt", "three-of-ckpt", "one-of-ckpt-ten-of-batch"]
+    link = re.search(r'<p id="cause-jobs"><a href="([^"]*)"', cause.content.decode())[1].replace("&amp;", "&")
+    assert "sort=recoverable" in link
+    listed = client.get(link)
+    assert [job.name for job in listed.context["page"].object_list] == shown
+    page = listed.content.decode()
+    assert '<option value="recoverable" selected>Most recoverable GPU-hours first</option>' in page
+    assert re.findall(r'<td class="num recoverable">([^<]*)</td>', page) == ["5.0", "3.0", "1.0"]
+    # Without a cause: each job's causes together, the jobs with none last.
+    assert names(client, sort="recoverable") == [
+        "one-of-ckpt-ten-of-batch", "five-of-ckpt", "three-of-ckpt", "nothing-found",
+    ]  # fmt: skip
+    assert "Recoverable GPU-hours</th>" not in client.get(reverse("dashboard:job-list")).content.decode()
+
+
+def test_the_recoverable_order_says_nothing_of_a_job_its_viewer_rates_blind(client, operator, researcher, team_a):
+    """Sorted by recoverable GPU-hours, a job the viewer rates in a blind study would stand where its
+    causes put it: it stands with the jobs nothing was found on, and its cell says nothing."""
+    from triage.labeling.models import Assignment, Study, StudyJob, StudyRater
+
+    _found(JobFactory(team=team_a, name="seen"), (Category.MODEL_CHECKPOINTING, 2.0))
+    blind = JobFactory(team=team_a, name="rated-blind")  # the newer: first in the list's own order
+    _found(blind, (Category.MODEL_CHECKPOINTING, 50.0))
+    study = Study.objects.create(name="pilot", created_by=operator, seed=1, show_findings=False)
+    StudyRater.objects.create(study=study, user=researcher)
+    Assignment.objects.create(item=StudyJob.objects.create(study=study, job=blind, position=1), rater=researcher)
+    client.force_login(researcher)
+    assert names(client, sort="recoverable") == ["seen", "rated-blind"]
+    page = client.get(reverse("dashboard:job-list"), {"sort": "recoverable"}).content.decode()
+    assert "50.0" not in page
+    client.force_login(operator)
+    assert names(client, sort="recoverable") == ["rated-blind", "seen"]

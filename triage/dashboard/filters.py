@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import django_filters
 from django import forms
-from django.db.models import Exists, OuterRef, Q
+from django.db.models import Case, Exists, F, FloatField, OuterRef, Q, Subquery, Sum, Value, When
 
 from fleet.forms import RowIdField
 from fleet.models import Cluster, Job, Team
@@ -12,6 +12,8 @@ from triage import feedback
 from triage.dashboard.queries import UTIL_SOURCES
 from triage.models import Finding, JobTriage, TriageStatus, without_current_triage
 from triage.taxonomy import Category
+
+RECOVERABLE = "recoverable"
 
 # The jobs list's orders: key (in the URL), what the menu calls it, and the ordering.
 SORTS = {
@@ -21,6 +23,8 @@ SORTS = {
     "gpu_hours": ("Most GPU-hours first", "-gpu_hours"),
     "util": ("Lowest utilization first", "mean_gpu_util"),
     "cost": ("Highest cost first", "-cost"),
+    # What the rules' causes cost each job (`recoverable_hours`): a cause page's order, for its "All … jobs".
+    RECOVERABLE: ("Most recoverable GPU-hours first", F("recoverable_gpu_hours").desc(nulls_last=True)),
 }
 
 
@@ -161,4 +165,19 @@ class JobFilter(django_filters.FilterSet):
         return queryset.filter(UTIL_SOURCES[value])
 
     def sorted(self, queryset, name, value):
+        if value == RECOVERABLE:
+            queryset = recoverable_hours(queryset, self.form.cleaned_data.get("category"), self.blinded)
         return queryset.order_by(SORTS[value][1], "pk")
+
+
+def recoverable_hours(jobs, category: str = "", blinded: set[int] = frozenset()):
+    """The jobs with `recoverable_gpu_hours`: the GPU-hours their current findings attribute (of `category`'s
+    cause alone when one is chosen, as its cause page lists them), None for a job with none. None too for a
+    job its viewer rates in a blind study (`blinded`): its place in the order would say what was found."""
+    found = Finding.objects.filter(job=OuterRef("pk"), result__is_current=True)
+    if category:
+        found = found.filter(category=category)
+    hours = Subquery(found.order_by().values("job").annotate(total=Sum("gpu_hours")).values("total"))
+    if blinded:
+        hours = Case(When(pk__in=blinded, then=Value(None, output_field=FloatField())), default=hours)
+    return jobs.annotate(recoverable_gpu_hours=hours)

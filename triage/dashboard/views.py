@@ -51,7 +51,7 @@ from triage.models import Finding, JobTriage, RuleSet, TriageStatus, low_util_th
 from triage.taxonomy import Category
 
 from . import figures, files, queries, timeline
-from .filters import NOT_TRIAGED, JobFilter
+from .filters import NOT_TRIAGED, RECOVERABLE, JobFilter
 from .periods import PRESETS, Period, parse_period
 
 # The teams table's sorts: each `?sort=` key's order, and the name its column heading gives it (the
@@ -569,6 +569,10 @@ def job_list(request):
             # Each row's link carries this list (filters, order, page) to the job page, for its back link.
             "back_query": urlencode({"back": request.GET.urlencode()}) if request.GET else "",
             "low_threshold": low_util_threshold(),
+            # Sorted by it, the list shows what it is sorted by (the jobs carry it: `filters.recoverable_hours`).
+            "recoverable_column": job_filter.is_bound
+            and not job_filter.errors
+            and job_filter.form.cleaned_data.get("sort") == RECOVERABLE,
             "nothing_yet": _nothing_yet(request) if not page.object_list and not request.GET else "",
         },
     )
@@ -921,14 +925,17 @@ def category_detail(request, category: str):
     context = _context(request, scope) | {
         "category": chosen,
         "guide": category_guide(chosen),
-        "findings": found.select_related("job__cluster", "job__team").order_by("-gpu_hours")[:CAUSE_JOBS_SHOWN],
+        # In the jobs list's order by recoverable GPU-hours (`filters.recoverable_hours`), where "All … jobs" leads.
+        "findings": found.select_related("job__cluster", "job__team").order_by("-gpu_hours", "job_id")[
+            :CAUSE_JOBS_SHOWN
+        ],
         # The table shows the costliest; the jobs list (the same jobs) has them all, to sort, filter and export.
         "jobs_total": found.values("job_id").distinct().count(),
         "trend_figure": figures.category_trend(queries.category_trend(judged, chosen.value, period), chosen.colour),
         "verdicts": feedback.tally_by_category(queries.in_period(judged, period)).get(chosen),
         "recent_verdicts": feedback.recent(queries.in_period(judged, period), chosen.value),
         "jobs_query": _jobs_query(period, cluster, category=chosen.value),
-        "back_query": _back_to_list(_jobs_query(period, cluster, category=chosen.value) + "&sort=unused"),
+        "back_query": _back_to_list(_jobs_query(period, cluster, category=chosen.value) + f"&sort={RECOVERABLE}"),
     }
     return render(request, "dashboard/category_detail.html", context)
 
