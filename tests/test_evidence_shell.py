@@ -10,7 +10,7 @@ import pytest
 
 from tests.test_slurm_launches import guide_of, launch_of
 from tests.test_triage_edge_cases import run, series
-from triage.evidence.scripts import extract_script_evidence, split_shell
+from triage.evidence.scripts import command_code_facts, command_facts, extract_script_evidence, split_shell
 from triage.taxonomy import Category
 
 RUN_SH = """#!/bin/bash
@@ -392,7 +392,8 @@ def test_a_hash_starts_a_comment_only_at_the_beginning_of_a_word(line, words):
         ("python train.py && # note", [["python", "train.py"]]),
         ("echo a|# note", [["echo", "a"]]),
         ("echo a#b; echo c#d # e", [["echo", "a#b"], ["echo", "c#d"]]),
-        ("echo a # note\necho b", [["echo", "a", "echo", "b"]]),  # a comment ends at its newline
+        # a comment ends at its newline, which ends a command
+        ("echo a # note\necho b", [["echo", "a"], ["echo", "b"]]),
     ],
 )
 def test_a_comment_after_an_operator_or_a_word_ends_the_commands(line, commands):
@@ -416,3 +417,75 @@ def test_a_continued_line_whose_hash_is_inside_a_word_continues():
 )
 def test_a_launcher_option_after_a_word_with_a_hash_is_read(launch, processes, sub_cause):
     assert_launch_reads(launch, processes, sub_cause)
+
+
+@pytest.mark.parametrize(
+    ("line", "words"),
+    [
+        # bash's ANSI-C quoting (bash(1), QUOTING): `$'...'` is one word, its backslash escapes decoded, `\'` a quote
+        ("python train.py --note $'it\\'s' --workers 8", ["python", "train.py", "--note", "it's", "--workers", "8"]),
+        ("python train.py --sep $'\\t' --workers 8", ["python", "train.py", "--sep", "\t", "--workers", "8"]),
+        ("echo $'a\\nb' $'\\x41\\101\\u00e9' $'\\\\' $'\\z'", ["echo", "a\nb", "AA\u00e9", "\\", "\\z"]),
+        ("echo x$'a b'y", ["echo", "xa by"]),
+        ("echo $'# no comment' # a comment", ["echo", "# no comment"]),
+        # inside double quotes `$'` is no quoting; `$"..."` is the string (bash's locale translation, none here)
+        ("echo \"$'x'\"", ["echo", "$'x'"]),
+        ('echo $"a b"', ["echo", "a b"]),
+        ("echo \\$'x'", ["echo", "$x"]),  # an escaped `$` begins no quoting: `'x'` is a plain quoted word
+    ],
+)
+def test_ansi_c_quoting_is_read_as_bash_reads_it(line, words):
+    # `$'it\'s'` was read as an unbalanced quote, the whole line a parse error: its launch was not read
+    assert split_shell(line) == [words]
+
+
+def test_a_launch_with_an_ansi_c_quoted_word_is_read():
+    assert_launch_reads("srun -n 8 python train.py --note $'it\\'s a test'", 8, "uneven_use")
+
+
+@pytest.mark.parametrize(
+    ("script", "argv", "processes"),
+    [
+        # bash removes a backslash-newline pair entirely: no blank is put in its place (bash(1), QUOTING)
+        ("torchrun --nproc_per_node=\\\n1 train.py", ["torchrun", "--nproc_per_node=1", "train.py"], 1),
+        ("srun -n\\\n8 python train.py", ["srun", "-n8", "python", "train.py"], 8),
+        # a backslash followed by a blank escapes the blank: the newline after it ends the command
+        ("srun -n 8 \\ \npython train.py", ["python", "train.py"], None),
+        # an escaped backslash (`\\\\`) continues nothing
+        ("echo done\\\\\nsrun -n 4 python train.py", ["srun", "-n", "4", "python", "train.py"], 4),
+        # inside double quotes too the pair is removed
+        ('srun -n 4 python train.py --note "a\\\nb"', ["srun", "-n", "4", "python", "train.py", "--note", "ab"], 4),
+    ],
+)
+def test_a_backslash_newline_continues_a_line_as_bash_joins_it(script, argv, processes):
+    # the pair was replaced by a blank (`--nproc_per_node= 1`, `-n 8`), a blank after the backslash continued the
+    # line anyway, and `\\\\` at a line's end (an escaped backslash) joined the next line to it
+    (launched,) = extract_script_evidence([("run.sh", f"#!/bin/bash\n{script}\n")]).of("shell_launch")
+    assert launched.detail["argv"] == argv
+    assert launched.detail.get("processes") == processes
+
+
+@pytest.mark.parametrize(
+    ("command", "processes"),
+    [
+        # a newline ends a command, as `;` does: a multi-line command (a Kubernetes container's, an imported job's)
+        ("cd /work\nsrun -n 8 python train.py", 8),
+        ("export SLURM_NTASKS=8\nsrun python train.py", 8),
+        ("module load cuda &&\n  srun -n 8 python train.py", 8),
+        ("# run it\nsrun -n 8 python train.py", 8),
+        ("srun -n 8 \\\n  python train.py", 8),  # a backslash-newline pair is removed, as in a script
+    ],
+)
+def test_each_line_of_a_multi_line_job_command_is_a_command(command, processes):
+    # `cd /work` then the srun line was one command, `cd` with the srun's words its arguments: no launch at all
+    (launch,) = [fact for fact in command_code_facts(command) if fact.kind == "command_launch"]
+    assert launch.detail.get("processes") == processes
+    assert launch.detail["argv"][-2:] == ["python", "train.py"]
+
+
+def test_a_newline_inside_quotes_stays_in_its_word():
+    assert split_shell("python train.py --note 'a\nb' --workers 8\necho c") == [
+        ["python", "train.py", "--note", "a\nb", "--workers", "8"],
+        ["echo", "c"],
+    ]
+    assert command_facts("pip install -r requirements.txt\njupyter lab --port 8888") == ["install", "interactive"]

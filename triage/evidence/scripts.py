@@ -509,6 +509,11 @@ class _ShellVariables:
                 out.append(line[index : index + 2])
                 index += 2
                 continue
+            if line.startswith("$'", index) and not single and not double:  # ANSI-C quoting: no expansion in it
+                _, end = _ansi_c(line, index + 2)
+                out.append(line[index:end])
+                index = end
+                continue
             if char == "'" and not double:
                 single = not single
             elif char == '"' and not single:
@@ -2818,33 +2823,48 @@ def _command_kind(argv: list[str]) -> str:
 
 
 def _logical_lines(text: str) -> list[tuple[int, str]]:
-    """(first physical line number, logical line) with backslash continuations joined. A line whose '\\' is in a
+    """(first physical line number, logical line) with backslash continuations joined as bash joins them: a line
+    that ends in an unquoted, unescaped '\\' goes on with the next, the backslash-newline pair removed and nothing put
+    in its place (bash(1), QUOTING: "A \\<newline> pair is treated as a line continuation (that is, it is removed
+    from the input stream and effectively ignored)"; `--nproc_per_node=\\` then `1` is `--nproc_per_node=1`). A
+    '\\' followed by a blank escapes the blank and continues nothing (`srun -n 8 \\ ` then `python train.py` are
+    two commands), nor does an escaped one (`\\\\`), nor one inside single quotes (`'...\\`, `$'...\\`), where a
+    backslash is itself. A line whose '\\' is in a
     comment (`# ...`, an `#SBATCH` directive, `srun -n 4 # note \\`, a `  # note \\` line inside a continued
     command) continues on no other: the shell ends a comment at its newline, its last '\\' included (POSIX shell,
     Token Recognition: a '#' and "all subsequent characters up to, but excluding, the next <newline>" are discarded;
     bash runs `echo one \\`, `  # c \\`, `echo two` as two commands), and sbatch reads its directives a line at a
     time, to each '\\n' (src/sbatch/opt.c, _next_line), joining none: `#SBATCH -n 4 \\` then `#SBATCH -n 8` are two
     directives, and after `# note \\` the next line is run."""
-    out, buffer, joined, first = [], "", "", 0
+    out, joined, first, continuing = [], "", 0, False
     for number, line in enumerate(text.splitlines(), start=1):
-        if not buffer:
+        if not continuing:
             first = number
-        if line.rstrip().endswith("\\") and not _comment_begins(joined + line.rstrip()[:-1]):
-            buffer += line.rstrip()[:-1] + " "
-            joined += line.rstrip()[:-1]  # as the shell joins it, the '\\' and newline removed
-            continue
-        out.append((first, buffer + line))
-        buffer, joined = "", ""
-    if buffer:
-        out.append((first, buffer))
+        if line.endswith("\\"):
+            spans, quote, escaped = _scan(joined + line[:-1])
+            if not spans and not escaped and quote not in ("'", "$'"):
+                joined, continuing = joined + line[:-1], True  # the '\\' and the newline removed
+                continue
+        out.append((first, joined + line))
+        joined, continuing = "", False
+    if continuing:
+        out.append((first, joined))
     return out
 
 
 def _comments(text: str) -> list[tuple[int, int]]:
     """The (start, end) of each comment the shell reads in `text`: from a '#' that begins a word (after a blank, a
     newline or an operator, or at the start), not quoted or escaped, up to its line's newline (POSIX shell, Token
-    Recognition; bash alike: `echo a#b c # d` prints "a#b c"). `a#b`, `--tag=exp#3`, `http://host/#frag`, `"a # b"`
-    and `a\\ #b` are words, `$#` and `${#arr[@]}` parameters; after `;`, `&&`, `|`, `(` or `>` a word begins."""
+    Recognition; bash alike: `echo a#b c # d` prints "a#b c"). `a#b`, `--tag=exp#3`, `http://host/#frag`, `"a # b"`,
+    `$'a # b'` and `a\\ #b` are words, `$#` and `${#arr[@]}` parameters; after `;`, `&&`, `|`, `(` or `>` a word
+    begins."""
+    return _scan(text)[0]
+
+
+def _scan(text: str) -> tuple[list[tuple[int, int]], str, bool]:
+    """The comments the shell reads in `text` (`_comments`), and the quote open at its end ('', "'", '"', or "$'" for
+    bash's ANSI-C quoting, in which a backslash escapes the next character and a "'" ends it) and whether its last
+    character is escaped by a backslash."""
     spans: list[tuple[int, int]] = []
     quote, escaped, before, index = "", False, " ", 0
     while index < len(text):
@@ -2856,7 +2876,9 @@ def _comments(text: str) -> list[tuple[int, int]]:
         elif char == "\\":
             escaped = True
         elif quote:
-            quote = "" if char == '"' else quote
+            quote = "" if char == quote[-1] else quote  # `"` ends a double quote, `'` an ANSI-C one
+        elif char == "$" and text.startswith("'", index + 1):
+            quote, index = "$'", index + 1
         elif char in "'\"":
             quote = char
         elif char == "#" and before in " \t\n;&|()<>":
@@ -2867,12 +2889,103 @@ def _comments(text: str) -> list[tuple[int, int]]:
             continue
         before = char
         index += 1
-    return spans
+    return spans, quote, escaped
 
 
 def _comment_begins(text: str) -> bool:
     """Whether the shell reads a comment in `text` (`_comments`)."""
     return bool(_comments(text))
+
+
+# bash(1), QUOTING: "Words of the form $'string' are treated specially. The word expands to string, with backslash-
+# escaped characters replaced as specified by the ANSI C standard": these, `\\nnn` (octal), `\\xHH`, `\\uHHHH`,
+# `\\UHHHHHHHH` and `\\cx` (a control character); any other backslash is kept with its character.
+_ANSI_C_ESCAPES = {"a": "\a", "b": "\b", "e": "\x1b", "E": "\x1b", "f": "\f", "n": "\n", "r": "\r", "t": "\t"}
+_ANSI_C_ESCAPES |= {"v": "\v", "\\": "\\", "'": "'", '"': '"', "?": "?"}
+_ANSI_C_NUMBERS = {"x": (16, 2), "u": (16, 4), "U": (16, 8)}  # the base and the most digits each takes
+
+
+def _ansi_c(text: str, start: int) -> tuple[str | None, int]:
+    """The string of the ANSI-C quoted word whose body begins at `start` (after `$'`), and the index after its
+    closing quote; None where it has none (an unbalanced quote). A NUL ends the string, as bash's C strings end."""
+    out, index = [], start
+    while index < len(text):
+        char = text[index]
+        if char == "'":
+            return "".join(out).partition("\0")[0], index + 1
+        if char != "\\" or index + 1 == len(text):
+            out.append(char)
+            index += 1
+            continue
+        escape = text[index + 1]
+        if escape in _ANSI_C_ESCAPES:
+            out.append(_ANSI_C_ESCAPES[escape])
+            index += 2
+        elif escape in "01234567":
+            digits = re.match(r"[0-7]{1,3}", text[index + 1 :]).group()
+            out.append(chr(int(digits, 8) & 0xFF))
+            index += 1 + len(digits)
+        elif escape in _ANSI_C_NUMBERS and (
+            found := re.match(rf"[0-9A-Fa-f]{{1,{_ANSI_C_NUMBERS[escape][1]}}}", text[index + 2 :])
+        ):
+            out.append(chr(min(int(found.group(), 16), 0x10FFFF)))
+            index += 2 + len(found.group())
+        elif escape == "c" and index + 2 < len(text):
+            out.append(chr(ord(text[index + 2]) & 0x1F))
+            index += 3
+        else:
+            out.append("\\" + escape)  # not an escape bash knows: the backslash stays
+            index += 2
+    return None, len(text)
+
+
+def _shell_text(line: str) -> str:
+    """`line` as shlex (POSIX mode) reads bash's words from it: its comments left out (`_comments`), a backslash-newline
+    pair removed outside single quotes (`_logical_lines`), an unquoted newline a `;` (bash(1), SHELL GRAMMAR: a list's
+    commands are separated by ";", "&" or a newline: a multi-line job command, an imported job's, is a command a
+    line), ANSI-C quoting (`$'it\\'s'`, `$'\\t'`) turned into the single-quoted string it
+    stands for, and `$"..."` into `"..."` (bash's locale translation, which no catalog here changes)."""
+    out: list[str] = []
+    quote, before, index = "", " ", 0
+    while index < len(line):
+        char = line[index]
+        if quote == "'":
+            quote = "" if char == "'" else quote
+        elif line.startswith("\\\n", index):
+            index += 2
+            continue
+        elif char == "\\":
+            out.append(line[index : index + 2])
+            before, index = "x", index + 2
+            continue
+        elif quote:
+            quote = "" if char == '"' else quote
+        elif line.startswith("$'", index):
+            string, end = _ansi_c(line, index + 2)
+            if string is None:  # no closing quote: shlex says so
+                out.append(line[index + 1 :])
+                break
+            index = end
+            out.append("'" + string.replace("'", "'\\''") + "'")
+            before = "x"
+            continue
+        elif line.startswith('$"', index):
+            index += 1  # the `$` goes; the double quote is read next
+            continue
+        elif char in "'\"":
+            quote = char
+        elif char == "#" and before in " \t\n;&|()<>":
+            end = line.find("\n", index)
+            index = len(line) if end < 0 else end
+            continue
+        elif char == "\n":
+            out.append(" ; ")  # set apart: shlex would join `&&;` into one operator
+            before, index = "\n", index + 1
+            continue
+        out.append(char)
+        before = char
+        index += 1
+    return "".join(out)
 
 
 def _commands(tokens: list[str]) -> list[list[str]]:
@@ -2891,15 +3004,11 @@ def _commands(tokens: list[str]) -> list[list[str]]:
 
 
 def split_shell(line: str) -> list[list[str]]:
-    """The words of each simple command of `line`, its comments left out as bash reads them (`_comments`). shlex's
-    own comment reading is not used: it starts a comment at any '#', inside a word too, so `python train.py
-    --tag=exp#3 --workers 8` lost `#3 --workers 8` and `$#` ended its line. ValueError for an unbalanced quote."""
-    kept, end = [], 0
-    for start, stop in _comments(line):
-        kept.append(line[end:start])
-        end = stop
-    kept.append(line[end:])
-    lexer = shlex.shlex("".join(kept), posix=True, punctuation_chars=";&|")
+    """The words of each simple command of `line` as bash reads them (`_shell_text`: its comments left out, a newline
+    ending a command, ANSI-C quoting decoded). shlex's own comment reading is not used: it starts a comment at any
+    '#', inside a word too, so `python train.py --tag=exp#3 --workers 8` lost `#3 --workers 8` and `$#` ended its
+    line. ValueError for an unbalanced quote."""
+    lexer = shlex.shlex(_shell_text(line), posix=True, punctuation_chars=";&|")
     lexer.whitespace_split = True
     lexer.commenters = ""
     return _commands(list(lexer))

@@ -268,7 +268,15 @@ from triage.rules.registry import RULES, THRESHOLDS, Finding, Status, TriageResu
 #      began one at any '#': `srun --comment=exp#3 -n 1 torchrun train.py` was srun without a count (uneven use), now
 #      one task (unused GPUs); `python train.py --tag=exp#3 --workers 8` was the loader's default, `no_workers`;
 #      `$#` and `${#arr[@]}` ended their line
-RULES_REVISION = 8
+#   9  2026-12-07: shell reading (revision 8 was released): a script's or the job's command's words are read as bash
+#      reads them: ANSI-C quoting `$'...'` is one word, its escapes decoded (`--note $'it\'s'` made the whole line an
+#      unbalanced quote, its launch not read; `$'\t'` was `$\t`), `$"..."` is its string; a backslash-newline pair
+#      is removed with nothing in its place (`--nproc_per_node=\` then `1` was `--nproc_per_node=` and `1`: not
+#      torchrun's one process), a '\' followed by a blank or escaped (`\\`) continues no line (`srun -n 8 \ ` then
+#      `python train.py` was one srun of 8 tasks; bash runs a plain python), and in the job's command a newline ends a
+#      command as `;` does (`cd /work` then `srun -n 8 python train.py`, a multi-line Kubernetes or imported command,
+#      was one `cd` command: no launch at all)
+RULES_REVISION = 9
 
 __all__ = [
     "RULES",
