@@ -1319,6 +1319,22 @@ def test_fewer_jobs_are_not_called_an_improvement(fleet, team_b, operator, clien
     assert {kpi.label: kpi.trend for kpi in services.kpis(busier, before)}["Unused GPU-hours"] == "neutral"
 
 
+def test_a_fixs_gpu_hours_stand_right_of_its_job_in_a_table_cell_not_a_float(smtp, fleet, member_a):
+    """Each of the fixes that pay most put its recoverable GPU-hours on the right with a float:right span,
+    which Outlook on Windows (Word's HTML engine) ignores: there the figure ran on after the job's user,
+    with no space before it. The job and its figure are the two cells of one row, the figure's
+    align="right", as email lays out columns everywhere; no style of either digest floats."""
+    send_weekly_task.delay(WEEK).get()
+    html = parts(smtp.to(member_a.email)[0])[1]
+    assert "float" not in html
+    fixes = html.split("Fixes that pay most</h2>")[1]
+    for name, hours in (("train-resnet", "5.5 GPU-h"), ("eval-bert", "2.5 GPU-h")):
+        row = fixes.split(f">{name}</a>")[0].rsplit("<tr", 1)[1] + fixes.split(f">{name}</a>")[1].split("</tr>")[0]
+        cells = re.findall(r"<td([^>]*)>(.*?)</td>", row, re.DOTALL)
+        assert len(cells) == 2 and "#findings" in cells[0][1], (name, cells)  # the job's link and its place
+        assert 'align="right"' in cells[1][0] and as_read(re.sub(r"<[^>]+>", "", cells[1][1])).strip() == hours
+
+
 # --- Every cause's change, and the hours no cause holds --------------------------------------------
 
 
@@ -1368,7 +1384,7 @@ def test_a_job_still_running_among_the_fixes_says_so_in_both_parts(smtp, fleet, 
     bert = fixes.split("eval-bert")[1].splitlines()[0]
     assert bert.endswith(": 2.5 recoverable GPU-hours (still running when last stored: its hours so far)")
     assert "still running" not in fixes.split("eval-bert")[0]  # train-resnet had ended
-    bert_html = html.split("eval-bert</a>")[1].split("</td>")[0]
+    bert_html = html.split("eval-bert</a>")[1].split("</td></tr>")[0]
     assert "Still running when last stored: its hours so far</span>" in bert_html
     assert "still running" not in html.split("eval-bert</a>")[0].lower()
 
