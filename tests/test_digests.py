@@ -1253,7 +1253,7 @@ def test_what_got_worse_comes_first_with_the_change_to_make_and_the_jobs(smtp, f
 
 def test_what_got_worse_names_a_few_causes_and_counts_on_a_week_before():
     def rows(**hours):
-        return [findings.CategoryWaste(Category(name), value, 0.0, 1) for name, value in hours.items()]
+        return [findings.CategoryWaste(Category(name), value, 1) for name, value in hours.items()]
 
     before = rows(model_checkpointing=2.0, api_misuse=1.02)
     now = rows(model_checkpointing=9.0, api_misuse=1.04, remote_data_reading=3.0, unreleased_job=2.0, non_dl_job=1.0)
@@ -1371,7 +1371,7 @@ def test_the_hours_no_cause_holds_are_explained(smtp, fleet, member_a):
     assert line in text and line.replace("'", "&#x27;") in html
     assert text.index(line) < text.index("FIXES THAT PAY MOST")
     # Causes that hold every unused hour need no such line.
-    assert services.unattributed_note(8.0, [findings.CategoryWaste(Category.API_MISUSE, 8.0, 0.0, 1)], {}, 50) == ""
+    assert services.unattributed_note(8.0, [findings.CategoryWaste(Category.API_MISUSE, 8.0, 1)], {}, 50) == ""
 
 
 def test_a_job_still_running_among_the_fixes_says_so_in_both_parts(smtp, fleet, member_a):

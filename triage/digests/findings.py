@@ -11,7 +11,6 @@ from dataclasses import dataclass, field
 from django.db.models import Count, Sum, Value
 from django.db.models.functions import Coalesce
 
-from fleet.costs import Conversion
 from triage.feedback import Tally, set_aside_causes, tally
 from triage.models import Feedback, Finding, JobTriage, TriageStatus
 from triage.taxonomy import Category
@@ -27,9 +26,12 @@ FIX_MAX_CHARS = 280
 
 @dataclass(frozen=True)
 class CategoryWaste:
+    """A cause's recoverable GPU-hours in some jobs. No cost: no digest shows one by cause, and a sum of
+    the findings' costs would read 0 for a cause found only in unpriced jobs (the dashboard's
+    `queries.by_category` counts those, for its "–")."""
+
     category: Category
     gpu_hours: float  # recoverable GPU-hours attributed to this cause
-    cost: float
     jobs: int
 
     @property
@@ -72,24 +74,17 @@ def current_findings(jobs):
     return Finding.objects.filter(result__is_current=True, job__in=jobs)
 
 
-def waste_by_category(jobs, conversion: Conversion | None = None) -> list[CategoryWaste]:
-    """Recoverable GPU-hours and their cost (in the reporting currency) per cause."""
-    conversion = conversion or Conversion.current()
+def waste_by_category(jobs) -> list[CategoryWaste]:
+    """Recoverable GPU-hours and jobs per cause."""
     rows = (
         current_findings(jobs)
         .values("category")
-        .annotate(
-            hours=Coalesce(Sum("gpu_hours"), ZERO),
-            spend=Coalesce(Sum(conversion.amount()), ZERO),
-            jobs=Count("job", distinct=True),
-        )
+        .annotate(hours=Coalesce(Sum("gpu_hours"), ZERO), jobs=Count("job", distinct=True))
         .order_by("-hours", "category")
     )
     known = set(Category.values)
     return [
-        CategoryWaste(Category(row["category"]), row["hours"], row["spend"], row["jobs"])
-        for row in rows
-        if row["category"] in known
+        CategoryWaste(Category(row["category"]), row["hours"], row["jobs"]) for row in rows if row["category"] in known
     ]
 
 
