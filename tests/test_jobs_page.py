@@ -609,3 +609,37 @@ def test_the_recoverable_order_says_nothing_of_a_job_its_viewer_rates_blind(clie
     assert "50.0" not in page
     client.force_login(operator)
     assert names(client, sort="recoverable") == ["rated-blind", "seen"]
+
+
+def test_a_preset_period_goes_from_a_page_through_a_job_to_the_team_as_that_preset(client, operator, team_a):
+    """An operator picks "Last 30 days" on a team's page (or the overview), opens a job and goes on to its
+    team: the team's page came back as custom dates, no period button marked, and "Last 30 days" on it was
+    no longer the period they had chosen once newer jobs came in. The jobs list's links carry the preset,
+    and the job's team link keeps it while it still means the dates the list was filtered by."""
+    from datetime import UTC, datetime
+    from urllib.parse import urlencode
+
+    job = JobFactory(team=team_a, start_time=datetime(2026, 11, 3, 9, tzinfo=UTC), unused_gpu_hours=5)
+    JobFactory(team=team_a, start_time=datetime(2026, 11, 18, 9, tzinfo=UTC), cluster=job.cluster)  # the newest
+    client.force_login(operator)
+    team = reverse("dashboard:team-detail", args=[job.team.slug])
+    overview = client.get(reverse("dashboard:overview"), {"period": "30d"}).content.decode()
+    assert re.search(r'href="/jobs/\?[^"]*&amp;period=30d[^"]*&amp;util_max=', overview)
+    for chosen, team_link in (
+        ({"period": "30d"}, f"{team}?period=30d"),
+        ({"period": "30d", "cluster": job.cluster.name}, f"{team}?period=30d&amp;cluster={job.cluster.name}"),
+    ):
+        page = client.get(team, chosen).content.decode()
+        link = re.search(rf'href="({reverse("dashboard:job-detail", args=[job.pk])}[^"#]*)', page).group(1)
+        opened = client.get(link.replace("&amp;", "&")).content.decode()
+        said = '(last 30 days: <span class="when">2026-10-20</span> to <span class="when">2026-11-18</span>)'
+        assert f'<a href="{team_link}">{job.team.name}</a> <span class="muted">{said}</span>' in opened
+        again = client.get(team_link.replace("&amp;", "&")).content.decode()
+        assert 'class="active">Last 30 days</a>' in again
+    # The list's dates edited since: they are no longer the preset's, and the link keeps the dates.
+    back = urlencode({"back": "team=team-a&start_from=2026-10-25&start_to=2026-11-18&period=30d"})
+    opened = client.get(f"{reverse('dashboard:job-detail', args=[job.pk])}?{back}").content.decode()
+    assert f'<a href="{team}?from=2026-10-25&amp;to=2026-11-18">' in opened
+    # Filtered on in the list, the preset stays with the list's other filters.
+    listed = client.get(reverse("dashboard:job-list"), {"team": "team-a", "period": "30d"}).content.decode()
+    assert '<input type="hidden" name="period" value="30d">' in listed

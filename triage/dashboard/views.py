@@ -140,9 +140,12 @@ def _pricing_context(pricing: queries.Pricing) -> dict:
 
 
 def _jobs_query(period, cluster, **filters) -> str:
-    """The jobs list's query for the jobs started in the period (on the cluster) with `filters`."""
+    """The jobs list's query for the jobs started in the period (on the cluster) with `filters`. A preset
+    goes along beside its dates: the list filters by the dates, and a job opened from it leads to its team
+    in the same preset (`_facts_links`)."""
     dates = {"start_from": period.start.date(), "start_to": period.last_day}
-    return urlencode(filters | dates | ({"cluster": cluster} if cluster else {}))
+    preset = {} if period.preset == "custom" else {"period": period.preset}
+    return urlencode(filters | dates | preset | ({"cluster": cluster} if cluster else {}))
 
 
 def _back_to_list(list_query: str) -> str:
@@ -566,6 +569,8 @@ def job_list(request):
             "without_name_query": without_name.urlencode(),
             "without_no_util_query": without_no_util.urlencode(),
             "without_util_source_query": without_util_source.urlencode(),
+            # The preset of the page the list was opened from, kept as the list is filtered on (`_jobs_query`).
+            "period_preset": preset if (preset := request.GET.get("period", "")) in PRESETS else "",
             # Each row's link carries this list (filters, order, page) to the job page, for its back link.
             "back_query": urlencode({"back": request.GET.urlencode()}) if request.GET else "",
             "low_threshold": low_util_threshold(),
@@ -639,7 +644,7 @@ def job_detail(request, pk: int):
             "jobs_list_query": jobs_list_query,
             # The page's own links (a kind of log event) keep the list to go back to.
             "back_query": urlencode({"back": jobs_list_query}) if jobs_list_query else "",
-            **_facts_links(job, jobs_list_query),
+            **_facts_links(job, jobs_list_query, request.user),
             **_runs_context(request.user, job, blinded),
         },
     )
@@ -653,13 +658,17 @@ def _log_runs(job: Job) -> list[str]:
     return log_runs(job.raw, paths) if paths else []
 
 
-def _facts_links(job: Job, jobs_list_query: str = "") -> dict:
+def _facts_links(job: Job, jobs_list_query: str, user) -> dict:
     """Where the job card's team and user lead: the team's page for the period and cluster of the jobs
     list the operator came from (`jobs_list_query`: a team's or cause's page of 30 days leads back to
     30 days, not one week of every cluster) when its dates hold the job, else for the week (Monday to
     Sunday, UTC) the job started in, as a digest opens it, so its figures hold this job; and that user's
     jobs of the team. Someone who comes from a digest to one job had no way on but the menu. Not on the
-    labeling page, whose raters must not see the rules' verdicts that the team's page shows."""
+    labeling page, whose raters must not see the rules' verdicts that the team's page shows.
+
+    A list opened from a page showing a preset ("Last 30 days") carries it (`_jobs_query`): the link is to
+    that preset while it still gives the list's dates on the team's page, so the page marks its button
+    (and says the same period once newer jobs have come, as the page it came from would)."""
     started = job.start_time.astimezone(UTC).date()
     team_url = reverse("dashboard:team-detail", args=[job.team.slug])
     came_from = dict(parse_qsl(jobs_list_query))
@@ -671,7 +680,12 @@ def _facts_links(job: Job, jobs_list_query: str = "") -> dict:
         chosen = {"from": first.isoformat(), "to": last.isoformat()}
         if came_from.get("cluster") == job.cluster.name:
             chosen["cluster"] = job.cluster.name
-        team_url, team_period = f"{team_url}?{urlencode(chosen)}", {"from": first, "to": last}
+        team_period = {"from": first, "to": last}
+        if _preset_of(came_from.get("period", ""), first, last, chosen.get("cluster", ""), user):
+            chosen = {"period": came_from["period"]} | chosen
+            chosen.pop("from"), chosen.pop("to")
+            team_period["days"] = PRESETS[chosen["period"]]
+        team_url = f"{team_url}?{urlencode(chosen)}"
     else:
         monday = started - timedelta(days=started.weekday())
         week = urlencode({"from": monday.isoformat(), "to": (monday + timedelta(days=6)).isoformat()})
@@ -681,6 +695,16 @@ def _facts_links(job: Job, jobs_list_query: str = "") -> dict:
         "team_period": team_period,
         "user_jobs_url": f"{reverse('dashboard:job-list')}?{urlencode({'team': job.team.slug, 'user': job.user})}",
     }
+
+
+def _preset_of(preset: str, first: date, last: date, cluster: str, user) -> bool:
+    """Whether `preset` ("30d") is the period from `first` to `last` on the dashboard's pages (the jobs this
+    `user` may see, on the cluster): where it ends moves with the newest job."""
+    if preset not in PRESETS:
+        return False
+    _, latest = queries.narrowed(Job.objects.visible_to(user), cluster)
+    shown, _ = parse_period({"period": preset}, latest)
+    return (shown.start.date(), shown.last_day) == (first, last)
 
 
 def _jobs_list_query_from(request) -> str:
