@@ -322,7 +322,10 @@ def test_a_python_launch_under_srun_with_several_tasks_is_a_distributed_launch(l
         # srun's own options win over the allocation's
         ("#SBATCH --ntasks-per-node=8", "srun -n 1 python train.py", 1),
         ("#SBATCH --ntasks=1", "srun -n 8 python train.py", 8),
-        ("#SBATCH --nodes=2 --ntasks-per-node=4", "srun -N 1 python train.py", 4),
+        # though not over the job's task count, which sbatch works out from --ntasks-per-node and exports as
+        # SLURM_NTASKS: srun's `-N 1` leaves it 8 (its own `-n` would change it)
+        ("#SBATCH --nodes=2 --ntasks-per-node=4", "srun -N 1 python train.py", 8),
+        ("#SBATCH --nodes=2 --ntasks-per-node=4", "srun -N 1 -n 4 python train.py", 4),
         # one task, or no srun: one process
         ("#SBATCH --nodes=1\n#SBATCH --ntasks-per-node=1", "srun python train.py", 1),
         ("#SBATCH --ntasks-per-node=8", "python train.py", None),

@@ -639,14 +639,16 @@ def test_sbatch_lines_after_the_scripts_first_command_give_no_layout(script, lay
         # `/usr/bin/env` is env(1) by its path
         ("#SBATCH -n 8\n/usr/bin/env SLURM_NTASKS=4 srun python train.py", "", 4),
         ("srun python train.py", "/usr/bin/env SLURM_NTASKS=4 bash run.sh", 4),
-        # srun(1), INPUT ENVIRONMENT VARIABLES: "SLURM_JOB_NUM_NODES (and SLURM_NNODES for backwards
-        # compatibility) Same as -N, --nodes"
-        ("#SBATCH --ntasks-per-node=4\nexport SLURM_NNODES=2\nsrun python train.py", "", 8),
-        ("export SLURM_NTASKS_PER_NODE=4 SLURM_NNODES=2\nsrun python train.py", "", 8),
+        # srun reads SLURM_JOB_NUM_NODES as -N (src/srun/opt.c, env_vars: `{ "SLURM_JOB_NUM_NODES", 'N' }`, Slurm
+        # 20.02 on); SLURM_NNODES, which srun read before, is no input of it any more
+        ("export SLURM_NTASKS_PER_NODE=4 SLURM_JOB_NUM_NODES=2\nsrun python train.py", "", 8),
+        ("export SLURM_NTASKS_PER_NODE=4 SLURM_NNODES=2\nsrun python train.py", "", 4),
+        ("export SLURM_NNODES=2\nsrun --ntasks-per-node=4 python train.py", "", 4),
         ("#SBATCH -N 2 --ntasks-per-node=4\nexport SLURM_NNODES=1\nsrun -N 2 python train.py", "", 8),
     ],
 )
-def test_usr_bin_env_and_slurm_nnodes_are_srun_input(script, command, processes):
+def test_usr_bin_env_and_slurm_job_num_nodes_are_srun_input(script, command, processes):
+    # `export SLURM_NNODES=2` before a bare srun was read as srun's `-N 2`: 8 tasks where srun starts 4
     assert launch_of(f"#!/bin/bash\n{script}\n", command).detail.get("processes") == processes
 
 
@@ -934,35 +936,103 @@ def test_the_gpus_per_node_variable_gives_its_layout_and_nothing_more():
 @pytest.mark.parametrize(
     ("script", "command", "processes"),
     [
-        # Slurm sets SLURM_JOB_NUM_NODES and SLURM_NNODES in every batch job, -N given or not (src/common/env.c,
+        # Slurm sets SLURM_JOB_NUM_NODES in every batch job, -N given or not (src/common/env.c,
         # env_array_for_batch_job; sbatch(1), OUTPUT ENVIRONMENT VARIABLES: "Total number of nodes in the job's
-        # resource allocation", no "Only set if"): a plain assignment of either changes what srun reads
-        ("#SBATCH --ntasks-per-node=4\nSLURM_NNODES=2\nsrun python train.py", "", 8),
-        ("#SBATCH --ntasks-per-node=4\nSLURM_JOB_NUM_NODES=2\nsrun python train.py", "", 8),
-        ("SLURM_JOB_NUM_NODES=2\nsrun python train.py", "sbatch --ntasks-per-node=4 run.sh", 8),
-        ("SLURM_NNODES=2\nsrun --ntasks-per-node=4 python train.py", "", 8),
+        # resource allocation", no "Only set if"): a plain assignment of it changes what srun reads
+        ("SLURM_JOB_NUM_NODES=2\nsrun --ntasks-per-node=4 python train.py", "", 8),
+        ("#SBATCH --gpus-per-task=1\nSLURM_JOB_NUM_NODES=2\nsrun --ntasks-per-node=4 python train.py", "", 8),
         # as where -N was given
-        ("#SBATCH -N 1 --ntasks-per-node=4\nSLURM_NNODES=2\nsrun python train.py", "", 8),
+        ("#SBATCH -N 1\nSLURM_JOB_NUM_NODES=2\nsrun --ntasks-per-node=4 python train.py", "", 8),
+        # SLURM_NNODES, set there too, is no srun input (src/srun/opt.c, env_vars): assigning it changes nothing
+        ("#SBATCH --ntasks-per-node=4\nSLURM_NNODES=2\nsrun python train.py", "", 4),
+        ("SLURM_NNODES=2\nsrun --ntasks-per-node=4 python train.py", "", 4),
+        ("#SBATCH -N 1 --ntasks-per-node=4\nSLURM_NNODES=2\nsrun python train.py", "", 4),
     ],
 )
 def test_a_plain_node_count_assignment_is_srun_input_in_every_batch_job(script, command, processes):
-    # under `#SBATCH --ntasks-per-node=4` a bare `SLURM_NNODES=2` line was the shell's own: srun was 4 tasks, not 8
+    # a bare `SLURM_NNODES=2` line was read as srun's `-N 2`: 8 tasks where srun starts 4
     assert launch_of(f"#!/bin/bash\n{script}\n", command).detail.get("processes") == processes
 
 
 def test_a_plain_node_count_assignment_counts_in_the_wrapped_command_not_in_a_login_shell():
-    (launch,) = command_code_facts('sbatch --ntasks-per-node=4 --wrap "SLURM_NNODES=2; srun python t.py"')
+    (launch,) = command_code_facts('sbatch --wrap "SLURM_JOB_NUM_NODES=2; srun --ntasks-per-node=4 python t.py"')
     assert launch.detail.get("processes") == 8  # the batch job's variable, changed
-    (launch,) = command_code_facts("SLURM_NNODES=2; srun --ntasks-per-node=4 python t.py")
+    (launch,) = command_code_facts("SLURM_JOB_NUM_NODES=2; srun --ntasks-per-node=4 python t.py")
     assert launch.detail.get("processes") == 4  # no allocation set it: the shell's own variable, not exported
 
 
 def test_an_allocation_sets_its_own_node_count_over_one_exported_before_it():
-    # sbatch and salloc set SLURM_NNODES in the allocation they make, over the one the submitting shell exported
-    (launch,) = command_code_facts('export SLURM_NNODES=2; sbatch --ntasks-per-node=4 --wrap "srun python t.py"')
+    # sbatch and salloc set SLURM_JOB_NUM_NODES in the allocation they make, over the one the submitting shell exported
+    line = 'export SLURM_JOB_NUM_NODES=2; sbatch --wrap "srun --ntasks-per-node=4 python t.py"'
+    (launch,) = command_code_facts(line)
     assert launch.detail.get("processes") == 4
-    (launch,) = command_code_facts("export SLURM_NNODES=2 && salloc --ntasks-per-node=4 srun python t.py")
+    (launch,) = command_code_facts("export SLURM_JOB_NUM_NODES=2 && salloc srun --ntasks-per-node=4 python t.py")
     assert launch.detail.get("processes") == 4
+
+
+@pytest.mark.parametrize(
+    ("script", "command", "processes"),
+    [
+        # sbatch given --ntasks-per-node and no --ntasks counts the job's tasks, its node count (one where none is
+        # given) times the tasks a node (src/sbatch/opt.c, _opt_verify: `opt.min_nodes * opt.ntasks_per_node`), and
+        # the batch job's environment holds that SLURM_NTASKS (src/common/env.c, env_array_for_batch_job), which srun
+        # reads as -n, over its own --ntasks-per-node or -N ("can't honor --ntasks-per-node set to 1 which doesn't
+        # match the requested tasks 16 with the number of requested nodes 2. Ignoring --ntasks-per-node.")
+        ("#SBATCH -N 2 --ntasks-per-node=8\nsrun --ntasks-per-node=1 python train.py", "", 16),
+        ("#SBATCH -N 2\n#SBATCH --ntasks-per-node=8\nsrun -N 1 python train.py", "", 16),
+        ("srun --ntasks-per-node=1 python train.py", "sbatch -N 2 --ntasks-per-node=8 run.sh", 16),
+        ("#SBATCH --ntasks-per-node=4\nexport SLURM_NTASKS_PER_NODE=8\nsrun python train.py", "", 4),
+        # so a plain (not exported) SLURM_NTASKS=2 changes it, as where --ntasks was given
+        ("#SBATCH --ntasks-per-node=4\nSLURM_NTASKS=2\nsrun python train.py", "", 2),
+        ("#SBATCH -N 2 --ntasks-per-node=4\nSLURM_NTASKS=2\nsrun python train.py", "", 2),
+        # not for a node range: sbatch counts no tasks there
+        ("#SBATCH -N 2-4 --ntasks-per-node=4\nSLURM_NTASKS=2\nsrun -N 2 python train.py", "", 8),
+    ],
+)
+def test_an_allocation_of_tasks_a_node_sets_the_jobs_task_count(script, command, processes):
+    # `#SBATCH -N 2 --ntasks-per-node=8` with `srun --ntasks-per-node=1` was 2 tasks; srun starts 16
+    assert launch_of(f"#!/bin/bash\n{script}\n", command).detail.get("processes") == processes
+
+
+def test_the_task_count_of_tasks_a_node_quotes_the_lines_that_gave_it():
+    launched = launch_of("#!/bin/bash\n#SBATCH -N 2\n#SBATCH --ntasks-per-node=4\nsrun python train.py\n")
+    assert launched.detail.get("processes") == 8 and launched.detail["sbatch_lines"] == [2, 3]
+    # salloc sets SLURM_NTASKS so too, over one exported before it
+    (launch,) = command_code_facts("export SLURM_NTASKS=2 && salloc -N 2 --ntasks-per-node=4 srun python t.py")
+    assert launch.detail.get("processes") == 8
+
+
+@pytest.mark.parametrize(
+    ("line", "processes"),
+    [
+        # sudo runs its command in a new, minimal environment (sudoers(5), env_reset, on by default: "the command
+        # to be run with a new, minimal environment"): the script's SLURM_* variables, the allocation's own among
+        # them, do not reach srun, which takes only its own options
+        ("sudo srun python train.py", None),
+        ("sudo -u alice srun python train.py", None),
+        ("SLURM_NTASKS=4 sudo srun python train.py", None),
+        ("sudo --preserve-env=PATH srun python train.py", None),
+        ("sudo srun -n 4 python train.py", 4),
+        # unless sudo keeps the environment (-E, --preserve-env, or a list naming srun's variables), or sets them
+        ("sudo -E srun python train.py", 8),
+        ("sudo --preserve-env srun python train.py", 8),
+        ("sudo --preserve-env=PATH,SLURM_NTASKS srun python train.py", 8),
+        ("sudo SLURM_NTASKS=4 srun python train.py", 4),
+        ("sudo env SLURM_NTASKS=4 srun python train.py", 4),
+    ],
+)
+def test_sudo_does_not_hand_the_scripts_environment_to_srun(line, processes):
+    # `sudo srun python train.py` under `#SBATCH -n 8` was 8 tasks: srun under sudo sees no SLURM_NTASKS
+    launched = launch_of(f"#!/bin/bash\n#SBATCH -n 8\nexport SLURM_GPUS_PER_TASK=1\n{line}\n")
+    assert launched.detail.get("processes") == processes
+
+
+def test_a_script_run_under_sudo_runs_in_no_allocation():
+    evidence = extract_script_evidence(
+        [("run.sh", "#!/bin/bash\n#SBATCH -n 8\nsudo bash inner.sh\n"), ("inner.sh", "srun python train.py\n")]
+    )
+    (launched,) = evidence.of("shell_launch")
+    assert launched.detail.get("processes") is None
 
 
 @pytest.mark.parametrize(

@@ -455,7 +455,9 @@ def _assignments(argv: list[str]) -> tuple[list[tuple[str, str]], bool]:
         elif not declared and _is_env(word) and not under_env:  # `env`, `/usr/bin/env`
             under_env = True
         elif not declared and _is_sudo(word):  # the variables it sets for its command, and those its command sets
-            settings, command = _sudo_command(words[index:]) or ([], [])
+            settings, command, preserved = _sudo_command(words[index:]) or ([], [], True)
+            if not preserved:
+                pairs = []  # those the words before it set do not reach its command (`_sudo_command`)
             pairs += [(match.group(1), match.group(2)) for w in settings if (match := _ASSIGNMENT.fullmatch(w))]
             if command and (_is_env(command[0]) or _is_sudo(command[0])):  # sudo took the VAR=value words before it
                 pairs += _assignments(command)[0]
@@ -1979,13 +1981,18 @@ _SUDO_LONG = {  # name: "value" (required), "" (none), or the letter of a mode t
 }
 
 
-def _sudo_command(words: list[str]) -> tuple[list[str], list[str]] | None:
+def _sudo_command(words: list[str]) -> tuple[list[str], list[str], bool] | None:
     """The `VAR=value` words and the command of a sudo line (`words[0]` is sudo): after sudo's own options, as its
     getopt reads them (`_SUDO_VALUED`, `_SUDO_LONG`; `--` ends them), among which a word with a '=' not starting with
     '/' or '=' sets a variable for the command (sudo(8): "Environment variables to be set for the command may also be
-    passed on the command line in the form of VAR=value"; parse_args's is_envar). None where sudo runs no command
-    (`-l`, `-e`, `-h`, ...; an option it does not know, a usage error); the command [] where none is given (a shell)."""
+    passed on the command line in the form of VAR=value"; parse_args's is_envar); and whether the command keeps the
+    caller's Slurm variables. sudoers' `env_reset`, on by default, runs it "with a new, minimal environment" (TERM,
+    PATH, HOME, SHELL, LOGNAME, USER and SUDO_* variables, sudoers(5)) unless `-E` / `--preserve-env` asks to keep
+    the caller's, or `--preserve-env=LIST` names some of them (kept here where the list names a `SLURM_` one). None
+    where sudo runs no command (`-l`, `-e`, `-h`, ...; an option it does not know, a usage error); the command []
+    where none is given (a shell)."""
     settings: list[str] = []
+    preserved = False
     index = 1
     while index < len(words):
         word = words[index]
@@ -1998,10 +2005,14 @@ def _sudo_command(words: list[str]) -> tuple[list[str], list[str]] | None:
             if len(found) != 1 or _SUDO_LONG[found[0]] not in ("", "value"):
                 return None  # ambiguous, not known, or a mode that runs no command
             index += 1 if _SUDO_LONG[found[0]] == "value" and not eq else 0
+            if found[0] == "preserve-env":
+                listed = word.partition("=")[2].split(",")
+                preserved = preserved or not eq or any(name.startswith("SLURM_") for name in listed)
         elif word.startswith("-") and word != "-":
             for at, letter in enumerate(word[1:], 1):
                 if letter in _SUDO_NO_COMMAND or not (letter in _SUDO_VALUED or letter in "ABbEHiknNPSs"):
                     return None
+                preserved = preserved or letter == "E"
                 if letter in _SUDO_VALUED:  # the rest of the word, else the next word, is its value
                     index += 1 if at == len(word) - 1 else 0
                     break
@@ -2010,7 +2021,20 @@ def _sudo_command(words: list[str]) -> tuple[list[str], list[str]] | None:
         else:
             index -= 1
             break
-    return settings, words[index:]
+    return settings, words[index:], preserved
+
+
+def _environment_reset(argv: list[str]) -> bool:
+    """Whether a command runs its program under a sudo that hands it none of the script's environment
+    (`_sudo_command`): no variable the script exported (`export SLURM_NTASKS=8`, `PET_NPROC_PER_NODE`) nor any the
+    allocation set (SLURM_NTASKS, SLURM_JOB_NUM_NODES, SLURM_JOB_ID: `sudo srun` is no step of the job's allocation)
+    reaches it; only the `VAR=value` words sudo, or an `env` after it, give it."""
+    words = _without_assignments(argv)
+    while words and _wrapper(words[0]) and not _is_srun(words[0]):
+        if _is_sudo(words[0]) and (found := _sudo_command(words)) is not None and not found[2]:
+            return True
+        words = _after_wrapper(words)
+    return False
 
 
 def _is_sudo(word: str) -> bool:
@@ -2357,9 +2381,9 @@ _SRUN_ENVIRONMENT = {
     "SLURM_NPROCS": "ntasks",
     "SLURM_NTASKS": "ntasks",
     "SLURM_NTASKS_PER_NODE": "ntasks_per_node",
-    # srun(1), INPUT ENVIRONMENT VARIABLES (Slurm's doc/man/man1/srun.1, 20.11): "SLURM_JOB_NUM_NODES (and
-    # SLURM_NNODES for backwards compatibility) Same as -N, --nodes"; the older name is read first, as SLURM_NPROCS is
-    "SLURM_NNODES": "nodes",
+    # srun's -N: SLURM_JOB_NUM_NODES alone (src/srun/opt.c, env_vars, Slurm 20.02 on: `{ "SLURM_JOB_NUM_NODES", 'N'
+    # }`). SLURM_NNODES, which the allocation sets too and srun read until then, is no input of its: `export
+    # SLURM_NNODES=2` gives srun no node count
     "SLURM_JOB_NUM_NODES": "nodes",
     "SLURM_GPUS_PER_TASK": "gpus_per_task",
     "SLURM_GPU_BIND": "gpu_bind",
@@ -2386,17 +2410,40 @@ _SRUN_ENVIRONMENT = {
 # --gpus-per-node option is specified"): a plain `SLURM_GPUS_PER_NODE=4`, not exported, is there the shell's own.
 # Likewise SLURM_GPU_BIND only for `--gpu-bind` itself (sbatch(1): "SLURM_GPU_BIND Requested binding of tasks to GPU.
 # Only set if the --gpu-bind option is specified"), not for the `--tres-bind=gres/gpu:X` read as the same binding,
-# which sets SLURM_TRES_BIND (src/common/env.c, set_env_from_opts). And SLURM_JOB_NUM_NODES and SLURM_NNODES in every
-# allocation, `-N` given or not (src/common/env.c: env_array_for_batch_job sets both from the allocation's node count
-# for every batch job, env_array_for_job for salloc's; sbatch(1) documents them with no "Only set if"):
-# `_IN_ALLOCATION`, which every allocation holds (`_allocator`, a batch script's own in `_shell_facts`).
+# which sets SLURM_TRES_BIND (src/common/env.c, set_env_from_opts). And SLURM_JOB_NUM_NODES in every allocation, `-N`
+# given or not (src/common/env.c: env_array_for_batch_job sets it from the allocation's node count for every batch
+# job, env_array_for_job for salloc's; sbatch(1) documents it with no "Only set if"): `_IN_ALLOCATION`, which every
+# allocation holds (`_allocator`, a batch script's own in `_shell_facts`).
 _GPUS_PER_NODE_GIVEN = "gpus_per_node_given"  # `_task_options`' note that `--gpus-per-node` itself was given
 _GPU_BIND_GIVEN = "gpu_bind_given"  # and that `--gpu-bind` itself was
 _IN_ALLOCATION = "in_allocation"  # the note that the options are an allocation's, which sets its node count
 _ALLOCATION_SETS = {"SLURM_GRES": None, "SLURM_STEP_GRES": None, "SLURM_GPUS_PER_NODE": _GPUS_PER_NODE_GIVEN}
-_ALLOCATION_SETS |= {"SLURM_GPU_BIND": _GPU_BIND_GIVEN, "SLURM_NNODES": _IN_ALLOCATION}
-_ALLOCATION_SETS |= {"SLURM_JOB_NUM_NODES": _IN_ALLOCATION}
+_ALLOCATION_SETS |= {"SLURM_GPU_BIND": _GPU_BIND_GIVEN, "SLURM_JOB_NUM_NODES": _IN_ALLOCATION}
 _UNKNOWN = "?"  # an option's value the script does not show (`export SLURM_NTASKS=$N`, `unset SLURM_NTASKS`)
+
+
+_TASKS_FROM_LAYOUT = "tasks_from_layout"  # `_job_tasks`' note that the job's task count is its tasks a node's
+
+
+def _job_tasks(options: dict) -> dict:
+    """An allocation's options (`_IN_ALLOCATION`) with the task count Slurm works out where it is given
+    `--ntasks-per-node` and no `--ntasks`: its node count (one where none is given) times the tasks a node, unless the
+    node count is a range (src/sbatch/opt.c, _opt_verify: `if ((opt.ntasks_per_node > 0) && (!opt.ntasks_set) &&
+    ((opt.max_nodes == 0) || (opt.min_nodes == opt.max_nodes)))`, `ntasks = opt.min_nodes * opt.ntasks_per_node`;
+    salloc alike). The job's environment then holds it as SLURM_NTASKS (src/common/env.c, env_array_for_batch_job;
+    salloc's), which srun reads as `-n` over its own `--ntasks-per-node` or `-N`: `#SBATCH -N 2 --ntasks-per-node=8`
+    then `srun --ntasks-per-node=1` starts 16 tasks ("can't honor --ntasks-per-node set to 1 which doesn't match the
+    requested tasks 16 with the number of requested nodes 2"), and a plain `SLURM_NTASKS=2` there changes it
+    (`_srun_environment`). The count is `_UNKNOWN` where a number is not shown (`-N $N`), and noted
+    `_TASKS_FROM_LAYOUT`, so that the lines quoted for it are those of the two options (`_allocation_taken`)."""
+    if _IN_ALLOCATION not in options or "ntasks" in options or "ntasks_per_node" not in options:
+        return options
+    low, _, high = options.get("nodes", "1").partition("-")
+    if high and high != low:
+        return options  # `-N 2-4`: no task count
+    per_node = options["ntasks_per_node"]
+    count = str(int(low) * int(per_node)) if low.isdigit() and per_node.isdigit() else _UNKNOWN
+    return {**options, "ntasks": count, _TASKS_FROM_LAYOUT: "given"}
 
 
 def _sets_own(name: str, options: dict) -> bool:
@@ -2445,9 +2492,10 @@ def _srun_options(argv: list[str]) -> dict[str, str] | None:
 def _srun_tasks(argv: list[str], allocation: dict[str, str]) -> int | None:
     """How many tasks srun starts, each running its program once: a python (PyTorch Lightning's SLURMEnvironment,
     torch.distributed reading SLURM_PROCID / SLURM_LOCALID, Horovod through `srun --mpi=pmix`) is a process a task,
-    a launcher (`srun -n 8 torchrun ...`) starts its own count in each. srun takes each task
-    option its words do not give from the allocation it runs in (SLURM_NTASKS, SLURM_NTASKS_PER_NODE, SLURM_NNODES),
-    which the batch script's `#SBATCH` lines give (`allocation`, `_task_options`): `--ntasks`, or
+    a launcher (`srun -n 8 torchrun ...`) starts its own count in each. srun takes each task option its words do
+    not give from the allocation it runs in (SLURM_NTASKS, SLURM_NTASKS_PER_NODE, SLURM_JOB_NUM_NODES), which the
+    batch script's `#SBATCH` lines give (`allocation`, `_task_options`): `--ntasks` (which the allocation works out
+    from `--ntasks-per-node`, `_job_tasks`, and which wins over srun's own `-N` or `--ntasks-per-node`), or
     `--ntasks-per-node` on `--nodes` (one node where none is given, sbatch's and srun's default for such a request),
     `--ntasks-per-gpu` on the GPUs asked for (`_gpu_tasks`), or one task a node (`-N 2`). None where no python runs
     under srun, where the options are not numbers or not all shown, and where none is given (Slurm's default, one
@@ -2473,7 +2521,8 @@ def _allocation_taken(argv: list[str], allocation: dict[str, str]) -> list[str]:
     taken = []
     if "ntasks" not in given:
         if "ntasks" in allocation:
-            taken = ["ntasks"]
+            taken = ["ntasks"]  # with, where it is their count (`_job_tasks`), the tasks a node and the nodes
+            taken += [key for key in ("ntasks_per_node", "nodes") if _TASKS_FROM_LAYOUT in allocation]
         elif (counted := _gpu_tasks({**allocation, **given})) is not None:
             taken = [key for key in counted[0] if key in allocation and key not in given]
         else:
@@ -2532,7 +2581,10 @@ def _allocated_commands(commands: list[list[str]]) -> list[tuple[list[str], dict
             environment |= _srun_environment(argv, pairs, environment, allocation)
         if only or argv[0] in _DECLARATIONS:
             assigned.update(key for key, _ in pairs)
-        out.append((argv, {**allocation, **_environment_options(environment)}, frozenset(assigned)))
+        if _environment_reset(argv):  # `sudo srun ...`: none of it reaches the command
+            out.append((argv, {}, frozenset()))
+        else:
+            out.append((argv, {**allocation, **_environment_options(environment)}, frozenset(assigned)))
 
     for argv in commands:
         allocating = _allocator(argv)
@@ -2547,7 +2599,7 @@ def _allocated_commands(commands: list[list[str]]) -> list[tuple[list[str], dict
         if runs is None:
             read(argv, {}, environment)
             continue
-        options = allocating[1] or {}
+        options = _job_tasks(allocating[1] or {})
         # the allocation's own variables over the environment it was made in; what its commands set stays theirs
         inner = {name: value for name, value in environment.items() if not _sets_own(name, options)}
         for words in runs:
@@ -3110,7 +3162,7 @@ def _shell_facts(
                 continue
             pairs, only = _assignments(argv)
             if only or argv[0] in _DECLARATIONS or argv[0] == "unset":
-                base = {} if submitted is None else {**allocation, **given}
+                base = {} if submitted is None else _job_tasks({**allocation, **given})
                 if set_here := _srun_environment(argv, pairs, environment, base):
                     environment |= set_here
                     environment_at |= dict.fromkeys(set_here, number)
@@ -3125,8 +3177,11 @@ def _shell_facts(
             if only or argv[0] in _DECLARATIONS:
                 continue  # runs no program
             # the allocation srun takes its tasks from: the batch job's (sbatch's command line over #SBATCH lines)
-            current = {} if submitted is None else {**allocation, **given}
-            current |= _environment_options(environment)  # the script's exports over the allocation's own
+            current = {} if submitted is None else _job_tasks({**allocation, **given})
+            exported = _environment_options(environment)
+            current |= exported  # the script's exports over the allocation's own
+            if "ntasks" in exported:
+                current.pop(_TASKS_FROM_LAYOUT, None)  # the count is the export's, not the layout's
             lines = {key: line for key, line in allocated_at.items() if key not in given}
             lines |= _environment_options(environment_at)
             salloc_runs = False  # salloc runs the command in its own allocation, known where the script's is not
@@ -3136,6 +3191,7 @@ def _shell_facts(
                     options = options or {}
                     if fact := _layout_fact(path, number, stripped, argv[: len(argv) - len(runs)], options):
                         evidence.facts.append(fact)
+                    options = _job_tasks(options)  # the task count salloc works out, which its SLURM_NTASKS holds
                     # salloc sets its own options' variables in the allocation's environment, over the script's
                     kept = {name for name in _SRUN_ENVIRONMENT if not _sets_own(name, options)}
                     if not runs:
@@ -3145,8 +3201,11 @@ def _shell_facts(
                         continue
                     current = {**_environment_options({k: v for k, v in environment.items() if k in kept}), **options}
                     lines, argv, salloc_runs = dict.fromkeys(options, number), runs, True
+            seen = frozenset(assigned)  # the names set before it (torchrun's `PET_*`: `_launch_processes`)
+            if reset := _environment_reset(argv):  # `sudo srun ...`: none of the script's environment reaches it
+                current, lines, seen = {}, {}, frozenset()
             if _program(argv)[0] in _SHELLS or not _command_kind(argv):  # `bash inner.sh`, `./inner.sh`
-                known = submitted is not None or salloc_runs
+                known = submitted is not None or salloc_runs or reset
                 ran.append((tuple(argv), _run_allocation(argv, current) if known else None))
             kind = _command_kind(argv)
             detail = {"argv": argv[:12]}
@@ -3172,7 +3231,7 @@ def _shell_facts(
                 launch = {**detail, "launcher": launcher}
                 if launcher in LAUNCHERS and (tasks := _srun_tasks(argv, current)) is not None:
                     launch["srun_tasks"] = tasks  # each runs the launcher once (its count read again: settle_...)
-                if (processes := _launch_processes(argv, frozenset(assigned), current)) is not None:
+                if (processes := _launch_processes(argv, seen, current)) is not None:
                     launch["processes"] = processes  # `mpirun -np 1`: one process, no distributed launch
                     taken = _allocation_taken(argv, current) if launcher.startswith("python") else []
                     if quoted := sorted({lines[key] for key in taken if key in lines}):
