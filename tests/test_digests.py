@@ -1503,6 +1503,18 @@ def test_the_operator_digests_teams_give_the_gpu_hours_their_share_is_of_with_th
     assert len(rows) == 2 and all(re.search(r"% of [\d.,]+ GPU-h,", row) for row in rows), rows
 
 
+def test_the_operator_digests_teams_say_their_money_figure_is_wasted_cost(smtp, fleet, operator):
+    """Each team's row ended on a bare "23 USD", under no header (the teams are a layout table): its
+    spend, or its waste? It is what its unused GPU-hours cost, and says so in both parts."""
+    send_weekly_task.delay(WEEK).get()
+    text, html = parts(smtp.to(operator.email)[0])
+    team_a = next(line for line in text.splitlines() if line.lstrip().startswith("Team A "))
+    assert "(48 % of 24.0 GPU-h, 23 USD wasted)" in team_a, team_a
+    row = html.split(">Team A</a>")[1].split(">Team B</a>")[0]
+    cells = [as_read(re.sub(r"<[^>]+>", "", cell)).strip() for cell in re.findall(r"<td[^>]*>(.*?)</td>", row)]
+    assert cells[-1] == "23 USD wasted", cells
+
+
 def test_the_week_befores_money_figures_name_their_currency_as_this_weeks_do(smtp, fleet, member_a, operator):
     """This week's "Cost 48 USD" sat beside a bare "24" for the week before: every money figure of a
     digest names its currency, in both parts and in both digests."""
