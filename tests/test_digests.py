@@ -893,6 +893,25 @@ def test_a_week_without_jobs_says_so_instead_of_reporting_zeros(smtp, fleet, tea
     assert "found in this week's jobs" not in operator_text and "found in this week's jobs" not in operator_html
 
 
+def test_the_operator_digest_says_a_week_without_jobs_or_ingest_runs_in_words(smtp, fleet, operator):
+    """The week after the fleet's last jobs the operator digest opened on "0 jobs, 0 at or below 50 % GPU
+    utilization" (the team digest says "No jobs of the team started this week.") and its ingestion read
+    "0 ingest runs: 0 succeeded, 0 partly rejected, 0 failed." (the HTML adding "No failed ingest runs."):
+    zeros to add up to nothing. Both parts say it in words, and the text part's week of runs says "this
+    week", as the HTML's does."""
+    send_weekly_task.delay(WEEK).get()
+    text, html = parts(smtp.to(operator.email)[0])
+    assert "  1 ingest run this week: 0 succeeded, 0 partly rejected, 1 failed." in text.splitlines()
+    smtp.envelopes.clear()
+    send_weekly_task.delay(weeks.shift(WEEK, 1)).get()
+    text, html = parts(smtp.to(operator.email)[0])
+    assert text.splitlines()[1] == "No jobs started this week."
+    assert "(UTC) · No jobs started this week.</p>" in html
+    for part in (text, html):
+        assert "0 jobs" not in part and "0 ingest runs" not in part and "No failed ingest runs" not in part
+        assert "No ingest runs this week." in part
+
+
 def _totals(jobs: int, hours: float, unused: float) -> queries.Totals:
     return queries.Totals(jobs, hours, hours, unused, 0.0, 0.0, 0.0, 0)
 
