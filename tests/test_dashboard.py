@@ -53,6 +53,13 @@ def fleet(team_a, team_b):
     return this_week, last_week
 
 
+@pytest.fixture
+def data_before(team_a):
+    """A job of two weeks before the fleet's week: the data begin before the week its cards compare with, so
+    theirs is a whole comparison (judged better or worse), not one with a week partly covered."""
+    return JobFactory(team=team_a, start_time=WEEK_START - timedelta(days=14), gpu_hours=1, mean_gpu_util=90)
+
+
 def overview(client, **params):
     response = client.get(reverse("dashboard:overview"), {"from": "2026-11-16", "to": "2026-11-22", **params})
     assert response.status_code == 200
@@ -63,7 +70,7 @@ def card(response, label):
     return next(c for c in response.context["cards"] if c["label"] == label)
 
 
-def test_operator_overview_sums_the_period_and_compares_with_the_previous(client, operator, fleet):
+def test_operator_overview_sums_the_period_and_compares_with_the_previous(client, operator, fleet, data_before):
     client.force_login(operator)
     response = overview(client)
     assert card(response, "GPU-hours")["value"] == "30.0"
@@ -1092,7 +1099,7 @@ def test_a_team_page_leads_from_its_worst_jobs_to_all_of_them(client, operator, 
 def test_fewer_unused_hours_while_the_waste_share_rose_are_not_called_better(client, operator, team_a):
     """Fewer jobs ran: unused GPU-hours fell (10 to 6) while the waste share rose (10 % to 60 %). The
     cards called the fall better in green, as the digest did; neither is an improvement."""
-    before = WEEK_START - timedelta(days=5)
+    before = WEEK_START - timedelta(days=7)  # the first day of the week before: it is whole in the data
     JobFactory(team=team_a, start_time=before, gpu_hours=100, coverage=1.0, unused_gpu_hours=10, cost="100.00")
     JobFactory(team=team_a, start_time=WEEK_START, gpu_hours=10, coverage=1.0, unused_gpu_hours=6, cost="10.00")
     client.force_login(operator)
@@ -1177,7 +1184,7 @@ def test_the_settings_page_tells_the_two_idle_thresholds_apart(client, operator,
     assert "<code>idle_util</code> of rule set v2 (10 %), which differs" in page
 
 
-def test_a_team_page_compares_its_figures_with_the_previous_period(client, member_a, fleet):
+def test_a_team_page_compares_its_figures_with_the_previous_period(client, member_a, fleet, data_before):
     """The overview's cards said how each figure moved; a team's page gave bare numbers, so a team
     could not see whether its waste grew."""
     client.force_login(member_a)
@@ -1538,8 +1545,14 @@ def test_a_previous_period_the_data_only_partly_covers_says_where_its_jobs_start
     JobFactory(team=team_a, start_time=WEEK_START - timedelta(days=2), gpu_hours=5, unused_gpu_hours=1)
     JobFactory(team=team_a, start_time=WEEK_START + timedelta(days=1), gpu_hours=40, unused_gpu_hours=20)
     client.force_login(operator)
-    page = text_of(overview(client))  # the previous week: 2026-11-09 to 15, jobs from the 14th
-    assert "▲ +700 % vs previous period (jobs only from 2026-11-14)" in page
+    response = overview(client)  # the previous week: 2026-11-09 to 15, jobs from the 14th
+    page = text_of(response)
+    assert "▲ +700 % vs previous period, which the data only partly covers (jobs from 2026-11-14)" in page
+    # Two days of a week are no week: no change is judged against it, in green or red.
+    assert card(response, "Unused GPU-hours")["trend"] == "neutral"
+    assert not {card["trend"] for card in response.context["cards"]} & {"better", "worse"}
+    assert 'class="change worse"' not in response.content.decode()
+    assert 'class="change better"' not in response.content.decode()
     response = overview(client, **{"from": "2026-11-14", "to": "2026-11-22"})  # the period before has no job
     assert card(response, "GPU-hours")["direction"] is None
     page = text_of(response)
@@ -1549,7 +1562,8 @@ def test_a_previous_period_the_data_only_partly_covers_says_where_its_jobs_start
     # Jobs from the previous period's first day on: the plain comparison.
     JobFactory(team=team_a, start_time=WEEK_START - timedelta(days=7), gpu_hours=5, unused_gpu_hours=1)
     page = text_of(overview(client))
-    assert "▲ +300 % vs previous period" in page and "jobs only from" not in page
+    assert "▲ +300 % vs previous period" in page and "partly covers" not in page
+    assert card(overview(client), "Unused GPU-hours")["trend"] == "worse"
 
 
 def test_a_team_opened_from_the_sorted_teams_table_leads_back_to_it_in_that_order(client, operator, fleet):

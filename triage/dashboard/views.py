@@ -188,7 +188,8 @@ def _kpi_cards(
     overview's and a team page's cards); `jobs` adds the number of jobs. A period with no job priced
     has no cost figure (`Totals.cost_unknown`): "–", as the digests show it, not a 0 that reads as free.
     `jobs_from` (`_jobs_from`): the previous period is partly before the jobs start; each change says
-    from which day it has jobs, or there is none when they start in this period."""
+    so and from which day it has jobs, and is not judged better or worse (the demo's 30 days read a red
+    "+784 %" against four days of jobs), or there is none when they start in this period."""
 
     def money(totals: queries.Totals, value: float) -> float | None:
         return None if totals.cost_unknown else value
@@ -223,7 +224,8 @@ def _kpi_cards(
         text, direction = queries.compare(value, before, share=label == "Waste share")
         if nothing_before:
             text, direction = "", None
-        worse_when_up = judge(direction)
+        # A previous period the data only partly covers is no full period: its change is shown, not judged.
+        worse_when_up = None if jobs_from else judge(direction)
         cards.append(
             {
                 "label": label,
