@@ -727,6 +727,110 @@ def test_gold_labels_someone_else_saved_while_the_page_was_open_are_not_replaced
     assert "Ticked: the gold labels olivia-operator saved" in client.get(url).content.decode()
 
 
+def _seen(page: str) -> str:
+    """The version of the stored answer (or gold labels) a page's form says it was opened on."""
+    found = re.search(r'name="seen" value="([^"]*)"', page)
+    assert found, "the form says what it was opened on"
+    return found.group(1)
+
+
+def test_an_answer_saved_in_another_tab_is_not_overwritten_unseen(client, study, researcher):
+    """The same rater had job #1 open in two tabs; the save from the older one replaced, without a word,
+    the answer just saved from the other. Now it is refused, saying what is stored, with the rater's
+    ticks, rationale and note kept in the form; saving again keeps theirs, or they take the saved one."""
+    client.force_login(researcher)
+    item = services.assignments_of(study, researcher).get(item__position=1).item_id
+    url = reverse("labeling:label", args=[study.pk, item])
+    older, newer = client.get(url).content.decode(), client.get(url).content.decode()
+    saved = {"option": [CKPT], f"rationale-{CKPT}": "idle every 20 minutes", "then": "stay"}
+    assert client.post(url, saved | {"seen": _seen(newer)}).status_code == 302
+    mine = {
+        "option": [BATCH, "other"],
+        f"rationale-{BATCH}": "memory at 10 %",
+        "other_note": "a firmware bug",
+        "then": "next",
+        "seen": _seen(older),
+    }
+    response = client.post(url, mine)
+    assert response.status_code == 200
+    assignment = services.assignments_of(study, researcher).get(item_id=item)
+    assert {label.option: label.rationale for label in assignment.labels.all()} == {CKPT: "idle every 20 minutes"}
+    page = html.unescape(response.content.decode())
+    text = as_read(re.sub(r"\s+", " ", re.sub(r"<[^>]+>", " ", page)))
+    assert "Not saved: your answer to this job changed after this page was opened." in text
+    assert "You saved this in another tab or window" in text
+    assert "Model checkpointing idle every 20 minutes" in text  # what is stored now, with its rationale
+    assert "Yours is still in the form below." in text
+    boxes = re.findall(r'<input type="checkbox" name="option" value="([a-z_]+)"[^>]*?( checked)?>', page)
+    assert {value for value, checked in boxes if checked} == {BATCH, "other"}
+    assert 'value="memory at 10 %"' in page
+    assert ">a firmware bug</textarea>" in page
+    # Take the saved one: the page again, showing the stored answer.
+    take = re.search(r'<a id="take-saved" href="([^"]+)"', page)
+    assert take and take.group(1) == url
+    stored = client.get(url).content.decode()
+    assert 'value="model_checkpointing" id="opt-model_checkpointing" data-key="6" checked' in stored
+    # Keep mine: the refused page's form now carries the stored version; saving again replaces it.
+    assert re.search(r'<button type="submit" [^>]*name="then" value="next"[^>]*id="keep-mine"', page)
+    response = client.post(url, mine | {"seen": _seen(page)})
+    assert response.status_code == 302
+    assert {label.option for label in assignment.labels.all()} == {BATCH, "other"}
+
+
+def test_a_second_tab_saving_the_same_answer_or_a_skip_since_are_told_apart(client, study, researcher):
+    """The same answer sent from a stale tab is saved (nothing to choose between); a skip stored
+    since is said as a skip."""
+    client.force_login(researcher)
+    item = services.assignments_of(study, researcher).get(item__position=1).item_id
+    url = reverse("labeling:label", args=[study.pk, item])
+    older, newer = client.get(url).content.decode(), client.get(url).content.decode()
+    same = {"option": [CKPT], f"rationale-{CKPT}": "idle", "then": "stay"}
+    assert client.post(url, same | {"seen": _seen(newer)}).status_code == 302
+    assert client.post(url, same | {"seen": _seen(older)}).status_code == 302
+    newest = client.get(url).content.decode()
+    skip = {"skip_reason": "outside_expertise", "skip_note": "NCCL internals", "seen": _seen(newest)}
+    client.post(reverse("labeling:skip", args=[study.pk, item]), skip)
+    response = client.post(url, same | {"seen": _seen(newest)})
+    assert response.status_code == 200
+    page = html.unescape(response.content.decode())
+    assert "You skipped this job in another tab or window" in page
+    assert "<p>Outside my expertise (<q>NCCL internals</q>)</p>" in page
+    assert services.assignments_of(study, researcher).get(item_id=item).skipped_at is not None
+
+
+def test_a_skip_from_a_page_opened_before_an_answer_was_saved_does_not_drop_it(client, study, researcher):
+    """Skipping drops the answer saved for the job: from a stale tab, one the rater had not seen."""
+    client.force_login(researcher)
+    item = services.assignments_of(study, researcher).get(item__position=1).item_id
+    url, skip_url = reverse("labeling:label", args=[study.pk, item]), reverse("labeling:skip", args=[study.pk, item])
+    older = client.get(url).content.decode()
+    assert client.post(url, {"option": [CKPT], "then": "stay", "seen": _seen(older)}).status_code == 302
+    skip = {"option": [BATCH], "skip_reason": "other", "skip_note": "the log is cut", "seen": _seen(older)}
+    response = client.post(skip_url, skip)
+    assert response.status_code == 200
+    assert services.assignments_of(study, researcher).get(item_id=item).skipped_at is None
+    page = html.unescape(response.content.decode())
+    assert "Not saved: your answer to this job changed after this page was opened." in page
+    assert 'value="the log is cut"' in page and 'id="skip-other" checked' in page  # nothing typed is lost
+    assert re.search(rf'id="keep-mine" formaction="{skip_url}">Skip it anyway</button>', page)
+    assert client.post(skip_url, skip | {"seen": _seen(page)}).status_code == 302
+    assert services.assignments_of(study, researcher).get(item_id=item).skip_reason == "other"
+
+
+def test_an_import_over_an_answer_a_rater_has_open_is_shown_not_overwritten(client, study, raters):
+    rater = raters[1]
+    item = study.items.get(position=1)
+    url = reverse("labeling:label", args=[study.pk, item.pk])
+    client.force_login(rater)
+    opened = client.get(url).content.decode()
+    row = f"cluster,job_id,rater,option\n{item.job.cluster.name},{item.job.external_id},{rater.username},{BATCH}\n"
+    assert not exchange.import_labels(study, row).errors
+    response = client.post(url, {"option": [CKPT], "then": "stay", "seen": _seen(opened)})
+    assert response.status_code == 200
+    assert "An imported labels file stored, " in html.unescape(response.content.decode())
+    assert list(Assignment.objects.get(item=item, rater=rater).labels.values_list("option", flat=True)) == [BATCH]
+
+
 def test_a_rater_who_is_not_the_lead_is_told_who_freezes_gold(client, study, raters):
     run_study(study, raters)
     client.force_login(raters[1])

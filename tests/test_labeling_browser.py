@@ -811,3 +811,51 @@ def test_a_long_job_id_wraps_on_the_labeling_page_of_a_phone(browser, live_serve
     browser.get(live_server.url + path)
     assert "0f3c9a7e2b5d4c1e8f6a9b2c3d4e5f60" in body_text(browser)
     assert narrow_window_problems(browser) == []
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_save_from_a_tab_opened_before_another_saved_is_refused_with_the_choice_a_tab_away(
+    browser,  # noqa: F811
+    live_server,
+    team_a,
+):
+    """The rater had the job open in two tabs and saved in each: the second save replaced the first
+    without a word. Now it is refused: the focus is on what is stored now, the rater's ticks and note
+    are still in the form, and Tab, then Enter, saves theirs over it knowingly."""
+    from selenium.webdriver.common.action_chains import ActionChains
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.common.keys import Keys
+    from selenium.webdriver.support.wait import WebDriverWait
+
+    lead, path = _one_job_study(team_a, "Tabs pilot")
+    open_as(browser, live_server.url, lead)
+    with window_width(browser, 1280, height=800):
+        browser.get(live_server.url + path)
+        first_tab = browser.current_window_handle
+        browser.switch_to.new_window("tab")
+        browser.get(live_server.url + path)
+        browser.find_element(By.TAG_NAME, "body").send_keys("6")  # Model checkpointing
+        ActionChains(browser).send_keys("s").perform()
+        WebDriverWait(browser, 10, ignored_exceptions=STALE).until(lambda b: path not in b.current_url)
+        browser.close()
+        browser.switch_to.window(first_tab)
+        browser.find_element(By.TAG_NAME, "body").send_keys("o")  # other: the cursor goes to its note
+        ActionChains(browser).send_keys("a firmware bug", Keys.ESCAPE, "5", "s").perform()
+        WebDriverWait(browser, 10, ignored_exceptions=STALE).until(lambda b: b.find_elements(By.ID, "answer-changed"))
+        box = browser.find_element(By.ID, "answer-changed")
+        assert browser.switch_to.active_element == box  # read out, and Tab goes on from it
+        assert "Not saved: your answer to this job changed after this page was opened." in box.text
+        assert "Model checkpointing" in box.text
+        assert browser.find_element(By.ID, "other_note").get_attribute("value") == "a firmware bug"
+        assert browser.find_element(By.ID, "opt-improper_batch_size").is_selected()
+        form, shown = (browser.execute_script(BOX, e) for e in (browser.find_element(By.ID, "label-form"), box))
+        assert form[1] <= shown[1] and shown[3] <= min(form[3], 800), (shown, form)
+        SHOTS.mkdir(exist_ok=True)
+        browser.save_screenshot(str(SHOTS / "labeling-answer-changed.png"))
+        ActionChains(browser).send_keys(Keys.TAB).perform()
+        assert browser.switch_to.active_element == browser.find_element(By.ID, "keep-mine")
+        ActionChains(browser).send_keys(Keys.ENTER).perform()
+        WebDriverWait(browser, 10, ignored_exceptions=STALE).until(lambda b: path not in b.current_url)
+    assignment = services.assignments_of(lead.labeling_studies.get(), lead).get()
+    assert sorted(assignment.labels.values_list("option", flat=True)) == ["improper_batch_size", "other"]
+    assert assignment.other_note == "a firmware bug"

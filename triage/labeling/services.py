@@ -290,16 +290,59 @@ def clean_answer(chosen: dict[str, str], other_note: str) -> dict[str, str]:
     return {option: (rationale or "").strip() for option, rationale in chosen.items()}
 
 
+class ChangedWhileOpen(LabelingError):
+    """What a form was opened on changed before it came back (its `seen` no longer the stored version):
+    the save is refused, and the page shows `current`, the newer row, with the user's input kept, and
+    sends `version` as its `seen` so that saving again, knowingly, replaces it."""
+
+    def __init__(self, message: str, current, version: str):
+        super().__init__(message)
+        self.current, self.version = current, version
+
+
+def answer_version(assignment: Assignment) -> str:
+    """Which answer of a rater to a job a labeling page shows ("" for none yet): its form sends it back
+    as `seen`, as the adjudication page does its `gold_version`, so that a save over an answer stored
+    since (the same rater in another tab, a stale page, an import) is refused (`save_answer`)."""
+    stored = assignment.saved_at or assignment.skipped_at
+    return stored.isoformat() if stored else ""
+
+
+class AnswerChanged(ChangedWhileOpen):
+    """The rater's answer to the job was saved, skipped or imported after the labeling page was opened."""
+
+    def __init__(self, current: Assignment):
+        if current.skipped_at:
+            what = f"skipped ({current.get_skip_reason_display()})"
+        else:
+            what = ", ".join(OPTION_LABELS.get(label.option, label.option) for label in current.labels.all())
+        super().__init__(
+            f"Your answer to this job changed after this page was opened: {what}. Yours is not saved: it is "
+            "still in the form; save again to keep yours, or take the saved one.",
+            current,
+            answer_version(current),
+        )
+
+
 @transaction.atomic
 def save_answer(
-    assignment: Assignment, chosen: dict[str, str], other_note: str = "", *, source=Assignment.Source.WEB
+    assignment: Assignment,
+    chosen: dict[str, str],
+    other_note: str = "",
+    *,
+    source=Assignment.Source.WEB,
+    seen: str | None = None,
 ) -> Assignment:
     """Store a rater's options (option -> rationale) for one job, replacing what they had saved; the
-    answer's source is where this one came from (an imported answer changed on the page is the page's)."""
+    answer's source is where this one came from (an imported answer changed on the page is the page's).
+    `seen`: the `answer_version` the labeling page showed; an answer stored since is not replaced unseen
+    (AnswerChanged), unless this one is the same answer."""
     link = StudyRater.objects.select_for_update().get(study_id=assignment.item.study_id, user_id=assignment.rater_id)
     if link.submitted_at is not None and source != Assignment.Source.IMPORT:
         raise LabelingError("Your labels for this study are submitted and can no longer change.")
     chosen = clean_answer(chosen, other_note)
+    if seen is not None:
+        _refuse_if_changed(assignment, seen, chosen, other_note.strip() if OTHER in chosen else "")
     assignment.labels.all().delete()
     Label.objects.bulk_create([Label(assignment=assignment, option=o, rationale=r) for o, r in sorted(chosen.items())])
     assignment.other_note = other_note.strip() if OTHER in chosen else ""
@@ -308,6 +351,30 @@ def save_answer(
     assignment.skipped_at, assignment.skip_reason, assignment.skip_note = None, "", ""  # an answer replaces a skip
     assignment.save(update_fields=["other_note", "saved_at", "source", "skipped_at", "skip_reason", "skip_note"])
     return assignment
+
+
+def _refuse_if_changed(
+    assignment: Assignment,
+    seen: str,
+    chosen: dict[str, str] | None = None,
+    other_note: str = "",
+    skip: tuple[str, str] | None = None,
+) -> None:
+    """AnswerChanged when the stored answer (read again under the caller's lock) is not the one the
+    page showed: the answer `chosen` (with `other_note`) or the `skip` (reason, note) it sends would
+    replace one the rater has not seen. The same answer sent twice (a second tab saying what the first
+    did) is no conflict."""
+    current = Assignment.objects.prefetch_related("labels").get(pk=assignment.pk)
+    current.item = assignment.item  # the same job, already read with its cluster and team
+    if answer_version(current) == seen:
+        return
+    if skip is not None:
+        same = current.skipped_at is not None and (current.skip_reason, current.skip_note) == skip
+    else:
+        stored = {label.option: label.rationale for label in current.labels.all()}
+        same = current.saved_at is not None and stored == chosen and current.other_note == other_note
+    if not same:
+        raise AnswerChanged(current)
 
 
 SKIP_NOTE_MAX = Assignment._meta.get_field("skip_note").max_length
@@ -329,13 +396,18 @@ def clean_skip(reason: str, note: str) -> tuple[str, str]:
 
 
 @transaction.atomic
-def skip_job(assignment: Assignment, reason: str, note: str = "", *, source=Assignment.Source.WEB) -> Assignment:
+def skip_job(
+    assignment: Assignment, reason: str, note: str = "", *, source=Assignment.Source.WEB, seen: str | None = None
+) -> Assignment:
     """The rater cannot judge this job: no labels (any saved answer is dropped), the reason kept, and
-    the job leaves their queue. Agreement leaves the job out of their pairs (`collect_skips`)."""
+    the job leaves their queue. Agreement leaves the job out of their pairs (`collect_skips`). `seen`,
+    as for `save_answer`: a skip does not drop, unseen, an answer saved since the page was opened."""
     link = StudyRater.objects.select_for_update().get(study_id=assignment.item.study_id, user_id=assignment.rater_id)
     if link.submitted_at is not None and source != Assignment.Source.IMPORT:
         raise LabelingError("Your labels for this study are submitted and can no longer change.")
     reason, note = clean_skip(reason, note)
+    if seen is not None:
+        _refuse_if_changed(assignment, seen, skip=(reason, note))
     assignment.labels.all().delete()
     assignment.other_note, assignment.saved_at = "", None
     assignment.skipped_at, assignment.skip_reason, assignment.skip_note = timezone.now(), reason, note
@@ -409,15 +481,16 @@ def options_every_rater_chose(answers: list[set[str]]) -> set[str]:
     return set.intersection(*answers) if len(answers) >= 2 else set()
 
 
-class GoldChanged(LabelingError):
+class GoldChanged(ChangedWhileOpen):
     """Someone else saved gold labels for the job after the adjudication page was opened."""
 
     def __init__(self, current: Adjudication):
-        self.current = current
         labels = ", ".join(OPTION_LABELS.get(o, o) for o in current.options) or "nothing ticked"
         super().__init__(
             f"{current.decided_by} saved gold labels for this job while you had it open: {labels} ({current.note}). "
-            "Yours are not saved: they are ticked below; save again to replace theirs."
+            "Yours are not saved: they are ticked below; save again to replace theirs.",
+            current,
+            gold_version(current),
         )
 
 

@@ -219,23 +219,31 @@ def _artifact_views(job) -> list[dict]:
 def label_job(request, pk: int, item: int):
     study = services.get_study(request.user, pk)
     assignment = _own_assignment(request, study, item)
+    if request.method != "POST":
+        return _label_page(request, study, assignment)
+    chosen = {o: request.POST.get(f"rationale-{o}", "") for o in request.POST.getlist("option") if o in OPTIONS}
+    try:
+        services.save_answer(assignment, chosen, request.POST.get("other_note", ""), seen=request.POST.get("seen"))
+    except services.AnswerChanged as exc:
+        return _label_page(request, study, exc.current, changed=exc)
+    except services.LabelingError as exc:
+        return _label_page(request, study, assignment, error=str(exc), error_field=exc.field)
+    _say_saved(request, study, assignment, moving_on=request.POST.get("then") != "stay")
+    if request.POST.get("then") == "stay":
+        return redirect("labeling:label", pk=study.pk, item=item)
+    return redirect(f"{_url('labeling:label-next', study.pk)}?after={assignment.item.position}")
+
+
+def _label_page(request, study, assignment, *, error=None, error_field=None, changed=None, skipping=False):
+    """The labeling page of one job: the stored answer in the form, or, after a refused save or skip
+    (`skipping`) (`error`, or `changed`: an answer stored since the page was opened), what the rater sent."""
     link = services.rater_link(request.user, study)
-    error = error_field = None
-    if request.method == "POST":
-        chosen = {o: request.POST.get(f"rationale-{o}", "") for o in request.POST.getlist("option") if o in OPTIONS}
-        try:
-            services.save_answer(assignment, chosen, request.POST.get("other_note", ""))
-        except services.LabelingError as exc:
-            error, error_field = str(exc), exc.field
-        else:
-            _say_saved(request, study, assignment, moving_on=request.POST.get("then") != "stay")
-            if request.POST.get("then") == "stay":
-                return redirect("labeling:label", pk=study.pk, item=item)
-            return redirect(f"{_url('labeling:label-next', study.pk)}?after={assignment.item.position}")
     job = assignment.item.job
-    mine = {label.option: label.rationale for label in assignment.labels.all()}
-    if error:  # show what they ticked, not what was saved
+    sent = bool(error or changed)  # show what they ticked and typed, not what was saved
+    if sent:
         mine = {o: request.POST.get(f"rationale-{o}", "") for o in request.POST.getlist("option")}
+    else:
+        mine = {label.option: label.rationale for label in assignment.labels.all()}
     groups = option_groups()
     for group in groups:
         for option in group["options"]:
@@ -255,9 +263,16 @@ def label_job(request, pk: int, item: int):
             "assignment": assignment,
             "job": job,
             "groups": groups,
-            "other_note": request.POST.get("other_note", "") if error else assignment.other_note,
+            "other_note": request.POST.get("other_note", "") if sent else assignment.other_note,
             "error": error,
             "error_field": error_field,
+            "changed": changed,
+            # The version of the stored answer this page shows, sent back with the form (`answer_version`).
+            "seen": services.answer_version(assignment),
+            "then": request.POST.get("then") if request.POST.get("then") in ("next", "stay") else "next",
+            "skipping": skipping,
+            "skip_reason": request.POST.get("skip_reason", "") if sent else assignment.skip_reason,
+            "skip_note": request.POST.get("skip_note", "") if sent else assignment.skip_note,
             "saved": saved,
             "total": total,
             "skipped": skipped,
@@ -294,7 +309,14 @@ def skip_job(request, pk: int, item: int):
     study = services.get_study(request.user, pk)
     assignment = _own_assignment(request, study, item)
     try:
-        services.skip_job(assignment, request.POST.get("skip_reason", ""), request.POST.get("skip_note", ""))
+        services.skip_job(
+            assignment,
+            request.POST.get("skip_reason", ""),
+            request.POST.get("skip_note", ""),
+            seen=request.POST.get("seen"),
+        )
+    except services.AnswerChanged as exc:
+        return _label_page(request, study, exc.current, changed=exc, skipping=True)
     except services.LabelingError as exc:
         messages.error(request, f"Not skipped: {exc}")
         return redirect("labeling:label", pk=study.pk, item=item)
@@ -460,7 +482,7 @@ def adjudicate(request, pk: int, item: int):
             )
         except services.GoldChanged as exc:
             form.add_error(None, str(exc))
-            current, seen = exc.current, services.gold_version(exc.current)
+            current, seen = exc.current, exc.version
         except services.LabelingError as exc:
             form.add_error(None, str(exc))
         else:
