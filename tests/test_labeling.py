@@ -384,6 +384,16 @@ def test_a_rater_who_has_labelled_every_job_can_review_them_before_and_after_sub
         services.submit(study, researcher)
 
 
+def test_the_question_before_submitting_names_a_study_whose_name_asks_a_question_once(client, raters, jobs):
+    """The demo study is "Demo: why do low-utilization GPUs idle?": the confirmation read "Submit your
+    labels for Demo: why do low-utilization GPUs idle?? They are final". The name is on a line of its own."""
+    study = services.create_study(name="Why idle?", lead=raters[0], raters=raters, sample_size=2, seed=3)
+    client.force_login(raters[0])
+    page = client.get(reverse("labeling:study", args=[study.pk])).content.decode()
+    asked = html.unescape(re.search(r'data-confirm="([^"]*)"', page).group(1))
+    assert asked == "Submit your labels? They are final: afterwards you cannot change them.\n\nStudy: Why idle?"
+
+
 def test_submitting_needs_every_job_labelled(client, study, researcher):
     client.force_login(researcher)
     response = client.post(reverse("labeling:submit", args=[study.pk]), follow=True)
