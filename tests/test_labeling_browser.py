@@ -206,6 +206,31 @@ def test_the_adjudication_page_ticks_options_by_their_keys(browser, live_server,
 
 
 @pytest.mark.django_db(transaction=True)
+def test_ctrl_enter_in_the_adjudication_note_saves_the_gold_labels(browser, live_server, submitted_study):  # noqa: F811
+    """Ctrl+Enter saves on the labeling page; in the adjudication page's note, where a lead types last,
+    it did nothing (the key looked for the labeling page's Save and next), and Enter there starts a new
+    line: the lead had to Tab on to the button."""
+    from selenium.webdriver.common.action_chains import ActionChains
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.common.keys import Keys
+    from selenium.webdriver.support.wait import WebDriverWait
+
+    study, lead, _ = submitted_study
+    item = study.items.get(position=1)
+    open_as(browser, live_server.url, lead)
+    page = f"{live_server.url}/studies/{study.pk}/adjudicate/{item.pk}/"
+    browser.get(page)
+    browser.find_element(By.TAG_NAME, "body").send_keys("6")
+    browser.execute_script("arguments[0].focus()", browser.find_element(By.ID, "id_note"))
+    ActionChains(browser).send_keys("gaps line up with the saves").perform()
+    ActionChains(browser).key_down(Keys.CONTROL).send_keys(Keys.ENTER).key_up(Keys.CONTROL).perform()
+    WebDriverWait(browser, 5, ignored_exceptions=STALE).until(lambda b: b.current_url != page)
+    item.adjudication.refresh_from_db()
+    assert item.adjudication.options == [Category.MODEL_CHECKPOINTING.value]
+    assert item.adjudication.note == "gaps line up with the saves"
+
+
+@pytest.mark.django_db(transaction=True)
 def test_submitting_labels_asks_first_since_it_is_final(browser, live_server, team_a):  # noqa: F811
     from selenium.webdriver.common.by import By
     from selenium.webdriver.support import expected_conditions

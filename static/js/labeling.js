@@ -46,6 +46,12 @@
     var button = document.getElementById("save-next");
     if (button) { form.requestSubmit(button); }
   }
+  // Ctrl+Enter: save and next, or on the adjudication page (no such button) save the gold labels, the
+  // way out of its note, where Enter starts a new line. A plain s there still does nothing.
+  function saveFromAnywhere() {
+    var button = document.getElementById("save-next") || document.getElementById("save-gold");
+    if (button) { form.requestSubmit(button); }
+  }
 
   boxes.forEach(function (box) { box.addEventListener("change", function () { changed(box); }); });
 
@@ -73,7 +79,7 @@
   document.addEventListener("keydown", function (event) {
     var target = event.target;
     var typing = target && (target.tagName === "TEXTAREA" || (target.tagName === "INPUT" && target.type === "text"));
-    if ((event.ctrlKey || event.metaKey) && event.key === "Enter") { event.preventDefault(); saveAndNext(); return; }
+    if ((event.ctrlKey || event.metaKey) && event.key === "Enter") { event.preventDefault(); saveFromAnywhere(); return; }
     if (typing) {
       if (event.key === "Escape") { target.blur(); }
       // Enter in the skip's note skips (the form's first button, which Enter would press, saves).
