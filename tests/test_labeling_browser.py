@@ -884,3 +884,31 @@ def test_a_save_from_a_tab_opened_before_another_saved_is_refused_with_the_choic
     assignment = services.assignments_of(lead.labeling_studies.get(), lead).get()
     assert sorted(assignment.labels.values_list("option", flat=True)) == ["improper_batch_size", "other"]
     assert assignment.other_note == "a firmware bug"
+
+
+@pytest.mark.django_db(transaction=True)
+def test_leaving_a_refused_answer_asks_first_but_taking_the_saved_one_does_not(browser, live_server, team_a):  # noqa: F811
+    """A refused save comes back with the rater's answer in the form, unsaved: a link away (or ]) left it
+    without asking, as the page had only just opened with it. Now it asks; Take the saved one, the
+    rater's own choice to drop theirs, does not."""
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support import expected_conditions
+    from selenium.webdriver.support.wait import WebDriverWait
+
+    lead, path = _one_job_study(team_a, "Leave pilot")
+    item = services.assignments_of(lead.labeling_studies.get(), lead).get()
+    open_as(browser, live_server.url, lead)
+    browser.get(live_server.url + path)
+    services.save_answer(item, {"model_checkpointing": "idle every 20 minutes"})  # from another tab
+    browser.find_element(By.TAG_NAME, "body").send_keys("5")
+    browser.find_element(By.TAG_NAME, "body").send_keys("s")
+    WebDriverWait(browser, 10, ignored_exceptions=STALE).until(lambda b: b.find_elements(By.ID, "answer-changed"))
+    browser.find_element(By.LINK_TEXT, "Leave pilot").click()
+    alert = WebDriverWait(browser, 5).until(expected_conditions.alert_is_present())
+    assert "not saved" in alert.text
+    alert.dismiss()
+    assert browser.find_element(By.ID, "opt-improper_batch_size").is_selected()
+    browser.find_element(By.ID, "take-saved").click()
+    WebDriverWait(browser, 5, ignored_exceptions=STALE).until(lambda b: not b.find_elements(By.ID, "answer-changed"))
+    assert browser.find_element(By.ID, "opt-model_checkpointing").is_selected()
+    assert not browser.find_element(By.ID, "opt-improper_batch_size").is_selected()

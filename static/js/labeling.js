@@ -64,7 +64,9 @@
     });
     return parts.join("&");
   }
-  var opened = state();
+  // A form sent back refused (data-unsaved: an error, or an answer stored since the page opened) holds
+  // the rater's answer, not the stored one: leaving it asks even before anything changes again.
+  var opened = form.hasAttribute("data-unsaved") ? null : state();
   var UNSAVED = "Your changes to this job are not saved. Leave it anyway?\n\n(Cancel, then press s to save and go on.)";
   function mayLeave() { return state() === opened || window.confirm(UNSAVED); }
   // Any link that leaves the page (previous / next, the study, "Change it" on the job just saved), not
@@ -72,7 +74,7 @@
   document.addEventListener("click", function (event) {
     var link = event.target.closest && event.target.closest("a[href]");
     if (!link || link.target === "_blank" || event.ctrlKey || event.metaKey || event.shiftKey) { return; }
-    if (link.getAttribute("href").charAt(0) === "#") { return; }
+    if (link.getAttribute("href").charAt(0) === "#" || link.id === "take-saved") { return; }  // chosen: drop theirs
     if (!mayLeave()) { event.preventDefault(); }
   });
 
