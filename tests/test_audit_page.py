@@ -93,8 +93,8 @@ def test_the_log_narrows_by_action_and_by_who(operator_client, entries):
     ("query", "problem"),
     [
         ("action=token.explode", "Action: No entry records the action “token.explode”."),
-        ("user=mallory", "User: No entry was made by “mallory”."),
-        ("user=%3Cscript%3E", "User: No entry was made by “&lt;script&gt;”."),
+        ("user=mallory", "Who: No entry was made by “mallory”."),  # as the form names it
+        ("user=%3Cscript%3E", "Who: No entry was made by “&lt;script&gt;”."),
     ],
 )
 def test_an_unknown_action_or_user_is_said_not_an_empty_log(operator_client, entries, query, problem):

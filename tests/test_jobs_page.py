@@ -73,10 +73,19 @@ def test_the_utilization_source_menu_says_its_choices_in_plain_words(client, ope
 
 
 def test_bad_filter_values_show_a_message_not_an_error(client, operator, jobs):
+    """The message named each filter by its parameter in the address ("util_min: Enter a number."), which the
+    form shows nowhere: it names it as the form does."""
     client.force_login(operator)
     response = client.get(reverse("dashboard:job-list"), {"util_min": "lots", "start_from": "yesterday"})
     assert response.status_code == 200
-    assert b"Showing all jobs instead" in response.content
+    page = response.content.decode()
+    assert "Showing all jobs instead" in page
+    assert "<p>Mean utilization at least: Enter a number.</p>" in page
+    assert "<p>Started from: Enter a valid date.</p>" in page
+    assert 'aria-label="Mean utilization at least"' in page  # the field the message names
+    page = client.get(reverse("dashboard:job-list"), {"sort": "best", "util_source": "x"}).content.decode()
+    assert "<p>Order: Select a valid choice. best is not one of the available choices.</p>" in page
+    assert "<p>Where the utilization figure came from: Select a valid choice." in page
 
 
 def test_member_cannot_filter_their_way_into_another_team(client, member_a, jobs):
@@ -214,8 +223,13 @@ def test_a_job_page_gives_every_time_with_its_zone(client, member_a, team_a):
     assert "<dt>Submitted</dt><dd>–</dd>" in page
 
 
-@pytest.mark.parametrize(("field", "limit"), [("q", 500), ("user", 200), ("name", 500), ("state", 50)])
-def test_a_search_longer_than_any_job_holds_is_a_form_error_naming_the_field(client, operator, jobs, field, limit):
+@pytest.mark.parametrize(
+    ("field", "label", "limit"),
+    [("q", "Search", 500), ("user", "User (whole name)", 200), ("name", "Job name", 500), ("state", "State", 50)],
+)
+def test_a_search_longer_than_any_job_holds_is_a_form_error_naming_the_field(
+    client, operator, jobs, field, label, limit
+):
     """A 100,000-character search or user was a server error on SQLite (the embedded default:
     "LIKE or GLOB pattern too complex"), in the list and its CSV alike. Longer than the field it
     searches, it can match nothing: the form says so and lists all jobs, as for any other error."""
@@ -223,7 +237,7 @@ def test_a_search_longer_than_any_job_holds_is_a_form_error_naming_the_field(cli
     response = client.get(reverse("dashboard:job-list"), {field: "x" * 100_000})
     assert response.status_code == 200
     warning = re.search(r'<div class="message warning">(.*?)</div>', response.content.decode(), re.S).group(1)
-    assert f"<p>{field}: Ensure this value has at most {limit} characters (it has 100000).</p>" in warning
+    assert f"<p>{label}: Ensure this value has at most {limit} characters (it has 100000).</p>" in warning
     assert len(response.context["page"].object_list) == 3
     assert client.get(reverse("dashboard:job-list"), {field: "x" * 100_000, "format": "csv"}).status_code == 200
     assert names(client, **{field: "x" * limit}) == []  # as long as it may be: searched, nothing found
@@ -476,8 +490,23 @@ def test_a_run_filter_that_is_no_run_number_says_so_in_plain_words(client, opera
     response = client.get(reverse("dashboard:job-list"), {"run": sent})
     assert response.status_code == 200
     page = response.content.decode()
-    assert f"<p>run: {message}</p><p>Showing all jobs instead.</p>" in page and job.name in page
+    assert f"<p>Ingest run: {message}</p><p>Showing all jobs instead.</p>" in page and job.name in page
     assert 'id="run-filter"' not in page
+
+
+def test_a_run_filter_naming_a_run_that_does_not_exist_says_there_is_no_such_run(client, operator, team_a):
+    """`/jobs/?run=<a number no run has>` (a run deleted since, a typo in a bookmarked link) listed no job under
+    "The jobs that ingest run #N created or updated": as if the run had stored none. It says there is no such
+    run and lists every job, as the API's `ingest_run` does with a 400."""
+    from fleet.models import IngestRun
+
+    job = JobFactory(team=team_a)
+    missing = (IngestRun.objects.order_by("-pk").values_list("pk", flat=True).first() or 0) + 1000
+    client.force_login(operator)
+    response = client.get(reverse("dashboard:job-list"), {"run": missing})
+    page = response.content.decode()
+    assert f"<p>Ingest run: No ingest run #{missing}.</p><p>Showing all jobs instead.</p>" in page
+    assert job.name in page and 'id="run-filter"' not in page
 
 
 def test_a_job_opened_from_a_team_or_a_cause_leads_back_to_those_jobs_of_the_period(client, operator, jobs):

@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import django_filters
 from django import forms
+from django.core.exceptions import ValidationError
 from django.db.models import Case, Exists, F, FloatField, OuterRef, Q, Subquery, Sum, Value, When
 
 from fleet.forms import RowIdField
-from fleet.models import Cluster, Job, Team
+from fleet.models import Cluster, IngestRun, Job, Team
 from triage import feedback
 from triage.dashboard.queries import UTIL_SOURCES
 from triage.models import Finding, JobTriage, TriageStatus, without_current_triage
@@ -36,6 +37,13 @@ class RowIdFilter(django_filters.NumberFilter):
     form error (a 400 in the API), not a server error."""
 
     field_class = RowIdField
+
+
+def ingest_run_exists(number: int) -> None:
+    """A run filter's number that no run has (deleted since, a typo) is an error, as in the API's `ingest_run`:
+    the list said "The jobs that ingest run #N created or updated" above no job, as if the run had stored none."""
+    if not IngestRun.objects.filter(pk=number).exists():
+        raise ValidationError(f"No ingest run #{number}.", code="missing")
 
 
 # The search box's words looked for, at most: 500 characters hold 250 words, each a clause of the query.
@@ -85,8 +93,14 @@ class JobFilter(django_filters.FilterSet):
         empty_label="Any answer",
         label="Owners' answer",
     )
-    util_min = django_filters.NumberFilter(field_name="mean_gpu_util", lookup_expr="gte", label="Util ≥ %")
-    util_max = django_filters.NumberFilter(field_name="mean_gpu_util", lookup_expr="lte", label="Util ≤ %")
+    # Each filter's label is what its form field is called (its aria-label), and what a bad value's message
+    # names: "util_min: Enter a number." named a parameter of the address, which the form shows nowhere.
+    util_min = django_filters.NumberFilter(
+        field_name="mean_gpu_util", lookup_expr="gte", label="Mean utilization at least"
+    )
+    util_max = django_filters.NumberFilter(
+        field_name="mean_gpu_util", lookup_expr="lte", label="Mean utilization at most"
+    )
     # `?no_util=true`: the jobs without a mean GPU utilization (no GPU samples), which no utilization
     # range can hold; the overview and a team's page link here to the jobs their histogram leaves out.
     no_util = django_filters.BooleanFilter(
@@ -103,6 +117,7 @@ class JobFilter(django_filters.FilterSet):
         ],
         method="with_util_source",
         empty_label="Utilization from any source",
+        label="Where the utilization figure came from",
         widget=forms.Select(attrs={"aria-label": "Where the utilization figure came from"}),
     )
     start_from = django_filters.DateFilter(field_name="start_time", lookup_expr="date__gte", label="Started from")
@@ -114,11 +129,13 @@ class JobFilter(django_filters.FilterSet):
         label="Ingest run",
         not_a_number="Ingest run must be a run number, such as run=42",
         missing="No ingest run #{number}.",
+        validators=[ingest_run_exists],
     )
     sort = django_filters.ChoiceFilter(
         choices=[(key, label) for key, (label, _) in SORTS.items()],
         method="sorted",
         empty_label=None,  # no order chosen is "start", the first: one "Newest first", not two
+        label="Order",
         widget=forms.Select(attrs={"aria-label": "Order"}),
     )
 
