@@ -5,6 +5,7 @@ one reading of a command's assignments (`_assignments`); and what program a laun
 from __future__ import annotations
 
 import re
+import shlex
 
 import pytest
 
@@ -492,3 +493,26 @@ def test_a_newline_inside_quotes_stays_in_its_word():
         ["echo", "c"],
     ]
     assert command_facts("pip install -r requirements.txt\njupyter lab --port 8888") == ["install", "interactive"]
+
+
+@pytest.mark.parametrize(
+    "container",
+    [
+        # a Kubernetes container's command and args, as the connector joins them (shlex.join): the script a shell's
+        # `-c` string holds is the job's command, a line a command
+        ["/bin/bash", "-c", "pip install -r requirements.txt\ntorchrun --nproc_per_node 8 train.py"],
+        ["bash", "-lc", "cd /work && torchrun --nproc_per_node 8 train.py"],
+        ["sh", "-e", "-c", "set -x; torchrun --nproc_per_node 8 train.py", "sh"],
+        ["/bin/bash", "-o", "pipefail", "-c", "torchrun --nproc_per_node 8 train.py | tee log.txt"],
+    ],
+)
+def test_the_script_of_a_shells_c_string_in_the_jobs_command_is_read(container):
+    # `/bin/bash -c '...'` was one command, bash's: no launch was read from a Kubernetes job's command
+    command = shlex.join(container)
+    (launch,) = [fact for fact in command_code_facts(command) if fact.kind == "command_launch"]
+    assert launch.detail["launcher"] == "torchrun" and launch.detail.get("processes") == 8
+    assert "launch" in command_facts(command)
+
+
+def test_a_shell_running_a_script_file_is_not_read_as_a_c_string():
+    assert command_code_facts("bash run.sh 'torchrun --nproc_per_node 8 train.py'") == []

@@ -414,7 +414,7 @@ def _launches(scripts: list[tuple[str, str]], command: str) -> list[list[str]]:
                 commands.extend(variables.read(line))
     if command.strip() and not command.strip().startswith("#"):
         with contextlib.suppress(ValueError):  # an unbalanced quote: no launch read from it
-            commands.extend(split_shell(command))
+            commands.extend(split_command(command))
     return [argv for argv in commands if _command_kind(argv) in ("launch", "python")]
 
 
@@ -2593,7 +2593,7 @@ def _allocated_commands(commands: list[list[str]]) -> list[tuple[list[str], dict
             runs = [allocating[2]]
         elif allocating is not None and allocating[0] == "sbatch" and (wrapped := _wrapped(argv)) is not None:
             try:
-                runs = split_shell(wrapped)
+                runs = split_command(wrapped)
             except ValueError:
                 continue
         if runs is None:
@@ -2617,7 +2617,7 @@ def _submitted_allocation(command: str, path: str) -> tuple[tuple[tuple[str, str
     (`_allocated_commands`). And whether the script may be the job's batch script, whose `#SBATCH` lines sbatch
     read: not one such a command runs (below)."""
     try:
-        commands = split_shell(command)
+        commands = split_command(command)
     except ValueError:
         return (), True
     submitted: tuple[tuple[str, str], ...] | None = ()
@@ -3066,6 +3066,55 @@ def split_shell(line: str) -> list[list[str]]:
     return _commands(list(lexer))
 
 
+# bash(1): "-c  If the -c option is present, then commands are read from the first non-option argument
+# command_string"; its options that take the next word (`-o pipefail`, `-O extglob`, `--rcfile FILE`) are set apart
+_SHELL_PROGRAMS = ("bash", "sh", "dash", "zsh")
+_SHELL_VALUED = {"-o", "+o", "-O", "+O", "--rcfile", "--init-file"}
+_COMMAND_STRING_DEPTH = 3  # `bash -c "sh -c '...'"`: a few shells deep at most
+
+
+def _command_string(argv: list[str]) -> str | None:
+    """The commands a shell runs from its `-c` string where it is the command's program (`bash -c 'cd /work &&
+    torchrun ...'`, `/bin/sh -ec '...'`, `bash -lc`); None for any other command, a shell running a script file
+    (`bash run.sh`), and one under a wrapper (`srun bash -c '...'` runs it in each task: read as the srun it is)."""
+    if not argv or argv[0].rsplit("/", 1)[-1] not in _SHELL_PROGRAMS:
+        return None
+    reads_string, index = False, 1
+    while index < len(argv):
+        word = argv[index]
+        if word == "--":
+            index += 1
+            break
+        if word in _SHELL_VALUED:
+            index += 2
+            continue
+        if not word.startswith(("-", "+")) or word in ("-", "+"):
+            break
+        reads_string = reads_string or (not word.startswith("--") and "c" in word[1:])
+        index += 1
+    return argv[index] if reads_string and index < len(argv) else None
+
+
+def split_command(command: str) -> list[list[str]]:
+    """The simple commands of the job's submitted command line (`split_shell`), a shell's `-c` string read as the
+    commands it runs in its place: a Kubernetes container's `["/bin/bash", "-c", "pip install ...\ntorchrun ..."]`
+    (joined with shlex by the connector) is the install and the launch, a line a command. ValueError for an
+    unbalanced quote on the command line; a `-c` string that is not read (an unbalanced quote) is left as the
+    shell's command."""
+    return _command_strings_read(split_shell(command), _COMMAND_STRING_DEPTH)
+
+
+def _command_strings_read(commands: list[list[str]], depth: int) -> list[list[str]]:
+    out = []
+    for argv in commands:
+        string = _command_string(argv) if depth else None
+        try:
+            out.extend(_command_strings_read(split_shell(string), depth - 1) if string is not None else [argv])
+        except ValueError:
+            out.append(argv)
+    return out
+
+
 _LAYOUT_OPTIONS = {
     "--ntasks-per-node": "ntasks_per_node",
     "--cpus-per-task": "cpus_per_task",
@@ -3326,7 +3375,7 @@ def command_code_facts(command: str) -> list[CodeFact]:
     JOB_COMMAND; its launches as `command_launch` facts, so that rules know which flags the job was run with; and
     its remote URIs (`--data s3://...`) as `remote_path` facts, as a shell script's launch line gives them."""
     try:
-        commands = split_shell(command)
+        commands = split_command(command)
     except ValueError:
         return []
     facts, shown = [], command.strip()[:500]
@@ -3354,6 +3403,6 @@ def command_code_facts(command: str) -> list[CodeFact]:
 def command_facts(command: str) -> list[str]:
     """Kinds of the simple commands in a job's submitted command line (e.g. ['interactive'])."""
     try:
-        return [kind for argv in split_shell(command) if (kind := _command_kind(argv))]
+        return [kind for argv in split_command(command) if (kind := _command_kind(argv))]
     except ValueError:
         return []

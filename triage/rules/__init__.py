@@ -274,15 +274,18 @@ from triage.rules.registry import RULES, THRESHOLDS, Finding, Status, TriageResu
 #      is removed with nothing in its place (`--nproc_per_node=\` then `1` was `--nproc_per_node=` and `1`: not
 #      torchrun's one process), a '\' followed by a blank or escaped (`\\`) continues no line (`srun -n 8 \ ` then
 #      `python train.py` was one srun of 8 tasks; bash runs a plain python), and in the job's command a newline ends a
-#      command as `;` does (`cd /work` then `srun -n 8 python train.py`, a multi-line Kubernetes or imported command,
-#      was one `cd` command: no launch at all)
+#      command as `;` does (`cd /work` then `srun -n 8 python train.py`, an imported job's multi-line command, was one
+#      `cd` command: no launch at all)
+#      also: a job command that is a shell's -c string (`/bin/bash -c 'pip install ...\ntorchrun --nproc_per_node 8
+#      train.py'`, as the Kubernetes connector joins a container's command and args) is read as the commands it runs
+#      (it was bash's one command: no launch, no install)
 #      also: SLURM_NNODES is no srun input (srun reads SLURM_JOB_NUM_NODES as -N since Slurm 20.02, src/srun/opt.c's
 #      env_vars: `export SLURM_NNODES=2` before `srun --ntasks-per-node=4` was 8 tasks, now 4)
 #      also: an allocation given --ntasks-per-node and no --ntasks (nor a node range) sets the job's task count, nodes
-#      × tasks a node, as SLURM_NTASKS (src/sbatch/opt.c, _opt_verify; src/common/env.c, env_array_for_batch_job),
+#      times tasks a node, as SLURM_NTASKS (src/sbatch/opt.c, _opt_verify; src/common/env.c, env_array_for_batch_job),
 #      which srun takes over its own -N or --ntasks-per-node (`#SBATCH -N 2 --ntasks-per-node=8` then `srun
 #      --ntasks-per-node=1 python train.py` was 2 tasks, unused GPUs; now 16) and a plain `SLURM_NTASKS=2` changes
-#      (it was the shell's own: 8 tasks); salloc's likewise replaces a SLURM_NTASKS exported before it
+#      (it was the shell's own); salloc's likewise replaces a SLURM_NTASKS exported before it
 #      also: a command under sudo without -E / --preserve-env (or a --preserve-env=LIST naming a SLURM_ variable) gets
 #      none of the script's environment, the allocation's SLURM_* variables included (sudoers' env_reset): `sudo srun
 #      python train.py` under `#SBATCH -n 8` was 8 tasks, uneven use; now srun's own options alone, one task; a
