@@ -168,6 +168,9 @@ def fleet(team_a, team_b, member_a, operator):
         mean_gpu_util=25,
         cost="24.00",
     )
+    # The data begin two weeks before the week (a fleet's data did not start in the week before it): the
+    # digests compare with a whole week and judge each change (`week_before_partly_in_data`).
+    JobFactory(team=team_a, name="older", start_time=WEEK_START - 14 * day, gpu_hours=1, mean_gpu_util=90)
     JobFactory(
         team=team_b,
         name="b-busy",
@@ -1310,6 +1313,8 @@ def test_fewer_jobs_are_not_called_an_improvement(fleet, team_b, operator, clien
         )  # fmt: skip
         for n in range(3)
     ]  # 120 GPU-hours, 25 % unused
+    # Its data begin before that week: a whole week to judge the changes against (`week_before_partly_in_data`).
+    JobFactory(team=team_b, name="b-older", start_time=WEEK_START - 14 * day, gpu_hours=1, mean_gpu_util=90)
     triaged(week_before[0], rules, (Category.REMOTE_DATA_READING, 6.0, {}))
     triaged(week_before[1], rules, (Category.MODEL_CHECKPOINTING, 3.0, {}))
     slow = JobFactory(team=team_b, name="b-slow", start_time=WEEK_START + 2 * day,
@@ -1599,13 +1604,34 @@ def test_a_team_s_first_week_says_there_were_no_jobs_the_week_before_to_compare_
     assert "(week before 0.0, up from 0)" in text and "to compare with." not in text.split("WHERE THE WASTE")[0]
 
 
+def test_a_week_before_the_data_only_partly_covers_is_compared_but_not_judged(team_b, operator, client):
+    """Team B's data starts on Friday 2026-11-13, three days before the week: its digest coloured 'Waste
+    share ▼ -80 pts' green and listed 'Waste share fell from 90 % to 10 %.' as an improvement, against a
+    week of which it held three days. As the dashboard's cards (a period the data only partly covers),
+    the changes are shown but judged neither better nor worse, and a note says why, in both parts."""
+    JobFactory(team=team_b, name="b-late", start_time=WEEK_START - timedelta(days=3),
+               gpu_hours=2, unused_gpu_hours=1.8, mean_gpu_util=10, cost="4.00")  # fmt: skip
+    JobFactory(team=team_b, name="b-busy", start_time=WEEK_START + timedelta(days=1),
+               gpu_hours=20, unused_gpu_hours=2, mean_gpu_util=90, cost="40.00")  # fmt: skip
+    client.force_login(operator)
+    url = reverse("digests:preview-team", args=["team-b", WEEK])
+    text = client.get(url, {"part": "text"}).content.decode()
+    html = client.get(url, {"part": "html"}).content.decode()
+    note = "The week before is only partly in the data (jobs from 2026-11-13), so no change is judged better or worse."
+    assert "Waste share              10 %      (week before 90 %, -80 pts)" in text
+    for part in (text, html):
+        assert note in part
+        assert "Waste share fell" not in part and "▼" not in part and "▲" not in part
+    assert "#176b3a" not in html.split("Where the waste comes from")[0]  # no figure coloured better
+
+
 def test_a_first_week_shows_no_figure_for_the_week_before_not_0(smtp, fleet, team_b, operator):
     """Team B's first week (its jobs start on 2026-11-17), and with the old run gone the fleet's: the week
     before had no jobs because the data starts after it, yet both digests read 'week before 0.0' and
     '0 USD' on each figure, and 'Nothing measurably improved on the week before' of a week not in the
     data. As the dashboard's cards, the week before is no figure ('–') and a note says why, in both parts
     of the team digest and the operators' digest, as their readers receive them."""
-    Job.objects.filter(name="old-run").delete()
+    Job.objects.filter(name__in=["old-run", "older"]).delete()
     Subscription.objects.create(user=operator, kind=DigestKind.TEAM, team=team_b, active=True)
     send_weekly_task.delay(WEEK).get()
     received = {message["Subject"].split(",")[0]: parts(message) for message in smtp.to(operator.email)}

@@ -299,13 +299,16 @@ class Kpi:
         return queries.trend(self._compared[1], self.worse_when_up)
 
 
-def kpis(current: queries.Totals, previous: queries.Totals, *, nothing_before: bool = False) -> list[Kpi]:
+def kpis(
+    current: queries.Totals, previous: queries.Totals, *, nothing_before: bool = False, partly_before: bool = False
+) -> list[Kpi]:
     """The headline figures, judged as the dashboard judges them (`queries.waste_judged`); an amount
     of waste that moved against the waste share is shown but not judged: fewer jobs, not less waste.
     A week with no job priced has no cost figure (`Totals.cost_unknown`): "–", as the dashboard's
     cards show it, not a 0 that reads as free. `nothing_before` (`week_before_not_in_data`): the week
     before is no figure either ("–", not "0.0" and "0 USD" of a week the data does not reach), and no
-    figure has a change."""
+    figure has a change. `partly_before` (`week_before_partly_in_data`): each change is shown, but judged
+    neither better nor worse, as the dashboard's cards judge a period the data only partly covers."""
 
     def money(totals: queries.Totals, value: float) -> float | None:
         return None if totals.cost_unknown else value
@@ -315,7 +318,7 @@ def kpis(current: queries.Totals, previous: queries.Totals, *, nothing_before: b
 
     def amount(label: str, value: float | None, was: float | None, kind: str) -> Kpi:
         direction = queries.compare(value, was)[1]
-        judged = queries.waste_amount_judged(current, previous, direction)
+        judged = None if partly_before else queries.waste_amount_judged(current, previous, direction)
         return Kpi(label, value, before(was), kind, judged, nothing_before)
 
     return [
@@ -326,7 +329,7 @@ def kpis(current: queries.Totals, previous: queries.Totals, *, nothing_before: b
             current.waste_share,
             before(previous.waste_share),
             "share",
-            queries.waste_judged(current),
+            None if partly_before else queries.waste_judged(current),
             nothing_before,
         ),
         Kpi(
@@ -347,6 +350,15 @@ def week_before_not_in_data(jobs, period: Period, current: queries.Totals, previ
     return queries.data_starts_after(jobs, period.previous.start)
 
 
+def week_before_partly_in_data(jobs, period: Period, current: queries.Totals, previous: queries.Totals) -> date | None:
+    """The day the data starts when that is inside the week before, which has jobs (a fleet's, or a
+    team's, second week), else None: that week's figures are a few days', no full week's, so its changes
+    are not judged (`kpis`), as the dashboard's cards do not judge a period the data only partly covers."""
+    if not (previous.jobs and current.jobs):
+        return None
+    return queries.data_starts_after(jobs, period.previous.start)
+
+
 def unjudged_note(current: queries.Totals, previous: queries.Totals) -> str:
     """Why unused GPU-hours that moved are not coloured (`kpis`): they moved against the waste share."""
     unused = queries.compare(current.unused_gpu_hours, previous.unused_gpu_hours)[1]
@@ -357,9 +369,9 @@ def unjudged_note(current: queries.Totals, previous: queries.Totals) -> str:
     return "More unused GPU-hours while the waste share fell: more work ran, not more waste."
 
 
-def _trends(current: queries.Totals, previous: queries.Totals) -> dict[str, str]:
+def _trends(current: queries.Totals, previous: queries.Totals, partly_before: bool = False) -> dict[str, str]:
     """Each headline figure's trend by its label: what the lists of changes say agrees with the colours."""
-    return {kpi.label: kpi.trend for kpi in kpis(current, previous)}
+    return {kpi.label: kpi.trend for kpi in kpis(current, previous, partly_before=partly_before)}
 
 
 def _bars(rows: list, value) -> list[dict]:
@@ -445,17 +457,19 @@ def _improvements(
     previous: queries.Totals,
     now_by_category: list[findings.CategoryWaste],
     before_by_category: list[findings.CategoryWaste],
+    partly_before: bool = False,
 ) -> list[str]:
     """Plain sentences about what got better since the week before, biggest first.
 
     Less waste only counts as better where the week had work: a week without jobs improved nothing,
     and fewer unused GPU-hours while the waste share rose means fewer jobs, not less waste (the
     headline figures' colours, `kpis`, say the same); a cause improved when its share of the
-    GPU-hours fell with its hours (`cause_changes`).
+    GPU-hours fell with its hours (`cause_changes`). Against a week the data only partly covers
+    (`partly_before`) the headline figures are not judged, so neither is named here.
     """
     if not current.jobs:
         return []
-    trends = _trends(current, previous)
+    trends = _trends(current, previous, partly_before)
     lines: list[tuple[float, str]] = []
     if trends["Waste share"] == "better":
         lines.append(
@@ -503,17 +517,19 @@ def _regressions(
     before_by_category: list[findings.CategoryWaste],
     jobs_url: Callable[[Category], str],
     set_aside: dict[Category, int],
+    partly_before: bool = False,
 ) -> tuple[list[Regression], list[str]]:
     """What got worse since the week before, the mirror of `_improvements` (the same rules): the
     waste share and unused GPU-hours, then the causes that are new or grew, fastest first, each with
     the change to make and a link to its jobs. Returns the lines and the names of the growing causes
     left out of them (`REGRESSIONS_SHOWN` are told in full, to keep the digest short).
 
-    A week with nothing before it has nothing to compare with: everything would read as new.
+    A week with nothing before it has nothing to compare with: everything would read as new; against
+    one the data only partly covers (`partly_before`) the headline figures are not judged.
     """
     if not current.jobs or not previous.jobs:
         return [], []
-    trends = _trends(current, previous)
+    trends = _trends(current, previous, partly_before)
     lines: list[Regression] = []
     if trends["Waste share"] == "worse":
         lines.append(
@@ -611,6 +627,7 @@ def _base_context(kind: str, period: Period, jobs, team: Team | None, hidden: fr
     before_by_category = findings.waste_by_category(previous_jobs.exclude(pk__in=hidden) if hidden else previous_jobs)
     jobs_url = _jobs_url(period, team)
     first_week = week_before_not_in_data(jobs, period, current, previous)
+    partly_from = week_before_partly_in_data(jobs, period, current, previous)
     improved_runs = _improved_runs(jobs, period, hidden, threshold)
     regressions, more_regressions = _regressions(
         current,
@@ -619,6 +636,7 @@ def _base_context(kind: str, period: Period, jobs, team: Team | None, hidden: fr
         before_by_category,
         jobs_url,
         feedback.set_aside_jobs_by_cause(judged_week),
+        partly_before=partly_from is not None,
     )
     # Each cause leads to the week's jobs with it, as the team page's causes do: only the three that
     # grew most had a link, so a reader of the rest had to rebuild the jobs list's filters by hand.
@@ -634,17 +652,18 @@ def _base_context(kind: str, period: Period, jobs, team: Team | None, hidden: fr
         "week_label": weeks.label(period),
         "totals": current,
         "previous_totals": previous,
-        "kpis": kpis(current, previous, nothing_before=first_week is not None),
-        "unjudged_note": "" if first_week else unjudged_note(current, previous),
-        # As the dashboard's cards say it ("no jobs before 2026-11-17 to compare with").
-        "compare_note": f"No jobs before {first_week:%Y-%m-%d} to compare with." if first_week else "",
+        "kpis": kpis(current, previous, nothing_before=first_week is not None, partly_before=partly_from is not None),
+        "unjudged_note": "" if first_week or partly_from else unjudged_note(current, previous),
+        "compare_note": _compare_note(first_week, partly_from),
         "categories": categories,
         "unattributed": unattributed_note(
             current.unused_gpu_hours, by_category, findings.unused_by_status(judged_week), threshold
         ),
         "regressions": regressions,
         "more_regressions": more_regressions,
-        "improvements": _improvements(current, previous, by_category, before_by_category),
+        "improvements": _improvements(
+            current, previous, by_category, before_by_category, partly_before=partly_from is not None
+        ),
         "improved_runs": improved_runs,
         "improved_runs_slurm_avg": any(item["previous_from_steps"] or item["from_steps"] for item in improved_runs),
         "unclassified": findings.unclassified(judged_week),
@@ -657,6 +676,19 @@ def _base_context(kind: str, period: Period, jobs, team: Team | None, hidden: fr
         "settings_url": absolute(reverse("digests:settings")),
         "judged_week_jobs": judged_week,  # for the top jobs (a team digest's)
     }
+
+
+def _compare_note(first_week: date | None, partly_from: date | None) -> str:
+    """Under the figures: why the week before has none (`week_before_not_in_data`), or why its changes are
+    not judged (`week_before_partly_in_data`), in the words of the dashboard's cards."""
+    if first_week:
+        return f"No jobs before {first_week:%Y-%m-%d} to compare with."
+    if partly_from:
+        return (
+            f"The week before is only partly in the data (jobs from {partly_from:%Y-%m-%d}), "
+            "so no change is judged better or worse."
+        )
+    return ""
 
 
 def _improved_runs(jobs, period: Period, hidden: frozenset[int], threshold: float) -> list[dict]:
