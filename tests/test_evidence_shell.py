@@ -516,3 +516,10 @@ def test_the_script_of_a_shells_c_string_in_the_jobs_command_is_read(container):
 
 def test_a_shell_running_a_script_file_is_not_read_as_a_c_string():
     assert command_code_facts("bash run.sh 'torchrun --nproc_per_node 8 train.py'") == []
+
+
+def test_a_backslash_and_a_blank_ending_a_line_are_a_word_not_a_parse_error():
+    # the line was stripped before it was split: its last backslash escaped nothing, an "unbalanced quotes" error
+    evidence = extract_script_evidence([("run.sh", "#!/bin/bash\nsrun -n 8 \\ \npython train.py\n")])
+    assert evidence.parse_errors == []
+    assert [fact.detail["argv"] for fact in evidence.of("shell_launch")] == [["python", "train.py"]]

@@ -487,7 +487,7 @@ class _ShellVariables:
         if not stripped or stripped.startswith("#"):
             return []
         try:
-            commands = split_shell(stripped)
+            commands = split_shell(line)  # not stripped: a backslash and a blank at its end are a word
         except ValueError:
             return []
         for argv in commands:
@@ -3202,7 +3202,7 @@ def _shell_facts(
             continue
         commanded = True
         try:
-            commands = split_shell(stripped)
+            commands = split_shell(line)  # not stripped: a backslash and a blank at its end are a word
         except ValueError:
             evidence.parse_errors.append(f"{path}:{number}: unbalanced quotes")
             continue
