@@ -1421,10 +1421,24 @@ def test_the_digest_says_its_totals_are_rounded_after_adding_up(smtp, fleet, mem
     said = "Totals are added up before they are rounded to a tenth of an hour"
     for address in (member_a.email, operator.email):
         text, html = parts(smtp.to(address)[0])
-        # The footer starts at a line holding only "--"; a bare split on "--" also cut inside the
+        # The footer starts at a line holding only "-- "; a bare split on "--" also cut inside the
         # unsubscribe link whenever its signature happened to contain "--".
-        body_text = re.split(r"^--\r?$", text, flags=re.MULTILINE)[0]
+        body_text = re.split(r"^-- \r?$", text, flags=re.MULTILINE)[0]
         assert said in body_text and said in html.split("Figures cover jobs")[1]
+
+
+def test_the_text_parts_sections_are_one_blank_line_apart_and_the_footer_is_a_signature(
+    smtp, fleet, member_a, operator
+):
+    """The text parts left two blank lines after the waste by cause (and, in the team digest, after what
+    improved), one elsewhere; and their footer began with "--", which no mail client takes for the
+    signature delimiter "-- " (RFC 3676) that they grey or fold away, as the idle alerts' does."""
+    send_weekly_task.delay(WEEK).get()
+    send_weekly_task.delay(weeks.shift(WEEK, 1)).get()  # a week without jobs: sections say so in a line
+    for message in smtp.messages:
+        text = parts(message)[0]
+        assert "\r\n\r\n\r\n" not in text, message["Subject"]
+        assert text.count("\r\n-- \r\n") == 1 and "\r\n--\r\n" not in text, message["Subject"]
 
 
 # --- When digests go out, and whether you get one -------------------------------------------------------
