@@ -284,7 +284,7 @@ from triage.rules.registry import RULES, THRESHOLDS, Finding, Status, TriageResu
 #      also: an allocation given --ntasks-per-node and no --ntasks (nor a node range) sets the job's task count, nodes
 #      times tasks a node, as SLURM_NTASKS (src/sbatch/opt.c, _opt_verify; src/common/env.c, env_array_for_batch_job),
 #      which srun takes over its own -N or --ntasks-per-node (`#SBATCH -N 2 --ntasks-per-node=8` then `srun
-#      --ntasks-per-node=1 python train.py` was 2 tasks, unused GPUs; now 16) and a plain `SLURM_NTASKS=2` changes
+#      --ntasks-per-node=1 python train.py` was 2 tasks; now 16) and a plain `SLURM_NTASKS=2` changes
 #      (it was the shell's own); salloc's likewise replaces a SLURM_NTASKS exported before it
 #      also: a command under sudo without -E / --preserve-env (or a --preserve-env=LIST naming a SLURM_ variable) gets
 #      none of the script's environment, the allocation's SLURM_* variables included (sudoers' env_reset): `sudo srun
