@@ -1269,3 +1269,42 @@ def test_on_a_phone_the_day_the_jobs_start_stays_whole_on_the_cards(browser, liv
                });"""
         )
     assert lines and lines == [1] * len(lines), lines
+
+
+def test_a_cluster_chosen_in_the_period_form_keeps_the_preset_period(browser, live_server, operator):  # noqa: F811
+    """On "Last 30 days", an operator picks a cluster and presses Apply: the form sent the dates it showed, and
+    the page came back as custom dates, no period button marked, and no longer ending at that cluster's newest
+    job as its preset would. Dates left as shown are not sent: the preset stays, on the cluster chosen. Dates
+    changed are the operator's own period, as before."""
+    from urllib.parse import parse_qs, urlsplit
+
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support.select import Select
+
+    from tests.factories import ClusterFactory, JobFactory, TeamFactory
+    from tests.test_accessibility import open_as
+
+    team = TeamFactory(name="genai")
+    alpha, beta = ClusterFactory(name="alpha"), ClusterFactory(name="beta")
+    JobFactory(team=team, cluster=alpha, start_time=datetime(2026, 11, 20, 9, tzinfo=UTC))
+    JobFactory(team=team, cluster=beta, start_time=datetime(2026, 11, 10, 9, tzinfo=UTC))
+    open_as(browser, live_server.url, operator)
+
+    def apply(**dates) -> dict:
+        form = browser.find_element(By.CSS_SELECTOR, "form.period")
+        Select(form.find_element(By.NAME, "cluster")).select_by_value("beta")
+        for name, value in dates.items():  # typed as a person types a date: month, day, year
+            field = form.find_element(By.NAME, name)
+            field.send_keys(value)
+        form.find_element(By.CSS_SELECTOR, "button[type=submit]").click()
+        return {key: values[0] for key, values in parse_qs(urlsplit(browser.current_url).query).items()}
+
+    browser.get(f"{live_server.url}/overview/?period=30d")
+    assert apply() == {"period": "30d", "cluster": "beta"}
+    active = browser.find_element(By.CSS_SELECTOR, ".presets a.active").text
+    shown = browser.find_element(By.CSS_SELECTOR, ".period-note").text
+    assert active == "Last 30 days" and shown.startswith("2026-10-12 to 2026-11-10 (UTC)"), shown  # beta's 30 days
+    browser.get(f"{live_server.url}/overview/?period=30d")
+    chosen = apply(**{"from": "11012026"})
+    assert (chosen["from"], chosen["cluster"]) == ("2026-11-01", "beta")
+    assert browser.find_elements(By.CSS_SELECTOR, ".presets a.active") == []
