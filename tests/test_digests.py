@@ -873,7 +873,7 @@ def test_a_week_without_jobs_claims_no_improvement(smtp, fleet, team_a, member_a
     trends = {kpi.label: kpi.trend for kpi in context["kpis"]}
     assert trends["Unused GPU-hours"] == trends["Wasted cost"] == "neutral"  # a fall, not a gain
     operator_text, _ = parts(smtp.to(operator.email)[0])
-    assert "No job this week was at or below 50 % GPU utilization." in operator_text
+    assert "UNCLASSIFIED\r\n  No jobs started this week." in operator_text
     assert "Every low-utilization job this week has a named cause." not in operator_text
 
 
@@ -913,6 +913,21 @@ def test_the_operator_digest_says_a_week_without_jobs_or_ingest_runs_in_words(sm
     for part in (text, html):
         assert "0 jobs" not in part and "0 ingest runs" not in part and "No failed ingest runs" not in part
         assert "No ingest runs this week." in part
+
+
+def test_a_section_with_nothing_in_it_says_only_why(smtp, fleet, member_a, operator):
+    """In a week without jobs the text parts' waste by cause still said what recoverable GPU-hours are,
+    above 'No jobs started this week.', of no figure; and the operator digest's unclassified jobs read
+    'No job this week was at or below 50 % GPU utilization', of a week in which no job ran at all."""
+    send_weekly_task.delay(weeks.shift(WEEK, 1)).get()
+    for address in (member_a.email, operator.email):
+        text = parts(smtp.to(address)[0])[0]
+        assert "WHERE THE WASTE COMES FROM\r\n  No jobs started this week.\r\n" in text, address
+        assert "Recoverable GPU-hours:" not in text, address
+    text, html = parts(smtp.to(operator.email)[0])
+    assert "UNCLASSIFIED\r\n  No jobs started this week.\r\n" in text
+    assert as_read(html).split(">Unclassified</h2>")[1].split("</p>")[0].endswith(">No jobs started this week.")
+    assert "was at or below" not in text and "was at or below" not in html
 
 
 def _totals(jobs: int, hours: float, unused: float) -> queries.Totals:
