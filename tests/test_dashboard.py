@@ -842,7 +842,7 @@ def test_a_team_page_prices_its_waste_and_says_why_and_what_to_change(client, me
     assert row["change"] == headline_change(Category.MODEL_CHECKPOINTING) != ""
     assert "The change to make" in html and escape(row["change"].split("`")[0][:30]) in html
     # The cause links to the team's jobs with it in the same period.
-    link = re.search(r'<a href="(/jobs/\?[^"]*category=model_checkpointing&amp;sort=unused)"', html)[1]
+    link = re.search(r'<a href="(/jobs/\?[^"]*category=model_checkpointing&amp;sort=recoverable)"', html)[1]
     link = link.replace("&amp;", "&")
     listed = client.get(link).context["page"].object_list
     assert [job.name for job in listed] == ["a-low"]
@@ -992,7 +992,7 @@ def test_a_team_page_does_not_urge_a_change_its_people_set_aside(client, member_
         rows = {row["category"]: row for row in page.context["causes"]}
         cells = {
             row["category"]: re.search(
-                rf'category={row["category"].value}&amp;sort=unused".*?'
+                rf'category={row["category"].value}&amp;sort=recoverable".*?'
                 r'<span class="cell-label">The change to make</span><span>(.*?)</span></td></tr>',
                 page.content.decode(),
                 re.S,

@@ -672,3 +672,21 @@ def test_a_preset_period_goes_from_a_page_through_a_job_to_the_team_as_that_pres
     # Filtered on in the list, the preset stays with the list's other filters.
     listed = client.get(reverse("dashboard:job-list"), {"team": "team-a", "period": "30d"}).content.decode()
     assert '<input type="hidden" name="period" value="30d">' in listed
+
+
+def test_a_team_pages_cause_lists_its_jobs_by_what_that_cause_cost_them(client, operator, team_a):
+    """A team's page gives each cause its recoverable GPU-hours and links to the team's jobs with it: they
+    opened by unused GPU-hours, the job that lost most to other causes first. They open as the cause's page
+    lists them, by what this cause cost each job."""
+    from datetime import UTC, datetime
+
+    ckpt, batch = Category.MODEL_CHECKPOINTING, Category.IMPROPER_BATCH_SIZE
+    day = datetime(2026, 11, 3, 9, tzinfo=UTC)
+    _found(JobFactory(team=team_a, name="most-unused", start_time=day, unused_gpu_hours=30), (ckpt, 1.0), (batch, 20.0))
+    _found(JobFactory(team=team_a, name="most-ckpt", start_time=day, unused_gpu_hours=8), (ckpt, 6.0))
+    client.force_login(operator)
+    page = client.get(reverse("dashboard:team-detail", args=[team_a.slug]), {"from": "2026-11-02", "to": "2026-11-08"})
+    link = re.search(rf'<a href="(/jobs/\?[^"]*category={ckpt.value}[^"]*)"', page.content.decode())[1]
+    assert "sort=recoverable" in link
+    listed = client.get(link.replace("&amp;", "&")).context["page"].object_list
+    assert [job.name for job in listed] == ["most-ckpt", "most-unused"]
