@@ -434,13 +434,19 @@ def test_each_cause_of_the_waste_links_to_the_week_s_jobs_with_it(smtp, fleet, m
         assert [job.pk for job in page.context["page"]] == [job.pk for job in expected[category]], label
 
 
-def test_a_causes_jobs_link_lists_them_as_the_digest_ranks_them_most_unused_first(smtp, fleet, team_a, member_a,
-                                                                                    client):  # fmt: skip
+def test_a_causes_jobs_link_lists_them_by_what_that_cause_cost_them(smtp, fleet, team_a, member_a, client):
     """ "Its jobs" and a cause's link opened the jobs list newest first, so the digest's costliest job
-    (Fixes that pay most: 85.5 GPU-hours, then 12.4) came second after a cheaper job started later."""
+    (Fixes that pay most: 85.5 GPU-hours, then 12.4) came second after a cheaper job started later. Then
+    by unused GPU-hours: a job that lost most to other causes (big-idle: 20 unused GPU-hours, 0.5 of them
+    to checkpointing) came first beside the cause's recoverable GPU-hours. They list the jobs by what that
+    cause cost them, as the team page's and the cause page's links do (f28091c)."""
+    rules = RuleSet.objects.get(version=2)
     later = JobFactory(team=team_a, name="later-cheaper", start_time=WEEK_START + timedelta(days=5), gpu_hours=3,
                        unused_gpu_hours=1.2, mean_gpu_util=30)  # fmt: skip
-    triaged(later, RuleSet.objects.get(version=2), (Category.MODEL_CHECKPOINTING, 1.2, {}))
+    triaged(later, rules, (Category.MODEL_CHECKPOINTING, 1.2, {}))
+    big_idle = JobFactory(team=team_a, name="big-idle", start_time=WEEK_START + timedelta(days=3), gpu_hours=24,
+                          unused_gpu_hours=20, mean_gpu_util=15)  # fmt: skip
+    triaged(big_idle, rules, (Category.MODEL_CHECKPOINTING, 0.5, {}), (Category.API_MISUSE, 19.0, {}))
     send_weekly_task.delay(WEEK).get()
     text, html = parts(smtp.to(member_a.email)[0])
     fixes = section(text, "FIXES THAT PAY MOST")
@@ -448,13 +454,13 @@ def test_a_causes_jobs_link_lists_them_as_the_digest_ranks_them_most_unused_firs
     section_html = html.split("Where the waste comes from")[1].split("Recoverable GPU-hours by cause")[0]
     url = next(url for url, label in re.findall(r'<a href="([^"]+)"[^>]*>([^<]+)</a>', section_html)
                if label == Category.MODEL_CHECKPOINTING.label)  # fmt: skip
-    assert url.endswith("&amp;sort=unused")
+    assert url.endswith("&amp;sort=recoverable")
     client.force_login(member_a)
     listed = client.get(path_of(url).replace("&amp;", "&")).context["page"]
-    assert [job.name for job in listed] == ["train-resnet", "later-cheaper"]
+    assert [job.name for job in listed] == ["train-resnet", "later-cheaper", "big-idle"]
     # The team page the digest's button opens links its causes to the jobs in the same order.
     page = client.get(reverse("dashboard:team-detail", args=[team_a.slug]), {"from": "2026-11-16", "to": "2026-11-22"})
-    assert "category=model_checkpointing&amp;sort=unused" in page.content.decode()
+    assert "category=model_checkpointing&amp;sort=recoverable" in page.content.decode()
 
 
 # --- Unsubscribing -------------------------------------------------------------------------------

@@ -605,7 +605,10 @@ def _jobs_url(period: Period, team: Team | None) -> Callable[[Category], str]:
     def url(category: Category) -> str:
         query = {"team": team.slug} if team else {}
         query |= {"category": category.value, "start_from": period.start.date(), "start_to": period.last_day}
-        query["sort"] = "unused"  # the most unused GPU-hours first, as the digest ranks jobs (not the newest)
+        # By what this cause cost them (its recoverable GPU-hours, the figure beside the link), as the team
+        # page's and the cause page's links list them: not the newest first, nor by unused GPU-hours, which
+        # put first a job that lost most to other causes.
+        query["sort"] = "recoverable"
         return absolute(f"{reverse('dashboard:job-list')}?{urlencode(query)}")
 
     return url
