@@ -1628,6 +1628,22 @@ def test_a_skip_note_past_300_characters_is_refused_naming_the_field(client, stu
     assert client.post(huge, {"skip_reason": "data_broken"}).status_code == 404
 
 
+def test_a_refused_skip_keeps_what_the_rater_typed_and_the_form_still_saves_answers(client, study, researcher):
+    """A skip refused (no reason chosen) sent the rater back to the job's stored page: the words they had
+    typed for it, and any ticks, were gone. Now the page comes back with them, the error in the skip's
+    box; its form still saves an answer (it was sent from the skip's address, where it would skip)."""
+    client.force_login(researcher)
+    item = services.assignments_of(study, researcher).get(item__position=1).item_id
+    url, skip_url = reverse("labeling:label", args=[study.pk, item]), reverse("labeling:skip", args=[study.pk, item])
+    response = client.post(skip_url, {"option": [BATCH], "skip_reason": "", "skip_note": "the log stops at 2 min"})
+    assert response.status_code == 200
+    page = html.unescape(response.content.decode())
+    assert re.search(r'<p class="error" role="alert" data-focus id="skip-error">Not skipped: Reason to skip', page)
+    assert '<details class="skip-job" open>' in page and 'value="the log stops at 2 min"' in page
+    assert f'<form method="post" action="{url}" class="card label-form" id="label-form" data-unsaved>' in page
+    assert 'value="improper_batch_size" id="opt-improper_batch_size" data-key="5" checked' in page
+
+
 def test_the_gold_page_says_which_jobs_a_skip_keeps_out(client, study, raters):
     """A job one of two raters skipped has one label: it stays out of gold. The page said "without two
     submitted labels yet", as if it were still waiting for one, and never that a skip kept it out."""

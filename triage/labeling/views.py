@@ -317,9 +317,8 @@ def skip_job(request, pk: int, item: int):
         )
     except services.AnswerChanged as exc:
         return _label_page(request, study, exc.current, changed=exc, skipping=True)
-    except services.LabelingError as exc:
-        messages.error(request, f"Not skipped: {exc}")
-        return redirect("labeling:label", pk=study.pk, item=item)
+    except services.LabelingError as exc:  # the page again, with what they ticked and typed
+        return _label_page(request, study, assignment, error=f"Not skipped: {exc}", error_field="skip", skipping=True)
     messages.success(
         request,
         format_html(
