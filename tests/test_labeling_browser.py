@@ -912,3 +912,55 @@ def test_leaving_a_refused_answer_asks_first_but_taking_the_saved_one_does_not(b
     WebDriverWait(browser, 5, ignored_exceptions=STALE).until(lambda b: not b.find_elements(By.ID, "answer-changed"))
     assert browser.find_element(By.ID, "opt-model_checkpointing").is_selected()
     assert not browser.find_element(By.ID, "opt-improper_batch_size").is_selected()
+
+
+def _eight_gpu_series():
+    """Eight GPUs on two hosts, a sample a minute for an hour: on a phone the timeline's legend takes rows."""
+    import pandas as pd
+
+    stamps = pd.date_range("2026-11-02T00:00:00Z", periods=60, freq="1min").as_unit("ms")
+    rows = [(t, f"n{gpu // 4}", gpu, 20.0 + gpu) for t in stamps for gpu in range(8)]
+    frame = pd.DataFrame(rows, columns=["timestamp", "host", "gpu", "gpu_util"])
+    return frame.astype({"gpu": "Int16", "gpu_util": "float32"})
+
+
+@pytest.mark.django_db(transaction=True)
+def test_on_a_phone_a_refused_skip_stays_in_view_when_the_timeline_above_is_drawn(
+    browser,  # noqa: F811
+    live_server,
+    team_a,
+    storage_dir,
+):
+    """On a phone the form is under the evidence. A skip refused (no reason) came back with the focus,
+    and the page, on its error; then the timeline above drew, some 400 px taller than the box it had,
+    and pushed the error below the screen: the rater saw the form's top and no error."""
+    from datetime import UTC, datetime, timedelta
+
+    from django.core.files.base import ContentFile
+    from selenium.webdriver.common.action_chains import ActionChains
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.common.keys import Keys
+    from selenium.webdriver.support.wait import WebDriverWait
+
+    from fleet.models import Job
+    from fleet.series import to_parquet_bytes
+
+    start = datetime(2026, 11, 2, tzinfo=UTC)  # the series' hour (JobFactory's start_time is a sequence)
+    lead, path = _one_job_study(team_a, "Phone skip pilot", start_time=start, end_time=start + timedelta(hours=1))
+    job = Job.objects.get(name="bert-0")
+    job.series_file.save("series.parquet", ContentFile(to_parquet_bytes(_eight_gpu_series())))
+    open_as(browser, live_server.url, lead)
+    with window_width(browser, 390, mobile=True, height=844):
+        browser.get(live_server.url + path)
+        browser.execute_script("document.querySelector('details.skip-job').open = true")
+        browser.execute_script("document.getElementById('skip_note').focus()")
+        ActionChains(browser).send_keys("the series stop after an hour", Keys.ENTER).perform()
+        WebDriverWait(browser, 10, ignored_exceptions=STALE).until(lambda b: b.find_elements(By.ID, "skip-error"))
+        WebDriverWait(browser, 10).until(lambda b: b.find_elements(By.CSS_SELECTOR, "#timeline .legend"))
+        error = browser.find_element(By.ID, "skip-error")
+        assert browser.switch_to.active_element == error
+        in_view = "const r = arguments[0].getBoundingClientRect(); return r.top >= 0 && r.bottom <= innerHeight;"
+        WebDriverWait(browser, 5).until(lambda b: b.execute_script(in_view, error))
+        assert browser.switch_to.active_element == error
+        SHOTS.mkdir(exist_ok=True)
+        browser.save_screenshot(str(SHOTS / "labeling-skip-refused-phone.png"))

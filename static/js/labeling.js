@@ -128,6 +128,24 @@
   function refit() {
     if (!pending) { pending = true; window.requestAnimationFrame(fit); }
   }
+  // A page sent back with the focus on a message in the form (focus.js: a refused save or skip) is
+  // scrolled to it before the timeline has drawn. Under the evidence (one column, a phone) the timeline
+  // then grows some 400 px above the form and pushes the message off the screen. Until the rater does
+  // anything, the message is brought back into view as the evidence above it changes size.
+  var evidence = document.querySelector(".evidence");
+  if (evidence && window.ResizeObserver) {
+    var keep = new ResizeObserver(function () {
+      var focused = document.activeElement;
+      if (!wide.matches && form.contains(focused) && focused.matches("[data-focus], [aria-invalid=true]")) {
+        focused.scrollIntoView({ block: "center" });
+      }
+    });
+    keep.observe(evidence);
+    ["keydown", "pointerdown", "wheel", "touchstart"].forEach(function (name) {
+      window.addEventListener(name, function () { keep.disconnect(); }, { once: true, passive: true });
+    });
+  }
+
   window.addEventListener("scroll", refit, { passive: true });
   window.addEventListener("resize", refit);
   fit();
