@@ -118,6 +118,19 @@ def test_a_run_with_few_errors_shows_them_all_and_says_so(operator_client):
     assert "Showing 1–2 of 2 errors, by file and row." in page and 'aria-label="Pages of errors"' not in page
 
 
+def test_a_runs_errors_say_how_rows_are_counted(operator_client):
+    """'jobs.csv, row 2' is the second row under the header, an editor's line 3: an operator who opened the
+    file at line 2 found a good job and no error. The page now says how rows count, as the format does."""
+    run = IngestRun.objects.create(archive_name="x.zip", status=IngestRun.Status.PARTIAL, errors=[error("jobs.csv", 2)])
+    page = as_read(operator_client.get(f"/ingest-runs/{run.pk}/").content.decode())
+    assert (
+        "A CSV file's rows count from 1 under its header line, blank lines left out (row 2 is line 3 of a file"
+        " without blank lines); in a JSON Lines file the row is the line number; a Parquet file's rows count from 1."
+    ) in page
+    empty = IngestRun.objects.create(archive_name="y.zip", status=IngestRun.Status.SUCCEEDED)
+    assert "rows count from 1" not in operator_client.get(f"/ingest-runs/{empty.pk}/").content.decode()
+
+
 # -- filtering the list of runs ---------------------------------------------------------------------
 
 
