@@ -841,6 +841,17 @@ def test_an_import_over_an_answer_a_rater_has_open_is_shown_not_overwritten(clie
     assert list(Assignment.objects.get(item=item, rater=rater).labels.values_list("option", flat=True)) == [BATCH]
 
 
+def test_the_adjudication_page_names_the_zone_of_each_raters_time(client, study, raters):
+    """The raters' answers were timed "Labeling page, 2026-12-07 06:50" with no zone, where the same page
+    names it beside the gold labels' time and the study page in its table's header."""
+    run_study(study, raters)
+    client.force_login(raters[0])
+    three = study.items.get(position=3)
+    page = client.get(reverse("labeling:adjudicate", args=[study.pk, three.pk])).content.decode()
+    saved = Assignment.objects.get(item=three, rater=raters[1]).saved_at
+    assert f"Labeling page, {saved:%Y-%m-%d %H:%M} UTC</span>" in page
+
+
 def test_a_rater_who_is_not_the_lead_is_told_who_freezes_gold(client, study, raters):
     run_study(study, raters)
     client.force_login(raters[1])
