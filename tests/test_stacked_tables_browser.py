@@ -183,6 +183,30 @@ def test_the_runs_of_a_million_job_archive_fit_at_1280_and_read_as_cards_on_a_ph
 
 
 @pytest.mark.django_db(transaction=True)
+def test_the_personal_tokens_heading_stands_apart_from_the_machine_tokens_above_it(browser, live_server, operator):  # noqa: F811
+    """The heading 'Personal tokens' touched the machine tokens' last row (0 px between them), as if it were
+    a row of that table; the cards above it are 16 px apart. Light and dark, 1280 and 390 px."""
+    from fleet.models import MachineToken
+    from tests.test_accessibility import open_as
+    from tests.test_browser import color_scheme, window_width
+
+    MachineToken.objects.create_key(name="nightly export", created_by=operator)
+    open_as(browser, live_server.url, operator)
+    gaps = {}
+    for width in (1280, 390):
+        for scheme in ("light", "dark"):
+            with window_width(browser, width, mobile=width == 390):
+                color_scheme(browser, scheme)
+                browser.get(f"{live_server.url}/tokens/")
+                gaps[width, scheme] = browser.execute_script(
+                    "return document.getElementById('personal-tokens').getBoundingClientRect().top"
+                    " - document.getElementById('machine-token-table').getBoundingClientRect().bottom"
+                )
+    color_scheme(browser, None)
+    assert all(gap >= 16 for gap in gaps.values()), gaps
+
+
+@pytest.mark.django_db(transaction=True)
 def test_on_a_phone_machine_tokens_are_cards_with_what_each_may_do_in_view(browser, live_server, operator):  # noqa: F811
     """390 px wide, the machine tokens (11 columns, a permission each) scrolled sideways in their box:
     whether a token may push archives, and its Revoke, were off to the right. Now each token is a card."""
