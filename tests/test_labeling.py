@@ -744,14 +744,19 @@ def _seen(page: str) -> str:
     return found.group(1)
 
 
+def _job_one_in_two_tabs(client, study, rater):
+    """The rater opens their job #1's labeling page twice: its study job id, address, and both pages."""
+    client.force_login(rater)
+    item = services.assignments_of(study, rater).get(item__position=1).item_id
+    url = reverse("labeling:label", args=[study.pk, item])
+    return item, url, client.get(url).content.decode(), client.get(url).content.decode()
+
+
 def test_an_answer_saved_in_another_tab_is_not_overwritten_unseen(client, study, researcher):
     """The same rater had job #1 open in two tabs; the save from the older one replaced, without a word,
     the answer just saved from the other. Now it is refused, saying what is stored, with the rater's
     ticks, rationale and note kept in the form; saving again keeps theirs, or they take the saved one."""
-    client.force_login(researcher)
-    item = services.assignments_of(study, researcher).get(item__position=1).item_id
-    url = reverse("labeling:label", args=[study.pk, item])
-    older, newer = client.get(url).content.decode(), client.get(url).content.decode()
+    item, url, older, newer = _job_one_in_two_tabs(client, study, researcher)
     saved = {"option": [CKPT], f"rationale-{CKPT}": "idle every 20 minutes", "then": "stay"}
     assert client.post(url, saved | {"seen": _seen(newer)}).status_code == 302
     mine = {
@@ -790,10 +795,7 @@ def test_an_answer_saved_in_another_tab_is_not_overwritten_unseen(client, study,
 def test_a_second_tab_saving_the_same_answer_or_a_skip_since_are_told_apart(client, study, researcher):
     """The same answer sent from a stale tab is saved (nothing to choose between); a skip stored
     since is said as a skip."""
-    client.force_login(researcher)
-    item = services.assignments_of(study, researcher).get(item__position=1).item_id
-    url = reverse("labeling:label", args=[study.pk, item])
-    older, newer = client.get(url).content.decode(), client.get(url).content.decode()
+    item, url, older, newer = _job_one_in_two_tabs(client, study, researcher)
     same = {"option": [CKPT], f"rationale-{CKPT}": "idle", "then": "stay"}
     assert client.post(url, same | {"seen": _seen(newer)}).status_code == 302
     assert client.post(url, same | {"seen": _seen(older)}).status_code == 302
