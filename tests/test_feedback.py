@@ -362,7 +362,7 @@ def test_the_jobs_list_and_the_api_filter_by_what_owners_answered(client, member
         in client.get(reverse("dashboard:job-list"), {"answer": "wrong"}).content.decode()
     )
     refused = client.get(reverse("dashboard:job-list"), {"answer": "maybe"}).content.decode()
-    assert "answer: Select a valid choice." in refused and "Showing all jobs instead." in refused
+    assert "Owners&#x27; answer: Select a valid choice." in refused and "Showing all jobs instead." in refused
     export = client.get(reverse("dashboard:job-list"), {"answer": "wrong", "category": CKPT, "format": "csv"})
     assert [line.split(",")[2] for line in b"".join(export.streaming_content).decode().splitlines()[1:]] == [
         "ckpt-heavy"

@@ -160,7 +160,7 @@ def test_the_jobs_list_filters_by_utilization_source(client, operator, slurm_job
     sampled = client.get(url, {"util_source": "samples"})
     assert [job.external_id for job in sampled.context["page"].object_list] == ["4242"]  # not the CPU job's none
     wrong = client.get(url, {"util_source": "dcgm"})
-    assert "util_source: Select a valid choice." in _text(wrong.content.decode())
+    assert "Where the utilization figure came from: Select a valid choice." in _text(wrong.content.decode())
 
 
 def test_the_api_filters_by_utilization_source_and_refuses_an_unknown_one(client, operator, slurm_jobs):
