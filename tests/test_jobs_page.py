@@ -690,3 +690,13 @@ def test_a_team_pages_cause_lists_its_jobs_by_what_that_cause_cost_them(client, 
     assert "sort=recoverable" in link
     listed = client.get(link.replace("&amp;", "&")).context["page"].object_list
     assert [job.name for job in listed] == ["most-ckpt", "most-unused"]
+
+
+def test_a_healthy_job_says_so_where_its_causes_would_be(client, operator, jobs):
+    """The Why column of a job the rules judged healthy (above the low-utilization line, so searched for no
+    cause) was blank, as if nothing had looked at it; a team's worst jobs list such jobs by their unused
+    GPU-hours. It says healthy, as the job's page does."""
+    client.force_login(operator)
+    page = client.get(reverse("dashboard:job-list"), {"team": "team-b"}).content.decode()
+    cell = re.search(r'<td class="why">(.*?)</td>', page, re.S)[1]
+    assert ">healthy</span>" in cell and "searched for no cause" in cell
