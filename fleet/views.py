@@ -72,6 +72,7 @@ def ingest_run_detail(request, pk: int):
         "run": run,
         "page": page,
         "error_kinds": error_kinds,
+        "rows_named": any(error.get("row") is not None for error in errors),  # how rows count is said then
         "worker_stopped": ingest.worker_stopped(run),
         "tasks_run_here": tasks_run_here(),  # no REDIS_URL: nothing is queued, no worker or beat comes
     }

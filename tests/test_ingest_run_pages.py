@@ -120,7 +120,8 @@ def test_a_run_with_few_errors_shows_them_all_and_says_so(operator_client):
 
 def test_a_runs_errors_say_how_rows_are_counted(operator_client):
     """'jobs.csv, row 2' is the second row under the header, an editor's line 3: an operator who opened the
-    file at line 2 found a good job and no error. The page now says how rows count, as the format does."""
+    file at line 2 found a good job and no error. The page now says how rows count, as the format does,
+    where an error names a row."""
     run = IngestRun.objects.create(archive_name="x.zip", status=IngestRun.Status.PARTIAL, errors=[error("jobs.csv", 2)])
     page = as_read(operator_client.get(f"/ingest-runs/{run.pk}/").content.decode())
     assert (
@@ -129,6 +130,11 @@ def test_a_runs_errors_say_how_rows_are_counted(operator_client):
     ) in page
     empty = IngestRun.objects.create(archive_name="y.zip", status=IngestRun.Status.SUCCEEDED)
     assert "rows count from 1" not in operator_client.get(f"/ingest-runs/{empty.pk}/").content.decode()
+    # An archive refused whole names no row: nothing to count.
+    whole = IngestRun.objects.create(
+        archive_name="z.zip", status=IngestRun.Status.FAILED, errors=[error("manifest.json", None, field="")]
+    )
+    assert "rows count from 1" not in operator_client.get(f"/ingest-runs/{whole.pk}/").content.decode()
 
 
 # -- filtering the list of runs ---------------------------------------------------------------------
