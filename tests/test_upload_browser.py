@@ -244,3 +244,35 @@ def test_a_per_job_parquet_of_lists_rejects_that_job_and_names_the_column(
     )
     operator_browser.save_screenshot(str(SHOTS / "ingest-run-parquet-error.png"))
     assert console_errors(operator_browser) == []
+
+
+@pytest.mark.django_db(transaction=True)
+def test_an_upload_the_server_refuses_with_a_page_says_why_in_words_not_its_html(operator_browser, live_server):
+    """A session that ended while the page was open (the upload's request followed the redirect to the login
+    page) and a refused CSRF check (a cookie cleared) answer with an HTML page, not the JSON the script
+    reads: the error box showed that page's source, 1,500 characters of tags. Now it says what happened
+    and what to do; nothing was imported."""
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support.wait import WebDriverWait
+
+    driver = operator_browser
+    expected = {
+        "csrftoken": "The server refused the upload (HTTP 403 Forbidden), so nothing was imported: reload this page"
+        " and upload the archive again.",
+        "sessionid": "You are no longer logged in (your session ended), so nothing was imported: log in again,"
+        " then upload the archive again.",
+    }
+    for cookie, message in expected.items():
+        driver.get(f"{live_server.url}{UPLOAD}")
+        driver.find_element(By.ID, "archive-file").send_keys(str(EXAMPLE_ARCHIVE.resolve()))
+        driver.delete_cookie(cookie)
+        driver.find_element(By.ID, "upload-button").click()
+        error = driver.find_element(By.ID, "upload-error")
+        WebDriverWait(driver, 10, ignored_exceptions=STALE).until(lambda _driver: error.is_displayed())
+        assert error.text == message
+        assert driver.switch_to.active_element == error  # read out, and where Tab goes on from
+        assert not driver.find_element(By.ID, "upload-button").get_property("disabled")
+        if cookie == "sessionid":
+            driver.save_screenshot(str(SHOTS / "upload-session-ended.png"))
+            break
+    assert IngestRun.objects.count() == 0

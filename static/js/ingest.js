@@ -25,6 +25,23 @@
     focusOn(errorBox);
   }
 
+  // Why the upload came back without the JSON this script reads: a page in its place (the login page the
+  // request was redirected to, Django's CSRF refusal, a proxy's error) said nothing as its source did.
+  function refusal(request) {
+    var answer = "HTTP " + request.status + (request.statusText ? " " + request.statusText : "");
+    if (/\/login\/$/.test(new URL(request.responseURL || location.href).pathname)) {
+      return "You are no longer logged in (your session ended), so nothing was imported: log in again, then upload the archive again.";
+    }
+    if (request.status === 403) {
+      return "The server refused the upload (" + answer + "), so nothing was imported: reload this page and upload the archive again.";
+    }
+    if (request.status === 413) {
+      return "The server refused the upload as too large (" + answer + "), so nothing was imported: a proxy in front of Fleet Triage " +
+        "accepts less than the upload limit (nginx: client_max_body_size; see docs/operations.md).";
+    }
+    return "The upload failed (" + answer + "). The import may have started all the same: see Ingest runs before uploading the archive again.";
+  }
+
   function setUpUpload(form) {
     var fileInput = form.querySelector("input[type=file]");
     var progress = document.getElementById("upload-progress");
@@ -66,7 +83,7 @@
         }
         button.disabled = false;
         progress.hidden = true;
-        failed(errorBox, (body && body.detail) || request.responseText || ("Upload failed (HTTP " + request.status + ")."));
+        failed(errorBox, (body && body.detail) || refusal(request));
       });
       request.addEventListener("error", function () {
         button.disabled = false;
