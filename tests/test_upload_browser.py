@@ -267,8 +267,10 @@ def test_an_upload_the_server_refuses_with_a_page_says_why_in_words_not_its_html
         driver.find_element(By.ID, "archive-file").send_keys(str(EXAMPLE_ARCHIVE.resolve()))
         driver.delete_cookie(cookie)
         driver.find_element(By.ID, "upload-button").click()
+        WebDriverWait(driver, 10, ignored_exceptions=STALE).until(
+            lambda b: b.find_element(By.ID, "upload-error").is_displayed()
+        )
         error = driver.find_element(By.ID, "upload-error")
-        WebDriverWait(driver, 10, ignored_exceptions=STALE).until(lambda _driver: error.is_displayed())
         assert error.text == message
         assert driver.switch_to.active_element == error  # read out, and where Tab goes on from
         assert not driver.find_element(By.ID, "upload-button").get_property("disabled")
