@@ -684,8 +684,8 @@ def _facts_links(job: Job, jobs_list_query: str, user) -> dict:
             chosen["cluster"] = job.cluster.name
         team_period = {"from": first, "to": last}
         if _preset_of(came_from.get("period", ""), first, last, chosen.get("cluster", ""), user):
-            chosen = {"period": came_from["period"]} | chosen
-            chosen.pop("from"), chosen.pop("to")
+            on_cluster = {"cluster": chosen["cluster"]} if "cluster" in chosen else {}
+            chosen = {"period": came_from["period"]} | on_cluster
             team_period["days"] = PRESETS[chosen["period"]]
         team_url = f"{team_url}?{urlencode(chosen)}"
     else:
