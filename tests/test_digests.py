@@ -1681,3 +1681,15 @@ def test_a_first_week_shows_no_figure_for_the_week_before_not_0(smtp, fleet, tea
             assert "No jobs before 2026-11-17 to compare with." in part, digest
             assert "Nothing measurably improved" not in part, digest
             assert part.count("No jobs started the week before, so there is nothing to compare with.") == 2, digest
+
+
+def test_the_fixes_that_pay_most_say_their_figure_is_recoverable_gpu_hours(smtp, fleet, member_a):
+    """In the HTML part each fix's "5.5 GPU-h" stood alone on the right: the text part says "5.5
+    recoverable GPU-hours", the HTML one did not say what the hours were (used, unused, or what the fix
+    wins back). A caption under the heading says so, before the first figure, as the causes' table has."""
+    send_weekly_task.delay(WEEK).get()
+    html = parts(smtp.to(member_a.email)[0])[1]
+    fixes = html.split("Fixes that pay most</h2>")[1]
+    caption = as_read(re.sub(r"<[^>]+>", "", fixes.split("<table")[0])).strip()
+    assert caption.startswith("Recoverable GPU-hours on the right:"), caption
+    assert "fixing" in caption and "win back" in caption
