@@ -444,6 +444,8 @@ def test_the_timeline_caption_says_what_its_shaded_bands_are_unless_the_findings
     # The chart's help, bands included, shows only with a chart: a job with a series (e042ca0).
     job.series_file.save("series.parquet", ContentFile(to_parquet_bytes(tiny_series())))
     triaged(job, "classified", Category.MODEL_CHECKPOINTING)
+    window = {"start": "2026-11-02T10:00:00+00:00", "end": "2026-11-02T10:05:00+00:00", "minutes": 5.0}
+    Finding.objects.filter(job=job).update(evidence={"windows": [window]})
     said = ("Shaded bands are the time windows in which a cause the rules found left the GPUs idle, in that "
             "cause's colour; click its legend entry (<em>…: idle windows</em>) to hide or show them.")  # fmt: skip
     client.force_login(member_a)
@@ -700,3 +702,52 @@ def test_a_healthy_job_says_so_where_its_causes_would_be(client, operator, jobs)
     page = client.get(reverse("dashboard:job-list"), {"team": "team-b"}).content.decode()
     cell = re.search(r'<td class="why">(.*?)</td>', page, re.S)[1]
     assert ">healthy</span>" in cell and "searched for no cause" in cell
+
+
+def test_the_timeline_caption_speaks_of_shaded_bands_only_when_a_finding_has_windows(client, member_a, team_a):
+    """A healthy job's timeline, and one with too little data, have no shaded bands, yet their caption
+    said what the bands are and how to hide them from the legend, of which there was no entry: a reader
+    looked for bands that were not there. The caption speaks of them only when a finding has a window."""
+    from django.core.files.base import ContentFile
+
+    from fleet.series import to_parquet_bytes
+    from tests.conftest import tiny_series
+
+    for status, categories in (("healthy", ()), ("insufficient_data", ()), ("classified", (Category.API_MISUSE,))):
+        job = JobFactory(team=team_a, name=f"{status}-job", mean_gpu_util=30)
+        job.series_file.save("series.parquet", ContentFile(to_parquet_bytes(tiny_series())))
+        triaged(job, status, *categories)  # the finding without a window: nothing is shaded
+        client.force_login(member_a)
+        page = client.get(reverse("dashboard:job-detail", args=[job.pk])).content.decode()
+        caption = page.split('id="timeline-help"')[1].split("</p>")[0]
+        assert "Drag across the chart to zoom" in caption, status
+        assert "Shaded bands" not in caption and "idle windows" not in caption, status
+
+
+def test_a_finding_spread_over_the_run_says_what_its_hours_are_and_what_its_window_is(client, member_a, team_a):
+    """A finding the rules cannot place in idle stretches of its own (a small batch, pageable copies:
+    every step a little slower) read "85.5 GPU-hours (213.71 USD) share of the run's unused GPU time.",
+    broken English, over "1 time window" that was the whole training phase at 28.7 % utilization, as if
+    the GPUs had idled through it. It says the hours are its share of the unused GPU time, spread over
+    that stretch, and which stretch it is; a finding placed in idle windows still says so."""
+    job = JobFactory(team=team_a, name="spread", mean_gpu_util=28, gpu_count=1)
+    result = JobTriage.objects.create(job=job, rule_set=RuleSet.current(), status="classified", is_current=True)
+    phase = {"start": "2026-11-16T00:33:00Z", "end": "2026-11-16T04:12:08Z", "minutes": 219.1,
+             "label": "training and evaluation", "mean_util": 28.7}  # fmt: skip
+    gap = {"start": "2026-11-16T01:00:00Z", "end": "2026-11-16T01:05:00Z", "minutes": 5.0, "label": "checkpoint_save"}
+    causes = ((Category.HOST_GPU_TRANSFER, phase, False), (Category.MODEL_CHECKPOINTING, gap, True))
+    for category, window, located in causes:
+        Finding.objects.create(result=result, job=job, rule_set=result.rule_set, category=category, confidence=0.9,
+                               summary="s", gpu_hours=1.5, evidence={"windows": [window]}, guidance={},
+                               time_located=located)  # fmt: skip
+    client.force_login(member_a)
+    html = client.get(reverse("dashboard:job-detail", args=[job.pk])).content.decode()
+    spread = html.split(f'id="finding-{Category.HOST_GPU_TRANSFER}"')[1].split("<details")[0]
+    said = " ".join(re.sub(r"<[^>]+>", "", spread).split())
+    assert "share of the run's unused GPU time." not in said
+    assert (
+        "1.5 GPU-hours: its share of the run's unused GPU time, spread over the stretch below (training "
+        "and evaluation, at 28.7 % GPU utilization on average), not in idle stretches of its own."
+    ) in said, said
+    placed = html.split(f'id="finding-{Category.MODEL_CHECKPOINTING}"')[1].split("<details")[0]
+    assert "1.5 GPU-hours</strong> in the windows below." in " ".join(placed.split())

@@ -640,6 +640,9 @@ def job_detail(request, pk: int):
             "events": queries.log_events_page(job, request.GET.get("events", "")),
             "log_runs": _log_runs(job),
             "hide_findings": hide_findings,
+            # The timeline's caption speaks of shaded bands only where a finding has a window to shade.
+            "shaded_windows": not hide_findings
+            and Finding.objects.filter(job=job, result__is_current=True, evidence__windows__0__isnull=False).exists(),
             # What the job's Idle GPU-hours were counted below when it was imported, as the settings page says it.
             "idle_threshold": settings.IDLE_UTIL_THRESHOLD,
             "job_files": queries.job_files(job),
