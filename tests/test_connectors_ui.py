@@ -1063,3 +1063,35 @@ def test_json_that_does_not_parse_says_what_is_wrong_and_where_and_keeps_what_wa
     error = re.search(rf'<small class="error" id="id_{field}_error">(.*?)</small>', page, re.S)
     assert error and error.group(1) == message
     assert escape(typed[:1000]) in page  # the text as typed, to correct it
+
+
+def test_a_failing_connectors_row_says_what_its_count_counts_and_when_in_which_time_zone(client, operator):
+    """The list said 'failing (104×)', a number with no unit (the connector's page says '104 failed pulls
+    in a row'), and its last error's time had no time zone where its last success's, beside it, had."""
+    from datetime import UTC, datetime
+
+    from tests.reading import table_rows
+
+    Connector.objects.create(
+        name="slurm-prod",
+        kind="slurm",
+        url="http://slurmrestd:6820",
+        cluster="c1",
+        last_run_at=datetime(2026, 12, 7, 7, 48, tzinfo=UTC),
+        last_success_at=datetime(2026, 12, 6, 5, 51, tzinfo=UTC),
+        last_error="connection refused",
+        last_error_at=datetime(2026, 12, 7, 7, 48, tzinfo=UTC),
+        consecutive_failures=104,
+    )
+    Connector.objects.create(
+        name="slurm-once", kind="slurm", url="http://slurmrestd2:6820", cluster="c2", consecutive_failures=1
+    )
+    client.force_login(operator)
+    page = client.get("/connectors/").content.decode()
+    rows = table_rows(page, "Connectors")
+    once, prod = sorted(rows)
+    # A date and its time keep to one line: in its narrow column the last success broke as '2026-12-' / '06 05:51'.
+    assert '<span class="when">2026-12-06 05:51</span> UTC' in page
+    assert prod[2] == "failing 104 failed pulls in a row" and once[2].endswith(" 1 failed pull in a row")
+    assert prod[3] == "2026-12-06 05:51 UTC"
+    assert prod[6] == "2026-12-07 07:48 UTC: connection refused"
