@@ -751,3 +751,37 @@ def test_a_finding_spread_over_the_run_says_what_its_hours_are_and_what_its_wind
     ) in said, said
     placed = html.split(f'id="finding-{Category.MODEL_CHECKPOINTING}"')[1].split("<details")[0]
     assert "1.5 GPU-hours</strong> in the windows below." in " ".join(placed.split())
+
+
+def test_a_findings_evidence_lists_say_when_they_show_only_the_first(client, member_a, team_a):
+    """The demo's checkpointing job said "31 time windows" and "31 log lines" and listed 30 and 20 of
+    them, without a word: a reader counting the rows, or looking for the last save, thought them lost.
+    Each list says it shows the first so many of all; a list shown whole says nothing more."""
+    from datetime import UTC, datetime, timedelta
+
+    job = JobFactory(team=team_a, name="many-saves", mean_gpu_util=30, gpu_count=1)
+    result = JobTriage.objects.create(job=job, rule_set=RuleSet.current(), status="classified", is_current=True)
+    start = datetime(2026, 11, 12, 14, 0, tzinfo=UTC)
+    at = [start + timedelta(minutes=18 * n) for n in range(31)]
+    windows = [
+        {"start": t.isoformat(), "end": (t + timedelta(minutes=5)).isoformat(), "minutes": 5.0, "label": "save"}
+        for t in at
+    ]
+    lines = [{"path": "stdout.log", "line": 20 + n, "text": f"Saving model checkpoint {n}"} for n in range(31)]
+    many_and_few = (
+        (Category.MODEL_CHECKPOINTING, {"windows": windows, "log_lines": lines}),
+        (Category.REMOTE_DATA_READING, {"windows": windows[:3], "log_lines": lines[:2]}),
+    )
+    for category, evidence in many_and_few:
+        Finding.objects.create(
+            result=result, job=job, rule_set=result.rule_set, category=category, confidence=0.9, summary="s",
+            gpu_hours=1.0, evidence=evidence, guidance={}, time_located=True,
+        )  # fmt: skip
+    client.force_login(member_a)
+    html = client.get(reverse("dashboard:job-detail", args=[job.pk])).content.decode()
+    many = html.split(f'id="finding-{Category.MODEL_CHECKPOINTING}"')[1].split('class="finding"')[0]
+    said = " ".join(re.sub(r"<[^>]+>", " ", many).split())
+    assert "31 time windows" in said and "The first 30 of the 31 windows." in said, said
+    assert "31 log lines" in said and "The first 20 of the 31 log lines." in said, said
+    few = html.split(f'id="finding-{Category.REMOTE_DATA_READING}"')[1].split('class="finding"')[0]
+    assert "The first" not in few
