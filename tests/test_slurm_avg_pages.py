@@ -52,7 +52,7 @@ def test_the_job_page_compares_the_utilization_of_runs_whose_figure_is_slurms_av
     triaged(before, "insufficient_data")  # what triage says of an average
     triaged(after, "classified", Category.MODEL_CHECKPOINTING)
     _, text, _ = services.render_triplet("team-digest", services.build_context("team", "2026-W47", team_a))
-    assert "nightly (dana, slurm-no-dcgm): 30 % (Slurm avg) -> 80 %" in text  # what the reader clicked from
+    assert "nightly (dana, slurm-no-dcgm): 30 % (Slurm avg) → 80 %" in text  # what the reader clicked from
     client.force_login(operator)
     section = _text(_runs_section(client, after))
     assert (
