@@ -207,6 +207,38 @@ def test_the_personal_tokens_heading_stands_apart_from_the_machine_tokens_above_
 
 
 @pytest.mark.django_db(transaction=True)
+def test_on_a_phone_connectors_are_cards_with_their_health_and_last_error_in_view(browser, live_server, operator):  # noqa: F811
+    """390 px wide, the connectors (nine columns) scrolled sideways in their box under a sticky name column:
+    a connector's health, its last error and its Pull now, what an operator opens the list to check, were
+    off to the right. Now each connector is a card."""
+    from datetime import UTC, datetime
+
+    from fleet.connectors.models import Connector
+    from tests.test_accessibility import open_as
+
+    prom = Connector.objects.create(name="prom-eu-west-h100-training", kind="prometheus", url="https://prom:9090")
+    Connector.objects.create(
+        name="slurm-eu-west-h100-training-cluster",
+        kind="slurm",
+        url="http://slurmrestd.eu-west.example.org:6820",
+        cluster="eu-west-h100",
+        metrics_from=prom,
+        last_run_at=datetime(2026, 12, 7, 7, 48, tzinfo=UTC),
+        last_success_at=datetime(2026, 12, 6, 5, 51, tzinfo=UTC),
+        last_error="ConnectionError: HTTPConnectionPool(host=slurmrestd.eu-west.example.org, port=6820): Max"
+        " retries exceeded with url: /slurm/v0.0.40/jobs?update_time=1764892800",
+        last_error_at=datetime(2026, 12, 7, 7, 48, tzinfo=UTC),
+        consecutive_failures=104,
+    )
+    open_as(browser, live_server.url, operator)
+    url = f"{live_server.url}/connectors/"
+    wide, phone = layouts_and_column(browser, url, "connectors-cards", "table.connectors", "Health")
+    assert_cards(wide, phone, rows=2, columns=8)  # the ninth, the actions, are buttons
+    assert phone["cells"] == [["Health never run", True], ["Health failing 104 failed pulls in a row", True]], phone
+    assert all(in_view for _words, in_view in phone["buttons"]) and len(phone["buttons"]) == 3, phone
+
+
+@pytest.mark.django_db(transaction=True)
 def test_on_a_phone_machine_tokens_are_cards_with_what_each_may_do_in_view(browser, live_server, operator):  # noqa: F811
     """390 px wide, the machine tokens (11 columns, a permission each) scrolled sideways in their box:
     whether a token may push archives, and its Revoke, were off to the right. Now each token is a card."""
