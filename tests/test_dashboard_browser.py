@@ -615,7 +615,8 @@ def job_with_idle_windows(first, second):
         window = {"start": (START + timedelta(minutes=minutes)).isoformat(),
                   "end": (START + timedelta(minutes=minutes + 5)).isoformat(), "minutes": 5}  # fmt: skip
         Finding.objects.create(result=result, job=job, rule_set=result.rule_set, category=category, confidence=0.9,
-                               summary="s", gpu_hours=1.0, evidence={"windows": [window]}, guidance={})  # fmt: skip
+                               summary="s", gpu_hours=1.0, evidence={"windows": [window]}, guidance={},
+                               time_located=True)  # fmt: skip
     return job
 
 

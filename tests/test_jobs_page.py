@@ -80,12 +80,12 @@ def test_bad_filter_values_show_a_message_not_an_error(client, operator, jobs):
     assert response.status_code == 200
     page = response.content.decode()
     assert "Showing all jobs instead" in page
-    assert "<p>Mean utilization at least: Enter a number.</p>" in page
-    assert "<p>Started from: Enter a valid date.</p>" in page
+    assert '<p id="id_util_min_error">Mean utilization at least: Enter a number.</p>' in page
+    assert '<p id="id_start_from_error">Started from: Enter a valid date.</p>' in page
     assert 'aria-label="Mean utilization at least"' in page  # the field the message names
     page = client.get(reverse("dashboard:job-list"), {"sort": "best", "util_source": "x"}).content.decode()
-    assert "<p>Order: Select a valid choice. best is not one of the available choices.</p>" in page
-    assert "<p>Where the utilization figure came from: Select a valid choice." in page
+    assert ">Order: Select a valid choice. best is not one of the available choices.</p>" in page
+    assert ">Where the utilization figure came from: Select a valid choice." in page
 
 
 def test_member_cannot_filter_their_way_into_another_team(client, member_a, jobs):
@@ -445,7 +445,7 @@ def test_the_timeline_caption_says_what_its_shaded_bands_are_unless_the_findings
     job.series_file.save("series.parquet", ContentFile(to_parquet_bytes(tiny_series())))
     triaged(job, "classified", Category.MODEL_CHECKPOINTING)
     window = {"start": "2026-11-02T10:00:00+00:00", "end": "2026-11-02T10:05:00+00:00", "minutes": 5.0}
-    Finding.objects.filter(job=job).update(evidence={"windows": [window]})
+    Finding.objects.filter(job=job).update(evidence={"windows": [window]}, time_located=True)
     said = ("Shaded bands are the time windows in which a cause the rules found left the GPUs idle, in that "
             "cause's colour; click its legend entry (<em>…: idle windows</em>) to hide or show them.")  # fmt: skip
     client.force_login(member_a)
@@ -785,3 +785,31 @@ def test_a_findings_evidence_lists_say_when_they_show_only_the_first(client, mem
     assert "31 log lines" in said and "The first 20 of the 31 log lines." in said, said
     few = html.split(f'id="finding-{Category.REMOTE_DATA_READING}"')[1].split('class="finding"')[0]
     assert "The first" not in few
+
+
+def test_a_stretch_a_cause_slowed_is_named_so_on_the_timeline_and_under_it(client, member_a, team_a):
+    """The band over a cause's stretch that it slowed throughout (its finding not placed in idle windows)
+    was called an idle window, in the legend and in the caption. The legend names it for what it is, and
+    the caption says such a band is not idle time; a job with idle windows only keeps the caption it had."""
+    import json
+
+    from django.core.files.base import ContentFile
+
+    from fleet.series import to_parquet_bytes
+    from tests.conftest import tiny_series
+
+    job = JobFactory(team=team_a, name="small-batch", mean_gpu_util=30)
+    job.series_file.save("series.parquet", ContentFile(to_parquet_bytes(tiny_series())))
+    triaged(job, "classified", Category.IMPROPER_BATCH_SIZE)  # not placed in idle windows (time_located False)
+    phase = {"start": job.start_time.isoformat(), "end": job.end_time.isoformat(), "minutes": 60.0,
+             "label": "training and evaluation", "mean_util": 30.0}  # fmt: skip
+    Finding.objects.filter(job=job).update(evidence={"windows": [phase]})
+    client.force_login(member_a)
+    page = client.get(reverse("dashboard:job-detail", args=[job.pk])).content.decode()
+    caption = " ".join(page.split('id="timeline-help"')[1].split("</p>")[0].split())
+    assert "Shaded bands are the time windows in which a cause the rules found left the GPUs idle" not in caption
+    assert ("A band named <em>…: the stretch it slowed</em> is where a cause slowed the GPUs throughout (a little "
+            "in every step), not idle time") in caption, caption  # fmt: skip
+    figure = json.loads(client.get(reverse("dashboard:job-timeline", args=[job.pk])).content)
+    names = [shape.get("name") for shape in figure["layout"]["shapes"] if shape.get("showlegend")]
+    assert names == ["Improper batch size: the stretch it slowed"], names

@@ -331,7 +331,8 @@ def build_timeline(
 ) -> dict:
     """The figure for [start, end]: GPU utilization, GPU memory, and host CPU when present.
 
-    `windows` are shaded spans: {"start": datetime, "end": datetime, "label": str, "colour": str}.
+    `windows` are shaded spans: {"start": datetime, "end": datetime, "label": str, "colour": str}, and
+    "idle": False for a stretch a cause slowed rather than idled (named so in the legend).
     `zone` is the reader's time zone (an IANA name): the time axis, its hover labels, the shaded windows
     and the log events are on its clock (wall_clock_ms), and the axis names it.
     """
@@ -486,7 +487,10 @@ def build_timeline(
         label = window.get("label", "")
         legend = {}
         if label:
-            legend = {"name": html.escape(f"{label}: idle windows"), "legendgroup": html.escape(f"cause {label}")}
+            # A cause that slows every step (not placed in idle windows: `idle` False) shades the stretch it
+            # slowed, the training phase the GPUs worked through: not called idle.
+            name = f"{label}: idle windows" if window.get("idle", True) else f"{label}: the stretch it slowed"
+            legend = {"name": html.escape(name), "legendgroup": html.escape(f"cause {label}")}
             if label not in named:
                 layout["shapes"].append(_legend_entry(legend, window, zone))
             named.add(label)

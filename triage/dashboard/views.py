@@ -493,7 +493,13 @@ def _finding_windows(job) -> list[dict]:
             except (KeyError, TypeError, ValueError):
                 continue
             windows.append(
-                {"start": as_utc(start), "end": as_utc(end), "label": category.label, "colour": category.colour}
+                {
+                    "start": as_utc(start),
+                    "end": as_utc(end),
+                    "label": category.label,
+                    "colour": category.colour,
+                    "idle": finding.time_located,
+                }
             )
     return windows
 
@@ -640,9 +646,8 @@ def job_detail(request, pk: int):
             "events": queries.log_events_page(job, request.GET.get("events", "")),
             "log_runs": _log_runs(job),
             "hide_findings": hide_findings,
-            # The timeline's caption speaks of shaded bands only where a finding has a window to shade.
-            "shaded_windows": not hide_findings
-            and Finding.objects.filter(job=job, result__is_current=True, evidence__windows__0__isnull=False).exists(),
+            # The timeline's caption speaks of the bands the chart has: idle windows, stretches a cause slowed.
+            **_shaded_bands(job, hide_findings),
             # What the job's Idle GPU-hours were counted below when it was imported, as the settings page says it.
             "idle_threshold": settings.IDLE_UTIL_THRESHOLD,
             "job_files": queries.job_files(job),
@@ -653,6 +658,16 @@ def job_detail(request, pk: int):
             **_runs_context(request.user, job, blinded),
         },
     )
+
+
+def _shaded_bands(job: Job, hide_findings: bool) -> dict:
+    """Which bands the job's timeline shades: `idle_bands` (windows in which a cause left the GPUs idle) and
+    `slowed_bands` (the stretch a cause slowed throughout, its finding not placed in idle windows)."""
+    if hide_findings:
+        return {"idle_bands": False, "slowed_bands": False}
+    shaded = Finding.objects.filter(job=job, result__is_current=True, evidence__windows__0__isnull=False)
+    kinds = set(shaded.values_list("time_located", flat=True).distinct())
+    return {"idle_bands": True in kinds, "slowed_bands": False in kinds}
 
 
 def _log_runs(job: Job) -> list[str]:
