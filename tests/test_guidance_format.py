@@ -106,3 +106,16 @@ def test_the_preprocessing_causes_page_says_why_without_claiming_a_measurement(o
         "The loading processes cannot prepare batches as fast as the GPUs use them (CPU-bound decoding and "
         "augmentation, or too few worker processes to spread them over); each step waits for its batch."
     ) in page
+
+
+def test_an_interactive_jobs_fix_starts_from_the_gpus_it_held():
+    """The snippet's session held 4 GPUs ('srun --gres=gpu:4 ... jupyter lab') whatever the job: the demo's
+    2-GPU notebook read of 4 it never asked for. It starts from the job's own request."""
+    from triage.guidance import guidance_for
+    from triage.taxonomy import Category
+
+    for gpus in (1, 2, 8):
+        guide = guidance_for(Category.INTERACTIVE_JOB, "default", {}, gpu_hours=1.0, price_per_gpu_hour=None,
+                             currency="", job={"gpu_count": gpus, "node_count": 1})  # fmt: skip
+        assert guide["before"] == f"srun --gres=gpu:{gpus} --time=2-00:00:00 --pty jupyter lab", guide["before"]
+        assert "--gres=gpu:1g.10gb:1" in guide["after"]

@@ -33,7 +33,7 @@ GUIDES: dict[Category, dict] = {
             "default": (
                 "Develop on a small or shared GPU (MIG slice, time-slicing) with an idle time-out; submit long "
                 "runs as batch jobs.",
-                "srun --gres=gpu:4 --time=2-00:00:00 --pty jupyter lab",
+                "srun --gres=gpu:{gpu_count} --time=2-00:00:00 --pty jupyter lab",
                 "srun --gres=gpu:1g.10gb:1 --time=04:00:00 --pty jupyter lab   # MIG slice, short limit\n"
                 "sbatch train.sh                                             # the real run, as a batch job",
             )
@@ -751,6 +751,8 @@ def _job_values(category: Category, numbers: dict, job: dict, sub_cause: str = "
         return {"gpus_per_node": max(1, gpus // nodes)}
     if category == Category.GPU_OVERSUBSCRIPTION:
         return _oversubscription_values(numbers, job)
+    if category == Category.INTERACTIVE_JOB:
+        return {"gpu_count": max(1, int(job.get("gpu_count") or 1))}  # the session's own request, in its snippet
     return {}
 
 
