@@ -1997,3 +1997,25 @@ def test_a_loader_finding_with_a_cpu_metric_says_what_it_measured(cpu, said):
     why = _loader_guidance(finding)["why"]
     assert why.startswith(said), why
     assert why.endswith("each step waits for its batch.")
+
+
+def test_a_findings_counts_agree_with_their_nouns():
+    """The demo's 32-GPU job read "1 blocking copies to the GPU"; a 1-node exchange read "on 1 node(s)" and an
+    install "while 1 GPU(s) waited": the count was known, the noun guessed. Each noun agrees with its count."""
+    source = (
+        "import torch\nfrom torch.utils.data import DataLoader\n\n"
+        "train_loader = DataLoader(ds, batch_size=64, num_workers=8)\n"
+        "for epoch in range(3):\n"
+        "    for inputs, targets in train_loader:\n"
+        "        inputs = inputs.to(device)\n"
+        "        loss = model(inputs).sum()\n        loss.backward()\n"
+    )
+    frame = series(120, lambda t, g: 35, mem=lambda t, g: 0.7)
+    _, result = run(120, frame, scripts=[("train.py", source)])
+    finding = next(f for f in result.findings if f.category == Category.HOST_GPU_TRANSFER)
+    assert "1 blocking copy to the GPU (no non_blocking=True)" in finding.summary, finding.summary
+    from triage.rules.common import plural
+
+    assert [plural(1, "node"), plural(3, "node"), plural(1, "GPU"), plural(24, "GPU")] == [
+        "1 node", "3 nodes", "1 GPU", "24 GPUs"
+    ]  # fmt: skip

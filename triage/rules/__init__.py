@@ -290,6 +290,8 @@ from triage.rules.registry import RULES, THRESHOLDS, Finding, Status, TriageResu
 #      none of the script's environment, the allocation's SLURM_* variables included (sudoers' env_reset): `sudo srun
 #      python train.py` under `#SBATCH -n 8` was 8 tasks, uneven use; now srun's own options alone, one task; a
 #      `SLURM_NTASKS=4` before sudo, exported PET_* variables, and a script `sudo bash run.sh` runs alike
+#      also: a summary's counts agree with their nouns: "1 blocking copy to the GPU", "on 1 node", "while 1 GPU
+#      waited" (they read "1 blocking copies", "node(s)", "GPU(s)")
 RULES_REVISION = 9
 
 __all__ = [

@@ -15,6 +15,12 @@ BLOCKING_KINDS = (CHECKPOINT_SAVE, UPLOAD, REMOTE_READ, DOWNLOAD)
 _SHORT_STALLS_MATCHED = 0.5
 
 
+def plural(count: int, noun: str, nouns: str = "") -> str:
+    """A count and its noun in a summary, agreeing: "1 node", "3 nodes" (not "node(s)", "1 copies");
+    `nouns` where the plural is not the noun and an s ("blocking copy", "blocking copies")."""
+    return f"{count} {noun}" if count == 1 else f"{count} {nouns or noun + 's'}"
+
+
 def distributed_launches(ev: Evidence) -> list[CodeFact]:
     """The job's launch lines (its scripts' and its submitted command) that start a distributed launcher
     (torchrun, deepspeed, accelerate, horovodrun, mpirun): one training process per GPU. Not one that starts a

@@ -14,6 +14,7 @@ from triage.rules.common import (
     explained_gaps,
     gaps_of,
     periodic,
+    plural,
     quoted_once,
     start_up_downloads,
     startup,
@@ -67,7 +68,8 @@ def host_gpu_transfer(ev: Evidence, th: dict) -> list[Finding]:
             f"({'pin_memory=False' if explicit else 'pin_memory left at its default, False'})"
         )
     if blocking:
-        parts.append(f"{len(blocking)} blocking copies to the GPU (no non_blocking=True)")
+        copies = plural(len(blocking), "blocking copy", "blocking copies")
+        parts.append(f"{copies} to the GPU (no non_blocking=True)")
     if traces:
         share = max(t.pageable_share_of_steps for t in traces)
         parts.append(f"pageable host-to-device copies take {share_text(share)} of profiled step time")
@@ -136,8 +138,8 @@ def data_exchange(ev: Evidence, th: dict) -> list[Finding]:
             category=Category.DATA_EXCHANGE,
             sub_cause=sub,
             confidence=confidence,
-            summary=f"Gradient/parameter exchange between {ev.job.gpu_count} GPUs on {ev.job.node_count} node(s) "
-            "stalls training: " + "; ".join(parts) + ".",
+            summary=f"Gradient/parameter exchange between {ev.job.gpu_count} GPUs on "
+            f"{plural(ev.job.node_count, 'node')} stalls training: " + "; ".join(parts) + ".",
             windows=[p.training],
             log_lines=(socket_lines + ev.logs.dataparallel_lines)[:3],
             code=(dataparallel + manual + socket_env)[:5],

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from triage.evidence import Evidence
-from triage.rules.common import start_up_downloads, startup
+from triage.rules.common import plural, start_up_downloads, startup
 from triage.rules.registry import Finding, register
 from triage.taxonomy import Category
 
@@ -89,7 +89,7 @@ def lengthy_library_install(ev: Evidence, th: dict) -> list[Finding]:
             confidence=confidence,
             summary=(
                 f"Installing libraries inside the job took {span.seconds / 60:.0f} min "
-                f"(>= {th['install_min_s'] / 60:.0f} min) while {ev.job.gpu_count} GPU(s) waited."
+                f"(>= {th['install_min_s'] / 60:.0f} min) while {plural(ev.job.gpu_count, 'GPU')} waited."
             ),
             windows=[span],
             log_lines=lines,
