@@ -191,6 +191,7 @@ def test_a_token_made_and_revoked_and_a_log_searched_from_the_keyboard_land_on_w
     <body>: the message (or the count of lines found) was above the focus's next stop, the menu,
     and unread. Each Revoke button was named 'Revoke' only."""
     from selenium.webdriver.common.keys import Keys
+    from selenium.webdriver.support.expected_conditions import alert_is_present
 
     from fleet.models import Artifact
 
@@ -205,6 +206,7 @@ def test_a_token_made_and_revoked_and_a_log_searched_from_the_keyboard_land_on_w
     revoke = tab_to(browser, lambda f: f["text"].startswith("Revoke"))
     assert revoke["text"] == f"Revoke the token backup-host ({token.prefix}…)"
     press(browser, Keys.ENTER)
+    wait_until(browser, alert_is_present()).accept()  # revoking asks first (static/js/confirm.js)
     wait_until(
         browser, lambda b: focused(b)["text"].startswith("Token “backup-host”") and "revoked" in focused(b)["text"]
     )

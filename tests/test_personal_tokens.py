@@ -228,7 +228,7 @@ def test_a_personal_token_s_revoke_addresses_hold_its_prefix_not_its_key_s_hash(
     assert own == [f"/account/tokens/{token.prefix}/revoke/"]
     ops = Client()
     ops.force_login(operator)
-    listed = re.findall(r'<form method="post" action="(/tokens/personal/[^"]*)">', ops.get("/tokens/").content.decode())
+    listed = re.findall(r'<form method="post" action="(/tokens/personal/[^"]*)"', ops.get("/tokens/").content.decode())
     assert listed == [f"/tokens/personal/{token.prefix}/revoke/"]
     assert client.post(f"/account/tokens/{token.pk}/revoke/").status_code == 404
     assert ops.post(f"/tokens/personal/{token.pk}/revoke/").status_code == 404

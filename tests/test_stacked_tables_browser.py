@@ -239,6 +239,39 @@ def test_on_a_phone_connectors_are_cards_with_their_health_and_last_error_in_vie
 
 
 @pytest.mark.django_db(transaction=True)
+def test_revoking_a_token_asks_first_and_cancelling_keeps_it(browser, live_server, operator):  # noqa: F811
+    """Revoke, beside Edit, revoked a machine token at one click and for good: a cluster's nightly export
+    failed from then on, and only a new token, set up on the cluster, mended it. It now asks, naming the
+    token and what revoking does; Cancel leaves the token active."""
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support.expected_conditions import alert_is_present
+    from selenium.webdriver.support.wait import WebDriverWait
+
+    from fleet.models import MachineToken
+    from tests.test_accessibility import open_as
+    from tests.test_browser import STALE
+
+    token, _key = MachineToken.objects.create_key(name="nightly export", created_by=operator)
+    open_as(browser, live_server.url, operator)
+    browser.get(f"{live_server.url}/tokens/")
+    revoke = f"//button[@aria-label='Revoke the token nightly export ({token.prefix}…)']"
+    browser.find_element(By.XPATH, revoke).click()
+    asked = WebDriverWait(browser, 5).until(alert_is_present())
+    assert asked.text == (
+        f"Revoke the token nightly export ({token.prefix}…)? Whatever uses it is refused from then on,"
+        " and a revoked token cannot be made active again."
+    )
+    asked.dismiss()
+    token.refresh_from_db()
+    assert not token.revoked and browser.find_elements(By.XPATH, revoke)
+    browser.find_element(By.XPATH, revoke).click()
+    WebDriverWait(browser, 5).until(alert_is_present()).accept()
+    WebDriverWait(browser, 10, ignored_exceptions=STALE).until(lambda b: "is revoked" in b.page_source)
+    token.refresh_from_db()
+    assert token.revoked
+
+
+@pytest.mark.django_db(transaction=True)
 def test_on_a_phone_machine_tokens_are_cards_with_what_each_may_do_in_view(browser, live_server, operator):  # noqa: F811
     """390 px wide, the machine tokens (11 columns, a permission each) scrolled sideways in their box:
     whether a token may push archives, and its Revoke, were off to the right. Now each token is a card."""
