@@ -813,3 +813,19 @@ def test_a_stretch_a_cause_slowed_is_named_so_on_the_timeline_and_under_it(clien
     figure = json.loads(client.get(reverse("dashboard:job-timeline", args=[job.pk])).content)
     names = [shape.get("name") for shape in figure["layout"]["shapes"] if shape.get("showlegend")]
     assert names == ["Improper batch size: the stretch it slowed"], names
+
+
+def test_a_job_with_too_little_data_says_what_to_check_first(client, member_a, team_a):
+    """A job whose samples cover too little of its run said so twice ("missing data is not idleness", then
+    "... is not idle time") and nothing of what to do: its owner was left with a verdict and no next step.
+    It says the rules looked for no cause, and what to check first, with the rule set's coverage line."""
+    job = JobFactory(team=team_a, name="sparse", mean_gpu_util=19, gpu_count=2)
+    triaged(job, "insufficient_data")
+    client.force_login(member_a)
+    html = client.get(reverse("dashboard:job-detail", args=[job.pk])).content.decode()
+    said = " ".join(re.sub(r"<[^>]+>", "", html.split('id="findings"')[1].split("</section>")[0]).split())
+    assert "so the rules looked for no cause" in said, said
+    assert (
+        "Check first that GPU metrics were collected for the whole job (the exporter ran on every node of it, "
+        "the import carried all its samples): a run whose samples cover at least 80 % of it is judged."
+    ) in said
