@@ -237,7 +237,10 @@ def test_a_search_longer_than_any_job_holds_is_a_form_error_naming_the_field(
     response = client.get(reverse("dashboard:job-list"), {field: "x" * 100_000})
     assert response.status_code == 200
     warning = re.search(r'<div class="message warning">(.*?)</div>', response.content.decode(), re.S).group(1)
-    assert f"<p>{label}: Ensure this value has at most {limit} characters (it has 100000).</p>" in warning
+    assert (
+        f'<p id="id_{field}_error">{label}: Ensure this value has at most {limit} characters (it has 100000).</p>'
+        in warning
+    )
     assert len(response.context["page"].object_list) == 3
     assert client.get(reverse("dashboard:job-list"), {field: "x" * 100_000, "format": "csv"}).status_code == 200
     assert names(client, **{field: "x" * limit}) == []  # as long as it may be: searched, nothing found
@@ -492,7 +495,9 @@ def test_a_run_filter_that_is_no_run_number_says_so_in_plain_words(client, opera
     response = client.get(reverse("dashboard:job-list"), {"run": sent})
     assert response.status_code == 200
     page = response.content.decode()
-    assert f"<p>Ingest run: {message}</p><p>Showing all jobs instead.</p>" in page and job.name in page
+    assert (
+        f'<p id="id_run_error">Ingest run: {message}</p><p>Showing all jobs instead.</p>' in page and job.name in page
+    )
     assert 'id="run-filter"' not in page
 
 
@@ -507,7 +512,7 @@ def test_a_run_filter_naming_a_run_that_does_not_exist_says_there_is_no_such_run
     client.force_login(operator)
     response = client.get(reverse("dashboard:job-list"), {"run": missing})
     page = response.content.decode()
-    assert f"<p>Ingest run: No ingest run #{missing}.</p><p>Showing all jobs instead.</p>" in page
+    assert f'<p id="id_run_error">Ingest run: No ingest run #{missing}.</p><p>Showing all jobs instead.</p>' in page
     assert job.name in page and 'id="run-filter"' not in page
 
 
