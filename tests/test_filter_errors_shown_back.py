@@ -6,6 +6,8 @@ import re
 import pytest
 from django.urls import reverse
 
+from tests.test_browser import browser, window_width  # noqa: F401  (the browser fixture)
+
 pytestmark = pytest.mark.django_db
 
 
@@ -49,3 +51,21 @@ def test_a_bad_menu_choice_names_a_message_that_is_on_the_page(client, operator)
     menu = re.search(r'<select[^>]*name="action"[^>]*>', page).group(0)
     assert 'aria-invalid="true"' in menu
     assert _described_message(page, menu).startswith("Action: ")
+
+
+def test_in_a_browser_the_bad_values_stand_in_their_boxes(browser, live_server, operator):  # noqa: F811
+    """What the user sees: the boxes hold "abc" and 2026-02-30 (a number or date box showed them empty)."""
+    import os
+
+    from tests.test_dashboard_browser import log_in
+
+    log_in(browser, live_server.url, operator, "/jobs/?util_min=abc&start_from=2026-02-30")
+    for width, height in ((1280, 800), (390, 844)):
+        with window_width(browser, width, mobile=width < 500, height=height):
+            browser.get(f"{live_server.url}/jobs/?util_min=abc&start_from=2026-02-30")
+            shown = browser.execute_script(
+                "return ['util_min', 'start_from'].map(n => document.querySelector(`[name=${n}]`).value)"
+            )
+            assert shown == ["abc", "2026-02-30"], (width, shown)
+            if shots := os.environ.get("SCREENSHOTS"):
+                browser.save_screenshot(f"{shots}/filter-errors-{width}.png")
