@@ -40,6 +40,14 @@ LOG_EVENT_KINDS = (
     NCCL_ERROR,
     REMOTE_READ,
 )
+# How a page names each kind, where a person reads (the stored kind stays the identifier, in addresses and the API).
+LOG_EVENT_WORDS = {
+    CHECKPOINT_SAVE: "checkpoint save",
+    TRAINING_FINISHED: "training finished",
+    DATALOADER_WARNING: "DataLoader warning",
+    NCCL_ERROR: "NCCL error",
+    REMOTE_READ: "remote read",
+}
 MAX_TEXT = 500
 
 

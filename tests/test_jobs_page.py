@@ -834,3 +834,24 @@ def test_a_job_with_too_little_data_says_what_to_check_first(client, member_a, t
         "Check first that GPU metrics were collected for the whole job (the exporter ran on every node of it, "
         "the import carried all its samples): a run whose samples cover at least 80 % of it is judged."
     ) in said
+
+
+def test_a_jobs_log_events_name_their_kinds_in_words(client, member_a, team_a):
+    """The log events read "checkpoint_save 32 · training_finished 1 · remote_read 90" and each row's kind
+    the same, identifiers where a person reads. They read in words; the filter's address keeps the kind."""
+    from fleet.models import Artifact, LogEvent
+
+    job = JobFactory(team=team_a)
+    log = Artifact.objects.create(job=job, kind="log", path="stdout.log", file="artifacts/x", size=1, sha256="x")
+    kinds = ("checkpoint_save", "training_finished", "remote_read", "dataloader_warning", "nccl_error")
+    LogEvent.objects.bulk_create(
+        [LogEvent(job=job, artifact=log, kind=kind, line_no=n, text=kind) for n, kind in enumerate(kinds, 1)]
+    )
+    client.force_login(member_a)
+    text = client.get(reverse("dashboard:job-detail", args=[job.pk])).content.decode()
+    events = text.split('id="log-events"')[1]
+    for words in ("checkpoint save", "training finished", "remote read", "DataLoader warning", "NCCL error"):
+        assert f"{words} 1</a>" in events and f"<td>{words}</td>" in events, words
+    assert "<td>checkpoint_save</td>" not in events and "events=checkpoint_save#log-events" in events
+    one = client.get(reverse("dashboard:job-detail", args=[job.pk]), {"events": "remote_read"}).content.decode()
+    assert "<strong>remote read 1</strong>" in one

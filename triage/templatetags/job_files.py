@@ -2,6 +2,7 @@
 
 from django import template
 
+from fleet.logevents import LOG_EVENT_WORDS
 from triage.dashboard.queries import file_url
 
 register = template.Library()
@@ -21,3 +22,9 @@ def job_file_url(context, kind: str, path: str, line: int | None = None) -> str:
     if pk is None:
         return ""
     return file_url(context["job"].pk, pk, line)
+
+
+@register.filter
+def event_words(kind: str) -> str:
+    """A log event's kind as a page says it: "checkpoint save" for `checkpoint_save`."""
+    return LOG_EVENT_WORDS.get(kind, kind)
