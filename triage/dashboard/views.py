@@ -51,7 +51,7 @@ from triage.models import Finding, JobTriage, RuleSet, TriageStatus, low_util_th
 from triage.taxonomy import Category
 
 from . import figures, files, queries, timeline
-from .filters import NOT_TRIAGED, RECOVERABLE, JobFilter
+from .filters import NOT_TRIAGED, RECOVERABLE, JobFilter, recoverable_hours
 from .periods import PRESETS, Period, parse_period
 
 # The teams table's sorts: each `?sort=` key's order, and the name its column heading gives it (the
@@ -509,6 +509,8 @@ CSV_COLUMNS = [
     "cluster", "job_id", "name", "team", "user", "state", "job_type", "start_time", "end_time", "gpu_count",
     "gpu_model", "gpu_hours", "mean_gpu_util", "peak_gpu_mem_util", "unused_gpu_hours", "idle_gpu_hours",
     "coverage", "cost", "currency", "status", "categories", "answers", "mean_gpu_util_source", "gpu_share", "gpu_unit",
+    # Appended (a consumer reading by position reads what it had): what the list sorts by with ?sort=recoverable.
+    "recoverable_gpu_hours",
 ]  # fmt: skip
 
 
@@ -547,7 +549,7 @@ def job_list(request):
     blinded = blinded_job_ids(request.user)  # their findings are not shown, nor filtered by
     job_filter, jobs = _filtered_jobs(request, blinded)
     if request.GET.get("format") == "csv":
-        return _jobs_csv(jobs, blinded)
+        return _jobs_csv(_with_recoverable_hours(job_filter, jobs, blinded), blinded)
     page = Paginator(jobs, JOBS_PER_PAGE).get_page(request.GET.get("page"))
     page.object_list = _with_triage(list(page.object_list), blinded)
     query = request.GET.copy()
@@ -591,6 +593,15 @@ def job_list(request):
     )
 
 
+def _with_recoverable_hours(job_filter: JobFilter, jobs, blinded: set[int]):
+    """The jobs with their `recoverable_gpu_hours`, as the list counts them sorted by them: of the filter's
+    cause alone when it names one, none for a job its viewer rates blind (`filters.recoverable_hours`)."""
+    if "recoverable_gpu_hours" in jobs.query.annotations:  # sorted by them
+        return jobs
+    valid = job_filter.is_bound and not job_filter.errors
+    return recoverable_hours(jobs, job_filter.form.cleaned_data.get("category", "") if valid else "", blinded)
+
+
 def _jobs_csv(jobs, hidden: set[int]) -> StreamingHttpResponse:
     def rows():
         # Batches keep memory flat on a large fleet; each batch costs three extra queries, not three per job.
@@ -607,6 +618,7 @@ def _jobs_csv(jobs, hidden: set[int]) -> StreamingHttpResponse:
                     _round(job.unused_gpu_hours, 3), _round(job.idle_gpu_hours, 3), _round(job.coverage, 3),
                     job.cost, job.currency, job.triage_status, " ".join(c.value for c in job.categories),
                     answers.get(job.pk, ""), job.mean_gpu_util_source or "", round(job.gpu_share, 6), job.gpu_unit,
+                    _round(job.recoverable_gpu_hours, 3),
                 ]  # fmt: skip
 
     return _csv_download(CSV_COLUMNS, rows(), "jobs.csv")
