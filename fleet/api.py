@@ -96,6 +96,14 @@ class RecordErrorSerializer(serializers.Serializer):
     field = serializers.CharField(allow_blank=True)
     job_id = serializers.CharField(allow_blank=True)
     message = serializers.CharField()
+    consequence = serializers.SerializerMethodField(
+        help_text="What the importer did about it: 'job <id> not stored', 'row not stored', 'nothing rejected' "
+        "or 'archive refused: nothing stored'; empty where the run did not record it (a connector's pull, an "
+        "older run)."
+    )
+
+    def get_consequence(self, error: dict) -> str:
+        return ingest.error_consequence(error)
 
 
 class IngestRunSerializer(serializers.ModelSerializer):

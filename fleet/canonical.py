@@ -11,6 +11,7 @@ import math
 import numbers
 import re
 from dataclasses import dataclass, field
+from dataclasses import field as dataclass_field  # RecordError has a field named "field"
 from datetime import UTC, datetime
 from typing import Literal
 
@@ -318,6 +319,10 @@ class RecordError:
     row: int | None = None  # 1-based data row (the header is row 0) or line number
     field: str = ""
     job_id: str = ""
+    # What the importer did about it (fleet.ingest.error_consequence says it in words): "rejected" (its
+    # job, or its row, was not stored), "note" (nothing rejected), "refused" (the archive; nothing
+    # stored); "" where nobody said (a connector's pull, a run stored before errors said it).
+    effect: str = dataclass_field(default="", compare=False)  # the same problem, whatever was done about it
 
     def __str__(self) -> str:
         where = self.file
@@ -336,6 +341,7 @@ class RecordError:
             "field": without_nul(self.field),
             "job_id": without_nul(self.job_id),
             "message": without_nul(self.message),
+            **({"effect": self.effect} if self.effect else {}),
         }
 
 

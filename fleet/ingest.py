@@ -17,7 +17,7 @@ import time
 from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager, suppress
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, fields, replace
 from datetime import datetime, timedelta
 from functools import cache, reduce
 from operator import or_
@@ -373,12 +373,24 @@ def error_kinds(errors: list[dict]) -> list[tuple[tuple[str, str], int]]:
     return kinds.most_common()
 
 
+def error_consequence(error: dict) -> str:
+    """What the importer did about an error, in words (its page, CSV and API say it beside the message)."""
+    effect = error.get("effect") or ""
+    if effect == "rejected":
+        return f"job {error['job_id']} not stored" if error.get("job_id") else "row not stored"
+    if effect == "note":
+        return "nothing rejected"
+    if effect == "refused":
+        return "archive refused: nothing stored"
+    return ""
+
+
 def add_note(run_id: int, message: str) -> None:
     """Add a note for the operator to a run's errors, after the run has written its own (a rerun resets them)."""
     with transaction.atomic():
         run = IngestRun.objects.select_for_update().filter(pk=run_id).first()
         if run is not None:
-            run.errors = in_row_order([*run.errors, RecordError(file="", message=message).as_dict()])
+            run.errors = in_row_order([*run.errors, RecordError(file="", message=message, effect="note").as_dict()])
             run.save(update_fields=["errors"])
 
 
@@ -479,7 +491,7 @@ def _execute_claimed(run: IngestRun, on_progress=None) -> IngestRun:
             run.save(update_fields=["errors", "jobs_rejected", "jobs_total", "phase"])
             _store_jobs(run, stream, accepted=len(stream.jobs), on_progress=on_progress, errors=stream.errors)
     except ArchiveError as exc:
-        run.errors = [exc.error.as_dict()]
+        run.errors = [replace(exc.error, effect="refused").as_dict()]
         _finish(run, IngestRun.Status.FAILED)
         return run
     except FileNotFoundError:

@@ -64,7 +64,7 @@ def ingest_run_list(request):
 def ingest_run_detail(request, pk: int):
     run = get_object_or_404(IngestRun.objects.select_related("created_by", "api_key", "connector"), pk=pk)
     # In row order even for a run stored before the importer sorted them, or a connector's.
-    errors = ingest.in_row_order(run.errors)
+    errors = [{**error, "consequence": ingest.error_consequence(error)} for error in ingest.in_row_order(run.errors)]
     page = Paginator(errors, ERRORS_PER_PAGE).get_page(request.GET.get("page"))
     # With more than a page of errors, how they fall by file and field says more than any one of them.
     error_kinds = ingest.error_kinds(errors) if page.has_other_pages() else []
@@ -73,6 +73,8 @@ def ingest_run_detail(request, pk: int):
         "page": page,
         "error_kinds": error_kinds,
         "rows_named": any(error.get("row") is not None for error in errors),  # how rows count is said then
+        # Which errors cost a job and which were notes: "1 job rejected (not stored); 3 errors rejected nothing".
+        "notes_count": sum(error.get("effect") == "note" for error in errors),
         "worker_stopped": ingest.worker_stopped(run),
         "tasks_run_here": tasks_run_here(),  # no REDIS_URL: nothing is queued, no worker or beat comes
     }
@@ -172,9 +174,11 @@ def ingest_run_errors_csv(request, pk: int):
     response = HttpResponse(content_type="text/csv; charset=utf-8")
     response["Content-Disposition"] = f'attachment; filename="ingest-run-{run.pk}-errors.csv"'
     writer = csv.writer(response)
-    writer.writerow(["file", "row", "field", "job_id", "message"])
+    # "consequence" last: a script that reads the first five columns reads them as before.
+    writer.writerow(["file", "row", "field", "job_id", "message", "consequence"])
     for error in ingest.in_row_order(run.errors):
-        writer.writerow([spreadsheet_safe(error.get(key)) for key in ("file", "row", "field", "job_id", "message")])
+        cells = [spreadsheet_safe(error.get(key)) for key in ("file", "row", "field", "job_id", "message")]
+        writer.writerow([*cells, ingest.error_consequence(error)])
     return response
 
 

@@ -75,8 +75,9 @@ def test_an_ingest_runs_errors_keep_their_message_in_view_with_a_5000_character_
         assert not layout["pageScrolls"], (width, layout)
         assert not layout["scrolls"] and not kinds["scrolls"], (width, layout, kinds)
         for row in layout["rows"]:
-            assert row[-1]["inView"], (width, row)  # the Problem: what the reader came for
-            assert row[-1]["text"].startswith("Problem" if width == 390 else "job '"), row  # a phone's card
+            assert row[-2]["inView"], (width, row)  # the Problem: what the reader came for
+            assert row[-2]["text"].startswith("Problem" if width == 390 else "job '"), row  # a phone's card
+            assert row[-1]["text"].startswith("Consequence" if width == 390 else ("job ", "nothing")), row
             assert all(cell["inView"] for cell in row), (width, row)
         assert all(cell["inView"] for row in kinds["rows"] for cell in row), (width, kinds)
         assert problems == [], (width, problems)

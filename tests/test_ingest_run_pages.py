@@ -331,4 +331,36 @@ def test_a_problems_timestamps_stay_whole_on_the_page_and_unchanged_in_the_csv(o
         '</span></span> is before start_time <span class="timestamp"><span class="when">2026-10-29</span> '
         '<span class="when">09:00:00+02:00</span></span> &lt;b&gt;'
     )
-    assert csv_rows(operator_client, run)[1][-1] == message
+    assert csv_rows(operator_client, run)[1][4] == message
+
+
+# -- what each error did ----------------------------------------------------------------------------
+
+
+def test_each_error_says_what_it_did_and_the_run_how_many_jobs_were_not_stored(operator_client, tmp_path):
+    """One out-of-range sample rejects its job (docs/archive-format.md); an unknown job id in the
+    metrics rejects nothing: the page, the CSV and the API say which is which."""
+    window = "2026-11-02T10:00:00Z,2026-11-02T11:00:00Z"
+    members = {
+        "manifest.json": MANIFEST,
+        "jobs.csv": "job_id,user,team,gpu_count,start_time,end_time\n"
+        f"j-17,ann,vision,1,{window}\nj-18,ann,vision,1,{window}\n",
+        "metrics.csv": "job_id,timestamp,host,gpu,gpu_util\n"
+        "j-17,2026-11-02T10:00:00Z,n1,0,150\nghost,2026-11-02T10:00:00Z,n1,0,5\nj-18,2026-11-02T10:00:00Z,n1,0,5\n",
+    }
+    run_command(write_zip(tmp_path / "a.zip", members))
+    run = IngestRun.objects.get()
+    page = as_read(operator_client.get(f"/ingest-runs/{run.pk}/").content.decode())
+    assert "1 job rejected (not stored); 1 error rejected nothing" in page
+    assert "job j-17 not stored" in page and "nothing rejected" in page
+    rows = csv_rows(operator_client, run)
+    assert rows[0][-1] == "consequence"
+    assert sorted(row[-1] for row in rows[1:]) == ["job j-17 not stored", "nothing rejected"]
+    listed = operator_client.get(f"/api/v1/ingest-runs/{run.pk}/").json()["errors"]
+    assert sorted(e["consequence"] for e in listed) == ["job j-17 not stored", "nothing rejected"]
+
+
+def test_an_archive_refused_says_nothing_was_stored(operator_client, tmp_path):
+    run_command(write_zip(tmp_path / "a.zip", {"manifest.json": MANIFEST}))
+    run = IngestRun.objects.get()
+    assert "archive refused: nothing stored" in as_read(operator_client.get(f"/ingest-runs/{run.pk}/").content.decode())

@@ -142,9 +142,10 @@ def test_the_error_report_downloads_as_csv_without_formulas(operator_client):
     assert response.status_code == 200 and response["Content-Type"].startswith("text/csv")
     assert f"ingest-run-{run.pk}-errors.csv" in response["Content-Disposition"]
     rows = list(csv.reader(io.StringIO(response.content.decode())))
-    assert rows[0] == ["file", "row", "field", "job_id", "message"]
-    assert rows[1] == ["'+cmd", "", "'-x", "'@SUM(A1)", "plain, with a comma"]  # by file: "+cmd" < "jobs.csv"
-    assert rows[2] == ["jobs.csv", "3", "user", "'=1+2", '\'=HYPERLINK("http://x")']
+    assert rows[0] == ["file", "row", "field", "job_id", "message", "consequence"]
+    # By file: "+cmd" < "jobs.csv"; a run stored without consequences has none to say.
+    assert rows[1] == ["'+cmd", "", "'-x", "'@SUM(A1)", "plain, with a comma", ""]
+    assert rows[2] == ["jobs.csv", "3", "user", "'=1+2", '\'=HYPERLINK("http://x")', ""]
     page = operator_client.get(f"/ingest-runs/{run.pk}/").content.decode()
     assert "download as CSV" in page
 

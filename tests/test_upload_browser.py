@@ -152,7 +152,7 @@ def test_a_partly_rejected_upload_shows_its_errors_and_their_csv(operator_browse
     header = [
         cell.get_attribute("textContent") for cell in errors.find_elements(By.CSS_SELECTOR, "table.data thead th")
     ]
-    assert header == ["File", "Row", "Field", "Job", "Problem"]
+    assert header == ["File", "Row", "Field", "Job", "Problem", "Consequence"]
     rows = [
         [cell.text for cell in row.find_elements(By.TAG_NAME, "td")]
         for row in errors.find_elements(By.CSS_SELECTOR, "table.data tbody tr")
@@ -172,7 +172,7 @@ def test_a_partly_rejected_upload_shows_its_errors_and_their_csv(operator_browse
     assert response.status_code == 200 and response.headers["Content-Type"].startswith("text/csv")
     assert f"ingest-run-{run_id}-errors.csv" in response.headers["Content-Disposition"]
     table = list(csv.reader(io.StringIO(response.text)))
-    assert table[0] == ["file", "row", "field", "job_id", "message"]
+    assert table[0] == ["file", "row", "field", "job_id", "message", "consequence"]
     assert [row[:4] for row in table[1:]] == [row[:4] for row in rows]
     assert requests.get(href, timeout=10, allow_redirects=False).status_code == 302  # to the login page
     assert console_errors(driver) == []
@@ -237,7 +237,7 @@ def test_a_per_job_parquet_of_lists_rejects_that_job_and_names_the_column(
         for row in errors.find_elements(By.CSS_SELECTOR, "table.data tbody tr")
     ]
     assert ["metrics/j2.parquet", "", "gpu", "j2", "column 'gpu' holds list<element: int64> values; expected one "
-            "text, number or time a cell"] in rows  # fmt: skip
+            "text, number or time a cell", "job j2 not stored"] in rows  # fmt: skip
     assert set(Job.objects.values_list("external_id", flat=True)) == {"j1", "j3"}
     operator_browser.set_window_size(
         1400, max(900, operator_browser.execute_script("return document.body.scrollHeight"))

@@ -571,10 +571,10 @@ class _ArchiveParser:
 
     # -- bookkeeping ---------------------------------------------------------------------------
     def note(self, error: RecordError) -> None:
-        self.errors.append(_short_names(error))
+        self.errors.append(_short_names(replace(error, effect=error.effect or "note")))
 
     def reject(self, key: str, error: RecordError) -> None:
-        error = _short_names(error)
+        error = _short_names(replace(error, effect="rejected"))
         self.rejected.setdefault(key, []).append(error)
         self.errors.append(error)
 

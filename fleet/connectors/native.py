@@ -18,7 +18,7 @@ Pure: reads through the archive reader, no Django.
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import PurePosixPath
 
 import pandas as pd
@@ -108,7 +108,7 @@ class NativeFiles:
     def _add(self, job: JobRecord, name: str) -> bool:
         error = job.storage_error(name)
         if error is not None:
-            self.errors.append(error)
+            self.errors.append(replace(error, effect="rejected"))  # the job is not stored
             return False
         if job.external_id in self.jobs:
             self.errors.append(RecordError(name, "job listed twice; the first is kept", job_id=job.external_id))
