@@ -94,7 +94,7 @@ def test_every_error_of_a_run_can_be_paged_through_and_the_page_says_which(opera
     # The heading's count and the runs list's Errors cell read as every other count does ("1451" before).
     assert '<h2>Errors <span class="muted">1,451</span>' in first
     listed = operator_client.get("/ingest-runs/").content.decode()
-    assert 'title="Download the errors as CSV">1,451</a>' in listed
+    assert 'title="Show the run\'s errors">1,451</a>' in listed
     assert first.count(csv_link) >= 2 and "download as CSV" in first  # the heading's link, and the line's
     assert "Page 1 of 8" in first and 'href="?page=8#errors">Last' in first and "First" not in first
     middle = operator_client.get(f"/ingest-runs/{run.pk}/?page=2").content.decode()
@@ -364,3 +364,15 @@ def test_an_archive_refused_says_nothing_was_stored(operator_client, tmp_path):
     run_command(write_zip(tmp_path / "a.zip", {"manifest.json": MANIFEST}))
     run = IngestRun.objects.get()
     assert "archive refused: nothing stored" in as_read(operator_client.get(f"/ingest-runs/{run.pk}/").content.decode())
+
+
+def test_the_runs_lists_error_count_opens_the_runs_errors_and_the_csv_stays_on_the_runs_page(operator_client):
+    """A count that downloaded a file surprised: it opens the errors on the run's page, whose download is labelled."""
+    run = IngestRun.objects.create(
+        archive_name="x.zip", status=IngestRun.Status.PARTIAL, errors=[error("jobs.csv", 2, message="bad")]
+    )
+    listed = operator_client.get("/ingest-runs/").content.decode()
+    assert f'<a class="in-text" href="/ingest-runs/{run.pk}/#errors" title="Show the run\'s errors">1</a>' in listed
+    assert f"/ingest-runs/{run.pk}/errors.csv" not in listed
+    page = operator_client.get(f"/ingest-runs/{run.pk}/").content.decode()
+    assert f'href="/ingest-runs/{run.pk}/errors.csv">download as CSV</a>' in page
