@@ -272,6 +272,50 @@ def test_revoking_a_token_asks_first_and_cancelling_keeps_it(browser, live_serve
 
 
 @pytest.mark.django_db(transaction=True)
+def test_revoking_ones_own_token_asks_first_and_cancelling_keeps_it(browser, live_server, member_a):  # noqa: F811
+    """A person's own tokens (/account/tokens/) revoked at one click while machine tokens asked: it asks
+    the same question now, at 1280 px and on a phone."""
+    from datetime import timedelta
+
+    from django.utils import timezone
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support.expected_conditions import alert_is_present
+    from selenium.webdriver.support.wait import WebDriverWait
+
+    from fleet.models import PersonalToken
+    from tests.test_accessibility import open_as
+    from tests.test_browser import SHOTS, STALE, color_scheme, window_width
+
+    token, _key = PersonalToken.objects.create_key(
+        owner=member_a, name="alice laptop", expiry_date=timezone.now() + timedelta(days=90)
+    )
+    open_as(browser, live_server.url, member_a)
+    revoke = f"//button[@aria-label='Revoke your token alice laptop ({token.prefix}…)']"
+    SHOTS.mkdir(exist_ok=True)
+    for width, height in ((1280, 800), (390, 844)):
+        for scheme in ("light", "dark"):
+            with window_width(browser, width, mobile=width == 390, height=height):
+                color_scheme(browser, scheme)
+                browser.get(f"{live_server.url}/account/tokens/")
+                browser.save_screenshot(str(SHOTS / f"own-token-revoke-{width}-{scheme}.png"))
+                browser.find_element(By.XPATH, revoke).click()
+                asked = WebDriverWait(browser, 5).until(alert_is_present())
+                assert asked.text == (
+                    f"Revoke your token alice laptop ({token.prefix}…)? Whatever uses it is refused from then on,"
+                    " and a revoked token cannot be made active again."
+                )
+                asked.dismiss()
+                token.refresh_from_db()
+                assert not token.revoked and browser.find_elements(By.XPATH, revoke)
+    color_scheme(browser, None)
+    browser.find_element(By.XPATH, revoke).click()
+    WebDriverWait(browser, 5).until(alert_is_present()).accept()
+    WebDriverWait(browser, 10, ignored_exceptions=STALE).until(lambda b: not b.find_elements(By.XPATH, revoke))
+    token.refresh_from_db()
+    assert token.revoked
+
+
+@pytest.mark.django_db(transaction=True)
 def test_on_a_phone_machine_tokens_are_cards_with_what_each_may_do_in_view(browser, live_server, operator):  # noqa: F811
     """390 px wide, the machine tokens (11 columns, a permission each) scrolled sideways in their box:
     whether a token may push archives, and its Revoke, were off to the right. Now each token is a card."""
