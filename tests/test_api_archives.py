@@ -273,7 +273,7 @@ def test_a_token_s_revoke_address_holds_its_prefix_not_its_key_s_hash(client, to
     machine, _ = token
     client.force_login(operator)
     html = client.get("/tokens/").content.decode()
-    actions = re.findall(r'<form method="post" action="([^"]*/revoke/)">', html)
+    actions = re.findall(r'<form method="post" action="([^"]*/revoke/)"', html)
     assert actions == [f"/tokens/{machine.prefix}/revoke/"]
     assert client.post(f"/tokens/{machine.pk}/revoke/").status_code == 404  # the old address: no such token
     machine.refresh_from_db()
