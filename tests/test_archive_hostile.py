@@ -634,9 +634,12 @@ def test_native_text_longer_than_its_column_is_cut_and_an_overlong_job_id_refuse
         "native/kubernetes/pods.json": json.dumps({"kind": "List", "items": [pod]}),
     }
     run = ingest_file(write_zip(tmp_path / "native.zip", members))
-    assert run.status == IngestRun.Status.SUCCEEDED  # the pod's job was never accepted: a note, not a rejection
+    # The pod's job is not stored: a rejected job, counted as the run's page and the API count rejections (it was
+    # a note, the run "Succeeded" with its error reading "job … not stored" beside "0 jobs rejected").
+    assert (run.status, run.jobs_rejected, run.jobs_total) == (IngestRun.Status.PARTIAL, 1, 4)
     [error] = [e for e in run.errors if e["field"] == "external_id"]
     assert error["message"] == "a job id of 300 characters; at most 200 are kept"
+    assert error["effect"] == "rejected"
     assert Job.objects.get(external_id="4242").name == "n" * 500
     assert Job.objects.get(external_id="4250_3").queue == "p" * 200  # the array task of entry 2
 

@@ -598,7 +598,10 @@ class _ArchiveParser:
         self._spill.flush()  # a failed write (a full disk) fails the reading of the metrics
         self.accepted = {job_id: record for job_id, record in self.jobs.items() if job_id not in self.rejected}
         for error in self.native.settle(self.job_ids, self.accepted):  # native files (issue 6)
-            self.note(error)
+            if error.effect == "rejected":  # a job the database cannot keep: not stored, counted as rejected
+                self.reject(error.job_id or error.file, error)
+            else:
+                self.note(error)
         self.accepted.update(self.native.extra)
         # The first bucket of series is read back and normalised while the logs and scripts are
         # copied (nothing in them rejects a job), instead of after.
