@@ -189,6 +189,8 @@ def test_a_log_event_marker_leads_to_its_line_in_the_log(client, member_a, team_
     events = next(t for t in figure["data"] if t["name"] == "Log events")
     url = reverse("dashboard:job-file", args=[job.pk, log.pk]) + "?line=3#L3"
     assert events["customdata"] == [url] and "click" in events["hovertemplate"]
+    # Named in words, as the page's list of log events names it, not by its identifier ('checkpoint_save: …').
+    assert events["text"] == ["checkpoint save: logs/out.log:3 Saving checkpoint to /ckpt/1.pt"]
     assert '<span id="L3" class="hit">' in client.get(url).content.decode()
 
 

@@ -15,6 +15,7 @@ import numpy as np
 import pandas as pd
 from tsdownsample import MinMaxLTTBDownsampler
 
+from fleet.logevents import LOG_EVENT_WORDS
 from fleet.series import MIN_GAP_S, device_name, gap_threshold_s
 
 POINTS_PER_TRACE = 1000
@@ -529,7 +530,7 @@ def build_timeline(
                     "color": [event_colour(m.kind) for m in markers],
                 },
                 # Log text is untrusted: escaped here, and Plotly renders hover text as text.
-                "text": [html.escape(f"{m.kind}: {m.label}")[:200] for m in markers],
+                "text": [html.escape(f"{LOG_EVENT_WORDS.get(m.kind, m.kind)}: {m.label}")[:200] for m in markers],
                 "customdata": [m.url for m in markers],
                 "hovertemplate": "%{text}<extra>click: the line in its log</extra>"
                 if any(m.url for m in markers)
