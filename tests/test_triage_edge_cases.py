@@ -1701,25 +1701,25 @@ def test_a_download_before_training_names_its_source_and_largest_file():
     finding = next(f for f in result.findings if f.category == Category.EXTERNAL_DATA_USAGE)
     assert finding.summary == (
         "The job fetched models or data from the Hugging Face Hub for 23 min before training while the GPUs waited. "
-        "The largest download, model.safetensors (2.00GB), took 16 min at 2.1MB/s."
+        "The largest download, model.safetensors (2.00 GB), took 16 min at 2.1 MB/s."
     )
     assert finding.numbers["largest_download"] == "model.safetensors"
     # datasets' own bar names no file: its data files, not a file called 'Downloading data'
     log = log.replace("1.79G/1.79G", "4.77G/4.77G")
     _, result = run(150, frame, logs=[("stdout.log", log)], scripts=[code])
     finding = next(f for f in result.findings if f.category == Category.EXTERNAL_DATA_USAGE)
-    assert finding.summary.endswith("The largest download, the dataset's data files (4.77GB), took 6 min at 5.3MB/s.")
+    assert finding.summary.endswith("The largest download, the dataset's data files (4.77 GB), took 6 min at 5.3 MB/s.")
 
 
 @pytest.mark.parametrize(
     ("line", "largest"),
     [
         ("model.safetensors: 100%|██████████| 2.00G/2.00G [16:15<00:00, 2.1MB/s]",
-         ("model.safetensors", "2.00G", "16 min", "2.1MB/s")),
+         ("model.safetensors", "2.00 GB", "16 min", "2.1 MB/s")),
         ("pytorch_model.bin: 100%|#####| 1.34GB/1.34GB [01:05<00:00, 20.6MB/s]",
-         ("pytorch_model.bin", "1.34G", "1 min", "20.6MB/s")),
+         ("pytorch_model.bin", "1.34 GB", "1 min", "20.6 MB/s")),
         ("Downloading (…)l-00001-of-00002.bin: 100%|██| 9.98G/9.98G [12:01<00:00, 13.8MB/s]",
-         ("(…)l-00001-of-00002.bin", "9.98G", "12 min", "13.8MB/s")),
+         ("(…)l-00001-of-00002.bin", "9.98 GB", "12 min", "13.8 MB/s")),
         ("Downloading shards: 100%|██████████| 2/2 [00:45<00:00, 22.5s/it]", None),
         ("config.json: 100%|██████████| 665/665 [00:00<00:00, 3.12MB/s]", None),  # under a megabyte: no story
     ],

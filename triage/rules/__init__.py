@@ -292,6 +292,8 @@ from triage.rules.registry import RULES, THRESHOLDS, Finding, Status, TriageResu
 #      `SLURM_NTASKS=4` before sudo, exported PET_* variables, and a script `sudo bash run.sh` runs alike
 #      also: a summary's counts agree with their nouns: "1 blocking copy to the GPU", "on 1 node", "while 1 GPU
 #      waited" (they read "1 blocking copies", "node(s)", "GPU(s)")
+#      also: the largest download's size and rate have a space before the unit, "(2.00 GB), took 16 min at 2.1 MB/s"
+#      (they read "2.00GB", "2.1MB/s" as the progress bar printed them)
 RULES_REVISION = 9
 
 __all__ = [

@@ -432,7 +432,7 @@ def external_data_usage(ev: Evidence, th: dict) -> list[Finding]:
     largest = _largest_transfer(lines)
     if largest is not None:
         name, size, took, rate = largest
-        summary += f" The largest download, {name} ({size}B), took {took} at {rate}."
+        summary += f" The largest download, {name} ({size}), took {took} at {rate}."
         numbers["largest_download"] = name
     return [
         Finding(
@@ -479,7 +479,10 @@ def _largest_transfer(lines) -> tuple[str, str, str, str] | None:
         name = "the dataset's data files"
     elif name.startswith("Downloading "):  # older huggingface_hub: 'Downloading (…)l-00001-of-00002.bin'
         name = name.removeprefix("Downloading ")
-    return name, best["size"] + best["unit"], took, best["rate"].replace(" ", "")
+    # Units as the rest of the product writes them, a space after the number ('2.00 GB', '2.1 MB/s'), however the
+    # bar printed them ('2.00G', '2.1MB/s').
+    rate = re.sub(r"^([\d.]+)\s*", r"\1 ", best["rate"])
+    return name, f"{best['size']} {best['unit']}B", took, rate
 
 
 def _download_kind(code, lines) -> str:
