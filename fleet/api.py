@@ -97,9 +97,10 @@ class RecordErrorSerializer(serializers.Serializer):
     job_id = serializers.CharField(allow_blank=True)
     message = serializers.CharField()
     consequence = serializers.SerializerMethodField(
-        help_text="What the importer did about it: 'job <id> not stored', 'row not stored', 'nothing rejected' "
-        "or 'archive refused: nothing stored'; empty where the run did not record it (a connector's pull, an "
-        "older run)."
+        help_text="What the importer did about it: 'job <id> not stored', 'row not stored', 'nothing rejected', "
+        "'archive refused: nothing stored', or for a run that failed as a whole 'run failed: nothing stored' or "
+        "'run stopped: the <n> jobs it stored are kept, the rest not imported'; empty where the run did not record "
+        "it (a connector's pull, an older run)."
     )
 
     def get_consequence(self, error: dict) -> str:

@@ -321,7 +321,8 @@ class RecordError:
     job_id: str = ""
     # What the importer did about it (fleet.ingest.error_consequence says it in words): "rejected" (its
     # job, or its row, was not stored), "note" (nothing rejected), "refused" (the archive; nothing
-    # stored); "" where nobody said (a connector's pull, a run stored before errors said it).
+    # stored); "failed" / "stopped" (the run failed as a whole, having stored no job / some: `ingest.run_failure`);
+    # "" where nobody said (a connector's pull, a run stored before errors said it).
     effect: str = dataclass_field(default="", compare=False)  # the same problem, whatever was done about it
 
     def __str__(self) -> str:

@@ -342,12 +342,21 @@ def recover_pending_runs(older_than: timedelta, limit: int = 100) -> dict[str, i
 
 
 def fail_run(run_id: int, message: str) -> None:
+    """Fail an unfinished run as a whole (its queue unreachable, its archive gone, marked failed by hand, its task
+    stopped or its worker dead), `message` saying why; its error's consequence says what of it was kept."""
     IngestRun.objects.filter(pk=run_id).exclude(status__in=FINISHED_STATUSES).update(
         status=IngestRun.Status.FAILED,
         finished_at=timezone.now(),
         phase="",
-        errors=[RecordError(file="", message=message).as_dict()],
+        errors=[run_failure(run_id, RecordError(file="", message=message))],
     )
+
+
+def run_failure(run_id: int, error: RecordError) -> dict:
+    """`error`, which failed the run as a whole, as the run keeps it, with what was kept: each job is stored whole
+    or not at all, so those the run stored (created or updated, in any of its attempts) before it failed stay."""
+    stored = Job.objects.filter(ingest_run_id=run_id).count()
+    return {**replace(error, effect="stopped" if stored else "failed").as_dict(), "stored": stored}
 
 
 def error_order(error: dict) -> tuple:
@@ -382,6 +391,12 @@ def error_consequence(error: dict) -> str:
         return "nothing rejected"
     if effect == "refused":
         return "archive refused: nothing stored"
+    if effect == "failed":
+        return "run failed: nothing stored"
+    if effect == "stopped":
+        stored = error.get("stored") or 0
+        kept = "the 1 job it stored is kept" if stored == 1 else f"the {stored:,} jobs it stored are kept"
+        return f"run stopped: {kept}, the rest not imported"
     return ""
 
 
@@ -495,7 +510,8 @@ def _execute_claimed(run: IngestRun, on_progress=None) -> IngestRun:
         _finish(run, IngestRun.Status.FAILED)
         return run
     except FileNotFoundError:
-        run.errors = [RecordError(file=run.archive_name, message="the archive file does not exist").as_dict()]
+        missing = RecordError(file=run.archive_name, message="the archive file does not exist")
+        run.errors = [run_failure(run.pk, missing)]
         _finish(run, IngestRun.Status.FAILED)
         return run
     return run

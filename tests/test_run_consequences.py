@@ -1,0 +1,89 @@
+"""What each error of an ingest run cost, as its page's Consequence column, its errors CSV and the API say it,
+for the errors nothing else described: a run that failed as a whole (`fleet.ingest.fail_run`, whatever failed
+it), and a job that native files list more than once."""
+
+from __future__ import annotations
+
+import csv
+import io
+from unittest import mock
+
+import pytest
+from celery.exceptions import SoftTimeLimitExceeded
+from django.test import Client
+
+from fleet import ingest
+from fleet.models import IngestRun, Job
+from fleet.tasks import IngestTask, ingest_archive_task
+from tests.conftest import EXAMPLE_ARCHIVE
+from tests.test_faults import full_disk  # noqa: F401 (a fixture)
+
+pytestmark = pytest.mark.django_db
+
+NOTHING = "run failed: nothing stored"
+
+
+def run_task(run: IngestRun) -> IngestRun:
+    ingest_archive_task.apply(args=[run.pk], throw=False)
+    run.refresh_from_db()
+    return run
+
+
+def consequences(run: IngestRun, operator) -> tuple[list[str], list[str], list[str]]:
+    """The consequences as the run's page, its errors CSV and the API say them."""
+    client = Client()
+    client.force_login(operator)
+    page = client.get(f"/ingest-runs/{run.pk}/").content.decode()
+    on_page = [part.split("</span>")[0] for part in page.split('<span class="consequence ')[1:]]
+    on_page = [text.split(">", 1)[1] for text in on_page]
+    listed = list(csv.reader(io.StringIO(client.get(f"/ingest-runs/{run.pk}/errors.csv").content.decode())))
+    api = client.get(f"/api/v1/ingest-runs/{run.pk}/").json()
+    return on_page, [row[-1] for row in listed[1:]], [e["consequence"] for e in api["errors"]]
+
+
+def test_a_run_failed_before_it_stored_anything_says_nothing_was_stored(operator):
+    run = ingest.create_run(EXAMPLE_ARCHIVE)
+    with mock.patch("fleet.ingest._store_jobs", side_effect=SoftTimeLimitExceeded()):
+        run = run_task(run)
+    assert run.status == IngestRun.Status.FAILED and Job.objects.count() == 0
+    assert consequences(run, operator) == ([NOTHING], [NOTHING], [NOTHING])
+
+
+def test_a_run_stopped_part_way_says_the_jobs_it_stored_are_kept(operator, full_disk, settings):  # noqa: F811
+    settings.INGEST_STORE_BATCH = 1  # each job its own transaction: those before the disk filled up stay
+    run = run_task(ingest.create_run(EXAMPLE_ARCHIVE))
+    stored = Job.objects.filter(ingest_run=run).count()
+    assert run.status == IngestRun.Status.FAILED and 0 < stored < 5
+    kept = "the 1 job it stored is kept" if stored == 1 else f"the {stored} jobs it stored are kept"
+    said = f"run stopped: {kept}, the rest not imported"
+    assert consequences(run, operator) == ([said], [said], [said])
+
+
+def test_every_way_a_run_is_failed_says_what_was_kept(operator, upload_dirs):
+    # A pending run marked failed by hand, and a worker that died on every delivery of a run that had stored a job.
+    ingest.execute_run(ingest.create_run(EXAMPLE_ARCHIVE).pk)  # jobs stored by another run
+    pending = ingest.create_run(EXAMPLE_ARCHIVE)  # pending: the test's transaction never commits, nothing queues it
+    ingest.mark_failed(pending.pk, "Marked failed by olivia-operator while pending: nothing was imported.")
+    pending.refresh_from_db()
+    assert [ingest.error_consequence(e) for e in pending.errors] == [NOTHING]
+
+    died = ingest.create_run(EXAMPLE_ARCHIVE)
+    IngestRun.objects.filter(pk=died.pk).update(status=IngestRun.Status.RUNNING)
+    Job.objects.filter(pk=Job.objects.order_by("pk")[0].pk).update(ingest_run=died)  # stored before the worker died
+    IngestTask().give_up("gave up after 3 deliveries: the worker running this task died each time", died.pk)
+    died.refresh_from_db()
+    assert died.status == IngestRun.Status.FAILED
+    assert [ingest.error_consequence(e) for e in died.errors] == [
+        "run stopped: the 1 job it stored is kept, the rest not imported"
+    ]
+
+
+@pytest.mark.django_db(transaction=True)  # real commits: the run is queued once its transaction commits
+def test_a_queue_that_cannot_be_reached_says_nothing_was_stored(operator, upload_dirs, queue_down):
+    client = Client()
+    client.force_login(operator)
+    with open(EXAMPLE_ARCHIVE, "rb") as handle:
+        client.post("/ingest-runs/upload/", {"file": handle})
+    run = IngestRun.objects.get()
+    assert run.status == IngestRun.Status.FAILED
+    assert consequences(run, operator) == ([NOTHING], [NOTHING], [NOTHING])
