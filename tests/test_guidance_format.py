@@ -37,7 +37,7 @@ def test_a_causes_page_shows_its_code_filled_in_for_an_example_job_never_with_pl
     client.force_login(operator)
     for category in Category:
         page = client.get(f"/categories/{category.value}/").content.decode()
-        code = " ".join(re.findall(r'<pre class="code"[^>]*>(.*?)</pre>', page, re.DOTALL))
+        code = " ".join(re.findall(r'<pre class="code[^"]*"[^>]*>(.*?)</pre>', page, re.DOTALL))
         assert code, category
         assert not re.search(r"\{[a-z_]+\}", code), f"{category}: {code}"
     page = client.get("/categories/data_preprocessing/").content.decode()

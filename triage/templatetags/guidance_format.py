@@ -35,3 +35,19 @@ def sub_cause_words(name) -> str:
         return code_spans(SUB_CAUSE_NAMES[name])
     words = str(name or "").replace("_", " ").strip()
     return words[:1].upper() + words[1:]
+
+
+@register.filter
+def code_lines(code) -> str:
+    """A block of code for a <pre class="code lines">, each line its own span whose wrapped remainder app.css
+    sets in deeper than the line's own indentation (`--indent`, in characters), so a 390 px phone wraps a
+    long line rather than scrolling it sideways, and a wrapped Python line never reads as a line of an outer
+    block. The text is the code as written (its indentation kept, each line's newline at the end of its
+    span, where a block's last newline draws no empty row), so copied it is the code itself."""
+    lines = str(code or "").split("\n")
+    spans = []
+    for number, line in enumerate(lines, 1):
+        indent = len(line.expandtabs(8)) - len(line.expandtabs(8).lstrip(" "))
+        end = "\n" if number < len(lines) else ""
+        spans.append(f'<span class="line" style="--indent: {indent}">{escape(line)}{end}</span>')
+    return mark_safe("".join(spans))  # noqa: S308 - each line escaped
