@@ -69,3 +69,52 @@ def test_in_a_browser_the_bad_values_stand_in_their_boxes(browser, live_server, 
             assert shown == ["abc", "2026-02-30"], (width, shown)
             if shots := os.environ.get("SCREENSHOTS"):
                 browser.save_screenshot(f"{shots}/filter-errors-{width}.png")
+
+
+# Each filter box's border (its colour's worst contrast against the colour around the box and against its own
+# fill, and its width) and whether a mark is drawn in it (a background image), as shown.
+_BOXES = """
+return [...document.querySelectorAll('form.filters :is(input, select):not([type=hidden])')].map(box => {
+  const style = getComputedStyle(box);
+  const around = behind(box.parentElement), fill = over(rgba(style.backgroundColor), around);
+  const line = over(rgba(style.borderLeftColor), fill);
+  return {name: box.name, invalid: box.getAttribute('aria-invalid') === 'true', colour: style.borderLeftColor,
+          contrast: Math.min(ratio(line, around), ratio(line, fill)), width: parseFloat(style.borderLeftWidth),
+          mark: style.backgroundImage !== 'none', fits: box.scrollWidth <= box.clientWidth};
+});
+"""
+
+
+def test_a_bad_filter_box_is_marked_to_the_eye_in_both_schemes(browser, live_server, operator):  # noqa: F811
+    """A box whose value was refused carried aria-invalid for a screen reader, but looked as every other box:
+    the user read "Mean utilization at least: Enter a number." under the form and had to find the box
+    (shown as "Util") by themselves. It is drawn with a thicker border in the error colour (3:1 against the
+    page and its own fill, light and dark) and a mark inside it, so not by colour alone; a good box is
+    drawn as before."""
+    import os
+
+    from tests.test_browser import color_scheme
+    from tests.test_dashboard_browser import log_in
+    from tests.test_non_text_contrast_browser import CONTRAST
+
+    pages = {"/jobs/?util_min=abc&start_from=2026-02-30&util_max=80&sort=best":
+             {"util_min", "start_from", "sort"}, "/audit/?action=nope": {"action"}}  # fmt: skip
+    log_in(browser, live_server.url, operator, "/jobs/")
+    for path, bad in pages.items():
+        for scheme in ("light", "dark"):
+            color_scheme(browser, scheme)
+            browser.get(live_server.url + path)
+            boxes = browser.execute_script(CONTRAST + _BOXES)
+            assert {b["name"] for b in boxes if b["invalid"]} == bad, boxes
+            good = [b for b in boxes if not b["invalid"]]
+            for box in boxes:
+                if box["invalid"]:
+                    assert box["contrast"] >= 3, (path, scheme, box)
+                    assert box["width"] >= 2 * max(g["width"] for g in good), (path, scheme, box)  # not colour alone
+                    assert box["colour"] not in {g["colour"] for g in good}, (path, scheme, box)
+                    assert box["mark"] and box["fits"], (path, scheme, box)
+                else:
+                    assert box["width"] == 1 and not box["mark"], (path, scheme, box)
+            if shots := os.environ.get("SCREENSHOTS"):
+                browser.save_screenshot(f"{shots}/filter-invalid-{path.split('/')[1]}-{scheme}.png")
+    color_scheme(browser, None)
