@@ -13,6 +13,7 @@ import logging
 import os
 import re
 import secrets
+import threading
 import time
 from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
@@ -95,19 +96,20 @@ def start_upload(uploaded, *, source: str, user=None, api_key=None) -> IngestRun
             created_by=user if user is not None and user.is_authenticated else None,
             api_key=api_key,
         )
-        enqueue_run(run)
-    run.refresh_from_db()  # failed, saying why, if the queue could not be reached
+        enqueue_run(run, background=True)
+    run.refresh_from_db()  # failed, saying why, if the queue could not be reached; running without one
     return run
 
 
-def enqueue_run(run: IngestRun) -> None:
+def enqueue_run(run: IngestRun, *, background: bool = False) -> None:
     """Queue the run's ingest once the transaction that created it has committed.
 
     A queue that cannot be reached fails the run at once, saying so on its page (and the upload
     page, the API and the command show it), instead of a server error that left the run pending
-    for ever with its archive kept in UPLOAD_DIR.
+    for ever with its archive kept in UPLOAD_DIR. `background`: without a queue, import in a thread
+    of this process, not in the caller (`start_run`: an upload's, which answers at once).
     """
-    transaction.on_commit(lambda: queue_run(run.pk))
+    transaction.on_commit(lambda: start_run(run.pk) if background else queue_run(run.pk))
 
 
 def _publish(run_id: int, *, not_done: str, then: str):
@@ -135,6 +137,94 @@ def queue_run(run_id: int) -> bool:
             _discard_upload(run)
         return False
     return True
+
+
+# -- an upload's import in the background, without a task queue -------------------------------
+# Without REDIS_URL (the embedded mode) a task runs where it is queued, so an upload's import ran inside
+# the upload request: the browser sat on "Uploaded; starting the import…" until it was over and never saw
+# the run's progress, and the API's push answered once the run had ended. `start_run` imports it in a
+# thread of the serving process instead, the same task as a worker runs (its failure handling included),
+# with a database connection of its own that it closes at the end. The request answers once the thread
+# has begun the run, so the run's page opens on a run that is running, polled as a worker's is.
+# The thread is not a daemon, so a server stopped normally (Ctrl-C, a restart) does not drop it mid-batch:
+# the interpreter, ending, refuses it the threads the importer starts, and the run fails within seconds,
+# saying the process was stopped (`fleet.tasks.failure_reason`). One killed outright leaves the run
+# *running*, as a killed worker does (see `worker_stopped`).
+# `manage.py ingest_archive` imports in the terminal, with its progress bar, as before.
+
+# How long an upload waits for its thread to begin the run at most (it takes milliseconds; a SQLite
+# database held by another writer makes it wait for its lock).
+BACKGROUND_START_SECONDS = 10
+
+# Threads of this process importing an upload (`start_run`), each until its import is over.
+_background_imports: set[threading.Thread] = set()
+_background_lock = threading.Lock()
+
+
+def start_run(run_id: int) -> bool:
+    """An upload's import: queued to the workers (`queue_run`), or without a task queue begun in a
+    thread of this process, returning once the run is running (or over). False when it failed to queue.
+
+    Inside a transaction (a test's) the run is not committed, and a thread's connection could not see it:
+    the import then runs here, as every task does without a queue."""
+    from fleet.tasking import tasks_run_here
+
+    if not tasks_run_here() or connection.in_atomic_block:
+        return queue_run(run_id)
+    IngestRun.objects.filter(pk=run_id, status=IngestRun.Status.PENDING).update(queued_at=timezone.now())
+    # Not a daemon, whatever the request's thread is (runserver's are): an ending process waits for it.
+    thread = threading.Thread(target=_import_in_background, args=(run_id,), name=f"ingest-run-{run_id}", daemon=False)
+    with _background_lock:
+        _background_imports.add(thread)
+    try:
+        thread.start()
+    except RuntimeError:  # no thread to be had (a process at its limit): imported here, as before
+        logger.warning("Could not start a thread for ingest run %s; importing it in the request", run_id)
+        with _background_lock:
+            _background_imports.discard(thread)
+        return queue_run(run_id)
+    deadline = time.monotonic() + BACKGROUND_START_SECONDS
+    while thread.is_alive() and time.monotonic() < deadline:
+        if IngestRun.objects.filter(pk=run_id).exclude(status=IngestRun.Status.PENDING).exists():
+            break
+        thread.join(0.02)
+    return True
+
+
+def _import_in_background(run_id: int) -> None:
+    """A background import's thread: the ingest task, as it runs without a queue; a failure the task did
+    not record (it marks its run failed, saying why) fails the run here, never leaving it running."""
+    from django.db import connections
+
+    from fleet.tasks import failure_reason
+
+    try:
+        queue_run(run_id)
+    except Exception as exc:  # the task has marked its run failed; said in the log, as a worker says it
+        logger.exception("Ingest run %s failed in the background", run_id)
+        try:
+            fail_run(run_id, failure_reason(exc))  # a no-op once the task has: a finished run stays as it is
+        except DatabaseError:
+            logger.exception("Ingest run %s could not be marked failed", run_id)
+    finally:
+        connections.close_all()  # this thread's own: a kept connection would stay open for ever
+        with _background_lock:
+            _background_imports.discard(threading.current_thread())
+
+
+def wait_for_background_imports(seconds: float) -> bool:
+    """Wait at most `seconds` for this process's background imports to end; whether they all have."""
+    deadline = time.monotonic() + seconds
+    while True:
+        with _background_lock:
+            running = list(_background_imports)
+        if not running:
+            return True
+        for thread in running:
+            thread.join(max(0.0, deadline - time.monotonic()))
+        if time.monotonic() >= deadline:
+            with _background_lock:
+                return not any(thread.is_alive() for thread in _background_imports)
 
 
 # -- runs whose task was lost -----------------------------------------------------------------

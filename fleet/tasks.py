@@ -40,11 +40,24 @@ class IngestTask(IdempotentTask):
             logger.exception("Ingest run %s failed and could not be marked failed: the database is unreachable", run_id)
 
 
+def process_stopping() -> bool:
+    """Whether this process is ending (its main thread has: Ctrl-C, a server's restart): the interpreter
+    waits for an import's thread (fleet.ingest.start_run) but refuses it new threads meanwhile."""
+    import threading
+
+    return not threading.main_thread().is_alive()
+
+
 def failure_reason(exc: BaseException) -> str:
     import errno
 
     from celery.exceptions import SoftTimeLimitExceeded, TimeLimitExceeded
 
+    if process_stopping():
+        return (
+            "the process importing it was stopped (the web server, by Ctrl-C or to restart) before the import "
+            "ended; the jobs stored so far are complete. Upload the archive again: stored jobs are skipped."
+        )
     if isinstance(exc, DATABASE_GONE):
         return (
             f"the database was unreachable through {settings.INGEST_DB_MAX_RETRIES} automatic retries; the jobs "

@@ -141,6 +141,22 @@ def _celery_in_process():
     app.conf.task_always_eager = previous
 
 
+def wait_for_imports(seconds: float = 60) -> bool:
+    """Wait until the imports this process runs in the background are over (an upload's, without a task
+    queue: see `fleet.ingest.start_run`); whether they all are. A test that uploads with real commits
+    reads the finished run after this, where the upload itself answered with the run just begun."""
+    from fleet import ingest
+
+    return ingest.wait_for_background_imports(seconds)
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_teardown(item, nextitem):
+    """No background import outlives its test: it would write into the next test's (flushed) database."""
+    if not wait_for_imports():
+        pytest.fail(f"{item.nodeid}: an import it began in the background was still running a minute later")
+
+
 @pytest.fixture(autouse=True)
 def storage_dir(settings, tmp_path):
     """Each test stores series and artifacts in a folder of its own."""

@@ -115,7 +115,7 @@ def test_an_operator_uploads_and_reads_a_job_under_the_prefix(browser, served_as
         assert finished_run_page(browser, "Succeeded")["created"] > 0
         assert browser.current_url == f"{base}/ingest-runs/{run_id}/"
         # The upload went by the page's XMLHttpRequest to the form's address, under the prefix (the run,
-        # imported in-process here, is over before its page could poll its status).
+        # imported in a thread here, may be over before its page polls its status).
         assert ("POST", f"{PREFIX}/ingest-runs/upload/", 202) in proxy.seen, proxy.seen
 
         job = Job.objects.order_by("pk").first()

@@ -1,0 +1,174 @@
+"""Without a task queue (no REDIS_URL, the embedded mode of `make demo`) an upload's import runs in a
+thread of the serving process, so the upload answers at once with the run and its page follows it.
+
+Before, every task ran where it was queued, so the import ran inside the upload request: the browser sat
+on "Uploaded; starting the import…" until it was over and never saw the jobs done of the total or the
+phase that a deployment with a worker shows, and the API's push answered only once the run had ended.
+`manage.py ingest_archive` stays in the terminal with its progress bar.
+
+Real commits (transaction=True): the thread reads the run over a connection of its own, which sees only
+what was committed, as in the server.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from contextlib import contextmanager
+
+import pytest
+from django.core.management import call_command
+from django.db import connections
+from django.test import Client
+from rest_framework.test import APIClient
+
+from fleet import ingest
+from fleet.models import IngestRun, Job, MachineToken
+from tests.conftest import EXAMPLE_ARCHIVE, wait_for_imports
+from tests.test_upload import UPLOAD, leftovers
+
+pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.usefixtures("upload_dirs")]
+
+# How long the held import waits to be let go at most: an upload that waited for its import answered after it.
+HOLD_SECONDS = 20
+
+
+@contextmanager
+def storing_held(monkeypatch):
+    """The import stops before it stores its first batch of jobs until `release` is set; `reached`
+    says it got there, and `seen` keeps the thread it runs in and that thread's database connection."""
+    reached, release = threading.Event(), threading.Event()
+    seen: dict = {}
+    store = ingest.store_jobs
+
+    def held(run, batch):
+        seen.setdefault("thread", threading.current_thread())
+        seen.setdefault("connection", connections["default"])
+        reached.set()
+        release.wait(HOLD_SECONDS)
+        if "fail" in seen:
+            raise seen["fail"]
+        return store(run, batch)
+
+    monkeypatch.setattr(ingest, "store_jobs", held)
+    try:
+        yield reached, release, seen
+    finally:
+        release.set()
+
+
+def test_a_browser_upload_answers_at_once_and_its_page_follows_the_import(operator, monkeypatch, upload_dirs):
+    client = Client()
+    client.force_login(operator)
+    with storing_held(monkeypatch) as (reached, release, seen):
+        began = time.monotonic()
+        with open(EXAMPLE_ARCHIVE, "rb") as handle:
+            response = client.post(UPLOAD, {"file": handle}, HTTP_ACCEPT="application/json")
+        took = time.monotonic() - began
+        assert response.status_code == 202, response.content
+        assert took < HOLD_SECONDS / 2, f"the upload waited for its import ({took:.1f} s)"
+        body = response.json()
+        run = IngestRun.objects.get(pk=body["run_id"])
+        assert run.status == IngestRun.Status.RUNNING  # begun before the answer: its page shows it running
+        assert reached.wait(10)
+        assert seen["thread"] is not threading.main_thread()
+
+        status = client.get(body["status_url"]).json()
+        assert (status["status"], status["finished"], status["phase"]) == ("running", False, "storing jobs")
+        assert (status["jobs_processed"], status["jobs_total"]) == (0, 5)
+        page = " ".join(client.get(body["detail_url"]).content.decode().split())
+        assert ">Running</span>" in page and "0 of 5 jobs" in page and "storing jobs" in page
+        # Not the page of a run nobody imports: the thread is importing it.
+        assert "Not imported" not in page and ">Import now</button>" not in page
+        release.set()
+        assert wait_for_imports()
+
+    run.refresh_from_db()
+    assert run.status == IngestRun.Status.SUCCEEDED and run.jobs_created == Job.objects.count() == 5
+    assert leftovers(upload_dirs) == []  # the kept upload went with its finished run
+    assert seen["connection"].connection is None  # the thread closed its database connection
+    page = client.get(body["detail_url"]).content.decode()
+    assert ">Succeeded</span>" in page and 'id="run-bar"' not in page
+
+
+def test_a_form_post_without_javascript_lands_on_the_running_run(operator, monkeypatch):
+    client = Client()
+    client.force_login(operator)
+    with storing_held(monkeypatch) as (reached, release, _):
+        with open(EXAMPLE_ARCHIVE, "rb") as handle:
+            response = client.post(UPLOAD, {"file": handle})
+        run = IngestRun.objects.get()
+        assert response.status_code == 302 and response["Location"] == f"/ingest-runs/{run.pk}/"
+        assert run.status == IngestRun.Status.RUNNING
+        release.set()
+        assert wait_for_imports()
+    assert IngestRun.objects.get().status == IngestRun.Status.SUCCEEDED
+
+
+def test_an_api_push_answers_202_with_the_running_run_and_the_run_finishes(operator, monkeypatch):
+    _, key = MachineToken.objects.create_key(name="exporter-01", created_by=operator)
+    auth = {"HTTP_AUTHORIZATION": f"Api-Key {key}"}
+    api = APIClient()
+    with storing_held(monkeypatch) as (reached, release, _):
+        began = time.monotonic()
+        with open(EXAMPLE_ARCHIVE, "rb") as handle:
+            response = api.post("/api/v1/archives/", {"file": handle}, format="multipart", **auth)
+        assert response.status_code == 202 and time.monotonic() - began < HOLD_SECONDS / 2
+        body = response.json()
+        assert (body["status"], body["finished"]) == ("running", False) and response["Location"] == body["url"]
+        assert reached.wait(10)
+        polled = api.get(f"/api/v1/ingest-runs/{body['id']}/", **auth).json()
+        assert (polled["status"], polled["jobs_total"], polled["jobs_done"]) == ("running", 5, 0)
+        release.set()
+        assert wait_for_imports()
+    finished = api.get(f"/api/v1/ingest-runs/{body['id']}/", **auth).json()
+    assert (finished["status"], finished["jobs_created"]) == ("succeeded", 5)
+
+
+def test_an_import_that_breaks_in_the_thread_fails_its_run_saying_why(operator, monkeypatch, upload_dirs):
+    client = Client()
+    client.force_login(operator)
+    with storing_held(monkeypatch) as (reached, release, seen):
+        with open(EXAMPLE_ARCHIVE, "rb") as handle:
+            body = client.post(UPLOAD, {"file": handle}, HTTP_ACCEPT="application/json").json()
+        assert reached.wait(10)
+        seen["fail"] = RuntimeError("the disk controller said no")
+        release.set()
+        assert wait_for_imports()
+    run = IngestRun.objects.get(pk=body["run_id"])
+    assert run.status == IngestRun.Status.FAILED and run.finished_at is not None  # not "running" for ever
+    assert run.errors[0]["message"] == "the import failed: RuntimeError: the disk controller said no"
+    assert seen["connection"].connection is None
+
+
+def test_the_command_imports_in_the_terminal_as_before(capsys):
+    """`manage.py ingest_archive` (and its --async without a queue) has imported when it returns."""
+    call_command("ingest_archive", str(EXAMPLE_ARCHIVE))
+    assert "status: Succeeded" in capsys.readouterr().out
+    call_command("ingest_archive", str(EXAMPLE_ARCHIVE), "--async")
+    assert [run.status for run in IngestRun.objects.order_by("pk")] == ["succeeded", "succeeded"]
+    assert not [thread for thread in threading.enumerate() if thread.name.startswith("ingest-run-")]
+
+
+def test_a_server_stopped_during_the_import_fails_the_run_saying_so(operator, monkeypatch):
+    """Ctrl-C on `make demo` (or runserver restarting on a code change) ends the process's main thread, and
+    the interpreter then refuses the importer's own threads: the import failed as 'RuntimeError: cannot
+    schedule new futures after interpreter shutdown'. The run says what happened and what to do."""
+    from fleet import tasks
+
+    client = Client()
+    client.force_login(operator)
+    with storing_held(monkeypatch) as (reached, release, seen):
+        with open(EXAMPLE_ARCHIVE, "rb") as handle:
+            body = client.post(UPLOAD, {"file": handle}, HTTP_ACCEPT="application/json").json()
+        assert reached.wait(10)
+        monkeypatch.setattr(tasks, "process_stopping", lambda: True)  # the main thread has ended
+        seen["fail"] = RuntimeError("cannot schedule new futures after interpreter shutdown")
+        release.set()
+        assert wait_for_imports()
+    run = IngestRun.objects.get(pk=body["run_id"])
+    assert run.status == IngestRun.Status.FAILED
+    assert run.errors[0]["message"] == (
+        "the process importing it was stopped (the web server, by Ctrl-C or to restart) before the import "
+        "ended; the jobs stored so far are complete. Upload the archive again: stored jobs are skipped."
+    )
