@@ -2874,6 +2874,206 @@ def _command_kind(argv: list[str]) -> str:
     return ""
 
 
+def _without_here_documents(text: str) -> str:
+    """`text` with the body of each here-document (`cat <<EOF > next.sh`, `<<-EOF`, `<<'EOF'`, `sbatch <<EOF`) and
+    its delimiter line blanked, an empty line left for each so that the lines after keep their numbers: a body is the
+    standard input of the command that opened it, data, not commands of the script (bash(1), Here Documents: "the
+    shell ... reads input from the current source until a line containing only word (with no trailing blanks) is
+    seen. All of the lines read up to that point are then used as the standard input ... for a command"; a `srun`
+    line that `cat` writes to another script is no launch of this job). The body of one that a shell reads as its
+    commands (`bash <<EOF`, `sh -s <<'EOF'`: a shell given no script file and no -c string reads them from its
+    standard input, `_reads_standard_input`) is kept, read as lines of the script where it stands (with `<<-`, its
+    leading tabs removed); one fed to any other program, a shell under srun, sudo or ssh among them, or through a
+    pipe (`cat <<EOF | bash`), stays data. With `<<-` leading tabs are stripped from the body's lines and the
+    delimiter line; in an unquoted here-document a backslash-newline is removed first (`x\\` then `EOF` is the line
+    "xEOF"), in a quoted one (`<<'EOF'`, `<<"EOF"`, `<<\\EOF`) not. With no delimiter line the body runs to the end
+    (bash warns "here-document ... delimited by end-of-file"). An arithmetic `$((1 << 3))`, a here-string `<<<`, and
+    a quoted or commented `<<` open none. The body begins after the line the command ends on (a quoted string, or a
+    backslash-newline, carries the command over)."""
+    if "<<" not in text:
+        return text
+    lines = text.split("\n")
+    out: list[str] = []
+    at, quote = 0, ""  # the next line; the quote open at the end of the lines read (a string may span lines)
+    while at < len(lines):
+        opened: list[tuple[str, bool, bool, bool]] = []
+        while True:  # the lines of one command: the body begins after them
+            line = lines[at]
+            at += 1
+            more, quote, continued = _here_document_operators(line, quote)
+            opened += more
+            out.append(line)
+            if not continued or at == len(lines):
+                break
+        for delimiter, strip, quoted, read in opened:
+            body: list[str] = []
+            closing = 0
+            while at < len(lines):
+                start, line = at, lines[at]
+                at += 1
+                while not quoted and _continues(line) and at < len(lines):
+                    line, at = line[:-1] + lines[at], at + 1  # the backslash-newline removed, as bash does
+                if (line.lstrip("\t") if strip else line) == delimiter:
+                    closing = at - start
+                    break
+                kept = lines[start:at] if quoted else [line, *[""] * (at - start - 1)]
+                body.extend(part.lstrip("\t") if strip else part for part in kept)
+            if read and body:
+                out.extend(_without_here_documents("\n".join(body)).split("\n"))
+            else:
+                out.extend([""] * len(body))
+            out.extend([""] * closing)
+    return "\n".join(out)
+
+
+def _continues(line: str) -> bool:
+    """Whether a line ends in a backslash that escapes its newline (an odd number of them)."""
+    return (len(line) - len(line.rstrip("\\"))) % 2 == 1
+
+
+def _here_document_operators(line: str, quote: str) -> tuple[list[tuple[str, bool, bool, bool]], str, bool]:
+    """The here-documents one line opens, in order, each (delimiter, `<<-`, quoted, read as commands:
+    `_reads_standard_input` of its command's words), with the quote open at the line's start (`quote`, as `_scan`
+    names them) and the one open at its end, and whether its command goes on to the next line (an open quote, a
+    backslash-newline)."""
+    found: list[list] = []  # [delimiter, strip, quoted, operator's start, its word's end, command start]
+    spans: list[tuple[int, int]] = []
+    commands: list[tuple[int, int]] = []  # (start, end) of each command on the line
+    start = 0
+    index, before = 0, " "
+    while index < len(line):
+        char = line[index]
+        if quote == "'":
+            quote = "" if char == "'" else quote
+        elif char == "\\":
+            index, before = index + 2, "x"
+            continue
+        elif quote:
+            quote = "" if char == quote[-1] else quote  # `"` ends a double quote, `'` an ANSI-C one
+        elif line.startswith("$'", index):
+            quote, index = "$'", index + 2
+            continue
+        elif char in "'\"":
+            quote = char
+        elif char == "#" and before in " \t;&|()<>":
+            break  # a comment, to the end of the line
+        elif (
+            line.startswith("$((", index)
+            or line.startswith("$[", index)
+            or (line.startswith("((", index) and before in " \t;&|(")
+        ):
+            index, before = _arithmetic_end(line, index), "x"  # `$((1 << 3))`, `(( x <<= 2 ))`: a shift
+            continue
+        elif line.startswith("<<<", index):
+            index, before = index + 3, "<"  # a here-string: its word is the input
+            continue
+        elif line.startswith("<<", index):
+            strip = line.startswith("<<-", index)
+            word, quoted, end = _here_document_word(line, index + 2 + strip)
+            if word is not None:
+                found.append([word, strip, quoted, start])
+                spans.append((index, end))
+            index, before = end, "x"
+            continue
+        elif (
+            char in ";|&()"
+            and not (char == "&" and (before in "<>" or line.startswith(">", index + 1)))
+            and not (char == "|" and before == ">")
+        ):
+            commands.append((start, index))  # `;`, `&&`, `||`, `|`, `&`, a subshell's parenthesis end a command
+            start = index + 1
+        before = char
+        index += 1
+    commands.append((start, len(line)))
+    out = []
+    for delimiter, strip, quoted, begins in found:
+        end = next(stop for first, stop in commands if first == begins)
+        text = "".join(line[i] for i in range(begins, end) if not any(a <= i < b for a, b in spans))
+        try:
+            words = shlex.split(text)
+        except ValueError:
+            words = []
+        out.append((delimiter, strip, quoted, _reads_standard_input(words)))
+    return out, quote, bool(quote) or _continues(line)
+
+
+def _arithmetic_end(line: str, index: int) -> int:
+    """The index after the arithmetic expansion or command at `index` (`$((...))`, `((...))`, `$[...]`)."""
+    if line.startswith("$[", index):
+        end = line.find("]", index)
+        return len(line) if end < 0 else end + 1
+    depth = 0
+    for at in range(index, len(line)):
+        depth += {"(": 1, ")": -1}.get(line[at], 0)
+        if depth == 0 and line[at] == ")":
+            return at + 1
+    return len(line)
+
+
+def _here_document_word(line: str, index: int) -> tuple[str | None, bool, int]:
+    """The delimiter of a here-document whose word begins at `index` (after `<<` or `<<-` and any blanks), with its
+    quotes removed, whether any part of it was quoted (then its body is not expanded, nor a backslash-newline in it
+    removed), and the index after it; None for no word (a syntax error)."""
+    while index < len(line) and line[index] in " \t":
+        index += 1
+    word, quoted = [], False
+    while index < len(line) and line[index] not in " \t;&|<>()":
+        char = line[index]
+        if char == "\\" and index + 1 < len(line):
+            word.append(line[index + 1])
+            quoted, index = True, index + 2
+        elif char in "'\"":
+            end = line.find(char, index + 1)
+            end = len(line) if end < 0 else end
+            word.append(line[index + 1 : end])
+            quoted, index = True, end + 1
+        else:
+            word.append(char)
+            index += 1
+    return ("".join(word) or None) if word else None, quoted, index
+
+
+# a redirection word after shlex (`2>&1`, `>/dev/null`, `>`, `<in`): left out of a command's words, with its target
+# where that is the next word
+_REDIRECTION = re.compile(r"(?:\d+|\{\w+\})?(?:&>>?|<>|>>|>\||>&|<&|<|>)(.*)", re.DOTALL)
+
+
+def _reads_standard_input(words: list[str]) -> bool:
+    """Whether a command (its words, here-documents left out) is a shell that reads its commands from its standard
+    input: `bash`, `sh -ex`, `bash -s -- a b` (bash(1): "If the -s option is present, or if no arguments remain after
+    option processing, then commands are read from the standard input"), not `bash run.sh` (its script file),
+    `bash -c '...'`, nor a shell a wrapper runs (`srun bash`, `sudo bash`, `ssh host bash`: left unread)."""
+    kept, skip = [], False
+    for word in words:
+        if skip:
+            skip = False
+        elif match := _REDIRECTION.fullmatch(word):
+            skip = not match.group(1)
+        else:
+            kept.append(word)
+    while kept and _ASSIGNMENT.fullmatch(kept[0]):
+        kept = kept[1:]
+    if not kept or kept[0].rsplit("/", 1)[-1] not in _SHELL_PROGRAMS:
+        return False
+    index, standard_input = 1, False
+    while index < len(kept):
+        word = kept[index]
+        if word in ("--", "-"):
+            index += 1
+            break
+        if word in _SHELL_VALUED:
+            index += 2
+            continue
+        if not word.startswith(("-", "+")) or word == "+":
+            break
+        if not word.startswith("--"):
+            if "c" in word[1:]:
+                return False
+            standard_input = standard_input or "s" in word[1:]
+        index += 1
+    return standard_input or index >= len(kept)
+
+
 def _logical_lines(text: str) -> list[tuple[int, str]]:
     """(first physical line number, logical line) with backslash continuations joined as bash joins them: a line
     that ends in an unquoted, unescaped '\\' goes on with the next, the backslash-newline pair removed and nothing put
@@ -2887,9 +3087,11 @@ def _logical_lines(text: str) -> list[tuple[int, str]]:
     Token Recognition: a '#' and "all subsequent characters up to, but excluding, the next <newline>" are discarded;
     bash runs `echo one \\`, `  # c \\`, `echo two` as two commands), and sbatch reads its directives a line at a
     time, to each '\\n' (src/sbatch/opt.c, _next_line), joining none: `#SBATCH -n 4 \\` then `#SBATCH -n 8` are two
-    directives, and after `# note \\` the next line is run."""
+    directives, and after `# note \\` the next line is run. A here-document's body is left out, an empty line in place
+    of each of its lines, unless a shell reads it as its commands (`_without_here_documents`)."""
     out, joined, first, continuing = [], "", 0, False
-    for number, line in enumerate(text.splitlines(), start=1):
+    text = _without_here_documents("\n".join(text.splitlines()))  # a here-document's body is no command
+    for number, line in enumerate(text.split("\n"), start=1):
         if not continuing:
             first = number
         if line.endswith("\\"):
@@ -3060,7 +3262,7 @@ def split_shell(line: str) -> list[list[str]]:
     ending a command, ANSI-C quoting decoded). shlex's own comment reading is not used: it starts a comment at any
     '#', inside a word too, so `python train.py --tag=exp#3 --workers 8` lost `#3 --workers 8` and `$#` ended its
     line. ValueError for an unbalanced quote."""
-    lexer = shlex.shlex(_shell_text(line), posix=True, punctuation_chars=";&|")
+    lexer = shlex.shlex(_shell_text(_without_here_documents(line)), posix=True, punctuation_chars=";&|")
     lexer.whitespace_split = True
     lexer.commenters = ""
     return _commands(list(lexer))

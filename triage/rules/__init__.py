@@ -294,7 +294,14 @@ from triage.rules.registry import RULES, THRESHOLDS, Finding, Status, TriageResu
 #      waited" (they read "1 blocking copies", "node(s)", "GPU(s)")
 #      also: the largest download's size and rate have a space before the unit, "(2.00 GB), took 16 min at 2.1 MB/s"
 #      (they read "2.00GB", "2.1MB/s" as the progress bar printed them)
-RULES_REVISION = 9
+#  10  2026-12-07: shell reading (revision 9 was released): a here-document's body is data, not commands (`cat <<EOF >
+#      next.sh`, `<<-EOF`, `<<'EOF'`, `sbatch <<EOF`, `python - <<EOF`: a `srun -n 4 python other.py` or `pip install`
+#      line inside one was read as this job's launch or install; a batch script that writes an 8-task launch script and
+#      runs one python was uneven use, now unused GPUs), ending at the line that is its delimiter alone (tabs stripped
+#      for `<<-`; in an unquoted one after a backslash-newline is removed), in a script and in the job's command (a
+#      `bash -c` string's); one a shell reads as its commands (`bash <<EOF`, `sh -s <<'EOF'`: no script file, no -c)
+#      is read as lines of the script where it stands; under srun, sudo or ssh, or through a pipe, it stays data
+RULES_REVISION = 10
 
 __all__ = [
     "RULES",
