@@ -140,3 +140,107 @@ def test_a_here_document_writing_a_launch_script_is_no_uneven_use():
     finding = oversubscription(scripts=[("run.sh", script)])
     assert finding.sub_cause == "unused_gpus"
     assert [c.line for c in finding.code] in ([], [6])
+
+
+# --- 2. env -i / env -u / env VAR=x ---------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("line", "processes"),
+    [
+        # env(1): "-i, --ignore-environment: start with an empty environment"; its NAME=VALUE words then set it
+        ("env -i srun -n 4 python train.py", 4),
+        ("env -i srun python train.py", None),  # no SLURM_NTASKS, no allocation: srun's default, one task
+        ("env -i SLURM_NTASKS=4 srun python train.py", 4),
+        ("env --ignore-environment SLURM_NTASKS=4 srun python train.py", 4),
+        ("env - SLURM_NTASKS=4 srun python train.py", 4),
+        ("SLURM_NTASKS=2 env -i srun python train.py", None),  # what was set before env -i is gone
+        ("/usr/bin/env -i PATH=/usr/bin:/bin srun -n 2 python train.py", 2),
+        # env's other options before the command are its own: `-u NAME` unsets NAME, `-C DIR`, `-0`, `-v`
+        ("env -u SLURM_NTASKS_PER_NODE srun python train.py", 8),
+        ("env -C /scratch -v srun python train.py", 8),
+        ("env --chdir=/scratch SLURM_NTASKS=4 srun python train.py", 4),
+        # without -i, the script's environment and env's words
+        ("env SLURM_NTASKS=4 srun python train.py", 4),
+        ("env NCCL_DEBUG=INFO srun python train.py", 8),
+    ],
+)
+def test_envs_options_are_read_as_env_reads_them(line, processes):
+    # `env -i srun -n 4 python train.py` was no launch at all (its program was taken to be `-i`)
+    launched = launch_of(f"#!/bin/bash\n#SBATCH -n 8\n{line}\n")
+    assert launched.detail.get("processes") == processes
+
+
+def test_an_env_whose_command_is_not_known_is_no_launch():
+    # `-S STRING` splits its string by rules of its own; `--help` runs nothing
+    for line in ("env -S 'SLURM_NTASKS=4 srun' python train.py", "env --help srun -n 4 python train.py"):
+        assert extract_script_evidence([("run.sh", f"#!/bin/bash\n{line}\n")]).of("shell_launch") == []
+
+
+def test_a_variable_env_unsets_is_not_known():
+    # `env -u SLURM_NTASKS srun ...`: SLURM_NPROCS, which sbatch sets too, may still give srun its count: not known
+    launched = launch_of("#!/bin/bash\n#SBATCH -n 8\nenv -u SLURM_NTASKS srun python train.py\n")
+    assert launched.detail.get("processes") is None
+
+
+def test_env_i_hands_a_script_it_runs_no_allocation():
+    evidence = extract_script_evidence(
+        [("run.sh", "#!/bin/bash\n#SBATCH -n 8\nenv -i bash inner.sh\n"), ("inner.sh", "srun python train.py\n")]
+    )
+    (launched,) = evidence.of("shell_launch")
+    assert launched.detail.get("processes") is None
+
+
+def test_the_jobs_command_under_env_i_is_read():
+    (launch,) = command_code_facts("env -i SLURM_NTASKS=4 srun python x.py")
+    assert launch.detail.get("processes") == 4
+    (launch,) = command_code_facts('sbatch -n 8 --wrap "env -i srun python x.py"')
+    assert launch.detail.get("processes") is None
+
+
+def test_env_i_srun_is_uneven_use_of_its_own_tasks():
+    # `env -i srun -n 8 python train.py` with one GPU busy: no launch was read (unused GPUs); srun starts 8 tasks
+    finding = oversubscription(scripts=[("run.sh", "#!/bin/bash\nenv -i srun -n 8 python train.py\n")])
+    assert finding.sub_cause == "uneven_use" and finding.numbers["srun_tasks"] == 8
+
+
+# --- 4. sudo -i ----------------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("line", "processes"),
+    [
+        # sudo -i runs the command through the target user's login shell, the environment initialized whatever
+        # env_reset says (sudoers(5), Command environment): srun's own options alone
+        ("sudo -i srun python train.py", None),
+        ("sudo -i srun -n 4 python train.py", 4),
+        ("sudo --login -u alice srun -n 4 python train.py", 4),
+        ("sudo -i SLURM_NTASKS=4 srun python train.py", 4),
+    ],
+)
+def test_sudo_i_runs_its_command_in_a_login_environment(line, processes):
+    launched = launch_of(f"#!/bin/bash\n#SBATCH -n 8\n{line}\n")
+    assert launched.detail.get("processes") == processes
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        # sudo refuses -i with -E / --preserve-env ("you may not specify both the -i and -E options") and with -s
+        # (src/parse_args.c): a usage error, no command run. It was read as srun with the script's 8 tasks
+        "sudo -iE srun python train.py",
+        "sudo -E -i srun python train.py",
+        "sudo -i --preserve-env srun python train.py",
+        "sudo --login --preserve-env srun python train.py",
+        "sudo -i -s srun python train.py",
+    ],
+)
+def test_sudo_i_with_e_or_s_runs_nothing(line):
+    evidence = extract_script_evidence([("run.sh", f"#!/bin/bash\n#SBATCH -n 8\n{line}\n")])
+    assert evidence.of("shell_launch") == []
+
+
+def test_sudo_i_keeps_the_variables_preserve_env_names():
+    # --preserve-env=LIST is allowed with -i: sudo passes those variables on (parse_env_list)
+    launched = launch_of("#!/bin/bash\n#SBATCH -n 8\nsudo -i --preserve-env=SLURM_NTASKS srun python train.py\n")
+    assert launched.detail.get("processes") == 8

@@ -440,7 +440,8 @@ def _assignments(argv: list[str]) -> tuple[list[tuple[str, str]], bool]:
     word that assigns nothing, `export OUT` or `declare -x`, sets no value and makes it more than assignments), or
     the leading ones of a command, which set them for it (`NCCL_P2P_DISABLE=1 torchrun ...`; a word after the program
     is its argument), `env`'s among them (`env SLURM_NTASKS=4 srun ...`: env(1) runs the command after its
-    NAME=VALUE words with them set; an option of env's own, `-i` or `-u NAME`, and the words after it are not read),
+    NAME=VALUE words with them set, after its own options, `_env_command`: `env -i` starts from an empty
+    environment, so those set before it are dropped; `env -u NAME` unsets NAME, which is then not known, `_UNKNOWN`),
     and sudo's (`sudo -u alice SLURM_NTASKS=4 srun ...`: its VAR=value words among its options, `_sudo_command`), and
     those of the env or sudo its command is (`sudo env SLURM_NTASKS=4 srun ...`, read as env alone).
     The one reading of a shell script's assignments: for its environment (`_shell_facts`) and for the values its
@@ -453,14 +454,24 @@ def _assignments(argv: list[str]) -> tuple[list[tuple[str, str]], bool]:
         if match := _ASSIGNMENT.fullmatch(word):
             pairs.append((match.group(1), match.group(2)))
         elif not declared and _is_env(word) and not under_env:  # `env`, `/usr/bin/env`
+            settings, unset, command, emptied = _env_command(words[index:]) or ([], [], [], False)
+            if emptied:
+                pairs = []  # `env -i`: those the words before it set do not reach its command
+            pairs = [pair for pair in pairs if pair[0] not in unset] + [(name, _UNKNOWN) for name in unset]
+            pairs += [(match.group(1), match.group(2)) for w in settings if (match := _ASSIGNMENT.fullmatch(w))]
+            if command and (_is_env(command[0]) or _is_sudo(command[0])):  # `env X=1 sudo -E Y=2 srun ...`
+                inner = _assignments(command)[0]
+                pairs = inner if _environment_reset(command) else pairs + inner
             under_env = True
+            break
         elif not declared and _is_sudo(word):  # the variables it sets for its command, and those its command sets
             settings, command, preserved = _sudo_command(words[index:]) or ([], [], True)
             if not preserved:
                 pairs = []  # those the words before it set do not reach its command (`_sudo_command`)
             pairs += [(match.group(1), match.group(2)) for w in settings if (match := _ASSIGNMENT.fullmatch(w))]
             if command and (_is_env(command[0]) or _is_sudo(command[0])):  # sudo took the VAR=value words before it
-                pairs += _assignments(command)[0]
+                inner = _assignments(command)[0]
+                pairs = inner if _environment_reset(command) else pairs + inner  # `sudo env -i ...` keeps none
             under_env = True
             break
         elif not declared:
@@ -1958,7 +1969,7 @@ _WRAPPERS = ("sudo", "nohup", "time", "env", "srun", "stdbuf")
 # word, else the next word): GNU time(1), "time [options] command [arguments...]": `-f FORMAT` (`--format=FORMAT`),
 # `-o FILE` (`--output=FILE`) and the switches -a -p -q -v -V, `--` ending them (bash's own `time -p` too);
 # coreutils stdbuf(1): `-i MODE`, `-o MODE`, `-e MODE` (`--input=`, `--output=`, `--error=`; `-oL` glued); sudo's
-# are read by `_sudo_command`. nohup takes none; env's leave its command not read (`env -i ...`); srun's are its own.
+# are read by `_sudo_command`, env's by `_env_command`. nohup takes none; srun's are its own.
 _WRAPPER_VALUED = {
     "time": ("-f", "-o", "--format", "--output"),
     "stdbuf": ("-i", "-o", "-e", "--input", "--output", "--error"),
@@ -1969,7 +1980,9 @@ _WRAPPER_VALUED = {
 # edits (-e: its words are files), lists or checks (-l), validates (-v), prints its version (-V), removes its timestamp
 # (-K) or its help (-h; `-h HOST`, `--host=HOST` run a command only where the policy supports remote hosts, and
 # sudo(8) says "The sudoers plugin does not currently support running remote commands"). `--preserve-env` takes a
-# value only after '=' (optional_argument). -s and -i run the command through a shell's -c: it still runs.
+# value only after '=' (optional_argument). -s and -i run the command through a shell's -c: it still runs; but -i
+# (`--login`) with -s (`--shell`) or with -E / `--preserve-env` (no list) is a usage error, nothing run (parse_args.c:
+# "you may not specify both the -i and -s options", "... both the -i and -E options").
 _SUDO_VALUED = frozenset("aCcDgpRrTtUu")
 _SUDO_NO_COMMAND = frozenset("elvVKh")
 _SUDO_LONG = {  # name: "value" (required), "" (none), or the letter of a mode that runs no command
@@ -1988,11 +2001,16 @@ def _sudo_command(words: list[str]) -> tuple[list[str], list[str], bool] | None:
     passed on the command line in the form of VAR=value"; parse_args's is_envar); and whether the command keeps the
     caller's Slurm variables. sudoers' `env_reset`, on by default, runs it "with a new, minimal environment" (TERM,
     PATH, HOME, SHELL, LOGNAME, USER and SUDO_* variables, sudoers(5)) unless `-E` / `--preserve-env` asks to keep
-    the caller's, or `--preserve-env=LIST` names some of them (kept here where the list names a `SLURM_` one). None
-    where sudo runs no command (`-l`, `-e`, `-h`, ...; an option it does not know, a usage error); the command []
-    where none is given (a shell)."""
+    the caller's, or `--preserve-env=LIST` names some of them (kept here where the list names a `SLURM_` one). `-i`
+    (`--login`) runs the command through the target user's login shell with the environment initialized whatever
+    env_reset says ("As a special case, if sudo's -i option (initial login) is specified, sudoers will initialize the
+    environment regardless of the value of env_reset", sudoers(5), Command environment): only the `VAR=value` words
+    and a `--preserve-env=LIST`'s variables reach it, and sudo refuses it with -E or `--preserve-env` (all of it).
+    None where sudo runs no command (`-l`, `-e`, `-h`, ...; an option it does not know, a usage error: `-i` with `-s`
+    or `-E`); the command [] where none is given (a shell)."""
     settings: list[str] = []
     preserved = False
+    login = shell = preserve_all = False  # -i, -s and -E (`--preserve-env` without a list): not all together
     index = 1
     while index < len(words):
         word = words[index]
@@ -2005,14 +2023,18 @@ def _sudo_command(words: list[str]) -> tuple[list[str], list[str], bool] | None:
             if len(found) != 1 or _SUDO_LONG[found[0]] not in ("", "value"):
                 return None  # ambiguous, not known, or a mode that runs no command
             index += 1 if _SUDO_LONG[found[0]] == "value" and not eq else 0
+            login, shell = login or found[0] == "login", shell or found[0] == "shell"
             if found[0] == "preserve-env":
                 listed = word.partition("=")[2].split(",")
                 preserved = preserved or not eq or any(name.startswith("SLURM_") for name in listed)
+                preserve_all = preserve_all or not eq
         elif word.startswith("-") and word != "-":
             for at, letter in enumerate(word[1:], 1):
                 if letter in _SUDO_NO_COMMAND or not (letter in _SUDO_VALUED or letter in "ABbEHiknNPSs"):
                     return None
                 preserved = preserved or letter == "E"
+                preserve_all = preserve_all or letter == "E"
+                login, shell = login or letter == "i", shell or letter == "s"
                 if letter in _SUDO_VALUED:  # the rest of the word, else the next word, is its value
                     index += 1 if at == len(word) - 1 else 0
                     break
@@ -2021,20 +2043,96 @@ def _sudo_command(words: list[str]) -> tuple[list[str], list[str], bool] | None:
         else:
             index -= 1
             break
+    if login and (shell or preserve_all):
+        return None  # a usage error
     return settings, words[index:], preserved
 
 
 def _environment_reset(argv: list[str]) -> bool:
     """Whether a command runs its program under a sudo that hands it none of the script's environment
-    (`_sudo_command`): no variable the script exported (`export SLURM_NTASKS=8`, `PET_NPROC_PER_NODE`) nor any the
-    allocation set (SLURM_NTASKS, SLURM_JOB_NUM_NODES, SLURM_JOB_ID: `sudo srun` is no step of the job's allocation)
-    reaches it; only the `VAR=value` words sudo, or an `env` after it, give it."""
+    (`_sudo_command`), or under `env -i` (`_env_command`): no variable the script exported (`export SLURM_NTASKS=8`,
+    `PET_NPROC_PER_NODE`) nor any the allocation set (SLURM_NTASKS, SLURM_JOB_NUM_NODES, SLURM_JOB_ID: `sudo srun`
+    is no step of the job's allocation) reaches it; only the `VAR=value` words sudo, or an `env` after it, give it."""
     words = _without_assignments(argv)
     while words and _wrapper(words[0]) and not _is_srun(words[0]):
         if _is_sudo(words[0]) and (found := _sudo_command(words)) is not None and not found[2]:
             return True
+        if _is_env(words[0]) and (emptied := _env_command(words)) is not None and emptied[3]:
+            return True
         words = _after_wrapper(words)
     return False
+
+
+# GNU coreutils env(1) (9.1, src/env.c: short options "+C:iS:u:v0", long_options): `-u NAME` (`--unset=NAME`) and
+# `-C DIR` (`--chdir=DIR`) take a value (the rest of the word, else the next word); `-i` (`--ignore-environment`, and a
+# lone `-` after the options) empties the environment, `-0` (`--null`) and `-v` (`--debug`) are switches, the signal
+# options take a value only after '=', and `--help`, `--version`, `--list-signal-handling` run no command; a long
+# option may be given by a unique prefix (getopt_long). `-S STRING` (`--split-string`), which splits its string into
+# words by rules of its own (escapes, `${VAR}`), is not read: the line's command is not known.
+_ENV_LONG = {
+    "ignore-environment": "i",
+    "null": "0",
+    "unset": "u",
+    "chdir": "C",
+    "debug": "v",
+    **dict.fromkeys(("block-signal", "default-signal", "ignore-signal"), ""),
+    **dict.fromkeys(("list-signal-handling", "help", "version", "split-string"), None),
+}
+
+
+def _env_command(words: list[str]) -> tuple[list[str], list[str], list[str], bool] | None:
+    """The `NAME=VALUE` words of an env line (`words[0]` is env), the names its `-u` unsets, its command, and whether
+    `-i` empties the environment first (env(1): "-i, --ignore-environment  start with an empty environment"; "-u,
+    --unset=NAME  remove variable from the environment"; then "Set each NAME to VALUE in the environment and run
+    COMMAND"): `env -i SLURM_NTASKS=4 srun ...` runs srun with SLURM_NTASKS=4 alone. None where env runs no command
+    (`--help`, `--version`, an option it does not know) or its command is not read (`-S STRING`, `_ENV_LONG`)."""
+    settings: list[str] = []
+    unset: list[str] = []
+    emptied = False
+    rest = list(words[1:])
+    while rest:
+        word = rest.pop(0)
+        if word == "--":
+            break
+        if word == "-":
+            emptied = True
+            continue
+        if word.startswith("--"):
+            name, eq, value = word[2:].partition("=")
+            found = [key for key in _ENV_LONG if key == name] or [key for key in _ENV_LONG if key.startswith(name)]
+            if len(found) != 1 or _ENV_LONG[found[0]] is None:
+                return None
+            letter = _ENV_LONG[found[0]]
+            if letter in ("u", "C") and not eq:
+                if not rest:
+                    return None
+                value = rest.pop(0)
+            emptied = emptied or letter == "i"
+            if letter == "u":
+                unset.append(value)
+            continue
+        if word.startswith("-"):
+            for at, letter in enumerate(word[1:], 1):
+                if letter not in "iuCv0":
+                    return None
+                emptied = emptied or letter == "i"
+                if letter in "uC":  # the rest of the word, else the next word, is its value
+                    value = word[at + 1 :]
+                    if not value:
+                        if not rest:
+                            return None
+                        value = rest.pop(0)
+                    if letter == "u":
+                        unset.append(value)
+                    break
+            continue
+        rest.insert(0, word)
+        break
+    if rest[:1] == ["-"]:  # `env -i -- - ...` is no more than that; a lone `-` after the options empties it too
+        emptied, rest = True, rest[1:]
+    while rest and "=" in rest[0]:
+        settings.append(rest.pop(0))
+    return settings, unset, rest, emptied
 
 
 def _is_sudo(word: str) -> bool:
@@ -2060,6 +2158,8 @@ def _after_wrapper(words: list[str]) -> list[str]:
     where it has any read here (`_WRAPPER_VALUED`: `/usr/bin/time -v -o t.log srun ...`: `srun ...`)."""
     if _is_sudo(words[0]):
         return found[1] if (found := _sudo_command(words)) is not None else []
+    if _is_env(words[0]):
+        return found[2] if (found := _env_command(words)) is not None else []
     valued = _WRAPPER_VALUED.get(words[0].rsplit("/", 1)[-1])
     rest = words[1:]
     if valued is None:

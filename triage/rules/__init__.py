@@ -301,6 +301,16 @@ from triage.rules.registry import RULES, THRESHOLDS, Finding, Status, TriageResu
 #      for `<<-`; in an unquoted one after a backslash-newline is removed), in a script and in the job's command (a
 #      `bash -c` string's); one a shell reads as its commands (`bash <<EOF`, `sh -s <<'EOF'`: no script file, no -c)
 #      is read as lines of the script where it stands; under srun, sudo or ssh, or through a pipe, it stays data
+#      also: env's own options are read as env(1) reads them (coreutils, src/env.c): `env -i` (`--ignore-environment`,
+#      `-`) starts its command with an empty environment, its NAME=VALUE words alone set (`env -i srun -n 4 python
+#      train.py`, taken for a program named `-i`, was no launch at all, now 4 tasks; `env -i SLURM_NTASKS=4 srun ...`
+#      4 tasks, not the allocation's; `env -i srun python train.py` under `#SBATCH -n 8` one task, as under sudo), `-u
+#      NAME` leaves NAME not known (`env -u SLURM_NTASKS srun ...`: no count, SLURM_NPROCS may give one), `-C DIR`, `-0`,
+#      `-v` are skipped; `-S STRING`, `--help`, `--version` or an option env does not know leave no command read
+#      also: `sudo -i` (`--login`) with `-E` / `--preserve-env` or with `-s` is sudo's usage error, no command run
+#      (src/parse_args.c: "you may not specify both the -i and -E options"): `sudo -iE srun python train.py` under
+#      `#SBATCH -n 8` was 8 tasks, uneven use; now no launch. `sudo -i` alone resets the environment as before
+#      (sudoers(5): it is initialized "regardless of the value of env_reset"), but for a `--preserve-env=LIST`'s names
 RULES_REVISION = 10
 
 __all__ = [
