@@ -244,3 +244,43 @@ def test_sudo_i_keeps_the_variables_preserve_env_names():
     # --preserve-env=LIST is allowed with -i: sudo passes those variables on (parse_env_list)
     launched = launch_of("#!/bin/bash\n#SBATCH -n 8\nsudo -i --preserve-env=SLURM_NTASKS srun python train.py\n")
     assert launched.detail.get("processes") == 8
+
+
+# --- 3. --ntasks-per-gpu: processes a GPU ---------------------------------------------------------------------
+
+
+def _four_gpus_loading(script: str, cpu: float = 25.0):
+    frame = series(120, lambda t, g: 30, gpus=4, mem=lambda t, g: 0.6, cpu=lambda t: cpu)
+    _, result = run(120, frame, scripts=[case("no_workers_train.py"), ("run.sh", script)], gpu_count=4, cpu_count=32)
+    return next(f for f in result.findings if f.category == Category.DATA_PREPROCESSING)
+
+
+def test_tasks_per_gpu_are_the_training_processes_that_load_batches():
+    # `--ntasks-per-gpu=2` on 4 GPUs starts 8 training processes, each loading its own batches at num_workers=0; the
+    # loader rule counted one a GPU: "all that 4 training processes loading their own batches can use"
+    script = "#!/bin/bash\n#SBATCH --gres=gpu:4 --ntasks-per-gpu=2\n#SBATCH -c 4\nsrun python train.py\n"
+    finding = _four_gpus_loading(script)
+    assert "about 8.0 cores busy: all that 8 training processes loading their own batches can use" in finding.summary
+    assert finding.numbers["loading_processes"] == 8 and finding.numbers["tasks_per_gpu"] == 2
+    guide = guidance_for(
+        finding.category,
+        finding.sub_cause,
+        finding.numbers,
+        gpu_hours=finding.gpu_hours,
+        price_per_gpu_hour=None,
+        currency="",
+        job={"gpu_count": 4, "node_count": 1, "cpu_count": 32},
+    )
+    text = " ".join(str(v) for v in guide.values())
+    # 32 CPUs over 8 processes (it said 8 a process over 4 GPUs)
+    assert "32 CPUs for 4 GPU(s) (2 training processes a GPU, --ntasks-per-gpu=2) gives 4 per training process" in text
+
+
+def test_srun_ntasks_per_gpu_on_the_launch_line_counts_too():
+    finding = _four_gpus_loading("#!/bin/bash\n#SBATCH --gres=gpu:4\nsrun --ntasks-per-gpu=2 python train.py\n")
+    assert finding.numbers["loading_processes"] == 8
+
+
+def test_one_task_a_gpu_is_one_loading_process_a_gpu():
+    finding = _four_gpus_loading("#!/bin/bash\n#SBATCH --gres=gpu:4 --ntasks-per-gpu=1\nsrun python train.py\n")
+    assert finding.numbers["loading_processes"] == 4 and finding.numbers.get("tasks_per_gpu") in (None, 1)

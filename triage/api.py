@@ -247,6 +247,12 @@ class EvidenceCodeSerializer(serializers.Serializer):
         "srun's own or its allocation's (`#SBATCH`, `salloc`, sbatch's command line): each task sees "
         "only its GPUs, from cuda:0. Absent where none binds (`--gpu-bind=none`) or it is not known.",
     )
+    tasks_per_gpu = serializers.IntegerField(
+        required=False,
+        help_text="shell_launch and command_launch: for a python under srun, the tasks started for every GPU where "
+        "`--ntasks-per-gpu=N` gives them (srun's own, its allocation's, `SLURM_NTASKS_PER_GPU`), each a training "
+        "process loading its own batches (a loader finding's `numbers.tasks_per_gpu` where more than one).",
+    )
     launch_config = serializers.CharField(
         required=False,
         help_text="shell_launch and command_launch: for `accelerate launch`, the job's Accelerate config file it reads "

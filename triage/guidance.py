@@ -532,22 +532,26 @@ def _fill(template: str, values: dict) -> str:
 def loader_settings(numbers: dict, job: dict) -> dict:
     """Concrete DataLoader settings from the job's own CPUs, GPUs and workers.
 
-    One process per GPU shares the node's CPUs; keep one core per process for the training loop
-    itself, give the rest to loader workers (at most 16 per process: beyond that returns shrink).
+    One process per GPU shares the node's CPUs (N per GPU where srun starts them with --ntasks-per-gpu=N:
+    `tasks_per_gpu`); keep one core per process for the training loop itself, give the rest to loader workers (at
+    most 16 per process: beyond that returns shrink).
     """
     cpus = numbers.get("cpu_count") or job.get("cpu_count")
     gpus = max(1, int(numbers.get("gpu_count") or job.get("gpu_count") or 1))
     nodes = max(1, int(numbers.get("node_count") or job.get("node_count") or 1))
+    per_gpu = max(1, int(numbers.get("tasks_per_gpu") or 1))
+    processes = gpus * per_gpu
     current = numbers.get("num_workers")
-    per_process_cpus = max(1, (cpus or gpus * 8) // gpus)
+    per_process_cpus = max(1, (cpus or gpus * 8) // processes)
     suggested = max(1, min(16, per_process_cpus - 1))
     suggested_max = numbers.get("suggested_max_workers")
     if suggested_max:
-        suggested = max(1, min(suggested, int(suggested_max) // max(1, gpus // nodes) - 1 or 1))
+        suggested = max(1, min(suggested, int(suggested_max) // max(1, processes // nodes) - 1 or 1))
     # --cpus-per-task is per Slurm task: the node's CPUs with one task per node, a GPU's share with one task per GPU
-    # (--ntasks-per-node=G, the usual layout without torchrun). The job's layout when its scripts give it.
+    # (--ntasks-per-node=G, the usual layout without torchrun), half of it with two (--ntasks-per-gpu=2). The job's
+    # layout when its scripts give it.
     gpus_per_node = max(1, gpus // nodes)
-    tasks = numbers.get("tasks_per_node")
+    tasks = numbers.get("tasks_per_node") or (gpus_per_node * per_gpu if per_gpu > 1 else None)
     task_gpus = max(1, gpus_per_node // tasks) if tasks else gpus_per_node
     suggested_cpus = (cpus or 0) // nodes // (tasks or 1)
     # If even that is few (a thin CPU request), ask for more CPUs: 8 per GPU is a common sizing.
@@ -555,7 +559,9 @@ def loader_settings(numbers: dict, job: dict) -> dict:
         suggested_cpus = 8 * task_gpus
         suggested = 7
     suggested_cpus = suggested_cpus or 8 * task_gpus
-    if tasks:
+    if per_gpu > 1:
+        layout = f" with --ntasks-per-gpu={per_gpu}, {suggested_cpus * tasks} CPUs a node"
+    elif tasks:
         layout = f" with --ntasks-per-node={tasks}, {suggested_cpus * tasks} CPUs a node" if tasks > 1 else ""
     elif gpus_per_node > 1:
         layout = f" for one task a node; with one task a GPU (--ntasks-per-node={gpus_per_node}), --cpus-per-task=8"
@@ -567,7 +573,9 @@ def loader_settings(numbers: dict, job: dict) -> dict:
         "suggested_cpus": suggested_cpus,
         "cpu_util": numbers.get("cpu_util_training"),
         "settings": (
-            f"For this job: {cpus or '?'} CPUs for {gpus} GPU(s) gives {per_process_cpus} per training process; "
+            f"For this job: {cpus or '?'} CPUs for {gpus} GPU(s)"
+            + (f" ({per_gpu} training processes a GPU, --ntasks-per-gpu={per_gpu})" if per_gpu > 1 else "")
+            + f" gives {per_process_cpus} per training process; "
             f"use num_workers={suggested}"
             + (f" (now {current})" if current is not None else "")
             + (

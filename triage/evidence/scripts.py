@@ -2870,6 +2870,17 @@ def _srun_gpu_binding(argv: list[str], allocation: dict[str, str]) -> str | None
     return None if given is None else _gpu_binding({**allocation, **given})
 
 
+def _srun_tasks_per_gpu(argv: list[str], allocation: dict[str, str]) -> int | None:
+    """The tasks a python under srun starts for every GPU, where `--ntasks-per-gpu=N` gives them (srun's, its
+    allocation's, `SLURM_NTASKS_PER_GPU`: "Request that there are ntasks tasks invoked for every GPU", srun(1)), each
+    a training process loading its own batches (the loader rules count N a GPU); None where it is not given as a
+    number, or a launcher runs in each task (its own count a task)."""
+    if _program(argv)[0] in LAUNCHERS or (given := _srun_options(argv)) is None:
+        return None
+    count = {**allocation, **given}.get("ntasks_per_gpu", "")
+    return int(count) if count.isdigit() and int(count) > 0 else None
+
+
 # srun's options that take no value (its man page), so that a `$ARGS` after one is options the line does not show
 _SRUN_SWITCHES = {"--exclusive", "--overlap", "-u", "--unbuffered", "-l", "--label", "-K", "--kill-on-bad-exit"}
 _SRUN_SWITCHES |= {"-v", "--verbose", "-Q", "--quiet", "-X", "--disable-status", "--pty", "-E", "--preserve-env"}
@@ -3589,6 +3600,8 @@ def _shell_facts(
                         launch["sbatch_lines"] = quoted
                 if binding := _srun_gpu_binding(argv, current):
                     launch["gpu_binding"] = binding  # each task sees only its own GPUs, from cuda:0
+                if per_gpu := _srun_tasks_per_gpu(argv, current):
+                    launch["tasks_per_gpu"] = per_gpu  # `--ntasks-per-gpu=2`: two training processes a GPU
                 if _launch_on_cpu(argv):
                     launch["on_cpu"] = True  # `accelerate launch --cpu`: no GPU process, no distributed launch
                 evidence.facts.append(CodeFact("shell_launch", path, number, stripped, launch))
@@ -3693,6 +3706,8 @@ def command_code_facts(command: str) -> list[CodeFact]:
             launch["processes"] = processes
         if binding := _srun_gpu_binding(argv, allocation):
             launch["gpu_binding"] = binding
+        if per_gpu := _srun_tasks_per_gpu(argv, allocation):
+            launch["tasks_per_gpu"] = per_gpu
         if _launch_on_cpu(argv):
             launch["on_cpu"] = True
         facts.append(CodeFact("command_launch", JOB_COMMAND, 1, shown, launch))

@@ -311,6 +311,12 @@ from triage.rules.registry import RULES, THRESHOLDS, Finding, Status, TriageResu
 #      (src/parse_args.c: "you may not specify both the -i and -E options"): `sudo -iE srun python train.py` under
 #      `#SBATCH -n 8` was 8 tasks, uneven use; now no launch. `sudo -i` alone resets the environment as before
 #      (sudoers(5): it is initialized "regardless of the value of env_reset"), but for a `--preserve-env=LIST`'s names
+#      also: srun tasks started with `--ntasks-per-gpu=N` (srun's, the allocation's, SLURM_NTASKS_PER_GPU) are N training
+#      processes a GPU for the loader rules (the launch's `tasks_per_gpu`, the finding's `numbers.tasks_per_gpu`): a
+#      4-GPU job under `#SBATCH --gres=gpu:4 --ntasks-per-gpu=2` with 8 cores busy at num_workers=0 was "all that 4
+#      training processes loading their own batches can use", now 8, and its guidance's CPUs a training process are
+#      the CPUs over 8 ("32 CPUs for 4 GPU(s) (2 training processes a GPU, --ntasks-per-gpu=2) gives 4 per training
+#      process"; it said 8), a thin request told `--cpus-per-task=8 with --ntasks-per-gpu=2, 64 CPUs a node`
 RULES_REVISION = 10
 
 __all__ = [

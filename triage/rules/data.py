@@ -261,6 +261,7 @@ def data_preprocessing(ev: Evidence, th: dict) -> list[Finding]:
                 "worker_warning_by": warnings[0].by if warnings else None,
                 "worker_warnings": said[:2],
                 "host_wait_share": round(host_wait[0].host_wait_share, 3) if host_wait else None,
+                **({"tasks_per_gpu": _tasks_per_gpu(ev)} if _tasks_per_gpu(ev) > 1 else {}),
                 **_layout(ev),
                 **behind,
             },
@@ -270,9 +271,18 @@ def data_preprocessing(ev: Evidence, th: dict) -> list[Finding]:
 
 def _training_processes(ev: Evidence) -> int:
     """How many training processes load batches: one per GPU when launched so (torchrun, DDP) or without
-    DataParallel, one for a DataParallel job."""
+    DataParallel, N per GPU for srun tasks started with `--ntasks-per-gpu=N` (`_tasks_per_gpu`), one for a
+    DataParallel job."""
     launched = ev.scripts.of("ddp", "init_process_group") or distributed_launches(ev)
-    return max(1, ev.job.gpu_count) if launched or not ev.scripts.of("data_parallel") else 1
+    if launched or not ev.scripts.of("data_parallel"):
+        return max(1, ev.job.gpu_count) * _tasks_per_gpu(ev)
+    return 1
+
+
+def _tasks_per_gpu(ev: Evidence) -> int:
+    """The srun tasks a GPU of the job's distributed launch (`srun --ntasks-per-gpu=2 python train.py`, or a bare srun
+    under `#SBATCH --ntasks-per-gpu=2`: its launch's `tasks_per_gpu`), each a training process; 1 where none says."""
+    return max((f.detail.get("tasks_per_gpu") or 1 for f in distributed_launches(ev)), default=1)
 
 
 def _layout(ev: Evidence) -> dict:
