@@ -28,7 +28,7 @@ from fleet.forms import UtcDateTimeMixin, YesNoField
 from fleet.models import Cluster, IngestRun, Job, Team
 from fleet.quoting import quoted
 from triage import feedback
-from triage.dashboard.filters import RowIdFilter
+from triage.dashboard.filters import RECOVERABLE, SORTS, RowIdFilter, recoverable_hours
 from triage.dashboard.periods import EARLIEST, LATEST, MAX_DAYS, PRESETS, PeriodError, period_from
 from triage.dashboard.queries import UTIL_SOURCE_CHOICES, UTIL_SOURCES, chargeback, narrowed, no_such_cluster
 from triage.evidence import iso
@@ -422,10 +422,19 @@ class TriageDetailSerializer(TriageSerializer):
         fields = [*TriageSerializer.Meta.fields, "evidence"]
 
 
+RECOVERABLE_HELP = (
+    "The GPU-hours the job's current findings attribute to their causes (what fixing them would recover; the sum "
+    "of its findings' `gpu_hours`), to 3 places: the jobs list's and its CSV's `recoverable_gpu_hours`, what "
+    "`sort=recoverable` orders by. Of the `category` filter's cause alone when the list is filtered by one, as "
+    "the cause's page counts them. null for a job without findings, and for one its viewer rates in a blind study."
+)
+
+
 class JobSerializer(serializers.ModelSerializer):
     cluster = serializers.CharField(source="cluster.name", read_only=True)
     team = serializers.CharField(source="team.slug", read_only=True)
     triage = serializers.SerializerMethodField()
+    recoverable_gpu_hours = serializers.SerializerMethodField(help_text=RECOVERABLE_HELP)
     categories = serializers.SerializerMethodField()
     mean_gpu_util_source = serializers.ChoiceField(
         choices=["samples", "slurm_step_accounting"],
@@ -460,6 +469,7 @@ class JobSerializer(serializers.ModelSerializer):
             "gpu_hours",
             "unused_gpu_hours",
             "idle_gpu_hours",
+            "recoverable_gpu_hours",
             "coverage",
             "cost",
             "currency",
@@ -468,6 +478,12 @@ class JobSerializer(serializers.ModelSerializer):
             "updated_at",
         ]
         extra_kwargs = {"cost": MONEY_FIELD, "currency": {"help_text": CURRENCY}}
+
+    # The jobs list's and its CSV's figure (`triage.dashboard.filters.recoverable_hours`, annotated by the view).
+    @extend_schema_field(serializers.FloatField(allow_null=True, help_text=RECOVERABLE_HELP))
+    def get_recoverable_gpu_hours(self, job: Job) -> float | None:
+        hours = getattr(job, "recoverable_gpu_hours", None)
+        return None if hours is None else round(hours, 3)
 
     def _current(self, job: Job) -> JobTriage | None:
         if job.pk in self._blinded():
@@ -619,12 +635,25 @@ class JobFilter(django_filters.FilterSet):
             "syncs jobs and their findings fetches since its last run"
         ),
     )
+    # The jobs list's orders (`?sort=`, triage.dashboard.filters.SORTS), each then by id as the list and its CSV.
+    sort = django_filters.ChoiceFilter(
+        choices=[(key, label) for key, (label, _) in SORTS.items()],
+        method="sorted",
+        label=(
+            "The jobs list's orders, each then by id: start (newest first, the default), oldest, unused (most "
+            "unused GPU-hours first), gpu_hours, util (lowest mean utilization first), cost, recoverable (most "
+            "recoverable GPU-hours first, `recoverable_gpu_hours`: of the `category` filter's cause alone when "
+            "given; jobs without any last). Ordered by a figure a job may lack (unused, util, cost, recoverable), "
+            "`next` and `previous` carry no `after` or `before`: a page is an offset of the list as of its first "
+            "page (`max_id`)"
+        ),
+    )
 
     class Meta:
         model = Job
         fields = [
             "cluster", "team", "user", "external_id", "name", "category", "status", "answer", "low_util", "no_util",
-            "util_source", "ingest_run",
+            "util_source", "ingest_run", "sort",
         ]  # fmt: skip
 
     def filter_cluster(self, queryset, name, value):
@@ -673,6 +702,11 @@ class JobFilter(django_filters.FilterSet):
 
     def filter_util_source(self, queryset, name, value):
         return queryset.filter(UTIL_SOURCES[value])
+
+    def sorted(self, queryset, name, value):
+        if value == RECOVERABLE:
+            queryset = recoverable_hours(queryset, self.form.cleaned_data.get("category") or "", self._blinded)
+        return queryset.order_by(SORTS[value][1], "pk")
 
     def filter_low_util(self, queryset, name, value):
         threshold = low_util_threshold()
@@ -737,6 +771,22 @@ class JobViewSet(KnownParameters, viewsets.ReadOnlyModelViewSet):
             .prefetch_related(Prefetch("triage_results", queryset=current, to_attr="current_triage"))
             .order_by("-start_time", "pk")
         )
+
+    def filter_queryset(self, queryset):
+        """The jobs with their `recoverable_gpu_hours` (those `sort=recoverable` annotated already, else as the
+        jobs list's CSV counts them: of the `category` filter's cause alone when it is given)."""
+        queryset = super().filter_queryset(queryset)
+        if "recoverable_gpu_hours" in queryset.query.annotations:
+            return queryset
+        category = self.request.query_params.get("category", "")
+        return recoverable_hours(queryset, category if category in Category.values else "", self._blinded)
+
+    @cached_property
+    def _blinded(self) -> set[int]:
+        return blinded_job_ids(self.request.user)
+
+    def get_serializer_context(self):
+        return {**super().get_serializer_context(), "blinded": self._blinded}
 
     def get_serializer_class(self):
         return JobDetailSerializer if self.action == "retrieve" else JobSerializer
