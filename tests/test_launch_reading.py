@@ -262,6 +262,8 @@ def test_tasks_per_gpu_are_the_training_processes_that_load_batches():
     finding = _four_gpus_loading(script)
     assert "about 8.0 cores busy: all that 8 training processes loading their own batches can use" in finding.summary
     assert finding.numbers["loading_processes"] == 8 and finding.numbers["tasks_per_gpu"] == 2
+    # the lines the 8 processes come from are quoted beside the loader's: the #SBATCH line and the srun line
+    assert [(c.path, c.line) for c in finding.code] == [("no_workers_train.py", 20), ("run.sh", 2), ("run.sh", 4)]
     guide = guidance_for(
         finding.category,
         finding.sub_cause,
@@ -271,9 +273,9 @@ def test_tasks_per_gpu_are_the_training_processes_that_load_batches():
         currency="",
         job={"gpu_count": 4, "node_count": 1, "cpu_count": 32},
     )
-    text = " ".join(str(v) for v in guide.values())
+    change = guide["change"]
     # 32 CPUs over 8 processes (it said 8 a process over 4 GPUs)
-    assert "32 CPUs for 4 GPU(s) (2 training processes a GPU, --ntasks-per-gpu=2) gives 4 per training process" in text
+    assert "(2 training processes a GPU, --ntasks-per-gpu=2)" in change and " 4 per training process" in change, change
 
 
 def test_srun_ntasks_per_gpu_on_the_launch_line_counts_too():

@@ -316,7 +316,8 @@ from triage.rules.registry import RULES, THRESHOLDS, Finding, Status, TriageResu
 #      4-GPU job under `#SBATCH --gres=gpu:4 --ntasks-per-gpu=2` with 8 cores busy at num_workers=0 was "all that 4
 #      training processes loading their own batches can use", now 8, and its guidance's CPUs a training process are
 #      the CPUs over 8 ("32 CPUs for 4 GPU(s) (2 training processes a GPU, --ntasks-per-gpu=2) gives 4 per training
-#      process"; it said 8), a thin request told `--cpus-per-task=8 with --ntasks-per-gpu=2, 64 CPUs a node`
+#      process"; it said 8), a thin request told `--cpus-per-task=8 with --ntasks-per-gpu=2, 64 CPUs a node`; the
+#      finding quotes the lines they come from (the `#SBATCH --ntasks-per-gpu` line a bare srun took, the srun line)
 RULES_REVISION = 10
 
 __all__ = [

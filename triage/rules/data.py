@@ -16,6 +16,7 @@ from triage.rules.common import (
     periodic,
     plural,
     quoted_once,
+    srun_task_lines,
     start_up_downloads,
     startup,
     unexplained_gaps,
@@ -246,7 +247,7 @@ def data_preprocessing(ev: Evidence, th: dict) -> list[Finding]:
             summary=summary,
             windows=[p.training],
             log_lines=[w.line for w in warnings[:2]],
-            code=quoted_once(loaders)[:3],
+            code=quoted_once(loaders)[:3] + _tasks_per_gpu_lines(ev),
             numbers={
                 "cpu_util_training": None if cpu is None else round(cpu, 1),
                 "cpu_count": cpus,
@@ -277,6 +278,13 @@ def _training_processes(ev: Evidence) -> int:
     if launched or not ev.scripts.of("data_parallel"):
         return max(1, ev.job.gpu_count) * _tasks_per_gpu(ev)
     return 1
+
+
+def _tasks_per_gpu_lines(ev: Evidence) -> list:
+    """The lines that start several training processes a GPU (`_tasks_per_gpu`), quoted where a loader finding counts
+    them: the `#SBATCH --ntasks-per-gpu` lines a bare srun took them from, and the srun line."""
+    launches = [f for f in distributed_launches(ev) if (f.detail.get("tasks_per_gpu") or 1) > 1]
+    return quoted_once(srun_task_lines(ev, launches) + launches) if launches else []
 
 
 def _tasks_per_gpu(ev: Evidence) -> int:
