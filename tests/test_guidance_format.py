@@ -119,3 +119,31 @@ def test_an_interactive_jobs_fix_starts_from_the_gpus_it_held():
                              currency="", job={"gpu_count": gpus, "node_count": 1})  # fmt: skip
         assert guide["before"] == f"srun --gres=gpu:{gpus} --time=2-00:00:00 --pty jupyter lab", guide["before"]
         assert "--gres=gpu:1g.10gb:1" in guide["after"]
+
+
+@pytest.mark.parametrize(
+    ("job", "numbers", "said"),
+    [
+        ({"gpu_count": 1, "cpu_count": 8}, {}, "For this job: 8 CPUs for 1 GPU give 8 per training process; "),
+        ({"gpu_count": 1, "cpu_count": 1}, {}, "For this job: 1 CPU for 1 GPU gives 1 per training process; "),
+        ({"gpu_count": 8, "cpu_count": 64}, {}, "For this job: 64 CPUs for 8 GPUs give 8 per training process; "),
+        ({"gpu_count": 4, "cpu_count": 32}, {"tasks_per_gpu": 2},
+         "For this job: 32 CPUs for 4 GPUs (2 training processes a GPU, --ntasks-per-gpu=2) give 4 per training "
+         "process; "),
+        # Its CPUs not known: the sizing the advice assumes is said, not "? CPUs ... gives 8".
+        ({"gpu_count": 1}, {}, "For this job: its CPU count is not known; at 8 CPUs a GPU, a common sizing, that is "
+         "8 per training process; "),
+        ({"gpu_count": 4}, {"tasks_per_gpu": 2}, "For this job: its CPU count is not known; at 8 CPUs a GPU, a "
+         "common sizing, with 2 training processes a GPU (--ntasks-per-gpu=2), that is 4 per training process; "),
+    ],
+)  # fmt: skip
+def test_a_loader_fixs_cpu_sentence_agrees_with_its_counts_and_says_when_they_are_not_known(job, numbers, said):
+    """It read "8 CPUs for 1 GPU(s)", "1 CPUs", and "? CPUs for 4 GPU(s) gives 8 per training process" for a job
+    whose CPU count the source did not give (the 8 a process from an assumed 8 CPUs a GPU, not said)."""
+    from triage.guidance import guidance_for
+    from triage.taxonomy import Category
+
+    guide = guidance_for(Category.DATA_PREPROCESSING, "default", {"num_workers": 0, **numbers}, gpu_hours=1.0,
+                         price_per_gpu_hour=None, currency="", job=job)  # fmt: skip
+    assert said in guide["change"], guide["change"]
+    assert "(s)" not in guide["change"] and "?" not in guide["change"]

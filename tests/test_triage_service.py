@@ -78,7 +78,7 @@ def test_loader_bound_guidance_uses_the_jobs_own_cpus_and_workers(demo):
     numbers = finding.evidence["numbers"]
     assert numbers["cpu_util_training"] >= 85 and numbers["cpu_count"] == job.cpu_count
     guidance = finding.guidance
-    assert f"{job.cpu_count} CPUs for {job.gpu_count} GPU(s)" in guidance["change"]
+    assert f"{job.cpu_count} CPUs for {job.gpu_count} GPUs give " in guidance["change"]
     assert f"num_workers={guidance['settings']['suggested_workers']}" in guidance["after"]
     assert (
         "4.92x"

@@ -12,6 +12,7 @@ from decimal import ROUND_HALF_UP, Decimal
 from fleet.money import cost_of
 from fleet.numbers import share_text
 from triage.evidence.remote_reads import read_kind
+from triage.rules.common import plural
 from triage.taxonomy import Category
 
 PAPER_BATCH = (
@@ -573,10 +574,7 @@ def loader_settings(numbers: dict, job: dict) -> dict:
         "suggested_cpus": suggested_cpus,
         "cpu_util": numbers.get("cpu_util_training"),
         "settings": (
-            f"For this job: {cpus or '?'} CPUs for {gpus} GPU(s)"
-            + (f" ({per_gpu} training processes a GPU, --ntasks-per-gpu={per_gpu})" if per_gpu > 1 else "")
-            + f" gives {per_process_cpus} per training process; "
-            f"use num_workers={suggested}"
+            f"For this job: {_cpu_share(cpus, gpus, per_gpu, per_process_cpus)}; use num_workers={suggested}"
             + (f" (now {current})" if current is not None else "")
             + (
                 f" and request --cpus-per-task={suggested_cpus}{layout} (the CPUs ran at "
@@ -593,6 +591,25 @@ def loader_settings(numbers: dict, job: dict) -> dict:
             )
         ),
     }
+
+
+def _cpu_share(cpus: int | None, gpus: int, per_gpu: int, per_process_cpus: int) -> str:
+    """The CPUs a loader-bound job's training processes each have, its counts agreeing with their nouns ("8 CPUs for
+    1 GPU give 8 per training process", "1 CPU for 1 GPU gives 1 ..."); a job whose CPU count its source did not give
+    is said to have none known, and the 8 CPUs a GPU the advice then assumes is named (it read "? CPUs for 1 GPU(s)
+    gives 8 per training process")."""
+    shared = f"{per_gpu} training processes a GPU" if per_gpu > 1 else ""
+    if not cpus:
+        return (
+            "its CPU count is not known; at 8 CPUs a GPU, a common sizing, "
+            + (f"with {shared} (--ntasks-per-gpu={per_gpu}), " if shared else "")
+            + f"that is {per_process_cpus} per training process"
+        )
+    return (
+        f"{plural(cpus, 'CPU')} for {plural(gpus, 'GPU')}"
+        + (f" ({shared}, --ntasks-per-gpu={per_gpu})" if shared else "")
+        + f" {'gives' if cpus == 1 else 'give'} {per_process_cpus} per training process"
+    )
 
 
 def _loader_why(numbers: dict, job: dict) -> str:

@@ -315,9 +315,13 @@ from triage.rules.registry import RULES, THRESHOLDS, Finding, Status, TriageResu
 #      processes a GPU for the loader rules (the launch's `tasks_per_gpu`, the finding's `numbers.tasks_per_gpu`): a
 #      4-GPU job under `#SBATCH --gres=gpu:4 --ntasks-per-gpu=2` with 8 cores busy at num_workers=0 was "all that 4
 #      training processes loading their own batches can use", now 8, and its guidance's CPUs a training process are
-#      the CPUs over 8 ("32 CPUs for 4 GPU(s) (2 training processes a GPU, --ntasks-per-gpu=2) gives 4 per training
+#      the CPUs over 8 ("32 CPUs for 4 GPUs (2 training processes a GPU, --ntasks-per-gpu=2) give 4 per training
 #      process"; it said 8), a thin request told `--cpus-per-task=8 with --ntasks-per-gpu=2, 64 CPUs a node`; the
 #      finding quotes the lines they come from (the `#SBATCH --ntasks-per-gpu` line a bare srun took, the srun line)
+#      also: a loader fix's CPU sentence agrees with its counts ("8 CPUs for 1 GPU give 8 per training process", "1 CPU
+#      for 1 GPU gives 1"; it read "GPU(s)", "1 CPUs"), and for a job whose CPU count is not known it says so and names
+#      the sizing it assumes ("its CPU count is not known; at 8 CPUs a GPU, a common sizing, that is 8 per training
+#      process"; it read "? CPUs for 1 GPU(s) gives 8 per training process")
 RULES_REVISION = 10
 
 __all__ = [
