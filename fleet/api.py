@@ -98,7 +98,8 @@ class RecordErrorSerializer(serializers.Serializer):
     message = serializers.CharField()
     consequence = serializers.SerializerMethodField(
         help_text="What the importer did about it: 'job <id> not stored', 'row not stored', 'nothing rejected', "
-        "'archive refused: nothing stored', or for a run that failed as a whole 'run failed: nothing stored' or "
+        "'archive refused: nothing stored', 'this listing not stored: job <id> is stored from another' (a job native "
+        "files list twice, or the jobs file too), or for a run that failed as a whole 'run failed: nothing stored' or "
         "'run stopped: the <n> jobs it stored are kept, the rest not imported'; empty where the run did not record "
         "it (a connector's pull, an older run)."
     )

@@ -479,6 +479,8 @@ def error_consequence(error: dict) -> str:
         return f"job {error['job_id']} not stored" if error.get("job_id") else "row not stored"
     if effect == "note":
         return "nothing rejected"
+    if effect == "listing":  # a native file's listing of a job another listing of it stands for
+        return f"this listing not stored: job {error.get('job_id')} is stored from another"
     if effect == "refused":
         return "archive refused: nothing stored"
     if effect == "failed":

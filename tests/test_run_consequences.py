@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import csv
 import io
+import json
+from pathlib import Path
 from unittest import mock
 
 import pytest
@@ -15,7 +17,8 @@ from django.test import Client
 from fleet import ingest
 from fleet.models import IngestRun, Job
 from fleet.tasks import IngestTask, ingest_archive_task
-from tests.conftest import EXAMPLE_ARCHIVE
+from tests.conftest import EXAMPLE_ARCHIVE, write_zip
+from tests.test_archive_hostile import MANIFEST
 from tests.test_faults import full_disk  # noqa: F401 (a fixture)
 
 pytestmark = pytest.mark.django_db
@@ -87,3 +90,63 @@ def test_a_queue_that_cannot_be_reached_says_nothing_was_stored(operator, upload
     run = IngestRun.objects.get()
     assert run.status == IngestRun.Status.FAILED
     assert consequences(run, operator) == ([NOTHING], [NOTHING], [NOTHING])
+
+
+# -- a job that native files list more than once ------------------------------------------------------------------
+SACCT = Path(__file__).parent / "fixtures" / "connectors" / "sacct_v0.0.40.json"
+JOBS_CSV = "job_id,user,team,gpu_count,start_time,end_time\n{}"
+ROW = "{},ann,vision,1,2026-11-02T10:00:00Z,2026-11-02T11:00:00Z\n"
+
+
+def sacct(**renamed) -> str:
+    """The fixture's sacct document, its first job (4242) listed a second time under another name."""
+    doc = json.loads(SACCT.read_text())
+    again = json.loads(json.dumps(doc["jobs"][0]))
+    again["name"] = renamed.get("name", "second")
+    doc["jobs"].append(again)
+    return json.dumps(doc)
+
+
+def about(run: IngestRun, job_id: str) -> list[tuple[str, str]]:
+    return [(e["message"], ingest.error_consequence(e)) for e in run.errors if e.get("job_id") == job_id]
+
+
+def test_a_job_a_sacct_file_lists_twice_says_which_listing_was_dropped(tmp_path):
+    """The second listing was dropped without a word (or, in another file, with a consequence reading "nothing
+    rejected"): the first is stored, and the run says the other was not."""
+    run = ingest.execute_run(
+        ingest.create_run(write_zip(tmp_path / "a.zip", {"manifest.json": MANIFEST, "native/slurm/a.json": sacct()})).pk
+    )
+    assert run.status == IngestRun.Status.SUCCEEDED and Job.objects.get(external_id="4242").name == "train"
+    [(message, consequence)] = about(run, "4242")
+    assert message == "job listed twice; the first is kept"
+    assert consequence == "this listing not stored: job 4242 is stored from another"
+
+    members = {"manifest.json": MANIFEST, "native/slurm/a.json": SACCT.read_text(), "native/slurm/b.json": sacct()}
+    run = ingest.execute_run(ingest.create_run(write_zip(tmp_path / "b.zip", members)).pk)
+    assert {consequence for _, consequence in about(run, "4242")} == {
+        "this listing not stored: job 4242 is stored from another"
+    }
+
+
+def test_a_native_job_the_jobs_file_also_lists_says_the_jobs_files_row_is_stored(tmp_path):
+    members = {
+        "manifest.json": MANIFEST,
+        "jobs.csv": JOBS_CSV.format(ROW.format("4242")),
+        "native/slurm/a.json": sacct(),
+    }
+    run = ingest.execute_run(ingest.create_run(write_zip(tmp_path / "a.zip", members)).pk)
+    assert Job.objects.get(external_id="4242").user == "ann"  # the jobs file's row
+    assert ("also in the jobs file, which wins", "this listing not stored: job 4242 is stored from another") in about(
+        run, "4242"
+    )
+    assert all(consequence != "nothing rejected" for _, consequence in about(run, "4242"))
+
+
+def test_a_native_job_whose_jobs_file_row_is_rejected_says_the_job_is_not_stored(tmp_path):
+    bad = ROW.format("4242").replace(",1,", ",-3,")
+    members = {"manifest.json": MANIFEST, "jobs.csv": JOBS_CSV.format(bad), "native/slurm/a.json": sacct()}
+    run = ingest.execute_run(ingest.create_run(write_zip(tmp_path / "a.zip", members)).pk)
+    assert not Job.objects.filter(external_id="4242").exists()
+    said = about(run, "4242")
+    assert said and {consequence for _, consequence in said} == {"job 4242 not stored"}, said

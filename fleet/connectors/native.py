@@ -37,6 +37,10 @@ SLURM_FOLDER = "native/slurm/"
 KUBERNETES_FOLDER = "native/kubernetes/"
 PROMETHEUS_FOLDER = "native/prometheus/"
 IGNORED = "ignored: native files go in native/slurm/, native/kubernetes/ or native/prometheus/<job_id>/"
+LISTED_TWICE = "job listed twice; the first is kept"
+ALSO_IN_JOBS_FILE = "also in the jobs file, which wins"
+# The effect (`RecordError.effect`) of a job's listing that is not stored because another listing of the job is.
+ANOTHER_LISTING = "listing"
 
 
 def _member_message(message: str, name: str) -> str:
@@ -101,6 +105,8 @@ class NativeFiles:
         self.errors.extend(parsed.errors)
         if parsed.unfinished:
             self.errors.append(RecordError(name, f"{parsed.unfinished} unfinished or never-started jobs ignored"))
+        for index, job_id in parsed.repeated:  # dropped by the parser, as a pull's overlapping windows repeat jobs
+            self.errors.append(RecordError(name, LISTED_TWICE, row=index, job_id=job_id, effect=ANOTHER_LISTING))
         for job in parsed.jobs:
             if self._add(job, name):
                 self.artifacts[job.external_id] = parsed.artifacts.get(job.external_id, [])
@@ -111,7 +117,7 @@ class NativeFiles:
             self.errors.append(replace(error, effect="rejected"))  # the job is not stored
             return False
         if job.external_id in self.jobs:
-            self.errors.append(RecordError(name, "job listed twice; the first is kept", job_id=job.external_id))
+            self.errors.append(RecordError(name, LISTED_TWICE, job_id=job.external_id, effect=ANOTHER_LISTING))
             return False
         self.jobs[job.external_id] = job
         return True
@@ -139,9 +145,17 @@ class NativeFiles:
         that file wins) and drop Prometheus files of unknown jobs. Returns every native problem."""
         for job_id, job in self.jobs.items():
             if job_id in job_ids:
-                self.errors.append(RecordError("native/", "also in the jobs file, which wins", job_id=job_id))
+                self.errors.append(RecordError("native/", ALSO_IN_JOBS_FILE, job_id=job_id))
             else:
                 self.extra[job_id] = job
+        # A native listing not stored leaves the job to another (`ANOTHER_LISTING`), unless the jobs file's row won
+        # and was rejected: then the job is not stored at all.
+        self.errors = [
+            replace(error, effect="rejected" if error.job_id in job_ids - accepted.keys() else ANOTHER_LISTING)
+            if error.effect == ANOTHER_LISTING or error.message == ALSO_IN_JOBS_FILE
+            else error
+            for error in self.errors
+        ]
         for job_id in [j for j in self.prometheus if j not in accepted and j not in self.extra]:
             first_file = self.prometheus.pop(job_id)[0][0]
             self.errors.append(RecordError(first_file, "no such job in the archive; ignored", job_id=job_id))

@@ -93,6 +93,7 @@ class SacctParse:
     errors: list[RecordError] = field(default_factory=list)
     unfinished: int = 0  # pending/running jobs and jobs that never started: not stored yet
     without_gpus: int = 0  # left out because the connector keeps GPU jobs only
+    repeated: list[tuple[int, str]] = field(default_factory=list)  # (entry, job id) listed again: the first kept
 
 
 def number(value):
@@ -364,6 +365,7 @@ def parse_sacct(
                 result.without_gpus += 1
                 continue
             if job_id in seen:  # windows overlap: the same job can be listed twice
+                result.repeated.append((index, job_id))  # a pull ignores it; an archive's native file says it
                 continue
             artifacts = _artifacts(job, job_id, artifact_max_bytes)
         except _Skip as skip:
