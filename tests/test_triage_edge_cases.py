@@ -112,6 +112,16 @@ def _eval_log(printing: tuple[int, int], *, trained: int = 150) -> str:
     return "\n".join(lines)
 
 
+def test_an_unreleased_tails_share_says_what_it_is_a_share_of():
+    """The share beside the tail's minutes read a bare "(29 %)"; it is of the run's length."""
+    frame = series(210, lambda t, g: 40 if t < 150 else 0)
+    _, result = run(210, frame, logs=[("train.log", _eval_log((0, 0)))])
+    (held,) = [f for f in result.findings if f.category == Category.UNRELEASED_JOB]
+    assert (
+        held.summary == "Every GPU idled for the last 60 min of the run (29 % of its length) after the work was done."
+    )
+
+
 def test_an_idle_tail_while_the_log_keeps_printing_is_cpu_work_not_an_unreleased_allocation():
     # 150 min of training, then a 60-minute CPU-only COCO evaluation that logs every minute up to the end.
     # It was called "idle for the last 60 min of the run after the work was done".
@@ -137,8 +147,10 @@ def test_an_idle_tail_whose_log_falls_silent_is_unreleased_from_the_last_line():
     held, work = found[Category.UNRELEASED_JOB], found[Category.NON_DL_JOB]
     assert held.windows[0].start == (START + timedelta(minutes=189)).timestamp()
     assert held.numbers["tail_minutes"] == pytest.approx(81, abs=1)
-    assert held.summary.startswith("Every GPU idled for the last 120 min of the run (44 %); the log printed 38 lines")
-    assert held.summary.endswith("then nothing for 81 min (30 %) while the allocation was held.")
+    assert held.summary.startswith(
+        "Every GPU idled for the last 120 min of the run (44 % of its length); the log printed 38 lines"
+    )
+    assert held.summary.endswith("then nothing for 81 min (30 % of the run) while the allocation was held.")
     assert held.log_lines[-1].line_no == 189  # the last line printed
     assert work.numbers["cpu_minutes"] == pytest.approx(39, abs=1)
     assert held.gpu_hours + work.gpu_hours == pytest.approx(2.0, abs=0.05)
@@ -181,8 +193,9 @@ def test_a_silent_tail_with_busy_cpus_is_cpu_work_not_an_unreleased_allocation()
     held = found[Category.UNRELEASED_JOB]
     assert held.windows[0].start == (START + timedelta(minutes=180)).timestamp()
     assert held.summary == (
-        "Every GPU idled for the last 60 min of the run (29 %); the CPUs kept working (at least 0.64 of 32 cores busy "
-        "for 10 min or more) until 11:00 UTC, then nothing for 30 min (14 %) while the allocation was held."
+        "Every GPU idled for the last 60 min of the run (29 % of its length); the CPUs kept working (at least 0.64 of "
+        "32 cores busy for 10 min or more) until 11:00 UTC, then nothing for 30 min (14 % of the run) while the "
+        "allocation was held."
     )
     assert found[Category.NON_DL_JOB].windows[0].end == held.windows[0].start
     # One noisy sample over the line in an idle tail is no work: still unreleased, the whole tail.
@@ -355,8 +368,8 @@ def test_untimed_prints_around_a_silence_without_cpu_metrics_are_said_and_lower_
     assert held.confidence == 0.5 and held.numbers["untimed_lines"] == 14
     assert held.summary.endswith(
         "Then no line with a time for 90 min, only 14 lines without a time, printed between 10:31 and 12:00 UTC. "
-        "The last 89 min (36 %) may have been held idle or spent on work that prints no times; no CPU metrics tell, "
-        "so this is unsure."
+        "The last 89 min (36 % of the run) may have been held idle or spent on work that prints no times; no CPU "
+        "metrics tell, so this is unsure."
     )
     assert (held.log_lines[1].line_no, held.log_lines[1].text, held.log_lines[1].estimated) == (
         153,
@@ -376,7 +389,8 @@ def test_idle_cpus_through_a_silence_with_untimed_prints_make_it_a_held_allocati
     held = _coco_tail(QUICK_COCO, cpu=lambda t: 30 if t < 150 else 0.05, cpu_count=32)[Category.UNRELEASED_JOB]
     assert held.confidence == 0.85 and held.numbers["idle_cpu_cores"] == 0.02
     assert held.summary.endswith(
-        "The last 89 min (36 %) the allocation was held idle: the CPUs idled too (about 0.016 of 32 cores busy)."
+        "The last 89 min (36 % of the run) the allocation was held idle: the CPUs idled too (about 0.016 of 32 "
+        "cores busy)."
     )
     # Without the job's CPU count its share tells: 0.05 % of any allocation is under an idle node's housekeeping.
     held = _coco_tail(QUICK_COCO, cpu=lambda t: 30 if t < 150 else 0.05)[Category.UNRELEASED_JOB]

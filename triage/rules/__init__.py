@@ -322,6 +322,9 @@ from triage.rules.registry import RULES, THRESHOLDS, Finding, Status, TriageResu
 #      for 1 GPU gives 1"; it read "GPU(s)", "1 CPUs"), and for a job whose CPU count is not known it says so and names
 #      the sizing it assumes ("its CPU count is not known; at 8 CPUs a GPU, a common sizing, that is 8 per training
 #      process"; it read "? CPUs for 1 GPU(s) gives 8 per training process")
+#      also: an unreleased-job summary's shares say what they are of: "the last 40 min of the run (36 % of its
+#      length)", "then nothing for 30 min (27 % of the run)", "The last 89 min (36 % of the run) the allocation was
+#      held idle" (each read a bare "(36 %)")
 RULES_REVISION = 10
 
 __all__ = [

@@ -320,29 +320,26 @@ def unreleased_job(ev: Evidence, th: dict) -> list[Finding]:
     if unsure:
         confidence = min(confidence, 0.5)
     sub = "trailing_sleep" if sleeps else ("idle_process" if loops else "idle_tail")
-    minutes = f"{idle.seconds / 60:.0f} min ({share_text(idle.seconds / run)})"
+    # Each share says what it is of ("36 % of the run"): a bare "(36 %)" left the reader to guess.
+    minutes = f"{idle.seconds / 60:.0f} min ({share_text(idle.seconds / run)} of the run)"
+    of_run = f"the last {tail.seconds / 60:.0f} min of the run ({share_text(tail.seconds / run)} of its length)"
     if idle is tail:
-        summary = (
-            f"Every GPU idled for the last {tail.seconds / 60:.0f} min of the run "
-            f"({share_text(tail.seconds / run)}) after the work was done."
-        )
+        summary = f"Every GPU idled for {of_run} after the work was done."
     elif quiet is None and split.cpu_until is not None:
         summary = (
-            f"Every GPU idled for the last {tail.seconds / 60:.0f} min of the run ({share_text(tail.seconds / run)}); "
+            f"Every GPU idled for {of_run}; "
             + (f"the log printed {_lines(len(split.printed))} with a time in it and " if split.printed else "")
             + f"the CPUs kept working ({_busy_words(ev, th)} for {th['tail_floor_s'] / 60:g} min or more) until "
             f"{_clock(split.cpu_until)} UTC, then nothing for {minutes} while the allocation was held."
         )
     elif quiet is None:
         summary = (
-            f"Every GPU idled for the last {tail.seconds / 60:.0f} min of the run ({share_text(tail.seconds / run)}); "
+            f"Every GPU idled for {of_run}; "
             f"the log printed {_lines(len(split.printed))} in it, then nothing for {minutes} "
             "while the allocation was held."
         )
     else:
-        summary = (
-            f"Every GPU idled for the last {tail.seconds / 60:.0f} min of the run ({share_text(tail.seconds / run)})"
-        )
+        summary = f"Every GPU idled for {of_run}"
         if split.printed:
             summary += f"; the log printed {_lines(len(split.printed))} with a time in it"
         summary += "." + _quiet_words(quiet, idle, minutes)
