@@ -115,6 +115,13 @@ class IngestRunSerializer(serializers.ModelSerializer):
     errors = serializers.SerializerMethodField()
     uploaded_by = serializers.CharField(source="uploader", read_only=True)
     duration_s = serializers.FloatField(read_only=True, allow_null=True)
+    seconds_left = serializers.FloatField(
+        read_only=True,
+        allow_null=True,
+        help_text="An estimate of the seconds the run has left, from the rate it has stored jobs at since it began "
+        "storing them (after reading the archive). null until that rate means something (5 s of storing and 2 % "
+        "of the jobs to store), and once the run has finished.",
+    )
     finished = serializers.BooleanField(source="is_finished", read_only=True)
 
     class Meta:
@@ -132,6 +139,7 @@ class IngestRunSerializer(serializers.ModelSerializer):
             "started_at",
             "finished_at",
             "duration_s",
+            "seconds_left",
             "jobs_total",
             "jobs_done",
             "jobs_created",

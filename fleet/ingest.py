@@ -564,6 +564,7 @@ def _execute_claimed(run: IngestRun, on_progress=None) -> IngestRun:
     run.imported_now = True
     run.status = IngestRun.Status.RUNNING
     run.started_at = timezone.now()
+    run.storing_started_at = None  # set again once the archive is read (a rerun estimates afresh)
     run.attempts += 1
     run.phase = "reading archive"
     run.jobs_done = run.jobs_created = run.jobs_updated = run.jobs_unchanged = run.jobs_rejected = 0
@@ -595,7 +596,8 @@ def _execute_claimed(run: IngestRun, on_progress=None) -> IngestRun:
             run.jobs_rejected = len(stream.rejected)
             run.jobs_total = len(stream.jobs) + len(stream.rejected)
             run.phase = "storing jobs"
-            run.save(update_fields=["errors", "jobs_rejected", "jobs_total", "phase"])
+            run.storing_started_at = timezone.now()  # the time left is estimated from the rate from here
+            run.save(update_fields=["errors", "jobs_rejected", "jobs_total", "phase", "storing_started_at"])
             _store_jobs(run, stream, accepted=len(stream.jobs), on_progress=on_progress, errors=stream.errors)
     except ArchiveError as exc:
         run.errors = [replace(exc.error, effect="refused").as_dict()]

@@ -274,6 +274,9 @@ class IngestRun(models.Model):
     queued_at = models.DateTimeField(null=True, blank=True)
     started_at = models.DateTimeField(null=True, blank=True)
     finished_at = models.DateTimeField(null=True, blank=True)
+    # When the importer, done reading the archive, began storing its jobs: the time left is estimated from
+    # the rate it has stored them at since (`seconds_left`). None before, and for a connector's pull.
+    storing_started_at = models.DateTimeField(null=True, blank=True)
     phase = models.CharField(max_length=100, blank=True)
     jobs_total = models.PositiveIntegerField(default=0)
     jobs_done = models.PositiveIntegerField(default=0)
@@ -359,6 +362,44 @@ class IngestRun(models.Model):
         if not seconds or not self.jobs_processed:
             return "–"
         return f"{self.jobs_processed / seconds:,.1f} jobs/s · {self.samples / seconds:,.0f} samples/s"
+
+    # The time left is said once the rate of storing jobs means something: this long storing them, and
+    # this share of the jobs to store stored (before, the first batches' pace is a wild guess).
+    ESTIMATE_AFTER_SECONDS = 5
+    ESTIMATE_AFTER_SHARE = 0.02
+
+    @property
+    def seconds_left(self) -> float | None:
+        """About how long the run has left, from the rate it has stored jobs at since it began storing them
+        (reading the archive comes first, at no rate in jobs): None until that rate means something,
+        ESTIMATE_AFTER_SECONDS of storing and ESTIMATE_AFTER_SHARE of the jobs to store, and once over."""
+        if self.is_finished or self.storing_started_at is None:
+            return None
+        to_store = self.jobs_total - self.jobs_rejected
+        stored = self.jobs_done
+        storing = (timezone.now() - self.storing_started_at).total_seconds()
+        if stored <= 0 or stored >= to_store or storing < self.ESTIMATE_AFTER_SECONDS:
+            return None
+        if stored < to_store * self.ESTIMATE_AFTER_SHARE:
+            return None
+        return storing * (to_store - stored) / stored
+
+    @staticmethod
+    def time_left_words(seconds: float) -> str:
+        """An estimate said as roughly as it is known: "about 40 s", "about 2 min", "about 3 h 05 min"."""
+        if seconds < 10:
+            return "a few seconds"
+        if seconds < 100:
+            return f"about {round(seconds / 5) * 5} s"
+        if round(seconds / 60) < 60:
+            return f"about {round(seconds / 60)} min"
+        hours, minutes = divmod(round(seconds / 300) * 5, 60)
+        return f"about {hours} h {minutes:02d} min"
+
+    @property
+    def time_left_display(self) -> str:
+        seconds = self.seconds_left
+        return "–" if seconds is None else self.time_left_words(seconds)
 
     @property
     def jobs_processed(self) -> int:

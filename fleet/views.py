@@ -101,12 +101,14 @@ def run_status(run: IngestRun) -> dict:
         "samples": run.samples,
         "errors": len(run.errors),
         "duration_s": run.duration_s,
+        "seconds_left": run.seconds_left,
         # The same figures as the page words them (what its script shows while the run goes on).
         "display": {
             "count": run.count_display,
             "jobs": run.jobs_display,
             "samples": f"{run.samples:,}",
             "duration": run.duration_display,
+            "left": run.time_left_display,
             "rate": run.rate_display,
         },
     }

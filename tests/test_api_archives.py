@@ -296,8 +296,13 @@ def test_tokens_made_before_the_permission_keep_pushing():
     before, after = ("fleet", "0029_personaltoken"), ("fleet", "0030_machinetoken_pushes_archives")
     executor = MigrationExecutor(connection)
     executor.migrate([before])
-    old = executor.loader.project_state([before]).apps.get_model("fleet", "MachineToken")
-    old.objects.create(id="abcd1234.hash", prefix="abcd1234", hashed_key="hash", name="nightly export")
-    executor = MigrationExecutor(connection)
-    executor.migrate([after])
-    assert MachineToken.objects.get(prefix="abcd1234").pushes_archives
+    try:
+        old = executor.loader.project_state([before]).apps.get_model("fleet", "MachineToken")
+        old.objects.create(id="abcd1234.hash", prefix="abcd1234", hashed_key="hash", name="nightly export")
+        executor = MigrationExecutor(connection)
+        executor.migrate([after])
+        assert MachineToken.objects.get(prefix="abcd1234").pushes_archives
+    finally:
+        # Back to the latest: left at 0030, the tests after this one lacked every later migration's columns.
+        executor = MigrationExecutor(connection)
+        executor.migrate(executor.loader.graph.leaf_nodes())

@@ -213,6 +213,7 @@ def test_a_big_runs_figures_read_as_a_person_reads_them(operator_client):
         "jobs": "10,000 of 10,000 processed: 9,990 created, 0 updated, 0 unchanged, 10 rejected",
         "samples": "29,741,818",
         "duration": "2 min 05 s",
+        "left": "–",  # over
         "rate": "80.0 jobs/s · 237,935 samples/s",
     }
 

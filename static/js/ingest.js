@@ -109,6 +109,7 @@
     var jobs = document.getElementById("run-jobs");
     var samples = document.getElementById("run-samples");
     var duration = document.getElementById("run-duration");
+    var left = document.getElementById("run-left");
     var rate = document.getElementById("run-rate");
 
     function poll() {
@@ -130,6 +131,7 @@
         jobs.textContent = run.display.jobs;
         samples.textContent = run.display.samples;
         duration.textContent = run.display.duration;
+        if (left) { left.textContent = run.display.left; }
         rate.textContent = run.display.rate;
         window.setTimeout(poll, 1000);
       });
