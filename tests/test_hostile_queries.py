@@ -13,11 +13,15 @@ where most of these first failed.
 from __future__ import annotations
 
 import re
+from contextlib import contextmanager
 from urllib.parse import parse_qsl, quote, urlsplit
 
 import pytest
+from django.http import QueryDict
 from django.test import Client
+from django.utils.datastructures import MultiValueDict
 
+from config import middleware
 from config.middleware import NUL_MESSAGE
 from tests.test_access_matrix import ROWS, client_for
 
@@ -44,6 +48,7 @@ HOSTILE = [
 EACH_ALONE = ["\x00", "0001-01-01T00:00:00+05:00", "99999999999999999999", str(10**40), "1e400", "x" * 100_000]
 # (100,000 characters: past SQLite's limit on a LIKE pattern, 50,000 bytes; the jobs list's search failed.)
 
+PROBE = "unknown_parameter"  # read by name only as the query string is parsed
 OPENERS = ["operator", "researcher", "member", "token"]  # in this order of preference
 PAGES = [row for row in ROWS if row.method == "GET" and any(row.expected[role] == "200" for role in OPENERS)]
 
@@ -56,12 +61,76 @@ def offered_parameters(html: str) -> set[str]:
     return names - {"csrfmiddlewaretoken"}
 
 
+class ParameterReads:
+    """Which query parameters a request's handling reads, by name, or that it read them all.
+
+    A hostile value alone in a parameter no code reads gives the same answer as no value at all,
+    so each value is sent alone only to the parameters read. Reading a value by its name is
+    recorded; going through every parameter (items(), keys(), iterating: the admin's changelist
+    filters do) counts as reading all of them, except where only the whole query is echoed into
+    a link (urlencode, copy) and the NUL check every request passes (`_with_nul`).
+    """
+
+    BY_NAME = ("__getitem__", "get", "getlist", "pop", "setdefault", "__contains__")
+    ALL = ("items", "lists", "values", "keys", "__iter__", "dict")
+    ECHO = ("urlencode", "__deepcopy__", "__copy__")
+
+    def __init__(self):
+        self.names: set[str] = set()
+        self.everything = False
+        self._echoing = 0
+
+    @contextmanager
+    def recording(self, monkeypatch):
+        recorder = self
+
+        def by_name(method):
+            def recorded(self, key, *args, **kwargs):
+                if isinstance(self, QueryDict) and not recorder._echoing:
+                    recorder.names.add(key)
+                return method(self, key, *args, **kwargs)
+
+            return recorded
+
+        def all_of(method):
+            def recorded(self, *args, **kwargs):
+                if isinstance(self, QueryDict) and not recorder._echoing:
+                    recorder.everything = True
+                return method(self, *args, **kwargs)
+
+            return recorded
+
+        def echo(method):
+            def recorded(self, *args, **kwargs):
+                recorder._echoing += 1
+                try:
+                    return method(self, *args, **kwargs)
+                finally:
+                    recorder._echoing -= 1
+
+            return recorded
+
+        with monkeypatch.context() as patch:
+            for wrap, names in ((by_name, self.BY_NAME), (all_of, self.ALL), (echo, self.ECHO)):
+                for name in names:
+                    # Where the method is defined; dict's own (keys, `in`) are shadowed on MultiValueDict.
+                    owners = [cls for cls in (QueryDict, MultiValueDict) if name in vars(cls)] or [MultiValueDict]
+                    for cls in owners:
+                        patch.setattr(cls, name, wrap(vars(cls).get(name) or getattr(dict, name)))
+            patch.setattr(middleware, "_with_nul", echo(middleware._with_nul))
+            yield self
+
+
 @pytest.mark.parametrize("row", PAGES, ids=[row.id for row in PAGES])
-def test_no_query_string_makes_a_page_fail(row, world):
+def test_no_query_string_makes_a_page_fail(row, world, monkeypatch):
     client = client_for(next(role for role in OPENERS if row.expected[role] == "200"), world)
     path = row.path.format(**world["params"]).split("?")[0]
     page = client.get(path)
     assert page.status_code == 200
+    # What the page reads given one parameter, one it does not know: given none, some pages read
+    # nothing at all (`request.GET or None`), so that would say nothing of a parameter given alone.
+    with ParameterReads().recording(monkeypatch) as reads:
+        assert client.get(path, {PROBE: "1"}).status_code < 500
     names = offered_parameters(page.content.decode()) if "html" in page["Content-Type"] else set()
     names |= {"page", "sort", "from", "to", "cluster", "team", "start", "end", "after"}  # common to many pages
     names |= {"run", "ingest_run"}  # the jobs list's and API's ingest run, offered by the run's page
@@ -69,7 +138,10 @@ def test_no_query_string_makes_a_page_fail(row, world):
     names |= {"study", "job", "item", "version", "rule_set", "gold", "line", "events", "max_id", "before", "week"}
     failures = []
     queries = [dict.fromkeys(names, value) for value in HOSTILE]
-    queries += [{name: value} for name in sorted(names) for value in EACH_ALONE]
+    # A parameter the page does not read beside an unknown one is not read when it is given alone
+    # either: up to its first read the two requests take the same path, so there is none.
+    alone = names if reads.everything else {name for name in reads.names if isinstance(name, str)} - {PROBE}
+    queries += [{name: value} for name in sorted(alone) for value in EACH_ALONE]
     for query in queries:
         response = client.get(path, query)
         if response.status_code >= 500:
@@ -115,3 +187,19 @@ def test_a_version_that_is_not_a_number_finds_nothing(world):
     rater.force_login(world["users"]["researcher"])
     response = rater.get(f"/studies/{params['study']}/label/", {"after": "last"})
     assert response.status_code == 302  # to the first job to label, or the study when all are done
+
+
+def test_the_parameters_recorded_as_read_are_the_ones_a_page_reads(world, monkeypatch):
+    """The recording that chooses which parameters get each hostile value alone: were it to miss
+    reads (a change in Django's QueryDict), the test above would quietly send fewer values."""
+    client = client_for("operator", world)
+    with ParameterReads().recording(monkeypatch) as reads:
+        assert client.get("/overview/", {PROBE: "1"}).status_code == 200
+    assert {"period", "from", "to", "cluster"} <= reads.names and not reads.everything
+    assert "page" not in reads.names  # offered by many pages, read by the jobs list, not here
+    with ParameterReads().recording(monkeypatch) as reads:
+        assert client.get("/healthz", {PROBE: "1"}).status_code == 200
+    assert reads.names <= {PROBE} and not reads.everything  # the NUL check reads every request's query
+    with ParameterReads().recording(monkeypatch) as reads:
+        assert client.get("/api/v1/jobs/", {PROBE: "1"}).status_code == 400  # names what it does not know
+    assert reads.everything  # it goes through every parameter to find those it does not know
