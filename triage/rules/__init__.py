@@ -310,9 +310,10 @@ from triage.rules.registry import RULES, THRESHOLDS, Finding, Status, TriageResu
 #      also: `sudo -i` (`--login`) with `-E` / `--preserve-env` or with `-s` is sudo's usage error, no command run
 #      (src/parse_args.c: "you may not specify both the -i and -E options"): `sudo -iE srun python train.py` under
 #      `#SBATCH -n 8` was 8 tasks, uneven use; now no launch. `sudo -i` alone resets the environment as before
-#      (sudoers(5): it is initialized "regardless of the value of env_reset"), but for a `--preserve-env=LIST`'s names
-#      also: srun tasks started with `--ntasks-per-gpu=N` (srun's, the allocation's, SLURM_NTASKS_PER_GPU) are N training
-#      processes a GPU for the loader rules (the launch's `tasks_per_gpu`, the finding's `numbers.tasks_per_gpu`): a
+#      (sudoers(5): it is initialized "regardless of the value of env_reset"), but for a `--preserve-env=LIST`'s
+#      names
+#      also: srun tasks started with `--ntasks-per-gpu=N` (srun's, the allocation's, SLURM_NTASKS_PER_GPU) are N
+#      training processes a GPU for the loader rules (the launch's `tasks_per_gpu`, the finding's `numbers.tasks_per_gpu`): a
 #      4-GPU job under `#SBATCH --gres=gpu:4 --ntasks-per-gpu=2` with 8 cores busy at num_workers=0 was "all that 4
 #      training processes loading their own batches can use", now 8, and its guidance's CPUs a training process are
 #      the CPUs over 8 ("32 CPUs for 4 GPUs (2 training processes a GPU, --ntasks-per-gpu=2) give 4 per training
