@@ -305,20 +305,20 @@ from triage.rules.registry import RULES, THRESHOLDS, Finding, Status, TriageResu
 #      `-`) starts its command with an empty environment, its NAME=VALUE words alone set (`env -i srun -n 4 python
 #      train.py`, taken for a program named `-i`, was no launch at all, now 4 tasks; `env -i SLURM_NTASKS=4 srun ...`
 #      4 tasks, not the allocation's; `env -i srun python train.py` under `#SBATCH -n 8` one task, as under sudo), `-u
-#      NAME` leaves NAME not known (`env -u SLURM_NTASKS srun ...`: no count, SLURM_NPROCS may give one), `-C DIR`, `-0`,
-#      `-v` are skipped; `-S STRING`, `--help`, `--version` or an option env does not know leave no command read
+#      NAME` leaves NAME not known (`env -u SLURM_NTASKS srun ...`: no count, SLURM_NPROCS may give one), `-C DIR`,
+#      `-0`, `-v` are skipped; `-S STRING`, `--help`, `--version` or an option env does not know leave no command read
 #      also: `sudo -i` (`--login`) with `-E` / `--preserve-env` or with `-s` is sudo's usage error, no command run
 #      (src/parse_args.c: "you may not specify both the -i and -E options"): `sudo -iE srun python train.py` under
 #      `#SBATCH -n 8` was 8 tasks, uneven use; now no launch. `sudo -i` alone resets the environment as before
-#      (sudoers(5): it is initialized "regardless of the value of env_reset"), but for a `--preserve-env=LIST`'s
-#      names
+#      (sudoers(5): it is initialized "regardless of the value of env_reset"), but for a `--preserve-env=LIST`'s names
 #      also: srun tasks started with `--ntasks-per-gpu=N` (srun's, the allocation's, SLURM_NTASKS_PER_GPU) are N
-#      training processes a GPU for the loader rules (the launch's `tasks_per_gpu`, the finding's `numbers.tasks_per_gpu`): a
-#      4-GPU job under `#SBATCH --gres=gpu:4 --ntasks-per-gpu=2` with 8 cores busy at num_workers=0 was "all that 4
-#      training processes loading their own batches can use", now 8, and its guidance's CPUs a training process are
-#      the CPUs over 8 ("32 CPUs for 4 GPUs (2 training processes a GPU, --ntasks-per-gpu=2) give 4 per training
-#      process"; it said 8), a thin request told `--cpus-per-task=8 with --ntasks-per-gpu=2, 64 CPUs a node`; the
-#      finding quotes the lines they come from (the `#SBATCH --ntasks-per-gpu` line a bare srun took, the srun line)
+#      training processes a GPU for the loader rules (the launch's `tasks_per_gpu`, the finding's
+#      `numbers.tasks_per_gpu`): a 4-GPU job under `#SBATCH --gres=gpu:4 --ntasks-per-gpu=2` with 8 cores busy at
+#      num_workers=0 was "all that 4 training processes loading their own batches can use", now 8, and its guidance's
+#      CPUs a training process are the CPUs over 8 ("32 CPUs for 4 GPUs (2 training processes a GPU, --ntasks-per-gpu=2)
+#      give 4 per training process"; it said 8), a thin request told `--cpus-per-task=8 with --ntasks-per-gpu=2, 64 CPUs
+#      a node`; the finding quotes the lines they come from (the `#SBATCH --ntasks-per-gpu` line a bare srun took, the
+#      srun line)
 #      also: a loader fix's CPU sentence agrees with its counts ("8 CPUs for 1 GPU give 8 per training process", "1 CPU
 #      for 1 GPU gives 1"; it read "GPU(s)", "1 CPUs"), and for a job whose CPU count is not known it says so and names
 #      the sizing it assumes ("its CPU count is not known; at 8 CPUs a GPU, a common sizing, that is 8 per training
