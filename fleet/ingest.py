@@ -156,9 +156,19 @@ def queue_run(run_id: int) -> bool:
 # database held by another writer makes it wait for its lock).
 BACKGROUND_START_SECONDS = 10
 
-# Threads of this process importing an upload (`start_run`), each until its import is over.
-_background_imports: set[threading.Thread] = set()
+# Threads of this process importing an upload (`start_run`), each with its run, until its import is over.
+_background_imports: dict[threading.Thread, int] = {}
 _background_lock = threading.Lock()
+
+
+def importing_here(run_id: int) -> bool:
+    """Whether a thread of this process is importing the run (or about to begin it): its page offers
+    nothing to import it again, and Import now / Mark failed leave it alone."""
+    with _background_lock:
+        return run_id in _background_imports.values()
+
+
+IMPORTING_HERE = "This process is importing the run; nothing was changed."
 
 
 def start_run(run_id: int) -> bool:
@@ -175,13 +185,13 @@ def start_run(run_id: int) -> bool:
     # Not a daemon, whatever the request's thread is (runserver's are): an ending process waits for it.
     thread = threading.Thread(target=_import_in_background, args=(run_id,), name=f"ingest-run-{run_id}", daemon=False)
     with _background_lock:
-        _background_imports.add(thread)
+        _background_imports[thread] = run_id
     try:
         thread.start()
     except RuntimeError:  # no thread to be had (a process at its limit): imported here, as before
         logger.warning("Could not start a thread for ingest run %s; importing it in the request", run_id)
         with _background_lock:
-            _background_imports.discard(thread)
+            _background_imports.pop(thread, None)
         return queue_run(run_id)
     deadline = time.monotonic() + BACKGROUND_START_SECONDS
     while thread.is_alive() and time.monotonic() < deadline:
@@ -209,7 +219,7 @@ def _import_in_background(run_id: int) -> None:
     finally:
         connections.close_all()  # this thread's own: a kept connection would stay open for ever
         with _background_lock:
-            _background_imports.discard(threading.current_thread())
+            _background_imports.pop(threading.current_thread(), None)
 
 
 def wait_for_background_imports(seconds: float) -> bool:
@@ -271,6 +281,8 @@ def requeue_run(run_id: int, *, waited: str = "", stalled_before: datetime | Non
 
     stalled = stalled_before is not None
     expected = IngestRun.Status.RUNNING if stalled else IngestRun.Status.PENDING
+    if importing_here(run_id):  # its thread has yet to begin it (SQLite has no lock to say so)
+        return Recovery("busy", IMPORTING_HERE)
     with exclusive_run(run_id) as ours:
         run = IngestRun.objects.filter(pk=run_id).first()
         if (refused := _left_alone(run, ours, expected)) is not None:
@@ -326,6 +338,8 @@ def mark_failed(run_id: int, message: str, *, stopped: bool = False) -> Recovery
     `stopped`: the run is *running* and no worker holds it (its worker died; see `worker_stopped`),
     only where run locks tell; the jobs it stored stay."""
     expected = IngestRun.Status.RUNNING if stopped else IngestRun.Status.PENDING
+    if importing_here(run_id):
+        return Recovery("busy", IMPORTING_HERE)
     with exclusive_run(run_id) as ours:
         run = IngestRun.objects.filter(pk=run_id).first()
         if (refused := _left_alone(run, ours, expected)) is not None:

@@ -77,6 +77,8 @@ def ingest_run_detail(request, pk: int):
         "notes_count": sum(error.get("effect") == "note" for error in errors),
         "worker_stopped": ingest.worker_stopped(run),
         "tasks_run_here": tasks_run_here(),  # no REDIS_URL: nothing is queued, no worker or beat comes
+        # An upload's thread about to begin it (no REDIS_URL): neither lost nor to be imported again.
+        "importing_here": ingest.importing_here(run.pk),
     }
     if context["worker_stopped"]:
         context["stalled_sweep_at"] = ingest.stalled_sweep_at(run)

@@ -172,3 +172,37 @@ def test_a_server_stopped_during_the_import_fails_the_run_saying_so(operator, mo
         "the process importing it was stopped (the web server, by Ctrl-C or to restart) before the import "
         "ended; the jobs stored so far are complete. Upload the archive again: stored jobs are skipped."
     )
+
+
+def test_a_run_its_thread_has_not_begun_yet_is_not_offered_to_import_again(operator, monkeypatch, upload_dirs):
+    """The upload waits for its thread to begin the run at most BACKGROUND_START_SECONDS (a SQLite database
+    another import holds can make it wait longer). A run still pending then read *Not imported* with
+    **Import now**, which would have imported it a second time, at once, beside its thread."""
+    go_on = threading.Event()
+    queue_run = ingest.queue_run
+
+    def slow_to_begin(run_id):
+        go_on.wait(HOLD_SECONDS)
+        return queue_run(run_id)
+
+    monkeypatch.setattr(ingest, "queue_run", slow_to_begin)
+    monkeypatch.setattr(ingest, "BACKGROUND_START_SECONDS", 0.2)
+    client = Client()
+    client.force_login(operator)
+    try:
+        with open(EXAMPLE_ARCHIVE, "rb") as handle:
+            body = client.post(UPLOAD, {"file": handle}, HTTP_ACCEPT="application/json").json()
+        run = IngestRun.objects.get(pk=body["run_id"])
+        assert run.status == IngestRun.Status.PENDING
+        page = " ".join(client.get(body["detail_url"]).content.decode().split())
+        assert "Not imported" not in page and ">Import now</button>" not in page
+        assert "starting the import" in page
+        for action in ("requeue", "fail"):
+            response = client.post(f"/ingest-runs/{run.pk}/{action}/", follow=True)
+            assert "This process is importing the run; nothing was changed." in response.content.decode()
+        assert IngestRun.objects.get(pk=run.pk).status == IngestRun.Status.PENDING
+    finally:
+        go_on.set()
+    assert wait_for_imports()
+    assert IngestRun.objects.get(pk=run.pk).status == IngestRun.Status.SUCCEEDED
+    assert not ingest.importing_here(run.pk)
