@@ -151,3 +151,12 @@ def test_the_importer_notes_when_it_began_storing_jobs(monkeypatch):
     assert run.status == IngestRun.Status.SUCCEEDED
     assert run.started_at <= run.storing_started_at <= run.finished_at
     assert run.seconds_left is None  # over
+
+
+def test_a_connectors_pull_which_is_never_estimated_has_no_time_left_row(operator_client):
+    """A pull stores what its connector fetches as it comes, with no total to estimate from: a row that
+    would say "–" to the end is left out."""
+    run = storing_run(started=40, storing=None, done=10, total=0)
+    IngestRun.objects.filter(pk=run.pk).update(source=IngestRun.Source.CONNECTOR, phase="pulling jobs")
+    page = shown(operator_client, run)
+    assert "<dt>Elapsed</dt>" in page and "Time left" not in page
