@@ -459,8 +459,13 @@ def fail_run(run_id: int, message: str) -> None:
 def run_failure(run_id: int, error: RecordError) -> dict:
     """`error`, which failed the run as a whole, as the run keeps it, with what was kept: each job is stored whole
     or not at all, so those the run stored (created or updated, in any of its attempts) before it failed stay."""
-    stored = Job.objects.filter(ingest_run_id=run_id).count()
+    stored = jobs_stored(run_id)
     return {**replace(error, effect="stopped" if stored else "failed").as_dict(), "stored": stored}
+
+
+def jobs_stored(run_id: int) -> int:
+    """The jobs a run has stored (created or updated, in any of its attempts) and that no later run has since."""
+    return Job.objects.filter(ingest_run_id=run_id).count()
 
 
 def error_order(error: dict) -> tuple:
@@ -504,6 +509,40 @@ def error_consequence(error: dict) -> str:
         kept = "the 1 job it stored is kept" if stored == 1 else f"the {stored:,} jobs it stored are kept"
         return f"run stopped: {kept}, the rest not imported"
     return ""
+
+
+# The errors that failed or refused a run as a whole (`run_failure`, an ArchiveError): what the run kept says it all.
+WHOLE_RUN_EFFECTS = ("failed", "stopped", "refused")
+
+
+def errors_summary(errors: list[dict], jobs_rejected: int) -> str:
+    """What a run's errors cost, summed up as their consequences say it one by one (the line above them on its
+    page): "2 jobs rejected (not stored); 5 errors rejected nothing.", with the listings native files had twice
+    ("1 duplicate listing not stored (its job is stored from another listing)") and the errors that do not say
+    what they did (a connector's pull, an older run) counted too; for a run that failed as a whole, what of it was
+    kept in place of its rejected jobs, which its errors no longer list ("Run stopped: the 12 jobs it stored are
+    kept, the rest not imported."). Empty when no error says what it did and no job was rejected."""
+    effects = Counter(error.get("effect") or "" for error in errors)
+    if not jobs_rejected and not set(effects) - {""}:
+        return ""
+    whole = next((error for error in errors if error.get("effect") in WHOLE_RUN_EFFECTS), None)
+    if whole is not None:
+        said = error_consequence(whole)
+        parts = [said[:1].upper() + said[1:]]
+    else:
+        parts = [f"{_counted(jobs_rejected, 'job')} rejected (not stored)"]
+    if listings := effects["listing"]:
+        its = "its job is" if listings == 1 else "their jobs are"
+        parts.append(f"{_counted(listings, 'duplicate listing')} not stored ({its} stored from another listing)")
+    if whole is None or effects["note"]:  # as the line always said it, "0 errors rejected nothing" too
+        parts.append(f"{_counted(effects['note'], 'error')} rejected nothing")
+    if effects[""]:
+        parts.append(f"{_counted(effects[''], 'error')} without a recorded consequence")
+    return "; ".join(parts) + "."
+
+
+def _counted(count: int, noun: str) -> str:
+    return f"{count:,} {noun}" if count == 1 else f"{count:,} {noun}s"
 
 
 def add_note(run_id: int, message: str) -> None:

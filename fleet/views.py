@@ -73,13 +73,15 @@ def ingest_run_detail(request, pk: int):
         "page": page,
         "error_kinds": error_kinds,
         "rows_named": any(error.get("row") is not None for error in errors),  # how rows count is said then
-        # Which errors cost a job and which were notes: "1 job rejected (not stored); 3 errors rejected nothing".
-        "notes_count": sum(error.get("effect") == "note" for error in errors),
+        # What the errors cost: "1 job rejected (not stored); 3 errors rejected nothing." (ingest.errors_summary).
+        "errors_summary": ingest.errors_summary(errors, run.jobs_rejected),
         "worker_stopped": ingest.worker_stopped(run),
         "tasks_run_here": tasks_run_here(),  # no REDIS_URL: nothing is queued, no worker or beat comes
         # An upload's thread about to begin it (no REDIS_URL): neither lost nor to be imported again.
         "importing_here": ingest.importing_here(run.pk),
     }
+    if run.requeue_due_at and run.attempts:  # pending again after an attempt that stored jobs: Mark failed keeps them
+        context["stored_before"] = ingest.jobs_stored(run.pk)
     if context["worker_stopped"]:
         context["stalled_sweep_at"] = ingest.stalled_sweep_at(run)
     return render(request, "fleet/ingest_run_detail.html", context)
@@ -152,7 +154,20 @@ def ingest_run_fail(request, pk: int):
         )
         recovery = ingest.mark_failed(run.pk, message, stopped=True)
     else:
-        recovery = ingest.mark_failed(run.pk, f"Marked failed by {who} while pending: nothing was imported.")
+        # Pending again after an attempt whose worker stopped: the jobs that attempt stored stay (`run_failure`).
+        stored = ingest.jobs_stored(run.pk)
+        message = f"Marked failed by {who} while pending: nothing was imported."
+        if stored:
+            jobs = (
+                "1 job an earlier attempt stored is"
+                if stored == 1
+                else f"{stored:,} jobs an earlier attempt stored are"
+            )
+            message = (
+                f"Marked failed by {who} while pending: the {jobs} kept, the rest was not imported; send the archive "
+                "again to import it (stored jobs are skipped)."
+            )
+        recovery = ingest.mark_failed(run.pk, message)
     if recovery.outcome == "failed":
         audit.record(request.user, "ingest_run.fail", run, {"archive": run.archive_name, "status": run.status})
         said = "The run is marked failed; its upload is discarded."

@@ -150,3 +150,83 @@ def test_a_native_job_whose_jobs_file_row_is_rejected_says_the_job_is_not_stored
     assert not Job.objects.filter(external_id="4242").exists()
     said = about(run, "4242")
     assert said and {consequence for _, consequence in said} == {"job 4242 not stored"}, said
+
+
+# -- the line above the errors that sums them up ------------------------------------------------------------------
+def summary(run: IngestRun, operator) -> str:
+    """The run page's line above its errors ("2 jobs rejected (not stored); 5 errors rejected nothing."), or ""."""
+    client = Client()
+    client.force_login(operator)
+    page = " ".join(client.get(f"/ingest-runs/{run.pk}/").content.decode().split())
+    if 'id="error-consequences"' not in page:
+        return ""
+    return page.split('<p id="error-consequences">', 1)[1].split("</p>", 1)[0]
+
+
+def test_the_summary_counts_listings_not_stored(operator, tmp_path):
+    """A run whose only errors were listings not stored had no summary; beside a rejected job, the line said
+    "1 job rejected (not stored); 0 errors rejected nothing." over three errors, one of them unaccounted for."""
+    run = ingest.execute_run(
+        ingest.create_run(write_zip(tmp_path / "a.zip", {"manifest.json": MANIFEST, "native/slurm/a.json": sacct()})).pk
+    )
+    notes = sum(e["effect"] == "note" for e in run.errors)
+    rejected_nothing = f"{notes} error{'s' if notes != 1 else ''} rejected nothing"
+    assert summary(run, operator) == (
+        "0 jobs rejected (not stored); 1 duplicate listing not stored (its job is stored from another listing); "
+        f"{rejected_nothing}."
+    )
+
+    # Beside a rejected job: the listing was left out of the line, which then accounted for two of three errors.
+    bad = ROW.format("j-2").replace(",1,", ",-3,")
+    members = {"manifest.json": MANIFEST, "jobs.csv": JOBS_CSV.format(bad), "native/slurm/a.json": sacct()}
+    run = ingest.execute_run(ingest.create_run(write_zip(tmp_path / "b.zip", members)).pk)
+    assert run.jobs_rejected == 1 and Job.objects.filter(external_id="4242").exists()
+    notes = sum(e["effect"] == "note" for e in run.errors)
+    rejected_nothing = f"{notes} error{'s' if notes != 1 else ''} rejected nothing"
+    assert summary(run, operator) == (
+        "1 job rejected (not stored); 1 duplicate listing not stored (its job is stored from another listing); "
+        f"{rejected_nothing}."
+    )
+
+
+def test_the_summary_of_a_run_that_failed_as_a_whole_says_what_was_kept(operator, full_disk, settings):  # noqa: F811
+    """It said "0 jobs rejected (not stored)" or nothing at all, as if nothing had been lost."""
+    settings.INGEST_STORE_BATCH = 1
+    run = run_task(ingest.create_run(EXAMPLE_ARCHIVE))
+    stored = Job.objects.filter(ingest_run=run).count()
+    kept = "the 1 job it stored is kept" if stored == 1 else f"the {stored} jobs it stored are kept"
+    assert summary(run, operator) == f"Run stopped: {kept}, the rest not imported."
+
+
+def test_the_summary_of_a_run_failed_before_it_stored_anything(operator, tmp_path):
+    run = ingest.create_run(EXAMPLE_ARCHIVE)
+    with mock.patch("fleet.ingest._store_jobs", side_effect=SoftTimeLimitExceeded()):
+        run = run_task(run)
+    assert summary(run, operator) == "Run failed: nothing stored."
+
+    refused = ingest.execute_run(ingest.create_run(write_zip(tmp_path / "r.zip", {"manifest.json": "{"})).pk)
+    assert refused.status == IngestRun.Status.FAILED
+    assert summary(refused, operator) == "Archive refused: nothing stored."
+
+
+# -- Mark failed on a pending run ---------------------------------------------------------------------------------
+def test_mark_failed_on_a_pending_run_an_earlier_attempt_stored_jobs_of_says_they_are_kept(operator):
+    """A run whose worker stopped and which was queued again is pending with the jobs its first attempt stored:
+    marked failed, its error said "nothing was imported" beside the consequence "the 1 job it stored is kept"."""
+    ingest.execute_run(ingest.create_run(EXAMPLE_ARCHIVE).pk)
+    run = ingest.create_run(EXAMPLE_ARCHIVE)
+    IngestRun.objects.filter(pk=run.pk).update(attempts=1, phase="queued again: its worker had stopped")
+    Job.objects.filter(pk__in=Job.objects.order_by("pk").values("pk")[:2]).update(ingest_run=run)
+    client = Client()
+    client.force_login(operator)
+    page = " ".join(client.get(f"/ingest-runs/{run.pk}/").content.decode().split())
+    assert "Mark failed keeps the 2 jobs an earlier attempt stored and discards the uploaded archive." in page
+    client.post(f"/ingest-runs/{run.pk}/fail/")
+    run.refresh_from_db()
+    assert run.status == IngestRun.Status.FAILED
+    [error] = run.errors
+    assert error["message"] == (
+        "Marked failed by olivia-operator while pending: the 2 jobs an earlier attempt stored are kept, "
+        "the rest was not imported; send the archive again to import it (stored jobs are skipped)."
+    )
+    assert ingest.error_consequence(error) == "run stopped: the 2 jobs it stored are kept, the rest not imported"
