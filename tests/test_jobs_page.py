@@ -752,7 +752,7 @@ def test_a_finding_spread_over_the_run_says_what_its_hours_are_and_what_its_wind
     assert "share of the run's unused GPU time." not in said
     assert (
         "1.5 GPU-hours: its share of the run's unused GPU time, spread over the stretch below (training "
-        "and evaluation, at 28.7 % GPU utilization on average), not in idle stretches of its own."
+        "and evaluation, at 29 % GPU utilization on average), not in idle stretches of its own."
     ) in said, said
     placed = html.split(f'id="finding-{Category.MODEL_CHECKPOINTING}"')[1].split("<details")[0]
     assert "1.5 GPU-hours</strong> in the windows below." in " ".join(placed.split())

@@ -260,7 +260,7 @@ def test_tasks_per_gpu_are_the_training_processes_that_load_batches():
     # loader rule counted one a GPU: "all that 4 training processes loading their own batches can use"
     script = "#!/bin/bash\n#SBATCH --gres=gpu:4 --ntasks-per-gpu=2\n#SBATCH -c 4\nsrun python train.py\n"
     finding = _four_gpus_loading(script)
-    assert "about 8.0 cores busy: all that 8 training processes loading their own batches can use" in finding.summary
+    assert "about 8 cores busy: all that 8 training processes loading their own batches can use" in finding.summary
     assert finding.numbers["loading_processes"] == 8 and finding.numbers["tasks_per_gpu"] == 2
     # the lines the 8 processes come from are quoted beside the loader's: the #SBATCH line and the srun line
     assert [(c.path, c.line) for c in finding.code] == [("no_workers_train.py", 20), ("run.sh", 2), ("run.sh", 4)]

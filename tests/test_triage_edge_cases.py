@@ -668,7 +668,7 @@ def test_small_batch_guidance_gives_the_memory_room_as_an_upper_bound():
     guide = guidance_for(Category.IMPROPER_BATCH_SIZE, "small_batch", numbers, gpu_hours=1.0,
                          price_per_gpu_hour=None, currency="", job={})  # fmt: skip
     assert guide["change"].endswith(
-        "For this job: peak GPU memory 12.1 % leaves room for up to about 6x the batch (8 -> 48 per GPU); weights, "
+        "For this job: peak GPU memory 12 % leaves room for up to about 6x the batch (8 -> 48 per GPU); weights, "
         "gradients and optimizer state do not grow with it, so raise it in steps and watch the peak."
     )
 
@@ -688,7 +688,7 @@ def test_small_batch_guidance_under_zero_offload_says_the_room_is_the_offloads()
     guide = guidance_for(Category.IMPROPER_BATCH_SIZE, "small_batch", numbers, gpu_hours=1.0,
                          price_per_gpu_hour=None, currency="", job={})  # fmt: skip
     assert guide["change"].endswith(
-        "For this job: peak GPU memory 35.0 % leaves room for up to about 2x the batch (8 -> 16 per GPU); weights, "
+        "For this job: peak GPU memory 35 % leaves room for up to about 2x the batch (8 -> 16 per GPU); weights, "
         "gradients and optimizer state do not grow with it, so raise it in steps and watch the peak. That room is "
         "measured while ZeRO offloads the optimizer state to cpu: ending the offload takes part of it back."
     )
@@ -1668,16 +1668,16 @@ def test_gaps_at_wandb_lines_of_a_job_uploading_with_wandb_save_say_the_upload_i
         # node); it was 32, which with 4 tasks a node asks for 128 CPUs a node.
         ([("job.sbatch", "#!/bin/bash\n#SBATCH --nodes=2\n#SBATCH --ntasks-per-node=4\n#SBATCH --gres=gpu:4\n"
                          "#SBATCH --cpus-per-task=2\nsrun python train.py\n")],
-         "request --cpus-per-task=8 with --ntasks-per-node=4, 32 CPUs a node (the CPUs ran at 97.0 %)."),
+         "request --cpus-per-task=8 with --ntasks-per-node=4, 32 CPUs a node (the CPUs ran at 97 %)."),
         # ... srun's own options, not the program's `-c`
         ([("job.sh", "#!/bin/bash\nsrun --ntasks-per-node 4 -c 2 python -c 'import train'\n")],
-         "request --cpus-per-task=8 with --ntasks-per-node=4, 32 CPUs a node (the CPUs ran at 97.0 %)."),
+         "request --cpus-per-task=8 with --ntasks-per-node=4, 32 CPUs a node (the CPUs ran at 97 %)."),
         # one task a node: the node's 32, as before
         ([("job.sbatch", "#!/bin/bash\n#SBATCH --ntasks-per-node=1\nsrun torchrun --nproc_per_node=4 train.py\n")],
-         "request --cpus-per-task=32 (the CPUs ran at 97.0 %)."),
+         "request --cpus-per-task=32 (the CPUs ran at 97 %)."),
         # layout unknown: says which it assumed, and the other
         ([], "request --cpus-per-task=32 for one task a node; with one task a GPU (--ntasks-per-node=4), "
-             "--cpus-per-task=8 (the CPUs ran at 97.0 %)."),
+             "--cpus-per-task=8 (the CPUs ran at 97 %)."),
     ],
 )  # fmt: skip
 def test_loader_guidance_asks_for_cpus_per_task_in_the_jobs_task_layout(scripts, asked):

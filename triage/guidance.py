@@ -15,15 +15,17 @@ from triage.evidence.remote_reads import read_kind
 from triage.rules.common import plural
 from triage.taxonomy import Category
 
+# The study's figures in whole percent, as the cause pages write its shares ("26 %", money_format's `percent`):
+# BERT 64.40 % -> 90.78 %, Swin Transformer 57.79 % -> 85.05 %, 84.99 % of issues a small change.
 PAPER_BATCH = (
-    "The study raised BERT training from 64.40 % to 90.78 % GPU utilization (up to 4.92x faster) and "
-    "Swin Transformer from 57.79 % to 85.05 % (3.41x) by raising the batch size."
+    "The study raised BERT training from 64 % to 91 % GPU utilization (up to 4.92x faster) and "
+    "Swin Transformer from 58 % to 85 % (3.41x) by raising the batch size."
 )
 PAPER_COMBINED = (
     "With a larger batch, asynchronous checkpointing and pinned memory together, the study measured "
     "BERT 7.52x and Swin Transformer 3.95x faster."
 )
-PAPER_SMALL_CHANGE = "84.99 % of the study's issues needed only a small code or script change."
+PAPER_SMALL_CHANGE = "85 % of the study's issues needed only a small code or script change."
 
 # category -> {what, why, fixes: {sub_cause or "default": (change, before, after)}, effect}
 GUIDES: dict[Category, dict] = {
@@ -578,7 +580,7 @@ def loader_settings(numbers: dict, job: dict) -> dict:
             + (f" (now {current})" if current is not None else "")
             + (
                 f" and request --cpus-per-task={suggested_cpus}{layout} (the CPUs ran at "
-                f"{numbers.get('cpu_util_training')} %)"
+                f"{share_text(numbers['cpu_util_training'] / 100)})"  # whole percent, as its why says it
                 if per_process_cpus < 6 and numbers.get("cpu_util_training") is not None
                 else ""
             )
@@ -626,10 +628,11 @@ def _loader_why(numbers: dict, job: dict) -> str:
     if cpu is not None and busy == "loading_cores":
         processes = numbers.get("loading_processes") or 1
         plural = "es" if processes > 1 else ""
+        cores = numbers.get("busy_cores")  # to a tenth, written as the summary writes it: "8", not "8.0"
         return (
             f"The CPUs ran at {cpu:.0f} % of the job's allocation ({cpus or '?'} cores), about "
-            f"{numbers.get('busy_cores')} cores busy: all that the {processes} loading process{plural} can use, so "
-            "the other cores idle while each step waits for its batch."
+            f"{'?' if cores is None else f'{cores:g}'} cores busy: all that the {processes} loading "
+            f"process{plural} can use, so the other cores idle while each step waits for its batch."
         )
     seen = []
     workers = numbers.get("num_workers")
@@ -743,7 +746,8 @@ def _job_values(category: Category, numbers: dict, job: dict, sub_cause: str = "
             "suggested_batch": size * factor if isinstance(size, int) else f"{factor}*B",
             "batch_factor": factor,
             "settings": (
-                f"For this job: peak GPU memory {peak} % leaves room for up to about {factor}x the batch"
+                f"For this job: peak GPU memory {share_text(peak / 100)} leaves room for up to about "
+                f"{factor}x the batch"
                 + (f" ({size} -> {size * factor} per GPU)" if isinstance(size, int) else "")
                 + "; weights, gradients and optimizer state do not grow with it, so raise it in steps and watch "
                 "the peak."

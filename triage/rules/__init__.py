@@ -326,6 +326,14 @@ from triage.rules.registry import RULES, THRESHOLDS, Finding, Status, TriageResu
 #      also: an unreleased-job summary's shares say what they are of: "the last 40 min of the run (36 % of its
 #      length)", "then nothing for 30 min (27 % of the run)", "The last 89 min (36 % of the run) the allocation was
 #      held idle" (each read a bare "(36 %)")
+#      also: a finding's figures are written as the rest of its words and the pages write them, whole percent
+#      (`share_text`) and no trailing ".0": a loader fix's "(the CPUs ran at 25 %)" (it read "25.0 %" beside its own
+#      "The CPUs ran at 25 %"), a small batch's fix "peak GPU memory 12 %" (it read "12.1 %", its summary "12 %"), a
+#      CPU job's "GPU util 0 % and GPU memory unused" (it read "0.4 %" under the page's mean utilization of 0 %), a
+#      result's reason "mean GPU util 28 %" (the API's; it read "28.2 %"), a loader's "about 8 cores busy" (it read
+#      "8.0"; "1.1" stays), the study's gains in a fix's expected effect "from 64 % to 91 %" (it read "64.40 % to
+#      90.78 %", the cause pages' study shares whole). An idle tail's CPU share of an allocation whose size is not
+#      known keeps its decimals ("CPU 0.05 % of the allocation"): it is judged against lines of 1.5 % and 2 %
 RULES_REVISION = 10
 
 __all__ = [

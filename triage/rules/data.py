@@ -206,7 +206,7 @@ def data_preprocessing(ev: Evidence, th: dict) -> list[Finding]:
         processes = loader_cores // (num_workers + 1)
         who = f"{processes} training process{'es' if processes > 1 else ''}"
         parts.append(
-            f"the CPUs ran at {cpu:.0f} % of the allocation ({cpus} cores), about {busy_cores:.1f} cores busy: "
+            f"the CPUs ran at {cpu:.0f} % of the allocation ({cpus} cores), about {round(busy_cores, 1):g} cores busy: "
             + (
                 f"all that {who} loading {'their' if processes > 1 else 'its'} own batches can use"
                 if num_workers == 0

@@ -477,7 +477,7 @@ def non_dl_job(ev: Evidence, th: dict) -> list[Finding]:
             sub_cause="no_framework" if ev.scripts.python_files else "gpu_unused",
             confidence=confidence,
             summary=(
-                f"GPU util {mean:.1f} % and GPU memory "
+                f"GPU util {share_text(mean / 100)} and GPU memory "
                 f"{'unused' if p.peak_mem_share is not None else 'unknown'} for the whole run"
                 + (f" while the CPUs worked (median {cpu_all:.0f} %)" if cpu_all is not None else "")
                 + ("; the code imports no deep-learning framework." if ev.scripts.python_files else ".")

@@ -204,7 +204,9 @@ def triage(ev: Evidence) -> TriageResult:
             unused,
         )
     if util_mean > th["low_util_threshold"]:
-        return TriageResult(Status.HEALTHY, f"mean GPU util {util_mean:.1f} %", [], util_mean, coverage, unused)
+        return TriageResult(
+            Status.HEALTHY, f"mean GPU util {share_text(util_mean / 100)}", [], util_mean, coverage, unused
+        )
 
     findings: list[Finding] = []
     for category, rule in RULES.items():
@@ -214,7 +216,7 @@ def triage(ev: Evidence) -> TriageResult:
             findings.append(finding)
     _attribute(findings, unused)
     status = Status.CLASSIFIED if findings else Status.UNCLASSIFIED
-    reason = f"mean GPU util {util_mean:.1f} %"
+    reason = f"mean GPU util {share_text(util_mean / 100)}"
     return TriageResult(status, reason, findings, util_mean, coverage, unused)
 
 
