@@ -50,24 +50,27 @@ def test_on_a_phone_a_causes_jobs_come_before_its_folded_fix_guide(browser, live
 
 
 # The rows a code line is drawn in: the left edge of its first non-blank character, and of each row its
-# wrapped remainder continues on (a Range's rectangles, one per row it spans).
+# wrapped remainder continues on (a Range's rectangles, one per row it spans). A line's text may be in several
+# nodes (an option's head is a span of its own: guidance_format's option_heads).
 _CODE_ROWS = """
 const rows = [];
 for (const pre of arguments[0].querySelectorAll("pre.code")) {
   for (const line of pre.querySelectorAll(".line")) {
-    const text = line.firstChild;
-    if (!text || !text.data.trim()) { continue; }
+    if (!line.textContent.trim()) { continue; }
+    const walker = document.createTreeWalker(line, NodeFilter.SHOW_TEXT);
+    let text = walker.nextNode();
+    while (text.data.search(/\\S/) < 0) { text = walker.nextNode(); }
     const range = document.createRange();
     const first = text.data.search(/\\S/);
     range.setStart(text, first); range.setEnd(text, first + 1);
     const start = range.getBoundingClientRect();
-    range.setEnd(text, text.data.length);
+    range.setEnd(line, line.childNodes.length);
     const lefts = {};
     for (const r of range.getClientRects()) {
       const row = Math.round(r.top);
       if (r.width && r.top > start.top + 1) { lefts[row] = Math.min(lefts[row] ?? 1e9, r.left); }
     }
-    rows.push({line: text.data, indent: start.left, continued: Object.values(lefts)});
+    rows.push({line: line.textContent, indent: start.left, continued: Object.values(lefts)});
   }
 }
 return rows;
