@@ -408,15 +408,35 @@ class IngestRun(models.Model):
         return self.jobs_done + self.jobs_rejected
 
     @property
+    def jobs_counted(self) -> bool:
+        """Whether the run knows how many jobs it has. An archive's run does once it has read the archive (its
+        total, rejected jobs included, is never 0 then: an archive of no jobs is refused), not while it is pending
+        or reading it; a connector's pull stores what it fetches as it comes, and knows only once it is over."""
+        if self.is_finished:
+            return True
+        return self.source != self.Source.CONNECTOR and self.jobs_total > 0
+
+    @property
     def count_display(self) -> str:
-        return f"{self.jobs_processed:,} of {self.jobs_total:,} jobs"
+        """Beside the running run's bar: "1,000 of 4,000 jobs"; "jobs not counted yet" while its archive is read,
+        where it said "0 of 0 jobs" as if the archive held none; "12 jobs so far" for a connector's pull."""
+        if self.jobs_counted:
+            return f"{self.jobs_processed:,} of {self.jobs_total:,} jobs"
+        if self.source == self.Source.CONNECTOR:
+            return f"{self.jobs_processed:,} job{'' if self.jobs_processed == 1 else 's'} so far"
+        return "jobs not counted yet"
 
     @property
     def jobs_display(self) -> str:
-        return (
-            f"{self.jobs_processed:,} of {self.jobs_total:,} processed: {self.jobs_created:,} created, "
-            f"{self.jobs_updated:,} updated, {self.jobs_unchanged:,} unchanged, {self.jobs_rejected:,} rejected"
+        outcomes = (
+            f"{self.jobs_created:,} created, {self.jobs_updated:,} updated, {self.jobs_unchanged:,} unchanged, "
+            f"{self.jobs_rejected:,} rejected"
         )
+        if self.jobs_counted:
+            return f"{self.jobs_processed:,} of {self.jobs_total:,} processed: {outcomes}"
+        if self.source == self.Source.CONNECTOR:
+            return f"{self.jobs_processed:,} so far: {outcomes}"
+        return "not counted yet"
 
     @property
     def uploader(self) -> str:

@@ -96,6 +96,7 @@ def run_status(run: IngestRun) -> dict:
         "finished": run.is_finished,
         "phase": run.phase,
         "jobs_total": run.jobs_total,
+        "jobs_counted": run.jobs_counted,  # false while the archive is read (its total is not known), or for a pull
         "jobs_done": run.jobs_done,
         "jobs_processed": run.jobs_processed,  # stored or rejected: what the bar shows
         "jobs_created": run.jobs_created,

@@ -196,6 +196,9 @@ def test_a_running_runs_page_follows_its_progress_until_it_finishes(operator_bro
     )
     driver.get(f"{live_server.url}/ingest-runs/{run.pk}/")
     assert driver.find_element(By.ID, "run-status").text == "Running"
+    # The archive is being read: how many jobs it holds is not known yet ("0 of 0 jobs", an empty bar, before).
+    assert driver.find_element(By.ID, "run-count").text == "jobs not counted yet"
+    assert driver.execute_script("return document.getElementById('run-bar').hasAttribute('value')") is False
     rendered_duration = driver.find_element(By.ID, "run-duration").text
     IngestRun.objects.filter(pk=run.pk).update(jobs_total=40, jobs_done=15, jobs_created=15, phase="storing jobs")
     wait = WebDriverWait(driver, 10, ignored_exceptions=STALE)

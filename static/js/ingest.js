@@ -122,8 +122,12 @@
         // The finished page comes back with the focus on its heading, which says how the run ended:
         // a reload put it on <body>, and a status a page loads with is not announced.
         if (run.finished) { sessionStorage.setItem(FINISHED, location.pathname); window.location.reload(); return; }
-        bar.max = Math.max(run.jobs_total, 1);
-        bar.value = run.jobs_processed;
+        if (run.jobs_counted) {
+          bar.max = Math.max(run.jobs_total, 1);
+          bar.value = run.jobs_processed;
+        } else {
+          bar.removeAttribute("value"); // indeterminate: how many jobs there are is not known yet
+        }
         count.textContent = run.display.count;
         phase.textContent = run.phase || section.dataset.idlePhase;
         status.textContent = run.status_display;
