@@ -147,3 +147,17 @@ def test_a_loader_fixs_cpu_sentence_agrees_with_its_counts_and_says_when_they_ar
                          price_per_gpu_hour=None, currency="", job=job)  # fmt: skip
     assert said in guide["change"], guide["change"]
     assert "(s)" not in guide["change"] and "?" not in guide["change"]
+
+
+@pytest.mark.parametrize("cpu_util", [None, 92.0])
+def test_a_loader_fix_that_asks_for_more_workers_than_the_job_has_cpus_asks_for_the_cpus_too(cpu_util):
+    """1 CPU for 1 GPU: 'use num_workers=7' alone would start 7 workers on one core. The request for
+    more CPUs was said only when the CPUs' load was known; it is said whenever the workers need it."""
+    from triage.guidance import guidance_for
+    from triage.taxonomy import Category
+
+    numbers = {"num_workers": 0} | ({"cpu_util_training": cpu_util} if cpu_util is not None else {})
+    guide = guidance_for(Category.DATA_PREPROCESSING, "default", numbers, gpu_hours=1.0, price_per_gpu_hour=None,
+                         currency="", job={"gpu_count": 1, "cpu_count": 1})  # fmt: skip
+    assert "use num_workers=7 (now 0) and request --cpus-per-task=8" in guide["change"], guide["change"]
+    assert ("(the CPUs ran at 92 %)" in guide["change"]) == (cpu_util is not None)

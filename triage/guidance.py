@@ -578,9 +578,10 @@ def loader_settings(numbers: dict, job: dict) -> dict:
         "settings": (
             f"For this job: {_cpu_share(cpus, gpus, per_gpu, per_process_cpus)}; use num_workers={suggested}"
             + (f" (now {current})" if current is not None else "")
+            # More workers than the job has CPUs need the CPUs asked for too, whether or not their load is known.
+            + (f" and request --cpus-per-task={suggested_cpus}{layout}" if per_process_cpus < 6 else "")
             + (
-                f" and request --cpus-per-task={suggested_cpus}{layout} (the CPUs ran at "
-                f"{share_text(numbers['cpu_util_training'] / 100)})"  # whole percent, as its why says it
+                f" (the CPUs ran at {share_text(numbers['cpu_util_training'] / 100)})"  # whole percent, as its why
                 if per_process_cpus < 6 and numbers.get("cpu_util_training") is not None
                 else ""
             )

@@ -334,6 +334,9 @@ from triage.rules.registry import RULES, THRESHOLDS, Finding, Status, TriageResu
 #      "8.0"; "1.1" stays), the study's gains in a fix's expected effect "from 64 % to 91 %" (it read "64.40 % to
 #      90.78 %", the cause pages' study shares whole). An idle tail's CPU share of an allocation whose size is not
 #      known keeps its decimals ("CPU 0.05 % of the allocation"): it is judged against lines of 1.5 % and 2 %
+#      also: a loader fix that tells a job to use more workers than it has CPUs asks for the CPUs too ("1 CPU for 1
+#      GPU gives 1 per training process; use num_workers=7 (now 0) and request --cpus-per-task=8"): it did only when
+#      the CPUs' load was known, and "use num_workers=7" alone would start 7 workers on one core
 RULES_REVISION = 10
 
 __all__ = [
