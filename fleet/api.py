@@ -123,6 +123,18 @@ class IngestRunSerializer(serializers.ModelSerializer):
         "of the jobs to store), and once the run has finished.",
     )
     finished = serializers.BooleanField(source="is_finished", read_only=True)
+    jobs_total = serializers.IntegerField(
+        read_only=True,
+        help_text="How many jobs the archive holds, rejected ones included; 0 until they are counted "
+        "(`jobs_counted` false): read `jobs_counted` before taking 0 for an empty archive.",
+    )
+    jobs_counted = serializers.BooleanField(
+        read_only=True,
+        help_text="Whether `jobs_total` is known. false while the run is pending or its archive is still being "
+        "read (its jobs not counted yet: `jobs_total` is 0 then, not an empty archive, which is refused), and "
+        "while a connector's pull runs (it counts what it has fetched so far); true once the archive is read "
+        "and once the run has finished.",
+    )
 
     class Meta:
         model = IngestRun
@@ -141,6 +153,7 @@ class IngestRunSerializer(serializers.ModelSerializer):
             "duration_s",
             "seconds_left",
             "jobs_total",
+            "jobs_counted",
             "jobs_done",
             "jobs_created",
             "jobs_updated",

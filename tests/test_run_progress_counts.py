@@ -85,3 +85,44 @@ def test_a_connectors_running_pull_says_how_many_jobs_so_far(operator_client):
     assert polled["display"]["jobs"] == "12 so far: 10 created, 2 updated, 0 unchanged, 0 rejected"
     IngestRun.objects.filter(pk=run.pk).update(jobs_total=0, jobs_done=0, jobs_created=0, jobs_updated=0)
     assert progress_line(operator_client, run.pk)[1] == "0 jobs so far"
+
+
+def test_the_api_says_whether_a_running_runs_jobs_are_counted(operator, monkeypatch):
+    """`GET /api/v1/ingest-runs/{id}/` said `jobs_total: 0` while the archive was read, which a script polling
+    it read as an empty archive: `jobs_counted` says whether `jobs_total` is known (the page's "not counted yet")."""
+    from rest_framework.test import APIClient
+
+    api = APIClient()
+    api.force_authenticate(operator)
+    monkeypatch.setattr(ingest, "PROGRESS_SECONDS", 0)
+    run = ingest.create_run(EXAMPLE_ARCHIVE)
+    seen = []
+
+    def look(sender, instance, **kwargs):
+        if not instance.is_finished:
+            seen.append((instance.phase, api.get(f"/api/v1/ingest-runs/{instance.pk}/").json()))
+
+    pending = api.get(f"/api/v1/ingest-runs/{run.pk}/").json()
+    assert (pending["jobs_counted"], pending["jobs_total"]) == (False, 0)  # 0 kept: an integer, as before
+    post_save.connect(look, sender=IngestRun)
+    try:
+        ingest.execute_run(run.pk)
+    finally:
+        post_save.disconnect(look, sender=IngestRun)
+    reading = [body for phase, body in seen if phase.startswith("reading")]
+    storing = [body for phase, body in seen if phase == "storing jobs"]
+    assert reading and storing
+    assert all(body["jobs_counted"] is False for body in reading)
+    assert all(body["jobs_counted"] is True and body["jobs_total"] == 5 for body in storing)
+    assert api.get(f"/api/v1/ingest-runs/{run.pk}/").json()["jobs_counted"] is True  # finished
+
+    pull = IngestRun.objects.create(
+        archive_name="slurm-prod", source=IngestRun.Source.CONNECTOR, status=IngestRun.Status.RUNNING, jobs_total=12
+    )
+    assert api.get(f"/api/v1/ingest-runs/{pull.pk}/").json()["jobs_counted"] is False  # "12 so far", not of 12
+
+    schema = api.get("/api/v1/schema/", {"format": "json"}).json()
+    fields = schema["components"]["schemas"]["IngestRun"]["properties"]
+    assert fields["jobs_counted"]["type"] == "boolean" and fields["jobs_counted"]["readOnly"] is True
+    assert "not counted" in fields["jobs_counted"]["description"]
+    assert "jobs_counted" in fields["jobs_total"]["description"]
