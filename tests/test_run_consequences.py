@@ -230,3 +230,26 @@ def test_mark_failed_on_a_pending_run_an_earlier_attempt_stored_jobs_of_says_the
         "the rest was not imported; send the archive again to import it (stored jobs are skipped)."
     )
     assert ingest.error_consequence(error) == "run stopped: the 2 jobs it stored are kept, the rest not imported"
+
+
+def test_the_not_imported_card_says_an_earlier_attempt_stored_jobs_not_that_none_got_to_the_run(operator):
+    """Without a task queue a run left pending read "that process stopped before it got to it" even when an
+    attempt had begun it and stored jobs (its Mark failed said they are kept, beside it)."""
+    ingest.execute_run(ingest.create_run(EXAMPLE_ARCHIVE).pk)
+    run = ingest.create_run(EXAMPLE_ARCHIVE)
+    IngestRun.objects.filter(pk=run.pk).update(attempts=1, phase="queued again: its worker had stopped")
+    Job.objects.filter(pk__in=Job.objects.order_by("pk").values("pk")[:2]).update(ingest_run=run)
+    client = Client()
+    client.force_login(operator)
+    page = " ".join(client.get(f"/ingest-runs/{run.pk}/").content.decode().split())
+    assert "Not imported" in page and "stopped before it got to it" not in page
+    assert "an earlier attempt began it and stopped after storing 2 jobs, which are kept" in page
+
+    IngestRun.objects.filter(pk=run.pk).update(attempts=1)
+    Job.objects.filter(ingest_run=run).delete()
+    page = " ".join(client.get(f"/ingest-runs/{run.pk}/").content.decode().split())
+    assert "an earlier attempt began it and stopped before storing any job" in page
+
+    fresh = ingest.create_run(EXAMPLE_ARCHIVE)
+    page = " ".join(client.get(f"/ingest-runs/{fresh.pk}/").content.decode().split())
+    assert "that process stopped before it got to it" in page and "earlier attempt" not in page
