@@ -15,6 +15,7 @@ from tests.factories import JobFactory
 from tests.test_launch_reading import _four_gpus_loading
 from tests.test_triage_edge_cases import run, series
 from triage.guidance import guidance_for
+from triage.rules.model import _peak_text
 from triage.taxonomy import Category
 
 # A percentage written with a decimal ("25.0 %", "12.1 %"), or with no space before its sign ("25%").
@@ -42,7 +43,7 @@ def test_a_small_batchs_fix_gives_its_peak_memory_as_its_summary_does(peak, said
     guide = guidance_for(Category.IMPROPER_BATCH_SIZE, "small_batch", numbers, gpu_hours=1.0,
                          price_per_gpu_hour=None, currency="", job={})  # fmt: skip
     assert f"For this job: peak GPU memory {said} leaves room for up to about" in guide["change"], guide["change"]
-    assert f"peak GPU memory {peak:.0f} %" == f"peak GPU memory {said}"  # the summary's `{peak:.0f} %`
+    assert f"peak GPU memory {_peak_text(peak)}" == f"peak GPU memory {said}"  # as the summary writes it
 
 
 def test_a_cpu_jobs_summary_gives_its_gpu_util_in_whole_percent():
@@ -102,3 +103,40 @@ def test_a_loaders_busy_cores_are_written_without_a_trailing_zero_as_the_other_c
     guide = _guide(finding, {"gpu_count": 4, "node_count": 1, "cpu_count": 32})
     assert "(32 cores), about 8 cores busy: all that 8 training processes" in finding.summary, finding.summary
     assert "about 8 cores busy" in guide["why"] and "8.0" not in guide["why"], guide["why"]
+
+
+_LOADER_32 = (
+    "import torch\nfrom torch.utils.data import DataLoader\n"
+    "def main(train_set, model, optimizer):\n"
+    "    train_loader = DataLoader(train_set, batch_size=32, pin_memory=True, num_workers=4)\n"
+    "    for inputs, targets in train_loader:\n"
+    "        loss = model(inputs.cuda(non_blocking=True)).sum()\n"
+    "        loss.backward()\n"
+    "        optimizer.step()\n"
+)
+_ZERO_OFFLOAD = (
+    '{\n  "train_micro_batch_size_per_gpu": 4,\n  "zero_optimization": {\n    "stage": 3,\n'
+    '    "offload_optimizer": {"device": "cpu", "pin_memory": true}\n  }\n}\n'
+)
+_PEAK = re.compile(r"(?:peak GPU memory|GPU memory peaked at) (\d+ %)")
+
+
+@pytest.mark.parametrize("mem", [0.1251, 0.3451, 0.1249, 0.35])
+def test_a_findings_fix_gives_the_peak_gpu_memory_its_summary_gives(mem):
+    """The peak was written in the summary from the measured value ('peak GPU memory 13 %' for 12.51 %) and in
+    the fix from the value stored to one decimal (12.5 %: 'For this job: peak GPU memory 12 % leaves room ...'),
+    rounded twice, one apart. Both are now written from the stored value: a small batch's and a ZeRO offload's."""
+    frame = series(120, lambda t, g: 30, mem=lambda t, g: mem)
+    _, result = run(120, frame, scripts=[("train.py", _LOADER_32)])
+    batch = next(f for f in result.findings if f.category == Category.IMPROPER_BATCH_SIZE)
+    change = _guide(batch, {"gpu_count": 1})["change"]
+    (summary,) = _PEAK.findall(batch.summary)
+    assert _PEAK.findall(change) == [summary], (batch.summary, change)
+
+    frame = series(120, lambda t, g: 30, gpus=2, mem=lambda t, g: mem)
+    scripts = [("train.py", "import torch\nimport deepspeed\n"), ("ds.json", _ZERO_OFFLOAD)]
+    _, result = run(120, frame, scripts=scripts, gpu_count=2, command="deepspeed train.py --deepspeed ds.json")
+    offload = next(f for f in result.findings if f.category == Category.GPU_MEMORY_BOUND)
+    change = _guide(offload, {"gpu_count": 2})["change"]
+    (summary,) = _PEAK.findall(offload.summary)
+    assert _PEAK.findall(change) == [summary], (offload.summary, change)

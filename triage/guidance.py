@@ -793,7 +793,7 @@ def _offload_settings(numbers: dict, job: dict) -> str:
     peak = numbers.get("peak_gpu_mem_pct")
     gpus = int(job.get("gpu_count") or 0)
     if peak is not None:
-        text += f", and GPU memory peaked at {peak:.0f} %"
+        text += f", and GPU memory peaked at {share_text(peak / 100)}"  # as the finding's summary
         if peak <= 50:
             text += ": there is room to keep more on the GPUs"
     text += "."

@@ -337,6 +337,9 @@ from triage.rules.registry import RULES, THRESHOLDS, Finding, Status, TriageResu
 #      also: a loader fix that tells a job to use more workers than it has CPUs asks for the CPUs too ("1 CPU for 1
 #      GPU gives 1 per training process; use num_workers=7 (now 0) and request --cpus-per-task=8"): it did only when
 #      the CPUs' load was known, and "use num_workers=7" alone would start 7 workers on one core
+#      also: a finding's peak GPU memory is written in its summary from the value it stores (one decimal), as its fix
+#      writes it: a peak of 12.51 % read "peak GPU memory 13 %" in a small batch's summary and "12 %" in its fix (the
+#      summary rounded the measured value, the fix the stored 12.5); so too a ZeRO offload's "GPU memory peaked at"
 RULES_REVISION = 10
 
 __all__ = [

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from fleet.logevents import CHECKPOINT_SAVE, DOWNLOAD, OOM, REMOTE_READ, UPLOAD
+from fleet.numbers import share_text
 from triage.evidence import Evidence
 from triage.evidence.scripts import JOB_COMMAND
 from triage.rules.common import explained_gaps, gaps_of, periodic, quoted_once, unexplained_gaps
@@ -78,6 +79,18 @@ def _batch_sizes(ev: Evidence) -> tuple[int | None, list, list]:
     return size, quoted_once(code)[:2], [line for _, line in lines[:2]]
 
 
+def _peak_pct(peak: float | None) -> float | None:
+    """The peak GPU memory (%) as a finding stores it (numbers' peak_gpu_mem_pct): one decimal."""
+    return None if peak is None else round(peak, 1)
+
+
+def _peak_text(peak: float) -> str:
+    """The peak GPU memory as a finding's summary and its fix (triage.guidance) both write it: the stored
+    value (_peak_pct) in whole percent. The summary wrote the measured value, the fix the stored one, so
+    12.51 % read "13 %" in the one and "12 %" in the other."""
+    return share_text(_peak_pct(peak) / 100)
+
+
 _BEHIND_OFFLOAD = 0.5  # below the zero_offload finding's 0.75: its advice leads, and it takes more of the waste
 
 
@@ -97,7 +110,7 @@ def improper_batch_size(ev: Evidence, th: dict) -> list[Finding]:
         if peak > th["batch_mem_max"] or peak < th["non_dl_max_mem"]:
             return []
         confidence = 0.85 if peak <= th["batch_mem_max"] * 0.85 else 0.7
-        basis = f"peak GPU memory {peak:.0f} % (<= {th['batch_mem_max']:.0f} %)"
+        basis = f"peak GPU memory {_peak_text(peak)} (<= {th['batch_mem_max']:.0f} %)"
         # ZeRO offload keeps the optimizer state or the parameters in host memory: the GPU memory it freed says
         # nothing of the batch, and the steps wait on PCIe (gpu_memory_bound's zero_offload, 0.75). A larger batch
         # still spreads those copies over more samples, so it stays, as the second cause.
@@ -128,7 +141,7 @@ def improper_batch_size(ev: Evidence, th: dict) -> list[Finding]:
             code=code,
             numbers={
                 "training_mean_util": round(util, 1),
-                "peak_gpu_mem_pct": None if peak is None else round(peak, 1),
+                "peak_gpu_mem_pct": _peak_pct(peak),
                 "batch_size": size,
                 **({"zero_offload": offloaded} if offloaded else {}),
             },
@@ -189,7 +202,7 @@ def gpu_memory_bound(ev: Evidence, th: dict) -> list[Finding]:
             confidence=confidence,
             summary=(
                 f"Training-phase GPU util {util:.0f} %{basis_of_util} while GPU memory peaked at "
-                + (f"{peak:.0f} % (> {th['memory_mem_min']:.0f} %)" if peak is not None else "its limit")
+                + (f"{_peak_text(peak)} (> {th['memory_mem_min']:.0f} %)" if peak is not None else "its limit")
                 + (f"; {len(ooms)} out-of-memory error(s) in the log" if ooms else "")
                 + ": memory, not compute, caps the batch size."
             ),
@@ -198,7 +211,7 @@ def gpu_memory_bound(ev: Evidence, th: dict) -> list[Finding]:
             code=code + [f for f in precision_code[:2] if (f.path, f.line) not in shown],
             numbers={
                 "training_mean_util": round(util, 1),
-                "peak_gpu_mem_pct": None if peak is None else round(peak, 1),
+                "peak_gpu_mem_pct": _peak_pct(peak),
                 "precision": precision,
                 **({"precision_unknown": unknown} if unknown else {}),
                 **({"precision_set_by": set_by} if set_by else {}),
@@ -238,7 +251,7 @@ def _zero_offload(ev: Evidence, th: dict, util, basis_of_util, zero, offloads, p
         "they cross PCIe between host memory and the GPUs"
         + (" and the optimizer steps on the CPU" if optimizer else "")
         + "."
-        + (f" GPU memory peaked at {peak:.0f} %." if peak is not None else "")
+        + (f" GPU memory peaked at {_peak_text(peak)}." if peak is not None else "")
     )
     return [
         Finding(
@@ -251,7 +264,7 @@ def _zero_offload(ev: Evidence, th: dict, util, basis_of_util, zero, offloads, p
             code=[zero] + [f for f in code if (f.path, f.line) != (zero.path, zero.line)],
             numbers={
                 "training_mean_util": round(util, 1),
-                "peak_gpu_mem_pct": None if peak is None else round(peak, 1),
+                "peak_gpu_mem_pct": _peak_pct(peak),
                 "zero_stage": zero.detail["stage"],
                 "zero_set_by": where,
                 "zero_offload": ", ".join(offloads),
