@@ -158,6 +158,10 @@ BACKGROUND_START_SECONDS = 10
 
 # Threads of this process importing an upload (`start_run`), each with its run, until its import is over.
 _background_imports: dict[threading.Thread, int] = {}
+# Runs a request of this process has claimed to import in the background (Import now: `requeue_run`), from
+# the claim until their thread is in `_background_imports`: a run is claimed once, so two presses at once
+# (two tabs) never import it twice side by side.
+_claimed_here: set[int] = set()
 _background_lock = threading.Lock()
 
 
@@ -165,18 +169,43 @@ def importing_here(run_id: int) -> bool:
     """Whether a thread of this process is importing the run (or about to begin it): its page offers
     nothing to import it again, and Import now / Mark failed leave it alone."""
     with _background_lock:
-        return run_id in _background_imports.values()
+        return run_id in _claimed_here or run_id in _background_imports.values()
+
+
+def claim_here(run_id: int) -> bool:
+    """Claim the run for an import in this process; False when a thread or request of this process already
+    imports it (or is about to). Checked and claimed under one lock: of two requests at once, one claims it."""
+    with _background_lock:
+        if run_id in _claimed_here or run_id in _background_imports.values():
+            return False
+        _claimed_here.add(run_id)
+        return True
+
+
+def release_claim(run_id: int) -> None:
+    with _background_lock:
+        _claimed_here.discard(run_id)
 
 
 IMPORTING_HERE = "This process is importing the run; nothing was changed."
 
 
-def start_run(run_id: int) -> bool:
-    """An upload's import: queued to the workers (`queue_run`), or without a task queue begun in a
-    thread of this process, returning once the run is running (or over). False when it failed to queue.
+def start_run(run_id: int, *, claimed: bool = False) -> bool:
+    """An upload's import (and Import now's, without a task queue): queued to the workers (`queue_run`), or
+    without a task queue begun in a thread of this process, returning once the run is running (or over).
+    False when it failed to queue. `claimed`: the caller holds the run's claim (`claim_here`), handed to
+    the thread (or let go once the import is over).
 
     Inside a transaction (a test's) the run is not committed, and a thread's connection could not see it:
     the import then runs here, as every task does without a queue."""
+    try:
+        return _start_run(run_id)
+    finally:
+        if claimed:
+            release_claim(run_id)  # the thread holds the run now (`_background_imports`), or it is over
+
+
+def _start_run(run_id: int) -> bool:
     from fleet.tasking import tasks_run_here
 
     if not tasks_run_here() or connection.in_atomic_block:
@@ -254,6 +283,8 @@ class Recovery:
     message: str
     # Queued, and run at once in this process (no REDIS_URL, the embedded mode): the import is over.
     ran_here: bool = False
+    # Begun in a thread of this process (no REDIS_URL; Import now, `start_run`): the import goes on.
+    started_here: bool = False
 
 
 def archive_gone(run: IngestRun) -> bool:
@@ -267,8 +298,14 @@ def lost_archive_message(run: IngestRun, waited: str) -> str:
     )
 
 
-def requeue_run(run_id: int, *, waited: str = "", stalled_before: datetime | None = None) -> Recovery:
+def requeue_run(
+    run_id: int, *, waited: str = "", stalled_before: datetime | None = None, background: bool = False
+) -> Recovery:
     """Queue a pending run's ingest again, or fail it, saying why, when its archive is gone.
+
+    `background` (the run page's Import now): without a task queue, begin the import in a thread of this
+    process as an upload's (`start_run`), the run claimed once (`claim_here`), where it ran in the request
+    until it was over; a second press meanwhile is told the run is being imported.
 
     `stalled_before`: the run is *running*, started before then, and no worker holds it (its worker
     died and its task never came back): it is made pending again and queued, or failed when its
@@ -277,12 +314,25 @@ def requeue_run(run_id: int, *, waited: str = "", stalled_before: datetime | Non
 
     Idempotent: a run a worker holds, or that finished, is left alone; a second copy of a task that
     was not lost after all finds the run busy or finished and does nothing (`execute_run`)."""
+    from fleet.tasking import tasks_run_here
+
+    if background and tasks_run_here():
+        if not claim_here(run_id):  # a thread or request of this process imports it (SQLite has no lock to say so)
+            return Recovery("busy", IMPORTING_HERE)
+        try:
+            return _requeue_run(run_id, waited, stalled_before, background=True)
+        finally:
+            release_claim(run_id)  # handed to its thread by then, or nothing was begun
+    if importing_here(run_id):  # its thread has yet to begin it (SQLite has no lock to say so)
+        return Recovery("busy", IMPORTING_HERE)
+    return _requeue_run(run_id, waited, stalled_before)
+
+
+def _requeue_run(run_id: int, waited: str, stalled_before: datetime | None, *, background: bool = False) -> Recovery:
     from fleet.tasking import QueueUnreachable
 
     stalled = stalled_before is not None
     expected = IngestRun.Status.RUNNING if stalled else IngestRun.Status.PENDING
-    if importing_here(run_id):  # its thread has yet to begin it (SQLite has no lock to say so)
-        return Recovery("busy", IMPORTING_HERE)
     with exclusive_run(run_id) as ours:
         run = IngestRun.objects.filter(pk=run_id).first()
         if (refused := _left_alone(run, ours, expected)) is not None:
@@ -306,6 +356,9 @@ def requeue_run(run_id: int, *, waited: str = "", stalled_before: datetime | Non
             IngestRun.objects.filter(pk=run_id, status=IngestRun.Status.RUNNING).update(
                 status=IngestRun.Status.PENDING, started_at=None, phase="queued again: its worker had stopped"
             )
+    if background:  # no task queue: begun in a thread, as an upload's import (the claim handed to it)
+        start_run(run_id, claimed=True)
+        return started_here(run_id)
     try:
         result = _publish(
             run_id, not_done="the run was not queued again (it stays pending with its archive)", then="queue it again"
@@ -315,6 +368,18 @@ def requeue_run(run_id: int, *, waited: str = "", stalled_before: datetime | Non
     if isinstance(result, EagerResult):  # no task queue: the import ran here, and is over
         return imported_here(run_id)
     return Recovery("queued", "The run was queued again; a worker imports it next.")
+
+
+def started_here(run_id: int) -> Recovery:
+    """What came of Import now without a task queue: the import begun in a thread of this process (its page
+    follows it), or already over (a quick failure; or run in the request inside a test's transaction)."""
+    run = IngestRun.objects.filter(pk=run_id).first()
+    if run is None or run.is_finished:
+        return imported_here(run_id)
+    where = "in this process (there is no task queue: REDIS_URL is not set)"
+    if run.status == IngestRun.Status.RUNNING:
+        return Recovery("queued", f"The import has begun {where}; this page follows it.", started_here=True)
+    return Recovery("queued", f"The import is about to begin {where}; this page follows it.", started_here=True)
 
 
 def imported_here(run_id: int) -> Recovery:

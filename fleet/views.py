@@ -75,11 +75,11 @@ def ingest_run_detail(request, pk: int):
         "rows_named": any(error.get("row") is not None for error in errors),  # how rows count is said then
         # What the errors cost: "1 job rejected (not stored); 3 errors rejected nothing." (ingest.errors_summary).
         "errors_summary": ingest.errors_summary(errors, run.jobs_rejected),
-        "worker_stopped": ingest.worker_stopped(run),
         "tasks_run_here": tasks_run_here(),  # no REDIS_URL: nothing is queued, no worker or beat comes
-        # An upload's thread about to begin it (no REDIS_URL): neither lost nor to be imported again.
+        # An upload's or Import now's thread about to begin it (no REDIS_URL): neither lost nor to be imported again.
         "importing_here": ingest.importing_here(run.pk),
     }
+    context["worker_stopped"] = not context["importing_here"] and ingest.worker_stopped(run)
     if run.requeue_due_at and run.attempts:  # pending again after an attempt that stored jobs: Mark failed keeps them
         context["stored_before"] = ingest.jobs_stored(run.pk)
     if context["worker_stopped"]:
@@ -130,12 +130,14 @@ def ingest_run_requeue(request, pk: int):
     if run.status == IngestRun.Status.RUNNING:
         who = request.user.get_username()
         waited = f"The worker importing this run had stopped (no worker held it when {who} queued it again)"
-        recovery = ingest.requeue_run(run.pk, waited=waited, stalled_before=timezone.now())
+        recovery = ingest.requeue_run(run.pk, waited=waited, stalled_before=timezone.now(), background=True)
     else:
-        recovery = ingest.requeue_run(run.pk)
+        # Without REDIS_URL, begun in a thread as an upload's import (the run claimed once), not in this request.
+        recovery = ingest.requeue_run(run.pk, background=True)
     if recovery.outcome in ("queued", "failed"):
-        # "ran": without REDIS_URL the import ran in this request, where "queued" would promise a worker.
-        outcome = "ran" if recovery.ran_here else recovery.outcome
+        # Without REDIS_URL, "started" in a thread of this process, or "ran" to its end here (over at once),
+        # where "queued" would promise a worker.
+        outcome = "started" if recovery.started_here else "ran" if recovery.ran_here else recovery.outcome
         audit.record(request.user, "ingest_run.requeue", run, {"outcome": outcome, "status": run.status})
     failed_here = recovery.ran_here and IngestRun.objects.filter(pk=run.pk, status=IngestRun.Status.FAILED).exists()
     ok = recovery.outcome == "queued" and not failed_here

@@ -206,3 +206,53 @@ def test_a_run_its_thread_has_not_begun_yet_is_not_offered_to_import_again(opera
     assert wait_for_imports()
     assert IngestRun.objects.get(pk=run.pk).status == IngestRun.Status.SUCCEEDED
     assert not ingest.importing_here(run.pk)
+
+
+def test_import_now_begins_the_import_in_the_background_and_a_second_press_is_told_it_is_importing(
+    operator, monkeypatch, upload_dirs
+):
+    """A pending run's **Import now** (no task queue) imported inside its request, so the page hung until the
+    import was over; pressed in two tabs at once, both requests imported the run at the same time. It now
+    begins the import in a thread as an upload does, the run claimed once: the press that comes second,
+    at the same moment, is told the run is being imported, and nothing is imported twice."""
+    from fleet.models import AuditEvent
+    from tests.test_ingest_recovery import pending_run
+
+    run = pending_run(upload_dirs, minutes_ago=2)
+    answers: dict[str, tuple[float, str]] = {}
+    both = threading.Barrier(2)
+
+    def press(tab: str) -> None:
+        client = Client()
+        client.force_login(operator)
+        try:
+            both.wait(10)
+            began = time.monotonic()
+            response = client.post(f"/ingest-runs/{run.pk}/requeue/", follow=True)
+            answers[tab] = (time.monotonic() - began, response.content.decode())
+        finally:
+            connections.close_all()
+
+    with storing_held(monkeypatch) as (reached, release, seen):
+        tabs = [threading.Thread(target=press, args=(tab,)) for tab in ("first", "second")]
+        for tab in tabs:
+            tab.start()
+        for tab in tabs:
+            tab.join(HOLD_SECONDS / 2)
+        assert not any(tab.is_alive() for tab in tabs), "Import now waited for the import"
+        assert reached.wait(10)
+        assert seen["thread"].name == f"ingest-run-{run.pk}"
+        began = [page for _, page in answers.values() if "The import has begun in this process" in page]
+        told = [
+            page for _, page in answers.values() if "This process is importing the run; nothing was changed." in page
+        ]
+        assert (len(began), len(told)) == (1, 1), [page[-3000:] for _, page in answers.values()]
+        assert ">Running</span>" in began[0] and "Not imported" not in began[0]
+        assert len([thread for thread in threading.enumerate() if thread.name.startswith("ingest-run-")]) == 1
+        release.set()
+        assert wait_for_imports()
+    run.refresh_from_db()
+    assert run.status == IngestRun.Status.SUCCEEDED and run.attempts == 1
+    assert Job.objects.count() == run.jobs_created == 5
+    event = AuditEvent.objects.get(action="ingest_run.requeue", target_id=str(run.pk))
+    assert event.details == {"outcome": "started", "status": "pending"}
