@@ -315,7 +315,7 @@ class GuidanceSerializer(serializers.Serializer):
     paper = serializers.CharField(required=False)
     recoverable_gpu_hours = serializers.FloatField(
         required=False,
-        help_text="The finding's recoverable GPU-hours (`gpu_hours`) to 2 places (half up), as its job page shows.",
+        help_text="The finding's recoverable GPU-hours (`gpu_hours`) to 2 places, half up (pages write a tenth).",
     )
     recoverable_cost = serializers.DecimalField(
         max_digits=20,

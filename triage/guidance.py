@@ -520,8 +520,11 @@ def guidance_for(
 
 
 def _two_places(hours: float) -> float:
-    """Hours to 2 places as the job page writes the finding's (`floatformat:2`: its decimal, half up),
-    so "Recoverable for this job: 0.13 GPU-hours" is the "0.13 GPU-hours" above it, not round()'s 0.12."""
+    """A finding's hours to 2 places, half up on their decimal (0.125 is 0.13, where round() of the float gives
+    0.12): its guidance's `recoverable_gpu_hours`, stored with the finding (triage.services) and given by the
+    API (a finding's `guidance`, the Guidance schema). No page writes this figure: the job page's "Recoverable
+    for this job" and the hours above it are both the finding's own `gpu_hours` to a tenth (the gpu_hours
+    filter), as the lists and the digests write GPU-hours."""
     return float(Decimal(repr(float(hours))).quantize(Decimal("0.01"), rounding=ROUND_HALF_UP))
 
 
