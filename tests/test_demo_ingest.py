@@ -12,6 +12,7 @@ from django.urls import reverse
 from fleet import ingest
 from fleet.access import is_operator, is_researcher
 from fleet.models import IngestRun, Job, Owner
+from tests.conftest import REPO
 from triage.labeling import services
 from triage.labeling.models import Label, Study
 
@@ -125,6 +126,25 @@ def test_setup_demo_twice_leaves_one_demo_study_and_the_researchers_labels(demo_
     assert Study.objects.get() == study
     assert Label.objects.count() == labels and services.progress(study, researcher)[0] == 1
     assert User.objects.filter(username__startswith="demo-rater-").count() == 2
+
+
+def test_setup_demo_again_after_an_upload_says_the_study_is_kept(demo_archive):
+    """The README's walk has the operator upload docs/examples/example-archive.zip, which has no ground
+    truth beside it; `setup_demo` run again then (new passwords for a lost login) keeps the study and
+    says so, where it said "No labeling study: no demo ground truth beside the imported archive"
+    of a study that was there, untouched, for the researcher to go on labelling."""
+    ingest.execute_run(ingest.create_run(demo_archive).pk)
+    call_command("setup_demo", stdout=StringIO())
+    study = Study.objects.get()
+    example = ingest.execute_run(ingest.create_run(REPO / "docs" / "examples" / "example-archive.zip").pk)
+    assert example.status == IngestRun.Status.SUCCEEDED, example.errors
+
+    out = StringIO()
+    call_command("setup_demo", stdout=out)
+    kept = f"Labeling study '{study.name}' (already there, left as it is): {study.items.count()} jobs"
+    assert kept in out.getvalue()
+    assert "No labeling study" not in out.getvalue()
+    assert Study.objects.get() == study
 
 
 def test_setup_demo_names_a_truth_file_it_cannot_read(demo_archive, tmp_path):

@@ -11,6 +11,7 @@ from fleet.access import OPERATORS_GROUP, RESEARCHERS_GROUP
 from fleet.models import Cluster, GpuModelPrice, Owner, Team
 from triage.accuracy import load_truth
 from triage.demo import study as demo_study
+from triage.labeling.models import Study
 from triage.labeling.services import LabelingError
 
 # Indicative on-demand prices per GPU-hour; operators set their own under Settings → GPU-hour prices.
@@ -58,7 +59,9 @@ class Command(BaseCommand):
             self.stdout.write(
                 f"would price {len(clusters)} clusters and create logins: {', '.join(u for u, _ in logins)}"
             )
-            if truth_path:
+            if Study.objects.filter(name=demo_study.DEMO_STUDY_NAME).exists():
+                self.stdout.write(f"would leave the study '{demo_study.DEMO_STUDY_NAME}' as it is")
+            elif truth_path:
                 self.stdout.write(f"would make the study '{demo_study.DEMO_STUDY_NAME}' from {truth_path}")
             return
 
@@ -92,6 +95,12 @@ class Command(BaseCommand):
             self.stdout.write(f"  {username:<11} {passwords[username]:<14} {role}")
 
     def _study(self, truth_path: Path | None, researcher) -> None:
+        # Made once and left as it is: an archive imported since (the example archive, uploaded on the
+        # README's walk) has no ground truth beside it, and needs none to keep the study.
+        existing = Study.objects.filter(name=demo_study.DEMO_STUDY_NAME).first()
+        if existing is not None:
+            self._said(existing, made=False)
+            return
         if truth_path is None:
             self.stdout.write(
                 "No labeling study: no demo ground truth beside the imported archive (pass --truth PATH)."
@@ -107,6 +116,9 @@ class Command(BaseCommand):
         except LabelingError as exc:
             self.stdout.write(self.style.WARNING(f"No labeling study ({truth_path}): {exc}"))
             return
+        self._said(study, made=made)
+
+    def _said(self, study, *, made: bool) -> None:
         done = "made" if made else "already there, left as it is"
         self.stdout.write(
             f"Labeling study '{study.name}' ({done}): {study.items.count()} jobs, labelled by "
