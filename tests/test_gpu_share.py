@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import csv
 import io
+import re
 from datetime import timedelta
 from decimal import Decimal
 
@@ -166,3 +167,25 @@ def test_mig_slices_and_time_sliced_replicas_are_priced_at_their_share(tmp_path,
         page = client.get(url).content.decode()
         cell = '<span class="gpu-unit">1 MIG 1g.10gb slice</span> <span class="muted">(1/7 of a GPU)</span>'
         assert cell in page, url
+
+
+def test_the_readme_gives_the_jobs_csvs_gpu_share_as_the_csv_writes_it(client, operator, team_a):
+    """README said the jobs CSV's `gpu_share` is "1 for whole GPUs" where the CSV writes `1.0`, as it writes
+    its other figures (`gpu_hours` `2.0`): a decimal column keeps one type whatever a fleet runs on. The
+    README's two examples are read from it and checked against the cells the CSV writes."""
+    from pathlib import Path
+
+    from tests.factories import JobFactory
+
+    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text(encoding="utf-8")
+    said = re.search(r"\(`gpu_share`: `?([\d.]+)`? for whole GPUs, `?([\d.]+)`? for a MIG 1g\.10gb slice", readme)
+    assert said, "README no longer gives the jobs CSV's gpu_share examples"
+    JobFactory(team=team_a, name="whole", gpu_count=2, gpu_share=1.0)
+    JobFactory(team=team_a, name="slice", gpu_count=2, gpu_share=1 / 7, gpu_unit="MIG 1g.10gb slice")
+    client.force_login(operator)
+    response = client.get("/jobs/", {"format": "csv"})
+    rows = {
+        row["name"]: row
+        for row in csv.DictReader(io.StringIO(b"".join(response.streaming_content).decode("utf-8-sig")))
+    }
+    assert (rows["whole"]["gpu_share"], rows["slice"]["gpu_share"]) == said.groups()
