@@ -147,6 +147,32 @@ def test_setup_demo_again_after_an_upload_says_the_study_is_kept(demo_archive):
     assert Study.objects.get() == study
 
 
+def test_setup_demo_again_says_how_far_the_researcher_has_labelled(demo_archive):
+    """Run again (new passwords for a lost login), `setup_demo` said "researcher has them to label" of a study
+    the researcher had labelled and submitted whole; it says what is so: none labelled yet, some of them, all
+    of them not yet submitted, or labelled and submitted."""
+    ingest.execute_run(ingest.create_run(demo_archive).pk)
+
+    def said() -> str:
+        out = StringIO()
+        call_command("setup_demo", stdout=out)
+        return next(line for line in out.getvalue().splitlines() if line.startswith("Labeling study"))
+
+    assert said().endswith("; researcher has them to label.")
+    study = Study.objects.get()
+    researcher = User.objects.get(username="researcher")
+    count = study.items.count()
+    mine = list(services.assignments_of(study, researcher).order_by("item__position"))
+    services.save_answer(mine[0], {"none": ""})
+    assert said().endswith(f"; researcher has labelled 1 of them, {count - 1} to go.")
+    for assignment in mine[1:]:
+        services.save_answer(assignment, {"none": ""})
+    assert said().endswith(f"; researcher has labelled all {count}, not submitted yet.")
+    services.submit(study, researcher)
+    line = said()
+    assert line.endswith("; researcher has labelled and submitted them.") and "to label" not in line
+
+
 def test_setup_demo_names_a_truth_file_it_cannot_read(demo_archive, tmp_path):
     ingest.execute_run(ingest.create_run(demo_archive).pk)
     broken = tmp_path / "broken.truth.json"

@@ -11,6 +11,7 @@ from fleet.access import OPERATORS_GROUP, RESEARCHERS_GROUP
 from fleet.models import Cluster, GpuModelPrice, Owner, Team
 from triage.accuracy import load_truth
 from triage.demo import study as demo_study
+from triage.labeling import services as labeling_services
 from triage.labeling.models import Study
 from triage.labeling.services import LabelingError
 
@@ -122,5 +123,20 @@ class Command(BaseCommand):
         done = "made" if made else "already there, left as it is"
         self.stdout.write(
             f"Labeling study '{study.name}' ({done}): {study.items.count()} jobs, labelled by "
-            f"{' and '.join(demo_study.DEMO_RATERS)}; researcher has them to label."
+            f"{' and '.join(demo_study.DEMO_RATERS)}; {self._researchers_part(study)}."
         )
+
+    @staticmethod
+    def _researchers_part(study) -> str:
+        """How far the demo's researcher is with the study, as a run again finds it."""
+        link = study.rater_links.filter(user__username="researcher").select_related("user").first()
+        if link is None:
+            return "researcher is not one of its raters"
+        if link.submitted_at is not None:
+            return "researcher has labelled and submitted them"
+        done, total = labeling_services.progress(study, link.user)
+        if done == 0:
+            return "researcher has them to label"
+        if done < total:
+            return f"researcher has labelled {done} of them, {total - done} to go"
+        return f"researcher has labelled all {total}, not submitted yet"
