@@ -22,13 +22,19 @@ SHOTS = REPO / "screenshots"
 def log_in(driver, base: str, user, next_path: str) -> None:
     """Log `user` in through the login form and land on `next_path`."""
     from selenium.webdriver.common.by import By
+    from selenium.webdriver.support.expected_conditions import staleness_of
+    from selenium.webdriver.support.wait import WebDriverWait
 
     user.set_password("correct horse battery staple")
     user.save()
     driver.get(f"{base}/login/?next={next_path}")
     driver.find_element(By.ID, "id_username").send_keys(user.username)
     driver.find_element(By.ID, "id_password").send_keys("correct horse battery staple")
-    driver.find_element(By.CSS_SELECTOR, "button[type=submit].primary").click()
+    button = driver.find_element(By.CSS_SELECTOR, "button[type=submit].primary")
+    button.click()
+    # Wait for the answer's page to replace the form: a page opened at once after the click could stop the
+    # login's POST on a loaded machine, and the next page then opened on the login form.
+    WebDriverWait(driver, 30).until(staleness_of(button))
 
 
 def console_errors(driver) -> list[str]:
