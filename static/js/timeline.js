@@ -109,6 +109,13 @@
     return update;
   }
 
+  // The time axis on a phone: at most NARROW_TICKS labels, which then lie level. In a window of minutes
+  // Plotly put a label ("10:07:00") every minute, more than the narrow plot has room for, and tilted them
+  // to fit: the tilted date ran into the axis's title under it, out of the margin kept for it. The angle
+  // stays Plotly's, which tilts labels that would overlap; the wide chart keeps Plotly's count (null).
+  var NARROW_TICKS = 4;
+  function axisFor(narrow) { return {"xaxis.nticks": narrow ? NARROW_TICKS : null}; }
+
   // The layout for the box's width, into a figure about to be drawn.
   function fitWidth(figure) {
     wideLayout = layoutParts(figure.layout);
@@ -121,6 +128,7 @@
       (figure.layout.shapes || []).forEach(function (shape, index) { shape.name = narrow.shapeNames[index]; });
       delete narrow.shapeNames;
       Object.assign(figure.layout, narrow);
+      figure.layout.xaxis.nticks = NARROW_TICKS;
     }
   }
 
@@ -135,7 +143,8 @@
     var names = shapeNameUpdate(narrowShown ? parts.shapeNames : wideShapeNames);
     // The legend after the height and margins: changed in one relayout, Plotly placed the legend where
     // the old height put it (19 px into the plot on a phone, when its rows wrapped anew).
-    window.Plotly.relayout(el, Object.assign({margin: parts.margin, height: parts.height}, names)).then(function () {
+    var change = Object.assign({margin: parts.margin, height: parts.height}, names, axisFor(narrowShown));
+    window.Plotly.relayout(el, change).then(function () {
       return window.Plotly.relayout(el, {legend: parts.legend});
     });
   }
