@@ -22,7 +22,6 @@ SHOTS = REPO / "screenshots"
 def log_in(driver, base: str, user, next_path: str) -> None:
     """Log `user` in through the login form and land on `next_path`."""
     from selenium.webdriver.common.by import By
-    from selenium.webdriver.support.expected_conditions import staleness_of
     from selenium.webdriver.support.wait import WebDriverWait
 
     user.set_password("correct horse battery staple")
@@ -34,7 +33,23 @@ def log_in(driver, base: str, user, next_path: str) -> None:
     button.click()
     # Wait for the answer's page to replace the form: a page opened at once after the click could stop the
     # login's POST on a loaded machine, and the next page then opened on the login form.
-    WebDriverWait(driver, 30).until(staleness_of(button))
+    WebDriverWait(driver, 30).until(lambda _: _replaced(button))
+
+
+def _replaced(element) -> bool:
+    """Whether a new page has replaced the one `element` was on. Chromium says so in one of two ways: the
+    element is stale, or (caught as the page goes) its node "does not belong to the document"."""
+    from selenium.common.exceptions import StaleElementReferenceException, WebDriverException
+
+    try:
+        element.is_enabled()
+    except StaleElementReferenceException:
+        return True
+    except WebDriverException as exc:
+        if "does not belong to the document" in str(exc):
+            return True
+        raise
+    return False
 
 
 def console_errors(driver) -> list[str]:
