@@ -190,22 +190,14 @@ def release_claim(run_id: int) -> None:
 IMPORTING_HERE = "This process is importing the run; nothing was changed."
 
 
-def start_run(run_id: int, *, claimed: bool = False) -> bool:
+def start_run(run_id: int) -> bool:
     """An upload's import (and Import now's, without a task queue): queued to the workers (`queue_run`), or
     without a task queue begun in a thread of this process, returning once the run is running (or over).
-    False when it failed to queue. `claimed`: the caller holds the run's claim (`claim_here`), handed to
-    the thread (or let go once the import is over).
+    False when it failed to queue. A caller holding the run's claim (`claim_here`) lets it go on return:
+    the thread holds the run by then (`_background_imports`), or the import is over.
 
     Inside a transaction (a test's) the run is not committed, and a thread's connection could not see it:
     the import then runs here, as every task does without a queue."""
-    try:
-        return _start_run(run_id)
-    finally:
-        if claimed:
-            release_claim(run_id)  # the thread holds the run now (`_background_imports`), or it is over
-
-
-def _start_run(run_id: int) -> bool:
     from fleet.tasking import tasks_run_here
 
     if not tasks_run_here() or connection.in_atomic_block:
@@ -356,8 +348,8 @@ def _requeue_run(run_id: int, waited: str, stalled_before: datetime | None, *, b
             IngestRun.objects.filter(pk=run_id, status=IngestRun.Status.RUNNING).update(
                 status=IngestRun.Status.PENDING, started_at=None, phase="queued again: its worker had stopped"
             )
-    if background:  # no task queue: begun in a thread, as an upload's import (the claim handed to it)
-        start_run(run_id, claimed=True)
+    if background:  # no task queue: begun in a thread, as an upload's import (`requeue_run` lets the claim go)
+        start_run(run_id)
         return started_here(run_id)
     try:
         result = _publish(

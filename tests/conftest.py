@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 from django.contrib.auth.models import Group
+from django.test import Client
 from hypothesis import HealthCheck
 from hypothesis import settings as hypothesis_settings
 
@@ -196,6 +197,14 @@ def operator(db):
     user = UserFactory(username="olivia-operator")
     user.groups.add(Group.objects.get_or_create(name=OPERATORS_GROUP)[0])
     return user
+
+
+@pytest.fixture
+def operator_client(operator):
+    """A test client logged in as the operator."""
+    client = Client()
+    client.force_login(operator)
+    return client
 
 
 @pytest.fixture

@@ -6,18 +6,10 @@ from __future__ import annotations
 import re
 
 import pytest
-from django.test import Client
 
 from fleet import audit
 
 pytestmark = pytest.mark.django_db
-
-
-@pytest.fixture
-def operator_client(operator):
-    client = Client()
-    client.force_login(operator)
-    return client
 
 
 def details_cells(page: str) -> list[str]:

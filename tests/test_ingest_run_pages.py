@@ -7,7 +7,6 @@ import io
 import re
 
 import pytest
-from django.test import Client
 
 from fleet.models import IngestRun
 from tests.conftest import write_zip
@@ -15,13 +14,6 @@ from tests.reading import as_read
 from tests.test_ingest import MANIFEST, run_command
 
 pytestmark = pytest.mark.django_db
-
-
-@pytest.fixture
-def operator_client(operator):
-    client = Client()
-    client.force_login(operator)
-    return client
 
 
 def csv_rows(client, run: IngestRun) -> list[list[str]]:

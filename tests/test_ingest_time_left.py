@@ -13,7 +13,6 @@ import re
 from datetime import timedelta
 
 import pytest
-from django.test import Client
 from django.utils import timezone
 from rest_framework.test import APIClient
 
@@ -28,13 +27,6 @@ pytestmark = pytest.mark.django_db
 # The clock stands still in these tests (`frozen_clock`): a loaded machine takes seconds between writing a
 # run and reading its page, which moved the figures.
 NOW = timezone.now()
-
-
-@pytest.fixture
-def operator_client(operator):
-    client = Client()
-    client.force_login(operator)
-    return client
 
 
 @pytest.fixture(autouse=True)

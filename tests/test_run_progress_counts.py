@@ -9,20 +9,12 @@ import re
 
 import pytest
 from django.db.models.signals import post_save
-from django.test import Client
 
 from fleet import ingest
 from fleet.models import IngestRun
 from tests.conftest import EXAMPLE_ARCHIVE
 
 pytestmark = pytest.mark.django_db
-
-
-@pytest.fixture
-def operator_client(operator):
-    client = Client()
-    client.force_login(operator)
-    return client
 
 
 def progress_line(client, run_id: int) -> tuple[str, str, str]:

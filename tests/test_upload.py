@@ -18,13 +18,6 @@ pytestmark = pytest.mark.django_db
 UPLOAD = "/ingest-runs/upload/"
 
 
-@pytest.fixture
-def operator_client(operator):
-    client = Client()
-    client.force_login(operator)
-    return client
-
-
 def leftovers(folder) -> list:
     return sorted(p.name for p in folder.rglob("*") if p.is_file())
 
