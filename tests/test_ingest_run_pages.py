@@ -368,3 +368,23 @@ def test_the_runs_lists_error_count_opens_the_runs_errors_and_the_csv_stays_on_t
     assert f"/ingest-runs/{run.pk}/errors.csv" not in listed
     page = operator_client.get(f"/ingest-runs/{run.pk}/").content.decode()
     assert f'href="/ingest-runs/{run.pk}/errors.csv">download as CSV</a>' in page
+
+
+def test_a_runs_attempts_say_what_stops_an_attempt_where_the_run_is_imported(operator_client, settings):
+    """The Attempts row blamed a dead worker even without a task queue, where no worker exists and the web
+    process imports: it now says what stops an attempt there (that process killed or restarted)."""
+    from tests.test_ingest_recovery import queued_mode
+
+    run = IngestRun.objects.create(archive_name="x.zip", status=IngestRun.Status.SUCCEEDED, attempts=2)
+    page = " ".join(as_read(operator_client.get(f"/ingest-runs/{run.pk}/").content.decode()).split())
+    assert (
+        "<dt>Attempts</dt><dd>2 (an attempt stopped part-way — the web process importing it was killed or "
+        "restarted, or the database was unreachable; the import was resumed from the start, without duplicates)"
+    ) in page
+    assert "worker" not in page
+    with queued_mode(settings):
+        page = " ".join(as_read(operator_client.get(f"/ingest-runs/{run.pk}/").content.decode()).split())
+    assert (
+        "<dt>Attempts</dt><dd>2 (an attempt stopped part-way — its worker died, or the database was unreachable; "
+        "the import was resumed from the start, without duplicates)"
+    ) in page
