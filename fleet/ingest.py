@@ -525,6 +525,27 @@ def jobs_stored(run_id: int) -> int:
     return Job.objects.filter(ingest_run_id=run_id).count()
 
 
+def stored_by_earlier_attempts(run: IngestRun) -> int:
+    """The jobs earlier attempts of an unfinished run stored (`jobs_stored`): kept, and counted unchanged by the
+    attempt going on. That attempt's own are those it has counted created or updated (its counts are written just
+    after each batch of jobs commits: read in between, that batch is taken for an earlier attempt's a moment)."""
+    if run.is_finished or not run.attempts or run.source == IngestRun.Source.CONNECTOR:
+        return 0
+    if run.status == IngestRun.Status.RUNNING and run.attempts == 1:  # the first attempt stored them all
+        return 0
+    stored = jobs_stored(run.pk)
+    if run.status == IngestRun.Status.RUNNING:
+        stored -= run.jobs_created + run.jobs_updated
+    return max(stored, 0)
+
+
+def earlier_attempt_kept(stored: int) -> str:
+    """What Mark failed and a run's page say of the jobs an earlier attempt stored: "the 12 jobs an earlier attempt
+    stored are kept"."""
+    jobs = "1 job an earlier attempt stored is" if stored == 1 else f"{stored:,} jobs an earlier attempt stored are"
+    return f"the {jobs} kept"
+
+
 def error_order(error: dict) -> tuple:
     """Where an error stands in a run's report: by file, then row as a number (a file's errors
     without a row first), then field. Notes on the whole run (no file) come before every file."""

@@ -80,8 +80,13 @@ def ingest_run_detail(request, pk: int):
         "importing_here": ingest.importing_here(run.pk),
     }
     context["worker_stopped"] = not context["importing_here"] and ingest.worker_stopped(run)
-    if run.requeue_due_at and run.attempts:  # pending again after an attempt that stored jobs: Mark failed keeps them
-        context["stored_before"] = ingest.jobs_stored(run.pk)
+    # Pending again after an attempt that stored jobs (Mark failed keeps them), or imported again (counted unchanged).
+    context["stored_before"] = stored = ingest.stored_by_earlier_attempts(run)
+    being_imported = context["importing_here"] or (
+        run.status == IngestRun.Status.RUNNING and not context["worker_stopped"]
+    )
+    if stored and being_imported:
+        context["earlier_kept"] = ingest.earlier_attempt_kept(stored)
     if context["worker_stopped"]:
         context["stalled_sweep_at"] = ingest.stalled_sweep_at(run)
     return render(request, "fleet/ingest_run_detail.html", context)
@@ -161,14 +166,9 @@ def ingest_run_fail(request, pk: int):
         stored = ingest.jobs_stored(run.pk)
         message = f"Marked failed by {who} while pending: nothing was imported."
         if stored:
-            jobs = (
-                "1 job an earlier attempt stored is"
-                if stored == 1
-                else f"{stored:,} jobs an earlier attempt stored are"
-            )
             message = (
-                f"Marked failed by {who} while pending: the {jobs} kept, the rest was not imported; send the archive "
-                "again to import it (stored jobs are skipped)."
+                f"Marked failed by {who} while pending: {ingest.earlier_attempt_kept(stored)}, the rest was not "
+                "imported; send the archive again to import it (stored jobs are skipped)."
             )
         recovery = ingest.mark_failed(run.pk, message)
     if recovery.outcome == "failed":

@@ -256,3 +256,31 @@ def test_import_now_begins_the_import_in_the_background_and_a_second_press_is_to
     assert Job.objects.count() == run.jobs_created == 5
     event = AuditEvent.objects.get(action="ingest_run.requeue", target_id=str(run.pk))
     assert event.details == {"outcome": "started", "status": "pending"}
+
+
+def test_import_now_on_a_run_an_earlier_attempt_stored_jobs_of_says_they_are_kept(operator, monkeypatch):
+    """Import now on a pending run whose earlier attempt stored jobs: its page read "0 of 5 jobs" with no word
+    of those jobs (the card that said they are kept goes once the import begins). It says they are kept and
+    that this attempt counts them as unchanged, from the press until the import is over."""
+    ingest.execute_run(ingest.create_run(EXAMPLE_ARCHIVE).pk)
+    run = ingest.create_run(EXAMPLE_ARCHIVE)
+    IngestRun.objects.filter(pk=run.pk).update(attempts=1, phase="queued again: its worker had stopped")
+    Job.objects.filter(pk__in=Job.objects.order_by("pk").values("pk")[:2]).update(ingest_run=run)
+    kept = "The 2 jobs an earlier attempt stored are kept: this attempt counts them as unchanged."
+    client = Client()
+    client.force_login(operator)
+    with storing_held(monkeypatch) as (reached, release, _):
+        response = client.post(f"/ingest-runs/{run.pk}/requeue/", follow=True)
+        page = " ".join(response.content.decode().split())
+        assert "The import has begun in this process" in page and "Not imported" not in page
+        assert kept in page
+        assert reached.wait(10)
+        page = " ".join(client.get(f"/ingest-runs/{run.pk}/").content.decode().split())
+        assert "0 of 5 jobs" in page and kept in page
+        assert "<dt>Attempts</dt><dd>2 (an attempt stopped part-way" in page
+        release.set()
+        assert wait_for_imports()
+    run.refresh_from_db()
+    assert (run.status, run.attempts, run.jobs_unchanged) == (IngestRun.Status.SUCCEEDED, 2, 5)
+    assert Job.objects.filter(ingest_run=run).count() == 2
+    assert kept not in client.get(f"/ingest-runs/{run.pk}/").content.decode()  # over: its Jobs row counts them
