@@ -1,6 +1,7 @@
 """How a job's shell scripts and its command are read for launches (rules revision 10): a here-document's body is
 data, not commands; `env -i` / `env -u` and `sudo -i` hand their command the environment they do; `--ntasks-per-gpu`
-starts N training processes a GPU, which the loader rules count."""
+starts N training processes a GPU, which the loader rules count. Rules revision 11: `env -S STRING` runs the words
+its string splits into, and a shebang that runs a shell through env makes a shell script."""
 
 from __future__ import annotations
 
@@ -172,9 +173,86 @@ def test_envs_options_are_read_as_env_reads_them(line, processes):
 
 
 def test_an_env_whose_command_is_not_known_is_no_launch():
-    # `-S STRING` splits its string by rules of its own; `--help` runs nothing
-    for line in ("env -S 'SLURM_NTASKS=4 srun' python train.py", "env --help srun -n 4 python train.py"):
-        assert extract_script_evidence([("run.sh", f"#!/bin/bash\n{line}\n")]).of("shell_launch") == []
+    # `--help` runs nothing; an `-S` string env refuses (an escape it does not know, a quote left open, a `$` that is
+    # no `${NAME}`, a backslash at its end) runs nothing either: env exits with its usage error
+    for line in (
+        "env --help srun -n 4 python train.py",
+        "env -S 'srun -n 4 python train.py \\q'",
+        "env -S 'srun -n 4 \"python train.py'",
+        "env -S 'srun -n $N python train.py'",
+        "env -S 'srun -n 4 python train.py \\'",
+    ):
+        assert extract_script_evidence([("run.sh", f"#!/bin/bash\n{line}\n")]).of("shell_launch") == [], line
+
+
+# --- 2b. env -S: the split string ---------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("line", "processes"),
+    [
+        # env(1): "-S, --split-string=S  process and split S into separate arguments; used to pass multiple arguments
+        # on shebang lines". The command inside was not read at all (no launch)
+        ('env -S "srun -n 4 python train.py"', 4),
+        ("env -S'srun -n 4 python train.py'", 4),
+        ("env --split-string='srun -n 4 python train.py'", 4),
+        ("env --split 'srun -n 4' python train.py", 4),  # the words after the string follow its own
+        ("/usr/bin/env -S 'srun -n 4 python train.py'", 4),
+        # its words are env's arguments again: options, NAME=VALUE words, then the command
+        ("env -S 'SLURM_NTASKS=4 srun' python train.py", 4),
+        ("env -S '-i srun python train.py'", None),  # `-i` inside empties the environment: no allocation
+        ("env -i -S 'SLURM_NTASKS=2 srun python train.py'", 2),
+        # its quoting and escapes (coreutils src/env.c, build_argv): quotes group, `\_` separates words outside
+        # double quotes, a `#` at a word's start ends the string, `${NAME}` is env's environment (not known here)
+        ("env -S 'srun\\_-n\\_4 python train.py'", 4),
+        ("env -S 'srun \"-n\" 4 python train.py #-n 8'", 4),
+        ("env -S 'srun -n ${N} python train.py'", None),
+        ("env -S 'srun -n \\${N} python train.py'", None),
+    ],
+)
+def test_env_s_splits_its_string_into_the_command_it_runs(line, processes):
+    launched = launch_of(f"#!/bin/bash\n#SBATCH -n 8\n{line}\n")
+    assert launched.detail.get("processes") == processes, line
+
+
+def test_a_variable_set_after_bashs_time_is_still_no_program():
+    # reading env's string as its arguments keeps the VAR=value words after bash's `time` out of the program's name
+    assert launch_of("#!/bin/bash\ntime NCCL_DEBUG=INFO srun -n 4 python train.py\n").detail["processes"] == 4
+
+
+def test_an_option_passed_through_env_s_is_read_by_the_script():
+    # `env -S "python train.py --workers 0"`: the launch was not seen, so `num_workers=args.workers` kept its default 4
+    script = (
+        "import argparse\nfrom torch.utils.data import DataLoader\nparser = argparse.ArgumentParser()\n"
+        "parser.add_argument('--workers', type=int, default=4)\nargs = parser.parse_args()\n"
+        "loader = DataLoader(dataset, num_workers=args.workers)\n"
+    )
+    for launch in ('env -S "python train.py --workers 0"', "env -S 'python -u' train.py --workers 0"):
+        evidence = extract_script_evidence([("train.py", script), ("run.sh", f"#!/bin/bash\n{launch}\n")])
+        (loader,) = evidence.of("dataloader")
+        assert loader.detail["num_workers"] == 0, launch
+    (loader,) = extract_script_evidence([("train.py", script)], command="env -S 'python3 -u train.py --workers 0'").of(
+        "dataloader"
+    )
+    assert loader.detail["num_workers"] == 0
+
+
+def test_the_jobs_command_under_env_s_is_read():
+    (launch,) = command_code_facts("env -S 'srun -n 4 python x.py'")
+    assert launch.detail.get("processes") == 4
+
+
+@pytest.mark.parametrize("shebang", ["#!/usr/bin/env -S bash -eu", "#!/usr/bin/env bash", "#!/usr/bin/env -S sh -e"])
+def test_a_script_whose_shebang_runs_a_shell_through_env_is_read(shebang):
+    # A script without a shell's suffix is read as one by its first line: `#!/bin/...` only, so one that starts its
+    # shell through env (`-S` passing the shell its options, as a shebang's one argument cannot) was not read at all
+    evidence = extract_script_evidence([("launch", f"{shebang}\nsrun -n 4 python train.py\n")])
+    assert [f.detail.get("processes") for f in evidence.of("shell_launch")] == [4]
+
+
+def test_a_shebang_that_runs_python_through_env_s_is_no_shell_script():
+    text = "#!/usr/bin/env -S python3 -u\nimport os\nos.system('srun -n 4 python other.py')\n"
+    assert extract_script_evidence([("prepare", text)]).of("shell_launch") == []
 
 
 def test_a_variable_env_unsets_is_not_known():

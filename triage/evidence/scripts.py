@@ -399,7 +399,25 @@ def _read_file(
 
 
 def _is_shell(path: str, text: str) -> bool:
-    return path.lower().endswith((".sh", ".bash", ".slurm", ".sbatch")) or text.startswith("#!/bin/")
+    return (
+        path.lower().endswith((".sh", ".bash", ".slurm", ".sbatch"))
+        or text.startswith("#!/bin/")
+        or _shebang_shell(text)
+    )
+
+
+def _shebang_shell(text: str) -> bool:
+    """Whether a script's first line runs it with a shell: `#!/usr/bin/bash`, or a shell env finds (`#!/usr/bin/env
+    bash`, `#!/usr/bin/env -S bash -eu`). The kernel hands the interpreter the rest of the line as one argument
+    (execve(2), "Interpreter scripts"), so env gets `-S bash -eu` and splits it (`_env_command`), where `#!/usr/bin/env
+    bash -e` asks env for a program named "bash -e"."""
+    if not text.startswith("#!"):
+        return False
+    interpreter, _, argument = text[2:].split("\n", 1)[0].strip().partition(" ")
+    words = [interpreter] + ([argument.strip(" \t")] if argument.strip(" \t") else [])
+    if _is_env(interpreter):
+        words = found[2] if (found := _env_command(words)) is not None else []
+    return bool(words) and words[0].rsplit("/", 1)[-1] in _SHELL_PROGRAMS
 
 
 def _launches(scripts: list[tuple[str, str]], command: str) -> list[list[str]]:
@@ -415,7 +433,7 @@ def _launches(scripts: list[tuple[str, str]], command: str) -> list[list[str]]:
     if command.strip() and not command.strip().startswith("#"):
         with contextlib.suppress(ValueError):  # an unbalanced quote: no launch read from it
             commands.extend(split_command(command))
-    return [argv for argv in commands if _command_kind(argv) in ("launch", "python")]
+    return [_env_string_split(argv) for argv in commands if _command_kind(argv) in ("launch", "python")]
 
 
 _ASSIGNMENT = re.compile(r"([A-Za-z_][A-Za-z0-9_]*)=(.*)", re.DOTALL)
@@ -425,8 +443,13 @@ _ENVIRONMENT_WORD = re.compile(r"[A-Z_][A-Z0-9_]*=.*")  # `NCCL_DEBUG=INFO` befo
 
 
 def _without_assignments(argv: list[str]) -> list[str]:
-    """A command's words without the `VAR=value` environment words it is given (`NCCL_DEBUG=INFO torchrun ...`)."""
-    return [word for word in argv if not _ENVIRONMENT_WORD.fullmatch(word)]
+    """A command's words without the `VAR=value` environment words it is given (`NCCL_DEBUG=INFO torchrun ...`): those
+    before its program (a wrapper's own, `env X=1 srun ...`, `sudo X=1 srun ...`, are read by its reader), not its
+    arguments (`env -S 'SLURM_NTASKS=4 srun' ...`: env's string)."""
+    index = 0
+    while index < len(argv) and _ENVIRONMENT_WORD.fullmatch(argv[index]):
+        index += 1
+    return argv[index:]
 
 
 _DECLARATIONS = ("export", "declare", "readonly", "local")  # set the variables their words assign, as a plain line
@@ -2067,25 +2090,96 @@ def _environment_reset(argv: list[str]) -> bool:
 # `-C DIR` (`--chdir=DIR`) take a value (the rest of the word, else the next word); `-i` (`--ignore-environment`, and a
 # lone `-` after the options) empties the environment, `-0` (`--null`) and `-v` (`--debug`) are switches, the signal
 # options take a value only after '=', and `--help`, `--version`, `--list-signal-handling` run no command; a long
-# option may be given by a unique prefix (getopt_long). `-S STRING` (`--split-string`), which splits its string into
-# words by rules of its own (escapes, `${VAR}`), is not read: the line's command is not known.
+# option may be given by a unique prefix (getopt_long). `-S STRING` (`--split-string=STRING`) takes a value too, which
+# env splits into words (`_env_split_string`) read as its arguments again, before the words after it.
 _ENV_LONG = {
     "ignore-environment": "i",
     "null": "0",
     "unset": "u",
     "chdir": "C",
     "debug": "v",
+    "split-string": "S",
     **dict.fromkeys(("block-signal", "default-signal", "ignore-signal"), ""),
-    **dict.fromkeys(("list-signal-handling", "help", "version", "split-string"), None),
+    **dict.fromkeys(("list-signal-handling", "help", "version"), None),
 }
+# The escapes env's `-S` string takes after a backslash (src/env.c, build_argv): the character itself, or a control
+# character; `\_` and `\c` are read apart, any other is env's usage error ("invalid sequence '\q' in -S").
+_ENV_SPLIT_ESCAPES = {**{char: char for char in "\"#$'\\"}, "f": "\f", "n": "\n", "r": "\r", "t": "\t", "v": "\v"}
+_ENV_SPLIT_BLANKS = " \t\n\v\f\r"
+
+
+def _env_split_string(text: str) -> list[str] | None:
+    """The words env's `-S STRING` makes of its string, as coreutils splits it (src/env.c, build_argv; env(1),
+    "-S/--split-string usage in scripts"): blanks separate words outside quotes; single and double quotes group (an
+    empty pair is an empty word); a backslash passes a backslash, a quote, `#` or `$` on as it is and stands for a tab,
+    a newline, ... after `t`, `n`, `f`, `r`, `v`; a backslash and `_` separate words outside double quotes and are a
+    space inside them; a backslash and `c`, and a `#` that begins a word, end the string; in single quotes a backslash
+    is itself but before a backslash or a single quote. `${NAME}` is env's own environment, not known here: kept as
+    written, an expansion the launch reading does not know (`_EXPANSION`). None where env refuses the string (a `$`
+    that is no `${NAME}`, another escape, a backslash at its end, a quote left open, a backslash and `c` in double
+    quotes): it runs no command."""
+    words: list[str] = []
+    single = double = False
+    separated = True  # the next character begins a word
+    index = 0
+
+    def add(chars: str) -> None:
+        nonlocal separated
+        if separated:
+            words.append("")
+            separated = False
+        words[-1] += chars
+
+    while index < len(text):
+        char = text[index]
+        if (char == "'" and not double) or (char == '"' and not single):
+            if char == "'":
+                single = not single
+            else:
+                double = not double
+            add("")  # a quote begins a word, an empty one if nothing follows
+            index += 1
+            continue
+        if char in _ENV_SPLIT_BLANKS and not (single or double):
+            separated = True
+            index += 1
+            continue
+        if char == "#" and separated and not (single or double):
+            break
+        if char == "\\" and not (single and text[index + 1 : index + 2] not in ("\\", "'")):
+            escape = text[index + 1 : index + 2]
+            index += 2
+            if escape == "_" and not double:
+                separated = True
+            elif escape == "_":
+                add(" ")
+            elif escape == "c" and not double:
+                return words
+            elif escape in _ENV_SPLIT_ESCAPES:
+                add(_ENV_SPLIT_ESCAPES[escape])
+            else:
+                return None  # `\c` in double quotes, an escape env does not know, a backslash at the end
+            continue
+        if char == "$" and not single:
+            found = re.match(r"\$\{[A-Za-z_][A-Za-z0-9_]*\}", text[index:])
+            if not found:
+                return None  # "only ${VARNAME} expansion is supported"
+            add(found.group())
+            index += len(found.group())
+            continue
+        add(char)
+        index += 1
+    return None if single or double else words
 
 
 def _env_command(words: list[str]) -> tuple[list[str], list[str], list[str], bool] | None:
     """The `NAME=VALUE` words of an env line (`words[0]` is env), the names its `-u` unsets, its command, and whether
     `-i` empties the environment first (env(1): "-i, --ignore-environment  start with an empty environment"; "-u,
     --unset=NAME  remove variable from the environment"; then "Set each NAME to VALUE in the environment and run
-    COMMAND"): `env -i SLURM_NTASKS=4 srun ...` runs srun with SLURM_NTASKS=4 alone. None where env runs no command
-    (`--help`, `--version`, an option it does not know) or its command is not read (`-S STRING`, `_ENV_LONG`)."""
+    COMMAND"): `env -i SLURM_NTASKS=4 srun ...` runs srun with SLURM_NTASKS=4 alone; `env -S "srun -n 4 python
+    train.py"` runs the words its string splits into (`_env_split_string`: `-S` in a shebang, `#!/usr/bin/env -S
+    python3 -u`, passes several). None where env runs no command (`--help`, `--version`, an option it does not know,
+    a `-S` string it refuses)."""
     settings: list[str] = []
     unset: list[str] = []
     emptied = False
@@ -2103,20 +2197,24 @@ def _env_command(words: list[str]) -> tuple[list[str], list[str], list[str], boo
             if len(found) != 1 or _ENV_LONG[found[0]] is None:
                 return None
             letter = _ENV_LONG[found[0]]
-            if letter in ("u", "C") and not eq:
+            if letter in ("u", "C", "S") and not eq:
                 if not rest:
                     return None
                 value = rest.pop(0)
             emptied = emptied or letter == "i"
             if letter == "u":
                 unset.append(value)
+            if letter == "S":  # its words are env's arguments, read from the first (getopt starts again)
+                if (split := _env_split_string(value)) is None:
+                    return None
+                rest = split + rest
             continue
         if word.startswith("-"):
             for at, letter in enumerate(word[1:], 1):
-                if letter not in "iuCv0":
+                if letter not in "iuCSv0":
                     return None
                 emptied = emptied or letter == "i"
-                if letter in "uC":  # the rest of the word, else the next word, is its value
+                if letter in "uCS":  # the rest of the word, else the next word, is its value
                     value = word[at + 1 :]
                     if not value:
                         if not rest:
@@ -2124,6 +2222,10 @@ def _env_command(words: list[str]) -> tuple[list[str], list[str], list[str], boo
                         value = rest.pop(0)
                     if letter == "u":
                         unset.append(value)
+                    if letter == "S":
+                        if (split := _env_split_string(value)) is None:
+                            return None
+                        rest = split + rest
                     break
             continue
         rest.insert(0, word)
@@ -2133,6 +2235,23 @@ def _env_command(words: list[str]) -> tuple[list[str], list[str], list[str], boo
     while rest and "=" in rest[0]:
         settings.append(rest.pop(0))
     return settings, unset, rest, emptied
+
+
+def _env_string_split(argv: list[str]) -> list[str]:
+    """A command's words with the `-S` string of the env it runs in as the words env runs (`env -S "python train.py
+    --workers 0"`: `env python train.py --workers 0`; env's other options left out), so that a launch's script and
+    its options are seen; the words as they are where no env with a string runs the command."""
+    words = _without_assignments(argv)
+    head = argv[: len(argv) - len(words)]
+    while words and _wrapper(words[0]) and not _is_srun(words[0]):
+        if _is_env(words[0]):
+            found = _env_command(words)
+            if found is None or found[2] == words[len(words) - len(found[2]) :]:
+                return argv  # no command, or none from a string: the words are the command's own
+            return [*head, words[0], *found[0], *found[2]]
+        after = _after_wrapper(words)
+        head, words = head + words[: len(words) - len(after)], after
+    return argv
 
 
 def _is_sudo(word: str) -> bool:
@@ -2163,7 +2282,7 @@ def _after_wrapper(words: list[str]) -> list[str]:
     valued = _WRAPPER_VALUED.get(words[0].rsplit("/", 1)[-1])
     rest = words[1:]
     if valued is None:
-        return rest
+        return _without_assignments(rest)  # bash's `time X=1 srun ...` times a command given X=1
     index = 0
     while index < len(rest) and rest[index].startswith("-") and rest[index] != "-":
         word = rest[index]
@@ -2177,7 +2296,7 @@ def _after_wrapper(words: list[str]) -> list[str]:
             if f"-{letter}" in valued:
                 index += 1 if at == len(word) - 1 else 0
                 break
-    return rest[index:]
+    return _without_assignments(rest[index:])
 
 
 def _program(argv: list[str]) -> tuple[str, list[str]]:
@@ -3672,6 +3791,7 @@ def _remote_path_facts(argv: list[str], path: str, number: int, shown: str) -> l
     """A command's remote URIs given to an option (`--data s3://bucket/set`), each a `remote_path` fact at the
     line: read for a data option, written for an output or checkpoint one."""
     facts = []
+    argv = _env_string_split(argv)  # `env -S "python train.py --data s3://..."`
     for index, word in enumerate(argv[:-1]):
         if word.startswith("--") and argv[index + 1].startswith(REMOTE_SCHEMES):
             role = word.lstrip("-")

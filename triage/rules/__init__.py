@@ -340,7 +340,15 @@ from triage.rules.registry import RULES, THRESHOLDS, Finding, Status, TriageResu
 #      also: a finding's peak GPU memory is written in its summary from the value it stores (one decimal), as its fix
 #      writes it: a peak of 12.51 % read "peak GPU memory 13 %" in a small batch's summary and "12 %" in its fix (the
 #      summary rounded the measured value, the fix the stored 12.5); so too a ZeRO offload's "GPU memory peaked at"
-RULES_REVISION = 10
+#  11  2026-12-07: shell reading (revision 10 was released): env's `-S STRING` (`--split-string`) is read as env splits
+#      it (coreutils src/env.c, build_argv: blanks, quotes, `\_`, `\t`..., a `#` that begins a word, `${NAME}` not
+#      known), its words env's arguments again before the words after it: `env -S "srun -n 4 python train.py"` was no
+#      launch at all (the line's command not read), now 4 tasks; `env -S "python train.py --workers 0"` passes
+#      `--workers 0` to the script (its `num_workers=args.workers` kept the default); a string env refuses (`\q`, a
+#      `$N`, a quote left open) runs nothing. A script whose first line runs a shell through env (`#!/usr/bin/env
+#      bash`, `#!/usr/bin/env -S bash -eu`) or by another path (`#!/usr/bin/bash`) is read as a shell script whatever
+#      its name (only `#!/bin/...` and a shell's suffix were)
+RULES_REVISION = 11
 
 __all__ = [
     "RULES",
