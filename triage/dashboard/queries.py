@@ -528,6 +528,22 @@ def hours_text(value: float | None) -> str:
     return "–" if value is None else f"{float(value):,.1f}"
 
 
+def causes_account_for(cause_hours: list[float], unused_gpu_hours: float) -> str:
+    """The causes' recoverable GPU-hours added up, against the unused GPU-hours: the one sentence a team's page
+    (under its causes) and its weekly digest (`unattributed_note`) say it in, so both give the same total.
+
+    The total is of the exact hours, rounded once, as a spreadsheet's total row is; the causes listed beside it
+    are each rounded on their own, so they may add up to a tenth or so more or less (the demo's genai team in
+    2026-W47: causes listed as 111.2 in all, 111.3 exactly). Where they do, it says so and what they add up to,
+    so that neither figure reads as a mistake."""
+    total = hours_text(sum(cause_hours))
+    listed = hours_text(float(sum((Decimal(f"{float(hours):.1f}") for hours in cause_hours), Decimal(0))))
+    rounding = (
+        f" (each cause is rounded to a tenth on its own: as listed they add up to {listed})" if listed != total else ""
+    )
+    return f"Causes account for {total} of the {hours_text(unused_gpu_hours)} unused GPU-hours{rounding}."
+
+
 def percent_text(value: float | None) -> str:
     """A figure already in percent (16.43, the study's share of a cause) written as `share_text` writes a
     share: "16 %"; "–" for none."""

@@ -416,6 +416,8 @@ def team_detail(request, slug: str):
         "users": queries.by_user(period_jobs),
         "worst_jobs": _with_triage(worst_jobs, blinded),
         "causes": causes,
+        # Their total as the team's weekly digest gives it (the exact hours', rounded once).
+        "causes_account_for": queries.causes_account_for([row["hours"] for row in causes], totals.unused_gpu_hours),
         "unclassified": unclassified,
         "triaged_low": triaged_low,
         # The jobs list of this team, period and cluster, for the causes' links.

@@ -593,9 +593,10 @@ def unattributed_note(
         (other, "other idle time (more than a job's causes account for, or in jobs not checked yet)"),
     ]
     named = [f"{fmt_hours(hours)} {what}" for hours, what in parts if round(hours, HOURS_SHOWN) > 0]
-    return (
-        f"Causes account for {fmt_hours(attributed)} of the {fmt_hours(unused_gpu_hours)} unused GPU-hours. "
-        f"The other {fmt_hours(rest)} have no cause named" + (f": {'; '.join(named)}." if named else ".")
+    # The team page's words under its causes, so that the two give one total (the exact hours', rounded once).
+    account_for = queries.causes_account_for([row.gpu_hours for row in by_category], unused_gpu_hours)
+    return f"{account_for} The other {fmt_hours(rest)} have no cause named" + (
+        f": {'; '.join(named)}." if named else "."
     )
 
 
