@@ -1843,6 +1843,12 @@ def test_a_namespace_bound_to_parse_args_under_any_name_holds_the_options():
         ("DATA=s3://b/x\nsource env.sh\npython train.py --data-root $DATA", []),
         ("python train.py --data-root $DATA\nDATA=s3://b/x", []),
         ("DATA=s3://b/x\npython train.py --data-root '$DATA'", []),
+        # one set in the child shell a here-document feeds (`bash <<EOF`) ends with that shell
+        ("bash <<'EOF'\nDATA=s3://b/x\nEOF\npython train.py --data-root $DATA", []),
+        (
+            "DATA=s3://b/x\nbash <<EOF\nDATA=/local/x\nEOF\npython train.py --data-root $DATA",
+            [(23, "open", None, True)],
+        ),
     ],
 )
 def test_a_shell_variable_set_before_the_launch_line_gives_the_option_its_value(run_sh, expected):

@@ -1,7 +1,8 @@
 """How a job's shell scripts and its command are read for launches (rules revision 10): a here-document's body is
 data, not commands; `env -i` / `env -u` and `sudo -i` hand their command the environment they do; `--ntasks-per-gpu`
 starts N training processes a GPU, which the loader rules count. Rules revision 11: `env -S STRING` runs the words
-its string splits into, and a shebang that runs a shell through env makes a shell script."""
+its string splits into, a shebang that runs a shell through env makes a shell script, and what a `bash <<EOF`
+body exports ends with the child shell that runs it."""
 
 from __future__ import annotations
 
@@ -124,6 +125,19 @@ def test_a_here_document_fed_to_a_script_or_a_wrapped_shell_is_data(opening):
     # srun or sudo is left unread (which tasks, which environment: not known)
     script = f"#!/bin/bash\n{opening}\nsrun -n 4 python other.py\nEOF\nsrun -n 2 python t.py\n"
     assert [item for item in launches(script) if item[0] != 2] == [(5, "python", 2)]
+
+
+@pytest.mark.parametrize("opening", ["bash <<EOF", "bash -s <<'EOF'", "sh <<-EOF"])
+def test_what_a_shell_reading_a_here_document_exports_stays_in_that_shell(opening):
+    # `bash <<EOF` runs its body in a child shell: its exports are that shell's and end with it. The srun after the
+    # body took the body's SLURM_NTASKS=2 (2 tasks); the allocation's 8 are its own. The body still sees what the
+    # script exported before it (SLURM_NTASKS_PER_NODE would not reach a bare srun past the export)
+    script = (
+        "#!/bin/bash\n#SBATCH -n 8\nexport SLURM_NTASKS=4\n"
+        f"{opening}\nsrun python prepare.py\nexport SLURM_NTASKS=2\nsrun python shard.py\nEOF\n"
+        "srun python train.py\n"
+    )
+    assert launches(script) == [(5, "python", 4), (7, "python", 2), (9, "python", 4)]
 
 
 def test_a_jobs_command_with_a_here_document_reads_its_body_as_data():

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import ast
 import contextlib
+import copy
 import hashlib
 import json
 import re
@@ -428,7 +429,9 @@ def _launches(scripts: list[tuple[str, str]], command: str) -> list[list[str]]:
     for path, text in scripts:
         if _is_shell(path, text):
             variables = _ShellVariables()
-            for _, line in _logical_lines(text):
+            shells = _ChildShells(text)
+            for number, line in _logical_lines(text):
+                variables.known = shells.at(number, variables.known)
                 commands.extend(variables.read(line))
     if command.strip() and not command.strip().startswith("#"):
         with contextlib.suppress(ValueError):  # an unbalanced quote: no launch read from it
@@ -3120,10 +3123,17 @@ def _without_here_documents(text: str) -> str:
     (bash warns "here-document ... delimited by end-of-file"). An arithmetic `$((1 << 3))`, a here-string `<<<`, and
     a quoted or commented `<<` open none. The body begins after the line the command ends on (a quoted string, or a
     backslash-newline, carries the command over)."""
+    return _here_documents_read(text)[0]
+
+
+def _here_documents_read(text: str) -> tuple[str, list[tuple[int, int]]]:
+    """`_without_here_documents`'s text, and the lines of each body a shell reads as its commands (`bash <<EOF`), as
+    (first line, the line after its last), numbered from 1: that shell is a child of the script's (`_ChildShells`)."""
     if "<<" not in text:
-        return text
+        return text, []
     lines = text.split("\n")
     out: list[str] = []
+    shells: list[tuple[int, int]] = []
     at, quote = 0, ""  # the next line; the quote open at the end of the lines read (a string may span lines)
     while at < len(lines):
         opened: list[tuple[str, bool, bool, bool]] = []
@@ -3149,11 +3159,37 @@ def _without_here_documents(text: str) -> str:
                 kept = lines[start:at] if quoted else [line, *[""] * (at - start - 1)]
                 body.extend(part.lstrip("\t") if strip else part for part in kept)
             if read and body:
-                out.extend(_without_here_documents("\n".join(body)).split("\n"))
+                inner, nested = _here_documents_read("\n".join(body))
+                shells += [(len(out) + 1, len(out) + 1 + len(body))]
+                shells += [(len(out) + first, len(out) + end) for first, end in nested]
+                out.extend(inner.split("\n"))
             else:
                 out.extend([""] * len(body))
             out.extend([""] * closing)
-    return "\n".join(out)
+    return "\n".join(out), shells
+
+
+class _ChildShells:
+    """The state a script's reader keeps of its environment, kept apart for each here-document body a child shell reads
+    as its commands (`bash <<EOF`, `_here_documents_read`): the body starts with what the script set before it (its
+    exports, which the child inherits; its plain variables too, as an unquoted body is expanded by the script's own
+    shell), and what the body sets, exports included, ends with it: the script's lines after it have what they had
+    before it (bash(1): a child's environment does not pass back to its parent)."""
+
+    def __init__(self, text: str):
+        self.bodies = sorted(_here_documents_read("\n".join(text.splitlines()))[1])
+        self.entered: list[tuple[int, object]] = []  # (the line after the body, the state before it)
+
+    def at(self, number: int, state):
+        """The state for the line `number`, the script's lines read in order: the one before a body ended by now, and
+        a copy of `state` kept for each body the line begins."""
+        while self.entered and number >= self.entered[-1][0]:
+            state = self.entered.pop()[1]
+        while self.bodies and self.bodies[0][0] <= number:
+            first, end = self.bodies.pop(0)
+            if number < end:
+                self.entered.append((end, copy.deepcopy(state)))
+        return state
 
 
 def _continues(line: str) -> bool:
@@ -3606,7 +3642,9 @@ def _shell_facts(
     environment: dict[str, str] = {}  # srun's input variables the script exports (`export SLURM_NTASKS=8`)
     environment_at: dict[str, int] = {}  # the line that set each
     ran: list[tuple] = []  # the commands that may run another script, with their allocation (`ScriptEvidence.runs`)
+    shells = _ChildShells(text)  # what a `bash <<EOF` body sets ends with it
     for number, line in _logical_lines(text):
+        environment, environment_at, assigned = shells.at(number, (environment, environment_at, assigned))
         stripped = line.strip()
         # sbatch(1): "The batch script may contain options preceded with "#SBATCH" before any executable commands in
         # the script. sbatch will stop processing further #SBATCH directives once the first non-comment
