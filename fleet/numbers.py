@@ -7,6 +7,7 @@ Pure Python: no Django, so the rules (which must not import Django) and the dash
 from __future__ import annotations
 
 import re
+from decimal import ROUND_HALF_UP, Decimal
 
 # Between a figure and its unit on a page ("28\u00a0%", "7.3\u00a0GPU-hours", "2.50\u00a0USD"): a no-break
 # space, so a phone never puts the figure at a line's end and its unit on the next. Only in HTML: what is
@@ -32,3 +33,13 @@ def share_text(value: float | None) -> str:
     before the sign as the app writes its other percentages (the teams table's "51 %", "+12 %";
     `f"{share:.0%}"` wrote "51%"); "–" for none. A page keeps "51" and "%" on one line with `keep_units`."""
     return "–" if value is None else f"{100 * value:.0f} %"
+
+
+THOUSANDTH = Decimal("0.001")
+
+
+def hours_to_thousandth(hours: float) -> float:
+    """GPU-hours as the JSON API and the jobs CSV give a job's recoverable GPU-hours and a fix's: to 3 places (a
+    thousandth of an hour, 3.6 s), half up on the decimal the figure reads as (2.1255 is 2.126, 0.0125 0.013), so
+    a job's figure and its one finding's guidance's are the same number, as documented in the API schema."""
+    return float(Decimal(repr(float(hours))).quantize(THOUSANDTH, rounding=ROUND_HALF_UP))

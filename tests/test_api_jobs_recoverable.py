@@ -136,3 +136,31 @@ def test_pages_sorted_by_recoverable_gpu_hours_follow_on(operator, jobs, monkeyp
         url = page["next"]
         assert url is None or ("sort=recoverable" in url and "after=" not in url)
     assert walked == ["other-team", "two-causes", "tie-1", "tie-2", "ckpt-only", "nothing-found"]
+
+
+def test_a_job_and_its_one_findings_guidance_give_the_same_recoverable_gpu_hours(operator, team_a):
+    """The rules store a finding's GPU-hours to 4 places (2.1255); the job's `recoverable_gpu_hours` gave them to 3
+    (Python's round of the float: 2.125) and the finding's guidance to 2 (2.13): three figures of one quantity in
+    one answer. Both are now the one documented figure, to 3 places, half up on the decimal (2.126), also for a
+    finding stored with the 2 places revision 10's guidance wrote."""
+    from triage.models import Finding, JobTriage, RuleSet
+
+    job = JobFactory(team=team_a, name="one-cause", start_time=MONDAY)
+    result = JobTriage.objects.create(job=job, rule_set=RuleSet.current(), status="classified", is_current=True)
+    Finding.objects.create(result=result, job=job, rule_set=result.rule_set, category=CKPT, confidence=0.9,
+                           summary="s", gpu_hours=2.1255, evidence={},
+                           guidance={"change": "Save asynchronously.", "recoverable_gpu_hours": 2.13})  # fmt: skip
+    detail = api(operator).get(f"/api/v1/jobs/{job.pk}/").json()
+    listed_hours = {row["name"]: row["recoverable_gpu_hours"] for row in listed(api(operator))}["one-cause"]
+    assert detail["findings"][0]["gpu_hours"] == 2.1255  # as stored
+    assert detail["recoverable_gpu_hours"] == listed_hours == 2.126
+    assert detail["findings"][0]["guidance"]["recoverable_gpu_hours"] == 2.126
+
+
+def test_the_schema_gives_both_recoverable_gpu_hours_the_same_precision(client):
+    schemas = client.get("/api/v1/schema/", {"format": "json"}).json()["components"]["schemas"]
+    for described in (
+        schemas["Job"]["properties"]["recoverable_gpu_hours"]["description"],
+        schemas["Guidance"]["properties"]["recoverable_gpu_hours"]["description"],
+    ):
+        assert "to 3 places, half up" in described, described

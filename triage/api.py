@@ -26,6 +26,7 @@ from fleet.api import API_AUTH, TokenMay, token_of
 from fleet.downloads import SERIES_FORMATS, series_download
 from fleet.forms import UtcDateTimeMixin, YesNoField
 from fleet.models import Cluster, IngestRun, Job, Team
+from fleet.numbers import hours_to_thousandth
 from fleet.quoting import quoted
 from triage import feedback
 from triage.dashboard.filters import RECOVERABLE, SORTS, RowIdFilter, recoverable_hours
@@ -315,7 +316,8 @@ class GuidanceSerializer(serializers.Serializer):
     paper = serializers.CharField(required=False)
     recoverable_gpu_hours = serializers.FloatField(
         required=False,
-        help_text="The finding's recoverable GPU-hours (`gpu_hours`) to 2 places, half up (pages write a tenth).",
+        help_text="The finding's recoverable GPU-hours (`gpu_hours`) to 3 places, half up on the decimal: for a job "
+        "with this finding alone, the job's `recoverable_gpu_hours` (pages write a tenth).",
     )
     recoverable_cost = serializers.DecimalField(
         max_digits=20,
@@ -359,7 +361,14 @@ class EvidenceField(serializers.JSONField):
 
 @extend_schema_field(GuidanceSerializer)
 class GuidanceField(serializers.JSONField):
-    """A finding's guidance as stored."""
+    """A finding's guidance as stored, but for its `recoverable_gpu_hours`: given from the finding's `gpu_hours` as
+    the job's `recoverable_gpu_hours` is (to 3 places), as a finding stored by revision 10 holds them to 2."""
+
+    def get_attribute(self, instance: Finding):
+        guidance = super().get_attribute(instance)
+        if isinstance(guidance, dict) and "recoverable_gpu_hours" in guidance:
+            guidance = guidance | {"recoverable_gpu_hours": hours_to_thousandth(instance.gpu_hours)}
+        return guidance
 
 
 class FindingSerializer(serializers.ModelSerializer):
@@ -424,9 +433,10 @@ class TriageDetailSerializer(TriageSerializer):
 
 RECOVERABLE_HELP = (
     "The GPU-hours the job's current findings attribute to their causes (what fixing them would recover; the sum "
-    "of its findings' `gpu_hours`), to 3 places: the jobs list's and its CSV's `recoverable_gpu_hours`, what "
-    "`sort=recoverable` orders by. Of the `category` filter's cause alone when the list is filtered by one, as "
-    "the cause's page counts them. null for a job without findings, and for one its viewer rates in a blind study."
+    "of its findings' `gpu_hours`), to 3 places, half up on the decimal: the jobs list's and its CSV's "
+    "`recoverable_gpu_hours`, what `sort=recoverable` orders by. Of the `category` filter's cause alone when the "
+    "list is filtered by one, as the cause's page counts them. null for a job without findings, and for one its "
+    "viewer rates in a blind study."
 )
 
 
@@ -483,7 +493,7 @@ class JobSerializer(serializers.ModelSerializer):
     @extend_schema_field(serializers.FloatField(allow_null=True, help_text=RECOVERABLE_HELP))
     def get_recoverable_gpu_hours(self, job: Job) -> float | None:
         hours = getattr(job, "recoverable_gpu_hours", None)
-        return None if hours is None else round(hours, 3)
+        return None if hours is None else hours_to_thousandth(hours)
 
     def _current(self, job: Job) -> JobTriage | None:
         if job.pk in self._blinded():

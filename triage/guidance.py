@@ -7,10 +7,10 @@ Gains quoted are the ICSE '24 study's measured ones (shared/taxonomy.md).
 
 from __future__ import annotations
 
-from decimal import ROUND_HALF_UP, Decimal
+from decimal import Decimal
 
 from fleet.money import cost_of
-from fleet.numbers import share_text
+from fleet.numbers import hours_to_thousandth, share_text
 from triage.evidence.remote_reads import read_kind
 from triage.rules.common import plural
 from triage.taxonomy import Category
@@ -512,20 +512,13 @@ def guidance_for(
         "after": _fill(after, values),
         "expected_effect": guide["effect"],
         "paper": PAPER_SMALL_CHANGE,
-        "recoverable_gpu_hours": _two_places(gpu_hours),
+        # To 3 places, half up, as the API gives the job's recoverable GPU-hours (the API serves it from the finding's
+        # `gpu_hours` by the same function, also for a finding stored with the 2 places revision 10 wrote).
+        "recoverable_gpu_hours": hours_to_thousandth(gpu_hours),
         "recoverable_cost": str(cost) if cost is not None else None,
         "currency": currency if cost is not None else "",
         "settings": values,
     }
-
-
-def _two_places(hours: float) -> float:
-    """A finding's hours to 2 places, half up on their decimal (0.125 is 0.13, where round() of the float gives
-    0.12): its guidance's `recoverable_gpu_hours`, stored with the finding (triage.services) and given by the
-    API (a finding's `guidance`, the Guidance schema). No page writes this figure: the job page's "Recoverable
-    for this job" and the hours above it are both the finding's own `gpu_hours` to a tenth (the gpu_hours
-    filter), as the lists and the digests write GPU-hours."""
-    return float(Decimal(repr(float(hours))).quantize(Decimal("0.01"), rounding=ROUND_HALF_UP))
 
 
 def _fill(template: str, values: dict) -> str:

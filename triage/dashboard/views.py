@@ -42,7 +42,7 @@ from fleet.models import (
     same_model_message,
 )
 from fleet.money import whole
-from fleet.numbers import share_text
+from fleet.numbers import hours_to_thousandth, share_text
 from fleet.series import from_parquet_bytes
 from triage import feedback
 from triage.guidance import GUIDES, category_guide, headline_change
@@ -620,7 +620,7 @@ def _jobs_csv(jobs, hidden: set[int]) -> StreamingHttpResponse:
                     _round(job.unused_gpu_hours, 3), _round(job.idle_gpu_hours, 3), _round(job.coverage, 3),
                     job.cost, job.currency, job.triage_status, " ".join(c.value for c in job.categories),
                     answers.get(job.pk, ""), job.mean_gpu_util_source or "", round(job.gpu_share, 6), job.gpu_unit,
-                    _round(job.recoverable_gpu_hours, 3),
+                    None if job.recoverable_gpu_hours is None else hours_to_thousandth(job.recoverable_gpu_hours),
                 ]  # fmt: skip
 
     return _csv_download(CSV_COLUMNS, rows(), "jobs.csv")
