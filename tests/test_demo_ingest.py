@@ -173,6 +173,33 @@ def test_setup_demo_again_says_how_far_the_researcher_has_labelled(demo_archive)
     assert line.endswith("; researcher has labelled and submitted them.") and "to label" not in line
 
 
+def test_setup_demo_counts_the_jobs_the_researcher_skipped_apart_from_those_labelled(demo_archive):
+    """A job the researcher skipped ("not enough evidence") has no label, yet `setup_demo` counted it labelled:
+    one labelled and two skipped read "researcher has labelled 3 of them". It says each: labelled, skipped, and
+    how many are left, also once all are done and once they are submitted."""
+    ingest.execute_run(ingest.create_run(demo_archive).pk)
+
+    def said() -> str:
+        out = StringIO()
+        call_command("setup_demo", stdout=out)
+        return next(line for line in out.getvalue().splitlines() if line.startswith("Labeling study"))
+
+    said()  # makes the study
+    study = Study.objects.get()
+    researcher = User.objects.get(username="researcher")
+    count = study.items.count()
+    mine = list(services.assignments_of(study, researcher).order_by("item__position"))
+    services.save_answer(mine[0], {"none": ""})
+    for assignment in mine[1:3]:
+        services.skip_job(assignment, "not_enough_evidence")
+    assert said().endswith(f"; researcher has labelled 1 and skipped 2 of them, {count - 3} to go.")
+    for assignment in mine[3:]:
+        services.save_answer(assignment, {"none": ""})
+    assert said().endswith(f"; researcher has labelled {count - 2} and skipped 2, not submitted yet.")
+    services.submit(study, researcher)
+    assert said().endswith(f"; researcher has labelled {count - 2}, skipped 2 and submitted them.")
+
+
 def test_setup_demo_names_a_truth_file_it_cannot_read(demo_archive, tmp_path):
     ingest.execute_run(ingest.create_run(demo_archive).pk)
     broken = tmp_path / "broken.truth.json"

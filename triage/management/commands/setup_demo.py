@@ -128,15 +128,25 @@ class Command(BaseCommand):
 
     @staticmethod
     def _researchers_part(study) -> str:
-        """How far the demo's researcher is with the study, as a run again finds it."""
+        """How far the demo's researcher is with the study, as a run again finds it: the jobs they labelled and
+        those they skipped each counted (`progress` counts both as done: a skipped job is off their queue, but
+        has no label)."""
         link = study.rater_links.filter(user__username="researcher").select_related("user").first()
         if link is None:
             return "researcher is not one of its raters"
-        if link.submitted_at is not None:
-            return "researcher has labelled and submitted them"
         done, total = labeling_services.progress(study, link.user)
+        skipped = labeling_services.skipped_count(study, link.user)
+        labelled = done - skipped
+        if link.submitted_at is not None:
+            if not skipped:
+                return "researcher has labelled and submitted them"
+            return f"researcher has labelled {labelled}, skipped {skipped} and submitted them"
         if done == 0:
             return "researcher has them to label"
+        if not skipped:
+            if done < total:
+                return f"researcher has labelled {done} of them, {total - done} to go"
+            return f"researcher has labelled all {total}, not submitted yet"
         if done < total:
-            return f"researcher has labelled {done} of them, {total - done} to go"
-        return f"researcher has labelled all {total}, not submitted yet"
+            return f"researcher has labelled {labelled} and skipped {skipped} of them, {total - done} to go"
+        return f"researcher has labelled {labelled} and skipped {skipped}, not submitted yet"
