@@ -160,7 +160,8 @@ BACKGROUND_START_SECONDS = 10
 _background_imports: dict[threading.Thread, int] = {}
 # Runs a request of this process has claimed to import in the background (Import now: `requeue_run`), from
 # the claim until their thread is in `_background_imports`: a run is claimed once, so two presses at once
-# (two tabs) never import it twice side by side.
+# (two tabs) never import it twice side by side, and the second is told this process imports it. Across
+# processes the database decides (`take_pending`).
 _claimed_here: set[int] = set()
 _background_lock = threading.Lock()
 
@@ -188,13 +189,32 @@ def release_claim(run_id: int) -> None:
 
 
 IMPORTING_HERE = "This process is importing the run; nothing was changed."
+# Without a task queue, a run another process has taken (`take_pending`): another web process (gunicorn's workers).
+IMPORTING_ELSEWHERE = "Another process has begun importing the run; nothing was changed."
+# The phase of a run taken for a thread (`take_pending`) until the thread begins it (`_execute_claimed`).
+TAKEN_PHASE = "starting the import"
+
+
+def take_pending(run_id: int) -> bool:
+    """Take a pending run for an import in a thread of this process (no task queue): pending to running in one
+    conditional UPDATE, whose row count says whether this process took it, atomic in SQLite too. Of two web
+    processes that found the run pending at once (Import now pressed in both; an upload's, not yet begun, and
+    Import now in another), one takes it and the other leaves it alone: `claim_here` excludes only the
+    requests of one process. Started now, so that on PostgreSQL a process killed before its thread began the
+    run leaves a run no process holds, as a killed worker does (`worker_stopped`)."""
+    now = timezone.now()
+    taken = IngestRun.objects.filter(pk=run_id, status=IngestRun.Status.PENDING).update(
+        status=IngestRun.Status.RUNNING, started_at=now, queued_at=now, phase=TAKEN_PHASE
+    )
+    return taken == 1
 
 
 def start_run(run_id: int) -> bool:
     """An upload's import (and Import now's, without a task queue): queued to the workers (`queue_run`), or
-    without a task queue begun in a thread of this process, returning once the run is running (or over).
-    False when it failed to queue. A caller holding the run's claim (`claim_here`) lets it go on return:
-    the thread holds the run by then (`_background_imports`), or the import is over.
+    without a task queue begun in a thread of this process, the run taken first (`take_pending`), returning
+    once the thread has begun it (or it is over). False when it failed to queue, or another process had
+    taken the run. A caller holding the run's claim (`claim_here`) lets it go on return: the thread holds
+    the run by then (`_background_imports`), or the import is over.
 
     Inside a transaction (a test's) the run is not committed, and a thread's connection could not see it:
     the import then runs here, as every task does without a queue."""
@@ -202,7 +222,8 @@ def start_run(run_id: int) -> bool:
 
     if not tasks_run_here() or connection.in_atomic_block:
         return queue_run(run_id)
-    IngestRun.objects.filter(pk=run_id, status=IngestRun.Status.PENDING).update(queued_at=timezone.now())
+    if not take_pending(run_id):
+        return False
     # Not a daemon, whatever the request's thread is (runserver's are): an ending process waits for it.
     thread = threading.Thread(target=_import_in_background, args=(run_id,), name=f"ingest-run-{run_id}", daemon=False)
     with _background_lock:
@@ -216,7 +237,7 @@ def start_run(run_id: int) -> bool:
         return queue_run(run_id)
     deadline = time.monotonic() + BACKGROUND_START_SECONDS
     while thread.is_alive() and time.monotonic() < deadline:
-        if IngestRun.objects.filter(pk=run_id).exclude(status=IngestRun.Status.PENDING).exists():
+        if IngestRun.objects.filter(pk=run_id).exclude(status=IngestRun.Status.RUNNING, phase=TAKEN_PHASE).exists():
             break
         thread.join(0.02)
     return True
@@ -296,8 +317,9 @@ def requeue_run(
     """Queue a pending run's ingest again, or fail it, saying why, when its archive is gone.
 
     `background` (the run page's Import now): without a task queue, begin the import in a thread of this
-    process as an upload's (`start_run`), the run claimed once (`claim_here`), where it ran in the request
-    until it was over; a second press meanwhile is told the run is being imported.
+    process as an upload's (`start_run`), the run claimed once (`claim_here`; in the database, `take_pending`,
+    across web processes), where it ran in the request until it was over; a second press meanwhile is told
+    the run is being imported.
 
     `stalled_before`: the run is *running*, started before then, and no worker holds it (its worker
     died and its task never came back): it is made pending again and queued, or failed when its
@@ -349,7 +371,8 @@ def _requeue_run(run_id: int, waited: str, stalled_before: datetime | None, *, b
                 status=IngestRun.Status.PENDING, started_at=None, phase="queued again: its worker had stopped"
             )
     if background:  # no task queue: begun in a thread, as an upload's import (`requeue_run` lets the claim go)
-        start_run(run_id)
+        if not start_run(run_id):  # another web process took the run since it was found pending
+            return Recovery("busy", IMPORTING_ELSEWHERE)
         return started_here(run_id)
     try:
         result = _publish(
@@ -369,7 +392,7 @@ def started_here(run_id: int) -> Recovery:
     if run is None or run.is_finished:
         return imported_here(run_id)
     where = "in this process (there is no task queue: REDIS_URL is not set)"
-    if run.status == IngestRun.Status.RUNNING:
+    if run.status == IngestRun.Status.RUNNING and run.phase != TAKEN_PHASE:
         return Recovery("queued", f"The import has begun {where}; this page follows it.", started_here=True)
     return Recovery("queued", f"The import is about to begin {where}; this page follows it.", started_here=True)
 
@@ -415,7 +438,11 @@ def _left_alone(run: IngestRun | None, ours: bool, expected: str) -> Recovery | 
     if run is None or run.is_finished:
         return Recovery("finished", "The run has already finished.")
     if not ours or run.status != expected:
-        return Recovery("busy", "A worker has started the run; nothing was changed.")
+        from fleet.tasking import tasks_run_here
+
+        return Recovery(
+            "busy", IMPORTING_ELSEWHERE if tasks_run_here() else "A worker has started the run; nothing was changed."
+        )
     return None
 
 

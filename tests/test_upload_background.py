@@ -177,7 +177,8 @@ def test_a_server_stopped_during_the_import_fails_the_run_saying_so(operator, mo
 def test_a_run_its_thread_has_not_begun_yet_is_not_offered_to_import_again(operator, monkeypatch, upload_dirs):
     """The upload waits for its thread to begin the run at most BACKGROUND_START_SECONDS (a SQLite database
     another import holds can make it wait longer). A run still pending then read *Not imported* with
-    **Import now**, which would have imported it a second time, at once, beside its thread."""
+    **Import now**, which would have imported it a second time, at once, beside its thread. It is taken
+    (running, "starting the import") before its thread starts, so another web process leaves it alone too."""
     go_on = threading.Event()
     queue_run = ingest.queue_run
 
@@ -193,14 +194,15 @@ def test_a_run_its_thread_has_not_begun_yet_is_not_offered_to_import_again(opera
         with open(EXAMPLE_ARCHIVE, "rb") as handle:
             body = client.post(UPLOAD, {"file": handle}, HTTP_ACCEPT="application/json").json()
         run = IngestRun.objects.get(pk=body["run_id"])
-        assert run.status == IngestRun.Status.PENDING
+        assert (run.status, run.phase) == (IngestRun.Status.RUNNING, "starting the import")
         page = " ".join(client.get(body["detail_url"]).content.decode().split())
         assert "Not imported" not in page and ">Import now</button>" not in page
         assert "starting the import" in page
         for action in ("requeue", "fail"):
             response = client.post(f"/ingest-runs/{run.pk}/{action}/", follow=True)
             assert "This process is importing the run; nothing was changed." in response.content.decode()
-        assert IngestRun.objects.get(pk=run.pk).status == IngestRun.Status.PENDING
+        after = IngestRun.objects.get(pk=run.pk)
+        assert (after.status, after.phase, after.attempts) == (IngestRun.Status.RUNNING, "starting the import", 0)
     finally:
         go_on.set()
     assert wait_for_imports()
@@ -284,3 +286,76 @@ def test_import_now_on_a_run_an_earlier_attempt_stored_jobs_of_says_they_are_kep
     assert (run.status, run.attempts, run.jobs_unchanged) == (IngestRun.Status.SUCCEEDED, 2, 5)
     assert Job.objects.filter(ingest_run=run).count() == 2
     assert kept not in client.get(f"/ingest-runs/{run.pk}/").content.decode()  # over: its Jobs row counts them
+
+
+# One web process pressing Import now (`fleet.ingest.requeue_run`, as the view does) with the moment held where
+# it has found the run pending (`archive_gone` is asked next), until the other process has too: the worst timing
+# of two presses in two processes. Each import that begins writes the process's name to `imports`.
+PRESS_IN_A_PROCESS = """
+import sys, time, django
+django.setup()
+from pathlib import Path
+from fleet import ingest
+run_id, me, gate = int(sys.argv[1]), sys.argv[2], Path(sys.argv[3])
+archive_gone, execute = ingest.archive_gone, ingest._execute_claimed
+
+def both_found_it_pending(run):
+    (gate / me).touch()
+    deadline = time.monotonic() + 20
+    while len(list(gate.iterdir())) < 2 and time.monotonic() < deadline:
+        time.sleep(0.01)
+    return archive_gone(run)
+
+def counted(run, on_progress=None):
+    with open(gate.parent / "imports", "a") as imports:
+        imports.write(me + "\\n")
+    return execute(run, on_progress)
+
+ingest.archive_gone, ingest._execute_claimed = both_found_it_pending, counted
+recovery = ingest.requeue_run(run_id, background=True)
+assert ingest.wait_for_background_imports(60)
+print(recovery.outcome + ": " + recovery.message)
+"""
+
+
+def test_import_now_pressed_in_two_web_processes_at_once_imports_the_run_once(upload_dirs, tmp_path):
+    """Without a task queue the run was claimed in the process's memory only, so two web processes (gunicorn
+    --workers 3 on SQLite) pressed at the same moment both imported it, side by side. The claim is the database's
+    now (pending to running, one conditional UPDATE): one process begins the import, the other is told so."""
+    import os
+    import subprocess
+    import sys
+
+    from tests.test_connector_deletion import require_file_database
+    from tests.test_ingest_recovery import pending_run
+    from tests.test_services import _worker_database_url
+
+    require_file_database()
+    run = pending_run(upload_dirs, minutes_ago=2)
+    gate = tmp_path / "gate"
+    gate.mkdir()
+    env = {**os.environ, "DATABASE_URL": _worker_database_url(), "DJANGO_SETTINGS_MODULE": "config.settings",
+           "DEBUG": "1", "SECRET_KEY": "web-process", "UPLOAD_DIR": str(upload_dirs),
+           "STORAGE_DIR": str(tmp_path / "storage"), "ARCHIVE_WORK_DIR": str(tmp_path / "work")}  # fmt: skip
+    env.pop("REDIS_URL", None)  # the embedded mode: no task queue
+    presses = [
+        subprocess.Popen(
+            [sys.executable, "-c", PRESS_IN_A_PROCESS, str(run.pk), name, str(gate)],
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )  # fmt: skip
+        for name in ("web-1", "web-2")
+    ]
+    answers = []
+    for press in presses:
+        out, err = press.communicate(timeout=120)
+        assert press.returncode == 0, err
+        answers.append(out.strip().splitlines()[-1])
+    assert len((tmp_path / "imports").read_text().split()) == 1, answers  # imported once
+    assert sorted(answer.split(":")[0] for answer in answers) == ["busy", "queued"], answers
+    assert "busy: Another process has begun importing the run; nothing was changed." in answers
+    run.refresh_from_db()
+    assert (run.status, run.attempts, run.jobs_created) == (IngestRun.Status.SUCCEEDED, 1, 5), run.errors
+    assert Job.objects.count() == 5
