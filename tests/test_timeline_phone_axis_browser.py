@@ -1,5 +1,6 @@
 """The job page's timeline on a phone, in a real headless Chromium: its time labels under the chart are read
-whole, level, inside the chart and clear of the axis's title. At 390 px Plotly tilted labels seconds apart
+whole, level, inside the chart and clear of the axis's title. At 320 px four times (a date under the
+first, 70 px wide) still tilted, the date against "Time (UTC)"; at 390 px Plotly tilted labels seconds apart
 (an 8-GPU job's first 4 minutes: "10:07:00" / "2026-11-02" slanted) to fit more ticks than the narrow plot
 has room for, and the tilted date ran into "Time (UTC)" under it. Jobs of minutes to days, and one of the
 demo's 8-GPU jobs whole; 1280 px is left as Plotly lays it out."""
@@ -75,7 +76,7 @@ def test_the_timelines_time_labels_lie_inside_the_chart_on_a_phone(browser, live
     log_in(browser, live_server.url, operator, f"/jobs/{first.pk}/")
     wait = WebDriverWait(browser, 30, ignored_exceptions=STALE)
     shots = os.environ.get("SCREENSHOTS")
-    for width, height in ((390, 844), (1280, 800)):
+    for width, height in ((320, 640), (390, 844), (1280, 800)):
         with window_width(browser, width, mobile=width < 500, height=height):
             for span, job in jobs.items():
                 browser.get(f"{live_server.url}/jobs/{job.pk}/")
@@ -95,7 +96,7 @@ def test_the_timelines_time_labels_lie_inside_the_chart_on_a_phone(browser, live
                     clear = label["aboveTitle"] >= 0  # not into the axis's title under it
                     if not (inside and clear) or (width < 500 and label["tilted"]):
                         outside.append((width, span, label))
-    assert not outside, outside
+    assert not outside, [(width, span, label["text"], label["tilted"], label) for width, span, label in outside]
 
     # A window narrowed to a phone's width with the chart drawn wide (or a phone turned upright) has it too.
     browser.get(f"{live_server.url}/jobs/{jobs['4 minutes'].pk}/")

@@ -25,6 +25,7 @@
   // margin the plot gets back. Zooming stays: drag across the chart, or the window form above it and
   // Whole job, which the keyboard reaches too.
   var LEGEND_ROW_PX = 20;
+  var PLOT_RIGHT_PX = 20;  // the phone layout's right margin
   var wideLayout = null;  // the server's legend, margin and height, which the phone layout replaces
   var narrowShown = null;  // whether the chart on the page has the phone layout
 
@@ -72,7 +73,7 @@
   }
 
   function narrowLayout(data, wide, shapes, shapeNames) {
-    var left = (wide.margin && wide.margin.l) || 0, right = 20;
+    var left = (wide.margin && wide.margin.l) || 0, right = PLOT_RIGHT_PX;
     var roomPx = Math.max(el.clientWidth - right - LEGEND_LEFT_PX - ENTRY_PX, 40);
     // The causes' entries (the shapes' names, as the server wrote them) broken to fit the legend.
     var wrapped = (shapes || []).map(function (shape, index) {
@@ -109,12 +110,77 @@
     return update;
   }
 
-  // The time axis on a phone: at most NARROW_TICKS labels, which then lie level. In a window of minutes
-  // Plotly put a label ("10:07:00") every minute, more than the narrow plot has room for, and tilted them
-  // to fit: the tilted date ran into the axis's title under it, out of the margin kept for it. The angle
-  // stays Plotly's, which tilts labels that would overlap; the wide chart keeps Plotly's count (null).
-  var NARROW_TICKS = 4;
-  function axisFor(narrow) { return {"xaxis.nticks": narrow ? NARROW_TICKS : null}; }
+  // The time axis on a phone: labels as far apart as they need to lie level. Plotly tilts labels whose
+  // boxes meet, and a tilted date ran into the axis's title under it, out of the margin kept for it: a
+  // label every minute of an 8-GPU job's first minutes at 390 px, and four labels of hours in the 178 px
+  // plot at 320 px (the first, a time with the date under it, is 70 px wide). Told a count (nticks),
+  // Plotly rounds its step up to the next of its own, which left one label alone under a 10-day job. So
+  // on a phone the step is chosen here from STEPS, close together: the shortest that shows two labels
+  // or more, each clear of the next; failing that, the longest that shows two. The wide chart keeps
+  // Plotly's own ticks.
+  var SECOND = 1000, MINUTE = 60 * SECOND, HOUR = 60 * MINUTE, DAY = 24 * HOUR;
+  function times(unit, counts) { return counts.map(function (count) { return count * unit; }); }
+  var STEPS = [].concat(times(SECOND, [1, 2, 3, 4, 5, 6, 10, 12, 15, 20, 30, 45]),
+                        times(MINUTE, [1, 2, 3, 4, 5, 6, 10, 12, 15, 20, 30, 45]),
+                        times(HOUR, [1, 2, 3, 4, 6, 8, 12, 18]),
+                        times(DAY, [1, 2, 3, 4, 5, 7, 10, 14, 21, 28, 42, 56, 91, 182, 364]));
+  var TICK_FONT_PX = 12, LABEL_GAP_PX = 6;
+  function labelWidth(text) {
+    measure.font = TICK_FONT_PX + "px " + fontFamily;
+    return measure.measureText(text).width;
+  }
+  // A time of the layout's range in ms, its wall clock read as UTC (as Plotly draws it).
+  function wallMs(value) {
+    var text = String(value).replace(" ", "T");
+    return Date.parse(/(Z|[+-]\d\d:?\d\d)$/i.test(text) ? text : text + "Z");
+  }
+  function narrowAxis(range) {
+    var left = (wideLayout && wideLayout.margin && wideLayout.margin.l) || 0;
+    var plotPx = el.clientWidth - left - PLOT_RIGHT_PX;
+    var from = range ? wallMs(range[0]) : NaN, to = range ? wallMs(range[1]) : NaN;
+    if (!(plotPx > 0 && to > from)) { return {nticks: NARROW_TICKS}; }
+    var dateLabel = labelWidth("2026-11-16");
+    // The labels a step puts in view, each's middle and width: the date is under the first and where the
+    // day changes (the server's tickformatstops; seconds shown up to a step of a minute), and Plotly hides
+    // a label that would run past the chart's right edge.
+    function labels(step, anchor) {
+      var time = labelWidth(step <= MINUTE ? "00:00:00" : "00:00"), shown = [];
+      for (var at = anchor + Math.ceil((from - anchor) / step) * step; at <= to && shown.length < 12; at += step) {
+        var newDay = Math.floor(at / DAY) !== Math.floor((at - step) / DAY);
+        var width = step >= DAY || newDay || !shown.length ? dateLabel : time;
+        var middle = (at - from) / (to - from) * plotPx;
+        if (middle + width / 2 <= plotPx + PLOT_RIGHT_PX) { shown.push({middle: middle, width: width}); }
+      }
+      return shown;
+    }
+    function clear(step, anchor) {  // two labels or more, each apart from the next: Plotly leaves them level
+      var shown = labels(step, anchor);
+      return shown.length >= 2 && shown.every(function (label, index) {
+        var next = shown[index + 1];
+        return !next || next.middle - label.middle >= (label.width + next.width) / 2 + LABEL_GAP_PX;
+      });
+    }
+    // Steps counted from midnight; else from the window's first whole unit (an 18-hour step from 11:00
+    // in a 30-hour window at 320 px, where every step from midnight met or showed one label).
+    function unitOf(step) { return step >= DAY ? DAY : step >= HOUR ? HOUR : step >= MINUTE ? MINUTE : SECOND; }
+    var anchor = 0;
+    var chosen = STEPS.filter(function (step) { return clear(step, 0); })[0];
+    if (!chosen) {
+      chosen = STEPS.filter(function (step) { return clear(step, Math.ceil(from / unitOf(step)) * unitOf(step)); })[0];
+      anchor = chosen ? Math.ceil(from / unitOf(chosen)) * unitOf(chosen) : 0;
+    }
+    if (!chosen) {  // none lies clear: the longest step that still shows two, tilted as Plotly must
+      var two = STEPS.filter(function (step) { return labels(step, 0).length >= 2; });
+      chosen = two[two.length - 1];
+    }
+    if (!chosen) { return {nticks: NARROW_TICKS}; }
+    return {tickmode: "linear", tick0: new Date(anchor).toISOString().slice(0, 19).replace("T", " "), dtick: chosen};
+  }
+  function axisFor(narrow, range) {
+    var axis = narrow ? narrowAxis(range) : {};
+    return {"xaxis.tickmode": axis.tickmode || "auto", "xaxis.tick0": axis.tick0 || null,
+            "xaxis.dtick": axis.dtick || null, "xaxis.nticks": axis.nticks || null};
+  }
 
   // The layout for the box's width, into a figure about to be drawn.
   function fitWidth(figure) {
@@ -128,7 +194,7 @@
       (figure.layout.shapes || []).forEach(function (shape, index) { shape.name = narrow.shapeNames[index]; });
       delete narrow.shapeNames;
       Object.assign(figure.layout, narrow);
-      figure.layout.xaxis.nticks = NARROW_TICKS;
+      Object.assign(figure.layout.xaxis, narrowAxis(figure.layout.xaxis.range));
     }
   }
 
@@ -143,7 +209,8 @@
     var names = shapeNameUpdate(narrowShown ? parts.shapeNames : wideShapeNames);
     // The legend after the height and margins: changed in one relayout, Plotly placed the legend where
     // the old height put it (19 px into the plot on a phone, when its rows wrapped anew).
-    var change = Object.assign({margin: parts.margin, height: parts.height}, names, axisFor(narrowShown));
+    var change = Object.assign({margin: parts.margin, height: parts.height}, names,
+                               axisFor(narrowShown, el.layout.xaxis && el.layout.xaxis.range));
     window.Plotly.relayout(el, change).then(function () {
       return window.Plotly.relayout(el, {legend: parts.legend});
     });
