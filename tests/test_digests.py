@@ -1694,3 +1694,18 @@ def test_the_fixes_that_pay_most_say_their_figure_is_recoverable_gpu_hours(smtp,
     caption = as_read(re.sub(r"<[^>]+>", "", fixes.split("<table")[0])).strip()
     assert caption.startswith("Recoverable GPU-hours on the right:"), caption
     assert "fixing" in caption and "win back" in caption
+
+
+def test_a_fixs_settings_are_code_in_the_html_part_and_backticked_in_the_text_part(smtp, fleet, member_a):
+    """The loader fix's settings ('use num_workers=7 ... request --cpus-per-task=8') read as words in the digest
+    beside the code the other fixes show as code; the HTML part shows them as code, the text part in backticks, as
+    the text part writes any fix's code."""
+    from triage.guidance import guidance_for
+
+    guide = guidance_for(Category.DATA_PREPROCESSING, "default", {"num_workers": 0}, gpu_hours=4.0,
+                         price_per_gpu_hour=None, currency="", job={"gpu_count": 1, "cpu_count": 8})  # fmt: skip
+    Finding.objects.filter(job=fleet["resnet"], category=Category.MODEL_CHECKPOINTING).update(guidance=guide)
+    send_weekly_task.delay(WEEK).get()
+    text, html = parts(smtp.to(member_a.email)[0])
+    assert "use <code>num_workers=7</code> (now 0)" in html
+    assert "use `num_workers=7` (now 0)." in text

@@ -128,13 +128,13 @@ def test_an_interactive_jobs_fix_starts_from_the_gpus_it_held():
         ({"gpu_count": 1, "cpu_count": 1}, {}, "For this job: 1 CPU for 1 GPU gives 1 per training process; "),
         ({"gpu_count": 8, "cpu_count": 64}, {}, "For this job: 64 CPUs for 8 GPUs give 8 per training process; "),
         ({"gpu_count": 4, "cpu_count": 32}, {"tasks_per_gpu": 2},
-         "For this job: 32 CPUs for 4 GPUs (2 training processes a GPU, --ntasks-per-gpu=2) give 4 per training "
+         "For this job: 32 CPUs for 4 GPUs (2 training processes a GPU, `--ntasks-per-gpu=2`) give 4 per training "
          "process; "),
         # Its CPUs not known: the sizing the advice assumes is said, not "? CPUs ... gives 8".
         ({"gpu_count": 1}, {}, "For this job: its CPU count is not known; at 8 CPUs a GPU, a common sizing, that is "
          "8 per training process; "),
         ({"gpu_count": 4}, {"tasks_per_gpu": 2}, "For this job: its CPU count is not known; at 8 CPUs a GPU, a "
-         "common sizing, with 2 training processes a GPU (--ntasks-per-gpu=2), that is 4 per training process; "),
+         "common sizing, with 2 training processes a GPU (`--ntasks-per-gpu=2`), that is 4 per training process; "),
     ],
 )  # fmt: skip
 def test_a_loader_fixs_cpu_sentence_agrees_with_its_counts_and_says_when_they_are_not_known(job, numbers, said):
@@ -159,5 +159,64 @@ def test_a_loader_fix_that_asks_for_more_workers_than_the_job_has_cpus_asks_for_
     numbers = {"num_workers": 0} | ({"cpu_util_training": cpu_util} if cpu_util is not None else {})
     guide = guidance_for(Category.DATA_PREPROCESSING, "default", numbers, gpu_hours=1.0, price_per_gpu_hour=None,
                          currency="", job={"gpu_count": 1, "cpu_count": 1})  # fmt: skip
-    assert "use num_workers=7 (now 0) and request --cpus-per-task=8" in guide["change"], guide["change"]
+    assert "use `num_workers=7` (now 0) and request `--cpus-per-task=8`" in guide["change"], guide["change"]
     assert ("(the CPUs ran at 92 %)" in guide["change"]) == (cpu_util is not None)
+
+
+# --- A fix's settings as code -------------------------------------------------------------------------------------
+
+
+def _loader_guide(job: dict, numbers: dict | None = None) -> dict:
+    from triage.guidance import guidance_for
+    from triage.taxonomy import Category
+
+    return guidance_for(Category.DATA_PREPROCESSING, "default", {"num_workers": 0, **(numbers or {})}, gpu_hours=1.0,
+                        price_per_gpu_hour=None, currency="", job=job)  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("job", "numbers", "said"),
+    [
+        ({"gpu_count": 1, "cpu_count": 8}, {}, "use `num_workers=7` (now 0)."),
+        ({"gpu_count": 1, "cpu_count": 1}, {}, "use `num_workers=7` (now 0) and request `--cpus-per-task=8`."),
+        ({"gpu_count": 4, "cpu_count": 8, "node_count": 1}, {"tasks_per_node": 4},
+         "request `--cpus-per-task=8` with `--ntasks-per-node=4`, 32 CPUs a node."),
+        ({"gpu_count": 4, "cpu_count": 8, "node_count": 1}, {"tasks_per_gpu": 2},
+         "(2 training processes a GPU, `--ntasks-per-gpu=2`) give 1 per training process; use `num_workers=7` (now 0) "
+         "and request `--cpus-per-task=8` with `--ntasks-per-gpu=2`, 64 CPUs a node."),
+        ({"gpu_count": 4, "cpu_count": 8, "node_count": 1}, {},
+         "request `--cpus-per-task=32` for one task a node; with one task a GPU (`--ntasks-per-node=4`), "
+         "`--cpus-per-task=8`."),
+    ],
+)  # fmt: skip
+def test_a_loader_fixs_settings_are_written_as_code(job, numbers, said):
+    """The settings sentence wrote `num_workers=7` and `--cpus-per-task=8` as words, where the rest of the guidance
+    writes code in backticks, which the pages show as code."""
+    change = _loader_guide(job, numbers)["change"]
+    assert said in change, change
+
+
+def test_an_oversubscribed_jobs_binding_is_written_as_code():
+    from triage.guidance import guidance_for
+    from triage.taxonomy import Category
+
+    numbers = {"idle_gpus": 4, "srun_tasks": 4, "gpu_binding": "--gpus-per-task=1"}
+    guide = guidance_for(Category.GPU_OVERSUBSCRIPTION, "default", numbers, gpu_hours=1.0, price_per_gpu_hour=None,
+                         currency="", job={"gpu_count": 8, "node_count": 1})  # fmt: skip
+    assert "its tasks are bound by `--gpus-per-task=1`." in guide["change"], guide["change"]
+
+
+@pytest.mark.django_db
+def test_the_job_page_shows_a_fixs_settings_as_code(operator, team_a):
+    import re
+
+    from tests.test_option_words_browser import _job_with_tasks_per_gpu
+
+    job = _job_with_tasks_per_gpu(team_a)
+    client = Client()
+    client.force_login(operator)
+    page = client.get(f"/jobs/{job.pk}/").content.decode()
+    (change,) = re.findall(r'<p class="finding-change">(.*?)</p>', page, re.DOTALL)
+    assert "use <code>num_workers=7</code> (now 0)" in change, change
+    assert 'request <code><span class="opt">--cpus</span>-per-task=8</code>' in change, change
+    assert "`" not in change

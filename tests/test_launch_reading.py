@@ -367,7 +367,8 @@ def test_tasks_per_gpu_are_the_training_processes_that_load_batches():
     )
     change = guide["change"]
     # 32 CPUs over 8 processes (it said 8 a process over 4 GPUs)
-    assert "(2 training processes a GPU, --ntasks-per-gpu=2)" in change and " 4 per training process" in change, change
+    assert "(2 training processes a GPU, `--ntasks-per-gpu=2`)" in change, change
+    assert " 4 per training process" in change, change
 
 
 def test_srun_ntasks_per_gpu_on_the_launch_line_counts_too():

@@ -1160,7 +1160,7 @@ def test_remote_reads_through_a_loader_without_workers_are_one_wait_led_by_the_r
     guide = guidance_for(loader.category, loader.sub_cause, loader.numbers, gpu_hours=loader.gpu_hours,
                          price_per_gpu_hour=None, currency="", job={"gpu_count": 1, "cpu_count": 16})  # fmt: skip
     assert guide["change"].endswith(
-        "use num_workers=15 (now 0). Its batches come from remote storage (s3://vision-datasets/imagenet-shards): "
+        "use `num_workers=15` (now 0). Its batches come from remote storage (s3://vision-datasets/imagenet-shards): "
         "workers overlap those reads with the steps; staging the data on local disk (Remote data reading) removes them."
     )
 
@@ -1668,16 +1668,16 @@ def test_gaps_at_wandb_lines_of_a_job_uploading_with_wandb_save_say_the_upload_i
         # node); it was 32, which with 4 tasks a node asks for 128 CPUs a node.
         ([("job.sbatch", "#!/bin/bash\n#SBATCH --nodes=2\n#SBATCH --ntasks-per-node=4\n#SBATCH --gres=gpu:4\n"
                          "#SBATCH --cpus-per-task=2\nsrun python train.py\n")],
-         "request --cpus-per-task=8 with --ntasks-per-node=4, 32 CPUs a node (the CPUs ran at 97 %)."),
+         "request `--cpus-per-task=8` with `--ntasks-per-node=4`, 32 CPUs a node (the CPUs ran at 97 %)."),
         # ... srun's own options, not the program's `-c`
         ([("job.sh", "#!/bin/bash\nsrun --ntasks-per-node 4 -c 2 python -c 'import train'\n")],
-         "request --cpus-per-task=8 with --ntasks-per-node=4, 32 CPUs a node (the CPUs ran at 97 %)."),
+         "request `--cpus-per-task=8` with `--ntasks-per-node=4`, 32 CPUs a node (the CPUs ran at 97 %)."),
         # one task a node: the node's 32, as before
         ([("job.sbatch", "#!/bin/bash\n#SBATCH --ntasks-per-node=1\nsrun torchrun --nproc_per_node=4 train.py\n")],
-         "request --cpus-per-task=32 (the CPUs ran at 97 %)."),
+         "request `--cpus-per-task=32` (the CPUs ran at 97 %)."),
         # layout unknown: says which it assumed, and the other
-        ([], "request --cpus-per-task=32 for one task a node; with one task a GPU (--ntasks-per-node=4), "
-             "--cpus-per-task=8 (the CPUs ran at 97 %)."),
+        ([], "request `--cpus-per-task=32` for one task a node; with one task a GPU (`--ntasks-per-node=4`), "
+             "`--cpus-per-task=8` (the CPUs ran at 97 %)."),
     ],
 )  # fmt: skip
 def test_loader_guidance_asks_for_cpus_per_task_in_the_jobs_task_layout(scripts, asked):
@@ -1693,7 +1693,7 @@ def test_loader_guidance_asks_for_cpus_per_task_in_the_jobs_task_layout(scripts,
     guide = guidance_for(finding.category, finding.sub_cause, finding.numbers, gpu_hours=1.0,
                          price_per_gpu_hour=None, currency="", job={})  # fmt: skip
     assert guide["change"].endswith(asked)
-    assert guide["after"].endswith("#SBATCH --cpus-per-task=" + asked.split("--cpus-per-task=")[1].split()[0])
+    assert guide["after"].endswith("#SBATCH --cpus-per-task=" + asked.split("--cpus-per-task=")[1].split("`")[0])
 
 
 def test_a_download_before_training_names_its_source_and_largest_file():

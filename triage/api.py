@@ -309,7 +309,11 @@ class GuidanceSerializer(serializers.Serializer):
     title = serializers.CharField(required=False)
     what = serializers.CharField(required=False, help_text="What the cause is.")
     why = serializers.CharField(required=False, help_text="Why it leaves GPUs idle.")
-    change = serializers.CharField(required=False, help_text="The change to make.")
+    change = serializers.CharField(
+        required=False,
+        help_text="The change to make. Code, and the settings it gives this job (`num_workers=7`, "
+        "`--cpus-per-task=8`), are in backticks, as in all the guidance's words: the pages show them as code.",
+    )
     before = serializers.CharField(required=False, help_text="The job's code or command as it is.")
     after = serializers.CharField(required=False, help_text="... and with the change.")
     expected_effect = serializers.CharField(required=False)

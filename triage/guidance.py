@@ -558,12 +558,14 @@ def loader_settings(numbers: dict, job: dict) -> dict:
         suggested_cpus = 8 * task_gpus
         suggested = 7
     suggested_cpus = suggested_cpus or 8 * task_gpus
+    # The settings a submitter types, in backticks as the guidance writes code: the pages show them as code.
     if per_gpu > 1:
-        layout = f" with --ntasks-per-gpu={per_gpu}, {suggested_cpus * tasks} CPUs a node"
+        layout = f" with `--ntasks-per-gpu={per_gpu}`, {suggested_cpus * tasks} CPUs a node"
     elif tasks:
-        layout = f" with --ntasks-per-node={tasks}, {suggested_cpus * tasks} CPUs a node" if tasks > 1 else ""
+        layout = f" with `--ntasks-per-node={tasks}`, {suggested_cpus * tasks} CPUs a node" if tasks > 1 else ""
     elif gpus_per_node > 1:
-        layout = f" for one task a node; with one task a GPU (--ntasks-per-node={gpus_per_node}), --cpus-per-task=8"
+        a_gpu = f"`--ntasks-per-node={gpus_per_node}`"  # one task a GPU
+        layout = f" for one task a node; with one task a GPU ({a_gpu}), `--cpus-per-task=8`"
     else:
         layout = ""
     return {
@@ -572,10 +574,10 @@ def loader_settings(numbers: dict, job: dict) -> dict:
         "suggested_cpus": suggested_cpus,
         "cpu_util": numbers.get("cpu_util_training"),
         "settings": (
-            f"For this job: {_cpu_share(cpus, gpus, per_gpu, per_process_cpus)}; use num_workers={suggested}"
+            f"For this job: {_cpu_share(cpus, gpus, per_gpu, per_process_cpus)}; use `num_workers={suggested}`"
             + (f" (now {current})" if current is not None else "")
             # More workers than the job has CPUs need the CPUs asked for too, whether or not their load is known.
-            + (f" and request --cpus-per-task={suggested_cpus}{layout}" if per_process_cpus < 6 else "")
+            + (f" and request `--cpus-per-task={suggested_cpus}`{layout}" if per_process_cpus < 6 else "")
             + (
                 f" (the CPUs ran at {share_text(numbers['cpu_util_training'] / 100)})"  # whole percent, as its why
                 if per_process_cpus < 6 and numbers.get("cpu_util_training") is not None
@@ -601,12 +603,12 @@ def _cpu_share(cpus: int | None, gpus: int, per_gpu: int, per_process_cpus: int)
     if not cpus:
         return (
             "its CPU count is not known; at 8 CPUs a GPU, a common sizing, "
-            + (f"with {shared} (--ntasks-per-gpu={per_gpu}), " if shared else "")
+            + (f"with {shared} (`--ntasks-per-gpu={per_gpu}`), " if shared else "")
             + f"that is {per_process_cpus} per training process"
         )
     return (
         f"{plural(cpus, 'CPU')} for {plural(gpus, 'GPU')}"
-        + (f" ({shared}, --ntasks-per-gpu={per_gpu})" if shared else "")
+        + (f" ({shared}, `--ntasks-per-gpu={per_gpu}`)" if shared else "")
         + f" {'gives' if cpus == 1 else 'give'} {per_process_cpus} per training process"
     )
 
@@ -810,7 +812,7 @@ def _binding_text(numbers: dict, gpus: int) -> str:
     GPUs they leave bound to no task, if any (numbers' `gpu_binding`, `bound_gpus`)."""
     if not numbers.get("gpu_binding"):
         return "."
-    text = f"; its tasks are bound by {numbers['gpu_binding']}"
+    text = f"; its tasks are bound by `{numbers['gpu_binding']}`"  # the option, as code
     held = numbers.get("bound_gpus")
     if held:
         tasks = int(numbers.get("srun_tasks") or 0)
