@@ -60,3 +60,13 @@ def test_where_the_causes_listed_add_up_to_their_total_nothing_more_is_said(clie
     assert "rounded to a tenth on its own" not in page
     context = services.build_context(DigestKind.TEAM, WEEK, team_a)
     assert context["unattributed"].startswith("Causes account for 3.5 of the 15.0 unused GPU-hours. The other")
+
+
+def test_the_causes_page_and_the_operator_digest_give_one_total_of_the_fleets_causes(client, operator, week_of_causes):
+    """The Causes page lists the fleet's causes, as the operator digest does; it gave no total, and the digest
+    one its causes as listed do not add up to."""
+    client.force_login(operator)
+    page = as_read(client.get(reverse("dashboard:category-list"), WEEK_QUERY).content.decode())
+    assert SAID in page
+    _, text, html = services.render_triplet("operator-digest", services.build_context(DigestKind.OPERATOR, WEEK))
+    assert SAID in " ".join(text.split()) and SAID in as_read(html)

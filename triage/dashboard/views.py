@@ -947,7 +947,8 @@ def category_list(request):
     jobs, period = scope.jobs, scope.period
     pricing = queries.pricing(queries.in_period(jobs, period))
     judged = _judged(queries.in_period(jobs, period), request)
-    rows = {row["category"]: row for row in queries.by_category(judged, pricing.conversion)}
+    found = queries.by_category(judged, pricing.conversion)
+    rows = {row["category"]: row for row in found}
     verdicts = feedback.tally_by_category(judged)
     categories = [
         {
@@ -961,7 +962,12 @@ def category_list(request):
         | (queries.cost_figure(rows[category.value]) if category.value in rows else {"cost_known": True})
         for category in Category
     ]
-    context = _context(request, scope) | {"categories": categories}
+    unused = queries.totals(queries.in_period(jobs, period), scope.low_threshold, pricing.conversion).unused_gpu_hours
+    context = _context(request, scope) | {
+        "categories": categories,
+        # Their total as the operator digest gives the fleet's (the exact hours', rounded once); none without causes.
+        "causes_account_for": queries.causes_account_for([row["hours"] for row in found], unused) if found else "",
+    }
     context |= _pricing_context(pricing)
     return render(request, "dashboard/category_list.html", context)
 
