@@ -251,6 +251,22 @@ def test_an_option_passed_through_env_s_is_read_by_the_script():
     assert loader.detail["num_workers"] == 0
 
 
+def test_env_s_under_srun_runs_its_string_in_each_task():
+    # `srun -n 4 env -S "python train.py --workers 0"`: the string was taken for srun's program ('python train.py
+    # --workers 0' its launcher) and its options never reached the script
+    script = (
+        "import argparse\nfrom torch.utils.data import DataLoader\nparser = argparse.ArgumentParser()\n"
+        "parser.add_argument('--workers', type=int, default=4)\nargs = parser.parse_args()\n"
+        "loader = DataLoader(dataset, num_workers=args.workers)\n"
+    )
+    run_sh = '#!/bin/bash\nsrun -n 4 env -S "python train.py --workers 0"\n'
+    evidence = extract_script_evidence([("train.py", script), ("run.sh", run_sh)])
+    (launched,) = evidence.of("shell_launch")
+    assert (launched.detail["launcher"], launched.detail.get("processes")) == ("python", 4)
+    (loader,) = evidence.of("dataloader")
+    assert loader.detail["num_workers"] == 0
+
+
 def test_the_jobs_command_under_env_s_is_read():
     (launch,) = command_code_facts("env -S 'srun -n 4 python x.py'")
     assert launch.detail.get("processes") == 4

@@ -2246,7 +2246,13 @@ def _env_string_split(argv: list[str]) -> list[str]:
     its options are seen; the words as they are where no env with a string runs the command."""
     words = _without_assignments(argv)
     head = argv[: len(argv) - len(words)]
-    while words and _wrapper(words[0]) and not _is_srun(words[0]):
+    while words and _wrapper(words[0]):
+        if _is_srun(words[0]):  # its own options, then the program each task runs (`_srun_program`)
+            start = next((i for i, w in enumerate(words[1:], 1) if _srun_program(w)), None)
+            if start is None:
+                return argv
+            head, words = head + words[:start], words[start:]
+            continue
         if _is_env(words[0]):
             found = _env_command(words)
             if found is None or found[2] == words[len(words) - len(found[2]) :]:
@@ -3606,7 +3612,7 @@ def _slurm_layout(argv: list[str]) -> dict:
 
 def _srun_program(word: str) -> bool:
     name = word.rsplit("/", 1)[-1]
-    return name in LAUNCHERS or name.startswith(("python", "bash")) or name.endswith((".sh", ".py"))
+    return name in LAUNCHERS or name.startswith(("python", "bash")) or name.endswith((".sh", ".py")) or name == "env"
 
 
 def _layout_fact(path: str, number: int, shown: str, words: list[str], tasks: dict[str, str]) -> CodeFact | None:

@@ -347,7 +347,8 @@ from triage.rules.registry import RULES, THRESHOLDS, Finding, Status, TriageResu
 #      `--workers 0` to the script (its `num_workers=args.workers` kept the default); a string env refuses (`\q`, a
 #      `$N`, a quote left open) runs nothing. A script whose first line runs a shell through env (`#!/usr/bin/env
 #      bash`, `#!/usr/bin/env -S bash -eu`) or by another path (`#!/usr/bin/bash`) is read as a shell script whatever
-#      its name (only `#!/bin/...` and a shell's suffix were)
+#      its name (only `#!/bin/...` and a shell's suffix were); under srun too (`srun -n 4 env -S "python train.py
+#      --workers 0"` took the string for srun's program, its options not the script's)
 #      also: a here-document a shell reads as its commands (`bash <<EOF`) runs them in a child shell: what its body
 #      exports or sets ends with it (the script's lines after it took it: `export SLURM_NTASKS=2` inside the body made
 #      the script's later bare srun 2 tasks, the allocation's 8 now; a `DATA=s3://...` there made `--data-root $DATA`
