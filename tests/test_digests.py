@@ -992,6 +992,40 @@ def test_both_digests_read_on_a_phone_without_scrolling_sideways(smtp, fleet, me
     assert widths == {member_a.email: 320, operator.email: 320}
 
 
+def test_a_weeks_four_digit_figures_read_on_a_320_px_phone_without_scrolling_sideways(browser, tmp_path):  # noqa: F811
+    """The demo's week 2026-W47 (make demo) has figures wider than the small fleet's: "1,718 USD" beside
+    "1,755 USD", "▲ +10 pts", "321.0 GPU-h". Opened 320 px wide, its operator digest was 351 px and a
+    team's 327 px, the week's figures and the teams' table a column past the screen. Each fits, every
+    figure still on one line."""
+    from tests.factories import TeamFactory
+
+    team = TeamFactory(slug="platform", name="platform")
+    day = timedelta(days=1)
+    for start, hours, unused, cost in ((WEEK_START + day, 695.8, 321.0, "1718.00"),
+                                       (WEEK_START - 3 * day, 711.4, 256.8, "1755.00"),
+                                       (WEEK_START - 10 * day, 40.0, 4.0, "98.00")):  # fmt: skip
+        JobFactory(team=team, start_time=start, gpu_hours=hours, unused_gpu_hours=unused, mean_gpu_util=30, cost=cost)
+    mails = {
+        "operator": services.render_triplet("operator-digest", services.build_context(DigestKind.OPERATOR, WEEK)),
+        "team": services.render_triplet("team-digest", services.build_context(DigestKind.TEAM, WEEK, team)),
+    }
+    seen = {}
+    with window_width(browser, 320, mobile=True):
+        for name, (_, text, html) in mails.items():
+            assert "1,718" in text and "1,755" in text, text  # the four-digit figures are in it
+            page = tmp_path / f"{name}.html"
+            page.write_text(html, encoding="utf-8")
+            browser.get(page.as_uri())
+            seen[name] = browser.execute_script("return document.documentElement.scrollWidth")
+            # Every figure held on one line (a no-break space, white-space: nowrap) is still on one.
+            seen[f"{name}, figures broken"] = browser.execute_script(
+                "return [...document.querySelectorAll('[style*=nowrap]')]"
+                ".filter(e => e.getClientRects().length > 1 || e.scrollWidth > e.clientWidth + 1)"
+                ".map(e => e.textContent)"
+            )
+    assert seen == {"operator": 320, "operator, figures broken": [], "team": 320, "team, figures broken": []}
+
+
 FIRST_SCREEN = 844  # a phone's window, 390 x 844 CSS pixels
 
 
