@@ -285,6 +285,42 @@ def test_a_shebang_that_runs_python_through_env_s_is_no_shell_script():
     assert extract_script_evidence([("prepare", text)]).of("shell_launch") == []
 
 
+LOADER_SCRIPT = (
+    "import argparse\nfrom torch.utils.data import DataLoader\nparser = argparse.ArgumentParser()\n"
+    "parser.add_argument('--workers', type=int, default=4)\nargs = parser.parse_args()\n"
+    "loader = DataLoader(dataset, num_workers=args.workers)\n"
+)
+
+
+@pytest.mark.parametrize(
+    "shebang", ["#!/bin/python3", "#!/usr/bin/python3", "#!/usr/bin/env python3", "#!/usr/bin/env -S python3 -u"]
+)
+def test_a_script_whose_shebang_runs_python_is_read_as_python(shebang):
+    # `#!/bin/...` made any script a shell script, `#!/bin/python3` too: its DataLoader was never seen (its lines read
+    # as shell commands), nor the `--workers 0` its launch gives it; `#!/usr/bin/python3` was not read at all
+    run_sh = "#!/bin/bash\nsrun -n 2 python -u train --workers 0\n"
+    evidence = extract_script_evidence([("train", f"{shebang}\n{LOADER_SCRIPT}"), ("run.sh", run_sh)])
+    assert (evidence.python_files, evidence.shell_files) == (1, 1)
+    (loader,) = evidence.of("dataloader")
+    assert (loader.path, loader.detail["num_workers"]) == ("train", 0)
+    (launched,) = evidence.of("shell_launch")
+    assert launched.path == "run.sh"
+
+
+def test_a_python_scripts_path_given_as_another_options_value_is_no_launch_of_it():
+    evidence = extract_script_evidence(
+        [("train", f"#!/usr/bin/python3\n{LOADER_SCRIPT}"), ("run.sh", "#!/bin/bash\npython main.py --mode train\n")]
+    )
+    (loader,) = evidence.of("dataloader")
+    assert loader.detail["num_workers"] == 4
+
+
+@pytest.mark.parametrize("shebang", ["#!/usr/bin/ksh", "#!/bin/sh -e", "#!/usr/bin/env zsh", "#! /bin/bash"])
+def test_a_script_whose_shebang_runs_a_shell_is_read_as_one(shebang):
+    evidence = extract_script_evidence([("launch", f"{shebang}\nsrun -n 4 python train.py\n")])
+    assert [f.detail.get("processes") for f in evidence.of("shell_launch")] == [4]
+
+
 def test_a_variable_env_unsets_is_not_known():
     # `env -u SLURM_NTASKS srun ...`: SLURM_NPROCS, which sbatch sets too, may still give srun its count: not known
     launched = launch_of("#!/bin/bash\n#SBATCH -n 8\nenv -u SLURM_NTASKS srun python train.py\n")

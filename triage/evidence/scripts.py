@@ -139,7 +139,7 @@ def extract_script_evidence(scripts: list[tuple[str, str]], command: str = "") -
     follow in place of the argparse defaults (`_given_options`)."""
     evidence = ScriptEvidence()
     launches = _launches(scripts, command)
-    python = [path for path, _ in scripts if path.lower().endswith(".py")]
+    python = [path for path, text in scripts if _is_python(path, text)]  # `train.py`, or `#!/usr/bin/python3`
     given = {path: _given_options(path, launches) for path in python}
     modules = _importable(python)
     absolute = frozenset(modules[None])  # one set (hashed once) that every file's cache key holds
@@ -148,7 +148,7 @@ def extract_script_evidence(scripts: list[tuple[str, str]], command: str = "") -
     # a shell script's srun lines run in the allocation the job's sbatch command line gives, with what the command
     # that runs it exports, and its #SBATCH lines are read only where it may be the batch script sbatch was given
     # (Python files need not know it: they are read once for every allocation)
-    shells = [path for path, text in scripts if not path.lower().endswith(".py") and _is_shell(path, text)]
+    shells = [path for path, text in scripts if not _is_python(path, text) and _is_shell(path, text)]
     allocated = {path: _submitted_allocation(command, path) if command else ((), True) for path in shells}
     parts = {}
     for path, text in scripts:
@@ -224,6 +224,8 @@ def _importable(python: list[str]) -> dict:
     found: dict = {None: {}}
     named = []
     for path in python:
+        if not path.lower().endswith(".py"):
+            continue  # `#!/usr/bin/python3` without the suffix: run, never imported
         parts = path.replace("\\", "/").removeprefix("./").removesuffix(".py").split("/")
         if parts[-1] == "__init__":
             parts = parts[:-1]
@@ -380,7 +382,7 @@ def _read_file(
     whether it may be the job's batch script, whose `#SBATCH` lines sbatch read (`_submitted_allocation`)."""
     evidence = ScriptEvidence()
     lower = path.lower()
-    if lower.endswith(".py"):
+    if _is_python(path, text):
         evidence.python_files += 1
         try:
             tree = ast.parse(text, filename=path)
@@ -400,25 +402,36 @@ def _read_file(
 
 
 def _is_shell(path: str, text: str) -> bool:
-    return (
-        path.lower().endswith((".sh", ".bash", ".slurm", ".sbatch"))
-        or text.startswith("#!/bin/")
-        or _shebang_shell(text)
+    """Whether a script is read as a shell script: by a shell's suffix, else by its first line's interpreter, a shell
+    (`#!/bin/bash`, `#!/usr/bin/env -S bash -eu`; `#!/bin/python3` is Python's: `_is_python`)."""
+    return path.lower().endswith(_SHELL_SUFFIXES) or _shebang_program(text) in _SHELL_PROGRAMS
+
+
+def _is_python(path: str, text: str) -> bool:
+    """Whether a script is read as Python: by its `.py` suffix, or one without a shell's suffix by its first line's
+    interpreter (`#!/usr/bin/python3`, `#!/bin/python3`, `#!/usr/bin/env -S python3 -u`)."""
+    lower = path.lower()
+    return lower.endswith(".py") or (
+        not lower.endswith(_SHELL_SUFFIXES) and (_shebang_program(text) or "").startswith("python")
     )
 
 
-def _shebang_shell(text: str) -> bool:
-    """Whether a script's first line runs it with a shell: `#!/usr/bin/bash`, or a shell env finds (`#!/usr/bin/env
-    bash`, `#!/usr/bin/env -S bash -eu`). The kernel hands the interpreter the rest of the line as one argument
-    (execve(2), "Interpreter scripts"), so env gets `-S bash -eu` and splits it (`_env_command`), where `#!/usr/bin/env
-    bash -e` asks env for a program named "bash -e"."""
+_SHELL_SUFFIXES = (".sh", ".bash", ".slurm", ".sbatch")
+
+
+def _shebang_program(text: str) -> str | None:
+    """The name of the program a script's first line runs it with (`#!/usr/bin/bash`: bash; `#!/bin/python3`:
+    python3), or of the one env finds (`#!/usr/bin/env bash`, `#!/usr/bin/env -S bash -eu`); None without one. The
+    kernel hands the interpreter the rest of the line as one argument (execve(2), "Interpreter scripts"), so env gets
+    `-S bash -eu` and splits it (`_env_command`), where `#!/usr/bin/env bash -e` asks env for a program named "bash
+    -e"."""
     if not text.startswith("#!"):
-        return False
+        return None
     interpreter, _, argument = text[2:].split("\n", 1)[0].strip().partition(" ")
     words = [interpreter] + ([argument.strip(" \t")] if argument.strip(" \t") else [])
     if _is_env(interpreter):
         words = found[2] if (found := _env_command(words)) is not None else []
-    return bool(words) and words[0].rsplit("/", 1)[-1] in _SHELL_PROGRAMS
+    return words[0].rsplit("/", 1)[-1] if words and words[0] else None
 
 
 def _launches(scripts: list[tuple[str, str]], command: str) -> list[list[str]]:
@@ -427,7 +440,7 @@ def _launches(scripts: list[tuple[str, str]], command: str) -> list[list[str]]:
     assignment before it gives (`_ShellVariables`)."""
     commands = []
     for path, text in scripts:
-        if _is_shell(path, text):
+        if _is_shell(path, text) and not _is_python(path, text):
             variables = _ShellVariables()
             shells = _ChildShells(text)
             for number, line in _logical_lines(text):
@@ -570,10 +583,18 @@ class _ShellVariables:
 
 def _script_arguments(argv: list[str], path: str) -> list[str] | None:
     """The words a launch hands the Python script at `path` (those after its name: `train.py`, `./src/train.py`, or
-    `-m pkg.train` for pkg/train.py), or None if it does not run that script."""
+    `-m pkg.train` for pkg/train.py; one without the suffix, read by its `#!/usr/bin/python3`, by its path, `./train`,
+    or after python and its options, `python -u train`), or None if it does not run that script."""
     path = path.replace("\\", "/").removeprefix("./")
+    suffixed = path.lower().endswith(".py")
     for index, word in enumerate(argv):
         named = word.removeprefix("./")
+        if not suffixed:
+            before = next((w for w in reversed(argv[:index]) if not w.startswith("-")), "")
+            run = "/" in word or before.rsplit("/", 1)[-1].startswith("python")  # not `--mode train`'s value
+            if run and (path == named or path.endswith("/" + named) or named.endswith("/" + path)):
+                return argv[index + 1 :]
+            continue
         if index and argv[index - 1] == "-m" and not named.endswith(".py"):
             module = named.replace(".", "/")
             if path in (f"{module}.py", f"{module}/__main__.py") or path.endswith(
@@ -3542,7 +3563,7 @@ def split_shell(line: str) -> list[list[str]]:
 
 # bash(1): "-c  If the -c option is present, then commands are read from the first non-option argument
 # command_string"; its options that take the next word (`-o pipefail`, `-O extglob`, `--rcfile FILE`) are set apart
-_SHELL_PROGRAMS = ("bash", "sh", "dash", "zsh")
+_SHELL_PROGRAMS = ("bash", "sh", "dash", "zsh", "ksh", "mksh", "ash")
 _SHELL_VALUED = {"-o", "+o", "-O", "+O", "--rcfile", "--init-file"}
 _COMMAND_STRING_DEPTH = 3  # `bash -c "sh -c '...'"`: a few shells deep at most
 

@@ -353,10 +353,14 @@ from triage.rules.registry import RULES, THRESHOLDS, Finding, Status, TriageResu
 #      exports or sets ends with it (the script's lines after it took it: `export SLURM_NTASKS=2` inside the body made
 #      the script's later bare srun 2 tasks, the allocation's 8 now; a `DATA=s3://...` there made `--data-root $DATA`
 #      after it a remote read), while the body still has what the script set before it
-#      also: a fix's settings for the job are written as code, in backticks as the rest of the guidance writes it, so the
-#      job page and the digest show them as code: "use `num_workers=7` (now 0) and request `--cpus-per-task=8` with
+#      also: a fix's settings for the job are written as code, in backticks as the rest of the guidance writes it, so
+#      the job page and the digest show them as code: "use `num_workers=7` (now 0) and request `--cpus-per-task=8` with
 #      `--ntasks-per-node=4`", "(2 training processes a GPU, `--ntasks-per-gpu=2`)", an oversubscribed job's "its tasks
 #      are bound by `--gpus-per-task=1`" (each read as words: "use num_workers=7 ... request --cpus-per-task=8")
+#      also: a script's first line makes it a shell script only where its program (through env and `env -S` too) is a
+#      shell (sh, bash, dash, zsh, ksh, mksh, ash): any `#!/bin/...` did, so `#!/bin/python3` was read as shell commands
+#      (its DataLoader not seen); one whose program is Python (`#!/usr/bin/python3`, `#!/usr/bin/env python3`) without
+#      a shell's suffix is read as Python, with the options a launch gives it (`python -u train --workers 0`)
 RULES_REVISION = 11
 
 __all__ = [
