@@ -49,3 +49,34 @@ def test_on_a_phone_the_all_raters_table_is_a_card_per_category(browser, live_se
     assert_cards(wide, phone, rows=OPTIONS + 1, columns=4)  # pooled, then each option
     assert phone["cells"][0] == ["Unanimous 90.0 %", True], phone["cells"]  # 18 of 20 jobs: identical sets
     assert all(shown for _text, shown in phone["cells"]), phone["cells"]
+
+
+@pytest.mark.django_db(transaction=True)
+def test_on_a_320_px_phone_the_agreement_cards_hold_their_figures_and_notes(browser, live_server, rare_study):  # noqa: F811
+    """At 320 px every card of the per-category and all-raters tables was 9 px wider than its box, which then
+    scrolled sideways: a figure's note under it ("(too few positive labels for an interval)") kept a width of
+    9em, more than the card's value column, and ran past the card's edge with "100.0 % / 100.0 %" beside it
+    cut off. Each card's text now lies inside it, and the boxes do not scroll."""
+    from tests.test_accessibility import open_as
+    from tests.test_browser import window_width
+
+    study, raters = rare_study
+    open_as(browser, live_server.url, raters[0])
+    with window_width(browser, 320, mobile=True, height=640):
+        browser.get(f"{live_server.url}/studies/{study.pk}/agreement/")
+        overflow = browser.execute_script("""
+            const tables = document.querySelectorAll('table.stacks#per-category, table.stacks#group'), out = [];
+            if (tables.length !== 2) return ['tables', tables.length];
+            for (const table of tables) {
+              const box = table.closest('.table-scroll');
+              if (box.scrollWidth > box.clientWidth) out.push(['box scrolls', box.scrollWidth, box.clientWidth]);
+              for (const card of table.tBodies[0].rows) {
+                const edge = card.getBoundingClientRect().right;
+                for (const e of card.querySelectorAll('td *')) {
+                  const past = e.getBoundingClientRect().right - edge;
+                  if (past > 0.5) out.push([e.textContent.trim(), Math.round(past)]);
+                }
+              }
+            }
+            return out;""")
+    assert overflow == [], overflow[:6]
