@@ -600,7 +600,9 @@ def trend(direction: int | None, worse_when_up: bool | None) -> str:
 
 def by_category(jobs, conversion: Conversion | None = None) -> list[dict]:
     """Current findings of these jobs per category: jobs, recoverable GPU-hours and cost (in the
-    reporting currency), and how many of its jobs are priced and unpriced (`cost_known`)."""
+    reporting currency), and how many of its jobs are priced and unpriced (`cost_known`); the most
+    hours first. The digests' causes are these rows too (`triage.digests.findings.waste_by_category`),
+    so a page and a digest of the same jobs list the same causes, hours and order."""
     from triage.models import Finding
 
     conversion = conversion or Conversion.current()
@@ -618,7 +620,7 @@ def by_category(jobs, conversion: Conversion | None = None) -> list[dict]:
             unpriced_jobs=Count("job", distinct=True, filter=UNPRICED),
             left_out_jobs=Count("job", distinct=True, filter=in_no_figure(conversion)),
         )
-        .order_by("-hours")
+        .order_by("-hours", "category")
     )
     return list(rows)
 

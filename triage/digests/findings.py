@@ -11,6 +11,8 @@ from dataclasses import dataclass, field
 from django.db.models import Count, Sum, Value
 from django.db.models.functions import Coalesce
 
+from fleet.costs import Conversion
+from triage.dashboard import queries
 from triage.feedback import Tally, set_aside_causes, tally
 from triage.models import Feedback, Finding, JobTriage, TriageStatus
 from triage.taxonomy import Category
@@ -74,17 +76,14 @@ def current_findings(jobs):
     return Finding.objects.filter(result__is_current=True, job__in=jobs)
 
 
-def waste_by_category(jobs) -> list[CategoryWaste]:
-    """Recoverable GPU-hours and jobs per cause."""
-    rows = (
-        current_findings(jobs)
-        .values("category")
-        .annotate(hours=Coalesce(Sum("gpu_hours"), ZERO), jobs=Count("job", distinct=True))
-        .order_by("-hours", "category")
-    )
+def waste_by_category(jobs, conversion: Conversion | None = None) -> list[CategoryWaste]:
+    """Recoverable GPU-hours and jobs per cause: the dashboard's rows (`queries.by_category`, their owner),
+    so a digest's causes are its team page's and Causes page's."""
     known = set(Category.values)
     return [
-        CategoryWaste(Category(row["category"]), row["hours"], row["jobs"]) for row in rows if row["category"] in known
+        CategoryWaste(Category(row["category"]), row["hours"], row["jobs"])
+        for row in queries.by_category(jobs, conversion)
+        if row["category"] in known
     ]
 
 

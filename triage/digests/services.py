@@ -627,8 +627,10 @@ def _base_context(kind: str, period: Period, jobs, team: Team | None, hidden: fr
     current = queries.totals(week_jobs, threshold, conversion)
     previous = queries.totals(previous_jobs, threshold, conversion)
     judged_week = week_jobs.exclude(pk__in=hidden) if hidden else week_jobs
-    by_category = findings.waste_by_category(judged_week)
-    before_by_category = findings.waste_by_category(previous_jobs.exclude(pk__in=hidden) if hidden else previous_jobs)
+    by_category = findings.waste_by_category(judged_week, conversion)
+    before_by_category = findings.waste_by_category(
+        previous_jobs.exclude(pk__in=hidden) if hidden else previous_jobs, conversion
+    )
     jobs_url = _jobs_url(period, team)
     first_week = week_before_not_in_data(jobs, period, current, previous)
     partly_from = week_before_partly_in_data(jobs, period, current, previous)
