@@ -1849,6 +1849,27 @@ def test_a_namespace_bound_to_parse_args_under_any_name_holds_the_options():
             "DATA=s3://b/x\nbash <<EOF\nDATA=/local/x\nEOF\npython train.py --data-root $DATA",
             [(23, "open", None, True)],
         ),
+        # a quoted body is read by the child shell, which has the script's exports only: a plain DATA is not its
+        ("DATA=s3://b/x\nbash <<'EOF'\npython train.py --data-root $DATA\nEOF", []),
+        ("export DATA=s3://b/x\nbash <<'EOF'\npython train.py --data-root $DATA\nEOF", [(23, "open", None, True)]),
+        ("set -a\nDATA=s3://b/x\nbash <<'EOF'\npython train.py --data-root $DATA\nEOF", [(23, "open", None, True)]),
+        (
+            "DATA=s3://b/x\nexport DATA\nbash <<'EOF'\npython train.py --data-root $DATA\nEOF",
+            [(23, "open", None, True)],
+        ),
+        (
+            "DATA=/local\nbash <<'EOF'\nDATA=s3://b/x\npython train.py --data-root $DATA\nEOF",
+            [(23, "open", None, True)],
+        ),
+        # an unquoted one is expanded by the script's shell before the child reads it: the script's DATA, plain too,
+        # and not one the body sets ("$DATA" in quotes alike: a here-document's quotes are its text)
+        ("DATA=s3://b/x\nbash <<EOF\npython train.py --data-root $DATA\nEOF", [(23, "open", None, True)]),
+        (
+            "DATA=s3://b/x\nbash <<EOF\nDATA=/local/x\npython train.py --data-root $DATA\nEOF",
+            [(23, "open", None, True)],
+        ),
+        ("DATA=/local/x\nbash <<EOF\nDATA=s3://b/x\npython train.py --data-root $DATA\nEOF", []),
+        ("DATA=s3://b/x\nbash <<EOF\npython train.py --data-root '$DATA'\nEOF", [(23, "open", None, True)]),
     ],
 )
 def test_a_shell_variable_set_before_the_launch_line_gives_the_option_its_value(run_sh, expected):

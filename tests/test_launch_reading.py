@@ -148,6 +148,30 @@ def test_a_jobs_command_with_a_here_document_reads_its_body_as_data():
     assert launch.detail["processes"] == 2
 
 
+@pytest.mark.parametrize(
+    "command",
+    [
+        "export SLURM_NTASKS=4\nbash <<'EOF'\nexport SLURM_NTASKS=2\nsrun python prepare.py\nEOF\nsrun python train.py",
+        "export SLURM_NTASKS=4 && sh -s <<EOF\nexport SLURM_NTASKS=2\nsrun python prepare.py\nEOF\n"
+        "srun python train.py",
+        "/bin/bash -c 'export SLURM_NTASKS=4\nbash <<EOF\nexport SLURM_NTASKS=2\nsrun python prepare.py\nEOF\n"
+        "srun python train.py'",
+    ],
+)
+def test_what_a_here_document_in_the_jobs_command_exports_stays_in_its_shell(command):
+    # The job's command, read as one list of commands, gave the srun after the body the body's SLURM_NTASKS=2: the
+    # child shell's export ended with it, so train.py runs the 4 tasks the command exported before the body
+    assert [(f.detail["argv"][-1], f.detail.get("processes")) for f in command_code_facts(command)] == [
+        ("prepare.py", 2),
+        ("train.py", 4),
+    ]
+
+
+def test_a_script_the_jobs_command_runs_after_a_here_document_has_the_commands_environment():
+    command = "export SLURM_NTASKS=4\nbash <<EOF\nexport SLURM_NTASKS=2\nEOF\nbash run.sh"
+    assert launches("#!/bin/bash\nsrun python train.py\n", command) == [(2, "python", 4)]
+
+
 def test_a_here_document_writing_a_launch_script_is_no_uneven_use():
     # One busy GPU of eight, a job whose batch script writes (but does not run) an 8-task launch: it was read as
     # eight srun tasks, uneven use; the job runs one python, seven GPUs unused

@@ -444,8 +444,8 @@ def _launches(scripts: list[tuple[str, str]], command: str) -> list[list[str]]:
             variables = _ShellVariables()
             shells = _ChildShells(text)
             for number, line in _logical_lines(text):
-                variables.known = shells.at(number, variables.known)
-                commands.extend(variables.read(line))
+                variables = shells.at(number, variables, lambda parent, _: parent.child())
+                commands.extend(variables.read(line, shells.expanding()))
     if command.strip() and not command.strip().startswith("#"):
         with contextlib.suppress(ValueError):  # an unbalanced quote: no launch read from it
             commands.extend(split_command(command))
@@ -522,15 +522,30 @@ class _ShellVariables:
     """A shell script's variables as its lines set them, in order: `DATA=s3://b/x` (or `export DATA=...`), a line of
     its own outside any `if`, loop, `case` or function, with a plain value (no `$(...)`, backticks or a variable not
     known), makes `$DATA` and `"${DATA}"` in the lines after it that value; any other setting of it (in a branch, a
-    loop, `read`, with a computed value), and anything `source` or `eval` may set, leaves it unknown (the `$` kept)."""
+    loop, `read`, with a computed value), and anything `source` or `eval` may set, leaves it unknown (the `$` kept).
+    Which of them are exported (`export DATA`, `declare -x`, any set after `set -a`) is kept too: a child shell has
+    those alone (`child`)."""
 
     def __init__(self):
         self.known: dict[str, str | None] = {}
+        self.exported: set[str] = set()
+        self.exporting = False  # `set -a` (allexport): each variable set is exported
         self.depth = 0
 
-    def read(self, line: str) -> list[list[str]]:
+    def child(self) -> _ShellVariables:
+        """The variables of a child shell this one starts (`bash <<'EOF'`): its exported ones; the others not known,
+        where the environment the script began with may have given the child one of that name."""
+        child = _ShellVariables()
+        child.known = {name: value if name in self.exported else None for name, value in self.known.items()}
+        child.exported = set(self.exported)
+        return child
+
+    def read(self, line: str, expanding: _ShellVariables | None = None) -> list[list[str]]:
         """The line's commands' words, with the known variables' values in place (not inside single quotes); notes
-        what it sets."""
+        what it sets. `expanding`: the shell that expands the line first, where it is in the body of an unquoted
+        here-document that this shell reads (`_ChildShells.expanding`)."""
+        if expanding is not None:
+            line = expanding._here_document_expanded(line)
         if "$" in line and any(value is not None for value in self.known.values()):
             line = self._expand(line)
         stripped = line.strip()
@@ -543,6 +558,7 @@ class _ShellVariables:
         for argv in commands:
             pairs, only = _assignments(argv)
             plain = len(commands) == 1 and self.depth == 0 and only  # a line of its own, at the top
+            self._exports(argv, [name for name, _ in pairs] if only else [])
             for name, value in pairs:
                 self.known[name] = value if plain and _PLAIN_VALUE.fullmatch(value) else None
             if argv[0] in ("source", ".", "eval"):
@@ -579,6 +595,50 @@ class _ShellVariables:
             out.append(char)
             index += 1
         return "".join(out)
+
+    def _exports(self, argv: list[str], assigned: list[str]) -> None:
+        """Notes which variables one command exports: `export NAME[=value]`, `declare -x`, `export -n` (no longer),
+        `unset`, and under `set -a` (`set -o allexport`, to `set +a`) those it assigns."""
+        if argv[0] == "export" or (argv[0] in ("declare", "typeset") and any(_DECLARE_X.fullmatch(w) for w in argv)):
+            names = {word.partition("=")[0] for word in argv[1:] if not word.startswith(("-", "+"))}
+            if "-n" in argv[1:]:
+                self.exported -= names
+            else:
+                self.exported |= names
+        elif argv[0] == "unset":
+            self.exported -= set(argv[1:])
+        elif argv[0] == "set":
+            for index, word in enumerate(argv[1:], 1):
+                named = argv[index + 1 : index + 2] == ["allexport"] and word in ("-o", "+o")
+                if (word[:1] in "-+" and word[1:2] != "-" and "a" in word[1:]) or named:
+                    self.exporting = word[0] == "-"
+        if self.exporting:
+            self.exported.update(assigned)
+
+    def _here_document_expanded(self, line: str) -> str:
+        """A line of an unquoted here-document's body as this shell hands it to the one that reads it: `$NAME` and
+        `${NAME}` expanded with this shell's values, quotes or not (they are the body's text); a backslash before `$`,
+        a backquote or a backslash is taken off, the character left to the reader (bash(1), Here Documents: "\\ must
+        be used to quote the characters \\, $, and `"). A variable not known here stays written out, escaped, for the
+        reader not to take for its own."""
+        out, index = [], 0
+        while index < len(line):
+            char = line[index]
+            if char == "\\" and line[index + 1 : index + 2] in ("$", "`", "\\"):
+                out.append(line[index + 1])
+                index += 2
+                continue
+            if char == "$" and (match := _SHELL_REFERENCE.match(line, index)):
+                value = self.known.get(match.group(1) or match.group(2))
+                out.append(value if value is not None else "\\" + match.group(0))
+                index = match.end()
+                continue
+            out.append(char)
+            index += 1
+        return "".join(out)
+
+
+_DECLARE_X = re.compile(r"-\w*x\w*")
 
 
 def _script_arguments(argv: list[str], path: str) -> list[str] | None:
@@ -2823,6 +2883,7 @@ def _allocated_commands(commands: list[list[str]]) -> list[tuple[list[str], dict
     out: list[tuple[list[str], dict[str, str], frozenset]] = []
     environment: dict[str, str] = {}  # srun's input variables set so far (`_SRUN_ENVIRONMENT`)
     assigned: set[str] = set()
+    numbered, shells = _child_shell_commands(commands)  # what a `bash <<EOF` body sets ends with it
 
     def read(argv: list[str], allocation: dict[str, str], environment: dict[str, str]) -> None:
         pairs, only = _assignments(argv)
@@ -2835,7 +2896,8 @@ def _allocated_commands(commands: list[list[str]]) -> list[tuple[list[str], dict
         else:
             out.append((argv, {**allocation, **_environment_options(environment)}, frozenset(assigned)))
 
-    for argv in commands:
+    for number, argv in numbered:
+        environment, assigned = shells.at(number, (environment, assigned))
         allocating = _allocator(argv)
         runs = None
         if allocating is not None and allocating[0] == "salloc" and allocating[2]:
@@ -2883,7 +2945,7 @@ def _submitted_allocation(command: str, path: str) -> tuple[tuple[tuple[str, str
     # is no batch script sbatch was given: its #SBATCH lines are a comment to the shell that runs it. The script
     # `sbatch run.sh` names is not run by a command here, and sacct's copy of it (batch_script.sh) is named by no
     # command: both keep their #SBATCH lines.
-    for argv, allocation, _ in _allocated_commands(commands):
+    for argv, allocation, _ in _allocated_commands(_marked_commands(command)):
         if _runs_script(argv, path):
             return (None if submitted is None else _run_allocation(argv, allocation)), False
     return submitted, True
@@ -3153,14 +3215,15 @@ def _without_here_documents(text: str) -> str:
     return _here_documents_read(text)[0]
 
 
-def _here_documents_read(text: str) -> tuple[str, list[tuple[int, int]]]:
+def _here_documents_read(text: str) -> tuple[str, list[tuple[int, int, bool]]]:
     """`_without_here_documents`'s text, and the lines of each body a shell reads as its commands (`bash <<EOF`), as
-    (first line, the line after its last), numbered from 1: that shell is a child of the script's (`_ChildShells`)."""
+    (first line, the line after its last, whether its delimiter is quoted), numbered from 1: that shell is a child of
+    the script's (`_ChildShells`)."""
     if "<<" not in text:
         return text, []
     lines = text.split("\n")
     out: list[str] = []
-    shells: list[tuple[int, int]] = []
+    shells: list[tuple[int, int, bool]] = []
     at, quote = 0, ""  # the next line; the quote open at the end of the lines read (a string may span lines)
     while at < len(lines):
         opened: list[tuple[str, bool, bool, bool]] = []
@@ -3187,8 +3250,8 @@ def _here_documents_read(text: str) -> tuple[str, list[tuple[int, int]]]:
                 body.extend(part.lstrip("\t") if strip else part for part in kept)
             if read and body:
                 inner, nested = _here_documents_read("\n".join(body))
-                shells += [(len(out) + 1, len(out) + 1 + len(body))]
-                shells += [(len(out) + first, len(out) + end) for first, end in nested]
+                shells += [(len(out) + 1, len(out) + 1 + len(body), quoted)]
+                shells += [(len(out) + first, len(out) + end, inner_quoted) for first, end, inner_quoted in nested]
                 out.extend(inner.split("\n"))
             else:
                 out.extend([""] * len(body))
@@ -3199,24 +3262,34 @@ def _here_documents_read(text: str) -> tuple[str, list[tuple[int, int]]]:
 class _ChildShells:
     """The state a script's reader keeps of its environment, kept apart for each here-document body a child shell reads
     as its commands (`bash <<EOF`, `_here_documents_read`): the body starts with what the script set before it (its
-    exports, which the child inherits; its plain variables too, as an unquoted body is expanded by the script's own
-    shell), and what the body sets, exports included, ends with it: the script's lines after it have what they had
-    before it (bash(1): a child's environment does not pass back to its parent)."""
+    exports, which the child inherits: `child` makes the child's state of the script's where a reader tells its
+    exports apart, `_ShellVariables.child`), and what the body sets, exports included, ends with it: the script's
+    lines after it have what they had before it (bash(1): a child's environment does not pass back to its parent). An
+    unquoted body's words are expanded by the script's own shell, before the child reads them (`expanding`). `bodies`:
+    the bodies' lines where they are not the text's (`_marked_commands`: the job's command)."""
 
-    def __init__(self, text: str):
-        self.bodies = sorted(_here_documents_read("\n".join(text.splitlines()))[1])
-        self.entered: list[tuple[int, object]] = []  # (the line after the body, the state before it)
+    def __init__(self, text: str = "", bodies: list[tuple[int, int, bool]] | None = None):
+        self.bodies = sorted(bodies if bodies is not None else _here_documents_read("\n".join(text.splitlines()))[1])
+        self.entered: list[tuple[int, object, bool]] = []  # (the line after the body, the state before it, quoted)
 
-    def at(self, number: int, state):
+    def at(self, number: int, state, child=None):
         """The state for the line `number`, the script's lines read in order: the one before a body ended by now, and
-        a copy of `state` kept for each body the line begins."""
+        a copy of `state` kept for each body the line begins (the body's own: `child(state, quoted)`, else `state`)."""
         while self.entered and number >= self.entered[-1][0]:
             state = self.entered.pop()[1]
         while self.bodies and self.bodies[0][0] <= number:
-            first, end = self.bodies.pop(0)
+            first, end, quoted = self.bodies.pop(0)
             if number < end:
-                self.entered.append((end, copy.deepcopy(state)))
+                self.entered.append((end, copy.deepcopy(state), quoted))
+                state = child(state, quoted) if child is not None else state
         return state
+
+    def expanding(self):
+        """The state of the shell that expands the words of the body the lines read now are in: an unquoted body's
+        are the feeding shell's, as it was at the body's command (bash(1), Here Documents: "all lines of the
+        here-document are subjected to parameter expansion"; a quoted delimiter leaves them to the child); None in a
+        quoted body, or outside any."""
+        return self.entered[-1][1] if self.entered and not self.entered[-1][2] else None
 
 
 def _continues(line: str) -> bool:
@@ -3555,10 +3628,36 @@ def split_shell(line: str) -> list[list[str]]:
     ending a command, ANSI-C quoting decoded). shlex's own comment reading is not used: it starts a comment at any
     '#', inside a word too, so `python train.py --tag=exp#3 --workers 8` lost `#3 --workers 8` and `$#` ended its
     line. ValueError for an unbalanced quote."""
-    lexer = shlex.shlex(_shell_text(_without_here_documents(line)), posix=True, punctuation_chars=";&|")
+    return _split_words(_without_here_documents(line))
+
+
+def _split_words(text: str) -> list[list[str]]:
+    lexer = shlex.shlex(_shell_text(text), posix=True, punctuation_chars=";&|")
     lexer.whitespace_split = True
     lexer.commenters = ""
     return _commands(list(lexer))
+
+
+# Where the commands of a here-document body that a child shell reads begin and end, in the job's command read as
+# one list of commands (`_marked_commands`): a command of one word each, of characters no command line holds
+_CHILD_SHELL_BEGINS, _CHILD_SHELL_ENDS = ["\x00<<"], ["\x00EOF"]
+
+
+def _split_marking_shells(text: str) -> list[list[str]]:
+    """`split_shell`'s commands of `text`, with `_CHILD_SHELL_BEGINS` before and `_CHILD_SHELL_ENDS` after those of
+    each here-document body a child shell reads as its commands (`bash <<EOF`, `_here_documents_read`)."""
+    read, bodies = _here_documents_read(text)
+    lines = read.split("\n")
+    marks: dict[int, list[str]] = {}
+    for first, end, _ in bodies:  # numbered from 1; `end` the line after the body's last
+        marks.setdefault(end - 1, []).insert(0, _CHILD_SHELL_ENDS[0])
+        marks.setdefault(first - 1, []).append(_CHILD_SHELL_BEGINS[0])
+    marked = []
+    for index, line in enumerate(lines):
+        marked += marks.get(index, [])  # lines of their own: commands of their own
+        marked.append(line)
+    marked += marks.get(len(lines), [])  # a body delimited by the end of the text
+    return _split_words("\n".join(marked))
 
 
 # bash(1): "-c  If the -c option is present, then commands are read from the first non-option argument
@@ -3596,7 +3695,30 @@ def split_command(command: str) -> list[list[str]]:
     (joined with shlex by the connector) is the install and the launch, a line a command. ValueError for an
     unbalanced quote on the command line; a `-c` string that is not read (an unbalanced quote) is left as the
     shell's command."""
-    return _command_strings_read(split_shell(command), _COMMAND_STRING_DEPTH)
+    return [argv for argv in _marked_commands(command) if argv not in (_CHILD_SHELL_BEGINS, _CHILD_SHELL_ENDS)]
+
+
+def _marked_commands(command: str) -> list[list[str]]:
+    """`split_command`'s commands, with where those a child shell reads from a here-document begin and end
+    (`_split_marking_shells`), for what they set to end with that shell (`_child_shell_commands`)."""
+    return _command_strings_read(_split_marking_shells(command), _COMMAND_STRING_DEPTH)
+
+
+def _child_shell_commands(commands: list[list[str]]) -> tuple[list[tuple[int, list[str]]], _ChildShells]:
+    """The commands of `_marked_commands` numbered as a script's lines are, a number a stretch between marks, and the
+    child shells their bodies' numbers make (`_ChildShells`), as a script's: `bash <<EOF`'s exports end with it."""
+    numbered, bodies, begun, number = [], [], [], 1
+    for argv in commands:
+        if argv in (_CHILD_SHELL_BEGINS, _CHILD_SHELL_ENDS):
+            number += 1
+            if argv == _CHILD_SHELL_BEGINS:
+                begun.append(number)
+            elif begun:
+                bodies.append((begun.pop(), number, True))
+        else:
+            numbered.append((number, argv))
+    bodies += [(first, number + 1, True) for first in begun]
+    return numbered, _ChildShells(bodies=bodies)
 
 
 def _command_strings_read(commands: list[list[str]], depth: int) -> list[list[str]]:
@@ -3604,7 +3726,9 @@ def _command_strings_read(commands: list[list[str]], depth: int) -> list[list[st
     for argv in commands:
         string = _command_string(argv) if depth else None
         try:
-            out.extend(_command_strings_read(split_shell(string), depth - 1) if string is not None else [argv])
+            out.extend(
+                _command_strings_read(_split_marking_shells(string), depth - 1) if string is not None else [argv]
+            )
         except ValueError:
             out.append(argv)
     return out
@@ -3875,7 +3999,7 @@ def command_code_facts(command: str) -> list[CodeFact]:
     JOB_COMMAND; its launches as `command_launch` facts, so that rules know which flags the job was run with; and
     its remote URIs (`--data s3://...`) as `remote_path` facts, as a shell script's launch line gives them."""
     try:
-        commands = split_command(command)
+        commands = _marked_commands(command)
     except ValueError:
         return []
     facts, shown = [], command.strip()[:500]

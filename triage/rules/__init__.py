@@ -361,6 +361,12 @@ from triage.rules.registry import RULES, THRESHOLDS, Finding, Status, TriageResu
 #      shell (sh, bash, dash, zsh, ksh, mksh, ash): any `#!/bin/...` did, so `#!/bin/python3` was read as shell commands
 #      (its DataLoader not seen); one whose program is Python (`#!/usr/bin/python3`, `#!/usr/bin/env python3`) without
 #      a shell's suffix is read as Python, with the options a launch gives it (`python -u train --workers 0`)
+#      also: in the job's command (read as one list of commands, a `-c` string's too) a `bash <<EOF` body's exports end
+#      with its shell as in a script (`export SLURM_NTASKS=2` in the body gave the srun after it 2 tasks); a quoted
+#      `bash <<'EOF'` body has the script's exports, not its plain variables (`DATA=s3://...` then `--data-root $DATA`
+#      in the body was a remote read; the child's `$DATA` is not known), and an unquoted body's `$DATA` is the
+#      script's as it was at the body's command, quotes or not, not one the body sets (the script's shell expands the
+#      body before the child reads it)
 RULES_REVISION = 11
 
 __all__ = [
