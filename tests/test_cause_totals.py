@@ -70,3 +70,30 @@ def test_the_causes_page_and_the_operator_digest_give_one_total_of_the_fleets_ca
     assert SAID in page
     _, text, html = services.render_triplet("operator-digest", services.build_context(DigestKind.OPERATOR, WEEK))
     assert SAID in " ".join(text.split()) and SAID in as_read(html)
+
+
+def test_the_digests_other_hours_are_the_unused_hours_less_the_causes_as_shown(team_a):
+    """The demo's rl team in 2026-W45: "Causes account for 16.8 of the 23.6 unused GPU-hours. The other 6.9 have
+    no cause named", and 16.8 + 6.9 is 24.7 (the other hours were the exact rest, rounded on its own). "The other"
+    is what the sentence's two figures leave, so it is their difference as shown, and the parts it is then
+    split into add up to it."""
+    job = JobFactory(team=team_a, start_time=MONDAY, gpu_hours=30, unused_gpu_hours=23.64)
+    _found(job, (Category.MODEL_CHECKPOINTING, 16.76))  # 16.8 of 23.6; exactly 6.88 (6.9) other
+    _, text, html = services.render_triplet("team-digest", services.build_context(DigestKind.TEAM, WEEK, team_a))
+    said = (
+        "Causes account for 16.8 of the 23.6 unused GPU-hours. The other 6.8 have no cause named: 6.8 other idle time"
+    )
+    assert said in " ".join(text.split()) and said in as_read(html)
+
+    # Split among several reasons (3.46 and 3.42 read 3.5 and 3.4), the parts add up to the 6.8 too.
+    from triage.digests import findings
+
+    note = services.unattributed_note(
+        23.64,
+        [findings.CategoryWaste(Category.MODEL_CHECKPOINTING, 16.76, 1)],
+        {findings.UNCLASSIFIED: 3.46, findings.HEALTHY: 3.42},
+        50,
+    )
+    assert note.startswith("Causes account for 16.8 of the 23.6 unused GPU-hours. The other 6.8 have no cause named: ")
+    shown = [float(part.split(" ", 1)[0]) for part in note.split("named: ")[1].split("; ")]
+    assert len(shown) == 2 and sum(shown) == pytest.approx(6.8)

@@ -14,6 +14,7 @@ import ssl
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, date, datetime
+from decimal import ROUND_FLOOR, Decimal
 from functools import cached_property
 from urllib.parse import urlencode, urlsplit
 
@@ -563,6 +564,29 @@ def _regressions(
     return lines, [change.label for change in grown[REGRESSIONS_SHOWN:]]
 
 
+def _tenths(hours: float) -> Decimal:
+    """Hours as the digest shows them (`fmt_hours`): to a tenth."""
+    return Decimal(f"{float(hours):.1f}")
+
+
+def _shown_adding_up_to(parts: list[float], total: Decimal) -> list[Decimal]:
+    """Each part to a tenth such that, as shown, they add up to `total` (the figure they split, shown to a
+    tenth): each is its hours rounded down, and the tenths still missing go to those rounded down most
+    (largest remainder), so each is within a tenth of its hours. Rounded each on its own, 3.46 and 3.42
+    of a 6.8 read 3.5 and 3.4."""
+    tenth = Decimal("0.1")
+    down = [Decimal(repr(float(hours))).quantize(tenth, rounding=ROUND_FLOOR) for hours in parts]
+    missing = int((total - sum(down, Decimal(0))) / tenth)
+    by_remainder = sorted(range(len(parts)), key=lambda i: Decimal(repr(float(parts[i]))) - down[i], reverse=True)
+    if missing >= 0:  # a tenth more for the parts rounded down most
+        for i in by_remainder[:missing]:
+            down[i] += tenth
+    else:  # a tenth less for those rounded down least (the total shown may be under the parts' hours)
+        for i in [i for i in reversed(by_remainder) if down[i] > 0][:-missing]:
+            down[i] -= tenth
+    return down
+
+
 def unattributed_note(
     unused_gpu_hours: float,
     by_category: list[findings.CategoryWaste],
@@ -576,26 +600,32 @@ def unattributed_note(
     low-utilization jobs no rule explains (unclassified), the unused hours of jobs above the
     low-utilization line `threshold` (healthy: never searched for causes), the unused hours of jobs with
     too little data to judge (a Slurm step-accounting average: no time series), and idle time of
-    classified jobs beyond what their causes recover (or of jobs without a triage yet)."""
+    classified jobs beyond what their causes recover (or of jobs without a triage yet).
+
+    "The other" hours are what the two figures before them leave, as shown: the unused GPU-hours less the
+    causes', each rounded to a tenth (the exact rest, rounded on its own, read 6.9 beside 23.6 and 16.8: the
+    demo's rl team in 2026-W45), and the parts it is split into add up to it as shown (`_shown_adding_up_to`)."""
     attributed = sum(row.gpu_hours for row in by_category)
     rest = unused_gpu_hours - attributed
-    if round(rest, HOURS_SHOWN) <= 0:
+    rest_shown = _tenths(unused_gpu_hours) - _tenths(attributed)
+    if rest_shown <= 0:
         return ""
-    unclassified = min(unused_by_status.get(findings.UNCLASSIFIED, 0.0), rest)
-    healthy = min(unused_by_status.get(findings.HEALTHY, 0.0), rest - unclassified)
+    unclassified = max(min(unused_by_status.get(findings.UNCLASSIFIED, 0.0), rest), 0.0)
+    healthy = max(min(unused_by_status.get(findings.HEALTHY, 0.0), rest - unclassified), 0.0)
     # A Slurm step-accounting average has unused hours (from the average) and no time series to judge.
-    unjudged = min(unused_by_status.get(findings.INSUFFICIENT_DATA, 0.0), rest - unclassified - healthy)
-    other = rest - unclassified - healthy - unjudged
+    unjudged = max(min(unused_by_status.get(findings.INSUFFICIENT_DATA, 0.0), rest - unclassified - healthy), 0.0)
+    other = max(rest - unclassified - healthy - unjudged, 0.0)
     parts = [
         (unclassified, "in low-utilization jobs no rule could explain (unclassified)"),
         (healthy, f"in jobs above {threshold:.0f} % GPU utilization, which are not searched for causes"),
         (unjudged, "in jobs with too little data for the rules to judge (Slurm step-accounting averages among them)"),
         (other, "other idle time (more than a job's causes account for, or in jobs not checked yet)"),
     ]
-    named = [f"{fmt_hours(hours)} {what}" for hours, what in parts if round(hours, HOURS_SHOWN) > 0]
+    shown = _shown_adding_up_to([hours for hours, _ in parts], rest_shown)
+    named = [f"{fmt_hours(hours)} {what}" for hours, (_, what) in zip(shown, parts, strict=True) if hours > 0]
     # The team page's words under its causes, so that the two give one total (the exact hours', rounded once).
     account_for = queries.causes_account_for([row.gpu_hours for row in by_category], unused_gpu_hours)
-    return f"{account_for} The other {fmt_hours(rest)} have no cause named" + (
+    return f"{account_for} The other {fmt_hours(rest_shown)} have no cause named" + (
         f": {'; '.join(named)}." if named else "."
     )
 
