@@ -97,3 +97,11 @@ def test_the_digests_other_hours_are_the_unused_hours_less_the_causes_as_shown(t
     assert note.startswith("Causes account for 16.8 of the 23.6 unused GPU-hours. The other 6.8 have no cause named: ")
     shown = [float(part.split(" ", 1)[0]) for part in note.split("named: ")[1].split("; ")]
     assert len(shown) == 2 and sum(shown) == pytest.approx(6.8)
+
+
+def test_a_week_whose_causes_read_as_its_unused_hours_names_no_other_hours():
+    """11.54 unused GPU-hours, 11.46 of them by cause: both read 11.5, and the exact 0.08 left read "The other 0.1"
+    after "Causes account for 11.5 of the 11.5 unused GPU-hours"."""
+    from triage.digests import findings
+
+    assert services.unattributed_note(11.54, [findings.CategoryWaste(Category.API_MISUSE, 11.46, 1)], {}, 50) == ""
