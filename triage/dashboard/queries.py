@@ -286,24 +286,29 @@ def amounts_said(parts: list[dict]) -> str:
     return "; ".join(f"{part['amount']:.2f} {part['currency']}" for part in parts)
 
 
+def _job_figures(low_util_threshold: float, conversion: Conversion) -> dict:
+    """SQL: what `totals` adds up over a set of jobs and `by_team` over each team's, one set of expressions for
+    both, so a team's row and the fleet's cards count the same way."""
+    return {
+        "jobs": Count("pk"),
+        "hours": Coalesce(Sum("gpu_hours"), ZERO),
+        "covered": Coalesce(Sum(COVERED_HOURS), ZERO),
+        "unused": Coalesce(Sum("unused_gpu_hours"), ZERO),
+        "idle": Coalesce(Sum("idle_gpu_hours"), ZERO),
+        "spend": _spend(conversion),
+        "wasted_cost": _wasted_cost(conversion),
+        "low_util_jobs": Count("pk", filter=Q(mean_gpu_util__lte=low_util_threshold)),
+        "no_util_jobs": Count("pk", filter=Q(mean_gpu_util=None)),
+        "slurm_avg_jobs": Count("pk", filter=SLURM_AVG),
+        "slurm_avg_low_jobs": Count("pk", filter=SLURM_AVG & Q(mean_gpu_util__lte=low_util_threshold)),
+        "priced_jobs": Count("pk", filter=in_figures(conversion)),
+        "unpriced_jobs": Count("pk", filter=UNPRICED),
+        "left_out_jobs": Count("pk", filter=in_no_figure(conversion)),
+    }
+
+
 def totals(jobs, low_util_threshold: float, conversion: Conversion | None = None) -> Totals:
-    conversion = conversion or Conversion.current()
-    row = jobs.aggregate(
-        jobs=Count("pk"),
-        hours=Coalesce(Sum("gpu_hours"), ZERO),
-        covered=Coalesce(Sum(COVERED_HOURS), ZERO),
-        unused=Coalesce(Sum("unused_gpu_hours"), ZERO),
-        idle=Coalesce(Sum("idle_gpu_hours"), ZERO),
-        spend=_spend(conversion),
-        wasted_cost=_wasted_cost(conversion),
-        low=Count("pk", filter=Q(mean_gpu_util__lte=low_util_threshold)),
-        no_util=Count("pk", filter=Q(mean_gpu_util=None)),
-        slurm_avg=Count("pk", filter=SLURM_AVG),
-        slurm_avg_low=Count("pk", filter=SLURM_AVG & Q(mean_gpu_util__lte=low_util_threshold)),
-        priced=Count("pk", filter=in_figures(conversion)),
-        unpriced=Count("pk", filter=UNPRICED),
-        left_out=Count("pk", filter=in_no_figure(conversion)),
-    )
+    row = jobs.aggregate(**_job_figures(low_util_threshold, conversion or Conversion.current()))
     return Totals(
         jobs=row["jobs"],
         gpu_hours=row["hours"],
@@ -312,13 +317,13 @@ def totals(jobs, low_util_threshold: float, conversion: Conversion | None = None
         idle_gpu_hours=row["idle"],
         cost=row["spend"],
         wasted_cost=row["wasted_cost"],
-        low_util_jobs=row["low"],
-        no_util_jobs=row["no_util"],
-        slurm_avg_jobs=row["slurm_avg"],
-        slurm_avg_low_jobs=row["slurm_avg_low"],
-        priced_jobs=row["priced"],
-        unpriced_jobs=row["unpriced"],
-        left_out_jobs=row["left_out"],
+        low_util_jobs=row["low_util_jobs"],
+        no_util_jobs=row["no_util_jobs"],
+        slurm_avg_jobs=row["slurm_avg_jobs"],
+        slurm_avg_low_jobs=row["slurm_avg_low_jobs"],
+        priced_jobs=row["priced_jobs"],
+        unpriced_jobs=row["unpriced_jobs"],
+        left_out_jobs=row["left_out_jobs"],
     )
 
 
@@ -403,25 +408,9 @@ def by_team(
     limit: int | None = None,
     conversion: Conversion | None = None,
 ) -> list[dict]:
-    conversion = conversion or Conversion.current()
     rows = (
         jobs.values("team__slug", "team__name")
-        .annotate(
-            jobs=Count("pk"),
-            hours=Coalesce(Sum("gpu_hours"), ZERO),
-            covered=Coalesce(Sum(COVERED_HOURS), ZERO),
-            unused=Coalesce(Sum("unused_gpu_hours"), ZERO),
-            spend=_spend(conversion),
-            wasted_cost=_wasted_cost(conversion),
-            idle=Coalesce(Sum("idle_gpu_hours"), ZERO),
-            low_util_jobs=Count("pk", filter=Q(mean_gpu_util__lte=low_util_threshold)),
-            no_util_jobs=Count("pk", filter=Q(mean_gpu_util=None)),
-            slurm_avg_jobs=Count("pk", filter=SLURM_AVG),
-            slurm_avg_low_jobs=Count("pk", filter=SLURM_AVG & Q(mean_gpu_util__lte=low_util_threshold)),
-            priced_jobs=Count("pk", filter=in_figures(conversion)),
-            unpriced_jobs=Count("pk", filter=UNPRICED),
-            left_out_jobs=Count("pk", filter=in_no_figure(conversion)),
-        )
+        .annotate(**_job_figures(low_util_threshold, conversion or Conversion.current()))
         # In the query, so the teams can be sorted by it; None without covered GPU time.
         .annotate(waste_share=F("unused") / NullIf(F("covered"), 0.0))
         .order_by(order, "team__slug")
