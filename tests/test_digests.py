@@ -1743,3 +1743,17 @@ def test_a_fixs_settings_are_code_in_the_html_part_and_backticked_in_the_text_pa
     text, html = parts(smtp.to(member_a.email)[0])
     assert "use <code>num_workers=7</code> (now 0)" in html
     assert "use `num_workers=7` (now 0)." in text
+
+
+def test_a_findings_settings_are_code_where_the_digest_gives_its_summary(smtp, fleet, member_a):
+    """A cause without a fix is given by its summary ('found: ...'), whose settings the rules write in backticks as
+    its fix's: the HTML part shows them as code, the text part keeps the backticks."""
+    summary = "Data loading and preprocessing on the CPU cannot keep the GPUs fed: `num_workers=0`."
+    Finding.objects.filter(job=fleet["resnet"], category=Category.MODEL_CHECKPOINTING).update(
+        guidance={}, summary=summary
+    )
+    send_weekly_task.delay(WEEK).get()
+    text, html = parts(smtp.to(member_a.email)[0])
+    assert "cannot keep the GPUs fed: <code>num_workers=0</code>." in html
+    assert "`" not in re.sub(r"<code>[^<]*</code>", "", html.split("found:", 1)[-1].split("</span>", 1)[0])
+    assert "cannot keep the GPUs fed: `num_workers=0`." in text

@@ -220,3 +220,34 @@ def test_the_job_page_shows_a_fixs_settings_as_code(operator, team_a):
     assert "use <code>num_workers=7</code> (now 0)" in change, change
     assert 'request <code><span class="opt">--cpus</span>-per-task=8</code>' in change, change
     assert "`" not in change
+
+
+# --- A finding's summary and the loader's why: settings as code, as its fix writes them ---------------------------
+
+
+def test_a_loader_findings_why_writes_its_settings_as_code():
+    # The fix wrote "use `num_workers=7` (now 0)" as code beside a why that said "num_workers=0" in words
+    why = _loader_guide({"gpu_count": 1, "cpu_count": 8})["why"]
+    assert "what was seen: `num_workers=0` (the training process loads every batch itself" in why, why
+    why = _loader_guide({"gpu_count": 1, "cpu_count": 8}, {"num_workers": 2})["why"]
+    assert "what was seen: `num_workers=2`." in why, why
+
+
+@pytest.mark.django_db
+def test_the_job_page_shows_a_findings_settings_as_code_in_its_summary(operator, team_a):
+    import re
+
+    from tests.test_option_words_browser import _job_with_tasks_per_gpu
+
+    job = _job_with_tasks_per_gpu(team_a)
+    finding = job.findings.get()
+    assert "`num_workers=0`" in finding.summary, finding.summary
+    client = Client()
+    client.force_login(operator)
+    page = client.get(f"/jobs/{job.pk}/").content.decode()
+    summary = re.search(r'<div class="finding" id="finding-[^"]+">.*?</h3>\s*<p>(.*?)</p>', page, re.DOTALL)[1]
+    assert "<code>num_workers=0</code>" in summary, summary
+    assert "`" not in summary
+    api = client.get(f"/api/v1/jobs/{job.pk}/").json()
+    (found,) = api["findings"]
+    assert "`num_workers=0`" in found["summary"]  # the API's words in backticks, as its guidance's

@@ -1150,7 +1150,7 @@ def test_remote_reads_through_a_loader_without_workers_are_one_wait_led_by_the_r
     assert loader.numbers["contributes_to"] == "remote_data_reading"
     assert loader.numbers["remote_reads"] == "s3://vision-datasets/imagenet-shards"
     assert loader.summary == (
-        "Data loading and preprocessing on the CPU cannot keep the GPUs fed: num_workers=0. The training process "
+        "Data loading and preprocessing on the CPU cannot keep the GPUs fed: `num_workers=0`. The training process "
         "reads every batch from remote storage itself (s3://vision-datasets/imagenet-shards), so this is the remote "
         "reads' wait, not one of its own: with no worker, nothing overlaps the reads with the steps."
     )
@@ -1217,7 +1217,7 @@ def test_lightnings_warning_of_a_loader_with_few_workers_is_read_as_one():
     assert finding.confidence == 0.55
     assert [line.line_no for line in finding.log_lines] == [1]
     assert finding.summary.endswith(
-        "num_workers=2; Lightning warned that 'train_dataloader' does not have many workers."
+        "`num_workers=2`; Lightning warned that 'train_dataloader' does not have many workers."
     )
 
 
@@ -1225,7 +1225,7 @@ def test_lightnings_warning_of_a_loader_with_few_workers_is_read_as_one():
     ("log", "said"),
     [
         (LIGHTNING_2_FEW_WORKERS, "Lightning warned that 'train_dataloader' does not have many workers (it suggests "
-         "num_workers=15)"),
+         "`num_workers=15`)"),
         (LIGHTNING_1_FEW_WORKERS, "Lightning warned that 'train_dataloader' does not have many workers (it suggests "
          "16, the machine's CPUs)"),
         (PYTORCH_TOO_MANY_WORKERS, "PyTorch warned that the DataLoader would create 32 worker processes, more than "
@@ -1241,7 +1241,7 @@ def test_a_worker_warning_is_named_by_what_printed_it_and_what_it_said(log, said
     _, result = run(120, frame, scripts=[(name, text)], logs=[("train.log", log)], cpu_count=16)
     (finding,) = result.findings
     assert finding.category == Category.DATA_PREPROCESSING
-    assert finding.summary.endswith(f"num_workers=2; {said}.")
+    assert finding.summary.endswith(f"`num_workers=2`; {said}.")
     assert "PyTorch" not in finding.summary or "PyTorch warned" in said
     assert finding.numbers["worker_warning_by"] == said.split()[0]
 
@@ -1985,7 +1985,7 @@ def test_a_loader_finding_without_a_cpu_metric_claims_no_saturated_cpus_only_wha
     assert "saturated" not in why and "CPUs ran" not in why
     assert why == (
         "Each step waits for its batch while the loading prepares it. No CPU metric was recorded for this job, so how "
-        "busy its CPUs were is not known; what was seen: num_workers=0 (the training process loads every batch "
+        "busy its CPUs were is not known; what was seen: `num_workers=0` (the training process loads every batch "
         "itself, between its steps)."
     )
     name, text = case("no_workers_train.py")
@@ -1995,7 +1995,7 @@ def test_a_loader_finding_without_a_cpu_metric_claims_no_saturated_cpus_only_wha
     why = _loader_guidance(finding)["why"]
     assert "saturated" not in why
     assert why.endswith(
-        "what was seen: num_workers=2; Lightning warned that 'train_dataloader' does not have many workers."
+        "what was seen: `num_workers=2`; Lightning warned that 'train_dataloader' does not have many workers."
     )
 
 
@@ -2027,7 +2027,7 @@ def test_a_findings_counts_agree_with_their_nouns():
     frame = series(120, lambda t, g: 35, mem=lambda t, g: 0.7)
     _, result = run(120, frame, scripts=[("train.py", source)])
     finding = next(f for f in result.findings if f.category == Category.HOST_GPU_TRANSFER)
-    assert "1 blocking copy to the GPU (no non_blocking=True)" in finding.summary, finding.summary
+    assert "1 blocking copy to the GPU (no `non_blocking=True`)" in finding.summary, finding.summary
     from triage.rules.common import plural
 
     assert [plural(1, "node"), plural(3, "node"), plural(1, "GPU"), plural(24, "GPU")] == [

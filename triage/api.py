@@ -308,7 +308,9 @@ class EvidenceSerializer(serializers.Serializer):
 class GuidanceSerializer(serializers.Serializer):
     title = serializers.CharField(required=False)
     what = serializers.CharField(required=False, help_text="What the cause is.")
-    why = serializers.CharField(required=False, help_text="Why it leaves GPUs idle.")
+    why = serializers.CharField(
+        required=False, help_text="Why it leaves GPUs idle; code and the job's settings (`num_workers=0`) in backticks."
+    )
     change = serializers.CharField(
         required=False,
         help_text="The change to make. Code, and the settings it gives this job (`num_workers=7`, "
@@ -400,6 +402,10 @@ class FindingSerializer(serializers.ModelSerializer):
             "guidance",
         ]
         extra_kwargs = {
+            "summary": {
+                "help_text": "What the rules found, in words; code and the job's settings in it (`num_workers=0`) are "
+                "in backticks, as in the guidance's words: the pages show them as code."
+            },
             "cost": {
                 "help_text": f"What this cause cost the job, {MONEY}: its recoverable GPU-hours (`gpu_hours`) at the "
                 "job's price, to the cent, half a cent up (the guidance's `recoverable_cost`, the same amount); "

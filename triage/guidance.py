@@ -636,9 +636,9 @@ def _loader_why(numbers: dict, job: dict) -> str:
     seen = []
     workers = numbers.get("num_workers")
     if workers == 0:
-        seen.append("num_workers=0 (the training process loads every batch itself, between its steps)")
+        seen.append("`num_workers=0` (the training process loads every batch itself, between its steps)")
     elif workers is not None:
-        seen.append(f"num_workers={workers}")
+        seen.append(f"`num_workers={workers}`")  # a setting, as code, as the summary and the fix write it
     seen.extend(numbers.get("worker_warnings") or [])
     if numbers.get("host_wait_share") is not None:
         wait = share_text(numbers["host_wait_share"])  # as the rule's summary writes it

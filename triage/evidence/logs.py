@@ -74,7 +74,7 @@ class WorkerWarning(NamedTuple):
     line: LogLine
     by: str = "PyTorch"  # "PyTorch" or "Lightning"
     loader: str = ""  # Lightning's: the loader it names ('train_dataloader')
-    suggests: str = ""  # Lightning's suggestion, in words ("num_workers=15", "16, the machine's CPUs")
+    suggests: str = ""  # Lightning's suggestion, in words ("`num_workers=15`", "16, the machine's CPUs")
 
     def said(self) -> str:
         """What it warned of, for a finding's summary."""
@@ -240,7 +240,7 @@ def extract_log_evidence(logs: list[tuple[str, str]], started: datetime | None =
                 count = _SLOW_LOADER_SUGGESTS.search(raw)
                 suggests = ""
                 if count:
-                    by_count = f"num_workers={count.group(1)}"
+                    by_count = f"`num_workers={count.group(1)}`"  # a setting, as code (the summary's words)
                     suggests = by_count if count.group(1) else f"{count.group(2)}, the machine's CPUs"
                 loader = (name.group(1) or name.group(2)) if name else ""
                 evidence.worker_warnings.append(WorkerWarning(0, 0, line, "Lightning", loader, suggests))

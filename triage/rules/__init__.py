@@ -367,6 +367,10 @@ from triage.rules.registry import RULES, THRESHOLDS, Finding, Status, TriageResu
 #      in the body was a remote read; the child's `$DATA` is not known), and an unquoted body's `$DATA` is the
 #      script's as it was at the body's command, quotes or not, not one the body sets (the script's shell expands the
 #      body before the child reads it)
+#      also: a finding's summary and the loader's why write the job's settings as code, as its fix does: "cannot keep
+#      the GPUs fed: `num_workers=0`", "(it suggests `num_workers=15`)", "what was seen: `num_workers=0` (...)",
+#      "(`pin_memory=False`)", "(no `non_blocking=True`)"; the job page, the cause page, the digest and the idle alert
+#      show them as code (each read as words beside the fix's code)
 RULES_REVISION = 11
 
 __all__ = [

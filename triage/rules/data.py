@@ -66,11 +66,11 @@ def host_gpu_transfer(ev: Evidence, th: dict) -> list[Finding]:
         explicit = any(f.detail.get("pin_memory_given") for f in pageable)
         parts.append(
             f"DataLoader{'s' if len(pageable) > 1 else ''} without pinned memory "
-            f"({'pin_memory=False' if explicit else 'pin_memory left at its default, False'})"
+            f"({'`pin_memory=False`' if explicit else '`pin_memory` left at its default, `False`'})"
         )
     if blocking:
         copies = plural(len(blocking), "blocking copy", "blocking copies")
-        parts.append(f"{copies} to the GPU (no non_blocking=True)")
+        parts.append(f"{copies} to the GPU (no `non_blocking=True`)")
     if traces:
         share = max(t.pageable_share_of_steps for t in traces)
         parts.append(f"pageable host-to-device copies take {share_text(share)} of profiled step time")
@@ -216,7 +216,7 @@ def data_preprocessing(ev: Evidence, th: dict) -> list[Finding]:
     elif cpu is not None:
         parts.append(f"the CPUs ran at {cpu:.0f} % of the allocation ({cpus or '?'} cores)")
     if num_workers is not None:
-        parts.append(f"num_workers={num_workers}")
+        parts.append(f"`num_workers={num_workers}`")  # a setting, as code: as the fix writes it (guidance)
     said = list(dict.fromkeys(w.said() for w in warnings))  # each warning once, as it was printed first
     parts.extend(said[:2])
     if host_wait:
