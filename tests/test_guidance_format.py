@@ -251,3 +251,19 @@ def test_the_job_page_shows_a_findings_settings_as_code_in_its_summary(operator,
     api = client.get(f"/api/v1/jobs/{job.pk}/").json()
     (found,) = api["findings"]
     assert "`num_workers=0`" in found["summary"]  # the API's words in backticks, as its guidance's
+
+
+@pytest.mark.django_db
+def test_the_cause_page_shows_a_findings_settings_as_code(operator, team_a):
+    import re
+
+    from tests.test_option_words_browser import _job_with_tasks_per_gpu
+    from triage.taxonomy import Category
+
+    _job_with_tasks_per_gpu(team_a)
+    client = Client()
+    client.force_login(operator)
+    page = client.get(f"/categories/{Category.DATA_PREPROCESSING.value}/?period=all").content.decode()
+    (title, cell) = re.findall(r'<td class="clip" title="(Data loading[^"]*)">(.*?)</td>', page, re.DOTALL)[0]
+    assert "<code>num_workers=0</code>" in cell, cell
+    assert "`" not in title and title.endswith("num_workers=0."), title  # the tooltip: words, no backticks
