@@ -331,6 +331,19 @@ def test_a_script_whose_shebang_runs_python_is_read_as_python(shebang):
     assert launched.path == "run.sh"
 
 
+@pytest.mark.parametrize(
+    "launch", ["./train --workers 0", "srun -n 2 ./train --workers=0", "nohup /home/u/train --workers 0 &"]
+)
+def test_a_python_script_run_by_its_shebang_takes_the_options_it_is_run_with(launch):
+    # `./train --workers 0` runs the script by its `#!/usr/bin/python3`: that was no launch of it (python is not named),
+    # so `num_workers=args.workers` kept its default 4
+    evidence = extract_script_evidence(
+        [("train", f"#!/usr/bin/python3\n{LOADER_SCRIPT}"), ("run.sh", f"#!/bin/bash\n{launch}\n")]
+    )
+    (loader,) = evidence.of("dataloader")
+    assert loader.detail["num_workers"] == 0
+
+
 def test_a_python_scripts_path_given_as_another_options_value_is_no_launch_of_it():
     evidence = extract_script_evidence(
         [("train", f"#!/usr/bin/python3\n{LOADER_SCRIPT}"), ("run.sh", "#!/bin/bash\npython main.py --mode train\n")]

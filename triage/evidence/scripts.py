@@ -449,7 +449,22 @@ def _launches(scripts: list[tuple[str, str]], command: str) -> list[list[str]]:
     if command.strip() and not command.strip().startswith("#"):
         with contextlib.suppress(ValueError):  # an unbalanced quote: no launch read from it
             commands.extend(split_command(command))
-    return [_env_string_split(argv) for argv in commands if _command_kind(argv) in ("launch", "python")]
+    # a Python script without the suffix, run by its `#!/usr/bin/python3` (`./train --workers 0`, `srun ./train ...`)
+    direct = {
+        path.replace("\\", "/").rsplit("/", 1)[-1]
+        for path, text in scripts
+        if _is_python(path, text) and not path.lower().endswith(".py")
+    }
+    return [
+        _env_string_split(argv)
+        for argv in commands
+        if _command_kind(argv) in ("launch", "python") or any(_names_a_script(word, direct) for word in argv)
+    ]
+
+
+def _names_a_script(word: str, names: set[str]) -> bool:
+    """Whether a word runs one of the job's scripts by its path (`./train`, `/home/u/train`), by one of `names`."""
+    return "/" in word and not word.startswith("-") and word.rsplit("/", 1)[-1] in names
 
 
 _ASSIGNMENT = re.compile(r"([A-Za-z_][A-Za-z0-9_]*)=(.*)", re.DOTALL)
@@ -650,8 +665,9 @@ def _script_arguments(argv: list[str], path: str) -> list[str] | None:
     for index, word in enumerate(argv):
         named = word.removeprefix("./")
         if not suffixed:
+            # run by its path (`./train`) or by python (`python -u train`), not another option's value (`--mode train`)
             before = next((w for w in reversed(argv[:index]) if not w.startswith("-")), "")
-            run = "/" in word or before.rsplit("/", 1)[-1].startswith("python")  # not `--mode train`'s value
+            run = _names_a_script(word, {named.rsplit("/", 1)[-1]}) or before.rsplit("/", 1)[-1].startswith("python")
             if run and (path == named or path.endswith("/" + named) or named.endswith("/" + path)):
                 return argv[index + 1 :]
             continue
