@@ -121,8 +121,9 @@ return [...document.querySelectorAll('[data-figure]')].every(chart => chart.quer
 
 
 # Elements that stick out past the right edge of the window (and so make the page scroll sideways)
-# while their parent does not, other than those inside a box that scrolls them itself. A chart is
-# judged by its <svg>'s box: the shapes inside include invisible hit areas past its edge.
+# while their parent does not, other than those inside a box that scrolls them itself or clips them
+# within the window (a phone's card table's header row, kept for a screen reader in a 1 px box). A chart
+# is judged by its <svg>'s box: the shapes inside include invisible hit areas past its edge.
 STICKING_OUT = """
 const width = document.documentElement.clientWidth;
 const past = (el) => el.getBoundingClientRect().right > width + 1 && !el.ownerSVGElement;
@@ -130,6 +131,7 @@ const scrolledInside = (el) => {
   for (let box = el.parentElement; box; box = box.parentElement) {
     const overflow = getComputedStyle(box).overflowX;
     if ((overflow === 'auto' || overflow === 'scroll') && box.scrollWidth > box.clientWidth) return true;
+    if ((overflow === 'hidden' || overflow === 'clip') && !past(box)) return true;
   }
   return false;
 };

@@ -361,3 +361,38 @@ def test_on_a_phone_personal_tokens_are_cards_with_their_state_in_view(browser, 
     wide, phone = layouts_and_column(browser, url, "own-tokens-cards", "#own-token-table", "State")
     assert_cards(wide, phone, rows=1, columns=6)
     assert phone["cells"] == [["State active", True]], phone
+
+
+# Each card table whose box scrolls sideways: its rows' text past the box's right edge, in px.
+CARDS_PAST_THEIR_BOX = """
+return [...document.querySelectorAll('.table-scroll > table.stacks')].flatMap(table => {
+  const box = table.parentElement, edge = box.getBoundingClientRect().right;
+  if (box.scrollWidth <= box.clientWidth) return [];
+  return [...table.tBodies[0].querySelectorAll('td *')].filter(e => e.getBoundingClientRect().right > edge + 0.5)
+    .map(e => [location.pathname, e.textContent.trim().slice(0, 40), Math.round(e.getBoundingClientRect().right - edge)]);
+});
+"""
+
+
+@pytest.mark.django_db(transaction=True)
+def test_on_a_320_px_phone_cards_hold_long_names_and_code(browser, live_server, operator, demo_archive):  # noqa: F811
+    """At 320 px (and a team's causes at 360 px) a card's value ran past it and its box scrolled sideways: the
+    overview's and a team's cause "GPU oversubscription" (its last word wider than the card's 96 px value
+    column) and a fix's code, torch.amp.GradScaler, 36 px past. Every card of the overview and each team's
+    page holds its text; a word or a name of code too long for the card breaks inside it."""
+    from fleet import ingest
+    from fleet.models import Team
+    from tests.test_browser import window_width
+    from tests.test_dashboard_browser import log_in
+
+    ingest.execute_run(ingest.create_run(demo_archive).pk)
+    log_in(browser, live_server.url, operator, "/overview/")
+    past = []
+    for width in (320, 360):
+        with window_width(browser, width, mobile=True, height=640):
+            for path in ["/overview/?from=2026-10-01&to=2026-12-31"] + [
+                f"/teams/{slug}/?from=2026-10-01&to=2026-12-31" for slug in Team.objects.values_list("slug", flat=True)
+            ]:
+                browser.get(f"{live_server.url}{path}")
+                past += [[width, *item] for item in browser.execute_script(CARDS_PAST_THEIR_BOX)]
+    assert past == [], past[:8]
