@@ -368,8 +368,9 @@ CARDS_PAST_THEIR_BOX = """
 return [...document.querySelectorAll('.table-scroll > table.stacks')].flatMap(table => {
   const box = table.parentElement, edge = box.getBoundingClientRect().right;
   if (box.scrollWidth <= box.clientWidth) return [];
-  return [...table.tBodies[0].querySelectorAll('td *')].filter(e => e.getBoundingClientRect().right > edge + 0.5)
-    .map(e => [location.pathname, e.textContent.trim().slice(0, 40), Math.round(e.getBoundingClientRect().right - edge)]);
+  return [...table.tBodies[0].querySelectorAll('td *')].map(e => [e, e.getBoundingClientRect().right - edge])
+    .filter(([, past]) => past > 0.5)
+    .map(([e, past]) => [location.pathname, e.textContent.trim().slice(0, 40), Math.round(past)]);
 });
 """
 
