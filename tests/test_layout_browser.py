@@ -212,6 +212,52 @@ def test_on_a_phone_a_digests_preview_links_stay_on_one_line(browser, live_serve
     assert console_errors(browser) == []
 
 
+# The date boxes' places, and how far a box scrolls sideways inside itself (0: it does not).
+DATES = "return [...document.querySelectorAll('input[name^=start_]')].map(e => e.getBoundingClientRect().toJSON());"
+SCROLLS_BY = "const e = document.querySelector(arguments[0]); return e.scrollWidth - e.clientWidth;"
+
+
+@pytest.mark.django_db(transaction=True)
+def test_on_a_320_px_phone_the_digest_preview_fits_its_box_and_the_started_dates_are_a_pair(
+    browser,  # noqa: F811
+    live_server,
+    operator,
+    team_a,
+):
+    """At 320 px the digest preview's mail (a week of four-digit figures: "1,718 USD" beside "1,755 USD")
+    scrolled sideways inside its box, the Change column out of view: the page does not get the mail's head,
+    whose style block narrows the mailed digest below 361 px (864aa55). And the jobs filter's second
+    "Started" date box wrapped onto a line of its own, under the first's "–". The mail fits its box, and the
+    two boxes lie on one line, inside the screen; at 390 and 1280 px they are on one line, as before."""
+    from tests.factories import JobFactory
+    from tests.test_digests import WEEK, WEEK_START
+
+    day = timedelta(days=1)
+    for start, hours, unused, cost in ((WEEK_START + day, 695.8, 321.0, "1718.00"),
+                                       (WEEK_START - 3 * day, 711.4, 256.8, "1755.00")):  # fmt: skip
+        JobFactory(team=team_a, start_time=start, gpu_hours=hours, unused_gpu_hours=unused, mean_gpu_util=30, cost=cost)
+    log_in(browser, live_server.url, operator, "/jobs/")
+    seen = {}
+    for width in (320, 390, 1280):
+        with window_width(browser, width, mobile=width < 1000, height=640):
+            browser.get(f"{live_server.url}/digests/preview/team/{team_a.slug}/{WEEK}/")
+            assert "1,718" in browser.find_element("css selector", ".digest-preview").text
+            seen[f"{width}: mail scrolls by"] = browser.execute_script(SCROLLS_BY, ".digest-preview")
+            browser.get(f"{live_server.url}/jobs/")
+            start_from, start_to = browser.execute_script(DATES)
+            seen[f"{width}: dates on one line, in view"] = (
+                abs(start_from["top"] - start_to["top"]) <= 1 and start_to["left"] > start_from["right"]
+                and start_from["left"] >= 0 and start_to["right"] <= width
+            )  # fmt: skip
+            seen[f"{width}: page scrolls by"] = browser.execute_script(SCROLLS_BY, "html")
+    assert seen == {
+        f"{width}: {what}": value
+        for width in (320, 390, 1280)
+        for what, value in (("mail scrolls by", 0), ("dates on one line, in view", True), ("page scrolls by", 0))
+    }
+    assert console_errors(browser) == []
+
+
 @pytest.mark.django_db(transaction=True)
 def test_the_settings_pages_cards_start_under_the_bar_and_their_buttons_clear_the_help(browser, live_server, operator):  # noqa: F811
     """Your settings: the first card sat 60 px further down than any other page's first card, with 60 px
