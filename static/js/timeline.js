@@ -25,7 +25,7 @@
   // margin the plot gets back. Zooming stays: drag across the chart, or the window form above it and
   // Whole job, which the keyboard reaches too.
   var LEGEND_ROW_PX = 20;
-  var PLOT_RIGHT_PX = 20;  // the phone layout's right margin
+  var PLOT_RIGHT_PX = 20, NARROW_TOP_PX = 10;  // the phone layout's right and top margins
   var wideLayout = null;  // the server's legend, margin and height, which the phone layout replaces
   var narrowShown = null;  // whether the chart on the page has the phone layout
 
@@ -91,7 +91,7 @@
       legend: {orientation: "h", x: Math.min(0, LEGEND_LEFT_PX - left) / plotPx, xanchor: "left",
                y: 1.02, yanchor: "bottom", font: {size: LEGEND_FONT_PX}, tracegroupgap: 0,
                entrywidth: namePx, entrywidthmode: "pixels"},
-      margin: Object.assign({}, wide.margin, {r: right, t: 10}),
+      margin: Object.assign({}, wide.margin, {r: right, t: NARROW_TOP_PX}),
       height: (wide.height || 450) + (Math.ceil(names.length / columns) + extraLines) * LEGEND_ROW_PX,
       shapeNames: wrapped,
     };
@@ -125,6 +125,7 @@
                         times(HOUR, [1, 2, 3, 4, 6, 8, 12, 18]),
                         times(DAY, [1, 2, 3, 4, 5, 7, 10, 14, 21, 28, 42, 56, 91, 182, 364]));
   var TICK_FONT_PX = 12, LABEL_GAP_PX = 6;
+  var NARROW_TICKS = 4;  // where no step can be chosen (no range yet): about as many labels, from Plotly
   function labelWidth(text) {
     measure.font = TICK_FONT_PX + "px " + fontFamily;
     return measure.measureText(text).width;
@@ -176,10 +177,28 @@
     if (!chosen) { return {nticks: NARROW_TICKS}; }
     return {tickmode: "linear", tick0: new Date(anchor).toISOString().slice(0, 19).replace("T", " "), dtick: chosen};
   }
-  function axisFor(narrow, range) {
-    var axis = narrow ? narrowAxis(range) : {};
+  function axisFor(axis) {
     return {"xaxis.tickmode": axis.tickmode || "auto", "xaxis.tick0": axis.tick0 || null,
             "xaxis.dtick": axis.dtick || null, "xaxis.nticks": axis.nticks || null};
+  }
+
+  // The phone layout's bottom margin: room for the labels as they lie there, level (the date under the
+  // first time, a second line, unless the step is a day or more), and the axis's title under them, a few
+  // pixels clear of the chart's foot. The server's margin (62 px) is kept for labels Plotly tilts; level,
+  // it left some 47 px empty under "Time (UTC)" at 320 and 390 px. The bottom panel ends above the
+  // plot's foot (its domain from 0.06: part of the room is there already), by a share of the plot's
+  // height, which the margin taken away adds to: solved for the margin, the legend's rows left out
+  // (they are added to the chart's height, above the plot).
+  var LABEL_LINE_PX = 16, UNDER_LABELS_PX = 21, FOOT_PX = 6;  // 12 px labels; the 14 px title 2 px below them
+  function narrowBottom(layout, axis) {
+    var wide = wideLayout || {}, wideBottom = (wide.margin && wide.margin.b) || 0;
+    var anchor = String((layout.xaxis && layout.xaxis.anchor) || "y").replace(/^y1?$/, "y").replace(/^y/, "yaxis");
+    var domain = (layout[anchor] && layout[anchor].domain) || [0, 1];
+    var below = Math.min(Math.max(domain[0] || 0, 0), 0.5);
+    var lines = axis.dtick >= DAY ? 1 : 2;
+    var needed = lines * LABEL_LINE_PX + UNDER_LABELS_PX + FOOT_PX;
+    var bottom = (needed - below * ((wide.height || 450) - NARROW_TOP_PX)) / (1 - below);
+    return Math.round(Math.min(Math.max(bottom, 0), wideBottom || bottom));
   }
 
   // The layout for the box's width, into a figure about to be drawn.
@@ -194,7 +213,9 @@
       (figure.layout.shapes || []).forEach(function (shape, index) { shape.name = narrow.shapeNames[index]; });
       delete narrow.shapeNames;
       Object.assign(figure.layout, narrow);
-      Object.assign(figure.layout.xaxis, narrowAxis(figure.layout.xaxis.range));
+      var axis = narrowAxis(figure.layout.xaxis.range);
+      Object.assign(figure.layout.xaxis, axis);
+      figure.layout.margin.b = narrowBottom(figure.layout, axis);
     }
   }
 
@@ -207,10 +228,11 @@
     var parts = narrowShown ? narrowLayout(el.data, wideLayout, el.layout.shapes, wideShapeNames)
                             : layoutParts(wideLayout);
     var names = shapeNameUpdate(narrowShown ? parts.shapeNames : wideShapeNames);
+    var axis = narrowShown ? narrowAxis(el.layout.xaxis && el.layout.xaxis.range) : {};
+    if (narrowShown) { parts.margin.b = narrowBottom(el.layout, axis); }
     // The legend after the height and margins: changed in one relayout, Plotly placed the legend where
     // the old height put it (19 px into the plot on a phone, when its rows wrapped anew).
-    var change = Object.assign({margin: parts.margin, height: parts.height}, names,
-                               axisFor(narrowShown, el.layout.xaxis && el.layout.xaxis.range));
+    var change = Object.assign({margin: parts.margin, height: parts.height}, names, axisFor(axis));
     window.Plotly.relayout(el, change).then(function () {
       return window.Plotly.relayout(el, {legend: parts.legend});
     });
