@@ -3,6 +3,8 @@ fix's words and code) broke right after its leading dashes: "--" at a line's end
 which reads as two words and is no option anyone types. Its dashes stay with the word; it still breaks where
 its own words join ("--ntasks-" / "per-gpu=2") and the page never scrolls sideways."""
 
+from datetime import UTC, datetime
+
 import pytest
 
 from tests.factories import JobFactory
@@ -53,7 +55,10 @@ def _job_with_tasks_per_gpu(team):
     frame = series(120, lambda t, g: 30, gpus=4, mem=lambda t, g: 0.6, cpu=lambda t: 25.0)
     evidence, result = run(120, frame, scripts=[case("no_workers_train.py"), ("run.sh", script)], gpu_count=4,
                            cpu_count=32)  # fmt: skip
-    job = JobFactory(team=team, name="tasks-per-gpu", gpu_count=4, cpu_count=32, node_count=1)
+    # A start of its own, not the factory's next (an hour after the one before: in a long run, after today,
+    # and so on no page of the past).
+    start = datetime(2026, 11, 2, 9, tzinfo=UTC)
+    job = JobFactory(team=team, name="tasks-per-gpu", gpu_count=4, cpu_count=32, node_count=1, start_time=start)
     _store(job, RuleSet.current(), evidence, result)
     return job
 
