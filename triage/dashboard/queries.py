@@ -517,6 +517,11 @@ def hours_text(value: float | None) -> str:
     return "–" if value is None else f"{float(value):,.1f}"
 
 
+def hours_in_tenths(hours: float) -> Decimal:
+    """Hours as `hours_text` shows them, to a tenth, as a number to add up what is shown."""
+    return Decimal(f"{float(hours):.1f}")
+
+
 def causes_account_for(cause_hours: list[float], unused_gpu_hours: float) -> str:
     """The causes' recoverable GPU-hours added up, against the unused GPU-hours: the one sentence a team's page
     (under its causes) and its weekly digest (`unattributed_note`) say it in, so both give the same total.
@@ -526,7 +531,7 @@ def causes_account_for(cause_hours: list[float], unused_gpu_hours: float) -> str
     2026-W47: causes listed as 111.2 in all, 111.3 exactly). Where they do, it says so and what they add up to,
     so that neither figure reads as a mistake."""
     total = hours_text(sum(cause_hours))
-    listed = hours_text(float(sum((Decimal(f"{float(hours):.1f}") for hours in cause_hours), Decimal(0))))
+    listed = hours_text(float(sum((hours_in_tenths(hours) for hours in cause_hours), Decimal(0))))
     rounding = (
         f" (each cause is rounded to a tenth on its own: as listed they add up to {listed})" if listed != total else ""
     )

@@ -564,11 +564,6 @@ def _regressions(
     return lines, [change.label for change in grown[REGRESSIONS_SHOWN:]]
 
 
-def _tenths(hours: float) -> Decimal:
-    """Hours as the digest shows them (`fmt_hours`): to a tenth."""
-    return Decimal(f"{float(hours):.1f}")
-
-
 def _shown_adding_up_to(parts: list[float], total: Decimal) -> list[Decimal]:
     """Each part to a tenth such that, as shown, they add up to `total` (the figure they split, shown to a
     tenth): each is its hours rounded down, and the tenths still missing go to those rounded down most
@@ -607,7 +602,7 @@ def unattributed_note(
     demo's rl team in 2026-W45), and the parts it is split into add up to it as shown (`_shown_adding_up_to`)."""
     attributed = sum(row.gpu_hours for row in by_category)
     rest = unused_gpu_hours - attributed
-    rest_shown = _tenths(unused_gpu_hours) - _tenths(attributed)
+    rest_shown = queries.hours_in_tenths(unused_gpu_hours) - queries.hours_in_tenths(attributed)
     if rest_shown <= 0:
         return ""
     unclassified = max(min(unused_by_status.get(findings.UNCLASSIFIED, 0.0), rest), 0.0)
