@@ -2888,49 +2888,61 @@ def _wrapped(words: list[str]) -> str | None:
     return None
 
 
-def _allocated_commands(commands: list[list[str]]) -> list[tuple[list[str], dict[str, str], frozenset]]:
-    """Each simple command of the job's submitted command line with the task options srun takes there and the names
-    of the variables set before it (torchrun's `PET_*`: `_launch_processes`): the options of the allocation it runs
-    in (`_allocator`): salloc's command (`salloc -n 8 srun python train.py`) in salloc's, the commands of `sbatch
-    --wrap="..."` in sbatch's, any other in none ({}: a bare srun's count not known); over them, srun's input
-    variables an earlier command sets (`export SLURM_NTASKS=4 && srun python train.py`, `sbatch --wrap "export
-    SLURM_NTASKS=4; srun ..."`), read as a script's lines are (`_assignments`, `_srun_environment`). An allocation
-    sets its own options' variables over those exported before it (as salloc in a script, `_shell_facts`)."""
+def _allocated_commands(
+    commands: list[list[str]],
+    allocation: dict[str, str] | None = None,
+    environment: dict[str, str] | None = None,
+    assigned: frozenset = frozenset(),
+    submitting: bool = True,
+) -> list[tuple[list[str], dict[str, str], frozenset]]:
+    """Each simple command of the job's submitted command line (`_marked_commands`) with the task options srun takes
+    there and the names of the variables set before it (torchrun's `PET_*`: `_launch_processes`): the options of the
+    allocation it runs in (`_allocator`): salloc's command (`salloc -n 8 srun python train.py`) in salloc's, the
+    commands of `sbatch --wrap="..."` in sbatch's, any other in none ({}: a bare srun's count not known); over them,
+    srun's input variables an earlier command sets (`export SLURM_NTASKS=4 && srun python train.py`, `sbatch --wrap
+    "export SLURM_NTASKS=4; srun ..."`), read as a script's lines are (`_assignments`, `_srun_environment`). An
+    allocation sets its own options' variables over those exported before it (as salloc in a script,
+    `_shell_facts`). The wrapped string is a script of its own (sbatch(1), --wrap: "Sbatch will wrap the specified
+    command string in a simple "sh" shell script"), read as the command is, with its own child shells (a `bash
+    <<EOF` body, a `bash -c` string: `_child_shell_commands`); what it sets stays in the batch job, and what salloc's
+    command sets in salloc's. `allocation`, `environment`, `assigned`: those the commands start with (a wrapped
+    string's, a salloc command's); `submitting`: whether they are the job's command, not an allocation's (whose
+    sbatch or salloc asks for another)."""
     out: list[tuple[list[str], dict[str, str], frozenset]] = []
-    environment: dict[str, str] = {}  # srun's input variables set so far (`_SRUN_ENVIRONMENT`)
-    assigned: set[str] = set()
+    allocation = allocation or {}
+    environment = dict(environment or {})  # srun's input variables set so far (`_SRUN_ENVIRONMENT`)
+    names = set(assigned)
     numbered, shells = _child_shell_commands(commands)  # what a `bash <<EOF` body sets ends with it
 
-    def read(argv: list[str], allocation: dict[str, str], environment: dict[str, str]) -> None:
+    def read(argv: list[str]) -> None:
         pairs, only = _assignments(argv)
         if only or argv[0] in _DECLARATIONS or argv[0] == "unset":
-            environment |= _srun_environment(argv, pairs, environment, allocation)
+            environment.update(_srun_environment(argv, pairs, environment, allocation))
         if only or argv[0] in _DECLARATIONS:
-            assigned.update(key for key, _ in pairs)
+            names.update(key for key, _ in pairs)
         if _environment_reset(argv):  # `sudo srun ...`: none of it reaches the command
             out.append((argv, {}, frozenset()))
         else:
-            out.append((argv, {**allocation, **_environment_options(environment)}, frozenset(assigned)))
+            out.append((argv, {**allocation, **_environment_options(environment)}, frozenset(names)))
 
     for number, argv in numbered:
-        environment, assigned = shells.at(number, (environment, assigned))
-        allocating = _allocator(argv)
+        environment, names = shells.at(number, (environment, names))
+        allocating = _allocator(argv) if submitting else None
         runs = None
         if allocating is not None and allocating[0] == "salloc" and allocating[2]:
-            runs = [allocating[2]]
+            runs = _command_strings_read([allocating[2]], _COMMAND_STRING_DEPTH)  # `salloc -n 8 bash -c '...'`
         elif allocating is not None and allocating[0] == "sbatch" and (wrapped := _wrapped(argv)) is not None:
             try:
-                runs = split_command(wrapped)
+                runs = _marked_commands(wrapped)
             except ValueError:
                 continue
         if runs is None:
-            read(argv, {}, environment)
+            read(argv)
             continue
         options = _job_tasks(allocating[1] or {})
         # the allocation's own variables over the environment it was made in; what its commands set stays theirs
         inner = {name: value for name, value in environment.items() if not _sets_own(name, options)}
-        for words in runs:
-            read(words, options, inner)
+        out += _allocated_commands(runs, options, inner, frozenset(names), submitting=False)
     return out
 
 
@@ -3738,13 +3750,19 @@ def _child_shell_commands(commands: list[list[str]]) -> tuple[list[tuple[int, li
 
 
 def _command_strings_read(commands: list[list[str]], depth: int) -> list[list[str]]:
+    """`commands` with each shell's `-c` string read as the commands it runs, between `_CHILD_SHELL_BEGINS` and
+    `_CHILD_SHELL_ENDS`: the shell is a child of the one running the command (bash(1): "-c ... commands are read from
+    the first non-option argument"), so what the string exports or sets ends with it (`bash -c 'export
+    SLURM_NTASKS=2'` gives a later srun nothing), while it starts with what was exported before it."""
     out = []
     for argv in commands:
         string = _command_string(argv) if depth else None
         try:
-            out.extend(
-                _command_strings_read(_split_marking_shells(string), depth - 1) if string is not None else [argv]
-            )
+            if string is None:
+                out.append(argv)
+            else:
+                read = _command_strings_read(_split_marking_shells(string), depth - 1)
+                out.extend([_CHILD_SHELL_BEGINS, *read, _CHILD_SHELL_ENDS])
         except ValueError:
             out.append(argv)
     return out
