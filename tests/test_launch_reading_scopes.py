@@ -8,9 +8,9 @@ from __future__ import annotations
 
 import pytest
 
-from tests.test_launch_reading import launches
+from tests.test_launch_reading import LOADER_SCRIPT, launches
 from tests.test_slurm_launches import oversubscription
-from triage.evidence.scripts import command_code_facts
+from triage.evidence.scripts import command_code_facts, extract_script_evidence
 
 
 def command_launches(command: str) -> list[tuple[str, object]]:
@@ -100,3 +100,49 @@ def test_what_a_wrapped_command_sets_is_not_the_submitting_commands():
     # the wrap's commands run in the batch job, not in the shell that submits it
     command = "sbatch -n 8 --wrap 'export SLURM_NTASKS=2'\nexport SLURM_NTASKS=4; srun python train.py"
     assert command_launches(command) == [("train.py", 4)]
+
+
+# --- 3. a batch script's language is its first line's ---------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("path", "shebang"),
+    [
+        ("batch_script.sh", "#!/usr/bin/env python3"),
+        ("batch_script.sh", "#!/usr/bin/python"),
+        ("submit.slurm", "#!/usr/bin/env -S python3 -u"),
+        ("job.sbatch", "#!/opt/conda/bin/python3.11"),
+    ],
+)
+def test_a_python_batch_script_under_a_shell_name_is_read_as_python(path, shebang):
+    # sacct keeps a job's batch script as batch_script.sh; sbatch runs it with its first line's interpreter. A Python
+    # one was read as shell commands: its DataLoader never seen, a Python line taken for a command
+    script = f"{shebang}\n#SBATCH --ntasks-per-node=2\n#SBATCH -c 8\n{LOADER_SCRIPT}"
+    evidence = extract_script_evidence([(path, script)])
+    assert (evidence.python_files, evidence.shell_files) == (1, 0)
+    (loader,) = evidence.of("dataloader")
+    assert (loader.path, loader.detail["num_workers"]) == (path, 4)
+    # sbatch reads the #SBATCH lines of a script in any language: the job's layout is still read
+    assert [(f.line, f.detail) for f in evidence.of("slurm_layout")] == [
+        (2, {"ntasks_per_node": 2}),
+        (3, {"cpus_per_task": 8}),
+    ]
+
+
+def test_a_python_batch_scripts_sbatch_lines_are_read_up_to_its_first_line_of_code():
+    script = '#!/usr/bin/env python3\n# a comment\n\n#SBATCH -c 8\n"""Train."""\n#SBATCH --ntasks-per-node=4\n'
+    evidence = extract_script_evidence([("batch_script.sh", script)])
+    assert [(f.line, f.detail) for f in evidence.of("slurm_layout")] == [(4, {"cpus_per_task": 8})]
+
+
+def test_a_python_file_without_a_first_line_is_no_batch_script():
+    # sbatch runs no script without an interpreter line: its #SBATCH lines give nothing
+    evidence = extract_script_evidence([("train.py", f"#SBATCH -c 8\n{LOADER_SCRIPT}")])
+    assert evidence.of("slurm_layout") == [] and evidence.python_files == 1
+
+
+@pytest.mark.parametrize("shebang", ["#!/bin/bash", "#!/usr/bin/env bash", ""])
+def test_a_shell_batch_script_is_still_a_shell_script(shebang):
+    evidence = extract_script_evidence([("batch_script.sh", f"{shebang}\nsrun -n 4 python train.py\n")])
+    assert (evidence.python_files, evidence.shell_files) == (0, 1)
+    assert [f.detail.get("processes") for f in evidence.of("shell_launch")] == [4]

@@ -384,6 +384,8 @@ def _read_file(
     lower = path.lower()
     if _is_python(path, text):
         evidence.python_files += 1
+        if batch:  # a batch script sbatch may have been given: its #SBATCH lines are the job's (`python3 run.sh`)
+            _python_directive_facts(path, text, evidence)
         try:
             tree = ast.parse(text, filename=path)
             _PythonFacts(path, text, evidence, given, modules, incoming).run(tree)
@@ -402,18 +404,18 @@ def _read_file(
 
 
 def _is_shell(path: str, text: str) -> bool:
-    """Whether a script is read as a shell script: by a shell's suffix, else by its first line's interpreter, a shell
-    (`#!/bin/bash`, `#!/usr/bin/env -S bash -eu`; `#!/bin/python3` is Python's: `_is_python`)."""
+    """Whether a script is read as a shell script: one that is no Python script (`_is_python`) by a shell's suffix, or
+    by its first line's interpreter, a shell (`#!/bin/bash`, `#!/usr/bin/env -S bash -eu`)."""
+    if _is_python(path, text):
+        return False
     return path.lower().endswith(_SHELL_SUFFIXES) or _shebang_program(text) in _SHELL_PROGRAMS
 
 
 def _is_python(path: str, text: str) -> bool:
-    """Whether a script is read as Python: by its `.py` suffix, or one without a shell's suffix by its first line's
-    interpreter (`#!/usr/bin/python3`, `#!/bin/python3`, `#!/usr/bin/env -S python3 -u`)."""
-    lower = path.lower()
-    return lower.endswith(".py") or (
-        not lower.endswith(_SHELL_SUFFIXES) and (_shebang_program(text) or "").startswith("python")
-    )
+    """Whether a script is read as Python: by its `.py` suffix, or by its first line's interpreter whatever its name
+    (`#!/usr/bin/python3`, `#!/bin/python3`, `#!/usr/bin/env -S python3 -u`): sbatch runs a batch script with the
+    interpreter its first line names, and sacct keeps a job's as `batch_script.sh`, a Python one too."""
+    return path.lower().endswith(".py") or (_shebang_program(text) or "").startswith("python")
 
 
 _SHELL_SUFFIXES = (".sh", ".bash", ".slurm", ".sbatch")
@@ -3846,11 +3848,10 @@ def _shell_facts(
         if directive and (commanded or not batch):
             continue
         if directive:
-            words = _directive_words(line[len("#SBATCH") :])
-            tasks = _task_options(words) or {}
+            tasks, fact = _directive(path, number, line)
             allocation |= tasks
             allocated_at |= dict.fromkeys(tasks, number)
-            if fact := _layout_fact(path, number, stripped, words, tasks):
+            if fact:
                 evidence.facts.append(fact)
             continue
         if not stripped or stripped.startswith("#"):
@@ -3955,6 +3956,28 @@ def _shell_facts(
                     evidence.facts.append(CodeFact(kind, path, number, stripped, found))
             evidence.facts.extend(_remote_path_facts(argv, path, number, stripped))
     evidence.runs = tuple(ran)
+
+
+def _directive(path: str, number: int, line: str) -> tuple[dict[str, str], CodeFact | None]:
+    """The task options an `#SBATCH` line gives (`_task_options`) and its `slurm_layout` fact (`_layout_fact`)."""
+    words = _directive_words(line[len("#SBATCH") :])
+    tasks = _task_options(words) or {}
+    return tasks, _layout_fact(path, number, line.strip(), words, tasks)
+
+
+def _python_directive_facts(path: str, text: str, evidence: ScriptEvidence) -> None:
+    """The `slurm_layout` facts of a Python batch script's `#SBATCH` lines: sbatch reads them in a script of any
+    language, up to its first line that is neither blank nor a comment (`_shell_facts` quotes sbatch(1)), in one
+    it can run, whose first line names its interpreter ("sbatch: error: This does not look like a batch script. The
+    first line must start with #! followed by the path to an interpreter.")."""
+    if not text.startswith("#!"):
+        return
+    for number, line in enumerate(text.split("\n")[1:], 2):
+        if line.startswith("#SBATCH"):
+            if fact := _directive(path, number, line)[1]:
+                evidence.facts.append(fact)
+        elif line.strip() and not line.strip().startswith("#"):
+            return
 
 
 def _directive_words(text: str) -> list[str]:
