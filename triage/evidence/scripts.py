@@ -458,7 +458,7 @@ def _launches(scripts: list[tuple[str, str]], command: str) -> list[list[str]]:
         if _is_python(path, text) and not path.lower().endswith(".py")
     }
     return [
-        _env_string_split(argv)
+        _command_through_env_s(argv)
         for argv in commands
         if _command_kind(argv) in ("launch", "python") or any(_names_a_script(word, direct) for word in argv)
     ]
@@ -2193,7 +2193,7 @@ def _environment_reset(argv: list[str]) -> bool:
 # lone `-` after the options) empties the environment, `-0` (`--null`) and `-v` (`--debug`) are switches, the signal
 # options take a value only after '=', and `--help`, `--version`, `--list-signal-handling` run no command; a long
 # option may be given by a unique prefix (getopt_long). `-S STRING` (`--split-string=STRING`) takes a value too, which
-# env splits into words (`_env_split_string`) read as its arguments again, before the words after it.
+# env splits into words (`_env_s_words`) read as its arguments again, before the words after it.
 _ENV_LONG = {
     "ignore-environment": "i",
     "null": "0",
@@ -2210,7 +2210,7 @@ _ENV_SPLIT_ESCAPES = {**{char: char for char in "\"#$'\\"}, "f": "\f", "n": "\n"
 _ENV_SPLIT_BLANKS = " \t\n\v\f\r"
 
 
-def _env_split_string(text: str) -> list[str] | None:
+def _env_s_words(text: str) -> list[str] | None:
     """The words env's `-S STRING` makes of its string, as coreutils splits it (src/env.c, build_argv; env(1),
     "-S/--split-string usage in scripts"): blanks separate words outside quotes; single and double quotes group (an
     empty pair is an empty word); a backslash passes a backslash, a quote, `#` or `$` on as it is and stands for a tab,
@@ -2279,7 +2279,7 @@ def _env_command(words: list[str]) -> tuple[list[str], list[str], list[str], boo
     `-i` empties the environment first (env(1): "-i, --ignore-environment  start with an empty environment"; "-u,
     --unset=NAME  remove variable from the environment"; then "Set each NAME to VALUE in the environment and run
     COMMAND"): `env -i SLURM_NTASKS=4 srun ...` runs srun with SLURM_NTASKS=4 alone; `env -S "srun -n 4 python
-    train.py"` runs the words its string splits into (`_env_split_string`: `-S` in a shebang, `#!/usr/bin/env -S
+    train.py"` runs the words its string splits into (`_env_s_words`: `-S` in a shebang, `#!/usr/bin/env -S
     python3 -u`, passes several). None where env runs no command (`--help`, `--version`, an option it does not know,
     a `-S` string it refuses)."""
     settings: list[str] = []
@@ -2307,7 +2307,7 @@ def _env_command(words: list[str]) -> tuple[list[str], list[str], list[str], boo
             if letter == "u":
                 unset.append(value)
             if letter == "S":  # its words are env's arguments, read from the first (getopt starts again)
-                if (split := _env_split_string(value)) is None:
+                if (split := _env_s_words(value)) is None:
                     return None
                 rest = split + rest
             continue
@@ -2325,7 +2325,7 @@ def _env_command(words: list[str]) -> tuple[list[str], list[str], list[str], boo
                     if letter == "u":
                         unset.append(value)
                     if letter == "S":
-                        if (split := _env_split_string(value)) is None:
+                        if (split := _env_s_words(value)) is None:
                             return None
                         rest = split + rest
                     break
@@ -2339,7 +2339,7 @@ def _env_command(words: list[str]) -> tuple[list[str], list[str], list[str], boo
     return settings, unset, rest, emptied
 
 
-def _env_string_split(argv: list[str]) -> list[str]:
+def _command_through_env_s(argv: list[str]) -> list[str]:
     """A command's words with the `-S` string of the env it runs in as the words env runs (`env -S "python train.py
     --workers 0"`: `env python train.py --workers 0`; env's other options left out), so that a launch's script and
     its options are seen; the words as they are where no env with a string runs the command."""
@@ -4037,7 +4037,7 @@ def _remote_path_facts(argv: list[str], path: str, number: int, shown: str) -> l
     """A command's remote URIs given to an option (`--data s3://bucket/set`), each a `remote_path` fact at the
     line: read for a data option, written for an output or checkpoint one."""
     facts = []
-    argv = _env_string_split(argv)  # `env -S "python train.py --data s3://..."`
+    argv = _command_through_env_s(argv)  # `env -S "python train.py --data s3://..."`
     for index, word in enumerate(argv[:-1]):
         if word.startswith("--") and argv[index + 1].startswith(REMOTE_SCHEMES):
             role = word.lstrip("-")
