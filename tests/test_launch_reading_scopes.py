@@ -146,3 +146,44 @@ def test_a_shell_batch_script_is_still_a_shell_script(shebang):
     evidence = extract_script_evidence([("batch_script.sh", f"{shebang}\nsrun -n 4 python train.py\n")])
     assert (evidence.python_files, evidence.shell_files) == (0, 1)
     assert [f.detail.get("processes") for f in evidence.of("shell_launch")] == [4]
+
+
+# --- 4. env -S: `${NAME}` from env's environment ------------------------------------------------------------------
+
+
+def _workers(run_sh: str, command: str = "") -> list:
+    evidence = extract_script_evidence([("train.py", LOADER_SCRIPT), ("run.sh", run_sh)], command=command)
+    return [f.detail["num_workers"] for f in evidence.of("dataloader")]
+
+
+@pytest.mark.parametrize(
+    ("run_sh", "workers"),
+    [
+        # env(1): "-S ... supports ${VARNAME} expansion" from the environment env is started in: the script's exports
+        ("export W=0\nenv -S 'python train.py --workers ${W}'", 0),
+        ("W=0\nexport W\n/usr/bin/env -S 'python train.py --workers ${W}'", 0),
+        ("W=0 env -S 'python train.py --workers ${W}'", 0),  # set for env's command alone
+        ("export W=0\nenv -i -S 'python train.py --workers ${W}'", 0),  # expanded before -i empties the environment
+        ("export W=0\nsrun -n 2 env -S 'python train.py --workers ${W}'", 0),
+        # not known: a variable not exported (the environment may hold one of that name), an escaped or single-quoted
+        # `${W}` (env passes it on as written), one whose value is not known, one sudo's reset environment drops
+        ("W=0\nenv -S 'python train.py --workers ${W}'", None),
+        ("export W=0\nenv -S 'python train.py --workers \\${W}'", None),
+        ("export W=0\nenv -S \"python train.py --workers '\\${W}'\"", None),
+        ("export W=$(nproc)\nenv -S 'python train.py --workers ${W}'", None),
+        ("export W=0\nsudo env -S 'python train.py --workers ${W}'", None),
+        ("export W=0\nenv -S 'python train.py --workers ${X}'", None),
+    ],
+)
+def test_env_s_takes_a_known_variable_from_its_environment(run_sh, workers):
+    # `${W}` in env's string was always unknown, so `num_workers=args.workers` was not read as the launch's 0
+    assert _workers(f"#!/bin/bash\n{run_sh}\n") == [workers]
+
+
+def test_env_s_in_the_jobs_command_takes_the_variables_set_for_it():
+    assert _workers("#!/bin/bash\ntrue\n", "W=0 env -S 'python train.py --workers ${W}'") == [0]
+
+
+def test_a_variable_exported_in_a_child_shell_is_not_envs():
+    run_sh = "#!/bin/bash\nbash <<'EOF'\nexport W=0\nEOF\nenv -S 'python train.py --workers ${W}'\n"
+    assert _workers(run_sh) == [None]

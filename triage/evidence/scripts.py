@@ -148,7 +148,7 @@ def extract_script_evidence(scripts: list[tuple[str, str]], command: str = "") -
     # a shell script's srun lines run in the allocation the job's sbatch command line gives, with what the command
     # that runs it exports, and its #SBATCH lines are read only where it may be the batch script sbatch was given
     # (Python files need not know it: they are read once for every allocation)
-    shells = [path for path, text in scripts if not _is_python(path, text) and _is_shell(path, text)]
+    shells = [path for path, text in scripts if _is_shell(path, text)]
     allocated = {path: _submitted_allocation(command, path) if command else ((), True) for path in shells}
     parts = {}
     for path, text in scripts:
@@ -442,15 +442,17 @@ def _launches(scripts: list[tuple[str, str]], command: str) -> list[list[str]]:
     assignment before it gives (`_ShellVariables`)."""
     commands = []
     for path, text in scripts:
-        if _is_shell(path, text) and not _is_python(path, text):
+        if _is_shell(path, text):
             variables = _ShellVariables()
             shells = _ChildShells(text)
             for number, line in _logical_lines(text):
                 variables = shells.at(number, variables, lambda parent, _: parent.child())
-                commands.extend(variables.read(line, shells.expanding()))
+                exported = variables.environment()  # env's, for its `-S` string's `${NAME}`
+                read = variables.read(line, shells.expanding())
+                commands.extend(_command_through_env_s(argv, exported) for argv in read)
     if command.strip() and not command.strip().startswith("#"):
         with contextlib.suppress(ValueError):  # an unbalanced quote: no launch read from it
-            commands.extend(split_command(command))
+            commands.extend(_command_through_env_s(argv) for argv in split_command(command))
     # a Python script without the suffix, run by its `#!/usr/bin/python3` (`./train --workers 0`, `srun ./train ...`)
     direct = {
         path.replace("\\", "/").rsplit("/", 1)[-1]
@@ -458,7 +460,7 @@ def _launches(scripts: list[tuple[str, str]], command: str) -> list[list[str]]:
         if _is_python(path, text) and not path.lower().endswith(".py")
     }
     return [
-        _command_through_env_s(argv)
+        argv
         for argv in commands
         if _command_kind(argv) in ("launch", "python") or any(_names_a_script(word, direct) for word in argv)
     ]
@@ -556,6 +558,11 @@ class _ShellVariables:
         child.known = {name: value if name in self.exported else None for name, value in self.known.items()}
         child.exported = set(self.exported)
         return child
+
+    def environment(self) -> dict[str, str]:
+        """The exported variables whose values are known: the environment of the commands the shell runs now (env
+        expands its `-S` string's `${NAME}` from it, `_command_through_env_s`)."""
+        return {name: value for name, value in self.known.items() if value is not None and name in self.exported}
 
     def read(self, line: str, expanding: _ShellVariables | None = None) -> list[list[str]]:
         """The line's commands' words, with the known variables' values in place (not inside single quotes); notes
@@ -2210,14 +2217,17 @@ _ENV_SPLIT_ESCAPES = {**{char: char for char in "\"#$'\\"}, "f": "\f", "n": "\n"
 _ENV_SPLIT_BLANKS = " \t\n\v\f\r"
 
 
-def _env_s_words(text: str) -> list[str] | None:
+def _env_s_words(text: str, environment: dict[str, str] | None = None) -> list[str] | None:
     """The words env's `-S STRING` makes of its string, as coreutils splits it (src/env.c, build_argv; env(1),
     "-S/--split-string usage in scripts"): blanks separate words outside quotes; single and double quotes group (an
     empty pair is an empty word); a backslash passes a backslash, a quote, `#` or `$` on as it is and stands for a tab,
     a newline, ... after `t`, `n`, `f`, `r`, `v`; a backslash and `_` separate words outside double quotes and are a
     space inside them; a backslash and `c`, and a `#` that begins a word, end the string; in single quotes a backslash
-    is itself but before a backslash or a single quote. `${NAME}` is env's own environment, not known here: kept as
-    written, an expansion the launch reading does not know (`_EXPANSION`). None where env refuses the string (a `$`
+    is itself but before a backslash or a single quote. `${NAME}` outside single quotes is NAME's value in the
+    environment env starts in, read before its `-i` or `-u` change it, and a part of the word it is in, not split
+    (env(1): "-S ... supports ${VARNAME} expansion"; `$NAME` it refuses): the value `environment` gives it where the
+    script shows it (`_command_through_env_s`), else kept as written, an expansion the launch reading does not know
+    (`_EXPANSION`). None where env refuses the string (a `$`
     that is no `${NAME}`, another escape, a backslash at its end, a quote left open, a backslash and `c` in double
     quotes): it runs no command."""
     words: list[str] = []
@@ -2266,7 +2276,7 @@ def _env_s_words(text: str) -> list[str] | None:
             found = re.match(r"\$\{[A-Za-z_][A-Za-z0-9_]*\}", text[index:])
             if not found:
                 return None  # "only ${VARNAME} expansion is supported"
-            add(found.group())
+            add((environment or {}).get(found.group()[2:-1], found.group()))
             index += len(found.group())
             continue
         add(char)
@@ -2274,14 +2284,17 @@ def _env_s_words(text: str) -> list[str] | None:
     return None if single or double else words
 
 
-def _env_command(words: list[str]) -> tuple[list[str], list[str], list[str], bool] | None:
+def _env_command(
+    words: list[str], environment: dict[str, str] | None = None
+) -> tuple[list[str], list[str], list[str], bool] | None:
     """The `NAME=VALUE` words of an env line (`words[0]` is env), the names its `-u` unsets, its command, and whether
     `-i` empties the environment first (env(1): "-i, --ignore-environment  start with an empty environment"; "-u,
     --unset=NAME  remove variable from the environment"; then "Set each NAME to VALUE in the environment and run
     COMMAND"): `env -i SLURM_NTASKS=4 srun ...` runs srun with SLURM_NTASKS=4 alone; `env -S "srun -n 4 python
     train.py"` runs the words its string splits into (`_env_s_words`: `-S` in a shebang, `#!/usr/bin/env -S
     python3 -u`, passes several). None where env runs no command (`--help`, `--version`, an option it does not know,
-    a `-S` string it refuses)."""
+    a `-S` string it refuses). `environment`: the variables known in the environment env starts in, for its `-S`
+    string's `${NAME}`."""
     settings: list[str] = []
     unset: list[str] = []
     emptied = False
@@ -2307,7 +2320,7 @@ def _env_command(words: list[str]) -> tuple[list[str], list[str], list[str], boo
             if letter == "u":
                 unset.append(value)
             if letter == "S":  # its words are env's arguments, read from the first (getopt starts again)
-                if (split := _env_s_words(value)) is None:
+                if (split := _env_s_words(value, environment)) is None:
                     return None
                 rest = split + rest
             continue
@@ -2325,7 +2338,7 @@ def _env_command(words: list[str]) -> tuple[list[str], list[str], list[str], boo
                     if letter == "u":
                         unset.append(value)
                     if letter == "S":
-                        if (split := _env_s_words(value)) is None:
+                        if (split := _env_s_words(value, environment)) is None:
                             return None
                         rest = split + rest
                     break
@@ -2339,12 +2352,16 @@ def _env_command(words: list[str]) -> tuple[list[str], list[str], list[str], boo
     return settings, unset, rest, emptied
 
 
-def _command_through_env_s(argv: list[str]) -> list[str]:
+def _command_through_env_s(argv: list[str], environment: dict[str, str] | None = None) -> list[str]:
     """A command's words with the `-S` string of the env it runs in as the words env runs (`env -S "python train.py
     --workers 0"`: `env python train.py --workers 0`; env's other options left out), so that a launch's script and
-    its options are seen; the words as they are where no env with a string runs the command."""
+    its options are seen; the words as they are where no env with a string runs the command. `environment`: the
+    variables the script exported with a value it shows (`_ShellVariables.environment`), which with those the
+    command's own `NAME=value` words set make the environment env starts in, the values of the string's `${NAME}`
+    (`_env_s_words`); a sudo before env starts it in its own (`_sudo_command`: only its `VAR=value` words known)."""
     words = _without_assignments(argv)
     head = argv[: len(argv) - len(words)]
+    known = _assigned_over(dict(environment or {}), head)
     while words and _wrapper(words[0]):
         if _is_srun(words[0]):  # its own options, then the program each task runs (`_srun_program`)
             start = next((i for i, w in enumerate(words[1:], 1) if _srun_program(w)), None)
@@ -2353,13 +2370,27 @@ def _command_through_env_s(argv: list[str]) -> list[str]:
             head, words = head + words[:start], words[start:]
             continue
         if _is_env(words[0]):
-            found = _env_command(words)
+            found = _env_command(words, known)
             if found is None or found[2] == words[len(words) - len(found[2]) :]:
                 return argv  # no command, or none from a string: the words are the command's own
             return [*head, words[0], *found[0], *found[2]]
+        if _is_sudo(words[0]):
+            known = _assigned_over({}, found[0]) if (found := _sudo_command(words)) is not None else {}
         after = _after_wrapper(words)
         head, words = head + words[: len(words) - len(after)], after
     return argv
+
+
+def _assigned_over(environment: dict[str, str], words: list[str]) -> dict[str, str]:
+    """`environment` with the `NAME=value` words of `words` set over it: a plain value known, any other not (`$N`)."""
+    for word in words:
+        if match := _ASSIGNMENT.fullmatch(word):
+            name, value = match.groups()
+            if _PLAIN_VALUE.fullmatch(value):
+                environment[name] = value
+            else:
+                environment.pop(name, None)
+    return environment
 
 
 def _is_sudo(word: str) -> bool:
