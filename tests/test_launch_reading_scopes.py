@@ -9,7 +9,8 @@ from __future__ import annotations
 import pytest
 
 from tests.test_launch_reading import LOADER_SCRIPT, launches
-from tests.test_slurm_launches import oversubscription
+from tests.test_slurm_launches import one_busy_gpu_of_eight, oversubscription
+from tests.test_triage_edge_cases import run
 from triage.evidence.scripts import command_code_facts, extract_script_evidence
 
 
@@ -187,3 +188,51 @@ def test_env_s_in_the_jobs_command_takes_the_variables_set_for_it():
 def test_a_variable_exported_in_a_child_shell_is_not_envs():
     run_sh = "#!/bin/bash\nbash <<'EOF'\nexport W=0\nEOF\nenv -S 'python train.py --workers ${W}'\n"
     assert _workers(run_sh) == [None]
+
+
+# --- 5. csh, tcsh, fish: not read as sh, and said so --------------------------------------------------------------
+
+TCSH_BATCH = "#!/bin/tcsh\n#SBATCH --ntasks-per-node=8\nsetenv SLURM_NTASKS 1\nsrun python train.py\n"
+
+
+@pytest.mark.parametrize(
+    ("path", "text", "program"),
+    [
+        ("batch_script.sh", TCSH_BATCH, "tcsh"),
+        ("run.sh", "#!/bin/csh -f\nsrun -n 8 python train.py\n", "csh"),
+        ("launch", "#!/usr/bin/env fish\nset -x SLURM_NTASKS 1\nsrun python train.py\n", "fish"),
+        ("run.csh", "srun -n 8 python train.py\n", "csh"),
+        ("job.fish", "srun -n 8 python train.py\n", "fish"),
+    ],
+)
+def test_a_csh_or_fish_script_is_not_read_as_sh_and_says_so(path, text, program):
+    # Their syntax is not sh's (`setenv NAME value`, `set -x NAME value`, `if (...) then`, `foreach`): read as sh, a
+    # tcsh batch script's `setenv SLURM_NTASKS 1` was no export, so its srun ran the allocation's 8 tasks; one with
+    # no shell's suffix was not read, and nothing said so
+    evidence = extract_script_evidence([(path, text)])
+    assert evidence.of("shell_launch") == [] and evidence.shell_files == 0
+    assert evidence.notes == [
+        f"{path} is a {program} script: triage reads the commands of sh-family shell scripts (sh, bash, zsh, ksh) "
+        "and Python, so none of its commands were read"
+    ]
+
+
+def test_a_tcsh_batch_scripts_sbatch_lines_are_still_the_jobs():
+    # sbatch reads #SBATCH lines in a script of any language
+    evidence = extract_script_evidence([("batch_script.sh", TCSH_BATCH)])
+    assert [(f.line, f.detail) for f in evidence.of("slurm_layout")] == [(2, {"ntasks_per_node": 8})]
+
+
+def test_a_jobs_scripts_in_sh_and_python_say_nothing_of_unread_ones():
+    evidence = extract_script_evidence([("run.sh", "#!/bin/bash\nsrun -n 2 python train.py\n"), ("train.py", "")])
+    assert evidence.notes == []
+
+
+def test_the_jobs_evidence_says_which_script_was_not_read():
+    # the job page shows the evidence's notes ("Note: ..."): an unread script was left out without a word
+    frame = one_busy_gpu_of_eight()
+    evidence, _ = run(120, frame, gpu_count=8, scripts=[("batch_script.sh", TCSH_BATCH)])
+    assert evidence.summary()["notes"] == [
+        "batch_script.sh is a tcsh script: triage reads the commands of sh-family shell scripts (sh, bash, zsh, ksh) "
+        "and Python, so none of its commands were read"
+    ]

@@ -189,6 +189,7 @@ def build_evidence(
         traces=facts,
         command_kinds=command_facts(job.command) if job.command else [],
         thresholds=thresholds,
+        notes=list(script_evidence.notes),  # a script whose commands were not read (a tcsh one) says so
     )
 
 

@@ -124,6 +124,9 @@ class ScriptEvidence:
     # One shell script's: the commands that may run another of the job's scripts (`_runs_script`), each with the
     # allocation it runs in there (`_run_allocation`; None where not known)
     runs: tuple = ()
+    # What a person reading the job's evidence should know of how its files were read (a script whose commands were
+    # not read: `_unread_shell`), a sentence each
+    notes: list[str] = field(default_factory=list)
 
     def of(self, *kinds: str) -> list[CodeFact]:
         return [fact for fact in self.facts if fact.kind in kinds]
@@ -178,6 +181,7 @@ def extract_script_evidence(scripts: list[tuple[str, str]], command: str = "") -
         evidence.python_files += part.python_files
         evidence.shell_files += part.shell_files
         evidence.parse_errors.extend(part.parse_errors)
+        evidence.notes.extend(part.notes)
         evidence.frameworks |= part.frameworks
     settle_launch_configs(evidence.facts)  # a launch line's Accelerate config, in another of the job's files
     return evidence
@@ -385,7 +389,7 @@ def _read_file(
     if _is_python(path, text):
         evidence.python_files += 1
         if batch:  # a batch script sbatch may have been given: its #SBATCH lines are the job's (`python3 run.sh`)
-            _python_directive_facts(path, text, evidence)
+            _leading_directive_facts(path, text, evidence)
         try:
             tree = ast.parse(text, filename=path)
             _PythonFacts(path, text, evidence, given, modules, incoming).run(tree)
@@ -398,6 +402,13 @@ def _read_file(
     elif _is_shell(path, text):
         evidence.shell_files += 1
         _shell_facts(path, text, evidence, submitted, batch)
+    elif shell := _unread_shell(path, text):
+        evidence.notes.append(
+            f"{path} is a {shell} script: triage reads the commands of sh-family shell scripts (sh, bash, zsh, ksh) "
+            "and Python, so none of its commands were read"
+        )
+        if batch:
+            _leading_directive_facts(path, text, evidence)
     elif lower.endswith(CONFIG_SUFFIXES):
         _config_facts(path, text, evidence)
     return evidence
@@ -406,9 +417,24 @@ def _read_file(
 def _is_shell(path: str, text: str) -> bool:
     """Whether a script is read as a shell script: one that is no Python script (`_is_python`) by a shell's suffix, or
     by its first line's interpreter, a shell (`#!/bin/bash`, `#!/usr/bin/env -S bash -eu`)."""
-    if _is_python(path, text):
+    if _is_python(path, text) or _unread_shell(path, text):
         return False
     return path.lower().endswith(_SHELL_SUFFIXES) or _shebang_program(text) in _SHELL_PROGRAMS
+
+
+# Shells whose syntax is not sh's (csh(1), tcsh(1): `setenv NAME value`, `set name = value`, `if (...) then`,
+# `foreach`; fish(1): `set -x NAME value`, `end`): no reading of their commands as sh would be right, a tcsh script's
+# `setenv SLURM_NTASKS 1` no export to its srun, so their scripts are not read, and the job's evidence says so
+_UNREAD_SHELLS = ("csh", "tcsh", "fish")
+
+
+def _unread_shell(path: str, text: str) -> str | None:
+    """The shell of a script whose commands are not read (`_UNREAD_SHELLS`), by its first line's program, else, with
+    no first line naming one, by its suffix (`run.csh`); None for any other."""
+    program = _shebang_program(text)
+    if program is None:
+        program = path.lower().rpartition(".")[2] if "." in path.rsplit("/", 1)[-1] else None
+    return program if program in _UNREAD_SHELLS else None
 
 
 def _is_python(path: str, text: str) -> bool:
@@ -3996,8 +4022,9 @@ def _directive(path: str, number: int, line: str) -> tuple[dict[str, str], CodeF
     return tasks, _layout_fact(path, number, line.strip(), words, tasks)
 
 
-def _python_directive_facts(path: str, text: str, evidence: ScriptEvidence) -> None:
-    """The `slurm_layout` facts of a Python batch script's `#SBATCH` lines: sbatch reads them in a script of any
+def _leading_directive_facts(path: str, text: str, evidence: ScriptEvidence) -> None:
+    """The `slurm_layout` facts of the `#SBATCH` lines of a batch script not read as a shell script (a Python one, a
+    tcsh one: `_unread_shell`): sbatch reads them in a script of any
     language, up to its first line that is neither blank nor a comment (`_shell_facts` quotes sbatch(1)), in one
     it can run, whose first line names its interpreter ("sbatch: error: This does not look like a batch script. The
     first line must start with #! followed by the path to an interpreter.")."""
