@@ -371,7 +371,22 @@ from triage.rules.registry import RULES, THRESHOLDS, Finding, Status, TriageResu
 #      the GPUs fed: `num_workers=0`", "(it suggests `num_workers=15`)", "what was seen: `num_workers=0` (...)",
 #      "(`pin_memory=False`)", "(no `non_blocking=True`)"; the job page, the cause page, the digest and the idle alert
 #      show them as code (each read as words beside the fix's code)
-RULES_REVISION = 11
+#  12  2026-12-07: scopes and languages of scripts (revision 11 was released): in the job's command a shell's `-c`
+#      string (`bash -c '...'`, `sh -c`) runs in a child shell: what it exports or sets ends with it (`bash -c 'export
+#      SLURM_NTASKS=2; ...'` gave the command's later srun, and a script the command runs, 2 tasks); `sbatch --wrap
+#      "..."`'s string is read as a script of its own, its `bash <<EOF` bodies and `-c` strings child shells (a body's
+#      `export SLURM_NTASKS=2` reached the wrapped srun after it), what it sets kept in the batch job; a salloc
+#      command that is a `-c` string is read
+#      also: a script whose first line runs Python is read as Python whatever its name (sacct's `batch_script.sh` of a
+#      `#!/usr/bin/env python3` job was read as shell commands, its DataLoader not seen), its `#SBATCH` lines before
+#      its first line of code still the job's layout
+#      also: `${NAME}` in an `env -S` string is NAME's value where the script exported it with a plain value, or the
+#      command sets it for env (`W=0 env -S 'python train.py --workers ${W}'`: `num_workers=args.workers` is 0, it
+#      kept the default); not known otherwise, as before
+#      also: a csh, tcsh or fish script (by its first line, else its suffix) is not read as sh (a tcsh batch script
+#      named `.sh` was: its `setenv SLURM_NTASKS 1` no export, its srun the allocation's 8 tasks, uneven use): its
+#      `#SBATCH` lines alone are read, and the job's evidence notes that its commands were not
+RULES_REVISION = 12
 
 __all__ = [
     "RULES",
