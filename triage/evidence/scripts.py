@@ -473,7 +473,8 @@ def _launches(scripts: list[tuple[str, str]], command: str) -> list[list[str]]:
             shells = _ChildShells(text)
             for number, line in _logical_lines(text):
                 variables = shells.at(number, variables, lambda parent, _: parent.child())
-                exported = variables.environment()  # env's, for its `-S` string's `${NAME}`
+                # env's environment, for its `-S` string's `${NAME}` (made only for a line that may run env)
+                exported = variables.environment() if "env" in line else None
                 read = variables.read(line, shells.expanding())
                 commands.extend(_command_through_env_s(argv, exported) for argv in read)
     if command.strip() and not command.strip().startswith("#"):
