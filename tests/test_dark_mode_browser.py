@@ -55,6 +55,8 @@ def test_pages_follow_the_systems_dark_setting(browser, live_server, world, demo
         ("dashboard", "/overview/?from=2026-10-19&to=2026-11-23", operator),
         ("job", f"/jobs/{job.pk}/", operator),
         ("labeling", f"/studies/{params['study_other']}/label/{params['item_other']}/", nina),
+        # The site's 404 (templates/404.html), not Django's bare one: white, and laid out 980 px wide on a phone.
+        ("not found", "/no-such-page/", operator),
     ]
     color_scheme(browser, "dark")
     SHOTS.mkdir(exist_ok=True)
@@ -71,6 +73,8 @@ def test_pages_follow_the_systems_dark_setting(browser, live_server, world, demo
             settled(browser)
             browser.execute_async_script("const done = arguments[0]; setTimeout(done, 600);")  # charts redraw
             browser.save_screenshot(str(SHOTS / f"dark-{name}-{width}.png"))
+            if (wide := browser.execute_script("return document.documentElement.scrollWidth")) > width:
+                failures.append(f"{name}: {wide} px wide in a {width} px window (it scrolls sideways)")
             for chart in browser.execute_script("return [...document.querySelectorAll('#timeline .main-svg')]")[:1]:
                 browser.execute_script("arguments[0].scrollIntoView({block: 'center'})", chart)
                 browser.save_screenshot(str(SHOTS / f"dark-{name}-{width}-timeline.png"))
