@@ -236,3 +236,17 @@ def test_the_jobs_evidence_says_which_script_was_not_read():
         "batch_script.sh is a tcsh script: triage reads the commands of sh-family shell scripts (sh, bash, zsh, ksh) "
         "and Python, so none of its commands were read"
     ]
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        "sbatch -n 2 --wrap 'python train.py --workers 0'",
+        "sbatch --wrap='srun python train.py --workers=0'",
+        "salloc -n 2 srun python train.py --workers 0",
+        "salloc -n 2 bash -c 'python train.py --workers 0'",
+    ],
+)
+def test_the_options_a_wrapped_or_salloc_command_gives_its_script_are_read(command):
+    # the command sbatch wraps, or salloc runs, was no launch of train.py: `num_workers=args.workers` kept its default
+    assert _workers("#!/bin/bash\ntrue\n", command) == [0]

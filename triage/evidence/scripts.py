@@ -479,7 +479,9 @@ def _launches(scripts: list[tuple[str, str]], command: str) -> list[list[str]]:
                 commands.extend(_command_through_env_s(argv, exported) for argv in read)
     if command.strip() and not command.strip().startswith("#"):
         with contextlib.suppress(ValueError):  # an unbalanced quote: no launch read from it
-            commands.extend(_command_through_env_s(argv) for argv in split_command(command))
+            # the command sbatch wraps or salloc runs in place of its own (`salloc -n 2 srun python train.py ...`)
+            ran = [argv for argv, _, _ in _allocated_commands(_marked_commands(command))]
+            commands.extend(_command_through_env_s(argv) for argv in ran)
     # a Python script without the suffix, run by its `#!/usr/bin/python3` (`./train --workers 0`, `srun ./train ...`)
     direct = {
         path.replace("\\", "/").rsplit("/", 1)[-1]

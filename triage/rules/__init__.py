@@ -386,6 +386,9 @@ from triage.rules.registry import RULES, THRESHOLDS, Finding, Status, TriageResu
 #      also: a csh, tcsh or fish script (by its first line, else its suffix) is not read as sh (a tcsh batch script
 #      named `.sh` was: its `setenv SLURM_NTASKS 1` no export, its srun the allocation's 8 tasks, uneven use): its
 #      `#SBATCH` lines alone are read, and the job's evidence notes that its commands were not
+#      also: the command sbatch wraps or salloc runs in the job's command gives the script it launches its options
+#      (`salloc -n 2 srun python train.py --workers 0`, `sbatch --wrap 'python train.py --workers 0'`: the loader's
+#      `num_workers=args.workers` kept its default)
 RULES_REVISION = 12
 
 __all__ = [
