@@ -285,6 +285,29 @@ def test_the_overview_s_top_causes_say_when_there_are_none(client, operator, fle
     assert 'id="no-causes"' not in overview(client).content.decode()
 
 
+def test_the_overview_s_top_causes_say_when_they_show_only_the_first_eight(client, operator, fleet):
+    """Top causes lists eight causes; a week with more (the demo's last week had 13) dropped the rest without a
+    word, beside a chart that draws them all: a cause found in a team's jobs was nowhere in the table. Under
+    the table it says how many of how many it shows, and links the causes page for the same period."""
+    from triage.models import Finding, JobTriage, RuleSet
+    from triage.taxonomy import Category
+
+    (low, _), _ = fleet
+    result = JobTriage.objects.create(job=low, rule_set=RuleSet.current(), status="classified", is_current=True)
+    for hours, category in enumerate(list(Category)[:9], start=1):
+        Finding.objects.create(result=result, job=low, rule_set=result.rule_set, category=category, confidence=0.9,
+                               summary="s", gpu_hours=hours / 10, evidence={}, guidance={})  # fmt: skip
+    client.force_login(operator)
+    card = overview(client).content.decode().split("<h2>Top causes</h2>")[1].split("</section>")[0]
+    assert card.count('<tr role="row"><td role="cell">') == 8
+    more = card.split('<p id="more-causes">')[1].split("</p>")[0]
+    assert "The 8 causes with the most recoverable GPU-hours, of the 9 found" in more
+    assert 'href="/categories/?from=2026-11-16&amp;to=2026-11-22">every cause</a>' in more
+
+    Finding.objects.filter(category=list(Category)[0]).delete()  # eight: all of them shown, nothing to say
+    assert 'id="more-causes"' not in overview(client).content.decode()
+
+
 def test_the_overview_s_top_causes_head_their_hours_recoverable_and_say_what_that_means(client, operator, fleet):
     """The Top causes column headed "GPU-hours" held the unused hours the rules lay at a cause's door,
     which a reader took for the jobs' GPU-hours; the teams and causes pages head it "Recoverable
