@@ -111,6 +111,26 @@ def test_an_operators_token_reads_as_an_operator_and_still_pushes_nothing(client
     assert Job.objects.count() == 2
 
 
+@pytest.mark.parametrize("role", ["operator", "researcher"])
+def test_the_pages_say_a_whole_fleet_readers_token_reads_every_teams_jobs(client, role, request, member_a):
+    """An operator's or a researcher's token reads every team's jobs (the test above), but their settings and
+    tokens pages said it reads "your teams' jobs", and they are in no team: they read it as a token for
+    nothing. A member's pages still say their teams'."""
+    client.force_login(request.getfixturevalue(role))
+    settings_page = client.get("/password/").content.decode()
+    assert "they read every team's jobs and findings through the API, as your login does" in settings_page
+    listing = client.get("/account/tokens/").content.decode()
+    assert "every team's jobs (their findings and metric series)" in listing and "your teams" not in listing
+    _, made = make_token(client)
+    assert "Read every team's jobs with it, with their findings:" in made and "your teams" not in made
+
+    client.force_login(member_a)
+    assert "they read your teams' jobs and findings" in client.get("/password/").content.decode()
+    listing = client.get("/account/tokens/").content.decode()
+    assert "the jobs of your teams (their findings and metric series)" in listing
+    assert "a command that reads your teams' jobs" in listing
+
+
 def test_revoked_expired_and_wrong_keys_are_401s_saying_why_never_echoing_the_key(member_key):
     api = APIClient()
     prefix, secret = member_key.split(".")
