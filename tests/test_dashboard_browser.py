@@ -1270,38 +1270,72 @@ return [...document.querySelectorAll('[data-figure]')].flatMap(chart => {
 """
 
 
-@pytest.mark.django_db(transaction=True)
-def test_the_weekly_charts_dates_show_whole_on_a_phone_and_a_desktop(browser, live_server, operator, demo_archive):  # noqa: F811
-    """A week is labelled by its Monday's date, 2026-11-16 (it was "Nov 16"); turned to fit, the last one
-    reaches past the plot's right edge, and the chart leaves room for it: none is cut at the chart's edge.
-    On a phone the dates lie level and apart, two at least (at 320 px a cause's five weeks were tilted)."""
+def weeks_misdrawn(labels: list, last_week: str) -> list:
+    """What is wrong with the dates under each weekly chart (WEEK_LABELS): one cut at the chart's edge or
+    tilted, two less than 4 px apart, fewer than two in a chart, or the last week's not among them."""
     from itertools import pairwise
 
+    wrong = [("cut", label) for label in labels if not label[2]] + [("tilted", label) for label in labels if label[3]]
+    for chart in {label[0] for label in labels}:
+        shown = [label for label in labels if label[0] == chart]
+        edges = sorted(label[4:] for label in shown)
+        if len(edges) < 2 or last_week not in {label[1] for label in shown}:
+            wrong.append(("too few, or not the last week", chart, [label[1] for label in shown]))
+        wrong += [("touching", chart, a, b) for a, b in pairwise(edges) if b[0] - a[1] < 4]
+    return wrong
+
+
+@pytest.mark.django_db(transaction=True)
+def test_the_weekly_charts_dates_show_whole_on_a_phone_and_a_desktop(browser, live_server, operator, demo_archive):  # noqa: F811
+    """A week is labelled by its Monday's date, 2026-11-16 (it was "Nov 16"); none is cut at the chart's edge.
+    At every width the dates lie level and apart, two at least, the last week's among them: as many as the
+    chart's own plot has room for, not as many as the window's width allowed. At 1280 px the overview's
+    trend, in a card some 357 px wide, had Plotly tilt its six dates (the window was no phone's), and on a
+    phone a cause's five weeks were tilted at 320 px; a chart laid out wide keeps Plotly's ticks, every week.
+    Resized, a chart is labelled for its new width, as a load at that width labels it (they were labelled
+    again only as the window crossed a phone's width)."""
     from selenium.webdriver.support.wait import WebDriverWait
 
     ingest.execute_run(ingest.create_run(demo_archive).pk)  # triage runs in-process on the signal
     category = Finding.objects.values_list("category", flat=True).first()
+    team = Job.objects.values_list("team__slug", flat=True).first()
     log_in(browser, live_server.url, operator, "/")
     wait = WebDriverWait(browser, 20, ignored_exceptions=STALE)
     drawn_all = "return [...document.querySelectorAll('[data-figure]')].every(c => c.querySelector('.main-svg'))"
     period = "?from=2026-10-19&to=2026-11-23"
+    weeks = ["2026-10-19", "2026-10-26", "2026-11-02", "2026-11-09", "2026-11-16", "2026-11-23"]
+
+    def loaded(path: str, width: int) -> list:
+        emulate_width(browser, width)
+        browser.get(f"{live_server.url}{path}{period}")
+        wait.until(lambda b: b.execute_script(drawn_all))
+        return browser.execute_script(WEEK_LABELS)
+
+    def dates(labels: list) -> list:
+        return [label[:2] for label in labels]
+
     with window_width(browser, 1280):
         for width in (1280, 390, 320):
-            emulate_width(browser, width)
-            for path in ("/overview/", f"/categories/{category}/"):
-                browser.get(f"{live_server.url}{path}{period}")
-                wait.until(lambda b: b.execute_script(drawn_all))
-                labels = browser.execute_script(WEEK_LABELS)
-                # On a phone fewer weeks are labelled, counted back from the last (2026-11-23).
-                week = "2026-11-16" if width > 500 else "2026-11-23"
-                assert labels and week in {label[1] for label in labels}, (width, path, labels)
-                assert [label for label in labels if not label[2]] == [], (width, path)
-                if width < 500:
-                    assert not [label for label in labels if label[3]], ("tilted", width, path, labels)
-                    for chart in {label[0] for label in labels}:
-                        edges = sorted(label[4:] for label in labels if label[0] == chart)
-                        assert len(edges) >= 2, (width, path, chart, labels)
-                        assert all(b[0] - a[1] >= 4 for a, b in pairwise(edges)), (width, path, edges)
+            for path in ("/overview/", f"/teams/{team}/", f"/categories/{category}/"):
+                labels = loaded(path, width)
+                assert labels, (width, path)
+                assert weeks_misdrawn(labels, weeks[-1]) == [], (width, path, labels)
+                if width == 1280 and path != "/overview/":  # laid out wide: Plotly's own ticks, every week
+                    assert [label[1] for label in labels] == weeks, (width, path, labels)
+
+        # Resized, each chart is labelled as a load at the new width labels it: from 540 px to 320 px the
+        # window and the chart stay a phone's, and three dates give way to two; at 1280 px the overview's
+        # trend, in its card, labels three where 700 px, a card wider than a phone's, labels all six.
+        for path in ("/overview/", f"/categories/{category}/"):
+            fresh = {width: dates(loaded(path, width)) for width in (700, 1280, 540, 320)}
+            assert fresh[540] != fresh[320], (path, fresh)
+            loaded(path, 700)
+            for width in (1280, 540, 320, 700):
+                emulate_width(browser, width)
+                like = fresh[width]
+                labels = layout_after_resize(browser, WEEK_LABELS, lambda shown, like=like: dates(shown) == like)
+                assert dates(labels) == like, (path, width, labels)
+                assert weeks_misdrawn(labels, weeks[-1]) == [], (path, width, labels)
 
 
 def test_on_a_phone_the_day_the_jobs_start_stays_whole_on_the_cards(browser, live_server, operator):  # noqa: F811

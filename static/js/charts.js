@@ -33,71 +33,74 @@
     if (layout.height) { layout.height = Math.max(layout.height, rows * (lines + 1) * LINE_PX + 120); }
     if (layout.legend) { layout.legend.font = Object.assign({}, layout.legend.font, {size: 10}); }
   }
-  // A weekly chart on a phone: its weeks' dates (2026-11-16, some 68 px) as far apart as they need to lie
-  // level, as timeline.js spaces the job timeline's times. Plotly put up to six (nticks) in a cause's
-  // chart 148 px wide at 320 px, 30 px apart, and tilted them. Here every `step`-th week is labelled,
-  // counted back from the last (the latest week keeps its date): the shortest step whose labels, measured,
-  // lie clear of each other, two at least; failing that the first and last weeks. Only in a phone's
-  // window: a desktop's overview lays its trend out in a card narrower than the breakpoint, and keeps
-  // Plotly's ticks there, as a chart laid out wide does and an axis the server tilts itself (tickangle).
-  var LABEL_GAP_PX = 6;
-  var phoneWindow = window.matchMedia("(max-width: " + (window.FleetNarrow.NARROW_PX - 1) + "px)");
+  // A weekly chart's dates (2026-11-16, some 70 px) lie level and apart at whatever width its plot has, as
+  // timeline.js spaces the job timeline's times. Plotly labels every dtick-th week from the first, dtick
+  // the least that keeps to nticks (6) labels, and tilts them where they would touch: in a cause's chart
+  // 148 px wide at 320 px, and in the overview's trend card at 1280 px (247 px of plot, six weeks 41 px
+  // apart), a desktop's window. Where Plotly's labels lie level and the last week is among them they are
+  // kept (a chart laid out wide). Otherwise every `step`-th week is labelled, counted back from the last
+  // (the latest week keeps its date), the shortest step, Plotly's at least, whose labels, measured, lie
+  // clear of each other; failing that the first and last weeks, or the last alone. The plot's width is the
+  // chart's box less its side margins (the axis widens only the bottom one: automargin "height"); the
+  // box's, not the window's, as a card is narrow on a desktop too. An axis the server tilts (tickangle)
+  // is Plotly's.
+  // CATEGORY_TICK_PX: Plotly's room for a label on a category axis that sets no nticks.
+  var LABEL_GAP_PX = 5, CATEGORY_TICK_PX = 15;
   var measure = document.createElement("canvas").getContext("2d");
   function fitWeeks(figure, boxPx) {
     var layout = figure.layout || {}, axis = layout.xaxis || {}, margin = layout.margin || {};
     var trace = (figure.data || [])[0] || {};
-    if (!phoneWindow.matches || axis.type !== "category" || axis.tickangle !== undefined || !Array.isArray(trace.x)) { return; }
+    if (axis.type !== "category" || axis.tickangle !== undefined || !Array.isArray(trace.x)) { return; }
     var weeks = trace.x, count = weeks.length, plotPx = boxPx - (margin.l || 0) - (margin.r || 0);
-    if (count < 3 || !(plotPx > 0)) { return; }
+    if (count < 2 || !(plotPx > 0)) { return; }
     var font = layout.font || {};
     measure.font = (font.size || 12) + "px " + (font.family || "sans-serif");
     var labelPx = Math.max.apply(null, weeks.map(function (week) { return measure.measureText(String(week)).width; }));
-    var slotPx = plotPx / count, step = count - 1;
-    for (var tried = 1; tried < count; tried += 1) {
-      if (tried * slotPx >= labelPx + LABEL_GAP_PX) { step = tried; break; }
-    }
+    var slotPx = plotPx / count;
+    function apart(step) { return step * slotPx >= labelPx + LABEL_GAP_PX; }
+    var plotlyStep = Math.max(1, Math.ceil(count / (axis.nticks || plotPx / CATEGORY_TICK_PX)));
+    if (apart(plotlyStep) && (count - 1) % plotlyStep === 0) { return; }
+    var step = Math.min(plotlyStep, count - 1);
+    while (step < count - 1 && !apart(step)) { step += 1; }
+    if (!apart(step)) { step = count; }  // the first and last weeks would touch: the last alone
     var shown = [];
     for (var index = count - 1; index >= 0; index -= step) { shown.unshift(weeks[index]); }
     layout.xaxis = Object.assign({}, axis, {tickmode: "array", tickvals: shown, ticktext: shown, nticks: null});
   }
-  // The figure as the server wrote it, laid out for a phone when `narrow` (its box `boxPx` wide).
+  // The figure as the server wrote it, laid out for a box `boxPx` wide: for a phone when `narrow`.
   function figureFor(spec, narrow, boxPx) {
     var figure = JSON.parse(spec.textContent);
-    if (narrow) { fitNarrow(figure); fitWeeks(figure, boxPx); }
+    if (narrow) { fitNarrow(figure); }
+    fitWeeks(figure, boxPx);
     if (window.FleetTheme) { window.FleetTheme.apply(figure); }  // the page's colours, light or dark
     return figure;
   }
   function draw(el) {
     var spec = document.getElementById(el.dataset.figure);
     if (!spec || !window.Plotly) { return; }
-    var narrowShown = window.FleetNarrow.isNarrow(el);
-    var figure = figureFor(spec, narrowShown, el.clientWidth);
-    // The box keeps the figure's height: on a window resize Plotly's responsive mode sizes the plot
-    // to its box, which would otherwise shrink to the CSS minimum and let the plot spill over what
-    // follows it (the numbers under it).
-    function keepHeight() { if (figure.layout && figure.layout.height) { el.style.height = figure.layout.height + "px"; } }
-    keepHeight();
     var config = {displaylogo: false, responsive: true, displayModeBar: false};
-    window.Plotly.newPlot(el, figure.data, figure.layout, config);
-    // Names wrapped or not, and the height and legend type that go with them: drawn again, from the spec.
-    window.FleetNarrow.onCrossing(el, function () { return narrowShown; }, function (narrow) {
-      narrowShown = narrow;
-      figure = figureFor(spec, narrow, el.clientWidth);
-      keepHeight();
-      window.Plotly.react(el, figure.data, figure.layout, config);
-    });
-    // A window widened past a phone's, or narrowed to one, with the chart's box narrow either way (the
-    // overview's cards): its weeks labelled again for the window, as one loaded at its new width.
-    phoneWindow.addEventListener("change", function () {
-      figure = figureFor(spec, narrowShown, el.clientWidth);
-      window.Plotly.react(el, figure.data, figure.layout, config);
-    });
+    var shown = null;  // what the drawing is laid out for: a phone or not, and the weeks labelled
+    // The chart laid out for its box as it is now, and drawn by `plot` (Plotly.newPlot, or Plotly.react to
+    // draw it again) unless it is laid out so already and `always` is false.
+    function layOut(plot, always) {
+      var narrow = window.FleetNarrow.isNarrow(el), figure = figureFor(spec, narrow, el.clientWidth);
+      var layoutFor = JSON.stringify([narrow, ((figure.layout || {}).xaxis || {}).tickvals || null]);
+      if (layoutFor === shown && !always) { return; }
+      shown = layoutFor;
+      // The box keeps the figure's height: on a window resize Plotly's responsive mode sizes the plot
+      // to its box, which would otherwise shrink to the CSS minimum and let the plot spill over what
+      // follows it (the numbers under it).
+      if (figure.layout && figure.layout.height) { el.style.height = figure.layout.height + "px"; }
+      plot(el, figure.data, figure.layout, config);
+    }
+    layOut(window.Plotly.newPlot, true);
+    // The box resized (a phone turned sideways, a window resized, a card narrowed with it): across a
+    // phone's width, names wrapped or not, and the height and legend type that go with them; at any
+    // width, the weeks labelled for the plot's new width. Drawn again from the spec, as a load at that width.
+    window.FleetNarrow.onSettled(el, function () { layOut(window.Plotly.react, false); });
     // The system's light or dark setting changed: drawn again in the page's new colours.
     if (window.FleetTheme) {
-      window.FleetTheme.onChange(function () {
-        figure = figureFor(spec, narrowShown, el.clientWidth);
-        window.Plotly.react(el, figure.data, figure.layout, config);
-      });
+      window.FleetTheme.onChange(function () { layOut(window.Plotly.react, true); });
     }
   }
   document.addEventListener("DOMContentLoaded", function () {

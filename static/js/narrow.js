@@ -7,21 +7,27 @@ window.FleetNarrow = (function () {
 
   function isNarrow(el) { return el.clientWidth < NARROW_PX; }
 
-  // A phone turned sideways, or a window resized past the breakpoint, kept the layout a chart was drawn
-  // with: once its box has settled on the other side of the breakpoint from the layout shown
-  // (`shownNarrow()`: true, false, or null while nothing is drawn), `relayout(narrow)` lays it out for
-  // its new width. Debounced, as Plotly's own resizing is, so a window dragged across is laid out once.
-  function onCrossing(el, shownNarrow, relayout) {
+  // `settled()` once the box's size has settled after a change (and once as it is first observed).
+  // Debounced, as Plotly's own resizing is, so a window dragged wider or narrower lays a chart out once.
+  function onSettled(el, settled) {
     if (!window.ResizeObserver) { return; }
     var timer = null;
     new ResizeObserver(function () {
       clearTimeout(timer);
-      timer = setTimeout(function () {
-        var shown = shownNarrow();
-        if (shown !== null && shown !== isNarrow(el)) { relayout(isNarrow(el)); }
-      }, SETTLE_MS);
+      timer = setTimeout(settled, SETTLE_MS);
     }).observe(el);
   }
 
-  return {NARROW_PX: NARROW_PX, isNarrow: isNarrow, onCrossing: onCrossing};
+  // A phone turned sideways, or a window resized past the breakpoint, kept the layout a chart was drawn
+  // with: once its box has settled on the other side of the breakpoint from the layout shown
+  // (`shownNarrow()`: true, false, or null while nothing is drawn), `relayout(narrow)` lays it out for
+  // its new width.
+  function onCrossing(el, shownNarrow, relayout) {
+    onSettled(el, function () {
+      var shown = shownNarrow();
+      if (shown !== null && shown !== isNarrow(el)) { relayout(isNarrow(el)); }
+    });
+  }
+
+  return {NARROW_PX: NARROW_PX, isNarrow: isNarrow, onSettled: onSettled, onCrossing: onCrossing};
 })();
