@@ -211,3 +211,20 @@ def test_a_job_without_samples_is_not_told_how_to_zoom_a_chart_it_does_not_have(
     assert "Drag across the chart" not in timeline_card(bare)
     help_text = timeline_card(sampled).split('id="timeline-help"')[1].split("</p>")[0]
     assert "Drag across the chart to zoom" in help_text and "Download the series" in help_text
+
+
+@pytest.mark.django_db
+def test_a_cause_without_owners_answers_says_so_in_a_sentence_and_where_they_answer(client, operator):
+    """A cause's 'What job owners said' read "no answers yet on this cause's findings in jobs of the period,
+    given on each job's page (...)": a sentence in small letters, greyed whole, that began with the tally's
+    word. It is a sentence that says where owners answer."""
+    from tests.test_jobs_page import triaged
+    from triage.taxonomy import Category
+
+    triaged(JobFactory(start_time=datetime(2026, 11, 10, 9, tzinfo=UTC)), "classified", Category.API_MISUSE)
+    client.force_login(operator)
+    url = reverse("dashboard:category-detail", args=[Category.API_MISUSE.value])
+    said = client.get(url, {"from": "2026-11-10", "to": "2026-11-10"}).content.decode()
+    said = said.split("<h2>What job owners said</h2>")[1].split("</section>")[0]
+    assert '<p class="muted" id="no-answers">No answers yet on this cause\'s findings in the period\'s jobs.' in said
+    assert "no answers yet" not in said
