@@ -437,6 +437,23 @@ def test_causes_of_another_team_stay_hidden(client, member_a, fleet, team_b):
     assert list(detail.context["findings"]) == []
 
 
+def test_a_cause_page_with_one_job_leads_to_it_without_saying_all_1_job(client, operator, fleet):
+    """The demo's API misuse in its last week: "All 1 job with this cause in the jobs list". One job is "This
+    job"; two or more are still "All n jobs"."""
+    from triage.taxonomy import Category
+
+    (low, busy), _ = fleet
+    _finding(low, Category.API_MISUSE, 1.0)
+    client.force_login(operator)
+    week = {"from": "2026-11-16", "to": "2026-11-22"}
+    html = client.get(reverse("dashboard:category-detail", args=["api_misuse"]), week).content.decode()
+    link = html.split('<p id="cause-jobs">')[1].split("</p>")[0]
+    assert ">This job with this cause in the jobs list &rarr;</a>" in link and "All 1" not in link
+    _finding(busy, Category.API_MISUSE, 1.0)
+    html = client.get(reverse("dashboard:category-detail", args=["api_misuse"]), week).content.decode()
+    assert ">All 2 jobs with this cause in the jobs list &rarr;</a>" in html
+
+
 def test_a_cause_page_counts_all_its_jobs_and_leads_to_them_in_the_jobs_list(client, operator, fleet, monkeypatch):
     """A cause's page listed its 100 costliest findings under "Jobs 100+", with no way to the
     others: an operator of a large fleet could not learn how many jobs had the cause, nor list
