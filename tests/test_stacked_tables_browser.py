@@ -397,3 +397,45 @@ def test_on_a_320_px_phone_cards_hold_long_names_and_code(browser, live_server, 
                 browser.get(f"{live_server.url}{path}")
                 past += [[width, *item] for item in browser.execute_script(CARDS_PAST_THEIR_BOX)]
     assert past == [], past[:8]
+
+
+# At 390 px, each stacked field of `table` whose value is taller than its label: how far the label's top lies
+# below the value's.
+LABELS_BESIDE_TALL_VALUES = """
+const rows = [];
+for (const td of document.querySelectorAll(arguments[0] + ' tbody td')) {
+  const label = td.querySelector(':scope > .cell-label'), value = label && label.nextElementSibling;
+  if (!value) { continue; }
+  const l = label.getBoundingClientRect(), v = value.getBoundingClientRect();
+  if (v.height > l.height + 10) { rows.push([label.textContent, Math.round(l.top - v.top)]); }
+}
+return rows;
+"""
+
+
+@pytest.mark.django_db(transaction=True)
+def test_on_a_phone_a_stacked_fields_name_is_level_with_the_first_line_of_its_value(browser, live_server, operator):  # noqa: F811
+    """390 px wide, a team's causes stack as cards, and a field's name sat halfway down beside a value of many
+    lines: 'The change to make' some 40 px below where its advice begins, 'Cause' beside the second line of a
+    long cause. A name now stands level with the first line of its value (as the jobs table's stacked cards
+    read), and a field beside one line, or a box, is unchanged."""
+    from tests.factories import JobFactory, TeamFactory
+    from tests.test_accessibility import open_as
+    from tests.test_jobs_page import triaged
+    from triage.taxonomy import Category
+
+    team = TeamFactory(name="genai", slug="genai")
+    job = JobFactory(team=team, start_time=datetime(2026, 11, 10, 9, tzinfo=UTC), gpu_count=4, gpu_hours=40.0,
+                     unused_gpu_hours=30.0, mean_gpu_util=12.0)  # fmt: skip
+    triaged(job, "classified", Category.GPU_OVERSUBSCRIPTION, Category.HOST_GPU_TRANSFER)
+    open_as(browser, live_server.url, operator)
+    browser.execute_cdp_cmd(
+        "Emulation.setDeviceMetricsOverride", {"width": 390, "height": 844, "deviceScaleFactor": 1, "mobile": True}
+    )
+    try:
+        browser.get(f"{live_server.url}/teams/genai/?{WEEK}")
+        tall = browser.execute_script(LABELS_BESIDE_TALL_VALUES, "#team-causes table.stacks")
+    finally:
+        browser.execute_cdp_cmd("Emulation.clearDeviceMetricsOverride", {})
+    assert any(label == "The change to make" for label, _below in tall), tall
+    assert all(below <= 4 for _label, below in tall), tall
