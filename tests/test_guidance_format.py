@@ -264,6 +264,6 @@ def test_the_cause_page_shows_a_findings_settings_as_code(operator, team_a):
     client = Client()
     client.force_login(operator)
     page = client.get(f"/categories/{Category.DATA_PREPROCESSING.value}/?period=all").content.decode()
-    (title, cell) = re.findall(r'<td class="clip" title="(Data loading[^"]*)">(.*?)</td>', page, re.DOTALL)[0]
+    (title, cell) = re.findall(r'<td[^>]* class="clip" title="(Data loading[^"]*)">(.*?)</td>', page, re.DOTALL)[0]
     assert "<code>num_workers=0</code>" in cell, cell
     assert "`" not in title and title.endswith("num_workers=0."), title  # the tooltip: words, no backticks

@@ -439,3 +439,47 @@ def test_on_a_phone_a_stacked_fields_name_is_level_with_the_first_line_of_its_va
         browser.execute_cdp_cmd("Emulation.clearDeviceMetricsOverride", {})
     assert any(label == "The change to make" for label, _below in tall), tall
     assert all(below <= 4 for _label, below in tall), tall
+
+
+@pytest.mark.django_db(transaction=True)
+def test_on_a_phone_a_causes_jobs_are_cards_with_their_recoverable_gpu_hours_in_view(browser, live_server, operator):  # noqa: F811
+    """390 px wide, a cause's page listed its jobs in a table that scrolled sideways in its box: past the job,
+    its name and team, the recoverable GPU-hours the page ranks them by, and the finding itself, were off to
+    the right (the finding cut to an ellipsis at any width). Now each job is a card, as a team's worst jobs
+    are, its finding whole; at 1280 px a table, as before."""
+    from tests.factories import ClusterFactory, JobFactory, TeamFactory
+    from tests.test_accessibility import open_as
+    from tests.test_jobs_page import triaged
+    from triage.models import Finding
+    from triage.taxonomy import Category
+
+    team = TeamFactory(name="genai", slug="genai")
+    cluster = ClusterFactory(name="alpha")
+    for number in range(3):
+        job = JobFactory(
+            team=team,
+            cluster=cluster,
+            external_id=f"481311{number}",
+            name=f"gpt2-medium-owt-ablation-{number}",
+            start_time=datetime(2026, 11, 10, 9 + number, tzinfo=UTC),
+            gpu_hours=120.0,
+            unused_gpu_hours=90.0,
+            mean_gpu_util=28.0,
+        )
+        triaged(job, "classified", Category.HOST_GPU_TRANSFER)
+        Finding.objects.filter(job=job).update(
+            gpu_hours=85.5 - number, summary="Host-to-GPU copies come from pageable memory and block the step."
+        )
+    open_as(browser, live_server.url, operator)
+    wide, phone = layouts_and_column(
+        browser,
+        f"{live_server.url}/categories/host_gpu_transfer/?{WEEK}",
+        "cause-jobs",
+        "table.cause-jobs",
+        "Recoverable",
+    )
+    assert_cards(wide, phone, rows=3, columns=7)
+    assert [text for text, _in_view in phone["cells"]] == [
+        f"Recoverable GPU-hours {h}" for h in ("85.5", "84.5", "83.5")
+    ]
+    assert all(in_view for _text, in_view in phone["cells"]), phone
