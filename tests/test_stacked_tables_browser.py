@@ -483,3 +483,36 @@ def test_on_a_phone_a_causes_jobs_are_cards_with_their_recoverable_gpu_hours_in_
         f"Recoverable GPU-hours {h}" for h in ("85.5", "84.5", "83.5")
     ]
     assert all(in_view for _text, in_view in phone["cells"]), phone
+
+
+@pytest.mark.django_db(transaction=True)
+def test_on_a_phone_a_jobs_other_runs_are_cards_with_their_unused_gpu_hours_in_view(browser, live_server, operator):  # noqa: F811
+    """390 px wide, a job's 'Other runs of this job' scrolled sideways in its box: each run's GPU-hours, mean
+    utilization, unused GPU-hours and causes, what a reader compares runs by, were off to the right, and each
+    row stood some 90 px tall for its causes squeezed into the last column. Now each run is a card, this run's
+    among them; at 1280 px a table, as before."""
+    from datetime import timedelta
+
+    from tests.factories import ClusterFactory, JobFactory, TeamFactory
+    from tests.test_accessibility import open_as
+    from tests.test_jobs_page import triaged
+    from triage.taxonomy import Category
+
+    team, cluster = TeamFactory(name="genai", slug="genai"), ClusterFactory(name="beta")
+    start = datetime(2026, 11, 10, 9, tzinfo=UTC)
+    runs = []
+    for number in range(3):
+        job = JobFactory(
+            team=team, cluster=cluster, user="lena.c", name="pythia-1b-dedup-ablation", external_id=f"92126{number}",
+            start_time=start + timedelta(days=number), end_time=start + timedelta(days=number, hours=3),
+            state="COMPLETED", gpu_count=4, gpu_hours=12.0, unused_gpu_hours=11.0 - number, mean_gpu_util=11.0,
+        )  # fmt: skip
+        triaged(job, "classified", Category.GPU_OVERSUBSCRIPTION, Category.LENGTHY_LIBRARY_INSTALL)
+        runs.append(job)
+    open_as(browser, live_server.url, operator)
+    wide, phone = layouts_and_column(
+        browser, f"{live_server.url}/jobs/{runs[1].pk}/", "job-other-runs", "table.job-runs", "Unused"
+    )
+    assert_cards(wide, phone, rows=3, columns=8)
+    assert [text for text, _in_view in phone["cells"]] == [f"Unused GPU-hours {h}" for h in ("11.0", "10.0", "9.0")]
+    assert all(in_view for _text, in_view in phone["cells"]), phone
