@@ -234,7 +234,8 @@ STATICFILES_DIRS = [BASE_DIR / "static"]
 # the collected files by content-hashed names, which WhiteNoise serves compressed (gzip, brotli) and
 # cacheable for ever. Unset: files are served straight from static/ (no collectstatic step), unhashed.
 STATIC_COLLECTED = bool(env_str("STATIC_ROOT")) and not DEBUG
-STATIC_ROOT = Path(env_str("STATIC_ROOT", str(DATA_DIR / "staticfiles"))).resolve()
+# Empty is unset: Path("") is the working folder, which WhiteNoise would serve (source, .env) at /static/.
+STATIC_ROOT = Path(env_str("STATIC_ROOT") or DATA_DIR / "staticfiles").resolve()
 STORAGES = {
     # Series blobs and artifacts go through the storage API so an object store can replace the folder.
     "default": {"BACKEND": "django.core.files.storage.FileSystemStorage", "OPTIONS": {"location": str(STORAGE_DIR)}},

@@ -199,6 +199,32 @@ def test_the_image_s_collected_static_files_are_the_ones_served_hashed_and_cache
     assert status == "200" and "immutable" in cache and encoding == "gzip"
 
 
+EMPTY_STATIC_ROOT = """
+import django
+django.setup()
+from django.test import Client
+client = Client()
+print(client.get("/static/manage.py").status_code, client.get("/static/css/app.css").status_code)
+"""
+
+
+def test_an_empty_static_root_serves_static_files_not_the_working_folder(tmp_path):
+    """STATIC_ROOT= (set, but empty: a .env line left blank) was the working folder: WhiteNoise served
+    every file under it at /static/ (manage.py, config/settings.py, a .env beside them) and read the
+    whole tree, .venv too, before the first request (some 20 s). Empty is unset: files come from static/."""
+    done = _run(
+        ["-c", EMPTY_STATIC_ROOT],
+        DJANGO_SETTINGS_MODULE="config.settings",
+        SECRET_KEY="static-test-0123456789abcdef",
+        DATA_DIR=str(tmp_path / "data"),
+        DATABASE_URL=f"sqlite:///{tmp_path / 'db.sqlite3'}",
+        STATIC_ROOT="",
+        ALLOWED_HOSTS="testserver",
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert done.stdout.split() == ["404", "200"]
+
+
 def test_pages_do_not_start_before_collectstatic_but_the_commands_that_come_first_run(tmp_path):
     """With STATIC_ROOT set and collectstatic not run into it, gunicorn started and every page answered
     'Server Error (500)' (the manifest of hashed names was missing). The processes that serve pages
