@@ -233,7 +233,7 @@ def test_tar_gz_holds_the_same_members_and_is_deterministic(tmp_path):
 
 def test_metrics_cover_every_job_and_only_known_jobs(fleet_300):
     assert set(fleet_300.metrics["job_id"]) == set(fleet_300.jobs)
-    assert fleet_300.summary.sample_count == len(fleet_300.metrics)
+    assert fleet_300.summary.metric_rows.total == len(fleet_300.metrics)
     gpu_rows, host_rows = fleet_300.gpu_rows, fleet_300.host_rows
     host_metrics = ["cpu_util", "host_mem_used_mib", "net_rx_bytes_per_s", "disk_read_bytes_per_s"]
     gpu_metrics = ["gpu_util", "gpu_mem_used_mib", "gpu_mem_total_mib", "sm_active", "pcie_rx_bytes_per_s"]
@@ -435,9 +435,36 @@ def test_command_writes_archive_and_truth_and_prints_them(tmp_path):
     call_command("make_demo_fleet", out=str(archive), jobs=20, seed=7, truth=str(truth), stdout=out)
     printed = out.getvalue()
     assert str(archive) in printed and str(truth) in printed
-    assert "Jobs:         20" in printed and "Samples:" in printed
+    assert "Jobs:         20" in printed and "Metric rows:" in printed
     assert all(category.value in printed for category in Category)
     assert archive.exists() and json.loads(truth.read_text())["archive"] == "demo.tar.gz"
+
+
+@pytest.mark.django_db
+def test_command_says_how_many_of_its_metric_rows_an_import_counts_as_samples(tmp_path):
+    """The generator printed "Samples: 520965 metric rows" for the demo fleet, and importing it said
+    398,584 samples: an import's samples are GPU samples, each (GPU, time) once, and the parquet's rows
+    also hold one host row per node and time (CPU, memory, network, disk) and the planted double scrapes."""
+    from fleet import ingest
+
+    out = io.StringIO()
+    archive = tmp_path / "demo.zip"
+    call_command("make_demo_fleet", out=str(archive), jobs=20, seed=7, stdout=out)
+    printed = out.getvalue()
+    rows = len(pq.read_table(io.BytesIO(zipfile.ZipFile(archive).read("metrics.parquet"))))
+    imported = ingest.dry_run(archive).samples
+    said = re.search(
+        r"^Metric rows: +(\d+) in metrics\.parquet, of which\n"
+        r" +(\d+) GPU samples, one per GPU and time: the samples an import counts\n"
+        r" +(\d+) host rows, one per node and time \(CPU, memory, network, disk\)\n"
+        r" +(\d+) duplicated rows \(planted double scrapes\): an import drops them$",
+        printed,
+        re.MULTILINE,
+    )
+    assert said, printed
+    total, gpu_samples, host_rows, duplicates = map(int, said.groups())
+    assert (total, gpu_samples) == (rows, imported)
+    assert duplicates > 0 and gpu_samples + host_rows + duplicates == total
 
 
 def test_command_and_function_refuse_unknown_archive_types(tmp_path):

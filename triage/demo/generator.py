@@ -1286,6 +1286,8 @@ class JobSeries:
     host_index: np.ndarray  # index into plan.hosts
     gpu: np.ndarray  # physical GPU index, -1 on host rows
     columns: dict[str, np.ndarray]
+    duplicate_gpu_rows: int = 0  # planted double scrapes, each a second row of a (GPU, time) already written
+    duplicate_host_rows: int = 0
 
     def __len__(self) -> int:
         return self.timestamps_ms.size
@@ -1440,6 +1442,8 @@ def _job_series(plan: JobPlan) -> JobSeries:
         kept = np.flatnonzero(repeats)
         repeats[rng.choice(kept, size=min(plan.duplicate_rows, kept.size), replace=False)] = 2
     rows = np.repeat(np.arange(repeats.size), repeats)
+    doubled = repeats == 2
+    on_gpu = np.repeat(device_gpu >= 0, n)  # device-major, as keep.ravel()
 
     columns = {}
     for name in METRICS:
@@ -1453,6 +1457,8 @@ def _job_series(plan: JobPlan) -> JobSeries:
         host_index=np.repeat(device_host, n)[rows],
         gpu=np.repeat(device_gpu, n)[rows].astype(np.int16),
         columns=columns,
+        duplicate_gpu_rows=int((doubled & on_gpu).sum()),
+        duplicate_host_rows=int((doubled & ~on_gpu).sum()),
     )
 
 
@@ -3194,13 +3200,27 @@ def _job_scripts(plan: JobPlan) -> dict[str, str]:
 
 
 @dataclass(frozen=True)
+class MetricRows:
+    """The rows of metrics.parquet, by what an import makes of them: it counts GPU samples only, each
+    (GPU, time) once (an ingest run's "samples"), so the rows outnumber an import's samples."""
+
+    gpu_samples: int  # one per (job, GPU, time): what an import counts as samples
+    host_rows: int  # one per (job, node, time), CPU, host memory, network and disk: stored, not counted
+    duplicate_rows: int  # planted double scrapes (GPU and host rows), which an import drops
+
+    @property
+    def total(self) -> int:
+        return self.gpu_samples + self.host_rows + self.duplicate_rows
+
+
+@dataclass(frozen=True)
 class DemoSummary:
     """What `generate_demo_fleet` wrote."""
 
     archive_path: Path
     truth_path: Path
     job_count: int
-    sample_count: int  # rows in metrics.parquet: one per (job, timestamp, device)
+    metric_rows: MetricRows  # what metrics.parquet holds
     healthy_count: int
     multi_category_count: int
     category_counts: dict[str, int]  # every category, in taxonomy order, including zeros
@@ -3248,7 +3268,7 @@ def generate_demo_fleet(
     # Members are staged on disk (so 5,000 jobs never sit in memory) and packed in a fixed order.
     with tempfile.TemporaryDirectory(prefix=".demo-fleet-", dir=archive_path.parent) as work:
         staging = Path(work) / "members"
-        sample_count = _stage_members(plans, staging)
+        metric_rows = _stage_members(plans, staging)
         partial = Path(work) / f"archive{suffix}"
         _pack(staging, partial, suffix)
         os.replace(partial, archive_path)
@@ -3262,7 +3282,7 @@ def generate_demo_fleet(
         archive_path=archive_path,
         truth_path=truth_path,
         job_count=len(plans),
-        sample_count=sample_count,
+        metric_rows=metric_rows,
         healthy_count=sum(1 for plan in plans if not plan.categories),
         multi_category_count=sum(1 for plan in plans if len(plan.categories) > 1),
         category_counts={category.value: counts.get(category, 0) for category in Category},
@@ -3324,8 +3344,8 @@ def _write_text(path: Path, text: str) -> None:
         handle.write(text)
 
 
-def _stage_members(plans: list[JobPlan], staging: Path) -> int:
-    """Write every member under `staging`; returns the number of metric rows."""
+def _stage_members(plans: list[JobPlan], staging: Path) -> MetricRows:
+    """Write every member under `staging`; returns what the metric rows written are."""
     staging.mkdir(parents=True)
     _write_text(staging / "manifest.json", json.dumps(_manifest(), indent=2) + "\n")
     buffer = io.StringIO()
@@ -3334,7 +3354,7 @@ def _stage_members(plans: list[JobPlan], staging: Path) -> int:
     writer.writerows(_job_row(plan) for plan in plans)
     _write_text(staging / "jobs.csv", buffer.getvalue())
 
-    rows = 0
+    gpu_rows = host_rows = duplicates = 0
     with pq.ParquetWriter(staging / "metrics.parquet", METRICS_SCHEMA, compression="zstd") as metrics:
         for first in range(0, len(plans), JOBS_PER_ROW_GROUP):
             batch = plans[first : first + JOBS_PER_ROW_GROUP]
@@ -3346,8 +3366,11 @@ def _stage_members(plans: list[JobPlan], staging: Path) -> int:
                     _write_text(staging / "scripts" / plan.job_id / name, text)
             table = _series_table(batch, series)
             metrics.write_table(table, row_group_size=table.num_rows)
-            rows += table.num_rows
-    return rows
+            for job in series:
+                gpu_rows += int((job.gpu >= 0).sum()) - job.duplicate_gpu_rows
+                host_rows += int((job.gpu < 0).sum()) - job.duplicate_host_rows
+                duplicates += job.duplicate_gpu_rows + job.duplicate_host_rows
+    return MetricRows(gpu_samples=gpu_rows, host_rows=host_rows, duplicate_rows=duplicates)
 
 
 def _member_names(staging: Path) -> list[str]:

@@ -65,7 +65,13 @@ class Command(BaseCommand):
             f"{summary.job_count - summary.healthy_count} with planted causes, "
             f"{summary.multi_category_count} with two)"
         )
-        write(f"Samples:      {summary.sample_count} metric rows")
+        rows = summary.metric_rows
+        # An import's "samples" are GPU samples, each (GPU, time) once: say which of the rows those are.
+        write(f"Metric rows:  {rows.total} in metrics.parquet, of which")
+        width = len(str(rows.total))
+        write(f"  {rows.gpu_samples:>{width}} GPU samples, one per GPU and time: the samples an import counts")
+        write(f"  {rows.host_rows:>{width}} host rows, one per node and time (CPU, memory, network, disk)")
+        write(f"  {rows.duplicate_rows:>{width}} duplicated rows (planted double scrapes): an import drops them")
         write("Categories:")
         width = max(len(name) for name in summary.category_counts)
         for name, count in summary.category_counts.items():
