@@ -459,10 +459,10 @@ def test_on_a_phone_a_table_that_goes_on_past_its_box_shows_a_shadow_there_and_t
     assert focused(browser)["tag"] == "body"
 
 
-# The settings page's price table: whether its box scrolls sideways, each shown field's visible label and
-# whether it lies inside the box, the label's column (its header's text), and the table's roles.
+# A settings page's table (`arguments[0]`, the prices' or the exchange rates'): whether its box scrolls sideways,
+# each shown field's visible label and whether it lies inside the box, the label's column (its header's text).
 PRICES = """
-const table = document.querySelector('table.prices'), box = table.closest('.table-scroll');
+const table = document.querySelector(arguments[0]), box = table.closest('.table-scroll');
 const inside = box.getBoundingClientRect(), shown = el => el.checkVisibility();
 const headers = [...table.querySelectorAll('thead th')].map(th => th.textContent.trim());
 const fields = [...table.querySelectorAll('tbody td > :is(input, select):not([type=hidden])')].filter(shown);
@@ -484,13 +484,16 @@ def test_on_a_phone_the_price_table_stacks_each_price_as_labelled_fields(browser
     """375 px wide, the settings page's price table scrolled sideways: a price's currency and its
     Delete box were off to the right of its cluster. On a phone each price is a card of fields, each
     with its column's name beside it, all in view; it is still a table (its rows, cells and column
-    headers) to a screen reader, and a row of headers over the columns on a wider window."""
+    headers) to a screen reader, and a row of headers over the columns on a wider window. The exchange
+    rates' table, below it, did the same at 320 px (its Delete boxes cut off at the box's edge): its
+    rates are cards too."""
     from selenium.webdriver.common.by import By
 
-    from fleet.models import GpuModelPrice
+    from fleet.models import ExchangeRate, GpuModelPrice
     from tests.factories import ClusterFactory
     from tests.test_accessibility import narrow_window_problems, open_as, violations
 
+    ExchangeRate.objects.create(currency="EUR", rate="1.08")
     cluster = ClusterFactory(name="alpha")
     GpuModelPrice.objects.create(cluster=cluster, gpu_model="A100-SXM4-80GB", price_per_gpu_hour="2.5000")
     GpuModelPrice.objects.create(cluster=cluster, gpu_model="", price_per_gpu_hour="1.2500", currency="EUR")
@@ -498,7 +501,7 @@ def test_on_a_phone_the_price_table_stacks_each_price_as_labelled_fields(browser
     open_as(browser, live_server.url, operator)
     with window_width(browser, 375, mobile=True):
         browser.get(f"{live_server.url}/settings/")
-        phone = browser.execute_script(PRICES)
+        phone = browser.execute_script(PRICES, "table.prices")
         table = browser.find_element(By.CSS_SELECTOR, "table.prices")
         browser.execute_script("arguments[0].scrollIntoView()", table)
         browser.save_screenshot(str(SHOTS / "settings-prices-phone.png"))
@@ -509,16 +512,25 @@ def test_on_a_phone_the_price_table_stacks_each_price_as_labelled_fields(browser
             "columnheader": table.find_element(By.CSS_SELECTOR, "thead th").aria_role,
         }
         phone_violations = violations(browser)
+    with window_width(browser, 320, mobile=True):
+        browser.get(f"{live_server.url}/settings/")
+        rates = browser.execute_script(PRICES, "#exchange-rates table")
+        browser.execute_script("document.getElementById('exchange-rates').scrollIntoView()")
+        browser.save_screenshot(str(SHOTS / "settings-rates-phone.png"))
     # 2 saved prices of 5 fields and 2 blank rows of 4 (a blank row has no Delete box).
     assert phone["fields"] == 18 and not phone["scrolls"] and phone["inView"], phone
     assert phone["labels"] == phone["columns"], f"a field's visible label is not its column's: {phone}"
     assert not phone["headersShown"], phone
     assert roles == {role: role for role in roles}, roles
     assert phone_violations == [], phone_violations
+    # 1 saved rate of 3 fields and 1 blank row of 2 (no Delete box).
+    assert rates["fields"] == 5 and not rates["scrolls"] and rates["inView"], rates
+    assert rates["labels"] == rates["columns"] and not rates["headersShown"], rates
     assert narrow_window_problems(browser) == []
     browser.get(f"{live_server.url}/settings/")  # wide: the headers name the columns, no label beside a field
-    wide = browser.execute_script(PRICES)
-    assert wide["headersShown"] and not wide["scrolls"] and set(wide["labels"]) == {None}, wide
+    for table in ("table.prices", "#exchange-rates table"):
+        wide = browser.execute_script(PRICES, table)
+        assert wide["headersShown"] and not wide["scrolls"] and set(wide["labels"]) == {None}, wide
 
 
 @pytest.mark.django_db(transaction=True)
