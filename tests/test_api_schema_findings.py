@@ -29,6 +29,12 @@ def test_the_triage_and_the_findings_are_their_serializers_shapes(schema):
     assert ref(detail["triage"]) == "TriageDetail"
     # The revision of the rules' code that made the result (older ones are re-triaged after an upgrade).
     assert schema["Triage"]["properties"]["rules_revision"]["type"] == "integer"
+    # The two versions say which is which: the rules' code, and the thresholds (the rule set) it ran with.
+    triage = schema["Triage"]["properties"]
+    assert "the rules' code" in triage["rules_revision"]["description"]
+    assert "not the rules' code" in triage["rule_set_version"]["description"]
+    assert "thresholds" in triage["rule_set_version"]["description"]
+    assert "thresholds" in schema["Finding"]["properties"]["rule_set_version"]["description"]
     assert detail["findings"]["type"] == "array" and ref(detail["findings"]) == "Finding"
     # The taxonomy's names, listed (they were "any string"): the same enum as a finding's category.
     assert job["categories"]["type"] == "array" and ref(job["categories"]) == "CategoryEnum"

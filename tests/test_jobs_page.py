@@ -9,6 +9,7 @@ from django.urls import reverse
 
 from tests.factories import JobFactory
 from triage.models import Finding, JobTriage, RuleSet
+from triage.rules import RULES_REVISION
 from triage.taxonomy import Category
 
 pytestmark = pytest.mark.django_db
@@ -428,7 +429,30 @@ def test_a_findings_header_says_how_likely_the_cause_is_in_words_and_keeps_the_r
     assert 'title="Triage status: Classified">2 causes found</span>' in triage_line
     # Whole percent, as the list; "28" and "%" held together by a no-break space.
     assert "at a mean GPU utilization of 28\xa0% · checked by the rules on " in triage_line
-    assert f"(rule set v{RuleSet.current().version})" in triage_line
+    assert f"(rules revision {RULES_REVISION}, with the thresholds of rule set v{RuleSet.current().version})" in (
+        triage_line
+    )
+
+
+def test_the_triage_line_tells_the_rules_revision_from_the_rule_set_of_thresholds(client, member_a, team_a):
+    """A job's page said "(rule set v1)" while the rules' revision was 12, and nothing said the two were
+    different things: the rule set is the version of the thresholds operators edit on the Rules page, the
+    revision the version of the rules' code a release ships. The line names both, each for what it is, and
+    the revision is the one that made this result (an older one until the sweep re-triages the job)."""
+    job = JobFactory(team=team_a, name="one-cause", mean_gpu_util=30.0)
+    JobTriage.objects.create(job=job, rule_set=RuleSet.current(), status="classified", is_current=True,
+                             mean_util=30.0, rules_revision=RULES_REVISION - 1)  # fmt: skip
+    client.force_login(member_a)
+    html = client.get(reverse("dashboard:job-detail", args=[job.pk])).content.decode()
+    triage_line = html.split("Why the GPUs idled</h2>")[1].split("</p>")[0]
+    version = RuleSet.current().version
+    assert f"(rules revision {RULES_REVISION - 1}, with the thresholds of rule set v{version})" in triage_line
+    assert f"(rule set v{version})" not in triage_line
+    assert (
+        'title="Rules revision: the version of the rules&#x27; code that made this result, raised by a release '
+        "that changes what the rules conclude. Rule set: the version of the thresholds operators edit on the "
+        'Rules page."' in triage_line
+    )
 
 
 def test_the_timeline_caption_says_what_its_shaded_bands_are_unless_the_findings_are_hidden(client, member_a,

@@ -377,10 +377,18 @@ class GuidanceField(serializers.JSONField):
         return guidance
 
 
+# A result records two versions, easily taken one for the other (a job's page read "rule set v1" under
+# rules revision 12): the rule set's, of the thresholds, and the rules' code's, `rules_revision`.
+RULE_SET_VERSION = (
+    "The version of the rule set it was made with: the thresholds operators edit on the Rules page "
+    "(/triage/rules/vN/), not the rules' code, whose version is the triage's `rules_revision`."
+)
+
+
 class FindingSerializer(serializers.ModelSerializer):
     category_label = serializers.CharField(source="get_category_display", read_only=True)
     dimension = serializers.SerializerMethodField()
-    rule_set_version = serializers.IntegerField(source="rule_set.version", read_only=True)
+    rule_set_version = serializers.IntegerField(source="rule_set.version", read_only=True, help_text=RULE_SET_VERSION)
     evidence = EvidenceField(read_only=True)
     guidance = GuidanceField(read_only=True)
 
@@ -420,7 +428,7 @@ class FindingSerializer(serializers.ModelSerializer):
 
 
 class TriageSerializer(serializers.ModelSerializer):
-    rule_set_version = serializers.IntegerField(source="rule_set.version", read_only=True)
+    rule_set_version = serializers.IntegerField(source="rule_set.version", read_only=True, help_text=RULE_SET_VERSION)
 
     class Meta:
         model = JobTriage
@@ -434,6 +442,13 @@ class TriageSerializer(serializers.ModelSerializer):
             "unused_gpu_hours",
             "triaged_at",
         ]
+        extra_kwargs = {
+            "rules_revision": {
+                "help_text": "The revision of the rules' code that made it (`triage.rules.RULES_REVISION`), raised by "
+                "a release that changes what the rules conclude: an older one is re-triaged after an upgrade. Not "
+                "the thresholds' version, `rule_set_version`."
+            }
+        }
 
 
 class TriageDetailSerializer(TriageSerializer):
@@ -531,7 +546,13 @@ class JobSerializer(serializers.ModelSerializer):
 
 class FeedbackSerializer(serializers.ModelSerializer):
     user = serializers.CharField(source="user.get_username", read_only=True)
-    rule_set_version = serializers.IntegerField(source="rule_set.version", read_only=True, allow_null=True)
+    rule_set_version = serializers.IntegerField(
+        source="rule_set.version",
+        read_only=True,
+        allow_null=True,
+        help_text="The version of the rule set (the thresholds, not the rules' code) whose finding the answer "
+        "judged; null once that version is gone.",
+    )
 
     class Meta:
         model = Feedback
