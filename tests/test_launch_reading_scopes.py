@@ -250,3 +250,107 @@ def test_the_jobs_evidence_says_which_script_was_not_read():
 def test_the_options_a_wrapped_or_salloc_command_gives_its_script_are_read(command):
     # the command sbatch wraps, or salloc runs, was no launch of train.py: `num_workers=args.workers` kept its default
     assert _workers("#!/bin/bash\ntrue\n", command) == [0]
+
+
+# --- 6. a script's plain variables in its launch counts -------------------------------------------------------------
+
+
+def _counts(run_sh: str) -> list:
+    return [count for _, _, count in launches(f"#!/bin/bash\n{run_sh}\n")]
+
+
+@pytest.mark.parametrize(
+    ("run_sh", "processes"),
+    [
+        ("NGPUS=4\ntorchrun --nproc_per_node=$NGPUS train.py", 4),
+        ("NGPUS=4\ntorchrun --nproc_per_node ${NGPUS} train.py", 4),
+        ('export NGPUS=4\ntorchrun --nproc_per_node "$NGPUS" train.py', 4),
+        ("export NGPUS=4\nsrun -n $NGPUS python train.py", 4),
+        ("NODES=2\nsrun -N $NODES --ntasks-per-node=1 torchrun --nproc_per_node=4 train.py", 8),
+        ("export NGPUS=4\nmpirun -np $NGPUS python train.py", 4),
+        ("N=2\nexport SLURM_NTASKS=$N\nsrun python train.py", 2),  # srun's input variable from a known one
+        ("export NGPUS=4\nbash <<'EOF'\ntorchrun --nproc_per_node=$NGPUS train.py\nEOF", 4),  # the child's, exported
+        ("NGPUS=4\nbash <<EOF\ntorchrun --nproc_per_node=$NGPUS train.py\nEOF", 4),  # expanded by the script
+    ],
+)
+def test_a_launch_count_takes_a_variable_the_script_set_plainly(run_sh, processes):
+    # `$NGPUS` was a count the launch line does not show: not known, as if no number had been given
+    assert _counts(run_sh) == [processes]
+
+
+@pytest.mark.parametrize(
+    "run_sh",
+    [
+        # what the line's variable holds is not known: Slurm's own value in a GPU job, a branch's, a loop's, a
+        # function's called later, a child shell's own, a plain variable a quoted body's child shell does not have
+        "NGPUS=${SLURM_GPUS_ON_NODE:-4}\ntorchrun --nproc_per_node=$NGPUS train.py",
+        'NGPUS=4\nif [ -n "$BIG" ]; then NGPUS=8; fi\ntorchrun --nproc_per_node=$NGPUS train.py',
+        'NGPUS=4\nif [ -n "$BIG" ]; then\n  NGPUS=8\nfi\ntorchrun --nproc_per_node=$NGPUS train.py',
+        'NGPUS=4\nif [ -n "$BIG" ]; then true; else export NGPUS=8; fi\ntorchrun --nproc_per_node=$NGPUS train.py',
+        'NGPUS=4\ncase "$SIZE" in\n  big) NGPUS=8 ;;\nesac\ntorchrun --nproc_per_node=$NGPUS train.py',
+        "NGPUS=4\nfor n in 2 8; do NGPUS=$n; done\ntorchrun --nproc_per_node=$NGPUS train.py",
+        "NGPUS=4\n{ NGPUS=8; }\ntorchrun --nproc_per_node=$NGPUS train.py",
+        "setup() {\n  NGPUS=8\n}\nNGPUS=4\nsetup\ntorchrun --nproc_per_node=$NGPUS train.py",
+        "NGPUS=2\nNGPUS=4; torchrun --nproc_per_node=$NGPUS train.py",  # 4 as bash runs it, never the 2 before
+        "NGPUS=4\nbash -c 'torchrun --nproc_per_node=$NGPUS train.py'",  # not exported: the child's own NGPUS
+        "NGPUS=4\nbash <<'EOF'\ntorchrun --nproc_per_node=$NGPUS train.py\nEOF",
+        "NGPUS=4\nsource env.sh\ntorchrun --nproc_per_node=$NGPUS train.py",
+    ],
+)
+def test_a_launch_count_from_a_variable_not_known_there_stays_unknown(run_sh):
+    assert _counts(run_sh) == [None]
+
+
+@pytest.mark.parametrize(
+    "run_sh",
+    [
+        'W=4\nif [ -n "$DEBUG" ]; then W=0; fi\npython train.py --workers $W',
+        "W=4\nfor w in 0 1; do W=$w; done\npython train.py --workers $W",
+        "W=4\nW=0; python train.py --workers $W",
+    ],
+)
+def test_a_scripts_option_from_a_variable_set_in_a_branch_is_not_the_value_before_it(run_sh):
+    # `--workers $W` read as the 4 set before the branch: a loader told it has 4 workers it may not have had
+    assert _workers(f"#!/bin/bash\n{run_sh}\n") == [None]
+
+
+def test_one_process_launched_by_a_variable_on_eight_gpus_is_unused_gpus():
+    # torchrun's `--nproc_per_node=$NGPUS` was not known: seven idle GPUs read as uneven use of eight processes
+    scripts = [("run.sh", "#!/bin/bash\nNGPUS=1\ntorchrun --nproc_per_node=$NGPUS train.py\n")]
+    assert oversubscription(scripts=[*scripts, ("train.py", "import torch\n")]).sub_cause == "unused_gpus"
+
+
+def test_eight_tasks_launched_by_a_variable_are_not_unused_gpus():
+    scripts = [("run.sh", "#!/bin/bash\nNGPUS=8\nsrun -n $NGPUS python train.py\n")]
+    assert oversubscription(scripts=[*scripts, ("train.py", "import torch\n")]).sub_cause == "uneven_use"
+
+
+# --- 7. `bash -c '...'` inside a script: a child shell, read ---------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("run_sh", "expected"),
+    [
+        ("bash -c 'torchrun --nproc_per_node=8 train.py'", [(2, "torchrun", 8)]),
+        ('cd /work && sh -ec "srun -n 4 python train.py"', [(2, "python", 4)]),
+        (  # what the string exports ends with its shell; it has what the script exported before it
+            "export SLURM_NTASKS=4\nbash -c 'export SLURM_NTASKS=2; srun python prepare.py'\nsrun python train.py",
+            [(3, "python", 2), (4, "python", 4)],
+        ),
+        ("export NGPUS=4\nbash -lc 'torchrun --nproc_per_node=$NGPUS train.py'", [(3, "torchrun", 4)]),
+        ("bash -c \"sh -c 'torchrun --nproc_per_node 2 train.py'\"", [(2, "torchrun", 2)]),
+        ("srun -n 2 bash -c 'torchrun --nproc_per_node 2 train.py'", []),  # under a wrapper: once a task, not read
+    ],
+)
+def test_a_c_string_in_a_script_is_read_as_a_child_shell(run_sh, expected):
+    # a `-c` string inside a script was not read at all: its launch unseen
+    assert launches(f"#!/bin/bash\n{run_sh}\n") == expected
+
+
+def test_a_c_string_in_a_script_gives_its_script_options():
+    assert _workers("#!/bin/bash\nbash -c 'python train.py --workers 0'\n") == [0]
+
+
+def test_eight_tasks_launched_in_a_c_string_are_not_unused_gpus():
+    scripts = [("run.sh", "#!/bin/bash\nbash -c 'srun -n 8 python train.py'\n"), ("train.py", "import torch\n")]
+    assert oversubscription(scripts=scripts).sub_cause == "uneven_use"

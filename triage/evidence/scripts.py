@@ -475,8 +475,12 @@ def _launches(scripts: list[tuple[str, str]], command: str) -> list[list[str]]:
                 variables = shells.at(number, variables, lambda parent, _: parent.child())
                 # env's environment, for its `-S` string's `${NAME}` (made only for a line that may run env)
                 exported = variables.environment() if "env" in line else None
-                read = variables.read(line, shells.expanding())
-                commands.extend(_command_through_env_s(argv, exported) for argv in read)
+                try:
+                    read = _script_line_commands(variables, line, shells.expanding())
+                except ValueError:
+                    continue
+                markers = (_CHILD_SHELL_BEGINS, _CHILD_SHELL_ENDS)
+                commands.extend(_command_through_env_s(argv, exported) for argv in read if argv not in markers)
     if command.strip() and not command.strip().startswith("#"):
         with contextlib.suppress(ValueError):  # an unbalanced quote: no launch read from it
             # the command sbatch wraps or salloc runs in place of its own (`salloc -n 2 srun python train.py ...`)
@@ -570,7 +574,11 @@ class _ShellVariables:
     """A shell script's variables as its lines set them, in order: `DATA=s3://b/x` (or `export DATA=...`), a line of
     its own outside any `if`, loop, `case` or function, with a plain value (no `$(...)`, backticks or a variable not
     known), makes `$DATA` and `"${DATA}"` in the lines after it that value; any other setting of it (in a branch, a
-    loop, `read`, with a computed value), and anything `source` or `eval` may set, leaves it unknown (the `$` kept).
+    loop, a `case` item or `{ ...; }`, whatever word begins the command: `then DATA=...`, `do DATA=$d`, with `read`,
+    with a computed value: `${SLURM_GPUS_ON_NODE:-4}`), and anything `source` or `eval` may set, leaves it unknown (the
+    `$` kept); one a function's body sets is never known after it (any later line may call it). A line's commands
+    after one that sets a variable do not take the value the line began with (`N=4; srun -n $N`: bash expands each
+    command as it runs it). The launches' words (`_launches`) and the launch counts (`_shell_facts`) take them.
     Which of them are exported (`export DATA`, `declare -x`, any set after `set -a`) is kept too: a child shell has
     those alone (`child`)."""
 
@@ -579,6 +587,9 @@ class _ShellVariables:
         self.exported: set[str] = set()
         self.exporting = False  # `set -a` (allexport): each variable set is exported
         self.depth = 0
+        self.functions: list[int] = []  # the depth each function whose body the lines are in began at
+        # the variables a function's body sets: a call of it, on any line after, may set them (never known again)
+        self.deferred: set[str] = set()
 
     def child(self) -> _ShellVariables:
         """The variables of a child shell this one starts (`bash <<'EOF'`): its exported ones; the others not known,
@@ -586,6 +597,7 @@ class _ShellVariables:
         child = _ShellVariables()
         child.known = {name: value if name in self.exported else None for name, value in self.known.items()}
         child.exported = set(self.exported)
+        child.deferred = set(self.deferred)
         return child
 
     def environment(self) -> dict[str, str]:
@@ -594,37 +606,73 @@ class _ShellVariables:
         return {name: value for name, value in self.known.items() if value is not None and name in self.exported}
 
     def read(self, line: str, expanding: _ShellVariables | None = None) -> list[list[str]]:
-        """The line's commands' words, with the known variables' values in place (not inside single quotes); notes
-        what it sets. `expanding`: the shell that expands the line first, where it is in the body of an unquoted
-        here-document that this shell reads (`_ChildShells.expanding`)."""
-        if expanding is not None:
-            line = expanding._here_document_expanded(line)
-        if "$" in line and any(value is not None for value in self.known.values()):
-            line = self._expand(line)
-        stripped = line.strip()
-        if not stripped or stripped.startswith("#"):
-            return []
+        """`commands`, [] for a line with an unbalanced quote."""
         try:
-            commands = split_shell(line)  # not stripped: a backslash and a blank at its end are a word
+            return self.commands(line, expanding)
         except ValueError:
             return []
+
+    def commands(self, line: str, expanding: _ShellVariables | None = None) -> list[list[str]]:
+        """The line's commands' words, with the known variables' values in place (not inside single quotes); notes
+        what it sets. `expanding`: the shell that expands the line first, where it is in the body of an unquoted
+        here-document that this shell reads (`_ChildShells.expanding`). ValueError for an unbalanced quote."""
+        if expanding is not None:
+            line = expanding._here_document_expanded(line)
+        stripped = line.strip()
+        if not stripped or (stripped.startswith("#") and "\n" not in stripped):
+            return []
+        expanded = line
+        if "$" in line and any(value is not None for value in self.known.values()):
+            expanded = self._expand(line)
+        commands = split_shell(expanded)  # not stripped: a backslash and a blank at its end are a word
+        if len(commands) > 1 and expanded is not line and (changed := self._set_before_last(commands)):
+            # bash expands each command as it runs it: `N=4; srun -n $N` does not take the N the line began with
+            before = self.known
+            self.known = {name: None if name in changed else value for name, value in before.items()}
+            commands, self.known = split_shell(self._expand(line)), before
         for argv in commands:
+            opens = argv[0] in _OPENS or argv[0].endswith("()")  # `if ...`, `for ...`, `main() {`
+            if opens and (argv[0] == "function" or argv[0].endswith("()")):
+                self.functions.append(self.depth)
+            self.depth += opens  # the command's own words are in what it opens (`{ N=2; }`, `if N=2`)
             pairs, only = _assignments(argv)
             plain = len(commands) == 1 and self.depth == 0 and only  # a line of its own, at the top
             self._exports(argv, [name for name, _ in pairs] if only else [])
             for name, value in pairs:
-                self.known[name] = value if plain and _PLAIN_VALUE.fullmatch(value) else None
+                known = plain and name not in self.deferred and _PLAIN_VALUE.fullmatch(value)
+                self.known[name] = value if known else None
+            if self.depth:  # in a branch, a loop, a `case` item, a function: `then N=2`, `do N=$i`, `a) N=2;;`
+                for word in argv:
+                    if (match := _ASSIGNMENT.fullmatch(word)) and not word.startswith("-"):
+                        self.known[match.group(1)] = None
+                        if self.functions:  # set where the function is called, any line after this
+                            self.deferred.add(match.group(1))
             if argv[0] in ("source", ".", "eval"):
                 self.known = dict.fromkeys(self.known)
             elif argv[0] in ("read", "unset", "for", "select", "getopts"):
                 self.known.update((word, None) for word in argv[1:] if word.isidentifier())
-            self.depth += argv[0] in _OPENS or argv[0].endswith("()")  # `if ...`, `for ...`, `main() {`
             self.depth = max(self.depth - (argv[0] in _CLOSES), 0)
+            while self.functions and self.depth <= self.functions[-1]:
+                self.functions.pop()
         return commands
+
+    def _set_before_last(self, commands: list[list[str]]) -> set[str]:
+        """The known variables that a line's commands before its last may set (their `NAME=value` words, `read`'s,
+        `unset`'s and `for`'s names; every one for `source` or `eval`)."""
+        names: set[str] = set()
+        for argv in commands[:-1]:
+            if argv[0] in ("source", ".", "eval"):
+                return set(self.known)
+            names.update(m.group(1) for word in argv if (m := _ASSIGNMENT.fullmatch(word)))
+            if argv[0] in ("read", "unset", "for", "select", "getopts", *_DECLARATIONS):
+                names.update(word for word in argv[1:] if word.isidentifier())
+        return {name for name in names if self.known.get(name) is not None}
 
     def _expand(self, line: str) -> str:
         out, index, single, double = [], 0, False, False
-        while index < len(line):
+        while (stop := _EXPANSION_STOP.search(line, index)) is not None:  # the characters between them are kept
+            out.append(line[index : stop.start()])
+            index = stop.start()
             char = line[index]
             if char == "\\" and not single:
                 out.append(line[index : index + 2])
@@ -647,6 +695,7 @@ class _ShellVariables:
                     continue
             out.append(char)
             index += 1
+        out.append(line[index:])
         return "".join(out)
 
     def _exports(self, argv: list[str], assigned: list[str]) -> None:
@@ -692,6 +741,7 @@ class _ShellVariables:
 
 
 _DECLARE_X = re.compile(r"-\w*x\w*")
+_EXPANSION_STOP = re.compile(r"[\\'\"$]")  # the characters `_ShellVariables._expand` reads: quotes, escapes, `$`
 
 
 def _script_arguments(argv: list[str], path: str) -> list[str] | None:
@@ -3830,6 +3880,29 @@ def _command_strings_read(commands: list[list[str]], depth: int) -> list[list[st
     return out
 
 
+def _script_line_commands(
+    variables: _ShellVariables, line: str, expanding: _ShellVariables | None = None, depth: int = _COMMAND_STRING_DEPTH
+) -> list[list[str]]:
+    """The commands of one line of a shell script (`_ShellVariables.commands`: the known variables' values in place,
+    what it sets noted), each shell's `-c` string (`bash -c '...'`, `sh -ec "..."`) read as the commands that shell
+    runs, between `_CHILD_SHELL_BEGINS` and `_CHILD_SHELL_ENDS`, as the job's command's are (`_command_strings_read`):
+    a child shell, whose variables are the ones the script exported (`_ShellVariables.child`) and whose own settings
+    end with it. A string with an unbalanced quote is left as the shell's command. ValueError for such a line."""
+    out = []
+    for argv in variables.commands(line, expanding):
+        string = _command_string(argv) if depth else None
+        if string is None:
+            out.append(argv)
+            continue
+        try:
+            read = _script_line_commands(variables.child(), string, None, depth - 1)
+        except ValueError:
+            out.append(argv)
+            continue
+        out += [_CHILD_SHELL_BEGINS, *read, _CHILD_SHELL_ENDS]
+    return out
+
+
 _LAYOUT_OPTIONS = {
     "--ntasks-per-node": "ntasks_per_node",
     "--cpus-per-task": "cpus_per_task",
@@ -3889,9 +3962,13 @@ def _shell_facts(
     environment: dict[str, str] = {}  # srun's input variables the script exports (`export SLURM_NTASKS=8`)
     environment_at: dict[str, int] = {}  # the line that set each
     ran: list[tuple] = []  # the commands that may run another script, with their allocation (`ScriptEvidence.runs`)
+    variables = _ShellVariables()  # the values of its plain variables (`NGPUS=4`, then `srun -n $NGPUS`)
     shells = _ChildShells(text)  # what a `bash <<EOF` body sets ends with it
+    scopes: list[tuple] = []  # the state before each `bash -c '...'` string read now (`_script_line_commands`)
     for number, line in _logical_lines(text):
-        environment, environment_at, assigned = shells.at(number, (environment, environment_at, assigned))
+        state = (environment, environment_at, assigned, variables)
+        state = shells.at(number, state, lambda parent, _: (*parent[:3], parent[3].child()))
+        environment, environment_at, assigned, variables = state
         stripped = line.strip()
         # sbatch(1): "The batch script may contain options preceded with "#SBATCH" before any executable commands in
         # the script. sbatch will stop processing further #SBATCH directives once the first non-comment
@@ -3918,12 +3995,19 @@ def _shell_facts(
             continue
         commanded = True
         try:
-            commands = split_shell(line)  # not stripped: a backslash and a blank at its end are a word
+            expanding = shells.expanding()  # an unquoted `bash <<EOF` body's words, as the script expands them
+            commands = _script_line_commands(variables, line, expanding[3] if expanding else None)
         except ValueError:
             evidence.parse_errors.append(f"{path}:{number}: unbalanced quotes")
             continue
         for argv in commands:
             if not argv:
+                continue
+            if argv == _CHILD_SHELL_BEGINS:  # a `-c` string's child shell: what it sets ends with it
+                scopes.append(copy.deepcopy((environment, environment_at, assigned)))
+                continue
+            if argv == _CHILD_SHELL_ENDS:
+                environment, environment_at, assigned = scopes.pop()
                 continue
             pairs, only = _assignments(argv)
             if only or argv[0] in _DECLARATIONS or argv[0] == "unset":

@@ -389,6 +389,13 @@ from triage.rules.registry import RULES, THRESHOLDS, Finding, Status, TriageResu
 #      also: the command sbatch wraps or salloc runs in the job's command gives the script it launches its options
 #      (`salloc -n 2 srun python train.py --workers 0`, `sbatch --wrap 'python train.py --workers 0'`: the loader's
 #      `num_workers=args.workers` kept its default)
+#      also: a launch count takes a variable the script set plainly before it, at its top level (`NGPUS=1` then
+#      `torchrun --nproc_per_node=$NGPUS`: one process, unused GPUs; it was not known, uneven use), a child shell's
+#      from what the script exported; a variable a branch, loop, `case` item or function sets (`then NGPUS=8`, which
+#      left the value before it known to a launch's options too), one set earlier on the launch's own line, or one
+#      from `${SLURM_GPUS_ON_NODE:-4}`, stays unknown
+#      also: a `-c` string inside a script (`bash -c 'srun -n 8 python train.py'`) is read as a child shell, as the
+#      job's command's are (its launch was not seen); one under a wrapper (`srun bash -c '...'`) is still not read
 RULES_REVISION = 12
 
 __all__ = [
