@@ -456,6 +456,12 @@ const cost = box.querySelector('tbody tr td:last-child').getBoundingClientRect()
 return {sideways: box.scrollWidth - box.clientWidth, costShown: cost.right <= box.getBoundingClientRect().right};
 """
 
+# The jobs table's ids, each with the number of lines it takes.
+JOB_ID_LINES = """
+return Object.fromEntries([...document.querySelectorAll('main table.data tbody td:first-child a')].map(a =>
+  [a.textContent, new Set([...a.getClientRects()].map(r => Math.round(r.top))).size]));
+"""
+
 
 @pytest.mark.django_db(transaction=True)
 def test_at_1280_px_the_jobs_table_shows_every_column_costs_included(browser, live_server, operator):  # noqa: F811
@@ -463,7 +469,9 @@ def test_at_1280_px_the_jobs_table_shows_every_column_costs_included(browser, li
     "Inefficient host-GPU data transfer" stayed on one line, and the cost column sat behind the
     sideways scroll. A long cause now takes two lines in the table, and a name cut short keeps
     its whole in its title. An MLflow run's id (32 hex digits, one word) made the table 127 px too
-    wide, the cost out of view again, and its job's page scroll sideways on a phone: it wraps."""
+    wide, the cost out of view again, and its job's page scroll sideways on a phone: it wraps.
+    A short id (alpha/4813845) broke at its slash too, every row of the demo's table two lines at
+    1280 px: it keeps to one line, and a long cluster's name still breaks on a phone."""
     from tests.factories import ClusterFactory, JobFactory, TeamFactory
     from tests.test_accessibility import narrow_window_problems, open_as
     from triage.models import JobTriage, RuleSet
@@ -486,16 +494,24 @@ def test_at_1280_px_the_jobs_table_shows_every_column_costs_included(browser, li
         for category in (Category.HOST_GPU_TRANSFER, Category.DATA_PREPROCESSING):
             Finding.objects.create(result=result, job=job, rule_set=result.rule_set, category=category,
                                    confidence=0.9, summary="s", gpu_hours=10.0, evidence={}, guidance={})  # fmt: skip
+    JobFactory(name="dlrm-criteo-ablation", team=team, cluster=ClusterFactory(name="alpha"), external_id="4813845",
+               start_time=datetime(2026, 8, 28, 19, 58, tzinfo=UTC))  # fmt: skip
     open_as(browser, live_server.url, operator)
     SHOTS.mkdir(exist_ok=True)
     with window_width(browser, 1280):
         # Its team's jobs only: these rows are the point, not what an earlier test left in the database.
         browser.get(f"{live_server.url}/jobs/?team={team.slug}")
         fits = browser.execute_script(FITS)
+        wide_lines = browser.execute_script(JOB_ID_LINES)
         browser.save_screenshot(str(SHOTS / "job-list-1280.png"))
     assert fits == {"sideways": 0, "costShown": True}, fits
+    assert wide_lines["alpha/4813845"] == 1, wide_lines
+    with window_width(browser, 390, mobile=True):
+        browser.get(f"{live_server.url}/jobs/?team={team.slug}")
+        phone_lines = browser.execute_script(JOB_ID_LINES)
+    assert phone_lines["eu-west-h100-training/4813400"] > 1, phone_lines  # the column a phone keeps in view, narrow
     titles = browser.execute_script("return [...document.querySelectorAll('main td.clip')].map(td => td.title)")
-    assert sorted(titles) == [f"{name}-{index}" for index in range(3)]
+    assert sorted(titles) == ["dlrm-criteo-ablation"] + [f"{name}-{index}" for index in range(3)]
     browser.get(f"{live_server.url}/jobs/{job.pk}/")  # the MLflow run's: its id heads the page
     assert narrow_window_problems(browser) == []
 
