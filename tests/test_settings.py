@@ -250,7 +250,9 @@ def test_pages_do_not_start_before_collectstatic_but_the_commands_that_come_firs
         "but collectstatic has not been run into it (it has no staticfiles.json), so every page would fail: run "
         "`python manage.py collectstatic --noinput` with the same settings, then start again."
     )
-    assert _run(["manage.py", "migrate", "--verbosity", "0"], **env).returncode == 0
+    # The command as a whole (checks, signals, migrations applied) on one app's migrations: the whole
+    # schema took three times as long (8 s of 27 on an idle machine) and met no static files more.
+    assert _run(["manage.py", "migrate", "contenttypes", "--verbosity", "0"], **env).returncode == 0
     collected = _run(["manage.py", "collectstatic", "--noinput", "--verbosity", "0"], **env)
     assert collected.returncode == 0, collected.stderr
     result = _run(serve, **env)
