@@ -729,7 +729,10 @@ def test_on_a_phone_the_labeling_form_is_a_tap_away(browser, live_server, team_a
     """Below 1,000 px the labeling page is one column, the form under the whole of the evidence: on a phone a
     rater scrolled past the job's facts, the timeline, its logs and every log event (4,000 px and more in
     the demo) to reach the boxes to tick, on every job. A link under the progress line, on the first screen,
-    goes to the form; at 1280 px, where the form is beside the evidence, it is drawn only when Tab reaches it."""
+    goes to the form; at 1280 px, where the form is beside the evidence, it is drawn only when Tab reaches it.
+    On a touch screen (no mouse to hover, a finger to point) the keys' hints (an option's 1, Save and next's s,
+    the pager's [ and ], the list of shortcuts) meant nothing and took room: they are hidden there, shown at
+    1280 px with a mouse."""
     from selenium.webdriver.common.by import By
 
     from tests.conftest import store_artifact
@@ -745,7 +748,15 @@ def test_on_a_phone_the_labeling_form_is_a_tap_away(browser, live_server, team_a
     open_as(browser, live_server.url, lead)
     shown = "return [...document.querySelectorAll('a[href=\"#label-form\"]')].filter(a => a.checkVisibility())"
     top = "return Math.round(arguments[0].getBoundingClientRect().top)"
+    key_hints = "return [...document.querySelectorAll('kbd, .shortcuts')].filter(e => e.checkVisibility()).length"
     with window_width(browser, 390, mobile=True):
+        browser.execute_cdp_cmd("Emulation.setTouchEmulationEnabled", {"enabled": True, "maxTouchPoints": 5})
+        try:
+            browser.get(f"{live_server.url}/studies/{study.pk}/label/")
+            assert browser.execute_script("return matchMedia('(pointer: coarse)').matches")
+            assert browser.execute_script(key_hints) == 0, "no keys to press on a touch screen"
+        finally:
+            browser.execute_cdp_cmd("Emulation.setTouchEmulationEnabled", {"enabled": False})
         browser.get(f"{live_server.url}/studies/{study.pk}/label/")
         heading = browser.find_element(By.CSS_SELECTOR, "#label-form h2")
         assert browser.execute_script(top, heading) > 900, "the form starts below the first screen"
@@ -760,6 +771,7 @@ def test_on_a_phone_the_labeling_form_is_a_tap_away(browser, live_server, team_a
         browser.get(f"{live_server.url}/studies/{study.pk}/label/")
         undrawn = "return [...document.querySelectorAll('a[href=\"#label-form\"]')].every(a => a.offsetWidth <= 1)"
         assert browser.execute_script(undrawn), "beside the evidence the link is drawn only when Tab reaches it"
+        assert browser.execute_script(key_hints) > 10, "a keyboard's hints beside the options and the buttons"
 
 
 @pytest.mark.django_db(transaction=True)
