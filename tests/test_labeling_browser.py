@@ -230,6 +230,17 @@ def test_ctrl_enter_in_the_adjudication_note_saves_the_gold_labels(browser, live
     assert item.adjudication.note == "gaps line up with the saves"
 
 
+# The study page's note beside Submit my labels: its text, where each of its lines starts and its top, with the
+# button's left and bottom edges.
+SUBMIT_NOTE_LINES = """
+const button = document.getElementById('submit-labels'), note = button.nextElementSibling;
+const b = button.getBoundingClientRect();
+const lines = [...note.getClientRects()];
+return {text: note.textContent, lefts: lines.map(r => Math.round(r.left)), top: Math.round(lines[0].top),
+        buttonLeft: Math.round(b.left), buttonBottom: Math.round(b.bottom)};
+"""
+
+
 @pytest.mark.django_db(transaction=True)
 def test_submitting_labels_asks_first_since_it_is_final(browser, live_server, team_a):  # noqa: F811
     from selenium.webdriver.common.by import By
@@ -245,6 +256,14 @@ def test_submitting_labels_asks_first_since_it_is_final(browser, live_server, te
     for assignment in services.assignments_of(study, lead):
         services.save_answer(assignment, {"none": ""})
     open_as(browser, live_server.url, lead)
+    with window_width(browser, 1280):
+        browser.get(f"{live_server.url}/studies/{study.pk}/")
+        note = browser.execute_script(SUBMIT_NOTE_LINES)
+        browser.save_screenshot(str(SHOTS / "study-submit-1280.png"))
+    # The note that the labels are final began beside the button and wrapped under it, at the card's edge: it
+    # stands under the button, each of its lines starting at the button's left.
+    assert "cannot change them" in note["text"] and note["top"] >= note["buttonBottom"], note
+    assert set(note["lefts"]) == {note["buttonLeft"]}, note
     browser.get(f"{live_server.url}/studies/{study.pk}/")
     browser.find_element(By.ID, "submit-labels").click()
     alert = WebDriverWait(browser, 5).until(expected_conditions.alert_is_present())
