@@ -354,3 +354,97 @@ def test_a_c_string_in_a_script_gives_its_script_options():
 def test_eight_tasks_launched_in_a_c_string_are_not_unused_gpus():
     scripts = [("run.sh", "#!/bin/bash\nbash -c 'srun -n 8 python train.py'\n"), ("train.py", "import torch\n")]
     assert oversubscription(scripts=scripts).sub_cause == "uneven_use"
+
+
+# --- 8. a launch after a shell reserved word, and what a branch sets ------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("run_sh", "expected"),
+    [
+        ('if [ -n "$X" ]; then srun -n 4 python train.py; fi', [(2, "python", 4)]),
+        ('if [ -n "$X" ]; then true; else srun -n 4 python train.py; fi', [(2, "python", 4)]),
+        ("for i in 1 2; do srun -n 4 python train.py; done", [(2, "python", 4)]),
+        ("while true; do torchrun --nproc_per_node=8 train.py; done", [(2, "torchrun", 8)]),
+        ("until false; do torchrun --nproc_per_node=8 train.py; done", [(2, "torchrun", 8)]),
+        ('case "$M" in a) srun -n 4 python train.py;; esac', [(2, "python", 4)]),
+        (
+            'case "$M" in\n  a) srun -n 2 python a.py;;\n  *) srun -n 4 python b.py;;\nesac',
+            [(3, "python", 2), (4, "python", 4)],
+        ),
+        (  # an `if` in a `case` item: its `fi` closes the `if`, and the next item is still the case's
+            'case "$M" in\n  (a) if true; then srun -n 2 python a.py; fi;;\n  *) srun -n 4 python b.py;;\nesac',
+            [(3, "python", 2), (4, "python", 4)],
+        ),
+        (
+            "if a; then if b; then srun -n 2 python a.py; fi; fi\nN=4\nsrun -n $N python b.py",
+            [(2, "python", 2), (4, "python", 4)],
+        ),
+        ("{ srun -n 4 python train.py; }", [(2, "python", 4)]),
+        ("! srun -n 4 python train.py", [(2, "python", 4)]),
+        ("time srun -n 4 python train.py", [(2, "python", 4)]),
+        ("time -p srun -n 4 python train.py", [(2, "python", 4)]),
+        ("if true; then time -v srun -n 4 python train.py; fi", [(2, "python", 4)]),  # GNU time's option, as before
+        ("if srun -n 4 python train.py; then echo ok; fi", [(2, "python", 4)]),
+    ],
+)
+def test_a_launch_after_a_reserved_word_is_read(run_sh, expected):
+    # `then srun ...` was a command whose program is `then`: the launch was not seen at all
+    assert launches(f"#!/bin/bash\n{run_sh}\n") == expected
+
+
+def test_a_launch_after_a_reserved_word_gives_its_script_options():
+    assert _workers('#!/bin/bash\nif [ -n "$X" ]; then python train.py --workers 0; fi\n') == [0]
+
+
+def test_a_value_set_in_a_branch_is_not_known_to_a_launch_in_one_after_it():
+    run_sh = 'NGPUS=4\nif [ -n "$BIG" ]; then NGPUS=8; fi\nfor i in 1; do torchrun --nproc_per_node=$NGPUS x.py; done'
+    assert _counts(run_sh) == [None]
+
+
+def test_eight_tasks_launched_in_a_branch_are_not_unused_gpus():
+    scripts = [("run.sh", '#!/bin/bash\nif [ -n "$X" ]; then srun -n 8 python train.py; fi\n')]
+    assert oversubscription(scripts=[*scripts, ("train.py", "import torch\n")]).sub_cause == "uneven_use"
+
+
+@pytest.mark.parametrize(
+    "run_sh",
+    [
+        'export SLURM_NTASKS=4\nif [ -n "$SMALL" ]; then\n  export SLURM_NTASKS=2\nfi\nsrun python train.py',
+        'export SLURM_NTASKS=4\nif [ -n "$SMALL" ]; then export SLURM_NTASKS=2; fi\nsrun python train.py',
+        'export SLURM_NTASKS=4\ncase "$SIZE" in\n  small) export SLURM_NTASKS=2 ;;\nesac\nsrun python train.py',
+        "export SLURM_NTASKS=4\nfor n in 2; do\n  export SLURM_NTASKS=$n\ndone\nsrun python train.py",
+        "export SLURM_NTASKS=4\nwhile false; do\n  export SLURM_NTASKS=2\ndone\nsrun python train.py",
+    ],
+)
+def test_srun_input_variables_set_in_a_branch_are_not_known_after_it(run_sh):
+    # the branch's `export SLURM_NTASKS=2` was taken as run: train.py's srun read as 2 tasks (or its line unseen, 4)
+    assert _counts(run_sh) == [None]
+
+
+def test_srun_input_variables_set_at_the_top_are_still_known():
+    assert _counts('if [ -n "$X" ]; then echo x; fi\nexport SLURM_NTASKS=2\nsrun python train.py') == [2]
+
+
+@pytest.mark.parametrize(
+    ("run_sh", "processes"),
+    [
+        ("NGPUS=4\ntorchrun --nproc_per_node=${NGPUS:-1} train.py", 4),
+        ("NGPUS=4\ntorchrun --nproc_per_node=${NGPUS-1} train.py", 4),
+        ("NGPUS=4\nsrun -n ${NGPUS:-1} python train.py", 4),
+        # not known: a variable the script did not set plainly, and Slurm's own, which Slurm sets when the job runs
+        ("torchrun --nproc_per_node=${NGPUS:-1} train.py", None),
+        ("SLURM_GPUS_ON_NODE=4\ntorchrun --nproc_per_node=${SLURM_GPUS_ON_NODE:-1} train.py", None),
+        ("torchrun --nproc_per_node=${SLURM_GPUS_ON_NODE:-4} train.py", None),
+    ],
+)
+def test_a_default_expansion_takes_the_value_the_script_set(run_sh, processes):
+    # `${NGPUS:-1}` was never read: the count unknown though the script set NGPUS=4 just before
+    assert _counts(run_sh) == [processes]
+
+
+@pytest.mark.parametrize("header", ["setup()", "function setup", "setup ()"])
+def test_a_function_whose_brace_is_on_the_next_line_ends_with_its_closing_brace(header):
+    # the `{` on the next line counted a second level: every line after the function read as in a branch
+    run_sh = f"{header}\n{{\n  echo hi\n}}\nNGPUS=4\ntorchrun --nproc_per_node=$NGPUS train.py"
+    assert _counts(run_sh) == [4]

@@ -505,7 +505,10 @@ def _names_a_script(word: str, names: set[str]) -> bool:
 
 
 _ASSIGNMENT = re.compile(r"([A-Za-z_][A-Za-z0-9_]*)=(.*)", re.DOTALL)
-_SHELL_REFERENCE = re.compile(r"\$(?:\{([A-Za-z_][A-Za-z0-9_]*)\}|([A-Za-z_][A-Za-z0-9_]*))")
+# `$NAME`, `${NAME}`, and `${NAME:-word}` / `${NAME-word}` (the name's value where it is set and not empty, `word`
+# where not; a plain `word`: one holding another expansion, `${N:-${M}}`, is not read): the name in group 1 or 3, the
+# default in group 2
+_SHELL_REFERENCE = re.compile(r"\$(?:\{([A-Za-z_][A-Za-z0-9_]*)(:?-[^{}$`\\'\"]*)?\}|([A-Za-z_][A-Za-z0-9_]*))")
 _PLAIN_VALUE = re.compile(r"[\w@%+=:,./~-]+")
 _ENVIRONMENT_WORD = re.compile(r"[A-Z_][A-Z0-9_]*=.*")  # `NCCL_DEBUG=INFO` before a command: its environment
 
@@ -523,6 +526,60 @@ def _without_assignments(argv: list[str]) -> list[str]:
 _DECLARATIONS = ("export", "declare", "readonly", "local")  # set the variables their words assign, as a plain line
 _OPENS = {"if", "for", "while", "until", "case", "select", "function", "{", "("}
 _CLOSES = {"fi", "done", "esac", "}", ")"}
+# bash's reserved words that may begin a command and are followed by one (bash(1), Reserved Words; SHELL GRAMMAR):
+# `then srun ...`, `do torchrun ...`, `! srun ...`, `if srun ...` (a condition is a command too)
+_BEFORE_A_COMMAND = {"then", "else", "elif", "do", "if", "while", "until", "{", "(", "!"}
+
+
+class _BranchCommand(list):
+    """A command's words (`_ShellVariables.commands`) where it runs in an `if`, a loop, a `case` item, `{ ...; }` or a
+    function's body: it may run or not, once or many times, so what it sets is not known after it."""
+
+
+def _function_header(argv: list[str]) -> bool:
+    """Whether a command begins a function's definition: `function setup`, `setup()`, `setup ()`."""
+    return argv[0] == "function" or argv[0].endswith("()") or argv[1:2] == ["()"]
+
+
+def _reserved_words_off(argv: list[str], in_case: bool, body_next: bool = False) -> tuple[list[str], list[str]]:
+    """The words of the command a command line runs after the reserved words that begin it (`then srun -n 4 ...`:
+    `srun -n 4 ...`; `time -p srun ...`, `! srun ...`), [] for one that runs none (`fi`, `done < list`, `esac`, `}`,
+    a loop's header `for i in 1 2`, a function's `setup() {`); and the compound commands those words open (`if`,
+    `while`, `case`, `{`, a function's header with its body's `{`: "function"), in order. `in_case`: a `case` is the
+    innermost compound command, where a word ending in `)` at the start is an item's pattern (`a) srun ...`, after
+    `case "$M" in` on the same line too). `body_next`: the command before was a function's header without its body's
+    `{`, which this one's opens (no level of its own)."""
+    if argv[0] in _CLOSES:
+        return [], []
+    index, opened = 0, []
+    if _function_header(argv):  # `function NAME [()]`, `NAME()`, `NAME ()`, then maybe its body's `{` or `(`
+        index = 1 + (argv[0] == "function") + (argv[1:2] == ["()"] or argv[2:3] == ["()"])
+        opened.append("function")
+        body_next = True
+    while index < len(argv):
+        word = argv[index]
+        if body_next and word in ("{", "("):  # the body of the function just defined: its level is the header's
+            index, body_next = index + 1, False
+            continue
+        body_next = False
+        if word in ("for", "select"):
+            return [], [*opened, word]  # `for NAME in WORDS`: its body's commands are the `do ...` after it
+        if word == "case":  # `case WORD in`, maybe an item's pattern after it
+            index, in_case = index + 3, True
+            opened.append(word)
+            continue
+        if word == "time" and argv[index + 1 : index + 2] == ["-p"]:  # bash's own `time`'s one option
+            index += 2  # (`time -v srun ...` is GNU time's, left to the wrappers' reader, `_after_wrapper`)
+        elif word in _BEFORE_A_COMMAND:
+            index += 1
+            if word in _OPENS:
+                opened.append(word)
+        elif in_case and word.endswith(")"):
+            index += 1  # one pattern an item
+        else:
+            break
+        in_case = False
+    return argv[index:], opened
 
 
 def _assignments(argv: list[str]) -> tuple[list[tuple[str, str]], bool]:
@@ -586,7 +643,8 @@ class _ShellVariables:
         self.known: dict[str, str | None] = {}
         self.exported: set[str] = set()
         self.exporting = False  # `set -a` (allexport): each variable set is exported
-        self.depth = 0
+        self.opened: list[str] = []  # the first word of each compound command the lines are in (`if`, `case`, `{`)
+        self.body_next = False  # a function's header without its body's `{`, which the next command opens
         self.functions: list[int] = []  # the depth each function whose body the lines are in began at
         # the variables a function's body sets: a call of it, on any line after, may set them (never known again)
         self.deferred: set[str] = set()
@@ -599,6 +657,10 @@ class _ShellVariables:
         child.exported = set(self.exported)
         child.deferred = set(self.deferred)
         return child
+
+    @property
+    def depth(self) -> int:
+        return len(self.opened)
 
     def environment(self) -> dict[str, str]:
         """The exported variables whose values are known: the environment of the commands the shell runs now (env
@@ -613,9 +675,11 @@ class _ShellVariables:
             return []
 
     def commands(self, line: str, expanding: _ShellVariables | None = None) -> list[list[str]]:
-        """The line's commands' words, with the known variables' values in place (not inside single quotes); notes
-        what it sets. `expanding`: the shell that expands the line first, where it is in the body of an unquoted
-        here-document that this shell reads (`_ChildShells.expanding`). ValueError for an unbalanced quote."""
+        """The line's commands' words, with the known variables' values in place (not inside single quotes), after the
+        reserved words that begin them (`then srun ...`: `_reserved_words_off`), a `_BranchCommand` each where it runs
+        in a compound command or a function's body; notes what it sets. `expanding`: the shell that expands the line
+        first, where it is in the body of an unquoted here-document that this shell reads (`_ChildShells.expanding`).
+        ValueError for an unbalanced quote."""
         if expanding is not None:
             line = expanding._here_document_expanded(line)
         stripped = line.strip()
@@ -630,14 +694,20 @@ class _ShellVariables:
             before = self.known
             self.known = {name: None if name in changed else value for name, value in before.items()}
             commands, self.known = split_shell(self._expand(line)), before
+        read = []
         for argv in commands:
-            opens = argv[0] in _OPENS or argv[0].endswith("()")  # `if ...`, `for ...`, `main() {`
-            if opens and (argv[0] == "function" or argv[0].endswith("()")):
-                self.functions.append(self.depth)
-            self.depth += opens  # the command's own words are in what it opens (`{ N=2; }`, `if N=2`)
-            pairs, only = _assignments(argv)
+            # `if ...`, `for ...`, `then if ...`, `main() {`; not the `{` of a function whose header came before it
+            words, opens = _reserved_words_off(argv, self.opened[-1:] == ["case"], self.body_next)
+            self.body_next = opens[-1:] == ["function"] and not any(word in ("{", "(") for word in argv[1:])
+            for word in opens:  # the command's own words are in what it opens (`{ N=2; }`, `if N=2`)
+                if word == "function":
+                    self.functions.append(self.depth)
+                self.opened.append(word)
+            if words:
+                read.append(_BranchCommand(words) if self.opened else words)
+            pairs, only = _assignments(words) if words else ([], False)
             plain = len(commands) == 1 and self.depth == 0 and only  # a line of its own, at the top
-            self._exports(argv, [name for name, _ in pairs] if only else [])
+            self._exports(words or argv, [name for name, _ in pairs] if only else [])
             for name, value in pairs:
                 known = plain and name not in self.deferred and _PLAIN_VALUE.fullmatch(value)
                 self.known[name] = value if known else None
@@ -647,20 +717,23 @@ class _ShellVariables:
                         self.known[match.group(1)] = None
                         if self.functions:  # set where the function is called, any line after this
                             self.deferred.add(match.group(1))
-            if argv[0] in ("source", ".", "eval"):
+            first = words[:1] or argv[:1]
+            if first[0] in ("source", ".", "eval"):
                 self.known = dict.fromkeys(self.known)
-            elif argv[0] in ("read", "unset", "for", "select", "getopts"):
-                self.known.update((word, None) for word in argv[1:] if word.isidentifier())
-            self.depth = max(self.depth - (argv[0] in _CLOSES), 0)
+            elif first[0] in ("read", "unset", "getopts") or argv[0] in ("for", "select"):
+                self.known.update((word, None) for word in (words or argv)[1:] if word.isidentifier())
+            if argv[0] in _CLOSES and self.opened:
+                self.opened.pop()
             while self.functions and self.depth <= self.functions[-1]:
                 self.functions.pop()
-        return commands
+        return read
 
     def _set_before_last(self, commands: list[list[str]]) -> set[str]:
         """The known variables that a line's commands before its last may set (their `NAME=value` words, `read`'s,
         `unset`'s and `for`'s names; every one for `source` or `eval`)."""
         names: set[str] = set()
         for argv in commands[:-1]:
+            argv = _reserved_words_off(argv, False)[0] or argv  # `then source env.sh`; `for NAME in ...` as it is
             if argv[0] in ("source", ".", "eval"):
                 return set(self.known)
             names.update(m.group(1) for word in argv if (m := _ASSIGNMENT.fullmatch(word)))
@@ -688,7 +761,7 @@ class _ShellVariables:
             elif char == '"' and not single:
                 double = not double
             elif char == "$" and not single and (match := _SHELL_REFERENCE.match(line, index)):
-                value = self.known.get(match.group(1) or match.group(2))
+                value = self._value(match)
                 if value is not None:
                     out.append(value)
                     index = match.end()
@@ -697,6 +770,15 @@ class _ShellVariables:
             index += 1
         out.append(line[index:])
         return "".join(out)
+
+    def _value(self, reference: re.Match) -> str | None:
+        """The known value a `_SHELL_REFERENCE` stands for; None where not known. `${NAME:-word}` is NAME's value
+        where the script set it (a known value is never empty), except for Slurm's own variables (`SLURM_*`), which
+        Slurm sets when the job runs: the `:-` is there for where it does (`${SLURM_GPUS_ON_NODE:-4}`)."""
+        name = reference.group(1) or reference.group(3)
+        if reference.group(2) is not None and name.startswith("SLURM_"):
+            return None
+        return self.known.get(name)
 
     def _exports(self, argv: list[str], assigned: list[str]) -> None:
         """Notes which variables one command exports: `export NAME[=value]`, `declare -x`, `export -n` (no longer),
@@ -731,7 +813,7 @@ class _ShellVariables:
                 index += 2
                 continue
             if char == "$" and (match := _SHELL_REFERENCE.match(line, index)):
-                value = self.known.get(match.group(1) or match.group(2))
+                value = self._value(match)
                 out.append(value if value is not None else "\\" + match.group(0))
                 index = match.end()
                 continue
@@ -3752,7 +3834,7 @@ def _commands(tokens: list[str]) -> list[list[str]]:
     """Split a token list at ; && || | & into simple commands; $(...) contents are left as words."""
     commands, current = [], []
     for token in tokens:
-        if token in (";", "&&", "||", "|", "&", "|&"):
+        if token in (";", "&&", "||", "|", "&", "|&", ";;", ";&", ";;&"):  # `;;` and the like end a `case` item
             if current:
                 commands.append(current)
             current = []
@@ -4013,6 +4095,8 @@ def _shell_facts(
             if only or argv[0] in _DECLARATIONS or argv[0] == "unset":
                 base = {} if submitted is None else _job_tasks({**allocation, **given})
                 if set_here := _srun_environment(argv, pairs, environment, base):
+                    if isinstance(argv, _BranchCommand):  # `then export SLURM_NTASKS=2`: may not run, or not last
+                        set_here = dict.fromkeys(set_here, _UNKNOWN)
                     environment |= set_here
                     environment_at |= dict.fromkeys(set_here, number)
                     options = {key: value for key, value in _environment_options(set_here).items() if value != _UNKNOWN}

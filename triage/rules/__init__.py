@@ -396,6 +396,13 @@ from triage.rules.registry import RULES, THRESHOLDS, Finding, Status, TriageResu
 #      from `${SLURM_GPUS_ON_NODE:-4}`, stays unknown
 #      also: a `-c` string inside a script (`bash -c 'srun -n 8 python train.py'`) is read as a child shell, as the
 #      job's command's are (its launch was not seen); one under a wrapper (`srun bash -c '...'`) is still not read
+#      also: a script's command after the reserved words that begin it is read (`if ...; then srun -n 4 python
+#      train.py; fi` on one line, `do torchrun ...`, `case $M in a) srun ...;; esac`, `else`, `{ ...; }`, `!`, `time
+#      -p`: its launch was not seen at all); srun's input variables a branch, loop, `case` item, `{ ...; }` or function
+#      sets (`then export SLURM_NTASKS=2`) are not known from there on (a later srun took the branch's 2 tasks);
+#      `${NAME:-word}` / `${NAME-word}` is NAME's value where the script set it plainly, never for `SLURM_*`
+#      (`${SLURM_GPUS_ON_NODE:-4}` stays unknown); a function whose `{` is on the line after its header no longer
+#      leaves every line after it one level too deep (read as in a branch)
 RULES_REVISION = 12
 
 __all__ = [
