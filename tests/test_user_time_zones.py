@@ -200,13 +200,14 @@ def test_a_long_zone_name_in_a_header_does_not_push_the_last_columns_out_of_a_12
 def test_a_page_finds_the_readers_zone_in_the_query_that_loads_them(member_a, chosen, django_assert_num_queries):
     """A page asked the database for the reader's zone in a query of its own, on every page (and the settings
     page twice): the zone now comes with the user. The settings page is the session, the user with their
-    zone, and their groups (the top bar's links); a page not found the session and the user with their zone."""
+    zone, and their groups (the top bar's links); a page not found the same three, as it has the site's top bar
+    (3a6f64c)."""
     client = logged_in(berlin(member_a) if chosen else member_a)
     with django_assert_num_queries(3):
         page = client.get(reverse("password_change")).content.decode()
     zone = "Europe/Berlin" if chosen else "UTC"
     assert f"Times on pages are shown in {zone}." in page and f'value="{zone}"' in page
-    with django_assert_num_queries(2):
+    with django_assert_num_queries(3):
         missing = client.get("/no-such-page/")
     assert missing.status_code == 404
 
