@@ -1390,7 +1390,6 @@ def test_a_cluster_chosen_in_the_period_form_keeps_the_preset_period(browser, li
     from urllib.parse import parse_qs, urlsplit
 
     from selenium.webdriver.common.by import By
-    from selenium.webdriver.support.expected_conditions import staleness_of
     from selenium.webdriver.support.select import Select
     from selenium.webdriver.support.wait import WebDriverWait
 
@@ -1411,7 +1410,9 @@ def test_a_cluster_chosen_in_the_period_form_keeps_the_preset_period(browser, li
             field.send_keys(value)
         form.find_element(By.CSS_SELECTOR, "button[type=submit]").click()
         # The address read once the page it sent for has replaced this one (read at once, CI read the old one).
-        WebDriverWait(browser, 20).until(staleness_of(form))
+        # _replaced, not staleness_of: caught mid-navigation the form's node "does not belong to the document",
+        # which staleness_of raised (failed so in CI).
+        WebDriverWait(browser, 20).until(lambda _: _replaced(form))
         return {key: values[0] for key, values in parse_qs(urlsplit(browser.current_url).query).items()}
 
     browser.get(f"{live_server.url}/overview/?period=30d")
