@@ -417,14 +417,23 @@ class IngestRun(models.Model):
         return self.source != self.Source.CONNECTOR and self.jobs_total > 0
 
     @property
+    def jobs_counting(self) -> str:
+        """How far the run's jobs are counted, which the pages word three ways: "counted" once it knows how many it
+        has (`jobs_counted`), "so far" while a connector's pull goes on, "not yet" while the archive is read."""
+        if self.jobs_counted:
+            return "counted"
+        return "so far" if self.source == self.Source.CONNECTOR else "not yet"
+
+    @property
     def count_display(self) -> str:
         """Beside the running run's bar: "1,000 of 4,000 jobs"; "jobs not counted yet" while its archive is read,
         where it said "0 of 0 jobs" as if the archive held none; "12 jobs so far" for a connector's pull."""
-        if self.jobs_counted:
-            return f"{self.jobs_processed:,} of {self.jobs_total:,} jobs"
-        if self.source == self.Source.CONNECTOR:
-            return f"{self.jobs_processed:,} job{'' if self.jobs_processed == 1 else 's'} so far"
-        return "jobs not counted yet"
+        processed = self.jobs_processed
+        return {
+            "counted": f"{processed:,} of {self.jobs_total:,} jobs",
+            "so far": f"{processed:,} job{'' if processed == 1 else 's'} so far",
+            "not yet": "jobs not counted yet",
+        }[self.jobs_counting]
 
     @property
     def jobs_display(self) -> str:
@@ -432,11 +441,11 @@ class IngestRun(models.Model):
             f"{self.jobs_created:,} created, {self.jobs_updated:,} updated, {self.jobs_unchanged:,} unchanged, "
             f"{self.jobs_rejected:,} rejected"
         )
-        if self.jobs_counted:
-            return f"{self.jobs_processed:,} of {self.jobs_total:,} processed: {outcomes}"
-        if self.source == self.Source.CONNECTOR:
-            return f"{self.jobs_processed:,} so far: {outcomes}"
-        return "not counted yet"
+        return {
+            "counted": f"{self.jobs_processed:,} of {self.jobs_total:,} processed: {outcomes}",
+            "so far": f"{self.jobs_processed:,} so far: {outcomes}",
+            "not yet": "not counted yet",
+        }[self.jobs_counting]
 
     @property
     def uploader(self) -> str:
