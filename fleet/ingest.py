@@ -30,7 +30,7 @@ from django.conf import settings
 from django.core.files.base import ContentFile
 from django.core.files.storage import FileSystemStorage, default_storage
 from django.db import DatabaseError, connection, transaction
-from django.db.models import Q, prefetch_related_objects
+from django.db.models import Count, Q, prefetch_related_objects
 from django.utils import timezone
 from django.utils.text import slugify
 
@@ -554,15 +554,26 @@ def jobs_stored(run_id: int) -> int:
 
 def stored_by_earlier_attempts(run: IngestRun) -> int:
     """The jobs earlier attempts of an unfinished run stored (`jobs_stored`): kept, and counted unchanged by the
-    attempt going on. That attempt's own are those it has counted created or updated (its counts are written just
-    after each batch of jobs commits: read in between, that batch is taken for an earlier attempt's a moment)."""
+    attempt going on. That attempt's own are those it has counted created or updated: its counts commit with each
+    batch of jobs (`_store_jobs`), and both are read here in one statement, so a batch committed since `run` was
+    read is never taken for an earlier attempt's."""
     if run.is_finished or not run.attempts or run.source == IngestRun.Source.CONNECTOR:
         return 0
     if run.status == IngestRun.Status.RUNNING and run.attempts == 1:  # the first attempt stored them all
         return 0
-    stored = jobs_stored(run.pk)
-    if run.status == IngestRun.Status.RUNNING:
-        stored -= run.jobs_created + run.jobs_updated
+    now = (
+        IngestRun.objects.filter(pk=run.pk)
+        .annotate(stored=Count("jobs"))
+        .values_list("status", "stored", "jobs_created", "jobs_updated")
+        .first()
+    )
+    if now is None:
+        return 0
+    status, stored, created, updated = now
+    if status in FINISHED_STATUSES:  # since `run` was read: its Jobs row counts them all now
+        return 0
+    if status == IngestRun.Status.RUNNING:
+        stored -= created + updated
     return max(stored, 0)
 
 
@@ -876,15 +887,20 @@ def _store_jobs(run: IngestRun, jobs, *, accepted: int, on_progress=None, errors
     batch: list[JobToStore] = []
     batch_bytes = 0  # of the batch's artifacts
 
-    def flush() -> None:
-        for decided, job in store_jobs(run, batch):
+    def count(results: list[tuple[str, Job]]) -> None:
+        # In the transaction that stores the jobs: the run's counts commit with them. Written after the commit,
+        # a page read in between took the batch for an earlier attempt's (`stored_by_earlier_attempts`).
+        for decided, job in results:
             count_outcome(run, decided)
             if decided != "unchanged":
                 changed.append(job.pk)
             run.samples += job.sample_count
-        run.jobs_done += len(batch)
-        batch.clear()
+        run.jobs_done += len(results)
         run.save(update_fields=["jobs_done", "jobs_created", "jobs_updated", "jobs_unchanged", "samples"])
+
+    def flush() -> None:
+        store_jobs(run, batch, counted=count)
+        batch.clear()
         if on_progress is not None:
             on_progress(run)
 
@@ -1006,8 +1022,10 @@ def store_job(
     return store_jobs(run, [JobToStore(cluster, team, record, frame, artifacts, keep)])[0]
 
 
-def store_jobs(run, items: list[JobToStore]) -> list[tuple[str, Job]]:
+def store_jobs(run, items: list[JobToStore], *, counted=None) -> list[tuple[str, Job]]:
     """Upsert jobs, each whole or not at all, in one transaction: ("created" | "updated" | "unchanged", job) each.
+    `counted(results)` is called inside that transaction, once its rows are written (the importer counts them on
+    the run there, so the counts commit with the jobs).
 
     A job is matched on (cluster, external_id); one whose fingerprint (and team) is unchanged is
     left alone. Rows are written in bulk, because one transaction and a few statements per batch
@@ -1018,7 +1036,7 @@ def store_jobs(run, items: list[JobToStore]) -> list[tuple[str, Job]]:
     """
     keys = [(item.cluster.pk, item.record.external_id) for item in items]
     if len(set(keys)) != len(keys):  # the same job twice: store them one after the other
-        return [result for item in items for result in store_jobs(run, [item])]
+        return [result for item in items for result in store_jobs(run, [item], counted=counted)]
     known = {
         (cluster_id, external_id): Job(fingerprint=fp, team_id=team_id)
         for cluster_id, external_id, fp, team_id in Job.objects.filter(_with_keys(keys)).values_list(
@@ -1102,6 +1120,8 @@ def store_jobs(run, items: list[JobToStore]) -> list[tuple[str, Job]]:
         if replaced:
             # Only once the new rows are committed: a rolled-back update must still find its old blobs.
             transaction.on_commit(lambda: delete_unreferenced(replaced))
+        if counted is not None:
+            counted(results)
     return results
 
 

@@ -41,14 +41,14 @@ def storing_held(monkeypatch):
     seen: dict = {}
     store = ingest.store_jobs
 
-    def held(run, batch):
+    def held(run, batch, **kwargs):
         seen.setdefault("thread", threading.current_thread())
         seen.setdefault("connection", connections["default"])
         reached.set()
         release.wait(HOLD_SECONDS)
         if "fail" in seen:
             raise seen["fail"]
-        return store(run, batch)
+        return store(run, batch, **kwargs)
 
     monkeypatch.setattr(ingest, "store_jobs", held)
     try:
