@@ -44,6 +44,12 @@
   // chart's box less its side margins (the axis widens only the bottom one: automargin "height"); the
   // box's, not the window's, as a card is narrow on a desktop too. An axis the server tilts (tickangle)
   // is Plotly's.
+  // The dates keep clear of the y-axes' labels beside the plot (a "0" sits level with their tops): a week
+  // whose date would reach past the plot's left edge is not labelled (Plotly's ticks start at the first
+  // week, whose date, in a plot of weeks narrower than a date, began under the "0"), unless that leaves the
+  // last week alone where two would lie apart; the labels of the axis on a side a date shown still reaches
+  // past then stand off by as much (the last week's date, always shown, past the right edge: a cause's
+  // Jobs axis).
   // CATEGORY_TICK_PX: Plotly's room for a label on a category axis that sets no nticks.
   var LABEL_GAP_PX = 5, CATEGORY_TICK_PX = 15;
   var measure = document.createElement("canvas").getContext("2d");
@@ -58,13 +64,25 @@
     var labelPx = Math.max.apply(null, weeks.map(function (week) { return measure.measureText(String(week)).width; }));
     var slotPx = plotPx / count;
     function apart(step) { return step * slotPx >= labelPx + LABEL_GAP_PX; }
+    // How far the date of week `index` (0 the first) reaches past the plot's left edge; 0 or less: not at all.
+    function pastLeft(index) { return labelPx / 2 - (index + 0.5) * slotPx; }
+    // The labels of the y-axes on the left (`side` "left") or right stand off by `pastPx` and a gap, if any.
+    function standOff(side, pastPx) {
+      Object.keys(layout).filter(function (key) { return /^yaxis\d*$/.test(key); }).forEach(function (key) {
+        if ((layout[key].side === "right" ? "right" : "left") === side && pastPx > 0) {
+          layout[key] = Object.assign({}, layout[key], {ticklabelstandoff: Math.ceil(pastPx + LABEL_GAP_PX)});
+        }
+      });
+    }
+    standOff("right", pastLeft(0));  // the last week's date past the right edge: the first's, mirrored
     var plotlyStep = Math.max(1, Math.ceil(count / (axis.nticks || plotPx / CATEGORY_TICK_PX)));
-    if (apart(plotlyStep) && (count - 1) % plotlyStep === 0) { return; }
+    if (apart(plotlyStep) && (count - 1) % plotlyStep === 0 && pastLeft(0) <= 0) { return; }
     var step = Math.min(plotlyStep, count - 1);
     while (step < count - 1 && !apart(step)) { step += 1; }
     if (!apart(step)) { step = count; }  // the first and last weeks would touch: the last alone
-    var shown = [];
-    for (var index = count - 1; index >= 0; index -= step) { shown.unshift(weeks[index]); }
+    var shown = [weeks[count - 1]], index = count - 1 - step;
+    for (; index >= 0 && pastLeft(index) <= 0; index -= step) { shown.unshift(weeks[index]); }
+    if (shown.length === 1 && index >= 0) { shown.unshift(weeks[index]); standOff("left", pastLeft(index)); }
     layout.xaxis = Object.assign({}, axis, {tickmode: "array", tickvals: shown, ticktext: shown, nticks: null});
   }
   // The figure as the server wrote it, laid out for a box `boxPx` wide: for a phone when `narrow`.
@@ -79,12 +97,15 @@
     var spec = document.getElementById(el.dataset.figure);
     if (!spec || !window.Plotly) { return; }
     var config = {displaylogo: false, responsive: true, displayModeBar: false};
-    var shown = null;  // what the drawing is laid out for: a phone or not, and the weeks labelled
+    var shown = null;  // what the drawing is laid out for: a phone or not, the weeks labelled and how far a right-hand axis's labels stand off
     // The chart laid out for its box as it is now, and drawn by `plot` (Plotly.newPlot, or Plotly.react to
     // draw it again) unless it is laid out so already and `always` is false.
     function layOut(plot, always) {
       var narrow = window.FleetNarrow.isNarrow(el), figure = figureFor(spec, narrow, el.clientWidth);
-      var layoutFor = JSON.stringify([narrow, ((figure.layout || {}).xaxis || {}).tickvals || null]);
+      var layout = figure.layout || {}, standoffs = Object.keys(layout).map(function (key) {
+        return /^yaxis\d*$/.test(key) ? layout[key].ticklabelstandoff || 0 : 0;
+      });
+      var layoutFor = JSON.stringify([narrow, (layout.xaxis || {}).tickvals || null, standoffs]);
       if (layoutFor === shown && !always) { return; }
       shown = layoutFor;
       // The box keeps the figure's height: on a window resize Plotly's responsive mode sizes the plot
