@@ -51,3 +51,36 @@ def test_the_weekly_charts_dates_keep_clear_of_the_y_axes_labels(browser, live_s
                     wrong += [(width, path, period, *labels) for labels in touching]
     assert wrong == [], "\n".join(map(str, wrong))
 
+
+# Each card of a page's grid of cards: its heading, and the room between its content's foot and its own
+# (less its padding): a card as high as its content has none.
+EMPTY_FOOT_OF_CARDS = """
+return [...document.querySelectorAll(arguments[0])].map(card => {
+  const last = [...card.children].filter(child => child.checkVisibility()).pop();
+  const foot = card.getBoundingClientRect().bottom - parseFloat(getComputedStyle(card).paddingBottom)
+    - parseFloat(getComputedStyle(card).borderBottomWidth);
+  const end = last.getBoundingClientRect().bottom + parseFloat(getComputedStyle(last).marginBottom || 0);
+  return [card.querySelector('h2, summary').textContent.trim(), Math.round(foot - end)];
+});
+"""
+
+
+@pytest.mark.django_db(transaction=True)
+def test_at_1280_px_a_causes_cards_are_as_high_as_their_content(browser, live_server, operator, demo_archive):  # noqa: F811
+    """At 1280 px a cause's guide (what it is and how to fix it) and its Detections per week stand side by
+    side; the detections card stretched to the guide's height, a chart over a tall empty card. Folded, the
+    guide is the shorter, and kept its own height too."""
+    from selenium.webdriver.common.by import By
+
+    ingest.execute_run(ingest.create_run(demo_archive).pk)
+    category = Finding.objects.values_list("category", flat=True).first()
+    open_as(browser, live_server.url, operator)
+    with window_width(browser, 1280):
+        browser.get(f"{live_server.url}/categories/{category}/?from=2026-10-19&to=2026-11-23")
+        opened = browser.execute_script(EMPTY_FOOT_OF_CARDS, ".cause-layout > .card")
+        browser.find_element(By.CSS_SELECTOR, "#cause-guide > summary").click()
+        folded = browser.execute_script(EMPTY_FOOT_OF_CARDS, ".cause-layout > .card")
+    assert len(opened) >= 3, opened  # the guide, the jobs, the detections (and what owners said)
+    for card, room in opened + folded:
+        assert abs(room) <= 2, (card, room, opened, folded)
+
