@@ -84,3 +84,59 @@ def test_at_1280_px_a_causes_cards_are_as_high_as_their_content(browser, live_se
     for card, room in opened + folded:
         assert abs(room) <= 2, (card, room, opened, folded)
 
+
+# Each rater's name on a study's page (its Raters and Skipped jobs tables): the name and the lines it is on;
+# and whether the page, or the Raters table in its box, scrolls sideways (Skipped jobs, of five columns, may).
+RATER_NAMES = """
+const lines = cell => { const range = document.createRange(); range.selectNodeContents(cell);
+  return new Set([...range.getClientRects()].filter(r => r.width).map(r => Math.round(r.top))).size; };
+const names = [...document.querySelectorAll('table')].flatMap(table => {
+  const column = [...table.querySelectorAll('thead th')].findIndex(th => th.textContent.trim() === 'Rater');
+  return column < 0 ? [] : [...table.querySelectorAll('tbody tr')].map(row => row.cells[column])
+    .map(cell => cell.querySelector(':scope > span:not(.cell-label)') || cell)  // on a phone's card, beside its label
+    .map(name => [name.textContent.trim(), lines(name)]);
+});
+const raters = [...document.querySelectorAll('.table-scroll')]
+  .filter(box => box.querySelector('caption').textContent === 'Raters');
+const scrolls = [document.documentElement, ...raters]
+  .filter(box => box.scrollWidth > box.clientWidth + 1).map(box => box.className || box.tagName);
+return {names, scrolls};
+"""
+
+
+@pytest.mark.django_db(transaction=True)
+@pytest.mark.parametrize("width", [320, 390])
+def test_on_a_phone_a_studys_raters_names_stay_whole(browser, live_server, team_a, width):  # noqa: F811
+    """The demo's raters are demo-rater-1 and demo-rater-2: on a phone their names broke at a hyphen, "demo-"
+    on one line and "rater-1" on the next (and at 320 px the Raters table scrolled sideways in its box)."""
+    from django.contrib.auth.models import Group
+
+    from fleet.access import RESEARCHERS_GROUP
+    from tests.factories import ClusterFactory, JobFactory, UserFactory
+    from triage.labeling import services
+    from triage.labeling.models import Assignment
+    from triage.taxonomy import Category
+
+    group = Group.objects.get_or_create(name=RESEARCHERS_GROUP)[0]
+    raters = [UserFactory(username=name) for name in ("demo-rater-1", "demo-rater-2", "researcher")]
+    for user in raters:
+        user.groups.add(group)
+    cluster = ClusterFactory(name="c1")
+    for i in range(4):
+        JobFactory(cluster=cluster, team=team_a, name=f"bert-{i}", mean_gpu_util=20.0 + i)
+    study = services.create_study(name="Demo", lead=raters[2], raters=raters, sample_size=4, seed=5)
+    for rater in raters:
+        for assignment in services.assignments_of(study, rater):
+            if rater == raters[0] and assignment.item.position == 1:
+                services.skip_job(assignment, Assignment.SkipReason.NOT_ENOUGH_EVIDENCE)
+            else:
+                services.save_answer(assignment, {Category.IMPROPER_BATCH_SIZE.value: ""})
+        services.submit(study, rater)
+    open_as(browser, live_server.url, raters[2])
+    with window_width(browser, width, mobile=True):
+        browser.get(f"{live_server.url}/studies/{study.pk}/")
+        seen = browser.execute_script(RATER_NAMES)
+    assert sorted(name for name, _ in seen["names"]) == ["demo-rater-1", "demo-rater-1", "demo-rater-2", "researcher"]
+    assert [name for name, lines in seen["names"] if lines != 1] == [], seen
+    assert seen["scrolls"] == [], seen
+    assert len(seen["names"]) == 4, seen
