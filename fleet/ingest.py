@@ -149,7 +149,8 @@ def queue_run(run_id: int) -> bool:
 # The thread is not a daemon, so a server stopped normally (Ctrl-C, a restart) does not drop it mid-batch:
 # the interpreter, ending, refuses it the threads the importer starts, and the run fails within seconds,
 # saying the process was stopped (`fleet.tasks.failure_reason`). One killed outright leaves the run
-# *running*, as a killed worker does (see `worker_stopped`).
+# *running*, as a killed worker does: its page offers to import it again once no process holds it (see
+# `worker_stopped`; on SQLite, once the process the run keeps is gone, `owner_gone`).
 # `manage.py ingest_archive` imports in the terminal, with its progress bar, as before.
 
 # How long an upload waits for its thread to begin the run at most (it takes milliseconds; a SQLite
@@ -200,11 +201,12 @@ def take_pending(run_id: int) -> bool:
     conditional UPDATE, whose row count says whether this process took it, atomic in SQLite too. Of two web
     processes that found the run pending at once (Import now pressed in both; an upload's, not yet begun, and
     Import now in another), one takes it and the other leaves it alone: `claim_here` excludes only the
-    requests of one process. Started now, so that on PostgreSQL a process killed before its thread began the
-    run leaves a run no process holds, as a killed worker does (`worker_stopped`)."""
+    requests of one process. Started now, and owned by this process (`this_process`), so that a process killed
+    before its thread began the run leaves a run no process holds, as a killed worker does (`worker_stopped`): on
+    PostgreSQL its lock is free, on SQLite its owner is gone (`owner_gone`)."""
     now = timezone.now()
     taken = IngestRun.objects.filter(pk=run_id, status=IngestRun.Status.PENDING).update(
-        status=IngestRun.Status.RUNNING, started_at=now, queued_at=now, phase=TAKEN_PHASE
+        status=IngestRun.Status.RUNNING, started_at=now, queued_at=now, phase=TAKEN_PHASE, owner=this_process()
     )
     return taken == 1
 
@@ -286,8 +288,9 @@ def wait_for_background_imports(seconds: float) -> bool:
 # the run's exclusive lock (`exclusive_run`) while it decides, so it never acts on a run a worker is
 # importing, and a worker that comes to the run meanwhile finds it busy and looks again later.
 # A run stays *running* for ever when its worker dies and the task's redelivery never comes (the
-# queue was flushed meanwhile): on PostgreSQL the sweep sees that no worker holds its lock and, once
-# the redelivery is overdue, makes it pending and queues it again (`stalled_cutoff`).
+# queue was flushed meanwhile): the sweep sees that no worker holds it (on PostgreSQL its lock is free, on
+# SQLite the process that took it is gone, `owner_gone`) and, once the redelivery is overdue, makes it
+# pending and queues it again (`stalled_cutoff`).
 
 
 @dataclass
@@ -323,8 +326,8 @@ def requeue_run(
 
     `stalled_before`: the run is *running*, started before then, and no worker holds it (its worker
     died and its task never came back): it is made pending again and queued, or failed when its
-    archive is gone. Only where run locks tell (PostgreSQL, `run_locks_tell`): elsewhere nothing shows
-    whether a worker is importing it.
+    archive is gone. Where run locks tell (PostgreSQL, `run_locks_tell`), its lock is free; elsewhere
+    (SQLite) the process that took it is certainly gone (`owner_gone`), and otherwise it is left alone.
 
     Idempotent: a run a worker holds, or that finished, is left alone; a second copy of a task that
     was not lost after all finds the run busy or finished and does nothing (`execute_run`)."""
@@ -351,7 +354,7 @@ def _requeue_run(run_id: int, waited: str, stalled_before: datetime | None, *, b
         run = IngestRun.objects.filter(pk=run_id).first()
         if (refused := _left_alone(run, ours, expected)) is not None:
             return refused
-        if stalled and (not run_locks_tell() or run.started_at is None or run.started_at >= stalled_before):
+        if stalled and (not holder_gone(run) or run.started_at is None or run.started_at >= stalled_before):
             # A worker took the run since it was listed (and died at once), or nothing can tell.
             return Recovery("busy", "A worker has started the run; nothing was changed.")
         if archive_gone(run):
@@ -363,13 +366,17 @@ def _requeue_run(run_id: int, waited: str, stalled_before: datetime | None, *, b
                 )
             else:
                 message = lost_archive_message(run, waited or "The run was still pending")
-            fail_run(run_id, message)
+            if not fail_run(run_id, message, owner=run.owner if stalled else None):
+                return Recovery("busy", _taken_since(stalled))
             return Recovery("failed", message)
         if stalled:
-            # Pending again while it waits for a worker: if this task is lost too, the pending sweep sees it.
-            IngestRun.objects.filter(pk=run_id, status=IngestRun.Status.RUNNING).update(
-                status=IngestRun.Status.PENDING, started_at=None, phase="queued again: its worker had stopped"
+            # Pending again while it waits for a worker: if this task is lost too, the pending sweep sees it. Only
+            # while its dead owner still has it: on SQLite (no lock) another process may have taken it since.
+            again = IngestRun.objects.filter(pk=run_id, status=IngestRun.Status.RUNNING, owner=run.owner).update(
+                status=IngestRun.Status.PENDING, started_at=None, phase="queued again: its worker had stopped", owner=""
             )
+            if not again:
+                return Recovery("busy", _taken_since(stalled))
     if background:  # no task queue: begun in a thread, as an upload's import (`requeue_run` lets the claim go)
         if not start_run(run_id):  # another web process took the run since it was found pending
             return Recovery("busy", IMPORTING_ELSEWHERE)
@@ -415,8 +422,8 @@ def imported_here(run_id: int) -> Recovery:
 def mark_failed(run_id: int, message: str, *, stopped: bool = False) -> Recovery:
     """Fail a pending run by hand, discarding its upload; refused while a worker holds it.
 
-    `stopped`: the run is *running* and no worker holds it (its worker died; see `worker_stopped`),
-    only where run locks tell; the jobs it stored stay."""
+    `stopped`: the run is *running* and no worker holds it (its worker died; see `worker_stopped`): where run
+    locks tell, or (SQLite) its owner is gone; the jobs it stored stay."""
     expected = IngestRun.Status.RUNNING if stopped else IngestRun.Status.PENDING
     if importing_here(run_id):
         return Recovery("busy", IMPORTING_HERE)
@@ -424,9 +431,10 @@ def mark_failed(run_id: int, message: str, *, stopped: bool = False) -> Recovery
         run = IngestRun.objects.filter(pk=run_id).first()
         if (refused := _left_alone(run, ours, expected)) is not None:
             return refused
-        if stopped and not run_locks_tell():
+        if stopped and not holder_gone(run):
             return Recovery("busy", "Nothing shows whether a worker is importing the run; nothing was changed.")
-        fail_run(run_id, message)
+        if not fail_run(run_id, message, owner=run.owner if stopped else None):
+            return Recovery("busy", _taken_since(stopped))
         run.refresh_from_db()
         _discard_upload(run)
     return Recovery("failed", message)
@@ -454,20 +462,95 @@ STALLED = (
 
 def run_locks_tell() -> bool:
     """Whether a run's lock shows a worker importing it: PostgreSQL's advisory lock goes with the
-    holder's connection. SQLite's embedded mode has no such lock (`exclusive_run`)."""
+    holder's connection. SQLite's embedded mode has no such lock (`exclusive_run`): there the process
+    a run keeps (`owner_gone`) tells instead, where it can."""
     return connection.vendor == "postgresql"
 
 
 def worker_stopped(run: IngestRun) -> bool:
     """Whether `run` is an archive run left *running* that no worker holds (its worker died, or lost
     its database and waits to retry): what the run page offers Queue again / Mark failed for at once,
-    instead of waiting for the sweep. Only where run locks tell (PostgreSQL); the lock is taken and let
-    go at once (a worker coming to the run at that instant finds it busy and looks again later).
+    instead of waiting for the sweep. Where run locks tell (PostgreSQL) the lock is taken and let
+    go at once (a worker coming to the run at that instant finds it busy and looks again later); elsewhere
+    (SQLite) the process that took the run is gone (`owner_gone`).
     A connector's pull is left to `fleet.connectors.sync.fail_stopped_pulls`, within a minute."""
-    if run.status != IngestRun.Status.RUNNING or run.source == IngestRun.Source.CONNECTOR or not run_locks_tell():
+    if run.status != IngestRun.Status.RUNNING or run.source == IngestRun.Source.CONNECTOR:
         return False
+    if not run_locks_tell():
+        return owner_gone(run.owner)
     with exclusive_run(run.pk) as ours:
         return ours
+
+
+def holder_gone(run: IngestRun) -> bool:
+    """Inside `exclusive_run`, holding the run's lock: whether no process imports it. On PostgreSQL holding the lock
+    says so; on SQLite (no lock) the process that took it is gone (`owner_gone`)."""
+    return run_locks_tell() or owner_gone(run.owner)
+
+
+def _taken_since(stopped: bool) -> str:
+    if stopped:
+        return "A worker has started the run; nothing was changed."
+    return IMPORTING_ELSEWHERE
+
+
+# -- who imports a run, where run locks do not tell (SQLite) ----------------------------------------------
+# PostgreSQL shows a run no process imports by its advisory lock, which goes with the holder's connection. SQLite
+# has none: a run whose process was killed (SIGKILL, out of memory) read *running* for ever. A run keeps the process
+# that took it (`IngestRun.owner`): its host, the host's boot, its PID namespace, its PID and when it started (PIDs
+# are used again). It is gone only when that is certain: recorded on this host, in this boot and PID namespace, and
+# no live process has that PID and start. A run recorded elsewhere (another container, a system without /proc) or
+# by an older version (no owner) is taken for held, as before.
+
+
+def _read(path: str) -> str:
+    try:
+        with open(path) as handle:
+            return handle.read().strip()
+    except OSError:
+        return ""
+
+
+@cache
+def _where() -> tuple[str, str, str]:
+    """This host, its boot and this process's PID namespace ("" each where the system does not say)."""
+    import socket
+
+    namespace = ""
+    with suppress(OSError):
+        namespace = os.readlink("/proc/self/ns/pid")
+    host = "".join(socket.gethostname().split())[:200] or "-"
+    return host, _read("/proc/sys/kernel/random/boot_id"), namespace
+
+
+def _started(pid: int) -> str | None:
+    """When the live process `pid` started (clock ticks after boot, /proc/PID/stat's 22nd field); None when no
+    such process lives (a zombie, killed and not yet reaped, is dead)."""
+    stat = _read(f"/proc/{pid}/stat")
+    if not stat:
+        return None
+    after_name = stat.rpartition(")")[2].split()  # the name, in parentheses, may hold spaces
+    if len(after_name) < 20 or after_name[0] in ("Z", "X", "x"):
+        return None
+    return after_name[19]
+
+
+def this_process() -> str:
+    """This process as a run's owner: "host boot namespace pid start" (per call: a forked worker is another)."""
+    pid = os.getpid()
+    return " ".join([*_where(), str(pid), _started(pid) or ""])[: IngestRun._meta.get_field("owner").max_length]
+
+
+def owner_gone(owner: str) -> bool:
+    """Whether the process `owner` names (`this_process`) is certainly gone; False when it lives, or when this
+    process cannot tell (another host, boot or PID namespace; a system without /proc; no owner recorded)."""
+    parts = owner.split(" ")
+    if len(parts) != 5:
+        return False
+    host, boot, namespace, pid, started = parts
+    if not (boot and namespace and started and pid.isdigit()) or (host, boot, namespace) != _where():
+        return False
+    return _started(int(pid)) != started
 
 
 def stalled_sweep_at(run: IngestRun) -> datetime | None:
@@ -490,10 +573,10 @@ def recover_pending_runs(older_than: timedelta, limit: int = 100) -> dict[str, i
     """Beat's sweep: each archive run pending for `older_than` since it was last queued is queued
     again, or failed, saying why, when its archive is gone. A connector's pull is never pending.
 
-    On PostgreSQL, an archive run still *running* with no worker holding its lock, started more than
-    the visibility timeout and `older_than` ago (its worker died and the redelivery never came), is
-    made pending and queued again, or failed when its archive is gone (`stalled_*` in the tally). A
-    run a live worker imports holds its lock and is never touched (`stalled_busy`)."""
+    An archive run still *running* with no worker holding its lock (on SQLite: whose process is gone,
+    `owner_gone`), started more than the visibility timeout and `older_than` ago (its worker died and the
+    redelivery never came), is made pending and queued again, or failed when its archive is gone
+    (`stalled_*` in the tally). A run a live worker imports holds its lock and is never touched (`stalled_busy`)."""
     cutoff = timezone.now() - older_than
     stale = (
         IngestRun.objects.filter(status=IngestRun.Status.PENDING)
@@ -513,30 +596,38 @@ def recover_pending_runs(older_than: timedelta, limit: int = 100) -> dict[str, i
         tally[recovery.outcome] += 1
         if recovery.outcome in ("queued", "failed"):
             logger.warning("Ingest run %s was pending for over %s min: %s", run_id, minutes, recovery.outcome)
-    if run_locks_tell():
-        before = stalled_cutoff(older_than)
-        running = (
-            IngestRun.objects.filter(status=IngestRun.Status.RUNNING, started_at__lt=before)
-            .exclude(source=IngestRun.Source.CONNECTOR)
-            .order_by("started_at", "pk")
-            .values_list("pk", flat=True)[:limit]
-        )
-        for run_id in running:
-            recovery = requeue_run(run_id, waited=STALLED, stalled_before=before)
-            tally[f"stalled_{recovery.outcome}"] += 1
-            if recovery.outcome in ("queued", "failed"):
-                logger.warning("Ingest run %s was running with no worker holding it: %s", run_id, recovery.outcome)
+    before = stalled_cutoff(older_than)
+    running = (
+        IngestRun.objects.filter(status=IngestRun.Status.RUNNING, started_at__lt=before)
+        .exclude(source=IngestRun.Source.CONNECTOR)
+        .order_by("started_at", "pk")
+        .values_list("pk", "owner")[:limit]
+    )
+    # Where run locks do not tell (SQLite), only the runs whose process is certainly gone (`owner_gone`).
+    stopped = [run_id for run_id, owner in running if run_locks_tell() or owner_gone(owner)]
+    for run_id in stopped:
+        recovery = requeue_run(run_id, waited=STALLED, stalled_before=before)
+        tally[f"stalled_{recovery.outcome}"] += 1
+        if recovery.outcome in ("queued", "failed"):
+            logger.warning("Ingest run %s was running with no worker holding it: %s", run_id, recovery.outcome)
     return dict(tally)
 
 
-def fail_run(run_id: int, message: str) -> None:
+def fail_run(run_id: int, message: str, *, owner: str | None = None) -> bool:
     """Fail an unfinished run as a whole (its queue unreachable, its archive gone, marked failed by hand, its task
-    stopped or its worker dead), `message` saying why; its error's consequence says what of it was kept."""
-    IngestRun.objects.filter(pk=run_id).exclude(status__in=FINISHED_STATUSES).update(
-        status=IngestRun.Status.FAILED,
-        finished_at=timezone.now(),
-        phase="",
-        errors=[run_failure(run_id, RecordError(file="", message=message))],
+    stopped or its worker dead), `message` saying why; its error's consequence says what of it was kept. `owner`:
+    only while that process still has it (a dead one's run, which another process may have taken since). Whether
+    it was failed."""
+    unfinished = IngestRun.objects.filter(pk=run_id).exclude(status__in=FINISHED_STATUSES)
+    if owner is not None:
+        unfinished = unfinished.filter(owner=owner)
+    return bool(
+        unfinished.update(
+            status=IngestRun.Status.FAILED,
+            finished_at=timezone.now(),
+            phase="",
+            errors=[run_failure(run_id, RecordError(file="", message=message))],
+        )
     )
 
 
@@ -732,6 +823,7 @@ def exclusive_run(run_id: int):
 def _execute_claimed(run: IngestRun, on_progress=None) -> IngestRun:
     run.imported_now = True
     run.status = IngestRun.Status.RUNNING
+    run.owner = this_process()  # where run locks do not tell, how a page sees that its process is gone
     run.started_at = timezone.now()
     run.storing_started_at = None  # set again once the archive is read (a rerun estimates afresh)
     run.attempts += 1

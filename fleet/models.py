@@ -278,6 +278,10 @@ class IngestRun(models.Model):
     # the rate it has stored them at since (`seconds_left`). None before, and for a connector's pull.
     storing_started_at = models.DateTimeField(null=True, blank=True)
     phase = models.CharField(max_length=100, blank=True)
+    # The process importing the run (`fleet.ingest.this_process`: host, boot, PID namespace, PID and the process's
+    # start), written as it takes the run. Where run locks do not tell (SQLite), a running run whose process is
+    # gone (killed) is told from one whose process is still importing it (`fleet.ingest.owner_gone`).
+    owner = models.CharField(max_length=300, blank=True, help_text="The process importing the run.")
     jobs_total = models.PositiveIntegerField(default=0)
     jobs_done = models.PositiveIntegerField(default=0)
     jobs_created = models.PositiveIntegerField(default=0)
@@ -446,6 +450,17 @@ class IngestRun(models.Model):
             "so far": f"{self.jobs_processed:,} so far: {outcomes}",
             "not yet": "not counted yet",
         }[self.jobs_counting]
+
+    @property
+    def no_process_holds(self) -> bool:
+        """Whether the run reads *running* but no process imports it (its worker or web process was killed): what
+        its page offers Import now / Queue again and Mark failed for (`fleet.ingest.worker_stopped`), and the runs
+        list says beside its status. Never for a run a thread of this process is about to begin."""
+        from fleet import ingest
+
+        if self.status != self.Status.RUNNING or ingest.importing_here(self.pk):
+            return False
+        return ingest.worker_stopped(self)
 
     @property
     def uploader(self) -> str:
