@@ -140,3 +140,27 @@ def test_on_a_phone_a_studys_raters_names_stay_whole(browser, live_server, team_
     assert [name for name, lines in seen["names"] if lines != 1] == [], seen
     assert seen["scrolls"] == [], seen
     assert len(seen["names"]) == 4, seen
+
+
+def test_a_jobs_reference_is_whole_when_short_and_breaks_after_its_slash_when_long():
+    """The jobs list's job column (money_format.job_ref): cluster/id of up to 16 characters on one line, longer
+    ones with a break after the slash and the id as job_id writes it; both escaped."""
+    from types import SimpleNamespace
+
+    from triage.templatetags.money_format import job_ref
+
+    def job(cluster: str, external_id) -> SimpleNamespace:
+        return SimpleNamespace(cluster=SimpleNamespace(name=cluster), external_id=external_id)
+
+    assert job_ref(job("alpha", "4813845")) == '<span class="job-ref">alpha/4813845</span>'
+    assert job_ref(job("alpha", 4813845)) == '<span class="job-ref">alpha/4813845</span>'
+    assert job_ref(job("alpha", "4813845123")) == '<span class="job-ref">alpha/4813845123</span>'  # 16
+    assert job_ref(job("alpha", "48138451234")) == "alpha/<wbr>48138451234"  # 17
+    long_id = "0123456789abcdef0123456789abcdef"
+    assert job_ref(job("mlflow", long_id)) == f'mlflow/<wbr><span class="long-id">{long_id}</span>'
+    assert job_ref(job("a<b", "1&2")) == '<span class="job-ref">a&lt;b/1&amp;2</span>'
+    assert (
+        job_ref(job("cluster<script>", "x" * 20))
+        == 'cluster&lt;script&gt;/<wbr><span class="long-id">' + "x" * 20 + "</span>"
+    )
+

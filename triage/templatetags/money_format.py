@@ -80,3 +80,18 @@ def job_id(external_id) -> str:
     """A job's own id as pages write it: marked `long-id` when it is longer than `LONG_ID`. Escaped."""
     text = str(external_id)
     return format_html('<span class="long-id">{}</span>', text) if len(text) > LONG_ID else conditional_escape(text)
+
+
+# A job's reference, cluster/id, of up to this many characters is kept on one line (app.css .job-ref).
+SHORT_JOB_REF = 16
+
+
+@register.filter
+def job_ref(job) -> str:
+    """A job's "cluster/id" as the jobs list writes it: a short one (alpha/4813845, up to `SHORT_JOB_REF`
+    characters) whole on one line, broken, it made every row two lines at 1280 px; a longer one may break
+    after its slash (the column stays narrow on a phone), its id as `job_id` writes it. Escaped."""
+    cluster, external_id = str(job.cluster.name), str(job.external_id)
+    if len(cluster) + 1 + len(external_id) <= SHORT_JOB_REF:
+        return format_html('<span class="job-ref">{}/{}</span>', cluster, external_id)
+    return format_html("{}/<wbr>{}", cluster, job_id(external_id))
