@@ -164,3 +164,31 @@ def test_a_jobs_reference_is_whole_when_short_and_breaks_after_its_slash_when_lo
         == 'cluster&lt;script&gt;/<wbr><span class="long-id">' + "x" * 20 + "</span>"
     )
 
+
+# Each menu of the jobs filters with its name beside it: the name, and whether name and menu share a line.
+MENU_NAMES = """
+return [...document.querySelectorAll('.jobs-filter label.filter-menu')].map(label => {
+  const name = label.querySelector('span').getBoundingClientRect();
+  const control = label.querySelector('select, input').getBoundingClientRect();
+  const middle = (name.top + name.bottom) / 2;
+  const beside = middle > control.top && middle < control.bottom && name.right <= control.left;
+  return [label.querySelector('span').textContent, beside];
+});
+"""
+
+
+@pytest.mark.django_db(transaction=True)
+def test_at_320_px_each_jobs_filter_menu_has_its_name_beside_it(browser, live_server, operator):  # noqa: F811
+    """At 320 px "Utilization figure" sat over its menu, where Cluster, Team, Cause and the rest sit beside theirs:
+    its menu narrows to the line instead, as the other menus' would."""
+    from tests.factories import JobFactory
+
+    JobFactory()
+    open_as(browser, live_server.url, operator)
+    with window_width(browser, 320, mobile=True):
+        browser.get(f"{live_server.url}/jobs/")
+        menus = browser.execute_script(MENU_NAMES)
+        scrolls = browser.execute_script("return document.documentElement.scrollWidth > innerWidth")
+    assert "Utilization figure" in [name for name, _ in menus], menus
+    assert [name for name, beside in menus if not beside] == [], menus
+    assert not scrolls
