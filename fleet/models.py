@@ -288,7 +288,11 @@ class IngestRun(models.Model):
     jobs_updated = models.PositiveIntegerField(default=0)
     jobs_unchanged = models.PositiveIntegerField(default=0)
     jobs_rejected = models.PositiveIntegerField(default=0)
-    samples = models.BigIntegerField(default=0)
+    samples = models.BigIntegerField(
+        default=0,
+        help_text="GPU samples stored: one per GPU and time (an archive's host rows, one per node and time, and "
+        "duplicated rows are not counted).",
+    )
     errors = models.JSONField(default=list, blank=True, help_text="[{file, row, field, job_id, message}]")
     attempts = models.PositiveIntegerField(default=0)
     # A pull's run keeps its history (and its jobs keep their run) when the connector is deleted.
@@ -365,7 +369,7 @@ class IngestRun(models.Model):
         seconds = self.duration_s
         if not seconds or not self.jobs_processed:
             return "–"
-        return f"{self.jobs_processed / seconds:,.1f} jobs/s · {self.samples / seconds:,.0f} samples/s"
+        return f"{self.jobs_processed / seconds:,.1f} jobs/s · {self.samples / seconds:,.0f} GPU samples/s"
 
     # The time left is said once the rate of storing jobs means something: this long storing them, and
     # this share of the jobs to store stored (before, the first batches' pace is a wild guess).

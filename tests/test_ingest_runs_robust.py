@@ -232,3 +232,34 @@ def test_on_sqlite_the_sweep_and_mark_failed_take_up_a_run_whose_process_is_gone
     for action in ("requeue", "fail"):  # a live owner's run is left alone
         client.post(f"/ingest-runs/{alive.pk}/{action}/")
     assert IngestRun.objects.get(pk=alive.pk).status == IngestRun.Status.RUNNING
+
+
+# -- what a run counts: GPU samples ---------------------------------------------------------------------------
+def test_the_run_pages_and_the_api_say_gpu_samples_where_they_count_them(operator):
+    """A run counts GPU samples (one per GPU and time; an archive's host rows and double scrapes are not counted,
+    as make_demo_fleet says), but its pages said "Samples" and "samples/s", which read as the archive's metric
+    rows. The list, the run's page, its polled figures and the API's description say GPU samples; the API's field
+    and the polled figures keep their names."""
+    from rest_framework.test import APIClient
+
+    run = IngestRun.objects.create(
+        archive_name="week-49.zip", status=IngestRun.Status.RUNNING, jobs_total=10, jobs_done=4, samples=12_345
+    )
+    IngestRun.objects.filter(pk=run.pk).update(started_at=run.created_at)
+    client = Client()
+    client.force_login(operator)
+    page = _words(client.get(f"/ingest-runs/{run.pk}/"))
+    assert '<dt>GPU samples</dt><dd id="run-samples">12,345</dd>' in page
+    assert " GPU samples/s</dd>" in page and "Samples" not in page
+    polled = client.get(f"/ingest-runs/{run.pk}/status.json").json()
+    assert polled["samples"] == 12_345 and polled["display"]["samples"] == "12,345"
+    assert polled["display"]["rate"].endswith(" GPU samples/s")
+    listing = _words(client.get("/ingest-runs/"))
+    assert '<th scope="col" role="columnheader" class="num">GPU samples</th>' in listing
+    assert '<span class="cell-label">GPU samples</span><span>12,345</span>' in listing and "Samples" not in listing
+
+    api = APIClient()
+    api.force_authenticate(operator)
+    schema = api.get("/api/v1/schema/", {"format": "json"}).json()
+    samples = schema["components"]["schemas"]["IngestRun"]["properties"]["samples"]
+    assert samples["description"].startswith("GPU samples stored")

@@ -123,7 +123,7 @@ def test_operator_uploads_the_example_archive_and_watches_it_finish(operator_bro
     assert counts["done"] == counts["total"] == run.jobs_total
     assert counts["rejected"] == counts["updated"] == counts["unchanged"] == 0
     assert driver.find_element(By.ID, "run-samples").text == f"{run.samples:,}"
-    assert re.fullmatch(r"[\d,.]+ jobs/s · [\d,]+ samples/s", driver.find_element(By.ID, "run-rate").text)
+    assert re.fullmatch(r"[\d,.]+ jobs/s · [\d,]+ GPU samples/s", driver.find_element(By.ID, "run-rate").text)
     assert f"Ingest run #{run_id}" in driver.find_element(By.TAG_NAME, "h1").text
     assert "example-archive.zip" in driver.find_element(By.ID, "run-progress").text
     assert "None." in driver.find_element(By.XPATH, "//section[h2[starts-with(., 'Errors')]]").text
