@@ -124,10 +124,10 @@ def run_status(run: IngestRun) -> dict:
     }
 
 
-# A run left pending by a lost task (a worker lost it, the queue was flushed), or (PostgreSQL) left
-# running with no worker holding it (its worker died): beat's sweep (fleet.recover_pending_runs) gets
-# to it after INGEST_REQUEUE_MINUTES (a running one, the visibility timeout more); these let an
-# operator act now. A run a worker holds is never touched.
+# A run left pending by a lost task (a worker lost it, the queue was flushed), or left running with no
+# worker holding it (its worker died: a run lock tells on PostgreSQL, the recorded owner on SQLite):
+# beat's sweep (fleet.recover_pending_runs) gets to it after INGEST_REQUEUE_MINUTES (a running one, the
+# visibility timeout more); these let an operator act now. A run a worker holds is never touched.
 @operator_required
 @require_POST
 def ingest_run_requeue(request, pk: int):
