@@ -1717,11 +1717,11 @@ def test_the_study_pages_raters_table_names_the_zone_of_its_submitted_times(clie
     client.force_login(lead)
     page = client.get(reverse("labeling:study", args=[study.pk])).content.decode()
     head = page.split('<caption class="visually-hidden">Raters</caption>')[1].split("</thead>")[0]
-    assert '<th scope="col">Submitted (UTC)</th>' in head
+    assert '<th scope="col" role="columnheader">Submitted (UTC)</th>' in head
     UserProfile.objects.update_or_create(user=lead, defaults={"time_zone": "Europe/Berlin"})
     page = client.get(reverse("labeling:study", args=[study.pk])).content.decode()
     head = page.split('<caption class="visually-hidden">Raters</caption>')[1].split("</thead>")[0]
-    assert '<th scope="col">Submitted (Europe/<wbr>Berlin)</th>' in head
+    assert '<th scope="col" role="columnheader">Submitted (Europe/<wbr>Berlin)</th>' in head
 
 
 def test_an_undefined_kappa_says_why_beside_its_dash(client, study, raters):
