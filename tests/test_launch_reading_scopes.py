@@ -1,8 +1,9 @@
-"""What a job's scripts and command set, and where it holds (rules revision 12): what a `bash -c '...'` string (or
-`sh -c`) exports ends with that child shell; `sbatch --wrap "..."`'s string is a script of its own, whose `bash
-<<EOF` bodies are child shells as a script's are; a batch script is read in the language its first line runs it
-with, whatever its name (sacct's `batch_script.sh` of a `#!/usr/bin/env python3` job); and env's `-S` string takes
-`${NAME}` from the environment env starts in, where the script shows it."""
+"""What a job's scripts and command set, and where it holds (rules revisions 12 and 13): what a `bash -c '...'`
+string (or `sh -c`) exports ends with that child shell, and a subshell's with its `)`; `sbatch --wrap "..."`'s string
+is a script of its own, whose `bash <<EOF` bodies are child shells as a script's are; a batch script is read in the
+language its first line runs it with, whatever its name (sacct's `batch_script.sh` of a `#!/usr/bin/env python3`
+job); env's `-S` string takes `${NAME}` from the environment env starts in, where the script shows it; and the job's
+command is read as a script's line is (section 9)."""
 
 from __future__ import annotations
 
@@ -339,7 +340,7 @@ def test_eight_tasks_launched_by_a_variable_are_not_unused_gpus():
         ),
         ("export NGPUS=4\nbash -lc 'torchrun --nproc_per_node=$NGPUS train.py'", [(3, "torchrun", 4)]),
         ("bash -c \"sh -c 'torchrun --nproc_per_node 2 train.py'\"", [(2, "torchrun", 2)]),
-        ("srun -n 2 bash -c 'torchrun --nproc_per_node 2 train.py'", []),  # under a wrapper: once a task, not read
+        ("srun -n 2 bash -c 'torchrun --nproc_per_node 2 train.py'", [(2, "torchrun", 4)]),  # once a task (section 9)
     ],
 )
 def test_a_c_string_in_a_script_is_read_as_a_child_shell(run_sh, expected):
@@ -448,3 +449,162 @@ def test_a_function_whose_brace_is_on_the_next_line_ends_with_its_closing_brace(
     # the `{` on the next line counted a second level: every line after the function read as in a branch
     run_sh = f"{header}\n{{\n  echo hi\n}}\nNGPUS=4\ntorchrun --nproc_per_node=$NGPUS train.py"
     assert _counts(run_sh) == [4]
+
+
+# --- 9. the job's command as a script line, subshells, `a|b)` patterns, `srun bash -c`, a branch's own exports ------
+
+
+@pytest.mark.parametrize(
+    ("command", "expected"),
+    [
+        ("if true; then srun -n 4 python train.py; fi", [("train.py", 4)]),
+        ("for i in 1; do torchrun --nproc_per_node=4 t.py; done", [("t.py", 4)]),
+        ("while true; do\n  torchrun --nproc_per_node=8 t.py\ndone", [("t.py", 8)]),
+        ('case "$M" in a) srun -n 4 python train.py;; esac', [("train.py", 4)]),
+        ("{ srun -n 4 python train.py; }", [("train.py", 4)]),
+        ("bash -c 'if true; then srun -n 2 python train.py; fi'", [("train.py", 2)]),
+        (  # what a branch exports is not known after it, as in a script
+            'export SLURM_NTASKS=4; if [ -n "$X" ]; then export SLURM_NTASKS=2; fi; srun python train.py',
+            [("train.py", None)],
+        ),
+    ],
+)
+def test_the_jobs_command_is_read_past_its_reserved_words(command, expected):
+    # the job's command line was not read as a script's line: `then srun ...` was a command whose program is `then`
+    # (its launch not seen), and a branch's export was taken as run for the srun after it
+    assert command_launches(command) == expected
+
+
+def test_eight_tasks_launched_in_a_branch_of_the_jobs_command_are_not_unused_gpus():
+    command = 'if [ -n "$X" ]; then srun -n 8 python train.py; fi'
+    assert oversubscription(command=command).sub_cause == "uneven_use"
+
+
+@pytest.mark.parametrize(
+    ("run_sh", "expected"),
+    [
+        ("( srun -n 4 python train.py )", [(2, "python", 4)]),
+        ("(srun -n 4 python train.py)", [(2, "python", 4)]),
+        ("(cd /work && srun -n 4 python train.py) > train.log 2>&1", [(2, "python", 4)]),
+        (  # the subshell ends with its `)`: a plain variable after it is known again at the top
+            "( srun -n 2 python a.py )\nN=4\nsrun -n $N python b.py",
+            [(2, "python", 2), (4, "python", 4)],
+        ),
+        (  # what a subshell exports ends with it; in it, it is known
+            "export SLURM_NTASKS=4\n( export SLURM_NTASKS=2; srun python a.py )\nsrun python b.py",
+            [(3, "python", 2), (4, "python", 4)],
+        ),
+        (
+            "export SLURM_NTASKS=4\n(\n  export SLURM_NTASKS=2\n  srun python a.py\n)\nsrun python b.py",
+            [(5, "python", 2), (7, "python", 4)],
+        ),
+        ("N=4\n(\n  N=2\n)\nsrun -n $N python b.py", [(6, "python", 4)]),
+        ("( if x; then srun -n 2 python a.py; fi )\nN=4\nsrun -n $N python b.py", [(2, "python", 2), (4, "python", 4)]),
+    ],
+)
+def test_a_subshells_parentheses_are_no_words_and_what_it_sets_ends_with_it(run_sh, expected):
+    # `( srun ... )` gave train.py a `)` argument and left every later line one level deep (read as in a branch);
+    # `(srun ...)` ran a program `(srun`: the launch was not seen
+    assert launches(f"#!/bin/bash\n{run_sh}\n") == expected
+
+
+def test_a_subshells_closing_parenthesis_is_no_argument_of_its_script():
+    evidence = extract_script_evidence([("run.sh", "#!/bin/bash\n( srun -n 4 python train.py --workers 0 )\n")])
+    assert [f.detail["argv"][-2:] for f in evidence.of("shell_launch")] == [["--workers", "0"]]
+    assert _workers("#!/bin/bash\n(python train.py --workers 0)\n") == [0]
+
+
+@pytest.mark.parametrize(
+    ("command", "expected"),
+    [
+        ("( srun -n 4 python train.py )", [("train.py", 4)]),
+        ("(export SLURM_NTASKS=2; srun python a.py); srun python b.py", [("a.py", 2), ("b.py", None)]),
+    ],
+)
+def test_a_subshell_in_the_jobs_command(command, expected):
+    assert command_launches(command) == expected
+
+
+@pytest.mark.parametrize(
+    ("run_sh", "expected"),
+    [
+        ('case "$M" in\n  python|torchrun) srun -n 4 python train.py;;\nesac', [(3, "python", 4)]),
+        ('case "$M" in python|torchrun) srun -n 4 python train.py;; esac', [(2, "python", 4)]),
+        ('case "$M" in\n  a | b ) srun -n 4 python train.py;;\nesac', [(3, "python", 4)]),
+        ('case "$M" in\n  (python|torchrun)\n    srun -n 4 python train.py;;\nesac', [(4, "python", 4)]),
+        (  # the case still ends with its esac
+            'case "$M" in\n  a|b|c ) srun -n 2 python a.py;;\nesac\nN=4\nsrun -n $N python b.py',
+            [(3, "python", 2), (6, "python", 4)],
+        ),
+        ("nvidia-smi | tee gpus.log\nsrun -n 4 python train.py", [(3, "python", 4)]),  # a pipe outside a case
+    ],
+)
+def test_a_case_pattern_of_several_alternatives_is_read_as_one(run_sh, expected):
+    # `python|torchrun)` was read as a command `python` (a launch of unknown count) and a pattern `torchrun)`;
+    # `a | b )` as a command `b ) srun ...`: the item's launch not seen
+    assert launches(f"#!/bin/bash\n{run_sh}\n") == expected
+
+
+@pytest.mark.parametrize(
+    ("run_sh", "expected"),
+    [
+        ("srun -n 1 bash -c 'torchrun --nproc_per_node=4 train.py'", [(2, "torchrun", 4)]),
+        ("srun -n 2 sh -c 'torchrun --nproc_per_node=4 train.py'", [(2, "torchrun", 8)]),
+        ("srun -n 2 bash -lc 'cd /work && python train.py'", [(2, "python", 2)]),
+        ("export NGPUS=4\nsrun -n 1 bash -c 'torchrun --nproc_per_node=$NGPUS train.py'", [(3, "torchrun", 4)]),
+        ("nohup bash -c 'srun -n 4 python train.py' &", [(2, "python", 4)]),
+    ],
+)
+def test_a_c_string_under_a_wrapper_is_read_as_the_command_it_wraps(run_sh, expected):
+    # `srun bash -c '...'` runs the string in each task: its launch was not read at all
+    assert launches(f"#!/bin/bash\n{run_sh}\n") == expected
+
+
+def test_a_c_string_under_srun_in_the_jobs_command_is_read():
+    command = "srun -n 2 bash -c 'torchrun --nproc_per_node=4 train.py'"
+    assert command_launches(command) == [("train.py", 8)]
+    assert _workers("#!/bin/bash\ntrue\n", "srun -n 2 sh -c 'python train.py --workers 0'") == [0]
+
+
+def test_eight_processes_launched_through_srun_bash_c_are_not_unused_gpus():
+    # the launch was not seen: seven idle GPUs read as unused, a fix for a launch the job did not make
+    run_sh = "#!/bin/bash\nsrun -n 1 bash -c 'torchrun --nproc_per_node=8 train.py'\n"
+    assert oversubscription(scripts=[("run.sh", run_sh), ("train.py", "import torch\n")]).sub_cause == "uneven_use"
+
+
+def test_one_task_launching_one_process_through_srun_bash_c_is_still_unused_gpus():
+    scripts = [("run.sh", "#!/bin/bash\nsrun -n 1 bash -c 'python train.py'\n"), ("train.py", "import torch\n")]
+    assert oversubscription(scripts=scripts).sub_cause == "unused_gpus"
+
+
+@pytest.mark.parametrize(
+    ("run_sh", "processes"),
+    [
+        ("if x; then export SLURM_NTASKS=2; srun python t.py; fi", 2),
+        ("if x; then\n  export SLURM_NTASKS=2\n  srun python t.py\nfi", 2),
+        ("for i in 1 2; do export SLURM_NTASKS=2; srun python t.py; done", 2),
+        ('case "$M" in\n  a|b)\n    export SLURM_NTASKS=2\n    srun python t.py;;\nesac', 2),
+        ("if a; then export SLURM_NTASKS=2; if b; then srun python t.py; fi; fi", 2),  # in a branch in it
+        # not known: another branch's, an inner branch's, another item's, after the branch
+        ("export SLURM_NTASKS=4\nif x; then export SLURM_NTASKS=2; else srun python t.py; fi", None),
+        ("export SLURM_NTASKS=4\nif x; then export SLURM_NTASKS=2; elif y; then srun python t.py; fi", None),
+        ("if a; then if b; then export SLURM_NTASKS=2; fi; srun python t.py; fi", None),
+        ('case "$M" in\n  a) export SLURM_NTASKS=2;;\n  b) srun python t.py;;\nesac', None),
+        ("if x; then export SLURM_NTASKS=2; fi; srun python t.py", None),
+        ("if x; then export SLURM_NTASKS=2; fi\nif y; then srun python t.py; fi", None),
+    ],
+)
+def test_an_srun_input_variable_a_branch_exports_is_known_in_that_branch(run_sh, processes):
+    # `then export SLURM_NTASKS=2; srun python t.py` ran t.py with 2 tasks; it was not known, as after the branch
+    assert _counts(run_sh) == [processes]
+
+
+@pytest.mark.parametrize(
+    ("command", "expected"),
+    [
+        ("if x; then export SLURM_NTASKS=2; srun python t.py; fi", [("t.py", 2)]),
+        ("if x; then export SLURM_NTASKS=2; else srun python t.py; fi", [("t.py", None)]),
+    ],
+)
+def test_an_srun_input_variable_a_branch_of_the_jobs_command_exports_is_known_in_that_branch(command, expected):
+    assert command_launches(command) == expected

@@ -11,6 +11,7 @@ import ast
 import contextlib
 import copy
 import hashlib
+import itertools
 import json
 import re
 import shlex
@@ -533,7 +534,20 @@ _BEFORE_A_COMMAND = {"then", "else", "elif", "do", "if", "while", "until", "{", 
 
 class _BranchCommand(list):
     """A command's words (`_ShellVariables.commands`) where it runs in an `if`, a loop, a `case` item, `{ ...; }` or a
-    function's body: it may run or not, once or many times, so what it sets is not known after it."""
+    function's body: it may run or not, once or many times, so what it sets is not known after it. `arms`: the arm of
+    each compound command it is in, outermost first (`then ...`, `else ...`, a loop's `do ...`, a `case` item), an id
+    each: what it sets is known to a command whose arms begin with them, later in the same arm (`_arm_environment`)."""
+
+    def __init__(self, words: list[str], arms: tuple[int, ...] = ()):
+        super().__init__(words)
+        self.arms = arms
+
+
+_ARM_IDS = itertools.count(1)  # each arm of a compound command a reader enters, an id of its own
+# the reserved words after which a compound command's next arm begins (`then`, `else`, a loop's `do`), and the mark
+# `_reserved_words_off` gives for a `case` item's pattern, where the item's begins
+_ARM_WORDS = {"then", "else", "elif", "do"}
+_CASE_ITEM = "a)"
 
 
 def _function_header(argv: list[str]) -> bool:
@@ -541,14 +555,19 @@ def _function_header(argv: list[str]) -> bool:
     return argv[0] == "function" or argv[0].endswith("()") or argv[1:2] == ["()"]
 
 
-def _reserved_words_off(argv: list[str], in_case: bool, body_next: bool = False) -> tuple[list[str], list[str]]:
+def _reserved_words_off(
+    argv: list[str], in_case: bool, body_next: bool = False, alternative: bool = False
+) -> tuple[list[str], list[str]]:
     """The words of the command a command line runs after the reserved words that begin it (`then srun -n 4 ...`:
-    `srun -n 4 ...`; `time -p srun ...`, `! srun ...`), [] for one that runs none (`fi`, `done < list`, `esac`, `}`,
-    a loop's header `for i in 1 2`, a function's `setup() {`); and the compound commands those words open (`if`,
-    `while`, `case`, `{`, a function's header with its body's `{`: "function"), in order. `in_case`: a `case` is the
-    innermost compound command, where a word ending in `)` at the start is an item's pattern (`a) srun ...`, after
-    `case "$M" in` on the same line too). `body_next`: the command before was a function's header without its body's
-    `{`, which this one's opens (no level of its own)."""
+    `srun -n 4 ...`; `time -p srun ...`, `! srun ...`, a subshell's `(srun ...`: `srun ...`), [] for one that runs
+    none (`fi`, `done < list`, `esac`, `}`, `)`, a loop's header `for i in 1 2`, a function's `setup() {`); and the
+    compound commands those words open (`if`, `while`, `case`, `{`, a subshell's `(`, a function's header with its
+    body's `{`: "function"), in order, with the words that begin an arm of the innermost (`then`, `else`, `elif`,
+    `do`, a `case` item's pattern: `_CASE_ITEM`). `in_case`: a `case` is the innermost compound command, where a word
+    ending in `)` at the start is an item's pattern (`a) srun ...`, `a ) ...`, after `case "$M" in` on the same line
+    too). `alternative`: the command is followed by a `|` that continues such a pattern (`a|b)`: `a`,
+    `_pattern_alternatives`), so its last word is one of the pattern's. `body_next`: the command before was a
+    function's header without its body's `{`, which this one's opens (no level of its own)."""
     if argv[0] in _CLOSES:
         return [], []
     index, opened = 0, []
@@ -568,18 +587,53 @@ def _reserved_words_off(argv: list[str], in_case: bool, body_next: bool = False)
             index, in_case = index + 3, True
             opened.append(word)
             continue
-        if word == "time" and argv[index + 1 : index + 2] == ["-p"]:  # bash's own `time`'s one option
+        if in_case and word == "(" and _pattern_begins(argv[index + 1 :], alternative):
+            index += 1  # a pattern's `(` of its own (`( a | b )`, `( a )`)
+            continue
+        if in_case and alternative and index == len(argv) - 1:
+            index += 1  # `a` of `a|b)`: the pattern goes on after the `|`
+        elif in_case and (word.endswith(")") or argv[index + 1 : index + 2] == [")"]) and word not in _OPENS:
+            index += 1 + (not word.endswith(")"))  # one pattern an item (`a)`, `(a)`, `b )` of `a | b )`)
+            opened.append(_CASE_ITEM)
+        elif word == "time" and argv[index + 1 : index + 2] == ["-p"]:  # bash's own `time`'s one option
             index += 2  # (`time -v srun ...` is GNU time's, left to the wrappers' reader, `_after_wrapper`)
         elif word in _BEFORE_A_COMMAND:
             index += 1
-            if word in _OPENS:
+            if word in _OPENS or word in _ARM_WORDS:
                 opened.append(word)
-        elif in_case and word.endswith(")"):
-            index += 1  # one pattern an item
+        elif word.startswith("(") and word[1:2] not in ("", "("):  # `(srun ...)`: a subshell, not `((` arithmetic
+            argv = [*argv[:index], "(", word[1:], *argv[index + 1 :]]
+            continue
         else:
             break
         in_case = False
     return argv[index:], opened
+
+
+def _pattern_begins(words: list[str], alternative: bool = False) -> bool:
+    """Whether a command's words begin with a `case` item's pattern: `a)`, `a )`; with `alternative`, its one word
+    (`a` of `a|b)`)."""
+    if alternative and len(words) == 1:
+        return True
+    return bool(words) and (words[0].endswith(")") or words[1:2] == [")"])
+
+
+def _pattern_alternatives(commands: list[list[str]]) -> set[int]:
+    """The indexes of the commands that are alternatives of a `case` item's pattern (`a|b)`: `a`), where a command
+    ends at each `|` (`split_shell`): each one followed by a `|`, with one word after its reserved words (`case "$M"
+    in a`, `(a`), and the commands after it such ones up to one that begins with the pattern's `)` (`b)`, `b )`)."""
+    found: set[int] = set()
+    run: list[int] = []
+    for index, argv in enumerate(commands):
+        if run and _pattern_begins(argv):
+            found.update(run)
+        if isinstance(argv, _Piped) and len(argv) >= 4 and argv[-4] == "case" and argv[-2] == "in":
+            run = [index]  # `case "$M" in a|b)`
+        elif isinstance(argv, _Piped) and (len(argv) == 1 or (len(argv) == 2 and argv[0] == "(")):
+            run.append(index)  # `a`, `(a`, `( a` of `( a | b )`
+        else:
+            run = []
+    return found
 
 
 def _assignments(argv: list[str]) -> tuple[list[tuple[str, str]], bool]:
@@ -627,6 +681,26 @@ def _assignments(argv: list[str]) -> tuple[list[tuple[str, str]], bool]:
     return pairs, bool(words) and not under_env and len(pairs) == len(words)
 
 
+def _subshell_closed(words: list[str]) -> tuple[list[str], int]:
+    """A command's words in a subshell without the `)`s that end it there (`srun python train.py )`, `train.py)`,
+    `(cd x && srun ...) > log`: the words after the `)` are the subshell's redirections), and how many subshells they
+    end: where the words' `)` outnumber their `(` (`$(nproc)`, `a=(1 2)` are whole)."""
+    balance = 0
+    for index, word in enumerate(words):
+        if ")" not in word:
+            balance += word.count("(")
+            continue
+        for at, char in enumerate(word):
+            if char == "(":
+                balance += 1
+            elif char == ")" and balance:
+                balance -= 1
+            elif char == ")":
+                rest = word[at:]
+                return [*words[:index], *([word[:at]] if at else [])], len(rest) - len(rest.lstrip(")"))
+    return words, 0
+
+
 class _ShellVariables:
     """A shell script's variables as its lines set them, in order: `DATA=s3://b/x` (or `export DATA=...`), a line of
     its own outside any `if`, loop, `case` or function, with a plain value (no `$(...)`, backticks or a variable not
@@ -635,25 +709,33 @@ class _ShellVariables:
     with a computed value: `${SLURM_GPUS_ON_NODE:-4}`), and anything `source` or `eval` may set, leaves it unknown (the
     `$` kept); one a function's body sets is never known after it (any later line may call it). A line's commands
     after one that sets a variable do not take the value the line began with (`N=4; srun -n $N`: bash expands each
-    command as it runs it). The launches' words (`_launches`) and the launch counts (`_shell_facts`) take them.
-    Which of them are exported (`export DATA`, `declare -x`, any set after `set -a`) is kept too: a child shell has
-    those alone (`child`)."""
+    command as it runs it). A subshell (`( ... )`) runs its commands once, in order: what it sets is known in it, as
+    at the top, and ends with its `)`. The launches' words (`_launches`) and the launch counts (`_shell_facts`) take
+    them. Which of them are exported (`export DATA`, `declare -x`, any set after `set -a`) is kept too: a child shell
+    has those alone (`child`)."""
 
-    def __init__(self):
+    def __init__(self, arms: tuple[int, ...] = ()):
         self.known: dict[str, str | None] = {}
         self.exported: set[str] = set()
         self.exporting = False  # `set -a` (allexport): each variable set is exported
         self.opened: list[str] = []  # the first word of each compound command the lines are in (`if`, `case`, `{`)
+        self.arms: list[int] = []  # the arm of each of them the lines are in now (`_BranchCommand.arms`)
+        self.base = arms  # the arms of the command that started this shell, where a branch's (`child`)
+        # what the shell had where each subshell (`( ...`) the lines are in began: what it sets ends with its `)`
+        self.subshells: list[tuple] = []
         self.body_next = False  # a function's header without its body's `{`, which the next command opens
         self.functions: list[int] = []  # the depth each function whose body the lines are in began at
         # the variables a function's body sets: a call of it, on any line after, may set them (never known again)
         self.deferred: set[str] = set()
 
-    def child(self) -> _ShellVariables:
+    def child(self, arms: tuple[int, ...] = ()) -> _ShellVariables:
         """The variables of a child shell this one starts (`bash <<'EOF'`): its exported ones; the others not known,
-        where the environment the script began with may have given the child one of that name."""
-        child = _ShellVariables()
-        child.known = {name: value if name in self.exported else None for name, value in self.known.items()}
+        where the environment the script began with may have given the child one of that name. `arms`: those of the
+        command that starts it, where it runs in a branch (`then bash -c '...'`): its commands run in that arm."""
+        child = _ShellVariables(arms)
+        child.known = dict(self.known)  # copied whole, then those not exported left unknown (a `-c` string a line)
+        if not self.exported.issuperset(self.known):
+            child.known.update(dict.fromkeys(self.known.keys() - self.exported))
         child.exported = set(self.exported)
         child.deferred = set(self.deferred)
         return child
@@ -661,6 +743,12 @@ class _ShellVariables:
     @property
     def depth(self) -> int:
         return len(self.opened)
+
+    @property
+    def branched(self) -> int:
+        """How many of the compound commands the lines are in may run their commands or not, or many times: all but
+        the subshells, which run theirs once, in order."""
+        return len(self.opened) - len(self.subshells)
 
     def environment(self) -> dict[str, str]:
         """The exported variables whose values are known: the environment of the commands the shell runs now (env
@@ -677,9 +765,10 @@ class _ShellVariables:
     def commands(self, line: str, expanding: _ShellVariables | None = None) -> list[list[str]]:
         """The line's commands' words, with the known variables' values in place (not inside single quotes), after the
         reserved words that begin them (`then srun ...`: `_reserved_words_off`), a `_BranchCommand` each where it runs
-        in a compound command or a function's body; notes what it sets. `expanding`: the shell that expands the line
-        first, where it is in the body of an unquoted here-document that this shell reads (`_ChildShells.expanding`).
-        ValueError for an unbalanced quote."""
+        in a compound command or a function's body; notes what it sets. A subshell's commands (`( ... )`) are between
+        `_CHILD_SHELL_BEGINS` and `_CHILD_SHELL_ENDS`: what they set ends with it. `expanding`: the shell that expands
+        the line first, where it is in the body of an unquoted here-document that this shell reads
+        (`_ChildShells.expanding`). ValueError for an unbalanced quote."""
         if expanding is not None:
             line = expanding._here_document_expanded(line)
         stripped = line.strip()
@@ -694,24 +783,50 @@ class _ShellVariables:
             before = self.known
             self.known = {name: None if name in changed else value for name, value in before.items()}
             commands, self.known = split_shell(self._expand(line)), before
-        read = []
-        for argv in commands:
+        return self.split_read(commands)
+
+    def split_read(self, commands: list[list[str]]) -> list[list[str]]:
+        """`commands`' part for commands split already (`split_shell`'s, of one line or of the job's command, where
+        `_CHILD_SHELL_BEGINS` and `_CHILD_SHELL_ENDS` are passed on as they are)."""
+        read: list[list[str]] = []
+        alternatives = _pattern_alternatives(commands) if len(commands) > 1 else ()
+        for index, argv in enumerate(commands):
+            if argv in (_CHILD_SHELL_BEGINS, _CHILD_SHELL_ENDS):
+                read.append(argv)
+                continue
             # `if ...`, `for ...`, `then if ...`, `main() {`; not the `{` of a function whose header came before it
-            words, opens = _reserved_words_off(argv, self.opened[-1:] == ["case"], self.body_next)
+            in_case = self.opened[-1:] == ["case"]
+            words, opens = _reserved_words_off(argv, in_case, self.body_next, index in alternatives)
             self.body_next = opens[-1:] == ["function"] and not any(word in ("{", "(") for word in argv[1:])
             for word in opens:  # the command's own words are in what it opens (`{ N=2; }`, `if N=2`)
+                if word in _ARM_WORDS or word == _CASE_ITEM:
+                    if self.arms:  # `then`, `else`, `do`, `a)`: the compound command's next arm
+                        self.arms[-1] = next(_ARM_IDS)
+                    continue
                 if word == "function":
                     self.functions.append(self.depth)
+                if word == "(":
+                    self.subshells.append(
+                        (dict(self.known), set(self.exported), self.exporting, set(self.deferred), self.depth)
+                    )
+                    read.append(_CHILD_SHELL_BEGINS)
                 self.opened.append(word)
+                self.arms.append(next(_ARM_IDS))
+            closing = 0
+            if words and self.subshells and self.depth == self.subshells[-1][-1] + 1:
+                words, closing = _subshell_closed(words)  # `srun ... )`, `(srun ...) > log`
             if words:
-                read.append(_BranchCommand(words) if self.opened else words)
+                if self.branched or self.base:
+                    read.append(_BranchCommand(words, (*self.base, *self.arms)))
+                else:
+                    read.append(words)
             pairs, only = _assignments(words) if words else ([], False)
-            plain = len(commands) == 1 and self.depth == 0 and only  # a line of its own, at the top
+            plain = len(commands) == 1 and self.branched == 0 and only  # a line of its own, at the top
             self._exports(words or argv, [name for name, _ in pairs] if only else [])
             for name, value in pairs:
                 known = plain and name not in self.deferred and _PLAIN_VALUE.fullmatch(value)
                 self.known[name] = value if known else None
-            if self.depth:  # in a branch, a loop, a `case` item, a function: `then N=2`, `do N=$i`, `a) N=2;;`
+            if self.branched:  # in a branch, a loop, a `case` item, a function: `then N=2`, `do N=$i`, `a) N=2;;`
                 for word in argv:
                     if (match := _ASSIGNMENT.fullmatch(word)) and not word.startswith("-"):
                         self.known[match.group(1)] = None
@@ -722,11 +837,29 @@ class _ShellVariables:
                 self.known = dict.fromkeys(self.known)
             elif first[0] in ("read", "unset", "getopts") or argv[0] in ("for", "select"):
                 self.known.update((word, None) for word in (words or argv)[1:] if word.isidentifier())
-            if argv[0] in _CLOSES and self.opened:
-                self.opened.pop()
+            if argv[0] in _CLOSES and self.opened:  # `fi`, `)`; and a subshell's `)` after it: `( if ...; fi )`
+                closing = 1 + self._close()
+                read += [_CHILD_SHELL_ENDS] * (closing - 1)
+                if self.subshells and self.depth == self.subshells[-1][-1] + 1:
+                    closing = _subshell_closed(argv[1:])[1]
+                else:
+                    closing = 0
+            for _ in range(closing):
+                if self._close():
+                    read.append(_CHILD_SHELL_ENDS)
             while self.functions and self.depth <= self.functions[-1]:
                 self.functions.pop()
         return read
+
+    def _close(self) -> bool:
+        """Leaves the innermost compound command; True where it is a subshell, whose settings end with it."""
+        if not self.opened:
+            return False
+        self.arms.pop()
+        if self.opened.pop() != "(" or not self.subshells:
+            return False
+        self.known, self.exported, self.exporting, self.deferred, _ = self.subshells.pop()
+        return True
 
     def _set_before_last(self, commands: list[list[str]]) -> set[str]:
         """The known variables that a line's commands before its last may set (their `NAME=value` words, `read`'s,
@@ -3082,6 +3215,29 @@ def _wrapped(words: list[str]) -> str | None:
     return None
 
 
+def _arm_set(argv: list[str], set_here: dict[str, str], arm_values: dict[str, tuple]) -> dict[str, str]:
+    """What srun's input variables one command sets (`_srun_environment`) make of the environment of the commands
+    after it: where it runs in a branch (`_BranchCommand`: `then export SLURM_NTASKS=2`), not known (it may not run,
+    or not last), its values noted in `arm_values` for the commands later in its arm (`_arm_environment`); elsewhere
+    its values, over any a branch noted."""
+    if isinstance(argv, _BranchCommand):
+        arm_values.update((name, (argv.arms, value)) for name, value in set_here.items())
+        return dict.fromkeys(set_here, _UNKNOWN)
+    for name in set_here:
+        arm_values.pop(name, None)
+    return set_here
+
+
+def _arm_environment(argv: list[str], environment: dict[str, str], arm_values: dict[str, tuple]) -> dict[str, str]:
+    """srun's input variables as a command sees them: the environment, with the values a branch set last where the
+    command runs later in that arm (`if x; then export SLURM_NTASKS=2; srun ...`, in a branch inside it too), not in
+    another (`else srun ...`, the next `case` item, after the `fi`)."""
+    if not arm_values or not isinstance(argv, _BranchCommand):
+        return environment
+    own = {name: value for name, (arms, value) in arm_values.items() if argv.arms[: len(arms)] == arms}
+    return {**environment, **own} if own else environment
+
+
 def _allocated_commands(
     commands: list[list[str]],
     allocation: dict[str, str] | None = None,
@@ -3106,21 +3262,23 @@ def _allocated_commands(
     allocation = allocation or {}
     environment = dict(environment or {})  # srun's input variables set so far (`_SRUN_ENVIRONMENT`)
     names = set(assigned)
+    arm_values: dict[str, tuple] = {}  # srun's input variables a branch set, known in its arm (`_arm_set`)
     numbered, shells = _child_shell_commands(commands)  # what a `bash <<EOF` body sets ends with it
 
     def read(argv: list[str]) -> None:
         pairs, only = _assignments(argv)
         if only or argv[0] in _DECLARATIONS or argv[0] == "unset":
-            environment.update(_srun_environment(argv, pairs, environment, allocation))
+            environment.update(_arm_set(argv, _srun_environment(argv, pairs, environment, allocation), arm_values))
         if only or argv[0] in _DECLARATIONS:
             names.update(key for key, _ in pairs)
         if _environment_reset(argv):  # `sudo srun ...`: none of it reaches the command
             out.append((argv, {}, frozenset()))
         else:
-            out.append((argv, {**allocation, **_environment_options(environment)}, frozenset(names)))
+            seen = _arm_environment(argv, environment, arm_values)
+            out.append((argv, {**allocation, **_environment_options(seen)}, frozenset(names)))
 
     for number, argv in numbered:
-        environment, names = shells.at(number, (environment, names))
+        environment, names, arm_values = shells.at(number, (environment, names, arm_values))
         allocating = _allocator(argv) if submitting else None
         runs = None
         if allocating is not None and allocating[0] == "salloc" and allocating[2]:
@@ -3830,13 +3988,19 @@ def _shell_text(line: str) -> str:
     return "".join(out)
 
 
+class _Piped(list):
+    """A simple command's words where a `|` follows it (`_commands`): maybe an alternative of a `case` item's pattern
+    (`a|b)`, `_pattern_alternatives`)."""
+
+
 def _commands(tokens: list[str]) -> list[list[str]]:
-    """Split a token list at ; && || | & into simple commands; $(...) contents are left as words."""
+    """Split a token list at ; && || | & into simple commands (one a `|` follows a `_Piped`); $(...) contents are left
+    as words."""
     commands, current = [], []
     for token in tokens:
         if token in (";", "&&", "||", "|", "&", "|&", ";;", ";&", ";;&"):  # `;;` and the like end a `case` item
             if current:
-                commands.append(current)
+                commands.append(_Piped(current) if token in ("|", "|&") else current)
             current = []
         else:
             current.append(token)
@@ -3911,6 +4075,49 @@ def _command_string(argv: list[str]) -> str | None:
     return argv[index] if reads_string and index < len(argv) else None
 
 
+def _wrapped_command_string(argv: list[str]) -> tuple[list[str], str] | None:
+    """The `-c` string a shell runs (`_command_string`), with the words of the wrappers it runs under (`srun -n 2 bash
+    -c '...'`: `srun -n 2`, which runs it in each task; `nohup`, `env X=1`, `time`): [] for a shell that is the
+    command's program. None for none, and under a wrapper whose command is not its own words (`env -S '...'`)."""
+    if (string := _command_string(argv)) is not None:
+        return [], string
+    words = _without_assignments(argv)
+    if not words or not _wrapper(words[0]):
+        return None
+    while words and _wrapper(words[0]):
+        if _is_srun(words[0]):  # its program: a launcher, python, a script, or a shell (`srun sh -c '...'`)
+            shell = (
+                i for i, w in enumerate(words[1:], 1) if _srun_program(w) or w.rsplit("/", 1)[-1] in _SHELL_PROGRAMS
+            )
+            start = next(shell, None)
+            words = words[start:] if start is not None else []
+        else:
+            rest = _after_wrapper(words)
+            words = rest if rest and words[len(words) - len(rest) :] == rest else []
+    if not words or (string := _command_string(words)) is None:
+        return None
+    return argv[: len(argv) - len(words)], string
+
+
+_IN_THE_SHELL = ("cd", "set", "unset", "source", ".", "shift", *_DECLARATIONS)  # what a child shell itself does
+
+
+def _under_wrapper(read: list[list[str]], wrapper: list[str]) -> list[list[str]]:
+    """The commands a wrapped shell's `-c` string runs (`_wrapped_command_string`), each that runs a program under the
+    wrapper's words (`srun -n 2 torchrun ...`: srun runs the shell, so its commands, in each task), the shell's own
+    settings as they are (`export X=1`, `cd /work`)."""
+    out: list[list[str]] = []
+    for argv in read:
+        if argv in (_CHILD_SHELL_BEGINS, _CHILD_SHELL_ENDS) or not wrapper:
+            out.append(argv)
+            continue
+        if argv[0] not in _IN_THE_SHELL and not _assignments(argv)[1]:
+            wrapped = [*wrapper, *argv]
+            argv = _BranchCommand(wrapped, argv.arms) if isinstance(argv, _BranchCommand) else wrapped
+        out.append(argv)
+    return out
+
+
 def split_command(command: str) -> list[list[str]]:
     """The simple commands of the job's submitted command line (`split_shell`), a shell's `-c` string read as the
     commands it runs in its place: a Kubernetes container's `["/bin/bash", "-c", "pip install ...\ntorchrun ..."]`
@@ -3923,7 +4130,15 @@ def split_command(command: str) -> list[list[str]]:
 def _marked_commands(command: str) -> list[list[str]]:
     """`split_command`'s commands, with where those a child shell reads from a here-document begin and end
     (`_split_marking_shells`), for what they set to end with that shell (`_child_shell_commands`)."""
-    return _command_strings_read(_split_marking_shells(command), _COMMAND_STRING_DEPTH)
+    return _command_strings_read(_shell_commands(command), _COMMAND_STRING_DEPTH)
+
+
+def _shell_commands(text: str, arms: tuple[int, ...] = ()) -> list[list[str]]:
+    """`_split_marking_shells`' commands of a command line read as a script's line is (`_ShellVariables.split_read`):
+    after the reserved words that begin them (`if true; then srun ...`), a `_BranchCommand` each in a compound command,
+    a subshell's between `_CHILD_SHELL_BEGINS` and `_CHILD_SHELL_ENDS`. `arms`: those of the command whose `-c` string
+    the text is, where it runs in a branch (`_ShellVariables.child`)."""
+    return _ShellVariables(arms).split_read(_split_marking_shells(text))
 
 
 def _child_shell_commands(commands: list[list[str]]) -> tuple[list[tuple[int, list[str]]], _ChildShells]:
@@ -3950,13 +4165,14 @@ def _command_strings_read(commands: list[list[str]], depth: int) -> list[list[st
     SLURM_NTASKS=2'` gives a later srun nothing), while it starts with what was exported before it."""
     out = []
     for argv in commands:
-        string = _command_string(argv) if depth else None
+        found = _wrapped_command_string(argv) if depth else None
         try:
-            if string is None:
+            if found is None:
                 out.append(argv)
             else:
-                read = _command_strings_read(_split_marking_shells(string), depth - 1)
-                out.extend([_CHILD_SHELL_BEGINS, *read, _CHILD_SHELL_ENDS])
+                arms = argv.arms if isinstance(argv, _BranchCommand) else ()  # `then bash -c '...'`: in that arm
+                read = _command_strings_read(_shell_commands(found[1], arms), depth - 1)
+                out.extend([_CHILD_SHELL_BEGINS, *_under_wrapper(read, found[0]), _CHILD_SHELL_ENDS])
         except ValueError:
             out.append(argv)
     return out
@@ -3972,16 +4188,19 @@ def _script_line_commands(
     end with it. A string with an unbalanced quote is left as the shell's command. ValueError for such a line."""
     out = []
     for argv in variables.commands(line, expanding):
-        string = _command_string(argv) if depth else None
-        if string is None:
+        found = (
+            _wrapped_command_string(argv) if depth and argv not in (_CHILD_SHELL_BEGINS, _CHILD_SHELL_ENDS) else None
+        )
+        if found is None:
             out.append(argv)
             continue
+        arms = argv.arms if isinstance(argv, _BranchCommand) else ()
         try:
-            read = _script_line_commands(variables.child(), string, None, depth - 1)
+            read = _script_line_commands(variables.child(arms), found[1], None, depth - 1)
         except ValueError:
             out.append(argv)
             continue
-        out += [_CHILD_SHELL_BEGINS, *read, _CHILD_SHELL_ENDS]
+        out += [_CHILD_SHELL_BEGINS, *_under_wrapper(read, found[0]), _CHILD_SHELL_ENDS]
     return out
 
 
@@ -4046,11 +4265,12 @@ def _shell_facts(
     ran: list[tuple] = []  # the commands that may run another script, with their allocation (`ScriptEvidence.runs`)
     variables = _ShellVariables()  # the values of its plain variables (`NGPUS=4`, then `srun -n $NGPUS`)
     shells = _ChildShells(text)  # what a `bash <<EOF` body sets ends with it
-    scopes: list[tuple] = []  # the state before each `bash -c '...'` string read now (`_script_line_commands`)
+    scopes: list[tuple] = []  # the state before each `bash -c '...'` string or subshell read now
+    arm_values: dict[str, tuple] = {}  # srun's input variables a branch set, known in its arm (`_arm_set`)
     for number, line in _logical_lines(text):
-        state = (environment, environment_at, assigned, variables)
-        state = shells.at(number, state, lambda parent, _: (*parent[:3], parent[3].child()))
-        environment, environment_at, assigned, variables = state
+        state = (environment, environment_at, assigned, arm_values, variables)
+        state = shells.at(number, state, lambda parent, _: (*parent[:4], parent[4].child()))
+        environment, environment_at, assigned, arm_values, variables = state
         stripped = line.strip()
         # sbatch(1): "The batch script may contain options preceded with "#SBATCH" before any executable commands in
         # the script. sbatch will stop processing further #SBATCH directives once the first non-comment
@@ -4078,25 +4298,25 @@ def _shell_facts(
         commanded = True
         try:
             expanding = shells.expanding()  # an unquoted `bash <<EOF` body's words, as the script expands them
-            commands = _script_line_commands(variables, line, expanding[3] if expanding else None)
+            commands = _script_line_commands(variables, line, expanding[4] if expanding else None)
         except ValueError:
             evidence.parse_errors.append(f"{path}:{number}: unbalanced quotes")
             continue
         for argv in commands:
             if not argv:
                 continue
-            if argv == _CHILD_SHELL_BEGINS:  # a `-c` string's child shell: what it sets ends with it
-                scopes.append(copy.deepcopy((environment, environment_at, assigned)))
+            if argv == _CHILD_SHELL_BEGINS:  # a `-c` string's child shell, a subshell: what it sets ends with it
+                scopes.append((dict(environment), dict(environment_at), set(assigned), dict(arm_values)))
                 continue
             if argv == _CHILD_SHELL_ENDS:
-                environment, environment_at, assigned = scopes.pop()
+                if scopes:
+                    environment, environment_at, assigned, arm_values = scopes.pop()
                 continue
             pairs, only = _assignments(argv)
             if only or argv[0] in _DECLARATIONS or argv[0] == "unset":
                 base = {} if submitted is None else _job_tasks({**allocation, **given})
                 if set_here := _srun_environment(argv, pairs, environment, base):
-                    if isinstance(argv, _BranchCommand):  # `then export SLURM_NTASKS=2`: may not run, or not last
-                        set_here = dict.fromkeys(set_here, _UNKNOWN)
+                    set_here = _arm_set(argv, set_here, arm_values)  # `then export SLURM_NTASKS=2`: in its arm
                     environment |= set_here
                     environment_at |= dict.fromkeys(set_here, number)
                     options = {key: value for key, value in _environment_options(set_here).items() if value != _UNKNOWN}
@@ -4111,7 +4331,7 @@ def _shell_facts(
                 continue  # runs no program
             # the allocation srun takes its tasks from: the batch job's (sbatch's command line over #SBATCH lines)
             current = {} if submitted is None else _job_tasks({**allocation, **given})
-            exported = _environment_options(environment)
+            exported = _environment_options(_arm_environment(argv, environment, arm_values))
             current |= exported  # the script's exports over the allocation's own
             if "ntasks" in exported:
                 current.pop(_TASKS_FROM_LAYOUT, None)  # the count is the export's, not the layout's

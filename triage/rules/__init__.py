@@ -403,7 +403,20 @@ from triage.rules.registry import RULES, THRESHOLDS, Finding, Status, TriageResu
 #      `${NAME:-word}` / `${NAME-word}` is NAME's value where the script set it plainly, never for `SLURM_*`
 #      (`${SLURM_GPUS_ON_NODE:-4}` stays unknown); a function whose `{` is on the line after its header no longer
 #      leaves every line after it one level too deep (read as in a branch)
-RULES_REVISION = 12
+#  13  2026-12-07: script reading (revision 12 was released): the job's command is read as a script's line is: a
+#      command after a shell's reserved words (`if true; then srun -n 4 python train.py; fi`, `for i in 1; do torchrun
+#      ...; done`, `case $M in a) srun ...;; esac`, `{ srun ...; }`, in its `bash -c` strings too) was a command whose
+#      program is the reserved word, its launch not seen, and what a branch there exports for srun is not known after
+#      it (it gave the srun after the `fi` its tasks); a subshell's parentheses are no words (`( srun -n 4 python
+#      train.py )` gave train.py a `)` argument and left every later line read as in a branch; `(srun ...)` ran a
+#      program `(srun`: not seen) and what it sets or exports ends with its `)`; a `case` item's pattern of several
+#      alternatives is one pattern (`python|torchrun) srun ...` read a launch `python` of unknown count; `a | b )`
+#      hid the item's launch); a `-c` string under a wrapper is read, its commands under the wrapper's words (`srun
+#      -n 2 bash -c 'torchrun --nproc_per_node=4 train.py'`: 8 processes, where the launch was not seen; `nohup bash
+#      -c '...'`, `sudo bash -c '...'`); and srun's input variables a branch exports are known later in that same arm
+#      (`then export SLURM_NTASKS=2; srun python t.py`: 2 tasks, where it was not known), still not after it nor in
+#      another arm (`else`, `elif`, another `case` item) nor after an inner branch that sets them
+RULES_REVISION = 13
 
 __all__ = [
     "RULES",
