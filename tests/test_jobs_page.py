@@ -65,10 +65,12 @@ def test_the_utilization_source_menu_says_its_choices_in_plain_words(client, ope
     page = client.get(reverse("dashboard:job-list"), {"util_source": "slurm_step_accounting"}).content.decode()
     menu = page.split('name="util_source"')[1].split("</select>")[0]
     assert [text for _, text in re.findall(r'<option value="([^"]*)"[^>]*>([^<]*)</option>', menu)] == [
-        "Utilization from any source",
-        "Utilization from GPU samples",
-        "Utilization from Slurm&#x27;s average",
+        "Any source",
+        "From GPU samples",
+        "From Slurm&#x27;s average",
     ]
+    # Each option reads on after the menu's visible name.
+    assert re.search(r'<span class="muted">Utilization figure</span>\s*<select name="util_source"', page)
     assert '<option value="slurm_step_accounting" selected>' in menu
     assert "util source" not in page.lower()
 

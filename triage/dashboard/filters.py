@@ -108,15 +108,16 @@ class JobFilter(django_filters.FilterSet):
     )
     # `?util_source=slurm_step_accounting`: the jobs whose figure is Slurm's step-accounting average
     # (marked Slurm avg), which the overview and a team's page link to; `samples`: those from GPU samples.
-    # Its options say what they choose in plain words, each whole (the menu stands unlabelled among the
-    # others): "Any util source" was jargon. The API's filter keeps UTIL_SOURCE_CHOICES.
+    # Its options say what they choose in plain words after the menu's visible name, "Utilization figure":
+    # "Any util source" was jargon, and "Utilization from any source" was cut to "Utilization from any so…" on a
+    # 320 px phone once the name stood beside the menu. The API's filter keeps UTIL_SOURCE_CHOICES.
     util_source = django_filters.ChoiceFilter(
         choices=[
-            ("samples", "Utilization from GPU samples"),
-            ("slurm_step_accounting", "Utilization from Slurm's average"),
+            ("samples", "From GPU samples"),
+            ("slurm_step_accounting", "From Slurm's average"),
         ],
         method="with_util_source",
-        empty_label="Utilization from any source",
+        empty_label="Any source",
         label="Where the utilization figure came from",
         widget=forms.Select(attrs={"aria-label": "Where the utilization figure came from"}),
     )
