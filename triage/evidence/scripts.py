@@ -18,6 +18,7 @@ import shlex
 import threading
 import tokenize
 from collections import OrderedDict
+from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 
 import yaml
@@ -701,6 +702,38 @@ def _subshell_closed(words: list[str]) -> tuple[list[str], int]:
     return words, 0
 
 
+class _ExportedOnly(Mapping):
+    """A child shell's view of the variables of the shell that starts it (`_ShellVariables.child`): the exported ones'
+    values, None for the others. Read, never written: the child copies it where it first sets something (`_own`), so
+    a `-c` string or a subshell that sets nothing costs no copy of a script's thousands of variables."""
+
+    __slots__ = ("known", "exported")
+
+    def __init__(self, known: Mapping[str, str | None], exported: set[str]):
+        self.known, self.exported = known, exported
+
+    def __getitem__(self, name: str) -> str | None:
+        value = self.known[name]
+        return value if name in self.exported else None
+
+    def get(self, name: str, default=None):
+        return self[name] if name in self.known else default
+
+    def __contains__(self, name) -> bool:
+        return name in self.known
+
+    def __iter__(self):
+        return iter(self.known)
+
+    def __len__(self) -> int:
+        return len(self.known)
+
+    def copy(self) -> dict[str, str | None]:
+        known = dict(self.known)
+        known.update(dict.fromkeys(known.keys() - self.exported))
+        return known
+
+
 class _ShellVariables:
     """A shell script's variables as its lines set them, in order: `DATA=s3://b/x` (or `export DATA=...`), a line of
     its own outside any `if`, loop, `case` or function, with a plain value (no `$(...)`, backticks or a variable not
@@ -727,17 +760,26 @@ class _ShellVariables:
         self.functions: list[int] = []  # the depth each function whose body the lines are in began at
         # the variables a function's body sets: a call of it, on any line after, may set them (never known again)
         self.deferred: set[str] = set()
+        # `known`, `exported` and `deferred` are shared with a child shell or a subshell's saved state: copied before
+        # this shell sets anything (`_own`), not each time a child or a subshell begins
+        self.shared = False
+
+    def _own(self) -> None:
+        """Copies the variables this shell shares (`shared`) before it changes them."""
+        if self.shared:
+            self.known = self.known.copy()
+            self.exported = set(self.exported)
+            self.deferred = set(self.deferred)
+            self.shared = False
 
     def child(self, arms: tuple[int, ...] = ()) -> _ShellVariables:
         """The variables of a child shell this one starts (`bash <<'EOF'`): its exported ones; the others not known,
         where the environment the script began with may have given the child one of that name. `arms`: those of the
         command that starts it, where it runs in a branch (`then bash -c '...'`): its commands run in that arm."""
         child = _ShellVariables(arms)
-        child.known = dict(self.known)  # copied whole, then those not exported left unknown (a `-c` string a line)
-        if not self.exported.issuperset(self.known):
-            child.known.update(dict.fromkeys(self.known.keys() - self.exported))
-        child.exported = set(self.exported)
-        child.deferred = set(self.deferred)
+        child.known = _ExportedOnly(self.known, self.exported)  # copied where either shell sets something (`_own`)
+        child.exported, child.deferred = self.exported, self.deferred
+        child.shared = self.shared = True
         return child
 
     @property
@@ -805,10 +847,9 @@ class _ShellVariables:
                     continue
                 if word == "function":
                     self.functions.append(self.depth)
-                if word == "(":
-                    self.subshells.append(
-                        (dict(self.known), set(self.exported), self.exporting, set(self.deferred), self.depth)
-                    )
+                if word == "(":  # kept as they are; copied where the subshell sets something (`_own`)
+                    self.subshells.append((self.known, self.exported, self.exporting, self.deferred, self.depth))
+                    self.shared = True
                     read.append(_CHILD_SHELL_BEGINS)
                 self.opened.append(word)
                 self.arms.append(next(_ARM_IDS))
@@ -823,12 +864,15 @@ class _ShellVariables:
             pairs, only = _assignments(words) if words else ([], False)
             plain = len(commands) == 1 and self.branched == 0 and only  # a line of its own, at the top
             self._exports(words or argv, [name for name, _ in pairs] if only else [])
+            if pairs:
+                self._own()
             for name, value in pairs:
                 known = plain and name not in self.deferred and _PLAIN_VALUE.fullmatch(value)
                 self.known[name] = value if known else None
             if self.branched:  # in a branch, a loop, a `case` item, a function: `then N=2`, `do N=$i`, `a) N=2;;`
                 for word in argv:
                     if (match := _ASSIGNMENT.fullmatch(word)) and not word.startswith("-"):
+                        self._own()
                         self.known[match.group(1)] = None
                         if self.functions:  # set where the function is called, any line after this
                             self.deferred.add(match.group(1))
@@ -836,6 +880,7 @@ class _ShellVariables:
             if first[0] in ("source", ".", "eval"):
                 self.known = dict.fromkeys(self.known)
             elif first[0] in ("read", "unset", "getopts") or argv[0] in ("for", "select"):
+                self._own()
                 self.known.update((word, None) for word in (words or argv)[1:] if word.isidentifier())
             if argv[0] in _CLOSES and self.opened:  # `fi`, `)`; and a subshell's `)` after it: `( if ...; fi )`
                 closing = 1 + self._close()
@@ -859,6 +904,7 @@ class _ShellVariables:
         if self.opened.pop() != "(" or not self.subshells:
             return False
         self.known, self.exported, self.exporting, self.deferred, _ = self.subshells.pop()
+        self.shared = True  # what it had may still be a child's, or an outer subshell's
         return True
 
     def _set_before_last(self, commands: list[list[str]]) -> set[str]:
@@ -916,6 +962,8 @@ class _ShellVariables:
     def _exports(self, argv: list[str], assigned: list[str]) -> None:
         """Notes which variables one command exports: `export NAME[=value]`, `declare -x`, `export -n` (no longer),
         `unset`, and under `set -a` (`set -o allexport`, to `set +a`) those it assigns."""
+        if argv[0] in ("export", "declare", "typeset", "unset") or (self.exporting and assigned):
+            self._own()
         if argv[0] == "export" or (argv[0] in ("declare", "typeset") and any(_DECLARE_X.fullmatch(w) for w in argv)):
             names = {word.partition("=")[0] for word in argv[1:] if not word.startswith(("-", "+"))}
             if "-n" in argv[1:]:
@@ -4267,6 +4315,7 @@ def _shell_facts(
     shells = _ChildShells(text)  # what a `bash <<EOF` body sets ends with it
     scopes: list[tuple] = []  # the state before each `bash -c '...'` string or subshell read now
     arm_values: dict[str, tuple] = {}  # srun's input variables a branch set, known in its arm (`_arm_set`)
+    assigned_shared = False  # `assigned` is a scope's in `scopes` too: copied before a child shell sets a name
     for number, line in _logical_lines(text):
         state = (environment, environment_at, assigned, arm_values, variables)
         state = shells.at(number, state, lambda parent, _: (*parent[:4], parent[4].child()))
@@ -4306,11 +4355,15 @@ def _shell_facts(
             if not argv:
                 continue
             if argv == _CHILD_SHELL_BEGINS:  # a `-c` string's child shell, a subshell: what it sets ends with it
-                scopes.append((dict(environment), dict(environment_at), set(assigned), dict(arm_values)))
+                # kept as they are, `assigned` (a name each the script set so far) copied where the child sets one
+                scopes.append((environment, environment_at, assigned, arm_values))
+                environment, environment_at, arm_values = dict(environment), dict(environment_at), dict(arm_values)
+                assigned_shared = True
                 continue
             if argv == _CHILD_SHELL_ENDS:
                 if scopes:
                     environment, environment_at, assigned, arm_values = scopes.pop()
+                    assigned_shared = bool(scopes)
                 continue
             pairs, only = _assignments(argv)
             if only or argv[0] in _DECLARATIONS or argv[0] == "unset":
@@ -4322,7 +4375,9 @@ def _shell_facts(
                     options = {key: value for key, value in _environment_options(set_here).items() if value != _UNKNOWN}
                     if fact := _layout_fact(path, number, stripped, [], options):
                         evidence.facts.append(fact)
-            if only or argv[0] in _DECLARATIONS:
+            if (only or argv[0] in _DECLARATIONS) and pairs:
+                if assigned_shared:
+                    assigned, assigned_shared = set(assigned), False
                 assigned.update(key for key, _ in pairs)
             for key, value in pairs:
                 if key in _ENV_FACTS:
