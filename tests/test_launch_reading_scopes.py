@@ -3,7 +3,8 @@ string (or `sh -c`) exports ends with that child shell, and a subshell's with it
 is a script of its own, whose `bash <<EOF` bodies are child shells as a script's are; a batch script is read in the
 language its first line runs it with, whatever its name (sacct's `batch_script.sh` of a `#!/usr/bin/env python3`
 job); env's `-S` string takes `${NAME}` from the environment env starts in, where the script shows it; and the job's
-command is read as a script's line is (section 9)."""
+command is read as a script's line is (section 9); a plain variable a branch sets is known later in that branch
+(section 10)."""
 
 from __future__ import annotations
 
@@ -608,3 +609,48 @@ def test_an_srun_input_variable_a_branch_exports_is_known_in_that_branch(run_sh,
 )
 def test_an_srun_input_variable_a_branch_of_the_jobs_command_exports_is_known_in_that_branch(command, expected):
     assert command_launches(command) == expected
+
+
+# --- 10. a plain variable a branch sets, known later in that branch ----------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("run_sh", "processes"),
+    [
+        ('if [ -n "$BIG" ]; then NGPUS=8; torchrun --nproc_per_node=$NGPUS train.py; fi', 8),
+        ('if [ -n "$BIG" ]; then\n  NGPUS=8\n  torchrun --nproc_per_node=$NGPUS train.py\nfi', 8),
+        ('NGPUS=4\nif [ -n "$BIG" ]; then\n  NGPUS=8\n  torchrun --nproc_per_node "${NGPUS}" train.py\nfi', 8),
+        ("for i in 1 2; do NGPUS=2; torchrun --nproc_per_node=$NGPUS train.py; done", 2),
+        ('case "$M" in\n  a|b)\n    NGPUS=2\n    torchrun --nproc_per_node=$NGPUS train.py;;\nesac', 2),
+        ("if a; then NGPUS=8; if b; then torchrun --nproc_per_node=$NGPUS train.py; fi; fi", 8),  # a branch in it
+        ("if a; then\n  N=2\n  NGPUS=$N\n  torchrun --nproc_per_node=$NGPUS train.py\nfi", 2),  # from one it set
+        ("if a; then N=2; srun -n $N python train.py; fi", 2),
+        # not known: after the branch, in another arm or item, after an inner branch that sets it, set again
+        ('NGPUS=4\nif [ -n "$BIG" ]; then NGPUS=8; fi; torchrun --nproc_per_node=$NGPUS train.py', None),
+        ('if [ -n "$BIG" ]; then\n  NGPUS=8\nfi\ntorchrun --nproc_per_node=$NGPUS train.py', None),
+        ("if a; then NGPUS=8; else torchrun --nproc_per_node=$NGPUS train.py; fi", None),
+        ("if a; then\n  NGPUS=8\nelse\n  torchrun --nproc_per_node=$NGPUS train.py\nfi", None),
+        ("if a; then NGPUS=8; elif b; then torchrun --nproc_per_node=$NGPUS train.py; fi", None),
+        ('case "$M" in\n  a) NGPUS=8;;\n  b) torchrun --nproc_per_node=$NGPUS train.py;;\nesac', None),
+        ("if a; then NGPUS=8; if b; then NGPUS=2; fi; torchrun --nproc_per_node=$NGPUS train.py; fi", None),
+        ("if a; then\n  NGPUS=8\n  NGPUS=$(nproc)\n  torchrun --nproc_per_node=$NGPUS train.py\nfi", None),
+        ("if a; then\n  NGPUS=8\n  source env.sh\n  torchrun --nproc_per_node=$NGPUS train.py\nfi", None),
+        ("if a; then NGPUS=8; fi\nif b; then torchrun --nproc_per_node=$NGPUS train.py; fi", None),
+        ("if a; then NGPUS=8; torchrun --nproc_per_node='$NGPUS' train.py; fi", None),  # single quotes: no value
+    ],
+)
+def test_a_plain_variable_a_branch_sets_is_known_later_in_that_branch(run_sh, processes):
+    # `then NGPUS=8; torchrun --nproc_per_node=$NGPUS` ran 8 processes; it was not known, as after the branch
+    assert _counts(run_sh) == [processes]
+
+
+def test_one_process_launched_by_a_variable_its_branch_set_on_eight_gpus_is_unused_gpus():
+    # `then NGPUS=1; torchrun --nproc_per_node=$NGPUS ...` read as an unknown count: seven idle GPUs not told as unused
+    run_sh = '#!/bin/bash\nif [ -n "$SMALL" ]; then\n  NGPUS=1\n  torchrun --nproc_per_node=$NGPUS train.py\nfi\n'
+    scripts = [("run.sh", run_sh), ("train.py", "import torch\n")]
+    assert oversubscription(scripts=scripts).sub_cause == "unused_gpus"
+
+
+def test_a_scripts_option_from_a_variable_its_branch_set_is_read():
+    run_sh = '#!/bin/bash\nif [ -n "$FAST" ]; then\n  W=8\n  python train.py --workers $W\nfi\n'
+    assert _workers(run_sh) == [8]

@@ -763,6 +763,10 @@ class _ShellVariables:
         # `known`, `exported` and `deferred` are shared with a child shell or a subshell's saved state: copied before
         # this shell sets anything (`_own`), not each time a child or a subshell begins
         self.shared = False
+        # the plain values the branches set, known to the commands later in the same arm (`_arm_set`'s, per name:
+        # the arms it was set in, and the value), and those a line's command is expanded with again (`_in_arm`)
+        self.arm_values: dict[str, tuple] = {}
+        self.extra: dict[str, str | None] = {}
 
     def _own(self) -> None:
         """Copies the variables this shell shares (`shared`) before it changes them."""
@@ -820,16 +824,19 @@ class _ShellVariables:
         if "$" in line and any(value is not None for value in self.known.values()):
             expanded = self._expand(line)
         commands = split_shell(expanded)  # not stripped: a backslash and a blank at its end are a word
+        changed: set[str] = set()
         if len(commands) > 1 and expanded is not line and (changed := self._set_before_last(commands)):
             # bash expands each command as it runs it: `N=4; srun -n $N` does not take the N the line began with
             before = self.known
             self.known = {name: None if name in changed else value for name, value in before.items()}
             commands, self.known = split_shell(self._expand(line)), before
-        return self.split_read(commands)
+        return self.split_read(commands, (line, changed))
 
-    def split_read(self, commands: list[list[str]]) -> list[list[str]]:
+    def split_read(self, commands: list[list[str]], source: tuple[str, set[str]] | None = None) -> list[list[str]]:
         """`commands`' part for commands split already (`split_shell`'s, of one line or of the job's command, where
-        `_CHILD_SHELL_BEGINS` and `_CHILD_SHELL_ENDS` are passed on as they are)."""
+        `_CHILD_SHELL_BEGINS` and `_CHILD_SHELL_ENDS` are passed on as they are). `source`: the line they were split
+        from and the names its commands before its last set (`_set_before_last`), for a command in a branch to be
+        expanded again with the values set before it in its arm (`_in_arm`)."""
         read: list[list[str]] = []
         alternatives = _pattern_alternatives(commands) if len(commands) > 1 else ()
         for index, argv in enumerate(commands):
@@ -853,6 +860,8 @@ class _ShellVariables:
                     read.append(_CHILD_SHELL_BEGINS)
                 self.opened.append(word)
                 self.arms.append(next(_ARM_IDS))
+            if words and self.arm_values and source is not None:
+                words = self._in_arm(words, argv, index, commands, source)
             closing = 0
             if words and self.subshells and self.depth == self.subshells[-1][-1] + 1:
                 words, closing = _subshell_closed(words)  # `srun ... )`, `(srun ...) > log`
@@ -866,22 +875,32 @@ class _ShellVariables:
             self._exports(words or argv, [name for name, _ in pairs] if only else [])
             if pairs:
                 self._own()
+            in_arm = set()  # `then N=2`: known later in that arm (`_in_arm`), not after it
             for name, value in pairs:
                 known = plain and name not in self.deferred and _PLAIN_VALUE.fullmatch(value)
                 self.known[name] = value if known else None
+                if only and self.branched and name not in self.deferred and _PLAIN_VALUE.fullmatch(value):
+                    self.arm_values[name] = ((*self.base, *self.arms), value)
+                    in_arm.add(name)
+                else:
+                    self.arm_values.pop(name, None)
             if self.branched:  # in a branch, a loop, a `case` item, a function: `then N=2`, `do N=$i`, `a) N=2;;`
                 for word in argv:
                     if (match := _ASSIGNMENT.fullmatch(word)) and not word.startswith("-"):
                         self._own()
                         self.known[match.group(1)] = None
+                        if match.group(1) not in in_arm:
+                            self.arm_values.pop(match.group(1), None)
                         if self.functions:  # set where the function is called, any line after this
                             self.deferred.add(match.group(1))
             first = words[:1] or argv[:1]
             if first[0] in ("source", ".", "eval"):
-                self.known = dict.fromkeys(self.known)
+                self.known, self.arm_values = dict.fromkeys(self.known), {}
             elif first[0] in ("read", "unset", "getopts") or argv[0] in ("for", "select"):
                 self._own()
                 self.known.update((word, None) for word in (words or argv)[1:] if word.isidentifier())
+                for word in (words or argv)[1:]:
+                    self.arm_values.pop(word, None)
             if argv[0] in _CLOSES and self.opened:  # `fi`, `)`; and a subshell's `)` after it: `( if ...; fi )`
                 closing = 1 + self._close()
                 read += [_CHILD_SHELL_ENDS] * (closing - 1)
@@ -895,6 +914,29 @@ class _ShellVariables:
             while self.functions and self.depth <= self.functions[-1]:
                 self.functions.pop()
         return read
+
+    def _in_arm(
+        self, words: list[str], argv: list[str], index: int, commands: list[list[str]], source: tuple[str, set[str]]
+    ) -> list[str]:
+        """A command's words (`words`, the end of `commands[index]`, `argv`) with the plain values a branch set before
+        it in the arm it runs in (`arm_values`: `then NGPUS=8; torchrun --nproc_per_node=$NGPUS`, in a branch inside
+        that arm too), its line (`source`) expanded again with them; as they are where it runs in none of those arms
+        (`else`, the next `case` item, after the `fi`), or where they name no variable."""
+        arms = (*self.base, *self.arms)
+        own = {name: value for name, (at, value) in self.arm_values.items() if arms[: len(at)] == at}
+        if not own or not any("$" in word for word in words):
+            return words
+        line, changed = source
+        self.extra = {**dict.fromkeys(changed), **own}
+        try:
+            again = split_shell(self._expand(line))
+        except ValueError:
+            return words
+        finally:
+            self.extra = {}
+        if len(again) != len(commands) or len(again[index]) != len(argv):
+            return words
+        return again[index][len(argv) - len(words) :]
 
     def _close(self) -> bool:
         """Leaves the innermost compound command; True where it is a subshell, whose settings end with it."""
@@ -957,6 +999,8 @@ class _ShellVariables:
         name = reference.group(1) or reference.group(3)
         if reference.group(2) is not None and name.startswith("SLURM_"):
             return None
+        if name in self.extra:
+            return self.extra[name]
         return self.known.get(name)
 
     def _exports(self, argv: list[str], assigned: list[str]) -> None:

@@ -415,7 +415,10 @@ from triage.rules.registry import RULES, THRESHOLDS, Finding, Status, TriageResu
 #      -n 2 bash -c 'torchrun --nproc_per_node=4 train.py'`: 8 processes, where the launch was not seen; `nohup bash
 #      -c '...'`, `sudo bash -c '...'`); and srun's input variables a branch exports are known later in that same arm
 #      (`then export SLURM_NTASKS=2; srun python t.py`: 2 tasks, where it was not known), still not after it nor in
-#      another arm (`else`, `elif`, another `case` item) nor after an inner branch that sets them
+#      another arm (`else`, `elif`, another `case` item) nor after an inner branch that sets them; and so is a plain
+#      variable a branch sets with a plain value (`then NGPUS=8; torchrun --nproc_per_node=$NGPUS train.py`: 8
+#      processes, where the count was not known; `then NGPUS=1` on eight GPUs: unused GPUs, was uneven use), as
+#      srun's are (`_ShellVariables.arm_values`, `_in_arm`)
 RULES_REVISION = 13
 
 __all__ = [
