@@ -4,12 +4,13 @@ is a script of its own, whose `bash <<EOF` bodies are child shells as a script's
 language its first line runs it with, whatever its name (sacct's `batch_script.sh` of a `#!/usr/bin/env python3`
 job); env's `-S` string takes `${NAME}` from the environment env starts in, where the script shows it; and the job's
 command is read as a script's line is (section 9); a plain variable a branch sets is known later in that branch
-(section 10)."""
+(section 10), and one set earlier on the launch's own line as on a line of its own (section 11)."""
 
 from __future__ import annotations
 
 import pytest
 
+from tests.test_evidence_remote_reads import DATA_ROOT_FLAG, flag_reads
 from tests.test_launch_reading import LOADER_SCRIPT, launches
 from tests.test_slurm_launches import one_busy_gpu_of_eight, oversubscription
 from tests.test_triage_edge_cases import run
@@ -293,7 +294,6 @@ def test_a_launch_count_takes_a_variable_the_script_set_plainly(run_sh, processe
         "NGPUS=4\nfor n in 2 8; do NGPUS=$n; done\ntorchrun --nproc_per_node=$NGPUS train.py",
         "NGPUS=4\n{ NGPUS=8; }\ntorchrun --nproc_per_node=$NGPUS train.py",
         "setup() {\n  NGPUS=8\n}\nNGPUS=4\nsetup\ntorchrun --nproc_per_node=$NGPUS train.py",
-        "NGPUS=2\nNGPUS=4; torchrun --nproc_per_node=$NGPUS train.py",  # 4 as bash runs it, never the 2 before
         "NGPUS=4\nbash -c 'torchrun --nproc_per_node=$NGPUS train.py'",  # not exported: the child's own NGPUS
         "NGPUS=4\nbash <<'EOF'\ntorchrun --nproc_per_node=$NGPUS train.py\nEOF",
         "NGPUS=4\nsource env.sh\ntorchrun --nproc_per_node=$NGPUS train.py",
@@ -308,7 +308,6 @@ def test_a_launch_count_from_a_variable_not_known_there_stays_unknown(run_sh):
     [
         'W=4\nif [ -n "$DEBUG" ]; then W=0; fi\npython train.py --workers $W',
         "W=4\nfor w in 0 1; do W=$w; done\npython train.py --workers $W",
-        "W=4\nW=0; python train.py --workers $W",
     ],
 )
 def test_a_scripts_option_from_a_variable_set_in_a_branch_is_not_the_value_before_it(run_sh):
@@ -637,6 +636,11 @@ def test_an_srun_input_variable_a_branch_of_the_jobs_command_exports_is_known_in
         ("if a; then\n  NGPUS=8\n  source env.sh\n  torchrun --nproc_per_node=$NGPUS train.py\nfi", None),
         ("if a; then NGPUS=8; fi\nif b; then torchrun --nproc_per_node=$NGPUS train.py; fi", None),
         ("if a; then NGPUS=8; torchrun --nproc_per_node='$NGPUS' train.py; fi", None),  # single quotes: no value
+        # set only where something else failed or succeeded, in a background job or a pipeline's subshell: not known
+        ("if a; then A=1 || NGPUS=8; torchrun --nproc_per_node=$NGPUS train.py; fi", None),
+        ("if a; then false && NGPUS=8; torchrun --nproc_per_node=$NGPUS train.py; fi", None),
+        ("if a; then NGPUS=8 & torchrun --nproc_per_node=$NGPUS train.py; fi", None),
+        ("if a; then NGPUS=8 | torchrun --nproc_per_node=$NGPUS train.py; fi", None),
     ],
 )
 def test_a_plain_variable_a_branch_sets_is_known_later_in_that_branch(run_sh, processes):
@@ -654,3 +658,78 @@ def test_one_process_launched_by_a_variable_its_branch_set_on_eight_gpus_is_unus
 def test_a_scripts_option_from_a_variable_its_branch_set_is_read():
     run_sh = '#!/bin/bash\nif [ -n "$FAST" ]; then\n  W=8\n  python train.py --workers $W\nfi\n'
     assert _workers(run_sh) == [8]
+
+
+# --- 11. a plain variable set earlier on the launch's own line ------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("run_sh", "processes"),
+    [
+        ("NGPUS=2\nNGPUS=4; torchrun --nproc_per_node=$NGPUS train.py", 4),  # 4 as bash runs it, never the 2 before
+        ("NGPUS=4; torchrun --nproc_per_node=$NGPUS train.py", 4),
+        ("NGPUS=4 && torchrun --nproc_per_node=$NGPUS train.py", 4),
+        ("export NGPUS=4; srun -n ${NGPUS} python train.py", 4),
+        ("N=2; NGPUS=$N; torchrun --nproc_per_node=$NGPUS train.py", 2),  # from one set before it on the line
+        ("A=1 && NGPUS=4; torchrun --nproc_per_node=$NGPUS train.py", 4),  # after an assignment, which succeeds
+        ("NGPUS=4; echo ready\ntorchrun --nproc_per_node=$NGPUS train.py", 4),  # and on the lines after
+        ('NGPUS=4; if [ -n "$X" ]; then torchrun --nproc_per_node=$NGPUS train.py; fi', 4),  # in a branch after it
+        ("if a; then NGPUS=8; fi; NGPUS=4; torchrun --nproc_per_node=$NGPUS train.py", 4),  # set again after the fi
+        # not known: an environment prefix (for that command only, after its words are expanded), set only where
+        # something else failed or succeeded, in a background job or a pipeline's subshell, not a plain value, set
+        # again after it, `source`, a subshell's, a branch's, single-quoted
+        ("NGPUS=4 torchrun --nproc_per_node=$NGPUS train.py", None),
+        ("A=1 || NGPUS=8; torchrun --nproc_per_node=$NGPUS train.py", None),
+        ("NGPUS=2\nA=1 || NGPUS=8; torchrun --nproc_per_node=$NGPUS train.py", None),
+        ("cd /work && NGPUS=4; torchrun --nproc_per_node=$NGPUS train.py", None),
+        ("NGPUS=4 & torchrun --nproc_per_node=$NGPUS train.py", None),
+        ("NGPUS=4 | torchrun --nproc_per_node=$NGPUS train.py", None),
+        ("NGPUS=$(nproc); torchrun --nproc_per_node=$NGPUS train.py", None),
+        ("NGPUS=4; NGPUS=$(nproc); torchrun --nproc_per_node=$NGPUS train.py", None),
+        ("NGPUS=4; read NGPUS; torchrun --nproc_per_node=$NGPUS train.py", None),
+        ("NGPUS=4; source env.sh; torchrun --nproc_per_node=$NGPUS train.py", None),
+        ("(NGPUS=4); torchrun --nproc_per_node=$NGPUS train.py", None),
+        ("NGPUS=4; if a; then NGPUS=8; fi; torchrun --nproc_per_node=$NGPUS train.py", None),
+        ("NGPUS=4; torchrun --nproc_per_node='$NGPUS' train.py", None),
+        ("setup() { NGPUS=8; }\nNGPUS=4; setup; torchrun --nproc_per_node=$NGPUS train.py", None),
+    ],
+)
+def test_a_plain_variable_set_earlier_on_the_launchs_line_is_known_as_on_a_line_of_its_own(run_sh, processes):
+    # `NGPUS=4; torchrun --nproc_per_node=$NGPUS` ran 4 processes; it was not known, while the same in a branch
+    # (`then NGPUS=8; torchrun ...`) and on two lines were
+    assert _counts(run_sh) == [processes]
+
+
+def test_an_environment_prefix_leaves_the_commands_words_the_value_before_it():
+    # bash expands the command's words before the prefix `NGPUS=4` takes effect, for that command alone
+    assert _counts("NGPUS=2\nNGPUS=4 torchrun --nproc_per_node=$NGPUS train.py") == [2]
+
+
+def test_one_process_launched_by_a_variable_set_on_its_line_on_eight_gpus_is_unused_gpus():
+    scripts = [("run.sh", "#!/bin/bash\nNGPUS=1; torchrun --nproc_per_node=$NGPUS train.py\n")]
+    assert oversubscription(scripts=[*scripts, ("train.py", "import torch\n")]).sub_cause == "unused_gpus"
+
+
+@pytest.mark.parametrize(
+    ("run_sh", "workers"),
+    [
+        ("W=4\nW=0; python train.py --workers $W", [0]),  # 0 as bash runs it, not the 4 before
+        ("W=0 && python train.py --workers $W", [0]),
+        ("W=4\nA=1 || W=0; python train.py --workers $W", [None]),
+    ],
+)
+def test_a_scripts_option_from_a_variable_set_earlier_on_its_line(run_sh, workers):
+    assert _workers(f"#!/bin/bash\n{run_sh}\n") == workers
+
+
+@pytest.mark.parametrize(
+    ("run_sh", "expected"),
+    [
+        ('DATA=s3://b/x; python train.py --data-root "${DATA}"', [(23, "open", None, True)]),
+        ("DATA=s3://b/x python train.py --data-root $DATA", []),  # a prefix: not the command's words'
+        ("A=1 || DATA=s3://b/x; python train.py --data-root $DATA", []),
+    ],
+)
+def test_a_remote_path_from_a_variable_set_earlier_on_its_line(run_sh, expected):
+    # `DATA=s3://b/x; python train.py --data-root $DATA` read from s3, seen as no remote read
+    assert [read for read in flag_reads(DATA_ROOT_FLAG, run_sh) if read[0] != 38] == expected

@@ -734,6 +734,17 @@ class _ExportedOnly(Mapping):
         return known
 
 
+def _runs_here(operators: tuple[str, str], assigned: bool) -> bool:
+    """Whether a command of a line, between `operators` (`_commands`'), runs for sure and in the shell itself, so that
+    what it sets holds for the commands after it: not after `||`, nor after `&&` but where the command before set
+    plain values alone (`A=1 && N=4`; `cd /work && N=4` sets N only where cd succeeded), nor in a pipeline or a
+    background job (`N=4 | ...`, `N=4 &`: a subshell of their own)."""
+    before, after = operators
+    if after in ("|", "|&", "&") or before in ("||", "|", "|&"):
+        return False
+    return before != "&&" or assigned
+
+
 class _ShellVariables:
     """A shell script's variables as its lines set them, in order: `DATA=s3://b/x` (or `export DATA=...`), a line of
     its own outside any `if`, loop, `case` or function, with a plain value (no `$(...)`, backticks or a variable not
@@ -741,11 +752,12 @@ class _ShellVariables:
     loop, a `case` item or `{ ...; }`, whatever word begins the command: `then DATA=...`, `do DATA=$d`, with `read`,
     with a computed value: `${SLURM_GPUS_ON_NODE:-4}`), and anything `source` or `eval` may set, leaves it unknown (the
     `$` kept); one a function's body sets is never known after it (any later line may call it). A line's commands
-    after one that sets a variable do not take the value the line began with (`N=4; srun -n $N`: bash expands each
-    command as it runs it). A subshell (`( ... )`) runs its commands once, in order: what it sets is known in it, as
-    at the top, and ends with its `)`. The launches' words (`_launches`) and the launch counts (`_shell_facts`) take
-    them. Which of them are exported (`export DATA`, `declare -x`, any set after `set -a`) is kept too: a child shell
-    has those alone (`child`)."""
+    after one that sets a variable do not take the value the line began with (bash expands each command as it runs
+    it): they take the one it set, where it set a plain value for sure, as on a line of its own (`N=4; srun -n $N`,
+    `N=4 && srun ...`; not after `||`, nor in a pipeline or a background job: `_runs_here`). A subshell (`( ... )`)
+    runs its commands once, in order: what it sets is known in it, as at the top, and ends with its `)`. The
+    launches' words (`_launches`) and the launch counts (`_shell_facts`) take them. Which of them are exported
+    (`export DATA`, `declare -x`, any set after `set -a`) is kept too: a child shell has those alone (`child`)."""
 
     def __init__(self, arms: tuple[int, ...] = ()):
         self.known: dict[str, str | None] = {}
@@ -823,22 +835,34 @@ class _ShellVariables:
         expanded = line
         if "$" in line and any(value is not None for value in self.known.values()):
             expanded = self._expand(line)
-        commands = split_shell(expanded)  # not stripped: a backslash and a blank at its end are a word
+        operators: list[tuple[str, str]] = []
+        commands = split_shell(expanded, operators)  # not stripped: a backslash and a blank at its end are a word
         changed: set[str] = set()
         if len(commands) > 1 and expanded is not line and (changed := self._set_before_last(commands)):
             # bash expands each command as it runs it: `N=4; srun -n $N` does not take the N the line began with
             before = self.known
             self.known = {name: None if name in changed else value for name, value in before.items()}
             commands, self.known = split_shell(self._expand(line)), before
-        return self.split_read(commands, (line, changed))
+        return self.split_read(commands, (line, changed), operators)
 
-    def split_read(self, commands: list[list[str]], source: tuple[str, set[str]] | None = None) -> list[list[str]]:
+    def split_read(
+        self,
+        commands: list[list[str]],
+        source: tuple[str, set[str]] | None = None,
+        operators: list[tuple[str, str]] | None = None,
+    ) -> list[list[str]]:
         """`commands`' part for commands split already (`split_shell`'s, of one line or of the job's command, where
         `_CHILD_SHELL_BEGINS` and `_CHILD_SHELL_ENDS` are passed on as they are). `source`: the line they were split
-        from and the names its commands before its last set (`_set_before_last`), for a command in a branch to be
-        expanded again with the values set before it in its arm (`_in_arm`)."""
+        from and the names its commands before its last set (`_set_before_last`), for a command in a branch, or after
+        a plain value set earlier on the line, to be expanded again with the values set before it (`_in_arm`).
+        `operators`: those before and after each command (`_commands`'), for which of its assignments are made for
+        sure (`_runs_here`); without them, those of a line of one command alone."""
         read: list[list[str]] = []
         alternatives = _pattern_alternatives(commands) if len(commands) > 1 else ()
+        if operators is not None and len(operators) != len(commands):
+            operators = None
+        line_set: set[str] = set()  # `N=4; torchrun ...$N`: the plain values set for sure earlier on the line
+        assigned = False  # the command before set plain values alone, for sure: `A=1 && N=4` sets N for sure
         for index, argv in enumerate(commands):
             if argv in (_CHILD_SHELL_BEGINS, _CHILD_SHELL_ENDS):
                 read.append(argv)
@@ -860,8 +884,8 @@ class _ShellVariables:
                     read.append(_CHILD_SHELL_BEGINS)
                 self.opened.append(word)
                 self.arms.append(next(_ARM_IDS))
-            if words and self.arm_values and source is not None:
-                words = self._in_arm(words, argv, index, commands, source)
+            if words and (self.arm_values or line_set) and source is not None:
+                words = self._in_arm(words, argv, index, commands, source, line_set)
             closing = 0
             if words and self.subshells and self.depth == self.subshells[-1][-1] + 1:
                 words, closing = _subshell_closed(words)  # `srun ... )`, `(srun ...) > log`
@@ -871,7 +895,9 @@ class _ShellVariables:
                 else:
                     read.append(words)
             pairs, only = _assignments(words) if words else ([], False)
-            plain = len(commands) == 1 and self.branched == 0 and only  # a line of its own, at the top
+            sure = _runs_here(operators[index], assigned) if operators is not None else len(commands) == 1
+            plain = sure and self.branched == 0 and only  # at the top, on a line of its own or after `;` or `&&`
+            assigned = sure and only and all(_PLAIN_VALUE.fullmatch(value) for _, value in pairs)
             self._exports(words or argv, [name for name, _ in pairs] if only else [])
             if pairs:
                 self._own()
@@ -879,7 +905,9 @@ class _ShellVariables:
             for name, value in pairs:
                 known = plain and name not in self.deferred and _PLAIN_VALUE.fullmatch(value)
                 self.known[name] = value if known else None
-                if only and self.branched and name not in self.deferred and _PLAIN_VALUE.fullmatch(value):
+                if known:
+                    line_set.add(name)
+                if sure and only and self.branched and name not in self.deferred and _PLAIN_VALUE.fullmatch(value):
                     self.arm_values[name] = ((*self.base, *self.arms), value)
                     in_arm.add(name)
                 else:
@@ -916,18 +944,26 @@ class _ShellVariables:
         return read
 
     def _in_arm(
-        self, words: list[str], argv: list[str], index: int, commands: list[list[str]], source: tuple[str, set[str]]
+        self,
+        words: list[str],
+        argv: list[str],
+        index: int,
+        commands: list[list[str]],
+        source: tuple[str, set[str]],
+        line_set: set[str],
     ) -> list[str]:
         """A command's words (`words`, the end of `commands[index]`, `argv`) with the plain values a branch set before
         it in the arm it runs in (`arm_values`: `then NGPUS=8; torchrun --nproc_per_node=$NGPUS`, in a branch inside
-        that arm too), its line (`source`) expanded again with them; as they are where it runs in none of those arms
-        (`else`, the next `case` item, after the `fi`), or where they name no variable."""
+        that arm too), and those of the variables set plainly earlier on its line (`line_set`: `NGPUS=4; torchrun
+        --nproc_per_node=$NGPUS`, as they are now, where a command between set them again), its line (`source`)
+        expanded again with them; as they are where it runs in none of those arms (`else`, the next `case` item,
+        after the `fi`) and follows no such assignment on its line, or where they name no variable."""
         arms = (*self.base, *self.arms)
         own = {name: value for name, (at, value) in self.arm_values.items() if arms[: len(at)] == at}
-        if not own or not any("$" in word for word in words):
+        if not (own or line_set) or not any("$" in word for word in words):
             return words
         line, changed = source
-        self.extra = {**dict.fromkeys(changed), **own}
+        self.extra = {**dict.fromkeys(changed), **{name: self.known.get(name) for name in line_set}, **own}
         try:
             again = split_shell(self._expand(line))
         except ValueError:
@@ -4085,35 +4121,41 @@ class _Piped(list):
     (`a|b)`, `_pattern_alternatives`)."""
 
 
-def _commands(tokens: list[str]) -> list[list[str]]:
+def _commands(tokens: list[str], operators: list[tuple[str, str]] | None = None) -> list[list[str]]:
     """Split a token list at ; && || | & into simple commands (one a `|` follows a `_Piped`); $(...) contents are left
-    as words."""
-    commands, current = [], []
+    as words. `operators`, where given: the operator before and the one after each command appended to it (";" at
+    the start and end; a newline is a ";", and `a &&` then a newline is `a && b`)."""
+    commands, current, before = [], [], ";"
     for token in tokens:
         if token in (";", "&&", "||", "|", "&", "|&", ";;", ";&", ";;&"):  # `;;` and the like end a `case` item
             if current:
                 commands.append(_Piped(current) if token in ("|", "|&") else current)
+                if operators is not None:
+                    operators.append((before, token))
+                before = token
             current = []
         else:
             current.append(token)
     if current:
         commands.append(current)
+        if operators is not None:
+            operators.append((before, ";"))
     return commands
 
 
-def split_shell(line: str) -> list[list[str]]:
+def split_shell(line: str, operators: list[tuple[str, str]] | None = None) -> list[list[str]]:
     """The words of each simple command of `line` as bash reads them (`_shell_text`: its comments left out, a newline
     ending a command, ANSI-C quoting decoded). shlex's own comment reading is not used: it starts a comment at any
     '#', inside a word too, so `python train.py --tag=exp#3 --workers 8` lost `#3 --workers 8` and `$#` ended its
-    line. ValueError for an unbalanced quote."""
-    return _split_words(_without_here_documents(line))
+    line. ValueError for an unbalanced quote. `operators`: `_commands`'."""
+    return _split_words(_without_here_documents(line), operators)
 
 
-def _split_words(text: str) -> list[list[str]]:
+def _split_words(text: str, operators: list[tuple[str, str]] | None = None) -> list[list[str]]:
     lexer = shlex.shlex(_shell_text(text), posix=True, punctuation_chars=";&|")
     lexer.whitespace_split = True
     lexer.commenters = ""
-    return _commands(list(lexer))
+    return _commands(list(lexer), operators)
 
 
 # Where the commands of a here-document body that a child shell reads begin and end, in the job's command read as

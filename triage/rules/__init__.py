@@ -418,7 +418,12 @@ from triage.rules.registry import RULES, THRESHOLDS, Finding, Status, TriageResu
 #      another arm (`else`, `elif`, another `case` item) nor after an inner branch that sets them; and so is a plain
 #      variable a branch sets with a plain value (`then NGPUS=8; torchrun --nproc_per_node=$NGPUS train.py`: 8
 #      processes, where the count was not known; `then NGPUS=1` on eight GPUs: unused GPUs, was uneven use), as
-#      srun's are (`_ShellVariables.arm_values`, `_in_arm`)
+#      srun's are (`_ShellVariables.arm_values`, `_in_arm`); a plain variable set earlier on the launch's own line
+#      (after `;` or `&&`) is known to the commands after it as on a line of its own (`NGPUS=4; torchrun
+#      --nproc_per_node=$NGPUS train.py`: 4 processes, `W=0; python train.py --workers $W`: 0 workers, both unknown
+#      before), still not after `||`, in a pipeline or background job, nor as a prefix (`NGPUS=4 torchrun ...`); and a
+#      branch's `A=1 || NGPUS=8`, `false && NGPUS=8`, `NGPUS=8 &` or `NGPUS=8 | ...` is no longer taken as known
+#      later in its arm (`_runs_here`)
 RULES_REVISION = 13
 
 __all__ = [
