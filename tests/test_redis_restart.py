@@ -5,6 +5,8 @@ a free loopback port, configured as docs/operations.md tells operators to run Re
 file, fsync every second, `noeviction`), and a real `celery worker` whose REDIS_URL points at it.
 Redis is stopped with SHUTDOWN NOSAVE (nothing but the append-only file survives) and started again:
 - while the worker is part-way through a big import and a second import waits in the queue. The
+  worker is held at known points of the import (gates the test opens), so that it certainly is still
+  importing when Redis goes and when it comes back, and stores more jobs while Redis is down. The
   running import must finish, the queued one must survive the restart and run, and the database must
   equal a clean import of both archives: nothing lost, nothing stored twice;
 - while the worker is part-way through triaging the jobs an import queued (in tasks of
@@ -24,6 +26,7 @@ import socket
 import subprocess
 import time
 import uuid
+import zipfile
 from pathlib import Path
 
 import pytest
@@ -49,12 +52,36 @@ pytestmark = pytest.mark.services
 OPERATOR_REDIS_CONFIG = ["--appendonly", "yes", "--appendfsync", "everysec", "--maxmemory-policy", "noeviction"]
 
 
-JOBS = 900  # several seconds of storing on one worker
 VISIBILITY_S = 20  # an unacknowledged task comes back after this (the default is the time limit + 15 min)
 
+# The mid-ingest test's gates: from each job index on, the jobs are in the gate's team. Before the import
+# starts, the test inserts each gate's team in a transaction it leaves open: the worker's creation of that
+# team waits on the unique slug until the test rolls it back, which holds the worker at that job, with
+# every job before it stored (INGEST_STORE_BATCH = 10 divides each index).
+GATED_JOBS = 120
+GATES = {40: "gate-down", 80: "gate-back"}  # held when Redis goes down / when it comes back
 
-def big_archive(path: Path) -> Path:
-    return write_busy_archive(path, jobs=JOBS, cluster="restart", prefix="r")
+
+def gated_archive(path: Path) -> Path:
+    """A busy archive of GATED_JOBS jobs whose jobs from each gate on are in the gate's team."""
+    write_busy_archive(path, jobs=GATED_JOBS, cluster="restart", prefix="r")
+    with zipfile.ZipFile(path) as archive:
+        members = {name: archive.read(name) for name in archive.namelist()}
+    header, *rows = members["jobs.csv"].decode().splitlines()
+    for index, row in enumerate(rows):
+        fields = row.split(",")
+        fields[2] = next((team for at, team in sorted(GATES.items(), reverse=True) if index >= at), fields[2])
+        rows[index] = ",".join(fields)
+    members["jobs.csv"] = ("\n".join([header, *rows]) + "\n").encode()
+    with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED) as archive:
+        for name, content in members.items():
+            archive.writestr(name, content)
+    return path
+
+
+def hold_team(database: str, slug: str):
+    """A team created by a transaction left open: whoever creates it too waits until it is closed (rolled back)."""
+    return hold_lock(database, "INSERT INTO fleet_team (slug, name) VALUES (%s, %s) RETURNING id", slug, slug)[0]
 
 
 def redis_server_binary() -> str:
@@ -155,22 +182,39 @@ def part_way(run: IngestRun):
 
 @pytest.mark.django_db(transaction=True)
 def test_redis_restarted_mid_ingest_loses_and_duplicates_nothing(private_redis, storage_dir, tmp_path):
-    archive = big_archive(tmp_path / "big.zip")
+    require_postgresql("holds the worker still with a transaction left open on another connection")
+    archive = gated_archive(tmp_path / "big.zip")
     queue = f"test-redis-restart-{uuid.uuid4().hex[:8]}"
+    database = _worker_database_url()
 
     running = ingest.create_run(archive)
     queued = ingest.create_run(EXAMPLE_ARCHIVE)
-    with worker_over(private_redis, storage_dir, queue) as (_, sender):
+
+    def held_at(jobs_done: int) -> bool:
+        """Whether the worker waits to create a gate's team, having stored the jobs before it (and no more)."""
+        current = IngestRun.objects.get(pk=running.pk)
+        waiting = 'INSERT INTO "fleet_team"' in blocked_query()
+        return waiting and current.status == IngestRun.Status.RUNNING and current.jobs_done == jobs_done
+
+    # Storing takes about a second here; rather than race it, hold the worker at two known jobs of the import.
+    (down_at, down_gate), (back_at, back_gate) = sorted(GATES.items())
+    with worker_over(private_redis, storage_dir, queue) as (_, sender), contextlib.ExitStack() as gates:
+        held_down = gates.enter_context(contextlib.closing(hold_team(database, down_gate)))
+        held_back = gates.enter_context(contextlib.closing(hold_team(database, back_gate)))
         sender.send_task("fleet.ingest_archive", args=[running.pk], queue=queue)
         sender.send_task("fleet.ingest_archive", args=[queued.pk], queue=queue)  # waits: one solo worker
-        wait_for(part_way(running), 120, "the worker to be part-way through the big import")
+        wait_for(lambda: held_at(down_at), 120, "the worker to be held part-way through the big import")
         assert private_redis.client().llen(queue) == 1  # the second task is queued
         private_redis.shutdown_nosave()
-        down = IngestRun.objects.get(pk=running.pk)
-        assert down.status == IngestRun.Status.RUNNING
-        time.sleep(2)  # Redis is down for a while; the import carries on (it needs only the database)
+        assert held_at(down_at), "the import must still be running when Redis goes"
+
+        # Redis is down; the import carries on (it needs only the database) until the second gate.
+        held_down.close()
+        wait_for(lambda: held_at(back_at), 60, "the import to carry on while Redis is down")
         private_redis.start()
-        assert private_redis.client().llen(queue) in (0, 1)  # restored from the AOF
+        assert held_at(back_at), "the import must still be running when Redis comes back"
+        assert private_redis.client().llen(queue) == 1  # restored from the AOF (the held worker takes nothing)
+        held_back.close()
 
         wait_for(lambda: IngestRun.objects.get(pk=running.pk).is_finished, 180, "the big import to finish")
         wait_for(lambda: IngestRun.objects.get(pk=queued.pk).is_finished, 180, "the queued import to run")
@@ -181,7 +225,7 @@ def test_redis_restarted_mid_ingest_loses_and_duplicates_nothing(private_redis, 
     assert queued.status == IngestRun.Status.SUCCEEDED, queued.errors
     assert running.attempts == 1  # not imported twice (a redelivery of a finished run does nothing)
     assert queued.attempts == 1
-    assert Job.objects.filter(cluster__name="restart").count() == JOBS
+    assert Job.objects.filter(cluster__name="restart").count() == GATED_JOBS
     after_restart = snapshot()
     assert blobs_on_disk(storage_dir) == referenced_blobs()
 
