@@ -4,7 +4,8 @@ is a script of its own, whose `bash <<EOF` bodies are child shells as a script's
 language its first line runs it with, whatever its name (sacct's `batch_script.sh` of a `#!/usr/bin/env python3`
 job); env's `-S` string takes `${NAME}` from the environment env starts in, where the script shows it; and the job's
 command is read as a script's line is (section 9); a plain variable a branch sets is known later in that branch
-(section 10), and one set earlier on the launch's own line as on a line of its own (section 11)."""
+(section 10), and one set earlier on the launch's own line as on a line of its own (section 11); the job's command's
+plain variables as a script's, and one an `&&` chain sets in the rest of that chain (section 12)."""
 
 from __future__ import annotations
 
@@ -733,3 +734,83 @@ def test_a_scripts_option_from_a_variable_set_earlier_on_its_line(run_sh, worker
 def test_a_remote_path_from_a_variable_set_earlier_on_its_line(run_sh, expected):
     # `DATA=s3://b/x; python train.py --data-root $DATA` read from s3, seen as no remote read
     assert [read for read in flag_reads(DATA_ROOT_FLAG, run_sh) if read[0] != 38] == expected
+
+
+# --- 12. the job's command's plain variables, and one an `&&` chain sets ------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("command", "expected"),
+    [
+        ("NGPUS=4; torchrun --nproc_per_node=$NGPUS train.py", [("train.py", 4)]),
+        ("NGPUS=4\ntorchrun --nproc_per_node=$NGPUS train.py", [("train.py", 4)]),  # a container's `-c` lines
+        ("NGPUS=4 && torchrun --nproc_per_node=$NGPUS train.py", [("train.py", 4)]),
+        ("export NGPUS=4; srun -n ${NGPUS} python train.py", [("train.py", 4)]),
+        ("bash -c 'NGPUS=4; torchrun --nproc_per_node=$NGPUS train.py'", [("train.py", 4)]),
+        ("cd /work && NGPUS=4 && torchrun --nproc_per_node=$NGPUS train.py", [("train.py", 4)]),
+        ("if a; then NGPUS=8; torchrun --nproc_per_node=$NGPUS train.py; fi", [("train.py", 8)]),
+        ("NGPUS=4; (torchrun --nproc_per_node=$NGPUS train.py)", [("train.py", 4)]),
+        # not known, as in a script: a prefix, set only where something else failed or succeeded, on a later line
+        # than an `&&` chain's, in a background job, not a plain value, single-quoted, a here-document's child shell
+        ("NGPUS=4 torchrun --nproc_per_node=$NGPUS train.py", [("train.py", None)]),
+        ("A=1 || NGPUS=8; torchrun --nproc_per_node=$NGPUS train.py", [("train.py", None)]),
+        ("cd /work && NGPUS=4; torchrun --nproc_per_node=$NGPUS train.py", [("train.py", None)]),
+        ("cd /work && NGPUS=4\ntorchrun --nproc_per_node=$NGPUS train.py", [("train.py", None)]),
+        ("NGPUS=4 & torchrun --nproc_per_node=$NGPUS train.py", [("train.py", None)]),
+        ("NGPUS=$(nproc); torchrun --nproc_per_node=$NGPUS train.py", [("train.py", None)]),
+        ("NGPUS=4; torchrun --nproc_per_node='$NGPUS' train.py", [("train.py", None)]),
+        ("bash <<'EOF'\nNGPUS=2\nEOF\ntorchrun --nproc_per_node=$NGPUS train.py", [("train.py", None)]),
+        ("NGPUS=4\nbash <<'EOF'\ntorchrun --nproc_per_node=$NGPUS train.py\nEOF", [("train.py", None)]),
+    ],
+)
+def test_a_plain_variable_the_jobs_command_sets_is_known_as_in_a_script(command, expected):
+    # `NGPUS=4; torchrun --nproc_per_node=$NGPUS train.py` as the job's command read an unknown count: its plain
+    # variables were not expanded at all, while the same line in a script read 4
+    assert command_launches(command) == expected
+
+
+def test_one_process_launched_by_a_variable_the_jobs_command_sets_on_eight_gpus_is_unused_gpus():
+    command = "NGPUS=1; torchrun --nproc_per_node=$NGPUS train.py"
+    assert oversubscription(command=command).sub_cause == "unused_gpus"
+
+
+def test_an_option_from_a_variable_the_jobs_command_sets_is_read():
+    assert _workers("#!/bin/bash\ntrue\n", "W=0; python train.py --workers $W") == [0]
+
+
+@pytest.mark.parametrize(
+    ("run_sh", "processes"),
+    [
+        # bash runs each command of an `&&` chain only where the one before it succeeded: those after an assignment
+        # in it run only where it ran
+        ("cd /work && NGPUS=4 && torchrun --nproc_per_node=$NGPUS train.py", [4]),
+        ("NGPUS=2\ncd /work && NGPUS=4 && torchrun --nproc_per_node=$NGPUS train.py", [4]),
+        ("cd /work && NGPUS=4 && nvidia-smi | tee log && torchrun --nproc_per_node=$NGPUS train.py", [4]),
+        ("cd /work && NGPUS=4 && torchrun --nproc_per_node=$NGPUS train.py &", [4]),  # the chain in the background
+        ("if a; then cd /work && NGPUS=8 && torchrun --nproc_per_node=$NGPUS train.py; fi", [8]),
+        ("cd /work && NGPUS=4 && (torchrun --nproc_per_node=$NGPUS train.py)", [4]),  # a subshell has it too
+        ("NGPUS=4; (torchrun --nproc_per_node=$NGPUS train.py)", [4]),  # its launch was not seen (`(torchrun`)
+        # not known: after a `||`, after the chain (a `;`, a later line: cd may have failed), after a command that
+        # may set it again, not a plain value, an assignment after `||`, a chain in the background on a later line
+        ("cd /work && NGPUS=4 || torchrun --nproc_per_node=$NGPUS train.py", [None]),
+        ("cd /work && NGPUS=4 && echo ok || torchrun --nproc_per_node=$NGPUS train.py", [None]),
+        ("cd /work || NGPUS=4 && torchrun --nproc_per_node=$NGPUS train.py", [None]),
+        ("cd /work && NGPUS=4 && echo ok; torchrun --nproc_per_node=$NGPUS train.py", [None]),
+        ("cd /work && NGPUS=4\ntorchrun --nproc_per_node=$NGPUS train.py", [None]),
+        ("NGPUS=2\ncd /work && NGPUS=4\ntorchrun --nproc_per_node=$NGPUS train.py", [None]),
+        ("cd /work && NGPUS=4 && read NGPUS && torchrun --nproc_per_node=$NGPUS train.py", [None]),
+        ("cd /work && NGPUS=4 && source env.sh && torchrun --nproc_per_node=$NGPUS train.py", [None]),
+        ("setup() { NGPUS=8; }\ncd /w && NGPUS=4 && setup && torchrun --nproc_per_node=$NGPUS train.py", [None]),
+        ("cd /work && NGPUS=$(nproc) && torchrun --nproc_per_node=$NGPUS train.py", [None]),
+        ("cd /work && NGPUS=4 | torchrun --nproc_per_node=$NGPUS train.py", [None]),
+        ("cd /work && NGPUS=4 && (NGPUS=2) && torchrun --nproc_per_node=$NGPUS train.py", [None]),  # never 2
+        ("NGPUS=4 && echo ok &\ntorchrun --nproc_per_node=$NGPUS train.py", [None]),  # set in the background's shell
+        (
+            "cd /w && NGPUS=4 && torchrun --nproc_per_node=$NGPUS a.py &\ntorchrun --nproc_per_node=$NGPUS b.py",
+            [4, None],
+        ),
+    ],
+)
+def test_a_plain_variable_an_and_chain_sets_is_known_later_in_that_chain(run_sh, processes):
+    # `cd /work && NGPUS=4 && torchrun --nproc_per_node=$NGPUS` ran 4 processes: read as unknown, as after a `;`
+    assert _counts(run_sh) == processes

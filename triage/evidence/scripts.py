@@ -18,7 +18,7 @@ import shlex
 import threading
 import tokenize
 from collections import OrderedDict
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 
 import yaml
@@ -734,15 +734,38 @@ class _ExportedOnly(Mapping):
         return known
 
 
-def _runs_here(operators: tuple[str, str], assigned: bool) -> bool:
+def _runs_here(operators: tuple[str, str], assigned: bool, end: str = ";") -> bool:
     """Whether a command of a line, between `operators` (`_commands`'), runs for sure and in the shell itself, so that
     what it sets holds for the commands after it: not after `||`, nor after `&&` but where the command before set
-    plain values alone (`A=1 && N=4`; `cd /work && N=4` sets N only where cd succeeded), nor in a pipeline or a
-    background job (`N=4 | ...`, `N=4 &`: a subshell of their own)."""
+    plain values alone (`A=1 && N=4`; `cd /work && N=4` sets N only where cd succeeded: `_chained` holds it for the
+    rest of that chain), nor in a pipeline or a background job (`N=4 | ...`, `N=4 &`, `N=4 && cmd &`: a subshell of
+    their own; `end`, the operator that ends its and-or list, `_list_ends`)."""
     before, after = operators
-    if after in ("|", "|&", "&") or before in ("||", "|", "|&"):
+    if after in ("|", "|&", "&") or before in ("||", "|", "|&") or end == "&":
         return False
     return before != "&&" or assigned
+
+
+def _list_ends(operators: list[tuple[str, str]]) -> list[str]:
+    """The operator that ends each command's and-or list (bash(1): "a sequence of one or more pipelines separated by
+    the && and || operators"), its commands' `operators` given (`_commands`'): `&` where it all runs in the
+    background, in a subshell (`N=4 && cmd &`)."""
+    ends, end = [], ";"
+    for _, after in reversed(operators):
+        if after not in ("&&", "||", "|", "|&"):
+            end = after
+        ends.append(end)
+    return ends[::-1]
+
+
+def _chained(operators: tuple[str, str]) -> bool:
+    """Whether what an assignment-only command between `operators` sets holds for the commands after it in its `&&`
+    chain, where it may not run for sure (`cd /work && N=4 && torchrun ...$N`): bash runs a command after `&&` only
+    where the last one it ran succeeded, so those after it in the chain (joined by `&&`, or in a pipeline there) run
+    only where it ran; not where it ran after `||` (`a || N=4 && cmd`: cmd runs where a succeeded, N=4 not run), nor
+    in a pipeline (a subshell of its own)."""
+    before, after = operators
+    return after == "&&" and before not in ("||", "|", "|&")
 
 
 class _ShellVariables:
@@ -820,13 +843,17 @@ class _ShellVariables:
         except ValueError:
             return []
 
-    def commands(self, line: str, expanding: _ShellVariables | None = None) -> list[list[str]]:
+    def commands(
+        self, line: str, expanding: _ShellVariables | None = None, split: Callable[..., list[list[str]]] | None = None
+    ) -> list[list[str]]:
         """The line's commands' words, with the known variables' values in place (not inside single quotes), after the
         reserved words that begin them (`then srun ...`: `_reserved_words_off`), a `_BranchCommand` each where it runs
         in a compound command or a function's body; notes what it sets. A subshell's commands (`( ... )`) are between
         `_CHILD_SHELL_BEGINS` and `_CHILD_SHELL_ENDS`: what they set ends with it. `expanding`: the shell that expands
         the line first, where it is in the body of an unquoted here-document that this shell reads
-        (`_ChildShells.expanding`). ValueError for an unbalanced quote."""
+        (`_ChildShells.expanding`). `split`: how the line is split (`split_shell`; the job's command, read as a script's
+        line, `_split_marking_shells`). ValueError for an unbalanced quote."""
+        split = split or split_shell
         if expanding is not None:
             line = expanding._here_document_expanded(line)
         stripped = line.strip()
@@ -836,37 +863,53 @@ class _ShellVariables:
         if "$" in line and any(value is not None for value in self.known.values()):
             expanded = self._expand(line)
         operators: list[tuple[str, str]] = []
-        commands = split_shell(expanded, operators)  # not stripped: a backslash and a blank at its end are a word
+        commands = split(expanded, operators)  # not stripped: a backslash and a blank at its end are a word
         changed: set[str] = set()
         if len(commands) > 1 and expanded is not line and (changed := self._set_before_last(commands)):
             # bash expands each command as it runs it: `N=4; srun -n $N` does not take the N the line began with
             before = self.known
             self.known = {name: None if name in changed else value for name, value in before.items()}
-            commands, self.known = split_shell(self._expand(line)), before
-        return self.split_read(commands, (line, changed), operators)
+            commands, self.known = split(self._expand(line)), before
+        return self.split_read(commands, (line, changed, split), operators)
 
     def split_read(
         self,
         commands: list[list[str]],
-        source: tuple[str, set[str]] | None = None,
+        source: tuple[str, set[str], Callable[..., list[list[str]]]] | None = None,
         operators: list[tuple[str, str]] | None = None,
     ) -> list[list[str]]:
         """`commands`' part for commands split already (`split_shell`'s, of one line or of the job's command, where
         `_CHILD_SHELL_BEGINS` and `_CHILD_SHELL_ENDS` are passed on as they are). `source`: the line they were split
-        from and the names its commands before its last set (`_set_before_last`), for a command in a branch, or after
-        a plain value set earlier on the line, to be expanded again with the values set before it (`_in_arm`).
-        `operators`: those before and after each command (`_commands`'), for which of its assignments are made for
-        sure (`_runs_here`); without them, those of a line of one command alone."""
+        from, the names its commands before its last set (`_set_before_last`) and how it was split, for a command in a
+        branch, or after a plain value set earlier on the line or in its `&&` chain, to be expanded again with the
+        values set before it (`_in_arm`). `operators`: those before and after each command (`_commands`'), for which
+        of its assignments are made for sure (`_runs_here`) or for the rest of their chain (`_chained`); without them,
+        those of a line of one command alone. A here-document body's commands (between the marks the job's command
+        has, `_split_marking_shells`) are a child shell's: not expanded, and what they set ends with the body."""
         read: list[list[str]] = []
         alternatives = _pattern_alternatives(commands) if len(commands) > 1 else ()
         if operators is not None and len(operators) != len(commands):
             operators = None
+        ends = _list_ends(operators) if operators is not None else []
         line_set: set[str] = set()  # `N=4; torchrun ...$N`: the plain values set for sure earlier on the line
+        chain: dict[str, str] = {}  # `cd /w && N=4 && torchrun ...$N`: those set earlier in the `&&` chain (`_chained`)
         assigned = False  # the command before set plain values alone, for sure: `A=1 && N=4` sets N for sure
+        bodies: list[tuple] = []  # what the shell had where each here-document body it is in began
         for index, argv in enumerate(commands):
             if argv in (_CHILD_SHELL_BEGINS, _CHILD_SHELL_ENDS):
                 read.append(argv)
+                chain, assigned = {}, False
+                if argv == _CHILD_SHELL_BEGINS:
+                    bodies.append((self.known, self.exported, self.exporting, self.deferred, self.arm_values))
+                    self.shared, self.arm_values = True, dict(self.arm_values)
+                elif bodies:
+                    self.known, self.exported, self.exporting, self.deferred, self.arm_values = bodies.pop()
+                    self.shared = True
                 continue
+            operator = operators[index] if operators is not None else (";", ";")
+            ended = len(read)
+            if operator[0] not in ("&&", "|", "|&"):  # a command that does not run only after those before it
+                chain = {}
             # `if ...`, `for ...`, `then if ...`, `main() {`; not the `{` of a function whose header came before it
             in_case = self.opened[-1:] == ["case"]
             words, opens = _reserved_words_off(argv, in_case, self.body_next, index in alternatives)
@@ -884,8 +927,8 @@ class _ShellVariables:
                     read.append(_CHILD_SHELL_BEGINS)
                 self.opened.append(word)
                 self.arms.append(next(_ARM_IDS))
-            if words and (self.arm_values or line_set) and source is not None:
-                words = self._in_arm(words, argv, index, commands, source, line_set)
+            if words and (self.arm_values or line_set or chain) and source is not None and not bodies:
+                words = self._in_arm(words, argv, index, commands, source, line_set, chain)
             closing = 0
             if words and self.subshells and self.depth == self.subshells[-1][-1] + 1:
                 words, closing = _subshell_closed(words)  # `srun ... )`, `(srun ...) > log`
@@ -895,18 +938,30 @@ class _ShellVariables:
                 else:
                     read.append(words)
             pairs, only = _assignments(words) if words else ([], False)
-            sure = _runs_here(operators[index], assigned) if operators is not None else len(commands) == 1
+            sure = _runs_here(operator, assigned, ends[index]) if operators is not None else len(commands) == 1
+            sure = sure and not bodies
             plain = sure and self.branched == 0 and only  # at the top, on a line of its own or after `;` or `&&`
             assigned = sure and only and all(_PLAIN_VALUE.fullmatch(value) for _, value in pairs)
             self._exports(words or argv, [name for name, _ in pairs] if only else [])
             if pairs:
                 self._own()
-            in_arm = set()  # `then N=2`: known later in that arm (`_in_arm`), not after it
+            in_arm, in_chain = set(), set()  # `then N=2`: known later in that arm (`_in_arm`), not after it
             for name, value in pairs:
                 known = plain and name not in self.deferred and _PLAIN_VALUE.fullmatch(value)
                 self.known[name] = value if known else None
                 if known:
                     line_set.add(name)
+                if (
+                    only
+                    and not bodies
+                    and _chained(operator)
+                    and name not in self.deferred
+                    and _PLAIN_VALUE.fullmatch(value)
+                ):
+                    chain[name] = value
+                    in_chain.add(name)
+                else:
+                    chain.pop(name, None)
                 if sure and only and self.branched and name not in self.deferred and _PLAIN_VALUE.fullmatch(value):
                     self.arm_values[name] = ((*self.base, *self.arms), value)
                     in_arm.add(name)
@@ -917,18 +972,21 @@ class _ShellVariables:
                     if (match := _ASSIGNMENT.fullmatch(word)) and not word.startswith("-"):
                         self._own()
                         self.known[match.group(1)] = None
+                        if match.group(1) not in in_chain:
+                            chain.pop(match.group(1), None)
                         if match.group(1) not in in_arm:
                             self.arm_values.pop(match.group(1), None)
                         if self.functions:  # set where the function is called, any line after this
                             self.deferred.add(match.group(1))
             first = words[:1] or argv[:1]
             if first[0] in ("source", ".", "eval"):
-                self.known, self.arm_values = dict.fromkeys(self.known), {}
+                self.known, self.arm_values, chain = dict.fromkeys(self.known), {}, {}
             elif first[0] in ("read", "unset", "getopts") or argv[0] in ("for", "select"):
                 self._own()
                 self.known.update((word, None) for word in (words or argv)[1:] if word.isidentifier())
                 for word in (words or argv)[1:]:
                     self.arm_values.pop(word, None)
+                    chain.pop(word, None)
             if argv[0] in _CLOSES and self.opened:  # `fi`, `)`; and a subshell's `)` after it: `( if ...; fi )`
                 closing = 1 + self._close()
                 read += [_CHILD_SHELL_ENDS] * (closing - 1)
@@ -939,6 +997,8 @@ class _ShellVariables:
             for _ in range(closing):
                 if self._close():
                     read.append(_CHILD_SHELL_ENDS)
+            if _CHILD_SHELL_ENDS in read[ended:]:  # `a && N=4 && (N=2) && cmd`: what the chain set in it ends with it
+                chain = {}
             while self.functions and self.depth <= self.functions[-1]:
                 self.functions.pop()
         return read
@@ -949,30 +1009,36 @@ class _ShellVariables:
         argv: list[str],
         index: int,
         commands: list[list[str]],
-        source: tuple[str, set[str]],
+        source: tuple[str, set[str], Callable[..., list[list[str]]]],
         line_set: set[str],
+        chain: dict[str, str],
     ) -> list[str]:
         """A command's words (`words`, the end of `commands[index]`, `argv`) with the plain values a branch set before
         it in the arm it runs in (`arm_values`: `then NGPUS=8; torchrun --nproc_per_node=$NGPUS`, in a branch inside
         that arm too), and those of the variables set plainly earlier on its line (`line_set`: `NGPUS=4; torchrun
-        --nproc_per_node=$NGPUS`, as they are now, where a command between set them again), its line (`source`)
-        expanded again with them; as they are where it runs in none of those arms (`else`, the next `case` item,
-        after the `fi`) and follows no such assignment on its line, or where they name no variable."""
+        --nproc_per_node=$NGPUS`, as they are now, where a command between set them again), and those set earlier in
+        its `&&` chain (`chain`: `cd /work && NGPUS=4 && torchrun ...`), its line (`source`) expanded again with them;
+        as they are where it runs in none of those arms (`else`, the next `case` item, after the `fi`) and follows no
+        such assignment on its line or in its chain, or where they name no variable."""
         arms = (*self.base, *self.arms)
         own = {name: value for name, (at, value) in self.arm_values.items() if arms[: len(at)] == at}
-        if not (own or line_set) or not any("$" in word for word in words):
+        if not (own or line_set or chain) or not any("$" in word for word in words):
             return words
-        line, changed = source
-        self.extra = {**dict.fromkeys(changed), **{name: self.known.get(name) for name in line_set}, **own}
+        line, changed, split = source
+        self.extra = {**dict.fromkeys(changed), **{name: self.known.get(name) for name in line_set}, **own, **chain}
         try:
-            again = split_shell(self._expand(line))
+            again = split(self._expand(line))
         except ValueError:
             return words
         finally:
             self.extra = {}
         if len(again) != len(commands) or len(again[index]) != len(argv):
             return words
-        return again[index][len(argv) - len(words) :]
+        offset = len(argv) - len(words)
+        tail = again[index][offset:]
+        if argv[offset] != words[0] and argv[offset].endswith(words[0]):  # `(srun ...`: the `(` set apart from srun
+            tail[0] = tail[0][len(argv[offset]) - len(words[0]) :]
+        return tail
 
     def _close(self) -> bool:
         """Leaves the innermost compound command; True where it is a subshell, whose settings end with it."""
@@ -4163,9 +4229,10 @@ def _split_words(text: str, operators: list[tuple[str, str]] | None = None) -> l
 _CHILD_SHELL_BEGINS, _CHILD_SHELL_ENDS = ["\x00<<"], ["\x00EOF"]
 
 
-def _split_marking_shells(text: str) -> list[list[str]]:
+def _split_marking_shells(text: str, operators: list[tuple[str, str]] | None = None) -> list[list[str]]:
     """`split_shell`'s commands of `text`, with `_CHILD_SHELL_BEGINS` before and `_CHILD_SHELL_ENDS` after those of
-    each here-document body a child shell reads as its commands (`bash <<EOF`, `_here_documents_read`)."""
+    each here-document body a child shell reads as its commands (`bash <<EOF`, `_here_documents_read`). `operators`:
+    `_commands`'."""
     read, bodies = _here_documents_read(text)
     lines = read.split("\n")
     marks: dict[int, list[str]] = {}
@@ -4177,7 +4244,7 @@ def _split_marking_shells(text: str) -> list[list[str]]:
         marked += marks.get(index, [])  # lines of their own: commands of their own
         marked.append(line)
     marked += marks.get(len(lines), [])  # a body delimited by the end of the text
-    return _split_words("\n".join(marked))
+    return _split_words("\n".join(marked), operators)
 
 
 # bash(1): "-c  If the -c option is present, then commands are read from the first non-option argument
@@ -4268,11 +4335,12 @@ def _marked_commands(command: str) -> list[list[str]]:
 
 
 def _shell_commands(text: str, arms: tuple[int, ...] = ()) -> list[list[str]]:
-    """`_split_marking_shells`' commands of a command line read as a script's line is (`_ShellVariables.split_read`):
+    """`_split_marking_shells`' commands of a command line read as a script's line is (`_ShellVariables.commands`):
     after the reserved words that begin them (`if true; then srun ...`), a `_BranchCommand` each in a compound command,
-    a subshell's between `_CHILD_SHELL_BEGINS` and `_CHILD_SHELL_ENDS`. `arms`: those of the command whose `-c` string
-    the text is, where it runs in a branch (`_ShellVariables.child`)."""
-    return _ShellVariables(arms).split_read(_split_marking_shells(text))
+    a subshell's between `_CHILD_SHELL_BEGINS` and `_CHILD_SHELL_ENDS`, the plain variables it sets in place in its
+    later commands (`NGPUS=4; torchrun --nproc_per_node=$NGPUS`, on its next line too). `arms`: those of the command
+    whose `-c` string the text is, where it runs in a branch (`_ShellVariables.child`)."""
+    return _ShellVariables(arms).commands(text, split=_split_marking_shells)
 
 
 def _child_shell_commands(commands: list[list[str]]) -> tuple[list[tuple[int, list[str]]], _ChildShells]:

@@ -423,7 +423,15 @@ from triage.rules.registry import RULES, THRESHOLDS, Finding, Status, TriageResu
 #      --nproc_per_node=$NGPUS train.py`: 4 processes, `W=0; python train.py --workers $W`: 0 workers, both unknown
 #      before), still not after `||`, in a pipeline or background job, nor as a prefix (`NGPUS=4 torchrun ...`); and a
 #      branch's `A=1 || NGPUS=8`, `false && NGPUS=8`, `NGPUS=8 &` or `NGPUS=8 | ...` is no longer taken as known
-#      later in its arm (`_runs_here`)
+#      later in its arm (`_runs_here`); the job's command's plain variables are known as a script's, where it expanded
+#      none (`NGPUS=4; torchrun --nproc_per_node=$NGPUS train.py`, or on its next line, as the job's command: 4
+#      processes, unknown before; `NGPUS=1; torchrun ...` on eight GPUs: unused GPUs, was uneven use), a here-document
+#      body a shell there reads still not expanded; a plain variable an `&&` chain sets after a command that may fail
+#      is known to the later commands of that chain (`cd /work && NGPUS=4 && torchrun ...`: 4, unknown before; not
+#      after a `||`, a `;` or on a later line: `_chained`); and `NGPUS=4 && cmd &` (the chain in the background) no
+#      longer gives the lines after it NGPUS's 4 (`_list_ends`); a subshell after such an assignment is read
+#      (`NGPUS=4; (torchrun --nproc_per_node=$NGPUS train.py)`: 4 processes; its launch was not seen, a program
+#      `(torchrun`)
 RULES_REVISION = 13
 
 __all__ = [
