@@ -14,6 +14,7 @@ from django.utils import timezone
 from rest_framework_api_key.models import AbstractAPIKey
 
 from fleet.gpu_models import gpu_model_key, gpu_model_name
+from fleet.numbers import NBSP
 from fleet.timezones import validate_time_zone
 
 
@@ -365,11 +366,20 @@ class IngestRun(models.Model):
         return f"{hours} h {minutes:02d} min"
 
     @property
-    def rate_display(self) -> str:
+    def rate_parts(self) -> list[str]:
+        """The rate's figures, ["80.0 jobs/s", "237,935 GPU samples/s"] (["–"] before a job is done), each unit kept
+        whole by no-break spaces: at 390 px it broke as "… GPU" / "samples/s". The page shows each as a box of its
+        own (the polled figures too, split at " · "), so a figure goes under the one before with its unit, or at
+        320 px, where "237,935 GPU samples/s" is wider than the line, breaks before its unit, never in it."""
         seconds = self.duration_s
         if not seconds or not self.jobs_processed:
-            return "–"
-        return f"{self.jobs_processed / seconds:,.1f} jobs/s · {self.samples / seconds:,.0f} GPU samples/s"
+            return ["–"]
+        jobs, samples = f"{self.jobs_processed / seconds:,.1f}", f"{self.samples / seconds:,.0f}"
+        return [f"{jobs}{NBSP}jobs/s", f"{samples} GPU{NBSP}samples/s"]
+
+    @property
+    def rate_display(self) -> str:
+        return " · ".join(self.rate_parts)
 
     # The time left is said once the rate of storing jobs means something: this long storing them, and
     # this share of the jobs to store stored (before, the first batches' pace is a wild guess).
@@ -406,8 +416,12 @@ class IngestRun(models.Model):
 
     @property
     def time_left_display(self) -> str:
+        """The estimate as the run's page and its polled figures say it; "–" for a run no process imports (its
+        page offers Import now / Mark failed, and leaves the row out), where it went on saying "about 3 min"."""
         seconds = self.seconds_left
-        return "–" if seconds is None else self.time_left_words(seconds)
+        if seconds is None or self.no_process_holds:
+            return "–"
+        return self.time_left_words(seconds)
 
     @property
     def jobs_processed(self) -> int:

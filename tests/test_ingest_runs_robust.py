@@ -250,10 +250,10 @@ def test_the_run_pages_and_the_api_say_gpu_samples_where_they_count_them(operato
     client.force_login(operator)
     page = _words(client.get(f"/ingest-runs/{run.pk}/"))
     assert '<dt>GPU samples</dt><dd id="run-samples">12,345</dd>' in page
-    assert " GPU samples/s</dd>" in page and "Samples" not in page
+    assert " GPU samples/s</span></dd>" in page and "Samples" not in page  # _words: no-break spaces too
     polled = client.get(f"/ingest-runs/{run.pk}/status.json").json()
     assert polled["samples"] == 12_345 and polled["display"]["samples"] == "12,345"
-    assert polled["display"]["rate"].endswith(" GPU samples/s")
+    assert polled["display"]["rate"].endswith(" GPU\u00a0samples/s")
     listing = _words(client.get("/ingest-runs/"))
     assert '<th scope="col" role="columnheader" class="num">GPU samples</th>' in listing
     assert '<span class="cell-label">GPU samples</span><span>12,345</span>' in listing and "Samples" not in listing

@@ -34,6 +34,13 @@ def frozen_clock(monkeypatch):
     monkeypatch.setattr(timezone, "now", lambda: NOW)
 
 
+@pytest.fixture(autouse=True)
+def a_worker_imports_them(monkeypatch):
+    """These runs go on: a worker holds each (on PostgreSQL a run whose lock no worker holds reads stopped, and a
+    stopped run has no time left: tests/test_run_and_study_pages_polish.py)."""
+    monkeypatch.setattr(ingest, "worker_stopped", lambda run: False)
+
+
 def storing_run(*, started: float, storing: float | None, done: int, total: int, rejected: int = 0) -> IngestRun:
     """A running run begun `started` seconds ago that began storing its jobs `storing` seconds ago."""
     now = NOW

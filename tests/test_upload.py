@@ -197,7 +197,9 @@ def test_a_big_runs_figures_read_as_a_person_reads_them(operator_client):
     assert '<dd id="run-duration">2\u00a0min 05\u00a0s</dd>' in page  # each figure on one line with its unit
     assert '<dd id="run-samples">29,741,818</dd>' in page
     assert "10,000 of 10,000 processed: 9,990 created, 0 updated, 0 unchanged, 10 rejected" in page
-    assert "80.0 jobs/s · 237,935 GPU samples/s" in page  # 10,000 jobs and 29.7 M GPU samples in 125 s
+    # 10,000 jobs and 29.7 M GPU samples in 125 s; each unit whole, each figure with its unit a box of its own
+    rate = '<span class="rate-part">80.0\u00a0jobs/s</span> · <span class="rate-part">237,935 GPU\u00a0samples/s</span>'
+    assert rate in page
     listing = operator_client.get("/ingest-runs/").content.decode()
     assert "2\u00a0min 05\u00a0s" in listing and "29,741,818" in listing and "9,990" in listing
     shown = operator_client.get(f"/ingest-runs/{run.pk}/status.json").json()["display"]
@@ -207,7 +209,7 @@ def test_a_big_runs_figures_read_as_a_person_reads_them(operator_client):
         "samples": "29,741,818",
         "duration": "2 min 05 s",
         "left": "–",  # over
-        "rate": "80.0 jobs/s · 237,935 GPU samples/s",
+        "rate": "80.0\u00a0jobs/s · 237,935 GPU\u00a0samples/s",
     }
 
 

@@ -136,7 +136,15 @@
         samples.textContent = run.display.samples;
         duration.textContent = run.display.duration;
         if (left) { left.textContent = run.display.left; }
-        rate.textContent = run.display.rate;
+        // Each figure a box of its own, as the page has them (IngestRun.rate_parts).
+        rate.textContent = "";
+        run.display.rate.split(" · ").forEach(function (part, i) {
+          var box = document.createElement("span");
+          box.className = "rate-part";
+          box.textContent = part;
+          if (i) { rate.append(" · "); }
+          rate.append(box);
+        });
         window.setTimeout(poll, 1000);
       });
       request.addEventListener("error", function () { window.setTimeout(poll, 5000); });

@@ -1,0 +1,183 @@
+"""Small faults seen in review on an ingest run's page and a study's page, each as a user notices it.
+
+- A run left *running* whose process is gone (its page says "No process is importing this run" and offers
+  Import now / Mark failed) still said "Time left: about 3 min", as if it went on. It has no estimate now, as a
+  finished run or a connector's pull has none: the row is left out, and the polled figures say "–".
+- At 390 px the rate broke as "… 161,419 GPU" / "samples/s": each figure and its unit are kept whole.
+- A study's page on a phone: the cards in its grid (My labels, Sample, Raters) were 32 px apart (the grid's gap
+  and each card's margin), the cards after it 16 px; the gap above Raters stood out.
+"""
+
+from __future__ import annotations
+
+import time
+from datetime import timedelta
+
+import pytest
+from django.test import Client
+from django.utils import timezone
+
+from fleet import ingest
+from fleet.models import IngestRun
+from tests.test_accessibility import open_as
+from tests.test_browser import browser, window_width  # noqa: F401  (the browser fixture)
+from tests.test_ingest_runs_robust import _dead_owner
+
+NBSP = "\u00a0"
+
+
+def storing_run(owner: str = "") -> IngestRun:
+    """A running upload storing its jobs for a minute, a quarter done: a run with an estimate of its time left."""
+    now = timezone.now()
+    run = IngestRun.objects.create(
+        archive_name="week-49.zip",
+        source=IngestRun.Source.UPLOAD,
+        status=IngestRun.Status.RUNNING,
+        started_at=now - timedelta(seconds=70),
+        storing_started_at=now - timedelta(seconds=60),
+        phase="storing jobs",
+        jobs_total=40_000,
+        jobs_done=10_000,
+        jobs_created=10_000,
+        samples=12_345_670,
+    )
+    IngestRun.objects.filter(pk=run.pk).update(owner=owner)
+    run.refresh_from_db()
+    return run
+
+
+def _page(client: Client, run: IngestRun) -> str:
+    return " ".join(client.get(f"/ingest-runs/{run.pk}/").content.decode().split())
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_run_no_process_imports_says_no_time_left(operator):
+    """Its page offers Import now and Mark failed, and no longer estimates the time left; nor do its polled figures
+    (what the page's script writes under Time left, were the row there: a page opened while the run went on)."""
+    client = Client()
+    client.force_login(operator)
+    going = storing_run(owner=ingest.this_process())  # this process imports it (SQLite: its recorded owner lives)
+    worker = None
+    if ingest.run_locks_tell():  # PostgreSQL: a worker's session holds its lock
+        from tests.test_ingest_exclusive import hold_run_lock
+
+        worker = hold_run_lock(going.pk)
+    try:
+        assert "<dt>Time left</dt>" in _page(client, going)
+        assert client.get(f"/ingest-runs/{going.pk}/status.json").json()["display"]["left"] == "about 3 min"
+    finally:
+        if worker is not None:
+            worker.close()
+
+    stopped = storing_run(owner=_dead_owner())
+    if not ingest.worker_stopped(stopped):
+        pytest.skip("this system does not say whether a process is gone (no /proc)")
+    page = _page(client, stopped)
+    assert "No process is importing this run" in page or "No worker is importing this run" in page
+    assert "Time left" not in page and "about 3" not in page
+    polled = client.get(f"/ingest-runs/{stopped.pk}/status.json").json()
+    assert polled["display"]["left"] == "–"
+
+
+@pytest.mark.django_db
+def test_the_rate_keeps_each_figure_with_its_unit(operator_client, monkeypatch):
+    """ "GPU samples/s" and "jobs/s" whole, each beside its figure, on the page and in the polled figures alike."""
+    now = timezone.now()
+    monkeypatch.setattr(timezone, "now", lambda: now)  # the figures as of one instant, however slow the machine
+    run = storing_run()
+    seconds = run.duration_s
+    jobs, samples = f"{10_000 / seconds:,.1f}", f"{12_345_670 / seconds:,.0f}"
+    said = f"{jobs}{NBSP}jobs/s · {samples} GPU{NBSP}samples/s"
+    page = operator_client.get(f"/ingest-runs/{run.pk}/").content.decode()
+    part = '<span class="rate-part">{}</span>'.format
+    boxes = f"{part(f'{jobs}{NBSP}jobs/s')} · {part(f'{samples} GPU{NBSP}samples/s')}"
+    assert f'<dd id="run-rate" title="Average since the run started">{boxes}</dd>' in page
+    assert operator_client.get(f"/ingest-runs/{run.pk}/status.json").json()["display"]["rate"] == said
+
+
+# The lines each of the rate's figures (with its unit) and its units are on: [text, lines], from the text's boxes.
+RATE_LINES = """
+const lines = range => new Set([...range.getClientRects()].map(r => Math.round(r.top))).size;
+const box = document.getElementById('run-rate');
+const parts = [...box.querySelectorAll('.rate-part')].map(part => {
+  const range = document.createRange(); range.selectNodeContents(part); return [part.textContent, lines(range)];
+});
+const units = [...box.querySelectorAll('.rate-part')].map(part => {
+  const node = part.firstChild, at = node.textContent.search(/(GPU.samples|jobs)\\/s$/);
+  const range = document.createRange(); range.setStart(node, at); range.setEnd(node, node.textContent.length);
+  return [node.textContent.slice(at), lines(range)];
+});
+return {parts, units};
+"""
+
+
+@pytest.mark.django_db(transaction=True)
+@pytest.mark.parametrize("width", [320, 390])
+def test_on_a_phone_a_stopped_runs_page_keeps_its_rate_whole_and_no_estimate(browser, live_server, operator, width):  # noqa: F811
+    """At 390 px the rate read "130.7 jobs/s · 161,419 GPU" and "samples/s" under it. Looked at after the page's
+    script has polled the run's figures (each second), which write the rate again and must not bring back a
+    time left for a run no process imports."""
+    from selenium.webdriver.common.by import By
+
+    stopped = storing_run(owner=_dead_owner())
+    if not ingest.worker_stopped(stopped):
+        pytest.skip("this system does not say whether a process is gone (no /proc)")
+    open_as(browser, live_server.url, operator)
+    with window_width(browser, width, mobile=True):
+        browser.get(f"{live_server.url}/ingest-runs/{stopped.pk}/")
+        first = browser.find_element(By.ID, "run-duration").text
+        deadline = time.monotonic() + 10
+        while browser.find_element(By.ID, "run-duration").text == first and time.monotonic() < deadline:
+            time.sleep(0.2)  # the script has polled once the elapsed time has moved
+        time.sleep(0.5)
+        lines = browser.execute_script(RATE_LINES)
+        text = browser.find_element(By.ID, "run-progress").text
+    assert [unit for unit, count in lines["units"]] == ["jobs/s", f"GPU{NBSP}samples/s"], lines
+    assert [unit for unit, count in lines["units"] if count != 1] == [], lines
+    if width >= 390:  # at 320 "171,690 GPU samples/s" is wider than its line: the figure goes above its unit
+        assert [part for part, count in lines["parts"] if count != 1] == [], lines
+    assert "Time left" not in text and "about" not in text, text
+
+
+# The vertical gaps between the page's cards (those not inside another card), each to the next card under it.
+CARD_GAPS = """
+const cards = [...document.querySelectorAll('main .card')].filter(c => !c.parentElement.closest('.card'))
+  .map(c => c.getBoundingClientRect());
+return cards.flatMap(a => {
+  const below = cards.filter(b => b.top >= a.bottom - 1 && b.left < a.right && b.right > a.left);
+  return below.length ? [Math.round(Math.min(...below.map(b => b.top)) - a.bottom)] : [];
+});
+"""
+
+
+@pytest.mark.django_db(transaction=True)
+@pytest.mark.parametrize("width", [320, 390, 1280])
+def test_a_studys_cards_are_evenly_spaced(browser, live_server, team_a, width):  # noqa: F811
+    from django.contrib.auth.models import Group
+
+    from fleet.access import RESEARCHERS_GROUP
+    from tests.factories import ClusterFactory, JobFactory, UserFactory
+    from triage.labeling import services
+    from triage.labeling.models import Assignment
+    from triage.taxonomy import Category
+
+    group = Group.objects.get_or_create(name=RESEARCHERS_GROUP)[0]
+    raters = [UserFactory(username=name) for name in ("demo-rater-1", "demo-rater-2", "researcher")]
+    for user in raters:
+        user.groups.add(group)
+    cluster = ClusterFactory(name="c1")
+    for i in range(4):
+        JobFactory(cluster=cluster, team=team_a, name=f"bert-{i}", mean_gpu_util=20.0 + i)
+    study = services.create_study(name="Demo", lead=raters[2], raters=raters, sample_size=4, seed=5)
+    for rater in raters:
+        for assignment in services.assignments_of(study, rater):
+            if rater == raters[0] and assignment.item.position == 1:
+                services.skip_job(assignment, Assignment.SkipReason.NOT_ENOUGH_EVIDENCE)
+            else:
+                services.save_answer(assignment, {Category.IMPROPER_BATCH_SIZE.value: ""})
+        services.submit(study, rater)
+    open_as(browser, live_server.url, raters[2])
+    with window_width(browser, width, mobile=width < 700):
+        browser.get(f"{live_server.url}/studies/{study.pk}/")
+        gaps = browser.execute_script(CARD_GAPS)
+    assert len(gaps) >= 3 and set(gaps) == {16}, gaps
