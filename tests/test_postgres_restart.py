@@ -205,12 +205,13 @@ def test_postgres_restarted_mid_ingest_is_retried_and_duplicates_nothing(
 
             # Storing takes about a second here; rather than race it, hold the worker still at the worst
             # moment, in the middle of committing a batch of jobs, with earlier batches stored:
-            # 1. lock the run's row (NO KEY: jobs may still refer to it): the worker stops at its next
-            #    progress write, once the batch in hand is committed;
+            # 1. once a first batch is stored, lock the run's row (NO KEY: jobs may still refer to it): the
+            #    worker stops at its next progress write, inside the next batch's transaction (a batch's
+            #    counters commit with its jobs, 5252397, so jobs_done above 0 is a batch stored);
             def storing():
-                return IngestRun.objects.using(ALIAS).filter(pk=run.pk, jobs_total__gt=0).exists()
+                return IngestRun.objects.using(ALIAS).filter(pk=run.pk, jobs_done__gt=0).exists()
 
-            wait_for(storing, 120, "the worker to start storing jobs")
+            wait_for(storing, 120, "the worker to store a first batch of jobs")
             run_lock, (jobs_done,) = hold_lock(
                 url, "SELECT jobs_done FROM fleet_ingestrun WHERE id = %s FOR NO KEY UPDATE", run.pk
             )
