@@ -12,8 +12,8 @@ Redis is stopped with SHUTDOWN NOSAVE (nothing but the append-only file survives
 - while the worker is part-way through triaging the jobs an import queued (in tasks of
   RETRIAGE_BATCH jobs), with more triage tasks waiting. Every job must end with exactly one current
   result, and the results and findings must equal a clean in-process triage of the same jobs;
-- while an import finishes, which is when it queues the triage of its jobs: every job must still be
-  triaged once Redis is back.
+- while an import finishes, which is when it queues the triage of its jobs (the worker is held part-way
+  through the import until Redis is down): every job must still be triaged once Redis is back.
 """
 
 from __future__ import annotations
@@ -54,23 +54,24 @@ OPERATOR_REDIS_CONFIG = ["--appendonly", "yes", "--appendfsync", "everysec", "--
 
 VISIBILITY_S = 20  # an unacknowledged task comes back after this (the default is the time limit + 15 min)
 
-# The mid-ingest test's gates: from each job index on, the jobs are in the gate's team. Before the import
-# starts, the test inserts each gate's team in a transaction it leaves open: the worker's creation of that
-# team waits on the unique slug until the test rolls it back, which holds the worker at that job, with
-# every job before it stored (INGEST_STORE_BATCH = 10 divides each index).
+# The ingest tests' gates: from each job index on, the jobs are in the gate's team. Before the import
+# starts, the test inserts each gate's team in a transaction it leaves open (`hold_team`): the worker's
+# creation of that team waits on the unique slug until the test rolls it back, which holds the worker at
+# that job, with every job before it stored (INGEST_STORE_BATCH = 10 divides each index; `held_at`).
 GATED_JOBS = 120
 GATES = {40: "gate-down", 80: "gate-back"}  # held when Redis goes down / when it comes back
 
 
-def gated_archive(path: Path) -> Path:
-    """A busy archive of GATED_JOBS jobs whose jobs from each gate on are in the gate's team."""
-    write_busy_archive(path, jobs=GATED_JOBS, cluster="restart", prefix="r")
+def gated_archive(path: Path, jobs: int = GATED_JOBS, gates: dict[int, str] = GATES, cluster: str = "restart",
+                  prefix: str = "r") -> Path:  # fmt: skip
+    """A busy archive of `jobs` jobs whose jobs from each gate (job index: team slug) on are in its team."""
+    write_busy_archive(path, jobs=jobs, cluster=cluster, prefix=prefix)
     with zipfile.ZipFile(path) as archive:
         members = {name: archive.read(name) for name in archive.namelist()}
     header, *rows = members["jobs.csv"].decode().splitlines()
     for index, row in enumerate(rows):
         fields = row.split(",")
-        fields[2] = next((team for at, team in sorted(GATES.items(), reverse=True) if index >= at), fields[2])
+        fields[2] = next((team for at, team in sorted(gates.items(), reverse=True) if index >= at), fields[2])
         rows[index] = ",".join(fields)
     members["jobs.csv"] = ("\n".join([header, *rows]) + "\n").encode()
     with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED) as archive:
@@ -82,6 +83,13 @@ def gated_archive(path: Path) -> Path:
 def hold_team(database: str, slug: str):
     """A team created by a transaction left open: whoever creates it too waits until it is closed (rolled back)."""
     return hold_lock(database, "INSERT INTO fleet_team (slug, name) VALUES (%s, %s) RETURNING id", slug, slug)[0]
+
+
+def held_at(run: IngestRun, jobs_done: int) -> bool:
+    """Whether the worker waits to create a gate's team, having stored the run's jobs before it (and no more)."""
+    current = IngestRun.objects.get(pk=run.pk)
+    waiting = 'INSERT INTO "fleet_team"' in blocked_query()
+    return waiting and current.status == IngestRun.Status.RUNNING and current.jobs_done == jobs_done
 
 
 def redis_server_binary() -> str:
@@ -170,16 +178,6 @@ def imported_as_the_worker_did():
         jobs_ingested.receivers = receivers
 
 
-def part_way(run: IngestRun):
-    """A condition to wait for: the worker has stored some of the run's jobs, not half of them yet."""
-
-    def condition():
-        current = IngestRun.objects.get(pk=run.pk)
-        return current.jobs_total and 20 <= current.jobs_done < current.jobs_total // 2
-
-    return condition
-
-
 @pytest.mark.django_db(transaction=True)
 def test_redis_restarted_mid_ingest_loses_and_duplicates_nothing(private_redis, storage_dir, tmp_path):
     require_postgresql("holds the worker still with a transaction left open on another connection")
@@ -190,12 +188,6 @@ def test_redis_restarted_mid_ingest_loses_and_duplicates_nothing(private_redis, 
     running = ingest.create_run(archive)
     queued = ingest.create_run(EXAMPLE_ARCHIVE)
 
-    def held_at(jobs_done: int) -> bool:
-        """Whether the worker waits to create a gate's team, having stored the jobs before it (and no more)."""
-        current = IngestRun.objects.get(pk=running.pk)
-        waiting = 'INSERT INTO "fleet_team"' in blocked_query()
-        return waiting and current.status == IngestRun.Status.RUNNING and current.jobs_done == jobs_done
-
     # Storing takes about a second here; rather than race it, hold the worker at two known jobs of the import.
     (down_at, down_gate), (back_at, back_gate) = sorted(GATES.items())
     with worker_over(private_redis, storage_dir, queue) as (_, sender), contextlib.ExitStack() as gates:
@@ -203,16 +195,16 @@ def test_redis_restarted_mid_ingest_loses_and_duplicates_nothing(private_redis, 
         held_back = gates.enter_context(contextlib.closing(hold_team(database, back_gate)))
         sender.send_task("fleet.ingest_archive", args=[running.pk], queue=queue)
         sender.send_task("fleet.ingest_archive", args=[queued.pk], queue=queue)  # waits: one solo worker
-        wait_for(lambda: held_at(down_at), 120, "the worker to be held part-way through the big import")
+        wait_for(lambda: held_at(running, down_at), 120, "the worker to be held part-way through the big import")
         assert private_redis.client().llen(queue) == 1  # the second task is queued
         private_redis.shutdown_nosave()
-        assert held_at(down_at), "the import must still be running when Redis goes"
+        assert held_at(running, down_at), "the import must still be running when Redis goes"
 
         # Redis is down; the import carries on (it needs only the database) until the second gate.
         held_down.close()
-        wait_for(lambda: held_at(back_at), 60, "the import to carry on while Redis is down")
+        wait_for(lambda: held_at(running, back_at), 60, "the import to carry on while Redis is down")
         private_redis.start()
-        assert held_at(back_at), "the import must still be running when Redis comes back"
+        assert held_at(running, back_at), "the import must still be running when Redis comes back"
         assert private_redis.client().llen(queue) == 1  # restored from the AOF (the held worker takes nothing)
         held_back.close()
 
@@ -250,7 +242,8 @@ def read_deliveries(broker) -> dict[str, int]:
 TRIAGE_JOBS = 420  # three triage tasks (RETRIAGE_BATCH = 200 jobs each): one running, two queued
 TRIAGE_QUEUE = "celery"  # where the import queues triage: the default queue (of the private server)
 TRIAGE_VISIBILITY_S = 10  # a triage task takes about 2 s here
-END_JOBS = 300  # an import of a few seconds, then two triage tasks
+END_JOBS = 40  # one triage task; the import is held at END_GATE when Redis goes
+END_GATE = 20
 
 
 def triage_snapshot() -> dict:
@@ -355,16 +348,30 @@ def test_redis_restarted_mid_triage_loses_and_duplicates_nothing(private_redis, 
 
 @pytest.mark.django_db(transaction=True)
 def test_redis_down_as_an_import_finishes_still_triages_its_jobs(private_redis, storage_dir, tmp_path):
-    archive = write_busy_archive(tmp_path / "busy.zip", jobs=END_JOBS, cluster="restart-end", prefix="e")
+    require_postgresql("holds the worker still with a transaction left open on another connection")
+    archive = gated_archive(tmp_path / "busy.zip", END_JOBS, {END_GATE: "gate-end"}, "restart-end", "e")
     run = ingest.create_run(archive)
-    with worker_over(private_redis, storage_dir, TRIAGE_QUEUE) as (_, sender):
+    triaged = JobTriage.objects.filter(is_current=True)
+    # Rather than race the import, hold the worker part-way through it until Redis is down.
+    with worker_over(private_redis, storage_dir, TRIAGE_QUEUE) as (_, sender), contextlib.ExitStack() as gates:
+        gate = gates.enter_context(contextlib.closing(hold_team(_worker_database_url(), "gate-end")))
         sender.send_task("fleet.ingest_archive", args=[run.pk], queue=TRIAGE_QUEUE)
-        wait_for(part_way(run), 120, "the worker to be part-way through the import")
+        wait_for(lambda: held_at(run, END_GATE), 120, "the worker to be held part-way through the import")
         private_redis.shutdown_nosave()
-        assert IngestRun.objects.get(pk=run.pk).status == IngestRun.Status.RUNNING
+        assert held_at(run, END_GATE), "the import must still be running when Redis goes"
+
+        # Redis is down; the import carries on (it needs only the database) and finishes.
+        gate.close()
         wait_for(lambda: IngestRun.objects.get(pk=run.pk).is_finished, 60, "the import to finish")
-        time.sleep(3)  # its end queues the triage of its jobs now, while Redis is down: queuing waits for Redis
+        finished = IngestRun.objects.get(pk=run.pk)
+        assert finished.status == IngestRun.Status.SUCCEEDED, finished.errors
+        assert finished.jobs_done == END_JOBS
+        assert private_redis.process.poll() is not None, "the import must finish while Redis is down"
+        # Its end queues the triage of its jobs right after its commit, now, while Redis is down: the queuing
+        # waits for Redis, retrying (QUEUE_RETRY_POLICY). Nothing shows that wait to poll for: let the first
+        # attempt fail and a retry come due, then bring Redis back.
+        time.sleep(services.QUEUE_RETRY_POLICY["interval_start"])
+        assert not triaged.exists()
         private_redis.start()
-        triaged = JobTriage.objects.filter(is_current=True)
         wait_for(lambda: triaged.count() == END_JOBS, 90, "every job to be triaged")
     assert JobTriage.objects.count() == triaged.values("job").distinct().count() == Job.objects.count() == END_JOBS
