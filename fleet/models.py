@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from decimal import Decimal
 from fractions import Fraction
-from functools import cached_property
 
 from django.conf import settings
 from django.core.exceptions import ValidationError
@@ -377,8 +376,7 @@ class IngestRun(models.Model):
         own (the polled figures too, split at " · "), so a figure goes under the one before with its unit, or at
         320 px, where "237,935 GPU samples/s" is wider than the line, breaks before its unit, never in it."""
         seconds = self.duration_s
-        if not seconds or not self.jobs_processed or (self.finished_at is None and self.no_process_holds):
-            # A run no process imports: divided by the time up to now, its rate fell with every poll.
+        if not seconds or not self.jobs_processed:
             return ["–"]
         jobs, samples = f"{self.jobs_processed / seconds:,.1f}", f"{self.samples / seconds:,.0f}"
         return [f"{jobs}{NBSP}jobs/s", f"{samples} GPU{NBSP}samples/s"]
@@ -476,13 +474,11 @@ class IngestRun(models.Model):
             "not yet": "not counted yet",
         }[self.jobs_counting]
 
-    @cached_property
+    @property
     def no_process_holds(self) -> bool:
         """Whether the run reads *running* but no process imports it (its worker or web process was killed): what
         its page offers Import now / Queue again and Mark failed for (`fleet.ingest.worker_stopped`), and the runs
-        list says beside its status. Never for a run a thread of this process is about to begin. Asked once per
-        object (a page's or a poll's snapshot of the run): its Elapsed, Rate and Time left each asked, and on
-        PostgreSQL each asking takes the run's lock."""
+        list says beside its status. Never for a run a thread of this process is about to begin."""
         from fleet import ingest
 
         if self.status != self.Status.RUNNING or ingest.importing_here(self.pk):
