@@ -355,10 +355,6 @@ class IngestRun(models.Model):
         the second they read 3 s apart for 2.4 s). The rate divides by the exact `duration_s`."""
         if self.started_at is None:
             return "–"
-        if self.finished_at is None and self.no_process_holds:
-            # No process imports it (its page offers Import now / Mark failed): it counted up every second as if
-            # the import went on. The run records no time of its last progress to stop at, so it says so.
-            return "stopped"
         end = self.finished_at or timezone.now()
         seconds = (self._to_tenth(end) - self._to_tenth(self.started_at)).total_seconds()
         if round(seconds, 1) < 60:
@@ -394,8 +390,7 @@ class IngestRun(models.Model):
     def seconds_left(self) -> float | None:
         """About how long the run has left, from the rate it has stored jobs at since it began storing them
         (reading the archive comes first, at no rate in jobs): None until that rate means something,
-        ESTIMATE_AFTER_SECONDS of storing and ESTIMATE_AFTER_SHARE of the jobs to store, once over, and for a run
-        no process imports (`no_process_holds`: its page has no Time left; the API gave a number)."""
+        ESTIMATE_AFTER_SECONDS of storing and ESTIMATE_AFTER_SHARE of the jobs to store, and once over."""
         if self.is_finished or self.storing_started_at is None:
             return None
         to_store = self.jobs_total - self.jobs_rejected
@@ -403,7 +398,7 @@ class IngestRun(models.Model):
         storing = (timezone.now() - self.storing_started_at).total_seconds()
         if stored <= 0 or stored >= to_store or storing < self.ESTIMATE_AFTER_SECONDS:
             return None
-        if stored < to_store * self.ESTIMATE_AFTER_SHARE or self.no_process_holds:
+        if stored < to_store * self.ESTIMATE_AFTER_SHARE:
             return None
         return storing * (to_store - stored) / stored
 
@@ -423,8 +418,8 @@ class IngestRun(models.Model):
     def time_left_display(self) -> str:
         """The estimate as the run's page and its polled figures say it; "–" for a run no process imports (its
         page offers Import now / Mark failed, and leaves the row out), where it went on saying "about 3 min"."""
-        seconds = self.seconds_left  # None for a run no process imports
-        if seconds is None:
+        seconds = self.seconds_left
+        if seconds is None or self.no_process_holds:
             return "–"
         return self.time_left_words(seconds)
 

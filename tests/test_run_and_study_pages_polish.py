@@ -2,9 +2,7 @@
 
 - A run left *running* whose process is gone (its page says "No process is importing this run" and offers
   Import now / Mark failed) still said "Time left: about 3 min", as if it went on. It has no estimate now, as a
-  finished run or a connector's pull has none: the row is left out, and the polled figures say "–". Its Elapsed
-  still counted up every second, and the API still gave a number in `seconds_left`: Elapsed says "stopped" (the
-  run records no time of its last progress), and `seconds_left` is null.
+  finished run or a connector's pull has none: the row is left out, and the polled figures say "–".
 - At 390 px the rate broke as "… 161,419 GPU" / "samples/s": each figure and its unit are kept whole.
 - A study's page on a phone: the cards in its grid (My labels, Sample, Raters) were 32 px apart (the grid's gap
   and each card's margin), the cards after it 16 px; the gap above Raters stood out.
@@ -118,7 +116,7 @@ return {parts, units};
 def test_on_a_phone_a_stopped_runs_page_keeps_its_rate_whole_and_no_estimate(browser, live_server, operator, width):  # noqa: F811
     """At 390 px the rate read "130.7 jobs/s · 161,419 GPU" and "samples/s" under it. Looked at after the page's
     script has polled the run's figures (each second), which write the rate again and must not bring back a
-    time left for a run no process imports, nor an Elapsed counting on."""
+    time left for a run no process imports."""
     from selenium.webdriver.common.by import By
 
     stopped = storing_run(owner=_dead_owner())
@@ -127,8 +125,11 @@ def test_on_a_phone_a_stopped_runs_page_keeps_its_rate_whole_and_no_estimate(bro
     open_as(browser, live_server.url, operator)
     with window_width(browser, width, mobile=True):
         browser.get(f"{live_server.url}/ingest-runs/{stopped.pk}/")
-        time.sleep(2.5)  # the script has polled (each second); its Elapsed no longer moves, "stopped"
-        assert browser.find_element(By.ID, "run-duration").text == "stopped"
+        first = browser.find_element(By.ID, "run-duration").text
+        deadline = time.monotonic() + 10
+        while browser.find_element(By.ID, "run-duration").text == first and time.monotonic() < deadline:
+            time.sleep(0.2)  # the script has polled once the elapsed time has moved
+        time.sleep(0.5)
         lines = browser.execute_script(RATE_LINES)
         text = browser.find_element(By.ID, "run-progress").text
     assert [unit for unit, count in lines["units"]] == ["jobs/s", f"GPU{NBSP}samples/s"], lines
@@ -180,41 +181,3 @@ def test_a_studys_cards_are_evenly_spaced(browser, live_server, team_a, width): 
         browser.get(f"{live_server.url}/studies/{study.pk}/")
         gaps = browser.execute_script(CARD_GAPS)
     assert len(gaps) >= 3 and set(gaps) == {16}, gaps
-
-
-@pytest.mark.django_db(transaction=True)
-def test_a_run_no_process_imports_stops_its_elapsed_and_its_api_estimate(operator):
-    """A stopped run's Elapsed no longer counts up every second as if the import went on: the run records no time
-    of its last progress, so it says "stopped" (its start is above it), on the page and in its polled figures; and
-    the API's `seconds_left` is null for it, as the page has no Time left, and its schema says so."""
-    from rest_framework.test import APIClient
-
-    client = Client()
-    client.force_login(operator)
-    api = APIClient()
-    api.force_authenticate(operator)
-    stopped = storing_run(owner=_dead_owner())
-    if not ingest.worker_stopped(stopped):
-        pytest.skip("this system does not say whether a process is gone (no /proc)")
-    page = _page(client, stopped)
-    assert '<dt>Elapsed</dt><dd id="run-duration">stopped</dd>' in page
-    polled = client.get(f"/ingest-runs/{stopped.pk}/status.json").json()
-    assert polled["display"]["duration"] == "stopped" and polled["seconds_left"] is None
-    assert api.get(f"/api/v1/ingest-runs/{stopped.pk}/").json()["seconds_left"] is None
-    schema = api.get("/api/v1/schema/", {"format": "json"}).json()
-    description = schema["components"]["schemas"]["IngestRun"]["properties"]["seconds_left"]["description"]
-    assert "no process imports" in description
-
-    going = storing_run(owner=ingest.this_process())  # its Elapsed counts on, and it has an estimate
-    worker = None
-    if ingest.run_locks_tell():
-        from tests.test_ingest_exclusive import hold_run_lock
-
-        worker = hold_run_lock(going.pk)
-    try:
-        assert '<dt>Elapsed</dt><dd id="run-duration">1' in _page(client, going)
-        assert client.get(f"/ingest-runs/{going.pk}/status.json").json()["display"]["duration"].startswith("1")
-        assert api.get(f"/api/v1/ingest-runs/{going.pk}/").json()["seconds_left"] == pytest.approx(180, abs=2)
-    finally:
-        if worker is not None:
-            worker.close()
