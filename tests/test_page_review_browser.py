@@ -1,0 +1,55 @@
+"""Pages as their users see them in Chromium, after a review at 320, 390 and 1280 px, light and dark: a
+connector's failing pull, the operator's weekly digest and the token pages, each as a defect it showed.
+"""
+
+from __future__ import annotations
+
+import pytest
+from django.utils import timezone
+
+from fleet.connectors.models import Connector
+from tests.test_browser import body_text, browser, window_width  # noqa: F401  (the shared Chromium fixture)
+from tests.test_dashboard_browser import log_in
+
+# What a failing Prometheus pull stores: the query's whole URL, one word of 120-odd characters.
+LONG_ERROR = (
+    "Connection refused: http://prometheus.gpu-fleet.internal:9090/api/v1/query_range"
+    "?query=DCGM_FI_DEV_GPU_UTIL&start=1700000000&end=1700086400&step=15"
+)
+
+
+def failing_connector() -> Connector:
+    now = timezone.now()
+    return Connector.objects.create(
+        name="prometheus-dcgm-a100",
+        kind=Connector.Kind.PROMETHEUS,
+        url="http://prometheus.gpu-fleet.internal:9090",
+        last_run_at=now,
+        last_error=LONG_ERROR,
+        last_error_at=now,
+        consecutive_failures=3,
+    )
+
+
+SIDEWAYS = """
+const scroller = arguments[0];
+return {page: document.documentElement.scrollWidth, window: document.documentElement.clientWidth,
+        table: scroller ? scroller.scrollWidth : 0, box: scroller ? scroller.clientWidth : 0};
+"""
+
+
+@pytest.mark.django_db(transaction=True)
+def test_at_1280_px_a_connectors_long_error_leaves_every_column_in_view(browser, live_server, operator):  # noqa: F811
+    from selenium.webdriver.common.by import By
+
+    failing_connector()
+    log_in(browser, live_server.url, operator, "/connectors/")
+    with window_width(browser, 1280):
+        browser.get(f"{live_server.url}/connectors/")
+        scroller = browser.find_element(By.CSS_SELECTOR, ".table-scroll")
+        sizes = browser.execute_script(SIDEWAYS, scroller)
+        assert sizes["table"] <= sizes["box"], f"the connectors table scrolls sideways at 1280 px: {sizes}"
+        button = browser.find_element(By.XPATH, "//button[normalize-space()='Check connection']")
+        right = browser.execute_script("return arguments[0].getBoundingClientRect().right", button)
+        assert right <= sizes["window"], f"Check connection is off to the right ({right} px)"
+        assert "step=15" in browser.find_element(By.CSS_SELECTOR, "td.error").text  # the whole error, wrapped
