@@ -53,3 +53,20 @@ def test_at_1280_px_a_connectors_long_error_leaves_every_column_in_view(browser,
         right = browser.execute_script("return arguments[0].getBoundingClientRect().right", button)
         assert right <= sizes["window"], f"Check connection is off to the right ({right} px)"
         assert "step=15" in browser.find_element(By.CSS_SELECTOR, "td.error").text  # the whole error, wrapped
+
+
+def this_week() -> str:
+    year, week, _ = timezone.now().isocalendar()
+    return f"{year}-W{week:02d}"
+
+
+@pytest.mark.django_db(transaction=True)
+def test_on_a_phone_the_operator_digest_with_a_connectors_long_error_fits_the_screen(browser, live_server, operator):  # noqa: F811
+    failing_connector()
+    log_in(browser, live_server.url, operator, "/digests/")
+    for width in (320, 390):
+        with window_width(browser, width, mobile=True):
+            browser.get(f"{live_server.url}/digests/preview/operator/{this_week()}/?part=html")
+            assert "step=15" in body_text(browser)  # the connector's error is in the mail
+            wide = browser.execute_script("return document.documentElement.scrollWidth")
+            assert wide <= width, f"the operator digest is {wide} px wide on a {width} px phone: it scrolls sideways"
