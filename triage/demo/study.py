@@ -27,6 +27,13 @@ DEMO_STUDY_NAME = "Demo: why do low-utilization GPUs idle?"
 DEMO_RATERS = ("demo-rater-1", "demo-rater-2")
 DEMO_STUDY_SIZE = 20
 DEMO_STUDY_SEED = 42
+# Its raters are named in the Raters card beside it, not here: in a phone's paragraph "demo-rater-1" broke at
+# its hyphen ("demo-" at a line's end, "rater-1" on the next), as a browser breaks a hyphenated word in text.
+DEMO_STUDY_DESCRIPTION = (
+    "Made by manage.py setup_demo. Two of the study's three raters (see Raters) are demo accounts that no one "
+    "logs in as: they labelled every job from the demo fleet's planted causes and submitted. Label the jobs "
+    "yourself, submit, and compare on the agreement page."
+)
 # The share of jobs on which one demo rater strays from the planted causes.
 DISAGREEMENT_SHARE = 0.15
 
@@ -90,11 +97,7 @@ def ensure_demo_study(truth: dict[tuple[str, str], set[str]], researcher) -> tup
         demo_raters.append(user)
     study = services.create_study(
         name=DEMO_STUDY_NAME,
-        description=(
-            "Made by manage.py setup_demo. demo-rater-1 and demo-rater-2 are demo accounts (no one logs in as them) "
-            "who labelled every job from the demo fleet's planted causes and submitted; label the jobs "
-            "yourself, submit, and compare on the agreement page."
-        ),
+        description=DEMO_STUDY_DESCRIPTION,
         lead=researcher,
         raters=[*demo_raters, researcher],
         strategy=sampling.Strategy.BY_TEAM,
