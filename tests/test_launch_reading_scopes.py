@@ -814,3 +814,101 @@ def test_an_option_from_a_variable_the_jobs_command_sets_is_read():
 def test_a_plain_variable_an_and_chain_sets_is_known_later_in_that_chain(run_sh, processes):
     # `cd /work && NGPUS=4 && torchrun --nproc_per_node=$NGPUS` ran 4 processes: read as unknown, as after a `;`
     assert _counts(run_sh) == processes
+
+
+# --- 13. the job's command's `-c` strings and here-documents take its variables -------------------------------------
+
+
+def _script_counts(text: str) -> list:
+    return [count for _, _, count in launches(f"#!/bin/bash\n{text}\n")]
+
+
+@pytest.mark.parametrize(
+    ("command", "processes"),
+    [
+        ("export N=4; bash -c 'torchrun --nproc_per_node=$N train.py'", 4),
+        ("export N=4\n/bin/bash -lc 'torchrun --nproc_per_node=$N train.py'", 4),  # a container's `-c` lines
+        ("N=4; export N; sh -c 'torchrun --nproc_per_node=${N} train.py'", 4),
+        ("cd /work && export N=4 && bash -c 'torchrun --nproc_per_node=$N train.py'", 4),  # set earlier in its chain
+        ("if a; then export N=8; bash -c 'torchrun --nproc_per_node=$N train.py'; fi", 8),  # earlier in its branch
+        ("N=8 bash -c 'torchrun --nproc_per_node=$N train.py'", 8),  # a prefix: in that shell's environment
+        ("N=4\nbash <<EOF\ntorchrun --nproc_per_node=$N train.py\nEOF", 4),  # the command's shell expands the body
+        ("export N=4\nbash <<'EOF'\ntorchrun --nproc_per_node=$N train.py\nEOF", 4),  # the child's, exported
+        ("export N=4\nbash <<EOF\nN=2\ntorchrun --nproc_per_node=$N train.py\nEOF", 4),  # expanded before N=2 runs
+        ("cd /w && N=4 && bash <<EOF\ntorchrun --nproc_per_node=$N train.py\nEOF", 4),
+        # not known: not exported (the child's own N), exported only after it, escaped (the child expands it)
+        ("N=4; bash -c 'torchrun --nproc_per_node=$N train.py'", None),
+        ("bash -c 'torchrun --nproc_per_node=$N train.py'; export N=4", None),
+        ("N=4\nbash <<EOF\ntorchrun --nproc_per_node=\\$N train.py\nEOF", None),
+        ("cd /w && N=4 || bash <<EOF\ntorchrun --nproc_per_node=$N train.py\nEOF", None),
+    ],
+)
+def test_a_c_string_or_here_document_of_the_jobs_command_takes_its_variables(command, processes):
+    # `export N=4; bash -c 'torchrun --nproc_per_node=$N train.py'` as a job's command read an unknown count, while
+    # the same lines in a script read 4: the command's `-c` strings and here-documents were read with no variables
+    assert command_launches(command) == [("train.py", processes)]
+    assert _script_counts(command) == [processes]  # as in a script
+
+
+def test_one_process_launched_in_a_c_string_from_the_commands_variable_on_eight_gpus_is_unused_gpus():
+    command = "export NGPUS=1\nexec bash -c 'torchrun --nproc_per_node=$NGPUS train.py'"
+    assert oversubscription(command=command).sub_cause == "unused_gpus"
+
+
+# --- 14. an `&&` chain's variable in the compound command that chain runs -------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("text", "processes"),
+    [
+        ('cd /w && N=4 && if [ -n "$X" ]; then torchrun --nproc_per_node=$N train.py; fi', 4),
+        ("cd /w && N=4 && if a; then\n  torchrun --nproc_per_node=$N train.py\nfi", 4),
+        ("cd /w && N=4 && for i in 1 2; do torchrun --nproc_per_node=$N train.py; done", 4),
+        ("cd /w && N=4 && while a; do torchrun --nproc_per_node=$N train.py; done", 4),
+        ('cd /w && N=4 && case "$M" in a) torchrun --nproc_per_node=$N train.py;; esac', 4),
+        ("cd /w && N=4 && { cd x; torchrun --nproc_per_node=$N train.py; }", 4),
+        ("cd /w && N=4 && ( cd x; torchrun --nproc_per_node=$N train.py )", 4),
+        ("cd /w && N=4 && if a; then N=8; torchrun --nproc_per_node=$N train.py; fi", 8),  # set again in the arm
+        ("cd /w && N=4 && if a; then N=8; else torchrun --nproc_per_node=$N train.py; fi", 4),  # in another arm
+        ("cd /w && N=4 && if a; then if b; then torchrun --nproc_per_node=$N train.py; fi; fi", 4),
+        ("cd /w && N=4 && if a; then :; fi && torchrun --nproc_per_node=$N train.py", 4),  # the chain goes on
+        # not known: after `||`, after the compound command's `;`, set again in it (not plainly, in an arm before, by
+        # `source`)
+        ("cd /w && N=4 || if a; then torchrun --nproc_per_node=$N train.py; fi", None),
+        ("cd /w && N=4 && if a; then :; fi; torchrun --nproc_per_node=$N train.py", None),
+        ("cd /w && N=4 && if a; then N=$(nproc); torchrun --nproc_per_node=$N train.py; fi", None),
+        ("cd /w && N=4 && if a; then N=8; fi && torchrun --nproc_per_node=$N train.py", None),
+        ("cd /w && N=4 && if a; then source env.sh; torchrun --nproc_per_node=$N train.py; fi", None),
+    ],
+)
+def test_a_variable_an_and_chain_sets_is_known_in_the_compound_command_it_runs(text, processes):
+    # `cd /w && N=4 && if ...; then torchrun --nproc_per_node=$N ...; fi` ran 4 processes where it ran: the chain
+    # ended at the `;` before `then`, the count unknown
+    assert _script_counts(text) == [processes]
+    assert command_launches(text) == [("train.py", processes)]
+
+
+# --- 15. a prefix assignment is its command's alone ------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("text", "processes"),
+    [
+        ("N=4; N=8 make data; torchrun --nproc_per_node=$N train.py", 4),
+        ("N=4\nN=8 make data\ntorchrun --nproc_per_node=$N train.py", 4),
+        ("N=4\nN=8 make data; torchrun --nproc_per_node=$N train.py", 4),
+        ("N=4\nCUDA_VISIBLE_DEVICES=0 N=8 make data && torchrun --nproc_per_node=$N train.py", 4),
+        ("cd /w && N=4 && N=8 make data && torchrun --nproc_per_node=$N train.py", 4),
+        ("if a; then N=4; N=8 make data; torchrun --nproc_per_node=$N train.py; fi", 4),
+        ("N=4\nif a; then N=8 make data; fi\ntorchrun --nproc_per_node=$N train.py", 4),
+        ("N=4\nenv N=8 make data\ntorchrun --nproc_per_node=$N train.py", 4),
+        # not known: a special builtin's prefix stays in a POSIX shell (dash's `sh`), a function's body's
+        ("N=4; N=8 :; torchrun --nproc_per_node=$N train.py", None),
+        ("N=4\nN=8 eval true\ntorchrun --nproc_per_node=$N train.py", None),
+        ("f() { N=8 make data; N=2; }\nN=4\nf\ntorchrun --nproc_per_node=$N train.py", None),
+    ],
+)
+def test_a_prefix_assignment_leaves_the_variable_as_it_was_after_its_command(text, processes):
+    # `N=8 make data` sets N for prepare.py alone: the N=4 before it was taken as no longer known
+    assert _script_counts(text) == [processes]
+    assert command_launches(text) == [("train.py", processes)]

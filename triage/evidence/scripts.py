@@ -17,7 +17,7 @@ import re
 import shlex
 import threading
 import tokenize
-from collections import OrderedDict
+from collections import ChainMap, OrderedDict
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 
@@ -746,6 +746,24 @@ def _runs_here(operators: tuple[str, str], assigned: bool, end: str = ";") -> bo
     return before != "&&" or assigned
 
 
+# POSIX's special built-ins: the assignments before one stay in the shell after it (`N=8 :` in dash, Debian's `sh`;
+# bash keeps them so in its POSIX mode alone); and the commands whose words assign the shell's own variables
+_SPECIAL_BUILTINS = {":", ".", "break", "continue", "eval", "exec", "exit", "export", "readonly", "return", "set"}
+_SPECIAL_BUILTINS |= {"shift", "times", "trap", "unset"}
+_ASSIGNING = {*_DECLARATIONS, "typeset", "let", *_SPECIAL_BUILTINS}
+
+
+def _shell_assignments(words: list[str]) -> bool:
+    """Whether the assignments a command's words make are the shell's own, kept after it: a command of nothing but
+    assignments, a declaration's (`export N=4`, `local N=4`), a special built-in's (`N=8 :`); not those a command is
+    given for itself (`N=8 make data`, `env N=8 make data`: bash(1), "the variable assignments ... do not affect the
+    current shell environment"), nor a program's arguments (`make N=8`)."""
+    for word in words:
+        if not _ASSIGNMENT.fullmatch(word):
+            return word in _ASSIGNING
+    return True
+
+
 def _list_ends(operators: list[tuple[str, str]]) -> list[str]:
     """The operator that ends each command's and-or list (bash(1): "a sequence of one or more pipelines separated by
     the && and || operators"), its commands' `operators` given (`_commands`'): `&` where it all runs in the
@@ -801,7 +819,19 @@ class _ShellVariables:
         # the plain values the branches set, known to the commands later in the same arm (`_arm_set`'s, per name:
         # the arms it was set in, and the value), and those a line's command is expanded with again (`_in_arm`)
         self.arm_values: dict[str, tuple] = {}
-        self.extra: dict[str, str | None] = {}
+        self.extra: Mapping[str, str | None] = {}
+        # the values an `&&` chain set for the compound command it runs (`cd /w && N=4 && if ...; then ...$N`), one
+        # entry each such compound command the lines are in: (its depth, the values, the names set again in it in a
+        # way its arms do not keep apart, those set again in it at all), known inside it (`_carried_values`) and in
+        # the rest of the chain after it (`fi && torchrun ...$N`)
+        self.carried: list[tuple[int, dict[str, str], set[str], set[str]]] = []
+        self.resumed: dict[str, str] | None = None  # the chain's values after the compound command just closed
+        # a line that opens a here-document (`cd /w && N=4 && bash <<EOF`): the values at its last command that are not
+        # `known` (an arm's, a chain's), which the body's words take (`_here_document_expanded`, `child`)
+        self.body_values: dict[str, str] = {}
+        # the `-c` string (`_wrapped_command_string`) of each command of the line read last, by its index in what
+        # `split_read` gave, with the child shell that runs it as it is at that command (`_child_at`)
+        self.strings: dict[int, tuple[tuple[list[str], str], _ShellVariables]] = {}
 
     def _own(self) -> None:
         """Copies the variables this shell shares (`shared`) before it changes them."""
@@ -816,7 +846,8 @@ class _ShellVariables:
         where the environment the script began with may have given the child one of that name. `arms`: those of the
         command that starts it, where it runs in a branch (`then bash -c '...'`): its commands run in that arm."""
         child = _ShellVariables(arms)
-        child.known = _ExportedOnly(self.known, self.exported)  # copied where either shell sets something (`_own`)
+        known = ChainMap(self.body_values, self.known) if self.body_values else self.known
+        child.known = _ExportedOnly(known, self.exported)  # copied where either shell sets something (`_own`)
         child.exported, child.deferred = self.exported, self.deferred
         child.shared = self.shared = True
         return child
@@ -894,17 +925,24 @@ class _ShellVariables:
         line_set: set[str] = set()  # `N=4; torchrun ...$N`: the plain values set for sure earlier on the line
         chain: dict[str, str] = {}  # `cd /w && N=4 && torchrun ...$N`: those set earlier in the `&&` chain (`_chained`)
         assigned = False  # the command before set plain values alone, for sure: `A=1 && N=4` sets N for sure
-        bodies: list[tuple] = []  # what the shell had where each here-document body it is in began
+        # what the shell had where each here-document body it is in began, and the values the body's words take
+        bodies: list[tuple] = []
+        self.strings = {}
         for index, argv in enumerate(commands):
             if argv in (_CHILD_SHELL_BEGINS, _CHILD_SHELL_ENDS):
                 read.append(argv)
-                chain, assigned = {}, False
                 if argv == _CHILD_SHELL_BEGINS:
-                    bodies.append((self.known, self.exported, self.exporting, self.deferred, self.arm_values))
+                    # an unquoted body's words are this shell's to expand, as they are here (an assignment in the
+                    # body comes after); a quoted body's are the child's, which has what this one exported
+                    values = self._values_at(line_set, chain, bodies)
+                    values = values if isinstance(argv, _ExpandedBody) else _ExportedOnly(values, self.exported)
+                    state = (self.known, self.exported, self.exporting, self.deferred, self.arm_values)
+                    bodies.append((*state, None if isinstance(argv, _ExpandedBody) else {}, values))
                     self.shared, self.arm_values = True, dict(self.arm_values)
                 elif bodies:
-                    self.known, self.exported, self.exporting, self.deferred, self.arm_values = bodies.pop()
+                    self.known, self.exported, self.exporting, self.deferred, self.arm_values = bodies.pop()[:5]
                     self.shared = True
+                chain, assigned = {}, False
                 continue
             operator = operators[index] if operators is not None else (";", ";")
             ended = len(read)
@@ -914,6 +952,7 @@ class _ShellVariables:
             in_case = self.opened[-1:] == ["case"]
             words, opens = _reserved_words_off(argv, in_case, self.body_next, index in alternatives)
             self.body_next = opens[-1:] == ["function"] and not any(word in ("{", "(") for word in argv[1:])
+            carry = bool(chain) and "function" not in opens and not bodies  # `a && N=4 && if ...`: in it too
             for word in opens:  # the command's own words are in what it opens (`{ N=2; }`, `if N=2`)
                 if word in _ARM_WORDS or word == _CASE_ITEM:
                     if self.arms:  # `then`, `else`, `do`, `a)`: the compound command's next arm
@@ -921,14 +960,21 @@ class _ShellVariables:
                     continue
                 if word == "function":
                     self.functions.append(self.depth)
-                if word == "(":  # kept as they are; copied where the subshell sets something (`_own`)
+                if word in ("(", "()"):  # kept as they are; copied where the subshell sets something (`_own`)
                     self.subshells.append((self.known, self.exported, self.exporting, self.deferred, self.depth))
                     self.shared = True
                     read.append(_CHILD_SHELL_BEGINS)
                 self.opened.append(word)
                 self.arms.append(next(_ARM_IDS))
-            if words and (self.arm_values or line_set or chain) and source is not None and not bodies:
-                words = self._in_arm(words, argv, index, commands, source, line_set, chain)
+                if carry:
+                    self.carried.append((self.depth, dict(chain), set(), set()))
+                    carry = False
+            if words and source is not None:
+                if bodies:  # a here-document body's: with the values its words take (`_values_at`)
+                    values = self._values_at(line_set, chain, bodies)
+                    words = self._expanded_again(words, argv, index, commands, source, values)
+                elif self.arm_values or line_set or chain or self.carried:
+                    words = self._in_arm(words, argv, index, commands, source, line_set, chain)
             closing = 0
             if words and self.subshells and self.depth == self.subshells[-1][-1] + 1:
                 words, closing = _subshell_closed(words)  # `srun ... )`, `(srun ...) > log`
@@ -937,7 +983,11 @@ class _ShellVariables:
                     read.append(_BranchCommand(words, (*self.base, *self.arms)))
                 else:
                     read.append(words)
+                if (found := _wrapped_command_string(words)) is not None:  # `bash -c '...'`: its shell as of here
+                    self.strings[len(read) - 1] = (found, self._child_at(read[-1], line_set, chain, bodies))
             pairs, only = _assignments(words) if words else ([], False)
+            if pairs and not _shell_assignments(words):
+                pairs = []  # `N=8 make data`: make's alone
             sure = _runs_here(operator, assigned, ends[index]) if operators is not None else len(commands) == 1
             sure = sure and not bodies
             plain = sure and self.branched == 0 and only  # at the top, on a line of its own or after `;` or `&&`
@@ -967,7 +1017,9 @@ class _ShellVariables:
                     in_arm.add(name)
                 else:
                     self.arm_values.pop(name, None)
-            if self.branched:  # in a branch, a loop, a `case` item, a function: `then N=2`, `do N=$i`, `a) N=2;;`
+                self._set_again(name, name in in_arm or name in in_chain, bodies)
+            if self.branched and (not words or _shell_assignments(words)):
+                # in a branch, a loop, a `case` item, a function: `then N=2`, `do N=$i`, `a) N=2;;`
                 for word in argv:
                     if (match := _ASSIGNMENT.fullmatch(word)) and not word.startswith("-"):
                         self._own()
@@ -976,17 +1028,23 @@ class _ShellVariables:
                             chain.pop(match.group(1), None)
                         if match.group(1) not in in_arm:
                             self.arm_values.pop(match.group(1), None)
+                        self._set_again(match.group(1), match.group(1) in in_arm, bodies)
                         if self.functions:  # set where the function is called, any line after this
                             self.deferred.add(match.group(1))
             first = words[:1] or argv[:1]
             if first[0] in ("source", ".", "eval"):
                 self.known, self.arm_values, chain = dict.fromkeys(self.known), {}, {}
+                for _, values, *_ in self.carried:
+                    values.clear()
+                for body in bodies:
+                    body[5].clear() if body[5] is not None else None
             elif first[0] in ("read", "unset", "getopts") or argv[0] in ("for", "select"):
                 self._own()
                 self.known.update((word, None) for word in (words or argv)[1:] if word.isidentifier())
                 for word in (words or argv)[1:]:
                     self.arm_values.pop(word, None)
                     chain.pop(word, None)
+                    self._set_again(word, False, bodies)
             if argv[0] in _CLOSES and self.opened:  # `fi`, `)`; and a subshell's `)` after it: `( if ...; fi )`
                 closing = 1 + self._close()
                 read += [_CHILD_SHELL_ENDS] * (closing - 1)
@@ -999,9 +1057,93 @@ class _ShellVariables:
                     read.append(_CHILD_SHELL_ENDS)
             if _CHILD_SHELL_ENDS in read[ended:]:  # `a && N=4 && (N=2) && cmd`: what the chain set in it ends with it
                 chain = {}
+            if self.resumed is not None:  # `a && N=4 && if ...; fi && cmd`: the chain goes on after the `fi`
+                chain, self.resumed = ({} if _CHILD_SHELL_ENDS in read[ended:] else self.resumed), None
             while self.functions and self.depth <= self.functions[-1]:
                 self.functions.pop()
+        self.body_values = {}
+        if source is not None and "<<" in source[0] and not bodies:
+            values = self._values_at(line_set, chain, bodies)
+            self.body_values = dict(values.maps[0]) if isinstance(values, ChainMap) else {}
         return read
+
+    def _set_again(self, name: str, kept: bool, bodies: list[tuple]) -> None:
+        """Notes a variable set again in the compound commands an `&&` chain's values are carried into (`carried`):
+        where `kept`, in a way their arms keep apart (`then N=8`: `arm_values`, or later in the chain), else not known
+        in them from here; and in a quoted here-document body, whose words are the child's (not known in it)."""
+        for _, _, dropped, touched in self.carried:
+            touched.add(name)
+            if not kept:
+                dropped.add(name)
+        if bodies and bodies[-1][5] is not None:
+            bodies[-1][5][name] = None
+
+    def _carried_values(self) -> dict[str, str]:
+        """The values the `&&` chains that run the compound commands the lines are in set (`carried`), those set again
+        in them left out."""
+        values: dict[str, str] = {}
+        for _, carried, dropped, _ in self.carried:
+            values.update((name, value) for name, value in carried.items() if name not in dropped)
+        return values
+
+    def _values_at(self, line_set: set[str], chain: dict[str, str], bodies: list[tuple]) -> Mapping[str, str | None]:
+        """The variables' values at a command of the line being read: `known`, with those a branch set before it in
+        its arm, those of an `&&` chain it is in or one that runs the compound command it is in; in a here-document
+        body, those its words take (`split_read`)."""
+        if bodies:
+            body = bodies[-1]
+            return ChainMap(body[5], body[6]) if body[5] is not None else body[6]
+        arms = (*self.base, *self.arms)
+        extra = self._carried_values() if self.carried else {}
+        extra.update((name, value) for name, (at, value) in self.arm_values.items() if arms[: len(at)] == at)
+        extra.update(chain)
+        return ChainMap(extra, self.known) if extra else self.known
+
+    def _child_at(
+        self, argv: list[str], line_set: set[str], chain: dict[str, str], bodies: list[tuple]
+    ) -> _ShellVariables:
+        """The child shell a command of the line starts (`bash -c '...'`), as this shell is at that command
+        (`_values_at`): the exported variables, and those the command is given (`N=8 bash -c '...'`, `env N=8 bash
+        -c`: in its environment)."""
+        child = _ShellVariables(argv.arms if isinstance(argv, _BranchCommand) else ())
+        child.known = _ExportedOnly(self._values_at(line_set, chain, bodies), self.exported)
+        child.exported, child.deferred = self.exported, self.deferred
+        child.shared = self.shared = True
+        pairs, _ = _assignments(argv)
+        if pairs and not _shell_assignments(argv):
+            child._own()
+            child.known.update((name, value if _PLAIN_VALUE.fullmatch(value) else None) for name, value in pairs)
+            child.exported.update(name for name, _ in pairs)
+        return child
+
+    def _expanded_again(
+        self,
+        words: list[str],
+        argv: list[str],
+        index: int,
+        commands: list[list[str]],
+        source: tuple[str, set[str], Callable[..., list[list[str]]]],
+        values: Mapping[str, str | None],
+    ) -> list[str]:
+        """A command's words (`words`, the end of `commands[index]`, `argv`) with `values` in place: its line
+        (`source`) expanded again with them, over `known`."""
+        if not any("$" in word for word in words):
+            return words
+        line, _, split = source
+        self.extra = values
+        try:
+            again = split(self._expand(line))
+        except ValueError:
+            return words
+        finally:
+            self.extra = {}
+        if len(again) != len(commands) or len(again[index]) != len(argv):
+            return words
+        offset = len(argv) - len(words)
+        tail = again[index][offset:]
+        if argv[offset] != words[0] and argv[offset].endswith(words[0]):  # `(srun ...`: the `(` set apart from srun
+            tail[0] = tail[0][len(argv[offset]) - len(words[0]) :]
+        return tail
 
     def _in_arm(
         self,
@@ -1022,44 +1164,41 @@ class _ShellVariables:
         such assignment on its line or in its chain, or where they name no variable."""
         arms = (*self.base, *self.arms)
         own = {name: value for name, (at, value) in self.arm_values.items() if arms[: len(at)] == at}
-        if not (own or line_set or chain) or not any("$" in word for word in words):
+        carried = self._carried_values() if self.carried else {}
+        if not (own or line_set or chain or carried) or not any("$" in word for word in words):
             return words
-        line, changed, split = source
-        self.extra = {**dict.fromkeys(changed), **{name: self.known.get(name) for name in line_set}, **own, **chain}
-        try:
-            again = split(self._expand(line))
-        except ValueError:
-            return words
-        finally:
-            self.extra = {}
-        if len(again) != len(commands) or len(again[index]) != len(argv):
-            return words
-        offset = len(argv) - len(words)
-        tail = again[index][offset:]
-        if argv[offset] != words[0] and argv[offset].endswith(words[0]):  # `(srun ...`: the `(` set apart from srun
-            tail[0] = tail[0][len(argv[offset]) - len(words[0]) :]
-        return tail
+        _, changed, _ = source
+        values = {**dict.fromkeys(changed), **{name: self.known.get(name) for name in line_set}}
+        return self._expanded_again(words, argv, index, commands, source, {**values, **carried, **own, **chain})
 
     def _close(self) -> bool:
         """Leaves the innermost compound command; True where it is a subshell, whose settings end with it."""
         if not self.opened:
             return False
         self.arms.pop()
-        if self.opened.pop() != "(" or not self.subshells:
+        closed = self.opened.pop()
+        if self.carried and self.carried[-1][0] > self.depth:  # the compound command an `&&` chain runs
+            _, values, _, touched = self.carried.pop()
+            self.resumed = {name: value for name, value in values.items() if name not in touched}
+        if closed not in ("(", "()") or not self.subshells:
             return False
+        if closed == "()":  # a function's body in a subshell, `f() ( ... )`: the function ends with it
+            self.arms.pop()
+            self.opened.pop()
         self.known, self.exported, self.exporting, self.deferred, _ = self.subshells.pop()
         self.shared = True  # what it had may still be a child's, or an outer subshell's
         return True
 
     def _set_before_last(self, commands: list[list[str]]) -> set[str]:
         """The known variables that a line's commands before its last may set (their `NAME=value` words, `read`'s,
-        `unset`'s and `for`'s names; every one for `source` or `eval`)."""
+        `unset`'s and `for`'s names; every one for `source` or `eval`); not a command's own (`N=8 make data`)."""
         names: set[str] = set()
         for argv in commands[:-1]:
             argv = _reserved_words_off(argv, False)[0] or argv  # `then source env.sh`; `for NAME in ...` as it is
             if argv[0] in ("source", ".", "eval"):
                 return set(self.known)
-            names.update(m.group(1) for word in argv if (m := _ASSIGNMENT.fullmatch(word)))
+            if _shell_assignments(argv) or argv[0].endswith(")"):  # (a `case` item's pattern, `a) N=8`, kept)
+                names.update(m.group(1) for word in argv if (m := _ASSIGNMENT.fullmatch(word)))
             if argv[0] in ("read", "unset", "for", "select", "getopts", *_DECLARATIONS):
                 names.update(word for word in argv[1:] if word.isidentifier())
         return {name for name in names if self.known.get(name) is not None}
@@ -1131,8 +1270,9 @@ class _ShellVariables:
         `${NAME}` expanded with this shell's values, quotes or not (they are the body's text); a backslash before `$`,
         a backquote or a backslash is taken off, the character left to the reader (bash(1), Here Documents: "\\ must
         be used to quote the characters \\, $, and `"). A variable not known here stays written out, escaped, for the
-        reader not to take for its own."""
+        reader not to take for its own. The values at the command that opened the body (`body_values`) come first."""
         out, index = [], 0
+        self.extra = self.body_values
         while index < len(line):
             char = line[index]
             if char == "\\" and line[index + 1 : index + 2] in ("$", "`", "\\"):
@@ -1146,6 +1286,7 @@ class _ShellVariables:
                 continue
             out.append(char)
             index += 1
+        self.extra = {}
         return "".join(out)
 
 
@@ -4227,24 +4368,33 @@ def _split_words(text: str, operators: list[tuple[str, str]] | None = None) -> l
 # Where the commands of a here-document body that a child shell reads begin and end, in the job's command read as
 # one list of commands (`_marked_commands`): a command of one word each, of characters no command line holds
 _CHILD_SHELL_BEGINS, _CHILD_SHELL_ENDS = ["\x00<<"], ["\x00EOF"]
+_EXPANDED_BODY_BEGINS = "\x00<<\x00"  # `_split_marking_shells`' word for where an `_ExpandedBody` begins
+
+
+class _ExpandedBody(list):
+    """`_CHILD_SHELL_BEGINS` (equal to it) where the body's delimiter is not quoted (`bash <<EOF`): the shell that
+    reads the command expands the body's words before the child reads them (`_ChildShells.expanding`)."""
 
 
 def _split_marking_shells(text: str, operators: list[tuple[str, str]] | None = None) -> list[list[str]]:
     """`split_shell`'s commands of `text`, with `_CHILD_SHELL_BEGINS` before and `_CHILD_SHELL_ENDS` after those of
-    each here-document body a child shell reads as its commands (`bash <<EOF`, `_here_documents_read`). `operators`:
-    `_commands`'."""
+    each here-document body a child shell reads as its commands (`bash <<EOF`, `_here_documents_read`), an
+    `_ExpandedBody` where its delimiter is not quoted. `operators`: `_commands`'."""
     read, bodies = _here_documents_read(text)
+    if not bodies:
+        return _split_words(read, operators)
     lines = read.split("\n")
     marks: dict[int, list[str]] = {}
-    for first, end, _ in bodies:  # numbered from 1; `end` the line after the body's last
+    for first, end, quoted in bodies:  # numbered from 1; `end` the line after the body's last
         marks.setdefault(end - 1, []).insert(0, _CHILD_SHELL_ENDS[0])
-        marks.setdefault(first - 1, []).append(_CHILD_SHELL_BEGINS[0])
+        marks.setdefault(first - 1, []).append(_CHILD_SHELL_BEGINS[0] if quoted else _EXPANDED_BODY_BEGINS)
     marked = []
     for index, line in enumerate(lines):
         marked += marks.get(index, [])  # lines of their own: commands of their own
         marked.append(line)
     marked += marks.get(len(lines), [])  # a body delimited by the end of the text
-    return _split_words("\n".join(marked), operators)
+    commands = _split_words("\n".join(marked), operators)
+    return [_ExpandedBody(_CHILD_SHELL_BEGINS) if argv == [_EXPANDED_BODY_BEGINS] else argv for argv in commands]
 
 
 # bash(1): "-c  If the -c option is present, then commands are read from the first non-option argument
@@ -4279,10 +4429,11 @@ def _command_string(argv: list[str]) -> str | None:
 def _wrapped_command_string(argv: list[str]) -> tuple[list[str], str] | None:
     """The `-c` string a shell runs (`_command_string`), with the words of the wrappers it runs under (`srun -n 2 bash
     -c '...'`: `srun -n 2`, which runs it in each task; `nohup`, `env X=1`, `time`): [] for a shell that is the
-    command's program. None for none, and under a wrapper whose command is not its own words (`env -S '...'`)."""
-    if (string := _command_string(argv)) is not None:
-        return [], string
+    command's program, given variables or not (`N=8 bash -c '...'`: the child shell has them, `_child_at`). None
+    for none, and under a wrapper whose command is not its own words (`env -S '...'`)."""
     words = _without_assignments(argv)
+    if (string := _command_string(words)) is not None:
+        return [], string
     if not words or not _wrapper(words[0]):
         return None
     while words and _wrapper(words[0]):
@@ -4330,8 +4481,9 @@ def split_command(command: str) -> list[list[str]]:
 
 def _marked_commands(command: str) -> list[list[str]]:
     """`split_command`'s commands, with where those a child shell reads from a here-document begin and end
-    (`_split_marking_shells`), for what they set to end with that shell (`_child_shell_commands`)."""
-    return _command_strings_read(_shell_commands(command), _COMMAND_STRING_DEPTH)
+    (`_split_marking_shells`), for what they set to end with that shell (`_child_shell_commands`): read as a script's
+    line is (`_script_line_commands`), a `-c` string's child shell with the command's variables where it runs."""
+    return _script_line_commands(_ShellVariables(), command, split=_split_marking_shells)
 
 
 def _shell_commands(text: str, arms: tuple[int, ...] = ()) -> list[list[str]]:
@@ -4381,24 +4533,29 @@ def _command_strings_read(commands: list[list[str]], depth: int) -> list[list[st
 
 
 def _script_line_commands(
-    variables: _ShellVariables, line: str, expanding: _ShellVariables | None = None, depth: int = _COMMAND_STRING_DEPTH
+    variables: _ShellVariables,
+    line: str,
+    expanding: _ShellVariables | None = None,
+    depth: int = _COMMAND_STRING_DEPTH,
+    split: Callable[..., list[list[str]]] | None = None,
 ) -> list[list[str]]:
     """The commands of one line of a shell script (`_ShellVariables.commands`: the known variables' values in place,
     what it sets noted), each shell's `-c` string (`bash -c '...'`, `sh -ec "..."`) read as the commands that shell
-    runs, between `_CHILD_SHELL_BEGINS` and `_CHILD_SHELL_ENDS`, as the job's command's are (`_command_strings_read`):
-    a child shell, whose variables are the ones the script exported (`_ShellVariables.child`) and whose own settings
-    end with it. A string with an unbalanced quote is left as the shell's command. ValueError for such a line."""
+    runs, between `_CHILD_SHELL_BEGINS` and `_CHILD_SHELL_ENDS`: a child shell, whose variables are the ones the
+    script exported where that shell starts, not at the line's end (`export N=4; bash -c '...$N'; export N=8`: 4,
+    `_ShellVariables.strings`), and whose own settings end with it. A string with an unbalanced quote is left as the
+    shell's command. ValueError for such a line. `split`: how the line is split (the job's command,
+    `_split_marking_shells`), its strings' too."""
     out = []
-    for argv in variables.commands(line, expanding):
-        found = (
-            _wrapped_command_string(argv) if depth and argv not in (_CHILD_SHELL_BEGINS, _CHILD_SHELL_ENDS) else None
-        )
-        if found is None:
+    commands = variables.commands(line, expanding, split)
+    strings = variables.strings
+    for index, argv in enumerate(commands):
+        if not depth or index not in strings:
             out.append(argv)
             continue
-        arms = argv.arms if isinstance(argv, _BranchCommand) else ()
+        found, child = strings[index]
         try:
-            read = _script_line_commands(variables.child(arms), found[1], None, depth - 1)
+            read = _script_line_commands(child, found[1], None, depth - 1, split)
         except ValueError:
             out.append(argv)
             continue
