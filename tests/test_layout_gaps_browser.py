@@ -1,12 +1,17 @@
 """Layout faults a user saw in headless Chromium, at a phone's 320 and 390 px and a desktop's 1280 px:
 
 - The demo study's description broke "demo-rater-1" at its hyphen on a phone ("demo-" / "rater-1").
+- Cards in a grid of cards were 32 px apart where the grid had more than one row (one column on a phone: the
+  overview's charts, a job's facts and summary, a study's adjudication) and from a labeling page's evidence
+  to its form, where every other card is 16 px from the next.
 """
 
 from __future__ import annotations
 
 import pytest
 
+from fleet import ingest
+from fleet.models import Job
 from tests.test_accessibility import open_as
 from tests.test_browser import browser, window_width  # noqa: F401  (the browser fixture)
 from triage.demo.study import DEMO_RATERS, DEMO_STUDY_DESCRIPTION
@@ -82,3 +87,48 @@ def test_on_a_phone_the_demo_studys_description_keeps_its_words_whole(browser, l
     with window_width(browser, width, mobile=True):
         browser.get(f"{live_server.url}/studies/{study.pk}/")
         assert browser.execute_script(BROKEN_WORDS) == []
+
+
+# Each card of the page (not one inside another card, nor a headline figure of the .kpis row, 12 px apart by
+# design) and how far below it the next card in line with it starts (its left edge where this one's is: not
+# the next grid's card under an empty cell of a row): [its heading, the gap].
+GAPS_UNDER_CARDS = """
+const cards = [...document.querySelectorAll('main .card')]
+  .filter(card => !card.parentElement.closest('.card, .kpis') && card.checkVisibility())
+  .map(card => [(card.querySelector('h2, summary')?.textContent || card.id).trim().slice(0, 40),
+                card.getBoundingClientRect()]);
+return cards.flatMap(([name, a]) => {
+  const below = cards.map(([, b]) => b).filter(b => b.top >= a.bottom - 1 && Math.abs(b.left - a.left) < 1);
+  return below.length ? [[name, Math.round(Math.min(...below.map(b => b.top)) - a.bottom)]] : [];
+});
+"""
+
+
+@pytest.mark.django_db(transaction=True)
+def test_cards_are_16_px_apart_on_every_page_with_a_grid_of_them(browser, live_server, operator, demo_archive):  # noqa: F811
+    """A grid's gap and its cards' margins added up: where a grid of cards took more than one row (one column
+    on a phone, two of three cards at 900 px) its cards were 32 px apart, the cards after it 16. So were a
+    labeling page's last card of evidence and its form, one under the other below 1,000 px."""
+    ingest.execute_run(ingest.create_run(demo_archive).pk)  # triage runs in-process on the signal
+    team = Job.objects.values_list("team__slug", flat=True).first()
+    study, lead = _study_rated_by_three(None, jobs=Job.objects.all())
+    item = study.items.get(position=2)
+    job = item.job
+    pages = [
+        (operator, "/overview/?from=2026-10-19&to=2026-11-23"),
+        (operator, f"/teams/{team}/?from=2026-10-19&to=2026-11-23"),
+        (operator, f"/jobs/{job.pk}/"),
+        (lead, f"/studies/{study.pk}/"),
+        (lead, f"/studies/{study.pk}/label/{item.pk}/"),
+        (lead, f"/studies/{study.pk}/adjudicate/{item.pk}/"),
+    ]
+    uneven = []
+    for user, path in pages:
+        open_as(browser, live_server.url, user)
+        for width in (390, 900, 1280):
+            with window_width(browser, width, mobile=width < 700):
+                browser.get(f"{live_server.url}{path}")
+                gaps = browser.execute_script(GAPS_UNDER_CARDS)
+            assert gaps or width > 700, (path, width)  # side by side, a wide page's cards may have none under them
+            uneven += [(width, path, name, gap) for name, gap in gaps if gap != 16]
+    assert uneven == [], "\n".join(map(str, uneven))
