@@ -70,3 +70,21 @@ def test_on_a_phone_the_operator_digest_with_a_connectors_long_error_fits_the_sc
             assert "step=15" in body_text(browser)  # the connector's error is in the mail
             wide = browser.execute_script("return document.documentElement.scrollWidth")
             assert wide <= width, f"the operator digest is {wide} px wide on a {width} px phone: it scrolls sideways"
+
+
+@pytest.mark.django_db(transaction=True)
+def test_the_operator_digest_says_a_connector_never_pulled_without_a_time_zone_and_gives_its_errors(
+    browser,  # noqa: F811
+    live_server,
+    operator,
+):
+    failing_connector()
+    log_in(browser, live_server.url, operator, "/digests/")
+    for part in ("html", "text"):
+        browser.get(f"{live_server.url}/digests/preview/operator/{this_week()}/?part={part}")
+        text = body_text(browser)
+        assert "never UTC" not in text, f"the {part} part says 'last success never UTC'"
+        assert "no successful pull yet" in text, f"the {part} part does not say the connector never pulled"
+        assert f"{timezone.now():%Y-%m-%d} " in text and " UTC: Connection refused" in text, (
+            f"the {part} part gives the error's time without its zone"
+        )
