@@ -1,5 +1,8 @@
 """Layout faults a user saw in headless Chromium, at a phone's 320 and 390 px and a desktop's 1280 px:
 
+- A study's page: its Skipped jobs table scrolled sideways on a phone (its Reason and In their words cut at the
+  box's edge) and its Raters table scrolled inside its third-of-the-width card at 1280 px (the Submitted
+  date cut). Each now reads whole, without scrolling sideways, with everything it said.
 - The demo study's description broke "demo-rater-1" at its hyphen on a phone ("demo-" / "rater-1").
 - Cards in a grid of cards were 32 px apart where the grid had more than one row (one column on a phone: the
   overview's charts, a job's facts and summary, a study's adjudication) and from a labeling page's evidence
@@ -56,6 +59,39 @@ def _study_rated_by_three(team, jobs=None, description: str = ""):
                 services.save_answer(assignment, {Category.IMPROPER_BATCH_SIZE.value: ""})
         services.submit(study, rater)
     return study, raters[2]
+
+
+# What scrolls sideways: the page, or a table's box (by its caption), with how far; and the words each of the
+# Raters and Skipped jobs cards shows (what is on screen, a phone's card or a table's row).
+SIDEWAYS = """
+const boxes = [document.documentElement, ...document.querySelectorAll('main .table-scroll')];
+const scrolls = boxes.filter(box => box.scrollWidth > box.clientWidth + 1)
+  .map(box => [box.querySelector('caption')?.textContent || 'the page', box.scrollWidth - box.clientWidth]);
+const shown = [...document.querySelectorAll('main .card')]
+  .filter(card => /^(Raters|Skipped jobs)$/.test(card.querySelector('h2').textContent)).map(card => card.innerText);
+return {scrolls, shown};
+"""
+
+
+@pytest.mark.django_db(transaction=True)
+@pytest.mark.parametrize("width", [320, 390, 1280])
+def test_a_studys_raters_and_skipped_jobs_read_without_scrolling_sideways(browser, live_server, team_a, width):  # noqa: F811
+    """At 320 and 390 px the Skipped jobs table (five columns) scrolled sideways, the reason and the rater's
+    words out of view; at 1280 px the Raters table, in a third of the width, scrolled by 28 px, the
+    Submitted column cut at its edge. Both read whole now, and still say all they said."""
+    study, lead = _study_rated_by_three(team_a)
+    open_as(browser, live_server.url, lead)
+    with window_width(browser, width, mobile=width < 700):
+        browser.get(f"{live_server.url}/studies/{study.pk}/")
+        seen = browser.execute_script(SIDEWAYS)
+    assert seen["scrolls"] == [], seen["scrolls"]
+    raters, skipped = seen["shown"]
+    skip = study.items.get(position=1)
+    submitted = [link.submitted_at.strftime("%Y-%m-%d %H:%M") for link in study.rater_links.all()]
+    for words in (*DEMO_RATERS, "researcher", "4 / 4", "(1 skipped)", *submitted):
+        assert words in raters, (words, raters)
+    for words in (str(skip.job), DEMO_RATERS[0], "Not enough evidence to judge", SKIP_NOTE):
+        assert words in skipped, (words, skipped)
 
 
 # The words of the paragraph under a page's heading (a study's description) that the browser broke over two
