@@ -88,3 +88,36 @@ def test_the_operator_digest_says_a_connector_never_pulled_without_a_time_zone_a
         assert f"{timezone.now():%Y-%m-%d} " in text and " UTC: Connection refused" in text, (
             f"the {part} part gives the error's time without its zone"
         )
+
+
+TIMES = """
+const table = document.getElementById(arguments[0]);
+const names = [...table.querySelectorAll('thead th')].map(th => th.textContent.trim());
+const labels = [...table.querySelectorAll('tbody tr:first-child .cell-label')].map(label => label.textContent.trim());
+return {names, labels};
+"""
+
+
+@pytest.mark.django_db(transaction=True)
+def test_the_token_pages_name_the_time_zone_of_their_times(browser, live_server, operator):  # noqa: F811
+    from fleet.models import MachineToken, PersonalToken
+
+    MachineToken.objects.create_key(name="slurm-export", created_by=operator)
+    PersonalToken.objects.create_key(
+        name="notebook", owner=operator, expiry_date=timezone.now() + timezone.timedelta(days=90)
+    )
+    log_in(browser, live_server.url, operator, "/tokens/")
+    for path, tables in (
+        ("/tokens/", ("machine-token-table", "personal-token-table")),
+        ("/account/tokens/", ("own-token-table",)),
+    ):
+        for width in (1280, 390):
+            with window_width(browser, width, mobile=width < 500):
+                browser.get(live_server.url + path)
+                for table in tables:
+                    shown = browser.execute_script(TIMES, table)
+                    for column in ("Created", "Last used") + (("Expires",) if table != "machine-token-table" else ()):
+                        assert f"{column} (UTC)" in shown["names"], (
+                            f"{path} {table}: {column}'s zone unsaid: {shown['names']}"
+                        )
+                        assert f"{column} (UTC)" in shown["labels"], f"{path} {table} at {width} px: {shown['labels']}"
