@@ -7,7 +7,6 @@ pull goes on from the watermark the first left: the first page's jobs are not st
 from __future__ import annotations
 
 import threading
-import time
 import uuid
 
 import pytest
@@ -21,17 +20,9 @@ from tests.connector_servers import FakePlatform
 from tests.test_connectors_sync import GenericApi
 from tests.test_ingest_exclusive import RUN_LOCKS_NEED_POSTGRESQL, wait_until_released
 from tests.test_services import celery_worker
+from tests.waiting import wait_for
 
 pytestmark = pytest.mark.services
-
-
-def wait_for(what, condition, seconds: float = 60.0):
-    deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline:
-        if value := condition():
-            return value
-        time.sleep(0.1)
-    pytest.fail(f"timed out waiting for {what}")
 
 
 @pytest.mark.django_db(transaction=True)
@@ -60,8 +51,13 @@ def test_a_worker_killed_mid_pull_leaves_a_failed_run_a_free_lease_and_no_gap(st
         try:
             with celery_worker(queue, storage_dir, env={"CONNECTOR_HTTP_TIMEOUT": "120"}) as worker:
                 sync_connector_task.apply_async(args=[connector.pk], queue=queue)
-                run = wait_for("the first page stored", lambda: IngestRun.objects.filter(
-                    connector=connector, status=IngestRun.Status.RUNNING, jobs_done=2).first())  # fmt: skip
+                pulls = IngestRun.objects.filter(connector=connector).values("pk", "status", "jobs_done")
+
+                def first_page_stored(pull):
+                    return pull and (pull["status"], pull["jobs_done"]) == (IngestRun.Status.RUNNING, 2)
+
+                pull = wait_for("the first page stored", pulls.first, until=first_page_stored)
+                run = IngestRun.objects.get(pk=pull["pk"])
                 assert Connector.objects.get(pk=connector.pk).watermark == "2"
                 worker.kill()  # SIGKILL: no warm shutdown, nothing finishes the run
                 worker.wait(30)

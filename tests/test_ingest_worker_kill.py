@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import os
 import signal
-import time
 import uuid
 from pathlib import Path
 
@@ -16,9 +15,10 @@ import pytest
 from django.core.files.storage import default_storage
 
 from fleet import ingest
-from fleet.models import Artifact, IngestRun, Job, LogEvent, Team
+from fleet.models import FINISHED_STATUSES, Artifact, IngestRun, Job, LogEvent, Team
 from tests.conftest import require_service, write_busy_archive
 from tests.test_services import celery_worker
+from tests.waiting import wait_for
 
 pytestmark = pytest.mark.services
 
@@ -68,14 +68,13 @@ def referenced_blobs(using: str = "default") -> set[str]:
     return series | set(Artifact.objects.using(using).values_list("file", flat=True))
 
 
-def wait_for(condition, timeout: float, what: str):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = condition()
-        if value:
-            return value
-        time.sleep(0.05)
-    pytest.fail(f"timed out waiting for {what}")
+def run_progress(run: IngestRun) -> dict:
+    """Where the run stands now, as a worker left it: what a wait on it reads (and says, should it time out)."""
+    return IngestRun.objects.filter(pk=run.pk).values("status", "jobs_done", "jobs_total", "attempts").get()
+
+
+def wait_until_finished(run: IngestRun, what: str, seconds: float) -> dict:
+    return wait_for(what, lambda: run_progress(run), seconds, until=lambda now: now["status"] in FINISHED_STATUSES)
 
 
 @pytest.mark.django_db(transaction=True)
@@ -94,18 +93,17 @@ def test_a_sigkilled_worker_leaves_the_same_database_as_a_clean_import(storage_d
     with celery_worker(queue, storage_dir, env=env) as first:
         ingest_archive_task.apply_async(args=[run.pk], queue=queue)
 
-        def halfway():
-            current = IngestRun.objects.get(pk=run.pk)
-            return current.jobs_total and 30 <= current.jobs_done < current.jobs_total - 30
+        def halfway(progress):
+            return progress["jobs_total"] and 30 <= progress["jobs_done"] < progress["jobs_total"] - 30
 
-        wait_for(halfway, 120, "the first worker to be part-way through")
+        wait_for("the first worker to be part-way through", lambda: run_progress(run), 120, until=halfway)
         os.kill(first.pid, signal.SIGKILL)  # no warm shutdown: the task is neither finished nor acknowledged
         first.wait(timeout=30)
     killed = IngestRun.objects.get(pk=run.pk)
     assert killed.status == IngestRun.Status.RUNNING and 0 < killed.jobs_done < JOBS
 
     with celery_worker(queue, storage_dir, env=env):
-        wait_for(lambda: IngestRun.objects.get(pk=run.pk).is_finished, 180, "the new worker to finish the run")
+        wait_until_finished(run, "the new worker to finish the run", 180)
     run.refresh_from_db()
     assert run.status == IngestRun.Status.SUCCEEDED, run.errors
     assert run.attempts == 2  # the redelivered task ran the import again, from the start

@@ -417,7 +417,7 @@ def test_on_postgresql_two_creations_at_once_cannot_pass_the_limit(member_a, set
     from django.db import connections
 
     from tests.conftest import blocked_query, require_postgresql
-    from tests.test_ingest_worker_kill import wait_for
+    from tests.waiting import wait_for
 
     require_postgresql("the second creation waits on a row lock held by the first, which SQLite has not")
     settings.PERSONAL_TOKENS_PER_USER = 1
@@ -449,7 +449,7 @@ def test_on_postgresql_two_creations_at_once_cannot_pass_the_limit(member_a, set
         assert counted.wait(30), "the first creation never came to saving its token"
         second = pool.submit(post, tabs[1], "second tab")
         # It waits for the first to finish (or, counting without a lock, it is done at once).
-        wait_for(lambda: second.done() or blocked_query(), 30, "the second creation")
+        wait_for("the second creation to wait for the first (or be done)", lambda: second.done() or blocked_query(), 30)
         go_on.set()
         assert 'id="token-value"' in first.result(timeout=30)
         assert "You already have 1 active tokens, the most one person may have." in second.result(timeout=30)

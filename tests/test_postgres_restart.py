@@ -35,9 +35,10 @@ from django.db.utils import load_backend
 from fleet import ingest
 from fleet.models import IngestRun, Job
 from tests.conftest import REPO, blocked_query, hold_lock, write_busy_archive
-from tests.test_ingest_worker_kill import blobs_on_disk, referenced_blobs, snapshot, wait_for
+from tests.test_ingest_worker_kill import blobs_on_disk, referenced_blobs, snapshot
 from tests.test_redis_restart import free_port, imported_as_the_worker_did
 from tests.test_services import celery_worker
+from tests.waiting import wait_for
 
 pytestmark = pytest.mark.services
 
@@ -208,20 +209,23 @@ def test_postgres_restarted_mid_ingest_is_retried_and_duplicates_nothing(
             # 1. once a first batch is stored, lock the run's row (NO KEY: jobs may still refer to it): the
             #    worker stops at its next progress write, inside the next batch's transaction (a batch's
             #    counters commit with its jobs, 5252397, so jobs_done above 0 is a batch stored);
-            def storing():
-                return IngestRun.objects.using(ALIAS).filter(pk=run.pk, jobs_done__gt=0).exists()
-
-            wait_for(storing, 120, "the worker to store a first batch of jobs")
+            progress = IngestRun.objects.using(ALIAS).filter(pk=run.pk).values_list("jobs_done", flat=True)
+            wait_for("the worker to store a first batch of jobs", progress.get, 120, until=lambda done: done > 0)
             run_lock, (jobs_done,) = hold_lock(
                 url, "SELECT jobs_done FROM fleet_ingestrun WHERE id = %s FOR NO KEY UPDATE", run.pk
             )
             assert jobs_done <= JOBS - 50, "the import went too fast to be caught part-way"
-            wait_for(lambda: "fleet_ingestrun" in blocked_query(ALIAS), 30, "the worker to wait for the run's row")
+            wait_for(
+                "the worker to wait for the run's row",
+                lambda: blocked_query(ALIAS),
+                30,
+                until=lambda blocked: "fleet_ingestrun" in blocked,
+            )
             # 2. lock the teams' rows and let the run's go: the next batch cannot commit (the foreign keys
             #    to its teams are checked at commit), so the restart cuts that transaction.
             team_lock, _ = hold_lock(url, "SELECT id FROM fleet_team FOR UPDATE")
             run_lock.commit()
-            wait_for(lambda: blocked_query(ALIAS) == "COMMIT", 30, "the worker to wait to commit a batch")
+            wait_for("the worker to wait to commit a batch", lambda: blocked_query(ALIAS), 30, until="COMMIT".__eq__)
             stored = Job.objects.using(ALIAS).count()
             assert 0 < stored < JOBS
 

@@ -40,8 +40,16 @@ from fleet import ingest
 from fleet.models import IngestRun, Job, Team
 from fleet.signals import jobs_ingested
 from tests.conftest import EXAMPLE_ARCHIVE, blocked_query, hold_lock, require_postgresql, write_busy_archive
-from tests.test_ingest_worker_kill import SMALL_BATCHES, blobs_on_disk, referenced_blobs, snapshot, wait_for
+from tests.test_ingest_worker_kill import (
+    SMALL_BATCHES,
+    blobs_on_disk,
+    referenced_blobs,
+    run_progress,
+    snapshot,
+    wait_until_finished,
+)
 from tests.test_services import _worker_database_url, celery_worker
+from tests.waiting import wait_for
 from triage import services
 from triage.demo.generator import generate_demo_fleet
 from triage.models import Finding, JobTriage, RuleSet
@@ -85,11 +93,16 @@ def hold_team(database: str, slug: str):
     return hold_lock(database, "INSERT INTO fleet_team (slug, name) VALUES (%s, %s) RETURNING id", slug, slug)[0]
 
 
-def held_at(run: IngestRun, jobs_done: int) -> bool:
-    """Whether the worker waits to create a gate's team, having stored the run's jobs before it (and no more)."""
-    current = IngestRun.objects.get(pk=run.pk)
-    waiting = 'INSERT INTO "fleet_team"' in blocked_query()
-    return waiting and current.status == IngestRun.Status.RUNNING and current.jobs_done == jobs_done
+def gated_import(run: IngestRun) -> dict:
+    """Where the import stands: the run's progress, and whether its worker waits to create a gate's team."""
+    return {**run_progress(run), "waits_at_a_gate": 'INSERT INTO "fleet_team"' in blocked_query()}
+
+
+def held_at(jobs_done: int):
+    """Whether a `gated_import` is the worker held at a gate, having stored the run's jobs before it (no more)."""
+    return lambda now: (
+        now["waits_at_a_gate"] and now["status"] == IngestRun.Status.RUNNING and now["jobs_done"] == jobs_done
+    )
 
 
 def redis_server_binary() -> str:
@@ -121,7 +134,7 @@ class PrivateRedis:
         command += ["--save", "", "--protected-mode", "yes", "--logfile", str(self.folder / "redis.log")]
         self.process = subprocess.Popen(command + OPERATOR_REDIS_CONFIG)
         client = redis.Redis(port=self.port, socket_connect_timeout=1)
-        wait_for(lambda: self._answers(client), 20, "the private redis-server to answer")
+        wait_for("the private redis-server to answer", lambda: self._answers(client), 20)
 
     @staticmethod
     def _answers(client) -> bool:
@@ -195,21 +208,30 @@ def test_redis_restarted_mid_ingest_loses_and_duplicates_nothing(private_redis, 
         held_back = gates.enter_context(contextlib.closing(hold_team(database, back_gate)))
         sender.send_task("fleet.ingest_archive", args=[running.pk], queue=queue)
         sender.send_task("fleet.ingest_archive", args=[queued.pk], queue=queue)  # waits: one solo worker
-        wait_for(lambda: held_at(running, down_at), 120, "the worker to be held part-way through the big import")
+        wait_for(
+            "the worker to be held part-way through the big import",
+            lambda: gated_import(running),
+            120,
+            until=held_at(down_at),
+        )
         assert private_redis.client().llen(queue) == 1  # the second task is queued
         private_redis.shutdown_nosave()
-        assert held_at(running, down_at), "the import must still be running when Redis goes"
+        now = gated_import(running)
+        assert held_at(down_at)(now), f"the import must still be running when Redis goes: {now}"
 
         # Redis is down; the import carries on (it needs only the database) until the second gate.
         held_down.close()
-        wait_for(lambda: held_at(running, back_at), 60, "the import to carry on while Redis is down")
+        wait_for(
+            "the import to carry on while Redis is down", lambda: gated_import(running), 60, until=held_at(back_at)
+        )
         private_redis.start()
-        assert held_at(running, back_at), "the import must still be running when Redis comes back"
+        now = gated_import(running)
+        assert held_at(back_at)(now), f"the import must still be running when Redis comes back: {now}"
         assert private_redis.client().llen(queue) == 1  # restored from the AOF (the held worker takes nothing)
         held_back.close()
 
-        wait_for(lambda: IngestRun.objects.get(pk=running.pk).is_finished, 180, "the big import to finish")
-        wait_for(lambda: IngestRun.objects.get(pk=queued.pk).is_finished, 180, "the queued import to run")
+        wait_until_finished(running, "the big import to finish", 180)
+        wait_until_finished(queued, "the queued import to run", 180)
 
     running.refresh_from_db()
     queued.refresh_from_db()
@@ -279,8 +301,8 @@ def test_redis_restarted_mid_triage_loses_and_duplicates_nothing(private_redis, 
     # Triage takes seconds here; rather than race it, hold the worker still in the middle of a triage task.
     # Foreign keys are checked at COMMIT (Django makes them deferrable): a locked row they name holds the
     # worker at the commit of that job's result, after the results before it are committed.
-    def held_at_commit():
-        return blocked_query() == "COMMIT"
+    def held_at_commit(blocked: str) -> bool:
+        return blocked == "COMMIT"
 
     # A delivery counter expires visibility timeout x (bound + 1) after its last count, 40 s with the default
     # bound of 3; the task held here can run longer than that on a loaded machine, and its redelivery then
@@ -296,7 +318,7 @@ def test_redis_restarted_mid_triage_loses_and_duplicates_nothing(private_redis, 
         )
         # The import runs in the worker; its end queues the triage of its jobs there, as in production.
         sender.send_task("fleet.ingest_archive", args=[run.pk], queue=TRIAGE_QUEUE)
-        wait_for(held_at_commit, 180, "the worker to start triaging")
+        wait_for("the worker to start triaging", blocked_query, 180, until=held_at_commit)
         assert IngestRun.objects.get(pk=run.pk).status == IngestRun.Status.SUCCEEDED  # so the commit is triage's
         assert not triaged.exists()
         assert broker.llen(TRIAGE_QUEUE) == 2  # the other two triage tasks wait
@@ -309,7 +331,12 @@ def test_redis_restarted_mid_triage_loses_and_duplicates_nothing(private_redis, 
             contextlib.closing(hold_lock(database, lock_sql.format("fleet_job"), held.pk)[0])
         )
         all_held.close()
-        wait_for(lambda: triaged.count() == len(first_task) // 2 and held_at_commit(), 60, "the held job")
+        wait_for(
+            "the held job",
+            lambda: (triaged.count(), blocked_query()),
+            60,
+            until=lambda now: now == (len(first_task) // 2, "COMMIT"),
+        )
         assert not triaged.filter(job=held).exists()
 
         # Each counter is read while it stands (before Redis goes without saving), and again at the end.
@@ -317,16 +344,19 @@ def test_redis_restarted_mid_triage_loses_and_duplicates_nothing(private_redis, 
         # Redis goes while the task runs; the task finishes while Redis is down (it needs only the database).
         private_redis.shutdown_nosave()
         job_held.close()
-        wait_for(lambda: triaged.count() == len(first_task), 60, "the running triage task to finish")
+        wait_for("the running triage task to finish", triaged.count, 60, until=lambda count: count == len(first_task))
         time.sleep(1)
         private_redis.start()
         broker = private_redis.client()
         assert broker.llen(TRIAGE_QUEUE) in (1, 2)  # the waiting tasks, from the append-only file (one may be taken)
 
-        def settled():
-            return triaged.count() == TRIAGE_JOBS and not broker.llen(TRIAGE_QUEUE) and not broker.hlen("unacked")
+        def where_triage_is():
+            return {"triaged": triaged.count(), "queued": broker.llen(TRIAGE_QUEUE), "unacked": broker.hlen("unacked")}
 
-        wait_for(settled, 120, "every job to be triaged and every triage task acknowledged")
+        settled = {"triaged": TRIAGE_JOBS, "queued": 0, "unacked": 0}
+        wait_for(
+            "every job to be triaged and every triage task acknowledged", where_triage_is, 120, until=settled.__eq__
+        )
 
     # The import and two triage tasks ran once. The task that was running ran twice: its acknowledgement
     # could not reach Redis, so it came back (after the visibility timeout) and triaged its jobs again.
@@ -356,13 +386,16 @@ def test_redis_down_as_an_import_finishes_still_triages_its_jobs(private_redis, 
     with worker_over(private_redis, storage_dir, TRIAGE_QUEUE) as (_, sender), contextlib.ExitStack() as gates:
         gate = gates.enter_context(contextlib.closing(hold_team(_worker_database_url(), "gate-end")))
         sender.send_task("fleet.ingest_archive", args=[run.pk], queue=TRIAGE_QUEUE)
-        wait_for(lambda: held_at(run, END_GATE), 120, "the worker to be held part-way through the import")
+        wait_for(
+            "the worker to be held part-way through the import", lambda: gated_import(run), 120, until=held_at(END_GATE)
+        )
         private_redis.shutdown_nosave()
-        assert held_at(run, END_GATE), "the import must still be running when Redis goes"
+        now = gated_import(run)
+        assert held_at(END_GATE)(now), f"the import must still be running when Redis goes: {now}"
 
         # Redis is down; the import carries on (it needs only the database) and finishes.
         gate.close()
-        wait_for(lambda: IngestRun.objects.get(pk=run.pk).is_finished, 60, "the import to finish")
+        wait_until_finished(run, "the import to finish", 60)
         finished = IngestRun.objects.get(pk=run.pk)
         assert finished.status == IngestRun.Status.SUCCEEDED, finished.errors
         assert finished.jobs_done == END_JOBS
@@ -373,5 +406,5 @@ def test_redis_down_as_an_import_finishes_still_triages_its_jobs(private_redis, 
         time.sleep(services.QUEUE_RETRY_POLICY["interval_start"])
         assert not triaged.exists()
         private_redis.start()
-        wait_for(lambda: triaged.count() == END_JOBS, 90, "every job to be triaged")
+        wait_for("every job to be triaged", triaged.count, 90, until=lambda count: count == END_JOBS)
     assert JobTriage.objects.count() == triaged.values("job").distinct().count() == Job.objects.count() == END_JOBS

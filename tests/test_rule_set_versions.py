@@ -223,8 +223,8 @@ def test_on_postgresql_a_save_waiting_for_the_lock_compares_with_the_version_sav
     from psycopg.types.json import Jsonb
 
     from tests.conftest import blocked_query, hold_lock, require_postgresql
-    from tests.test_ingest_worker_kill import wait_for
     from tests.test_services import _worker_database_url
+    from tests.waiting import wait_for
 
     require_postgresql("the save waits on a row lock held from another connection, which SQLite has not")
     first = RuleSet.current()
@@ -247,7 +247,9 @@ def test_on_postgresql_a_save_waiting_for_the_lock_compares_with_the_version_sav
                 connections.close_all()
 
         waiting = pool.submit(save_in_its_own_connection)
-        wait_for(lambda: "FOR NO KEY UPDATE" in blocked_query(), 30, "the save to wait for the lock")
+        wait_for(
+            "the save to wait for the lock", blocked_query, 30, until=lambda blocked: "FOR NO KEY UPDATE" in blocked
+        )
         other.commit()
         assert waiting.result(timeout=30) is None
     finally:
