@@ -121,3 +121,34 @@ def test_the_token_pages_name_the_time_zone_of_their_times(browser, live_server,
                             f"{path} {table}: {column}'s zone unsaid: {shown['names']}"
                         )
                         assert f"{column} (UTC)" in shown["labels"], f"{path} {table} at {width} px: {shown['labels']}"
+
+
+# The utilization histogram's bucket names ("0–10" … "90–100"), tilted: each is a line of type, parallel to the
+# next one a category's width along the axis, so |sin(angle)| of that width apart across them.
+TILTED_LABELS = """
+const labels = [...document.querySelector('[data-figure="histogram-figure"]').querySelectorAll('.xtick text')];
+const angle = Number((/rotate\\((-?[\\d.]+)/.exec(labels[0].getAttribute('transform') || '') || [0, 0])[1]);
+const ends = labels.map(label => label.getBoundingClientRect().right);
+const along = (ends[ends.length - 1] - ends[0]) / (ends.length - 1);
+return {count: labels.length, angle, along, across: along * Math.abs(Math.sin(angle * Math.PI / 180)),
+        type: parseFloat(getComputedStyle(labels[0]).fontSize)};
+"""
+
+
+@pytest.mark.django_db(transaction=True)
+def test_on_a_phone_the_utilization_histograms_bucket_names_keep_apart(browser, live_server, operator, team_a):  # noqa: F811
+    from tests.factories import JobFactory
+    from tests.test_accessibility import settled
+
+    for util in range(5, 100, 10):  # a job in each of the ten buckets
+        JobFactory(team=team_a, mean_gpu_util=float(util))
+    log_in(browser, live_server.url, operator, "/overview/")
+    for width in (320, 390, 1280):
+        with window_width(browser, width, mobile=width < 500):
+            browser.get(f"{live_server.url}/overview/")
+            settled(browser)
+            labels = browser.execute_script(TILTED_LABELS)
+            assert labels["count"] == 10, labels
+            assert labels["across"] >= labels["type"], (
+                f"at {width} px the histogram's bucket names run into each other ('0–1010–20…'): {labels}"
+            )

@@ -85,11 +85,25 @@
     if (shown.length === 1 && index >= 0) { shown.unshift(weeks[index]); standOff("left", pastLeft(index)); }
     layout.xaxis = Object.assign({}, axis, {tickmode: "array", tickvals: shown, ticktext: shown, nticks: null});
   }
+  // A category axis the server tilts (the utilization histogram's "0–10" … "90–100", at -35°): its labels are
+  // parallel lines of type a category's width apart along the axis, so |sin(angle)| of that width apart
+  // across them. Where that is less than a line of type (a phone: categories 19 px apart at 320 px, 11 px
+  // across for 12 px type, read as "0–1010–2020–30") they stand upright, the whole width apart. The plot's
+  // width is the box's less its side margins, as fitWeeks has it.
+  function fitTilted(figure, boxPx) {
+    var layout = figure.layout || {}, axis = layout.xaxis || {}, margin = layout.margin || {};
+    var trace = (figure.data || [])[0] || {};
+    if (axis.type !== "category" || typeof axis.tickangle !== "number" || !Array.isArray(trace.x)) { return; }
+    var plotPx = boxPx - (margin.l || 0) - (margin.r || 0), typePx = (axis.tickfont || layout.font || {}).size || 12;
+    var acrossPx = (plotPx / trace.x.length) * Math.abs(Math.sin(axis.tickangle * Math.PI / 180));
+    if (plotPx > 0 && acrossPx < typePx + 1) { layout.xaxis = Object.assign({}, axis, {tickangle: -90}); }
+  }
   // The figure as the server wrote it, laid out for a box `boxPx` wide: for a phone when `narrow`.
   function figureFor(spec, narrow, boxPx) {
     var figure = JSON.parse(spec.textContent);
     if (narrow) { fitNarrow(figure); }
     fitWeeks(figure, boxPx);
+    fitTilted(figure, boxPx);
     if (window.FleetTheme) { window.FleetTheme.apply(figure); }  // the page's colours, light or dark
     return figure;
   }
@@ -97,7 +111,7 @@
     var spec = document.getElementById(el.dataset.figure);
     if (!spec || !window.Plotly) { return; }
     var config = {displaylogo: false, responsive: true, displayModeBar: false};
-    var shown = null;  // what the drawing is laid out for: a phone or not, the weeks labelled and how far a right-hand axis's labels stand off
+    var shown = null;  // what the drawing is laid out for: a phone or not, the weeks labelled, the tilt of the x labels and how far a right-hand axis's labels stand off
     // The chart laid out for its box as it is now, and drawn by `plot` (Plotly.newPlot, or Plotly.react to
     // draw it again) unless it is laid out so already and `always` is false.
     function layOut(plot, always) {
@@ -105,7 +119,7 @@
       var layout = figure.layout || {}, standoffs = Object.keys(layout).map(function (key) {
         return /^yaxis\d*$/.test(key) ? layout[key].ticklabelstandoff || 0 : 0;
       });
-      var layoutFor = JSON.stringify([narrow, (layout.xaxis || {}).tickvals || null, standoffs]);
+      var xaxis = layout.xaxis || {}, layoutFor = JSON.stringify([narrow, xaxis.tickvals || null, xaxis.tickangle, standoffs]);
       if (layoutFor === shown && !always) { return; }
       shown = layoutFor;
       // The box keeps the figure's height: on a window resize Plotly's responsive mode sizes the plot
