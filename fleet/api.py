@@ -120,7 +120,8 @@ class IngestRunSerializer(serializers.ModelSerializer):
         allow_null=True,
         help_text="An estimate of the seconds the run has left, from the rate it has stored jobs at since it began "
         "storing them (after reading the archive). null until that rate means something (5 s of storing and 2 % "
-        "of the jobs to store), and once the run has finished.",
+        "of the jobs to store), once the run has finished, and for a run no process imports (it reads `running` but "
+        "its worker or web process stopped; its page offers Import now / Mark failed).",
     )
     finished = serializers.BooleanField(source="is_finished", read_only=True)
     jobs_total = serializers.IntegerField(

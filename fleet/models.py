@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from decimal import Decimal
 from fractions import Fraction
+from functools import cached_property
 
 from django.conf import settings
 from django.core.exceptions import ValidationError
@@ -355,6 +356,10 @@ class IngestRun(models.Model):
         the second they read 3 s apart for 2.4 s). The rate divides by the exact `duration_s`."""
         if self.started_at is None:
             return "–"
+        if self.no_process_holds:
+            # No process imports it (its page offers Import now / Mark failed): it counted up every second as if
+            # the import went on. The run records no time of its last progress to stop at, so it says so.
+            return "stopped"
         end = self.finished_at or timezone.now()
         seconds = (self._to_tenth(end) - self._to_tenth(self.started_at)).total_seconds()
         if round(seconds, 1) < 60:
@@ -372,7 +377,8 @@ class IngestRun(models.Model):
         own (the polled figures too, split at " · "), so a figure goes under the one before with its unit, or at
         320 px, where "237,935 GPU samples/s" is wider than the line, breaks before its unit, never in it."""
         seconds = self.duration_s
-        if not seconds or not self.jobs_processed:
+        if not seconds or not self.jobs_processed or self.no_process_holds:
+            # A run no process imports: divided by the time up to now, its rate fell with every poll.
             return ["–"]
         jobs, samples = f"{self.jobs_processed / seconds:,.1f}", f"{self.samples / seconds:,.0f}"
         return [f"{jobs}{NBSP}jobs/s", f"{samples} GPU{NBSP}samples/s"]
@@ -390,7 +396,8 @@ class IngestRun(models.Model):
     def seconds_left(self) -> float | None:
         """About how long the run has left, from the rate it has stored jobs at since it began storing them
         (reading the archive comes first, at no rate in jobs): None until that rate means something,
-        ESTIMATE_AFTER_SECONDS of storing and ESTIMATE_AFTER_SHARE of the jobs to store, and once over."""
+        ESTIMATE_AFTER_SECONDS of storing and ESTIMATE_AFTER_SHARE of the jobs to store, once over, and for a run
+        no process imports (`no_process_holds`: its page has no Time left; the API gave a number)."""
         if self.is_finished or self.storing_started_at is None:
             return None
         to_store = self.jobs_total - self.jobs_rejected
@@ -398,7 +405,7 @@ class IngestRun(models.Model):
         storing = (timezone.now() - self.storing_started_at).total_seconds()
         if stored <= 0 or stored >= to_store or storing < self.ESTIMATE_AFTER_SECONDS:
             return None
-        if stored < to_store * self.ESTIMATE_AFTER_SHARE:
+        if stored < to_store * self.ESTIMATE_AFTER_SHARE or self.no_process_holds:
             return None
         return storing * (to_store - stored) / stored
 
@@ -418,8 +425,8 @@ class IngestRun(models.Model):
     def time_left_display(self) -> str:
         """The estimate as the run's page and its polled figures say it; "–" for a run no process imports (its
         page offers Import now / Mark failed, and leaves the row out), where it went on saying "about 3 min"."""
-        seconds = self.seconds_left
-        if seconds is None or self.no_process_holds:
+        seconds = self.seconds_left  # None for a run no process imports
+        if seconds is None:
             return "–"
         return self.time_left_words(seconds)
 
@@ -469,11 +476,13 @@ class IngestRun(models.Model):
             "not yet": "not counted yet",
         }[self.jobs_counting]
 
-    @property
+    @cached_property
     def no_process_holds(self) -> bool:
         """Whether the run reads *running* but no process imports it (its worker or web process was killed): what
         its page offers Import now / Queue again and Mark failed for (`fleet.ingest.worker_stopped`), and the runs
-        list says beside its status. Never for a run a thread of this process is about to begin."""
+        list says beside its status. Never for a run a thread of this process is about to begin. Asked once per
+        object (a page's or a poll's snapshot of the run): its Elapsed, Rate and Time left each asked, and on
+        PostgreSQL each asking takes the run's lock."""
         from fleet import ingest
 
         if self.status != self.Status.RUNNING or ingest.importing_here(self.pk):

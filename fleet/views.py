@@ -79,7 +79,7 @@ def ingest_run_detail(request, pk: int):
         # An upload's or Import now's thread about to begin it (no REDIS_URL): neither lost nor to be imported again.
         "importing_here": ingest.importing_here(run.pk),
     }
-    context["worker_stopped"] = not context["importing_here"] and ingest.worker_stopped(run)
+    context["worker_stopped"] = run.no_process_holds  # asked once: Elapsed, Rate and Time left ask it too
     # Pending again after an attempt that stored jobs (Mark failed keeps them), or imported again (counted unchanged).
     context["stored_before"] = stored = ingest.stored_by_earlier_attempts(run)
     being_imported = context["importing_here"] or (

@@ -131,6 +131,26 @@ def require_postgresql(why: str) -> None:
     pytest.skip(why)
 
 
+@contextmanager
+def a_worker_imports(run_id: int):
+    """For a test that looks at a running run going on (its Elapsed moving, its rate, its time left). On PostgreSQL
+    another session holds the run's lock, as its importing worker's does (`tests.test_ingest_exclusive.hold_run_lock`):
+    there a running run no lock holds is one no process imports (`IngestRun.no_process_holds`), whose page says
+    Elapsed "stopped" and no rate. On SQLite the process the run keeps tells: none recorded, or this one, goes on."""
+    from fleet import ingest
+
+    if not ingest.run_locks_tell():
+        yield
+        return
+    from tests.test_ingest_exclusive import hold_run_lock
+
+    worker = hold_run_lock(run_id)
+    try:
+        yield
+    finally:
+        worker.close()
+
+
 @pytest.fixture(autouse=True)
 def _celery_in_process():
     """Tasks run in-process unless a test starts a real worker (see test_services.py)."""

@@ -14,7 +14,7 @@ from django.test import Client
 
 from fleet import ingest
 from fleet.models import IngestRun, Job
-from tests.conftest import EXAMPLE_ARCHIVE
+from tests.conftest import EXAMPLE_ARCHIVE, a_worker_imports
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.usefixtures("upload_dirs")]
 
@@ -248,10 +248,11 @@ def test_the_run_pages_and_the_api_say_gpu_samples_where_they_count_them(operato
     IngestRun.objects.filter(pk=run.pk).update(started_at=run.created_at)
     client = Client()
     client.force_login(operator)
-    page = _words(client.get(f"/ingest-runs/{run.pk}/"))
+    with a_worker_imports(run.pk):  # it goes on, and has a rate (on PostgreSQL one no lock holds reads stopped)
+        page = _words(client.get(f"/ingest-runs/{run.pk}/"))
+        polled = client.get(f"/ingest-runs/{run.pk}/status.json").json()
     assert '<dt>GPU samples</dt><dd id="run-samples">12,345</dd>' in page
     assert " GPU samples/s</span></dd>" in page and "Samples" not in page  # _words: no-break spaces too
-    polled = client.get(f"/ingest-runs/{run.pk}/status.json").json()
     assert polled["samples"] == 12_345 and polled["display"]["samples"] == "12,345"
     assert polled["display"]["rate"].endswith(" GPU\u00a0samples/s")
     listing = _words(client.get("/ingest-runs/"))

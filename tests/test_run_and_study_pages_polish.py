@@ -2,7 +2,11 @@
 
 - A run left *running* whose process is gone (its page says "No process is importing this run" and offers
   Import now / Mark failed) still said "Time left: about 3 min", as if it went on. It has no estimate now, as a
-  finished run or a connector's pull has none: the row is left out, and the polled figures say "–".
+  finished run or a connector's pull has none: the row is left out, and the polled figures say "–". Its Elapsed
+  still counted up every second, and the API still gave a number in `seconds_left`: Elapsed says "stopped" (the
+  run records no time of its last progress), and `seconds_left` is null.
+  Its rate, divided by the time up to now, fell with every poll: "–". Whether a process imports the run is asked
+  once per page, poll or API answer (on PostgreSQL each asking took the run's lock).
 - At 390 px the rate broke as "… 161,419 GPU" / "samples/s": each figure and its unit are kept whole.
 - A study's page on a phone: the cards in its grid (My labels, Sample, Raters) were 32 px apart (the grid's gap
   and each card's margin), the cards after it 16 px; the gap above Raters stood out.
@@ -19,6 +23,7 @@ from django.utils import timezone
 
 from fleet import ingest
 from fleet.models import IngestRun
+from tests.conftest import a_worker_imports
 from tests.test_accessibility import open_as
 from tests.test_browser import browser, window_width  # noqa: F401  (the browser fixture)
 from tests.test_ingest_runs_robust import _dead_owner
@@ -57,17 +62,9 @@ def test_a_run_no_process_imports_says_no_time_left(operator):
     client = Client()
     client.force_login(operator)
     going = storing_run(owner=ingest.this_process())  # this process imports it (SQLite: its recorded owner lives)
-    worker = None
-    if ingest.run_locks_tell():  # PostgreSQL: a worker's session holds its lock
-        from tests.test_ingest_exclusive import hold_run_lock
-
-        worker = hold_run_lock(going.pk)
-    try:
+    with a_worker_imports(going.pk):  # PostgreSQL: a worker's session holds its lock
         assert "<dt>Time left</dt>" in _page(client, going)
         assert client.get(f"/ingest-runs/{going.pk}/status.json").json()["display"]["left"] == "about 3 min"
-    finally:
-        if worker is not None:
-            worker.close()
 
     stopped = storing_run(owner=_dead_owner())
     if not ingest.worker_stopped(stopped):
@@ -85,14 +82,16 @@ def test_the_rate_keeps_each_figure_with_its_unit(operator_client, monkeypatch):
     now = timezone.now()
     monkeypatch.setattr(timezone, "now", lambda: now)  # the figures as of one instant, however slow the machine
     run = storing_run()
-    seconds = run.duration_s
+    seconds = (now - run.started_at).total_seconds()
     jobs, samples = f"{10_000 / seconds:,.1f}", f"{12_345_670 / seconds:,.0f}"
     said = f"{jobs}{NBSP}jobs/s · {samples} GPU{NBSP}samples/s"
-    page = operator_client.get(f"/ingest-runs/{run.pk}/").content.decode()
+    with a_worker_imports(run.pk):  # a run going on has a rate (a stopped one says "–")
+        page = operator_client.get(f"/ingest-runs/{run.pk}/").content.decode()
+        polled = operator_client.get(f"/ingest-runs/{run.pk}/status.json").json()
     part = '<span class="rate-part">{}</span>'.format
     boxes = f"{part(f'{jobs}{NBSP}jobs/s')} · {part(f'{samples} GPU{NBSP}samples/s')}"
     assert f'<dd id="run-rate" title="Average since the run started">{boxes}</dd>' in page
-    assert operator_client.get(f"/ingest-runs/{run.pk}/status.json").json()["display"]["rate"] == said
+    assert polled["display"]["rate"] == said
 
 
 # The lines each of the rate's figures (with its unit) and its units are on: [text, lines], from the text's boxes.
@@ -116,27 +115,28 @@ return {parts, units};
 def test_on_a_phone_a_stopped_runs_page_keeps_its_rate_whole_and_no_estimate(browser, live_server, operator, width):  # noqa: F811
     """At 390 px the rate read "130.7 jobs/s · 161,419 GPU" and "samples/s" under it. Looked at after the page's
     script has polled the run's figures (each second), which write the rate again and must not bring back a
-    time left for a run no process imports."""
+    time left for a run no process imports, nor an Elapsed counting on, nor a rate falling with every poll."""
     from selenium.webdriver.common.by import By
 
     stopped = storing_run(owner=_dead_owner())
     if not ingest.worker_stopped(stopped):
         pytest.skip("this system does not say whether a process is gone (no /proc)")
+    going = storing_run(owner=ingest.this_process())  # a run going on: its rate is shown
     open_as(browser, live_server.url, operator)
-    with window_width(browser, width, mobile=True):
+    with a_worker_imports(going.pk), window_width(browser, width, mobile=True):
         browser.get(f"{live_server.url}/ingest-runs/{stopped.pk}/")
-        first = browser.find_element(By.ID, "run-duration").text
-        deadline = time.monotonic() + 10
-        while browser.find_element(By.ID, "run-duration").text == first and time.monotonic() < deadline:
-            time.sleep(0.2)  # the script has polled once the elapsed time has moved
-        time.sleep(0.5)
-        lines = browser.execute_script(RATE_LINES)
+        time.sleep(2.5)  # the script has polled (each second); its Elapsed no longer moves, "stopped"
+        assert browser.find_element(By.ID, "run-duration").text == "stopped"
+        assert browser.find_element(By.ID, "run-rate").text == "–"
         text = browser.find_element(By.ID, "run-progress").text
+        browser.get(f"{live_server.url}/ingest-runs/{going.pk}/")
+        time.sleep(1.5)  # polled: the rate written again
+        lines = browser.execute_script(RATE_LINES)
+    assert "Time left" not in text and "about" not in text, text
     assert [unit for unit, count in lines["units"]] == ["jobs/s", f"GPU{NBSP}samples/s"], lines
     assert [unit for unit, count in lines["units"] if count != 1] == [], lines
     if width >= 390:  # at 320 "171,690 GPU samples/s" is wider than its line: the figure goes above its unit
         assert [part for part, count in lines["parts"] if count != 1] == [], lines
-    assert "Time left" not in text and "about" not in text, text
 
 
 # The vertical gaps between the page's cards (those not inside another card), each to the next card under it.
@@ -181,3 +181,69 @@ def test_a_studys_cards_are_evenly_spaced(browser, live_server, team_a, width): 
         browser.get(f"{live_server.url}/studies/{study.pk}/")
         gaps = browser.execute_script(CARD_GAPS)
     assert len(gaps) >= 3 and set(gaps) == {16}, gaps
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_run_no_process_imports_stops_its_elapsed_and_its_api_estimate(operator):
+    """A stopped run's Elapsed no longer counts up every second as if the import went on: the run records no time
+    of its last progress, so it says "stopped" (its start is above it), on the page and in its polled figures; and
+    the API's `seconds_left` is null for it, as the page has no Time left, and its schema says so."""
+    from rest_framework.test import APIClient
+
+    client = Client()
+    client.force_login(operator)
+    api = APIClient()
+    api.force_authenticate(operator)
+    stopped = storing_run(owner=_dead_owner())
+    if not ingest.worker_stopped(stopped):
+        pytest.skip("this system does not say whether a process is gone (no /proc)")
+    page = _page(client, stopped)
+    assert '<dt>Elapsed</dt><dd id="run-duration">stopped</dd>' in page
+    polled = client.get(f"/ingest-runs/{stopped.pk}/status.json").json()
+    assert polled["display"]["duration"] == "stopped" and polled["seconds_left"] is None
+    # Nor its rate: divided by the time up to now, it fell with every poll (116 to 135 jobs/s in one minute).
+    assert '<dd id="run-rate" title="Average since the run started"><span class="rate-part">–</span></dd>' in page
+    assert polled["display"]["rate"] == "–"
+    assert api.get(f"/api/v1/ingest-runs/{stopped.pk}/").json()["seconds_left"] is None
+    schema = api.get("/api/v1/schema/", {"format": "json"}).json()
+    description = schema["components"]["schemas"]["IngestRun"]["properties"]["seconds_left"]["description"]
+    assert "no process imports" in description
+
+    going = storing_run(owner=ingest.this_process())  # its Elapsed counts on, and it has an estimate
+    with a_worker_imports(going.pk):
+        assert '<dt>Elapsed</dt><dd id="run-duration">1' in _page(client, going)
+        going_polled = client.get(f"/ingest-runs/{going.pk}/status.json").json()["display"]
+        assert going_polled["duration"].startswith("1") and "jobs/s" in going_polled["rate"]
+        assert api.get(f"/api/v1/ingest-runs/{going.pk}/").json()["seconds_left"] == pytest.approx(180, abs=2)
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_runs_page_and_its_poll_ask_once_whether_a_process_imports_it(operator, monkeypatch):
+    """Elapsed, Rate, Time left and the Import now / Mark failed card each asked whether a process imports the run,
+    each time taking the run's lock on PostgreSQL (a worker coming to it then finds it busy): once per page, per
+    poll of its figures and per API answer now."""
+    from rest_framework.test import APIClient
+
+    asked = []
+    worker_stopped = ingest.worker_stopped
+
+    def counted(run):
+        asked.append(run.pk)
+        return worker_stopped(run)
+
+    monkeypatch.setattr(ingest, "worker_stopped", counted)
+    api = APIClient()
+    api.force_authenticate(operator)
+    client = Client()
+    client.force_login(operator)
+    stopped = storing_run(owner=_dead_owner())
+    going = storing_run(owner=ingest.this_process())
+    with a_worker_imports(going.pk):
+        for run in (stopped, going):
+            for url in (f"/ingest-runs/{run.pk}/", f"/ingest-runs/{run.pk}/status.json"):
+                asked.clear()
+                assert client.get(url).status_code == 200
+                assert asked == [run.pk], url
+            asked.clear()
+            assert api.get(f"/api/v1/ingest-runs/{run.pk}/").status_code == 200
+            assert asked == [run.pk]

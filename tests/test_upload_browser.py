@@ -15,7 +15,7 @@ import requests
 from django.utils import timezone
 
 from fleet.models import IngestRun, Job
-from tests.conftest import EXAMPLE_ARCHIVE, REPO, write_zip
+from tests.conftest import EXAMPLE_ARCHIVE, REPO, a_worker_imports, write_zip
 from tests.test_browser import STALE, browser  # noqa: F401  (the browser fixture)
 from tests.test_dashboard_browser import console_errors
 from tests.test_ingest import JOBS, good_members
@@ -194,26 +194,28 @@ def test_a_running_runs_page_follows_its_progress_until_it_finishes(operator_bro
         started_at=timezone.now(),
         phase="reading archive",
     )
-    driver.get(f"{live_server.url}/ingest-runs/{run.pk}/")
-    assert driver.find_element(By.ID, "run-status").text == "Running"
-    # The archive is being read: how many jobs it holds is not known yet ("0 of 0 jobs", an empty bar, before).
-    assert driver.find_element(By.ID, "run-count").text == "jobs not counted yet"
-    assert driver.execute_script("return document.getElementById('run-bar').hasAttribute('value')") is False
-    rendered_duration = driver.find_element(By.ID, "run-duration").text
-    IngestRun.objects.filter(pk=run.pk).update(jobs_total=40, jobs_done=15, jobs_created=15, phase="storing jobs")
-    wait = WebDriverWait(driver, 10, ignored_exceptions=STALE)
-    wait.until(lambda b: b.find_element(By.ID, "run-count").text == "15 of 40 jobs")
-    bar = driver.find_element(By.ID, "run-bar")
-    assert (bar.get_attribute("value"), bar.get_attribute("max")) == ("15", "40")
-    assert driver.find_element(By.ID, "run-phase").text == "storing jobs"
-    assert driver.find_element(By.ID, "run-jobs").text.startswith("15 of 40 processed: 15 created")
-    wait.until(lambda b: b.find_element(By.ID, "run-duration").text != rendered_duration)  # the clock runs too
-    assert re.fullmatch(r"\d+\.\d s", driver.find_element(By.ID, "run-duration").text)
-    driver.save_screenshot(str(SHOTS / "ingest-run-running.png"))
+    # A worker imports it (on PostgreSQL one no lock holds reads stopped: Elapsed "stopped", no rate).
+    with a_worker_imports(run.pk):
+        driver.get(f"{live_server.url}/ingest-runs/{run.pk}/")
+        assert driver.find_element(By.ID, "run-status").text == "Running"
+        # The archive is being read: how many jobs it holds is not known yet ("0 of 0 jobs", an empty bar, before).
+        assert driver.find_element(By.ID, "run-count").text == "jobs not counted yet"
+        assert driver.execute_script("return document.getElementById('run-bar').hasAttribute('value')") is False
+        rendered_duration = driver.find_element(By.ID, "run-duration").text
+        IngestRun.objects.filter(pk=run.pk).update(jobs_total=40, jobs_done=15, jobs_created=15, phase="storing jobs")
+        wait = WebDriverWait(driver, 10, ignored_exceptions=STALE)
+        wait.until(lambda b: b.find_element(By.ID, "run-count").text == "15 of 40 jobs")
+        bar = driver.find_element(By.ID, "run-bar")
+        assert (bar.get_attribute("value"), bar.get_attribute("max")) == ("15", "40")
+        assert driver.find_element(By.ID, "run-phase").text == "storing jobs"
+        assert driver.find_element(By.ID, "run-jobs").text.startswith("15 of 40 processed: 15 created")
+        wait.until(lambda b: b.find_element(By.ID, "run-duration").text != rendered_duration)  # the clock runs too
+        assert re.fullmatch(r"\d+\.\d s", driver.find_element(By.ID, "run-duration").text)
+        driver.save_screenshot(str(SHOTS / "ingest-run-running.png"))
 
-    IngestRun.objects.filter(pk=run.pk).update(
-        status=IngestRun.Status.SUCCEEDED, jobs_done=40, jobs_created=40, phase="", finished_at=timezone.now()
-    )
+        IngestRun.objects.filter(pk=run.pk).update(
+            status=IngestRun.Status.SUCCEEDED, jobs_done=40, jobs_created=40, phase="", finished_at=timezone.now()
+        )
     counts = finished_run_page(driver, "Succeeded")  # the page reloaded itself
     assert (counts["done"], counts["total"], counts["created"]) == (40, 40, 40)
     assert console_errors(driver) == []  # the polling is allowed by the CSP (connect-src 'self')
