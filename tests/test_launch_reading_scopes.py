@@ -912,3 +912,55 @@ def test_a_prefix_assignment_leaves_the_variable_as_it_was_after_its_command(tex
     # `N=8 make data` sets N for prepare.py alone: the N=4 before it was taken as no longer known
     assert _script_counts(text) == [processes]
     assert command_launches(text) == [("train.py", processes)]
+
+
+# --- 16. a script line's `-c` string starts with the variables where it runs -----------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("text", "processes"),
+    [
+        ("export N=4; bash -c 'torchrun --nproc_per_node=$N train.py'; export N=8", 4),
+        ("export N=4\nbash -c 'torchrun --nproc_per_node=$N train.py' && N=8", 4),
+        ("bash -c 'torchrun --nproc_per_node=$N train.py'; export N=4", None),  # exported after it ran
+        ("export N=4; bash -c 'torchrun --nproc_per_node=$N train.py'; unset N", 4),
+    ],
+)
+def test_a_c_string_on_a_script_line_has_the_variables_where_it_runs(text, processes):
+    # the child shell was made with the variables as at the end of its line: 8, and 4 where N was exported after it
+    assert _script_counts(text) == [processes]
+    assert command_launches(text) == [("train.py", processes)]
+
+
+# --- 17. a function whose body is a subshell, `f() ( ... )`, on one line -------------------------------------------
+
+
+@pytest.mark.parametrize("definition", ["f() ( srun -n 2 python a.py )", "f() (srun -n 2 python a.py)"])
+def test_a_one_line_subshell_function_ends_with_its_closing_parenthesis(definition):
+    # the function's level never closed: every later line read as in its body, so a variable set twice after it was
+    # never known again (`N=2`, `N=4`: a function's variable, set where it is called)
+    assert _script_counts(f"{definition}\nN=2\nN=4\nsrun -n $N python b.py") == [2, 4]
+    assert command_launches(f"{definition}\nN=2\nN=4\nsrun -n $N python b.py") == [("a.py", 2), ("b.py", 4)]
+
+
+def test_a_one_line_subshell_functions_launch_gives_its_script_options():
+    # the subshell's `)` was taken for one of train.py's arguments
+    assert command_launches("f() ( torchrun --nproc_per_node=2 train.py )") == [("train.py", 2)]
+    assert _workers("#!/bin/bash\nf() ( python train.py --workers 0 )\nf\n") == [0]
+
+
+# --- 18. `env -S 'bash -c "..."'`: the string's shell's `-c` string ------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "env -S 'bash -c \"torchrun --nproc_per_node=4 train.py\"'",
+        "/usr/bin/env -S 'sh -ec \"torchrun --nproc_per_node=4 train.py\"'",
+        "srun -n 1 env -S 'bash -c \"torchrun --nproc_per_node=4 train.py\"'",
+    ],
+)
+def test_a_c_string_env_s_runs_is_read(text):
+    # env's string gave `bash -c "..."`, whose string was not read: no launch at all
+    assert _script_counts(text) == [4]
+    assert command_launches(text) == [("train.py", 4)]

@@ -563,12 +563,13 @@ def _reserved_words_off(
     `srun -n 4 ...`; `time -p srun ...`, `! srun ...`, a subshell's `(srun ...`: `srun ...`), [] for one that runs
     none (`fi`, `done < list`, `esac`, `}`, `)`, a loop's header `for i in 1 2`, a function's `setup() {`); and the
     compound commands those words open (`if`, `while`, `case`, `{`, a subshell's `(`, a function's header with its
-    body's `{`: "function"), in order, with the words that begin an arm of the innermost (`then`, `else`, `elif`,
-    `do`, a `case` item's pattern: `_CASE_ITEM`). `in_case`: a `case` is the innermost compound command, where a word
-    ending in `)` at the start is an item's pattern (`a) srun ...`, `a ) ...`, after `case "$M" in` on the same line
-    too). `alternative`: the command is followed by a `|` that continues such a pattern (`a|b)`: `a`,
-    `_pattern_alternatives`), so its last word is one of the pattern's. `body_next`: the command before was a
-    function's header without its body's `{`, which this one's opens (no level of its own)."""
+    body's `{`: "function", and with a body's `(`: "function" and "()"), in order, with the words that begin an arm
+    of the innermost (`then`, `else`, `elif`, `do`, a `case` item's pattern: `_CASE_ITEM`). `in_case`: a `case` is
+    the innermost compound command, where a word ending in `)` at the start is an item's pattern (`a) srun ...`,
+    `a ) ...`, after `case "$M" in` on the same line too). `alternative`: the command is followed by a `|` that
+    continues such a pattern (`a|b)`: `a`, `_pattern_alternatives`), so its last word is one of the pattern's.
+    `body_next`: the command before was a function's header without its body's `{`, which this one's opens (no level
+    of its own)."""
     if argv[0] in _CLOSES:
         return [], []
     index, opened = 0, []
@@ -578,7 +579,12 @@ def _reserved_words_off(
         body_next = True
     while index < len(argv):
         word = argv[index]
+        if body_next and word.startswith("(") and word[1:2] not in ("", "("):  # `f() (srun ...)`
+            argv = [*argv[:index], "(", word[1:], *argv[index + 1 :]]
+            continue
         if body_next and word in ("{", "("):  # the body of the function just defined: its level is the header's
+            if word == "(":  # `f() ( srun ... )`: a subshell, whose `)` ends the function too (`_close`)
+                opened.append("()")
             index, body_next = index + 1, False
             continue
         body_next = False
@@ -4428,27 +4434,34 @@ def _command_string(argv: list[str]) -> str | None:
 
 def _wrapped_command_string(argv: list[str]) -> tuple[list[str], str] | None:
     """The `-c` string a shell runs (`_command_string`), with the words of the wrappers it runs under (`srun -n 2 bash
-    -c '...'`: `srun -n 2`, which runs it in each task; `nohup`, `env X=1`, `time`): [] for a shell that is the
-    command's program, given variables or not (`N=8 bash -c '...'`: the child shell has them, `_child_at`). None
-    for none, and under a wrapper whose command is not its own words (`env -S '...'`)."""
+    -c '...'`: `srun -n 2`, which runs it in each task; `nohup`, `env X=1`, `time`; an env whose `-S` string runs the
+    shell, `env -S 'bash -c "..."'`: `env` and the string's `NAME=value` words): [] for a shell that is the command's
+    program, given variables or not (`N=8 bash -c '...'`: the child shell has them, `_child_at`). None for none, and
+    under an env whose string env refuses (`_env_command`)."""
     words = _without_assignments(argv)
     if (string := _command_string(words)) is not None:
         return [], string
     if not words or not _wrapper(words[0]):
         return None
+    wrapper = argv[: len(argv) - len(words)]
     while words and _wrapper(words[0]):
         if _is_srun(words[0]):  # its program: a launcher, python, a script, or a shell (`srun sh -c '...'`)
             shell = (
                 i for i, w in enumerate(words[1:], 1) if _srun_program(w) or w.rsplit("/", 1)[-1] in _SHELL_PROGRAMS
             )
-            start = next(shell, None)
-            words = words[start:] if start is not None else []
+            start = next(shell, len(words))
+            wrapper, words = wrapper + words[:start], words[start:]
+            continue
+        rest = _after_wrapper(words)
+        if rest and words[len(words) - len(rest) :] == rest:
+            wrapper, words = wrapper + words[: len(words) - len(rest)], rest
+        elif rest and _is_env(words[0]) and (found := _env_command(words)) is not None:  # its `-S` string's words
+            wrapper, words = [*wrapper, words[0], *found[0]], rest
         else:
-            rest = _after_wrapper(words)
-            words = rest if rest and words[len(words) - len(rest) :] == rest else []
+            words = []
     if not words or (string := _command_string(words)) is None:
         return None
-    return argv[: len(argv) - len(words)], string
+    return wrapper, string
 
 
 _IN_THE_SHELL = ("cd", "set", "unset", "source", ".", "shift", *_DECLARATIONS)  # what a child shell itself does

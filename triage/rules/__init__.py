@@ -432,7 +432,18 @@ from triage.rules.registry import RULES, THRESHOLDS, Finding, Status, TriageResu
 #      longer gives the lines after it NGPUS's 4 (`_list_ends`); a subshell after such an assignment is read
 #      (`NGPUS=4; (torchrun --nproc_per_node=$NGPUS train.py)`: 4 processes; its launch was not seen, a program
 #      `(torchrun`)
-RULES_REVISION = 13
+#  14  2026-12-07: script reading (revision 13 was released): the job's command's `-c` strings and here-documents take
+#      its variables as a script's do (`export N=4; bash -c 'torchrun --nproc_per_node=$N train.py'`, `N=4` then a
+#      `bash <<EOF` body using `$N`: 4, unknown before; `_script_line_commands` reads the command, `_ExpandedBody`);
+#      a `-c` string's child shell is made where it runs, not at the end of its line (`export N=4; bash -c '...$N';
+#      export N=8` read 8; `_ShellVariables.strings`), with the variables its command is given (`N=8 bash -c`); an
+#      `&&` chain's values are known in the compound command it runs and after its closing word in that chain (`cd /w
+#      && N=4 && if ...; then torchrun --nproc_per_node=$N ...; fi`: 4, unknown before; `_ShellVariables.carried`); a
+#      prefix assignment is its command's alone (`N=4; N=8 make data; torchrun --nproc_per_node=$N`: 4, unknown
+#      before; a special built-in's, `N=8 :`, stays unknown: `_shell_assignments`); a one-line subshell function `f()
+#      ( srun ... )` ends at its `)` (its launch had a `)` argument, every later line read as in its body); and `env
+#      -S 'bash -c "..."'`'s string is read (its launch was not seen)
+RULES_REVISION = 14
 
 __all__ = [
     "RULES",
