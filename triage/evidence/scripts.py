@@ -940,7 +940,7 @@ class _ShellVariables:
                 if argv == _CHILD_SHELL_BEGINS:
                     # an unquoted body's words are this shell's to expand, as they are here (an assignment in the
                     # body comes after); a quoted body's are the child's, which has what this one exported
-                    values = self._values_at(line_set, chain, bodies)
+                    values = self._values_at(chain, bodies)
                     values = values if isinstance(argv, _ExpandedBody) else _ExportedOnly(values, self.exported)
                     state = (self.known, self.exported, self.exporting, self.deferred, self.arm_values)
                     bodies.append((*state, None if isinstance(argv, _ExpandedBody) else {}, values))
@@ -977,7 +977,7 @@ class _ShellVariables:
                     carry = False
             if words and source is not None:
                 if bodies:  # a here-document body's: with the values its words take (`_values_at`)
-                    values = self._values_at(line_set, chain, bodies)
+                    values = self._values_at(chain, bodies)
                     words = self._expanded_again(words, argv, index, commands, source, values)
                 elif self.arm_values or line_set or chain or self.carried:
                     words = self._in_arm(words, argv, index, commands, source, line_set, chain)
@@ -990,7 +990,7 @@ class _ShellVariables:
                 else:
                     read.append(words)
                 if (found := _wrapped_command_string(words)) is not None:  # `bash -c '...'`: its shell as of here
-                    self.strings[len(read) - 1] = (found, self._child_at(read[-1], line_set, chain, bodies))
+                    self.strings[len(read) - 1] = (found, self._child_at(read[-1], chain, bodies))
             pairs, only = _assignments(words) if words else ([], False)
             if pairs and not _shell_assignments(words):
                 pairs = []  # `N=8 make data`: make's alone
@@ -1069,7 +1069,7 @@ class _ShellVariables:
                 self.functions.pop()
         self.body_values = {}
         if source is not None and "<<" in source[0] and not bodies:
-            values = self._values_at(line_set, chain, bodies)
+            values = self._values_at(chain, bodies)
             self.body_values = dict(values.maps[0]) if isinstance(values, ChainMap) else {}
         return read
 
@@ -1092,7 +1092,7 @@ class _ShellVariables:
             values.update((name, value) for name, value in carried.items() if name not in dropped)
         return values
 
-    def _values_at(self, line_set: set[str], chain: dict[str, str], bodies: list[tuple]) -> Mapping[str, str | None]:
+    def _values_at(self, chain: dict[str, str], bodies: list[tuple]) -> Mapping[str, str | None]:
         """The variables' values at a command of the line being read: `known`, with those a branch set before it in
         its arm, those of an `&&` chain it is in or one that runs the compound command it is in; in a here-document
         body, those its words take (`split_read`)."""
@@ -1105,14 +1105,12 @@ class _ShellVariables:
         extra.update(chain)
         return ChainMap(extra, self.known) if extra else self.known
 
-    def _child_at(
-        self, argv: list[str], line_set: set[str], chain: dict[str, str], bodies: list[tuple]
-    ) -> _ShellVariables:
+    def _child_at(self, argv: list[str], chain: dict[str, str], bodies: list[tuple]) -> _ShellVariables:
         """The child shell a command of the line starts (`bash -c '...'`), as this shell is at that command
         (`_values_at`): the exported variables, and those the command is given (`N=8 bash -c '...'`, `env N=8 bash
         -c`: in its environment)."""
         child = _ShellVariables(argv.arms if isinstance(argv, _BranchCommand) else ())
-        child.known = _ExportedOnly(self._values_at(line_set, chain, bodies), self.exported)
+        child.known = _ExportedOnly(self._values_at(chain, bodies), self.exported)
         child.exported, child.deferred = self.exported, self.deferred
         child.shared = self.shared = True
         pairs, _ = _assignments(argv)
