@@ -964,3 +964,15 @@ def test_a_c_string_env_s_runs_is_read(text):
     # env's string gave `bash -c "..."`, whose string was not read: no launch at all
     assert _script_counts(text) == [4]
     assert command_launches(text) == [("train.py", 4)]
+
+
+@pytest.mark.parametrize(
+    ("text", "processes"),
+    [
+        ("export N=4; env -S 'bash -c \"torchrun --nproc_per_node=${N} train.py\"'", 4),  # env's environment's N
+        ("N=4; env -S 'bash -c \"torchrun --nproc_per_node=${N} train.py\"'", None),  # not exported: not env's
+    ],
+)
+def test_a_variable_in_the_c_string_env_s_runs_is_its_environments(text, processes):
+    assert _script_counts(text) == [processes]
+    assert command_launches(text) == [("train.py", processes)]
