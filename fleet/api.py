@@ -114,7 +114,13 @@ class IngestRunSerializer(serializers.ModelSerializer):
     )
     errors = serializers.SerializerMethodField()
     uploaded_by = serializers.CharField(source="uploader", read_only=True)
-    duration_s = serializers.FloatField(read_only=True, allow_null=True)
+    duration_s = serializers.FloatField(
+        read_only=True,
+        allow_null=True,
+        help_text="Seconds from the run's start to its end, or to now while it goes on. null before it starts, and "
+        "for a run no process imports (it reads `running` but its worker or web process stopped; its page says "
+        "Elapsed `stopped`): the run records no time of its last progress, so no duration is told.",
+    )
     seconds_left = serializers.FloatField(
         read_only=True,
         allow_null=True,

@@ -319,7 +319,10 @@ class IngestRun(models.Model):
 
     @property
     def duration_s(self) -> float | None:
-        if self.started_at is None:
+        """Seconds from its start to its end, or to now while it goes on; None before it starts, and for a run no
+        process imports (`no_process_holds`), which records no time of its last progress to stop at: counted to
+        now, the API's figure grew every second as if the import went on (its page says Elapsed "stopped")."""
+        if self.started_at is None or self.no_process_holds:
             return None
         return ((self.finished_at or timezone.now()) - self.started_at).total_seconds()
 
@@ -376,9 +379,9 @@ class IngestRun(models.Model):
         whole by no-break spaces: at 390 px it broke as "… GPU" / "samples/s". The page shows each as a box of its
         own (the polled figures too, split at " · "), so a figure goes under the one before with its unit, or at
         320 px, where "237,935 GPU samples/s" is wider than the line, breaks before its unit, never in it."""
+        # None for a run no process imports ("–"): divided by the time up to now, its rate fell with every poll.
         seconds = self.duration_s
-        if not seconds or not self.jobs_processed or self.no_process_holds:
-            # A run no process imports: divided by the time up to now, its rate fell with every poll.
+        if not seconds or not self.jobs_processed:
             return ["–"]
         jobs, samples = f"{self.jobs_processed / seconds:,.1f}", f"{self.samples / seconds:,.0f}"
         return [f"{jobs}{NBSP}jobs/s", f"{samples} GPU{NBSP}samples/s"]

@@ -4,7 +4,7 @@
   Import now / Mark failed) still said "Time left: about 3 min", as if it went on. It has no estimate now, as a
   finished run or a connector's pull has none: the row is left out, and the polled figures say "–". Its Elapsed
   still counted up every second, and the API still gave a number in `seconds_left`: Elapsed says "stopped" (the
-  run records no time of its last progress), and `seconds_left` is null.
+  run records no time of its last progress), and `seconds_left` is null; so is `duration_s`, which counted on too.
   Its rate, divided by the time up to now, fell with every poll: "–". Whether a process imports the run is asked
   once per page, poll or API answer (on PostgreSQL each asking took the run's lock).
 - At 390 px the rate broke as "… 161,419 GPU" / "samples/s": each figure and its unit are kept whole.
@@ -215,6 +215,31 @@ def test_a_run_no_process_imports_stops_its_elapsed_and_its_api_estimate(operato
         going_polled = client.get(f"/ingest-runs/{going.pk}/status.json").json()["display"]
         assert going_polled["duration"].startswith("1") and "jobs/s" in going_polled["rate"]
         assert api.get(f"/api/v1/ingest-runs/{going.pk}/").json()["seconds_left"] == pytest.approx(180, abs=2)
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_stopped_runs_api_duration_no_longer_counts_up(operator):
+    """Its page says Elapsed "stopped", but the API's `duration_s` (and the polled one) still grew every second, as
+    if the import went on: null now, as the run records no time of its last progress to stop it at; its schema says
+    so. A run going on still counts its duration up to now."""
+    from rest_framework.test import APIClient
+
+    api = APIClient()
+    api.force_authenticate(operator)
+    client = Client()
+    client.force_login(operator)
+    stopped = storing_run(owner=_dead_owner())
+    if not ingest.worker_stopped(stopped):
+        pytest.skip("this system does not say whether a process is gone (no /proc)")
+    assert api.get(f"/api/v1/ingest-runs/{stopped.pk}/").json()["duration_s"] is None
+    assert client.get(f"/ingest-runs/{stopped.pk}/status.json").json()["duration_s"] is None
+    schema = api.get("/api/v1/schema/", {"format": "json"}).json()
+    description = schema["components"]["schemas"]["IngestRun"]["properties"]["duration_s"].get("description", "")
+    assert "no process imports" in description, description
+
+    going = storing_run(owner=ingest.this_process())
+    with a_worker_imports(going.pk):
+        assert api.get(f"/api/v1/ingest-runs/{going.pk}/").json()["duration_s"] == pytest.approx(70, abs=2)
 
 
 @pytest.mark.django_db(transaction=True)
