@@ -245,6 +245,34 @@ def outsider(db):
 
 
 @pytest.fixture
+def three_rater_study(team_a):
+    """A study as the demo's, all submitted: its raters demo-rater-1, demo-rater-2 and researcher (its lead,
+    `created_by`, who sees its every card: My labels, Sample, Raters), a sample of 4 of team A's jobs, each rater's
+    answers saved (demo-rater-1 skipped the first job)."""
+    from fleet.access import RESEARCHERS_GROUP
+    from triage.labeling import services
+    from triage.labeling.models import Assignment
+    from triage.taxonomy import Category
+
+    group = Group.objects.get_or_create(name=RESEARCHERS_GROUP)[0]
+    raters = [UserFactory(username=name) for name in ("demo-rater-1", "demo-rater-2", "researcher")]
+    for user in raters:
+        user.groups.add(group)
+    cluster = ClusterFactory(name="c1")
+    for i in range(4):
+        JobFactory(cluster=cluster, team=team_a, name=f"bert-{i}", mean_gpu_util=20.0 + i)
+    study = services.create_study(name="Demo", lead=raters[2], raters=raters, sample_size=4, seed=5)
+    for rater in raters:
+        for assignment in services.assignments_of(study, rater):
+            if rater == raters[0] and assignment.item.position == 1:
+                services.skip_job(assignment, Assignment.SkipReason.NOT_ENOUGH_EVIDENCE)
+            else:
+                services.save_answer(assignment, {Category.IMPROPER_BATCH_SIZE.value: ""})
+        services.submit(study, rater)
+    return study
+
+
+@pytest.fixture
 def world(db, team_a, team_b, member_a, outsider, researcher, operator):
     """One of everything, for the tests that request every URL: the access matrix's rows fill their
     `{placeholders}` from `params`; `key` is the machine token `pusher`'s key."""

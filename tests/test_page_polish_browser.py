@@ -106,33 +106,11 @@ return {names, scrolls};
 
 @pytest.mark.django_db(transaction=True)
 @pytest.mark.parametrize("width", [320, 390])
-def test_on_a_phone_a_studys_raters_names_stay_whole(browser, live_server, team_a, width):  # noqa: F811
+def test_on_a_phone_a_studys_raters_names_stay_whole(browser, live_server, three_rater_study, width):  # noqa: F811
     """The demo's raters are demo-rater-1 and demo-rater-2: on a phone their names broke at a hyphen, "demo-"
     on one line and "rater-1" on the next (and at 320 px the Raters table scrolled sideways in its box)."""
-    from django.contrib.auth.models import Group
-
-    from fleet.access import RESEARCHERS_GROUP
-    from tests.factories import ClusterFactory, JobFactory, UserFactory
-    from triage.labeling import services
-    from triage.labeling.models import Assignment
-    from triage.taxonomy import Category
-
-    group = Group.objects.get_or_create(name=RESEARCHERS_GROUP)[0]
-    raters = [UserFactory(username=name) for name in ("demo-rater-1", "demo-rater-2", "researcher")]
-    for user in raters:
-        user.groups.add(group)
-    cluster = ClusterFactory(name="c1")
-    for i in range(4):
-        JobFactory(cluster=cluster, team=team_a, name=f"bert-{i}", mean_gpu_util=20.0 + i)
-    study = services.create_study(name="Demo", lead=raters[2], raters=raters, sample_size=4, seed=5)
-    for rater in raters:
-        for assignment in services.assignments_of(study, rater):
-            if rater == raters[0] and assignment.item.position == 1:
-                services.skip_job(assignment, Assignment.SkipReason.NOT_ENOUGH_EVIDENCE)
-            else:
-                services.save_answer(assignment, {Category.IMPROPER_BATCH_SIZE.value: ""})
-        services.submit(study, rater)
-    open_as(browser, live_server.url, raters[2])
+    study = three_rater_study
+    open_as(browser, live_server.url, study.created_by)  # its lead
     with window_width(browser, width, mobile=True):
         browser.get(f"{live_server.url}/studies/{study.pk}/")
         seen = browser.execute_script(RATER_NAMES)

@@ -152,31 +152,9 @@ return cards.flatMap(a => {
 
 @pytest.mark.django_db(transaction=True)
 @pytest.mark.parametrize("width", [320, 390, 1280])
-def test_a_studys_cards_are_evenly_spaced(browser, live_server, team_a, width):  # noqa: F811
-    from django.contrib.auth.models import Group
-
-    from fleet.access import RESEARCHERS_GROUP
-    from tests.factories import ClusterFactory, JobFactory, UserFactory
-    from triage.labeling import services
-    from triage.labeling.models import Assignment
-    from triage.taxonomy import Category
-
-    group = Group.objects.get_or_create(name=RESEARCHERS_GROUP)[0]
-    raters = [UserFactory(username=name) for name in ("demo-rater-1", "demo-rater-2", "researcher")]
-    for user in raters:
-        user.groups.add(group)
-    cluster = ClusterFactory(name="c1")
-    for i in range(4):
-        JobFactory(cluster=cluster, team=team_a, name=f"bert-{i}", mean_gpu_util=20.0 + i)
-    study = services.create_study(name="Demo", lead=raters[2], raters=raters, sample_size=4, seed=5)
-    for rater in raters:
-        for assignment in services.assignments_of(study, rater):
-            if rater == raters[0] and assignment.item.position == 1:
-                services.skip_job(assignment, Assignment.SkipReason.NOT_ENOUGH_EVIDENCE)
-            else:
-                services.save_answer(assignment, {Category.IMPROPER_BATCH_SIZE.value: ""})
-        services.submit(study, rater)
-    open_as(browser, live_server.url, raters[2])
+def test_a_studys_cards_are_evenly_spaced(browser, live_server, three_rater_study, width):  # noqa: F811
+    study = three_rater_study
+    open_as(browser, live_server.url, study.created_by)  # its lead
     with window_width(browser, width, mobile=width < 700):
         browser.get(f"{live_server.url}/studies/{study.pk}/")
         gaps = browser.execute_script(CARD_GAPS)
