@@ -976,3 +976,10 @@ def test_a_c_string_env_s_runs_is_read(text):
 def test_a_variable_in_the_c_string_env_s_runs_is_its_environments(text, processes):
     assert _script_counts(text) == [processes]
     assert command_launches(text) == [("train.py", processes)]
+
+
+def test_a_c_strings_srun_has_the_variables_its_shell_is_given():
+    # `SLURM_NTASKS=2 bash -c '...'`: the string's srun runs in that environment, 2 tasks, not the allocation's 8
+    script = "#!/bin/bash\n#SBATCH -n 8\nSLURM_NTASKS=2 bash -c 'srun python train.py'\n"
+    assert launches(script) == [(3, "python", 2)]
+    assert command_launches("sbatch -n 8 --wrap \"SLURM_NTASKS=2 bash -c 'srun python train.py'\"") == [("train.py", 2)]

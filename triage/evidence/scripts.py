@@ -4434,11 +4434,12 @@ def _wrapped_command_string(argv: list[str]) -> tuple[list[str], str] | None:
     """The `-c` string a shell runs (`_command_string`), with the words of the wrappers it runs under (`srun -n 2 bash
     -c '...'`: `srun -n 2`, which runs it in each task; `nohup`, `env X=1`, `time`; an env whose `-S` string runs the
     shell, `env -S 'bash -c "..."'`: `env` and the string's `NAME=value` words): [] for a shell that is the command's
-    program, given variables or not (`N=8 bash -c '...'`: the child shell has them, `_child_at`). None for none, and
-    under an env whose string env refuses (`_env_command`)."""
+    program, and the variables it is given where it is given any (`SLURM_NTASKS=2 bash -c 'srun ...'`: the string's
+    srun runs with them, and its child shell has them, `_child_at`). None for none, and under an env whose string env
+    refuses (`_env_command`)."""
     words = _without_assignments(argv)
     if (string := _command_string(words)) is not None:
-        return [], string
+        return argv[: len(argv) - len(words)], string
     if not words or not _wrapper(words[0]):
         return None
     wrapper = argv[: len(argv) - len(words)]
