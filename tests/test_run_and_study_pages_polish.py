@@ -51,6 +51,14 @@ def storing_run(owner: str = "") -> IngestRun:
     return run
 
 
+def stopped_run() -> IngestRun:
+    """`storing_run` left running by a process that is gone (killed): its page offers Import now / Mark failed."""
+    run = storing_run(owner=_dead_owner())
+    if not ingest.worker_stopped(run):
+        pytest.skip("this system does not say whether a process is gone (no /proc)")
+    return run
+
+
 def _page(client: Client, run: IngestRun) -> str:
     return " ".join(client.get(f"/ingest-runs/{run.pk}/").content.decode().split())
 
@@ -66,9 +74,7 @@ def test_a_run_no_process_imports_says_no_time_left(operator):
         assert "<dt>Time left</dt>" in _page(client, going)
         assert client.get(f"/ingest-runs/{going.pk}/status.json").json()["display"]["left"] == "about 3 min"
 
-    stopped = storing_run(owner=_dead_owner())
-    if not ingest.worker_stopped(stopped):
-        pytest.skip("this system does not say whether a process is gone (no /proc)")
+    stopped = stopped_run()
     page = _page(client, stopped)
     assert "No process is importing this run" in page or "No worker is importing this run" in page
     assert "Time left" not in page and "about 3" not in page
@@ -118,9 +124,7 @@ def test_on_a_phone_a_stopped_runs_page_keeps_its_rate_whole_and_no_estimate(bro
     time left for a run no process imports, nor an Elapsed counting on, nor a rate falling with every poll."""
     from selenium.webdriver.common.by import By
 
-    stopped = storing_run(owner=_dead_owner())
-    if not ingest.worker_stopped(stopped):
-        pytest.skip("this system does not say whether a process is gone (no /proc)")
+    stopped = stopped_run()
     going = storing_run(owner=ingest.this_process())  # a run going on: its rate is shown
     open_as(browser, live_server.url, operator)
     with a_worker_imports(going.pk), window_width(browser, width, mobile=True):
@@ -172,9 +176,7 @@ def test_a_run_no_process_imports_stops_its_elapsed_and_its_api_estimate(operato
     client.force_login(operator)
     api = APIClient()
     api.force_authenticate(operator)
-    stopped = storing_run(owner=_dead_owner())
-    if not ingest.worker_stopped(stopped):
-        pytest.skip("this system does not say whether a process is gone (no /proc)")
+    stopped = stopped_run()
     page = _page(client, stopped)
     assert '<dt>Elapsed</dt><dd id="run-duration">stopped</dd>' in page
     polled = client.get(f"/ingest-runs/{stopped.pk}/status.json").json()
@@ -206,9 +208,7 @@ def test_a_stopped_runs_api_duration_no_longer_counts_up(operator):
     api.force_authenticate(operator)
     client = Client()
     client.force_login(operator)
-    stopped = storing_run(owner=_dead_owner())
-    if not ingest.worker_stopped(stopped):
-        pytest.skip("this system does not say whether a process is gone (no /proc)")
+    stopped = stopped_run()
     assert api.get(f"/api/v1/ingest-runs/{stopped.pk}/").json()["duration_s"] is None
     assert client.get(f"/ingest-runs/{stopped.pk}/status.json").json()["duration_s"] is None
     schema = api.get("/api/v1/schema/", {"format": "json"}).json()
@@ -239,7 +239,7 @@ def test_a_runs_page_and_its_poll_ask_once_whether_a_process_imports_it(operator
     api.force_authenticate(operator)
     client = Client()
     client.force_login(operator)
-    stopped = storing_run(owner=_dead_owner())
+    stopped = stopped_run()
     going = storing_run(owner=ingest.this_process())
     with a_worker_imports(going.pk):
         for run in (stopped, going):
