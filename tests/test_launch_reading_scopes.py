@@ -1,11 +1,15 @@
-"""What a job's scripts and command set, and where it holds (rules revisions 12 and 13): what a `bash -c '...'`
+"""What a job's scripts and command set, and where it holds (rules revisions 12 to 14): what a `bash -c '...'`
 string (or `sh -c`) exports ends with that child shell, and a subshell's with its `)`; `sbatch --wrap "..."`'s string
 is a script of its own, whose `bash <<EOF` bodies are child shells as a script's are; a batch script is read in the
 language its first line runs it with, whatever its name (sacct's `batch_script.sh` of a `#!/usr/bin/env python3`
 job); env's `-S` string takes `${NAME}` from the environment env starts in, where the script shows it; and the job's
 command is read as a script's line is (section 9); a plain variable a branch sets is known later in that branch
 (section 10), and one set earlier on the launch's own line as on a line of its own (section 11); the job's command's
-plain variables as a script's, and one an `&&` chain sets in the rest of that chain (section 12)."""
+plain variables as a script's, and one an `&&` chain sets in the rest of that chain (section 12). Revision 14: the job's
+command's `-c` strings and here-documents take its variables (section 13), an `&&` chain's value holds in the
+compound command it runs (section 14), a prefix assignment is its command's alone (section 15), a `-c` string starts
+with the variables where it runs (section 16), `f() ( ... )` ends at its `)` (section 17), and `env -S 'bash -c
+"..."'`'s string is read (section 18)."""
 
 from __future__ import annotations
 
