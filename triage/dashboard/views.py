@@ -1046,6 +1046,8 @@ class _PriceTableRows(_PriceRows):
         super().add_fields(form, index)
         if index is None or index >= self.initial_form_count():
             form.fields["price_per_gpu_hour"].widget.attrs["placeholder"] = self.EXAMPLE_PRICE
+        # A new row's menu opened on Django's "---------"; a cluster is required, so it asks for one.
+        form.fields["cluster"].empty_label = "Choose a cluster"
 
     def clean(self):
         """Two rows of one cluster for one GPU model in two spellings (`fleet.gpu_models`) are refused, as

@@ -1,0 +1,69 @@
+"""Pages as their users see them, after a second review in Chromium at 320, 390 and 1280 px, light and dark:
+menus whose empty choice read Django's "---------", a connector without authentication said to have "Auth:
+None", a team's users and the charts' numbers scrolling sideways on a small phone, and the mailed digest's
+preview asking the server for a /favicon.ico it does not have (an error in the browser's console)."""
+
+from __future__ import annotations
+
+import re
+from html import unescape
+
+from django.urls import reverse
+
+from fleet.connectors.models import Connector
+from fleet.models import Cluster
+
+
+def menu(page: str, field_id: str) -> list[str]:
+    """The choices of the <select> with id `field_id`, as the menu shows them."""
+    select = re.search(rf'<select[^>]*\bid="{field_id}"[^>]*>(.*?)</select>', page, re.DOTALL)
+    assert select, f"no menu {field_id}"
+    return [unescape(text).strip() for text in re.findall(r"<option[^>]*>(.*?)</option>", select.group(1), re.DOTALL)]
+
+
+# -- 1. a menu's empty choice in words ------------------------------------------------------------------
+
+
+def test_the_connector_forms_menus_say_what_their_empty_choice_means(operator_client):
+    """A new connector's Kind menu opened on "---------", and so did Metrics from: Django's placeholder, which
+    says neither "pick one" nor "none". The Auth kind menu's first choice read "None", which it is not: it is
+    no authentication."""
+    Connector.objects.create(name="prom", kind=Connector.Kind.PROMETHEUS, url="http://prometheus:9090")
+    page = operator_client.get(reverse("connectors:create")).content.decode()
+    assert "---------" not in page
+    assert menu(page, "id_kind")[0] == "Choose a kind"
+    assert menu(page, "id_kind")[1:] == [label for _, label in Connector.Kind.choices]  # every kind, as before
+    assert menu(page, "id_metrics_from") == ["None", "prom"]
+    assert menu(page, "id_auth")[0] == "No authentication"
+    assert "Bearer token" in menu(page, "id_auth")
+
+
+def test_a_connector_posted_without_a_kind_still_asks_for_one(operator_client):
+    response = operator_client.post(reverse("connectors:create"), {"name": "x", "url": "http://x:1", "auth": "none"})
+    page = response.content.decode()
+    assert response.status_code == 200 and not Connector.objects.exists()
+    assert menu(page, "id_kind")[0] == "Choose a kind"
+    assert "This field is required." in page
+
+
+def test_the_settings_price_rows_cluster_menu_says_to_choose_one(operator_client):
+    """Settings → GPU-hour prices: a new row's Cluster menu opened on "---------"."""
+    Cluster.objects.create(name="alpha")
+    page = operator_client.get(reverse("dashboard:settings")).content.decode()
+    assert "---------" not in page
+    assert menu(page, "id_form-0-cluster") == ["Choose a cluster", "alpha"]
+
+
+# -- 2. a connector without authentication --------------------------------------------------------------
+
+
+def test_a_connector_without_authentication_says_so(operator_client):
+    """The connector's page read "Auth: None" (the model's label for the choice), as if unset."""
+    open_one = Connector.objects.create(name="prom", kind=Connector.Kind.PROMETHEUS, url="http://prometheus:9090")
+    guarded = Connector.objects.create(
+        name="slurm", kind=Connector.Kind.SLURM, url="http://slurmrestd:6820", cluster="c1", auth=Connector.Auth.BEARER
+    )
+    page = operator_client.get(reverse("connectors:detail", args=[open_one.pk])).content.decode()
+    assert "<dt>Auth</dt><dd>No authentication</dd>" in page
+    page = operator_client.get(reverse("connectors:detail", args=[guarded.pk])).content.decode()
+    assert "<dt>Auth</dt><dd>Bearer token; " in page and "no secret" in page
