@@ -8,10 +8,14 @@ from __future__ import annotations
 import re
 from html import unescape
 
+import pytest
 from django.urls import reverse
+from django.utils import timezone
 
 from fleet.connectors.models import Connector
 from fleet.models import Cluster
+from tests.test_browser import body_text, browser  # noqa: F401  (the shared Chromium fixture)
+from tests.test_dashboard_browser import console_errors, log_in
 
 
 def menu(page: str, field_id: str) -> list[str]:
@@ -67,3 +71,35 @@ def test_a_connector_without_authentication_says_so(operator_client):
     assert "<dt>Auth</dt><dd>No authentication</dd>" in page
     page = operator_client.get(reverse("connectors:detail", args=[guarded.pk])).content.decode()
     assert "<dt>Auth</dt><dd>Bearer token; " in page and "no secret" in page
+
+
+# -- 4. the mailed digest's preview: no error in the console ------------------------------------------------
+
+
+def this_week() -> str:
+    year, week, _ = timezone.now().isocalendar()
+    return f"{year}-W{week:02d}"
+
+
+@pytest.mark.django_db(transaction=True)
+def test_the_mailed_html_preview_logs_no_error_in_the_browsers_console(browser, live_server, operator, team_a):  # noqa: F811
+    """The digest's HTML part as mailed has no icon of its own, so the browser asked for /favicon.ico,
+    which the server answers 404: an error in the console on every preview."""
+    log_in(browser, live_server.url, operator, "/digests/")
+    console_errors(browser)  # the log so far, read and so emptied
+    for path in (f"/digests/preview/operator/{this_week()}/", f"/digests/preview/team/{team_a.slug}/{this_week()}/"):
+        browser.get(f"{live_server.url}{path}?part=html")
+        assert "Fleet Triage" in body_text(browser)
+        assert console_errors(browser) == [], path
+
+
+def test_the_preview_of_the_mailed_html_is_the_mail_with_the_sites_icon(operator_client, team_a):
+    """The icon is the preview page's: the HTML part itself (as sent) has none, and is otherwise the same."""
+    from triage.digests import services
+
+    url = reverse("digests:preview-team", args=[team_a.slug, this_week()])
+    preview = operator_client.get(url, {"part": "html"}).content.decode()
+    assert re.search(r'<link rel="icon" href="[^"]*favicon\.svg"', preview)
+    context = services.build_context("team", this_week(), team_a)
+    _, _, mailed = services.render_triplet(services.TEMPLATE_NAMES["team"], context)
+    assert 'rel="icon"' not in mailed
