@@ -171,10 +171,24 @@ def worker_over(private_redis: PrivateRedis, storage_dir: Path, queue: str, visi
     try:
         with celery_worker(queue, storage_dir, env=env) as worker:
             yield worker, sender
-            time.sleep(1)
+            # Alive, and back on Redis: it answers a ping sent over the restarted server.
+            wait_for(
+                "the worker to answer a ping (or to die)", lambda: worker.poll() is not None or answers(sender), 30
+            )
             assert worker.poll() is None, "the worker must survive the Redis restart"
     finally:
         sender.close()
+
+
+def answers(sender: Celery) -> bool:
+    """Whether a worker answers a ping sent through the sender's broker (the private Redis: only the test's)."""
+    return bool(sender.control.ping(timeout=0.5, limit=1))
+
+
+def consumer_log(storage_dir: Path, queue: str) -> list[str]:
+    """The lines the worker `worker_over` started for `queue` has logged so far about its broker connection."""
+    (log,) = storage_dir.parent.glob(f"worker-{queue}-*.log")  # where `celery_worker` writes the worker's output
+    return [line for line in log.read_text().splitlines() if "consumer:" in line]
 
 
 @contextlib.contextmanager
@@ -345,7 +359,16 @@ def test_redis_restarted_mid_triage_loses_and_duplicates_nothing(private_redis, 
         private_redis.shutdown_nosave()
         job_held.close()
         wait_for("the running triage task to finish", triaged.count, 60, until=lambda count: count == len(first_task))
-        time.sleep(1)
+        # Then the worker stores the task's result and acknowledges it: Redis is down, so neither arrives. The worker
+        # says it lost its connection, gives the task back (to no server: it stays in the append-only file's unacked
+        # set) and tries to connect again. Redis comes back once that attempt has failed, not before: the
+        # acknowledgement certainly never arrived.
+        worker_saw = "the worker to find Redis gone after the task (consumer: Cannot connect to ...)"
+
+        def reconnecting(log: list[str]) -> bool:
+            return any("Cannot connect to" in line for line in log)
+
+        wait_for(worker_saw, lambda: consumer_log(storage_dir, TRIAGE_QUEUE), 60, until=reconnecting)
         private_redis.start()
         broker = private_redis.client()
         assert broker.llen(TRIAGE_QUEUE) in (1, 2)  # the waiting tasks, from the append-only file (one may be taken)
