@@ -21,6 +21,7 @@ from fleet.connectors.tasks import delete_jobs_task
 from fleet.models import Artifact, AuditEvent, IngestRun, Job, LogEvent, Team
 from tests.conftest import EXAMPLE_ARCHIVE, WorkerDied, worker_dies_in_the_second_batch
 from tests.test_browser import browser  # noqa: F401  (the shared Chromium fixture)
+from tests.test_connector_deletion_worker import finished_deletion
 
 pytestmark = pytest.mark.django_db
 
@@ -394,7 +395,6 @@ def test_a_process_killed_mid_batch_keeps_the_batches_done_and_the_redelivery_fi
 def test_a_real_worker_deletes_a_team_chosen_in_the_admin_while_its_page_shows_the_progress(
     client, staff_operator, storage_dir, monkeypatch
 ):
-    import time
     import uuid
 
     from config.celery import app
@@ -424,10 +424,7 @@ def test_a_real_worker_deletes_a_team_chosen_in_the_admin_while_its_page_shows_t
 
     status_url = reverse("fleet:deletion-status", args=[deletion.pk])
     with celery_worker(queue, storage_dir, env={"JOB_DELETE_BATCH": "2"}) as worker:
-        deadline = time.monotonic() + 60
-        while time.monotonic() < deadline and not (status := client.get(status_url).json())["finished"]:
-            time.sleep(0.2)
-        assert status["finished"], "the worker never finished the deletion"
+        status = finished_deletion(client, status_url)
         assert worker.poll() is None
     assert (status["status_display"], status["jobs_deleted"]) == ("Deleted", 7)
     assert not Team.objects.filter(pk=team.pk).exists() and not Job.objects.exists()

@@ -4,7 +4,6 @@ files after each batch commits, then the connector; the page's status then says 
 
 from __future__ import annotations
 
-import time
 import uuid
 
 import pytest
@@ -17,6 +16,7 @@ from fleet.models import AuditEvent, Cluster, Job
 from tests.conftest import require_service
 from tests.test_connector_deletion import blobs_of, pulled, require_file_database
 from tests.test_services import celery_worker
+from tests.waiting import wait_for
 
 pytestmark = pytest.mark.services
 
@@ -24,6 +24,17 @@ pytestmark = pytest.mark.services
 @pytest.fixture(autouse=True)
 def _one_try(settings):
     settings.CONNECTOR_HTTP_RETRIES = 0
+
+
+def finished_deletion(client, status_url: str) -> dict:
+    """The deletion's status (its page's JSON, as the page polls it) once a worker has finished it: 60 s at most."""
+    return wait_for(
+        "the worker to finish the deletion",
+        lambda: client.get(status_url).json(),
+        60,
+        until=lambda now: now["finished"],
+        every=0.2,
+    )
 
 
 @pytest.mark.django_db(transaction=True)
@@ -54,10 +65,7 @@ def test_a_real_worker_deletes_a_connectors_jobs_in_batches_while_its_page_shows
 
     status_url = reverse("connectors:deletion-status", args=[deletion.pk])
     with celery_worker(queue, storage_dir, env={"JOB_DELETE_BATCH": "2"}) as worker:
-        deadline = time.monotonic() + 60
-        while time.monotonic() < deadline and not (status := client.get(status_url).json())["finished"]:
-            time.sleep(0.2)
-        assert status["finished"], "the worker never finished the deletion"
+        status = finished_deletion(client, status_url)
         assert worker.poll() is None
     assert (status["status_display"], status["jobs_deleted"]) == ("Deleted", 7)
     assert not Connector.objects.filter(pk=api.pk).exists() and not Cluster.objects.filter(name="c1").exists()

@@ -12,6 +12,7 @@ from aiosmtpd.controller import Controller
 from tests.conftest import require_service
 from tests.test_digests import BASE_URL, WEEK, Inbox, _free_port, fleet  # noqa: F401 (fixture)
 from tests.test_services import celery_worker
+from tests.waiting import wait_for
 from triage.digests.models import Delivery, DigestKind
 
 pytestmark = pytest.mark.services
@@ -41,11 +42,12 @@ def test_a_real_worker_retries_a_refused_digest_with_backoff_and_delivers_once(s
         with celery_worker(queue, storage_dir, env=env) as worker:
             started = time.monotonic()
             send_digest_task.apply_async(args=[DigestKind.TEAM, WEEK, team_id], queue=queue)
+
             # The first attempt is refused (451); the retry comes back after the backoff countdown.
-            deadline = started + 60
-            while time.monotonic() < deadline and not inbox.envelopes:
-                time.sleep(0.2)
-            assert inbox.envelopes, "the retry never delivered"
+            def sent():
+                return {"attempts": inbox.attempts, "delivered": len(inbox.envelopes)}
+
+            wait_for("the retry to deliver", sent, 60, until=lambda now: now["delivered"], every=0.2)
             assert time.monotonic() - started >= 1  # it waited for the backoff
             # Sending the same week again, on the worker, delivers nothing new.
             again = send_digest_task.apply_async(args=[DigestKind.TEAM, WEEK, team_id], queue=queue)

@@ -17,7 +17,9 @@ import pytest
 from fleet import ingest
 from fleet.models import IngestRun, Job
 from tests.conftest import EXAMPLE_ARCHIVE, require_postgresql, require_service
+from tests.test_ingest_worker_kill import wait_until_finished
 from tests.test_services import _worker_database_url, celery_worker
+from tests.waiting import wait_for
 
 pytestmark = pytest.mark.services
 
@@ -35,13 +37,12 @@ def wait_until_released(run_id: int) -> None:
     """The server drops a closed session's locks as its backend exits, a moment after the close returned."""
     from django.db import connection
 
-    for _ in range(100):
+    def locks_held() -> int:
         with connection.cursor() as cursor:
             cursor.execute("SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND objid = %s", [run_id])
-            if not cursor.fetchone()[0]:
-                return
-        time.sleep(0.05)
-    pytest.fail(f"the lock on run {run_id} was not released")
+            return cursor.fetchone()[0]
+
+    wait_for(f"the lock on run {run_id} to be released (locks held)", locks_held, 5, until=lambda held: held == 0)
 
 
 @pytest.mark.django_db(transaction=True)
@@ -83,9 +84,7 @@ def test_a_redelivered_task_on_a_real_worker_waits_for_the_first_worker(storage_
             assert run.status == IngestRun.Status.PENDING and run.attempts == 0
             assert not Job.objects.exists()
             other.close()
-            deadline = time.monotonic() + 60
-            while not IngestRun.objects.get(pk=run.pk).is_finished and time.monotonic() < deadline:
-                time.sleep(0.2)
+            wait_until_finished(run, "the run, freed, to be imported", 60)
     finally:
         other.close()
     run.refresh_from_db()

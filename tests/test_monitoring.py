@@ -3,7 +3,6 @@ operator or a machine token made to read it, and scraped by a real Prometheus (D
 
 from __future__ import annotations
 
-import time
 from datetime import UTC, datetime, timedelta
 from urllib.parse import urlsplit
 
@@ -16,6 +15,7 @@ from prometheus_client.parser import text_string_to_metric_families
 from fleet.models import AuditEvent, IngestRun, MachineToken
 from tests.factories import JobFactory
 from tests.test_connectors_prometheus import _binaries, running_prometheus
+from tests.waiting import wait_for
 from triage import monitoring
 from triage.models import Feedback, Finding, JobTriage, RuleSet
 from triage.taxonomy import Category
@@ -162,10 +162,17 @@ def test_a_real_prometheus_scrapes_the_metrics_with_a_token(live_server, tmp_pat
             answer = requests.get(f"{url}/api/v1/query", params={"query": expression}, timeout=5)
             return {r["metric"].get("job", ""): float(r["value"][1]) for r in answer.json()["data"]["result"]}
 
-        deadline, up = time.monotonic() + 60, {}
-        while time.monotonic() < deadline and len(up) < 2:
-            time.sleep(0.5)
-            up = query("up")
-        assert up == {"fleet-triage": 1.0, "pusher": 0.0}, (tmp_path / "prometheus.log").read_text()[-3000:]
+        def prometheus_log() -> str:
+            return (tmp_path / "prometheus.log").read_text()[-3000:]
+
+        up = wait_for(
+            "both targets scraped",
+            lambda: query("up"),
+            60,
+            until=lambda up: len(up) >= 2,
+            every=0.5,
+            detail=prometheus_log,
+        )
+        assert up == {"fleet-triage": 1.0, "pusher": 0.0}, prometheus_log()
         assert query('fleet_triage_team_unused_gpu_hours{team="team-a"}') == {"fleet-triage": 5.0}
         assert query("fleet_triage_jobs") == {"fleet-triage": 1.0}

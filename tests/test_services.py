@@ -5,7 +5,6 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
-import time
 import uuid
 from contextlib import contextmanager
 
@@ -16,6 +15,7 @@ from django.db import connection
 from fleet import ingest
 from fleet.models import IngestRun, Job
 from tests.conftest import EXAMPLE_ARCHIVE, REPO, require_service
+from tests.waiting import wait_for
 
 pytestmark = pytest.mark.services
 
@@ -126,10 +126,13 @@ def test_a_task_that_always_kills_its_worker_is_redelivered_then_given_up(storag
     storage_dir.mkdir(parents=True, exist_ok=True)
     with celery_worker(queue, storage_dir, pool="prefork", include="tests.worker_tasks"):
         app.send_task("tests.crash_worker", queue=queue)
-        deadline = time.monotonic() + 120
-        while time.monotonic() < deadline and not client.get(GAVE_UP_KEY):
-            time.sleep(0.5)
-    assert client.get(GAVE_UP_KEY), "the task was never given up"
+        wait_for(
+            "the task to be given up (runs, verdict)",
+            lambda: (client.get(CRASH_RUNS_KEY), client.get(GAVE_UP_KEY)),
+            120,
+            until=lambda now: now[1],
+            every=0.5,
+        )
     # Each delivery up to the bound ran (and killed its process); the next one gave up instead.
     assert int(client.get(CRASH_RUNS_KEY)) == settings.CELERY_MAX_DELIVERIES
     assert b"gave up after" in client.get(GAVE_UP_KEY)

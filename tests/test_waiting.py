@@ -39,3 +39,11 @@ def test_a_long_last_value_is_cut_short():
     with pytest.raises(pytest.fail.Exception) as failure:
         wait_for("a short page", lambda: "x" * 10_000, 0, until=lambda page: len(page) < 10)
     assert str(failure.value).endswith("x" * 100 + "…") and len(str(failure.value)) < 600
+
+
+def test_a_timeout_can_tell_more():
+    with pytest.raises(pytest.fail.Exception) as failure:
+        wait_for("the server to scrape", dict, 0, detail=lambda: "server.log:\nlevel=error msg=refused")
+    assert str(failure.value) == (
+        "timed out after 0 s waiting for the server to scrape; last seen: {}\nserver.log:\nlevel=error msg=refused"
+    )

@@ -29,10 +29,12 @@ def wait_for(
     *,
     until: Callable[[T], object] = bool,
     every: float = 0.05,
+    detail: Callable[[], str] | None = None,
 ) -> T:
     """The first value `read()` returns of which `until` holds, reading every `every` s; the test fails after
     `seconds` saying it waited for `what` and what `read()` gave last. `read` runs at least once, and once more
-    after the deadline has passed (a last look, so a slow read does not cost the wait its final chance)."""
+    after the deadline has passed (a last look, so a slow read does not cost the wait its final chance).
+    `detail`, on a timeout: more to tell, on lines of its own (the tail of a server's log)."""
     deadline = time.monotonic() + seconds
     while True:
         past_deadline = time.monotonic() >= deadline
@@ -43,5 +45,6 @@ def wait_for(
             last = repr(value)
             if len(last) > LAST_VALUE_CHARS:
                 last = last[:LAST_VALUE_CHARS] + "…"
-            pytest.fail(f"timed out after {seconds:g} s waiting for {what}; last seen: {last}")
+            more = f"\n{detail()}" if detail else ""
+            pytest.fail(f"timed out after {seconds:g} s waiting for {what}; last seen: {last}{more}")
         time.sleep(every)
