@@ -114,13 +114,18 @@ def test_the_labeling_page_writes_a_jobs_figures_as_its_job_page_does(client, re
     assert dd(page, "Mean GPU util").startswith(f"{item.job.mean_gpu_util:.0f}\u00a0%")
 
 
+CELL_LABEL = re.compile(r'<span class="cell-label">.*?</span>')
+
+
 def numbers_tables(page: str) -> dict[str, list[list[str]]]:
     """Each 'The numbers' table on a page by its caption: its header row, then each row's cells as read."""
     tables = {}
     for table in re.findall(r'<details class="figure-data">.*?</details>', page, re.DOTALL):
         caption = re.search(r"<caption[^>]*>(.*?)</caption>", table).group(1)
-        rows = re.findall(r"<tr>(.*?)</tr>", table, re.DOTALL)
-        tables[caption] = [re.findall(r"<t[hd][^>]*>(.*?)</t[hd]>", row) for row in rows]
+        rows = re.findall(r"<tr[^>]*>(.*?)</tr>", table, re.DOTALL)
+        # (without the column's name a phone's card gives beside each figure, and the span holding the figure)
+        cells = [re.findall(r"<t[hd][^>]*>(.*?)</t[hd]>", CELL_LABEL.sub("", row)) for row in rows]
+        tables[caption] = [[re.sub(r"^<span>(.*)</span>$", r"\1", cell) for cell in row] for row in cells]
     return tables
 
 

@@ -12,9 +12,10 @@ import pytest
 from django.urls import reverse
 from django.utils import timezone
 
+from fleet import ingest
 from fleet.connectors.models import Connector
-from fleet.models import Cluster
-from tests.test_browser import body_text, browser  # noqa: F401  (the shared Chromium fixture)
+from fleet.models import Cluster, Job, Team
+from tests.test_browser import body_text, browser, window_width  # noqa: F401  (the shared Chromium fixture)
 from tests.test_dashboard_browser import console_errors, log_in
 
 
@@ -71,6 +72,91 @@ def test_a_connector_without_authentication_says_so(operator_client):
     assert "<dt>Auth</dt><dd>No authentication</dd>" in page
     page = operator_client.get(reverse("connectors:detail", args=[guarded.pk])).content.decode()
     assert "<dt>Auth</dt><dd>Bearer token; " in page and "no secret" in page
+
+
+# -- 3. a team's users and the charts' numbers on a small phone ---------------------------------------------
+
+SCROLLERS = """
+return [...document.querySelectorAll(arguments[0])].map(box => ({
+  caption: (box.querySelector('caption') || {}).textContent,
+  over: box.scrollWidth - box.clientWidth,
+  text: box.innerText,
+}));
+"""
+
+
+def shown_tables(driver, selector: str) -> list[dict]:
+    driver.execute_script("document.querySelectorAll('details.figure-data').forEach(d => { d.open = true; })")
+    return driver.execute_script(SCROLLERS, selector)
+
+
+@pytest.mark.django_db(transaction=True)
+def test_on_a_small_phone_a_teams_users_and_the_charts_numbers_fit_their_boxes(
+    browser,  # noqa: F811
+    live_server,
+    operator,
+    demo_archive,
+):
+    """At 320 px the team page's Users table scrolled 9 px sideways in its box, and the tables under the charts
+    ("The numbers") 56 px: the unused GPU-hours and the GPU-hours without samples were off to the right. Each now
+    fits at 320 and 390 px, every name and figure still in it."""
+    ingest.execute_run(ingest.create_run(demo_archive).pk)
+    team = max(Team.objects.all(), key=lambda t: Job.objects.filter(team=t).values("user").distinct().count())
+    log_in(browser, live_server.url, operator, "/overview/")
+    browser.get(f"{live_server.url}/teams/{team.slug}/")
+    cells = f"[...document.querySelectorAll('table')].find(t => t.caption.textContent == 'Users of {team.name}')"
+    users = browser.execute_script(  # each cell's value, without the name of its column a phone's card adds
+        f"return [...{cells}.querySelectorAll('tbody td')].map(td => [...td.childNodes]"
+        ".filter(n => !n.classList || !n.classList.contains('cell-label')).map(n => n.textContent).join(''))"
+    )
+    assert len(users) >= 8, users  # two users' names and figures at least, as the table shows them at 1280 px
+    for path in (f"/teams/{team.slug}/", "/overview/"):
+        for width in (320, 390):
+            with window_width(browser, width, mobile=True):
+                browser.get(live_server.url + path)
+                boxes = shown_tables(browser, ".table-scroll")
+                if path.startswith("/teams/"):
+                    (listed,) = [box for box in boxes if box["caption"] == f"Users of {team.name}"]
+                    assert all(cell in listed["text"] for cell in users), (users, listed["text"])
+                    assert "Unused GPU-hours".upper() in listed["text"].upper()
+                assert [box for box in boxes if "GPU-hours" in (box["caption"] or "")], boxes  # a chart's numbers
+                for box in boxes:
+                    assert box["over"] <= 0, f"{path} at {width} px: {box['caption']!r} scrolls {box['over']} px"
+                assert browser.execute_script("return document.documentElement.scrollWidth") <= width
+
+
+BESIDE = """
+const table = [...document.querySelectorAll('.figure-data table')]
+  .find(t => t.caption.textContent.startsWith(arguments[0]));
+return [...table.querySelectorAll('tbody .cell-label')].map(label => {
+  const value = label.nextElementSibling, name = label.getBoundingClientRect(), box = value.getBoundingClientRect();
+  return {name: label.textContent, value: value.textContent, shown: name.width > 0 && box.width > 0,
+          level: Math.abs(name.top - box.top) < 4, before: name.right <= box.left};
+});
+"""
+
+
+@pytest.mark.django_db(transaction=True)
+def test_on_a_phone_the_numbers_of_a_weekly_chart_give_each_figure_beside_its_name(
+    browser,  # noqa: F811
+    live_server,
+    operator,
+    demo_archive,
+):
+    """The weekly chart's table at 320 px: each week's figures each beside the name of what they count, as the
+    page's other tables on a phone (a card a row), rather than columns whose headings scrolled out of view."""
+    ingest.execute_run(ingest.create_run(demo_archive).pk)
+    log_in(browser, live_server.url, operator, "/overview/")
+    with window_width(browser, 320, mobile=True):
+        browser.get(f"{live_server.url}/overview/")
+        shown_tables(browser, ".figure-data .table-scroll")
+        cells = browser.execute_script(BESIDE, "Weekly")
+        assert {cell["name"] for cell in cells} >= {"Week of (UTC)", "Used GPU-hours", "Unused GPU-hours"}, cells
+        assert all(cell["shown"] and cell["level"] and cell["before"] for cell in cells), cells
+    with window_width(browser, 1280):
+        browser.get(f"{live_server.url}/overview/")
+        shown_tables(browser, ".figure-data .table-scroll")
+        assert not any(cell["shown"] for cell in browser.execute_script(BESIDE, "Weekly"))  # a table: its headings
 
 
 # -- 4. the mailed digest's preview: no error in the console ------------------------------------------------

@@ -20,4 +20,15 @@ WRITE = {
 def figure_table(figure: dict, first_column: str, caption: str) -> dict:
     columns, rows = as_table(figure or {}, WRITE)
     dated = "dates" in (figure or {}).get("numbers", {})  # a date is not broken at its hyphens
-    return {"columns": columns, "rows": rows, "first_column": first_column, "caption": caption, "dated": dated}
+    # Each row's name, and each of its figures with the name of its column: a phone's card gives them side by side.
+    rows = [{"name": row[0], "figures": list(zip(columns, row[1:], strict=True))} for row in rows]
+    # A table of more than one figure a row is a card a row on a phone (table.stacks): its columns did not fit.
+    stacks = len(columns) > 1
+    return {
+        "columns": columns,
+        "rows": rows,
+        "first_column": first_column,
+        "caption": caption,
+        "dated": dated,
+        "stacks": stacks,
+    }
