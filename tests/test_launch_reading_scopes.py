@@ -8,8 +8,9 @@ command is read as a script's line is (section 9); a plain variable a branch set
 plain variables as a script's, and one an `&&` chain sets in the rest of that chain (section 12). Revision 14: the job's
 command's `-c` strings and here-documents take its variables (section 13), an `&&` chain's value holds in the
 compound command it runs (section 14), a prefix assignment is its command's alone (section 15), a `-c` string starts
-with the variables where it runs (section 16), `f() ( ... )` ends at its `)` (section 17), and `env -S 'bash -c
-"..."'`'s string is read (section 18)."""
+with the variables where it runs (section 16), `f() ( ... )` ends at its `)` (section 17), `env -S 'bash -c
+"..."'`'s string is read (section 18), and `sbatch --wrap '...'` and salloc's `bash -c '...'` take the variables
+exported before them (section 19)."""
 
 from __future__ import annotations
 
@@ -987,3 +988,45 @@ def test_a_c_strings_srun_has_the_variables_its_shell_is_given():
     script = "#!/bin/bash\n#SBATCH -n 8\nSLURM_NTASKS=2 bash -c 'srun python train.py'\n"
     assert launches(script) == [(3, "python", 2)]
     assert command_launches("sbatch -n 8 --wrap \"SLURM_NTASKS=2 bash -c 'srun python train.py'\"") == [("train.py", 2)]
+
+
+# --- 19. `sbatch --wrap '...'` and `salloc ... bash -c '...'` take the variables exported before them ---------------
+
+
+@pytest.mark.parametrize(
+    ("command", "processes"),
+    [
+        ("export N=4; sbatch --wrap 'torchrun --nproc_per_node=$N train.py'", 4),
+        ("export N=4\nsbatch -N 1 --wrap='torchrun --nproc_per_node=${N} train.py'", 4),
+        ("N=4 sbatch --wrap 'torchrun --nproc_per_node=$N train.py'", 4),  # in sbatch's environment
+        ("cd /w && export N=4 && sbatch --wrap 'torchrun --nproc_per_node=$N train.py'", 4),
+        ("export N=4; sbatch --export=ALL --wrap 'torchrun --nproc_per_node=$N train.py'", 4),
+        ("export N=4; sbatch --export=N --wrap 'torchrun --nproc_per_node=$N train.py'", 4),  # named: passed on
+        ("sbatch --export=N=4 --wrap 'torchrun --nproc_per_node=$N train.py'", 4),  # given its value
+        ("export N=4; sbatch --wrap 'N=2; torchrun --nproc_per_node=$N train.py'", 2),  # the script sets its own
+        ("export N=4; salloc -N 1 bash -c 'torchrun --nproc_per_node=$N train.py'", 4),
+        ("export N=4; salloc -N 1 srun -n 1 bash -c 'torchrun --nproc_per_node=$N train.py'", 4),
+        # not known: not exported (the batch script's shell does not have it), --export=NONE or another name alone
+        ("N=4; sbatch --wrap 'torchrun --nproc_per_node=$N train.py'", None),
+        ("export N=4; sbatch --export=NONE --wrap 'torchrun --nproc_per_node=$N train.py'", None),
+        ("export N=4; sbatch --export NONE --wrap 'torchrun --nproc_per_node=$N train.py'", None),
+        ("export N=4; sbatch --export=M --wrap 'torchrun --nproc_per_node=$N train.py'", None),
+        ("sbatch --wrap 'torchrun --nproc_per_node=$N train.py'; export N=4", None),
+        ("N=4; salloc -N 1 bash -c 'torchrun --nproc_per_node=$N train.py'", None),
+    ],
+)
+def test_a_wrapped_or_allocated_string_takes_the_variables_exported_before_it(command, processes):
+    # `export N=4; sbatch --wrap 'torchrun --nproc_per_node=$N ...'` ran 4 processes (sbatch passes the environment on
+    # to the batch job by default, --export=ALL): the wrapped string was read with no variables, the count unknown
+    assert command_launches(command) == [("train.py", processes)]
+
+
+def test_an_exported_srun_variable_reaches_a_wrapped_srun_whatever_export_says():
+    # sbatch(1), --export=NONE: "Only SLURM_* variables from the user environment will be defined"
+    command = "export SLURM_NTASKS=2; sbatch -N 1 --export=NONE --wrap 'srun python train.py'"
+    assert command_launches(command) == [("train.py", 2)]
+
+
+def test_one_process_launched_in_a_wrapped_string_from_an_exported_variable_on_eight_gpus_is_unused_gpus():
+    command = "export NGPUS=1; sbatch --wrap 'torchrun --nproc_per_node=$NGPUS train.py'"
+    assert oversubscription(command=command).sub_cause == "unused_gpus"

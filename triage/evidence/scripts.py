@@ -838,6 +838,9 @@ class _ShellVariables:
         # the `-c` string (`_wrapped_command_string`) of each command of the line read last, by its index in what
         # `split_read` gave, with the child shell that runs it as it is at that command (`_child_at`)
         self.strings: dict[int, tuple[tuple[list[str], str], _ShellVariables]] = {}
+        # likewise the string of each command that runs one in a job it submits or an allocation it makes (`sbatch
+        # --wrap '...'`, `salloc -N 1 bash -c '...'`: `_submitted_string`), with the shell that runs it (`_job_shell`)
+        self.submitted: dict[int, tuple[tuple[list[str], str], _ShellVariables]] = {}
 
     def _own(self) -> None:
         """Copies the variables this shell shares (`shared`) before it changes them."""
@@ -933,7 +936,7 @@ class _ShellVariables:
         assigned = False  # the command before set plain values alone, for sure: `A=1 && N=4` sets N for sure
         # what the shell had where each here-document body it is in began, and the values the body's words take
         bodies: list[tuple] = []
-        self.strings = {}
+        self.strings, self.submitted = {}, {}
         for index, argv in enumerate(commands):
             if argv in (_CHILD_SHELL_BEGINS, _CHILD_SHELL_ENDS):
                 read.append(argv)
@@ -991,6 +994,8 @@ class _ShellVariables:
                     read.append(words)
                 if (found := _wrapped_command_string(words)) is not None:  # `bash -c '...'`: its shell as of here
                     self.strings[len(read) - 1] = (found, self._child_at(read[-1], chain, bodies))
+                elif (found := _submitted_string(words)) is not None:  # `sbatch --wrap '...'`: the job's shell
+                    self.submitted[len(read) - 1] = (found, self._job_shell(read[-1], chain, bodies))
             pairs, only = _assignments(words) if words else ([], False)
             if pairs and not _shell_assignments(words):
                 pairs = []  # `N=8 make data`: make's alone
@@ -1118,6 +1123,24 @@ class _ShellVariables:
             child._own()
             child.known.update((name, value if _PLAIN_VALUE.fullmatch(value) else None) for name, value in pairs)
             child.exported.update(name for name, _ in pairs)
+        return child
+
+    def _job_shell(self, argv: list[str], chain: dict[str, str], bodies: list[tuple]) -> _ShellVariables:
+        """The shell that runs the string of a command that submits a job or makes an allocation (`_submitted_string`):
+        a child shell as `bash -c` starts (`_child_at`), as salloc's command is one; a batch job's has the variables
+        sbatch passes on (`_sbatch_exports`)."""
+        child = self._child_at(argv, chain, bodies)
+        if (exports := _sbatch_exports(argv)) is None:
+            return child
+        everything, names, values = exports
+        if not everything:  # `--export=NONE`, `--export=NAME,...`: SLURM_* and those named alone
+            passed = {name for name in child.exported if name.startswith("SLURM_") or name in names}
+            child.known, child.exported = _ExportedOnly(child.known, passed), passed
+        child._own()
+        for name, value in values.items():  # `--export=N=4`; with ALL, the environment's own N wins (sbatch(1))
+            if not (everything and name in child.exported):
+                child.known[name] = value if _PLAIN_VALUE.fullmatch(value) else None
+                child.exported.add(name)
         return child
 
     def _expanded_again(
@@ -3544,6 +3567,56 @@ def _allocator(argv: list[str]) -> tuple[str, dict[str, str] | None, list[str]] 
     return name, None if options is None else {**options, _IN_ALLOCATION: "given"}, runs
 
 
+def _submitted_string(argv: list[str]) -> tuple[list[str], str] | None:
+    """The string a command that submits a job or makes an allocation runs, as `_wrapped_command_string` gives a
+    `-c` string: `sbatch --wrap '...'`'s, the batch script ([] for its wrapper: sbatch runs it in a shell of the job,
+    read as the job's command is, `_allocated_commands`), and the `-c` string of the command salloc runs (`salloc -N 1
+    bash -c '...'`, `salloc -N 1 srun -n 1 bash -c '...'`, with the wrapper it runs under); None for any other."""
+    if not argv or ("=" not in argv[0] and not argv[0].endswith(("sbatch", "salloc"))):
+        return None  # (most commands: no look past leading assignments)
+    words = _without_assignments(argv)
+    if not words or words[0].rsplit("/", 1)[-1] not in ("sbatch", "salloc"):
+        return None
+    if (wrapped := _wrapped(words)) is not None:
+        return ([], wrapped) if words[0].endswith("sbatch") else None
+    allocating = _allocator(words)
+    if allocating is None or allocating[0] != "salloc" or not allocating[2]:
+        return None
+    return _wrapped_command_string(allocating[2])
+
+
+def _sbatch_exports(argv: list[str]) -> tuple[bool, set[str], dict[str, str]] | None:
+    """What sbatch's `--export` passes on to the batch job of the submitting shell's environment: whether all of it,
+    the names it gives of it, and the values it sets (`--export=N=4`); None for no `--export`, all of it (sbatch(1):
+    "--export=ALL Default mode if --export is not specified"; "--export=NONE Only SLURM_* variables from the user
+    environment will be defined"; "--export=[ALL,]<environment_variables> Exports all SLURM_* environment variables
+    along with explicitly defined variables ... If "ALL" is specified, then all user environment variables will be
+    loaded and will take precedence over any explicitly given environment variables"). Not sbatch's: None."""
+    words = _without_assignments(argv)
+    if not words or words[0].rsplit("/", 1)[-1] != "sbatch":
+        return None
+    given = None
+    for index, word in enumerate(words[1:], 1):
+        if word.startswith("--export="):
+            given = word.partition("=")[2]
+        elif word == "--export" and index + 1 < len(words):
+            given = words[index + 1]
+        elif word == "--wrap" or word.startswith("--wrap=") or not word.startswith("-"):
+            break  # (a script's name: its arguments are its own)
+    if given is None:
+        return None
+    everything, names, values = False, set(), {}
+    for entry in given.split(","):
+        name, eq, value = entry.partition("=")
+        if eq:
+            values[name] = value
+        elif name == "ALL":
+            everything = True
+        elif name != "NONE":
+            names.add(name)
+    return everything, names, values
+
+
 def _wrapped(words: list[str]) -> str | None:
     """The command `sbatch --wrap="..."` (or `--wrap "..."`) runs as its batch script; None for none."""
     for index, word in enumerate(words):
@@ -3620,13 +3693,15 @@ def _allocated_commands(
         environment, names, arm_values = shells.at(number, (environment, names, arm_values))
         allocating = _allocator(argv) if submitting else None
         runs = None
-        if allocating is not None and allocating[0] == "salloc" and allocating[2]:
-            runs = _command_strings_read([allocating[2]], _COMMAND_STRING_DEPTH)  # `salloc -n 8 bash -c '...'`
-        elif allocating is not None and allocating[0] == "sbatch" and (wrapped := _wrapped(argv)) is not None:
-            try:
-                runs = _marked_commands(wrapped)
-            except ValueError:
-                continue
+        if allocating is not None:
+            runs = getattr(argv, "runs", None)  # read with the variables of the shell that runs it
+            if runs is None and allocating[0] == "salloc" and allocating[2]:
+                runs = _command_strings_read([allocating[2]], _COMMAND_STRING_DEPTH)  # `salloc -n 8 srun ...`
+            elif runs is None and allocating[0] == "sbatch" and (wrapped := _wrapped(argv)) is not None:
+                try:
+                    runs = _marked_commands(wrapped)
+                except ValueError:
+                    continue
         if runs is None:
             read(argv)
             continue
@@ -4560,8 +4635,11 @@ def _script_line_commands(
     `_split_marking_shells`), its strings' too."""
     out = []
     commands = variables.commands(line, expanding, split)
-    strings = variables.strings
+    strings, submitted = variables.strings, variables.submitted
     for index, argv in enumerate(commands):
+        if depth and index in submitted:  # `sbatch --wrap '...'`: the command, with what its string runs
+            out.append(_submitted_command(argv, *submitted[index], depth, split))
+            continue
         if not depth or index not in strings:
             out.append(argv)
             continue
@@ -4573,6 +4651,36 @@ def _script_line_commands(
             continue
         out += [_CHILD_SHELL_BEGINS, *_under_wrapper(read, found[0]), _CHILD_SHELL_ENDS]
     return out
+
+
+class _SubmittingCommand(list):
+    """The words of a command that submits a job or makes an allocation with a string to run (`_submitted_string`),
+    with the commands that string runs (`runs`), read with the variables of the shell that runs it (`_job_shell`), for
+    `_allocated_commands`; and the arms of the compound commands it is in, as a `_BranchCommand`'s."""
+
+    def __init__(self, words: list[str], runs: list[list[str]]):
+        super().__init__(words)
+        self.arms = getattr(words, "arms", ())
+        self.runs = runs
+
+
+def _submitted_command(
+    argv: list[str],
+    found: tuple[list[str], str],
+    shell: _ShellVariables,
+    depth: int,
+    split: Callable[..., list[list[str]]] | None,
+) -> list[str]:
+    """`argv`, a command that runs `found`'s string in a job or an allocation, as a `_SubmittingCommand`: sbatch's
+    batch script its commands alone, salloc's command's `-c` string a child shell's, under its wrapper (as
+    `_command_strings_read` gives it); `argv` as it is where the string has an unbalanced quote."""
+    try:
+        read = _script_line_commands(shell, found[1], None, depth - 1, split)
+    except ValueError:
+        return argv
+    if _without_assignments(argv)[0].endswith("sbatch"):
+        return _SubmittingCommand(argv, read)
+    return _SubmittingCommand(argv, [_CHILD_SHELL_BEGINS, *_under_wrapper(read, found[0]), _CHILD_SHELL_ENDS])
 
 
 _LAYOUT_OPTIONS = {

@@ -441,8 +441,11 @@ from triage.rules.registry import RULES, THRESHOLDS, Finding, Status, TriageResu
 #      && N=4 && if ...; then torchrun --nproc_per_node=$N ...; fi`: 4, unknown before; `_ShellVariables.carried`); a
 #      prefix assignment is its command's alone (`N=4; N=8 make data; torchrun --nproc_per_node=$N`: 4, unknown
 #      before; a special built-in's, `N=8 :`, stays unknown: `_shell_assignments`); a one-line subshell function `f()
-#      ( srun ... )` ends at its `)` (its launch had a `)` argument, every later line read as in its body); and `env
-#      -S 'bash -c "..."'`'s string is read (its launch was not seen)
+#      ( srun ... )` ends at its `)` (its launch had a `)` argument, every later line read as in its body); `env -S
+#      'bash -c "..."'`'s string is read (its launch was not seen); and the job's command's `sbatch --wrap '...'`
+#      string and salloc's command's `-c` string take the variables exported before them, as sbatch's `--export`
+#      passes them on (`export N=4; sbatch --wrap 'torchrun --nproc_per_node=$N train.py'`: 4, unknown before;
+#      `_submitted_string`, `_ShellVariables._job_shell`)
 RULES_REVISION = 14
 
 __all__ = [
