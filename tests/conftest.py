@@ -244,32 +244,66 @@ def outsider(db):
     return UserFactory(username="oscar-outsider")
 
 
-@pytest.fixture
-def three_rater_study(team_a):
-    """A study as the demo's, all submitted: its raters demo-rater-1, demo-rater-2 and researcher (its lead,
-    `created_by`, who sees its every card: My labels, Sample, Raters), a sample of 4 of team A's jobs, each rater's
-    answers saved (demo-rater-1 skipped the first job)."""
+THREE_RATERS = ("demo-rater-1", "demo-rater-2", "researcher")  # the demo's two raters (DEMO_RATERS) and its lead
+
+
+def rate_study(
+    team,
+    *,
+    raters=THREE_RATERS,
+    jobs: int = 4,
+    sample_size: int | None = None,
+    name: str = "Demo",
+    description: str = "",
+    labels_per_job: int = 2,
+    skip_note: str | None = "",
+    answer=None,
+):
+    """A study rated and submitted by `raters` (researchers made here; the last is its lead, `created_by`), on a
+    sample (seed 5) of `sample_size` jobs (by default all of them) of those there are, whatever their utilization,
+    with `jobs` new ones of `team` among them: bert-0, bert-1, ... Each rater saved one option for each of their
+    jobs, `answer(n, position)` for the n-th rater (by default improper batch size), except that the first rater
+    skipped job #1 as not enough evidence, in the words `skip_note` (None: no one skipped)."""
     from fleet.access import RESEARCHERS_GROUP
     from triage.labeling import services
     from triage.labeling.models import Assignment
     from triage.taxonomy import Category
 
     group = Group.objects.get_or_create(name=RESEARCHERS_GROUP)[0]
-    raters = [UserFactory(username=name) for name in ("demo-rater-1", "demo-rater-2", "researcher")]
-    for user in raters:
+    users = [UserFactory(username=username) for username in raters]
+    for user in users:
         user.groups.add(group)
-    cluster = ClusterFactory(name="c1")
-    for i in range(4):
-        JobFactory(cluster=cluster, team=team_a, name=f"bert-{i}", mean_gpu_util=20.0 + i)
-    study = services.create_study(name="Demo", lead=raters[2], raters=raters, sample_size=4, seed=5)
-    for rater in raters:
+    if jobs:
+        cluster = ClusterFactory(name="c1")
+        for i in range(jobs):
+            JobFactory(cluster=cluster, team=team, name=f"bert-{i}", mean_gpu_util=20.0 + i)
+    study = services.create_study(
+        name=name,
+        description=description,
+        lead=users[-1],
+        raters=users,
+        sample_size=sample_size or jobs or None,  # None: every job there is
+        seed=5,
+        labels_per_job=labels_per_job,
+        low_util_only=False,
+    )
+    for n, rater in enumerate(users):
         for assignment in services.assignments_of(study, rater):
-            if rater == raters[0] and assignment.item.position == 1:
-                services.skip_job(assignment, Assignment.SkipReason.NOT_ENOUGH_EVIDENCE)
+            if n == 0 and assignment.item.position == 1 and skip_note is not None:
+                services.skip_job(assignment, Assignment.SkipReason.NOT_ENOUGH_EVIDENCE, note=skip_note)
             else:
-                services.save_answer(assignment, {Category.IMPROPER_BATCH_SIZE.value: ""})
+                option = answer(n, assignment.item.position) if answer else Category.IMPROPER_BATCH_SIZE
+                services.save_answer(assignment, {option.value: ""})
         services.submit(study, rater)
     return study
+
+
+@pytest.fixture
+def three_rater_study(team_a):
+    """A study as the demo's, all submitted: its raters demo-rater-1, demo-rater-2 and researcher (its lead,
+    `created_by`, who sees its every card: My labels, Sample, Raters), a sample of 4 of team A's jobs, each rater's
+    answers saved (demo-rater-1 skipped the first job)."""
+    return rate_study(team_a)
 
 
 @pytest.fixture

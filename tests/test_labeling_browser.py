@@ -718,23 +718,13 @@ def test_at_1280_px_the_agreement_page_shows_every_pair_of_three_raters(browser,
     three pairs, and at 1280 px it scrolled sideways with the third pair's kappas cut at the box's edge: each
     kappa column was as wide as "(too few positive labels for an interval)" on one line. The note wraps under
     its figure at every width, as it did on a phone, and the three pairs are in view."""
+    from tests.conftest import rate_study
     from tests.test_accessibility import violations
     from tests.test_browser import window_width
 
-    group = Group.objects.get_or_create(name=RESEARCHERS_GROUP)[0]
-    raters = [UserFactory(username=name) for name in ("demo-rater-1", "demo-rater-2", "researcher")]
-    for user in raters:
-        user.groups.add(group)
-    cluster = ClusterFactory(name="c1")
-    for i in range(6):
-        JobFactory(cluster=cluster, team=team_a, name=f"bert-{i}", mean_gpu_util=20.0 + i)
-    study = services.create_study(name="Three", lead=raters[2], raters=raters, sample_size=6, seed=5)
     options = [Category.IMPROPER_BATCH_SIZE, Category.MODEL_CHECKPOINTING, Category.HOST_GPU_TRANSFER]
-    for n, rater in enumerate(raters):
-        for assignment in services.assignments_of(study, rater):
-            services.save_answer(assignment, {options[(assignment.item.position + n) % 3].value: ""})
-        services.submit(study, rater)
-    open_as(browser, live_server.url, raters[2])
+    study = rate_study(team_a, jobs=6, name="Three", skip_note=None, answer=lambda n, at: options[(at + n) % 3])
+    open_as(browser, live_server.url, study.created_by)  # its lead, researcher
     with window_width(browser, 1280):
         browser.get(f"{live_server.url}/studies/{study.pk}/agreement/")
         seen = browser.execute_script(PAIRS_IN_VIEW)

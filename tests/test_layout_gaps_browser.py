@@ -15,6 +15,7 @@ import pytest
 
 from fleet import ingest
 from fleet.models import Job
+from tests.conftest import rate_study
 from tests.test_accessibility import open_as
 from tests.test_browser import browser, window_width  # noqa: F401  (the browser fixture)
 from triage.demo.study import DEMO_RATERS, DEMO_STUDY_DESCRIPTION
@@ -22,43 +23,11 @@ from triage.demo.study import DEMO_RATERS, DEMO_STUDY_DESCRIPTION
 SKIP_NOTE = "The log stops before the first training step, nothing to go on"
 
 
-def _study_rated_by_three(team, jobs=None, description: str = ""):
-    """A study of four jobs rated by the demo's two raters and `researcher` (its lead), all submitted, the
-    first rater having skipped job #1 with a note: (study, lead). On `jobs` (a queryset), or four new ones."""
-    from django.contrib.auth.models import Group
-
-    from fleet.access import RESEARCHERS_GROUP
-    from tests.factories import ClusterFactory, JobFactory, UserFactory
-    from triage.labeling import services
-    from triage.labeling.models import Assignment
-    from triage.taxonomy import Category
-
-    group = Group.objects.get_or_create(name=RESEARCHERS_GROUP)[0]
-    raters = [UserFactory(username=name) for name in (*DEMO_RATERS, "researcher")]
-    for user in raters:
-        user.groups.add(group)
-    if jobs is None:
-        cluster = ClusterFactory(name="c1")
-        for i in range(4):
-            JobFactory(cluster=cluster, team=team, name=f"bert-{i}", mean_gpu_util=20.0 + i)
-    study = services.create_study(
-        name="Demo",
-        description=description,
-        lead=raters[2],
-        raters=raters,
-        sample_size=4,
-        seed=5,
-        labels_per_job=3,  # every rater labels every job, as in the demo
-        low_util_only=False,
-    )
-    for rater in raters:
-        for assignment in services.assignments_of(study, rater):
-            if rater == raters[0] and assignment.item.position == 1:
-                services.skip_job(assignment, Assignment.SkipReason.NOT_ENOUGH_EVIDENCE, note=SKIP_NOTE)
-            else:
-                services.save_answer(assignment, {Category.IMPROPER_BATCH_SIZE.value: ""})
-        services.submit(study, rater)
-    return study, raters[2]
+def _study_rated_by_three(team, **options):
+    """`rate_study` as the demo's: every rater labels every job, the first rater skipped job #1 with a note.
+    (study, its lead)."""
+    study = rate_study(team, labels_per_job=3, skip_note=SKIP_NOTE, **options)
+    return study, study.created_by
 
 
 # What scrolls sideways: the page, or a table's box (by its caption), with how far; and the words each of the
@@ -147,7 +116,7 @@ def test_cards_are_16_px_apart_on_every_page_with_a_grid_of_them(browser, live_s
     labeling page's last card of evidence and its form, one under the other below 1,000 px."""
     ingest.execute_run(ingest.create_run(demo_archive).pk)  # triage runs in-process on the signal
     team = Job.objects.values_list("team__slug", flat=True).first()
-    study, lead = _study_rated_by_three(None, jobs=Job.objects.all())
+    study, lead = _study_rated_by_three(None, jobs=0, sample_size=4)  # of the demo's jobs
     item = study.items.get(position=2)
     job = item.job
     pages = [
