@@ -15,6 +15,7 @@ from django.test import Client
 from fleet import ingest
 from fleet.models import IngestRun, Job
 from tests.conftest import EXAMPLE_ARCHIVE, a_worker_imports
+from tests.waiting import wait_for
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.usefixtures("upload_dirs")]
 
@@ -106,17 +107,6 @@ def _import_in_a_process(run, tmp_path, upload_dirs):
     return process, gate
 
 
-def _until(condition, seconds: float, what: str):
-    import time
-
-    deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline:
-        if value := condition():
-            return value
-        time.sleep(0.05)
-    pytest.fail(f"timed out waiting for {what}")
-
-
 def test_a_run_whose_process_was_sigkilled_is_offered_import_now_and_finishes(operator, upload_dirs, tmp_path):
     """Without a task queue a web process imports an upload in a thread. SIGKILLed during the import, it left the
     run *running* for ever on SQLite: its page offered nothing (PostgreSQL saw the run's lock free and offered
@@ -136,7 +126,7 @@ def test_a_run_whose_process_was_sigkilled_is_offered_import_now_and_finishes(op
     client.force_login(operator)
     page_url = f"/ingest-runs/{run.pk}/"
     try:
-        _until(gate.exists, 60, "the process to begin storing jobs")
+        wait_for("the process to begin storing jobs", gate.exists, 60)
         alive = _words(client.get(page_url))
         assert 'id="run-status" role="status">Running' in alive
         assert "is importing this run" not in alive and ">Import now</button>" not in alive
@@ -151,11 +141,12 @@ def test_a_run_whose_process_was_sigkilled_is_offered_import_now_and_finishes(op
     assert taken.status == IngestRun.Status.RUNNING and str(process.pid) in taken.owner.split()
     assert ingest.owner_gone(taken.owner) or os.environ.get("DATABASE_URL", "").startswith("postgres")
 
-    def offered() -> str:
-        words = _words(client.get(page_url))
-        return words if "No process is importing this run" in words else ""
-
-    page = _until(offered, 15, "the page to see that no process holds the run")
+    page = wait_for(
+        "the page to see that no process holds the run",
+        lambda: _words(client.get(page_url)),
+        15,
+        until=lambda words: "No process is importing this run" in words,
+    )
     assert "nothing takes it up by itself" in page
     assert ">Import now</button>" in page and ">Mark failed</button>" in page
     listed = _words(client.get("/ingest-runs/"))  # the runs list says so beside its status, linking to the page

@@ -14,7 +14,6 @@
 
 from __future__ import annotations
 
-import time
 from datetime import timedelta
 
 import pytest
@@ -27,6 +26,7 @@ from tests.conftest import a_worker_imports
 from tests.test_accessibility import open_as
 from tests.test_browser import browser, window_width  # noqa: F401  (the browser fixture)
 from tests.test_ingest_runs_robust import _dead_owner
+from tests.waiting import wait_for
 
 NBSP = "\u00a0"
 
@@ -116,6 +116,25 @@ return {parts, units};
 """
 
 
+# How many of the run's figures the page's script has had answered (its polls, static/js/ingest.js), as the
+# browser's own record of the page's requests (Resource Timing) has them.
+POLLS_ANSWERED = """
+const url = new URL(document.getElementById('run-progress').dataset.statusUrl, location.href).href;
+return performance.getEntriesByType('resource').filter(e => e.name === url && e.responseStatus === 200).length;
+"""
+
+
+def polled_twice(driver) -> int:
+    """Wait until the page's script has polled its run's figures twice: it asks again (after a second) only once it
+    has written the first answer on the page, so the page shows what a poll wrote."""
+    return wait_for(
+        "the page to poll its run's figures twice",
+        lambda: driver.execute_script(POLLS_ANSWERED),
+        15,
+        until=lambda n: n >= 2,
+    )
+
+
 @pytest.mark.django_db(transaction=True)
 @pytest.mark.parametrize("width", [320, 390])
 def test_on_a_phone_a_stopped_runs_page_keeps_its_rate_whole_and_no_estimate(browser, live_server, operator, width):  # noqa: F811
@@ -129,12 +148,12 @@ def test_on_a_phone_a_stopped_runs_page_keeps_its_rate_whole_and_no_estimate(bro
     open_as(browser, live_server.url, operator)
     with a_worker_imports(going.pk), window_width(browser, width, mobile=True):
         browser.get(f"{live_server.url}/ingest-runs/{stopped.pk}/")
-        time.sleep(2.5)  # the script has polled (each second); its Elapsed no longer moves, "stopped"
+        polled_twice(browser)  # its Elapsed no longer moves, "stopped"
         assert browser.find_element(By.ID, "run-duration").text == "stopped"
         assert browser.find_element(By.ID, "run-rate").text == "–"
         text = browser.find_element(By.ID, "run-progress").text
         browser.get(f"{live_server.url}/ingest-runs/{going.pk}/")
-        time.sleep(1.5)  # polled: the rate written again
+        polled_twice(browser)  # the rate written again
         lines = browser.execute_script(RATE_LINES)
     assert "Time left" not in text and "about" not in text, text
     assert [unit for unit, count in lines["units"]] == ["jobs/s", f"GPU{NBSP}samples/s"], lines
