@@ -782,7 +782,65 @@ def execute_run(run_id: int, on_progress=None) -> IngestRun | None:
         run.refresh_from_db()
         if run.is_finished:  # finished by the worker that held it a moment ago
             return run
-        return _execute_claimed(run, on_progress)
+        if not claim_run(run):
+            run.refresh_from_db()
+            if run.is_finished:  # finished by the process that took it a moment ago
+                return run
+            raise RunBusy(f"ingest run {run_id} is being imported by another process ({run.owner or 'not recorded'})")
+        try:
+            return _execute_claimed(run, on_progress)
+        except BaseException:
+            let_go(run_id)
+            raise
+        finally:
+            with _background_lock:
+                _importing.discard(run_id)
+
+
+# Runs this process is importing (`execute_run`), whichever its thread: the run's owner is the process, so of two
+# deliveries of a run's task to one process (a worker's thread pool) the second is told apart here.
+_importing: set[int] = set()
+
+
+def claim_run(run: IngestRun) -> bool:
+    """Take the unfinished `run`, as just read, for an attempt in this process (`execute_run`); False when another
+    process imports it. Where run locks tell (PostgreSQL) the caller holds the run's lock, which decides. Elsewhere
+    (SQLite, with a task queue too: a task redelivered while its first worker still imports) the run's record does:
+    it may be taken when pending, when the process that took it is certainly gone (`holder_gone`: `owner_gone`), or
+    when that is this process (its thread begun by `take_pending`, or a retry that came back to it) and no other
+    thread of it imports the run. Taken in one conditional UPDATE on the status and owner read (a compare-and-set,
+    atomic in SQLite too): of two workers that found the run free at once, one takes it, the other finds it taken."""
+    me = this_process()
+    if run.status != IngestRun.Status.PENDING and run.owner != me and not holder_gone(run):
+        return False
+    with _background_lock:
+        if run.pk in _importing:
+            return False
+        _importing.add(run.pk)
+    taken = IngestRun.objects.filter(pk=run.pk, status=run.status, owner=run.owner).update(
+        status=IngestRun.Status.RUNNING, owner=me
+    )
+    if not taken:
+        with _background_lock:
+            _importing.discard(run.pk)
+    return bool(taken)
+
+
+def let_go(run_id: int) -> None:
+    """An attempt of this process that stopped by an exception lets its run go, where the run's record is its claim
+    (SQLite, `claim_run`): made pending again, no process its owner, so the task's retry (the database was locked or
+    unreachable) takes it in whichever worker process it comes to, where that process would otherwise wait for this
+    one, alive but no longer importing it, to end. A failure the task records fails the run next, as before. Where
+    run locks tell (PostgreSQL) the lock went with the attempt, and the run stays running meanwhile, as before."""
+    if run_locks_tell():
+        return
+    with suppress(DatabaseError):  # the database still gone: the run keeps this process (taken up once it ends)
+        IngestRun.objects.filter(pk=run_id, status=IngestRun.Status.RUNNING, owner=this_process()).update(
+            status=IngestRun.Status.PENDING, owner="", queued_at=timezone.now(), phase=LET_GO_PHASE
+        )
+
+
+LET_GO_PHASE = "waiting to be imported again"
 
 
 class RunBusy(Exception):
@@ -800,8 +858,10 @@ def exclusive_run(run_id: int):
     With at-least-once delivery a task can be handed out again while its first worker is still
     busy (a run longer than the visibility timeout, a broker restart). On PostgreSQL a session
     advisory lock keyed on the run decides; the server drops it the moment the holder's connection
-    dies, so a killed worker never leaves a run locked. SQLite is the embedded mode, which runs
-    tasks in-process one at a time: nothing to exclude there.
+    dies, so a killed worker never leaves a run locked. SQLite has no such lock, and yields True here:
+    there the run's record decides who imports it (`claim_run`: the process it keeps, `IngestRun.owner`),
+    with a real worker over Redis as in the embedded mode, and the recoveries (`_requeue_run`, `mark_failed`)
+    act only on a run whose process is gone, by a compare-and-set on its owner.
     """
     if connection.vendor != "postgresql":
         yield True

@@ -111,7 +111,10 @@ def ingest_archive_task(self, run_id: int) -> dict | None:
         # finished, and the look finds the run done, or has died, and the look takes the run over.
         countdown = settings.INGEST_BUSY_RETRY_SECONDS
         logger.info("Ingest run %s is being imported by another worker; looking again in %s s", run_id, countdown)
-        if not self.request.is_eager:  # in-process, the holder is this process's own caller
+        # In-process (no task queue) nothing would run the look: the holder is this process's own caller, or another
+        # process (a web process, `manage.py ingest_archive`) whose import goes on; its page offers Import now once
+        # that process is gone. On SQLite the run's recorded process tells a worker that (`ingest.claim_run`).
+        if not self.request.is_eager:
             queue = (self.request.delivery_info or {}).get("routing_key")  # the queue this came from
             ingest_archive_task.apply_async(args=[run_id], countdown=countdown, queue=queue)
         return {"run_id": run_id, "status": "busy"}

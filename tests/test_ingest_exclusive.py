@@ -23,7 +23,7 @@ from tests.waiting import wait_for
 
 pytestmark = pytest.mark.services
 
-RUN_LOCKS_NEED_POSTGRESQL = "run locks are PostgreSQL advisory locks; the embedded SQLite mode runs tasks one at a time"
+RUN_LOCKS_NEED_POSTGRESQL = "run locks are PostgreSQL advisory locks; SQLite's are tests/test_ingest_claim_sqlite.py"
 
 
 def hold_run_lock(run_id: int) -> psycopg.Connection:
