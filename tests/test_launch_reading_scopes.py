@@ -10,7 +10,8 @@ command's `-c` strings and here-documents take its variables (section 13), an `&
 compound command it runs (section 14), a prefix assignment is its command's alone (section 15), a `-c` string starts
 with the variables where it runs (section 16), `f() ( ... )` ends at its `)` (section 17), `env -S 'bash -c
 "..."'`'s string is read (section 18), and `sbatch --wrap '...'` and salloc's `bash -c '...'` take the variables
-exported before them (section 19)."""
+exported before them (section 19), and a subshell an `&&` chain runs sets its own first and leaves the chain's values
+after it (section 20)."""
 
 from __future__ import annotations
 
@@ -794,6 +795,7 @@ def test_an_option_from_a_variable_the_jobs_command_sets_is_read():
         ("cd /work && NGPUS=4 && torchrun --nproc_per_node=$NGPUS train.py &", [4]),  # the chain in the background
         ("if a; then cd /work && NGPUS=8 && torchrun --nproc_per_node=$NGPUS train.py; fi", [8]),
         ("cd /work && NGPUS=4 && (torchrun --nproc_per_node=$NGPUS train.py)", [4]),  # a subshell has it too
+        ("cd /work && NGPUS=4 && (NGPUS=2) && torchrun --nproc_per_node=$NGPUS train.py", [4]),  # not its 2
         ("NGPUS=4; (torchrun --nproc_per_node=$NGPUS train.py)", [4]),  # its launch was not seen (`(torchrun`)
         # not known: after a `||`, after the chain (a `;`, a later line: cd may have failed), after a command that
         # may set it again, not a plain value, an assignment after `||`, a chain in the background on a later line
@@ -808,7 +810,6 @@ def test_an_option_from_a_variable_the_jobs_command_sets_is_read():
         ("setup() { NGPUS=8; }\ncd /w && NGPUS=4 && setup && torchrun --nproc_per_node=$NGPUS train.py", [None]),
         ("cd /work && NGPUS=$(nproc) && torchrun --nproc_per_node=$NGPUS train.py", [None]),
         ("cd /work && NGPUS=4 | torchrun --nproc_per_node=$NGPUS train.py", [None]),
-        ("cd /work && NGPUS=4 && (NGPUS=2) && torchrun --nproc_per_node=$NGPUS train.py", [None]),  # never 2
         ("NGPUS=4 && echo ok &\ntorchrun --nproc_per_node=$NGPUS train.py", [None]),  # set in the background's shell
         (
             "cd /w && NGPUS=4 && torchrun --nproc_per_node=$NGPUS a.py &\ntorchrun --nproc_per_node=$NGPUS b.py",
@@ -1030,3 +1031,30 @@ def test_an_exported_srun_variable_reaches_a_wrapped_srun_whatever_export_says()
 def test_one_process_launched_in_a_wrapped_string_from_an_exported_variable_on_eight_gpus_is_unused_gpus():
     command = "export NGPUS=1; sbatch --wrap 'torchrun --nproc_per_node=$NGPUS train.py'"
     assert oversubscription(command=command).sub_cause == "unused_gpus"
+
+
+# --- 20. a subshell an `&&` chain runs: what it sets first is known in it, and the chain's values after it ------------
+
+
+@pytest.mark.parametrize(
+    ("text", "processes"),
+    [
+        ("cd /w && N=4 && ( N=5; torchrun --nproc_per_node=$N train.py )", 5),
+        ("cd /w && N=4 && (N=5; torchrun --nproc_per_node=$N train.py)", 5),
+        ("cd /w || ( N=5; torchrun --nproc_per_node=$N train.py )", 5),  # wherever the subshell runs, N=5 ran first
+        ("cd /w && N=4 && { N=5; torchrun --nproc_per_node=$N train.py; }", 5),
+        ("cd /w && N=4 && (N=2) && torchrun --nproc_per_node=$N train.py", 4),  # the subshell's N=2 ended with it
+        ("cd /w && N=4 && (cd x; N=2) && torchrun --nproc_per_node=$N train.py", 4),
+        ("cd /w && N=4 && (cd x) && torchrun --nproc_per_node=$N train.py", 4),
+        # not known: the subshell's value after it where the chain set none, after a `;`, in a pipeline's subshell
+        ("cd /w && (N=2) && torchrun --nproc_per_node=$N train.py", None),
+        ("cd /w && N=4 && (N=2); torchrun --nproc_per_node=$N train.py", None),
+        ("cd /w && N=4 && ( N=5 | torchrun --nproc_per_node=$N train.py )", None),
+    ],
+)
+def test_a_subshell_an_and_chain_runs_sets_its_own_and_leaves_the_chains(text, processes):
+    # `cd /w && N=4 && ( N=5; torchrun --nproc_per_node=$N ... )` ran 5 processes: the subshell's N=5, after the
+    # chain's `&&`, was taken as made only where cd succeeded, the count unknown; and `(N=2) && torchrun ...$N` lost the
+    # chain's 4
+    assert _script_counts(text) == [processes]
+    assert command_launches(text) == [("train.py", processes)]

@@ -999,6 +999,10 @@ class _ShellVariables:
             pairs, only = _assignments(words) if words else ([], False)
             if pairs and not _shell_assignments(words):
                 pairs = []  # `N=8 make data`: make's alone
+            if any(word not in _ARM_WORDS and word not in (_CASE_ITEM, "function") for word in opens):
+                # `a && ( N=5; ...`, `a || { N=5; ...`: the operator is the compound command's, its first command's
+                # words run for sure wherever it runs
+                operator, assigned = (";", operator[1]), False
             sure = _runs_here(operator, assigned, ends[index]) if operators is not None else len(commands) == 1
             sure = sure and not bodies
             plain = sure and self.branched == 0 and only  # at the top, on a line of its own or after `;` or `&&`
@@ -1066,10 +1070,10 @@ class _ShellVariables:
             for _ in range(closing):
                 if self._close():
                     read.append(_CHILD_SHELL_ENDS)
-            if _CHILD_SHELL_ENDS in read[ended:]:  # `a && N=4 && (N=2) && cmd`: what the chain set in it ends with it
+            if _CHILD_SHELL_ENDS in read[ended:]:  # `a && (N=2) && cmd`: what the chain set in it ends with it
                 chain = {}
-            if self.resumed is not None:  # `a && N=4 && if ...; fi && cmd`: the chain goes on after the `fi`
-                chain, self.resumed = ({} if _CHILD_SHELL_ENDS in read[ended:] else self.resumed), None
+            if self.resumed is not None:  # `a && N=4 && if ...; fi && cmd`, `(N=2) && cmd`: the chain goes on
+                chain, self.resumed = self.resumed, None
             while self.functions and self.depth <= self.functions[-1]:
                 self.functions.pop()
         self.body_values = {}
@@ -1204,10 +1208,12 @@ class _ShellVariables:
             return False
         self.arms.pop()
         closed = self.opened.pop()
+        subshell = closed in ("(", "()") and bool(self.subshells)
         if self.carried and self.carried[-1][0] > self.depth:  # the compound command an `&&` chain runs
             _, values, _, touched = self.carried.pop()
-            self.resumed = {name: value for name, value in values.items() if name not in touched}
-        if closed not in ("(", "()") or not self.subshells:
+            # the chain's values as before it, but those it set again; a subshell's end with it (`(N=2) && cmd`)
+            self.resumed = {name: value for name, value in values.items() if subshell or name not in touched}
+        if not subshell:
             return False
         if closed == "()":  # a function's body in a subshell, `f() ( ... )`: the function ends with it
             self.arms.pop()

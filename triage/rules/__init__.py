@@ -445,7 +445,10 @@ from triage.rules.registry import RULES, THRESHOLDS, Finding, Status, TriageResu
 #      'bash -c "..."'`'s string is read (its launch was not seen); and the job's command's `sbatch --wrap '...'`
 #      string and salloc's command's `-c` string take the variables exported before them, as sbatch's `--export`
 #      passes them on (`export N=4; sbatch --wrap 'torchrun --nproc_per_node=$N train.py'`: 4, unknown before;
-#      `_submitted_string`, `_ShellVariables._job_shell`)
+#      `_submitted_string`, `_ShellVariables._job_shell`); a compound command's first command runs for sure wherever
+#      it runs (`cd /w && N=4 && ( N=5; torchrun --nproc_per_node=$N ... )`: 5, unknown before), and a subshell an
+#      `&&` chain runs leaves the chain's values to the rest of it (`cd /w && N=4 && (N=2) && torchrun ...$N`: 4,
+#      unknown before; `_ShellVariables._close`)
 RULES_REVISION = 14
 
 __all__ = [
