@@ -11,7 +11,7 @@ compound command it runs (section 14), a prefix assignment is its command's alon
 with the variables where it runs (section 16), `f() ( ... )` ends at its `)` (section 17), `env -S 'bash -c
 "..."'`'s string is read (section 18), and `sbatch --wrap '...'` and salloc's `bash -c '...'` take the variables
 exported before them (section 19), and a subshell an `&&` chain runs sets its own first and leaves the chain's values
-after it (section 20)."""
+after it (section 20), and the command's here-document bodies are read as a script's (section 21)."""
 
 from __future__ import annotations
 
@@ -1058,3 +1058,33 @@ def test_a_subshell_an_and_chain_runs_sets_its_own_and_leaves_the_chains(text, p
     # chain's 4
     assert _script_counts(text) == [processes]
     assert command_launches(text) == [("train.py", processes)]
+
+
+# --- 21. the job's command's here-document bodies: a quoted body's own variables, quotes in an unquoted one ----------
+
+
+@pytest.mark.parametrize(
+    ("command", "processes"),
+    [
+        ("bash <<'EOF'\nN=4\ntorchrun --nproc_per_node=$N train.py\nEOF", 4),  # the child's own N
+        ("bash <<'EOF'\nN=4; torchrun --nproc_per_node=$N train.py\nEOF", 4),
+        ("export N=2\nbash <<'EOF'\nN=4\ntorchrun --nproc_per_node=$N train.py\nEOF", 4),
+        ("cd /w && bash <<'EOF'\nN=4\ntorchrun --nproc_per_node=${N} train.py\nEOF", 4),
+        ("N=4; bash <<EOF\ntorchrun --nproc_per_node='$N' train.py\nEOF", 4),  # the quotes are the body's text
+        ('N=4; bash <<EOF\ntorchrun --nproc_per_node="$N" train.py\nEOF', 4),
+        ('N=4; bash <<EOF\necho "don\'t"\ntorchrun --nproc_per_node=$N train.py\nEOF', 4),  # a lone quote: text
+        # not known: set in a branch of the body, not plainly, after `||`; the body's N after it; `'$N'` in the
+        # command's own words
+        ("bash <<'EOF'\nif a; then N=4; fi\ntorchrun --nproc_per_node=$N train.py\nEOF", None),
+        ("bash <<'EOF'\nN=$(nproc)\ntorchrun --nproc_per_node=$N train.py\nEOF", None),
+        ("bash <<'EOF'\na || N=4\ntorchrun --nproc_per_node=$N train.py\nEOF", None),
+        ("bash <<'EOF'\nN=4\nEOF\ntorchrun --nproc_per_node=$N train.py", None),
+        ("N=4; torchrun --nproc_per_node='$N' train.py", None),
+    ],
+)
+def test_a_here_document_body_of_the_jobs_command_is_read_as_a_script_reads_it(command, processes):
+    # `bash <<'EOF'` with `N=4` then `torchrun --nproc_per_node=$N` in its body read an unknown count as the job's
+    # command (the body's own assignments were never known), 4 in a script; and in an unquoted body `'$N'` was left
+    # unexpanded, where bash expands it (single quotes are text there)
+    assert command_launches(command) == [("train.py", processes)]
+    assert _script_counts(command) == [processes]  # as in a script

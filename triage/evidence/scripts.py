@@ -10,6 +10,7 @@ from __future__ import annotations
 import ast
 import contextlib
 import copy
+import functools
 import hashlib
 import itertools
 import json
@@ -946,7 +947,7 @@ class _ShellVariables:
                     values = self._values_at(chain, bodies)
                     values = values if isinstance(argv, _ExpandedBody) else _ExportedOnly(values, self.exported)
                     state = (self.known, self.exported, self.exporting, self.deferred, self.arm_values)
-                    bodies.append((*state, None if isinstance(argv, _ExpandedBody) else {}, values))
+                    bodies.append((*state, None if isinstance(argv, _ExpandedBody) else {}, values, self.depth))
                     self.shared, self.arm_values = True, dict(self.arm_values)
                 elif bodies:
                     self.known, self.exported, self.exporting, self.deferred, self.arm_values = bodies.pop()[:5]
@@ -1004,6 +1005,9 @@ class _ShellVariables:
                 # words run for sure wherever it runs
                 operator, assigned = (";", operator[1]), False
             sure = _runs_here(operator, assigned, ends[index]) if operators is not None else len(commands) == 1
+            # a quoted here-document body's own plain value, outside its compound commands: the child shell's, known
+            # to the body's later commands (`bash <<'EOF'`, `N=4`, `torchrun ...$N`), as a script's body lines are
+            own_body = sure and bodies and bodies[-1][5] is not None and self.depth == bodies[-1][7]
             sure = sure and not bodies
             plain = sure and self.branched == 0 and only  # at the top, on a line of its own or after `;` or `&&`
             assigned = sure and only and all(_PLAIN_VALUE.fullmatch(value) for _, value in pairs)
@@ -1033,6 +1037,8 @@ class _ShellVariables:
                 else:
                     self.arm_values.pop(name, None)
                 self._set_again(name, name in in_arm or name in in_chain, bodies)
+                if own_body and only and name not in self.deferred and _PLAIN_VALUE.fullmatch(value):
+                    bodies[-1][5][name] = value
             if self.branched and (not words or _shell_assignments(words)):
                 # in a branch, a loop, a `case` item, a function: `then N=2`, `do N=$i`, `a) N=2;;`
                 for word in argv:
@@ -1238,10 +1244,16 @@ class _ShellVariables:
 
     def _expand(self, line: str) -> str:
         out, index, single, double = [], 0, False, False
+        # the unquoted here-document bodies the line holds (the job's command): their quotes are text
+        texts = _unquoted_bodies(line) if "<<" in line and "\n" in line else ()
         while (stop := _EXPANSION_STOP.search(line, index)) is not None:  # the characters between them are kept
             out.append(line[index : stop.start()])
             index = stop.start()
             char = line[index]
+            if char in "'\"" and any(start <= index < end for start, end in texts):
+                out.append(char)  # (`'$N'` in a `bash <<EOF` body: bash expands it, the child reads the quotes)
+                index += 1
+                continue
             if char == "\\" and not single:
                 out.append(line[index : index + 2])
                 index += 2
@@ -1321,6 +1333,19 @@ class _ShellVariables:
             index += 1
         self.extra = {}
         return "".join(out)
+
+
+@functools.lru_cache(maxsize=64)
+def _unquoted_bodies(text: str) -> tuple[tuple[int, int], ...]:
+    """Where in `text` (the job's command, read whole) the bodies of its unquoted here-documents that a shell reads
+    (`bash <<EOF`, `_here_documents_read`) are, as (start, end) offsets: bash(1), Here Documents, "If word is
+    unquoted, all lines of the here-document are subjected to parameter expansion, command substitution, and
+    arithmetic expansion", with no quote removal, so a `'` or `"` there is text, `'$N'` expanded."""
+    _, bodies = _here_documents_read(text)
+    starts = [0]
+    for line in text.split("\n"):
+        starts.append(starts[-1] + len(line) + 1)
+    return tuple((starts[first - 1], starts[end - 1]) for first, end, quoted in bodies if not quoted)
 
 
 _DECLARE_X = re.compile(r"-\w*x\w*")

@@ -448,7 +448,9 @@ from triage.rules.registry import RULES, THRESHOLDS, Finding, Status, TriageResu
 #      `_submitted_string`, `_ShellVariables._job_shell`); a compound command's first command runs for sure wherever
 #      it runs (`cd /w && N=4 && ( N=5; torchrun --nproc_per_node=$N ... )`: 5, unknown before), and a subshell an
 #      `&&` chain runs leaves the chain's values to the rest of it (`cd /w && N=4 && (N=2) && torchrun ...$N`: 4,
-#      unknown before; `_ShellVariables._close`)
+#      unknown before; `_ShellVariables._close`); and a here-document body of the job's command is read as a script's:
+#      a quoted one's own plain variables are known in it (`bash <<'EOF'`, `N=4`, `torchrun --nproc_per_node=$N`: 4,
+#      unknown before), an unquoted one's quotes are its text (`'$N'` there expanded, as bash does: `_unquoted_bodies`)
 RULES_REVISION = 14
 
 __all__ = [
