@@ -9,9 +9,10 @@ plain variables as a script's, and one an `&&` chain sets in the rest of that ch
 command's `-c` strings and here-documents take its variables (section 13), an `&&` chain's value holds in the
 compound command it runs (section 14), a prefix assignment is its command's alone (section 15), a `-c` string starts
 with the variables where it runs (section 16), `f() ( ... )` ends at its `)` (section 17), `env -S 'bash -c
-"..."'`'s string is read (section 18), and `sbatch --wrap '...'` and salloc's `bash -c '...'` take the variables
-exported before them (section 19), and a subshell an `&&` chain runs sets its own first and leaves the chain's values
-after it (section 20), and the command's here-document bodies are read as a script's (section 21)."""
+"..."'`'s string is read (section 18), `sbatch --wrap '...'` and salloc's `bash -c '...'` take the variables
+exported before them (section 19), a subshell an `&&` chain runs sets its own first and leaves the chain's values
+after it (section 20), the command's here-document bodies are read as a script's (section 21), and the variables a
+`-c` string's shell is given are its environment, which the string may set again (section 22)."""
 
 from __future__ import annotations
 
@@ -1088,3 +1089,25 @@ def test_a_here_document_body_of_the_jobs_command_is_read_as_a_script_reads_it(c
     # unexpanded, where bash expands it (single quotes are text there)
     assert command_launches(command) == [("train.py", processes)]
     assert _script_counts(command) == [processes]  # as in a script
+
+
+# --- 22. the variables a `-c` string's shell is given are its environment, which the string may change ----------------
+
+
+@pytest.mark.parametrize(
+    ("text", "tasks"),
+    [
+        ("SLURM_NTASKS=2 bash -c 'export SLURM_NTASKS=4; srun python train.py'", 4),
+        ("env SLURM_NTASKS=2 bash -c 'export SLURM_NTASKS=4; srun python train.py'", 4),
+        ("SLURM_NTASKS=2 bash -c 'SLURM_NTASKS=4; srun python train.py'", 4),  # exported already: set again
+        ("SLURM_NTASKS=2 bash -c 'unset SLURM_NTASKS; srun python train.py'", None),  # no count: Slurm's default
+        ("SLURM_NTASKS=2 bash -c 'srun python train.py'", 2),  # as given
+        ("env SLURM_NTASKS=2 bash -c 'cd /w && srun python train.py'", 2),
+        ("SLURM_NTASKS=2 bash -c 'srun -n 4 python train.py'", 4),  # srun's own option
+    ],
+)
+def test_a_c_strings_shell_starts_with_the_variables_it_is_given_and_may_set_them_again(text, tasks):
+    # `SLURM_NTASKS=2 bash -c 'export SLURM_NTASKS=4; srun ...'` started 4 tasks: the given 2 was put on each of the
+    # string's commands, over what the string itself exported
+    assert command_launches(text) == [("train.py", tasks)]
+    assert _script_counts(text) == [tasks]

@@ -4575,8 +4575,13 @@ _IN_THE_SHELL = ("cd", "set", "unset", "source", ".", "shift", *_DECLARATIONS)  
 def _under_wrapper(read: list[list[str]], wrapper: list[str]) -> list[list[str]]:
     """The commands a wrapped shell's `-c` string runs (`_wrapped_command_string`), each that runs a program under the
     wrapper's words (`srun -n 2 torchrun ...`: srun runs the shell, so its commands, in each task), the shell's own
-    settings as they are (`export X=1`, `cd /work`)."""
+    settings as they are (`export X=1`, `cd /work`). A wrapper of variables alone (`SLURM_NTASKS=2 bash -c '...'`,
+    `env SLURM_NTASKS=2 bash -c`) gives the shell its environment, which the string may change (`export
+    SLURM_NTASKS=4; srun ...`: 4 tasks): an `export` of them first, not words of each command."""
     out: list[list[str]] = []
+    given = [word for word in wrapper if not _is_env(word)]
+    if wrapper and all(_ASSIGNMENT.fullmatch(word) for word in given) and sum(map(_is_env, wrapper)) <= 1:
+        out, wrapper = [["export", *given]] if given else [], []
     for argv in read:
         if argv in (_CHILD_SHELL_BEGINS, _CHILD_SHELL_ENDS) or not wrapper:
             out.append(argv)

@@ -450,7 +450,10 @@ from triage.rules.registry import RULES, THRESHOLDS, Finding, Status, TriageResu
 #      `&&` chain runs leaves the chain's values to the rest of it (`cd /w && N=4 && (N=2) && torchrun ...$N`: 4,
 #      unknown before; `_ShellVariables._close`); and a here-document body of the job's command is read as a script's:
 #      a quoted one's own plain variables are known in it (`bash <<'EOF'`, `N=4`, `torchrun --nproc_per_node=$N`: 4,
-#      unknown before), an unquoted one's quotes are its text (`'$N'` there expanded, as bash does: `_unquoted_bodies`)
+#      unknown before), an unquoted one's quotes are its text (`'$N'` there expanded, as bash does: `_unquoted_bodies`);
+#      the variables a `-c` string's shell is given are its environment, which the string may set again
+#      (`SLURM_NTASKS=2 bash -c 'export SLURM_NTASKS=4; srun ...'`, `env SLURM_NTASKS=2 bash -c`: 4 tasks, read 2;
+#      `_under_wrapper`)
 RULES_REVISION = 14
 
 __all__ = [
