@@ -171,6 +171,18 @@ def wait_for_imports(seconds: float = 60) -> bool:
     return ingest.wait_for_background_imports(seconds)
 
 
+def pytest_runtest_setup(item):
+    """A test marked `sqlite_only(why)` is about the embedded mode (SQLite, where no run lock tells): skipped on
+    PostgreSQL, saying why. CI runs the suite on PostgreSQL, then these on SQLite (`.ci/run`), so they are never
+    skipped there both times."""
+    marker = item.get_closest_marker("sqlite_only")
+    if marker is not None:
+        from django.conf import settings
+
+        if "sqlite" not in settings.DATABASES["default"]["ENGINE"]:
+            pytest.skip(marker.args[0] if marker.args else "about SQLite's embedded mode")
+
+
 @pytest.hookimpl(tryfirst=True)
 def pytest_runtest_teardown(item, nextitem):
     """No background import outlives its test: it would write into the next test's (flushed) database."""

@@ -934,13 +934,10 @@ def test_a_pull_going_on_is_never_failed(monkeypatch):
     assert Connector.objects.get(pk=connector.pk).locked_until is None
 
 
+@pytest.mark.sqlite_only("on PostgreSQL the run's lock tells (see the next test)")
 def test_a_pull_with_its_lease_still_running_is_left_alone_without_run_locks():
     """SQLite: nothing but the lease tells a live pull from a dead one, so a run whose lease is still its
     own is left until the lease runs out (CONNECTOR_LOCK_SECONDS, the task's hard limit + 60 s)."""
-    from django.db import connection
-
-    if connection.vendor == "postgresql":
-        pytest.skip("on PostgreSQL the run's lock tells (see the next test)")
     connector = make_connector("generic", "http://127.0.0.1:9")
     run = dead_pull(connector, lease_left=timedelta(minutes=30))
     assert sync.fail_stopped_pulls() == []

@@ -19,7 +19,7 @@ import time
 import uuid
 
 import pytest
-from django.db import OperationalError, connection
+from django.db import OperationalError
 
 from fleet import ingest
 from fleet.models import IngestRun, Job
@@ -27,13 +27,14 @@ from tests.conftest import require_service
 from tests.test_ingest_recovery import pending_run, running_run
 from tests.test_ingest_runs_robust import _dead_owner
 
-pytestmark = [pytest.mark.django_db(transaction=True)]
+pytestmark = [
+    pytest.mark.django_db(transaction=True),
+    pytest.mark.sqlite_only("on PostgreSQL the run's advisory lock decides (tests/test_ingest_exclusive.py)"),
+]
 
 
 @pytest.fixture(autouse=True)
-def sqlite_only():
-    if connection.vendor == "postgresql":
-        pytest.skip("on PostgreSQL the run's advisory lock decides (tests/test_ingest_exclusive.py)")
+def owners_tell():
     if not all(ingest.this_process().split(" ")):
         pytest.skip("this system does not say its boot, PID namespace or process start (no /proc)")
 

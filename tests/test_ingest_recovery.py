@@ -307,14 +307,11 @@ def test_a_stalled_run_queued_again_with_redis_down_is_pending_and_swept_later(u
     assert run.started_at is None and (upload_dirs / "week-49.zip.upload").exists()
 
 
+@pytest.mark.sqlite_only("run locks tell on PostgreSQL")
 def test_without_run_locks_a_running_run_is_left_alone(upload_dirs, settings):
     """SQLite's embedded mode has no lock that shows whether a process imports a run (a long
     `manage.py ingest_archive`): the sweep never touches a running run there whose process is not known to be
     gone (here none is recorded, as for a run from before runs kept it; tests/test_ingest_runs_robust.py)."""
-    from django.db import connection
-
-    if connection.vendor == "postgresql":
-        pytest.skip("run locks tell on PostgreSQL")
     run = running_run(upload_dirs, started_ago=stalled_since(settings))
     assert ingest.recover_pending_runs(SWEEP) == {}
     assert ingest.requeue_run(run.pk, stalled_before=timezone.now()).outcome == "busy"
@@ -396,13 +393,10 @@ def test_the_run_page_offers_queue_again_and_mark_failed_for_a_running_run_no_wo
     )
 
 
+@pytest.mark.sqlite_only("run locks tell on PostgreSQL")
 def test_without_run_locks_a_running_run_s_page_offers_no_recovery(operator, upload_dirs, settings):
     """On SQLite no lock shows whether a process imports a run: one whose process is not known to be gone (none
     recorded here) gets no buttons, and posting changes nothing (tests/test_ingest_runs_robust.py: a gone one's)."""
-    from django.db import connection
-
-    if connection.vendor == "postgresql":
-        pytest.skip("run locks tell on PostgreSQL")
     client = Client()
     client.force_login(operator)
     run = running_run(upload_dirs, started_ago=stalled_since(settings))

@@ -191,16 +191,13 @@ def test_whose_process_is_gone_is_told_only_when_it_is_certain(upload_dirs):
     assert ingest.owner_gone(same_pid_later)
 
 
+@pytest.mark.sqlite_only("run locks tell on PostgreSQL (tests/test_ingest_recovery.py)")
 def test_on_sqlite_the_sweep_and_mark_failed_take_up_a_run_whose_process_is_gone(upload_dirs, settings, operator):
     """Beat's sweep made a running run no worker holds pending and queued it again on PostgreSQL only; on SQLite
     (with a task queue) a killed worker's run waited for ever. A run whose owner is gone is taken up there too,
     one whose owner lives (or is unknown) is left alone; Mark failed on its page fails it, keeping its jobs."""
-    from django.db import connection
-
     from tests.test_ingest_recovery import SWEEP, running_run, stalled_since
 
-    if connection.vendor == "postgresql":
-        pytest.skip("run locks tell on PostgreSQL (tests/test_ingest_recovery.py)")
     dead = running_run(upload_dirs, started_ago=stalled_since(settings))
     alive = running_run(upload_dirs, started_ago=stalled_since(settings), name="week-50.zip")
     unknown = running_run(upload_dirs, started_ago=stalled_since(settings), name="week-51.zip")
