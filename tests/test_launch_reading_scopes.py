@@ -11,8 +11,9 @@ compound command it runs (section 14), a prefix assignment is its command's alon
 with the variables where it runs (section 16), `f() ( ... )` ends at its `)` (section 17), `env -S 'bash -c
 "..."'`'s string is read (section 18), `sbatch --wrap '...'` and salloc's `bash -c '...'` take the variables
 exported before them (section 19), a subshell an `&&` chain runs sets its own first and leaves the chain's values
-after it (section 20), the command's here-document bodies are read as a script's (section 21), and the variables a
-`-c` string's shell is given are its environment, which the string may set again (section 22)."""
+after it (section 20), the command's here-document bodies are read as a script's (section 21), the variables a `-c`
+string's shell is given are its environment, which the string may set again (section 22), and a `{ ...; }` group an
+`&&` chain runs leaves what it set for sure to the rest of that chain (section 23)."""
 
 from __future__ import annotations
 
@@ -1111,3 +1112,26 @@ def test_a_c_strings_shell_starts_with_the_variables_it_is_given_and_may_set_the
     # string's commands, over what the string itself exported
     assert command_launches(text) == [("train.py", tasks)]
     assert _script_counts(text) == [tasks]
+
+
+# --- 23. a `{ ...; }` group an `&&` chain runs: what it sets for sure holds after its `}` in that chain ---------------
+
+
+@pytest.mark.parametrize(
+    ("text", "processes"),
+    [
+        ("cd /w && N=4 && { N=2; } && torchrun --nproc_per_node=$N train.py", 2),
+        ("cd /w && N=4 && { cd x; N=2; } && torchrun --nproc_per_node=$N train.py", 2),
+        ("cd /w && N=4 && { N=3; N=2; } && torchrun --nproc_per_node=$N train.py", 2),
+        ("cd /w && N=4 && { cd x; } && torchrun --nproc_per_node=$N train.py", 4),  # not set in it: the chain's
+        # not known: set in a branch of the group, or after `||` in it; after a `;`
+        ("cd /w && N=4 && { if a; then N=2; fi; } && torchrun --nproc_per_node=$N train.py", None),
+        ("cd /w && N=4 && { a || N=2; } && torchrun --nproc_per_node=$N train.py", None),
+        ("cd /w && N=4 && { N=2; }; torchrun --nproc_per_node=$N train.py", None),
+    ],
+)
+def test_a_group_an_and_chain_runs_leaves_what_it_sets_to_the_rest_of_the_chain(text, processes):
+    # `cd /w && N=4 && { N=2; } && torchrun --nproc_per_node=$N ...` ran 2 processes (a `{ ...; }` group runs its
+    # commands in this shell): the group's N=2 was taken as a branch's, and the count unknown
+    assert _script_counts(text) == [processes]
+    assert command_launches(text) == [("train.py", processes)]

@@ -1212,6 +1212,7 @@ class _ShellVariables:
         """Leaves the innermost compound command; True where it is a subshell, whose settings end with it."""
         if not self.opened:
             return False
+        arms = (*self.base, *self.arms)
         self.arms.pop()
         closed = self.opened.pop()
         subshell = closed in ("(", "()") and bool(self.subshells)
@@ -1219,6 +1220,8 @@ class _ShellVariables:
             _, values, _, touched = self.carried.pop()
             # the chain's values as before it, but those it set again; a subshell's end with it (`(N=2) && cmd`)
             self.resumed = {name: value for name, value in values.items() if subshell or name not in touched}
+            if closed == "{":  # a group runs each of its commands in this shell: what it set for sure holds after it
+                self.resumed.update((name, value) for name, (at, value) in self.arm_values.items() if at == arms)
         if not subshell:
             return False
         if closed == "()":  # a function's body in a subshell, `f() ( ... )`: the function ends with it

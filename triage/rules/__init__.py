@@ -453,7 +453,8 @@ from triage.rules.registry import RULES, THRESHOLDS, Finding, Status, TriageResu
 #      unknown before), an unquoted one's quotes are its text (`'$N'` there expanded, as bash does: `_unquoted_bodies`);
 #      the variables a `-c` string's shell is given are its environment, which the string may set again
 #      (`SLURM_NTASKS=2 bash -c 'export SLURM_NTASKS=4; srun ...'`, `env SLURM_NTASKS=2 bash -c`: 4 tasks, read 2;
-#      `_under_wrapper`)
+#      `_under_wrapper`); a `{ ...; }` group an `&&` chain runs leaves what it set for sure to the rest of that chain
+#      (`cd /w && N=4 && { N=2; } && torchrun --nproc_per_node=$N ...`: 2, unknown before; `_ShellVariables._close`)
 RULES_REVISION = 14
 
 __all__ = [
