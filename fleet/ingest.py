@@ -205,10 +205,22 @@ def take_pending(run_id: int) -> bool:
     before its thread began the run leaves a run no process holds, as a killed worker does (`worker_stopped`): on
     PostgreSQL its lock is free, on SQLite its owner is gone (`owner_gone`)."""
     now = timezone.now()
-    taken = IngestRun.objects.filter(pk=run_id, status=IngestRun.Status.PENDING).update(
-        status=IngestRun.Status.RUNNING, started_at=now, queued_at=now, phase=TAKEN_PHASE, owner=this_process()
+    return _update_run_if(
+        run_id,
+        {"status": IngestRun.Status.PENDING},
+        status=IngestRun.Status.RUNNING,
+        started_at=now,
+        queued_at=now,
+        phase=TAKEN_PHASE,
+        owner=this_process(),
     )
-    return taken == 1
+
+
+def _update_run_if(run_id: int, expected: dict, **changes) -> bool:
+    """Change the run only while its record is still as `expected` (its status, and owner where that matters), in
+    one conditional UPDATE whose row count says whether it changed: a compare-and-set, atomic in SQLite too, so of
+    two processes that read the run alike and both try, one changes it and the other is told it was taken since."""
+    return IngestRun.objects.filter(pk=run_id, **expected).update(**changes) == 1
 
 
 def start_run(run_id: int) -> bool:
@@ -372,8 +384,13 @@ def _requeue_run(run_id: int, waited: str, stalled_before: datetime | None, *, b
         if stalled:
             # Pending again while it waits for a worker: if this task is lost too, the pending sweep sees it. Only
             # while its dead owner still has it: on SQLite (no lock) another process may have taken it since.
-            again = IngestRun.objects.filter(pk=run_id, status=IngestRun.Status.RUNNING, owner=run.owner).update(
-                status=IngestRun.Status.PENDING, started_at=None, phase="queued again: its worker had stopped", owner=""
+            again = _update_run_if(
+                run_id,
+                {"status": IngestRun.Status.RUNNING, "owner": run.owner},
+                status=IngestRun.Status.PENDING,
+                started_at=None,
+                phase="queued again: its worker had stopped",
+                owner="",
             )
             if not again:
                 return Recovery("busy", _taken_since(stalled))
@@ -817,13 +834,13 @@ def claim_run(run: IngestRun) -> bool:
         if run.pk in _importing:
             return False
         _importing.add(run.pk)
-    taken = IngestRun.objects.filter(pk=run.pk, status=run.status, owner=run.owner).update(
-        status=IngestRun.Status.RUNNING, owner=me
+    taken = _update_run_if(
+        run.pk, {"status": run.status, "owner": run.owner}, status=IngestRun.Status.RUNNING, owner=me
     )
     if not taken:
         with _background_lock:
             _importing.discard(run.pk)
-    return bool(taken)
+    return taken
 
 
 def let_go(run_id: int) -> None:
