@@ -13,7 +13,8 @@ with the variables where it runs (section 16), `f() ( ... )` ends at its `)` (se
 exported before them (section 19), a subshell an `&&` chain runs sets its own first and leaves the chain's values
 after it (section 20), the command's here-document bodies are read as a script's (section 21), the variables a `-c`
 string's shell is given are its environment, which the string may set again (section 22), and a `{ ...; }` group an
-`&&` chain runs leaves what it set for sure to the rest of that chain (section 23)."""
+`&&` chain runs leaves what it set for sure to the rest of that chain (section 23), and sbatch's `--export` is read
+wherever its options give it, SBATCH_EXPORT where they give none (section 24)."""
 
 from __future__ import annotations
 
@@ -1135,3 +1136,41 @@ def test_a_group_an_and_chain_runs_leaves_what_it_sets_to_the_rest_of_the_chain(
     # commands in this shell): the group's N=2 was taken as a branch's, and the count unknown
     assert _script_counts(text) == [processes]
     assert command_launches(text) == [("train.py", processes)]
+
+
+# --- 24. sbatch's `--export` anywhere among its options, and the SBATCH_EXPORT it is run with ----------------------
+
+
+@pytest.mark.parametrize(
+    ("command", "processes"),
+    [
+        # not passed on: `--export=NONE` after `--wrap`, or after an option's value; SBATCH_EXPORT=NONE exported
+        ("export N=4; sbatch --wrap 'torchrun --nproc_per_node=$N train.py' --export=NONE", None),
+        ("export N=4; sbatch --wrap='torchrun --nproc_per_node=$N train.py' --export NONE", None),
+        ("export N=4; sbatch -N 1 --export=NONE --wrap 'torchrun --nproc_per_node=$N train.py'", None),
+        ("export N=4; export SBATCH_EXPORT=NONE; sbatch --wrap 'torchrun --nproc_per_node=$N train.py'", None),
+        ("export N=4 SBATCH_EXPORT=NONE\nsbatch -N 1 --wrap 'torchrun --nproc_per_node=$N train.py'", None),
+        ("export N=4; SBATCH_EXPORT=NONE sbatch --wrap 'torchrun --nproc_per_node=$N train.py'", None),
+        ("export N=4; export SBATCH_EXPORT=M; sbatch --wrap 'torchrun --nproc_per_node=$N train.py'", None),
+        # passed on: the option wins over SBATCH_EXPORT, the last `--export` over those before it; SBATCH_EXPORT not
+        # exported (sbatch does not see it) or naming N
+        (
+            "export N=4; export SBATCH_EXPORT=NONE; sbatch --export=ALL --wrap 'torchrun --nproc_per_node=$N train.py'",
+            4,
+        ),
+        ("export N=4; sbatch --export=NONE --wrap 'torchrun --nproc_per_node=$N train.py' --export=ALL", 4),
+        ("export N=4; SBATCH_EXPORT=NONE; sbatch --wrap 'torchrun --nproc_per_node=$N train.py'", 4),
+        ("export N=4; export SBATCH_EXPORT=N; sbatch --wrap 'torchrun --nproc_per_node=$N train.py'", 4),
+        ("export N=4; export SBATCH_EXPORT=ALL; sbatch --wrap 'torchrun --nproc_per_node=$N train.py'", 4),
+    ],
+)
+def test_sbatch_export_is_read_wherever_it_is_given_and_from_sbatch_export(command, processes):
+    # `sbatch --wrap '...' --export=NONE` and an exported SBATCH_EXPORT=NONE (sbatch(1): the same as --export, which
+    # wins) pass the wrapped string no N: it read the exported 4, `--export` being looked for only before `--wrap`
+    # and before the first word not an option (`-N 1`'s 1), SBATCH_EXPORT not at all
+    assert command_launches(command) == [("train.py", processes)]
+
+
+def test_an_exported_srun_variable_reaches_a_wrapped_srun_under_sbatch_export_none():
+    command = "export SLURM_NTASKS=2 SBATCH_EXPORT=NONE; sbatch -N 1 --wrap 'srun python train.py'"
+    assert command_launches(command) == [("train.py", 2)]

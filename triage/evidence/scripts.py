@@ -1140,7 +1140,13 @@ class _ShellVariables:
         a child shell as `bash -c` starts (`_child_at`), as salloc's command is one; a batch job's has the variables
         sbatch passes on (`_sbatch_exports`)."""
         child = self._child_at(argv, chain, bodies)
-        if (exports := _sbatch_exports(argv)) is None:
+        # SBATCH_EXPORT, where sbatch has it in its environment, is `--export`'s value where no option gives one; one
+        # whose value is not known as NONE: none of the environment's known values taken, but SLURM_*'s
+        environment = None
+        if "SBATCH_EXPORT" in child.exported:
+            environment = child.known.get("SBATCH_EXPORT")
+            environment = "NONE" if environment is None else environment
+        if (exports := _sbatch_exports(argv, environment)) is None:
             return child
         everything, names, values = exports
         if not everything:  # `--export=NONE`, `--export=NAME,...`: SLURM_* and those named alone
@@ -3619,24 +3625,33 @@ def _submitted_string(argv: list[str]) -> tuple[list[str], str] | None:
     return _wrapped_command_string(allocating[2])
 
 
-def _sbatch_exports(argv: list[str]) -> tuple[bool, set[str], dict[str, str]] | None:
+def _sbatch_exports(argv: list[str], environment: str | None = None) -> tuple[bool, set[str], dict[str, str]] | None:
     """What sbatch's `--export` passes on to the batch job of the submitting shell's environment: whether all of it,
     the names it gives of it, and the values it sets (`--export=N=4`); None for no `--export`, all of it (sbatch(1):
     "--export=ALL Default mode if --export is not specified"; "--export=NONE Only SLURM_* variables from the user
     environment will be defined"; "--export=[ALL,]<environment_variables> Exports all SLURM_* environment variables
     along with explicitly defined variables ... If "ALL" is specified, then all user environment variables will be
-    loaded and will take precedence over any explicitly given environment variables"). Not sbatch's: None."""
+    loaded and will take precedence over any explicitly given environment variables"). The last `--export` of its
+    options, wherever they give it (`sbatch --wrap '...' --export=NONE`: with `--wrap` every word is an option or
+    its value, sbatch runs no script), else `environment`, the SBATCH_EXPORT sbatch runs with (sbatch(1): "Same as
+    --export", the option winning; None or "" for none). Not sbatch's: None."""
     words = _without_assignments(argv)
     if not words or words[0].rsplit("/", 1)[-1] != "sbatch":
         return None
-    given = None
+    given, wrapping, value_next = None, _wrapped(words) is not None, False
     for index, word in enumerate(words[1:], 1):
-        if word.startswith("--export="):
+        if value_next:  # `--wrap`'s string, `--export`'s value
+            value_next = False
+        elif word.startswith("--export="):
             given = word.partition("=")[2]
         elif word == "--export" and index + 1 < len(words):
-            given = words[index + 1]
-        elif word == "--wrap" or word.startswith("--wrap=") or not word.startswith("-"):
+            given, value_next = words[index + 1], True
+        elif word == "--wrap":
+            value_next = True
+        elif not wrapping and not word.startswith("-"):
             break  # (a script's name: its arguments are its own)
+    if given is None:
+        given = environment or None
     if given is None:
         return None
     everything, names, values = False, set(), {}
