@@ -14,7 +14,8 @@ exported before them (section 19), a subshell an `&&` chain runs sets its own fi
 after it (section 20), the command's here-document bodies are read as a script's (section 21), the variables a `-c`
 string's shell is given are its environment, which the string may set again (section 22), and a `{ ...; }` group an
 `&&` chain runs leaves what it set for sure to the rest of that chain (section 23), and sbatch's `--export` is read
-wherever its options give it, SBATCH_EXPORT where they give none (section 24)."""
+wherever its options give it, SBATCH_EXPORT where they give none (section 24), and a quoted here-document body's `&&`
+chains and subshells are read as a script's (section 25)."""
 
 from __future__ import annotations
 
@@ -1174,3 +1175,34 @@ def test_sbatch_export_is_read_wherever_it_is_given_and_from_sbatch_export(comma
 def test_an_exported_srun_variable_reaches_a_wrapped_srun_under_sbatch_export_none():
     command = "export SLURM_NTASKS=2 SBATCH_EXPORT=NONE; sbatch -N 1 --wrap 'srun python train.py'"
     assert command_launches(command) == [("train.py", 2)]
+
+
+# --- 25. a quoted here-document body's `&&` chains and subshells, as a script's -------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("command", "processes"),
+    [
+        ("bash <<'EOF'\ncd /w && N=4 && torchrun --nproc_per_node=$N train.py\nEOF", 4),
+        ("bash <<'EOF'\ncd /w && N=4 && cd x && torchrun --nproc_per_node=${N} train.py\nEOF", 4),
+        ("export N=2\nbash <<'EOF'\ncd /w && N=4 && torchrun --nproc_per_node=$N train.py\nEOF", 4),
+        ("bash <<'EOF'\n( N=4; torchrun --nproc_per_node=$N train.py )\nEOF", 4),
+        ("bash <<'EOF'\n(N=4; torchrun --nproc_per_node=$N train.py)\nEOF", 4),
+        ("bash <<'EOF'\nN=2\n( N=4 )\ntorchrun --nproc_per_node=$N train.py\nEOF", 2),  # the subshell's ends with it
+        ("bash <<'EOF'\nN=2; ( N=4; ( N=5 ); torchrun --nproc_per_node=$N train.py )\nEOF", 4),
+        ("bash <<'EOF'\ncd /w && N=4 && if a; then torchrun --nproc_per_node=$N train.py; fi\nEOF", 4),
+        ("bash <<'EOF'\ncd /w && N=4 && if a; then :; fi && torchrun --nproc_per_node=$N train.py\nEOF", 4),
+        # not known: after `||` or a `;` that follows the chain; the subshell's value after it; an unquoted body's
+        # chain (its words are the command's to expand, before the body's shell sets N)
+        ("bash <<'EOF'\ncd /w || N=4 && torchrun --nproc_per_node=$N train.py\nEOF", None),
+        ("bash <<'EOF'\ncd /w && N=4; torchrun --nproc_per_node=$N train.py\nEOF", None),
+        ("bash <<'EOF'\n( N=4 )\ntorchrun --nproc_per_node=$N train.py\nEOF", None),
+        ("bash <<EOF\ncd /w && N=4 && torchrun --nproc_per_node=$N train.py\nEOF", None),
+        ("bash <<'EOF'\ncd /w && N=4 && if a; then N=8; fi && torchrun --nproc_per_node=$N train.py\nEOF", None),
+    ],
+)
+def test_a_quoted_here_document_bodys_chains_and_subshells_are_read_as_a_scripts(command, processes):
+    # `bash <<'EOF'` with `cd /w && N=4 && torchrun --nproc_per_node=$N ...` ran 4 processes, as the same lines in a
+    # script read: the body's child shell took only the values its plain lines set, the chain's and a subshell's not
+    assert command_launches(command) == [("train.py", processes)]
+    assert _script_counts(command) == [processes]  # as in a script

@@ -833,6 +833,9 @@ class _ShellVariables:
         # the rest of the chain after it (`fi && torchrun ...$N`)
         self.carried: list[tuple[int, dict[str, str], set[str], set[str]]] = []
         self.resumed: dict[str, str] | None = None  # the chain's values after the compound command just closed
+        # each subshell a quoted here-document body's lines are in: the depth it began at, and the body's own values
+        # there (`bash <<'EOF'`, `N=2`, `( N=4 )`: N is 2 again after its `)`)
+        self.body_subshells: list[tuple[int, dict[str, str | None]]] = []
         # a line that opens a here-document (`cd /w && N=4 && bash <<EOF`): the values at its last command that are not
         # `known` (an arm's, a chain's), which the body's words take (`_here_document_expanded`, `child`)
         self.body_values: dict[str, str] = {}
@@ -952,6 +955,8 @@ class _ShellVariables:
                 elif bodies:
                     self.known, self.exported, self.exporting, self.deferred, self.arm_values = bodies.pop()[:5]
                     self.shared = True
+                    while self.body_subshells and self.body_subshells[-1][0] >= self.depth:  # (one left open)
+                        self.body_subshells.pop()
                 chain, assigned = {}, False
                 continue
             operator = operators[index] if operators is not None else (";", ";")
@@ -962,7 +967,8 @@ class _ShellVariables:
             in_case = self.opened[-1:] == ["case"]
             words, opens = _reserved_words_off(argv, in_case, self.body_next, index in alternatives)
             self.body_next = opens[-1:] == ["function"] and not any(word in ("{", "(") for word in argv[1:])
-            carry = bool(chain) and "function" not in opens and not bodies  # `a && N=4 && if ...`: in it too
+            # `a && N=4 && if ...`: in it too; in a quoted here-document body, whose chains are its shell's, too
+            carry = bool(chain) and "function" not in opens and (not bodies or bodies[-1][5] is not None)
             for word in opens:  # the command's own words are in what it opens (`{ N=2; }`, `if N=2`)
                 if word in _ARM_WORDS or word == _CASE_ITEM:
                     if self.arms:  # `then`, `else`, `do`, `a)`: the compound command's next arm
@@ -972,6 +978,8 @@ class _ShellVariables:
                     self.functions.append(self.depth)
                 if word in ("(", "()"):  # kept as they are; copied where the subshell sets something (`_own`)
                     self.subshells.append((self.known, self.exported, self.exporting, self.deferred, self.depth))
+                    if bodies and bodies[-1][5] is not None:
+                        self.body_subshells.append((self.depth, dict(bodies[-1][5])))
                     self.shared = True
                     read.append(_CHILD_SHELL_BEGINS)
                 self.opened.append(word)
@@ -1007,7 +1015,14 @@ class _ShellVariables:
             sure = _runs_here(operator, assigned, ends[index]) if operators is not None else len(commands) == 1
             # a quoted here-document body's own plain value, outside its compound commands: the child shell's, known
             # to the body's later commands (`bash <<'EOF'`, `N=4`, `torchrun ...$N`), as a script's body lines are
-            own_body = sure and bodies and bodies[-1][5] is not None and self.depth == bodies[-1][7]
+            # (in its subshells too: `( N=4; torchrun ...$N )`, as a script's)
+            own_body = (
+                sure
+                and bodies
+                and bodies[-1][5] is not None
+                and self.depth
+                == bodies[-1][7] + len([depth for depth, _ in self.body_subshells if depth >= bodies[-1][7]])
+            )
             sure = sure and not bodies
             plain = sure and self.branched == 0 and only  # at the top, on a line of its own or after `;` or `&&`
             assigned = sure and only and all(_PLAIN_VALUE.fullmatch(value) for _, value in pairs)
@@ -1022,7 +1037,7 @@ class _ShellVariables:
                     line_set.add(name)
                 if (
                     only
-                    and not bodies
+                    and (not bodies or bodies[-1][5] is not None)  # a quoted body's chain is its shell's
                     and _chained(operator)
                     and name not in self.deferred
                     and _PLAIN_VALUE.fullmatch(value)
@@ -1076,6 +1091,9 @@ class _ShellVariables:
             for _ in range(closing):
                 if self._close():
                     read.append(_CHILD_SHELL_ENDS)
+            while self.body_subshells and self.body_subshells[-1][0] >= self.depth:  # a body's subshell closed
+                bodies[-1][5].clear()
+                bodies[-1][5].update(self.body_subshells.pop()[1])
             if _CHILD_SHELL_ENDS in read[ended:]:  # `a && (N=2) && cmd`: what the chain set in it ends with it
                 chain = {}
             if self.resumed is not None:  # `a && N=4 && if ...; fi && cmd`, `(N=2) && cmd`: the chain goes on
@@ -1110,10 +1128,14 @@ class _ShellVariables:
     def _values_at(self, chain: dict[str, str], bodies: list[tuple]) -> Mapping[str, str | None]:
         """The variables' values at a command of the line being read: `known`, with those a branch set before it in
         its arm, those of an `&&` chain it is in or one that runs the compound command it is in; in a here-document
-        body, those its words take (`split_read`)."""
+        body, those its words take (`split_read`), with a quoted one's chains' (its shell's: `cd /w && N=4 && torchrun
+        ...$N` in `bash <<'EOF'`)."""
         if bodies:
             body = bodies[-1]
-            return ChainMap(body[5], body[6]) if body[5] is not None else body[6]
+            if body[5] is None:  # an unquoted body's words: this shell's to expand, as they are where it opens
+                return body[6]
+            extra = {**self._carried_values(), **chain} if self.carried else chain
+            return ChainMap(extra, body[5], body[6]) if extra else ChainMap(body[5], body[6])
         arms = (*self.base, *self.arms)
         extra = self._carried_values() if self.carried else {}
         extra.update((name, value) for name, (at, value) in self.arm_values.items() if arms[: len(at)] == at)

@@ -457,7 +457,9 @@ from triage.rules.registry import RULES, THRESHOLDS, Finding, Status, TriageResu
 #      (`cd /w && N=4 && { N=2; } && torchrun --nproc_per_node=$N ...`: 2, unknown before; `_ShellVariables._close`);
 #      sbatch's last `--export` is read wherever its options give it (`sbatch --wrap '...' --export=NONE`, `sbatch -N 1
 #      --export=NONE --wrap ...`: read as ALL before), and an exported SBATCH_EXPORT where no option gives one
-#      (`export N=4 SBATCH_EXPORT=NONE; sbatch --wrap '...$N'`: N not known in the string, 4 before; `_sbatch_exports`)
+#      (`export N=4 SBATCH_EXPORT=NONE; sbatch --wrap '...$N'`: N not known in the string, 4 before; `_sbatch_exports`);
+#      a quoted here-document body's `&&` chains and subshells are read as a script's (`bash <<'EOF'` with `cd /w &&
+#      N=4 && torchrun --nproc_per_node=$N ...`, or `( N=4; torchrun ...$N )`: 4, unknown before; `body_subshells`)
 RULES_REVISION = 14
 
 __all__ = [
