@@ -1130,6 +1130,10 @@ def test_a_c_strings_shell_starts_with_the_variables_it_is_given_and_may_set_the
         ("cd /w && N=4 && { if a; then N=2; fi; } && torchrun --nproc_per_node=$N train.py", None),
         ("cd /w && N=4 && { a || N=2; } && torchrun --nproc_per_node=$N train.py", None),
         ("cd /w && N=4 && { N=2; }; torchrun --nproc_per_node=$N train.py", None),
+        # not 2: a pipeline runs the group in a subshell of its own, whose N=2 ends with it (the chain's 4, which the
+        # group set again, is not kept either)
+        ("cd /w && N=4 && { N=2; } | cat && torchrun --nproc_per_node=$N train.py", None),
+        ("cd /w && N=4 && a | { N=2; } && torchrun --nproc_per_node=$N train.py", None),
     ],
 )
 def test_a_group_an_and_chain_runs_leaves_what_it_sets_to_the_rest_of_the_chain(text, processes):

@@ -829,10 +829,13 @@ class _ShellVariables:
         self.extra: Mapping[str, str | None] = {}
         # the values an `&&` chain set for the compound command it runs (`cd /w && N=4 && if ...; then ...$N`), one
         # entry each such compound command the lines are in: (its depth, the values, the names set again in it in a
-        # way its arms do not keep apart, those set again in it at all), known inside it (`_carried_values`) and in
-        # the rest of the chain after it (`fi && torchrun ...$N`)
-        self.carried: list[tuple[int, dict[str, str], set[str], set[str]]] = []
+        # way its arms do not keep apart, those set again in it at all, whether a pipeline runs it: `a | { ...; }`),
+        # known inside it (`_carried_values`) and in the rest of the chain after it (`fi && torchrun ...$N`)
+        self.carried: list[tuple[int, dict[str, str], set[str], set[str], bool]] = []
         self.resumed: dict[str, str] | None = None  # the chain's values after the compound command just closed
+        # what a `{ ...; }` group the chain runs set for sure, for the chain after its `}` where no pipeline or
+        # background job runs it (a subshell: `{ N=2; } | cat && cmd` leaves N as the chain had it)
+        self.grouped: dict[str, str] = {}
         # each subshell a quoted here-document body's lines are in: the depth it began at, and the body's own values
         # there (`bash <<'EOF'`, `N=2`, `( N=4 )`: N is 2 again after its `)`)
         self.body_subshells: list[tuple[int, dict[str, str | None]]] = []
@@ -985,7 +988,7 @@ class _ShellVariables:
                 self.opened.append(word)
                 self.arms.append(next(_ARM_IDS))
                 if carry:
-                    self.carried.append((self.depth, dict(chain), set(), set()))
+                    self.carried.append((self.depth, dict(chain), set(), set(), operator[0] in ("|", "|&")))
                     carry = False
             if words and source is not None:
                 if bodies:  # a here-document body's: with the values its words take (`_values_at`)
@@ -1098,6 +1101,9 @@ class _ShellVariables:
                 chain = {}
             if self.resumed is not None:  # `a && N=4 && if ...; fi && cmd`, `(N=2) && cmd`: the chain goes on
                 chain, self.resumed = self.resumed, None
+                if self.grouped and operator[1] not in ("|", "|&", "&"):  # `{ N=2; } && cmd`: the group's too
+                    chain.update(self.grouped)
+            self.grouped = {}
             while self.functions and self.depth <= self.functions[-1]:
                 self.functions.pop()
         self.body_values = {}
@@ -1110,7 +1116,7 @@ class _ShellVariables:
         """Notes a variable set again in the compound commands an `&&` chain's values are carried into (`carried`):
         where `kept`, in a way their arms keep apart (`then N=8`: `arm_values`, or later in the chain), else not known
         in them from here; and in a quoted here-document body, whose words are the child's (not known in it)."""
-        for _, _, dropped, touched in self.carried:
+        for _, _, dropped, touched, _ in self.carried:
             touched.add(name)
             if not kept:
                 dropped.add(name)
@@ -1121,7 +1127,7 @@ class _ShellVariables:
         """The values the `&&` chains that run the compound commands the lines are in set (`carried`), those set again
         in them left out."""
         values: dict[str, str] = {}
-        for _, carried, dropped, _ in self.carried:
+        for _, carried, dropped, *_ in self.carried:
             values.update((name, value) for name, value in carried.items() if name not in dropped)
         return values
 
@@ -1245,11 +1251,11 @@ class _ShellVariables:
         closed = self.opened.pop()
         subshell = closed in ("(", "()") and bool(self.subshells)
         if self.carried and self.carried[-1][0] > self.depth:  # the compound command an `&&` chain runs
-            _, values, _, touched = self.carried.pop()
+            _, values, _, touched, piped = self.carried.pop()
             # the chain's values as before it, but those it set again; a subshell's end with it (`(N=2) && cmd`)
             self.resumed = {name: value for name, value in values.items() if subshell or name not in touched}
-            if closed == "{":  # a group runs each of its commands in this shell: what it set for sure holds after it
-                self.resumed.update((name, value) for name, (at, value) in self.arm_values.items() if at == arms)
+            if closed == "{" and not piped:  # a group runs its commands in this shell: what it set for sure holds
+                self.grouped = {name: value for name, (at, value) in self.arm_values.items() if at == arms}
         if not subshell:
             return False
         if closed == "()":  # a function's body in a subshell, `f() ( ... )`: the function ends with it

@@ -454,7 +454,8 @@ from triage.rules.registry import RULES, THRESHOLDS, Finding, Status, TriageResu
 #      the variables a `-c` string's shell is given are its environment, which the string may set again
 #      (`SLURM_NTASKS=2 bash -c 'export SLURM_NTASKS=4; srun ...'`, `env SLURM_NTASKS=2 bash -c`: 4 tasks, read 2;
 #      `_under_wrapper`); a `{ ...; }` group an `&&` chain runs leaves what it set for sure to the rest of that chain
-#      (`cd /w && N=4 && { N=2; } && torchrun --nproc_per_node=$N ...`: 2, unknown before; `_ShellVariables._close`);
+#      (`cd /w && N=4 && { N=2; } && torchrun --nproc_per_node=$N ...`: 2, unknown before; not where a pipeline runs
+#      it, a subshell: `{ N=2; } | cat && ...`; `_ShellVariables._close`, `grouped`);
 #      sbatch's last `--export` is read wherever its options give it (`sbatch --wrap '...' --export=NONE`, `sbatch -N 1
 #      --export=NONE --wrap ...`: read as ALL before), and an exported SBATCH_EXPORT where no option gives one
 #      (`export N=4 SBATCH_EXPORT=NONE; sbatch --wrap '...$N'`: N not known in the string, 4 before; `_sbatch_exports`);
