@@ -22,10 +22,6 @@ from fleet.models import Cluster
 # ("[-a-z]") is a syntax error, and the browser ignored the pattern, saying so in the console.
 SLUG_PATTERN = r"[a-zA-Z0-9_\-]+"
 SECRET_REFERENCE = re.compile(r"^(env:[A-Za-z_][A-Za-z0-9_]*|file:/.+)$")
-# What a connector without credentials is called where its auth kind is shown: the model's label for the
-# choice, "None", read on the connector's page as "Auth: None", as if unset (the label is the stored
-# choice's, changed here rather than in a migration).
-NO_AUTHENTICATION = "No authentication"
 
 
 class ServiceURLField(forms.URLField):
@@ -157,10 +153,6 @@ class ConnectorForm(forms.ModelForm):
         # Each menu's empty choice in words: Django's is "---------", which says neither "pick one" nor "none".
         self.fields["kind"].choices = [("", "Choose a kind"), *Connector.Kind.choices]
         self.fields["metrics_from"].empty_label = "None"
-        self.fields["auth"].choices = [
-            (value, NO_AUTHENTICATION if value == Connector.Auth.NONE else label)
-            for value, label in Connector.Auth.choices
-        ]
         # The browser refuses what the server's slug check would (SlugField: ASCII letters, digits, - and _).
         self.fields["name"].widget.attrs.update(pattern=SLUG_PATTERN, title="Letters, digits, hyphens, underscores")
         # The clusters jobs already came from, offered as the field is typed in (a new one is fine):

@@ -81,7 +81,7 @@ class Connector(models.Model):
         WANDB = "wandb", "Weights & Biases (runs and their system metrics)"
 
     class Auth(models.TextChoices):
-        NONE = "none", "None"
+        NONE = "none", "No authentication"  # "None" read as unset on the connector's page and in its form
         BASIC = "basic", "Basic (user name + password)"
         BEARER = "bearer", "Bearer token"
         HEADER = "header", "Secret in a header (e.g. X-SLURM-USER-TOKEN)"
