@@ -23,4 +23,5 @@ urlpatterns = [
     path("tokens/personal/<str:prefix>/revoke/", views.personal_token_revoke, name="personal-token-revoke"),
     path("audit/", views.audit_log, name="audit-log"),
     path("healthz", views.healthz, name="healthz"),
+    path("favicon.ico", views.site_icon, name="site-icon"),
 ]
