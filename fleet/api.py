@@ -214,6 +214,13 @@ class IngestRunViewSet(KnownParameters, viewsets.ReadOnlyModelViewSet):
     def list(self, request, *args, **kwargs):
         return super().list(request, *args, **kwargs)
 
+    def paginate_queryset(self, queryset):
+        """The page's runs, whether a process holds each (`duration_s`, `seconds_left`) told for all in one query."""
+        page = super().paginate_queryset(queryset)
+        if page is not None:  # a list (a page is always asked for: DEFAULT_PAGINATION_CLASS)
+            ingest.tell_no_process_holds(page)
+        return page
+
     @extend_schema(auth=API_AUTH, responses={200: IngestRunSerializer, 403: RUNS_REFUSED})
     def retrieve(self, request, *args, **kwargs):
         return super().retrieve(request, *args, **kwargs)

@@ -164,21 +164,34 @@ _background_imports: dict[threading.Thread, int] = {}
 # (two tabs) never import it twice side by side, and the second is told this process imports it. Across
 # processes the database decides (`take_pending`).
 _claimed_here: set[int] = set()
+# Runs this process is importing (`execute_run`: a worker's task, `manage.py ingest_archive`, a background thread's),
+# whichever its thread, from `claim_run` until the attempt ends: the run's owner is the process, so of two deliveries
+# of a run's task to one process (a worker's thread pool) the second is told apart here.
+_importing: set[int] = set()
+# The three above are this process's one record of the runs it holds, read together (`_held_here`) under this lock.
 _background_lock = threading.Lock()
 
 
+def _held_here(run_id: int) -> bool:
+    """Under `_background_lock`: whether this process holds the run, claimed by a request (`claim_here`), given to a
+    thread (`start_run`) or being imported (`claim_run`), whichever way its import came."""
+    return run_id in _claimed_here or run_id in _background_imports.values() or run_id in _importing
+
+
 def importing_here(run_id: int) -> bool:
-    """Whether a thread of this process is importing the run (or about to begin it): its page offers
-    nothing to import it again, and Import now / Mark failed leave it alone."""
+    """Whether this process is importing the run (or about to begin it), whichever way the import came (an upload's
+    thread, Import now, a task or the command): its page offers nothing to import it again, never says no process
+    holds it (on PostgreSQL the importing thread's own connection would take the run's lock, which it holds, as
+    free), and Import now / Mark failed leave it alone."""
     with _background_lock:
-        return run_id in _claimed_here or run_id in _background_imports.values()
+        return _held_here(run_id)
 
 
 def claim_here(run_id: int) -> bool:
     """Claim the run for an import in this process; False when a thread or request of this process already
     imports it (or is about to). Checked and claimed under one lock: of two requests at once, one claims it."""
     with _background_lock:
-        if run_id in _claimed_here or run_id in _background_imports.values():
+        if _held_here(run_id):
             return False
         _claimed_here.add(run_id)
         return True
@@ -499,6 +512,37 @@ def worker_stopped(run: IngestRun) -> bool:
         return ours
 
 
+def tell_no_process_holds(runs) -> None:
+    """Answer `IngestRun.no_process_holds` for every run of a list (the runs list, the API's) at once, each answer
+    the one the run would give alone: where run locks tell (PostgreSQL), asked alone, each running run took and let
+    go its lock, two queries a run; here one query says which of them another session's lock holds. SQLite's
+    answers (the process each run keeps, `owner_gone`) take no query."""
+    asking = [run for run in runs if run.status == IngestRun.Status.RUNNING and "no_process_holds" not in vars(run)]
+    if not asking:
+        return
+    held = _locked_elsewhere([run.pk for run in asking]) if run_locks_tell() else set()
+    for run in asking:
+        stopped = run.source != IngestRun.Source.CONNECTOR and not importing_here(run.pk)
+        if stopped:
+            stopped = run.pk not in held if run_locks_tell() else owner_gone(run.owner)
+        vars(run)["no_process_holds"] = stopped  # the cached property's own place: read as if it had been asked
+
+
+def _locked_elsewhere(run_ids: list[int]) -> set[int]:
+    """Of these runs, those whose lock (`exclusive_run`) another session of this database holds, in one query: what
+    `pg_try_advisory_lock` would refuse (a lock this session holds is taken again, as there), without taking any,
+    so a worker coming to a run meanwhile never finds it busy because a list was read. A lock on two int4 keys is
+    listed with the first as classid, the second as objid and objsubid 2; pg_locks lists every database's."""
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT objid::bigint FROM pg_locks WHERE locktype = 'advisory' AND granted AND objsubid = 2"
+            " AND database = (SELECT oid FROM pg_database WHERE datname = current_database())"
+            " AND classid = %s::bigint::oid AND objid::bigint = ANY(%s) AND pid <> pg_backend_pid()",
+            [RUN_LOCK_NAMESPACE, run_ids],
+        )
+        return {run_id for (run_id,) in cursor.fetchall()}
+
+
 def holder_gone(run: IngestRun) -> bool:
     """Inside `exclusive_run`, holding the run's lock: whether no process imports it. On PostgreSQL holding the lock
     says so; on SQLite (no lock) the process that took it is gone (`owner_gone`)."""
@@ -814,11 +858,6 @@ def execute_run(run_id: int, on_progress=None) -> IngestRun | None:
                 _importing.discard(run_id)
 
 
-# Runs this process is importing (`execute_run`), whichever its thread: the run's owner is the process, so of two
-# deliveries of a run's task to one process (a worker's thread pool) the second is told apart here.
-_importing: set[int] = set()
-
-
 def claim_run(run: IngestRun) -> bool:
     """Take the unfinished `run`, as just read, for an attempt in this process (`execute_run`); False when another
     process imports it. Where run locks tell (PostgreSQL) the caller holds the run's lock, which decides. Elsewhere
@@ -852,8 +891,13 @@ def let_go(run_id: int) -> None:
     if run_locks_tell():
         return
     with suppress(DatabaseError):  # the database still gone: the run keeps this process (taken up once it ends)
-        IngestRun.objects.filter(pk=run_id, status=IngestRun.Status.RUNNING, owner=this_process()).update(
-            status=IngestRun.Status.PENDING, owner="", queued_at=timezone.now(), phase=LET_GO_PHASE
+        _update_run_if(
+            run_id,
+            {"status": IngestRun.Status.RUNNING, "owner": this_process()},
+            status=IngestRun.Status.PENDING,
+            owner="",
+            queued_at=timezone.now(),
+            phase=LET_GO_PHASE,
         )
 
 

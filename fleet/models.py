@@ -479,13 +479,21 @@ class IngestRun(models.Model):
             "not yet": "not counted yet",
         }[self.jobs_counting]
 
+    def refresh_from_db(self, using=None, fields=None, from_queryset=None):
+        """Read again, the status and owner too: then `no_process_holds` is asked afresh, where it kept the answer
+        of the run as first read (a run finished or taken up since said no process held it)."""
+        super().refresh_from_db(using=using, fields=fields, from_queryset=from_queryset)
+        if fields is None or {"status", "owner", "source"} & {field.split("__")[0] for field in fields}:
+            vars(self).pop("no_process_holds", None)
+
     @cached_property
     def no_process_holds(self) -> bool:
         """Whether the run reads *running* but no process imports it (its worker or web process was killed): what
         its page offers Import now / Queue again and Mark failed for (`fleet.ingest.worker_stopped`), and the runs
         list says beside its status. Never for a run a thread of this process is about to begin. Asked once per
-        object (a page's or a poll's snapshot of the run): its Elapsed, Rate and Time left each asked, and on
-        PostgreSQL each asking takes the run's lock."""
+        object (a page's or a poll's snapshot of the run, asked again once it is read again): its Elapsed, Rate and
+        Time left each asked, and on PostgreSQL each asking takes the run's lock. A list answers it for all its runs
+        at once (`fleet.ingest.tell_no_process_holds`)."""
         from fleet import ingest
 
         if self.status != self.Status.RUNNING or ingest.importing_here(self.pk):
