@@ -224,11 +224,16 @@ def team_b(db):
     return TeamFactory(slug="team-b", name="Team B")
 
 
+def user_in_group(username: str, group: str):
+    """A new user in the group named `group` (OPERATORS_GROUP, RESEARCHERS_GROUP; the group made if it is not there)."""
+    user = UserFactory(username=username)
+    user.groups.add(Group.objects.get_or_create(name=group)[0])
+    return user
+
+
 @pytest.fixture
 def operator(db):
-    user = UserFactory(username="olivia-operator")
-    user.groups.add(Group.objects.get_or_create(name=OPERATORS_GROUP)[0])
-    return user
+    return user_in_group("olivia-operator", OPERATORS_GROUP)
 
 
 @pytest.fixture
@@ -241,9 +246,7 @@ def operator_client(operator):
 
 @pytest.fixture
 def researcher(db):
-    user = UserFactory(username="rita-researcher")
-    user.groups.add(Group.objects.get_or_create(name=RESEARCHERS_GROUP)[0])
-    return user
+    return user_in_group("rita-researcher", RESEARCHERS_GROUP)
 
 
 @pytest.fixture
@@ -276,15 +279,11 @@ def rate_study(
     with `jobs` new ones of `team` among them: bert-0, bert-1, ... Each rater saved one option for each of their
     jobs, `answer(n, position)` for the n-th rater (by default improper batch size), except that the first rater
     skipped job #1 as not enough evidence, in the words `skip_note` (None: no one skipped)."""
-    from fleet.access import RESEARCHERS_GROUP
     from triage.labeling import services
     from triage.labeling.models import Assignment
     from triage.taxonomy import Category
 
-    group = Group.objects.get_or_create(name=RESEARCHERS_GROUP)[0]
-    users = [UserFactory(username=username) for username in raters]
-    for user in users:
-        user.groups.add(group)
+    users = [user_in_group(username, RESEARCHERS_GROUP) for username in raters]
     if jobs:
         cluster = ClusterFactory(name="c1")
         for i in range(jobs):
@@ -324,11 +323,9 @@ def world(db, team_a, team_b, member_a, outsider, researcher, operator):
     `{placeholders}` from `params`; `key` is the machine token `pusher`'s key."""
     from datetime import timedelta
 
-    from django.contrib.auth.models import Group
     from django.core.files.base import ContentFile
     from django.utils import timezone
 
-    from fleet.access import RESEARCHERS_GROUP
     from fleet.connectors.models import Connector, ConnectorDeletion
     from fleet.models import IngestRun, MachineToken, PersonalToken
     from fleet.series import to_parquet_bytes
@@ -363,10 +360,7 @@ def world(db, team_a, team_b, member_a, outsider, researcher, operator):
         source=IngestRun.Source.API, archive_name="push.zip", api_key=token, status=IngestRun.Status.SUCCEEDED
     )
 
-    researchers = Group.objects.get_or_create(name=RESEARCHERS_GROUP)[0]
-    ravi, nina = UserFactory(username="ravi-rater"), UserFactory(username="nina-rater")
-    ravi.groups.add(researchers)
-    nina.groups.add(researchers)
+    ravi, nina = user_in_group("ravi-rater", RESEARCHERS_GROUP), user_in_group("nina-rater", RESEARCHERS_GROUP)
     study = labeling.create_study(name="Pilot", lead=researcher, raters=[researcher, ravi], sample_size=2, seed=1)
     for rater in (researcher, ravi):
         for assignment in labeling.assignments_of(study, rater):
