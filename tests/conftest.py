@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import socket
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -519,6 +520,20 @@ def queue_down(settings):
     yield
     celery_app.conf.update(saved)
     celery_app._pool, celery_app.amqp._producer_pool = pools
+
+
+def free_port() -> int:
+    """A loopback port no server listens on now (the OS picks it), for a server a test is about to start."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def worker_output(storage_dir: Path, queue: str) -> str:
+    """What the worker `tests.test_services.celery_worker` started for `queue` has logged so far: a worker's steps
+    that leave nothing else to poll (it found a run busy, lost its broker) are read here."""
+    (log,) = storage_dir.parent.glob(f"worker-{queue}-*.log")  # where `celery_worker` writes the worker's output
+    return log.read_text()
 
 
 @pytest.fixture

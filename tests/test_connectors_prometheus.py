@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import os
 import shutil
-import socket
 import subprocess
 import time
 from contextlib import contextmanager
@@ -28,7 +27,9 @@ from fleet.connectors.http import HttpClient
 from fleet.connectors.models import Connector
 from fleet.connectors.prometheus import PrometheusConnector, SeriesRequest
 from fleet.models import Job
+from tests.conftest import free_port
 from tests.connector_servers import FakePlatform
+from tests.waiting import wait_for
 
 STEP_S = 15
 PLACEHOLDER = 9223372036854775794
@@ -120,12 +121,6 @@ def expected_frame(frame: pd.DataFrame) -> pd.DataFrame:
     return series_lib.normalize(out)[0]
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
 @pytest.fixture(scope="module")
 def prometheus_server(tmp_path_factory):
     prometheus, promtool = _binaries()
@@ -155,7 +150,7 @@ def backfilled_tsdb(promtool: str, folder: Path, openmetrics_text: str) -> Path:
 def running_prometheus(binary: str, folder: Path, config: str, *flags: str):
     """A Prometheus on a free loopback port with this configuration, until the block ends: its URL."""
     (folder / "prometheus.yml").write_text(config)
-    port = _free_port()
+    port = free_port()
     log = open(folder / "prometheus.log", "w+")  # noqa: SIM115 (closed below)
     process = subprocess.Popen(
         [
@@ -169,18 +164,30 @@ def running_prometheus(binary: str, folder: Path, config: str, *flags: str):
         stderr=subprocess.STDOUT,
     )
     url = f"http://127.0.0.1:{port}"
+
+    def readiness() -> str:
+        if process.poll() is not None:
+            return f"exited ({process.returncode})"
+        try:
+            return f"HTTP {requests.get(f'{url}/-/ready', timeout=1).status_code}"
+        except requests.ConnectionError:
+            return "not listening"
+
+    def log_tail() -> str:
+        log.seek(0)
+        return log.read()[-3000:]
+
     try:
-        deadline = time.monotonic() + 60
-        while True:
-            try:
-                if requests.get(f"{url}/-/ready", timeout=1).status_code == 200:
-                    break
-            except requests.ConnectionError:
-                pass
-            if time.monotonic() > deadline or process.poll() is not None:
-                log.seek(0)
-                pytest.fail(f"prometheus did not start:\n{log.read()[-3000:]}")
-            time.sleep(0.2)
+        ready = wait_for(
+            "prometheus to be ready",
+            readiness,
+            60,
+            until=lambda now: now == "HTTP 200" or now.startswith("exited"),
+            every=0.2,
+            detail=log_tail,
+        )
+        if ready != "HTTP 200":
+            pytest.fail(f"prometheus did not start: {ready}\n{log_tail()}")
         yield url
     finally:
         process.terminate()

@@ -8,7 +8,6 @@ again later, and take it over only once the first one is gone.
 
 from __future__ import annotations
 
-import time
 import uuid
 
 import psycopg
@@ -16,8 +15,8 @@ import pytest
 
 from fleet import ingest
 from fleet.models import IngestRun, Job
-from tests.conftest import EXAMPLE_ARCHIVE, require_postgresql, require_service
-from tests.test_ingest_worker_kill import wait_until_finished
+from tests.conftest import EXAMPLE_ARCHIVE, require_postgresql, require_service, worker_output
+from tests.test_ingest_worker_kill import run_progress, wait_until_finished
 from tests.test_services import _worker_database_url, celery_worker
 from tests.waiting import wait_for
 
@@ -31,6 +30,15 @@ def hold_run_lock(run_id: int) -> psycopg.Connection:
     other = psycopg.connect(_worker_database_url(), autocommit=True)
     other.execute("SELECT pg_advisory_lock(%s, %s)", (ingest.RUN_LOCK_NAMESPACE, run_id))
     return other
+
+
+BUSY_LOOKS = 3  # a redelivered task's looks at a held run before the test lets the run go: several, not one by chance
+
+
+def busy_looks(storage_dir, queue: str, run_id: int) -> int:
+    """How many times the worker `celery_worker` started for `queue` has found the run busy and left it, by its log
+    (fleet.tasks: "... is being imported by another worker; looking again ...")."""
+    return worker_output(storage_dir, queue).count(f"Ingest run {run_id} is being imported by another worker")
 
 
 def wait_until_released(run_id: int) -> None:
@@ -79,9 +87,15 @@ def test_a_redelivered_task_on_a_real_worker_waits_for_the_first_worker(storage_
     try:
         with celery_worker(queue, storage_dir, env={"INGEST_BUSY_RETRY_SECONDS": "1"}):
             ingest_archive_task.apply_async(args=[run.pk], queue=queue)
-            time.sleep(4)  # several looks at the run while the "first worker" holds it
-            run.refresh_from_db()
-            assert run.status == IngestRun.Status.PENDING and run.attempts == 0
+            # Several looks at the run while the "first worker" holds it; a worker that imported it regardless
+            # ends the wait at once (the run no longer pending), and fails the assertions below.
+            now = wait_for(
+                f"the worker to find the run busy {BUSY_LOOKS} times",
+                lambda: {**run_progress(run), "looks": busy_looks(storage_dir, queue, run.pk)},
+                60,
+                until=lambda now: now["looks"] >= BUSY_LOOKS or now["status"] != IngestRun.Status.PENDING,
+            )
+            assert now["status"] == IngestRun.Status.PENDING and now["attempts"] == 0, now
             assert not Job.objects.exists()
             other.close()
             wait_until_finished(run, "the run, freed, to be imported", 60)

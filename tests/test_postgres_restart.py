@@ -20,7 +20,6 @@ import shutil
 import subprocess
 import sys
 import tempfile
-import time
 import uuid
 from contextlib import contextmanager
 from pathlib import Path
@@ -34,9 +33,9 @@ from django.db.utils import load_backend
 
 from fleet import ingest
 from fleet.models import IngestRun, Job
-from tests.conftest import REPO, blocked_query, hold_lock, write_busy_archive
+from tests.conftest import REPO, blocked_query, free_port, hold_lock, worker_output, write_busy_archive
 from tests.test_ingest_worker_kill import blobs_on_disk, referenced_blobs, snapshot
-from tests.test_redis_restart import free_port, imported_as_the_worker_did
+from tests.test_redis_restart import imported_as_the_worker_did
 from tests.test_services import celery_worker
 from tests.waiting import wait_for
 
@@ -44,7 +43,8 @@ pytestmark = pytest.mark.services
 
 JOBS = 240
 ALIAS = "private_postgres"  # how this test process reads the private cluster (`.using(ALIAS)`)
-DOWN_S = 2  # long enough that the first retry (after 1 s) finds no server and backs off again
+# Down until the attempt the stop cut and the first retry (after 1 s) have both found no server (it backs off again).
+LOSSES_WHILE_DOWN = 2
 
 
 def big_archive(path: Path) -> Path:
@@ -233,7 +233,12 @@ def test_postgres_restarted_mid_ingest_is_retried_and_duplicates_nothing(
             private_postgres.stop()
             run_lock.close()
             team_lock.close()
-            time.sleep(DOWN_S)
+            wait_for(
+                f"the worker to have lost its database {LOSSES_WHILE_DOWN} times (its log: lost its database)",
+                lambda: worker_output(worker_storage, queue).count(f"Ingest run {run.pk} lost its database"),
+                60,
+                until=lambda losses: losses >= LOSSES_WHILE_DOWN,
+            )
             private_postgres.start()
 
             # No manual step: the task retries by itself and returns once the run is finished.

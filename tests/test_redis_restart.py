@@ -22,7 +22,6 @@ import contextlib
 import json
 import os
 import shutil
-import socket
 import subprocess
 import time
 import uuid
@@ -39,7 +38,15 @@ from redis.retry import Retry
 from fleet import ingest
 from fleet.models import IngestRun, Job, Team
 from fleet.signals import jobs_ingested
-from tests.conftest import EXAMPLE_ARCHIVE, blocked_query, hold_lock, require_postgresql, write_busy_archive
+from tests.conftest import (
+    EXAMPLE_ARCHIVE,
+    blocked_query,
+    free_port,
+    hold_lock,
+    require_postgresql,
+    worker_output,
+    write_busy_archive,
+)
 from tests.test_ingest_worker_kill import (
     SMALL_BATCHES,
     blobs_on_disk,
@@ -114,12 +121,6 @@ def redis_server_binary() -> str:
     return binary
 
 
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
 class PrivateRedis:
     def __init__(self, folder: Path):
         self.binary = redis_server_binary()
@@ -187,8 +188,7 @@ def answers(sender: Celery) -> bool:
 
 def consumer_log(storage_dir: Path, queue: str) -> list[str]:
     """The lines the worker `worker_over` started for `queue` has logged so far about its broker connection."""
-    (log,) = storage_dir.parent.glob(f"worker-{queue}-*.log")  # where `celery_worker` writes the worker's output
-    return [line for line in log.read_text().splitlines() if "consumer:" in line]
+    return [line for line in worker_output(storage_dir, queue).splitlines() if "consumer:" in line]
 
 
 @contextlib.contextmanager
