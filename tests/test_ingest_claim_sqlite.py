@@ -222,6 +222,20 @@ def test_a_dead_workers_run_found_by_two_workers_at_once_is_imported_once(upload
     assert Job.objects.count() == 5
 
 
+BUSY_LOOKS = 3  # a redelivered task's looks at the run before its owner is killed: several, not one by chance
+
+
+def _busy_looks(storage_dir, queue: str, run_id: int) -> int:
+    """How many times the worker `celery_worker` started for `queue` has found the run busy and left it, by its log
+    (fleet.tasks: "... is being imported by another worker; looking again ...")."""
+    (log,) = storage_dir.parent.glob(f"worker-{queue}-*.log")  # where `celery_worker` writes the worker's output
+    return log.read_text().count(f"Ingest run {run_id} is being imported by another worker")
+
+
+def _owner(run: IngestRun) -> str:
+    return IngestRun.objects.values_list("owner", flat=True).get(pk=run.pk)
+
+
 @pytest.mark.services
 def test_a_redelivered_task_on_a_real_worker_waits_for_the_live_owner(upload_dirs, storage_dir, live_owner):
     """A real worker over Redis on SQLite (REDIS_URL, no DATABASE_URL): the task finds the run a live process
@@ -229,8 +243,9 @@ def test_a_redelivered_task_on_a_real_worker_waits_for_the_live_owner(upload_dir
     require_service("REDIS_URL")
     from config.celery import app
     from fleet.tasks import ingest_archive_task
-    from tests.test_ingest_worker_kill import wait_until_finished
+    from tests.test_ingest_worker_kill import run_progress, wait_until_finished
     from tests.test_services import celery_worker
+    from tests.waiting import wait_for
 
     child, owner = live_owner
     app.conf.task_always_eager = False
@@ -241,9 +256,16 @@ def test_a_redelivered_task_on_a_real_worker_waits_for_the_live_owner(upload_dir
     env = {"INGEST_BUSY_RETRY_SECONDS": "1", "UPLOAD_DIR": str(upload_dirs)}
     with celery_worker(queue, storage_dir, env=env):
         ingest_archive_task.apply_async(args=[run.pk], queue=queue)
-        time.sleep(4)  # several looks at the run while its owner lives
-        run.refresh_from_db()
-        assert (run.status, run.attempts, run.owner) == (IngestRun.Status.RUNNING, 1, owner)
+        # Several looks at the run while its owner lives; a worker that took the run regardless ends the wait at
+        # once (the run no longer as its owner left it), and fails the assertion below.
+        left = (IngestRun.Status.RUNNING, 1, owner)
+        now = wait_for(
+            f"the worker to find the run busy {BUSY_LOOKS} times",
+            lambda: {**run_progress(run), "owner": _owner(run), "looks": _busy_looks(storage_dir, queue, run.pk)},
+            60,
+            until=lambda now: now["looks"] >= BUSY_LOOKS or (now["status"], now["attempts"], now["owner"]) != left,
+        )
+        assert (now["status"], now["attempts"], now["owner"]) == left, now
         assert not Job.objects.exists()
         child.kill()
         child.wait()
