@@ -275,10 +275,24 @@ def test_charts_keep_their_height_when_the_window_is_resized(browser, live_serve
     wait = WebDriverWait(browser, 20, ignored_exceptions=STALE)
     drawn_all = "return [...document.querySelectorAll('[data-figure]')].every(c => c.querySelector('.main-svg'))"
     wait.until(lambda b: b.execute_script(drawn_all))
+    widths = (
+        "return [...document.querySelectorAll('[data-figure]')].map(chart => "
+        "[chart.getBoundingClientRect().width, Number(chart.querySelector('.main-svg').getAttribute('width'))])"
+    )
+    before = [plot for _, plot in browser.execute_script(widths)]
     browser.set_window_size(1100, 1600)
     wait.until(lambda b: b.execute_script("return window.innerWidth") <= 1100)
     browser.execute_script("window.dispatchEvent(new Event('resize'))")
-    time.sleep(1)  # Plotly resizes on a debounced handler: give it time to have shrunk the boxes
+
+    # Plotly resizes on a debounced handler: every plot drawn again at its box's new width (the grid's columns
+    # change at this width) is the resize done, and any box it would shrink shrunk.
+    def resized(driver) -> bool:
+        now = driver.execute_script(widths)
+        return len(now) == len(before) and all(
+            plot != was and abs(box - plot) < 1 for (box, plot), was in zip(now, before, strict=True)
+        )
+
+    wait.until(resized)
     drawn = browser.execute_script(heights)
     assert len(drawn) >= 3  # the weekly trend, teams and the histogram; causes when the week has findings
     for name, box, plot in drawn:
