@@ -222,16 +222,6 @@ def test_a_dead_workers_run_found_by_two_workers_at_once_is_imported_once(upload
     assert Job.objects.count() == 5
 
 
-BUSY_LOOKS = 3  # a redelivered task's looks at the run before its owner is killed: several, not one by chance
-
-
-def _busy_looks(storage_dir, queue: str, run_id: int) -> int:
-    """How many times the worker `celery_worker` started for `queue` has found the run busy and left it, by its log
-    (fleet.tasks: "... is being imported by another worker; looking again ...")."""
-    (log,) = storage_dir.parent.glob(f"worker-{queue}-*.log")  # where `celery_worker` writes the worker's output
-    return log.read_text().count(f"Ingest run {run_id} is being imported by another worker")
-
-
 def _owner(run: IngestRun) -> str:
     return IngestRun.objects.values_list("owner", flat=True).get(pk=run.pk)
 
@@ -243,6 +233,7 @@ def test_a_redelivered_task_on_a_real_worker_waits_for_the_live_owner(upload_dir
     require_service("REDIS_URL")
     from config.celery import app
     from fleet.tasks import ingest_archive_task
+    from tests.test_ingest_exclusive import BUSY_LOOKS, busy_looks
     from tests.test_ingest_worker_kill import run_progress, wait_until_finished
     from tests.test_services import celery_worker
     from tests.waiting import wait_for
@@ -261,7 +252,7 @@ def test_a_redelivered_task_on_a_real_worker_waits_for_the_live_owner(upload_dir
         left = (IngestRun.Status.RUNNING, 1, owner)
         now = wait_for(
             f"the worker to find the run busy {BUSY_LOOKS} times",
-            lambda: {**run_progress(run), "owner": _owner(run), "looks": _busy_looks(storage_dir, queue, run.pk)},
+            lambda: {**run_progress(run), "owner": _owner(run), "looks": busy_looks(storage_dir, queue, run.pk)},
             60,
             until=lambda now: now["looks"] >= BUSY_LOOKS or (now["status"], now["attempts"], now["owner"]) != left,
         )
