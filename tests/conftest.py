@@ -447,7 +447,7 @@ def store_artifact(job, kind: str, path: str, content: bytes, **fields):
 
 @pytest.fixture(scope="session")
 def demo_archive(tmp_path_factory):
-    """A small seeded demo fleet (archive path, truth path), built once per session."""
+    """A small seeded demo fleet (40 jobs, seed 7): the archive's path, built once per session."""
     from triage.demo.generator import generate_demo_fleet
 
     folder = tmp_path_factory.mktemp("demo")
