@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from datetime import date, timedelta
+
 import django_filters
 from django import forms
 from django.core.exceptions import ValidationError
@@ -10,6 +12,7 @@ from django.db.models import Case, Exists, F, FloatField, OuterRef, Q, Subquery,
 from fleet.forms import RowIdField
 from fleet.models import Cluster, IngestRun, Job, Team
 from triage import feedback
+from triage.dashboard.periods import utc_day_start
 from triage.dashboard.queries import UTIL_SOURCES
 from triage.models import Finding, JobTriage, TriageStatus, without_current_triage
 from triage.taxonomy import Category
@@ -121,8 +124,10 @@ class JobFilter(django_filters.FilterSet):
         label="Where the utilization figure came from",
         widget=forms.Select(attrs={"aria-label": "Where the utilization figure came from"}),
     )
-    start_from = django_filters.DateFilter(field_name="start_time", lookup_expr="date__gte", label="Started from")
-    start_to = django_filters.DateFilter(field_name="start_time", lookup_expr="date__lte", label="Started to")
+    # Whole UTC days, as the overview's and a team's periods are (periods.py), whatever zone the reader chose:
+    # `start_time__date` read them in the reader's zone, and the overview's "19 of 62 jobs" opened 18 in New York.
+    start_from = django_filters.DateFilter(method="started_from", label="Started from")
+    start_to = django_filters.DateFilter(method="started_to", label="Started to")
     # The jobs an ingest run created or updated (a job remembers the run that last stored it); the
     # run's page links here.
     run = RowIdFilter(
@@ -178,6 +183,14 @@ class JobFilter(django_filters.FilterSet):
     def with_answer(self, queryset, name, value):
         # What people answered on a job's causes says what the rules found: not for a blind rater.
         return feedback.answered(queryset, value, self.form.cleaned_data.get("category")).exclude(pk__in=self.blinded)
+
+    def started_from(self, queryset, name, value):
+        return queryset.filter(start_time__gte=utc_day_start(value))
+
+    def started_to(self, queryset, name, value):
+        if value == date.max:  # no day after it to end before; every job started by its end
+            return queryset
+        return queryset.filter(start_time__lt=utc_day_start(value + timedelta(days=1)))
 
     def with_util_source(self, queryset, name, value):
         return queryset.filter(UTIL_SOURCES[value])

@@ -49,7 +49,8 @@ class Period:
         return {"period": self.preset}
 
 
-def _day_start(day: date) -> datetime:
+def utc_day_start(day: date) -> datetime:
+    """Midnight UTC at the start of `day`: a period's days, and the jobs list's start dates, are UTC days."""
     return datetime.combine(day, time.min, tzinfo=UTC)
 
 
@@ -88,7 +89,7 @@ def period_from(params, latest: datetime | None) -> Period:
             raise PeriodError("The start date is after the end date", "from")
         if (last - first).days >= MAX_DAYS:
             raise PeriodError("A period may span at most 100 years", "to")
-        return Period(_day_start(first), _day_start(last + timedelta(days=1)), "custom")
+        return Period(utc_day_start(first), utc_day_start(last + timedelta(days=1)), "custom")
     preset = params.get("period", DEFAULT_PRESET)
     if preset not in PRESETS:
         # Listing them, as the API's choice filters do: the message alone sent a script's author to the schema.
@@ -128,4 +129,4 @@ def _anchor(latest: datetime | None) -> date:
 
 
 def _preset(preset: str, anchor: date) -> Period:
-    return Period(_day_start(anchor - timedelta(days=PRESETS[preset])), _day_start(anchor), preset)
+    return Period(utc_day_start(anchor - timedelta(days=PRESETS[preset])), utc_day_start(anchor), preset)
