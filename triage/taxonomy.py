@@ -91,3 +91,27 @@ DIMENSION_COLOUR: dict[Dimension, str] = {
     Dimension.DATA: "#1f6391",
     Dimension.LIBRARY: "#1a7340",
 }
+
+# The metrics that show each cause on a job's timeline, beyond GPU utilization, GPU memory and host CPU,
+# which it always draws: the job page draws these for the job's current findings (a host-GPU transfer
+# finding gets PCIe, remote reading the network, checkpointing disk writes), as a DCGM or Grafana
+# dashboard's reader looks for the metric behind a verdict. Canonical names (fleet.canonical.METRICS); a
+# metric the job's series lacks is not drawn. The rules read PCIe rx and network rx (the findings'
+# `pcie_rx_gb_s`, `net_rx_mb_s`); the rest are the metrics in which the cause shows.
+CATEGORY_METRICS: dict[Category, tuple[str, ...]] = {
+    Category.INTERACTIVE_JOB: (),
+    Category.GPU_OVERSUBSCRIPTION: (),
+    Category.UNRELEASED_JOB: (),
+    Category.NON_DL_JOB: ("sm_active", "tensor_active"),
+    Category.IMPROPER_BATCH_SIZE: ("sm_active", "tensor_active"),
+    Category.MODEL_CHECKPOINTING: ("disk_write_bytes_per_s",),
+    Category.GPU_MEMORY_BOUND: ("pcie_rx_bytes_per_s", "pcie_tx_bytes_per_s"),
+    Category.HOST_GPU_TRANSFER: ("pcie_rx_bytes_per_s", "pcie_tx_bytes_per_s"),
+    Category.DATA_EXCHANGE: ("net_rx_bytes_per_s", "net_tx_bytes_per_s"),
+    Category.DATA_PREPROCESSING: ("disk_read_bytes_per_s",),
+    Category.REMOTE_DATA_READING: ("net_rx_bytes_per_s",),
+    Category.EXTERNAL_DATA_USAGE: ("net_rx_bytes_per_s",),
+    Category.INTERMEDIATE_UPLOAD: ("net_tx_bytes_per_s",),
+    Category.API_MISUSE: ("sm_active",),
+    Category.LENGTHY_LIBRARY_INSTALL: ("net_rx_bytes_per_s", "disk_write_bytes_per_s"),
+}

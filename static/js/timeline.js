@@ -303,10 +303,50 @@
     form.elements.end.value = asInput(end);
   }
 
+  // "More metrics": a box per metric the series has beyond GPU util, memory and CPU, ticked for those drawn
+  // (at first the server's choice, the metrics behind the job's findings, each naming its cause). A change
+  // draws the window shown again with the metrics ticked (?metrics=, every one named: none ticked is none).
+  var metricsBox = document.getElementById("timeline-metrics");
+  var chosenMetrics = null;  // null: the server's choice
+  function offerMetrics(metrics) {
+    if (!metricsBox || !metrics) { return; }
+    var list = metricsBox.querySelector(".timeline-metric-choices");
+    list.textContent = "";
+    metrics.forEach(function (metric) {
+      var label = document.createElement("label");
+      var box = document.createElement("input");
+      box.type = "checkbox";
+      box.value = metric.name;
+      box.checked = !!metric.shown;
+      label.appendChild(box);
+      label.appendChild(document.createTextNode(" " + metric.label));
+      if (metric.causes && metric.causes.length) {
+        var why = document.createElement("span");
+        why.className = "muted";
+        why.textContent = " (" + metric.causes.join(", ") + ")";
+        label.appendChild(why);
+      }
+      list.appendChild(label);
+    });
+    metricsBox.hidden = !metrics.length;
+    var count = metricsBox.querySelector(".timeline-metric-count");
+    var drawn = metrics.filter(function (metric) { return metric.shown; }).length;
+    if (count) { count.textContent = drawn ? " (" + drawn + " of " + metrics.length + " shown)" : " (" + metrics.length + ")"; }
+  }
+  if (metricsBox) {
+    metricsBox.addEventListener("change", function () {
+      chosenMetrics = Array.prototype.map.call(metricsBox.querySelectorAll("input:checked"), function (box) { return box.value; });
+      if (!busy) { load(shown[0], shown[1]); }
+    });
+  }
+
   var shown = [];  // the window last asked for (none: the whole job), drawn again when the colours change
   function load(start, end) {
     shown = [start, end];
-    var url = source + (start ? "?start=" + encodeURIComponent(start) + "&end=" + encodeURIComponent(end) : "");
+    var query = [];
+    if (start) { query.push("start=" + encodeURIComponent(start), "end=" + encodeURIComponent(end)); }
+    if (chosenMetrics !== null) { query.push("metrics=" + encodeURIComponent(chosenMetrics.join(","))); }
+    var url = source + (query.length ? "?" + query.join("&") : "");
     busy = true;
     say("Loading…");
     return fetch(url, {credentials: "same-origin", headers: {"Accept": "application/json"}})
@@ -314,6 +354,7 @@
       .then(function (figure) {
         // Nothing to draw: the message stays (the next step would clear it) and the page is ready.
         if (figure.empty || figure.error) { say(figure.empty || figure.error); el.dataset.ready = "1"; return false; }
+        offerMetrics(figure.metrics);
         if (start) { figure.layout.xaxis.range = [toChart(start), toChart(end)]; }
         if (window.FleetTheme) { window.FleetTheme.apply(figure); }  // the page's colours, light or dark
         fitWidth(figure);

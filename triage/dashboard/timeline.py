@@ -15,6 +15,7 @@ import numpy as np
 import pandas as pd
 from tsdownsample import MinMaxLTTBDownsampler
 
+from fleet.canonical import METRICS
 from fleet.logevents import LOG_EVENT_WORDS
 from fleet.series import MIN_GAP_S, device_name, gap_threshold_s
 
@@ -26,8 +27,24 @@ MAX_DEVICE_LINES = 32
 # its CPU line toggle together): a legend entry a GPU made a column taller than the chart, and a node
 # that lags stands out as one colour.
 MAX_DEVICE_ENTRIES = 8
-# The metric columns the timeline draws; the view reads only these from the stored series.
+# The metric columns the timeline always draws; the view reads only these and the extra ones asked for.
 COLUMNS = ("gpu_util", "gpu_mem_used_mib", "gpu_mem_total_mib", "cpu_util")
+# The series' other metrics (fleet.canonical.METRICS), drawn as a panel each when asked for (the metrics
+# behind the job's findings, or chosen under "More metrics"), in this order: each one's name on its axis.
+EXTRA_METRICS: dict[str, str] = {
+    "sm_active": "SM active",
+    "tensor_active": "Tensor active",
+    "dram_active": "DRAM active",
+    "pcie_rx_bytes_per_s": "PCIe rx",
+    "pcie_tx_bytes_per_s": "PCIe tx",
+    "host_mem_used_mib": "Host memory",
+    "net_rx_bytes_per_s": "Network rx",
+    "net_tx_bytes_per_s": "Network tx",
+    "disk_read_bytes_per_s": "Disk read",
+    "disk_write_bytes_per_s": "Disk write",
+}
+# Decimal units for a rate, by the highest value in the window: "PCIe rx (GB/s)" rather than 3e+09.
+_RATE_UNITS = ((1e9, "GB/s"), (1e6, "MB/s"), (1e3, "kB/s"), (1.0, "B/s"))
 PALETTE = ["#2f5fd0", "#e0a03c", "#1e8449", "#c0392b", "#8e44ad", "#16a085", "#d35400", "#7f8c8d"]
 EVENT_COLOURS = {
     "install": "#27ae60",
@@ -109,7 +126,9 @@ def _device_statistics(
     return xs, *columns
 
 
-def _statistics_traces(count: int, kind: str, axis: str, first_panel: bool, stats) -> list[dict]:
+def _statistics_traces(
+    count: int, kind: str, axis: str, first_panel: bool, stats, value_format: str = "%{y:.0f}"
+) -> list[dict]:
     """The band from the lowest to the highest device and the mean line, for a panel of many devices."""
     xs, lowest, mean, highest = stats
     what = f"{count:,} {kind}"
@@ -122,7 +141,7 @@ def _statistics_traces(count: int, kind: str, axis: str, first_panel: bool, stat
             "legendgroup": f"{kind}-range",
             "showlegend": False,
             "line": {"width": 0.6, "color": "#7f8c8d"},
-            "hovertemplate": "lowest: %{y:.0f}<extra></extra>",
+            "hovertemplate": f"lowest: {value_format}<extra></extra>",
         },
         {
             **common,
@@ -133,7 +152,7 @@ def _statistics_traces(count: int, kind: str, axis: str, first_panel: bool, stat
             "fill": "tonexty",
             "fillcolor": "rgba(47,95,208,0.18)",
             "line": {"width": 0.6, "color": "#7f8c8d"},
-            "hovertemplate": "highest: %{y:.0f}<extra></extra>",
+            "hovertemplate": f"highest: {value_format}<extra></extra>",
         },
         {
             **common,
@@ -142,7 +161,7 @@ def _statistics_traces(count: int, kind: str, axis: str, first_panel: bool, stat
             "legendgroup": f"{kind}-mean",
             "showlegend": first_panel,
             "line": {"width": 1.6, "color": PALETTE[0]},
-            "hovertemplate": "mean: %{y:.0f}<extra></extra>",
+            "hovertemplate": f"mean: {value_format}<extra></extra>",
         },
     ]
 
@@ -316,6 +335,36 @@ def _mark_clock_changes(layout: dict, panel_axes: list[str], start: datetime, en
         )
 
 
+def _has_values(rows: pd.DataFrame, metric: str) -> bool:
+    return metric in rows and bool(np.isfinite(rows[metric].to_numpy(np.float64, na_value=np.nan)).any())
+
+
+def metrics_with_values(frame: pd.DataFrame) -> list[str]:
+    """The extra metrics (EXTRA_METRICS, in its order) of which the series has at least one value: a metric
+    its source never sent, or sent empty, is not offered."""
+    return [metric for metric in EXTRA_METRICS if _has_values(frame, metric)]
+
+
+def _extra_panel(metric: str, gpu_rows: pd.DataFrame, host_rows: pd.DataFrame) -> tuple[str, str, str] | None:
+    """(column to draw, axis title, which rows) for an extra metric: a GPU's metric on the GPU rows, a host's
+    on the host rows (wherever the series has its values); a ratio as a percentage, a rate in the unit its
+    highest value reads best in, MiB as GiB from 1 GiB up. None if the window has no value of it."""
+    where = next((w for w, r in (("gpu", gpu_rows), ("host", host_rows)) if _has_values(r, metric)), None)
+    if where is None:
+        return None
+    rows = gpu_rows if where == "gpu" else host_rows
+    label, unit = EXTRA_METRICS[metric], METRICS[metric]
+    highest = float(np.nanmax(rows[metric].to_numpy(np.float64, na_value=np.nan)))
+    if unit == "ratio":
+        return f"{metric}:100", f"{label} (%)", where
+    if unit == "MiB":
+        return (
+            (f"{metric}:{1 / 1024}", f"{label} (GiB)", where) if highest >= 1024 else (metric, f"{label} (MiB)", where)
+        )
+    scale, name = next(((s, n) for s, n in _RATE_UNITS if highest >= s), _RATE_UNITS[-1])
+    return f"{metric}:{1 / scale}", f"{label} ({name})", where
+
+
 def _device_label(host: str, gpu) -> str:
     return f"{host} {device_name(gpu)}" if pd.notna(gpu) else host
 
@@ -329,8 +378,10 @@ def build_timeline(
     windows: list[dict] = (),
     points_per_trace: int = POINTS_PER_TRACE,
     zone: str = "UTC",
+    extra: list[str] = (),
 ) -> dict:
-    """The figure for [start, end]: GPU utilization, GPU memory, and host CPU when present.
+    """The figure for [start, end]: GPU utilization, GPU memory, and host CPU when present; then a panel for
+    each of the `extra` metrics (EXTRA_METRICS names) the window has values of, in EXTRA_METRICS' order.
 
     `windows` are shaded spans: {"start": datetime, "end": datetime, "label": str, "colour": str}, and
     "idle": False for a stretch a cause slowed rather than idled (named so in the legend).
@@ -346,11 +397,26 @@ def build_timeline(
         # In float64 (100 x a float32 near its largest overflows), and none where the total is 0.
         used, total = (gpu_rows[name].astype("float64") for name in ("gpu_mem_used_mib", "gpu_mem_total_mib"))
         gpu_rows = gpu_rows.assign(gpu_mem_pct=(100 * used / total).where(total > 0))
+    extra_panels = [p for p in (_extra_panel(m, gpu_rows, host_rows) for m in EXTRA_METRICS if m in extra) if p]
+    # Their scaled columns ("pcie_rx_bytes_per_s:1e-09": GB/s) added to the rows the panels draw.
+    for where in ("gpu", "host"):
+        scaled = {column: column.partition(":") for column, _, w in extra_panels if w == where and ":" in column}
+        if not scaled:
+            continue
+        rows = gpu_rows if where == "gpu" else host_rows
+        columns = {
+            column: rows[metric].astype("float64") * float(factor) for column, (metric, _, factor) in scaled.items()
+        }
+        if where == "gpu":
+            gpu_rows = gpu_rows.assign(**columns)
+        else:
+            host_rows = host_rows.assign(**columns)
     panels = [("gpu_util", "GPU util (%)", gpu_rows)]
     if has_memory:
         panels.append(("gpu_mem_pct", "GPU memory (%)", gpu_rows))
     if "cpu_util" in host_rows and host_rows["cpu_util"].notna().any():
         panels.append(("cpu_util", "CPU (%)", host_rows))
+    panels += [(column, title, gpu_rows if where == "gpu" else host_rows) for column, title, where in extra_panels]
 
     data: list[dict] = []
     height = 1 / len(panels)
@@ -406,6 +472,7 @@ def build_timeline(
     else:
         colour_of = {device: PALETTE[i % len(PALETTE)] for i, device in enumerate(devices)}
     in_legend: set[str] = set()
+    bands_named: set[str] = set()
     # Row positions of each device, found once and shared by every panel of the same rows.
     device_index, times_all = {}, {}
     for rows in {id(r): r for _, _, r in panels}.values():
@@ -424,13 +491,19 @@ def build_timeline(
         axis = "y" if index == 0 else f"y{index + 1}"
         top = 1 - index * height
         values_all = rows[metric].to_numpy(np.float64, na_value=np.nan)
+        percent = title.endswith("(%)")
+        # A percentage to the whole number; 0.35 GB/s is not "0".
+        value_format = "%{y:.0f}" if percent else "%{y:.3~g}"
         highest = float(np.nanmax(values_all)) if np.isfinite(values_all).any() else 0.0
         layout["yaxis" if index == 0 else f"yaxis{index + 1}"] = {
             "title": {"text": title},
             "domain": [max(0.0, top - height + 0.06), top],
             # From 0 to 100 % like the GPU panels (a job's CPU at 7 % drew a line across the middle of an
-            # axis from 6 to 8), higher when a container bursts past its allocation.
-            "range": [0, 105] if metric != "cpu_util" else [0, max(105.0, round(highest * 1.05, 1))],
+            # axis from 6 to 8), higher when a container bursts past its allocation. A rate or an amount
+            # from 0 to a little over its highest.
+            "range": [0, 105]
+            if percent and metric != "cpu_util"
+            else [0, max(105.0 if percent else 1.0, round(highest * 1.05, 2))],
             "fixedrange": True,
         }
         if len(device_index[id(rows)]) > MAX_DEVICE_LINES:
@@ -440,8 +513,9 @@ def build_timeline(
             xs, *columns = _device_statistics(times, values_all, start_ms, end_ms, points_per_trace, gap_ms)
             stats = (_on_wall_clock(xs, columns, zone), *columns)
             count = len(device_index[id(rows)])
-            first_of_its_kind = index == 0 or rows is not gpu_rows  # the GPU panels share one legend entry
-            data.extend(_statistics_traces(count, kind, axis, first_of_its_kind, stats))
+            first_of_its_kind = kind not in bands_named  # the GPU panels share one legend entry, the hosts' one
+            bands_named.add(kind)
+            data.extend(_statistics_traces(count, kind, axis, first_of_its_kind, stats, value_format))
             continue
         for (host, gpu), positions in device_index[id(rows)]:
             values = values_all[positions]
@@ -472,7 +546,7 @@ def build_timeline(
                     "showlegend": shown,
                     "line": {"width": 1.2, "color": colour},
                     "connectgaps": False,
-                    "hovertemplate": f"{html.escape(label)}: %{{y:.0f}}<extra></extra>",
+                    "hovertemplate": f"{html.escape(label)}: {value_format}<extra></extra>",
                 }
             )
     # A window is shaded on each panel, from its foot to its top (the panel's y-axis domain): shaded over

@@ -48,7 +48,7 @@ from triage import feedback
 from triage.guidance import GUIDES, category_guide, headline_change
 from triage.labeling.services import blinded_job_ids, findings_hidden_from
 from triage.models import Finding, JobTriage, RuleSet, TriageStatus, low_util_threshold
-from triage.taxonomy import Category
+from triage.taxonomy import CATEGORY_METRICS, Category
 
 from . import figures, files, queries, timeline
 from .filters import NOT_TRIAGED, RECOVERABLE, JobFilter, recoverable_hours
@@ -467,7 +467,9 @@ def job_timeline(request, pk: int):
             empty = "No metric samples were supplied for this job."
         return JsonResponse({"data": [], "layout": {}, "empty": empty})
     with job.series_file.open("rb") as blob:
-        frame = from_parquet_bytes(blob.read(), columns=list(timeline.COLUMNS))
+        frame = from_parquet_bytes(blob.read(), columns=[*timeline.COLUMNS, *timeline.EXTRA_METRICS])
+    hide_findings = findings_hidden_from(request.user, job)
+    offered = _timeline_metrics(job, frame, request.GET.get("metrics"), hide_findings)
     markers = [
         timeline.Marker(
             at=event.timestamp,
@@ -477,11 +479,38 @@ def job_timeline(request, pk: int):
         )
         for event in job.log_events.filter(timestamp__range=(start, end)).select_related("artifact")[:500]
     ]
-    windows = [] if findings_hidden_from(request.user, job) else _finding_windows(job)
+    windows = [] if hide_findings else _finding_windows(job)
     # The window asked for is in UTC (the timeline's address); the figure is on the reader's clock.
     zone = timezone.get_current_timezone_name()
-    figure = timeline.build_timeline(frame, start=start, end=end, markers=markers, windows=windows, zone=zone)
-    return JsonResponse(figure)
+    shown = [metric["name"] for metric in offered if metric["shown"]]
+    figure = timeline.build_timeline(
+        frame, start=start, end=end, markers=markers, windows=windows, zone=zone, extra=shown
+    )
+    return JsonResponse({**figure, "metrics": offered})
+
+
+def _timeline_metrics(job: Job, frame, asked: str | None, hide_findings: bool) -> list[dict]:
+    """The series' metrics beyond those the timeline always draws, for its "More metrics" choice: each one's
+    name, label, the causes found that it shows (CATEGORY_METRICS) and whether it is drawn. Drawn: those of
+    `?metrics=` (comma-separated names; unknown ones ignored), or without it the metrics of the job's
+    findings. A viewer rating the job blind is offered all of them, none marked: a cause's metric drawn
+    by itself would give the finding away."""
+    causes: dict[str, list[str]] = {}
+    if not hide_findings:
+        categories = Finding.objects.filter(job=job, result__is_current=True).values_list("category", flat=True)
+        for category in sorted({Category(c) for c in categories}, key=list(Category).index):
+            for metric in CATEGORY_METRICS[category]:
+                causes.setdefault(metric, []).append(category.label)
+    chosen = set(asked.split(",")) if asked is not None else set(causes)
+    return [
+        {
+            "name": metric,
+            "label": timeline.EXTRA_METRICS[metric],
+            "causes": causes.get(metric, []),
+            "shown": metric in chosen,
+        }
+        for metric in timeline.metrics_with_values(frame)
+    ]
 
 
 def _finding_windows(job) -> list[dict]:
