@@ -53,6 +53,21 @@ def ingest_run_exists(number: int) -> None:
 SEARCH_WORDS = 20
 
 
+class JobFilterForm(forms.Form):
+    """The jobs list's form: a range typed the wrong way round is an error on its first box, in the words the
+    overview's and a team's periods use (periods.PeriodError), where it silently matched no job."""
+
+    def clean(self):
+        cleaned = super().clean()
+        first, last = cleaned.get("start_from"), cleaned.get("start_to")
+        if first and last and first > last:
+            self.add_error("start_from", "The start date is after the end date")
+        lowest, highest = cleaned.get("util_min"), cleaned.get("util_max")
+        if lowest is not None and highest is not None and lowest > highest:
+            self.add_error("util_min", "The lowest utilization is above the highest")
+        return cleaned
+
+
 class JobFilter(django_filters.FilterSet):
     # Each text filter at most as long as what it searches (a job's name is the longest a search
     # matches part of): longer, it can match nothing, and SQLite (the embedded default) fails a LIKE
@@ -148,6 +163,7 @@ class JobFilter(django_filters.FilterSet):
     class Meta:
         model = Job
         fields: list[str] = []
+        form = JobFilterForm
 
     def __init__(self, *args, teams=None, clusters=None, blinded: set[int] = frozenset(), **kwargs):
         super().__init__(*args, **kwargs)
