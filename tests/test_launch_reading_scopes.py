@@ -1,4 +1,4 @@
-"""What a job's scripts and command set, and where it holds (rules revisions 12 to 14): what a `bash -c '...'`
+"""What a job's scripts and command set, and where it holds (rules revisions 12 to 15): what a `bash -c '...'`
 string (or `sh -c`) exports ends with that child shell, and a subshell's with its `)`; `sbatch --wrap "..."`'s string
 is a script of its own, whose `bash <<EOF` bodies are child shells as a script's are; a batch script is read in the
 language its first line runs it with, whatever its name (sacct's `batch_script.sh` of a `#!/usr/bin/env python3`
@@ -15,7 +15,10 @@ after it (section 20), the command's here-document bodies are read as a script's
 string's shell is given are its environment, which the string may set again (section 22), and a `{ ...; }` group an
 `&&` chain runs leaves what it set for sure to the rest of that chain (section 23), and sbatch's `--export` is read
 wherever its options give it, SBATCH_EXPORT where they give none (section 24), and a quoted here-document body's `&&`
-chains and subshells are read as a script's (section 25)."""
+chains and subshells are read as a script's (section 25). Revision 15: a `{ ...; }` group's values go on in its `&&`
+chain where the chain set nothing before it (section 26), a quoted here-document body's groups and branches are read
+as a script's (section 27), an empty `--export=` passes no variable (section 28), and a value a loop sets again is not
+known in its body (section 29)."""
 
 from __future__ import annotations
 
@@ -1210,3 +1213,123 @@ def test_a_quoted_here_document_bodys_chains_and_subshells_are_read_as_a_scripts
     # script read: the body's child shell took only the values its plain lines set, the chain's and a subshell's not
     assert command_launches(command) == [("train.py", processes)]
     assert _script_counts(command) == [processes]  # as in a script
+
+
+# --- 26. a `{ ...; }` group an `&&` chain runs where the chain set nothing before it; one a pipeline runs ------------
+
+
+@pytest.mark.parametrize(
+    ("text", "processes"),
+    [
+        ("cd /w && { N=2; } && torchrun --nproc_per_node=$N train.py", 2),
+        ("cd /w && { cd x; N=2; } && torchrun --nproc_per_node=$N train.py", 2),
+        ("{ N=2; } && torchrun --nproc_per_node=$N train.py", 2),
+        ("cd /w && { N=2; } && cd x && torchrun --nproc_per_node=$N train.py", 2),
+        # not known: set in a branch of the group or after `||` in it; after the group's `;`; a pipeline runs the
+        # group, or an `if` or `case`, in a subshell of its own, whose values end with it
+        ("cd /w && { if a; then N=2; fi; } && torchrun --nproc_per_node=$N train.py", None),
+        ("cd /w && { a || N=2; } && torchrun --nproc_per_node=$N train.py", None),
+        ("cd /w && { N=2; }; torchrun --nproc_per_node=$N train.py", None),
+        ("cd /w && { N=2; } | cat && torchrun --nproc_per_node=$N train.py", None),
+        ("a | { N=2; } && torchrun --nproc_per_node=$N train.py", None),
+        ("cd /w && N=4 && if a; then N=2; fi | cat && torchrun --nproc_per_node=$N train.py", None),
+        ("cd /w && N=4 && a | if b; then N=2; fi && torchrun --nproc_per_node=$N train.py", None),
+        ("cd /w && N=4 && case $M in a) N=2;; esac | cat && torchrun --nproc_per_node=$N train.py", None),
+        # in the pipeline's subshell, its own values hold, as they are set
+        ("cd /w && N=4 && a | { N=2; torchrun --nproc_per_node=$N train.py; }", 2),
+        ("cd /w && N=4 && a | { torchrun --nproc_per_node=$N train.py; }", 4),
+    ],
+)
+def test_a_group_an_and_chain_runs_leaves_its_values_to_the_chain_where_nothing_was_set_before(text, processes):
+    # `cd /w && { N=2; } && torchrun --nproc_per_node=$N ...` ran 2 processes: the group's values were kept for the
+    # rest of the chain only where the chain had set one before the group, else the count was unknown
+    assert _script_counts(text) == [processes]
+    assert command_launches(text) == [("train.py", processes)]
+
+
+# --- 27. a quoted here-document body's `{ ...; }` groups and `if` / `case` branches, as a script's --------------------
+
+
+@pytest.mark.parametrize(
+    ("command", "processes"),
+    [
+        ("bash <<'EOF'\ncd /w && N=4 && { N=2; } && torchrun --nproc_per_node=$N train.py\nEOF", 2),
+        ("bash <<'EOF'\ncd /w && { N=2; } && torchrun --nproc_per_node=$N train.py\nEOF", 2),
+        ("bash <<'EOF'\n{ N=2; torchrun --nproc_per_node=$N train.py; }\nEOF", 2),
+        ("bash <<'EOF'\nif a; then N=2; torchrun --nproc_per_node=$N train.py; fi\nEOF", 2),
+        ("bash <<'EOF'\nif a; then\n  N=2\n  torchrun --nproc_per_node=$N train.py\nfi\nEOF", 2),
+        ("bash <<'EOF'\ncase $M in a) N=2; torchrun --nproc_per_node=$N train.py;; esac\nEOF", 2),
+        ("bash <<'EOF'\nN=4\nif a; then torchrun --nproc_per_node=$N train.py; fi\nEOF", 4),
+        ("if a; then export N=2; bash <<'EOF'\ntorchrun --nproc_per_node=$N train.py\nEOF\nfi", 2),  # exported
+        # not known: after the branch; the command's own plain value in a branch (the child does not have it); in a
+        # pipeline; as in a script, after the group's line
+        ("bash <<'EOF'\nif a; then N=2; fi\ntorchrun --nproc_per_node=$N train.py\nEOF", None),
+        ("bash <<'EOF'\nif a; then N=2; fi && torchrun --nproc_per_node=$N train.py\nEOF", None),
+        ("if a; then N=2; bash <<'EOF'\ntorchrun --nproc_per_node=$N train.py\nEOF\nfi", None),
+        ("bash <<'EOF'\ncd /w && N=4 && { N=2; } | cat && torchrun --nproc_per_node=$N train.py\nEOF", None),
+        ("bash <<'EOF'\n{ N=2; }\ntorchrun --nproc_per_node=$N train.py\nEOF", None),
+    ],
+)
+def test_a_quoted_here_document_bodys_groups_and_branches_are_read_as_a_scripts(command, processes):
+    # `bash <<'EOF'` with `if a; then N=2; torchrun --nproc_per_node=$N ...; fi` ran 2 processes, as the same lines in
+    # a script read: in the job's command the body's compound commands kept none of the values they set
+    assert command_launches(command) == [("train.py", processes)]
+    assert _script_counts(command) == [processes]  # as in a script
+
+
+# --- 28. sbatch's `--export` with an empty value: a list naming no variable ------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("command", "processes"),
+    [
+        # sbatch takes a value neither ALL nor NONE as a list of names: an empty one names none, SLURM_* alone passed
+        ("export N=4; sbatch --export= --wrap 'torchrun --nproc_per_node=$N train.py'", None),
+        ("export N=4; sbatch --export '' --wrap 'torchrun --nproc_per_node=$N train.py'", None),
+        ("export N=4 SBATCH_EXPORT=; sbatch --wrap 'torchrun --nproc_per_node=$N train.py'", None),
+        ("export N=4; sbatch --export=ALL --export= --wrap 'torchrun --nproc_per_node=$N train.py'", None),  # last
+        ("export N=4 SBATCH_EXPORT=; sbatch --export=ALL --wrap 'torchrun --nproc_per_node=$N train.py'", 4),
+        ("export N=4; sbatch --export= --export=ALL --wrap 'torchrun --nproc_per_node=$N train.py'", 4),
+    ],
+)
+def test_an_empty_sbatch_export_passes_no_variable_of_the_submitting_shell(command, processes):
+    assert command_launches(command) == [("train.py", processes)]
+
+
+def test_an_empty_sbatch_export_still_passes_srun_variables():
+    command = "export SLURM_NTASKS=2; sbatch --export= --wrap 'srun python train.py'"
+    assert command_launches(command) == [("train.py", 2)]
+
+
+# --- 29. a loop's body may run again: a value set later in it is not the one a pass after the first has -------------
+
+
+@pytest.mark.parametrize(
+    ("text", "processes"),
+    [
+        # not known: the first pass has 4, a later one 2 (or what the branch or `source` left)
+        ("N=4; for i in 1 2; do torchrun --nproc_per_node=$N train.py; N=2; done", None),
+        ("N=4; while a; do torchrun --nproc_per_node=$N train.py; N=2; done", None),
+        ("N=4; until a; do torchrun --nproc_per_node=$N train.py; export N=2; done", None),
+        ("cd /w && N=4 && for i in 1 2; do torchrun --nproc_per_node=$N train.py; N=2; done", None),
+        ("N=4\nfor i in 1 2; do\n  torchrun --nproc_per_node=$N train.py\n  N=2\ndone", None),
+        ("N=4\nwhile read x; do\n  torchrun --nproc_per_node=$N train.py\n  if a; then\n    N=2\n  fi\ndone < l", None),
+        ("N=4\nfor i in 1 2; do\n  for j in 1; do :; done\n  torchrun --nproc_per_node=$N train.py\n  N=2\ndone", None),
+        ("N=4\nfor i in 1 2; do\n  for j in 1; do\n    :\n  done\n  torchrun --nproc_per_node=$N t\n  N=2\ndone", None),
+        ("N=4\nuntil a; do\n  torchrun --nproc_per_node=$N train.py\n  source env.sh\ndone", None),
+        ("N=4\nfor i in 1 2; do\n  case $i in 1) N=2;; esac\n  torchrun --nproc_per_node=$N train.py\ndone", None),
+        ("N=4\nfor N in 1 2; do\n  torchrun --nproc_per_node=$N train.py\ndone", None),
+        ("bash <<'EOF'\nN=4\nfor i in 1 2; do torchrun --nproc_per_node=$N train.py; N=2; done\nEOF", None),
+        # known: set before it and not in it, or set in the pass before it is read
+        ("N=4\nfor i in 1 2; do\n  torchrun --nproc_per_node=$N train.py\ndone\nN=2", 4),
+        ("N=4\nfor i in 1 2; do\n  for j in 1; do\n    :\n  done\n  torchrun --nproc_per_node=$N t.py\ndone\nN=2", 4),
+        ("N=4; for i in 1 2; do N=2; torchrun --nproc_per_node=$N train.py; done", 2),
+        ("N=4\nwhile a; do\n  N=2\n  torchrun --nproc_per_node=$N train.py\ndone", 2),
+        ("bash <<'EOF'\nN=4\nfor i in 1 2; do torchrun --nproc_per_node=$N train.py; done\nEOF", 4),
+    ],
+)
+def test_a_value_a_loop_sets_again_later_in_its_body_is_not_known_in_it(text, processes):
+    # `N=4; for i in 1 2; do torchrun --nproc_per_node=$N train.py; N=2; done` read 4 processes: bash runs 4 in the
+    # first pass, 2 in the second (the value before the loop was taken in the whole body)
+    assert _script_counts(text) == [processes]
+    assert [count for _, count in command_launches(text)] == [processes]

@@ -474,8 +474,11 @@ def _launches(scripts: list[tuple[str, str]], command: str) -> list[list[str]]:
         if _is_shell(path, text):
             variables = _ShellVariables()
             shells = _ChildShells(text)
-            for number, line in _logical_lines(text):
+            lines = _logical_lines(text)
+            for position, (number, line) in enumerate(lines, 1):
+                variables.ahead = None  # (not copied for a here-document body's shell)
                 variables = shells.at(number, variables, lambda parent, _: parent.child())
+                variables.ahead = (lines, position)  # a loop this line opens may end on a later one
                 # env's environment, for its `-S` string's `${NAME}` (made only for a line that may run env)
                 exported = variables.environment() if "env" in line else None
                 try:
@@ -793,6 +796,41 @@ def _chained(operators: tuple[str, str]) -> bool:
     return after == "&&" and before not in ("||", "|", "|&")
 
 
+_LOOPS = {"for", "while", "until", "select"}  # the compound commands that may run their body again, or never
+
+
+def _loop_sets(commands: list[list[str]], loops: int, opener: bool = True) -> tuple[set[str] | None, int]:
+    """The names a loop may set, from the command that opens it (`commands[0]`, where `opener`; `loops` loops open
+    there) to its `done`: what its header and body assign (`N=2`, `export N=2`, a `case` item's `a) N=2`, `read N`,
+    `unset N`, `for N in ...`), for a value the name had before the loop not to be taken inside it, where an earlier
+    pass may have set it again (`N=4; for i in 1 2; do torchrun ...$N; N=2; done`: 4, then 2); and how many of the
+    loops are still open after `commands` (0: its `done` is among them). None for every name (`source`, `eval`)."""
+    names: set[str] = set()
+    for position, argv in enumerate(commands):
+        if argv in (_CHILD_SHELL_BEGINS, _CHILD_SHELL_ENDS) or not argv:
+            continue
+        if argv[0] == "done":
+            loops -= 1
+            if loops <= 0:
+                return names, 0
+            continue
+        words, opens = _reserved_words_off(argv, False)
+        if position or not opener:
+            loops += sum(word in _LOOPS for word in opens)
+        if words and words[0].endswith(")") and words[0] not in _OPENS:  # a `case` item's pattern: `a) N=2`
+            words = words[1:]
+        if (words[:1] or argv[:1])[0] in ("source", ".", "eval"):
+            return None, loops
+        if words and _shell_assignments(words):
+            names.update(m.group(1) for word in words if (m := _ASSIGNMENT.fullmatch(word)))
+        if words[:1] and words[0] in ("read", "unset", "getopts"):
+            names.update(word for word in words[1:] if word.isidentifier())
+        elif not words and opens[-1:] in (["for"], ["select"]) and opens[-1] in argv:  # `for N in ...`
+            header = argv[argv.index(opens[-1]) + 1 :]
+            names.update(header[:1] if header[:1] and header[0].isidentifier() else [])
+    return names, loops
+
+
 class _ShellVariables:
     """A shell script's variables as its lines set them, in order: `DATA=s3://b/x` (or `export DATA=...`), a line of
     its own outside any `if`, loop, `case` or function, with a plain value (no `$(...)`, backticks or a variable not
@@ -848,6 +886,40 @@ class _ShellVariables:
         # likewise the string of each command that runs one in a job it submits or an allocation it makes (`sbatch
         # --wrap '...'`, `salloc -N 1 bash -c '...'`: `_submitted_string`), with the shell that runs it (`_job_shell`)
         self.submitted: dict[int, tuple[tuple[list[str], str], _ShellVariables]] = {}
+        # the script's logical lines and where the line read next is among them, for a loop that line opens and a
+        # later one closes (`_loop_begins`); None where the lines read are one text (the job's command, a `-c` string)
+        self.ahead: tuple[list[tuple[int, str]], int] | None = None
+
+    def _loop_begins(self, commands: list[list[str]], loops: int, chain: dict[str, str], bodies: list[tuple]) -> None:
+        """Enters the loops a command opens (`commands[0]`, the rest of its line after it): a value that a name the
+        loop sets (`_loop_sets`, to its `done`, on the script's later lines too: `ahead`) had before it is not known
+        inside it, as after it: a pass after the first has the value the one before set last."""
+        names, left = _loop_sets(commands, loops)
+        if names is not None and left and self.ahead is not None:
+            lines, position = self.ahead
+            for _, line in lines[position:]:
+                try:
+                    more = split_shell(line)
+                except ValueError:
+                    continue
+                found, left = _loop_sets(more, left, opener=False)
+                if found is None:
+                    names = None
+                    break
+                names |= found
+                if not left:
+                    break
+        if names is None:  # `source` in it: any name
+            names = {*self.known, *chain, *self.arm_values, *self._carried_values()}
+        if not names:
+            return
+        self._own()
+        for name in names:
+            if name in self.known:
+                self.known[name] = None
+            self.arm_values.pop(name, None)
+            chain.pop(name, None)
+            self._set_again(name, False, bodies)
 
     def _own(self) -> None:
         """Copies the variables this shell shares (`shared`) before it changes them."""
@@ -954,7 +1026,9 @@ class _ShellVariables:
                     values = values if isinstance(argv, _ExpandedBody) else _ExportedOnly(values, self.exported)
                     state = (self.known, self.exported, self.exporting, self.deferred, self.arm_values)
                     bodies.append((*state, None if isinstance(argv, _ExpandedBody) else {}, values, self.depth))
-                    self.shared, self.arm_values = True, dict(self.arm_values)
+                    # a quoted body's branches are its shell's, whose arms start with none of this one's values
+                    self.shared = True
+                    self.arm_values = dict(self.arm_values) if isinstance(argv, _ExpandedBody) else {}
                 elif bodies:
                     self.known, self.exported, self.exporting, self.deferred, self.arm_values = bodies.pop()[:5]
                     self.shared = True
@@ -971,7 +1045,10 @@ class _ShellVariables:
             words, opens = _reserved_words_off(argv, in_case, self.body_next, index in alternatives)
             self.body_next = opens[-1:] == ["function"] and not any(word in ("{", "(") for word in argv[1:])
             # `a && N=4 && if ...`: in it too; in a quoted here-document body, whose chains are its shell's, too
-            carry = bool(chain) and "function" not in opens and (not bodies or bodies[-1][5] is not None)
+            carry = "function" not in opens and (not bodies or bodies[-1][5] is not None)
+            # a `{ ...; }` group is carried with no values too: what it sets for sure goes on in the chain after its
+            # `}` (`cd /w && { N=2; } && torchrun ...$N`, `grouped`)
+            grouping, carry = carry, carry and bool(chain)
             for word in opens:  # the command's own words are in what it opens (`{ N=2; }`, `if N=2`)
                 if word in _ARM_WORDS or word == _CASE_ITEM:
                     if self.arms:  # `then`, `else`, `do`, `a)`: the compound command's next arm
@@ -987,9 +1064,11 @@ class _ShellVariables:
                     read.append(_CHILD_SHELL_BEGINS)
                 self.opened.append(word)
                 self.arms.append(next(_ARM_IDS))
-                if carry:
+                if carry or (grouping and word == "{"):
                     self.carried.append((self.depth, dict(chain), set(), set(), operator[0] in ("|", "|&")))
-                    carry = False
+                    carry = grouping = False
+            if loops := sum(word in _LOOPS for word in opens):  # `for ...`, `do while ...`: it may run again
+                self._loop_begins(commands[index:], loops, chain, bodies)
             if words and source is not None:
                 if bodies:  # a here-document body's: with the values its words take (`_values_at`)
                     values = self._values_at(chain, bodies)
@@ -1026,6 +1105,9 @@ class _ShellVariables:
                 and self.depth
                 == bodies[-1][7] + len([depth for depth, _ in self.body_subshells if depth >= bodies[-1][7]])
             )
+            # in a quoted body's compound commands, a plain value set for sure is known later in its arm, as a
+            # script's (`bash <<'EOF'`, `if a; then N=2; torchrun ...$N; fi`, `{ N=2; } && ...`)
+            in_body_arm = sure and bodies and bodies[-1][5] is not None
             sure = sure and not bodies
             plain = sure and self.branched == 0 and only  # at the top, on a line of its own or after `;` or `&&`
             assigned = sure and only and all(_PLAIN_VALUE.fullmatch(value) for _, value in pairs)
@@ -1049,7 +1131,13 @@ class _ShellVariables:
                     in_chain.add(name)
                 else:
                     chain.pop(name, None)
-                if sure and only and self.branched and name not in self.deferred and _PLAIN_VALUE.fullmatch(value):
+                if (
+                    (sure or in_body_arm)
+                    and only
+                    and self.branched
+                    and name not in self.deferred
+                    and _PLAIN_VALUE.fullmatch(value)
+                ):
                     self.arm_values[name] = ((*self.base, *self.arms), value)
                     in_arm.add(name)
                 else:
@@ -1140,7 +1228,9 @@ class _ShellVariables:
             body = bodies[-1]
             if body[5] is None:  # an unquoted body's words: this shell's to expand, as they are where it opens
                 return body[6]
-            extra = {**self._carried_values(), **chain} if self.carried else chain
+            arms = (*self.base, *self.arms)
+            own = {name: value for name, (at, value) in self.arm_values.items() if arms[: len(at)] == at}
+            extra = {**self._carried_values(), **own, **chain} if self.carried or own else chain
             return ChainMap(extra, body[5], body[6]) if extra else ChainMap(body[5], body[6])
         arms = (*self.base, *self.arms)
         extra = self._carried_values() if self.carried else {}
@@ -3662,7 +3752,9 @@ def _sbatch_exports(argv: list[str], environment: str | None = None) -> tuple[bo
     loaded and will take precedence over any explicitly given environment variables"). The last `--export` of its
     options, wherever they give it (`sbatch --wrap '...' --export=NONE`: with `--wrap` every word is an option or
     its value, sbatch runs no script), else `environment`, the SBATCH_EXPORT sbatch runs with (sbatch(1): "Same as
-    --export", the option winning; None or "" for none). Not sbatch's: None."""
+    --export", the option winning; None for none). An empty value (`--export=`, `SBATCH_EXPORT=`) is a list that
+    names no variable: sbatch takes a value neither ALL nor NONE as such a list (src/sbatch/sbatch.c, its
+    `_env_merge_filter`), so SLURM_* alone are passed, as with NONE. Not sbatch's: None."""
     words = _without_assignments(argv)
     if not words or words[0].rsplit("/", 1)[-1] != "sbatch":
         return None
@@ -3679,7 +3771,7 @@ def _sbatch_exports(argv: list[str], environment: str | None = None) -> tuple[bo
         elif not wrapping and not word.startswith("-"):
             break  # (a script's name: its arguments are its own)
     if given is None:
-        given = environment or None
+        given = environment
     if given is None:
         return None
     everything, names, values = False, set(), {}
@@ -4829,10 +4921,13 @@ def _shell_facts(
     scopes: list[tuple] = []  # the state before each `bash -c '...'` string or subshell read now
     arm_values: dict[str, tuple] = {}  # srun's input variables a branch set, known in its arm (`_arm_set`)
     assigned_shared = False  # `assigned` is a scope's in `scopes` too: copied before a child shell sets a name
-    for number, line in _logical_lines(text):
+    logical = _logical_lines(text)
+    for position, (number, line) in enumerate(logical, 1):
+        variables.ahead = None  # (not copied for a here-document body's shell)
         state = (environment, environment_at, assigned, arm_values, variables)
         state = shells.at(number, state, lambda parent, _: (*parent[:4], parent[4].child()))
         environment, environment_at, assigned, arm_values, variables = state
+        variables.ahead = (logical, position)  # a loop this line opens may end on a later one
         stripped = line.strip()
         # sbatch(1): "The batch script may contain options preceded with "#SBATCH" before any executable commands in
         # the script. sbatch will stop processing further #SBATCH directives once the first non-comment

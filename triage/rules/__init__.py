@@ -461,7 +461,16 @@ from triage.rules.registry import RULES, THRESHOLDS, Finding, Status, TriageResu
 #      (`export N=4 SBATCH_EXPORT=NONE; sbatch --wrap '...$N'`: N not known in the string, 4 before; `_sbatch_exports`);
 #      a quoted here-document body's `&&` chains and subshells are read as a script's (`bash <<'EOF'` with `cd /w &&
 #      N=4 && torchrun --nproc_per_node=$N ...`, or `( N=4; torchrun ...$N )`: 4, unknown before; `body_subshells`)
-RULES_REVISION = 14
+#  15  2026-12-08: script reading (revision 14 was released): a value a loop's body sets is not taken from before the
+#      loop anywhere in it (`N=4; for i in 1 2; do torchrun --nproc_per_node=$N train.py; N=2; done`, on lines of
+#      their own too: read 4, bash runs 4 then 2; now not known; `_loop_sets`, `_ShellVariables.ahead`); a `{ ...; }`
+#      group an `&&` chain runs leaves what it set for sure to the rest of the chain where the chain set nothing
+#      before it (`cd /w && { N=2; } && torchrun --nproc_per_node=$N ...`: 2, unknown before; not where a pipeline
+#      runs it); a quoted here-document body's groups and `if` / `case` branches keep the values they set for sure
+#      later in their arm, as a script's (`bash <<'EOF'` with `if a; then N=2; torchrun ...$N; fi` as the job's
+#      command: 2, unknown before); an empty `--export=` or SBATCH_EXPORT is read as a list naming no variable, as
+#      sbatch takes it (SLURM_* alone passed; the reading was so already for the option)
+RULES_REVISION = 15
 
 __all__ = [
     "RULES",
