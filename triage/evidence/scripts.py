@@ -862,7 +862,7 @@ class _ShellVariables:
         # this shell sets anything (`_own`), not each time a child or a subshell begins
         self.shared = False
         # the plain values the branches set, known to the commands later in the same arm (`_arm_set`'s, per name:
-        # the arms it was set in, and the value), and those a line's command is expanded with again (`_in_arm`)
+        # the arms it was set in, and the value), and those a line's command is expanded with again (`_set_before`)
         self.arm_values: dict[str, tuple] = {}
         self.extra: Mapping[str, str | None] = {}
         # the values an `&&` chain set for the compound command it runs (`cd /w && N=4 && if ...; then ...$N`), one
@@ -1001,7 +1001,7 @@ class _ShellVariables:
         `_CHILD_SHELL_BEGINS` and `_CHILD_SHELL_ENDS` are passed on as they are). `source`: the line they were split
         from, the names its commands before its last set (`_set_before_last`) and how it was split, for a command in a
         branch, or after a plain value set earlier on the line or in its `&&` chain, to be expanded again with the
-        values set before it (`_in_arm`). `operators`: those before and after each command (`_commands`'), for which
+        values set before it (`_set_before`). `operators`: those before and after each command (`_commands`'), for which
         of its assignments are made for sure (`_runs_here`) or for the rest of their chain (`_chained`); without them,
         those of a line of one command alone. A here-document body's commands (between the marks the job's command
         has, `_split_marking_shells`) are a child shell's: not expanded, and what they set ends with the body."""
@@ -1069,12 +1069,12 @@ class _ShellVariables:
                     carry = grouping = False
             if loops := sum(word in _LOOPS for word in opens):  # `for ...`, `do while ...`: it may run again
                 self._loop_begins(commands[index:], loops, chain, bodies)
-            if words and source is not None:
-                if bodies:  # a here-document body's: with the values its words take (`_values_at`)
-                    values = self._values_at(chain, bodies)
+            if words and source is not None and any("$" in word for word in words):
+                # a here-document body's: with the values its words take (`_values_at`); elsewhere those a branch's
+                # arm, the line or its chain set before it
+                values = self._values_at(chain, bodies) if bodies else self._set_before(source[1], line_set, chain)
+                if values is not None:
                     words = self._expanded_again(words, argv, index, commands, source, values)
-                elif self.arm_values or line_set or chain or self.carried:
-                    words = self._in_arm(words, argv, index, commands, source, line_set, chain)
             closing = 0
             if words and self.subshells and self.depth == self.subshells[-1][-1] + 1:
                 words, closing = _subshell_closed(words)  # `srun ... )`, `(srun ...) > log`
@@ -1114,7 +1114,7 @@ class _ShellVariables:
             self._exports(words or argv, [name for name, _ in pairs] if only else [])
             if pairs:
                 self._own()
-            in_arm, in_chain = set(), set()  # `then N=2`: known later in that arm (`_in_arm`), not after it
+            in_arm, in_chain = set(), set()  # `then N=2`: known later in that arm (`_set_before`), not after it
             for name, value in pairs:
                 known = plain and name not in self.deferred and _PLAIN_VALUE.fullmatch(value)
                 self.known[name] = value if known else None
@@ -1228,13 +1228,11 @@ class _ShellVariables:
             body = bodies[-1]
             if body[5] is None:  # an unquoted body's words: this shell's to expand, as they are where it opens
                 return body[6]
-            arms = (*self.base, *self.arms)
-            own = {name: value for name, (at, value) in self.arm_values.items() if arms[: len(at)] == at}
+            own = self._arm_values_here() if self.arm_values else {}
             extra = {**self._carried_values(), **own, **chain} if self.carried or own else chain
             return ChainMap(extra, body[5], body[6]) if extra else ChainMap(body[5], body[6])
-        arms = (*self.base, *self.arms)
         extra = self._carried_values() if self.carried else {}
-        extra.update((name, value) for name, (at, value) in self.arm_values.items() if arms[: len(at)] == at)
+        extra.update(self._arm_values_here() if self.arm_values else {})
         extra.update(chain)
         return ChainMap(extra, self.known) if extra else self.known
 
@@ -1286,10 +1284,8 @@ class _ShellVariables:
         source: tuple[str, set[str], Callable[..., list[list[str]]]],
         values: Mapping[str, str | None],
     ) -> list[str]:
-        """A command's words (`words`, the end of `commands[index]`, `argv`) with `values` in place: its line
-        (`source`) expanded again with them, over `known`."""
-        if not any("$" in word for word in words):
-            return words
+        """A command's words (`words`, the end of `commands[index]`, `argv`, with a `$`) with `values` in place: its
+        line (`source`) expanded again with them, over `known`."""
         line, _, split = source
         self.extra = values
         try:
@@ -1306,31 +1302,26 @@ class _ShellVariables:
             tail[0] = tail[0][len(argv[offset]) - len(words[0]) :]
         return tail
 
-    def _in_arm(
-        self,
-        words: list[str],
-        argv: list[str],
-        index: int,
-        commands: list[list[str]],
-        source: tuple[str, set[str], Callable[..., list[list[str]]]],
-        line_set: set[str],
-        chain: dict[str, str],
-    ) -> list[str]:
-        """A command's words (`words`, the end of `commands[index]`, `argv`) with the plain values a branch set before
-        it in the arm it runs in (`arm_values`: `then NGPUS=8; torchrun --nproc_per_node=$NGPUS`, in a branch inside
-        that arm too), and those of the variables set plainly earlier on its line (`line_set`: `NGPUS=4; torchrun
-        --nproc_per_node=$NGPUS`, as they are now, where a command between set them again), and those set earlier in
-        its `&&` chain (`chain`: `cd /work && NGPUS=4 && torchrun ...`), its line (`source`) expanded again with them;
-        as they are where it runs in none of those arms (`else`, the next `case` item, after the `fi`) and follows no
-        such assignment on its line or in its chain, or where they name no variable."""
+    def _arm_values_here(self) -> dict[str, str]:
+        """The plain values the branches set before the command read now, in the arm it runs in (`arm_values`), in a
+        branch inside that arm too."""
         arms = (*self.base, *self.arms)
-        own = {name: value for name, (at, value) in self.arm_values.items() if arms[: len(at)] == at}
+        return {name: value for name, (at, value) in self.arm_values.items() if arms[: len(at)] == at}
+
+    def _set_before(self, changed: set[str], line_set: set[str], chain: dict[str, str]) -> dict[str, str | None] | None:
+        """The values a command's words are expanded with again (`_expanded_again`): the plain values a branch set
+        before it in the arm it runs in (`then NGPUS=8; torchrun --nproc_per_node=$NGPUS`), those of the variables
+        set plainly earlier on its line (`line_set`: `NGPUS=4; torchrun --nproc_per_node=$NGPUS`, as they are now,
+        where a command between set them again; `changed`, those its line's commands before its last set,
+        `_set_before_last`), and those set earlier in its `&&` chain (`chain`: `cd /work && NGPUS=4 && torchrun ...`)
+        or one that runs the compound command it is in; None where there are none: it runs in none of those arms
+        (`else`, the next `case` item, after the `fi`) and follows no such assignment on its line or in its chain."""
+        own = self._arm_values_here() if self.arm_values else {}
         carried = self._carried_values() if self.carried else {}
-        if not (own or line_set or chain or carried) or not any("$" in word for word in words):
-            return words
-        _, changed, _ = source
+        if not (own or line_set or chain or carried):
+            return None
         values = {**dict.fromkeys(changed), **{name: self.known.get(name) for name in line_set}}
-        return self._expanded_again(words, argv, index, commands, source, {**values, **carried, **own, **chain})
+        return {**values, **carried, **own, **chain}
 
     def _close(self) -> bool:
         """Leaves the innermost compound command; True where it is a subshell, whose settings end with it."""
