@@ -308,6 +308,7 @@
   // draws the window shown again with the metrics ticked (?metrics=, every one named: none ticked is none).
   var metricsBox = document.getElementById("timeline-metrics");
   var chosenMetrics = null;  // null: the server's choice
+  var metricsPending = false;  // ticked while a window was loading
   function offerMetrics(metrics) {
     if (!metricsBox || !metrics) { return; }
     var list = metricsBox.querySelector(".timeline-metric-choices");
@@ -336,7 +337,8 @@
   if (metricsBox) {
     metricsBox.addEventListener("change", function () {
       chosenMetrics = Array.prototype.map.call(metricsBox.querySelectorAll("input:checked"), function (box) { return box.value; });
-      if (!busy) { load(shown[0], shown[1]); }
+      // Ticked while a window loads: drawn once it has (a tick is never lost).
+      if (busy) { metricsPending = true; } else { load(shown[0], shown[1]); }
     });
   }
 
@@ -369,7 +371,10 @@
         return true;
       })
       .catch(function () { say("The timeline could not be loaded."); })
-      .finally(function () { busy = false; });
+      .finally(function () {
+        busy = false;
+        if (metricsPending) { metricsPending = false; load(shown[0], shown[1]); }
+      });
   }
 
   load().then(function (drawn) {
