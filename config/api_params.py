@@ -342,9 +342,12 @@ class FiltersNamingChoices(DjangoFilterBackend):
 
 class KnownParameters:
     """A viewset mixin: its list action refuses query parameters it does not take, with a 400
-    naming them and listing those it takes (its filters, `page`, and `list_parameters`)."""
+    naming them and listing those it takes (its filters, `page`, and `list_parameters`); so does
+    each action named in `action_parameters`, with those it takes."""
 
     list_parameters: tuple[str, ...] = ()  # what the list reads itself, beside filters and paging
+    # Other actions that refuse what they do not take, each with what it takes (`?start=` of a download).
+    action_parameters: dict[str, tuple[str, ...]] = {}
 
     def taken_parameters(self) -> list[str]:
         names = list(self.list_parameters)
@@ -364,11 +367,14 @@ class KnownParameters:
 
     def initial(self, request, *args, **kwargs):
         super().initial(request, *args, **kwargs)  # who may ask first: a 401 or 403 before a 400
-        if self.action != "list":
+        if self.action == "list":
+            taken, what = self.taken_parameters(), "This list"
+        elif self.action in self.action_parameters:
+            taken, what = list(self.action_parameters[self.action]), "This address"
+        else:
             return
-        taken = self.taken_parameters()
         unknown = sorted(set(request.query_params) - set(taken) - ALWAYS_TAKEN)
         if unknown:
-            message = f"This list takes no such parameter; it takes {', '.join(taken)}."
+            message = f"{what} takes no such parameter; it takes {', '.join(taken)}."
             # Each by its name, a long one by its opening: not a 5,000-character key sent back.
             raise ValidationError({shortened(name): [message] for name in unknown})

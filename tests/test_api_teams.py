@@ -235,7 +235,7 @@ def test_every_amount_of_money_is_a_decimal_string_and_the_report_s_numbers_are_
         for key, prop in schema.get("properties", {}).items()
         if key in ("cost", "wasted_cost", "recoverable_cost") or key.endswith("cost_decimal")
     }
-    assert {name for name, _ in amounts} == {"Job", "JobDetail", "Finding", "Guidance", "TeamReportRow"}
+    assert {name for name, _ in amounts} == {"Job", "JobDetail", "Finding", "Guidance", "TeamReportRow", "TeamCause"}
     for (name, key), prop in amounts.items():
         if prop.get("deprecated"):
             assert (name, key) in {("TeamReportRow", "cost"), ("TeamReportRow", "wasted_cost")}

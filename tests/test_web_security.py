@@ -317,6 +317,7 @@ CSRF_EXEMPT = {
     "job-detail": f"{DRF}; GET only",
     "job-series": f"{DRF}; GET only, the job's series as a download",
     "team-report-list": f"{DRF}; GET only",
+    "team-report-causes": f"{DRF}; GET only",
     "ingest-run-list": f"{DRF}; GET only",
     "ingest-run-detail": f"{DRF}; GET only",
     "archive-list": f"{DRF}; POST: an operator's session with the CSRF token, or a machine token",

@@ -1,6 +1,6 @@
 """Triage's part of the JSON API: jobs with their triage status, findings, evidence and guidance.
 
-`GET /api/v1/jobs/` lists the jobs a user may see (filters: cluster, team, user, category,
+`GET /api/v1/jobs/` lists the jobs a user may see (filters: cluster, team, user, queue, gpu_model, category,
 low_util, status, started_after/started_before, external_id, ingest_run), `GET /api/v1/jobs/{id}/` gives one
 job with its summary, current triage result and findings. A job of another team is a 404.
 `GET /api/v1/teams/` is the chargeback report: each team's GPU-hours, waste and cost over a period.
@@ -8,7 +8,9 @@ job with its summary, current triage result and findings. A job of another team 
 
 from __future__ import annotations
 
+from decimal import Decimal
 from functools import cached_property
+from typing import NamedTuple
 
 import django_filters
 from django.db.models import Exists, OuterRef, Prefetch, Q
@@ -16,7 +18,7 @@ from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, extend_schema, extend_schema_field, extend_schema_serializer
 from rest_framework import serializers, viewsets
 from rest_framework.decorators import action
-from rest_framework.exceptions import ValidationError
+from rest_framework.exceptions import NotFound, ValidationError
 from rest_framework.permissions import IsAuthenticated
 from rest_framework.response import Response
 
@@ -26,13 +28,26 @@ from fleet.api import API_AUTH, TokenMay, token_of
 from fleet.downloads import SERIES_FORMATS, series_download
 from fleet.forms import UtcDateTimeMixin, YesNoField
 from fleet.models import Cluster, IngestRun, Job, Team
+from fleet.money import to_cents
 from fleet.numbers import hours_to_thousandth
 from fleet.quoting import quoted
 from triage import feedback
 from triage.dashboard.filters import RECOVERABLE, SORTS, RowIdFilter, recoverable_hours
 from triage.dashboard.periods import EARLIEST, LATEST, MAX_DAYS, PRESETS, PeriodError, period_from
-from triage.dashboard.queries import UTIL_SOURCE_CHOICES, UTIL_SOURCES, chargeback, narrowed, no_such_cluster
+from triage.dashboard.queries import (
+    UTIL_SOURCE_CHOICES,
+    UTIL_SOURCES,
+    by_category,
+    chargeback,
+    cost_known,
+    in_period,
+    narrowed,
+    no_such_cluster,
+    pricing,
+    totals,
+)
 from triage.evidence import iso
+from triage.guidance import headline_change
 from triage.labeling.services import blinded_job_ids
 from triage.models import Feedback, Finding, JobTriage, TriageStatus, low_util_threshold
 from triage.taxonomy import Category, Dimension
@@ -632,6 +647,11 @@ class JobFilter(django_filters.FilterSet):
         method="filter_team", label="Team slug (exact); one that does not exist is a 400 listing them"
     )
     user = django_filters.CharFilter(field_name="user")
+    # The jobs page's `?queue=` and `?gpu_model=`: as the scheduler and the archive name them.
+    queue = django_filters.CharFilter(field_name="queue", label="The scheduler's queue or partition (exact)")
+    gpu_model = django_filters.CharFilter(
+        field_name="gpu_model", label="GPU model, as the job's record names it (exact)"
+    )
     external_id = django_filters.CharFilter(field_name="external_id")
     name = django_filters.CharFilter(field_name="name", label="Job name (exact); with cluster and user: a job's runs")
     category = django_filters.ChoiceFilter(choices=Category.choices, method="filter_category")
@@ -693,9 +713,25 @@ class JobFilter(django_filters.FilterSet):
     class Meta:
         model = Job
         fields = [
-            "cluster", "team", "user", "external_id", "name", "category", "status", "answer", "low_util", "no_util",
-            "util_source", "ingest_run", "sort",
+            "cluster", "team", "user", "queue", "gpu_model", "external_id", "name", "category", "status", "answer",
+            "low_util", "no_util", "util_source", "ingest_run", "sort",
         ]  # fmt: skip
+
+    def filter_queryset(self, queryset):
+        # A range that ends before it begins holds no job: a 400 saying so, as the teams report's
+        # "The start date is after the end date", not an empty list a script files as a quiet month.
+        after, before = self.form.cleaned_data.get("started_after"), self.form.cleaned_data.get("started_before")
+        if after is not None and before is not None and after >= before:
+            said = f"started_before ({iso(before.timestamp())}) is not after started_after ({iso(after.timestamp())})"
+            raise ValidationError(
+                {
+                    "started_before": [
+                        f"{said}: no job starts at or after the one and before the other. "
+                        "Give the earlier time as started_after."
+                    ]
+                }
+            )
+        return super().filter_queryset(queryset)
 
     def filter_cluster(self, queryset, name, value):
         refuse_unknown_cluster(value, seen_by(Cluster.objects, getattr(self.request, "user", None)))
@@ -930,6 +966,54 @@ class TeamReportSerializer(serializers.Serializer):
     teams = TeamReportRowSerializer(many=True, help_text="The teams with jobs in the period, most unused first.")
 
 
+class TeamCauseSerializer(serializers.Serializer):
+    category = serializers.ChoiceField(
+        choices=Category.choices, help_text="The cause (a category of the taxonomy), as the jobs list's `category`."
+    )
+    label = serializers.CharField(help_text='Its name as the pages write it ("Model checkpointing").')
+    jobs = serializers.IntegerField(help_text="The team's jobs of the period whose current findings name the cause.")
+    recoverable_gpu_hours = serializers.FloatField(
+        help_text="The GPU-hours those findings attribute to the cause (what fixing it would win back), to 3 places "
+        "(half up): the team page's Recoverable GPU-hours, which it rounds to a tenth."
+    )
+    cost = serializers.DecimalField(
+        max_digits=20,
+        decimal_places=2,
+        allow_null=True,
+        help_text=f"What those GPU-hours cost, {MONEY} (the answer's `currency`; the team page shows it in whole "
+        'units). null where the page shows "–": none of the cause\'s jobs is priced in a figure of `currency`.',
+    )
+    change = serializers.CharField(
+        help_text="The change to make, as the team page and the weekly digest name it first (code in `backticks`)."
+    )
+    set_aside_jobs = serializers.IntegerField(
+        help_text="Of `jobs`, those whose people answered the cause wrong or intended (and nobody right): the team "
+        "page says the change is set aside when this is all of them, and on how many when some."
+    )
+
+
+class TeamCausesSerializer(serializers.Serializer):
+    team = serializers.CharField(help_text="The team's slug.")
+    name = serializers.CharField()
+    period_start = serializers.DateField(help_text="The first day (UTC) of the period.")
+    period_end = serializers.DateField(help_text="The last day (UTC) of the period, included.")
+    cluster = serializers.CharField(allow_null=True, help_text="The cluster it is narrowed to, or null for all.")
+    currency = serializers.CharField(
+        help_text="The currency of every cause's `cost`: the team page's for the same period (chosen over the period "
+        "and the one before, as the page's), which may differ from the teams report's over every team."
+    )
+    unused_gpu_hours = serializers.FloatField(
+        help_text="The team's unused GPU-hours of the period, to 3 places: what the causes' recoverable GPU-hours "
+        "account for part of (the team page's sentence under its causes)."
+    )
+    causes = TeamCauseSerializer(
+        many=True,
+        help_text="Why the team's GPUs idled: the team page's \"Why this team's GPUs idled\" and the weekly digest's "
+        "causes, the most recoverable GPU-hours first; [] when no cause was found. A job you rate in a blind study "
+        "is left out, as on the page.",
+    )
+
+
 # The days `period_from` takes, which a date's schema cannot say: any other is a 400 naming the parameter.
 REPORT_PARAMETERS = [
     OpenApiParameter(
@@ -961,6 +1045,8 @@ class TeamReportViewSet(KnownParameters, viewsets.ViewSet):
 
     permission_classes = [IsAuthenticated | ReadsReports]
     list_parameters = tuple(parameter.name for parameter in REPORT_PARAMETERS)
+    action_parameters = {"causes": list_parameters}
+    lookup_field = "slug"
 
     @extend_schema(
         auth=API_AUTH,
@@ -969,16 +1055,7 @@ class TeamReportViewSet(KnownParameters, viewsets.ViewSet):
         summary="Each team's GPU-hours, waste and cost",
     )
     def list(self, request):
-        cluster = request.query_params.get("cluster", "").strip()
-        # A member's: the clusters their teams ran jobs on; a token made to read reports reads them all.
-        # Not an empty report for a typo: a script would file it as a quiet month.
-        refuse_unknown_cluster(cluster, seen_by(Cluster.objects, request.user))
-        visible = seen_by(Job.objects, request.user)
-        jobs, latest = narrowed(visible, cluster)
-        try:
-            period = period_from(request.query_params, latest)
-        except PeriodError as exc:
-            raise ValidationError({exc.param: [str(exc)]}) from None
+        cluster, jobs, period = self._scope(request)
         report = chargeback(jobs, period, low_util_threshold())
         return Response(
             TeamReportSerializer(
@@ -991,6 +1068,86 @@ class TeamReportViewSet(KnownParameters, viewsets.ViewSet):
                 }
             ).data
         )
+
+    @extend_schema(
+        auth=API_AUTH,
+        parameters=[
+            OpenApiParameter("slug", str, OpenApiParameter.PATH, description="The team's slug."),
+            *REPORT_PARAMETERS,
+        ],
+        responses={200: TeamCausesSerializer},
+        summary="Why a team's GPUs idled: its causes, as its team page gives them",
+    )
+    @action(detail=True, url_path="causes", url_name="causes")
+    def causes(self, request, slug=None):
+        """The team page's causes over a period: per cause its jobs, recoverable GPU-hours, cost and the change
+        to make. Another team's (one a person may not see) is a 404; a token made to read reports reads any."""
+        team = seen_by(Team.objects, request.user).filter(slug=slug).first()
+        if team is None:
+            raise NotFound(f"There is no team {quoted(slug)} here.")
+        cluster, jobs, period = self._scope(request)
+        user = request.user if request.user.is_authenticated else None
+        causes = team_causes(jobs.filter(team=team), period, blinded_job_ids(user) if user else set())
+        return Response(
+            TeamCausesSerializer(
+                {
+                    "team": team.slug,
+                    "name": team.name,
+                    "period_start": period.start.date(),
+                    "period_end": period.last_day,
+                    "cluster": cluster or None,
+                    "currency": causes.currency,
+                    "unused_gpu_hours": hours_to_thousandth(causes.unused_gpu_hours),
+                    "causes": causes.rows,
+                }
+            ).data
+        )
+
+    @staticmethod
+    def _scope(request):
+        """(cluster, the jobs the caller may see on it, the period asked for), or a 400 naming the parameter."""
+        cluster = request.query_params.get("cluster", "").strip()
+        # A member's: the clusters their teams ran jobs on; a token made to read reports reads them all.
+        # Not an empty report for a typo: a script would file it as a quiet month.
+        refuse_unknown_cluster(cluster, seen_by(Cluster.objects, request.user))
+        jobs, latest = narrowed(seen_by(Job.objects, request.user), cluster)
+        try:
+            period = period_from(request.query_params, latest)
+        except PeriodError as exc:
+            raise ValidationError({exc.param: [str(exc)]}) from None
+        return cluster, jobs, period
+
+
+class TeamCauses(NamedTuple):
+    currency: str
+    unused_gpu_hours: float
+    rows: list[dict]
+
+
+def team_causes(team_jobs, period, blinded: set[int]) -> TeamCauses:
+    """A team's causes over a period as its team page (`triage.dashboard.views.team_detail`) counts them, from the
+    same queries: priced over the period and the one before (the page's currency and rates), the jobs rated
+    blind by the reader left out, and each cause's change set aside where its people answered it so."""
+    period_jobs = in_period(team_jobs, period)
+    conversion = pricing(in_period(team_jobs, period.with_previous), shown=period_jobs).conversion
+    judged = period_jobs.exclude(pk__in=blinded)
+    set_aside = feedback.set_aside_jobs_by_cause(judged)
+    rows = []
+    for row in by_category(judged, conversion):
+        category = Category(row["category"])
+        rows.append(
+            {
+                "category": category.value,
+                "label": category.label,
+                "jobs": row["jobs"],
+                "recoverable_gpu_hours": hours_to_thousandth(row["hours"]),
+                "cost": to_cents(Decimal(repr(row["spend"]))) if cost_known(row) else None,
+                "change": headline_change(category),
+                "set_aside_jobs": set_aside.get(category, 0),
+            }
+        )
+    unused = totals(period_jobs, low_util_threshold(), conversion).unused_gpu_hours
+    return TeamCauses(conversion.currency, unused, rows)
 
 
 router.register("teams", TeamReportViewSet, basename="team-report")
