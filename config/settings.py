@@ -572,6 +572,9 @@ TRIAGE_SWEEP_LIMIT = env_int("TRIAGE_SWEEP_LIMIT", 20_000, minimum=1)
 # The same sweep re-triages at most this many jobs whose findings an older release's rules made
 # (triage.rules.RULES_REVISION), the longest triaged first, once the batch before is done.
 TRIAGE_RULES_CATCHUP_BATCH = env_int("TRIAGE_RULES_CATCHUP_BATCH", 1_000, minimum=1)
+# Jobs per triage task: an import queues the triage of its jobs, a saved rule set the re-triage of every
+# job, in tasks of this many (tests lower it so that a few jobs make several tasks).
+RETRIAGE_BATCH = env_int("RETRIAGE_BATCH", 200, minimum=1)
 CELERY_BEAT_SCHEDULE["triage.sweep_untriaged"] = {
     "task": "triage.sweep_untriaged",
     "schedule": TRIAGE_SWEEP_MINUTES * 60.0,

@@ -275,9 +275,12 @@ def read_deliveries(broker) -> dict[str, int]:
     return {key: int(value) for key, value in counters.items() if value is not None}
 
 
-TRIAGE_JOBS = 420  # three triage tasks (RETRIAGE_BATCH = 200 jobs each): one running, two queued
+# Three triage tasks of the worker, one running and two queued: its RETRIAGE_BATCH setting (200 by default) is
+# lowered so that a small fleet, quick to generate, import and triage, still spans several.
+TRIAGE_BATCH = 15
+TRIAGE_JOBS = 42  # 15 + 15 + 12
 TRIAGE_QUEUE = "celery"  # where the import queues triage: the default queue (of the private server)
-TRIAGE_VISIBILITY_S = 10  # a triage task takes about 2 s here
+TRIAGE_VISIBILITY_S = 10  # longer than a triage task of TRIAGE_BATCH jobs takes here
 END_JOBS = 40  # one triage task; the import is held at END_GATE when Redis goes
 END_GATE = 20
 
@@ -322,7 +325,14 @@ def test_redis_restarted_mid_triage_loses_and_duplicates_nothing(private_redis, 
     # bound of 3; the task held here can run longer than that on a loaded machine, and its redelivery then
     # counted 1 again (CI, 2026-12-07). A bound of 50 keeps every counter for the whole test (510 s); no task
     # here comes near it.
-    worker = worker_over(private_redis, storage_dir, TRIAGE_QUEUE, TRIAGE_VISIBILITY_S, CELERY_MAX_DELIVERIES="50")
+    worker = worker_over(
+        private_redis,
+        storage_dir,
+        TRIAGE_QUEUE,
+        TRIAGE_VISIBILITY_S,
+        CELERY_MAX_DELIVERIES="50",
+        RETRIAGE_BATCH=str(TRIAGE_BATCH),
+    )
     with worker as (_, sender), contextlib.ExitStack() as locks:
         # 1. lock the rule set's row: every result names it, so the worker stops at its first result;
         rule_set = RuleSet.current()
@@ -338,7 +348,7 @@ def test_redis_restarted_mid_triage_loses_and_duplicates_nothing(private_redis, 
         assert broker.llen(TRIAGE_QUEUE) == 2  # the other two triage tasks wait
         # 2. lock a job half-way through the running task (its jobs in the order the worker takes them),
         #    and let the rule set go: the worker stores the results before that job, and waits for it.
-        first_ids = sorted(Job.objects.values_list("pk", flat=True))[: services.RETRIAGE_BATCH]
+        first_ids = sorted(Job.objects.values_list("pk", flat=True))[:TRIAGE_BATCH]
         first_task = list(Job.objects.filter(pk__in=first_ids))
         held = first_task[len(first_task) // 2]
         job_held = locks.enter_context(

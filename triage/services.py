@@ -30,7 +30,7 @@ from triage.rules import RULES_REVISION, TriageResult, triage
 
 logger = logging.getLogger(__name__)
 
-RETRIAGE_BATCH = 200  # jobs per task when a new rule set re-triages the fleet
+RETRIAGE_BATCH = settings.RETRIAGE_BATCH  # jobs per triage task (an import's, a new rule set's re-triage)
 # Queuing a triage task rides out a broker restart (Redis back within about a minute) instead of failing
 # at Celery's default ~1 s: an import that finished while Redis was down would otherwise leave its jobs
 # untriaged until the sweep (`sweep_untriaged`) finds them (a finished run is not redone, and importing
