@@ -9,7 +9,7 @@
 - A connector without authentication but with a secret reference said "No authentication; the secret is read
   from file:…", as if it were sent. The page says what each pull sends.
 - A labeling study's description holding a long unbroken word (a 200-character URL) ran out of its page, which
-  then scrolled sideways.
+  then scrolled sideways; so did a long unbroken study's or connector's name in its pages' headings.
 - The rules page's "the jobs behind the errors": its two lists, one under the other on a phone, were spaced by
   their own margins added (28 px), where a grid's parts are 16 px apart.
 """
@@ -156,6 +156,28 @@ def test_a_connectors_page_says_what_each_auth_kind_sends(operator_client):
     assert "the secret in <code>X-API-Key</code>, stored encrypted (not shown)" in default, default
     basic = connector_page(operator_client, auth=Connector.Auth.BASIC, username="svc-fleet", secret_encrypted="x")
     assert "sends the user name <code>svc-fleet</code> and the secret as its password, stored encrypted" in basic
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_connectors_long_name_and_secret_path_wrap_on_its_pages(browser, live_server, operator):  # noqa: F811
+    """A 100-character name (a slug, one word) in the heading of a connector's page and of its form, and a long
+    secret file's path on the form, made both pages 1,333 px wide at 320 px (and wider than 1280 px)."""
+    connector = Connector.objects.create(
+        name="prometheus-" + "a" * 89,
+        kind=Connector.Kind.PROMETHEUS,
+        url="http://prom:9090",
+        secret_ref="file:/run/secrets/" + "t" * 100,
+    )
+    open_as(browser, live_server.url, operator)
+    wide = []
+    for width in (320, 390, 1280):
+        with window_width(browser, width, mobile=width < 700):
+            for page in ("", "edit/"):
+                browser.get(f"{live_server.url}/connectors/{connector.pk}/{page}")
+                assert connector.name in browser.find_element("css selector", "main h1").text.replace("\n", "")
+                shown = browser.execute_script("return document.documentElement.scrollWidth")
+                wide += [(width, page, shown)] if shown > width else []
+    assert wide == [], wide
 
 
 # -- a study's long description -----------------------------------------------------------------------------
