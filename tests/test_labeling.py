@@ -267,13 +267,13 @@ def test_bad_answers_are_refused_with_a_reason(client, study, researcher):
 def test_a_rater_cannot_open_another_raters_assignment_or_see_labels_before_submitting(client, study, raters):
     first, second = raters
     answer(study, first, {p: [BATCH] for p in range(1, 5)})
-    client.force_login(second)
-    assert client.get(reverse("labeling:agreement", args=[study.pk])).status_code == 404
-    assert client.get(reverse("labeling:export", args=[study.pk, "labels", "csv"])).status_code == 404
+    client.force_login(second)  # refused, and told why (tests/test_labeling_hidden_pages.py)
+    assert client.get(reverse("labeling:agreement", args=[study.pk])).status_code == 403
+    assert client.get(reverse("labeling:export", args=[study.pk, "labels", "csv"])).status_code == 403
     # The lead is a rater too: until they submit, they see no one else's labels either.
     answer(study, second, {p: [CKPT] for p in range(1, 5)})
     client.force_login(first)
-    assert client.get(reverse("labeling:agreement", args=[study.pk])).status_code == 404
+    assert client.get(reverse("labeling:agreement", args=[study.pk])).status_code == 403
     client.post(reverse("labeling:submit", args=[study.pk]))
     assert client.get(reverse("labeling:agreement", args=[study.pk])).status_code == 200
     # Submitted labels are final.
@@ -650,7 +650,7 @@ def test_the_gold_set_links_each_job_to_its_page_where_blind_rules_still_hold(cl
     job_page = client.get(reverse("dashboard:job-detail", args=[job.pk])).content.decode()
     assert "RULES-SAID-THIS" not in job_page and "Hidden while you label this job" in job_page
     client.force_login(raters[0])  # the lead has not submitted in the later study either: no gold page there
-    assert client.get(reverse("labeling:gold", args=[later.pk])).status_code == 404
+    assert client.get(reverse("labeling:gold", args=[later.pk])).status_code == 403
 
 
 def test_adjudication_starts_with_what_every_rater_chose_ticked(client, study, raters):

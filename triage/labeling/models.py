@@ -16,6 +16,9 @@ EXTRA_OPTIONS = [(NONE_OF_THESE, "None of these"), (OTHER, "Other")]
 OPTION_CHOICES = [*Category.choices, *EXTRA_OPTIONS]
 OPTIONS = [value for value, _ in OPTION_CHOICES]
 OPTION_LABELS = dict(OPTION_CHOICES)
+# A rationale (and the note of "other") is a few sentences on the evidence seen, as a feedback comment
+# (1,000) is; twice that leaves room for a log line quoted. The form's maxlength and `clean_answer` say it.
+RATIONALE_MAX_CHARS = 2000
 SAMPLING_CHOICES = [(s.value, STRATEGY_LABELS[s]) for s in Strategy]
 
 

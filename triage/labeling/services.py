@@ -23,6 +23,7 @@ from triage.labeling.models import (
     OPTION_LABELS,
     OPTIONS,
     OTHER,
+    RATIONALE_MAX_CHARS,
     Adjudication,
     Assignment,
     GoldItem,
@@ -287,7 +288,14 @@ def clean_answer(chosen: dict[str, str], other_note: str) -> dict[str, str]:
         raise LabelingError('"None of these" cannot be combined with other choices.')
     if OTHER in chosen and not other_note.strip():
         raise LabelingError('Say what "other" is in its note.', field="other_note")
-    return {option: (rationale or "").strip() for option, rationale in chosen.items()}
+    cleaned = {option: (rationale or "").strip() for option, rationale in chosen.items()}
+    for option, text in [*cleaned.items(), *([("other_note", other_note.strip())] if OTHER in chosen else [])]:
+        if len(text) > RATIONALE_MAX_CHARS:  # the page's maxlength stops a browser; this, anything else
+            field = option if option == "other_note" else f"rationale-{option}"
+            raise LabelingError(
+                f"A rationale is at most {RATIONALE_MAX_CHARS:,} characters (this one has {len(text):,}).", field=field
+            )
+    return cleaned
 
 
 class ChangedWhileOpen(LabelingError):

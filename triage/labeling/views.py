@@ -26,6 +26,7 @@ from triage.labeling.models import (
     OPTION_LABELS,
     OPTIONS,
     OTHER,
+    RATIONALE_MAX_CHARS,
     Assignment,
     StudyJob,
 )
@@ -40,6 +41,15 @@ OPTION_KEYS = [*"1234567890", *"qwert"]
 EXTRA_KEYS = {"none": "n", OTHER: "o"}
 
 
+class LabelsNotYetShown(Exception):
+    """A rater of the study who has not submitted opened a page of everyone's labels (`what` opens)."""
+
+    def __init__(self, study, what: str):
+        super().__init__(what)
+        self.study = study
+        self.what = what
+
+
 def studies_access(view):
     """Login, then researchers and operators only; anyone else gets a 404."""
 
@@ -48,9 +58,24 @@ def studies_access(view):
     def wrapped(request, *args, **kwargs):
         if not services.may_use_studies(request.user):
             raise Http404
-        return view(request, *args, **kwargs)
+        try:
+            return view(request, *args, **kwargs)
+        except LabelsNotYetShown as hidden:
+            return _labels_not_yet_shown(request, hidden.study, hidden.what)
 
     return wrapped
+
+
+def _labels_not_yet_shown(request, study, what: str):
+    """A 403 that says why and how to go on. Only a rater of the study gets here (anyone else was
+    refused by `get_study` with a 404), so it tells them nothing they do not know: the study is theirs.
+    A link or a bookmark from a colleague otherwise landed on "Page not found"."""
+    done, total = services.progress(study, request.user)
+    reason = f"{what} once you submit your labels ({done} of {total} done)."
+    if request.resolver_match and request.resolver_match.url_name == "export":
+        return HttpResponse(reason + "\n", status=403, content_type="text/plain; charset=utf-8")
+    context = {"study": study, "reason": reason, "all_done": done >= total}
+    return render(request, "labeling/labels_hidden.html", context, status=403)
 
 
 def _require_lead(request, study):
@@ -58,10 +83,11 @@ def _require_lead(request, study):
         raise Http404
 
 
-def _require_all_labels(request, study):
-    """Pages that show other raters' labels: never to a rater who has not submitted theirs."""
+def _require_all_labels(request, study, what: str):
+    """Pages that show other raters' labels: never to a rater who has not submitted theirs. `what`
+    names the page in the refusal: "The agreement opens"."""
     if not services.sees_all_labels(request.user, study):
-        raise Http404
+        raise LabelsNotYetShown(study, what)
 
 
 def option_groups() -> list[dict]:
@@ -266,6 +292,7 @@ def _label_page(request, study, assignment, *, error=None, error_field=None, cha
             "other_note": request.POST.get("other_note", "") if sent else assignment.other_note,
             "error": error,
             "error_field": error_field,
+            "rationale_max": RATIONALE_MAX_CHARS,
             "changed": changed,
             # The version of the stored answer this page shows, sent back with the form (`answer_version`).
             "seen": services.answer_version(assignment),
@@ -389,7 +416,7 @@ def submit_labels(request, pk: int):
 @read_only
 def agreement_page(request, pk: int):
     study = services.get_study(request.user, pk)
-    _require_all_labels(request, study)
+    _require_all_labels(request, study, "The agreement opens")
     report = services.agreement_report(study)
     submitted = services.submission_count(study)
     items = study.items.select_related("job__cluster", "adjudication").in_bulk()
@@ -458,7 +485,7 @@ def _headline(report) -> dict | None:
 def adjudicate(request, pk: int, item: int):
     study = services.get_study(request.user, pk)
     _require_lead(request, study)
-    _require_all_labels(request, study)
+    _require_all_labels(request, study, "Adjudication opens")
     study_job = get_object_or_404(StudyJob.objects.select_related("job__cluster"), pk=item, study=study)
     answers = services.final_answers(study).filter(item=study_job).select_related("rater").prefetch_related("labels")
     current = getattr(study_job, "adjudication", None)
@@ -525,7 +552,7 @@ def adjudicate(request, pk: int, item: int):
 @with_form
 def gold_page(request, pk: int):
     study = services.get_study(request.user, pk)
-    _require_all_labels(request, study)
+    _require_all_labels(request, study, "The gold sets open")
     is_lead = services.is_lead(request.user, study)
     form = FreezeForm(request.POST or None)
     if request.method == "POST":
@@ -588,7 +615,7 @@ def _version_or_latest(request, name, queryset, missing, problems, default_is):
 @read_only
 def rules_page(request, pk: int):
     study = services.get_study(request.user, pk)
-    _require_all_labels(request, study)
+    _require_all_labels(request, study, "The rules against gold open")
     gold_sets = list(study.gold_sets.all())
     rule_sets = list(RuleSet.objects.all())
     context = {"study": study, "gold_sets": gold_sets, "rule_sets": rule_sets}
@@ -755,7 +782,7 @@ def export(request, pk: int, kind: str, fmt: str):
     study = services.get_study(request.user, pk)
     if kind not in exchange.KINDS or fmt not in ("csv", "json"):
         raise Http404
-    _require_all_labels(request, study)
+    _require_all_labels(request, study, "The export opens")
     try:
         return _export(request, study, kind, fmt)
     except ExportRefused as refused:
