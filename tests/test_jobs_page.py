@@ -246,7 +246,8 @@ def test_a_search_longer_than_any_job_holds_is_a_form_error_naming_the_field(
     )
     assert len(response.context["page"].object_list) == 3
     assert client.get(reverse("dashboard:job-list"), {field: "x" * 100_000, "format": "csv"}).status_code == 200
-    assert names(client, **{field: "x" * limit}) == []  # as long as it may be: searched, nothing found
+    if field != "state":  # a menu's: a state no job has is an error (tests/test_jobs_list_menus.py)
+        assert names(client, **{field: "x" * limit}) == []  # as long as it may be: searched, nothing found
 
 
 def test_a_job_is_found_by_its_id_as_the_pages_write_it(client, operator, jobs):

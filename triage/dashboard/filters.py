@@ -7,6 +7,7 @@ from datetime import date, timedelta
 import django_filters
 from django import forms
 from django.core.exceptions import ValidationError
+from django.core.validators import MaxLengthValidator
 from django.db.models import Case, Exists, F, FloatField, OuterRef, Q, Subquery, Sum, Value, When
 
 from fleet.forms import RowIdField
@@ -32,7 +33,8 @@ SORTS = {
 }
 
 
-NOT_TRIAGED = "not_triaged"  # a job without a current triage result
+NOT_TRIAGED = "not_triaged"
+PRESENT_VALUE_FILTERS = ("state", "queue", "gpu_model")  # menus of the values the viewer's jobs have  # a job without a current triage result
 
 
 class RowIdFilter(django_filters.NumberFilter):
@@ -51,6 +53,43 @@ def ingest_run_exists(number: int) -> None:
 
 # The search box's words looked for, at most: 500 characters hold 250 words, each a clause of the query.
 SEARCH_WORDS = 20
+
+
+class PresentValueField(django_filters.fields.ChoiceField):
+    """A menu of the values the viewer's jobs have: one typed in another case (an old link's ?state=failed) is
+    the value it names, and one no job has is an error that lists those there are."""
+
+    def __init__(self, *args, noun: str = "", max_length: int | None = None, **kwargs):
+        self.noun = noun
+        self.max_length = max_length  # what the field it filters on holds: longer, the message would repeat it
+        super().__init__(*args, **kwargs)
+
+    def to_python(self, value):
+        value = super().to_python(value)
+        values = [str(key) for key, _ in self.choices if key]
+        if value and value not in values:
+            value = next((known for known in values if known.casefold() == value.casefold()), value)
+        return value
+
+    def validate(self, value):
+        super(forms.ChoiceField, self).validate(value)  # required or not; the choice is checked here
+        if self.max_length is not None:
+            MaxLengthValidator(self.max_length)(value)
+        if value and not self.valid_value(value):
+            values = [str(key) for key, _ in self.choices if key]
+            there_are = f" (the {self.noun}s: {', '.join(values)})" if values else ""
+            raise ValidationError(f"No job has the {self.noun} {value}{there_are}", code="invalid_choice")
+
+
+class PresentValueFilter(django_filters.ChoiceFilter):
+    """A filter on one of the job's text fields whose menu offers the values the viewer's jobs have
+    (`JobFilter.__init__` fills it), as Cluster's offers their clusters."""
+
+    field_class = PresentValueField
+
+    def __init__(self, *args, noun: str, **kwargs):
+        max_length = Job._meta.get_field(kwargs["field_name"]).max_length
+        super().__init__(*args, choices=[], noun=noun, empty_label=f"Any {noun}", max_length=max_length, **kwargs)
 
 
 class JobFilterForm(forms.Form):
@@ -91,7 +130,10 @@ class JobFilter(django_filters.FilterSet):
     user = django_filters.CharFilter(field_name="user", lookup_expr="iexact", label="User (whole name)", max_length=200)
     # Exact, unlike the search: the runs of one job (a job page's "every run" link).
     name = django_filters.CharFilter(field_name="name", lookup_expr="exact", label="Job name", max_length=500)
-    state = django_filters.CharFilter(field_name="state", lookup_expr="iexact", label="State", max_length=50)
+    # Menus of the values the viewer's jobs have: a typed state (RUNNING, which no imported job has) matched nothing.
+    state = PresentValueFilter(field_name="state", label="State", noun="state")
+    queue = PresentValueFilter(field_name="queue", label="Queue", noun="queue")
+    gpu_model = PresentValueFilter(field_name="gpu_model", label="GPU model", noun="GPU model")
     category = django_filters.ChoiceFilter(
         choices=Category.choices,
         method="with_category",
@@ -171,6 +213,11 @@ class JobFilter(django_filters.FilterSet):
             self.filters["team"].queryset = teams
         if clusters is not None:  # the viewer's: another's is refused as an unknown one
             self.filters["cluster"].queryset = clusters
+        # One query for the three menus: the distinct combinations are few (a fleet's states x queues x models).
+        combinations = list(self.queryset.order_by().values_list(*PRESENT_VALUE_FILTERS).distinct())
+        present = [sorted({values[i] for values in combinations} - {""}) for i in range(len(PRESENT_VALUE_FILTERS))]
+        for name, values in zip(PRESENT_VALUE_FILTERS, present, strict=True):
+            self.filters[name].extra["choices"] = [(value, value) for value in values]
         # Jobs the viewer rates in a blind study: a list filtered by what the rules found leaves
         # them out, since being in it would say what the rules found on them.
         self.blinded = blinded
