@@ -33,8 +33,8 @@ SORTS = {
 }
 
 
-NOT_TRIAGED = "not_triaged"
-PRESENT_VALUE_FILTERS = ("state", "queue", "gpu_model")  # menus of the values the viewer's jobs have  # a job without a current triage result
+NOT_TRIAGED = "not_triaged"  # a job without a current triage result
+PRESENT_VALUE_FILTERS = ("state", "queue", "gpu_model")  # menus of the values the viewer's jobs have
 
 
 class RowIdFilter(django_filters.NumberFilter):
