@@ -9,7 +9,6 @@ from __future__ import annotations
 import json
 import logging
 import re
-import socket
 from decimal import Decimal
 from pathlib import Path
 
@@ -17,6 +16,7 @@ import pytest
 from django.urls import reverse
 
 from fleet.models import AuditEvent, Cluster, GpuModelPrice, Job
+from tests.conftest import free_port
 from tests.connector_servers import FakePlatform
 from tests.test_browser import browser  # noqa: F401 (a fixture: headless Chromium)
 from tests.test_digests import BASE_URL, retries_in_process  # noqa: F401 (retries_in_process: a fixture)
@@ -295,20 +295,13 @@ def test_a_404_fails_with_a_reason_and_a_retry_from_the_deliveries_page_posts_it
     assert delivery.last_error == ""
 
 
-def closed_port() -> int:
-    """A loopback port nothing listens on (bound, then let go)."""
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
 @pytest.mark.usefixtures("retries_in_process", "priced")
 def test_a_refused_connection_fails_with_a_reason_after_its_retries(
     tmp_path, team_a, operator, client, settings, caplog, django_capture_on_commit_callbacks
 ):
     settings.DIGEST_MAX_RETRIES = 1
     caplog.set_level(logging.DEBUG)
-    port = closed_port()
+    port = free_port()
     client.force_login(operator)
     set_webhook(client, team_a, f"http://127.0.0.1:{port}{HOOK_PATH}")
     ingest(archive(tmp_path, "a.zip", [RUNNING]), django_capture_on_commit_callbacks)
@@ -385,7 +378,7 @@ def test_send_a_test_message_says_how_the_webhook_answered(hook, team_a, operato
     assert f"The test message was not posted: {host} has no webhook at this URL (HTTP 404" in page
     assert "Traceback" not in page
 
-    TeamWebhook.objects.filter(team=team_a).update(url_encrypted="", host=f"127.0.0.1:{closed_port()}")
+    TeamWebhook.objects.filter(team=team_a).update(url_encrypted="", host=f"127.0.0.1:{free_port()}")
     webhook = TeamWebhook.objects.get(team=team_a)
     webhook.set_url(f"http://{webhook.host}{HOOK_PATH}")
     webhook.save()
@@ -694,7 +687,7 @@ def test_through_an_outbound_proxy_the_name_is_checked_before_the_post(team_a, s
     """With HTTPS_PROXY set the proxy makes the connection, so the host's addresses are checked here first."""
     for name in ("NO_PROXY", "no_proxy"):
         monkeypatch.delenv(name, raising=False)
-    monkeypatch.setenv("HTTPS_PROXY", f"http://127.0.0.1:{closed_port()}")
+    monkeypatch.setenv("HTTPS_PROXY", f"http://127.0.0.1:{free_port()}")
     settings.ALERT_WEBHOOK_ALLOWED_NETWORKS = []
     resolving(monkeypatch, {"chat.corp.example": [["10.0.0.7"]]})
     outcome = webhooks.post("https://chat.corp.example/hooks/abc", {"text": "x"})

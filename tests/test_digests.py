@@ -5,7 +5,6 @@ that a digest goes out exactly once per recipient and week, even when the server
 from __future__ import annotations
 
 import re
-import socket
 from datetime import UTC, datetime, timedelta
 from email import message_from_bytes, policy
 from html.parser import HTMLParser
@@ -17,6 +16,7 @@ from django.conf import settings as django_settings
 from django.urls import reverse
 
 from fleet.models import IngestRun, Job
+from tests.conftest import free_port
 from tests.factories import JobFactory, OwnerFactory, UserFactory
 from tests.reading import as_read
 from tests.test_browser import SHOTS, browser, window_width  # noqa: F401  (browser: the shared Chromium fixture)
@@ -63,17 +63,11 @@ class Inbox:
         return [m for m in self.messages if address in m["To"]]
 
 
-def _free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
-
-
 @pytest.fixture
 def smtp(settings):
     """Start an SMTP server for this test and point Django's SMTP backend at it."""
     inbox = Inbox()
-    controller = Controller(inbox, hostname="127.0.0.1", port=_free_port())
+    controller = Controller(inbox, hostname="127.0.0.1", port=free_port())
     controller.start()
     settings.EMAIL_BACKEND = "django.core.mail.backends.smtp.EmailBackend"
     settings.EMAIL_HOST = "127.0.0.1"
@@ -539,7 +533,7 @@ def test_a_mail_server_that_is_not_there_is_named_with_the_settings_to_check(
     # Before, the delivery's error (deliveries page, send_digests) was only
     # "ConnectionRefusedError: [Errno 111] Connection refused": which server, which setting?
     settings.DIGEST_MAX_RETRIES = 0
-    settings.EMAIL_PORT = _free_port()  # nothing listens there
+    settings.EMAIL_PORT = free_port()  # nothing listens there
     send_digest_task.delay(DigestKind.TEAM, WEEK, member_a.team_memberships.get().team_id).get()
     delivery = Delivery.objects.get(recipient=member_a.email, iso_week=WEEK)
     assert delivery.status == Delivery.Status.FAILED

@@ -9,8 +9,9 @@ import uuid
 import pytest
 from aiosmtpd.controller import Controller
 
+from tests.conftest import free_port as _free_port
 from tests.conftest import require_service
-from tests.test_digests import BASE_URL, WEEK, Inbox, _free_port, fleet  # noqa: F401 (fixture)
+from tests.test_digests import BASE_URL, WEEK, Inbox, fleet  # noqa: F401 (fixture)
 from tests.test_services import celery_worker
 from tests.waiting import wait_for
 from triage.digests.models import Delivery, DigestKind

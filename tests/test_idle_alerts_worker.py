@@ -10,9 +10,10 @@ import uuid
 import pytest
 from aiosmtpd.controller import Controller
 
+from tests.conftest import free_port as _free_port
 from tests.conftest import require_service
 from tests.connector_servers import FakePlatform
-from tests.test_digests import BASE_URL, Inbox, _free_port
+from tests.test_digests import BASE_URL, Inbox
 from tests.test_idle_alerts import archive, busy_then_idle, run_command
 from tests.test_services import celery_worker
 from tests.waiting import wait_for

@@ -11,7 +11,8 @@ from django.core.cache import cache
 from django.test import Client
 from django.urls import reverse
 
-from tests.test_digests import BASE_URL, _free_port, smtp  # noqa: F401  (smtp: the SMTP server fixture)
+from tests.conftest import free_port as _free_port
+from tests.test_digests import BASE_URL, smtp  # noqa: F401  (smtp: the SMTP server fixture)
 
 pytestmark = pytest.mark.django_db
 
