@@ -43,8 +43,9 @@ def index(request):
     try:
         weeks.parse_week(week)
     except ValueError:
-        messages.warning(request, f"{week!r} is not an ISO week like 2026-W48; showing the newest week.")
+        # Not what was sent (it may be anything, of any length): the form of a week, by the one shown.
         week = services.preview_week(request.user)
+        messages.warning(request, f"Not an ISO week (e.g. {week}); showing {week}.")
     return render(
         request,
         "digests/index.html",
