@@ -15,10 +15,11 @@ from fleet.models import Job
 SERIES_FORMATS = {"parquet": "application/vnd.apache.parquet", "csv": "text/csv; charset=utf-8"}
 
 
-def series_download(job: Job, fmt: str) -> HttpResponseBase:
+def series_download(job: Job, fmt: str, **narrowed) -> HttpResponseBase:
     """The job's metric series as a download: the stored Parquet blob as it is, or CSV in the
-    archive's per-job form (`fleet.exports.series_csv_chunks`), streamed. Http404 for a format we
-    do not offer and for a job without a stored series (none was supplied, or it was pruned)."""
+    archive's per-job form (`fleet.exports.series_csv_chunks`, which `narrowed` passes its `metrics`,
+    `start` and `end` to), streamed. Http404 for a format we do not offer and for a job without a
+    stored series (none was supplied, or it was pruned)."""
     if fmt not in SERIES_FORMATS or not job.series_file:
         raise Http404("This job has no stored series (none was supplied, or it was pruned).")
     try:
@@ -31,7 +32,7 @@ def series_download(job: Job, fmt: str) -> HttpResponseBase:
 
     def chunks():
         with handle:
-            yield from series_csv_chunks(handle, job.external_id)
+            yield from series_csv_chunks(handle, job.external_id, **narrowed)
 
     response = StreamingHttpResponse(chunks(), content_type=SERIES_FORMATS[fmt])
     response["Content-Disposition"] = content_disposition_header(True, name)

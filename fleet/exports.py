@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import csv
 import re
-from collections.abc import Iterable, Iterator
+from collections.abc import Collection, Iterable, Iterator
+from datetime import datetime
 from itertools import chain
 
 import pyarrow as pa
@@ -69,17 +70,36 @@ def unguarded_column(column: pa.Array | pa.ChunkedArray) -> pa.Array | pa.Chunke
 SERIES_CSV_BATCH_ROWS = 65_536
 
 
-def series_csv_chunks(source, job_id: str, batch_rows: int = SERIES_CSV_BATCH_ROWS) -> Iterator[bytes]:
+def series_csv_chunks(
+    source,
+    job_id: str,
+    batch_rows: int = SERIES_CSV_BATCH_ROWS,
+    *,
+    metrics: Collection[str] | None = None,
+    start: datetime | None = None,
+    end: datetime | None = None,
+) -> Iterator[bytes]:
     """A job's stored series (its zstd Parquet blob, a file or a buffer) as CSV in the archive's
     wide form (`job_id,timestamp,host,gpu,<metric>…`, docs/archive-format.md), so that the download
     imports again as `metrics/<job_id>.csv`. Read and written a batch of rows at a time, so a job of
     thousands of GPUs streams in bounded memory; metrics without a single value are left out (the
     blob's column statistics say which), timestamps are ISO 8601 UTC to the millisecond, and text
-    cells are made spreadsheet-safe."""
+    cells are made spreadsheet-safe.
+
+    Narrowed (the API's `?metrics=&start=&end=`): `metrics`, the metric columns to keep (the key columns
+    always; one the series lacks is left out), and the rows from `start` (included) to `end` (left out),
+    each batch filtered as it is read, so memory stays a batch's."""
     parquet = pq.ParquetFile(source)
-    names = [name for name in parquet.schema_arrow.names if not _without_values(parquet, name)]
+    names = [
+        name
+        for name in parquet.schema_arrow.names
+        if not _without_values(parquet, name) and (metrics is None or name in _KEYS or name in metrics)
+    ]
     job_cell = spreadsheet_safe(job_id)
-    tables = (pa.Table.from_batches([batch]) for batch in parquet.iter_batches(batch_size=batch_rows, columns=names))
+    batches = parquet.iter_batches(batch_size=batch_rows, columns=names)
+    tables = (pa.Table.from_batches([batch]) for batch in batches)
+    if (start is not None or end is not None) and "timestamp" in names:
+        tables = (table for table in (_between(table, start, end) for table in tables) if table.num_rows)
     first = next(tables, None)
     if first is None:  # no rows at all: the header alone
         first = parquet.schema_arrow.empty_table().select(names)
@@ -96,6 +116,20 @@ def series_csv_chunks(source, job_id: str, batch_rows: int = SERIES_CSV_BATCH_RO
         pa_csv.write_csv(table, out, pa_csv.WriteOptions(include_header=header))
         header = False
         yield out.getvalue().to_pybytes()
+
+
+_KEYS = ("timestamp", "host", "gpu")  # `fleet.series.KEY_COLUMNS`: every download has them
+
+
+def _between(table: pa.Table, start: datetime | None, end: datetime | None) -> pa.Table:
+    """The rows of a series batch sampled from `start` (included) to `end` (left out)."""
+    stamps = table["timestamp"]
+    keep = None
+    for bound, compare in ((start, pc.greater_equal), (end, pc.less)):
+        if bound is not None:
+            test = compare(stamps, pa.scalar(bound, type=stamps.type))
+            keep = test if keep is None else pc.and_(keep, test)
+    return table.filter(keep)
 
 
 def _without_values(parquet, name: str) -> bool:

@@ -8,6 +8,7 @@ job with its summary, current triage result and findings. A job of another team 
 
 from __future__ import annotations
 
+from datetime import datetime
 from decimal import Decimal
 from functools import cached_property
 from typing import NamedTuple
@@ -25,6 +26,7 @@ from rest_framework.response import Response
 from config.api import router
 from config.api_params import KnownParameters
 from fleet.api import API_AUTH, TokenMay, token_of
+from fleet.canonical import METRICS, as_utc
 from fleet.downloads import SERIES_FORMATS, series_download
 from fleet.forms import UtcDateTimeMixin, YesNoField
 from fleet.models import Cluster, IngestRun, Job, Team
@@ -792,6 +794,57 @@ class JobFilter(django_filters.FilterSet):
         return queryset.filter(mean_gpu_util__gt=threshold)
 
 
+# What narrows a job's series download (`fleet.exports.series_csv_chunks`), as the job page's timeline.json takes a
+# window: ISO 8601 times, any offset read as that instant in UTC.
+SERIES_NARROWING = ("start", "end", "metrics")
+SERIES_PARAMETERS = [
+    OpenApiParameter(
+        "start",
+        OpenApiTypes.DATETIME,
+        description="Only the samples from this time on (ISO 8601, e.g. 2026-11-02T10:00:00Z; a time without an "
+        "offset is UTC). The csv format only; a time that is none is a 400.",
+    ),
+    OpenApiParameter(
+        "end",
+        OpenApiTypes.DATETIME,
+        description="Only the samples before this time (ISO 8601); after `start` when both are given, else a 400. "
+        "The csv format only.",
+    ),
+    OpenApiParameter(
+        "metrics",
+        str,
+        description=f"Only these metric columns, comma-separated (of {', '.join(METRICS)}), beside job_id, "
+        "timestamp, host and gpu; one the job's series lacks is left out, a name that is no metric a 400. "
+        "The csv format only.",
+    ),
+]
+
+
+def series_narrowing(params) -> dict:
+    """`series_csv_chunks`' `start`, `end` and `metrics` from the query string (only those given), or a 400
+    naming the parameter: the whole series for a value it could not read was a script's silent mistake."""
+    narrowed, problems = {}, {}
+    for name in ("start", "end"):
+        given = params.get(name, "").strip()
+        if not given:
+            continue
+        try:
+            narrowed[name] = as_utc(datetime.fromisoformat(given))
+        except (ValueError, OverflowError):  # overflow: an offset that puts the instant before year 1 in UTC
+            problems[name] = [f"{quoted(given)} is no ISO 8601 time, such as 2026-11-02T10:00:00Z."]
+    if "start" in narrowed and "end" in narrowed and narrowed["end"] <= narrowed["start"]:
+        problems["end"] = ["end must be after start."]
+    if given := params.get("metrics", "").strip():
+        names = [name.strip() for name in given.split(",")]
+        if unknown := [name for name in names if name not in METRICS]:
+            said = ", ".join(quoted(name) for name in unknown)
+            problems["metrics"] = [f"No metric {said}: the metrics are {', '.join(METRICS)}, comma-separated."]
+        narrowed["metrics"] = names
+    if problems:
+        raise ValidationError(problems)
+    return narrowed
+
+
 class ReadsJobs(TokenMay):
     """A machine token made to read jobs (`reads_jobs`): every team's, with their findings and
     series, for a script that follows its pushes or exports jobs."""
@@ -805,6 +858,7 @@ class JobViewSet(KnownParameters, viewsets.ReadOnlyModelViewSet):
 
     filterset_class = JobFilter
     permission_classes = [IsAuthenticated | ReadsJobs]
+    action_parameters = {"series": SERIES_NARROWING}
 
     @extend_schema(auth=API_AUTH)
     def list(self, request, *args, **kwargs):
@@ -816,14 +870,20 @@ class JobViewSet(KnownParameters, viewsets.ReadOnlyModelViewSet):
 
     @extend_schema(
         auth=API_AUTH,
-        parameters=[OpenApiParameter("fmt", str, OpenApiParameter.PATH, enum=[*SERIES_FORMATS])],
+        parameters=[OpenApiParameter("fmt", str, OpenApiParameter.PATH, enum=[*SERIES_FORMATS]), *SERIES_PARAMETERS],
         responses={(200, media.split(";")[0]): OpenApiTypes.BINARY for media in SERIES_FORMATS.values()},
         summary="The job's metric series (CSV in the archive's per-job form, or the stored Parquet)",
     )
     @action(detail=True, url_path=rf"series/(?P<fmt>{'|'.join(SERIES_FORMATS)})", url_name="series", filter_backends=[])
     def series(self, request, pk=None, fmt="csv"):
-        """The same download as the job page's series.csv / series.parquet; 404 without a stored series."""
-        return series_download(self.get_object(), fmt)
+        """The same download as the job page's series.csv / series.parquet; 404 without a stored series.
+        The CSV narrowed to a window (`start`, `end`) and to some metrics (`metrics`)."""
+        job = self.get_object()
+        narrowed = series_narrowing(request.query_params)
+        if narrowed and fmt != "csv":
+            message = "The Parquet download is the stored series as it is: narrow the csv download instead."
+            raise ValidationError({name: [message] for name in SERIES_NARROWING if request.query_params.get(name)})
+        return series_download(job, fmt, **narrowed)
 
     def _jobs(self):
         if self.request.user.is_authenticated:
