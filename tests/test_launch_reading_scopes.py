@@ -1333,3 +1333,30 @@ def test_a_value_a_loop_sets_again_later_in_its_body_is_not_known_in_it(text, pr
     # first pass, 2 in the second (the value before the loop was taken in the whole body)
     assert _script_counts(text) == [processes]
     assert [count for _, count in command_launches(text)] == [processes]
+
+
+@pytest.mark.parametrize(
+    ("text", "tasks"),
+    [
+        # not known: the first pass has 4, a later one 2 (or what the branch left)
+        ("export SLURM_NTASKS=4; for i in 1 2; do srun python train.py; export SLURM_NTASKS=2; done", None),
+        ("export SLURM_NTASKS=4\nfor i in 1 2; do\n  srun python train.py\n  export SLURM_NTASKS=2\ndone", None),
+        (
+            "export SLURM_NTASKS=4\nwhile a; do\n  if b; then export SLURM_NTASKS=2; fi\n  srun python train.py\ndone",
+            None,
+        ),
+        (
+            "if a; then export SLURM_NTASKS=4\n for i in 1 2; do srun python train.py; export SLURM_NTASKS=2; done\nfi",
+            None,
+        ),
+        # known: not set in the loop, or set in the same pass before srun
+        ("export SLURM_NTASKS=4\nfor i in 1 2; do\n  srun python train.py\ndone", 4),
+        ("export SLURM_NTASKS=4\nfor i in 1 2; do\n  export SLURM_NTASKS=2\n  srun python train.py\ndone", 2),
+        ("if a; then export SLURM_NTASKS=4\n  for i in 1 2; do srun python train.py; done\nfi", 4),
+    ],
+)
+def test_an_srun_variable_a_loop_exports_again_later_in_its_body_is_not_known_in_it(text, tasks):
+    # `export SLURM_NTASKS=4; for ...; do srun python train.py; export SLURM_NTASKS=2; done` read 4 tasks: bash's srun
+    # starts 4 in the first pass, 2 in the second
+    assert _script_counts(text) == [tasks]
+    assert command_launches(text) == [("train.py", tasks)]

@@ -541,11 +541,14 @@ class _BranchCommand(list):
     """A command's words (`_ShellVariables.commands`) where it runs in an `if`, a loop, a `case` item, `{ ...; }` or a
     function's body: it may run or not, once or many times, so what it sets is not known after it. `arms`: the arm of
     each compound command it is in, outermost first (`then ...`, `else ...`, a loop's `do ...`, a `case` item), an id
-    each: what it sets is known to a command whose arms begin with them, later in the same arm (`_arm_environment`)."""
+    each: what it sets is known to a command whose arms begin with them, later in the same arm (`_arm_environment`).
+    `looped`: the names the loops it is in set (`_loop_sets`), each with where in `arms` the innermost such loop's arm
+    is: a value set before that loop, or in an earlier pass of it, is not the one it runs with."""
 
-    def __init__(self, words: list[str], arms: tuple[int, ...] = ()):
+    def __init__(self, words: list[str], arms: tuple[int, ...] = (), looped: dict[str, int] | None = None):
         super().__init__(words)
         self.arms = arms
+        self.looped = looped or {}
 
 
 _ARM_IDS = itertools.count(1)  # each arm of a compound command a reader enters, an id of its own
@@ -889,13 +892,16 @@ class _ShellVariables:
         # the script's logical lines and where the line read next is among them, for a loop that line opens and a
         # later one closes (`_loop_begins`); None where the lines read are one text (the job's command, a `-c` string)
         self.ahead: tuple[list[tuple[int, str]], int] | None = None
+        # each loop the lines are in: its depth, where its arm is among the arms, and the names it sets (`_loop_sets`;
+        # None for any), for the commands in it (`_BranchCommand.looped`)
+        self.looping: list[tuple[int, int, frozenset[str] | None]] = []
 
     def _loop_begins(self, commands: list[list[str]], loops: int, chain: dict[str, str], bodies: list[tuple]) -> None:
         """Enters the loops a command opens (`commands[0]`, the rest of its line after it): a value that a name the
         loop sets (`_loop_sets`, to its `done`, on the script's later lines too: `ahead`) had before it is not known
         inside it, as after it: a pass after the first has the value the one before set last."""
         names, left = _loop_sets(commands, loops)
-        if names is not None and left and self.ahead is not None:
+        if names is not None and left and self.ahead is not None:  # (`names` grows: a set of its own)
             lines, position = self.ahead
             for _, line in lines[position:]:
                 try:
@@ -909,6 +915,8 @@ class _ShellVariables:
                 names |= found
                 if not left:
                     break
+        position = len(self.base) + len(self.arms) - 1  # the loop's arm: its `do`'s
+        self.looping.append((self.depth, position, None if names is None else frozenset(names)))
         if names is None:  # `source` in it: any name
             names = {*self.known, *chain, *self.arm_values, *self._carried_values()}
         if not names:
@@ -1080,7 +1088,7 @@ class _ShellVariables:
                 words, closing = _subshell_closed(words)  # `srun ... )`, `(srun ...) > log`
             if words:
                 if self.branched or self.base:
-                    read.append(_BranchCommand(words, (*self.base, *self.arms)))
+                    read.append(_BranchCommand(words, (*self.base, *self.arms), self._looped()))
                 else:
                     read.append(words)
                 if (found := _wrapped_command_string(words)) is not None:  # `bash -c '...'`: its shell as of here
@@ -1323,6 +1331,15 @@ class _ShellVariables:
         values = {**dict.fromkeys(changed), **{name: self.known.get(name) for name in line_set}}
         return {**values, **carried, **own, **chain}
 
+    def _looped(self) -> dict[str, int] | None:
+        """`_BranchCommand.looped` for a command read now: the names its loops set, an inner loop's over an outer's."""
+        if not self.looping:
+            return None
+        looped: dict[str, int] = {}
+        for _, position, names in self.looping:
+            looped.update(dict.fromkeys(names, position) if names is not None else {})
+        return looped
+
     def _close(self) -> bool:
         """Leaves the innermost compound command; True where it is a subshell, whose settings end with it."""
         if not self.opened:
@@ -1330,6 +1347,8 @@ class _ShellVariables:
         arms = (*self.base, *self.arms)
         self.arms.pop()
         closed = self.opened.pop()
+        while self.looping and self.looping[-1][0] > self.depth:  # a loop's `done`
+            self.looping.pop()
         subshell = closed in ("(", "()") and bool(self.subshells)
         if self.carried and self.carried[-1][0] > self.depth:  # the compound command an `&&` chain runs
             _, values, _, touched, piped = self.carried.pop()
@@ -3803,10 +3822,19 @@ def _arm_set(argv: list[str], set_here: dict[str, str], arm_values: dict[str, tu
 def _arm_environment(argv: list[str], environment: dict[str, str], arm_values: dict[str, tuple]) -> dict[str, str]:
     """srun's input variables as a command sees them: the environment, with the values a branch set last where the
     command runs later in that arm (`if x; then export SLURM_NTASKS=2; srun ...`, in a branch inside it too), not in
-    another (`else srun ...`, the next `case` item, after the `fi`)."""
-    if not arm_values or not isinstance(argv, _BranchCommand):
+    another (`else srun ...`, the next `case` item, after the `fi`). In a loop, one the loop sets is not known but
+    where this pass set it before the command (`export SLURM_NTASKS=4; for ...; do srun ...; export SLURM_NTASKS=2;
+    done`: 4, then 2; `_BranchCommand.looped`)."""
+    if not isinstance(argv, _BranchCommand) or not (arm_values or argv.looped):
         return environment
-    own = {name: value for name, (arms, value) in arm_values.items() if argv.arms[: len(arms)] == arms}
+    looped = argv.looped
+    if looped:
+        environment = {**environment, **{name: _UNKNOWN for name in looped if name in _SRUN_ENVIRONMENT}}
+    own = {
+        name: value
+        for name, (arms, value) in arm_values.items()
+        if argv.arms[: len(arms)] == arms and len(arms) > looped.get(name, -1)
+    }
     return {**environment, **own} if own else environment
 
 
@@ -4717,7 +4745,7 @@ def _under_wrapper(read: list[list[str]], wrapper: list[str]) -> list[list[str]]
             continue
         if argv[0] not in _IN_THE_SHELL and not _assignments(argv)[1]:
             wrapped = [*wrapper, *argv]
-            argv = _BranchCommand(wrapped, argv.arms) if isinstance(argv, _BranchCommand) else wrapped
+            argv = _BranchCommand(wrapped, argv.arms, argv.looped) if isinstance(argv, _BranchCommand) else wrapped
         out.append(argv)
     return out
 

@@ -469,7 +469,9 @@ from triage.rules.registry import RULES, THRESHOLDS, Finding, Status, TriageResu
 #      runs it); a quoted here-document body's groups and `if` / `case` branches keep the values they set for sure
 #      later in their arm, as a script's (`bash <<'EOF'` with `if a; then N=2; torchrun ...$N; fi` as the job's
 #      command: 2, unknown before); an empty `--export=` or SBATCH_EXPORT is read as a list naming no variable, as
-#      sbatch takes it (SLURM_* alone passed; the reading was so already for the option)
+#      sbatch takes it (SLURM_* alone passed; the reading was so already for the option); and srun's input variables
+#      a loop exports after its srun (`export SLURM_NTASKS=4; for ...; do srun ...; export SLURM_NTASKS=2; done`: read
+#      4 tasks, now not known; `_BranchCommand.looped`, `_arm_environment`)
 RULES_REVISION = 15
 
 __all__ = [
