@@ -16,6 +16,7 @@ from fleet.money import to_cents
 from fleet.numbers import hours_to_thousandth
 from tests.factories import ClusterFactory, JobFactory
 from tests.test_dashboard import WEEK_START, _finding, fleet  # noqa: F401  (the fixture, used by name)
+from tests.test_labeling_blind import blind_study  # noqa: F401  (the fixture, used by name)
 from triage.models import Finding
 from triage.taxonomy import Category
 
@@ -142,3 +143,19 @@ def test_the_cluster_narrows_the_causes_as_on_the_page(client, member_a, causes_
     only_beta = client.get(url("team-a"), WEEK | {"cluster": "beta"})
     assert [c[0] for c in api_causes(only_beta)] == ["non_dl_job"] and only_beta.json()["cluster"] == "beta"
     assert api_causes(only_beta) == page_causes(client, "team-a", WEEK | {"cluster": "beta"})
+
+
+def test_a_job_its_reader_rates_blind_is_left_out_of_the_causes_as_on_the_page(
+    client,
+    researcher,
+    operator,
+    blind_study,  # noqa: F811
+):
+    job = blind_study[0]
+    day = {"from": job.start_time.date().isoformat(), "to": job.start_time.date().isoformat()}
+    client.force_login(researcher)
+    # Counted, the one job's cause would say what the rules found on a job the rater labels blind.
+    assert api_causes(client.get(url("team-a"), day)) == [] == page_causes(client, "team-a", day)
+    client.force_login(operator)
+    assert [c[0] for c in api_causes(client.get(url("team-a"), day))] == ["api_misuse"]
+    assert api_causes(client.get(url("team-a"), day)) == page_causes(client, "team-a", day)
