@@ -1595,9 +1595,11 @@ def test_a_previous_period_the_data_only_partly_covers_says_where_its_jobs_start
     client.force_login(operator)
     response = overview(client)  # the previous week: 2026-11-09 to 15, jobs from the 14th
     page = text_of(response)
-    assert "▲ +700 % vs previous period, partly covered (jobs from 2026-11-14)" in page
+    # Two days of seven: no percentage, no arrow, only where the jobs start (as a custom range says it).
+    assert "no change shown: the previous period has jobs from 2026-11-14 on (2 of 7 days)" in page
+    assert "▲" not in page.split("Low-utilization")[0] and "+700 %" not in page
+    assert card(response, "GPU-hours")["direction"] is None
     # Two days of a week are no week: no change is judged against it, in green or red.
-    assert card(response, "Unused GPU-hours")["trend"] == "neutral"
     assert not {card["trend"] for card in response.context["cards"]} & {"better", "worse"}
     assert 'class="change worse"' not in response.content.decode()
     assert 'class="change better"' not in response.content.decode()
@@ -1607,10 +1609,15 @@ def test_a_previous_period_the_data_only_partly_covers_says_where_its_jobs_start
     assert "up from 0" not in page and "no jobs before 2026-11-14 to compare with" in page
     team = client.get(reverse("dashboard:team-detail", args=["team-a"]), {"from": "2026-11-14", "to": "2026-11-22"})
     assert "no jobs before 2026-11-14 to compare with" in text_of(team)
+    # Half the previous week or more covered: compared, with where its jobs start.
+    JobFactory(team=team_a, start_time=WEEK_START - timedelta(days=4), gpu_hours=5, unused_gpu_hours=1)
+    page = text_of(overview(client))
+    assert "▲ +300 % vs previous period, partly covered (jobs from 2026-11-12)" in page
+    assert "no change shown" not in page
     # Jobs from the previous period's first day on: the plain comparison.
     JobFactory(team=team_a, start_time=WEEK_START - timedelta(days=7), gpu_hours=5, unused_gpu_hours=1)
     page = text_of(overview(client))
-    assert "▲ +300 % vs previous period" in page and "partly covered" not in page
+    assert "▲ +167 % vs previous period" in page and "partly covered" not in page
     assert card(overview(client), "Unused GPU-hours")["trend"] == "worse"
 
 
