@@ -84,7 +84,7 @@ def test_the_jobs_table_and_a_jobs_files_table_are_captioned_with_scoped_headers
 
     (jobs,) = tables_of(client, reverse("dashboard:job-list"))
     assert jobs["first"] == "caption" and jobs["caption"] == "Jobs"
-    assert len(jobs["scopes"]) == 11 and set(jobs["scopes"]) == {"col"}
+    assert len(jobs["scopes"]) == 13 and set(jobs["scopes"]) == {"col"}  # with State and Elapsed
 
     page = tables_of(client, reverse("dashboard:job-detail", args=[job.pk]))
     captions = [table["caption"] for table in page]

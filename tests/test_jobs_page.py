@@ -647,7 +647,8 @@ def test_a_cause_pages_all_jobs_link_lists_them_in_the_cause_pages_order(client,
     assert [job.name for job in listed.context["page"].object_list] == shown
     page = listed.content.decode()
     assert '<option value="recoverable" selected>Most recoverable GPU-hours first</option>' in page
-    assert re.findall(r'<td class="num recoverable">([^<]*)</td>', page) == ["5.0", "3.0", "1.0"]
+    recoverable = re.findall(r'<td role="cell" class="num recoverable">.*?<span>([^<]*)</span></td>', page)
+    assert recoverable == ["5.0", "3.0", "1.0"]
     # Without a cause: each job's causes together, the jobs with none last.
     assert names(client, sort="recoverable") == [
         "one-of-ckpt-ten-of-batch", "five-of-ckpt", "three-of-ckpt", "nothing-found",
@@ -732,7 +733,7 @@ def test_a_healthy_job_says_so_where_its_causes_would_be(client, operator, jobs)
     GPU-hours. It says healthy, as the job's page does."""
     client.force_login(operator)
     page = client.get(reverse("dashboard:job-list"), {"team": "team-b"}).content.decode()
-    cell = re.search(r'<td class="why">(.*?)</td>', page, re.S)[1]
+    cell = re.search(r'<td class="why"[^>]*>(.*?)</td>', page, re.S)[1]
     assert ">healthy</span>" in cell and "searched for no cause" in cell
 
 

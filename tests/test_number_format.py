@@ -53,7 +53,7 @@ def dd(page: str, term: str) -> str:
 def test_a_jobs_page_writes_its_gpu_hours_and_percentages_as_the_jobs_list_does(client, operator, job):
     client.force_login(operator)
     listed = client.get(reverse("dashboard:job-list")).content.decode()
-    assert '<td class="num">1,234.6</td>' in listed and '<td class="num">663.3</td>' in listed
+    assert "GPU-hours</span><span>1,234.6</span></td>" in listed and "GPU-hours</span><span>663.3</span></td>" in listed
     assert ">46\u00a0%</span>" in listed
 
     page = client.get(reverse("dashboard:job-detail", args=[job.pk])).content.decode()
@@ -244,7 +244,7 @@ def test_a_jobs_cost_reads_with_a_thousands_separator_in_the_list_and_on_its_pag
     )  # fmt: skip
     client.force_login(operator)
     listed = client.get(reverse("dashboard:job-list")).content.decode()
-    assert '<td class="num">1,234.50\u00a0USD</td>' in listed
+    assert "Cost</span><span>1,234.50\u00a0USD</span></td>" in listed
     page = client.get(reverse("dashboard:job-detail", args=[job.pk])).content.decode()
     assert dd(page, "Cost") == "1,234.50\u00a0USD"
     assert "<strong>517.3\u00a0GPU-hours</strong> (1,034.56\u00a0USD)" in page
