@@ -182,14 +182,21 @@ def _jobs_from(scope: Scope) -> date | None:
 
 
 def _kpi_cards(
-    current: queries.Totals, previous: queries.Totals, *, jobs: bool = False, jobs_from: date | None = None
+    current: queries.Totals,
+    previous: queries.Totals,
+    *,
+    jobs: bool = False,
+    jobs_from: date | None = None,
+    previous_period: Period | None = None,
 ) -> list[dict]:
     """The period's headline figures, each with its change against the previous period (the
     overview's and a team page's cards); `jobs` adds the number of jobs. A period with no job priced
     has no cost figure (`Totals.cost_unknown`): "–", as the digests show it, not a 0 that reads as free.
     `jobs_from` (`_jobs_from`): the previous period is partly before the jobs start; each change says
     so and from which day it has jobs, and is not judged better or worse (the demo's 30 days read a red
-    "+784 %" against four days of jobs), or there is none when they start in this period."""
+    "+784 %" against four days of jobs), or there is none when they start in this period. Under half of
+    `previous_period` covered, no change is shown at all, only where the jobs start: a percentage of
+    five days against thirty is no comparison, drawn with an arrow or not."""
 
     def money(totals: queries.Totals, value: float) -> float | None:
         return None if totals.cost_unknown else value
@@ -219,10 +226,16 @@ def _kpi_cards(
         ("Low-utilization jobs", current.low_util_jobs, previous.low_util_jobs, "{:,}", amount),
     ]
     nothing_before = jobs_from is not None and previous.jobs == 0
+    covered_days = period_days = 0
+    if jobs_from is not None and previous_period is not None:
+        period_days = round((previous_period.end - previous_period.start) / timedelta(days=1))
+        # Days as `data_starts_after` counts them: from the previous period's first day to the jobs' first.
+        covered_days = period_days - (jobs_from - previous_period.start.date()).days
+    too_little_before = not nothing_before and period_days and covered_days * 2 < period_days
     cards = []
     for label, value, before, fmt, judge in kpis:
         text, direction = queries.compare(value, before, share=label == "Waste share")
-        if nothing_before:
+        if nothing_before or too_little_before:
             text, direction = "", None
         # A previous period the data only partly covers is no full period: its change is shown, not judged.
         worse_when_up = None if jobs_from else judge(direction)
@@ -234,9 +247,11 @@ def _kpi_cards(
                 "direction": direction,
                 "trend": queries.trend(direction, worse_when_up),
                 # Which side has no figure: a period without covered GPU time has no waste share.
-                "missing": "" if nothing_before else _missing(label, value, current, previous),
+                "missing": "" if nothing_before or too_little_before else _missing(label, value, current, previous),
                 "jobs_from": jobs_from,
                 "nothing_before": nothing_before,
+                # Under half the previous period has jobs: "2 of 7 days", and no change.
+                "too_little_before": (covered_days, period_days) if too_little_before else None,
             }
         )
     return cards
@@ -263,7 +278,7 @@ def overview(request):
     all_teams = queries.by_team(period_jobs, threshold, conversion=conversion)
     current = queries.totals_from_teams(all_teams)
     previous = queries.totals(queries.in_period(jobs, period.previous), threshold, conversion)
-    cards = _kpi_cards(current, previous, jobs_from=_jobs_from(scope))
+    cards = _kpi_cards(current, previous, jobs_from=_jobs_from(scope), previous_period=period.previous)
     teams = all_teams[:10]
     # A member sees their teams' jobs only: the page says whose they are, and a member of one team
     # is shown its users (a chart of one team's bar said nothing).
@@ -410,7 +425,9 @@ def team_detail(request, slug: str):
     context = _context(request, scope) | {
         "team": team,
         "totals": totals,
-        "cards": _kpi_cards(totals, previous, jobs=True, jobs_from=_jobs_from(scope)),
+        "cards": _kpi_cards(
+            totals, previous, jobs=True, jobs_from=_jobs_from(scope), previous_period=scope.period.previous
+        ),
         "trend_figure": trend,
         "trend_names": figures.weekly_trend_names(trend),
         "users": queries.by_user(period_jobs),
