@@ -78,7 +78,9 @@ def _host_gpu_transfer_job(team, **evidence):
     from triage.models import Finding, JobTriage, RuleSet
 
     job = JobFactory(team=team, start_time=START, end_time=START + timedelta(hours=1))
-    job.series_file.save("s.parquet", ContentFile(to_parquet_bytes(series_with_pcie())))
+    # Tensor activity sent empty: a column of the stored series without a value, as a source that has no such counter.
+    frame = series_with_pcie().assign(tensor_active=np.float32("nan"))
+    job.series_file.save("s.parquet", ContentFile(to_parquet_bytes(frame)))
     result = JobTriage.objects.create(job=job, rule_set=RuleSet.current(), status="classified", is_current=True)
     Finding.objects.create(result=result, job=job, rule_set=result.rule_set, category=Category.HOST_GPU_TRANSFER,
                            confidence=0.9, summary="s", gpu_hours=1.0, evidence=evidence, guidance={})  # fmt: skip
@@ -94,7 +96,7 @@ def test_a_host_gpu_transfer_finding_gets_a_pcie_panel_and_the_rest_are_offered(
     assert list(panels(figure).values()) == [
         "GPU util (%)", "GPU memory (%)", "CPU (%)", "PCIe rx (GB/s)", "PCIe tx (MB/s)"]  # fmt: skip
     offered = {m["name"]: m for m in figure["metrics"]}
-    # What the series has beyond the panels always drawn; nothing it lacks (tensor, disk ...).
+    # What the series has values of beyond the panels always drawn; nothing it lacks (disk ...) or has empty (tensor).
     assert set(offered) == {"pcie_rx_bytes_per_s", "pcie_tx_bytes_per_s", "sm_active", "net_rx_bytes_per_s"}
     assert offered["pcie_rx_bytes_per_s"]["shown"] and offered["pcie_rx_bytes_per_s"]["causes"] == [
         "Inefficient host-GPU data transfer"]  # fmt: skip

@@ -484,9 +484,11 @@ def job_timeline(request, pk: int):
             empty = "No metric samples were supplied for this job."
         return JsonResponse({"data": [], "layout": {}, "empty": empty})
     with job.series_file.open("rb") as blob:
-        frame = from_parquet_bytes(blob.read(), columns=[*timeline.COLUMNS, *timeline.EXTRA_METRICS])
+        data = blob.read()
     hide_findings = findings_hidden_from(request.user, job)
-    offered = _timeline_metrics(job, frame, request.GET.get("metrics"), hide_findings)
+    offered = _timeline_metrics(job, timeline.metrics_stored(data), request.GET.get("metrics"), hide_findings)
+    shown = [metric["name"] for metric in offered if metric["shown"]]
+    frame = from_parquet_bytes(data, columns=[*timeline.COLUMNS, *shown])
     markers = [
         timeline.Marker(
             at=event.timestamp,
@@ -499,15 +501,14 @@ def job_timeline(request, pk: int):
     windows = [] if hide_findings else _finding_windows(job)
     # The window asked for is in UTC (the timeline's address); the figure is on the reader's clock.
     zone = timezone.get_current_timezone_name()
-    shown = [metric["name"] for metric in offered if metric["shown"]]
     figure = timeline.build_timeline(
         frame, start=start, end=end, markers=markers, windows=windows, zone=zone, extra=shown
     )
     return JsonResponse({**figure, "metrics": offered})
 
 
-def _timeline_metrics(job: Job, frame, asked: str | None, hide_findings: bool) -> list[dict]:
-    """The series' metrics beyond those the timeline always draws, for its "More metrics" choice: each one's
+def _timeline_metrics(job: Job, stored: list[str], asked: str | None, hide_findings: bool) -> list[dict]:
+    """The series' metrics beyond those the timeline always draws (`stored`), for its "More metrics" choice: each one's
     name, label, the causes found that it shows (CATEGORY_METRICS) and whether it is drawn. Drawn: those of
     `?metrics=` (comma-separated names; unknown ones ignored), or without it the metrics of the job's
     findings. A viewer rating the job blind is offered all of them, none marked: a cause's metric drawn
@@ -526,7 +527,7 @@ def _timeline_metrics(job: Job, frame, asked: str | None, hide_findings: bool) -
             "causes": causes.get(metric, []),
             "shown": metric in chosen,
         }
-        for metric in timeline.metrics_with_values(frame)
+        for metric in stored
     ]
 
 
