@@ -3,7 +3,8 @@
 `GET /api/v1/jobs/` lists the jobs a user may see (filters: cluster, team, user, queue, gpu_model, category,
 low_util, status, started_after/started_before, external_id, ingest_run), `GET /api/v1/jobs/{id}/` gives one
 job with its summary, current triage result and findings. A job of another team is a 404.
-`GET /api/v1/teams/` is the chargeback report: each team's GPU-hours, waste and cost over a period.
+`GET /api/v1/teams/` is the chargeback report: each team's GPU-hours, waste and cost over a period, and
+`GET /api/v1/teams/{slug}/causes/` why one team's GPUs idled, as its team page gives it (`team_causes`).
 """
 
 from __future__ import annotations
