@@ -36,7 +36,7 @@ from triage.taxonomy import Category
 # WCAG 2.0 and 2.1, levels A and AA, and axe's best practices (landmarks, headings, empty headers).
 AXE_TAGS = ["wcag2a", "wcag2aa", "wcag21a", "wcag21aa", "best-practice"]
 VIEWERS = ("operator", "researcher", "member")
-NOT_PAGES = (".json", ".csv", ".parquet", "/raw")
+NOT_PAGES = (".json", ".csv", ".parquet", "/raw", ".ico")  # .ico: the site's icon, a redirect to an image
 
 
 def is_page(row) -> bool:
