@@ -9,6 +9,14 @@ PORT ?= 8000
 # The links in mails (digests) and the run page an import prints lead to that port, unless
 # PUBLIC_BASE_URL is set: its default is 127.0.0.1:8000, whatever PORT is.
 DEMO_ENV := DEBUG=1 PUBLIC_BASE_URL=$${PUBLIC_BASE_URL:-http://127.0.0.1:$(PORT)}
+# The server itself runs with DEBUG off: a demo user who mistypes an address or opens another team's job
+# gets the product's 404 page, not Django's technical one listing every URL pattern. What DEBUG=1 gave the
+# demo, it is given here: the SECRET_KEY the commands above keep in data/secret_key (made first when there
+# is none), webhooks on http. The CSS comes from WhiteNoise as without DEBUG; cookies stay http-friendly
+# (they are Secure only with HTTPS=1).
+SERVE_ENV := DEBUG=0 ALERT_WEBHOOK_ALLOW_HTTP=$${ALERT_WEBHOOK_ALLOW_HTTP:-1} \
+	SECRET_KEY="$${SECRET_KEY:-$$(cat "$${DATA_DIR:-data}/secret_key")}" \
+	PUBLIC_BASE_URL=$${PUBLIC_BASE_URL:-http://127.0.0.1:$(PORT)}
 
 .PHONY: install demo demo-data serve test lint bench worker clean-demo constraints audit
 
@@ -31,7 +39,8 @@ demo-data: install
 
 serve: install
 	@echo "Fleet Triage at http://127.0.0.1:$(PORT)/ (log in with a login printed above; Ctrl-C stops)"
-	$(DEMO_ENV) $(PY) manage.py runserver 127.0.0.1:$(PORT)
+	@$(DEMO_ENV) $(PY) manage.py shell -c "" # makes data/secret_key when there is none yet
+	$(SERVE_ENV) $(PY) manage.py runserver 127.0.0.1:$(PORT)
 
 ## test: the whole suite; uses DATABASE_URL / REDIS_URL when set (CI sets both), SQLite otherwise.
 ## TEST_WORKERS processes share the tests a file at a time (pytest-xdist; each has its own database);
