@@ -8,6 +8,8 @@ from datetime import timedelta
 from decimal import Decimal
 
 import pytest
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 from rest_framework.test import APIClient
 
@@ -159,3 +161,22 @@ def test_a_job_its_reader_rates_blind_is_left_out_of_the_causes_as_on_the_page(
     client.force_login(operator)
     assert [c[0] for c in api_causes(client.get(url("team-a"), day))] == ["api_misuse"]
     assert api_causes(client.get(url("team-a"), day)) == page_causes(client, "team-a", day)
+
+
+def test_the_causes_are_read_in_a_fixed_number_of_queries(client, member_a, team_a):
+    """Aggregates over the period's jobs: as many queries for 15 causes of 30 jobs as for one of one."""
+    client.force_login(member_a)
+
+    def queries() -> int:
+        with CaptureQueriesContext(connection) as captured:
+            answer = client.get(url("team-a"), WEEK)
+        assert answer.status_code == 200
+        return len(captured)
+
+    for i in range(30):
+        job = JobFactory(team=team_a, start_time=WEEK_START + timedelta(hours=i), unused_gpu_hours=i, coverage=1.0)
+        _finding(job, list(Category)[i % 15], 1.0)
+        if i == 0:
+            one = queries()
+    assert queries() == one
+    assert len(api_causes(client.get(url("team-a"), WEEK))) == 15
