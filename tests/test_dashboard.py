@@ -1383,7 +1383,8 @@ def test_gpu_hours_read_the_same_on_a_card_and_in_every_table(client, operator, 
     team_page = client.get(reverse("dashboard:team-detail", args=["team-a"]), week).content.decode()
     assert [row[2:4] for row in table_rows(team_page, "Users of Team A")] == [on_cards]
     jobs_page = client.get(reverse("dashboard:job-list"), {"start_from": "2026-11-16"}).content.decode()
-    assert f'<td class="num">{on_cards[0]}</td>' in jobs_page and f'<td class="num">{on_cards[1]}</td>' in jobs_page
+    assert f"GPU-hours</span><span>{on_cards[0]}</span></td>" in jobs_page  # a card's field on a phone
+    assert f"GPU-hours</span><span>{on_cards[1]}</span></td>" in jobs_page
 
 
 # A training script whose Dataset reads each sample from the data root the job's command line gives it.
