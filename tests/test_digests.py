@@ -892,7 +892,8 @@ def test_a_week_without_jobs_says_so_instead_of_reporting_zeros(smtp, fleet, tea
         assert "No jobs of the team started this week." in part
         assert "found in this week's jobs" not in part and "No job this week had recoverable" not in part
     operator_message = smtp.to(operator.email)[0]
-    assert operator_message["Subject"] == "Fleet, 2026-W48: no jobs started (44.0 GPU-hours the week before)"
+    # The fleet had jobs the week before: the feed stopped (tests/test_digest_feed_stopped.py).
+    assert operator_message["Subject"] == "Fleet, 2026-W48: no new jobs since 2026-11-20 (10 days), check ingestion"
     operator_text, operator_html = parts(operator_message)
     assert "found in this week's jobs" not in operator_text and "found in this week's jobs" not in operator_html
 
@@ -909,8 +910,9 @@ def test_the_operator_digest_says_a_week_without_jobs_or_ingest_runs_in_words(sm
     smtp.envelopes.clear()
     send_weekly_task.delay(weeks.shift(WEEK, 1)).get()
     text, html = parts(smtp.to(operator.email)[0])
-    assert text.splitlines()[1] == "No jobs started this week."
-    assert "(UTC) · No jobs started this week.</p>" in html
+    # The fleet had jobs the week before: said as a feed that stopped (tests/test_digest_feed_stopped.py).
+    assert text.splitlines()[1] == "No new jobs since 2026-11-20 (10 days) — check ingestion."
+    assert "(UTC) · <strong>No new jobs since 2026-11-20 (10 days) — check ingestion.</strong></p>" in html
     for part in (text, html):
         assert "0 jobs" not in part and "0 ingest runs" not in part and "No failed ingest runs" not in part
         assert "No ingest runs this week." in part

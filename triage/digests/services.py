@@ -815,6 +815,7 @@ def operator_context(period: Period, hidden: frozenset[int] = frozenset()) -> di
         unclassified["unused_gpu_hours"] / totals.unused_gpu_hours if totals.unused_gpu_hours else None
     )
     context |= {
+        "feed_stopped": _feed_stopped(period, totals),
         "top_teams": _bars(teams, lambda row: row["unused"]),
         "ingestion": _ingestion_health(period),
         "connectors": _connector_health(),
@@ -831,6 +832,21 @@ def operator_context(period: Period, hidden: frozenset[int] = frozenset()) -> di
         "dashboard_url": absolute(f"{reverse('dashboard:overview')}?{weeks.dashboard_query(period)}"),
     }
     return context
+
+
+def _feed_stopped(period: Period, totals: queries.Totals) -> dict | None:
+    """A week without jobs in a fleet that had them: {"since": the day the newest job before it started,
+    "days": how long before the week's end}, which the subject and first line put as "No new jobs since
+    2026-11-22 (14 days) — check ingestion" (a quiet week's "no jobs started" hid a feed that had stopped).
+    By start time, as the digest counts every job, not by import time: an archive imported late still
+    fills its weeks, and an import of old jobs alone is no sign the feed runs. Operators only: a team
+    without jobs may simply not have run any."""
+    if totals.jobs:
+        return None
+    newest = Job.objects.filter(start_time__lt=period.start).aggregate(newest=Max("start_time"))["newest"]
+    if newest is None:  # nothing ever imported: no feed to have stopped
+        return None
+    return {"since": newest.astimezone(UTC).date(), "days": (period.end - newest).days}
 
 
 def _ingestion_health(period: Period) -> dict:
