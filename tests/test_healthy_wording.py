@@ -33,7 +33,8 @@ def why_of(page: str, name: str) -> str:
 
 def test_a_job_above_the_line_that_left_gpu_time_unused_is_not_called_healthy(client, operator, team_a):
     healthy_job(team_a, "big-idle-run", 11.5)
-    healthy_job(team_a, "busy-run", 0.0)
+    healthy_job(team_a, "busy-run", 0.9)
+    healthy_job(team_a, "one-hour-run", 0.96)  # "1.0" in the Unused column: not called healthy beside it
     client.force_login(operator)
     line = f"above {low_util_threshold():.0f}\u00a0% — not checked"
     jobs = client.get(reverse("dashboard:job-list")).content.decode()
@@ -42,3 +43,4 @@ def test_a_job_above_the_line_that_left_gpu_time_unused_is_not_called_healthy(cl
         assert line in why_of(page, "big-idle-run") and ">healthy<" not in why_of(page, "big-idle-run")
     # Nothing left idle worth naming: healthy it is.
     assert ">healthy<" in why_of(jobs, "busy-run") and "not checked" not in why_of(jobs, "busy-run")
+    assert line in why_of(jobs, "one-hour-run")
