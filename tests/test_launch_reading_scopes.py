@@ -288,6 +288,7 @@ def _counts(run_sh: str) -> list:
         ("N=2\nexport SLURM_NTASKS=$N\nsrun python train.py", 2),  # srun's input variable from a known one
         ("export NGPUS=4\nbash <<'EOF'\ntorchrun --nproc_per_node=$NGPUS train.py\nEOF", 4),  # the child's, exported
         ("NGPUS=4\nbash <<EOF\ntorchrun --nproc_per_node=$NGPUS train.py\nEOF", 4),  # expanded by the script
+        ("NGPUS=4\n{ NGPUS=8; }\ntorchrun --nproc_per_node=$NGPUS train.py", 8),  # a group runs in the shell
     ],
 )
 def test_a_launch_count_takes_a_variable_the_script_set_plainly(run_sh, processes):
@@ -306,7 +307,6 @@ def test_a_launch_count_takes_a_variable_the_script_set_plainly(run_sh, processe
         'NGPUS=4\nif [ -n "$BIG" ]; then true; else export NGPUS=8; fi\ntorchrun --nproc_per_node=$NGPUS train.py',
         'NGPUS=4\ncase "$SIZE" in\n  big) NGPUS=8 ;;\nesac\ntorchrun --nproc_per_node=$NGPUS train.py',
         "NGPUS=4\nfor n in 2 8; do NGPUS=$n; done\ntorchrun --nproc_per_node=$NGPUS train.py",
-        "NGPUS=4\n{ NGPUS=8; }\ntorchrun --nproc_per_node=$NGPUS train.py",
         "setup() {\n  NGPUS=8\n}\nNGPUS=4\nsetup\ntorchrun --nproc_per_node=$NGPUS train.py",
         "NGPUS=4\nbash -c 'torchrun --nproc_per_node=$NGPUS train.py'",  # not exported: the child's own NGPUS
         "NGPUS=4\nbash <<'EOF'\ntorchrun --nproc_per_node=$NGPUS train.py\nEOF",
@@ -1262,12 +1262,11 @@ def test_a_group_an_and_chain_runs_leaves_its_values_to_the_chain_where_nothing_
         ("bash <<'EOF'\nN=4\nif a; then torchrun --nproc_per_node=$N train.py; fi\nEOF", 4),
         ("if a; then export N=2; bash <<'EOF'\ntorchrun --nproc_per_node=$N train.py\nEOF\nfi", 2),  # exported
         # not known: after the branch; the command's own plain value in a branch (the child does not have it); in a
-        # pipeline; as in a script, after the group's line
+        # pipeline
         ("bash <<'EOF'\nif a; then N=2; fi\ntorchrun --nproc_per_node=$N train.py\nEOF", None),
         ("bash <<'EOF'\nif a; then N=2; fi && torchrun --nproc_per_node=$N train.py\nEOF", None),
         ("if a; then N=2; bash <<'EOF'\ntorchrun --nproc_per_node=$N train.py\nEOF\nfi", None),
         ("bash <<'EOF'\ncd /w && N=4 && { N=2; } | cat && torchrun --nproc_per_node=$N train.py\nEOF", None),
-        ("bash <<'EOF'\n{ N=2; }\ntorchrun --nproc_per_node=$N train.py\nEOF", None),
     ],
 )
 def test_a_quoted_here_document_bodys_groups_and_branches_are_read_as_a_scripts(command, processes):
@@ -1358,5 +1357,93 @@ def test_a_value_a_loop_sets_again_later_in_its_body_is_not_known_in_it(text, pr
 def test_an_srun_variable_a_loop_exports_again_later_in_its_body_is_not_known_in_it(text, tasks):
     # `export SLURM_NTASKS=4; for ...; do srun python train.py; export SLURM_NTASKS=2; done` read 4 tasks: bash's srun
     # starts 4 in the first pass, 2 in the second
+    assert _script_counts(text) == [tasks]
+    assert command_launches(text) == [("train.py", tasks)]
+
+
+# --- 30. where bash knows the value after a group, in an `if`'s other arm, after a pipeline, in a loop -------------
+
+
+@pytest.mark.parametrize(
+    ("text", "processes"),
+    [
+        # a `{ ...; }` group runs in the shell itself: what it set for sure holds after its `}`
+        ("N=4; { N=2; }; torchrun --nproc_per_node=$N train.py", 2),
+        ("N=4; { N=2; }\ntorchrun --nproc_per_node=$N train.py", 2),
+        ("N=4\n{\n  N=2\n}\ntorchrun --nproc_per_node=$N train.py", 2),
+        ("{ N=2; }; torchrun --nproc_per_node=$N train.py", 2),
+        # not for sure: in a branch of the group, after `||`; the group after `&&` or `||` may not run
+        ("N=4; { a || N=2; }; torchrun --nproc_per_node=$N train.py", None),
+        ("N=4; { if a; then N=2; fi; }; torchrun --nproc_per_node=$N train.py", None),
+        ("N=4; a && { N=2; }; torchrun --nproc_per_node=$N train.py", None),
+        ("N=4; a || { N=2; }\ntorchrun --nproc_per_node=$N train.py", None),
+        ("N=4; { N=2; } &\ntorchrun --nproc_per_node=$N train.py", 4),  # a background job: a subshell
+        # an `if`'s other arm: the arm that set it did not run
+        ("N=4\nif a; then N=2; else torchrun --nproc_per_node=$N train.py; fi", 4),
+        ("N=4\nif a; then\n  N=2\nelse\n  torchrun --nproc_per_node=$N train.py\nfi", 4),
+        ("N=4\nif a; then N=2; elif b; then torchrun --nproc_per_node=$N train.py; fi", 4),
+        ("N=4\nif a; then read N; else torchrun --nproc_per_node=$N train.py; fi", 4),
+        # the condition runs before every arm; after the `fi`, either arm may have run; `case` may fall through (`;&`)
+        ("N=4\nif N=2; then :; else torchrun --nproc_per_node=$N train.py; fi", None),
+        ("N=4\nif a; then :; elif N=2; then :; else torchrun --nproc_per_node=$N train.py; fi", None),
+        ("N=4\nif a; then N=2; else N=3; torchrun --nproc_per_node=$N train.py; fi", 3),
+        ("N=4\nif a; then N=2; else b || N=3; torchrun --nproc_per_node=$N train.py; fi", None),
+        ("N=4\nif a; then N=2; fi\ntorchrun --nproc_per_node=$N train.py", None),
+        ("N=4\nif a; then N=2; else N=3; fi\ntorchrun --nproc_per_node=$N train.py", None),
+        ("N=4\nif a; then N=2; elif b; then N=2; fi\ntorchrun --nproc_per_node=$N train.py", None),
+        ("N=4\ncase $M in a) N=2;; *) torchrun --nproc_per_node=$N train.py;; esac", None),
+        ("N=4\nif a; then if b; then N=2; else torchrun --nproc_per_node=$N train.py; fi; fi", None),
+        # every arm set it the same, an `else` among them: known after the `fi`
+        ("N=4\nif a; then N=2; else N=2; fi\ntorchrun --nproc_per_node=$N train.py", 2),
+        ("if a; then N=2; elif b; then N=2; else N=2; fi; torchrun --nproc_per_node=$N train.py", 2),
+        ("N=4\nif a; then N=2; else N=2; fi | cat\ntorchrun --nproc_per_node=$N train.py", 4),
+        ("N=4\nb && if a; then N=2; else N=2; fi\ntorchrun --nproc_per_node=$N train.py", None),
+        # a pipeline runs its parts in subshells (bash without lastpipe, the last part too): nothing they set is left
+        ("N=4; { N=2; } | cat; torchrun --nproc_per_node=$N train.py", 4),
+        ("N=4\n{ N=2; } | cat\ntorchrun --nproc_per_node=$N train.py", 4),
+        ("N=4\nif a; then N=2; fi | cat\ntorchrun --nproc_per_node=$N train.py", 4),
+        ("N=4\ncat x | { N=2; }\ntorchrun --nproc_per_node=$N train.py", 4),
+        ("N=4\ncat x | while read l; do N=2; done\ntorchrun --nproc_per_node=$N train.py", 4),
+        ("N=4\ncat x | while read N; do :; done\ntorchrun --nproc_per_node=$N train.py", 4),
+        ("N=4\nfor i in 1 2; do N=2; done | cat\ntorchrun --nproc_per_node=$N train.py", 4),
+        ("N=4\n{ N=2; } | cat && torchrun --nproc_per_node=$N train.py", 4),
+        # a loop that sets it again to the value it had before it
+        ("N=4; for i in 1 2; do torchrun --nproc_per_node=$N train.py; N=4; done", 4),
+        ("N=4\nfor i in 1 2; do\n  torchrun --nproc_per_node=$N train.py\n  N=4\ndone", 4),
+        ("N=4\nwhile a; do\n  torchrun --nproc_per_node=$N train.py\n  if b; then N=4; fi\ndone", 4),
+        ("N=4\nfor i in 1 2; do :; N=4; done\ntorchrun --nproc_per_node=$N train.py", 4),
+        ("N=4\nfor i in 1 2; do\n  torchrun --nproc_per_node=$N train.py\n  N=4\n  N=2\ndone", None),
+        ("N=4\nfor i in 1 2; do\n  torchrun --nproc_per_node=$N train.py\n  N=$i\ndone", None),
+        ('N=4\nfor i in 1 2; do\n  torchrun --nproc_per_node=$N train.py\n  N="4"\ndone', 4),  # the same value
+    ],
+)
+def test_where_bash_knows_the_value_after_a_group_in_another_arm_after_a_pipeline_or_in_a_loop(text, processes):
+    # `N=4; { N=2; }; torchrun ...$N` ran 2 processes, `N=4` then `if a; then N=2; else torchrun ...$N; fi` 4, and
+    # `N=4; { N=2; } | cat; torchrun ...$N` 4: all were read as not known
+    assert _script_counts(text) == [processes]
+    assert [count for _, count in command_launches(text)] == [processes]
+
+
+@pytest.mark.parametrize(
+    ("text", "tasks"),
+    [
+        # a `-c` string's srun in a loop: as srun in the loop itself (section 29)
+        ("export SLURM_NTASKS=4; for i in 1 2; do bash -c 'srun python train.py'; export SLURM_NTASKS=2; done", None),
+        (
+            "export SLURM_NTASKS=4\nfor i in 1 2; do\n  bash -c 'srun python train.py'\n  export SLURM_NTASKS=2\ndone",
+            None,
+        ),
+        (
+            "export SLURM_NTASKS=4\nfor i in 1 2; do\n  bash -c 'export SLURM_NTASKS=3; srun python train.py'\n"
+            "  export SLURM_NTASKS=2\ndone",
+            3,
+        ),
+        ("export SLURM_NTASKS=4\nfor i in 1 2; do\n  export SLURM_NTASKS=2\n  bash -c 'srun python train.py'\ndone", 2),
+        ("export SLURM_NTASKS=4\nfor i in 1 2; do\n  bash -c 'srun python train.py'\ndone", 4),
+    ],
+)
+def test_an_srun_variable_a_loop_exports_again_is_not_known_in_a_c_string_in_it(text, tasks):
+    # `export SLURM_NTASKS=4; for ...; do bash -c 'srun python train.py'; export SLURM_NTASKS=2; done` read 4 tasks:
+    # the loop's second pass starts 2 (a3e3e41 read srun so in the loop, not in a `-c` string there)
     assert _script_counts(text) == [tasks]
     assert command_launches(text) == [("train.py", tasks)]

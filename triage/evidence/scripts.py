@@ -802,13 +802,17 @@ def _chained(operators: tuple[str, str]) -> bool:
 _LOOPS = {"for", "while", "until", "select"}  # the compound commands that may run their body again, or never
 
 
-def _loop_sets(commands: list[list[str]], loops: int, opener: bool = True) -> tuple[set[str] | None, int]:
+def _loop_sets(
+    commands: list[list[str]], loops: int, opener: bool = True, values: dict[str, set[str | None]] | None = None
+) -> tuple[set[str] | None, int]:
     """The names a loop may set, from the command that opens it (`commands[0]`, where `opener`; `loops` loops open
     there) to its `done`: what its header and body assign (`N=2`, `export N=2`, a `case` item's `a) N=2`, `read N`,
     `unset N`, `for N in ...`), for a value the name had before the loop not to be taken inside it, where an earlier
     pass may have set it again (`N=4; for i in 1 2; do torchrun ...$N; N=2; done`: 4, then 2); and how many of the
-    loops are still open after `commands` (0: its `done` is among them). None for every name (`source`, `eval`)."""
+    loops are still open after `commands` (0: its `done` is among them). None for every name (`source`, `eval`).
+    `values`, where given, gets the values each name is given (None for one `read`, `unset` or `for` sets)."""
     names: set[str] = set()
+    values = {} if values is None else values
     for position, argv in enumerate(commands):
         if argv in (_CHILD_SHELL_BEGINS, _CHILD_SHELL_ENDS) or not argv:
             continue
@@ -824,14 +828,37 @@ def _loop_sets(commands: list[list[str]], loops: int, opener: bool = True) -> tu
             words = words[1:]
         if (words[:1] or argv[:1])[0] in ("source", ".", "eval"):
             return None, loops
+        found: list[tuple[str, str | None]] = []
         if words and _shell_assignments(words):
-            names.update(m.group(1) for word in words if (m := _ASSIGNMENT.fullmatch(word)))
+            found += [(m.group(1), m.group(2)) for word in words if (m := _ASSIGNMENT.fullmatch(word))]
         if words[:1] and words[0] in ("read", "unset", "getopts"):
-            names.update(word for word in words[1:] if word.isidentifier())
+            found += [(word, None) for word in words[1:] if word.isidentifier()]
         elif not words and opens[-1:] in (["for"], ["select"]) and opens[-1] in argv:  # `for N in ...`
             header = argv[argv.index(opens[-1]) + 1 :]
-            names.update(header[:1] if header[:1] and header[0].isidentifier() else [])
+            found += [(header[0], None)] if header[:1] and header[0].isidentifier() else []
+        for name, value in found:
+            names.add(name)
+            values.setdefault(name, set()).add(value)
     return names, loops
+
+
+class _TopCompound:
+    """A compound command at a shell's top (`if`, a loop, `case`, `{ ...; }`), from its first word to its last: the
+    variables as they were where it began, for a pipeline's or a background job's (a subshell: nothing it sets is left,
+    bash without lastpipe, its last part too) and for an `if`'s arms, each of which runs where the others did not
+    (`N=4`, `if a; then N=2; else torchrun ...$N; fi`: 4)."""
+
+    __slots__ = ("depth", "word", "state", "sure", "piped", "conditions", "changed", "exported", "arms", "has_else")
+
+    def __init__(self, depth: int, word: str, state: tuple, sure: bool, piped: bool):
+        self.depth, self.word, self.state = depth, word, state  # state: (known, exported, exporting, deferred)
+        self.sure = sure  # it runs for sure where it begins: not after `&&`, `||`, nor in a pipeline
+        self.piped = piped  # a pipeline's part, or a background job: a subshell
+        self.conditions: set[str] = set()  # the names an `if`'s conditions set: not known in the arms after
+        self.changed: set[str] = set()  # the names an `if`'s arms before the one read now set
+        self.exported: set[str] = set()  # the names they exported
+        self.arms: list[dict[str, str]] = []  # the plain values each arm set for sure, in it (`arm_values`)
+        self.has_else = False
 
 
 class _ShellVariables:
@@ -895,12 +922,18 @@ class _ShellVariables:
         # each loop the lines are in: its depth, where its arm is among the arms, and the names it sets (`_loop_sets`;
         # None for any), for the commands in it (`_BranchCommand.looped`)
         self.looping: list[tuple[int, int, frozenset[str] | None]] = []
+        # those of the loops the command that started this shell is in (`do bash -c 'srun ...'`), `_child_at`
+        self.looped_base: dict[str, int] = {}
+        # each compound command the lines are in at this shell's top (outside any other but a subshell), a
+        # `_TopCompound`: what it leaves depends on whether it ran for sure and in this shell (`_top_closed`)
+        self.tops: list[_TopCompound] = []
 
     def _loop_begins(self, commands: list[list[str]], loops: int, chain: dict[str, str], bodies: list[tuple]) -> None:
         """Enters the loops a command opens (`commands[0]`, the rest of its line after it): a value that a name the
         loop sets (`_loop_sets`, to its `done`, on the script's later lines too: `ahead`) had before it is not known
         inside it, as after it: a pass after the first has the value the one before set last."""
-        names, left = _loop_sets(commands, loops)
+        values: dict[str, set[str | None]] = {}
+        names, left = _loop_sets(commands, loops, values=values)
         if names is not None and left and self.ahead is not None:  # (`names` grows: a set of its own)
             lines, position = self.ahead
             for _, line in lines[position:]:
@@ -908,7 +941,7 @@ class _ShellVariables:
                     more = split_shell(line)
                 except ValueError:
                     continue
-                found, left = _loop_sets(more, left, opener=False)
+                found, left = _loop_sets(more, left, opener=False, values=values)
                 if found is None:
                     names = None
                     break
@@ -919,6 +952,8 @@ class _ShellVariables:
         self.looping.append((self.depth, position, None if names is None else frozenset(names)))
         if names is None:  # `source` in it: any name
             names = {*self.known, *chain, *self.arm_values, *self._carried_values()}
+        else:  # one it sets again to the plain value it has here alone keeps it (`N=4; for ...; do ...$N; N=4; done`)
+            names = {name for name in names if not self._unchanged_by(name, values[name])}
         if not names:
             return
         self._own()
@@ -928,6 +963,79 @@ class _ShellVariables:
             self.arm_values.pop(name, None)
             chain.pop(name, None)
             self._set_again(name, False, bodies)
+
+    def _unchanged_by(self, name: str, values: set[str | None]) -> bool:
+        """Whether setting `name` to each of `values` leaves it as it is known here, outside any function's body: each
+        the plain value it has (`N=4` where N is 4), which no later call of a function may change (`deferred`)."""
+        value = self.known.get(name)
+        return (
+            value is not None
+            and values == {value}
+            and not self.functions
+            and name not in self.deferred
+            and bool(_PLAIN_VALUE.fullmatch(value))
+        )
+
+    def _changed_since(self, top: _TopCompound) -> set[str]:
+        """The names whose values are no longer those they had where `top` began (not known since)."""
+        before = top.state[0]
+        if self.known is before:
+            return set()
+        return {name for name, value in before.items() if value is not None and self.known.get(name) != value}
+
+    def _sure_in_arm(self) -> dict[str, str]:
+        """The plain values set for sure in the arm read now, in it and not in a compound command inside it."""
+        arms = (*self.base, *self.arms)
+        return {name: value for name, (at, value) in self.arm_values.items() if at == arms}
+
+    def _if_arm_ends(self, word: str) -> None:
+        """An arm of the `if` at the top (`tops[-1]`) ends where `word` begins the next: a condition's at `then` (what
+        it set holds in every arm after it), a `then` arm's at `elif` or `else`, whose values the next arm does not
+        have (it runs where this one did not): the ones from before the `if` again, but for one it exported."""
+        top = self.tops[-1]
+        changed = self._changed_since(top)
+        if word == "then":
+            top.conditions |= changed
+            return
+        if word not in ("elif", "else"):
+            return
+        top.arms.append(self._sure_in_arm())
+        top.has_else = top.has_else or word == "else"
+        before, exported = top.state[0], top.state[1]
+        restored = {
+            name for name in changed - top.conditions - self.deferred if name in exported or name not in self.exported
+        }
+        top.changed |= changed
+        if restored:
+            self._own()
+            self.known.update((name, before.get(name)) for name in restored)
+
+    def _top_closed(self, top: _TopCompound) -> set[str]:
+        """What a compound command at the top (`tops`) leaves where its last word closes it: nothing where a pipeline or
+        a background job runs it (a subshell: the variables as they were where it began); a `{ ...; }` group that runs
+        for sure, the plain values it set for sure (`N=4; { N=2; }; torchrun ...$N`: 2); an `if` with an `else`, the
+        one value every arm set for sure, where it runs for sure. The names it gives values to."""
+        if top.piped:
+            self.known, self.exported, self.exporting, self.deferred = top.state
+            self.shared = True
+            return set()
+        given: dict[str, str] = {}
+        if top.word == "{" and top.sure:
+            given = self._sure_in_arm()
+        elif top.word == "if":
+            top.arms.append(self._sure_in_arm())
+            changed = top.changed - self.deferred  # those an arm before the last set: restored there, not known now
+            if changed:
+                self._own()
+                self.known.update(dict.fromkeys(changed))
+            if top.sure and top.has_else:
+                first, *others = top.arms
+                given = {name: value for name, value in first.items() if all(arm.get(name) == value for arm in others)}
+        given = {name: value for name, value in given.items() if name not in self.deferred}
+        if given:
+            self._own()
+            self.known.update(given)
+        return set(given)
 
     def _own(self) -> None:
         """Copies the variables this shell shares (`shared`) before it changes them."""
@@ -1059,11 +1167,19 @@ class _ShellVariables:
             grouping, carry = carry, carry and bool(chain)
             for word in opens:  # the command's own words are in what it opens (`{ N=2; }`, `if N=2`)
                 if word in _ARM_WORDS or word == _CASE_ITEM:
+                    if self.tops and self.tops[-1].depth == self.depth - 1 and self.tops[-1].word == "if":
+                        self._if_arm_ends(word)
                     if self.arms:  # `then`, `else`, `do`, `a)`: the compound command's next arm
                         self.arms[-1] = next(_ARM_IDS)
                     continue
                 if word == "function":
                     self.functions.append(self.depth)
+                elif word not in ("(", "()") and self.branched == 0 and not bodies:
+                    state = (self.known, self.exported, self.exporting, self.deferred)
+                    piped = operator[0] in ("|", "|&") or (bool(ends) and ends[index] == "&")
+                    sure = operator[0] not in ("&&", "||", "|", "|&")
+                    self.tops.append(_TopCompound(self.depth, word, state, sure, piped))
+                    self.shared = True  # `state` kept as it is: copied where the compound command sets something
                 if word in ("(", "()"):  # kept as they are; copied where the subshell sets something (`_own`)
                     self.subshells.append((self.known, self.exported, self.exporting, self.deferred, self.depth))
                     if bodies and bodies[-1][5] is not None:
@@ -1125,6 +1241,8 @@ class _ShellVariables:
             in_arm, in_chain = set(), set()  # `then N=2`: known later in that arm (`_set_before`), not after it
             for name, value in pairs:
                 known = plain and name not in self.deferred and _PLAIN_VALUE.fullmatch(value)
+                if not known and self._unchanged_by(name, {value}):
+                    known, value = True, self.known[name]  # `N=4` again where it is 4: 4 whatever runs
                 self.known[name] = value if known else None
                 if known:
                     line_set.add(name)
@@ -1158,7 +1276,8 @@ class _ShellVariables:
                 for word in argv:
                     if (match := _ASSIGNMENT.fullmatch(word)) and not word.startswith("-"):
                         self._own()
-                        self.known[match.group(1)] = None
+                        if not self._unchanged_by(match.group(1), {match.group(2)}):
+                            self.known[match.group(1)] = None
                         if match.group(1) not in in_chain:
                             chain.pop(match.group(1), None)
                         if match.group(1) not in in_arm:
@@ -1181,7 +1300,13 @@ class _ShellVariables:
                     chain.pop(word, None)
                     self._set_again(word, False, bodies)
             if argv[0] in _CLOSES and self.opened:  # `fi`, `)`; and a subshell's `)` after it: `( if ...; fi )`
+                top = self.tops.pop() if self.tops and self.tops[-1].depth == self.depth - 1 else None
+                if top is not None:
+                    top.piped = top.piped or operator[1] in ("|", "|&", "&") or (bool(ends) and ends[index] == "&")
+                    line_set.update(self._top_closed(top))
                 closing = 1 + self._close()
+                while self.tops and self.tops[-1].depth >= self.depth:  # (one a subshell's `)` ended)
+                    self.tops.pop()
                 read += [_CHILD_SHELL_ENDS] * (closing - 1)
                 if self.subshells and self.depth == self.subshells[-1][-1] + 1:
                     closing = _subshell_closed(argv[1:])[1]
@@ -1249,6 +1374,8 @@ class _ShellVariables:
         (`_values_at`): the exported variables, and those the command is given (`N=8 bash -c '...'`, `env N=8 bash
         -c`: in its environment)."""
         child = _ShellVariables(argv.arms if isinstance(argv, _BranchCommand) else ())
+        # in a loop, the names it sets are the string's loop's too (`do bash -c 'srun ...'; export SLURM_NTASKS=2`)
+        child.looped_base = argv.looped if isinstance(argv, _BranchCommand) else {}
         child.known = _ExportedOnly(self._values_at(chain, bodies), self.exported)
         child.exported, child.deferred = self.exported, self.deferred
         child.shared = self.shared = True
@@ -1326,16 +1453,17 @@ class _ShellVariables:
         (`else`, the next `case` item, after the `fi`) and follows no such assignment on its line or in its chain."""
         own = self._arm_values_here() if self.arm_values else {}
         carried = self._carried_values() if self.carried else {}
-        if not (own or line_set or chain or carried):
+        # `changed`: as they are now, known where they are again (`N=4; { N=2; } | cat; ...`: 4 after the pipeline)
+        values = {name: self.known.get(name) for name in changed | line_set}
+        if not (own or line_set or chain or carried or any(value is not None for value in values.values())):
             return None
-        values = {**dict.fromkeys(changed), **{name: self.known.get(name) for name in line_set}}
         return {**values, **carried, **own, **chain}
 
     def _looped(self) -> dict[str, int] | None:
         """`_BranchCommand.looped` for a command read now: the names its loops set, an inner loop's over an outer's."""
         if not self.looping:
-            return None
-        looped: dict[str, int] = {}
+            return self.looped_base or None
+        looped: dict[str, int] = dict(self.looped_base)
         for _, position, names in self.looping:
             looped.update(dict.fromkeys(names, position) if names is not None else {})
         return looped
@@ -1374,7 +1502,9 @@ class _ShellVariables:
             if argv[0] in ("source", ".", "eval"):
                 return set(self.known)
             if _shell_assignments(argv) or argv[0].endswith(")"):  # (a `case` item's pattern, `a) N=8`, kept)
-                names.update(m.group(1) for word in argv if (m := _ASSIGNMENT.fullmatch(word)))
+                # not one set again to the plain value it has (`N=4` where N is 4: the same whatever ran)
+                found = [m for word in argv if (m := _ASSIGNMENT.fullmatch(word))]
+                names.update(m.group(1) for m in found if not self._unchanged_by(m.group(1), {m.group(2)}))
             if argv[0] in ("read", "unset", "for", "select", "getopts", *_DECLARATIONS):
                 names.update(word for word in argv[1:] if word.isidentifier())
         return {name for name in names if self.known.get(name) is not None}
