@@ -18,7 +18,9 @@ wherever its options give it, SBATCH_EXPORT where they give none (section 24), a
 chains and subshells are read as a script's (section 25). Revision 15: a `{ ...; }` group's values go on in its `&&`
 chain where the chain set nothing before it (section 26), a quoted here-document body's groups and branches are read
 as a script's (section 27), an empty `--export=` passes no variable (section 28), and a value a loop sets again is not
-known in its body (section 29)."""
+known in its body (section 29); and where bash knows the value: after a `{ ...; }` group, in an `if`'s other arm,
+after a pipeline, in a loop that sets the value it had, and srun's in a `-c` string in a loop as in the loop (section
+30)."""
 
 from __future__ import annotations
 

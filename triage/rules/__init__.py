@@ -471,7 +471,14 @@ from triage.rules.registry import RULES, THRESHOLDS, Finding, Status, TriageResu
 #      command: 2, unknown before); an empty `--export=` or SBATCH_EXPORT is read as a list naming no variable, as
 #      sbatch takes it (SLURM_* alone passed; the reading was so already for the option); and srun's input variables
 #      a loop exports after its srun (`export SLURM_NTASKS=4; for ...; do srun ...; export SLURM_NTASKS=2; done`: read
-#      4 tasks, now not known; `_BranchCommand.looped`, `_arm_environment`)
+#      4 tasks, now not known; `_BranchCommand.looped`, `_arm_environment`), in a `bash -c 'srun ...'` string in such a
+#      loop too (`_ShellVariables.looped_base`); values bash knows, not known before: after a `{ ...; }` group that
+#      runs for sure (`N=4; { N=2; }; torchrun --nproc_per_node=$N ...`: 2), in an `if`'s `else` / `elif` arm (`N=4`,
+#      `if a; then N=2; else torchrun ...$N; fi`: 4; not where a condition set it), after an `if` each arm of which,
+#      an `else` among them, set the same value for sure, after a pipeline or background job whose parts set it (`{
+#      N=2; } | cat`, `if ...; fi | cat`, `cat l | while ...; done`: 4), and in a loop that sets it only to the value
+#      it had (`N=4; for ...; do torchrun ...$N; N=4; done`: 4; `_TopCompound`, `_if_arm_ends`, `_top_closed`,
+#      `_unchanged_by`)
 RULES_REVISION = 15
 
 __all__ = [
