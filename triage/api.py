@@ -4,7 +4,8 @@
 low_util, status, started_after/started_before, external_id, ingest_run), `GET /api/v1/jobs/{id}/` gives one
 job with its summary, current triage result and findings. A job of another team is a 404.
 `GET /api/v1/teams/` is the chargeback report: each team's GPU-hours, waste and cost over a period, and
-`GET /api/v1/teams/{slug}/causes/` why one team's GPUs idled, as its team page gives it (`team_causes`).
+`GET /api/v1/teams/{slug}/causes/` why one team's GPUs idled, as its team page gives it
+(`triage.dashboard.causes.team_causes`, which the page calls too).
 """
 
 from __future__ import annotations
@@ -12,7 +13,6 @@ from __future__ import annotations
 from datetime import datetime
 from decimal import Decimal
 from functools import cached_property
-from typing import NamedTuple
 
 import django_filters
 from django.db.models import Exists, OuterRef, Prefetch, Q
@@ -35,22 +35,17 @@ from fleet.money import to_cents
 from fleet.numbers import hours_to_thousandth
 from fleet.quoting import quoted
 from triage import feedback
+from triage.dashboard.causes import team_causes
 from triage.dashboard.filters import RECOVERABLE, SORTS, RowIdFilter, recoverable_hours
 from triage.dashboard.periods import EARLIEST, LATEST, MAX_DAYS, PRESETS, PeriodError, period_from
 from triage.dashboard.queries import (
     UTIL_SOURCE_CHOICES,
     UTIL_SOURCES,
-    by_category,
     chargeback,
-    cost_known,
-    in_period,
     narrowed,
     no_such_cluster,
-    pricing,
-    totals,
 )
 from triage.evidence import iso
-from triage.guidance import headline_change
 from triage.labeling.services import blinded_job_ids
 from triage.models import Feedback, Finding, JobTriage, TriageStatus, low_util_threshold
 from triage.taxonomy import Category, Dimension
@@ -1148,7 +1143,10 @@ class TeamReportViewSet(KnownParameters, viewsets.ViewSet):
             raise NotFound(f"There is no team {quoted(slug)} here.")
         cluster, jobs, period = self._scope(request)
         user = request.user if request.user.is_authenticated else None
-        causes = team_causes(jobs.filter(team=team), period, blinded_job_ids(user) if user else set())
+        # The team page's function: the same pricing, blinded jobs and set-aside changes, so the two cannot drift.
+        found = team_causes(
+            jobs.filter(team=team), period, blinded_job_ids(user) if user else set(), low_util_threshold()
+        )
         return Response(
             TeamCausesSerializer(
                 {
@@ -1157,9 +1155,9 @@ class TeamReportViewSet(KnownParameters, viewsets.ViewSet):
                     "period_start": period.start.date(),
                     "period_end": period.last_day,
                     "cluster": cluster or None,
-                    "currency": causes.currency,
-                    "unused_gpu_hours": hours_to_thousandth(causes.unused_gpu_hours),
-                    "causes": causes.rows,
+                    "currency": found.pricing.currency,
+                    "unused_gpu_hours": hours_to_thousandth(found.totals.unused_gpu_hours),
+                    "causes": [_cause_fields(row) for row in found.causes],
                 }
             ).data
         )
@@ -1179,36 +1177,18 @@ class TeamReportViewSet(KnownParameters, viewsets.ViewSet):
         return cluster, jobs, period
 
 
-class TeamCauses(NamedTuple):
-    currency: str
-    unused_gpu_hours: float
-    rows: list[dict]
-
-
-def team_causes(team_jobs, period, blinded: set[int]) -> TeamCauses:
-    """A team's causes over a period as its team page (`triage.dashboard.views.team_detail`) counts them, from the
-    same queries: priced over the period and the one before (the page's currency and rates), the jobs rated
-    blind by the reader left out, and each cause's change set aside where its people answered it so."""
-    period_jobs = in_period(team_jobs, period)
-    conversion = pricing(in_period(team_jobs, period.with_previous), shown=period_jobs).conversion
-    judged = period_jobs.exclude(pk__in=blinded)
-    set_aside = feedback.set_aside_jobs_by_cause(judged)
-    rows = []
-    for row in by_category(judged, conversion):
-        category = Category(row["category"])
-        rows.append(
-            {
-                "category": category.value,
-                "label": category.label,
-                "jobs": row["jobs"],
-                "recoverable_gpu_hours": hours_to_thousandth(row["hours"]),
-                "cost": to_cents(Decimal(repr(row["spend"]))) if cost_known(row) else None,
-                "change": headline_change(category),
-                "set_aside_jobs": set_aside.get(category, 0),
-            }
-        )
-    unused = totals(period_jobs, low_util_threshold(), conversion).unused_gpu_hours
-    return TeamCauses(conversion.currency, unused, rows)
+def _cause_fields(row: dict) -> dict:
+    """A cause of `triage.dashboard.causes.team_causes` (the team page's row) in the answer's fields."""
+    category = row["category"]
+    return {
+        "category": category.value,
+        "label": category.label,
+        "jobs": row["jobs"],
+        "recoverable_gpu_hours": hours_to_thousandth(row["hours"]),
+        "cost": to_cents(Decimal(repr(row["spend"]))) if row["cost_known"] else None,
+        "change": row["change"],
+        "set_aside_jobs": row["set_aside"],
+    }
 
 
 router.register("teams", TeamReportViewSet, basename="team-report")

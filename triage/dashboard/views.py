@@ -45,12 +45,13 @@ from fleet.money import whole
 from fleet.numbers import hours_to_thousandth, share_text
 from fleet.series import from_parquet_bytes
 from triage import feedback
-from triage.guidance import GUIDES, category_guide, headline_change
+from triage.guidance import GUIDES, category_guide
 from triage.labeling.services import blinded_job_ids, findings_hidden_from
 from triage.models import Finding, JobTriage, RuleSet, TriageStatus, low_util_threshold
 from triage.taxonomy import CATEGORY_METRICS, Category
 
 from . import figures, files, queries, timeline
+from .causes import team_causes
 from .filters import NOT_TRIAGED, RECOVERABLE, SORTS, JobFilter, recoverable_hours
 from .periods import PRESETS, Period, parse_period
 
@@ -235,9 +236,7 @@ def _kpi_cards(
     cards = []
     for label, value, before, fmt, judge in kpis:
         text, direction = queries.compare(value, before, share=label == "Waste share")
-        # A card with no figure this period (no price set) says so, not how much of the one before is covered.
-        too_little = too_little_before and value is not None
-        if nothing_before or too_little:
+        if nothing_before or too_little_before:
             text, direction = "", None
         # A previous period the data only partly covers is no full period: its change is shown, not judged.
         worse_when_up = None if jobs_from else judge(direction)
@@ -249,11 +248,11 @@ def _kpi_cards(
                 "direction": direction,
                 "trend": queries.trend(direction, worse_when_up),
                 # Which side has no figure: a period without covered GPU time has no waste share.
-                "missing": "" if nothing_before or too_little else _missing(label, value, current, previous),
+                "missing": "" if nothing_before or too_little_before else _missing(label, value, current, previous),
                 "jobs_from": jobs_from,
                 "nothing_before": nothing_before,
                 # Under half the previous period has jobs: "2 of 7 days", and no change.
-                "too_little_before": (covered_days, period_days) if too_little else None,
+                "too_little_before": (covered_days, period_days) if too_little_before else None,
             }
         )
     return cards
@@ -394,33 +393,17 @@ def team_detail(request, slug: str):
     scope = _scope(request)
     jobs, period, cluster = scope.jobs, scope.period, scope.cluster
     jobs = jobs.filter(team=team)
-    period_jobs = queries.in_period(jobs, period)
     threshold = scope.low_threshold
-    # Priced with the previous period too, so both periods' costs convert at the same rates.
-    pricing = queries.pricing(queries.in_period(jobs, period.with_previous), shown=period_jobs)
-    conversion = pricing.conversion
-    totals = queries.totals(period_jobs, threshold, conversion)
-    previous = queries.totals(queries.in_period(jobs, period.previous), threshold, conversion)
+    blinded = blinded_job_ids(request.user)  # as `_judged`, with the set used once more below
+    # The causes as the team's API gives them (`GET /api/v1/teams/{slug}/causes/`), from the same function;
+    # priced with the previous period too, so both periods' costs convert at the same rates.
+    found = team_causes(jobs, period, blinded, threshold)
+    pricing, totals, causes = found.pricing, found.totals, found.causes
+    period_jobs, judged_jobs = found.period_jobs, found.judged_jobs
+    previous = queries.totals(queries.in_period(jobs, period.previous), threshold, pricing.conversion)
     worst_jobs = list(
         period_jobs.filter(unused_gpu_hours__isnull=False).select_related("cluster").order_by("-unused_gpu_hours")[:15]
     )
-    blinded = blinded_job_ids(request.user)
-    judged_jobs = period_jobs.exclude(pk__in=blinded)  # as `_judged`, with the set used once more below
-    # A cause the team's people answered wrong or intended (and nobody right) is a change they
-    # turned down: counted in its waste, but not urged again where they set it aside everywhere.
-    set_aside = feedback.set_aside_jobs_by_cause(judged_jobs)
-    causes = []
-    for row in queries.by_category(judged_jobs, conversion):
-        category = Category(row["category"])
-        causes.append(
-            row
-            | {
-                "category": category,
-                "change": headline_change(category),
-                "set_aside": set_aside.get(category, 0),
-            }
-            | queries.cost_figure(row)
-        )
     unclassified, triaged_low = queries.unclassified_share(judged_jobs, threshold)
     low_not_judged = queries.low_not_judged(period_jobs, judged_jobs, threshold)
     trend = figures.weekly_trend(queries.weekly_trend(jobs, period))
