@@ -418,6 +418,31 @@ def by_team(
     return list(rows[:limit] if limit else rows)
 
 
+# The job fields the overview breaks its GPU time down by (`by_value`): which GPU model, which queue (partition).
+BREAKDOWN_FIELDS = ("gpu_model", "queue")
+
+
+def by_values(jobs, low_util_threshold: float, conversion: Conversion | None = None) -> dict[str, list[dict]]:
+    """Per field of `BREAKDOWN_FIELDS`, a row per value of it (its `value`; "" for the jobs with none recorded, a
+    row of its own so the rows add up to `totals`) with `by_team`'s figures and `waste_share`, most unused
+    GPU-hours first. One query grouped by every field at once (a fleet's GPU models x queues are a few dozen
+    rows), each value's rows then added up as `totals_from_teams` adds the teams'."""
+    figures = _job_figures(low_util_threshold, conversion or Conversion.current())
+    combinations = list(jobs.values(*BREAKDOWN_FIELDS).annotate(**figures).order_by())
+    tables = {}
+    for by in BREAKDOWN_FIELDS:
+        groups: dict[str, list[dict]] = {}
+        for row in combinations:
+            groups.setdefault(row[by], []).append(row)
+        rows = []
+        for value, group in groups.items():
+            added = {key: sum(row[key] for row in group) for key in figures}
+            added["waste_share"] = added["unused"] / added["covered"] if added["covered"] else None  # as Totals's
+            rows.append(added | {"value": value})
+        tables[by] = sorted(rows, key=lambda row: (-row["unused"], row["value"]))
+    return tables
+
+
 class Chargeback(NamedTuple):
     """What each team's GPU time and its waste cost over a period: the teams CSV and `GET
     /api/v1/teams/`. Per team (its slug as `team`): name, jobs, gpu_hours, unused_gpu_hours,

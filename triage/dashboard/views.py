@@ -314,9 +314,40 @@ def overview(request):
         "jobs_query": _jobs_query(period, scope.cluster),
         "low_not_judged": _low_not_judged_parts(low_not_judged, _jobs_query(period, scope.cluster), threshold),
         "nothing_yet": _nothing_yet(request) if scope.latest is None and not scope.cluster else "",
+        "breakdowns": _breakdowns(period_jobs, threshold, conversion, period, scope.cluster),
     }
     context |= _pricing_context(pricing)
     return render(request, "dashboard/overview.html", context)
+
+
+# The overview's tables of GPU time by a job's field (`queries.BREAKDOWN_FIELDS`): their headings, the name of
+# their first column, and what a row of jobs without a value reads.
+BREAKDOWNS = [
+    ("gpu_model", "By GPU model", "GPU model", "No GPU model recorded"),
+    ("queue", "By queue", "Queue", "No queue recorded"),
+]
+
+
+def _breakdowns(period_jobs, threshold: float, conversion, period, cluster: str) -> list[dict]:
+    """The overview's GPU time by GPU model and by queue (partition), as its totals count it: each row links to
+    the jobs list of the jobs it counted (the period, cluster and value; the list's menus offer no "none"
+    value, so the row of jobs without one has no link)."""
+    by_values = queries.by_values(period_jobs, threshold, conversion)
+    tables = []
+    for key, heading, column, none in BREAKDOWNS:
+        rows = [
+            row
+            | queries.cost_figure(row)
+            | {
+                "name": row["value"] or none,
+                "href": f"{reverse('dashboard:job-list')}?{_jobs_query(period, cluster, **{key: row['value']})}"
+                if row["value"]
+                else None,
+            }
+            for row in by_values[key]
+        ]
+        tables.append({"key": key, "heading": heading, "column": column, "rows": rows})
+    return tables
 
 
 @login_required
