@@ -13,10 +13,9 @@ import urllib.request
 
 import pytest
 
-from tests.conftest import REPO
+from tests.conftest import REPO, free_port
 from tests.waiting import wait_for
 
-PORT = 8263  # helper "misc"'s range; `make serve PORT=…` as the README says
 
 
 def served_command(port: int) -> str:
@@ -45,6 +44,7 @@ def fetch(url: str) -> tuple[int, str, str]:
 def test_the_demo_serves_the_login_page_with_its_css_and_the_products_404(tmp_path):
     env = {k: v for k, v in os.environ.items() if k not in ("DEBUG", "SECRET_KEY", "DATABASE_URL")}
     env["DATA_DIR"] = str(tmp_path)
+    port = free_port()  # `make serve PORT=…`, as the README says
     demo_env = {**env, "DEBUG": "1"}  # as `make demo-data` runs
     subprocess.run([sys.executable, "manage.py", "migrate", "--noinput", "-v0"], cwd=REPO, env=demo_env, check=True)
     server = subprocess.Popen(
@@ -52,7 +52,7 @@ def test_the_demo_serves_the_login_page_with_its_css_and_the_products_404(tmp_pa
             "bash",
             "-c",
             "exec env "
-            + served_command(PORT)
+            + served_command(port)
             .replace("runserver", "runserver --noreload")
             .replace(".venv/bin/python", sys.executable),
         ],
@@ -63,7 +63,7 @@ def test_the_demo_serves_the_login_page_with_its_css_and_the_products_404(tmp_pa
         text=True,
         start_new_session=True,
     )
-    base = f"http://127.0.0.1:{PORT}"
+    base = f"http://127.0.0.1:{port}"
     try:
 
         def login_page():
