@@ -17,7 +17,6 @@ from tests.conftest import REPO, free_port
 from tests.waiting import wait_for
 
 
-
 def served_command(port: int) -> str:
     if shutil.which("make") is None:
         pytest.skip("make is not installed")
