@@ -236,7 +236,9 @@ def _kpi_cards(
     cards = []
     for label, value, before, fmt, judge in kpis:
         text, direction = queries.compare(value, before, share=label == "Waste share")
-        if nothing_before or too_little_before:
+        # A card with no figure this period (no price set) says so, not how much of the one before is covered.
+        too_little = too_little_before and value is not None
+        if nothing_before or too_little:
             text, direction = "", None
         # A previous period the data only partly covers is no full period: its change is shown, not judged.
         worse_when_up = None if jobs_from else judge(direction)
@@ -248,11 +250,11 @@ def _kpi_cards(
                 "direction": direction,
                 "trend": queries.trend(direction, worse_when_up),
                 # Which side has no figure: a period without covered GPU time has no waste share.
-                "missing": "" if nothing_before or too_little_before else _missing(label, value, current, previous),
+                "missing": "" if nothing_before or too_little else _missing(label, value, current, previous),
                 "jobs_from": jobs_from,
                 "nothing_before": nothing_before,
                 # Under half the previous period has jobs: "2 of 7 days", and no change.
-                "too_little_before": (covered_days, period_days) if too_little_before else None,
+                "too_little_before": (covered_days, period_days) if too_little else None,
             }
         )
     return cards
