@@ -417,27 +417,28 @@ def test_on_a_phone_a_table_that_goes_on_past_its_box_shows_a_shadow_there_and_t
     """375 px wide, the settings page's prices were cut after "PRIC" at the box's edge, which looked like
     the table's end: a phone shows no scrollbar until touched. The box's right edge now has a shadow
     while the table goes on past it, gone at the table's end and on a table that fits; the box is a
-    named Tab stop that arrow keys scroll. (The prices now stack on a phone; the jobs table scrolls.)"""
+    named Tab stop that arrow keys scroll. (The prices, and since 711f4b8 the jobs, stack on a phone; the audit log's
+    table scrolls.)"""
     from selenium.webdriver.common.keys import Keys
 
-    from tests.factories import JobFactory
+    from fleet.audit import record
     from tests.test_accessibility import open_as
     from tests.test_keyboard_browser import focused, press, tab_to, wait_until
 
     for hour in range(3):
-        JobFactory(start_time=datetime(2026, 11, 10, 9 + hour, tzinfo=UTC))
+        record(operator, "prices.changed", "A100 price", {"price_per_gpu_hour": f"{hour + 2}.50", "currency": "USD"})
     open_as(browser, live_server.url, operator)
     SHOTS.mkdir(exist_ok=True)
     box_of = "return document.querySelector('.table-scroll')"
     with window_width(browser, 375, mobile=True):
-        browser.get(f"{live_server.url}/jobs/")
+        browser.get(f"{live_server.url}/audit/")
         browser.execute_cdp_cmd("Emulation.setFocusEmulationEnabled", {"enabled": True})
         box = browser.execute_script(box_of)
         browser.execute_script("arguments[0].scrollIntoView({block: 'center'})", box)
-        browser.save_screenshot(str(SHOTS / "jobs-table-phone.png"))
+        browser.save_screenshot(str(SHOTS / "audit-table-phone.png"))
         shadowed = right_edge_brightness(browser, box)
         region = tab_to(browser, lambda f: f["role"] == "region")
-        assert region["text"] == "Jobs (scrolls sideways)" and region["marked"], region
+        assert region["text"] == "Audit log (scrolls sideways)" and region["marked"], region
         press(browser, Keys.ARROW_RIGHT, Keys.ARROW_RIGHT, Keys.ARROW_RIGHT)
         wait_until(browser, lambda b: b.execute_script("return arguments[0].scrollLeft", box) > 0)  # smoothly
         # The arrows scroll smoothly, and the shadow follows each scroll event a frame later: measured in
@@ -448,10 +449,10 @@ def test_on_a_phone_a_table_that_goes_on_past_its_box_shows_a_shadow_there_and_t
         browser.execute_script("arguments[0].scrollLeft = arguments[0].scrollWidth", box)
         browser.execute_script("return new Promise(resolve => requestAnimationFrame(resolve))")
         at_end = right_edge_brightness(browser, box)
-        browser.save_screenshot(str(SHOTS / "jobs-table-phone-end.png"))
+        browser.save_screenshot(str(SHOTS / "audit-table-phone-end.png"))
     assert at_end > 235, f"at the table's end its edge is {at_end:.0f} of 255: a shadow still shows"
     assert shadowed < at_end - 15 and middle < at_end - 15, (shadowed, middle, at_end)
-    browser.get(f"{live_server.url}/jobs/")  # wide: the table fits, no shadow and no Tab stop
+    browser.get(f"{live_server.url}/audit/")  # wide: the table fits, no shadow and no Tab stop
     box = browser.execute_script(box_of)
     browser.execute_script("arguments[0].scrollIntoView({block: 'center'})", box)
     assert right_edge_brightness(browser, box) > 235
