@@ -10,11 +10,11 @@ import json
 import re
 
 import pytest
-from django.contrib.auth.models import Group
 from django.urls import reverse
 
 from fleet.access import RESEARCHERS_GROUP
-from tests.factories import ClusterFactory, JobFactory, UserFactory
+from tests.conftest import user_in_group
+from tests.factories import ClusterFactory, JobFactory
 from tests.reading import as_read
 from triage.labeling import exchange, services
 from triage.labeling.models import Assignment, GoldItem, Study
@@ -30,9 +30,7 @@ PINNED = Category.HOST_GPU_TRANSFER.value
 
 
 def make_researcher(username):
-    user = UserFactory(username=username)
-    user.groups.add(Group.objects.get_or_create(name=RESEARCHERS_GROUP)[0])
-    return user
+    return user_in_group(username, RESEARCHERS_GROUP)
 
 
 @pytest.fixture

@@ -6,11 +6,11 @@ from __future__ import annotations
 import html
 
 import pytest
-from django.contrib.auth.models import Group
 from django.urls import reverse
 
 from fleet.access import RESEARCHERS_GROUP
-from tests.factories import ClusterFactory, JobFactory, UserFactory
+from tests.conftest import user_in_group
+from tests.factories import ClusterFactory, JobFactory
 from triage.labeling import services
 from triage.taxonomy import Category
 
@@ -20,9 +20,7 @@ BATCH = Category.IMPROPER_BATCH_SIZE.value
 
 
 def make_researcher(username):
-    user = UserFactory(username=username)
-    user.groups.add(Group.objects.get_or_create(name=RESEARCHERS_GROUP)[0])
-    return user
+    return user_in_group(username, RESEARCHERS_GROUP)
 
 
 @pytest.fixture
