@@ -92,8 +92,8 @@ def test_setup_demo_gives_the_researcher_a_study_two_demo_raters_have_labelled(d
     item = study.items.order_by("position").first()
     assert first.url == reverse("labeling:label", args=[study.pk, item.pk])
     assert label_page.status_code == 200 and item.job.external_id in label_page.content.decode()
-    # Blind until they submit: the researcher sees no one's labels yet, as in any study.
-    assert client.get(reverse("labeling:agreement", args=[study.pk])).status_code == 404
+    # Blind until they submit: the researcher sees no one's labels yet, as in any study (a 403 that says so).
+    assert client.get(reverse("labeling:agreement", args=[study.pk])).status_code == 403
 
     # The operator sees the two demo raters' kappa at once: high, but not perfect agreement.
     client.force_login(User.objects.get(username="operator"))

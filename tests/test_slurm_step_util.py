@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import copy
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -218,7 +219,7 @@ def test_the_jobs_list_and_the_api_mark_slurms_average(client, operator, slurm_j
 
     sampled, summarised = slurm_jobs
     client.force_login(operator)
-    rows = as_read(client.get(reverse("dashboard:job-list")).content.decode()).split("<tr>")
+    rows = re.split(r"<tr[ >]", as_read(client.get(reverse("dashboard:job-list")).content.decode()))
     [summarised_row] = [row for row in rows if "4250_3" in row]
     [sampled_row] = [row for row in rows if "/4242<" in row or "4242</a>" in row]
     assert "45 %" in summarised_row and "Slurm avg" in summarised_row
