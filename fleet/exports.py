@@ -13,6 +13,9 @@ import pyarrow.compute as pc
 import pyarrow.csv as pa_csv
 import pyarrow.parquet as pq
 
+from fleet.canonical import SERIES_KEYS
+from fleet.series import column_without_values
+
 # Spreadsheets run a cell that starts with one of these as a formula (OWASP "CSV injection").
 FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
 
@@ -93,7 +96,7 @@ def series_csv_chunks(
     names = [
         name
         for name in parquet.schema_arrow.names
-        if not _without_values(parquet, name) and (metrics is None or name in _KEYS or name in metrics)
+        if not column_without_values(parquet, name) and (metrics is None or name in SERIES_KEYS or name in metrics)
     ]
     job_cell = spreadsheet_safe(job_id)
     batches = parquet.iter_batches(batch_size=batch_rows, columns=names)
@@ -118,9 +121,6 @@ def series_csv_chunks(
         yield out.getvalue().to_pybytes()
 
 
-_KEYS = ("timestamp", "host", "gpu")  # `fleet.series.KEY_COLUMNS`: every download has them
-
-
 def _between(table: pa.Table, start: datetime | None, end: datetime | None) -> pa.Table:
     """The rows of a series batch sampled from `start` (included) to `end` (left out)."""
     stamps = table["timestamp"]
@@ -130,16 +130,3 @@ def _between(table: pa.Table, start: datetime | None, end: datetime | None) -> p
             test = compare(stamps, pa.scalar(bound, type=stamps.type))
             keep = test if keep is None else pc.and_(keep, test)
     return table.filter(keep)
-
-
-def _without_values(parquet, name: str) -> bool:
-    """Whether the column holds no value in any row group, by its statistics (unknown: False)."""
-    metadata = parquet.metadata
-    index = parquet.schema_arrow.get_field_index(name)
-    nulls = 0
-    for group in range(metadata.num_row_groups):
-        column = metadata.row_group(group).column(index)
-        if not column.is_stats_set or column.statistics.null_count is None:
-            return False
-        nulls += column.statistics.null_count
-    return metadata.num_rows > 0 and nulls == metadata.num_rows

@@ -25,7 +25,7 @@ import pyarrow.parquet as pq
 
 from fleet.canonical import METRICS, SERIES_KEYS, SeriesSummary
 
-KEY_COLUMNS = ("timestamp", "host", "gpu")
+KEY_COLUMNS = SERIES_KEYS
 # A hole is an interval without samples longer than this many sampling periods, and never shorter
 # than MIN_GAP_S (Prometheus' 5-minute lookback): holes are missing data, not idle time.
 GAP_PERIODS = 3
@@ -525,3 +525,18 @@ def from_parquet_bytes(data: bytes, columns: list[str] | None = None) -> pd.Data
         present = set(parquet.schema_arrow.names)
         columns = [c for c in dict.fromkeys([*SERIES_KEYS, *columns]) if c in present]
     return parquet.read(columns=columns).to_pandas()
+
+
+def column_without_values(parquet: pq.ParquetFile, name: str) -> bool:
+    """Whether a stored series' column holds no value in any row group, by its statistics in the file's footer
+    (unknown: False): a metric its source never sent, or sent empty (the CSV download leaves it out, the
+    timeline does not offer it)."""
+    metadata = parquet.metadata
+    index = parquet.schema_arrow.get_field_index(name)
+    nulls = 0
+    for group in range(metadata.num_row_groups):
+        column = metadata.row_group(group).column(index)
+        if not column.is_stats_set or column.statistics.null_count is None:
+            return False
+        nulls += column.statistics.null_count
+    return metadata.num_rows > 0 and nulls == metadata.num_rows

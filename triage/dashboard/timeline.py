@@ -19,7 +19,7 @@ from tsdownsample import MinMaxLTTBDownsampler
 
 from fleet.canonical import METRICS
 from fleet.logevents import LOG_EVENT_WORDS
-from fleet.series import MIN_GAP_S, device_name, gap_threshold_s
+from fleet.series import MIN_GAP_S, column_without_values, device_name, gap_threshold_s
 
 POINTS_PER_TRACE = 1000
 # Above this many devices a panel draws their mean and their lowest-to-highest band instead of a line
@@ -346,19 +346,11 @@ def metrics_stored(parquet: bytes) -> list[str]:
     one value: a metric its source never sent, or sent empty, is not offered. Read from the file's footer
     (each column's count of missing values), so a timeline reads the columns it draws and no others: all
     of them made a 30-day series' every fetch read three times the data."""
-    meta = pq.ParquetFile(pa.BufferReader(parquet)).metadata
-    names = [meta.schema.column(i).path for i in range(meta.num_columns)]
-    with_values = set()
-    for index, name in enumerate(names):
-        if name not in EXTRA_METRICS:
-            continue
-        for group in range(meta.num_row_groups):
-            rows, stats = meta.row_group(group).num_rows, meta.row_group(group).column(index).statistics
-            # No statistics: it may have values (the timeline draws none if it has not).
-            if rows and (stats is None or not stats.has_null_count or stats.null_count < rows):
-                with_values.add(name)
-                break
-    return [metric for metric in EXTRA_METRICS if metric in with_values]
+    stored = pq.ParquetFile(pa.BufferReader(parquet))
+    if not stored.metadata.num_rows:
+        return []
+    names = set(stored.schema_arrow.names)
+    return [metric for metric in EXTRA_METRICS if metric in names and not column_without_values(stored, metric)]
 
 
 def _extra_panel(metric: str, gpu_rows: pd.DataFrame, host_rows: pd.DataFrame) -> tuple[str, str, str] | None:
